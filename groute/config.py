@@ -1,0 +1,28 @@
+"""Process-wide defaults: the wait timeout every blocking call falls back to.
+
+Nothing in groute waits without a bound. The default (60 s) can be changed with
+``GROUTE_TIMEOUT`` in the environment or :func:`set_default_timeout`.
+"""
+import os
+
+_default_timeout = float(os.environ.get("GROUTE_TIMEOUT", "60"))
+
+
+def default_timeout() -> float:
+    return _default_timeout
+
+
+def set_default_timeout(seconds: float) -> None:
+    global _default_timeout
+    if not seconds > 0:
+        raise ValueError(f"timeout must be positive seconds, got {seconds!r}")
+    _default_timeout = float(seconds)
+
+
+def resolve_timeout(timeout):
+    """``None`` means the default; anything else must be a positive number of seconds."""
+    if timeout is None:
+        return _default_timeout
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+    return float(timeout)

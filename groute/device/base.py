@@ -1,0 +1,122 @@
+"""The device interface both backends implement.
+
+The runtime above this layer (Context, Link, Router, worklists) uses only these methods, so the
+same dataflow code runs on CUDA GPUs and on CPU virtual devices. Work is put on a stream with
+:meth:`Stream.submit`: on CUDA the function runs at once on the calling thread with the stream
+current and should only *enqueue* GPU work; on the CPU backend it runs later on the stream's own
+thread, in order. Either way the caller must not assume the work is done until an event says so.
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+
+
+class Event(abc.ABC):
+    """Completion marker recorded on a stream."""
+
+    @abc.abstractmethod
+    def query(self) -> bool:
+        """True once every piece of work submitted before the record has finished."""
+
+    @abc.abstractmethod
+    def synchronize(self, timeout=None) -> None:
+        """Block until done; raises WaitTimeout, ContextStopped, or DeviceError if the stream failed."""
+
+
+class Stream(abc.ABC):
+    """An ordered queue of work on one device."""
+
+    device: "Device"
+
+    @abc.abstractmethod
+    def submit(self, fn, *args, **kwargs) -> None:
+        """Run ``fn(*args, **kwargs)`` in stream order."""
+
+    @abc.abstractmethod
+    def record(self) -> Event:
+        """An event that completes when the work submitted so far has completed."""
+
+    @abc.abstractmethod
+    def wait_event(self, event: Event) -> None:
+        """Work submitted after this call starts only once ``event`` has completed."""
+
+    @abc.abstractmethod
+    def copy(self, dst, src) -> None:
+        """Asynchronous copy of array ``src`` into array ``dst`` (same element count), in stream order.
+
+        Either side may live on this device, another device of the same backend, or the host.
+        """
+
+    def synchronize(self, timeout=None) -> None:
+        self.record().synchronize(timeout)
+
+
+class Device(abc.ABC):
+    """One compute device: a GPU, or a CPU virtual device."""
+
+    backend: str   # "cuda" or "cpu"
+    index: int     # position within its backend
+    xp = None      # the array module: cupy or numpy
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"<Device {self.name}>"
+
+    # streams -------------------------------------------------------------------------------
+    compute_stream: Stream
+    copy_stream: Stream
+
+    @abc.abstractmethod
+    def new_stream(self, name: str = "") -> Stream:
+        """A fresh stream on this device (closed with the device)."""
+
+    def use(self):
+        """Context manager making this the current device for array allocation (CUDA only)."""
+        return contextlib.nullcontext()
+
+    # memory --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def empty(self, shape, dtype): ...
+
+    def zeros(self, shape, dtype):
+        with self.use():
+            return self.xp.zeros(shape, dtype)
+
+    def full(self, shape, value, dtype):
+        with self.use():
+            return self.xp.full(shape, value, dtype)
+
+    @abc.abstractmethod
+    def asarray(self, host_array):
+        """A copy of a host (NumPy) array in this device's memory (synchronous)."""
+
+    @abc.abstractmethod
+    def to_host(self, array):
+        """A NumPy copy of an array of this device (synchronous)."""
+
+    def host_buffer(self, shape, dtype):
+        """Host memory suited to fast transfers with this device (pinned on CUDA)."""
+        import numpy as np
+        return np.empty(shape, dtype)
+
+    @abc.abstractmethod
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes."""
+
+    @abc.abstractmethod
+    def properties(self) -> dict:
+        """Model name, memory, multiprocessors and other facts for ``groute info``."""
+
+    def can_access_peer(self, other: "Device") -> bool:
+        return False
+
+    def synchronize(self, timeout=None) -> None:
+        self.compute_stream.synchronize(timeout)
+        self.copy_stream.synchronize(timeout)
+
+    def close(self) -> None:
+        """Stop the device's stream threads (CPU) / release streams. Idempotent."""

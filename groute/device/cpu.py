@@ -1,0 +1,189 @@
+"""CPU backend: NumPy "virtual devices" with real asynchronous streams.
+
+Each stream is an ordered queue served by its own thread, so work submitted to it runs later,
+concurrently with the submitting thread: copies between virtual devices really are in flight
+while the host moves on, and a race or a missing wait shows up in CI the way it would on a GPU.
+A device can be slowed down artificially (``delay`` seconds per submitted task) to test load
+balancing between unequal devices.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+import time
+
+import numpy as np
+
+from ..config import resolve_timeout
+from ..errors import ContextStopped, DeviceError, WaitTimeout
+from ..waiting import POLL_INTERVAL
+from .base import Device, Event, Stream
+
+_EVENT_IDS = itertools.count()
+
+
+class CPUEvent(Event):
+    def __init__(self, stream: "CPUStream"):
+        self.stream = stream
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+        self.id = next(_EVENT_IDS)
+
+    def _fire(self, error=None):
+        self._error = error
+        self._done.set()
+
+    def query(self) -> bool:
+        if self._done.is_set() and self._error is not None:
+            raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
+        return self._done.is_set()
+
+    def synchronize(self, timeout=None) -> None:
+        limit = resolve_timeout(timeout)
+        deadline = time.monotonic() + limit
+        stop = self.stream.device.stop_event
+        while not self._done.wait(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0))):
+            if stop.is_set():
+                raise ContextStopped(f"stopped while waiting for event {self.id} on {self.stream}")
+            if time.monotonic() >= deadline:
+                raise WaitTimeout(f"timed out after {limit:g} s waiting for event {self.id} on {self.stream}")
+        if self._error is not None:
+            raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
+
+
+class CPUStream(Stream):
+    """An ordered work queue with its own thread."""
+
+    def __init__(self, device: "CPUDevice", name: str):
+        self.device = device
+        self.name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name=f"groute-{device.name}-{name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def __repr__(self):
+        return f"<CPUStream {self.device.name}/{self.name}>"
+
+    def _serve(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, args, kwargs, marker = item
+            if marker is not None:
+                marker._fire(self._error)
+                continue
+            if self._error is not None:
+                continue  # a failed stream skips later work; its events report the failure
+            try:
+                if self.device.delay:
+                    time.sleep(self.device.delay)
+                fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - reported to the context, re-raised there
+                self._error = exc
+                self.device.report_error(exc, where=f"stream {self.name}")
+
+    def _put(self, item):
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed (its device was shut down)")
+        self._queue.put(item)
+
+    def submit(self, fn, *args, **kwargs) -> None:
+        self._put((fn, args, kwargs, None))
+
+    def record(self) -> CPUEvent:
+        event = CPUEvent(self)
+        self._put((None, (), {}, event))
+        return event
+
+    def wait_event(self, event: Event) -> None:
+        if event.query():
+            return
+        self.submit(event.synchronize)
+
+    def copy(self, dst, src) -> None:
+        _check_copy(dst, src)
+        self.submit(_copy, dst, src)
+
+    def close(self, timeout=5.0):
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+
+def _check_copy(dst, src):
+    if not isinstance(dst, np.ndarray) or not isinstance(src, np.ndarray):
+        raise TypeError(f"CPU backend copies NumPy arrays, got {type(dst).__name__} <- {type(src).__name__}")
+    if dst.size != src.size or dst.dtype != src.dtype:
+        raise ValueError(f"copy needs equal size and dtype: dst {dst.size} x {dst.dtype}, "
+                         f"src {src.size} x {src.dtype}")
+
+
+def _copy(dst, src):
+    np.copyto(dst, src.reshape(dst.shape))
+
+
+class CPUDevice(Device):
+    """A NumPy virtual device with a compute stream and a copy stream."""
+
+    backend = "cpu"
+    xp = np
+
+    def __init__(self, index: int, *, delay: float = 0.0, stop_event: threading.Event | None = None,
+                 on_error=None):
+        self.index = index
+        self.delay = float(delay)
+        self.stop_event = stop_event or threading.Event()
+        self.on_error = on_error
+        self._streams: list[CPUStream] = []
+        self._lock = threading.Lock()
+        self.compute_stream = self.new_stream("compute")
+        self.copy_stream = self.new_stream("copy")
+
+    def report_error(self, exc, where=""):
+        if self.on_error is not None:
+            self.on_error(self, exc, where)
+
+    def new_stream(self, name: str = "") -> CPUStream:
+        with self._lock:
+            stream = CPUStream(self, name or f"s{len(self._streams)}")
+            self._streams.append(stream)
+        return stream
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def asarray(self, host_array):
+        return np.array(host_array, copy=True)
+
+    def to_host(self, array):
+        return np.array(array, copy=True)
+
+    def memory_info(self):
+        try:
+            pages = os.sysconf("SC_AVPHYS_PAGES")
+            total = os.sysconf("SC_PHYS_PAGES")
+            size = os.sysconf("SC_PAGE_SIZE")
+            return pages * size, total * size
+        except (ValueError, OSError):
+            return 0, 0
+
+    def properties(self) -> dict:
+        free, total = self.memory_info()
+        return {"name": "CPU virtual device (NumPy)", "memory_total": total, "memory_free": free,
+                "cores": os.cpu_count(), "delay_s": self.delay}
+
+    def can_access_peer(self, other) -> bool:
+        return isinstance(other, CPUDevice)
+
+    def close(self):
+        for stream in self._streams:
+            stream.close()

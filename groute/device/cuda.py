@@ -1,0 +1,225 @@
+"""CUDA backend on CuPy: streams, events, peer and host-staged copies.
+
+Work submitted to a :class:`CUDAStream` is enqueued at once on the calling thread with the
+stream current; completion is observed through events, polled with a bounded wait so that no
+host thread blocks forever on a GPU that will never answer.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import DeviceError
+from ..waiting import wait_for
+from .base import Device, Event, Stream
+
+# cudaMemcpyKind
+_H2D, _D2H, _D2D, _DEFAULT = 1, 2, 3, 4
+
+
+def _cupy():
+    import cupy
+    return cupy
+
+
+def cuda_device_count() -> int:
+    """Number of CUDA devices CuPy can use (0 when CuPy or a driver is missing)."""
+    try:
+        cupy = _cupy()
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - any failure means "no usable GPU"
+        return 0
+
+
+class CUDAEvent(Event):
+    def __init__(self, device: "CUDADevice", raw):
+        self.device = device
+        self.raw = raw
+
+    def query(self) -> bool:
+        return bool(self.raw.done)
+
+    def synchronize(self, timeout=None) -> None:
+        try:
+            wait_for(lambda: self.raw.done, what=f"a CUDA event on {self.device.name}",
+                     timeout=timeout, stop=self.device.stop_event)
+        except _cupy().cuda.runtime.CUDARuntimeError as exc:
+            raise DeviceError(self.device.name, str(exc)) from exc
+
+
+class CUDAStream(Stream):
+    def __init__(self, device: "CUDADevice", name: str):
+        self.device = device
+        self.name = name
+        with device.use():
+            self.raw = _cupy().cuda.Stream(non_blocking=True)
+        self._staging = None  # pinned buffer for host-staged copies without peer access
+
+    def __repr__(self):
+        return f"<CUDAStream {self.device.name}/{self.name}>"
+
+    @property
+    def ptr(self) -> int:
+        return self.raw.ptr
+
+    def submit(self, fn, *args, **kwargs) -> None:
+        with self.device.use(), self.raw:
+            fn(*args, **kwargs)
+
+    def record(self) -> CUDAEvent:
+        cupy = _cupy()
+        with self.device.use():
+            raw = cupy.cuda.Event(disable_timing=True)
+            raw.record(self.raw)
+        return CUDAEvent(self.device, raw)
+
+    def wait_event(self, event: Event) -> None:
+        if isinstance(event, CUDAEvent):
+            with self.device.use():
+                self.raw.wait_event(event.raw)
+        else:  # an event of another backend: wait on the host (rare; mixed setups only)
+            event.synchronize()
+
+    def copy(self, dst, src) -> None:
+        cupy = _cupy()
+        runtime = cupy.cuda.runtime
+        nbytes = _check_copy(dst, src)
+        if nbytes == 0:
+            return
+        dst_dev, src_dev = _device_of(dst), _device_of(src)
+        with self.device.use():
+            if dst_dev is None and src_dev is None:
+                self.submit(np.copyto, dst, src.reshape(dst.shape))  # host to host
+            elif dst_dev is None:
+                runtime.memcpyAsync(dst.ctypes.data, src.data.ptr, nbytes, _D2H, self.ptr)
+            elif src_dev is None:
+                runtime.memcpyAsync(dst.data.ptr, src.ctypes.data, nbytes, _H2D, self.ptr)
+            elif dst_dev == src_dev:
+                runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, _D2D, self.ptr)
+            elif self.device.peer_enabled(src_dev, dst_dev):
+                runtime.memcpyPeerAsync(dst.data.ptr, dst_dev, src.data.ptr, src_dev, nbytes, self.ptr)
+            else:
+                self._staged_copy(dst, src, nbytes)
+
+    def _staged_copy(self, dst, src, nbytes):
+        """Device -> pinned host -> device on this one stream; stream order makes reuse safe."""
+        cupy = _cupy()
+        runtime = cupy.cuda.runtime
+        if self._staging is None or self._staging.nbytes < nbytes:
+            if self._staging is not None:
+                self.synchronize()  # the old buffer may still be in use by queued copies
+            self._staging = cupy.cuda.alloc_pinned_memory(max(nbytes, 1 << 20))
+            self._staging.nbytes = max(nbytes, 1 << 20)
+        ptr = self._staging.ptr
+        runtime.memcpyAsync(ptr, src.data.ptr, nbytes, _D2H, self.ptr)
+        runtime.memcpyAsync(dst.data.ptr, ptr, nbytes, _H2D, self.ptr)
+
+
+def _device_of(array):
+    """CUDA device id of a CuPy array, None for a host (NumPy) array."""
+    if isinstance(array, np.ndarray):
+        return None
+    return int(array.device.id)
+
+
+def _check_copy(dst, src) -> int:
+    if dst.size != src.size or dst.dtype != src.dtype:
+        raise ValueError(f"copy needs equal size and dtype: dst {dst.size} x {dst.dtype}, "
+                         f"src {src.size} x {src.dtype}")
+    for name, a in (("dst", dst), ("src", src)):
+        flags = a.flags
+        if not flags.c_contiguous:
+            raise ValueError(f"copy needs contiguous arrays; {name} is not (use a slice along axis 0)")
+    return int(src.nbytes)
+
+
+class CUDADevice(Device):
+    backend = "cuda"
+
+    def __init__(self, index: int, *, stop_event: threading.Event | None = None, on_error=None):
+        cupy = _cupy()
+        count = cuda_device_count()
+        if not 0 <= index < count:
+            raise ValueError(f"CUDA device {index} does not exist: this machine has {count} "
+                             f"(valid indices 0..{count - 1})")
+        self.xp = cupy
+        self.index = index
+        self.stop_event = stop_event or threading.Event()
+        self.on_error = on_error
+        self._peers: set[int] = set()
+        self.compute_stream = CUDAStream(self, "compute")
+        self.copy_stream = CUDAStream(self, "copy")
+
+    def use(self):
+        return _cupy().cuda.Device(self.index)
+
+    def new_stream(self, name: str = "") -> CUDAStream:
+        return CUDAStream(self, name or "stream")
+
+    def empty(self, shape, dtype):
+        with self.use():
+            return self.xp.empty(shape, dtype)
+
+    def asarray(self, host_array):
+        with self.use():
+            return self.xp.asarray(host_array)
+
+    def to_host(self, array):
+        with self.use():
+            return self.xp.asnumpy(array)
+
+    def host_buffer(self, shape, dtype):
+        import cupyx
+        return cupyx.empty_pinned(shape, dtype)
+
+    def memory_info(self):
+        with self.use():
+            free, total = _cupy().cuda.runtime.memGetInfo()
+        return int(free), int(total)
+
+    def properties(self) -> dict:
+        props = _cupy().cuda.runtime.getDeviceProperties(self.index)
+        name = props["name"]
+        if isinstance(name, bytes):
+            name = name.decode()
+        free, total = self.memory_info()
+        return {"name": name, "memory_total": total, "memory_free": free,
+                "multiprocessors": props["multiProcessorCount"],
+                "compute_capability": f"{props['major']}.{props['minor']}",
+                "l2_bytes": props.get("l2CacheSize")}
+
+    def can_access_peer(self, other) -> bool:
+        if not isinstance(other, CUDADevice) or other.index == self.index:
+            return False
+        return bool(_cupy().cuda.runtime.deviceCanAccessPeer(self.index, other.index))
+
+    def enable_peer_access(self, other: "CUDADevice") -> bool:
+        """Let this device's kernels and copies reach ``other``'s memory directly."""
+        if not self.can_access_peer(other):
+            return False
+        runtime = _cupy().cuda.runtime
+        with self.use():
+            try:
+                runtime.deviceEnablePeerAccess(other.index)
+            except runtime.CUDARuntimeError as exc:
+                if "AlreadyEnabled" not in str(exc) and "already" not in str(exc).lower():
+                    raise
+        self._peers.add(other.index)
+        return True
+
+    def peer_enabled(self, src: int, dst: int) -> bool:
+        """True when a copy between devices ``src`` and ``dst`` can go directly (no staging)."""
+        registry = _PEERS
+        return (src, dst) in registry or (dst, src) in registry
+
+    def close(self):
+        pass
+
+
+#: Pairs (a, b) with peer access enabled in at least one direction, filled by Context.
+_PEERS: set[tuple[int, int]] = set()
+
+
+def register_peer(a: int, b: int) -> None:
+    _PEERS.add((a, b))

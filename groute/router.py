@@ -1,0 +1,178 @@
+"""Router: a virtual endpoint that picks a destination for each segment by a policy.
+
+``Router(inputs, outputs, policy)`` connects every input endpoint to every output endpoint with
+a :class:`~groute.link.Link` (created once, each with its own receive buffers). A segment sent
+into input ``i`` is not copied to the router: the policy picks output ``j`` and the link
+``i -> j`` copies straight from the source memory to the destination. With an availability
+route the router waits until one of the allowed links has a free receive buffer and uses the
+first such one, which is how "send to the first free device" load balancing works.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from .config import resolve_timeout
+from .endpoint import Endpoint
+from .errors import ContextStopped
+from .link import Link, SendHandle
+from .policies import AVAILABILITY, BROADCAST, as_route
+from .segment import Segment
+from .waiting import wait_for
+
+
+class _MultiHandle:
+    """Completion of a broadcast: every copy done."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def done(self):
+        return all(h.done() for h in self.handles)
+
+    def wait(self, timeout=None, stop=None):
+        for h in self.handles:
+            h.wait(timeout, stop)
+
+
+class RouterInput:
+    """Input port ``index`` of a router: ``send`` routes a segment from this endpoint."""
+
+    def __init__(self, router: "Router", index: int):
+        self.router = router
+        self.index = index
+        self.endpoint = router.input_endpoints[index]
+
+    def send(self, data, *, event=None, metadata=None):
+        return self.router._route(self.index, data, event, metadata)
+
+    def close(self):
+        self.router._close_input(self.index)
+
+
+class RouterOutput:
+    """Output port ``index``: receives the segments routed to its endpoint, from any input."""
+
+    def __init__(self, router: "Router", index: int):
+        self.router = router
+        self.index = index
+        self.endpoint = router.output_endpoints[index]
+        self._cond = threading.Condition()
+        self._queue = collections.deque()
+        self._ended = 0
+        self.received = 0
+
+    def _deliver(self, pending):
+        with self._cond:
+            if pending is None:
+                self._ended += 1
+            else:
+                self._queue.append(pending)
+                self.received += 1
+            self._cond.notify_all()
+
+    def _finished(self):
+        return self._ended >= len(self.router.input_endpoints)
+
+    def receive(self, timeout=None):
+        """Next PendingSegment routed here, or ``None`` when every input is closed and drained."""
+        with self._cond:
+            wait_for(lambda: self._queue or self._finished(), cond=self._cond,
+                     timeout=timeout if timeout is not None else self.router.timeout,
+                     stop=self.router.stop, what=f"a segment at {self.router.name} output {self.index}")
+            if self._queue:
+                return self._queue.popleft()
+        errors = [l._error for l in self.router.links_to(self.index) if l._error is not None]
+        if errors:
+            raise errors[0]
+        if not all(l.closed for l in self.router.links_to(self.index)):
+            raise ContextStopped(f"{self.router.name} output {self.index} stopped before its inputs closed")
+        return None
+
+    def poll(self):
+        with self._cond:
+            return self._queue.popleft() if self._queue else None
+
+    def __iter__(self):
+        while True:
+            pending = self.receive()
+            if pending is None:
+                return
+            yield pending
+
+
+class Router:
+    """See the module docstring. ``policy`` is a function (see :mod:`groute.policies`)."""
+
+    def __init__(self, inputs, outputs, policy, *, packet_size: int, num_buffers: int = 2,
+                 dtype=np.int32, item_shape=(), ctx=None, name: str = "router"):
+        if not callable(policy):
+            raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
+                            f"got {policy!r}")
+        self.input_endpoints = [Endpoint.of(x) for x in inputs]
+        self.output_endpoints = [Endpoint.of(x) for x in outputs]
+        if not self.input_endpoints or not self.output_endpoints:
+            raise ValueError("a Router needs at least one input and one output")
+        self.policy = policy
+        self.name = name
+        self.ctx = ctx
+        self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
+        any_device = next(e.device for e in self.input_endpoints + self.output_endpoints if not e.is_host)
+        self.stop = ctx.stop_event if ctx is not None else any_device.stop_event
+        self._room = threading.Condition()
+        self.outputs = [RouterOutput(self, j) for j in range(len(self.output_endpoints))]
+        self.inputs = [RouterInput(self, i) for i in range(len(self.input_endpoints))]
+        self.links = [[Link(src, dst, packet_size, num_buffers, dtype=dtype, item_shape=item_shape,
+                            ctx=ctx, name=f"{name}[{i}->{j}]", deliver=self.outputs[j]._deliver)
+                       for j, dst in enumerate(self.output_endpoints)]
+                      for i, src in enumerate(self.input_endpoints)]
+        for row in self.links:
+            for link in row:
+                link.add_room_listener(self._room)
+        self.routed = np.zeros((len(self.inputs), len(self.outputs)), dtype=np.int64)
+
+    def links_to(self, j):
+        return [row[j] for row in self.links]
+
+    def _route(self, i, data, event, metadata):
+        segment = Segment(data, dict(metadata or {}))
+        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))))
+        dests = route.destinations
+        if not dests:
+            raise ValueError(f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)} "
+                             f"allowed no destination for a segment from input {i}")
+        for j in dests:
+            if not 0 <= j < len(self.outputs):
+                raise ValueError(f"{self.name}: policy chose output {j}, but there are {len(self.outputs)}")
+        if route.strategy == BROADCAST:
+            handles = [self._send(i, j, data, event, metadata) for j in dests]
+            return _MultiHandle(handles)
+        if route.strategy == AVAILABILITY and len(dests) > 1:
+            chosen = []
+
+            def pick():
+                for j in dests:
+                    if self.links[i][j].has_room():
+                        chosen.append(j)
+                        return True
+                return False
+            with self._room:
+                wait_for(pick, cond=self._room, timeout=self.timeout, stop=self.stop,
+                         what=f"{self.name}: a destination with room among outputs {list(dests)}")
+            return self._send(i, chosen[0], data, event, metadata)
+        return self._send(i, dests[0], data, event, metadata)
+
+    def _send(self, i, j, data, event, metadata) -> SendHandle:
+        self.routed[i, j] += 1
+        return self.links[i][j].send(data, event=event, metadata=metadata)
+
+    def _close_input(self, i):
+        for link in self.links[i]:
+            link.close()
+
+    def close(self):
+        """Close every input: queued segments still arrive, then outputs end."""
+        for i in range(len(self.inputs)):
+            self._close_input(i)

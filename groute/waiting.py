@@ -1,0 +1,42 @@
+"""Bounded waiting: every blocking call in groute goes through here.
+
+A wait ends in one of three ways: the condition holds, the timeout passes (``WaitTimeout`` naming
+what was awaited), or the owning context is stopped because something else failed
+(``ContextStopped``). This is what makes "a failure in one device thread stops the whole
+computation" true: blocked threads notice the stop within one poll interval.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from .config import resolve_timeout
+from .errors import ContextStopped, WaitTimeout
+
+#: Longest a waiter sleeps before re-checking the stop flag.
+POLL_INTERVAL = 0.05
+
+
+def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None = None,
+             cond: threading.Condition | None = None):
+    """Block until ``predicate()`` is true.
+
+    With ``cond`` (held by the caller), waits on the condition between checks; without it, polls
+    with a short exponential back-off (starting at 20 µs, so GPU event polling stays cheap).
+    """
+    limit = resolve_timeout(timeout)
+    deadline = time.monotonic() + limit
+    delay = 20e-6
+    while True:
+        if predicate():
+            return
+        if stop is not None and stop.is_set():
+            raise ContextStopped(f"stopped while waiting for {what}")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise WaitTimeout(f"timed out after {limit:g} s waiting for {what}")
+        if cond is not None:
+            cond.wait(min(remaining, POLL_INTERVAL))
+        else:
+            time.sleep(min(delay, remaining, POLL_INTERVAL))
+            delay = min(delay * 2, 2e-3)
