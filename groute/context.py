@@ -63,6 +63,7 @@ class Context:
                     delay = cpu_delays[n] if cpu_delays else 0.0
                     dev = CPUDevice(i, delay=delay, stop_event=self.stop_event,
                                     on_error=self._stream_failed)
+                dev.timeout = self.timeout
                 self.devices.append(dev)
             if self.backend == "cuda":
                 self._enable_peer_access()

@@ -90,7 +90,7 @@ class Link:
         self.name = name or f"link{next(_LINK_IDS)}[{self.src}->{self.dst}]"
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
-        copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
+        self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
             else self.dst.device
         self.stream = copier.new_stream(f"{self.name}")
         self.stop = copier.stop_event
@@ -193,6 +193,8 @@ class Link:
             if self.ctx is not None:
                 self.ctx.fail(self.name, exc)
         finally:
+            if self._closed and self._error is None:
+                self._copier.release_stream(self.stream)
             with self._lock:
                 self._pump_done = True
                 for h in (s[3] for s in self._sends):

@@ -58,6 +58,7 @@ class Device(abc.ABC):
     backend: str   # "cuda" or "cpu"
     index: int     # position within its backend
     xp = None      # the array module: cupy or numpy
+    timeout = None  # default for waits on this device's events (None: groute.config default)
 
     @property
     def name(self) -> str:
@@ -73,6 +74,9 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def new_stream(self, name: str = "") -> Stream:
         """A fresh stream on this device (closed with the device)."""
+
+    def release_stream(self, stream: Stream) -> None:
+        """Give back a stream from :meth:`new_stream` once its queued work is done."""
 
     def use(self):
         """Context manager making this the current device for array allocation (CUDA only)."""

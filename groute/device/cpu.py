@@ -41,7 +41,7 @@ class CPUEvent(Event):
         return self._done.is_set()
 
     def synchronize(self, timeout=None) -> None:
-        limit = resolve_timeout(timeout)
+        limit = resolve_timeout(timeout if timeout is not None else self.stream.device.timeout)
         deadline = time.monotonic() + limit
         stop = self.stream.device.stop_event
         while not self._done.wait(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0))):
@@ -157,6 +157,12 @@ class CPUDevice(Device):
             stream = CPUStream(self, name or f"s{len(self._streams)}")
             self._streams.append(stream)
         return stream
+
+    def release_stream(self, stream: CPUStream) -> None:
+        with self._lock:
+            if stream in self._streams:
+                self._streams.remove(stream)
+        stream.close()  # queued work still runs first; the thread then exits
 
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)

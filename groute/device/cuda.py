@@ -43,7 +43,8 @@ class CUDAEvent(Event):
     def synchronize(self, timeout=None) -> None:
         try:
             wait_for(lambda: self.raw.done, what=f"a CUDA event on {self.device.name}",
-                     timeout=timeout, stop=self.device.stop_event)
+                     timeout=timeout if timeout is not None else self.device.timeout,
+                     stop=self.device.stop_event)
         except _cupy().cuda.runtime.CUDARuntimeError as exc:
             raise DeviceError(self.device.name, str(exc)) from exc
 

@@ -1,0 +1,64 @@
+"""``groute info``: the devices, their memory, the backend, and how they reach each other."""
+from __future__ import annotations
+
+import json
+import platform
+
+from ..cli import context_from_args
+
+
+def register(subparsers, common):
+    p = subparsers.add_parser("info", parents=[common], help="show devices, memory, peer access, links")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(func=run)
+
+
+def describe(ctx) -> dict:
+    from ..device.links_info import link_kinds
+    devices = []
+    for dev in ctx.devices:
+        props = dev.properties()
+        props["device"] = dev.name
+        devices.append(props)
+    info = {"backend": ctx.backend, "devices": devices,
+            "peer_access": ctx.peer_matrix().astype(int).tolist(),
+            "links": link_kinds(ctx.devices), "python": platform.python_version()}
+    if ctx.backend == "cuda":
+        import cupy
+        info["cupy"] = cupy.__version__
+        info["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+        info["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
+    return info
+
+
+def _gib(x):
+    return f"{x / 2**30:.1f} GiB" if x else "?"
+
+
+def run(args) -> int:
+    with context_from_args(args) as ctx:
+        info = describe(ctx)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    label = "CUDA GPUs" if info["backend"] == "cuda" else "CPU virtual devices (NumPy)"
+    print(f"backend: {info['backend']} ({label}), {len(info['devices'])} device(s)")
+    if "cupy" in info:
+        print(f"cupy {info['cupy']}, CUDA runtime {info['cuda_runtime']}, driver {info['cuda_driver']}")
+    for d in info["devices"]:
+        extra = f", {d['multiprocessors']} SMs, cc {d['compute_capability']}" if "multiprocessors" in d else ""
+        print(f"  {d['device']:8s} {d['name']}: {_gib(d['memory_free'])} free of "
+              f"{_gib(d['memory_total'])}{extra}")
+    n = len(info["devices"])
+    names = [d["device"] for d in info["devices"]]
+    width = max(8, *(len(x) for x in names))
+    print("peer access (row reaches column directly):")
+    print(" " * width + "".join(f"{x:>{width}}" for x in names))
+    for i in range(n):
+        print(f"{names[i]:<{width}}" + "".join(
+            f"{('-' if i == j else ('yes' if info['peer_access'][i][j] else 'no')):>{width}}" for j in range(n)))
+    print("links (as the driver reports them):")
+    print(" " * width + "".join(f"{x:>{width}}" for x in names))
+    for i in range(n):
+        print(f"{names[i]:<{width}}" + "".join(f"{info['links'][i][j]:>{width}}" for j in range(n)))
+    return 0

@@ -1,0 +1,221 @@
+"""Link: packet splitting at every boundary, order, back-pressure, concurrency, close in flight."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from groute import HOST, Context, Link, LinkClosed, WaitTimeout
+from conftest import backends
+
+
+@pytest.fixture(params=backends())
+def ctx(request):
+    c = Context(2, backend=request.param, timeout=10)
+    yield c
+    c.shutdown()
+
+
+def _src(ctx, host_array, endpoint):
+    return host_array if endpoint is HOST else endpoint.asarray(host_array)
+
+
+def _drain(link, n_expected_packets=None):
+    out, metas = [], []
+    while True:
+        p = link.receive(timeout=5)
+        if p is None:
+            break
+        data = p.wait().data
+        dev = p.metadata
+        out.append(np.asarray(data.get() if hasattr(data, "get") else data).copy())
+        metas.append(dev)
+        p.release()
+    return out, metas
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n,packet,expected", [(0, 4, 0), (1, 4, 1), (8, 4, 2), (9, 4, 3), (4, 4, 1), (3, 1, 3)])
+@pytest.mark.parametrize("route", ["d2d", "h2d", "d2h"])
+def test_packet_boundaries(ctx, n, packet, expected, route):
+    a, b = ctx.devices
+    src, dst = {"d2d": (a, b), "h2d": (HOST, b), "d2h": (a, HOST)}[route]
+    link = Link(src, dst, packet_size=packet, num_buffers=2, ctx=ctx)
+    host = np.arange(n, dtype=np.int32) * 7 - 3
+    handle = link.send(_src(ctx, host, src))
+    link.close()
+    parts, metas = _drain(link)
+    assert len(parts) == expected
+    assert [len(p) for p in parts] == [min(packet, n - i * packet) for i in range(expected)]
+    got = np.concatenate(parts) if parts else np.empty(0, np.int32)
+    np.testing.assert_array_equal(got, host)
+    if expected:
+        assert metas[-1]["last"] and all(not m["last"] for m in metas[:-1])
+        assert [m["offset"] for m in metas] == list(range(0, n, packet))
+    handle.wait(timeout=5)
+    assert handle.done()
+
+
+@pytest.mark.timeout(60)
+def test_order_kept_across_many_sends(ctx):
+    a, b = ctx.devices
+    link = Link(a, b, packet_size=5, num_buffers=3, ctx=ctx)
+    sent = [np.arange(i, i + 1 + i % 7, dtype=np.int32) for i in range(40)]
+    for s in sent:
+        link.send(a.asarray(s), metadata={"id": len(s)})
+    link.close()
+    parts, _ = _drain(link)
+    np.testing.assert_array_equal(np.concatenate(parts), np.concatenate(sent))
+
+
+@pytest.mark.timeout(60)
+def test_back_pressure_blocks_until_release():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=2, ctx=ctx)
+        handle = link.send(np.arange(8, dtype=np.int32))  # 4 packets, only 2 buffers
+        held = [link.receive(timeout=5), link.receive(timeout=5)]
+        time.sleep(0.2)
+        assert link.poll() is None, "a third packet arrived although both buffers are held"
+        assert not handle.done()
+        assert not link.has_room()
+        held[0].wait()
+        held[0].release()
+        third = link.receive(timeout=5)
+        np.testing.assert_array_equal(third.wait().data, [4, 5])
+        for p in held[1:] + [third]:
+            p.release()
+        fourth = link.receive(timeout=5)
+        np.testing.assert_array_equal(fourth.wait().data, [6, 7])
+        fourth.release()
+        handle.wait(timeout=5)
+
+
+@pytest.mark.timeout(60)
+def test_copy_is_asynchronous():
+    """The copy has not happened while the copying stream is still busy with earlier work."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, num_buffers=1, ctx=ctx)
+        gate = threading.Event()
+        link.stream.submit(gate.wait, 5)
+        link.send(np.arange(4, dtype=np.int32))
+        pending = link.receive(timeout=5)
+        assert not pending.ready()
+        gate.set()
+        np.testing.assert_array_equal(pending.wait(timeout=5).data, np.arange(4))
+        assert pending.ready()
+        pending.release()
+
+
+@pytest.mark.timeout(60)
+def test_receiver_never_releasing_times_out_with_a_clear_message():
+    with Context(2, backend="cpu", timeout=0.5) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=1, num_buffers=1, ctx=ctx)
+        link.send(np.arange(3, dtype=np.int32))
+        first = link.receive(timeout=2)
+        with pytest.raises(Exception) as info:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                link.receive(timeout=2)
+        assert "free receive buffer" in str(info.value) or isinstance(info.value, WaitTimeout) \
+            or "stopped" in str(info.value)
+        first.release()
+
+
+@pytest.mark.timeout(60)
+def test_concurrent_senders(ctx):
+    a, b = ctx.devices
+    link = Link(a, b, packet_size=16, num_buffers=4, ctx=ctx)
+    chunks = {t: [np.full(10 + t, 100 * t + i, np.int32) for i in range(20)] for t in range(4)}
+
+    def sender(t):
+        for c in chunks[t]:
+            link.send(a.asarray(c))
+
+    threads = [threading.Thread(target=sender, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    got = []
+
+    def receiver():
+        while True:
+            p = link.receive(timeout=5)
+            if p is None:
+                return
+            d = p.wait().data
+            got.append(np.asarray(d.get() if hasattr(d, "get") else d).copy())
+            p.release()
+    r = threading.Thread(target=receiver)
+    r.start()
+    for th in threads:
+        th.join()
+    link.close()
+    r.join(10)
+    allgot = np.sort(np.concatenate(got))
+    expect = np.sort(np.concatenate([np.concatenate(v) for v in chunks.values()]))
+    np.testing.assert_array_equal(allgot, expect)
+    # each sender's chunks keep their own order
+    seq = [int(x[0]) for x in got]
+    for t in range(4):
+        mine = [v for v in seq if v // 100 == t]
+        assert mine == sorted(mine)
+
+
+@pytest.mark.timeout(60)
+def test_close_while_in_flight_delivers_everything_then_ends():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=3, num_buffers=1, ctx=ctx)
+        link.send(np.arange(10, dtype=np.int32))
+        link.close()                     # the send is still in flight (one buffer, four packets)
+        with pytest.raises(LinkClosed):
+            link.send(np.arange(2, dtype=np.int32))
+        parts, _ = _drain(link)
+        np.testing.assert_array_equal(np.concatenate(parts), np.arange(10))
+        assert link.receive(timeout=1) is None
+
+
+@pytest.mark.parametrize("kwargs,msg", [({"packet_size": 0}, "packet_size"), ({"packet_size": 4, "num_buffers": 0}, "num_buffers"),
+                                        ({"packet_size": 2.5}, "packet_size")])
+def test_bad_arguments(cpu_ctx, kwargs, msg):
+    a, b = cpu_ctx.devices[:2]
+    with pytest.raises(ValueError, match=msg):
+        Link(a, b, **kwargs)
+
+
+def test_wrong_dtype_is_rejected(cpu_ctx):
+    a, b = cpu_ctx.devices[:2]
+    link = Link(a, b, 4, ctx=cpu_ctx)
+    with pytest.raises(ValueError, match="int32"):
+        link.send(np.zeros(3, np.float64))
+    link.close()
+
+
+def test_host_to_host_is_rejected():
+    with pytest.raises(ValueError, match="device"):
+        Link(HOST, HOST, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(60)
+def test_cuda_peer_and_staged_paths():
+    """Both the peer path and the host-staged path deliver the same bytes."""
+    from groute.device import cuda as cuda_backend
+    with Context(2, backend="cuda", timeout=10) as ctx:
+        a, b = ctx.devices
+        host = np.arange(1000, dtype=np.int32)
+        for staged in (False, True):
+            saved = set(cuda_backend._PEERS)
+            if staged:
+                cuda_backend._PEERS.clear()
+            try:
+                link = Link(a, b, packet_size=300, num_buffers=2, ctx=ctx)
+                link.send(a.asarray(host))
+                link.close()
+                parts, _ = _drain(link)
+            finally:
+                cuda_backend._PEERS.update(saved)
+            np.testing.assert_array_equal(np.concatenate(parts), host)

@@ -1,0 +1,79 @@
+"""PBF end to end: 1-4 devices, both backends, against NumPy; first-available vs static."""
+import numpy as np
+import pytest
+
+from apps.pbf import parse_predicate, pbf
+from groute import Context
+from groute.cli import main
+from conftest import backends
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("predicate", ["even", "mod:7:3", "gt:1000"])
+def test_pbf_matches_numpy(backend, k, predicate):
+    from groute.device import cuda_device_count
+    if backend == "cuda" and k > cuda_device_count():
+        pytest.skip(f"needs {k} GPUs")
+    rng = np.random.default_rng(k)
+    data = rng.integers(-5000, 5000, 10_007, dtype=np.int32)
+    with Context(k, backend=backend, timeout=10) as ctx:
+        for static in (False, True):
+            res = pbf(data, predicate, ctx=ctx, segment_size=1000, static=static)
+            expected = data[parse_predicate(predicate).numpy(data)]
+            np.testing.assert_array_equal(np.sort(res.values), np.sort(expected))
+            assert sum(res.stats["elements_per_device"]) == data.size
+
+
+@pytest.mark.timeout(60)
+def test_pbf_edge_sizes():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        assert pbf(np.empty(0, np.int32), "even", ctx=ctx).values.size == 0
+        assert pbf(np.array([2], np.int32), "even", ctx=ctx).values.tolist() == [2]
+        assert pbf(np.array([1, 3], np.int32), "even", ctx=ctx).values.size == 0
+
+
+@pytest.mark.timeout(60)
+def test_first_available_balances_an_artificially_slow_device():
+    data = np.arange(40_000, dtype=np.int32)
+    with Context(3, backend="cpu", timeout=10, cpu_delays=[0, 0, 0.05]) as ctx:
+        res = pbf(data, "odd", ctx=ctx, segment_size=1000, num_buffers=1)
+        per = res.stats["elements_per_device"]
+        assert per[2] < per[0] and per[2] < per[1], per
+        static = pbf(data, "odd", ctx=ctx, segment_size=1000, num_buffers=1, static=True)
+        assert static.stats["elements_per_device"][2] >= per[2]
+        assert res.time_s < static.time_s
+
+
+@pytest.mark.parametrize("bad", ["prime", "mod:0:0", "mod:3:5", "gt:x", "gt:99999999999"])
+def test_bad_predicates(bad):
+    with pytest.raises(ValueError, match="predicate"):
+        parse_predicate(bad)
+
+
+def test_bad_input_array():
+    with pytest.raises(ValueError, match="int32"):
+        pbf(np.zeros(4, np.float32), "even", backend="cpu", devices=1)
+
+
+def test_cli_pbf_verifies(capsys):
+    assert main(["pbf", "--backend", "cpu", "--devices", "2", "--size", "20000", "--segment", "3000", "--compare"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("verified against NumPy") == 2
+
+
+def test_cli_bad_option_is_one_line_error(capsys):
+    assert main(["pbf", "--backend", "cpu", "--predicate", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown predicate" in err and "Traceback" not in err
+
+
+def test_cli_info(capsys):
+    assert main(["info", "--backend", "cpu", "--devices", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "cpu:1" in out and "peer access" in out
+    assert main(["info", "--backend", "cpu", "--devices", "2", "--json"]) == 0
+    import json
+    info = json.loads(capsys.readouterr().out)
+    assert info["backend"] == "cpu" and len(info["devices"]) == 2

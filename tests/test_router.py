@@ -1,0 +1,108 @@
+"""Router: every policy, a custom policy, and availability balancing toward the faster device."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from groute import HOST, Context, Route, Router, broadcast, by_owner, first_available, ring
+from conftest import backends
+
+
+def _collect(router, j, sink, delay=0.0):
+    for p in router.outputs[j]:
+        d = p.wait().data
+        sink.append((j, np.asarray(d.get() if hasattr(d, "get") else d).copy(), dict(p.metadata)))
+        if delay:
+            time.sleep(delay)
+        p.release()
+
+
+def _run_router(ctx, policy, segments, metadata=None, delays=None, num_buffers=2):
+    router = Router([HOST], ctx.devices, policy, packet_size=64, num_buffers=num_buffers, ctx=ctx)
+    got = []
+    threads = [threading.Thread(target=_collect, args=(router, j, got, (delays or {}).get(j, 0)))
+               for j in range(len(ctx.devices))]
+    for t in threads:
+        t.start()
+    for i, s in enumerate(segments):
+        router.inputs[0].send(s, metadata=(metadata or (lambda i: {}))(i))
+    router.close()
+    for t in threads:
+        t.join(20)
+    assert not any(t.is_alive() for t in threads)
+    return router, got
+
+
+@pytest.fixture(params=backends())
+def ctx(request):
+    c = Context(3, backend=request.param, timeout=10)
+    yield c
+    c.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_broadcast_reaches_every_destination(ctx):
+    segs = [np.arange(i * 10, i * 10 + 10, dtype=np.int32) for i in range(5)]
+    router, got = _run_router(ctx, broadcast, segs)
+    for j in range(3):
+        mine = np.concatenate([d for (jj, d, _) in got if jj == j])
+        np.testing.assert_array_equal(mine, np.concatenate(segs))
+    assert router.routed.tolist() == [[5, 5, 5]]
+
+
+@pytest.mark.timeout(60)
+def test_by_owner_follows_metadata(ctx):
+    segs = [np.full(7, i, np.int32) for i in range(9)]
+    _, got = _run_router(ctx, by_owner, segs, metadata=lambda i: {"owner": i % 3})
+    for j, d, meta in got:
+        assert meta["owner"] == j
+        assert np.all(d % 3 == j)
+    assert len(got) == 9
+
+
+@pytest.mark.timeout(60)
+def test_ring_sends_to_next(ctx):
+    router = Router(ctx.devices, ctx.devices, ring, packet_size=8, ctx=ctx)
+    got = []
+    threads = [threading.Thread(target=_collect, args=(router, j, got)) for j in range(3)]
+    for t in threads:
+        t.start()
+    for i, dev in enumerate(ctx.devices):
+        router.inputs[i].send(dev.asarray(np.full(4, i, np.int32)))
+    router.close()
+    for t in threads:
+        t.join(20)
+    assert sorted((j, int(d[0])) for j, d, _ in got) == [(0, 2), (1, 0), (2, 1)]
+
+
+@pytest.mark.timeout(60)
+def test_custom_policy_function(ctx):
+    def largest_to_last(segment, source, destinations):
+        return [destinations[-1]] if segment.size > 5 else Route((destinations[0],), "fixed")
+    segs = [np.zeros(n, np.int32) for n in (1, 9, 3, 12)]
+    _, got = _run_router(ctx, largest_to_last, segs)
+    assert sorted((j, len(d)) for j, d, _ in got) == [(0, 1), (0, 3), (2, 9), (2, 12)]
+
+
+@pytest.mark.timeout(60)
+def test_first_available_favours_the_faster_device():
+    with Context(3, backend="cpu", timeout=10) as ctx:
+        segs = [np.arange(50, dtype=np.int32) for _ in range(60)]
+        # device 2 takes 20 ms per segment, the others 1 ms
+        _, got = _run_router(ctx, first_available, segs, delays={0: 0.001, 1: 0.001, 2: 0.02}, num_buffers=1)
+        counts = np.bincount([j for j, _, _ in got], minlength=3)
+        assert counts.sum() == 60
+        assert counts[2] < counts[0] and counts[2] < counts[1], counts
+
+
+def test_policy_choosing_nonexistent_output(cpu_ctx):
+    router = Router([HOST], cpu_ctx.devices[:2], lambda s, src, d: [5], packet_size=4, ctx=cpu_ctx)
+    with pytest.raises(ValueError, match="output 5"):
+        router.inputs[0].send(np.zeros(3, np.int32))
+    router.close()
+
+
+def test_policy_must_be_callable(cpu_ctx):
+    with pytest.raises(TypeError, match="policy"):
+        Router([HOST], cpu_ctx.devices, "first", packet_size=4)
