@@ -47,5 +47,5 @@ def no_thread_leak():
 
 
 def backends():
-    """The backends to parametrise over: cpu always, cuda when a GPU is there."""
-    return ["cpu"] + (["cuda"] if cuda_device_count() > 0 else [])
+    """The backends to parametrise over: cpu always; cuda (marked ``gpu``) when a GPU is there."""
+    return ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
