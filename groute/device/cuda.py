@@ -56,6 +56,7 @@ class CUDAStream(Stream):
         with device.use():
             self.raw = _cupy().cuda.Stream(non_blocking=True)
         self._staging = None  # pinned buffer for host-staged copies without peer access
+        self._staging_bytes = 0
 
     def __repr__(self):
         return f"<CUDAStream {self.device.name}/{self.name}>"
@@ -107,11 +108,11 @@ class CUDAStream(Stream):
         """Device -> pinned host -> device on this one stream; stream order makes reuse safe."""
         cupy = _cupy()
         runtime = cupy.cuda.runtime
-        if self._staging is None or self._staging.nbytes < nbytes:
+        if self._staging_bytes < nbytes:
             if self._staging is not None:
                 self.synchronize()  # the old buffer may still be in use by queued copies
-            self._staging = cupy.cuda.alloc_pinned_memory(max(nbytes, 1 << 20))
-            self._staging.nbytes = max(nbytes, 1 << 20)
+            self._staging_bytes = max(nbytes, 1 << 20)
+            self._staging = cupy.cuda.alloc_pinned_memory(self._staging_bytes)
         ptr = self._staging.ptr
         runtime.memcpyAsync(ptr, src.data.ptr, nbytes, _D2H, self.ptr)
         runtime.memcpyAsync(dst.data.ptr, ptr, nbytes, _H2D, self.ptr)
