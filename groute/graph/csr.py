@@ -1,0 +1,429 @@
+"""The compressed-sparse-row graph every other part of groute consumes.
+
+A :class:`CSRGraph` is three arrays and a few facts: ``indptr`` (int64, |V|+1), ``indices``
+(int32 while |V| < 2**31, the targets of the out-arcs of vertex v in
+``indices[indptr[v]:indptr[v+1]]``, sorted within each row), optional ``weights`` aligned with
+``indices``, and whether it is ``directed`` (``False`` means symmetric: every arc is stored in
+both directions). Vertex ids are 0-based internally; :meth:`file_id_of` / :meth:`vertex_of` map
+to and from the ids written in the source file.
+
+The arrays may be NumPy or CuPy arrays: the structural helpers are written once against the
+array module of the graph (``xp``), which is how the generators build identical graphs on both
+backends. CuPy is only ever imported lazily.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import numpy as np
+
+from . import rng as _rng
+
+log = logging.getLogger(__name__)
+
+#: indices are int32 while the vertex count fits, as CUDA kernels index with 32-bit ints.
+INT32_LIMIT = 2**31 - 1
+
+
+def index_dtype(num_vertices: int):
+    """The dtype ``indices`` get for a graph of ``num_vertices`` vertices."""
+    return np.int32 if num_vertices <= INT32_LIMIT else np.int64
+
+
+def array_module(a):
+    """``numpy`` for host arrays, ``cupy`` for device arrays (imported only when one is seen)."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+        return np
+    import cupy
+    return cupy
+
+
+def sorted_unique(a, xp=None):
+    """Sorted distinct values of a 1-D array: sort plus neighbour compare.
+
+    Used instead of ``xp.unique``, which is far slower on large integer arrays in recent NumPy
+    (hash-based) and whose algorithm differs between backends.
+    """
+    xp = xp or array_module(a)
+    s = xp.sort(a)
+    if s.shape[0] < 2:
+        return s
+    keep = xp.empty(s.shape[0], dtype=bool)
+    keep[0] = True
+    xp.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def _as_array(a):
+    if a is None:
+        return None
+    if hasattr(a, "__cuda_array_interface__"):
+        return a
+    return np.asarray(a)
+
+
+class CSRGraph:
+    """A graph in CSR form, validated on construction (see the module docstring).
+
+    ``name`` is for messages and caches (file stem or spec). ``source`` is the file it was read
+    from, if any. Vertex ids as written in the file are ``v + id_base`` (1 for Matrix Market and
+    DIMACS, 0 for generated graphs) unless ``file_ids`` is given (SNAP: the original, sparse ids;
+    ``file_ids[v]`` is the id of internal vertex ``v``).
+    """
+
+    def __init__(self, indptr, indices, weights=None, *, directed: bool = True, name: str = "",
+                 source=None, id_base: int = 0, file_ids=None, validate: bool = True):
+        self.indptr = _as_array(indptr)
+        self.indices = _as_array(indices)
+        self.weights = _as_array(weights)
+        self.directed = bool(directed)
+        self.name = str(name)
+        self.source = source
+        self.id_base = int(id_base)
+        self.file_ids = None if file_ids is None else np.asarray(file_ids, dtype=np.int64)
+        self.device = None
+        self._file_order = None
+        if validate:
+            self.validate()
+
+    # ------------------------------------------------------------------ basic facts
+    @property
+    def num_vertices(self) -> int:
+        return int(self.indptr.shape[0]) - 1
+
+    @property
+    def num_edges(self) -> int:
+        """Stored arcs (``len(indices)``); an undirected edge counts twice."""
+        return int(self.indices.shape[0])
+
+    @property
+    def weighted(self) -> bool:
+        return self.weights is not None
+
+    @property
+    def xp(self):
+        """The array module (numpy or cupy) the arrays live in."""
+        return array_module(self.indices)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.indptr, self.indices, self.weights) if a is not None))
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        w = f", weights={self.weights.dtype}" if self.weights is not None else ""
+        where = "" if self.xp is np else ", on device"
+        return (f"CSRGraph({self.name!r}, {self.num_vertices:,} vertices, {self.num_edges:,} arcs, "
+                f"{kind}{w}{where})")
+
+    def validate(self) -> "CSRGraph":
+        """Check the CSR invariants; raise ValueError saying which one is broken."""
+        xp = self.xp
+        ip, ix = self.indptr, self.indices
+        if ip.ndim != 1 or ip.shape[0] < 1:
+            raise ValueError("indptr must be a 1-D array of length num_vertices + 1")
+        if ix.ndim != 1:
+            raise ValueError("indices must be a 1-D array")
+        if ip.dtype != np.int64:
+            raise ValueError(f"indptr must be int64, got {ip.dtype}")
+        if ix.dtype.kind not in "iu":
+            raise ValueError(f"indices must be integers, got {ix.dtype}")
+        n = self.num_vertices
+        if int(ip[0]) != 0:
+            raise ValueError(f"indptr[0] must be 0, got {int(ip[0])}")
+        if int(ip[-1]) != ix.shape[0]:
+            raise ValueError(f"indptr[-1] = {int(ip[-1])} but there are {ix.shape[0]} indices")
+        if n > 0 and bool(xp.any(ip[1:] < ip[:-1])):
+            bad = int(xp.flatnonzero(ip[1:] < ip[:-1])[0])
+            raise ValueError(f"indptr is not monotone: indptr[{bad + 1}] < indptr[{bad}]")
+        if ix.shape[0]:
+            lo, hi = int(ix.min()), int(ix.max())
+            if lo < 0 or hi >= n:
+                raise ValueError(f"indices out of range [0, {n}): min {lo}, max {hi}")
+        if self.weights is not None:
+            if self.weights.shape != ix.shape:
+                raise ValueError(f"weights has shape {self.weights.shape}, indices {ix.shape}")
+        if self.file_ids is not None and self.file_ids.shape[0] != n:
+            raise ValueError(f"file_ids has {self.file_ids.shape[0]} entries for {n} vertices")
+        return self
+
+    def _like(self, indptr, indices, weights, *, directed=None, name=None, validate=False,
+              keep_ids=True) -> "CSRGraph":
+        g = CSRGraph(indptr, indices, weights,
+                     directed=self.directed if directed is None else directed,
+                     name=self.name if name is None else name, source=self.source,
+                     id_base=self.id_base if keep_ids else 0,
+                     file_ids=self.file_ids if keep_ids else None, validate=validate)
+        g.device = self.device
+        return g
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_edges(cls, src, dst, num_vertices: int, weights=None, *, directed: bool = True,
+                   dedupe: bool = True, drop_self_loops: bool = False, name: str = "",
+                   xp=None, **kwargs) -> "CSRGraph":
+        """Build a CSR graph from arc lists (any order), on whichever backend the arrays are.
+
+        Rows come out sorted by target. With ``dedupe`` repeated arcs are merged keeping the
+        smallest weight (the one a shortest path would use). The sort is on unique 64-bit keys
+        ``src * n + dst`` (ties only between equal arcs), so NumPy and CuPy give the same arrays.
+        """
+        xp = xp or array_module(src)
+        n = int(num_vertices)
+        if n >= 2**32:
+            raise ValueError("graphs with 2**32 or more vertices are not supported")
+        src = xp.asarray(src)
+        dst = xp.asarray(dst)
+        if src.shape != dst.shape:
+            raise ValueError(f"src and dst differ in length: {src.shape} vs {dst.shape}")
+        if weights is not None:
+            weights = xp.asarray(weights)
+        if drop_self_loops:
+            keep = src != dst
+            src, dst = src[keep], dst[keep]
+            if weights is not None:
+                weights = weights[keep]
+        keys = src.astype(xp.uint64) * xp.uint64(n) + dst.astype(xp.uint64)
+        del src, dst
+        if weights is None:
+            keys = sorted_unique(keys, xp) if dedupe else xp.sort(keys)
+        else:
+            order = xp.argsort(weights, kind="stable")       # lightest first among equal keys
+            order = order[xp.argsort(keys[order], kind="stable")]
+            keys, weights = keys[order], weights[order]
+            del order
+            if dedupe and keys.shape[0] > 1:
+                first = xp.ones(keys.shape[0], dtype=bool)
+                first[1:] = keys[1:] != keys[:-1]
+                keys, weights = keys[first], weights[first]
+        return cls.from_sorted_keys(keys, n, weights, directed=directed, name=name, xp=xp, **kwargs)
+
+    @classmethod
+    def from_sorted_keys(cls, keys, num_vertices: int, weights=None, *, xp=None,
+                         **kwargs) -> "CSRGraph":
+        """Build from sorted arc keys ``src * n + dst`` (uint64), weights aligned with them."""
+        xp = xp or array_module(keys)
+        n = int(num_vertices)
+        nn = xp.uint64(max(n, 1))
+        src_sorted = (keys // nn).astype(xp.int64)
+        indices = (keys % nn).astype(index_dtype(n))
+        indptr = xp.searchsorted(src_sorted, xp.arange(n + 1, dtype=xp.int64), side="left")
+        del src_sorted
+        return cls(indptr.astype(xp.int64), indices, weights, **kwargs)
+
+    @classmethod
+    def from_scipy(cls, matrix, *, directed: bool = True, name: str = "", **kwargs) -> "CSRGraph":
+        """Wrap a square scipy sparse matrix (its values become the weights)."""
+        m = matrix.tocsr()
+        m.sort_indices()
+        if m.shape[0] != m.shape[1]:
+            raise ValueError(f"adjacency matrix must be square, got {m.shape}")
+        return cls(m.indptr.astype(np.int64), m.indices.astype(index_dtype(m.shape[0])),
+                   m.data, directed=directed, name=name, **kwargs)
+
+    # ------------------------------------------------------------------ views
+    def edges(self):
+        """The arcs as COO ``(src, dst)`` arrays (src int64, dst as ``indices``)."""
+        xp = self.xp
+        src = xp.repeat(xp.arange(self.num_vertices, dtype=xp.int64), self.degrees())
+        return src, self.indices
+
+    def degrees(self):
+        """Out-degree of every vertex (int64)."""
+        return self.indptr[1:] - self.indptr[:-1]
+
+    def neighbors(self, v: int):
+        """Out-neighbours of vertex ``v``."""
+        return self.indices[self.indptr[v]:self.indptr[v + 1]]
+
+    def degree_stats(self) -> dict:
+        """Vertex/arc counts and out-degree statistics, as plain Python numbers."""
+        d = self.degrees()
+        if self.xp is not np:
+            d = d.get()
+        n = self.num_vertices
+        if n == 0:
+            return dict(num_vertices=0, num_edges=0, directed=self.directed, min=0, max=0,
+                        mean=0.0, median=0.0, std=0.0, isolated=0, p99=0.0, top1pct_arc_share=0.0)
+        top = max(1, n // 100)
+        top_share = float(np.sort(d)[-top:].sum() / max(1, d.sum()))
+        return dict(num_vertices=n, num_edges=self.num_edges, directed=self.directed,
+                    min=int(d.min()), max=int(d.max()), mean=float(d.mean()),
+                    median=float(np.median(d)), std=float(d.std()),
+                    isolated=int(np.count_nonzero(d == 0)), p99=float(np.percentile(d, 99)),
+                    top1pct_arc_share=top_share)
+
+    def to_scipy(self):
+        """The adjacency matrix as ``scipy.sparse.csr_matrix`` (weights, or ones)."""
+        import scipy.sparse as sp
+        g = self.to_host()
+        data = g.weights if g.weights is not None else np.ones(g.num_edges, dtype=np.float32)
+        return sp.csr_matrix((data, g.indices, g.indptr), shape=(g.num_vertices, g.num_vertices))
+
+    def content_hash(self) -> str:
+        """SHA-1 over the arrays (and direction): the key partition caches use."""
+        g = self.to_host()
+        h = hashlib.sha1()
+        h.update(f"csr-v1 n={g.num_vertices} m={g.num_edges} directed={g.directed}".encode())
+        for a in (g.indptr, g.indices) + ((g.weights,) if g.weights is not None else ()):
+            h.update(str(a.dtype).encode())
+            h.update(np.ascontiguousarray(a).view(np.uint8))
+        return h.hexdigest()
+
+    # ------------------------------------------------------------------ id mapping
+    def file_id_of(self, v):
+        """Id as written in the source file of internal vertex ``v`` (int or array)."""
+        if self.file_ids is not None:
+            out = self.file_ids[np.asarray(v)]
+        else:
+            out = np.asarray(v, dtype=np.int64) + self.id_base
+        return int(out) if np.ndim(out) == 0 else out
+
+    def vertex_of(self, file_id):
+        """Internal 0-based vertex of an id as written in the file (int or array).
+
+        Raises KeyError for ids that are not vertices of this graph.
+        """
+        fid = np.asarray(file_id, dtype=np.int64)
+        n = self.num_vertices
+        if self.file_ids is None:
+            v = fid - self.id_base
+            bad = (v < 0) | (v >= n)
+        else:
+            if self._file_order is None:
+                fi = self.file_ids
+                self._file_order = (None if n < 2 or bool(np.all(fi[1:] > fi[:-1]))
+                                    else np.argsort(fi, kind="stable"))
+            order = self._file_order
+            keys = self.file_ids if order is None else self.file_ids[order]
+            pos = np.searchsorted(keys, fid)
+            pos_c = np.minimum(pos, max(n - 1, 0))
+            bad = (pos >= n) | (keys[pos_c] != fid) if n else np.ones(fid.shape, bool)
+            v = pos_c if order is None else order[pos_c]
+        if np.any(bad):
+            first = fid[bad].ravel()[0]
+            raise KeyError(f"file id {int(first)} is not a vertex of {self.name or 'the graph'}")
+        v = np.asarray(v, dtype=np.int64)
+        return int(v) if v.ndim == 0 else v
+
+    # ------------------------------------------------------------------ transformations
+    def relabel(self, perm) -> "CSRGraph":
+        """The same graph with vertex ``v`` renamed ``perm[v]`` (rows re-sorted).
+
+        File ids follow the vertices, so ``file_id_of`` still answers with the file's ids.
+        """
+        xp = self.xp
+        perm = xp.asarray(perm, dtype=xp.int64)
+        n = self.num_vertices
+        iperm = xp.empty_like(perm)
+        iperm[perm] = xp.arange(n, dtype=xp.int64)
+        src, dst = self.edges()
+        g = CSRGraph.from_edges(perm[src], perm[dst.astype(xp.int64)], n, self.weights,
+                                directed=self.directed, dedupe=False, name=self.name,
+                                source=self.source, validate=False, xp=xp)
+        host_iperm = iperm if xp is np else iperm.get()
+        g.file_ids = np.asarray(self.file_id_of(host_iperm), dtype=np.int64).reshape(-1)
+        g.device = self.device
+        return g
+
+    def symmetrize(self) -> "CSRGraph":
+        """Undirected version: every arc in both directions, duplicates merged (min weight)."""
+        if not self.directed:
+            return self
+        xp = self.xp
+        src, dst = self.edges()
+        dst = dst.astype(xp.int64)
+        w = None if self.weights is None else xp.concatenate([self.weights, self.weights])
+        g = CSRGraph.from_edges(xp.concatenate([src, dst]), xp.concatenate([dst, src]),
+                                self.num_vertices, w, directed=False, validate=False, xp=xp)
+        return self._like(g.indptr, g.indices, g.weights, directed=False)
+
+    def remove_self_loops(self) -> "CSRGraph":
+        """The graph without arcs ``v -> v``."""
+        xp = self.xp
+        src, dst = self.edges()
+        keep = src != dst
+        if bool(keep.all()):
+            return self
+        counts = xp.bincount(src[keep], minlength=self.num_vertices) if self.num_vertices else xp.zeros(0, xp.int64)
+        indptr = xp.zeros(self.num_vertices + 1, dtype=xp.int64)
+        indptr[1:] = xp.cumsum(counts)
+        w = None if self.weights is None else self.weights[keep]
+        return self._like(indptr, self.indices[keep], w)
+
+    def deduplicate(self) -> "CSRGraph":
+        """Merge repeated arcs (keeping the smallest weight); rows come out sorted."""
+        xp = self.xp
+        src, dst = self.edges()
+        g = CSRGraph.from_edges(src, dst, self.num_vertices, self.weights, directed=self.directed,
+                                validate=False, xp=xp)
+        if g.num_edges == self.num_edges and self.weights is None:
+            return self._like(g.indptr, g.indices, None)
+        return self._like(g.indptr, g.indices, g.weights)
+
+    def transpose(self) -> "CSRGraph":
+        """In-edges as a CSR (arc u->v becomes v->u), for pull-style kernels."""
+        if not self.directed:
+            return self
+        xp = self.xp
+        src, dst = self.edges()
+        g = CSRGraph.from_edges(dst.astype(xp.int64), src, self.num_vertices, self.weights,
+                                dedupe=False, validate=False, xp=xp)
+        return self._like(g.indptr, g.indices, g.weights)
+
+    def is_symmetric(self) -> bool:
+        """Whether every arc u->v has v->u with the same weight."""
+        t = CSRGraph.from_edges(self.edges()[1].astype(self.xp.int64), self.edges()[0],
+                                self.num_vertices, self.weights, dedupe=False, validate=False)
+        xp = self.xp
+        same = bool(xp.array_equal(t.indptr, self.indptr)) and bool(xp.array_equal(t.indices, self.indices))
+        if same and self.weights is not None:
+            same = bool(xp.array_equal(t.weights, self.weights))
+        return same
+
+    def with_weights(self, seed: int = 0, low: int = 1, high: int = 64) -> "CSRGraph":
+        """A copy with random integer weights in ``[low, high]`` (int32), as Gunrock does.
+
+        The weight of arc u->v is a hash of the unordered pair {u, v} and the seed, so both
+        directions of an undirected edge get the same weight and the result is identical on
+        every backend and independent of arc order.
+        """
+        xp = self.xp
+        src, dst = self.edges()
+        dst = dst.astype(xp.int64)
+        lo, hi = xp.minimum(src, dst), xp.maximum(src, dst)
+        pair = lo.astype(xp.uint64) * xp.uint64(max(self.num_vertices, 1)) + hi.astype(xp.uint64)
+        w = _rng.bounded(_rng.hash_counters(pair, seed, 0x5EED, xp), low, high, xp).astype(xp.int32)
+        return self._like(self.indptr, self.indices, w)
+
+    def without_weights(self) -> "CSRGraph":
+        return self._like(self.indptr, self.indices, None)
+
+    # ------------------------------------------------------------------ devices
+    def to_device(self, device) -> "CSRGraph":
+        """A copy whose arrays live on ``device`` (anything with ``.asarray(np_array)``)."""
+        host = self.to_host()
+        g = CSRGraph(device.asarray(host.indptr), device.asarray(host.indices),
+                     None if host.weights is None else device.asarray(host.weights),
+                     directed=self.directed, name=self.name, source=self.source,
+                     id_base=self.id_base, file_ids=self.file_ids, validate=False)
+        g.device = device
+        return g
+
+    def to_host(self) -> "CSRGraph":
+        """The graph with NumPy arrays (itself when already on the host)."""
+        if self.xp is np:
+            return self
+
+        def back(a):
+            if a is None:
+                return None
+            if self.device is not None and hasattr(self.device, "to_host"):
+                return np.asarray(self.device.to_host(a))
+            return a.get()
+
+        g = CSRGraph(back(self.indptr), back(self.indices), back(self.weights),
+                     directed=self.directed, name=self.name, source=self.source,
+                     id_base=self.id_base, file_ids=self.file_ids, validate=False)
+        return g

@@ -1,0 +1,23 @@
+"""The graph layer's exception: a file that is not the graph format it claims to be.
+
+:class:`GraphFormatError` is both a :class:`~groute.errors.GrouteError` (so the CLI prints it as
+one line) and a :class:`ValueError` (so generic callers that catch bad input catch it too). It
+names the file and, where one line is at fault, the 1-based line number, because "fix line 7 of
+graph.mtx" is what the user needs to hear.
+"""
+from __future__ import annotations
+
+from ..errors import GrouteError
+
+
+class GraphFormatError(GrouteError, ValueError):
+    """Malformed graph input. ``path`` and ``line`` (1-based, or ``None``) say where."""
+
+    def __init__(self, path, message: str, line: int | None = None):
+        self.path = str(path) if path is not None else None
+        self.line = int(line) if line is not None else None
+        self.reason = message
+        where = self.path or "<input>"
+        if self.line is not None:
+            where = f"{where}, line {self.line}"
+        super().__init__(f"{where}: {message}")

@@ -1,0 +1,78 @@
+"""Which reader a file needs, by name or, failing that, by content; and the one read entry point.
+
+``GraphFormatError`` is re-exported here as the issue asks (it is defined in :mod:`.errors`).
+"""
+from __future__ import annotations
+
+import os
+
+from .csr import CSRGraph
+from .dimacs import read_dimacs, write_dimacs
+from .errors import GraphFormatError
+from .mtx import read_mtx, write_mtx
+from .snap import read_snap, write_snap
+from .textio import read_bytes
+
+__all__ = ["GraphFormatError", "detect_format", "read_graph", "write_graph", "FORMATS"]
+
+#: format name -> file name endings (without a trailing .gz)
+FORMATS = {
+    "mtx": (".mtx", ".mm"),
+    "dimacs": (".gr",),
+    "snap": (".txt", ".el", ".edges", ".snap", ".tsv"),
+}
+
+
+def detect_format(path, data: bytes | None = None) -> str:
+    """``"mtx"``, ``"dimacs"`` or ``"snap"`` from the file name, else by sniffing the first line."""
+    name = os.fspath(path).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for fmt, endings in FORMATS.items():
+        if name.endswith(endings):
+            return fmt
+    if data is None:
+        data = read_bytes(path)
+    return _sniff(path, data[:4096])
+
+
+def _sniff(path, head: bytes) -> str:
+    first = head.lstrip()[:16].lower()
+    if first.startswith(b"%%matrixmarket"):
+        return "mtx"
+    for line in head.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if s[:1] == b"p" or s[:2] == b"c ":
+            return "dimacs"
+        return "snap"
+    return "snap"
+
+
+def read_graph(path, *, format: str | None = None, symmetric: bool = False,
+               allow_negative: bool = False) -> CSRGraph:
+    """Parse a graph file (no cache; see :func:`groute.graph.load_graph` for the cached path).
+
+    ``symmetric`` applies to SNAP edge lists (store both directions); Matrix Market says its own
+    symmetry and DIMACS is detected.
+    """
+    data = read_bytes(path)
+    fmt = format or detect_format(path, data)
+    if fmt == "mtx":
+        g = read_mtx(path, allow_negative=allow_negative, data=data)
+    elif fmt == "dimacs":
+        g = read_dimacs(path, allow_negative=allow_negative, data=data)
+    elif fmt == "snap":
+        g = read_snap(path, symmetric=symmetric, allow_negative=allow_negative, data=data)
+    else:
+        raise ValueError(f"unknown graph format {fmt!r}: use one of {sorted(FORMATS)}")
+    if symmetric and g.directed:
+        g = g.symmetrize()
+    return g
+
+
+def write_graph(g: CSRGraph, path, *, format: str | None = None) -> None:
+    """Write ``g`` in the format the file name asks for (or ``format``)."""
+    fmt = format or detect_format(path, b"")
+    {"mtx": write_mtx, "dimacs": write_dimacs, "snap": write_snap}[fmt](g, path)

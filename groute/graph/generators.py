@@ -1,0 +1,238 @@
+"""Seeded graph generators that give the same graph on NumPy and on CuPy.
+
+All randomness comes from :mod:`.rng` (counter-based hashing), every step is whole-array
+arithmetic on ``xp``, and the final CSR is built from unique sorted 64-bit arc keys, so a seed
+fixes the graph bit for bit on either backend. Edge generation runs in chunks of edges to bound
+memory (small chunks on the CPU for cache locality, large ones on a GPU to amortise launches).
+
+* :func:`kronecker` -- Graph500 Kronecker: ``2**scale`` vertices, ``ef * 2**scale`` generated
+  edges with quadrant probabilities A, B, C (D = 1 - A - B - C) at each of ``scale`` levels, a
+  random vertex relabelling, then symmetrised with self loops and duplicates dropped.
+* :func:`rmat` -- the same recursive generator kept directed, without relabelling by default.
+* :func:`grid` -- a road-like grid: 4-neighbour lattice, random integer weights, a fraction of the
+  edges removed but never those of a random monotone spanning tree, so it stays connected and
+  BFS from vertex 0 needs exactly ``rows + cols - 1`` levels.
+* :func:`erdos_renyi` -- G(n, m) with ``m = n * avg_degree / 2`` uniform edges, symmetrised.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from . import rng
+from .csr import CSRGraph, index_dtype, sorted_unique
+from .spec import GraphSpec, parse_spec
+
+log = logging.getLogger(__name__)
+
+_DRAW_BITS = 21              # three 21-bit quadrant draws per 64-bit hash
+_DRAW_MASK = (1 << _DRAW_BITS) - 1
+_STREAM_EDGES, _STREAM_PERM, _STREAM_ER_SRC, _STREAM_ER_DST = 1, 2, 3, 4
+_STREAM_GRID_TREE, _STREAM_GRID_DROP, _STREAM_GRID_W = 5, 6, 7
+
+
+def _chunk_size(xp, chunk):
+    if chunk:
+        return int(chunk)
+    return 1 << 16 if xp is np else 1 << 24
+
+
+def _compact_even_bits(x, xp):
+    """Morton decode: keep bits 0, 2, 4, ... of each uint64, packed to the low half."""
+    u = xp.uint64
+    x = x & u(0x5555555555555555)
+    x = (x | (x >> u(1))) & u(0x3333333333333333)
+    x = (x | (x >> u(2))) & u(0x0F0F0F0F0F0F0F0F)
+    x = (x | (x >> u(4))) & u(0x00FF00FF00FF00FF)
+    x = (x | (x >> u(8))) & u(0x0000FFFF0000FFFF)
+    x = (x | (x >> u(16))) & u(0x00000000FFFFFFFF)
+    return x
+
+
+def rmat_edge_chunks(scale: int, num_edges: int, a: float, b: float, c: float, *, seed: int,
+                     xp=np, chunk: int | None = None):
+    """Yield ``(src, dst)`` uint64 chunks of R-MAT / Kronecker edges.
+
+    Edge ``e`` descends ``scale`` levels; at each it draws a 21-bit uniform ``u`` and picks the
+    quadrant A (u < A), B, C or D, i.e. (row bit, column bit) = (0,0), (0,1), (1,0), (1,1). The
+    draws of edge ``e`` come from counters ``e * H + j`` (``H`` hashes of three draws each), so
+    any chunking gives the same edges. Probabilities are quantised to 2**-21.
+    """
+    u64 = xp.uint64
+    thresholds = [u64(round(p * (1 << _DRAW_BITS))) for p in (a, a + b, a + b + c)]
+    per_hash = 64 // _DRAW_BITS
+    hashes = -(-scale // per_hash)
+    step = _chunk_size(xp, chunk)
+    for start in range(0, num_edges, step):
+        m = min(step, num_edges - start)
+        base = xp.arange(start, start + m, dtype=u64) * u64(hashes)
+        code = xp.zeros(m, dtype=u64)
+        level = 0
+        for j in range(hashes):
+            h = rng.hash_counters(base + u64(j), seed, _STREAM_EDGES, xp)
+            for k in range(per_hash):
+                if level == scale:
+                    break
+                d = (h >> u64(_DRAW_BITS * k)) & u64(_DRAW_MASK)
+                q = ((d >= thresholds[0]).astype(xp.uint8) + (d >= thresholds[1]).astype(xp.uint8)
+                     + (d >= thresholds[2]).astype(xp.uint8))
+                code <<= u64(2)
+                code |= q.astype(u64)
+                level += 1
+        yield _compact_even_bits(code >> u64(1), xp), _compact_even_bits(code, xp)
+
+
+def _keys_to_graph(key_chunks, n, xp, *, directed, name):
+    keys = xp.concatenate(key_chunks) if key_chunks else xp.zeros(0, dtype=xp.uint64)
+    key_chunks.clear()
+    keys = sorted_unique(keys, xp)
+    return CSRGraph.from_sorted_keys(keys, n, None, xp=xp, directed=directed, name=name,
+                                     validate=False)
+
+
+def kronecker(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19,
+              c: float = 0.19, *, seed: int = 0, xp=None, backend: str | None = None,
+              chunk: int | None = None, name: str | None = None) -> CSRGraph:
+    """Graph500 Kronecker graph (symmetric, no self loops or duplicates); see the module docstring."""
+    xp = rng.get_xp(backend, xp)
+    t0 = time.perf_counter()
+    n = 1 << scale
+    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp).astype(xp.uint64)
+    nn = xp.uint64(n)
+    keys = []
+    for src, dst in rmat_edge_chunks(scale, edge_factor * n, a, b, c, seed=seed, xp=xp, chunk=chunk):
+        src, dst = perm[src], perm[dst]
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        keys.append(src * nn + dst)
+        keys.append(dst * nn + src)
+    g = _keys_to_graph(keys, n, xp, directed=False, name=name or f"kron:{scale}")
+    log.info("generated %s in %.2f s", g, time.perf_counter() - t0)
+    return g
+
+
+def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
+         *, seed: int = 0, symmetric: bool = False, permute: bool = False, xp=None,
+         backend: str | None = None, chunk: int | None = None, name: str | None = None) -> CSRGraph:
+    """R-MAT graph: directed (``symmetric=True`` stores both directions), self loops and
+    duplicates dropped; ``permute`` relabels vertices randomly as Kronecker does."""
+    xp = rng.get_xp(backend, xp)
+    n = 1 << scale
+    nn = xp.uint64(n)
+    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp).astype(xp.uint64) if permute else None
+    keys = []
+    for src, dst in rmat_edge_chunks(scale, edge_factor * n, a, b, c, seed=seed, xp=xp, chunk=chunk):
+        if perm is not None:
+            src, dst = perm[src], perm[dst]
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        keys.append(src * nn + dst)
+        if symmetric:
+            keys.append(dst * nn + src)
+    return _keys_to_graph(keys, n, xp, directed=not symmetric, name=name or f"rmat:{scale}")
+
+
+def erdos_renyi(n: int, avg_degree: float, *, seed: int = 0, xp=None, backend: str | None = None,
+                chunk: int | None = None, name: str | None = None) -> CSRGraph:
+    """Uniform random graph: ``round(n * avg_degree / 2)`` edges with independent uniform
+    endpoints, symmetrised; self loops and repeats dropped (so the mean degree is a hair lower)."""
+    xp = rng.get_xp(backend, xp)
+    n = int(n)
+    m = int(round(n * avg_degree / 2))
+    nn = xp.uint64(n)
+    step = _chunk_size(xp, chunk) * 16
+    keys = []
+    for start in range(0, m, step):
+        k = min(step, m - start)
+        src = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_SRC, xp), 0, n - 1, xp).astype(xp.uint64)
+        dst = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_DST, xp), 0, n - 1, xp).astype(xp.uint64)
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        keys.append(src * nn + dst)
+        keys.append(dst * nn + src)
+    return _keys_to_graph(keys, n, xp, directed=False, name=name or f"er:{n}:{avg_degree:g}")
+
+
+def grid(rows: int, cols: int | None = None, *, drop: float = 0.1, seed: int = 0, low: int = 1,
+         high: int = 64, xp=None, backend: str | None = None, name: str | None = None) -> CSRGraph:
+    """Road-like grid: ``rows x cols`` lattice (vertex ``r * cols + c``), undirected, weights in
+    ``[low, high]``.
+
+    Every vertex but 0 gets a *parent* edge to its left or upper neighbour (a fair coin; forced
+    on the first row/column). Those edges form a spanning tree whose paths to vertex 0 are
+    monotone, so the graph is connected and the BFS depth of ``(r, c)`` from vertex 0 is exactly
+    ``r + c`` (the Manhattan lower bound is met): ``rows + cols - 1`` levels. The other edges are
+    removed independently with the probability that makes ``drop`` the expected fraction of all
+    lattice edges removed (about ``2 * drop`` of the non-tree edges on a square grid); that is
+    what makes the graph road-like (irregular, degree 1-4, average about 3.6).
+    """
+    xp = rng.get_xp(backend, xp)
+    cols = rows if cols is None else cols
+    n = rows * cols
+    v = xp.arange(n, dtype=xp.int64)
+    r, c = v // cols, v % cols
+    has_h = c >= 1                      # edge (v-1, v) exists in the lattice
+    has_v = r >= 1                      # edge (v-cols, v)
+    total = int(rows * (cols - 1) + cols * (rows - 1))
+    tree = max(n - 1, 0)
+    p_drop = 0.0 if total == tree else min(1.0, drop * total / (total - tree))
+    coin = (rng.random_bits(0, n, seed, _STREAM_GRID_TREE, xp) >> xp.uint64(63)) == 1
+    parent_left = has_h & (~has_v | coin)
+    parent_up = has_v & ~parent_left
+    # edge ids: 2v for the horizontal edge ending at v, 2v+1 for the vertical one
+    limit = xp.uint64(int(p_drop * 2**53))
+    drop_h = (rng.random_bits(0, n, seed, _STREAM_GRID_DROP, xp) >> xp.uint64(11)) < limit
+    drop_v = (rng.hash_counters(v.astype(xp.uint64) + xp.uint64(n), seed, _STREAM_GRID_DROP, xp)
+              >> xp.uint64(11)) < limit
+    keep_h = has_h & (parent_left | ~drop_h)
+    keep_v = has_v & (parent_up | ~drop_v)
+    del drop_h, drop_v, coin, parent_left, parent_up, has_h, has_v
+    w_h = rng.bounded(rng.random_bits(0, n, seed, _STREAM_GRID_W, xp), low, high, xp).astype(xp.int32)
+    w_v = rng.bounded(rng.hash_counters(v.astype(xp.uint64) + xp.uint64(n), seed, _STREAM_GRID_W, xp),
+                      low, high, xp).astype(xp.int32)
+    # Neighbour slots in increasing id order: up, left, right, down -> rows come out sorted.
+    false = xp.zeros(1, dtype=bool)
+    mask = xp.stack([keep_v,
+                     keep_h,
+                     xp.concatenate([keep_h[1:], false]) & (c < cols - 1),
+                     xp.concatenate([keep_v[cols:], xp.zeros(min(cols, n), dtype=bool)])], axis=1)
+    it = index_dtype(n)
+    nbr = xp.stack([v - cols, v - 1, v + 1, v + cols], axis=1).astype(it)
+    zero_w = xp.zeros(1, dtype=xp.int32)
+    wts = xp.stack([w_v, w_h, xp.concatenate([w_h[1:], zero_w]),
+                    xp.concatenate([w_v[cols:], xp.zeros(min(cols, n), dtype=xp.int32)])], axis=1)
+    del w_h, w_v, keep_h, keep_v, r, c
+    counts = mask.sum(axis=1)
+    indptr = xp.zeros(n + 1, dtype=xp.int64)
+    indptr[1:] = xp.cumsum(counts)
+    flat = mask.ravel()
+    indices = nbr.ravel()[flat]
+    weights = wts.ravel()[flat]
+    return CSRGraph(indptr, indices, weights, directed=False,
+                    name=name or (f"grid:{rows}" if rows == cols else f"grid:{rows}x{cols}"),
+                    validate=False)
+
+
+def generate(spec, *, xp=None, backend: str | None = "auto", seed: int | None = None,
+             name: str | None = None) -> CSRGraph:
+    """Generate the graph a spec names (string or :class:`GraphSpec`); ``seed`` is used when the
+    spec has none of its own. The result is on ``xp`` (NumPy unless a GPU backend is chosen)."""
+    s = spec if isinstance(spec, GraphSpec) else parse_spec(spec)
+    p = dict(s.params)
+    if seed is not None and "seed=" not in s.text.replace(" ", ""):
+        p["seed"] = int(seed)
+    xp = rng.get_xp(backend, xp)
+    label = name or s.text or s.canonical
+    if s.kind == "kron":
+        return kronecker(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp, name=label)
+    if s.kind == "rmat":
+        return rmat(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp,
+                    symmetric=bool(p["sym"]), permute=bool(p["perm"]), name=label)
+    if s.kind == "grid":
+        return grid(p["rows"], p["cols"], drop=p["drop"], seed=p["seed"], low=p["low"],
+                    high=p["high"], xp=xp, name=label)
+    if s.kind == "er":
+        return erdos_renyi(p["n"], p["avg_degree"], seed=p["seed"], xp=xp, name=label)
+    raise ValueError(f"no generator for {s.kind!r}")

@@ -1,0 +1,113 @@
+"""``load_graph``: one call for a file, a generator spec, a dataset name or a graph.
+
+Resolution order for a string: an existing path; a generator spec (``kron:21``, see
+:mod:`.spec`); the name of a registered dataset already downloaded with ``groute data get``.
+Files go through the binary cache (:mod:`.cache`); generated graphs with more than
+:data:`GENERATED_CACHE_MIN_ARCS` arcs are cached in ``<cache dir>/generated/`` since generating
+them again costs seconds to minutes on a CPU.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from pathlib import Path
+
+from . import cache as _cache
+from .csr import CSRGraph
+from .formats import detect_format, read_graph
+from .spec import is_spec, parse_spec
+
+log = logging.getLogger(__name__)
+
+GENERATED_CACHE_MIN_ARCS = 4_000_000
+GENERATOR_VERSION = 1
+
+
+def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
+               cache: bool = True, symmetric: bool = False, format: str | None = None,
+               backend: str = "auto", allow_negative: bool = False) -> CSRGraph:
+    """Load or generate a graph; the result's arrays are NumPy arrays.
+
+    ``source``: a path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``, else sniffed),
+    a spec (``kron:21``, ``grid:4900``...), a downloaded dataset's name, or a CSRGraph.
+    ``weighted``: ``None`` keeps what the source has; ``True`` adds random integer weights in
+    [1, 64] (seeded by ``seed``, default 0) when there are none; ``False`` drops weights.
+    ``seed``: the generator seed for specs that do not set ``seed=`` themselves, and the weights'
+    seed. ``symmetric``: store SNAP edge lists (and any directed input) in both directions.
+    ``cache``: read/write the binary cache. ``backend``: where generators run ("auto" uses a GPU
+    through CuPy when there is one; the graph is the same either way).
+    """
+    if isinstance(source, CSRGraph):
+        g = source
+    else:
+        text = os.fspath(source)
+        path = Path(text).expanduser()
+        if path.exists():
+            g = _load_file(path, cache=cache, symmetric=symmetric, format=format,
+                           allow_negative=allow_negative)
+        elif is_spec(text):
+            g = _load_spec(text, seed=seed, cache=cache, backend=backend)
+            if symmetric and g.directed:
+                g = g.symmetrize()
+        else:
+            from .datasets import find_downloaded
+            found = find_downloaded(text)
+            if found is None:
+                raise FileNotFoundError(
+                    f"{text!r} is neither a file, nor a graph spec (kron:21, rmat:20, grid:4900, "
+                    f"er:1e6:8), nor a downloaded dataset (see `groute data list` / `groute data get`)")
+            g = _load_file(found, cache=cache, symmetric=symmetric, format=None,
+                           allow_negative=allow_negative)
+    if weighted is True and g.weights is None:
+        g = g.with_weights(seed=0 if seed is None else seed)
+    elif weighted is False and g.weights is not None:
+        g = g.without_weights()
+    return g
+
+
+def _load_file(path: Path, *, cache, symmetric, format, allow_negative) -> CSRGraph:
+    options = {"format": format or detect_format(path), "symmetric": bool(symmetric),
+               "allow_negative": bool(allow_negative)}
+    if cache:
+        g = _cache.load_cached(path, options)
+        if g is not None:
+            return g
+    t0 = time.perf_counter()
+    g = read_graph(path, format=options["format"], symmetric=symmetric,
+                   allow_negative=allow_negative)
+    log.info("parsed %s in %.2f s: %s", path, time.perf_counter() - t0, g)
+    if cache:
+        _cache.store_cached(path, options, g)
+    return g
+
+
+def _generated_cache_path(canonical: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", canonical)
+    return _cache.cache_root() / "generated" / f"{safe}{_cache.CACHE_SUFFIX}"
+
+
+def _load_spec(text: str, *, seed, cache, backend) -> CSRGraph:
+    from .generators import generate
+    spec = parse_spec(text)
+    if seed is not None and "seed=" not in text.replace(" ", ""):
+        spec = parse_spec(f"{text}:seed={int(seed)}")
+        spec = type(spec)(spec.kind, spec.params, text)
+    key = {"version": GENERATOR_VERSION, "spec": spec.canonical}
+    cpath = _generated_cache_path(spec.canonical)
+    if cache:
+        g = _cache.load_graph_npz(cpath, key)
+        if g is not None:
+            log.info("loaded %s from %s", text, cpath)
+            g.name = text
+            return g
+    t0 = time.perf_counter()
+    g = generate(spec, backend=backend, name=text).to_host()
+    log.info("generated %s in %.2f s: %s", text, time.perf_counter() - t0, g)
+    if cache and g.num_edges >= GENERATED_CACHE_MIN_ARCS:
+        try:
+            _cache.save_graph_npz(g, cpath, key)
+        except OSError as exc:
+            log.info("could not cache %s (%s)", text, exc)
+    return g

@@ -1,0 +1,123 @@
+"""Matrix Market coordinate files (``.mtx``, ``.mtx.gz``): reader and writer.
+
+Supported: ``%%MatrixMarket matrix coordinate {pattern|integer|real|double} {general|symmetric}``.
+Vertex ids in the file are 1-based (``g.id_base == 1``). A ``symmetric`` file lists each
+undirected edge once; it is expanded to both arcs and gives ``directed=False``. Repeated entries
+are merged (smallest weight kept), self loops kept, so the arc count equals
+``scipy.io.mmread(path).tocsr().nnz``. Values become weights: ``integer`` as int32, ``real`` as
+float32; a negative, NaN or infinite value is an error unless ``allow_negative=True`` (negative
+only).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .csr import CSRGraph
+from .errors import GraphFormatError
+from .textio import parse_table, read_bytes, split_header
+from ._writeutil import open_text_out, write_rows
+from .weights import check_weights, graph_name
+
+
+def read_mtx(path, *, allow_negative: bool = False, data: bytes | None = None) -> CSRGraph:
+    """Read a Matrix Market coordinate file into a CSRGraph (see the module docstring)."""
+    data = read_bytes(path) if data is None else data
+    end = data.find(b"\n")
+    banner = (data if end < 0 else data[:end]).decode("latin-1").strip()
+    tokens = banner.lower().split()
+    if len(tokens) != 5 or tokens[0] != "%%matrixmarket":
+        raise GraphFormatError(path, "not a Matrix Market file: the first line must be "
+                                     "'%%MatrixMarket matrix coordinate <field> <symmetry>', "
+                                     f"got {banner[:60]!r}", line=1)
+    _, obj, fmt, field, symmetry = tokens
+    if obj != "matrix" or fmt != "coordinate":
+        raise GraphFormatError(path, f"only 'matrix coordinate' Matrix Market files hold graphs, "
+                                     f"got '{obj} {fmt}'", line=1)
+    if field not in ("pattern", "integer", "real", "double"):
+        raise GraphFormatError(path, f"unsupported Matrix Market field {field!r} "
+                                     "(use pattern, integer or real)", line=1)
+    if symmetry not in ("general", "symmetric"):
+        raise GraphFormatError(path, f"unsupported Matrix Market symmetry {symmetry!r} "
+                                     "(use general or symmetric)", line=1)
+    header, body, body_line = split_header(data, lambda l: l.lstrip()[:1] == b"%")
+    size_text = body.split(b"\n", 1)[0]
+    size_fields = size_text.split()
+    try:
+        rows, cols, nnz = (int(x) for x in size_fields)
+    except ValueError:
+        raise GraphFormatError(path, "bad size line: expected 'rows cols entries' (three integers), "
+                                     f"got {size_text.decode('latin-1').strip()[:60]!r}",
+                               line=body_line) from None
+    if rows != cols:
+        raise GraphFormatError(path, f"an adjacency matrix must be square, got {rows} x {cols}",
+                               line=body_line)
+    if rows < 0 or nnz < 0:
+        raise GraphFormatError(path, "negative sizes in the size line", line=body_line)
+    n = rows
+    nl = body.find(b"\n")
+    entries = b"" if nl < 0 else body[nl + 1:]
+    ncols = 2 if field == "pattern" else 3
+    table, lines, starts = parse_table(entries, ncols, path=path, first_line=body_line + 1,
+                                       floats=field in ("real", "double"), expect_rows=nnz,
+                                       what="entry")
+
+    def line_of_row(r):
+        return int(lines.line_of(starts[int(r) * ncols]))
+
+    ids = table[:, :2]
+    if ids.dtype.kind == "f":
+        frac = ids != np.floor(ids)
+        if frac.any():
+            r = int(np.argmax(frac.any(axis=1)))
+            raise GraphFormatError(path, "vertex ids must be integers", line=line_of_row(r))
+    bad = (ids < 1) | (ids > n)
+    if bad.any():
+        r = int(np.argmax(bad.any(axis=1)))
+        raise GraphFormatError(path, f"vertex id out of range 1..{n}: {ids[r].astype(np.int64).tolist()}",
+                               line=line_of_row(r))
+    src = ids[:, 0].astype(np.int64) - 1
+    dst = ids[:, 1].astype(np.int64) - 1
+    weights = None
+    if ncols == 3:
+        dtype = np.int32 if field == "integer" else np.float32
+        weights = check_weights(table[:, 2], dtype, path=path, line_of_row=line_of_row,
+                                allow_negative=allow_negative)
+    del table, ids
+    directed = symmetry == "general"
+    if not directed:
+        off = src != dst
+        src, dst = np.concatenate([src, dst[off]]), np.concatenate([dst, src[off]])
+        if weights is not None:
+            weights = np.concatenate([weights, weights[off]])
+    return CSRGraph.from_edges(src, dst, n, weights, directed=directed, name=graph_name(path),
+                               source=os.fspath(path), id_base=1)
+
+
+def write_mtx(g: CSRGraph, path, *, symmetric: bool | None = None, comment: str = "") -> None:
+    """Write ``g`` as Matrix Market coordinate (1-based; ``.gz`` compresses).
+
+    ``symmetric`` (default: ``not g.directed``) writes each undirected edge once (lower triangle).
+    Integer weights give field ``integer``, float weights ``real``, none ``pattern``.
+    """
+    g = g.to_host()
+    symmetric = (not g.directed) if symmetric is None else symmetric
+    src, dst = g.edges()
+    dst = dst.astype(np.int64)
+    w = g.weights
+    if symmetric:
+        keep = src >= dst
+        src, dst = src[keep], dst[keep]
+        w = None if w is None else w[keep]
+    field = "pattern" if w is None else ("integer" if w.dtype.kind in "iu" else "real")
+    with open_text_out(path) as f:
+        f.write(f"%%MatrixMarket matrix coordinate {field} {'symmetric' if symmetric else 'general'}\n"
+                .encode())
+        for c in comment.splitlines():
+            f.write(f"% {c}\n".encode())
+        f.write(f"{g.num_vertices} {g.num_vertices} {len(src)}\n".encode())
+        cols = [src + 1, dst + 1] + ([] if w is None else [w])
+        fmts = ["%d", "%d"] + ([] if w is None else ["%d" if field == "integer" else "%.9g"])
+        write_rows(f, cols, fmts)

@@ -1,0 +1,177 @@
+"""Reference results for verifying groute's kernels, computed independently on the CPU.
+
+BFS and SSSP use ``scipy.sparse.csgraph`` (C implementations), connected components too; PageRank
+is a plain power iteration written here with the definition below, which the apps must match.
+All functions take a :class:`CSRGraph` (host or device; device graphs are copied back) and
+follow the stored arcs (an undirected graph stores both directions).
+
+PageRank definition (the one the apps implement)::
+
+    r_0 = 1/n for every vertex
+    r_{t+1}[v] = (1 - d)/n + d * ( sum_{u -> v} r_t[u] / outdeg(u)  +  D_t / n )
+    D_t = sum of r_t[u] over dangling vertices u (outdeg(u) == 0)
+
+i.e. dangling vertices spread their rank uniformly over all vertices. Iteration stops after the
+first step whose L1 change ``sum |r_{t+1} - r_t|`` is below ``tol`` (default 1e-6), or after
+``max_iter`` steps (default 1000, with a warning logged). Repeated arcs count with multiplicity
+(graphs from load_graph have none); weights are ignored. The result sums to 1 (it is renormalised
+once at the end to remove rounding drift).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from .csr import CSRGraph
+
+log = logging.getLogger(__name__)
+
+
+def _host(g: CSRGraph) -> CSRGraph:
+    return g.to_host()
+
+
+def _pattern(g: CSRGraph) -> sp.csr_matrix:
+    n = g.num_vertices
+    return sp.csr_matrix((np.ones(g.num_edges, dtype=np.float64), g.indices, g.indptr), shape=(n, n))
+
+
+def _check_source(g, source):
+    if not 0 <= int(source) < g.num_vertices:
+        raise ValueError(f"source {source} out of range [0, {g.num_vertices})")
+    return int(source)
+
+
+def bfs(g: CSRGraph, source: int):
+    """Hop distance from ``source`` along out-arcs (int32), -1 where unreachable."""
+    g = _host(g)
+    s = _check_source(g, source)
+    dist = csgraph.dijkstra(_pattern(g), directed=True, indices=s, unweighted=True)
+    depth = np.full(g.num_vertices, -1, dtype=np.int32)
+    reached = np.isfinite(dist)
+    depth[reached] = dist[reached].astype(np.int32)
+    return depth
+
+
+def sssp(g: CSRGraph, source: int):
+    """Shortest-path distances from ``source`` (float64, inf unreachable), scipy Dijkstra.
+
+    Uses ``g.weights`` (unit weights if the graph has none); zero weights are honoured (csgraph
+    treats explicitly stored zeros as arcs). Raises ValueError on negative weights.
+    """
+    g = _host(g)
+    s = _check_source(g, source)
+    n = g.num_vertices
+    w = np.ones(g.num_edges) if g.weights is None else g.weights.astype(np.float64)
+    if w.size and float(w.min()) < 0:
+        raise ValueError("sssp reference: negative edge weights are not allowed (Dijkstra)")
+    m = sp.csr_matrix((w, g.indices, g.indptr), shape=(n, n))
+    return csgraph.dijkstra(m, directed=True, indices=s)
+
+
+def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 1000):
+    """PageRank by power iteration (float64, sums to 1); exact definition in the module docstring."""
+    g = _host(g)
+    n = g.num_vertices
+    if n == 0:
+        return np.zeros(0)
+    if not 0 <= damping < 1:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    outdeg = g.degrees().astype(np.float64)
+    dangling = outdeg == 0
+    inv = np.zeros(n)
+    np.divide(1.0, outdeg, out=inv, where=~dangling)
+    at = _pattern(g).T.tocsr()               # in-arcs: row v lists the u with u -> v
+    r = np.full(n, 1.0 / n)
+    for it in range(1, max_iter + 1):
+        new = at @ (r * inv)
+        new *= damping
+        new += (1.0 - damping) / n + damping * r[dangling].sum() / n
+        delta = float(np.abs(new - r).sum())
+        r = new
+        if delta < tol:
+            log.debug("pagerank converged after %d iterations (L1 change %.3g)", it, delta)
+            break
+    else:
+        log.warning("pagerank did not reach tol=%g in %d iterations", tol, max_iter)
+    return r / r.sum()
+
+
+def connected_components(g: CSRGraph):
+    """Weakly connected components (int64 labels): a vertex's label is the smallest vertex id
+    in its component, so equal partitions give equal arrays."""
+    g = _host(g)
+    n = g.num_vertices
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, labels = csgraph.connected_components(_pattern(g), directed=True, connection="weak")
+    return canonical_labels(labels)
+
+
+def canonical_labels(labels):
+    """Relabel so each class is named by its smallest index (first occurrence)."""
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        return labels.astype(np.int64)
+    order = np.argsort(labels, kind="stable")
+    s = labels[order]
+    first = np.ones(s.size, dtype=bool)
+    first[1:] = s[1:] != s[:-1]
+    group_min = order[first]                  # stable sort: first of each group is its min index
+    group = np.cumsum(first) - 1
+    out = np.empty(labels.size, dtype=np.int64)
+    out[order] = group_min[group]
+    return out
+
+
+def _to_numpy(a):
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "get"):
+        return a.get()
+    return np.asarray(a)
+
+
+def compare_exact(a, b, *, rtol: float = 0.0) -> bool:
+    """Whether two results are equal elementwise (inf == inf; ``rtol`` for float32 sums)."""
+    a, b = _to_numpy(a), _to_numpy(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        both_inf = np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64))
+        close = np.isclose(a64, b64, rtol=rtol, atol=0.0) if rtol else (a64 == b64)
+        return bool(np.all(close | both_inf))
+    return bool(np.array_equal(a, b))
+
+
+def compare_labels(a, b) -> bool:
+    """Whether two labelings describe the same partition of the vertices (names may differ)."""
+    a, b = _to_numpy(a), _to_numpy(b)
+    if a.shape != b.shape:
+        return False
+    return bool(np.array_equal(canonical_labels(a), canonical_labels(b)))
+
+
+def pagerank_error(a, b) -> tuple[float, float]:
+    """``(L1, Linf)`` difference of two rank vectors."""
+    a, b = _to_numpy(a).astype(np.float64), _to_numpy(b).astype(np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"rank vectors differ in shape: {a.shape} vs {b.shape}")
+    d = np.abs(a - b)
+    return float(d.sum()), float(d.max() if d.size else 0.0)
+
+
+def mismatch_report(a, b, limit: int = 5) -> str:
+    """A short description of where two results differ (for assertion messages)."""
+    a, b = _to_numpy(a), _to_numpy(b)
+    if a.shape != b.shape:
+        return f"shapes differ: {a.shape} vs {b.shape}"
+    diff = np.flatnonzero(~((a == b) | (np.isnan(a.astype(float)) & np.isnan(b.astype(float)))))
+    if diff.size == 0:
+        return "identical"
+    pairs = ", ".join(f"[{i}] {a[i]} vs {b[i]}" for i in diff[:limit])
+    return f"{diff.size} of {a.size} entries differ: {pairs}"
