@@ -27,8 +27,7 @@ def _line(name, ok, ms, detail):
 
 def run(args) -> int:
     from apps.pbf import parse_predicate, pbf
-    from ..graph import load_graph, reference
-    from ..graph.datasets import shipped_graph_path
+    from ..graph import load_graph, reference, shipped_graph_path
 
     spec = args.graph or str(shipped_graph_path())
     graph = load_graph(spec)
