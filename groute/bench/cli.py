@@ -1,0 +1,132 @@
+"""``groute bench``: run the benchmark suite and write JSON, markdown and plots.
+
+Exit status: 0 when every case that ran was verified; 3 when any case FAILed (wrong answer) or
+raised (ERROR) -- the result files are written either way; 1 for bad options.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from .suite import APPS, MODES, PARTITIONS, PEERS, PRESETS, make_config
+
+
+def _list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _int_list(text: str) -> list[int]:
+    out = []
+    for item in _list(text):
+        try:
+            value = int(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected device counts like 1,2,4; got {item!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"device counts must be >= 1; got {value}")
+        out.append(value)
+    if not out:
+        raise argparse.ArgumentTypeError("expected device counts like 1,2,4")
+    return out
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected positive seconds, got {value}")
+    return value
+
+
+def register(subparsers, common):
+    p = subparsers.add_parser(
+        "bench", parents=[common], conflict_handler="resolve",
+        help="benchmark the apps against scipy/CuPy peers and the bandwidth floor",
+        description="Run every (app, graph, device count, mode) case: load and partition once, "
+                    "warm up, time the median of repeats, verify against the CPU reference, "
+                    "and time the peers (scipy, plain CuPy, igraph, NetworkX, cuGraph when "
+                    "installed) in the same run. See docs/BENCHMARKS.md.")
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="quick: the full suite in minutes on 4 GPUs; cpu: tiny graphs on CPU "
+                        "virtual devices (a harness check). Options given explicitly override it.")
+    p.add_argument("--apps", type=_list, metavar="A,B",
+                   help=f"apps to run, from {','.join(APPS)} (default all)")
+    p.add_argument("--graphs", type=_list, metavar="SPEC,...",
+                   help="graph specs (kron:21, grid:4900, rmat:20, er:N:D) or files (.mtx[.gz], .gr, SNAP)")
+    # replaces the common --devices K: the suite takes a list of device counts
+    p.add_argument("--devices", type=_int_list, metavar="K,K",
+                   help="device counts to run each case on, e.g. 1,2,4")
+    p.add_argument("--modes", type=_list, metavar="M,M", help=f"from {','.join(MODES)} (default both)")
+    p.add_argument("--repeat", type=int, metavar="N", help="timed runs per case (default 5)")
+    p.add_argument("--warmup", type=int, metavar="N", help="untimed runs before timing (default 1)")
+    p.add_argument("--partition", choices=PARTITIONS,
+                   help="partitioner for several devices; auto = metis if pymetis is installed, "
+                        "else contiguous (default auto)")
+    p.add_argument("--peers", type=_list, metavar="P,P",
+                   help=f"peers to time, from {','.join(PEERS)}, or none (default all; absent "
+                        "ones are skipped with a note)")
+    p.add_argument("--peer-repeat", type=int, metavar="N", help="timed runs per peer (default 3)")
+    p.add_argument("--max-case-seconds", type=_positive_float, metavar="S",
+                   help="stop repeating a case once its timed runs add up to S seconds (default 60)")
+    p.add_argument("--json", metavar="FILE", help="write all results as JSON")
+    p.add_argument("--markdown", metavar="FILE", help="write a self-contained markdown section")
+    p.add_argument("--plot", metavar="DIR", help="write PNG plots (needs matplotlib)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=run, backend=None)
+    return p
+
+
+def config_from_args(args):
+    """The validated suite configuration for parsed ``args`` (ValueError names a bad option)."""
+    return make_config(args.preset, apps=args.apps, graphs=args.graphs, devices=args.devices,
+                       modes=args.modes, repeat=args.repeat, warmup=args.warmup,
+                       backend=args.backend, partition=args.partition, peers=args.peers,
+                       peer_repeat=args.peer_repeat, max_case_seconds=args.max_case_seconds,
+                       timeout=args.timeout)
+
+
+def command_line(config) -> str:
+    """The ``groute bench`` command that repeats this run exactly (every setting explicit)."""
+    parts = ["groute", "bench"]
+    if config.preset:
+        parts += ["--preset", config.preset]
+    parts += ["--apps", ",".join(config.apps), "--graphs", ",".join(config.graphs),
+              "--devices", ",".join(map(str, config.devices)), "--modes", ",".join(config.modes),
+              "--repeat", str(config.repeat), "--warmup", str(config.warmup),
+              "--backend", config.backend, "--partition", config.partition,
+              "--peers", ",".join(config.peers) or "none", "--peer-repeat", str(config.peer_repeat),
+              "--max-case-seconds", f"{config.max_case_seconds:g}"]
+    if config.timeout is not None:
+        parts += ["--timeout", f"{config.timeout:g}"]
+    return shlex.join(parts)
+
+
+def run(args) -> int:
+    from .report import write_json, write_markdown
+    from .runner import run_suite
+    config = config_from_args(args)
+    if args.plot:  # fail before minutes of benchmarking, not after
+        from .plots import _pyplot
+        _pyplot()
+    results = run_suite(config, command=command_line(config), progress=not args.quiet)
+    if args.json:
+        write_json(results, args.json)
+    if args.markdown:
+        write_markdown(results, args.markdown)
+    if args.plot:
+        from .plots import write_plots
+        write_plots(results, args.plot)
+    counts = {}
+    for case in results["cases"]:
+        counts[case["status"]] = counts.get(case["status"], 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    print(f"groute bench: {len(results['cases'])} cases ({summary}) in {results['elapsed_s']:.0f} s"
+          + "".join(f"; {what} {path}" for what, path in
+                    (("json", args.json), ("markdown", args.markdown), ("plots", args.plot)) if path))
+    if not (args.json or args.markdown):
+        from .report import markdown
+        print(markdown(results))
+    return 3 if counts.get("FAIL") or counts.get("ERROR") else 0

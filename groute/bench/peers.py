@@ -1,0 +1,312 @@
+"""The peers our apps are measured against, in the same run on the same graph.
+
+A peer is what a user would run instead of us: scipy.sparse.csgraph on the CPU (always there),
+the plain CuPy code a user would write on one GPU (``apps/baselines.py`` and
+``apps/baselines_pr_cc.py``, written with the apps), and, when installed, python-igraph,
+NetworkX (small graphs only: it is pure Python) and cuGraph. A peer that is not installed or not
+applicable is *skipped with a note*; nothing is ever estimated or made up.
+
+Each peer is prepared outside the timed region (building its matrix or graph object, uploading
+to the GPU); only the call a user would time is timed. Its answer is then checked against the
+reference like ours, so a ratio to a peer that computed something else cannot slip through.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+
+import numpy as np
+
+from .suite import PR_DAMPING, PR_TOL
+from .verify import Verdict, verify
+
+#: Longest a PageRank power iteration may run before it is called non-converged.
+PR_MAX_ITERATIONS = 1000
+
+
+class PeerSkipped(Exception):
+    """The peer cannot run here (not installed, no GPU, graph too big for it): the note says why."""
+
+
+@dataclass
+class PreparedPeer:
+    """A peer ready to time: ``run()`` does the timed work, ``answer(raw)`` converts untimed."""
+
+    name: str             # scipy, cupy, igraph, networkx, cugraph
+    label: str            # what exactly runs, e.g. "scipy.sparse.csgraph.dijkstra"
+    device: str           # "cpu" or "gpu"
+    run: object
+    answer: object        # raw result -> (kind, values); kind "values" or "reached"
+    note: str = ""
+
+
+def prepare_peer(name: str, app: str, graph, source, *, networkx_max_arcs: int) -> PreparedPeer:
+    """Set up peer ``name`` for ``app`` on ``graph``; raises :class:`PeerSkipped` with the reason."""
+    if name == "scipy":
+        return _scipy_peer(app, graph, source)
+    if name == "cupy":
+        return _cupy_peer(app, graph, source)
+    if name == "igraph":
+        return _igraph_peer(app, graph, source)
+    if name == "networkx":
+        if graph.num_edges > networkx_max_arcs:
+            raise PeerSkipped(f"NetworkX is pure Python: skipped above {networkx_max_arcs:,} arcs "
+                              f"(this graph has {graph.num_edges:,})")
+        return _networkx_peer(app, graph, source)
+    if name == "cugraph":
+        return _cugraph_peer(app, graph, source)
+    raise ValueError(f"unknown peer {name!r}")
+
+
+def check_peer_answer(app: str, kind: str, values, ref, graph) -> Verdict:
+    """Verify a peer's converted answer; ``reached`` answers (BFS orders) compare reachable sets."""
+    if kind == "reached":
+        reached = np.zeros(ref.shape, bool)
+        reached[np.asarray(values, dtype=np.int64)] = True
+        if np.array_equal(reached, ref >= 0):
+            return Verdict(True, f"reaches the same {int(reached.sum())} vertices as the reference")
+        return Verdict(False, f"reaches {int(reached.sum())} vertices, the reference {int((ref >= 0).sum())}")
+    return verify(app, values, ref, graph)
+
+
+def _require(module: str, why: str):
+    if importlib.util.find_spec(module) is None:
+        raise PeerSkipped(f"{module} is not installed ({why})")
+    return importlib.import_module(module)
+
+
+# scipy ---------------------------------------------------------------------------------------------
+def _adjacency(graph, weighted: bool):
+    import scipy.sparse as sp
+    n = graph.num_vertices
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    if weighted and graph.weights is not None:
+        data = np.asarray(graph.weights, dtype=np.float64)
+    else:
+        data = np.ones(indices.size, dtype=np.float64)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def _scipy_peer(app, graph, source) -> PreparedPeer:
+    from scipy.sparse import csgraph
+    if app == "bfs":
+        a = _adjacency(graph, False)
+        return PreparedPeer("scipy", "scipy.sparse.csgraph.breadth_first_order", "cpu",
+                            lambda: csgraph.breadth_first_order(a, source, directed=True,
+                                                                return_predecessors=False),
+                            lambda raw: ("reached", raw))
+    if app == "sssp":
+        a = _adjacency(graph, True)
+        return PreparedPeer("scipy", "scipy.sparse.csgraph.dijkstra", "cpu",
+                            lambda: csgraph.dijkstra(a, directed=True, indices=source),
+                            lambda raw: ("values", raw))
+    if app == "cc":
+        a = _adjacency(graph, False)
+        return PreparedPeer("scipy", "scipy.sparse.csgraph.connected_components (weak)", "cpu",
+                            lambda: csgraph.connected_components(a, directed=True, connection="weak"),
+                            lambda raw: ("values", raw[1]))
+    if app == "pr":
+        step = scipy_pagerank_operator(graph)
+        return PreparedPeer("scipy", f"scipy.sparse power iteration (L1 change < {PR_TOL:g})", "cpu",
+                            lambda: power_iteration(step, graph.num_vertices, np),
+                            lambda raw: ("values", raw[0]), note="")
+    raise ValueError(f"unknown app {app!r}")
+
+
+def scipy_pagerank_operator(graph):
+    """``x -> d * P^T x + (d * dangling mass + 1 - d) / n``: one PageRank step, as scipy code.
+
+    P is the row-stochastic transition matrix of the out-arcs; dangling vertices (no out-arcs)
+    spread their rank uniformly, the standard treatment the reference uses.
+    """
+    import scipy.sparse as sp
+    n = graph.num_vertices
+    indptr = np.asarray(graph.indptr)
+    out_degree = np.diff(indptr)
+    dangling = out_degree == 0
+    rows = np.repeat(np.arange(n), out_degree)
+    inv = 1.0 / np.maximum(out_degree, 1)
+    pt = sp.csr_matrix((inv[rows], (np.asarray(graph.indices), rows)), shape=(n, n))
+    d = PR_DAMPING
+
+    def step(x):
+        return d * (pt @ x) + (d * x[dangling].sum() + (1.0 - d)) / n
+    return step
+
+
+def power_iteration(step, n, xp):
+    """Iterate ``step`` from the uniform vector until the L1 change is below ``PR_TOL``.
+
+    Returns (ranks, iterations); raises RuntimeError if it does not converge.
+    """
+    x = xp.full(n, 1.0 / max(n, 1), dtype=xp.float64)
+    for it in range(1, PR_MAX_ITERATIONS + 1):
+        y = step(x)
+        change = float(xp.abs(y - x).sum())
+        x = y
+        if change < PR_TOL:
+            return x, it
+    raise RuntimeError(f"power iteration did not reach L1 change {PR_TOL:g} in {PR_MAX_ITERATIONS} steps")
+
+
+# plain CuPy baselines (written by the app engineers) ---------------------------------------------------
+#: app -> (module, function): the one plain-CuPy implementation per app, kept with the apps.
+CUPY_BASELINES = {
+    "bfs": ("apps.baselines", "cupy_bfs"),
+    "sssp": ("apps.baselines", "cupy_sssp"),
+    "pr": ("apps.baselines_pr_cc", "cupy_pagerank"),
+    "cc": ("apps.baselines_pr_cc", "cupy_cc"),
+}
+
+
+def _cupy_peer(app, graph, source) -> PreparedPeer:
+    from groute.device import cuda_device_count
+    _require("cupy", "the plain-CuPy baselines need it")
+    if cuda_device_count() == 0:
+        raise PeerSkipped("no CUDA GPU: the plain-CuPy baselines need one")
+    module_name, func_name = CUPY_BASELINES[app]
+    if importlib.util.find_spec(module_name) is None:
+        raise PeerSkipped(f"{module_name} is not in this checkout (the plain-CuPy {app} baseline "
+                          f"is written with the app)")
+    func = getattr(importlib.import_module(module_name), func_name, None)
+    if func is None:
+        raise PeerSkipped(f"{module_name} has no {func_name}()")
+    import cupy
+    with cupy.cuda.Device(0):
+        dgraph = graph.to_device(_OneGPU())
+        if app in ("bfs", "sssp"):
+            run = lambda: func(dgraph, source)  # noqa: E731
+        elif app == "pr":
+            run = lambda: func(dgraph, damping=PR_DAMPING, tol=PR_TOL)  # noqa: E731
+        else:
+            run = lambda: func(dgraph)  # noqa: E731
+    label = f"{module_name}.{func_name} (plain CuPy, 1 GPU)"
+    return PreparedPeer("cupy", label, "gpu", run, lambda raw: ("values", _host(raw)))
+
+
+class _OneGPU:
+    """The device argument ``CSRGraph.to_device`` wants, for GPU 0 outside any Context."""
+    backend = "cuda"
+    index = 0
+
+    def asarray(self, a):
+        import cupy
+        with cupy.cuda.Device(0):
+            return cupy.asarray(a)
+
+
+def _host(raw):
+    if isinstance(raw, tuple):  # (values, extra info such as iteration counts)
+        raw = raw[0]
+    if hasattr(raw, "values") and not isinstance(raw, np.ndarray):  # an AppResult-like object
+        raw = raw.values
+    if hasattr(raw, "get") and hasattr(raw, "__cuda_array_interface__"):
+        raw = raw.get()
+    return np.asarray(raw)
+
+
+# python-igraph ----------------------------------------------------------------------------------------
+def _igraph_peer(app, graph, source) -> PreparedPeer:
+    ig = _require("igraph", "pip install python-igraph to add it as a peer")
+    src = np.repeat(np.arange(graph.num_vertices), np.diff(np.asarray(graph.indptr)))
+    g = ig.Graph(n=graph.num_vertices, edges=np.column_stack([src, np.asarray(graph.indices)]).tolist(),
+                 directed=True)
+    if app == "bfs":
+        return PreparedPeer("igraph", "igraph.Graph.bfs", "cpu", lambda: g.bfs(source)[0],
+                            lambda raw: ("reached", np.asarray(raw, dtype=np.int64)))
+    if app == "sssp":
+        weights = np.asarray(graph.weights if graph.weights is not None else np.ones(graph.num_edges),
+                             dtype=np.float64).tolist()
+        return PreparedPeer("igraph", "igraph.Graph.distances (Dijkstra)", "cpu",
+                            lambda: g.distances(source=source, weights=weights, mode="out"),
+                            lambda raw: ("values", np.asarray(raw[0], dtype=np.float64)))
+    if app == "cc":
+        return PreparedPeer("igraph", "igraph.Graph.connected_components (weak)", "cpu",
+                            lambda: g.connected_components(mode="weak").membership,
+                            lambda raw: ("values", np.asarray(raw, dtype=np.int64)))
+    return PreparedPeer("igraph", "igraph.Graph.pagerank (PRPACK, solved exactly)", "cpu",
+                        lambda: g.pagerank(damping=PR_DAMPING, directed=True),
+                        lambda raw: ("values", np.asarray(raw, dtype=np.float64)),
+                        note="PRPACK solves the linear system; its tolerance is not settable")
+
+
+# NetworkX ------------------------------------------------------------------------------------------------
+def _networkx_peer(app, graph, source) -> PreparedPeer:
+    import networkx as nx
+    n = graph.num_vertices
+    g = nx.from_scipy_sparse_array(_adjacency(graph, app == "sssp"), create_using=nx.DiGraph)
+
+    def as_array(mapping, fill, dtype):
+        out = np.full(n, fill, dtype=dtype)
+        if mapping:
+            keys = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
+            out[keys] = np.fromiter(mapping.values(), dtype=dtype, count=len(mapping))
+        return out
+
+    if app == "bfs":
+        return PreparedPeer("networkx", "networkx.single_source_shortest_path_length", "cpu",
+                            lambda: nx.single_source_shortest_path_length(g, source),
+                            lambda raw: ("values", as_array(raw, -1, np.int64)))
+    if app == "sssp":
+        return PreparedPeer("networkx", "networkx.single_source_dijkstra_path_length", "cpu",
+                            lambda: nx.single_source_dijkstra_path_length(g, source, weight="weight"),
+                            lambda raw: ("values", as_array(raw, np.inf, np.float64)))
+    if app == "cc":
+        def labels(components):
+            out = np.empty(n, dtype=np.int64)
+            for comp in components:
+                members = np.fromiter(comp, dtype=np.int64)
+                out[members] = members.min()
+            return ("values", out)
+        return PreparedPeer("networkx", "networkx.weakly_connected_components", "cpu",
+                            lambda: list(nx.weakly_connected_components(g)), labels)
+    # NetworkX stops when the L1 change is below n * tol: scale so it is PR_TOL, like the others
+    return PreparedPeer("networkx", f"networkx.pagerank (L1 change < {PR_TOL:g})", "cpu",
+                        lambda: nx.pagerank(g, alpha=PR_DAMPING, tol=PR_TOL / max(n, 1),
+                                            max_iter=PR_MAX_ITERATIONS, weight=None),
+                        lambda raw: ("values", as_array(raw, 0.0, np.float64)))
+
+
+# cuGraph ---------------------------------------------------------------------------------------------------
+def _cugraph_peer(app, graph, source) -> PreparedPeer:
+    cugraph = _require("cugraph", "a RAPIDS install adds it as a peer")
+    cudf = _require("cudf", "cuGraph needs it")
+    src = np.repeat(np.arange(graph.num_vertices, dtype=np.int32), np.diff(np.asarray(graph.indptr)))
+    frame = {"src": src, "dst": np.asarray(graph.indices, dtype=np.int32)}
+    if app == "sssp":
+        frame["w"] = np.asarray(graph.weights, dtype=np.float32)
+    df = cudf.DataFrame(frame)
+    g = cugraph.Graph(directed=True)
+    g.from_cudf_edgelist(df, source="src", destination="dst",
+                         edge_attr="w" if app == "sssp" else None, renumber=False)
+    n = graph.num_vertices
+
+    def column(name, fill, dtype):
+        def convert(result):
+            out = np.full(n, fill, dtype=dtype)
+            out[result["vertex"].to_numpy()] = result[name].to_numpy()
+            return ("values", out)
+        return convert
+
+    if app == "bfs":
+        def depths(result):
+            kind, out = column("distance", -1, np.int64)(result)
+            out[out >= np.iinfo(np.int32).max] = -1  # cuGraph marks unreachable with int max
+            return kind, out
+        return PreparedPeer("cugraph", "cugraph.bfs", "gpu", lambda: cugraph.bfs(g, start=source), depths)
+    if app == "sssp":
+        def distances(result):
+            kind, out = column("distance", np.inf, np.float64)(result)
+            out[out >= np.finfo(np.float32).max] = np.inf
+            return kind, out
+        return PreparedPeer("cugraph", "cugraph.sssp", "gpu", lambda: cugraph.sssp(g, source=source),
+                            distances)
+    if app == "cc":
+        return PreparedPeer("cugraph", "cugraph.weakly_connected_components", "gpu",
+                            lambda: cugraph.weakly_connected_components(g),
+                            column("labels", -1, np.int64))
+    return PreparedPeer("cugraph", "cugraph.pagerank", "gpu",
+                        lambda: cugraph.pagerank(g, alpha=PR_DAMPING, tol=PR_TOL),
+                        column("pagerank", 0.0, np.float64),
+                        note="cuGraph's tol is its own convergence measure")

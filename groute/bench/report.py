@@ -1,0 +1,174 @@
+"""Writing results: the JSON file (everything) and a self-contained markdown section.
+
+The markdown is meant to be pasted into docs/PERFORMANCE.md as is: it carries the command,
+the commit, the machine and the measured copy bandwidth, then one table of our cases (with the
+ratio to each peer and to the floor) and one of the peers.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .machine import summary_line
+from .suite import APPS, PR_MAX_L1, PR_TOL
+
+
+def write_json(results: dict, path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, default=_json_default, allow_nan=False) + "\n")
+
+
+def _json_default(value):
+    import numpy as np
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return repr(value)
+
+
+def fmt_seconds(t) -> str:
+    """Seconds in the unit that reads best: 850 us, 3.12 ms, 2.50 s."""
+    if t is None or (isinstance(t, float) and math.isnan(t)):
+        return "-"
+    if t < 1e-3:
+        return f"{t * 1e6:.0f} us"
+    if t < 1:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.2f} s"
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_ratio(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}x"
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(results: dict, *, heading_level: int = 2) -> str:
+    """The results as a markdown section (command, commit, machine, tables, notes)."""
+    h = "#" * heading_level
+    machine = results.get("machine", {})
+    project = machine.get("project", {})
+    commit = project.get("commit") or "unknown (not a git checkout)"
+    if project.get("dirty"):
+        commit += " (with uncommitted changes)"
+    bw = results.get("bandwidth") or {}
+    lines = [f"{h} Benchmark results", ""]
+    lines += [f"- Command: `{results.get('command') or 'groute bench'}`",
+              f"- Commit: `{commit}`, groute {project.get('version', '?')}",
+              f"- Machine: {summary_line(machine)}",
+              f"- Backend: {results.get('backend')}; partitioner for several devices: "
+              f"{results.get('partition')}",
+              f"- Run: {results.get('started')} to {results.get('finished')} "
+              f"({(results.get('elapsed_s') or 0):.0f} s)"]
+    if bw.get("bytes_per_s"):
+        lines.append(f"- Device copy bandwidth measured in this run on {bw.get('device')}: "
+                     f"{bw['bytes_per_s'] / 1e9:.0f} GB/s (read + write, {fmt_bytes(bw['copy_bytes'])} "
+                     f"copy, {bw.get('method')})")
+    elif bw.get("error"):
+        lines.append(f"- Device copy bandwidth: not measured ({bw['error']}); no floor column")
+    lines.append("")
+
+    lines += [f"{h}# Graphs", "", "| graph | vertices | arcs | directed | source (rule) | load |",
+              "|---|---:|---:|---|---|---:|"]
+    for g in results.get("graphs", []):
+        if g.get("error"):
+            lines.append(f"| {_cell(g['spec'])} | - | - | - | did not load: {_cell(g['error'])} | - |")
+            continue
+        src = g.get("source")
+        fid = g.get("source_file_id")
+        src_text = f"{src}" + (f" (file id {fid})" if fid is not None and fid != src else "")
+        lines.append(f"| {_cell(g['spec'])} | {g['vertices']:,} | {g['arcs']:,} | "
+                     f"{'yes' if g['directed'] else 'no'} | {src_text}: {g.get('source_rule', '')} | "
+                     f"{fmt_seconds(g.get('load_s'))} |")
+    lines.append("")
+
+    peer_names = sorted({p["peer"] for p in results.get("peers", []) if p["status"] == "ok"},
+                        key=_peer_order)
+    lines += [f"{h}# Our apps", ""]
+    header = ["app", "graph", "devices", "mode", "status", "time (median)", "min - max", "runs",
+              "time / floor", "moved between devices"] + [f"vs {p}" for p in peer_names]
+    lines += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(header) - 5)) + "|"]
+    for c in results.get("cases", []):
+        label = APPS[c["app"]].label if c["app"] in APPS else c["app"]
+        row = [label, _cell(c["graph"]), str(c["devices"]), c.get("mode") or "-"]
+        if c["status"] == "ok":
+            row += ["ok", fmt_seconds(c["time_s"]),
+                    f"{fmt_seconds(c['min_s'])} - {fmt_seconds(c['max_s'])}", str(c["repeats"]),
+                    fmt_ratio(c.get("time_over_floor")), fmt_bytes(c.get("bytes_moved"))]
+            row += [fmt_ratio(c.get("speedup", {}).get(p)) for p in peer_names]
+        else:
+            row += [f"**{c['status']}**: {_cell(c.get('note', ''))}"] + ["-"] * (len(header) - 5)
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+
+    lines += [f"{h}# Peers (same run, same graphs)", "",
+              "| app | graph | peer | runs on | status | time (median) | runs | note |",
+              "|---|---|---|---|---|---:|---:|---|"]
+    for p in results.get("peers", []):
+        if p["status"] == "skip":  # listed once per reason under Notes
+            continue
+        label = APPS[p["app"]].label if p["app"] in APPS else p["app"]
+        status = "ok" if p["status"] == "ok" else f"**{p['status']}**"
+        lines.append(f"| {label} | {_cell(p['graph'])} | {_cell(p.get('label') or p['peer'])} | "
+                     f"{p.get('device') or '-'} | {status} | {fmt_seconds(p.get('time_s'))} | "
+                     f"{p.get('repeats') or '-'} | {_cell(p.get('note') or '')} |")
+    lines.append("")
+
+    lines += [f"{h}# How to read this", "",
+              "- time: the apps' own measurement of the algorithm alone (CUDA events on one GPU, a "
+              "clock between device synchronisations otherwise), median of the timed runs after "
+              "warm-up; setup (partitioning, upload) is not included.",
+              "- status: ok = verified against the CPU reference (`groute.graph.reference`) on the "
+              "first and last run; **FAIL** = wrong answer (never timed); **ERROR** = raised; "
+              "skip = not runnable here; n/a = app not in this checkout.",
+              f"- PageRank: damping 0.85, tolerance {PR_TOL:g} passed to our app and the peers; "
+              f"passes when the L1 distance to the reference is <= {PR_MAX_L1:g}.",
+              "- time / floor: time over (CSR read once + one 4-byte answer per vertex written, "
+              "over the copy bandwidth above); a lower bound, so always >= 1.",
+              "- vs PEER: the peer's median time over ours (> 1: we are faster).",
+              ""]
+    notes = _notes(results)
+    if notes:
+        lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
+    return "\n".join(lines)
+
+
+def _notes(results) -> list[str]:
+    notes = []
+    for app, info in (results.get("apps") or {}).items():
+        if info.get("status") != "available":
+            notes.append(f"{app}: {info.get('status')}: {info.get('note')}")
+    skipped = {}
+    for p in results.get("peers", []):
+        if p["status"] == "skip":
+            skipped.setdefault((p["peer"], p["note"]), []).append(f"{p['app']} {p['graph']}")
+    for (peer, note), where in skipped.items():
+        notes.append(f"peer {peer} skipped ({note}) for {', '.join(where)}")
+    return notes
+
+
+def _peer_order(name):
+    order = ["scipy", "cupy", "igraph", "networkx", "cugraph"]
+    return order.index(name) if name in order else len(order)
+
+
+def write_markdown(results: dict, path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown(results) + "\n")

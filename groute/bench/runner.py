@@ -1,0 +1,450 @@
+"""Running the suite: every (app, graph, device count, mode) case, its peers, its verdict.
+
+Per graph: load/generate it once; per app: compute the reference once, time the peers once;
+per case: build the solver (which partitions and uploads, with the graph layer caching the
+partition), warm up, time ``repeat`` runs (the apps' own ``AppResult.time_s``: CUDA events or a
+synchronised clock), and verify the first and the last result. One Context per device count is
+reused across cases. A case that raises is recorded as ERROR and the suite goes on; a wrong
+answer is FAIL and is never given a time.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import logging
+import math
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import floor as floor_model
+from .machine import describe_machine
+from .peers import PeerSkipped, check_peer_answer, prepare_peer
+from .progress import Progress
+from .report import fmt_seconds
+from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
+                    choose_source, load_solver_class, resolve_partition)
+from .verify import reference_result, verify
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "groute-bench/1"
+
+#: Case outcomes. Only "ok" cases carry times.
+OK, FAIL, ERROR, SKIP, NA = "ok", "FAIL", "ERROR", "skip", "n/a"
+
+
+def run_suite(config: BenchConfig, *, command: str = "", solvers: dict | None = None,
+              progress: bool = True, stream=None) -> dict:
+    """Run the whole suite; returns the JSON-ready results (see docs/BENCHMARKS.md).
+
+    ``solvers`` maps app names to solver classes, replacing the ones in ``apps/`` (tests use it
+    to inject a deliberately wrong solver).
+    """
+    return SuiteRun(config, command=command, solvers=solvers or {},
+                    progress=progress, stream=stream).run()
+
+
+class SuiteRun:
+    def __init__(self, config: BenchConfig, *, command, solvers, progress, stream):
+        from groute.context import resolve_backend
+        self.config = config
+        self.command = command
+        self.backend = resolve_backend(config.backend)
+        self.partition = resolve_partition(config.partition)
+        self.classes: dict[str, object] = {}
+        self.unavailable: dict[str, str] = {}
+        for app in config.apps:
+            if app in solvers:
+                self.classes[app] = solvers[app]
+                continue
+            try:
+                self.classes[app] = load_solver_class(APPS[app])
+            except AppUnavailable as exc:
+                self.unavailable[app] = str(exc)
+            except Exception as exc:  # the module exists but is broken: its cases are errors
+                self.unavailable[app] = f"ERROR importing {APPS[app].module}: {type(exc).__name__}: {exc}"
+        self.contexts: dict[int, object] = {}
+        self.progress = Progress(self._count_steps(), stream=stream, enabled=progress)
+        self.results = {
+            "schema": SCHEMA, "command": command, "config": config.to_dict(),
+            "backend": self.backend, "partition": self.partition,
+            "started": _now(), "finished": None, "elapsed_s": None,
+            "machine": describe_machine(), "bandwidth": None,
+            "apps": {app: ({"status": "available"} if app in self.classes
+                           else {"status": NA if not self.unavailable[app].startswith("ERROR")
+                                 else ERROR, "note": self.unavailable[app]})
+                     for app in config.apps},
+            "graphs": [], "references": [], "peers": [], "cases": [],
+        }
+
+    def _count_steps(self) -> int:
+        c = self.config
+        per_graph = 0
+        for app in c.apps:
+            per_graph += len(case_modes(APPS[app], c.modes)) * len(c.devices)
+            if app in self.classes:
+                per_graph += len(c.peers)
+        return per_graph * len(c.graphs)
+
+    # the whole run ---------------------------------------------------------------------------------
+    def run(self) -> dict:
+        t0 = time.perf_counter()
+        try:
+            self._measure_bandwidth()
+            for spec in self.config.graphs:
+                self._run_graph(spec)
+        finally:
+            for k in list(self.contexts):
+                self._drop_context(k)
+            self.progress.close()
+        self.results["finished"] = _now()
+        self.results["elapsed_s"] = time.perf_counter() - t0
+        return self.results
+
+    def _measure_bandwidth(self):
+        try:
+            ctx = self._context(self.config.devices[0])
+            bw = floor_model.measure_copy_bandwidth(ctx.devices[0])
+            bw["device"] = ctx.devices[0].name
+            self.results["bandwidth"] = bw
+            self.progress.note(f"device copy bandwidth on {bw['device']}: "
+                               f"{bw['bytes_per_s'] / 1e9:.0f} GB/s (read + write)")
+        except Exception as exc:
+            log.warning("could not measure device copy bandwidth: %s", exc)
+            self.results["bandwidth"] = {"error": f"{type(exc).__name__}: {exc}"}
+
+    # one graph ------------------------------------------------------------------------------------------
+    def _run_graph(self, spec: str):
+        info = {"spec": spec}
+        self.results["graphs"].append(info)
+        self.progress.note(f"loading {spec} ...")
+        try:
+            t0 = time.perf_counter()
+            graph = _load(spec)
+            info["load_s"] = time.perf_counter() - t0
+            source, rule = choose_source(graph, spec)
+        except Exception as exc:
+            info["error"] = f"{type(exc).__name__}: {exc}"
+            self.progress.note(f"{spec}: could not load: {info['error']}")
+            for app in self.config.apps:
+                self._record_graph_failure(app, spec, f"graph did not load: {info['error']}")
+            return
+        info.update(name=getattr(graph, "name", spec), vertices=int(graph.num_vertices),
+                    arcs=int(graph.num_edges), directed=bool(graph.directed),
+                    weighted=graph.weights is not None, source=source, source_rule=rule,
+                    source_file_id=_file_id(graph, source))
+        self.progress.note(f"{spec}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
+                           f"({info['load_s']:.1f} s); source {source} ({rule})")
+        weighted = None
+        for app in self.config.apps:
+            spec_app = APPS[app]
+            if spec_app.weighted:
+                if weighted is None:
+                    weighted = graph if graph.weights is not None else graph.with_weights(seed=WEIGHT_SEED)
+                    info["weights"] = ("from the file" if graph.weights is not None
+                                       else f"with_weights(seed={WEIGHT_SEED}): integers 1..64")
+                app_graph = weighted
+            else:
+                app_graph = graph
+            self._run_app(app, spec, app_graph, source if spec_app.needs_source else None)
+        del graph, weighted, app_graph
+        gc.collect()
+        _free_gpu_memory()
+
+    def _record_graph_failure(self, app, spec, note):
+        for k in self.config.devices:
+            for mode in case_modes(APPS[app], self.config.modes):
+                self._record_case(dict(app=app, graph=spec, devices=k, mode=mode, status=ERROR,
+                                       note=note))
+        if app in self.classes:
+            for peer in self.config.peers:
+                self.progress.step(f"{app} {spec} peer {peer}: not run ({note})")
+
+    # one app on one graph -----------------------------------------------------------------------------
+    def _run_app(self, app, spec, graph, source):
+        if app not in self.classes:
+            note = self.unavailable[app]
+            status = ERROR if note.startswith("ERROR") else NA
+            for k in self.config.devices:
+                for mode in case_modes(APPS[app], self.config.modes):
+                    self._record_case(dict(app=app, graph=spec, devices=k, mode=mode,
+                                           status=status, note=note))
+            return
+        self.progress.note(f"{app} {spec}: computing the reference ...")
+        try:
+            t0 = time.perf_counter()
+            ref = reference_result(app, graph, source)
+            self.results["references"].append(dict(app=app, graph=spec,
+                                                    time_s=time.perf_counter() - t0))
+        except Exception as exc:
+            self._record_graph_failure(app, spec, f"reference failed: {type(exc).__name__}: {exc}")
+            return
+        peers = [self._run_peer(name, app, spec, graph, source, ref) for name in self.config.peers]
+        fb = floor_model.floor_bytes(app, graph)
+        for k in self.config.devices:
+            for mode in case_modes(APPS[app], self.config.modes):
+                case = self._run_case(app, spec, graph, source, ref, k, mode)
+                self._add_floor_and_ratios(case, fb, peers, graph)
+                self._record_case(case)
+
+    def _run_peer(self, name, app, spec, graph, source, ref) -> dict:
+        out = dict(app=app, graph=spec, peer=name, label=None, device=None, status=SKIP,
+                   note="", time_s=None, min_s=None, max_s=None, repeats=0)
+        self.results["peers"].append(out)
+        try:
+            peer = prepare_peer(name, app, graph, source,
+                                networkx_max_arcs=self.config.networkx_max_arcs)
+            out.update(label=peer.label, device=peer.device, note=peer.note)
+            timer = _gpu_wall_time if peer.device == "gpu" else _cpu_wall_time
+            times, raw = [], None
+            runs = self.config.peer_repeat + (1 if peer.device == "gpu" else 0)  # GPU: warm up
+            for i in range(runs):
+                seconds, raw = timer(peer.run)
+                if peer.device != "gpu" or i > 0:
+                    times.append(seconds)
+                if sum(times) > self.config.max_case_seconds:
+                    break
+            kind, values = peer.answer(raw)
+            verdict = check_peer_answer(app, kind, values, ref, graph)
+            out["verify"] = verdict.to_dict()
+            if verdict.ok:
+                out.update(status=OK, time_s=float(np.median(times)), min_s=min(times),
+                           max_s=max(times), repeats=len(times))
+            else:
+                out.update(status=FAIL, note=f"wrong answer: {verdict.detail}")
+        except PeerSkipped as exc:
+            out.update(status=SKIP, note=str(exc))
+        except Exception as exc:
+            log.info("peer %s on %s/%s failed", name, app, spec, exc_info=True)
+            out.update(status=ERROR, note=f"{type(exc).__name__}: {exc}")
+            _free_gpu_memory()
+        shown = fmt_seconds(out["time_s"]) if out["status"] == OK else f"{out['status']}: {out['note']}"
+        self.progress.step(f"{app} {spec} peer {name}: {shown}")
+        return out
+
+    # one case ---------------------------------------------------------------------------------------------
+    def _run_case(self, app, spec, graph, source, ref, k, mode) -> dict:
+        case = dict(app=app, graph=spec, devices=k, mode=mode,
+                    partition=self.partition if APPS[app].takes_partition and k > 1 else None,
+                    status=ERROR, note="")
+        try:
+            ctx = self._context(k)
+        except _NotEnoughDevices as exc:
+            case.update(status=SKIP, note=str(exc))
+            return case
+        except Exception as exc:
+            case["note"] = f"could not create a {k}-device context: {type(exc).__name__}: {exc}"
+            return case
+        try:
+            self._time_case(case, ctx, graph, source, ref)
+        except Exception as exc:
+            log.info("case %s failed", case, exc_info=True)
+            case.update(status=ERROR, note=f"{type(exc).__name__}: {exc}")
+            self._drop_context(k)  # a failed run may leave the context stopped or half busy
+            _free_gpu_memory()
+        return case
+
+    def _time_case(self, case, ctx, graph, source, ref):
+        app = case["app"]
+        spec = APPS[app]
+        kwargs = {"ctx": ctx}
+        if spec.takes_partition:
+            kwargs["partition"] = self.partition
+        if case["mode"] is not None:
+            kwargs["mode"] = case["mode"]
+        if app == "pr":
+            kwargs["tol"] = PR_TOL
+        args = (source,) if spec.needs_source else ()
+        t0 = time.perf_counter()
+        solver = self.classes[app](graph, **kwargs)
+        case["setup_s"] = time.perf_counter() - t0
+        try:
+            first = solver.run(*args)
+            verdict = verify(app, first.values, ref, graph)
+            case["verify"] = verdict.to_dict()
+            if not verdict.ok:
+                case.update(status=FAIL, note=f"wrong result: {verdict.detail}")
+                return
+            for _ in range(self.config.warmup - 1):
+                solver.run(*args)
+            times, last = ([] if self.config.warmup else [_check_time(first)]), first
+            while len(times) < self.config.repeat and sum(times) <= self.config.max_case_seconds:
+                last = solver.run(*args)
+                times.append(_check_time(last))
+            verdict = verify(app, last.values, ref, graph)
+            if not verdict.ok:
+                case["verify"] = verdict.to_dict()
+                case.update(status=FAIL, note=f"wrong result in a timed run: {verdict.detail}")
+                return
+        finally:
+            close = getattr(solver, "close", None)
+            if close is not None:
+                close()
+        stats = _jsonable(dict(last.stats or {}))
+        case.update(status=OK, time_s=float(np.median(times)), min_s=float(min(times)),
+                    max_s=float(max(times)), times_s=[float(t) for t in times], repeats=len(times),
+                    stats=stats, bytes_moved=bytes_moved(stats))
+        if len(times) < self.config.repeat:
+            case["note"] = (f"{len(times)} of {self.config.repeat} repeats: the timed runs passed "
+                            f"the {self.config.max_case_seconds:g} s case budget")
+        if app in ("bfs", "sssp"):
+            case["gteps"] = graph.num_edges / case["time_s"] / 1e9
+
+    def _add_floor_and_ratios(self, case, fb, peers, graph):
+        case["floor_bytes"] = fb
+        bw = (self.results["bandwidth"] or {}).get("bytes_per_s")
+        case["floor_s"] = fb / bw if bw else None
+        if case["status"] != OK:
+            return
+        if case["floor_s"]:
+            case["time_over_floor"] = case["time_s"] / case["floor_s"]
+        case["speedup"] = {p["peer"]: p["time_s"] / case["time_s"] for p in peers if p["status"] == OK}
+
+    def _record_case(self, case: dict):
+        self.results["cases"].append(case)
+        mode = f" {case['mode']}" if case.get("mode") else ""
+        what = f"{case['app']} {case['graph']} {case['devices']} dev{mode}"
+        if case["status"] == OK:
+            text = f"{fmt_seconds(case['time_s'])} (median of {case['repeats']})"
+            if case.get("speedup", {}).get("scipy"):
+                text += f", {case['speedup']['scipy']:.2f}x scipy"
+            if case.get("time_over_floor"):
+                text += f", {case['time_over_floor']:.1f}x floor"
+        else:
+            text = f"{case['status']}: {case.get('note', '')}"
+        self.progress.step(f"{what}: {text}")
+
+    # contexts -------------------------------------------------------------------------------------------
+    def _context(self, k: int):
+        ctx = self.contexts.get(k)
+        if ctx is not None:
+            return ctx
+        from groute import Context
+        from groute.device import cuda_device_count
+        if self.backend == "cuda" and k > cuda_device_count():
+            raise _NotEnoughDevices(f"{k} devices asked, this machine has {cuda_device_count()} GPUs")
+        ctx = Context(devices=k, backend=self.backend, timeout=self.config.timeout)
+        self.contexts[k] = ctx
+        return ctx
+
+    def _drop_context(self, k: int):
+        """Shut a context down, bounded: a stuck device thread must not hang the whole suite."""
+        ctx = self.contexts.pop(k, None)
+        if ctx is None:
+            return
+        closer = threading.Thread(target=ctx.shutdown, name=f"groute-bench-close-{k}", daemon=True)
+        closer.start()
+        closer.join(ctx.timeout + 5)
+        if closer.is_alive():
+            log.warning("the %d-device context did not shut down within %.0f s", k, ctx.timeout + 5)
+
+
+class _NotEnoughDevices(Exception):
+    pass
+
+
+# helpers -------------------------------------------------------------------------------------------------
+def _load(spec: str):
+    from groute.graph import load_graph
+    graph = load_graph(spec)
+    to_host = getattr(graph, "to_host", None)
+    return to_host() if to_host is not None else graph
+
+
+def _file_id(graph, v):
+    try:
+        return int(graph.file_id_of(v))
+    except Exception:
+        return None
+
+
+def _check_time(result) -> float:
+    t = getattr(result, "time_s", None)
+    if not isinstance(t, (int, float, np.floating)) or not math.isfinite(t) or t <= 0:
+        raise ValueError(f"the app reported time_s={t!r}; expected positive seconds")
+    return float(t)
+
+
+def _cpu_wall_time(fn):
+    t0 = time.perf_counter()
+    raw = fn()
+    return time.perf_counter() - t0, raw
+
+
+def _gpu_wall_time(fn):
+    """Wall time of GPU work a user's code launches, with the device synchronised on both sides."""
+    import cupy
+    device = cupy.cuda.Device(0)
+    device.synchronize()
+    t0 = time.perf_counter()
+    raw = fn()
+    device.synchronize()
+    return time.perf_counter() - t0, raw
+
+
+def _free_gpu_memory():
+    if "cupy" not in sys.modules:
+        return
+    import cupy
+    try:
+        for i in range(cupy.cuda.runtime.getDeviceCount()):
+            with cupy.cuda.Device(i):
+                cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+    except Exception as exc:  # a poisoned CUDA context: later cases will say so themselves
+        log.info("could not free GPU memory pools: %s", exc)
+
+
+def bytes_moved(stats: dict):
+    """Bytes the app moved between devices, from its work counters.
+
+    Apps report ``bytes_moved``; failing that, every counter whose name contains ``bytes`` is
+    summed (numbers, or per-link/per-device lists and dicts of numbers). ``None`` if none.
+    """
+    if "bytes_moved" in stats:
+        return _total(stats["bytes_moved"])
+    found = [_total(v) for key, v in stats.items() if "bytes" in str(key).lower()]
+    found = [x for x in found if x is not None]
+    return sum(found) if found else None
+
+
+def _total(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        parts = [_total(v) for v in value]
+        parts = [p for p in parts if p is not None]
+        return sum(parts) if parts else None
+    return None
+
+
+def _jsonable(value, max_list=256):
+    """Work counters as JSON: NumPy scalars become numbers, long arrays a summary."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, max_list) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, max_list) for v in value]
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        value = value.get()
+    if isinstance(value, np.ndarray):
+        if value.size <= max_list:
+            return _jsonable(value.tolist(), max_list)
+        return {"length": int(value.size), "sum": _jsonable(value.sum().item())}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,207 @@
+"""What a benchmark run measures: the apps it knows, the presets, and one run's configuration.
+
+Everything the harness knows about an app (its module and solver class, whether it takes a
+source vertex, weights, modes and a partitioner) lives in :data:`APPS`, so the runner, the
+verifier and the floor model never special-case an app by name elsewhere.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+MODES = ("async", "bsp")
+PARTITIONS = ("auto", "metis", "contiguous", "random")
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """One graph app as the harness sees it."""
+
+    name: str              # the CLI name: bfs, sssp, pr, cc
+    label: str             # how tables print it
+    module: str            # where the solver lives
+    cls: str               # the solver class: cls(graph, ctx=, [partition=, mode=, ...]).run([source])
+    needs_source: bool     # run(source) rather than run()
+    weighted: bool         # needs edge weights
+    modes: tuple = ()      # the modes it takes; () means the solver has no mode argument
+    takes_partition: bool = True
+
+
+APPS: dict[str, AppSpec] = {
+    "bfs": AppSpec("bfs", "BFS", "apps.bfs", "BFS", needs_source=True, weighted=False, modes=MODES),
+    "sssp": AppSpec("sssp", "SSSP", "apps.sssp", "SSSP", needs_source=True, weighted=True, modes=MODES),
+    "pr": AppSpec("pr", "PageRank", "apps.pr", "PageRank", needs_source=False, weighted=False,
+                  modes=MODES),
+    "cc": AppSpec("cc", "CC", "apps.cc", "CC", needs_source=False, weighted=False, modes=(),
+                  takes_partition=False),
+}
+
+#: Peers the harness knows. ``scipy`` always runs; the rest are used when installed.
+PEERS = ("scipy", "cupy", "igraph", "networkx", "cugraph")
+
+#: PageRank settings shared by our app, the reference and the peers (the issue's "same tolerance").
+PR_DAMPING = 0.85
+PR_TOL = 1e-6
+#: A PageRank result passes when its L1 distance to the reference is at most this (ranks sum to 1).
+PR_MAX_L1 = 1e-4
+#: SSSP distances pass when they match the reference to this relative tolerance (float32 kernels).
+SSSP_RTOL = 1e-5
+#: Seed for the edge weights SSSP runs on, when the graph has none of its own.
+WEIGHT_SEED = 0
+
+
+class AppUnavailable(Exception):
+    """The app's module is not in this checkout (yet): its cases are reported as not available."""
+
+
+def load_solver_class(spec: AppSpec):
+    """The solver class of ``spec``; :class:`AppUnavailable` when its module does not exist.
+
+    An app module that exists but fails to import is a bug, not an absence: that error propagates.
+    """
+    try:
+        if importlib.util.find_spec(spec.module) is None:
+            raise AppUnavailable(f"{spec.module} is not in this checkout")
+    except ModuleNotFoundError as exc:  # the parent package is missing
+        raise AppUnavailable(f"{spec.module} is not in this checkout ({exc})") from None
+    module = importlib.import_module(spec.module)
+    try:
+        return getattr(module, spec.cls)
+    except AttributeError:
+        raise AppUnavailable(f"{spec.module} has no {spec.cls} solver class") from None
+
+
+@dataclass
+class BenchConfig:
+    """One run of the suite. Lists are already validated (see :func:`make_config`)."""
+
+    apps: list[str]
+    graphs: list[str]
+    devices: list[int]
+    modes: list[str]
+    repeat: int = 5
+    warmup: int = 1
+    backend: str = "auto"
+    partition: str = "auto"
+    peers: list[str] = field(default_factory=lambda: ["scipy", "cupy", "igraph", "networkx", "cugraph"])
+    peer_repeat: int = 3
+    #: stop repeating a case once its timed runs add up to this many seconds (>= 1 run always)
+    max_case_seconds: float = 60.0
+    #: NetworkX is pure Python: only graphs with at most this many arcs are given to it
+    networkx_max_arcs: int = 2_000_000
+    timeout: float | None = None
+    preset: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+#: Presets: option values used where the command line gives none.
+PRESETS: dict[str, dict] = {
+    # The whole suite on nvidia-h200-x4 in under 5 minutes: two graphs of the issues' sizes, one
+    # repeat of each CPU peer (scipy Dijkstra on grid:4900 alone takes ~7 s), and a per-case
+    # budget so a slow case cannot eat the run.
+    "quick": dict(apps=["bfs", "sssp", "pr", "cc"], graphs=["kron:21", "grid:4900"],
+                  devices=[1, 2, 4], modes=["async", "bsp"], repeat=5, warmup=1, peer_repeat=1,
+                  max_case_seconds=10.0),
+    # A test that the harness works, on CPU virtual devices in CI (< 1 min): tiny generated
+    # graphs, one of them high-diameter, and 1 and 2 devices.
+    "cpu": dict(apps=["bfs", "sssp", "pr", "cc"], graphs=["kron:8", "grid:12"],
+                devices=[1, 2], modes=["async", "bsp"], repeat=2, warmup=1, peer_repeat=1,
+                max_case_seconds=5.0, backend="cpu"),
+}
+
+_DEFAULTS = dict(apps=["bfs", "sssp", "pr", "cc"], graphs=None, devices=None,
+                 modes=["async", "bsp"], repeat=5, warmup=1, backend="auto", partition="auto",
+                 peers=list(PEERS), peer_repeat=3, max_case_seconds=60.0, timeout=None)
+
+
+def make_config(preset: str | None = None, **options) -> BenchConfig:
+    """A validated :class:`BenchConfig`: explicit ``options`` (None = not given) over the preset.
+
+    Raises ValueError naming the option and the bad value.
+    """
+    values = dict(_DEFAULTS)
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"--preset must be one of {', '.join(PRESETS)}; got {preset!r}")
+        values.update(PRESETS[preset])
+    values.update({k: v for k, v in options.items() if v is not None})
+
+    apps = _check_choices("--apps", values["apps"], APPS)
+    modes = _check_choices("--modes", values["modes"], MODES)
+    peers = _check_choices("--peers", values["peers"], PEERS, allow_empty=True)
+    graphs = [g.strip() for g in (values["graphs"] or []) if g.strip()]
+    if not graphs:
+        raise ValueError("no graphs: give --graphs SPEC[,SPEC...] (e.g. kron:21,grid:4900 or a "
+                         "file path) or a --preset")
+    devices = values["devices"]
+    if not devices:
+        raise ValueError("no device counts: give --devices K[,K...] (e.g. 1,2,4) or a --preset")
+    devices = sorted(set(int(k) for k in devices))
+    if devices[0] < 1:
+        raise ValueError(f"--devices: device counts must be >= 1, got {devices[0]}")
+    for name in ("repeat", "peer_repeat"):
+        if int(values[name]) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {values[name]}")
+    if int(values["warmup"]) < 0:
+        raise ValueError(f"--warmup must be >= 0, got {values['warmup']}")
+    if not float(values["max_case_seconds"]) > 0:
+        raise ValueError(f"--max-case-seconds must be positive, got {values['max_case_seconds']}")
+    if values["partition"] not in PARTITIONS:
+        raise ValueError(f"--partition must be one of {', '.join(PARTITIONS)}; "
+                         f"got {values['partition']!r}")
+    if values["backend"] not in ("auto", "cuda", "cpu"):
+        raise ValueError(f"--backend must be auto, cuda or cpu; got {values['backend']!r}")
+    return BenchConfig(apps=apps, graphs=graphs, devices=devices, modes=modes,
+                       repeat=int(values["repeat"]), warmup=int(values["warmup"]),
+                       backend=values["backend"], partition=values["partition"], peers=peers,
+                       peer_repeat=int(values["peer_repeat"]),
+                       max_case_seconds=float(values["max_case_seconds"]),
+                       timeout=values["timeout"], preset=preset)
+
+
+def _check_choices(option, items, known, allow_empty=False) -> list[str]:
+    items = [str(x).strip().lower() for x in (items or []) if str(x).strip()]
+    if items == ["none"] and allow_empty:
+        return []
+    if items == ["all"]:
+        return list(known)
+    if not items and not allow_empty:
+        raise ValueError(f"{option} is empty; choose from {', '.join(known)}")
+    bad = [x for x in items if x not in known]
+    if bad:
+        raise ValueError(f"{option}: unknown {bad[0]!r}; choose from {', '.join(known)}")
+    return list(dict.fromkeys(items))
+
+
+def resolve_partition(method: str) -> str:
+    """'auto' is METIS when pymetis is installed, else contiguous ranges (recorded in results)."""
+    if method != "auto":
+        return method
+    return "metis" if importlib.util.find_spec("pymetis") is not None else "contiguous"
+
+
+def choose_source(graph, spec: str) -> tuple[int, str]:
+    """The BFS/SSSP source for a graph, by a fixed rule recorded with the results.
+
+    Grids (``grid:``) start at vertex 0, a corner, which gives the longest traversal (the
+    road-network case). Every other graph starts at its highest-out-degree vertex (lowest id among
+    ties): never isolated, and in the giant component of Kronecker/RMAT graphs.
+    """
+    if graph.num_vertices == 0:
+        raise ValueError(f"graph {spec!r} has no vertices")
+    if spec.strip().lower().startswith("grid:"):
+        return 0, "vertex 0 (grid corner)"
+    degrees = np.diff(np.asarray(graph.indptr))
+    return int(np.argmax(degrees)), "highest out-degree vertex (lowest id among ties)"
+
+
+def case_modes(spec: AppSpec, modes: list[str]) -> list[str | None]:
+    """The modes a case list runs an app in: the asked ones it supports, or [None] if it has none."""
+    if not spec.modes:
+        return [None]
+    return [m for m in modes if m in spec.modes]
