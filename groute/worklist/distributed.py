@@ -1,0 +1,263 @@
+"""The distributed worklist: per-device workers, split-send over Links, counted termination.
+
+Each device's host thread runs one control loop (:meth:`DistributedWorklist.run`), the same on
+both backends; only the worker's hot loops differ. A round on device ``i``:
+
+1. absorb the item batches that arrived (a ring forwards the ones owned elsewhere);
+2. if the global threshold advanced, re-split deferred work (soft priority);
+3. if it holds near work, call the worker's fused ``advance`` (many levels in one launch); the
+   items it produced for other devices come back as per-destination outboxes (split-send: local
+   items never leave the device) and go out through :class:`~groute.link.Link`s, packetized and
+   multi-buffered;
+4. otherwise sleep until items arrive, the threshold moves, or the run is over.
+
+Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
+BSP mode runs the same workers level-synchronously: one round each, barrier, exchange, barrier.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import threading
+import time
+
+from ..errors import WaitTimeout
+from ..link import Link
+from .counter import WorkCounter
+from .items import ITEM_DTYPE
+from .queue import WorkQueue
+from .worker import call_on_stream
+
+log = logging.getLogger(__name__)
+
+ROUTINGS = ("all2all", "ring")
+MODES = ("async", "bsp")
+
+
+class DistributedWorklist:
+    """Links between the devices of ``ctx`` plus the control loop that drives per-device workers.
+
+    ``routing``: ``"all2all"`` (a link from every device to every other) or ``"ring"`` (device i
+    sends only to i+1; items owned further on hop). ``packet_size`` items per packet and
+    ``num_buffers`` receive buffers per link bound the memory in flight (back-pressure).
+    Create once per solver, :meth:`run` many times, :meth:`close` at the end.
+    """
+
+    def __init__(self, ctx, *, routing: str = "all2all", packet_size: int = 1 << 20,
+                 num_buffers: int = 3):
+        if routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}; got {routing!r}")
+        self.ctx = ctx
+        self.k = len(ctx.devices)
+        self.routing = routing
+        self.inboxes = [collections.deque() for _ in range(self.k)]
+        self._inbox_lock = threading.Lock()
+        self._counter: WorkCounter | None = None
+        self.links: dict[tuple[int, int], Link] = {}
+        for i in range(self.k):
+            for j in self._neighbors(i):
+                self.links[i, j] = Link(ctx.devices[i], ctx.devices[j], packet_size, num_buffers,
+                                        dtype=ITEM_DTYPE, ctx=ctx, name=f"worklist[{i}->{j}]",
+                                        deliver=self._deliverer(j))
+
+    def _neighbors(self, i):
+        if self.k == 1:
+            return []
+        if self.routing == "ring":
+            return [(i + 1) % self.k]
+        return [j for j in range(self.k) if j != i]
+
+    def _next_hop(self, i, dest):
+        return (i + 1) % self.k if self.routing == "ring" else dest
+
+    def _deliverer(self, j):
+        def deliver(pending):
+            if pending is None:
+                return
+            with self._inbox_lock:
+                self.inboxes[j].append(pending)
+            counter = self._counter
+            if counter is not None:
+                counter.notify()
+        return deliver
+
+    def close(self):
+        for link in self.links.values():
+            link.close()
+        for link in self.links.values():
+            link.join(timeout=5)
+
+    # --------------------------------------------------------------------------------------------
+    def run(self, workers, *, mode: str = "async", threshold=math.inf, delta=math.inf,
+            max_rounds: int | None = None, timeout=None) -> dict:
+        """Drive ``workers[i]`` (one per device, see :class:`~groute.worklist.worker.DeviceWorker`)
+        until no work is left anywhere; return the run's counters.
+
+        ``threshold``/``delta``: the soft-priority start and step (``inf`` switches priority
+        off). ``max_rounds``: fused rounds per ``advance`` call (None: until the local work is
+        done or the outboxes fill; BSP always uses 1).
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if len(workers) != self.k:
+            raise ValueError(f"need one worker per device ({self.k}), got {len(workers)}")
+        for box in self.inboxes:
+            if box:
+                raise RuntimeError("worklist inboxes are not empty from a previous run")
+        if mode == "bsp":
+            threshold = delta = math.inf
+        counter = WorkCounter(self.k, threshold=threshold, delta=delta,
+                              stop=self.ctx.stop_event, timeout=self.ctx.timeout)
+        self._counter = counter
+        self.stats = {"mode": mode, "routing": self.routing, "rounds": [0] * self.k,
+                      "items_sent": {f"{i}->{j}": 0 for (i, j) in self.links},
+                      "items_forwarded": [0] * self.k, "bytes_moved": 0, "bsp_levels": 0}
+        self._stats_lock = threading.Lock()
+        # every device reports its initial work before any loop may conclude that none is left
+        starts = self.ctx.gather([self.ctx.submit(i, lambda dev, w=w: w.start(threshold))
+                                  for i, w in enumerate(workers)])
+        for i, work in enumerate(starts):
+            counter.report(i, work)
+        loop = self._async_loop if mode == "async" else self._bsp_loop
+        t0 = time.perf_counter()
+        try:
+            self.ctx.gather([self.ctx.submit(i, loop, i, workers[i], counter, max_rounds)
+                             for i in range(self.k)], timeout=timeout)
+        finally:
+            self._counter = None
+        self.stats["host_seconds"] = time.perf_counter() - t0
+        self.stats["threshold_advances"] = counter.advances
+        self.stats["final_threshold"] = counter.threshold
+        return self.stats
+
+    # the asynchronous loop ------------------------------------------------------------------
+    def _async_loop(self, device, i, worker, counter: WorkCounter, max_rounds):
+        k = self.k
+        forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(k)]
+        sends = []
+        absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
+        epoch_seen = 0
+        self_advance = k == 1
+        while True:
+            self.ctx.check()
+            self._absorb_inbox(device, i, worker, counter, forward)
+            epoch, thr = counter.snapshot()
+            if epoch != epoch_seen:
+                epoch_seen = epoch
+                counter.report(i, worker.split(thr), epoch=epoch)
+            has_forward = any(len(q) for q in forward)
+            if worker.work.near > 0:
+                self._wait_sends(sends, absorb)
+                work, outbox = worker.advance(thr, max_rounds=max_rounds, self_advance=self_advance)
+                self._count_round(i)
+                if work.threshold is not None:
+                    counter.set_threshold(work.threshold)
+                self._send(device, i, counter, work, outbox, forward, sends)
+                continue
+            if has_forward:
+                self._wait_sends(sends, absorb)
+                self._send(device, i, counter, None, [None] * k, forward, sends)
+                continue
+            finished, _, _ = counter.wait_idle(i, lambda: bool(self.inboxes[i]))
+            if finished:
+                self._wait_sends(sends, absorb)
+                return
+
+    # the level-synchronous loop ---------------------------------------------------------------
+    def _bsp_loop(self, device, i, worker, counter: WorkCounter, max_rounds):
+        k = self.k
+        forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(k)]
+        sends = []
+        absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
+        while True:
+            self.ctx.check()
+            work, outbox = worker.advance(math.inf, max_rounds=1, self_advance=False)
+            self._count_round(i)
+            self._send(device, i, counter, work, outbox, forward, sends)
+            counter.barrier()                         # everything of this level has been sent
+            while True:                               # exchange until nothing is in transit
+                counter.wait_until(lambda: bool(self.inboxes[i]) or counter.in_transit == 0,
+                                   what=f"BSP exchange on device {i}")
+                if not self.inboxes[i]:
+                    break
+                self._absorb_inbox(device, i, worker, counter, forward)
+                if any(len(q) for q in forward):
+                    self._send(device, i, counter, None, [None] * k, forward, sends)
+            self._wait_sends(sends, absorb)
+            if counter.barrier(action=counter.finished):
+                if i == 0:
+                    self.stats["bsp_levels"] = self.stats["rounds"][0]
+                return
+
+    # helpers ------------------------------------------------------------------------------------
+    def _count_round(self, i):
+        self.stats["rounds"][i] += 1
+
+    def _absorb_inbox(self, device, i, worker, counter, forward):
+        with self._inbox_lock:
+            batch = list(self.inboxes[i])
+            self.inboxes[i].clear()
+        if not batch:
+            return False
+        mine, received = [], 0
+        for pending in batch:
+            seg = pending.wait_on(device.compute_stream)
+            dest = seg.metadata.get("dest", i)
+            if dest == i:
+                mine.append(pending)
+                received += pending.size
+            else:
+                call_on_stream(device.compute_stream, forward[dest].push, seg.data)
+                self.stats["items_forwarded"][i] += pending.size
+        work = worker.absorb([p.data for p in mine], counter.threshold) if mine else worker.work
+        done = device.compute_stream.record()
+        for pending in batch:
+            pending.release(after=done)
+        counter.report(i, work, received=received)
+        return True
+
+    def _send(self, device, i, counter, work, outbox, forward, sends):
+        """Split-send: the worker's per-destination outboxes plus forwarded items go out."""
+        batches = []
+        for dest in range(self.k):
+            parts = [a for a in (outbox[dest],) if a is not None and a.shape[0]]
+            fwd = call_on_stream(device.compute_stream, forward[dest].take) \
+                if len(forward[dest]) else None
+            if fwd is not None:
+                parts.append(fwd)
+            if parts:
+                batches.append((dest, parts, sum(int(p.shape[0]) for p in parts)))
+        new = sum(int(outbox[d].shape[0]) for d in range(self.k) if outbox[d] is not None)
+        if work is not None:
+            counter.report(i, work, sent=new)  # before the items can arrive anywhere
+        if not batches:
+            return
+        ready = device.compute_stream.record()
+        for dest, parts, n in batches:
+            hop = self._next_hop(i, dest)
+            link = self.links[i, hop]
+            for p in parts:
+                sends.append(link.send(p, event=ready, metadata={"dest": dest}))
+            with self._stats_lock:
+                self.stats["items_sent"][f"{i}->{hop}"] += n
+                self.stats["bytes_moved"] += n * ITEM_DTYPE.itemsize
+
+    def _wait_sends(self, sends, absorb=None):
+        """Wait until earlier sends no longer need their source buffers. ``absorb`` keeps taking
+        in arriving items meanwhile: a device that only waited could hold receive buffers its
+        senders need, and with a ring every device could wait on the next (a cycle)."""
+        deadline = time.monotonic() + self.ctx.timeout
+        delay = 20e-6
+        while sends:
+            sends[:] = [h for h in sends if not h.done()]
+            if not sends:
+                return
+            self.ctx.check()
+            if absorb is not None and absorb():
+                continue
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"timed out after {self.ctx.timeout:g} s waiting for "
+                                  f"{len(sends)} worklist sends to complete")
+            time.sleep(delay)
+            delay = min(2 * delay, 1e-3)
