@@ -1,0 +1,547 @@
+"""PageRank across devices: asynchronous residual push (default) or BSP power iteration.
+
+Both modes compute the "leaky" PageRank ``y = (1-d)/n + d P^T y`` (P: the out-arc transition
+matrix; a dangling vertex's mass is dropped) and return ``y / sum(y)``. With uniform teleport
+and dangling mass spread uniformly (the standard definition, ``groute.graph.reference.pagerank``)
+the PageRank vector is exactly proportional to ``y``, so no device ever needs the global dangling
+sum during the run.
+
+* ``mode="async"`` (Whang et al.'s data-driven push, the variant Groute evaluates): every vertex
+  holds a rank and a residual; one whose residual exceeds ``eps = tol (1-d) / n`` adds it to its
+  rank and pushes ``d r / outdeg`` to its out-neighbours. Contributions to vertices of other
+  devices are summed into a dense per-device accumulator and sent, one ``(vertex, value)`` item
+  per destination vertex, through the distributed worklist (:mod:`groute.worklist`), which also
+  detects termination. Each vertex ends with residual <= eps, so the L1 error of ``y`` is at
+  most ``tol`` times its mass.
+* ``mode="bsp"``: topology-driven, pull-based power iteration over the transposed graph (every
+  vertex every iteration, two kernels per iteration, no host sync per iteration: convergence
+  ``sum |y' - y| <= tol * sum y'`` is checked every few iterations). Each device owns a range
+  of vertices and sends its slice of ``y / outdeg`` to every other device after each iteration.
+
+CUDA kernels are in ``pr.cu``; the CPU backend runs vectorised NumPy on the devices' streams.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from apps.common import AppResult, DeviceTimer
+from groute.context import ensure_context
+
+log = logging.getLogger(__name__)
+KERNEL = Path(__file__).with_name("pr.cu")
+MODES = ("async", "bsp")
+PARTITIONS = ("metis", "contiguous", "random")
+BLOCK = 256
+
+
+def _call(stream, fn, *args):
+    """Run ``fn(*args)`` in stream order and return its result (waits on the CPU backend)."""
+    out = []
+    stream.submit(lambda: out.append(fn(*args)))
+    if not out:
+        stream.record().synchronize()
+    return out[0]
+
+
+def _sync_host(device, array):
+    """A host copy of ``array`` after everything queued on the compute stream has finished."""
+    device.compute_stream.record().synchronize()
+    return device.to_host(array)
+
+
+# ------------------------------------------------------------------------------------------------
+# the graph, cut into per-device shards (host arrays)
+# ------------------------------------------------------------------------------------------------
+class Shard:
+    """Device ``i``'s part of a graph whose vertices are renumbered so it owns ``[lo, hi)``.
+
+    ``out_indptr``/``out_indices``: the out-arcs of the owned vertices (targets are global ids);
+    ``in_rows``/``in_cols``: the in-arcs of the owned vertices as COO sorted by row (rows local,
+    sources global), only for BSP; ``inv_outdeg``: 1/outdeg of owned vertices (0 if dangling).
+    """
+
+    def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_rows=None, in_cols=None):
+        self.lo, self.hi = int(lo), int(hi)
+        self.out_indptr, self.out_indices = out_indptr, out_indices
+        self.inv_outdeg = inv_outdeg
+        self.in_rows, self.in_cols = in_rows, in_cols
+
+    @property
+    def n_local(self) -> int:
+        return self.hi - self.lo
+
+
+def make_shards(indptr, indices, offsets, *, with_in_arcs: bool):
+    """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices)
+    n = indptr.shape[0] - 1
+    outdeg = np.diff(indptr)
+    inv = np.zeros(n, np.float64)
+    np.divide(1.0, outdeg, out=inv, where=outdeg > 0)
+    if with_in_arcs:
+        order = np.argsort(indices, kind="stable")
+        tgt = indices[order].astype(np.int32, copy=False)
+        src = np.repeat(np.arange(n, dtype=np.int32), outdeg)[order]
+        del order
+        bounds = np.searchsorted(tgt, offsets)
+    shards = []
+    for i in range(len(offsets) - 1):
+        lo, hi = int(offsets[i]), int(offsets[i + 1])
+        out_indptr = indptr[lo:hi + 1] - indptr[lo]
+        out_indices = np.ascontiguousarray(indices[indptr[lo]:indptr[hi]], dtype=np.int32)
+        rows = cols = None
+        if with_in_arcs:
+            a, b = int(bounds[i]), int(bounds[i + 1])
+            rows = (tgt[a:b] - lo).astype(np.int32)
+            cols = np.ascontiguousarray(src[a:b])
+        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), rows, cols))
+    return shards
+
+
+# ------------------------------------------------------------------------------------------------
+# per-device state and operations: the only backend-specific code
+# ------------------------------------------------------------------------------------------------
+class _DevicePR:
+    """One device's arrays and the PageRank operations on them (CUDA kernels or NumPy)."""
+
+    def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int):
+        self.device = device
+        self.shard = shard
+        self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
+        self.damping = float(damping)
+        self.cuda = device.backend == "cuda"
+        self.fdt = np.float32 if self.cuda else np.float64
+        self.stream = device.compute_stream
+        if self.cuda:
+            from groute.kernels import get_kernel
+            with device.use():
+                names = ("pr_pull", "pr_finalize") if mode == "bsp" else ("pr_push", "pr_apply", "pr_pack")
+                self.kernels = {name: get_kernel(KERNEL, name) for name in names}
+            self.sms = int(device.properties()["multiprocessors"])
+        up = device.asarray
+        self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
+        if mode == "bsp":
+            self.in_rows, self.in_cols = up(shard.in_rows), up(shard.in_cols)
+            self.num_in = int(shard.in_rows.shape[0])
+            self.y = device.zeros(self.n_local, self.fdt)
+            self.acc = device.zeros(self.n_local, self.fdt)
+            self.contrib = [device.zeros(n, self.fdt) for _ in range(2)]
+            self.stats = None
+        else:
+            self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
+            self.rank = device.zeros(self.n_local, np.float64)
+            self.residual = device.zeros(self.n_local, self.fdt)
+            self.remote_acc = device.zeros(n if k > 1 else 1, self.fdt)
+            self.counters = device.zeros(2, np.uint64)
+            self.out_items = None
+        if self.cuda:  # uploads and fills above ran on the legacy stream; the compute stream does not wait for it
+            with device.use():
+                device.xp.cuda.runtime.deviceSynchronize()
+
+    def _grid(self, work_items, per_block=BLOCK, waves=8):
+        return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
+
+    # BSP ----------------------------------------------------------------------------------------
+    def bsp_reset(self, y0: float, contrib0, max_iterations: int):
+        def reset():
+            self.y.fill(y0)
+            self.acc.fill(0)
+            self.contrib[0][...] = contrib0
+            self.stats.fill(0)
+        # allocated here (no kernel), cleared in stream order: bsp_step slices it right away
+        self.stats = self.device.empty((max_iterations, 2), np.float64)
+        self.stream.submit(reset)
+
+    def bsp_step(self, t: int, base: float):
+        """Iteration ``t``: pull from contrib[t % 2], write own slice of contrib[(t+1) % 2]."""
+        src, dst = self.contrib[t % 2], self.contrib[(t + 1) % 2]
+        stats = self.stats[t]
+        if self.cuda:
+            k = self.kernels
+
+            def launch():
+                if self.num_in:
+                    k["pr_pull"](self._grid(self.num_in, waves=16), (BLOCK,),
+                                 (self.in_rows, self.in_cols, np.int64(self.num_in), src, self.acc))
+                if self.n_local:
+                    k["pr_finalize"](self._grid(self.n_local), (BLOCK,),
+                                     (np.int32(self.n_local), np.int32(self.lo), np.float32(base),
+                                      np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
+                                      dst, stats))
+        else:
+            def launch():
+                acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
+                ynew = base + self.damping * acc
+                stats[0] = np.abs(ynew - self.y).sum()
+                stats[1] = ynew.sum()
+                self.y[:] = ynew
+                dst[self.lo:self.hi] = ynew * self.inv_outdeg
+        self.stream.submit(launch)
+
+    def bsp_stats(self, t0: int, t1: int):
+        return _sync_host(self.device, self.stats[t0:t1])
+
+    def bsp_values(self):
+        return self.device.to_host(self.y).astype(np.float64)
+
+    # asynchronous push --------------------------------------------------------------------------
+    def push_reset(self, r0: float):
+        def reset():
+            self.rank.fill(0)
+            self.residual.fill(r0)
+            self.remote_acc.fill(0)
+        self.stream.submit(reset)
+
+    def active(self, eps: float) -> int:
+        """How many owned vertices have a residual above ``eps`` (synchronises)."""
+        xp = self.device.xp
+        count = _call(self.stream, lambda: xp.count_nonzero(self.residual > self.fdt(eps)))
+        return int(_sync_host(self.device, count) if self.cuda else count)
+
+    def push_sweeps(self, eps: float, sweeps: int, remote: bool):
+        """``sweeps`` push sweeps over the owned vertices; returns (vertices, arcs) pushed."""
+        if self.cuda:
+            k = self.kernels
+
+            def launch():
+                self.counters.fill(0)
+                for _ in range(sweeps):
+                    k["pr_push"](self._grid(self.n_local), (BLOCK,),
+                                 (np.int32(self.n_local), np.int32(self.lo), self.out_indptr,
+                                  self.out_indices, np.float32(self.damping), np.float32(eps),
+                                  self.residual, self.rank, self.remote_acc, self.counters))
+            if self.n_local:
+                self.stream.submit(launch)
+                c = _sync_host(self.device, self.counters)
+                return int(c[0]), int(c[1])
+            return 0, 0
+        return _call(self.stream, self._push_numpy, eps, sweeps, remote)
+
+    def _push_numpy(self, eps, sweeps, remote):
+        ip, ix, d, lo, nl = self.out_indptr, self.out_indices, self.damping, self.lo, self.n_local
+        pushed = arcs = 0
+        for _ in range(sweeps):
+            act = np.flatnonzero(self.residual > eps)
+            if not act.size:
+                break
+            r = self.residual[act]
+            self.residual[act] = 0
+            self.rank[act] += r
+            starts, deg = ip[act], ip[act + 1] - ip[act]
+            pushed += act.size
+            total = int(deg.sum())
+            if not total:
+                continue
+            arcs += total
+            owner = np.repeat(np.arange(act.size), deg)
+            eids = starts[owner] + (np.arange(total) - np.repeat(np.cumsum(deg) - deg, deg))
+            targets = ix[eids].astype(np.int64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(deg > 0, d * r / np.maximum(deg, 1), 0.0)
+            vals = share[owner]
+            lt = targets - lo
+            local = (lt >= 0) & (lt < nl)
+            self.residual += np.bincount(lt[local], weights=vals[local], minlength=nl)
+            if remote and not local.all():
+                np.add.at(self.remote_acc, targets[~local], vals[~local])
+        return pushed, arcs
+
+    def pack(self, ranges):
+        """Move the remote accumulator's nonzeros into one item array per destination range
+        (``None`` for an empty one or for ``None`` ranges) and clear them."""
+        from groute.worklist import pack as pack_items
+        if self.cuda:
+            xp = self.device.xp
+            with self.device.use():
+                if self.out_items is None:
+                    self.out_items = [None if r is None else xp.empty(max(r[1] - r[0], 1), np.int64)
+                                      for r in ranges]
+                    self.pack_counts = xp.zeros(len(ranges), np.uint64)
+
+                def launch():
+                    self.pack_counts.fill(0)
+                    for j, r in enumerate(ranges):
+                        if r is not None and r[1] > r[0]:
+                            self.kernels["pr_pack"](self._grid(r[1] - r[0]), (BLOCK,),
+                                                    (self.remote_acc, np.int32(r[0]), np.int32(r[1]),
+                                                     self.out_items[j], self.pack_counts[j:j + 1]))
+                self.stream.submit(launch)
+                counts = _sync_host(self.device, self.pack_counts)
+            return [None if r is None or not counts[j] else self.out_items[j][:int(counts[j])]
+                    for j, r in enumerate(ranges)]
+
+        def pack_numpy():
+            out = []
+            for r in ranges:
+                if r is None:
+                    out.append(None)
+                    continue
+                seg = self.remote_acc[r[0]:r[1]]
+                nz = np.flatnonzero(seg)
+                if not nz.size:
+                    out.append(None)
+                    continue
+                vals = seg[nz].astype(np.float32)
+                seg[nz] = 0
+                out.append(pack_items((nz + r[0]).astype(np.int64), vals))
+            return out
+        return _call(self.stream, pack_numpy)
+
+    def apply(self, item_arrays):
+        """Add received (vertex, value) items into the residuals."""
+        if self.cuda:
+            def launch():
+                for items in item_arrays:
+                    m = int(items.shape[0])
+                    if m:
+                        self.kernels["pr_apply"](self._grid(m), (BLOCK,),
+                                                 (items, np.int64(m), np.int32(self.lo), self.residual))
+            self.stream.submit(launch)
+            return
+
+        def apply_numpy():
+            from groute.worklist import unpack
+            for items in item_arrays:
+                v, vals = unpack(items, "float")
+                np.add.at(self.residual, v.astype(np.int64) - self.lo, vals.astype(np.float64))
+        self.stream.submit(apply_numpy)
+
+    def push_values(self):
+        return self.device.to_host(self.rank) + self.device.to_host(self.residual).astype(np.float64)
+
+
+class _PushWorker:
+    """The asynchronous PageRank worker the distributed worklist drives (one per device).
+
+    Work = owned vertices whose residual exceeds ``eps``; an ``advance`` runs ``sweeps`` push
+    sweeps and returns the combined remote contributions as per-destination item arrays.
+    """
+
+    def __init__(self, dev: _DevicePR, index: int, offsets, sweeps: int):
+        from groute.worklist import LocalWork
+        self.LocalWork = LocalWork
+        self.dev, self.index, self.sweeps = dev, index, sweeps
+        k = len(offsets) - 1
+        self.ranges = [None if j == index else (int(offsets[j]), int(offsets[j + 1])) for j in range(k)]
+        self.remote = k > 1
+        self.eps = 0.0
+        self.r0 = 0.0
+        self.work = LocalWork()
+        self.pushed = self.arcs = self.advances = self.items_out = 0
+
+    def configure(self, eps, r0):
+        # the kernels compare in float32: use the float32 value everywhere so that "active" agrees
+        self.eps = float(self.dev.fdt(eps))
+        self.r0 = r0
+
+    def start(self, threshold):
+        self.dev.push_reset(self.r0)
+        self.pushed = self.arcs = self.advances = self.items_out = 0
+        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        return self.work
+
+    def advance(self, threshold, *, max_rounds=None, self_advance=False):
+        sweeps = self.sweeps if max_rounds is None else max(1, min(self.sweeps, int(max_rounds)))
+        pushed, arcs = self.dev.push_sweeps(self.eps, sweeps, self.remote)
+        self.pushed += pushed
+        self.arcs += arcs
+        self.advances += 1
+        outbox = self.dev.pack(self.ranges) if self.remote else [None]
+        self.items_out += sum(int(a.shape[0]) for a in outbox if a is not None)
+        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        return self.work, outbox
+
+    def absorb(self, item_arrays, threshold):
+        self.dev.apply(item_arrays)
+        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        return self.work
+
+    def split(self, threshold):
+        return self.work
+
+
+# ------------------------------------------------------------------------------------------------
+# the solver
+# ------------------------------------------------------------------------------------------------
+class PageRank:
+    """PageRank of ``graph`` on the devices of a context; partition and upload once, run many times.
+
+    ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
+    mass); BSP: stop when the L1 change of an iteration is <= tol (of the mass).
+    ``sweeps``: push sweeps per worklist round (async); ``check_every``: iterations between
+    convergence checks (BSP).
+    """
+
+    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
+                 mode="async", damping=0.85, tol=1e-6, seed=0, max_iterations=1000,
+                 sweeps=None, check_every=4):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if partition not in PARTITIONS:
+            raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
+        if not 0.0 < float(damping) < 1.0:
+            raise ValueError(f"damping must be in (0, 1), got {damping!r}")
+        if not float(tol) > 0.0:
+            raise ValueError(f"tol must be > 0, got {tol!r}")
+        if int(max_iterations) < 1 or int(check_every) < 1:
+            raise ValueError("max_iterations and check_every must be >= 1")
+        self.graph = graph
+        self.mode, self.damping, self.tol = mode, float(damping), float(tol)
+        self.max_iterations, self.check_every = int(max_iterations), int(check_every)
+        self.partition_method = partition
+        n = self.n = int(graph.num_vertices)
+        self.ctx, self._owned = ensure_context(ctx, devices=devices, backend=backend)
+        self._worklist = None
+        try:
+            k = self.k = len(self.ctx.devices)
+            if n and k > n:
+                raise ValueError(f"{k} devices for a graph of {n} vertices: use --devices {n} or fewer")
+            t0 = time.perf_counter()
+            if k == 1:
+                self.partition = None
+                offsets = np.array([0, n], np.int64)
+                indptr, indices = graph.indptr, graph.indices
+            else:
+                from groute.graph import partition_graph
+                self.partition = partition_graph(graph, k, method=partition, seed=seed)
+                offsets = np.asarray(self.partition.offsets, np.int64)
+                indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
+            self.offsets = offsets
+            shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
+                                 with_in_arcs=mode == "bsp")
+            self.devs = [_DevicePR(d, s, n, mode, self.damping, k) for d, s in zip(self.ctx.devices, shards)]
+            if mode == "bsp":
+                inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
+                self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
+            else:
+                default = 8 if self.ctx.backend == "cuda" else 2
+                self.sweeps = int(sweeps) if sweeps else default
+                self.workers = [_PushWorker(d, i, offsets, self.sweeps) for i, d in enumerate(self.devs)]
+                if k > 1:
+                    from groute.worklist import DistributedWorklist
+                    self._worklist = DistributedWorklist(
+                        self.ctx, packet_size=max(1024, min(1 << 20, n)))
+            self.setup_s = time.perf_counter() - t0
+        except BaseException:
+            self.close()
+            raise
+
+    # running ------------------------------------------------------------------------------------
+    def run(self) -> AppResult:
+        if self.n == 0:
+            return AppResult(np.zeros(0), 0.0, {"mode": self.mode, "iterations": 0})
+        with DeviceTimer(self.ctx) as timer:
+            stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
+        if self.mode == "bsp":
+            values = np.concatenate([d.bsp_values() for d in self.devs])
+        else:
+            values = np.concatenate([d.push_values() for d in self.devs])
+        total = values.sum()
+        values = values / total if total > 0 else np.full(self.n, 1.0 / self.n)
+        if self.partition is not None:
+            values = np.asarray(self.partition.to_original(values), dtype=np.float64)
+        stats.update(devices=[d.device.name for d in self.devs], mode=self.mode,
+                     partition=self.partition_method if self.k > 1 else None,
+                     vertices_per_device=[d.n_local for d in self.devs],
+                     damping=self.damping, tol=self.tol)
+        return AppResult(values, timer.seconds, stats)
+
+    def _run_bsp(self) -> dict:
+        n, d, k = self.n, self.damping, self.k
+        base = (1.0 - d) / n
+        for dev, c0 in zip(self.devs, self._contrib0):
+            dev.bsp_reset(1.0 / n, c0, self.max_iterations)
+        t = 0
+        done_events = [None] * k
+        converged_at = None
+        history = []
+        while t < self.max_iterations and converged_at is None:
+            batch_end = min(t + self.check_every, self.max_iterations)
+            for it in range(t, batch_end):
+                self._bsp_iteration(it, base, done_events)
+            parts = sum(dev.bsp_stats(t, batch_end) for dev in self.devs)
+            for it in range(t, batch_end):
+                diff, mass = float(parts[it - t, 0]), float(parts[it - t, 1])
+                history.append(diff / mass if mass > 0 else 0.0)
+                if converged_at is None and diff <= self.tol * mass:
+                    converged_at = it + 1
+            t = batch_end
+        if converged_at is None:
+            log.warning("PageRank (bsp) did not converge to tol %g in %d iterations (last change %g)",
+                        self.tol, t, history[-1] if history else float("nan"))
+        slice_bytes = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs)
+        return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
+                "l1_change": history[-1] if history else None,
+                "arcs_per_device": [dev.num_in for dev in self.devs],
+                "bytes_sent": int(t * slice_bytes * (k - 1)) if k > 1 else 0}
+
+    def _bsp_iteration(self, t, base, done_events):
+        devs = self.devs
+        for i, dev in enumerate(devs):
+            for j, ev in enumerate(done_events):
+                if j != i and ev is not None:
+                    dev.stream.wait_event(ev)   # peers' slices of contrib[t % 2] have landed
+        for i, dev in enumerate(devs):
+            dev.bsp_step(t, base)
+        if len(devs) > 1:
+            par = (t + 1) % 2
+            for i, dev in enumerate(devs):
+                own = dev.contrib[par][dev.lo:dev.hi]
+                for j, peer in enumerate(devs):
+                    if j != i and dev.n_local:
+                        dev.stream.copy(peer.contrib[par][dev.lo:dev.hi], own)
+                done_events[i] = dev.stream.record()
+
+    def _run_async(self) -> dict:
+        n, d = self.n, self.damping
+        eps = self.tol * (1.0 - d) / n
+        for w in self.workers:
+            w.configure(eps, (1.0 - d) / n)
+        if self._worklist is None:
+            w = self.workers[0]
+            w.start(None)
+            rounds = 0
+            while w.work.near:
+                if rounds * self.sweeps >= self.max_iterations * 10:
+                    raise RuntimeError(f"PageRank (async) did not finish in {rounds} rounds "
+                                       f"of {self.sweeps} sweeps")
+                self.ctx.check()
+                w.advance(None)
+                rounds += 1
+            wl = {"rounds": [rounds], "items_sent": {}, "bytes_moved": 0}
+        else:
+            wl = self._worklist.run(self.workers, mode="async")
+        return {"rounds": wl["rounds"], "sweeps_per_round": self.sweeps,
+                "vertices_pushed_per_device": [w.pushed for w in self.workers],
+                "arcs_pushed_per_device": [w.arcs for w in self.workers],
+                "items_sent": wl.get("items_sent", {}), "bytes_sent": wl.get("bytes_moved", 0),
+                "eps": eps}
+
+    def close(self):
+        if self._worklist is not None:
+            self._worklist.close()
+            self._worklist = None
+        if self._owned and self.ctx is not None:
+            self.ctx.shutdown()
+            self._owned = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def pagerank(graph, **kwargs) -> AppResult:
+    """One-shot :class:`PageRank`: build, run once, close."""
+    solver = PageRank(graph, **kwargs)
+    try:
+        return solver.run()
+    finally:
+        solver.close()
