@@ -1,0 +1,230 @@
+"""``groute bench`` end to end: the CPU preset, wrong answers reported as FAIL, errors, bad options.
+
+Wrong answers are injected through test-double solvers (answers from the reference, then
+corrupted), never through the real apps.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from apps.common import AppResult
+from groute.bench import make_config, run_suite
+from groute.bench.report import markdown
+from groute.bench.verify import reference_result
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def double(app, *, wrong_from=None, raise_on_devices=None, seconds=1e-3):
+    """A solver class for ``app`` answering from the reference; wrong from run ``wrong_from`` on."""
+
+    class Double:
+        def __init__(self, graph, *, ctx, partition=None, mode=None, tol=None):
+            if raise_on_devices == ctx.num_devices:
+                raise RuntimeError(f"injected failure on {ctx.num_devices} devices")
+            self.graph, self.runs, self.closed = graph, 0, False
+
+        def run(self, source=None):
+            self.runs += 1
+            values = reference_result(app, self.graph, source).copy()
+            if wrong_from is not None and self.runs >= wrong_from:
+                values[-1] = values[-1] + 1  # one vertex off by one: must still be caught
+            return AppResult(values, seconds, {"bytes_moved": 123, "rounds": np.int64(self.runs)})
+
+        def close(self):
+            self.closed = True
+
+    Double.__name__ = f"Double_{app}"
+    return Double
+
+
+def small_config(**kw):
+    base = dict(apps=["bfs"], graphs=["grid:6"], devices=[1], modes=["async"], repeat=2,
+                peers=["scipy"], backend="cpu", timeout=20)
+    base.update(kw)
+    return make_config(**base)
+
+
+def by_key(results):
+    return {(c["app"], c["graph"], c["devices"], c["mode"]): c for c in results["cases"]}
+
+
+def test_correct_double_is_timed_and_verified():
+    results = run_suite(small_config(apps=["bfs", "cc"]), solvers={"bfs": double("bfs"), "cc": double("cc")},
+                        progress=False)
+    cases = by_key(results)
+    bfs = cases[("bfs", "grid:6", 1, "async")]
+    assert bfs["status"] == "ok", bfs
+    assert bfs["time_s"] == pytest.approx(1e-3) and bfs["repeats"] == 2
+    assert bfs["verify"]["ok"] and bfs["bytes_moved"] == 123 and bfs["stats"]["rounds"] == 3
+    assert bfs["speedup"]["scipy"] > 0 and bfs["time_over_floor"] > 0
+    cc = cases[("cc", "grid:6", 1, None)]  # CC has no modes: one case per device count
+    assert cc["status"] == "ok"
+    assert all(p["status"] == "ok" for p in results["peers"]), results["peers"]
+
+
+@pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
+def test_wrong_answer_is_fail_and_not_timed(app):
+    results = run_suite(small_config(apps=[app], peers=[]), solvers={app: double(app, wrong_from=1)},
+                        progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "FAIL", case
+    assert "time_s" not in case and "speedup" not in case
+    assert not case["verify"]["ok"]
+    assert "**FAIL**" in markdown(results)
+
+
+def test_answer_that_goes_wrong_in_a_timed_run_is_fail():
+    results = run_suite(small_config(warmup=1, repeat=3), solvers={"bfs": double("bfs", wrong_from=3)},
+                        progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "FAIL" and "timed run" in case["note"]
+
+
+def test_a_failing_case_is_recorded_and_the_suite_goes_on():
+    results = run_suite(small_config(devices=[1, 2]),
+                        solvers={"bfs": double("bfs", raise_on_devices=1)}, progress=False)
+    cases = by_key(results)
+    failed = cases[("bfs", "grid:6", 1, "async")]
+    assert failed["status"] == "ERROR" and "injected failure" in failed["note"]
+    assert cases[("bfs", "grid:6", 2, "async")]["status"] == "ok"
+
+
+def test_a_graph_that_does_not_load_is_recorded(tmp_path):
+    missing = str(tmp_path / "missing.mtx")
+    results = run_suite(small_config(graphs=[missing, "grid:5"]), solvers={"bfs": double("bfs")},
+                        progress=False)
+    cases = by_key(results)
+    assert cases[("bfs", missing, 1, "async")]["status"] == "ERROR"
+    assert "did not load" in cases[("bfs", missing, 1, "async")]["note"]
+    assert cases[("bfs", "grid:5", 1, "async")]["status"] == "ok"
+    assert "error" in results["graphs"][0]
+
+
+def test_case_budget_cuts_repeats():
+    results = run_suite(small_config(repeat=5, max_case_seconds=2.5),
+                        solvers={"bfs": double("bfs", seconds=1.0)}, progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "ok" and case["repeats"] == 3 and "case budget" in case["note"]
+
+
+def test_unavailable_app_is_reported_not_faked(monkeypatch):
+    from groute.bench import suite
+    monkeypatch.setitem(suite.APPS, "cc", suite.AppSpec("cc", "CC", "apps.no_such_cc_module", "CC",
+                                                       needs_source=False, weighted=False))
+    results = run_suite(small_config(apps=["cc"]), progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "n/a" and "time_s" not in case
+    assert results["apps"]["cc"]["status"] == "n/a"
+    assert "apps.no_such_cc_module" in markdown(results)
+
+
+# options ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("options, message", [
+    (dict(apps=["bfz"]), "--apps: unknown 'bfz'"),
+    (dict(modes=["sync"]), "--modes: unknown 'sync'"),
+    (dict(peers=["matlab"]), "--peers: unknown 'matlab'"),
+    (dict(graphs=[]), "no graphs"),
+    (dict(devices=[0]), "device counts must be >= 1"),
+    (dict(repeat=0), "--repeat must be >= 1"),
+    (dict(warmup=-1), "--warmup must be >= 0"),
+    (dict(partition="kl"), "--partition must be one of"),
+    (dict(max_case_seconds=0), "--max-case-seconds must be positive"),
+])
+def test_bad_options_name_the_problem(options, message):
+    base = dict(apps=["bfs"], graphs=["grid:4"], devices=[1])
+    base.update(options)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        make_config(**base)
+    with pytest.raises(ValueError, match="--preset must be one of"):
+        make_config("fast", **base)
+
+
+def bench_parser():
+    from groute.bench import cli
+    from groute.cli import common_parser
+    parser = argparse.ArgumentParser(prog="groute")
+    cli.register(parser.add_subparsers(dest="command"), common_parser())
+    return parser
+
+
+def test_cli_rejects_malformed_lists(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_parser().parse_args(["bench", "--devices", "1,two"])
+    assert exc.value.code == 2
+    assert "expected device counts like 1,2,4; got 'two'" in capsys.readouterr().err
+
+
+def test_cli_reports_bad_values_as_one_line(capsys):
+    from groute.cli import main
+    code = main(["bench", "--apps", "bfs,bfz", "--graphs", "grid:4", "--devices", "1"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "groute bench: error: --apps: unknown 'bfz'" in err and "Traceback" not in err
+
+
+def test_cli_takes_a_device_list_in_place_of_the_common_count():
+    args = bench_parser().parse_args(["bench", "--preset", "cpu", "--devices", "4,1,2"])
+    assert args.devices == [4, 1, 2] and args.backend is None
+    from groute.bench.cli import config_from_args
+    cfg = config_from_args(args)
+    assert cfg.devices == [1, 2, 4] and cfg.backend == "cpu" and cfg.apps == ["bfs", "sssp", "pr", "cc"]
+
+
+# the CPU preset, end to end through the real CLI ---------------------------------------------------
+def test_cpu_preset_end_to_end(tmp_path, capsys):
+    from groute.cli import main
+    out_json, out_md, plots = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "plots"
+    code = main(["bench", "--preset", "cpu", "--json", str(out_json), "--markdown", str(out_md),
+                 "--plot", str(plots)])
+    captured = capsys.readouterr()
+    results = json.loads(out_json.read_text())
+    statuses = {c["status"] for c in results["cases"]}
+    bad = [c for c in results["cases"] if c["status"] in ("FAIL", "ERROR")]
+    assert code == (3 if bad else 0)
+    assert not bad, bad                          # the real apps answer correctly on CPU devices
+    assert statuses <= {"ok", "n/a"}
+    assert results["schema"] == "groute-bench/1" and results["backend"] == "cpu"
+    assert results["bandwidth"]["bytes_per_s"] > 0
+    assert results["elapsed_s"] < 60
+    expected = sum((2 if app != "cc" else 1) * 2 for app in ("bfs", "sssp", "pr", "cc")) * 2
+    assert len(results["cases"]) == expected
+    for case in results["cases"]:
+        if case["status"] == "ok":
+            assert case["verify"]["ok"] and case["time_s"] > 0 and case["min_s"] <= case["time_s"]
+            assert case["speedup"]["scipy"] > 0
+    for app, info in results["apps"].items():
+        if info["status"] == "available":
+            scipy = [p for p in results["peers"] if p["app"] == app and p["peer"] == "scipy"]
+            assert len(scipy) == 2 and all(p["status"] == "ok" for p in scipy), scipy
+    text = out_md.read_text()
+    assert text.startswith("## Benchmark results")
+    assert "- Command: `groute bench --preset cpu" in text and "- Commit: `" in text
+    assert "| app | graph | devices | mode | status |" in text
+    for name in ("strong_scaling.png", "speedup_scipy.png", "time_over_floor.png"):
+        assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "[" in captured.err and "/" in captured.err  # progress lines
+    assert "groute bench:" in captured.out
+
+
+@pytest.mark.gpu
+def test_gpu_bench_runs_and_verifies():
+    results = run_suite(make_config(apps=["bfs", "sssp", "pr", "cc"], graphs=["kron:10"], devices=[1],
+                                    modes=["async"], repeat=2, backend="cuda",
+                                    peers=["scipy", "cupy"]), progress=False)
+    assert results["bandwidth"]["method"].startswith("cupy")
+    assert results["machine"]["gpu_count"] >= 1
+    assert not [c for c in results["cases"] if c["status"] in ("FAIL", "ERROR")], results["cases"]
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+def test_multigpu_bench_runs_and_verifies():
+    results = run_suite(make_config(apps=["bfs", "cc"], graphs=["grid:64"], devices=[1, 2],
+                                    modes=["async", "bsp"], repeat=2, backend="cuda",
+                                    peers=["scipy"]), progress=False)
+    assert not [c for c in results["cases"] if c["status"] in ("FAIL", "ERROR")], results["cases"]
