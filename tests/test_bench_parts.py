@@ -1,0 +1,175 @@
+"""The bench harness's parts: verification, the floor model, peers, counters, the recorded command."""
+from __future__ import annotations
+
+import argparse
+import shlex
+
+import numpy as np
+import pytest
+
+from groute.bench import floor, peers
+from groute.bench.runner import _jsonable, bytes_moved
+from groute.bench.suite import choose_source, make_config
+from groute.bench.verify import reference_result, verify
+from groute.graph import CSRGraph, load_graph, reference
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def path_graph(n=5, weights=None):
+    """0 -> 1 -> ... -> n-1, plus an isolated vertex n."""
+    src = np.arange(n - 1)
+    return CSRGraph.from_edges(src, src + 1, n + 1, weights=weights, directed=True)
+
+
+# verification -------------------------------------------------------------------------------------
+def test_bfs_verification_is_exact():
+    g = path_graph()
+    ref = reference.bfs(g, 0)
+    assert verify("bfs", ref.copy(), ref, g).ok
+    wrong = ref.copy()
+    wrong[3] = 2
+    v = verify("bfs", wrong, ref, g)
+    assert not v.ok and "vertex 3" in v.detail
+    assert not verify("bfs", ref[:-1], ref, g).ok  # wrong length
+
+
+def test_sssp_with_integer_weights_must_be_exact():
+    g = path_graph(weights=np.full(4, 7, dtype=np.int32))
+    ref = reference.sssp(g, 0)
+    assert verify("sssp", ref.astype(np.float32), ref, g).ok
+    off = ref.copy()
+    off[4] += 1e-3  # tiny relative error, but integer weights make any error a bug
+    assert not verify("sssp", off, ref, g).ok
+    unreached = ref.copy()
+    unreached[5] = 3.0  # the isolated vertex reported reachable
+    v = verify("sssp", unreached, ref, g)
+    assert not v.ok and "reachability" in v.detail
+
+
+def test_sssp_with_float_weights_allows_float32_rounding():
+    g = path_graph(weights=np.array([0.1, 0.2, 0.3, 0.4]))
+    ref = reference.sssp(g, 0)
+    assert verify("sssp", ref.astype(np.float32), ref, g).ok
+    off = ref.copy()
+    off[4] *= 1.001
+    assert not verify("sssp", off, ref, g).ok
+
+
+def test_pagerank_verification_uses_l1():
+    g = load_graph("kron:6")
+    ref = reference.pagerank(g)
+    close = ref + 1e-7 / ref.size
+    v = verify("pr", close, ref, g)
+    assert v.ok and v.error < 1e-6
+    far = ref.copy()
+    far[0] += 1e-3
+    assert not verify("pr", far, ref, g).ok
+    assert not verify("pr", np.full_like(ref, np.nan), ref, g).ok
+
+
+def test_components_pass_when_labels_group_alike():
+    g = CSRGraph.from_edges(np.array([0, 2]), np.array([1, 3]), 5, directed=False)
+    ref = reference.connected_components(g)
+    assert verify("cc", ref.copy(), ref, g).ok
+    renamed = np.array([7, 7, 9, 9, 4])
+    v = verify("cc", renamed, ref, g)
+    assert v.ok and "not canonical" in v.detail
+    merged = np.array([0, 0, 0, 0, 4])
+    assert not verify("cc", merged, ref, g).ok
+    assert not verify("cc", ref.astype(np.float64), ref, g).ok
+
+
+# the floor ----------------------------------------------------------------------------------------
+def test_floor_bytes_counts_the_csr_and_one_answer_per_vertex():
+    g = path_graph(weights=np.ones(4, dtype=np.int32))
+    base = g.indptr.nbytes + g.indices.nbytes + 4 * g.num_vertices
+    assert floor.floor_bytes("bfs", g) == base
+    assert floor.floor_bytes("sssp", g) == base + g.weights.nbytes
+    assert floor.floor_bytes("pr", g) == floor.floor_bytes("cc", g) == base
+
+
+def test_cpu_copy_bandwidth_is_measured():
+    from groute.device import CPUDevice
+    dev = CPUDevice(0)
+    try:
+        bw = floor.measure_copy_bandwidth(dev, nbytes=1 << 22, repeat=3)
+    finally:
+        dev.close()
+    assert bw["bytes_per_s"] > 1e8 and bw["copy_bytes"] == 1 << 22
+
+
+# peers --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
+@pytest.mark.parametrize("name", ["scipy", "networkx"])
+def test_cpu_peers_compute_the_reference_answer(app, name):
+    g = load_graph("kron:7")
+    if app == "sssp":
+        g = g.with_weights(seed=3)
+    source, _ = choose_source(g, "kron:7")
+    ref = reference_result(app, g, source if app in ("bfs", "sssp") else None)
+    peer = peers.prepare_peer(name, app, g, source, networkx_max_arcs=10**9)
+    kind, values = peer.answer(peer.run())
+    verdict = peers.check_peer_answer(app, kind, values, ref, g)
+    assert verdict.ok, verdict.detail
+
+
+def test_peer_answer_check_catches_a_wrong_reachable_set():
+    g = path_graph()
+    ref = reference.bfs(g, 0)
+    assert peers.check_peer_answer("bfs", "reached", np.array([0, 1, 2, 3, 4]), ref, g).ok
+    assert not peers.check_peer_answer("bfs", "reached", np.array([0, 1, 2]), ref, g).ok
+
+
+def test_scipy_power_iteration_matches_the_reference_definition():
+    g = load_graph("rmat:8")  # directed, with dangling vertices
+    ranks, iterations = peers.power_iteration(peers.scipy_pagerank_operator(g), g.num_vertices, np)
+    l1, _ = reference.pagerank_error(ranks / ranks.sum(), reference.pagerank(g))
+    assert l1 < 1e-5 and iterations > 1
+
+
+def test_absent_or_unsuitable_peers_are_skipped_with_a_reason():
+    g = load_graph("kron:6")
+    with pytest.raises(peers.PeerSkipped, match="NetworkX is pure Python"):
+        peers.prepare_peer("networkx", "bfs", g, 0, networkx_max_arcs=10)
+    for name in ("igraph", "cugraph", "cupy"):
+        try:
+            peers.prepare_peer(name, "bfs", g, 0, networkx_max_arcs=10)
+        except peers.PeerSkipped as exc:
+            assert str(exc)  # a reason, never a silent pass
+        # installed and usable: nothing to check here
+
+
+# counters and the recorded command ------------------------------------------------------------------
+def test_bytes_moved_prefers_the_apps_counter_and_sums_others():
+    assert bytes_moved({"bytes_moved": 10, "bytes_sent": 99}) == 10
+    assert bytes_moved({"bytes_moved": {"0->1": 3, "1->0": 4}}) == 7
+    assert bytes_moved({"link_bytes": [1, 2], "halo_bytes": 3, "rounds": 5}) == 6
+    assert bytes_moved({"rounds": 5}) is None
+
+
+def test_counters_become_json():
+    out = _jsonable({"a": np.int64(3), "b": np.arange(3), "c": np.arange(1000), "d": float("inf"),
+                     "e": (np.float32(0.5),)})
+    assert out == {"a": 3, "b": [0, 1, 2], "c": {"length": 1000, "sum": 499500}, "d": "inf",
+                   "e": [0.5]}
+
+
+def test_recorded_command_repeats_the_run():
+    from groute.bench import cli
+    from groute.cli import common_parser
+    cfg = make_config("quick", devices=[1, 4], peers=["scipy"], timeout=30.0)
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(), common_parser())
+    argv = shlex.split(cli.command_line(cfg))
+    assert argv[:2] == ["groute", "bench"]
+    again = cli.config_from_args(parser.parse_args(argv[1:]))
+    assert again == cfg
+
+
+def test_source_rule():
+    grid = load_graph("grid:5")
+    assert choose_source(grid, "grid:5")[0] == 0
+    g = load_graph("kron:7")
+    v, rule = choose_source(g, "kron:7")
+    assert g.degrees()[v] == g.degrees().max() and "highest out-degree" in rule
