@@ -1,0 +1,93 @@
+"""``groute topo``: run the topology microbenchmarks, print tables, write JSON and plots.
+
+Progress goes to stderr, one line per benchmark step; tables and the summary go to stdout. The
+exit code is 0 when every selected benchmark ran (or was skipped for lack of devices), 1 when any
+failed -- the others still run and are reported.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from groute.cli import context_from_args, positive_int
+
+from .runner import BENCHMARKS, resolve_names
+from .settings import default_settings, parse_sizes
+
+
+def register(subparsers, common):
+    names = ", ".join(f"{k} ({v[1]})" for k, v in BENCHMARKS.items())
+    p = subparsers.add_parser(
+        "topo", parents=[common], help="topology microbenchmarks: how the devices talk",
+        description="Microbenchmarks of how the devices talk, after Groute's figure 2-1: " + names)
+    p.add_argument("benchmarks", nargs="*", default=["all"], metavar="BENCHMARK",
+                   help=f"which to run: {', '.join(BENCHMARKS)} or all (default: all)")
+    p.add_argument("--quick", action="store_true", help="small sizes and few repeats everywhere")
+    p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
+                   help="transfer sizes, e.g. 1M,16M,256M (the largest also sets the map, access "
+                        "and packetization buffers; default per backend)")
+    p.add_argument("--packet-sizes", type=_sizes, default=None, metavar="LIST",
+                   help="packetization sweep (default: 4K, 8K, ... up to the largest size)")
+    p.add_argument("--repeat", type=positive_int, default=None, metavar="N",
+                   help="timed runs per measurement, median reported (default 7; --quick 3; CPU 3/1)")
+    p.add_argument("--chunks", type=positive_int, default=16, metavar="N",
+                   help="pieces a pipelined transfer (staged, ring, broadcast Links) is cut into")
+    p.add_argument("--json", metavar="FILE", default=None, help="write every measurement and the machine here")
+    p.add_argument("--plot", metavar="DIR", default=None, help="write PNG plots (needs matplotlib) here")
+    p.set_defaults(func=run)
+
+
+def _sizes(text):
+    try:
+        return parse_sizes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _progress(line: str) -> None:
+    print(f"[topo {time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
+def run(args) -> int:
+    from groute.context import resolve_backend
+    from . import report
+    names = resolve_names(args.benchmarks)
+    if args.plot:
+        from .plots import require_matplotlib
+        require_matplotlib()
+    backend = resolve_backend(args.backend)
+    settings = default_settings(backend, quick=args.quick, sizes=args.sizes, repeat=args.repeat,
+                                packet_sizes=args.packet_sizes)
+    settings.chunks = args.chunks
+    settings.validate()
+    args.backend = backend
+    from .runner import run_benchmarks
+    description, results = run_benchmarks(names, lambda: context_from_args(args), settings, _progress)
+    label = (description or {}).get("label", "")
+    print(f"groute topo on {label}: {', '.join((description or {}).get('device_models', []))}"
+          f" x{(description or {}).get('device_count', '?')}")
+    for res in results:
+        print()
+        print(report.render_result(res))
+    print()
+    print(report.summary(description, results))
+    if args.json:
+        options = {k: v for k, v in vars(args).items() if k != "func"}
+        report.write_json(args.json, report.to_document(description, settings, results, options=options))
+        print(f"wrote {args.json}")
+    if args.plot:
+        from .plots import write_plots
+        for path in write_plots(args.plot, results, label=_plot_label(description)):
+            print(f"wrote {path}")
+    failed = [r.name for r in results if r.status == "failed"]
+    if failed:
+        print(f"groute topo: {len(failed)} benchmark(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _plot_label(description) -> str:
+    d = description or {}
+    models = ", ".join(d.get("device_models", []))
+    return f"{d.get('label', '')}: {d.get('device_count', '?')} x {models}"

@@ -1,0 +1,201 @@
+"""Device-side operations the benchmarks time, for both backends.
+
+On CUDA these are the kernels of ``access_kernels.cu`` (device-initiated copies, coalesced and
+random reads/writes of local, peer or mapped host memory) and mapped pinned host buffers. On CPU
+virtual devices the same operations are NumPy copies, gathers and scatters run on the device's
+stream thread: they exercise the same benchmark code, and their numbers describe NumPy on this
+CPU, which reports label as "CPU virtual devices".
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+KERNELS = Path(__file__).with_name("access_kernels.cu")
+THREADS = 256
+BLOCKS_PER_SM = 8
+_blocks: dict = {}
+
+
+# memory ----------------------------------------------------------------------------------------
+def host_buffer(device, n_words: int):
+    """Host memory for ``device`` to copy to/from *and* for its kernels to read/write directly.
+
+    CUDA: pinned, portable and mapped (``cudaHostAllocPortable | cudaHostAllocMapped``), so every
+    GPU's kernels reach it at the same address; CPU: a plain NumPy array.
+    """
+    if device.backend != "cuda":
+        return np.zeros(n_words, np.int32)
+    import cupy
+    mem = cupy.cuda.PinnedMemory(n_words * 4, 3)
+    array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), np.int32, n_words)
+    array[:] = 0
+    return array
+
+
+def device_buffer(device, n_words: int):
+    """``n_words`` zeroed int32 words in ``device``'s memory, ready for use on any stream."""
+    array = device.zeros(n_words, np.int32)
+    sync(device)
+    return array
+
+
+def buffer_on(device_or_host, n_words: int, owner):
+    """A buffer on a device, or mapped host memory (``device_or_host`` None) usable by ``owner``."""
+    if device_or_host is None:
+        return host_buffer(owner, n_words)
+    return device_buffer(device_or_host, n_words)
+
+
+def address(array) -> int:
+    """The address a kernel uses for ``array`` (a CuPy array, or mapped pinned host memory)."""
+    if isinstance(array, np.ndarray):
+        import cupy
+        ptr = array.ctypes.data
+        try:
+            return int(cupy.cuda.runtime.pointerGetAttributes(ptr).devicePointer) or ptr
+        except Exception:  # noqa: BLE001 - with unified addressing the host address works as is
+            return ptr
+    return int(array.data.ptr)
+
+
+def to_numpy(array) -> np.ndarray:
+    return array if isinstance(array, np.ndarray) else array.get()
+
+
+def sync(device) -> None:
+    """Wait for work CuPy put on ``device``'s default stream (fills, zeroing) to finish.
+
+    The runtime's streams are non-blocking, so they do not order against CuPy's default stream.
+    """
+    if device.backend == "cuda":
+        import cupy
+        with device.use():
+            cupy.cuda.Device(device.index).synchronize()
+
+
+def fill_pattern(device, array, seed: int) -> None:
+    """Fill ``array`` with a pattern that differs for every ``seed`` (so stale data is caught)."""
+    n = int(array.shape[0])
+    pattern = (np.arange(n, dtype=np.uint32) * np.uint32(2654435761) + np.uint32(seed * 40503 + 1))
+    pattern = pattern.view(np.int32)
+    if isinstance(array, np.ndarray):
+        array[:] = pattern
+    else:
+        with device.use():
+            array.set(pattern)
+        sync(device)
+
+
+def clear(device, array) -> None:
+    if isinstance(array, np.ndarray):
+        array.fill(0)
+    else:
+        with device.use():
+            array.fill(0)
+        sync(device)
+
+
+# kernels ---------------------------------------------------------------------------------------
+def _kernel(device, name: str):
+    from groute.kernels import get_kernel
+    with device.use():
+        return get_kernel(KERNELS, name)
+
+
+def _grid(device) -> int:
+    if device.index not in _blocks:
+        sms = int(device.properties().get("multiprocessors") or 80)
+        _blocks[device.index] = sms * BLOCKS_PER_SM
+    return _blocks[device.index]
+
+
+def _launch(stream, name: str, *args) -> None:
+    device = stream.device
+    kernel = _kernel(device, name)
+    stream.submit(kernel, (_grid(device),), (THREADS,), args)
+
+
+def spin(stream, seconds: float) -> None:
+    """Hold a CUDA stream for ``seconds`` (a one-thread kernel polling the GPU timer)."""
+    _launch(stream, "spin_ns", np.uint64(int(seconds * 1e9)))
+
+
+def device_copy(stream, dst, src) -> None:
+    """Device-initiated copy: the stream's device runs a kernel (CUDA) / NumPy copy (CPU) moving
+    ``src`` into ``dst``; either may be on another device or in mapped host memory."""
+    if dst.shape[0] != src.shape[0]:
+        raise ValueError(f"device_copy needs equal sizes, got {dst.shape[0]} <- {src.shape[0]}")
+    if stream.device.backend == "cuda":
+        _launch(stream, "copy_words", np.uint64(address(dst)), np.uint64(address(src)),
+                np.uint64(src.shape[0]))
+    else:
+        stream.submit(np.copyto, dst, src)
+
+
+class AccessPlan:
+    """One direct-access step: the stream's device reads or writes ``target``.
+
+    ``op`` is 'read' or 'write'; ``pattern`` 'coalesced' (every word once, in order) or 'random'
+    (``n_access`` 4-byte accesses at hashed indices in a power-of-two prefix of ``target``).
+    ``useful_bytes`` is what the step moves, for bandwidth.
+    """
+
+    OPS = ("read", "write")
+    PATTERNS = ("coalesced", "random")
+
+    def __init__(self, executor, target, op: str, pattern: str, n_access: int = 0, seed: int = 1):
+        if op not in self.OPS or pattern not in self.PATTERNS:
+            raise ValueError(f"unknown access {op}/{pattern}")
+        self.executor, self.target, self.op, self.pattern = executor, target, op, pattern
+        n_words = int(target.shape[0])
+        self.mask = (1 << (n_words.bit_length() - 1)) - 1
+        self.n_access = n_words if pattern == "coalesced" else int(n_access)
+        self.useful_bytes = 4 * self.n_access
+        self.seed = seed
+        self._sink = None
+        self._index = None
+        if executor.backend == "cuda":
+            if op == "read":
+                self._sink = device_buffer(executor, _grid(executor) * THREADS)
+        elif pattern == "random":
+            rng = np.random.default_rng(seed)
+            self._index = rng.integers(0, self.mask + 1, self.n_access)
+        self.result = None
+
+    def launch(self, stream) -> None:
+        if stream.device.backend == "cuda":
+            t = np.uint64(address(self.target))
+            if self.op == "read" and self.pattern == "coalesced":
+                _launch(stream, "read_coalesced", t, np.uint64(self.n_access), np.uint64(address(self._sink)))
+            elif self.op == "read":
+                _launch(stream, "read_random", t, np.uint64(self.mask), np.uint64(self.n_access),
+                        np.uint64(self.seed), np.uint64(address(self._sink)))
+            elif self.pattern == "coalesced":
+                _launch(stream, "write_coalesced", t, np.uint64(self.n_access), np.int32(self.seed))
+            else:
+                _launch(stream, "write_random", t, np.uint64(self.mask), np.uint64(self.n_access),
+                        np.uint64(self.seed))
+        else:
+            stream.submit(self._numpy_step)
+
+    def _numpy_step(self):
+        t = self.target
+        if self.op == "read":
+            data = t if self._index is None else t[self._index]
+            self.result = int(np.bitwise_xor.reduce(data)) if data.size else 0
+        elif self._index is None:
+            t.fill(self.seed)
+        else:
+            t[self._index] = self.seed
+
+
+def check_equal(dst, expected: np.ndarray, what: str) -> None:
+    """Raise if ``dst`` (device or host array) differs from ``expected``: a benchmark that moved the
+    wrong bytes must not report a bandwidth."""
+    got = to_numpy(dst)
+    if got.shape != expected.shape or not np.array_equal(got, expected):
+        bad = np.flatnonzero(got != expected) if got.shape == expected.shape else np.array([-1])
+        raise RuntimeError(f"data check failed for {what}: {bad.size} of {expected.size} words differ "
+                           f"(first at word {int(bad[0])})")
