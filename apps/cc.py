@@ -277,3 +277,53 @@ def connected_components(graph, **kwargs) -> AppResult:
         return solver.run()
     finally:
         solver.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------------
+def register(subparsers, common):
+    from apps.pr_cc_cli import add_graph_options
+    p = subparsers.add_parser("cc", parents=[common],
+                              help="connected (weak) components across devices")
+    add_graph_options(p)
+    p.add_argument("--segment-edges", type=float, default=None, metavar="E",
+                   help="edges per segment handed to devices (default: about 4 per device)")
+    p.add_argument("--buffers", type=int, default=2, help="receive buffers per device link (default 2)")
+    p.set_defaults(func=_cli)
+
+
+def _cli(args) -> int:
+    from apps.pr_cc_cli import load, print_stats, timed_runs, write_output
+    from groute.cli import context_from_args
+    g = load(args)
+    ctx = context_from_args(args)
+    try:
+        t0 = time.perf_counter()
+        seg = int(args.segment_edges) if args.segment_edges else None
+        solver = CC(g, ctx=ctx, segment_edges=seg, num_buffers=args.buffers)
+        print(f"cc on {solver.k} x {ctx.backend}: {solver.m:,} edges to hook, set up in "
+              f"{time.perf_counter() - t0:.2f} s")
+        try:
+            res, median, times = timed_runs(solver, args.repeat)
+        finally:
+            solver.close()
+    finally:
+        ctx.shutdown()
+    labels = res.values
+    roots = np.flatnonzero(labels == np.arange(labels.size))
+    sizes = np.bincount(labels, minlength=labels.size)[roots] if labels.size else np.zeros(0, np.int64)
+    print(f"  time: median {median * 1e3:.3f} ms over {len(times)} runs "
+          f"(min {min(times) * 1e3:.3f}, max {max(times) * 1e3:.3f}) after one warm-up")
+    print(f"  components: {roots.size:,} (largest {int(sizes.max()) if sizes.size else 0:,} vertices)")
+    print_stats(res.stats, skip=("devices",))
+    ok = True
+    if args.verify:
+        from groute.graph import reference
+        ref = reference.connected_components(g)
+        ok = bool(np.array_equal(labels, ref))
+        msg = "OK (exact match)" if ok else "FAILED: " + reference.mismatch_report(labels, ref)
+        print(f"  verify vs reference (scipy weak components): {msg}")
+    if args.output:
+        write_output(g, labels, args.output, labels=True)
+    return 0 if ok else 1
