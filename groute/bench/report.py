@@ -139,8 +139,10 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "skip = not runnable here; n/a = app not in this checkout.",
               f"- PageRank: damping 0.85, tolerance {PR_TOL:g} passed to our app and the peers; "
               f"passes when the L1 distance to the reference is <= {PR_MAX_L1:g}.",
-              "- time / floor: time over (CSR read once + one 4-byte answer per vertex written, "
-              "over the copy bandwidth above); a lower bound, so always >= 1.",
+              "- time / floor: our time over the one-device floor (the CSR read once plus one "
+              "4-byte answer per vertex written, at the copy bandwidth above). The floor is a lower "
+              "bound for one device, so 1-device rows are >= 1; k devices have k times the "
+              "bandwidth, so their rows can reach 1/k.",
               "- vs PEER: the peer's median time over ours (> 1: we are faster).",
               ""]
     notes = _notes(results)

@@ -109,7 +109,7 @@ PRESETS: dict[str, dict] = {
                   max_case_seconds=10.0),
     # A test that the harness works, on CPU virtual devices in CI (< 1 min): tiny generated
     # graphs, one of them high-diameter, and 1 and 2 devices.
-    "cpu": dict(apps=["bfs", "sssp", "pr", "cc"], graphs=["kron:8", "grid:12"],
+    "cpu": dict(apps=["bfs", "sssp", "pr", "cc"], graphs=["kron:10", "grid:24"],
                 devices=[1, 2], modes=["async", "bsp"], repeat=2, warmup=1, peer_repeat=1,
                 max_case_seconds=5.0, backend="cpu"),
 }
