@@ -26,17 +26,16 @@ BENCHMARKS = {
 
 
 def resolve_names(names) -> list[str]:
-    """Expand 'all' and check names; raises ValueError naming an unknown benchmark."""
-    out = []
+    """Expand 'all' and check names (ValueError naming an unknown one); canonical order."""
+    wanted = set()
     for name in names or ["all"]:
         if name == "all":
-            out.extend(n for n in BENCHMARKS if n not in out)
+            wanted.update(BENCHMARKS)
         elif name in BENCHMARKS:
-            if name not in out:
-                out.append(name)
+            wanted.add(name)
         else:
             raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)} or all")
-    return out
+    return [n for n in BENCHMARKS if n in wanted]
 
 
 def run_benchmarks(names, make_context, settings, progress=lambda line: None):
