@@ -123,6 +123,23 @@ def test_unavailable_app_is_reported_not_faked(monkeypatch):
     assert "apps.no_such_cc_module" in markdown(results)
 
 
+def test_partial_results_are_saved_after_every_step(tmp_path):
+    from groute.bench.report import write_json, write_markdown
+    snapshots = []
+
+    def save(results):
+        write_json(results, tmp_path / "partial.json")
+        write_markdown(results, tmp_path / "partial.md")
+        snapshots.append((len(results["cases"]), len(results["peers"]), results["finished"]))
+
+    results = run_suite(small_config(devices=[1, 2]), solvers={"bfs": double("bfs")},
+                        progress=False, on_update=save)
+    assert snapshots == [(0, 1, None), (1, 1, None), (2, 1, None)]
+    assert "**not finished**" in (tmp_path / "partial.md").read_text()
+    assert len(json.loads((tmp_path / "partial.json").read_text())["cases"]) == 2
+    assert results["finished"] is not None and "not finished" not in markdown(results)
+
+
 # options ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("options, message", [
     (dict(apps=["bfz"]), "--apps: unknown 'bfz'"),

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from groute.bench import floor, peers
-from groute.bench.runner import _jsonable, bytes_moved
+from groute.bench.report import jsonable
+from groute.bench.runner import bytes_moved
 from groute.bench.suite import choose_source, make_config
 from groute.bench.verify import reference_result, verify
 from groute.graph import CSRGraph, load_graph, reference
@@ -149,10 +150,19 @@ def test_bytes_moved_prefers_the_apps_counter_and_sums_others():
 
 
 def test_counters_become_json():
-    out = _jsonable({"a": np.int64(3), "b": np.arange(3), "c": np.arange(1000), "d": float("inf"),
+    out = jsonable({"a": np.int64(3), "b": np.arange(3), "c": np.arange(1000), "d": float("inf"),
                      "e": (np.float32(0.5),)})
     assert out == {"a": 3, "b": [0, 1, 2], "c": {"length": 1000, "sum": 499500}, "d": "inf",
                    "e": [0.5]}
+
+
+def test_json_output_is_strict(tmp_path):
+    import json
+    from groute.bench.report import write_json
+    write_json({"x": float("nan"), "y": [np.float64("inf"), np.int32(2)], "z": np.arange(300)},
+               tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data == {"x": "nan", "y": ["inf", 2], "z": list(range(300))}
 
 
 def test_recorded_command_repeats_the_run():

@@ -111,7 +111,15 @@ def run(args) -> int:
     if args.plot:  # fail before minutes of benchmarking, not after
         from .plots import _pyplot
         _pyplot()
-    results = run_suite(config, command=command_line(config), progress=not args.quiet)
+
+    def save(results):
+        if args.json:
+            write_json(results, args.json)
+        if args.markdown:
+            write_markdown(results, args.markdown)
+
+    results = run_suite(config, command=command_line(config), progress=not args.quiet,
+                        on_update=save if (args.json or args.markdown) else None)
     if args.json:
         write_json(results, args.json)
     if args.markdown:

@@ -15,17 +15,37 @@ from .suite import APPS, PR_MAX_L1, PR_TOL
 
 
 def write_json(results: dict, path) -> None:
-    path = Path(path)
+    """Write strict JSON (non-finite numbers become strings such as "inf"), atomically."""
+    _write_atomic(Path(path), json.dumps(jsonable(results, max_list=1 << 30), indent=1, allow_nan=False) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=1, default=_json_default, allow_nan=False) + "\n")
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
-def _json_default(value):
+def jsonable(value, max_list: int = 256):
+    """``value`` as strict JSON data: NumPy scalars become numbers, arrays lists (a summary when
+    longer than ``max_list``), non-finite floats strings such as "inf", unknown objects repr."""
     import numpy as np
-    if isinstance(value, np.generic):
-        return value.item()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v, max_list) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, max_list) for v in value]
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        value = value.get()
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        if value.size <= max_list:
+            return jsonable(value.tolist(), max_list)
+        return {"length": int(value.size), "sum": jsonable(value.sum().item())}
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     return repr(value)
 
 
@@ -74,8 +94,9 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               f"- Machine: {summary_line(machine)}",
               f"- Backend: {results.get('backend')}; partitioner for several devices: "
               f"{results.get('partition')}",
-              f"- Run: {results.get('started')} to {results.get('finished')} "
-              f"({(results.get('elapsed_s') or 0):.0f} s)"]
+              (f"- Run: {results.get('started')} to {results.get('finished')} "
+               f"({(results.get('elapsed_s') or 0):.0f} s)" if results.get("finished") else
+               f"- Run: started {results.get('started')}, **not finished** (partial results)")]
     if bw.get("bytes_per_s"):
         lines.append(f"- Device copy bandwidth measured in this run on {bw.get('device')}: "
                      f"{bw['bytes_per_s'] / 1e9:.0f} GB/s (read + write, {fmt_bytes(bw['copy_bytes'])} "
@@ -171,6 +192,4 @@ def _peer_order(name):
 
 
 def write_markdown(results: dict, path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(results) + "\n")
+    _write_atomic(Path(path), markdown(results) + "\n")

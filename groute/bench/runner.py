@@ -23,7 +23,7 @@ from . import floor as floor_model
 from .machine import describe_machine
 from .peers import PeerSkipped, check_peer_answer, prepare_peer
 from .progress import Progress
-from .report import fmt_seconds
+from .report import fmt_seconds, jsonable
 from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
                     choose_source, load_solver_class, resolve_partition)
 from .verify import reference_result, verify
@@ -37,18 +37,21 @@ OK, FAIL, ERROR, SKIP, NA = "ok", "FAIL", "ERROR", "skip", "n/a"
 
 
 def run_suite(config: BenchConfig, *, command: str = "", solvers: dict | None = None,
-              progress: bool = True, stream=None) -> dict:
+              progress: bool = True, stream=None, on_update=None) -> dict:
     """Run the whole suite; returns the JSON-ready results (see docs/BENCHMARKS.md).
 
     ``solvers`` maps app names to solver classes, replacing the ones in ``apps/`` (tests use it
-    to inject a deliberately wrong solver).
+    to inject a deliberately wrong solver). ``on_update(results)`` is called after every
+    finished step with the results so far (``finished`` still None), so a run cut off by a
+    time limit leaves its completed cases behind.
     """
-    return SuiteRun(config, command=command, solvers=solvers or {},
-                    progress=progress, stream=stream).run()
+    return SuiteRun(config, command=command, solvers=solvers or {}, progress=progress,
+                    stream=stream, on_update=on_update).run()
 
 
 class SuiteRun:
-    def __init__(self, config: BenchConfig, *, command, solvers, progress, stream):
+    def __init__(self, config: BenchConfig, *, command, solvers, progress, stream, on_update=None):
+        self.on_update = on_update
         from groute.context import resolve_backend
         self.config = config
         self.command = command
@@ -161,7 +164,7 @@ class SuiteRun:
                                        note=note))
         if app in self.classes:
             for peer in self.config.peers:
-                self.progress.step(f"{app} {spec} peer {peer}: not run ({note})")
+                self._step(f"{app} {spec} peer {peer}: not run ({note})")
 
     # one app on one graph -----------------------------------------------------------------------------
     def _run_app(self, app, spec, graph, source):
@@ -223,7 +226,7 @@ class SuiteRun:
             out.update(status=ERROR, note=f"{type(exc).__name__}: {exc}")
             _free_gpu_memory()
         shown = fmt_seconds(out["time_s"]) if out["status"] == OK else f"{out['status']}: {out['note']}"
-        self.progress.step(f"{app} {spec} peer {name}: {shown}")
+        self._step(f"{app} {spec} peer {name}: {shown}")
         return out
 
     # one case ---------------------------------------------------------------------------------------------
@@ -284,7 +287,7 @@ class SuiteRun:
             close = getattr(solver, "close", None)
             if close is not None:
                 close()
-        stats = _jsonable(dict(last.stats or {}))
+        stats = jsonable(dict(last.stats or {}))
         case.update(status=OK, time_s=float(np.median(times)), min_s=float(min(times)),
                     max_s=float(max(times)), times_s=[float(t) for t in times], repeats=len(times),
                     stats=stats, bytes_moved=bytes_moved(stats))
@@ -316,7 +319,15 @@ class SuiteRun:
                 text += f", {case['time_over_floor']:.1f}x floor"
         else:
             text = f"{case['status']}: {case.get('note', '')}"
-        self.progress.step(f"{what}: {text}")
+        self._step(f"{what}: {text}")
+
+    def _step(self, text: str):
+        self.progress.step(text)
+        if self.on_update is not None:
+            try:
+                self.on_update(self.results)
+            except Exception as exc:  # a full disk must not cost the measurements
+                log.warning("could not save partial results: %s", exc)
 
     # contexts -------------------------------------------------------------------------------------------
     def _context(self, k: int):
@@ -378,12 +389,12 @@ def _cpu_wall_time(fn):
 def _gpu_wall_time(fn):
     """Wall time of GPU work a user's code launches, with the device synchronised on both sides."""
     import cupy
-    device = cupy.cuda.Device(0)
-    device.synchronize()
-    t0 = time.perf_counter()
-    raw = fn()
-    device.synchronize()
-    return time.perf_counter() - t0, raw
+    with cupy.cuda.Device(0) as device:
+        device.synchronize()
+        t0 = time.perf_counter()
+        raw = fn()
+        device.synchronize()
+        return time.perf_counter() - t0, raw
 
 
 def _free_gpu_memory():
@@ -424,27 +435,6 @@ def _total(value):
         parts = [p for p in parts if p is not None]
         return sum(parts) if parts else None
     return None
-
-
-def _jsonable(value, max_list=256):
-    """Work counters as JSON: NumPy scalars become numbers, long arrays a summary."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v, max_list) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, max_list) for v in value]
-    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
-        value = value.get()
-    if isinstance(value, np.ndarray):
-        if value.size <= max_list:
-            return _jsonable(value.tolist(), max_list)
-        return {"length": int(value.size), "sum": _jsonable(value.sum().item())}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
 
 
 def _now() -> str:
