@@ -148,7 +148,7 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
         status = "ok" if p["status"] == "ok" else f"**{p['status']}**"
         lines.append(f"| {label} | {_cell(p['graph'])} | {_cell(p.get('label') or p['peer'])} | "
                      f"{p.get('device') or '-'} | {status} | {fmt_seconds(p.get('time_s'))} | "
-                     f"{p.get('repeats') or '-'} | {_cell(p.get('note') or '')} |")
+                     f"{p.get('repeats') or '-'} | {_cell(_peer_note(p))} |")
     lines.append("")
 
     lines += [f"{h}# How to read this", "",
@@ -170,6 +170,13 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def _peer_note(p) -> str:
+    parts = [f"{p['iterations']} iterations"] if p.get("iterations") else []
+    if p.get("note"):
+        parts.append(p["note"])
+    return "; ".join(parts)
 
 
 def _notes(results) -> list[str]:

@@ -211,6 +211,8 @@ class SuiteRun:
                     times.append(seconds)
                 if times and spent > self.config.max_case_seconds:
                     break
+            if isinstance(raw, tuple) and len(raw) == 2 and isinstance(raw[1], (int, np.integer)):
+                out["iterations"] = int(raw[1])  # (values, iterations) from the power iterations
             kind, values = peer.answer(raw)
             verdict = check_peer_answer(app, kind, values, ref, graph)
             out["verify"] = verdict.to_dict()
