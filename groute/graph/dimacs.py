@@ -65,7 +65,7 @@ def read_dimacs(path, *, allow_negative: bool = False, data: bytes | None = None
         raise GraphFormatError(path, "arc lines must read 'a <u> <v> <w>'", line=int(lines.line_of(bad)))
     out = buf.copy()
     out[arc_starts] = 32                      # drop the 'a' tags; the rest is three numbers a line
-    text, _ = blank_out_lines(out.tobytes(), lambda f: f == ord("c"))
+    text, _ = blank_out_lines(out.tobytes(), lambda f: f == ord("c"), marks=b"c")
     del out
     table, lines, starts = parse_table(text, 3, path=path, first_line=body_line, expect_rows=m,
                                        what="arc")

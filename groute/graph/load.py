@@ -52,14 +52,14 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
             if symmetric and g.directed:
                 g = g.symmetrize()
         else:
-            from .datasets import find_downloaded
+            from .datasets import find_downloaded, lookup
             found = find_downloaded(text)
             if found is None:
                 raise FileNotFoundError(
                     f"{text!r} is neither a file, nor a graph spec (kron:21, rmat:20, grid:4900, "
                     f"er:1e6:8), nor a downloaded dataset (see `groute data list` / `groute data get`)")
-            g = _load_file(found, cache=cache, symmetric=symmetric, format=None,
-                           allow_negative=allow_negative)
+            g = _load_file(found, cache=cache, symmetric=symmetric or lookup(text).symmetric,
+                           format=None, allow_negative=allow_negative)
     if weighted is True and g.weights is None:
         g = g.with_weights(seed=0 if seed is None else seed)
     elif weighted is False and g.weights is not None:

@@ -27,9 +27,10 @@ def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
     """Read a SNAP edge list into a CSRGraph (see the module docstring)."""
     data = read_bytes(path) if data is None else data
     header, body, body_line = split_header(data, lambda l: l.lstrip()[:1] in _COMMENT)
-    body, _ = blank_out_lines(body, lambda f: (f == ord("#")) | (f == ord("%")))
-    first = body.split(b"\n", 1)[0].split()
-    ncols = len(first) if body.strip() else 2
+    body, _ = blank_out_lines(body, lambda f: (f == ord("#")) | (f == ord("%")), marks=b"#%")
+    end = body.find(b"\n")
+    first = (body if end < 0 else body[:end]).split()
+    ncols = len(first) if first else 2
     if ncols not in (2, 3):
         raise GraphFormatError(path, f"an edge line must be '<src> <dst>' or '<src> <dst> <weight>', "
                                      f"found {ncols} fields", line=body_line)

@@ -1,0 +1,109 @@
+"""Reader benchmark: parse a roadNet-CA-sized SNAP edge list, then reload it from the cache.
+
+roadNet-CA itself (1,965,206 vertices, 5,533,214 directed lines) cannot be fetched on offline
+machines, so this writes a file of the same size and shape: a road-like grid (``grid`` generator,
+1402 x 1402, 29.6% of edges dropped -> ~1.97M vertices, ~5.5M arcs, each edge listed in both
+directions as roadNet-CA does) with vertex ids scattered over 0..2.2M like SNAP's, tab separated,
+with a SNAP-style comment header. Run::
+
+    python -m groute.graph.bench_readers [--dir DIR] [--repeat 3] [--json]
+
+It reports the median of ``--repeat`` runs for: parsing ``.txt``, parsing ``.txt.gz`` (both
+without the cache) and loading from the ``.npz`` cache, and checks the graphs agree.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import rng
+from .cache import cache_paths
+from .formats import read_graph
+from .generators import grid
+from .load import load_graph
+from .snap import write_snap
+
+
+def make_roadnet_like(directory: Path, *, side: int = 1402, drop: float = 0.296, seed: int = 7):
+    """Write ``roadnet-like.txt`` and ``roadnet-like.txt.gz``; return (paths, graph)."""
+    g = grid(side, drop=drop, seed=seed).without_weights()
+    n = g.num_vertices
+    # sparse, shuffled file ids in [0, 1.12 n) as in SNAP's road networks
+    ids = np.sort(rng.random_permutation(int(n * 1.12), seed, 99)[:n])
+    order = rng.random_permutation(n, seed, 98)
+    g.file_ids = ids[order]
+    paths = []
+    for name in ("roadnet-like.txt", "roadnet-like.txt.gz"):
+        p = directory / name
+        write_snap(g, p, comment="roadNet-CA-shaped benchmark file written by groute.graph.bench_readers")
+        paths.append(p)
+    return paths, g
+
+
+def _median_time(fn, repeat):
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def run(directory: Path, repeat: int = 3) -> dict:
+    t0 = time.perf_counter()
+    (txt, gz), ref = make_roadnet_like(directory)
+    results = {"vertices": ref.num_vertices, "lines": ref.num_edges,
+               "txt_bytes": txt.stat().st_size, "gz_bytes": gz.stat().st_size,
+               "write_seconds": round(time.perf_counter() - t0, 2)}
+    t_txt, g1 = _median_time(lambda: read_graph(txt), repeat)
+    t_gz, g2 = _median_time(lambda: read_graph(gz), repeat)
+    for p in cache_paths(gz):
+        p.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    load_graph(gz)                      # parse + write the cache
+    first = time.perf_counter() - t0
+    t_cache, g3 = _median_time(lambda: load_graph(gz), max(repeat, 5))
+    for g in (g1, g2, g3):
+        assert g.num_vertices == ref.num_vertices and g.num_edges == ref.num_edges
+        assert np.array_equal(g.file_id_of(np.arange(3)), np.sort(ref.file_ids)[:3])
+    same = (np.array_equal(g1.indices, g3.indices) and np.array_equal(g1.indptr, g3.indptr))
+    assert same, "cached graph differs from the parsed one"
+    results.update(parse_txt_seconds=round(t_txt, 3), parse_gz_seconds=round(t_gz, 3),
+                   first_load_with_cache_write_seconds=round(first, 3),
+                   cache_load_seconds=round(t_cache, 3))
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=None, help="where to write the files (default: a temp dir)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if args.dir:
+        d = Path(args.dir)
+        d.mkdir(parents=True, exist_ok=True)
+        res = run(d, args.repeat)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            res = run(Path(tmp), args.repeat)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(f"roadNet-CA-shaped SNAP file: {res['vertices']:,} vertices, {res['lines']:,} lines, "
+              f"{res['txt_bytes'] / 2**20:.1f} MiB text, {res['gz_bytes'] / 2**20:.1f} MiB gzip")
+        print(f"  parse .txt      {res['parse_txt_seconds']:.2f} s (median of {args.repeat})")
+        print(f"  parse .txt.gz   {res['parse_gz_seconds']:.2f} s")
+        print(f"  first load_graph (parse + write cache) {res['first_load_with_cache_write_seconds']:.2f} s")
+        print(f"  load from cache {res['cache_load_seconds']:.3f} s (median of {max(args.repeat, 5)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,294 @@
+"""Standard public graphs by name: a small registry and an atomic, checksum-verified downloader.
+
+``download("roadNet-CA")`` fetches the original file into the cache directory (see
+:func:`groute.graph.cache.cache_root`; ``$GROUTE_DATA_DIR`` overrides it) through ``urllib``:
+it streams into ``<file>.part`` while hashing, verifies the size and SHA-256 where the registry
+knows them, and only then renames to the final name, so an interrupted download never looks
+complete. An interrupted HTTP(S) download resumes from the ``.part`` file when the server honours
+``Range``. SuiteSparse archives (``.tar.gz``) are unpacked to their ``.mtx``.
+
+The registry lists the original public sources. Checksums are only recorded where they were
+verified; entries with ``sha256=None`` download unverified and say so (we never invent hashes).
+Extra or overriding entries can come from a JSON file named by ``$GROUTE_DATASETS`` (a list of
+objects with the :class:`Dataset` fields) or from the ``registry`` argument, which is how tests
+use ``file://`` URLs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tarfile
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import GrouteError
+from .cache import cache_root
+
+log = logging.getLogger(__name__)
+
+
+class DatasetError(GrouteError):
+    """A download that failed verification or a dataset that is not known."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One downloadable graph. ``vertices``/``edges`` are as published by the source (for
+    information); ``size`` is the download's byte count and ``sha256`` its hash, ``None`` when
+    unknown. ``format``: ``snap``, ``dimacs``, ``mtx`` or ``mtx-tar`` (SuiteSparse archive).
+    ``symmetric``: load an edge list with both directions stored (undirected graphs)."""
+    name: str
+    url: str
+    format: str
+    description: str = ""
+    vertices: int | None = None
+    edges: int | None = None
+    size: int | None = None
+    sha256: str | None = None
+    symmetric: bool = False
+
+    @property
+    def filename(self) -> str:
+        return Path(urllib.parse.urlparse(self.url).path).name or f"{self.name}.download"
+
+    @property
+    def graph_filename(self) -> str:
+        """The file :func:`load_graph` reads once downloaded (archives: the extracted .mtx)."""
+        if self.format == "mtx-tar":
+            return f"{self.name}.mtx"
+        return self.filename
+
+
+_SNAP = "https://snap.stanford.edu/data/"
+_DIMACS9 = "http://www.diag.uniroma1.it/challenge9/data/USA-road-d/"
+_SUITESPARSE = "https://sparse.tamu.edu/MM/"
+
+REGISTRY: dict[str, Dataset] = {d.name: d for d in [
+    Dataset("roadNet-CA", _SNAP + "roadNet-CA.txt.gz", "snap",
+            "California road network (SNAP; Leskovec et al. 2009); each edge listed both ways",
+            1_965_206, 2_766_607, symmetric=True),
+    Dataset("roadNet-PA", _SNAP + "roadNet-PA.txt.gz", "snap",
+            "Pennsylvania road network (SNAP)", 1_088_092, 1_541_898, symmetric=True),
+    Dataset("soc-LiveJournal1", _SNAP + "soc-LiveJournal1.txt.gz", "snap",
+            "LiveJournal friendship network, directed (SNAP; Backstrom et al. 2006)",
+            4_847_571, 68_993_773),
+    Dataset("web-Google", _SNAP + "web-Google.txt.gz", "snap",
+            "Google web graph, directed (SNAP; Google programming contest 2002)",
+            875_713, 5_105_039),
+    Dataset("USA-road-d.NY", _DIMACS9 + "USA-road-d.NY.gr.gz", "dimacs",
+            "New York City road network, distances (9th DIMACS Implementation Challenge)",
+            264_346, 733_846),
+    Dataset("USA-road-d.BAY", _DIMACS9 + "USA-road-d.BAY.gr.gz", "dimacs",
+            "San Francisco Bay Area roads, distances (9th DIMACS Challenge)", 321_270, 800_172),
+    Dataset("USA-road-d.CAL", _DIMACS9 + "USA-road-d.CAL.gr.gz", "dimacs",
+            "California and Nevada roads, distances (9th DIMACS Challenge)", 1_890_815, 4_657_742),
+    Dataset("USA-road-d.USA", _DIMACS9 + "USA-road-d.USA.gr.gz", "dimacs",
+            "Full USA road network, distances (9th DIMACS Challenge); Groute's 'USA'",
+            23_947_347, 58_333_344),
+    Dataset("kron_g500-logn21", _SUITESPARSE + "DIMACS10/kron_g500-logn21.tar.gz", "mtx-tar",
+            "Graph500 Kronecker scale 21 (SuiteSparse DIMACS10; Groute's 'kron21'); edges = nnz/2",
+            2_097_152, 91_042_010),
+    Dataset("europe_osm", _SUITESPARSE + "DIMACS10/europe_osm.tar.gz", "mtx-tar",
+            "OpenStreetMap road network of Europe (SuiteSparse DIMACS10; Groute's 'osm-eur')",
+            50_912_018, 54_054_660),
+    Dataset("road_usa", _SUITESPARSE + "DIMACS10/road_usa.tar.gz", "mtx-tar",
+            "USA road network, undirected (SuiteSparse DIMACS10)", 23_947_347, 28_854_312),
+    Dataset("soc-LiveJournal1-mtx", _SUITESPARSE + "SNAP/soc-LiveJournal1.tar.gz", "mtx-tar",
+            "LiveJournal as a SuiteSparse Matrix Market archive (SNAP group)",
+            4_847_571, 68_993_773),
+]}
+
+
+def registry(extra: dict | None = None) -> dict[str, Dataset]:
+    """The built-in registry, updated from ``$GROUTE_DATASETS`` and then from ``extra``."""
+    reg = dict(REGISTRY)
+    env = os.environ.get("GROUTE_DATASETS")
+    if env:
+        try:
+            entries = json.loads(Path(env).read_text())
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"cannot read GROUTE_DATASETS={env}: {exc}") from exc
+        for e in entries:
+            d = Dataset(**e)
+            reg[d.name] = d
+    if extra:
+        reg.update({k: v if isinstance(v, Dataset) else Dataset(**v) for k, v in extra.items()})
+    return reg
+
+
+def data_dir(dir=None) -> Path:
+    return Path(dir).expanduser() if dir else cache_root()
+
+
+def lookup(name: str, reg: dict | None = None) -> Dataset:
+    reg = reg if reg is not None else registry()
+    if name in reg:
+        return reg[name]
+    low = {k.lower(): v for k, v in reg.items()}
+    if name.lower() in low:
+        return low[name.lower()]
+    raise DatasetError(f"unknown dataset {name!r}; `groute data list` shows the known ones, or "
+                       f"pass --url to fetch any file")
+
+
+def find_downloaded(name: str, dir=None) -> Path | None:
+    """The local graph file of a registered dataset, if it has been downloaded."""
+    try:
+        d = lookup(name)
+    except DatasetError:
+        return None
+    p = data_dir(dir) / d.graph_filename
+    return p if p.is_file() else None
+
+
+def dataset_for_path(path) -> Dataset | None:
+    """The registry entry whose graph file this is (to know e.g. that it is symmetric)."""
+    name = Path(path).name
+    for d in registry().values():
+        if d.graph_filename == name:
+            return d
+    return None
+
+
+@dataclass
+class DownloadResult:
+    path: Path                 # the graph file to load
+    sha256: str                # hash of the downloaded file
+    verified: bool             # True when a known checksum matched
+    downloaded: bool = True    # False when it was already there
+    notes: list = field(default_factory=list)
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download(name: str, *, dir=None, url: str | None = None, sha256: str | None = None,
+             format: str | None = None, registry_extra: dict | None = None, force: bool = False,
+             progress=None) -> DownloadResult:
+    """Fetch dataset ``name`` (or any ``url`` under that name) into ``dir`` (default cache dir).
+
+    ``sha256`` overrides the registry's checksum. ``progress(done_bytes, total_or_None)`` is
+    called as data arrives. Raises DatasetError when verification fails (the partial file is
+    removed) and OSError for network/file problems.
+    """
+    reg = registry(registry_extra)
+    if url is not None:
+        base = reg.get(name)
+        fmt = format or (base.format if base else _format_from_url(url))
+        d = Dataset(name, url, fmt, base.description if base else "", symmetric=base.symmetric if base else False)
+    else:
+        d = lookup(name, reg)
+    expected = (sha256 or d.sha256 or "").lower() or None
+    target_dir = data_dir(dir)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    dest = target_dir / d.filename
+    notes = []
+    if dest.is_file() and not force:
+        digest = _sha256_file(dest)
+        if expected and digest != expected:
+            raise DatasetError(f"{dest} exists but its sha256 {digest} does not match {expected}; "
+                               "delete it or pass --force")
+        result = DownloadResult(dest, digest, bool(expected), downloaded=False,
+                                notes=["already downloaded"])
+    else:
+        digest, size = _fetch(d.url, dest, progress)
+        if d.size is not None and size != d.size and not sha256:
+            dest.with_name(dest.name + ".part").unlink(missing_ok=True)
+            raise DatasetError(f"{d.url}: got {size} bytes, the registry says {d.size}; "
+                               "nothing was kept")
+        if expected and digest != expected:
+            dest.with_name(dest.name + ".part").unlink(missing_ok=True)
+            raise DatasetError(f"{d.url}: sha256 {digest} does not match the expected {expected}; "
+                               "the download was discarded")
+        os.replace(dest.with_name(dest.name + ".part"), dest)
+        if not expected:
+            notes.append("not verified: no sha256 known for this file")
+            log.warning("%s: not verified (no sha256 known); sha256 is %s", dest, digest)
+        result = DownloadResult(dest, digest, bool(expected), notes=notes)
+    if d.format == "mtx-tar":
+        result.path = _extract_mtx(dest, target_dir / d.graph_filename, force=force)
+    return result
+
+
+def _format_from_url(url: str) -> str:
+    path = urllib.parse.urlparse(url).path.lower()
+    if path.endswith((".tar.gz", ".tgz")):
+        return "mtx-tar"
+    if path.endswith((".mtx", ".mtx.gz")):
+        return "mtx"
+    if path.endswith((".gr", ".gr.gz")):
+        return "dimacs"
+    return "snap"
+
+
+def _fetch(url: str, dest: Path, progress) -> tuple[str, int]:
+    """Stream ``url`` into ``dest.part``, resuming an HTTP(S) download; return (sha256, size)."""
+    part = dest.with_name(dest.name + ".part")
+    h = hashlib.sha256()
+    done = 0
+    headers = {"User-Agent": "groute-data/1"}
+    scheme = urllib.parse.urlparse(url).scheme
+    if part.is_file() and scheme in ("http", "https") and part.stat().st_size > 0:
+        done = part.stat().st_size
+        headers["Range"] = f"bytes={done}-"
+    elif part.exists():
+        part.unlink()
+    req = urllib.request.Request(url, headers=headers)
+    log.info("downloading %s -> %s", url, dest)
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        status = getattr(resp, "status", None)
+        if done and status != 206:          # server ignored Range: start over
+            done = 0
+        mode = "ab" if done else "wb"
+        if done:
+            with open(part, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        length = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
+        total = done + int(length) if length and length.isdigit() else None
+        with open(part, mode) as out:
+            while True:
+                block = resp.read(1 << 20)
+                if not block:
+                    break
+                out.write(block)
+                h.update(block)
+                done += len(block)
+                if progress:
+                    progress(done, total)
+    if total is not None and done != total:
+        raise OSError(f"{url}: connection closed after {done} of {total} bytes; run again to resume")
+    return h.hexdigest(), done
+
+
+def _extract_mtx(archive: Path, out: Path, *, force: bool) -> Path:
+    """Unpack the main ``.mtx`` of a SuiteSparse ``.tar.gz`` to ``out`` (atomically)."""
+    if out.is_file() and not force:
+        return out
+    want = out.name
+    with tarfile.open(archive, "r:gz") as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".mtx")]
+        if not members:
+            raise DatasetError(f"{archive} holds no .mtx file")
+        member = next((m for m in members if Path(m.name).name == want), members[0])
+        src = tar.extractfile(member)
+        tmp = out.with_name(out.name + ".part")
+        with open(tmp, "wb") as f:
+            shutil.copyfileobj(src, f, 1 << 20)
+    os.replace(tmp, out)
+    log.info("extracted %s from %s", out, archive)
+    return out
+
+
+def describe(d: Dataset) -> dict:
+    return asdict(d)
