@@ -232,7 +232,10 @@ class CC:
             for pending in router.outputs[j]:
                 data = pending.wait_on(stream).data
                 dev.hook(data)
-                pending.release(after=stream.record())
+                # free the buffer only once the hook has consumed it: the router sees this
+                # device as available when it really is, not when its host thread moved on
+                stream.record().synchronize(ctx.timeout)
+                pending.release()
                 edges_per[j] += pending.size
                 segs_per[j] += 1
             dev.compress()

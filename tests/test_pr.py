@@ -1,0 +1,208 @@
+"""PageRank: async push and BSP, 1-4 devices, both backends, against the reference power iteration
+(and NetworkX on a tiny graph); combining of remote contributions; bad input; the CLI."""
+import numpy as np
+import pytest
+
+from apps.pr import PageRank, make_shards, pagerank
+from groute import Context
+from groute.device import cuda_device_count
+from groute.graph import CSRGraph, load_graph, reference
+from conftest import SHARED_GRAPHS, backends
+
+MODES = ["async", "bsp"]
+
+
+def graph_from(n, edges, directed=True, name="hand"):
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    src, dst = e[:, 0], e[:, 1]
+    if not directed:
+        src, dst = np.r_[src, dst], np.r_[dst, src]
+    return CSRGraph.from_edges(src, dst, n, directed=directed, name=name)
+
+
+def hand_graphs():
+    """Small graphs with the cases PageRank gets wrong first: dangling vertices, isolated ones,
+    self loops, a sink chain, a star, no edges at all."""
+    return {
+        "dangling": graph_from(6, [(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (5, 4)]),
+        "isolated": graph_from(7, [(0, 1), (1, 0), (2, 3)], directed=False),
+        "selfloop_chain": graph_from(5, [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 4)]),
+        "star_in": graph_from(9, [(i, 0) for i in range(1, 9)] + [(0, 1)]),
+        "no_edges": graph_from(5, []),
+    }
+
+
+def random_graphs():
+    return {"kron:9": load_graph("kron:9", cache=False), "grid:20": load_graph("grid:20", cache=False)}
+
+
+def check(values, g, *, max_l1=1e-5):
+    ref = reference.pagerank(g, tol=1e-13)
+    assert values.shape == (g.num_vertices,)
+    assert np.all(values >= 0)
+    assert abs(values.sum() - 1.0) < 1e-9
+    l1, linf = reference.pagerank_error(values, ref)
+    assert l1 <= max_l1, f"{g.name}: L1 {l1:.3e} (Linf {linf:.3e}) vs reference"
+
+
+def _skip_if_missing(backend, k):
+    if backend == "cuda" and k > cuda_device_count():
+        pytest.skip(f"needs {k} GPUs")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(hand_graphs()))
+def test_hand_graphs_one_device(backend, mode, name):
+    g = hand_graphs()[name]
+    with Context(1, backend=backend, timeout=20) as ctx:
+        check(pagerank(g, ctx=ctx, mode=mode).values, g)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_hand_graphs_several_devices(backend, mode, k):
+    _skip_if_missing(backend, k)
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for name, g in hand_graphs().items():
+            if g.num_vertices < k:
+                continue
+            res = pagerank(g, ctx=ctx, mode=mode, partition="random", seed=k)
+            check(res.values, g)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_random_graphs(backend, mode, k):
+    _skip_if_missing(backend, k)
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for g in random_graphs().values():
+            res = pagerank(g, ctx=ctx, mode=mode, partition="contiguous")
+            check(res.values, g)
+            if mode == "bsp":
+                assert res.stats["converged"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
+@pytest.mark.parametrize("mode", MODES)
+def test_real_directed_graph_every_partitioner(partition, mode):
+    path = SHARED_GRAPHS / "polblogs.mtx.gz"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    if partition == "metis":
+        pytest.importorskip("pymetis")
+    g = load_graph(path, cache=False)
+    with Context(3, backend="cpu", timeout=20) as ctx:
+        res = pagerank(g, ctx=ctx, mode=mode, partition=partition)
+    check(res.values, g)
+
+
+def test_matches_networkx_on_a_tiny_graph():
+    nx = pytest.importorskip("networkx")
+    g = hand_graphs()["dangling"]
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.num_vertices))
+    src = np.repeat(np.arange(g.num_vertices), np.diff(g.indptr))
+    G.add_edges_from(zip(src.tolist(), g.indices.tolist()))
+    ref = nx.pagerank(G, alpha=0.85, tol=1e-14, max_iter=10_000)
+    expected = np.array([ref[v] for v in range(g.num_vertices)])
+    for mode in MODES:
+        got = pagerank(g, backend="cpu", devices=2, mode=mode, partition="contiguous").values
+        assert np.abs(got - expected).sum() < 1e-5, mode
+
+
+@pytest.mark.timeout(60)
+def test_tolerance_controls_the_error():
+    """A loose tolerance gives a visibly worse answer than a tight one (the test can fail)."""
+    g = random_graphs()["grid:20"]
+    ref = reference.pagerank(g, tol=1e-13)
+    for mode in MODES:
+        loose = pagerank(g, backend="cpu", devices=1, mode=mode, tol=1e-2).values
+        tight = pagerank(g, backend="cpu", devices=1, mode=mode, tol=1e-8).values
+        l1_loose = np.abs(loose - ref).sum()
+        l1_tight = np.abs(tight - ref).sum()
+        assert l1_tight < 1e-7 and l1_loose > 10 * l1_tight, (mode, l1_loose, l1_tight)
+
+
+@pytest.mark.timeout(60)
+def test_remote_contributions_are_combined_per_vertex():
+    """Every vertex of device 0 points at one hub owned by device 1: however many vertices push
+    in a round, device 0 sends at most one item per round (the combined contribution)."""
+    n = 200
+    hub = n - 1
+    edges = [(v, hub) for v in range(n // 2)] + [(hub, 0)] + [(v, v + 1) for v in range(n // 2, n - 2)]
+    g = graph_from(n, edges)
+    with PageRank(g, backend="cpu", devices=2, partition="contiguous", mode="async") as solver:
+        res = solver.run()
+    check(res.values, g)
+    sent = res.stats["items_sent"]["0->1"]
+    remote_arcs = res.stats["arcs_pushed_per_device"][0]   # every arc of device 0 is remote
+    assert 0 < sent <= res.stats["rounds"][0], res.stats
+    first = res.stats["vertices_per_device"][0]            # all push to the hub in round one
+    assert first >= n // 4
+    assert remote_arcs - sent >= first - 1, res.stats      # ... and that costs one item
+
+
+@pytest.mark.timeout(60)
+def test_solver_runs_repeatedly_with_the_same_answer():
+    g = random_graphs()["kron:9"]
+    for mode in MODES:
+        with PageRank(g, backend="cpu", devices=2, mode=mode, partition="random") as solver:
+            a, b = solver.run(), solver.run()
+        assert np.allclose(a.values, b.values, rtol=0, atol=1e-9)
+        assert a.time_s > 0
+
+
+def test_shards_cover_every_arc_once():
+    g = random_graphs()["kron:9"]
+    offsets = np.array([0, 100, 101, 400, g.num_vertices])
+    shards = make_shards(g.indptr, g.indices, offsets, with_in_arcs=True)
+    assert sum(s.out_indices.size for s in shards) == g.num_edges
+    assert sum(s.in_rows.size for s in shards) == g.num_edges
+    for s in shards:
+        assert np.all(np.diff(s.in_rows) >= 0)          # sorted by row for the pull kernel
+        assert s.in_rows.size == 0 or (s.in_rows.min() >= 0 and s.in_rows.max() < s.n_local)
+
+
+def test_empty_graph():
+    g = graph_from(0, [])
+    assert pagerank(g, backend="cpu", devices=1).values.size == 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"mode": "sync"}, "mode"), ({"partition": "best"}, "partition"), ({"damping": 1.0}, "damping"),
+    ({"tol": 0}, "tol"), ({"devices": 9}, "devices"),
+])
+def test_bad_arguments(kwargs, match):
+    g = hand_graphs()["dangling"]
+    kwargs = {"backend": "cpu", "devices": 1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        PageRank(g, **kwargs)
+
+
+@pytest.mark.timeout(60)
+def test_cli_verifies_and_writes_output(tmp_path, capsys):
+    from groute.cli import main
+    path = SHARED_GRAPHS / "karate.mtx.gz"
+    spec = str(path) if path.exists() else "grid:10"
+    out = tmp_path / "ranks.txt"
+    npy = tmp_path / "ranks.npy"
+    assert main(["pr", "--graph", spec, "--backend", "cpu", "--devices", "2", "--partition",
+                 "contiguous", "--verify", "--repeat", "2", "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "verify: L1" in text and "OK" in text and "median" in text
+    g = load_graph(spec)
+    lines = out.read_text().split("\n")
+    first = lines[0].split()
+    assert int(first[0]) == g.file_id_of(0)
+    assert main(["pr", "--graph", spec, "--backend", "cpu", "--devices", "1", "--mode", "bsp",
+                 "--repeat", "1", "--output", str(npy)]) == 0
+    values = np.load(npy)
+    assert values.shape == (g.num_vertices,)
+    np.testing.assert_allclose(values, [float(line.split()[1]) for line in lines if line], atol=1e-6)
