@@ -102,8 +102,10 @@ def test_cpu_copy_bandwidth_is_measured():
 
 # peers --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
-@pytest.mark.parametrize("name", ["scipy", "networkx"])
+@pytest.mark.parametrize("name", ["scipy", "networkx", "igraph"])
 def test_cpu_peers_compute_the_reference_answer(app, name):
+    if name == "igraph":
+        pytest.importorskip("igraph")
     g = load_graph("kron:7")
     if app == "sssp":
         g = g.with_weights(seed=3)

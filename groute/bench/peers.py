@@ -23,6 +23,8 @@ from .verify import Verdict, verify
 
 #: Longest a PageRank power iteration may run before it is called non-converged.
 PR_MAX_ITERATIONS = 1000
+#: igraph is built from a Python edge list (~1 us per arc): larger graphs skip it.
+IGRAPH_MAX_ARCS = 20_000_000
 
 
 class PeerSkipped(Exception):
@@ -48,6 +50,9 @@ def prepare_peer(name: str, app: str, graph, source, *, networkx_max_arcs: int) 
     if name == "cupy":
         return _cupy_peer(app, graph, source)
     if name == "igraph":
+        if graph.num_edges > IGRAPH_MAX_ARCS:
+            raise PeerSkipped(f"building an igraph object takes ~1 us per arc: skipped above "
+                              f"{IGRAPH_MAX_ARCS:,} arcs (this graph has {graph.num_edges:,})")
         return _igraph_peer(app, graph, source)
     if name == "networkx":
         if graph.num_edges > networkx_max_arcs:
@@ -210,7 +215,7 @@ def _host(raw):
 def _igraph_peer(app, graph, source) -> PreparedPeer:
     ig = _require("igraph", "pip install python-igraph to add it as a peer")
     src = np.repeat(np.arange(graph.num_vertices), np.diff(np.asarray(graph.indptr)))
-    g = ig.Graph(n=graph.num_vertices, edges=np.column_stack([src, np.asarray(graph.indices)]).tolist(),
+    g = ig.Graph(n=graph.num_vertices, edges=np.column_stack([src, np.asarray(graph.indices)]),
                  directed=True)
     if app == "bfs":
         return PreparedPeer("igraph", "igraph.Graph.bfs", "cpu", lambda: g.bfs(source)[0],
