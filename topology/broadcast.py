@@ -40,7 +40,7 @@ def run(ctx, settings, progress) -> BenchResult:
     dests = ring[1:]
     words_max = settings.largest // 4
     src = device_ops.device_buffer(root, words_max)
-    device_ops.fill_pattern(root, src, seed=11)
+    device_ops.fill_pattern(src, seed=11)
     expected = device_ops.to_numpy(src).copy()
     dst = {d.index: device_ops.device_buffer(d, words_max) for d in dests}
     streams = {d.index: d.new_stream("bcast") for d in ring}
@@ -116,7 +116,7 @@ def run(ctx, settings, progress) -> BenchResult:
             try:
                 for method, (step, gate) in steps.items():
                     for dev in dests:
-                        device_ops.clear(dev, d[dev.index])
+                        device_ops.clear(d[dev.index])
                     samples = measure(clock, step, repeat=settings.repeat, warmup=settings.warmup, gate=gate)
                     for dev in dests:
                         device_ops.check_equal(d[dev.index], expected[:words],

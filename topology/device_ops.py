@@ -61,7 +61,11 @@ def address(array) -> int:
 
 
 def to_numpy(array) -> np.ndarray:
-    return array if isinstance(array, np.ndarray) else array.get()
+    if isinstance(array, np.ndarray):
+        return array
+    import cupy
+    with cupy.cuda.Device(array.device.id):
+        return array.get()
 
 
 def sync(device) -> None:
@@ -75,26 +79,29 @@ def sync(device) -> None:
             cupy.cuda.Device(device.index).synchronize()
 
 
-def fill_pattern(device, array, seed: int) -> None:
+def fill_pattern(array, seed: int) -> None:
     """Fill ``array`` with a pattern that differs for every ``seed`` (so stale data is caught)."""
     n = int(array.shape[0])
     pattern = (np.arange(n, dtype=np.uint32) * np.uint32(2654435761) + np.uint32(seed * 40503 + 1))
     pattern = pattern.view(np.int32)
     if isinstance(array, np.ndarray):
         array[:] = pattern
-    else:
-        with device.use():
-            array.set(pattern)
-        sync(device)
+        return
+    import cupy
+    with cupy.cuda.Device(array.device.id) as dev:
+        array.set(pattern)
+        dev.synchronize()
 
 
-def clear(device, array) -> None:
+def clear(array) -> None:
+    """Zero ``array`` (on whichever device it lives, or in host memory) and wait for it."""
     if isinstance(array, np.ndarray):
         array.fill(0)
-    else:
-        with device.use():
-            array.fill(0)
-        sync(device)
+        return
+    import cupy
+    with cupy.cuda.Device(array.device.id) as dev:
+        array.fill(0)
+        dev.synchronize()
 
 
 # kernels ---------------------------------------------------------------------------------------

@@ -29,6 +29,10 @@ def run(ctx, settings, progress) -> BenchResult:
         clock = Clock(executor, ctx.timeout)
         try:
             for name, end in targets:
+                if end is not None and end is not executor and not executor.can_access_peer(end):
+                    # a kernel dereferencing memory it cannot reach would kill the CUDA context
+                    result.notes.append(f"{executor.name} cannot access {name} directly; not measured")
+                    continue
                 for op in AccessPlan.OPS:
                     for pattern in AccessPlan.PATTERNS:
                         plan = AccessPlan(executor, buffers[name], op, pattern, n_access=n_random)

@@ -96,7 +96,7 @@ def run(ctx, settings, progress) -> BenchResult:
         owner = end if end is not None else devices[0]
         src[i] = device_ops.buffer_on(end, words, owner)
         dst[i] = device_ops.buffer_on(end, words, owner)
-        device_ops.fill_pattern(owner, src[i], seed=i + 1)
+        device_ops.fill_pattern(src[i], seed=i + 1)
         expected[i] = device_ops.to_numpy(src[i]).copy()
     clocks = {d.index: Clock(d, ctx.timeout) for d in devices}
     n = len(ends)
@@ -110,7 +110,7 @@ def run(ctx, settings, progress) -> BenchResult:
                 executor = a if a is not None else b
                 clock = clocks[executor.index]
                 s, d = src[i], dst[j]
-                device_ops.clear(executor, d)
+                device_ops.clear(d)
 
                 def copy_all(start, s=s, d=d, clock=clock):
                     clock.stream.copy(d, s)

@@ -26,7 +26,7 @@ def run(ctx, settings, progress) -> BenchResult:
     words = settings.largest // 4
     src = device_ops.device_buffer(a, words)
     dst = device_ops.device_buffer(b, words)
-    device_ops.fill_pattern(a, src, seed=7)
+    device_ops.fill_pattern(src, seed=7)
     expected = device_ops.to_numpy(src).copy()
     clock = Clock(a, ctx.timeout)
     place_stream = b.new_stream("place")
@@ -47,7 +47,7 @@ def run(ctx, settings, progress) -> BenchResult:
 
             reps = dict(repeat=settings.repeat, warmup=settings.warmup)
             copy_s = measure(clock, one_copy, **reps)
-            device_ops.clear(b, d)
+            device_ops.clear(d)
             raw_s = measure(clock, raw_packets, **reps)
             device_ops.check_equal(d, expected[:total], f"raw packets of {format_bytes(packet)}")
 
@@ -59,7 +59,7 @@ def run(ctx, settings, progress) -> BenchResult:
                     return ctx.gather([receiver], timeout=ctx.timeout)
 
                 link_s = measure(clock, via_link, **reps)
-                device_ops.clear(b, d)
+                device_ops.clear(d)
                 placed = ctx.submit(1, lambda dev: receive_message(link, total, stream=place_stream, dest=d))
                 link.send(s)
                 ctx.gather([placed], timeout=ctx.timeout)[0].synchronize(ctx.timeout)

@@ -36,7 +36,7 @@ def run(ctx, settings, progress) -> BenchResult:
     staging = device_ops.host_buffer(devices[0], words_max)
     expected = {}
     for n, d in enumerate(devices):
-        device_ops.fill_pattern(d, src[d.index], seed=100 + n)
+        device_ops.fill_pattern(src[d.index], seed=100 + n)
         expected[d.index] = device_ops.to_numpy(src[d.index]).copy()
     clocks = {d.index: Clock(d, ctx.timeout) for d in devices}
     pull_streams = {d.index: d.new_stream("pull") for d in devices}
@@ -81,7 +81,7 @@ def run(ctx, settings, progress) -> BenchResult:
                              METHODS[4]: lambda start, f=staged: f(start, kernels=True)}
                     line = []
                     for method, step in steps.items():
-                        device_ops.clear(b, d)
+                        device_ops.clear(d)
                         samples = measure(clock, step, repeat=settings.repeat, warmup=settings.warmup,
                                           gate=True)
                         device_ops.check_equal(d, expected[a.index][:words], f"{method} {a.name} -> {b.name}")

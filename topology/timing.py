@@ -9,17 +9,22 @@ reports take the median.
 """
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 from dataclasses import dataclass
 
 #: How long a gated start holds the clock stream (a GPU spin) so that the host can enqueue the
 #: whole step before the clock starts: the interval then measures the devices, not Python.
-GATE_SECONDS = 500e-6
+GATE_SECONDS = 2e-3
+
+log = logging.getLogger(__name__)
 
 
 class Clock:
     """Start/stop timer for work on one or more devices; see the module docstring."""
+
+    _can_gate = True
 
     def __init__(self, device, timeout=None):
         self.device = device
@@ -41,9 +46,14 @@ class Clock:
         if self.on_gpu:
             import cupy
             from groute.device.cuda import CUDAEvent
+            from groute.kernels import KernelCompileError
             from .device_ops import spin
-            if gate:
-                spin(self.stream, GATE_SECONDS)
+            if gate and self._can_gate:
+                try:
+                    spin(self.stream, GATE_SECONDS)
+                except KernelCompileError as exc:  # time ungated rather than not at all
+                    log.warning("cannot gate the clock (spin kernel failed to compile): %s", exc)
+                    Clock._can_gate = False
             with self.device.use():
                 raw = cupy.cuda.Event()
                 raw.record(self.stream.raw)
