@@ -35,6 +35,10 @@ def register(subparsers, common):
                    help="pieces a pipelined transfer (staged, ring, broadcast Links) is cut into")
     p.add_argument("--json", metavar="FILE", default=None, help="write every measurement and the machine here")
     p.add_argument("--plot", metavar="DIR", default=None, help="write PNG plots (needs matplotlib) here")
+    p.add_argument("--markdown", metavar="FILE", default=None,
+                   help="write the tables as Markdown (machine, settings, every table, summary) here")
+    p.add_argument("--from-json", metavar="FILE", default=None,
+                   help="do not measure: re-render tables, --plot and --markdown from a saved --json report")
     p.set_defaults(func=run)
 
 
@@ -50,32 +54,40 @@ def _progress(line: str) -> None:
 
 
 def run(args) -> int:
-    from groute.context import resolve_backend
     from . import report
     names = resolve_names(args.benchmarks)
     if args.plot:
         from .plots import require_matplotlib
         require_matplotlib()
-    backend = resolve_backend(args.backend)
-    settings = default_settings(backend, quick=args.quick, sizes=args.sizes, repeat=args.repeat,
-                                packet_sizes=args.packet_sizes)
-    settings.chunks = args.chunks
-    settings.validate()
-    args.backend = backend
-    from .runner import run_benchmarks
-    description, results = run_benchmarks(names, lambda: context_from_args(args), settings, _progress)
-    label = (description or {}).get("label", "")
-    print(f"groute topo on {label}: {', '.join((description or {}).get('device_models', []))}"
-          f" x{(description or {}).get('device_count', '?')}")
+    if args.from_json:
+        document, results = _load(args.from_json, names if args.benchmarks != ["all"] else None)
+        description = document.get("machine", {})
+    else:
+        from groute.context import resolve_backend
+        from .runner import run_benchmarks
+        backend = resolve_backend(args.backend)
+        settings = default_settings(backend, quick=args.quick, sizes=args.sizes, repeat=args.repeat,
+                                    packet_sizes=args.packet_sizes)
+        settings.chunks = args.chunks
+        settings.validate()
+        args.backend = backend
+        description, results = run_benchmarks(names, lambda: context_from_args(args), settings, _progress)
+        options = {k: v for k, v in vars(args).items() if k != "func"}
+        document = report.to_document(description, settings, results, options=options)
+    d = description or {}
+    print(f"groute topo on {d.get('label', '')}: {', '.join(d.get('device_models', []))} x{d.get('device_count', '?')}")
     for res in results:
         print()
         print(report.render_result(res))
     print()
     print(report.summary(description, results))
-    if args.json:
-        options = {k: v for k, v in vars(args).items() if k != "func"}
-        report.write_json(args.json, report.to_document(description, settings, results, options=options))
+    if args.json and not args.from_json:
+        report.write_json(args.json, document)
         print(f"wrote {args.json}")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(report.markdown(document, results))
+        print(f"wrote {args.markdown}")
     if args.plot:
         from .plots import write_plots
         for path in write_plots(args.plot, results, label=_plot_label(description)):
@@ -85,6 +97,27 @@ def run(args) -> int:
         print(f"groute topo: {len(failed)} benchmark(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _load(path, names):
+    """A saved report and its results (only ``names`` if given); clear errors for a wrong file."""
+    import json
+    from .report import SCHEMA
+    from .results import BenchResult
+    try:
+        with open(path) as f:
+            document = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not a JSON file ({exc})") from None
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: not a groute topo report (expected schema {SCHEMA!r})")
+    try:
+        results = [BenchResult.from_dict(b) for b in document["benchmarks"]]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: malformed benchmark entry ({exc!r})") from None
+    if names is not None:
+        results = [r for r in results if r.name in names]
+    return document, results
 
 
 def _plot_label(description) -> str:

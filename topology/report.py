@@ -6,6 +6,7 @@ docs can be regenerated from it without rerunning anything.
 """
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import json
 import math
@@ -14,6 +15,7 @@ import statistics
 from .settings import format_bytes
 
 SCHEMA = "groute-topo/1"
+_MARKDOWN = contextvars.ContextVar("markdown", default=False)
 
 
 # JSON ------------------------------------------------------------------------------------------
@@ -50,8 +52,12 @@ def _plain(x):
 
 # tables ----------------------------------------------------------------------------------------
 def table(headers, rows) -> str:
-    """Right-aligned columns (first column left-aligned)."""
+    """Right-aligned columns (first column left-aligned); a Markdown table inside :func:`markdown`."""
     cells = [[str(h) for h in headers]] + [[_cell(c) for c in row] for row in rows]
+    if _MARKDOWN.get():
+        lines = ["", "| " + " | ".join(cells[0]) + " |", "|" + "|".join([":--"] + ["--:"] * (len(headers) - 1)) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in cells[1:]]
+        return "\n".join(lines) + "\n"
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for n, row in enumerate(cells):
@@ -77,11 +83,13 @@ def _median(values):
 
 
 def render_result(res) -> str:
-    head = f"== {res.name}: {res.title}"
+    md = _MARKDOWN.get()
+    head = f"### {res.name}: {res.title}\n" if md else f"== {res.name}: {res.title}"
     if res.status != "ok":
         return f"{head}\n   {res.status.upper()}: {res.error}"
     body = _RENDERERS.get(res.name, _render_generic)(res)
-    notes = "".join(f"\n   note: {n}" for n in res.notes if "Traceback" not in n)
+    notes = "".join(f"\n{'*' if md else '   '}note: {n}{'*' if md else ''}" for n in res.notes
+                    if "Traceback" not in n)
     return f"{head}{notes}\n{body}"
 
 
@@ -186,7 +194,44 @@ def summary(description, results) -> str:
             value = _fmt(scores[best], "GB/s") if unit == "gbps" else _fmt(scores[best] * 1e3, "ms")
             rows.append([name, f"fastest at {format_bytes(size)}", f"{best}: {value}"])
     label = (description or {}).get("label", "")
-    return f"== summary ({label})\n" + table(["benchmark", "what", "result"], rows)
+    head = f"### summary ({label})\n" if _MARKDOWN.get() else f"== summary ({label})\n"
+    return head + table(["benchmark", "what", "result"], rows)
+
+
+def markdown(document, results) -> str:
+    """The whole report as Markdown (for docs/TOPOLOGY.md): machine, settings, tables, summary."""
+    token = _MARKDOWN.set(True)
+    try:
+        m = document.get("machine", {})
+        software = f"NumPy {m.get('numpy')}, Python {m.get('python')}"
+        if m.get("backend") == "cuda":
+            software = (f"driver {m.get('driver_version')}, CUDA runtime {m.get('cuda_runtime')}, "
+                        f"CUDA driver API {m.get('cuda_driver')}, CuPy {m.get('cupy')}, {software}")
+        lines = [f"Measured {document.get('created_utc', '')} on {m.get('label', '')}: "
+                 f"{m.get('device_count', '?')} x {', '.join(m.get('device_models', []))}",
+                 "",
+                 f"- {software}",
+                 f"- CPU: {m.get('cpu')} ({m.get('cpu_count')} logical cores)",
+                 f"- project commit: {m.get('project_commit')}",
+                 f"- settings: {_settings_line(document.get('settings', {}))}",
+                 ""]
+        for res in results:
+            lines += [render_result(res), ""]
+        lines.append(summary(m, results))
+        return "\n".join(lines) + "\n"
+    finally:
+        _MARKDOWN.reset(token)
+
+
+def _settings_line(s) -> str:
+    if not s:
+        return "?"
+    return (f"sizes {', '.join(format_bytes(x) for x in s.get('sizes', []))}; "
+            f"median of {s.get('repeat')} runs after {s.get('warmup')} warm-up; "
+            f"access buffer {format_bytes(s.get('access_size', 0))}; "
+            f"packets {format_bytes(min(s.get('packet_sizes') or [0]))}..{format_bytes(max(s.get('packet_sizes') or [0]))}, "
+            f"at most {s.get('max_packets')} per run; {s.get('num_buffers')} Link buffers; "
+            f"{s.get('chunks')} chunks per pipelined transfer")
 
 
 def _fmt(value, unit):

@@ -39,6 +39,12 @@ class BenchResult:
         """Records whose fields equal every ``key=value`` given."""
         return [r for r in self.records if all(r.get(k) == v for k, v in where.items())]
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "BenchResult":
+        """Inverse of :meth:`to_dict` (re-rendering a saved JSON report)."""
+        return cls(d["name"], d["title"], list(d.get("records", [])), d.get("status", "ok"), d.get("error"),
+                   d.get("seconds", 0.0), list(d.get("notes", [])), dict(d.get("extra", {})))
+
     def to_dict(self) -> dict:
         return {"name": self.name, "title": self.title, "status": self.status, "error": self.error,
                 "seconds": self.seconds, "notes": list(self.notes), "extra": self.extra,
