@@ -144,16 +144,20 @@ class SuiteRun:
         weighted = None
         for app in self.config.apps:
             spec_app = APPS[app]
+            app_graph = graph
             if spec_app.weighted:
                 if weighted is None:
-                    weighted = graph if graph.weights is not None else graph.with_weights(seed=WEIGHT_SEED)
+                    try:
+                        weighted = (graph if graph.weights is not None
+                                    else graph.with_weights(seed=WEIGHT_SEED))
+                    except Exception as exc:
+                        self._record_graph_failure(app, spec, f"could not add weights: {exc}")
+                        continue
                     info["weights"] = ("from the file" if graph.weights is not None
                                        else f"with_weights(seed={WEIGHT_SEED}): integers 1..64")
                 app_graph = weighted
-            else:
-                app_graph = graph
             self._run_app(app, spec, app_graph, source if spec_app.needs_source else None)
-        del graph, weighted, app_graph
+        del graph, weighted
         gc.collect()
         _free_gpu_memory()
 
@@ -181,7 +185,7 @@ class SuiteRun:
             t0 = time.perf_counter()
             ref = reference_result(app, graph, source)
             self.results["references"].append(dict(app=app, graph=spec,
-                                                    time_s=time.perf_counter() - t0))
+                                                    wall_s=time.perf_counter() - t0))
         except Exception as exc:
             self._record_graph_failure(app, spec, f"reference failed: {type(exc).__name__}: {exc}")
             return
@@ -197,6 +201,7 @@ class SuiteRun:
         out = dict(app=app, graph=spec, peer=name, label=None, device=None, status=SKIP,
                    note="", time_s=None, min_s=None, max_s=None, repeats=0)
         self.results["peers"].append(out)
+        t_peer = time.perf_counter()
         try:
             peer = prepare_peer(name, app, graph, source,
                                 networkx_max_arcs=self.config.networkx_max_arcs)
@@ -221,6 +226,7 @@ class SuiteRun:
                            max_s=max(times), repeats=len(times))
             else:
                 out.update(status=FAIL, note=f"wrong answer: {verdict.detail}")
+            out["wall_s"] = time.perf_counter() - t_peer
         except PeerSkipped as exc:
             out.update(status=SKIP, note=str(exc))
         except Exception as exc:
@@ -244,6 +250,7 @@ class SuiteRun:
         except Exception as exc:
             case["note"] = f"could not create a {k}-device context: {type(exc).__name__}: {exc}"
             return case
+        t0 = time.perf_counter()
         try:
             self._time_case(case, ctx, graph, source, ref)
         except Exception as exc:
@@ -251,6 +258,7 @@ class SuiteRun:
             case.update(status=ERROR, note=f"{type(exc).__name__}: {exc}")
             self._drop_context(k)  # a failed run may leave the context stopped or half busy
             _free_gpu_memory()
+        case["wall_s"] = time.perf_counter() - t0  # everything: setup, warm-up, runs, checks
         return case
 
     def _time_case(self, case, ctx, graph, source, ref):
