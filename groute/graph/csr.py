@@ -58,9 +58,24 @@ def sorted_unique(a, xp=None):
 def _as_array(a):
     if a is None:
         return None
-    if hasattr(a, "__cuda_array_interface__"):
+    if isinstance(a, np.ndarray) or hasattr(a, "__cuda_array_interface__"):
         return a
     return np.asarray(a)
+
+
+def weight_array(w):
+    """Weights as the kernels expect them: float32 for real values, int32 for integers."""
+    if w is None:
+        return None
+    w = _as_array(w)
+    kind = w.dtype.kind
+    if kind == "f" and w.dtype != np.float32:
+        return w.astype(np.float32)
+    if kind in "iub" and w.dtype != np.int32:
+        if w.size and (int(w.min()) < -2**31 or int(w.max()) > 2**31 - 1):
+            raise ValueError("integer weights must fit in int32")
+        return w.astype(np.int32)
+    return w
 
 
 class CSRGraph:
@@ -76,7 +91,7 @@ class CSRGraph:
                  source=None, id_base: int = 0, file_ids=None, validate: bool = True):
         self.indptr = _as_array(indptr)
         self.indices = _as_array(indices)
-        self.weights = _as_array(weights)
+        self.weights = weight_array(weights)
         self.directed = bool(directed)
         self.name = str(name)
         self.source = source

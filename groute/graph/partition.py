@@ -292,7 +292,13 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
         f"{sym.num_edges // 2:,} edges) into {k} parts...")
     t0 = time.perf_counter()
     opts = pymetis.Options(seed=int(seed))
-    _, membership = pymetis.part_graph(k, xadj=sym.indptr, adjncy=sym.indices, options=opts)
+    zc = getattr(pymetis, "zero_copy_dtype", None)
+    dtype = np.dtype(zc() if callable(zc) else np.int32)
+    xadj, adjncy = sym.indptr.astype(dtype, copy=False), sym.indices.astype(dtype, copy=False)
+    if hasattr(pymetis, "CSRAdjacency"):        # pymetis >= 2025.2
+        _, membership = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy), options=opts)
+    else:
+        _, membership = pymetis.part_graph(k, xadj=xadj, adjncy=adjncy, options=opts)
     owner = np.asarray(membership, dtype=np.int32)
     say(f"METIS: done in {time.perf_counter() - t0:.1f} s", end=True)
     for p in paths:

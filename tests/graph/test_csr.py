@@ -1,0 +1,124 @@
+"""CSRGraph: validation, transformations, id mapping, weights, device round trip."""
+import numpy as np
+import pytest
+
+from groute.graph import CSRGraph, load_graph
+from tests.graph.conftest import edges_graph
+
+
+def test_validation_rejects_broken_csr():
+    with pytest.raises(ValueError, match="indptr\\[-1\\]"):
+        CSRGraph(np.array([0, 1, 3], dtype=np.int64), np.array([1, 0], dtype=np.int32))
+    with pytest.raises(ValueError, match="not monotone"):
+        CSRGraph(np.array([0, 2, 1, 2], dtype=np.int64), np.array([1, 0], dtype=np.int32))
+    with pytest.raises(ValueError, match="out of range"):
+        CSRGraph(np.array([0, 1, 2], dtype=np.int64), np.array([1, 2], dtype=np.int32))
+    with pytest.raises(ValueError, match="indptr\\[0\\]"):
+        CSRGraph(np.array([1, 1, 2], dtype=np.int64), np.array([1, 0], dtype=np.int32))
+    with pytest.raises(ValueError, match="weights"):
+        CSRGraph(np.array([0, 1, 2], dtype=np.int64), np.array([1, 0], dtype=np.int32),
+                 np.ones(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="int64"):
+        CSRGraph(np.array([0, 1, 2], dtype=np.int32), np.array([1, 0], dtype=np.int32))
+
+
+def test_from_edges_sorts_dedupes_keeps_min_weight():
+    g = edges_graph(4, [(2, 1), (0, 3), (0, 1), (2, 1), (0, 1)], weights=[5, 1, 7, 2, 3])
+    assert g.indptr.tolist() == [0, 2, 2, 3, 3]
+    assert g.indices.tolist() == [1, 3, 1]
+    assert g.weights.tolist() == [3, 1, 2]
+    assert g.indptr.dtype == np.int64 and g.indices.dtype == np.int32
+    assert g.num_edges == 3 and g.num_vertices == 4
+
+
+def test_symmetrize_remove_loops_dedupe_transpose():
+    g = edges_graph(4, [(0, 1), (1, 2), (2, 2), (3, 0)])
+    s = g.symmetrize()
+    assert not s.directed
+    assert sorted(zip(*[a.tolist() for a in s.edges()])) == \
+        [(0, 1), (0, 3), (1, 0), (1, 2), (2, 1), (2, 2), (3, 0)]
+    assert s.is_symmetric() and not g.is_symmetric()
+    nl = g.remove_self_loops()
+    assert nl.num_edges == 3 and 2 not in nl.neighbors(2).tolist()
+    t = g.transpose()
+    assert sorted(zip(*[a.tolist() for a in t.edges()])) == [(0, 3), (1, 0), (2, 1), (2, 2)]
+    assert t.transpose().indices.tolist() == g.indices.tolist()
+    dup = CSRGraph(np.array([0, 3, 3], dtype=np.int64), np.array([1, 0, 1], dtype=np.int32))
+    d = dup.deduplicate()
+    assert d.indices.tolist() == [0, 1] and d.indptr.tolist() == [0, 2, 2]
+
+
+def test_degrees_and_stats():
+    g = edges_graph(5, [(0, 1), (0, 2), (0, 3), (1, 0)])
+    assert g.degrees().tolist() == [3, 1, 0, 0, 0]
+    st = g.degree_stats()
+    assert st["max"] == 3 and st["min"] == 0 and st["isolated"] == 3
+    assert st["mean"] == pytest.approx(0.8) and st["num_edges"] == 4
+
+
+def test_file_id_mapping_identity_base_and_sparse():
+    g = edges_graph(3, [(0, 1)])
+    assert g.file_id_of(2) == 2 and g.vertex_of(1) == 1
+    g.id_base = 1
+    assert g.file_id_of(np.array([0, 2])).tolist() == [1, 3]
+    assert g.vertex_of(np.array([3, 1])).tolist() == [2, 0]
+    with pytest.raises(KeyError):
+        g.vertex_of(0)
+    h = CSRGraph(g.indptr, g.indices, file_ids=np.array([10, 42, 7]))
+    assert h.vertex_of(42) == 1 and h.vertex_of(np.array([7, 10])).tolist() == [2, 0]
+    assert h.file_id_of(np.array([2, 0])).tolist() == [7, 10]
+    with pytest.raises(KeyError):
+        h.vertex_of(11)
+
+
+def test_relabel_keeps_file_ids():
+    g = edges_graph(3, [(0, 1), (1, 2)])
+    g.id_base = 1
+    r = g.relabel(np.array([2, 0, 1]))
+    assert sorted(zip(*[a.tolist() for a in r.edges()])) == [(0, 1), (2, 0)]
+    assert r.file_id_of(np.arange(3)).tolist() == [2, 3, 1]
+
+
+def test_with_weights_deterministic_symmetric_and_in_range():
+    g = load_graph("kron:9", cache=False)
+    a, b, c = g.with_weights(seed=3), g.with_weights(seed=3), g.with_weights(seed=4)
+    assert a.weights.dtype == np.int32
+    assert np.array_equal(a.weights, b.weights) and not np.array_equal(a.weights, c.weights)
+    assert a.weights.min() >= 1 and a.weights.max() <= 64
+    assert a.is_symmetric()          # both directions of an edge share a weight
+    w = g.with_weights(seed=1, low=5, high=6).weights
+    assert set(np.unique(w).tolist()) == {5, 6}
+
+
+class FakeDevice:
+    """Stands in for a groute device: arrays wrapped in a distinct type to prove the copy."""
+
+    class Arr(np.ndarray):
+        pass
+
+    def __init__(self):
+        self.calls = 0
+        self.xp = np
+
+    def asarray(self, a):
+        self.calls += 1
+        return np.array(a).view(FakeDevice.Arr)
+
+    def to_host(self, a):
+        return np.asarray(a).copy()
+
+
+def test_to_device_and_back():
+    g = edges_graph(4, [(0, 1), (1, 2)], weights=[1.5, 2.5])
+    dev = FakeDevice()
+    d = g.to_device(dev)
+    assert dev.calls == 3 and isinstance(d.indices, FakeDevice.Arr) and d.device is dev
+    h = d.to_host()
+    assert np.array_equal(h.indptr, g.indptr) and np.array_equal(h.weights, g.weights)
+
+
+def test_content_hash_changes_with_content():
+    a = edges_graph(3, [(0, 1)])
+    b = edges_graph(3, [(0, 2)])
+    assert a.content_hash() == edges_graph(3, [(0, 1)]).content_hash()
+    assert a.content_hash() != b.content_hash()

@@ -1,0 +1,286 @@
+"""Readers and writers: round trips through every format, and every kind of malformed input."""
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+from groute.graph import (CSRGraph, GraphFormatError, load_graph, read_graph, write_dimacs,
+                          write_mtx, write_snap)
+from groute.graph import cache as gcache
+from groute.errors import GrouteError
+from tests.graph.conftest import edges_graph
+
+
+def same_graph(a, b, weights=True):
+    assert a.num_vertices == b.num_vertices
+    assert np.array_equal(a.indptr, b.indptr)
+    assert np.array_equal(a.indices, b.indices)
+    if weights:
+        if a.weights is None:
+            assert b.weights is None
+        else:
+            assert np.array_equal(a.weights, b.weights)
+
+
+def sample(directed=True, weights=None):
+    g = load_graph("er:60:4:seed=2", cache=False)
+    if directed:
+        src, dst = g.edges()
+        keep = src < dst                       # make it genuinely directed
+        g = CSRGraph.from_edges(src[keep], dst[keep].astype(np.int64), g.num_vertices)
+    if weights == "int":
+        g = g.with_weights(seed=1)
+    elif weights == "real":
+        w = g.with_weights(seed=1).weights.astype(np.float32) / 8
+        g = CSRGraph(g.indptr, g.indices, w, directed=g.directed)
+    return g
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("weights", [None, "int", "real"])
+def test_mtx_round_trip(tmp_path, suffix, directed, weights):
+    g = sample(directed, weights)
+    p = tmp_path / f"g{suffix}"
+    write_mtx(g, p)
+    h = read_graph(p)
+    same_graph(g, h)
+    assert h.directed == directed and h.id_base == 1 and h.name == "g"
+    head = gzip.open(p).readline() if suffix.endswith(".gz") else open(p, "rb").readline()
+    assert (b"symmetric" in head) == (not directed)
+
+
+def test_mtx_symmetric_expands_and_merges(tmp_path):
+    p = tmp_path / "s.mtx"
+    p.write_text("%%MatrixMarket matrix coordinate pattern symmetric\n% comment\n\n"
+                 "4 4 5\n2 1\n3 1\n3 3\n1 2\n4 2\n")
+    g = read_graph(p)
+    assert not g.directed
+    # {1,2} listed twice (both triangles) is merged; the self loop 3-3 is kept once
+    assert sorted(zip(*[a.tolist() for a in g.edges()])) == \
+        [(0, 1), (0, 2), (1, 0), (1, 3), (2, 0), (2, 2), (3, 1)]
+    import scipy.io
+    assert g.num_edges == scipy.io.mmread(p).tocsr().nnz
+
+
+@pytest.mark.parametrize("suffix", [".gr", ".gr.gz"])
+def test_dimacs_round_trip(tmp_path, suffix):
+    g = sample(True, "int")
+    p = tmp_path / f"road{suffix}"
+    write_dimacs(g, p)
+    h = read_graph(p)
+    same_graph(g, h)
+    assert h.directed and h.id_base == 1
+    s = sample(False, "int")
+    write_dimacs(s, p)
+    assert not read_graph(p).directed     # symmetric arc set detected
+
+
+def test_dimacs_comments_anywhere_and_duplicates(tmp_path):
+    p = tmp_path / "x.gr"
+    p.write_text("c hello\np sp 3 4\nc between\na 1 2 7\nc again\na 1 2 3\na 2 3 0\n\na 3 1 9\n")
+    g = read_graph(p)
+    assert g.indices.tolist() == [1, 2, 0] and g.weights.tolist() == [3, 0, 9]
+    assert g.weights.dtype == np.int32
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".txt.gz", ".el"])
+def test_snap_round_trip_sparse_ids(tmp_path, suffix):
+    g = sample(True)
+    g.file_ids = np.sort(np.random.default_rng(1).choice(10**9, g.num_vertices, replace=False))
+    p = tmp_path / f"e{suffix}"
+    write_snap(g, p)
+    h = read_graph(p)
+    # isolated vertices cannot appear in an edge list: compare on the vertices that do
+    used = np.unique(np.concatenate([g.edges()[0], g.indices]))
+    assert h.num_vertices == used.size and h.num_edges == g.num_edges
+    assert np.array_equal(h.file_ids, g.file_ids[used])
+    src, dst = h.edges()
+    got = set(zip(h.file_id_of(src).tolist(), h.file_id_of(dst.astype(np.int64)).tolist()))
+    gs, gd = g.edges()
+    want = set(zip(g.file_id_of(gs).tolist(), g.file_id_of(gd.astype(np.int64)).tolist()))
+    assert got == want and h.directed
+    assert h.vertex_of(int(g.file_ids[used[3]])) == 3
+
+
+def test_snap_symmetric_weights_comments_crlf_blank_lines(tmp_path):
+    p = tmp_path / "w.txt"
+    p.write_bytes(b"# Directed graph\r\n# Nodes: 3\r\n10\t20\t5\r\n\r\n# mid comment\r\n"
+                  b"  20 30 2\r\n30\t10\t1\r\n")
+    g = read_graph(p)
+    assert g.file_ids.tolist() == [10, 20, 30] and g.weights.tolist() == [5, 2, 1]
+    s = read_graph(p, symmetric=True)
+    assert not s.directed and s.num_edges == 6 and s.is_symmetric()
+
+
+def test_empty_and_headers_only(tmp_path):
+    p = tmp_path / "e.txt"
+    p.write_text("# nothing\n")
+    g = read_graph(p)
+    assert g.num_vertices == 0 and g.num_edges == 0
+    q = tmp_path / "e.mtx"
+    q.write_text("%%MatrixMarket matrix coordinate pattern general\n5 5 0\n")
+    g = read_graph(q)
+    assert g.num_vertices == 5 and g.num_edges == 0
+
+
+def test_format_sniffed_without_extension(tmp_path):
+    g = sample(True, "int")
+    for fmt, writer in (("mtx", write_mtx), ("dimacs", write_dimacs), ("snap", write_snap)):
+        p = tmp_path / f"graph.{fmt}data.txt"
+        writer(g, p)
+        q = tmp_path / f"noext-{fmt}"
+        os.replace(p, q)
+        assert read_graph(q).num_edges == g.num_edges
+
+
+# ---------------------------------------------------------------- malformed input
+MTX = "%%MatrixMarket matrix coordinate {field} {sym}\n"
+BAD = [
+    # (file name, content, line, message fragment)
+    ("banner.mtx", "%%MatrixMarket matrix array real general\n3 3\n", 1, "coordinate"),
+    ("nobanner.mtx", "3 3 1\n1 2\n", 1, "Matrix Market"),
+    ("field.mtx", MTX.format(field="complex", sym="general") + "2 2 1\n1 2 1 0\n", 1, "complex"),
+    ("size.mtx", MTX.format(field="pattern", sym="general") + "% c\n3 x 1\n1 2\n", 3, "size line"),
+    ("square.mtx", MTX.format(field="pattern", sym="general") + "3 4 1\n1 2\n", 2, "square"),
+    ("onefield.mtx", MTX.format(field="pattern", sym="general") + "3 3 2\n1 2\n3\n", 4, "found 1"),
+    ("threefields.mtx", MTX.format(field="pattern", sym="general") + "3 3 2\n1 2 3\n2 3\n", 3, "found 3"),
+    ("range.mtx", MTX.format(field="pattern", sym="general") + "3 3 2\n1 2\n4 1\n", 4, "out of range"),
+    ("zero.mtx", MTX.format(field="pattern", sym="general") + "3 3 2\n1 2\n0 1\n", 4, "out of range"),
+    ("negw.mtx", MTX.format(field="real", sym="general") + "3 3 2\n1 2 1.5\n2 3 -2\n", 4, "negative"),
+    ("nanw.mtx", MTX.format(field="real", sym="general") + "3 3 2\n1 2 nan\n2 3 1\n", 3, "finite"),
+    ("textw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1\n2 3 abc\n", 4, "not a number"),
+    ("floatw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1.5\n2 3 1\n", 3, "not a number"),
+    ("fewer.mtx", MTX.format(field="pattern", sym="general") + "3 3 3\n1 2\n2 3\n", 5, "only 2"),
+    ("more.mtx", MTX.format(field="pattern", sym="general") + "3 3 1\n1 2\n2 3\n", 4, "first extra"),
+    ("nop.gr", "c x\na 1 2 3\n", 2, "problem line"),
+    ("badp.gr", "p max 3 1\na 1 2 3\n", 1, "p sp"),
+    ("twop.gr", "p sp 3 1\np sp 3 1\na 1 2 3\n", 2, "more than one"),
+    ("short.gr", "p sp 3 2\na 1 2 3\na 2 3\n", 3, "found 2"),
+    ("range.gr", "p sp 3 2\na 1 2 3\na 2 9 1\n", 3, "out of range"),
+    ("negw.gr", "p sp 3 2\na 1 2 3\na 2 3 -1\n", 3, "negative"),
+    ("textw.gr", "p sp 3 2\nc\na 1 2 x\na 2 3 1\n", 3, "not a number"),
+    ("tag.gr", "p sp 3 2\na 1 2 3\ne 2 3 1\n", 3, "arc line"),
+    ("count.gr", "p sp 3 3\na 1 2 3\na 2 3 1\n", 4, "only 2"),
+    ("one.txt", "# c\n1 2\n3\n4 5\n", 3, "found 1"),
+    ("four.txt", "1 2\n3 4 5 6\n", 2, "found 4"),
+    ("neg.txt", "1 2\n-3 4\n", 2, ">= 0"),
+    ("text.txt", "1 2\n3 four\n", 2, "not a number"),
+    ("negw.txt", "1 2 1\n3 4 -5\n", 2, "negative"),
+    ("mixed.txt", "1 2 1\n3 4\n5 6 1\n", 2, "found 2"),
+]
+
+
+@pytest.mark.parametrize("name,content,line,fragment", BAD, ids=[b[0] for b in BAD])
+def test_malformed_input_names_file_and_line(tmp_path, name, content, line, fragment):
+    p = tmp_path / name
+    p.write_text(content)
+    with pytest.raises(GraphFormatError) as info:
+        read_graph(p)
+    err = info.value
+    assert isinstance(err, GrouteError) and isinstance(err, ValueError)
+    assert err.path == str(p) and name in str(err)
+    assert err.line == line, str(err)
+    assert f"line {line}" in str(err)
+    assert fragment in str(err), str(err)
+
+
+def test_malformed_line_found_deep_in_a_big_file(tmp_path):
+    rows = np.arange(200_000)
+    text = "\n".join(f"{a} {a + 1}" for a in rows).split("\n")
+    text[123_456] = "7 8x"
+    p = tmp_path / "big.txt"
+    p.write_text("# header\n" + "\n".join(text) + "\n")
+    with pytest.raises(GraphFormatError) as info:
+        read_graph(p)
+    assert info.value.line == 123_456 + 2
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.9])
+def test_truncated_gzip(tmp_path, cut):
+    g = sample(True)
+    p = tmp_path / "t.mtx.gz"
+    write_mtx(g, p)
+    raw = p.read_bytes()
+    p.write_bytes(raw[: int(len(raw) * cut)])
+    with pytest.raises(GraphFormatError, match="truncated|corrupt") as info:
+        read_graph(p)
+    assert info.value.line is not None and info.value.line >= 1
+    assert "t.mtx.gz" in str(info.value)
+
+
+def test_corrupt_gzip(tmp_path):
+    p = tmp_path / "c.txt.gz"
+    raw = bytearray(gzip.compress(b"1 2\n" * 5000))
+    raw[len(raw) // 2] ^= 0xFF
+    raw[len(raw) // 2 + 1] ^= 0xFF
+    p.write_bytes(bytes(raw))
+    with pytest.raises(GraphFormatError, match="gzip"):
+        read_graph(p)
+
+
+def test_negative_weights_allowed_on_request(tmp_path):
+    p = tmp_path / "n.gr"
+    p.write_text("p sp 2 1\na 1 2 -4\n")
+    assert read_graph(p, allow_negative=True).weights.tolist() == [-4]
+
+
+# ---------------------------------------------------------------- cache
+def test_cache_next_to_source_and_reused(tmp_path, monkeypatch):
+    g = sample(True, "int")
+    p = tmp_path / "c.mtx"
+    write_mtx(g, p)
+    a = load_graph(p)
+    cache_file = tmp_path / ("c.mtx" + gcache.CACHE_SUFFIX)
+    assert cache_file.is_file()
+    import groute.graph.load as gload
+    monkeypatch.setattr(gload, "read_graph", lambda *a, **k: pytest.fail("parsed again"))
+    b = load_graph(p)
+    same_graph(a, b)
+    assert b.directed == a.directed and b.id_base == 1 and b.source == str(p)
+
+
+def test_cache_invalidated_when_source_changes(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("1 2\n2 3\n")
+    assert load_graph(p).num_edges == 2
+    p.write_text("1 2\n2 3\n3 1\n")
+    os.utime(p, ns=(10**18, 10**18))
+    assert load_graph(p).num_edges == 3
+    assert load_graph(p, symmetric=True).num_edges == 6   # options are part of the key
+
+
+def test_corrupt_cache_is_ignored(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("1 2\n2 3\n")
+    load_graph(p)
+    (tmp_path / ("c.txt" + gcache.CACHE_SUFFIX)).write_bytes(b"not a zip")
+    assert load_graph(p).num_edges == 2
+
+
+def test_cache_falls_back_to_cache_dir_when_source_dir_read_only(tmp_path, monkeypatch,
+                                                                  isolated_cache):
+    p = tmp_path / "ro.txt"
+    p.write_text("1 2\n")
+    real = gcache._dir_writable
+    monkeypatch.setattr(gcache, "_dir_writable", lambda d: False if d == tmp_path else real(d))
+    load_graph(p)
+    assert not (tmp_path / ("ro.txt" + gcache.CACHE_SUFFIX)).exists()
+    cached = list((isolated_cache / "graphs").glob("ro.txt-*" + gcache.CACHE_SUFFIX))
+    assert len(cached) == 1
+    g = gcache.load_cached(p, {"format": "snap", "symmetric": False, "allow_negative": False})
+    assert g is not None and g.num_edges == 1
+
+
+def test_load_graph_errors_and_weight_options(tmp_path):
+    with pytest.raises(FileNotFoundError, match="neither a file"):
+        load_graph(tmp_path / "missing.mtx")
+    g = load_graph("grid:6", cache=False)
+    assert g.weights is not None
+    assert load_graph("grid:6", weighted=False, cache=False).weights is None
+    k = load_graph("kron:6", weighted=True, seed=5, cache=False)
+    # seed picks the generator's seed (the spec names none) and the weights' seed
+    same = load_graph("kron:6:seed=5", cache=False).with_weights(seed=5)
+    assert k.weights is not None and np.array_equal(k.weights, same.weights)
+    assert not np.array_equal(load_graph("kron:6", cache=False).indices[:50], k.indices[:50])
