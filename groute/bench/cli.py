@@ -42,8 +42,11 @@ def _positive_float(text: str) -> float:
 
 
 def register(subparsers, common):
+    # a private copy of the common options: "resolve" removes the replaced --devices option
+    # string from the parent's action object, which every other subcommand shares
+    from groute.cli import common_parser
     p = subparsers.add_parser(
-        "bench", parents=[common], conflict_handler="resolve",
+        "bench", parents=[common_parser()], conflict_handler="resolve",
         help="benchmark the apps against scipy/CuPy peers and the bandwidth floor",
         description="Run every (app, graph, device count, mode) case: load and partition once, "
                     "warm up, time the median of repeats, verify against the CPU reference, "
