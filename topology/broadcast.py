@@ -92,20 +92,20 @@ def run(ctx, settings, progress) -> BenchResult:
                                f"topo-ring-{ring[k].name}-{ring[k + 1].name}") for k in range(len(dests))]
 
             def via_links(start):
-                receivers = [ctx.submit(pos[dev.index], lambda _, link=link, dev=dev: receive_message(
-                    link, words, stream=place[dev.index], dest=d[dev.index])) for dev, link in zip(dests, links)]
                 for link in links:
                     link.send(s, event=start)
+                receivers = [ctx.submit(pos[dev.index], lambda _, link=link, dev=dev: receive_message(
+                    link, words, stream=place[dev.index], dest=d[dev.index])) for dev, link in zip(dests, links)]
                 return ctx.gather(receivers, timeout=ctx.timeout)
 
             def via_link_ring(start):
+                chain[0].send(s, event=start)
                 receivers = []
                 for k, dev in enumerate(dests):
                     forward = chain[k + 1] if k + 1 < len(chain) else None
                     receivers.append(ctx.submit(pos[dev.index], lambda _, k=k, dev=dev, forward=forward:
                                                 receive_message(chain[k], words, stream=place[dev.index],
                                                                 dest=d[dev.index], forward=forward)))
-                chain[0].send(s, event=start)
                 return ctx.gather(receivers, timeout=ctx.timeout)
 
             steps = {"copies": (direct, True), "kernels": (lambda st: direct(st, kernels=True), True),

@@ -54,8 +54,8 @@ def run(ctx, settings, progress) -> BenchResult:
             link = open_link(ctx, a, b, pw, settings.num_buffers, f"topo-packets-{packet}")
             try:
                 def via_link(start, s=s, total=total, link=link):
+                    link.send(s, event=start)  # first: the receiver is not on the copy's critical path
                     receiver = ctx.submit(1, lambda dev: receive_message(link, total))
-                    link.send(s, event=start)
                     return ctx.gather([receiver], timeout=ctx.timeout)
 
                 link_s = measure(clock, via_link, **reps)
