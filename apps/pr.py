@@ -85,11 +85,11 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool):
     inv = np.zeros(n, np.float64)
     np.divide(1.0, outdeg, out=inv, where=outdeg > 0)
     if with_in_arcs:
-        order = np.argsort(indices, kind="stable")
-        tgt = indices[order].astype(np.int32, copy=False)
-        src = np.repeat(np.arange(n, dtype=np.int32), outdeg)[order]
-        del order
-        bounds = np.searchsorted(tgt, offsets)
+        # the transpose by scipy's linear-time CSR -> CSC conversion (sources of the in-arcs)
+        import scipy.sparse as sp
+        m = indices.shape[0]
+        csc = sp.csr_matrix((np.ones(m, np.bool_), indices, indptr), shape=(n, n)).tocsc()
+        t_indptr, t_sources = csc.indptr.astype(np.int64), csc.indices
     shards = []
     for i in range(len(offsets) - 1):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -97,9 +97,9 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool):
         out_indices = np.ascontiguousarray(indices[indptr[lo]:indptr[hi]], dtype=np.int32)
         rows = cols = None
         if with_in_arcs:
-            a, b = int(bounds[i]), int(bounds[i + 1])
-            rows = (tgt[a:b] - lo).astype(np.int32)
-            cols = np.ascontiguousarray(src[a:b])
+            a, b = int(t_indptr[lo]), int(t_indptr[hi])
+            rows = np.repeat(np.arange(hi - lo, dtype=np.int32), np.diff(t_indptr[lo:hi + 1]))
+            cols = np.ascontiguousarray(t_sources[a:b], dtype=np.int32)
         shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), rows, cols))
     return shards
 
@@ -140,9 +140,6 @@ class _DevicePR:
             self.remote_acc = device.zeros(n if k > 1 else 1, self.fdt)
             self.counters = device.zeros(2, np.uint64)
             self.out_items = None
-        if self.cuda:  # uploads and fills above ran on the legacy stream; the compute stream does not wait for it
-            with device.use():
-                device.xp.cuda.runtime.deviceSynchronize()
 
     def _grid(self, work_items, per_block=BLOCK, waves=8):
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
@@ -262,7 +259,7 @@ class _DevicePR:
                 if self.out_items is None:
                     self.out_items = [None if r is None else xp.empty(max(r[1] - r[0], 1), np.int64)
                                       for r in ranges]
-                    self.pack_counts = xp.zeros(len(ranges), np.uint64)
+                    self.pack_counts = xp.empty(len(ranges), np.uint64)  # cleared in stream order
 
                 def launch():
                     self.pack_counts.fill(0)
@@ -427,6 +424,10 @@ class PageRank:
                     from groute.worklist import DistributedWorklist
                     self._worklist = DistributedWorklist(
                         self.ctx, packet_size=max(1024, min(1 << 20, n)))
+            if self.ctx.backend == "cuda":  # uploads ran on the legacy stream: let them land
+                for dev in self.ctx.devices:
+                    with dev.use():
+                        dev.xp.cuda.runtime.deviceSynchronize()
             self.setup_s = time.perf_counter() - t0
         except BaseException:
             self.close()
