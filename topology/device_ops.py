@@ -88,7 +88,8 @@ def fill_pattern(array, seed: int) -> None:
         array[:] = pattern
         return
     import cupy
-    with cupy.cuda.Device(array.device.id) as dev:
+    dev = cupy.cuda.Device(array.device.id)
+    with dev:
         array.set(pattern)
         dev.synchronize()
 
@@ -99,7 +100,8 @@ def clear(array) -> None:
         array.fill(0)
         return
     import cupy
-    with cupy.cuda.Device(array.device.id) as dev:
+    dev = cupy.cuda.Device(array.device.id)
+    with dev:
         array.fill(0)
         dev.synchronize()
 

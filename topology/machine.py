@@ -57,17 +57,18 @@ def _cpu_model() -> str:
 
 
 def _project_commit():
-    """``git describe`` of the checkout this package runs from (with ``-dirty``), or None."""
+    """``git describe`` of the checkout this package runs from (with ``-dirty``); else
+    ``$GROUTE_COMMIT`` (for copies of the tree without ``.git``); else None."""
     root = Path(__file__).resolve().parents[1]
     git = shutil.which("git")
     if git is None or not (root / ".git").exists():
-        return None
+        return os.environ.get("GROUTE_COMMIT") or None
     try:
         out = subprocess.run([git, "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
                              capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+        return os.environ.get("GROUTE_COMMIT") or None
+    return out.stdout.strip() or os.environ.get("GROUTE_COMMIT") or None
 
 
 def _nvidia_smi_query(field: str):
