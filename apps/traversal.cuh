@@ -1,0 +1,73 @@
+// Shared pieces of the traversal kernels (BFS and SSSP): values, items, queues.
+//
+// Values are stored as int bit patterns: int32 depths/distances, or the bits of a non-negative
+// float32 distance. Non-negative floats order like their bits, so every comparison and every
+// atomicMin works on the int; only adding a weight differs (VALUE_FLOAT).
+// Items are packed int64: (value bits << 32) | vertex, as groute/worklist/items.py.
+#pragma once
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+#ifndef VALUE_FLOAT
+#define VALUE_FLOAT 0
+#endif
+#ifndef WEIGHTS          // 0: none (+1 per arc), 1: int32 weights, 2: float32 weights
+#define WEIGHTS 0
+#endif
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+
+#if WEIGHTS == 2
+typedef float weight_t;
+#else
+typedef int weight_t;
+#endif
+
+#define INT_INF 0x7fffffff
+#define FLOAT_INF_BITS 0x7f800000
+#if VALUE_FLOAT
+#define VALUE_INF FLOAT_INF_BITS
+#else
+#define VALUE_INF INT_INF
+#endif
+
+__device__ __forceinline__ int value_add(int d, weight_t w) {
+#if VALUE_FLOAT
+    return __float_as_int(__int_as_float(d) + (float)w);
+#else
+    long long s = (long long)d + (long long)w;
+    return s >= (long long)INT_INF ? INT_INF - 1 : (int)s;   // saturate below "unreached"
+#endif
+}
+
+__device__ __forceinline__ long long pack_item(int vertex, int value) {
+    return ((long long)value << 32) | (unsigned int)vertex;
+}
+__device__ __forceinline__ int item_vertex(long long item) { return (int)(item & 0xffffffffLL); }
+__device__ __forceinline__ int item_value(long long item) { return (int)(item >> 32); }
+
+// One atomic per group of threads that arrive together (warp-aggregated append).
+__device__ __forceinline__ int aggregated_reserve(int* counter) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    int base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(counter, (int)g.size());
+    return g.shfl(base, 0) + (int)g.thread_rank();
+}
+
+// The control block: counts and flags in device memory, read back by the host after a launch.
+enum Ctl {
+    NEAR_COUNT = 0,   // 3 slots, indexed by round % 3 (see traversal.cu)
+    ROUND = 3,        // current round: near queue (round % 2), count slot (round % 3)
+    FAR_COUNT = 4,    // 2 slots, indexed by the far buffer in use
+    FAR_INDEX = 6,
+    FAR_OVERFLOW = 7, // a far push found the buffer full: the next split scans the state
+    OUT_OVERFLOW = 8, // an outbox was full: the vertex was re-queued, flush before going on
+    FAR_MIN = 9,      // lower bound of deferred values (atomicMin on every far push)
+    THRESHOLD = 10,   // threshold when the kernel returned (it may advance it itself)
+    ROUNDS = 11,      // rounds run by the last launch
+    OUT_COUNT = 16,   // one slot per destination device
+    CTL_SIZE = 48
+};
+enum Counter { PROCESSED = 0, EDGES = 1, DEFERRALS = 2, TOTAL_ROUNDS = 3, BIG_RESERVE = 4,
+               COUNTERS = 8 };

@@ -1,0 +1,237 @@
+"""BFS and SSSP on the distributed worklist: the solver both apps share.
+
+A :class:`TraversalSolver` partitions the graph once (each device owns a contiguous range of
+renumbered vertices), uploads every device's rows, and builds one worker per device (NumPy:
+:mod:`apps.traversal_cpu`; CUDA: :mod:`apps.traversal_cuda`, a fused persistent kernel) and
+one :class:`~groute.worklist.DistributedWorklist`. ``run(source)`` then times only the
+traversal: remote updates travel as ``(vertex, value)`` items to the owner, which keeps the
+smaller value and enqueues the vertex if it improved.
+
+Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
+results come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
+``inf`` for unreachable (SSSP), indexed by the caller's vertex ids.
+"""
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from groute.context import ensure_context
+from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
+
+from .common import AppResult, DeviceTimer
+
+log = logging.getLogger(__name__)
+
+PARTITIONS = ("metis", "contiguous", "random")
+
+
+class _Identity:
+    """The partition of a single device: everything, ids unchanged."""
+
+    def __init__(self, graph):
+        self.num_parts = 1
+        self.graph = graph
+        self.offsets = np.array([0, graph.num_vertices], dtype=np.int64)
+
+    def local(self, i):
+        return self.graph
+
+    def to_original(self, values):
+        return values
+
+    def to_new_id(self, v):
+        return int(v)
+
+
+class _Partitioned:
+    def __init__(self, p):
+        self.p = p
+        self.num_parts = p.num_parts
+        self.graph = p.graph
+        self.offsets = np.asarray(p.offsets, dtype=np.int64)
+
+    def local(self, i):
+        return self.p.local(i)
+
+    def to_original(self, values):
+        return self.p.to_original(values)
+
+    def to_new_id(self, v):
+        return int(np.asarray(self.p.perm)[v])
+
+
+class TraversalSolver:
+    """Shared by :class:`apps.bfs.BFS` and :class:`apps.sssp.SSSP`; see the module docstring.
+
+    ``mode``: ``"async"`` (fused workers, asynchronous exchange) or ``"bsp"`` (one level per
+    round, global barrier, all-to-all exchange). ``priority`` with ``delta`` (value units;
+    None picks one from the graph) defers items beyond the threshold. ``max_rounds``: fused
+    rounds per launch (None: until local work runs out or the outboxes fill).
+    """
+
+    app = "traversal"
+    weighted = False
+
+    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
+                 mode="async", priority=True, routing="all2all", delta=None, seed=0,
+                 max_rounds=None, packet_size=None, flush_items=None, timeout=None):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}; got {routing!r}")
+        if partition not in PARTITIONS:
+            raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
+        graph = graph.to_host() if hasattr(graph, "to_host") else graph
+        self.graph = graph
+        self.kind, weights = self._value_kind(graph)
+        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
+                                                  timeout=timeout)
+        try:
+            self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
+                        max_rounds, packet_size, flush_items)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ setup
+    def _value_kind(self, graph):
+        if not self.weighted:
+            return "int", None
+        w = graph.weights
+        if w is None:
+            log.info("%s: graph %s has no weights; using weight 1 on every arc", self.app, graph.name)
+            return "int", None
+        w = np.asarray(w)
+        if w.size and (w.min() < 0):
+            bad = int(np.argmin(w))
+            raise ValueError(f"{self.app}: negative arc weight {w[bad]} (arc #{bad}); SSSP needs "
+                             f"weights >= 0")
+        if w.size and not np.isfinite(w).all():
+            raise ValueError(f"{self.app}: arc weights must be finite")
+        return ("int" if w.dtype.kind in "iu" else "float"), w
+
+    def _setup(self, graph, weights, partition, mode, priority, routing, delta, seed,
+               max_rounds, packet_size, flush_items):
+        k = self.ctx.num_devices
+        n = graph.num_vertices
+        if k > max(n, 1):
+            raise ValueError(f"{self.app}: {k} devices but the graph has only {n} vertices; "
+                             f"use --devices {max(n, 1)} or fewer")
+        if k == 1:
+            self.part = _Identity(graph)
+        else:
+            from groute.graph import partition_graph
+            self.part = _Partitioned(partition_graph(graph, k, method=partition, seed=seed))
+        self.mode, self.routing = mode, routing
+        self.priority = bool(priority) and mode == "async"
+        self.delta = self._pick_delta(graph, delta)
+        self.max_rounds = max_rounds
+        self.worklist = DistributedWorklist(self.ctx, routing=routing,
+                                            packet_size=packet_size or self._packet_size(n))
+        offsets = self.part.offsets
+        self.workers = []
+        for i, dev in enumerate(self.ctx.devices):
+            local = self.part.local(i)
+            args = dict(lo=offsets[i], hi=offsets[i + 1], offsets=offsets, num_vertices=n,
+                        kind=self.kind, weighted=weights is not None)
+            if flush_items:
+                args["flush_items"] = flush_items
+            if dev.backend == "cuda":
+                from .traversal_cuda import CUDATraversalWorker
+                worker = self.ctx.gather([self.ctx.submit(
+                    i, lambda d, local=local: CUDATraversalWorker(d, local, **args))])[0]
+            else:
+                from .traversal_cpu import CPUTraversalWorker
+                worker = CPUTraversalWorker(dev, local, **args)
+            worker.set_delta(self.delta if self.priority else math.inf)
+            self.workers.append(worker)
+
+    def _packet_size(self, n):
+        return int(min(max(n, 1024), 1 << 20))
+
+    def _pick_delta(self, graph, delta):
+        if not self.priority:
+            return math.inf
+        if delta is not None:
+            if not delta > 0:
+                raise ValueError(f"delta must be > 0, got {delta!r}")
+            return int(delta) if self.kind == "int" else float(delta)
+        return self.default_delta(graph)
+
+    def default_delta(self, graph):
+        return math.inf
+
+    # ------------------------------------------------------------------ running
+    def check_source(self, source) -> int:
+        n = self.graph.num_vertices
+        if isinstance(source, bool) or not isinstance(source, (int, np.integer)):
+            raise TypeError(f"source must be a vertex id (int), got {source!r}")
+        if not 0 <= source < n:
+            raise ValueError(f"source vertex {source} is out of range: the graph has {n} vertices "
+                             f"(0..{n - 1} in reader order)")
+        return int(source)
+
+    def run(self, source) -> AppResult:
+        """Traverse from ``source`` (the caller's 0-based id); see :class:`AppResult`."""
+        source = self.check_source(source)
+        new_source = self.part.to_new_id(source)
+        for w in self.workers:
+            w.set_source(new_source)
+        threshold = self.delta if self.priority else math.inf
+        with DeviceTimer(self.ctx) as timer:
+            wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
+                                   delta=self.delta, max_rounds=self.max_rounds)
+        for w in self.workers:
+            w.collect_counters()
+        values = np.concatenate([self._download(i, w) for i, w in enumerate(self.workers)])
+        values = np.asarray(self.part.to_original(values))
+        return AppResult(self._finish(values), timer.seconds, self._stats(wl))
+
+    def _download(self, i, worker):
+        dev = self.ctx.devices[i]
+        return dev.to_host(worker.values())
+
+    def _finish(self, values):
+        raise NotImplementedError
+
+    def _stats(self, wl):
+        counters = [w.counters for w in self.workers]
+        total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731
+        return {
+            "app": self.app, "mode": self.mode, "routing": self.routing,
+            "priority": self.priority, "delta": self.delta, "devices": self.ctx.num_devices,
+            "backend": self.ctx.backend,
+            "items_processed": [int(c.get("processed", 0)) for c in counters],
+            "edges_traversed": total("edges"),
+            "items_sent": wl["items_sent"], "items_forwarded": wl["items_forwarded"],
+            "bytes_moved": wl["bytes_moved"],
+            "rounds": sum(wl["rounds"]), "rounds_per_device": wl["rounds"],
+            "levels": [int(c.get("rounds", 0)) for c in counters],
+            "launches": total("launches"),
+            "deferrals": total("deferrals"),
+            "threshold_advances": wl["threshold_advances"],
+            "items_absorbed": total("absorbed"),
+        }
+
+    # ------------------------------------------------------------------ shutdown
+    def close(self):
+        wl = getattr(self, "worklist", None)
+        if wl is not None:
+            wl.close()
+            self.worklist = None
+        if self._owns_ctx and self.ctx is not None:
+            self.ctx.shutdown()
+            self.ctx = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def unreached_mask(values, kind):
+    return values == infinity(kind)

@@ -1,0 +1,198 @@
+"""The CPU (NumPy) worker of the traversal apps: BFS and SSSP on one virtual device.
+
+Label-correcting push traversal over the vertices this device owns (new ids ``[lo, hi)``):
+a round expands every vertex of the near queue, relaxes its out-arcs (value + weight, or + 1
+for BFS), keeps the best candidate per target, and for local targets that improved updates
+the state and enqueues them (near if below the threshold, deferred otherwise); candidates for
+remote targets become items in the owner's outbox, unless this device already sent that
+vertex a value at least as good (``sent_best``: vertex refinement). Each round is a handful of
+vectorised NumPy calls; ``advance`` runs rounds in the device's compute stream until done.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from groute.worklist import LocalWork, WorkQueue, call_on_stream, infinity, pack, unpack
+
+
+def _min_per_target(targets, values):
+    """Unique targets and the smallest value offered to each."""
+    if targets.size == 0:
+        return targets, values
+    order = np.lexsort((values, targets))
+    t, v = targets[order], values[order]
+    first = np.ones(t.size, dtype=bool)
+    first[1:] = t[1:] != t[:-1]
+    return t[first], v[first]
+
+
+class CPUTraversalWorker:
+    """One device's share of a BFS/SSSP run (see the module docstring)."""
+
+    def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
+                 flush_items=1 << 16):
+        self.device = device
+        self.lo, self.hi = int(lo), int(hi)
+        self.n_local = self.hi - self.lo
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.k = len(self.offsets) - 1
+        self.kind = kind
+        self.inf = infinity(kind)
+        self.indptr = np.asarray(local.indptr, dtype=np.int64)
+        self.indices = np.asarray(local.indices, dtype=np.int64)
+        self.weights = None if not weighted else np.asarray(local.weights).astype(
+            np.int64 if kind == "int" else np.float32)
+        self.dist = np.full(self.n_local, self.inf, dtype=self.inf.dtype)
+        self.sent_best = np.full(num_vertices, self.inf, dtype=self.inf.dtype)
+        self.near = np.empty(0, dtype=np.int64)
+        self.far = WorkQueue(device, 1024, name=f"far@{device.name}")
+        self.flush_items = int(flush_items)
+        self.work = LocalWork()
+        self.source = None
+        self.counters = {}
+
+    # ------------------------------------------------------------------ protocol
+    def set_source(self, source_new: int | None):
+        self.source = source_new
+
+    def start(self, threshold):
+        return call_on_stream(self.device.compute_stream, self._start, threshold)
+
+    def advance(self, threshold, *, max_rounds=None, self_advance=False):
+        return call_on_stream(self.device.compute_stream, self._advance, threshold, max_rounds,
+                              self_advance)
+
+    def absorb(self, arrays, threshold):
+        return call_on_stream(self.device.compute_stream, self._absorb, arrays, threshold)
+
+    def split(self, threshold):
+        return call_on_stream(self.device.compute_stream, self._split, threshold)
+
+    def values(self):
+        return self.dist
+
+    def collect_counters(self):
+        return self.counters
+
+    # ------------------------------------------------------------------ the work
+    def _start(self, threshold):
+        self.dist.fill(self.inf)
+        self.sent_best.fill(self.inf)
+        self.far.clear()
+        self.near = np.empty(0, dtype=np.int64)
+        self.counters = {"processed": 0, "edges": 0, "deferrals": 0, "rounds": 0, "launches": 0,
+                         "absorbed": 0, "improved_remote": 0}
+        if self.source is not None and self.lo <= self.source < self.hi:
+            self._enqueue(np.array([self.source - self.lo]), np.zeros(1, self.dist.dtype), threshold)
+        return self._report()
+
+    def _report(self, threshold=None):
+        far = self.far.view()
+        far_min = math.inf
+        if far.size:
+            far_min = unpack(far, self.kind)[1].min().item()
+        self.work = LocalWork(int(self.near.size), int(far.size), far_min, threshold)
+        return self.work
+
+    def _enqueue(self, local_ids, values, threshold):
+        """Lower ``dist`` where ``values`` improve it; queue the improved vertices."""
+        better = values < self.dist[local_ids]
+        u, d = local_ids[better], values[better]
+        self.dist[u] = d
+        near = d < threshold
+        if near.any():
+            self.near = np.union1d(self.near, u[near])
+        if not near.all():
+            self.far.push(pack(u[~near], d[~near]))
+            self.counters["deferrals"] += int((~near).sum())
+        return int(u.size)
+
+    def _round(self, threshold, outbox):
+        f = self.near
+        self.near = np.empty(0, dtype=np.int64)
+        self.counters["processed"] += int(f.size)
+        self.counters["rounds"] += 1
+        starts, ends = self.indptr[f], self.indptr[f + 1]
+        deg = ends - starts
+        total = int(deg.sum())
+        self.counters["edges"] += total
+        if total == 0:
+            return
+        owner_pos = np.repeat(np.arange(f.size), deg)
+        first_edge = np.cumsum(deg) - deg
+        eidx = np.arange(total, dtype=np.int64) - first_edge[owner_pos] + starts[owner_pos]
+        targets = self.indices[eidx]
+        base = self.dist[f][owner_pos]
+        if self.weights is None:
+            cand = base.astype(np.int64) + 1
+        else:
+            cand = base.astype(self.weights.dtype) + self.weights[eidx]
+        local = (targets >= self.lo) & (targets < self.hi)
+        t, v = _min_per_target(targets[local] - self.lo, cand[local])
+        self._enqueue(t, self._as_value(v), threshold)
+        if not local.all():
+            t, v = _min_per_target(targets[~local], cand[~local])
+            v = self._as_value(v)
+            fresh = v < self.sent_best[t]
+            t, v = t[fresh], v[fresh]
+            self.sent_best[t] = v
+            owners = np.searchsorted(self.offsets, t, side="right") - 1
+            for j in np.unique(owners):
+                mine = owners == j
+                outbox[j].append(pack(t[mine], v[mine]))
+
+    def _as_value(self, v):
+        if self.kind == "int":
+            if v.size and v.max() >= int(self.inf):
+                raise OverflowError("a distance does not fit in int32; use float weights")
+            return v.astype(np.int32)
+        return v.astype(np.float32)
+
+    def _advance(self, threshold, max_rounds, self_advance):
+        self.counters["launches"] += 1
+        outbox = [[] for _ in range(self.k)]
+        rounds = 0
+        moved = None
+        while True:
+            if self.near.size == 0:
+                if self_advance and len(self.far) and threshold != math.inf:
+                    threshold = max(threshold, self._report().far_min) + self._delta
+                    moved = threshold
+                    self._split(threshold)
+                    continue
+                break
+            self._round(threshold, outbox)
+            rounds += 1
+            if max_rounds is not None and rounds >= max_rounds:
+                break
+            if sum(a.size for parts in outbox for a in parts) >= self.flush_items:
+                break
+        out = [np.concatenate(parts) if parts else None for parts in outbox]
+        return self._report(moved), out
+
+    _delta = math.inf
+
+    def set_delta(self, delta):
+        self._delta = delta
+
+    def _absorb(self, arrays, threshold):
+        items = np.concatenate([np.asarray(a) for a in arrays])
+        self.counters["absorbed"] += int(items.size)
+        v, d = unpack(items, self.kind)
+        t, d = _min_per_target(v.astype(np.int64) - self.lo, d)
+        self.counters["improved_remote"] += self._enqueue(t, d, threshold)
+        return self._report()
+
+    def _split(self, threshold):
+        far = self.far.take()
+        if far.size:
+            v, d = unpack(far, self.kind)
+            current = d == self.dist[v]          # stale items: the vertex improved since
+            v, d = v[current], d[current]
+            near = d < threshold
+            if near.any():
+                self.near = np.union1d(self.near, v[near])
+            self.far.push(far[current][~near])
+        return self._report()

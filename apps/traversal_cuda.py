@@ -1,0 +1,264 @@
+"""The CUDA worker of the traversal apps: device buffers plus launches of ``traversal.cu``.
+
+``advance`` is one cooperative launch of the fused ``traverse`` kernel (many rounds, grid-wide
+barriers between them, the grid sized to be fully resident) followed by one small read-back of
+the control block; ``absorb`` is one launch per received batch. Everything runs on the
+device's compute stream. Queue capacities are chosen so the near queues cannot overflow (each
+vertex is queued at most once); the far queue and the outboxes report overflow and the kernel
+recovers without losing work (see ``traversal.cu``).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+
+from groute.kernels import load_module
+from groute.worklist import LocalWork, call_on_stream, infinity
+
+log = logging.getLogger(__name__)
+KERNEL = Path(__file__).with_name("traversal.cu")
+BLOCK = 256
+
+# control block slots, as traversal.cuh
+NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_OVERFLOW, OUT_OVERFLOW, FAR_MIN, THRESHOLD, ROUNDS = \
+    0, 3, 4, 6, 7, 8, 9, 10, 11
+OUT_COUNT, CTL_SIZE = 16, 48
+PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, BIG_RESERVE, COUNTERS = 0, 1, 2, 3, 4, 8
+MAX_DEVICES = CTL_SIZE - OUT_COUNT
+
+
+def _bits(value, kind) -> int:
+    """The int32 bit pattern the kernels use for a threshold or delta."""
+    if kind == "int":
+        return int(min(value, np.iinfo(np.int32).max)) if value != math.inf else int(np.iinfo(np.int32).max)
+    return int(np.array(value, dtype=np.float32).view(np.int32))
+
+
+def _value_of_bits(bits, kind):
+    if kind == "int":
+        return math.inf if bits == np.iinfo(np.int32).max else int(bits)
+    v = float(np.array(bits, dtype=np.int32).view(np.float32))
+    return v
+
+
+class CUDATraversalWorker:
+    """One GPU's share of a BFS/SSSP run (see the module docstring)."""
+
+    def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
+                 flush_items=1 << 16, blocks_per_sm=None, out_capacity=None, far_capacity=None):
+        import cupy
+        self.cp = cupy
+        self.device = device
+        self.kind = kind
+        self.lo, self.hi = int(lo), int(hi)
+        self.n_local = self.hi - self.lo
+        self.k = len(offsets) - 1
+        if self.k > MAX_DEVICES:
+            raise ValueError(f"the CUDA traversal supports up to {MAX_DEVICES} devices")
+        self.flush_items = int(flush_items)
+        self.inf_bits = _bits(math.inf, kind)
+        options = (f"-DVALUE_FLOAT={int(kind == 'float')}",
+                   f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
+                   f"-DBLOCK={BLOCK}")
+        with device.use():
+            module = load_module(KERNEL, options=options, cooperative=True)
+            self.traverse = module.get_function("traverse")
+            self.absorb_kernel = module.get_function("absorb")
+            n = max(self.n_local, 1)
+            xp = cupy
+            self.indptr = xp.asarray(np.asarray(local.indptr, dtype=np.int64))
+            self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
+            if weighted:
+                wdt = np.int32 if kind == "int" else np.float32
+                self.weights = xp.asarray(np.asarray(local.weights).astype(wdt))
+            else:
+                self.weights = xp.zeros(1, dtype=np.int32)
+            self.dist = xp.empty(n, dtype=np.int32)
+            self.in_near = xp.zeros(n, dtype=np.int32)
+            self.near = [xp.empty(n, dtype=np.int32) for _ in range(2)]
+            self.far_cap = int(far_capacity or max(n, 1024))
+            self.far = [xp.empty(self.far_cap, dtype=np.int64) for _ in range(2)]
+            remote = num_vertices - self.n_local
+            self.out_cap = int(out_capacity or max(min(remote, 1 << 22), 1))
+            self.outbox = xp.empty(max(self.k, 1) * self.out_cap if self.k > 1 else 1, dtype=np.int64)
+            self.sent_best = xp.empty(num_vertices if self.k > 1 else 1, dtype=np.int32)
+            self.offsets = xp.asarray(np.asarray(offsets, dtype=np.int64))
+            self.big_items = xp.empty(n, dtype=np.int64)
+            self.big_first = xp.empty(n, dtype=np.int32)
+            self.ctl = xp.zeros(CTL_SIZE, dtype=np.int32)
+            self.counters_dev = xp.zeros(COUNTERS, dtype=np.uint64)
+            self.ctl_host = cupy.cuda.alloc_pinned_memory(CTL_SIZE * 4)
+            self.ctl_view = np.frombuffer(self.ctl_host, dtype=np.int32, count=CTL_SIZE)
+            sms = cupy.cuda.Device(device.index).attributes["MultiProcessorCount"]
+            self.blocks = sms * self._blocks_per_sm(blocks_per_sm)
+        with device.use():
+            rec = self._pack_args()
+            self._check_layout(module, rec)
+            self.args = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
+        self.source = None
+        self.delta_bits = self.inf_bits
+        self.work = LocalWork()
+        self.counters = {}
+        log.info("%s: traversal worker, %d vertices, grid %d x %d", device.name, self.n_local,
+                 self.blocks, BLOCK)
+
+    def _blocks_per_sm(self, wanted):
+        """Resident blocks per SM for the cooperative kernel (all blocks must be resident)."""
+        cp = self.cp
+        resident = None
+        try:
+            resident = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                self.traverse.kernel.ptr, BLOCK, 0))
+        except Exception:  # noqa: BLE001 - fall back to the register count
+            attrs = cp.cuda.Device(self.device.index).attributes
+            regs = max(int(self.traverse.num_regs), 1)
+            per_warp = -(-regs * 32 // 256) * 256
+            warps = attrs["MaxRegistersPerMultiprocessor"] // per_warp
+            resident = max(1, min(warps // (BLOCK // 32),
+                                  attrs["MaxThreadsPerMultiProcessor"] // BLOCK))
+        resident = max(resident, 1)
+        return min(resident, wanted) if wanted else resident
+
+    def _check_layout(self, module, rec):
+        out = self.cp.zeros(4, dtype=np.int64)
+        module.get_function("args_layout")((1,), (1,), (out,))
+        got = out.get().tolist()
+        fields = rec.dtype.fields
+        want = [rec.dtype.itemsize, fields["far_cap"][1], fields["k"][1], fields["counters"][1]]
+        if got != want:
+            raise RuntimeError(f"traversal.cu Args layout {got} differs from the host's {want}")
+
+    def _pack_args(self):
+        """The kernels' ``Args`` struct, as a NumPy record CuPy passes by value."""
+        a = self
+        ptr = lambda x: x.data.ptr  # noqa: E731
+        fields = [
+            ("indptr", np.uint64, ptr(a.indptr)), ("indices", np.uint64, ptr(a.indices)),
+            ("weights", np.uint64, ptr(a.weights)), ("dist", np.uint64, ptr(a.dist)),
+            ("in_near", np.uint64, ptr(a.in_near)), ("near0", np.uint64, ptr(a.near[0])),
+            ("near1", np.uint64, ptr(a.near[1])), ("far0", np.uint64, ptr(a.far[0])),
+            ("far1", np.uint64, ptr(a.far[1])), ("far_cap", np.int32, a.far_cap),
+            ("outbox", np.uint64, ptr(a.outbox)), ("out_cap", np.int32, a.out_cap),
+            ("sent_best", np.uint64, ptr(a.sent_best)), ("offsets", np.uint64, ptr(a.offsets)),
+            ("k", np.int32, a.k), ("lo", np.int32, a.lo), ("hi", np.int32, a.hi),
+            ("big_items", np.uint64, ptr(a.big_items)), ("big_first_chunk", np.uint64, ptr(a.big_first)),
+            ("ctl", np.uint64, ptr(a.ctl)), ("counters", np.uint64, ptr(a.counters_dev)),
+        ]
+        dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
+                         align=True)
+        rec = np.zeros((), dtype=dtype)
+        for name, _, value in fields:
+            rec[name] = value
+        return rec
+
+    # ------------------------------------------------------------------ protocol
+    def set_source(self, source_new):
+        self.source = source_new
+
+    def set_delta(self, delta):
+        self.delta_bits = _bits(delta, self.kind) if delta != math.inf else self.inf_bits
+
+    def values(self):
+        return self.dist[:self.n_local].view(np.float32 if self.kind == "float" else np.int32)
+
+    def start(self, threshold):
+        return call_on_stream(self.device.compute_stream, self._start, threshold)
+
+    def advance(self, threshold, *, max_rounds=None, self_advance=False):
+        return call_on_stream(self.device.compute_stream, self._advance, threshold, max_rounds,
+                              self_advance)
+
+    def absorb(self, arrays, threshold):
+        return call_on_stream(self.device.compute_stream, self._absorb, arrays, threshold)
+
+    def split(self, threshold):
+        return call_on_stream(self.device.compute_stream, self._split, threshold)
+
+    # ------------------------------------------------------------------ launches
+    def _start(self, threshold):
+        self.dist.fill(self.inf_bits)
+        self.in_near.fill(0)
+        self.sent_best.fill(self.inf_bits)
+        ctl = np.zeros(CTL_SIZE, dtype=np.int32)
+        ctl[FAR_MIN] = self.inf_bits
+        ctl[THRESHOLD] = _bits(threshold, self.kind)
+        self.counters_dev.fill(0)
+        if self.source is not None and self.lo <= self.source < self.hi:
+            s = self.source - self.lo
+            self.dist[s] = 0
+            self.in_near[s] = 1
+            self.near[0][0] = s
+            ctl[NEAR_COUNT] = 1
+        self.ctl.set(ctl)
+        self.counters = {}
+        self.launches = 0
+        return self._read_back()
+
+    def _read_back(self, moved_threshold=False):
+        self.ctl.get(out=self.ctl_view)      # on the compute stream, then waits for it
+        c = self.ctl_view
+        r = int(c[ROUND])
+        fc = int(c[FAR_INDEX])
+        far = int(c[FAR_COUNT + fc])
+        if c[FAR_OVERFLOW]:
+            far = max(far, 1)
+        far_min = _value_of_bits(int(c[FAR_MIN]), self.kind) if far else math.inf
+        thr = _value_of_bits(int(c[THRESHOLD]), self.kind) if moved_threshold else None
+        self.work = LocalWork(int(c[NEAR_COUNT + r % 3]), far, far_min, thr)
+        return self.work
+
+    def _launch_traverse(self, threshold, max_rounds, self_advance, op):
+        args = (self.args, np.int32(_bits(threshold, self.kind)), np.int32(self.delta_bits),
+                np.int32(bool(self_advance)), np.int32(max_rounds if max_rounds else 2**31 - 1),
+                np.int32(self.flush_items if self.k > 1 else 0), np.int32(op))
+        while True:
+            try:
+                self.traverse((self.blocks,), (BLOCK,), args)
+                break
+            except self.cp.cuda.driver.CUDADriverError as exc:
+                if "TOO_LARGE" not in str(exc) or self.blocks <= 1:
+                    raise
+                self.blocks //= 2     # the occupancy estimate was optimistic
+                log.info("%s: cooperative grid too large, retrying with %d blocks",
+                         self.device.name, self.blocks)
+        self.launches += 1
+
+    def _advance(self, threshold, max_rounds, self_advance):
+        if self.k > 1:
+            self.ctl[OUT_COUNT:OUT_COUNT + self.k] = 0
+            self.ctl[OUT_OVERFLOW] = 0
+        self._launch_traverse(threshold, max_rounds, self_advance, op=0)
+        work = self._read_back(moved_threshold=self_advance)
+        outbox = [None] * self.k
+        if self.k > 1:
+            c = self.ctl_view
+            for j in range(self.k):
+                n = min(int(c[OUT_COUNT + j]), self.out_cap)
+                if n:
+                    outbox[j] = self.outbox[j * self.out_cap: j * self.out_cap + n]
+        return work, outbox
+
+    def _absorb(self, arrays, threshold):
+        thr = np.int32(_bits(threshold, self.kind))
+        for items in arrays:
+            n = int(items.shape[0])
+            if n:
+                blocks = min(-(-n // BLOCK), self.blocks * 4)
+                self.absorb_kernel((blocks,), (BLOCK,), (self.args, items, np.int32(n), thr))
+        self.counters_absorbed = getattr(self, "counters_absorbed", 0) + sum(int(a.shape[0]) for a in arrays)
+        return self._read_back()
+
+    def _split(self, threshold):
+        self._launch_traverse(threshold, 0, False, op=1)
+        return self._read_back()
+
+    def collect_counters(self):
+        c = self.counters_dev.get()
+        self.counters = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
+                         "deferrals": int(c[DEFERRALS]), "rounds": int(c[TOTAL_ROUNDS]),
+                         "launches": self.launches,
+                         "absorbed": getattr(self, "counters_absorbed", 0)}
+        return self.counters

@@ -1,0 +1,194 @@
+"""BFS on the distributed worklist against scipy's BFS (groute.graph.reference), exactly.
+
+Hand-made graphs (path, star, two components, self loops, duplicate arcs), a real graph, and
+generated Kronecker and grid graphs; 1-4 devices, every partitioner, async and BSP, priority on
+and off, ring and all-to-all routing, CPU virtual devices (CI) and CUDA (marked ``gpu``).
+Every run is under a timeout: wrong termination counting would hang, not pass.
+"""
+import numpy as np
+import pytest
+
+from apps.bfs import BFS, bfs
+from groute import Context
+from groute.cli import main
+from groute.device import cuda_device_count
+from groute.graph import CSRGraph, load_graph, reference
+from groute.graph import shipped_graph_path
+
+from conftest import SHARED_GRAPHS
+
+
+def graph_from_edges(n, edges, directed=True):
+    src = np.array([e[0] for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for e in edges], dtype=np.int64)
+    g = CSRGraph.from_edges(src, dst, n, directed=True, name="handmade")
+    return g if directed else g.symmetrize()
+
+
+def hand_made():
+    path = graph_from_edges(6, [(i, i + 1) for i in range(5)])
+    star = graph_from_edges(9, [(0, i) for i in range(1, 9)], directed=False)
+    two = graph_from_edges(8, [(0, 1), (1, 2), (2, 0), (4, 5), (5, 6), (6, 7)], directed=False)
+    # self loops and repeated arcs: keep them in the CSR (from_edges would merge duplicates)
+    indptr = np.array([0, 3, 5, 6, 6])
+    indices = np.array([0, 1, 1, 1, 2, 3], dtype=np.int32)
+    loops = CSRGraph(indptr, indices, name="loops+dups")
+    return {"path": path, "star": star, "two-components": two, "loops+dups": loops}
+
+
+def check(g, source, **kw):
+    res = bfs(g, source, **kw)
+    expected = reference.bfs(g, source)
+    np.testing.assert_array_equal(res.values, expected)
+    assert res.values.dtype == np.int32
+    return res
+
+
+def busiest(g):
+    return int(np.argmax(np.diff(np.asarray(g.indptr))))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["path", "star", "two-components", "loops+dups"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+def test_hand_made_graphs(name, k, mode):
+    g = hand_made()[name]
+    for source in (0, g.num_vertices - 1):
+        check(g, source, backend="cpu", devices=k, partition="contiguous", mode=mode, timeout=10)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spec", ["power", "kron:9", "grid:20"])
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
+def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
+    if partition == "metis" and k > 1:
+        pytest.importorskip("pymetis")
+    g = load_graph(str(SHARED_GRAPHS / "power.mtx.gz") if spec == "power" else spec)
+    with BFS(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
+        for source in (0, busiest(g)):
+            res = solver.run(source)
+            np.testing.assert_array_equal(res.values, reference.bfs(g, source))
+        assert sum(res.stats["items_processed"]) >= np.count_nonzero(res.values >= 0)
+        if k > 1 and partition == "random":
+            assert res.stats["bytes_moved"] > 0
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+@pytest.mark.parametrize("priority", [True, False])
+@pytest.mark.parametrize("routing", ["all2all", "ring"])
+def test_modes_priority_routing(mode, priority, routing):
+    g = load_graph("grid:16")
+    res = check(g, 5, backend="cpu", devices=3, partition="random", mode=mode, priority=priority,
+                routing=routing, delta=2, timeout=20)
+    assert res.stats["mode"] == mode and res.stats["routing"] == routing
+    if routing == "ring":
+        assert set(res.stats["items_sent"]) == {"0->1", "1->2", "2->0"}
+    if mode == "bsp":
+        assert res.stats["rounds_per_device"][0] >= int(res.values.max()) + 1
+
+
+@pytest.mark.timeout(60)
+def test_real_graph_from_shared_folder_directed():
+    g = load_graph(str(SHARED_GRAPHS / "polblogs.mtx.gz"))
+    check(g, busiest(g), backend="cpu", devices=2, partition="random", timeout=20)
+
+
+@pytest.mark.timeout(60)
+def test_edge_cases():
+    g = load_graph("grid:4")
+    with pytest.raises(ValueError, match="out of range"):
+        bfs(g, 16, backend="cpu", devices=1)
+    with pytest.raises(ValueError, match="out of range"):
+        bfs(g, -1, backend="cpu", devices=1)
+    empty = CSRGraph(np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32), name="no-edges")
+    res = bfs(empty, 2, backend="cpu", devices=2, partition="contiguous")
+    assert res.values.tolist() == [-1, -1, 0, -1, -1]
+    tiny = graph_from_edges(2, [(0, 1)])
+    with pytest.raises(ValueError, match="devices"):
+        bfs(tiny, 0, backend="cpu", devices=3)
+    with pytest.raises(ValueError, match="mode"):
+        bfs(tiny, 0, backend="cpu", devices=1, mode="sync")
+    one = CSRGraph(np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32))
+    assert bfs(one, 0, backend="cpu", devices=1).values.tolist() == [0]
+
+
+@pytest.mark.timeout(60)
+def test_solver_reuses_a_given_context_and_leaves_it_open():
+    g = load_graph("kron:8")
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        with BFS(g, ctx=ctx, partition="contiguous") as solver:
+            a = solver.run(busiest(g))
+            b = solver.run(busiest(g))
+        np.testing.assert_array_equal(a.values, b.values)
+        assert not ctx.stopped
+        check(g, 1, ctx=ctx, partition="random")
+
+
+@pytest.mark.timeout(60)
+def test_cli_bfs(tmp_path, capsys):
+    path = str(shipped_graph_path())
+    out = tmp_path / "d.npy"
+    rc = main(["bfs", "--graph", path, "--source", "1", "--backend", "cpu", "--devices", "2",
+               "--partition", "random", "--repeat", "2", "--verify", "--output", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "verify: ok" in text and "GTEPS" in text and "items_processed" in text
+    g = load_graph(path)
+    np.testing.assert_array_equal(np.load(out), reference.bfs(g, 0))    # file id 1 = vertex 0
+    txt = tmp_path / "d.txt"
+    assert main(["bfs", "--graph", path, "--source", "1", "--backend", "cpu", "--devices", "1",
+                 "--repeat", "1", "--output", str(txt)]) == 0
+    first = txt.read_text().split("\n")[0].split()
+    assert first == ["1", "0"]
+    assert main(["bfs", "--graph", path, "--source", "0", "--backend", "cpu", "--devices", "1"]) == 1
+    assert "not a vertex" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------- CUDA
+def need_gpus(k):
+    if cuda_device_count() < k:
+        pytest.skip(f"needs {k} CUDA GPUs")
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spec", ["path", "star", "two-components", "loops+dups", "power", "kron:12",
+                                  "grid:40"])
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+def test_cuda_one_device(spec, mode):
+    need_gpus(1)
+    g = hand_made().get(spec) or load_graph(str(SHARED_GRAPHS / "power.mtx.gz") if spec == "power"
+                                            else spec)
+    with BFS(g, backend="cuda", devices=1, mode=mode, timeout=30) as solver:
+        for source in (0, busiest(g)):
+            res = solver.run(source)
+            np.testing.assert_array_equal(res.values, reference.bfs(g, source))
+            assert res.stats["launches"] >= 1
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_cuda_hub_vertices_use_chunks_and_tiny_outboxes_recover():
+    need_gpus(1)
+    # a star with 50k leaves: the hub's arcs are shared out in chunks across the grid
+    n = 50_001
+    star = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n, name="star").symmetrize()
+    check(star, 0, backend="cuda", devices=1)
+    check(star, 7, backend="cuda", devices=1)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+@pytest.mark.parametrize("routing", ["all2all", "ring"])
+def test_cuda_multi_device(k, mode, routing):
+    need_gpus(k)
+    for spec in ("kron:12", "grid:40"):
+        g = load_graph(spec)
+        for partition in ("contiguous", "random"):
+            check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
+                  routing=routing, timeout=30)

@@ -1,0 +1,205 @@
+"""SSSP on the distributed worklist against scipy's Dijkstra (groute.graph.reference).
+
+Integer weights are summed exactly (int32), so distances must match exactly; float weights are
+summed in float32 and compared to a relative 1e-6. Graphs: hand-made (path, star, two
+components, self loops, duplicate arcs with different weights), a real graph, Kronecker and
+grid graphs; 1-4 devices, every partitioner, async and BSP, priority on and off with several
+deltas, ring and all-to-all; CPU virtual devices and CUDA (marked). Every run has a timeout.
+"""
+import numpy as np
+import pytest
+
+from apps.sssp import SSSP, sssp
+from groute.cli import main
+from groute.device import cuda_device_count
+from groute.graph import CSRGraph, load_graph, reference
+from groute.graph import shipped_graph_path
+
+from conftest import SHARED_GRAPHS
+
+
+def weighted(n, edges, directed=True):
+    src = np.array([e[0] for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for e in edges], dtype=np.int64)
+    w = np.array([e[2] for e in edges], dtype=np.int32)
+    g = CSRGraph.from_edges(src, dst, n, w, directed=True, name="handmade")
+    return g if directed else g.symmetrize()
+
+
+def hand_made():
+    path = weighted(6, [(i, i + 1, i + 1) for i in range(5)])
+    star = weighted(9, [(0, i, 10 - i) for i in range(1, 9)], directed=False)
+    two = weighted(8, [(0, 1, 4), (1, 2, 1), (0, 2, 9), (4, 5, 2), (5, 6, 2), (6, 7, 2)],
+                   directed=False)
+    # a shortcut that only pays off late (tests re-relaxation), self loops, repeated arcs
+    indptr = np.array([0, 4, 6, 7, 7])
+    indices = np.array([0, 1, 1, 3, 1, 2, 3], dtype=np.int32)
+    w = np.array([5, 9, 2, 50, 0, 3, 1], dtype=np.int32)
+    loops = CSRGraph(indptr, indices, w, name="loops+dups")
+    return {"path": path, "star": star, "two-components": two, "loops+dups": loops}
+
+
+def check(g, source, **kw):
+    res = sssp(g, source, **kw)
+    expected = reference.sssp(g, source)
+    assert res.values.dtype == np.float64
+    if g.weights is not None and np.asarray(g.weights).dtype.kind == "f":
+        np.testing.assert_allclose(res.values, expected, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(res.values, expected)
+    return res
+
+
+def busiest(g):
+    return int(np.argmax(np.diff(np.asarray(g.indptr))))
+
+
+def graph(spec, seed=1):
+    g = load_graph(str(SHARED_GRAPHS / "power.mtx.gz") if spec == "power" else spec)
+    return g.with_weights(seed=seed)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["path", "star", "two-components", "loops+dups"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+def test_hand_made_graphs(name, k, mode):
+    g = hand_made()[name]
+    for source in (0, 1):
+        check(g, source, backend="cpu", devices=k, partition="contiguous", mode=mode, delta=3,
+              timeout=10)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spec", ["power", "kron:9", "grid:20"])
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
+def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
+    if partition == "metis" and k > 1:
+        pytest.importorskip("pymetis")
+    g = graph(spec)
+    with SSSP(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
+        for source in (0, busiest(g)):
+            res = solver.run(source)
+            np.testing.assert_array_equal(res.values, reference.sssp(g, source))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+@pytest.mark.parametrize("priority,delta", [(False, None), (True, 1), (True, 20), (True, None)])
+@pytest.mark.parametrize("routing", ["all2all", "ring"])
+def test_modes_priority_routing(mode, priority, delta, routing):
+    g = graph("grid:16")
+    res = check(g, 3, backend="cpu", devices=3, partition="random", mode=mode, priority=priority,
+                delta=delta, routing=routing, timeout=20)
+    if mode == "async" and priority and delta == 1:
+        assert res.stats["threshold_advances"] > 0 and res.stats["deferrals"] > 0
+
+
+@pytest.mark.timeout(60)
+def test_single_device_priority_defers_and_advances_inside_the_worker():
+    g = graph("grid:20")
+    on = check(g, 0, backend="cpu", devices=1, delta=8)
+    off = check(g, 0, backend="cpu", devices=1, priority=False)
+    assert on.stats["deferrals"] > 0 and off.stats["deferrals"] == 0
+    # priority orders the work: fewer re-expansions than plain Bellman-Ford
+    assert sum(on.stats["items_processed"]) <= sum(off.stats["items_processed"])
+
+
+@pytest.mark.timeout(60)
+def test_float_weights_and_unweighted_graphs():
+    g = load_graph("grid:12").without_weights()
+    rng = np.random.default_rng(3)
+    gf = CSRGraph(g.indptr, g.indices, rng.uniform(0.5, 3.0, g.num_edges).astype(np.float32),
+                  name="float-weights")
+    for k in (1, 3):
+        check(gf, 5, backend="cpu", devices=k, partition="random", delta=2.0)
+    # no weights: every arc weighs 1, so distances equal BFS depths
+    res = sssp(g, 5, backend="cpu", devices=2, partition="contiguous")
+    np.testing.assert_array_equal(res.values, reference.bfs(g, 5).astype(np.float64))
+
+
+@pytest.mark.timeout(60)
+def test_edge_cases():
+    g = graph("grid:4")
+    with pytest.raises(ValueError, match="out of range"):
+        sssp(g, 99, backend="cpu", devices=1)
+    neg = weighted(3, [(0, 1, 2), (1, 2, -1)])
+    with pytest.raises(ValueError, match="negative"):
+        sssp(neg, 0, backend="cpu", devices=1)
+    empty = CSRGraph(np.zeros(4, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                     np.zeros(0, dtype=np.int32))
+    assert sssp(empty, 1, backend="cpu", devices=2, partition="contiguous").values.tolist() == \
+        [np.inf, 0.0, np.inf]
+    with pytest.raises(ValueError, match="delta"):
+        sssp(g, 0, backend="cpu", devices=1, delta=0)
+
+
+@pytest.mark.timeout(60)
+def test_cli_sssp(tmp_path, capsys):
+    path = str(shipped_graph_path())
+    out = tmp_path / "d.txt"
+    rc = main(["sssp", "--graph", path, "--source", "3", "--backend", "cpu", "--devices", "3",
+               "--partition", "contiguous", "--routing", "ring", "--repeat", "1", "--verify",
+               "--output", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "verify: ok" in text and "random integer weights" in text
+    rows = np.loadtxt(out)
+    assert rows[2, 0] == 3 and rows[2, 1] == 0          # file id 3 is the source
+    g = load_graph(path).with_weights(seed=0)
+    np.testing.assert_array_equal(rows[:, 1], reference.sssp(g, 2))
+
+
+# ---------------------------------------------------------------------------------------- CUDA
+def need_gpus(k):
+    if cuda_device_count() < k:
+        pytest.skip(f"needs {k} CUDA GPUs")
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spec", ["path", "star", "two-components", "loops+dups", "power", "kron:12",
+                                  "grid:40"])
+@pytest.mark.parametrize("mode,priority", [("async", True), ("async", False), ("bsp", False)])
+def test_cuda_one_device(spec, mode, priority):
+    need_gpus(1)
+    g = hand_made().get(spec) or graph(spec)
+    with SSSP(g, backend="cuda", devices=1, mode=mode, priority=priority, timeout=30) as solver:
+        for source in (0, busiest(g)):
+            res = solver.run(source)
+            np.testing.assert_array_equal(res.values, reference.sssp(g, source))
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_cuda_float_weights_small_delta_and_far_overflow():
+    need_gpus(1)
+    g = load_graph("grid:60").without_weights()
+    rng = np.random.default_rng(3)
+    gf = CSRGraph(g.indptr, g.indices, rng.uniform(0.5, 3.0, g.num_edges).astype(np.float32))
+    check(gf, 5, backend="cuda", devices=1, delta=0.5)
+    # a far queue far too small: overflow must fall back to rebuilding it from the state
+    gi = g.with_weights(seed=2)
+    with SSSP(gi, backend="cuda", devices=1, delta=1) as solver:
+        for w in solver.workers:
+            w.far_cap = 16
+            rec = w._pack_args()
+            import cupy
+            w.args = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
+        res = solver.run(7)
+        np.testing.assert_array_equal(res.values, reference.sssp(gi, 7))
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+@pytest.mark.parametrize("routing", ["all2all", "ring"])
+def test_cuda_multi_device(k, mode, routing):
+    need_gpus(k)
+    for spec in ("kron:12", "grid:40"):
+        g = graph(spec)
+        for partition in ("contiguous", "random"):
+            check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
+                  routing=routing, timeout=30)
