@@ -1,0 +1,161 @@
+"""Partition invariants for every method, METIS quality and caching, errors."""
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from groute.graph import CSRGraph, load_graph, partition_graph, reference
+from tests.graph.conftest import edges_graph
+
+GRAPHS = {
+    "kron": lambda: load_graph("kron:10", cache=False),
+    "grid_weighted": lambda: load_graph("grid:25x31", cache=False),
+    "directed": lambda: load_graph("rmat:9", cache=False).with_weights(seed=1),
+    "power": lambda: load_graph(__import__("groute.graph", fromlist=["x"]).shipped_graph_path(),
+                                cache=False),
+}
+
+
+def check_invariants(g: CSRGraph, p, k):
+    n = g.num_vertices
+    assert p.num_parts == k and p.owner.dtype == np.int32 and p.owner.shape == (n,)
+    assert p.owner.min() >= 0 and p.owner.max() < k
+    assert sorted(p.perm.tolist()) == list(range(n))                     # a permutation
+    assert np.array_equal(p.iperm[p.perm], np.arange(n))
+    assert p.offsets.dtype == np.int64 and p.offsets[0] == 0 and p.offsets[-1] == n
+    assert np.all(np.diff(p.offsets) >= 1)                               # nobody is empty
+    # each part owns a contiguous new-id range, and its vertices keep their original order
+    for i in range(k):
+        lo, hi = p.part_range(i)
+        members = p.iperm[lo:hi]
+        assert np.all(p.owner[members] == i)
+        assert np.all(np.diff(members) > 0)
+    assert np.array_equal(p.owner_of_new(p.perm), p.owner)
+    # per-part CSRs (global new ids) reassemble the renumbered graph, which is g relabelled
+    locs = [p.local(i) for i in range(k)]
+    indptr = np.concatenate([[0]] + [l.indptr[1:] + sum(x.num_edges for x in locs[:i])
+                                     for i, l in enumerate(locs)])
+    assert np.array_equal(indptr, p.graph.indptr)
+    assert np.array_equal(np.concatenate([l.indices for l in locs]), p.graph.indices)
+    for l in locs:
+        assert l.num_vertices == l.end - l.first and l.indptr[0] == 0
+        if g.weights is not None:
+            assert l.weights.shape == l.indices.shape
+    back = set()
+    src, dst = p.graph.edges()
+    w = p.graph.weights if p.graph.weights is not None else np.zeros(len(src))
+    back = set(zip(p.iperm[src].tolist(), p.iperm[dst].tolist(), w.tolist()))
+    s0, d0 = g.edges()
+    w0 = g.weights if g.weights is not None else np.zeros(len(s0))
+    assert back == set(zip(s0.tolist(), d0.tolist(), w0.tolist()))
+    assert p.graph.directed == g.directed
+    # stats agree with a direct count
+    cut = int(np.count_nonzero(p.owner[s0] != p.owner[d0]))
+    assert p.stats["edge_cut"] == cut
+    assert p.stats["vertices_per_part"] == np.diff(p.offsets).tolist()
+    assert p.stats["edges_per_part"] == [l.num_edges for l in locs]
+    assert sum(p.stats["boundary_vertices_per_part"]) == np.unique(s0[p.owner[s0] != p.owner[d0]]).size
+    # mapping values back and forth
+    vals = np.arange(n) * 10
+    assert np.array_equal(p.to_original(p.to_new(vals)), vals)
+    assert np.array_equal(p.to_new(vals)[p.perm], vals)
+    # file ids follow the vertices
+    assert np.array_equal(p.graph.file_id_of(p.perm), g.file_id_of(np.arange(n)))
+
+
+@pytest.mark.parametrize("method", ["metis", "contiguous", "random"])
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_partition_invariants(name, k, method):
+    g = GRAPHS[name]()
+    p = partition_graph(g, k, method=method, progress=False)
+    check_invariants(g, p, k)
+
+
+def test_results_in_new_ids_map_back_to_reference():
+    g = load_graph("grid:20x17", cache=False)
+    p = partition_graph(g, 3, method="random", seed=2)
+    depth_new = reference.bfs(p.graph, int(p.perm[5]))
+    assert np.array_equal(p.to_original(depth_new), reference.bfs(g, 5))
+
+
+def test_contiguous_balances_arcs():
+    g = load_graph("kron:11", cache=False)
+    p = partition_graph(g, 4, method="contiguous")
+    e = np.array(p.stats["edges_per_part"])
+    assert e.max() - e.min() <= 2 * g.degrees().max()
+    assert np.array_equal(p.perm, np.arange(g.num_vertices))             # identity renumbering
+
+
+def test_random_is_seeded_and_balanced():
+    g = load_graph("kron:9", cache=False)
+    a = partition_graph(g, 3, method="random", seed=1)
+    b = partition_graph(g, 3, method="random", seed=1)
+    c = partition_graph(g, 3, method="random", seed=2)
+    assert np.array_equal(a.owner, b.owner) and not np.array_equal(a.owner, c.owner)
+    sizes = a.stats["vertices_per_part"]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_metis_cut_far_below_random_on_road_grid():
+    g = load_graph("grid:40", cache=False)
+    m = partition_graph(g, 4, method="metis")
+    r = partition_graph(g, 4, method="random")
+    assert m.stats["edge_cut"] * 5 < r.stats["edge_cut"]
+    sizes = m.stats["vertices_per_part"]
+    assert max(sizes) <= 1.1 * g.num_vertices / 4                        # balanced
+
+
+def test_k1_is_fast_identity():
+    g = load_graph("grid:300", cache=False)
+    t0 = time.perf_counter()
+    p = partition_graph(g, 1, method="metis")
+    assert time.perf_counter() - t0 < 1.0
+    assert p.graph is g and p.stats["edge_cut"] == 0
+    assert p.local(0).num_edges == g.num_edges
+
+
+def test_errors():
+    g = edges_graph(3, [(0, 1), (1, 2)])
+    with pytest.raises(ValueError, match="k must be <= \\|V\\|"):
+        partition_graph(g, 4)
+    with pytest.raises(ValueError, match=">= 1"):
+        partition_graph(g, 0)
+    with pytest.raises(ValueError, match="unknown partition method"):
+        partition_graph(g, 2, method="spectral")
+    with pytest.raises(IndexError):
+        partition_graph(g, 2, method="contiguous").local(2)
+
+
+def test_missing_pymetis_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pymetis", None)
+    with pytest.raises(ImportError, match="pip install pymetis"):
+        partition_graph(load_graph("kron:6", cache=False), 2, method="metis")
+
+
+def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
+    import shutil
+    from groute.graph import shipped_graph_path
+    src = tmp_path / "power.mtx.gz"
+    shutil.copy(shipped_graph_path(), src)
+    g = load_graph(src)
+    a = partition_graph(g, 4, method="metis", progress=False)
+    cached = list(tmp_path.glob("power.mtx.gz.metis-k4-*.groute-cache.npz"))
+    assert len(cached) == 1
+    import pymetis
+    monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
+    b = partition_graph(load_graph(src), 4, method="metis", progress=False)
+    assert np.array_equal(a.owner, b.owner)
+    # a different graph does not pick up that cache
+    monkeypatch.undo()
+    other = load_graph(src).remove_self_loops().with_weights(seed=1)
+    other.source = str(src)
+    partition_graph(other, 4, method="metis", progress=False)
+    assert len(list(tmp_path.glob("power.mtx.gz.metis-k4-*.groute-cache.npz"))) == 2
+
+
+def test_metis_cache_for_generated_graph_in_cache_dir(isolated_cache):
+    g = load_graph("grid:12", cache=False)
+    partition_graph(g, 2, method="metis")
+    assert list((isolated_cache / "partitions").glob("grid_12.metis-k2-*"))
