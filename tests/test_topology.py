@@ -269,33 +269,18 @@ def test_topo_all_on_gpus(main, tmp_path):
     assert doc["ok"] and all(b["status"] == "ok" for b in doc["benchmarks"])
     for bench in doc["benchmarks"]:
         _check_records(bench)
-    packets = {b["name"]: b for b in doc["benchmarks"]}["packets"]
-    biggest = max(r["packet_bytes"] for r in packets["records"])
-    by = {r["method"]: r["gbps"] for r in packets["records"] if r["packet_bytes"] == biggest}
-    assert by["Link"] > 0.5 * by["one copy"], by
 
 
-@pytest.mark.timeout(30)
-def test_rerender_from_json_markdown_and_plots(main, tmp_path, capsys):
-    saved = tmp_path / "t.json"
-    assert main(*TINY, "--devices", "2", "map", "packets", "--json", str(saved)) == 0
-    first = capsys.readouterr().out
-    md, plots = tmp_path / "t.md", tmp_path / "p"
-    assert main("--from-json", str(saved), "--markdown", str(md), "--plot", str(plots)) == 0
-    captured = capsys.readouterr()
-    assert "starting" not in captured.err  # nothing was measured again
-    table_lines = lambda text: [l for l in text.splitlines() if "GB/s" in l or l.startswith("cpu:")]
-    assert table_lines(captured.out) == table_lines(first)
-    text = md.read_text()
-    assert "| packet | packets | bytes | one copy | raw packets | Link | Link/copy |" in text
-    assert "### map:" in text and "### summary" in text and "project commit" in text
-    assert sorted(p.name for p in plots.iterdir()) == ["fig2b_packetization.png", "map_bandwidth.png"]
-
-
-@pytest.mark.parametrize("content,message", [("{not json", "not a JSON file"),
-                                             ('{"schema": "other"}', "not a groute topo report")])
-def test_from_json_rejects_other_files(main, tmp_path, capsys, content, message):
-    bad = tmp_path / "bad.json"
-    bad.write_text(content)
-    assert main("--from-json", str(bad)) == 1
-    assert message in capsys.readouterr().err
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(300)
+def test_link_keeps_up_with_a_peer_copy_for_large_packets(main, tmp_path):
+    """Issue 3: our Link should reach >= 90% of one plain peer copy for large packets (asserted
+    with some slack: 80%)."""
+    out = tmp_path / "t.json"
+    assert main("--backend", "cuda", "--devices", "2", "packets", "--sizes", "256M",
+                "--packet-sizes", "32M,256M", "--repeat", "5", "--json", str(out)) == 0
+    records = json.loads(out.read_text())["benchmarks"][0]["records"]
+    for packet in (32 << 20, 256 << 20):
+        by = {r["method"]: r["gbps"] for r in records if r["packet_bytes"] == packet}
+        assert by["Link"] >= 0.8 * by["one copy"], (packet, by)
