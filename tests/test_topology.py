@@ -246,6 +246,32 @@ def test_access_plan_random_indices_stay_in_power_of_two_prefix():
     assert target[512:].sum() == 0 and (target[:512] == 3).mean() > 0.9
 
 
+@pytest.mark.timeout(30)
+def test_rerender_from_json_markdown_and_plots(main, tmp_path, capsys):
+    saved = tmp_path / "t.json"
+    assert main(*TINY, "--devices", "2", "map", "packets", "--json", str(saved)) == 0
+    first = capsys.readouterr().out
+    md, plots = tmp_path / "t.md", tmp_path / "p"
+    assert main("--from-json", str(saved), "--markdown", str(md), "--plot", str(plots)) == 0
+    captured = capsys.readouterr()
+    assert "starting" not in captured.err  # nothing was measured again
+    table_lines = lambda text: [l for l in text.splitlines() if "GB/s" in l or l.startswith("cpu:")]
+    assert table_lines(captured.out) == table_lines(first)
+    text = md.read_text()
+    assert "| packet | packets | bytes | one copy | raw packets | Link | Link/copy |" in text
+    assert "### map:" in text and "### summary" in text and "project commit" in text
+    assert sorted(p.name for p in plots.iterdir()) == ["fig2b_packetization.png", "map_bandwidth.png"]
+
+
+@pytest.mark.parametrize("content,message", [("{not json", "not a JSON file"),
+                                             ('{"schema": "other"}', "not a groute topo report")])
+def test_from_json_rejects_other_files(main, tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert main("--from-json", str(bad)) == 1
+    assert message in capsys.readouterr().err
+
+
 # GPU ------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.timeout(300)
