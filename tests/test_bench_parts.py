@@ -185,3 +185,12 @@ def test_source_rule():
     g = load_graph("kron:7")
     v, rule = choose_source(g, "kron:7")
     assert g.degrees()[v] == g.degrees().max() and "highest out-degree" in rule
+
+
+def test_commit_comes_from_the_environment_without_git(monkeypatch):
+    from groute.bench import machine
+    monkeypatch.setattr(machine, "_run", lambda cmd, cwd=None: None)  # no git here
+    monkeypatch.setenv("GROUTE_COMMIT", "abc123")
+    assert machine.project_version()["commit"] == "abc123"
+    monkeypatch.delenv("GROUTE_COMMIT")
+    assert machine.project_version()["commit"] is None

@@ -98,7 +98,11 @@ def _nvidia_driver() -> str:
 
 
 def project_version() -> dict:
-    """The groute version and, in a git checkout, the commit and whether tracked files changed."""
+    """The groute version and, in a git checkout, the commit and whether tracked files changed.
+
+    A copy of the tree without ``.git`` (e.g. on a remote GPU machine) takes the commit from
+    ``$GROUTE_COMMIT``, the convention topology results use too; ``dirty`` is then unknown.
+    """
     from groute import __version__
     info = {"version": __version__, "commit": None, "dirty": None}
     commit = _run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT)
@@ -106,6 +110,9 @@ def project_version() -> dict:
         info["commit"] = commit
         status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT)
         info["dirty"] = bool(status) if status is not None else None
+    elif os.environ.get("GROUTE_COMMIT"):
+        info["commit"] = os.environ["GROUTE_COMMIT"].strip()
+        info["commit_from"] = "GROUTE_COMMIT"
     return info
 
 

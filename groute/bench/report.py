@@ -84,7 +84,7 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     h = "#" * heading_level
     machine = results.get("machine", {})
     project = machine.get("project", {})
-    commit = project.get("commit") or "unknown (not a git checkout)"
+    commit = project.get("commit") or "unknown (not a git checkout; set GROUTE_COMMIT)"
     if project.get("dirty"):
         commit += " (with uncommitted changes)"
     bw = results.get("bandwidth") or {}
