@@ -9,7 +9,7 @@
 //   v remote: if c beats what this device already sent for v (sent_best), the item (v, c)
 //             goes to the owner's outbox; if that outbox is full, u is re-queued and the
 //             launch ends after the round so the host can flush (nothing is lost).
-// One grid.sync per round: near counts rotate over three slots (read r%3, write (r+1)%3,
+// One grid barrier per round: near counts rotate over three slots (read r%3, write (r+1)%3,
 // zero (r+2)%3, which nobody touches in round r). When the near queue empties, a single
 // device (self_advance) moves its threshold by delta and splits the far queue itself;
 // otherwise the kernel returns and the host decides. The grid is sized to be fully resident.
@@ -90,20 +90,66 @@ __device__ __forceinline__ bool relax(const Args& a, long long e, int d, int thr
     return false;
 }
 
-__device__ void split_far(const Args& a, cg::grid_group& grid, int& fc, int old_thr, int thr,
+// A grid-wide barrier for a grid that is entirely resident (the host sizes it so, and launches
+// it cooperatively when it can, which guarantees residency). The last block to arrive resets
+// the count and then bumps the generation the others spin on; fences order the round's writes
+// before the release and the reads after it.
+//
+// The last block to arrive also takes the decisions every block must agree on (decide != 0):
+// whether to stop after this round (an outbox overflowed or holds `flush` items) and, with
+// decide == 2, a snapshot of the big-vertex list (which the next round starts refilling). The
+// blocks read them after the barrier; nobody writes them again before the next barrier, so all
+// blocks see the same values even though fast blocks may already be pushing new work.
+__device__ __forceinline__ void grid_sync(const Args& a, int decide = 0, int flush = 0) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile int* gen = &a.ctl[BARRIER_GEN];
+        int seen = *gen;
+        __threadfence();
+        if (atomicAdd(&a.ctl[BARRIER_COUNT], 1) == (int)gridDim.x - 1) {
+            __threadfence();
+            if (decide) {
+                if (decide == 2) {
+                    unsigned long long reserve = atomicExch(&a.counters[BIG_RESERVE], 0ull);
+                    a.ctl[BIG_N] = (int)(reserve >> 40);
+                    a.ctl[BIG_TOTAL] = (int)(reserve & ((1ull << 40) - 1));
+                }
+                int stop = *(volatile int*)&a.ctl[OUT_OVERFLOW];
+                long long out = 0;
+                for (int j = 0; j < a.k; ++j) out += *(volatile int*)&a.ctl[OUT_COUNT + j];
+                a.ctl[STOP] = stop || (flush > 0 && out >= flush);
+                __threadfence();
+            }
+            atomicExch(&a.ctl[BARRIER_COUNT], 0);
+            __threadfence();
+            atomicAdd(&a.ctl[BARRIER_GEN], 1);
+        } else {
+            while (*gen == seen) __nanosleep(20);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ long long global_rank() {
+    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ long long global_size() { return (long long)gridDim.x * blockDim.x; }
+
+__device__ void split_far(const Args& a, int& fc, int old_thr, int thr,
                           int* cur, int* cur_count, unsigned long long& deferrals) {
     long long* far_cur = fc ? a.far1 : a.far0;
     long long* far_next = fc ? a.far0 : a.far1;
     int n = *(volatile int*)&a.ctl[FAR_COUNT + fc];
     int overflow = *(volatile int*)&a.ctl[FAR_OVERFLOW];
     int* next_count = &a.ctl[FAR_COUNT + (fc ^ 1)];
-    grid.sync();                                   // everyone has read FAR_MIN and the counts
-    if (grid.thread_rank() == 0) { a.ctl[FAR_MIN] = VALUE_INF; *next_count = 0; }
-    grid.sync();
-    long long tid = grid.thread_rank(), nthreads = grid.size();
+    grid_sync(a);                                   // everyone has read FAR_MIN and the counts
+    if (global_rank() == 0) { a.ctl[FAR_MIN] = VALUE_INF; *next_count = 0; }
+    grid_sync(a);
+    long long tid = global_rank(), nthreads = global_size();
     if (!overflow) {
         for (long long i = tid; i < n; i += nthreads) {
-            long long item = far_cur[i];
+            long long item = __ldcg(&far_cur[i]);
             int u = item_vertex(item), d = item_value(item);
             if (*(volatile int*)&a.dist[u] != d) continue;       // stale: improved since
             if (d < thr) push_near(a, cur, cur_count, u);
@@ -120,14 +166,14 @@ __device__ void split_far(const Args& a, cg::grid_group& grid, int& fc, int old_
             else push_far(a, far_next, next_count, (int)u, d, deferrals);
         }
     }
-    grid.sync();
-    if (grid.thread_rank() == 0) {
+    grid_sync(a);
+    if (global_rank() == 0) {
         a.ctl[FAR_INDEX] = fc ^ 1;
         a.ctl[FAR_COUNT + fc] = 0;
         a.ctl[FAR_OVERFLOW] = 0;
     }
     fc ^= 1;
-    grid.sync();
+    grid_sync(a);
 }
 
 __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
@@ -145,8 +191,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds, int flush,
          int op) {
     const Args a = *pa;
-    cg::grid_group grid = cg::this_grid();
-    const long long tid = grid.thread_rank(), nthreads = grid.size();
+    const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
     const long long warp = tid >> 5, nwarps = nthreads >> 5;
     int r = *(volatile int*)&a.ctl[ROUND];
@@ -157,7 +202,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     if (op == 1) {
         int* cur = (r & 1) ? a.near1 : a.near0;
         int old_thr = *(volatile int*)&a.ctl[THRESHOLD];
-        split_far(a, grid, fc, old_thr, thr, cur, &a.ctl[NEAR_COUNT + r % 3], deferrals);
+        split_far(a, fc, old_thr, thr, cur, &a.ctl[NEAR_COUNT + r % 3], deferrals);
     }
     while (op == 0) {
         const int cur_n = *(volatile int*)&a.ctl[NEAR_COUNT + r % 3];
@@ -167,16 +212,12 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             int far_over = *(volatile int*)&a.ctl[FAR_OVERFLOW];
             if ((far_n == 0 && !far_over) || !self_advance || thr == VALUE_INF) break;
             int new_thr = next_threshold(thr, *(volatile int*)&a.ctl[FAR_MIN], delta);
-            split_far(a, grid, fc, thr, new_thr, cur, &a.ctl[NEAR_COUNT + r % 3], deferrals);
+            split_far(a, fc, thr, new_thr, cur, &a.ctl[NEAR_COUNT + r % 3], deferrals);
             thr = new_thr;
             continue;
         }
-        if (rounds >= max_rounds || *(volatile int*)&a.ctl[OUT_OVERFLOW]) break;
-        if (flush > 0) {
-            long long out = 0;
-            for (int j = 0; j < a.k; ++j) out += *(volatile int*)&a.ctl[OUT_COUNT + j];
-            if (out >= flush) break;
-        }
+        // STOP was decided at the barrier that ended the previous round (see grid_sync)
+        if (rounds >= max_rounds || (rounds > 0 && *(volatile int*)&a.ctl[STOP])) break;
         int* next = (r & 1) ? a.near0 : a.near1;
         int* next_count = &a.ctl[NEAR_COUNT + (r + 1) % 3];
         long long* far = fc ? a.far1 : a.far0;
@@ -189,7 +230,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             int u = -1, d = 0;
             long long start = 0, deg = 0;
             if (i < cur_n) {
-                u = cur[i];
+                u = __ldcg(&cur[i]);        // written by other blocks last round: skip L1
                 a.in_near[u] = 0;
                 __threadfence();
                 d = *(volatile int*)&a.dist[u];
@@ -227,31 +268,28 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             }
             if (retry) push_near(a, next, next_count, u);
         }
-        grid.sync();
-        const unsigned long long reserve = *(volatile unsigned long long*)&a.counters[BIG_RESERVE];
-        const int big_n = (int)(reserve >> 40);
+        grid_sync(a, 2, flush);
+        const int big_n = *(volatile int*)&a.ctl[BIG_N];
         if (big_n > 0) {
             // big vertices: chunks of CHUNK arcs, one per warp, across the whole grid
-            const long long total = (long long)(reserve & ((1ull << 40) - 1));
+            const long long total = *(volatile int*)&a.ctl[BIG_TOTAL];
             for (long long c = warp; c < total; c += nwarps) {
                 int lo_s = 0, hi_s = big_n - 1;          // last slot whose first chunk <= c
                 while (lo_s < hi_s) {
                     int mid = (lo_s + hi_s + 1) >> 1;
-                    if (a.big_first_chunk[mid] <= c) lo_s = mid; else hi_s = mid - 1;
+                    if (__ldcg(&a.big_first_chunk[mid]) <= c) lo_s = mid; else hi_s = mid - 1;
                 }
-                long long item = a.big_items[lo_s];
+                long long item = __ldcg(&a.big_items[lo_s]);
                 int u = item_vertex(item), d = item_value(item);
                 long long s0 = a.indptr[u], end = a.indptr[u + 1];
-                long long first = s0 + (c - a.big_first_chunk[lo_s]) * CHUNK;
+                long long first = s0 + (c - __ldcg(&a.big_first_chunk[lo_s])) * CHUNK;
                 long long last = min(first + CHUNK, end);
                 bool ok = true;
                 for (long long e = first + lane; e < last; e += 32)
                     ok &= relax(a, e, d, thr, next, next_count, far, far_count, deferrals);
                 if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, next, next_count, u);
             }
-            grid.sync();
-            if (tid == 0) a.counters[BIG_RESERVE] = 0;
-            grid.sync();
+            grid_sync(a, 1, flush);
         }
         ++r;
         ++rounds;

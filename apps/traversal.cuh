@@ -66,8 +66,13 @@ enum Ctl {
     FAR_MIN = 9,      // lower bound of deferred values (atomicMin on every far push)
     THRESHOLD = 10,   // threshold when the kernel returned (it may advance it itself)
     ROUNDS = 11,      // rounds run by the last launch
-    OUT_COUNT = 16,   // one slot per destination device
-    CTL_SIZE = 48
+    STOP = 12,        // decided at the end of a round by the barrier's last block
+    BIG_N = 13,       // big-vertex list snapshot: vertices, chunks
+    BARRIER_COUNT = 14,
+    BARRIER_GEN = 15,
+    BIG_TOTAL = 16,
+    OUT_COUNT = 24,   // one slot per destination device
+    CTL_SIZE = 64
 };
 enum Counter { PROCESSED = 0, EDGES = 1, DEFERRALS = 2, TOTAL_ROUNDS = 3, BIG_RESERVE = 4,
                COUNTERS = 8 };

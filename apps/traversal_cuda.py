@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ BLOCK = 256
 # control block slots, as traversal.cuh
 NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_OVERFLOW, OUT_OVERFLOW, FAR_MIN, THRESHOLD, ROUNDS = \
     0, 3, 4, 6, 7, 8, 9, 10, 11
-OUT_COUNT, CTL_SIZE = 16, 48
+STOP, OUT_COUNT, CTL_SIZE = 12, 24, 64
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, BIG_RESERVE, COUNTERS = 0, 1, 2, 3, 4, 8
 MAX_DEVICES = CTL_SIZE - OUT_COUNT
 
@@ -64,7 +65,7 @@ class CUDATraversalWorker:
                    f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
                    f"-DBLOCK={BLOCK}")
         with device.use():
-            module = load_module(KERNEL, options=options, cooperative=True)
+            module = self._load(options)
             self.traverse = module.get_function("traverse")
             self.absorb_kernel = module.get_function("absorb")
             n = max(self.n_local, 1)
@@ -93,6 +94,8 @@ class CUDATraversalWorker:
             self.ctl_host = cupy.cuda.alloc_pinned_memory(CTL_SIZE * 4)
             self.ctl_view = np.frombuffer(self.ctl_host, dtype=np.int32, count=CTL_SIZE)
             sms = cupy.cuda.Device(device.index).attributes["MultiProcessorCount"]
+            if blocks_per_sm is None and os.environ.get("GROUTE_TRAVERSAL_BLOCKS_PER_SM"):
+                blocks_per_sm = int(os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"])
             self.blocks = sms * self._blocks_per_sm(blocks_per_sm)
         with device.use():
             rec = self._pack_args()
@@ -104,6 +107,19 @@ class CUDATraversalWorker:
         self.counters = {}
         log.info("%s: traversal worker, %d vertices, grid %d x %d", device.name, self.n_local,
                  self.blocks, BLOCK)
+
+    def _load(self, options):
+        """The compiled module, launched cooperatively (residency guaranteed) if CuPy can."""
+        try:
+            module = load_module(KERNEL, options=options, cooperative=True)
+            module.get_function("traverse")
+            self.cooperative = True
+            return module
+        except Exception as exc:  # noqa: BLE001 - e.g. no libcudadevrt to link against
+            log.warning("cooperative launch unavailable (%s); launching the resident-sized grid "
+                        "normally", exc)
+            self.cooperative = False
+            return load_module(KERNEL, options=options, cooperative=False)
 
     def _blocks_per_sm(self, wanted):
         """Resident blocks per SM for the cooperative kernel (all blocks must be resident)."""
@@ -230,6 +246,7 @@ class CUDATraversalWorker:
         if self.k > 1:
             self.ctl[OUT_COUNT:OUT_COUNT + self.k] = 0
             self.ctl[OUT_OVERFLOW] = 0
+            self.ctl[STOP] = 0
         self._launch_traverse(threshold, max_rounds, self_advance, op=0)
         work = self._read_back(moved_threshold=self_advance)
         outbox = [None] * self.k
@@ -246,7 +263,7 @@ class CUDATraversalWorker:
         for items in arrays:
             n = int(items.shape[0])
             if n:
-                blocks = min(-(-n // BLOCK), self.blocks * 4)
+                blocks = min(-(-n // BLOCK), self.blocks)   # module launches are cooperative
                 self.absorb_kernel((blocks,), (BLOCK,), (self.args, items, np.int32(n), thr))
         self.counters_absorbed = getattr(self, "counters_absorbed", 0) + sum(int(a.shape[0]) for a in arrays)
         return self._read_back()

@@ -192,3 +192,14 @@ def test_cuda_multi_device(k, mode, routing):
         for partition in ("contiguous", "random"):
             check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
                   routing=routing, timeout=30)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_plain_cupy_baseline_matches_reference():
+    need_gpus(1)
+    from apps.baselines import cupy_bfs
+    for spec in ("kron:10", "grid:30"):
+        g = load_graph(spec)
+        s = busiest(g)
+        np.testing.assert_array_equal(np.asarray(cupy_bfs(g, s).get()), reference.bfs(g, s))

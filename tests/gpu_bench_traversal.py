@@ -1,0 +1,164 @@
+"""BFS/SSSP on the GPU: verify against scipy, then time against scipy and plain CuPy (one run).
+
+Not a pytest module (its name does not start with ``test_``): run it on a GPU machine,
+
+    python tests/gpu_bench_traversal.py --graphs kron:21,grid:4900 --json out.json
+
+For every graph: load (timed), pick the source like the bench harness (grid corner, else the
+highest-degree vertex), compute the scipy reference (timed: it is the CPU peer), then for each
+case (app x mode x priority) build the solver once, run a warm-up, check the answer, and time
+``--repeat`` runs (CUDA events; median). The plain-CuPy baselines (apps/baselines.py) run once
+after a warm-up unless ``--no-cupy``. Prints one line per case and writes everything as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from groute.bench.floor import floor_bytes, measure_copy_bandwidth  # noqa: E402
+from groute.bench.suite import choose_source  # noqa: E402
+from groute.graph import load_graph  # noqa: E402
+
+CASES = {
+    "bfs": [("async", True), ("bsp", False)],
+    "sssp": [("async", True), ("async", False), ("bsp", False)],
+}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def timed(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        times.append(fn())
+    return statistics.median(times), times
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--graphs", default="kron:21,grid:4900")
+    ap.add_argument("--apps", default="bfs,sssp")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--devices", type=int, default=1)
+    ap.add_argument("--no-cupy", action="store_true")
+    ap.add_argument("--no-bsp", action="store_true")
+    ap.add_argument("--cupy-limit", type=int, default=1 << 40, help="skip CuPy peers above this many arcs")
+    ap.add_argument("--delta", type=float, default=None)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+
+    import cupy
+    from groute import Context
+    from apps.baselines import cupy_bfs, cupy_sssp
+    from apps.bfs import BFS
+    from apps.sssp import SSSP
+    from groute.graph import reference
+    from scipy.sparse import csgraph
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    out = {"device": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+           "commit": os.environ.get("GROUTE_COMMIT", ""), "cases": [], "graphs": {}}
+    ctx = Context(args.devices, backend="cuda", timeout=120)
+    bw = measure_copy_bandwidth(ctx.devices[0])["bytes_per_s"]
+    out["copy_bandwidth"] = bw
+    log(f"device {out['device']}, copy bandwidth {bw / 1e12:.2f} TB/s (read+write)")
+    for spec in args.graphs.split(","):
+        t0 = time.perf_counter()
+        g = load_graph(spec)
+        t_load = time.perf_counter() - t0
+        source, why = choose_source(g, spec)
+        gw = g if g.weights is not None else g.with_weights(seed=0)
+        gb = g.without_weights() if g.weights is not None else g
+        log(f"\n== {spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in {t_load:.1f} s;"
+            f" source {source} ({why})")
+        info = out["graphs"][spec] = {"vertices": g.num_vertices, "arcs": g.num_edges, "load_s": t_load,
+                                      "source": source}
+        m = gb.to_scipy()
+        for app in args.apps.split(","):
+            graph = gb if app == "bfs" else gw
+            # scipy peer and reference
+            t0 = time.perf_counter()
+            if app == "bfs":
+                csgraph.breadth_first_order(m, source, directed=True, return_predecessors=False)
+                t_scipy = time.perf_counter() - t0
+                ref = reference.bfs(graph, source)
+            else:
+                ref = reference.sssp(graph, source)
+                t_scipy = time.perf_counter() - t0
+            info[f"scipy_{app}_s"] = t_scipy
+            floor_s = floor_bytes(app, graph) / bw
+            log(f"{app}: scipy {t_scipy * 1e3:.1f} ms; floor {floor_s * 1e3:.3f} ms")
+            # plain CuPy peer
+            t_cupy = None
+            if not args.no_cupy and graph.num_edges <= args.cupy_limit:
+                dg = graph.to_device(ctx.devices[0])
+                fn = cupy_bfs if app == "bfs" else cupy_sssp
+                with ctx.devices[0].use():
+                    fn(dg, source)
+                    cupy.cuda.Device().synchronize()
+                    t0 = time.perf_counter()
+                    vals = fn(dg, source)
+                    cupy.cuda.Device().synchronize()
+                    t_cupy = time.perf_counter() - t0
+                    vals = cupy.asnumpy(vals)
+                ok = np.array_equal(vals, ref) if app == "bfs" else np.allclose(vals, ref, rtol=1e-6)
+                log(f"{app}: plain CuPy {t_cupy * 1e3:.1f} ms (correct: {ok})")
+                info[f"cupy_{app}_s"] = t_cupy
+                del dg
+            cls = BFS if app == "bfs" else SSSP
+            for mode, priority in CASES[app]:
+                if args.no_bsp and mode == "bsp":
+                    continue
+                case = {"graph": spec, "app": app, "mode": mode, "priority": priority,
+                        "devices": args.devices}
+                try:
+                    t0 = time.perf_counter()
+                    kw = {} if args.delta is None or app == "bfs" else {"delta": args.delta}
+                    solver = cls(graph, ctx=ctx, partition="contiguous", mode=mode, priority=priority, **kw)
+                    case["setup_s"] = time.perf_counter() - t0
+                    try:
+                        res = solver.run(source)
+                        good = np.array_equal(res.values, ref)
+                        case["correct"] = bool(good)
+                        if not good:
+                            bad = np.flatnonzero(res.values != ref)
+                            case["wrong"] = int(bad.size)
+                            case["example"] = [int(bad[0]), float(res.values[bad[0]]), float(ref[bad[0]])]
+                        med, times = timed(lambda: solver.run(source).time_s, args.repeat)
+                        last = solver.run(source)
+                    finally:
+                        solver.close()
+                    case.update(time_s=med, times_s=times, floor_s=floor_s, over_floor=med / floor_s,
+                                gteps=graph.num_edges / med / 1e9, vs_scipy=t_scipy / med,
+                                vs_cupy=(t_cupy / med) if t_cupy else None, stats=last.stats)
+                    log(f"{app} {mode:5s} prio={int(priority)}: {med * 1e3:9.3f} ms  "
+                        f"correct={case['correct']}  {case['over_floor']:.1f}x floor  "
+                        f"{t_scipy / med:.1f}x scipy" + (f"  {t_cupy / med:.1f}x cupy" if t_cupy else "") +
+                        f"  levels={last.stats['levels']} launches={last.stats['launches']} "
+                        f"processed={sum(last.stats['items_processed']):,} deferrals={last.stats['deferrals']:,}"
+                        f" delta={last.stats['delta']}")
+                except Exception as exc:  # keep going: one broken case must not cost the rest
+                    import traceback
+                    traceback.print_exc()
+                    case["error"] = f"{type(exc).__name__}: {exc}"
+                    log(f"{app} {mode} prio={int(priority)}: ERROR {case['error']}")
+                out["cases"].append(case)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    ctx.shutdown()
+
+
+if __name__ == "__main__":
+    main()
