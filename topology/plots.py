@@ -102,7 +102,7 @@ def _lines_by_size(ax, res, value, ylabel, title, logy=False):
     sizes = sorted({r["bytes"] for r in res.records})
     for method in dict.fromkeys(r["method"] for r in res.records):
         ys = [_median(value(r) for r in res.select(method=method, bytes=s)) for s in sizes]
-        ax.plot(sizes, ys, "o-", label=method)
+        ax.plot(sizes, ys, "o--" if "kernel" in method else "o-", label=method)  # dashed: device-initiated
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [format_bytes(s).replace(" ", "") for s in sizes])
     if logy:
