@@ -50,7 +50,7 @@ def test_all_benchmarks_json_and_plots(main, tmp_path, capsys):
     captured = capsys.readouterr()
     assert "summary" in captured.out and "CPU virtual devices" in captured.out
     for name in runner.BENCHMARKS:  # progress: one line per step on stderr
-        assert f"[topo" in captured.err and f"{name}: done" in captured.err
+        assert "[topo" in captured.err and f"{name}: done" in captured.err
 
     doc = json.loads(out_json.read_text())
     assert doc["schema"] == "groute-topo/1" and doc["ok"] is True
