@@ -1,0 +1,398 @@
+#!/usr/bin/env python
+"""GPU check of PageRank and CC: compile, verify on 1 and all GPUs, time against scipy and CuPy.
+
+Run from the repository root on a machine with CUDA GPUs (CuPy installed; pymetis not needed)::
+
+    python tests/gpu_check_pr_cc.py                 # everything, about 5 minutes on 4 x H200
+    python tests/gpu_check_pr_cc.py --quick         # compile + correctness only (< 1 minute)
+    python tests/gpu_check_pr_cc.py --big grid:4900 --repeat 3 --budget 300
+
+Stages, in order, so a broken kernel shows up in the first seconds:
+
+1. compile every kernel of ``apps/pr.cu`` and ``apps/cc.cu`` on every GPU;
+2. correctness: PR (async and BSP) and CC on small hand-made, real and random graphs, on 1 GPU
+   and on all GPUs (plus 2 when there are more), against ``groute.graph.reference`` (PR: L1 <=
+   1e-4; CC: exact labels), and the plain-CuPy baselines on one graph;
+3. timings on ``--big`` graphs (default kron:21 and grid:4900): ours on 1 and all GPUs (one
+   warm-up, ``--repeat`` runs, median; CUDA events on one GPU), the plain-CuPy baselines (CUDA
+   events, same warm-up/median) and scipy (the reference power iteration / csgraph, one run),
+   each result verified; times also as a multiple of the one-pass bandwidth floor.
+
+Every case prints one line; a failure prints ``FAIL <case>: <why>`` and the run goes on; the exit
+status is 1 if anything failed. A compact table ends the output; with ``$OUT`` set, the results
+go to ``$OUT/gpu_check_pr_cc.json`` (rewritten after every case, so a cut-off run keeps what it
+did). ``--budget`` seconds stops starting new timing cases (the rest are marked skipped).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+PR_MAX_L1 = 1e-4
+#: "cuda" for the real check; "cpu" (--dry-run) runs the same stages on CPU virtual devices,
+#: without the kernels and the CuPy baselines, to test this script on a machine without a GPU.
+BACKEND = "cuda"
+RESULTS = {"cases": [], "failures": [], "timings": []}
+T_START = time.perf_counter()
+
+
+def out_path():
+    out = os.environ.get("OUT")
+    return Path(out) / "gpu_check_pr_cc.json" if out else None
+
+
+def save():
+    path = out_path()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(RESULTS, indent=1, default=str))
+
+
+def elapsed():
+    return time.perf_counter() - T_START
+
+
+def record(case, ok, detail, **extra):
+    RESULTS["cases"].append({"case": case, "ok": ok, "detail": detail, **extra})
+    if not ok:
+        RESULTS["failures"].append(case)
+        print(f"FAIL {case}: {detail}", flush=True)
+    else:
+        print(f"ok   {case}: {detail}", flush=True)
+    save()
+
+
+def guarded(case, fn):
+    """Run ``fn()``; an exception is a failure of ``case`` (with the traceback's last lines)."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - reported, then the run goes on
+        tb = traceback.format_exc().strip().splitlines()
+        record(case, False, f"{type(exc).__name__}: {exc} | " + " / ".join(tb[-6:]))
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+def stage_compile(ngpu):
+    import cupy
+    from groute.kernels import get_kernel
+    kernels = {ROOT / "apps" / "pr.cu": ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack"],
+               ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress"]}
+    for gpu in range(ngpu):
+        with cupy.cuda.Device(gpu):
+            for path, names in kernels.items():
+                t0 = time.perf_counter()
+                for name in names:
+                    get_kernel(path, name)
+                record(f"compile {path.name} on cuda:{gpu}", True,
+                       f"{len(names)} kernels in {time.perf_counter() - t0:.2f} s")
+
+
+def small_graphs():
+    from groute.graph import CSRGraph, load_graph
+    from conftest import SHARED_GRAPHS
+
+    def g(n, edges, directed, name):
+        e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        s, d = e[:, 0], e[:, 1]
+        if not directed:
+            s, d = np.r_[s, d], np.r_[d, s]
+        return CSRGraph.from_edges(s, d, n, directed=directed, name=name)
+    rng = np.random.default_rng(3)
+    perm = rng.permutation(3000)
+    graphs = [
+        g(6, [(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (5, 4)], True, "hand-dangling"),
+        g(8, [(0, 1), (1, 2), (3, 2), (6, 5), (4, 5)], True, "hand-directed-weak"),
+        g(7, [(0, 1), (2, 3)], False, "hand-isolated"),
+        g(3000, np.column_stack([perm[:-1], perm[1:]]), False, "hand-long-path"),
+        g(12, [(i, 0) for i in range(1, 12)], True, "hand-star-in"),
+    ]
+    for name in ("karate.mtx.gz", "polblogs.mtx.gz", "power.mtx.gz", "email-Enron.mtx.gz"):
+        if (SHARED_GRAPHS / name).exists():
+            graphs.append(load_graph(SHARED_GRAPHS / name, cache=False))
+    for spec in ("kron:12", "grid:64", "er:20000:4", "kron:16"):
+        graphs.append(load_graph(spec, cache=False))
+    return graphs
+
+
+def device_counts(ngpu):
+    return sorted({1, ngpu} | ({2} if ngpu > 2 else set()))
+
+
+def stage_correctness(ngpu):
+    from apps.cc import CC
+    from apps.pr import PageRank
+    from groute import Context
+    from groute.graph import reference
+    graphs = small_graphs()
+    refs = {}
+    for g in graphs:
+        refs[g.name] = (reference.pagerank(g, tol=1e-12), reference.connected_components(g))
+    for k in device_counts(ngpu):
+        with Context(k, backend=BACKEND, timeout=60) as ctx:
+            for g in graphs:
+                if g.num_vertices < k:
+                    continue
+                pr_ref, cc_ref = refs[g.name]
+                for mode in ("async", "bsp"):
+                    for partition in (("contiguous", "random") if k > 1 else ("contiguous",)):
+                        case = f"PR {mode} {g.name} x{k} {partition if k > 1 else ''}".strip()
+
+                        def run_pr():
+                            with PageRank(g, ctx=ctx, mode=mode, partition=partition) as s:
+                                res = s.run()
+                                again = s.run()
+                            l1 = float(np.abs(res.values - pr_ref).sum())
+                            l1b = float(np.abs(again.values - pr_ref).sum())
+                            ok = l1 <= PR_MAX_L1 and l1b <= PR_MAX_L1 and abs(res.values.sum() - 1) < 1e-6
+                            record(case, ok, f"L1 {l1:.2e} (rerun {l1b:.2e}), {res.time_s * 1e3:.2f} ms")
+                        guarded(case, run_pr)
+                case = f"CC {g.name} x{k}"
+
+                def run_cc():
+                    seg = max(1 << 10, g.num_edges // 7)
+                    with CC(g, ctx=ctx, segment_edges=seg) as s:
+                        res = s.run()
+                        again = s.run()
+                    ok = np.array_equal(res.values, cc_ref) and np.array_equal(again.values, cc_ref)
+                    bad = "" if ok else " " + reference.mismatch_report(res.values, cc_ref)
+                    record(case, ok, f"exact={ok}, {res.time_s * 1e3:.2f} ms, segments/device "
+                                     f"{res.stats['segments_per_device']}{bad}")
+                guarded(case, run_cc)
+    if BACKEND != "cuda":
+        return
+    # the plain-CuPy baselines on a few graphs
+    from apps.baselines_pr_cc import cupy_cc, cupy_pagerank
+    for g in graphs[-3:]:
+        pr_ref, cc_ref = refs[g.name]
+
+        def run_baselines():
+            x, it = cupy_pagerank(g, tol=1e-10)
+            l1 = float(np.abs(x.get() - pr_ref).sum())
+            lab, rounds = cupy_cc(g)
+            ok = l1 <= PR_MAX_L1 and np.array_equal(lab.get(), cc_ref)
+            record(f"baselines {g.name}", ok, f"cupy PR L1 {l1:.2e} ({it} it), cupy CC exact="
+                                              f"{np.array_equal(lab.get(), cc_ref)} ({rounds} rounds)")
+        guarded(f"baselines {g.name}", run_baselines)
+
+
+# ------------------------------------------------------------------------------------------------
+def cuda_timed(fn, repeat):
+    """Median seconds of ``fn()`` over ``repeat`` runs after one warm-up, by CUDA events on the
+    current stream; returns (median, times, last result)."""
+    import cupy
+    fn()
+    times, out = [], None
+    for _ in range(repeat):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        out = fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return statistics.median(times), times, out
+
+
+def timing(entry):
+    RESULTS["timings"].append(entry)
+    t = entry.get("median_ms")
+    shown = f"{t:10.3f} ms" if t is not None else "   skipped  "
+    extra = ", ".join(f"{k}={v}" for k, v in entry.items()
+                      if k not in ("graph", "app", "impl", "gpus", "median_ms", "times_ms"))
+    print(f"time {entry['app']:8s} {entry['graph']:11s} {entry['impl']:22s} x{entry['gpus']}: {shown}  {extra}",
+          flush=True)
+    save()
+
+
+def time_cupy_baselines(g, spec, pr_ref, cc_ref, floor_s, repeat):
+    """The plain-CuPy peers on GPU 0, timed like ours and checked against the reference."""
+    import cupy
+    from apps.baselines_pr_cc import cupy_cc, cupy_pagerank
+    with cupy.cuda.Device(0):
+        def base_pr():
+            med, times, (x, it) = cuda_timed(lambda: cupy_pagerank(g, tol=1e-6), repeat)
+            l1 = float(np.abs(x.get() - pr_ref).sum())
+            timing({"graph": spec, "app": "pr", "impl": "cupy cuSPARSE SpMV", "gpus": 1,
+                    "median_ms": med * 1e3, "iterations": it, "L1": f"{l1:.1e}",
+                    "x_floor": round(med / floor_s["pr"], 1)})
+        guarded(f"time cupy PR {spec}", base_pr)
+
+        def base_cc():
+            med, times, (lab, rounds) = cuda_timed(lambda: cupy_cc(g), repeat)
+            ok = np.array_equal(lab.get(), cc_ref)
+            timing({"graph": spec, "app": "cc", "impl": "cupy scatter_min", "gpus": 1,
+                    "median_ms": med * 1e3, "rounds": rounds, "exact": ok,
+                    "x_floor": round(med / floor_s["cc"], 1)})
+            if not ok:
+                record(f"time cupy CC {spec}", False, "baseline labels differ from the reference")
+        guarded(f"time cupy CC {spec}", base_cc)
+        for attr in ("_cupy_pr_setup", "_cupy_cc_setup"):
+            if hasattr(g, attr):
+                delattr(g, attr)
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def stage_timings(ngpu, specs, repeat, budget):
+    from apps.cc import CC
+    from apps.pr import PageRank
+    from groute import Context
+    from groute.bench.floor import floor_bytes, measure_copy_bandwidth
+    from groute.device import CPUDevice, CUDADevice
+    from groute.graph import load_graph, reference
+
+    probe = CUDADevice(0) if BACKEND == "cuda" else CPUDevice(0)
+    bw = measure_copy_bandwidth(probe)["bytes_per_s"]
+    probe.close()
+    RESULTS["copy_bandwidth_GBps"] = bw / 1e9
+    print(f"device copy bandwidth (read+write): {bw / 1e9:.0f} GB/s", flush=True)
+    for spec in specs:
+        if elapsed() > budget:
+            timing({"graph": spec, "app": "all", "impl": "(time budget spent)", "gpus": "-",
+                    "median_ms": None})
+            continue
+        t0 = time.perf_counter()
+        g = load_graph(spec, cache=False)
+        print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        floor_s = {app: floor_bytes(app, g) / bw for app in ("pr", "cc")}
+        # scipy: the reference implementations, one run each (they are also the answers we check)
+        t0 = time.perf_counter()
+        pr_ref = reference.pagerank(g, tol=1e-6)
+        t_pr = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cc_ref = reference.connected_components(g)
+        t_cc = time.perf_counter() - t0
+        timing({"graph": spec, "app": "pr", "impl": "scipy power iteration", "gpus": 0,
+                "median_ms": t_pr * 1e3})
+        timing({"graph": spec, "app": "cc", "impl": "scipy csgraph", "gpus": 0, "median_ms": t_cc * 1e3})
+        if BACKEND == "cuda":
+            time_cupy_baselines(g, spec, pr_ref, cc_ref, floor_s, repeat)
+        # ours
+        for k in device_counts(ngpu):
+            for what in ("pr-async", "pr-bsp", "cc"):
+                case = f"time {what} {spec} x{k}"
+                if elapsed() > budget:
+                    timing({"graph": spec, "app": what, "impl": "groute (time budget spent)",
+                            "gpus": k, "median_ms": None})
+                    continue
+
+                def run_ours():
+                    with Context(k, backend=BACKEND, timeout=120) as ctx:
+                        t0 = time.perf_counter()
+                        if what == "cc":
+                            solver = CC(g, ctx=ctx)
+                        else:
+                            solver = PageRank(g, ctx=ctx, mode=what[3:], partition="contiguous")
+                        setup = time.perf_counter() - t0
+                        try:
+                            solver.run()
+                            runs = [solver.run() for _ in range(repeat)]
+                        finally:
+                            solver.close()
+                    times = [r.time_s for r in runs]
+                    med = statistics.median(times)
+                    res = runs[-1]
+                    entry = {"graph": spec, "app": what, "impl": "groute", "gpus": k,
+                             "median_ms": med * 1e3, "setup_s": round(setup, 1),
+                             "x_floor": round(med / floor_s["cc" if what == "cc" else "pr"], 1)}
+                    if what == "cc":
+                        ok = bool(np.array_equal(res.values, cc_ref))
+                        entry.update(exact=ok, segments_per_device=res.stats["segments_per_device"])
+                    else:
+                        l1 = float(np.abs(res.values - pr_ref).sum())
+                        ok = l1 <= PR_MAX_L1
+                        entry["L1"] = f"{l1:.1e}"
+                        if what == "pr-bsp":
+                            entry["iterations"] = res.stats["iterations"]
+                        else:
+                            entry["rounds"] = res.stats["rounds"]
+                            entry["pushes"] = sum(res.stats["vertices_pushed_per_device"])
+                            entry["items_sent"] = sum(res.stats["items_sent"].values()) \
+                                if res.stats["items_sent"] else 0
+                    timing(entry)
+                    if not ok:
+                        record(case, False, f"wrong answer: {entry}")
+                guarded(case, run_ours)
+        del g
+        if BACKEND == "cuda":
+            import cupy
+            cupy.get_default_memory_pool().free_all_blocks()
+
+
+def table():
+    rows = RESULTS["timings"]
+    if not rows:
+        return
+    print("\n| graph | app | implementation | GPUs | median ms | x floor | check |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        t = r.get("median_ms")
+        check = r.get("L1", "exact" if r.get("exact") else ("WRONG" if r.get("exact") is False else ""))
+        print(f"| {r['graph']} | {r['app']} | {r['impl']} | {r['gpus']} | "
+              f"{'-' if t is None else f'{t:.3f}'} | {r.get('x_floor', '')} | {check} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="compile and correctness only")
+    ap.add_argument("--big", default="kron:21,grid:4900", help="graphs to time (comma-separated)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=480, help="seconds after which no new timing case starts")
+    ap.add_argument("--skip-correctness", action="store_true")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
+    args = ap.parse_args()
+    global BACKEND
+    if args.dry_run:
+        BACKEND = "cpu"
+        RESULTS["machine"] = {"dry_run": "cpu virtual devices"}
+        guarded("correctness", lambda: stage_correctness(4))
+        if not args.quick:
+            guarded("timings", lambda: stage_timings(4, [s for s in args.big.split(",") if s],
+                                                     args.repeat, args.budget))
+        table()
+        return 1 if RESULTS["failures"] else 0
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from groute.device import cuda_device_count
+    ngpu = cuda_device_count()
+    if ngpu == 0:
+        print("no CUDA GPU (or no CuPy): nothing to check", file=sys.stderr)
+        return 2
+    import cupy
+    names = [cupy.cuda.runtime.getDeviceProperties(i)["name"] for i in range(ngpu)]
+    names = [n.decode() if isinstance(n, bytes) else n for n in names]
+    RESULTS["machine"] = {"gpus": names, "cupy": cupy.__version__, "numpy": np.__version__}
+    print(f"{ngpu} GPU(s): {', '.join(names)}; CuPy {cupy.__version__}", flush=True)
+    guarded("compile", lambda: stage_compile(ngpu))
+    if RESULTS["failures"]:
+        print("kernels do not compile: stopping", file=sys.stderr)
+        return 1
+    if not args.skip_correctness:
+        guarded("correctness", lambda: stage_correctness(ngpu))
+    if not args.quick:
+        specs = [s for s in args.big.split(",") if s]
+        guarded("timings", lambda: stage_timings(ngpu, specs, args.repeat, args.budget))
+    table()
+    RESULTS["seconds"] = round(elapsed(), 1)
+    save()
+    fails = RESULTS["failures"]
+    print(f"\n{len(RESULTS['cases'])} checks, {len(fails)} failed in {elapsed():.0f} s"
+          + (": " + "; ".join(fails) if fails else ""))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
