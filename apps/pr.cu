@@ -77,9 +77,19 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
 // Asynchronous push sweep (residual propagation, Whang et al.): every owned vertex whose residual
 // exceeds eps takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes
 // d * r / outdeg to each out-neighbour: into the local residual when this device owns it, else into
-// the dense remote accumulator (combined per vertex before it is sent). Lanes test one vertex
-// each; the warp then walks the active vertices' edge lists together (ballot), so hubs are spread
-// over 32 lanes. counters[0] += vertices pushed, counters[1] += arcs pushed.
+// the dense remote accumulator (combined per vertex before it is sent). Load balance: a lane
+// pushes the arcs of its own vertex when it has at most SMALL_DEGREE of them (road-like graphs);
+// bigger vertices are pushed by the whole warp together (ballot), so hubs are spread over 32
+// lanes. counters[0] += vertices pushed, counters[1] += arcs pushed.
+#define SMALL_DEGREE 8
+
+__device__ __forceinline__ void push_arc(int w, float c, int offset, int n_local,
+                                         float* residual, float* remote_acc) {
+    const int lw = w - offset;
+    if (lw >= 0 && lw < n_local) atomicAdd(residual + lw, c);
+    else atomicAdd(remote_acc + w, c);
+}
+
 extern "C" __global__ void pr_push(int n_local, int offset, const long long* __restrict__ indptr,
                                    const int* __restrict__ indices, float damping, float eps,
                                    float* __restrict__ residual, double* __restrict__ rank,
@@ -92,30 +102,38 @@ extern "C" __global__ void pr_push(int n_local, int offset, const long long* __r
     for (long long base = warp * 32; base < n_local; base += nwarps * 32) {
         const long long v = base + lane;
         float r = 0.0f;
+        long long s = 0, t = 0;
         if (v < n_local && residual[v] > eps) {
             r = atomicExch(residual + v, 0.0f);
             rank[v] += (double)r;
+            s = indptr[v];
+            t = indptr[v + 1];
+            pushed += 1;
+            arcs += (unsigned long long)(t - s);
         }
-        unsigned active = __ballot_sync(FULL_MASK, r > 0.0f);
-        if (lane == 0) pushed += __popc(active);
-        while (active) {
-            const int src = __ffs(active) - 1;
-            active &= active - 1;
+        const bool small = r > 0.0f && t - s <= SMALL_DEGREE;
+        if (small && t > s) {  // t == s: dangling, its mass leaks (normalised away at the end)
+            const float c = damping * r / (float)(t - s);
+            for (long long e = s; e < t; ++e) push_arc(indices[e], c, offset, n_local, residual, remote_acc);
+        }
+        unsigned big = __ballot_sync(FULL_MASK, r > 0.0f && !small);
+        while (big) {
+            const int src = __ffs(big) - 1;
+            big &= big - 1;
             const float rs = __shfl_sync(FULL_MASK, r, src);
-            const long long u = base + src;
-            const long long s = indptr[u], t = indptr[u + 1];
-            if (t == s) continue;  // dangling: its mass leaks (normalised away at the end)
-            const float c = damping * rs / (float)(t - s);
-            if (lane == 0) arcs += (unsigned long long)(t - s);
-            for (long long e = s + lane; e < t; e += 32) {
-                const int w = indices[e];
-                const int lw = w - offset;
-                if (lw >= 0 && lw < n_local) atomicAdd(residual + lw, c);
-                else atomicAdd(remote_acc + w, c);
-            }
+            const long long bs = __shfl_sync(FULL_MASK, s, src);
+            const long long bt = __shfl_sync(FULL_MASK, t, src);
+            const float c = damping * rs / (float)(bt - bs);
+            for (long long e = bs + lane; e < bt; e += 32)
+                push_arc(indices[e], c, offset, n_local, residual, remote_acc);
         }
     }
-    if (lane == 0 && (pushed | arcs)) {
+    // one atomic per warp for the counters
+    for (int off = 16; off > 0; off >>= 1) {
+        pushed += __shfl_down_sync(FULL_MASK, pushed, off);
+        arcs += __shfl_down_sync(FULL_MASK, arcs, off);
+    }
+    if (lane == 0 && pushed) {
         atomicAdd(counters, pushed);
         atomicAdd(counters + 1, arcs);
     }
