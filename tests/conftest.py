@@ -2,14 +2,10 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
 from groute.device import cuda_device_count
-
-SHARED_GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "graphs"
-
 
 def pytest_collection_modifyitems(config, items):
     gpus = cuda_device_count()
@@ -44,8 +40,3 @@ def no_thread_leak():
             break
         time.sleep(0.05)
     assert not extra, f"leaked threads: {[t.name for t in extra]}"
-
-
-def backends():
-    """The backends to parametrise over: cpu always; cuda (marked ``gpu``) when a GPU is there."""
-    return ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]

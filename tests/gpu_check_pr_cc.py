@@ -102,7 +102,7 @@ def stage_compile(ngpu):
 
 def small_graphs():
     from groute.graph import CSRGraph, load_graph
-    from conftest import SHARED_GRAPHS
+    from support import SHARED_GRAPHS
 
     def g(n, edges, directed, name):
         e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)

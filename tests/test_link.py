@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from groute import HOST, Context, Link, LinkClosed, WaitTimeout
-from conftest import backends
+from support import backends
 
 
 @pytest.fixture(params=backends())

@@ -5,7 +5,7 @@ import pytest
 from apps.pbf import parse_predicate, pbf
 from groute import Context
 from groute.cli import main
-from conftest import backends
+from support import backends
 
 
 @pytest.mark.timeout(60)

@@ -7,7 +7,7 @@ from apps.pr import PageRank, make_shards, pagerank
 from groute import Context
 from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
-from conftest import SHARED_GRAPHS, backends
+from support import SHARED_GRAPHS, backends
 
 MODES = ["async", "bsp"]
 

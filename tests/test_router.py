@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from groute import HOST, Context, Route, Router, broadcast, by_owner, first_available, ring
-from conftest import backends
+from support import backends
 
 
 def _collect(router, j, sink, delay=0.0):

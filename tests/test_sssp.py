@@ -15,7 +15,7 @@ from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
-from conftest import SHARED_GRAPHS
+from support import SHARED_GRAPHS
 
 
 def weighted(n, edges, directed=True):
