@@ -234,8 +234,11 @@ def test_gpu_bench_runs_and_verifies():
                                     modes=["async"], repeat=2, backend="cuda",
                                     peers=["scipy", "cupy"]), progress=False)
     assert results["bandwidth"]["method"].startswith("cupy")
-    assert results["machine"]["gpu_count"] >= 1
+    assert results["bandwidth"]["bytes_per_s"] > 1e11  # any datacenter GPU copies > 100 GB/s
+    assert results["machine"]["gpu_count"] >= 1 and results["machine"]["gpus"][0]["name"]
     assert not [c for c in results["cases"] if c["status"] in ("FAIL", "ERROR")], results["cases"]
+    cupy_peers = [p for p in results["peers"] if p["peer"] == "cupy"]
+    assert len(cupy_peers) == 4 and all(p["status"] == "ok" for p in cupy_peers), cupy_peers
 
 
 @pytest.mark.gpu

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from .suite import APPS, MODES, PARTITIONS, PEERS, PRESETS, make_config
 
