@@ -145,10 +145,11 @@ class Partition:
 
     def owner_of_new(self, new_ids):
         """Owning part of each new id (vectorised ``searchsorted`` on ``offsets``)."""
-        xp = array_module(new_ids) if not np.isscalar(new_ids) else np
+        if np.isscalar(new_ids):
+            return int(np.searchsorted(self.offsets, new_ids, side="right") - 1)
+        xp = array_module(new_ids)
         offs = self.offsets if xp is np else xp.asarray(self.offsets)
-        out = xp.searchsorted(offs, xp.asarray(new_ids), side="right") - 1
-        return out.astype(xp.int32) if hasattr(out, "astype") else int(out)
+        return (xp.searchsorted(offs, xp.asarray(new_ids), side="right") - 1).astype(xp.int32)
 
     def to_original(self, values_new):
         """Values indexed by new id -> the same values indexed by original id."""

@@ -1,6 +1,7 @@
 """SNAP edge lists (``.txt``, ``.el``, ``.edges``, optionally ``.gz``).
 
-``#`` (or ``%``) lines are comments, anywhere. Each data line is ``<src> <dst>`` (whitespace
+``#`` (or ``%``) lines are comments, anywhere; a SNAP header line ``# Nodes: N Edges: E`` is
+checked: the file must have exactly ``E`` edge lines. Each data line is ``<src> <dst>`` (whitespace
 separated) or ``<src> <dst> <weight>``. Ids are arbitrary non-negative integers, often sparse;
 they are renumbered to ``0..n-1`` in increasing id order and the original ids are kept in
 ``g.file_ids`` (so ``g.file_id_of(v)`` answers in the file's ids). Edge lists are taken as
@@ -10,6 +11,7 @@ are merged (smallest weight kept); self loops are kept.
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -35,7 +37,9 @@ def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
         raise GraphFormatError(path, f"an edge line must be '<src> <dst>' or '<src> <dst> <weight>', "
                                      f"found {ncols} fields", line=body_line)
     floats = ncols == 3 and any(c in first[2] for c in b".eE")
-    table, lines, starts = parse_table(body, ncols, path=path, first_line=body_line, floats=floats)
+    announced = _announced_edges(header)
+    table, lines, starts = parse_table(body, ncols, path=path, first_line=body_line, floats=floats,
+                                       expect_rows=announced)
 
     def line_of_row(r):
         return int(lines.line_of(starts[int(r) * ncols]))
@@ -65,6 +69,18 @@ def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
             weights = np.concatenate([weights, weights])
     return CSRGraph.from_edges(src, dst, n, weights, directed=not symmetric, name=graph_name(path),
                                source=os.fspath(path), file_ids=file_ids)
+
+
+_COUNTS = re.compile(rb"Nodes:\s*(\d+)\s+Edges:\s*(\d+)", re.IGNORECASE)
+
+
+def _announced_edges(header) -> int | None:
+    """The edge count of a SNAP ``# Nodes: N Edges: E`` header line (E = number of data lines)."""
+    for line in header:
+        m = _COUNTS.search(line)
+        if m:
+            return int(m.group(2))
+    return None
 
 
 def _compact_ids(ids):

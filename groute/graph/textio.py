@@ -108,7 +108,7 @@ def parse_table(data: bytes, ncols: int, *, path, first_line: int = 1, floats: b
             line = int(lines.line_of(starts[expect_rows * ncols]))
             raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but there "
                                          f"are more ({rows}); this is the first extra one", line=line)
-        end_line = int(lines.line_of(len(data))) if len(data) else first_line
+        end_line = int(lines.line_of(len(data) - 1)) if len(data) else first_line   # last line
         raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but the file "
                                      f"has only {rows} (truncated?)", line=end_line)
     dtype = np.float64 if floats else np.int64

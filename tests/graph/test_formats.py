@@ -114,6 +114,12 @@ def test_snap_symmetric_weights_comments_crlf_blank_lines(tmp_path):
     assert not s.directed and s.num_edges == 6 and s.is_symmetric()
 
 
+def test_snap_header_counts_accepted_when_right(tmp_path):
+    p = tmp_path / "ok.txt"
+    p.write_text("# Directed graph\n# Nodes: 3 Edges: 2\n# FromNodeId\tToNodeId\n5\t6\n6\t7\n")
+    assert read_graph(p).num_edges == 2
+
+
 def test_empty_and_headers_only(tmp_path):
     p = tmp_path / "e.txt"
     p.write_text("# nothing\n")
@@ -152,7 +158,7 @@ BAD = [
     ("nanw.mtx", MTX.format(field="real", sym="general") + "3 3 2\n1 2 nan\n2 3 1\n", 3, "finite"),
     ("textw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1\n2 3 abc\n", 4, "not a number"),
     ("floatw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1.5\n2 3 1\n", 3, "not a number"),
-    ("fewer.mtx", MTX.format(field="pattern", sym="general") + "3 3 3\n1 2\n2 3\n", 5, "only 2"),
+    ("fewer.mtx", MTX.format(field="pattern", sym="general") + "3 3 3\n1 2\n2 3\n", 4, "only 2"),
     ("more.mtx", MTX.format(field="pattern", sym="general") + "3 3 1\n1 2\n2 3\n", 4, "first extra"),
     ("nop.gr", "c x\na 1 2 3\n", 2, "problem line"),
     ("badp.gr", "p max 3 1\na 1 2 3\n", 1, "p sp"),
@@ -162,13 +168,15 @@ BAD = [
     ("negw.gr", "p sp 3 2\na 1 2 3\na 2 3 -1\n", 3, "negative"),
     ("textw.gr", "p sp 3 2\nc\na 1 2 x\na 2 3 1\n", 3, "not a number"),
     ("tag.gr", "p sp 3 2\na 1 2 3\ne 2 3 1\n", 3, "arc line"),
-    ("count.gr", "p sp 3 3\na 1 2 3\na 2 3 1\n", 4, "only 2"),
+    ("count.gr", "p sp 3 3\na 1 2 3\na 2 3 1\n", 3, "only 2"),
     ("one.txt", "# c\n1 2\n3\n4 5\n", 3, "found 1"),
     ("four.txt", "1 2\n3 4 5 6\n", 2, "found 4"),
     ("neg.txt", "1 2\n-3 4\n", 2, ">= 0"),
     ("text.txt", "1 2\n3 four\n", 2, "not a number"),
     ("negw.txt", "1 2 1\n3 4 -5\n", 2, "negative"),
     ("mixed.txt", "1 2 1\n3 4\n5 6 1\n", 2, "found 2"),
+    ("snapcount.txt", "# Nodes: 4 Edges: 3\n1 2\n3 4\n", 3, "only 2"),
+    ("snapmore.txt", "# Nodes: 4 Edges: 1\n1 2\n3 4\n", 3, "first extra"),
 ]
 
 

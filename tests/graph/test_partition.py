@@ -32,6 +32,7 @@ def check_invariants(g: CSRGraph, p, k):
         assert np.all(p.owner[members] == i)
         assert np.all(np.diff(members) > 0)
     assert np.array_equal(p.owner_of_new(p.perm), p.owner)
+    assert p.owner_of_new(int(p.offsets[-2])) == k - 1
     # per-part CSRs (global new ids) reassemble the renumbered graph, which is g relabelled
     locs = [p.local(i) for i in range(k)]
     indptr = np.concatenate([[0]] + [l.indptr[1:] + sum(x.num_edges for x in locs[:i])
