@@ -411,7 +411,8 @@ def _cpu_wall_time(fn):
 def _gpu_wall_time(fn):
     """Wall time of GPU work a user's code launches, with the device synchronised on both sides."""
     import cupy
-    with cupy.cuda.Device(0) as device:
+    device = cupy.cuda.Device(0)
+    with device:
         device.synchronize()
         t0 = time.perf_counter()
         raw = fn()
