@@ -1,26 +1,47 @@
 // Connected components kernels (apps/cc.py): hooking and compression on a parent array, after
-// Soman et al. and Sutton et al. ("Afforest"). Invariant: parent[v] <= v, because a hook only
-// ever writes a smaller root under a larger one (CAS) and compression only shortcuts to an
-// ancestor. So after full compression parent[v] is the smallest vertex id of v's component.
+// Soman et al., Sutton et al. ("Afforest") and Jaiganesh & Burtscher (ECL-CC). Invariant:
+// parent[v] <= v, because a hook only ever CASes a larger root under a smaller one and every
+// other write replaces a parent by one of its ancestors. So after full compression parent[v] is
+// the smallest vertex id of v's component.
 //
 // Parent reads are volatile: other threads change the array concurrently and L1 is not coherent,
-// so a cached value could make the hook loop spin on stale data.
+// so a cached value could make a loop spin on stale data.
 
 __device__ __forceinline__ int load(const int* p) { return *(const volatile int*)p; }
+__device__ __forceinline__ void store(int* p, int x) { *(volatile int*)p = x; }
 
-// Make u and v's trees one tree (GAP/Afforest Link): climb towards the roots; when the higher
-// of the two is a root, CAS it under the lower one.
+// The root of v's tree, splitting the path on the way (each visited vertex is pointed at its
+// grandparent), so trees stay shallow even when one kernel hooks millions of edges of a long
+// path or grid row. The stores are safe without atomics: a non-root never becomes a root again,
+// and any ancestor is a valid parent.
+__device__ __forceinline__ int find_root(int v, int* parent) {
+    int curr = load(parent + v);
+    if (curr != v) {
+        int prev = v, next;
+        while (curr > (next = load(parent + curr))) {
+            store(parent + prev, next);
+            prev = curr;
+            curr = next;
+        }
+    }
+    return curr;
+}
+
+// Make u's and v's trees one tree: CAS the larger root under the smaller; when the CAS loses a
+// race, continue from the value that won (an ancestor of the old root) until the roots agree.
 __device__ void hook(int u, int v, int* parent) {
-    int p1 = load(parent + u);
-    int p2 = load(parent + v);
-    while (p1 != p2) {
-        const int high = p1 > p2 ? p1 : p2;
-        const int low = p1 + p2 - high;
-        const int p_high = load(parent + high);
-        if (p_high == low) break;
-        if (p_high == high && atomicCAS(parent + high, high, low) == high) break;
-        p1 = load(parent + load(parent + high));
-        p2 = load(parent + low);
+    int ru = find_root(u, parent);
+    int rv = find_root(v, parent);
+    while (ru != rv) {
+        if (ru < rv) {
+            const int old = atomicCAS(parent + rv, rv, ru);
+            if (old == rv) break;
+            rv = find_root(old, parent);
+        } else {
+            const int old = atomicCAS(parent + ru, ru, rv);
+            if (old == ru) break;
+            ru = find_root(old, parent);
+        }
     }
 }
 
