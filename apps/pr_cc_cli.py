@@ -1,4 +1,5 @@
-"""Command lines ``groute pr`` and ``groute cc``: load, solve (warm-up + repeats), verify, write.
+"""Command-line plumbing the graph apps share (``groute pr``, ``groute cc``, and the traversal
+CLIs in ``traversal_cli.py``): graph options, loading, warm-up + repeats, counters, output files.
 
 Output conventions (same as BFS/SSSP): ``--output x.npy`` writes a NumPy array indexed in the
 reader's vertex order (file id minus one for 1-based Matrix Market/DIMACS files); any other
