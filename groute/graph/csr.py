@@ -427,8 +427,9 @@ class CSRGraph:
         return g
 
     def to_host(self) -> "CSRGraph":
-        """The graph with NumPy arrays (itself when already on the host)."""
-        if self.xp is np:
+        """The graph with NumPy arrays: copied back through the device it was moved to, else
+        itself when its arrays are already NumPy arrays."""
+        if self.device is None and self.xp is np:
             return self
 
         def back(a):

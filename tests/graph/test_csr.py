@@ -115,6 +115,24 @@ def test_to_device_and_back():
     assert dev.calls == 3 and isinstance(d.indices, FakeDevice.Arr) and d.device is dev
     h = d.to_host()
     assert np.array_equal(h.indptr, g.indptr) and np.array_equal(h.weights, g.weights)
+    assert type(h.indices) is np.ndarray and h.device is None
+
+
+def test_to_device_with_groute_cpu_device():
+    cpu = pytest.importorskip("groute.device.cpu")
+    dev = cpu.CPUDevice(0)
+    try:
+        g = load_graph("grid:7", cache=False)
+        d = g.to_device(dev)
+        assert d.indices is not g.indices and np.array_equal(d.indices, g.indices)
+        h = d.to_host()
+        assert h.indices is not d.indices and np.array_equal(h.weights, g.weights)
+        from groute.graph import partition_graph
+        loc = partition_graph(g, 2, method="contiguous").local(1).to_device(dev)
+        assert loc.device is dev and loc.to_host().num_edges == loc.num_edges
+    finally:
+        dev.release_stream(dev.compute_stream)
+        dev.release_stream(dev.copy_stream)
 
 
 def test_content_hash_changes_with_content():
