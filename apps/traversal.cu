@@ -34,8 +34,10 @@ __device__ __forceinline__ int owner_of(const long long* offsets, int k, int v) 
     return j;
 }
 
-__device__ __forceinline__ void push_near(const Args& a, int* queue, int* count, int u) {
-    if (atomicExch(&a.in_near[u], 1) == 0) {
+// in_near[u] holds the round u was last queued for: a vertex enters a round's queue once, and
+// nothing has to be cleared (or fenced) when it is dequeued.
+__device__ __forceinline__ void push_near(const Args& a, int* queue, int* count, int u, int round) {
+    if (atomicExch(&a.in_near[u], round) != round) {
         int slot = aggregated_reserve(count);
         queue[slot] = u;                  // capacity n_local: each vertex is queued once
     }
@@ -52,19 +54,18 @@ __device__ __forceinline__ void push_far(const Args& a, long long* far, int* cou
 
 // Offer value c to local vertex lv; queue it if it improved.
 __device__ __forceinline__ void improve_local(const Args& a, int lv, int c, int thr,
-                                              int* next, int* next_count, long long* far,
+                                              int* next, int* next_count, int round, long long* far,
                                               int* far_count, unsigned long long& deferrals) {
     if (c >= *(volatile int*)&a.dist[lv]) return;
     int old = atomicMin(&a.dist[lv], c);
     if (c >= old) return;
-    __threadfence();
-    if (c < thr) push_near(a, next, next_count, lv);
+    if (c < thr) push_near(a, next, next_count, lv, round);
     else push_far(a, far, far_count, lv, c, deferrals);
 }
 
 // Relax arc e out of local vertex u (value d). Returns false if an outbox was full.
 __device__ __forceinline__ bool relax(const Args& a, long long e, int d, int thr, int* next,
-                                      int* next_count, long long* far, int* far_count,
+                                      int* next_count, int round, long long* far, int* far_count,
                                       unsigned long long& deferrals) {
     int v = a.indices[e];
 #if WEIGHTS == 0
@@ -73,7 +74,7 @@ __device__ __forceinline__ bool relax(const Args& a, long long e, int d, int thr
     int c = value_add(d, a.weights[e]);
 #endif
     if (v >= a.lo && v < a.hi) {
-        improve_local(a, v - a.lo, c, thr, next, next_count, far, far_count, deferrals);
+        improve_local(a, v - a.lo, c, thr, next, next_count, round, far, far_count, deferrals);
         return true;
     }
     if (c >= *(volatile int*)&a.sent_best[v]) return true;
@@ -137,7 +138,7 @@ __device__ __forceinline__ long long global_rank() {
 __device__ __forceinline__ long long global_size() { return (long long)gridDim.x * blockDim.x; }
 
 __device__ void split_far(const Args& a, int& fc, int old_thr, int thr,
-                          int* cur, int* cur_count, unsigned long long& deferrals) {
+                          int* cur, int* cur_count, int round, unsigned long long& deferrals) {
     long long* far_cur = fc ? a.far1 : a.far0;
     long long* far_next = fc ? a.far0 : a.far1;
     int n = *(volatile int*)&a.ctl[FAR_COUNT + fc];
@@ -152,7 +153,7 @@ __device__ void split_far(const Args& a, int& fc, int old_thr, int thr,
             long long item = __ldcg(&far_cur[i]);
             int u = item_vertex(item), d = item_value(item);
             if (*(volatile int*)&a.dist[u] != d) continue;       // stale: improved since
-            if (d < thr) push_near(a, cur, cur_count, u);
+            if (d < thr) push_near(a, cur, cur_count, u, round);
             else push_far(a, far_next, next_count, u, d, deferrals);
         }
     } else {
@@ -162,7 +163,7 @@ __device__ void split_far(const Args& a, int& fc, int old_thr, int thr,
         for (long long u = tid; u < n_local; u += nthreads) {
             int d = *(volatile int*)&a.dist[u];
             if (d == VALUE_INF || d < old_thr) continue;
-            if (d < thr) push_near(a, cur, cur_count, (int)u);
+            if (d < thr) push_near(a, cur, cur_count, (int)u, round);
             else push_far(a, far_next, next_count, (int)u, d, deferrals);
         }
     }
@@ -202,7 +203,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     if (op == 1) {
         int* cur = (r & 1) ? a.near1 : a.near0;
         int old_thr = *(volatile int*)&a.ctl[THRESHOLD];
-        split_far(a, fc, old_thr, thr, cur, &a.ctl[NEAR_COUNT + r % 3], deferrals);
+        split_far(a, fc, old_thr, thr, cur, &a.ctl[NEAR_COUNT + r % 3], r, deferrals);
     }
     while (op == 0) {
         const int cur_n = *(volatile int*)&a.ctl[NEAR_COUNT + r % 3];
@@ -212,7 +213,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             int far_over = *(volatile int*)&a.ctl[FAR_OVERFLOW];
             if ((far_n == 0 && !far_over) || !self_advance || thr == VALUE_INF) break;
             int new_thr = next_threshold(thr, *(volatile int*)&a.ctl[FAR_MIN], delta);
-            split_far(a, fc, thr, new_thr, cur, &a.ctl[NEAR_COUNT + r % 3], deferrals);
+            split_far(a, fc, thr, new_thr, cur, &a.ctl[NEAR_COUNT + r % 3], r, deferrals);
             thr = new_thr;
             continue;
         }
@@ -231,8 +232,6 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             long long start = 0, deg = 0;
             if (i < cur_n) {
                 u = __ldcg(&cur[i]);        // written by other blocks last round: skip L1
-                a.in_near[u] = 0;
-                __threadfence();
                 d = *(volatile int*)&a.dist[u];
                 start = a.indptr[u];
                 deg = a.indptr[u + 1] - start;
@@ -259,14 +258,14 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 int dl = __shfl_sync(0xffffffffu, d, leader);
                 bool ok = true;
                 for (long long e = s + lane; e < s + m; e += 32)
-                    ok &= relax(a, e, dl, thr, next, next_count, far, far_count, deferrals);
+                    ok &= relax(a, e, dl, thr, next, next_count, r + 1, far, far_count, deferrals);
                 if (__any_sync(0xffffffffu, !ok) && lane == leader) retry = true;
             }
             if (deg > 0 && deg <= 32) {
                 for (long long e = start; e < start + deg; ++e)
-                    if (!relax(a, e, d, thr, next, next_count, far, far_count, deferrals)) retry = true;
+                    if (!relax(a, e, d, thr, next, next_count, r + 1, far, far_count, deferrals)) retry = true;
             }
-            if (retry) push_near(a, next, next_count, u);
+            if (retry) push_near(a, next, next_count, u, r + 1);
         }
         grid_sync(a, 2, flush);
         const int big_n = *(volatile int*)&a.ctl[BIG_N];
@@ -286,8 +285,8 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 long long last = min(first + CHUNK, end);
                 bool ok = true;
                 for (long long e = first + lane; e < last; e += 32)
-                    ok &= relax(a, e, d, thr, next, next_count, far, far_count, deferrals);
-                if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, next, next_count, u);
+                    ok &= relax(a, e, d, thr, next, next_count, r + 1, far, far_count, deferrals);
+                if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, next, next_count, u, r + 1);
             }
             grid_sync(a, 1, flush);
         }
@@ -326,7 +325,7 @@ absorb(const Args* __restrict__ pa, const long long* items, int n, int thr) {
     for (long long i = tid; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long item = items[i];
         improve_local(a, item_vertex(item) - a.lo, item_value(item), thr, cur,
-                      &a.ctl[NEAR_COUNT + r % 3], far, &a.ctl[FAR_COUNT + fc], deferrals);
+                      &a.ctl[NEAR_COUNT + r % 3], r, far, &a.ctl[FAR_COUNT + fc], deferrals);
     }
     if (deferrals) atomicAdd(&a.counters[DEFERRALS], deferrals);
 }

@@ -61,9 +61,10 @@ class CUDATraversalWorker:
             raise ValueError(f"the CUDA traversal supports up to {MAX_DEVICES} devices")
         self.flush_items = int(flush_items)
         self.inf_bits = _bits(math.inf, kind)
+        self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
         options = (f"-DVALUE_FLOAT={int(kind == 'float')}",
                    f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
-                   f"-DBLOCK={BLOCK}")
+                   f"-DBLOCK={self.block}")
         with device.use():
             module = self._load(options)
             self.traverse = module.get_function("traverse")
@@ -106,7 +107,7 @@ class CUDATraversalWorker:
         self.work = LocalWork()
         self.counters = {}
         log.info("%s: traversal worker, %d vertices, grid %d x %d", device.name, self.n_local,
-                 self.blocks, BLOCK)
+                 self.blocks, self.block)
 
     def _load(self, options):
         """The compiled module, launched cooperatively (residency guaranteed) if CuPy can."""
@@ -127,14 +128,14 @@ class CUDATraversalWorker:
         resident = None
         try:
             resident = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                self.traverse.kernel.ptr, BLOCK, 0))
+                self.traverse.kernel.ptr, self.block, 0))
         except Exception:  # noqa: BLE001 - fall back to the register count
             attrs = cp.cuda.Device(self.device.index).attributes
             regs = max(int(self.traverse.num_regs), 1)
             per_warp = -(-regs * 32 // 256) * 256
             warps = attrs["MaxRegistersPerMultiprocessor"] // per_warp
-            resident = max(1, min(warps // (BLOCK // 32),
-                                  attrs["MaxThreadsPerMultiProcessor"] // BLOCK))
+            resident = max(1, min(warps // (self.block // 32),
+                                  attrs["MaxThreadsPerMultiProcessor"] // self.block))
         resident = max(resident, 1)
         return min(resident, wanted) if wanted else resident
 
@@ -196,7 +197,7 @@ class CUDATraversalWorker:
     # ------------------------------------------------------------------ launches
     def _start(self, threshold):
         self.dist.fill(self.inf_bits)
-        self.in_near.fill(0)
+        self.in_near.fill(-1)          # the round each vertex was last queued for: none
         self.sent_best.fill(self.inf_bits)
         ctl = np.zeros(CTL_SIZE, dtype=np.int32)
         ctl[FAR_MIN] = self.inf_bits
@@ -205,7 +206,7 @@ class CUDATraversalWorker:
         if self.source is not None and self.lo <= self.source < self.hi:
             s = self.source - self.lo
             self.dist[s] = 0
-            self.in_near[s] = 1
+            self.in_near[s] = 0            # queued for round 0
             self.near[0][0] = s
             ctl[NEAR_COUNT] = 1
         self.ctl.set(ctl)
@@ -232,7 +233,7 @@ class CUDATraversalWorker:
                 np.int32(self.flush_items if self.k > 1 else 0), np.int32(op))
         while True:
             try:
-                self.traverse((self.blocks,), (BLOCK,), args)
+                self.traverse((self.blocks,), (self.block,), args)
                 break
             except self.cp.cuda.driver.CUDADriverError as exc:
                 if "TOO_LARGE" not in str(exc) or self.blocks <= 1:
@@ -263,8 +264,8 @@ class CUDATraversalWorker:
         for items in arrays:
             n = int(items.shape[0])
             if n:
-                blocks = min(-(-n // BLOCK), self.blocks)   # module launches are cooperative
-                self.absorb_kernel((blocks,), (BLOCK,), (self.args, items, np.int32(n), thr))
+                blocks = min(-(-n // self.block), self.blocks)   # module launches are cooperative
+                self.absorb_kernel((blocks,), (self.block,), (self.args, items, np.int32(n), thr))
         self.counters_absorbed = getattr(self, "counters_absorbed", 0) + sum(int(a.shape[0]) for a in arrays)
         return self._read_back()
 

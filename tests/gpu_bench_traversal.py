@@ -57,6 +57,10 @@ def main():
     ap.add_argument("--cupy-limit", type=int, default=1 << 40, help="skip CuPy peers above this many arcs")
     ap.add_argument("--delta", type=float, default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--configs", default="",
+                    help="launch shapes to compare, e.g. 256:0,1024:1 (block size : blocks per SM, "
+                         "0 = as many as fit); each runs the async cases")
+    ap.add_argument("--deltas", default="", help="extra SSSP deltas to time (async, priority on)")
     args = ap.parse_args()
 
     import cupy
@@ -118,14 +122,21 @@ def main():
                 info[f"cupy_{app}_s"] = t_cupy
                 del dg
             cls = BFS if app == "bfs" else SSSP
-            for mode, priority in CASES[app]:
-                if args.no_bsp and mode == "bsp":
-                    continue
+            plan = [(m, p, None, args.delta) for m, p in CASES[app]
+                    if not (args.no_bsp and m == "bsp")]
+            for cfg in filter(None, args.configs.split(",")):
+                plan += [(m, p, cfg, args.delta) for m, p in CASES[app] if m == "async"]
+            if app == "sssp":
+                plan += [("async", True, None, float(d)) for d in filter(None, args.deltas.split(","))]
+            for mode, priority, cfg, delta in plan:
+                block, per_sm = (cfg or "256:0").split(":")
+                os.environ["GROUTE_TRAVERSAL_BLOCK"] = block
+                os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"] = "" if per_sm == "0" else per_sm
                 case = {"graph": spec, "app": app, "mode": mode, "priority": priority,
-                        "devices": args.devices}
+                        "devices": args.devices, "config": cfg, "delta_asked": delta}
                 try:
                     t0 = time.perf_counter()
-                    kw = {} if args.delta is None or app == "bfs" else {"delta": args.delta}
+                    kw = {} if delta is None or app == "bfs" else {"delta": int(delta)}
                     solver = cls(graph, ctx=ctx, partition="contiguous", mode=mode, priority=priority, **kw)
                     case["setup_s"] = time.perf_counter() - t0
                     try:
@@ -143,7 +154,8 @@ def main():
                     case.update(time_s=med, times_s=times, floor_s=floor_s, over_floor=med / floor_s,
                                 gteps=graph.num_edges / med / 1e9, vs_scipy=t_scipy / med,
                                 vs_cupy=(t_cupy / med) if t_cupy else None, stats=last.stats)
-                    log(f"{app} {mode:5s} prio={int(priority)}: {med * 1e3:9.3f} ms  "
+                    case["grid"] = [solver.workers[0].blocks, solver.workers[0].block]
+                    log(f"{app} {mode:5s} prio={int(priority)} grid={case['grid']}: {med * 1e3:9.3f} ms  "
                         f"correct={case['correct']}  {case['over_floor']:.1f}x floor  "
                         f"{t_scipy / med:.1f}x scipy" + (f"  {t_cupy / med:.1f}x cupy" if t_cupy else "") +
                         f"  levels={last.stats['levels']} launches={last.stats['launches']} "

@@ -17,6 +17,8 @@ from groute.graph import shipped_graph_path
 
 from support import SHARED_GRAPHS
 
+POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
+
 
 def graph_from_edges(n, edges, directed=True):
     src = np.array([e[0] for e in edges], dtype=np.int64)
@@ -65,7 +67,7 @@ def test_hand_made_graphs(name, k, mode):
 def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
     if partition == "metis" and k > 1:
         pytest.importorskip("pymetis")
-    g = load_graph(str(SHARED_GRAPHS / "power.mtx.gz") if spec == "power" else spec)
+    g = load_graph(str(POWER) if spec == "power" else spec)
     with BFS(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
         for source in (0, busiest(g)):
             res = solver.run(source)
@@ -92,7 +94,10 @@ def test_modes_priority_routing(mode, priority, routing):
 
 @pytest.mark.timeout(60)
 def test_real_graph_from_shared_folder_directed():
-    g = load_graph(str(SHARED_GRAPHS / "polblogs.mtx.gz"))
+    path = SHARED_GRAPHS / "polblogs.mtx.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is not on this machine")
+    g = load_graph(str(path))
     check(g, busiest(g), backend="cpu", devices=2, partition="random", timeout=20)
 
 
@@ -160,7 +165,7 @@ def need_gpus(k):
 @pytest.mark.parametrize("mode", ["async", "bsp"])
 def test_cuda_one_device(spec, mode):
     need_gpus(1)
-    g = hand_made().get(spec) or load_graph(str(SHARED_GRAPHS / "power.mtx.gz") if spec == "power"
+    g = hand_made().get(spec) or load_graph(str(POWER) if spec == "power"
                                             else spec)
     with BFS(g, backend="cuda", devices=1, mode=mode, timeout=30) as solver:
         for source in (0, busiest(g)):

@@ -17,6 +17,8 @@ from groute.graph import shipped_graph_path
 
 from support import SHARED_GRAPHS
 
+POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
+
 
 def weighted(n, edges, directed=True):
     src = np.array([e[0] for e in edges], dtype=np.int64)
@@ -55,7 +57,7 @@ def busiest(g):
 
 
 def graph(spec, seed=1):
-    g = load_graph(str(SHARED_GRAPHS / "power.mtx.gz") if spec == "power" else spec)
+    g = load_graph(str(POWER) if spec == "power" else spec)
     return g.with_weights(seed=seed)
 
 
