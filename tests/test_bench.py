@@ -184,6 +184,14 @@ def test_cli_reports_bad_values_as_one_line(capsys):
     assert "groute bench: error: --apps: unknown 'bfz'" in err and "Traceback" not in err
 
 
+def test_other_subcommands_keep_their_single_device_count():
+    # bench replaces --devices K with a list; that must not leak into the shared common options
+    from groute.cli import build_parser
+    parser = build_parser()
+    assert parser.parse_args(["info", "--devices", "2"]).devices == 2
+    assert parser.parse_args(["bench", "--devices", "1,2"]).devices == [1, 2]
+
+
 def test_cli_takes_a_device_list_in_place_of_the_common_count():
     args = bench_parser().parse_args(["bench", "--preset", "cpu", "--devices", "4,1,2"])
     assert args.devices == [4, 1, 2] and args.backend is None
