@@ -190,6 +190,9 @@ def test_other_subcommands_keep_their_single_device_count():
     parser = build_parser()
     assert parser.parse_args(["info", "--devices", "2"]).devices == 2
     assert parser.parse_args(["bench", "--devices", "1,2"]).devices == [1, 2]
+    (subcommands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    info_help = subcommands.choices["info"].format_help()
+    assert "--devices K" in info_help and "\n  K " not in info_help  # an option, not a positional
 
 
 def test_cli_takes_a_device_list_in_place_of_the_common_count():
