@@ -140,6 +140,34 @@ def test_partial_results_are_saved_after_every_step(tmp_path):
     assert results["finished"] is not None and "not finished" not in markdown(results)
 
 
+def test_saved_runs_merge_into_one_report(tmp_path, capsys):
+    from groute.bench.report import write_json
+    from groute.cli import main
+    first = run_suite(small_config(graphs=["grid:5"]), command="groute bench --graphs grid:5",
+                      solvers={"bfs": double("bfs")}, progress=False)
+    second = run_suite(small_config(graphs=["kron:6"]), command="groute bench --graphs kron:6",
+                       solvers={"bfs": double("bfs", wrong_from=1)}, progress=False)
+    write_json(first, tmp_path / "a.json")
+    write_json(second, tmp_path / "b.json")
+    code = main(["bench", "--from-json", f"{tmp_path / 'a.json'},{tmp_path / 'b.json'}",
+                 "--json", str(tmp_path / "m.json"), "--markdown", str(tmp_path / "m.md"),
+                 "--plot", str(tmp_path / "plots")])
+    assert code == 3  # the second run has a FAIL
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert [c["graph"] for c in merged["cases"]] == ["grid:5", "kron:6"]
+    assert [r["command"] for r in merged["runs"]] == ["groute bench --graphs grid:5",
+                                                     "groute bench --graphs kron:6"]
+    text = (tmp_path / "m.md").read_text()
+    assert "Run 2 of 2:" in text and "`groute bench --graphs kron:6`" in text and "**FAIL**" in text
+    assert (tmp_path / "plots" / "strong_scaling.png").exists()
+    capsys.readouterr()
+    assert main(["bench", "--from-json", str(tmp_path / "a.json"), "--graphs", "grid:5"]) == 1
+    assert "runs nothing; drop --graphs" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"x": 1}')
+    assert main(["bench", "--from-json", str(tmp_path / "bad.json")]) == 1
+    assert "not a groute bench results file" in capsys.readouterr().err
+
+
 # options ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("options, message", [
     (dict(apps=["bfz"]), "--apps: unknown 'bfz'"),

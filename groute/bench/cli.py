@@ -76,6 +76,9 @@ def register(subparsers, common):
     p.add_argument("--json", metavar="FILE", help="write all results as JSON")
     p.add_argument("--markdown", metavar="FILE", help="write a self-contained markdown section")
     p.add_argument("--plot", metavar="DIR", help="write PNG plots (needs matplotlib)")
+    p.add_argument("--from-json", type=_list, metavar="FILE,FILE",
+                   help="run nothing: merge results saved with --json (e.g. one run per graph) "
+                        "and write them again with --json/--markdown/--plot")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run, backend=None)
     return p
@@ -107,9 +110,18 @@ def command_line(config) -> str:
 
 
 def run(args) -> int:
-    from .report import write_json, write_markdown
+    from .report import merge_results, read_results, write_json, write_markdown
     from .runner import run_suite
-    config = config_from_args(args)
+    if args.from_json:
+        given = [opt for opt, value in (("--preset", args.preset), ("--apps", args.apps),
+                                        ("--graphs", args.graphs), ("--devices", args.devices),
+                                        ("--modes", args.modes)) if value]
+        if given:
+            raise ValueError(f"--from-json re-renders saved results and runs nothing; "
+                             f"drop {', '.join(given)}")
+        config = None
+    else:
+        config = config_from_args(args)
     if args.plot:  # fail before minutes of benchmarking, not after
         from .plots import _pyplot
         _pyplot()
@@ -120,8 +132,11 @@ def run(args) -> int:
         if args.markdown:
             write_markdown(results, args.markdown)
 
-    results = run_suite(config, command=command_line(config), progress=not args.quiet,
-                        on_update=save if (args.json or args.markdown) else None)
+    if config is None:
+        results = merge_results([read_results(path) for path in args.from_json])
+    else:
+        results = run_suite(config, command=command_line(config), progress=not args.quiet,
+                            on_update=save if (args.json or args.markdown) else None)
     if args.json:
         write_json(results, args.json)
     if args.markdown:

@@ -82,28 +82,14 @@ def _cell(text) -> str:
 def markdown(results: dict, *, heading_level: int = 2) -> str:
     """The results as a markdown section (command, commit, machine, tables, notes)."""
     h = "#" * heading_level
-    machine = results.get("machine", {})
-    project = machine.get("project", {})
-    commit = project.get("commit") or "unknown (not a git checkout; set GROUTE_COMMIT)"
-    if project.get("dirty"):
-        commit += " (with uncommitted changes)"
-    bw = results.get("bandwidth") or {}
     lines = [f"{h} Benchmark results", ""]
-    lines += [f"- Command: `{results.get('command') or 'groute bench'}`",
-              f"- Commit: `{commit}`, groute {project.get('version', '?')}",
-              f"- Machine: {summary_line(machine)}",
-              f"- Backend: {results.get('backend')}; partitioner for several devices: "
-              f"{results.get('partition')}",
-              (f"- Run: {results.get('started')} to {results.get('finished')} "
-               f"({(results.get('elapsed_s') or 0):.0f} s)" if results.get("finished") else
-               f"- Run: started {results.get('started')}, **not finished** (partial results)")]
-    if bw.get("bytes_per_s"):
-        lines.append(f"- Device copy bandwidth measured in this run on {bw.get('device')}: "
-                     f"{bw['bytes_per_s'] / 1e9:.0f} GB/s (read + write, {fmt_bytes(bw['copy_bytes'])} "
-                     f"copy, {bw.get('method')})")
-    elif bw.get("error"):
-        lines.append(f"- Device copy bandwidth: not measured ({bw['error']}); no floor column")
-    lines.append("")
+    runs = results.get("runs") or [results]
+    for i, run in enumerate(runs):
+        if len(runs) > 1:
+            lines.append(f"Run {i + 1} of {len(runs)}:")
+            lines.append("")
+        lines += _run_lines(run)
+        lines.append("")
 
     lines += [f"{h}# Graphs", "", "| graph | vertices | arcs | directed | source (rule) | load |",
               "|---|---:|---:|---|---|---:|"]
@@ -170,6 +156,72 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def _run_lines(results: dict) -> list[str]:
+    """Command, commit, machine, timing and bandwidth of one run, as markdown list items."""
+    machine = results.get("machine", {})
+    project = machine.get("project", {})
+    commit = project.get("commit") or "unknown (not a git checkout; set GROUTE_COMMIT)"
+    if project.get("dirty"):
+        commit += " (with uncommitted changes)"
+    bw = results.get("bandwidth") or {}
+    lines = [f"- Command: `{results.get('command') or 'groute bench'}`",
+             f"- Commit: `{commit}`, groute {project.get('version', '?')}",
+             f"- Machine: {summary_line(machine)}",
+             f"- Backend: {results.get('backend')}; partitioner for several devices: "
+             f"{results.get('partition')}",
+             (f"- Run: {results.get('started')} to {results.get('finished')} "
+              f"({(results.get('elapsed_s') or 0):.0f} s)" if results.get("finished") else
+              f"- Run: started {results.get('started')}, **not finished** (partial results)")]
+    if bw.get("bytes_per_s"):
+        lines.append(f"- Device copy bandwidth measured in this run on {bw.get('device')}: "
+                     f"{bw['bytes_per_s'] / 1e9:.0f} GB/s (read + write, {fmt_bytes(bw['copy_bytes'])} "
+                     f"copy, {bw.get('method')})")
+    elif bw.get("error"):
+        lines.append(f"- Device copy bandwidth: not measured ({bw['error']}); no floor column")
+    return lines
+
+
+#: What a merged result keeps of each run (the rest is per case, peer or graph).
+RUN_KEYS = ("command", "config", "backend", "partition", "started", "finished", "elapsed_s",
+            "machine", "bandwidth")
+
+
+def read_results(path) -> dict:
+    """A results file written by ``--json``; ValueError naming the file if it is not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != "groute-bench/1":
+        raise ValueError(f"{path}: not a groute bench results file (no schema groute-bench/1)")
+    return data
+
+
+def merge_results(parts: list[dict]) -> dict:
+    """Several runs' results as one (e.g. one command per graph, run separately).
+
+    Cases, peers, graphs and references are concatenated; each run's command, commit, machine
+    and bandwidth are kept under ``runs`` and all printed by :func:`markdown`.
+    """
+    if not parts:
+        raise ValueError("no results to merge")
+    runs = []
+    for part in parts:
+        runs += part.get("runs") or [{k: part.get(k) for k in RUN_KEYS}]
+    merged = {k: parts[0].get(k) for k in ("schema",) + RUN_KEYS}
+    merged["runs"] = runs
+    merged["elapsed_s"] = sum(r.get("elapsed_s") or 0.0 for r in runs)
+    merged["apps"] = {}
+    for key in ("graphs", "references", "peers", "cases"):
+        merged[key] = [item for part in parts for item in part.get(key, [])]
+    for part in parts:
+        for app, info in (part.get("apps") or {}).items():
+            if merged["apps"].get(app, {}).get("status") != "available":
+                merged["apps"][app] = info
+    return merged
 
 
 def _peer_note(p) -> str:
