@@ -388,10 +388,11 @@ class CSRGraph:
         return self._like(g.indptr, g.indices, g.weights)
 
     def is_symmetric(self) -> bool:
-        """Whether every arc u->v has v->u with the same weight."""
-        t = CSRGraph.from_edges(self.edges()[1].astype(self.xp.int64), self.edges()[0],
-                                self.num_vertices, self.weights, dedupe=False, validate=False)
+        """Whether every arc u->v has v->u with the same weight (compares with the transpose)."""
         xp = self.xp
+        src, dst = self.edges()
+        t = CSRGraph.from_edges(dst.astype(xp.int64), src, self.num_vertices, self.weights,
+                                dedupe=False, validate=False, xp=xp)
         same = bool(xp.array_equal(t.indptr, self.indptr)) and bool(xp.array_equal(t.indices, self.indices))
         if same and self.weights is not None:
             same = bool(xp.array_equal(t.weights, self.weights))
