@@ -194,3 +194,30 @@ def test_commit_comes_from_the_environment_without_git(monkeypatch):
     assert machine.project_version()["commit"] == "abc123"
     monkeypatch.delenv("GROUTE_COMMIT")
     assert machine.project_version()["commit"] is None
+
+
+def test_references_of_big_graphs_are_cached_on_disk(tmp_path, monkeypatch):
+    from groute.bench import verify as bench_verify
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(bench_verify, "REFERENCE_CACHE_MIN_ARCS", 0)
+    g = load_graph("kron:6")
+    first, cached = bench_verify.cached_reference("bfs", g, 3)
+    assert not cached and list((tmp_path / "references").glob("bfs-*.npy"))
+    monkeypatch.setattr(reference, "bfs", lambda *a, **k: pytest.fail("recomputed a cached reference"))
+    again, cached = bench_verify.cached_reference("bfs", g, 3)
+    assert cached and np.array_equal(first, again)
+    with pytest.raises(pytest.fail.Exception):  # another source is another reference
+        bench_verify.cached_reference("bfs", g, 4)
+    other = g.with_weights(seed=1)  # another graph (content) is another reference too
+    monkeypatch.undo()
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(bench_verify, "REFERENCE_CACHE_MIN_ARCS", 0)
+    _, cached = bench_verify.cached_reference("sssp", other, 3)
+    assert not cached
+
+
+def test_small_graph_references_are_not_cached(tmp_path, monkeypatch):
+    from groute.bench import verify as bench_verify
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    _, cached = bench_verify.cached_reference("cc", load_graph("kron:6"))
+    assert not cached and not (tmp_path / "references").exists()

@@ -26,7 +26,7 @@ from .progress import Progress
 from .report import fmt_seconds, jsonable
 from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
                     choose_source, load_solver_class, resolve_partition)
-from .verify import reference_result, verify
+from .verify import cached_reference, verify
 
 log = logging.getLogger(__name__)
 
@@ -195,8 +195,8 @@ class SuiteRun:
         self.progress.note(f"{app} {spec}: computing the reference ...")
         try:
             t0 = time.perf_counter()
-            ref = reference_result(app, graph, source)
-            self.results["references"].append(dict(app=app, graph=spec,
+            ref, cached = cached_reference(app, graph, source)
+            self.results["references"].append(dict(app=app, graph=spec, cached=cached,
                                                     wall_s=time.perf_counter() - t0))
         except Exception as exc:
             self._record_graph_failure(app, spec, f"reference failed: {type(exc).__name__}: {exc}")

@@ -6,11 +6,17 @@ and, on failure, where the first difference is.
 """
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from .suite import PR_MAX_L1, SSSP_RTOL
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -22,6 +28,46 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "detail": self.detail, "error": self.error}
+
+
+#: References of graphs with at least this many arcs are kept on disk (they take seconds to
+#: minutes on one CPU core: PageRank on grid:4900 ~1 min); smaller ones are recomputed.
+REFERENCE_CACHE_MIN_ARCS = 1_000_000
+
+
+def cached_reference(app: str, graph, source=None) -> tuple[np.ndarray, bool]:
+    """``(reference answer, whether it came from the disk cache)``.
+
+    The cache lives in ``<groute cache dir>/references/`` and is keyed by the graph's content
+    hash, the app, the source, the PageRank settings and the text of
+    ``groute/graph/reference.py``, so a changed graph or reference is never answered from a
+    stale file. Writes are atomic; an unreadable file is recomputed.
+    """
+    if graph.num_edges < REFERENCE_CACHE_MIN_ARCS:
+        return reference_result(app, graph, source), False
+    path = _reference_cache_path(app, graph, source)
+    try:
+        return np.load(path, allow_pickle=False), True
+    except (OSError, ValueError):
+        pass
+    values = reference_result(app, graph, source)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
+        np.save(tmp, values)
+        tmp.replace(path)
+    except OSError as exc:
+        log.info("could not cache the %s reference at %s: %s", app, path, exc)
+    return values, False
+
+
+def _reference_cache_path(app, graph, source) -> Path:
+    from groute.graph import cache_root, reference
+    from .suite import PR_DAMPING, PR_TOL
+    h = hashlib.sha1()
+    h.update(Path(reference.__file__).read_bytes())
+    h.update(f"{graph.content_hash()} {app} {source} {PR_DAMPING} {PR_TOL}".encode())
+    return cache_root() / "references" / f"{app}-{h.hexdigest()[:24]}.npy"
 
 
 def reference_result(app: str, graph, source=None):
