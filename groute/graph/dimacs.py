@@ -64,14 +64,17 @@ def read_dimacs(path, *, allow_negative: bool = False, data: bytes | None = None
         bad = int(arc_starts[np.argmax(glued)])
         raise GraphFormatError(path, "arc lines must read 'a <u> <v> <w>'", line=int(lines.line_of(bad)))
     out = buf.copy()
-    out[arc_starts] = 32                      # drop the 'a' tags; the rest is three numbers a line
+    # The 'a' tag becomes a number (0), so each arc line is four numbers starting right after a
+    # newline: the parser's fast field-count path applies and line offsets stay the same.
+    out[arc_starts] = ord("0")
     text, _ = blank_out_lines(out.tobytes(), lambda f: f == ord("c"), marks=b"c")
     del out
-    table, lines, starts = parse_table(text, 3, path=path, first_line=body_line, expect_rows=m,
-                                       what="arc")
+    table, lines, starts = parse_table(text, 4, path=path, first_line=body_line, expect_rows=m,
+                                       what="arc", display=body)
+    table = table[:, 1:]
 
     def line_of_row(r):
-        return int(lines.line_of(starts[int(r) * 3]))
+        return int(lines.line_of(starts[int(r) * 4]))
 
     ids = table[:, :2]
     bad = (ids < 1) | (ids > n)

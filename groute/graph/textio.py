@@ -82,13 +82,16 @@ class Lines:
 
 
 def parse_table(data: bytes, ncols: int, *, path, first_line: int = 1, floats: bool = False,
-                expect_rows: int | None = None, what: str = "edge"):
+                expect_rows: int | None = None, what: str = "edge", display: bytes | None = None):
     """Parse ``data`` (only data lines and blank lines) into an ``(rows, ncols)`` array.
 
     ``floats`` parses as float64 (Matrix Market real values) instead of int64. ``first_line`` is
     the file line number of the first byte of ``data``. ``expect_rows`` (from a header) is checked.
-    Returns ``(table, lines, token_starts)``; the caller uses the last two to name lines.
+    ``display``: the original bytes to quote in messages when ``data`` was rewritten in place
+    (same length). Returns ``(table, lines, token_starts)``; the caller uses the last two to name
+    lines.
     """
+    shown = data if display is None else display
     buf = np.frombuffer(data, dtype=np.uint8)
     lines = Lines(buf, first_line)
     blank = buf <= 32                    # space, tab, CR, LF and other control bytes
@@ -99,10 +102,10 @@ def parse_table(data: bytes, ncols: int, *, path, first_line: int = 1, floats: b
     ntok = starts.size
     rows = ntok // ncols
     if rows:
-        _check_fields(data, buf, lines, starts, rows, ncols, path, what)
+        _check_fields(data, buf, lines, starts, rows, ncols, path, what, shown)
     if ntok != rows * ncols:
         line = int(lines.line_of(starts[rows * ncols]))
-        raise GraphFormatError(path, _field_count_message(data, lines, line, ncols, what), line=line)
+        raise GraphFormatError(path, _field_count_message(shown, lines, line, ncols, what), line=line)
     if expect_rows is not None and rows != expect_rows:
         if rows > expect_rows:
             line = int(lines.line_of(starts[expect_rows * ncols]))
@@ -122,11 +125,11 @@ def parse_table(data: bytes, ncols: int, *, path, first_line: int = 1, floats: b
         line = _bisect_bad_line(data, lines, starts, ncols, dtype)
         kind = "numbers" if floats else "integers"
         raise GraphFormatError(path, f"not a number: {what} lines must hold {ncols} {kind}, got "
-                                     f"{_line_text(data, lines, line)!r}", line=line)
+                                     f"{_line_text(shown, lines, line)!r}", line=line)
     return values.reshape(rows, ncols), lines, starts
 
 
-def _check_fields(data, buf, lines, starts, rows, ncols, path, what):
+def _check_fields(data, buf, lines, starts, rows, ncols, path, what, shown):
     """Raise unless every non-blank line holds exactly ``ncols`` tokens (the first rows*ncols)."""
     grouped = starts[: rows * ncols].reshape(rows, ncols)
     # Fast path: if every newline is followed directly by a token (no blank lines, no
@@ -149,7 +152,7 @@ def _check_fields(data, buf, lines, starts, rows, ncols, path, what):
     bad[1:] |= first_line_of[1:] == first_line_of[:-1]
     if bad.any():
         line = int(first_line_of[int(np.argmax(bad))])
-        raise GraphFormatError(path, _field_count_message(data, lines, line, ncols, what), line=line)
+        raise GraphFormatError(path, _field_count_message(shown, lines, line, ncols, what), line=line)
 
 
 def _line_text(data: bytes, lines: Lines, line: int) -> str:

@@ -140,3 +140,20 @@ def test_content_hash_changes_with_content():
     b = edges_graph(3, [(0, 2)])
     assert a.content_hash() == edges_graph(3, [(0, 1)]).content_hash()
     assert a.content_hash() != b.content_hash()
+
+
+@pytest.mark.parametrize("n", [5, 1 << 17])          # packed-sort path and two-sort fallback
+def test_weighted_dedupe_keeps_least_weight_ints_and_floats(n):
+    src = np.array([3, 0, 3, 0, 3, 1], dtype=np.int64)
+    dst = np.array([1, 2, 1, 2, 1, 4], dtype=np.int64)
+    ints = np.array([7, -2**31 + 5, -3, 2**31 - 1, 4, 0])
+    g = CSRGraph.from_edges(src, dst, n, ints)
+    assert g.weights.dtype == np.int32
+    assert g.edges()[0].tolist() == [0, 1, 3] and g.indices.tolist() == [2, 4, 1]
+    assert g.weights.tolist() == [-2**31 + 5, 0, -3]
+    floats = np.array([0.5, -0.0, -1.25, 0.0, 3e30, -7e-20])
+    f = CSRGraph.from_edges(src, dst, n, floats)
+    assert f.weights.dtype == np.float32
+    assert f.weights.tolist() == [np.float32(-0.0), np.float32(-7e-20), np.float32(-1.25)]
+    keep = CSRGraph.from_edges(src, dst, n, floats, dedupe=False)
+    assert keep.num_edges == 6 and sorted(keep.weights[3:].tolist()) == keep.weights[3:].tolist()

@@ -163,7 +163,7 @@ BAD = [
     ("nop.gr", "c x\na 1 2 3\n", 2, "problem line"),
     ("badp.gr", "p max 3 1\na 1 2 3\n", 1, "p sp"),
     ("twop.gr", "p sp 3 1\np sp 3 1\na 1 2 3\n", 2, "more than one"),
-    ("short.gr", "p sp 3 2\na 1 2 3\na 2 3\n", 3, "found 2"),
+    ("short.gr", "p sp 3 2\na 1 2 3\na 2 3\n", 3, "found 3"),
     ("range.gr", "p sp 3 2\na 1 2 3\na 2 9 1\n", 3, "out of range"),
     ("negw.gr", "p sp 3 2\na 1 2 3\na 2 3 -1\n", 3, "negative"),
     ("textw.gr", "p sp 3 2\nc\na 1 2 x\na 2 3 1\n", 3, "not a number"),
