@@ -9,7 +9,8 @@ with a SNAP-style comment header. Run::
     python -m groute.graph.bench_readers [--dir DIR] [--repeat 3] [--json]
 
 It reports the median of ``--repeat`` runs for: parsing ``.txt``, parsing ``.txt.gz`` (both
-without the cache) and loading from the ``.npz`` cache, and checks the graphs agree.
+without the cache), loading from the ``.npz`` cache, and parsing the same graph (with weights)
+written as DIMACS ``.gr`` and Matrix Market ``.mtx``; it checks the graphs agree.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from .cache import cache_paths
 from .formats import read_graph
 from .generators import grid
 from .load import load_graph
+from .dimacs import write_dimacs
+from .mtx import write_mtx
 from .snap import write_snap
 
 
@@ -60,7 +63,7 @@ def _median_time(fn, repeat, cpu=None):
     return statistics.median(times), out
 
 
-def run(directory: Path, repeat: int = 3) -> dict:
+def run(directory: Path, repeat: int = 3, other_formats: bool = True) -> dict:
     t0 = time.perf_counter()
     (txt, gz), ref = make_roadnet_like(directory)
     results = {"vertices": ref.num_vertices, "lines": ref.num_edges,
@@ -80,6 +83,16 @@ def run(directory: Path, repeat: int = 3) -> dict:
         assert np.array_equal(g.file_id_of(np.arange(3)), np.sort(ref.file_ids)[:3])
     same = (np.array_equal(g1.indices, g3.indices) and np.array_equal(g1.indptr, g3.indptr))
     assert same, "cached graph differs from the parsed one"
+    if other_formats:
+        weighted = ref.with_weights(seed=1)
+        for fmt, writer, name in (("dimacs", write_dimacs, "roadnet-like.gr"),
+                                  ("mtx", write_mtx, "roadnet-like.mtx")):
+            p = directory / name
+            writer(weighted, p)
+            t, g = _median_time(lambda: read_graph(p), repeat, cpu)
+            assert g.num_edges == ref.num_edges and g.weights is not None
+            results[f"parse_{fmt}_seconds"] = round(t, 3)
+            results[f"parse_{fmt}_cpu_seconds"] = round(cpu[-1], 3)
     results.update(parse_txt_seconds=round(t_txt, 3), parse_gz_seconds=round(t_gz, 3),
                    first_load_with_cache_write_seconds=round(first, 3),
                    cache_load_seconds=round(t_cache, 3), parse_txt_cpu_seconds=round(cpu[0], 3),
@@ -93,14 +106,16 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", default=None, help="where to write the files (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--snap-only", action="store_true",
+                    help="skip the DIMACS .gr and Matrix Market versions of the same graph")
     args = ap.parse_args(argv)
     if args.dir:
         d = Path(args.dir)
         d.mkdir(parents=True, exist_ok=True)
-        res = run(d, args.repeat)
+        res = run(d, args.repeat, not args.snap_only)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            res = run(Path(tmp), args.repeat)
+            res = run(Path(tmp), args.repeat, not args.snap_only)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -112,6 +127,10 @@ def main(argv=None) -> int:
         print(f"  first load_graph (parse + write cache) {res['first_load_with_cache_write_seconds']:.2f} s")
         print(f"  load from cache {res['cache_load_seconds']:.3f} s wall, "
               f"{res['cache_load_cpu_seconds']:.3f} s CPU (median of {max(args.repeat, 5)})")
+        for fmt in ("dimacs", "mtx"):
+            if f"parse_{fmt}_seconds" in res:
+                print(f"  parse {fmt:6s}    {res[f'parse_{fmt}_seconds']:.2f} s wall, "
+                      f"{res[f'parse_{fmt}_cpu_seconds']:.2f} s CPU (same graph, weights 1..64)")
         print(f"  1-minute load average at the end: {res['load_average']}")
     return 0
 
