@@ -157,3 +157,43 @@ def test_weighted_dedupe_keeps_least_weight_ints_and_floats(n):
     assert f.weights.tolist() == [np.float32(-0.0), np.float32(-7e-20), np.float32(-1.25)]
     keep = CSRGraph.from_edges(src, dst, n, floats, dedupe=False)
     assert keep.num_edges == 6 and sorted(keep.weights[3:].tolist()) == keep.weights[3:].tolist()
+
+
+@pytest.mark.gpu
+def test_gpu_transformations_match_cpu():
+    from tests.graph.conftest import cupy_or_skip
+    cupy = cupy_or_skip()
+    g = load_graph("rmat:10", cache=False).with_weights(seed=1)        # directed, weighted
+    g = CSRGraph.from_edges(np.r_[g.edges()[0], 5], np.r_[g.indices, 5], g.num_vertices,
+                            np.r_[g.weights, 9])                        # plus a self loop
+    d = CSRGraph(cupy.asarray(g.indptr), cupy.asarray(g.indices), cupy.asarray(g.weights))
+    assert d.xp is cupy
+    for op in ("symmetrize", "transpose", "remove_self_loops", "deduplicate", "without_weights"):
+        a, b = getattr(g, op)(), getattr(d, op)().to_host()
+        assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices), op
+        assert (a.weights is None and b.weights is None) or np.array_equal(a.weights, b.weights), op
+    assert d.is_symmetric() == g.is_symmetric() and d.symmetrize().is_symmetric()
+    assert np.array_equal(d.with_weights(seed=4).weights.get(), g.with_weights(seed=4).weights)
+    perm = np.random.default_rng(0).permutation(g.num_vertices)
+    assert np.array_equal(d.relabel(cupy.asarray(perm)).to_host().indices, g.relabel(perm).indices)
+    assert d.degree_stats() == g.degree_stats()
+
+    class CupyDevice:
+        xp = cupy
+
+        def asarray(self, a):
+            return cupy.asarray(a)
+
+        def to_host(self, a):
+            return cupy.asnumpy(a)
+
+    on = g.to_device(CupyDevice())
+    assert isinstance(on.indices, cupy.ndarray)
+    assert np.array_equal(on.to_host().weights, g.weights)
+    from groute.graph import partition_graph
+    p = partition_graph(g, 3, method="random")
+    vals = cupy.arange(g.num_vertices)
+    assert np.array_equal(p.to_original(vals).get(), p.to_original(np.arange(g.num_vertices)))
+    assert np.array_equal(p.owner_of_new(cupy.asarray(p.perm)).get(), p.owner)
+    loc = p.local(1).to_device(CupyDevice())
+    assert isinstance(loc.indptr, cupy.ndarray) and loc.to_host().num_edges == p.local(1).num_edges

