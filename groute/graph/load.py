@@ -40,7 +40,7 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     through CuPy when there is one; the graph is the same either way).
     """
     if isinstance(source, CSRGraph):
-        g = source
+        g = source.symmetrize() if symmetric and source.directed else source
     else:
         text = os.fspath(source)
         path = Path(text).expanduser()

@@ -217,7 +217,8 @@ def _build(g: CSRGraph, owner, k, method, seconds) -> Partition:
     boundary = np.zeros(n, dtype=bool)
     boundary[src[cut]] = True
     stats = {
-        "method": method if k > 1 else f"{method} (k=1: identity)",
+        "method": method,
+        "identity": bool(identity),          # no renumbering was needed (k == 1, contiguous)
         "num_parts": k,
         "edge_cut": int(np.count_nonzero(cut)),
         "edge_cut_fraction": float(np.count_nonzero(cut) / max(1, g.num_edges)),
