@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -306,10 +307,15 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
     for p in paths:
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(p.name + ".part")
-            with open(tmp, "wb") as f:
-                np.savez(f, owner=owner, digest=np.array(digest))
-            os.replace(tmp, p)
+            # a unique temporary name: concurrent runs may partition the same graph at once
+            fd, tmp = tempfile.mkstemp(prefix=p.name + ".", suffix=".part", dir=p.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    np.savez(f, owner=owner, digest=np.array(digest))
+                os.replace(tmp, p)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
             log.info("cached METIS partition as %s", p)
             break
         except OSError as exc:
