@@ -56,12 +56,15 @@ __device__ void block_add2(double a, double b, double* out) {
 }
 
 // BSP finalize for this device's n_local vertices: y' = base + d * acc; acc is cleared for the next
-// iteration; contrib_out[offset + v] = y' / outdeg (0 for dangling: its mass leaks);
-// stats[0] += sum |y' - y|, stats[1] += sum y' (the host checks convergence from these).
+// iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of every
+// vector in outs (this device's own and, with peer access, every peer's copy: direct NVLink
+// stores instead of a copy per peer); stats[0] += sum |y' - y|, stats[1] += sum y' (the host
+// checks convergence from these).
 extern "C" __global__ void pr_finalize(int n_local, int offset, float base, float damping,
                                        float* __restrict__ acc, float* __restrict__ y,
                                        const float* __restrict__ inv_outdeg,
-                                       float* __restrict__ contrib_out, double* __restrict__ stats) {
+                                       const unsigned long long* __restrict__ outs, int nouts,
+                                       double* __restrict__ stats) {
     double diff = 0.0, total = 0.0;
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n_local; v += gridDim.x * blockDim.x) {
         const float ynew = base + damping * acc[v];
@@ -69,7 +72,8 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
         diff += fabs((double)ynew - (double)y[v]);
         total += ynew;
         y[v] = ynew;
-        contrib_out[offset + v] = ynew * inv_outdeg[v];
+        const float c = ynew * inv_outdeg[v];
+        for (int j = 0; j < nouts; ++j) reinterpret_cast<float*>(outs[j])[offset + v] = c;
     }
     block_add2(diff, total, stats);
 }

@@ -132,6 +132,7 @@ class _DevicePR:
             self.y = device.zeros(self.n_local, self.fdt)
             self.acc = device.zeros(self.n_local, self.fdt)
             self.contrib = [device.zeros(n, self.fdt) for _ in range(2)]
+            self.outs = None        # per parity: the vectors finalize writes (see set_outputs)
             self.stats = None
         else:
             self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
@@ -145,6 +146,17 @@ class _DevicePR:
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
 
     # BSP ----------------------------------------------------------------------------------------
+    def set_outputs(self, targets):
+        """``targets``: the devices (self first) whose copy of the contribution vector this
+        device's finalize writes directly (peer stores); the others get copies."""
+        self.out_targets = targets
+        if self.cuda:
+            with self.device.use():
+                self.outs = [self.device.asarray(np.array([t.contrib[par].data.ptr for t in targets],
+                                                          dtype=np.uint64)) for par in range(2)]
+        else:
+            self.outs = [[t.contrib[par] for t in targets] for par in range(2)]
+
     def bsp_reset(self, y0: float, contrib0, max_iterations: int):
         def reset():
             self.y.fill(y0)
@@ -157,7 +169,7 @@ class _DevicePR:
 
     def bsp_step(self, t: int, base: float):
         """Iteration ``t``: pull from contrib[t % 2], write own slice of contrib[(t+1) % 2]."""
-        src, dst = self.contrib[t % 2], self.contrib[(t + 1) % 2]
+        src, outs = self.contrib[t % 2], self.outs[(t + 1) % 2]
         stats = self.stats[t]
         if self.cuda:
             k = self.kernels
@@ -170,7 +182,7 @@ class _DevicePR:
                     k["pr_finalize"](self._grid(self.n_local), (BLOCK,),
                                      (np.int32(self.n_local), np.int32(self.lo), np.float32(base),
                                       np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
-                                      dst, stats))
+                                      outs, np.int32(len(self.out_targets)), stats))
         else:
             def launch():
                 acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
@@ -178,7 +190,9 @@ class _DevicePR:
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
                 self.y[:] = ynew
-                dst[self.lo:self.hi] = ynew * self.inv_outdeg
+                c = ynew * self.inv_outdeg
+                for out in outs:
+                    out[self.lo:self.hi] = c
         self.stream.submit(launch)
 
     def bsp_stats(self, t0: int, t1: int):
@@ -372,12 +386,13 @@ class PageRank:
     ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
     mass); BSP: stop when the L1 change of an iteration is <= tol (of the mass).
     ``sweeps``: push sweeps per worklist round (async); ``check_every``: iterations between
-    convergence checks (BSP).
+    convergence checks (BSP); ``peer_writes``: BSP stores each device's slice straight into the
+    peers' vectors from the kernel (default: when every pair has peer access) instead of copying.
     """
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="async", damping=0.85, tol=1e-6, seed=0, max_iterations=1000,
-                 sweeps=None, check_every=4):
+                 sweeps=None, check_every=4, peer_writes=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if partition not in PARTITIONS:
@@ -416,6 +431,12 @@ class PageRank:
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
+                peers = self.ctx.peer_matrix()
+                can = bool(np.all(peers | np.eye(k, dtype=bool)))
+                self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
+                for i, dev in enumerate(self.devs):
+                    others = [p for j, p in enumerate(self.devs) if j != i]
+                    dev.set_outputs([dev] + (others if self.peer_writes else []))
             else:
                 default = 8 if self.ctx.backend == "cuda" else 2
                 self.sweeps = int(sweeps) if sweeps else default
@@ -478,6 +499,7 @@ class PageRank:
                         self.tol, t, history[-1] if history else float("nan"))
         slice_bytes = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs)
         return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
+                "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
                 "arcs_per_device": [dev.num_in for dev in self.devs],
                 "bytes_sent": int(t * slice_bytes * (k - 1)) if k > 1 else 0}
@@ -494,8 +516,8 @@ class PageRank:
             par = (t + 1) % 2
             for i, dev in enumerate(devs):
                 own = dev.contrib[par][dev.lo:dev.hi]
-                for j, peer in enumerate(devs):
-                    if j != i and dev.n_local:
+                for peer in devs:
+                    if dev.n_local and not any(peer is x for x in dev.out_targets):
                         dev.stream.copy(peer.contrib[par][dev.lo:dev.hi], own)
                 done_events[i] = dev.stream.record()
 

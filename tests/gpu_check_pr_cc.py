@@ -159,6 +159,16 @@ def stage_correctness(ngpu):
                             ok = l1 <= PR_MAX_L1 and l1b <= PR_MAX_L1 and abs(res.values.sum() - 1) < 1e-6
                             record(case, ok, f"L1 {l1:.2e} (rerun {l1b:.2e}), {res.time_s * 1e3:.2f} ms")
                         guarded(case, run_pr)
+                if k > 1:
+                    case = f"PR bsp {g.name} x{k} random, peer copies instead of peer stores"
+
+                    def run_pr_copies():
+                        with PageRank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=False) as s:
+                            res = s.run()
+                        l1 = float(np.abs(res.values - pr_ref).sum())
+                        record(case, l1 <= PR_MAX_L1 and res.stats["exchange"] == "peer copies",
+                               f"L1 {l1:.2e}, exchange {res.stats['exchange']}")
+                    guarded(case, run_pr_copies)
                 case = f"CC {g.name} x{k}"
 
                 def run_cc():

@@ -88,6 +88,20 @@ def test_random_graphs(backend, mode, k):
                 assert res.stats["converged"]
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("peer_writes", [True, False])
+def test_bsp_exchange_by_peer_stores_and_by_copies(backend, peer_writes):
+    k = 3
+    _skip_if_missing(backend, k)
+    g = random_graphs()["kron:9"]
+    with Context(k, backend=backend, timeout=20) as ctx:
+        res = pagerank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=peer_writes)
+    check(res.values, g)
+    if backend == "cpu":
+        assert res.stats["exchange"] == ("peer stores" if peer_writes else "peer copies")
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
 @pytest.mark.parametrize("mode", MODES)
