@@ -1,18 +1,22 @@
-// The fused traversal worker (BFS / SSSP): one cooperative launch runs round after round.
+// The fused traversal worker (BFS / SSSP): one launch runs round after round on the GPU.
 //
 // A round expands every vertex of the near queue (round % 2) into the next one: small-degree
 // vertices by their own thread, medium ones by the whole warp, and vertices of more than
 // WARP_EDGES arcs are cut into chunks that warps across the grid share after a grid barrier,
 // so a hub does not stall anyone. Relaxing arc u->v with candidate value c:
-//   v local:  atomicMin(dist[v], c); if it improved, v goes to the next near queue (once: the
-//             in_near flag) when c < threshold, else to the far queue (deferred);
-//   v remote: if c beats what this device already sent for v (sent_best), the item (v, c)
-//             goes to the owner's outbox; if that outbox is full, u is re-queued and the
-//             launch ends after the round so the host can flush (nothing is lost).
-// One grid barrier per round: near counts rotate over three slots (read r%3, write (r+1)%3,
-// zero (r+2)%3, which nobody touches in round r). When the near queue empties, a single
+//   v local:  atomicMin(dist[v], c); if it improved, v goes to the next near queue (once per
+//             round: in_near marks the round it was queued for) when c < threshold, else to the
+//             far queue (deferred: soft priority);
+//   v remote: if c beats what this device already sent for v (sent_best: vertex refinement),
+//             the item (v, c) goes to the owner's outbox; if that outbox is full, u is
+//             re-queued and the launch ends after the round so the host can flush (no loss).
+// Rounds are separated by a grid barrier (the grid is sized to be resident). Everything the
+// blocks must agree on is read after a barrier from slots nobody writes until two rounds later
+// (see traversal.cuh), so one barrier per round suffices. When the near queue empties, a single
 // device (self_advance) moves its threshold by delta and splits the far queue itself;
-// otherwise the kernel returns and the host decides. The grid is sized to be fully resident.
+// otherwise the kernel returns and the host decides. The kernel also returns when the frontier
+// crosses the size at which the other grid shape (narrow: one block per SM, cheap barriers for
+// road-like graphs; wide: every resident block, for big frontiers) pays, and the host relaunches.
 #include "traversal.cuh"
 
 #define WARP_EDGES 1024     // above this, a vertex's arcs are shared out in chunks
@@ -28,6 +32,15 @@ struct Args {
     int* ctl; unsigned long long* counters;
 };
 
+// Where one round's output goes.
+struct Sink {
+    int* next; int* next_count; int marker;     // near queue being filled, its round
+    long long* far; int* far_count; int* far_overflow;
+    int* out_round; int* out_overflow;          // this round's outbox slots (round % 3)
+    unsigned long long* next_arcs;              // BFS pull: arcs of the queued vertices, or null
+    int thr;
+};
+
 __device__ __forceinline__ int owner_of(const long long* offsets, int k, int v) {
     int j = 0;
     while (j + 1 < k && v >= offsets[j + 1]) ++j;
@@ -39,33 +52,47 @@ __device__ __forceinline__ int owner_of(const long long* offsets, int k, int v) 
 __device__ __forceinline__ void push_near(const Args& a, int* queue, int* count, int u, int round) {
     if (atomicExch(&a.in_near[u], round) != round) {
         int slot = aggregated_reserve(count);
-        queue[slot] = u;                  // capacity n_local: each vertex is queued once
+        queue[slot] = u;                  // capacity n_local: each vertex once per round
     }
 }
 
-__device__ __forceinline__ void push_far(const Args& a, long long* far, int* count, int u,
-                                         int value, unsigned long long& deferrals) {
+__device__ __forceinline__ void push_far(const Args& a, long long* far, int* count, int* overflow,
+                                         int u, int value, unsigned long long& deferrals) {
     int slot = aggregated_reserve(count);
     if (slot < a.far_cap) far[slot] = pack_item(u, value);
-    else a.ctl[FAR_OVERFLOW] = 1;
+    else *overflow = 1;
     atomicMin(&a.ctl[FAR_MIN], value);
     ++deferrals;
 }
 
+// push_near that also sums the degrees of the queued vertices (the BFS push/pull heuristic).
+__device__ __forceinline__ void push_near_counted(const Args& a, const Sink& q, int u) {
+    if (q.next_arcs == nullptr) { push_near(a, q.next, q.next_count, u, q.marker); return; }
+    if (atomicExch(&a.in_near[u], q.marker) != q.marker) {
+        cg::coalesced_group g = cg::coalesced_threads();
+        unsigned long long deg = (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
+        unsigned long long sum = cg::reduce(g, deg, cg::plus<unsigned long long>());
+        int base = 0;
+        if (g.thread_rank() == 0) {
+            base = atomicAdd(q.next_count, (int)g.size());
+            atomicAdd(q.next_arcs, sum);
+        }
+        q.next[g.shfl(base, 0) + (int)g.thread_rank()] = u;
+    }
+}
+
 // Offer value c to local vertex lv; queue it if it improved.
-__device__ __forceinline__ void improve_local(const Args& a, int lv, int c, int thr,
-                                              int* next, int* next_count, int round, long long* far,
-                                              int* far_count, unsigned long long& deferrals) {
+__device__ __forceinline__ void improve_local(const Args& a, const Sink& q, int lv, int c,
+                                              unsigned long long& deferrals) {
     if (c >= *(volatile int*)&a.dist[lv]) return;
     int old = atomicMin(&a.dist[lv], c);
     if (c >= old) return;
-    if (c < thr) push_near(a, next, next_count, lv, round);
-    else push_far(a, far, far_count, lv, c, deferrals);
+    if (c < q.thr) push_near_counted(a, q, lv);
+    else push_far(a, q.far, q.far_count, q.far_overflow, lv, c, deferrals);
 }
 
-// Relax arc e out of local vertex u (value d). Returns false if an outbox was full.
-__device__ __forceinline__ bool relax(const Args& a, long long e, int d, int thr, int* next,
-                                      int* next_count, int round, long long* far, int* far_count,
+// Relax arc e out of a local vertex with value d. Returns false if an outbox was full.
+__device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e, int d,
                                       unsigned long long& deferrals) {
     int v = a.indices[e];
 #if WEIGHTS == 0
@@ -74,59 +101,36 @@ __device__ __forceinline__ bool relax(const Args& a, long long e, int d, int thr
     int c = value_add(d, a.weights[e]);
 #endif
     if (v >= a.lo && v < a.hi) {
-        improve_local(a, v - a.lo, c, thr, next, next_count, round, far, far_count, deferrals);
+        improve_local(a, q, v - a.lo, c, deferrals);
         return true;
     }
     if (c >= *(volatile int*)&a.sent_best[v]) return true;
     int old = atomicMin(&a.sent_best[v], c);
     if (c >= old) return true;
     int j = owner_of(a.offsets, a.k, v);
-    int slot = aggregated_reserve(&a.ctl[OUT_COUNT + j]);
+    int slot = aggregated_reserve2(&a.ctl[OUT_COUNT + j], q.out_round);
     if (slot < a.out_cap) {
         a.outbox[(long long)j * a.out_cap + slot] = pack_item(v, c);
         return true;
     }
-    atomicCAS(&a.sent_best[v], c, old);   // not sent after all: let a retry send it again
-    a.ctl[OUT_OVERFLOW] = 1;
+    atomicCAS(&a.sent_best[v], c, old);   // not sent after all: let the retry send it again
+    *q.out_overflow = 1;
     return false;
 }
 
-// A grid-wide barrier for a grid that is entirely resident (the host sizes it so, and launches
-// it cooperatively when it can, which guarantees residency). The last block to arrive resets
-// the count and then bumps the generation the others spin on; fences order the round's writes
-// before the release and the reads after it.
-//
-// The last block to arrive also takes the decisions every block must agree on (decide != 0):
-// whether to stop after this round (an outbox overflowed or holds `flush` items) and, with
-// decide == 2, a snapshot of the big-vertex list (which the next round starts refilling). The
-// blocks read them after the barrier; nobody writes them again before the next barrier, so all
-// blocks see the same values even though fast blocks may already be pushing new work.
-__device__ __forceinline__ void grid_sync(const Args& a, int decide = 0, int flush = 0) {
+// A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
+// when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
+// launch completes when the count reaches b * gridDim.x, so nobody has to reset anything
+// between barriers; the fences order each round's writes before the arrival and the next
+// round's reads after it.
+__device__ __forceinline__ void grid_sync(const Args& a, unsigned int& target) {
+    target += gridDim.x;
     __syncthreads();
     if (threadIdx.x == 0) {
-        volatile int* gen = &a.ctl[BARRIER_GEN];
-        int seen = *gen;
         __threadfence();
-        if (atomicAdd(&a.ctl[BARRIER_COUNT], 1) == (int)gridDim.x - 1) {
-            __threadfence();
-            if (decide) {
-                if (decide == 2) {
-                    unsigned long long reserve = atomicExch(&a.counters[BIG_RESERVE], 0ull);
-                    a.ctl[BIG_N] = (int)(reserve >> 40);
-                    a.ctl[BIG_TOTAL] = (int)(reserve & ((1ull << 40) - 1));
-                }
-                int stop = *(volatile int*)&a.ctl[OUT_OVERFLOW];
-                long long out = 0;
-                for (int j = 0; j < a.k; ++j) out += *(volatile int*)&a.ctl[OUT_COUNT + j];
-                a.ctl[STOP] = stop || (flush > 0 && out >= flush);
-                __threadfence();
-            }
-            atomicExch(&a.ctl[BARRIER_COUNT], 0);
-            __threadfence();
-            atomicAdd(&a.ctl[BARRIER_GEN], 1);
-        } else {
-            while (*gen == seen) __nanosleep(20);
-        }
+        atomicAdd((unsigned int*)&a.ctl[BARRIER_COUNT], 1u);
+        volatile unsigned int* count = (volatile unsigned int*)&a.ctl[BARRIER_COUNT];
+        while (*count < target) __nanosleep(16);
         __threadfence();
     }
     __syncthreads();
@@ -137,24 +141,27 @@ __device__ __forceinline__ long long global_rank() {
 }
 __device__ __forceinline__ long long global_size() { return (long long)gridDim.x * blockDim.x; }
 
-__device__ void split_far(const Args& a, int& fc, int old_thr, int thr,
+// Move deferred items below the new threshold `thr` to the (empty) near queue `cur`.
+__device__ void split_far(const Args& a, unsigned int& bar, int& fc, int old_thr, int thr,
                           int* cur, int* cur_count, int round, unsigned long long& deferrals) {
     long long* far_cur = fc ? a.far1 : a.far0;
     long long* far_next = fc ? a.far0 : a.far1;
     int n = *(volatile int*)&a.ctl[FAR_COUNT + fc];
-    int overflow = *(volatile int*)&a.ctl[FAR_OVERFLOW];
+    int overflow = *(volatile int*)&a.ctl[FAR_OVERFLOW + fc];
     int* next_count = &a.ctl[FAR_COUNT + (fc ^ 1)];
-    grid_sync(a);                                   // everyone has read FAR_MIN and the counts
-    if (global_rank() == 0) { a.ctl[FAR_MIN] = VALUE_INF; *next_count = 0; }
-    grid_sync(a);
+    int* next_overflow = &a.ctl[FAR_OVERFLOW + (fc ^ 1)];
+    grid_sync(a, bar);                               // everyone has read FAR_MIN and the counts
+    if (global_rank() == 0) { a.ctl[FAR_MIN] = VALUE_INF; *next_count = 0; *next_overflow = 0; }
+    grid_sync(a, bar);
     long long tid = global_rank(), nthreads = global_size();
     if (!overflow) {
+        if (n > a.far_cap) n = a.far_cap;
         for (long long i = tid; i < n; i += nthreads) {
             long long item = __ldcg(&far_cur[i]);
             int u = item_vertex(item), d = item_value(item);
             if (*(volatile int*)&a.dist[u] != d) continue;       // stale: improved since
             if (d < thr) push_near(a, cur, cur_count, u, round);
-            else push_far(a, far_next, next_count, u, d, deferrals);
+            else push_far(a, far_next, next_count, next_overflow, u, d, deferrals);
         }
     } else {
         // Some deferred items were not stored. Every vertex whose value is at least the old
@@ -164,17 +171,17 @@ __device__ void split_far(const Args& a, int& fc, int old_thr, int thr,
             int d = *(volatile int*)&a.dist[u];
             if (d == VALUE_INF || d < old_thr) continue;
             if (d < thr) push_near(a, cur, cur_count, (int)u, round);
-            else push_far(a, far_next, next_count, (int)u, d, deferrals);
+            else push_far(a, far_next, next_count, next_overflow, (int)u, d, deferrals);
         }
     }
-    grid_sync(a);
+    grid_sync(a, bar);
     if (global_rank() == 0) {
         a.ctl[FAR_INDEX] = fc ^ 1;
         a.ctl[FAR_COUNT + fc] = 0;
-        a.ctl[FAR_OVERFLOW] = 0;
+        a.ctl[FAR_OVERFLOW + fc] = 0;
     }
     fc ^= 1;
-    grid_sync(a);
+    grid_sync(a, bar);
 }
 
 __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
@@ -187,10 +194,20 @@ __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
 #endif
 }
 
+#define PULL_ALPHA 14     // pull once the frontier's arcs exceed 1/14 of the unexplored ones
+#define PULL_BETA 24      // push again once the frontier is below 1/24 of the vertices
+
+__device__ __forceinline__ long long edges_of_source(const Args& a, const int* cur, int n) {
+    long long m = 0;
+    for (int i = 0; i < n; ++i) m += a.indptr[__ldcg(&cur[i]) + 1] - a.indptr[__ldcg(&cur[i])];
+    return m;
+}
+
 // op 0: advance (run rounds); op 1: split the far queue for threshold `thr`, then return.
+// shrink_below / grow_above: return (EXIT_REASON 1) when the frontier leaves this shape's range.
 extern "C" __global__ void __launch_bounds__(BLOCK)
-traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds, int flush,
-         int op) {
+traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds,
+         int flush, int op, int shrink_below, int grow_above, int pull) {
     const Args a = *pa;
     const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
@@ -198,32 +215,90 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     int r = *(volatile int*)&a.ctl[ROUND];
     int fc = *(volatile int*)&a.ctl[FAR_INDEX];
     unsigned long long processed = 0, edges = 0, deferrals = 0;
-    int rounds = 0;
+    unsigned int bar = 0;
+    int rounds = 0, reason = 0;
+    long long out_total = 0;
+    bool stop = false;
+    // BFS direction optimisation (Beamer): arcs not yet reached by the search, kept alike by
+    // every block from the per-round arc counts; carried between launches through slots that
+    // are read only here and written only at the exit
+    bool pulling = pull && *(volatile int*)&a.ctl[PULLING];
+    long long unexplored = (long long)(a.indptr[a.hi - a.lo] - a.indptr[0]) -
+                           (long long)*(volatile unsigned long long*)&a.counters[EXPLORED_ARCS];
+    const long long all_arcs = (long long)(a.indptr[a.hi - a.lo] - a.indptr[0]);
 
     if (op == 1) {
         int* cur = (r & 1) ? a.near1 : a.near0;
         int old_thr = *(volatile int*)&a.ctl[THRESHOLD];
-        split_far(a, fc, old_thr, thr, cur, &a.ctl[NEAR_COUNT + r % 3], r, deferrals);
+        split_far(a, bar, fc, old_thr, thr, cur, &a.ctl[NEAR_COUNT + r % 3], r, deferrals);
     }
     while (op == 0) {
         const int cur_n = *(volatile int*)&a.ctl[NEAR_COUNT + r % 3];
         int* cur = (r & 1) ? a.near1 : a.near0;
         if (cur_n == 0) {
             int far_n = *(volatile int*)&a.ctl[FAR_COUNT + fc];
-            int far_over = *(volatile int*)&a.ctl[FAR_OVERFLOW];
+            int far_over = *(volatile int*)&a.ctl[FAR_OVERFLOW + fc];
             if ((far_n == 0 && !far_over) || !self_advance || thr == VALUE_INF) break;
             int new_thr = next_threshold(thr, *(volatile int*)&a.ctl[FAR_MIN], delta);
-            split_far(a, fc, thr, new_thr, cur, &a.ctl[NEAR_COUNT + r % 3], r, deferrals);
+            split_far(a, bar, fc, thr, new_thr, cur, &a.ctl[NEAR_COUNT + r % 3], r, deferrals);
             thr = new_thr;
             continue;
         }
-        // STOP was decided at the barrier that ended the previous round (see grid_sync)
-        if (rounds >= max_rounds || (rounds > 0 && *(volatile int*)&a.ctl[STOP])) break;
-        int* next = (r & 1) ? a.near0 : a.near1;
-        int* next_count = &a.ctl[NEAR_COUNT + (r + 1) % 3];
-        long long* far = fc ? a.far1 : a.far0;
-        int* far_count = &a.ctl[FAR_COUNT + fc];
-        if (tid == 0) { a.ctl[NEAR_COUNT + (r + 2) % 3] = 0; }
+        if (rounds >= max_rounds || stop) break;
+        if (cur_n < shrink_below || cur_n > grow_above) { reason = 1; break; }
+        const int s3 = r % 3, n3 = (r + 1) % 3;
+        if (pull) {
+            // frontier arcs were counted when its vertices were queued (slot r % 3)
+            long long frontier_arcs = (long long)__ldcg(&a.counters[NEXT_ARCS + s3]);
+            if (r == 0) frontier_arcs = edges_of_source(a, cur, cur_n);
+            unexplored -= frontier_arcs;
+            if (!pulling) pulling = frontier_arcs * PULL_ALPHA > unexplored;
+            else pulling = (long long)cur_n * PULL_BETA >= (long long)(a.hi - a.lo);
+        }
+        Sink q;
+        q.next = (r & 1) ? a.near0 : a.near1;
+        q.next_count = &a.ctl[NEAR_COUNT + n3];
+        q.marker = r + 1;
+        q.far = fc ? a.far1 : a.far0;
+        q.far_count = &a.ctl[FAR_COUNT + fc];
+        q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
+        q.out_round = &a.ctl[OUT_ROUND + s3];
+        q.out_overflow = &a.ctl[OUT_ROUND_OVERFLOW + s3];
+        q.next_arcs = pull ? &a.counters[NEXT_ARCS + n3] : nullptr;
+        q.thr = thr;
+        if (tid == 0) {               // slots of round r + 1, last read during round r - 2
+            a.ctl[NEAR_COUNT + (r + 2) % 3] = 0;
+            a.ctl[OUT_ROUND + n3] = 0;
+            a.ctl[OUT_ROUND_OVERFLOW + n3] = 0;
+            a.counters[BIG_RESERVE + n3] = 0;
+            a.counters[NEXT_ARCS + n3] = 0;
+        }
+#if WEIGHTS == 0 && !VALUE_FLOAT
+        if (pulling) {
+            // pull: every unreached vertex looks for a parent in the frontier (depth r) among
+            // its arcs (the graph is symmetric) and stops at the first; the frontier queue is
+            // not read. Vertices found are queued as usual, so push can take over again.
+            const int n_local = a.hi - a.lo;
+            for (long long v = tid; v < n_local; v += nthreads) {
+                if (*(volatile int*)&a.dist[v] != VALUE_INF) continue;
+                long long e0 = a.indptr[v], e1 = a.indptr[v + 1];
+                for (long long e = e0; e < e1; ++e) {
+                    ++edges;
+                    if (*(volatile int*)&a.dist[a.indices[e]] == r) {
+                        a.dist[v] = r + 1;
+                        ++processed;
+                        push_near_counted(a, q, (int)v);
+                        break;
+                    }
+                }
+            }
+            if (tid == 0) a.counters[PULL_ROUNDS] += 1;
+            grid_sync(a, bar);
+            ++r;
+            ++rounds;
+            continue;
+        }
+#endif
 
         // expand the near queue: whole warps iterate together so they can cooperate
         for (long long base = warp * 32; base < cur_n; base += nwarps * 32) {
@@ -240,11 +315,11 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             }
             bool retry = false;
             if (deg > WARP_EDGES) {                      // shared out after the barrier
-                // one 64-bit atomic reserves the slot (high bits) and the chunks (low bits),
-                // so first chunks increase with the slot and a chunk's vertex is found by
-                // binary search
+                // one 64-bit atomic reserves the slot (high bits) and the chunks (low bits), so
+                // first chunks increase with the slot: a chunk's vertex is a binary search away
                 unsigned long long chunks = (unsigned long long)((deg + CHUNK - 1) / CHUNK);
-                unsigned long long old = atomicAdd(&a.counters[BIG_RESERVE], (1ull << 40) + chunks);
+                unsigned long long old = atomicAdd(&a.counters[BIG_RESERVE + s3],
+                                                   (1ull << 40) + chunks);
                 int slot = (int)(old >> 40);
                 a.big_items[slot] = pack_item(u, d);
                 a.big_first_chunk[slot] = (int)(old & ((1ull << 40) - 1));
@@ -257,21 +332,21 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 long long m = __shfl_sync(0xffffffffu, deg, leader);
                 int dl = __shfl_sync(0xffffffffu, d, leader);
                 bool ok = true;
-                for (long long e = s + lane; e < s + m; e += 32)
-                    ok &= relax(a, e, dl, thr, next, next_count, r + 1, far, far_count, deferrals);
+                for (long long e = s + lane; e < s + m; e += 32) ok &= relax(a, q, e, dl, deferrals);
                 if (__any_sync(0xffffffffu, !ok) && lane == leader) retry = true;
             }
             if (deg > 0 && deg <= 32) {
                 for (long long e = start; e < start + deg; ++e)
-                    if (!relax(a, e, d, thr, next, next_count, r + 1, far, far_count, deferrals)) retry = true;
+                    if (!relax(a, q, e, d, deferrals)) retry = true;
             }
-            if (retry) push_near(a, next, next_count, u, r + 1);
+            if (retry) push_near(a, q.next, q.next_count, u, q.marker);
         }
-        grid_sync(a, 2, flush);
-        const int big_n = *(volatile int*)&a.ctl[BIG_N];
+        grid_sync(a, bar);
+        const unsigned long long reserve = __ldcg(&a.counters[BIG_RESERVE + s3]);
+        const int big_n = (int)(reserve >> 40);
         if (big_n > 0) {
             // big vertices: chunks of CHUNK arcs, one per warp, across the whole grid
-            const long long total = *(volatile int*)&a.ctl[BIG_TOTAL];
+            const long long total = (long long)(reserve & ((1ull << 40) - 1));
             for (long long c = warp; c < total; c += nwarps) {
                 int lo_s = 0, hi_s = big_n - 1;          // last slot whose first chunk <= c
                 while (lo_s < hi_s) {
@@ -284,11 +359,14 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 long long first = s0 + (c - __ldcg(&a.big_first_chunk[lo_s])) * CHUNK;
                 long long last = min(first + CHUNK, end);
                 bool ok = true;
-                for (long long e = first + lane; e < last; e += 32)
-                    ok &= relax(a, e, d, thr, next, next_count, r + 1, far, far_count, deferrals);
-                if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, next, next_count, u, r + 1);
+                for (long long e = first + lane; e < last; e += 32) ok &= relax(a, q, e, d, deferrals);
+                if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, q.next, q.next_count, u, q.marker);
             }
-            grid_sync(a, 1, flush);
+            grid_sync(a, bar);
+        }
+        if (flush > 0 || a.k > 1) {    // decided alike everywhere: read after the barrier
+            out_total += *(volatile int*)&a.ctl[OUT_ROUND + s3];
+            stop = *(volatile int*)&a.ctl[OUT_ROUND_OVERFLOW + s3] || (flush > 0 && out_total >= flush);
         }
         ++r;
         ++rounds;
@@ -306,9 +384,25 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     }
     if (tid == 0) {
         a.ctl[ROUND] = r;
+        a.ctl[FAR_INDEX] = fc;
         a.ctl[THRESHOLD] = thr;
         a.ctl[ROUNDS] = rounds;
+        a.ctl[EXIT_REASON] = reason;
         a.counters[TOTAL_ROUNDS] += rounds;
+        if (pull) {
+            a.ctl[PULLING] = pulling;
+            a.counters[EXPLORED_ARCS] = (unsigned long long)(all_arcs - unexplored);
+        }
+    }
+    // the last block to leave zeroes the barrier count for the next launch: every block has
+    // passed its last barrier when it gets here
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&a.ctl[EXIT_COUNT], 1) == (int)gridDim.x - 1) {
+            a.ctl[BARRIER_COUNT] = 0;
+            a.ctl[EXIT_COUNT] = 0;
+        }
     }
 }
 
@@ -319,13 +413,20 @@ absorb(const Args* __restrict__ pa, const long long* items, int n, int thr) {
     long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     int r = a.ctl[ROUND];
     int fc = a.ctl[FAR_INDEX];
-    int* cur = (r & 1) ? a.near1 : a.near0;
-    long long* far = fc ? a.far1 : a.far0;
+    Sink q;
+    q.next = (r & 1) ? a.near1 : a.near0;          // the current queue: no round is running
+    q.next_count = &a.ctl[NEAR_COUNT + r % 3];
+    q.marker = r;
+    q.far = fc ? a.far1 : a.far0;
+    q.far_count = &a.ctl[FAR_COUNT + fc];
+    q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
+    q.out_round = q.out_overflow = nullptr;
+    q.next_arcs = nullptr;
+    q.thr = thr;
     unsigned long long deferrals = 0;
     for (long long i = tid; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long item = items[i];
-        improve_local(a, item_vertex(item) - a.lo, item_value(item), thr, cur,
-                      &a.ctl[NEAR_COUNT + r % 3], r, far, &a.ctl[FAR_COUNT + fc], deferrals);
+        improve_local(a, q, item_vertex(item) - a.lo, item_value(item), deferrals);
     }
     if (deferrals) atomicAdd(&a.counters[DEFERRALS], deferrals);
 }

@@ -6,6 +6,7 @@
 // Items are packed int64: (value bits << 32) | vertex, as groute/worklist/items.py.
 #pragma once
 #include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
 namespace cg = cooperative_groups;
 
 #ifndef VALUE_FLOAT
@@ -55,24 +56,42 @@ __device__ __forceinline__ int aggregated_reserve(int* counter) {
     return g.shfl(base, 0) + (int)g.thread_rank();
 }
 
+// One atomic per group of threads that arrive together, counted in two places (e.g. an
+// outbox's fill and this round's total).
+__device__ __forceinline__ int aggregated_reserve2(int* counter, int* also) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    int base = 0;
+    if (g.thread_rank() == 0) {
+        base = atomicAdd(counter, (int)g.size());
+        atomicAdd(also, (int)g.size());
+    }
+    return g.shfl(base, 0) + (int)g.thread_rank();
+}
+
 // The control block: counts and flags in device memory, read back by the host after a launch.
+// Slots a round writes and all blocks must later read alike come in threes, indexed by
+// round % 3: written in round r, read after round r's barrier, zeroed during round r + 2.
 enum Ctl {
-    NEAR_COUNT = 0,   // 3 slots, indexed by round % 3 (see traversal.cu)
-    ROUND = 3,        // current round: near queue (round % 2), count slot (round % 3)
-    FAR_COUNT = 4,    // 2 slots, indexed by the far buffer in use
+    NEAR_COUNT = 0,     // 3 slots
+    ROUND = 3,          // current round: near queue (round % 2), count slot (round % 3)
+    FAR_COUNT = 4,      // 2 slots, indexed by the far buffer in use
     FAR_INDEX = 6,
-    FAR_OVERFLOW = 7, // a far push found the buffer full: the next split scans the state
-    OUT_OVERFLOW = 8, // an outbox was full: the vertex was re-queued, flush before going on
-    FAR_MIN = 9,      // lower bound of deferred values (atomicMin on every far push)
-    THRESHOLD = 10,   // threshold when the kernel returned (it may advance it itself)
-    ROUNDS = 11,      // rounds run by the last launch
-    STOP = 12,        // decided at the end of a round by the barrier's last block
-    BIG_N = 13,       // big-vertex list snapshot: vertices, chunks
-    BARRIER_COUNT = 14,
-    BARRIER_GEN = 15,
-    BIG_TOTAL = 16,
-    OUT_COUNT = 24,   // one slot per destination device
+    FAR_MIN = 7,        // lower bound of deferred values (atomicMin on every far push)
+    FAR_OVERFLOW = 8,   // 2 slots: a push found that far buffer full; its split scans the state
+    THRESHOLD = 10,     // threshold when the kernel returned (it may advance it itself)
+    ROUNDS = 11,        // rounds run by the last launch
+    EXIT_REASON = 12,   // 0: done or stopped, 1: the frontier wants the other grid shape
+    BARRIER_COUNT = 13, // monotonic arrivals (zeroed by the last block to leave)
+    EXIT_COUNT = 14,
+    PULLING = 15,       // BFS: the last launch ended in pull mode
+    OUT_ROUND = 16,     // 3 slots: items put in outboxes this round
+    OUT_ROUND_OVERFLOW = 19, // 3 slots: an outbox was full this round
+    OUT_COUNT = 24,     // one slot per destination device (cumulative fill of its outbox)
     CTL_SIZE = 64
 };
-enum Counter { PROCESSED = 0, EDGES = 1, DEFERRALS = 2, TOTAL_ROUNDS = 3, BIG_RESERVE = 4,
-               COUNTERS = 8 };
+enum Counter { PROCESSED = 0, EDGES = 1, DEFERRALS = 2, TOTAL_ROUNDS = 3,
+               BIG_RESERVE = 4,   // 3 slots: (big vertices << 40) | chunks, per round % 3
+               EXPLORED_ARCS = 7, // BFS pull: arcs of every vertex reached so far
+               NEXT_ARCS = 8,     // 3 slots: arcs of the vertices queued for round r (BFS pull)
+               PULL_ROUNDS = 11,
+               COUNTERS = 12 };

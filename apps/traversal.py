@@ -136,7 +136,8 @@ class TraversalSolver:
         for i, dev in enumerate(self.ctx.devices):
             local = self.part.local(i)
             args = dict(lo=offsets[i], hi=offsets[i + 1], offsets=offsets, num_vertices=n,
-                        kind=self.kind, weighted=weights is not None)
+                        kind=self.kind, weighted=weights is not None,
+                        symmetric=not getattr(graph, "directed", True))
             if flush_items:
                 args["flush_items"] = flush_items
             if dev.backend == "cuda":
@@ -210,7 +211,8 @@ class TraversalSolver:
             "bytes_moved": wl["bytes_moved"],
             "rounds": sum(wl["rounds"]), "rounds_per_device": wl["rounds"],
             "levels": [int(c.get("rounds", 0)) for c in counters],
-            "launches": total("launches"),
+            "launches": total("launches"), "reshapes": total("reshapes"),
+            "pull_rounds": total("pull_rounds"),
             "deferrals": total("deferrals"),
             "threshold_advances": wl["threshold_advances"],
             "items_absorbed": total("absorbed"),

@@ -32,7 +32,7 @@ class CPUTraversalWorker:
     """One device's share of a BFS/SSSP run (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 flush_items=1 << 16):
+                 symmetric=False, flush_items=1 << 16):
         self.device = device
         self.lo, self.hi = int(lo), int(hi)
         self.n_local = self.hi - self.lo

@@ -24,10 +24,14 @@ KERNEL = Path(__file__).with_name("traversal.cu")
 BLOCK = 256
 
 # control block slots, as traversal.cuh
-NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_OVERFLOW, OUT_OVERFLOW, FAR_MIN, THRESHOLD, ROUNDS = \
-    0, 3, 4, 6, 7, 8, 9, 10, 11
-STOP, OUT_COUNT, CTL_SIZE = 12, 24, 64
-PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, BIG_RESERVE, COUNTERS = 0, 1, 2, 3, 4, 8
+NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_MIN, FAR_OVERFLOW, THRESHOLD, ROUNDS, EXIT_REASON = \
+    0, 3, 4, 6, 7, 8, 10, 11, 12
+OUT_COUNT, CTL_SIZE = 24, 64
+PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 11, 12
+#: frontier sizes (vertices) at which the kernel returns to be relaunched with the other grid
+#: shape: narrow (one block per SM: cheap barriers for long thin traversals) below SHRINK,
+#: wide (every resident block) above GROW
+GROW, SHRINK = 1 << 16, 1 << 14
 MAX_DEVICES = CTL_SIZE - OUT_COUNT
 
 
@@ -49,7 +53,7 @@ class CUDATraversalWorker:
     """One GPU's share of a BFS/SSSP run (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 flush_items=1 << 16, blocks_per_sm=None, out_capacity=None, far_capacity=None):
+                 symmetric=False, flush_items=1 << 16, blocks_per_sm=None, out_capacity=None, far_capacity=None):
         import cupy
         self.cp = cupy
         self.device = device
@@ -60,6 +64,10 @@ class CUDATraversalWorker:
         if self.k > MAX_DEVICES:
             raise ValueError(f"the CUDA traversal supports up to {MAX_DEVICES} devices")
         self.flush_items = int(flush_items)
+        # BFS may pull (scan in-arcs of unreached vertices) when in-arcs are out-arcs and all
+        # vertices are local
+        self.pull = int(symmetric and not weighted and kind == "int" and self.k == 1
+                        and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
         self.inf_bits = _bits(math.inf, kind)
         self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
         options = (f"-DVALUE_FLOAT={int(kind == 'float')}",
@@ -97,7 +105,11 @@ class CUDATraversalWorker:
             sms = cupy.cuda.Device(device.index).attributes["MultiProcessorCount"]
             if blocks_per_sm is None and os.environ.get("GROUTE_TRAVERSAL_BLOCKS_PER_SM"):
                 blocks_per_sm = int(os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"])
-            self.blocks = sms * self._blocks_per_sm(blocks_per_sm)
+            self.blocks = sms * self._blocks_per_sm(blocks_per_sm)          # wide
+            self.narrow_blocks = sms
+            if os.environ.get("GROUTE_TRAVERSAL_ADAPTIVE", "1") == "0":
+                self.narrow_blocks = self.blocks
+            self.wide = False
         with device.use():
             rec = self._pack_args()
             self._check_layout(module, rec)
@@ -211,7 +223,8 @@ class CUDATraversalWorker:
             ctl[NEAR_COUNT] = 1
         self.ctl.set(ctl)
         self.counters = {}
-        self.launches = 0
+        self.launches = self.reshapes = 0
+        self.wide = False
         return self._read_back()
 
     def _read_back(self, moved_threshold=False):
@@ -220,7 +233,7 @@ class CUDATraversalWorker:
         r = int(c[ROUND])
         fc = int(c[FAR_INDEX])
         far = int(c[FAR_COUNT + fc])
-        if c[FAR_OVERFLOW]:
+        if c[FAR_OVERFLOW + fc]:
             far = max(far, 1)
         far_min = _value_of_bits(int(c[FAR_MIN]), self.kind) if far else math.inf
         thr = _value_of_bits(int(c[THRESHOLD]), self.kind) if moved_threshold else None
@@ -228,28 +241,38 @@ class CUDATraversalWorker:
         return self.work
 
     def _launch_traverse(self, threshold, max_rounds, self_advance, op):
-        args = (self.args, np.int32(_bits(threshold, self.kind)), np.int32(self.delta_bits),
-                np.int32(bool(self_advance)), np.int32(max_rounds if max_rounds else 2**31 - 1),
-                np.int32(self.flush_items if self.k > 1 else 0), np.int32(op))
+        """One launch; relaunched with the other grid shape while the kernel asks for it."""
         while True:
+            blocks = self.blocks if self.wide else self.narrow_blocks
+            adaptive = self.narrow_blocks != self.blocks
+            shrink = SHRINK if (adaptive and self.wide) else 0
+            grow = GROW if (adaptive and not self.wide) else 2**31 - 1
+            args = (self.args, np.int32(_bits(threshold, self.kind)), np.int32(self.delta_bits),
+                    np.int32(bool(self_advance)), np.int32(max_rounds if max_rounds else 2**31 - 1),
+                    np.int32(self.flush_items if self.k > 1 else 0), np.int32(op),
+                    np.int32(shrink), np.int32(grow), np.int32(self.pull))
             try:
-                self.traverse((self.blocks,), (self.block,), args)
-                break
+                self.traverse((blocks,), (self.block,), args)
             except self.cp.cuda.driver.CUDADriverError as exc:
-                if "TOO_LARGE" not in str(exc) or self.blocks <= 1:
+                if "TOO_LARGE" not in str(exc) or self.blocks <= self.narrow_blocks:
                     raise
-                self.blocks //= 2     # the occupancy estimate was optimistic
-                log.info("%s: cooperative grid too large, retrying with %d blocks",
-                         self.device.name, self.blocks)
-        self.launches += 1
+                self.blocks = max(self.narrow_blocks, self.blocks // 2)   # occupancy was optimistic
+                log.info("%s: cooperative grid too large, now %d blocks", self.device.name, self.blocks)
+                continue
+            self.launches += 1
+            if op == 1:
+                return self._read_back()
+            work = self._read_back(moved_threshold=self_advance)
+            if self.ctl_view[EXIT_REASON] == 1:
+                self.wide = not self.wide
+                self.reshapes += 1
+                continue
+            return work
 
     def _advance(self, threshold, max_rounds, self_advance):
         if self.k > 1:
             self.ctl[OUT_COUNT:OUT_COUNT + self.k] = 0
-            self.ctl[OUT_OVERFLOW] = 0
-            self.ctl[STOP] = 0
-        self._launch_traverse(threshold, max_rounds, self_advance, op=0)
-        work = self._read_back(moved_threshold=self_advance)
+        work = self._launch_traverse(threshold, max_rounds, self_advance, op=0)
         outbox = [None] * self.k
         if self.k > 1:
             c = self.ctl_view
@@ -270,13 +293,13 @@ class CUDATraversalWorker:
         return self._read_back()
 
     def _split(self, threshold):
-        self._launch_traverse(threshold, 0, False, op=1)
-        return self._read_back()
+        return self._launch_traverse(threshold, 0, False, op=1)
 
     def collect_counters(self):
         c = self.counters_dev.get()
         self.counters = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
                          "deferrals": int(c[DEFERRALS]), "rounds": int(c[TOTAL_ROUNDS]),
-                         "launches": self.launches,
+                         "launches": self.launches, "reshapes": self.reshapes,
+                         "pull_rounds": int(c[PULL_ROUNDS]),
                          "absorbed": getattr(self, "counters_absorbed", 0)}
         return self.counters

@@ -60,6 +60,7 @@ def main():
     ap.add_argument("--configs", default="",
                     help="launch shapes to compare, e.g. 256:0,1024:1 (block size : blocks per SM, "
                          "0 = as many as fit); each runs the async cases")
+    ap.add_argument("--bfs-configs", default="", help="extra BFS-only launch configs")
     ap.add_argument("--deltas", default="", help="extra SSSP deltas to time (async, priority on)")
     args = ap.parse_args()
 
@@ -128,10 +129,17 @@ def main():
                 plan += [(m, p, cfg, args.delta) for m, p in CASES[app] if m == "async"]
             if app == "sssp":
                 plan += [("async", True, None, float(d)) for d in filter(None, args.deltas.split(","))]
+            else:
+                plan += [("async", True, c, None) for c in filter(None, args.bfs_configs.split(","))]
             for mode, priority, cfg, delta in plan:
-                block, per_sm = (cfg or "256:0").split(":")
+                block, per_sm, *env = (cfg or "256:0").split(":")
                 os.environ["GROUTE_TRAVERSAL_BLOCK"] = block
                 os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"] = "" if per_sm == "0" else per_sm
+                for var in ("PULL", "ADAPTIVE"):
+                    os.environ[f"GROUTE_TRAVERSAL_{var}"] = "1"
+                for assignment in env:            # e.g. PULL=0, ADAPTIVE=0
+                    name, value = assignment.split("=")
+                    os.environ[f"GROUTE_TRAVERSAL_{name}"] = value
                 case = {"graph": spec, "app": app, "mode": mode, "priority": priority,
                         "devices": args.devices, "config": cfg, "delta_asked": delta}
                 try:
@@ -159,6 +167,7 @@ def main():
                         f"correct={case['correct']}  {case['over_floor']:.1f}x floor  "
                         f"{t_scipy / med:.1f}x scipy" + (f"  {t_cupy / med:.1f}x cupy" if t_cupy else "") +
                         f"  levels={last.stats['levels']} launches={last.stats['launches']} "
+                        f"reshapes={last.stats.get('reshapes')} pull={last.stats.get('pull_rounds')} "
                         f"processed={sum(last.stats['items_processed']):,} deferrals={last.stats['deferrals']:,}"
                         f" delta={last.stats['delta']}")
                 except Exception as exc:  # keep going: one broken case must not cost the rest
