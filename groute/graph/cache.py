@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -42,7 +43,23 @@ def cache_root() -> Path:
 
 
 def _dir_writable(d: Path) -> bool:
-    return d.is_dir() and os.access(d, os.W_OK | os.X_OK)
+    """Whether caches may be written into directory ``d``.
+
+    A directory without any write permission bit counts as read-only even for root (for whom
+    ``os.access`` says yes): shared data folders are marked that way and must stay untouched.
+    """
+    try:
+        st = Path(d).stat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o222:
+        return False
+    return os.access(d, os.W_OK | os.X_OK)
+
+
+def dir_writable(d) -> bool:
+    """Public name of :func:`_dir_writable` (used by the partition cache)."""
+    return _dir_writable(Path(d))
 
 
 def cache_paths(source) -> list[Path]:
@@ -76,6 +93,7 @@ def save_graph_npz(g: CSRGraph, path: Path, key: dict) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
+        os.chmod(tmp, 0o644)                 # mkstemp makes 0600; caches are for every user
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import rng
-from .cache import CACHE_SUFFIX, cache_root
+from .cache import CACHE_SUFFIX, cache_root, dir_writable
 from .csr import CSRGraph, array_module
 
 log = logging.getLogger(__name__)
@@ -264,7 +264,7 @@ def _partition_cache_path(g: CSRGraph, k: int, digest: str, seed: int) -> list[P
     paths = []
     if g.source and Path(g.source).exists():
         src = Path(g.source).resolve()
-        if os.access(src.parent, os.W_OK | os.X_OK):
+        if dir_writable(src.parent):
             paths.append(src.with_name(f"{src.name}.{tag}"))
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in (g.name or "graph"))
     paths.append(cache_root() / "partitions" / f"{safe}.{tag}")
@@ -312,6 +312,7 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
             try:
                 with os.fdopen(fd, "wb") as f:
                     np.savez(f, owner=owner, digest=np.array(digest))
+                os.chmod(tmp, 0o644)
                 os.replace(tmp, p)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)

@@ -267,18 +267,30 @@ def test_corrupt_cache_is_ignored(tmp_path):
     assert load_graph(p).num_edges == 2
 
 
-def test_cache_falls_back_to_cache_dir_when_source_dir_read_only(tmp_path, monkeypatch,
-                                                                  isolated_cache):
-    p = tmp_path / "ro.txt"
+def test_cache_falls_back_to_cache_dir_when_source_dir_read_only(tmp_path, isolated_cache):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    p = ro / "ro.txt"
     p.write_text("1 2\n")
-    real = gcache._dir_writable
-    monkeypatch.setattr(gcache, "_dir_writable", lambda d: False if d == tmp_path else real(d))
-    load_graph(p)
-    assert not (tmp_path / ("ro.txt" + gcache.CACHE_SUFFIX)).exists()
-    cached = list((isolated_cache / "graphs").glob("ro.txt-*" + gcache.CACHE_SUFFIX))
-    assert len(cached) == 1
-    g = gcache.load_cached(p, {"format": "snap", "symmetric": False, "allow_negative": False})
-    assert g is not None and g.num_edges == 1
+    ro.chmod(0o555)                      # read-only, which root must respect too
+    try:
+        load_graph(p)
+        assert list(ro.iterdir()) == [p]
+        cached = list((isolated_cache / "graphs").glob("ro.txt-*" + gcache.CACHE_SUFFIX))
+        assert len(cached) == 1 and (cached[0].stat().st_mode & 0o777) == 0o644
+        g = gcache.load_cached(p, {"format": "snap", "symmetric": False, "allow_negative": False})
+        assert g is not None and g.num_edges == 1
+        from groute.graph import partition_graph
+        pytest.importorskip("pymetis")
+        partition_graph(load_graph("grid:6", cache=False), 2)
+        two = load_graph(p).symmetrize()
+        two.source = str(p)
+        partition_graph(load_graph("er:30:3", cache=False), 2)
+        partition_graph(two, 2, method="metis")
+        assert list(ro.iterdir()) == [p]
+        assert list((isolated_cache / "partitions").glob("ro.metis-k2-*"))
+    finally:
+        ro.chmod(0o755)
 
 
 def test_load_graph_errors_and_weight_options(tmp_path):
