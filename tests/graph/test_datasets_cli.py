@@ -1,8 +1,6 @@
 """Dataset registry and downloader (offline, file:// URLs) and the `groute data` subcommand."""
 import argparse
-import gzip
 import hashlib
-import io
 import json
 import re
 import tarfile

@@ -9,7 +9,6 @@ from groute.graph import (CSRGraph, GraphFormatError, load_graph, read_graph, wr
                           write_mtx, write_snap)
 from groute.graph import cache as gcache
 from groute.errors import GrouteError
-from tests.graph.conftest import edges_graph
 
 
 def same_graph(a, b, weights=True):
