@@ -57,6 +57,16 @@ def check(labels, g):
     np.testing.assert_array_equal(labels, ref, err_msg=f"{g.name}: {reference.mismatch_report(labels, ref)}")
 
 
+def device_cases(counts):
+    """(backend, k) pairs: CPU always; CUDA marked ``gpu`` (and ``multigpu`` for k >= 2)."""
+    out = []
+    for k in counts:
+        out.append(pytest.param("cpu", k, id=f"cpu-x{k}"))
+        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
+        out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
+    return out
+
+
 def _skip_if_missing(backend, k):
     if backend == "cuda" and k > cuda_device_count():
         pytest.skip(f"needs {k} GPUs")
@@ -74,8 +84,7 @@ def test_directed_graph_gives_weak_components():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("backend", backends())
-@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
 def test_hand_graphs(backend, k):
     _skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
@@ -87,8 +96,7 @@ def test_hand_graphs(backend, k):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend", backends())
-@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
 def test_random_and_real_graphs(backend, k):
     _skip_if_missing(backend, k)
     graphs = [load_graph("kron:11", cache=False), load_graph("grid:40", cache=False),

@@ -45,6 +45,16 @@ def check(values, g, *, max_l1=1e-5):
     assert l1 <= max_l1, f"{g.name}: L1 {l1:.3e} (Linf {linf:.3e}) vs reference"
 
 
+def device_cases(counts):
+    """(backend, k) pairs: CPU always; CUDA marked ``gpu`` (and ``multigpu`` for k >= 2)."""
+    out = []
+    for k in counts:
+        out.append(pytest.param("cpu", k, id=f"cpu-x{k}"))
+        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
+        out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
+    return out
+
+
 def _skip_if_missing(backend, k):
     if backend == "cuda" and k > cuda_device_count():
         pytest.skip(f"needs {k} GPUs")
@@ -61,9 +71,8 @@ def test_hand_graphs_one_device(backend, mode, name):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("backend, k", device_cases([2, 3, 4]))
 def test_hand_graphs_several_devices(backend, mode, k):
     _skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
@@ -75,9 +84,8 @@ def test_hand_graphs_several_devices(backend, mode, k):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
 def test_random_graphs(backend, mode, k):
     _skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
@@ -89,10 +97,9 @@ def test_random_graphs(backend, mode, k):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("backend, k", device_cases([3]))
 @pytest.mark.parametrize("peer_writes", [True, False])
-def test_bsp_exchange_by_peer_stores_and_by_copies(backend, peer_writes):
-    k = 3
+def test_bsp_exchange_by_peer_stores_and_by_copies(backend, k, peer_writes):
     _skip_if_missing(backend, k)
     g = random_graphs()["kron:9"]
     with Context(k, backend=backend, timeout=20) as ctx:
