@@ -141,7 +141,7 @@ def stage_correctness(ngpu):
     for g in graphs:
         refs[g.name] = (reference.pagerank(g, tol=1e-12), reference.connected_components(g))
     for k in device_counts(ngpu):
-        with Context(k, backend=BACKEND, timeout=60) as ctx:
+        with Context(k, backend=BACKEND, timeout=30) as ctx:
             for g in graphs:
                 if g.num_vertices < k:
                     continue
@@ -299,7 +299,7 @@ def stage_timings(ngpu, specs, repeat, budget):
                     continue
 
                 def run_ours():
-                    with Context(k, backend=BACKEND, timeout=120) as ctx:
+                    with Context(k, backend=BACKEND, timeout=60) as ctx:
                         t0 = time.perf_counter()
                         if what == "cc":
                             solver = CC(g, ctx=ctx)
