@@ -37,8 +37,9 @@ struct Sink {
     int* next; int* next_count; int marker;     // near queue being filled, its round
     long long* far; int* far_count; int* far_overflow;
     int* out_round; int* out_overflow;          // this round's outbox slots (round % 3)
-    unsigned long long* next_arcs;              // BFS pull: arcs of the queued vertices, or null
     int thr;
+    bool filter;                                // read before the atomicMin (see improve_local)
+    bool unique;                                // BFS on one device (see improve_local)
 };
 
 __device__ __forceinline__ int owner_of(const long long* offsets, int k, int v) {
@@ -65,29 +66,24 @@ __device__ __forceinline__ void push_far(const Args& a, long long* far, int* cou
     ++deferrals;
 }
 
-// push_near that also sums the degrees of the queued vertices (the BFS push/pull heuristic).
-__device__ __forceinline__ void push_near_counted(const Args& a, const Sink& q, int u) {
-    if (q.next_arcs == nullptr) { push_near(a, q.next, q.next_count, u, q.marker); return; }
-    if (atomicExch(&a.in_near[u], q.marker) != q.marker) {
-        cg::coalesced_group g = cg::coalesced_threads();
-        unsigned long long deg = (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
-        unsigned long long sum = cg::reduce(g, deg, cg::plus<unsigned long long>());
-        int base = 0;
-        if (g.thread_rank() == 0) {
-            base = atomicAdd(q.next_count, (int)g.size());
-            atomicAdd(q.next_arcs, sum);
-        }
-        q.next[g.shfl(base, 0) + (int)g.thread_rank()] = u;
-    }
-}
-
 // Offer value c to local vertex lv; queue it if it improved.
 __device__ __forceinline__ void improve_local(const Args& a, const Sink& q, int lv, int c,
                                               unsigned long long& deferrals) {
-    if (c >= *(volatile int*)&a.dist[lv]) return;
+    // the plain read saves an atomic where most offers lose (big frontiers); on small ones
+    // it is one more round trip on the critical path
+    if (q.filter && c >= *(volatile int*)&a.dist[lv]) return;
     int old = atomicMin(&a.dist[lv], c);
     if (c >= old) return;
-    if (c < q.thr) push_near_counted(a, q, lv);
+#if WEIGHTS == 0 && !VALUE_FLOAT
+    if (q.unique) {
+        // BFS on one device: every offer of a round carries the same depth, so only the first
+        // one improves and the vertex is queued once without the in_near exchange
+        int slot = aggregated_reserve(q.next_count);
+        q.next[slot] = lv;
+        return;
+    }
+#endif
+    if (c < q.thr) push_near(a, q.next, q.next_count, lv, q.marker);
     else push_far(a, q.far, q.far_count, q.far_overflow, lv, c, deferrals);
 }
 
@@ -194,20 +190,15 @@ __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
 #endif
 }
 
-#define PULL_ALPHA 14     // pull once the frontier's arcs exceed 1/14 of the unexplored ones
-#define PULL_BETA 24      // push again once the frontier is below 1/24 of the vertices
-
-__device__ __forceinline__ long long edges_of_source(const Args& a, const int* cur, int n) {
-    long long m = 0;
-    for (int i = 0; i < n; ++i) m += a.indptr[__ldcg(&cur[i]) + 1] - a.indptr[__ldcg(&cur[i])];
-    return m;
-}
+#define PULL_ALPHA 20     // pull once the frontier holds more than 1/20 of the vertices
+#define PULL_BETA 24      // push again once it holds less than 1/24
 
 // op 0: advance (run rounds); op 1: split the far queue for threshold `thr`, then return.
 // shrink_below / grow_above: return (EXIT_REASON 1) when the frontier leaves this shape's range.
 extern "C" __global__ void __launch_bounds__(BLOCK)
 traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds,
-         int flush, int op, int shrink_below, int grow_above, int pull) {
+         int flush, int op, int shrink_below, int grow_above, int pull, int filter,
+         int pull_unique) {
     const Args a = *pa;
     const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
@@ -219,14 +210,10 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     int rounds = 0, reason = 0;
     long long out_total = 0;
     bool stop = false;
-    // BFS direction optimisation (Beamer): arcs not yet reached by the search, kept alike by
-    // every block from the per-round arc counts; carried between launches through slots that
-    // are read only here and written only at the exit
+    // BFS direction optimisation (Beamer): pull while the frontier holds more than 1/PULL_ALPHA
+    // of the vertices, push again below 1/PULL_BETA; carried over between launches in a slot
+    // read only here and written only at the exit
     bool pulling = pull && *(volatile int*)&a.ctl[PULLING];
-    long long unexplored = (long long)(a.indptr[a.hi - a.lo] - a.indptr[0]) -
-                           (long long)*(volatile unsigned long long*)&a.counters[EXPLORED_ARCS];
-    const long long all_arcs = (long long)(a.indptr[a.hi - a.lo] - a.indptr[0]);
-
     if (op == 1) {
         int* cur = (r & 1) ? a.near1 : a.near0;
         int old_thr = *(volatile int*)&a.ctl[THRESHOLD];
@@ -248,12 +235,9 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         if (cur_n < shrink_below || cur_n > grow_above) { reason = 1; break; }
         const int s3 = r % 3, n3 = (r + 1) % 3;
         if (pull) {
-            // frontier arcs were counted when its vertices were queued (slot r % 3)
-            long long frontier_arcs = (long long)__ldcg(&a.counters[NEXT_ARCS + s3]);
-            if (r == 0) frontier_arcs = edges_of_source(a, cur, cur_n);
-            unexplored -= frontier_arcs;
-            if (!pulling) pulling = frontier_arcs * PULL_ALPHA > unexplored;
-            else pulling = (long long)cur_n * PULL_BETA >= (long long)(a.hi - a.lo);
+            const long long n_local = a.hi - a.lo;
+            pulling = pulling ? (long long)cur_n * PULL_BETA >= n_local
+                              : (long long)cur_n * PULL_ALPHA > n_local;
         }
         Sink q;
         q.next = (r & 1) ? a.near0 : a.near1;
@@ -264,14 +248,14 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
         q.out_round = &a.ctl[OUT_ROUND + s3];
         q.out_overflow = &a.ctl[OUT_ROUND_OVERFLOW + s3];
-        q.next_arcs = pull ? &a.counters[NEXT_ARCS + n3] : nullptr;
         q.thr = thr;
+        q.filter = filter;
+        q.unique = pull_unique && thr == VALUE_INF;
         if (tid == 0) {               // slots of round r + 1, last read during round r - 2
             a.ctl[NEAR_COUNT + (r + 2) % 3] = 0;
             a.ctl[OUT_ROUND + n3] = 0;
             a.ctl[OUT_ROUND_OVERFLOW + n3] = 0;
             a.counters[BIG_RESERVE + n3] = 0;
-            a.counters[NEXT_ARCS + n3] = 0;
         }
 #if WEIGHTS == 0 && !VALUE_FLOAT
         if (pulling) {
@@ -287,7 +271,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                     if (*(volatile int*)&a.dist[a.indices[e]] == r) {
                         a.dist[v] = r + 1;
                         ++processed;
-                        push_near_counted(a, q, (int)v);
+                        push_near(a, q.next, q.next_count, (int)v, q.marker);
                         break;
                     }
                 }
@@ -389,10 +373,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         a.ctl[ROUNDS] = rounds;
         a.ctl[EXIT_REASON] = reason;
         a.counters[TOTAL_ROUNDS] += rounds;
-        if (pull) {
-            a.ctl[PULLING] = pulling;
-            a.counters[EXPLORED_ARCS] = (unsigned long long)(all_arcs - unexplored);
-        }
+        if (pull) a.ctl[PULLING] = pulling;
     }
     // the last block to leave zeroes the barrier count for the next launch: every block has
     // passed its last barrier when it gets here
@@ -421,8 +402,9 @@ absorb(const Args* __restrict__ pa, const long long* items, int n, int thr) {
     q.far_count = &a.ctl[FAR_COUNT + fc];
     q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
     q.out_round = q.out_overflow = nullptr;
-    q.next_arcs = nullptr;
     q.thr = thr;
+    q.filter = true;
+    q.unique = false;
     unsigned long long deferrals = 0;
     for (long long i = tid; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long item = items[i];

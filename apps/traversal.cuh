@@ -6,7 +6,6 @@
 // Items are packed int64: (value bits << 32) | vertex, as groute/worklist/items.py.
 #pragma once
 #include <cooperative_groups.h>
-#include <cooperative_groups/reduce.h>
 namespace cg = cooperative_groups;
 
 #ifndef VALUE_FLOAT
@@ -91,7 +90,5 @@ enum Ctl {
 };
 enum Counter { PROCESSED = 0, EDGES = 1, DEFERRALS = 2, TOTAL_ROUNDS = 3,
                BIG_RESERVE = 4,   // 3 slots: (big vertices << 40) | chunks, per round % 3
-               EXPLORED_ARCS = 7, // BFS pull: arcs of every vertex reached so far
-               NEXT_ARCS = 8,     // 3 slots: arcs of the vertices queued for round r (BFS pull)
                PULL_ROUNDS = 11,
                COUNTERS = 12 };

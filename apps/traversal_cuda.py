@@ -31,7 +31,7 @@ PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 1
 #: frontier sizes (vertices) at which the kernel returns to be relaunched with the other grid
 #: shape: narrow (one block per SM: cheap barriers for long thin traversals) below SHRINK,
 #: wide (every resident block) above GROW
-GROW, SHRINK = 1 << 16, 1 << 14
+GROW, SHRINK = 1 << 14, 1 << 12
 MAX_DEVICES = CTL_SIZE - OUT_COUNT
 
 
@@ -68,6 +68,7 @@ class CUDATraversalWorker:
         # vertices are local
         self.pull = int(symmetric and not weighted and kind == "int" and self.k == 1
                         and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
+        self.unique = int(not weighted and kind == "int" and self.k == 1)   # see improve_local
         self.inf_bits = _bits(math.inf, kind)
         self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
         options = (f"-DVALUE_FLOAT={int(kind == 'float')}",
@@ -250,7 +251,8 @@ class CUDATraversalWorker:
             args = (self.args, np.int32(_bits(threshold, self.kind)), np.int32(self.delta_bits),
                     np.int32(bool(self_advance)), np.int32(max_rounds if max_rounds else 2**31 - 1),
                     np.int32(self.flush_items if self.k > 1 else 0), np.int32(op),
-                    np.int32(shrink), np.int32(grow), np.int32(self.pull))
+                    np.int32(shrink), np.int32(grow), np.int32(self.pull),
+                    np.int32(self.wide or not adaptive), np.int32(self.unique))
             try:
                 self.traverse((blocks,), (self.block,), args)
             except self.cp.cuda.driver.CUDADriverError as exc:

@@ -208,3 +208,16 @@ def test_plain_cupy_baseline_matches_reference():
         g = load_graph(spec)
         s = busiest(g)
         np.testing.assert_array_equal(np.asarray(cupy_bfs(g, s).get()), reference.bfs(g, s))
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_cuda_pull_reshape_and_priority_window():
+    need_gpus(1)
+    g = load_graph("kron:16")
+    res = check(g, busiest(g), backend="cuda", devices=1)
+    assert res.stats["pull_rounds"] > 0 and res.stats["reshapes"] > 0
+    # a finite window (BFS priority): deferred items, and the unique-push shortcut is off
+    grid = load_graph("grid:40")
+    res = check(grid, 0, backend="cuda", devices=1, delta=3)
+    assert res.stats["deferrals"] > 0
