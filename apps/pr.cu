@@ -56,14 +56,16 @@ __device__ void block_add2(double a, double b, double* out) {
 }
 
 // BSP finalize for this device's n_local vertices: y' = base + d * acc; acc is cleared for the next
-// iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of every
-// vector in outs (this device's own and, with peer access, every peer's copy: direct NVLink
-// stores instead of a copy per peer); stats[0] += sum |y' - y|, stats[1] += sum y' (the host
-// checks convergence from these).
+// iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of vector j
+// of outs when bit j of need[v] is set: bit 0 is this device's own vector (always set), the
+// others are peers' copies (direct NVLink stores of only the vertices that peer's in-arcs read,
+// CuSha-style boundary exchange). stats[0] += sum |y' - y|, stats[1] += sum y' (the host checks
+// convergence from these).
 extern "C" __global__ void pr_finalize(int n_local, int offset, float base, float damping,
                                        float* __restrict__ acc, float* __restrict__ y,
                                        const float* __restrict__ inv_outdeg,
                                        const unsigned long long* __restrict__ outs, int nouts,
+                                       const unsigned char* __restrict__ need,
                                        double* __restrict__ stats) {
     double diff = 0.0, total = 0.0;
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n_local; v += gridDim.x * blockDim.x) {
@@ -73,7 +75,9 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
         total += ynew;
         y[v] = ynew;
         const float c = ynew * inv_outdeg[v];
-        for (int j = 0; j < nouts; ++j) reinterpret_cast<float*>(outs[j])[offset + v] = c;
+        const unsigned mask = need[v];
+        for (int j = 0; j < nouts; ++j)
+            if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
     }
     block_add2(diff, total, stats);
 }

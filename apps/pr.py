@@ -147,15 +147,30 @@ class _DevicePR:
 
     # BSP ----------------------------------------------------------------------------------------
     def set_outputs(self, targets):
-        """``targets``: the devices (self first) whose copy of the contribution vector this
-        device's finalize writes directly (peer stores); the others get copies."""
+        """``targets``: the devices (self first, at most 8) whose copy of the contribution vector
+        this device's finalize writes directly (peer stores); the others get copies. A peer gets
+        only the vertices its in-arcs read (``need`` bit masks), so a well-partitioned graph
+        sends just its boundary."""
         self.out_targets = targets
+        need = np.zeros(self.n_local, np.uint8)
+        need[:] = 1
+        self.peer_stores = 0        # elements stored into peers per iteration
+        for bit, peer in enumerate(targets[1:], start=1):
+            cols = peer.shard.in_cols
+            mine = cols[(cols >= self.lo) & (cols < self.hi)] - self.lo
+            used = np.zeros(self.n_local, bool)
+            used[mine] = True
+            need[used] |= np.uint8(1 << bit)
+            self.peer_stores += int(used.sum())
         if self.cuda:
             with self.device.use():
                 self.outs = [self.device.asarray(np.array([t.contrib[par].data.ptr for t in targets],
                                                           dtype=np.uint64)) for par in range(2)]
+                self.need = self.device.asarray(need)
         else:
             self.outs = [[t.contrib[par] for t in targets] for par in range(2)]
+            self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
+                                      for bit in range(1, len(targets))]
 
     def bsp_reset(self, y0: float, contrib0, max_iterations: int):
         def reset():
@@ -182,7 +197,7 @@ class _DevicePR:
                     k["pr_finalize"](self._grid(self.n_local), (BLOCK,),
                                      (np.int32(self.n_local), np.int32(self.lo), np.float32(base),
                                       np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
-                                      outs, np.int32(len(self.out_targets)), stats))
+                                      outs, np.int32(len(self.out_targets)), self.need, stats))
         else:
             def launch():
                 acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
@@ -191,8 +206,9 @@ class _DevicePR:
                 stats[1] = ynew.sum()
                 self.y[:] = ynew
                 c = ynew * self.inv_outdeg
-                for out in outs:
-                    out[self.lo:self.hi] = c
+                outs[0][self.lo:self.hi] = c
+                for out, idx in zip(outs[1:], self.need_idx[1:]):
+                    out[self.lo + idx] = c[idx]
         self.stream.submit(launch)
 
     def bsp_stats(self, t0: int, t1: int):
@@ -432,11 +448,13 @@ class PageRank:
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
                 peers = self.ctx.peer_matrix()
-                can = bool(np.all(peers | np.eye(k, dtype=bool)))
+                can = bool(np.all(peers | np.eye(k, dtype=bool))) and k <= 8
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
                     dev.set_outputs([dev] + (others if self.peer_writes else []))
+            for dev in self.devs:
+                dev.shard = None    # the host copies are no longer needed
             else:
                 default = 8 if self.ctx.backend == "cuda" else 2
                 self.sweeps = int(sweeps) if sweeps else default
@@ -497,12 +515,15 @@ class PageRank:
         if converged_at is None:
             log.warning("PageRank (bsp) did not converge to tol %g in %d iterations (last change %g)",
                         self.tol, t, history[-1] if history else float("nan"))
-        slice_bytes = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs)
+        if self.peer_writes:
+            per_iteration = sum(dev.peer_stores * np.dtype(dev.fdt).itemsize for dev in self.devs)
+        else:
+            per_iteration = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs) * (k - 1)
         return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
                 "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
                 "arcs_per_device": [dev.num_in for dev in self.devs],
-                "bytes_sent": int(t * slice_bytes * (k - 1)) if k > 1 else 0}
+                "bytes_sent": int(t * per_iteration) if k > 1 else 0}
 
     def _bsp_iteration(self, t, base, done_events):
         devs = self.devs

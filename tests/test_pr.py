@@ -109,6 +109,21 @@ def test_bsp_exchange_by_peer_stores_and_by_copies(backend, k, peer_writes):
         assert res.stats["exchange"] == ("peer stores" if peer_writes else "peer copies")
 
 
+@pytest.mark.timeout(60)
+def test_bsp_peer_stores_send_only_the_boundary():
+    """On a grid cut into contiguous row blocks a device's in-arcs read only the boundary rows of
+    its neighbours, so peer stores move a small fraction of what full-slice copies move."""
+    g = random_graphs()["grid:20"]
+    moved = {}
+    for peer_writes in (True, False):
+        with PageRank(g, backend="cpu", devices=2, mode="bsp", partition="contiguous",
+                      peer_writes=peer_writes) as solver:
+            res = solver.run()
+        check(res.values, g)
+        moved[peer_writes] = res.stats["bytes_sent"] / res.stats["iterations"]
+    assert 0 < moved[True] <= moved[False] / 4, moved
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
 @pytest.mark.parametrize("mode", MODES)
