@@ -16,7 +16,8 @@ sum during the run.
 * ``mode="bsp"``: topology-driven, pull-based power iteration over the transposed graph (every
   vertex every iteration, two kernels per iteration, no host sync per iteration: convergence
   ``sum |y' - y| <= tol * sum y'`` is checked every few iterations). Each device owns a range
-  of vertices and sends its slice of ``y / outdeg`` to every other device after each iteration.
+  of vertices; after each iteration its kernel stores the new ``y / outdeg`` of the vertices a
+  peer's in-arcs read straight into that peer's copy (peer access), or copies its whole slice.
 
 CUDA kernels are in ``pr.cu``; the CPU backend runs vectorised NumPy on the devices' streams.
 """
