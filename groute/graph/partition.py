@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -170,13 +171,33 @@ class Partition:
                 f"edge cut {s['edge_cut']:,} arcs)")
 
 
+#: Partitions already built for a live graph object, so that several solvers on one graph (a
+#: benchmark's BFS, SSSP, PR, ...) renumber it once. Entries vanish with the graph.
+_MEMO: "weakref.WeakKeyDictionary[CSRGraph, dict]" = weakref.WeakKeyDictionary()
+
+
 def partition_graph(g: CSRGraph, k: int, method: str = "metis", *, seed: int = 0,
                     cache: bool = True, progress: bool = True) -> Partition:
     """Split ``g`` (host arrays) over ``k`` devices; see the module docstring.
 
     Raises ValueError for k < 1, k > |V| or an unknown method, and ImportError with the pip
-    command when METIS is asked for but pymetis is not installed.
+    command when METIS is asked for but pymetis is not installed. The same graph object asked
+    for the same split again gets the same :class:`Partition` back (treat it as read-only).
     """
+    key = (int(k), method, int(seed))
+    try:
+        memo = _MEMO.setdefault(g, {})
+    except TypeError:  # not weak-referenceable: no memo
+        memo = {}
+    if cache and key in memo:
+        return memo[key]
+    part = _partition(g, k, method, seed=seed, cache=cache, progress=progress)
+    if cache:
+        memo[key] = part
+    return part
+
+
+def _partition(g, k, method, *, seed, cache, progress) -> Partition:
     g = g.to_host()
     k = int(k)
     n = g.num_vertices

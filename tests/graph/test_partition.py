@@ -170,3 +170,12 @@ def test_metis_cache_for_generated_graph_in_cache_dir(isolated_cache):
     g = load_graph("grid:12", cache=False)
     partition_graph(g, 2, method="metis")
     assert list((isolated_cache / "partitions").glob("grid_12.metis-k2-*"))
+
+
+def test_same_graph_same_split_is_built_once():
+    from groute.graph import generate, partition_graph
+    g = generate("grid:30", backend="cpu")
+    a = partition_graph(g, 3, "contiguous")
+    assert partition_graph(g, 3, "contiguous") is a
+    assert partition_graph(g, 3, "random") is not a
+    assert partition_graph(g, 3, "contiguous", cache=False) is not a
