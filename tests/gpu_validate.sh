@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One device-tool call that validates the whole project on a GPU machine and leaves logs in $OUT.
+#   bash tests/gpu_validate.sh STAGES     STAGES: comma list of info,tests,demo,topo,prcc,trav,bench
+# Each stage runs under its own time limit, logs to $OUT/<stage>.log, and is summarised at the end,
+# so one failing stage does not hide the others. Needs pymetis as a wheel in .whl/ (see README).
+set -u
+OUT=${OUT:-/tmp/groute-out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export GROUTE_COMMIT=${GROUTE_COMMIT:-unknown}
+stages=${1:-info,tests,demo,topo}
+summary=()
+stage() {  # name limit_s command...
+  local name=$1 limit=$2; shift 2
+  case ",$stages," in *",$name,"*) ;; *) return;; esac
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-6s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - t0)))")
+  echo "=== $name (rc=$rc) ==="; tail -n "${TAIL:-15}" "$OUT/$name.log"
+}
+stage info 60 python3 -m groute info
+stage tests 420 python3 -m pytest -m "gpu or multigpu" -q -x -p no:cacheprovider --timeout 240 tests
+stage demo 120 python3 -m groute demo
+stage topo 240 python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/plots" --markdown "$OUT/topo.md"
+stage prcc 400 env OUT="$OUT" python3 tests/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
+stage trav 400 python3 tests/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
+stage bench 560 python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
+echo "=== summary ==="; printf '%s\n' "${summary[@]}"
