@@ -31,4 +31,6 @@ stage topo 240 python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/p
 stage prcc 400 env OUT="$OUT" python3 tests/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
 stage trav 400 python3 tests/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
 stage bench 560 python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
-echo "=== summary ==="; printf '%s\n' "${summary[@]}"
+echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+# the device tool returns at most 8 files: pack everything into one archive
+(cd "$OUT" && tar czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)
