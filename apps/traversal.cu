@@ -104,7 +104,7 @@ __device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e,
     int old = atomicMin(&a.sent_best[v], c);
     if (c >= old) return true;
     int j = owner_of(a.offsets, a.k, v);
-    int slot = aggregated_reserve2(&a.ctl[OUT_COUNT + j], q.out_round);
+    int slot = aggregated_reserve_labeled(&a.ctl[OUT_COUNT], j, q.out_round);
     if (slot < a.out_cap) {
         a.outbox[(long long)j * a.out_cap + slot] = pack_item(v, c);
         return true;

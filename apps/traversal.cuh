@@ -55,16 +55,18 @@ __device__ __forceinline__ int aggregated_reserve(int* counter) {
     return g.shfl(base, 0) + (int)g.thread_rank();
 }
 
-// One atomic per group of threads that arrive together, counted in two places (e.g. an
-// outbox's fill and this round's total).
-__device__ __forceinline__ int aggregated_reserve2(int* counter, int* also) {
+// The same, for threads that may be filling different counters (one per destination device):
+// threads are grouped by `label` first, so each group reserves in its own counter. Also counts
+// the reservations in `also` (this round's total).
+__device__ __forceinline__ int aggregated_reserve_labeled(int* counters, int label, int* also) {
     cg::coalesced_group g = cg::coalesced_threads();
+    cg::coalesced_group same = cg::labeled_partition(g, label);
     int base = 0;
-    if (g.thread_rank() == 0) {
-        base = atomicAdd(counter, (int)g.size());
-        atomicAdd(also, (int)g.size());
+    if (same.thread_rank() == 0) {
+        base = atomicAdd(&counters[label], (int)same.size());
+        atomicAdd(also, (int)same.size());
     }
-    return g.shfl(base, 0) + (int)g.thread_rank();
+    return same.shfl(base, 0) + (int)same.thread_rank();
 }
 
 // The control block: counts and flags in device memory, read back by the host after a launch.
