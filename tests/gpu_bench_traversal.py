@@ -52,6 +52,9 @@ def main():
     ap.add_argument("--apps", default="bfs,sssp")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--devices", type=int, default=1)
+    ap.add_argument("--partition", default="contiguous", choices=["metis", "contiguous", "random"],
+                    help="for several devices (metis needs pymetis and is slow on kron:25)")
+    ap.add_argument("--routing", default="all2all", choices=["all2all", "ring"])
     ap.add_argument("--no-cupy", action="store_true")
     ap.add_argument("--no-bsp", action="store_true")
     ap.add_argument("--cupy-limit", type=int, default=1 << 40, help="skip CuPy peers above this many arcs")
@@ -62,9 +65,10 @@ def main():
                          "0 = as many as fit); each runs the async cases")
     ap.add_argument("--bfs-configs", default="", help="extra BFS-only launch configs")
     ap.add_argument("--deltas", default="", help="extra SSSP deltas to time (async, priority on)")
+    ap.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
+                    help="cpu: a quick check of this script on CPU virtual devices (no CuPy peers)")
     args = ap.parse_args()
 
-    import cupy
     from groute import Context
     from apps.baselines import cupy_bfs, cupy_sssp
     from apps.bfs import BFS
@@ -72,10 +76,11 @@ def main():
     from groute.graph import reference
     from scipy.sparse import csgraph
 
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    out = {"device": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+    ctx = Context(args.devices, backend=args.backend, timeout=120)
+    out = {"device": ctx.devices[0].properties()["name"], "devices": args.devices,
            "commit": os.environ.get("GROUTE_COMMIT", ""), "cases": [], "graphs": {}}
-    ctx = Context(args.devices, backend="cuda", timeout=120)
+    if args.backend == "cpu":
+        args.no_cupy = True
     bw = measure_copy_bandwidth(ctx.devices[0])["bytes_per_s"]
     out["copy_bandwidth"] = bw
     log(f"device {out['device']}, copy bandwidth {bw / 1e12:.2f} TB/s (read+write)")
@@ -108,6 +113,7 @@ def main():
             # plain CuPy peer
             t_cupy = None
             if not args.no_cupy and graph.num_edges <= args.cupy_limit:
+                import cupy
                 dg = graph.to_device(ctx.devices[0])
                 fn = cupy_bfs if app == "bfs" else cupy_sssp
                 with ctx.devices[0].use():
@@ -145,7 +151,8 @@ def main():
                 try:
                     t0 = time.perf_counter()
                     kw = {} if delta is None or app == "bfs" else {"delta": int(delta)}
-                    solver = cls(graph, ctx=ctx, partition="contiguous", mode=mode, priority=priority, **kw)
+                    solver = cls(graph, ctx=ctx, partition=args.partition, mode=mode, priority=priority,
+                                 routing=args.routing, **kw)
                     case["setup_s"] = time.perf_counter() - t0
                     try:
                         res = solver.run(source)
@@ -162,14 +169,16 @@ def main():
                     case.update(time_s=med, times_s=times, floor_s=floor_s, over_floor=med / floor_s,
                                 gteps=graph.num_edges / med / 1e9, vs_scipy=t_scipy / med,
                                 vs_cupy=(t_cupy / med) if t_cupy else None, stats=last.stats)
-                    case["grid"] = [solver.workers[0].blocks, solver.workers[0].block]
+                    case["grid"] = [getattr(solver.workers[0], "blocks", None),
+                                    getattr(solver.workers[0], "block", None)]
                     log(f"{app} {mode:5s} prio={int(priority)} grid={case['grid']}: {med * 1e3:9.3f} ms  "
                         f"correct={case['correct']}  {case['over_floor']:.1f}x floor  "
                         f"{t_scipy / med:.1f}x scipy" + (f"  {t_cupy / med:.1f}x cupy" if t_cupy else "") +
                         f"  levels={last.stats['levels']} launches={last.stats['launches']} "
                         f"reshapes={last.stats.get('reshapes')} pull={last.stats.get('pull_rounds')} "
                         f"processed={sum(last.stats['items_processed']):,} deferrals={last.stats['deferrals']:,}"
-                        f" delta={last.stats['delta']}")
+                        f" delta={last.stats['delta']} host_rounds={last.stats['rounds']}"
+                        f" moved={last.stats['bytes_moved'] / 1e6:.1f}MB")
                 except Exception as exc:  # keep going: one broken case must not cost the rest
                     import traceback
                     traceback.print_exc()
