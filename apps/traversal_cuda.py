@@ -92,8 +92,9 @@ class CUDATraversalWorker:
             self.near = [xp.empty(n, dtype=np.int32) for _ in range(2)]
             self.far_cap = int(far_capacity or max(n, 1024))
             self.far = [xp.empty(self.far_cap, dtype=np.int64) for _ in range(2)]
-            remote = num_vertices - self.n_local
-            self.out_cap = int(out_capacity or max(min(remote, 1 << 22), 1))
+            # one slot per vertex of the largest part: BFS sends a remote vertex at most once per
+            # launch (levels only decrease), so its outboxes cannot overflow; SSSP may (retried)
+            self.out_cap = int(out_capacity or max(int(np.max(np.diff(np.asarray(offsets)))), 1))
             self.outbox = xp.empty(max(self.k, 1) * self.out_cap if self.k > 1 else 1, dtype=np.int64)
             self.sent_best = xp.empty(num_vertices if self.k > 1 else 1, dtype=np.int32)
             self.offsets = xp.asarray(np.asarray(offsets, dtype=np.int64))
