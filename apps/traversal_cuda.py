@@ -43,17 +43,18 @@ def _bits(value, kind) -> int:
 
 
 def _value_of_bits(bits, kind):
+    """The threshold or value an int32 bit pattern stands for (inverse of :func:`_bits`)."""
     if kind == "int":
         return math.inf if bits == np.iinfo(np.int32).max else int(bits)
-    v = float(np.array(bits, dtype=np.int32).view(np.float32))
-    return v
+    return float(np.array(bits, dtype=np.int32).view(np.float32))
 
 
 class CUDATraversalWorker:
     """One GPU's share of a BFS/SSSP run (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 symmetric=False, flush_items=1 << 16, blocks_per_sm=None, out_capacity=None, far_capacity=None):
+                 symmetric=False, flush_items=1 << 16, blocks_per_sm=None, out_capacity=None,
+                 far_capacity=None):
         import cupy
         self.cp = cupy
         self.device = device
@@ -225,7 +226,7 @@ class CUDATraversalWorker:
             ctl[NEAR_COUNT] = 1
         self.ctl.set(ctl)
         self.counters = {}
-        self.launches = self.reshapes = 0
+        self.launches = self.reshapes = self.absorbed = 0
         self.wide = False
         return self._read_back()
 
@@ -292,7 +293,7 @@ class CUDATraversalWorker:
             if n:
                 blocks = min(-(-n // self.block), self.blocks)   # module launches are cooperative
                 self.absorb_kernel((blocks,), (self.block,), (self.args, items, np.int32(n), thr))
-        self.counters_absorbed = getattr(self, "counters_absorbed", 0) + sum(int(a.shape[0]) for a in arrays)
+        self.absorbed += sum(int(a.shape[0]) for a in arrays)
         return self._read_back()
 
     def _split(self, threshold):
@@ -304,5 +305,5 @@ class CUDATraversalWorker:
                          "deferrals": int(c[DEFERRALS]), "rounds": int(c[TOTAL_ROUNDS]),
                          "launches": self.launches, "reshapes": self.reshapes,
                          "pull_rounds": int(c[PULL_ROUNDS]),
-                         "absorbed": getattr(self, "counters_absorbed", 0)}
+                         "absorbed": self.absorbed}
         return self.counters
