@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from groute.kernels import load_module
-from groute.worklist import LocalWork, call_on_stream, infinity
+from groute.worklist import LocalWork, call_on_stream
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("traversal.cu")

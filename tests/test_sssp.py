@@ -98,6 +98,16 @@ def test_modes_priority_routing(mode, priority, delta, routing):
         assert res.stats["threshold_advances"] > 0 and res.stats["deferrals"] > 0
 
 
+@pytest.mark.timeout(120)
+def test_real_graph_from_shared_folder():
+    path = SHARED_GRAPHS / "as-22july06.mtx.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is not on this machine")
+    g = load_graph(str(path)).with_weights(seed=5)
+    for k, partition in ((1, "contiguous"), (3, "random")):
+        check(g, busiest(g), backend="cpu", devices=k, partition=partition, timeout=30)
+
+
 @pytest.mark.timeout(60)
 def test_single_device_priority_defers_and_advances_inside_the_worker():
     g = graph("grid:20")
