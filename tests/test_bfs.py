@@ -221,3 +221,9 @@ def test_cuda_pull_reshape_and_priority_window():
     grid = load_graph("grid:40")
     res = check(grid, 0, backend="cuda", devices=1, delta=3)
     assert res.stats["deferrals"] > 0
+
+
+@pytest.mark.timeout(60)
+def test_one_shot_run_leaves_no_threads(no_thread_leak):
+    g = load_graph("grid:8")
+    check(g, 0, backend="cpu", devices=3, partition="contiguous", routing="ring")
