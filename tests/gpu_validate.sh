@@ -25,12 +25,12 @@ stage() {  # name limit_s command...
   echo "=== $name (rc=$rc) ==="; tail -n "${TAIL:-15}" "$OUT/$name.log"
 }
 stage info 60 python3 -m groute info
-stage tests 420 python3 -m pytest -m "gpu or multigpu" -q -x -p no:cacheprovider --timeout 240 tests
-stage demo 120 python3 -m groute demo
-stage topo 240 python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/plots" --markdown "$OUT/topo.md"
-stage prcc 400 env OUT="$OUT" python3 tests/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
-stage trav 400 python3 tests/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
-stage bench 560 python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
+stage tests ${TESTS_LIMIT:-420} python3 -m pytest -m "${TEST_MARKS:-gpu or multigpu}" -q -p no:cacheprovider --timeout 240 tests
+stage demo ${DEMO_LIMIT:-120} python3 -m groute demo
+stage topo ${TOPO_LIMIT:-240} python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/plots" --markdown "$OUT/topo.md"
+stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 tests/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
+stage trav ${TRAV_LIMIT:-400} python3 tests/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
+stage bench ${BENCH_LIMIT:-560} python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
 echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 # the device tool returns at most 8 files: pack everything into one archive
 (cd "$OUT" && tar czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)
