@@ -46,6 +46,7 @@ class Context:
     """
 
     def __init__(self, devices=None, backend: str = "auto", *, timeout=None, cpu_delays=None):
+        self.devices = []
         self.backend = resolve_backend(backend)
         self.timeout = resolve_timeout(timeout)
         self.stop_event = threading.Event()
@@ -54,7 +55,6 @@ class Context:
         self._lock = threading.Lock()
         self._closed = False
         indices = self._device_indices(devices)
-        self.devices = []
         try:
             for n, i in enumerate(indices):
                 if self.backend == "cuda":

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from groute import HOST, Context, Link, LinkClosed, WaitTimeout
-from support import backends
+from support import backends, context_or_skip
 
 
-@pytest.fixture(params=backends())
+@pytest.fixture(params=backends(min_gpus=2))
 def ctx(request):
-    c = Context(2, backend=request.param, timeout=10)
+    c = context_or_skip(request.param, 2, timeout=10)
     yield c
     c.shutdown()
 

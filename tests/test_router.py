@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from groute import HOST, Context, Route, Router, broadcast, by_owner, first_available, ring
-from support import backends
+from support import backends, context_or_skip
 
 
 def _collect(router, j, sink, delay=0.0):
@@ -34,9 +34,9 @@ def _run_router(ctx, policy, segments, metadata=None, delays=None, num_buffers=2
     return router, got
 
 
-@pytest.fixture(params=backends())
+@pytest.fixture(params=backends(min_gpus=3))
 def ctx(request):
-    c = Context(3, backend=request.param, timeout=10)
+    c = context_or_skip(request.param, 3, timeout=10)
     yield c
     c.shutdown()
 
