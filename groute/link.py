@@ -104,6 +104,7 @@ class Link:
         self._free = collections.deque((i, None) for i in range(self.num_buffers))
         self._reserved = 0          # packets sent but not yet given a buffer
         self._sends = collections.deque()
+        self._transferring = False  # a send is being copied (by the pump or inline by a sender)
         self._closed = False
         self._pump_done = False
         self._error: BaseException | None = None
@@ -134,8 +135,24 @@ class Link:
             if self._error is not None:
                 raise self._error
             self._reserved += packets
-            self._sends.append((data, event, dict(metadata or {}), handle))
-            self._lock.notify_all()
+            # Fast path: nothing queued or in flight and a free buffer for every packet, so the
+            # copies can be issued right here without waking the pump (they stay asynchronous).
+            inline = not self._sends and not self._transferring and packets <= len(self._free)
+            if inline:
+                self._transferring = True
+            else:
+                self._sends.append((data, event, dict(metadata or {}), handle))
+                self._lock.notify_all()
+        if inline:
+            try:
+                self._transfer(data, event, dict(metadata or {}), handle)
+            except BaseException as exc:
+                handle._fail(exc)
+                raise
+            finally:
+                with self._lock:
+                    self._transferring = False
+                    self._lock.notify_all()
         return handle
 
     def _check_data(self, data):
@@ -175,18 +192,23 @@ class Link:
         try:
             while True:
                 with self._lock:
-                    while not self._sends and not self._closed:
+                    while (not self._sends or self._transferring) and \
+                            not (self._closed and not self._sends and not self._transferring):
                         if self.stop.is_set():
                             return
                         self._lock.wait(POLL_INTERVAL)
                     if not self._sends:
                         break
                     data, event, metadata, handle = self._sends.popleft()
+                    self._transferring = True
                 try:
                     self._transfer(data, event, metadata, handle)
                 except BaseException as exc:
                     handle._fail(exc)
                     raise
+                finally:
+                    with self._lock:
+                        self._transferring = False
         except BaseException as exc:  # noqa: BLE001 - surfaced to receivers and the context
             self._error = exc
             log.debug("%s failed: %r", self.name, exc)
