@@ -24,9 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.common import AppResult, DeviceTimer
+from apps.common import AppResult, DeviceTimer, Solver
 from groute import Link, Router, first_available
-from groute.context import ensure_context
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("cc.cu")
@@ -135,7 +134,7 @@ class _DeviceCC:
 # ------------------------------------------------------------------------------------------------
 # the solver
 # ------------------------------------------------------------------------------------------------
-class CC:
+class CC(Solver):
     """Weak connected components of ``graph``; upload once, :meth:`run` many times.
 
     ``segment_edges``: edges per segment the router hands out (default: the edge list in about
@@ -148,7 +147,7 @@ class CC:
         self.n = int(graph.num_vertices)
         if self.n >= 2**31:
             raise ValueError(f"CC supports graphs of fewer than 2**31 vertices, got {self.n}")
-        self.ctx, self._owned = ensure_context(ctx, devices=devices, backend=backend)
+        self._open_context(ctx, devices=devices, backend=backend)
         try:
             self.k = len(self.ctx.devices)
             t0 = time.perf_counter()
@@ -261,25 +260,11 @@ class CC:
             ctx.fail("host", exc)
         ctx.gather(futures)
 
-    def close(self):
-        if self._owned and self.ctx is not None:
-            self.ctx.shutdown()
-            self._owned = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 def connected_components(graph, **kwargs) -> AppResult:
     """One-shot :class:`CC`: build, run once, close."""
-    solver = CC(graph, **kwargs)
-    try:
+    with CC(graph, **kwargs) as solver:
         return solver.run()
-    finally:
-        solver.close()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from groute.context import ensure_context
+
 
 @dataclass
 class AppResult:
@@ -66,3 +68,34 @@ class DeviceTimer:
             self.ctx.synchronize()
             self.seconds = time.perf_counter() - self._t0
         return False
+
+
+class Solver:
+    """Base of the app solvers: the context (borrowed, or created and owned), and shutdown.
+
+    Subclasses call :meth:`_open_context` in ``__init__`` and override :meth:`_release` to free
+    what else they hold (worklists, links); ``close`` and ``with`` then do the right thing.
+    """
+
+    ctx = None
+    _owns_ctx = False
+
+    def _open_context(self, ctx=None, *, devices=None, backend="auto", timeout=None):
+        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend, timeout=timeout)
+        return self.ctx
+
+    def _release(self) -> None:
+        """Free resources other than the context (default: none)."""
+
+    def close(self) -> None:
+        """Release the solver; shut its context down if it created it. Idempotent."""
+        self._release()
+        if self._owns_ctx and self.ctx is not None:
+            self.ctx.shutdown()
+        self._owns_ctx = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

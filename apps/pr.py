@@ -30,8 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.common import AppResult, DeviceTimer
-from groute.context import ensure_context
+from apps.common import AppResult, DeviceTimer, Solver
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pr.cu")
@@ -397,7 +396,7 @@ class _PushWorker:
 # ------------------------------------------------------------------------------------------------
 # the solver
 # ------------------------------------------------------------------------------------------------
-class PageRank:
+class PageRank(Solver):
     """PageRank of ``graph`` on the devices of a context; partition and upload once, run many times.
 
     ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
@@ -425,7 +424,7 @@ class PageRank:
         self.max_iterations, self.check_every = int(max_iterations), int(check_every)
         self.partition_method = partition
         n = self.n = int(graph.num_vertices)
-        self.ctx, self._owned = ensure_context(ctx, devices=devices, backend=backend)
+        self._open_context(ctx, devices=devices, backend=backend)
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)
@@ -568,28 +567,16 @@ class PageRank:
                 "items_sent": wl.get("items_sent", {}), "bytes_sent": wl.get("bytes_moved", 0),
                 "eps": eps}
 
-    def close(self):
+    def _release(self):
         if self._worklist is not None:
             self._worklist.close()
             self._worklist = None
-        if self._owned and self.ctx is not None:
-            self.ctx.shutdown()
-            self._owned = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def pagerank(graph, **kwargs) -> AppResult:
     """One-shot :class:`PageRank`: build, run once, close."""
-    solver = PageRank(graph, **kwargs)
-    try:
+    with PageRank(graph, **kwargs) as solver:
         return solver.run()
-    finally:
-        solver.close()
 
 
 # ------------------------------------------------------------------------------------------------

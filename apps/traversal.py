@@ -18,10 +18,9 @@ import math
 
 import numpy as np
 
-from groute.context import ensure_context
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
-from .common import AppResult, DeviceTimer
+from .common import AppResult, DeviceTimer, Solver
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ class _Partitioned:
         return int(np.asarray(self.p.perm)[v])
 
 
-class TraversalSolver:
+class TraversalSolver(Solver):
     """Shared by :class:`apps.bfs.BFS` and :class:`apps.sssp.SSSP`; see the module docstring.
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange) or ``"bsp"`` (one level per
@@ -87,8 +86,7 @@ class TraversalSolver:
         graph = graph.to_host() if hasattr(graph, "to_host") else graph
         self.graph = graph
         self.kind, weights = self._value_kind(graph)
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
-                                                  timeout=timeout)
+        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
             self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
                         max_rounds, packet_size, flush_items)
@@ -219,20 +217,11 @@ class TraversalSolver:
         }
 
     # ------------------------------------------------------------------ shutdown
-    def close(self):
+    def _release(self):
         wl = getattr(self, "worklist", None)
         if wl is not None:
             wl.close()
             self.worklist = None
-        if self._owns_ctx and self.ctx is not None:
-            self.ctx.shutdown()
-            self.ctx = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def unreached_mask(values, kind):
