@@ -24,7 +24,6 @@ CUDA kernels are in ``pr.cu``; the CPU backend runs vectorised NumPy on the devi
 from __future__ import annotations
 
 import logging
-import math
 import time
 from pathlib import Path
 

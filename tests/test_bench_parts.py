@@ -188,7 +188,7 @@ def test_source_rule():
 
 
 def test_commit_comes_from_the_environment_without_git(monkeypatch):
-    from groute.bench import machine
+    from groute import machine
     monkeypatch.setattr(machine, "_run", lambda cmd, cwd=None: None)  # no git here
     monkeypatch.setenv("GROUTE_COMMIT", "abc123")
     assert machine.project_version()["commit"] == "abc123"

@@ -8,7 +8,7 @@ from apps.cc import CC, compress_numpy, connected_components, edge_list, hook_nu
 from groute import Context
 from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
-from support import SHARED_GRAPHS, backends
+from support import SHARED_GRAPHS
 
 
 def graph_from(n, edges, directed=False, name="hand"):

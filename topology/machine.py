@@ -9,11 +9,6 @@ copy engines and links, not the Python call that issued them.
 from __future__ import annotations
 
 import logging
-import os
-import platform
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 
@@ -30,58 +25,24 @@ def backend_label(backend: str) -> str:
 
 
 def describe_machine(ctx) -> dict:
-    """Devices, peer access, link kinds and software versions, for the JSON report."""
+    """This context's devices, peer access and link kinds (``groute info``) plus the host, GPU,
+    library and project description every result file carries (:mod:`groute.machine`)."""
     from groute.commands.info import describe
+    from groute.machine import describe_machine as describe_host
     info = describe(ctx)
+    host = describe_host()
     info["label"] = backend_label(ctx.backend)
     info["device_count"] = len(ctx.devices)
     info["device_models"] = sorted({d["name"] for d in info["devices"]})
     info["numpy"] = np.__version__
-    info["cpu"] = _cpu_model()
-    info["cpu_count"] = os.cpu_count()
-    info["os"] = platform.platform()
-    info["project_commit"] = _project_commit()
+    info["cpu"] = host["cpu"]
+    info["cpu_count"] = host["cpu_cores"]
+    info["os"] = host["os"]
+    info["project_commit"] = host["project"]["commit"]
+    info["host"] = host
     if ctx.backend == "cuda":
-        info["driver_version"] = _nvidia_smi_query("driver_version")
+        info["driver_version"] = host.get("nvidia_driver")
     return info
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _project_commit():
-    """``git describe`` of the checkout this package runs from (with ``-dirty``); else
-    ``$GROUTE_COMMIT`` (for copies of the tree without ``.git``); else None."""
-    root = Path(__file__).resolve().parents[1]
-    git = shutil.which("git")
-    if git is None or not (root / ".git").exists():
-        return os.environ.get("GROUTE_COMMIT") or None
-    try:
-        out = subprocess.run([git, "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return os.environ.get("GROUTE_COMMIT") or None
-    return out.stdout.strip() or os.environ.get("GROUTE_COMMIT") or None
-
-
-def _nvidia_smi_query(field: str):
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run([exe, f"--query-gpu={field}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    values = sorted({line.strip() for line in out.splitlines() if line.strip()})
-    return ", ".join(values) or None
 
 
 def run(ctx, settings, progress) -> BenchResult:

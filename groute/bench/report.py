@@ -10,7 +10,7 @@ import json
 import math
 from pathlib import Path
 
-from .machine import summary_line
+from ..machine import summary_line
 from .suite import APPS, PR_MAX_L1, PR_TOL
 
 

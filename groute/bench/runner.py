@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from . import floor as floor_model
-from .machine import describe_machine
+from ..machine import describe_machine
 from .peers import PeerSkipped, check_peer_answer, prepare_peer
 from .progress import Progress
 from .report import fmt_seconds, jsonable
