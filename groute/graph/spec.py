@@ -102,14 +102,20 @@ def parse_spec(text: str) -> GraphSpec:
     for (name, typ), value in zip(slots, positional):
         if value == "":
             raise ValueError(f"{text!r}: empty field")
-        params[name] = parse_number(value, typ)
+        try:
+            params[name] = parse_number(value, typ)
+        except ValueError as exc:
+            raise ValueError(f"graph spec {text!r}, field {name}: {exc}") from None
     for opt in options:
         key, _, value = opt.partition("=")
         key = key.strip().lower()
         if key not in DEFAULTS[kind]:
             raise ValueError(f"{text!r}: unknown option {key!r} for {kind}; "
                              f"options are {sorted(DEFAULTS[kind])}")
-        params[key] = parse_number(value, _TYPES[key])
+        try:
+            params[key] = parse_number(value, _TYPES[key])
+        except ValueError as exc:
+            raise ValueError(f"graph spec {text!r}, option {key}: {exc}") from None
     if kind == "grid":
         params.setdefault("cols", params["rows"])
     if kind == "er" and "avg_degree" not in params:
