@@ -79,3 +79,91 @@ extern "C" __global__ void cc_compress(int n, int* parent) {
         parent[v] = p;
     }
 }
+
+// ---- Afforest (Sutton et al., IPDPS 2018): link a few neighbours, find the giant, skip it ----
+
+// GAPBS's Afforest link: no walk to the roots, only a CAS of the larger of two parents'
+// parent under the smaller, retried one level up. Keeps parent[v] <= v like hook().
+__device__ void link_light(int u, int v, int* parent) {
+    int p1 = load(parent + u);
+    int p2 = load(parent + v);
+    while (p1 != p2) {
+        const int high = p1 > p2 ? p1 : p2;
+        const int low = p1 + p2 - high;
+        const int ph = load(parent + high);
+        if (ph == low) break;
+        if (ph == high && atomicCAS(parent + high, high, low) == high) break;
+        p1 = load(parent + load(parent + high));
+        p2 = load(parent + low);
+    }
+}
+
+__device__ __forceinline__ void link(int u, int v, int* parent, int light) {
+    if (light) link_light(u, v, parent); else hook(u, v, parent);
+}
+
+// Sampling round r: every vertex with more than r neighbours links to its r-th one.
+extern "C" __global__ void cc_link_round(const long long* __restrict__ indptr,
+                                         const int* __restrict__ indices, int n, int r,
+                                         int light, int* parent) {
+    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += gridDim.x * blockDim.x) {
+        const long long b = indptr[u];
+        if (indptr[u + 1] - b > r) link(u, indices[b + r], parent, light);
+    }
+}
+
+// The most frequent value of parent[samples[i]] (i < s <= blockDim.x = 1024): the root of the
+// (probably) giant component. One block; O(s^2) comparisons in shared memory.
+extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
+                                          const int* __restrict__ samples, int s, int* out) {
+    __shared__ int vals[1024];
+    __shared__ unsigned long long best;
+    const int t = threadIdx.x;
+    if (t == 0) best = 0ull;
+    vals[t] = t < s ? load(parent + samples[t]) : -1;
+    __syncthreads();
+    if (t < s) {
+        const int x = vals[t];
+        unsigned int c = 0;
+        for (int j = 0; j < s; ++j) c += vals[j] == x;
+        atomicMax(&best, ((unsigned long long)c << 32) | (unsigned int)x);
+    }
+    __syncthreads();
+    if (t == 0) out[0] = (int)(best & 0xffffffffull);
+}
+
+// The rest of the arcs (from slot r on) of every vertex not (yet) in the giant's tree. A vertex
+// whose parent is the giant root is in its tree for good (trees only grow), and any arc (u, v)
+// it skips is also an arc (v, u) of v, processed unless v is in the giant's tree too: the
+// adjacency must be symmetric (apps/cc.py symmetrises directed graphs). A warp takes 32
+// consecutive vertices: short lists are linked by their own lane, lists longer than 32 arcs by
+// the whole warp in turn (a hub outside the giant must not serialise on one thread).
+extern "C" __global__ void cc_link_rest(const long long* __restrict__ indptr,
+                                        const int* __restrict__ indices, int n, int r,
+                                        const int* __restrict__ giant, int light, int* parent) {
+    const int g = giant[0];
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long base = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * 32;
+         base < n; base += warps * 32) {
+        const long long uu = base + lane;
+        const int u = (int)uu;
+        long long b = 0, e = 0;
+        if (uu < n && load(parent + u) != g) {
+            b = indptr[u] + r;
+            e = indptr[u + 1];
+        }
+        const bool big = e - b > 32;
+        if (!big)
+            for (long long i = b; i < e; ++i) link(u, indices[i], parent, light);
+        unsigned int todo = __ballot_sync(0xffffffffu, big);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const int v = __shfl_sync(0xffffffffu, u, src);
+            const long long vb = __shfl_sync(0xffffffffu, b, src);
+            const long long ve = __shfl_sync(0xffffffffu, e, src);
+            for (long long i = vb + lane; i < ve; i += 32) link(v, indices[i], parent, light);
+        }
+    }
+}

@@ -89,7 +89,8 @@ def stage_compile(ngpu):
     import cupy
     from groute.kernels import get_kernel
     kernels = {ROOT / "apps" / "pr.cu": ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack"],
-               ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress"]}
+               ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress",
+                                         "cc_link_round", "cc_sample_mode", "cc_link_rest"]}
     for gpu in range(ngpu):
         with cupy.cuda.Device(gpu):
             for path, names in kernels.items():
@@ -347,6 +348,79 @@ def stage_timings(ngpu, specs, repeat, budget):
             cupy.get_default_memory_pool().free_all_blocks()
 
 
+CC_VARIANTS = {
+    "edge-list": {"afforest": False},
+    "afforest r2 light": {"sample_rounds": 2, "link": "light"},
+    "afforest r2 mixed": {"sample_rounds": 2, "link": "mixed"},
+    "afforest r2 hook": {"sample_rounds": 2, "link": "hook"},
+    "afforest r1 hook": {"sample_rounds": 1, "link": "hook"},
+    "afforest r1 mixed": {"sample_rounds": 1, "link": "mixed"},
+    "afforest r1 light": {"sample_rounds": 1, "link": "light"},
+    "afforest r0 light": {"sample_rounds": 0, "link": "light"},
+    "afforest r2 light segments": {"sample_rounds": 2, "link": "light", "rest": "segments"},
+}
+
+
+def stage_cc_variants(specs, repeat, budget, variants):
+    """CC options on one device: exact on the small graphs, then timed on ``specs`` next to the
+    plain-CuPy baseline of the same run (and scipy, which gives the answer checked)."""
+    from apps.baselines_pr_cc import cupy_cc
+    from apps.cc import CC
+    from groute import Context
+    from groute.graph import load_graph, reference
+    names = [v for v in variants.split(",") if v] if variants else list(CC_VARIANTS)
+    with Context(1, backend=BACKEND, timeout=60) as ctx:
+        for g in small_graphs():
+            ref = reference.connected_components(g)
+            for name in names:
+                def one():
+                    with CC(g, ctx=ctx, **CC_VARIANTS[name]) as s:
+                        a, b = s.run().values, s.run().values
+                    ok = np.array_equal(a, ref) and np.array_equal(b, ref)
+                    if not ok:
+                        record(f"CC {name} {g.name}", False, reference.mismatch_report(a, ref))
+                    return ok
+                guarded(f"CC {name} {g.name}", one)
+        record("CC variants on the small graphs", not RESULTS["failures"], f"{len(names)} variants")
+        for spec in specs:
+            t0 = time.perf_counter()
+            g = load_graph(spec, cache=False)
+            print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+            t0 = time.perf_counter()
+            ref = reference.connected_components(g)
+            timing({"graph": spec, "app": "cc", "impl": "scipy csgraph", "gpus": 0,
+                    "median_ms": (time.perf_counter() - t0) * 1e3})
+            if BACKEND == "cuda":
+                import cupy
+
+                def base():
+                    med, times, (lab, _) = cuda_timed(lambda: cupy_cc(g), repeat)
+                    timing({"graph": spec, "app": "cc", "impl": "cupy scatter_min", "gpus": 1,
+                            "median_ms": med * 1e3, "exact": bool(np.array_equal(lab.get(), ref))})
+                guarded(f"time cupy CC {spec}", base)
+            for name in names:
+                if elapsed() > budget:
+                    timing({"graph": spec, "app": "cc", "impl": name, "gpus": 1, "median_ms": None})
+                    continue
+
+                def ours():
+                    with CC(g, ctx=ctx, **CC_VARIANTS[name]) as s:
+                        s.run()
+                        runs = [s.run() for _ in range(repeat)]
+                    ok = all(np.array_equal(r.values, ref) for r in runs)
+                    st = runs[-1].stats
+                    timing({"graph": spec, "app": "cc", "impl": name, "gpus": 1,
+                            "median_ms": statistics.median(r.time_s for r in runs) * 1e3,
+                            "exact": ok, "giant": st.get("giant_size"), "hooked": st.get("edges")})
+                    if not ok:
+                        record(f"time CC {name} {spec}", False, "labels differ from the reference")
+                guarded(f"time CC {name} {spec}", ours)
+            del g
+            if BACKEND == "cuda":
+                cupy.get_default_memory_pool().free_all_blocks()
+
+
 def table():
     rows = RESULTS["timings"]
     if not rows:
@@ -367,6 +441,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--budget", type=float, default=480, help="seconds after which no new timing case starts")
     ap.add_argument("--skip-correctness", action="store_true")
+    ap.add_argument("--cc-variants", nargs="?", const="", default=None, metavar="NAMES",
+                    help="only CC: the options of CC_VARIANTS (comma-separated names; all when "
+                         "empty) on one device, exact on the small graphs, timed on --big")
     ap.add_argument("--dry-run", action="store_true",
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
     args = ap.parse_args()
@@ -374,6 +451,11 @@ def main():
     if args.dry_run:
         BACKEND = "cpu"
         RESULTS["machine"] = {"dry_run": "cpu virtual devices"}
+        if args.cc_variants is not None:
+            guarded("cc variants", lambda: stage_cc_variants(
+                [s for s in args.big.split(",") if s], args.repeat, args.budget, args.cc_variants))
+            table()
+            return 1 if RESULTS["failures"] else 0
         guarded("correctness", lambda: stage_correctness(4))
         if not args.quick:
             guarded("timings", lambda: stage_timings(4, [s for s in args.big.split(",") if s],
@@ -396,6 +478,12 @@ def main():
     if RESULTS["failures"]:
         print("kernels do not compile: stopping", file=sys.stderr)
         return 1
+    if args.cc_variants is not None:
+        guarded("cc variants", lambda: stage_cc_variants(
+            [s for s in args.big.split(",") if s], args.repeat, args.budget, args.cc_variants))
+        table()
+        save()
+        return 1 if RESULTS["failures"] else 0
     if not args.skip_correctness:
         guarded("correctness", lambda: stage_correctness(ngpu, budget=args.budget / 2))
     print(f"-- correctness done at {elapsed():.0f} s", flush=True)

@@ -4,7 +4,8 @@ bad input; the CLI."""
 import numpy as np
 import pytest
 
-from apps.cc import CC, compress_numpy, connected_components, edge_list, hook_numpy
+from apps.cc import (CC, compress_numpy, connected_components, edge_list, hook_numpy, late_arcs,
+                     symmetric_csr)
 from groute import Context
 from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
@@ -92,7 +93,8 @@ def test_hand_graphs(backend, k):
             res = connected_components(g, ctx=ctx, segment_edges=64)
             check(res.values, g)
             np.testing.assert_array_equal(res.values, union_find_labels(g))
-            assert sum(res.stats["edges_per_device"]) == res.stats["edges"]
+            if res.stats["edges"] is not None:      # None: one CUDA device, hooked in place
+                assert sum(res.stats["edges_per_device"]) == res.stats["edges"]
 
 
 @pytest.mark.timeout(120)
@@ -116,11 +118,56 @@ def test_random_and_real_graphs(backend, k):
 def test_first_available_gives_a_slow_device_fewer_segments():
     g = load_graph("grid:60", cache=False)
     with Context(3, backend="cpu", timeout=20, cpu_delays=[0, 0, 0.05]) as ctx:
-        res = connected_components(g, ctx=ctx, segment_edges=200, num_buffers=1)
+        res = connected_components(g, ctx=ctx, segment_edges=200, num_buffers=1, afforest=False)
     check(res.values, g)
     per = res.stats["segments_per_device"]
     assert sum(per) == res.stats["segments"]
     assert per[2] < per[0] and per[2] < per[1], per
+
+
+def afforest_cases():
+    """(backend, k, options): the sampling variants on both backends; on CUDA also the light
+    link and the compact-and-route path on one device."""
+    out = []
+    for k in (1, 2, 3):
+        for rounds in (0, 1, 2):
+            out.append(pytest.param("cpu", k, {"sample_rounds": rounds}, id=f"cpu-x{k}-r{rounds}"))
+    out.append(pytest.param("cpu", 2, {"afforest": False}, id="cpu-x2-edge-list"))
+    for k in (1, 2):
+        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
+        for opts in ({"sample_rounds": 1, "link": "hook"}, {"sample_rounds": 2, "link": "light"},
+                     {"sample_rounds": 0, "link": "mixed"}, {"sample_rounds": 2, "link": "mixed"},
+                     {"sample_rounds": 2, "rest": "segments"}, {"afforest": False}):
+            out.append(pytest.param("cuda", k, opts, marks=marks, id=f"cuda-x{k}-{opts}"))
+    return out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend, k, opts", afforest_cases())
+def test_afforest_variants(backend, k, opts):
+    """Many small components (er:3000:1, a directed graph) leave work after the vote: exact
+    labels whatever the rounds, the linking step or where the rest is hooked."""
+    _skip_if_missing(backend, k)
+    graphs = [load_graph("er:3000:1", cache=False), load_graph("grid:30", cache=False),
+              hand_graphs()["directed_weak"], hand_graphs()["one_path"],
+              load_graph("rmat:10", cache=False)]
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for g in graphs:
+            with CC(g, ctx=ctx, segment_edges=97, **opts) as solver:
+                res = solver.run()
+                check(res.values, g)
+                np.testing.assert_array_equal(solver.run().values, res.values)
+                if opts.get("afforest", True):
+                    giant = res.stats["giant_root"]
+                    assert res.stats["giant_size"] == np.count_nonzero(res.values == res.values[giant])
+
+
+def test_symmetric_csr_and_late_arcs():
+    d = graph_from(4, [(1, 0), (2, 3), (3, 3), (0, 2)], directed=True)
+    indptr, indices = symmetric_csr(d)
+    assert indptr.tolist() == [0, 2, 3, 5, 6] and indices.tolist() == [1, 2, 0, 0, 3, 2]
+    src, dst = late_arcs(indptr, indices, 1)
+    assert src.tolist() == [0, 2] and dst.tolist() == [2, 3]
 
 
 def test_hooking_primitives():
@@ -143,6 +190,12 @@ def test_empty_graph_and_bad_arguments():
     assert connected_components(graph_from(0, []), backend="cpu", devices=1).values.size == 0
     with pytest.raises(ValueError, match="segment_edges"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, segment_edges=0)
+    with pytest.raises(ValueError, match="num_samples"):
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, num_samples=2000)
+    with pytest.raises(ValueError, match="one CUDA device"):
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="kernel")
+    with pytest.raises(ValueError, match="link must be"):
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, link="fast")
 
 
 @pytest.mark.timeout(60)
