@@ -1,7 +1,8 @@
 // The fused traversal worker (BFS / SSSP): one launch runs round after round on the GPU.
 //
 // A round expands every vertex of the near queue (round % 2) into the next one: small-degree
-// vertices by their own thread, medium ones by the whole warp, and vertices of more than
+// vertices by their own thread (arcs in batches whose loads and atomics are issued together:
+// relax_small), medium ones by the whole warp, and vertices of more than
 // WARP_EDGES arcs are cut into chunks that warps across the grid share after a grid barrier,
 // so a hub does not stall anyone. Relaxing arc u->v with candidate value c:
 //   v local:  atomicMin(dist[v], c); if it improved, v goes to the next near queue (once per
@@ -87,19 +88,9 @@ __device__ __forceinline__ void improve_local(const Args& a, const Sink& q, int 
     else push_far(a, q.far, q.far_count, q.far_overflow, lv, c, deferrals);
 }
 
-// Relax arc e out of a local vertex with value d. Returns false if an outbox was full.
-__device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e, int d,
-                                      unsigned long long& deferrals) {
-    int v = a.indices[e];
-#if WEIGHTS == 0
-    int c = value_add(d, 1);
-#else
-    int c = value_add(d, a.weights[e]);
-#endif
-    if (v >= a.lo && v < a.hi) {
-        improve_local(a, q, v - a.lo, c, deferrals);
-        return true;
-    }
+// Offer value c to remote vertex v: send it to the owner if it beats what was sent before.
+// Returns false if the outbox was full.
+__device__ __forceinline__ bool relax_remote(const Args& a, const Sink& q, int v, int c) {
     if (c >= *(volatile int*)&a.sent_best[v]) return true;
     int old = atomicMin(&a.sent_best[v], c);
     if (c >= old) return true;
@@ -114,20 +105,164 @@ __device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e,
     return false;
 }
 
+// Relax arc e out of a local vertex with value d. Returns false if an outbox was full.
+__device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e, int d,
+                                      unsigned long long& deferrals) {
+    int v = a.indices[e];
+#if WEIGHTS == 0
+    int c = value_add(d, 1);
+#else
+    int c = value_add(d, a.weights[e]);
+#endif
+    if (v >= a.lo && v < a.hi) {
+        improve_local(a, q, v - a.lo, c, deferrals);
+        return true;
+    }
+    return relax_remote(a, q, v, c);
+}
+
+// Reserve `n` consecutive slots per lane in a queue with one atomic per warp (inclusive scan of
+// the counts); every lane of the warp must call it.
+__device__ __forceinline__ int warp_reserve(int* counter, int n, int lane) {
+    int incl = n;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int t = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += t;
+    }
+    int total = __shfl_sync(0xffffffffu, incl, 31);
+    int base = 0;
+    if (total > 0) {
+        if (lane == 31) base = atomicAdd(counter, total);
+        base = __shfl_sync(0xffffffffu, base, 31);
+    }
+    return base + incl - n;
+}
+
+#ifndef BATCH
+#define BATCH 1
+#endif
+#define BATCH_ARCS 4
+// The arcs of small-degree vertices (deg <= 32, one per lane; deg 0 for lanes without one),
+// BATCH_ARCS at a time per thread: the arc loads, then the atomics, then the queue appends are
+// each issued back to back, so a vertex of degree 4 costs three dependent memory round trips
+// where relax() one arc at a time costs two per arc plus one per improvement (on a road grid
+// that was most of a level's latency). Every lane of the warp must call it. Returns false if
+// an outbox was full (the caller re-queues the vertex).
+__device__ __forceinline__ bool relax_small(const Args& a, const Sink& q, long long start, int deg,
+                                            int d, int lane, unsigned long long& deferrals) {
+    bool ok = true;
+    int most = deg;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) most = max(most, __shfl_xor_sync(0xffffffffu, most, off));
+    for (int j = 0; j < most; j += BATCH_ARCS) {
+        int v[BATCH_ARCS], c[BATCH_ARCS], old[BATCH_ARCS];
+        bool local[BATCH_ARCS], imp[BATCH_ARCS];
+#pragma unroll
+        for (int k = 0; k < BATCH_ARCS; ++k) {
+            v[k] = -1;
+            c[k] = VALUE_INF;
+            if (j + k < deg) {
+                long long e = start + j + k;
+                v[k] = a.indices[e];
+#if WEIGHTS == 0
+                c[k] = value_add(d, 1);
+#else
+                c[k] = value_add(d, a.weights[e]);
+#endif
+            }
+            local[k] = v[k] >= a.lo && v[k] < a.hi;
+        }
+        if (q.filter) {                  // plain reads first, all of them, then the atomics
+            int seen[BATCH_ARCS];
+#pragma unroll
+            for (int k = 0; k < BATCH_ARCS; ++k)
+                seen[k] = local[k] ? *(volatile int*)&a.dist[v[k] - a.lo] : VALUE_INF;
+#pragma unroll
+            for (int k = 0; k < BATCH_ARCS; ++k) local[k] = local[k] && c[k] < seen[k];
+        }
+#pragma unroll
+        for (int k = 0; k < BATCH_ARCS; ++k)
+            old[k] = local[k] ? atomicMin(&a.dist[v[k] - a.lo], c[k]) : c[k];
+#pragma unroll
+        for (int k = 0; k < BATCH_ARCS; ++k) {
+            imp[k] = c[k] < old[k];
+            if (v[k] >= 0 && !(v[k] >= a.lo && v[k] < a.hi)) ok &= relax_remote(a, q, v[k], c[k]);
+        }
+        int n = 0;
+#if WEIGHTS == 0 && !VALUE_FLOAT
+        if (!q.unique)
+#endif
+        {
+            int mark[BATCH_ARCS];        // near items enter the round's queue once (in_near)
+#pragma unroll
+            for (int k = 0; k < BATCH_ARCS; ++k)
+                mark[k] = imp[k] && c[k] < q.thr ? atomicExch(&a.in_near[v[k] - a.lo], q.marker)
+                                                 : q.marker;
+#pragma unroll
+            for (int k = 0; k < BATCH_ARCS; ++k) {
+                if (imp[k] && c[k] >= q.thr)
+                    push_far(a, q.far, q.far_count, q.far_overflow, v[k] - a.lo, c[k], deferrals);
+                imp[k] = mark[k] != q.marker;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < BATCH_ARCS; ++k) n += imp[k];
+        int slot = warp_reserve(q.next_count, n, lane);
+#pragma unroll
+        for (int k = 0; k < BATCH_ARCS; ++k)
+            if (imp[k]) q.next[slot++] = v[k] - a.lo;
+    }
+    return ok;
+}
+
 // A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
 // when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
 // launch completes when the count reaches b * gridDim.x, so nobody has to reset anything
-// between barriers; the fences order each round's writes before the arrival and the next
-// round's reads after it.
+// between barriers.
+//
+// BARRIER 1 (default): as cooperative_groups' grid sync on sm_70+: the arrival is an acq_rel
+// atomic and the wait polls with ld.acquire, no full fences. Release is cumulative, so the
+// writes of the whole block (ordered before thread 0 by __syncthreads) are visible to every
+// block whose acquire sees the arrival; the last block to arrive sees the count complete in
+// its own atomic's return and does not poll at all. BARRIER 0: fence, relaxed atomic, volatile
+// polling with back-off, fence (what was measured before; kept to compare).
+#ifndef BARRIER
+#define BARRIER 1
+#endif
+#ifndef SPIN_NS
+#define SPIN_NS 0           // __nanosleep between polls (BARRIER 1); 0: none
+#endif
+__device__ __forceinline__ unsigned int atom_add_acq_rel(unsigned int* p, unsigned int v) {
+    unsigned int old;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+__device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void grid_sync(const Args& a, unsigned int& target) {
     target += gridDim.x;
     __syncthreads();
     if (threadIdx.x == 0) {
+        unsigned int* count = (unsigned int*)&a.ctl[BARRIER_COUNT];
+#if BARRIER == 1
+        if (atom_add_acq_rel(count, 1u) + 1u != target) {
+            while (ld_acquire(count) < target) {
+#if SPIN_NS > 0
+                __nanosleep(SPIN_NS);
+#endif
+            }
+        }
+#else
         __threadfence();
-        atomicAdd((unsigned int*)&a.ctl[BARRIER_COUNT], 1u);
-        volatile unsigned int* count = (volatile unsigned int*)&a.ctl[BARRIER_COUNT];
-        while (*count < target) __nanosleep(16);
+        atomicAdd(count, 1u);
+        while (*(volatile unsigned int*)count < target) __nanosleep(16);
         __threadfence();
+#endif
     }
     __syncthreads();
 }
@@ -198,7 +333,7 @@ __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
 extern "C" __global__ void __launch_bounds__(BLOCK)
 traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds,
          int flush, int op, int shrink_below, int grow_above, int pull, int filter,
-         int pull_unique) {
+         int pull_unique, int has_big) {
     const Args a = *pa;
     const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
@@ -319,14 +454,21 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 for (long long e = s + lane; e < s + m; e += 32) ok &= relax(a, q, e, dl, deferrals);
                 if (__any_sync(0xffffffffu, !ok) && lane == leader) retry = true;
             }
+#if BATCH
+            if (!relax_small(a, q, start, deg > 0 && deg <= 32 ? (int)deg : 0, d, lane, deferrals))
+                retry = true;
+#else
             if (deg > 0 && deg <= 32) {
                 for (long long e = start; e < start + deg; ++e)
                     if (!relax(a, q, e, d, deferrals)) retry = true;
             }
+#endif
             if (retry) push_near(a, q.next, q.next_count, u, q.marker);
         }
         grid_sync(a, bar);
-        const unsigned long long reserve = __ldcg(&a.counters[BIG_RESERVE + s3]);
+        // has_big: some local vertex has more than WARP_EDGES arcs (the host knows); without
+        // one, the read of the reservation would only add a round trip to every round
+        const unsigned long long reserve = has_big ? __ldcg(&a.counters[BIG_RESERVE + s3]) : 0ull;
         const int big_n = (int)(reserve >> 40);
         if (big_n > 0) {
             // big vertices: chunks of CHUNK arcs, one per warp, across the whole grid

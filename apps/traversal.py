@@ -67,15 +67,16 @@ class TraversalSolver(Solver):
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange) or ``"bsp"`` (one level per
     round, global barrier, all-to-all exchange). ``priority`` with ``delta`` (value units;
-    None picks one from the graph) defers items beyond the threshold. ``max_rounds``: fused
-    rounds per launch (None: until local work runs out or the outboxes fill).
+    None picks one from the graph) defers items beyond the threshold; ``"auto"`` (the default)
+    means on if ``delta`` is given, else as the app decides from the graph (:meth:`auto_priority`). ``max_rounds``: fused rounds per
+    launch (None: until local work runs out or the outboxes fill).
     """
 
     app = "traversal"
     weighted = False
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
-                 mode="async", priority=True, routing="all2all", delta=None, seed=0,
+                 mode="async", priority="auto", routing="all2all", delta=None, seed=0,
                  max_rounds=None, packet_size=None, flush_items=None, timeout=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -124,6 +125,10 @@ class TraversalSolver(Solver):
             from groute.graph import partition_graph
             self.part = _Partitioned(partition_graph(graph, k, method=partition, seed=seed))
         self.mode, self.routing = mode, routing
+        if isinstance(priority, str):
+            if priority != "auto":
+                raise ValueError(f"priority must be True, False or 'auto'; got {priority!r}")
+            priority = mode == "async" and (delta is not None or self.auto_priority(graph))
         self.priority = bool(priority) and mode == "async"
         self.delta = self._pick_delta(graph, delta)
         self.max_rounds = max_rounds
@@ -162,6 +167,10 @@ class TraversalSolver(Solver):
 
     def default_delta(self, graph):
         return math.inf
+
+    def auto_priority(self, graph):
+        """Whether ``priority="auto"`` turns soft priority on for ``graph`` (here: always)."""
+        return True
 
     # ------------------------------------------------------------------ running
     def check_source(self, source) -> int:
@@ -222,6 +231,75 @@ class TraversalSolver(Solver):
         if wl is not None:
             wl.close()
             self.worklist = None
+
+
+#: the sampled BFS of :func:`low_diameter`: vertices to reach, levels allowed, sources
+GROWTH_BUDGET, GROWTH_LEVELS, GROWTH_SAMPLES = 1 << 16, 16, 5
+
+
+def low_diameter(graph, *, budget=GROWTH_BUDGET, levels=GROWTH_LEVELS, samples=GROWTH_SAMPLES,
+                 seed=0):
+    """Whether ``graph`` looks low-diameter: BFS from a few sampled vertices reach ``budget``
+    vertices (or a quarter of the graph) within ``levels`` levels.
+
+    Sources are the tails of uniformly sampled arcs (so they lie in the big component, weighted
+    by degree); every search stops after ``levels`` levels, so the test costs at most that many
+    levels of frontier expansion per sample. An expanding graph (Kronecker, social, random) reaches
+    2^16 vertices in about log(2^16)/log(branching) levels: 3-4 on kron:21, at most 16 with a
+    branching factor of 2. A d-dimensional lattice or road network needs about 2^(16/d) levels
+    (181 on a 2D grid, 40 in 3D). Samples whose component is smaller than the budget do not
+    vote; the majority of the rest decides (no vote: False).
+    """
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    indices = np.asarray(graph.indices)
+    n, m = int(graph.num_vertices), int(indices.size)
+    if m == 0:
+        return False
+    goal = max(1, min(budget, n // 4))
+    rng = np.random.default_rng(seed)
+    tails = np.searchsorted(indptr, rng.integers(0, m, size=samples), side="right") - 1
+    seen = np.zeros(n, dtype=bool)
+    slot = np.empty(n, dtype=np.int64)
+    votes = []
+    for s in tails:
+        seen[:] = False
+        seen[s] = True
+        frontier = np.array([s], dtype=np.int64)
+        reached, count = False, 1
+        for _ in range(levels):
+            found = []
+            # the level's arcs in pieces of about 4 * goal, stopping once the goal is reached (a
+            # hub's level would otherwise scan most of the graph)
+            ends = np.cumsum(indptr[frontier + 1] - indptr[frontier])
+            cuts = np.searchsorted(ends, np.arange(4 * goal, int(ends[-1]), 4 * goal), side="right")
+            for piece in np.split(frontier, np.unique(cuts)):
+                starts = indptr[piece]
+                lens = indptr[piece + 1] - starts
+                total = int(lens.sum())
+                if total == 0:
+                    continue
+                # the arcs of every vertex of the piece, as one index array
+                offs = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
+                cand = indices[offs]
+                cand = cand[~seen[cand]]
+                # one of each: the last write of a repeated vertex wins
+                order = np.arange(cand.size, dtype=np.int64)
+                slot[cand] = order
+                nxt = cand[slot[cand] == order]
+                seen[nxt] = True
+                count += nxt.size
+                found.append(nxt)
+                if count >= goal:
+                    break
+            if count >= goal:
+                reached = True
+                break
+            frontier = np.concatenate(found).astype(np.int64) if found else frontier[:0]
+            if frontier.size == 0:
+                break
+        if reached or frontier.size:     # exhausted components below the goal do not vote
+            votes.append(reached)
+    return bool(votes) and 2 * sum(votes) > len(votes)
 
 
 def unreached_mask(values, kind):

@@ -32,6 +32,10 @@ PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 1
 #: shape: narrow (one block per SM: cheap barriers for long thin traversals) below SHRINK,
 #: wide (every resident block) above GROW
 GROW, SHRINK = 1 << 14, 1 << 12
+#: blocks of the narrow grid per SM (one block per SM; GROUTE_TRAVERSAL_NARROW overrides the
+#: count)
+NARROW_PER_SM = 1
+WARP_EDGES = 1024
 MAX_DEVICES = CTL_SIZE - OUT_COUNT
 
 
@@ -72,16 +76,28 @@ class CUDATraversalWorker:
         self.unique = int(not weighted and kind == "int" and self.k == 1)   # see improve_local
         self.inf_bits = _bits(math.inf, kind)
         self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
+        # kernel variants, to measure (docs/PERFORMANCE.md): BATCH (batched small-degree arcs;
+        # on by default on one device only: the multi-device path with it is not yet measured),
+        # BARRIER (1: acquire/release barrier, 0: fences), SPIN_NS (back-off between polls)
+        env = os.environ.get
+        batch = env("GROUTE_TRAVERSAL_BATCH") or ("1" if self.k == 1 else "0")
         options = (f"-DVALUE_FLOAT={int(kind == 'float')}",
                    f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
-                   f"-DBLOCK={self.block}")
+                   f"-DBLOCK={self.block}", f"-DBATCH={int(batch)}",
+                   f"-DBARRIER={int(env('GROUTE_TRAVERSAL_BARRIER') or 1)}",
+                   f"-DSPIN_NS={int(env('GROUTE_TRAVERSAL_SPIN_NS') or 0)}")
         with device.use():
             module = self._load(options)
             self.traverse = module.get_function("traverse")
             self.absorb_kernel = module.get_function("absorb")
             n = max(self.n_local, 1)
             xp = cupy
-            self.indptr = xp.asarray(np.asarray(local.indptr, dtype=np.int64))
+            indptr = np.asarray(local.indptr, dtype=np.int64)
+            # any vertex above WARP_EDGES (traversal.cu) arcs: only then do rounds read the
+            # big-vertex reservation
+            self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
+                               or os.environ.get("GROUTE_TRAVERSAL_BIGCHECK") == "1")
+            self.indptr = xp.asarray(indptr)
             self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
             if weighted:
                 wdt = np.int32 if kind == "int" else np.float32
@@ -109,7 +125,8 @@ class CUDATraversalWorker:
             if blocks_per_sm is None and os.environ.get("GROUTE_TRAVERSAL_BLOCKS_PER_SM"):
                 blocks_per_sm = int(os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"])
             self.blocks = sms * self._blocks_per_sm(blocks_per_sm)          # wide
-            self.narrow_blocks = sms
+            self.narrow_blocks = min(self.blocks, int(os.environ.get("GROUTE_TRAVERSAL_NARROW")
+                                                      or sms * NARROW_PER_SM))
             if os.environ.get("GROUTE_TRAVERSAL_ADAPTIVE", "1") == "0":
                 self.narrow_blocks = self.blocks
             self.wide = False
@@ -254,7 +271,8 @@ class CUDATraversalWorker:
                     np.int32(bool(self_advance)), np.int32(max_rounds if max_rounds else 2**31 - 1),
                     np.int32(self.flush_items if self.k > 1 else 0), np.int32(op),
                     np.int32(shrink), np.int32(grow), np.int32(self.pull),
-                    np.int32(self.wide or not adaptive), np.int32(self.unique))
+                    np.int32(self.wide or not adaptive), np.int32(self.unique),
+                    np.int32(self.has_big))
             try:
                 self.traverse((blocks,), (self.block,), args)
             except self.cp.cuda.driver.CUDADriverError as exc:

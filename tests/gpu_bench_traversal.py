@@ -30,7 +30,7 @@ from groute.graph import load_graph  # noqa: E402
 
 CASES = {
     "bfs": [("async", True), ("bsp", False)],
-    "sssp": [("async", True), ("async", False), ("bsp", False)],
+    "sssp": [("async", "auto"), ("async", True), ("async", False), ("bsp", False)],
 }
 
 
@@ -65,6 +65,12 @@ def main():
                          "0 = as many as fit); each runs the async cases")
     ap.add_argument("--bfs-configs", default="", help="extra BFS-only launch configs")
     ap.add_argument("--deltas", default="", help="extra SSSP deltas to time (async, priority on)")
+    ap.add_argument("--sssp-configs", default="", help="extra SSSP-only launch configs (async, "
+                    "priority auto unless the config says PRIORITY=True/False)")
+    ap.add_argument("--skip-cases", default="", help="cases to leave out, comma separated, as "
+                    "graph/app/mode/priority, e.g. grid:4900/sssp/async/False")
+    ap.add_argument("--max-case-s", type=float, default=None,
+                    help="time a case once (no repeats) when its checked run takes longer")
     ap.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: a quick check of this script on CPU virtual devices (no CuPy peers)")
     args = ap.parse_args()
@@ -135,16 +141,24 @@ def main():
                 plan += [(m, p, cfg, args.delta) for m, p in CASES[app] if m == "async"]
             if app == "sssp":
                 plan += [("async", True, None, float(d)) for d in filter(None, args.deltas.split(","))]
+                plan += [("async", "auto", c, None) for c in filter(None, args.sssp_configs.split(","))]
             else:
                 plan += [("async", True, c, None) for c in filter(None, args.bfs_configs.split(","))]
+            skip = set(filter(None, args.skip_cases.split(",")))
+            plan = [c for c in plan if f"{spec}/{app}/{c[0]}/{c[1]}" not in skip]
             for mode, priority, cfg, delta in plan:
                 block, per_sm, *env = (cfg or "256:0").split(":")
                 os.environ["GROUTE_TRAVERSAL_BLOCK"] = block
                 os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"] = "" if per_sm == "0" else per_sm
                 for var in ("PULL", "ADAPTIVE"):
                     os.environ[f"GROUTE_TRAVERSAL_{var}"] = "1"
-                for assignment in env:            # e.g. PULL=0, ADAPTIVE=0
-                    name, value = assignment.split("=")
+                for var in ("BATCH", "BARRIER", "SPIN_NS", "NARROW", "BIGCHECK"):    # kernel variants
+                    os.environ.pop(f"GROUTE_TRAVERSAL_{var}", None)
+                for assignment in env:            # e.g. PULL=0, ADAPTIVE=0, BATCH=0, NARROW=32
+                    name, value = assignment.split("=", 1)
+                    if name == "PRIORITY":        # not a variable: the case's priority option
+                        priority = {"True": True, "False": False}.get(value, value)
+                        continue
                     os.environ[f"GROUTE_TRAVERSAL_{name}"] = value
                 case = {"graph": spec, "app": app, "mode": mode, "priority": priority,
                         "devices": args.devices, "config": cfg, "delta_asked": delta}
@@ -156,14 +170,19 @@ def main():
                     case["setup_s"] = time.perf_counter() - t0
                     try:
                         res = solver.run(source)
+                        if app == "sssp" and priority == "auto":
+                            case["priority_chosen"] = res.stats["priority"]
                         good = np.array_equal(res.values, ref)
                         case["correct"] = bool(good)
                         if not good:
                             bad = np.flatnonzero(res.values != ref)
                             case["wrong"] = int(bad.size)
                             case["example"] = [int(bad[0]), float(res.values[bad[0]]), float(ref[bad[0]])]
-                        med, times = timed(lambda: solver.run(source).time_s, args.repeat)
-                        last = solver.run(source)
+                        if args.max_case_s is not None and res.time_s > args.max_case_s:
+                            med, times, last = res.time_s, [res.time_s], res
+                        else:
+                            med, times = timed(lambda: solver.run(source).time_s, args.repeat)
+                            last = solver.run(source)
                     finally:
                         solver.close()
                     case.update(time_s=med, times_s=times, floor_s=floor_s, over_floor=med / floor_s,
@@ -171,7 +190,7 @@ def main():
                                 vs_cupy=(t_cupy / med) if t_cupy else None, stats=last.stats)
                     case["grid"] = [getattr(solver.workers[0], "blocks", None),
                                     getattr(solver.workers[0], "block", None)]
-                    log(f"{app} {mode:5s} prio={int(priority)} grid={case['grid']}: {med * 1e3:9.3f} ms  "
+                    log(f"{app} {mode:5s} prio={priority} cfg={cfg} grid={case['grid']}: {med * 1e3:9.3f} ms  "
                         f"correct={case['correct']}  {case['over_floor']:.1f}x floor  "
                         f"{t_scipy / med:.1f}x scipy" + (f"  {t_cupy / med:.1f}x cupy" if t_cupy else "") +
                         f"  levels={last.stats['levels']} launches={last.stats['launches']} "
@@ -183,11 +202,19 @@ def main():
                     import traceback
                     traceback.print_exc()
                     case["error"] = f"{type(exc).__name__}: {exc}"
-                    log(f"{app} {mode} prio={int(priority)}: ERROR {case['error']}")
+                    log(f"{app} {mode} prio={priority} cfg={cfg}: ERROR {case['error']}")
                 out["cases"].append(case)
                 if args.json:
                     Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     ctx.shutdown()
+    log("\n| graph | app | mode | priority | config | ms | correct | launches | processed |")
+    log("|---|---|---|---|---|---:|---|---:|---:|")
+    for c in out["cases"]:
+        st = c.get("stats") or {}
+        prio = c["priority"] if c["priority"] != "auto" else f"auto={c.get('priority_chosen')}"
+        t = f"{c['time_s'] * 1e3:.3f}" if "time_s" in c else c.get("error", "?")[:40]
+        log(f"| {c['graph']} | {c['app']} | {c['mode']} | {prio} | {c['config'] or 'default'} | {t} | "
+            f"{c.get('correct')} | {st.get('launches')} | {sum(st.get('items_processed', [0])):,} |")
 
 
 if __name__ == "__main__":

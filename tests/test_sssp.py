@@ -119,6 +119,22 @@ def test_single_device_priority_defers_and_advances_inside_the_worker():
 
 
 @pytest.mark.timeout(60)
+def test_auto_priority_follows_the_diameter():
+    from apps.traversal import low_diameter
+    # expanding graphs reach 2^16 vertices (or a quarter) within 16 levels, lattices do not
+    assert low_diameter(graph("kron:14")) and not low_diameter(graph("grid:300"))
+    assert not low_diameter(weighted(6, []))               # no arcs, no vote
+    kron = check(graph("kron:10"), 0, backend="cpu", devices=1)
+    grid = check(graph("grid:300"), 0, backend="cpu", devices=1)
+    assert kron.stats["priority"] is False and grid.stats["priority"] is True
+    # an explicit delta means priority; True/False are taken as they are
+    assert check(graph("kron:10"), 0, backend="cpu", devices=1, delta=8).stats["priority"] is True
+    assert check(graph("grid:30"), 0, backend="cpu", devices=1, priority=True).stats["priority"]
+    with pytest.raises(ValueError, match="auto"):
+        SSSP(graph("grid:4"), backend="cpu", devices=1, priority="sometimes")
+
+
+@pytest.mark.timeout(60)
 def test_float_weights_and_unweighted_graphs():
     g = load_graph("grid:12").without_weights()
     rng = np.random.default_rng(3)
