@@ -187,11 +187,19 @@ def test_remote_contributions_are_combined_per_vertex():
 
 @pytest.mark.timeout(60)
 def test_solver_runs_repeatedly_with_the_same_answer():
+    """BSP is deterministic; async depends on message timing, so two runs agree to within the
+    tolerance (both are checked against the reference), not bit for bit."""
     g = random_graphs()["kron:9"]
+    ref = reference.pagerank(g)
     for mode in MODES:
         with PageRank(g, backend="cpu", devices=2, mode=mode, partition="random") as solver:
             a, b = solver.run(), solver.run()
-        assert np.allclose(a.values, b.values, rtol=0, atol=1e-9)
+        if mode == "bsp":
+            assert np.array_equal(a.values, b.values)
+        else:
+            assert np.abs(a.values - b.values).sum() <= 1e-5
+        for r in (a, b):
+            assert reference.pagerank_error(r.values, ref)[0] <= 1e-5
         assert a.time_s > 0
 
 
