@@ -32,9 +32,10 @@ PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 1
 #: shape: narrow (one block per SM: cheap barriers for long thin traversals) below SHRINK,
 #: wide (every resident block) above GROW
 GROW, SHRINK = 1 << 14, 1 << 12
-#: blocks of the narrow grid per SM (one block per SM; GROUTE_TRAVERSAL_NARROW overrides the
-#: count)
-NARROW_PER_SM = 1
+#: blocks of the narrow grid per SM: one block per two SMs (66 on an H200) ran BFS grid:4900 in
+#: 40.3 ms vs 41.7 ms with one per SM, 40.7 / 43.9 ms with 32 / 16 blocks (docs/PERFORMANCE.md);
+#: GROUTE_TRAVERSAL_NARROW overrides the count
+NARROW_PER_SM = 0.5
 WARP_EDGES = 1024
 MAX_DEVICES = CTL_SIZE - OUT_COUNT
 
@@ -126,7 +127,7 @@ class CUDATraversalWorker:
                 blocks_per_sm = int(os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"])
             self.blocks = sms * self._blocks_per_sm(blocks_per_sm)          # wide
             self.narrow_blocks = min(self.blocks, int(os.environ.get("GROUTE_TRAVERSAL_NARROW")
-                                                      or sms * NARROW_PER_SM))
+                                                      or max(1, int(sms * NARROW_PER_SM))))
             if os.environ.get("GROUTE_TRAVERSAL_ADAPTIVE", "1") == "0":
                 self.narrow_blocks = self.blocks
             self.wide = False
