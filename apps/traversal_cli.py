@@ -28,7 +28,9 @@ def register_app(subparsers, common, name, solver_cls):
                    help="how vertices are split over devices (default: metis; none for 1 device)")
     p.add_argument("--mode", choices=["async", "bsp"], default="async",
                    help="async: fused workers, asynchronous exchange; bsp: level-synchronous")
-    p.add_argument("--no-priority", action="store_true", help="switch soft priority off")
+    p.add_argument("--no-priority", action="store_true",
+                   help="switch soft priority off (default: on for BFS; for SSSP chosen from the "
+                        "graph's diameter, see docs/TRAVERSAL.md)")
     p.add_argument("--delta", type=float, default=None,
                    help="soft-priority step in value units (default: chosen from the graph)")
     p.add_argument("--routing", choices=["all2all", "ring"], default="all2all")
@@ -56,7 +58,7 @@ def run_cli(args, name, solver_cls):
             delta = int(delta)
         partition = args.partition or "metis"
         solver = solver_cls(graph, ctx=ctx, partition=partition, mode=args.mode,
-                            priority=not args.no_priority, routing=args.routing, delta=delta,
+                            priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
                             seed=args.seed)
         try:
             solver.run(source)                       # warm-up
