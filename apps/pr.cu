@@ -82,6 +82,163 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
     block_add2(diff, total, stats);
 }
 
+// BSP pull, fused (one kernel per iteration): the in-arcs of this device's vertices as CSC
+// (indptr: local arc offsets per owned vertex; sources: global ids), so an arc costs one 4-byte
+// source id plus one 4-byte gather of contrib[source] = y[source] / outdeg[source]. A warp takes
+// 32 * K consecutive vertices per step, K per lane (K independent load chains in flight: the
+// kernel is latency-bound otherwise); all indptr / y / 1/outdeg loads, then the first 4 source
+// ids of every small vertex, then their gathers are issued before any is used. A lane sums the
+// in-arcs of its own vertex when it has at most small_degree of them (grids, most kron
+// vertices); bigger ones are summed by the whole warp together (ballot, strided loads,
+// butterfly sum), so a hub is spread over 32 lanes. The sum order is fixed, so a Jacobi sweep
+// is deterministic. Then as pr_finalize: y' = base + d * sum, y' / outdeg stored into outs
+// (bit j of need[v] selects vector j; nouts == 1: own vector only, need not read),
+// stats[0] += sum |y' - y|, stats[1] += sum y'.
+// prev: the previous iteration's stats; when it already met the stopping rule
+// (prev[0] <= tol * prev[1], also true for a skipped iteration's zeros) the kernel returns at
+// once, so the host can queue many iterations and read the stats once (no overshoot work).
+// INPLACE: contrib is also outs[0] (Gauss-Seidel within the device: a gather sees the new value
+// of a vertex already updated in this sweep), so it is read with coherent loads.
+template <bool INPLACE>
+__device__ __forceinline__ float pr_load(const float* p) {
+    if constexpr (INPLACE) return *p; else return __ldg(p);
+}
+
+template <int K, typename IDX, bool INPLACE>
+__device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
+                                            const int* __restrict__ sources, const float* contrib,
+                                            float base, float damping, float* __restrict__ y,
+                                            const float* __restrict__ inv_outdeg,
+                                            const unsigned long long* __restrict__ outs, int nouts,
+                                            const unsigned char* __restrict__ need, double* stats,
+                                            const double* prev, double tol, int small_degree) {
+    if (prev != nullptr && prev[0] <= tol * prev[1]) return;
+    const int lane = threadIdx.x & 31;
+    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    float* const out0 = reinterpret_cast<float*>(outs[0]);
+    double diff = 0.0, total = 0.0;
+    for (long long wbase = warp * 32 * K; wbase < n_local; wbase += nwarps * 32 * K) {
+        IDX s[K], e[K];
+        float yo[K], iv[K], sum[K];
+        bool small[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const long long v = wbase + k * 32 + lane;
+            s[k] = 0; e[k] = 0; yo[k] = 0.0f; iv[k] = 0.0f;
+            if (v < n_local) { s[k] = indptr[v]; e[k] = indptr[v + 1]; yo[k] = y[v]; iv[k] = inv_outdeg[v]; }
+            small[k] = e[k] - s[k] <= (IDX)small_degree;
+        }
+        int a[K][4];
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                a[k][j] = (small[k] && s[k] + j < e[k]) ? sources[s[k] + j] : -1;
+        float f[K][4];
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                f[k][j] = a[k][j] >= 0 ? pr_load<INPLACE>(contrib + a[k][j]) : 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            sum[k] = (f[k][0] + f[k][1]) + (f[k][2] + f[k][3]);
+            if (small[k])
+                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += pr_load<INPLACE>(contrib + sources[i]);
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            unsigned big = __ballot_sync(FULL_MASK, !small[k]);
+            while (big) {
+                const int src = __ffs(big) - 1;
+                big &= big - 1;
+                const IDX bs = __shfl_sync(FULL_MASK, s[k], src), be = __shfl_sync(FULL_MASK, e[k], src);
+                float part = 0.0f;
+                for (IDX i = bs + lane; i < be; i += 32) part += pr_load<INPLACE>(contrib + sources[i]);
+                for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(FULL_MASK, part, off);
+                if (lane == src) sum[k] = part;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const long long v = wbase + k * 32 + lane;
+            if (v < n_local) {
+                const float ynew = base + damping * sum[k];
+                diff += fabs((double)ynew - (double)yo[k]);
+                total += ynew;
+                y[v] = ynew;
+                const float c = ynew * iv[k];
+                out0[offset + v] = c;
+                if (nouts > 1) {
+                    const unsigned mask = need[v];
+                    for (int j = 1; j < nouts; ++j)
+                        if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
+                }
+            }
+        }
+    }
+    block_add2(diff, total, stats);
+}
+
+#define PR_CSC_KERNEL(NAME, K, IDX, INPLACE)                                                       \
+extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
+        int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
+        const float* contrib, float base, float damping, float* __restrict__ y,                    \
+        const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
+        int nouts, const unsigned char* __restrict__ need, double* stats, const double* prev,      \
+        double tol, int small_degree) {                                                            \
+    pr_csc_body<K, IDX, INPLACE>(n_local, offset, indptr, sources, contrib, base, damping, y,      \
+                                 inv_outdeg, outs, nouts, need, stats, prev, tol, small_degree);   \
+}
+// names: pr_csc{32,64}[_inplace]_k{1,2,4} (index width of indptr, Gauss-Seidel, vertices per lane)
+PR_CSC_KERNEL(pr_csc32_k1, 1, int, false)
+PR_CSC_KERNEL(pr_csc32_k2, 2, int, false)
+PR_CSC_KERNEL(pr_csc32_k4, 4, int, false)
+PR_CSC_KERNEL(pr_csc64_k1, 1, long long, false)
+PR_CSC_KERNEL(pr_csc64_k2, 2, long long, false)
+PR_CSC_KERNEL(pr_csc64_k4, 4, long long, false)
+PR_CSC_KERNEL(pr_csc32_inplace_k1, 1, int, true)
+PR_CSC_KERNEL(pr_csc32_inplace_k2, 2, int, true)
+PR_CSC_KERNEL(pr_csc32_inplace_k4, 4, int, true)
+PR_CSC_KERNEL(pr_csc64_inplace_k1, 1, long long, true)
+PR_CSC_KERNEL(pr_csc64_inplace_k2, 2, long long, true)
+PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
+
+// pr_pull with K chunks of 32 arcs per warp step (all their loads issued before the scans):
+// K independent load chains per lane instead of one; otherwise the same edge-balanced COO pull.
+extern "C" __global__ void __launch_bounds__(256) pr_pull_k4(const int* __restrict__ rows,
+                                                             const int* __restrict__ cols, long long m,
+                                                             const float* __restrict__ contrib,
+                                                             float* __restrict__ acc) {
+    constexpr int K = 4;
+    const int lane = threadIdx.x & 31;
+    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long base = warp * 32 * K; base < m; base += nwarps * 32 * K) {
+        int row[K], col[K];
+        float v[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const long long e = base + k * 32 + lane;
+            row[k] = -1; col[k] = -1;
+            if (e < m) { row[k] = rows[e]; col[k] = cols[e]; }
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = col[k] >= 0 ? __ldg(contrib + col[k]) : 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            for (int off = 1; off < 32; off <<= 1) {
+                const float ov = __shfl_up_sync(FULL_MASK, v[k], off);
+                const int orow = __shfl_up_sync(FULL_MASK, row[k], off);
+                if (lane >= off && orow == row[k]) v[k] += ov;
+            }
+            const int next = __shfl_down_sync(FULL_MASK, row[k], 1);
+            if (row[k] >= 0 && (lane == 31 || next != row[k])) atomicAdd(acc + row[k], v[k]);
+        }
+    }
+}
+
 // Asynchronous push sweep (residual propagation, Whang et al.): every owned vertex whose residual
 // exceeds eps takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes
 // d * r / outdeg to each out-neighbour: into the local residual when this device owns it, else into

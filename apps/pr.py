@@ -34,6 +34,9 @@ from apps.common import AppResult, DeviceTimer, Solver
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pr.cu")
 MODES = ("async", "bsp")
+BSP_KERNELS = ("auto", "csc", "coo", "coo4")
+#: in-degree above which a vertex counts as big for choose_bsp_kernel
+HEAVY_DEGREE = 32
 PARTITIONS = ("metis", "contiguous", "random")
 BLOCK = 256
 
@@ -47,9 +50,27 @@ def _call(stream, fn, *args):
     return out[0]
 
 
+#: seconds :func:`_wait` polls a CUDA event without back-off before the general (sleeping) wait
+SPIN_S = 0.25
+
+
+def _wait(device, event, spin_s=None):
+    """Wait for ``event``. On CUDA poll it without back-off first (yielding the GIL between
+    queries) for up to ``spin_s``: the general wait sleeps up to 2 ms between polls, which left
+    the GPU idle for about 1-3 ms at every BSP convergence check (measured on one H200)."""
+    raw = getattr(event, "raw", None)
+    if device.backend == "cuda" and raw is not None:
+        end = time.perf_counter() + (SPIN_S if spin_s is None else spin_s)
+        while time.perf_counter() < end:
+            if raw.done:
+                return
+            time.sleep(0)
+    event.synchronize()
+
+
 def _sync_host(device, array):
     """A host copy of ``array`` after everything queued on the compute stream has finished."""
-    device.compute_stream.record().synchronize()
+    _wait(device, device.compute_stream.record())
     return device.to_host(array)
 
 
@@ -60,23 +81,36 @@ class Shard:
     """Device ``i``'s part of a graph whose vertices are renumbered so it owns ``[lo, hi)``.
 
     ``out_indptr``/``out_indices``: the out-arcs of the owned vertices (targets are global ids);
-    ``in_rows``/``in_cols``: the in-arcs of the owned vertices as COO sorted by row (rows local,
-    sources global), only for BSP; ``inv_outdeg``: 1/outdeg of owned vertices (0 if dangling).
+    ``in_indptr``/``in_cols``: the in-arcs of the owned vertices as CSC (local arc offsets per
+    owned vertex, global sources), only for BSP; ``in_rows``: the same arcs' local targets (the
+    COO form, sorted by row); ``inv_outdeg``: 1/outdeg of owned vertices (0 if dangling).
     """
 
-    def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_rows=None, in_cols=None):
+    def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_rows=None, in_cols=None,
+                 in_indptr=None):
         self.lo, self.hi = int(lo), int(hi)
         self.out_indptr, self.out_indices = out_indptr, out_indices
         self.inv_outdeg = inv_outdeg
-        self.in_rows, self.in_cols = in_rows, in_cols
+        self.in_rows, self.in_cols, self.in_indptr = in_rows, in_cols, in_indptr
 
     @property
     def n_local(self) -> int:
         return self.hi - self.lo
 
 
-def make_shards(indptr, indices, offsets, *, with_in_arcs: bool):
-    """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``."""
+def transpose_arcs(indptr, indices):
+    """The in-arcs of every vertex: ``(indptr int64, sources)`` of the transposed graph (scipy's
+    linear-time CSR -> CSC conversion)."""
+    import scipy.sparse as sp
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n, m = indptr.shape[0] - 1, np.asarray(indices).shape[0]
+    csc = sp.csr_matrix((np.ones(m, np.bool_), np.asarray(indices), indptr), shape=(n, n)).tocsc()
+    return csc.indptr.astype(np.int64), csc.indices
+
+
+def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None):
+    """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``
+    (``transposed``: :func:`transpose_arcs` of the same graph, when already computed)."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
     n = indptr.shape[0] - 1
@@ -84,23 +118,43 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool):
     inv = np.zeros(n, np.float64)
     np.divide(1.0, outdeg, out=inv, where=outdeg > 0)
     if with_in_arcs:
-        # the transpose by scipy's linear-time CSR -> CSC conversion (sources of the in-arcs)
-        import scipy.sparse as sp
-        m = indices.shape[0]
-        csc = sp.csr_matrix((np.ones(m, np.bool_), indices, indptr), shape=(n, n)).tocsc()
-        t_indptr, t_sources = csc.indptr.astype(np.int64), csc.indices
+        t_indptr, t_sources = transposed if transposed is not None else transpose_arcs(indptr, indices)
     shards = []
     for i in range(len(offsets) - 1):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
         out_indptr = indptr[lo:hi + 1] - indptr[lo]
         out_indices = np.ascontiguousarray(indices[indptr[lo]:indptr[hi]], dtype=np.int32)
-        rows = cols = None
+        rows = cols = in_indptr = None
         if with_in_arcs:
             a, b = int(t_indptr[lo]), int(t_indptr[hi])
-            rows = np.repeat(np.arange(hi - lo, dtype=np.int32), np.diff(t_indptr[lo:hi + 1]))
+            in_indptr = t_indptr[lo:hi + 1] - a
+            rows = np.repeat(np.arange(hi - lo, dtype=np.int32), np.diff(in_indptr))
             cols = np.ascontiguousarray(t_sources[a:b], dtype=np.int32)
-        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), rows, cols))
+        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), rows, cols,
+                            in_indptr))
     return shards
+
+
+def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
+    """The BSP kernel ``bsp_kernel="auto"`` picks (CUDA; the CPU backend ignores it):
+
+    * several devices: ``"coo"``, the pull + finalize pair validated on several GPUs;
+    * one device, in-place sweeps asked for, or at most half of the arcs entering vertices of
+      in-degree > HEAVY_DEGREE (grids, roads, meshes): ``"csc"``, the fused pull kernel (grid:4900
+      on one H200: 12.4 ms vs 63-72 ms for the COO pulls; share of such arcs there: 0);
+    * one device, most arcs entering big vertices (power-law graphs): ``"coo4"``, the
+      edge-balanced COO pull (kron:21: 9.0 ms vs 9.6-19 ms for the fused kernel; share 0.89).
+    """
+    if k > 1:
+        return "coo"
+    if inplace:
+        return "csc"
+    m = int(graph.num_edges)
+    if m == 0:
+        return "csc"
+    indeg = np.bincount(np.asarray(graph.indices), minlength=int(graph.num_vertices))
+    heavy = int(indeg[indeg > HEAVY_DEGREE].sum())
+    return "coo4" if heavy * 2 > m else "csc"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -109,7 +163,8 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool):
 class _DevicePR:
     """One device's arrays and the PageRank operations on them (CUDA kernels or NumPy)."""
 
-    def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int):
+    def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int,
+                 bsp_opts=None):
         self.device = device
         self.shard = shard
         self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
@@ -117,20 +172,51 @@ class _DevicePR:
         self.cuda = device.backend == "cuda"
         self.fdt = np.float32 if self.cuda else np.float64
         self.stream = device.compute_stream
+        if mode == "bsp":
+            o = dict(bsp_opts or {})
+            self.fused = o.get("kernel", "csc") == "csc"     # "auto" is resolved by PageRank
+            self.pull_k4 = o.get("kernel") == "coo4"
+            self.lanes_k = int(o.get("vertices_per_lane", 2))
+            self.inplace = bool(o.get("inplace", False)) and k == 1
+            self.device_check = (bool(o.get("device_check", True)) and k == 1 and self.cuda
+                                 and self.fused)
+            self.small_degree = int(o.get("small_degree", 8))
+            self.tol = float(o.get("tol", 1e-6))
+            self.num_in = int(shard.in_cols.shape[0])
+            wide = self.num_in >= 2 ** 31
+            csc = (("pr_csc64" if wide else "pr_csc32") + ("_inplace" if self.inplace else "")
+                   + f"_k{self.lanes_k}")
         if self.cuda:
             from groute.kernels import get_kernel
             with device.use():
-                names = ("pr_pull", "pr_finalize") if mode == "bsp" else ("pr_push", "pr_apply", "pr_pack")
-                self.kernels = {name: get_kernel(KERNEL, name) for name in names}
+                if mode != "bsp":
+                    names = {n: n for n in ("pr_push", "pr_apply", "pr_pack")}
+                elif self.fused:
+                    names = {"csc": csc}
+                else:
+                    names = {"pr_pull": "pr_pull_k4" if self.pull_k4 else "pr_pull",
+                             "pr_finalize": "pr_finalize"}
+                self.kernels = {key: get_kernel(KERNEL, name) for key, name in names.items()}
             self.sms = int(device.properties()["multiprocessors"])
+            if mode == "bsp":   # the main kernel's grid: exactly the blocks resident at once
+                key = "csc" if self.fused else "pr_pull"
+                regs = int(getattr(self.kernels[key], "num_regs", 0) or 64)
+                per_sm = max(1, min(2048 // BLOCK, 65536 // (-(-regs // 8) * 8 * BLOCK)))
+                self.resident = self.sms * per_sm * int(o.get("waves", 1))
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
         if mode == "bsp":
-            self.in_rows, self.in_cols = up(shard.in_rows), up(shard.in_cols)
-            self.num_in = int(shard.in_rows.shape[0])
+            self.in_cols = up(shard.in_cols)
+            if self.cuda and self.fused:
+                self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
+                self.no_prev = up(np.array([1.0, 0.0]))     # "not converged" for iteration 0
+            else:
+                self.in_rows = up(shard.in_rows)
+                self.in_indptr = shard.in_indptr if not self.cuda else None
+                self.acc = device.zeros(self.n_local, self.fdt)
             self.y = device.zeros(self.n_local, self.fdt)
-            self.acc = device.zeros(self.n_local, self.fdt)
-            self.contrib = [device.zeros(n, self.fdt) for _ in range(2)]
+            # Jacobi: read one vector, write the other; in place (Gauss-Seidel): one vector
+            self.contrib = [device.zeros(n, self.fdt) for _ in range(1 if self.inplace else 2)]
             self.outs = None        # per parity: the vectors finalize writes (see set_outputs)
             self.stats = None
         else:
@@ -163,18 +249,20 @@ class _DevicePR:
             self.peer_stores += int(used.sum())
         if self.cuda:
             with self.device.use():
-                self.outs = [self.device.asarray(np.array([t.contrib[par].data.ptr for t in targets],
-                                                          dtype=np.uint64)) for par in range(2)]
+                self.outs = [self.device.asarray(np.array(
+                    [t.contrib[par % len(t.contrib)].data.ptr for t in targets], dtype=np.uint64))
+                    for par in range(2)]
                 self.need = self.device.asarray(need)
         else:
-            self.outs = [[t.contrib[par] for t in targets] for par in range(2)]
+            self.outs = [[t.contrib[par % len(t.contrib)] for t in targets] for par in range(2)]
             self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
                                       for bit in range(1, len(targets))]
 
     def bsp_reset(self, y0: float, contrib0, max_iterations: int):
         def reset():
             self.y.fill(y0)
-            self.acc.fill(0)
+            if not (self.cuda and self.fused):
+                self.acc.fill(0)
             self.contrib[0][...] = contrib0
             self.stats.fill(0)
         # allocated here (no kernel), cleared in stream order: bsp_step slices it right away
@@ -182,15 +270,43 @@ class _DevicePR:
         self.stream.submit(reset)
 
     def bsp_step(self, t: int, base: float):
-        """Iteration ``t``: pull from contrib[t % 2], write own slice of contrib[(t+1) % 2]."""
-        src, outs = self.contrib[t % 2], self.outs[(t + 1) % 2]
+        """Iteration ``t``: pull from contrib[t % 2], write own slice of contrib[(t+1) % 2] (in
+        place: both are contrib[0])."""
+        src, outs = self.contrib[t % len(self.contrib)], self.outs[(t + 1) % 2]
         stats = self.stats[t]
-        if self.cuda:
+        if self.cuda and self.fused:
+            prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
+
+            def launch():
+                if self.n_local:
+                    self.kernels["csc"](
+                        (max(1, min(self.resident, -(-self.n_local // BLOCK))),), (BLOCK,),
+                        (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols, src,
+                         np.float32(base), np.float32(self.damping), self.y, self.inv_outdeg, outs,
+                         np.int32(len(self.out_targets)), self.need, stats, prev,
+                         np.float64(self.tol), np.int32(self.small_degree)))
+        elif self.inplace:      # CPU: Gauss-Seidel by blocks of vertices, in order
+            def launch():
+                ip, nl, lo = self.in_indptr, self.n_local, self.lo
+                bounds = np.linspace(0, nl, min(nl, 8) + 1).astype(np.int64)
+                ynew = np.empty(nl, self.fdt)
+                for a, b in zip(bounds[:-1], bounds[1:]):
+                    ra, rb = int(ip[a]), int(ip[b])
+                    acc = np.bincount(self.in_rows[ra:rb] - a, weights=src[self.in_cols[ra:rb]],
+                                      minlength=b - a)
+                    ynew[a:b] = base + self.damping * acc
+                    src[lo + a:lo + b] = ynew[a:b] * self.inv_outdeg[a:b]
+                stats[0] = np.abs(ynew - self.y).sum()
+                stats[1] = ynew.sum()
+                self.y[:] = ynew
+        elif self.cuda:
             k = self.kernels
 
             def launch():
                 if self.num_in:
-                    k["pr_pull"](self._grid(self.num_in, waves=16), (BLOCK,),
+                    grid = (min(self.resident, -(-self.num_in // BLOCK)),) if self.pull_k4 \
+                        else self._grid(self.num_in, waves=16)
+                    k["pr_pull"](grid, (BLOCK,),
                                  (self.in_rows, self.in_cols, np.int64(self.num_in), src, self.acc))
                 if self.n_local:
                     k["pr_finalize"](self._grid(self.n_local), (BLOCK,),
@@ -401,13 +517,28 @@ class PageRank(Solver):
     ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
     mass); BSP: stop when the L1 change of an iteration is <= tol (of the mass).
     ``sweeps``: push sweeps per worklist round (async); ``check_every``: iterations between
-    convergence checks (BSP); ``peer_writes``: BSP stores each device's slice straight into the
-    peers' vectors from the kernel (default: when every pair has peer access) instead of copying.
+    convergence checks (BSP; default 4, or 8 with the fused kernel on one CUDA device, which
+    itself skips the iterations queued after convergence); ``peer_writes``: BSP stores each device's slice
+    straight into the peers' vectors from the kernel (default: when every pair has peer access)
+    instead of copying.
+    BSP kernel options (CUDA): ``bsp_kernel="auto"`` (default: :func:`choose_bsp_kernel`),
+    ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"coo"`` (the
+    earlier edge-balanced COO pull + finalize pair) or ``"coo4"`` (the same with 4 arc chunks per
+    warp step); ``small_degree``: in-degree up to which one thread of the fused kernel sums a
+    vertex's in-arcs (bigger: the whole warp); ``vertices_per_lane`` (1, 2 = default, 4):
+    vertices a lane of the fused kernel handles at once (independent load chains); ``waves``:
+    the fused / coo4 grid in multiples of the blocks resident at once; ``device_check``: the
+    fused kernel on one device skips the iterations queued after convergence;
+    ``inplace=True`` (one device only; ignored for several): Gauss-Seidel sweeps that update
+    the contribution vector in place (fewer sweeps on slowly mixing graphs such as grids, more
+    on kron-like ones; on a GPU the result depends on thread timing in its last digits, so runs
+    are not bit-identical).
     """
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="async", damping=0.85, tol=1e-6, seed=0, max_iterations=1000,
-                 sweeps=None, check_every=4, peer_writes=None):
+                 sweeps=None, check_every=None, peer_writes=None, bsp_kernel="auto",
+                 small_degree=8, inplace=False, device_check=True, vertices_per_lane=2, waves=1):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if partition not in PARTITIONS:
@@ -416,11 +547,15 @@ class PageRank(Solver):
             raise ValueError(f"damping must be in (0, 1), got {damping!r}")
         if not float(tol) > 0.0:
             raise ValueError(f"tol must be > 0, got {tol!r}")
-        if int(max_iterations) < 1 or int(check_every) < 1:
+        if int(max_iterations) < 1 or (check_every is not None and int(check_every) < 1):
             raise ValueError("max_iterations and check_every must be >= 1")
+        if bsp_kernel not in BSP_KERNELS:
+            raise ValueError(f"bsp_kernel must be one of {', '.join(BSP_KERNELS)}; got {bsp_kernel!r}")
+        if int(vertices_per_lane) not in (1, 2, 4):
+            raise ValueError(f"vertices_per_lane must be 1, 2 or 4; got {vertices_per_lane!r}")
         self.graph = graph
         self.mode, self.damping, self.tol = mode, float(damping), float(tol)
-        self.max_iterations, self.check_every = int(max_iterations), int(check_every)
+        self.max_iterations = int(max_iterations)
         self.partition_method = partition
         n = self.n = int(graph.num_vertices)
         self._open_context(ctx, devices=devices, backend=backend)
@@ -440,9 +575,28 @@ class PageRank(Solver):
                 offsets = np.asarray(self.partition.offsets, np.int64)
                 indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
             self.offsets = offsets
+            transposed = None
+            if mode == "bsp" and k == 1:    # kept on the graph: later solvers skip the transpose
+                transposed = getattr(graph, "_pr_in_arcs", None)
+                if transposed is None:
+                    transposed = transpose_arcs(indptr, indices)
+                    try:
+                        graph._pr_in_arcs = transposed
+                    except AttributeError:
+                        pass
             shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
-                                 with_in_arcs=mode == "bsp")
-            self.devs = [_DevicePR(d, s, n, mode, self.damping, k) for d, s in zip(self.ctx.devices, shards)]
+                                 with_in_arcs=mode == "bsp", transposed=transposed)
+            if mode == "bsp" and bsp_kernel == "auto":
+                bsp_kernel = choose_bsp_kernel(graph, k, inplace)
+            self.bsp_kernel = bsp_kernel
+            opts = {"kernel": bsp_kernel, "inplace": inplace, "device_check": device_check,
+                    "small_degree": small_degree, "tol": self.tol,
+                    "vertices_per_lane": int(vertices_per_lane), "waves": int(waves)}
+            self.devs = [_DevicePR(d, s, n, mode, self.damping, k, opts)
+                         for d, s in zip(self.ctx.devices, shards)]
+            if check_every is None:
+                check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
+            self.check_every = int(check_every)
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
@@ -514,11 +668,18 @@ class PageRank(Solver):
         if converged_at is None:
             log.warning("PageRank (bsp) did not converge to tol %g in %d iterations (last change %g)",
                         self.tol, t, history[-1] if history else float("nan"))
+        elif self.devs[0].device_check:     # the kernels skipped the iterations after convergence
+            t = converged_at
+            history = history[:t]
         if self.peer_writes:
             per_iteration = sum(dev.peer_stores * np.dtype(dev.fdt).itemsize for dev in self.devs)
         else:
             per_iteration = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs) * (k - 1)
+        dev0 = self.devs[0]
+        kernel = (f"csc k{dev0.lanes_k}" if dev0.fused else ("coo4" if dev0.pull_k4 else "coo")) \
+            if dev0.cuda else "numpy"
         return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
+                "kernel": kernel, "bsp_kernel": self.bsp_kernel, "inplace": dev0.inplace,
                 "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
                 "arcs_per_device": [dev.num_in for dev in self.devs],
@@ -591,6 +752,10 @@ def register(subparsers, common):
     p.add_argument("--tol", type=float, default=1e-6,
                    help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
     p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round")
+    p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default="auto",
+                   help="bsp on CUDA: fused CSC pull, COO pull pair, or auto by in-degree (default)")
+    p.add_argument("--inplace", action="store_true",
+                   help="bsp on one device: Gauss-Seidel sweeps in place (fewer iterations)")
     p.set_defaults(func=_cli)
 
 
@@ -602,7 +767,9 @@ def _cli(args) -> int:
     try:
         t0 = time.perf_counter()
         solver = PageRank(g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping,
-                          tol=args.tol, seed=args.seed, sweeps=args.sweeps)
+                          tol=args.tol, seed=args.seed, sweeps=args.sweeps,
+                          inplace=getattr(args, "inplace", False),
+                          bsp_kernel=getattr(args, "bsp_kernel", "auto"))
         print(f"pagerank {args.mode} on {solver.k} x {ctx.backend}"
               f"{f', {args.partition} partition' if solver.k > 1 else ''}: set up in "
               f"{time.perf_counter() - t0:.2f} s")

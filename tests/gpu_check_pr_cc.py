@@ -88,7 +88,10 @@ def guarded(case, fn):
 def stage_compile(ngpu):
     import cupy
     from groute.kernels import get_kernel
-    kernels = {ROOT / "apps" / "pr.cu": ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack"],
+    kernels = {ROOT / "apps" / "pr.cu": ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack",
+                                         "pr_pull_k4"] +
+                                        [f"pr_csc{w}{ip}_k{k}" for w in (32, 64) for ip in ("", "_inplace")
+                                         for k in (1, 2, 4)],
                ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress",
                                          "cc_link_round", "cc_sample_mode", "cc_link_rest"]}
     for gpu in range(ngpu):
@@ -348,6 +351,108 @@ def stage_timings(ngpu, specs, repeat, budget):
             cupy.get_default_memory_pool().free_all_blocks()
 
 
+PR_VARIANTS = {
+    "coo (c566e53 kernels)": {"bsp_kernel": "coo", "check_every": 4, "_spin_s": 0.0},
+    "auto (default)": {},
+    "coo, spin wait": {"bsp_kernel": "coo", "check_every": 4},
+    "coo4": {"bsp_kernel": "coo4", "check_every": 4},
+    "coo4 check8": {"bsp_kernel": "coo4", "check_every": 8},
+    "csc k1": {"bsp_kernel": "csc", "vertices_per_lane": 1},
+    "csc k2": {"bsp_kernel": "csc", "vertices_per_lane": 2},
+    "csc k4": {"bsp_kernel": "csc", "vertices_per_lane": 4},
+    "csc k2 sd32": {"bsp_kernel": "csc", "small_degree": 32},
+    "csc k2 check16": {"bsp_kernel": "csc", "check_every": 16},
+    "csc k2 inplace": {"bsp_kernel": "csc", "inplace": True},
+}
+
+
+def stage_pr_variants(specs, repeat, budget, variants):
+    """BSP PageRank options on one device: right on the small graphs, then timed on ``specs``
+    next to the plain-CuPy cuSPARSE power iteration of the same run; every answer against
+    ``reference.pagerank`` (tol 1e-6, the contract: L1 <= 1e-4)."""
+    from apps.baselines_pr_cc import cupy_pagerank
+    from apps.pr import PageRank
+    from groute import Context
+    from groute.graph import load_graph, reference
+    import apps.pr
+    names = [v for v in variants.split(",") if v] if variants else list(PR_VARIANTS)
+    spin_default = apps.pr.SPIN_S
+
+    def opts(name):
+        """The solver options of a variant; "_spin_s" sets apps.pr.SPIN_S (0: the earlier
+        sleeping wait at every convergence check)."""
+        o = dict(PR_VARIANTS[name])
+        apps.pr.SPIN_S = o.pop("_spin_s", spin_default)
+        return o
+    with Context(1, backend=BACKEND, timeout=60) as ctx:
+        bad = 0
+        for g in small_graphs():
+            ref = reference.pagerank(g, tol=1e-12)
+            for name in names:
+                def one():
+                    with PageRank(g, ctx=ctx, mode="bsp", **opts(name)) as s:
+                        a, b = s.run(), s.run()
+                    l1 = max(float(np.abs(a.values - ref).sum()), float(np.abs(b.values - ref).sum()))
+                    det = bool(np.array_equal(a.values, b.values))
+                    # in-place sweeps race and the COO pull adds with float atomics: those
+                    # need not repeat bit for bit; the fused Jacobi sweep must
+                    v = PR_VARIANTS[name]
+                    ok = l1 <= PR_MAX_L1 and (det or v.get("inplace", False)
+                                              or v.get("bsp_kernel", "csc") != "csc")
+                    if not ok:
+                        record(f"PR {name} {g.name}", False, f"L1 {l1:.2e}, deterministic {det}")
+                    return ok
+                bad += not guarded(f"PR {name} {g.name}", one)
+        record("PR variants on the small graphs", bad == 0, f"{len(names)} variants")
+        for spec in specs:
+            t0 = time.perf_counter()
+            g = load_graph(spec, cache=False)
+            print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+            t0 = time.perf_counter()
+            ref = reference.pagerank(g, tol=1e-6)
+            timing({"graph": spec, "app": "pr", "impl": "scipy power iteration", "gpus": 0,
+                    "median_ms": (time.perf_counter() - t0) * 1e3})
+            base_ms = None
+            if BACKEND == "cuda":
+                import cupy
+
+                def base():
+                    med, times, (x, it) = cuda_timed(lambda: cupy_pagerank(g, tol=1e-6), repeat)
+                    timing({"graph": spec, "app": "pr", "impl": "cupy cuSPARSE SpMV", "gpus": 1,
+                            "median_ms": med * 1e3, "iterations": it,
+                            "L1": f"{float(np.abs(x.get() - ref).sum()):.1e}"})
+                    return med * 1e3
+                base_ms = guarded(f"time cupy PR {spec}", base)
+                if hasattr(g, "_cupy_pr_setup"):
+                    delattr(g, "_cupy_pr_setup")
+                cupy.get_default_memory_pool().free_all_blocks()
+            for name in names:
+                if elapsed() > budget:
+                    timing({"graph": spec, "app": "pr", "impl": name, "gpus": 1, "median_ms": None})
+                    continue
+
+                def ours():
+                    t1 = time.perf_counter()
+                    with PageRank(g, ctx=ctx, mode="bsp", **opts(name)) as s:
+                        setup = time.perf_counter() - t1
+                        s.run()
+                        runs = [s.run() for _ in range(repeat)]
+                    med = statistics.median(r.time_s for r in runs) * 1e3
+                    l1 = max(float(np.abs(r.values - ref).sum()) for r in runs)
+                    its = runs[-1].stats["iterations"]
+                    timing({"graph": spec, "app": "pr", "impl": name, "gpus": 1, "median_ms": med,
+                            "iterations": its, "ms_per_it": round(med / max(its, 1), 4),
+                            "L1": f"{l1:.1e}", "setup_s": round(setup, 1),
+                            "x_cusparse": None if not base_ms else round(base_ms / med, 2)})
+                    if l1 > PR_MAX_L1:
+                        record(f"time PR {name} {spec}", False, f"L1 {l1:.2e} > {PR_MAX_L1}")
+                guarded(f"time PR {name} {spec}", ours)
+            del g
+            if BACKEND == "cuda":
+                cupy.get_default_memory_pool().free_all_blocks()
+
+
 CC_VARIANTS = {
     "edge-list": {"afforest": False},
     "afforest r2 light": {"sample_rounds": 2, "link": "light"},
@@ -425,13 +530,15 @@ def table():
     rows = RESULTS["timings"]
     if not rows:
         return
-    print("\n| graph | app | implementation | GPUs | median ms | x floor | check |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| graph | app | implementation | GPUs | median ms | x floor | iterations | vs cuSPARSE | check |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         t = r.get("median_ms")
         check = r.get("L1", "exact" if r.get("exact") else ("WRONG" if r.get("exact") is False else ""))
+        x = r.get("x_cusparse")
         print(f"| {r['graph']} | {r['app']} | {r['impl']} | {r['gpus']} | "
-              f"{'-' if t is None else f'{t:.3f}'} | {r.get('x_floor', '')} | {check} |")
+              f"{'-' if t is None else f'{t:.3f}'} | {r.get('x_floor', '')} | "
+              f"{r.get('iterations', r.get('rounds', ''))} | {'' if x is None else f'{x}x'} | {check} |")
 
 
 def main():
@@ -444,6 +551,10 @@ def main():
     ap.add_argument("--cc-variants", nargs="?", const="", default=None, metavar="NAMES",
                     help="only CC: the options of CC_VARIANTS (comma-separated names; all when "
                          "empty) on one device, exact on the small graphs, timed on --big")
+    ap.add_argument("--pr-variants", nargs="?", const="", default=None, metavar="NAMES",
+                    help="only BSP PR: the options of PR_VARIANTS (comma-separated names; all "
+                         "when empty) on one device, right on the small graphs, timed on --big "
+                         "next to cuSPARSE")
     ap.add_argument("--dry-run", action="store_true",
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
     args = ap.parse_args()
@@ -451,6 +562,11 @@ def main():
     if args.dry_run:
         BACKEND = "cpu"
         RESULTS["machine"] = {"dry_run": "cpu virtual devices"}
+        if args.pr_variants is not None:
+            guarded("pr variants", lambda: stage_pr_variants(
+                [s for s in args.big.split(",") if s], args.repeat, args.budget, args.pr_variants))
+            table()
+            return 1 if RESULTS["failures"] else 0
         if args.cc_variants is not None:
             guarded("cc variants", lambda: stage_cc_variants(
                 [s for s in args.big.split(",") if s], args.repeat, args.budget, args.cc_variants))
@@ -481,6 +597,12 @@ def main():
     if args.cc_variants is not None:
         guarded("cc variants", lambda: stage_cc_variants(
             [s for s in args.big.split(",") if s], args.repeat, args.budget, args.cc_variants))
+        table()
+        save()
+        return 1 if RESULTS["failures"] else 0
+    if args.pr_variants is not None:
+        guarded("pr variants", lambda: stage_pr_variants(
+            [s for s in args.big.split(",") if s], args.repeat, args.budget, args.pr_variants))
         table()
         save()
         return 1 if RESULTS["failures"] else 0
