@@ -68,9 +68,14 @@ def _wait(device, event, spin_s=None):
     event.synchronize()
 
 
-def _sync_host(device, array):
-    """A host copy of ``array`` after everything queued on the compute stream has finished."""
-    _wait(device, device.compute_stream.record())
+def _sync_host(device, array, spin=False):
+    """A host copy of ``array`` after everything queued on the compute stream has finished
+    (``spin``: by :func:`_wait`; the BSP checks use it, the async mode keeps the general wait)."""
+    event = device.compute_stream.record()
+    if spin:
+        _wait(device, event)
+    else:
+        event.synchronize()
     return device.to_host(array)
 
 
@@ -327,7 +332,7 @@ class _DevicePR:
         self.stream.submit(launch)
 
     def bsp_stats(self, t0: int, t1: int):
-        return _sync_host(self.device, self.stats[t0:t1])
+        return _sync_host(self.device, self.stats[t0:t1], spin=True)
 
     def bsp_values(self):
         return self.device.to_host(self.y).astype(np.float64)
