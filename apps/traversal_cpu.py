@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from groute.worklist import LocalWork, WorkQueue, call_on_stream, infinity, pack, unpack
+from groute.worklist import LocalWork, StreamWorker, WorkQueue, infinity, pack, unpack
 
 
 def _min_per_target(targets, values):
@@ -28,7 +28,7 @@ def _min_per_target(targets, values):
     return t[first], v[first]
 
 
-class CPUTraversalWorker:
+class CPUTraversalWorker(StreamWorker):
     """One device's share of a BFS/SSSP run (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
@@ -56,19 +56,6 @@ class CPUTraversalWorker:
     # ------------------------------------------------------------------ protocol
     def set_source(self, source_new: int | None):
         self.source = source_new
-
-    def start(self, threshold):
-        return call_on_stream(self.device.compute_stream, self._start, threshold)
-
-    def advance(self, threshold, *, max_rounds=None, self_advance=False):
-        return call_on_stream(self.device.compute_stream, self._advance, threshold, max_rounds,
-                              self_advance)
-
-    def absorb(self, arrays, threshold):
-        return call_on_stream(self.device.compute_stream, self._absorb, arrays, threshold)
-
-    def split(self, threshold):
-        return call_on_stream(self.device.compute_stream, self._split, threshold)
 
     def values(self):
         return self.dist

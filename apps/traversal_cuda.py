@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from groute.kernels import load_module
-from groute.worklist import LocalWork, call_on_stream
+from groute.worklist import LocalWork, StreamWorker
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("traversal.cu")
@@ -54,7 +54,7 @@ def _value_of_bits(bits, kind):
     return float(np.array(bits, dtype=np.int32).view(np.float32))
 
 
-class CUDATraversalWorker:
+class CUDATraversalWorker(StreamWorker):
     """One GPU's share of a BFS/SSSP run (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
@@ -213,19 +213,6 @@ class CUDATraversalWorker:
 
     def values(self):
         return self.dist[:self.n_local].view(np.float32 if self.kind == "float" else np.int32)
-
-    def start(self, threshold):
-        return call_on_stream(self.device.compute_stream, self._start, threshold)
-
-    def advance(self, threshold, *, max_rounds=None, self_advance=False):
-        return call_on_stream(self.device.compute_stream, self._advance, threshold, max_rounds,
-                              self_advance)
-
-    def absorb(self, arrays, threshold):
-        return call_on_stream(self.device.compute_stream, self._absorb, arrays, threshold)
-
-    def split(self, threshold):
-        return call_on_stream(self.device.compute_stream, self._split, threshold)
 
     # ------------------------------------------------------------------ launches
     def _start(self, threshold):

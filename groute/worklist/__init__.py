@@ -22,8 +22,8 @@ from .counter import WorkCounter
 from .distributed import MODES, ROUTINGS, DistributedWorklist
 from .items import ITEM_DTYPE, FLOAT_INF, INT_INF, infinity, pack, unpack, value_dtype
 from .queue import WorkQueue
-from .worker import LocalWork, call_on_stream
+from .worker import LocalWork, StreamWorker, call_on_stream
 
-__all__ = ["DistributedWorklist", "WorkCounter", "WorkQueue", "LocalWork", "call_on_stream",
+__all__ = ["DistributedWorklist", "WorkCounter", "WorkQueue", "LocalWork", "StreamWorker", "call_on_stream",
            "ITEM_DTYPE", "INT_INF", "FLOAT_INF", "infinity", "pack", "unpack", "value_dtype",
            "MODES", "ROUTINGS"]

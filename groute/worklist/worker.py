@@ -54,3 +54,26 @@ def call_on_stream(stream, fn, *args):
     if not out:
         stream.record().synchronize()
     return out[0]
+
+
+class StreamWorker:
+    """Base for workers whose steps run in their device's compute-stream order.
+
+    A subclass implements ``_start``, ``_advance``, ``_absorb`` and ``_split`` (the protocol
+    above, minus the keyword handling) and sets ``self.device``; this class runs each on the
+    compute stream with :func:`call_on_stream`, so the same worker logic is stream-ordered on
+    CUDA devices and on CPU virtual devices alike.
+    """
+
+    def start(self, threshold):
+        return call_on_stream(self.device.compute_stream, self._start, threshold)
+
+    def advance(self, threshold, *, max_rounds=None, self_advance=False):
+        return call_on_stream(self.device.compute_stream, self._advance, threshold, max_rounds,
+                              self_advance)
+
+    def absorb(self, arrays, threshold):
+        return call_on_stream(self.device.compute_stream, self._absorb, arrays, threshold)
+
+    def split(self, threshold):
+        return call_on_stream(self.device.compute_stream, self._split, threshold)
