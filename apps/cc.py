@@ -434,7 +434,7 @@ def connected_components(graph, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from apps.pr_cc_cli import add_graph_options
+    from apps.app_cli import add_graph_options
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
     add_graph_options(p)
@@ -452,28 +452,19 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.pr_cc_cli import load, print_stats, timed_runs, write_output
-    from groute.cli import context_from_args
+    from apps.app_cli import load, print_stats, run_solver, write_output
     g = load(args)
-    ctx = context_from_args(args)
-    try:
-        t0 = time.perf_counter()
-        seg = int(args.segment_edges) if args.segment_edges else None
-        solver = CC(g, ctx=ctx, segment_edges=seg, num_buffers=args.buffers,
-                    afforest=not args.no_afforest, sample_rounds=args.sample_rounds, link=args.link)
-        print(f"cc on {solver.k} x {ctx.backend}: {solver.m:,} edges, set up in "
-              f"{time.perf_counter() - t0:.2f} s")
-        try:
-            res, median, times = timed_runs(solver, args.repeat)
-        finally:
-            solver.close()
-    finally:
-        ctx.shutdown()
+    seg = int(args.segment_edges) if args.segment_edges else None
+    runs = run_solver(args, lambda ctx: CC(g, ctx=ctx, segment_edges=seg, num_buffers=args.buffers,
+                                           afforest=not args.no_afforest,
+                                           sample_rounds=args.sample_rounds, link=args.link))
+    res = runs.result
+    print(f"cc on {runs.devices} x {runs.backend}: {runs.solver.m:,} edges, set up in "
+          f"{runs.setup_s:.2f} s")
     labels = res.values
     roots = np.flatnonzero(labels == np.arange(labels.size))
     sizes = np.bincount(labels, minlength=labels.size)[roots] if labels.size else np.zeros(0, np.int64)
-    print(f"  time: median {median * 1e3:.3f} ms over {len(times)} runs "
-          f"(min {min(times) * 1e3:.3f}, max {max(times) * 1e3:.3f}) after one warm-up")
+    print(runs.time_line())
     print(f"  components: {roots.size:,} (largest {int(sizes.max()) if sizes.size else 0:,} vertices)")
     print_stats(res.stats, skip=("devices",))
     ok = True

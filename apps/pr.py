@@ -748,7 +748,7 @@ def pagerank(graph, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from apps.pr_cc_cli import add_graph_options
+    from apps.app_cli import add_graph_options
     p = subparsers.add_parser("pr", parents=[common], help="PageRank across devices (async push or BSP)")
     add_graph_options(p)
     p.add_argument("--mode", choices=MODES, default="async", help="async residual push (default) or bsp")
@@ -765,27 +765,17 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.pr_cc_cli import load, print_stats, timed_runs, write_output
-    from groute.cli import context_from_args
+    from apps.app_cli import load, print_stats, run_solver, write_output
     g = load(args)
-    ctx = context_from_args(args)
-    try:
-        t0 = time.perf_counter()
-        solver = PageRank(g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping,
-                          tol=args.tol, seed=args.seed, sweeps=args.sweeps,
-                          inplace=getattr(args, "inplace", False),
-                          bsp_kernel=getattr(args, "bsp_kernel", "auto"))
-        print(f"pagerank {args.mode} on {solver.k} x {ctx.backend}"
-              f"{f', {args.partition} partition' if solver.k > 1 else ''}: set up in "
-              f"{time.perf_counter() - t0:.2f} s")
-        try:
-            res, median, times = timed_runs(solver, args.repeat)
-        finally:
-            solver.close()
-    finally:
-        ctx.shutdown()
-    print(f"  time: median {median * 1e3:.3f} ms over {len(times)} runs "
-          f"(min {min(times) * 1e3:.3f}, max {max(times) * 1e3:.3f}) after one warm-up")
+    runs = run_solver(args, lambda ctx: PageRank(
+        g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
+        seed=args.seed, sweeps=args.sweeps, inplace=getattr(args, "inplace", False),
+        bsp_kernel=getattr(args, "bsp_kernel", "auto")))
+    res = runs.result
+    print(f"pagerank {args.mode} on {runs.devices} x {runs.backend}"
+          f"{f', {args.partition} partition' if runs.devices > 1 else ''}: set up in "
+          f"{runs.setup_s:.2f} s")
+    print(runs.time_line())
     print_stats(res.stats, skip=("devices", "damping", "tol"))
     ok = True
     if args.verify:

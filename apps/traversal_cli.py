@@ -8,11 +8,10 @@ any other suffix writes text lines ``vertex value`` with file ids. Unreachable v
 """
 from __future__ import annotations
 
-import statistics
 
 import numpy as np
 
-from .pr_cc_cli import add_graph_options, load, print_stats, write_output
+from .app_cli import add_graph_options, load, print_stats, run_solver, write_output
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -38,7 +37,6 @@ def register_app(subparsers, common, name, solver_cls):
 
 
 def run_cli(args, name, solver_cls):
-    from groute.cli import context_from_args
     graph = load(args)
     if name == "sssp" and graph.weights is None:
         graph = graph.with_weights(seed=args.seed)
@@ -50,30 +48,18 @@ def run_cli(args, name, solver_cls):
             source = graph.vertex_of(args.source)
         except KeyError as exc:
             raise ValueError(f"--source {args.source}: {exc.args[0]}") from None
-    ctx = context_from_args(args)
-    try:
-        delta = args.delta
-        if delta is not None and solver_cls.weighted and graph.weights is not None \
-                and np.asarray(graph.weights).dtype.kind in "iu":
-            delta = int(delta)
-        partition = args.partition or "metis"
-        solver = solver_cls(graph, ctx=ctx, partition=partition, mode=args.mode,
-                            priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
-                            seed=args.seed)
-        try:
-            solver.run(source)                       # warm-up
-            times, res = [], None
-            for _ in range(args.repeat):
-                res = solver.run(source)
-                times.append(res.time_s)
-        finally:
-            solver.close()
-    finally:
-        ctx.shutdown()
-    median = statistics.median(times)
+    delta = args.delta
+    if delta is not None and solver_cls.weighted and graph.weights is not None \
+            and np.asarray(graph.weights).dtype.kind in "iu":
+        delta = int(delta)
+    runs = run_solver(args, lambda ctx: solver_cls(
+        graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
+        priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
+        seed=args.seed), source)
+    res, median = runs.result, runs.median
     reached = int(np.count_nonzero(res.values >= 0) if name == "bfs"
                   else np.count_nonzero(np.isfinite(res.values)))
-    print(f"{name} from {graph.file_id_of(source)} on {len(ctx.devices)} {ctx.backend} device(s), "
+    print(f"{name} from {graph.file_id_of(source)} on {runs.devices} {runs.backend} device(s), "
           f"{args.mode}: {median * 1e3:.3f} ms (median of {args.repeat}), "
           f"{graph.num_edges / median / 1e9:.3f} GTEPS, {reached:,} vertices reached")
     print_stats(res.stats)

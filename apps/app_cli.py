@@ -1,5 +1,5 @@
-"""Command-line plumbing the graph apps share (``groute pr``, ``groute cc``, and the traversal
-CLIs in ``traversal_cli.py``): graph options, loading, warm-up + repeats, counters, output files.
+"""Command-line plumbing the graph apps share (``groute bfs``, ``sssp``, ``pr``, ``cc``): graph
+options, loading, running a solver (warm-up + repeats), counters, output files.
 
 Output conventions (same as BFS/SSSP): ``--output x.npy`` writes a NumPy array indexed in the
 reader's vertex order (file id minus one for 1-based Matrix Market/DIMACS files); any other
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +38,45 @@ def load(args):
     return g
 
 
-def timed_runs(solver, repeat):
-    """One warm-up run, then ``repeat`` timed ones; returns (last result, median, all times)."""
-    solver.run()
-    times, res = [], None
-    for _ in range(repeat):
-        res = solver.run()
-        times.append(res.time_s)
-    return res, statistics.median(times), times
+@dataclass
+class TimedRuns:
+    """What :func:`run_solver` measured: the last result, the median and all run times, the
+    set-up time, and the (closed) solver for its descriptive attributes."""
+
+    result: object
+    median: float
+    times: list
+    setup_s: float
+    solver: object
+    devices: int
+    backend: str
+
+    def time_line(self) -> str:
+        return (f"  time: median {self.median * 1e3:.3f} ms over {len(self.times)} runs "
+                f"(min {min(self.times) * 1e3:.3f}, max {max(self.times) * 1e3:.3f}) after one warm-up")
+
+
+def run_solver(args, build, *run_args) -> TimedRuns:
+    """Build a solver with ``build(ctx)`` on the context ``--backend/--devices/--timeout`` ask for,
+    run ``solver.run(*run_args)`` once to warm up and ``--repeat`` times timed, then close the
+    solver and the context (also on failure)."""
+    from groute.cli import context_from_args
+    ctx = context_from_args(args)
+    try:
+        t0 = time.perf_counter()
+        solver = build(ctx)
+        setup = time.perf_counter() - t0
+        try:
+            solver.run(*run_args)
+            times, res = [], None
+            for _ in range(args.repeat):
+                res = solver.run(*run_args)
+                times.append(res.time_s)
+        finally:
+            solver.close()
+    finally:
+        ctx.shutdown()
+    return TimedRuns(res, statistics.median(times), times, setup, solver, len(ctx.devices), ctx.backend)
 
 
 def print_stats(stats, skip=()):
