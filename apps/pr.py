@@ -50,32 +50,17 @@ def _call(stream, fn, *args):
     return out[0]
 
 
-#: seconds :func:`_wait` polls a CUDA event without back-off before the general (sleeping) wait
+#: seconds a BSP convergence check polls its CUDA event without back-off before the normal
+#: wait: the general wait sleeps up to 2 ms between polls, which left the GPU idle for about
+#: 1-3 ms at every check (measured on one H200)
 SPIN_S = 0.25
-
-
-def _wait(device, event, spin_s=None):
-    """Wait for ``event``. On CUDA poll it without back-off first (yielding the GIL between
-    queries) for up to ``spin_s``: the general wait sleeps up to 2 ms between polls, which left
-    the GPU idle for about 1-3 ms at every BSP convergence check (measured on one H200)."""
-    raw = getattr(event, "raw", None)
-    if device.backend == "cuda" and raw is not None:
-        end = time.perf_counter() + (SPIN_S if spin_s is None else spin_s)
-        while time.perf_counter() < end:
-            if raw.done:
-                return
-            time.sleep(0)
-    event.synchronize()
 
 
 def _sync_host(device, array, spin=False):
     """A host copy of ``array`` after everything queued on the compute stream has finished
-    (``spin``: by :func:`_wait`; the BSP checks use it, the async mode keeps the general wait)."""
-    event = device.compute_stream.record()
-    if spin:
-        _wait(device, event)
-    else:
-        event.synchronize()
+    (``spin``: poll the event without back-off first, see :data:`SPIN_S`; the BSP checks use
+    it, the async mode keeps the general wait)."""
+    device.compute_stream.record().synchronize(spin=SPIN_S if spin else 0.0)
     return device.to_host(array)
 
 

@@ -20,8 +20,12 @@ class Event(abc.ABC):
         """True once every piece of work submitted before the record has finished."""
 
     @abc.abstractmethod
-    def synchronize(self, timeout=None) -> None:
-        """Block until done; raises WaitTimeout, ContextStopped, or DeviceError if the stream failed."""
+    def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
+        """Block until done; raises WaitTimeout, ContextStopped, or DeviceError if the stream failed.
+
+        ``spin``: seconds to poll without sleeping before the normal back-off wait, for callers
+        that wait on short GPU work often (a sleep of up to 2 ms would leave the GPU idle).
+        Backends whose events signal the waiter directly ignore it."""
 
 
 class Stream(abc.ABC):

@@ -40,7 +40,7 @@ class CPUEvent(Event):
             raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
         return self._done.is_set()
 
-    def synchronize(self, timeout=None) -> None:
+    def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         limit = resolve_timeout(timeout if timeout is not None else self.stream.device.timeout)
         deadline = time.monotonic() + limit
         stop = self.stream.device.stop_event

@@ -7,6 +7,7 @@ host thread blocks forever on a GPU that will never answer.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -40,8 +41,14 @@ class CUDAEvent(Event):
     def query(self) -> bool:
         return bool(self.raw.done)
 
-    def synchronize(self, timeout=None) -> None:
+    def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         try:
+            if spin > 0:  # poll without back-off, yielding the GIL between queries
+                end = time.perf_counter() + spin
+                while time.perf_counter() < end:
+                    if self.raw.done:
+                        return
+                    time.sleep(0)
             wait_for(lambda: self.raw.done, what=f"a CUDA event on {self.device.name}",
                      timeout=timeout if timeout is not None else self.device.timeout,
                      stop=self.device.stop_event)
