@@ -31,6 +31,8 @@ struct Args {
     const long long* offsets; int k; int lo; int hi;
     long long* big_items; int* big_first_chunk;
     int* ctl; unsigned long long* counters;
+    const unsigned char* front;   // several devices, BSP pull: 1 per vertex (global new id) of
+                                  // the level being pulled from, all devices' vertices
 };
 
 // Where one round's output goes.
@@ -333,7 +335,7 @@ __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
 extern "C" __global__ void __launch_bounds__(BLOCK)
 traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds,
          int flush, int op, int shrink_below, int grow_above, int pull, int filter,
-         int pull_unique, int has_big) {
+         int pull_unique, int has_big, int pull_level) {
     const Args a = *pa;
     const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
@@ -348,7 +350,11 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     // BFS direction optimisation (Beamer): pull while the frontier holds more than 1/PULL_ALPHA
     // of the vertices, push again below 1/PULL_BETA; carried over between launches in a slot
     // read only here and written only at the exit
-    bool pulling = pull && *(volatile int*)&a.ctl[PULLING];
+    // On several devices the host decides for all of them (level-synchronous BSP only):
+    // pull_level >= 0 means "pull this round, from the vertices flagged in a.front, which
+    // are at depth pull_level"; a device with an empty queue still pulls then.
+    const bool forced = pull_level >= 0;
+    bool pulling = forced || (pull && *(volatile int*)&a.ctl[PULLING]);
     if (op == 1) {
         int* cur = (r & 1) ? a.near1 : a.near0;
         int old_thr = *(volatile int*)&a.ctl[THRESHOLD];
@@ -357,7 +363,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     while (op == 0) {
         const int cur_n = *(volatile int*)&a.ctl[NEAR_COUNT + r % 3];
         int* cur = (r & 1) ? a.near1 : a.near0;
-        if (cur_n == 0) {
+        if (cur_n == 0 && !(forced && rounds == 0)) {
             int far_n = *(volatile int*)&a.ctl[FAR_COUNT + fc];
             int far_over = *(volatile int*)&a.ctl[FAR_OVERFLOW + fc];
             if ((far_n == 0 && !far_over) || !self_advance || thr == VALUE_INF) break;
@@ -367,9 +373,9 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             continue;
         }
         if (rounds >= max_rounds || stop) break;
-        if (cur_n < shrink_below || cur_n > grow_above) { reason = 1; break; }
+        if (!forced && (cur_n < shrink_below || cur_n > grow_above)) { reason = 1; break; }
         const int s3 = r % 3, n3 = (r + 1) % 3;
-        if (pull) {
+        if (pull && !forced) {
             const long long n_local = a.hi - a.lo;
             pulling = pulling ? (long long)cur_n * PULL_BETA >= n_local
                               : (long long)cur_n * PULL_ALPHA > n_local;
@@ -397,14 +403,17 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             // pull: every unreached vertex looks for a parent in the frontier (depth r) among
             // its arcs (the graph is symmetric) and stops at the first; the frontier queue is
             // not read. Vertices found are queued as usual, so push can take over again.
+            // (several devices: a parent may be anyone's, so the replicated flags are read)
             const int n_local = a.hi - a.lo;
+            const int depth = forced ? pull_level : r;
             for (long long v = tid; v < n_local; v += nthreads) {
                 if (*(volatile int*)&a.dist[v] != VALUE_INF) continue;
                 long long e0 = a.indptr[v], e1 = a.indptr[v + 1];
                 for (long long e = e0; e < e1; ++e) {
                     ++edges;
-                    if (*(volatile int*)&a.dist[a.indices[e]] == r) {
-                        a.dist[v] = r + 1;
+                    const int u = a.indices[e];
+                    if (forced ? a.front[u] != 0 : *(volatile int*)&a.dist[u] == depth) {
+                        a.dist[v] = depth + 1;
                         ++processed;
                         push_near(a, q.next, q.next_count, (int)v, q.marker);
                         break;
@@ -415,6 +424,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             grid_sync(a, bar);
             ++r;
             ++rounds;
+            if (forced) break;            // one level: the host exchanges before the next
             continue;
         }
 #endif
@@ -515,7 +525,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         a.ctl[ROUNDS] = rounds;
         a.ctl[EXIT_REASON] = reason;
         a.counters[TOTAL_ROUNDS] += rounds;
-        if (pull) a.ctl[PULLING] = pulling;
+        if (pull && !forced) a.ctl[PULLING] = pulling;
     }
     // the last block to leave zeroes the barrier count for the next launch: every block has
     // passed its last barrier when it gets here

@@ -219,7 +219,7 @@ class TraversalSolver(Solver):
             "rounds": sum(wl["rounds"]), "rounds_per_device": wl["rounds"],
             "levels": [int(c.get("rounds", 0)) for c in counters],
             "launches": total("launches"), "reshapes": total("reshapes"),
-            "pull_rounds": total("pull_rounds"),
+            "pull_rounds": total("pull_rounds"), "pull_levels": wl.get("pull_levels", 0),
             "deferrals": total("deferrals"),
             "threshold_advances": wl["threshold_advances"],
             "items_absorbed": total("absorbed"),

@@ -49,6 +49,11 @@ class CPUTraversalWorker(StreamWorker):
         self.near = np.empty(0, dtype=np.int64)
         self.far = WorkQueue(device, 1024, name=f"far@{device.name}")
         self.flush_items = int(flush_items)
+        # BSP on several devices may pull (see DistributedWorklist): flags of the level's
+        # vertices, all devices' (this device fills its range, the worklist copies the others)
+        self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1)
+        self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
+        self.pull_level = None
         self.work = LocalWork()
         self.source = None
         self.counters = {}
@@ -70,7 +75,7 @@ class CPUTraversalWorker(StreamWorker):
         self.far.clear()
         self.near = np.empty(0, dtype=np.int64)
         self.counters = {"processed": 0, "edges": 0, "deferrals": 0, "rounds": 0, "launches": 0,
-                         "absorbed": 0, "improved_remote": 0}
+                         "absorbed": 0, "improved_remote": 0, "pull_rounds": 0}
         if self.source is not None and self.lo <= self.source < self.hi:
             self._enqueue(np.array([self.source - self.lo]), np.zeros(1, self.dist.dtype), threshold)
         return self._report()
@@ -137,8 +142,38 @@ class CPUTraversalWorker(StreamWorker):
             return v.astype(np.int32)
         return v.astype(np.float32)
 
+    def set_pull_level(self, level):
+        """The next advance pulls from the vertices at depth ``level`` (None: push)."""
+        self.pull_level = level
+
+    def _publish_frontier(self):
+        self.frontier[self.lo:self.hi] = 0
+        self.frontier[self.near + self.lo] = 1
+
+    def _pull(self, level):
+        """One BFS level bottom-up: every unreached local vertex with an arc to a flagged
+        vertex (any device's, at depth ``level``) gets depth ``level + 1``."""
+        self.counters["rounds"] += 1
+        self.counters["pull_rounds"] += 1
+        todo = np.flatnonzero(self.dist == self.inf)
+        starts = self.indptr[todo]
+        deg = self.indptr[todo + 1] - starts
+        total = int(deg.sum())
+        self.counters["edges"] += total
+        owner_pos = np.repeat(np.arange(todo.size), deg)
+        eidx = np.arange(total, dtype=np.int64) - (np.cumsum(deg) - deg)[owner_pos] + starts[owner_pos]
+        found = np.zeros(todo.size, dtype=bool)
+        found[owner_pos[self.frontier[self.indices[eidx]] != 0]] = True
+        new = todo[found]
+        self.dist[new] = level + 1
+        self.counters["processed"] += int(new.size)
+        self.near = new
+
     def _advance(self, threshold, max_rounds, self_advance):
         self.counters["launches"] += 1
+        if self.pull_level is not None:
+            self._pull(self.pull_level)
+            return self._report(), [None] * self.k
         outbox = [[] for _ in range(self.k)]
         rounds = 0
         moved = None

@@ -75,6 +75,11 @@ class CUDATraversalWorker(StreamWorker):
         self.pull = int(symmetric and not weighted and kind == "int" and self.k == 1
                         and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
         self.unique = int(not weighted and kind == "int" and self.k == 1)   # see improve_local
+        # several devices, BSP: the worklist may ask for pull levels (it decides for all devices,
+        # see DistributedWorklist); each device then reads every device's frontier flags
+        self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1
+                             and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
+        self.pull_level = None
         self.inf_bits = _bits(math.inf, kind)
         self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
         # kernel variants, to measure (docs/PERFORMANCE.md): BATCH (batched small-degree arcs;
@@ -119,6 +124,7 @@ class CUDATraversalWorker(StreamWorker):
             self.big_items = xp.empty(n, dtype=np.int64)
             self.big_first = xp.empty(n, dtype=np.int32)
             self.ctl = xp.zeros(CTL_SIZE, dtype=np.int32)
+            self.frontier = xp.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
             self.counters_dev = xp.zeros(COUNTERS, dtype=np.uint64)
             self.ctl_host = cupy.cuda.alloc_pinned_memory(CTL_SIZE * 4)
             self.ctl_view = np.frombuffer(self.ctl_host, dtype=np.int32, count=CTL_SIZE)
@@ -196,6 +202,7 @@ class CUDATraversalWorker(StreamWorker):
             ("k", np.int32, a.k), ("lo", np.int32, a.lo), ("hi", np.int32, a.hi),
             ("big_items", np.uint64, ptr(a.big_items)), ("big_first_chunk", np.uint64, ptr(a.big_first)),
             ("ctl", np.uint64, ptr(a.ctl)), ("counters", np.uint64, ptr(a.counters_dev)),
+            ("front", np.uint64, ptr(a.frontier)),
         ]
         dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
                          align=True)
@@ -250,8 +257,9 @@ class CUDATraversalWorker(StreamWorker):
 
     def _launch_traverse(self, threshold, max_rounds, self_advance, op):
         """One launch; relaunched with the other grid shape while the kernel asks for it."""
+        forced = self.pull_level is not None and op == 0
         while True:
-            blocks = self.blocks if self.wide else self.narrow_blocks
+            blocks = self.blocks if (self.wide or forced) else self.narrow_blocks
             adaptive = self.narrow_blocks != self.blocks
             shrink = SHRINK if (adaptive and self.wide) else 0
             grow = GROW if (adaptive and not self.wide) else 2**31 - 1
@@ -259,8 +267,8 @@ class CUDATraversalWorker(StreamWorker):
                     np.int32(bool(self_advance)), np.int32(max_rounds if max_rounds else 2**31 - 1),
                     np.int32(self.flush_items if self.k > 1 else 0), np.int32(op),
                     np.int32(shrink), np.int32(grow), np.int32(self.pull),
-                    np.int32(self.wide or not adaptive), np.int32(self.unique),
-                    np.int32(self.has_big))
+                    np.int32(self.wide or forced or not adaptive), np.int32(self.unique),
+                    np.int32(self.has_big), np.int32(self.pull_level if forced else -1))
             try:
                 self.traverse((blocks,), (self.block,), args)
             except self.cp.cuda.driver.CUDADriverError as exc:
@@ -304,6 +312,18 @@ class CUDATraversalWorker(StreamWorker):
 
     def _split(self, threshold):
         return self._launch_traverse(threshold, 0, False, op=1)
+
+    def set_pull_level(self, level):
+        """The next advance pulls from the vertices at depth ``level`` (None: push)."""
+        self.pull_level = level
+
+    def _publish_frontier(self):
+        """Flag this device's queued vertices (the next level) in its range of ``frontier``."""
+        self.frontier[self.lo:self.hi] = 0
+        n = int(self.work.near)
+        if n:
+            r = int(self.ctl_view[ROUND])
+            self.frontier[self.near[r & 1][:n].astype(np.int64) + self.lo] = 1
 
     def collect_counters(self):
         c = self.counters_dev.get()

@@ -227,3 +227,29 @@ def test_cuda_pull_reshape_and_priority_window():
 def test_one_shot_run_leaves_no_threads(no_thread_leak):
     g = load_graph("grid:8")
     check(g, 0, backend="cpu", devices=3, partition="contiguous", routing="ring")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu,
+                                                                         pytest.mark.multigpu])])
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_bsp_pulls_across_devices(backend, k):
+    """BSP on several devices switches to pull for the big levels of a Kronecker graph (every
+    device reading all devices' frontier flags), and stays exact; a directed or weighted graph
+    never pulls."""
+    if backend == "cuda":
+        need_gpus(k)
+    g = load_graph("kron:12")
+    s = busiest(g)
+    pushed = check(g, s, backend=backend, devices=k, partition="random", mode="async", timeout=30)
+    res = check(g, s, backend=backend, devices=k, partition="random", mode="bsp", timeout=30)
+    assert res.stats["pull_levels"] > 0 and res.stats["pull_rounds"] == k * res.stats["pull_levels"]
+    assert res.stats["edges_traversed"] < pushed.stats["edges_traversed"] / 2
+    # a grid's frontier never holds a twentieth of the vertices: no pull
+    grid = load_graph("grid:40")
+    res = check(grid, 0, backend=backend, devices=k, partition="contiguous", mode="bsp", timeout=30)
+    assert res.stats["pull_levels"] == 0
+    directed = load_graph("kron:10")
+    directed = CSRGraph(directed.indptr, directed.indices, directed=True, name="kron-directed")
+    res = check(directed, busiest(directed), backend=backend, devices=k, mode="bsp", timeout=30)
+    assert res.stats["pull_levels"] == 0

@@ -13,6 +13,10 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 
 Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
 BSP mode runs the same workers level-synchronously: one round each, barrier, exchange, barrier.
+When every worker can pull (BFS on a symmetric graph, see :mod:`groute.worklist.worker`), BSP
+also switches direction for all devices at once (Beamer's rule on the global frontier): before
+a pull level each device flags its frontier vertices and copies every other device's flags, so
+an unreached vertex can find a parent owned by any device without an item being sent.
 """
 from __future__ import annotations
 
@@ -33,6 +37,9 @@ log = logging.getLogger(__name__)
 
 ROUTINGS = ("all2all", "ring")
 MODES = ("async", "bsp")
+#: BSP direction switch, as the single-device kernel's (apps/traversal.cu): pull once the
+#: frontier holds more than 1/PULL_ALPHA of all vertices, push again below 1/PULL_BETA
+PULL_ALPHA, PULL_BETA = 20, 24
 
 
 class DistributedWorklist:
@@ -119,10 +126,16 @@ class DistributedWorklist:
                                   for i, w in enumerate(workers)])
         for i, work in enumerate(starts):
             counter.report(i, work)
+        self._can_pull = mode == "bsp" and self.k > 1 and all(getattr(w, "can_pull", False)
+                                                               for w in workers)
+        self._pulling = False
+        self._vertices = sum(w.hi - w.lo for w in workers) if self._can_pull else 0
+        self._frontier_events = [None] * self.k
+        self.stats["pull_levels"] = 0
         loop = self._async_loop if mode == "async" else self._bsp_loop
         t0 = time.perf_counter()
         try:
-            self.ctx.gather([self.ctx.submit(i, loop, i, workers[i], counter, max_rounds)
+            self.ctx.gather([self.ctx.submit(i, loop, i, workers, counter, max_rounds)
                              for i in range(self.k)], timeout=timeout)
         finally:
             self._counter = None
@@ -132,8 +145,9 @@ class DistributedWorklist:
         return self.stats
 
     # the asynchronous loop ------------------------------------------------------------------
-    def _async_loop(self, device, i, worker, counter: WorkCounter, max_rounds):
+    def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
         k = self.k
+        worker = workers[i]
         forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(k)]
         sends = []
         absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
@@ -165,13 +179,17 @@ class DistributedWorklist:
                 return
 
     # the level-synchronous loop ---------------------------------------------------------------
-    def _bsp_loop(self, device, i, worker, counter: WorkCounter, max_rounds):
+    def _bsp_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
         k = self.k
+        worker = workers[i]
         forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(k)]
         sends = []
         absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
+        level, pull = 0, False
         while True:
             self.ctx.check()
+            if self._can_pull:
+                worker.set_pull_level(level if pull else None)
             work, outbox = worker.advance(math.inf, max_rounds=1, self_advance=False)
             self._count_round(i)
             self._send(device, i, counter, work, outbox, forward, sends)
@@ -185,10 +203,38 @@ class DistributedWorklist:
                 if any(len(q) for q in forward):
                     self._send(device, i, counter, None, [None] * k, forward, sends)
             self._wait_sends(sends, absorb)
-            if counter.barrier(action=counter.finished):
+            finished, pull = counter.barrier(action=lambda: self._level_done(counter))
+            if finished:
                 if i == 0:
                     self.stats["bsp_levels"] = self.stats["rounds"][0]
                 return
+            level += 1
+            if pull:
+                self._share_frontier(device, i, workers, counter)
+
+    def _level_done(self, counter):
+        """At the barrier after a level (run once, under the counter's lock): whether the run
+        is over, and whether the next level pulls."""
+        finished = counter.finished()
+        if finished or not self._can_pull:
+            return finished, False
+        frontier, n = sum(counter.near), self._vertices
+        self._pulling = (frontier * PULL_BETA >= n) if self._pulling else (frontier * PULL_ALPHA > n)
+        self.stats["pull_levels"] += int(self._pulling)
+        return False, self._pulling
+
+    def _share_frontier(self, device, i, workers, counter):
+        """Every device flags its frontier; then each copies the others' ranges of flags."""
+        self._frontier_events[i] = workers[i].publish_frontier()
+        counter.barrier()
+        mine, stream = workers[i].frontier, device.compute_stream
+        for j, other in enumerate(workers):
+            if j != i:
+                stream.wait_event(self._frontier_events[j])
+                stream.copy(mine[other.lo:other.hi], other.frontier[other.lo:other.hi])
+        with self._stats_lock:
+            self.stats["bytes_moved"] += sum(w.frontier[w.lo:w.hi].nbytes
+                                             for j, w in enumerate(workers) if j != i)
 
     # helpers ------------------------------------------------------------------------------------
     def _count_round(self, i):
