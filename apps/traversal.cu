@@ -327,8 +327,13 @@ __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
 #endif
 }
 
-#define PULL_ALPHA 20     // pull once the frontier holds more than 1/20 of the vertices
-#define PULL_BETA 24      // push again once it holds less than 1/24
+// Direction optimisation (Beamer; the constants of GAP's BFS): pull once the frontier's arcs
+// outnumber 1/PULL_ALPHA of the arcs not yet explored, push again once the frontier holds less
+// than 1/PULL_BETA of the vertices. The frontier's arcs are counted only for frontiers of more
+// than 1/SCOUT_MIN of the vertices (one extra pass and barrier; never on road-like graphs).
+#define PULL_ALPHA 15
+#define PULL_BETA 24
+#define SCOUT_MIN 512
 
 // op 0: advance (run rounds); op 1: split the far queue for threshold `thr`, then return.
 // shrink_below / grow_above: return (EXIT_REASON 1) when the frontier leaves this shape's range.
@@ -347,14 +352,14 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     int rounds = 0, reason = 0;
     long long out_total = 0;
     bool stop = false;
-    // BFS direction optimisation (Beamer): pull while the frontier holds more than 1/PULL_ALPHA
-    // of the vertices, push again below 1/PULL_BETA; carried over between launches in a slot
-    // read only here and written only at the exit
+    // BFS direction optimisation (see PULL_ALPHA): the direction and the arcs explored by push
+    // rounds are carried over between launches in slots read only here and written at the exit
     // On several devices the host decides for all of them (level-synchronous BSP only):
     // pull_level >= 0 means "pull this round, from the vertices flagged in a.front, which
     // are at depth pull_level"; a device with an empty queue still pulls then.
     const bool forced = pull_level >= 0;
     bool pulling = forced || (pull && *(volatile int*)&a.ctl[PULLING]);
+    long long explored = pull ? (long long)a.counters[EXPLORED_ARCS] : 0;
     if (op == 1) {
         int* cur = (r & 1) ? a.near1 : a.near0;
         int old_thr = *(volatile int*)&a.ctl[THRESHOLD];
@@ -377,8 +382,23 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         const int s3 = r % 3, n3 = (r + 1) % 3;
         if (pull && !forced) {
             const long long n_local = a.hi - a.lo;
-            pulling = pulling ? (long long)cur_n * PULL_BETA >= n_local
-                              : (long long)cur_n * PULL_ALPHA > n_local;
+            if (pulling) {
+                pulling = (long long)cur_n * PULL_BETA >= n_local;
+            } else if ((long long)cur_n * SCOUT_MIN > n_local) {
+                // the frontier's arcs: one pass over the queue, one barrier (every thread then
+                // reads the same sum, from a slot nobody writes until round r + 2)
+                unsigned long long mine = 0;
+                for (long long i = tid; i < cur_n; i += nthreads) {
+                    const int u = __ldcg(&cur[i]);
+                    mine += (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
+                }
+                for (int off = 16; off > 0; off >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, off);
+                if (lane == 0 && mine) atomicAdd(&a.counters[FRONT_ARCS + s3], mine);
+                grid_sync(a, bar);
+                const long long front_arcs = (long long)__ldcg(&a.counters[FRONT_ARCS + s3]);
+                pulling = front_arcs * PULL_ALPHA > a.indptr[n_local] - explored;
+                if (!pulling) explored += front_arcs;     // this push round explores them
+            }
         }
         Sink q;
         q.next = (r & 1) ? a.near0 : a.near1;
@@ -397,6 +417,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             a.ctl[OUT_ROUND + n3] = 0;
             a.ctl[OUT_ROUND_OVERFLOW + n3] = 0;
             a.counters[BIG_RESERVE + n3] = 0;
+            a.counters[FRONT_ARCS + n3] = 0;
         }
 #if WEIGHTS == 0 && !VALUE_FLOAT
         if (pulling) {
@@ -525,7 +546,10 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         a.ctl[ROUNDS] = rounds;
         a.ctl[EXIT_REASON] = reason;
         a.counters[TOTAL_ROUNDS] += rounds;
-        if (pull && !forced) a.ctl[PULLING] = pulling;
+        if (pull && !forced) {
+            a.ctl[PULLING] = pulling;
+            a.counters[EXPLORED_ARCS] = (unsigned long long)explored;
+        }
     }
     // the last block to leave zeroes the barrier count for the next launch: every block has
     // passed its last barrier when it gets here

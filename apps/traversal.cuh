@@ -92,5 +92,7 @@ enum Ctl {
 };
 enum Counter { PROCESSED = 0, EDGES = 1, DEFERRALS = 2, TOTAL_ROUNDS = 3,
                BIG_RESERVE = 4,   // 3 slots: (big vertices << 40) | chunks, per round % 3
+               FRONT_ARCS = 7,    // 3 slots, per round % 3: arcs of the round's frontier
+               EXPLORED_ARCS = 10, // arcs of the frontiers push rounds expanded (carried over)
                PULL_ROUNDS = 11,
                COUNTERS = 12 };

@@ -222,6 +222,7 @@ class TraversalSolver(Solver):
             "pull_rounds": total("pull_rounds"), "pull_levels": wl.get("pull_levels", 0),
             "deferrals": total("deferrals"),
             "threshold_advances": wl["threshold_advances"],
+            "phase_seconds": wl.get("phase_seconds"), "advance_seconds": wl.get("advance_seconds"),
             "items_absorbed": total("absorbed"),
         }
 

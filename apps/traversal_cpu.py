@@ -41,6 +41,7 @@ class CPUTraversalWorker(StreamWorker):
         self.kind = kind
         self.inf = infinity(kind)
         self.indptr = np.asarray(local.indptr, dtype=np.int64)
+        self.num_arcs = int(self.indptr[-1]) if self.indptr.size else 0
         self.indices = np.asarray(local.indices, dtype=np.int64)
         self.weights = None if not weighted else np.asarray(local.weights).astype(
             np.int64 if kind == "int" else np.float32)
@@ -149,6 +150,9 @@ class CPUTraversalWorker(StreamWorker):
     def _publish_frontier(self):
         self.frontier[self.lo:self.hi] = 0
         self.frontier[self.near + self.lo] = 1
+
+    def _frontier_arcs(self):
+        return int((self.indptr[self.near + 1] - self.indptr[self.near]).sum())
 
     def _pull(self, level):
         """One BFS level bottom-up: every unreached local vertex with an arc to a flagged

@@ -104,6 +104,7 @@ class CUDATraversalWorker(StreamWorker):
             self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
                                or os.environ.get("GROUTE_TRAVERSAL_BIGCHECK") == "1")
             self.indptr = xp.asarray(indptr)
+            self.num_arcs = int(indptr[-1]) if indptr.size else 0
             self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
             if weighted:
                 wdt = np.int32 if kind == "int" else np.float32
@@ -324,6 +325,14 @@ class CUDATraversalWorker(StreamWorker):
         if n:
             r = int(self.ctl_view[ROUND])
             self.frontier[self.near[r & 1][:n].astype(np.int64) + self.lo] = 1
+
+    def _frontier_arcs(self):
+        """Out-arcs of the queued vertices (Beamer's m_f), for the BSP direction switch."""
+        n = int(self.work.near)
+        if not n:
+            return 0
+        q = self.near[int(self.ctl_view[ROUND]) & 1][:n]
+        return int((self.indptr[q + 1] - self.indptr[q]).sum())
 
     def collect_counters(self):
         c = self.counters_dev.get()

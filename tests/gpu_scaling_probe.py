@@ -47,6 +47,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--budget", type=float, default=500)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--variants", default="",
+                    help="traversal kernel variants to time on several devices, ';'-separated "
+                         "lists of GROUTE_TRAVERSAL_ settings, e.g. 'BATCH=1;BATCH=0'")
     ap.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: a quick check of this script on CPU virtual devices")
     args = ap.parse_args()
@@ -74,12 +77,19 @@ def main():
                 t = time.perf_counter()
                 gw = g.with_weights(seed=0)
                 log(f"weights in {time.perf_counter() - t:.1f} s")
-            for mode in modes:
-                for k in counts:
+            variants = [v for v in args.variants.split(";") if v] if app in ("bfs", "sssp") else []
+            plan = [(mode, k, None) for mode in modes for k in counts]
+            plan += [(mode, k, v) for mode in modes for k in counts if k > 1 for v in variants]
+            for mode, k, variant in plan:
+                    for name in [n for n in os.environ if n.startswith("GROUTE_TRAVERSAL_")]:
+                        del os.environ[name]
+                    for setting in filter(None, (variant or "").split(",")):
+                        name, value = setting.split("=", 1)
+                        os.environ[f"GROUTE_TRAVERSAL_{name}"] = value
                     if time.perf_counter() - T0 > args.budget:
                         log(f"budget of {args.budget:g} s spent: skipping {app} {mode} on {k}")
                         continue
-                    case = {"graph": spec, "app": app, "mode": mode, "devices": k}
+                    case = {"graph": spec, "app": app, "mode": mode, "devices": k, "variant": variant}
                     try:
                         ctx = Context(k, backend=args.backend, timeout=300)
                     except Exception as exc:  # noqa: BLE001 - fewer GPUs than asked
@@ -116,14 +126,22 @@ def main():
                         case.update(ms=med * 1e3, times_ms=[x * 1e3 for x in times],
                                     stats=jsonable(r.stats))
                         base = next((c for c in out["cases"] if c["graph"] == spec and c["app"] == app
-                                     and c["mode"] == mode and c["devices"] == counts[0] and "ms" in c), None)
+                                     and c["mode"] == mode and c["devices"] == counts[0] and "ms" in c
+                                     and not c.get("variant")), None)
                         sp = f"  {base['ms'] / case['ms']:.2f}x of {counts[0]}" if base and k != counts[0] else ""
                         st = r.stats or {}
                         keys = ("rounds", "items_sent", "bytes_moved", "edges_traversed", "iterations",
                                 "launches", "pull_rounds", "threshold_advances")
                         extra = ", ".join(f"{kk}={st[kk]}" for kk in keys if kk in st)
-                        log(f"{app:4} {str(mode):5} {k} GPU: {med * 1e3:9.2f} ms (setup {case['setup_s']:.1f} s)"
+                        log(f"{app:4} {str(mode):5} {k} GPU{' ' + variant if variant else ''}: {med * 1e3:9.2f} ms (setup {case['setup_s']:.1f} s)"
                             f"{sp}  check: {case['check']}  {extra}")
+                        if st.get("phase_seconds") and mode == "bsp":
+                            log("     host ms per phase (device: advance/send/barrier/exchange/share): " + "; ".join(
+                                f"{d}: " + "/".join(f"{v * 1e3:.1f}" for v in ph.values())
+                                for d, ph in enumerate(st["phase_seconds"])))
+                            log("     advance ms per level: " + "; ".join(
+                                f"{d}: " + " ".join(f"{v * 1e3:.2f}" for v in lv)
+                                for d, lv in enumerate(st["advance_seconds"])))
                         solver.close()
                     except Exception as exc:  # noqa: BLE001 - keep going, report the failure
                         import traceback

@@ -37,9 +37,11 @@ log = logging.getLogger(__name__)
 
 ROUTINGS = ("all2all", "ring")
 MODES = ("async", "bsp")
-#: BSP direction switch, as the single-device kernel's (apps/traversal.cu): pull once the
-#: frontier holds more than 1/PULL_ALPHA of all vertices, push again below 1/PULL_BETA
-PULL_ALPHA, PULL_BETA = 20, 24
+#: BSP direction switch, as the single-device kernel's (apps/traversal.cu; Beamer's rule with
+#: GAP's constants): pull once the frontier's arcs outnumber 1/PULL_ALPHA of the arcs not yet
+#: explored, push again once the frontier holds less than 1/PULL_BETA of the vertices; the
+#: frontier's arcs are counted only on devices whose frontier holds 1/SCOUT_MIN of their vertices
+PULL_ALPHA, PULL_BETA, SCOUT_MIN = 15, 24, 512
 
 
 class DistributedWorklist:
@@ -130,8 +132,16 @@ class DistributedWorklist:
                                                                for w in workers)
         self._pulling = False
         self._vertices = sum(w.hi - w.lo for w in workers) if self._can_pull else 0
+        self._arcs = sum(w.num_arcs for w in workers) if self._can_pull else 0
+        self._explored = 0
+        self._front_arcs = [0] * self.k
         self._frontier_events = [None] * self.k
         self.stats["pull_levels"] = 0
+        # host seconds per device in each phase of the BSP loop (advance includes the kernels:
+        # its read-back waits for them)
+        self.stats["phase_seconds"] = [dict.fromkeys(("advance", "send", "barrier", "exchange", "share"), 0.0)
+                                       for _ in range(self.k)]
+        self.stats["advance_seconds"] = [[] for _ in range(self.k)]   # BSP: per level
         loop = self._async_loop if mode == "async" else self._bsp_loop
         t0 = time.perf_counter()
         try:
@@ -186,14 +196,20 @@ class DistributedWorklist:
         sends = []
         absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
         level, pull = 0, False
+        spent = self.stats["phase_seconds"][i]
+        clock = time.perf_counter
         while True:
             self.ctx.check()
             if self._can_pull:
                 worker.set_pull_level(level if pull else None)
+            t0 = clock()
             work, outbox = worker.advance(math.inf, max_rounds=1, self_advance=False)
             self._count_round(i)
+            t1 = clock()
             self._send(device, i, counter, work, outbox, forward, sends)
+            t2 = clock()
             counter.barrier()                         # everything of this level has been sent
+            t3 = clock()
             while True:                               # exchange until nothing is in transit
                 counter.wait_until(lambda: bool(self.inboxes[i]) or counter.in_transit == 0,
                                    what=f"BSP exchange on device {i}")
@@ -203,7 +219,16 @@ class DistributedWorklist:
                 if any(len(q) for q in forward):
                     self._send(device, i, counter, None, [None] * k, forward, sends)
             self._wait_sends(sends, absorb)
+            if self._can_pull:
+                big = worker.work.near * SCOUT_MIN > worker.hi - worker.lo
+                self._front_arcs[i] = worker.frontier_arcs() if big else 0
+            t4 = clock()
             finished, pull = counter.barrier(action=lambda: self._level_done(counter))
+            t5 = clock()
+            self.stats["advance_seconds"][i].append(t1 - t0)
+            for phase, dt in (("advance", t1 - t0), ("send", t2 - t1), ("barrier", t3 - t2 + t5 - t4),
+                              ("exchange", t4 - t3)):
+                spent[phase] += dt
             if finished:
                 if i == 0:
                     self.stats["bsp_levels"] = self.stats["rounds"][0]
@@ -211,6 +236,7 @@ class DistributedWorklist:
             level += 1
             if pull:
                 self._share_frontier(device, i, workers, counter)
+                spent["share"] += clock() - t5
 
     def _level_done(self, counter):
         """At the barrier after a level (run once, under the counter's lock): whether the run
@@ -218,8 +244,13 @@ class DistributedWorklist:
         finished = counter.finished()
         if finished or not self._can_pull:
             return finished, False
-        frontier, n = sum(counter.near), self._vertices
-        self._pulling = (frontier * PULL_BETA >= n) if self._pulling else (frontier * PULL_ALPHA > n)
+        if self._pulling:
+            self._pulling = sum(counter.near) * PULL_BETA >= self._vertices
+        else:
+            front_arcs = sum(self._front_arcs)
+            self._pulling = front_arcs * PULL_ALPHA > self._arcs - self._explored
+            if not self._pulling:
+                self._explored += front_arcs            # the next level pushes them
         self.stats["pull_levels"] += int(self._pulling)
         return False, self._pulling
 

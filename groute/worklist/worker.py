@@ -25,8 +25,9 @@ state) and its local queues. The worklist calls, always on the device's host thr
 Optional, for level-synchronous pull steps on several devices (BFS bottom-up): a worker with
 ``can_pull`` true also has ``lo``/``hi`` (its vertex range), ``frontier`` (one flag per vertex of
 the whole graph, on its device), ``set_pull_level(level or None)`` (the next ``advance`` pulls
-from the flagged vertices, which are at depth ``level``) and ``publish_frontier() -> event``
-(flag its queued vertices in its own range). The BSP loop of the distributed worklist then
+from the flagged vertices, which are at depth ``level``), ``publish_frontier() -> event``
+(flag its queued vertices in its own range), ``frontier_arcs()`` (the out-arcs of its queued
+vertices) and ``num_arcs`` (its out-arcs in all). The BSP loop of the distributed worklist then
 copies every device's range into every other device's flags between levels.
 
 Items are packed int64 (see :mod:`groute.worklist.items`). Every method must leave the device
@@ -84,6 +85,9 @@ class StreamWorker:
 
     def split(self, threshold):
         return call_on_stream(self.device.compute_stream, self._split, threshold)
+
+    def frontier_arcs(self):
+        return call_on_stream(self.device.compute_stream, self._frontier_arcs)
 
     def publish_frontier(self):
         """Run ``_publish_frontier`` in stream order; the event marks its completion."""
