@@ -205,39 +205,162 @@ PR_CSC_KERNEL(pr_csc64_inplace_k1, 1, long long, true)
 PR_CSC_KERNEL(pr_csc64_inplace_k2, 2, long long, true)
 PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
 
-// pr_pull with K chunks of 32 arcs per warp step (all their loads issued before the scans):
-// K independent load chains per lane instead of one; otherwise the same edge-balanced COO pull.
-extern "C" __global__ void __launch_bounds__(256) pr_pull_k4(const int* __restrict__ rows,
-                                                             const int* __restrict__ cols, long long m,
-                                                             const float* __restrict__ contrib,
-                                                             float* __restrict__ acc) {
-    constexpr int K = 4;
-    const int lane = threadIdx.x & 31;
-    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long base = warp * 32 * K; base < m; base += nwarps * 32 * K) {
-        int row[K], col[K];
-        float v[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const long long e = base + k * 32 + lane;
-            row[k] = -1; col[k] = -1;
-            if (e < m) { row[k] = rows[e]; col[k] = cols[e]; }
-        }
-#pragma unroll
-        for (int k = 0; k < K; ++k) v[k] = col[k] >= 0 ? __ldg(contrib + col[k]) : 0.0f;
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            for (int off = 1; off < 32; off <<= 1) {
-                const float ov = __shfl_up_sync(FULL_MASK, v[k], off);
-                const int orow = __shfl_up_sync(FULL_MASK, row[k], off);
-                if (lane >= off && orow == row[k]) v[k] += ov;
-            }
-            const int next = __shfl_down_sync(FULL_MASK, row[k], 1);
-            if (row[k] >= 0 && (lane == 31 || next != row[k])) atomicAdd(acc + row[k], v[k]);
-        }
+// BSP pull, fused, for skewed degrees ("bins"; one device): the vertices are relabelled at set-up
+// so that in-degrees fall into non-increasing power-of-two buckets (floor(log2 indeg), stable, so
+// a road-like graph keeps its order within a bucket), and the in-arcs are CSC in the new labels
+// with each vertex's sources ascending. Two things follow. (1) Load balance from a task list
+// built once on the host (bins_tasks in pr.py): a task is a run of rows of one bucket, summed by
+// G = 2^lg lanes per row (G ~ degree / 4, so neighbouring lanes have similar work), or one chunk
+// of a hub row (degree >= hub: ceil(degree / hub) equal chunks, one warp each, whose partial sums
+// go to part[task]; the chunk that arrives last, by an atomic counter per hub row, adds them in
+// chunk order: deterministic, no float atomics). Warps take tasks, biggest first, from an atomic
+// counter per iteration (next), each fetching its next task before working on the current one.
+// (2) Locality: the hubs get the smallest ids, so most gathers (kron:21: ~70% of arcs have a
+// source among the top 64K vertices) read a compact prefix of contrib; each block (one of 1024
+// threads per SM) first copies contrib[0, nhot) into shared memory and gathers from there
+// (scattered loads from shared memory are served 32 lanes at a time, from L1 one cache line at
+// a time). Finalize as pr_csc (y' = base + d * sum, contrib' = y' / outdeg, the two sums into
+// stats, the same device-side skip once prev meets the stopping rule).
+// task_info: bits 0-2 = lg for a row run (then bits 3.. = row count) or 7 for a hub chunk (then
+// bits 3.. = chunk index within its row, task_row = the row).
+template <typename IDX>
+__device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__ task_row,
+                                             const int* __restrict__ task_info,
+                                             const IDX* __restrict__ indptr,
+                                             const int* __restrict__ sources,
+                                             const float* __restrict__ contrib, float base,
+                                             float damping, float* __restrict__ y,
+                                             const float* __restrict__ inv_outdeg,
+                                             float* __restrict__ out, float* part, int* cnt,
+                                             int hub, int nhot, int* next, double* stats,
+                                             const double* prev, double tol) {
+    extern __shared__ float4 hot4[];
+    const float* hot = reinterpret_cast<const float*>(hot4);
+    if (prev[0] <= tol * prev[1]) return;
+    if (nhot > 0) {                                     // nhot: a multiple of 4, <= n
+        const float4* src4 = reinterpret_cast<const float4*>(contrib);
+        for (int i = threadIdx.x; i < (nhot >> 2); i += blockDim.x) hot4[i] = __ldg(src4 + i);
+        __syncthreads();
     }
+    auto gather = [&](int c) -> float {
+        return c < 0 ? 0.0f : (c < nhot ? hot[c] : __ldg(contrib + c));
+    };
+    const int lane = threadIdx.x & 31;
+    double diff = 0.0, total = 0.0;
+    int t = 0;
+    if (lane == 0) t = atomicAdd(next, 1);
+    t = __shfl_sync(FULL_MASK, t, 0);
+    while (t < ntasks) {
+        int fetched = 0;
+        if (lane == 0) fetched = atomicAdd(next, 1);    // the next task, fetched ahead
+        const int r0 = task_row[t], info = task_info[t];   // one address per warp: a broadcast
+        const int kind = info & 7;
+        if (kind == 7) {
+            // one chunk of a hub row, summed by the whole warp
+            const int j = info >> 3;
+            const IDX s = indptr[r0], e = indptr[r0 + 1];
+            const IDX d = e - s;
+            const int nch = (int)((d + hub - 1) / hub);
+            const IDX len = (d + nch - 1) / nch;
+            const IDX a0 = s + (IDX)j * len;
+            const IDX a1 = a0 + len < e ? a0 + len : e;
+            float sum = 0.0f;
+            for (IDX a = a0 + lane; a < a1; a += 32 * 8) {
+                int c[8];
+#pragma unroll
+                for (int q = 0; q < 8; ++q) c[q] = a + q * 32 < a1 ? __ldg(sources + a + q * 32) : -1;
+                float f[8];
+#pragma unroll
+                for (int q = 0; q < 8; ++q) f[q] = gather(c[q]);
+                sum += ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+            }
+            for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+            int last = 0;
+            if (lane == 0) {
+                part[t] = sum;
+                __threadfence();                        // the partial is visible before the count
+                last = atomicAdd(cnt + r0, 1) == nch - 1;
+            }
+            last = __shfl_sync(FULL_MASK, last, 0);
+            if (last) {                                 // every other chunk's partial has landed
+                __threadfence();
+                float p = 0.0f;
+                for (int q = lane; q < nch; q += 32) p += __ldcg(part + (t - j) + q);
+                for (int off = 16; off > 0; off >>= 1) p += __shfl_xor_sync(FULL_MASK, p, off);
+                if (lane == 0) {
+                    cnt[r0] = 0;                        // for the next iteration (next launch)
+                    const float ynew = base + damping * p;
+                    diff += fabs((double)ynew - (double)y[r0]);
+                    total += ynew;
+                    y[r0] = ynew;
+                    out[r0] = ynew * inv_outdeg[r0];
+                }
+            }
+        } else {
+            // a run of rows of one bucket, G lanes per row, two rows per group at a time
+            const int lg = kind, G = 1 << lg, sub = lane & (G - 1);
+            const int groups = 32 >> lg, nrows = info >> 3;
+            const int grp = lane >> lg;
+            for (int i = 0; i < nrows; i += 2 * groups) {
+                IDX s[2], e[2];
+                float yo[2], iv[2], sum[2];
+                int r[2];
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const int ri = i + k * groups + grp;
+                    r[k] = ri < nrows ? r0 + ri : -1;
+                    s[k] = 0; e[k] = 0; yo[k] = 0.0f; iv[k] = 0.0f; sum[k] = 0.0f;
+                    if (r[k] >= 0) { s[k] = indptr[r[k]]; e[k] = indptr[r[k] + 1]; yo[k] = y[r[k]]; iv[k] = inv_outdeg[r[k]]; }
+                }
+                const IDX len = (e[0] - s[0]) > (e[1] - s[1]) ? (e[0] - s[0]) : (e[1] - s[1]);
+                for (IDX o = sub; o < len; o += 4 * G) {    // rows of a bucket: similar trip counts
+                    int c[2][4];
+#pragma unroll
+                    for (int k = 0; k < 2; ++k)
+#pragma unroll
+                        for (int q = 0; q < 4; ++q) {
+                            const IDX a = s[k] + o + q * G;
+                            c[k][q] = a < e[k] ? __ldg(sources + a) : -1;
+                        }
+                    float f[2][4];
+#pragma unroll
+                    for (int k = 0; k < 2; ++k)
+#pragma unroll
+                        for (int q = 0; q < 4; ++q) f[k][q] = gather(c[k][q]);
+#pragma unroll
+                    for (int k = 0; k < 2; ++k) sum[k] += (f[k][0] + f[k][1]) + (f[k][2] + f[k][3]);
+                }
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    for (int off = G >> 1; off > 0; off >>= 1) sum[k] += __shfl_xor_sync(FULL_MASK, sum[k], off);
+                    if (r[k] >= 0 && sub == 0) {
+                        const float ynew = base + damping * sum[k];
+                        diff += fabs((double)ynew - (double)yo[k]);
+                        total += ynew;
+                        y[r[k]] = ynew;
+                        out[r[k]] = ynew * iv[k];
+                    }
+                }
+            }
+        }
+        t = __shfl_sync(FULL_MASK, fetched, 0);
+    }
+    block_add2(diff, total, stats);
 }
+
+#define PR_BINS_KERNEL(NAME, IDX)                                                                  \
+extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                                        \
+        int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
+        const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
+        const float* __restrict__ contrib, float base, float damping, float* __restrict__ y,       \
+        const float* __restrict__ inv_outdeg, float* __restrict__ out, float* part, int* cnt,      \
+        int hub, int nhot, int* next, double* stats, const double* prev, double tol) {             \
+    pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
+                      inv_outdeg, out, part, cnt, hub, nhot, next, stats, prev, tol);              \
+}
+// names: pr_bins{32,64} (index width of indptr); blocks of 1024 threads, one per SM
+PR_BINS_KERNEL(pr_bins32, int)
+PR_BINS_KERNEL(pr_bins64, long long)
 
 // Asynchronous push sweep (residual propagation, Whang et al.): every owned vertex whose residual
 // exceeds eps takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes

@@ -34,11 +34,18 @@ from apps.common import AppResult, DeviceTimer, Solver
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pr.cu")
 MODES = ("async", "bsp")
-BSP_KERNELS = ("auto", "csc", "coo", "coo4")
+BSP_KERNELS = ("auto", "csc", "bins", "coo")
 #: in-degree above which a vertex counts as big for choose_bsp_kernel
 HEAVY_DEGREE = 32
 PARTITIONS = ("metis", "contiguous", "random")
 BLOCK = 256
+#: rows of one "bins" task at most (a multiple of 64: two rows per group of lanes at a time)
+BINS_MAX_ROWS = 1024
+#: "bins" kernel: threads per block (one block per SM) and the contributions of the first
+#: BINS_HOT vertices (the hubs) each block copies into shared memory (224 KiB of the 227 a
+#: block may opt into on an H100/H200; less where the device allows less)
+BINS_BLOCK = 1024
+BINS_HOT = 57344
 
 
 def _call(stream, fn, *args):
@@ -98,6 +105,76 @@ def transpose_arcs(indptr, indices):
     return csc.indptr.astype(np.int64), csc.indices
 
 
+def degree_buckets(deg):
+    """``floor(log2 deg)`` per vertex, -1 for degree 0."""
+    return np.frexp(np.asarray(deg, np.float64))[1].astype(np.int64) - 1
+
+
+def degree_order(indeg):
+    """The vertex order of the ``"bins"`` kernel (new id -> old id): non-increasing
+    :func:`degree_buckets` of the in-degree, stable, so vertices of one bucket keep their order
+    (a grid or road network keeps its locality) and the hubs get the smallest ids."""
+    return np.argsort(-degree_buckets(indeg), kind="stable")
+
+
+def relabel_csr(indptr, indices, order):
+    """The same graph with vertex ``order[i]`` renamed ``i``: ``(indptr int64, indices)``
+    (each row's targets in the row's old order; :func:`transpose_arcs` of the result lists
+    every in-arc list ascending)."""
+    indptr = np.asarray(indptr, np.int64)
+    indices = np.asarray(indices)
+    n = indptr.shape[0] - 1
+    rank = np.empty(n, indices.dtype if indices.dtype.kind == "i" else np.int64)
+    rank[order] = np.arange(n, dtype=rank.dtype)
+    deg = np.diff(indptr)[order]
+    new_indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(deg, out=new_indptr[1:])
+    pos = np.repeat(indptr[order] - new_indptr[:-1], deg)
+    pos += np.arange(pos.shape[0], dtype=np.int64)
+    return new_indptr, rank[indices[pos]]
+
+
+def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
+    """The static task list of the ``"bins"`` kernel for in-arc offsets ``in_indptr`` whose rows
+    are in :func:`degree_order`: ``(task_row int32, task_info int32, hub_rows)``.
+
+    Rows of in-degree >= ``hub_degree`` (the first ``hub_rows`` rows) become ``ceil(degree /
+    hub_degree)`` chunk tasks each (``info = chunk << 3 | 7``); the rest of each degree bucket
+    ``[2^b, 2^(b+1))`` is cut into runs of about ``task_arcs`` arcs (at most
+    :data:`BINS_MAX_ROWS` rows) summed by ``G = 2^lg`` lanes per row, ``G`` about
+    ``2^b / lane_arcs`` (1 to 32): ``info = rows << 3 | lg``.
+    """
+    for name, v in (("task_arcs", task_arcs), ("hub_degree", hub_degree), ("lane_arcs", lane_arcs)):
+        if int(v) < 1 or int(v) & (int(v) - 1):
+            raise ValueError(f"bins_tasks: {name} must be a power of two; got {v!r}")
+    ip = np.asarray(in_indptr, np.int64)
+    deg = np.diff(ip)
+    b = degree_buckets(deg)
+    if np.any(np.diff(b) > 0):
+        raise ValueError("bins_tasks: rows must be in degree_order (non-increasing buckets)")
+    hub_rows = int(np.count_nonzero(deg >= hub_degree))
+    nch = -(-deg[:hub_rows] // hub_degree)
+    rows = [np.repeat(np.arange(hub_rows, dtype=np.int64), nch)]
+    chunk = np.arange(rows[0].shape[0], dtype=np.int64) - np.repeat(np.cumsum(nch) - nch, nch)
+    infos = [chunk << 3 | 7]
+    lg_lane = int(np.log2(lane_arcs))
+    r = hub_rows
+    n = deg.shape[0]
+    while r < n:
+        bucket = int(b[r])
+        end = r + int(np.count_nonzero(b[r:] == bucket))
+        lg = min(max(bucket - lg_lane, 0), 5)
+        step = 2 * (32 >> lg)                       # rows a warp takes at once
+        per = BINS_MAX_ROWS if bucket < 0 else task_arcs >> bucket
+        per = min(max(step, per // step * step), BINS_MAX_ROWS)
+        starts = np.arange(r, end, per, dtype=np.int64)
+        rows.append(starts)
+        infos.append(np.minimum(per, end - starts) << 3 | lg)
+        r = end
+    return (np.concatenate(rows).astype(np.int32), np.concatenate(infos).astype(np.int32),
+            hub_rows)
+
+
 def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None):
     """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``
     (``transposed``: :func:`transpose_arcs` of the same graph, when already computed)."""
@@ -132,8 +209,8 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
     * one device, in-place sweeps asked for, or at most half of the arcs entering vertices of
       in-degree > HEAVY_DEGREE (grids, roads, meshes): ``"csc"``, the fused pull kernel (grid:4900
       on one H200: 12.4 ms vs 63-72 ms for the COO pulls; share of such arcs there: 0);
-    * one device, most arcs entering big vertices (power-law graphs): ``"coo4"``, the
-      edge-balanced COO pull (kron:21: 9.0 ms vs 9.6-19 ms for the fused kernel; share 0.89).
+    * one device, most arcs entering big vertices (power-law graphs): ``"bins"``, the fused
+      pull over vertices relabelled by degree with a static task list (share on kron:21: 0.89).
     """
     if k > 1:
         return "coo"
@@ -144,7 +221,7 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
         return "csc"
     indeg = np.bincount(np.asarray(graph.indices), minlength=int(graph.num_vertices))
     heavy = int(indeg[indeg > HEAVY_DEGREE].sum())
-    return "coo4" if heavy * 2 > m else "csc"
+    return "bins" if heavy * 2 > m else "csc"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -164,8 +241,8 @@ class _DevicePR:
         self.stream = device.compute_stream
         if mode == "bsp":
             o = dict(bsp_opts or {})
-            self.fused = o.get("kernel", "csc") == "csc"     # "auto" is resolved by PageRank
-            self.pull_k4 = o.get("kernel") == "coo4"
+            self.bins = o.get("kernel") == "bins"           # "auto" is resolved by PageRank
+            self.fused = o.get("kernel", "csc") == "csc" or self.bins
             self.lanes_k = int(o.get("vertices_per_lane", 2))
             self.inplace = bool(o.get("inplace", False)) and k == 1
             self.device_check = (bool(o.get("device_check", True)) and k == 1 and self.cuda
@@ -176,6 +253,19 @@ class _DevicePR:
             wide = self.num_in >= 2 ** 31
             csc = (("pr_csc64" if wide else "pr_csc32") + ("_inplace" if self.inplace else "")
                    + f"_k{self.lanes_k}")
+            if self.bins:
+                csc = "pr_bins64" if wide else "pr_bins32"
+                self.hot_max = 0
+                if self.cuda:   # the prefix that fits the shared memory a block may opt into
+                    props = device.xp.cuda.runtime.getDeviceProperties(device.index)
+                    optin = int(props.get("sharedMemPerBlockOptin", 0) or 48 * 1024)
+                    self.hot_max = min(BINS_HOT, (optin - 1024) // 16 * 4)
+                self.nhot = min(self.hot_max, n) // 4 * 4
+                self.hub_degree = int(o.get("hub_degree", 4096))
+                task_row, task_info, hub_rows = bins_tasks(
+                    shard.in_indptr, task_arcs=int(o.get("task_arcs", 1024)),
+                    hub_degree=self.hub_degree, lane_arcs=int(o.get("lane_arcs", 4)))
+                self.num_tasks = int(task_row.shape[0])
         if self.cuda:
             from groute.kernels import get_kernel
             with device.use():
@@ -184,14 +274,17 @@ class _DevicePR:
                 elif self.fused:
                     names = {"csc": csc}
                 else:
-                    names = {"pr_pull": "pr_pull_k4" if self.pull_k4 else "pr_pull",
-                             "pr_finalize": "pr_finalize"}
+                    names = {"pr_pull": "pr_pull", "pr_finalize": "pr_finalize"}
                 self.kernels = {key: get_kernel(KERNEL, name) for key, name in names.items()}
             self.sms = int(device.properties()["multiprocessors"])
             if mode == "bsp":   # the main kernel's grid: exactly the blocks resident at once
                 key = "csc" if self.fused else "pr_pull"
                 regs = int(getattr(self.kernels[key], "num_regs", 0) or 64)
                 per_sm = max(1, min(2048 // BLOCK, 65536 // (-(-regs // 8) * 8 * BLOCK)))
+                if self.bins:
+                    per_sm = 1
+                    if self.nhot:   # the largest prefix (the kernel object is shared)
+                        self.kernels[key].max_dynamic_shared_size_bytes = self.hot_max * 4
                 self.resident = self.sms * per_sm * int(o.get("waves", 1))
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
@@ -200,6 +293,10 @@ class _DevicePR:
             if self.cuda and self.fused:
                 self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
                 self.no_prev = up(np.array([1.0, 0.0]))     # "not converged" for iteration 0
+                if self.bins:
+                    self.task_row, self.task_info = up(task_row), up(task_info)
+                    self.part = device.zeros(max(self.num_tasks, 1), np.float32)
+                    self.hub_count = device.zeros(max(hub_rows, 1), np.int32)
             else:
                 self.in_rows = up(shard.in_rows)
                 self.in_indptr = shard.in_indptr if not self.cuda else None
@@ -253,10 +350,15 @@ class _DevicePR:
             self.y.fill(y0)
             if not (self.cuda and self.fused):
                 self.acc.fill(0)
+            elif self.bins:
+                self.hub_count.fill(0)
+                self.task_next.fill(0)
             self.contrib[0][...] = contrib0
             self.stats.fill(0)
         # allocated here (no kernel), cleared in stream order: bsp_step slices it right away
         self.stats = self.device.empty((max_iterations, 2), np.float64)
+        if self.cuda and self.bins:     # per iteration: the next task to take
+            self.task_next = self.device.empty(max_iterations, np.int32)
         self.stream.submit(reset)
 
     def bsp_step(self, t: int, base: float):
@@ -264,7 +366,21 @@ class _DevicePR:
         place: both are contrib[0])."""
         src, outs = self.contrib[t % len(self.contrib)], self.outs[(t + 1) % 2]
         stats = self.stats[t]
-        if self.cuda and self.fused:
+        if self.cuda and self.bins:
+            prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
+            out = self.contrib[(t + 1) % 2]
+
+            nxt = self.task_next[t:t + 1]
+
+            def launch():
+                self.kernels["csc"](
+                    (max(1, min(self.resident, -(-self.num_tasks * 32 // BINS_BLOCK))),), (BINS_BLOCK,),
+                    (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
+                     self.in_cols, src, np.float32(base), np.float32(self.damping), self.y,
+                     self.inv_outdeg, out, self.part, self.hub_count, np.int32(self.hub_degree),
+                     np.int32(self.nhot), nxt, stats, prev, np.float64(self.tol)),
+                    shared_mem=self.nhot * 4)
+        elif self.cuda and self.fused:
             prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
 
             def launch():
@@ -294,9 +410,7 @@ class _DevicePR:
 
             def launch():
                 if self.num_in:
-                    grid = (min(self.resident, -(-self.num_in // BLOCK)),) if self.pull_k4 \
-                        else self._grid(self.num_in, waves=16)
-                    k["pr_pull"](grid, (BLOCK,),
+                    k["pr_pull"](self._grid(self.num_in, waves=16), (BLOCK,),
                                  (self.in_rows, self.in_cols, np.int64(self.num_in), src, self.acc))
                 if self.n_local:
                     k["pr_finalize"](self._grid(self.n_local), (BLOCK,),
@@ -512,13 +626,18 @@ class PageRank(Solver):
     straight into the peers' vectors from the kernel (default: when every pair has peer access)
     instead of copying.
     BSP kernel options (CUDA): ``bsp_kernel="auto"`` (default: :func:`choose_bsp_kernel`),
-    ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"coo"`` (the
-    earlier edge-balanced COO pull + finalize pair) or ``"coo4"`` (the same with 4 arc chunks per
-    warp step); ``small_degree``: in-degree up to which one thread of the fused kernel sums a
-    vertex's in-arcs (bigger: the whole warp); ``vertices_per_lane`` (1, 2 = default, 4):
-    vertices a lane of the fused kernel handles at once (independent load chains); ``waves``:
-    the fused / coo4 grid in multiples of the blocks resident at once; ``device_check``: the
-    fused kernel on one device skips the iterations queued after convergence;
+    ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (one
+    device: a fused pull over the vertices relabelled by in-degree, for skewed degrees; the
+    relabelling is internal, results come back in the graph's order) or ``"coo"`` (the
+    edge-balanced COO pull + finalize pair); ``small_degree``: in-degree up to which one thread
+    of the csc kernel sums a vertex's in-arcs (bigger: the whole warp); ``vertices_per_lane``
+    (1, 2 = default, 4): vertices a lane of the csc kernel handles at once (independent load
+    chains); ``task_arcs``, ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's
+    arcs per task, the in-degree from which a vertex's arcs are cut into chunks of at most
+    that many arcs (one warp each), and the arcs per lane that set how many lanes share a
+    vertex (:func:`bins_tasks`); ``waves``: the fused grids in multiples of the blocks
+    resident at once; ``device_check``: the fused kernels on one device skip the iterations
+    queued after convergence;
     ``inplace=True`` (one device only; ignored for several): Gauss-Seidel sweeps that update
     the contribution vector in place (fewer sweeps on slowly mixing graphs such as grids, more
     on kron-like ones; on a GPU the result depends on thread timing in its last digits, so runs
@@ -528,7 +647,8 @@ class PageRank(Solver):
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="async", damping=0.85, tol=1e-6, seed=0, max_iterations=1000,
                  sweeps=None, check_every=None, peer_writes=None, bsp_kernel="auto",
-                 small_degree=8, inplace=False, device_check=True, vertices_per_lane=2, waves=1):
+                 small_degree=8, inplace=False, device_check=True, vertices_per_lane=2, waves=1,
+                 task_arcs=1024, hub_degree=4096, lane_arcs=4):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if partition not in PARTITIONS:
@@ -543,6 +663,11 @@ class PageRank(Solver):
             raise ValueError(f"bsp_kernel must be one of {', '.join(BSP_KERNELS)}; got {bsp_kernel!r}")
         if int(vertices_per_lane) not in (1, 2, 4):
             raise ValueError(f"vertices_per_lane must be 1, 2 or 4; got {vertices_per_lane!r}")
+        for name, value in (("task_arcs", task_arcs), ("hub_degree", hub_degree),
+                            ("lane_arcs", lane_arcs)):
+            v = int(value)
+            if v < 1 or v & (v - 1) or v > 1 << 20:
+                raise ValueError(f"{name} must be a power of two in [1, 2^20]; got {value!r}")
         self.graph = graph
         self.mode, self.damping, self.tol = mode, float(damping), float(tol)
         self.max_iterations = int(max_iterations)
@@ -565,23 +690,39 @@ class PageRank(Solver):
                 offsets = np.asarray(self.partition.offsets, np.int64)
                 indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
             self.offsets = offsets
-            transposed = None
-            if mode == "bsp" and k == 1:    # kept on the graph: later solvers skip the transpose
-                transposed = getattr(graph, "_pr_in_arcs", None)
-                if transposed is None:
-                    transposed = transpose_arcs(indptr, indices)
-                    try:
-                        graph._pr_in_arcs = transposed
-                    except AttributeError:
-                        pass
-            shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
-                                 with_in_arcs=mode == "bsp", transposed=transposed)
             if mode == "bsp" and bsp_kernel == "auto":
                 bsp_kernel = choose_bsp_kernel(graph, k, inplace)
+            if mode == "bsp" and bsp_kernel == "bins" and (k > 1 or inplace):
+                raise ValueError("bsp_kernel='bins' runs Jacobi sweeps on one device: use "
+                                 "'auto', 'coo' or 'csc' for several devices or inplace=True")
             self.bsp_kernel = bsp_kernel
+            self._order = None      # "bins": new vertex id -> the graph's id
+            transposed = None
+            if mode == "bsp" and k == 1:    # kept on the graph: later solvers skip the work
+                key = "_pr_bins" if bsp_kernel == "bins" else "_pr_in_arcs"
+                cached = getattr(graph, key, None)
+                if cached is None:
+                    if bsp_kernel == "bins":
+                        order = degree_order(np.bincount(np.asarray(indices), minlength=n))
+                        r_indptr, r_indices = relabel_csr(indptr, indices, order)
+                        cached = (order, r_indptr, r_indices, transpose_arcs(r_indptr, r_indices))
+                    else:
+                        cached = transpose_arcs(indptr, indices)
+                    try:
+                        setattr(graph, key, cached)
+                    except AttributeError:
+                        pass
+                if bsp_kernel == "bins":
+                    self._order, indptr, indices, transposed = cached
+                else:
+                    transposed = cached
+            shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
+                                 with_in_arcs=mode == "bsp", transposed=transposed)
             opts = {"kernel": bsp_kernel, "inplace": inplace, "device_check": device_check,
                     "small_degree": small_degree, "tol": self.tol,
-                    "vertices_per_lane": int(vertices_per_lane), "waves": int(waves)}
+                    "vertices_per_lane": int(vertices_per_lane), "waves": int(waves),
+                    "task_arcs": int(task_arcs), "hub_degree": int(hub_degree),
+                    "lane_arcs": int(lane_arcs)}
             self.devs = [_DevicePR(d, s, n, mode, self.damping, k, opts)
                          for d, s in zip(self.ctx.devices, shards)]
             if check_every is None:
@@ -625,6 +766,8 @@ class PageRank(Solver):
             values = np.concatenate([d.bsp_values() for d in self.devs])
         else:
             values = np.concatenate([d.push_values() for d in self.devs])
+        if self._order is not None:
+            values = _unpermute(values, self._order)
         total = values.sum()
         values = values / total if total > 0 else np.full(self.n, 1.0 / self.n)
         if self.partition is not None:
@@ -666,7 +809,7 @@ class PageRank(Solver):
         else:
             per_iteration = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs) * (k - 1)
         dev0 = self.devs[0]
-        kernel = (f"csc k{dev0.lanes_k}" if dev0.fused else ("coo4" if dev0.pull_k4 else "coo")) \
+        kernel = ("bins" if dev0.bins else f"csc k{dev0.lanes_k}" if dev0.fused else "coo") \
             if dev0.cuda else "numpy"
         return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
                 "kernel": kernel, "bsp_kernel": self.bsp_kernel, "inplace": dev0.inplace,
@@ -721,6 +864,12 @@ class PageRank(Solver):
         if self._worklist is not None:
             self._worklist.close()
             self._worklist = None
+
+
+def _unpermute(values, order):
+    out = np.empty_like(values)
+    out[order] = values
+    return out
 
 
 def pagerank(graph, **kwargs) -> AppResult:
