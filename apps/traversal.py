@@ -65,8 +65,9 @@ class _Partitioned:
 class TraversalSolver(Solver):
     """Shared by :class:`apps.bfs.BFS` and :class:`apps.sssp.SSSP`; see the module docstring.
 
-    ``mode``: ``"async"`` (fused workers, asynchronous exchange) or ``"bsp"`` (one level per
-    round, global barrier, all-to-all exchange). ``priority`` with ``delta`` (value units;
+    ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
+    round, global barrier, all-to-all exchange; BFS on a symmetric graph also pulls across
+    devices) or ``"auto"`` (the default: as the app decides, :meth:`auto_mode`). ``priority`` with ``delta`` (value units;
     None picks one from the graph) defers items beyond the threshold; ``"auto"`` (the default)
     means on if ``delta`` is given, else as the app decides from the graph (:meth:`auto_priority`). ``max_rounds``: fused rounds per
     launch (None: until local work runs out or the outboxes fill).
@@ -76,10 +77,10 @@ class TraversalSolver(Solver):
     weighted = False
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
-                 mode="async", priority="auto", routing="all2all", delta=None, seed=0,
+                 mode="auto", priority="auto", routing="all2all", delta=None, seed=0,
                  max_rounds=None, packet_size=None, flush_items=None, timeout=None):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if mode not in MODES and mode != "auto":
+            raise ValueError(f"mode must be auto or one of {', '.join(MODES)}; got {mode!r}")
         if routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}; got {routing!r}")
         if partition not in PARTITIONS:
@@ -124,6 +125,8 @@ class TraversalSolver(Solver):
         else:
             from groute.graph import partition_graph
             self.part = _Partitioned(partition_graph(graph, k, method=partition, seed=seed))
+        if mode == "auto":
+            mode = self.auto_mode(graph)
         self.mode, self.routing = mode, routing
         if isinstance(priority, str):
             if priority != "auto":
@@ -167,6 +170,10 @@ class TraversalSolver(Solver):
 
     def default_delta(self, graph):
         return math.inf
+
+    def auto_mode(self, graph):
+        """What ``mode="auto"`` runs on ``graph`` (here: always async)."""
+        return "async"
 
     def auto_priority(self, graph):
         """Whether ``priority="auto"`` turns soft priority on for ``graph`` (here: always)."""

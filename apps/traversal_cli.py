@@ -25,8 +25,10 @@ def register_app(subparsers, common, name, solver_cls):
                    help="source vertex, as written in the file (default: the first vertex)")
     p.add_argument("--partition", choices=["metis", "contiguous", "random"], default=None,
                    help="how vertices are split over devices (default: metis; none for 1 device)")
-    p.add_argument("--mode", choices=["async", "bsp"], default="async",
-                   help="async: fused workers, asynchronous exchange; bsp: level-synchronous")
+    p.add_argument("--mode", choices=["auto", "async", "bsp"], default="auto",
+                   help="async: fused workers, asynchronous exchange; bsp: level-synchronous (BFS pulls "
+                        "across devices); auto (default): bsp for BFS on several devices of a "
+                        "symmetric low-diameter graph, else async")
     p.add_argument("--no-priority", action="store_true",
                    help="switch soft priority off (default: on for BFS; for SSSP chosen from the "
                         "graph's diameter, see docs/TRAVERSAL.md)")
@@ -60,7 +62,7 @@ def run_cli(args, name, solver_cls):
     reached = int(np.count_nonzero(res.values >= 0) if name == "bfs"
                   else np.count_nonzero(np.isfinite(res.values)))
     print(f"{name} from {graph.file_id_of(source)} on {runs.devices} {runs.backend} device(s), "
-          f"{args.mode}: {median * 1e3:.3f} ms (median of {args.repeat}), "
+          f"{res.stats['mode']}: {median * 1e3:.3f} ms (median of {args.repeat}), "
           f"{graph.num_edges / median / 1e9:.3f} GTEPS, {reached:,} vertices reached")
     print_stats(res.stats)
     status = 0

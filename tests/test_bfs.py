@@ -72,7 +72,8 @@ def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
         for source in (0, busiest(g)):
             res = solver.run(source)
             np.testing.assert_array_equal(res.values, reference.bfs(g, source))
-        assert sum(res.stats["items_processed"]) >= np.count_nonzero(res.values >= 0)
+        if not res.stats["pull_rounds"]:     # a pull level does not process its frontier
+            assert sum(res.stats["items_processed"]) >= np.count_nonzero(res.values >= 0)
         if k > 1 and partition == "random":
             assert res.stats["bytes_moved"] > 0
 
