@@ -222,6 +222,9 @@ class DistributedWorklist:
             if self._can_pull:
                 big = worker.work.near * SCOUT_MIN > worker.hi - worker.lo
                 self._front_arcs[i] = worker.frontier_arcs() if big else 0
+                # a big or still-pulling frontier is likely to be pulled from next: flag it now,
+                # so the common case needs no barrier of its own (see _share_frontier)
+                self._frontier_events[i] = worker.publish_frontier() if (big or self._pulling) else None
             t4 = clock()
             finished, pull = counter.barrier(action=lambda: self._level_done(counter))
             t5 = clock()
@@ -255,9 +258,13 @@ class DistributedWorklist:
         return False, self._pulling
 
     def _share_frontier(self, device, i, workers, counter):
-        """Every device flags its frontier; then each copies the others' ranges of flags."""
-        self._frontier_events[i] = workers[i].publish_frontier()
-        counter.barrier()
+        """Every device flags its frontier (most did before the level's last barrier; if one
+        did not, all meet once more after it has); then each copies the others' ranges."""
+        if not all(self._frontier_events):        # the same answer on every device
+            counter.barrier()                     # everyone has read the list
+            if self._frontier_events[i] is None:
+                self._frontier_events[i] = workers[i].publish_frontier()
+            counter.barrier()
         mine, stream = workers[i].frontier, device.compute_stream
         for j, other in enumerate(workers):
             if j != i:
