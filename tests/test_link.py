@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from groute import HOST, Context, Link, LinkClosed, WaitTimeout
+from groute import HOST, Context, ContextStopped, Link, LinkClosed, WaitTimeout
 from support import backends, context_or_skip
 
 
@@ -175,6 +175,153 @@ def test_close_while_in_flight_delivers_everything_then_ends():
         parts, _ = _drain(link)
         np.testing.assert_array_equal(np.concatenate(parts), np.arange(10))
         assert link.receive(timeout=1) is None
+
+
+@pytest.mark.timeout(60)
+def test_send_issues_what_fits_and_each_release_issues_the_next(ctx):
+    """More packets than buffers: send issues one packet per free buffer on the caller's thread;
+    every release then issues the next packet at once (no other thread needed); order and
+    back-pressure hold throughout."""
+    a, b = ctx.devices
+    link = Link(a, b, packet_size=2, num_buffers=3, ctx=ctx)
+    host = np.arange(21, dtype=np.int32) * 3
+    handle = link.send(_src(ctx, host, a))             # 11 packets, 3 buffers
+    held = [link.poll() for _ in range(3)]
+    assert all(p is not None for p in held), "send did not issue a packet per free buffer"
+    assert link.poll() is None and not link.has_room() and link.backlog() == 3 + 8
+    assert not handle.done()
+    got = []
+    for k in range(11):
+        p = held.pop(0)
+        d = p.wait(timeout=5).data
+        got.append(np.asarray(d.get() if hasattr(d, "get") else d).copy())
+        assert p.metadata["packet"] == k and p.metadata["offset"] == 2 * k
+        p.release()
+        nxt = link.poll()                               # issued by that release, at once
+        if k + 3 < 11:
+            assert nxt is not None and nxt.metadata["packet"] == k + 3
+            held.append(nxt)
+        else:
+            assert nxt is None
+        assert link.poll() is None                      # never more than 3 outstanding
+    np.testing.assert_array_equal(np.concatenate(got), host)
+    handle.wait(timeout=5)
+    assert handle.done() and link.backlog() == 0 and link.has_room()
+    assert link.stats["packets"] == 11 and link.stats["segments"] == 1
+    link.close()
+    assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+def test_releases_from_other_threads_keep_order_and_accounting():
+    """Packets released out of order from several threads (each release may issue a copy on
+    its own thread) still arrive in send order per sender, and every buffer comes back."""
+    import concurrent.futures as cf
+    import random
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=3, num_buffers=4, ctx=ctx)
+        sends = {t: [np.arange(1000 * t + 100 * i, 1000 * t + 100 * i + 1 + (7 * i + t) % 11,
+                               dtype=np.int32) for i in range(12)] for t in range(3)}
+        handles = []
+
+        def sender(t):
+            for arr in sends[t]:
+                handles.append(link.send(arr, metadata={"t": t}))
+        senders = [threading.Thread(target=sender, args=(t,)) for t in range(3)]
+        for th in senders:
+            th.start()
+        got = {t: [] for t in range(3)}
+        rng = random.Random(5)
+
+        def release_later(p):
+            time.sleep(rng.random() * 1e-3)
+            p.release(after=p.event)
+        with cf.ThreadPoolExecutor(3) as pool:
+            total = sum(len(x) for v in sends.values() for x in v)
+            seen = 0
+            futures = []
+            while seen < total:
+                p = link.receive(timeout=5)
+                got[p.metadata["t"]].append(p.wait(timeout=5).data.copy())
+                seen += p.size
+                futures.append(pool.submit(release_later, p))
+            for th in senders:
+                th.join()
+            for f in futures:
+                f.result()
+        for t in range(3):
+            np.testing.assert_array_equal(np.concatenate(got[t]), np.concatenate(sends[t]))
+        for h in handles:
+            h.wait(timeout=5)
+        assert link.backlog() == 0 and link.has_room() and link.poll() is None
+        link.close()
+        assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+def test_a_failing_copy_breaks_the_link_and_stops_the_context():
+    """A copy that fails while a release issues it: the releaser is not hit, the link reports
+    the error to its receivers, senders and the context."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=2, ctx=ctx)
+        real_copy, calls = link.stream.copy, []
+
+        def copy(dst, src):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("copy engine on fire")
+            real_copy(dst, src)
+        link.stream.copy = copy
+        handle = link.send(np.arange(10, dtype=np.int32))   # 5 packets: 2 issued here
+        first = link.receive(timeout=5)
+        first.release()                                     # issues the 3rd: fails
+        assert ctx.stop_event.wait(5)
+        second = link.receive(timeout=5)                    # issued before the failure
+        np.testing.assert_array_equal(second.wait(timeout=5).data, [2, 3])
+        with pytest.raises(RuntimeError, match="on fire"):
+            link.receive(timeout=5)
+        with pytest.raises(RuntimeError, match="on fire"):
+            handle.wait(timeout=5)
+        with pytest.raises(RuntimeError, match="on fire"):
+            link.send(np.arange(2, dtype=np.int32))
+        with pytest.raises(Exception, match="on fire"):
+            ctx.check()
+
+
+@pytest.mark.timeout(60)
+def test_stop_with_sends_queued_is_not_mistaken_for_the_end():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx)
+        handle = link.send(np.arange(6, dtype=np.int32))    # 3 packets, 1 buffer
+        link.close()
+        held = link.receive(timeout=5)
+        ctx.stop_event.set()
+        with pytest.raises(ContextStopped):
+            link.receive(timeout=5)
+        with pytest.raises(Exception):
+            handle.wait(timeout=5)
+        held.release()
+
+
+@pytest.mark.timeout(60)
+def test_empty_sends_keep_their_place_in_the_queue():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx)
+        h0 = link.send(np.empty(0, np.int32))
+        h1 = link.send(np.arange(4, dtype=np.int32))        # 2 packets, 1 buffer
+        h2 = link.send(np.empty(0, np.int32))
+        h0.wait(timeout=5)
+        p = link.receive(timeout=5)
+        assert not h2.done(), "an empty send overtook a send still waiting for buffers"
+        p.release()
+        link.receive(timeout=5).release()
+        h1.wait(timeout=5)
+        h2.wait(timeout=5)
+        assert link.stats["segments"] == 3 and link.stats["packets"] == 2
 
 
 @pytest.mark.parametrize("kwargs,msg", [({"packet_size": 0}, "packet_size"), ({"packet_size": 4, "num_buffers": 0}, "num_buffers"),

@@ -171,8 +171,13 @@ class CUDADevice(Device):
             return self.xp.empty(shape, dtype)
 
     def asarray(self, host_array):
+        # synchronous, as the interface promises: CuPy uploads pageable memory on the current
+        # stream and may return before the data lands, and a copy on another (non-blocking)
+        # stream, e.g. a Link's, would not wait for it
         with self.use():
-            return self.xp.asarray(host_array)
+            out = self.xp.asarray(host_array)
+            _cupy().cuda.get_current_stream().synchronize()
+            return out
 
     def to_host(self, array):
         with self.use():
