@@ -54,7 +54,6 @@ class CPUTraversalWorker(StreamWorker):
         # vertices, all devices' (this device fills its range, the worklist copies the others)
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1)
         self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
-        self.pull_level = None
         self.work = LocalWork()
         self.source = None
         self.counters = {}
@@ -102,20 +101,25 @@ class CPUTraversalWorker(StreamWorker):
             self.counters["deferrals"] += int((~near).sum())
         return int(u.size)
 
+    def _arcs_of(self, vertices):
+        """Every out-arc of ``vertices`` (local ids): arc ids, and per arc the position of its
+        vertex in ``vertices``; counted in the ``edges`` counter."""
+        starts = self.indptr[vertices]
+        deg = self.indptr[vertices + 1] - starts
+        total = int(deg.sum())
+        self.counters["edges"] += total
+        owner_pos = np.repeat(np.arange(vertices.size), deg)
+        eidx = np.arange(total, dtype=np.int64) - (np.cumsum(deg) - deg)[owner_pos] + starts[owner_pos]
+        return eidx, owner_pos
+
     def _round(self, threshold, outbox):
         f = self.near
         self.near = np.empty(0, dtype=np.int64)
         self.counters["processed"] += int(f.size)
         self.counters["rounds"] += 1
-        starts, ends = self.indptr[f], self.indptr[f + 1]
-        deg = ends - starts
-        total = int(deg.sum())
-        self.counters["edges"] += total
-        if total == 0:
+        eidx, owner_pos = self._arcs_of(f)
+        if eidx.size == 0:
             return
-        owner_pos = np.repeat(np.arange(f.size), deg)
-        first_edge = np.cumsum(deg) - deg
-        eidx = np.arange(total, dtype=np.int64) - first_edge[owner_pos] + starts[owner_pos]
         targets = self.indices[eidx]
         base = self.dist[f][owner_pos]
         if self.weights is None:
@@ -143,10 +147,6 @@ class CPUTraversalWorker(StreamWorker):
             return v.astype(np.int32)
         return v.astype(np.float32)
 
-    def set_pull_level(self, level):
-        """The next advance pulls from the vertices at depth ``level`` (None: push)."""
-        self.pull_level = level
-
     def _publish_frontier(self):
         self.frontier[self.lo:self.hi] = 0
         self.frontier[self.near + self.lo] = 1
@@ -160,12 +160,7 @@ class CPUTraversalWorker(StreamWorker):
         self.counters["rounds"] += 1
         self.counters["pull_rounds"] += 1
         todo = np.flatnonzero(self.dist == self.inf)
-        starts = self.indptr[todo]
-        deg = self.indptr[todo + 1] - starts
-        total = int(deg.sum())
-        self.counters["edges"] += total
-        owner_pos = np.repeat(np.arange(todo.size), deg)
-        eidx = np.arange(total, dtype=np.int64) - (np.cumsum(deg) - deg)[owner_pos] + starts[owner_pos]
+        eidx, owner_pos = self._arcs_of(todo)
         found = np.zeros(todo.size, dtype=bool)
         found[owner_pos[self.frontier[self.indices[eidx]] != 0]] = True
         new = todo[found]

@@ -79,7 +79,6 @@ class CUDATraversalWorker(StreamWorker):
         # see DistributedWorklist); each device then reads every device's frontier flags
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1
                              and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
-        self.pull_level = None
         self.inf_bits = _bits(math.inf, kind)
         self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
         # kernel variants, to measure (docs/PERFORMANCE.md): BATCH (batched small-degree arcs;
@@ -313,10 +312,6 @@ class CUDATraversalWorker(StreamWorker):
 
     def _split(self, threshold):
         return self._launch_traverse(threshold, 0, False, op=1)
-
-    def set_pull_level(self, level):
-        """The next advance pulls from the vertices at depth ``level`` (None: push)."""
-        self.pull_level = level
 
     def _publish_frontier(self):
         """Flag this device's queued vertices (the next level) in its range of ``frontier``."""

@@ -81,76 +81,76 @@ def main():
             plan = [(mode, k, None) for mode in modes for k in counts]
             plan += [(mode, k, v) for mode in modes for k in counts if k > 1 for v in variants]
             for mode, k, variant in plan:
-                    for name in [n for n in os.environ if n.startswith("GROUTE_TRAVERSAL_")]:
-                        del os.environ[name]
-                    for setting in filter(None, (variant or "").split(",")):
-                        name, value = setting.split("=", 1)
-                        os.environ[f"GROUTE_TRAVERSAL_{name}"] = value
-                    if time.perf_counter() - T0 > args.budget:
-                        log(f"budget of {args.budget:g} s spent: skipping {app} {mode} on {k}")
-                        continue
-                    case = {"graph": spec, "app": app, "mode": mode, "devices": k, "variant": variant}
-                    try:
-                        ctx = Context(k, backend=args.backend, timeout=300)
-                    except Exception as exc:  # noqa: BLE001 - fewer GPUs than asked
-                        log(f"{app} on {k}: {exc}")
-                        continue
-                    try:
-                        t = time.perf_counter()
-                        part = dict(partition=args.partition)
-                        if app == "bfs":
-                            solver = BFS(g, ctx=ctx, mode=mode, **part)
-                            run = lambda: solver.run(source)  # noqa: E731
-                        elif app == "sssp":
-                            solver = SSSP(gw, ctx=ctx, mode=mode, **part)
-                            run = lambda: solver.run(source)  # noqa: E731
-                        elif app == "pr":
-                            solver = PageRank(g, ctx=ctx, mode=mode, **part)
-                            run = solver.run
-                        else:
-                            solver = CC(g, ctx=ctx)
-                            run = solver.run
-                        case["setup_s"] = time.perf_counter() - t
-                        res = run()
-                        key = (app, mode)
-                        if key not in first:
-                            first[key] = res.values
-                            case["check"] = independent_check(app, g, source, res.values, ctx, cupy_bfs)
-                        else:
-                            case["check"] = same_answer(app, first[key], res.values)
-                        times = []
-                        for _ in range(args.repeat):
-                            r = run()
-                            times.append(r.time_s)
-                        med = statistics.median(times)
-                        case.update(ms=med * 1e3, times_ms=[x * 1e3 for x in times],
-                                    stats=jsonable(r.stats))
-                        base = next((c for c in out["cases"] if c["graph"] == spec and c["app"] == app
-                                     and c["mode"] == mode and c["devices"] == counts[0] and "ms" in c
-                                     and not c.get("variant")), None)
-                        sp = f"  {base['ms'] / case['ms']:.2f}x of {counts[0]}" if base and k != counts[0] else ""
-                        st = r.stats or {}
-                        keys = ("rounds", "items_sent", "bytes_moved", "edges_traversed", "iterations",
-                                "launches", "pull_rounds", "threshold_advances")
-                        extra = ", ".join(f"{kk}={st[kk]}" for kk in keys if kk in st)
-                        log(f"{app:4} {str(mode):5} {k} GPU{' ' + variant if variant else ''}: {med * 1e3:9.2f} ms (setup {case['setup_s']:.1f} s)"
-                            f"{sp}  check: {case['check']}  {extra}")
-                        if st.get("phase_seconds") and mode == "bsp":
-                            log("     host ms per phase (device: advance/send/barrier/exchange/share): " + "; ".join(
-                                f"{d}: " + "/".join(f"{v * 1e3:.1f}" for v in ph.values())
-                                for d, ph in enumerate(st["phase_seconds"])))
-                            log("     advance ms per level: " + "; ".join(
-                                f"{d}: " + " ".join(f"{v * 1e3:.2f}" for v in lv)
-                                for d, lv in enumerate(st["advance_seconds"])))
-                        solver.close()
-                    except Exception as exc:  # noqa: BLE001 - keep going, report the failure
-                        import traceback
-                        traceback.print_exc()
-                        case["error"] = repr(exc)
-                        log(f"{app} {mode} on {k}: ERROR {exc!r}")
-                    finally:
-                        ctx.shutdown()
-                    out["cases"].append(case)
+                for name in [n for n in os.environ if n.startswith("GROUTE_TRAVERSAL_")]:
+                    del os.environ[name]
+                for setting in filter(None, (variant or "").split(",")):
+                    name, value = setting.split("=", 1)
+                    os.environ[f"GROUTE_TRAVERSAL_{name}"] = value
+                if time.perf_counter() - T0 > args.budget:
+                    log(f"budget of {args.budget:g} s spent: skipping {app} {mode} on {k}")
+                    continue
+                case = {"graph": spec, "app": app, "mode": mode, "devices": k, "variant": variant}
+                try:
+                    ctx = Context(k, backend=args.backend, timeout=300)
+                except Exception as exc:  # noqa: BLE001 - fewer GPUs than asked
+                    log(f"{app} on {k}: {exc}")
+                    continue
+                try:
+                    t = time.perf_counter()
+                    part = dict(partition=args.partition)
+                    if app == "bfs":
+                        solver = BFS(g, ctx=ctx, mode=mode, **part)
+                        run = lambda: solver.run(source)  # noqa: E731
+                    elif app == "sssp":
+                        solver = SSSP(gw, ctx=ctx, mode=mode, **part)
+                        run = lambda: solver.run(source)  # noqa: E731
+                    elif app == "pr":
+                        solver = PageRank(g, ctx=ctx, mode=mode, **part)
+                        run = solver.run
+                    else:
+                        solver = CC(g, ctx=ctx)
+                        run = solver.run
+                    case["setup_s"] = time.perf_counter() - t
+                    res = run()
+                    key = (app, mode)
+                    if key not in first:
+                        first[key] = res.values
+                        case["check"] = independent_check(app, g, source, res.values, ctx, cupy_bfs)
+                    else:
+                        case["check"] = same_answer(app, first[key], res.values)
+                    times = []
+                    for _ in range(args.repeat):
+                        r = run()
+                        times.append(r.time_s)
+                    med = statistics.median(times)
+                    case.update(ms=med * 1e3, times_ms=[x * 1e3 for x in times],
+                                stats=jsonable(r.stats))
+                    base = next((c for c in out["cases"] if c["graph"] == spec and c["app"] == app
+                                 and c["mode"] == mode and c["devices"] == counts[0] and "ms" in c
+                                 and not c.get("variant")), None)
+                    sp = f"  {base['ms'] / case['ms']:.2f}x of {counts[0]}" if base and k != counts[0] else ""
+                    st = r.stats or {}
+                    keys = ("rounds", "items_sent", "bytes_moved", "edges_traversed", "iterations",
+                            "launches", "pull_rounds", "threshold_advances")
+                    extra = ", ".join(f"{kk}={st[kk]}" for kk in keys if kk in st)
+                    log(f"{app:4} {str(mode):5} {k} GPU{' ' + variant if variant else ''}: {med * 1e3:9.2f} ms (setup {case['setup_s']:.1f} s)"
+                        f"{sp}  check: {case['check']}  {extra}")
+                    if st.get("phase_seconds") and mode == "bsp":
+                        log("     host ms per phase (device: advance/send/barrier/exchange/share): " + "; ".join(
+                            f"{d}: " + "/".join(f"{v * 1e3:.1f}" for v in ph.values())
+                            for d, ph in enumerate(st["phase_seconds"])))
+                        log("     advance ms per level: " + "; ".join(
+                            f"{d}: " + " ".join(f"{v * 1e3:.2f}" for v in lv)
+                            for d, lv in enumerate(st["advance_seconds"])))
+                    solver.close()
+                except Exception as exc:  # noqa: BLE001 - keep going, report the failure
+                    import traceback
+                    traceback.print_exc()
+                    case["error"] = repr(exc)
+                    log(f"{app} {mode} on {k}: ERROR {exc!r}")
+                finally:
+                    ctx.shutdown()
+                out["cases"].append(case)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     bad = [c for c in out["cases"] if "error" in c or not str(c.get("check", "")).startswith("ok")]

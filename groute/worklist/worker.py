@@ -89,6 +89,12 @@ class StreamWorker:
     def frontier_arcs(self):
         return call_on_stream(self.device.compute_stream, self._frontier_arcs)
 
+    #: the depth the next ``advance`` pulls from (None: push); see the optional protocol above
+    pull_level = None
+
+    def set_pull_level(self, level):
+        self.pull_level = level
+
     def publish_frontier(self):
         """Run ``_publish_frontier`` in stream order; the event marks its completion."""
         stream = self.device.compute_stream
