@@ -205,10 +205,13 @@ PR_CSC_KERNEL(pr_csc64_inplace_k1, 1, long long, true)
 PR_CSC_KERNEL(pr_csc64_inplace_k2, 2, long long, true)
 PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
 
-// BSP pull, fused, for skewed degrees ("bins"; one device): the vertices are relabelled at set-up
-// so that in-degrees fall into non-increasing power-of-two buckets (floor(log2 indeg), stable, so
-// a road-like graph keeps its order within a bucket), and the in-arcs are CSC in the new labels
-// with each vertex's sources ascending. Two things follow. (1) Load balance from a task list
+// BSP pull, fused, for skewed degrees ("bins"): the vertices are relabelled at set-up so that
+// in-degrees fall into non-increasing power-of-two buckets (floor(log2 indeg), stable, so a
+// road-like graph keeps its order within a bucket), and the in-arcs are CSC in the new labels
+// with each vertex's sources ascending. On several devices each owns a contiguous range of that
+// order (rows, y, inv_outdeg, task list and out are local to it: out is its slice of the next
+// contribution vector, which the host then copies to the peers); sources stay global ids into
+// the whole contribution vector, so the hub prefix below is the same on every device. Two things follow. (1) Load balance from a task list
 // built once on the host (bins_tasks in pr.py): a task is a run of rows of one bucket, summed by
 // G = 2^lg lanes per row (G ~ degree / 4, so neighbouring lanes have similar work), or one chunk
 // of a hub row (degree >= hub: ceil(degree / hub) equal chunks, one warp each, whose partial sums

@@ -14,10 +14,14 @@ sum during the run.
   detects termination. Each vertex ends with residual <= eps, so the L1 error of ``y`` is at
   most ``tol`` times its mass.
 * ``mode="bsp"``: topology-driven, pull-based power iteration over the transposed graph (every
-  vertex every iteration, two kernels per iteration, no host sync per iteration: convergence
+  vertex every iteration, no host sync per iteration: convergence
   ``sum |y' - y| <= tol * sum y'`` is checked every few iterations). Each device owns a range
   of vertices; after each iteration its kernel stores the new ``y / outdeg`` of the vertices a
   peer's in-arcs read straight into that peer's copy (peer access), or copies its whole slice.
+  The degree-binned kernel (``"bins"``, power-law graphs) renumbers the vertices by in-degree,
+  hubs first, and cuts that order into one contiguous range per device balanced by arcs
+  (:func:`degree_split`) instead of partitioning; every device keeps the whole contribution
+  vector, whose slices are copied to all devices after each iteration.
 
 CUDA kernels are in ``pr.cu``; the CPU backend runs vectorised NumPy on the devices' streams.
 """
@@ -134,6 +138,54 @@ def relabel_csr(indptr, indices, order):
     return new_indptr, rank[indices[pos]]
 
 
+#: the cost of one row in :func:`degree_split`, in in-arcs: a row's loads and stores (indptr, y,
+#: 1/outdeg, the new y and contribution, all coalesced) and its 4 bytes copied to every peer,
+#: against an arc's source id plus a gather from the contribution vector
+BINS_ROW_COST = 2
+
+
+def degree_split(in_indptr, k: int, row_cost: float = BINS_ROW_COST):
+    """Offsets ``[0, ..., n]`` cutting rows ``[0, n)`` into ``k`` contiguous non-empty ranges of
+    about equal cost (in-arcs + ``row_cost`` per row): the several-device layout of the
+    ``"bins"`` kernel, whose rows are in :func:`degree_order`. A contiguous slice of
+    degree-ordered rows is itself degree-ordered, so each device's task list is
+    :func:`bins_tasks` of its slice, and every device gathers from the same hub prefix."""
+    ip = np.asarray(in_indptr, np.int64)
+    n = ip.shape[0] - 1
+    if not 1 <= k <= max(n, 1):
+        raise ValueError(f"degree_split: {k} ranges for {n} rows; use between 1 and {n} devices")
+    cum = ip.astype(np.float64) + float(row_cost) * np.arange(n + 1)
+    goal = cum[-1] * np.arange(1, k) / k
+    hi = np.minimum(np.searchsorted(cum, goal), n)          # cum[hi - 1] < goal <= cum[hi]
+    lo = np.maximum(hi - 1, 0)
+    cut = np.where(goal - cum[lo] < cum[hi] - goal, lo, hi)  # the nearer row boundary
+    offsets = np.concatenate([[0], cut, [n]]).astype(np.int64)
+    for i in range(1, k):                   # at least one row each (k <= n)
+        offsets[i] = max(offsets[i], offsets[i - 1] + 1)
+    for i in range(k - 1, 0, -1):
+        offsets[i] = min(offsets[i], offsets[i + 1] - 1)
+    return offsets
+
+
+def bins_layout(graph):
+    """The ``"bins"`` kernel's renumbering of ``graph``, computed once and kept on the graph
+    object (``graph._pr_bins``; solvers for 1 or several devices share it):
+    ``(order, indptr, indices, (in_indptr, in_sources))``: :func:`degree_order` of the
+    in-degrees (new id -> the graph's id), the relabelled CSR and its transpose."""
+    cached = getattr(graph, "_pr_bins", None)
+    if cached is None:
+        n = int(graph.num_vertices)
+        indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+        order = degree_order(np.bincount(indices, minlength=n))
+        r_indptr, r_indices = relabel_csr(indptr, indices, order)
+        cached = (order, r_indptr, r_indices, transpose_arcs(r_indptr, r_indices))
+        try:
+            graph._pr_bins = cached
+        except AttributeError:
+            pass
+    return cached
+
+
 def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
     """The static task list of the ``"bins"`` kernel for in-arc offsets ``in_indptr`` whose rows
     are in :func:`degree_order`: ``(task_row int32, task_info int32, hub_rows)``.
@@ -203,25 +255,28 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None
 
 
 def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
-    """The BSP kernel ``bsp_kernel="auto"`` picks (CUDA; the CPU backend ignores it):
+    """The BSP kernel ``bsp_kernel="auto"`` picks (the CPU backend runs NumPy whatever the
+    kernel, but follows the ``"bins"`` layout when it is picked):
 
-    * several devices: ``"coo"``, the pull + finalize pair validated on several GPUs;
-    * one device, in-place sweeps asked for, or at most half of the arcs entering vertices of
-      in-degree > HEAVY_DEGREE (grids, roads, meshes): ``"csc"``, the fused pull kernel (grid:4900
-      on one H200: 12.4 ms vs 63-72 ms for the COO pulls; share of such arcs there: 0);
-    * one device, most arcs entering big vertices (power-law graphs): ``"bins"``, the fused
-      pull over vertices relabelled by degree with a static task list (share on kron:21: 0.89).
+    * one device and in-place sweeps asked for (``inplace`` is ignored on several):
+      ``"csc"``, the only in-place kernel;
+    * most arcs entering vertices of in-degree > HEAVY_DEGREE (power-law graphs), on any number
+      of devices: ``"bins"``, the fused pull over vertices relabelled by degree with a static
+      task list (share on kron:21: 0.89; one H200: 2.5x cuSPARSE on kron:21; on several devices
+      the degree-split layout, see :class:`PageRank`);
+    * otherwise (grids, roads, meshes) ``"csc"`` on one device, the fused pull kernel (grid:4900
+      on one H200: 12.4 ms vs 63-72 ms for the COO pulls; share of such arcs there: 0), and
+      ``"coo"``, the pull + finalize pair validated on several GPUs, on several.
     """
-    if k > 1:
-        return "coo"
-    if inplace:
+    if k == 1 and inplace:
         return "csc"
+    other = "csc" if k == 1 else "coo"
     m = int(graph.num_edges)
     if m == 0:
-        return "csc"
+        return other
     indeg = np.bincount(np.asarray(graph.indices), minlength=int(graph.num_vertices))
     heavy = int(indeg[indeg > HEAVY_DEGREE].sum())
-    return "bins" if heavy * 2 > m else "csc"
+    return "bins" if heavy * 2 > m else other
 
 
 # ------------------------------------------------------------------------------------------------
@@ -284,7 +339,8 @@ class _DevicePR:
                 if self.bins:
                     per_sm = 1
                     if self.nhot:   # the largest prefix (the kernel object is shared)
-                        self.kernels[key].max_dynamic_shared_size_bytes = self.hot_max * 4
+                        with device.use():
+                            self.kernels[key].max_dynamic_shared_size_bytes = self.hot_max * 4
                 self.resident = self.sms * per_sm * int(o.get("waves", 1))
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
@@ -368,7 +424,7 @@ class _DevicePR:
         stats = self.stats[t]
         if self.cuda and self.bins:
             prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
-            out = self.contrib[(t + 1) % 2]
+            out = self.contrib[(t + 1) % 2][self.lo:self.hi]    # this device's slice
 
             nxt = self.task_next[t:t + 1]
 
@@ -624,12 +680,17 @@ class PageRank(Solver):
     convergence checks (BSP; default 4, or 8 with the fused kernel on one CUDA device, which
     itself skips the iterations queued after convergence); ``peer_writes``: BSP stores each device's slice
     straight into the peers' vectors from the kernel (default: when every pair has peer access)
-    instead of copying.
+    instead of copying (not with ``"bins"``, which always copies whole slices).
     BSP kernel options (CUDA): ``bsp_kernel="auto"`` (default: :func:`choose_bsp_kernel`),
-    ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (one
-    device: a fused pull over the vertices relabelled by in-degree, for skewed degrees; the
-    relabelling is internal, results come back in the graph's order) or ``"coo"`` (the
-    edge-balanced COO pull + finalize pair); ``small_degree``: in-degree up to which one thread
+    ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a
+    fused pull over the vertices relabelled by in-degree, for skewed degrees; the relabelling
+    is internal, results come back in the graph's order) or ``"coo"`` (the edge-balanced COO
+    pull + finalize pair). On several devices ``"bins"`` does not use ``partition``: the
+    degree order is cut into contiguous ranges of about equal arcs (:func:`degree_split`;
+    ``stats["layout"] == "degree-split"``, ``stats["partition"] is None``), each device pulls
+    its range from the whole contribution vector and copies its slice of the new one to every
+    peer, which is how the kernel stays the one-device kernel (its hub prefix in shared memory
+    is the global hubs on every device). ``small_degree``: in-degree up to which one thread
     of the csc kernel sums a vertex's in-arcs (bigger: the whole warp); ``vertices_per_lane``
     (1, 2 = default, 4): vertices a lane of the csc kernel handles at once (independent load
     chains); ``task_arcs``, ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's
@@ -637,8 +698,10 @@ class PageRank(Solver):
     that many arcs (one warp each), and the arcs per lane that set how many lanes share a
     vertex (:func:`bins_tasks`); ``waves``: the fused grids in multiples of the blocks
     resident at once; ``device_check``: the fused kernels on one device skip the iterations
-    queued after convergence;
-    ``inplace=True`` (one device only; ignored for several): Gauss-Seidel sweeps that update
+    queued after convergence (one device only: on several the stopping rule needs every
+    device's sums);
+    ``inplace=True`` (one device only; ignored for several; an error with ``"bins"``, whose
+    sweeps are Jacobi): Gauss-Seidel sweeps that update
     the contribution vector in place (fewer sweeps on slowly mixing graphs such as grids, more
     on kron-like ones; on a GPU the result depends on thread timing in its last digits, so runs
     are not bit-identical).
@@ -680,42 +743,39 @@ class PageRank(Solver):
             if n and k > n:
                 raise ValueError(f"{k} devices for a graph of {n} vertices: use --devices {n} or fewer")
             t0 = time.perf_counter()
-            if k == 1:
-                self.partition = None
+            if mode == "bsp" and bsp_kernel == "bins" and inplace:
+                raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
+                                 "with inplace=True")
+            if mode == "bsp" and bsp_kernel == "auto":
+                bsp_kernel = choose_bsp_kernel(graph, k, inplace)
+            self.bsp_kernel = bsp_kernel
+            self._order = None      # "bins": new vertex id -> the graph's id
+            self.partition = None
+            transposed = None
+            if mode == "bsp" and bsp_kernel == "bins":
+                # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
+                self._order, indptr, indices, transposed = bins_layout(graph)
+                offsets = degree_split(transposed[0], k)
+                self.layout = "degree order" if k == 1 else "degree-split"
+            elif k == 1:
                 offsets = np.array([0, n], np.int64)
                 indptr, indices = graph.indptr, graph.indices
+                self.layout = None
+                if mode == "bsp":           # kept on the graph: later solvers skip the work
+                    transposed = getattr(graph, "_pr_in_arcs", None)
+                    if transposed is None:
+                        transposed = transpose_arcs(indptr, indices)
+                        try:
+                            graph._pr_in_arcs = transposed
+                        except AttributeError:
+                            pass
             else:
                 from groute.graph import partition_graph
                 self.partition = partition_graph(graph, k, method=partition, seed=seed)
                 offsets = np.asarray(self.partition.offsets, np.int64)
                 indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
+                self.layout = f"{partition} partition"
             self.offsets = offsets
-            if mode == "bsp" and bsp_kernel == "auto":
-                bsp_kernel = choose_bsp_kernel(graph, k, inplace)
-            if mode == "bsp" and bsp_kernel == "bins" and (k > 1 or inplace):
-                raise ValueError("bsp_kernel='bins' runs Jacobi sweeps on one device: use "
-                                 "'auto', 'coo' or 'csc' for several devices or inplace=True")
-            self.bsp_kernel = bsp_kernel
-            self._order = None      # "bins": new vertex id -> the graph's id
-            transposed = None
-            if mode == "bsp" and k == 1:    # kept on the graph: later solvers skip the work
-                key = "_pr_bins" if bsp_kernel == "bins" else "_pr_in_arcs"
-                cached = getattr(graph, key, None)
-                if cached is None:
-                    if bsp_kernel == "bins":
-                        order = degree_order(np.bincount(np.asarray(indices), minlength=n))
-                        r_indptr, r_indices = relabel_csr(indptr, indices, order)
-                        cached = (order, r_indptr, r_indices, transpose_arcs(r_indptr, r_indices))
-                    else:
-                        cached = transpose_arcs(indptr, indices)
-                    try:
-                        setattr(graph, key, cached)
-                    except AttributeError:
-                        pass
-                if bsp_kernel == "bins":
-                    self._order, indptr, indices, transposed = cached
-                else:
-                    transposed = cached
             shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
                                  with_in_arcs=mode == "bsp", transposed=transposed)
             opts = {"kernel": bsp_kernel, "inplace": inplace, "device_check": device_check,
@@ -732,7 +792,8 @@ class PageRank(Solver):
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
                 peers = self.ctx.peer_matrix()
-                can = bool(np.all(peers | np.eye(k, dtype=bool))) and k <= 8
+                # the bins kernel writes its own vector only: its slices travel as copies
+                can = bool(np.all(peers | np.eye(k, dtype=bool))) and k <= 8 and bsp_kernel != "bins"
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
@@ -773,7 +834,8 @@ class PageRank(Solver):
         if self.partition is not None:
             values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.device.name for d in self.devs], mode=self.mode,
-                     partition=self.partition_method if self.k > 1 else None,
+                     partition=self.partition_method if self.partition is not None else None,
+                     layout=self.layout,
                      vertices_per_device=[d.n_local for d in self.devs],
                      damping=self.damping, tol=self.tol)
         return AppResult(values, timer.seconds, stats)
@@ -886,13 +948,16 @@ def register(subparsers, common):
     p = subparsers.add_parser("pr", parents=[common], help="PageRank across devices (async push or BSP)")
     add_graph_options(p)
     p.add_argument("--mode", choices=MODES, default="async", help="async residual push (default) or bsp")
-    p.add_argument("--partition", choices=PARTITIONS, default="metis", help="vertex partitioner (default metis)")
+    p.add_argument("--partition", choices=PARTITIONS, default="metis",
+                   help="vertex partitioner (default metis; bsp with the bins kernel cuts its "
+                        "degree order by arcs instead)")
     p.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
     p.add_argument("--tol", type=float, default=1e-6,
                    help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
     p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round")
     p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default="auto",
-                   help="bsp on CUDA: fused CSC pull, COO pull pair, or auto by in-degree (default)")
+                   help="bsp on CUDA: fused CSC pull, degree-binned pull, COO pull pair, or "
+                        "auto by in-degree (default)")
     p.add_argument("--inplace", action="store_true",
                    help="bsp on one device: Gauss-Seidel sweeps in place (fewer iterations)")
     p.set_defaults(func=_cli)
@@ -906,8 +971,9 @@ def _cli(args) -> int:
         seed=args.seed, sweeps=args.sweeps, inplace=getattr(args, "inplace", False),
         bsp_kernel=getattr(args, "bsp_kernel", "auto")))
     res = runs.result
+    layout = res.stats.get("layout")
     print(f"pagerank {args.mode} on {runs.devices} x {runs.backend}"
-          f"{f', {args.partition} partition' if runs.devices > 1 else ''}: set up in "
+          f"{f', {layout}' if runs.devices > 1 and layout else ''}: set up in "
           f"{runs.setup_s:.2f} s")
     print(runs.time_line())
     print_stats(res.stats, skip=("devices", "damping", "tol"))

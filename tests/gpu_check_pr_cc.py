@@ -370,25 +370,36 @@ PR_VARIANTS = {
 }
 
 
-def sweep_ms(solver, sweeps=32):
+def sweep_ms(solver, sweeps=32, per_device=False):
     """Device time of one BSP sweep alone (kernels only): ``sweeps`` iterations queued back to
-    back on the solver's device, no convergence skip, no host check; CUDA events. Leaves the
-    solver's vectors changed (run it last)."""
+    back on the solver's device, no convergence skip, no host check, no exchange between
+    devices; CUDA events. ``per_device``: every device of the solver at once, a list of each
+    one's time (how well the layout balances them). Leaves the solver's vectors changed (run it
+    last)."""
     import cupy
-    dev = solver.devs[0]
-    dev.device_check = False
-    if getattr(dev, "task_next", None) is not None:     # the bins task counters: unused again
-        dev.stream.submit(lambda: dev.task_next.fill(0))
+    devs = solver.devs if per_device else solver.devs[:1]
+    sweeps = min(sweeps, solver.max_iterations - 1)
     base = (1.0 - solver.damping) / solver.n
-    dev.bsp_step(0, base)
-    with dev.device.use():
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(dev.stream.raw)
-        for t in range(1, sweeps + 1):
+    marks = []
+    for dev in devs:
+        dev.device_check = False
+        if getattr(dev, "task_next", None) is not None:     # the bins task counters: unused again
+            dev.stream.submit(lambda dev=dev: dev.task_next.fill(0))
+        dev.bsp_step(0, base)
+        with dev.device.use():
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(dev.stream.raw)
+        marks.append((start, stop))
+    for t in range(1, sweeps + 1):
+        for dev in devs:
             dev.bsp_step(t, base)
-        stop.record(dev.stream.raw)
-        stop.synchronize()
-    return round(cupy.cuda.get_elapsed_time(start, stop) / sweeps, 4)
+    out = []
+    for dev, (start, stop) in zip(devs, marks):
+        with dev.device.use():
+            stop.record(dev.stream.raw)
+            stop.synchronize()
+            out.append(round(cupy.cuda.get_elapsed_time(start, stop) / sweeps, 4))
+    return out if per_device else out[0]
 
 
 def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
@@ -488,6 +499,67 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
                 cupy.get_default_memory_pool().free_all_blocks()
 
 
+def stage_pr_scaling(specs, counts, kernels, repeat, budget):
+    """BSP PageRank on 1..K devices (the probe's method: median of ``repeat`` solver runs after
+    a warm-up), with each device's sweep time (kernels alone, all devices at once: the balance
+    of the layout) and the rest of an iteration (exchange, host checks). Every answer must
+    equal the first one of its graph (one device, first kernel) within L1 1e-4, like
+    gpu_scaling_probe.py; ``--pr-scaling`` with ``--pr-kernels auto,coo`` compares the kernels
+    on the same graph object, so the bins relabelling is computed once."""
+    from apps.pr import PageRank
+    from groute import Context
+    from groute.graph import load_graph
+    for spec in specs:
+        t0 = time.perf_counter()
+        g = load_graph(spec, cache=False)
+        print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        first = None
+        for kernel in kernels:
+            for k in counts:
+                case = f"scaling PR bsp {kernel} {spec} x{k}"
+                if elapsed() > budget:
+                    timing({"graph": spec, "app": "pr-bsp", "impl": kernel, "gpus": k, "median_ms": None})
+                    continue
+
+                def one():
+                    nonlocal first
+                    with Context(k, backend=BACKEND, timeout=120) as ctx:
+                        t1 = time.perf_counter()
+                        with PageRank(g, ctx=ctx, mode="bsp", partition="contiguous",
+                                      bsp_kernel=kernel) as s:
+                            setup = time.perf_counter() - t1
+                            s.run()
+                            runs = [s.run() for _ in range(repeat)]
+                            sweeps = sweep_ms(s, per_device=True) if BACKEND == "cuda" else None
+                    med = statistics.median(r.time_s for r in runs) * 1e3
+                    st = runs[-1].stats
+                    its = st["iterations"]
+                    if first is None:
+                        first = runs[-1].values
+                    l1 = max(float(np.abs(r.values - first).sum()) for r in runs)
+                    base = next((e for e in RESULTS["timings"] if e.get("scaling") and e["graph"] == spec
+                                 and e["gpus"] == counts[0] and e.get("median_ms")), None)
+                    timing({"graph": spec, "app": "pr-bsp", "impl": f"{kernel} -> {st['kernel']}",
+                            "gpus": k, "median_ms": med, "times_ms": [round(r.time_s * 1e3, 2) for r in runs],
+                            "iterations": its, "ms_per_it": round(med / max(its, 1), 3),
+                            "sweep_ms_per_device": sweeps,
+                            "rest_ms_per_it": None if not sweeps else round(med / max(its, 1) - max(sweeps), 3),
+                            "vs_first": round(base["median_ms"] / med, 2) if base else None,
+                            "L1_vs_first": f"{l1:.1e}", "layout": st.get("layout"),
+                            "exchange": st.get("exchange"), "arcs_per_device": st["arcs_per_device"],
+                            "vertices_per_device": st["vertices_per_device"],
+                            "setup_s": round(setup, 1), "scaling": True})
+                    record(case, l1 <= PR_MAX_L1, f"L1 {l1:.1e} vs the first answer, {med:.2f} ms, {its} it")
+                guarded(case, one)
+                if BACKEND == "cuda":
+                    import cupy
+                    for i in range(k):
+                        with cupy.cuda.Device(i):
+                            cupy.get_default_memory_pool().free_all_blocks()
+        del g
+
+
 CC_VARIANTS = {
     "edge-list": {"afforest": False},
     "afforest r2 light": {"sample_rounds": 2, "link": "light"},
@@ -570,6 +642,8 @@ def table():
     for r in rows:
         t = r.get("median_ms")
         check = r.get("L1", "exact" if r.get("exact") else ("WRONG" if r.get("exact") is False else ""))
+        if "L1_vs_first" in r:
+            check = f"L1 {r['L1_vs_first']} vs first"
         x = r.get("x_cusparse")
         print(f"| {r['graph']} | {r['app']} | {r['impl']} | {r['gpus']} | "
               f"{'-' if t is None else f'{t:.3f}'} | {r.get('x_floor', '')} | "
@@ -590,6 +664,11 @@ def main():
                     help="only BSP PR: the options of PR_VARIANTS (comma-separated names; all "
                          "when empty) on one device, right on the small graphs, timed on --big "
                          "next to cuSPARSE")
+    ap.add_argument("--pr-scaling", nargs="?", const="kron:21", default=None, metavar="GRAPHS",
+                    help="only BSP PR scaling: --pr-kernels on --devices GPUs on GRAPHS "
+                         "(default kron:21), answers checked against the first")
+    ap.add_argument("--pr-kernels", default="auto", help="--pr-scaling: bsp_kernel values")
+    ap.add_argument("--devices", default=None, help="--pr-scaling: device counts (default 1 and all)")
     ap.add_argument("--no-scipy", action="store_true",
                     help="--pr-variants on a GPU: check the big graphs against the cuSPARSE "
                          "answer (float64, the reference's algorithm) instead of running scipy")
@@ -597,9 +676,21 @@ def main():
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
     args = ap.parse_args()
     global BACKEND
+    scaling = None
+    if args.pr_scaling is not None:
+        def scaling(ngpu):
+            counts = [int(x) for x in args.devices.split(",")] if args.devices else device_counts(ngpu)
+            guarded("pr scaling", lambda: stage_pr_scaling(
+                [s for s in args.pr_scaling.split(",") if s], counts,
+                [s for s in args.pr_kernels.split(",") if s], args.repeat, args.budget))
+            table()
+            save()
+            return 1 if RESULTS["failures"] else 0
     if args.dry_run:
         BACKEND = "cpu"
         RESULTS["machine"] = {"dry_run": "cpu virtual devices"}
+        if scaling is not None:
+            return scaling(4)
         if args.pr_variants is not None:
             guarded("pr variants", lambda: stage_pr_variants(
                 [s for s in args.big.split(",") if s], args.repeat, args.budget, args.pr_variants,
@@ -633,6 +724,8 @@ def main():
     if RESULTS["failures"]:
         print("kernels do not compile: stopping", file=sys.stderr)
         return 1
+    if scaling is not None:
+        return scaling(ngpu)
     if args.cc_variants is not None:
         guarded("cc variants", lambda: stage_cc_variants(
             [s for s in args.big.split(",") if s], args.repeat, args.budget, args.cc_variants))

@@ -102,8 +102,9 @@ def test_random_graphs(backend, mode, k):
 def test_bsp_exchange_by_peer_stores_and_by_copies(backend, k, peer_writes):
     _skip_if_missing(backend, k)
     g = random_graphs()["kron:9"]
-    with Context(k, backend=backend, timeout=20) as ctx:
-        res = pagerank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=peer_writes)
+    with Context(k, backend=backend, timeout=20) as ctx:    # "auto" would pick bins: copies only
+        res = pagerank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=peer_writes,
+                       bsp_kernel="coo")
     check(res.values, g)
     if backend == "cpu":
         assert res.stats["exchange"] == ("peer stores" if peer_writes else "peer copies")
@@ -134,9 +135,10 @@ def test_real_directed_graph_every_partitioner(partition, mode):
     if partition == "metis":
         pytest.importorskip("pymetis")
     g = load_graph(path, cache=False)
-    with Context(3, backend="cpu", timeout=20) as ctx:
-        res = pagerank(g, ctx=ctx, mode=mode, partition=partition)
+    with Context(3, backend="cpu", timeout=20) as ctx:     # "auto" would pick bins: no partition
+        res = pagerank(g, ctx=ctx, mode=mode, partition=partition, bsp_kernel="coo")
     check(res.values, g)
+    assert res.stats["partition"] == partition
 
 
 def test_matches_networkx_on_a_tiny_graph():
@@ -331,10 +333,9 @@ def test_bad_bsp_kernel():
     g = hand_graphs()["dangling"]
     with pytest.raises(ValueError, match="bsp_kernel"):
         PageRank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="csr")
-    with pytest.raises(ValueError, match="bins"):      # one device, Jacobi only
-        PageRank(g, backend="cpu", devices=2, mode="bsp", bsp_kernel="bins")
-    with pytest.raises(ValueError, match="bins"):
-        PageRank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="bins", inplace=True)
+    for k in (1, 2):                                    # Jacobi sweeps only, on any device count
+        with pytest.raises(ValueError, match="bins.*inplace"):
+            PageRank(g, backend="cpu", devices=k, mode="bsp", bsp_kernel="bins", inplace=True)
     for bad in ({"task_arcs": 100}, {"hub_degree": 0}, {"lane_arcs": 3}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             PageRank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="bins", **bad)
@@ -360,20 +361,128 @@ def test_bins_kernel_returns_the_graphs_vertex_order(backend):
 
 
 def test_auto_bsp_kernel_choice():
-    """auto: the fused CSC kernel for low in-degree graphs, the degree-binned kernel for
-    power-law ones, the multi-device-validated pair for several devices."""
+    """auto: the degree-binned kernel for power-law graphs on any number of devices; for low
+    in-degree graphs the fused CSC kernel on one device and the COO pair on several; in-place
+    sweeps (one device only) need the CSC kernel."""
     from apps.pr import choose_bsp_kernel
     grid, kron = load_graph("grid:30", cache=False), load_graph("kron:12", cache=False)
     assert choose_bsp_kernel(grid, 1) == "csc"
     assert choose_bsp_kernel(kron, 1) == "bins"
     assert choose_bsp_kernel(kron, 1, inplace=True) == "csc"
     assert choose_bsp_kernel(grid, 2) == "coo"
+    assert choose_bsp_kernel(kron, 2) == "bins"
+    assert choose_bsp_kernel(kron, 4, inplace=True) == "bins"     # inplace: ignored on several
     assert choose_bsp_kernel(hand_graphs()["no_edges"], 1) == "csc"
-    with PageRank(kron, backend="cpu", devices=1, mode="bsp") as s:
-        assert s.bsp_kernel == "bins"
-        res = s.run()
-        assert res.stats["bsp_kernel"] == "bins"
-    check(res.values, kron)
+    assert choose_bsp_kernel(hand_graphs()["no_edges"], 2) == "coo"
+    for k, layout in ((1, "degree order"), (2, "degree-split")):
+        with PageRank(kron, backend="cpu", devices=k, mode="bsp") as s:
+            assert s.bsp_kernel == "bins"
+            res = s.run()
+        assert res.stats["bsp_kernel"] == "bins" and res.stats["layout"] == layout
+        check(res.values, kron)
+    res = pagerank(grid, backend="cpu", devices=2, mode="bsp", partition="contiguous")
+    assert res.stats["bsp_kernel"] == "coo" and res.stats["layout"] == "contiguous partition"
+
+
+def bins_graphs():
+    """Graphs for the several-device bins layout: power-law, grid, hand-made ones (dangling,
+    isolated and sink vertices, a star whose hub is the last vertex) and a real one."""
+    n = 40
+    star = graph_from(n, [(i, n - 1) for i in range(n - 1)] + [(n - 1, 0), (n - 1, 1)], name="star")
+    graphs = {**hand_graphs(), "star": star, **random_graphs()}
+    path = SHARED_GRAPHS / "polblogs.mtx.gz"
+    if path.exists():
+        graphs["polblogs"] = load_graph(path, cache=False)
+    return graphs
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("backend, k", device_cases([2, 3, 4]))
+def test_bins_on_several_devices(backend, k):
+    """bsp_kernel="bins" on k devices: the degree order cut into k ranges (no partitioner, said
+    so in the stats), whole slices copied, the reference answer in the graph's order; and the
+    same sweeps as on one device (each row is summed the same way), so with the same checks
+    the values are bit for bit those of one device."""
+    _skip_if_missing(backend, k)
+    graphs = {name: g for name, g in bins_graphs().items() if g.num_vertices >= k}
+    opts = dict(mode="bsp", bsp_kernel="bins", check_every=4, hub_degree=16)
+    with Context(1, backend=backend, timeout=20) as one:    # same checks, no device-side skip
+        ones = {name: pagerank(g, ctx=one, device_check=False, **opts) for name, g in graphs.items()}
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for name, g in graphs.items():
+            with PageRank(g, ctx=ctx, partition="random", peer_writes=True, **opts) as s:
+                a, b = s.run(), s.run()
+            check(a.values, g)
+            st = a.stats
+            assert st["layout"] == "degree-split" and st["partition"] is None, st
+            assert st["exchange"] == "peer copies" and st["kernel"] in ("bins", "numpy"), st
+            assert len(st["vertices_per_device"]) == k and min(st["vertices_per_device"]) >= 1
+            assert sum(st["vertices_per_device"]) == g.num_vertices
+            assert sum(st["arcs_per_device"]) == g.num_edges
+            assert st["bytes_sent"] == st["iterations"] * g.num_vertices * (k - 1) * (
+                4 if backend == "cuda" else 8)
+            assert np.array_equal(a.values, b.values), name     # Jacobi: deterministic
+            ref1 = ones[name]
+            if ref1.stats["iterations"] == st["iterations"]:
+                assert np.array_equal(a.values, ref1.values), name
+            else:   # the stopping rule's sums are added in another order: at most one check apart
+                assert abs(ref1.stats["iterations"] - st["iterations"]) <= 4, (name, st, ref1.stats)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend, k", device_cases([2, 3]))
+@pytest.mark.parametrize("opts", [{}, {"task_arcs": 64, "hub_degree": 2, "lane_arcs": 1},
+                                  {"hub_degree": 1 << 20, "lane_arcs": 32, "check_every": 1}],
+                         ids=["default", "hubs2", "no-hubs"])
+def test_bins_options_on_several_devices(backend, k, opts):
+    """The bins kernel's task shapes (hub chunks, lanes per row) on each device's range."""
+    _skip_if_missing(backend, k)
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for g in random_graphs().values():
+            res = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="bins", **opts)
+            check(res.values, g)
+            assert res.stats["converged"] and res.stats["layout"] == "degree-split"
+
+
+def test_bins_on_too_many_devices_is_a_clear_error():
+    g = graph_from(3, [(0, 1), (1, 2), (2, 0)])
+    with pytest.raises(ValueError, match="4 devices for a graph of 3 vertices"):
+        PageRank(g, backend="cpu", devices=4, mode="bsp", bsp_kernel="bins")
+    res = pagerank(g, backend="cpu", devices=3, mode="bsp", bsp_kernel="bins")   # one each
+    check(res.values, g)
+    assert res.stats["vertices_per_device"] == [1, 1, 1]
+
+
+def test_bins_layout_is_shared_by_every_device_count():
+    """The relabelling is computed once per graph, whatever the number of devices."""
+    g = load_graph("kron:9", cache=False)
+    pagerank(g, backend="cpu", devices=2, mode="bsp", bsp_kernel="bins")
+    first = g._pr_bins
+    pagerank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="bins")
+    pagerank(g, backend="cpu", devices=3, mode="bsp", bsp_kernel="bins")
+    assert g._pr_bins is first
+
+
+@pytest.mark.parametrize("spec", ["kron:10", "grid:12", "star"])
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7])
+def test_degree_split_balances_arcs(spec, k):
+    """degree_split: k non-empty contiguous ranges covering every row once, each range's cost
+    (in-arcs + row_cost per row) within one row's cost of an equal share (the star: one hub row
+    of 39 of its 41 arcs)."""
+    from apps.pr import BINS_ROW_COST, bins_layout, degree_split
+    g = bins_graphs()["star"] if spec == "star" else load_graph(spec, cache=False)
+    ip = bins_layout(g)[3][0]
+    off = degree_split(ip, k)
+    n = g.num_vertices
+    assert off[0] == 0 and off[-1] == n and len(off) == k + 1 and np.all(np.diff(off) >= 1)
+    cost = np.diff(ip) + BINS_ROW_COST
+    per = np.add.reduceat(cost, off[:-1])
+    assert per.sum() == cost.sum()
+    # each cut is the row boundary nearest its goal (unless moved to keep ranges non-empty):
+    # no range is more than one row's cost above or below an equal share
+    assert per.max() <= cost.sum() / k + cost.max() and per.min() >= min(cost.sum() / k - cost.max(), cost.min())
+    with pytest.raises(ValueError, match="devices"):
+        degree_split(ip, n + 1)
 
 
 def emulate_bins_kernel(in_indptr, sources, contrib, task_row, task_info, hub):
