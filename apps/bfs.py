@@ -19,6 +19,7 @@ class BFS(TraversalSolver):
 
     app = "bfs"
     weighted = False
+    peer_exchange = True
 
     def default_delta(self, graph):
         # One device expands level by level already; across devices a window of levels keeps
@@ -26,14 +27,20 @@ class BFS(TraversalSolver):
         return math.inf if self.ctx.num_devices == 1 else 4
 
     def auto_mode(self, graph):
-        """BSP on several devices for a symmetric, low-diameter graph, where its levels pull
-        across devices (kron:25 on 2 H200s: 10.9 ms against 34.7 ms async, docs/PERFORMANCE.md);
-        async everywhere else (one device pulls inside its fused kernel; road-like graphs need
-        the asynchronous exchange)."""
+        """Where the persistent level-synchronous kernel can run (CUDA, NVLink between all
+        devices: :mod:`apps.traversal_peer`): BSP on a symmetric low-diameter graph (kron:25 on
+        one H200: 3.95 ms against 9.53 ms for the fused asynchronous worker) and on any graph
+        across several devices (grid:4900 on 2 H200s: 209 ms against 1142 ms asynchronous);
+        the asynchronous fused worker for a road-like graph on one device (grid:4900: 40.5 ms
+        against 176 ms). Without it: BSP across devices of a symmetric low-diameter graph
+        (the worklist pulls across devices), async everywhere else. docs/PERFORMANCE.md."""
         from .traversal import low_diameter
-        if self.ctx.num_devices > 1 and not getattr(graph, "directed", True) and low_diameter(graph):
-            return "bsp"
-        return "async"
+        from .traversal_peer import unavailable
+        k = self.ctx.num_devices
+        low = not getattr(graph, "directed", True) and low_diameter(graph)
+        if unavailable(self.ctx, weighted=False, kind="int") is None:
+            return "bsp" if (low or k > 1) else "async"
+        return "bsp" if (k > 1 and low) else "async"
 
     def _finish(self, values):
         out = values.astype(np.int32, copy=True)

@@ -25,6 +25,7 @@ from .common import AppResult, DeviceTimer, Solver
 log = logging.getLogger(__name__)
 
 PARTITIONS = ("metis", "contiguous", "random")
+EXCHANGES = ("auto", "host", "peer")
 
 
 class _Identity:
@@ -70,15 +71,24 @@ class TraversalSolver(Solver):
     devices) or ``"auto"`` (the default: as the app decides, :meth:`auto_mode`). ``priority`` with ``delta`` (value units;
     None picks one from the graph) defers items beyond the threshold; ``"auto"`` (the default)
     means on if ``delta`` is given, else as the app decides from the graph (:meth:`auto_priority`). ``max_rounds``: fused rounds per
-    launch (None: until local work runs out or the outboxes fill).
+    launch (None: until local work runs out or the outboxes fill). ``exchange`` (BSP):
+    ``"host"`` (the distributed worklist steers every level), ``"peer"`` (one persistent launch
+    per device for the whole run, exchanging through peer memory: :mod:`apps.traversal_peer`;
+    BFS on CUDA devices, NVLink between them) or ``"auto"`` (the default: peer where it can run).
     """
+
+    #: whether this app can use the peer exchange (unweighted BFS: see apps.traversal_peer)
+    peer_exchange = False
 
     app = "traversal"
     weighted = False
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="auto", priority="auto", routing="all2all", delta=None, seed=0,
-                 max_rounds=None, packet_size=None, flush_items=None, timeout=None):
+                 max_rounds=None, packet_size=None, flush_items=None, timeout=None,
+                 exchange="auto"):
+        if exchange not in EXCHANGES:
+            raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {exchange!r}")
         if mode not in MODES and mode != "auto":
             raise ValueError(f"mode must be auto or one of {', '.join(MODES)}; got {mode!r}")
         if routing not in ROUTINGS:
@@ -87,11 +97,13 @@ class TraversalSolver(Solver):
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
         graph = graph.to_host() if hasattr(graph, "to_host") else graph
         self.graph = graph
+        self.peer = None
         self.kind, weights = self._value_kind(graph)
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
             self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
                         max_rounds, packet_size, flush_items)
+            self.peer = self._peer_exchange(graph, weights, exchange)
         except BaseException:
             self.close()
             raise
@@ -156,6 +168,28 @@ class TraversalSolver(Solver):
             worker.set_delta(self.delta if self.priority else math.inf)
             self.workers.append(worker)
 
+    def _peer_exchange(self, graph, weights, exchange):
+        """The :class:`~apps.traversal_peer.PeerTraversal` that runs this solver (None: the
+        distributed worklist does), as ``exchange`` asks and the app, mode and machine allow."""
+        if exchange == "host":
+            return None
+        why = None
+        if not self.peer_exchange:
+            why = f"{self.app} does not use it"
+        elif self.mode != "bsp":
+            why = f"it is level-synchronous (mode='bsp'), not mode={self.mode!r}"
+        else:
+            from .traversal_peer import unavailable
+            why = unavailable(self.ctx, weighted=weights is not None, kind=self.kind)
+        if why is not None:
+            if exchange == "peer":
+                raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")
+            return None
+        from .traversal_peer import PeerTraversal
+        return PeerTraversal(self.ctx, self.workers, self.part.offsets,
+                             num_vertices=graph.num_vertices, num_arcs=int(graph.num_edges),
+                             symmetric=not getattr(graph, "directed", True))
+
     def _packet_size(self, n):
         return int(min(max(n, 1024), 1 << 20))
 
@@ -196,11 +230,17 @@ class TraversalSolver(Solver):
         for w in self.workers:
             w.set_source(new_source)
         threshold = self.delta if self.priority else math.inf
-        with DeviceTimer(self.ctx) as timer:
-            wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
-                                   delta=self.delta, max_rounds=self.max_rounds)
-        for w in self.workers:
-            w.collect_counters()
+        if self.peer is not None:
+            with DeviceTimer(self.ctx) as timer:
+                wl = self.peer.run(new_source)
+            for w, counters in zip(self.workers, self.peer.counters_host):
+                w.counters = counters
+        else:
+            with DeviceTimer(self.ctx) as timer:
+                wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
+                                       delta=self.delta, max_rounds=self.max_rounds)
+            for w in self.workers:
+                w.collect_counters()
         values = np.concatenate([self._download(i, w) for i, w in enumerate(self.workers)])
         values = np.asarray(self.part.to_original(values))
         return AppResult(self._finish(values), timer.seconds, self._stats(wl))
@@ -217,6 +257,8 @@ class TraversalSolver(Solver):
         total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731
         return {
             "app": self.app, "mode": self.mode, "routing": self.routing,
+            "exchange": (wl.get("exchange", "host")
+                         if self.ctx.num_devices > 1 or self.peer is not None else None),
             "priority": self.priority, "delta": self.delta, "devices": self.ctx.num_devices,
             "backend": self.ctx.backend,
             "items_processed": [int(c.get("processed", 0)) for c in counters],

@@ -35,6 +35,10 @@ def register_app(subparsers, common, name, solver_cls):
     p.add_argument("--delta", type=float, default=None,
                    help="soft-priority step in value units (default: chosen from the graph)")
     p.add_argument("--routing", choices=["all2all", "ring"], default="all2all")
+    p.add_argument("--exchange", choices=["auto", "host", "peer"], default="auto",
+                   help="BSP on several devices: host (the worklist steers each level), peer (one "
+                        "launch per device, exchange through peer memory; BFS on NVLink GPUs) or "
+                        "auto (default: peer where it can run)")
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 
 
@@ -57,7 +61,7 @@ def run_cli(args, name, solver_cls):
     runs = run_solver(args, lambda ctx: solver_cls(
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
         priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
-        seed=args.seed), source)
+        seed=args.seed, exchange=args.exchange), source)
     res, median = runs.result, runs.median
     reached = int(np.count_nonzero(res.values >= 0) if name == "bfs"
                   else np.count_nonzero(np.isfinite(res.values)))

@@ -42,7 +42,8 @@ def main():
     ap.add_argument("--apps", default="bfs,sssp,pr,cc")
     ap.add_argument("--devices", default="1,2")
     ap.add_argument("--partition", default="contiguous", choices=["metis", "contiguous", "random"])
-    ap.add_argument("--modes", default="async", help="traversal / PageRank modes (async,bsp)")
+    ap.add_argument("--modes", default="async",
+                    help="traversal modes (async,bsp); 'bsp:host' / 'bsp:peer' also pick the exchange")
     ap.add_argument("--pr-mode", default="bsp", choices=["async", "bsp"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--budget", type=float, default=500)
@@ -98,11 +99,14 @@ def main():
                 try:
                     t = time.perf_counter()
                     part = dict(partition=args.partition)
+                    m, _, ex = str(mode).partition(":")
+                    if app in ("bfs", "sssp"):
+                        part["exchange"] = ex or "auto"
                     if app == "bfs":
-                        solver = BFS(g, ctx=ctx, mode=mode, **part)
+                        solver = BFS(g, ctx=ctx, mode=m, **part)
                         run = lambda: solver.run(source)  # noqa: E731
                     elif app == "sssp":
-                        solver = SSSP(gw, ctx=ctx, mode=mode, **part)
+                        solver = SSSP(gw, ctx=ctx, mode=m, **part)
                         run = lambda: solver.run(source)  # noqa: E731
                     elif app == "pr":
                         solver = PageRank(g, ctx=ctx, mode=mode, **part)
@@ -130,12 +134,12 @@ def main():
                                  and not c.get("variant")), None)
                     sp = f"  {base['ms'] / case['ms']:.2f}x of {counts[0]}" if base and k != counts[0] else ""
                     st = r.stats or {}
-                    keys = ("rounds", "items_sent", "bytes_moved", "edges_traversed", "iterations",
-                            "launches", "pull_rounds", "threshold_advances")
+                    keys = ("exchange", "rounds", "items_sent", "bytes_moved", "edges_traversed",
+                            "iterations", "launches", "pull_rounds", "pull_levels", "threshold_advances")
                     extra = ", ".join(f"{kk}={st[kk]}" for kk in keys if kk in st)
                     log(f"{app:4} {str(mode):5} {k} GPU{' ' + variant if variant else ''}: {med * 1e3:9.2f} ms (setup {case['setup_s']:.1f} s)"
                         f"{sp}  check: {case['check']}  {extra}")
-                    if st.get("phase_seconds") and mode == "bsp":
+                    if st.get("phase_seconds") and str(mode).startswith("bsp"):
                         log("     host ms per phase (device: advance/send/barrier/exchange/share): " + "; ".join(
                             f"{d}: " + "/".join(f"{v * 1e3:.1f}" for v in ph.values())
                             for d, ph in enumerate(st["phase_seconds"])))

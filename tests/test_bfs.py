@@ -196,8 +196,51 @@ def test_cuda_multi_device(k, mode, routing):
     for spec in ("kron:12", "grid:40"):
         g = load_graph(spec)
         for partition in ("contiguous", "random"):
-            check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
-                  routing=routing, timeout=30)
+            res = check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
+                        routing=routing, timeout=30, exchange="host")
+            assert res.stats["exchange"] == "host"
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [1, pytest.param(2, marks=pytest.mark.multigpu),
+                               pytest.param(3, marks=pytest.mark.multigpu),
+                               pytest.param(4, marks=pytest.mark.multigpu)])
+def test_cuda_peer_exchange(k):
+    """BSP BFS in one persistent launch per device, exchanging through peer memory."""
+    need_gpus(k)
+    graphs = dict(hand_made())
+    for spec in ("kron:12", "kron:16", "grid:40"):
+        graphs[spec] = load_graph(spec)
+    graphs["power"] = load_graph(str(POWER))
+    n = 50_001      # a hub whose arcs are shared out in chunks, most of them remote
+    graphs["star50k"] = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n,
+                                            name="star").symmetrize()
+    for name, g in graphs.items():
+        if g.num_vertices < k:
+            continue
+        for partition in ("contiguous", "metis", "random")[:3 if k > 1 else 1]:
+            with BFS(g, backend="cuda", devices=k, partition=partition, mode="bsp",
+                     exchange="peer", timeout=30) as solver:
+                # several runs on one solver: every run starts from clean state
+                for source in (0, busiest(g), g.num_vertices - 1, 0):
+                    res = solver.run(source)
+                    np.testing.assert_array_equal(res.values, reference.bfs(g, source),
+                                                  err_msg=f"{name} {partition} source {source}")
+                    assert res.stats["exchange"] == "peer"
+                    if name == "kron:16" and source == busiest(g):
+                        assert res.stats["pull_levels"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_cuda_auto_mode_picks_the_persistent_kernel_for_low_diameter_graphs():
+    need_gpus(1)
+    kron, grid = load_graph("kron:14"), load_graph("grid:60")
+    res = check(kron, busiest(kron), backend="cuda", devices=1)
+    assert (res.stats["mode"], res.stats["exchange"]) == ("bsp", "peer")
+    res = check(grid, 0, backend="cuda", devices=1)
+    assert (res.stats["mode"], res.stats["exchange"]) == ("async", None)
 
 
 @pytest.mark.gpu
@@ -222,6 +265,24 @@ def test_cuda_pull_reshape_and_priority_window():
     grid = load_graph("grid:40")
     res = check(grid, 0, backend="cuda", devices=1, delta=3)
     assert res.stats["deferrals"] > 0
+
+
+@pytest.mark.timeout(60)
+def test_exchange_option_says_what_can_run():
+    g = load_graph("grid:8")
+    with pytest.raises(ValueError, match="exchange must be one of"):
+        BFS(g, backend="cpu", devices=2, exchange="nvlink")
+    with pytest.raises(ValueError, match="exchange='peer' cannot run here: it needs CUDA"):
+        BFS(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
+    with pytest.raises(ValueError, match="level-synchronous"):
+        BFS(g, backend="cpu", devices=2, mode="async", exchange="peer")
+    from apps.sssp import SSSP
+    with pytest.raises(ValueError, match="sssp does not use it"):
+        SSSP(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
+    # auto: the worklist where the peer exchange cannot run
+    res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous")
+    assert res.stats["exchange"] == "host"
+    assert check(g, 0, backend="cpu", devices=1, mode="bsp").stats["exchange"] is None
 
 
 @pytest.mark.timeout(60)

@@ -222,6 +222,22 @@ class CUDADevice(Device):
         self._peers.add(other.index)
         return True
 
+    def native_peer_atomics(self, other) -> bool | None:
+        """Whether this device's kernels can run atomics on ``other``'s memory natively (NVLink;
+        over PCIe they are not supported). None when the driver cannot be asked."""
+        if not isinstance(other, CUDADevice) or other.index == self.index:
+            return False
+        import ctypes
+        try:
+            libcuda = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return None
+        value = ctypes.c_int(0)
+        # CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3; a CUdevice is its ordinal
+        status = libcuda.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(self.index),
+                                                  ctypes.c_int(other.index))
+        return bool(value.value) if status == 0 else None
+
     def peer_enabled(self, src: int, dst: int) -> bool:
         """True when a copy between devices ``src`` and ``dst`` can go directly (no staging)."""
         registry = _PEERS

@@ -1,0 +1,225 @@
+"""BFS on several CUDA devices in one persistent launch per device (``exchange="peer"``).
+
+The host-driven BSP loop (:class:`~groute.worklist.DistributedWorklist`) pays a few host
+round trips per level on every device, and the GIL serialises the device threads: on kron:25
+that was 1 ms of host time per level against 0.5 ms of kernels (docs/PERFORMANCE.md). Here the
+host launches ``traversal_peer.cu`` once per device and waits: the kernels claim remote
+vertices in their owners' memory over NVLink, share frontier bitmaps by peer stores and meet at
+a cross-device barrier in device 0's memory (DESIGN.md: "let kernels push remote work straight
+into a peer's receive queue"). Needs peer access with native atomics between every pair of
+devices (NVLink); :func:`unavailable` says why it cannot run elsewhere.
+
+The per-device state (rows, depths, queues) is the CUDA traversal worker's
+(:class:`apps.traversal_cuda.CUDATraversalWorker`); this module adds the replicated frontier
+bitmap, the ``sent`` bits, a small control block per device and the global block on device 0.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from groute.kernels import load_module
+
+log = logging.getLogger(__name__)
+
+KERNEL = Path(__file__).with_name("traversal_peer.cu")
+BLOCK = 256
+MAX_DEVICES = 8
+#: traversal_peer.cu: PeerCtl, PeerCounter, Global
+CNT, PABORT, PLEVELS, CTL_SIZE = 0, 4, 5, 16
+PROCESSED, EDGES, TOTAL_ROUNDS, PULL_ROUNDS, REMOTE_CLAIMS, BITMAP_WORDS, COUNTERS = \
+    0, 1, 3, 11, 18, 19, 20
+GLOBAL_SIZE = 8
+INT_INF = np.iinfo(np.int32).max
+#: a device that waits this long at a cross-device barrier gives up (the host then raises)
+BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
+
+
+def unavailable(ctx, *, weighted: bool, kind: str) -> str | None:
+    """Why the peer exchange cannot run BFS on ``ctx`` (None when it can)."""
+    if weighted or kind != "int":
+        return "it runs unweighted BFS only"
+    if ctx.backend != "cuda":
+        return "it needs CUDA devices (this context has CPU virtual devices)"
+    devs = ctx.devices
+    if not 1 <= len(devs) <= MAX_DEVICES:
+        return f"it runs on 1 to {MAX_DEVICES} devices (got {len(devs)})"
+    for a in devs:
+        for b in devs:
+            if a is b:
+                continue
+            if not a.can_access_peer(b):
+                return f"{a.name} cannot access {b.name}'s memory (no peer access)"
+            if a.native_peer_atomics(b) is False:
+                return f"{a.name} has no native atomics on {b.name}'s memory (no NVLink)"
+    return None
+
+
+class PeerTraversal:
+    """One BFS run = one cooperative launch of ``peer_bfs`` per device; see the module docstring.
+
+    ``workers``: the solver's :class:`~apps.traversal_cuda.CUDATraversalWorker` per device (their
+    arrays are shared, not copied); ``offsets``: the partition's vertex ranges; ``num_arcs``:
+    out-arcs of the whole graph; ``symmetric``: pull levels are allowed (in-arcs = out-arcs).
+    """
+
+    def __init__(self, ctx, workers, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool):
+        import cupy
+        self.cp = cupy
+        self.ctx = ctx
+        self.devices = list(ctx.devices)
+        self.workers = list(workers)
+        self.k = len(self.devices)
+        self.n = int(num_vertices)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        sizes = np.diff(offsets)
+        words = (sizes + 31) // 32
+        rep_base = np.zeros(MAX_DEVICES, np.int32)
+        rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
+        self.timeout_ns = int(BARRIER_TIMEOUT_S * 1e9)
+        self.ctl, self.counters, self.rep, self.sent, self.fns, self.blocks = [], [], [], [], [], []
+        for dev in self.devices:
+            with dev.use():
+                module = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
+                fn = module.get_function("peer_bfs")
+                self.fns.append(fn)
+                self.ctl.append(cupy.zeros(CTL_SIZE, np.int32))
+                self.counters.append(cupy.zeros(COUNTERS, np.uint64))
+                self.rep.append(cupy.zeros(max(int(words.sum()), 1), np.uint32))
+                self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1), np.uint32))
+                per_sm = int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                    fn.kernel.ptr, BLOCK, 0))
+                sms = int(dev.properties()["multiprocessors"])
+                self.blocks.append(max(1, per_sm) * sms)
+        with self.devices[0].use():
+            self.global_block = cupy.zeros(GLOBAL_SIZE, np.uint64)
+        self.ctl_host = [np.zeros(CTL_SIZE, np.int32) for _ in self.devices]
+        self.args = []
+        for i, dev in enumerate(self.devices):
+            rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
+            with dev.use():
+                self._check_layout(rec)
+                self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
+        self.counters_host = [{} for _ in self.devices]
+        log.info("peer BFS on %d devices, grids %s x %d", self.k, self.blocks, BLOCK)
+
+    # ------------------------------------------------------------------ setup
+    def _pack(self, i, offsets, rep_base, num_arcs, symmetric):
+        """``PeerArgs`` of device ``i`` as a NumPy record (C layout: align=True)."""
+        w = self.workers[i]
+        ptr = lambda x: x.data.ptr  # noqa: E731
+        ptrs = lambda arrays: np.array([ptr(a) for a in arrays] + [0] * (MAX_DEVICES - self.k),  # noqa: E731
+                                       dtype=np.uint64)
+        off = np.full(MAX_DEVICES + 1, offsets[-1], np.int32)
+        off[:self.k + 1] = offsets
+        fields = [
+            ("indptr", np.uint64, ptr(w.indptr)), ("indices", np.uint64, ptr(w.indices)),
+            ("dist", np.uint64, ptr(w.dist)), ("queue0", np.uint64, ptr(w.near[0])),
+            ("queue1", np.uint64, ptr(w.near[1])), ("ctl", np.uint64, ptr(self.ctl[i])),
+            ("counters", np.uint64, ptr(self.counters[i])), ("rep", np.uint64, ptr(self.rep[i])),
+            ("sent", np.uint64, ptr(self.sent[i])), ("global", np.uint64, ptr(self.global_block)),
+            ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
+            ("num_arcs", np.int64, int(num_arcs)), ("timeout_ns", np.int64, self.timeout_ns),
+            ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),
+            ("pull_ok", np.int32, int(symmetric)),
+            ("off", (np.int32, MAX_DEVICES + 1), off), ("rep_base", (np.int32, MAX_DEVICES), rep_base),
+            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs([x.dist for x in self.workers])),
+            ("peer_queue0", (np.uint64, MAX_DEVICES), ptrs([x.near[0] for x in self.workers])),
+            ("peer_queue1", (np.uint64, MAX_DEVICES), ptrs([x.near[1] for x in self.workers])),
+            ("peer_ctl", (np.uint64, MAX_DEVICES), ptrs(self.ctl)),
+            ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(self.rep)),
+        ]
+        dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
+                         align=True)
+        rec = np.zeros((), dtype=dtype)
+        for name, _, value in fields:
+            rec[name] = value
+        return rec
+
+    def _check_layout(self, rec):
+        cp = self.cp
+        module = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
+        out = cp.zeros(4, dtype=np.int64)
+        module.get_function("peer_args_layout")((1,), (1,), (out,))
+        got = out.get().tolist()
+        f = rec.dtype.fields
+        want = [rec.dtype.itemsize, f["off"][1], f["peer_dist"][1], f["peer_rep"][1]]
+        if got != want:
+            raise RuntimeError(f"traversal_peer.cu PeerArgs layout {got} differs from the host's {want}")
+
+    # ------------------------------------------------------------------ running
+    def run(self, source_new: int) -> dict:
+        """BFS from ``source_new`` (renumbered id); depths land in the workers' ``dist``."""
+        dev0 = self.devices[0]
+        # the barrier counter and the sums start at zero before any kernel may arrive
+        with dev0.use():
+            self.global_block.fill(0)
+        dev0.compute_stream.record().synchronize()
+        failure = None
+        launched = []
+        for i, (dev, w) in enumerate(zip(self.devices, self.workers)):
+            try:
+                dev.compute_stream.submit(self._launch, i, dev, w, source_new)
+                launched.append(i)
+            except BaseException as exc:  # noqa: BLE001 - the launched ones time out; then raise
+                failure = exc
+                break
+        aborted = []
+        for i in launched:
+            dev = self.devices[i]
+            dev.compute_stream.submit(lambda i=i: self.ctl[i].get(out=self.ctl_host[i]))
+            dev.compute_stream.record().synchronize()
+            if self.ctl_host[i][PABORT]:
+                aborted.append(dev.name)
+        if failure is not None:
+            raise failure
+        if aborted:
+            raise RuntimeError(
+                f"peer BFS: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
+                f"cross-device barrier (another device stopped or never started); "
+                f"set GROUTE_PEER_BARRIER_TIMEOUT or use exchange='host'")
+        levels = [int(c[PLEVELS]) for c in self.ctl_host]
+        claims, words = [], []
+        for i, dev in enumerate(self.devices):
+            with dev.use():
+                c = self.counters[i].get()
+            claims.append(int(c[REMOTE_CLAIMS]))
+            words.append(int(c[BITMAP_WORDS]))
+            self.counters_host[i] = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
+                                     "rounds": int(c[TOTAL_ROUNDS]), "pull_rounds": int(c[PULL_ROUNDS]),
+                                     "launches": 1, "reshapes": 0, "deferrals": 0, "absorbed": 0}
+        return {"rounds": levels, "items_sent": {f"{i}->peers": n for i, n in enumerate(claims)},
+                "items_forwarded": [0] * self.k,
+                # a claim is a 4-byte compare-and-swap and a 4-byte queue entry in the owner
+                "bytes_moved": 8 * sum(claims) + 4 * sum(words),
+                "threshold_advances": 0, "pull_levels": int(self.counters_host[0]["pull_rounds"]),
+                "bsp_levels": max(levels), "exchange": "peer"}
+
+    def _launch(self, i, dev, w, source):
+        """Reset device ``i``'s state for a run from ``source`` and launch its kernel (stream
+        order: the launch follows the resets; peers write here only after the first barrier,
+        which this device reaches only after its resets)."""
+        cp = self.cp
+        w.dist.fill(INT_INF)
+        self.sent[i].fill(0)
+        self.ctl[i].fill(0)
+        self.counters[i].fill(0)
+        if w.lo <= source < w.hi:
+            s = source - w.lo
+            w.dist[s] = 0
+            w.near[0][0] = s
+            self.ctl[i][CNT] = 1
+        blocks = self.blocks[i]
+        while True:
+            try:
+                self.fns[i]((blocks,), (BLOCK,), (self.args[i],))
+                return
+            except cp.cuda.driver.CUDADriverError as exc:
+                if "TOO_LARGE" not in str(exc) or blocks <= 1:
+                    raise
+                blocks = max(1, blocks // 2)      # occupancy was optimistic
+                self.blocks[i] = blocks
+                log.info("%s: cooperative grid too large, now %d blocks", dev.name, blocks)
