@@ -209,10 +209,13 @@ PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
 // in-degrees fall into non-increasing power-of-two buckets (floor(log2 indeg), stable, so a
 // road-like graph keeps its order within a bucket), and the in-arcs are CSC in the new labels
 // with each vertex's sources ascending. On several devices each owns a contiguous range of that
-// order (rows, y, inv_outdeg, task list and out are local to it: out is its slice of the next
-// contribution vector, which the host then copies to the peers); sources stay global ids into
-// the whole contribution vector, so the hub prefix below is the same on every device. Two things follow. (1) Load balance from a task list
-// built once on the host (bins_tasks in pr.py): a task is a run of rows of one bucket, summed by
+// order starting at offset (rows, y, inv_outdeg, need and the task list are local to it);
+// sources stay global ids into the whole contribution vector, so the hub prefix below is the
+// same on every device. Its new contributions go to [offset + row] of outs[0] (its own next
+// vector) and, as pr_csc, of each peer's vector j whose bit is set in need[row] (the peers whose
+// in-arcs read that row: stores over NVLink during the kernel instead of a copy after it).
+// Two things follow. (1) Load balance from a task list built once on the host (bins_tasks in
+// pr.py): a task is a run of rows of one bucket, summed by
 // G = 2^lg lanes per row (G ~ degree / 4, so neighbouring lanes have similar work), or one chunk
 // of a hub row (degree >= hub: ceil(degree / hub) equal chunks, one warp each, whose partial sums
 // go to part[task]; the chunk that arrives last, by an atomic counter per hub row, adds them in
@@ -234,7 +237,9 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                                              const float* __restrict__ contrib, float base,
                                              float damping, float* __restrict__ y,
                                              const float* __restrict__ inv_outdeg,
-                                             float* __restrict__ out, float* part, int* cnt,
+                                             const unsigned long long* __restrict__ outs,
+                                             int nouts, const unsigned char* __restrict__ need,
+                                             int offset, float* part, int* cnt,
                                              int hub, int nhot, int* next, double* stats,
                                              const double* prev, double tol) {
     extern __shared__ float4 hot4[];
@@ -247,6 +252,15 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
     }
     auto gather = [&](int c) -> float {
         return c < 0 ? 0.0f : (c < nhot ? hot[c] : __ldg(contrib + c));
+    };
+    float* const out0 = reinterpret_cast<float*>(outs[0]) + offset;
+    auto store = [&](int row, float c) {
+        out0[row] = c;
+        if (nouts > 1) {
+            const unsigned mask = need[row];
+            for (int j = 1; j < nouts; ++j)
+                if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + row] = c;
+        }
     };
     const int lane = threadIdx.x & 31;
     double diff = 0.0, total = 0.0;
@@ -296,7 +310,7 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                     diff += fabs((double)ynew - (double)y[r0]);
                     total += ynew;
                     y[r0] = ynew;
-                    out[r0] = ynew * inv_outdeg[r0];
+                    store(r0, ynew * inv_outdeg[r0]);
                 }
             }
         } else {
@@ -341,7 +355,7 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                         diff += fabs((double)ynew - (double)yo[k]);
                         total += ynew;
                         y[r[k]] = ynew;
-                        out[r[k]] = ynew * iv[k];
+                        store(r[k], ynew * iv[k]);
                     }
                 }
             }
@@ -356,10 +370,12 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
         const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
         const float* __restrict__ contrib, float base, float damping, float* __restrict__ y,       \
-        const float* __restrict__ inv_outdeg, float* __restrict__ out, float* part, int* cnt,      \
+        const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
+        int nouts, const unsigned char* __restrict__ need, int offset, float* part, int* cnt,      \
         int hub, int nhot, int* next, double* stats, const double* prev, double tol) {             \
     pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
-                      inv_outdeg, out, part, cnt, hub, nhot, next, stats, prev, tol);              \
+                      inv_outdeg, outs, nouts, need, offset, part, cnt, hub, nhot, next, stats,    \
+                      prev, tol);                                                                  \
 }
 // names: pr_bins{32,64} (index width of indptr); blocks of 1024 threads, one per SM
 PR_BINS_KERNEL(pr_bins32, int)

@@ -21,7 +21,7 @@ sum during the run.
   The degree-binned kernel (``"bins"``, power-law graphs) renumbers the vertices by in-degree,
   hubs first, and cuts that order into one contiguous range per device balanced by arcs
   (:func:`degree_split`) instead of partitioning; every device keeps the whole contribution
-  vector, whose slices are copied to all devices after each iteration.
+  vector and gets the peers' new values as above.
 
 CUDA kernels are in ``pr.cu``; the CPU backend runs vectorised NumPy on the devices' streams.
 """
@@ -138,10 +138,12 @@ def relabel_csr(indptr, indices, order):
     return new_indptr, rank[indices[pos]]
 
 
-#: the cost of one row in :func:`degree_split`, in in-arcs: a row's loads and stores (indptr, y,
-#: 1/outdeg, the new y and contribution, all coalesced) and its 4 bytes copied to every peer,
-#: against an arc's source id plus a gather from the contribution vector
-BINS_ROW_COST = 2
+#: the cost of one row in :func:`degree_split`, in in-arcs (a row: indptr, y, 1/outdeg loads, y
+#: and contribution stores, coalesced, plus its peer stores; an arc: a source id and a gather).
+#: Fitted on kron:25, 2 H200s, at 96fbbb1 (row cost 2 then): sweeps of 4.36 ms for 557M arcs
+#: and 0.18M rows, 4.73 ms for 490M arcs and 33.4M rows, 9.08 ms for both on one GPU: 7.8 ps
+#: an arc, 27 ps a row, 3.4 arcs
+BINS_ROW_COST = 4
 
 
 def degree_split(in_indptr, k: int, row_cost: float = BINS_ROW_COST):
@@ -424,8 +426,6 @@ class _DevicePR:
         stats = self.stats[t]
         if self.cuda and self.bins:
             prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
-            out = self.contrib[(t + 1) % 2][self.lo:self.hi]    # this device's slice
-
             nxt = self.task_next[t:t + 1]
 
             def launch():
@@ -433,7 +433,8 @@ class _DevicePR:
                     (max(1, min(self.resident, -(-self.num_tasks * 32 // BINS_BLOCK))),), (BINS_BLOCK,),
                     (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
                      self.in_cols, src, np.float32(base), np.float32(self.damping), self.y,
-                     self.inv_outdeg, out, self.part, self.hub_count, np.int32(self.hub_degree),
+                     self.inv_outdeg, outs, np.int32(len(self.out_targets)), self.need,
+                     np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
                      np.int32(self.nhot), nxt, stats, prev, np.float64(self.tol)),
                     shared_mem=self.nhot * 4)
         elif self.cuda and self.fused:
@@ -680,7 +681,7 @@ class PageRank(Solver):
     convergence checks (BSP; default 4, or 8 with the fused kernel on one CUDA device, which
     itself skips the iterations queued after convergence); ``peer_writes``: BSP stores each device's slice
     straight into the peers' vectors from the kernel (default: when every pair has peer access)
-    instead of copying (not with ``"bins"``, which always copies whole slices).
+    instead of copying.
     BSP kernel options (CUDA): ``bsp_kernel="auto"`` (default: :func:`choose_bsp_kernel`),
     ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a
     fused pull over the vertices relabelled by in-degree, for skewed degrees; the relabelling
@@ -688,9 +689,9 @@ class PageRank(Solver):
     pull + finalize pair). On several devices ``"bins"`` does not use ``partition``: the
     degree order is cut into contiguous ranges of about equal arcs (:func:`degree_split`;
     ``stats["layout"] == "degree-split"``, ``stats["partition"] is None``), each device pulls
-    its range from the whole contribution vector and copies its slice of the new one to every
-    peer, which is how the kernel stays the one-device kernel (its hub prefix in shared memory
-    is the global hubs on every device). ``small_degree``: in-degree up to which one thread
+    its range from the whole contribution vector and stores the new values each peer reads
+    into that peer's copy (or copies its slice); the hub prefix the kernel keeps in shared
+    memory is then the global hubs on every device. ``small_degree``: in-degree up to which one thread
     of the csc kernel sums a vertex's in-arcs (bigger: the whole warp); ``vertices_per_lane``
     (1, 2 = default, 4): vertices a lane of the csc kernel handles at once (independent load
     chains); ``task_arcs``, ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's
@@ -792,8 +793,7 @@ class PageRank(Solver):
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
                 peers = self.ctx.peer_matrix()
-                # the bins kernel writes its own vector only: its slices travel as copies
-                can = bool(np.all(peers | np.eye(k, dtype=bool))) and k <= 8 and bsp_kernel != "bins"
+                can = bool(np.all(peers | np.eye(k, dtype=bool))) and k <= 8
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]

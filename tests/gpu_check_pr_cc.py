@@ -505,7 +505,9 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
     of the layout) and the rest of an iteration (exchange, host checks). Every answer must
     equal the first one of its graph (one device, first kernel) within L1 1e-4, like
     gpu_scaling_probe.py; ``--pr-scaling`` with ``--pr-kernels auto,coo`` compares the kernels
-    on the same graph object, so the bins relabelling is computed once."""
+    on the same graph object, so the bins relabelling is computed once; a kernel name ending in
+    ``:copies`` runs it with ``peer_writes=False`` (slices copied after each iteration instead
+    of stored into the peers by the kernel), on several devices only."""
     from apps.pr import PageRank
     from groute import Context
     from groute.graph import load_graph
@@ -515,11 +517,15 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
         print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         first = None
-        for kernel in kernels:
+        for name in kernels:
+            kernel, _, how = name.partition(":")
+            extra = {"peer_writes": False} if how == "copies" else {}
             for k in counts:
-                case = f"scaling PR bsp {kernel} {spec} x{k}"
+                if extra and k == 1:
+                    continue
+                case = f"scaling PR bsp {name} {spec} x{k}"
                 if elapsed() > budget:
-                    timing({"graph": spec, "app": "pr-bsp", "impl": kernel, "gpus": k, "median_ms": None})
+                    timing({"graph": spec, "app": "pr-bsp", "impl": name, "gpus": k, "median_ms": None})
                     continue
 
                 def one():
@@ -527,7 +533,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
                     with Context(k, backend=BACKEND, timeout=120) as ctx:
                         t1 = time.perf_counter()
                         with PageRank(g, ctx=ctx, mode="bsp", partition="contiguous",
-                                      bsp_kernel=kernel) as s:
+                                      bsp_kernel=kernel, **extra) as s:
                             setup = time.perf_counter() - t1
                             s.run()
                             runs = [s.run() for _ in range(repeat)]
@@ -540,7 +546,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
                     l1 = max(float(np.abs(r.values - first).sum()) for r in runs)
                     base = next((e for e in RESULTS["timings"] if e.get("scaling") and e["graph"] == spec
                                  and e["gpus"] == counts[0] and e.get("median_ms")), None)
-                    timing({"graph": spec, "app": "pr-bsp", "impl": f"{kernel} -> {st['kernel']}",
+                    timing({"graph": spec, "app": "pr-bsp", "impl": f"{name} -> {st['kernel']}",
                             "gpus": k, "median_ms": med, "times_ms": [round(r.time_s * 1e3, 2) for r in runs],
                             "iterations": its, "ms_per_it": round(med / max(its, 1), 3),
                             "sweep_ms_per_device": sweeps,

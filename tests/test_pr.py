@@ -400,7 +400,8 @@ def bins_graphs():
 @pytest.mark.parametrize("backend, k", device_cases([2, 3, 4]))
 def test_bins_on_several_devices(backend, k):
     """bsp_kernel="bins" on k devices: the degree order cut into k ranges (no partitioner, said
-    so in the stats), whole slices copied, the reference answer in the graph's order; and the
+    so in the stats), peer stores of the values peers read or whole slices copied, the
+    reference answer in the graph's order; and the
     same sweeps as on one device (each row is summed the same way), so with the same checks
     the values are bit for bit those of one device."""
     _skip_if_missing(backend, k)
@@ -410,23 +411,27 @@ def test_bins_on_several_devices(backend, k):
         ones = {name: pagerank(g, ctx=one, device_check=False, **opts) for name, g in graphs.items()}
     with Context(k, backend=backend, timeout=20) as ctx:
         for name, g in graphs.items():
-            with PageRank(g, ctx=ctx, partition="random", peer_writes=True, **opts) as s:
-                a, b = s.run(), s.run()
-            check(a.values, g)
-            st = a.stats
-            assert st["layout"] == "degree-split" and st["partition"] is None, st
-            assert st["exchange"] == "peer copies" and st["kernel"] in ("bins", "numpy"), st
-            assert len(st["vertices_per_device"]) == k and min(st["vertices_per_device"]) >= 1
-            assert sum(st["vertices_per_device"]) == g.num_vertices
-            assert sum(st["arcs_per_device"]) == g.num_edges
-            assert st["bytes_sent"] == st["iterations"] * g.num_vertices * (k - 1) * (
-                4 if backend == "cuda" else 8)
-            assert np.array_equal(a.values, b.values), name     # Jacobi: deterministic
-            ref1 = ones[name]
-            if ref1.stats["iterations"] == st["iterations"]:
-                assert np.array_equal(a.values, ref1.values), name
-            else:   # the stopping rule's sums are added in another order: at most one check apart
-                assert abs(ref1.stats["iterations"] - st["iterations"]) <= 4, (name, st, ref1.stats)
+            for peer_writes in (True, False):
+                with PageRank(g, ctx=ctx, partition="random", peer_writes=peer_writes, **opts) as s:
+                    a, b = s.run(), s.run()
+                check(a.values, g)
+                st = a.stats
+                assert st["layout"] == "degree-split" and st["partition"] is None, st
+                assert st["kernel"] in ("bins", "numpy"), st
+                assert len(st["vertices_per_device"]) == k and min(st["vertices_per_device"]) >= 1
+                assert sum(st["vertices_per_device"]) == g.num_vertices
+                assert sum(st["arcs_per_device"]) == g.num_edges
+                slices = st["iterations"] * g.num_vertices * (k - 1) * (4 if backend == "cuda" else 8)
+                if peer_writes:     # only the values a peer's in-arcs read
+                    assert st["exchange"] == "peer stores" and st["bytes_sent"] <= slices, st
+                else:
+                    assert st["exchange"] == "peer copies" and st["bytes_sent"] == slices, st
+                assert np.array_equal(a.values, b.values), name     # Jacobi: deterministic
+                ref1 = ones[name]
+                if ref1.stats["iterations"] == st["iterations"]:
+                    assert np.array_equal(a.values, ref1.values), name
+                else:   # the stopping rule's sums are added in another order: one check apart
+                    assert abs(ref1.stats["iterations"] - st["iterations"]) <= 4, (name, st, ref1.stats)
 
 
 @pytest.mark.timeout(120)
