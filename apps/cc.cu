@@ -59,7 +59,8 @@ extern "C" __global__ void cc_hook(const int* __restrict__ edges, long long m, i
     }
 }
 
-// Merge another device's parent array into this one: each (v, other[v]) is an edge.
+// Merge another device's parent array into this one: each (v, other[v]) is an edge. other may be
+// a peer's array, read over NVLink (coalesced); it does not change while this kernel runs.
 extern "C" __global__ void cc_merge(const int* __restrict__ other, int n, int* parent) {
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
         const int p = other[v];
@@ -102,13 +103,15 @@ __device__ __forceinline__ void link(int u, int v, int* parent, int light) {
     if (light) link_light(u, v, parent); else hook(u, v, parent);
 }
 
-// Sampling round r: every vertex with more than r neighbours links to its r-th one.
+// Sampling round r over one device's rows: vertex lo + u (u < rows) with more than r neighbours
+// links to its r-th one. indptr / indices are the rows' own slice of the CSR (indptr[0] = 0);
+// parent is this device's full-size array.
 extern "C" __global__ void cc_link_round(const long long* __restrict__ indptr,
-                                         const int* __restrict__ indices, int n, int r,
+                                         const int* __restrict__ indices, int lo, int rows, int r,
                                          int light, int* parent) {
-    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += gridDim.x * blockDim.x) {
+    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < rows; u += gridDim.x * blockDim.x) {
         const long long b = indptr[u];
-        if (indptr[u + 1] - b > r) link(u, indices[b + r], parent, light);
+        if (indptr[u + 1] - b > r) link(lo + u, indices[b + r], parent, light);
     }
 }
 
@@ -138,9 +141,18 @@ extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
 // adjacency must be symmetric (apps/cc.py symmetrises directed graphs). A warp takes 32
 // consecutive vertices: short lists are linked by their own lane, lists longer than 32 arcs by
 // the whole warp in turn (a hub outside the giant must not serialise on one thread).
-extern "C" __global__ void cc_link_rest(const long long* __restrict__ indptr,
-                                        const int* __restrict__ indices, int n, int r,
-                                        const int* __restrict__ giant, int light, int* parent) {
+//
+// The rows may be spread over k devices: device d owns vertices off[d] .. off[d + 1] - 1, its
+// CSR slice is rows[d] (indptr, int64, rebased to 0) and rows[k + d] (indices); slices of other
+// devices are read over NVLink (peer access). late has bit u set when u has arcs from slot r on:
+// an isolated or low-degree vertex costs one bit, not a (possibly remote) indptr read.
+// count += {rows linked, arcs linked, rows of other devices, their arcs}: warp sums, one atomic
+// per warp that linked anything.
+extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ rows,
+                                        const int* __restrict__ off, int k, int n, int r,
+                                        const unsigned int* __restrict__ late,
+                                        const int* __restrict__ giant, int light, int* parent,
+                                        unsigned long long* count) {
     const int g = giant[0];
     const int lane = threadIdx.x & 31;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -149,13 +161,20 @@ extern "C" __global__ void cc_link_rest(const long long* __restrict__ indptr,
         const long long uu = base + lane;
         const int u = (int)uu;
         long long b = 0, e = 0;
-        if (uu < n && load(parent + u) != g) {
-            b = indptr[u] + r;
-            e = indptr[u + 1];
+        const int* idx = nullptr;
+        int d = 0;
+        if (uu < n && ((late[u >> 5] >> (u & 31)) & 1u) && load(parent + u) != g) {
+            while (d + 1 < k && u >= off[d + 1]) ++d;
+            const long long* ip = reinterpret_cast<const long long*>(rows[d]);
+            idx = reinterpret_cast<const int*>(rows[k + d]);
+            b = ip[u - off[d]] + r;
+            e = ip[u - off[d] + 1];
         }
+        const unsigned int active = __ballot_sync(0xffffffffu, e > b);
+        if (!active) continue;
         const bool big = e - b > 32;
         if (!big)
-            for (long long i = b; i < e; ++i) link(u, indices[i], parent, light);
+            for (long long i = b; i < e; ++i) link(u, idx[i], parent, light);
         unsigned int todo = __ballot_sync(0xffffffffu, big);
         while (todo) {
             const int src = __ffs(todo) - 1;
@@ -163,7 +182,24 @@ extern "C" __global__ void cc_link_rest(const long long* __restrict__ indptr,
             const int v = __shfl_sync(0xffffffffu, u, src);
             const long long vb = __shfl_sync(0xffffffffu, b, src);
             const long long ve = __shfl_sync(0xffffffffu, e, src);
-            for (long long i = vb + lane; i < ve; i += 32) link(v, indices[i], parent, light);
+            const int* vidx = reinterpret_cast<const int*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<long long>(idx), src));
+            for (long long i = vb + lane; i < ve; i += 32) link(v, vidx[i], parent, light);
+        }
+        long long arcs = e > b ? e - b : 0;
+        long long remote = d > 0 ? arcs : 0;
+        for (int o = 16; o > 0; o >>= 1) {
+            arcs += __shfl_down_sync(0xffffffffu, arcs, o);
+            remote += __shfl_down_sync(0xffffffffu, remote, o);
+        }
+        const unsigned int remote_rows = __ballot_sync(0xffffffffu, e > b && d > 0);
+        if (lane == 0) {
+            atomicAdd(count + 0, (unsigned long long)__popc(active));
+            atomicAdd(count + 1, (unsigned long long)arcs);
+            if (remote_rows) {
+                atomicAdd(count + 2, (unsigned long long)__popc(remote_rows));
+                atomicAdd(count + 3, (unsigned long long)remote);
+            }
         }
     }
 }

@@ -1,33 +1,50 @@
-"""Connected components across devices: edge-list hooking, first-available segments, tree merge.
+"""Connected components across devices: Afforest sampling, then in place or through segments.
 
-As in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:
+**Default (``rest="auto"``): sampling split by rows, tree merge by peer reads, rest in place.**
+Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are symmetrised once,
+at set-up, which gives the *weak* components), spread over the devices:
 
-1. The edge list (each undirected edge once; for a directed graph every arc, which gives the
-   *weak* components) lives on the first device. It is cut into segments, and a
-   :class:`~groute.Router` with the first-available policy hands each segment to whichever
-   device frees a receive buffer first, so faster devices take more segments.
-2. Each device hooks the edges of its segments into its own parent array (``parent[v] <= v``;
-   a CAS links the larger root under the smaller one, Afforest-style) and compresses it.
-3. The parent arrays are merged pairwise in a tree (device 1 into 0, 3 into 2, then 2 into 0,
-   ...): the receiver treats each ``(v, other[v])`` as an edge, hooks and compresses.
+0. The vertices are cut into one contiguous range per device (balanced by a visit plus one link
+   per sampling round), and each device holds its rows' slice of the CSR and a full-size parent
+   array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
+1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
+   each, compressed after each) in its own parent array: no communication.
+2. The parent arrays are merged in a tree (device 1 into 0, 3 into 2, then 2 into 0, ...): the
+   receiver's kernel reads the sender's array directly over NVLink (peer access; ordered by an
+   event, no host round trip) and hooks every ``(v, other[v])``, then compresses.
+3. On the first device ``num_samples`` random vertices vote for the most frequent root, the
+   *giant*, and one kernel links the arcs from slot ``sample_rounds`` on of every vertex *not* in
+   the giant's tree (an arc both of whose ends are in the giant's tree joins nothing; any other
+   arc is also an arc of its non-giant end, since the adjacency is symmetric), reading the other
+   devices' rows over NVLink. That work is tiny on power-law and mesh graphs (kron:21: 36 edges
+   after two rounds), so it is not routed anywhere: the stats say ``routed: False`` and count it
+   (``rest_rows``, ``rest_arcs``).
 4. After the last compression ``parent[v]`` is the smallest vertex id of v's component: the
    canonical label, equal to ``groute.graph.reference.connected_components``.
 
+The host only queues kernels and events on every device's stream and waits once at the end. With
+one device this is the single-GPU Afforest in place. Why this is the default: on kron:25 the
+segment path below spent almost all of its time compacting and shipping the arcs left after
+sampling and moving whole parent arrays through host-driven links (docs/PERFORMANCE.md, "Strong
+scaling on kron:25"); sampling is random access into the parent array and splits across devices,
+while a merge is one coalesced pass over a peer's array. It needs peer access between the devices
+that read each other (every CUDA pair on an NVLink machine; the CPU backend's virtual devices
+read each other's arrays after the same events); ``"auto"`` falls back to segments without it.
+
+**Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
+as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
+
+1. The edge list lives on the first device (with Afforest: the first device samples the whole
+   graph, then compacts the arcs from slot ``sample_rounds`` on of the vertices outside the
+   giant's tree, each undirected edge once). It is cut into segments, and a
+   :class:`~groute.Router` with the first-available policy hands each segment to whichever
+   device frees a receive buffer first, so faster devices take more segments.
+2. Each device hooks the edges of its segments into its own parent array and compresses it.
+3. The parent arrays are merged pairwise in a tree over :class:`~groute.Link` copies: the
+   receiver treats each ``(v, other[v])`` as an edge, hooks and compresses.
+
 With one device the segments are processed in place (no copy). CUDA kernels are in ``cc.cu``;
 the CPU backend hooks with vectorised NumPy (``np.minimum.at`` on roots, then pointer jumping).
-
-Afforest (the default, Sutton et al., IPDPS 2018) puts a sampling phase before the routing, on
-the first device, over the symmetric CSR (directed graphs are symmetrised once, at set-up):
-
-0. every vertex links to its first ``sample_rounds`` neighbours (a round each, compressed after
-   each), which on a grid or a power-law graph already joins almost all of the giant component;
-   ``num_samples`` random vertices vote for the most frequent root, the *giant*;
-1'. only the arcs from slot ``sample_rounds`` on of the vertices *not* in the giant's tree are
-   left to hook (an arc both of whose ends are in the giant's tree joins nothing; any other arc
-   is also an arc of its non-giant end, since the adjacency is symmetric). With one CUDA device a
-   kernel does this in place (a vertex in the giant's tree skips its whole adjacency); otherwise
-   the first device compacts those arcs (each undirected one once) into the edge list that
-   steps 1-4 route, hook and merge, the first device starting from its sampled parent array.
 """
 from __future__ import annotations
 
@@ -89,6 +106,41 @@ def late_arcs(indptr, indices, rounds):
     return np.ascontiguousarray(src[keep]), np.ascontiguousarray(indices[keep])
 
 
+def split_rows(indptr, k, rounds) -> np.ndarray:
+    """``k + 1`` vertex offsets cutting the rows into contiguous ranges of about equal work: a
+    visit per vertex plus one link per sampling round it has a neighbour for."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    cum = np.cumsum(1 + np.minimum(np.diff(indptr), int(rounds)))
+    total = int(cum[-1]) if n else 0
+    cuts = np.searchsorted(cum, total * np.arange(1, k, dtype=np.float64) / k, side="right")
+    return np.concatenate([[0], cuts, [n]]).astype(np.int64)
+
+
+def late_bitmap(indptr, rounds) -> np.ndarray:
+    """uint32 words, bit ``u % 32`` of word ``u // 32`` set when vertex ``u`` has arcs from slot
+    ``rounds`` on (more than ``rounds`` neighbours)."""
+    bits = np.packbits(np.diff(np.asarray(indptr, dtype=np.int64)) > rounds, bitorder="little")
+    words = np.zeros(4 * max(1, -(-bits.shape[0] // 4)), np.uint8)
+    words[:bits.shape[0]] = bits
+    return words.view("<u4").astype(np.uint32)
+
+
+def undirected_edge_count(indptr, indices, chunk=1 << 24) -> int:
+    """Non-loop edges of a symmetric CSR (each stored as two arcs), counted in row chunks so a
+    billion-arc graph needs no billion-entry temporary."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    loops, u = 0, 0
+    while u < n:
+        v = min(n, int(np.searchsorted(indptr, indptr[u] + chunk, side="right")) - 1)
+        v = max(v, u + 1)
+        src = np.repeat(np.arange(u, v, dtype=np.int64), np.diff(indptr[u:v + 1]))
+        loops += int(np.count_nonzero(src == indices[indptr[u]:indptr[v]]))
+        u = v
+    return (int(indptr[-1]) - loops) // 2
+
+
 def remaining_edges(xp, parent, src, dst, giant):
     """The ``(m', 2)`` edges left after sampling: arcs ``(u, v)`` of ``src``/``dst`` whose ``u``
     is not in the giant's tree, each undirected edge once (``u < v``, or ``v`` in the giant's
@@ -129,7 +181,7 @@ def hook_numpy(parent: np.ndarray, u: np.ndarray, v: np.ndarray) -> None:
 # per-device operations: the only backend-specific code
 # ------------------------------------------------------------------------------------------------
 class _DeviceCC:
-    """A device's parent array and the hook / merge / compress operations on it."""
+    """A device's parent array, its rows of the CSR, and the hook / merge / compress operations."""
 
     def __init__(self, device, n: int):
         self.device = device
@@ -137,6 +189,7 @@ class _DeviceCC:
         self.stream = device.compute_stream
         self.cuda = device.backend == "cuda"
         self.parent = device.empty(max(n, 1), np.int32)[:n]
+        self.lo, self.rows, self.indptr, self.indices = 0, 0, None, None
         if self.cuda:
             from groute.kernels import get_kernel
             with device.use():
@@ -144,6 +197,12 @@ class _DeviceCC:
                                 for name in ("cc_init", "cc_hook", "cc_merge", "cc_compress",
                                              "cc_link_round", "cc_sample_mode", "cc_link_rest")}
             self.sms = int(device.properties()["multiprocessors"])
+
+    def set_rows(self, lo, indptr, indices):
+        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0)."""
+        self.lo, self.rows = int(lo), int(indptr.shape[0]) - 1
+        self.indptr = self.device.asarray(np.ascontiguousarray(indptr, dtype=np.int64))
+        self.indices = self.device.asarray(np.ascontiguousarray(indices, dtype=np.int32))
 
     def _grid(self, items, waves=8):
         return (max(1, min(-(-items // BLOCK), self.sms * waves)),)
@@ -167,7 +226,7 @@ class _DeviceCC:
             self.stream.submit(lambda: hook_numpy(self.parent, edges[:, 0], edges[:, 1]))
 
     def merge(self, other):
-        """Merge another parent array (now on this device) into this one."""
+        """Merge another parent array (on this device) into this one."""
         if self.cuda:
             self.stream.submit(lambda: self.kernels["cc_merge"](
                 self._grid(self.n), (BLOCK,), (other, np.int32(self.n), self.parent)))
@@ -177,17 +236,32 @@ class _DeviceCC:
                 hook_numpy(self.parent, v, other[v])
             self.stream.submit(merge_numpy)
 
-    def link_round(self, indptr, indices, r, light):
-        """Afforest sampling round ``r``: link every vertex to its ``r``-th neighbour (the parent
-        array is fully compressed on the CPU backend after this, not on CUDA)."""
+    def merge_peer(self, peer: "_DeviceCC"):
+        """Merge ``peer``'s parent array, read where it lies (CUDA: over NVLink). The caller
+        orders this after the peer's last write (an event) and before its next reset."""
         if self.cuda:
-            self.stream.submit(lambda: self.n and self.kernels["cc_link_round"](
-                self._grid(self.n), (BLOCK,), (indptr, indices, np.int32(self.n), np.int32(r),
-                                               np.int32(light), self.parent)))
+            ptr = np.uint64(peer.parent.data.ptr)   # a peer's pointer: no same-device check
+            self.stream.submit(lambda: self.kernels["cc_merge"](
+                self._grid(self.n), (BLOCK,), (ptr, np.int32(self.n), self.parent)))
+        else:
+            self.merge(peer.parent)
+
+    def link_round(self, r, light):
+        """Afforest sampling round ``r`` over this device's rows: link every vertex to its
+        ``r``-th neighbour (the parent array is fully compressed on the CPU backend after this,
+        not on CUDA)."""
+        if not self.rows:
+            return
+        indptr, indices, lo = self.indptr, self.indices, self.lo
+        if self.cuda:
+            self.stream.submit(lambda: self.kernels["cc_link_round"](
+                self._grid(self.rows), (BLOCK,), (indptr, indices, np.int32(lo),
+                                                  np.int32(self.rows), np.int32(r),
+                                                  np.int32(light), self.parent)))
         else:
             def round_numpy():
                 u = np.flatnonzero(np.diff(indptr) > r)
-                hook_numpy(self.parent, u.astype(np.int32), indices[indptr[u] + r])
+                hook_numpy(self.parent, (u + lo).astype(np.int32), indices[indptr[u] + r])
             self.stream.submit(round_numpy)
 
     def sample_mode(self, samples, giant):
@@ -202,11 +276,24 @@ class _DeviceCC:
                 giant[0] = vals[np.argmax(counts)] if s else 0
             self.stream.submit(mode_numpy)
 
-    def link_rest(self, indptr, indices, r, giant, light):
-        """CUDA only: the arcs from slot ``r`` on of every vertex outside the giant's tree."""
-        self.stream.submit(lambda: self.n and self.kernels["cc_link_rest"](
-            self._grid(self.n), (BLOCK,), (indptr, indices, np.int32(self.n), np.int32(r), giant,
-                                           np.int32(light), self.parent)))
+    def link_rest(self, rest, r, giant, light, count):
+        """The arcs from slot ``r`` on of every vertex outside the giant's tree, every device's
+        rows (``rest``: CUDA, ``(pointer table, offsets, k, late bitmap)``; CPU, one
+        ``(src, dst)`` list of those arcs per device). ``count`` (zeroed here) receives rows,
+        arcs, rows of other devices, their arcs."""
+        if self.cuda:
+            table, off, k, late = rest
+
+            def run():
+                count.fill(0)
+                if self.n:
+                    self.kernels["cc_link_rest"](
+                        self._grid(self.n), (BLOCK,), (table, off, np.int32(k), np.int32(self.n),
+                                                       np.int32(r), late, giant, np.int32(light),
+                                                       self.parent, count))
+            self.stream.submit(run)
+        else:
+            self.stream.submit(rest_numpy, self.parent, rest, giant, count)
 
     def compress(self):
         if self.cuda:
@@ -216,21 +303,62 @@ class _DeviceCC:
         # the NumPy hook leaves the array compressed already
 
 
+def rest_numpy(parent, lists, giant, count):
+    """CPU rest: hook the arcs of ``lists`` (one ``(src, dst)`` per device) whose source is not in
+    the giant's tree. Which arcs to keep (each undirected edge once) is decided on one snapshot
+    of ``parent`` for all lists, before any hooking: deciding list by list could drop an edge
+    whose twin an earlier list left to it and whose end then joined the giant."""
+    g = giant[0]
+    count[:] = 0
+    keep = []
+    for d, (src, dst) in enumerate(lists):
+        out = parent[src] != g
+        arcs = int(np.count_nonzero(out))
+        rows = int(np.unique(src[out]).size) if arcs else 0
+        count[0] += rows
+        count[1] += arcs
+        if d:
+            count[2] += rows
+            count[3] += arcs
+        keep.append(remaining_edges(np, parent, src, dst, giant))
+    edges = np.concatenate(keep) if keep else np.zeros((0, 2), np.int32)
+    hook_numpy(parent, edges[:, 0], edges[:, 1])
+
+
+def peer_path_unavailable(devices) -> str | None:
+    """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
+    device to read every other's rows and each merge receiver its sender's parent array."""
+    k = len(devices)
+    pairs = {(0, d) for d in range(1, k)}
+    step = 1
+    while step < k:
+        pairs |= {(j, j + step) for j in range(0, k - step, 2 * step)}
+        step *= 2
+    for a, b in sorted(pairs):
+        if not devices[a].can_access_peer(devices[b]):
+            return f"{devices[a].name} cannot access {devices[b].name}'s memory (no peer access)"
+    return None
+
+
 # ------------------------------------------------------------------------------------------------
 # the solver
 # ------------------------------------------------------------------------------------------------
 class CC(Solver):
     """Weak connected components of ``graph``; upload once, :meth:`run` many times.
 
-    ``segment_edges``: edges per segment the router hands out (default: the edge list in about
-    4 segments per device); ``num_buffers``: receive buffers per device link. ``afforest``:
-    sample first (module docstring; ``False``: hook the whole edge list, Groute's design);
-    ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``: voters
-    (at most 1024); ``link`` (CUDA): ``"hook"`` walks both ends to their roots (path splitting)
-    and CASes one under the other, ``"light"`` is GAPBS's step (CAS the larger parent's slot,
-    else retry one level up), ``"mixed"`` hooks in the first round and links lightly after;
-    ``rest``: ``"auto"`` (one CUDA device: the in-place kernel; else
-    segments), ``"kernel"`` or ``"segments"`` (compact and route even on one device).
+    ``rest``: ``"auto"`` (default: ``"kernel"`` where the devices can read each other's memory,
+    every pair of an NVLink machine and the CPU backend, else ``"segments"``); ``"kernel"``:
+    sampling split by rows, tree merge by peer reads, the rest linked in place on the first
+    device (module docstring; the fastest on one and two H200s); ``"segments"``: Groute's path,
+    the first device samples, compacts what is left and routes it as segments.
+    ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
+    design); ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``:
+    voters (at most 1024); ``link`` (CUDA): ``"hook"`` walks both ends to their roots (path
+    splitting) and CASes one under the other, ``"light"`` is GAPBS's step (CAS the larger
+    parent's slot, else retry one level up), ``"mixed"`` hooks in the first round and links
+    lightly after. Segments only: ``segment_edges``, edges per segment the router hands out
+    (default: the edge list in about 4 segments per device); ``num_buffers``, receive buffers per
+    device link.
     """
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, segment_edges=None,
@@ -249,6 +377,8 @@ class CC(Solver):
             raise ValueError(f"link must be 'hook', 'light' or 'mixed', got {link!r}")
         if rest not in ("auto", "kernel", "segments"):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
+        if rest == "kernel" and not afforest:
+            raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
         self._open_context(ctx, devices=devices, backend=backend)
         try:
             self.k = len(self.ctx.devices)
@@ -257,22 +387,31 @@ class CC(Solver):
             self.afforest = bool(afforest)
             self.rounds = int(sample_rounds)
             self.link = link
-            if rest == "kernel" and not (cuda and self.k == 1):
-                raise ValueError("rest='kernel' needs one CUDA device")
-            self.in_place = self.afforest and cuda and self.k == 1 and rest != "segments"
-            source = self.ctx.devices[0]
+            why = peer_path_unavailable(self.ctx.devices)
+            if rest == "kernel" and why:
+                raise ValueError(f"rest='kernel' reads other devices' memory, but {why}; "
+                                 f"use rest='segments'")
+            if not self.afforest:
+                self.path = "edge-list"
+            elif rest == "segments" or why:
+                self.path = "segments"
+            else:
+                self.path = "kernel"
+            self.devs = [_DeviceCC(d, self.n) for d in self.ctx.devices]
+            source = self.devs[0].device
+            self.offsets = np.array([0, self.n], np.int64)
             if self.afforest:
                 indptr, indices = symmetric_csr(graph)
-                self.m = int(indices.shape[0]) if graph.directed else int(
-                    np.count_nonzero(np.repeat(np.arange(self.n), np.diff(indptr)) < indices))
+                self.m = int(indices.shape[0]) if graph.directed else undirected_edge_count(indptr, indices)
                 self.arcs = int(indices.shape[0])
                 rng = np.random.default_rng(0x5EED)
-                self.indptr = source.asarray(indptr)
-                self.indices = source.asarray(indices)
                 self.samples = source.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
                                                            dtype=np.int64).astype(np.int32))
                 self.giant = source.asarray(np.zeros(1, np.int32))
-                if not self.in_place:
+                if self.path == "kernel":
+                    self._setup_rows(indptr, indices, cuda)
+                else:
+                    self.devs[0].set_rows(0, indptr, indices)
                     src, dst = late_arcs(indptr, indices, self.rounds)
                     self.late_src, self.late_dst = source.asarray(src), source.asarray(dst)
             else:
@@ -283,21 +422,44 @@ class CC(Solver):
                 segment_edges = max(1 << 16, -(-self.m // (4 * self.k)))
             self.segment_edges = int(segment_edges)
             self.num_buffers = int(num_buffers)
-            self.devs = [_DeviceCC(d, self.n) for d in self.ctx.devices]
             if cuda:  # uploads ran on the legacy stream
-                with source.use():
-                    source.xp.cuda.runtime.deviceSynchronize()
+                for dev in self.devs:
+                    with dev.device.use():
+                        dev.device.xp.cuda.runtime.deviceSynchronize()
             self.setup_s = time.perf_counter() - t0
         except BaseException:
             self.close()
             raise
+
+    def _setup_rows(self, indptr, indices, cuda):
+        """The in-place path: each device's rows, and on the first device what its rest kernel
+        needs to reach every device's rows."""
+        self.offsets = split_rows(indptr, self.k, self.rounds)
+        lists = []
+        for d, dev in enumerate(self.devs):
+            lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
+            ip = indptr[lo:hi + 1] - indptr[lo]
+            dev.set_rows(lo, ip, indices[indptr[lo]:indptr[hi]])
+            if not cuda:   # CPU: the late arcs of this device's rows, kept in its memory
+                src, dst = late_arcs(ip, dev.indices, self.rounds)
+                lists.append((dev.device.asarray(src + np.int32(lo)), dev.device.asarray(dst)))
+        first = self.devs[0].device
+        if cuda:
+            table = np.array([d.indptr.data.ptr for d in self.devs] +
+                             [d.indices.data.ptr for d in self.devs], dtype=np.uint64)
+            self.rest = (first.asarray(table), first.asarray(self.offsets.astype(np.int32)),
+                         self.k, first.asarray(late_bitmap(indptr, self.rounds)))
+            self.counters = first.asarray(np.zeros(4, np.uint64))
+        else:
+            self.rest = lists
+            self.counters = first.asarray(np.zeros(4, np.int64))
 
     def _sample(self):
         """Afforest's sampling phase on the first device: link rounds, compress, vote."""
         dev = self.devs[0]
         dev.reset()
         for r in range(self.rounds):
-            dev.link_round(self.indptr, self.indices, r, self._light(r))
+            dev.link_round(r, self._light(r))
             dev.compress()
         dev.sample_mode(self.samples, self.giant)
 
@@ -315,9 +477,56 @@ class CC(Solver):
         return out["edges"]
 
     def run(self) -> AppResult:
-        ctx, k = self.ctx, self.k
         if self.n == 0:
             return AppResult(np.zeros(0, np.int64), 0.0, {"edges": 0})
+        if self.path == "kernel":
+            return self._run_in_place()
+        return self._run_segments()
+
+    # ---------------------------------------------------------------- default: in place
+    def _run_in_place(self) -> AppResult:
+        k, devs = self.k, self.devs
+        with DeviceTimer(self.ctx) as timer:
+            for dev in devs:
+                dev.reset()
+            for r in range(self.rounds):          # interleaved so every device starts at once
+                for dev in devs:
+                    dev.link_round(r, self._light(r))
+                    dev.compress()
+            if k > 1:
+                events = [dev.stream.record() for dev in devs]
+                step = 1
+                while step < k:                   # the merge tree: pairs, then pairs of pairs
+                    for j in range(0, k - step, 2 * step):
+                        recv = devs[j]
+                        recv.stream.wait_event(events[j + step])
+                        recv.merge_peer(devs[j + step])
+                        recv.compress()
+                        events[j] = recv.stream.record()
+                    step *= 2
+            first = devs[0]
+            first.sample_mode(self.samples, self.giant)
+            first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
+            first.compress()
+        labels = first.device.to_host(first.parent).astype(np.int64)
+        rows, arcs, remote_rows, remote_arcs = (int(x) for x in first.device.to_host(self.counters))
+        giant = int(first.device.to_host(self.giant)[0])
+        stats = {"devices": [d.device.name for d in devs], "edges": None,
+                 "graph_edges": self.m, "segments": 0, "segment_edges": None,
+                 "edges_per_device": [None] * k, "segments_per_device": [0] * k,
+                 "rows_per_device": np.diff(self.offsets).tolist(),
+                 "merge_rounds": int(np.ceil(np.log2(k))) if k > 1 else 0,
+                 # parent arrays read by the merges; indptr pairs and arcs of the rest read remotely
+                 "bytes_moved": int(4 * self.n * (k - 1) + 16 * remote_rows + 4 * remote_arcs),
+                 "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
+                 "giant_size": int(np.count_nonzero(labels == labels[giant])),
+                 "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
+                 "rest_remote_arcs": remote_arcs}
+        return AppResult(labels, timer.seconds, stats)
+
+    # ---------------------------------------------------------------- Groute's segments
+    def _run_segments(self) -> AppResult:
+        ctx, k = self.ctx, self.k
         router = None
         if k > 1:
             router = Router([ctx.devices[0]], ctx.devices, first_available,
@@ -333,33 +542,31 @@ class CC(Solver):
             step *= 2
         edges_per = [0] * k
         segs_per = [0] * k
+        phases = {}
         hooked = None
         try:
             with DeviceTimer(ctx) as timer:
+                t0 = time.perf_counter()
                 if self.afforest:
                     self._sample()
-                if self.in_place:
+                    self.devs[0].stream.record().synchronize(ctx.timeout)
+                    phases["sample"] = time.perf_counter() - t0
+                edges = self._remaining() if self.afforest else self.edges
+                phases["compact"] = time.perf_counter() - t0
+                hooked = int(edges.shape[0])
+                seg = self.segment_edges
+                segs = [(a, min(a + seg, hooked)) for a in range(0, hooked, seg)]
+                if k == 1:
                     dev = self.devs[0]
-                    dev.link_rest(self.indptr, self.indices, self.rounds, self.giant,
-                                  self._light(self.rounds))
+                    if not self.afforest:
+                        dev.reset()
+                    for a, b in segs:
+                        dev.hook(edges[a:b])
+                        edges_per[0] += b - a
+                        segs_per[0] += 1
                     dev.compress()
-                    edges_per = [None]
                 else:
-                    edges = self._remaining() if self.afforest else self.edges
-                    hooked = int(edges.shape[0])
-                    seg = self.segment_edges
-                    segs = [(a, min(a + seg, hooked)) for a in range(0, hooked, seg)]
-                    if k == 1:
-                        dev = self.devs[0]
-                        if not self.afforest:
-                            dev.reset()
-                        for a, b in segs:
-                            dev.hook(edges[a:b])
-                            edges_per[0] += b - a
-                            segs_per[0] += 1
-                        dev.compress()
-                    else:
-                        self._run_multi(router, merge_links, edges, segs, edges_per, segs_per)
+                    self._run_multi(router, merge_links, edges, segs, edges_per, segs_per, phases, t0)
         finally:
             if router is not None:
                 router.close()
@@ -372,17 +579,20 @@ class CC(Solver):
                  "segment_edges": self.segment_edges,
                  "edges_per_device": edges_per, "segments_per_device": segs_per,
                  "merge_rounds": int(np.ceil(np.log2(k))) if k > 1 else 0,
-                 "bytes_moved": int(seg_bytes + 4 * self.n * (k - 1))}
+                 "bytes_moved": int(seg_bytes + 4 * self.n * (k - 1)), "routed": True,
+                 # host clock at the end of each phase, seconds from the start (the first device
+                 # is synchronised there; per device: segments hooked, merges done)
+                 "phase_seconds": phases}
         if self.afforest:
             giant = int(self.devs[0].device.to_host(self.giant)[0])
             stats.update(mode="afforest", sample_rounds=self.rounds, giant_root=giant,
                          giant_size=int(np.count_nonzero(labels == labels[giant])),
-                         rest="kernel" if self.in_place else "segments")
+                         rest="segments")
         else:
             stats["mode"] = "edge-list"
         return AppResult(labels, timer.seconds, stats)
 
-    def _run_multi(self, router, merge_links, edges, segs, edges_per, segs_per):
+    def _run_multi(self, router, merge_links, edges, segs, edges_per, segs_per, phases, t0):
         ctx, k = self.ctx, self.k
 
         def worker(device):
@@ -401,11 +611,14 @@ class CC(Solver):
                 edges_per[j] += pending.size
                 segs_per[j] += 1
             dev.compress()
+            stream.record().synchronize(ctx.timeout)
+            phases[f"hooked[{j}]"] = time.perf_counter() - t0
             step = 1
             while step < k:                      # the merge tree: pairs, then pairs of pairs
                 if j % (2 * step) == step:
                     handle = merge_links[j].send(dev.parent, event=stream.record())
                     handle.wait(timeout=ctx.timeout, stop=ctx.stop_event)
+                    phases[f"sent[{j}]"] = time.perf_counter() - t0
                     return
                 if j % (2 * step) == 0 and j + step < k:
                     pending = merge_links[j + step].receive()
@@ -413,12 +626,15 @@ class CC(Solver):
                     pending.release(after=stream.record())
                     dev.compress()
                 step *= 2
+            stream.record().synchronize(ctx.timeout)
+            phases[f"merged[{j}]"] = time.perf_counter() - t0
 
         futures = [ctx.submit(j, worker) for j in range(k)]
         try:
             for a, b in segs:
                 router.inputs[0].send(edges[a:b])
             router.close()
+            phases["routed"] = time.perf_counter() - t0
         except BaseException as exc:  # stop the devices; gather raises the first failure
             ctx.fail("host", exc)
         ctx.gather(futures)
@@ -445,6 +661,10 @@ def register(subparsers, common):
                    help="hook the whole edge list (no sampling phase, Groute's design)")
     p.add_argument("--sample-rounds", type=int, default=2, metavar="R",
                    help="Afforest: neighbours each vertex links to before the vote (default 2)")
+    p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
+                   help="after sampling: 'kernel' splits sampling by rows, merges parent arrays "
+                        "by peer reads and links the rest in place; 'segments' compacts and routes "
+                        "it (Groute's path); auto: kernel where devices reach each other's memory")
     p.add_argument("--link", choices=("hook", "light", "mixed"), default="mixed",
                    help="CUDA linking step (default mixed: hook in the first round, then "
                         "GAPBS's one-level CAS)")
@@ -457,7 +677,8 @@ def _cli(args) -> int:
     seg = int(args.segment_edges) if args.segment_edges else None
     runs = run_solver(args, lambda ctx: CC(g, ctx=ctx, segment_edges=seg, num_buffers=args.buffers,
                                            afforest=not args.no_afforest,
-                                           sample_rounds=args.sample_rounds, link=args.link))
+                                           sample_rounds=args.sample_rounds, link=args.link,
+                                           rest=args.rest))
     res = runs.result
     print(f"cc on {runs.devices} x {runs.backend}: {runs.solver.m:,} edges, set up in "
           f"{runs.setup_s:.2f} s")

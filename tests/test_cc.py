@@ -1,11 +1,13 @@
-"""Connected components: 1-4 devices, both backends, exact canonical labels against the reference
-and an independent union-find; weak components of directed graphs; first-available balancing;
-bad input; the CLI."""
+"""Connected components: 1-4 devices, both backends, both paths after sampling (in place with the
+sampling split by rows and peer-read merges; Groute's routed segments), exact canonical labels
+against the reference and an independent union-find; weak components of directed graphs;
+first-available balancing; merge ordering with a slow device; bad input; the CLI."""
 import numpy as np
 import pytest
 
 from apps.cc import (CC, compress_numpy, connected_components, edge_list, hook_numpy, late_arcs,
-                     symmetric_csr)
+                     late_bitmap, peer_path_unavailable, rest_numpy, split_rows, symmetric_csr,
+                     undirected_edge_count)
 from groute import Context
 from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
@@ -84,22 +86,40 @@ def test_directed_graph_gives_weak_components():
     assert labels.tolist() == [0, 0, 0, 0, 4, 4, 4, 7]
 
 
+def check_path_stats(stats, rest, k, n):
+    """The counters say which path ran and add up."""
+    assert stats["rest"] == rest and stats["merge_rounds"] == (int(np.ceil(np.log2(k))) if k > 1 else 0)
+    if rest == "kernel":
+        assert stats["routed"] is False and stats["edges"] is None and stats["segments"] == 0
+        assert len(stats["rows_per_device"]) == k and sum(stats["rows_per_device"]) == n
+        assert 0 <= stats["rest_remote_arcs"] <= stats["rest_arcs"]
+        assert stats["bytes_moved"] >= 4 * n * (k - 1)
+        if k == 1:
+            assert stats["rest_remote_arcs"] == 0
+    else:
+        assert stats["routed"] is True
+        assert sum(stats["edges_per_device"]) == stats["edges"]
+        assert sum(stats["segments_per_device"]) == stats["segments"]
+
+
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("rest", ["kernel", "segments"])
 @pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
-def test_hand_graphs(backend, k):
+def test_hand_graphs(backend, k, rest):
     _skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in hand_graphs().values():
-            res = connected_components(g, ctx=ctx, segment_edges=64)
+            res = connected_components(g, ctx=ctx, segment_edges=64, rest=rest)
             check(res.values, g)
             np.testing.assert_array_equal(res.values, union_find_labels(g))
-            if res.stats["edges"] is not None:      # None: one CUDA device, hooked in place
-                assert sum(res.stats["edges_per_device"]) == res.stats["edges"]
+            if g.num_vertices:
+                check_path_stats(res.stats, rest, k, g.num_vertices)
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("rest", ["auto", "segments"])
 @pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
-def test_random_and_real_graphs(backend, k):
+def test_random_and_real_graphs(backend, k, rest):
     _skip_if_missing(backend, k)
     graphs = [load_graph("kron:11", cache=False), load_graph("grid:40", cache=False),
               load_graph("er:3000:1", cache=False)]
@@ -108,9 +128,12 @@ def test_random_and_real_graphs(backend, k):
             graphs.append(load_graph(SHARED_GRAPHS / name, cache=False))
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in graphs:
-            with CC(g, ctx=ctx, segment_edges=max(1000, g.num_edges // 13)) as solver:
+            with CC(g, ctx=ctx, segment_edges=max(1000, g.num_edges // 13), rest=rest) as solver:
                 first = solver.run()
                 check(first.values, g)
+                # auto is the in-place path wherever devices reach each other (CPU; NVLink)
+                auto = "segments" if peer_path_unavailable(ctx.devices) else "kernel"
+                check_path_stats(first.stats, auto if rest == "auto" else rest, k, g.num_vertices)
                 np.testing.assert_array_equal(solver.run().values, first.values)  # reusable
 
 
@@ -129,14 +152,17 @@ def afforest_cases():
     """(backend, k, options): the sampling variants on both backends; on CUDA also the light
     link and the compact-and-route path on one device."""
     out = []
-    for k in (1, 2, 3):
+    for k in (1, 2, 3, 4):
         for rounds in (0, 1, 2):
-            out.append(pytest.param("cpu", k, {"sample_rounds": rounds}, id=f"cpu-x{k}-r{rounds}"))
+            for rest in ("kernel", "segments"):
+                out.append(pytest.param("cpu", k, {"sample_rounds": rounds, "rest": rest},
+                                        id=f"cpu-x{k}-r{rounds}-{rest}"))
     out.append(pytest.param("cpu", 2, {"afforest": False}, id="cpu-x2-edge-list"))
     for k in (1, 2):
         marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
         for opts in ({"sample_rounds": 1, "link": "hook"}, {"sample_rounds": 2, "link": "light"},
                      {"sample_rounds": 0, "link": "mixed"}, {"sample_rounds": 2, "link": "mixed"},
+                     {"sample_rounds": 1, "link": "light", "rest": "kernel"},
                      {"sample_rounds": 2, "rest": "segments"}, {"afforest": False}):
             out.append(pytest.param("cuda", k, opts, marks=marks, id=f"cuda-x{k}-{opts}"))
     return out
@@ -160,6 +186,7 @@ def test_afforest_variants(backend, k, opts):
                 if opts.get("afforest", True):
                     giant = res.stats["giant_root"]
                     assert res.stats["giant_size"] == np.count_nonzero(res.values == res.values[giant])
+                    check_path_stats(res.stats, opts.get("rest", "kernel"), k, g.num_vertices)
 
 
 def test_symmetric_csr_and_late_arcs():
@@ -192,8 +219,10 @@ def test_empty_graph_and_bad_arguments():
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, segment_edges=0)
     with pytest.raises(ValueError, match="num_samples"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, num_samples=2000)
-    with pytest.raises(ValueError, match="one CUDA device"):
-        CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="kernel")
+    with pytest.raises(ValueError, match="needs afforest=True"):
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="kernel", afforest=False)
+    with pytest.raises(ValueError, match="rest must be"):
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="peer")
     with pytest.raises(ValueError, match="link must be"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, link="fast")
 
@@ -211,3 +240,85 @@ def test_cli_verifies_and_writes_file_ids(tmp_path, capsys):
     assert "exact match" in text and "components: 1 " in text
     rows = [line.split() for line in out.read_text().splitlines()]
     assert len(rows) == 34 and rows[0] == ["1", "1"] and all(r[1] == "1" for r in rows)
+
+
+def test_split_rows_balances_links_and_covers_every_vertex():
+    indptr = np.r_[0, np.cumsum([5, 0, 0, 0, 1, 7, 2, 0, 3, 3])].astype(np.int64)
+    for k in (1, 2, 3, 4, 12):
+        off = split_rows(indptr, k, 2)
+        assert off[0] == 0 and off[-1] == 10 and len(off) == k + 1 and np.all(np.diff(off) >= 0)
+    # weights 1 + min(deg, 2): 3 1 1 1 2 | 3 3 1 3 3 (total 21): the first range takes the rows
+    # whose running total stays within half (8 of 10.5)
+    assert split_rows(indptr, 2, 2).tolist() == [0, 5, 10]
+    assert split_rows(np.zeros(1, np.int64), 3, 2).tolist() == [0, 0, 0, 0]
+
+
+def test_late_bitmap_and_edge_count():
+    deg = np.array([0, 3, 1, 2] * 10)
+    indptr = np.r_[0, np.cumsum(deg)].astype(np.int64)
+    words = late_bitmap(indptr, 1)
+    assert words.dtype == np.uint32 and words.size == 2
+    bits = [(int(words[u // 32]) >> (u % 32)) & 1 for u in range(40)]
+    assert bits == [int(d > 1) for d in deg]
+    g = graph_from(6, [(0, 1), (1, 2), (2, 2), (3, 4), (5, 5)])   # loops are no edges
+    indptr, indices = symmetric_csr(g)
+    want = int(np.count_nonzero(np.repeat(np.arange(6), np.diff(indptr)) < indices))
+    for chunk in (1, 2, 3, 1 << 20):
+        assert undirected_edge_count(indptr, indices, chunk=chunk) == want == 3
+
+
+def test_rest_keeps_edges_decided_on_one_snapshot():
+    """After sampling: giant {0}, tree {1, 2} (root 1), {3}. Device 0's rows hold 2 -> 0 (kept:
+    0 is in the giant's tree) and 3 -> 1 (left to its twin, since 1 < 3 and 1 is outside the
+    giant's tree); device 1's row holds 1 -> 3. Deciding device 1's list after hooking device 0's
+    would find 1 in the giant's tree by then, drop 1 -> 3 and leave 3 alone."""
+    parent = np.array([0, 1, 1, 3], np.int32)
+    giant = np.zeros(1, np.int32)
+    first = (np.array([2, 3], np.int32), np.array([0, 1], np.int32))
+    second = (np.array([1], np.int32), np.array([3], np.int32))
+    count = np.zeros(4, np.int64)
+    rest_numpy(parent, [first, second], giant, count)
+    assert parent.tolist() == [0, 0, 0, 0]
+    assert count.tolist() == [3, 3, 1, 1]
+
+
+@pytest.mark.timeout(60)
+def test_in_place_merges_wait_for_a_slow_device():
+    """The merge of a peer's array is ordered by events only (no host wait): a slow sender must
+    still be merged after it finished, and every device count gives the same rest counters."""
+    g = load_graph("er:3000:1", cache=False)
+    counts = set()
+    for delays in ([0, 0.03, 0], [0.03, 0, 0, 0.03], [0, 0, 0, 0.02]):
+        with Context(len(delays), backend="cpu", timeout=20, cpu_delays=delays) as ctx:
+            res = connected_components(g, ctx=ctx)
+        check(res.values, g)
+        check_path_stats(res.stats, "kernel", len(delays), g.num_vertices)
+        counts.add((res.stats["rest_rows"], res.stats["rest_arcs"]))
+    with Context(1, backend="cpu", timeout=20) as ctx:
+        one = connected_components(g, ctx=ctx)
+    assert counts == {(one.stats["rest_rows"], one.stats["rest_arcs"])} and one.stats["rest_arcs"] > 0
+
+
+@pytest.mark.timeout(60)
+def test_without_peer_access_auto_routes_segments(monkeypatch):
+    from groute.device.cpu import CPUDevice
+    g = load_graph("grid:30", cache=False)
+    with Context(2, backend="cpu", timeout=20) as ctx:
+        assert peer_path_unavailable(ctx.devices) is None
+        monkeypatch.setattr(CPUDevice, "can_access_peer", lambda self, other: False)
+        assert "no peer access" in peer_path_unavailable(ctx.devices)
+        assert peer_path_unavailable(ctx.devices[:1]) is None     # one device reads no peer
+        res = connected_components(g, ctx=ctx)
+        check(res.values, g)
+        check_path_stats(res.stats, "segments", 2, g.num_vertices)
+        with pytest.raises(ValueError, match="no peer access"):
+            CC(g, ctx=ctx, rest="kernel")
+
+
+@pytest.mark.timeout(60)
+def test_cli_routes_segments_on_request(capsys):
+    from groute.cli import main
+    assert main(["cc", "--graph", "grid:20", "--backend", "cpu", "--devices", "3", "--verify",
+                 "--repeat", "1", "--rest", "segments"]) == 0
+    text = capsys.readouterr().out
+    assert "exact match" in text and "rest: segments" in text and "routed: True" in text
