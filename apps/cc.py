@@ -422,6 +422,9 @@ class CC(Solver):
                 segment_edges = max(1 << 16, -(-self.m // (4 * self.k)))
             self.segment_edges = int(segment_edges)
             self.num_buffers = int(num_buffers)
+            #: in-place path on several devices: which devices compress before a merge
+            #: ("receivers", "all" or "none"; the last merge's receiver always does)
+            self._compress = "receivers"
             if cuda:  # uploads ran on the legacy stream
                 for dev in self.devs:
                     with dev.device.use():
@@ -486,13 +489,24 @@ class CC(Solver):
     # ---------------------------------------------------------------- default: in place
     def _run_in_place(self) -> AppResult:
         k, devs = self.k, self.devs
+
+        def receives(j, step):
+            return j % (2 * step) == 0 and j + step < k
+
+        def compress_before_merge(j, step):
+            # A merge hooks (v, other[v]) with any ancestor as other[v], so a sender need not
+            # compress its array first (measured on kron:25: its last compression was on the
+            # critical path); a receiver's compressed array makes its root walks one hop.
+            return self._compress == "all" or (self._compress == "receivers" and receives(j, step))
+
         with DeviceTimer(self.ctx) as timer:
             for dev in devs:
                 dev.reset()
             for r in range(self.rounds):          # interleaved so every device starts at once
-                for dev in devs:
+                for j, dev in enumerate(devs):
                     dev.link_round(r, self._light(r))
-                    dev.compress()
+                    if r + 1 < self.rounds or k == 1 or compress_before_merge(j, 1):
+                        dev.compress()
             if k > 1:
                 events = [dev.stream.record() for dev in devs]
                 step = 1
@@ -501,7 +515,8 @@ class CC(Solver):
                         recv = devs[j]
                         recv.stream.wait_event(events[j + step])
                         recv.merge_peer(devs[j + step])
-                        recv.compress()
+                        if 2 * step >= k or compress_before_merge(j, 2 * step):
+                            recv.compress()       # the last merge: the vote needs roots
                         events[j] = recv.stream.record()
                     step *= 2
             first = devs[0]
