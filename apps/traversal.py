@@ -273,6 +273,7 @@ class TraversalSolver(Solver):
             "threshold_advances": wl["threshold_advances"],
             "phase_seconds": wl.get("phase_seconds"), "advance_seconds": wl.get("advance_seconds"),
             "items_absorbed": total("absorbed"),
+            "level_trace_us": wl.get("level_trace_us"),
         }
 
     # ------------------------------------------------------------------ shutdown

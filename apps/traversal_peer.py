@@ -29,11 +29,11 @@ KERNEL = Path(__file__).with_name("traversal_peer.cu")
 BLOCK = 256
 MAX_DEVICES = 8
 #: traversal_peer.cu: PeerCtl, PeerCounter, Global
-CNT, PABORT, PLEVELS, CTL_SIZE = 0, 4, 5, 16
-PROCESSED, EDGES, TOTAL_ROUNDS, PULL_ROUNDS, REMOTE_CLAIMS, BITMAP_WORDS, COUNTERS = \
-    0, 1, 3, 11, 18, 19, 20
+PABORT, PLEVELS, PCROSS, CTL_SIZE = 4, 5, 12, 16
+PROCESSED, EDGES, TOTAL_ROUNDS, PULL_ROUNDS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = \
+    0, 1, 3, 11, 18, 19, 20, 21
 GLOBAL_SIZE = 8
-INT_INF = np.iinfo(np.int32).max
+TRACE_LEVELS = 64
 #: a device that waits this long at a cross-device barrier gives up (the host then raises)
 BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
 
@@ -63,10 +63,13 @@ class PeerTraversal:
 
     ``workers``: the solver's :class:`~apps.traversal_cuda.CUDATraversalWorker` per device (their
     arrays are shared, not copied); ``offsets``: the partition's vertex ranges; ``num_arcs``:
-    out-arcs of the whole graph; ``symmetric``: pull levels are allowed (in-arcs = out-arcs).
+    out-arcs of the whole graph; ``symmetric``: pull levels are allowed (in-arcs = out-arcs);
+    ``trace`` (default: environment GROUTE_PEER_TRACE=1): time each level's phases on the GPU
+    (one more grid barrier per level) and report them as ``level_trace_us``.
     """
 
-    def __init__(self, ctx, workers, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool):
+    def __init__(self, ctx, workers, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
+                 trace: bool | None = None):
         import cupy
         self.cp = cupy
         self.ctx = ctx
@@ -80,23 +83,38 @@ class PeerTraversal:
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
         self.timeout_ns = int(BARRIER_TIMEOUT_S * 1e9)
-        self.ctl, self.counters, self.rep, self.sent, self.fns, self.blocks = [], [], [], [], [], []
+        if trace is None:
+            trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
+        self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
+        self.rep, self.sent, self.inbox, self.trace = [], [], [], []
         for dev in self.devices:
             with dev.use():
                 module = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
                 fn = module.get_function("peer_bfs")
                 self.fns.append(fn)
-                self.ctl.append(cupy.zeros(CTL_SIZE, np.int32))
-                self.counters.append(cupy.zeros(COUNTERS, np.uint64))
+                # counters and control block in one buffer: one read-back per run
+                state = cupy.zeros(COUNTERS + CTL_SIZE // 2, np.uint64)
+                self.state.append(state)
+                self.counters.append(state[:COUNTERS])
+                self.ctl.append(state[COUNTERS:].view(np.int32))
                 self.rep.append(cupy.zeros(max(int(words.sum()), 1), np.uint32))
                 self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1), np.uint32))
+                self.inbox.append(cupy.zeros(max(int(words[len(self.inbox)]), 1), np.uint32))
+                self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
                 per_sm = int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
                     fn.kernel.ptr, BLOCK, 0))
                 sms = int(dev.properties()["multiprocessors"])
                 self.blocks.append(max(1, per_sm) * sms)
         with self.devices[0].use():
             self.global_block = cupy.zeros(GLOBAL_SIZE, np.uint64)
-        self.ctl_host = [np.zeros(CTL_SIZE, np.int32) for _ in self.devices]
+        for dev in self.devices:            # the zeroed buffers are in place before any launch
+            with dev.use():
+                cupy.cuda.runtime.deviceSynchronize()
+        self.gbase = 0                      # where device 0's barrier counter stands
+        self.state_host = []
+        for _ in self.devices:
+            mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_SIZE // 2) * 8)
+            self.state_host.append(np.frombuffer(mem, np.uint64, COUNTERS + CTL_SIZE // 2))
         self.args = []
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
@@ -120,17 +138,17 @@ class PeerTraversal:
             ("dist", np.uint64, ptr(w.dist)), ("queue0", np.uint64, ptr(w.near[0])),
             ("queue1", np.uint64, ptr(w.near[1])), ("ctl", np.uint64, ptr(self.ctl[i])),
             ("counters", np.uint64, ptr(self.counters[i])), ("rep", np.uint64, ptr(self.rep[i])),
-            ("sent", np.uint64, ptr(self.sent[i])), ("global", np.uint64, ptr(self.global_block)),
+            ("sent", np.uint64, ptr(self.sent[i])), ("inbox", np.uint64, ptr(self.inbox[i])),
+            ("global", np.uint64, ptr(self.global_block)),
             ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
+            ("trace", np.uint64, ptr(self.trace[i]) if self.trace[i] is not None else 0),
             ("num_arcs", np.int64, int(num_arcs)), ("timeout_ns", np.int64, self.timeout_ns),
             ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),
             ("pull_ok", np.int32, int(symmetric)),
             ("off", (np.int32, MAX_DEVICES + 1), off), ("rep_base", (np.int32, MAX_DEVICES), rep_base),
-            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs([x.dist for x in self.workers])),
-            ("peer_queue0", (np.uint64, MAX_DEVICES), ptrs([x.near[0] for x in self.workers])),
-            ("peer_queue1", (np.uint64, MAX_DEVICES), ptrs([x.near[1] for x in self.workers])),
             ("peer_ctl", (np.uint64, MAX_DEVICES), ptrs(self.ctl)),
             ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(self.rep)),
+            ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(self.inbox)),
         ]
         dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
                          align=True)
@@ -146,34 +164,35 @@ class PeerTraversal:
         module.get_function("peer_args_layout")((1,), (1,), (out,))
         got = out.get().tolist()
         f = rec.dtype.fields
-        want = [rec.dtype.itemsize, f["off"][1], f["peer_dist"][1], f["peer_rep"][1]]
+        want = [rec.dtype.itemsize, f["off"][1], f["peer_ctl"][1], f["peer_inbox"][1]]
         if got != want:
             raise RuntimeError(f"traversal_peer.cu PeerArgs layout {got} differs from the host's {want}")
 
     # ------------------------------------------------------------------ running
     def run(self, source_new: int) -> dict:
-        """BFS from ``source_new`` (renumbered id); depths land in the workers' ``dist``."""
-        dev0 = self.devices[0]
-        # the barrier counter and the sums start at zero before any kernel may arrive
-        with dev0.use():
-            self.global_block.fill(0)
-        dev0.compute_stream.record().synchronize()
+        """BFS from ``source_new`` (renumbered id); depths land in the workers' ``dist``.
+
+        One launch per device (each kernel resets its own state first), then one read-back
+        of each device's counters; nothing else runs on the host in between."""
         failure = None
         launched = []
-        for i, (dev, w) in enumerate(zip(self.devices, self.workers)):
+        for i, dev in enumerate(self.devices):
             try:
-                dev.compute_stream.submit(self._launch, i, dev, w, source_new)
+                dev.compute_stream.submit(self._launch, i, dev, int(source_new))
                 launched.append(i)
             except BaseException as exc:  # noqa: BLE001 - the launched ones time out; then raise
                 failure = exc
                 break
-        aborted = []
         for i in launched:
             dev = self.devices[i]
-            dev.compute_stream.submit(lambda i=i: self.ctl[i].get(out=self.ctl_host[i]))
-            dev.compute_stream.record().synchronize()
-            if self.ctl_host[i][PABORT]:
-                aborted.append(dev.name)
+            dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
+        ctl = [h[COUNTERS:].view(np.int32) for h in self.state_host]
+        aborted = [self.devices[i].name for i in launched if ctl[i][PABORT]]
+        crossed = {int(ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0]) for i in launched}
+        if failure is not None or aborted or len(crossed) != 1:
+            self._reset_barrier()
+        else:
+            self.gbase += self.k * crossed.pop()
         if failure is not None:
             raise failure
         if aborted:
@@ -181,41 +200,55 @@ class PeerTraversal:
                 f"peer BFS: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
                 f"cross-device barrier (another device stopped or never started); "
                 f"set GROUTE_PEER_BARRIER_TIMEOUT or use exchange='host'")
-        levels = [int(c[PLEVELS]) for c in self.ctl_host]
-        claims, words = [], []
-        for i, dev in enumerate(self.devices):
-            with dev.use():
-                c = self.counters[i].get()
-            claims.append(int(c[REMOTE_CLAIMS]))
+        levels = [int(c[PLEVELS]) for c in ctl]
+        offers, words, received = [], [], []
+        for i, c in enumerate(self.state_host):
+            offers.append(int(c[REMOTE_OFFERS]))
             words.append(int(c[BITMAP_WORDS]))
-            self.counters_host[i] = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
-                                     "rounds": int(c[TOTAL_ROUNDS]), "pull_rounds": int(c[PULL_ROUNDS]),
+            received.append(int(c[RECEIVED]))
+            self.counters_host[i] = {"processed": int(c[PROCESSED]) + received[i],
+                                     "edges": int(c[EDGES]), "rounds": int(c[TOTAL_ROUNDS]),
+                                     "pull_rounds": int(c[PULL_ROUNDS]),
                                      "launches": 1, "reshapes": 0, "deferrals": 0, "absorbed": 0}
-        return {"rounds": levels, "items_sent": {f"{i}->peers": n for i, n in enumerate(claims)},
-                "items_forwarded": [0] * self.k,
-                # a claim is a 4-byte compare-and-swap and a 4-byte queue entry in the owner
-                "bytes_moved": 8 * sum(claims) + 4 * sum(words),
-                "threshold_advances": 0, "pull_levels": int(self.counters_host[0]["pull_rounds"]),
-                "bsp_levels": max(levels), "exchange": "peer"}
+        out = {"rounds": levels, "items_sent": {f"{i}->peers": n for i, n in enumerate(offers)},
+               "items_forwarded": [0] * self.k,
+               # an offer is one bit set by a 4-byte reduction in the owner's inbox; a bitmap
+               # word is 4 bytes stored into each peer's copy
+               "bytes_moved": 4 * sum(offers) + 4 * sum(words),
+               "threshold_advances": 0, "pull_levels": int(self.counters_host[0]["pull_rounds"]),
+               "bsp_levels": max(levels), "exchange": "peer", "items_received": received}
+        if self.trace[0] is not None:
+            out["level_trace_us"] = [self._trace_of(i, levels[i]) for i in range(self.k)]
+        return out
 
-    def _launch(self, i, dev, w, source):
-        """Reset device ``i``'s state for a run from ``source`` and launch its kernel (stream
-        order: the launch follows the resets; peers write here only after the first barrier,
-        which this device reaches only after its resets)."""
+    def _reset_barrier(self):
+        """After a failed run: wait for every device, then zero the barrier counter."""
+        for dev in self.devices:
+            dev.compute_stream.record().synchronize()
+        with self.devices[0].use():
+            self.global_block.fill(0)
+        self.devices[0].compute_stream.record().synchronize()
+        self.gbase = 0
+
+    def _trace_of(self, i, levels):
+        """Per level of device ``i``: microseconds in A (sums and decision), B (bitmap
+        exchange; 0 on push levels), the expansion, and C (waiting for the others)."""
+        with self.devices[i].use():
+            t = self.trace[i].get().astype(np.int64).reshape(TRACE_LEVELS, 4)
+        rows = []
+        for L in range(min(levels, TRACE_LEVELS)):
+            end = t[L + 1, 0] if L + 1 < TRACE_LEVELS else t[L, 3]
+            a, b, x = t[L, 1] - t[L, 0], t[L, 2] - t[L, 1], t[L, 3] - t[L, 2]
+            rows.append([round(v / 1e3, 1) for v in (a, b, x, end - t[L, 3])])
+        return rows
+
+    def _launch(self, i, dev, source):
+        """Launch device ``i``'s kernel (cooperative: every block resident)."""
         cp = self.cp
-        w.dist.fill(INT_INF)
-        self.sent[i].fill(0)
-        self.ctl[i].fill(0)
-        self.counters[i].fill(0)
-        if w.lo <= source < w.hi:
-            s = source - w.lo
-            w.dist[s] = 0
-            w.near[0][0] = s
-            self.ctl[i][CNT] = 1
         blocks = self.blocks[i]
         while True:
             try:
-                self.fns[i]((blocks,), (BLOCK,), (self.args[i],))
+                self.fns[i]((blocks,), (BLOCK,), (self.args[i], np.int32(source), np.uint64(self.gbase)))
                 return
             except cp.cuda.driver.CUDADriverError as exc:
                 if "TOO_LARGE" not in str(exc) or blocks <= 1:

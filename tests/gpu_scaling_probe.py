@@ -146,6 +146,10 @@ def main():
                         log("     advance ms per level: " + "; ".join(
                             f"{d}: " + " ".join(f"{v * 1e3:.2f}" for v in lv)
                             for d, lv in enumerate(st["advance_seconds"])))
+                    if st.get("level_trace_us"):
+                        log("     us per level [A sums, B bitmaps, expand, C wait] (GROUTE_PEER_TRACE): " + "; ".join(
+                            f"{d}: " + " ".join("/".join(f"{v:g}" for v in row) for row in rows)
+                            for d, rows in enumerate(st["level_trace_us"])))
                     solver.close()
                 except Exception as exc:  # noqa: BLE001 - keep going, report the failure
                     import traceback

@@ -236,7 +236,7 @@ def test_cuda_peer_exchange(k):
 @pytest.mark.timeout(120)
 def test_cuda_auto_mode_picks_the_persistent_kernel_for_low_diameter_graphs():
     need_gpus(1)
-    kron, grid = load_graph("kron:14"), load_graph("grid:60")
+    kron, grid = load_graph("kron:14"), load_graph("grid:200")
     res = check(kron, busiest(kron), backend="cuda", devices=1)
     assert (res.stats["mode"], res.stats["exchange"]) == ("bsp", "peer")
     res = check(grid, 0, backend="cuda", devices=1)
@@ -259,11 +259,11 @@ def test_plain_cupy_baseline_matches_reference():
 def test_cuda_pull_reshape_and_priority_window():
     need_gpus(1)
     g = load_graph("kron:16")
-    res = check(g, busiest(g), backend="cuda", devices=1)
+    res = check(g, busiest(g), backend="cuda", devices=1, mode="async")
     assert res.stats["pull_rounds"] > 0 and res.stats["reshapes"] > 0
     # a finite window (BFS priority): deferred items, and the unique-push shortcut is off
     grid = load_graph("grid:40")
-    res = check(grid, 0, backend="cuda", devices=1, delta=3)
+    res = check(grid, 0, backend="cuda", devices=1, delta=3, mode="async")
     assert res.stats["deferrals"] > 0
 
 
