@@ -287,3 +287,19 @@ def test_multigpu_bench_runs_and_verifies():
                                     modes=["async", "bsp"], repeat=2, backend="cuda",
                                     peers=["scipy"]), progress=False)
     assert not [c for c in results["cases"] if c["status"] in ("FAIL", "ERROR")], results["cases"]
+
+
+def test_markdown_names_the_peer_exchange():
+    """A BFS case run by the persistent peer kernel says so in the mode column."""
+    base = double("bfs")
+
+    class PeerDouble(base):
+        def run(self, source=None):
+            res = super().run(source)
+            res.stats["exchange"] = "peer"
+            return res
+
+    results = run_suite(small_config(modes=["bsp"]), solvers={"bfs": PeerDouble}, progress=False)
+    assert "| bsp (peer) |" in markdown(results)
+    plain = run_suite(small_config(modes=["bsp"]), solvers={"bfs": base}, progress=False)
+    assert "| bsp |" in markdown(plain) and "(peer)" not in markdown(plain)

@@ -113,7 +113,11 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(header) - 5)) + "|"]
     for c in results.get("cases", []):
         label = APPS[c["app"]].label if c["app"] in APPS else c["app"]
-        row = [label, _cell(c["graph"]), str(c["devices"]), c.get("mode") or "-"]
+        mode = c.get("mode") or "-"
+        exchange = (c.get("stats") or {}).get("exchange")
+        if exchange == "peer":      # BFS in one persistent kernel per GPU (apps/traversal_peer)
+            mode += " (peer)"
+        row = [label, _cell(c["graph"]), str(c["devices"]), mode]
         if c["status"] == "ok":
             row += ["ok", fmt_seconds(c["time_s"]),
                     f"{fmt_seconds(c['min_s'])} - {fmt_seconds(c['max_s'])}", str(c["repeats"]),
