@@ -35,10 +35,9 @@ class BFS(TraversalSolver):
         against 176 ms). Without it: BSP across devices of a symmetric low-diameter graph
         (the worklist pulls across devices), async everywhere else. docs/PERFORMANCE.md."""
         from .traversal import low_diameter
-        from .traversal_peer import unavailable
         k = self.ctx.num_devices
         low = not getattr(graph, "directed", True) and low_diameter(graph)
-        if unavailable(self.ctx, weighted=False, kind="int") is None:
+        if self.peer_unavailable() is None:
             return "bsp" if (low or k > 1) else "async"
         return "bsp" if (k > 1 and low) else "async"
 

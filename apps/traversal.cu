@@ -20,8 +20,6 @@
 // road-like graphs; wide: every resident block, for big frontiers) pays, and the host relaunches.
 #include "traversal.cuh"
 
-#define WARP_EDGES 1024     // above this, a vertex's arcs are shared out in chunks
-#define CHUNK 1024
 
 struct Args {
     const long long* indptr; const int* indices; const weight_t* weights;
@@ -281,12 +279,9 @@ __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
 #endif
 }
 
-// Direction optimisation (Beamer; the constants of GAP's BFS): pull once the frontier's arcs
-// outnumber 1/PULL_ALPHA of the arcs not yet explored, push again once the frontier holds less
-// than 1/PULL_BETA of the vertices. The frontier's arcs are counted only for frontiers of more
-// than 1/SCOUT_MIN of the vertices (one extra pass and barrier; never on road-like graphs).
-#define PULL_ALPHA 15
-#define PULL_BETA 24
+// Direction optimisation: PULL_ALPHA, PULL_BETA (traversal.cuh). The frontier's arcs are
+// counted only for frontiers of more than 1/SCOUT_MIN of the vertices (one extra pass and
+// barrier; never on road-like graphs).
 #define SCOUT_MIN 512
 
 // op 0: advance (run rounds); op 1: split the far queue for threshold `thr`, then return.
@@ -418,16 +413,9 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 edges += deg;
             }
             bool retry = false;
-            if (deg > WARP_EDGES) {                      // shared out after the barrier
-                // one 64-bit atomic reserves the slot (high bits) and the chunks (low bits), so
-                // first chunks increase with the slot: a chunk's vertex is a binary search away
-                unsigned long long chunks = (unsigned long long)((deg + CHUNK - 1) / CHUNK);
-                unsigned long long old = atomicAdd(&a.counters[BIG_RESERVE + s3],
-                                                   (1ull << 40) + chunks);
-                int slot = (int)(old >> 40);
-                a.big_items[slot] = pack_item(u, d);
-                a.big_first_chunk[slot] = (int)(old & ((1ull << 40) - 1));
-            }
+            if (deg > WARP_EDGES)                        // shared out after the barrier
+                a.big_items[reserve_big(&a.counters[BIG_RESERVE + s3], deg, a.big_first_chunk)] =
+                    pack_item(u, d);
             unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
             while (medium) {
                 int leader = __ffs(medium) - 1;
@@ -454,16 +442,12 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         // has_big: some local vertex has more than WARP_EDGES arcs (the host knows); without
         // one, the read of the reservation would only add a round trip to every round
         const unsigned long long reserve = has_big ? __ldcg(&a.counters[BIG_RESERVE + s3]) : 0ull;
-        const int big_n = (int)(reserve >> 40);
+        const int big_n = big_count(reserve);
         if (big_n > 0) {
             // big vertices: chunks of CHUNK arcs, one per warp, across the whole grid
-            const long long total = (long long)(reserve & ((1ull << 40) - 1));
+            const long long total = big_chunks(reserve);
             for (long long c = warp; c < total; c += nwarps) {
-                int lo_s = 0, hi_s = big_n - 1;          // last slot whose first chunk <= c
-                while (lo_s < hi_s) {
-                    int mid = (lo_s + hi_s + 1) >> 1;
-                    if (__ldcg(&a.big_first_chunk[mid]) <= c) lo_s = mid; else hi_s = mid - 1;
-                }
+                const int lo_s = big_slot_of(a.big_first_chunk, big_n, c);
                 long long item = __ldcg(&a.big_items[lo_s]);
                 int u = item_vertex(item), d = item_value(item);
                 long long s0 = a.indptr[u], end = a.indptr[u + 1];

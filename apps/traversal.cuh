@@ -69,6 +69,41 @@ __device__ __forceinline__ int aggregated_reserve_labeled(int* counters, int lab
     return same.shfl(base, 0) + (int)same.thread_rank();
 }
 
+// Direction optimisation (Beamer; the constants of GAP's BFS): pull once the frontier's arcs
+// outnumber 1/PULL_ALPHA of the arcs not yet explored, push again once the frontier holds less
+// than 1/PULL_BETA of the vertices.
+#define PULL_ALPHA 15
+#define PULL_BETA 24
+
+// Big vertices (more than WARP_EDGES arcs) are cut into CHUNK-arc chunks that warps across the
+// grid share after a barrier. One 64-bit atomic on `reserve` takes the vertex's slot (high
+// bits) and its chunks (low 40 bits), so first chunks increase with the slot and a chunk finds
+// its vertex by binary search (big_slot_of). Returns the slot; the caller stores its vertex.
+#define WARP_EDGES 1024
+#define CHUNK 1024
+__device__ __forceinline__ int reserve_big(unsigned long long* reserve, long long deg,
+                                           int* first_chunk) {
+    const unsigned long long chunks = (unsigned long long)((deg + CHUNK - 1) / CHUNK);
+    const unsigned long long old = atomicAdd(reserve, (1ull << 40) + chunks);
+    const int slot = (int)(old >> 40);
+    first_chunk[slot] = (int)(old & ((1ull << 40) - 1));
+    return slot;
+}
+// The reservation's totals (read after the barrier): big vertices, chunks.
+__device__ __forceinline__ int big_count(unsigned long long reserve) { return (int)(reserve >> 40); }
+__device__ __forceinline__ long long big_chunks(unsigned long long reserve) {
+    return (long long)(reserve & ((1ull << 40) - 1));
+}
+// The slot of chunk c: the last of the big_n slots whose first chunk is <= c.
+__device__ __forceinline__ int big_slot_of(const int* first_chunk, int big_n, long long c) {
+    int lo = 0, hi = big_n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (__ldcg(&first_chunk[mid]) <= c) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
 // A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
 // when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
 // launch completes when the count reaches b * gridDim.x, so nobody has to reset anything

@@ -99,6 +99,7 @@ class TraversalSolver(Solver):
         self.graph = graph
         self.peer = None
         self.kind, weights = self._value_kind(graph)
+        self.weighted_values = weights is not None
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
             self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
@@ -168,6 +169,14 @@ class TraversalSolver(Solver):
             worker.set_delta(self.delta if self.priority else math.inf)
             self.workers.append(worker)
 
+    def peer_unavailable(self):
+        """Why the peer kernel cannot run this solver's traversal on its devices (None: it can);
+        the machine is asked once per solver (``auto_mode`` asks too)."""
+        if not hasattr(self, "_peer_why"):
+            from .traversal_peer import unavailable
+            self._peer_why = unavailable(self.ctx, weighted=self.weighted_values, kind=self.kind)
+        return self._peer_why
+
     def _peer_exchange(self, graph, weights, exchange):
         """The :class:`~apps.traversal_peer.PeerTraversal` that runs this solver (None: the
         distributed worklist does), as ``exchange`` asks and the app, mode and machine allow."""
@@ -179,8 +188,7 @@ class TraversalSolver(Solver):
         elif self.mode != "bsp":
             why = f"it is level-synchronous (mode='bsp'), not mode={self.mode!r}"
         else:
-            from .traversal_peer import unavailable
-            why = unavailable(self.ctx, weighted=weights is not None, kind=self.kind)
+            why = self.peer_unavailable()
         if why is not None:
             if exchange == "peer":
                 raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.kernels import load_module
+from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.worklist import LocalWork, StreamWorker
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class CUDATraversalWorker(StreamWorker):
             n = max(self.n_local, 1)
             xp = cupy
             indptr = np.asarray(local.indptr, dtype=np.int64)
-            # any vertex above WARP_EDGES (traversal.cu) arcs: only then do rounds read the
+            # any vertex above WARP_EDGES (traversal.cuh) arcs: only then do rounds read the
             # big-vertex reservation
             self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
                                or os.environ.get("GROUTE_TRAVERSAL_BIGCHECK") == "1")
@@ -163,29 +163,12 @@ class CUDATraversalWorker(StreamWorker):
 
     def _blocks_per_sm(self, wanted):
         """Resident blocks per SM for the cooperative kernel (all blocks must be resident)."""
-        cp = self.cp
-        resident = None
-        try:
-            resident = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                self.traverse.kernel.ptr, self.block, 0))
-        except Exception:  # noqa: BLE001 - fall back to the register count
-            attrs = cp.cuda.Device(self.device.index).attributes
-            regs = max(int(self.traverse.num_regs), 1)
-            per_warp = -(-regs * 32 // 256) * 256
-            warps = attrs["MaxRegistersPerMultiprocessor"] // per_warp
-            resident = max(1, min(warps // (self.block // 32),
-                                  attrs["MaxThreadsPerMultiProcessor"] // self.block))
-        resident = max(resident, 1)
+        resident = resident_blocks_per_sm(self.traverse, self.block, self.device.index)
         return min(resident, wanted) if wanted else resident
 
     def _check_layout(self, module, rec):
-        out = self.cp.zeros(4, dtype=np.int64)
-        module.get_function("args_layout")((1,), (1,), (out,))
-        got = out.get().tolist()
-        fields = rec.dtype.fields
-        want = [rec.dtype.itemsize, fields["far_cap"][1], fields["k"][1], fields["counters"][1]]
-        if got != want:
-            raise RuntimeError(f"traversal.cu Args layout {got} differs from the host's {want}")
+        check_struct_layout(module.get_function("args_layout"), rec, ("far_cap", "k", "counters"),
+                            "traversal.cu Args")
 
     def _pack_args(self):
         """The kernels' ``Args`` struct, as a NumPy record CuPy passes by value."""
@@ -204,12 +187,7 @@ class CUDATraversalWorker(StreamWorker):
             ("ctl", np.uint64, ptr(a.ctl)), ("counters", np.uint64, ptr(a.counters_dev)),
             ("front", np.uint64, ptr(a.frontier)),
         ]
-        dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
-                         align=True)
-        rec = np.zeros((), dtype=dtype)
-        for name, _, value in fields:
-            rec[name] = value
-        return rec
+        return pack_struct(fields)
 
     # ------------------------------------------------------------------ protocol
     def set_source(self, source_new):

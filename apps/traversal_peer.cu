@@ -28,10 +28,6 @@
 #include "traversal.cuh"
 
 #define MAX_DEVICES 8
-#define WARP_ARCS 1024      // above this, a frontier vertex's arcs are shared out in chunks
-#define CHUNK 1024
-#define PULL_ALPHA 15       // the direction rule of traversal.cu
-#define PULL_BETA 24
 // Per level, thread 0 of block 0 stamps the global timer (ns) when the level starts, when the
 // sums are known (after A), when the expansion starts (after B on pull levels) and when it
 // ends (before C): where the time of a level goes, for the first TRACE_LEVELS levels.
@@ -46,8 +42,7 @@ enum PeerCtl {
     PARCS = 8,          // 2 ints: the level's global frontier arcs
     PEXIT = 10,         // blocks that left (the last one resets PBAR)
     PRECV = 11,         // a peer put offers into this device's inbox this level
-    PCROSS = 12,        // cross-device barriers this launch passed (written at the end)
-    PEER_CTL_SIZE = 16
+    PCROSS = 12,        // cross-device barriers this launch passed (written at the end; 16 ints)
 };
 // local 64-bit counters: the traversal.cuh Counter slots the host reads (PROCESSED, EDGES,
 // TOTAL_ROUNDS, PULL_ROUNDS) plus these
@@ -284,15 +279,9 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
                     ++processed;
                     edges += deg;
                 }
-                if (deg > WARP_ARCS) {           // shared out in chunks after the barrier
-                    const unsigned long long chunks = (unsigned long long)((deg + CHUNK - 1) / CHUNK);
-                    const unsigned long long old = atomicAdd(&a.counters[BIGRES + slot],
-                                                             (1ull << 40) + chunks);
-                    const int at = (int)(old >> 40);
-                    a.big_items[at] = u;
-                    a.big_first[at] = (int)(old & ((1ull << 40) - 1));
-                }
-                unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_ARCS);
+                if (deg > WARP_EDGES)            // shared out in chunks after the barrier
+                    a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
+                unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
                 while (medium) {
                     const int leader = __ffs(medium) - 1;
                     medium &= medium - 1;
@@ -307,14 +296,10 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             }
             grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
             const unsigned long long reserve = __ldcg(&a.counters[BIGRES + slot]);
-            const int big_n = (int)(reserve >> 40);
-            const long long total = (long long)(reserve & ((1ull << 40) - 1));
+            const int big_n = big_count(reserve);
+            const long long total = big_chunks(reserve);
             for (long long ch = warp; ch < total; ch += nwarps) {
-                int lo_s = 0, hi_s = big_n - 1;          // the last vertex whose first chunk <= ch
-                while (lo_s < hi_s) {
-                    const int mid = (lo_s + hi_s + 1) >> 1;
-                    if (__ldcg(&a.big_first[mid]) <= ch) lo_s = mid; else hi_s = mid - 1;
-                }
+                const int lo_s = big_slot_of(a.big_first, big_n, ch);
                 const int u = (int)__ldcg(&a.big_items[lo_s]);
                 const long long end = a.indptr[u + 1];
                 const long long first = a.indptr[u] + (ch - __ldcg(&a.big_first[lo_s])) * CHUNK;

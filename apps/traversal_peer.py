@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.kernels import load_module
+from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +101,8 @@ class PeerTraversal:
                 self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1), np.uint32))
                 self.inbox.append(cupy.zeros(max(int(words[len(self.inbox)]), 1), np.uint32))
                 self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
-                per_sm = int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    fn.kernel.ptr, BLOCK, 0))
                 sms = int(dev.properties()["multiprocessors"])
-                self.blocks.append(max(1, per_sm) * sms)
+                self.blocks.append(resident_blocks_per_sm(fn, BLOCK, dev.index) * sms)
         with self.devices[0].use():
             self.global_block = cupy.zeros(GLOBAL_SIZE, np.uint64)
         for dev in self.devices:            # the zeroed buffers are in place before any launch
@@ -119,7 +117,9 @@ class PeerTraversal:
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
             with dev.use():
-                self._check_layout(rec)
+                layout = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
+                check_struct_layout(layout.get_function("peer_args_layout"), rec,
+                                    ("off", "peer_ctl", "peer_inbox"), "traversal_peer.cu PeerArgs")
                 self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         self.counters_host = [{} for _ in self.devices]
         log.info("peer BFS on %d devices, grids %s x %d", self.k, self.blocks, BLOCK)
@@ -150,23 +150,7 @@ class PeerTraversal:
             ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(self.rep)),
             ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(self.inbox)),
         ]
-        dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
-                         align=True)
-        rec = np.zeros((), dtype=dtype)
-        for name, _, value in fields:
-            rec[name] = value
-        return rec
-
-    def _check_layout(self, rec):
-        cp = self.cp
-        module = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
-        out = cp.zeros(4, dtype=np.int64)
-        module.get_function("peer_args_layout")((1,), (1,), (out,))
-        got = out.get().tolist()
-        f = rec.dtype.fields
-        want = [rec.dtype.itemsize, f["off"][1], f["peer_ctl"][1], f["peer_inbox"][1]]
-        if got != want:
-            raise RuntimeError(f"traversal_peer.cu PeerArgs layout {got} differs from the host's {want}")
+        return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
     def run(self, source_new: int) -> dict:

@@ -79,3 +79,46 @@ def _explain(path: Path, source: str, log: str) -> str:
     if len(out) == 1:
         out.append(log.strip()[:2000])
     return "\n".join(out)
+
+
+def pack_struct(fields):
+    """A kernel argument struct as a NumPy record with C layout (``align=True``): ``fields`` is
+    ``[(name, dtype or (dtype, shape), value), ...]`` in declaration order. Upload its bytes and
+    pass the pointer; :func:`check_struct_layout` checks the compiler agrees."""
+    import numpy as np
+    dtype = np.dtype({"names": [f[0] for f in fields], "formats": [f[1] for f in fields]},
+                     align=True)
+    rec = np.zeros((), dtype=dtype)
+    for name, _, value in fields:
+        rec[name] = value
+    return rec
+
+
+def check_struct_layout(layout_kernel, rec, names, what):
+    """Raise unless ``layout_kernel`` (one thread writing ``sizeof`` and the ``offsetof`` of
+    each of ``names`` into an int64 array) reports the layout of the record ``rec``."""
+    import cupy
+    import numpy as np
+    out = cupy.zeros(1 + len(names), dtype=np.int64)
+    layout_kernel((1,), (1,), (out,))
+    got = out.get().tolist()
+    want = [rec.dtype.itemsize] + [rec.dtype.fields[n][1] for n in names]
+    if got != want:
+        raise RuntimeError(f"{what} layout {got} (size, offsets of {', '.join(names)}) differs "
+                           f"from the host's {want}")
+
+
+def resident_blocks_per_sm(kernel, block: int, device_index: int) -> int:
+    """Blocks of ``block`` threads of ``kernel`` (a ``RawKernel``) one SM holds at once: the
+    driver's occupancy answer, else an estimate from the register count. A cooperative grid
+    must not be larger than this times the SMs."""
+    import cupy
+    try:
+        return max(1, int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            kernel.kernel.ptr, block, 0)))
+    except Exception:  # noqa: BLE001 - fall back to the register count
+        attrs = cupy.cuda.Device(device_index).attributes
+        regs = max(int(kernel.num_regs), 1)
+        per_warp = -(-regs * 32 // 256) * 256
+        warps = attrs["MaxRegistersPerMultiprocessor"] // per_warp
+        return max(1, min(warps // (block // 32), attrs["MaxThreadsPerMultiProcessor"] // block))
