@@ -261,6 +261,8 @@ def test_cpu_preset_end_to_end(tmp_path, capsys):
     assert text.startswith("## Benchmark results")
     assert "- Command: `groute bench --preset cpu" in text and "- Commit: `" in text
     assert "| app | graph | devices | mode | status |" in text
+    assert "--reference auto" in text and "groute.graph.reference.bfs (CPU)" in text
+    assert all(r["where"] == "cpu" for r in json.loads(out_json.read_text())["references"])
     for name in ("strong_scaling.png", "speedup_scipy.png", "time_over_floor.png"):
         assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "[" in captured.err and "/" in captured.err  # progress lines

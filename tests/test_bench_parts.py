@@ -221,3 +221,58 @@ def test_small_graph_references_are_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
     _, cached = bench_verify.cached_reference("cc", load_graph("kron:6"))
     assert not cached and not (tmp_path / "references").exists()
+
+
+def test_reference_option_is_checked_and_auto_picks_by_size():
+    from groute.bench.suite import REFERENCE_GPU_MIN_ARCS, make_config, reference_where
+    with pytest.raises(ValueError, match="--reference must be one of"):
+        make_config(apps=["bfs"], graphs=["kron:6"], devices=[1], reference="scipy")
+    with pytest.raises(ValueError, match="--reference gpu .* --backend cpu"):
+        make_config(apps=["bfs"], graphs=["kron:6"], devices=[1], reference="gpu", backend="cpu")
+    assert reference_where("auto", "cpu", 10 * REFERENCE_GPU_MIN_ARCS) == "cpu"
+    assert reference_where("auto", "cuda", REFERENCE_GPU_MIN_ARCS - 1) == "cpu"
+    assert reference_where("auto", "cuda", REFERENCE_GPU_MIN_ARCS) == "gpu"
+    assert reference_where("cpu", "cuda", 10 * REFERENCE_GPU_MIN_ARCS) == "cpu"
+    with pytest.raises(ValueError, match="needs CUDA GPUs"):
+        reference_where("gpu", "cpu", 1)
+
+
+def test_gpu_reference_on_a_cpu_run_fails_before_any_work():
+    from groute.bench import make_config, run_suite
+    config = make_config(apps=["bfs"], graphs=["kron:6"], devices=[1], reference="gpu",
+                         backend="auto")
+    from groute.context import resolve_backend
+    if resolve_backend("auto") == "cuda":
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match="needs CUDA GPUs"):
+        run_suite(config, progress=False)
+
+
+def test_gpu_and_cpu_references_are_cached_apart(tmp_path, monkeypatch):
+    from groute.bench import verify as bench_verify
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    g = load_graph("kron:6")
+    cpu = bench_verify._reference_cache_path("bfs", g, 3, "cpu")
+    gpu = bench_verify._reference_cache_path("bfs", g, 3, "gpu")
+    assert cpu != gpu and gpu.name.startswith("bfs-gpu-")
+    with pytest.raises(ValueError, match="cpu or gpu"):
+        bench_verify.cached_reference("bfs", g, 3, "tpu")
+    assert "groute.graph.reference.connected_components" in bench_verify.reference_label("cc", "cpu")
+    assert "cupy_pagerank" in bench_verify.reference_label("pr", "gpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
+def test_gpu_reference_agrees_with_the_cpu_reference(app):
+    pytest.importorskip("cupy")
+    from groute.device import cuda_device_count
+    if cuda_device_count() == 0:
+        pytest.skip("needs a CUDA GPU")
+    from groute.bench.peers import gpu_reference
+    g = load_graph("kron:12")
+    if app == "sssp":
+        g = g.with_weights(seed=0)
+    source = int(np.argmax(np.diff(g.indptr))) if app in ("bfs", "sssp") else None
+    cpu, gpu = reference_result(app, g, source), gpu_reference(app, g, source)
+    assert cpu.dtype == gpu.dtype and cpu.shape == gpu.shape
+    assert verify(app, gpu, cpu, g).ok

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from .suite import APPS, MODES, PARTITIONS, PEERS, PRESETS, make_config
+from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_ARCS, REFERENCES,
+                    make_config)
 
 
 def _list(text: str) -> list[str]:
@@ -48,7 +49,8 @@ def register(subparsers, common):
         "bench", parents=[common_parser()], conflict_handler="resolve",
         help="benchmark the apps against scipy/CuPy peers and the bandwidth floor",
         description="Run every (app, graph, device count, mode) case: load and partition once, "
-                    "warm up, time the median of repeats, verify against the CPU reference, "
+                    "warm up, time the median of repeats, verify against the reference (CPU, or "
+                    "the plain-CuPy baselines for very large graphs: --reference), "
                     "and time the peers (scipy, plain CuPy, igraph, NetworkX, cuGraph when "
                     "installed) in the same run. See docs/BENCHMARKS.md.")
     p.add_argument("--preset", choices=sorted(PRESETS),
@@ -73,6 +75,12 @@ def register(subparsers, common):
     p.add_argument("--peer-repeat", type=int, metavar="N", help="timed runs per peer (default 3)")
     p.add_argument("--max-case-seconds", type=_positive_float, metavar="S",
                    help="stop repeating a case once its timed runs add up to S seconds (default 60)")
+    p.add_argument("--reference", choices=REFERENCES,
+                   help="what every answer is checked against: cpu = groute.graph.reference "
+                        "(scipy, one core); gpu = the plain-CuPy baselines on GPU 0 (for graphs "
+                        f"whose CPU references take minutes); auto = gpu from "
+                        f"{REFERENCE_GPU_MIN_ARCS // 1_000_000}M arcs on GPU runs, else cpu "
+                        "(default auto)")
     p.add_argument("--json", metavar="FILE", help="write all results as JSON")
     p.add_argument("--markdown", metavar="FILE", help="write a self-contained markdown section")
     p.add_argument("--plot", metavar="DIR", help="write PNG plots (needs matplotlib)")
@@ -90,7 +98,7 @@ def config_from_args(args):
                        modes=args.modes, repeat=args.repeat, warmup=args.warmup,
                        backend=args.backend, partition=args.partition, peers=args.peers,
                        peer_repeat=args.peer_repeat, max_case_seconds=args.max_case_seconds,
-                       timeout=args.timeout)
+                       timeout=args.timeout, reference=args.reference)
 
 
 def command_line(config) -> str:
@@ -103,7 +111,8 @@ def command_line(config) -> str:
               "--repeat", str(config.repeat), "--warmup", str(config.warmup),
               "--backend", config.backend, "--partition", config.partition,
               "--peers", ",".join(config.peers) or "none", "--peer-repeat", str(config.peer_repeat),
-              "--max-case-seconds", f"{config.max_case_seconds:g}"]
+              "--max-case-seconds", f"{config.max_case_seconds:g}",
+              "--reference", config.reference]
     if config.timeout is not None:
         parts += ["--timeout", f"{config.timeout:g}"]
     return shlex.join(parts)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .suite import PR_DAMPING, PR_TOL
+from .suite import CUPY_BASELINES, PR_DAMPING, PR_TOL
 from .verify import Verdict, verify
 
 #: Longest a PageRank power iteration may run before it is called non-converged.
@@ -156,15 +156,6 @@ def power_iteration(step, n, xp):
 
 
 # plain CuPy baselines (written by the app engineers) ---------------------------------------------------
-#: app -> (module, function): the one plain-CuPy implementation per app, kept with the apps.
-CUPY_BASELINES = {
-    "bfs": ("apps.baselines", "cupy_bfs"),
-    "sssp": ("apps.baselines", "cupy_sssp"),
-    "pr": ("apps.baselines_pr_cc", "cupy_pagerank"),
-    "cc": ("apps.baselines_pr_cc", "cupy_cc"),
-}
-
-
 def _cupy_peer(app, graph, source) -> PreparedPeer:
     from groute.device import cuda_device_count
     _require("cupy", "the plain-CuPy baselines need it")
@@ -188,6 +179,31 @@ def _cupy_peer(app, graph, source) -> PreparedPeer:
             run = lambda: func(dgraph)  # noqa: E731
     label = f"{module_name}.{func_name} (plain CuPy, 1 GPU)"
     return PreparedPeer("cupy", label, "gpu", run, lambda raw: ("values", _host(raw)))
+
+
+def gpu_reference(app: str, graph, source=None) -> np.ndarray:
+    """The answer of the plain-CuPy baseline on GPU 0, in the CPU reference's dtype.
+
+    The reference of ``--reference gpu``: an implementation independent of our kernels (per-level
+    frontiers, ``scatter_min``, cuSPARSE SpMV in float64 with the reference's stopping rule), for
+    graphs whose CPU references would take minutes. Raises RuntimeError when it cannot run here.
+    """
+    try:
+        peer = _cupy_peer(app, graph, source)
+    except PeerSkipped as exc:
+        raise RuntimeError(f"no GPU reference: {exc}") from None
+    _, values = peer.answer(peer.run())
+    dtype = {"bfs": np.int32, "sssp": np.float64, "pr": np.float64, "cc": np.int64}[app]
+    values = values.astype(dtype, copy=False)
+    del peer
+    _free_gpu_pool()
+    return values
+
+
+def _free_gpu_pool():
+    import cupy
+    with cupy.cuda.Device(0):
+        cupy.get_default_memory_pool().free_all_blocks()
 
 
 class _OneGPU:

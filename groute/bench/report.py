@@ -141,12 +141,26 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
                      f"{p.get('repeats') or '-'} | {_cell(_peer_note(p))} |")
     lines.append("")
 
+    refs = results.get("references", [])
+    if refs:
+        lines += [f"{h}# References (what every answer is checked against)", "",
+                  "| app | graph | computed by | time | from the disk cache |",
+                  "|---|---|---|---:|---|"]
+        for r in refs:
+            label = APPS[r["app"]].label if r["app"] in APPS else r["app"]
+            computed = r.get("label") or "groute.graph.reference (CPU)"
+            lines.append(f"| {label} | {_cell(r['graph'])} | {_cell(computed)} | "
+                         f"{fmt_seconds(r.get('wall_s'))} | {'yes' if r.get('cached') else 'no'} |")
+        lines.append("")
+
     lines += [f"{h}# How to read this", "",
               "- time: the apps' own measurement of the algorithm alone (CUDA events on one GPU, a "
               "clock between device synchronisations otherwise), median of the timed runs after "
               "warm-up; setup (partitioning, upload) is not included.",
-              "- status: ok = verified against the CPU reference (`groute.graph.reference`) on the "
-              "first and last run; **FAIL** = wrong answer (never timed); **ERROR** = raised; "
+              "- status: ok = verified against the reference (table above: the CPU reference "
+              "`groute.graph.reference`, or on very large graphs the plain-CuPy baseline, an "
+              "independent GPU implementation) on the first and last run; **FAIL** = wrong answer "
+              "(never timed); **ERROR** = raised; "
               "skip = not runnable here; n/a = app not in this checkout.",
               f"- PageRank: damping 0.85, tolerance {PR_TOL:g} passed to our app and the peers; "
               f"passes when the L1 distance to the reference is <= {PR_MAX_L1:g}.",

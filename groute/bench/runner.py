@@ -25,8 +25,8 @@ from .peers import PeerSkipped, check_peer_answer, prepare_peer
 from .progress import Progress
 from .report import fmt_seconds, jsonable
 from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
-                    choose_source, load_solver_class, resolve_partition)
-from .verify import cached_reference, verify
+                    choose_source, load_solver_class, reference_where, resolve_partition)
+from .verify import cached_reference, reference_label, verify
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class SuiteRun:
         self.command = command
         self.backend = resolve_backend(config.backend)
         self.partition = resolve_partition(config.partition)
+        reference_where(config.reference, self.backend, 0)  # --reference gpu without GPUs: fail now
         self.classes: dict[str, object] = {}
         self.unavailable: dict[str, str] = {}
         for app in config.apps:
@@ -192,16 +193,21 @@ class SuiteRun:
                     self._record_case(dict(app=app, graph=spec, devices=k, mode=mode,
                                            status=status, note=note))
             return
-        self.progress.note(f"{app} {spec}: computing the reference ...")
+        where = reference_where(self.config.reference, self.backend, graph.num_edges)
+        label = reference_label(app, where)
+        self.progress.note(f"{app} {spec}: computing the reference ({label}) ...")
         try:
             t0 = time.perf_counter()
-            ref, cached = cached_reference(app, graph, source)
-            self.results["references"].append(dict(app=app, graph=spec, cached=cached,
-                                                    wall_s=time.perf_counter() - t0))
+            ref, cached = cached_reference(app, graph, source, where)
+            self.results["references"].append(dict(app=app, graph=spec, where=where, label=label,
+                                                    cached=cached, wall_s=time.perf_counter() - t0))
         except Exception as exc:
-            self._record_graph_failure(app, spec, f"reference failed: {type(exc).__name__}: {exc}")
+            _free_gpu_memory()
+            self._record_graph_failure(app, spec, f"reference ({label}) failed: "
+                                                  f"{type(exc).__name__}: {exc}")
             return
-        peers = [self._run_peer(name, app, spec, graph, source, ref) for name in self.config.peers]
+        peers = [self._run_peer(name, app, spec, graph, source, ref, where)
+                 for name in self.config.peers]
         fb = floor_model.floor_bytes(app, graph)
         for k in self.config.devices:
             for mode in case_modes(APPS[app], self.config.modes):
@@ -209,7 +215,7 @@ class SuiteRun:
                 self._add_floor_and_ratios(case, fb, peers, graph)
                 self._record_case(case)
 
-    def _run_peer(self, name, app, spec, graph, source, ref) -> dict:
+    def _run_peer(self, name, app, spec, graph, source, ref, where="cpu") -> dict:
         out = dict(app=app, graph=spec, peer=name, label=None, device=None, status=SKIP,
                    note="", time_s=None, min_s=None, max_s=None, repeats=0)
         self.results["peers"].append(out)
@@ -218,6 +224,9 @@ class SuiteRun:
             peer = prepare_peer(name, app, graph, source,
                                 networkx_max_arcs=self.config.networkx_max_arcs)
             out.update(label=peer.label, device=peer.device, note=peer.note)
+            if name == "cupy" and where == "gpu":  # its check compares the baseline with itself
+                out["note"] = "; ".join(filter(None, [peer.note, "computed this graph's reference, "
+                                                      "so its check is not independent"]))
             timer = _gpu_wall_time if peer.device == "gpu" else _cpu_wall_time
             times, raw, spent = [], None, 0.0
             runs = self.config.peer_repeat + (1 if peer.device == "gpu" else 0)  # GPU: warm up

@@ -14,6 +14,13 @@ import numpy as np
 
 MODES = ("async", "bsp")
 PARTITIONS = ("auto", "metis", "contiguous", "random")
+#: Who computes the answer every case is checked against: the graph layer's CPU reference
+#: (scipy, one core), the plain-CuPy baselines on GPU 0, or ``auto`` (see :func:`reference_where`).
+REFERENCES = ("auto", "cpu", "gpu")
+#: ``--reference auto`` checks graphs with at least this many arcs against the GPU baselines:
+#: on kron:25 (1.05G arcs) the CPU references take minutes each (Dijkstra, 16 PageRank sweeps),
+#: which a 30-minute GPU lease cannot spend; below it the CPU reference is cheap enough.
+REFERENCE_GPU_MIN_ARCS = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,15 @@ APPS: dict[str, AppSpec] = {
                   modes=MODES),
     "cc": AppSpec("cc", "CC", "apps.cc", "CC", needs_source=False, weighted=False, modes=(),
                   takes_partition=False),
+}
+
+#: app -> (module, function): the one plain-CuPy implementation per app, kept with the apps.
+#: Timed as the ``cupy`` peer, and the GPU reference of ``--reference gpu``.
+CUPY_BASELINES = {
+    "bfs": ("apps.baselines", "cupy_bfs"),
+    "sssp": ("apps.baselines", "cupy_sssp"),
+    "pr": ("apps.baselines_pr_cc", "cupy_pagerank"),
+    "cc": ("apps.baselines_pr_cc", "cupy_cc"),
 }
 
 #: Peers the harness knows. ``scipy`` always runs; the rest are used when installed.
@@ -94,6 +110,8 @@ class BenchConfig:
     networkx_max_arcs: int = 2_000_000
     timeout: float | None = None
     preset: str | None = None
+    #: what the answers are checked against: auto, cpu or gpu (see REFERENCES)
+    reference: str = "auto"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -116,7 +134,8 @@ PRESETS: dict[str, dict] = {
 
 _DEFAULTS = dict(apps=["bfs", "sssp", "pr", "cc"], graphs=None, devices=None,
                  modes=["async", "bsp"], repeat=5, warmup=1, backend="auto", partition="auto",
-                 peers=list(PEERS), peer_repeat=3, max_case_seconds=60.0, timeout=None)
+                 peers=list(PEERS), peer_repeat=3, max_case_seconds=60.0, timeout=None,
+                 reference="auto")
 
 
 def make_config(preset: str | None = None, **options) -> BenchConfig:
@@ -156,12 +175,18 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
                          f"got {values['partition']!r}")
     if values["backend"] not in ("auto", "cuda", "cpu"):
         raise ValueError(f"--backend must be auto, cuda or cpu; got {values['backend']!r}")
+    if values["reference"] not in REFERENCES:
+        raise ValueError(f"--reference must be one of {', '.join(REFERENCES)}; "
+                         f"got {values['reference']!r}")
+    if values["reference"] == "gpu" and values["backend"] == "cpu":
+        raise ValueError("--reference gpu runs the plain-CuPy baselines on a GPU; it cannot go "
+                         "with --backend cpu (use --reference cpu or auto)")
     return BenchConfig(apps=apps, graphs=graphs, devices=devices, modes=modes,
                        repeat=int(values["repeat"]), warmup=int(values["warmup"]),
                        backend=values["backend"], partition=values["partition"], peers=peers,
                        peer_repeat=int(values["peer_repeat"]),
                        max_case_seconds=float(values["max_case_seconds"]),
-                       timeout=values["timeout"], preset=preset)
+                       timeout=values["timeout"], preset=preset, reference=values["reference"])
 
 
 def _check_choices(option, items, known, allow_empty=False) -> list[str]:
@@ -183,6 +208,20 @@ def resolve_partition(method: str) -> str:
     if method != "auto":
         return method
     return "metis" if importlib.util.find_spec("pymetis") is not None else "contiguous"
+
+
+def reference_where(reference: str, backend: str, num_arcs: int) -> str:
+    """``"cpu"`` or ``"gpu"``: where a graph's reference answers are computed.
+
+    ``auto`` uses the CPU reference unless the suite runs on GPUs and the graph has at least
+    :data:`REFERENCE_GPU_MIN_ARCS` arcs. ``gpu`` on a run without GPUs is a ValueError.
+    """
+    if reference == "gpu" and backend != "cuda":
+        raise ValueError("--reference gpu needs CUDA GPUs, and this run has none "
+                         f"(backend {backend!r})")
+    if reference == "auto":
+        return "gpu" if backend == "cuda" and num_arcs >= REFERENCE_GPU_MIN_ARCS else "cpu"
+    return reference
 
 
 def choose_source(graph, spec: str) -> tuple[int, str]:

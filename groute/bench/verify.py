@@ -35,22 +35,30 @@ class Verdict:
 REFERENCE_CACHE_MIN_ARCS = 1_000_000
 
 
-def cached_reference(app: str, graph, source=None) -> tuple[np.ndarray, bool]:
+def cached_reference(app: str, graph, source=None, where: str = "cpu") -> tuple[np.ndarray, bool]:
     """``(reference answer, whether it came from the disk cache)``.
 
-    The cache lives in ``<groute cache dir>/references/`` and is keyed by the graph's content
-    hash, the app, the source, the PageRank settings and the text of
-    ``groute/graph/reference.py``, so a changed graph or reference is never answered from a
-    stale file. Writes are atomic; an unreadable file is recomputed.
+    ``where`` is ``"cpu"`` (:func:`reference_result`, the graph layer's reference) or ``"gpu"``
+    (:func:`groute.bench.peers.gpu_reference`, the plain-CuPy baseline on GPU 0). The cache lives
+    in ``<groute cache dir>/references/`` and is keyed by the graph's content hash, the app, the
+    source, the PageRank settings, ``where`` and the text of the code that computes it, so a
+    changed graph or reference is never answered from a stale file. Writes are atomic; an
+    unreadable file is recomputed.
     """
+    if where not in ("cpu", "gpu"):
+        raise ValueError(f"reference 'where' must be cpu or gpu, got {where!r}")
+    compute = reference_result
+    if where == "gpu":
+        from .peers import gpu_reference
+        compute = gpu_reference
     if graph.num_edges < REFERENCE_CACHE_MIN_ARCS:
-        return reference_result(app, graph, source), False
-    path = _reference_cache_path(app, graph, source)
+        return compute(app, graph, source), False
+    path = _reference_cache_path(app, graph, source, where)
     try:
         return np.load(path, allow_pickle=False), True
     except (OSError, ValueError):
         pass
-    values = reference_result(app, graph, source)
+    values = compute(app, graph, source)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
@@ -61,13 +69,33 @@ def cached_reference(app: str, graph, source=None) -> tuple[np.ndarray, bool]:
     return values, False
 
 
-def _reference_cache_path(app, graph, source) -> Path:
+def reference_label(app: str, where: str) -> str:
+    """What computed a reference, as the results and tables name it."""
+    if where == "gpu":
+        from .suite import CUPY_BASELINES
+        module, func = CUPY_BASELINES[app]
+        return f"{module}.{func} (plain CuPy, GPU 0)"
+    return f"groute.graph.reference.{REFERENCE_FUNCTIONS[app]} (CPU)"
+
+
+#: app -> the function of groute.graph.reference that answers it
+REFERENCE_FUNCTIONS = {"bfs": "bfs", "sssp": "sssp", "pr": "pagerank", "cc": "connected_components"}
+
+
+def _reference_cache_path(app, graph, source, where="cpu") -> Path:
+    import importlib.util
     from groute.graph import cache_root, reference
-    from .suite import PR_DAMPING, PR_TOL
+    from .suite import CUPY_BASELINES, PR_DAMPING, PR_TOL
     h = hashlib.sha1()
-    h.update(Path(reference.__file__).read_bytes())
+    if where == "gpu":
+        origin = importlib.util.find_spec(CUPY_BASELINES[app][0]).origin
+        h.update(Path(origin).read_bytes())
+        h.update(b"gpu")
+    else:
+        h.update(Path(reference.__file__).read_bytes())
     h.update(f"{graph.content_hash()} {app} {source} {PR_DAMPING} {PR_TOL}".encode())
-    return cache_root() / "references" / f"{app}-{h.hexdigest()[:24]}.npy"
+    prefix = app if where == "cpu" else f"{app}-gpu"
+    return cache_root() / "references" / f"{prefix}-{h.hexdigest()[:24]}.npy"
 
 
 def reference_result(app: str, graph, source=None):
