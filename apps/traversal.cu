@@ -121,24 +121,6 @@ __device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e,
     return relax_remote(a, q, v, c);
 }
 
-// Reserve `n` consecutive slots per lane in a queue with one atomic per warp (inclusive scan of
-// the counts); every lane of the warp must call it.
-__device__ __forceinline__ int warp_reserve(int* counter, int n, int lane) {
-    int incl = n;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        int t = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += t;
-    }
-    int total = __shfl_sync(0xffffffffu, incl, 31);
-    int base = 0;
-    if (total > 0) {
-        if (lane == 31) base = atomicAdd(counter, total);
-        base = __shfl_sync(0xffffffffu, base, 31);
-    }
-    return base + incl - n;
-}
-
 #ifndef BATCH
 #define BATCH 1
 #endif
@@ -267,16 +249,6 @@ __device__ void split_far(const Args& a, unsigned int& bar, int& fc, int old_thr
     }
     fc ^= 1;
     grid_sync(a, bar);
-}
-
-__device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
-    int base = thr > far_min ? thr : far_min;
-#if VALUE_FLOAT
-    return __float_as_int(__int_as_float(base) + __int_as_float(delta));
-#else
-    long long s = (long long)base + delta;
-    return s >= (long long)INT_INF ? INT_INF : (int)s;
-#endif
 }
 
 // Direction optimisation: PULL_ALPHA, PULL_BETA (traversal.cuh). The frontier's arcs are

@@ -69,6 +69,36 @@ __device__ __forceinline__ int aggregated_reserve_labeled(int* counters, int lab
     return same.shfl(base, 0) + (int)same.thread_rank();
 }
 
+// Reserve `n` consecutive slots per lane in a queue with one atomic per warp (inclusive scan of
+// the counts); every lane of the warp must call it.
+__device__ __forceinline__ int warp_reserve(int* counter, int n, int lane) {
+    int incl = n;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int t = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += t;
+    }
+    int total = __shfl_sync(0xffffffffu, incl, 31);
+    int base = 0;
+    if (total > 0) {
+        if (lane == 31) base = atomicAdd(counter, total);
+        base = __shfl_sync(0xffffffffu, base, 31);
+    }
+    return base + incl - n;
+}
+
+// The soft-priority threshold after the near work ran out: delta beyond the larger of the
+// old threshold and the least deferred value (saturating at "unreached" for ints).
+__device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
+    int base = thr > far_min ? thr : far_min;
+#if VALUE_FLOAT
+    return __float_as_int(__int_as_float(base) + __int_as_float(delta));
+#else
+    long long s = (long long)base + delta;
+    return s >= (long long)INT_INF ? INT_INF : (int)s;
+#endif
+}
+
 // Direction optimisation (Beamer; the constants of GAP's BFS): pull once the frontier's arcs
 // outnumber 1/PULL_ALPHA of the arcs not yet explored, push again once the frontier holds less
 // than 1/PULL_BETA of the vertices.
