@@ -98,13 +98,16 @@ def symmetric_csr(graph):
 
 def late_arcs(indptr, indices, rounds):
     """The arcs ``(src, dst)`` (int32) at slot ``rounds`` or later of their row: those the
-    sampling rounds did not link."""
+    sampling rounds did not link (each row's trailing ``degree - rounds`` arcs; the only
+    per-arc temporary is a one-byte mask)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
     n = indptr.shape[0] - 1
     deg = np.diff(indptr)
-    src = np.repeat(np.arange(n, dtype=np.int32), deg)
-    rank = np.arange(indices.shape[0], dtype=np.int64) - np.repeat(indptr[:-1], deg)
-    keep = rank >= rounds
-    return np.ascontiguousarray(src[keep]), np.ascontiguousarray(indices[keep])
+    keep = np.ones(indices.shape[0], bool)
+    for r in range(int(rounds)):
+        keep[indptr[:-1][deg > r] + r] = False
+    src = np.repeat(np.arange(n, dtype=np.int32), np.maximum(deg - int(rounds), 0))
+    return src, np.ascontiguousarray(indices[keep])
 
 
 def split_rows(indptr, k, rounds) -> np.ndarray:
@@ -127,19 +130,12 @@ def late_bitmap(indptr, rounds) -> np.ndarray:
     return words.view("<u4").astype(np.uint32)
 
 
-def undirected_edge_count(indptr, indices, chunk=1 << 24) -> int:
-    """Non-loop edges of a symmetric CSR (each stored as two arcs), counted in row chunks so a
-    billion-arc graph needs no billion-entry temporary."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n = indptr.shape[0] - 1
-    loops, u = 0, 0
-    while u < n:
-        v = min(n, int(np.searchsorted(indptr, indptr[u] + chunk, side="right")) - 1)
-        v = max(v, u + 1)
-        src = np.repeat(np.arange(u, v, dtype=np.int64), np.diff(indptr[u:v + 1]))
-        loops += int(np.count_nonzero(src == indices[indptr[u]:indptr[v]]))
-        u = v
-    return (int(indptr[-1]) - loops) // 2
+def undirected_edge_count(indptr, indices, chunk=None) -> int:
+    """Non-loop edges of a symmetric CSR (each stored as two arcs); the loops are counted in
+    cache-sized row chunks (:func:`groute.graph.arcs.self_loop_count`)."""
+    from groute.graph.arcs import LOOP_CHUNK_ARCS, self_loop_count
+    loops = self_loop_count(indptr, indices, chunk or LOOP_CHUNK_ARCS)
+    return (int(np.asarray(indptr)[-1]) - loops) // 2
 
 
 def remaining_edges(xp, parent, src, dst, giant):

@@ -197,6 +197,24 @@ def test_symmetric_csr_and_late_arcs():
     assert src.tolist() == [0, 2] and dst.tolist() == [2, 3]
 
 
+@pytest.mark.parametrize("rounds", [0, 1, 2, 5])
+def test_late_arcs_equal_the_definition(rounds):
+    """late_arcs (trailing arcs of each row, a byte mask) gives exactly the arcs whose slot in
+    their row is >= rounds, in CSR order, on random graphs with empty and long rows."""
+    rng = np.random.default_rng(rounds)
+    for trial in range(20):
+        n = int(rng.integers(1, 40))
+        g = graph_from(n, rng.integers(0, n, (int(rng.integers(0, 200)), 2)).tolist(),
+                       directed=bool(trial % 2))
+        indptr, indices = symmetric_csr(g)
+        src = np.repeat(np.arange(n), np.diff(indptr))
+        slot = np.arange(indices.shape[0]) - np.repeat(indptr[:-1], np.diff(indptr))
+        got_src, got_dst = late_arcs(indptr, indices, rounds)
+        assert got_src.dtype == np.int32
+        np.testing.assert_array_equal(got_src, src[slot >= rounds])
+        np.testing.assert_array_equal(got_dst, indices[slot >= rounds])
+
+
 def test_hooking_primitives():
     parent = np.arange(10, dtype=np.int32)
     hook_numpy(parent, np.array([9, 3, 5], np.int32), np.array([3, 7, 7], np.int32))

@@ -1,0 +1,95 @@
+"""The set-up arc transforms (groute.graph.arcs) against their plain definitions."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from groute.graph import CSRGraph, load_graph
+from groute.graph.arcs import arc_rows, in_arcs, self_loop_count
+
+
+def scipy_transpose(indptr, indices, n):
+    """The CSC of a CSR by scipy's linear-time conversion (each column's rows ascending)."""
+    m = indices.shape[0]
+    csc = sp.csr_matrix((np.ones(m, np.bool_), indices, indptr), shape=(n, n)).tocsc()
+    return csc.indptr.astype(np.int64), csc.indices
+
+
+def relabelled(g, rank):
+    """``g`` with vertex ``v`` renamed ``rank[v]``, rows in the new order (targets unsorted)."""
+    n = g.num_vertices
+    order = np.empty(n, np.int64)
+    order[rank] = np.arange(n)
+    deg = np.diff(g.indptr)[order]
+    indptr = np.r_[0, np.cumsum(deg)].astype(np.int64)
+    rows = [g.indices[g.indptr[v]:g.indptr[v + 1]] for v in order]
+    indices = rank[np.concatenate(rows)] if rows else np.zeros(0, np.int64)
+    return indptr, indices.astype(np.int32)
+
+
+def graphs():
+    rng = np.random.default_rng(3)
+    out = {"kron:9": load_graph("kron:9", cache=False),
+           "grid:9x13": load_graph("grid:9x13", cache=False),
+           "rmat:8 directed": load_graph("rmat:8", cache=False),
+           "no arcs": CSRGraph(np.zeros(6, np.int64), np.zeros(0, np.int32)),
+           "multi-arcs and loops": CSRGraph.from_edges(
+               rng.integers(0, 30, 300), rng.integers(0, 30, 300), 31, dedupe=False)}
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(graphs()))
+@pytest.mark.parametrize("relabel", ["identity", "random", "reverse"])
+def test_in_arcs_equal_scipy_transpose_of_the_relabelled_graph(name, relabel):
+    g = graphs()[name]
+    n = g.num_vertices
+    rank = {"identity": None, "random": np.random.default_rng(7).permutation(n),
+            "reverse": np.arange(n)[::-1].copy()}[relabel]
+    ip, ix = (g.indptr, g.indices) if rank is None else relabelled(g, rank)
+    want_ip, want_src = scipy_transpose(ip, ix, n)
+    got_ip, got_src = in_arcs(g.indptr, g.indices, rank)
+    assert got_ip.dtype == np.int64 and got_src.dtype == np.int32
+    np.testing.assert_array_equal(got_ip, want_ip)
+    np.testing.assert_array_equal(got_src, want_src)
+    # with the in-degrees given (the caller's cache) the same arrays
+    indeg = np.diff(want_ip)
+    got_ip2, got_src2 = in_arcs(g.indptr, g.indices, rank, in_degrees=indeg)
+    np.testing.assert_array_equal(got_ip2, want_ip)
+    np.testing.assert_array_equal(got_src2, want_src)
+
+
+def test_arc_rows_and_self_loops():
+    g = graphs()["multi-arcs and loops"]
+    src, dst = g.edges()
+    np.testing.assert_array_equal(arc_rows(g.indptr), src)
+    assert arc_rows(g.indptr).dtype == np.int32
+    want = int(np.count_nonzero(src == dst))
+    assert want > 0
+    for chunk in (1, 3, 64, 1 << 16):
+        assert self_loop_count(g.indptr, g.indices, chunk) == want
+    assert self_loop_count(np.zeros(1, np.int64), np.zeros(0, np.int32)) == 0
+
+
+def test_too_many_vertices_for_packed_keys():
+    with pytest.raises(ValueError, match="2\\*\\*32"):
+        huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32 + 1,), strides=(0,))
+        in_arcs(huge, np.zeros(0, np.int32))
+
+
+@pytest.mark.gpu
+def test_cupy_in_arcs_equal_numpy():
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception:
+        pytest.skip("no CUDA device")
+    for name, g in graphs().items():
+        n = g.num_vertices
+        for rank in (None, np.random.default_rng(1).permutation(n).astype(np.int32)):
+            want = in_arcs(g.indptr, g.indices, rank)
+            got = in_arcs(cp.asarray(g.indptr), cp.asarray(g.indices),
+                          None if rank is None else cp.asarray(rank))
+            np.testing.assert_array_equal(cp.asnumpy(got[0]), want[0], err_msg=name)
+            np.testing.assert_array_equal(cp.asnumpy(got[1]), want[1], err_msg=name)
+            np.testing.assert_array_equal(cp.asnumpy(arc_rows(cp.asarray(g.indptr))),
+                                          arc_rows(g.indptr), err_msg=name)
