@@ -100,19 +100,20 @@ def _nvidia_driver() -> str:
 def project_version() -> dict:
     """The groute version and, in a git checkout, the commit and whether tracked files changed.
 
-    A copy of the tree without ``.git`` (e.g. on a remote GPU machine) takes the commit from
-    ``$GROUTE_COMMIT``, the convention topology results use too; ``dirty`` is then unknown.
+    ``$GROUTE_COMMIT``, when set, names the commit instead of git (``dirty`` is then unknown):
+    a copy of the tree sent to a remote GPU machine may have no ``.git`` or a stale one.
     """
     from groute import __version__
     info = {"version": __version__, "commit": None, "dirty": None}
+    if os.environ.get("GROUTE_COMMIT"):  # said explicitly: a copied tree's .git may be stale
+        info["commit"] = os.environ["GROUTE_COMMIT"].strip()
+        info["commit_from"] = "GROUTE_COMMIT"
+        return info
     commit = _run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT)
     if commit:
         info["commit"] = commit
         status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT)
         info["dirty"] = bool(status) if status is not None else None
-    elif os.environ.get("GROUTE_COMMIT"):
-        info["commit"] = os.environ["GROUTE_COMMIT"].strip()
-        info["commit_from"] = "GROUTE_COMMIT"
     return info
 
 

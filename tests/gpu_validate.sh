@@ -12,7 +12,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 else
   export PYTHONPATH=$PWD
 fi
-export GROUTE_COMMIT=${GROUTE_COMMIT:-unknown}
+export GROUTE_COMMIT=${GROUTE_COMMIT:-}   # empty: groute.machine asks git
 stages=${1:-info,tests,demo,topo}
 summary=()
 stage() {  # name limit_s command...

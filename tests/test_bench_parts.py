@@ -192,7 +192,11 @@ def test_commit_comes_from_the_environment_without_git(monkeypatch):
     monkeypatch.setattr(machine, "_run", lambda cmd, cwd=None: None)  # no git here
     monkeypatch.setenv("GROUTE_COMMIT", "abc123")
     assert machine.project_version()["commit"] == "abc123"
+    monkeypatch.setattr(machine, "_run", lambda cmd, cwd=None: "f" * 40)  # a (stale) copied .git
+    assert machine.project_version()["commit"] == "abc123"  # the explicit name wins
     monkeypatch.delenv("GROUTE_COMMIT")
+    assert machine.project_version()["commit"] == "f" * 40
+    monkeypatch.setattr(machine, "_run", lambda cmd, cwd=None: None)
     assert machine.project_version()["commit"] is None
 
 
