@@ -305,3 +305,39 @@ def test_markdown_names_the_peer_exchange():
     assert "| bsp (peer) |" in markdown(results)
     plain = run_suite(small_config(modes=["bsp"]), solvers={"bfs": base}, progress=False)
     assert "| bsp |" in markdown(plain) and "(peer)" not in markdown(plain)
+
+
+@pytest.mark.parametrize("seconds, runs", [(3.0, 1), (0.5, 2)])
+def test_a_slow_gpu_peer_is_timed_by_its_warm_up(monkeypatch, seconds, runs):
+    """A GPU peer whose warm-up takes over half the case budget is not run again: that run is
+    its time (and the note says so); a fast one is warmed up and timed peer_repeat times."""
+    from groute.bench import runner
+    from groute.bench.peers import PreparedPeer
+    calls = []
+
+    def fake_peer(name, app, graph, source, **kw):
+        def run():
+            calls.append(1)
+            return reference_result(app, graph, source)
+        return PreparedPeer(name, "fake GPU peer", "gpu", run, lambda raw: ("values", raw))
+
+    monkeypatch.setattr(runner, "prepare_peer", fake_peer)
+    monkeypatch.setattr(runner, "_gpu_wall_time", lambda fn: (seconds, fn()))
+    results = run_suite(small_config(peers=["cupy"], peer_repeat=2, max_case_seconds=5.0),
+                        solvers={"bfs": double("bfs")}, progress=False)
+    (peer,) = results["peers"]
+    assert peer["status"] == "ok" and peer["repeats"] == runs and peer["time_s"] == seconds
+    assert len(calls) == (1 if runs == 1 else 3)
+    assert ("its warm-up took" in peer["note"]) == (runs == 1)
+
+
+@pytest.mark.timeout(120)
+def test_suite_computes_big_graph_references_side_by_side(monkeypatch):
+    from groute.bench import runner, verify as bench_verify
+    monkeypatch.setattr(bench_verify, "REFERENCE_CACHE_MIN_ARCS", 0)  # "big" for this test
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 8)
+    config = make_config(apps=["bfs", "cc"], graphs=["kron:8"], devices=[1], modes=["async"],
+                         repeat=1, peers=["none"], backend="cpu", timeout=20)
+    results = run_suite(config, solvers={"bfs": double("bfs"), "cc": double("cc")}, progress=False)
+    assert [r["side_by_side"] for r in results["references"]] == [True, True]
+    assert all(c["status"] == "ok" for c in results["cases"]), results["cases"]

@@ -280,3 +280,16 @@ def test_gpu_reference_agrees_with_the_cpu_reference(app):
     cpu, gpu = reference_result(app, g, source), gpu_reference(app, g, source)
     assert cpu.dtype == gpu.dtype and cpu.shape == gpu.shape
     assert verify(app, gpu, cpu, g).ok
+
+
+@pytest.mark.timeout(120)
+def test_parallel_references_equal_the_serial_ones_and_report_failures():
+    from groute.bench.verify import parallel_references
+    g = load_graph("kron:8")
+    out = parallel_references({"bfs": ("bfs", g, 3), "cc": ("cc", g, None),
+                               "bad": ("bfs", g, g.num_vertices + 5)})
+    values, cached, wall = out["bfs"]
+    assert np.array_equal(values, reference_result("bfs", g, 3)) and not cached and wall > 0
+    assert np.array_equal(out["cc"][0], reference_result("cc", g))
+    assert isinstance(out["bad"], Exception) and "source" in str(out["bad"]).lower()
+

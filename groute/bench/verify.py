@@ -69,6 +69,47 @@ def cached_reference(app: str, graph, source=None, where: str = "cpu") -> tuple[
     return values, False
 
 
+#: Longest one reference may take in a worker process before the suite gives up on it.
+REFERENCE_TIMEOUT_S = 3600.0
+
+
+def parallel_references(jobs: dict) -> dict:
+    """``{key: (app, graph, source)}`` -> ``{key: (values, cached, wall_s)}`` or ``{key:
+    exception}``: the CPU references (:func:`cached_reference`) computed in one worker process
+    each, side by side (scipy uses one core). The workers are spawned, not forked: the suite's
+    process runs device threads, and a fork copies their locks. Every wait is bounded by
+    :data:`REFERENCE_TIMEOUT_S`."""
+    import concurrent.futures as cf
+    import multiprocessing
+    out = {}
+    pool = cf.ProcessPoolExecutor(max_workers=len(jobs),
+                                  mp_context=multiprocessing.get_context("spawn"))
+    clean = False
+    try:
+        futures = {key: pool.submit(_timed_reference, *job) for key, job in jobs.items()}
+        for key, fut in futures.items():
+            try:
+                out[key] = fut.result(timeout=REFERENCE_TIMEOUT_S)
+            except cf.TimeoutError:
+                out[key] = TimeoutError(f"the reference took over {REFERENCE_TIMEOUT_S:g} s")
+            except Exception as exc:  # noqa: BLE001 - reported per app by the caller
+                out[key] = exc
+        clean = not any(isinstance(v, TimeoutError) for v in out.values())
+    finally:
+        if not clean:   # a stuck or interrupted worker: do not wait for it
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+        pool.shutdown(wait=clean, cancel_futures=True)
+    return out
+
+
+def _timed_reference(app, graph, source):
+    import time
+    t0 = time.perf_counter()
+    values, cached = cached_reference(app, graph, source, "cpu")
+    return values, cached, time.perf_counter() - t0
+
+
 def reference_label(app: str, where: str) -> str:
     """What computed a reference, as the results and tables name it."""
     if where == "gpu":
