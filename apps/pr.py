@@ -76,15 +76,18 @@ def _sync_host(device, array, spin=False):
 
 
 # ------------------------------------------------------------------------------------------------
-# the graph, cut into per-device shards (host arrays)
+# the graph, cut into per-device shards
 # ------------------------------------------------------------------------------------------------
 class Shard:
     """Device ``i``'s part of a graph whose vertices are renumbered so it owns ``[lo, hi)``.
 
-    ``out_indptr``/``out_indices``: the out-arcs of the owned vertices (targets are global ids);
-    ``in_indptr``/``in_cols``: the in-arcs of the owned vertices as CSC (local arc offsets per
-    owned vertex, global sources), only for BSP; ``in_rows``: the same arcs' local targets (the
-    COO form, sorted by row); ``inv_outdeg``: 1/outdeg of owned vertices (0 if dangling).
+    ``out_indptr``/``out_indices``: the out-arcs of the owned vertices (targets are global ids;
+    the asynchronous mode's, None for BSP); ``in_indptr``/``in_cols``: the in-arcs of the owned
+    vertices as CSC (local arc offsets per owned vertex, global sources), only for BSP;
+    ``in_cols`` is a host array, or already on the device that gets the shard (the CUDA "bins"
+    set-up builds it there); ``in_rows``: the same arcs' local targets (the COO form, sorted by
+    row; made on first use: the fused CUDA kernels never ask); ``inv_outdeg``: 1/outdeg of
+    owned vertices (0 if dangling).
     """
 
     def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_rows=None, in_cols=None,
@@ -92,21 +95,44 @@ class Shard:
         self.lo, self.hi = int(lo), int(hi)
         self.out_indptr, self.out_indices = out_indptr, out_indices
         self.inv_outdeg = inv_outdeg
-        self.in_rows, self.in_cols, self.in_indptr = in_rows, in_cols, in_indptr
+        self._in_rows, self.in_cols, self.in_indptr = in_rows, in_cols, in_indptr
 
     @property
     def n_local(self) -> int:
         return self.hi - self.lo
 
+    @property
+    def in_rows(self):
+        if self._in_rows is None and self.in_indptr is not None:
+            self._in_rows = np.repeat(np.arange(self.n_local, dtype=np.int32),
+                                      np.diff(self.in_indptr))
+        return self._in_rows
+
+
+def in_degrees(graph):
+    """In-degree of every vertex (int64, host), kept on the graph object (``graph._in_degrees``):
+    :func:`choose_bsp_kernel` and :func:`bins_layout` both need it. An undirected graph stores
+    every arc both ways, so its in-degrees are its out-degrees; a directed one needs a scatter
+    over its arcs (``np.add.at``: 2.7x faster than ``np.bincount`` on kron:22's 128M arcs)."""
+    cached = getattr(graph, "_in_degrees", None)
+    if cached is None:
+        if not graph.directed:
+            cached = np.diff(np.asarray(graph.indptr, dtype=np.int64))
+        else:
+            cached = np.zeros(int(graph.num_vertices), np.int64)
+            np.add.at(cached, np.asarray(graph.indices), 1)
+        try:
+            graph._in_degrees = cached
+        except AttributeError:
+            pass
+    return cached
+
 
 def transpose_arcs(indptr, indices):
-    """The in-arcs of every vertex: ``(indptr int64, sources)`` of the transposed graph (scipy's
-    linear-time CSR -> CSC conversion)."""
-    import scipy.sparse as sp
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n, m = indptr.shape[0] - 1, np.asarray(indices).shape[0]
-    csc = sp.csr_matrix((np.ones(m, np.bool_), np.asarray(indices), indptr), shape=(n, n)).tocsc()
-    return csc.indptr.astype(np.int64), csc.indices
+    """The in-arcs of every vertex: ``(indptr int64, sources int32)`` of the transposed graph,
+    each row's sources ascending (:func:`groute.graph.arcs.in_arcs`)."""
+    from groute.graph.arcs import in_arcs
+    return in_arcs(np.asarray(indptr, dtype=np.int64), np.asarray(indices))
 
 
 def degree_buckets(deg):
@@ -117,25 +143,9 @@ def degree_buckets(deg):
 def degree_order(indeg):
     """The vertex order of the ``"bins"`` kernel (new id -> old id): non-increasing
     :func:`degree_buckets` of the in-degree, stable, so vertices of one bucket keep their order
-    (a grid or road network keeps its locality) and the hubs get the smallest ids."""
-    return np.argsort(-degree_buckets(indeg), kind="stable")
-
-
-def relabel_csr(indptr, indices, order):
-    """The same graph with vertex ``order[i]`` renamed ``i``: ``(indptr int64, indices)``
-    (each row's targets in the row's old order; :func:`transpose_arcs` of the result lists
-    every in-arc list ascending)."""
-    indptr = np.asarray(indptr, np.int64)
-    indices = np.asarray(indices)
-    n = indptr.shape[0] - 1
-    rank = np.empty(n, indices.dtype if indices.dtype.kind == "i" else np.int64)
-    rank[order] = np.arange(n, dtype=rank.dtype)
-    deg = np.diff(indptr)[order]
-    new_indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(deg, out=new_indptr[1:])
-    pos = np.repeat(indptr[order] - new_indptr[:-1], deg)
-    pos += np.arange(pos.shape[0], dtype=np.int64)
-    return new_indptr, rank[indices[pos]]
+    (a grid or road network keeps its locality) and the hubs get the smallest ids. (The bucket
+    fits a byte, for which NumPy's stable sort is a linear radix sort.)"""
+    return np.argsort((-degree_buckets(indeg)).astype(np.int8), kind="stable")
 
 
 #: the cost of one row in :func:`degree_split`, in in-arcs (a row: indptr, y, 1/outdeg loads, y
@@ -169,23 +179,83 @@ def degree_split(in_indptr, k: int, row_cost: float = BINS_ROW_COST):
     return offsets
 
 
-def bins_layout(graph):
-    """The ``"bins"`` kernel's renumbering of ``graph``, computed once and kept on the graph
-    object (``graph._pr_bins``; solvers for 1 or several devices share it):
-    ``(order, indptr, indices, (in_indptr, in_sources))``: :func:`degree_order` of the
-    in-degrees (new id -> the graph's id), the relabelled CSR and its transpose."""
+class BinsLayout:
+    """The ``"bins"`` kernel's renumbering of a graph (see :func:`bins_layout`): ``order`` (new
+    id -> the graph's id), ``rank`` (the inverse, int32), ``in_indptr`` (in-arc offsets in the
+    new order) and ``out_degrees`` (out-degree of each new id). The in-arcs' sources
+    (:meth:`sources`) are the one billion-entry array: built on the host once and kept here, or
+    on a CUDA device for each solver (:func:`bins_in_cols`)."""
+
+    def __init__(self, graph):
+        n = int(graph.num_vertices)
+        indeg = in_degrees(graph)
+        self.order = degree_order(indeg)
+        self.rank = np.empty(n, np.int32 if n < 2**31 else np.int64)
+        self.rank[self.order] = np.arange(n, dtype=self.rank.dtype)
+        self.in_degrees = indeg[self.order]
+        self.in_indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(self.in_degrees, out=self.in_indptr[1:])
+        self.out_degrees = np.diff(np.asarray(graph.indptr, dtype=np.int64))[self.order]
+        self.host_sources = None
+
+    def sources(self, graph, xp=np):
+        """The in-arcs' sources in the new ids, every row ascending (int32), computed with
+        ``xp`` (NumPy, or CuPy on the current device, where ``graph``'s arrays are uploaded
+        for it); the host result is kept in :attr:`host_sources`."""
+        if xp is np and self.host_sources is not None:
+            return self.host_sources
+        from groute.graph.arcs import in_arcs
+        indptr = xp.asarray(np.asarray(graph.indptr, np.int64))
+        indices = xp.asarray(np.asarray(graph.indices))
+        _, src = in_arcs(indptr, indices, xp.asarray(self.rank),
+                         in_degrees=xp.asarray(self.in_degrees), xp=xp)
+        if xp is np:
+            self.host_sources = src
+        return src
+
+
+def bins_layout(graph) -> BinsLayout:
+    """The ``"bins"`` kernel's renumbering of ``graph`` by :func:`degree_order` of the
+    in-degrees, computed once and kept on the graph object (``graph._pr_bins``; solvers for 1 or
+    several devices share it)."""
     cached = getattr(graph, "_pr_bins", None)
     if cached is None:
-        n = int(graph.num_vertices)
-        indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
-        order = degree_order(np.bincount(indices, minlength=n))
-        r_indptr, r_indices = relabel_csr(indptr, indices, order)
-        cached = (order, r_indptr, r_indices, transpose_arcs(r_indptr, r_indices))
+        cached = BinsLayout(graph)
         try:
             graph._pr_bins = cached
         except AttributeError:
             pass
     return cached
+
+
+def bins_in_cols(graph, layout: BinsLayout, offsets, devices):
+    """Each device's slice of the in-arcs' sources for the ranges ``offsets`` of the new ids,
+    ready for ``device.asarray``: host views on the CPU backend (or when the host already has
+    them); on CUDA devices built on the first device (CuPy: upload the graph, one sort of a
+    billion packed keys in a fraction of a second on an H200, against tens of seconds on the
+    host) and copied to the others, so nothing billion-sized crosses PCIe twice."""
+    ip = layout.in_indptr
+    bounds = [(int(ip[lo]), int(ip[hi])) for lo, hi in zip(offsets[:-1], offsets[1:])]
+    first = devices[0]
+    if first.backend != "cuda" or layout.host_sources is not None:
+        src = layout.sources(graph)
+        return [src[a:b] for a, b in bounds]
+    with first.use():
+        src = layout.sources(graph, first.xp)
+        if len(devices) == 1:
+            return [src]
+    out = []
+    for dev, (a, b) in zip(devices, bounds):
+        with dev.use():
+            part = dev.xp.empty(b - a, src.dtype)
+            if b > a:
+                part.data.copy_from_device(src[a:b].data, (b - a) * src.itemsize)
+            dev.xp.cuda.runtime.deviceSynchronize()     # before src's memory can be reused
+        out.append(part)
+    del src
+    with first.use():       # the sort's temporaries (tens of GB on kron:25) back to the driver
+        first.xp.get_default_memory_pool().free_all_blocks()
+    return out
 
 
 def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
@@ -235,9 +305,7 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
     n = indptr.shape[0] - 1
-    outdeg = np.diff(indptr)
-    inv = np.zeros(n, np.float64)
-    np.divide(1.0, outdeg, out=inv, where=outdeg > 0)
+    inv = inverse_degrees(np.diff(indptr))
     if with_in_arcs:
         t_indptr, t_sources = transposed if transposed is not None else transpose_arcs(indptr, indices)
     shards = []
@@ -245,15 +313,31 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None
         lo, hi = int(offsets[i]), int(offsets[i + 1])
         out_indptr = indptr[lo:hi + 1] - indptr[lo]
         out_indices = np.ascontiguousarray(indices[indptr[lo]:indptr[hi]], dtype=np.int32)
-        rows = cols = in_indptr = None
+        cols = in_indptr = None
         if with_in_arcs:
             a, b = int(t_indptr[lo]), int(t_indptr[hi])
             in_indptr = t_indptr[lo:hi + 1] - a
-            rows = np.repeat(np.arange(hi - lo, dtype=np.int32), np.diff(in_indptr))
             cols = np.ascontiguousarray(t_sources[a:b], dtype=np.int32)
-        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), rows, cols,
+        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), None, cols,
                             in_indptr))
     return shards
+
+
+def inverse_degrees(outdeg):
+    """``1 / outdeg`` (float64), 0 for a dangling vertex."""
+    inv = np.zeros(outdeg.shape[0], np.float64)
+    np.divide(1.0, outdeg, out=inv, where=outdeg > 0)
+    return inv
+
+
+def bins_shards(graph, layout: BinsLayout, offsets, devices):
+    """One BSP :class:`Shard` (in-arcs only) per device of the ``"bins"`` layout cut at
+    ``offsets``; the sources come from :func:`bins_in_cols`."""
+    cols = bins_in_cols(graph, layout, offsets, devices)
+    inv = inverse_degrees(layout.out_degrees)
+    ip = layout.in_indptr
+    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), None, c, ip[lo:hi + 1] - ip[lo])
+            for lo, hi, c in zip(offsets[:-1], offsets[1:], cols)]
 
 
 def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
@@ -276,7 +360,7 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
     m = int(graph.num_edges)
     if m == 0:
         return other
-    indeg = np.bincount(np.asarray(graph.indices), minlength=int(graph.num_vertices))
+    indeg = in_degrees(graph)
     heavy = int(indeg[indeg > HEAVY_DEGREE].sum())
     return "bins" if heavy * 2 > m else other
 
@@ -376,22 +460,31 @@ class _DevicePR:
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
 
     # BSP ----------------------------------------------------------------------------------------
+    def reads(self):
+        """Which vertices this device's in-arcs read (host bool per global id), found once by a
+        scatter over its own in-arcs where they live: one pass over the arcs in all, where
+        filtering every peer's arcs for every device took about 18 s on kron:25."""
+        if getattr(self, "_reads", None) is None:
+            xp = self.device.xp
+            with self.device.use():
+                used = xp.zeros(max(self.n, 1), dtype=bool)[:self.n]
+                if self.num_in:
+                    used[self.in_cols] = True
+                self._reads = np.asarray(self.device.to_host(used), dtype=bool)
+        return self._reads
+
     def set_outputs(self, targets):
         """``targets``: the devices (self first, at most 8) whose copy of the contribution vector
         this device's finalize writes directly (peer stores); the others get copies. A peer gets
-        only the vertices its in-arcs read (``need`` bit masks), so a well-partitioned graph
-        sends just its boundary."""
+        only the vertices its in-arcs read (``need`` bit masks from the peers' :meth:`reads`),
+        so a well-partitioned graph sends just its boundary."""
         self.out_targets = targets
-        need = np.zeros(self.n_local, np.uint8)
-        need[:] = 1
+        need = np.ones(self.n_local, np.uint8)
         self.peer_stores = 0        # elements stored into peers per iteration
         for bit, peer in enumerate(targets[1:], start=1):
-            cols = peer.shard.in_cols
-            mine = cols[(cols >= self.lo) & (cols < self.hi)] - self.lo
-            used = np.zeros(self.n_local, bool)
-            used[mine] = True
+            used = peer.reads()[self.lo:self.hi]
             need[used] |= np.uint8(1 << bit)
-            self.peer_stores += int(used.sum())
+            self.peer_stores += int(np.count_nonzero(used))
         if self.cuda:
             with self.device.use():
                 self.outs = [self.device.asarray(np.array(
@@ -755,30 +848,33 @@ class PageRank(Solver):
             transposed = None
             if mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
-                self._order, indptr, indices, transposed = bins_layout(graph)
-                offsets = degree_split(transposed[0], k)
+                layout = bins_layout(graph)
+                self._order = layout.order
+                offsets = degree_split(layout.in_indptr, k)
                 self.layout = "degree order" if k == 1 else "degree-split"
-            elif k == 1:
-                offsets = np.array([0, n], np.int64)
-                indptr, indices = graph.indptr, graph.indices
-                self.layout = None
-                if mode == "bsp":           # kept on the graph: later solvers skip the work
-                    transposed = getattr(graph, "_pr_in_arcs", None)
-                    if transposed is None:
-                        transposed = transpose_arcs(indptr, indices)
-                        try:
-                            graph._pr_in_arcs = transposed
-                        except AttributeError:
-                            pass
+                shards = bins_shards(graph, layout, offsets, self.ctx.devices)
             else:
-                from groute.graph import partition_graph
-                self.partition = partition_graph(graph, k, method=partition, seed=seed)
-                offsets = np.asarray(self.partition.offsets, np.int64)
-                indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
-                self.layout = f"{partition} partition"
+                if k == 1:
+                    offsets = np.array([0, n], np.int64)
+                    indptr, indices = graph.indptr, graph.indices
+                    self.layout = None
+                    if mode == "bsp":           # kept on the graph: later solvers skip the work
+                        transposed = getattr(graph, "_pr_in_arcs", None)
+                        if transposed is None:
+                            transposed = transpose_arcs(indptr, indices)
+                            try:
+                                graph._pr_in_arcs = transposed
+                            except AttributeError:
+                                pass
+                else:
+                    from groute.graph import partition_graph
+                    self.partition = partition_graph(graph, k, method=partition, seed=seed)
+                    offsets = np.asarray(self.partition.offsets, np.int64)
+                    indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
+                    self.layout = f"{partition} partition"
+                shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
+                                     with_in_arcs=mode == "bsp", transposed=transposed)
             self.offsets = offsets
-            shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
-                                 with_in_arcs=mode == "bsp", transposed=transposed)
             opts = {"kernel": bsp_kernel, "inplace": inplace, "device_check": device_check,
                     "small_degree": small_degree, "tol": self.tol,
                     "vertices_per_lane": int(vertices_per_lane), "waves": int(waves),

@@ -476,7 +476,7 @@ def test_degree_split_balances_arcs(spec, k):
     of 39 of its 41 arcs)."""
     from apps.pr import BINS_ROW_COST, bins_layout, degree_split
     g = bins_graphs()["star"] if spec == "star" else load_graph(spec, cache=False)
-    ip = bins_layout(g)[3][0]
+    ip = bins_layout(g).in_indptr
     off = degree_split(ip, k)
     n = g.num_vertices
     assert off[0] == 0 and off[-1] == n and len(off) == k + 1 and np.all(np.diff(off) >= 1)
@@ -546,21 +546,20 @@ def test_bins_tasks_cover_every_row_and_arc_once(spec, opts):
     """The "bins" kernel's relabelling and task list: vertices in non-increasing degree buckets
     (hubs first), in-arc lists ascending, and the kernel's index arithmetic (emulated) reads every
     arc once and finalises every row once with the right sum."""
-    from apps.pr import (BINS_MAX_ROWS, bins_tasks, degree_buckets, degree_order, relabel_csr,
-                         transpose_arcs)
+    from apps.pr import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
     g = load_graph(spec, cache=False)
     n = g.num_vertices
     indeg = np.bincount(g.indices, minlength=n)
-    order = degree_order(indeg)
+    layout = bins_layout(g)
+    order = layout.order
     assert np.all(np.diff(degree_buckets(indeg[order])) <= 0)
-    ip, ix = relabel_csr(g.indptr, g.indices, order)
+    t_ip, t_src = layout.in_indptr, layout.sources(g)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
     src = np.repeat(np.arange(n), np.diff(g.indptr))
-    old = set(zip(rank[src].tolist(), rank[g.indices].tolist()))
-    new = set(zip(np.repeat(np.arange(n), np.diff(ip)).tolist(), ix.tolist()))
+    old = set(zip(rank[g.indices].tolist(), rank[src].tolist()))
+    new = set(zip(np.repeat(np.arange(n), np.diff(t_ip)).tolist(), t_src.tolist()))
     assert old == new and len(new) == g.num_edges
-    t_ip, t_src = transpose_arcs(ip, ix)
     for v in range(n):
         assert np.all(np.diff(t_src[t_ip[v]:t_ip[v + 1]]) > 0)
     task_row, task_info, hub_rows = bins_tasks(t_ip, **opts)
@@ -573,3 +572,64 @@ def test_bins_tasks_cover_every_row_and_arc_once(spec, opts):
     assert np.all(done == 1) and np.all(reads == 1)
     expected = np.bincount(np.repeat(np.arange(n), np.diff(t_ip)), weights=contrib[t_src], minlength=n)
     np.testing.assert_allclose(sums, expected, rtol=1e-12)
+
+
+def old_bins_layout(graph):
+    """The "bins" layout as the code before the set-up rewrite built it (argsort of the int64
+    buckets, relabel the CSR row by row, scipy's CSR -> CSC): the definition the new layout
+    must equal array for array."""
+    import scipy.sparse as sp
+    from apps.pr import degree_buckets
+    indptr, indices = np.asarray(graph.indptr, np.int64), np.asarray(graph.indices)
+    n = indptr.shape[0] - 1
+    order = np.argsort(-degree_buckets(np.bincount(indices, minlength=n)), kind="stable")
+    rank = np.empty(n, indices.dtype)
+    rank[order] = np.arange(n, dtype=rank.dtype)
+    deg = np.diff(indptr)[order]
+    r_indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(deg, out=r_indptr[1:])
+    pos = np.repeat(indptr[order] - r_indptr[:-1], deg) + np.arange(int(deg.sum()), dtype=np.int64)
+    r_indices = rank[indices[pos]]
+    m = r_indices.shape[0]
+    csc = sp.csr_matrix((np.ones(m, np.bool_), r_indices, r_indptr), shape=(n, n)).tocsc()
+    return order, r_indptr, csc.indptr.astype(np.int64), csc.indices
+
+
+@pytest.mark.parametrize("spec", ["kron:11", "rmat:10", "grid:13x17", "er:300:4", "star",
+                                  "dangling", "isolated", "no_edges", "polblogs"])
+def test_bins_layout_equals_the_previous_construction(spec):
+    """Degree order, in-arc offsets, sources (every row ascending) and out-degrees of the new
+    layout are the arrays the old relabel + scipy transpose built, on power-law, directed,
+    grid, random and hand-made graphs."""
+    from apps.pr import BinsLayout
+    graphs = bins_graphs()
+    if spec == "polblogs" and spec not in graphs:
+        pytest.skip("polblogs.mtx.gz not in the shared graphs")
+    g = graphs[spec] if spec in graphs else load_graph(spec, cache=False)
+    order, r_indptr, t_indptr, t_sources = old_bins_layout(g)
+    new = BinsLayout(g)
+    np.testing.assert_array_equal(new.order, order)
+    np.testing.assert_array_equal(new.in_indptr, t_indptr)
+    np.testing.assert_array_equal(new.sources(g), t_sources)
+    np.testing.assert_array_equal(new.out_degrees, np.diff(r_indptr))
+    assert new.sources(g).dtype == np.int32
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_bins_need_masks_equal_the_per_peer_filter(k):
+    """The peer-store masks from each device's read set equal the per-peer definition (a peer
+    needs the vertices its in-arcs read) on 2-4 CPU devices."""
+    g = load_graph("kron:10", cache=False)
+    with PageRank(g, backend="cpu", devices=k, mode="bsp", bsp_kernel="bins") as solver:
+        cols = [d.in_cols for d in solver.devs]
+        for i, dev in enumerate(solver.devs):
+            assert len(dev.out_targets) == k
+            for bit, peer in enumerate(dev.out_targets[1:], start=1):
+                j = solver.devs.index(peer)
+                want = np.zeros(dev.n_local, bool)
+                c = cols[j]
+                want[c[(c >= dev.lo) & (c < dev.hi)] - dev.lo] = True
+                np.testing.assert_array_equal(dev.need_idx[bit], np.flatnonzero(want))
+            assert dev.peer_stores == sum(len(x) for x in dev.need_idx[1:])
+        res = solver.run()
+    check(res.values, g)

@@ -7,6 +7,8 @@ without. The same code runs on the host (NumPy, the CPU backend and CI) and on a
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .csr import array_module
@@ -30,6 +32,11 @@ def arc_rows(indptr, num_arcs: int | None = None, *, xp=None, dtype=np.int32):
     return rows.astype(dtype, copy=False)
 
 
+#: arcs per step when :func:`in_arcs` ORs the targets into the keys on the host (cache-sized
+#: temporaries: a fresh billion-entry one costs more in page faults than the gather itself)
+KEY_CHUNK_ARCS = 1 << 18
+
+
 def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
     """The in-arcs of a graph, optionally relabelled: ``(in_indptr int64, sources int32)`` with
     each row's sources ascending (a CSR -> CSC transpose).
@@ -46,21 +53,22 @@ def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
     if n >= MAX_VERTICES:
         raise ValueError(f"in_arcs: {n} vertices; packed keys need fewer than 2**32")
     m = int(indices.shape[0])
-    src = arc_rows(indptr, m, xp=xp, dtype=xp.uint32 if n >= 2**31 else xp.int32)
-    if rank is not None:
-        rank = rank.astype(xp.int64 if n >= 2**31 else xp.int32, copy=False)
-        src = rank[src]
-        dst = rank[indices]
+    r = xp.arange(n, dtype=xp.uint64) if rank is None else rank.astype(xp.uint64)
+    # the new source of every arc (the low half), then the new target ORed in (the high half)
+    if xp is np:
+        keys = np.repeat(r, np.diff(indptr))
     else:
-        dst = indices
-    keys = dst.astype(xp.uint64)
-    if rank is not None:
-        del dst
-    keys <<= xp.uint64(32)
-    keys |= src.view(xp.uint32) if src.dtype.itemsize == 4 else src.astype(xp.uint64)
-    del src
+        keys = r[arc_rows(indptr, m, xp=xp)]
+    high = r << xp.uint64(32)
+    step = KEY_CHUNK_ARCS if xp is np else max(m, 1)
+    for s in range(0, m, step):
+        keys[s:s + step] |= high[indices[s:s + step]]
+    del high
     keys.sort()
-    sources = (keys & xp.uint64(0xFFFFFFFF)).astype(xp.int32 if n < 2**31 else xp.int64)
+    if sys.byteorder == "little":       # the low halves, without a 64-bit temporary
+        sources = keys.view(xp.uint32)[0::2].astype(xp.int32 if n < 2**31 else xp.int64)
+    else:
+        sources = (keys & xp.uint64(0xFFFFFFFF)).astype(xp.int32 if n < 2**31 else xp.int64)
     if in_degrees is None:
         counts = xp.bincount((keys >> xp.uint64(32)).astype(xp.int64), minlength=n) if m else \
             xp.zeros(n, xp.int64)

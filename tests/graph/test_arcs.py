@@ -37,9 +37,12 @@ def graphs():
     return out
 
 
+@pytest.mark.parametrize("chunk", [3, 1 << 18])
 @pytest.mark.parametrize("name", sorted(graphs()))
 @pytest.mark.parametrize("relabel", ["identity", "random", "reverse"])
-def test_in_arcs_equal_scipy_transpose_of_the_relabelled_graph(name, relabel):
+def test_in_arcs_equal_scipy_transpose_of_the_relabelled_graph(name, relabel, chunk, monkeypatch):
+    from groute.graph import arcs
+    monkeypatch.setattr(arcs, "KEY_CHUNK_ARCS", chunk)
     g = graphs()[name]
     n = g.num_vertices
     rank = {"identity": None, "random": np.random.default_rng(7).permutation(n),
