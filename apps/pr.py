@@ -242,16 +242,17 @@ def bins_in_cols(graph, layout: BinsLayout, offsets, devices):
         return [src[a:b] for a, b in bounds]
     with first.use():
         src = layout.sources(graph, first.xp)
-        if len(devices) == 1:
-            return [src]
-    out = []
-    for dev, (a, b) in zip(devices, bounds):
-        with dev.use():
-            part = dev.xp.empty(b - a, src.dtype)
-            if b > a:
-                part.data.copy_from_device(src[a:b].data, (b - a) * src.itemsize)
-            dev.xp.cuda.runtime.deviceSynchronize()     # before src's memory can be reused
-        out.append(part)
+    if len(devices) == 1:
+        out = [src]
+    else:
+        out = []
+        for dev, (a, b) in zip(devices, bounds):
+            with dev.use():
+                part = dev.xp.empty(b - a, src.dtype)
+                if b > a:
+                    part.data.copy_from_device(src[a:b].data, (b - a) * src.itemsize)
+                dev.xp.cuda.runtime.deviceSynchronize()     # before src's memory is reused
+            out.append(part)
     del src
     with first.use():       # the sort's temporaries (tens of GB on kron:25) back to the driver
         first.xp.get_default_memory_pool().free_all_blocks()

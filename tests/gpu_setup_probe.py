@@ -89,6 +89,10 @@ def main():
            "graph": args.graph, "cases": []}
     path = Path(os.environ["OUT"]) / f"gpu_setup_probe{('_' + args.label) if args.label else ''}.json" \
         if os.environ.get("OUT") else None
+    import apps
+    import groute
+    print(f"[{args.label}] code: {Path(apps.__file__).parent}, {Path(groute.__file__).parent} "
+          f"(commit {out['commit'] or '?'})", flush=True)
     t = time.perf_counter()
     g = load_graph(args.graph)
     print(f"[{args.label}] {g} loaded in {time.perf_counter() - t:.1f} s", flush=True)

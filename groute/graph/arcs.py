@@ -76,7 +76,7 @@ def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
         counts = xp.asarray(in_degrees)
     del keys
     in_indptr = xp.zeros(n + 1, dtype=xp.int64)
-    xp.cumsum(counts, out=in_indptr[1:])
+    in_indptr[1:] = xp.cumsum(counts)
     return in_indptr, sources
 
 
