@@ -82,6 +82,32 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
     block_add2(diff, total, stats);
 }
 
+// The device-side stopping check of the fused BSP kernels: whether iteration prev met the rule
+// sum_j diff_j <= tol * sum_j mass_j over the stats rows of all nstats devices (stats_of[j]:
+// device j's stats array, [iteration][diff, mass]; a peer's is read over peer access). The rows
+// are added in device order, as the host adds them, so every device and the host take the same
+// decision bit for bit. The rows are final: the launching stream waited (events) for every
+// device's iteration prev, and they are read uncached (__ldcv) as written by other kernels. A
+// skipped iteration leaves its row zero (0 <= 0), so the iterations queued after it skip too:
+// the host can queue many and read the stats once. prev < 0: no device-side check. Called by
+// every thread of a block (one barrier when prev >= 0).
+__device__ __forceinline__ bool bsp_converged(const unsigned long long* __restrict__ stats_of,
+                                              int nstats, int prev, double tol) {
+    if (prev < 0) return false;
+    __shared__ int done;
+    if (threadIdx.x == 0) {
+        double diff = 0.0, mass = 0.0;
+        for (int j = 0; j < nstats; ++j) {
+            const double* row = reinterpret_cast<const double*>(stats_of[j]) + 2 * (long long)prev;
+            diff += __ldcv(row);
+            mass += __ldcv(row + 1);
+        }
+        done = diff <= tol * mass;
+    }
+    __syncthreads();
+    return done != 0;
+}
+
 // BSP pull, fused (one kernel per iteration): the in-arcs of this device's vertices as CSC
 // (indptr: local arc offsets per owned vertex; sources: global ids), so an arc costs one 4-byte
 // source id plus one 4-byte gather of contrib[source] = y[source] / outdeg[source]. A warp takes
@@ -94,9 +120,8 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
 // is deterministic. Then as pr_finalize: y' = base + d * sum, y' / outdeg stored into outs
 // (bit j of need[v] selects vector j; nouts == 1: own vector only, need not read),
 // stats[0] += sum |y' - y|, stats[1] += sum y'.
-// prev: the previous iteration's stats; when it already met the stopping rule
-// (prev[0] <= tol * prev[1], also true for a skipped iteration's zeros) the kernel returns at
-// once, so the host can queue many iterations and read the stats once (no overshoot work).
+// When iteration prev met the stopping rule on all devices together (bsp_converged) the kernel
+// returns at once, so the host can queue many iterations and read the stats once.
 // INPLACE: contrib is also outs[0] (Gauss-Seidel within the device: a gather sees the new value
 // of a vertex already updated in this sweep), so it is read with coherent loads.
 template <bool INPLACE>
@@ -111,8 +136,9 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
                                             const float* __restrict__ inv_outdeg,
                                             const unsigned long long* __restrict__ outs, int nouts,
                                             const unsigned char* __restrict__ need, double* stats,
-                                            const double* prev, double tol, int small_degree) {
-    if (prev != nullptr && prev[0] <= tol * prev[1]) return;
+                                            const unsigned long long* __restrict__ stats_of,
+                                            int nstats, int prev, double tol, int small_degree) {
+    if (bsp_converged(stats_of, nstats, prev, tol)) return;
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -186,10 +212,12 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
         const float* contrib, float base, float damping, float* __restrict__ y,                    \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
-        int nouts, const unsigned char* __restrict__ need, double* stats, const double* prev,      \
-        double tol, int small_degree) {                                                            \
+        int nouts, const unsigned char* __restrict__ need, double* stats,                          \
+        const unsigned long long* __restrict__ stats_of, int nstats, int prev, double tol,         \
+        int small_degree) {                                                                        \
     pr_csc_body<K, IDX, INPLACE>(n_local, offset, indptr, sources, contrib, base, damping, y,      \
-                                 inv_outdeg, outs, nouts, need, stats, prev, tol, small_degree);   \
+                                 inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev,     \
+                                 tol, small_degree);                                               \
 }
 // names: pr_csc{32,64}[_inplace]_k{1,2,4} (index width of indptr, Gauss-Seidel, vertices per lane)
 PR_CSC_KERNEL(pr_csc32_k1, 1, int, false)
@@ -241,10 +269,11 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                                              int nouts, const unsigned char* __restrict__ need,
                                              int offset, float* part, int* cnt,
                                              int hub, int nhot, int* next, double* stats,
-                                             const double* prev, double tol) {
+                                             const unsigned long long* __restrict__ stats_of,
+                                             int nstats, int prev, double tol) {
     extern __shared__ float4 hot4[];
     const float* hot = reinterpret_cast<const float*>(hot4);
-    if (prev[0] <= tol * prev[1]) return;
+    if (bsp_converged(stats_of, nstats, prev, tol)) return;
     if (nhot > 0) {                                     // nhot: a multiple of 4, <= n
         const float4* src4 = reinterpret_cast<const float4*>(contrib);
         for (int i = threadIdx.x; i < (nhot >> 2); i += blockDim.x) hot4[i] = __ldg(src4 + i);
@@ -372,10 +401,11 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         const float* __restrict__ contrib, float base, float damping, float* __restrict__ y,       \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
         int nouts, const unsigned char* __restrict__ need, int offset, float* part, int* cnt,      \
-        int hub, int nhot, int* next, double* stats, const double* prev, double tol) {             \
+        int hub, int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,\
+        int nstats, int prev, double tol) {                                                        \
     pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
                       inv_outdeg, outs, nouts, need, offset, part, cnt, hub, nhot, next, stats,    \
-                      prev, tol);                                                                  \
+                      stats_of, nstats, prev, tol);                                                \
 }
 // names: pr_bins{32,64} (index width of indptr); blocks of 1024 threads, one per SM
 PR_BINS_KERNEL(pr_bins32, int)

@@ -351,19 +351,18 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
       of devices: ``"bins"``, the fused pull over vertices relabelled by degree with a static
       task list (share on kron:21: 0.89; one H200: 2.5x cuSPARSE on kron:21; on several devices
       the degree-split layout, see :class:`PageRank`);
-    * otherwise (grids, roads, meshes) ``"csc"`` on one device, the fused pull kernel (grid:4900
-      on one H200: 12.4 ms vs 63-72 ms for the COO pulls; share of such arcs there: 0), and
-      ``"coo"``, the pull + finalize pair validated on several GPUs, on several.
+    * otherwise (grids, roads, meshes) ``"csc"``, the fused pull kernel, on any number of
+      devices (share of such arcs on grid:4900: 0; one H200: 12.4 ms vs 63-72 ms for the COO
+      pull + finalize pair; two H200s: see docs/PR_CC.md). ``"coo"`` is never picked.
     """
     if k == 1 and inplace:
         return "csc"
-    other = "csc" if k == 1 else "coo"
     m = int(graph.num_edges)
     if m == 0:
-        return other
+        return "csc"
     indeg = in_degrees(graph)
     heavy = int(indeg[indeg > HEAVY_DEGREE].sum())
-    return "bins" if heavy * 2 > m else other
+    return "bins" if heavy * 2 > m else "csc"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -387,8 +386,10 @@ class _DevicePR:
             self.fused = o.get("kernel", "csc") == "csc" or self.bins
             self.lanes_k = int(o.get("vertices_per_lane", 2))
             self.inplace = bool(o.get("inplace", False)) and k == 1
-            self.device_check = (bool(o.get("device_check", True)) and k == 1 and self.cuda
-                                 and self.fused)
+            # the fused kernels skip the iterations after the stopping rule held on all devices
+            # together (bsp_converged in pr.cu; the NumPy sweeps of the CPU backend follow the
+            # same protocol); the COO pair has no skip: the host checks
+            self.device_check = bool(o.get("device_check", True)) and self.fused
             self.small_degree = int(o.get("small_degree", 8))
             self.tol = float(o.get("tol", 1e-6))
             self.num_in = int(shard.in_cols.shape[0])
@@ -435,7 +436,6 @@ class _DevicePR:
             self.in_cols = up(shard.in_cols)
             if self.cuda and self.fused:
                 self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
-                self.no_prev = up(np.array([1.0, 0.0]))     # "not converged" for iteration 0
                 if self.bins:
                     self.task_row, self.task_info = up(task_row), up(task_info)
                     self.part = device.zeros(max(self.num_tasks, 1), np.float32)
@@ -448,7 +448,8 @@ class _DevicePR:
             # Jacobi: read one vector, write the other; in place (Gauss-Seidel): one vector
             self.contrib = [device.zeros(n, self.fdt) for _ in range(1 if self.inplace else 2)]
             self.outs = None        # per parity: the vectors finalize writes (see set_outputs)
-            self.stats = None
+            self.stats = None       # [iteration][diff, mass] (see alloc_stats)
+            self.stats_of = None    # every device's stats, in device order (see set_check_group)
         else:
             self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
             self.rank = device.zeros(self.n_local, np.float64)
@@ -497,6 +498,33 @@ class _DevicePR:
             self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
                                       for bit in range(1, len(targets))]
 
+    def alloc_stats(self, max_iterations: int):
+        """The per-iteration ``[diff, mass]`` rows, allocated once per solver (peers keep
+        pointers to them, see :meth:`set_check_group`) and cleared by :meth:`bsp_reset`."""
+        self.stats = self.device.zeros((max_iterations, 2), np.float64)
+
+    def set_check_group(self, devs):
+        """The devices whose stats the stopping check adds up, in device order (the host adds
+        them in the same order): device pointers for the CUDA kernels, arrays for NumPy."""
+        if self.cuda:
+            with self.device.use():
+                self.stats_of = self.device.asarray(
+                    np.array([d.stats.data.ptr for d in devs], dtype=np.uint64))
+        else:
+            self.stats_of = [d.stats for d in devs]
+
+    def converged_before(self, t: int) -> bool:
+        """NumPy form of ``bsp_converged`` (pr.cu): whether iteration ``t - 1`` met the stopping
+        rule on all devices together; runs in stream order after every device's iteration
+        ``t - 1`` (the stream waited for their events)."""
+        if not self.device_check or t == 0:
+            return False
+        diff = mass = 0.0
+        for st in self.stats_of:
+            diff += st[t - 1, 0]
+            mass += st[t - 1, 1]
+        return bool(diff <= self.tol * mass)
+
     def bsp_reset(self, y0: float, contrib0, max_iterations: int):
         def reset():
             self.y.fill(y0)
@@ -507,8 +535,9 @@ class _DevicePR:
                 self.task_next.fill(0)
             self.contrib[0][...] = contrib0
             self.stats.fill(0)
-        # allocated here (no kernel), cleared in stream order: bsp_step slices it right away
-        self.stats = self.device.empty((max_iterations, 2), np.float64)
+        if self.stats is None or self.stats.shape[0] != max_iterations:
+            raise ValueError(f"bsp_reset for {max_iterations} iterations: alloc_stats sized "
+                             f"{None if self.stats is None else self.stats.shape[0]}")
         if self.cuda and self.bins:     # per iteration: the next task to take
             self.task_next = self.device.empty(max_iterations, np.int32)
         self.stream.submit(reset)
@@ -518,8 +547,10 @@ class _DevicePR:
         place: both are contrib[0])."""
         src, outs = self.contrib[t % len(self.contrib)], self.outs[(t + 1) % 2]
         stats = self.stats[t]
+        # the device-side check of iteration t - 1 (all devices' stats), or none
+        check = (self.stats_of, np.int32(len(self.stats_of)),
+                 np.int32(t - 1 if self.device_check and t > 0 else -1), np.float64(self.tol))
         if self.cuda and self.bins:
-            prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
             nxt = self.task_next[t:t + 1]
 
             def launch():
@@ -529,21 +560,21 @@ class _DevicePR:
                      self.in_cols, src, np.float32(base), np.float32(self.damping), self.y,
                      self.inv_outdeg, outs, np.int32(len(self.out_targets)), self.need,
                      np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
-                     np.int32(self.nhot), nxt, stats, prev, np.float64(self.tol)),
+                     np.int32(self.nhot), nxt, stats, *check),
                     shared_mem=self.nhot * 4)
         elif self.cuda and self.fused:
-            prev = self.stats[t - 1] if self.device_check and t > 0 else self.no_prev
-
             def launch():
                 if self.n_local:
                     self.kernels["csc"](
                         (max(1, min(self.resident, -(-self.n_local // BLOCK))),), (BLOCK,),
                         (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols, src,
                          np.float32(base), np.float32(self.damping), self.y, self.inv_outdeg, outs,
-                         np.int32(len(self.out_targets)), self.need, stats, prev,
-                         np.float64(self.tol), np.int32(self.small_degree)))
+                         np.int32(len(self.out_targets)), self.need, stats, *check,
+                         np.int32(self.small_degree)))
         elif self.inplace:      # CPU: Gauss-Seidel by blocks of vertices, in order
             def launch():
+                if self.converged_before(t):
+                    return
                 ip, nl, lo = self.in_indptr, self.n_local, self.lo
                 bounds = np.linspace(0, nl, min(nl, 8) + 1).astype(np.int64)
                 ynew = np.empty(nl, self.fdt)
@@ -570,6 +601,8 @@ class _DevicePR:
                                       outs, np.int32(len(self.out_targets)), self.need, stats))
         else:
             def launch():
+                if self.converged_before(t):
+                    return
                 acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
                 ynew = base + self.damping * acc
                 stats[0] = np.abs(ynew - self.y).sum()
@@ -772,8 +805,8 @@ class PageRank(Solver):
     ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
     mass); BSP: stop when the L1 change of an iteration is <= tol (of the mass).
     ``sweeps``: push sweeps per worklist round (async); ``check_every``: iterations between
-    convergence checks (BSP; default 4, or 8 with the fused kernel on one CUDA device, which
-    itself skips the iterations queued after convergence); ``peer_writes``: BSP stores each device's slice
+    convergence checks by the host (BSP; default 8 with ``device_check``, else 4);
+    ``peer_writes``: BSP stores each device's slice
     straight into the peers' vectors from the kernel (default: when every pair has peer access)
     instead of copying.
     BSP kernel options (CUDA): ``bsp_kernel="auto"`` (default: :func:`choose_bsp_kernel`),
@@ -792,9 +825,12 @@ class PageRank(Solver):
     arcs per task, the in-degree from which a vertex's arcs are cut into chunks of at most
     that many arcs (one warp each), and the arcs per lane that set how many lanes share a
     vertex (:func:`bins_tasks`); ``waves``: the fused grids in multiples of the blocks
-    resident at once; ``device_check``: the fused kernels on one device skip the iterations
-    queued after convergence (one device only: on several the stopping rule needs every
-    device's sums);
+    resident at once; ``device_check`` (default True; "csc" and "bins", on any number of
+    devices and both backends): iteration t of each device's kernel first adds up every
+    device's stats of iteration t - 1 (peer reads: its stream already waited for all of them)
+    and returns at once if the stopping rule held, so the host queues ``check_every``
+    iterations between reads and the run stops exactly at ``converged_at`` (same iterations
+    and answer as host checks after every iteration);
     ``inplace=True`` (one device only; ignored for several; an error with ``"bins"``, whose
     sweeps are Jacobi): Gauss-Seidel sweeps that update
     the contribution vector in place (fewer sweeps on slowly mixing graphs such as grids, more
@@ -895,6 +931,10 @@ class PageRank(Solver):
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
                     dev.set_outputs([dev] + (others if self.peer_writes else []))
+                for dev in self.devs:
+                    dev.alloc_stats(self.max_iterations)
+                for dev in self.devs:
+                    dev.set_check_group(self.devs)
             for dev in self.devs:
                 dev.shard = None    # the host copies are no longer needed
             else:
@@ -972,6 +1012,7 @@ class PageRank(Solver):
             if dev0.cuda else "numpy"
         return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
                 "kernel": kernel, "bsp_kernel": self.bsp_kernel, "inplace": dev0.inplace,
+                "device_check": dev0.device_check, "check_every": self.check_every,
                 "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
                 "arcs_per_device": [dev.num_in for dev in self.devs],

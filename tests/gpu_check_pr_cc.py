@@ -499,7 +499,15 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
                 cupy.get_default_memory_pool().free_all_blocks()
 
 
-def stage_pr_scaling(specs, counts, kernels, repeat, budget):
+#: ``--pr-kernels NAME:HOW``: the solver options each HOW adds (and whether one device runs it)
+SCALING_HOWS = {
+    "": ({}, True),
+    "copies": ({"peer_writes": False}, False),      # slices copied after each iteration
+    "hostcheck": ({"device_check": False}, True),   # no device-side skip: the host checks every 4
+}
+
+
+def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguous"):
     """BSP PageRank on 1..K devices (the probe's method: median of ``repeat`` solver runs after
     a warm-up), with each device's sweep time (kernels alone, all devices at once: the balance
     of the layout) and the rest of an iteration (exchange, host checks). Every answer must
@@ -507,7 +515,10 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
     gpu_scaling_probe.py; ``--pr-scaling`` with ``--pr-kernels auto,coo`` compares the kernels
     on the same graph object, so the bins relabelling is computed once; a kernel name ending in
     ``:copies`` runs it with ``peer_writes=False`` (slices copied after each iteration instead
-    of stored into the peers by the kernel), on several devices only."""
+    of stored into the peers by the kernel), on several devices only; ``:hostcheck`` with
+    ``device_check=False`` (the host reads the stats every 4 iterations and the kernels never
+    skip: the protocol before the global device-side check). ``partition``: the partitioner
+    of the kernels that use one (csc, coo)."""
     from apps.pr import PageRank
     from groute import Context
     from groute.graph import load_graph
@@ -519,9 +530,12 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
         first = None
         for name in kernels:
             kernel, _, how = name.partition(":")
-            extra = {"peer_writes": False} if how == "copies" else {}
+            if how not in SCALING_HOWS:
+                raise ValueError(f"--pr-kernels {name}: after ':' use one of "
+                                 f"{', '.join(h for h in SCALING_HOWS if h)}")
+            extra, on_one = SCALING_HOWS[how]
             for k in counts:
-                if extra and k == 1:
+                if k == 1 and not on_one:
                     continue
                 case = f"scaling PR bsp {name} {spec} x{k}"
                 if elapsed() > budget:
@@ -532,7 +546,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
                     nonlocal first
                     with Context(k, backend=BACKEND, timeout=120) as ctx:
                         t1 = time.perf_counter()
-                        with PageRank(g, ctx=ctx, mode="bsp", partition="contiguous",
+                        with PageRank(g, ctx=ctx, mode="bsp", partition=partition,
                                       bsp_kernel=kernel, **extra) as s:
                             setup = time.perf_counter() - t1
                             s.run()
@@ -553,6 +567,8 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget):
                             "rest_ms_per_it": None if not sweeps else round(med / max(its, 1) - max(sweeps), 3),
                             "vs_first": round(base["median_ms"] / med, 2) if base else None,
                             "L1_vs_first": f"{l1:.1e}", "layout": st.get("layout"),
+                            "device_check": st.get("device_check"), "check_every": st.get("check_every"),
+                            "l1_change": st.get("l1_change"),
                             "exchange": st.get("exchange"), "arcs_per_device": st["arcs_per_device"],
                             "vertices_per_device": st["vertices_per_device"],
                             "setup_s": round(setup, 1), "scaling": True})
@@ -675,6 +691,8 @@ def main():
                          "(default kron:21), answers checked against the first")
     ap.add_argument("--pr-kernels", default="auto", help="--pr-scaling: bsp_kernel values")
     ap.add_argument("--devices", default=None, help="--pr-scaling: device counts (default 1 and all)")
+    ap.add_argument("--partition", default="contiguous",
+                    help="--pr-scaling: partitioner for the csc and coo kernels (default contiguous)")
     ap.add_argument("--no-scipy", action="store_true",
                     help="--pr-variants on a GPU: check the big graphs against the cuSPARSE "
                          "answer (float64, the reference's algorithm) instead of running scipy")
@@ -688,7 +706,8 @@ def main():
             counts = [int(x) for x in args.devices.split(",")] if args.devices else device_counts(ngpu)
             guarded("pr scaling", lambda: stage_pr_scaling(
                 [s for s in args.pr_scaling.split(",") if s], counts,
-                [s for s in args.pr_kernels.split(",") if s], args.repeat, args.budget))
+                [s for s in args.pr_kernels.split(",") if s], args.repeat, args.budget,
+                partition=args.partition))
             table()
             save()
             return 1 if RESULTS["failures"] else 0

@@ -361,19 +361,18 @@ def test_bins_kernel_returns_the_graphs_vertex_order(backend):
 
 
 def test_auto_bsp_kernel_choice():
-    """auto: the degree-binned kernel for power-law graphs on any number of devices; for low
-    in-degree graphs the fused CSC kernel on one device and the COO pair on several; in-place
-    sweeps (one device only) need the CSC kernel."""
+    """auto: the degree-binned kernel for power-law graphs and the fused CSC kernel for low
+    in-degree graphs, on any number of devices (never the COO pair); in-place sweeps (one
+    device only) need the CSC kernel."""
     from apps.pr import choose_bsp_kernel
     grid, kron = load_graph("grid:30", cache=False), load_graph("kron:12", cache=False)
-    assert choose_bsp_kernel(grid, 1) == "csc"
-    assert choose_bsp_kernel(kron, 1) == "bins"
+    for k in (1, 2, 3, 4):
+        assert choose_bsp_kernel(grid, k) == "csc"
+        assert choose_bsp_kernel(grid, k, inplace=True) == "csc"
+        assert choose_bsp_kernel(kron, k) == "bins"
+        assert choose_bsp_kernel(hand_graphs()["no_edges"], k) == "csc"
     assert choose_bsp_kernel(kron, 1, inplace=True) == "csc"
-    assert choose_bsp_kernel(grid, 2) == "coo"
-    assert choose_bsp_kernel(kron, 2) == "bins"
     assert choose_bsp_kernel(kron, 4, inplace=True) == "bins"     # inplace: ignored on several
-    assert choose_bsp_kernel(hand_graphs()["no_edges"], 1) == "csc"
-    assert choose_bsp_kernel(hand_graphs()["no_edges"], 2) == "coo"
     for k, layout in ((1, "degree order"), (2, "degree-split")):
         with PageRank(kron, backend="cpu", devices=k, mode="bsp") as s:
             assert s.bsp_kernel == "bins"
@@ -381,7 +380,8 @@ def test_auto_bsp_kernel_choice():
         assert res.stats["bsp_kernel"] == "bins" and res.stats["layout"] == layout
         check(res.values, kron)
     res = pagerank(grid, backend="cpu", devices=2, mode="bsp", partition="contiguous")
-    assert res.stats["bsp_kernel"] == "coo" and res.stats["layout"] == "contiguous partition"
+    assert res.stats["bsp_kernel"] == "csc" and res.stats["layout"] == "contiguous partition"
+    check(res.values, grid)
 
 
 def bins_graphs():
@@ -633,3 +633,78 @@ def test_bins_need_masks_equal_the_per_peer_filter(k):
             assert dev.peer_stores == sum(len(x) for x in dev.need_idx[1:])
         res = solver.run()
     check(res.values, g)
+
+
+def several_device_graphs(k):
+    """Graphs for the k-device csc path and the global stopping check: grids (the kernel
+    auto picks there), a power-law one, the hand-made corner cases and a real graph."""
+    graphs = {name: g for name, g in hand_graphs().items() if g.num_vertices >= k}
+    graphs.update(random_graphs())
+    graphs["grid:13x17"] = load_graph("grid:13x17", cache=False)
+    path = SHARED_GRAPHS / "polblogs.mtx.gz"
+    if path.exists():
+        graphs["polblogs"] = load_graph(path, cache=False)
+    return graphs
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("backend, k", device_cases([2, 3, 4]))
+def test_csc_on_several_devices(backend, k):
+    """bsp_kernel="csc" on k devices (each device pulls its partition's in-arcs from its own
+    copy of the contributions, the kernel stores the values peers read into their copies): the
+    reference answer, one device's answer within L1 1e-6, only boundary values sent; with the
+    contiguous partition (no renumbering, so every vertex sums its in-arcs in the same order as
+    on one device) the same iterations as one device and then the same values bit for bit."""
+    _skip_if_missing(backend, k)
+    with Context(1, backend=backend, timeout=20) as one, \
+            Context(k, backend=backend, timeout=20) as ctx:
+        for name, g in several_device_graphs(k).items():
+            single = pagerank(g, ctx=one, mode="bsp", bsp_kernel="csc")
+            for partition in ("contiguous", "random", "metis"):
+                res = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="csc", partition=partition)
+                st = res.stats
+                check(res.values, g)
+                assert st["bsp_kernel"] == "csc" and st["kernel"] in ("csc k2", "numpy"), st
+                assert st["exchange"] == "peer stores" and st["device_check"], st
+                assert st["iterations"] == st["converged_at"], st
+                l1 = float(np.abs(res.values - single.values).sum())
+                assert l1 <= 1e-6, (name, partition, l1)
+                slices = st["iterations"] * g.num_vertices * (k - 1) * (4 if backend == "cuda" else 8)
+                assert st["bytes_sent"] <= slices, st
+                if partition == "contiguous":
+                    assert st["iterations"] == single.stats["iterations"], (name, st, single.stats)
+                    assert np.array_equal(res.values, single.values), name
+                    if name.startswith("grid"):     # rows of a grid: only the cut rows go
+                        assert st["bytes_sent"] < slices / 4, st
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
+@pytest.mark.parametrize("kernel", ["csc", "bins"])
+def test_device_check_is_global(backend, k, kernel):
+    """device_check on k devices: each iteration's kernels add up every device's stats of the
+    previous one and skip once the stopping rule held, so a run that queues 64 iterations per
+    host check (more than it needs) stops at the same iteration, with the same values and the
+    same last L1 change, as host checks after every iteration without the skip; a second run
+    of the same solver (stats cleared, not reallocated) gives the same again. The COO pair has
+    no skip and says so."""
+    _skip_if_missing(backend, k)
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for name, g in several_device_graphs(k).items():
+            opts = dict(ctx=ctx, mode="bsp", bsp_kernel=kernel, partition="random")
+            with PageRank(g, device_check=True, check_every=64, **opts) as s:
+                a, a2 = s.run(), s.run()
+            b = pagerank(g, device_check=False, check_every=1, **opts)
+            sa, sb = a.stats, b.stats
+            assert sa["device_check"] and not sb["device_check"], (sa, sb)
+            assert sa["converged"] and sb["converged"], (name, sa, sb)
+            assert sa["iterations"] == sa["converged_at"] == sb["converged_at"] == sb["iterations"], \
+                (name, sa, sb)
+            assert np.array_equal(a.values, b.values), name
+            assert sa["l1_change"] == pytest.approx(sb["l1_change"], rel=1e-9, abs=0), name
+            assert a2.stats["iterations"] == sa["iterations"], name
+            assert np.array_equal(a2.values, a.values), name
+            check(a.values, g)
+        coo = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="coo", partition="random")
+        assert coo.stats["device_check"] is False and coo.stats["check_every"] == 4
+        check(coo.values, g)
