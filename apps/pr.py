@@ -919,9 +919,6 @@ class PageRank(Solver):
                     "lane_arcs": int(lane_arcs)}
             self.devs = [_DevicePR(d, s, n, mode, self.damping, k, opts)
                          for d, s in zip(self.ctx.devices, shards)]
-            if check_every is None:
-                check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
-            self.check_every = int(check_every)
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
@@ -935,9 +932,14 @@ class PageRank(Solver):
                     dev.alloc_stats(self.max_iterations)
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
+                    if not can:     # the device-side check reads every peer's stats
+                        dev.device_check = False
+            if check_every is None:
+                check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
+            self.check_every = int(check_every)
             for dev in self.devs:
                 dev.shard = None    # the host copies are no longer needed
-            else:
+            if mode == "async":
                 default = 8 if self.ctx.backend == "cuda" else 2
                 self.sweeps = int(sweeps) if sweeps else default
                 self.workers = [_PushWorker(d, i, offsets, self.sweeps) for i, d in enumerate(self.devs)]

@@ -708,3 +708,28 @@ def test_device_check_is_global(backend, k, kernel):
         coo = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="coo", partition="random")
         assert coo.stats["device_check"] is False and coo.stats["check_every"] == 4
         check(coo.values, g)
+
+
+@pytest.mark.timeout(60)
+def test_without_peer_access_the_host_checks(monkeypatch):
+    """Without peer access between every pair the kernels cannot read the peers' stats: the
+    host checks (every 4 iterations), slices are copied, and the answer and stopping iteration
+    are those of host checks with peer access; one device still checks on the device. A BSP
+    solver builds no distributed worklist (that is the async mode's)."""
+    from groute.device.cpu import CPUDevice
+    g = load_graph("grid:20", cache=False)
+    opts = dict(mode="bsp", bsp_kernel="csc", partition="contiguous")
+    with Context(2, backend="cpu", timeout=20) as ctx:
+        ref = pagerank(g, ctx=ctx, device_check=False, **opts)
+        monkeypatch.setattr(CPUDevice, "can_access_peer", lambda self, other: False)
+        with PageRank(g, ctx=ctx, **opts) as s:
+            assert s._worklist is None
+            res = s.run()
+        st = res.stats
+        assert st["device_check"] is False and st["check_every"] == 4, st
+        assert st["exchange"] == "peer copies", st
+        assert st["iterations"] == ref.stats["iterations"], (st, ref.stats)
+        assert np.array_equal(res.values, ref.values)
+        check(res.values, g)
+    with Context(1, backend="cpu", timeout=20) as one:
+        assert pagerank(g, ctx=one, **opts).stats["device_check"] is True
