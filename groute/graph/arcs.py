@@ -44,40 +44,63 @@ def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
     With ``rank`` (int, old id -> new id) the result is the transpose of the graph whose
     vertex ``v`` is renamed ``rank[v]``: row ``rank[v]`` lists ``rank[u]`` for every arc
     ``u -> v``. ``in_degrees``: the in-degree of every NEW id when the caller already has it
-    (saves a scatter over the arcs). Arrays may be NumPy or CuPy (``xp``); one sort of keys
-    ``new target << 32 | new source`` orders the arcs, so equal keys are equal arcs and the
-    result does not depend on the sort algorithm or the backend.
+    (saves a scatter over the arcs). Arrays may be NumPy or CuPy (``xp``); see
+    :func:`_sorted_arcs` for how.
+    """
+    return _sorted_arcs(indptr, indices, rank, by_target=True, counts=in_degrees, xp=xp)
+
+
+def relabelled_arcs(indptr, indices, rank, *, xp=None):
+    """The out-arcs of the graph whose vertex ``v`` is renamed ``rank[v]``: ``(indptr int64,
+    targets)`` with each row's targets ascending, the CSR that ``CSRGraph.relabel`` builds for
+    an unweighted graph (arcs repeated in the input stay repeated)."""
+    return _sorted_arcs(indptr, indices, rank, by_target=False, counts=None, xp=xp)
+
+
+def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp):
+    """Arcs ``u -> v`` of a CSR as keys ``row << 32 | other end`` (row: the new target when
+    ``by_target``, else the new source), sorted: each row's other ends come out ascending.
+
+    One sort of packed 64-bit keys: equal keys are equal arcs, so the result does not depend on
+    the sort algorithm or the backend. On the host the per-arc new source is a repeat of the
+    rank by out-degree and the new targets are ORed in by cache-sized chunks, so the keys are
+    the only billion-entry temporary.
     """
     xp = xp or array_module(indices)
     n = int(indptr.shape[0]) - 1
     if n >= MAX_VERTICES:
-        raise ValueError(f"in_arcs: {n} vertices; packed keys need fewer than 2**32")
+        raise ValueError(f"{n} vertices: packed arc keys need fewer than 2**32")
     m = int(indices.shape[0])
     r = xp.arange(n, dtype=xp.uint64) if rank is None else rank.astype(xp.uint64)
-    # the new source of every arc (the low half), then the new target ORed in (the high half)
+    shifted = r << xp.uint64(32)
+    src_part, dst_part = (r, shifted) if by_target else (shifted, r)
     if xp is np:
-        keys = np.repeat(r, np.diff(indptr))
+        keys = np.repeat(src_part, np.diff(indptr))
     else:
-        keys = r[arc_rows(indptr, m, xp=xp)]
-    high = r << xp.uint64(32)
+        keys = src_part[arc_rows(indptr, m, xp=xp)]
     step = KEY_CHUNK_ARCS if xp is np else max(m, 1)
     for s in range(0, m, step):
-        keys[s:s + step] |= high[indices[s:s + step]]
-    del high
+        keys[s:s + step] |= dst_part[indices[s:s + step]]
+    del shifted, src_part, dst_part
     keys.sort()
+    out_dtype = xp.int32 if n < 2**31 else xp.int64
     if sys.byteorder == "little":       # the low halves, without a 64-bit temporary
-        sources = keys.view(xp.uint32)[0::2].astype(xp.int32 if n < 2**31 else xp.int64)
+        ends = keys.view(xp.uint32)[0::2].astype(out_dtype)
     else:
-        sources = (keys & xp.uint64(0xFFFFFFFF)).astype(xp.int32 if n < 2**31 else xp.int64)
-    if in_degrees is None:
-        counts = xp.bincount((keys >> xp.uint64(32)).astype(xp.int64), minlength=n) if m else \
-            xp.zeros(n, xp.int64)
+        ends = (keys & xp.uint64(0xFFFFFFFF)).astype(out_dtype)
+    if counts is not None:
+        counts = xp.asarray(counts)
+    elif not by_target:                 # row rank[v] has v's out-degree
+        counts = xp.zeros(n, xp.int64)
+        counts[r.astype(xp.int64)] = xp.diff(indptr)
+    elif m:
+        counts = xp.bincount((keys >> xp.uint64(32)).astype(xp.int64), minlength=n)
     else:
-        counts = xp.asarray(in_degrees)
+        counts = xp.zeros(n, xp.int64)
     del keys
-    in_indptr = xp.zeros(n + 1, dtype=xp.int64)
-    in_indptr[1:] = xp.cumsum(counts)
-    return in_indptr, sources
+    row_ptr = xp.zeros(n + 1, dtype=xp.int64)
+    row_ptr[1:] = xp.cumsum(counts)
+    return row_ptr, ends
 
 
 #: arcs one step of :func:`self_loop_count` compares (cache-sized: 4x faster than 2**24 here)

@@ -377,10 +377,16 @@ class CSRGraph:
         n = self.num_vertices
         iperm = xp.empty_like(perm)
         iperm[perm] = xp.arange(n, dtype=xp.int64)
-        src, dst = self.edges()
-        g = CSRGraph.from_edges(perm[src], perm[dst.astype(xp.int64)], n, self.weights,
-                                directed=self.directed, dedupe=False, name=self.name,
-                                source=self.source, validate=False, xp=xp)
+        if self.weights is None:        # one sort of packed keys, no per-arc int64 arrays
+            from .arcs import relabelled_arcs
+            indptr, indices = relabelled_arcs(self.indptr, self.indices, perm, xp=xp)
+            g = CSRGraph(indptr, indices, None, directed=self.directed, name=self.name,
+                         source=self.source, validate=False)
+        else:
+            src, dst = self.edges()
+            g = CSRGraph.from_edges(perm[src], perm[dst.astype(xp.int64)], n, self.weights,
+                                    directed=self.directed, dedupe=False, name=self.name,
+                                    source=self.source, validate=False, xp=xp)
         host_iperm = iperm if xp is np else iperm.get()
         g.file_ids = np.asarray(self.file_id_of(host_iperm), dtype=np.int64).reshape(-1)
         g.device = self.device

@@ -96,3 +96,23 @@ def test_cupy_in_arcs_equal_numpy():
             np.testing.assert_array_equal(cp.asnumpy(got[1]), want[1], err_msg=name)
             np.testing.assert_array_equal(cp.asnumpy(arc_rows(cp.asarray(g.indptr))),
                                           arc_rows(g.indptr), err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(graphs()))
+def test_relabel_of_unweighted_graph_equals_the_edge_list_build(name, monkeypatch):
+    """CSRGraph.relabel's packed-key path (unweighted graphs) builds the arrays that
+    from_edges of the renamed arc list builds (rows sorted, repeated arcs kept), also with the
+    host keys assembled in tiny chunks."""
+    from groute.graph import arcs
+    monkeypatch.setattr(arcs, "KEY_CHUNK_ARCS", 5)
+    g = graphs()[name].without_weights()
+    n = g.num_vertices
+    for perm in (np.random.default_rng(5).permutation(n), np.arange(n)[::-1].copy()):
+        src, dst = g.edges()
+        want = CSRGraph.from_edges(perm[src], perm[dst.astype(np.int64)], n, dedupe=False,
+                                   directed=g.directed)
+        got = g.relabel(perm)
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_array_equal(got.indices, want.indices)
+        assert got.indices.dtype == want.indices.dtype and got.weights is None
+        assert got.directed == g.directed
