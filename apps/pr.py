@@ -498,6 +498,15 @@ class _DevicePR:
             self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
                                       for bit in range(1, len(targets))]
 
+    def set_copies(self, devs):
+        """The copies that follow each iteration's kernel, per parity of the vector written:
+        ``(peer's slice, own slice)`` for every peer this device does not store into (all of
+        them without peer stores), made once so an iteration only issues them."""
+        mine = [c[self.lo:self.hi] for c in self.contrib]
+        self.copies = [[(p.contrib[par % len(p.contrib)][self.lo:self.hi], mine[par % len(mine)])
+                        for p in devs if self.n_local and not any(p is x for x in self.out_targets)]
+                       for par in range(2)]
+
     def alloc_stats(self, max_iterations: int):
         """The per-iteration ``[diff, mass]`` rows, allocated once per solver (peers keep
         pointers to them, see :meth:`set_check_group`) and cleared by :meth:`bsp_reset`."""
@@ -929,6 +938,7 @@ class PageRank(Solver):
                     others = [p for j, p in enumerate(self.devs) if j != i]
                     dev.set_outputs([dev] + (others if self.peer_writes else []))
                 for dev in self.devs:
+                    dev.set_copies(self.devs)
                     dev.alloc_stats(self.max_iterations)
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
@@ -1031,10 +1041,8 @@ class PageRank(Solver):
         if len(devs) > 1:
             par = (t + 1) % 2
             for i, dev in enumerate(devs):
-                own = dev.contrib[par][dev.lo:dev.hi]
-                for peer in devs:
-                    if dev.n_local and not any(peer is x for x in dev.out_targets):
-                        dev.stream.copy(peer.contrib[par][dev.lo:dev.hi], own)
+                for dst, src in dev.copies[par]:
+                    dev.stream.copy(dst, src)
                 done_events[i] = dev.stream.record()
 
     def _run_async(self) -> dict:
