@@ -17,6 +17,8 @@ class SSSP(TraversalSolver):
 
     app = "sssp"
     weighted = True
+    peer_exchange = True
+    peer_priority = True
 
     def default_delta(self, graph):
         """Near-far's rule of thumb, ``mean weight * C / mean degree`` (at least one mean
@@ -35,8 +37,26 @@ class SSSP(TraversalSolver):
         than the re-expansions they save (kron:21 on one H200: 8.15 ms with priority, 7.22 ms
         without; 2.70M vs 2.87M vertices expanded), while on road-like graphs priority is what
         keeps the work near Dijkstra's (grid:4900: 123 ms vs 3.1 s). See docs/TRAVERSAL.md."""
-        from .traversal import low_diameter
-        return not low_diameter(graph)
+        return not self._low_diameter(graph)
+
+    def auto_mode(self, graph):
+        """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), on one CUDA
+        device for a low-diameter graph (kron:21 on one H200: 2.32 ms, the answer equal to the
+        plain-CuPy Bellman-Ford; the fused worker took 6.7-7.2 ms in earlier runs); the fused
+        asynchronous worker otherwise: a road-like graph (thousands of rounds, each a barrier
+        and a bitmap scan over the whole grid, where the fused worker runs a narrow grid), CPU
+        virtual devices, and, until the peer kernel is measured there, several devices
+        (docs/TRAVERSAL.md, "SSSP through peer memory")."""
+        if self.peer_unavailable() is not None or self.ctx.num_devices > 1:
+            return "async"
+        return "bsp" if self._low_diameter(graph) else "async"
+
+    def _low_diameter(self, graph):
+        """:func:`~apps.traversal.low_diameter` of the solver's graph, asked once."""
+        if not hasattr(self, "_low"):
+            from .traversal import low_diameter
+            self._low = low_diameter(graph)
+        return self._low
 
     def _finish(self, values):
         out = values.astype(np.float64)

@@ -74,11 +74,14 @@ class TraversalSolver(Solver):
     launch (None: until local work runs out or the outboxes fill). ``exchange`` (BSP):
     ``"host"`` (the distributed worklist steers every level), ``"peer"`` (one persistent launch
     per device for the whole run, exchanging through peer memory: :mod:`apps.traversal_peer`;
-    BFS on CUDA devices, NVLink between them) or ``"auto"`` (the default: peer where it can run).
+    CUDA devices, NVLink between them; SSSP keeps ``priority`` there too) or ``"auto"`` (the
+    default: peer where it can run).
     """
 
-    #: whether this app can use the peer exchange (unweighted BFS: see apps.traversal_peer)
+    #: whether this app can use the peer exchange (BFS, SSSP: see apps.traversal_peer)
     peer_exchange = False
+    #: whether the peer kernel keeps a soft-priority window for this app (SSSP)
+    peer_priority = False
 
     app = "traversal"
     weighted = False
@@ -103,8 +106,9 @@ class TraversalSolver(Solver):
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
             self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
-                        max_rounds, packet_size, flush_items)
-            self.peer = self._peer_exchange(graph, weights, exchange)
+                        max_rounds, packet_size, flush_items, exchange)
+            if self.use_peer:
+                self.peer = self._peer_traversal(graph)
         except BaseException:
             self.close()
             raise
@@ -127,7 +131,7 @@ class TraversalSolver(Solver):
         return ("int" if w.dtype.kind in "iu" else "float"), w
 
     def _setup(self, graph, weights, partition, mode, priority, routing, delta, seed,
-               max_rounds, packet_size, flush_items):
+               max_rounds, packet_size, flush_items, exchange):
         k = self.ctx.num_devices
         n = graph.num_vertices
         if k > max(n, 1):
@@ -141,11 +145,14 @@ class TraversalSolver(Solver):
         if mode == "auto":
             mode = self.auto_mode(graph)
         self.mode, self.routing = mode, routing
+        self.use_peer = self._use_peer(exchange)
+        # soft priority needs a window the exchange can keep: async, or the SSSP peer kernel
+        windowed = mode == "async" or (self.use_peer and self.peer_priority)
         if isinstance(priority, str):
             if priority != "auto":
                 raise ValueError(f"priority must be True, False or 'auto'; got {priority!r}")
-            priority = mode == "async" and (delta is not None or self.auto_priority(graph))
-        self.priority = bool(priority) and mode == "async"
+            priority = windowed and (delta is not None or self.auto_priority(graph))
+        self.priority = bool(priority) and windowed
         self.delta = self._pick_delta(graph, delta)
         self.max_rounds = max_rounds
         self.worklist = DistributedWorklist(self.ctx, routing=routing,
@@ -174,14 +181,15 @@ class TraversalSolver(Solver):
         the machine is asked once per solver (``auto_mode`` asks too)."""
         if not hasattr(self, "_peer_why"):
             from .traversal_peer import unavailable
-            self._peer_why = unavailable(self.ctx, weighted=self.weighted_values, kind=self.kind)
+            self._peer_why = unavailable(self.ctx)
         return self._peer_why
 
-    def _peer_exchange(self, graph, weights, exchange):
-        """The :class:`~apps.traversal_peer.PeerTraversal` that runs this solver (None: the
-        distributed worklist does), as ``exchange`` asks and the app, mode and machine allow."""
+    def _use_peer(self, exchange):
+        """Whether the peer kernel runs this solver (else the distributed worklist), as
+        ``exchange`` asks and the app, mode and machine allow; exchange='peer' that cannot run
+        is a ValueError naming the reason."""
         if exchange == "host":
-            return None
+            return False
         why = None
         if not self.peer_exchange:
             why = f"{self.app} does not use it"
@@ -192,11 +200,17 @@ class TraversalSolver(Solver):
         if why is not None:
             if exchange == "peer":
                 raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")
-            return None
+            return False
+        return True
+
+    def _peer_traversal(self, graph):
+        """The :class:`~apps.traversal_peer.PeerTraversal` over this solver's workers."""
         from .traversal_peer import PeerTraversal
         return PeerTraversal(self.ctx, self.workers, self.part.offsets,
                              num_vertices=graph.num_vertices, num_arcs=int(graph.num_edges),
-                             symmetric=not getattr(graph, "directed", True))
+                             symmetric=not getattr(graph, "directed", True), app=self.app,
+                             kind=self.kind, weighted=self.weighted_values,
+                             delta=self.delta if self.priority else math.inf)
 
     def _packet_size(self, n):
         return int(min(max(n, 1024), 1 << 20))

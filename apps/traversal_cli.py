@@ -37,7 +37,7 @@ def register_app(subparsers, common, name, solver_cls):
     p.add_argument("--routing", choices=["all2all", "ring"], default="all2all")
     p.add_argument("--exchange", choices=["auto", "host", "peer"], default="auto",
                    help="BSP on several devices: host (the worklist steers each level), peer (one "
-                        "launch per device, exchange through peer memory; BFS on NVLink GPUs) or "
+                        "launch per device, exchange through peer memory; BFS and SSSP on NVLink GPUs) or "
                         "auto (default: peer where it can run)")
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 

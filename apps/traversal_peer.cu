@@ -1,9 +1,12 @@
-// BFS on several GPUs in one persistent launch per device: the devices exchange through each
-// other's memory (NVLink peer access) and meet at a cross-device barrier, so the host launches
-// once per run instead of steering every level (see traversal_peer.py).
+// BFS and SSSP on several GPUs in one persistent launch per device: the devices exchange through
+// each other's memory (NVLink peer access) and meet at a cross-device barrier, so the host
+// launches once per run instead of steering every level (see traversal_peer.py). Both kernels
+// share the barrier, the global sums, the push expansion (expand_push) and the exit protocol.
 //
-// Device `me` owns the vertices [off[me], off[me+1]) (renumbered ids) and their rows; its
-// frontier of level L is queue[L & 1] with count ctl[CNT + L % 3]. Per level, every device:
+// Device `me` owns the vertices [off[me], off[me+1]) (renumbered ids) and their rows.
+//
+// peer_bfs: the frontier of level L is queue[L & 1] with count ctl[CNT + L % 3]. Per level,
+// every device:
 //   A. adds its frontier size and out-arcs to the global sums (on device 0) and meets the others;
 //      all then read the same sums and take the same decision: done, push or pull (Beamer's
 //      rule with GAP's constants, as the one-device kernel: traversal.cu);
@@ -18,7 +21,32 @@
 //   C. meets the others: every offer has landed. A device whose RECEIVED flag is up then
 //      claims the unreached vertices of its inbox (depth L + 1, appended to its next queue)
 //      and clears the inbox. Only the owner ever writes a vertex's depth.
-// The kernel resets its own state first (depths, sent bits, counters, queue counts, the
+//
+// peer_sssp: a vertex is *active* when its distance dropped since it was last expanded: its bit
+// is set in the local `active` bitmap (improved by this device) or in inbox[R & 1] (improved
+// by a peer in round R). One cross-device barrier per round R:
+//   scan: every own vertex with an active bit (inbox[(R - 1) & 1], complete since the last
+//      barrier, is merged into `active` and cleared) whose distance is below the threshold T
+//      joins the frontier (queue0, sorted by vertex) and loses its bit; the others stay active
+//      (deferred: counted, their least distance kept);
+//   expand: relax every arc of the frontier with the distance the vertex has now: a local
+//      target by atomicMin on its distance, setting its active bit if that improved it; a remote
+//      target, if the value beats what this device sent for it before (`sent_best`), by two
+//      fire-and-forget reductions over NVLink: red.min on the owner's distance and red.or of its
+//      bit in the owner's inbox[R & 1]. Improvements are counted, their least value kept;
+//   meet: add (frontier, improvements, deferred, least value of both) to the global sums.
+//      No improvement and nothing deferred anywhere: done. Otherwise, if the least active value
+//      M is not below T, T becomes M + delta (near-far, but jumping to the next occupied bucket
+//      instead of creeping by delta); priority off: T is infinite (Bellman-Ford rounds).
+//   Offers of round R go to inbox[R & 1] while the owner may still be scanning inbox[(R-1) & 1]
+//   (peers start round R as soon as they pass barrier R - 1), so a scan never races with an
+//   incoming bit: a bit it clears was set before the barrier, together with its red.min. A
+//   red.min of round R that lands while the owner expands the vertex in round R at worst makes
+//   that expansion use the lower value; its bit waits in inbox[R & 1] for round R + 1.
+//   Termination: every active bit was either kept at this round's scan (deferred) or set by an
+//   improvement of this round, so when both global counts are zero no bit is set anywhere.
+//
+// Each kernel resets its own state first (values, bitmaps, counters, queue counts, the
 // source); peers touch it only after the first cross-device barrier, which this device reaches
 // after its reset. The barrier counter on device 0 only grows: the host passes where it stands.
 // Cross-device barrier: after a grid barrier, thread 0 of block 0 releases its device's writes
@@ -28,37 +56,46 @@
 #include "traversal.cuh"
 
 #define MAX_DEVICES 8
-// Per level, thread 0 of block 0 stamps the global timer (ns) when the level starts, when the
-// sums are known (after A), when the expansion starts (after B on pull levels) and when it
-// ends (before C): where the time of a level goes, for the first TRACE_LEVELS levels.
+// Per level, thread 0 of block 0 stamps the global timer (ns): BFS when the level starts, when
+// the sums are known (after A), when the expansion starts (after B on pull levels) and when it
+// ends (before C); SSSP when the round starts, after the scan (twice) and when the expansion
+// ends (before the meeting): where the time of a level goes, for the first TRACE_LEVELS levels.
 #define TRACE_LEVELS 64
+// four resident blocks per SM (at most 64 registers): the occupancy the BFS kernel was measured at
+#define MIN_BLOCKS 4
 
 enum PeerCtl {
-    CNT = 0,            // 3 slots (level % 3): frontier size; peers add to the next one
+    CNT = 0,            // 3 slots (level % 3): frontier size; BFS peers add to the next one
     PBAR = 3,           // grid barrier arrivals (monotonic within a launch)
-    PABORT = 4,         // a cross-device wait timed out
+    PABORT = 4,         // 1: a cross-device wait timed out; 2: SSSP ran max_rounds rounds
     PLEVELS = 5,        // levels run (written at the end)
-    PVERTS = 6,         // 2 ints: the level's global frontier size (64-bit, copied from device 0)
-    PARCS = 8,          // 2 ints: the level's global frontier arcs
+    PADVANCES = 6,      // SSSP: threshold advances (written at the end)
     PEXIT = 10,         // blocks that left (the last one resets PBAR)
-    PRECV = 11,         // a peer put offers into this device's inbox this level
-    PCROSS = 12,        // cross-device barriers this launch passed (written at the end; 16 ints)
+    PRECV = 11,         // BFS: a peer put offers into this device's inbox this level
+    PCROSS = 12,        // cross-device barriers this launch passed (written at the end; 2 ints)
 };
+// Global sums of a level: frontier vertices; BFS: the frontier's out-arcs, SSSP: improvements;
+// SSSP: deferred active vertices; SSSP: least value among the active vertices (a min, not a sum)
+enum Sum { SVERTS = 0, SARCS = 1, SIMPROVED = 1, SFAR = 2, SMIN = 3, NSUM = 4 };
+#define NO_MIN 0xffffffffffffffffull
 // local 64-bit counters: the traversal.cuh Counter slots the host reads (PROCESSED, EDGES,
-// TOTAL_ROUNDS, PULL_ROUNDS) plus these
+// DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS) plus these
 enum PeerCounter { BIGRES = 12,   // 3 slots (level % 3): (big vertices << 40) | chunks
-                   LOCAL_ARCS = 15, // 3 slots (level % 3): this device's frontier arcs
-                   REMOTE_OFFERS = 18, BITMAP_WORDS = 19, RECEIVED = 20, PEER_COUNTERS = 21 };
-// device 0's global block (64-bit words): arrivals, then per level % 3: vertices, arcs
-enum Global { GBAR = 0, GSUM = 1, GLOBAL_SIZE = 8 };
+                   LSUM = 15,     // 3 x NSUM (level % 3): this device's share of the sums
+                   TOTALS = 27,   // NSUM: the last level's global sums, copied from device 0
+                   REMOTE_OFFERS = 31, BITMAP_WORDS = 32, RECEIVED = 33, PEER_COUNTERS = 34 };
+// device 0's global block (64-bit words): arrivals, then per level % 3 the NSUM sums
+enum Global { GBAR = 0, GSUM = 1, GLOBAL_SIZE = 16 };
 
 struct PeerArgs {
-    const long long* indptr; const int* indices;
+    const long long* indptr; const int* indices; const weight_t* weights;
     int* dist; int* queue0; int* queue1;
     int* ctl; unsigned long long* counters;
-    unsigned int* rep;          // replicated frontier bitmap: region j at word rep_base[j]
-    unsigned int* sent;         // bit per global vertex: remote vertices this device offered
-    unsigned int* inbox;        // bit per own vertex: offered by peers this level
+    unsigned int* rep;          // BFS: replicated frontier bitmap: region j at word rep_base[j]
+    unsigned int* sent;         // BFS: bit per global vertex: remote vertices this device offered
+    unsigned int* inbox;        // bit per own vertex, offered by peers; SSSP: two (round & 1)
+    unsigned int* active;       // SSSP: bit per own vertex improved by this device or deferred
+    int* sent_best;             // SSSP, several devices: least value sent per global vertex
     unsigned long long* global; // on device 0
     long long* big_items; int* big_first;
     unsigned long long* trace;  // TRACE_LEVELS x 4 global-timer stamps of block 0 (see below)
@@ -66,10 +103,12 @@ struct PeerArgs {
     long long timeout_ns;
     int n_total; int me; int k;
     int pull_ok;                // symmetric graph: pull levels allowed
+    int has_big;                // some own vertex has more than WARP_EDGES arcs
     int off[MAX_DEVICES + 1];
     int rep_base[MAX_DEVICES];
     int* peer_ctl[MAX_DEVICES]; unsigned int* peer_rep[MAX_DEVICES];
     unsigned int* peer_inbox[MAX_DEVICES];
+    int* peer_dist[MAX_DEVICES];
 };
 
 __device__ __forceinline__ void red_add_release_sys(unsigned long long* p, unsigned long long v) {
@@ -79,6 +118,14 @@ __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long
     unsigned long long v;
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
+}
+// Fire-and-forget reductions on a peer's memory (no value comes back over the link); ordered
+// before the owner's reads by the cross-device barrier's system-scope release and acquire.
+__device__ __forceinline__ void red_min_sys(int* p, int v) {
+    asm volatile("red.relaxed.sys.global.min.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_or_sys(unsigned int* p, unsigned int v) {
+    asm volatile("red.relaxed.sys.global.or.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ unsigned long long global_timer() {
     unsigned long long t;
@@ -90,8 +137,23 @@ struct Shared {
     int off[MAX_DEVICES + 1];
     int rep_base[MAX_DEVICES];
     unsigned int* peer_inbox[MAX_DEVICES];
-    int offered[MAX_DEVICES];       // this block offered vertices to device j this level
+    int* peer_dist[MAX_DEVICES];
+    int inbox_words[MAX_DEVICES];   // words of device j's inbox (SSSP: of each half)
+    int offered[MAX_DEVICES];       // BFS: this block offered vertices to device j this level
 };
+
+__device__ __forceinline__ void load_shared(const PeerArgs& a, Shared& s) {
+    if (threadIdx.x <= MAX_DEVICES) s.off[threadIdx.x] = a.off[threadIdx.x];
+    if (threadIdx.x < MAX_DEVICES) {
+        const int j = threadIdx.x;
+        s.rep_base[j] = a.rep_base[j];
+        s.peer_inbox[j] = a.peer_inbox[j];
+        s.peer_dist[j] = a.peer_dist[j];
+        s.inbox_words[j] = (a.off[j + 1] - a.off[j] + 31) >> 5;
+        s.offered[j] = 0;
+    }
+    __syncthreads();
+}
 
 __device__ __forceinline__ int owner(const Shared& s, int k, int v) {
     int j = 0;
@@ -99,38 +161,140 @@ __device__ __forceinline__ int owner(const Shared& s, int k, int v) {
     return j;
 }
 
-// Meet every block of every device. `sums`: add this device's frontier size `verts` and arcs
-// (LOCAL_ARCS, complete after the first grid barrier) for level slot `slot` to the global sums
-// first, and copy the totals into ctl afterwards.
+// Thread 0 only: zero this device's share of the sums of level slot `slot` and, on device 0 if
+// `global`, the global sums, which nobody reads any more and nobody adds to yet (the callers
+// say why).
+__device__ __forceinline__ void reset_sums(const PeerArgs& a, int slot, bool global) {
+    for (int f = 0; f < NSUM; ++f) {
+        const unsigned long long zero = f == SMIN ? NO_MIN : 0ull;
+        a.counters[LSUM + NSUM * slot + f] = zero;
+        if (global && a.me == 0) a.global[GSUM + NSUM * slot + f] = zero;
+    }
+}
+
+// Meet every block of every device. `sums`: first add this device's share of level slot
+// `slot` (LSUM, complete after the first grid barrier) to the global sums, afterwards copy the
+// totals into TOTALS, where every thread reads them after the second grid barrier.
 __device__ void cross_sync(const PeerArgs& a, unsigned int& bar, unsigned long long& gtarget,
-                           int sums, int slot, long long verts) {
+                           int sums, int slot) {
     grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        unsigned long long* g = a.global;
+        unsigned long long* g = a.global + GSUM + NSUM * slot;
         if (sums) {
-            const unsigned long long arcs = __ldcg(&a.counters[LOCAL_ARCS + slot]);
-            if (verts) atomicAdd((unsigned long long*)&g[GSUM + 2 * slot], (unsigned long long)verts);
-            if (arcs) atomicAdd((unsigned long long*)&g[GSUM + 2 * slot + 1], (unsigned long long)arcs);
+            for (int f = 0; f < NSUM; ++f) {
+                const unsigned long long x = __ldcg(&a.counters[LSUM + NSUM * slot + f]);
+                if (f == SMIN) { if (x != NO_MIN) atomicMin(&g[f], x); }
+                else if (x) atomicAdd(&g[f], x);
+            }
         }
         gtarget += a.k;
-        red_add_release_sys(&g[GBAR], 1ull);     // orders the block's writes (barrier above) first
+        red_add_release_sys(&a.global[GBAR], 1ull);  // orders the block's writes (barrier above) first
         const unsigned long long t0 = global_timer();
-        while (ld_acquire_sys(&g[GBAR]) < gtarget) {
+        while (ld_acquire_sys(&a.global[GBAR]) < gtarget) {
             if (global_timer() - t0 > (unsigned long long)a.timeout_ns) {
                 a.ctl[PABORT] = 1;
                 break;
             }
         }
-        if (sums) {
-            const unsigned long long v = ld_acquire_sys(&g[GSUM + 2 * slot]);
-            const unsigned long long e = ld_acquire_sys(&g[GSUM + 2 * slot + 1]);
-            *(unsigned long long*)&a.ctl[PVERTS] = v;
-            *(unsigned long long*)&a.ctl[PARCS] = e;
-        }
+        if (sums)
+            for (int f = 0; f < NSUM; ++f) a.counters[TOTALS + f] = ld_acquire_sys(&g[f]);
     }
     grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
 }
 
+// Push expansion of the frontier `cur` (nf own vertices, level slot `slot`): visit(e, value)
+// for every out-arc e of a frontier vertex u, value = value_of(u). Whole warps iterate
+// together so they can share medium vertices (up to WARP_EDGES arcs); bigger ones are cut into
+// CHUNK-arc chunks that warps across the grid share after a grid barrier, so a hub's level
+// does not wait for one warp.
+template <class ValueOf, class Visit>
+__device__ __forceinline__ void expand_push(const PeerArgs& a, const int* cur, long long nf, int slot,
+                                            unsigned int& bar, unsigned long long& processed,
+                                            unsigned long long& edges, ValueOf value_of, Visit visit) {
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nthreads = (long long)gridDim.x * blockDim.x;
+    const int lane = threadIdx.x & 31;
+    const long long warp = tid >> 5, nwarps = nthreads >> 5;
+    for (long long base = warp * 32; base < nf; base += nwarps * 32) {
+        const long long i = base + lane;
+        int u = -1, d = 0;
+        long long start = 0, deg = 0;
+        if (i < nf) {
+            u = __ldcg(&cur[i]);
+            d = value_of(u);
+            start = a.indptr[u];
+            deg = a.indptr[u + 1] - start;
+            ++processed;
+            edges += deg;
+        }
+        if (deg > WARP_EDGES)            // shared out in chunks after the barrier
+            a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
+        unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
+        while (medium) {
+            const int leader = __ffs(medium) - 1;
+            medium &= medium - 1;
+            const long long ms = __shfl_sync(0xffffffffu, start, leader);
+            const long long md = __shfl_sync(0xffffffffu, deg, leader);
+            const int dl = __shfl_sync(0xffffffffu, d, leader);
+            for (long long e = ms + lane; e < ms + md; e += 32) visit(e, dl);
+        }
+        if (deg > 0 && deg <= 32)
+            for (long long e = start; e < start + deg; ++e) visit(e, d);
+    }
+    if (!a.has_big) return;          // nothing reserved: no barrier, no round trip
+    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    const unsigned long long reserve = __ldcg(&a.counters[BIGRES + slot]);
+    const int big_n = big_count(reserve);
+    const long long total = big_chunks(reserve);
+    for (long long ch = warp; ch < total; ch += nwarps) {
+        const int lo_s = big_slot_of(a.big_first, big_n, ch);
+        const int u = (int)__ldcg(&a.big_items[lo_s]);
+        const int d = value_of(u);
+        const long long end = a.indptr[u + 1];
+        const long long first = a.indptr[u] + (ch - __ldcg(&a.big_first[lo_s])) * CHUNK;
+        const long long last = first + CHUNK < end ? first + CHUNK : end;
+        for (long long e = first + lane; e < last; e += 32) visit(e, d);
+    }
+}
+
+// The exit protocol both kernels share: fold the per-thread counters (one atomic per warp),
+// record the levels and the cross-device barriers passed; the last block to leave resets the
+// grid barrier for the next launch.
+__device__ void finish(const PeerArgs& a, int levels, unsigned long long gtarget, unsigned long long gbase,
+                       unsigned long long processed, unsigned long long edges,
+                       unsigned long long offers, unsigned long long received,
+                       unsigned long long deferred) {
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int o = 16; o > 0; o >>= 1) {
+        processed += __shfl_down_sync(0xffffffffu, processed, o);
+        edges += __shfl_down_sync(0xffffffffu, edges, o);
+        offers += __shfl_down_sync(0xffffffffu, offers, o);
+        received += __shfl_down_sync(0xffffffffu, received, o);
+        deferred += __shfl_down_sync(0xffffffffu, deferred, o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (processed) atomicAdd(&a.counters[PROCESSED], processed);
+        if (edges) atomicAdd(&a.counters[EDGES], edges);
+        if (offers) atomicAdd(&a.counters[REMOTE_OFFERS], offers);
+        if (received) atomicAdd(&a.counters[RECEIVED], received);
+        if (deferred) atomicAdd(&a.counters[DEFERRALS], deferred);
+    }
+    if (tid == 0) {
+        a.ctl[PLEVELS] = levels;
+        *(unsigned long long*)&a.ctl[PCROSS] = (gtarget - gbase) / (unsigned long long)a.k;
+        a.counters[TOTAL_ROUNDS] += (unsigned long long)levels;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&a.ctl[PEXIT], 1) == (int)gridDim.x - 1) {
+            a.ctl[PBAR] = 0;
+            a.ctl[PEXIT] = 0;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------ BFS
 // Offer depth c to vertex v (a global id) found from this device's frontier.
 __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c, int nslot,
                                       int* next, unsigned long long& offers) {
@@ -151,22 +315,14 @@ __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c
     ++offers;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    if (threadIdx.x <= MAX_DEVICES) s.off[threadIdx.x] = a.off[threadIdx.x];
-    if (threadIdx.x < MAX_DEVICES) {
-        const int j = threadIdx.x;
-        s.rep_base[j] = a.rep_base[j];
-        s.peer_inbox[j] = a.peer_inbox[j];
-        s.offered[j] = 0;
-    }
-    __syncthreads();
+    load_shared(a, s);
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long nthreads = (long long)gridDim.x * blockDim.x;
     const int lane = threadIdx.x & 31;
-    const long long warp = tid >> 5, nwarps = nthreads >> 5;
     const int me = a.me, lo = s.off[me], n_local = s.off[me + 1] - lo;
     const int words_me = (n_local + 31) >> 5;
     unsigned int bar = 0;
@@ -181,11 +337,19 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
         a.ctl[CNT] = has_source ? 1 : 0;
         a.ctl[CNT + 1] = 0;
         a.ctl[PRECV] = 0;
+        a.ctl[PABORT] = 0;
     }
     grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
-    if (tid == 0 && has_source) {
-        a.dist[source - lo] = 0;
-        a.queue0[0] = source - lo;
+    if (tid == 0) {                  // after the barrier: other threads zeroed the counters
+        // the global sums need no reset: the last level of every run adds only zeros, and
+        // each level clears the slot of the level after next (device 0 clears it before the
+        // first cross-device barrier of a run could let a peer add to it)
+        reset_sums(a, 0, false);
+        reset_sums(a, 1, false);
+        if (has_source) {
+            a.dist[source - lo] = 0;
+            a.queue0[0] = source - lo;
+        }
     }
     grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
     long long explored = 0;
@@ -199,11 +363,13 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
         const int nf = __ldcg(&a.ctl[CNT + slot]);
         int* cur = (L & 1) ? a.queue1 : a.queue0;
         int* next = (L & 1) ? a.queue0 : a.queue1;
-        if (tid == 0) {          // slots of level L + 2, last read during level L - 1
+        if (tid == 0) {
+            // slots of level L + 2, last read during level L - 1 (device 0 is past C of
+            // level L - 1, so every device has read the sums of A of level L - 1)
             a.ctl[CNT + (L + 2) % 3] = 0;
             a.counters[BIGRES + (L + 2) % 3] = 0;
-            a.counters[LOCAL_ARCS + (L + 2) % 3] = 0;
-            if (me == 0) { a.global[GSUM + 2 * ((L + 2) % 3)] = 0; a.global[GSUM + 2 * ((L + 2) % 3) + 1] = 0; }
+            reset_sums(a, (L + 2) % 3, true);
+            a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
         }
         // A. the frontier's arcs (pull -> push needs only its size)
         if (!pulling) {
@@ -213,12 +379,12 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
                 mine += (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
             }
             for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
-            if (lane == 0 && mine) atomicAdd(&a.counters[LOCAL_ARCS + slot], mine);
+            if (lane == 0 && mine) atomicAdd(&a.counters[LSUM + NSUM * slot + SARCS], mine);
         }
-        cross_sync(a, bar, gtarget, 1, slot, nf);
+        cross_sync(a, bar, gtarget, 1, slot);
         if (__ldcg(&a.ctl[PABORT])) break;
-        const long long g_verts = (long long)__ldcg((unsigned long long*)&a.ctl[PVERTS]);
-        const long long g_arcs = (long long)__ldcg((unsigned long long*)&a.ctl[PARCS]);
+        const long long g_verts = (long long)__ldcg(&a.counters[TOTALS + SVERTS]);
+        const long long g_arcs = (long long)__ldcg(&a.counters[TOTALS + SARCS]);
         if (stamp) a.trace[4 * L + 1] = global_timer();
         if (g_verts == 0) break;
         if (pulling) {
@@ -244,7 +410,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
                     if (j != me) a.peer_rep[j][s.rep_base[me] + w] = bits;
             }
             if (tid == 0) a.counters[BITMAP_WORDS] += (unsigned long long)words_me * (a.k - 1);
-            cross_sync(a, bar, gtarget, 0, 0, 0);
+            cross_sync(a, bar, gtarget, 0, 0);
             if (__ldcg(&a.ctl[PABORT])) break;
             if (stamp) a.trace[4 * L + 2] = global_timer();
             // every unreached own vertex looks for a parent in the frontier
@@ -267,46 +433,9 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             if (tid == 0) a.counters[PULL_ROUNDS] += 1;
         } else {
             if (stamp) a.trace[4 * L + 2] = global_timer();
-            // push: whole warps iterate together so they can share medium vertices
-            for (long long base = warp * 32; base < nf; base += nwarps * 32) {
-                const long long i = base + lane;
-                int u = -1;
-                long long start = 0, deg = 0;
-                if (i < nf) {
-                    u = __ldcg(&cur[i]);
-                    start = a.indptr[u];
-                    deg = a.indptr[u + 1] - start;
-                    ++processed;
-                    edges += deg;
-                }
-                if (deg > WARP_EDGES)            // shared out in chunks after the barrier
-                    a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
-                unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
-                while (medium) {
-                    const int leader = __ffs(medium) - 1;
-                    medium &= medium - 1;
-                    const long long ms = __shfl_sync(0xffffffffu, start, leader);
-                    const long long md = __shfl_sync(0xffffffffu, deg, leader);
-                    for (long long e = ms + lane; e < ms + md; e += 32)
-                        offer(a, s, a.indices[e], c, nslot, next, offers);
-                }
-                if (deg > 0 && deg <= 32)
-                    for (long long e = start; e < start + deg; ++e)
-                        offer(a, s, a.indices[e], c, nslot, next, offers);
-            }
-            grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
-            const unsigned long long reserve = __ldcg(&a.counters[BIGRES + slot]);
-            const int big_n = big_count(reserve);
-            const long long total = big_chunks(reserve);
-            for (long long ch = warp; ch < total; ch += nwarps) {
-                const int lo_s = big_slot_of(a.big_first, big_n, ch);
-                const int u = (int)__ldcg(&a.big_items[lo_s]);
-                const long long end = a.indptr[u + 1];
-                const long long first = a.indptr[u] + (ch - __ldcg(&a.big_first[lo_s])) * CHUNK;
-                const long long last = first + CHUNK < end ? first + CHUNK : end;
-                for (long long e = first + lane; e < last; e += 32)
-                    offer(a, s, a.indices[e], c, nslot, next, offers);
-            }
+            expand_push(a, cur, nf, slot, bar, processed, edges,
+                        [](int) { return 0; },
+                        [&](long long e, int) { offer(a, s, a.indices[e], c, nslot, next, offers); });
             // raise RECEIVED at every device this block offered vertices to
             __syncthreads();
             if (threadIdx.x < a.k && s.offered[threadIdx.x]) {
@@ -319,7 +448,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
             if (stamp) a.trace[4 * L + 3] = global_timer();
         }
-        cross_sync(a, bar, gtarget, 0, 0, 0);
+        cross_sync(a, bar, gtarget, 0, 0);
         if (__ldcg(&a.ctl[PABORT])) break;
         if (__ldcg(&a.ctl[PRECV])) {
             // claim what the peers offered: unreached vertices get depth L + 1
@@ -342,32 +471,172 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             if (tid == 0) a.ctl[PRECV] = 0;
         }
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        processed += __shfl_down_sync(0xffffffffu, processed, o);
-        edges += __shfl_down_sync(0xffffffffu, edges, o);
-        offers += __shfl_down_sync(0xffffffffu, offers, o);
-        received += __shfl_down_sync(0xffffffffu, received, o);
+    finish(a, L, gtarget, gbase, processed, edges, offers, received, 0);
+}
+
+// ----------------------------------------------------------------------------------- SSSP
+// Relax arc e (target v, a global id) from a frontier vertex whose value is d in round `round`.
+__device__ __forceinline__ void relax(const PeerArgs& a, const Shared& s, long long e, int d,
+                                      int round, unsigned long long& improved, int& least,
+                                      unsigned long long& offers) {
+    const int v = a.indices[e];
+#if WEIGHTS == 0
+    const int c = value_add(d, 1);
+#else
+    const int c = value_add(d, a.weights[e]);
+#endif
+    const int j = owner(s, a.k, v);
+    const int lv = v - s.off[j];
+    if (j == a.me) {
+        if (c >= *(volatile int*)&a.dist[lv]) return;          // most offers lose: skip the atomic
+        if (c >= atomicMin(&a.dist[lv], c)) return;
+        atomicOr(&a.active[lv >> 5], 1u << (lv & 31));        // result unused: a reduction
+    } else {
+        if (c >= *(volatile int*)&a.sent_best[v]) return;      // vertex refinement (sent before)
+        if (c >= atomicMin(&a.sent_best[v], c)) return;
+        red_min_sys(&s.peer_dist[j][lv], c);
+        red_or_sys(&s.peer_inbox[j][(round & 1) * s.inbox_words[j] + (lv >> 5)], 1u << (lv & 31));
+        ++offers;
     }
-    if (lane == 0) {
-        if (processed) atomicAdd(&a.counters[PROCESSED], processed);
-        if (edges) atomicAdd(&a.counters[EDGES], edges);
-        if (offers) atomicAdd(&a.counters[REMOTE_OFFERS], offers);
-        if (received) atomicAdd(&a.counters[RECEIVED], received);
+    ++improved;
+    least = c < least ? c : least;
+}
+
+// thr: the first threshold (value bits; VALUE_INF: priority off); delta: its step (value bits);
+// max_rounds: give up (ABORT 2) after that many rounds, all devices alike.
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, int thr, int delta,
+          int max_rounds) {
+    const PeerArgs& a = *pa;
+    __shared__ Shared s;
+    load_shared(a, s);
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nthreads = (long long)gridDim.x * blockDim.x;
+    const int lane = threadIdx.x & 31;
+    const long long warp = tid >> 5, nwarps = nthreads >> 5;
+    const int me = a.me, lo = s.off[me], n_local = s.off[me + 1] - lo;
+    const int words_me = (n_local + 31) >> 5;
+    unsigned int bar = 0;
+    unsigned long long gtarget = gbase;
+    unsigned long long processed = 0, edges = 0, offers = 0, deferred = 0;
+    // this run's state: nobody else touches it before the first cross-device barrier
+    for (long long v = tid; v < n_local; v += nthreads) a.dist[v] = VALUE_INF;
+    for (long long w = tid; w < words_me; w += nthreads) {
+        a.active[w] = 0u;
+        a.inbox[w] = 0u;
+        a.inbox[words_me + w] = 0u;
     }
+    if (a.k > 1)
+        for (long long v = tid; v < a.n_total; v += nthreads) a.sent_best[v] = VALUE_INF;
+    if (tid < PEER_COUNTERS) a.counters[tid] = 0;
+    const bool has_source = source >= lo && source < lo + n_local;
     if (tid == 0) {
-        a.ctl[PLEVELS] = L;
-        *(unsigned long long*)&a.ctl[PCROSS] = (gtarget - gbase) / (unsigned long long)a.k;
-        a.counters[TOTAL_ROUNDS] += (unsigned long long)L;
+        a.ctl[CNT] = 0;
+        a.ctl[CNT + 1] = 0;
+        a.ctl[PABORT] = 0;
     }
-    // the last block to leave resets the grid barrier for the next launch
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&a.ctl[PEXIT], 1) == (int)gridDim.x - 1) {
-            a.ctl[PBAR] = 0;
-            a.ctl[PEXIT] = 0;
+    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    if (tid == 0) {                  // after the barrier: other threads zeroed the counters
+        reset_sums(a, 0, true);
+        reset_sums(a, 1, true);
+        if (has_source) {
+            a.dist[source - lo] = 0;
+            a.active[(source - lo) >> 5] = 1u << ((source - lo) & 31);
         }
     }
+    // round 0 already sends offers (and sums): every device must have reset its state first
+    cross_sync(a, bar, gtarget, 0, 0);
+    int advances = 0;
+    int R = 0;
+    for (;; ++R) {
+        if (__ldcg(&a.ctl[PABORT])) break;
+        if (R >= max_rounds) {
+            if (tid == 0) a.ctl[PABORT] = 2;
+            break;
+        }
+        // the meeting of round R - 1 has passed: every offer of round R - 1 is in inbox[(R-1) & 1]
+        const int slot = R % 3;
+        const bool stamp = tid == 0 && R < TRACE_LEVELS && a.trace != nullptr;
+        if (stamp) a.trace[4 * R] = global_timer();
+        if (tid == 0) {
+            // slots of round R + 1, last read at the meeting of round R - 2 (device 0 is past
+            // the meeting of round R - 1, so every device has read the totals of R - 2)
+            a.ctl[CNT + (R + 1) % 3] = 0;
+            a.counters[BIGRES + (R + 1) % 3] = 0;
+            reset_sums(a, (R + 1) % 3, true);
+        }
+        // scan: the frontier is every active own vertex below the threshold, in vertex order
+        unsigned int* in = a.inbox + ((R - 1) & 1) * words_me;
+        unsigned long long far = 0;
+        int least = VALUE_INF;
+        for (long long base = warp * 32; base < words_me; base += nwarps * 32) {
+            const long long w = base + lane;
+            unsigned int take = 0;
+            if (w < words_me) {
+                const unsigned int peers = __ldcg(&in[w]);
+                if (peers) in[w] = 0u;
+                const unsigned int mine = __ldcg(&a.active[w]);
+                unsigned int bits = mine | peers, keep = 0;
+                while (bits) {
+                    const int b = __ffs(bits) - 1;
+                    bits &= bits - 1;
+                    const int d = *(volatile int*)&a.dist[(w << 5) + b];
+                    if (d < thr) {
+                        take |= 1u << b;
+                    } else {
+                        keep |= 1u << b;
+                        ++far;
+                        least = d < least ? d : least;
+                    }
+                }
+                if (keep != mine) a.active[w] = keep;
+            }
+            int slot_at = warp_reserve(&a.ctl[CNT + slot], __popc(take), lane);
+            while (take) {
+                const int b = __ffs(take) - 1;
+                take &= take - 1;
+                a.queue0[slot_at++] = (int)(w << 5) + b;
+            }
+        }
+        grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+        const int nf = __ldcg(&a.ctl[CNT + slot]);
+        if (stamp) a.trace[4 * R + 1] = a.trace[4 * R + 2] = global_timer();
+        // expand: the frontier's arcs, with the value each vertex has now
+        unsigned long long improved = 0;
+        expand_push(a, a.queue0, nf, slot, bar, processed, edges,
+                    [&](int u) { return *(volatile int*)&a.dist[u]; },
+                    [&](long long e, int d) { relax(a, s, e, d, R, improved, least, offers); });
+        deferred += far;
+        // this device's share of the round's sums: one atomic per warp
+        for (int o = 16; o > 0; o >>= 1) {
+            improved += __shfl_down_sync(0xffffffffu, improved, o);
+            far += __shfl_down_sync(0xffffffffu, far, o);
+            least = min(least, __shfl_down_sync(0xffffffffu, least, o));
+        }
+        if (lane == 0) {
+            unsigned long long* mine = &a.counters[LSUM + NSUM * slot];
+            if (improved) atomicAdd(&mine[SIMPROVED], improved);
+            if (far) atomicAdd(&mine[SFAR], far);
+            if (least != VALUE_INF) atomicMin(&mine[SMIN], (unsigned long long)least);
+        }
+        if (tid == 0) a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
+        if (stamp) a.trace[4 * R + 3] = global_timer();
+        cross_sync(a, bar, gtarget, 1, slot);
+        if (__ldcg(&a.ctl[PABORT])) break;
+        if (__ldcg(&a.counters[TOTALS + SIMPROVED]) == 0 && __ldcg(&a.counters[TOTALS + SFAR]) == 0)
+            break;
+        // the least active value: every active bit was deferred at this scan or set by an
+        // improvement of this round, so the totals hold it (or less: an offer that lost)
+        const unsigned long long m64 = __ldcg(&a.counters[TOTALS + SMIN]);
+        const int m = (int)m64;
+        if (m64 != NO_MIN && m >= thr) {
+            int next = next_threshold(thr, m, delta);
+            thr = next > m ? next : m + 1;       // a float step too small to move past m
+            ++advances;
+        }
+    }
+    if (tid == 0) a.ctl[PADVANCES] = advances;
+    finish(a, __ldcg(&a.ctl[PABORT]) ? R : R + 1, gtarget, gbase, processed, edges, offers, 0, deferred);
 }
 
 // The host builds PeerArgs as a NumPy record; this lets it check the layout matches.
@@ -375,5 +644,5 @@ extern "C" __global__ void peer_args_layout(long long* out) {
     out[0] = sizeof(PeerArgs);
     out[1] = offsetof(PeerArgs, off);
     out[2] = offsetof(PeerArgs, peer_ctl);
-    out[3] = offsetof(PeerArgs, peer_inbox);
+    out[3] = offsetof(PeerArgs, peer_dist);
 }

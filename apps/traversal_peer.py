@@ -1,23 +1,28 @@
-"""BFS on several CUDA devices in one persistent launch per device (``exchange="peer"``).
+"""BFS and SSSP on CUDA devices in one persistent launch per device (``exchange="peer"``).
 
 The host-driven BSP loop (:class:`~groute.worklist.DistributedWorklist`) pays a few host
 round trips per level on every device, and the GIL serialises the device threads: on kron:25
 that was 1 ms of host time per level against 0.5 ms of kernels (docs/PERFORMANCE.md). Here the
-host launches ``traversal_peer.cu`` once per device and waits: the kernels claim remote
-vertices in their owners' memory over NVLink, share frontier bitmaps by peer stores and meet at
-a cross-device barrier in device 0's memory (DESIGN.md: "let kernels push remote work straight
-into a peer's receive queue"). Needs peer access with native atomics between every pair of
-devices (NVLink); :func:`unavailable` says why it cannot run elsewhere.
+host launches ``traversal_peer.cu`` once per device and waits: the kernels offer remote
+vertices to their owners by reductions in the owners' memory over NVLink (BFS: a bit in the
+owner's inbox; SSSP: a min on the owner's distance and a bit in its inbox), BFS shares frontier
+bitmaps by peer stores for pull levels, and the devices meet at a cross-device barrier in device
+0's memory (DESIGN.md: "let kernels push remote work straight into a peer's receive queue").
+Needs peer access with native atomics between every pair of devices (NVLink);
+:func:`unavailable` says why it cannot run elsewhere.
 
-The per-device state (rows, depths, queues) is the CUDA traversal worker's
-(:class:`apps.traversal_cuda.CUDATraversalWorker`); this module adds the replicated frontier
-bitmap, the ``sent`` bits, a small control block per device and the global block on device 0.
+The per-device state (rows, weights, values, queues, SSSP's ``sent_best``) is the CUDA
+traversal worker's (:class:`apps.traversal_cuda.CUDATraversalWorker`); this module adds the
+bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a small control
+block per device and the global block on device 0.
 """
 from __future__ import annotations
 
 import logging
 import os
 from pathlib import Path
+
+import math
 
 import numpy as np
 
@@ -29,19 +34,20 @@ KERNEL = Path(__file__).with_name("traversal_peer.cu")
 BLOCK = 256
 MAX_DEVICES = 8
 #: traversal_peer.cu: PeerCtl, PeerCounter, Global
-PABORT, PLEVELS, PCROSS, CTL_SIZE = 4, 5, 12, 16
-PROCESSED, EDGES, TOTAL_ROUNDS, PULL_ROUNDS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = \
-    0, 1, 3, 11, 18, 19, 20, 21
-GLOBAL_SIZE = 8
+PABORT, PLEVELS, PADVANCES, PCROSS, CTL_SIZE = 4, 5, 6, 12, 16
+PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
+TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
+GLOBAL_SIZE = 16
+APPS = ("bfs", "sssp")
 TRACE_LEVELS = 64
 #: a device that waits this long at a cross-device barrier gives up (the host then raises)
 BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
+#: SSSP gives up after this many rounds (the host then raises with the last round's sums)
+MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
 
 
-def unavailable(ctx, *, weighted: bool, kind: str) -> str | None:
-    """Why the peer exchange cannot run BFS on ``ctx`` (None when it can)."""
-    if weighted or kind != "int":
-        return "it runs unweighted BFS only"
+def unavailable(ctx) -> str | None:
+    """Why the peer exchange cannot run BFS or SSSP on ``ctx`` (None when it can)."""
     if ctx.backend != "cuda":
         return "it needs CUDA devices (this context has CPU virtual devices)"
     devs = ctx.devices
@@ -59,18 +65,36 @@ def unavailable(ctx, *, weighted: bool, kind: str) -> str | None:
 
 
 class PeerTraversal:
-    """One BFS run = one cooperative launch of ``peer_bfs`` per device; see the module docstring.
+    """One run = one cooperative launch of ``peer_bfs`` or ``peer_sssp`` per device; see the
+    module docstring.
 
     ``workers``: the solver's :class:`~apps.traversal_cuda.CUDATraversalWorker` per device (their
     arrays are shared, not copied); ``offsets``: the partition's vertex ranges; ``num_arcs``:
-    out-arcs of the whole graph; ``symmetric``: pull levels are allowed (in-arcs = out-arcs);
-    ``trace`` (default: environment GROUTE_PEER_TRACE=1): time each level's phases on the GPU
-    (one more grid barrier per level) and report them as ``level_trace_us``.
+    out-arcs of the whole graph; ``symmetric``: BFS pull levels are allowed (in-arcs =
+    out-arcs); ``app``: "bfs" or "sssp"; SSSP: ``kind`` ("int" or "float" values),
+    ``weighted`` (else weight 1 per arc), ``delta`` (soft-priority step in value units;
+    ``math.inf``: priority off, Bellman-Ford rounds); ``trace`` (default: environment
+    GROUTE_PEER_TRACE=1): time each level's phases on the GPU and report them as
+    ``level_trace_us``.
     """
 
     def __init__(self, ctx, workers, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
-                 trace: bool | None = None):
+                 app: str = "bfs", kind: str = "int", weighted: bool = False,
+                 delta: float = math.inf, trace: bool | None = None):
+        if app not in APPS:
+            raise ValueError(f"the peer traversal runs {' or '.join(APPS)}, not {app!r}")
+        if app == "bfs" and (weighted or kind != "int"):
+            raise ValueError("peer BFS counts hops: no weights, int values")
+        if not delta > 0:
+            raise ValueError(f"delta must be > 0, got {delta!r}")
         import cupy
+        from .traversal_cuda import _bits
+        self.app, self.kind = app, kind
+        # SSSP's first threshold is delta (the source has value 0); inf bits: no priority
+        self.delta_bits = _bits(delta, kind)
+        self.max_rounds = MAX_ROUNDS
+        self.options = (f"-DBLOCK={BLOCK}", f"-DVALUE_FLOAT={int(kind == 'float')}",
+                        f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}")
         self.cp = cupy
         self.ctx = ctx
         self.devices = list(ctx.devices)
@@ -86,20 +110,23 @@ class PeerTraversal:
         if trace is None:
             trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
         self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
-        self.rep, self.sent, self.inbox, self.trace = [], [], [], []
-        for dev in self.devices:
+        self.rep, self.sent, self.inbox, self.active, self.trace = [], [], [], [], []
+        sssp = app == "sssp"
+        for i, dev in enumerate(self.devices):
             with dev.use():
-                module = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
-                fn = module.get_function("peer_bfs")
+                module = load_module(KERNEL, options=self.options, cooperative=True)
+                fn = module.get_function(f"peer_{app}")
                 self.fns.append(fn)
                 # counters and control block in one buffer: one read-back per run
                 state = cupy.zeros(COUNTERS + CTL_SIZE // 2, np.uint64)
                 self.state.append(state)
                 self.counters.append(state[:COUNTERS])
                 self.ctl.append(state[COUNTERS:].view(np.int32))
-                self.rep.append(cupy.zeros(max(int(words.sum()), 1), np.uint32))
-                self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1), np.uint32))
-                self.inbox.append(cupy.zeros(max(int(words[len(self.inbox)]), 1), np.uint32))
+                self.rep.append(cupy.zeros(max(int(words.sum()), 1) if not sssp else 1, np.uint32))
+                self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1) if not sssp else 1, np.uint32))
+                # SSSP: two halves, offers of even and odd rounds
+                self.inbox.append(cupy.zeros(max((1 + sssp) * int(words[i]), 1), np.uint32))
+                self.active.append(cupy.zeros(max(int(words[i]), 1) if sssp else 1, np.uint32))
                 self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
                 sms = int(dev.properties()["multiprocessors"])
                 self.blocks.append(resident_blocks_per_sm(fn, BLOCK, dev.index) * sms)
@@ -117,12 +144,12 @@ class PeerTraversal:
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
             with dev.use():
-                layout = load_module(KERNEL, options=(f"-DBLOCK={BLOCK}",), cooperative=True)
+                layout = load_module(KERNEL, options=self.options, cooperative=True)
                 check_struct_layout(layout.get_function("peer_args_layout"), rec,
-                                    ("off", "peer_ctl", "peer_inbox"), "traversal_peer.cu PeerArgs")
+                                    ("off", "peer_ctl", "peer_dist"), "traversal_peer.cu PeerArgs")
                 self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         self.counters_host = [{} for _ in self.devices]
-        log.info("peer BFS on %d devices, grids %s x %d", self.k, self.blocks, BLOCK)
+        log.info("peer %s on %d devices, grids %s x %d", app, self.k, self.blocks, BLOCK)
 
     # ------------------------------------------------------------------ setup
     def _pack(self, i, offsets, rep_base, num_arcs, symmetric):
@@ -135,26 +162,29 @@ class PeerTraversal:
         off[:self.k + 1] = offsets
         fields = [
             ("indptr", np.uint64, ptr(w.indptr)), ("indices", np.uint64, ptr(w.indices)),
+            ("weights", np.uint64, ptr(w.weights)),
             ("dist", np.uint64, ptr(w.dist)), ("queue0", np.uint64, ptr(w.near[0])),
             ("queue1", np.uint64, ptr(w.near[1])), ("ctl", np.uint64, ptr(self.ctl[i])),
             ("counters", np.uint64, ptr(self.counters[i])), ("rep", np.uint64, ptr(self.rep[i])),
             ("sent", np.uint64, ptr(self.sent[i])), ("inbox", np.uint64, ptr(self.inbox[i])),
+            ("active", np.uint64, ptr(self.active[i])), ("sent_best", np.uint64, ptr(w.sent_best)),
             ("global", np.uint64, ptr(self.global_block)),
             ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
             ("trace", np.uint64, ptr(self.trace[i]) if self.trace[i] is not None else 0),
             ("num_arcs", np.int64, int(num_arcs)), ("timeout_ns", np.int64, self.timeout_ns),
             ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),
-            ("pull_ok", np.int32, int(symmetric)),
+            ("pull_ok", np.int32, int(symmetric)), ("has_big", np.int32, int(w.has_big)),
             ("off", (np.int32, MAX_DEVICES + 1), off), ("rep_base", (np.int32, MAX_DEVICES), rep_base),
             ("peer_ctl", (np.uint64, MAX_DEVICES), ptrs(self.ctl)),
             ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(self.rep)),
             ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(self.inbox)),
+            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs([x.dist for x in self.workers])),
         ]
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
     def run(self, source_new: int) -> dict:
-        """BFS from ``source_new`` (renumbered id); depths land in the workers' ``dist``.
+        """Traverse from ``source_new`` (renumbered id); values land in the workers' ``dist``.
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""
@@ -171,9 +201,10 @@ class PeerTraversal:
             dev = self.devices[i]
             dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
         ctl = [h[COUNTERS:].view(np.int32) for h in self.state_host]
-        aborted = [self.devices[i].name for i in launched if ctl[i][PABORT]]
+        aborted = [self.devices[i].name for i in launched if ctl[i][PABORT] == 1]
+        capped = any(ctl[i][PABORT] == 2 for i in launched)
         crossed = {int(ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0]) for i in launched}
-        if failure is not None or aborted or len(crossed) != 1:
+        if failure is not None or aborted or capped or len(crossed) != 1:
             self._reset_barrier()
         else:
             self.gbase += self.k * crossed.pop()
@@ -181,9 +212,15 @@ class PeerTraversal:
             raise failure
         if aborted:
             raise RuntimeError(
-                f"peer BFS: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
+                f"peer {self.app}: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
                 f"cross-device barrier (another device stopped or never started); "
                 f"set GROUTE_PEER_BARRIER_TIMEOUT or use exchange='host'")
+        if capped:
+            t = [int(x) for x in self.state_host[0][TOTALS:TOTALS + 4]]
+            raise RuntimeError(
+                f"peer {self.app}: no result after {self.max_rounds} rounds (GROUTE_PEER_MAX_ROUNDS); "
+                f"last round: frontier {t[0]}, improvements {t[1]}, deferred {t[2]}, least value "
+                f"bits {t[3]:#x}")
         levels = [int(c[PLEVELS]) for c in ctl]
         offers, words, received = [], [], []
         for i, c in enumerate(self.state_host):
@@ -193,13 +230,16 @@ class PeerTraversal:
             self.counters_host[i] = {"processed": int(c[PROCESSED]) + received[i],
                                      "edges": int(c[EDGES]), "rounds": int(c[TOTAL_ROUNDS]),
                                      "pull_rounds": int(c[PULL_ROUNDS]),
-                                     "launches": 1, "reshapes": 0, "deferrals": 0, "absorbed": 0}
+                                     "launches": 1, "reshapes": 0, "deferrals": int(c[DEFERRALS]),
+                                     "absorbed": 0}
         out = {"rounds": levels, "items_sent": {f"{i}->peers": n for i, n in enumerate(offers)},
                "items_forwarded": [0] * self.k,
-               # an offer is one bit set by a 4-byte reduction in the owner's inbox; a bitmap
-               # word is 4 bytes stored into each peer's copy
-               "bytes_moved": 4 * sum(offers) + 4 * sum(words),
-               "threshold_advances": 0, "pull_levels": int(self.counters_host[0]["pull_rounds"]),
+               # BFS: an offer is one bit set by a 4-byte reduction in the owner's inbox, a
+               # bitmap word is 4 bytes stored into each peer's copy; SSSP: an offer is two
+               # 4-byte reductions (min on the distance, or of the inbox bit)
+               "bytes_moved": (8 if self.app == "sssp" else 4) * sum(offers) + 4 * sum(words),
+               "threshold_advances": int(ctl[0][PADVANCES]) if self.app == "sssp" else 0,
+               "pull_levels": int(self.counters_host[0]["pull_rounds"]),
                "bsp_levels": max(levels), "exchange": "peer", "items_received": received}
         if self.trace[0] is not None:
             out["level_trace_us"] = [self._trace_of(i, levels[i]) for i in range(self.k)]
@@ -215,8 +255,9 @@ class PeerTraversal:
         self.gbase = 0
 
     def _trace_of(self, i, levels):
-        """Per level of device ``i``: microseconds in A (sums and decision), B (bitmap
-        exchange; 0 on push levels), the expansion, and C (waiting for the others)."""
+        """Per level of device ``i``: microseconds in A (BFS: sums and decision; SSSP: the
+        scan of the active bits), B (BFS: bitmap exchange; 0 on push levels and in SSSP), the
+        expansion, and C (waiting for the others; SSSP: with the sums and decision)."""
         with self.devices[i].use():
             t = self.trace[i].get().astype(np.int64).reshape(TRACE_LEVELS, 4)
         rows = []
@@ -231,8 +272,11 @@ class PeerTraversal:
         cp = self.cp
         blocks = self.blocks[i]
         while True:
+            args = (self.args[i], np.int32(source), np.uint64(self.gbase))
+            if self.app == "sssp":
+                args += (np.int32(self.delta_bits), np.int32(self.delta_bits), np.int32(self.max_rounds))
             try:
-                self.fns[i]((blocks,), (BLOCK,), (self.args[i], np.int32(source), np.uint64(self.gbase)))
+                self.fns[i]((blocks,), (BLOCK,), args)
                 return
             except cp.cuda.driver.CUDADriverError as exc:
                 if "TOO_LARGE" not in str(exc) or blocks <= 1:

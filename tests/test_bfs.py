@@ -277,8 +277,8 @@ def test_exchange_option_says_what_can_run():
     with pytest.raises(ValueError, match="level-synchronous"):
         BFS(g, backend="cpu", devices=2, mode="async", exchange="peer")
     from apps.sssp import SSSP
-    with pytest.raises(ValueError, match="sssp does not use it"):
-        SSSP(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
+    with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
+        SSSP(g.with_weights(seed=0), backend="cpu", devices=2, mode="bsp", exchange="peer")
     # auto: the worklist where the peer exchange cannot run
     res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous")
     assert res.stats["exchange"] == "host"

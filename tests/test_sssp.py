@@ -193,7 +193,9 @@ def need_gpus(k):
 def test_cuda_one_device(spec, mode, priority):
     need_gpus(1)
     g = hand_made().get(spec) or graph(spec)
-    with SSSP(g, backend="cuda", devices=1, mode=mode, priority=priority, timeout=30) as solver:
+    # BSP here is the distributed worklist's (the peer kernel: test_cuda_peer_exchange)
+    with SSSP(g, backend="cuda", devices=1, mode=mode, priority=priority, timeout=30,
+              exchange="host") as solver:
         for source in (0, busiest(g)):
             res = solver.run(source)
             np.testing.assert_array_equal(res.values, reference.sssp(g, source))
@@ -229,8 +231,9 @@ def test_cuda_multi_device(k, mode, routing):
     for spec in ("kron:12", "grid:40"):
         g = graph(spec)
         for partition in ("contiguous", "random"):
-            check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
-                  routing=routing, timeout=30)
+            res = check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
+                        routing=routing, timeout=30, exchange="host")
+            assert res.stats["exchange"] == "host"
 
 
 @pytest.mark.gpu
@@ -310,3 +313,162 @@ def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
             else:
                 expected = reference.sssp(g, source)
             np.testing.assert_array_equal(got, expected)
+
+
+# ------------------------------------------------------------------------- through peer memory
+def zero_weight_grid():
+    """A grid where a third of the arcs weigh 0 (ties everywhere, plateaus of equal distance)."""
+    g = load_graph("grid:30")
+    w = np.random.default_rng(7).integers(0, 3, g.num_edges).astype(np.int32)
+    return CSRGraph(g.indptr, g.indices, w, name="zero-weights")
+
+
+def float_grid():
+    g = load_graph("grid:40")
+    w = np.random.default_rng(3).uniform(0.5, 3.0, g.num_edges).astype(np.float32)
+    return CSRGraph(g.indptr, g.indices, w, name="float-weights")
+
+
+def peer_graphs():
+    """Hand-made graphs, zero and float weights, high and low diameter, real and generated."""
+    graphs = dict(hand_made())
+    graphs["zero-weights"] = zero_weight_grid()
+    graphs["float-weights"] = float_grid()
+    graphs["power"] = graph("power")
+    enron = SHARED_GRAPHS / "email-Enron.mtx.gz"
+    if enron.exists():
+        graphs["email-Enron"] = load_graph(str(enron)).with_weights(seed=4)
+    graphs["kron:16"] = graph("kron:16")
+    graphs["grid:40"] = graph("grid:40")
+    n = 50_001      # a hub whose arcs are shared out in chunks, most of them remote
+    star = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n, name="star")
+    graphs["star50k"] = star.symmetrize().with_weights(seed=2)
+    return graphs
+
+
+def assert_sssp(values, g, source, msg):
+    expected = reference.sssp(g, source)
+    if np.asarray(g.weights).dtype.kind == "f":
+        np.testing.assert_allclose(values, expected, rtol=1e-5, err_msg=msg)
+    else:
+        np.testing.assert_array_equal(values, expected, err_msg=msg)
+
+
+def test_exchange_peer_needs_cuda_and_bsp():
+    g = graph("grid:6")
+    with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
+        SSSP(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
+    with pytest.raises(ValueError, match="level-synchronous"):
+        SSSP(g, backend="cpu", devices=1, mode="async", exchange="peer")
+    # auto: the worklist, and BSP on the worklist keeps no priority window
+    res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous", priority=True)
+    assert res.stats["exchange"] == "host" and res.stats["priority"] is False
+
+
+def test_peer_unavailable_names_the_reason():
+    from types import SimpleNamespace
+    from apps.traversal_peer import MAX_DEVICES, unavailable
+
+    def dev(name, peers=True, atomics=True):
+        return SimpleNamespace(name=name, can_access_peer=lambda other: peers,
+                               native_peer_atomics=lambda other: atomics)
+
+    cuda = lambda *devs: SimpleNamespace(backend="cuda", devices=list(devs))  # noqa: E731
+    assert unavailable(cuda(dev("a"), dev("b"))) is None
+    assert unavailable(cuda(dev("a"))) is None
+    assert "CPU virtual devices" in unavailable(SimpleNamespace(backend="cpu", devices=[dev("a")]))
+    assert "no peer access" in unavailable(cuda(dev("a", peers=False), dev("b", peers=False)))
+    assert "no NVLink" in unavailable(cuda(dev("a", atomics=False), dev("b", atomics=False)))
+    assert f"1 to {MAX_DEVICES}" in unavailable(cuda(*[dev(str(i)) for i in range(MAX_DEVICES + 1)]))
+
+
+def test_auto_mode_takes_the_peer_kernel_where_it_can_run(monkeypatch):
+    grid, kron = graph("grid:300"), graph("kron:12")
+    with SSSP(kron, backend="cpu", devices=1) as solver:
+        assert solver.mode == "async"                  # CPU devices: no peer kernel
+        monkeypatch.setattr(solver, "_peer_why", None, raising=False)  # as if it could run
+        assert solver.auto_mode(kron) == "bsp"         # one device, low diameter: the peer kernel
+    with SSSP(grid, backend="cpu", devices=1) as solver:
+        monkeypatch.setattr(solver, "_peer_why", None, raising=False)
+        assert solver.auto_mode(grid) == "async"       # one device, road-like: the fused worker
+    with SSSP(kron, backend="cpu", devices=2, partition="contiguous") as solver:
+        monkeypatch.setattr(solver, "_peer_why", None, raising=False)
+        assert solver.auto_mode(kron) == "async"       # several devices: not measured yet
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("k", [1, pytest.param(2, marks=pytest.mark.multigpu),
+                               pytest.param(3, marks=pytest.mark.multigpu),
+                               pytest.param(4, marks=pytest.mark.multigpu)])
+@pytest.mark.parametrize("priority", [True, False])
+def test_cuda_peer_exchange(k, priority):
+    """SSSP in one persistent launch per device, exchanging through peer memory, against
+    scipy's Dijkstra; several runs per solver (each starts from clean state)."""
+    need_gpus(k)
+    for name, g in peer_graphs().items():
+        if g.num_vertices < k:
+            continue
+        for partition in ("contiguous", "metis", "random")[:3 if k > 1 else 1]:
+            if partition == "metis":
+                pytest.importorskip("pymetis")
+            with SSSP(g, backend="cuda", devices=k, partition=partition, mode="bsp",
+                      exchange="peer", priority=priority, timeout=30) as solver:
+                assert solver.priority is priority
+                for source in (0, busiest(g), g.num_vertices - 1, 0):
+                    res = solver.run(source)
+                    assert_sssp(res.values, g, source, f"{name} {partition} source {source}")
+                    assert res.stats["exchange"] == "peer"
+                    if name == "power" and priority:
+                        assert res.stats["threshold_advances"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_cuda_auto_mode_picks_the_peer_kernel_for_low_diameter_graphs():
+    need_gpus(1)
+    kron, grid = graph("kron:14"), graph("grid:200")
+    res = check(kron, busiest(kron), backend="cuda", devices=1)
+    assert (res.stats["mode"], res.stats["exchange"], res.stats["priority"]) == ("bsp", "peer", False)
+    res = check(grid, 0, backend="cuda", devices=1)
+    assert (res.stats["mode"], res.stats["exchange"], res.stats["priority"]) == ("async", None, True)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_cuda_peer_exchange_explicit_delta_and_float_steps():
+    need_gpus(1)
+    g = graph("grid:40")
+    for delta in (1, 7, 10_000):
+        res = check(g, 3, backend="cuda", devices=1, mode="bsp", exchange="peer", delta=delta)
+        assert res.stats["priority"] and res.stats["delta"] == delta
+    # a float delta too small to move past the least distance: the threshold still advances
+    gf = float_grid()
+    res = sssp(gf, 5, backend="cuda", devices=1, mode="bsp", exchange="peer", delta=1e-30)
+    np.testing.assert_allclose(res.values, reference.sssp(gf, 5), rtol=1e-5)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("app", ["bfs", "sssp"])
+def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, monkeypatch):
+    """A device that never launches: the others give up at the cross-device barrier, the run
+    raises in the caller, and the next run is right again."""
+    need_gpus(2)
+    import apps.traversal_peer as tp
+    from apps.bfs import BFS
+    monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
+    g = graph("kron:12") if app == "sssp" else load_graph("kron:12")
+    cls = SSSP if app == "sssp" else BFS
+    with cls(g, backend="cuda", devices=2, partition="random", mode="bsp", exchange="peer",
+             timeout=30) as solver:
+        real = tp.PeerTraversal._launch
+        monkeypatch.setattr(tp.PeerTraversal, "_launch",
+                            lambda self, i, dev, source: None if i == 1 else real(self, i, dev, source))
+        with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
+            solver.run(0)
+        monkeypatch.setattr(tp.PeerTraversal, "_launch", real)
+        res = solver.run(busiest(g))
+        expected = (reference.sssp(g, busiest(g)) if app == "sssp"
+                    else reference.bfs(g, busiest(g)))
+        np.testing.assert_array_equal(res.values, expected)
