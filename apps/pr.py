@@ -228,16 +228,27 @@ def bins_layout(graph) -> BinsLayout:
     return cached
 
 
+#: device memory the CuPy build of the "bins" in-arcs needs at its peak, in bytes per arc: the
+#: int32 targets, the 8-byte keys and their sort buffer, the arcs' rows while they are made
+BINS_BUILD_BYTES_PER_ARC = 32
+
+
 def bins_in_cols(graph, layout: BinsLayout, offsets, devices):
     """Each device's slice of the in-arcs' sources for the ranges ``offsets`` of the new ids,
     ready for ``device.asarray``: host views on the CPU backend (or when the host already has
-    them); on CUDA devices built on the first device (CuPy: upload the graph, one sort of a
+    them, or when the first device has less than :data:`BINS_BUILD_BYTES_PER_ARC` free per
+    arc); on CUDA devices built on the first device (CuPy: upload the graph, one sort of a
     billion packed keys in a fraction of a second on an H200, against tens of seconds on the
     host) and copied to the others, so nothing billion-sized crosses PCIe twice."""
     ip = layout.in_indptr
     bounds = [(int(ip[lo]), int(ip[hi])) for lo, hi in zip(offsets[:-1], offsets[1:])]
     first = devices[0]
-    if first.backend != "cuda" or layout.host_sources is not None:
+    m = int(ip[-1])
+    if first.backend != "cuda" or layout.host_sources is not None or \
+            first.memory_info()[0] < BINS_BUILD_BYTES_PER_ARC * m:
+        if first.backend == "cuda" and layout.host_sources is None:
+            log.info("bins layout: %s has too little free memory for the in-arcs' sort "
+                     "(%d arcs); building them on the host", first.name, m)
         src = layout.sources(graph)
         return [src[a:b] for a, b in bounds]
     with first.use():

@@ -733,3 +733,25 @@ def test_without_peer_access_the_host_checks(monkeypatch):
         check(res.values, g)
     with Context(1, backend="cpu", timeout=20) as one:
         assert pagerank(g, ctx=one, **opts).stats["device_check"] is True
+
+
+def test_bins_in_cols_builds_on_the_host_when_the_device_is_short_of_memory():
+    """A CUDA device with less free memory than the in-arcs' sort needs gets host slices (no
+    CuPy touched), the same arrays as the CPU build."""
+    from apps.pr import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
+
+    class ShortDevice:
+        backend = "cuda"
+        name = "short"
+
+        def memory_info(self):
+            return BINS_BUILD_BYTES_PER_ARC * g.num_edges - 1, 1 << 40
+
+    g = load_graph("kron:9", cache=False)
+    layout = BinsLayout(g)
+    offsets = degree_split(layout.in_indptr, 2)
+    cols = bins_in_cols(g, layout, offsets, [ShortDevice(), ShortDevice()])
+    want = BinsLayout(g).sources(g)
+    np.testing.assert_array_equal(np.concatenate(cols), want)
+    assert [c.shape[0] for c in cols] == [int(layout.in_indptr[offsets[1]]),
+                                          g.num_edges - int(layout.in_indptr[offsets[1]])]
