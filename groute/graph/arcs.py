@@ -50,30 +50,43 @@ def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
     return _sorted_arcs(indptr, indices, rank, by_target=True, counts=in_degrees, xp=xp)
 
 
-def relabelled_arcs(indptr, indices, rank, *, xp=None):
+def relabelled_arcs(indptr, indices, rank, weights=None, *, xp=None):
     """The out-arcs of the graph whose vertex ``v`` is renamed ``rank[v]``: ``(indptr int64,
-    targets)`` with each row's targets ascending, the CSR that ``CSRGraph.relabel`` builds for
-    an unweighted graph (arcs repeated in the input stay repeated)."""
-    return _sorted_arcs(indptr, indices, rank, by_target=False, counts=None, xp=xp)
+    targets, weights)`` with each row's targets ascending (repeated arcs stay, lightest first),
+    the CSR that ``CSRGraph.relabel`` builds; ``weights`` (int32 / float32 as the graph stores
+    them, or None) come back aligned. None when a vertex id twice plus the weights' bits do not
+    fit the 64-bit keys (then the caller sorts another way)."""
+    return _sorted_arcs(indptr, indices, rank, by_target=False, counts=None, xp=xp,
+                        weights=weights)
 
 
-def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp):
-    """Arcs ``u -> v`` of a CSR as keys ``row << 32 | other end`` (row: the new target when
-    ``by_target``, else the new source), sorted: each row's other ends come out ascending.
+def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
+    """Arcs ``u -> v`` of a CSR as keys ``row | other end | weight code`` (row: the new target
+    when ``by_target``, else the new source), sorted: each row's other ends come out ascending,
+    equal arcs by weight. Returns ``(row offsets, other ends[, weights])``.
 
     One sort of packed 64-bit keys: equal keys are equal arcs, so the result does not depend on
-    the sort algorithm or the backend. On the host the per-arc new source is a repeat of the
-    rank by out-degree and the new targets are ORed in by cache-sized chunks, so the keys are
-    the only billion-entry temporary.
+    the sort algorithm or the backend. On the host the per-arc row is a repeat of the rank by
+    out-degree and the other ends are ORed in by cache-sized chunks, so the keys (and a
+    weighted graph's weight codes) are the only arc-sized temporaries.
     """
     xp = xp or array_module(indices)
     n = int(indptr.shape[0]) - 1
     if n >= MAX_VERTICES:
         raise ValueError(f"{n} vertices: packed arc keys need fewer than 2**32")
     m = int(indices.shape[0])
+    if weights is None:
+        codes, wbits, end_bits = None, 0, 32
+    else:
+        from .csr import _weight_codes
+        codes, wbits, decode = _weight_codes(weights, xp)
+        end_bits = max(1, (n - 1).bit_length())
+        if 2 * end_bits + wbits > 64:
+            return None
     r = xp.arange(n, dtype=xp.uint64) if rank is None else rank.astype(xp.uint64)
-    shifted = r << xp.uint64(32)
-    src_part, dst_part = (r, shifted) if by_target else (shifted, r)
+    row_part = r << xp.uint64(end_bits + wbits)
+    end_part = r << xp.uint64(wbits) if wbits else r
+    src_part, dst_part = (end_part, row_part) if by_target else (row_part, end_part)
     if xp is np:
         keys = np.repeat(src_part, np.diff(indptr))
     else:
@@ -81,26 +94,30 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp):
     step = KEY_CHUNK_ARCS if xp is np else max(m, 1)
     for s in range(0, m, step):
         keys[s:s + step] |= dst_part[indices[s:s + step]]
-    del shifted, src_part, dst_part
+    del row_part, end_part, src_part, dst_part
+    if codes is not None:
+        keys |= codes
+        del codes
     keys.sort()
     out_dtype = xp.int32 if n < 2**31 else xp.int64
-    if sys.byteorder == "little":       # the low halves, without a 64-bit temporary
+    if end_bits == 32 and sys.byteorder == "little":    # the low halves, no 64-bit temporary
         ends = keys.view(xp.uint32)[0::2].astype(out_dtype)
     else:
-        ends = (keys & xp.uint64(0xFFFFFFFF)).astype(out_dtype)
+        ends = ((keys >> xp.uint64(wbits)) & xp.uint64((1 << end_bits) - 1)).astype(out_dtype)
+    w = None if weights is None else decode(keys & xp.uint64((1 << wbits) - 1))
     if counts is not None:
         counts = xp.asarray(counts)
     elif not by_target:                 # row rank[v] has v's out-degree
         counts = xp.zeros(n, xp.int64)
         counts[r.astype(xp.int64)] = xp.diff(indptr)
     elif m:
-        counts = xp.bincount((keys >> xp.uint64(32)).astype(xp.int64), minlength=n)
+        counts = xp.bincount((keys >> xp.uint64(end_bits + wbits)).astype(xp.int64), minlength=n)
     else:
         counts = xp.zeros(n, xp.int64)
     del keys
     row_ptr = xp.zeros(n + 1, dtype=xp.int64)
     row_ptr[1:] = xp.cumsum(counts)
-    return row_ptr, ends
+    return (row_ptr, ends) if weights is None else (row_ptr, ends, w)
 
 
 #: arcs one step of :func:`self_loop_count` compares (cache-sized: 4x faster than 2**24 here)

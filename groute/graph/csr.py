@@ -377,11 +377,14 @@ class CSRGraph:
         n = self.num_vertices
         iperm = xp.empty_like(perm)
         iperm[perm] = xp.arange(n, dtype=xp.int64)
-        if self.weights is None:        # one sort of packed keys, no per-arc int64 arrays
-            from .arcs import relabelled_arcs
-            indptr, indices = relabelled_arcs(self.indptr, self.indices, perm, xp=xp)
-            g = CSRGraph(indptr, indices, None, directed=self.directed, name=self.name,
-                         source=self.source, validate=False)
+        from .arcs import relabelled_arcs
+        # one sort of packed keys (row, target, weight code), no per-arc int64 arrays; None when
+        # two vertex ids and the weight bits do not fit 64 bits: the edge-list build then
+        packed = relabelled_arcs(self.indptr, self.indices, perm, self.weights, xp=xp)
+        if packed is not None:
+            g = CSRGraph(packed[0], packed[1], packed[2] if len(packed) > 2 else None,
+                         directed=self.directed, name=self.name, source=self.source,
+                         validate=False)
         else:
             src, dst = self.edges()
             g = CSRGraph.from_edges(perm[src], perm[dst.astype(xp.int64)], n, self.weights,

@@ -116,3 +116,45 @@ def test_relabel_of_unweighted_graph_equals_the_edge_list_build(name, monkeypatc
         np.testing.assert_array_equal(got.indices, want.indices)
         assert got.indices.dtype == want.indices.dtype and got.weights is None
         assert got.directed == g.directed
+
+
+def weighted_graphs():
+    rng = np.random.default_rng(11)
+    m = 400
+    s, d = rng.integers(0, 50, m), rng.integers(0, 50, m)
+    raw = CSRGraph(np.array([0, 3, 3, 5, 6], np.int64), np.array([3, 3, 1, 0, 0, 2], np.int32),
+                   np.array([5, 2, 7, 4, 1, 9], np.int32))     # unsorted rows, repeats
+    big = 70_000                          # float weights need 32 bits: ids do not fit beside them
+    return {
+        "int repeats": CSRGraph.from_edges(s, d, 50, rng.integers(-3, 9, m), dedupe=False),
+        "float repeats": CSRGraph.from_edges(s, d, 50, rng.random(m).astype(np.float32) - 0.5,
+                                             dedupe=False),
+        "raw rows": raw,
+        "grid": load_graph("grid:9x13", cache=False),
+        "kron weighted": load_graph("kron:9", cache=False).with_weights(seed=2),
+        "float, too wide to pack": CSRGraph.from_edges(
+            rng.integers(0, big, 900), rng.integers(0, big, 900), big,
+            rng.random(900).astype(np.float32), dedupe=False),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(weighted_graphs()))
+def test_relabel_of_weighted_graph_equals_the_edge_list_build(name, monkeypatch):
+    """Weighted graphs: the packed (row, target, weight code) sort gives what from_edges of the
+    renamed, weighted arc list gives (repeated arcs lightest first), and graphs whose ids and
+    weight bits do not fit 64 bits take the edge-list build."""
+    from groute.graph import arcs
+    monkeypatch.setattr(arcs, "KEY_CHUNK_ARCS", 7)
+    g = weighted_graphs()[name]
+    n = g.num_vertices
+    packed = arcs.relabelled_arcs(g.indptr, g.indices, np.arange(n), g.weights)
+    assert (packed is None) == (name == "float, too wide to pack")
+    for perm in (np.random.default_rng(3).permutation(n), np.arange(n)[::-1].copy()):
+        src, dst = g.edges()
+        want = CSRGraph.from_edges(perm[src], perm[dst.astype(np.int64)], n, g.weights,
+                                   dedupe=False, directed=g.directed)
+        got = g.relabel(perm)
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_array_equal(got.indices, want.indices)
+        np.testing.assert_array_equal(got.weights, want.weights)
+        assert got.weights.dtype == want.weights.dtype and got.indices.dtype == want.indices.dtype
