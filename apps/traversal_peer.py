@@ -19,10 +19,9 @@ block per device and the global block on device 0.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from pathlib import Path
-
-import math
 
 import numpy as np
 
