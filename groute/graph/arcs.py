@@ -45,8 +45,17 @@ def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
     vertex ``v`` is renamed ``rank[v]``: row ``rank[v]`` lists ``rank[u]`` for every arc
     ``u -> v``. ``in_degrees``: the in-degree of every NEW id when the caller already has it
     (saves a scatter over the arcs). Arrays may be NumPy or CuPy (``xp``); see
-    :func:`_sorted_arcs` for how.
+    :func:`_sorted_arcs` for how. A plain transpose on the host (NumPy, no ``rank``) is
+    scipy's linear-time CSR -> CSC instead, the same arrays 4x faster than the sort (kron:21).
     """
+    xp = xp or array_module(indices)
+    if xp is np and rank is None:
+        import scipy.sparse as sp
+        n, m = int(indptr.shape[0]) - 1, int(indices.shape[0])
+        if n >= 2**31:
+            raise ValueError(f"in_arcs: {n} vertices; the host transpose needs fewer than 2**31")
+        csc = sp.csr_matrix((np.ones(m, np.bool_), indices, indptr), shape=(n, n)).tocsc()
+        return csc.indptr.astype(np.int64), csc.indices.astype(np.int32, copy=False)
     return _sorted_arcs(indptr, indices, rank, by_target=True, counts=in_degrees, xp=xp)
 
 

@@ -53,6 +53,11 @@ def test_in_arcs_equal_scipy_transpose_of_the_relabelled_graph(name, relabel, ch
     assert got_ip.dtype == np.int64 and got_src.dtype == np.int32
     np.testing.assert_array_equal(got_ip, want_ip)
     np.testing.assert_array_equal(got_src, want_src)
+    # the packed-key sort (what CuPy runs; the host takes scipy for a plain transpose)
+    sort_ip, sort_src = arcs._sorted_arcs(g.indptr, g.indices, rank, by_target=True,
+                                          counts=None, xp=np)
+    np.testing.assert_array_equal(sort_ip, want_ip)
+    np.testing.assert_array_equal(sort_src, want_src)
     # with the in-degrees given (the caller's cache) the same arrays
     indeg = np.diff(want_ip)
     got_ip2, got_src2 = in_arcs(g.indptr, g.indices, rank, in_degrees=indeg)
@@ -73,8 +78,11 @@ def test_arc_rows_and_self_loops():
 
 
 def test_too_many_vertices_for_packed_keys():
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32 + 1,), strides=(0,))
+    rank = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32,), strides=(0,))
     with pytest.raises(ValueError, match="2\\*\\*32"):
-        huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32 + 1,), strides=(0,))
+        in_arcs(huge, np.zeros(0, np.int32), rank)
+    with pytest.raises(ValueError, match="2\\*\\*31"):
         in_arcs(huge, np.zeros(0, np.int32))
 
 
