@@ -181,10 +181,10 @@ def degree_split(in_indptr, k: int, row_cost: float = BINS_ROW_COST):
 
 class BinsLayout:
     """The ``"bins"`` kernel's renumbering of a graph (see :func:`bins_layout`): ``order`` (new
-    id -> the graph's id), ``rank`` (the inverse, int32), ``in_indptr`` (in-arc offsets in the
-    new order) and ``out_degrees`` (out-degree of each new id). The in-arcs' sources
-    (:meth:`sources`) are the one billion-entry array: built on the host once and kept here, or
-    on a CUDA device for each solver (:func:`bins_in_cols`)."""
+    id -> the graph's id), ``rank`` (the inverse; int32 below 2**31 vertices), ``in_indptr``
+    (in-arc offsets in the new order) and ``out_degrees`` (out-degree of each new id). The
+    in-arcs' sources (:meth:`sources`) are the one billion-entry array: built on the host once
+    and kept here, or on a CUDA device for each solver (:func:`bins_in_cols`)."""
 
     def __init__(self, graph):
         n = int(graph.num_vertices)
