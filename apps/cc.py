@@ -138,6 +138,19 @@ def undirected_edge_count(indptr, indices, chunk=None) -> int:
     return (int(np.asarray(indptr)[-1]) - loops) // 2
 
 
+def _edge_count(graph, indptr, indices) -> int:
+    """:func:`undirected_edge_count` of an undirected graph, kept on the graph object
+    (``graph._cc_edge_count``) so that CC solvers for other device counts skip the pass."""
+    count = getattr(graph, "_cc_edge_count", None)
+    if count is None:
+        count = undirected_edge_count(indptr, indices)
+        try:
+            graph._cc_edge_count = count
+        except AttributeError:
+            pass
+    return count
+
+
 def remaining_edges(xp, parent, src, dst, giant):
     """The ``(m', 2)`` edges left after sampling: arcs ``(u, v)`` of ``src``/``dst`` whose ``u``
     is not in the giant's tree, each undirected edge once (``u < v``, or ``v`` in the giant's
@@ -399,7 +412,7 @@ class CC(Solver):
             self.offsets = np.array([0, self.n], np.int64)
             if self.afforest:
                 indptr, indices = symmetric_csr(graph)
-                self.m = int(indices.shape[0]) if graph.directed else undirected_edge_count(indptr, indices)
+                self.m = int(indices.shape[0]) if graph.directed else _edge_count(graph, indptr, indices)
                 self.arcs = int(indices.shape[0])
                 rng = np.random.default_rng(0x5EED)
                 self.samples = source.asarray(rng.integers(0, max(self.n, 1), int(num_samples),

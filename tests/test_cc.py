@@ -340,3 +340,17 @@ def test_cli_routes_segments_on_request(capsys):
                  "--repeat", "1", "--rest", "segments"]) == 0
     text = capsys.readouterr().out
     assert "exact match" in text and "rest: segments" in text and "routed: True" in text
+
+
+def test_edge_count_is_kept_on_the_graph(monkeypatch):
+    """The undirected edge count (a pass over every arc) is counted once per graph: a second
+    solver on the same graph object does not count again, and both report the same number."""
+    import apps.cc as cc_mod
+    g = graph_from(6, [(0, 1), (1, 2), (2, 2), (3, 4), (5, 5)])
+    assert not g.directed
+    with CC(g, backend="cpu", devices=1) as a:
+        first = a.m
+    monkeypatch.setattr(cc_mod, "undirected_edge_count",
+                        lambda *args, **kw: pytest.fail("counted again"))
+    with CC(g, backend="cpu", devices=2) as b:
+        assert b.m == first == 3
