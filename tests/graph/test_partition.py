@@ -193,14 +193,17 @@ def direct_stats(g, owner, k):
             "vertices_per_part": np.bincount(owner, minlength=k).tolist()}
 
 
+@pytest.mark.parametrize("threads", [1, 4])
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 18])
 @pytest.mark.parametrize("method", ["contiguous", "random"])
 @pytest.mark.parametrize("name", ["kron", "grid_weighted", "directed", "power", "isolated"])
-def test_chunked_statistics_equal_the_definition(name, method, chunk, monkeypatch):
+def test_chunked_statistics_equal_the_definition(name, method, chunk, threads, monkeypatch):
     """The chunked cut / boundary count on the renumbered graph (no per-arc source array)
-    gives the per-arc definition's numbers, whatever the chunk size, for k = 1..4."""
+    gives the per-arc definition's numbers, whatever the chunk size and the number of counting
+    threads, for k = 1..4."""
     from groute.graph import partition as part_mod
     monkeypatch.setattr(part_mod, "CUT_CHUNK_ARCS", chunk)
+    monkeypatch.setattr(part_mod, "CUT_THREADS", threads)
     g = (edges_graph(9, [(0, 1), (1, 0), (4, 4), (8, 2), (2, 8), (5, 3)])
          if name == "isolated" else GRAPHS[name]())
     for k in (1, 2, 3, 4):
