@@ -321,11 +321,22 @@ class CSRGraph:
         return sp.csr_matrix((data, g.indices, g.indptr), shape=(g.num_vertices, g.num_vertices))
 
     def content_hash(self) -> str:
-        """SHA-1 over the arrays (and direction): the key partition caches use."""
+        """SHA-1 over the arrays, weights included (and direction): the key of caches whose
+        contents depend on the weights (benchmark references)."""
+        return self._hash(with_weights=True)
+
+    def structure_hash(self) -> str:
+        """SHA-1 over the structure only (``indptr``, ``indices``, direction): the key of caches
+        that ignore weights, such as METIS partitions (SSSP's weighted copy of a graph reuses the
+        unweighted graph's split). Equals :meth:`content_hash` for an unweighted graph."""
+        return self._hash(with_weights=False)
+
+    def _hash(self, *, with_weights: bool) -> str:
         g = self.to_host()
         h = hashlib.sha1()
         h.update(f"csr-v1 n={g.num_vertices} m={g.num_edges} directed={g.directed}".encode())
-        for a in (g.indptr, g.indices) + ((g.weights,) if g.weights is not None else ()):
+        weights = (g.weights,) if with_weights and g.weights is not None else ()
+        for a in (g.indptr, g.indices) + weights:
             h.update(str(a.dtype).encode())
             h.update(np.ascontiguousarray(a).view(np.uint8))
         return h.hexdigest()

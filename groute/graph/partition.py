@@ -351,7 +351,7 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
     except ImportError as exc:
         raise ImportError("METIS partitioning needs pymetis: pip install pymetis "
                           "(or use method='contiguous' or 'random')") from exc
-    digest = g.content_hash() if cache else ""
+    digest = g.structure_hash() if cache else ""     # METIS sees no weights
     paths = _partition_cache_path(g, k, digest, seed) if cache else []
     for p in paths:
         if p.is_file():

@@ -157,9 +157,12 @@ def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
     b = partition_graph(load_graph(src), 4, method="metis", progress=False)
     assert np.array_equal(a.owner, b.owner)
-    # a different graph does not pick up that cache
+    # the same structure with weights reuses it (METIS ignores weights) ...
+    c = partition_graph(load_graph(src).with_weights(seed=1), 4, method="metis", progress=False)
+    assert np.array_equal(a.owner, c.owner)
+    # ... a different structure does not pick it up
     monkeypatch.undo()
-    other = load_graph(src).remove_self_loops().with_weights(seed=1)
+    other = load_graph("grid:70", cache=False)
     other.source = str(src)
     partition_graph(other, 4, method="metis", progress=False)
     assert len(list(tmp_path.glob("power.mtx.gz.metis-k4-*.groute-cache.npz"))) == 2
@@ -210,3 +213,19 @@ def test_chunked_statistics_equal_the_definition(name, method, chunk, threads, m
         p = partition_graph(g, k, method=method, cache=False, progress=False)
         want = direct_stats(g, p.owner, k)
         assert {key: p.stats[key] for key in want} == want, (name, method, k)
+
+
+def test_metis_cache_is_shared_by_weighted_copies(tmp_path, monkeypatch):
+    """METIS ignores weights, so SSSP's weighted copy of a graph reuses the split cached for the
+    unweighted graph (keyed by structure_hash), and the split is the same."""
+    needs_pymetis()
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    g = load_graph("kron:9", cache=False)
+    w = g.with_weights(seed=3)
+    assert g.structure_hash() == w.structure_hash() == g.content_hash() != w.content_hash()
+    first = partition_graph(g, 2, method="metis")
+    assert list((tmp_path / "partitions").glob("*metis-k2*"))
+    import pymetis
+    monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
+    again = partition_graph(w, 2, method="metis")
+    assert np.array_equal(first.owner, again.owner)
