@@ -40,14 +40,16 @@ class SSSP(TraversalSolver):
         return not self._low_diameter(graph)
 
     def auto_mode(self, graph):
-        """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), on one CUDA
-        device for a low-diameter graph (kron:21 on one H200: 2.32 ms, the answer equal to the
-        plain-CuPy Bellman-Ford; the fused worker took 6.7-7.2 ms in earlier runs); the fused
-        asynchronous worker otherwise: a road-like graph (thousands of rounds, each a barrier
-        and a bitmap scan over the whole grid, where the fused worker runs a narrow grid), CPU
-        virtual devices, and, until the peer kernel is measured there, several devices
-        (docs/TRAVERSAL.md, "SSSP through peer memory")."""
-        if self.peer_unavailable() is not None or self.ctx.num_devices > 1:
+        """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), for a
+        low-diameter graph on any number of CUDA devices with NVLink between all of them; the
+        fused asynchronous worker otherwise: a road-like graph (thousands of rounds, each a
+        barrier and a bitmap scan over the whole grid, where the fused worker runs a narrow
+        grid; on several devices not measured yet) and CPU virtual devices. Measured at
+        ``6916cdf`` on H200s (``tests/gpu_scaling_probe.py``, docs/PERFORMANCE.md): kron:21
+        2.44 ms on one GPU against 7.02 ms for the fused worker, 2.48 ms on two against 15.18 ms
+        through the host worklist; kron:25 38.8 ms on one against 100.6 ms, 24.9 ms on two
+        against 86.5 ms (docs/TRAVERSAL.md, "SSSP through peer memory")."""
+        if self.peer_unavailable() is not None:
             return "async"
         return "bsp" if self._low_diameter(graph) else "async"
 

@@ -393,7 +393,10 @@ def test_auto_mode_takes_the_peer_kernel_where_it_can_run(monkeypatch):
         assert solver.auto_mode(grid) == "async"       # one device, road-like: the fused worker
     with SSSP(kron, backend="cpu", devices=2, partition="contiguous") as solver:
         monkeypatch.setattr(solver, "_peer_why", None, raising=False)
-        assert solver.auto_mode(kron) == "async"       # several devices: not measured yet
+        assert solver.auto_mode(kron) == "bsp"         # several devices, low diameter: peer too
+    with SSSP(grid, backend="cpu", devices=2, partition="contiguous") as solver:
+        monkeypatch.setattr(solver, "_peer_why", None, raising=False)
+        assert solver.auto_mode(grid) == "async"       # several devices, road-like: not measured
 
 
 @pytest.mark.gpu
