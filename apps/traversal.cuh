@@ -134,55 +134,8 @@ __device__ __forceinline__ int big_slot_of(const int* first_chunk, int big_n, lo
     return lo;
 }
 
-// A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
-// when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
-// launch completes when the count reaches b * gridDim.x, so nobody has to reset anything
-// between barriers.
-//
-// BARRIER 1 (default): as cooperative_groups' grid sync on sm_70+: the arrival is an acq_rel
-// atomic and the wait polls with ld.acquire, no full fences. Release is cumulative, so the
-// writes of the whole block (ordered before thread 0 by __syncthreads) are visible to every
-// block whose acquire sees the arrival; the last block to arrive sees the count complete in
-// its own atomic's return and does not poll at all. BARRIER 0: fence, relaxed atomic, volatile
-// polling with back-off, fence (what was measured before; kept to compare).
-#ifndef BARRIER
-#define BARRIER 1
-#endif
-#ifndef SPIN_NS
-#define SPIN_NS 0           // __nanosleep between polls (BARRIER 1); 0: none
-#endif
-__device__ __forceinline__ unsigned int atom_add_acq_rel(unsigned int* p, unsigned int v) {
-    unsigned int old;
-    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
-}
-__device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
-    unsigned int v;
-    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void grid_barrier(unsigned int* count, unsigned int& target) {
-    target += gridDim.x;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-#if BARRIER == 1
-        if (atom_add_acq_rel(count, 1u) + 1u != target) {
-            while (ld_acquire(count) < target) {
-#if SPIN_NS > 0
-                __nanosleep(SPIN_NS);
-#endif
-            }
-        }
-#else
-        __threadfence();
-        atomicAdd(count, 1u);
-        while (*(volatile unsigned int*)count < target) __nanosleep(16);
-        __threadfence();
-#endif
-    }
-    __syncthreads();
-}
+// The grid-wide barrier (grid_barrier) is shared with the PageRank kernels: peer_sync.cuh.
+#include "peer_sync.cuh"
 
 // The control block: counts and flags in device memory, read back by the host after a launch.
 // Slots a round writes and all blocks must later read alike come in threes, indexed by

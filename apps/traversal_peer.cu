@@ -111,14 +111,6 @@ struct PeerArgs {
     int* peer_dist[MAX_DEVICES];
 };
 
-__device__ __forceinline__ void red_add_release_sys(unsigned long long* p, unsigned long long v) {
-    asm volatile("red.release.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
 // Fire-and-forget reductions on a peer's memory (no value comes back over the link); ordered
 // before the owner's reads by the cross-device barrier's system-scope release and acquire.
 __device__ __forceinline__ void red_min_sys(int* p, int v) {
@@ -126,11 +118,6 @@ __device__ __forceinline__ void red_min_sys(int* p, int v) {
 }
 __device__ __forceinline__ void red_or_sys(unsigned int* p, unsigned int v) {
     asm volatile("red.relaxed.sys.global.or.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long global_timer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
 }
 
 struct Shared {
@@ -187,15 +174,8 @@ __device__ void cross_sync(const PeerArgs& a, unsigned int& bar, unsigned long l
                 else if (x) atomicAdd(&g[f], x);
             }
         }
-        gtarget += a.k;
-        red_add_release_sys(&a.global[GBAR], 1ull);  // orders the block's writes (barrier above) first
-        const unsigned long long t0 = global_timer();
-        while (ld_acquire_sys(&a.global[GBAR]) < gtarget) {
-            if (global_timer() - t0 > (unsigned long long)a.timeout_ns) {
-                a.ctl[PABORT] = 1;
-                break;
-            }
-        }
+        // the release orders the grid's writes (barrier above) first
+        if (!cross_device_wait(&a.global[GBAR], gtarget, a.k, a.timeout_ns)) a.ctl[PABORT] = 1;
         if (sums)
             for (int f = 0; f < NSUM; ++f) a.counters[TOTALS + f] = ld_acquire_sys(&g[f]);
     }

@@ -1,0 +1,93 @@
+// Barriers of the persistent kernels that loop inside one launch per device: a grid-wide
+// barrier for a resident grid and a cross-device barrier in device 0's memory with a timeout.
+// Shared by BFS/SSSP through peer memory (traversal_peer.cu, through traversal.cuh) and the
+// persistent PageRank kernels (pr.cu), so both meet the same way.
+#pragma once
+
+// A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
+// when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
+// launch completes when the count reaches b * gridDim.x, so nobody has to reset anything
+// between barriers.
+//
+// BARRIER 1 (default): as cooperative_groups' grid sync on sm_70+: the arrival is an acq_rel
+// atomic and the wait polls with ld.acquire, no full fences. Release is cumulative, so the
+// writes of the whole block (ordered before thread 0 by __syncthreads) are visible to every
+// block whose acquire sees the arrival; the last block to arrive sees the count complete in
+// its own atomic's return and does not poll at all. BARRIER 0: fence, relaxed atomic, volatile
+// polling with back-off, fence (what was measured before; kept to compare).
+#ifndef BARRIER
+#define BARRIER 1
+#endif
+#ifndef SPIN_NS
+#define SPIN_NS 0           // __nanosleep between polls (BARRIER 1); 0: none
+#endif
+__device__ __forceinline__ unsigned int atom_add_acq_rel(unsigned int* p, unsigned int v) {
+    unsigned int old;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+__device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void grid_barrier(unsigned int* count, unsigned int& target) {
+    target += gridDim.x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+#if BARRIER == 1
+        if (atom_add_acq_rel(count, 1u) + 1u != target) {
+            while (ld_acquire(count) < target) {
+#if SPIN_NS > 0
+                __nanosleep(SPIN_NS);
+#endif
+            }
+        }
+#else
+        __threadfence();
+        atomicAdd(count, 1u);
+        while (*(volatile unsigned int*)count < target) __nanosleep(16);
+        __threadfence();
+#endif
+    }
+    __syncthreads();
+}
+
+
+// System-scope release and acquire on a counter that devices of one host share (in device 0's
+// memory, reached over NVLink with native peer atomics).
+__device__ __forceinline__ void red_add_release_sys(unsigned long long* p, unsigned long long v) {
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+// The global timer (ns), the same clock on every device of the host.
+__device__ __forceinline__ unsigned long long global_timer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// The cross-device part of a barrier of k devices, for one thread per device (thread 0 of
+// block 0, after a grid barrier, so the release below carries the whole grid's writes:
+// release is cumulative). `gbar` (device 0's memory) only ever grows: the host passes where
+// it stands when the launch starts and `gtarget` follows it, k arrivals per barrier, so
+// nothing is reset between barriers or launches. The acquired writes of the other devices
+// reach this device's other blocks through a grid barrier after the call. Returns false when
+// the others did not all arrive within timeout_ns (a device stopped or never started): the
+// caller sets its abort flag, leaves, and the host raises.
+__device__ __forceinline__ bool cross_device_wait(unsigned long long* gbar,
+                                                  unsigned long long& gtarget, int k,
+                                                  long long timeout_ns) {
+    gtarget += k;
+    red_add_release_sys(gbar, 1ull);
+    const unsigned long long t0 = global_timer();
+    while (ld_acquire_sys(gbar) < gtarget) {
+        if (global_timer() - t0 > (unsigned long long)timeout_ns) return false;
+    }
+    return true;
+}
