@@ -1,6 +1,7 @@
 // PageRank kernels (apps/pr.py). Ranks are the "leaky" PageRank y = (1-d)/n + d * P^T y, in which
 // the mass of dangling vertices is dropped; pr.py normalises y to sum 1 at the end, which equals
 // the standard PageRank with uniform teleport and uniform dangling redistribution.
+#include "peer_sync.cuh"
 #define FULL_MASK 0xffffffffu
 
 // BSP pull, edge-balanced: the in-arcs of this device's vertices as COO sorted by row
@@ -91,19 +92,25 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
 // skipped iteration leaves its row zero (0 <= 0), so the iterations queued after it skip too:
 // the host can queue many and read the stats once. prev < 0: no device-side check. Called by
 // every thread of a block (one barrier when prev >= 0).
+// The stopping rule itself, for one thread: iteration `row`'s rows of all devices added in
+// device order (bsp_converged and the persistent kernels' barrier share it, so every path
+// stops at the same iteration).
+__device__ __forceinline__ bool bsp_rule(const unsigned long long* __restrict__ stats_of,
+                                         int nstats, int row, double tol) {
+    double diff = 0.0, mass = 0.0;
+    for (int j = 0; j < nstats; ++j) {
+        const double* r = reinterpret_cast<const double*>(stats_of[j]) + 2 * (long long)row;
+        diff += __ldcv(r);
+        mass += __ldcv(r + 1);
+    }
+    return diff <= tol * mass;
+}
+
 __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restrict__ stats_of,
                                               int nstats, int prev, double tol) {
     if (prev < 0) return false;
     __shared__ int done;
-    if (threadIdx.x == 0) {
-        double diff = 0.0, mass = 0.0;
-        for (int j = 0; j < nstats; ++j) {
-            const double* row = reinterpret_cast<const double*>(stats_of[j]) + 2 * (long long)prev;
-            diff += __ldcv(row);
-            mass += __ldcv(row + 1);
-        }
-        done = diff <= tol * mass;
-    }
+    if (threadIdx.x == 0) done = bsp_rule(stats_of, nstats, prev, tol);
     __syncthreads();
     return done != 0;
 }
@@ -122,14 +129,17 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // stats[0] += sum |y' - y|, stats[1] += sum y'.
 // When iteration prev met the stopping rule on all devices together (bsp_converged) the kernel
 // returns at once, so the host can queue many iterations and read the stats once.
-// INPLACE: contrib is also outs[0] (Gauss-Seidel within the device: a gather sees the new value
-// of a vertex already updated in this sweep), so it is read with coherent loads.
-template <bool INPLACE>
+// COHERENT: contrib changes while the kernel runs, so it is read with coherent loads, not
+// through the read-only path (__ldg): in place, contrib is also outs[0] (Gauss-Seidel within
+// the device: a gather sees the new value of a vertex already updated in this sweep); in the
+// persistent kernels, the vectors are rewritten by this launch's earlier iterations and by
+// the peers' stores.
+template <bool COHERENT>
 __device__ __forceinline__ float pr_load(const float* p) {
-    if constexpr (INPLACE) return *p; else return __ldg(p);
+    if constexpr (COHERENT) return *p; else return __ldg(p);
 }
 
-template <int K, typename IDX, bool INPLACE>
+template <int K, typename IDX, bool COHERENT>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
                                             const int* __restrict__ sources, const float* contrib,
                                             float base, float damping, float* __restrict__ y,
@@ -166,12 +176,12 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
         for (int k = 0; k < K; ++k)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                f[k][j] = a[k][j] >= 0 ? pr_load<INPLACE>(contrib + a[k][j]) : 0.0f;
+                f[k][j] = a[k][j] >= 0 ? pr_load<COHERENT>(contrib + a[k][j]) : 0.0f;
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             sum[k] = (f[k][0] + f[k][1]) + (f[k][2] + f[k][3]);
             if (small[k])
-                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += pr_load<INPLACE>(contrib + sources[i]);
+                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += pr_load<COHERENT>(contrib + sources[i]);
         }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
@@ -181,7 +191,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
                 big &= big - 1;
                 const IDX bs = __shfl_sync(FULL_MASK, s[k], src), be = __shfl_sync(FULL_MASK, e[k], src);
                 float part = 0.0f;
-                for (IDX i = bs + lane; i < be; i += 32) part += pr_load<INPLACE>(contrib + sources[i]);
+                for (IDX i = bs + lane; i < be; i += 32) part += pr_load<COHERENT>(contrib + sources[i]);
                 for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(FULL_MASK, part, off);
                 if (lane == src) sum[k] = part;
             }
@@ -257,12 +267,13 @@ PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
 // stats, the same device-side skip once prev meets the stopping rule).
 // task_info: bits 0-2 = lg for a row run (then bits 3.. = row count) or 7 for a hub chunk (then
 // bits 3.. = chunk index within its row, task_row = the row).
-template <typename IDX>
+// COHERENT: as pr_csc_body (the persistent kernel: contrib changes during the launch).
+template <typename IDX, bool COHERENT>
 __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__ task_row,
                                              const int* __restrict__ task_info,
                                              const IDX* __restrict__ indptr,
                                              const int* __restrict__ sources,
-                                             const float* __restrict__ contrib, float base,
+                                             const float* contrib, float base,
                                              float damping, float* __restrict__ y,
                                              const float* __restrict__ inv_outdeg,
                                              const unsigned long long* __restrict__ outs,
@@ -276,11 +287,12 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
     if (bsp_converged(stats_of, nstats, prev, tol)) return;
     if (nhot > 0) {                                     // nhot: a multiple of 4, <= n
         const float4* src4 = reinterpret_cast<const float4*>(contrib);
-        for (int i = threadIdx.x; i < (nhot >> 2); i += blockDim.x) hot4[i] = __ldg(src4 + i);
+        for (int i = threadIdx.x; i < (nhot >> 2); i += blockDim.x)
+            hot4[i] = COHERENT ? src4[i] : __ldg(src4 + i);
         __syncthreads();
     }
     auto gather = [&](int c) -> float {
-        return c < 0 ? 0.0f : (c < nhot ? hot[c] : __ldg(contrib + c));
+        return c < 0 ? 0.0f : (c < nhot ? hot[c] : pr_load<COHERENT>(contrib + c));
     };
     float* const out0 = reinterpret_cast<float*>(outs[0]) + offset;
     auto store = [&](int row, float c) {
@@ -403,13 +415,143 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         int nouts, const unsigned char* __restrict__ need, int offset, float* part, int* cnt,      \
         int hub, int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,\
         int nstats, int prev, double tol) {                                                        \
-    pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
+    pr_bins_body<IDX, false>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
                       inv_outdeg, outs, nouts, need, offset, part, cnt, hub, nhot, next, stats,    \
                       stats_of, nstats, prev, tol);                                                \
 }
 // names: pr_bins{32,64} (index width of indptr); blocks of 1024 threads, one per SM
 PR_BINS_KERNEL(pr_bins32, int)
 PR_BINS_KERNEL(pr_bins64, long long)
+
+// Persistent BSP (PageRank(persistent=True)): one cooperative launch per device runs iterations
+// [t_begin, t_end) of the fused kernels above, instead of one launch per device per iteration
+// with events between the devices. Iteration t is the per-iteration kernel's body (the same
+// function, coherent loads: see pr_load) reading contribs[t & 1] and storing into the vectors
+// of outs[(t + 1) & 1], then one barrier of every block of every device (peer_sync.cuh): a
+// grid barrier (this device's sweep, its peer stores and its stats row t are done), the
+// cross-device arrival and wait of block 0's thread 0 on device 0's counter gbar (system-scope
+// release and acquire: the peers' stores and rows are visible after it), the stopping rule of
+// row t over every device's stats (bsp_rule: the same rows, order and arithmetic on every
+// device, so all stop after the same iteration), and a grid barrier that hands the decision
+// and the acquired writes to the other blocks. One barrier per iteration is enough for the two
+// vectors: a peer's stores of iteration t + 1 go to the vector this device read in iteration t,
+// which it finished before it arrived at barrier t.
+// ctl (this device's, int32): see PersistCtl; the host reads it after the launch. A wait longer
+// than timeout_ns sets P_ABORT and every device leaves within one more timeout (the others
+// then wait at the next barrier in vain); the host raises and resets gbar.
+enum PersistCtl {
+    P_BAR = 0,      // grid barrier arrivals (monotonic within a launch; the last block out zeroes it)
+    P_ABORT = 1,    // 1: a cross-device wait timed out
+    P_ITERS = 2,    // iterations this launch ran (the last one met the rule, unless t_end came first)
+    P_STOP = 3,     // block 0's decision at the last barrier: 0 go on, 1 converged, 2 abort
+    P_EXIT = 4,     // blocks that left
+    P_CROSS = 5,    // cross-device barriers this launch passed
+    P_CTL = 8
+};
+
+template <class Sweep>
+__device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
+                                               unsigned long long* gbar, unsigned long long gbase,
+                                               int k, long long timeout_ns,
+                                               const unsigned long long* __restrict__ stats_of,
+                                               int nstats, double tol, Sweep sweep) {
+    unsigned int bar = 0;
+    unsigned long long gtarget = gbase;
+    const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
+    if (leader) ctl[P_ABORT] = 0;
+    int t = t_begin;
+    while (t < t_end) {
+        sweep(t);
+        grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        if (leader) {
+            int stop = 0;
+            if (!cross_device_wait(gbar, gtarget, k, timeout_ns)) {
+                ctl[P_ABORT] = 1;
+                stop = 2;
+            } else if (bsp_rule(stats_of, nstats, t, tol)) {
+                stop = 1;
+            }
+            ctl[P_STOP] = stop;
+        }
+        grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        ++t;
+        // written by the leader between the two barriers; rewritten only after every block
+        // has arrived at the next iteration's first barrier, i.e. after this read
+        if (__ldcg(&ctl[P_STOP])) break;
+    }
+    if (leader) {
+        ctl[P_ITERS] = t - t_begin;
+        ctl[P_CROSS] = (int)((gtarget - gbase) / (unsigned long long)k);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&ctl[P_EXIT], 1) == (int)gridDim.x - 1) {   // the last block out
+            ctl[P_BAR] = 0;
+            ctl[P_EXIT] = 0;
+        }
+    }
+}
+
+// The arguments every persistent kernel adds: iterations [t_begin, t_end), its control words,
+// device 0's barrier counter and where it stands, the device count, the wait limit.
+#define PERSIST_PARAMS int t_begin, int t_end, int* ctl, unsigned long long* gbar,                \
+                       unsigned long long gbase, int k, long long timeout_ns
+
+// pr_csc_body per iteration: contribs[2] (this device's vectors by parity), outs[2][nouts] (by
+// parity of the vector written), stats[t_end][2] (row t: iteration t).
+#define PR_CSC_PERSISTENT(NAME, K, IDX)                                                            \
+extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
+        int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
+        const unsigned long long* __restrict__ contribs, float base, float damping,                \
+        float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
+        const unsigned long long* __restrict__ outs, int nouts,                                    \
+        const unsigned char* __restrict__ need, double* stats,                                     \
+        const unsigned long long* __restrict__ stats_of, int nstats, double tol,                   \
+        int small_degree, PERSIST_PARAMS) {                                                        \
+    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, stats_of, nstats, tol,         \
+                   [&](int t) {                                                                    \
+        pr_csc_body<K, IDX, true>(n_local, offset, indptr, sources,                                \
+                                  reinterpret_cast<const float*>(contribs[t & 1]), base, damping,  \
+                                  y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need,        \
+                                  stats + 2 * (long long)t, stats_of, nstats, -1, tol,             \
+                                  small_degree);                                                   \
+    });                                                                                            \
+}
+// names: pr_csc{32,64}_persistent_k{1,2,4}
+PR_CSC_PERSISTENT(pr_csc32_persistent_k1, 1, int)
+PR_CSC_PERSISTENT(pr_csc32_persistent_k2, 2, int)
+PR_CSC_PERSISTENT(pr_csc32_persistent_k4, 4, int)
+PR_CSC_PERSISTENT(pr_csc64_persistent_k1, 1, long long)
+PR_CSC_PERSISTENT(pr_csc64_persistent_k2, 2, long long)
+PR_CSC_PERSISTENT(pr_csc64_persistent_k4, 4, long long)
+
+// pr_bins_body per iteration; next[t]: iteration t's task counter (zeroed by the host), the
+// hub counters cnt are zeroed by each row's last chunk, in time for the next iteration (the
+// barrier orders it). One block of 1024 threads per SM with the hub prefix in dynamic shared
+// memory, as pr_bins; the copy into it is redone each iteration (the vector alternates).
+#define PR_BINS_PERSISTENT(NAME, IDX)                                                              \
+extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                                        \
+        int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
+        const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
+        const unsigned long long* __restrict__ contribs, float base, float damping,                \
+        float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
+        const unsigned long long* __restrict__ outs, int nouts,                                    \
+        const unsigned char* __restrict__ need, int offset, float* part, int* cnt, int hub,        \
+        int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,       \
+        int nstats, double tol, PERSIST_PARAMS) {                                                  \
+    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, stats_of, nstats, tol,         \
+                   [&](int t) {                                                                    \
+        pr_bins_body<IDX, true>(ntasks, task_row, task_info, indptr, sources,                      \
+                                reinterpret_cast<const float*>(contribs[t & 1]), base, damping,    \
+                                y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need, offset,  \
+                                part, cnt, hub, nhot, next + t, stats + 2 * (long long)t,          \
+                                stats_of, nstats, -1, tol);                                        \
+    });                                                                                            \
+}
+// names: pr_bins{32,64}_persistent
+PR_BINS_PERSISTENT(pr_bins32_persistent, int)
+PR_BINS_PERSISTENT(pr_bins64_persistent, long long)
 
 // Asynchronous push sweep (residual propagation, Whang et al.): every owned vertex whose residual
 // exceeds eps takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes

@@ -23,6 +23,10 @@ sum during the run.
   (:func:`degree_split`) instead of partitioning; every device keeps the whole contribution
   vector and gets the peers' new values as above.
 
+  With ``persistent=True`` (CUDA, peer access with native atomics) the fused kernels run a
+  whole BSP run in one cooperative launch per device: iterations meet at a cross-device barrier
+  in device 0's memory that also takes the stopping decision (:func:`choose_persistent`).
+
 CUDA kernels are in ``pr.cu``; the CPU backend runs vectorised NumPy on the devices' streams.
 """
 from __future__ import annotations
@@ -50,6 +54,12 @@ BINS_MAX_ROWS = 1024
 #: block may opt into on an H100/H200; less where the device allows less)
 BINS_BLOCK = 1024
 BINS_HOT = 57344
+#: ``persistent=`` values; pr.cu PersistCtl: the control words of a persistent launch
+PERSISTENT_CHOICES = (True, False, "auto")
+P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
+#: whether ``persistent="auto"`` turns the persistent kernels on where they can run: off until
+#: a GPU run shows them right and faster (docs/PR_CC.md)
+PERSISTENT_AUTO = False
 
 
 def _call(stream, fn, *args):
@@ -376,6 +386,47 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
     return "bins" if heavy * 2 > m else "csc"
 
 
+def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool) -> str | None:
+    """Why the persistent BSP kernels cannot run with these options on ``ctx`` (None when they
+    can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
+    rule on the device, on devices that reach each other's memory with native atomics (the
+    cross-device barrier of :mod:`apps.traversal_peer`)."""
+    if mode != "bsp":
+        return f"it runs mode='bsp' (got mode={mode!r})"
+    from apps.traversal_peer import unavailable
+    why = unavailable(ctx)
+    if why is not None:
+        return why
+    if kernel not in ("csc", "bins"):
+        return f"bsp_kernel={kernel!r} has no persistent form (use 'csc' or 'bins')"
+    if inplace:
+        return "inplace=True (Gauss-Seidel) has no persistent form"
+    if not device_check:
+        return "it checks the stopping rule on the device: device_check=False contradicts it"
+    return None
+
+
+def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
+                      device_check: bool) -> tuple[bool, str | None]:
+    """``persistent=`` resolved: (on, why not). ``True`` where it cannot run is a ValueError
+    naming the reason; ``"auto"`` is on only where it can run and :data:`PERSISTENT_AUTO` says
+    a GPU run has validated it."""
+    if requested not in PERSISTENT_CHOICES or not isinstance(requested, (bool, str)):
+        raise ValueError(f"persistent must be True, False or 'auto'; got {requested!r}")
+    if requested is False:
+        return False, "persistent=False"
+    why = persistent_unavailable(ctx, mode, kernel, inplace, device_check)
+    if requested is True:
+        if why is not None:
+            raise ValueError(f"persistent=True cannot run here: {why}")
+        return True, None
+    if why is not None:
+        return False, why
+    if not PERSISTENT_AUTO:
+        return False, "auto: not yet validated on GPUs (opt in with persistent=True)"
+    return True, None
+
+
 # ------------------------------------------------------------------------------------------------
 # per-device state and operations: the only backend-specific code
 # ------------------------------------------------------------------------------------------------
@@ -401,6 +452,8 @@ class _DevicePR:
             # together (bsp_converged in pr.cu; the NumPy sweeps of the CPU backend follow the
             # same protocol); the COO pair has no skip: the host checks
             self.device_check = bool(o.get("device_check", True)) and self.fused
+            # one cooperative launch per run (PageRank resolved the option: choose_persistent)
+            self.persistent = bool(o.get("persistent", False)) and self.cuda
             self.small_degree = int(o.get("small_degree", 8))
             self.tol = float(o.get("tol", 1e-6))
             self.num_in = int(shard.in_cols.shape[0])
@@ -441,6 +494,8 @@ class _DevicePR:
                         with device.use():
                             self.kernels[key].max_dynamic_shared_size_bytes = self.hot_max * 4
                 self.resident = self.sms * per_sm * int(o.get("waves", 1))
+                if self.persistent:
+                    self._load_persistent(csc)
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
         if mode == "bsp":
@@ -468,6 +523,25 @@ class _DevicePR:
             self.remote_acc = device.zeros(n if k > 1 else 1, self.fdt)
             self.counters = device.zeros(2, np.uint64)
             self.out_items = None
+
+    def _load_persistent(self, name):
+        """The persistent form of kernel ``name`` (pr.cu: ``<name>_persistent``; csc: before
+        the ``_k`` suffix), compiled for cooperative launch, and its grid: every block resident
+        (bins: one per SM, as the per-iteration kernel), no more blocks than there is work."""
+        from groute.kernels import load_module, resident_blocks_per_sm
+        pname = name + "_persistent" if self.bins else name.replace("_k", "_persistent_k")
+        with self.device.use():
+            fn = load_module(KERNEL, cooperative=True).get_function(pname)
+            if self.bins:
+                if self.nhot:
+                    fn.max_dynamic_shared_size_bytes = self.hot_max * 4
+                blocks = min(self.sms, -(-self.num_tasks * 32 // BINS_BLOCK))
+            else:
+                per_sm = resident_blocks_per_sm(fn, BLOCK, self.device.index)
+                blocks = min(self.sms * per_sm, -(-self.n_local // BLOCK))
+        self.kernels["persistent"] = fn
+        self.persistent_blocks = max(1, blocks)
+        self.ctl = self.device.zeros(P_CTL, np.int32)
 
     def _grid(self, work_items, per_block=BLOCK, waves=8):
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
@@ -499,11 +573,14 @@ class _DevicePR:
             need[used] |= np.uint8(1 << bit)
             self.peer_stores += int(np.count_nonzero(used))
         if self.cuda:
+            ptrs = [[t.contrib[par % len(t.contrib)].data.ptr for t in targets] for par in range(2)]
             with self.device.use():
-                self.outs = [self.device.asarray(np.array(
-                    [t.contrib[par % len(t.contrib)].data.ptr for t in targets], dtype=np.uint64))
-                    for par in range(2)]
+                self.outs = [self.device.asarray(np.array(p, dtype=np.uint64)) for p in ptrs]
                 self.need = self.device.asarray(need)
+                # the persistent kernels: both parities in one array, and the vectors read
+                self.outs_both = self.device.asarray(np.array(ptrs[0] + ptrs[1], dtype=np.uint64))
+                self.contribs = self.device.asarray(np.array(
+                    [c.data.ptr for c in self.contrib] * (3 - len(self.contrib)), dtype=np.uint64)[:2])
         else:
             self.outs = [[t.contrib[par % len(t.contrib)] for t in targets] for par in range(2)]
             self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
@@ -633,6 +710,47 @@ class _DevicePR:
                 for out, idx in zip(outs[1:], self.need_idx[1:]):
                     out[self.lo + idx] = c[idx]
         self.stream.submit(launch)
+
+    def persistent_launch(self, t_end: int, base: float, gbar_ptr: int, gbase: int, k: int,
+                          timeout_ns: int):
+        """Queue iterations [0, t_end) as one cooperative launch (pr.cu ``bsp_persistent``);
+        ``gbar_ptr``: device 0's barrier counter, standing at ``gbase``. A grid the device
+        cannot hold at once is halved until it fits (the occupancy answer was optimistic)."""
+        cp = self.device.xp
+        fn = self.kernels["persistent"]
+        persist = (np.int32(0), np.int32(t_end), self.ctl, np.uint64(gbar_ptr), np.uint64(gbase),
+                   np.int32(k), np.int64(timeout_ns))
+        check = (self.stats_of, np.int32(len(self.stats_of)), np.float64(self.tol))
+        if self.bins:
+            args = (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
+                    self.in_cols, self.contribs, np.float32(base), np.float32(self.damping), self.y,
+                    self.inv_outdeg, self.outs_both, np.int32(len(self.out_targets)), self.need,
+                    np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
+                    np.int32(self.nhot), self.task_next, self.stats, *check, *persist)
+            block, shared = BINS_BLOCK, self.nhot * 4
+        else:
+            args = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols,
+                    self.contribs, np.float32(base), np.float32(self.damping), self.y,
+                    self.inv_outdeg, self.outs_both, np.int32(len(self.out_targets)), self.need,
+                    self.stats, *check, np.int32(self.small_degree), *persist)
+            block, shared = BLOCK, 0
+
+        def launch():
+            while True:
+                try:
+                    fn((self.persistent_blocks,), (block,), args, shared_mem=shared)
+                    return
+                except cp.cuda.driver.CUDADriverError as exc:
+                    if "TOO_LARGE" not in str(exc) or self.persistent_blocks <= 1:
+                        raise
+                    self.persistent_blocks = max(1, self.persistent_blocks // 2)
+                    log.info("%s: cooperative grid too large, now %d blocks", self.device.name,
+                             self.persistent_blocks)
+        self.stream.submit(launch)
+
+    def persistent_result(self):
+        """This device's control words after its persistent launch (waits for it)."""
+        return _sync_host(self.device, self.ctl, spin=True)
 
     def bsp_stats(self, t0: int, t1: int):
         return _sync_host(self.device, self.stats[t0:t1], spin=True)
@@ -856,13 +974,21 @@ class PageRank(Solver):
     the contribution vector in place (fewer sweeps on slowly mixing graphs such as grids, more
     on kron-like ones; on a GPU the result depends on thread timing in its last digits, so runs
     are not bit-identical).
+    ``persistent`` (BSP, "csc" and "bins" on CUDA devices with peer access and native atomics;
+    True, False, "auto" = default): one cooperative launch per device per run, whose iterations
+    meet at a cross-device barrier that also takes the stopping decision (pr.cu
+    ``bsp_persistent``), instead of one launch per device per iteration with events between
+    the devices; same iterations and answer as the per-iteration kernels. A device that waits
+    longer than ``GROUTE_PEER_BARRIER_TIMEOUT`` seconds at the barrier makes the run raise.
+    "auto" turns it on only where :func:`choose_persistent` allows (``stats["persistent"]``,
+    and ``stats["persistent_reason"]`` when it is off).
     """
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="async", damping=0.85, tol=1e-6, seed=0, max_iterations=1000,
                  sweeps=None, check_every=None, peer_writes=None, bsp_kernel="auto",
                  small_degree=8, inplace=False, device_check=True, vertices_per_lane=2, waves=1,
-                 task_arcs=1024, hub_degree=4096, lane_arcs=4):
+                 task_arcs=1024, hub_degree=4096, lane_arcs=4, persistent="auto"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if partition not in PARTITIONS:
@@ -900,6 +1026,8 @@ class PageRank(Solver):
             if mode == "bsp" and bsp_kernel == "auto":
                 bsp_kernel = choose_bsp_kernel(graph, k, inplace)
             self.bsp_kernel = bsp_kernel
+            self.persistent, self.persistent_reason = choose_persistent(
+                persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check))
             self._order = None      # "bins": new vertex id -> the graph's id
             self.partition = None
             transposed = None
@@ -936,7 +1064,7 @@ class PageRank(Solver):
                     "small_degree": small_degree, "tol": self.tol,
                     "vertices_per_lane": int(vertices_per_lane), "waves": int(waves),
                     "task_arcs": int(task_arcs), "hub_degree": int(hub_degree),
-                    "lane_arcs": int(lane_arcs)}
+                    "lane_arcs": int(lane_arcs), "persistent": self.persistent}
             self.devs = [_DevicePR(d, s, n, mode, self.damping, k, opts)
                          for d, s in zip(self.ctx.devices, shards)]
             if mode == "bsp":
@@ -955,6 +1083,10 @@ class PageRank(Solver):
                     dev.set_check_group(self.devs)
                     if not can:     # the device-side check reads every peer's stats
                         dev.device_check = False
+            if self.persistent:     # device 0's cross-device barrier counter, where it stands
+                with self.devs[0].device.use():
+                    self._gbar = self.devs[0].device.zeros(1, np.uint64)
+                self._gbase = 0
             if check_every is None:
                 check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
             self.check_every = int(check_every)
@@ -1009,16 +1141,18 @@ class PageRank(Solver):
         done_events = [None] * k
         converged_at = None
         history = []
+        if self.persistent:
+            t = self._run_persistent(base)
+            converged_at = self._check_stats(0, t, history, converged_at)
+            if converged_at not in (t, None) or (converged_at is None and t < self.max_iterations):
+                raise RuntimeError(f"persistent PageRank: the kernels stopped after {t} iterations "
+                                   f"but the host finds the stopping rule first met at "
+                                   f"{converged_at} (stats of every device, device order)")
         while t < self.max_iterations and converged_at is None:
             batch_end = min(t + self.check_every, self.max_iterations)
             for it in range(t, batch_end):
                 self._bsp_iteration(it, base, done_events)
-            parts = sum(dev.bsp_stats(t, batch_end) for dev in self.devs)
-            for it in range(t, batch_end):
-                diff, mass = float(parts[it - t, 0]), float(parts[it - t, 1])
-                history.append(diff / mass if mass > 0 else 0.0)
-                if converged_at is None and diff <= self.tol * mass:
-                    converged_at = it + 1
+            converged_at = self._check_stats(t, batch_end, history, converged_at)
             t = batch_end
         if converged_at is None:
             log.warning("PageRank (bsp) did not converge to tol %g in %d iterations (last change %g)",
@@ -1036,10 +1170,69 @@ class PageRank(Solver):
         return {"iterations": t, "converged_at": converged_at, "converged": converged_at is not None,
                 "kernel": kernel, "bsp_kernel": self.bsp_kernel, "inplace": dev0.inplace,
                 "device_check": dev0.device_check, "check_every": self.check_every,
+                "persistent": self.persistent, "persistent_reason": self.persistent_reason,
                 "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
                 "arcs_per_device": [dev.num_in for dev in self.devs],
                 "bytes_sent": int(t * per_iteration) if k > 1 else 0}
+
+    def _check_stats(self, t0, t1, history, converged_at):
+        """Iterations [t0, t1) by every device's stats rows (added in device order, as the
+        kernels add them): their relative changes appended to ``history``; returns the first
+        iteration count that met the stopping rule (``converged_at`` if already known)."""
+        if t1 <= t0:
+            return converged_at
+        parts = sum(dev.bsp_stats(t0, t1) for dev in self.devs)
+        for it in range(t0, t1):
+            diff, mass = float(parts[it - t0, 0]), float(parts[it - t0, 1])
+            history.append(diff / mass if mass > 0 else 0.0)
+            if converged_at is None and diff <= self.tol * mass:
+                converged_at = it + 1
+        return converged_at
+
+    def _run_persistent(self, base) -> int:
+        """One persistent launch per device for the whole run (pr.cu ``bsp_persistent``); returns
+        the iterations run. Raises when a device gave up at the cross-device barrier (a peer
+        stopped or never started) or the devices disagree; the barrier counter is then reset
+        (after every device has finished), so the next run starts clean."""
+        from apps import traversal_peer
+        timeout_s = traversal_peer.BARRIER_TIMEOUT_S        # GROUTE_PEER_BARRIER_TIMEOUT
+        failure, launched = None, []
+        for dev in self.devs:
+            try:
+                dev.persistent_launch(self.max_iterations, base, self._gbar.data.ptr, self._gbase,
+                                      self.k, int(timeout_s * 1e9))
+                launched.append(dev)
+            except BaseException as exc:  # noqa: BLE001 - the launched ones time out; then raise
+                failure = exc
+                break
+        ctl = [dev.persistent_result() for dev in launched]
+        aborted = [dev.device.name for dev, c in zip(launched, ctl) if c[P_ABORT] == 1]
+        crossed = {int(c[P_CROSS]) for c in ctl}
+        iterations = {int(c[P_ITERS]) for c in ctl}
+        if failure is not None or aborted or len(crossed) != 1 or len(iterations) != 1:
+            self._reset_barrier()
+        else:
+            self._gbase += self.k * crossed.pop()
+        if failure is not None:
+            raise failure
+        if aborted:
+            raise RuntimeError(
+                f"persistent PageRank: {', '.join(aborted)} waited more than {timeout_s:g} s at a "
+                f"cross-device barrier (another device stopped or never started); set "
+                f"GROUTE_PEER_BARRIER_TIMEOUT or use persistent=False")
+        if len(iterations) != 1:
+            raise RuntimeError(f"persistent PageRank: the devices ran different iteration counts "
+                               f"{[int(c[P_ITERS]) for c in ctl]}")
+        return iterations.pop()
+
+    def _reset_barrier(self):
+        """After a failed persistent run: wait for every device, then zero the barrier counter."""
+        for dev in self.devs:
+            dev.stream.record().synchronize()
+        self.devs[0].stream.submit(lambda: self._gbar.fill(0))   # in the stream the kernels use
+        self.devs[0].stream.record().synchronize()
+        self._gbase = 0
 
     def _bsp_iteration(self, t, base, done_events):
         devs = self.devs

@@ -102,6 +102,16 @@ def stage_compile(ngpu):
                     get_kernel(path, name)
                 record(f"compile {path.name} on cuda:{gpu}", True,
                        f"{len(names)} kernels in {time.perf_counter() - t0:.2f} s")
+            # the persistent BSP kernels: the same file, compiled for cooperative launch
+            from groute.kernels import load_module
+            t0 = time.perf_counter()
+            module = load_module(ROOT / "apps" / "pr.cu", cooperative=True)
+            names = [f"pr_csc{w}_persistent_k{k}" for w in (32, 64) for k in (1, 2, 4)] + \
+                    ["pr_bins32_persistent", "pr_bins64_persistent"]
+            for name in names:
+                module.get_function(name)
+            record(f"compile pr.cu (cooperative) on cuda:{gpu}", True,
+                   f"{len(names)} kernels in {time.perf_counter() - t0:.2f} s")
 
 
 def small_graphs():
@@ -504,6 +514,8 @@ SCALING_HOWS = {
     "": ({}, True),
     "copies": ({"peer_writes": False}, False),      # slices copied after each iteration
     "hostcheck": ({"device_check": False}, True),   # no device-side skip: the host checks every 4
+    "persistent": ({"persistent": True}, True),     # one cooperative launch per device per run
+    "periteration": ({"persistent": False}, True),  # one launch per device per iteration
 }
 
 
@@ -517,8 +529,10 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
     ``:copies`` runs it with ``peer_writes=False`` (slices copied after each iteration instead
     of stored into the peers by the kernel), on several devices only; ``:hostcheck`` with
     ``device_check=False`` (the host reads the stats every 4 iterations and the kernels never
-    skip: the protocol before the global device-side check). ``partition``: the partitioner
-    of the kernels that use one (csc, coo)."""
+    skip: the protocol before the global device-side check); ``:persistent`` with
+    ``persistent=True`` (one cooperative launch per device per run, pr.cu ``bsp_persistent``),
+    ``:periteration`` with ``persistent=False``. ``partition``: the partitioner of the kernels
+    that use one (csc, coo)."""
     from apps.pr import PageRank
     from groute import Context
     from groute.graph import load_graph
@@ -528,6 +542,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
         print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         first = None
+        same_k = {}     # device count -> (values, iterations) of its first kernel's last run
         for name in kernels:
             kernel, _, how = name.partition(":")
             if how not in SCALING_HOWS:
@@ -558,6 +573,10 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
                     if first is None:
                         first = runs[-1].values
                     l1 = max(float(np.abs(r.values - first).sum()) for r in runs)
+                    # against the first kernel on as many devices (e.g. per iteration vs persistent)
+                    ref_k = same_k.setdefault(k, (runs[-1].values, its))
+                    l1_k = max(float(np.abs(r.values - ref_k[0]).sum()) for r in runs)
+                    bitwise_k = all(np.array_equal(r.values, ref_k[0]) for r in runs)
                     base = next((e for e in RESULTS["timings"] if e.get("scaling") and e["graph"] == spec
                                  and e["gpus"] == counts[0] and e.get("median_ms")), None)
                     timing({"graph": spec, "app": "pr-bsp", "impl": f"{name} -> {st['kernel']}",
@@ -567,12 +586,18 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
                             "rest_ms_per_it": None if not sweeps else round(med / max(its, 1) - max(sweeps), 3),
                             "vs_first": round(base["median_ms"] / med, 2) if base else None,
                             "L1_vs_first": f"{l1:.1e}", "layout": st.get("layout"),
+                            "vs_first_on_x": f"L1 {l1_k:.1e}, bit-equal {bitwise_k}, "
+                                             f"iterations {its} vs {ref_k[1]}",
                             "device_check": st.get("device_check"), "check_every": st.get("check_every"),
+                            "persistent": st.get("persistent"),
                             "l1_change": st.get("l1_change"),
                             "exchange": st.get("exchange"), "arcs_per_device": st["arcs_per_device"],
                             "vertices_per_device": st["vertices_per_device"],
                             "setup_s": round(setup, 1), "scaling": True})
                     record(case, l1 <= PR_MAX_L1, f"L1 {l1:.1e} vs the first answer, {med:.2f} ms, {its} it")
+                    if ref_k[0] is not runs[-1].values:     # same device count, another kernel
+                        record(f"{case} vs {kernels[0]} x{k}", l1_k <= 1e-6 and its == ref_k[1],
+                               f"L1 {l1_k:.1e} (bit-equal {bitwise_k}), {its} vs {ref_k[1]} iterations")
                 guarded(case, one)
                 if BACKEND == "cuda":
                     import cupy
@@ -666,6 +691,8 @@ def table():
         check = r.get("L1", "exact" if r.get("exact") else ("WRONG" if r.get("exact") is False else ""))
         if "L1_vs_first" in r:
             check = f"L1 {r['L1_vs_first']} vs first"
+            if "vs_first_on_x" in r:
+                check += f"; vs first kernel x{r['gpus']}: {r['vs_first_on_x']}"
         x = r.get("x_cusparse")
         print(f"| {r['graph']} | {r['app']} | {r['impl']} | {r['gpus']} | "
               f"{'-' if t is None else f'{t:.3f}'} | {r.get('x_floor', '')} | "

@@ -755,3 +755,159 @@ def test_bins_in_cols_builds_on_the_host_when_the_device_is_short_of_memory():
     np.testing.assert_array_equal(np.concatenate(cols), want)
     assert [c.shape[0] for c in cols] == [int(layout.in_indptr[offsets[1]]),
                                           g.num_edges - int(layout.in_indptr[offsets[1]])]
+
+
+# ------------------------------------------------------------------------------------------------
+# persistent BSP: one cooperative launch per device per run
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_persistent_option_on_cpu_devices():
+    """CPU virtual devices run the NumPy sweeps: persistent=True is a clear error, "auto" runs
+    per iteration and says why, a bad value or the async mode with True are errors."""
+    g = load_graph("grid:12", cache=False)
+    with Context(2, backend="cpu", timeout=20) as ctx:
+        opts = dict(ctx=ctx, mode="bsp", partition="contiguous")
+        with pytest.raises(ValueError, match="persistent=True cannot run here: it needs CUDA"):
+            PageRank(g, persistent=True, **opts)
+        with pytest.raises(ValueError, match="persistent must be True, False or 'auto'"):
+            PageRank(g, persistent="yes", **opts)
+        with pytest.raises(ValueError, match="persistent must be True, False or 'auto'"):
+            PageRank(g, persistent=1, **opts)
+        with pytest.raises(ValueError, match="persistent=True cannot run here: it runs mode='bsp'"):
+            PageRank(g, ctx=ctx, mode="async", persistent=True)
+        auto = pagerank(g, **opts)
+        assert auto.stats["persistent"] is False and "CUDA" in auto.stats["persistent_reason"]
+        off = pagerank(g, persistent=False, **opts)
+        assert off.stats["persistent"] is False and off.stats["persistent_reason"] == "persistent=False"
+        assert off.stats["iterations"] == auto.stats["iterations"]
+        assert np.array_equal(off.values, auto.values)
+        check(auto.values, g)
+
+
+class _PeerDevice:
+    """Enough of a CUDA device for choose_persistent: peer access with native atomics."""
+
+    def __init__(self, i, peers=True):
+        self.name, self.peers = f"fake{i}", peers
+
+    def can_access_peer(self, other):
+        return self.peers
+
+    def native_peer_atomics(self, other):
+        return self.peers
+
+
+class _FakeContext:
+    backend = "cuda"
+
+    def __init__(self, k, peers=True):
+        self.devices = [_PeerDevice(i, peers) for i in range(k)]
+
+
+def test_choose_persistent_says_why_not(monkeypatch):
+    """Where the persistent kernels cannot run, True names the reason and "auto" records it;
+    where they can, True turns them on and "auto" follows PERSISTENT_AUTO (off until a GPU run
+    validated them)."""
+    import apps.pr as pr
+    ctx = _FakeContext(2)
+    assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
+    assert pr.choose_persistent(True, ctx, "bsp", "bins", False, True) == (True, None)
+    assert pr.choose_persistent(False, ctx, "bsp", "csc", False, True) == (False, "persistent=False")
+    for args, why in [(("bsp", "coo", False, True), "bsp_kernel='coo' has no persistent form"),
+                      (("bsp", "csc", True, True), "inplace=True"),
+                      (("bsp", "csc", False, False), "device_check=False"),
+                      (("async", "csc", False, True), "it runs mode='bsp'")]:
+        with pytest.raises(ValueError, match=why):
+            pr.choose_persistent(True, ctx, *args)
+        on, reason = pr.choose_persistent("auto", ctx, *args)
+        assert not on and why in reason
+    with pytest.raises(ValueError, match="no peer access"):
+        pr.choose_persistent(True, _FakeContext(2, peers=False), "bsp", "csc", False, True)
+    monkeypatch.setattr(pr, "PERSISTENT_AUTO", False)
+    on, reason = pr.choose_persistent("auto", ctx, "bsp", "csc", False, True)
+    assert not on and "not yet validated" in reason
+    monkeypatch.setattr(pr, "PERSISTENT_AUTO", True)
+    assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
+    assert pr.choose_persistent("auto", _FakeContext(9), "bsp", "csc", False, True)[0] is False
+
+
+def _gpu_counts(counts):
+    return [pytest.param(k, marks=[pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else []),
+                         id=f"cuda-x{k}") for k in counts]
+
+
+def persistent_graphs(kernel, k):
+    """csc: grids, a power-law graph, the hand-made corner cases, the shipped real graph (and
+    polblogs where the shared folder is); bins: the bins graphs and a bigger Kronecker one."""
+    from groute.graph import shipped_graph_path
+    graphs = several_device_graphs(k) if kernel == "csc" else bins_graphs()
+    graphs = {name: g for name, g in graphs.items() if g.num_vertices >= k}
+    if kernel == "csc":
+        graphs["grid:60"] = load_graph("grid:60", cache=False)
+        graphs["power"] = load_graph(str(shipped_graph_path()), cache=False)
+    else:
+        graphs["kron:12"] = load_graph("kron:12", cache=False)
+    return graphs
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("kernel", ["csc", "bins"])
+@pytest.mark.parametrize("k", _gpu_counts([1, 2, 3, 4]))
+def test_cuda_persistent_equals_per_iteration(k, kernel):
+    """persistent=True (one launch per device per run, a cross-device barrier per iteration
+    that takes the stopping decision) against the per-iteration kernels on the same devices
+    and layout: the same iterations, L1 <= 1e-6 and, as both sum in the same order, the same
+    values bit for bit; a second run of the solver (the barrier counter goes on from where it
+    stands) the same again; the reference answer. Mismatches of all graphs are reported
+    together."""
+    if cuda_device_count() < k:
+        pytest.skip(f"needs {k} GPUs")
+    problems, bitwise = [], []
+    with Context(k, backend="cuda", timeout=30) as ctx:
+        for name, g in persistent_graphs(kernel, k).items():
+            opts = dict(ctx=ctx, mode="bsp", bsp_kernel=kernel, partition="contiguous")
+            per = pagerank(g, persistent=False, **opts)
+            with PageRank(g, persistent=True, **opts) as s:
+                a, a2 = s.run(), s.run()
+            st = a.stats
+            assert st["persistent"] is True and st["persistent_reason"] is None, st
+            assert per.stats["persistent"] is False, per.stats
+            l1 = float(np.abs(a.values - per.values).sum())
+            if (st["iterations"] != per.stats["iterations"] or st["converged_at"] != st["iterations"]
+                    or l1 > 1e-6 or a2.stats["iterations"] != st["iterations"]
+                    or not np.array_equal(a2.values, a.values)):
+                problems.append((name, st["iterations"], st["converged_at"], per.stats["iterations"],
+                                 a2.stats["iterations"], f"L1 {l1:.1e}"))
+            elif not np.array_equal(a.values, per.values):
+                bitwise.append((name, f"L1 {l1:.1e}"))
+            check(a.values, g)
+    assert not problems, f"persistent vs per-iteration ({kernel}, {k} GPUs): {problems}"
+    assert not bitwise, f"not bit-equal ({kernel}, {k} GPUs): {bitwise}"
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kernel", ["csc", "bins"])
+def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, monkeypatch):
+    """A device that never launches: the other gives up at the cross-device barrier after
+    GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
+    if cuda_device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    import apps.pr as pr
+    import apps.traversal_peer as tp
+    monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
+    g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
+    with PageRank(g, backend="cuda", devices=2, mode="bsp", bsp_kernel=kernel,
+                  partition="contiguous", persistent=True) as s:
+        good = s.run()
+        real = pr._DevicePR.persistent_launch
+        monkeypatch.setattr(pr._DevicePR, "persistent_launch",
+                            lambda self, *a: None if self.device.index == 1 else real(self, *a))
+        with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
+            s.run()
+        monkeypatch.setattr(pr._DevicePR, "persistent_launch", real)
+        again = s.run()
+    assert again.stats["iterations"] == good.stats["iterations"]
+    assert np.array_equal(again.values, good.values)
+    check(again.values, g)
