@@ -806,8 +806,8 @@ class _FakeContext:
 
 def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
-    where they can, True turns them on and "auto" follows PERSISTENT_AUTO (off until a GPU run
-    validated them)."""
+    where they can, True turns them on and "auto" follows PERSISTENT_AUTO (off: right but not
+    faster on two H200s)."""
     import apps.pr as pr
     ctx = _FakeContext(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
@@ -825,7 +825,7 @@ def test_choose_persistent_says_why_not(monkeypatch):
         pr.choose_persistent(True, _FakeContext(2, peers=False), "bsp", "csc", False, True)
     monkeypatch.setattr(pr, "PERSISTENT_AUTO", False)
     on, reason = pr.choose_persistent("auto", ctx, "bsp", "csc", False, True)
-    assert not on and "not yet validated" in reason
+    assert not on and "opt in with persistent=True" in reason
     monkeypatch.setattr(pr, "PERSISTENT_AUTO", True)
     assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
     assert pr.choose_persistent("auto", _FakeContext(9), "bsp", "csc", False, True)[0] is False
