@@ -248,8 +248,9 @@ class PeerTraversal:
         """After a failed run: wait for every device, then zero the barrier counter."""
         for dev in self.devices:
             dev.compute_stream.record().synchronize()
-        with self.devices[0].use():
-            self.global_block.fill(0)
+        # on the compute stream the kernels run on (non-blocking): a fill on CuPy's default
+        # stream would not be ordered before the next launch
+        self.devices[0].compute_stream.submit(self.global_block.fill, 0)
         self.devices[0].compute_stream.record().synchronize()
         self.gbase = 0
 
