@@ -911,3 +911,14 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     assert again.stats["iterations"] == good.stats["iterations"]
     assert np.array_equal(again.values, good.values)
     check(again.values, g)
+
+
+def test_auto_mode_is_bsp_and_bad_modes_name_the_choices():
+    """``mode="auto"`` (the default) runs BSP, the faster mode in every measurement."""
+    g = load_graph("grid:12")
+    res = pagerank(g, backend="cpu", devices=2, partition="contiguous")
+    assert res.stats["mode"] == "bsp" and "iterations" in res.stats
+    ref = reference.pagerank(g)
+    assert np.abs(res.values - ref).sum() <= 1e-4
+    with pytest.raises(ValueError, match="async, bsp, auto"):
+        PageRank(g, backend="cpu", devices=1, mode="push")
