@@ -57,6 +57,7 @@ import numpy as np
 
 from apps.common import AppResult, DeviceTimer, Solver
 from groute import Link, Router, first_available
+from groute.graph.csr import kept_on
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("cc.cu")
@@ -141,14 +142,7 @@ def undirected_edge_count(indptr, indices, chunk=None) -> int:
 def _edge_count(graph, indptr, indices) -> int:
     """:func:`undirected_edge_count` of an undirected graph, kept on the graph object
     (``graph._cc_edge_count``) so that CC solvers for other device counts skip the pass."""
-    count = getattr(graph, "_cc_edge_count", None)
-    if count is None:
-        count = undirected_edge_count(indptr, indices)
-        try:
-            graph._cc_edge_count = count
-        except AttributeError:
-            pass
-    return count
+    return kept_on(graph, "_cc_edge_count", lambda: undirected_edge_count(indptr, indices))
 
 
 def remaining_edges(xp, parent, src, dst, giant):

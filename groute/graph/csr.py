@@ -129,6 +129,20 @@ def weight_array(w):
     return w
 
 
+def kept_on(graph, name: str, compute):
+    """``getattr(graph, name)``, or ``compute()`` kept there for the next caller: derived data
+    that several solvers of one graph need (in-degrees, a layout, a transpose) is built once per
+    graph object. Objects that take no new attributes just get the value, recomputed per call."""
+    value = getattr(graph, name, None)
+    if value is None:
+        value = compute()
+        try:
+            setattr(graph, name, value)
+        except AttributeError:
+            pass
+    return value
+
+
 class CSRGraph:
     """A graph in CSR form, validated on construction (see the module docstring).
 

@@ -197,3 +197,16 @@ def test_gpu_transformations_match_cpu():
     assert np.array_equal(p.owner_of_new(cupy.asarray(p.perm)).get(), p.owner)
     loc = p.local(1).to_device(CupyDevice())
     assert isinstance(loc.indptr, cupy.ndarray) and loc.to_host().num_edges == p.local(1).num_edges
+
+
+def test_kept_on_computes_once_per_object_and_copes_with_slotted_objects():
+    from groute.graph.csr import kept_on
+    g = load_graph("grid:5", cache=False)
+    calls = []
+    first = kept_on(g, "_probe", lambda: calls.append(1) or np.arange(3))
+    again = kept_on(g, "_probe", lambda: calls.append(1) or np.arange(5))
+    assert first is again and len(calls) == 1
+
+    class Slotted:
+        __slots__ = ()
+    assert kept_on(Slotted(), "_probe", lambda: 7) == 7   # not kept, but answered
