@@ -72,7 +72,6 @@ class SuiteRun:
             except Exception as exc:  # the module exists but is broken: its cases are errors
                 self.unavailable[app] = f"ERROR importing {APPS[app].module}: {type(exc).__name__}: {exc}"
         self.contexts: dict[int, object] = {}
-        self.prefetched: dict = {}      # app -> reference computed ahead (see _prefetch_references)
         self.progress = Progress(self._count_steps(), stream=stream, enabled=progress)
         self.results = {
             "schema": SCHEMA, "command": command, "config": config.to_dict(),
@@ -161,10 +160,9 @@ class SuiteRun:
                 app_graph = weighted
             runs.append((app, app_graph, source if spec_app.needs_source else None))
         where = reference_where(self.config.reference, self.backend, graph.num_edges)
-        self.prefetched = self._prefetch_references(spec, runs, where)
+        prefetched = self._prefetch_references(spec, runs, where)
         for app, app_graph, app_source in runs:
-            self._run_app(app, spec, app_graph, app_source)
-        self.prefetched = {}
+            self._run_app(app, spec, app_graph, app_source, where, prefetched.get(app))
         del graph, weighted, runs
         gc.collect()
         _free_gpu_memory()
@@ -207,7 +205,9 @@ class SuiteRun:
                 self._step(f"{app} {spec} peer {peer}: not run ({note})")
 
     # one app on one graph -----------------------------------------------------------------------------
-    def _run_app(self, app, spec, graph, source):
+    def _run_app(self, app, spec, graph, source, where, done=None):
+        """``where``: cpu or gpu reference (:func:`reference_where`); ``done``: the reference
+        already computed side by side (:meth:`_prefetch_references`), or the exception it raised."""
         if app not in self.classes:
             note = self.unavailable[app]
             status = ERROR if note.startswith("ERROR") else NA
@@ -216,12 +216,10 @@ class SuiteRun:
                     self._record_case(dict(app=app, graph=spec, devices=k, mode=mode,
                                            status=status, note=note))
             return
-        where = reference_where(self.config.reference, self.backend, graph.num_edges)
         label = reference_label(app, where)
         self.progress.note(f"{app} {spec}: computing the reference ({label}) ...")
         try:
             t0 = time.perf_counter()
-            done = self.prefetched.get(app)
             if isinstance(done, BaseException):
                 raise done
             if done is not None:
