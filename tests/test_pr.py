@@ -384,16 +384,22 @@ def test_auto_bsp_kernel_choice():
     check(res.values, grid)
 
 
-def bins_graphs():
-    """Graphs for the several-device bins layout: power-law, grid, hand-made ones (dangling,
-    isolated and sink vertices, a star whose hub is the last vertex) and a real one."""
-    n = 40
-    star = graph_from(n, [(i, n - 1) for i in range(n - 1)] + [(n - 1, 0), (n - 1, 1)], name="star")
-    graphs = {**hand_graphs(), "star": star, **random_graphs()}
+def multi_device_graphs(**extra):
+    """The hand-made corner cases (dangling, isolated and sink vertices), the random power-law
+    and grid graphs, a real one (polblogs, where ../shared has it) and ``extra``."""
+    graphs = {**hand_graphs(), **random_graphs(), **extra}
     path = SHARED_GRAPHS / "polblogs.mtx.gz"
     if path.exists():
         graphs["polblogs"] = load_graph(path, cache=False)
     return graphs
+
+
+def bins_graphs():
+    """Graphs for the several-device bins layout: :func:`multi_device_graphs` and a star whose
+    hub is the last vertex."""
+    n = 40
+    star = graph_from(n, [(i, n - 1) for i in range(n - 1)] + [(n - 1, 0), (n - 1, 1)], name="star")
+    return multi_device_graphs(star=star)
 
 
 @pytest.mark.timeout(180)
@@ -636,15 +642,11 @@ def test_bins_need_masks_equal_the_per_peer_filter(k):
 
 
 def several_device_graphs(k):
-    """Graphs for the k-device csc path and the global stopping check: grids (the kernel
-    auto picks there), a power-law one, the hand-made corner cases and a real graph."""
-    graphs = {name: g for name, g in hand_graphs().items() if g.num_vertices >= k}
-    graphs.update(random_graphs())
-    graphs["grid:13x17"] = load_graph("grid:13x17", cache=False)
-    path = SHARED_GRAPHS / "polblogs.mtx.gz"
-    if path.exists():
-        graphs["polblogs"] = load_graph(path, cache=False)
-    return graphs
+    """Graphs for the k-device csc path and the global stopping check:
+    :func:`multi_device_graphs` plus a non-square grid (auto picks csc there), those with at
+    least k vertices."""
+    graphs = multi_device_graphs(**{"grid:13x17": load_graph("grid:13x17", cache=False)})
+    return {name: g for name, g in graphs.items() if g.num_vertices >= k}
 
 
 @pytest.mark.timeout(240)
