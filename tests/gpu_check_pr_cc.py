@@ -219,6 +219,16 @@ def stage_correctness(ngpu, budget=float("inf")):
 
 
 # ------------------------------------------------------------------------------------------------
+def load_big(spec):
+    """``load_graph(spec)`` uncached, with a line saying its size and load time."""
+    from groute.graph import load_graph
+    t0 = time.perf_counter()
+    g = load_graph(spec, cache=False)
+    print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    return g
+
+
 def cuda_timed(fn, repeat):
     """Median seconds of ``fn()`` over ``repeat`` runs after one warm-up, by CUDA events on the
     current stream; returns (median, times, last result)."""
@@ -280,7 +290,7 @@ def stage_timings(ngpu, specs, repeat, budget):
     from groute import Context
     from groute.bench.floor import floor_bytes, measure_copy_bandwidth
     from groute.device import CPUDevice, CUDADevice
-    from groute.graph import load_graph, reference
+    from groute.graph import reference
 
     probe = CUDADevice(0) if BACKEND == "cuda" else CPUDevice(0)
     bw = measure_copy_bandwidth(probe)["bytes_per_s"]
@@ -292,10 +302,7 @@ def stage_timings(ngpu, specs, repeat, budget):
             timing({"graph": spec, "app": "all", "impl": "(time budget spent)", "gpus": "-",
                     "median_ms": None})
             continue
-        t0 = time.perf_counter()
-        g = load_graph(spec, cache=False)
-        print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        g = load_big(spec)
         floor_s = {app: floor_bytes(app, g) / bw for app in ("pr", "cc")}
         # scipy: the reference implementations, one run each (they are also the answers we check)
         t0 = time.perf_counter()
@@ -421,7 +428,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
     from apps.baselines_pr_cc import cupy_pagerank
     from apps.pr import PageRank
     from groute import Context
-    from groute.graph import load_graph, reference
+    from groute.graph import reference
     import apps.pr
     names = [v for v in variants.split(",") if v] if variants else list(PR_VARIANTS)
     spin_default = apps.pr.SPIN_S
@@ -454,10 +461,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
         if check:
             record("PR variants on the small graphs", bad == 0, f"{len(names)} variants")
         for spec in specs:
-            t0 = time.perf_counter()
-            g = load_graph(spec, cache=False)
-            print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
-                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+            g = load_big(spec)
             ref = None
             if scipy or BACKEND != "cuda":
                 t0 = time.perf_counter()
@@ -535,12 +539,8 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
     that use one (csc, coo)."""
     from apps.pr import PageRank
     from groute import Context
-    from groute.graph import load_graph
     for spec in specs:
-        t0 = time.perf_counter()
-        g = load_graph(spec, cache=False)
-        print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        g = load_big(spec)
         first = None
         same_k = {}     # device count -> (values, iterations) of its first kernel's last run
         for name in kernels:
@@ -626,7 +626,7 @@ def stage_cc_variants(specs, repeat, budget, variants):
     from apps.baselines_pr_cc import cupy_cc
     from apps.cc import CC
     from groute import Context
-    from groute.graph import load_graph, reference
+    from groute.graph import reference
     names = [v for v in variants.split(",") if v] if variants else list(CC_VARIANTS)
     with Context(1, backend=BACKEND, timeout=60) as ctx:
         for g in small_graphs():
@@ -642,10 +642,7 @@ def stage_cc_variants(specs, repeat, budget, variants):
                 guarded(f"CC {name} {g.name}", one)
         record("CC variants on the small graphs", not RESULTS["failures"], f"{len(names)} variants")
         for spec in specs:
-            t0 = time.perf_counter()
-            g = load_graph(spec, cache=False)
-            print(f"{spec}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs, loaded in "
-                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+            g = load_big(spec)
             t0 = time.perf_counter()
             ref = reference.connected_components(g)
             timing({"graph": spec, "app": "cc", "impl": "scipy csgraph", "gpus": 0,
