@@ -377,12 +377,30 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
     """
     if k == 1 and inplace:
         return "csc"
+    return "bins" if heavy_in_arcs(graph) else "csc"
+
+
+def heavy_in_arcs(graph) -> bool:
+    """Whether most arcs enter vertices of in-degree > HEAVY_DEGREE (power-law graphs)."""
     m = int(graph.num_edges)
     if m == 0:
-        return "csc"
+        return False
     indeg = in_degrees(graph)
-    heavy = int(indeg[indeg > HEAVY_DEGREE].sum())
-    return "bins" if heavy * 2 > m else "csc"
+    return int(indeg[indeg > HEAVY_DEGREE].sum()) * 2 > m
+
+
+def default_sweeps(graph, k: int, backend: str) -> int:
+    """Async push sweeps per worklist round when ``sweeps`` is not given.
+
+    CPU: 2. CUDA: 8 (few host round trips) except on several devices with a power-law graph
+    (:func:`heavy_in_arcs`), where a sweep is costly and a hub's remote contributions should go
+    out after every sweep: 1. Measured at 25e7ded on two H200s (tests/gpu_pr_async_probe.py,
+    sweeps 8 / 2 / 1): kron:21 0.83 / 0.48 / 0.37 s, kron:25 18.3 / 7.2 / 5.0 s, grid:4900
+    0.40 / 0.47 / 0.53 s; one H200 on grid:4900 0.36 / 0.35 / 0.43 s.
+    """
+    if backend != "cuda":
+        return 2
+    return 1 if k > 1 and heavy_in_arcs(graph) else 8
 
 
 def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool) -> str | None:
@@ -520,7 +538,8 @@ class _DevicePR:
             self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
             self.rank = device.zeros(self.n_local, np.float64)
             self.residual = device.zeros(self.n_local, self.fdt)
-            self.remote_acc = device.zeros(n if k > 1 else 1, self.fdt)
+            # float64 on both backends: a round's sums lost small late terms in float32 (pr.cu)
+            self.remote_acc = device.zeros(n if k > 1 else 1, np.float64)
             self.counters = device.zeros(2, np.uint64)
             self.out_items = None
 
@@ -943,7 +962,7 @@ class PageRank(Solver):
     ``mode``: ``"auto"`` (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``.
     ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
     mass); BSP: stop when the L1 change of an iteration is <= tol (of the mass).
-    ``sweeps``: push sweeps per worklist round (async); ``check_every``: iterations between
+    ``sweeps``: push sweeps per worklist round (async; default :func:`default_sweeps`); ``check_every``: iterations between
     convergence checks by the host (BSP; default 8 with ``device_check``, else 4);
     ``peer_writes``: BSP stores each device's slice
     straight into the peers' vectors from the kernel (default: when every pair has peer access)
@@ -1091,8 +1110,7 @@ class PageRank(Solver):
             for dev in self.devs:
                 dev.shard = None    # the host copies are no longer needed
             if mode == "async":
-                default = 8 if self.ctx.backend == "cuda" else 2
-                self.sweeps = int(sweeps) if sweeps else default
+                self.sweeps = int(sweeps) if sweeps else default_sweeps(graph, k, self.ctx.backend)
                 self.workers = [_PushWorker(d, i, offsets, self.sweeps) for i, d in enumerate(self.devs)]
                 if k > 1:
                     from groute.worklist import DistributedWorklist
@@ -1306,7 +1324,8 @@ def register(subparsers, common):
     p.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
     p.add_argument("--tol", type=float, default=1e-6,
                    help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
-    p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round")
+    p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round (default: 2 on CPU devices; on GPUs 8, "
+                        "or 1 on several for power-law graphs)")
     p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default="auto",
                    help="bsp on CUDA: fused CSC pull, degree-binned pull, COO pull pair, or "
                         "auto by in-degree (default)")
