@@ -325,7 +325,6 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None
     (``transposed``: :func:`transpose_arcs` of the same graph, when already computed)."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
-    n = indptr.shape[0] - 1
     inv = inverse_degrees(np.diff(indptr))
     if with_in_arcs:
         t_indptr, t_sources = transposed if transposed is not None else transpose_arcs(indptr, indices)
@@ -735,7 +734,7 @@ class _DevicePR:
         """Queue iterations [0, t_end) as one cooperative launch (pr.cu ``bsp_persistent``);
         ``gbar_ptr``: device 0's barrier counter, standing at ``gbase``. A grid the device
         cannot hold at once is halved until it fits (the occupancy answer was optimistic)."""
-        cp = self.device.xp
+        from apps.peer_barrier import launch_resident
         fn = self.kernels["persistent"]
         persist = (np.int32(0), np.int32(t_end), self.ctl, np.uint64(gbar_ptr), np.uint64(gbase),
                    np.int32(k), np.int64(timeout_ns))
@@ -755,16 +754,8 @@ class _DevicePR:
             block, shared = BLOCK, 0
 
         def launch():
-            while True:
-                try:
-                    fn((self.persistent_blocks,), (block,), args, shared_mem=shared)
-                    return
-                except cp.cuda.driver.CUDADriverError as exc:
-                    if "TOO_LARGE" not in str(exc) or self.persistent_blocks <= 1:
-                        raise
-                    self.persistent_blocks = max(1, self.persistent_blocks // 2)
-                    log.info("%s: cooperative grid too large, now %d blocks", self.device.name,
-                             self.persistent_blocks)
+            self.persistent_blocks = launch_resident(fn, self.persistent_blocks, block, args,
+                                                     shared_mem=shared, name=self.device.name)
         self.stream.submit(launch)
 
     def persistent_result(self):
@@ -1101,9 +1092,10 @@ class PageRank(Solver):
                     if not can:     # the device-side check reads every peer's stats
                         dev.device_check = False
             if self.persistent:     # device 0's cross-device barrier counter, where it stands
+                from apps.peer_barrier import CrossDeviceBarrier
                 with self.devs[0].device.use():
-                    self._gbar = self.devs[0].device.zeros(1, np.uint64)
-                self._gbase = 0
+                    self._barrier = CrossDeviceBarrier(self.ctx.devices,
+                                                       self.devs[0].device.zeros(1, np.uint64))
             if check_every is None:
                 check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
             self.check_every = int(check_every)
@@ -1213,23 +1205,15 @@ class PageRank(Solver):
         (after every device has finished), so the next run starts clean."""
         from apps import traversal_peer
         timeout_s = traversal_peer.BARRIER_TIMEOUT_S        # GROUTE_PEER_BARRIER_TIMEOUT
-        failure, launched = None, []
-        for dev in self.devs:
-            try:
-                dev.persistent_launch(self.max_iterations, base, self._gbar.data.ptr, self._gbase,
-                                      self.k, int(timeout_s * 1e9))
-                launched.append(dev)
-            except BaseException as exc:  # noqa: BLE001 - the launched ones time out; then raise
-                failure = exc
-                break
-        ctl = [dev.persistent_result() for dev in launched]
-        aborted = [dev.device.name for dev, c in zip(launched, ctl) if c[P_ABORT] == 1]
-        crossed = {int(c[P_CROSS]) for c in ctl}
+        bar = self._barrier
+        launched, failure = bar.launch_each(
+            lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, bar.ptr, bar.base,
+                                                        self.k, int(timeout_s * 1e9)))
+        ctl = [self.devs[i].persistent_result() for i in launched]
+        aborted = [self.devs[i].device.name for i, c in zip(launched, ctl) if c[P_ABORT] == 1]
         iterations = {int(c[P_ITERS]) for c in ctl}
-        if failure is not None or aborted or len(crossed) != 1 or len(iterations) != 1:
-            self._reset_barrier()
-        else:
-            self._gbase += self.k * crossed.pop()
+        bar.settle([c[P_CROSS] for c in ctl],
+                   ok=failure is None and not aborted and len(iterations) == 1)
         if failure is not None:
             raise failure
         if aborted:
@@ -1241,14 +1225,6 @@ class PageRank(Solver):
             raise RuntimeError(f"persistent PageRank: the devices ran different iteration counts "
                                f"{[int(c[P_ITERS]) for c in ctl]}")
         return iterations.pop()
-
-    def _reset_barrier(self):
-        """After a failed persistent run: wait for every device, then zero the barrier counter."""
-        for dev in self.devs:
-            dev.stream.record().synchronize()
-        self.devs[0].stream.submit(lambda: self._gbar.fill(0))   # in the stream the kernels use
-        self.devs[0].stream.record().synchronize()
-        self._gbase = 0
 
     def _bsp_iteration(self, t, base, done_events):
         devs = self.devs

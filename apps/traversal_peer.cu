@@ -159,6 +159,27 @@ __device__ __forceinline__ void reset_sums(const PeerArgs& a, int slot, bool glo
     }
 }
 
+// The start of a run that peer_bfs and peer_sssp share, after each has zeroed its own per-vertex
+// state: this device's counters and control words (`first_count`: the size of frontier 0 here),
+// a grid barrier (other threads zeroed the counters), then thread 0 clears both level slots of
+// the sums (`global_sums`: device 0 the global ones too; see the callers for when that is safe).
+// The caller seeds the source afterwards, from thread 0.
+__device__ __forceinline__ void begin_run(const PeerArgs& a, long long tid, unsigned int& bar,
+                                          int first_count, bool global_sums) {
+    if (tid < PEER_COUNTERS) a.counters[tid] = 0;
+    if (tid == 0) {
+        a.ctl[CNT] = first_count;
+        a.ctl[CNT + 1] = 0;
+        a.ctl[PRECV] = 0;
+        a.ctl[PABORT] = 0;
+    }
+    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    if (tid == 0) {
+        reset_sums(a, 0, global_sums);
+        reset_sums(a, 1, global_sums);
+    }
+}
+
 // Meet every block of every device. `sums`: first add this device's share of level slot
 // `slot` (LSUM, complete after the first grid barrier) to the global sums, afterwards copy the
 // totals into TOTALS, where every thread reads them after the second grid barrier.
@@ -311,25 +332,14 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = tid; v < n_local; v += nthreads) a.dist[v] = INT_INF;
     for (long long w = tid; w < ((long long)a.n_total + 31) >> 5; w += nthreads) a.sent[w] = 0u;
-    if (tid < PEER_COUNTERS) a.counters[tid] = 0;
     const bool has_source = source >= lo && source < lo + n_local;
-    if (tid == 0) {
-        a.ctl[CNT] = has_source ? 1 : 0;
-        a.ctl[CNT + 1] = 0;
-        a.ctl[PRECV] = 0;
-        a.ctl[PABORT] = 0;
-    }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
-    if (tid == 0) {                  // after the barrier: other threads zeroed the counters
-        // the global sums need no reset: the last level of every run adds only zeros, and
-        // each level clears the slot of the level after next (device 0 clears it before the
-        // first cross-device barrier of a run could let a peer add to it)
-        reset_sums(a, 0, false);
-        reset_sums(a, 1, false);
-        if (has_source) {
-            a.dist[source - lo] = 0;
-            a.queue0[0] = source - lo;
-        }
+    // the global sums need no reset: the last level of every run adds only zeros, and each
+    // level clears the slot of the level after next (device 0 clears it before the first
+    // cross-device barrier of a run could let a peer add to it)
+    begin_run(a, tid, bar, has_source ? 1 : 0, false);
+    if (tid == 0 && has_source) {
+        a.dist[source - lo] = 0;
+        a.queue0[0] = source - lo;
     }
     grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
     long long explored = 0;
@@ -508,21 +518,11 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
     }
     if (a.k > 1)
         for (long long v = tid; v < a.n_total; v += nthreads) a.sent_best[v] = VALUE_INF;
-    if (tid < PEER_COUNTERS) a.counters[tid] = 0;
     const bool has_source = source >= lo && source < lo + n_local;
-    if (tid == 0) {
-        a.ctl[CNT] = 0;
-        a.ctl[CNT + 1] = 0;
-        a.ctl[PABORT] = 0;
-    }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
-    if (tid == 0) {                  // after the barrier: other threads zeroed the counters
-        reset_sums(a, 0, true);
-        reset_sums(a, 1, true);
-        if (has_source) {
-            a.dist[source - lo] = 0;
-            a.active[(source - lo) >> 5] = 1u << ((source - lo) & 31);
-        }
+    begin_run(a, tid, bar, 0, true);
+    if (tid == 0 && has_source) {
+        a.dist[source - lo] = 0;
+        a.active[(source - lo) >> 5] = 1u << ((source - lo) & 31);
     }
     // round 0 already sends offers (and sums): every device must have reset its state first
     cross_sync(a, bar, gtarget, 0, 0);

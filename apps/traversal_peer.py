@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from apps.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,6 @@ class PeerTraversal:
         self.max_rounds = MAX_ROUNDS
         self.options = (f"-DBLOCK={BLOCK}", f"-DVALUE_FLOAT={int(kind == 'float')}",
                         f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}")
-        self.cp = cupy
         self.ctx = ctx
         self.devices = list(ctx.devices)
         self.workers = list(workers)
@@ -129,12 +129,11 @@ class PeerTraversal:
                 self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
                 sms = int(dev.properties()["multiprocessors"])
                 self.blocks.append(resident_blocks_per_sm(fn, BLOCK, dev.index) * sms)
-        with self.devices[0].use():
-            self.global_block = cupy.zeros(GLOBAL_SIZE, np.uint64)
+        with self.devices[0].use():         # the counter, then the global sums (GLOBAL_SIZE)
+            self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
         for dev in self.devices:            # the zeroed buffers are in place before any launch
             with dev.use():
                 cupy.cuda.runtime.deviceSynchronize()
-        self.gbase = 0                      # where device 0's barrier counter stands
         self.state_host = []
         for _ in self.devices:
             mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_SIZE // 2) * 8)
@@ -167,7 +166,7 @@ class PeerTraversal:
             ("counters", np.uint64, ptr(self.counters[i])), ("rep", np.uint64, ptr(self.rep[i])),
             ("sent", np.uint64, ptr(self.sent[i])), ("inbox", np.uint64, ptr(self.inbox[i])),
             ("active", np.uint64, ptr(self.active[i])), ("sent_best", np.uint64, ptr(w.sent_best)),
-            ("global", np.uint64, ptr(self.global_block)),
+            ("global", np.uint64, self.barrier.ptr),
             ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
             ("trace", np.uint64, ptr(self.trace[i]) if self.trace[i] is not None else 0),
             ("num_arcs", np.int64, int(num_arcs)), ("timeout_ns", np.int64, self.timeout_ns),
@@ -187,26 +186,16 @@ class PeerTraversal:
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""
-        failure = None
-        launched = []
-        for i, dev in enumerate(self.devices):
-            try:
-                dev.compute_stream.submit(self._launch, i, dev, int(source_new))
-                launched.append(i)
-            except BaseException as exc:  # noqa: BLE001 - the launched ones time out; then raise
-                failure = exc
-                break
+        launched, failure = self.barrier.launch_each(
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, int(source_new)))
         for i in launched:
             dev = self.devices[i]
             dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
         ctl = [h[COUNTERS:].view(np.int32) for h in self.state_host]
         aborted = [self.devices[i].name for i in launched if ctl[i][PABORT] == 1]
         capped = any(ctl[i][PABORT] == 2 for i in launched)
-        crossed = {int(ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0]) for i in launched}
-        if failure is not None or aborted or capped or len(crossed) != 1:
-            self._reset_barrier()
-        else:
-            self.gbase += self.k * crossed.pop()
+        self.barrier.settle([ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0] for i in launched],
+                            ok=failure is None and not aborted and not capped)
         if failure is not None:
             raise failure
         if aborted:
@@ -244,16 +233,6 @@ class PeerTraversal:
             out["level_trace_us"] = [self._trace_of(i, levels[i]) for i in range(self.k)]
         return out
 
-    def _reset_barrier(self):
-        """After a failed run: wait for every device, then zero the barrier counter."""
-        for dev in self.devices:
-            dev.compute_stream.record().synchronize()
-        # on the compute stream the kernels run on (non-blocking): a fill on CuPy's default
-        # stream would not be ordered before the next launch
-        self.devices[0].compute_stream.submit(self.global_block.fill, 0)
-        self.devices[0].compute_stream.record().synchronize()
-        self.gbase = 0
-
     def _trace_of(self, i, levels):
         """Per level of device ``i``: microseconds in A (BFS: sums and decision; SSSP: the
         scan of the active bits), B (BFS: bitmap exchange; 0 on push levels and in SSSP), the
@@ -269,18 +248,7 @@ class PeerTraversal:
 
     def _launch(self, i, dev, source):
         """Launch device ``i``'s kernel (cooperative: every block resident)."""
-        cp = self.cp
-        blocks = self.blocks[i]
-        while True:
-            args = (self.args[i], np.int32(source), np.uint64(self.gbase))
-            if self.app == "sssp":
-                args += (np.int32(self.delta_bits), np.int32(self.delta_bits), np.int32(self.max_rounds))
-            try:
-                self.fns[i]((blocks,), (BLOCK,), args)
-                return
-            except cp.cuda.driver.CUDADriverError as exc:
-                if "TOO_LARGE" not in str(exc) or blocks <= 1:
-                    raise
-                blocks = max(1, blocks // 2)      # occupancy was optimistic
-                self.blocks[i] = blocks
-                log.info("%s: cooperative grid too large, now %d blocks", dev.name, blocks)
+        args = (self.args[i], np.int32(source), np.uint64(self.barrier.base))
+        if self.app == "sssp":
+            args += (np.int32(self.delta_bits), np.int32(self.delta_bits), np.int32(self.max_rounds))
+        self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, name=dev.name)
