@@ -5,6 +5,7 @@ and ``from conftest import`` would pick whichever was imported first.
 """
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 #: the repository's sibling ``shared/graphs`` (absent on machines without it: tests skip)
@@ -18,10 +19,46 @@ def backends(min_gpus: int = 1):
     return ["cpu", pytest.param("cuda", marks=marks)]
 
 
+def graph_from(n, edges, directed=True, name="hand"):
+    """A CSRGraph of ``n`` vertices from ``(u, v)`` pairs; undirected: both directions stored.
+    One builder for the hand-made graphs of the PageRank and CC tests."""
+    from groute.graph import CSRGraph
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    src, dst = e[:, 0], e[:, 1]
+    if not directed:
+        src, dst = np.r_[src, dst], np.r_[dst, src]
+    return CSRGraph.from_edges(src, dst, n, directed=directed, name=name)
+
+
+def device_cases(counts):
+    """(backend, k) pairs for ``parametrize("backend, k", ...)``: CPU always; CUDA marked ``gpu``
+    (and ``multigpu`` for k >= 2), so ``-m gpu``/``-m multigpu`` select them. Ids ``cpu-x2``..."""
+    out = []
+    for k in counts:
+        out.append(pytest.param("cpu", k, id=f"cpu-x{k}"))
+        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
+        out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
+    return out
+
+
+def need_gpus(k: int):
+    """Skip the calling test when this machine has fewer than ``k`` CUDA GPUs (the marks only
+    say a test wants GPUs; how many there are is known at run time)."""
+    from groute.device import cuda_device_count
+    found = cuda_device_count()
+    if found < k:
+        pytest.skip(f"needs {k} CUDA GPUs (found {found})")
+
+
+def skip_if_missing(backend: str, k: int):
+    """Skip a :func:`device_cases` case whose backend has fewer than ``k`` devices here (CPU
+    virtual devices are always there; CUDA GPUs may not be)."""
+    if backend == "cuda":
+        need_gpus(k)
+
+
 def context_or_skip(backend: str, k: int, **kwargs):
     """A Context of ``k`` devices, or skip when the machine has fewer CUDA GPUs than that."""
     from groute import Context
-    from groute.device import cuda_device_count
-    if backend == "cuda" and cuda_device_count() < k:
-        pytest.skip(f"needs {k} CUDA GPUs (found {cuda_device_count()})")
+    skip_if_missing(backend, k)
     return Context(k, backend=backend, **kwargs)

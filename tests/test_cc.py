@@ -2,6 +2,8 @@
 sampling split by rows and peer-read merges; Groute's routed segments), exact canonical labels
 against the reference and an independent union-find; weak components of directed graphs;
 first-available balancing; merge ordering with a slow device; bad input; the CLI."""
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -9,17 +11,12 @@ from apps.cc import (CC, compress_numpy, connected_components, edge_list, hook_n
                      late_bitmap, peer_path_unavailable, rest_numpy, split_rows, symmetric_csr,
                      undirected_edge_count)
 from groute import Context
-from groute.device import cuda_device_count
-from groute.graph import CSRGraph, load_graph, reference
-from support import SHARED_GRAPHS
+from groute.graph import load_graph, reference
+from support import SHARED_GRAPHS, device_cases, skip_if_missing
+from support import graph_from as _graph_from
 
-
-def graph_from(n, edges, directed=False, name="hand"):
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    src, dst = e[:, 0], e[:, 1]
-    if not directed:
-        src, dst = np.r_[src, dst], np.r_[dst, src]
-    return CSRGraph.from_edges(src, dst, n, directed=directed, name=name)
+#: CC's hand-made graphs are undirected unless a test says otherwise
+graph_from = partial(_graph_from, directed=False)
 
 
 def union_find_labels(g):
@@ -60,21 +57,6 @@ def check(labels, g):
     np.testing.assert_array_equal(labels, ref, err_msg=f"{g.name}: {reference.mismatch_report(labels, ref)}")
 
 
-def device_cases(counts):
-    """(backend, k) pairs: CPU always; CUDA marked ``gpu`` (and ``multigpu`` for k >= 2)."""
-    out = []
-    for k in counts:
-        out.append(pytest.param("cpu", k, id=f"cpu-x{k}"))
-        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
-        out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
-    return out
-
-
-def _skip_if_missing(backend, k):
-    if backend == "cuda" and k > cuda_device_count():
-        pytest.skip(f"needs {k} GPUs")
-
-
 def test_reference_agrees_with_union_find():
     for g in hand_graphs().values():
         np.testing.assert_array_equal(reference.connected_components(g), union_find_labels(g))
@@ -106,7 +88,7 @@ def check_path_stats(stats, rest, k, n):
 @pytest.mark.parametrize("rest", ["kernel", "segments"])
 @pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
 def test_hand_graphs(backend, k, rest):
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in hand_graphs().values():
             res = connected_components(g, ctx=ctx, segment_edges=64, rest=rest)
@@ -120,7 +102,7 @@ def test_hand_graphs(backend, k, rest):
 @pytest.mark.parametrize("rest", ["auto", "segments"])
 @pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
 def test_random_and_real_graphs(backend, k, rest):
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     graphs = [load_graph("kron:11", cache=False), load_graph("grid:40", cache=False),
               load_graph("er:3000:1", cache=False)]
     for name in ("power.mtx.gz", "polblogs.mtx.gz"):
@@ -173,7 +155,7 @@ def afforest_cases():
 def test_afforest_variants(backend, k, opts):
     """Many small components (er:3000:1, a directed graph) leave work after the vote: exact
     labels whatever the rounds, the linking step or where the rest is hooked."""
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     graphs = [load_graph("er:3000:1", cache=False), load_graph("grid:30", cache=False),
               hand_graphs()["directed_weak"], hand_graphs()["one_path"],
               load_graph("rmat:10", cache=False)]

@@ -5,19 +5,10 @@ import pytest
 
 from apps.pr import PageRank, default_sweeps, make_shards, pagerank
 from groute import Context
-from groute.device import cuda_device_count
-from groute.graph import CSRGraph, load_graph, reference
-from support import SHARED_GRAPHS, backends
+from groute.graph import load_graph, reference
+from support import SHARED_GRAPHS, backends, device_cases, graph_from, need_gpus, skip_if_missing
 
 MODES = ["async", "bsp"]
-
-
-def graph_from(n, edges, directed=True, name="hand"):
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    src, dst = e[:, 0], e[:, 1]
-    if not directed:
-        src, dst = np.r_[src, dst], np.r_[dst, src]
-    return CSRGraph.from_edges(src, dst, n, directed=directed, name=name)
 
 
 def hand_graphs():
@@ -45,21 +36,6 @@ def check(values, g, *, max_l1=1e-5):
     assert l1 <= max_l1, f"{g.name}: L1 {l1:.3e} (Linf {linf:.3e}) vs reference"
 
 
-def device_cases(counts):
-    """(backend, k) pairs: CPU always; CUDA marked ``gpu`` (and ``multigpu`` for k >= 2)."""
-    out = []
-    for k in counts:
-        out.append(pytest.param("cpu", k, id=f"cpu-x{k}"))
-        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
-        out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
-    return out
-
-
-def _skip_if_missing(backend, k):
-    if backend == "cuda" and k > cuda_device_count():
-        pytest.skip(f"needs {k} GPUs")
-
-
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("mode", MODES)
@@ -74,7 +50,7 @@ def test_hand_graphs_one_device(backend, mode, name):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend, k", device_cases([2, 3, 4]))
 def test_hand_graphs_several_devices(backend, mode, k):
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for name, g in hand_graphs().items():
             if g.num_vertices < k:
@@ -87,7 +63,7 @@ def test_hand_graphs_several_devices(backend, mode, k):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
 def test_random_graphs(backend, mode, k):
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in random_graphs().values():
             res = pagerank(g, ctx=ctx, mode=mode, partition="contiguous")
@@ -100,7 +76,7 @@ def test_random_graphs(backend, mode, k):
 @pytest.mark.parametrize("backend, k", device_cases([3]))
 @pytest.mark.parametrize("peer_writes", [True, False])
 def test_bsp_exchange_by_peer_stores_and_by_copies(backend, k, peer_writes):
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     g = random_graphs()["kron:9"]
     with Context(k, backend=backend, timeout=20) as ctx:    # "auto" would pick bins: copies only
         res = pagerank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=peer_writes,
@@ -410,7 +386,7 @@ def test_bins_on_several_devices(backend, k):
     reference answer in the graph's order; and the
     same sweeps as on one device (each row is summed the same way), so with the same checks
     the values are bit for bit those of one device."""
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     graphs = {name: g for name, g in bins_graphs().items() if g.num_vertices >= k}
     opts = dict(mode="bsp", bsp_kernel="bins", check_every=4, hub_degree=16)
     with Context(1, backend=backend, timeout=20) as one:    # same checks, no device-side skip
@@ -447,7 +423,7 @@ def test_bins_on_several_devices(backend, k):
                          ids=["default", "hubs2", "no-hubs"])
 def test_bins_options_on_several_devices(backend, k, opts):
     """The bins kernel's task shapes (hub chunks, lanes per row) on each device's range."""
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in random_graphs().values():
             res = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="bins", **opts)
@@ -657,7 +633,7 @@ def test_csc_on_several_devices(backend, k):
     reference answer, one device's answer within L1 1e-6, only boundary values sent; with the
     contiguous partition (no renumbering, so every vertex sums its in-arcs in the same order as
     on one device) the same iterations as one device and then the same values bit for bit."""
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     with Context(1, backend=backend, timeout=20) as one, \
             Context(k, backend=backend, timeout=20) as ctx:
         for name, g in several_device_graphs(k).items():
@@ -690,7 +666,7 @@ def test_device_check_is_global(backend, k, kernel):
     same last L1 change, as host checks after every iteration without the skip; a second run
     of the same solver (stats cleared, not reallocated) gives the same again. The COO pair has
     no skip and says so."""
-    _skip_if_missing(backend, k)
+    skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for name, g in several_device_graphs(k).items():
             opts = dict(ctx=ctx, mode="bsp", bsp_kernel=kernel, partition="random")
@@ -862,8 +838,7 @@ def test_cuda_persistent_equals_per_iteration(k, kernel):
     values bit for bit; a second run of the solver (the barrier counter goes on from where it
     stands) the same again; the reference answer. Mismatches of all graphs are reported
     together."""
-    if cuda_device_count() < k:
-        pytest.skip(f"needs {k} GPUs")
+    need_gpus(k)
     problems, bitwise = [], []
     with Context(k, backend="cuda", timeout=30) as ctx:
         for name, g in persistent_graphs(kernel, k).items():
@@ -894,8 +869,7 @@ def test_cuda_persistent_equals_per_iteration(k, kernel):
 def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, monkeypatch):
     """A device that never launches: the other gives up at the cross-device barrier after
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
-    if cuda_device_count() < 2:
-        pytest.skip("needs 2 GPUs")
+    need_gpus(2)
     import apps.pr as pr
     import apps.traversal_peer as tp
     monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
@@ -935,7 +909,7 @@ def test_async_on_several_gpus_keeps_the_error_bound(k):
     about 0.65): remote contributions are summed over a round's sweeps, and a float32 sum had
     dropped the late small terms to hubs (this graph on two H200s: L1 1.7e-5 for tol 1e-6, with
     eight sweeps a round; kron:19 stayed within the bound)."""
-    _skip_if_missing("cuda", k)
+    skip_if_missing("cuda", k)
     g = load_graph("kron:21")
     ref = reference.pagerank(g, tol=1e-10)
     res = pagerank(g, backend="cuda", devices=k, mode="async", partition="contiguous", tol=1e-6,
