@@ -57,6 +57,36 @@ def skip_if_missing(backend: str, k: int):
         need_gpus(k)
 
 
+def busiest(g):
+    """The vertex with the most out-arcs: a source whose search reaches much of the graph at
+    once (the traversal tests' second source besides vertex 0)."""
+    return int(np.argmax(np.diff(np.asarray(g.indptr))))
+
+
+def check_host_exchange_on_gpus(check, load, k, mode, routing):
+    """The several-GPU case BFS and SSSP share: ``check`` (the app's run-and-compare with the
+    reference) from the busiest vertex of ``load("kron:12")`` and ``load("grid:40")``, on
+    ``k`` GPUs, contiguous and random partitions, through the host worklist exchange."""
+    need_gpus(k)
+    for spec in ("kron:12", "grid:40"):
+        g = load(spec)
+        for partition in ("contiguous", "random"):
+            res = check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
+                        routing=routing, timeout=30, exchange="host")
+            assert res.stats["exchange"] == "host", (spec, partition, res.stats["exchange"])
+
+
+def check_baseline_on_gpu(baseline, expected, load):
+    """The plain-CuPy baseline test BFS and SSSP share: ``baseline(g, s)`` (a CuPy array) equals
+    ``expected(g, s)`` (the CPU reference) from the busiest vertex of ``load("kron:10")`` and
+    ``load("grid:30")``."""
+    need_gpus(1)
+    for spec in ("kron:10", "grid:30"):
+        g = load(spec)
+        s = busiest(g)
+        np.testing.assert_array_equal(np.asarray(baseline(g, s).get()), expected(g, s))
+
+
 def context_or_skip(backend: str, k: int, **kwargs):
     """A Context of ``k`` devices, or skip when the machine has fewer CUDA GPUs than that."""
     from groute import Context

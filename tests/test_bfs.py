@@ -11,11 +11,11 @@ import pytest
 from apps.bfs import BFS, bfs
 from groute import Context
 from groute.cli import main
-from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
-from support import SHARED_GRAPHS
+from support import (SHARED_GRAPHS, busiest, check_baseline_on_gpu, check_host_exchange_on_gpus,
+                     need_gpus)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -44,10 +44,6 @@ def check(g, source, **kw):
     np.testing.assert_array_equal(res.values, expected)
     assert res.values.dtype == np.int32
     return res
-
-
-def busiest(g):
-    return int(np.argmax(np.diff(np.asarray(g.indptr))))
 
 
 @pytest.mark.timeout(60)
@@ -154,11 +150,6 @@ def test_cli_bfs(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------- CUDA
-def need_gpus(k):
-    if cuda_device_count() < k:
-        pytest.skip(f"needs {k} CUDA GPUs")
-
-
 @pytest.mark.gpu
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("spec", ["path", "star", "two-components", "loops+dups", "power", "kron:12",
@@ -192,13 +183,7 @@ def test_cuda_hub_vertices_use_chunks_and_tiny_outboxes_recover():
 @pytest.mark.parametrize("mode", ["async", "bsp"])
 @pytest.mark.parametrize("routing", ["all2all", "ring"])
 def test_cuda_multi_device(k, mode, routing):
-    need_gpus(k)
-    for spec in ("kron:12", "grid:40"):
-        g = load_graph(spec)
-        for partition in ("contiguous", "random"):
-            res = check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
-                        routing=routing, timeout=30, exchange="host")
-            assert res.stats["exchange"] == "host"
+    check_host_exchange_on_gpus(check, load_graph, k, mode, routing)
 
 
 @pytest.mark.gpu
@@ -246,12 +231,8 @@ def test_cuda_auto_mode_picks_the_persistent_kernel_for_low_diameter_graphs():
 @pytest.mark.gpu
 @pytest.mark.timeout(60)
 def test_plain_cupy_baseline_matches_reference():
-    need_gpus(1)
     from apps.baselines import cupy_bfs
-    for spec in ("kron:10", "grid:30"):
-        g = load_graph(spec)
-        s = busiest(g)
-        np.testing.assert_array_equal(np.asarray(cupy_bfs(g, s).get()), reference.bfs(g, s))
+    check_baseline_on_gpu(cupy_bfs, reference.bfs, load_graph)
 
 
 @pytest.mark.gpu

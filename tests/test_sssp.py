@@ -11,11 +11,11 @@ import pytest
 
 from apps.sssp import SSSP, sssp
 from groute.cli import main
-from groute.device import cuda_device_count
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
-from support import SHARED_GRAPHS
+from support import (SHARED_GRAPHS, busiest, check_baseline_on_gpu, check_host_exchange_on_gpus,
+                     need_gpus)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -50,10 +50,6 @@ def check(g, source, **kw):
     else:
         np.testing.assert_array_equal(res.values, expected)
     return res
-
-
-def busiest(g):
-    return int(np.argmax(np.diff(np.asarray(g.indptr))))
 
 
 def graph(spec, seed=1):
@@ -180,11 +176,6 @@ def test_cli_sssp(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------- CUDA
-def need_gpus(k):
-    if cuda_device_count() < k:
-        pytest.skip(f"needs {k} CUDA GPUs")
-
-
 @pytest.mark.gpu
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("spec", ["path", "star", "two-components", "loops+dups", "power", "kron:12",
@@ -227,24 +218,14 @@ def test_cuda_float_weights_small_delta_and_far_overflow():
 @pytest.mark.parametrize("mode", ["async", "bsp"])
 @pytest.mark.parametrize("routing", ["all2all", "ring"])
 def test_cuda_multi_device(k, mode, routing):
-    need_gpus(k)
-    for spec in ("kron:12", "grid:40"):
-        g = graph(spec)
-        for partition in ("contiguous", "random"):
-            res = check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
-                        routing=routing, timeout=30, exchange="host")
-            assert res.stats["exchange"] == "host"
+    check_host_exchange_on_gpus(check, graph, k, mode, routing)
 
 
 @pytest.mark.gpu
 @pytest.mark.timeout(60)
 def test_plain_cupy_baseline_matches_reference():
-    need_gpus(1)
     from apps.baselines import cupy_sssp
-    for spec in ("kron:10", "grid:30"):
-        g = graph(spec)
-        s = busiest(g)
-        np.testing.assert_array_equal(np.asarray(cupy_sssp(g, s).get()), reference.sssp(g, s))
+    check_baseline_on_gpu(cupy_sssp, reference.sssp, graph)
 
 
 def drive_workers_by_hand(workers, source_new, delta):
