@@ -13,6 +13,7 @@ backends. CuPy is only ever imported lazily.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 
@@ -143,7 +144,40 @@ def kept_on(graph, name: str, compute):
     return value
 
 
-class CSRGraph:
+def host_array(a, device):
+    """``a`` as a NumPy array: copied back through ``device`` (the one a graph was moved to by
+    ``to_device``; a CPU virtual device keeps its own memory) where it has ``to_host``, else by
+    CuPy's ``.get()``; ``None`` (no weights) stays ``None``. One copy-back for the ``to_host``
+    of a whole graph and of a device's share of one (:class:`~groute.graph.partition.LocalGraph`)."""
+    if a is None:
+        return None
+    if device is not None and hasattr(device, "to_host"):
+        return np.asarray(device.to_host(a))
+    return a.get()
+
+
+class CSRArrays:
+    """What any holder of CSR arrays reads off its own ``indptr`` and ``indices``, the same way
+    for a whole :class:`CSRGraph` and for one device's share of it
+    (:class:`~groute.graph.partition.LocalGraph`)."""
+
+    @property
+    def num_vertices(self) -> int:
+        """Rows: ``len(indptr) - 1`` (a share: the vertices it owns)."""
+        return int(self.indptr.shape[0]) - 1
+
+    @property
+    def num_edges(self) -> int:
+        """Stored arcs (``len(indices)``); an undirected edge counts twice."""
+        return int(self.indices.shape[0])
+
+    @property
+    def xp(self):
+        """The array module (numpy or cupy) the arrays live in."""
+        return array_module(self.indices)
+
+
+class CSRGraph(CSRArrays):
     """A graph in CSR form, validated on construction (see the module docstring).
 
     ``name`` is for messages and caches (file stem or spec). ``source`` is the file it was read
@@ -168,23 +202,10 @@ class CSRGraph:
             self.validate()
 
     # ------------------------------------------------------------------ basic facts
-    @property
-    def num_vertices(self) -> int:
-        return int(self.indptr.shape[0]) - 1
-
-    @property
-    def num_edges(self) -> int:
-        """Stored arcs (``len(indices)``); an undirected edge counts twice."""
-        return int(self.indices.shape[0])
-
+    # num_vertices, num_edges, xp: from CSRArrays
     @property
     def weighted(self) -> bool:
         return self.weights is not None
-
-    @property
-    def xp(self):
-        """The array module (numpy or cupy) the arrays live in."""
-        return array_module(self.indices)
 
     @property
     def nbytes(self) -> int:
@@ -510,14 +531,7 @@ class CSRGraph:
         itself when its arrays are already NumPy arrays."""
         if self.device is None and self.xp is np:
             return self
-
-        def back(a):
-            if a is None:
-                return None
-            if self.device is not None and hasattr(self.device, "to_host"):
-                return np.asarray(self.device.to_host(a))
-            return a.get()
-
+        back = functools.partial(host_array, device=self.device)
         g = CSRGraph(back(self.indptr), back(self.indices), back(self.weights),
                      directed=self.directed, name=self.name, source=self.source,
                      id_base=self.id_base, file_ids=self.file_ids, validate=False)

@@ -12,6 +12,7 @@ under the graph's content hash and k, because it takes minutes on multi-million-
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -24,14 +25,14 @@ import numpy as np
 
 from . import rng
 from .cache import CACHE_SUFFIX, cache_root, dir_writable
-from .csr import CSRGraph, array_module
+from .csr import CSRArrays, CSRGraph, array_module, host_array
 
 log = logging.getLogger(__name__)
 
 METHODS = ("metis", "contiguous", "random")
 
 
-class LocalGraph:
+class LocalGraph(CSRArrays):
     """Part ``part``'s share of a partitioned graph: its owned vertices' out-arcs.
 
     ``indptr`` has one entry per owned vertex plus one; ``indices`` are GLOBAL new ids (they may
@@ -51,21 +52,10 @@ class LocalGraph:
         self.name = name
         self.device = None
 
-    @property
-    def num_vertices(self) -> int:
-        return int(self.indptr.shape[0]) - 1
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.indices.shape[0])
-
+    # num_vertices (owned), num_edges, xp: from CSRArrays
     @property
     def end(self) -> int:
         return self.first + self.num_vertices
-
-    @property
-    def xp(self):
-        return array_module(self.indices)
 
     def degrees(self):
         return self.indptr[1:] - self.indptr[:-1]
@@ -85,14 +75,7 @@ class LocalGraph:
     def to_host(self) -> "LocalGraph":
         if self.device is None and self.xp is np:
             return self
-
-        def back(a):
-            if a is None:
-                return None
-            if self.device is not None and hasattr(self.device, "to_host"):
-                return np.asarray(self.device.to_host(a))
-            return a.get()
-
+        back = functools.partial(host_array, device=self.device)
         return LocalGraph(self.part, self.first, back(self.indptr), back(self.indices),
                           back(self.weights), num_global_vertices=self.num_global_vertices,
                           directed=self.directed, name=self.name)
