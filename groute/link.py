@@ -109,7 +109,20 @@ def _positive_int(name, value):
     return int(value)
 
 
-class Link:
+class SegmentReceiver:
+    """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
+    One loop for every receiving end that has ``receive()``: a :class:`Link` and a router's
+    output (:class:`groute.router.RouterOutput`)."""
+
+    def __iter__(self):
+        while True:
+            pending = self.receive()
+            if pending is None:
+                return
+            yield pending
+
+
+class Link(SegmentReceiver):
     """A point-to-point transfer channel; see the module docstring."""
 
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
@@ -451,13 +464,6 @@ class Link:
         """The next PendingSegment if one has been handed over, else None (never blocks)."""
         with self._lock:
             return self._received.popleft() if self._received else None
-
-    def __iter__(self):
-        while True:
-            pending = self.receive()
-            if pending is None:
-                return
-            yield pending
 
     def join(self, timeout=None):
         """Wait for the pump thread to finish (after :meth:`close`)."""

@@ -17,7 +17,7 @@ import numpy as np
 from .config import resolve_timeout
 from .endpoint import Endpoint
 from .errors import ContextStopped
-from .link import Link, SendHandle
+from .link import Link, SegmentReceiver, SendHandle
 from .policies import AVAILABILITY, BROADCAST, as_route
 from .segment import Segment
 from .waiting import wait_for
@@ -52,7 +52,7 @@ class RouterInput:
         self.router._close_input(self.index)
 
 
-class RouterOutput:
+class RouterOutput(SegmentReceiver):
     """Output port ``index``: receives the segments routed to its endpoint, from any input."""
 
     def __init__(self, router: "Router", index: int):
@@ -94,13 +94,6 @@ class RouterOutput:
     def poll(self):
         with self._cond:
             return self._queue.popleft() if self._queue else None
-
-    def __iter__(self):
-        while True:
-            pending = self.receive()
-            if pending is None:
-                return
-            yield pending
 
 
 class Router:
