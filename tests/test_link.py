@@ -1,4 +1,5 @@
 """Link: packet splitting at every boundary, order, back-pressure, concurrency, close in flight."""
+import contextlib
 import threading
 import time
 
@@ -20,6 +21,20 @@ def _src(ctx, host_array, endpoint):
     return host_array if endpoint is HOST else endpoint.asarray(host_array)
 
 
+@contextlib.contextmanager
+def cpu_link(packet_size, num_buffers, timeout=10):
+    """A Link between two CPU virtual devices, for the tests that need CPU devices (they block a
+    stream, stop the context or time out on purpose); yields ``(ctx, link)``."""
+    with Context(2, backend="cpu", timeout=timeout) as ctx:
+        a, b = ctx.devices
+        yield ctx, Link(a, b, packet_size=packet_size, num_buffers=num_buffers, ctx=ctx)
+
+
+def _host_copy(data):
+    """A NumPy copy of a received packet's data (CuPy or NumPy), kept after its buffer is released."""
+    return np.asarray(data.get() if hasattr(data, "get") else data).copy()
+
+
 def _drain(link, n_expected_packets=None):
     out, metas = [], []
     while True:
@@ -28,7 +43,7 @@ def _drain(link, n_expected_packets=None):
             break
         data = p.wait().data
         dev = p.metadata
-        out.append(np.asarray(data.get() if hasattr(data, "get") else data).copy())
+        out.append(_host_copy(data))
         metas.append(dev)
         p.release()
     return out, metas
@@ -70,9 +85,7 @@ def test_order_kept_across_many_sends(ctx):
 
 @pytest.mark.timeout(60)
 def test_back_pressure_blocks_until_release():
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=2, num_buffers=2, ctx=ctx)
+    with cpu_link(packet_size=2, num_buffers=2) as (ctx, link):
         handle = link.send(np.arange(8, dtype=np.int32))  # 4 packets, only 2 buffers
         held = [link.receive(timeout=5), link.receive(timeout=5)]
         time.sleep(0.2)
@@ -94,9 +107,7 @@ def test_back_pressure_blocks_until_release():
 @pytest.mark.timeout(60)
 def test_copy_is_asynchronous():
     """The copy has not happened while the copying stream is still busy with earlier work."""
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=4, num_buffers=1, ctx=ctx)
+    with cpu_link(packet_size=4, num_buffers=1) as (ctx, link):
         gate = threading.Event()
         link.stream.submit(gate.wait, 5)
         link.send(np.arange(4, dtype=np.int32))
@@ -110,9 +121,7 @@ def test_copy_is_asynchronous():
 
 @pytest.mark.timeout(60)
 def test_receiver_never_releasing_times_out_with_a_clear_message():
-    with Context(2, backend="cpu", timeout=0.5) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=1, num_buffers=1, ctx=ctx)
+    with cpu_link(packet_size=1, num_buffers=1, timeout=0.5) as (ctx, link):
         link.send(np.arange(3, dtype=np.int32))
         first = link.receive(timeout=2)
         with pytest.raises(Exception) as info:
@@ -145,7 +154,7 @@ def test_concurrent_senders(ctx):
             if p is None:
                 return
             d = p.wait().data
-            got.append(np.asarray(d.get() if hasattr(d, "get") else d).copy())
+            got.append(_host_copy(d))
             p.release()
     r = threading.Thread(target=receiver)
     r.start()
@@ -165,9 +174,7 @@ def test_concurrent_senders(ctx):
 
 @pytest.mark.timeout(60)
 def test_close_while_in_flight_delivers_everything_then_ends():
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=3, num_buffers=1, ctx=ctx)
+    with cpu_link(packet_size=3, num_buffers=1) as (ctx, link):
         link.send(np.arange(10, dtype=np.int32))
         link.close()                     # the send is still in flight (one buffer, four packets)
         with pytest.raises(LinkClosed):
@@ -194,7 +201,7 @@ def test_send_issues_what_fits_and_each_release_issues_the_next(ctx):
     for k in range(11):
         p = held.pop(0)
         d = p.wait(timeout=5).data
-        got.append(np.asarray(d.get() if hasattr(d, "get") else d).copy())
+        got.append(_host_copy(d))
         assert p.metadata["packet"] == k and p.metadata["offset"] == 2 * k
         p.release()
         nxt = link.poll()                               # issued by that release, at once
@@ -218,9 +225,7 @@ def test_releases_from_other_threads_keep_order_and_accounting():
     its own thread) still arrive in send order per sender, and every buffer comes back."""
     import concurrent.futures as cf
     import random
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=3, num_buffers=4, ctx=ctx)
+    with cpu_link(packet_size=3, num_buffers=4) as (ctx, link):
         sends = {t: [np.arange(1000 * t + 100 * i, 1000 * t + 100 * i + 1 + (7 * i + t) % 11,
                                dtype=np.int32) for i in range(12)] for t in range(3)}
         handles = []
@@ -263,9 +268,7 @@ def test_releases_from_other_threads_keep_order_and_accounting():
 def test_a_failing_copy_breaks_the_link_and_stops_the_context():
     """A copy that fails while a release issues it: the releaser is not hit, the link reports
     the error to its receivers, senders and the context."""
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=2, num_buffers=2, ctx=ctx)
+    with cpu_link(packet_size=2, num_buffers=2) as (ctx, link):
         real_copy, calls = link.stream.copy, []
 
         def copy(dst, src):
@@ -292,9 +295,7 @@ def test_a_failing_copy_breaks_the_link_and_stops_the_context():
 
 @pytest.mark.timeout(60)
 def test_stop_with_sends_queued_is_not_mistaken_for_the_end():
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx)
+    with cpu_link(packet_size=2, num_buffers=1) as (ctx, link):
         handle = link.send(np.arange(6, dtype=np.int32))    # 3 packets, 1 buffer
         link.close()
         held = link.receive(timeout=5)
@@ -308,9 +309,7 @@ def test_stop_with_sends_queued_is_not_mistaken_for_the_end():
 
 @pytest.mark.timeout(60)
 def test_empty_sends_keep_their_place_in_the_queue():
-    with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx)
+    with cpu_link(packet_size=2, num_buffers=1) as (ctx, link):
         h0 = link.send(np.empty(0, np.int32))
         h1 = link.send(np.arange(4, dtype=np.int32))        # 2 packets, 1 buffer
         h2 = link.send(np.empty(0, np.int32))
