@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from . import device_ops
 from .link_paths import chunk_words, close_links, open_link, receive_message
-from .results import BenchmarkSkipped, BenchResult, record
+from .link_paths import pieces as cut_pieces
+from .results import BenchResult, record, require_two_devices
 from .settings import format_bytes
 from .timing import Clock, measure
 
@@ -30,8 +31,7 @@ def run(ctx, settings, progress) -> BenchResult:
     result = BenchResult("broadcast", "Broadcast from one device to all others: direct vs ring, "
                                       "host-managed vs device-initiated, raw vs our Links")
     devices = list(ctx.devices)
-    if len(devices) < 2:
-        raise BenchmarkSkipped("broadcast needs two devices (run with --devices 2 or more)")
+    require_two_devices(devices, "broadcast")
     if settings.source >= len(devices):
         raise ValueError(f"broadcast source {settings.source} is not one of the {len(devices)} devices")
     pos = {d.index: n for n, d in enumerate(devices)}
@@ -52,7 +52,7 @@ def run(ctx, settings, progress) -> BenchResult:
         for size in settings.sizes:
             words = size // 4
             cw = chunk_words(words, settings.chunks)
-            pieces = [(lo, min(lo + cw, words)) for lo in range(0, words, cw)]
+            pieces = cut_pieces(words, settings.chunks)
             s = src[:words]
             d = {k: v[:words] for k, v in dst.items()}
 

@@ -18,6 +18,12 @@ def chunk_words(total_words: int, chunks: int) -> int:
     return max(4, -(-per // 4) * 4)
 
 
+def pieces(total_words: int, chunks: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` word ranges cutting ``total_words`` into pieces of :func:`chunk_words`."""
+    step = chunk_words(total_words, chunks)
+    return [(lo, min(lo + step, total_words)) for lo in range(0, total_words, step)]
+
+
 def open_link(ctx, src, dst, packet_words: int, num_buffers: int, name: str) -> Link:
     return Link(src, dst, packet_size=packet_words, num_buffers=num_buffers, ctx=ctx, name=name)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import device_ops
 from .link_paths import close_links, open_link, receive_message
-from .results import BenchmarkSkipped, BenchResult, record
+from .results import BenchResult, record, require_two_devices
 from .settings import format_bytes
 from .timing import Clock, measure
 
@@ -20,8 +20,7 @@ from .timing import Clock, measure
 def run(ctx, settings, progress) -> BenchResult:
     result = BenchResult("packets", "Packetization: one buffer as packets of size P through our Link "
                                     "vs raw copies vs one copy")
-    if len(ctx.devices) < 2:
-        raise BenchmarkSkipped("packetization needs two devices (run with --devices 2 or more)")
+    require_two_devices(ctx.devices, "packetization")
     a, b = ctx.devices[0], ctx.devices[1]
     words = settings.largest // 4
     src = device_ops.device_buffer(a, words)

@@ -10,8 +10,8 @@ the numbers describe the transfer, not Python issuing it.
 from __future__ import annotations
 
 from . import device_ops
-from .link_paths import chunk_words
-from .results import BenchmarkSkipped, BenchResult, record
+from .link_paths import pieces as cut_pieces
+from .results import BenchResult, record, require_two_devices
 from .settings import format_bytes
 from .timing import Clock, measure
 
@@ -19,17 +19,11 @@ METHODS = ("push (copy)", "push/pull via host (copies)", "push (kernel)", "pull 
            "push/pull via host (kernels)")
 
 
-def _pieces(total, chunks):
-    step = chunk_words(total, chunks)
-    return [(off, min(off + step, total)) for off in range(0, total, step)]
-
-
 def run(ctx, settings, progress) -> BenchResult:
     result = BenchResult("pushpull", "Push vs push/pull through host: direct device-to-device vs "
                                      "staged through pinned host memory")
     devices = list(ctx.devices)
-    if len(devices) < 2:
-        raise BenchmarkSkipped("push/pull needs two devices (run with --devices 2 or more)")
+    require_two_devices(devices, "push/pull")
     words_max = settings.largest // 4
     src = {d.index: device_ops.device_buffer(d, words_max) for d in devices}
     dst = {d.index: device_ops.device_buffer(d, words_max) for d in devices}
@@ -43,7 +37,7 @@ def run(ctx, settings, progress) -> BenchResult:
     try:
         for size in settings.sizes:
             words = size // 4
-            pieces = _pieces(words, settings.chunks)
+            pieces = cut_pieces(words, settings.chunks)
             for a in devices:
                 for b in devices:
                     if a is b:

@@ -53,3 +53,9 @@ class BenchResult:
 
 class BenchmarkSkipped(Exception):
     """The benchmark cannot run on this context (e.g. it needs two devices); not a failure."""
+
+
+def require_two_devices(devices, benchmark: str) -> None:
+    """Skip ``benchmark`` (raise :class:`BenchmarkSkipped`) on fewer than two devices."""
+    if len(devices) < 2:
+        raise BenchmarkSkipped(f"{benchmark} needs two devices (run with --devices 2 or more)")
