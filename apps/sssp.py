@@ -41,17 +41,19 @@ class SSSP(TraversalSolver):
 
     def auto_mode(self, graph):
         """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), for a
-        low-diameter graph on any number of CUDA devices with NVLink between all of them; the
-        fused asynchronous worker otherwise: a road-like graph (thousands of rounds, each a
-        barrier and a bitmap scan over the whole grid, where the fused worker runs a narrow
-        grid; on several devices not measured yet) and CPU virtual devices. Measured at
-        ``6916cdf`` on H200s (``tests/gpu_scaling_probe.py``, docs/PERFORMANCE.md): kron:21
-        2.44 ms on one GPU against 7.02 ms for the fused worker, 2.48 ms on two against 15.18 ms
-        through the host worklist; kron:25 38.8 ms on one against 100.6 ms, 24.9 ms on two
-        against 86.5 ms (docs/TRAVERSAL.md, "SSSP through peer memory")."""
+        low-diameter graph on any number of CUDA devices with NVLink between all of them, and
+        for any graph on several; the fused asynchronous worker otherwise: a road-like graph on
+        one device (thousands of rounds, each a barrier and a bitmap scan over the whole grid,
+        where the fused worker runs a narrow grid) and CPU virtual devices. Measured on H200s
+        (docs/PERFORMANCE.md): kron:21 2.44 ms on one GPU against 7.02 ms for the fused worker,
+        2.48 ms on two against 15.18 ms through the host worklist (``tests/gpu_scaling_probe.py``,
+        ``6916cdf``); kron:25 38.8 ms on one against 100.6 ms, 24.9 ms on two against 86.5 ms;
+        grid:4900 (``groute bench``, ``70292a4``) 71.2 ms on one with the fused worker against
+        324.9 ms, and on two 337.9 ms against 480.8 ms through the host worklist (both slower
+        than one GPU: a road-like graph gains nothing from a second one)."""
         if self.peer_unavailable() is not None:
             return "async"
-        return "bsp" if self._low_diameter(graph) else "async"
+        return "bsp" if self.ctx.num_devices > 1 or self._low_diameter(graph) else "async"
 
     def _low_diameter(self, graph):
         """:func:`~apps.traversal.low_diameter` of the solver's graph, asked once."""

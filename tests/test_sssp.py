@@ -377,7 +377,7 @@ def test_auto_mode_takes_the_peer_kernel_where_it_can_run(monkeypatch):
         assert solver.auto_mode(kron) == "bsp"         # several devices, low diameter: peer too
     with SSSP(grid, backend="cpu", devices=2, partition="contiguous") as solver:
         monkeypatch.setattr(solver, "_peer_why", None, raising=False)
-        assert solver.auto_mode(grid) == "async"       # several devices, road-like: not measured
+        assert solver.auto_mode(grid) == "bsp"         # several devices, road-like: peer (faster)
 
 
 @pytest.mark.gpu
