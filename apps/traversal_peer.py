@@ -15,6 +15,11 @@ The per-device state (rows, weights, values, queues, SSSP's ``sent_best``) is th
 traversal worker's (:class:`apps.traversal_cuda.CUDATraversalWorker`); this module adds the
 bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a small control
 block per device and the global block on device 0.
+
+Environment: ``GROUTE_PEER_BARRIER_TIMEOUT`` (seconds a device waits at a cross-device barrier
+before the run raises), ``GROUTE_PEER_MAX_ROUNDS`` (SSSP's bound on rounds),
+``GROUTE_PEER_TRACE=1`` (per-level timestamps in ``stats["level_trace_us"]``) and, for
+experiments, ``GROUTE_PEER_BLOCKS`` (the most blocks per device; default every resident block).
 """
 from __future__ import annotations
 
