@@ -319,8 +319,9 @@ class CSRGraph(CSRArrays):
     # ------------------------------------------------------------------ views
     def edges(self):
         """The arcs as COO ``(src, dst)`` arrays (src int64, dst as ``indices``)."""
-        xp = self.xp
-        src = xp.repeat(xp.arange(self.num_vertices, dtype=xp.int64), self.degrees())
+        from .arcs import arc_rows     # arcs imports this module
+        # CuPy's repeat takes no per-element counts; arc_rows handles both backends
+        src = arc_rows(self.indptr, self.num_edges, xp=self.xp, dtype=np.int64)
         return src, self.indices
 
     def degrees(self):
