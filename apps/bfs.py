@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .traversal import TraversalSolver, unreached_mask
+from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
 
 
 class BFS(TraversalSolver):
@@ -19,7 +19,6 @@ class BFS(TraversalSolver):
 
     app = "bfs"
     weighted = False
-    peer_exchange = True
 
     def default_delta(self, graph):
         # One device expands level by level already; across devices a window of levels keeps
@@ -34,12 +33,12 @@ class BFS(TraversalSolver):
         the asynchronous fused worker for a road-like graph on one device (grid:4900: 40.5 ms
         against 176 ms). Without it: BSP across devices of a symmetric low-diameter graph
         (the worklist pulls across devices), async everywhere else. docs/PERFORMANCE.md."""
-        from .traversal import low_diameter
         k = self.ctx.num_devices
-        low = not getattr(graph, "directed", True) and low_diameter(graph)
-        if self.peer_unavailable() is None:
-            return "bsp" if (low or k > 1) else "async"
-        return "bsp" if (k > 1 and low) else "async"
+        peer = self.peer_unavailable() is None
+        if peer and k > 1:
+            return "bsp"
+        low = not getattr(graph, "directed", True) and graph_is_low_diameter(graph)
+        return "bsp" if low and (peer or k > 1) else "async"
 
     def _finish(self, values):
         out = values.astype(np.int32, copy=True)

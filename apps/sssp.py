@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .traversal import TraversalSolver, unreached_mask
+from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
 
 
 class SSSP(TraversalSolver):
@@ -17,7 +17,6 @@ class SSSP(TraversalSolver):
 
     app = "sssp"
     weighted = True
-    peer_exchange = True
     peer_priority = True
 
     def default_delta(self, graph):
@@ -37,7 +36,7 @@ class SSSP(TraversalSolver):
         than the re-expansions they save (kron:21 on one H200: 8.15 ms with priority, 7.22 ms
         without; 2.70M vs 2.87M vertices expanded), while on road-like graphs priority is what
         keeps the work near Dijkstra's (grid:4900: 123 ms vs 3.1 s). See docs/TRAVERSAL.md."""
-        return not self._low_diameter(graph)
+        return not graph_is_low_diameter(graph)
 
     def auto_mode(self, graph):
         """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), for a
@@ -53,14 +52,7 @@ class SSSP(TraversalSolver):
         than one GPU: a road-like graph gains nothing from a second one)."""
         if self.peer_unavailable() is not None:
             return "async"
-        return "bsp" if self.ctx.num_devices > 1 or self._low_diameter(graph) else "async"
-
-    def _low_diameter(self, graph):
-        """:func:`~apps.traversal.low_diameter` of the solver's graph, asked once."""
-        if not hasattr(self, "_low"):
-            from .traversal import low_diameter
-            self._low = low_diameter(graph)
-        return self._low
+        return "bsp" if self.ctx.num_devices > 1 or graph_is_low_diameter(graph) else "async"
 
     def _finish(self, values):
         out = values.astype(np.float64)

@@ -18,9 +18,11 @@ import math
 
 import numpy as np
 
+from groute.graph.csr import kept_on
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from .common import AppResult, DeviceTimer, Solver
+from .traversal_peer import APPS as PEER_APPS
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,6 @@ class TraversalSolver(Solver):
     default: peer where it can run).
     """
 
-    #: whether this app can use the peer exchange (BFS, SSSP: see apps.traversal_peer)
-    peer_exchange = False
     #: whether the peer kernel keeps a soft-priority window for this app (SSSP)
     peer_priority = False
 
@@ -191,7 +191,7 @@ class TraversalSolver(Solver):
         if exchange == "host":
             return False
         why = None
-        if not self.peer_exchange:
+        if self.app not in PEER_APPS:
             why = f"{self.app} does not use it"
         elif self.mode != "bsp":
             why = f"it is level-synchronous (mode='bsp'), not mode={self.mode!r}"
@@ -308,6 +308,12 @@ class TraversalSolver(Solver):
 
 #: the sampled BFS of :func:`low_diameter`: vertices to reach, levels allowed, sources
 GROWTH_BUDGET, GROWTH_LEVELS, GROWTH_SAMPLES = 1 << 16, 16, 5
+
+
+def graph_is_low_diameter(graph) -> bool:
+    """:func:`low_diameter` with its defaults, kept on the graph object: the apps' ``auto``
+    rules ask it for every solver of a graph (SSSP twice: mode and priority)."""
+    return kept_on(graph, "_low_diameter", lambda: low_diameter(graph))
 
 
 def low_diameter(graph, *, budget=GROWTH_BUDGET, levels=GROWTH_LEVELS, samples=GROWTH_SAMPLES,
