@@ -133,17 +133,26 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
 LOOP_CHUNK_ARCS = 1 << 16
 
 
+def row_chunks(indptr, lo: int, hi: int, chunk_arcs: int):
+    """Row ranges ``(r, e)`` covering rows ``[lo, hi)`` of a host CSR (``indptr`` NumPy int64)
+    in order, each the most rows whose arcs number at most ``chunk_arcs`` from row ``r`` on,
+    and at least one row (a row with more arcs is a chunk of its own)."""
+    r = int(lo)
+    while r < hi:
+        e = int(np.searchsorted(indptr, indptr[r] + chunk_arcs, side="right")) - 1
+        e = min(max(e, r + 1), hi)
+        yield r, e
+        r = e
+
+
 def self_loop_count(indptr, indices, chunk_arcs: int = LOOP_CHUNK_ARCS) -> int:
     """How many arcs ``v -> v`` a CSR has (NumPy), counted in row-aligned chunks of about
     ``chunk_arcs`` arcs so a billion-arc graph needs no billion-entry temporary."""
     indptr = np.asarray(indptr, dtype=np.int64)
     n = indptr.shape[0] - 1
     dtype = np.int32 if n < 2**31 else np.int64
-    loops, u = 0, 0
-    while u < n:
-        v = min(n, int(np.searchsorted(indptr, indptr[u] + chunk_arcs, side="right")) - 1)
-        v = max(v, u + 1)
+    loops = 0
+    for u, v in row_chunks(indptr, 0, n, chunk_arcs):
         src = np.repeat(np.arange(u, v, dtype=dtype), np.diff(indptr[u:v + 1]))
         loops += int(np.count_nonzero(src == indices[indptr[u]:indptr[v]]))
-        u = v
     return loops

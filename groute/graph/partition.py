@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import rng
+from .arcs import row_chunks
 from .cache import CACHE_SUFFIX, cache_root, dir_writable
 from .csr import CSRArrays, CSRGraph, array_module, host_array
 
@@ -254,15 +255,9 @@ def _cut_counts(indptr, indices, offsets, chunk_arcs: int | None = None):
     indptr = np.asarray(indptr, dtype=np.int64)
     chunk_arcs = int(chunk_arcs or CUT_CHUNK_ARCS)
     k = int(offsets.shape[0]) - 1
-    chunks = []                     # (part, first row, end row): about chunk_arcs arcs each
-    for i in range(k):
-        lo, hi = int(offsets[i]), int(offsets[i + 1])
-        r = lo
-        while r < hi:
-            e = int(np.searchsorted(indptr, indptr[r] + chunk_arcs, side="right")) - 1
-            e = min(max(e, r + 1), hi)
-            chunks.append((i, r, e))
-            r = e
+    # (part, first row, end row): about chunk_arcs arcs each
+    chunks = [(i, r, e) for i in range(k)
+              for r, e in row_chunks(indptr, int(offsets[i]), int(offsets[i + 1]), chunk_arcs)]
 
     def count(chunk):
         i, r, e = chunk
