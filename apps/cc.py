@@ -426,9 +426,6 @@ class CC(Solver):
                 segment_edges = max(1 << 16, -(-self.m // (4 * self.k)))
             self.segment_edges = int(segment_edges)
             self.num_buffers = int(num_buffers)
-            #: in-place path on several devices: which devices compress before a merge
-            #: ("receivers", "all" or "none"; the last merge's receiver always does)
-            self._compress = "receivers"
             if cuda:  # uploads ran on the legacy stream
                 for dev in self.devs:
                     with dev.device.use():
@@ -501,7 +498,7 @@ class CC(Solver):
             # A merge hooks (v, other[v]) with any ancestor as other[v], so a sender need not
             # compress its array first (measured on kron:25: its last compression was on the
             # critical path); a receiver's compressed array makes its root walks one hop.
-            return self._compress == "all" or (self._compress == "receivers" and receives(j, step))
+            return receives(j, step)
 
         with DeviceTimer(self.ctx) as timer:
             for dev in devs:

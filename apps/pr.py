@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from apps.common import AppResult, DeviceTimer, Solver
+from groute.graph.arcs import arc_rows
 from groute.graph.csr import kept_on
 
 log = logging.getLogger(__name__)
@@ -111,12 +112,12 @@ class Shard:
     owned vertices (0 if dangling).
     """
 
-    def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_rows=None, in_cols=None,
+    def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_cols=None,
                  in_indptr=None):
         self.lo, self.hi = int(lo), int(hi)
         self.out_indptr, self.out_indices = out_indptr, out_indices
         self.inv_outdeg = inv_outdeg
-        self._in_rows, self.in_cols, self.in_indptr = in_rows, in_cols, in_indptr
+        self._in_rows, self.in_cols, self.in_indptr = None, in_cols, in_indptr
 
     @property
     def n_local(self) -> int:
@@ -125,8 +126,7 @@ class Shard:
     @property
     def in_rows(self):
         if self._in_rows is None and self.in_indptr is not None:
-            self._in_rows = np.repeat(np.arange(self.n_local, dtype=np.int32),
-                                      np.diff(self.in_indptr))
+            self._in_rows = arc_rows(self.in_indptr, dtype=np.int32)
         return self._in_rows
 
 
@@ -305,9 +305,10 @@ def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
     lg_lane = int(np.log2(lane_arcs))
     r = hub_rows
     n = deg.shape[0]
+    neg_b = -b                              # non-decreasing: each bucket's end by bisection
     while r < n:
         bucket = int(b[r])
-        end = r + int(np.count_nonzero(b[r:] == bucket))
+        end = int(np.searchsorted(neg_b, -bucket, side="right"))
         lg = min(max(bucket - lg_lane, 0), 5)
         step = 2 * (32 >> lg)                       # rows a warp takes at once
         per = BINS_MAX_ROWS if bucket < 0 else task_arcs >> bucket
@@ -338,7 +339,7 @@ def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None
             a, b = int(t_indptr[lo]), int(t_indptr[hi])
             in_indptr = t_indptr[lo:hi + 1] - a
             cols = np.ascontiguousarray(t_sources[a:b], dtype=np.int32)
-        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), None, cols,
+        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), cols,
                             in_indptr))
     return shards
 
@@ -356,7 +357,7 @@ def bins_shards(graph, layout: BinsLayout, offsets, devices):
     cols = bins_in_cols(graph, layout, offsets, devices)
     inv = inverse_degrees(layout.out_degrees)
     ip = layout.in_indptr
-    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), None, c, ip[lo:hi + 1] - ip[lo])
+    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), c, ip[lo:hi + 1] - ip[lo])
             for lo, hi, c in zip(offsets[:-1], offsets[1:], cols)]
 
 
@@ -453,7 +454,6 @@ class _DevicePR:
     def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int,
                  bsp_opts=None):
         self.device = device
-        self.shard = shard
         self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
         self.damping = float(damping)
         self.cuda = device.backend == "cuda"
@@ -1099,8 +1099,6 @@ class PageRank(Solver):
             if check_every is None:
                 check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
             self.check_every = int(check_every)
-            for dev in self.devs:
-                dev.shard = None    # the host copies are no longer needed
             if mode == "async":
                 self.sweeps = int(sweeps) if sweeps else default_sweeps(graph, k, self.ctx.backend)
                 self.workers = [_PushWorker(d, i, offsets, self.sweeps) for i, d in enumerate(self.devs)]
