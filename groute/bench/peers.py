@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from .suite import CUPY_BASELINES, PR_DAMPING, PR_TOL
 from .verify import Verdict, verify
+
+log = logging.getLogger(__name__)
 
 #: Longest a PageRank power iteration may run before it is called non-converged.
 PR_MAX_ITERATIONS = 1000
@@ -196,14 +200,24 @@ def gpu_reference(app: str, graph, source=None) -> np.ndarray:
     dtype = {"bfs": np.int32, "sssp": np.float64, "pr": np.float64, "cc": np.int64}[app]
     values = values.astype(dtype, copy=False)
     del peer
-    _free_gpu_pool()
+    free_gpu_memory()
     return values
 
 
-def _free_gpu_pool():
+def free_gpu_memory():
+    """Give CuPy's cached device blocks (every GPU) and pinned host blocks back to the driver.
+    Does nothing when CuPy was never imported; a CUDA error is logged, not raised (a poisoned
+    context: later cases will say so themselves)."""
+    if "cupy" not in sys.modules:
+        return
     import cupy
-    with cupy.cuda.Device(0):
-        cupy.get_default_memory_pool().free_all_blocks()
+    try:
+        for i in range(cupy.cuda.runtime.getDeviceCount()):
+            with cupy.cuda.Device(i):
+                cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+    except Exception as exc:
+        log.info("could not free GPU memory pools: %s", exc)
 
 
 class _OneGPU:

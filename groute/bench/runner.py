@@ -14,7 +14,6 @@ import gc
 import logging
 import math
 import os
-import sys
 import threading
 import time
 
@@ -22,7 +21,7 @@ import numpy as np
 
 from . import floor as floor_model
 from ..machine import describe_machine
-from .peers import PeerSkipped, check_peer_answer, prepare_peer
+from .peers import PeerSkipped, check_peer_answer, free_gpu_memory, prepare_peer
 from .progress import Progress
 from .report import fmt_seconds, jsonable
 from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
@@ -165,7 +164,7 @@ class SuiteRun:
             self._run_app(app, spec, app_graph, app_source, where, prefetched.get(app))
         del graph, weighted, runs
         gc.collect()
-        _free_gpu_memory()
+        free_gpu_memory()
 
     def _prefetch_references(self, spec, runs, where) -> dict:
         """CPU references of a big graph, computed side by side in worker processes before
@@ -192,7 +191,7 @@ class SuiteRun:
                 return graph.to_device(ctx.devices[0]).with_weights(seed=WEIGHT_SEED).to_host()
             except Exception as exc:
                 log.info("weights on the GPU failed (%s); hashing them on the CPU", exc)
-                _free_gpu_memory()
+                free_gpu_memory()
         return graph.with_weights(seed=WEIGHT_SEED)
 
     def _record_graph_failure(self, app, spec, note):
@@ -231,7 +230,7 @@ class SuiteRun:
                                                     cached=cached, wall_s=wall,
                                                     side_by_side=done is not None))
         except Exception as exc:
-            _free_gpu_memory()
+            free_gpu_memory()
             self._record_graph_failure(app, spec, f"reference ({label}) failed: "
                                                   f"{type(exc).__name__}: {exc}")
             return
@@ -290,7 +289,7 @@ class SuiteRun:
         except Exception as exc:
             log.info("peer %s on %s/%s failed", name, app, spec, exc_info=True)
             out.update(status=ERROR, note=f"{type(exc).__name__}: {exc}")
-            _free_gpu_memory()
+            free_gpu_memory()
         shown = fmt_seconds(out["time_s"]) if out["status"] == OK else f"{out['status']}: {out['note']}"
         self._step(f"{app} {spec} peer {name}: {shown}")
         return out
@@ -315,7 +314,7 @@ class SuiteRun:
             log.info("case %s failed", case, exc_info=True)
             case.update(status=ERROR, note=f"{type(exc).__name__}: {exc}")
             self._drop_context(k)  # a failed run may leave the context stopped or half busy
-            _free_gpu_memory()
+            free_gpu_memory()
         case["wall_s"] = time.perf_counter() - t0  # everything: setup, warm-up, runs, checks
         return case
 
@@ -464,19 +463,6 @@ def _gpu_wall_time(fn):
         raw = fn()
         device.synchronize()
         return time.perf_counter() - t0, raw
-
-
-def _free_gpu_memory():
-    if "cupy" not in sys.modules:
-        return
-    import cupy
-    try:
-        for i in range(cupy.cuda.runtime.getDeviceCount()):
-            with cupy.cuda.Device(i):
-                cupy.get_default_memory_pool().free_all_blocks()
-        cupy.get_default_pinned_memory_pool().free_all_blocks()
-    except Exception as exc:  # a poisoned CUDA context: later cases will say so themselves
-        log.info("could not free GPU memory pools: %s", exc)
 
 
 def bytes_moved(stats: dict):
