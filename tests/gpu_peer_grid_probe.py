@@ -26,6 +26,7 @@ def main(argv=None):
     from apps.traversal_peer import PeerTraversal
     from groute.graph import reference
     from groute.graph.load import load_graph
+    from support import busiest
 
     def solver(g, cap, trace=False):
         os.environ["GROUTE_PEER_BLOCKS"] = str(cap)     # read when the kernel is set up
@@ -34,7 +35,7 @@ def main(argv=None):
 
     for spec in args.graphs.split(","):
         g = load_graph(spec)
-        src = int(np.argmax(np.diff(g.indptr)))
+        src = busiest(g)
         ref = reference.bfs(g, src)
         for cap in CAPS:
             with solver(g, cap) as s:

@@ -97,6 +97,7 @@ def install_audit(audit):
     import threading
 
     import apps.pr as pr
+    from groute.worklist import unpack
     lock = threading.Lock()
     pack, apply = pr._DevicePR.pack, pr._DevicePR.apply
 
@@ -107,7 +108,7 @@ def install_audit(audit):
             s, m = 0.0, 0
             for a in arrays:
                 if a is not None and a.shape[0]:
-                    vals = (a >> 32).astype(xp.int32).view(xp.float32)
+                    vals = unpack(a, "float", xp)[1]
                     s += float(vals.astype(xp.float64).sum())
                     m += int(a.shape[0])
             return s, m
