@@ -143,15 +143,15 @@ def reference_result(app: str, graph, source=None):
     """The reference answer of ``app`` on ``graph`` (from :mod:`groute.graph.reference`)."""
     from groute.graph import reference
     from .suite import PR_DAMPING, PR_TOL
-    if app == "bfs":
-        return np.asarray(reference.bfs(graph, source))
-    if app == "sssp":
-        return np.asarray(reference.sssp(graph, source))
+    name = REFERENCE_FUNCTIONS.get(app)
+    if name is None:
+        raise ValueError(f"no reference for app {app!r}")
+    fn = getattr(reference, name)   # the function reference_label names
+    if app in ("bfs", "sssp"):
+        return np.asarray(fn(graph, source))
     if app == "pr":
-        return np.asarray(reference.pagerank(graph, damping=PR_DAMPING, tol=PR_TOL))
-    if app == "cc":
-        return np.asarray(reference.connected_components(graph))
-    raise ValueError(f"no reference for app {app!r}")
+        return np.asarray(fn(graph, damping=PR_DAMPING, tol=PR_TOL))
+    return np.asarray(fn(graph))
 
 
 def verify(app: str, values, ref, graph=None) -> Verdict:
