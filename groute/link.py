@@ -408,8 +408,9 @@ class Link(SegmentReceiver):
                             watch = None
                         self._room.wait(POLL_INTERVAL)
                     self._issuing = True
-                self._issue_and_yield(float("inf"), raise_errors=True)
-        except BaseException as exc:  # noqa: BLE001 - surfaced to receivers and the context
+                # a failed issue is reported once, by _fail inside: its _error ends the loop
+                self._issue_and_yield(float("inf"), raise_errors=False)
+        except BaseException as exc:  # noqa: BLE001 - the pump's own (stop, timeout): to all
             with self._lock:
                 if self._error is None:
                     self._error = exc

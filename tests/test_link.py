@@ -294,6 +294,57 @@ def test_a_failing_copy_breaks_the_link_and_stops_the_context():
 
 
 @pytest.mark.timeout(60)
+def test_a_copy_failing_in_the_pump_is_reported_once():
+    """The pump issues a packet (its issuer ran out of budget with a buffer free) and the copy
+    fails: receivers, the sender and the context see the error, and the context hears it once."""
+    with cpu_link(packet_size=1, num_buffers=2) as (ctx, link):
+        real_copy, calls = link.stream.copy, []
+        gates = {2: threading.Event(), 3: threading.Event()}
+        entered, issuers = threading.Event(), {}
+
+        def copy(dst, src):
+            calls.append(1)
+            n = len(calls)
+            issuers[n] = threading.current_thread()
+            if n == 2:
+                entered.set()
+            if n in gates:
+                assert gates[n].wait(10)
+            if n == 4:
+                raise RuntimeError("copy engine on fire")
+            real_copy(dst, src)
+        link.stream.copy = copy
+        reports, real_fail = [], ctx.fail
+
+        def fail(name, exc):
+            reports.append((name, exc))
+            real_fail(name, exc)
+        ctx.fail = fail
+        link.send(np.arange(1, dtype=np.int32))             # copy 1, into one buffer
+        held = link.receive(timeout=5)
+        out = {}
+        sender = threading.Thread(target=lambda: out.setdefault(
+            "handle", link.send(np.arange(4, dtype=np.int32))))
+        sender.start()                                      # copy 2 (the free buffer) waits
+        assert entered.wait(5)
+        held.release()                                      # the sender holds the token
+        gates[2].set()                                      # copy 3 into the released buffer
+        first = link.receive(timeout=5)
+        first.release()                                     # the sender's budget is spent
+        gates[3].set()                                      # so the pump issues copy 4: fails
+        sender.join(5)
+        assert ctx.stop_event.wait(5)
+        assert issuers[4] is link._pump
+        np.testing.assert_array_equal(link.receive(timeout=5).wait(timeout=5).data, [1])
+        with pytest.raises(RuntimeError, match="on fire"):
+            link.receive(timeout=5)
+        with pytest.raises(RuntimeError, match="on fire"):
+            out["handle"].wait(timeout=5)
+        link._pump.join(5)
+        assert [(name, str(exc)) for name, exc in reports] == [(link.name, "copy engine on fire")]
+
+
+@pytest.mark.timeout(60)
 def test_stop_with_sends_queued_is_not_mistaken_for_the_end():
     with cpu_link(packet_size=2, num_buffers=1) as (ctx, link):
         handle = link.send(np.arange(6, dtype=np.int32))    # 3 packets, 1 buffer
