@@ -134,9 +134,18 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // the device: a gather sees the new value of a vertex already updated in this sweep); in the
 // persistent kernels, the vectors are rewritten by this launch's earlier iterations and by
 // the peers' stores.
+// PR_COHERENT_LOAD picks the coherent gathers' load: 0 plain (default), 1 __ldcg (L2 only),
+// 2 __ldca, 3 __ldg (read-only path: not safe when the vector changes during the launch; only
+// to time it). tests/gpu_check_pr_cc.py --cu-defines compiles the others to time them.
+#ifndef PR_COHERENT_LOAD
+#define PR_COHERENT_LOAD 0
+#endif
 template <bool COHERENT>
 __device__ __forceinline__ float pr_load(const float* p) {
-    if constexpr (COHERENT) return *p; else return __ldg(p);
+    if constexpr (!COHERENT || PR_COHERENT_LOAD == 3) return __ldg(p);
+    else if constexpr (PR_COHERENT_LOAD == 1) return __ldcg(p);
+    else if constexpr (PR_COHERENT_LOAD == 2) return __ldca(p);
+    else return *p;
 }
 
 template <int K, typename IDX, bool COHERENT>

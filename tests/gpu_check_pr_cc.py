@@ -112,6 +112,25 @@ def stage_compile(ngpu):
                 module.get_function(name)
             record(f"compile pr.cu (cooperative) on cuda:{gpu}", True,
                    f"{len(names)} kernels in {time.perf_counter() - t0:.2f} s")
+            if gpu == 0:    # registers and local memory (spills) of the kernels timed most
+                for name, fn in (("pr_csc32_k2", get_kernel(ROOT / "apps" / "pr.cu", "pr_csc32_k2")),
+                                 ("pr_csc32_persistent_k2", module.get_function("pr_csc32_persistent_k2")),
+                                 ("pr_bins32", get_kernel(ROOT / "apps" / "pr.cu", "pr_bins32")),
+                                 ("pr_bins32_persistent", module.get_function("pr_bins32_persistent"))):
+                    print(f"   {name}: {fn.num_regs} registers, {fn.local_size_bytes} B local",
+                          flush=True)
+
+
+def use_cu_defines(defines):
+    """Compile every .cu file with ``-D`` each of ``defines`` (``NAME=VALUE``): the probe hooks
+    of the kernels (e.g. pr.cu's PR_COHERENT_LOAD), timed without editing the source."""
+    import groute.kernels as kernels
+    plain = kernels.load_module
+    extra = tuple(f"-D{d}" for d in defines)
+
+    def load_module(path, *, options=(), **kwargs):
+        return plain(path, options=(*options, *extra), **kwargs)
+    kernels.load_module = load_module
 
 
 def small_graphs():
@@ -720,10 +739,16 @@ def main():
     ap.add_argument("--no-scipy", action="store_true",
                     help="--pr-variants on a GPU: check the big graphs against the cuSPARSE "
                          "answer (float64, the reference's algorithm) instead of running scipy")
+    ap.add_argument("--cu-defines", default="", metavar="NAME=VALUE,...",
+                    help="compile the kernels with these -D macros (probe hooks such as pr.cu's "
+                         "PR_COHERENT_LOAD)")
     ap.add_argument("--dry-run", action="store_true",
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
     args = ap.parse_args()
     global BACKEND
+    if args.cu_defines:
+        use_cu_defines([d for d in args.cu_defines.split(",") if d])
+        RESULTS["cu_defines"] = args.cu_defines
     scaling = None
     if args.pr_scaling is not None:
         def scaling(ngpu):
