@@ -129,26 +129,29 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // stats[0] += sum |y' - y|, stats[1] += sum y'.
 // When iteration prev met the stopping rule on all devices together (bsp_converged) the kernel
 // returns at once, so the host can queue many iterations and read the stats once.
-// COHERENT: contrib changes while the kernel runs, so it is read with coherent loads, not
-// through the read-only path (__ldg): in place, contrib is also outs[0] (Gauss-Seidel within
-// the device: a gather sees the new value of a vertex already updated in this sweep); in the
-// persistent kernels, the vectors are rewritten by this launch's earlier iterations and by
-// the peers' stores.
-// PR_COHERENT_LOAD picks the coherent gathers' load: 0 plain (default), 1 __ldcg (L2 only),
-// 2 __ldca, 3 __ldg (read-only path: not safe when the vector changes during the launch; only
-// to time it). tests/gpu_check_pr_cc.py --cu-defines compiles the others to time them.
-#ifndef PR_COHERENT_LOAD
-#define PR_COHERENT_LOAD 0
+// Every gather of contrib loads through L2 (__ldcg). contrib may change while a kernel runs (in
+// place it is also outs[0]; the persistent kernels rewrite the vectors in later iterations and
+// the peers store into them), and L2 is where those stores land, so no stale L1 line is read.
+// It is also the fastest choice measured (tests/gpu_check_pr_cc.py --pr-scaling, two H200s):
+// kron:25 on one GPU 133 ms against 147 ms through the read-only path (__ldg), whose L1 lines
+// the random gathers rarely reuse; grid:4900 the same within noise; and the persistent kernels
+// keep 40-48 registers, where plain loads cost them 32 bytes of spills (14.5 against 12.5 ms).
+// PR_GATHER_LOAD, for probes (tests/gpu_check_pr_cc.py --cu-defines): 1 __ldcg (default),
+// 0 a plain load, 3 __ldg (the read-only path: wrong when contrib changes during a launch).
+#ifndef PR_GATHER_LOAD
+#define PR_GATHER_LOAD 1
 #endif
-template <bool COHERENT>
 __device__ __forceinline__ float pr_load(const float* p) {
-    if constexpr (!COHERENT || PR_COHERENT_LOAD == 3) return __ldg(p);
-    else if constexpr (PR_COHERENT_LOAD == 1) return __ldcg(p);
-    else if constexpr (PR_COHERENT_LOAD == 2) return __ldca(p);
-    else return *p;
+#if PR_GATHER_LOAD == 3
+    return __ldg(p);
+#elif PR_GATHER_LOAD == 0
+    return *p;
+#else
+    return __ldcg(p);
+#endif
 }
 
-template <int K, typename IDX, bool COHERENT>
+template <int K, typename IDX>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
                                             const int* __restrict__ sources, const float* contrib,
                                             float base, float damping, float* __restrict__ y,
@@ -185,12 +188,12 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
         for (int k = 0; k < K; ++k)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                f[k][j] = a[k][j] >= 0 ? pr_load<COHERENT>(contrib + a[k][j]) : 0.0f;
+                f[k][j] = a[k][j] >= 0 ? pr_load(contrib + a[k][j]) : 0.0f;
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             sum[k] = (f[k][0] + f[k][1]) + (f[k][2] + f[k][3]);
             if (small[k])
-                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += pr_load<COHERENT>(contrib + sources[i]);
+                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += pr_load(contrib + sources[i]);
         }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
@@ -200,7 +203,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
                 big &= big - 1;
                 const IDX bs = __shfl_sync(FULL_MASK, s[k], src), be = __shfl_sync(FULL_MASK, e[k], src);
                 float part = 0.0f;
-                for (IDX i = bs + lane; i < be; i += 32) part += pr_load<COHERENT>(contrib + sources[i]);
+                for (IDX i = bs + lane; i < be; i += 32) part += pr_load(contrib + sources[i]);
                 for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(FULL_MASK, part, off);
                 if (lane == src) sum[k] = part;
             }
@@ -226,7 +229,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
     block_add2(diff, total, stats);
 }
 
-#define PR_CSC_KERNEL(NAME, K, IDX, INPLACE)                                                       \
+#define PR_CSC_KERNEL(NAME, K, IDX)                                                                \
 extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
         const float* contrib, float base, float damping, float* __restrict__ y,                    \
@@ -234,23 +237,18 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         int nouts, const unsigned char* __restrict__ need, double* stats,                          \
         const unsigned long long* __restrict__ stats_of, int nstats, int prev, double tol,         \
         int small_degree) {                                                                        \
-    pr_csc_body<K, IDX, INPLACE>(n_local, offset, indptr, sources, contrib, base, damping, y,      \
-                                 inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev,     \
-                                 tol, small_degree);                                               \
+    pr_csc_body<K, IDX>(n_local, offset, indptr, sources, contrib, base, damping, y,               \
+                        inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev, tol,         \
+                        small_degree);                                                             \
 }
-// names: pr_csc{32,64}[_inplace]_k{1,2,4} (index width of indptr, Gauss-Seidel, vertices per lane)
-PR_CSC_KERNEL(pr_csc32_k1, 1, int, false)
-PR_CSC_KERNEL(pr_csc32_k2, 2, int, false)
-PR_CSC_KERNEL(pr_csc32_k4, 4, int, false)
-PR_CSC_KERNEL(pr_csc64_k1, 1, long long, false)
-PR_CSC_KERNEL(pr_csc64_k2, 2, long long, false)
-PR_CSC_KERNEL(pr_csc64_k4, 4, long long, false)
-PR_CSC_KERNEL(pr_csc32_inplace_k1, 1, int, true)
-PR_CSC_KERNEL(pr_csc32_inplace_k2, 2, int, true)
-PR_CSC_KERNEL(pr_csc32_inplace_k4, 4, int, true)
-PR_CSC_KERNEL(pr_csc64_inplace_k1, 1, long long, true)
-PR_CSC_KERNEL(pr_csc64_inplace_k2, 2, long long, true)
-PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
+// names: pr_csc{32,64}_k{1,2,4} (index width of indptr, vertices per lane); in place
+// (Gauss-Seidel) is the same kernel given contrib == outs[0]
+PR_CSC_KERNEL(pr_csc32_k1, 1, int)
+PR_CSC_KERNEL(pr_csc32_k2, 2, int)
+PR_CSC_KERNEL(pr_csc32_k4, 4, int)
+PR_CSC_KERNEL(pr_csc64_k1, 1, long long)
+PR_CSC_KERNEL(pr_csc64_k2, 2, long long)
+PR_CSC_KERNEL(pr_csc64_k4, 4, long long)
 
 // BSP pull, fused, for skewed degrees ("bins"): the vertices are relabelled at set-up so that
 // in-degrees fall into non-increasing power-of-two buckets (floor(log2 indeg), stable, so a
@@ -276,8 +274,7 @@ PR_CSC_KERNEL(pr_csc64_inplace_k4, 4, long long, true)
 // stats, the same device-side skip once prev meets the stopping rule).
 // task_info: bits 0-2 = lg for a row run (then bits 3.. = row count) or 7 for a hub chunk (then
 // bits 3.. = chunk index within its row, task_row = the row).
-// COHERENT: as pr_csc_body (the persistent kernel: contrib changes during the launch).
-template <typename IDX, bool COHERENT>
+template <typename IDX>
 __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__ task_row,
                                              const int* __restrict__ task_info,
                                              const IDX* __restrict__ indptr,
@@ -297,11 +294,11 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
     if (nhot > 0) {                                     // nhot: a multiple of 4, <= n
         const float4* src4 = reinterpret_cast<const float4*>(contrib);
         for (int i = threadIdx.x; i < (nhot >> 2); i += blockDim.x)
-            hot4[i] = COHERENT ? src4[i] : __ldg(src4 + i);
+            hot4[i] = __ldcg(src4 + i);     // through L2, as pr_load
         __syncthreads();
     }
     auto gather = [&](int c) -> float {
-        return c < 0 ? 0.0f : (c < nhot ? hot[c] : pr_load<COHERENT>(contrib + c));
+        return c < 0 ? 0.0f : (c < nhot ? hot[c] : pr_load(contrib + c));
     };
     float* const out0 = reinterpret_cast<float*>(outs[0]) + offset;
     auto store = [&](int row, float c) {
@@ -424,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         int nouts, const unsigned char* __restrict__ need, int offset, float* part, int* cnt,      \
         int hub, int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,\
         int nstats, int prev, double tol) {                                                        \
-    pr_bins_body<IDX, false>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
+    pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources, contrib, base, damping, y,     \
                       inv_outdeg, outs, nouts, need, offset, part, cnt, hub, nhot, next, stats,    \
                       stats_of, nstats, prev, tol);                                                \
 }
@@ -520,7 +517,7 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         int small_degree, PERSIST_PARAMS) {                                                        \
     bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, stats_of, nstats, tol,         \
                    [&](int t) {                                                                    \
-        pr_csc_body<K, IDX, true>(n_local, offset, indptr, sources,                                \
+        pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                \
                                   reinterpret_cast<const float*>(contribs[t & 1]), base, damping,  \
                                   y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need,        \
                                   stats + 2 * (long long)t, stats_of, nstats, -1, tol,             \
@@ -551,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         int nstats, double tol, PERSIST_PARAMS) {                                                  \
     bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, stats_of, nstats, tol,         \
                    [&](int t) {                                                                    \
-        pr_bins_body<IDX, true>(ntasks, task_row, task_info, indptr, sources,                      \
+        pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources,                      \
                                 reinterpret_cast<const float*>(contribs[t & 1]), base, damping,    \
                                 y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need, offset,  \
                                 part, cnt, hub, nhot, next + t, stats + 2 * (long long)t,          \

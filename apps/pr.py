@@ -67,11 +67,14 @@ BINS_HOT = 57344
 #: ``persistent=`` values; pr.cu PersistCtl: the control words of a persistent launch
 PERSISTENT_CHOICES = (True, False, "auto")
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
-#: whether ``persistent="auto"`` turns the persistent kernels on where they can run: off, as
-#: measured at 7bbe1fa on two H200s they are right (bit-equal, same iterations) but not faster
-#: than the per-iteration kernels (grid:4900 on two GPUs 8.15 vs 8.29 ms, kron:21 3.47 vs 3.35,
-#: grid:4900 on one 14.13 vs 12.29: their sweep is slower; docs/PR_CC.md)
-PERSISTENT_AUTO = False
+#: ``persistent="auto"`` turns the persistent kernels on where they can run on at least this
+#: many devices. Measured at 0fb2df5+ on two H200s with the gathers through L2 (pr.cu
+#: ``pr_load``; ``tests/gpu_check_pr_cc.py --pr-scaling grid:4900,kron:21,kron:25 --pr-kernels
+#: auto,auto:persistent --devices 1,2 --repeat 3``, two calls): on two GPUs grid:4900 7.84-7.85
+#: against 8.34-8.39 ms per iteration launched, kron:21 3.14-3.35 against 3.19-3.35 ms, kron:25
+#: 70.3-70.6 against 69.7-77.7 ms; on one GPU equal within noise (grid:4900 12.46-12.53 against
+#: 12.33-12.45 ms), where the per-iteration path has no cross-device waits to save.
+PERSISTENT_AUTO_MIN_DEVICES = 2
 
 
 def _call(stream, fn, *args):
@@ -426,8 +429,8 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
                       device_check: bool) -> tuple[bool, str | None]:
     """``persistent=`` resolved: (on, why not). ``True`` where it cannot run is a ValueError
-    naming the reason; ``"auto"`` is on only where it can run and :data:`PERSISTENT_AUTO` says
-    a GPU run has validated it."""
+    naming the reason; ``"auto"`` is on where it can run on at least
+    :data:`PERSISTENT_AUTO_MIN_DEVICES` devices."""
     if requested not in PERSISTENT_CHOICES or not isinstance(requested, (bool, str)):
         raise ValueError(f"persistent must be True, False or 'auto'; got {requested!r}")
     if requested is False:
@@ -439,9 +442,9 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
         return True, None
     if why is not None:
         return False, why
-    if not PERSISTENT_AUTO:
-        return False, ("auto: off (right but not faster than the per-iteration kernels on "
-                       "two H200s, docs/PR_CC.md); opt in with persistent=True")
+    if len(ctx.devices) < PERSISTENT_AUTO_MIN_DEVICES:
+        return False, (f"auto: off on fewer than {PERSISTENT_AUTO_MIN_DEVICES} devices (no "
+                       f"faster there, docs/PR_CC.md); opt in with persistent=True")
     return True, None
 
 
@@ -475,8 +478,7 @@ class _DevicePR:
             self.tol = float(o.get("tol", 1e-6))
             self.num_in = int(shard.in_cols.shape[0])
             wide = self.num_in >= 2 ** 31
-            csc = (("pr_csc64" if wide else "pr_csc32") + ("_inplace" if self.inplace else "")
-                   + f"_k{self.lanes_k}")
+            csc = ("pr_csc64" if wide else "pr_csc32") + f"_k{self.lanes_k}"
             if self.bins:
                 csc = "pr_bins64" if wide else "pr_bins32"
                 self.hot_max = 0

@@ -90,8 +90,7 @@ def stage_compile(ngpu):
     from groute.kernels import get_kernel
     kernels = {ROOT / "apps" / "pr.cu": ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack",
                                          "pr_bins32", "pr_bins64"] +
-                                        [f"pr_csc{w}{ip}_k{k}" for w in (32, 64) for ip in ("", "_inplace")
-                                         for k in (1, 2, 4)],
+                                        [f"pr_csc{w}_k{k}" for w in (32, 64) for k in (1, 2, 4)],
                ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress",
                                          "cc_link_round", "cc_sample_mode", "cc_link_rest"]}
     for gpu in range(ngpu):

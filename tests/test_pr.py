@@ -784,8 +784,8 @@ class _FakeContext:
 
 def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
-    where they can, True turns them on and "auto" follows PERSISTENT_AUTO (off: right but not
-    faster on two H200s)."""
+    where they can, True turns them on and "auto" turns them on from
+    PERSISTENT_AUTO_MIN_DEVICES devices."""
     import apps.pr as pr
     ctx = _FakeContext(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
@@ -801,11 +801,14 @@ def test_choose_persistent_says_why_not(monkeypatch):
         assert not on and why in reason
     with pytest.raises(ValueError, match="no peer access"):
         pr.choose_persistent(True, _FakeContext(2, peers=False), "bsp", "csc", False, True)
-    monkeypatch.setattr(pr, "PERSISTENT_AUTO", False)
+    monkeypatch.setattr(pr, "PERSISTENT_AUTO_MIN_DEVICES", 3)
     on, reason = pr.choose_persistent("auto", ctx, "bsp", "csc", False, True)
     assert not on and "opt in with persistent=True" in reason
-    monkeypatch.setattr(pr, "PERSISTENT_AUTO", True)
+    assert pr.choose_persistent("auto", _FakeContext(3), "bsp", "bins", False, True) == (True, None)
+    monkeypatch.setattr(pr, "PERSISTENT_AUTO_MIN_DEVICES", 2)
     assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
+    on, reason = pr.choose_persistent("auto", _FakeContext(1), "bsp", "csc", False, True)
+    assert not on and "fewer than 2 devices" in reason
     assert pr.choose_persistent("auto", _FakeContext(9), "bsp", "csc", False, True)[0] is False
 
 
