@@ -9,13 +9,47 @@ words. Only when a run failed, or the devices disagree on how many barriers they
 the counter stand somewhere unknown: then every device is waited for and the block is zeroed.
 
 Used by the persistent BFS/SSSP kernels (:mod:`apps.traversal_peer`) and persistent BSP
-PageRank (:mod:`apps.pr`).
+PageRank (:mod:`apps.pr`), which also share :func:`unavailable` (where these kernels can run)
+and :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``).
 """
 from __future__ import annotations
 
 import logging
+import os
 
 log = logging.getLogger(__name__)
+
+#: the most devices the persistent kernels take (the peer traversal's argument struct holds
+#: this many peer pointers)
+MAX_DEVICES = 8
+#: a device that waits this long at a cross-device barrier gives up (the host then raises);
+#: read at each run, so a test may lower it
+BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
+
+
+def unavailable(ctx) -> str | None:
+    """Why kernels that meet at the cross-device barrier cannot run on ``ctx`` (None when they
+    can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
+    memory with native atomics (NVLink)."""
+    if ctx.backend != "cuda":
+        return "it needs CUDA devices (this context has CPU virtual devices)"
+    devs = ctx.devices
+    if not 1 <= len(devs) <= MAX_DEVICES:
+        return f"it runs on 1 to {MAX_DEVICES} devices (got {len(devs)})"
+    for a in devs:
+        for b in devs:
+            if a is b:
+                continue
+            if not a.can_access_peer(b):
+                return f"{a.name} cannot access {b.name}'s memory (no peer access)"
+            if a.native_peer_atomics(b) is False:
+                return f"{a.name} has no native atomics on {b.name}'s memory (no NVLink)"
+    return None
+
+
+def timeout_ns() -> int:
+    """:data:`BARRIER_TIMEOUT_S` in nanoseconds, as the kernels take it."""
+    return int(BARRIER_TIMEOUT_S * 1e9)
 
 
 class CrossDeviceBarrier:

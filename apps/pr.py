@@ -410,10 +410,10 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     """Why the persistent BSP kernels cannot run with these options on ``ctx`` (None when they
     can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
     rule on the device, on devices that reach each other's memory with native atomics (the
-    cross-device barrier of :mod:`apps.traversal_peer`)."""
+    cross-device barrier of :mod:`apps.peer_barrier`)."""
     if mode != "bsp":
         return f"it runs mode='bsp' (got mode={mode!r})"
-    from apps.traversal_peer import unavailable
+    from apps.peer_barrier import unavailable
     why = unavailable(ctx)
     if why is not None:
         return why
@@ -1203,8 +1203,8 @@ class PageRank(Solver):
         the iterations run. Raises when a device gave up at the cross-device barrier (a peer
         stopped or never started) or the devices disagree; the barrier counter is then reset
         (after every device has finished), so the next run starts clean."""
-        from apps import traversal_peer
-        timeout_s = traversal_peer.BARRIER_TIMEOUT_S        # GROUTE_PEER_BARRIER_TIMEOUT
+        from apps import peer_barrier
+        timeout_s = peer_barrier.BARRIER_TIMEOUT_S          # GROUTE_PEER_BARRIER_TIMEOUT
         bar = self._barrier
         launched, failure = bar.launch_each(
             lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, bar.ptr, bar.base,

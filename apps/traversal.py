@@ -180,7 +180,7 @@ class TraversalSolver(Solver):
         """Why the peer kernel cannot run this solver's traversal on its devices (None: it can);
         the machine is asked once per solver (``auto_mode`` asks too)."""
         if not hasattr(self, "_peer_why"):
-            from .traversal_peer import unavailable
+            from .peer_barrier import unavailable
             self._peer_why = unavailable(self.ctx)
         return self._peer_why
 

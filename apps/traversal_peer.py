@@ -9,7 +9,7 @@ owner's inbox; SSSP: a min on the owner's distance and a bit in its inbox), BFS 
 bitmaps by peer stores for pull levels, and the devices meet at a cross-device barrier in device
 0's memory (DESIGN.md: "let kernels push remote work straight into a peer's receive queue").
 Needs peer access with native atomics between every pair of devices (NVLink);
-:func:`unavailable` says why it cannot run elsewhere.
+:func:`apps.peer_barrier.unavailable` says why it cannot run elsewhere.
 
 The per-device state (rows, weights, values, queues, SSSP's ``sent_best``) is the CUDA
 traversal worker's (:class:`apps.traversal_cuda.CUDATraversalWorker`); this module adds the
@@ -30,14 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.peer_barrier import CrossDeviceBarrier, launch_resident
+from apps import peer_barrier
+from apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
 log = logging.getLogger(__name__)
 
 KERNEL = Path(__file__).with_name("traversal_peer.cu")
 BLOCK = 256
-MAX_DEVICES = 8
 #: traversal_peer.cu: PeerCtl, PeerCounter, Global
 PABORT, PLEVELS, PADVANCES, PCROSS, CTL_SIZE = 4, 5, 6, 12, 16
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
@@ -45,28 +45,8 @@ TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
 GLOBAL_SIZE = 16
 APPS = ("bfs", "sssp")
 TRACE_LEVELS = 64
-#: a device that waits this long at a cross-device barrier gives up (the host then raises)
-BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
 #: SSSP gives up after this many rounds (the host then raises with the last round's sums)
 MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
-
-
-def unavailable(ctx) -> str | None:
-    """Why the peer exchange cannot run BFS or SSSP on ``ctx`` (None when it can)."""
-    if ctx.backend != "cuda":
-        return "it needs CUDA devices (this context has CPU virtual devices)"
-    devs = ctx.devices
-    if not 1 <= len(devs) <= MAX_DEVICES:
-        return f"it runs on 1 to {MAX_DEVICES} devices (got {len(devs)})"
-    for a in devs:
-        for b in devs:
-            if a is b:
-                continue
-            if not a.can_access_peer(b):
-                return f"{a.name} cannot access {b.name}'s memory (no peer access)"
-            if a.native_peer_atomics(b) is False:
-                return f"{a.name} has no native atomics on {b.name}'s memory (no NVLink)"
-    return None
 
 
 class PeerTraversal:
@@ -110,7 +90,7 @@ class PeerTraversal:
         words = (sizes + 31) // 32
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
-        self.timeout_ns = int(BARRIER_TIMEOUT_S * 1e9)
+        self.timeout_ns = peer_barrier.timeout_ns()
         if trace is None:
             trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
         self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
@@ -207,7 +187,8 @@ class PeerTraversal:
             raise failure
         if aborted:
             raise RuntimeError(
-                f"peer {self.app}: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
+                f"peer {self.app}: {', '.join(aborted)} waited more than "
+                f"{peer_barrier.BARRIER_TIMEOUT_S:g} s at a "
                 f"cross-device barrier (another device stopped or never started); "
                 f"set GROUTE_PEER_BARRIER_TIMEOUT or use exchange='host'")
         if capped:

@@ -874,7 +874,7 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
     need_gpus(2)
     import apps.pr as pr
-    import apps.traversal_peer as tp
+    import apps.peer_barrier as tp
     monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
     with PageRank(g, backend="cuda", devices=2, mode="bsp", bsp_kernel=kernel,

@@ -348,7 +348,7 @@ def test_exchange_peer_needs_cuda_and_bsp():
 
 def test_peer_unavailable_names_the_reason():
     from types import SimpleNamespace
-    from apps.traversal_peer import MAX_DEVICES, unavailable
+    from apps.peer_barrier import MAX_DEVICES, unavailable
 
     def dev(name, peers=True, atomics=True):
         return SimpleNamespace(name=name, can_access_peer=lambda other: peers,
@@ -442,9 +442,10 @@ def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, monkeypat
     """A device that never launches: the others give up at the cross-device barrier, the run
     raises in the caller, and the next run is right again."""
     need_gpus(2)
+    import apps.peer_barrier as pb
     import apps.traversal_peer as tp
     from apps.bfs import BFS
-    monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(pb, "BARRIER_TIMEOUT_S", 0.5)
     g = graph("kron:12") if app == "sssp" else load_graph("kron:12")
     cls = SSSP if app == "sssp" else BFS
     with cls(g, backend="cuda", devices=2, partition="random", mode="bsp", exchange="peer",
