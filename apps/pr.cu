@@ -56,6 +56,19 @@ __device__ void block_add2(double a, double b, double* out) {
     }
 }
 
+// The finalize step of every BSP kernel, for one vertex: y' = base + d * sum (float), |y' - y| and
+// y' added to the thread's double sums diff and total (the stats row), y' stored at *y_v; returns
+// the new contribution y' / outdeg, which the caller stores into the vectors it writes.
+__device__ __forceinline__ float pr_update(float sum, float yold, float inv_outdeg, float base,
+                                           float damping, float* y_v, double& diff,
+                                           double& total) {
+    const float ynew = base + damping * sum;
+    diff += fabs((double)ynew - (double)yold);
+    total += ynew;
+    *y_v = ynew;
+    return ynew * inv_outdeg;
+}
+
 // BSP finalize for this device's n_local vertices: y' = base + d * acc; acc is cleared for the next
 // iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of vector j
 // of outs when bit j of need[v] is set: bit 0 is this device's own vector (always set), the
@@ -70,12 +83,9 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
                                        double* __restrict__ stats) {
     double diff = 0.0, total = 0.0;
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n_local; v += gridDim.x * blockDim.x) {
-        const float ynew = base + damping * acc[v];
+        const float sum = acc[v];
         acc[v] = 0.0f;
-        diff += fabs((double)ynew - (double)y[v]);
-        total += ynew;
-        y[v] = ynew;
-        const float c = ynew * inv_outdeg[v];
+        const float c = pr_update(sum, y[v], inv_outdeg[v], base, damping, y + v, diff, total);
         const unsigned mask = need[v];
         for (int j = 0; j < nouts; ++j)
             if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
@@ -212,11 +222,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
         for (int k = 0; k < K; ++k) {
             const long long v = wbase + k * 32 + lane;
             if (v < n_local) {
-                const float ynew = base + damping * sum[k];
-                diff += fabs((double)ynew - (double)yo[k]);
-                total += ynew;
-                y[v] = ynew;
-                const float c = ynew * iv[k];
+                const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
                 out0[offset + v] = c;
                 if (nouts > 1) {
                     const unsigned mask = need[v];
@@ -260,7 +266,7 @@ PR_CSC_KERNEL(pr_csc64_k4, 4, long long)
 // vector) and, as pr_csc, of each peer's vector j whose bit is set in need[row] (the peers whose
 // in-arcs read that row: stores over NVLink during the kernel instead of a copy after it).
 // Two things follow. (1) Load balance from a task list built once on the host (bins_tasks in
-// pr.py): a task is a run of rows of one bucket, summed by
+// pr_layout.py): a task is a run of rows of one bucket, summed by
 // G = 2^lg lanes per row (G ~ degree / 4, so neighbouring lanes have similar work), or one chunk
 // of a hub row (degree >= hub: ceil(degree / hub) equal chunks, one warp each, whose partial sums
 // go to part[task]; the chunk that arrives last, by an atomic counter per hub row, adds them in
@@ -353,11 +359,8 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                 for (int off = 16; off > 0; off >>= 1) p += __shfl_xor_sync(FULL_MASK, p, off);
                 if (lane == 0) {
                     cnt[r0] = 0;                        // for the next iteration (next launch)
-                    const float ynew = base + damping * p;
-                    diff += fabs((double)ynew - (double)y[r0]);
-                    total += ynew;
-                    y[r0] = ynew;
-                    store(r0, ynew * inv_outdeg[r0]);
+                    store(r0, pr_update(p, y[r0], inv_outdeg[r0], base, damping, y + r0, diff,
+                                        total));
                 }
             }
         } else {
@@ -398,11 +401,8 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                 for (int k = 0; k < 2; ++k) {
                     for (int off = G >> 1; off > 0; off >>= 1) sum[k] += __shfl_xor_sync(FULL_MASK, sum[k], off);
                     if (r[k] >= 0 && sub == 0) {
-                        const float ynew = base + damping * sum[k];
-                        diff += fabs((double)ynew - (double)yo[k]);
-                        total += ynew;
-                        y[r[k]] = ynew;
-                        store(r[k], ynew * iv[k]);
+                        store(r[k], pr_update(sum[k], yo[k], iv[k], base, damping, y + r[k],
+                                              diff, total));
                     }
                 }
             }
