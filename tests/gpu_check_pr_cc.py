@@ -447,15 +447,15 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
     from apps.pr import PageRank
     from groute import Context
     from groute.graph import reference
-    import apps.pr
+    import apps.pr_device
     names = [v for v in variants.split(",") if v] if variants else list(PR_VARIANTS)
-    spin_default = apps.pr.SPIN_S
+    spin_default = apps.pr_device.SPIN_S
 
     def opts(name):
-        """The solver options of a variant; "_spin_s" sets apps.pr.SPIN_S (0: the earlier
+        """The solver options of a variant; "_spin_s" sets apps.pr_device.SPIN_S (0: the earlier
         sleeping wait at every convergence check)."""
         o = dict(PR_VARIANTS[name])
-        apps.pr.SPIN_S = o.pop("_spin_s", spin_default)
+        apps.pr_device.SPIN_S = o.pop("_spin_s", spin_default)
         return o
     with Context(1, backend=BACKEND, timeout=60) as ctx:
         bad = 0

@@ -96,10 +96,10 @@ def install_audit(audit):
     """Wrap the async worker's pack and apply so that every item value is summed (float64)."""
     import threading
 
-    import apps.pr as pr
+    import apps.pr_device as pr_device
     from groute.worklist import unpack
     lock = threading.Lock()
-    pack, apply = pr._DevicePR.pack, pr._DevicePR.apply
+    pack, apply = pr_device.DevicePR.pack, pr_device.DevicePR.apply
 
     def total(dev, arrays):
         xp = dev.device.xp
@@ -112,7 +112,7 @@ def install_audit(audit):
                     s += float(vals.astype(xp.float64).sum())
                     m += int(a.shape[0])
             return s, m
-        return pr._call(dev.stream, fn)
+        return pr_device.call(dev.stream, fn)
 
     def audited_pack(self, ranges):
         out = pack(self, ranges)
@@ -128,7 +128,7 @@ def install_audit(audit):
             audit["applied"] += s
             audit["items_applied"] += m
         return apply(self, item_arrays)
-    pr._DevicePR.pack, pr._DevicePR.apply = audited_pack, audited_apply
+    pr_device.DevicePR.pack, pr_device.DevicePR.apply = audited_pack, audited_apply
 
 
 if __name__ == "__main__":

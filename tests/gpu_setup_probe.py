@@ -66,7 +66,8 @@ def compare(app, first, values):
 
 def check_layout(spec, backend):
     """The bins in-arcs a CUDA solver holds (CuPy build) against the NumPy build."""
-    from apps.pr import PageRank, bins_layout
+    from apps.pr import PageRank
+    from apps.pr_layout import bins_layout
     g = load_graph(spec)
     host = bins_layout(g)
     want = host.sources(g)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from apps.pr import PageRank, default_sweeps, make_shards, pagerank
+from apps.pr import PageRank, default_sweeps, pagerank
+from apps.pr_layout import make_shards
 from groute import Context
 from groute.graph import load_graph, reference
 from support import SHARED_GRAPHS, backends, device_cases, graph_from, need_gpus, skip_if_missing
@@ -456,7 +457,7 @@ def test_degree_split_balances_arcs(spec, k):
     """degree_split: k non-empty contiguous ranges covering every row once, each range's cost
     (in-arcs + row_cost per row) within one row's cost of an equal share (the star: one hub row
     of 39 of its 41 arcs)."""
-    from apps.pr import BINS_ROW_COST, bins_layout, degree_split
+    from apps.pr_layout import BINS_ROW_COST, bins_layout, degree_split
     g = bins_graphs()["star"] if spec == "star" else load_graph(spec, cache=False)
     ip = bins_layout(g).in_indptr
     off = degree_split(ip, k)
@@ -528,7 +529,7 @@ def test_bins_tasks_cover_every_row_and_arc_once(spec, opts):
     """The "bins" kernel's relabelling and task list: vertices in non-increasing degree buckets
     (hubs first), in-arc lists ascending, and the kernel's index arithmetic (emulated) reads every
     arc once and finalises every row once with the right sum."""
-    from apps.pr import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
+    from apps.pr_layout import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
     g = load_graph(spec, cache=False)
     n = g.num_vertices
     indeg = np.bincount(g.indices, minlength=n)
@@ -561,7 +562,7 @@ def old_bins_layout(graph):
     buckets, relabel the CSR row by row, scipy's CSR -> CSC): the definition the new layout
     must equal array for array."""
     import scipy.sparse as sp
-    from apps.pr import degree_buckets
+    from apps.pr_layout import degree_buckets
     indptr, indices = np.asarray(graph.indptr, np.int64), np.asarray(graph.indices)
     n = indptr.shape[0] - 1
     order = np.argsort(-degree_buckets(np.bincount(indices, minlength=n)), kind="stable")
@@ -583,7 +584,7 @@ def test_bins_layout_equals_the_previous_construction(spec):
     """Degree order, in-arc offsets, sources (every row ascending) and out-degrees of the new
     layout are the arrays the old relabel + scipy transpose built, on power-law, directed,
     grid, random and hand-made graphs."""
-    from apps.pr import BinsLayout
+    from apps.pr_layout import BinsLayout
     graphs = bins_graphs()
     if spec == "polblogs" and spec not in graphs:
         pytest.skip("polblogs.mtx.gz not in the shared graphs")
@@ -716,7 +717,7 @@ def test_without_peer_access_the_host_checks(monkeypatch):
 def test_bins_in_cols_builds_on_the_host_when_the_device_is_short_of_memory():
     """A CUDA device with less free memory than the in-arcs' sort needs gets host slices (no
     CuPy touched), the same arrays as the CPU build."""
-    from apps.pr import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
+    from apps.pr_layout import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
 
     class ShortDevice:
         backend = "cuda"
@@ -873,19 +874,19 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     """A device that never launches: the other gives up at the cross-device barrier after
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
     need_gpus(2)
-    import apps.pr as pr
+    import apps.pr_device as pr_device
     import apps.peer_barrier as tp
     monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
     with PageRank(g, backend="cuda", devices=2, mode="bsp", bsp_kernel=kernel,
                   partition="contiguous", persistent=True) as s:
         good = s.run()
-        real = pr._DevicePR.persistent_launch
-        monkeypatch.setattr(pr._DevicePR, "persistent_launch",
+        real = pr_device.DevicePR.persistent_launch
+        monkeypatch.setattr(pr_device.DevicePR, "persistent_launch",
                             lambda self, *a: None if self.device.index == 1 else real(self, *a))
         with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
             s.run()
-        monkeypatch.setattr(pr._DevicePR, "persistent_launch", real)
+        monkeypatch.setattr(pr_device.DevicePR, "persistent_launch", real)
         again = s.run()
     assert again.stats["iterations"] == good.stats["iterations"]
     assert np.array_equal(again.values, good.values)

@@ -1,0 +1,549 @@
+"""PageRank's per-device state and operations (:mod:`apps.pr`): one :class:`DevicePR` per device
+holds its arrays and runs the BSP and asynchronous steps on them, as CUDA kernels (``pr.cu``) or
+vectorised NumPy on the device's stream; :class:`PushWorker` is what the distributed worklist
+drives in the asynchronous mode. The only backend-specific code of PageRank.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from apps.pr_layout import Shard, bins_tasks
+
+KERNEL = Path(__file__).with_name("pr.cu")
+BLOCK = 256
+#: "bins" kernel: threads per block (one block per SM) and the contributions of the first
+#: BINS_HOT vertices (the hubs) each block copies into shared memory (224 KiB of the 227 a
+#: block may opt into on an H100/H200; less where the device allows less)
+BINS_BLOCK = 1024
+BINS_HOT = 57344
+#: pr.cu PersistCtl: the control words of a persistent launch
+P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
+
+
+def call(stream, fn, *args):
+    """Run ``fn(*args)`` in stream order and return its result (waits on the CPU backend)."""
+    out = []
+    stream.submit(lambda: out.append(fn(*args)))
+    if not out:
+        stream.record().synchronize()
+    return out[0]
+
+
+#: seconds a BSP convergence check polls its CUDA event without back-off before the normal
+#: wait: the general wait sleeps up to 2 ms between polls, which left the GPU idle for about
+#: 1-3 ms at every check (measured on one H200)
+SPIN_S = 0.25
+
+
+def _sync_host(device, array, spin=False):
+    """A host copy of ``array`` after everything queued on the compute stream has finished
+    (``spin``: poll the event without back-off first, see :data:`SPIN_S`; the BSP checks use
+    it, the async mode keeps the general wait)."""
+    device.compute_stream.record().synchronize(spin=SPIN_S if spin else 0.0)
+    return device.to_host(array)
+
+
+class DevicePR:
+    """One device's arrays and the PageRank operations on them (CUDA kernels or NumPy)."""
+
+    def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int,
+                 bsp_opts=None):
+        self.device = device
+        self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
+        self.damping = float(damping)
+        self.cuda = device.backend == "cuda"
+        self.fdt = np.float32 if self.cuda else np.float64
+        self.stream = device.compute_stream
+        if mode == "bsp":
+            o = dict(bsp_opts or {})
+            self.bins = o.get("kernel") == "bins"           # "auto" is resolved by PageRank
+            self.fused = o.get("kernel", "csc") == "csc" or self.bins
+            self.lanes_k = int(o.get("vertices_per_lane", 2))
+            self.inplace = bool(o.get("inplace", False)) and k == 1
+            # the fused kernels skip the iterations after the stopping rule held on all devices
+            # together (bsp_converged in pr.cu; the NumPy sweeps of the CPU backend follow the
+            # same protocol); the COO pair has no skip: the host checks
+            self.device_check = bool(o.get("device_check", True)) and self.fused
+            # one cooperative launch per run (PageRank resolved the option: choose_persistent)
+            self.persistent = bool(o.get("persistent", False)) and self.cuda
+            self.small_degree = int(o.get("small_degree", 8))
+            self.tol = float(o.get("tol", 1e-6))
+            self.num_in = int(shard.in_cols.shape[0])
+            wide = self.num_in >= 2 ** 31
+            csc = ("pr_csc64" if wide else "pr_csc32") + f"_k{self.lanes_k}"
+            if self.bins:
+                csc = "pr_bins64" if wide else "pr_bins32"
+                self.hot_max = 0
+                if self.cuda:   # the prefix that fits the shared memory a block may opt into
+                    props = device.xp.cuda.runtime.getDeviceProperties(device.index)
+                    optin = int(props.get("sharedMemPerBlockOptin", 0) or 48 * 1024)
+                    self.hot_max = min(BINS_HOT, (optin - 1024) // 16 * 4)
+                self.nhot = min(self.hot_max, n) // 4 * 4
+                self.hub_degree = int(o.get("hub_degree", 4096))
+                task_row, task_info, hub_rows = bins_tasks(
+                    shard.in_indptr, task_arcs=int(o.get("task_arcs", 1024)),
+                    hub_degree=self.hub_degree, lane_arcs=int(o.get("lane_arcs", 4)))
+                self.num_tasks = int(task_row.shape[0])
+        if self.cuda:
+            from groute.kernels import get_kernel, resident_blocks_per_sm
+            with device.use():
+                if mode != "bsp":
+                    names = {n: n for n in ("pr_push", "pr_apply", "pr_pack")}
+                elif self.fused:
+                    names = {"csc": csc}
+                else:
+                    names = {"pr_pull": "pr_pull", "pr_finalize": "pr_finalize"}
+                self.kernels = {key: get_kernel(KERNEL, name) for key, name in names.items()}
+            self.sms = int(device.properties()["multiprocessors"])
+            # the BSP grids, fixed for the solver's life: the fused kernels' is ``waves`` times
+            # the blocks resident at once (bins: one per SM), no more than there is work
+            if mode == "bsp" and self.bins:
+                if self.nhot:   # the largest prefix (the kernel object is shared)
+                    with device.use():
+                        self.kernels["csc"].max_dynamic_shared_size_bytes = self.hot_max * 4
+                resident = self.sms * int(o.get("waves", 1))
+                self.grid = (max(1, min(resident, -(-self.num_tasks * 32 // BINS_BLOCK))),)
+            elif mode == "bsp" and self.fused:
+                with device.use():
+                    per_sm = resident_blocks_per_sm(self.kernels["csc"], BLOCK, device.index)
+                resident = self.sms * per_sm * int(o.get("waves", 1))
+                self.grid = (max(1, min(resident, -(-self.n_local // BLOCK))),)
+            elif mode == "bsp":     # the COO pair: grid-stride loops over arcs, then vertices
+                self.grid = self._grid(self.num_in, waves=16)
+                self.finalize_grid = self._grid(self.n_local)
+            if mode == "bsp" and self.persistent:
+                self._load_persistent(csc)
+        up = device.asarray
+        self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
+        if mode == "bsp":
+            self.in_cols = up(shard.in_cols)
+            if self.cuda and self.fused:
+                self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
+                if self.bins:
+                    self.task_row, self.task_info = up(task_row), up(task_info)
+                    self.part = device.zeros(max(self.num_tasks, 1), np.float32)
+                    self.hub_count = device.zeros(max(hub_rows, 1), np.int32)
+            else:
+                self.in_rows = up(shard.in_rows)
+                self.in_indptr = shard.in_indptr if not self.cuda else None
+                self.acc = device.zeros(self.n_local, self.fdt)
+            self.y = device.zeros(self.n_local, self.fdt)
+            # Jacobi: read one vector, write the other; in place (Gauss-Seidel): one vector
+            self.contrib = [device.zeros(n, self.fdt) for _ in range(1 if self.inplace else 2)]
+            self.outs = None        # per parity: the vectors finalize writes (see set_outputs)
+            self.stats = None       # [iteration][diff, mass] (see alloc_stats)
+            self.stats_of = None    # every device's stats, in device order (see set_check_group)
+        else:
+            self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
+            self.rank = device.zeros(self.n_local, np.float64)
+            self.residual = device.zeros(self.n_local, self.fdt)
+            # float64 on both backends: a round's sums lost small late terms in float32 (pr.cu)
+            self.remote_acc = device.zeros(n if k > 1 else 1, np.float64)
+            self.counters = device.zeros(2, np.uint64)
+            self.out_items = None
+
+    def _load_persistent(self, name):
+        """The persistent form of kernel ``name`` (pr.cu: ``<name>_persistent``; csc: before
+        the ``_k`` suffix), compiled for cooperative launch, and its grid: every block resident
+        (bins: one per SM, as the per-iteration kernel), no more blocks than there is work."""
+        from groute.kernels import load_module, resident_blocks_per_sm
+        pname = name + "_persistent" if self.bins else name.replace("_k", "_persistent_k")
+        with self.device.use():
+            fn = load_module(KERNEL, cooperative=True).get_function(pname)
+            if self.bins:
+                if self.nhot:
+                    fn.max_dynamic_shared_size_bytes = self.hot_max * 4
+                blocks = min(self.sms, -(-self.num_tasks * 32 // BINS_BLOCK))
+            else:
+                per_sm = resident_blocks_per_sm(fn, BLOCK, self.device.index)
+                blocks = min(self.sms * per_sm, -(-self.n_local // BLOCK))
+        self.kernels["persistent"] = fn
+        self.persistent_blocks = max(1, blocks)
+        self.ctl = self.device.zeros(P_CTL, np.int32)
+
+    def _grid(self, work_items, per_block=BLOCK, waves=8):
+        return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
+
+    # BSP ----------------------------------------------------------------------------------------
+    def reads(self):
+        """Which vertices this device's in-arcs read (host bool per global id), found once by a
+        scatter over its own in-arcs where they live: one pass over the arcs in all, where
+        filtering every peer's arcs for every device took about 18 s on kron:25."""
+        if getattr(self, "_reads", None) is None:
+            xp = self.device.xp
+            with self.device.use():
+                used = xp.zeros(max(self.n, 1), dtype=bool)[:self.n]
+                if self.num_in:
+                    used[self.in_cols] = True
+                self._reads = np.asarray(self.device.to_host(used), dtype=bool)
+        return self._reads
+
+    def set_outputs(self, targets):
+        """``targets``: the devices (self first, at most 8) whose copy of the contribution vector
+        this device's finalize writes directly (peer stores); the others get copies. A peer gets
+        only the vertices its in-arcs read (``need`` bit masks from the peers' :meth:`reads`),
+        so a well-partitioned graph sends just its boundary."""
+        self.out_targets = targets
+        need = np.ones(self.n_local, np.uint8)
+        self.peer_stores = 0        # elements stored into peers per iteration
+        for bit, peer in enumerate(targets[1:], start=1):
+            used = peer.reads()[self.lo:self.hi]
+            need[used] |= np.uint8(1 << bit)
+            self.peer_stores += int(np.count_nonzero(used))
+        if self.cuda:
+            ptrs = [t.contrib[par % len(t.contrib)].data.ptr for par in range(2) for t in targets]
+            with self.device.use():
+                # one upload of both parities: the persistent kernels take the whole array, an
+                # iteration of the others the half of the parity it writes (a view)
+                self.outs_both = self.device.asarray(np.array(ptrs, dtype=np.uint64))
+                self.outs = [self.outs_both[:len(targets)], self.outs_both[len(targets):]]
+                self.need = self.device.asarray(need)
+                if self.persistent:     # the vectors its iterations read, by parity
+                    self.contribs = self.device.asarray(np.array(
+                        [c.data.ptr for c in self.contrib] * (3 - len(self.contrib)),
+                        dtype=np.uint64)[:2])
+        else:
+            self.outs = [[t.contrib[par % len(t.contrib)] for t in targets] for par in range(2)]
+            self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
+                                      for bit in range(1, len(targets))]
+
+    def set_copies(self, devs):
+        """The copies that follow each iteration's kernel, per parity of the vector written:
+        ``(peer's slice, own slice)`` for every peer this device does not store into (all of
+        them without peer stores), made once so an iteration only issues them."""
+        mine = [c[self.lo:self.hi] for c in self.contrib]
+        self.copies = [[(p.contrib[par % len(p.contrib)][self.lo:self.hi], mine[par % len(mine)])
+                        for p in devs if self.n_local and not any(p is x for x in self.out_targets)]
+                       for par in range(2)]
+
+    def alloc_stats(self, max_iterations: int):
+        """The per-iteration ``[diff, mass]`` rows, allocated once per solver (peers keep
+        pointers to them, see :meth:`set_check_group`) and cleared by :meth:`bsp_reset`."""
+        self.stats = self.device.zeros((max_iterations, 2), np.float64)
+
+    def set_check_group(self, devs):
+        """The devices whose stats the stopping check adds up, in device order (the host adds
+        them in the same order): device pointers for the CUDA kernels, arrays for NumPy."""
+        if self.cuda:
+            with self.device.use():
+                self.stats_of = self.device.asarray(
+                    np.array([d.stats.data.ptr for d in devs], dtype=np.uint64))
+        else:
+            self.stats_of = [d.stats for d in devs]
+
+    def converged_before(self, t: int) -> bool:
+        """NumPy form of ``bsp_converged`` (pr.cu): whether iteration ``t - 1`` met the stopping
+        rule on all devices together; runs in stream order after every device's iteration
+        ``t - 1`` (the stream waited for their events)."""
+        if not self.device_check or t == 0:
+            return False
+        diff = mass = 0.0
+        for st in self.stats_of:
+            diff += st[t - 1, 0]
+            mass += st[t - 1, 1]
+        return bool(diff <= self.tol * mass)
+
+    def bsp_reset(self, y0: float, contrib0, max_iterations: int):
+        def reset():
+            self.y.fill(y0)
+            if not (self.cuda and self.fused):
+                self.acc.fill(0)
+            elif self.bins:
+                self.hub_count.fill(0)
+                self.task_next.fill(0)
+            self.contrib[0][...] = contrib0
+            self.stats.fill(0)
+        if self.stats is None or self.stats.shape[0] != max_iterations:
+            raise ValueError(f"bsp_reset for {max_iterations} iterations: alloc_stats sized "
+                             f"{None if self.stats is None else self.stats.shape[0]}")
+        if self.cuda and self.bins:     # per iteration: the next task to take
+            self.task_next = self.device.empty(max_iterations, np.int32)
+        self.stream.submit(reset)
+
+    def bsp_step(self, t: int, base: float):
+        """Iteration ``t``: pull from contrib[t % 2], write own slice of contrib[(t+1) % 2] (in
+        place: both are contrib[0])."""
+        src, outs = self.contrib[t % len(self.contrib)], self.outs[(t + 1) % 2]
+        stats = self.stats[t]
+        # the device-side check of iteration t - 1 (all devices' stats), or none
+        check = (self.stats_of, np.int32(len(self.stats_of)),
+                 np.int32(t - 1 if self.device_check and t > 0 else -1), np.float64(self.tol))
+        if self.cuda and self.bins:
+            nxt = self.task_next[t:t + 1]
+
+            def launch():
+                self.kernels["csc"](
+                    self.grid, (BINS_BLOCK,),
+                    (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
+                     self.in_cols, src, np.float32(base), np.float32(self.damping), self.y,
+                     self.inv_outdeg, outs, np.int32(len(self.out_targets)), self.need,
+                     np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
+                     np.int32(self.nhot), nxt, stats, *check),
+                    shared_mem=self.nhot * 4)
+        elif self.cuda and self.fused:
+            def launch():
+                if self.n_local:
+                    self.kernels["csc"](
+                        self.grid, (BLOCK,),
+                        (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols, src,
+                         np.float32(base), np.float32(self.damping), self.y, self.inv_outdeg, outs,
+                         np.int32(len(self.out_targets)), self.need, stats, *check,
+                         np.int32(self.small_degree)))
+        elif self.inplace:      # CPU: Gauss-Seidel by blocks of vertices, in order
+            def launch():
+                if self.converged_before(t):
+                    return
+                ip, nl, lo = self.in_indptr, self.n_local, self.lo
+                bounds = np.linspace(0, nl, min(nl, 8) + 1).astype(np.int64)
+                ynew = np.empty(nl, self.fdt)
+                for a, b in zip(bounds[:-1], bounds[1:]):
+                    ra, rb = int(ip[a]), int(ip[b])
+                    acc = np.bincount(self.in_rows[ra:rb] - a, weights=src[self.in_cols[ra:rb]],
+                                      minlength=b - a)
+                    ynew[a:b] = base + self.damping * acc
+                    src[lo + a:lo + b] = ynew[a:b] * self.inv_outdeg[a:b]
+                stats[0] = np.abs(ynew - self.y).sum()
+                stats[1] = ynew.sum()
+                self.y[:] = ynew
+        elif self.cuda:
+            k = self.kernels
+
+            def launch():
+                if self.num_in:
+                    k["pr_pull"](self.grid, (BLOCK,),
+                                 (self.in_rows, self.in_cols, np.int64(self.num_in), src, self.acc))
+                if self.n_local:
+                    k["pr_finalize"](self.finalize_grid, (BLOCK,),
+                                     (np.int32(self.n_local), np.int32(self.lo), np.float32(base),
+                                      np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
+                                      outs, np.int32(len(self.out_targets)), self.need, stats))
+        else:
+            def launch():
+                if self.converged_before(t):
+                    return
+                acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
+                ynew = base + self.damping * acc
+                stats[0] = np.abs(ynew - self.y).sum()
+                stats[1] = ynew.sum()
+                self.y[:] = ynew
+                c = ynew * self.inv_outdeg
+                outs[0][self.lo:self.hi] = c
+                for out, idx in zip(outs[1:], self.need_idx[1:]):
+                    out[self.lo + idx] = c[idx]
+        self.stream.submit(launch)
+
+    def persistent_launch(self, t_end: int, base: float, gbar_ptr: int, gbase: int, k: int,
+                          timeout_ns: int):
+        """Queue iterations [0, t_end) as one cooperative launch (pr.cu ``bsp_persistent``);
+        ``gbar_ptr``: device 0's barrier counter, standing at ``gbase``. A grid the device
+        cannot hold at once is halved until it fits (the occupancy answer was optimistic)."""
+        from apps.peer_barrier import launch_resident
+        fn = self.kernels["persistent"]
+        persist = (np.int32(0), np.int32(t_end), self.ctl, np.uint64(gbar_ptr), np.uint64(gbase),
+                   np.int32(k), np.int64(timeout_ns))
+        check = (self.stats_of, np.int32(len(self.stats_of)), np.float64(self.tol))
+        if self.bins:
+            args = (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
+                    self.in_cols, self.contribs, np.float32(base), np.float32(self.damping), self.y,
+                    self.inv_outdeg, self.outs_both, np.int32(len(self.out_targets)), self.need,
+                    np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
+                    np.int32(self.nhot), self.task_next, self.stats, *check, *persist)
+            block, shared = BINS_BLOCK, self.nhot * 4
+        else:
+            args = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols,
+                    self.contribs, np.float32(base), np.float32(self.damping), self.y,
+                    self.inv_outdeg, self.outs_both, np.int32(len(self.out_targets)), self.need,
+                    self.stats, *check, np.int32(self.small_degree), *persist)
+            block, shared = BLOCK, 0
+
+        def launch():
+            self.persistent_blocks = launch_resident(fn, self.persistent_blocks, block, args,
+                                                     shared_mem=shared, name=self.device.name)
+        self.stream.submit(launch)
+
+    def persistent_result(self):
+        """This device's control words after its persistent launch (waits for it)."""
+        return _sync_host(self.device, self.ctl, spin=True)
+
+    def bsp_stats(self, t0: int, t1: int):
+        return _sync_host(self.device, self.stats[t0:t1], spin=True)
+
+    def bsp_values(self):
+        return self.device.to_host(self.y).astype(np.float64)
+
+    # asynchronous push --------------------------------------------------------------------------
+    def push_reset(self, r0: float):
+        def reset():
+            self.rank.fill(0)
+            self.residual.fill(r0)
+            self.remote_acc.fill(0)
+        self.stream.submit(reset)
+
+    def active(self, eps: float) -> int:
+        """How many owned vertices have a residual above ``eps`` (synchronises)."""
+        xp = self.device.xp
+        count = call(self.stream, lambda: xp.count_nonzero(self.residual > self.fdt(eps)))
+        return int(_sync_host(self.device, count) if self.cuda else count)
+
+    def push_sweeps(self, eps: float, sweeps: int, remote: bool):
+        """``sweeps`` push sweeps over the owned vertices; returns (vertices, arcs) pushed."""
+        if self.cuda:
+            k = self.kernels
+
+            def launch():
+                self.counters.fill(0)
+                for _ in range(sweeps):
+                    k["pr_push"](self._grid(self.n_local), (BLOCK,),
+                                 (np.int32(self.n_local), np.int32(self.lo), self.out_indptr,
+                                  self.out_indices, np.float32(self.damping), np.float32(eps),
+                                  self.residual, self.rank, self.remote_acc, self.counters))
+            if self.n_local:
+                self.stream.submit(launch)
+                c = _sync_host(self.device, self.counters)
+                return int(c[0]), int(c[1])
+            return 0, 0
+        return call(self.stream, self._push_numpy, eps, sweeps, remote)
+
+    def _push_numpy(self, eps, sweeps, remote):
+        ip, ix, d, lo, nl = self.out_indptr, self.out_indices, self.damping, self.lo, self.n_local
+        pushed = arcs = 0
+        for _ in range(sweeps):
+            act = np.flatnonzero(self.residual > eps)
+            if not act.size:
+                break
+            r = self.residual[act]
+            self.residual[act] = 0
+            self.rank[act] += r
+            starts, deg = ip[act], ip[act + 1] - ip[act]
+            pushed += act.size
+            total = int(deg.sum())
+            if not total:
+                continue
+            arcs += total
+            owner = np.repeat(np.arange(act.size), deg)
+            eids = starts[owner] + (np.arange(total) - np.repeat(np.cumsum(deg) - deg, deg))
+            targets = ix[eids].astype(np.int64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(deg > 0, d * r / np.maximum(deg, 1), 0.0)
+            vals = share[owner]
+            lt = targets - lo
+            local = (lt >= 0) & (lt < nl)
+            self.residual += np.bincount(lt[local], weights=vals[local], minlength=nl)
+            if remote and not local.all():
+                np.add.at(self.remote_acc, targets[~local], vals[~local])
+        return pushed, arcs
+
+    def pack(self, ranges):
+        """Move the remote accumulator's nonzeros into one item array per destination range
+        (``None`` for an empty one or for ``None`` ranges) and clear them."""
+        from groute.worklist import pack as pack_items
+        if self.cuda:
+            xp = self.device.xp
+            with self.device.use():
+                if self.out_items is None:
+                    self.out_items = [None if r is None else xp.empty(max(r[1] - r[0], 1), np.int64)
+                                      for r in ranges]
+                    self.pack_counts = xp.empty(len(ranges), np.uint64)  # cleared in stream order
+
+                def launch():
+                    self.pack_counts.fill(0)
+                    for j, r in enumerate(ranges):
+                        if r is not None and r[1] > r[0]:
+                            self.kernels["pr_pack"](self._grid(r[1] - r[0]), (BLOCK,),
+                                                    (self.remote_acc, np.int32(r[0]), np.int32(r[1]),
+                                                     self.out_items[j], self.pack_counts[j:j + 1]))
+                self.stream.submit(launch)
+                counts = _sync_host(self.device, self.pack_counts)
+            return [None if r is None or not counts[j] else self.out_items[j][:int(counts[j])]
+                    for j, r in enumerate(ranges)]
+
+        def pack_numpy():
+            out = []
+            for r in ranges:
+                if r is None:
+                    out.append(None)
+                    continue
+                seg = self.remote_acc[r[0]:r[1]]
+                nz = np.flatnonzero(seg)
+                if not nz.size:
+                    out.append(None)
+                    continue
+                vals = seg[nz].astype(np.float32)
+                seg[nz] = 0
+                out.append(pack_items((nz + r[0]).astype(np.int64), vals))
+            return out
+        return call(self.stream, pack_numpy)
+
+    def apply(self, item_arrays):
+        """Add received (vertex, value) items into the residuals."""
+        if self.cuda:
+            def launch():
+                for items in item_arrays:
+                    m = int(items.shape[0])
+                    if m:
+                        self.kernels["pr_apply"](self._grid(m), (BLOCK,),
+                                                 (items, np.int64(m), np.int32(self.lo), self.residual))
+            self.stream.submit(launch)
+            return
+
+        def apply_numpy():
+            from groute.worklist import unpack
+            for items in item_arrays:
+                v, vals = unpack(items, "float")
+                np.add.at(self.residual, v.astype(np.int64) - self.lo, vals.astype(np.float64))
+        self.stream.submit(apply_numpy)
+
+    def push_values(self):
+        return self.device.to_host(self.rank) + self.device.to_host(self.residual).astype(np.float64)
+
+
+class PushWorker:
+    """The asynchronous PageRank worker the distributed worklist drives (one per device).
+
+    Work = owned vertices whose residual exceeds ``eps``; an ``advance`` runs ``sweeps`` push
+    sweeps and returns the combined remote contributions as per-destination item arrays.
+    """
+
+    def __init__(self, dev: DevicePR, index: int, offsets, sweeps: int):
+        from groute.worklist import LocalWork
+        self.LocalWork = LocalWork
+        self.dev, self.index, self.sweeps = dev, index, sweeps
+        k = len(offsets) - 1
+        self.ranges = [None if j == index else (int(offsets[j]), int(offsets[j + 1])) for j in range(k)]
+        self.remote = k > 1
+        self.eps = 0.0
+        self.r0 = 0.0
+        self.work = LocalWork()
+        self.pushed = self.arcs = self.advances = self.items_out = 0
+
+    def configure(self, eps, r0):
+        # the kernels compare in float32: use the float32 value everywhere so that "active" agrees
+        self.eps = float(self.dev.fdt(eps))
+        self.r0 = r0
+
+    def start(self, threshold):
+        self.dev.push_reset(self.r0)
+        self.pushed = self.arcs = self.advances = self.items_out = 0
+        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        return self.work
+
+    def advance(self, threshold, *, max_rounds=None, self_advance=False):
+        sweeps = self.sweeps if max_rounds is None else max(1, min(self.sweeps, int(max_rounds)))
+        pushed, arcs = self.dev.push_sweeps(self.eps, sweeps, self.remote)
+        self.pushed += pushed
+        self.arcs += arcs
+        self.advances += 1
+        outbox = self.dev.pack(self.ranges) if self.remote else [None]
+        self.items_out += sum(int(a.shape[0]) for a in outbox if a is not None)
+        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        return self.work, outbox
+
+    def absorb(self, item_arrays, threshold):
+        self.dev.apply(item_arrays)
+        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        return self.work
+
+    def split(self, threshold):
+        return self.work
