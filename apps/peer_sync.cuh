@@ -1,5 +1,6 @@
 // Barriers of the persistent kernels that loop inside one launch per device: a grid-wide
-// barrier for a resident grid and a cross-device barrier in device 0's memory with a timeout.
+// barrier for a resident grid (and its reset at exit: grid_exit) and a cross-device barrier in
+// device 0's memory with a timeout.
 // Shared by BFS/SSSP through peer memory (traversal_peer.cu, through traversal.cuh) and the
 // persistent PageRank kernels (pr.cu), so both meet the same way.
 #pragma once
@@ -52,6 +53,21 @@ __device__ __forceinline__ void grid_barrier(unsigned int* count, unsigned int& 
 #endif
     }
     __syncthreads();
+}
+
+// The exit of a kernel that meets at grid_barrier on `bar_word`: every block calls it once,
+// after its last barrier, and the last block to leave (counted in `exit_word`) zeroes both
+// words, so the next launch of the same grid starts its barrier count from 0 again. The fence
+// orders the block's writes before its exit arrival.
+__device__ __forceinline__ void grid_exit(int* bar_word, int* exit_word) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(exit_word, 1) == (int)gridDim.x - 1) {
+            *bar_word = 0;
+            *exit_word = 0;
+        }
+    }
 }
 
 

@@ -1,7 +1,8 @@
 // BFS and SSSP on several GPUs in one persistent launch per device: the devices exchange through
 // each other's memory (NVLink peer access) and meet at a cross-device barrier, so the host
 // launches once per run instead of steering every level (see traversal_peer.py). Both kernels
-// share the barrier, the global sums, the push expansion (expand_push) and the exit protocol.
+// share their per-thread state (PeerThread), the barrier, the global sums, the push expansion
+// (expand_push) and the exit protocol (finish).
 //
 // Device `me` owns the vertices [off[me], off[me+1]) (renumbered ids) and their rows.
 //
@@ -74,8 +75,9 @@ enum PeerCtl {
     PRECV = 11,         // BFS: a peer put offers into this device's inbox this level
     PCROSS = 12,        // cross-device barriers this launch passed (written at the end; 2 ints)
 };
-// Global sums of a level: frontier vertices; BFS: the frontier's out-arcs, SSSP: improvements;
-// SSSP: deferred active vertices; SSSP: least value among the active vertices (a min, not a sum)
+// Global sums of a level: frontier vertices; BFS: the frontier's out-arcs (pull_ok only), SSSP:
+// improvements; SSSP: deferred active vertices; SSSP: least value among the active vertices (a
+// min, not a sum)
 enum Sum { SVERTS = 0, SARCS = 1, SIMPROVED = 1, SFAR = 2, SMIN = 3, NSUM = 4 };
 #define NO_MIN 0xffffffffffffffffull
 // local 64-bit counters: the traversal.cuh Counter slots the host reads (PROCESSED, EDGES,
@@ -146,6 +148,39 @@ __device__ __forceinline__ int owner(const Shared& s, int k, int v) {
     int j = 0;
     while (j + 1 < k && v >= s.off[j + 1]) ++j;
     return j;
+}
+
+// What every thread of both kernels keeps for the run: its place in the grid, this device's
+// vertex range, the barrier targets and the counters `finish` folds.
+struct PeerThread {
+    long long tid, nthreads, warp, nwarps;
+    int lane;
+    int me, lo, n_local, words_me;   // this device owns [lo, lo + n_local): words_me bitmap words
+    bool has_source;                 // the source is one of them
+    unsigned int bar;                // grid_barrier's target
+    unsigned long long gtarget;      // cross_device_wait's target (from where the host says)
+    unsigned long long processed, edges, offers;
+};
+
+// Load the shared block (load_shared) and start the thread's PeerThread.
+__device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s, int source,
+                                                   unsigned long long gbase) {
+    load_shared(a, s);
+    PeerThread t;
+    t.tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    t.nthreads = (long long)gridDim.x * blockDim.x;
+    t.warp = t.tid >> 5;
+    t.nwarps = t.nthreads >> 5;
+    t.lane = threadIdx.x & 31;
+    t.me = a.me;
+    t.lo = s.off[t.me];
+    t.n_local = s.off[t.me + 1] - t.lo;
+    t.words_me = (t.n_local + 31) >> 5;
+    t.has_source = source >= t.lo && source < t.lo + t.n_local;
+    t.bar = 0;
+    t.gtarget = gbase;
+    t.processed = t.edges = t.offers = 0;
+    return t;
 }
 
 // Thread 0 only: zero this device's share of the sums of level slot `slot` and, on device 0 if
@@ -306,14 +341,7 @@ __device__ void finish(const PeerArgs& a, int levels, unsigned long long gtarget
         *(unsigned long long*)&a.ctl[PCROSS] = (gtarget - gbase) / (unsigned long long)a.k;
         a.counters[TOTAL_ROUNDS] += (unsigned long long)levels;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&a.ctl[PEXIT], 1) == (int)gridDim.x - 1) {
-            a.ctl[PBAR] = 0;
-            a.ctl[PEXIT] = 0;
-        }
-    }
+    grid_exit(&a.ctl[PBAR], &a.ctl[PEXIT]);
 }
 
 // ------------------------------------------------------------------------------------ BFS
@@ -341,40 +369,32 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    load_shared(a, s);
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long nthreads = (long long)gridDim.x * blockDim.x;
-    const int lane = threadIdx.x & 31;
-    const int me = a.me, lo = s.off[me], n_local = s.off[me + 1] - lo;
-    const int words_me = (n_local + 31) >> 5;
-    unsigned int bar = 0;
-    unsigned long long gtarget = gbase;
-    unsigned long long processed = 0, edges = 0, offers = 0, received = 0;
+    PeerThread t = start_thread(a, s, source, gbase);
+    unsigned long long received = 0;
     // this run's state: nobody else touches it before the first cross-device barrier
-    for (long long v = tid; v < n_local; v += nthreads) a.dist[v] = INT_INF;
-    for (long long w = tid; w < ((long long)a.n_total + 31) >> 5; w += nthreads) a.sent[w] = 0u;
-    const bool has_source = source >= lo && source < lo + n_local;
+    for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = INT_INF;
+    for (long long w = t.tid; w < ((long long)a.n_total + 31) >> 5; w += t.nthreads) a.sent[w] = 0u;
     // the global sums need no reset: the last level of every run adds only zeros, and each
     // level clears the slot of the level after next (device 0 clears it before the first
     // cross-device barrier of a run could let a peer add to it)
-    begin_run(a, tid, bar, has_source ? 1 : 0, false);
-    if (tid == 0 && has_source) {
-        a.dist[source - lo] = 0;
-        a.queue0[0] = source - lo;
+    begin_run(a, t.tid, t.bar, t.has_source ? 1 : 0, false);
+    if (t.tid == 0 && t.has_source) {
+        a.dist[source - t.lo] = 0;
+        a.queue0[0] = source - t.lo;
     }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
     long long explored = 0;
     bool pulling = false;
     int L = 0;
     for (;; ++L) {
         // C of the last level has passed: frontier L is complete everywhere
         const int slot = L % 3, nslot = (L + 1) % 3;
-        const bool stamp = tid == 0 && L < TRACE_LEVELS && a.trace != nullptr;
+        const bool stamp = t.tid == 0 && L < TRACE_LEVELS && a.trace != nullptr;
         if (stamp) a.trace[4 * L] = global_timer();
         const int nf = __ldcg(&a.ctl[CNT + slot]);
         int* cur = (L & 1) ? a.queue1 : a.queue0;
         int* next = (L & 1) ? a.queue0 : a.queue1;
-        if (tid == 0) {
+        if (t.tid == 0) {
             // slots of level L + 2, last read during level L - 1 (device 0 is past C of
             // level L - 1, so every device has read the sums of A of level L - 1)
             a.ctl[CNT + (L + 2) % 3] = 0;
@@ -382,71 +402,74 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             reset_sums(a, (L + 2) % 3, true);
             a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
         }
-        // A. the frontier's arcs (pull -> push needs only its size)
-        if (!pulling) {
+        // A. the frontier's arcs, for the push -> pull rule (pull -> push needs only its size;
+        // without pull levels, nothing)
+        if (a.pull_ok && !pulling) {
             unsigned long long mine = 0;
-            for (long long i = tid; i < nf; i += nthreads) {
+            for (long long i = t.tid; i < nf; i += t.nthreads) {
                 const int u = __ldcg(&cur[i]);
                 mine += (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
             }
             for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
-            if (lane == 0 && mine) atomicAdd(&a.counters[LSUM + NSUM * slot + SARCS], mine);
+            if (t.lane == 0 && mine) atomicAdd(&a.counters[LSUM + NSUM * slot + SARCS], mine);
         }
-        cross_sync(a, bar, gtarget, 1, slot);
+        cross_sync(a, t.bar, t.gtarget, 1, slot);
         if (__ldcg(&a.ctl[PABORT])) break;
         const long long g_verts = (long long)__ldcg(&a.counters[TOTALS + SVERTS]);
-        const long long g_arcs = (long long)__ldcg(&a.counters[TOTALS + SARCS]);
         if (stamp) a.trace[4 * L + 1] = global_timer();
         if (g_verts == 0) break;
         if (pulling) {
             pulling = g_verts * PULL_BETA >= a.n_total;
         } else if (a.pull_ok) {
+            const long long g_arcs = (long long)__ldcg(&a.counters[TOTALS + SARCS]);
             pulling = g_arcs * PULL_ALPHA > a.num_arcs - explored;
             if (!pulling) explored += g_arcs;
         }
         const int c = L + 1;
         if (pulling) {
             // B. this device's frontier as bits, into its region of every device's bitmap
-            unsigned int* mine = a.rep + s.rep_base[me];
-            for (long long w = tid; w < words_me; w += nthreads) mine[w] = 0u;
-            grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
-            for (long long i = tid; i < nf; i += nthreads) {
+            unsigned int* mine = a.rep + s.rep_base[t.me];
+            for (long long w = t.tid; w < t.words_me; w += t.nthreads) mine[w] = 0u;
+            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+            for (long long i = t.tid; i < nf; i += t.nthreads) {
                 const int u = __ldcg(&cur[i]);
                 atomicOr(&mine[u >> 5], 1u << (u & 31));
             }
-            grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
-            for (long long w = tid; w < words_me; w += nthreads) {
+            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+            for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
                 const unsigned int bits = __ldcg(&mine[w]);
                 for (int j = 0; j < a.k; ++j)
-                    if (j != me) a.peer_rep[j][s.rep_base[me] + w] = bits;
+                    if (j != t.me) a.peer_rep[j][s.rep_base[t.me] + w] = bits;
             }
-            if (tid == 0) a.counters[BITMAP_WORDS] += (unsigned long long)words_me * (a.k - 1);
-            cross_sync(a, bar, gtarget, 0, 0);
+            if (t.tid == 0) a.counters[BITMAP_WORDS] += (unsigned long long)t.words_me * (a.k - 1);
+            cross_sync(a, t.bar, t.gtarget, 0, 0);
             if (__ldcg(&a.ctl[PABORT])) break;
             if (stamp) a.trace[4 * L + 2] = global_timer();
             // every unreached own vertex looks for a parent in the frontier
-            for (long long v = tid; v < n_local; v += nthreads) {
+            for (long long v = t.tid; v < t.n_local; v += t.nthreads) {
                 if (*(volatile int*)&a.dist[v] != INT_INF) continue;
                 const long long e0 = a.indptr[v], e1 = a.indptr[v + 1];
                 for (long long e = e0; e < e1; ++e) {
-                    ++edges;
+                    ++t.edges;
                     const int u = a.indices[e];
                     const int j = owner(s, a.k, u);
                     const int lu = u - s.off[j];
                     if ((__ldcg(&a.rep[s.rep_base[j] + (lu >> 5)]) >> (lu & 31)) & 1u) {
                         a.dist[v] = c;
-                        ++processed;
+                        ++t.processed;
                         next[aggregated_reserve(&a.ctl[CNT + nslot])] = (int)v;
                         break;
                     }
                 }
             }
-            if (tid == 0) a.counters[PULL_ROUNDS] += 1;
+            if (t.tid == 0) a.counters[PULL_ROUNDS] += 1;
         } else {
             if (stamp) a.trace[4 * L + 2] = global_timer();
-            expand_push(a, cur, nf, slot, bar, processed, edges,
+            expand_push(a, cur, nf, slot, t.bar, t.processed, t.edges,
                         [](int) { return 0; },
-                        [&](long long e, int) { offer(a, s, a.indices[e], c, nslot, next, offers); });
+                        [&](long long e, int) {
+                            offer(a, s, a.indices[e], c, nslot, next, t.offers);
+                        });
             // raise RECEIVED at every device this block offered vertices to
             __syncthreads();
             if (threadIdx.x < a.k && s.offered[threadIdx.x]) {
@@ -456,14 +479,14 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
         }
         // C. every device's appends into the next queues have landed
         if (a.trace != nullptr && L < TRACE_LEVELS) {     // uniform: every block or none
-            grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
             if (stamp) a.trace[4 * L + 3] = global_timer();
         }
-        cross_sync(a, bar, gtarget, 0, 0);
+        cross_sync(a, t.bar, t.gtarget, 0, 0);
         if (__ldcg(&a.ctl[PABORT])) break;
         if (__ldcg(&a.ctl[PRECV])) {
             // claim what the peers offered: unreached vertices get depth L + 1
-            for (long long w = tid; w < words_me; w += nthreads) {
+            for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
                 unsigned int bits = __ldcg(&a.inbox[w]);
                 if (!bits) continue;
                 a.inbox[w] = 0u;
@@ -476,13 +499,13 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
                     next[aggregated_reserve(&a.ctl[CNT + nslot])] = v;
                 }
             }
-            grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
             // peers raise it again only after the next cross-device barrier, which this
             // device reaches after this
-            if (tid == 0) a.ctl[PRECV] = 0;
+            if (t.tid == 0) a.ctl[PRECV] = 0;
         }
     }
-    finish(a, L, gtarget, gbase, processed, edges, offers, received, 0);
+    finish(a, L, t.gtarget, gbase, t.processed, t.edges, t.offers, received, 0);
 }
 
 // ----------------------------------------------------------------------------------- SSSP
@@ -513,53 +536,45 @@ __device__ __forceinline__ void relax(const PeerArgs& a, const Shared& s, long l
     least = c < least ? c : least;
 }
 
-// thr: the first threshold (value bits; VALUE_INF: priority off); delta: its step (value bits);
+// delta: the soft-priority step (value bits; VALUE_INF: priority off), also the first threshold;
 // max_rounds: give up (ABORT 2) after that many rounds, all devices alike.
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
-peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, int thr, int delta,
+peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, int delta,
           int max_rounds) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    load_shared(a, s);
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long nthreads = (long long)gridDim.x * blockDim.x;
-    const int lane = threadIdx.x & 31;
-    const long long warp = tid >> 5, nwarps = nthreads >> 5;
-    const int me = a.me, lo = s.off[me], n_local = s.off[me + 1] - lo;
-    const int words_me = (n_local + 31) >> 5;
-    unsigned int bar = 0;
-    unsigned long long gtarget = gbase;
-    unsigned long long processed = 0, edges = 0, offers = 0, deferred = 0;
+    PeerThread t = start_thread(a, s, source, gbase);
+    int thr = delta;                 // the first threshold: the source has value 0
+    unsigned long long deferred = 0;
     // this run's state: nobody else touches it before the first cross-device barrier
-    for (long long v = tid; v < n_local; v += nthreads) a.dist[v] = VALUE_INF;
-    for (long long w = tid; w < words_me; w += nthreads) {
+    for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = VALUE_INF;
+    for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
         a.active[w] = 0u;
         a.inbox[w] = 0u;
-        a.inbox[words_me + w] = 0u;
+        a.inbox[t.words_me + w] = 0u;
     }
     if (a.k > 1)
-        for (long long v = tid; v < a.n_total; v += nthreads) a.sent_best[v] = VALUE_INF;
-    const bool has_source = source >= lo && source < lo + n_local;
-    begin_run(a, tid, bar, 0, true);
-    if (tid == 0 && has_source) {
-        a.dist[source - lo] = 0;
-        a.active[(source - lo) >> 5] = 1u << ((source - lo) & 31);
+        for (long long v = t.tid; v < a.n_total; v += t.nthreads) a.sent_best[v] = VALUE_INF;
+    begin_run(a, t.tid, t.bar, 0, true);
+    if (t.tid == 0 && t.has_source) {
+        a.dist[source - t.lo] = 0;
+        a.active[(source - t.lo) >> 5] = 1u << ((source - t.lo) & 31);
     }
     // round 0 already sends offers (and sums): every device must have reset its state first
-    cross_sync(a, bar, gtarget, 0, 0);
+    cross_sync(a, t.bar, t.gtarget, 0, 0);
     int advances = 0;
     int R = 0;
     for (;; ++R) {
         if (__ldcg(&a.ctl[PABORT])) break;
         if (R >= max_rounds) {
-            if (tid == 0) a.ctl[PABORT] = 2;
+            if (t.tid == 0) a.ctl[PABORT] = 2;
             break;
         }
         // the meeting of round R - 1 has passed: every offer of round R - 1 is in inbox[(R-1) & 1]
         const int slot = R % 3;
-        const bool stamp = tid == 0 && R < TRACE_LEVELS && a.trace != nullptr;
+        const bool stamp = t.tid == 0 && R < TRACE_LEVELS && a.trace != nullptr;
         if (stamp) a.trace[4 * R] = global_timer();
-        if (tid == 0) {
+        if (t.tid == 0) {
             // slots of round R + 1, last read at the meeting of round R - 2 (device 0 is past
             // the meeting of round R - 1, so every device has read the totals of R - 2)
             a.ctl[CNT + (R + 1) % 3] = 0;
@@ -567,13 +582,13 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
             reset_sums(a, (R + 1) % 3, true);
         }
         // scan: the frontier is every active own vertex below the threshold, in vertex order
-        unsigned int* in = a.inbox + ((R - 1) & 1) * words_me;
+        unsigned int* in = a.inbox + ((R - 1) & 1) * t.words_me;
         unsigned long long far = 0;
         int least = VALUE_INF;
-        for (long long base = warp * 32; base < words_me; base += nwarps * 32) {
-            const long long w = base + lane;
+        for (long long base = t.warp * 32; base < t.words_me; base += t.nwarps * 32) {
+            const long long w = base + t.lane;
             unsigned int take = 0;
-            if (w < words_me) {
+            if (w < t.words_me) {
                 const unsigned int peers = __ldcg(&in[w]);
                 if (peers) in[w] = 0u;
                 const unsigned int mine = __ldcg(&a.active[w]);
@@ -592,21 +607,21 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
                 }
                 if (keep != mine) a.active[w] = keep;
             }
-            int slot_at = warp_reserve(&a.ctl[CNT + slot], __popc(take), lane);
+            int slot_at = warp_reserve(&a.ctl[CNT + slot], __popc(take), t.lane);
             while (take) {
                 const int b = __ffs(take) - 1;
                 take &= take - 1;
                 a.queue0[slot_at++] = (int)(w << 5) + b;
             }
         }
-        grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+        grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
         const int nf = __ldcg(&a.ctl[CNT + slot]);
         if (stamp) a.trace[4 * R + 1] = a.trace[4 * R + 2] = global_timer();
         // expand: the frontier's arcs, with the value each vertex has now
         unsigned long long improved = 0;
-        expand_push(a, a.queue0, nf, slot, bar, processed, edges,
+        expand_push(a, a.queue0, nf, slot, t.bar, t.processed, t.edges,
                     [&](int u) { return *(volatile int*)&a.dist[u]; },
-                    [&](long long e, int d) { relax(a, s, e, d, R, improved, least, offers); });
+                    [&](long long e, int d) { relax(a, s, e, d, R, improved, least, t.offers); });
         deferred += far;
         // this device's share of the round's sums: one atomic per warp
         for (int o = 16; o > 0; o >>= 1) {
@@ -614,15 +629,15 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
             far += __shfl_down_sync(0xffffffffu, far, o);
             least = min(least, __shfl_down_sync(0xffffffffu, least, o));
         }
-        if (lane == 0) {
+        if (t.lane == 0) {
             unsigned long long* mine = &a.counters[LSUM + NSUM * slot];
             if (improved) atomicAdd(&mine[SIMPROVED], improved);
             if (far) atomicAdd(&mine[SFAR], far);
             if (least != VALUE_INF) atomicMin(&mine[SMIN], (unsigned long long)least);
         }
-        if (tid == 0) a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
+        if (t.tid == 0) a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
         if (stamp) a.trace[4 * R + 3] = global_timer();
-        cross_sync(a, bar, gtarget, 1, slot);
+        cross_sync(a, t.bar, t.gtarget, 1, slot);
         if (__ldcg(&a.ctl[PABORT])) break;
         if (__ldcg(&a.counters[TOTALS + SIMPROVED]) == 0 && __ldcg(&a.counters[TOTALS + SFAR]) == 0)
             break;
@@ -636,8 +651,9 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
             ++advances;
         }
     }
-    if (tid == 0) a.ctl[PADVANCES] = advances;
-    finish(a, __ldcg(&a.ctl[PABORT]) ? R : R + 1, gtarget, gbase, processed, edges, offers, 0, deferred);
+    if (t.tid == 0) a.ctl[PADVANCES] = advances;
+    finish(a, __ldcg(&a.ctl[PABORT]) ? R : R + 1, t.gtarget, gbase, t.processed, t.edges,
+           t.offers, 0, deferred);
 }
 
 // The host builds PeerArgs as a NumPy record; this lets it check the layout matches.

@@ -238,5 +238,5 @@ class PeerTraversal:
         """Launch device ``i``'s kernel (cooperative: every block resident)."""
         args = (self.args[i], np.int32(source), np.uint64(self.barrier.base))
         if self.app == "sssp":
-            args += (np.int32(self.delta_bits), np.int32(self.delta_bits), np.int32(self.max_rounds))
+            args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, name=dev.name)
