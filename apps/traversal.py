@@ -5,7 +5,9 @@ renumbered vertices), uploads every device's rows, and builds one worker per dev
 :mod:`apps.traversal_cpu`; CUDA: :mod:`apps.traversal_cuda`, a fused persistent kernel) and
 one :class:`~groute.worklist.DistributedWorklist`. ``run(source)`` then times only the
 traversal: remote updates travel as ``(vertex, value)`` items to the owner, which keeps the
-smaller value and enqueues the vertex if it improved.
+smaller value and enqueues the vertex if it improved. Where the persistent peer kernels run
+instead (:mod:`apps.traversal_peer`), the solver builds neither: only the arrays those kernels
+read, and the :class:`~apps.traversal_peer.PeerTraversal` over them.
 
 Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
 results come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
@@ -100,15 +102,13 @@ class TraversalSolver(Solver):
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
         graph = graph.to_host() if hasattr(graph, "to_host") else graph
         self.graph = graph
-        self.peer = None
+        self.peer = self.worklist = None
         self.kind, weights = self._value_kind(graph)
         self.weighted_values = weights is not None
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
             self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
                         max_rounds, packet_size, flush_items, exchange)
-            if self.use_peer:
-                self.peer = self._peer_traversal(graph)
         except BaseException:
             self.close()
             raise
@@ -155,26 +155,40 @@ class TraversalSolver(Solver):
         self.priority = bool(priority) and windowed
         self.delta = self._pick_delta(graph, delta)
         self.max_rounds = max_rounds
-        self.worklist = DistributedWorklist(self.ctx, routing=routing,
-                                            packet_size=packet_size or self._packet_size(n))
+        #: per device: the worklist's worker, or on the peer path only the arrays its kernel reads
+        self.workers = [self._device_share(i, dev, graph, weights is not None, flush_items)
+                        for i, dev in enumerate(self.ctx.devices)]
+        if self.use_peer:
+            self.peer = self._peer_traversal(graph)
+        else:
+            self.worklist = DistributedWorklist(self.ctx, routing=routing,
+                                                packet_size=packet_size or self._packet_size(n))
+
+    def _device_share(self, i, dev, graph, weighted, flush_items):
+        """Device ``i``'s part of the solver: on the peer path the arrays its kernel reads
+        (:func:`~apps.traversal_peer.arrays_needed`), else the worklist's worker (CUDA or NumPy)."""
         offsets = self.part.offsets
-        self.workers = []
-        for i, dev in enumerate(self.ctx.devices):
-            local = self.part.local(i)
-            args = dict(lo=offsets[i], hi=offsets[i + 1], offsets=offsets, num_vertices=n,
-                        kind=self.kind, weighted=weights is not None,
-                        symmetric=not getattr(graph, "directed", True))
-            if flush_items:
-                args["flush_items"] = flush_items
-            if dev.backend == "cuda":
-                from .traversal_cuda import CUDATraversalWorker
-                worker = self.ctx.gather([self.ctx.submit(
-                    i, lambda d, local=local: CUDATraversalWorker(d, local, **args))])[0]
-            else:
-                from .traversal_cpu import CPUTraversalWorker
-                worker = CPUTraversalWorker(dev, local, **args)
-            worker.set_delta(self.delta if self.priority else math.inf)
-            self.workers.append(worker)
+        local = self.part.local(i)
+        args = dict(lo=offsets[i], hi=offsets[i + 1], offsets=offsets,
+                    num_vertices=graph.num_vertices, kind=self.kind, weighted=weighted)
+        if self.use_peer:
+            from .traversal_cuda import CUDATraversalArrays
+            from .traversal_peer import arrays_needed
+            args.update(arrays_needed(self.app))
+            return self.ctx.gather([self.ctx.submit(
+                i, lambda d: CUDATraversalArrays(d, local, **args))])[0]
+        args["symmetric"] = not getattr(graph, "directed", True)
+        if flush_items:
+            args["flush_items"] = flush_items
+        if dev.backend == "cuda":
+            from .traversal_cuda import CUDATraversalWorker
+            worker = self.ctx.gather([self.ctx.submit(
+                i, lambda d: CUDATraversalWorker(d, local, **args))])[0]
+        else:
+            from .traversal_cpu import CPUTraversalWorker
+            worker = CPUTraversalWorker(dev, local, **args)
+        worker.set_delta(self.delta if self.priority else math.inf)
+        return worker
 
     def peer_unavailable(self):
         """Why the peer kernel cannot run this solver's traversal on its devices (None: it can);
@@ -204,7 +218,7 @@ class TraversalSolver(Solver):
         return True
 
     def _peer_traversal(self, graph):
-        """The :class:`~apps.traversal_peer.PeerTraversal` over this solver's workers."""
+        """The :class:`~apps.traversal_peer.PeerTraversal` over this solver's arrays."""
         from .traversal_peer import PeerTraversal
         return PeerTraversal(self.ctx, self.workers, self.part.offsets,
                              num_vertices=graph.num_vertices, num_arcs=int(graph.num_edges),
@@ -249,33 +263,27 @@ class TraversalSolver(Solver):
         """Traverse from ``source`` (the caller's 0-based id); see :class:`AppResult`."""
         source = self.check_source(source)
         new_source = self.part.to_new_id(source)
-        for w in self.workers:
-            w.set_source(new_source)
-        threshold = self.delta if self.priority else math.inf
         if self.peer is not None:
             with DeviceTimer(self.ctx) as timer:
                 wl = self.peer.run(new_source)
-            for w, counters in zip(self.workers, self.peer.counters_host):
-                w.counters = counters
+            counters = self.peer.counters_host
         else:
+            for w in self.workers:
+                w.set_source(new_source)
+            threshold = self.delta if self.priority else math.inf
             with DeviceTimer(self.ctx) as timer:
                 wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
                                        delta=self.delta, max_rounds=self.max_rounds)
-            for w in self.workers:
-                w.collect_counters()
-        values = np.concatenate([self._download(i, w) for i, w in enumerate(self.workers)])
+            counters = [w.collect_counters() for w in self.workers]
+        values = np.concatenate([dev.to_host(w.values())
+                                 for dev, w in zip(self.ctx.devices, self.workers)])
         values = np.asarray(self.part.to_original(values))
-        return AppResult(self._finish(values), timer.seconds, self._stats(wl))
-
-    def _download(self, i, worker):
-        dev = self.ctx.devices[i]
-        return dev.to_host(worker.values())
+        return AppResult(self._finish(values), timer.seconds, self._stats(wl, counters))
 
     def _finish(self, values):
         raise NotImplementedError
 
-    def _stats(self, wl):
-        counters = [w.counters for w in self.workers]
+    def _stats(self, wl, counters):
         total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731
         return {
             "app": self.app, "mode": self.mode, "routing": self.routing,
@@ -300,9 +308,8 @@ class TraversalSolver(Solver):
 
     # ------------------------------------------------------------------ shutdown
     def _release(self):
-        wl = getattr(self, "worklist", None)
-        if wl is not None:
-            wl.close()
+        if self.worklist is not None:      # None on the peer path, or if setup failed before it
+            self.worklist.close()
             self.worklist = None
 
 

@@ -1,5 +1,10 @@
 """The CUDA worker of the traversal apps: device buffers plus launches of ``traversal.cu``.
 
+:class:`CUDATraversalArrays` holds the arrays both CUDA traversals share (rows, values, frontier
+queues, the hub reservation, ``sent_best``): all that the persistent peer kernels
+(:mod:`apps.traversal_peer`) read. :class:`CUDATraversalWorker` adds the worklist path's
+queues, outboxes and control block.
+
 ``advance`` is one cooperative launch of the fused ``traverse`` kernel (many rounds, grid-wide
 barriers between them, the grid sized to be fully resident) followed by one small read-back of
 the control block; ``absorb`` is one launch per received batch. Everything runs on the
@@ -54,14 +59,17 @@ def _value_of_bits(bits, kind):
     return float(np.array(bits, dtype=np.int32).view(np.float32))
 
 
-class CUDATraversalWorker(StreamWorker):
-    """One GPU's share of a BFS/SSSP run (see the module docstring)."""
+class CUDATraversalArrays:
+    """One device's share of a BFS/SSSP as the CUDA kernels read it: its rows (and weights), its
+    values (``dist``), ``queues`` frontier queues, the big-vertex reservation and, if
+    ``sent_best``, the least value sent per global vertex (one slot on a single device).
+
+    The persistent peer kernels (:mod:`apps.traversal_peer`) take only these, as many queues and
+    ``sent_best`` as they read; :class:`CUDATraversalWorker` adds what the worklist path needs.
+    Arrays come from ``device.xp``, so any device can hold them."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 symmetric=False, flush_items=1 << 16, blocks_per_sm=None, out_capacity=None,
-                 far_capacity=None):
-        import cupy
-        self.cp = cupy
+                 queues=2, sent_best=True):
         self.device = device
         self.kind = kind
         self.lo, self.hi = int(lo), int(hi)
@@ -69,6 +77,44 @@ class CUDATraversalWorker(StreamWorker):
         self.k = len(offsets) - 1
         if self.k > MAX_DEVICES:
             raise ValueError(f"the CUDA traversal supports up to {MAX_DEVICES} devices")
+        self.inf_bits = _bits(math.inf, kind)
+        xp = device.xp
+        with device.use():
+            n = max(self.n_local, 1)
+            indptr = np.asarray(local.indptr, dtype=np.int64)
+            # any vertex above WARP_EDGES (traversal.cuh) arcs: only then do rounds read the
+            # big-vertex reservation
+            self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
+                               or os.environ.get("GROUTE_TRAVERSAL_BIGCHECK") == "1")
+            self.indptr = xp.asarray(indptr)
+            self.num_arcs = int(indptr[-1]) if indptr.size else 0
+            self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
+            if weighted:
+                wdt = np.int32 if kind == "int" else np.float32
+                self.weights = xp.asarray(np.asarray(local.weights).astype(wdt))
+            else:
+                self.weights = xp.zeros(1, dtype=np.int32)
+            self.dist = xp.empty(n, dtype=np.int32)
+            self.near = [xp.empty(n, dtype=np.int32) for _ in range(queues)]
+            self.sent_best = (xp.empty(num_vertices if self.k > 1 else 1, dtype=np.int32)
+                              if sent_best else None)
+            self.big_items = xp.empty(n, dtype=np.int64)
+            self.big_first = xp.empty(n, dtype=np.int32)
+
+    def values(self):
+        return self.dist[:self.n_local].view(np.float32 if self.kind == "float" else np.int32)
+
+
+class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
+    """One GPU's share of a BFS/SSSP run on the worklist path (see the module docstring)."""
+
+    def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
+                 symmetric=False, flush_items=1 << 16, blocks_per_sm=None, out_capacity=None,
+                 far_capacity=None):
+        import cupy
+        self.cp = cupy
+        super().__init__(device, local, lo=lo, hi=hi, offsets=offsets, num_vertices=num_vertices,
+                         kind=kind, weighted=weighted)
         self.flush_items = int(flush_items)
         # BFS may pull (scan in-arcs of unreached vertices) when in-arcs are out-arcs and all
         # vertices are local
@@ -79,7 +125,6 @@ class CUDATraversalWorker(StreamWorker):
         # see DistributedWorklist); each device then reads every device's frontier flags
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1
                              and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
-        self.inf_bits = _bits(math.inf, kind)
         self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
         # kernel variants, to measure (docs/PERFORMANCE.md): BATCH (batched small-degree arcs;
         # on by default on one device only: the multi-device path with it is not yet measured),
@@ -97,32 +142,14 @@ class CUDATraversalWorker(StreamWorker):
             self.absorb_kernel = module.get_function("absorb")
             n = max(self.n_local, 1)
             xp = cupy
-            indptr = np.asarray(local.indptr, dtype=np.int64)
-            # any vertex above WARP_EDGES (traversal.cuh) arcs: only then do rounds read the
-            # big-vertex reservation
-            self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
-                               or os.environ.get("GROUTE_TRAVERSAL_BIGCHECK") == "1")
-            self.indptr = xp.asarray(indptr)
-            self.num_arcs = int(indptr[-1]) if indptr.size else 0
-            self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
-            if weighted:
-                wdt = np.int32 if kind == "int" else np.float32
-                self.weights = xp.asarray(np.asarray(local.weights).astype(wdt))
-            else:
-                self.weights = xp.zeros(1, dtype=np.int32)
-            self.dist = xp.empty(n, dtype=np.int32)
             self.in_near = xp.zeros(n, dtype=np.int32)
-            self.near = [xp.empty(n, dtype=np.int32) for _ in range(2)]
             self.far_cap = int(far_capacity or max(n, 1024))
             self.far = [xp.empty(self.far_cap, dtype=np.int64) for _ in range(2)]
             # one slot per vertex of the largest part: BFS sends a remote vertex at most once per
             # launch (levels only decrease), so its outboxes cannot overflow; SSSP may (retried)
             self.out_cap = int(out_capacity or max(int(np.max(np.diff(np.asarray(offsets)))), 1))
             self.outbox = xp.empty(max(self.k, 1) * self.out_cap if self.k > 1 else 1, dtype=np.int64)
-            self.sent_best = xp.empty(num_vertices if self.k > 1 else 1, dtype=np.int32)
             self.offsets = xp.asarray(np.asarray(offsets, dtype=np.int64))
-            self.big_items = xp.empty(n, dtype=np.int64)
-            self.big_first = xp.empty(n, dtype=np.int32)
             self.ctl = xp.zeros(CTL_SIZE, dtype=np.int32)
             self.frontier = xp.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
             self.counters_dev = xp.zeros(COUNTERS, dtype=np.uint64)
@@ -195,9 +222,6 @@ class CUDATraversalWorker(StreamWorker):
 
     def set_delta(self, delta):
         self.delta_bits = _bits(delta, self.kind) if delta != math.inf else self.inf_bits
-
-    def values(self):
-        return self.dist[:self.n_local].view(np.float32 if self.kind == "float" else np.int32)
 
     # ------------------------------------------------------------------ launches
     def _start(self, threshold):

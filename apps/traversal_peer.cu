@@ -91,13 +91,15 @@ enum Global { GBAR = 0, GSUM = 1, GLOBAL_SIZE = 16 };
 
 struct PeerArgs {
     const long long* indptr; const int* indices; const weight_t* weights;
-    int* dist; int* queue0; int* queue1;
+    int* dist; int* queue0;
+    int* queue1;                // BFS only (SSSP: null)
     int* ctl; unsigned long long* counters;
     unsigned int* rep;          // BFS: replicated frontier bitmap: region j at word rep_base[j]
     unsigned int* sent;         // BFS: bit per global vertex: remote vertices this device offered
     unsigned int* inbox;        // bit per own vertex, offered by peers; SSSP: two (round & 1)
     unsigned int* active;       // SSSP: bit per own vertex improved by this device or deferred
     int* sent_best;             // SSSP, several devices: least value sent per global vertex
+                                // (BFS: null)
     unsigned long long* global; // on device 0
     long long* big_items; int* big_first;
     unsigned long long* trace;  // TRACE_LEVELS x 4 global-timer stamps of block 0 (see below)

@@ -11,8 +11,9 @@ bitmaps by peer stores for pull levels, and the devices meet at a cross-device b
 Needs peer access with native atomics between every pair of devices (NVLink);
 :func:`apps.peer_barrier.unavailable` says why it cannot run elsewhere.
 
-The per-device state (rows, weights, values, queues, SSSP's ``sent_best``) is the CUDA
-traversal worker's (:class:`apps.traversal_cuda.CUDATraversalWorker`); this module adds the
+The per-device rows, weights, values and queues (SSSP: and ``sent_best``) are a
+:class:`apps.traversal_cuda.CUDATraversalArrays` the solver builds as :func:`arrays_needed`
+says (no worklist, no worker: their queues and outboxes would go unused); this module adds the
 bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a small control
 block per device and the global block on device 0.
 
@@ -49,21 +50,30 @@ TRACE_LEVELS = 64
 MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
 
 
+def arrays_needed(app: str) -> dict:
+    """The :class:`~apps.traversal_cuda.CUDATraversalArrays` options ``app``'s kernel needs:
+    BFS alternates two frontier queues and remembers its offers in its own ``sent`` bitmap;
+    SSSP rebuilds one queue every round and keeps ``sent_best`` (read with several devices)."""
+    if app not in APPS:
+        raise ValueError(f"the peer traversal runs {' or '.join(APPS)}, not {app!r}")
+    return {"queues": 2, "sent_best": False} if app == "bfs" else {"queues": 1, "sent_best": True}
+
+
 class PeerTraversal:
     """One run = one cooperative launch of ``peer_bfs`` or ``peer_sssp`` per device; see the
     module docstring.
 
-    ``workers``: the solver's :class:`~apps.traversal_cuda.CUDATraversalWorker` per device (their
-    arrays are shared, not copied); ``offsets``: the partition's vertex ranges; ``num_arcs``:
-    out-arcs of the whole graph; ``symmetric``: BFS pull levels are allowed (in-arcs =
-    out-arcs); ``app``: "bfs" or "sssp"; SSSP: ``kind`` ("int" or "float" values),
-    ``weighted`` (else weight 1 per arc), ``delta`` (soft-priority step in value units;
-    ``math.inf``: priority off, Bellman-Ford rounds); ``trace`` (default: environment
-    GROUTE_PEER_TRACE=1): time each level's phases on the GPU and report them as
-    ``level_trace_us``.
+    ``arrays``: per device, the :class:`~apps.traversal_cuda.CUDATraversalArrays` that
+    :func:`arrays_needed` asks for (shared, not copied: values land in their ``dist``);
+    ``offsets``: the partition's vertex ranges; ``num_arcs``: out-arcs of the whole graph;
+    ``symmetric``: BFS pull levels are allowed (in-arcs = out-arcs); ``app``: "bfs" or
+    "sssp"; SSSP: ``kind`` ("int" or "float" values), ``weighted`` (else weight 1 per arc),
+    ``delta`` (soft-priority step in value units, also the first threshold; ``math.inf``:
+    priority off, Bellman-Ford rounds); ``trace`` (default: environment GROUTE_PEER_TRACE=1):
+    time each level's phases on the GPU and report them as ``level_trace_us``.
     """
 
-    def __init__(self, ctx, workers, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
+    def __init__(self, ctx, arrays, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
                  app: str = "bfs", kind: str = "int", weighted: bool = False,
                  delta: float = math.inf, trace: bool | None = None):
         if app not in APPS:
@@ -82,7 +92,7 @@ class PeerTraversal:
                         f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}")
         self.ctx = ctx
         self.devices = list(ctx.devices)
-        self.workers = list(workers)
+        self.arrays = list(arrays)
         self.k = len(self.devices)
         self.n = int(num_vertices)
         offsets = np.asarray(offsets, dtype=np.int64)
@@ -139,8 +149,11 @@ class PeerTraversal:
     # ------------------------------------------------------------------ setup
     def _pack(self, i, offsets, rep_base, num_arcs, symmetric):
         """``PeerArgs`` of device ``i`` as a NumPy record (C layout: align=True)."""
-        w = self.workers[i]
-        ptr = lambda x: x.data.ptr  # noqa: E731
+        w = self.arrays[i]
+        # null for what arrays_needed left out (BFS: sent_best; SSSP: the second queue), which
+        # that kernel never reads, and for the trace when off
+        ptr = lambda x: x.data.ptr if x is not None else 0  # noqa: E731
+        queue1 = w.near[1] if len(w.near) > 1 else None
         ptrs = lambda arrays: np.array([ptr(a) for a in arrays] + [0] * (MAX_DEVICES - self.k),  # noqa: E731
                                        dtype=np.uint64)
         off = np.full(MAX_DEVICES + 1, offsets[-1], np.int32)
@@ -149,13 +162,13 @@ class PeerTraversal:
             ("indptr", np.uint64, ptr(w.indptr)), ("indices", np.uint64, ptr(w.indices)),
             ("weights", np.uint64, ptr(w.weights)),
             ("dist", np.uint64, ptr(w.dist)), ("queue0", np.uint64, ptr(w.near[0])),
-            ("queue1", np.uint64, ptr(w.near[1])), ("ctl", np.uint64, ptr(self.ctl[i])),
+            ("queue1", np.uint64, ptr(queue1)), ("ctl", np.uint64, ptr(self.ctl[i])),
             ("counters", np.uint64, ptr(self.counters[i])), ("rep", np.uint64, ptr(self.rep[i])),
             ("sent", np.uint64, ptr(self.sent[i])), ("inbox", np.uint64, ptr(self.inbox[i])),
             ("active", np.uint64, ptr(self.active[i])), ("sent_best", np.uint64, ptr(w.sent_best)),
             ("global", np.uint64, self.barrier.ptr),
             ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
-            ("trace", np.uint64, ptr(self.trace[i]) if self.trace[i] is not None else 0),
+            ("trace", np.uint64, ptr(self.trace[i])),
             ("num_arcs", np.int64, int(num_arcs)), ("timeout_ns", np.int64, self.timeout_ns),
             ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),
             ("pull_ok", np.int32, int(symmetric)), ("has_big", np.int32, int(w.has_big)),
@@ -163,13 +176,13 @@ class PeerTraversal:
             ("peer_ctl", (np.uint64, MAX_DEVICES), ptrs(self.ctl)),
             ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(self.rep)),
             ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(self.inbox)),
-            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs([x.dist for x in self.workers])),
+            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs([x.dist for x in self.arrays])),
         ]
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
     def run(self, source_new: int) -> dict:
-        """Traverse from ``source_new`` (renumbered id); values land in the workers' ``dist``.
+        """Traverse from ``source_new`` (renumbered id); values land in the arrays' ``dist``.
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""

@@ -1,0 +1,130 @@
+"""The host side of BFS/SSSP on the persistent peer kernels (apps.traversal, apps.traversal_peer),
+on CPU virtual devices: the solver builds only the arrays the peer kernels read (no distributed
+worklist, no worklist worker), runs through the PeerTraversal and assembles its values, stats
+and shutdown without a worklist. The kernels themselves need GPUs (tests/test_bfs.py,
+tests/test_sssp.py, marked ``gpu``); here a stand-in computes the same result on the host from
+the arrays the solver built, so wrong rows, weights or value assembly fail the comparison."""
+import math
+
+import numpy as np
+import pytest
+
+import apps.traversal as traversal
+import apps.traversal_cpu as traversal_cpu
+import apps.traversal_cuda as traversal_cuda
+import apps.traversal_peer as traversal_peer
+from apps.bfs import BFS
+from apps.sssp import SSSP
+from apps.traversal_cuda import CUDATraversalArrays
+from apps.traversal_peer import arrays_needed
+from groute import Context
+from groute.graph import CSRGraph, load_graph, reference
+
+INT_INF = np.iinfo(np.int32).max
+
+
+class FakePeer:
+    """PeerTraversal's interface; ``run`` relaxes every arc of the arrays' rows until nothing
+    changes (Bellman-Ford on the host) and writes the values into the arrays' ``dist``."""
+
+    def __init__(self, ctx, arrays, offsets, *, num_vertices, num_arcs, symmetric, app="bfs",
+                 kind="int", weighted=False, delta=math.inf):
+        assert kind == "int"
+        self.arrays, self.offsets = list(arrays), np.asarray(offsets)
+        self.n, self.app, self.weighted, self.delta = num_vertices, app, weighted, delta
+        assert sum(int(a.indptr[-1]) for a in self.arrays) == num_arcs
+        self.counters_host = [{} for _ in self.arrays]
+        FakePeer.last = self
+
+    def run(self, source_new):
+        src, dst, w = [], [], []
+        for a, lo in zip(self.arrays, self.offsets[:-1]):
+            deg = np.diff(np.asarray(a.indptr))
+            src.append(np.repeat(np.arange(lo, lo + deg.size), deg))
+            dst.append(np.asarray(a.indices, dtype=np.int64))
+            w.append(np.asarray(a.weights, dtype=np.int64) if self.weighted
+                     else np.ones(deg.sum(), np.int64))
+        src, dst, w = (np.concatenate(x) for x in (src, dst, w))
+        dist = np.full(self.n, INT_INF, np.int64)
+        dist[source_new] = 0
+        while True:
+            reached = dist[src] < INT_INF
+            new = dist.copy()
+            np.minimum.at(new, dst[reached], dist[src[reached]] + w[reached])
+            if np.array_equal(new, dist):
+                break
+            dist = new
+        for i, a in enumerate(self.arrays):
+            lo, hi = self.offsets[i], self.offsets[i + 1]
+            a.dist[:hi - lo] = dist[lo:hi]
+            self.counters_host[i] = {"processed": int(hi - lo), "edges": 1, "rounds": 2}
+        k = len(self.arrays)
+        return {"rounds": [2] * k, "items_sent": {f"{i}->peers": 0 for i in range(k)},
+                "items_forwarded": [0] * k, "bytes_moved": 0, "threshold_advances": 0,
+                "exchange": "peer"}
+
+
+@pytest.fixture
+def peer_path(monkeypatch):
+    """The solver takes the peer path on CPU devices, with FakePeer for the kernels; building
+    a worklist or a worklist worker fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the peer path built part of the worklist path")
+    monkeypatch.setattr(traversal.TraversalSolver, "_use_peer", lambda self, exchange: True)
+    monkeypatch.setattr(traversal_peer, "PeerTraversal", FakePeer)
+    monkeypatch.setattr(traversal, "DistributedWorklist", refuse)
+    monkeypatch.setattr(traversal_cpu, "CPUTraversalWorker", refuse)
+    monkeypatch.setattr(traversal_cuda, "CUDATraversalWorker", refuse)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("app", ["bfs", "sssp"])
+def test_peer_path_builds_only_the_kernels_arrays(peer_path, app, k):
+    g = load_graph("kron:8")
+    if app == "sssp":
+        g = g.with_weights(seed=1)
+    cls = BFS if app == "bfs" else SSSP
+    source = int(np.argmax(np.diff(g.indptr)))
+    solver = cls(g, backend="cpu", devices=k, partition="random", mode="bsp", timeout=10)
+    try:
+        assert solver.worklist is None and solver.peer is FakePeer.last
+        need = arrays_needed(app)
+        for a, lo, hi in zip(solver.workers, solver.part.offsets[:-1], solver.part.offsets[1:]):
+            assert type(a) is CUDATraversalArrays
+            assert len(a.near) == need["queues"] and a.near[0].size == max(hi - lo, 1)
+            if need["sent_best"]:
+                assert a.sent_best.size == (g.num_vertices if k > 1 else 1)
+            else:
+                assert a.sent_best is None
+        # SSSP keeps soft priority on the peer path; BFS has none
+        assert FakePeer.last.delta == (solver.delta if app == "sssp" else math.inf)
+        for _ in range(2):
+            res = solver.run(source)
+            expected = reference.bfs(g, source) if app == "bfs" else reference.sssp(g, source)
+            np.testing.assert_array_equal(res.values, expected)
+        assert res.stats["exchange"] == "peer" and res.stats["levels"] == [2] * k
+        assert res.stats["items_processed"] == list(np.diff(solver.part.offsets))
+    finally:
+        solver.close()
+        solver.close()                  # no worklist to close, twice
+
+
+@pytest.mark.timeout(30)
+def test_traversal_arrays_on_a_device():
+    """What CUDATraversalArrays uploads: the local rows, weights in the value kind, a slot of
+    ``sent_best`` on one device; values() reads ``dist`` in the value kind."""
+    g = CSRGraph(np.array([0, 2, 3, 3]), np.array([1, 2, 0], np.int32),
+                 np.array([0.5, 2.0, 1.0], np.float32))
+    with Context(1, backend="cpu", timeout=10) as ctx:
+        dev = ctx.devices[0]
+        a = CUDATraversalArrays(dev, g, lo=0, hi=3, offsets=[0, 3], num_vertices=3, kind="float",
+                                weighted=True, queues=1, sent_best=True)
+        np.testing.assert_array_equal(a.indptr, g.indptr)
+        np.testing.assert_array_equal(a.indices, g.indices)
+        assert a.weights.dtype == np.float32 and a.sent_best.size == 1 and len(a.near) == 1
+        assert not a.has_big
+        a.dist[:] = np.array([0.0, 0.5, 2.0], np.float32).view(np.int32)
+        np.testing.assert_array_equal(a.values(), [0.0, 0.5, 2.0])
+    with pytest.raises(ValueError, match="runs bfs or sssp"):
+        arrays_needed("pr")
