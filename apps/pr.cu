@@ -489,14 +489,7 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
         ctl[P_ITERS] = t - t_begin;
         ctl[P_CROSS] = (int)((gtarget - gbase) / (unsigned long long)k);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&ctl[P_EXIT], 1) == (int)gridDim.x - 1) {   // the last block out
-            ctl[P_BAR] = 0;
-            ctl[P_EXIT] = 0;
-        }
-    }
+    grid_exit(&ctl[P_BAR], &ctl[P_EXIT]);
 }
 
 // The arguments every persistent kernel adds: iterations [t_begin, t_end), its control words,

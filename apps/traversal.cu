@@ -461,16 +461,8 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             a.counters[EXPLORED_ARCS] = (unsigned long long)explored;
         }
     }
-    // the last block to leave zeroes the barrier count for the next launch: every block has
-    // passed its last barrier when it gets here
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&a.ctl[EXIT_COUNT], 1) == (int)gridDim.x - 1) {
-            a.ctl[BARRIER_COUNT] = 0;
-            a.ctl[EXIT_COUNT] = 0;
-        }
-    }
+    // every block has passed its last barrier here; the last to leave zeroes the count
+    grid_exit(&a.ctl[BARRIER_COUNT], &a.ctl[EXIT_COUNT]);
 }
 
 // Apply items that arrived from other devices: keep the smaller value, queue what improved.
