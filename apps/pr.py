@@ -114,11 +114,13 @@ def default_sweeps(graph, k: int, backend: str) -> int:
     return 1 if k > 1 and heavy_in_arcs(graph) else 8
 
 
-def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool) -> str | None:
+def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool,
+                           peer_writes=None) -> str | None:
     """Why the persistent BSP kernels cannot run with these options on ``ctx`` (None when they
     can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
-    rule on the device, on devices that reach each other's memory with native atomics (the
-    cross-device barrier of :mod:`apps.peer_barrier`)."""
+    rule on the device and storing the values the peers read into the peers' vectors, on
+    devices that reach each other's memory with native atomics (the cross-device barrier of
+    :mod:`apps.peer_barrier`)."""
     if mode != "bsp":
         return f"it runs mode='bsp' (got mode={mode!r})"
     from apps.peer_barrier import unavailable
@@ -131,11 +133,14 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
         return "inplace=True (Gauss-Seidel) has no persistent form"
     if not device_check:
         return "it checks the stopping rule on the device: device_check=False contradicts it"
+    if peer_writes is False and len(ctx.devices) > 1:
+        return ("peer_writes=False (slices copied by the host between iterations) has no "
+                "persistent form: its kernels store into the peers")
     return None
 
 
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
-                      device_check: bool) -> tuple[bool, str | None]:
+                      device_check: bool, peer_writes=None) -> tuple[bool, str | None]:
     """``persistent=`` resolved: (on, why not). ``True`` where it cannot run is a ValueError
     naming the reason; ``"auto"`` is on where it can run on at least
     :data:`PERSISTENT_AUTO_MIN_DEVICES` devices."""
@@ -143,7 +148,7 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
         raise ValueError(f"persistent must be True, False or 'auto'; got {requested!r}")
     if requested is False:
         return False, "persistent=False"
-    why = persistent_unavailable(ctx, mode, kernel, inplace, device_check)
+    why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes)
     if requested is True:
         if why is not None:
             raise ValueError(f"persistent=True cannot run here: {why}")
@@ -252,7 +257,8 @@ class PageRank(Solver):
                 bsp_kernel = choose_bsp_kernel(graph, k, inplace)
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
-                persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check))
+                persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
+                None if peer_writes is None else bool(peer_writes))
             self._order = None      # "bins": new vertex id -> the graph's id
             self.partition = None
             transposed = None

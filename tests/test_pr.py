@@ -795,6 +795,7 @@ def test_choose_persistent_says_why_not(monkeypatch):
     for args, why in [(("bsp", "coo", False, True), "bsp_kernel='coo' has no persistent form"),
                       (("bsp", "csc", True, True), "inplace=True"),
                       (("bsp", "csc", False, False), "device_check=False"),
+                      (("bsp", "bins", False, True, False), "peer_writes=False"),
                       (("async", "csc", False, True), "it runs mode='bsp'")]:
         with pytest.raises(ValueError, match=why):
             pr.choose_persistent(True, ctx, *args)
