@@ -160,6 +160,14 @@ def test_saved_runs_merge_into_one_report(tmp_path, capsys):
     text = (tmp_path / "m.md").read_text()
     assert "Run 2 of 2:" in text and "`groute bench --graphs kron:6`" in text and "**FAIL**" in text
     assert (tmp_path / "plots" / "strong_scaling.png").exists()
+    assert (tmp_path / "plots" / "speedup_scipy.png").exists()
+    # the same results without the scipy peer: no empty speedup plot, and the old one is gone
+    from groute.bench.plots import write_plots
+    for case in merged["cases"]:
+        case["speedup"] = {}
+    written = write_plots(merged, tmp_path / "plots")
+    assert [p.name for p in written] == ["strong_scaling.png", "time_over_floor.png"]
+    assert not (tmp_path / "plots" / "speedup_scipy.png").exists()
     capsys.readouterr()
     assert main(["bench", "--from-json", str(tmp_path / "a.json"), "--graphs", "grid:5"]) == 1
     assert "runs nothing; drop --graphs" in capsys.readouterr().err

@@ -23,7 +23,10 @@ def _pyplot():
 
 
 def write_plots(results: dict, directory) -> list[Path]:
-    """Write ``strong_scaling.png``, ``speedup_scipy.png`` and ``time_over_floor.png``."""
+    """Write ``strong_scaling.png``, ``speedup_scipy.png`` and ``time_over_floor.png``; a bar
+    plot with no value in any panel (e.g. no scipy peer in the run) is not written, and an old
+    file of that name in ``directory`` is removed, so no plot of another run is left behind.
+    Returns the paths written."""
     plt = _pyplot()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -41,7 +44,7 @@ def write_plots(results: dict, directory) -> list[Path]:
               value=lambda c: c.get("time_over_floor"), ylabel="time / bandwidth floor (x)",
               reference_line=1.0),
     ]
-    return paths
+    return [p for p in paths if p is not None]
 
 
 def _grid(plt, apps, graphs):
@@ -87,6 +90,9 @@ def _scaling(plt, ok, apps, graphs, title, path):
 
 
 def _bars(plt, ok, apps, graphs, title, path, *, value, ylabel, reference_line):
+    if not any(value(c) for c in ok):
+        path.unlink(missing_ok=True)
+        return None
     fig, axes = _grid(plt, apps, graphs)
     for i, app in enumerate(apps):
         for j, graph in enumerate(graphs):
