@@ -63,12 +63,13 @@ PARTITIONS = ("metis", "contiguous", "random")
 #: ``persistent=`` values
 PERSISTENT_CHOICES = (True, False, "auto")
 #: ``persistent="auto"`` turns the persistent kernels on where they can run on at least this
-#: many devices. Measured at 0fb2df5+ on two H200s with the gathers through L2 (pr.cu
-#: ``pr_load``; ``tests/gpu_check_pr_cc.py --pr-scaling grid:4900,kron:21,kron:25 --pr-kernels
-#: auto,auto:persistent --devices 1,2 --repeat 3``, two calls): on two GPUs grid:4900 7.84-7.85
-#: against 8.34-8.39 ms per iteration launched, kron:21 3.14-3.35 against 3.19-3.35 ms, kron:25
-#: 70.3-70.6 against 69.7-77.7 ms; on one GPU equal within noise (grid:4900 12.46-12.53 against
-#: 12.33-12.45 ms), where the per-iteration path has no cross-device waits to save.
+#: many devices. Measured on two H200s with the gathers through L2 (pr.cu ``pr_load``;
+#: ``tests/gpu_check_pr_cc.py --pr-scaling grid:4900,kron:21,kron:25 --pr-kernels
+#: auto,auto:persistent --devices 1,2 --repeat 3``; docs/PR_CC.md): on two GPUs grid:4900 7.85
+#: against 8.39 ms with a launch per iteration (8.02 against 8.22 at d831e94), kron:21 3.14
+#: against 3.19 ms, kron:25 70.3 against 69.7 ms (70.4 against 69.5 at d831e94: even); on one
+#: GPU even (grid:4900 12.46 against 12.45 ms), where a launch per iteration has no cross-device
+#: waits to save. Four GPUs, where those waits weigh more, were not measured (no x4 lent).
 PERSISTENT_AUTO_MIN_DEVICES = 2
 
 
