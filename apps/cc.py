@@ -44,291 +44,33 @@ as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
 3. The parent arrays are merged pairwise in a tree over :class:`~groute.Link` copies: the
    receiver treats each ``(v, other[v])`` as an edge, hooks and compresses.
 
-With one device the segments are processed in place (no copy). CUDA kernels are in ``cc.cu``;
-the CPU backend hooks with vectorised NumPy (``np.minimum.at`` on roots, then pointer jumping).
+With one device the segments are processed in place (no copy).
+
+This module holds the rule (which path can run), the solver and the CLI. The host-side layout
+(edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling) is
+:mod:`apps.cc_layout`; each device's parent array and operations, the only backend-specific
+code, are :mod:`apps.cc_device` (CUDA kernels in ``cc.cu``; the CPU backend hooks with
+vectorised NumPy: ``np.minimum.at`` on roots, then pointer jumping).
 """
 from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
 import numpy as np
 
+from apps.cc_device import DeviceCC
+from apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
+                            split_rows, symmetric_csr)
 from apps.common import AppResult, DeviceTimer, Solver
 from groute import Link, Router, first_available
-from groute.graph.csr import kept_on
 
 log = logging.getLogger(__name__)
-KERNEL = Path(__file__).with_name("cc.cu")
-BLOCK = 256
-
-
-def edge_list(graph) -> np.ndarray:
-    """The edges CC must hook, as an ``(m, 2)`` int32 array: ``u < v`` of each undirected edge,
-    or every non-loop arc of a directed graph (hooking ignores direction: weak components)."""
-    indptr = np.asarray(graph.indptr, dtype=np.int64)
-    indices = np.asarray(graph.indices)
-    n = indptr.shape[0] - 1
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
-    keep = src != indices if graph.directed else src < indices
-    edges = np.empty((int(keep.sum()), 2), np.int32)
-    edges[:, 0] = src[keep]
-    edges[:, 1] = indices[keep]
-    return edges
-
-
-def symmetric_csr(graph):
-    """``(indptr int64, indices int32)`` of the undirected version of ``graph``: the graph's own
-    arrays when it is undirected; for a directed graph every non-loop arc in both directions,
-    each row sorted by neighbour (so the first neighbours are the smallest)."""
-    indptr = np.asarray(graph.indptr, dtype=np.int64)
-    indices = np.asarray(graph.indices)
-    if not graph.directed:
-        return indptr, indices.astype(np.int32, copy=False)
-    n = indptr.shape[0] - 1
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
-    keep = src != indices
-    s2 = np.concatenate([src[keep], indices[keep].astype(np.int32)])
-    d2 = np.concatenate([indices[keep].astype(np.int32), src[keep]])
-    order = np.lexsort((d2, s2))
-    sym_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(s2, minlength=n), out=sym_ptr[1:])
-    return sym_ptr, np.ascontiguousarray(d2[order])
-
-
-def late_arcs(indptr, indices, rounds):
-    """The arcs ``(src, dst)`` (int32) at slot ``rounds`` or later of their row: those the
-    sampling rounds did not link (each row's trailing ``degree - rounds`` arcs; the only
-    per-arc temporary is a one-byte mask)."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n = indptr.shape[0] - 1
-    deg = np.diff(indptr)
-    keep = np.ones(indices.shape[0], bool)
-    for r in range(int(rounds)):
-        keep[indptr[:-1][deg > r] + r] = False
-    src = np.repeat(np.arange(n, dtype=np.int32), np.maximum(deg - int(rounds), 0))
-    return src, np.ascontiguousarray(indices[keep])
-
-
-def split_rows(indptr, k, rounds) -> np.ndarray:
-    """``k + 1`` vertex offsets cutting the rows into contiguous ranges of about equal work: a
-    visit per vertex plus one link per sampling round it has a neighbour for."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n = indptr.shape[0] - 1
-    cum = np.cumsum(1 + np.minimum(np.diff(indptr), int(rounds)))
-    total = int(cum[-1]) if n else 0
-    cuts = np.searchsorted(cum, total * np.arange(1, k, dtype=np.float64) / k, side="right")
-    return np.concatenate([[0], cuts, [n]]).astype(np.int64)
-
-
-def late_bitmap(indptr, rounds) -> np.ndarray:
-    """uint32 words, bit ``u % 32`` of word ``u // 32`` set when vertex ``u`` has arcs from slot
-    ``rounds`` on (more than ``rounds`` neighbours)."""
-    bits = np.packbits(np.diff(np.asarray(indptr, dtype=np.int64)) > rounds, bitorder="little")
-    words = np.zeros(4 * max(1, -(-bits.shape[0] // 4)), np.uint8)
-    words[:bits.shape[0]] = bits
-    return words.view("<u4").astype(np.uint32)
-
-
-def undirected_edge_count(indptr, indices, chunk=None) -> int:
-    """Non-loop edges of a symmetric CSR (each stored as two arcs); the loops are counted in
-    cache-sized row chunks (:func:`groute.graph.arcs.self_loop_count`)."""
-    from groute.graph.arcs import LOOP_CHUNK_ARCS, self_loop_count
-    loops = self_loop_count(indptr, indices, chunk or LOOP_CHUNK_ARCS)
-    return (int(np.asarray(indptr)[-1]) - loops) // 2
-
-
-def _edge_count(graph, indptr, indices) -> int:
-    """:func:`undirected_edge_count` of an undirected graph, kept on the graph object
-    (``graph._cc_edge_count``) so that CC solvers for other device counts skip the pass."""
-    return kept_on(graph, "_cc_edge_count", lambda: undirected_edge_count(indptr, indices))
-
-
-def remaining_edges(xp, parent, src, dst, giant):
-    """The ``(m', 2)`` edges left after sampling: arcs ``(u, v)`` of ``src``/``dst`` whose ``u``
-    is not in the giant's tree, each undirected edge once (``u < v``, or ``v`` in the giant's
-    tree, where its twin arc is not kept). ``parent`` is fully compressed; ``giant`` an array of 1."""
-    g = giant[0]
-    pu = parent[src]
-    keep = (pu != g) & ((src < dst) | (parent[dst] == g))
-    return xp.ascontiguousarray(xp.stack([src[keep], dst[keep]], axis=1))
 
 
 # ------------------------------------------------------------------------------------------------
-# NumPy hooking (CPU backend)
+# rules
 # ------------------------------------------------------------------------------------------------
-def compress_numpy(parent: np.ndarray) -> None:
-    """Pointer jumping until every vertex points at its root (in place)."""
-    while True:
-        grand = parent[parent]
-        if np.array_equal(grand, parent):
-            return
-        parent[:] = grand
-
-
-def hook_numpy(parent: np.ndarray, u: np.ndarray, v: np.ndarray) -> None:
-    """Join the trees of every ``(u[i], v[i])`` in a fully compressed ``parent`` (in place; it is
-    fully compressed again on return). Each round hooks every larger root under the smallest
-    root it meets (``np.minimum.at``), so the root count drops while any edge crosses trees."""
-    while u.size:
-        ru, rv = parent[u], parent[v]
-        cross = ru != rv
-        if not cross.any():
-            return
-        u, v, ru, rv = u[cross], v[cross], ru[cross], rv[cross]
-        np.minimum.at(parent, np.maximum(ru, rv), np.minimum(ru, rv))
-        compress_numpy(parent)
-
-
-# ------------------------------------------------------------------------------------------------
-# per-device operations: the only backend-specific code
-# ------------------------------------------------------------------------------------------------
-class _DeviceCC:
-    """A device's parent array, its rows of the CSR, and the hook / merge / compress operations."""
-
-    def __init__(self, device, n: int):
-        self.device = device
-        self.n = n
-        self.stream = device.compute_stream
-        self.cuda = device.backend == "cuda"
-        self.parent = device.empty(max(n, 1), np.int32)[:n]
-        self.lo, self.rows, self.indptr, self.indices = 0, 0, None, None
-        if self.cuda:
-            from groute.kernels import get_kernel
-            with device.use():
-                self.kernels = {name: get_kernel(KERNEL, name)
-                                for name in ("cc_init", "cc_hook", "cc_merge", "cc_compress",
-                                             "cc_link_round", "cc_sample_mode", "cc_link_rest")}
-            self.sms = int(device.properties()["multiprocessors"])
-
-    def set_rows(self, lo, indptr, indices):
-        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0)."""
-        self.lo, self.rows = int(lo), int(indptr.shape[0]) - 1
-        self.indptr = self.device.asarray(np.ascontiguousarray(indptr, dtype=np.int64))
-        self.indices = self.device.asarray(np.ascontiguousarray(indices, dtype=np.int32))
-
-    def _grid(self, items, waves=8):
-        return (max(1, min(-(-items // BLOCK), self.sms * waves)),)
-
-    def reset(self):
-        if self.cuda:
-            self.stream.submit(lambda: self.n and self.kernels["cc_init"](
-                self._grid(self.n), (BLOCK,), (np.int32(self.n), self.parent)))
-        else:
-            self.stream.submit(lambda: self.parent.__setitem__(slice(None), np.arange(self.n, dtype=np.int32)))
-
-    def hook(self, edges):
-        """Hook an ``(m, 2)`` int32 segment (on this device) into the parent array."""
-        m = int(edges.shape[0])
-        if not m:
-            return
-        if self.cuda:
-            self.stream.submit(lambda: self.kernels["cc_hook"](
-                self._grid(m, waves=16), (BLOCK,), (edges, np.int64(m), self.parent)))
-        else:
-            self.stream.submit(lambda: hook_numpy(self.parent, edges[:, 0], edges[:, 1]))
-
-    def merge(self, other):
-        """Merge another parent array (on this device) into this one."""
-        if self.cuda:
-            self.stream.submit(lambda: self.kernels["cc_merge"](
-                self._grid(self.n), (BLOCK,), (other, np.int32(self.n), self.parent)))
-        else:
-            def merge_numpy():
-                v = np.flatnonzero(other != np.arange(self.n, dtype=np.int32)).astype(np.int32)
-                hook_numpy(self.parent, v, other[v])
-            self.stream.submit(merge_numpy)
-
-    def merge_peer(self, peer: "_DeviceCC"):
-        """Merge ``peer``'s parent array, read where it lies (CUDA: over NVLink). The caller
-        orders this after the peer's last write (an event) and before its next reset."""
-        if self.cuda:
-            ptr = np.uint64(peer.parent.data.ptr)   # a peer's pointer: no same-device check
-            self.stream.submit(lambda: self.kernels["cc_merge"](
-                self._grid(self.n), (BLOCK,), (ptr, np.int32(self.n), self.parent)))
-        else:
-            self.merge(peer.parent)
-
-    def link_round(self, r, light):
-        """Afforest sampling round ``r`` over this device's rows: link every vertex to its
-        ``r``-th neighbour (the parent array is fully compressed on the CPU backend after this,
-        not on CUDA)."""
-        if not self.rows:
-            return
-        indptr, indices, lo = self.indptr, self.indices, self.lo
-        if self.cuda:
-            self.stream.submit(lambda: self.kernels["cc_link_round"](
-                self._grid(self.rows), (BLOCK,), (indptr, indices, np.int32(lo),
-                                                  np.int32(self.rows), np.int32(r),
-                                                  np.int32(light), self.parent)))
-        else:
-            def round_numpy():
-                u = np.flatnonzero(np.diff(indptr) > r)
-                hook_numpy(self.parent, (u + lo).astype(np.int32), indices[indptr[u] + r])
-            self.stream.submit(round_numpy)
-
-    def sample_mode(self, samples, giant):
-        """``giant[0]`` = the most frequent root among ``parent[samples]`` (compressed parent)."""
-        s = int(samples.shape[0])
-        if self.cuda:
-            self.stream.submit(lambda: self.kernels["cc_sample_mode"](
-                (1,), (1024,), (self.parent, samples, np.int32(s), giant)))
-        else:
-            def mode_numpy():
-                vals, counts = np.unique(self.parent[samples], return_counts=True)
-                giant[0] = vals[np.argmax(counts)] if s else 0
-            self.stream.submit(mode_numpy)
-
-    def link_rest(self, rest, r, giant, light, count):
-        """The arcs from slot ``r`` on of every vertex outside the giant's tree, every device's
-        rows (``rest``: CUDA, ``(pointer table, offsets, k, late bitmap)``; CPU, one
-        ``(src, dst)`` list of those arcs per device). ``count`` (zeroed here) receives rows,
-        arcs, rows of other devices, their arcs."""
-        if self.cuda:
-            table, off, k, late = rest
-
-            def run():
-                count.fill(0)
-                if self.n:
-                    self.kernels["cc_link_rest"](
-                        self._grid(self.n), (BLOCK,), (table, off, np.int32(k), np.int32(self.n),
-                                                       np.int32(r), late, giant, np.int32(light),
-                                                       self.parent, count))
-            self.stream.submit(run)
-        else:
-            self.stream.submit(rest_numpy, self.parent, rest, giant, count)
-
-    def compress(self):
-        if self.cuda:
-            if self.n:
-                self.stream.submit(lambda: self.kernels["cc_compress"](
-                    self._grid(self.n), (BLOCK,), (np.int32(self.n), self.parent)))
-        # the NumPy hook leaves the array compressed already
-
-
-def rest_numpy(parent, lists, giant, count):
-    """CPU rest: hook the arcs of ``lists`` (one ``(src, dst)`` per device) whose source is not in
-    the giant's tree. Which arcs to keep (each undirected edge once) is decided on one snapshot
-    of ``parent`` for all lists, before any hooking: deciding list by list could drop an edge
-    whose twin an earlier list left to it and whose end then joined the giant."""
-    g = giant[0]
-    count[:] = 0
-    keep = []
-    for d, (src, dst) in enumerate(lists):
-        out = parent[src] != g
-        arcs = int(np.count_nonzero(out))
-        rows = int(np.unique(src[out]).size) if arcs else 0
-        count[0] += rows
-        count[1] += arcs
-        if d:
-            count[2] += rows
-            count[3] += arcs
-        keep.append(remaining_edges(np, parent, src, dst, giant))
-    edges = np.concatenate(keep) if keep else np.zeros((0, 2), np.int32)
-    hook_numpy(parent, edges[:, 0], edges[:, 1])
-
-
 def peer_path_unavailable(devices) -> str | None:
     """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
     device to read every other's rows and each merge receiver its sender's parent array."""
@@ -342,6 +84,7 @@ def peer_path_unavailable(devices) -> str | None:
         if not devices[a].can_access_peer(devices[b]):
             return f"{devices[a].name} cannot access {devices[b].name}'s memory (no peer access)"
     return None
+
 
 
 # ------------------------------------------------------------------------------------------------
@@ -401,12 +144,12 @@ class CC(Solver):
                 self.path = "segments"
             else:
                 self.path = "kernel"
-            self.devs = [_DeviceCC(d, self.n) for d in self.ctx.devices]
+            self.devs = [DeviceCC(d, self.n) for d in self.ctx.devices]
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
             if self.afforest:
                 indptr, indices = symmetric_csr(graph)
-                self.m = int(indices.shape[0]) if graph.directed else _edge_count(graph, indptr, indices)
+                self.m = int(indices.shape[0]) if graph.directed else edge_count(graph, indptr, indices)
                 self.arcs = int(indices.shape[0])
                 rng = np.random.default_rng(0x5EED)
                 self.samples = source.asarray(rng.integers(0, max(self.n, 1), int(num_samples),

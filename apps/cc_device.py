@@ -1,0 +1,190 @@
+"""Connected components' per-device state and operations (:mod:`apps.cc`): one :class:`DeviceCC`
+per device holds its parent array and its rows of the CSR and runs the hook / merge / compress /
+sampling steps on them, as CUDA kernels (``cc.cu``) or vectorised NumPy on the device's stream
+(:func:`hook_numpy`, :func:`rest_numpy`). The only backend-specific code of CC.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from apps.cc_layout import remaining_edges
+
+KERNEL = Path(__file__).with_name("cc.cu")
+BLOCK = 256
+
+
+# ------------------------------------------------------------------------------------------------
+# NumPy hooking (CPU backend)
+# ------------------------------------------------------------------------------------------------
+def compress_numpy(parent: np.ndarray) -> None:
+    """Pointer jumping until every vertex points at its root (in place)."""
+    while True:
+        grand = parent[parent]
+        if np.array_equal(grand, parent):
+            return
+        parent[:] = grand
+
+
+def hook_numpy(parent: np.ndarray, u: np.ndarray, v: np.ndarray) -> None:
+    """Join the trees of every ``(u[i], v[i])`` in a fully compressed ``parent`` (in place; it is
+    fully compressed again on return). Each round hooks every larger root under the smallest
+    root it meets (``np.minimum.at``), so the root count drops while any edge crosses trees."""
+    while u.size:
+        ru, rv = parent[u], parent[v]
+        cross = ru != rv
+        if not cross.any():
+            return
+        u, v, ru, rv = u[cross], v[cross], ru[cross], rv[cross]
+        np.minimum.at(parent, np.maximum(ru, rv), np.minimum(ru, rv))
+        compress_numpy(parent)
+
+
+# ------------------------------------------------------------------------------------------------
+# per-device operations: the only backend-specific code
+# ------------------------------------------------------------------------------------------------
+class DeviceCC:
+    """A device's parent array, its rows of the CSR, and the hook / merge / compress operations."""
+
+    def __init__(self, device, n: int):
+        self.device = device
+        self.n = n
+        self.stream = device.compute_stream
+        self.cuda = device.backend == "cuda"
+        self.parent = device.empty(max(n, 1), np.int32)[:n]
+        self.lo, self.rows, self.indptr, self.indices = 0, 0, None, None
+        if self.cuda:
+            from groute.kernels import get_kernel
+            with device.use():
+                self.kernels = {name: get_kernel(KERNEL, name)
+                                for name in ("cc_init", "cc_hook", "cc_merge", "cc_compress",
+                                             "cc_link_round", "cc_sample_mode", "cc_link_rest")}
+            self.sms = int(device.properties()["multiprocessors"])
+
+    def set_rows(self, lo, indptr, indices):
+        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0)."""
+        self.lo, self.rows = int(lo), int(indptr.shape[0]) - 1
+        self.indptr = self.device.asarray(np.ascontiguousarray(indptr, dtype=np.int64))
+        self.indices = self.device.asarray(np.ascontiguousarray(indices, dtype=np.int32))
+
+    def _grid(self, items, waves=8):
+        return (max(1, min(-(-items // BLOCK), self.sms * waves)),)
+
+    def reset(self):
+        if self.cuda:
+            self.stream.submit(lambda: self.n and self.kernels["cc_init"](
+                self._grid(self.n), (BLOCK,), (np.int32(self.n), self.parent)))
+        else:
+            self.stream.submit(lambda: self.parent.__setitem__(slice(None), np.arange(self.n, dtype=np.int32)))
+
+    def hook(self, edges):
+        """Hook an ``(m, 2)`` int32 segment (on this device) into the parent array."""
+        m = int(edges.shape[0])
+        if not m:
+            return
+        if self.cuda:
+            self.stream.submit(lambda: self.kernels["cc_hook"](
+                self._grid(m, waves=16), (BLOCK,), (edges, np.int64(m), self.parent)))
+        else:
+            self.stream.submit(lambda: hook_numpy(self.parent, edges[:, 0], edges[:, 1]))
+
+    def merge(self, other):
+        """Merge another parent array (on this device) into this one."""
+        if self.cuda:
+            self.stream.submit(lambda: self.kernels["cc_merge"](
+                self._grid(self.n), (BLOCK,), (other, np.int32(self.n), self.parent)))
+        else:
+            def merge_numpy():
+                v = np.flatnonzero(other != np.arange(self.n, dtype=np.int32)).astype(np.int32)
+                hook_numpy(self.parent, v, other[v])
+            self.stream.submit(merge_numpy)
+
+    def merge_peer(self, peer: "DeviceCC"):
+        """Merge ``peer``'s parent array, read where it lies (CUDA: over NVLink). The caller
+        orders this after the peer's last write (an event) and before its next reset."""
+        if self.cuda:
+            ptr = np.uint64(peer.parent.data.ptr)   # a peer's pointer: no same-device check
+            self.stream.submit(lambda: self.kernels["cc_merge"](
+                self._grid(self.n), (BLOCK,), (ptr, np.int32(self.n), self.parent)))
+        else:
+            self.merge(peer.parent)
+
+    def link_round(self, r, light):
+        """Afforest sampling round ``r`` over this device's rows: link every vertex to its
+        ``r``-th neighbour (the parent array is fully compressed on the CPU backend after this,
+        not on CUDA)."""
+        if not self.rows:
+            return
+        indptr, indices, lo = self.indptr, self.indices, self.lo
+        if self.cuda:
+            self.stream.submit(lambda: self.kernels["cc_link_round"](
+                self._grid(self.rows), (BLOCK,), (indptr, indices, np.int32(lo),
+                                                  np.int32(self.rows), np.int32(r),
+                                                  np.int32(light), self.parent)))
+        else:
+            def round_numpy():
+                u = np.flatnonzero(np.diff(indptr) > r)
+                hook_numpy(self.parent, (u + lo).astype(np.int32), indices[indptr[u] + r])
+            self.stream.submit(round_numpy)
+
+    def sample_mode(self, samples, giant):
+        """``giant[0]`` = the most frequent root among ``parent[samples]`` (compressed parent)."""
+        s = int(samples.shape[0])
+        if self.cuda:
+            self.stream.submit(lambda: self.kernels["cc_sample_mode"](
+                (1,), (1024,), (self.parent, samples, np.int32(s), giant)))
+        else:
+            def mode_numpy():
+                vals, counts = np.unique(self.parent[samples], return_counts=True)
+                giant[0] = vals[np.argmax(counts)] if s else 0
+            self.stream.submit(mode_numpy)
+
+    def link_rest(self, rest, r, giant, light, count):
+        """The arcs from slot ``r`` on of every vertex outside the giant's tree, every device's
+        rows (``rest``: CUDA, ``(pointer table, offsets, k, late bitmap)``; CPU, one
+        ``(src, dst)`` list of those arcs per device). ``count`` (zeroed here) receives rows,
+        arcs, rows of other devices, their arcs."""
+        if self.cuda:
+            table, off, k, late = rest
+
+            def run():
+                count.fill(0)
+                if self.n:
+                    self.kernels["cc_link_rest"](
+                        self._grid(self.n), (BLOCK,), (table, off, np.int32(k), np.int32(self.n),
+                                                       np.int32(r), late, giant, np.int32(light),
+                                                       self.parent, count))
+            self.stream.submit(run)
+        else:
+            self.stream.submit(rest_numpy, self.parent, rest, giant, count)
+
+    def compress(self):
+        if self.cuda:
+            if self.n:
+                self.stream.submit(lambda: self.kernels["cc_compress"](
+                    self._grid(self.n), (BLOCK,), (np.int32(self.n), self.parent)))
+        # the NumPy hook leaves the array compressed already
+
+
+def rest_numpy(parent, lists, giant, count):
+    """CPU rest: hook the arcs of ``lists`` (one ``(src, dst)`` per device) whose source is not in
+    the giant's tree. Which arcs to keep (each undirected edge once) is decided on one snapshot
+    of ``parent`` for all lists, before any hooking: deciding list by list could drop an edge
+    whose twin an earlier list left to it and whose end then joined the giant."""
+    g = giant[0]
+    count[:] = 0
+    keep = []
+    for d, (src, dst) in enumerate(lists):
+        out = parent[src] != g
+        arcs = int(np.count_nonzero(out))
+        rows = int(np.unique(src[out]).size) if arcs else 0
+        count[0] += rows
+        count[1] += arcs
+        if d:
+            count[2] += rows
+            count[3] += arcs
+        keep.append(remaining_edges(np, parent, src, dst, giant))
+    edges = np.concatenate(keep) if keep else np.zeros((0, 2), np.int32)
+    hook_numpy(parent, edges[:, 0], edges[:, 1])
+

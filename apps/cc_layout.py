@@ -1,0 +1,103 @@
+"""Host-side layout of connected components' graph (:mod:`apps.cc`): the edge list of Groute's
+design, the symmetric CSR that Afforest samples, the arcs its sampling rounds leave (and their
+bitmap), the cut of the rows across devices, the edge count, and the edges left after sampling.
+Pure NumPy (:func:`remaining_edges` takes the array module: it also runs on a device's arrays):
+no solver or device state, so each piece is testable on its own.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from groute.graph.csr import kept_on
+
+
+def edge_list(graph) -> np.ndarray:
+    """The edges CC must hook, as an ``(m, 2)`` int32 array: ``u < v`` of each undirected edge,
+    or every non-loop arc of a directed graph (hooking ignores direction: weak components)."""
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    indices = np.asarray(graph.indices)
+    n = indptr.shape[0] - 1
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
+    keep = src != indices if graph.directed else src < indices
+    edges = np.empty((int(keep.sum()), 2), np.int32)
+    edges[:, 0] = src[keep]
+    edges[:, 1] = indices[keep]
+    return edges
+
+
+def symmetric_csr(graph):
+    """``(indptr int64, indices int32)`` of the undirected version of ``graph``: the graph's own
+    arrays when it is undirected; for a directed graph every non-loop arc in both directions,
+    each row sorted by neighbour (so the first neighbours are the smallest)."""
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    indices = np.asarray(graph.indices)
+    if not graph.directed:
+        return indptr, indices.astype(np.int32, copy=False)
+    n = indptr.shape[0] - 1
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
+    keep = src != indices
+    s2 = np.concatenate([src[keep], indices[keep].astype(np.int32)])
+    d2 = np.concatenate([indices[keep].astype(np.int32), src[keep]])
+    order = np.lexsort((d2, s2))
+    sym_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(s2, minlength=n), out=sym_ptr[1:])
+    return sym_ptr, np.ascontiguousarray(d2[order])
+
+
+def late_arcs(indptr, indices, rounds):
+    """The arcs ``(src, dst)`` (int32) at slot ``rounds`` or later of their row: those the
+    sampling rounds did not link (each row's trailing ``degree - rounds`` arcs; the only
+    per-arc temporary is a one-byte mask)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    deg = np.diff(indptr)
+    keep = np.ones(indices.shape[0], bool)
+    for r in range(int(rounds)):
+        keep[indptr[:-1][deg > r] + r] = False
+    src = np.repeat(np.arange(n, dtype=np.int32), np.maximum(deg - int(rounds), 0))
+    return src, np.ascontiguousarray(indices[keep])
+
+
+def split_rows(indptr, k, rounds) -> np.ndarray:
+    """``k + 1`` vertex offsets cutting the rows into contiguous ranges of about equal work: a
+    visit per vertex plus one link per sampling round it has a neighbour for."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    cum = np.cumsum(1 + np.minimum(np.diff(indptr), int(rounds)))
+    total = int(cum[-1]) if n else 0
+    cuts = np.searchsorted(cum, total * np.arange(1, k, dtype=np.float64) / k, side="right")
+    return np.concatenate([[0], cuts, [n]]).astype(np.int64)
+
+
+def late_bitmap(indptr, rounds) -> np.ndarray:
+    """uint32 words, bit ``u % 32`` of word ``u // 32`` set when vertex ``u`` has arcs from slot
+    ``rounds`` on (more than ``rounds`` neighbours)."""
+    bits = np.packbits(np.diff(np.asarray(indptr, dtype=np.int64)) > rounds, bitorder="little")
+    words = np.zeros(4 * max(1, -(-bits.shape[0] // 4)), np.uint8)
+    words[:bits.shape[0]] = bits
+    return words.view("<u4").astype(np.uint32)
+
+
+def undirected_edge_count(indptr, indices, chunk=None) -> int:
+    """Non-loop edges of a symmetric CSR (each stored as two arcs); the loops are counted in
+    cache-sized row chunks (:func:`groute.graph.arcs.self_loop_count`)."""
+    from groute.graph.arcs import LOOP_CHUNK_ARCS, self_loop_count
+    loops = self_loop_count(indptr, indices, chunk or LOOP_CHUNK_ARCS)
+    return (int(np.asarray(indptr)[-1]) - loops) // 2
+
+
+def edge_count(graph, indptr, indices) -> int:
+    """:func:`undirected_edge_count` of an undirected graph, kept on the graph object
+    (``graph._cc_edge_count``) so that CC solvers for other device counts skip the pass."""
+    return kept_on(graph, "_cc_edge_count", lambda: undirected_edge_count(indptr, indices))
+
+
+def remaining_edges(xp, parent, src, dst, giant):
+    """The ``(m', 2)`` edges left after sampling: arcs ``(u, v)`` of ``src``/``dst`` whose ``u``
+    is not in the giant's tree, each undirected edge once (``u < v``, or ``v`` in the giant's
+    tree, where its twin arc is not kept). ``parent`` is fully compressed; ``giant`` an array of 1."""
+    g = giant[0]
+    pu = parent[src]
+    keep = (pu != g) & ((src < dst) | (parent[dst] == g))
+    return xp.ascontiguousarray(xp.stack([src[keep], dst[keep]], axis=1))
+
