@@ -44,14 +44,22 @@ def common_parser() -> argparse.ArgumentParser:
     return p
 
 
-def positive_int(text: str) -> int:
+def positive_number(text: str, convert, not_a_number: str, not_positive: str):
+    """``convert(text)`` when it parses and is > 0, else an ``ArgumentTypeError`` (which
+    argparse reports against the option) from ``not_a_number`` (formatted with ``text``) or
+    ``not_positive`` (formatted with ``value``). One parser for every positive-number option."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+        raise argparse.ArgumentTypeError(not_a_number.format(text=text)) from None
+    if not value > 0:                            # also refuses a float NaN
+        raise argparse.ArgumentTypeError(not_positive.format(value=value))
     return value
+
+
+def positive_int(text: str) -> int:
+    return positive_number(text, int, "expected a whole number, got {text!r}",
+                           "expected a number >= 1, got {value}")
 
 
 def context_from_args(args, **kwargs):

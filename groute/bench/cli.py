@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from ..cli import common_parser, positive_number
 from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_ARCS, REFERENCES,
                     make_config)
 
@@ -17,34 +18,21 @@ def _list(text: str) -> list[str]:
 
 
 def _int_list(text: str) -> list[int]:
-    out = []
-    for item in _list(text):
-        try:
-            value = int(item)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected device counts like 1,2,4; got {item!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"device counts must be >= 1; got {value}")
-        out.append(value)
+    out = [positive_number(item, int, "expected device counts like 1,2,4; got {text!r}",
+                           "device counts must be >= 1; got {value}") for item in _list(text)]
     if not out:
         raise argparse.ArgumentTypeError("expected device counts like 1,2,4")
     return out
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected positive seconds, got {value}")
-    return value
+    return positive_number(text, float, "expected seconds, got {text!r}",
+                           "expected positive seconds, got {value}")
 
 
 def register(subparsers, common):
     # a private copy of the common options: "resolve" removes the replaced --devices option
     # string from the parent's action object, which every other subcommand shares
-    from groute.cli import common_parser
     p = subparsers.add_parser(
         "bench", parents=[common_parser()], conflict_handler="resolve",
         help="benchmark the apps against scipy/CuPy peers and the bandwidth floor",
