@@ -158,14 +158,12 @@ class DistributedWorklist:
     def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
         k = self.k
         worker = workers[i]
-        forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(k)]
-        sends = []
-        absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
+        forward, sends, absorb = self._loop_state(device, i, worker, counter)
         epoch_seen = 0
         self_advance = k == 1
         while True:
             self.ctx.check()
-            self._absorb_inbox(device, i, worker, counter, forward)
+            absorb()
             epoch, thr = counter.snapshot()
             if epoch != epoch_seen:
                 epoch_seen = epoch
@@ -192,9 +190,7 @@ class DistributedWorklist:
     def _bsp_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
         k = self.k
         worker = workers[i]
-        forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(k)]
-        sends = []
-        absorb = lambda: self._absorb_inbox(device, i, worker, counter, forward)  # noqa: E731
+        forward, sends, absorb = self._loop_state(device, i, worker, counter)
         level, pull = 0, False
         spent = self.stats["phase_seconds"][i]
         clock = time.perf_counter
@@ -215,7 +211,7 @@ class DistributedWorklist:
                                    what=f"BSP exchange on device {i}")
                 if not self.inboxes[i]:
                     break
-                self._absorb_inbox(device, i, worker, counter, forward)
+                absorb()
                 if any(len(q) for q in forward):
                     self._send(device, i, counter, None, [None] * k, forward, sends)
             self._wait_sends(sends, absorb)
@@ -275,6 +271,13 @@ class DistributedWorklist:
                                              for j, w in enumerate(workers) if j != i)
 
     # helpers ------------------------------------------------------------------------------------
+    def _loop_state(self, device, i, worker, counter):
+        """What either loop keeps on device ``i``: a queue per destination for the items it
+        passes on (a ring's hops), the list of its sends still using their buffers, and
+        ``absorb()``, which takes in the batches that arrived (True if there were any)."""
+        forward = [WorkQueue(device, 1024, name=f"forward{i}->{j}") for j in range(self.k)]
+        return forward, [], lambda: self._absorb_inbox(device, i, worker, counter, forward)
+
     def _count_round(self, i):
         self.stats["rounds"][i] += 1
 
