@@ -21,7 +21,7 @@ def backends(min_gpus: int = 1):
 
 def graph_from(n, edges, directed=True, name="hand"):
     """A CSRGraph of ``n`` vertices from ``(u, v)`` pairs; undirected: both directions stored.
-    One builder for the hand-made graphs of the PageRank and CC tests."""
+    One builder for the hand-made graphs of the BFS, PageRank and CC tests."""
     from groute.graph import CSRGraph
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     src, dst = e[:, 0], e[:, 1]
@@ -61,6 +61,34 @@ def busiest(g):
     """The vertex with the most out-arcs: a source whose search reaches much of the graph at
     once (the traversal tests' second source besides vertex 0)."""
     return int(np.argmax(np.diff(np.asarray(g.indptr))))
+
+
+def check_every_partitioner(solver_cls, expected, g, k, partition):
+    """The CPU case BFS and SSSP share for each (graph, device count, partitioner): one
+    ``solver_cls`` on ``k`` virtual devices runs from vertex 0 and from the busiest vertex, and
+    each answer equals ``expected(g, s)`` exactly. Returns the last result, for the app's own
+    checks of its counters. METIS on several devices needs pymetis (skipped without it)."""
+    if partition == "metis" and k > 1:
+        pytest.importorskip("pymetis")
+    with solver_cls(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
+        for source in (0, busiest(g)):
+            res = solver.run(source)
+            np.testing.assert_array_equal(res.values, expected(g, source))
+    return res
+
+
+def check_auto_mode_on_gpu(check, load):
+    """The one-GPU case BFS and SSSP share: with no ``mode`` given, ``check`` (the app's
+    run-and-compare) picks the peer kernel (BSP) for ``load("kron:14")`` from its busiest
+    vertex and the fused asynchronous worker for ``load("grid:200")`` from vertex 0. Returns
+    both results, for the app's own checks of what else ``auto`` chose."""
+    need_gpus(1)
+    kron, grid = load("kron:14"), load("grid:200")
+    low = check(kron, busiest(kron), backend="cuda", devices=1)
+    assert (low.stats["mode"], low.stats["exchange"]) == ("bsp", "peer")
+    road = check(grid, 0, backend="cuda", devices=1)
+    assert (road.stats["mode"], road.stats["exchange"]) == ("async", None)
+    return low, road
 
 
 def check_host_exchange_on_gpus(check, load, k, mode, routing):

@@ -14,23 +14,17 @@ from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
-from support import (SHARED_GRAPHS, busiest, check_baseline_on_gpu, check_host_exchange_on_gpus,
-                     need_gpus)
+from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
+                     check_every_partitioner, check_host_exchange_on_gpus, graph_from, need_gpus)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
 
-def graph_from_edges(n, edges, directed=True):
-    src = np.array([e[0] for e in edges], dtype=np.int64)
-    dst = np.array([e[1] for e in edges], dtype=np.int64)
-    g = CSRGraph.from_edges(src, dst, n, directed=True, name="handmade")
-    return g if directed else g.symmetrize()
-
-
 def hand_made():
-    path = graph_from_edges(6, [(i, i + 1) for i in range(5)])
-    star = graph_from_edges(9, [(0, i) for i in range(1, 9)], directed=False)
-    two = graph_from_edges(8, [(0, 1), (1, 2), (2, 0), (4, 5), (5, 6), (6, 7)], directed=False)
+    path = graph_from(6, [(i, i + 1) for i in range(5)], name="handmade")
+    star = graph_from(9, [(0, i) for i in range(1, 9)], directed=False, name="handmade")
+    two = graph_from(8, [(0, 1), (1, 2), (2, 0), (4, 5), (5, 6), (6, 7)], directed=False,
+                     name="handmade")
     # self loops and repeated arcs: keep them in the CSR (from_edges would merge duplicates)
     indptr = np.array([0, 3, 5, 6, 6])
     indices = np.array([0, 1, 1, 1, 2, 3], dtype=np.int32)
@@ -61,17 +55,12 @@ def test_hand_made_graphs(name, k, mode):
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
 def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
-    if partition == "metis" and k > 1:
-        pytest.importorskip("pymetis")
     g = load_graph(str(POWER) if spec == "power" else spec)
-    with BFS(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
-        for source in (0, busiest(g)):
-            res = solver.run(source)
-            np.testing.assert_array_equal(res.values, reference.bfs(g, source))
-        if not res.stats["pull_rounds"]:     # a pull level does not process its frontier
-            assert sum(res.stats["items_processed"]) >= np.count_nonzero(res.values >= 0)
-        if k > 1 and partition == "random":
-            assert res.stats["bytes_moved"] > 0
+    res = check_every_partitioner(BFS, reference.bfs, g, k, partition)
+    if not res.stats["pull_rounds"]:     # a pull level does not process its frontier
+        assert sum(res.stats["items_processed"]) >= np.count_nonzero(res.values >= 0)
+    if k > 1 and partition == "random":
+        assert res.stats["bytes_moved"] > 0
 
 
 @pytest.mark.timeout(120)
@@ -108,7 +97,7 @@ def test_edge_cases():
     empty = CSRGraph(np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32), name="no-edges")
     res = bfs(empty, 2, backend="cpu", devices=2, partition="contiguous")
     assert res.values.tolist() == [-1, -1, 0, -1, -1]
-    tiny = graph_from_edges(2, [(0, 1)])
+    tiny = graph_from(2, [(0, 1)])
     with pytest.raises(ValueError, match="devices"):
         bfs(tiny, 0, backend="cpu", devices=3)
     with pytest.raises(ValueError, match="mode"):
@@ -220,12 +209,7 @@ def test_cuda_peer_exchange(k):
 @pytest.mark.gpu
 @pytest.mark.timeout(120)
 def test_cuda_auto_mode_picks_the_persistent_kernel_for_low_diameter_graphs():
-    need_gpus(1)
-    kron, grid = load_graph("kron:14"), load_graph("grid:200")
-    res = check(kron, busiest(kron), backend="cuda", devices=1)
-    assert (res.stats["mode"], res.stats["exchange"]) == ("bsp", "peer")
-    res = check(grid, 0, backend="cuda", devices=1)
-    assert (res.stats["mode"], res.stats["exchange"]) == ("async", None)
+    check_auto_mode_on_gpu(check, load_graph)
 
 
 @pytest.mark.gpu

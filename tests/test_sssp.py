@@ -14,8 +14,8 @@ from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
-from support import (SHARED_GRAPHS, busiest, check_baseline_on_gpu, check_host_exchange_on_gpus,
-                     need_gpus)
+from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
+                     check_every_partitioner, check_host_exchange_on_gpus, need_gpus)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -73,13 +73,7 @@ def test_hand_made_graphs(name, k, mode):
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
 def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
-    if partition == "metis" and k > 1:
-        pytest.importorskip("pymetis")
-    g = graph(spec)
-    with SSSP(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
-        for source in (0, busiest(g)):
-            res = solver.run(source)
-            np.testing.assert_array_equal(res.values, reference.sssp(g, source))
+    check_every_partitioner(SSSP, reference.sssp, graph(spec), k, partition)
 
 
 @pytest.mark.timeout(120)
@@ -413,12 +407,8 @@ def test_cuda_peer_exchange(k, priority):
 @pytest.mark.gpu
 @pytest.mark.timeout(120)
 def test_cuda_auto_mode_picks_the_peer_kernel_for_low_diameter_graphs():
-    need_gpus(1)
-    kron, grid = graph("kron:14"), graph("grid:200")
-    res = check(kron, busiest(kron), backend="cuda", devices=1)
-    assert (res.stats["mode"], res.stats["exchange"], res.stats["priority"]) == ("bsp", "peer", False)
-    res = check(grid, 0, backend="cuda", devices=1)
-    assert (res.stats["mode"], res.stats["exchange"], res.stats["priority"]) == ("async", None, True)
+    low, road = check_auto_mode_on_gpu(check, graph)
+    assert low.stats["priority"] is False and road.stats["priority"] is True
 
 
 @pytest.mark.gpu
