@@ -164,12 +164,14 @@ class DownloadResult:
     notes: list = field(default_factory=list)
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
+def _hash_file(path: Path, h=None):
+    """``h`` (a new SHA-256 when None) updated with the bytes of ``path``, read in 1 MiB
+    blocks: a finished file's checksum, or the part of a download that a resume keeps."""
+    h = hashlib.sha256() if h is None else h
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+    return h
 
 
 def download(name: str, *, dir=None, url: str | None = None, sha256: str | None = None,
@@ -194,7 +196,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     dest = target_dir / d.filename
     notes = []
     if dest.is_file() and not force:
-        digest = _sha256_file(dest)
+        digest = _hash_file(dest).hexdigest()
         if expected and digest != expected:
             raise DatasetError(f"{dest} exists but its sha256 {digest} does not match {expected}; "
                                "delete it or pass --force")
@@ -251,9 +253,7 @@ def _fetch(url: str, dest: Path, progress) -> tuple[str, int]:
             done = 0
         mode = "ab" if done else "wb"
         if done:
-            with open(part, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
+            _hash_file(part, h)
         length = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
         total = done + int(length) if length and length.isdigit() else None
         with open(part, mode) as out:
