@@ -247,14 +247,18 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
                         inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev, tol,         \
                         small_degree);                                                             \
 }
-// names: pr_csc{32,64}_k{1,2,4} (index width of indptr, vertices per lane); in place
-// (Gauss-Seidel) is the same kernel given contrib == outs[0]
-PR_CSC_KERNEL(pr_csc32_k1, 1, int)
-PR_CSC_KERNEL(pr_csc32_k2, 2, int)
-PR_CSC_KERNEL(pr_csc32_k4, 4, int)
-PR_CSC_KERNEL(pr_csc64_k1, 1, long long)
-PR_CSC_KERNEL(pr_csc64_k2, 2, long long)
-PR_CSC_KERNEL(pr_csc64_k4, 4, long long)
+// Every csc kernel family comes in six forms: NAME##{32,64}##TAG##{1,2,4} (index width of
+// indptr, vertices per lane K).
+#define PR_CSC_FORMS(KERNEL, TAG)                                                                  \
+    KERNEL(pr_csc32##TAG##1, 1, int)                                                               \
+    KERNEL(pr_csc32##TAG##2, 2, int)                                                               \
+    KERNEL(pr_csc32##TAG##4, 4, int)                                                               \
+    KERNEL(pr_csc64##TAG##1, 1, long long)                                                         \
+    KERNEL(pr_csc64##TAG##2, 2, long long)                                                         \
+    KERNEL(pr_csc64##TAG##4, 4, long long)
+// names: pr_csc{32,64}_k{1,2,4}; in place (Gauss-Seidel) is the same kernel given
+// contrib == outs[0]
+PR_CSC_FORMS(PR_CSC_KERNEL, _k)
 
 // BSP pull, fused, for skewed degrees ("bins"): the vertices are relabelled at set-up so that
 // in-degrees fall into non-increasing power-of-two buckets (floor(log2 indeg), stable, so a
@@ -518,12 +522,7 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
     });                                                                                            \
 }
 // names: pr_csc{32,64}_persistent_k{1,2,4}
-PR_CSC_PERSISTENT(pr_csc32_persistent_k1, 1, int)
-PR_CSC_PERSISTENT(pr_csc32_persistent_k2, 2, int)
-PR_CSC_PERSISTENT(pr_csc32_persistent_k4, 4, int)
-PR_CSC_PERSISTENT(pr_csc64_persistent_k1, 1, long long)
-PR_CSC_PERSISTENT(pr_csc64_persistent_k2, 2, long long)
-PR_CSC_PERSISTENT(pr_csc64_persistent_k4, 4, long long)
+PR_CSC_FORMS(PR_CSC_PERSISTENT, _persistent_k)
 
 // pr_bins_body per iteration; next[t]: iteration t's task counter (zeroed by the host), the
 // hub counters cnt are zeroed by each row's last chunk, in time for the next iteration (the
