@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from .csr import array_module
+from .csr import array_module, index_dtype
 
 #: vertex ids must fit in the 32 bits of half a packed key
 MAX_VERTICES = 2**32
@@ -108,7 +108,7 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
         keys |= codes
         del codes
     keys.sort()
-    out_dtype = xp.int32 if n < 2**31 else xp.int64
+    out_dtype = index_dtype(n)
     if end_bits == 32 and sys.byteorder == "little":    # the low halves, no 64-bit temporary
         ends = keys.view(xp.uint32)[0::2].astype(out_dtype)
     else:
@@ -150,7 +150,7 @@ def self_loop_count(indptr, indices, chunk_arcs: int = LOOP_CHUNK_ARCS) -> int:
     ``chunk_arcs`` arcs so a billion-arc graph needs no billion-entry temporary."""
     indptr = np.asarray(indptr, dtype=np.int64)
     n = indptr.shape[0] - 1
-    dtype = np.int32 if n < 2**31 else np.int64
+    dtype = index_dtype(n)
     loops = 0
     for u, v in row_chunks(indptr, 0, n, chunk_arcs):
         src = np.repeat(np.arange(u, v, dtype=dtype), np.diff(indptr[u:v + 1]))
