@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from apps.pr_layout import Shard, bins_tasks
+from groute.worklist import call_on_stream
 
 KERNEL = Path(__file__).with_name("pr.cu")
 BLOCK = 256
@@ -20,15 +21,6 @@ BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: pr.cu PersistCtl: the control words of a persistent launch
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
-
-
-def call(stream, fn, *args):
-    """Run ``fn(*args)`` in stream order and return its result (waits on the CPU backend)."""
-    out = []
-    stream.submit(lambda: out.append(fn(*args)))
-    if not out:
-        stream.record().synchronize()
-    return out[0]
 
 
 #: seconds a BSP convergence check polls its CUDA event without back-off before the normal
@@ -384,7 +376,7 @@ class DevicePR:
     def active(self, eps: float) -> int:
         """How many owned vertices have a residual above ``eps`` (synchronises)."""
         xp = self.device.xp
-        count = call(self.stream, lambda: xp.count_nonzero(self.residual > self.fdt(eps)))
+        count = call_on_stream(self.stream, lambda: xp.count_nonzero(self.residual > self.fdt(eps)))
         return int(_sync_host(self.device, count) if self.cuda else count)
 
     def push_sweeps(self, eps: float, sweeps: int, remote: bool):
@@ -404,7 +396,7 @@ class DevicePR:
                 c = _sync_host(self.device, self.counters)
                 return int(c[0]), int(c[1])
             return 0, 0
-        return call(self.stream, self._push_numpy, eps, sweeps, remote)
+        return call_on_stream(self.stream, self._push_numpy, eps, sweeps, remote)
 
     def _push_numpy(self, eps, sweeps, remote):
         ip, ix, d, lo, nl = self.out_indptr, self.out_indices, self.damping, self.lo, self.n_local
@@ -474,7 +466,7 @@ class DevicePR:
                 seg[nz] = 0
                 out.append(pack_items((nz + r[0]).astype(np.int64), vals))
             return out
-        return call(self.stream, pack_numpy)
+        return call_on_stream(self.stream, pack_numpy)
 
     def apply(self, item_arrays):
         """Add received (vertex, value) items into the residuals."""

@@ -97,7 +97,7 @@ def install_audit(audit):
     import threading
 
     import apps.pr_device as pr_device
-    from groute.worklist import unpack
+    from groute.worklist import call_on_stream, unpack
     lock = threading.Lock()
     pack, apply = pr_device.DevicePR.pack, pr_device.DevicePR.apply
 
@@ -112,7 +112,7 @@ def install_audit(audit):
                     s += float(vals.astype(xp.float64).sum())
                     m += int(a.shape[0])
             return s, m
-        return pr_device.call(dev.stream, fn)
+        return call_on_stream(dev.stream, fn)
 
     def audited_pack(self, ranges):
         out = pack(self, ranges)
