@@ -26,10 +26,24 @@ def arc_rows(indptr, num_arcs: int | None = None, *, xp=None, dtype=np.int32):
     if xp is np:
         return np.repeat(np.arange(n, dtype=dtype), np.diff(indptr))
     m = int(indptr[-1]) if num_arcs is None else int(num_arcs)
-    # CuPy's repeat takes no per-element counts: the last row starting at or before each arc
-    rows = xp.searchsorted(indptr, xp.arange(m, dtype=xp.int64), side="right")
-    rows -= 1
-    return rows.astype(dtype, copy=False)
+    return _rows_by_scan(indptr, m, dtype, xp)     # CuPy's repeat takes no per-element counts
+
+
+def _rows_by_scan(indptr, m: int, dtype, xp):
+    """:func:`arc_rows` without a repeat: a 1 at each row start, then a running sum.
+
+    The row of arc ``j`` is the number of rows ``1..n-1`` that start at or before ``j``, so the
+    marks at ``indptr[1:-1]`` summed up give it; trailing empty rows start at ``m`` and mark a
+    spare last slot. Empty rows share their start with the next row and must each count, hence
+    ``add.at`` (unbuffered). Peak: the marks plus the sum, 8 bytes per arc for int32 rows where
+    a searchsorted of an int64 ``arange`` held 16 (17 GB on kron:25). The marks are int32 while
+    they fit (one slot counts at most n-1 rows), else uint64: CuPy's ``add.at`` takes no int64.
+    """
+    n = int(indptr.shape[0]) - 1
+    marks = xp.zeros(m + 1, dtype=xp.int32 if index_dtype(n) == np.int32 else xp.uint64)
+    if n > 1:
+        xp.add.at(marks, indptr[1:-1], 1)
+    return xp.cumsum(marks[:m], dtype=dtype)
 
 
 #: arcs per step when :func:`in_arcs` ORs the targets into the keys on the host (cache-sized
@@ -99,7 +113,7 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
     if xp is np:
         keys = np.repeat(src_part, np.diff(indptr))
     else:
-        keys = src_part[arc_rows(indptr, m, xp=xp)]
+        keys = src_part[arc_rows(indptr, m, xp=xp, dtype=index_dtype(n))]
     step = KEY_CHUNK_ARCS if xp is np else max(m, 1)
     for s in range(0, m, step):
         keys[s:s + step] |= dst_part[indices[s:s + step]]

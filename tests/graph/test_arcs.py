@@ -77,6 +77,24 @@ def test_arc_rows_and_self_loops():
     assert self_loop_count(np.zeros(1, np.int64), np.zeros(0, np.int32)) == 0
 
 
+@pytest.mark.parametrize("degrees", [[0, 0, 3, 0, 0, 2, 1, 0, 0], [4], [0, 0, 0], [], [2, 0, 1],
+                                     [0, 1], [1, 0]])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("wide_marks", [False, True])
+def test_rows_by_scan_equals_repeat(degrees, dtype, wide_marks, monkeypatch):
+    """The scan CuPy runs for arc_rows, run by NumPy: empty rows first, between and last (each
+    of several sharing a start counts), no arcs, no rows; the uint64 marks of > 2**31 vertices
+    forced by a stand-in index_dtype."""
+    from groute.graph import arcs
+    if wide_marks:
+        monkeypatch.setattr(arcs, "index_dtype", lambda n: np.int64)
+    indptr = np.r_[0, np.cumsum(degrees)].astype(np.int64)
+    want = np.repeat(np.arange(len(degrees)), degrees)
+    got = arcs._rows_by_scan(indptr, int(indptr[-1]), dtype, np)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def test_too_many_vertices_for_packed_keys():
     huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32 + 1,), strides=(0,))
     rank = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32,), strides=(0,))
