@@ -15,7 +15,12 @@ Answers on K > 1 devices must equal the app's first answer (BFS depths and CC la
 PageRank within L1 1e-5); with ``--check-layout SPEC`` the CUDA "bins" in-arcs built with CuPy
 are also compared with the NumPy build on that (smaller) graph. With ``$OUT`` set the results go
 to ``$OUT/gpu_setup_probe.json``. The script uses only the solvers' public constructors, so it
-can time an older checkout too (``PYTHONPATH=old_tree python tests/gpu_setup_probe.py``).
+can time an older checkout too. It puts this tree first on ``sys.path`` unless
+``GROUTE_PROBE_KEEP_PATH`` is set, so an older one is timed with both::
+
+    GROUTE_PROBE_KEEP_PATH=1 PYTHONPATH=old_tree python tests/gpu_setup_probe.py
+
+(the source vertex still comes from ``support.busiest`` next to this script).
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ if not os.environ.get("GROUTE_PROBE_KEEP_PATH"):
 
 from groute import Context  # noqa: E402
 from groute.graph import load_graph  # noqa: E402
+from support import busiest  # noqa: E402  (this script's folder is sys.path[0])
 
 PR_MAX_L1 = 1e-5
 
@@ -97,7 +103,7 @@ def main():
     t = time.perf_counter()
     g = load_graph(args.graph)
     print(f"[{args.label}] {g} loaded in {time.perf_counter() - t:.1f} s", flush=True)
-    source = int(np.argmax(np.diff(g.indptr)))
+    source = busiest(g)
     first = {}
     failed = False
     for case in args.cases.split(","):

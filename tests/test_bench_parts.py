@@ -13,6 +13,7 @@ from groute.bench.runner import bytes_moved
 from groute.bench.suite import choose_source, make_config
 from groute.bench.verify import reference_result, verify
 from groute.graph import CSRGraph, load_graph, reference
+from support import busiest, need_gpus
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -268,15 +269,12 @@ def test_gpu_and_cpu_references_are_cached_apart(tmp_path, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
 def test_gpu_reference_agrees_with_the_cpu_reference(app):
-    pytest.importorskip("cupy")
-    from groute.device import cuda_device_count
-    if cuda_device_count() == 0:
-        pytest.skip("needs a CUDA GPU")
+    need_gpus(1)
     from groute.bench.peers import gpu_reference
     g = load_graph("kron:12")
     if app == "sssp":
         g = g.with_weights(seed=0)
-    source = int(np.argmax(np.diff(g.indptr))) if app in ("bfs", "sssp") else None
+    source = busiest(g) if app in ("bfs", "sssp") else None
     cpu, gpu = reference_result(app, g, source), gpu_reference(app, g, source)
     assert cpu.dtype == gpu.dtype and cpu.shape == gpu.shape
     assert verify(app, gpu, cpu, g).ok

@@ -106,12 +106,8 @@ def test_too_many_vertices_for_packed_keys():
 
 @pytest.mark.gpu
 def test_cupy_in_arcs_equal_numpy():
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except Exception:
-        pytest.skip("no CUDA device")
+    from tests.graph.conftest import cupy_or_skip
+    cp = cupy_or_skip()
     for name, g in graphs().items():
         n = g.num_vertices
         for rank in (None, np.random.default_rng(1).permutation(n).astype(np.int32)):
