@@ -9,8 +9,10 @@ words. Only when a run failed, or the devices disagree on how many barriers they
 the counter stand somewhere unknown: then every device is waited for and the block is zeroed.
 
 Used by the persistent BFS/SSSP kernels (:mod:`apps.traversal_peer`) and persistent BSP
-PageRank (:mod:`apps.pr`), which also share :func:`unavailable` (where these kernels can run)
-and :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``).
+PageRank (:mod:`apps.pr`), which also share :func:`unavailable` (where these kernels can run),
+:data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``) and the end of a run
+(:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed launch or a device
+that gave up).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ log = logging.getLogger(__name__)
 #: this many peer pointers)
 MAX_DEVICES = 8
 #: a device that waits this long at a cross-device barrier gives up (the host then raises);
-#: read at each run, so a test may lower it
+#: the apps read it at each run (:func:`timeout_ns`), so a test may lower it
 BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
 
 
@@ -88,6 +90,22 @@ class CrossDeviceBarrier:
             self.base += len(self.devices) * crossed.pop()
         else:
             self.reset()
+
+    def finish(self, crossed, *, failure=None, aborted=(), ok: bool = True, what: str,
+               instead: str) -> None:
+        """End a run: :meth:`settle` it as good only if no launch failed (``failure``: what
+        :meth:`launch_each` returned), no device gave up at a barrier (``aborted``: their
+        names) and the app's own checks are ``ok``; then raise ``failure``, or a RuntimeError
+        naming the devices that waited in vain (``what``: its subject; ``instead``: the option
+        that runs without the barrier). The app raises for its own failed checks after this."""
+        self.settle(crossed, ok=ok and failure is None and not aborted)
+        if failure is not None:
+            raise failure
+        if aborted:
+            raise RuntimeError(
+                f"{what}: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
+                f"cross-device barrier (another device stopped or never started); set "
+                f"GROUTE_PEER_BARRIER_TIMEOUT or use {instead}")
 
     def reset(self) -> None:
         """Wait for every device, then zero the block on device 0's compute stream (the

@@ -420,24 +420,16 @@ class PageRank(Solver):
         the iterations run. Raises when a device gave up at the cross-device barrier (a peer
         stopped or never started) or the devices disagree; the barrier counter is then reset
         (after every device has finished), so the next run starts clean."""
-        from apps import peer_barrier
-        timeout_s = peer_barrier.BARRIER_TIMEOUT_S          # GROUTE_PEER_BARRIER_TIMEOUT
+        from apps.peer_barrier import timeout_ns
         bar = self._barrier
         launched, failure = bar.launch_each(
             lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, bar.ptr, bar.base,
-                                                        self.k, int(timeout_s * 1e9)))
+                                                        self.k, timeout_ns()))
         ctl = [self.devs[i].persistent_result() for i in launched]
         aborted = [self.devs[i].device.name for i, c in zip(launched, ctl) if c[P_ABORT] == 1]
         iterations = {int(c[P_ITERS]) for c in ctl}
-        bar.settle([c[P_CROSS] for c in ctl],
-                   ok=failure is None and not aborted and len(iterations) == 1)
-        if failure is not None:
-            raise failure
-        if aborted:
-            raise RuntimeError(
-                f"persistent PageRank: {', '.join(aborted)} waited more than {timeout_s:g} s at a "
-                f"cross-device barrier (another device stopped or never started); set "
-                f"GROUTE_PEER_BARRIER_TIMEOUT or use persistent=False")
+        bar.finish([c[P_CROSS] for c in ctl], failure=failure, aborted=aborted,
+                   ok=len(iterations) == 1, what="persistent PageRank", instead="persistent=False")
         if len(iterations) != 1:
             raise RuntimeError(f"persistent PageRank: the devices ran different iteration counts "
                                f"{[int(c[P_ITERS]) for c in ctl]}")

@@ -100,6 +100,8 @@ class PeerTraversal:
         words = (sizes + 31) // 32
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
+        # GROUTE_PEER_BARRIER_TIMEOUT as packed into the devices' PeerArgs; run() rewrites
+        # the field when the setting changed since (it is read per run, as PageRank does)
         self.timeout_ns = peer_barrier.timeout_ns()
         if trace is None:
             trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
@@ -138,6 +140,7 @@ class PeerTraversal:
         self.args = []
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
+            self.timeout_at = rec.dtype.fields["timeout_ns"][1]     # its byte offset
             with dev.use():
                 layout = load_module(KERNEL, options=self.options, cooperative=True)
                 check_struct_layout(layout.get_function("peer_args_layout"), rec,
@@ -186,6 +189,11 @@ class PeerTraversal:
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""
+        timeout_ns = peer_barrier.timeout_ns()
+        if timeout_ns != self.timeout_ns:
+            for i, dev in enumerate(self.devices):
+                dev.compute_stream.submit(self._set_timeout, i, timeout_ns)
+            self.timeout_ns = timeout_ns
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, int(source_new)))
         for i in launched:
@@ -194,16 +202,9 @@ class PeerTraversal:
         ctl = [h[COUNTERS:].view(np.int32) for h in self.state_host]
         aborted = [self.devices[i].name for i in launched if ctl[i][PABORT] == 1]
         capped = any(ctl[i][PABORT] == 2 for i in launched)
-        self.barrier.settle([ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0] for i in launched],
-                            ok=failure is None and not aborted and not capped)
-        if failure is not None:
-            raise failure
-        if aborted:
-            raise RuntimeError(
-                f"peer {self.app}: {', '.join(aborted)} waited more than "
-                f"{peer_barrier.BARRIER_TIMEOUT_S:g} s at a "
-                f"cross-device barrier (another device stopped or never started); "
-                f"set GROUTE_PEER_BARRIER_TIMEOUT or use exchange='host'")
+        self.barrier.finish([ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0] for i in launched],
+                            failure=failure, aborted=aborted, ok=not capped,
+                            what=f"peer {self.app}", instead="exchange='host'")
         if capped:
             t = [int(x) for x in self.state_host[0][TOTALS:TOTALS + 4]]
             raise RuntimeError(
@@ -246,6 +247,12 @@ class PeerTraversal:
             a, b, x = t[L, 1] - t[L, 0], t[L, 2] - t[L, 1], t[L, 3] - t[L, 2]
             rows.append([round(v / 1e3, 1) for v in (a, b, x, end - t[L, 3])])
         return rows
+
+    def _set_timeout(self, i, timeout_ns):
+        """Rewrite the ``timeout_ns`` field of device ``i``'s PeerArgs (in stream order, before
+        the next launch reads it)."""
+        at = self.timeout_at
+        self.args[i][at:at + 8].set(np.array([timeout_ns], np.int64).view(np.uint8))
 
     def _launch(self, i, dev, source):
         """Launch device ``i``'s kernel (cooperative: every block resident)."""

@@ -1,11 +1,17 @@
 """The host side of the persistent kernels' cross-device barrier (apps.peer_barrier), on CPU
-virtual devices: its counter only grows between good runs and is zeroed after a bad one, and a
-failed launch stops the launches that would follow it."""
+virtual devices: its counter only grows between good runs and is zeroed after a bad one, a
+failed launch stops the launches that would follow it, and the end of a run raises what went
+wrong; on GPUs, the peer traversal takes a timeout changed after it was built."""
+import time
+
 import numpy as np
 import pytest
 
+import apps.peer_barrier as peer_barrier
 from apps.peer_barrier import CrossDeviceBarrier
 from groute import Context
+from groute.graph import load_graph
+from support import need_gpus
 
 
 @pytest.fixture
@@ -48,3 +54,51 @@ def test_launch_each_stops_at_the_first_failure_and_returns_it(ctx):
     assert isinstance(failure, RuntimeError) and "no room" in str(failure)
     assert [i for i, _ in calls] == [0, 1]      # device 2 was never launched
     assert bar.launch_each(lambda i, dev: None) == ([0, 1, 2], None)
+
+
+@pytest.mark.timeout(30)
+def test_finish_settles_then_raises_the_failure_or_names_who_gave_up(ctx, monkeypatch):
+    monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
+    block = np.full(1, 7, np.uint64)
+    bar = CrossDeviceBarrier(ctx.devices, block)
+    names = dict(what="peer bfs", instead="exchange='host'")
+    bar.finish([2, 2, 2], **names)
+    assert bar.base == 6 and block.all()        # a good run: the counter goes on
+    bar.finish([2, 2, 2], ok=False, **names)    # the app's own check failed: zeroed, no raise
+    assert bar.base == 0 and not block.any()
+    bar.base = 6
+    with pytest.raises(RuntimeError, match=r"^peer bfs: dev1, dev2 waited more than 0.5 s at a "
+                                           r"cross-device barrier .*use exchange='host'$"):
+        bar.finish([2, 1, 1], aborted=["dev1", "dev2"], **names)
+    assert bar.base == 0
+    bar.base = 6
+    with pytest.raises(KeyError, match="no room"):  # a failed launch first, as it was raised
+        bar.finish([2], failure=KeyError("no room"), aborted=["dev0"], **names)
+    assert bar.base == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(120)
+def test_cuda_peer_traversal_reads_the_timeout_at_each_run(monkeypatch):
+    """GROUTE_PEER_BARRIER_TIMEOUT lowered after the solver was built holds for its next run
+    (PeerTraversal rewrites the field in its kernels' arguments): a device that never launches
+    makes the other give up after 0.5 s, not the default 10 s; the run after is right."""
+    need_gpus(2)
+    import apps.traversal_peer as traversal_peer
+    from apps.bfs import BFS
+    g = load_graph("kron:12")
+    with BFS(g, backend="cuda", devices=2, partition="random", mode="bsp", exchange="peer",
+             timeout=30) as solver:
+        good = solver.run(0)
+        assert good.stats["exchange"] == "peer"
+        monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
+        real = traversal_peer.PeerTraversal._launch
+        monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch",
+                            lambda self, i, dev, source: None if i == 1 else real(self, i, dev, source))
+        t0 = time.perf_counter()
+        with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
+            solver.run(0)
+        assert time.perf_counter() - t0 < 5
+        monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch", real)
+        np.testing.assert_array_equal(solver.run(0).values, good.values)
