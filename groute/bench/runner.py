@@ -25,7 +25,8 @@ from .peers import PeerSkipped, check_peer_answer, free_gpu_memory, prepare_peer
 from .progress import Progress
 from .report import fmt_seconds, jsonable
 from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
-                    choose_source, load_solver_class, reference_where, resolve_partition)
+                    check_reference, choose_source, load_solver_class, reference_where,
+                    resolve_partition)
 from .verify import cached_reference, reference_label, verify
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class SuiteRun:
         self.command = command
         self.backend = resolve_backend(config.backend)
         self.partition = resolve_partition(config.partition)
-        reference_where(config.reference, self.backend, 0)  # --reference gpu without GPUs: fail now
+        check_reference(config.reference, self.backend)
         self.classes: dict[str, object] = {}
         self.unavailable: dict[str, str] = {}
         for app in config.apps:
@@ -159,23 +160,24 @@ class SuiteRun:
                 app_graph = weighted
             runs.append((app, app_graph, source if spec_app.needs_source else None))
         where = reference_where(self.config.reference, self.backend, graph.num_edges)
-        prefetched = self._prefetch_references(spec, runs, where)
+        prefetched = self._prefetch_references(spec, runs, where, graph.num_edges)
         for app, app_graph, app_source in runs:
             self._run_app(app, spec, app_graph, app_source, where, prefetched.get(app))
         del graph, weighted, runs
         gc.collect()
         free_gpu_memory()
 
-    def _prefetch_references(self, spec, runs, where) -> dict:
+    def _prefetch_references(self, spec, runs, where, num_arcs) -> dict:
         """CPU references of a big graph, computed side by side in worker processes before
         anything is timed (grid:4900: PageRank 23 s, SSSP 7 s, BFS 4 s, CC 4 s one after the
-        other). Only where it pays: CPU references, graphs of REFERENCE_CACHE_MIN_ARCS+ arcs,
-        two or more apps and at least 4 cores. Returns {app: (values, cached, wall_s)} or
-        {app: exception}; an app left out computes its reference in _run_app as before."""
+        other). Only where it pays: CPU references, graphs of REFERENCE_CACHE_MIN_ARCS+ arcs
+        (``num_arcs``: the graph's, which its weighted copy shares), two or more apps and at
+        least 4 cores. Returns {app: (values, cached, wall_s)} or {app: exception}; an app left
+        out computes its reference in _run_app as before."""
         from .verify import REFERENCE_CACHE_MIN_ARCS, parallel_references
         jobs = {app: (app, g, src) for app, g, src in runs if app in self.classes}
         if (where != "cpu" or len(jobs) < 2 or (os.cpu_count() or 1) < 4
-                or min(g.num_edges for _, g, _ in jobs.values()) < REFERENCE_CACHE_MIN_ARCS):
+                or num_arcs < REFERENCE_CACHE_MIN_ARCS):
             return {}
         self.progress.note(f"{spec}: computing the references of {', '.join(jobs)} side by side "
                            f"in {len(jobs)} processes ...")

@@ -178,9 +178,7 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
     if values["reference"] not in REFERENCES:
         raise ValueError(f"--reference must be one of {', '.join(REFERENCES)}; "
                          f"got {values['reference']!r}")
-    if values["reference"] == "gpu" and values["backend"] == "cpu":
-        raise ValueError("--reference gpu runs the plain-CuPy baselines on a GPU; it cannot go "
-                         "with --backend cpu (use --reference cpu or auto)")
+    check_reference(values["reference"], values["backend"])
     return BenchConfig(apps=apps, graphs=graphs, devices=devices, modes=modes,
                        repeat=int(values["repeat"]), warmup=int(values["warmup"]),
                        backend=values["backend"], partition=values["partition"], peers=peers,
@@ -210,15 +208,24 @@ def resolve_partition(method: str) -> str:
     return "metis" if importlib.util.find_spec("pymetis") is not None else "contiguous"
 
 
+def check_reference(reference: str, backend: str):
+    """ValueError for ``--reference gpu`` on a run without GPUs: ``backend`` ``cpu``, as given
+    (:func:`make_config`) or as ``auto`` resolved on this machine (the runner, before any work).
+    ``auto`` not yet resolved may still be CUDA and passes."""
+    if reference == "gpu" and backend not in ("cuda", "auto"):
+        raise ValueError("--reference gpu needs CUDA GPUs (it runs the plain-CuPy baselines on "
+                         f"one), and this run has none: it runs as --backend {backend} "
+                         "(use --reference cpu or auto)")
+
+
 def reference_where(reference: str, backend: str, num_arcs: int) -> str:
     """``"cpu"`` or ``"gpu"``: where a graph's reference answers are computed.
 
     ``auto`` uses the CPU reference unless the suite runs on GPUs and the graph has at least
-    :data:`REFERENCE_GPU_MIN_ARCS` arcs. ``gpu`` on a run without GPUs is a ValueError.
+    :data:`REFERENCE_GPU_MIN_ARCS` arcs. ``gpu`` on a run without GPUs is a ValueError
+    (:func:`check_reference`).
     """
-    if reference == "gpu" and backend != "cuda":
-        raise ValueError("--reference gpu needs CUDA GPUs, and this run has none "
-                         f"(backend {backend!r})")
+    check_reference(reference, backend)
     if reference == "auto":
         return "gpu" if backend == "cuda" and num_arcs >= REFERENCE_GPU_MIN_ARCS else "cpu"
     return reference
