@@ -24,7 +24,6 @@ from groute.graph.csr import kept_on
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from .common import AppResult, DeviceTimer, Solver
-from .traversal_peer import APPS as PEER_APPS
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +102,10 @@ class TraversalSolver(Solver):
         graph = graph.to_host() if hasattr(graph, "to_host") else graph
         self.graph = graph
         self.peer = self.worklist = None
-        self.kind, weights = self._value_kind(graph)
-        self.weighted_values = weights is not None
+        self.kind, self.weighted_values = self._value_kind(graph)
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
-            self._setup(graph, weights, partition, mode, priority, routing, delta, seed,
+            self._setup(graph, partition, mode, priority, routing, delta, seed,
                         max_rounds, packet_size, flush_items, exchange)
         except BaseException:
             self.close()
@@ -115,12 +113,14 @@ class TraversalSolver(Solver):
 
     # ------------------------------------------------------------------ setup
     def _value_kind(self, graph):
+        """``(kind, weighted)``: "int" or "float" values, and whether the arcs carry weights
+        (checked here: >= 0 and finite); an app without weights (BFS) counts hops in int."""
         if not self.weighted:
-            return "int", None
+            return "int", False
         w = graph.weights
         if w is None:
             log.info("%s: graph %s has no weights; using weight 1 on every arc", self.app, graph.name)
-            return "int", None
+            return "int", False
         w = np.asarray(w)
         if w.size and (w.min() < 0):
             bad = int(np.argmin(w))
@@ -128,9 +128,9 @@ class TraversalSolver(Solver):
                              f"weights >= 0")
         if w.size and not np.isfinite(w).all():
             raise ValueError(f"{self.app}: arc weights must be finite")
-        return ("int" if w.dtype.kind in "iu" else "float"), w
+        return ("int" if w.dtype.kind in "iu" else "float"), True
 
-    def _setup(self, graph, weights, partition, mode, priority, routing, delta, seed,
+    def _setup(self, graph, partition, mode, priority, routing, delta, seed,
                max_rounds, packet_size, flush_items, exchange):
         k = self.ctx.num_devices
         n = graph.num_vertices
@@ -156,39 +156,40 @@ class TraversalSolver(Solver):
         self.delta = self._pick_delta(graph, delta)
         self.max_rounds = max_rounds
         #: per device: the worklist's worker, or on the peer path only the arrays its kernel reads
-        self.workers = [self._device_share(i, dev, graph, weights is not None, flush_items)
-                        for i, dev in enumerate(self.ctx.devices)]
+        self.workers = self._device_shares(graph, flush_items)
         if self.use_peer:
             self.peer = self._peer_traversal(graph)
         else:
             self.worklist = DistributedWorklist(self.ctx, routing=routing,
                                                 packet_size=packet_size or self._packet_size(n))
 
-    def _device_share(self, i, dev, graph, weighted, flush_items):
-        """Device ``i``'s part of the solver: on the peer path the arrays its kernel reads
-        (:func:`~apps.traversal_peer.arrays_needed`), else the worklist's worker (CUDA or NumPy)."""
+    def _device_shares(self, graph, flush_items):
+        """Every device's part of the solver, built on the devices' threads at once: on the peer
+        path the arrays its kernel reads (:func:`~apps.traversal_peer.arrays_needed`), else the
+        worklist's worker (CUDA or NumPy)."""
         offsets = self.part.offsets
-        local = self.part.local(i)
-        args = dict(lo=offsets[i], hi=offsets[i + 1], offsets=offsets,
-                    num_vertices=graph.num_vertices, kind=self.kind, weighted=weighted)
+        args = dict(offsets=offsets, num_vertices=graph.num_vertices, kind=self.kind,
+                    weighted=self.weighted_values)
         if self.use_peer:
-            from .traversal_cuda import CUDATraversalArrays
+            from .traversal_cuda import CUDATraversalArrays as build
             from .traversal_peer import arrays_needed
             args.update(arrays_needed(self.app))
-            return self.ctx.gather([self.ctx.submit(
-                i, lambda d: CUDATraversalArrays(d, local, **args))])[0]
-        args["symmetric"] = not getattr(graph, "directed", True)
-        if flush_items:
-            args["flush_items"] = flush_items
-        if dev.backend == "cuda":
-            from .traversal_cuda import CUDATraversalWorker
-            worker = self.ctx.gather([self.ctx.submit(
-                i, lambda d: CUDATraversalWorker(d, local, **args))])[0]
         else:
-            from .traversal_cpu import CPUTraversalWorker
-            worker = CPUTraversalWorker(dev, local, **args)
-        worker.set_delta(self.delta if self.priority else math.inf)
-        return worker
+            args["symmetric"] = not getattr(graph, "directed", True)
+            if flush_items:
+                args["flush_items"] = flush_items
+            if self.ctx.backend == "cuda":
+                from .traversal_cuda import CUDATraversalWorker as build
+            else:
+                from .traversal_cpu import CPUTraversalWorker as build
+        # the partition's local graphs on this thread, the uploads on the devices' threads
+        shares = self.ctx.gather([
+            self.ctx.submit(i, build, self.part.local(i), lo=offsets[i], hi=offsets[i + 1], **args)
+            for i in range(self.ctx.num_devices)])
+        if not self.use_peer:
+            for worker in shares:
+                worker.set_delta(self.delta if self.priority else math.inf)
+        return shares
 
     def peer_unavailable(self):
         """Why the peer kernel cannot run this solver's traversal on its devices (None: it can);
@@ -204,10 +205,7 @@ class TraversalSolver(Solver):
         is a ValueError naming the reason."""
         if exchange == "host":
             return False
-        why = None
-        if self.app not in PEER_APPS:
-            why = f"{self.app} does not use it"
-        elif self.mode != "bsp":
+        if self.mode != "bsp":
             why = f"it is level-synchronous (mode='bsp'), not mode={self.mode!r}"
         else:
             why = self.peer_unavailable()
