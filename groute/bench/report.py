@@ -115,7 +115,7 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
         label = APPS[c["app"]].label if c["app"] in APPS else c["app"]
         mode = c.get("mode") or "-"
         exchange = (c.get("stats") or {}).get("exchange")
-        if exchange == "peer":      # BFS in one persistent kernel per GPU (apps/traversal_peer)
+        if exchange == "peer":      # BFS or SSSP in one persistent kernel per GPU (traversal_peer)
             mode += " (peer)"
         row = [label, _cell(c["graph"]), str(c["devices"]), mode]
         if c["status"] == "ok":
