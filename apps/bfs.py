@@ -26,13 +26,14 @@ class BFS(TraversalSolver):
         return math.inf if self.ctx.num_devices == 1 else 4
 
     def auto_mode(self, graph):
-        """Where the persistent level-synchronous kernel can run (CUDA, NVLink between all
-        devices: :mod:`apps.traversal_peer`): BSP on a symmetric low-diameter graph (kron:25 on
-        one H200: 3.95 ms against 9.53 ms for the fused asynchronous worker) and on any graph
-        across several devices (grid:4900 on 2 H200s: 209 ms against 1142 ms asynchronous);
-        the asynchronous fused worker for a road-like graph on one device (grid:4900: 40.5 ms
-        against 176 ms). Without it: BSP across devices of a symmetric low-diameter graph
-        (the worklist pulls across devices), async everywhere else. docs/PERFORMANCE.md."""
+        """Where the persistent level-synchronous kernel can run (:meth:`peer_unavailable`:
+        CUDA, NVLink between all devices, no worklist asked for; :mod:`apps.traversal_peer`):
+        BSP on a symmetric low-diameter graph (kron:25 on one H200: 3.95 ms against 9.53 ms for
+        the fused asynchronous worker) and on any graph across several devices (grid:4900 on 2
+        H200s: 209 ms against 1142 ms asynchronous); the asynchronous fused worker for a
+        road-like graph on one device (grid:4900: 40.5 ms against 176 ms). Without it: BSP
+        across devices of a symmetric low-diameter graph (the worklist pulls across devices),
+        async everywhere else. docs/PERFORMANCE.md."""
         k = self.ctx.num_devices
         peer = self.peer_unavailable() is None
         if peer and k > 1:

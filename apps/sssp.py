@@ -41,7 +41,8 @@ class SSSP(TraversalSolver):
     def auto_mode(self, graph):
         """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), for a
         low-diameter graph on any number of CUDA devices with NVLink between all of them, and
-        for any graph on several; the fused asynchronous worker otherwise: a road-like graph on
+        for any graph on several, where it can run (:meth:`peer_unavailable`: no worklist asked
+        for either); the fused asynchronous worker otherwise: a road-like graph on
         one device (thousands of rounds, each a barrier and a bitmap scan over the whole grid,
         where the fused worker runs a narrow grid) and CPU virtual devices. Measured on H200s
         (docs/PERFORMANCE.md): kron:21 2.44 ms on one GPU against 7.02 ms for the fused worker,

@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 PARTITIONS = ("metis", "contiguous", "random")
 EXCHANGES = ("auto", "host", "peer")
+#: options only the distributed worklist reads: the peer kernels have no routing, packets or
+#: outboxes and run the whole traversal in one launch. One given (other than its default) means
+#: the worklist under exchange="auto" and is an error under exchange="peer".
+WORKLIST_OPTIONS = ("routing", "max_rounds", "packet_size", "flush_items")
 
 
 class _Identity:
@@ -78,7 +82,8 @@ class TraversalSolver(Solver):
     ``"host"`` (the distributed worklist steers every level), ``"peer"`` (one persistent launch
     per device for the whole run, exchanging through peer memory: :mod:`apps.traversal_peer`;
     CUDA devices, NVLink between them; SSSP keeps ``priority`` there too) or ``"auto"`` (the
-    default: peer where it can run).
+    default: peer where it can run). ``routing``, ``max_rounds``, ``packet_size`` and
+    ``flush_items`` are the worklist's (:data:`WORKLIST_OPTIONS`): given, they select it.
     """
 
     #: whether the peer kernel keeps a soft-priority window for this app (SSSP)
@@ -102,11 +107,18 @@ class TraversalSolver(Solver):
         graph = graph.to_host() if hasattr(graph, "to_host") else graph
         self.graph = graph
         self.peer = self.worklist = None
+        self.exchange = exchange
+        defaults = TraversalSolver.__init__.__kwdefaults__
+        #: the worklist-only options given, as "name=value" (see WORKLIST_OPTIONS)
+        self.worklist_options = [
+            f"{name}={value!r}" for name, value in zip(
+                WORKLIST_OPTIONS, (routing, max_rounds, packet_size, flush_items))
+            if value != defaults[name]]
         self.kind, self.weighted_values = self._value_kind(graph)
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
         try:
             self._setup(graph, partition, mode, priority, routing, delta, seed,
-                        max_rounds, packet_size, flush_items, exchange)
+                        max_rounds, packet_size, flush_items)
         except BaseException:
             self.close()
             raise
@@ -131,7 +143,7 @@ class TraversalSolver(Solver):
         return ("int" if w.dtype.kind in "iu" else "float"), True
 
     def _setup(self, graph, partition, mode, priority, routing, delta, seed,
-               max_rounds, packet_size, flush_items, exchange):
+               max_rounds, packet_size, flush_items):
         k = self.ctx.num_devices
         n = graph.num_vertices
         if k > max(n, 1):
@@ -144,8 +156,9 @@ class TraversalSolver(Solver):
             self.part = _Partitioned(partition_graph(graph, k, method=partition, seed=seed))
         if mode == "auto":
             mode = self.auto_mode(graph)
-        self.mode, self.routing = mode, routing
-        self.use_peer = self._use_peer(exchange)
+        self.mode = mode
+        self.use_peer = self._use_peer(self.exchange)
+        self.routing = None if self.use_peer else routing
         # soft priority needs a window the exchange can keep: async, or the SSSP peer kernel
         windowed = mode == "async" or (self.use_peer and self.peer_priority)
         if isinstance(priority, str):
@@ -192,8 +205,16 @@ class TraversalSolver(Solver):
         return shares
 
     def peer_unavailable(self):
-        """Why the peer kernel cannot run this solver's traversal on its devices (None: it can);
-        the machine is asked once per solver (``auto_mode`` asks too)."""
+        """Why the peer kernel cannot run this solver's traversal (None: it can): the solver asks
+        for the worklist (``exchange="host"``, or a worklist-only option given), or the devices
+        cannot run it (the machine is asked once per solver). ``auto_mode`` asks too, so that it
+        picks its mode for the exchange that will run."""
+        if self.exchange == "host":
+            return "exchange='host' asks for the host worklist"
+        if self.worklist_options:
+            return (f"options of the host worklist given ({', '.join(self.worklist_options)}): "
+                    f"the peer kernel has no routing, packets or outboxes and runs in one launch; "
+                    f"leave them out or use exchange='host'")
         if not hasattr(self, "_peer_why"):
             from .peer_barrier import unavailable
             self._peer_why = unavailable(self.ctx)
@@ -201,10 +222,8 @@ class TraversalSolver(Solver):
 
     def _use_peer(self, exchange):
         """Whether the peer kernel runs this solver (else the distributed worklist), as
-        ``exchange`` asks and the app, mode and machine allow; exchange='peer' that cannot run
-        is a ValueError naming the reason."""
-        if exchange == "host":
-            return False
+        ``exchange`` asks and the mode, options and machine allow (:meth:`peer_unavailable`);
+        exchange='peer' that cannot run is a ValueError naming the reason."""
         if self.mode != "bsp":
             why = f"it is level-synchronous (mode='bsp'), not mode={self.mode!r}"
         else:
@@ -284,7 +303,7 @@ class TraversalSolver(Solver):
     def _stats(self, wl, counters):
         total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731
         return {
-            "app": self.app, "mode": self.mode, "routing": self.routing,
+            "app": self.app, "mode": self.mode, "routing": self.routing,    # None: peer
             "exchange": (wl.get("exchange", "host")
                          if self.ctx.num_devices > 1 or self.peer is not None else None),
             "priority": self.priority, "delta": self.delta, "devices": self.ctx.num_devices,

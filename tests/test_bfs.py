@@ -251,6 +251,38 @@ def test_exchange_option_says_what_can_run():
 
 
 @pytest.mark.timeout(60)
+def test_worklist_options_select_the_worklist(monkeypatch):
+    """With the peer kernel able to run (its stand-in, as in test_traversal_peer_host.py), an
+    option only the worklist reads, given with another value than its default, means the
+    worklist under exchange="auto" (auto mode decides for that exchange) and is an error naming
+    it under exchange="peer"; the peer path reports no routing."""
+    import apps.traversal as traversal
+    import apps.traversal_peer as traversal_peer
+    from test_traversal_peer_host import FakePeer
+    monkeypatch.setattr(traversal.TraversalSolver, "_peer_why", None, raising=False)
+    monkeypatch.setattr(traversal_peer, "PeerTraversal", FakePeer)
+    g, road = load_graph("grid:8"), load_graph("grid:300")
+    opts = dict(backend="cpu", devices=2, partition="contiguous", mode="bsp", timeout=10)
+    for given in ({}, {"routing": "all2all"}):        # the default, given: still the peer kernel
+        res = check(g, 0, **opts, **given)
+        assert (res.stats["exchange"], res.stats["routing"]) == ("peer", None)
+    for given in ({"routing": "ring"}, {"max_rounds": 3}, {"packet_size": 64},
+                  {"flush_items": 16}):
+        res = check(g, 0, **opts, **given)
+        assert res.stats["exchange"] == "host", given
+        assert res.stats["routing"] == given.get("routing", "all2all")
+        name, value = next(iter(given.items()))
+        with pytest.raises(ValueError, match=f"exchange='peer' cannot run here: .*{name}={value!r}"):
+            BFS(g, exchange="peer", **opts, **given)
+    auto = dict(opts, mode="auto")
+    with BFS(g, **auto) as solver:
+        assert solver.auto_mode(road) == "bsp"        # several devices: the peer kernel
+    for asked in ({"routing": "ring"}, {"exchange": "host"}):
+        with BFS(g, **auto, **asked) as solver:
+            assert solver.auto_mode(road) == "async"  # the worklist: BSP only for low diameter
+
+
+@pytest.mark.timeout(60)
 def test_one_shot_run_leaves_no_threads(no_thread_leak):
     g = load_graph("grid:8")
     check(g, 0, backend="cpu", devices=3, partition="contiguous", routing="ring")
