@@ -248,7 +248,7 @@ def _cut_counts(indptr, indices, offsets, chunk_arcs: int | None = None):
     the arcs leaving the part and the owned vertices with at least one such arc.
 
     One pass over ``indices`` in row-aligned, cache-sized chunks (counted by up to
-    :data:`CUT_THREADS` threads), comparing targets with the part's range: no per-arc source
+    :data:`CUT_THREADS` threads, one per full chunk of arcs), comparing targets with the part's range: no per-arc source
     array or owner gather (those 8-byte-per-arc temporaries made the statistics most of a
     contiguous split's cost: 8.6 s of 9.0 on kron:22 here before, 0.17 s now).
     """
@@ -274,9 +274,12 @@ def _cut_counts(indptr, indices, offsets, chunk_arcs: int | None = None):
         starts = indptr[r:e][nonempty] - a
         return c, int(np.count_nonzero(np.logical_or.reduceat(out, starts)))
 
-    if CUT_THREADS > 1 and len(chunks) > 1:
+    # a thread per full chunk of arcs at most: a small graph (k parts: k chunks, however few
+    # arcs) is counted in this thread, with no pool to start
+    threads = min(CUT_THREADS, int(indptr[-1]) // chunk_arcs)
+    if threads > 1:
         from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(min(CUT_THREADS, len(chunks))) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             counts = list(pool.map(count, chunks))
     else:
         counts = [count(c) for c in chunks]
