@@ -18,8 +18,7 @@ work is part of what they cost. Every destination is checked after the last run.
 from __future__ import annotations
 
 from . import device_ops
-from .link_paths import chunk_words, close_links, open_link, receive_message
-from .link_paths import pieces as cut_pieces
+from .link_paths import chunk_words, close_links, cut_pieces, open_link, receive_message
 from .results import BenchResult, record, require_two_devices
 from .settings import format_bytes
 from .timing import Clock, measure
@@ -52,7 +51,7 @@ def run(ctx, settings, progress) -> BenchResult:
         for size in settings.sizes:
             words = size // 4
             cw = chunk_words(words, settings.chunks)
-            pieces = cut_pieces(words, settings.chunks)
+            pieces = cut_pieces(words, cw)
             s = src[:words]
             d = {k: v[:words] for k, v in dst.items()}
 

@@ -18,9 +18,10 @@ def chunk_words(total_words: int, chunks: int) -> int:
     return max(4, -(-per // 4) * 4)
 
 
-def pieces(total_words: int, chunks: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` word ranges cutting ``total_words`` into pieces of :func:`chunk_words`."""
-    step = chunk_words(total_words, chunks)
+def cut_pieces(total_words: int, step: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` word ranges cutting ``total_words`` into pieces of ``step`` words (the last
+    shorter): ``step`` is :func:`chunk_words`, which a caller that also sizes Link packets by it
+    computes once."""
     return [(lo, min(lo + step, total_words)) for lo in range(0, total_words, step)]
 
 

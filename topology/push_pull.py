@@ -10,7 +10,7 @@ the numbers describe the transfer, not Python issuing it.
 from __future__ import annotations
 
 from . import device_ops
-from .link_paths import pieces as cut_pieces
+from .link_paths import chunk_words, cut_pieces
 from .results import BenchResult, record, require_two_devices
 from .settings import format_bytes
 from .timing import Clock, measure
@@ -37,7 +37,7 @@ def run(ctx, settings, progress) -> BenchResult:
     try:
         for size in settings.sizes:
             words = size // 4
-            pieces = cut_pieces(words, settings.chunks)
+            pieces = cut_pieces(words, chunk_words(words, settings.chunks))
             for a in devices:
                 for b in devices:
                     if a is b:
