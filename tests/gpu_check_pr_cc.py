@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from groute.bench.peers import free_gpu_memory  # noqa: E402 - after the path is set
+
 PR_MAX_L1 = 1e-4
 #: "cuda" for the real check; "cpu" (--dry-run) runs the same stages on CPU virtual devices,
 #: without the kernels and the CuPy baselines, to test this script on a machine without a GPU.
@@ -122,7 +124,7 @@ def stage_compile(ngpu):
 
 def use_cu_defines(defines):
     """Compile every .cu file with ``-D`` each of ``defines`` (``NAME=VALUE``): the probe hooks
-    of the kernels (e.g. pr.cu's PR_COHERENT_LOAD), timed without editing the source."""
+    of the kernels (e.g. pr.cu's PR_GATHER_LOAD), timed without editing the source."""
     import groute.kernels as kernels
     plain = kernels.load_module
     extra = tuple(f"-D{d}" for d in defines)
@@ -299,7 +301,7 @@ def time_cupy_baselines(g, spec, pr_ref, cc_ref, floor_s, repeat):
         for attr in ("_cupy_pr_setup", "_cupy_cc_setup"):
             if hasattr(g, attr):
                 delattr(g, attr)
-        cupy.get_default_memory_pool().free_all_blocks()
+        free_gpu_memory()
 
 
 def stage_timings(ngpu, specs, repeat, budget):
@@ -382,8 +384,7 @@ def stage_timings(ngpu, specs, repeat, budget):
                 guarded(case, run_ours)
         del g
         if BACKEND == "cuda":
-            import cupy
-            cupy.get_default_memory_pool().free_all_blocks()
+            free_gpu_memory()
 
 
 PR_VARIANTS = {
@@ -488,8 +489,6 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
                         "median_ms": (time.perf_counter() - t0) * 1e3})
             base_ms = None
             if BACKEND == "cuda":
-                import cupy
-
                 def base():
                     nonlocal ref
                     med, times, (x, it) = cuda_timed(lambda: cupy_pagerank(g, tol=1e-6), repeat)
@@ -503,7 +502,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
                 base_ms = guarded(f"time cupy PR {spec}", base)
                 if hasattr(g, "_cupy_pr_setup"):
                     delattr(g, "_cupy_pr_setup")
-                cupy.get_default_memory_pool().free_all_blocks()
+                free_gpu_memory()
             for name in names:
                 if elapsed() > budget:
                     timing({"graph": spec, "app": "pr", "impl": name, "gpus": 1, "median_ms": None})
@@ -528,7 +527,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
                 guarded(f"time PR {name} {spec}", ours)
             del g
             if BACKEND == "cuda":
-                cupy.get_default_memory_pool().free_all_blocks()
+                free_gpu_memory()
 
 
 #: ``--pr-kernels NAME:HOW``: the solver options each HOW adds (and whether one device runs it)
@@ -618,10 +617,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
                                f"L1 {l1_k:.1e} (bit-equal {bitwise_k}), {its} vs {ref_k[1]} iterations")
                 guarded(case, one)
                 if BACKEND == "cuda":
-                    import cupy
-                    for i in range(k):
-                        with cupy.cuda.Device(i):
-                            cupy.get_default_memory_pool().free_all_blocks()
+                    free_gpu_memory()
         del g
 
 
@@ -666,8 +662,6 @@ def stage_cc_variants(specs, repeat, budget, variants):
             timing({"graph": spec, "app": "cc", "impl": "scipy csgraph", "gpus": 0,
                     "median_ms": (time.perf_counter() - t0) * 1e3})
             if BACKEND == "cuda":
-                import cupy
-
                 def base():
                     med, times, (lab, _) = cuda_timed(lambda: cupy_cc(g), repeat)
                     timing({"graph": spec, "app": "cc", "impl": "cupy scatter_min", "gpus": 1,
@@ -692,7 +686,7 @@ def stage_cc_variants(specs, repeat, budget, variants):
                 guarded(f"time CC {name} {spec}", ours)
             del g
             if BACKEND == "cuda":
-                cupy.get_default_memory_pool().free_all_blocks()
+                free_gpu_memory()
 
 
 def table():
@@ -740,7 +734,7 @@ def main():
                          "answer (float64, the reference's algorithm) instead of running scipy")
     ap.add_argument("--cu-defines", default="", metavar="NAME=VALUE,...",
                     help="compile the kernels with these -D macros (probe hooks such as pr.cu's "
-                         "PR_COHERENT_LOAD)")
+                         "PR_GATHER_LOAD)")
     ap.add_argument("--dry-run", action="store_true",
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
     args = ap.parse_args()
