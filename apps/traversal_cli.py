@@ -8,37 +8,55 @@ any other suffix writes text lines ``vertex value`` with file ids. Unreachable v
 """
 from __future__ import annotations
 
-
 import numpy as np
 
+from groute.worklist import MODES, ROUTINGS
+
 from .app_cli import add_graph_options, load, print_stats, run_solver, write_output
+from .traversal import EXCHANGES, PARTITIONS
+
+
+#: what ``--mode auto`` runs, per app (as ``BFS.auto_mode`` and ``SSSP.auto_mode`` decide)
+AUTO_MODE = {
+    "bfs": "where the peer kernel can run (CUDA GPUs with NVLink between them, no worklist "
+           "option such as --routing ring or --exchange host given): bsp on several devices or "
+           "on a symmetric low-diameter graph, else async; elsewhere bsp across devices of a "
+           "symmetric low-diameter graph (the worklist pulls across devices), else async",
+    "sssp": "bsp (the peer kernel) where it can run (CUDA GPUs with NVLink between them, no "
+            "worklist option such as --routing ring or --exchange host given) on several "
+            "devices or on a low-diameter graph; else async",
+}
 
 
 def register_app(subparsers, common, name, solver_cls):
     what = {"bfs": "breadth-first search (depths)",
             "sssp": "single-source shortest paths (distances; weights >= 0)"}[name]
     p = subparsers.add_parser(name, parents=[common], help=f"{what} across devices",
-                              description=f"{what.capitalize()} on the distributed worklist: "
-                                          "asynchronous, fused per-device workers.")
+                              description=f"{what.capitalize()}: on the distributed worklist "
+                                          "(fused per-device workers, asynchronous or "
+                                          "level-synchronous), or in one persistent kernel per "
+                                          "GPU exchanging through peer memory.")
     add_graph_options(p)
     p.add_argument("--source", type=int, default=None, metavar="V",
                    help="source vertex, as written in the file (default: the first vertex)")
-    p.add_argument("--partition", choices=["metis", "contiguous", "random"], default=None,
+    p.add_argument("--partition", choices=PARTITIONS, default=None,
                    help="how vertices are split over devices (default: metis; none for 1 device)")
-    p.add_argument("--mode", choices=["auto", "async", "bsp"], default="auto",
-                   help="async: fused workers, asynchronous exchange; bsp: level-synchronous (BFS pulls "
-                        "across devices); auto (default): bsp for BFS on several devices of a "
-                        "symmetric low-diameter graph, else async")
+    p.add_argument("--mode", choices=["auto", *MODES], default="auto",
+                   help="async: fused workers, asynchronous exchange; bsp: level-synchronous (BFS "
+                        f"pulls across devices); auto (default): {AUTO_MODE[name]}")
     p.add_argument("--no-priority", action="store_true",
-                   help="switch soft priority off (default: on for BFS; for SSSP chosen from the "
-                        "graph's diameter, see docs/TRAVERSAL.md)")
+                   help="switch soft priority off (default: on in async mode; SSSP also keeps it "
+                        "on the peer kernel and leaves it off on a low-diameter graph, see "
+                        "docs/TRAVERSAL.md)")
     p.add_argument("--delta", type=float, default=None,
                    help="soft-priority step in value units (default: chosen from the graph)")
-    p.add_argument("--routing", choices=["all2all", "ring"], default="all2all")
-    p.add_argument("--exchange", choices=["auto", "host", "peer"], default="auto",
-                   help="BSP on several devices: host (the worklist steers each level), peer (one "
-                        "launch per device, exchange through peer memory; BFS and SSSP on NVLink GPUs) or "
-                        "auto (default: peer where it can run)")
+    p.add_argument("--routing", choices=ROUTINGS, default="all2all",
+                   help="the worklist's routing (default all2all; ring means the worklist runs)")
+    p.add_argument("--exchange", choices=EXCHANGES, default="auto",
+                   help="BSP: host (the worklist steers each level), peer (one launch per device "
+                        "for the whole run, exchange through peer memory; CUDA GPUs with NVLink "
+                        "between them) or auto (default: peer where it can run and no worklist "
+                        "option such as --routing ring is given)")
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 
 
