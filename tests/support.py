@@ -4,6 +4,7 @@ Kept out of conftest.py on purpose: there are several conftest.py files (tests/,
 and ``from conftest import`` would pick whichever was imported first.
 """
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -39,6 +40,27 @@ def device_cases(counts):
         marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
         out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
     return out
+
+
+class FakePeerDevice:
+    """Enough of a CUDA device for :func:`apps.peer_barrier.unavailable`: a name, and whether
+    it reaches every other device's memory (``peers``) with native atomics (``atomics``)."""
+
+    def __init__(self, name, peers=True, atomics=True):
+        self.name, self.peers, self.atomics = name, peers, atomics
+
+    def can_access_peer(self, other):
+        return self.peers
+
+    def native_peer_atomics(self, other):
+        return self.atomics
+
+
+def fake_peer_context(k: int, *, peers=True, atomics=True, backend="cuda"):
+    """A stand-in Context of ``k`` :class:`FakePeerDevice` (``fake0``, ``fake1``...): what the
+    checks of where the persistent kernels can run read from one, without any GPU."""
+    return SimpleNamespace(backend=backend,
+                           devices=[FakePeerDevice(f"fake{i}", peers, atomics) for i in range(k)])
 
 
 def need_gpus(k: int):

@@ -1,17 +1,27 @@
-"""The host side of the persistent kernels' cross-device barrier (apps.peer_barrier), on CPU
-virtual devices: its counter only grows between good runs and is zeroed after a bad one, a
-failed launch stops the launches that would follow it, and the end of a run raises what went
-wrong; on GPUs, the peer traversal takes a timeout changed after it was built."""
+"""The host side of the persistent kernels' cross-device barrier (apps.peer_barrier): where
+those kernels can run (stand-in devices); on CPU virtual devices, its counter only grows between
+good runs and is zeroed after a bad one, a failed launch stops the launches that would follow
+it, and the end of a run raises what went wrong; on GPUs, the peer traversal takes a timeout
+changed after it was built."""
 import time
 
 import numpy as np
 import pytest
 
 import apps.peer_barrier as peer_barrier
-from apps.peer_barrier import CrossDeviceBarrier
+from apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, unavailable
 from groute import Context
 from groute.graph import load_graph
-from support import need_gpus
+from support import fake_peer_context, need_gpus
+
+
+def test_peer_unavailable_names_the_reason():
+    assert unavailable(fake_peer_context(2)) is None
+    assert unavailable(fake_peer_context(1)) is None
+    assert "CPU virtual devices" in unavailable(fake_peer_context(1, backend="cpu"))
+    assert "no peer access" in unavailable(fake_peer_context(2, peers=False))
+    assert "no NVLink" in unavailable(fake_peer_context(2, atomics=False))
+    assert f"1 to {MAX_DEVICES}" in unavailable(fake_peer_context(MAX_DEVICES + 1))
 
 
 @pytest.fixture
@@ -94,8 +104,8 @@ def test_cuda_peer_traversal_reads_the_timeout_at_each_run(monkeypatch):
         assert good.stats["exchange"] == "peer"
         monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
         real = traversal_peer.PeerTraversal._launch
-        monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch",
-                            lambda self, i, dev, source: None if i == 1 else real(self, i, dev, source))
+        monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch", lambda self, i, dev, source:
+                            None if i == 1 else real(self, i, dev, source))
         t0 = time.perf_counter()
         with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
             solver.run(0)

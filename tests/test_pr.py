@@ -7,7 +7,8 @@ from apps.pr import PageRank, default_sweeps, pagerank
 from apps.pr_layout import make_shards
 from groute import Context
 from groute.graph import load_graph, reference
-from support import SHARED_GRAPHS, backends, device_cases, graph_from, need_gpus, skip_if_missing
+from support import (SHARED_GRAPHS, backends, device_cases, fake_peer_context, graph_from,
+                     need_gpus, skip_if_missing)
 
 MODES = ["async", "bsp"]
 
@@ -763,32 +764,12 @@ def test_persistent_option_on_cpu_devices():
         check(auto.values, g)
 
 
-class _PeerDevice:
-    """Enough of a CUDA device for choose_persistent: peer access with native atomics."""
-
-    def __init__(self, i, peers=True):
-        self.name, self.peers = f"fake{i}", peers
-
-    def can_access_peer(self, other):
-        return self.peers
-
-    def native_peer_atomics(self, other):
-        return self.peers
-
-
-class _FakeContext:
-    backend = "cuda"
-
-    def __init__(self, k, peers=True):
-        self.devices = [_PeerDevice(i, peers) for i in range(k)]
-
-
 def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
     where they can, True turns them on and "auto" turns them on from
     PERSISTENT_AUTO_MIN_DEVICES devices."""
     import apps.pr as pr
-    ctx = _FakeContext(2)
+    ctx = fake_peer_context(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
     assert pr.choose_persistent(True, ctx, "bsp", "bins", False, True) == (True, None)
     assert pr.choose_persistent(False, ctx, "bsp", "csc", False, True) == (False, "persistent=False")
@@ -802,16 +783,17 @@ def test_choose_persistent_says_why_not(monkeypatch):
         on, reason = pr.choose_persistent("auto", ctx, *args)
         assert not on and why in reason
     with pytest.raises(ValueError, match="no peer access"):
-        pr.choose_persistent(True, _FakeContext(2, peers=False), "bsp", "csc", False, True)
+        pr.choose_persistent(True, fake_peer_context(2, peers=False), "bsp", "csc", False, True)
     monkeypatch.setattr(pr, "PERSISTENT_AUTO_MIN_DEVICES", 3)
     on, reason = pr.choose_persistent("auto", ctx, "bsp", "csc", False, True)
     assert not on and "opt in with persistent=True" in reason
-    assert pr.choose_persistent("auto", _FakeContext(3), "bsp", "bins", False, True) == (True, None)
+    assert (pr.choose_persistent("auto", fake_peer_context(3), "bsp", "bins", False, True)
+            == (True, None))
     monkeypatch.setattr(pr, "PERSISTENT_AUTO_MIN_DEVICES", 2)
     assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
-    on, reason = pr.choose_persistent("auto", _FakeContext(1), "bsp", "csc", False, True)
+    on, reason = pr.choose_persistent("auto", fake_peer_context(1), "bsp", "csc", False, True)
     assert not on and "fewer than 2 devices" in reason
-    assert pr.choose_persistent("auto", _FakeContext(9), "bsp", "csc", False, True)[0] is False
+    assert pr.choose_persistent("auto", fake_peer_context(9), "bsp", "csc", False, True)[0] is False
 
 
 def _gpu_counts(counts):
@@ -876,8 +858,8 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
     need_gpus(2)
     import apps.pr_device as pr_device
-    import apps.peer_barrier as tp
-    monkeypatch.setattr(tp, "BARRIER_TIMEOUT_S", 0.5)
+    import apps.peer_barrier as peer_barrier
+    monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
     with PageRank(g, backend="cuda", devices=2, mode="bsp", bsp_kernel=kernel,
                   partition="contiguous", persistent=True) as s:

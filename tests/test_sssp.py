@@ -340,23 +340,6 @@ def test_exchange_peer_needs_cuda_and_bsp():
     assert res.stats["exchange"] == "host" and res.stats["priority"] is False
 
 
-def test_peer_unavailable_names_the_reason():
-    from types import SimpleNamespace
-    from apps.peer_barrier import MAX_DEVICES, unavailable
-
-    def dev(name, peers=True, atomics=True):
-        return SimpleNamespace(name=name, can_access_peer=lambda other: peers,
-                               native_peer_atomics=lambda other: atomics)
-
-    cuda = lambda *devs: SimpleNamespace(backend="cuda", devices=list(devs))  # noqa: E731
-    assert unavailable(cuda(dev("a"), dev("b"))) is None
-    assert unavailable(cuda(dev("a"))) is None
-    assert "CPU virtual devices" in unavailable(SimpleNamespace(backend="cpu", devices=[dev("a")]))
-    assert "no peer access" in unavailable(cuda(dev("a", peers=False), dev("b", peers=False)))
-    assert "no NVLink" in unavailable(cuda(dev("a", atomics=False), dev("b", atomics=False)))
-    assert f"1 to {MAX_DEVICES}" in unavailable(cuda(*[dev(str(i)) for i in range(MAX_DEVICES + 1)]))
-
-
 def test_auto_mode_takes_the_peer_kernel_where_it_can_run(monkeypatch):
     grid, kron = graph("grid:300"), graph("kron:12")
     with SSSP(kron, backend="cpu", devices=1) as solver:
