@@ -13,11 +13,16 @@ import pytest
 SHARED_GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "graphs"
 
 
+def gpu_marks(k: int):
+    """The marks of a case on ``k`` CUDA GPUs: ``gpu``, and ``multigpu`` for k >= 2, so that
+    ``-m gpu``/``-m multigpu`` select it and a machine with fewer GPUs skips it."""
+    return [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
+
+
 def backends(min_gpus: int = 1):
-    """The backends to parametrise over: cpu always; cuda marked ``gpu`` (and ``multigpu`` when
-    the test needs ``min_gpus`` >= 2, so it is skipped on a machine with fewer)."""
-    marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if min_gpus >= 2 else [])
-    return ["cpu", pytest.param("cuda", marks=marks)]
+    """The backends to parametrise over: cpu always; cuda with :func:`gpu_marks` of the
+    ``min_gpus`` the test needs."""
+    return ["cpu", pytest.param("cuda", marks=gpu_marks(min_gpus))]
 
 
 def graph_from(n, edges, directed=True, name="hand"):
@@ -32,13 +37,12 @@ def graph_from(n, edges, directed=True, name="hand"):
 
 
 def device_cases(counts):
-    """(backend, k) pairs for ``parametrize("backend, k", ...)``: CPU always; CUDA marked ``gpu``
-    (and ``multigpu`` for k >= 2), so ``-m gpu``/``-m multigpu`` select them. Ids ``cpu-x2``..."""
+    """(backend, k) pairs for ``parametrize("backend, k", ...)``: CPU always; CUDA with
+    :func:`gpu_marks`. Ids ``cpu-x2``..."""
     out = []
     for k in counts:
         out.append(pytest.param("cpu", k, id=f"cpu-x{k}"))
-        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
-        out.append(pytest.param("cuda", k, marks=marks, id=f"cuda-x{k}"))
+        out.append(pytest.param("cuda", k, marks=gpu_marks(k), id=f"cuda-x{k}"))
     return out
 
 

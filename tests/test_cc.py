@@ -13,7 +13,7 @@ from apps.cc_layout import (edge_list, late_arcs, late_bitmap, split_rows, symme
                             undirected_edge_count)
 from groute import Context
 from groute.graph import load_graph, reference
-from support import SHARED_GRAPHS, device_cases, skip_if_missing
+from support import SHARED_GRAPHS, device_cases, gpu_marks, skip_if_missing
 from support import graph_from as _graph_from
 
 #: CC's hand-made graphs are undirected unless a test says otherwise
@@ -142,12 +142,11 @@ def afforest_cases():
                                         id=f"cpu-x{k}-r{rounds}-{rest}"))
     out.append(pytest.param("cpu", 2, {"afforest": False}, id="cpu-x2-edge-list"))
     for k in (1, 2):
-        marks = [pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else [])
         for opts in ({"sample_rounds": 1, "link": "hook"}, {"sample_rounds": 2, "link": "light"},
                      {"sample_rounds": 0, "link": "mixed"}, {"sample_rounds": 2, "link": "mixed"},
                      {"sample_rounds": 1, "link": "light", "rest": "kernel"},
                      {"sample_rounds": 2, "rest": "segments"}, {"afforest": False}):
-            out.append(pytest.param("cuda", k, opts, marks=marks, id=f"cuda-x{k}-{opts}"))
+            out.append(pytest.param("cuda", k, opts, marks=gpu_marks(k), id=f"cuda-x{k}-{opts}"))
     return out
 
 

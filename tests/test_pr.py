@@ -7,8 +7,8 @@ from apps.pr import PageRank, default_sweeps, pagerank
 from apps.pr_layout import make_shards
 from groute import Context
 from groute.graph import load_graph, reference
-from support import (SHARED_GRAPHS, backends, device_cases, fake_peer_context, graph_from,
-                     need_gpus, skip_if_missing)
+from support import (SHARED_GRAPHS, backends, device_cases, fake_peer_context, gpu_marks,
+                     graph_from, need_gpus, skip_if_missing)
 
 MODES = ["async", "bsp"]
 
@@ -796,11 +796,6 @@ def test_choose_persistent_says_why_not(monkeypatch):
     assert pr.choose_persistent("auto", fake_peer_context(9), "bsp", "csc", False, True)[0] is False
 
 
-def _gpu_counts(counts):
-    return [pytest.param(k, marks=[pytest.mark.gpu] + ([pytest.mark.multigpu] if k >= 2 else []),
-                         id=f"cuda-x{k}") for k in counts]
-
-
 def persistent_graphs(kernel, k):
     """csc: grids, a power-law graph, the hand-made corner cases, the shipped real graph (and
     polblogs where the shared folder is); bins: the bins graphs and a bigger Kronecker one."""
@@ -817,7 +812,8 @@ def persistent_graphs(kernel, k):
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("kernel", ["csc", "bins"])
-@pytest.mark.parametrize("k", _gpu_counts([1, 2, 3, 4]))
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
+                               for k in (1, 2, 3, 4)])
 def test_cuda_persistent_equals_per_iteration(k, kernel):
     """persistent=True (one launch per device per run, a cross-device barrier per iteration
     that takes the stopping decision) against the per-iteration kernels on the same devices
