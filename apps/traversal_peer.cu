@@ -161,7 +161,8 @@ struct PeerThread {
     bool has_source;                 // the source is one of them
     unsigned int bar;                // grid_barrier's target
     unsigned long long gtarget;      // cross_device_wait's target (from where the host says)
-    unsigned long long processed, edges, offers;
+    // the counters `finish` folds (received: BFS only, deferred: SSSP only)
+    unsigned long long processed, edges, offers, received, deferred;
 };
 
 // Load the shared block (load_shared) and start the thread's PeerThread.
@@ -181,7 +182,7 @@ __device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s,
     t.has_source = source >= t.lo && source < t.lo + t.n_local;
     t.bar = 0;
     t.gtarget = gbase;
-    t.processed = t.edges = t.offers = 0;
+    t.processed = t.edges = t.offers = t.received = t.deferred = 0;
     return t;
 }
 
@@ -247,13 +248,10 @@ __device__ void cross_sync(const PeerArgs& a, unsigned int& bar, unsigned long l
 // CHUNK-arc chunks that warps across the grid share after a grid barrier, so a hub's level
 // does not wait for one warp.
 template <class ValueOf, class Visit>
-__device__ __forceinline__ void expand_push(const PeerArgs& a, const int* cur, long long nf, int slot,
-                                            unsigned int& bar, unsigned long long& processed,
-                                            unsigned long long& edges, ValueOf value_of, Visit visit) {
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long nthreads = (long long)gridDim.x * blockDim.x;
-    const int lane = threadIdx.x & 31;
-    const long long warp = tid >> 5, nwarps = nthreads >> 5;
+__device__ __forceinline__ void expand_push(const PeerArgs& a, PeerThread& t, const int* cur,
+                                            long long nf, int slot, ValueOf value_of, Visit visit) {
+    const int lane = t.lane;
+    const long long warp = t.warp, nwarps = t.nwarps;
     if (nf <= nwarps) {
         // A small frontier: one vertex per warp, its arcs across the lanes. Thirty-two vertices
         // per warp left most of the grid idle while each lane (or the warp, vertex after
@@ -264,8 +262,8 @@ __device__ __forceinline__ void expand_push(const PeerArgs& a, const int* cur, l
             const int d = value_of(u);
             const long long start = a.indptr[u], deg = a.indptr[u + 1] - start;
             if (lane == 0) {
-                ++processed;
-                edges += deg;
+                ++t.processed;
+                t.edges += deg;
             }
             if (deg > WARP_EDGES) {      // shared out in chunks after the barrier
                 if (lane == 0) a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
@@ -283,8 +281,8 @@ __device__ __forceinline__ void expand_push(const PeerArgs& a, const int* cur, l
             d = value_of(u);
             start = a.indptr[u];
             deg = a.indptr[u + 1] - start;
-            ++processed;
-            edges += deg;
+            ++t.processed;
+            t.edges += deg;
         }
         if (deg > WARP_EDGES)            // shared out in chunks after the barrier
             a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
@@ -301,7 +299,7 @@ __device__ __forceinline__ void expand_push(const PeerArgs& a, const int* cur, l
             for (long long e = start; e < start + deg; ++e) visit(e, d);
     }
     if (!a.has_big) return;          // nothing reserved: no barrier, no round trip
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
     const unsigned long long reserve = __ldcg(&a.counters[BIGRES + slot]);
     const int big_n = big_count(reserve);
     const long long total = big_chunks(reserve);
@@ -316,14 +314,12 @@ __device__ __forceinline__ void expand_push(const PeerArgs& a, const int* cur, l
     }
 }
 
-// The exit protocol both kernels share: fold the per-thread counters (one atomic per warp),
-// record the levels and the cross-device barriers passed; the last block to leave resets the
-// grid barrier for the next launch.
-__device__ void finish(const PeerArgs& a, int levels, unsigned long long gtarget, unsigned long long gbase,
-                       unsigned long long processed, unsigned long long edges,
-                       unsigned long long offers, unsigned long long received,
-                       unsigned long long deferred) {
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+// The exit protocol both kernels share: fold the thread's counters (one atomic per warp),
+// record the levels and the cross-device barriers passed (`gbase`: the host's start value of
+// the cross-device barrier); the last block to leave resets the grid barrier for the next launch.
+__device__ void finish(const PeerArgs& a, const PeerThread& t, int levels, unsigned long long gbase) {
+    unsigned long long processed = t.processed, edges = t.edges, offers = t.offers,
+                       received = t.received, deferred = t.deferred;
     for (int o = 16; o > 0; o >>= 1) {
         processed += __shfl_down_sync(0xffffffffu, processed, o);
         edges += __shfl_down_sync(0xffffffffu, edges, o);
@@ -338,9 +334,9 @@ __device__ void finish(const PeerArgs& a, int levels, unsigned long long gtarget
         if (received) atomicAdd(&a.counters[RECEIVED], received);
         if (deferred) atomicAdd(&a.counters[DEFERRALS], deferred);
     }
-    if (tid == 0) {
+    if (t.tid == 0) {
         a.ctl[PLEVELS] = levels;
-        *(unsigned long long*)&a.ctl[PCROSS] = (gtarget - gbase) / (unsigned long long)a.k;
+        *(unsigned long long*)&a.ctl[PCROSS] = (t.gtarget - gbase) / (unsigned long long)a.k;
         a.counters[TOTAL_ROUNDS] += (unsigned long long)levels;
     }
     grid_exit(&a.ctl[PBAR], &a.ctl[PEXIT]);
@@ -372,7 +368,6 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
     const PeerArgs& a = *pa;
     __shared__ Shared s;
     PeerThread t = start_thread(a, s, source, gbase);
-    unsigned long long received = 0;
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = INT_INF;
     for (long long w = t.tid; w < ((long long)a.n_total + 31) >> 5; w += t.nthreads) a.sent[w] = 0u;
@@ -467,8 +462,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             if (t.tid == 0) a.counters[PULL_ROUNDS] += 1;
         } else {
             if (stamp) a.trace[4 * L + 2] = global_timer();
-            expand_push(a, cur, nf, slot, t.bar, t.processed, t.edges,
-                        [](int) { return 0; },
+            expand_push(a, t, cur, nf, slot, [](int) { return 0; },
                         [&](long long e, int) {
                             offer(a, s, a.indices[e], c, nslot, next, t.offers);
                         });
@@ -497,7 +491,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
                     bits &= bits - 1;
                     if (*(volatile int*)&a.dist[v] != INT_INF) continue;
                     a.dist[v] = c;
-                    ++received;
+                    ++t.received;
                     next[aggregated_reserve(&a.ctl[CNT + nslot])] = v;
                 }
             }
@@ -507,7 +501,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             if (t.tid == 0) a.ctl[PRECV] = 0;
         }
     }
-    finish(a, L, t.gtarget, gbase, t.processed, t.edges, t.offers, received, 0);
+    finish(a, t, L, gbase);
 }
 
 // ----------------------------------------------------------------------------------- SSSP
@@ -547,7 +541,6 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
     __shared__ Shared s;
     PeerThread t = start_thread(a, s, source, gbase);
     int thr = delta;                 // the first threshold: the source has value 0
-    unsigned long long deferred = 0;
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = VALUE_INF;
     for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
@@ -621,10 +614,10 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
         if (stamp) a.trace[4 * R + 1] = a.trace[4 * R + 2] = global_timer();
         // expand: the frontier's arcs, with the value each vertex has now
         unsigned long long improved = 0;
-        expand_push(a, a.queue0, nf, slot, t.bar, t.processed, t.edges,
+        expand_push(a, t, a.queue0, nf, slot,
                     [&](int u) { return *(volatile int*)&a.dist[u]; },
                     [&](long long e, int d) { relax(a, s, e, d, R, improved, least, t.offers); });
-        deferred += far;
+        t.deferred += far;
         // this device's share of the round's sums: one atomic per warp
         for (int o = 16; o > 0; o >>= 1) {
             improved += __shfl_down_sync(0xffffffffu, improved, o);
@@ -654,8 +647,7 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
         }
     }
     if (t.tid == 0) a.ctl[PADVANCES] = advances;
-    finish(a, __ldcg(&a.ctl[PABORT]) ? R : R + 1, t.gtarget, gbase, t.processed, t.edges,
-           t.offers, 0, deferred);
+    finish(a, t, __ldcg(&a.ctl[PABORT]) ? R : R + 1, gbase);
 }
 
 // The host builds PeerArgs as a NumPy record; this lets it check the layout matches.
