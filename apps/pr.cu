@@ -69,12 +69,26 @@ __device__ __forceinline__ float pr_update(float sum, float yold, float inv_outd
     return ynew * inv_outdeg;
 }
 
+// Where every BSP kernel puts a new contribution c of its local vertex v: at *own (its own next
+// vector: [offset + v] of outs[0], as the caller addresses it), then at [offset + v] of each
+// peer's vector j >= 1 of outs whose bit j is set in need[v] (the peers whose in-arcs read v:
+// direct NVLink stores of only the boundary, CuSha-style). nouts == 1: need is not read.
+template <typename V>
+__device__ __forceinline__ void pr_store(float* own, const unsigned long long* __restrict__ outs,
+                                         int nouts, const unsigned char* __restrict__ need,
+                                         int offset, V v, float c) {
+    *own = c;
+    if (nouts > 1) {
+        const unsigned mask = need[v];
+        for (int j = 1; j < nouts; ++j)
+            if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
+    }
+}
+
 // BSP finalize for this device's n_local vertices: y' = base + d * acc; acc is cleared for the next
-// iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of vector j
-// of outs when bit j of need[v] is set: bit 0 is this device's own vector (always set), the
-// others are peers' copies (direct NVLink stores of only the vertices that peer's in-arcs read,
-// CuSha-style boundary exchange). stats[0] += sum |y' - y|, stats[1] += sum y' (the host checks
-// convergence from these).
+// iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of outs[0],
+// this device's own vector, and of the peers' copies whose bit is set in need[v] (pr_store).
+// stats[0] += sum |y' - y|, stats[1] += sum y' (the host checks convergence from these).
 extern "C" __global__ void pr_finalize(int n_local, int offset, float base, float damping,
                                        float* __restrict__ acc, float* __restrict__ y,
                                        const float* __restrict__ inv_outdeg,
@@ -86,22 +100,11 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
         const float sum = acc[v];
         acc[v] = 0.0f;
         const float c = pr_update(sum, y[v], inv_outdeg[v], base, damping, y + v, diff, total);
-        const unsigned mask = need[v];
-        for (int j = 0; j < nouts; ++j)
-            if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
+        pr_store(reinterpret_cast<float*>(outs[0]) + (offset + v), outs, nouts, need, offset, v, c);
     }
     block_add2(diff, total, stats);
 }
 
-// The device-side stopping check of the fused BSP kernels: whether iteration prev met the rule
-// sum_j diff_j <= tol * sum_j mass_j over the stats rows of all nstats devices (stats_of[j]:
-// device j's stats array, [iteration][diff, mass]; a peer's is read over peer access). The rows
-// are added in device order, as the host adds them, so every device and the host take the same
-// decision bit for bit. The rows are final: the launching stream waited (events) for every
-// device's iteration prev, and they are read uncached (__ldcv) as written by other kernels. A
-// skipped iteration leaves its row zero (0 <= 0), so the iterations queued after it skip too:
-// the host can queue many and read the stats once. prev < 0: no device-side check. Called by
-// every thread of a block (one barrier when prev >= 0).
 // The stopping rule itself, for one thread: iteration `row`'s rows of all devices added in
 // device order (bsp_converged and the persistent kernels' barrier share it, so every path
 // stops at the same iteration).
@@ -116,6 +119,15 @@ __device__ __forceinline__ bool bsp_rule(const unsigned long long* __restrict__ 
     return diff <= tol * mass;
 }
 
+// The device-side stopping check of the fused BSP kernels: whether iteration prev met the rule
+// sum_j diff_j <= tol * sum_j mass_j over the stats rows of all nstats devices (stats_of[j]:
+// device j's stats array, [iteration][diff, mass]; a peer's is read over peer access). The rows
+// are added in device order, as the host adds them, so every device and the host take the same
+// decision bit for bit. The rows are final: the launching stream waited (events) for every
+// device's iteration prev, and they are read uncached (__ldcv) as written by other kernels. A
+// skipped iteration leaves its row zero (0 <= 0), so the iterations queued after it skip too:
+// the host can queue many and read the stats once. prev < 0: no device-side check. Called by
+// every thread of a block (one barrier when prev >= 0).
 __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restrict__ stats_of,
                                               int nstats, int prev, double tol) {
     if (prev < 0) return false;
@@ -223,12 +235,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
             const long long v = wbase + k * 32 + lane;
             if (v < n_local) {
                 const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
-                out0[offset + v] = c;
-                if (nouts > 1) {
-                    const unsigned mask = need[v];
-                    for (int j = 1; j < nouts; ++j)
-                        if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
-                }
+                pr_store(&out0[offset + v], outs, nouts, need, offset, v, c);
             }
         }
     }
@@ -311,14 +318,7 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
         return c < 0 ? 0.0f : (c < nhot ? hot[c] : pr_load(contrib + c));
     };
     float* const out0 = reinterpret_cast<float*>(outs[0]) + offset;
-    auto store = [&](int row, float c) {
-        out0[row] = c;
-        if (nouts > 1) {
-            const unsigned mask = need[row];
-            for (int j = 1; j < nouts; ++j)
-                if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + row] = c;
-        }
-    };
+    auto store = [&](int row, float c) { pr_store(out0 + row, outs, nouts, need, offset, row, c); };
     const int lane = threadIdx.x & 31;
     double diff = 0.0, total = 0.0;
     int t = 0;
