@@ -71,15 +71,22 @@ log = logging.getLogger(__name__)
 # ------------------------------------------------------------------------------------------------
 # rules
 # ------------------------------------------------------------------------------------------------
+def merge_tree(k):
+    """The merge tree of ``k`` devices' parent arrays, in order: ``(step, receiver, sender)``
+    for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each receiver ``j`` (a
+    multiple of ``2 * step``) merging the array of sender ``j + step``; device 0 merges last."""
+    step = 1
+    while step < k:
+        for j in range(0, k - step, 2 * step):
+            yield step, j, j + step
+        step *= 2
+
+
 def peer_path_unavailable(devices) -> str | None:
     """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
     device to read every other's rows and each merge receiver its sender's parent array."""
     k = len(devices)
-    pairs = {(0, d) for d in range(1, k)}
-    step = 1
-    while step < k:
-        pairs |= {(j, j + step) for j in range(0, k - step, 2 * step)}
-        step *= 2
+    pairs = {(0, d) for d in range(1, k)} | {(r, s) for _, r, s in merge_tree(k)}
     for a, b in sorted(pairs):
         if not devices[a].can_access_peer(devices[b]):
             return f"{devices[a].name} cannot access {devices[b].name}'s memory (no peer access)"
@@ -150,7 +157,6 @@ class CC(Solver):
             if self.afforest:
                 indptr, indices = symmetric_csr(graph)
                 self.m = int(indices.shape[0]) if graph.directed else edge_count(graph, indptr, indices)
-                self.arcs = int(indices.shape[0])
                 rng = np.random.default_rng(0x5EED)
                 self.samples = source.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
                                                            dtype=np.int64).astype(np.int32))
@@ -233,15 +239,15 @@ class CC(Solver):
     # ---------------------------------------------------------------- default: in place
     def _run_in_place(self) -> AppResult:
         k, devs = self.k, self.devs
+        tree = list(merge_tree(k))
+        receivers = {(step, j) for step, j, _ in tree}
 
         def receives(j, step):
-            return j % (2 * step) == 0 and j + step < k
-
-        def compress_before_merge(j, step):
-            # A merge hooks (v, other[v]) with any ancestor as other[v], so a sender need not
-            # compress its array first (measured on kron:25: its last compression was on the
-            # critical path); a receiver's compressed array makes its root walks one hop.
-            return receives(j, step)
+            # Only a device that receives at `step` compresses before it: a merge hooks
+            # (v, other[v]) with any ancestor as other[v], so a sender need not compress its
+            # array first (measured on kron:25: its last compression was on the critical path);
+            # a receiver's compressed array makes its root walks one hop.
+            return (step, j) in receivers
 
         with DeviceTimer(self.ctx) as timer:
             for dev in devs:
@@ -249,20 +255,17 @@ class CC(Solver):
             for r in range(self.rounds):          # interleaved so every device starts at once
                 for j, dev in enumerate(devs):
                     dev.link_round(r, self._light(r))
-                    if r + 1 < self.rounds or k == 1 or compress_before_merge(j, 1):
+                    if r + 1 < self.rounds or k == 1 or receives(j, 1):
                         dev.compress()
             if k > 1:
                 events = [dev.stream.record() for dev in devs]
-                step = 1
-                while step < k:                   # the merge tree: pairs, then pairs of pairs
-                    for j in range(0, k - step, 2 * step):
-                        recv = devs[j]
-                        recv.stream.wait_event(events[j + step])
-                        recv.merge_peer(devs[j + step])
-                        if 2 * step >= k or compress_before_merge(j, 2 * step):
-                            recv.compress()       # the last merge: the vote needs roots
-                        events[j] = recv.stream.record()
-                    step *= 2
+                for step, j, sender in tree:
+                    recv = devs[j]
+                    recv.stream.wait_event(events[sender])
+                    recv.merge_peer(devs[sender])
+                    if 2 * step >= k or receives(j, 2 * step):
+                        recv.compress()           # the last merge: the vote needs roots
+                    events[j] = recv.stream.record()
             first = devs[0]
             first.sample_mode(self.samples, self.giant)
             first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
@@ -291,14 +294,9 @@ class CC(Solver):
             router = Router([ctx.devices[0]], ctx.devices, first_available,
                             packet_size=self.segment_edges, num_buffers=self.num_buffers,
                             dtype=np.int32, item_shape=(2,), ctx=ctx, name="cc-segments")
-        merge_links = {}
-        step = 1
-        while step < k:
-            for j in range(0, k, 2 * step):
-                if j + step < k:
-                    merge_links[j + step] = Link(ctx.devices[j + step], ctx.devices[j], max(self.n, 1), 1,
-                                                 dtype=np.int32, ctx=ctx, name=f"cc-merge[{j + step}->{j}]")
-            step *= 2
+        merge_links = {s: Link(ctx.devices[s], ctx.devices[r], max(self.n, 1), 1, dtype=np.int32,
+                               ctx=ctx, name=f"cc-merge[{s}->{r}]")
+                       for _, r, s in merge_tree(k)}
         edges_per = [0] * k
         segs_per = [0] * k
         phases = {}
@@ -372,19 +370,17 @@ class CC(Solver):
             dev.compress()
             stream.record().synchronize(ctx.timeout)
             phases[f"hooked[{j}]"] = time.perf_counter() - t0
-            step = 1
-            while step < k:                      # the merge tree: pairs, then pairs of pairs
-                if j % (2 * step) == step:
+            for _, receiver, sender in merge_tree(k):
+                if j == sender:
                     handle = merge_links[j].send(dev.parent, event=stream.record())
                     handle.wait(timeout=ctx.timeout, stop=ctx.stop_event)
                     phases[f"sent[{j}]"] = time.perf_counter() - t0
                     return
-                if j % (2 * step) == 0 and j + step < k:
-                    pending = merge_links[j + step].receive()
+                if j == receiver:
+                    pending = merge_links[sender].receive()
                     dev.merge(pending.wait_on(stream).data)
                     pending.release(after=stream.record())
                     dev.compress()
-                step *= 2
             stream.record().synchronize(ctx.timeout)
             phases[f"merged[{j}]"] = time.perf_counter() - t0
 

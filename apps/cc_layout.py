@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.arcs import arc_rows
 from groute.graph.csr import kept_on
 
 
@@ -16,8 +17,7 @@ def edge_list(graph) -> np.ndarray:
     or every non-loop arc of a directed graph (hooking ignores direction: weak components)."""
     indptr = np.asarray(graph.indptr, dtype=np.int64)
     indices = np.asarray(graph.indices)
-    n = indptr.shape[0] - 1
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
+    src = arc_rows(indptr)
     keep = src != indices if graph.directed else src < indices
     edges = np.empty((int(keep.sum()), 2), np.int32)
     edges[:, 0] = src[keep]
@@ -34,7 +34,7 @@ def symmetric_csr(graph):
     if not graph.directed:
         return indptr, indices.astype(np.int32, copy=False)
     n = indptr.shape[0] - 1
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(indptr))
+    src = arc_rows(indptr)
     keep = src != indices
     s2 = np.concatenate([src[keep], indices[keep].astype(np.int32)])
     d2 = np.concatenate([indices[keep].astype(np.int32), src[keep]])
