@@ -23,7 +23,6 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args(argv)
     from apps.bfs import BFS
-    from apps.traversal_peer import PeerTraversal
     from groute.graph import reference
     from groute.graph.load import load_graph
     from support import busiest
@@ -46,7 +45,7 @@ def main(argv=None):
                     r = s.run(src)
                     wall.append(time.perf_counter() - t0)
                     app.append(r.time_s)
-                blocks = [v.blocks for v in vars(s).values() if isinstance(v, PeerTraversal)]
+                blocks = s.peer.blocks
             print(f"{spec} cap={cap} blocks={blocks} ok={ok} app median {np.median(app) * 1e3:.3f} ms, "
                   f"wall {np.median(wall) * 1e3:.3f} ms, levels {r.stats.get('rounds')}", flush=True)
         for cap in TRACE_CAPS:
