@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from apps.common import AppResult, DeviceTimer, Solver
-from apps.pr_device import P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
+from apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
 from apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                             transpose_arcs)
 from groute.graph.csr import kept_on
@@ -287,7 +287,12 @@ class PageRank(Solver):
                 shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
                                      with_in_arcs=mode == "bsp", transposed=transposed)
             self.offsets = offsets
-            opts = {"kernel": bsp_kernel, "inplace": inplace, "device_check": device_check,
+            # every device reaches every other's memory and has a bit in the need masks: the
+            # peer stores, and the device-side check (it reads every peer's stats), can run
+            can = (mode == "bsp" and k <= MAX_OUTPUTS
+                   and bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool))))
+            opts = {"kernel": bsp_kernel, "inplace": inplace,
+                    "device_check": bool(device_check) and can,
                     "small_degree": small_degree, "tol": self.tol,
                     "vertices_per_lane": int(vertices_per_lane), "waves": int(waves),
                     "task_arcs": int(task_arcs), "hub_degree": int(hub_degree),
@@ -297,8 +302,6 @@ class PageRank(Solver):
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
-                peers = self.ctx.peer_matrix()
-                can = bool(np.all(peers | np.eye(k, dtype=bool))) and k <= 8
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
@@ -308,8 +311,6 @@ class PageRank(Solver):
                     dev.alloc_stats(self.max_iterations)
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
-                    if not can:     # the device-side check reads every peer's stats
-                        dev.device_check = False
             if self.persistent:     # device 0's cross-device barrier counter, where it stands
                 from apps.peer_barrier import CrossDeviceBarrier
                 with self.devs[0].device.use():
@@ -361,7 +362,7 @@ class PageRank(Solver):
         n, d, k = self.n, self.damping, self.k
         base = (1.0 - d) / n
         for dev, c0 in zip(self.devs, self._contrib0):
-            dev.bsp_reset(1.0 / n, c0, self.max_iterations)
+            dev.bsp_reset(1.0 / n, c0)
         t = 0
         done_events = [None] * k
         converged_at = None

@@ -21,6 +21,9 @@ BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: pr.cu PersistCtl: the control words of a persistent launch
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
+#: the most vectors one device's BSP step stores into, its own and its peers': ``need`` (see
+#: :meth:`DevicePR.set_outputs`) holds one uint8 bit mask per vertex
+MAX_OUTPUTS = 8
 
 
 #: seconds a BSP convergence check polls its CUDA event without back-off before the normal
@@ -56,7 +59,8 @@ class DevicePR:
             self.inplace = bool(o.get("inplace", False)) and k == 1
             # the fused kernels skip the iterations after the stopping rule held on all devices
             # together (bsp_converged in pr.cu; the NumPy sweeps of the CPU backend follow the
-            # same protocol); the COO pair has no skip: the host checks
+            # same protocol); the COO pair has no skip: the host checks. PageRank turns it off
+            # where a device cannot read every peer's stats
             self.device_check = bool(o.get("device_check", True)) and self.fused
             # one cooperative launch per run (PageRank resolved the option: choose_persistent)
             self.persistent = bool(o.get("persistent", False)) and self.cuda
@@ -173,10 +177,12 @@ class DevicePR:
         return self._reads
 
     def set_outputs(self, targets):
-        """``targets``: the devices (self first, at most 8) whose copy of the contribution vector
-        this device's finalize writes directly (peer stores); the others get copies. A peer gets
-        only the vertices its in-arcs read (``need`` bit masks from the peers' :meth:`reads`),
-        so a well-partitioned graph sends just its boundary."""
+        """``targets``: the devices (self first, at most :data:`MAX_OUTPUTS`) whose copy of the
+        contribution vector this device's finalize writes directly (peer stores); the others get
+        copies. A peer gets only the vertices its in-arcs read (``need`` bit masks from the
+        peers' :meth:`reads`), so a well-partitioned graph sends just its boundary."""
+        if len(targets) > MAX_OUTPUTS:
+            raise ValueError(f"{len(targets)} output vectors: need holds {MAX_OUTPUTS} bits")
         self.out_targets = targets
         need = np.ones(self.n_local, np.uint8)
         self.peer_stores = 0        # elements stored into peers per iteration
@@ -192,10 +198,9 @@ class DevicePR:
                 self.outs_both = self.device.asarray(np.array(ptrs, dtype=np.uint64))
                 self.outs = [self.outs_both[:len(targets)], self.outs_both[len(targets):]]
                 self.need = self.device.asarray(need)
-                if self.persistent:     # the vectors its iterations read, by parity
-                    self.contribs = self.device.asarray(np.array(
-                        [c.data.ptr for c in self.contrib] * (3 - len(self.contrib)),
-                        dtype=np.uint64)[:2])
+                if self.persistent:     # the vectors its iterations read, by parity (Jacobi)
+                    self.contribs = self.device.asarray(
+                        np.array([c.data.ptr for c in self.contrib], dtype=np.uint64))
         else:
             self.outs = [[t.contrib[par % len(t.contrib)] for t in targets] for par in range(2)]
             self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
@@ -211,19 +216,55 @@ class DevicePR:
                        for par in range(2)]
 
     def alloc_stats(self, max_iterations: int):
-        """The per-iteration ``[diff, mass]`` rows, allocated once per solver (peers keep
-        pointers to them, see :meth:`set_check_group`) and cleared by :meth:`bsp_reset`."""
+        """The per-iteration ``[diff, mass]`` rows (and, "bins" on CUDA, the per-iteration task
+        counters), allocated once per solver (peers keep pointers to the rows, see
+        :meth:`set_check_group`) and cleared by :meth:`bsp_reset`."""
         self.stats = self.device.zeros((max_iterations, 2), np.float64)
+        if self.cuda and self.bins:     # per iteration: the next task to take
+            self.task_next = self.device.empty(max_iterations, np.int32)
 
     def set_check_group(self, devs):
         """The devices whose stats the stopping check adds up, in device order (the host adds
-        them in the same order): device pointers for the CUDA kernels, arrays for NumPy."""
+        them in the same order): device pointers for the CUDA kernels, arrays for NumPy. The
+        last set-up step (after :meth:`set_outputs` and :meth:`alloc_stats`): the fused
+        kernels' fixed arguments are bound here."""
         if self.cuda:
             with self.device.use():
                 self.stats_of = self.device.asarray(
                     np.array([d.stats.data.ptr for d in devs], dtype=np.uint64))
+            if self.fused:
+                self._bind_fused_args()
         else:
             self.stats_of = [d.stats for d in devs]
+
+    def _bind_fused_args(self):
+        """The arguments of the fused kernels (pr.cu ``pr_csc*``, ``pr_bins*`` and their
+        persistent forms, which share the order) that stay the same for the solver's life,
+        in the pieces between the items :meth:`_fused_args` adds per launch."""
+        targets = (np.int32(len(self.out_targets)), self.need)
+        if self.bins:
+            head = (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
+                    self.in_cols)
+            targets += (np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
+                        np.int32(self.nhot))
+            tail = ()
+        else:
+            head = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols)
+            tail = (np.int32(self.small_degree),)
+        self._fixed_args = (head, (np.float32(self.damping), self.y, self.inv_outdeg), targets,
+                            (self.stats_of, np.int32(len(self.stats_of))), np.float64(self.tol),
+                            tail)
+
+    def _fused_args(self, read, base, outs, nxt, stats, prev=None):
+        """A fused kernel's arguments: ``read`` the vector (per-iteration) or both vectors'
+        pointers (persistent) it reads, ``outs`` the pointer table of the vectors it writes,
+        ``nxt`` ("bins") its task counter(s), ``stats`` its row(s); ``prev`` the iteration the
+        per-iteration kernel's stopping check reads (-1: none; None: persistent, which checks
+        at its barrier)."""
+        head, values, targets, group, tol, tail = self._fixed_args
+        check = (*group, tol) if prev is None else (*group, np.int32(prev), tol)
+        return (*head, read, np.float32(base), *values, outs, *targets,
+                *(() if nxt is None else (nxt,)), stats, *check, *tail)
 
     def converged_before(self, t: int) -> bool:
         """NumPy form of ``bsp_converged`` (pr.cu): whether iteration ``t - 1`` met the stopping
@@ -237,7 +278,7 @@ class DevicePR:
             mass += st[t - 1, 1]
         return bool(diff <= self.tol * mass)
 
-    def bsp_reset(self, y0: float, contrib0, max_iterations: int):
+    def bsp_reset(self, y0: float, contrib0):
         def reset():
             self.y.fill(y0)
             if not (self.cuda and self.fused):
@@ -247,11 +288,6 @@ class DevicePR:
                 self.task_next.fill(0)
             self.contrib[0][...] = contrib0
             self.stats.fill(0)
-        if self.stats is None or self.stats.shape[0] != max_iterations:
-            raise ValueError(f"bsp_reset for {max_iterations} iterations: alloc_stats sized "
-                             f"{None if self.stats is None else self.stats.shape[0]}")
-        if self.cuda and self.bins:     # per iteration: the next task to take
-            self.task_next = self.device.empty(max_iterations, np.int32)
         self.stream.submit(reset)
 
     def bsp_step(self, t: int, base: float):
@@ -259,30 +295,17 @@ class DevicePR:
         place: both are contrib[0])."""
         src, outs = self.contrib[t % len(self.contrib)], self.outs[(t + 1) % 2]
         stats = self.stats[t]
-        # the device-side check of iteration t - 1 (all devices' stats), or none
-        check = (self.stats_of, np.int32(len(self.stats_of)),
-                 np.int32(t - 1 if self.device_check and t > 0 else -1), np.float64(self.tol))
+        if self.cuda and self.fused:
+            # the device-side check of iteration t - 1 (all devices' stats), or none
+            args = self._fused_args(src, base, outs, self.task_next[t:t + 1] if self.bins else None,
+                                    stats, t - 1 if self.device_check and t > 0 else -1)
         if self.cuda and self.bins:
-            nxt = self.task_next[t:t + 1]
-
             def launch():
-                self.kernels["csc"](
-                    self.grid, (BINS_BLOCK,),
-                    (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
-                     self.in_cols, src, np.float32(base), np.float32(self.damping), self.y,
-                     self.inv_outdeg, outs, np.int32(len(self.out_targets)), self.need,
-                     np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
-                     np.int32(self.nhot), nxt, stats, *check),
-                    shared_mem=self.nhot * 4)
+                self.kernels["csc"](self.grid, (BINS_BLOCK,), args, shared_mem=self.nhot * 4)
         elif self.cuda and self.fused:
             def launch():
                 if self.n_local:
-                    self.kernels["csc"](
-                        self.grid, (BLOCK,),
-                        (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols, src,
-                         np.float32(base), np.float32(self.damping), self.y, self.inv_outdeg, outs,
-                         np.int32(len(self.out_targets)), self.need, stats, *check,
-                         np.int32(self.small_degree)))
+                    self.kernels["csc"](self.grid, (BLOCK,), args)
         elif self.inplace:      # CPU: Gauss-Seidel by blocks of vertices, in order
             def launch():
                 if self.converged_before(t):
@@ -333,22 +356,11 @@ class DevicePR:
         cannot hold at once is halved until it fits (the occupancy answer was optimistic)."""
         from apps.peer_barrier import launch_resident
         fn = self.kernels["persistent"]
-        persist = (np.int32(0), np.int32(t_end), self.ctl, np.uint64(gbar_ptr), np.uint64(gbase),
-                   np.int32(k), np.int64(timeout_ns))
-        check = (self.stats_of, np.int32(len(self.stats_of)), np.float64(self.tol))
-        if self.bins:
-            args = (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
-                    self.in_cols, self.contribs, np.float32(base), np.float32(self.damping), self.y,
-                    self.inv_outdeg, self.outs_both, np.int32(len(self.out_targets)), self.need,
-                    np.int32(self.lo), self.part, self.hub_count, np.int32(self.hub_degree),
-                    np.int32(self.nhot), self.task_next, self.stats, *check, *persist)
-            block, shared = BINS_BLOCK, self.nhot * 4
-        else:
-            args = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols,
-                    self.contribs, np.float32(base), np.float32(self.damping), self.y,
-                    self.inv_outdeg, self.outs_both, np.int32(len(self.out_targets)), self.need,
-                    self.stats, *check, np.int32(self.small_degree), *persist)
-            block, shared = BLOCK, 0
+        args = (*self._fused_args(self.contribs, base, self.outs_both,
+                                  self.task_next if self.bins else None, self.stats),
+                np.int32(0), np.int32(t_end), self.ctl, np.uint64(gbar_ptr), np.uint64(gbase),
+                np.int32(k), np.int64(timeout_ns))
+        block, shared = (BINS_BLOCK, self.nhot * 4) if self.bins else (BLOCK, 0)
 
         def launch():
             self.persistent_blocks = launch_resident(fn, self.persistent_blocks, block, args,
