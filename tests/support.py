@@ -130,6 +130,43 @@ def check_host_exchange_on_gpus(check, load, k, mode, routing):
             assert res.stats["exchange"] == "host", (spec, partition, res.stats["exchange"])
 
 
+def star(n=50_001):
+    """The symmetric star of ``n`` vertices, vertex 0 linked to every other: with the default
+    50k leaves a hub whose arcs the CUDA kernels share out in chunks (on several devices most
+    of them remote)."""
+    from groute.graph import CSRGraph
+    return CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n,
+                               name="star").symmetrize()
+
+
+def check_peer_exchange(solver_cls, k, graphs, expected, compare, **options):
+    """The peer-exchange case BFS and SSSP share: BSP with ``exchange="peer"`` on ``k`` GPUs
+    for every graph of ``graphs()`` (name -> graph, built once the skips have passed) with at
+    least ``k`` vertices, under each partitioner (contiguous only on one GPU; METIS needs
+    pymetis). One solver per graph and partitioner (``options`` added) runs from vertex 0, the
+    busiest, the last and 0 again, so every run must start from clean state; each reports the
+    peer exchange and passes ``compare(res, case)``, where ``case`` holds ``name``, ``graph``,
+    ``source``, ``solver``, ``msg`` (for err_msg) and ``expected`` (``expected(graph,
+    source)``, computed once per graph and source)."""
+    need_gpus(k)
+    if k > 1:
+        pytest.importorskip("pymetis")
+    for name, g in graphs().items():
+        if g.num_vertices < k:
+            continue
+        sources = (0, busiest(g), g.num_vertices - 1, 0)
+        answers = {s: expected(g, s) for s in set(sources)}
+        for partition in ("contiguous", "metis", "random")[:3 if k > 1 else 1]:
+            with solver_cls(g, backend="cuda", devices=k, partition=partition, mode="bsp",
+                            exchange="peer", timeout=30, **options) as solver:
+                for source in sources:
+                    res = solver.run(source)
+                    compare(res, SimpleNamespace(name=name, graph=g, source=source, solver=solver,
+                                                 msg=f"{name} {partition} source {source}",
+                                                 expected=answers[source]))
+                    assert res.stats["exchange"] == "peer"
+
+
 def check_baseline_on_gpu(baseline, expected, load):
     """The plain-CuPy baseline test BFS and SSSP share: ``baseline(g, s)`` (a CuPy array) equals
     ``expected(g, s)`` (the CPU reference) from the busiest vertex of ``load("kron:10")`` and

@@ -15,7 +15,8 @@ from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
-                     check_every_partitioner, check_host_exchange_on_gpus, graph_from, need_gpus)
+                     check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
+                     graph_from, need_gpus, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -160,10 +161,9 @@ def test_cuda_one_device(spec, mode):
 def test_cuda_hub_vertices_use_chunks_and_tiny_outboxes_recover():
     need_gpus(1)
     # a star with 50k leaves: the hub's arcs are shared out in chunks across the grid
-    n = 50_001
-    star = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n, name="star").symmetrize()
-    check(star, 0, backend="cuda", devices=1)
-    check(star, 7, backend="cuda", devices=1)
+    hub = star()
+    check(hub, 0, backend="cuda", devices=1)
+    check(hub, 7, backend="cuda", devices=1)
 
 
 @pytest.mark.multigpu
@@ -182,28 +182,20 @@ def test_cuda_multi_device(k, mode, routing):
                                pytest.param(4, marks=pytest.mark.multigpu)])
 def test_cuda_peer_exchange(k):
     """BSP BFS in one persistent launch per device, exchanging through peer memory."""
-    need_gpus(k)
-    graphs = dict(hand_made())
-    for spec in ("kron:12", "kron:16", "grid:40"):
-        graphs[spec] = load_graph(spec)
-    graphs["power"] = load_graph(str(POWER))
-    n = 50_001      # a hub whose arcs are shared out in chunks, most of them remote
-    graphs["star50k"] = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n,
-                                            name="star").symmetrize()
-    for name, g in graphs.items():
-        if g.num_vertices < k:
-            continue
-        for partition in ("contiguous", "metis", "random")[:3 if k > 1 else 1]:
-            with BFS(g, backend="cuda", devices=k, partition=partition, mode="bsp",
-                     exchange="peer", timeout=30) as solver:
-                # several runs on one solver: every run starts from clean state
-                for source in (0, busiest(g), g.num_vertices - 1, 0):
-                    res = solver.run(source)
-                    np.testing.assert_array_equal(res.values, reference.bfs(g, source),
-                                                  err_msg=f"{name} {partition} source {source}")
-                    assert res.stats["exchange"] == "peer"
-                    if name == "kron:16" and source == busiest(g):
-                        assert res.stats["pull_levels"] > 0
+    def graphs():
+        out = dict(hand_made())
+        for spec in ("kron:12", "kron:16", "grid:40"):
+            out[spec] = load_graph(spec)
+        out["power"] = load_graph(str(POWER))
+        out["star50k"] = star()     # a hub whose arcs are shared out in chunks, most remote
+        return out
+
+    def compare(res, case):
+        np.testing.assert_array_equal(res.values, case.expected, err_msg=case.msg)
+        if case.name == "kron:16" and case.source == busiest(case.graph):
+            assert res.stats["pull_levels"] > 0
+
+    check_peer_exchange(BFS, k, graphs, reference.bfs, compare)
 
 
 @pytest.mark.gpu
@@ -241,9 +233,6 @@ def test_exchange_option_says_what_can_run():
         BFS(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
     with pytest.raises(ValueError, match="level-synchronous"):
         BFS(g, backend="cpu", devices=2, mode="async", exchange="peer")
-    from apps.sssp import SSSP
-    with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
-        SSSP(g.with_weights(seed=0), backend="cpu", devices=2, mode="bsp", exchange="peer")
     # auto: the worklist where the peer exchange cannot run
     res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous")
     assert res.stats["exchange"] == "host"

@@ -15,7 +15,8 @@ from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
-                     check_every_partitioner, check_host_exchange_on_gpus, need_gpus)
+                     check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
+                     need_gpus, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -41,14 +42,21 @@ def hand_made():
     return {"path": path, "star": star, "two-components": two, "loops+dups": loops}
 
 
+def assert_sssp(values, g, source, msg="", expected=None):
+    """``values`` against ``expected`` (default: scipy's Dijkstra from ``source``): exactly for
+    integer weights (int32 sums), to a relative 1e-6 for float weights (float32 sums: the
+    float32 Bellman-Ford fixpoint of grid:40 and grid:60 with weights 0.5..3 is within 4.5e-7)."""
+    expected = reference.sssp(g, source) if expected is None else expected
+    if g.weights is not None and np.asarray(g.weights).dtype.kind == "f":
+        np.testing.assert_allclose(values, expected, rtol=1e-6, err_msg=msg)
+    else:
+        np.testing.assert_array_equal(values, expected, err_msg=msg)
+
+
 def check(g, source, **kw):
     res = sssp(g, source, **kw)
-    expected = reference.sssp(g, source)
     assert res.values.dtype == np.float64
-    if g.weights is not None and np.asarray(g.weights).dtype.kind == "f":
-        np.testing.assert_allclose(res.values, expected, rtol=1e-6)
-    else:
-        np.testing.assert_array_equal(res.values, expected)
+    assert_sssp(res.values, g, source)
     return res
 
 
@@ -315,18 +323,8 @@ def peer_graphs():
         graphs["email-Enron"] = load_graph(str(enron)).with_weights(seed=4)
     graphs["kron:16"] = graph("kron:16")
     graphs["grid:40"] = graph("grid:40")
-    n = 50_001      # a hub whose arcs are shared out in chunks, most of them remote
-    star = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n, name="star")
-    graphs["star50k"] = star.symmetrize().with_weights(seed=2)
+    graphs["star50k"] = star().with_weights(seed=2)    # a hub whose arcs are shared out in chunks
     return graphs
-
-
-def assert_sssp(values, g, source, msg, expected=None):
-    expected = reference.sssp(g, source) if expected is None else expected
-    if np.asarray(g.weights).dtype.kind == "f":
-        np.testing.assert_allclose(values, expected, rtol=1e-5, err_msg=msg)
-    else:
-        np.testing.assert_array_equal(values, expected, err_msg=msg)
 
 
 def test_exchange_peer_needs_cuda_and_bsp():
@@ -366,25 +364,13 @@ def test_auto_mode_takes_the_peer_kernel_where_it_can_run(monkeypatch):
 def test_cuda_peer_exchange(k, priority):
     """SSSP in one persistent launch per device, exchanging through peer memory, against
     scipy's Dijkstra; several runs per solver (each starts from clean state)."""
-    need_gpus(k)
-    if k > 1:
-        pytest.importorskip("pymetis")
-    for name, g in peer_graphs().items():
-        if g.num_vertices < k:
-            continue
-        sources = (0, busiest(g), g.num_vertices - 1, 0)
-        expected = {s: reference.sssp(g, s) for s in set(sources)}
-        for partition in ("contiguous", "metis", "random")[:3 if k > 1 else 1]:
-            with SSSP(g, backend="cuda", devices=k, partition=partition, mode="bsp",
-                      exchange="peer", priority=priority, timeout=30) as solver:
-                assert solver.priority is priority
-                for source in sources:
-                    res = solver.run(source)
-                    assert_sssp(res.values, g, source, f"{name} {partition} source {source}",
-                                expected[source])
-                    assert res.stats["exchange"] == "peer"
-                    if name == "power" and priority:
-                        assert res.stats["threshold_advances"] > 0
+    def compare(res, case):
+        assert case.solver.priority is priority
+        assert_sssp(res.values, case.graph, case.source, case.msg, case.expected)
+        if case.name == "power" and priority:
+            assert res.stats["threshold_advances"] > 0
+
+    check_peer_exchange(SSSP, k, peer_graphs, reference.sssp, compare, priority=priority)
 
 
 @pytest.mark.gpu
@@ -405,7 +391,7 @@ def test_cuda_peer_exchange_explicit_delta_and_float_steps():
     # a float delta too small to move past the least distance: the threshold still advances
     gf = float_grid()
     res = sssp(gf, 5, backend="cuda", devices=1, mode="bsp", exchange="peer", delta=1e-30)
-    np.testing.assert_allclose(res.values, reference.sssp(gf, 5), rtol=1e-5)
+    assert_sssp(res.values, gf, 5)
 
 
 @pytest.mark.multigpu
