@@ -104,7 +104,6 @@ struct PeerArgs {
     long long* big_items; int* big_first;
     unsigned long long* trace;  // TRACE_LEVELS x 4 global-timer stamps of block 0 (see below)
     long long num_arcs;         // out-arcs of the whole graph
-    long long timeout_ns;
     int n_total; int me; int k;
     int pull_ok;                // symmetric graph: pull levels allowed
     int has_big;                // some own vertex has more than WARP_EDGES arcs
@@ -161,13 +160,14 @@ struct PeerThread {
     bool has_source;                 // the source is one of them
     unsigned int bar;                // grid_barrier's target
     unsigned long long gtarget;      // cross_device_wait's target (from where the host says)
+    long long timeout_ns;            // how long cross_device_wait waits (the host's, per run)
     // the counters `finish` folds (received: BFS only, deferred: SSSP only)
     unsigned long long processed, edges, offers, received, deferred;
 };
 
 // Load the shared block (load_shared) and start the thread's PeerThread.
 __device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s, int source,
-                                                   unsigned long long gbase) {
+                                                   unsigned long long gbase, long long timeout_ns) {
     load_shared(a, s);
     PeerThread t;
     t.tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -182,6 +182,7 @@ __device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s,
     t.has_source = source >= t.lo && source < t.lo + t.n_local;
     t.bar = 0;
     t.gtarget = gbase;
+    t.timeout_ns = timeout_ns;
     t.processed = t.edges = t.offers = t.received = t.deferred = 0;
     return t;
 }
@@ -221,9 +222,8 @@ __device__ __forceinline__ void begin_run(const PeerArgs& a, long long tid, unsi
 // Meet every block of every device. `sums`: first add this device's share of level slot
 // `slot` (LSUM, complete after the first grid barrier) to the global sums, afterwards copy the
 // totals into TOTALS, where every thread reads them after the second grid barrier.
-__device__ void cross_sync(const PeerArgs& a, unsigned int& bar, unsigned long long& gtarget,
-                           int sums, int slot) {
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+__device__ void cross_sync(const PeerArgs& a, PeerThread& t, int sums, int slot) {
+    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         unsigned long long* g = a.global + GSUM + NSUM * slot;
         if (sums) {
@@ -234,11 +234,11 @@ __device__ void cross_sync(const PeerArgs& a, unsigned int& bar, unsigned long l
             }
         }
         // the release orders the grid's writes (barrier above) first
-        if (!cross_device_wait(&a.global[GBAR], gtarget, a.k, a.timeout_ns)) a.ctl[PABORT] = 1;
+        if (!cross_device_wait(&a.global[GBAR], t.gtarget, a.k, t.timeout_ns)) a.ctl[PABORT] = 1;
         if (sums)
             for (int f = 0; f < NSUM; ++f) a.counters[TOTALS + f] = ld_acquire_sys(&g[f]);
     }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
 }
 
 // Push expansion of the frontier `cur` (nf own vertices, level slot `slot`): visit(e, value)
@@ -364,10 +364,10 @@ __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
-peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) {
+peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, long long timeout_ns) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    PeerThread t = start_thread(a, s, source, gbase);
+    PeerThread t = start_thread(a, s, source, gbase, timeout_ns);
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = INT_INF;
     for (long long w = t.tid; w < ((long long)a.n_total + 31) >> 5; w += t.nthreads) a.sent[w] = 0u;
@@ -410,7 +410,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
             if (t.lane == 0 && mine) atomicAdd(&a.counters[LSUM + NSUM * slot + SARCS], mine);
         }
-        cross_sync(a, t.bar, t.gtarget, 1, slot);
+        cross_sync(a, t, 1, slot);
         if (__ldcg(&a.ctl[PABORT])) break;
         const long long g_verts = (long long)__ldcg(&a.counters[TOTALS + SVERTS]);
         if (stamp) a.trace[4 * L + 1] = global_timer();
@@ -439,7 +439,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
                     if (j != t.me) a.peer_rep[j][s.rep_base[t.me] + w] = bits;
             }
             if (t.tid == 0) a.counters[BITMAP_WORDS] += (unsigned long long)t.words_me * (a.k - 1);
-            cross_sync(a, t.bar, t.gtarget, 0, 0);
+            cross_sync(a, t, 0, 0);
             if (__ldcg(&a.ctl[PABORT])) break;
             if (stamp) a.trace[4 * L + 2] = global_timer();
             // every unreached own vertex looks for a parent in the frontier
@@ -478,7 +478,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase) 
             grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
             if (stamp) a.trace[4 * L + 3] = global_timer();
         }
-        cross_sync(a, t.bar, t.gtarget, 0, 0);
+        cross_sync(a, t, 0, 0);
         if (__ldcg(&a.ctl[PABORT])) break;
         if (__ldcg(&a.ctl[PRECV])) {
             // claim what the peers offered: unreached vertices get depth L + 1
@@ -535,11 +535,11 @@ __device__ __forceinline__ void relax(const PeerArgs& a, const Shared& s, long l
 // delta: the soft-priority step (value bits; VALUE_INF: priority off), also the first threshold;
 // max_rounds: give up (ABORT 2) after that many rounds, all devices alike.
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
-peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, int delta,
-          int max_rounds) {
+peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
+          long long timeout_ns, int delta, int max_rounds) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    PeerThread t = start_thread(a, s, source, gbase);
+    PeerThread t = start_thread(a, s, source, gbase, timeout_ns);
     int thr = delta;                 // the first threshold: the source has value 0
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = VALUE_INF;
@@ -556,7 +556,7 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
         a.active[(source - t.lo) >> 5] = 1u << ((source - t.lo) & 31);
     }
     // round 0 already sends offers (and sums): every device must have reset its state first
-    cross_sync(a, t.bar, t.gtarget, 0, 0);
+    cross_sync(a, t, 0, 0);
     int advances = 0;
     int R = 0;
     for (;; ++R) {
@@ -632,7 +632,7 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
         }
         if (t.tid == 0) a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
         if (stamp) a.trace[4 * R + 3] = global_timer();
-        cross_sync(a, t.bar, t.gtarget, 1, slot);
+        cross_sync(a, t, 1, slot);
         if (__ldcg(&a.ctl[PABORT])) break;
         if (__ldcg(&a.counters[TOTALS + SIMPROVED]) == 0 && __ldcg(&a.counters[TOTALS + SFAR]) == 0)
             break;

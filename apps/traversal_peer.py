@@ -69,13 +69,13 @@ class PeerTraversal:
     ``symmetric``: BFS pull levels are allowed (in-arcs = out-arcs); ``app``: "bfs" or
     "sssp"; SSSP: ``kind`` ("int" or "float" values), ``weighted`` (else weight 1 per arc),
     ``delta`` (soft-priority step in value units, also the first threshold; ``math.inf``:
-    priority off, Bellman-Ford rounds); ``trace`` (default: environment GROUTE_PEER_TRACE=1):
-    time each level's phases on the GPU and report them as ``level_trace_us``.
+    priority off, Bellman-Ford rounds); with GROUTE_PEER_TRACE=1 in
+    the environment each level's phases are timed on the GPU and reported as ``level_trace_us``.
     """
 
     def __init__(self, ctx, arrays, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
                  app: str = "bfs", kind: str = "int", weighted: bool = False,
-                 delta: float = math.inf, trace: bool | None = None):
+                 delta: float = math.inf):
         if app not in APPS:
             raise ValueError(f"the peer traversal runs {' or '.join(APPS)}, not {app!r}")
         if app == "bfs" and (weighted or kind != "int"):
@@ -100,11 +100,7 @@ class PeerTraversal:
         words = (sizes + 31) // 32
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
-        # GROUTE_PEER_BARRIER_TIMEOUT as packed into the devices' PeerArgs; run() rewrites
-        # the field when the setting changed since (it is read per run, as PageRank does)
-        self.timeout_ns = peer_barrier.timeout_ns()
-        if trace is None:
-            trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
+        trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
         self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
         self.rep, self.sent, self.inbox, self.active, self.trace = [], [], [], [], []
         sssp = app == "sssp"
@@ -140,11 +136,11 @@ class PeerTraversal:
         self.args = []
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
-            self.timeout_at = rec.dtype.fields["timeout_ns"][1]     # its byte offset
             with dev.use():
-                layout = load_module(KERNEL, options=self.options, cooperative=True)
-                check_struct_layout(layout.get_function("peer_args_layout"), rec,
-                                    ("off", "peer_ctl", "peer_dist"), "traversal_peer.cu PeerArgs")
+                if i == 0:      # one compiler, one layout: checked once (the module is cached)
+                    layout = load_module(KERNEL, options=self.options, cooperative=True)
+                    check_struct_layout(layout.get_function("peer_args_layout"), rec,
+                                        ("off", "peer_ctl", "peer_dist"), "traversal_peer.cu PeerArgs")
                 self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         self.counters_host = [{} for _ in self.devices]
         log.info("peer %s on %d devices, grids %s x %d", app, self.k, self.blocks, BLOCK)
@@ -172,7 +168,7 @@ class PeerTraversal:
             ("global", np.uint64, self.barrier.ptr),
             ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
             ("trace", np.uint64, ptr(self.trace[i])),
-            ("num_arcs", np.int64, int(num_arcs)), ("timeout_ns", np.int64, self.timeout_ns),
+            ("num_arcs", np.int64, int(num_arcs)),
             ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),
             ("pull_ok", np.int32, int(symmetric)), ("has_big", np.int32, int(w.has_big)),
             ("off", (np.int32, MAX_DEVICES + 1), off), ("rep_base", (np.int32, MAX_DEVICES), rep_base),
@@ -189,13 +185,10 @@ class PeerTraversal:
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""
-        timeout_ns = peer_barrier.timeout_ns()
-        if timeout_ns != self.timeout_ns:
-            for i, dev in enumerate(self.devices):
-                dev.compute_stream.submit(self._set_timeout, i, timeout_ns)
-            self.timeout_ns = timeout_ns
+        timeout_ns = peer_barrier.timeout_ns()      # read per run, as PageRank does
         launched, failure = self.barrier.launch_each(
-            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, int(source_new)))
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, int(source_new),
+                                                     timeout_ns))
         for i in launched:
             dev = self.devices[i]
             dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
@@ -248,15 +241,9 @@ class PeerTraversal:
             rows.append([round(v / 1e3, 1) for v in (a, b, x, end - t[L, 3])])
         return rows
 
-    def _set_timeout(self, i, timeout_ns):
-        """Rewrite the ``timeout_ns`` field of device ``i``'s PeerArgs (in stream order, before
-        the next launch reads it)."""
-        at = self.timeout_at
-        self.args[i][at:at + 8].set(np.array([timeout_ns], np.int64).view(np.uint8))
-
-    def _launch(self, i, dev, source):
+    def _launch(self, i, dev, source, timeout_ns):
         """Launch device ``i``'s kernel (cooperative: every block resident)."""
-        args = (self.args[i], np.int32(source), np.uint64(self.barrier.base))
+        args = (self.args[i], np.int32(source), np.uint64(self.barrier.base), np.int64(timeout_ns))
         if self.app == "sssp":
             args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, name=dev.name)

@@ -104,8 +104,8 @@ def test_cuda_peer_traversal_reads_the_timeout_at_each_run(monkeypatch):
         assert good.stats["exchange"] == "peer"
         monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
         real = traversal_peer.PeerTraversal._launch
-        monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch", lambda self, i, dev, source:
-                            None if i == 1 else real(self, i, dev, source))
+        monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch", lambda self, i, dev, *args:
+                            None if i == 1 else real(self, i, dev, *args))
         t0 = time.perf_counter()
         with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
             solver.run(0)

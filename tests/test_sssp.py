@@ -411,7 +411,7 @@ def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, monkeypat
              timeout=30) as solver:
         real = tp.PeerTraversal._launch
         monkeypatch.setattr(tp.PeerTraversal, "_launch",
-                            lambda self, i, dev, source: None if i == 1 else real(self, i, dev, source))
+                            lambda self, i, dev, *args: None if i == 1 else real(self, i, dev, *args))
         with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
             solver.run(0)
         monkeypatch.setattr(tp.PeerTraversal, "_launch", real)
