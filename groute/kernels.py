@@ -29,6 +29,27 @@ def _arch_option():
     return f"--gpu-architecture=sm_{cc}"
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _includes_digest(path: Path, source: str) -> str:
+    """A hash of every file ``source`` includes with ``#include "..."`` from ``path``'s folder,
+    followed recursively (each once)."""
+    import hashlib
+    digest = hashlib.sha256()
+    seen, todo = set(), [source]
+    while todo:
+        for name in _INCLUDE.findall(todo.pop()):
+            inc = (path.parent / name).resolve()
+            if inc in seen or not inc.is_file():
+                continue
+            seen.add(inc)
+            text = inc.read_text()
+            digest.update(name.encode() + b"\0" + text.encode())
+            todo.append(text)
+    return digest.hexdigest()[:16]
+
+
 def load_module(path, *, options=(), name_expressions=None, cooperative=False):
     """The compiled ``cupy.RawModule`` for ``path`` on the current device (cached)."""
     import cupy
@@ -41,6 +62,9 @@ def load_module(path, *, options=(), name_expressions=None, cooperative=False):
         if module is not None:
             return module
         source = path.read_text()
+        # CuPy's on-disk cache keys on this text and the options only: name the included
+        # files' contents too, so an edit to a header is never served a stale binary
+        source += f"\n// groute includes: {_includes_digest(path, source)}\n"
         opts = ("-std=c++17", f"-I{path.parent}", _arch_option(), *options)
         module = cupy.RawModule(code=source, options=opts, name_expressions=name_expressions,
                                 enable_cooperative_groups=cooperative)
