@@ -25,21 +25,29 @@ class BFS(TraversalSolver):
         # a device from running far ahead on depths that remote updates will still lower.
         return math.inf if self.ctx.num_devices == 1 else 4
 
+    def auto_priority(self, graph):
+        """On, except for the linked workers (async across GPUs through peer memory): their
+        rounds are cheap, and re-expanding what a late offer lowers cost less than the window's
+        far-queue splits (grid:4900 on two H200s: 65.2 ms without, 87.6 ms with a window of 4;
+        docs/TRAVERSAL.md)."""
+        return not (self.use_peer and self.mode == "async")
+
     def auto_mode(self, graph):
-        """Where the persistent level-synchronous kernel can run (:meth:`peer_unavailable`:
-        CUDA, NVLink between all devices, no worklist asked for; :mod:`apps.traversal_peer`):
-        BSP on a symmetric low-diameter graph (kron:25 on one H200: 3.95 ms against 9.53 ms for
-        the fused asynchronous worker) and on any graph across several devices (grid:4900 on 2
-        H200s: 209 ms against 1142 ms asynchronous); the asynchronous fused worker for a
-        road-like graph on one device (grid:4900: 40.5 ms against 176 ms). Without it: BSP
-        across devices of a symmetric low-diameter graph (the worklist pulls across devices),
-        async everywhere else. docs/PERFORMANCE.md."""
+        """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
+        CUDA, NVLink between all devices, no worklist asked for): BSP, the persistent
+        level-synchronous kernel (:mod:`apps.traversal_peer`), for a low-diameter graph (kron:25
+        on one H200: 3.95 ms against 9.53 ms for the fused asynchronous worker), async for a
+        road-like one: one device's fused worker (grid:4900: 40.5 ms against 176 ms), on several
+        the fused workers with device-initiated links (:mod:`apps.traversal_linked`; grid:4900
+        on two H200s: 65 ms against 203 ms for the peer kernel). Without them: BSP across
+        devices of a symmetric low-diameter graph (the worklist pulls across devices), async
+        everywhere else. docs/PERFORMANCE.md, docs/TRAVERSAL.md."""
         k = self.ctx.num_devices
         peer = self.peer_unavailable() is None
-        if peer and k > 1:
-            return "bsp"
         if not peer and k == 1:         # the fused worker whatever the diameter: skip the test
             return "async"
+        if peer:
+            return "bsp" if graph_is_low_diameter(graph) else "async"
         low = not getattr(graph, "directed", True) and graph_is_low_diameter(graph)
         return "bsp" if low else "async"
 

@@ -39,21 +39,20 @@ class SSSP(TraversalSolver):
         return not graph_is_low_diameter(graph)
 
     def auto_mode(self, graph):
-        """BSP, which runs the persistent peer kernel (:mod:`apps.traversal_peer`), for a
-        low-diameter graph on any number of CUDA devices with NVLink between all of them, and
-        for any graph on several, where it can run (:meth:`peer_unavailable`: no worklist asked
-        for either); the fused asynchronous worker otherwise: a road-like graph on
-        one device (thousands of rounds, each a barrier and a bitmap scan over the whole grid,
-        where the fused worker runs a narrow grid) and CPU virtual devices. Measured on H200s
-        (docs/PERFORMANCE.md): kron:21 2.44 ms on one GPU against 7.02 ms for the fused worker,
-        2.48 ms on two against 15.18 ms through the host worklist (``tests/gpu_scaling_probe.py``,
-        ``6916cdf``); kron:25 38.8 ms on one against 100.6 ms, 24.9 ms on two against 86.5 ms;
-        grid:4900 (``groute bench``, ``70292a4``) 71.2 ms on one with the fused worker against
-        324.9 ms, and on two 337.9 ms against 480.8 ms through the host worklist (both slower
-        than one GPU: a road-like graph gains nothing from a second one)."""
+        """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
+        CUDA devices with NVLink between all of them, no worklist asked for): BSP, the
+        persistent peer kernel (:mod:`apps.traversal_peer`), for a low-diameter graph on any
+        number of devices; async for a road-like graph: one device's fused worker, on several
+        the fused workers with device-initiated links (:mod:`apps.traversal_linked`). Elsewhere
+        (CPU virtual devices, no NVLink) async. Measured on H200s (docs/PERFORMANCE.md,
+        docs/TRAVERSAL.md): kron:21 2.44 ms on one GPU against 7.02 ms for the fused worker, 2.48
+        ms on two against 15.18 ms through the host worklist; kron:25 38.8 ms on one against
+        100.6 ms, 24.9 ms on two against 86.5 ms; grid:4900 68.6 ms on one with the fused worker
+        against 286 ms for the peer kernel, and on two 102.8 ms linked against 306.1 ms for the
+        peer kernel (``tests/gpu_linked_probe.py``)."""
         if self.peer_unavailable() is not None:
             return "async"
-        return "bsp" if self.ctx.num_devices > 1 or graph_is_low_diameter(graph) else "async"
+        return "bsp" if graph_is_low_diameter(graph) else "async"
 
     def _finish(self, values):
         out = values.astype(np.float64)

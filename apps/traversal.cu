@@ -19,6 +19,9 @@
 // crosses the size at which the other grid shape (narrow: one block per SM, cheap barriers for
 // road-like graphs; wide: every resident block, for big frontiers) pays, and the host relaunches.
 #include "traversal.cuh"
+#ifndef LINKED
+#define LINKED 0        // 1: compiled into traversal_linked.cu (which defines Links, linked_send)
+#endif
 
 
 struct Args {
@@ -41,6 +44,10 @@ struct Sink {
     int thr;
     bool filter;                                // read before the atomicMin (see improve_local)
     bool unique;                                // BFS on one device (see improve_local)
+#if LINKED
+    const Links* lk;                            // traversal_linked.cu: offers go to the
+    int round;                                  // owners' rings directly (linked_send)
+#endif
 };
 
 __device__ __forceinline__ int owner_of(const long long* offsets, int k, int v) {
@@ -95,6 +102,11 @@ __device__ __forceinline__ bool relax_remote(const Args& a, const Sink& q, int v
     int old = atomicMin(&a.sent_best[v], c);
     if (c >= old) return true;
     int j = owner_of(a.offsets, a.k, v);
+#if LINKED
+    if (linked_send(*q.lk, q.round, j, v, c)) return true;
+    atomicCAS(&a.sent_best[v], c, old);   // the owner's ring is full: the retry sends it again
+    return false;
+#else
     int slot = aggregated_reserve_labeled(&a.ctl[OUT_COUNT], j, q.out_round);
     if (slot < a.out_cap) {
         a.outbox[(long long)j * a.out_cap + slot] = pack_item(v, c);
@@ -103,6 +115,7 @@ __device__ __forceinline__ bool relax_remote(const Args& a, const Sink& q, int v
     atomicCAS(&a.sent_best[v], c, old);   // not sent after all: let the retry send it again
     *q.out_overflow = 1;
     return false;
+#endif
 }
 
 // Relax arc e out of a local vertex with value d. Returns false if an outbox was full.
@@ -207,6 +220,76 @@ __device__ __forceinline__ long long global_rank() {
     return (long long)blockIdx.x * blockDim.x + threadIdx.x;
 }
 __device__ __forceinline__ long long global_size() { return (long long)gridDim.x * blockDim.x; }
+
+// Expand the near queue `cur` (cur_n vertices) into the sink: whole warps iterate together so
+// they can cooperate (warps `warp` of `nwarps`). Small vertices go through relax_small (BATCH)
+// or their own thread, medium ones through the whole warp, and vertices of more than
+// WARP_EDGES arcs are reserved in BIG_RESERVE + s3 for expand_big after the round's barrier.
+// A vertex whose remote offer found no room is queued again for the next round.
+__device__ __forceinline__ void expand_near(const Args& a, const Sink& q, const int* cur, int cur_n,
+                                            long long warp, long long nwarps, int lane, int s3,
+                                            unsigned long long& processed,
+                                            unsigned long long& edges,
+                                            unsigned long long& deferrals) {
+    for (long long base = warp * 32; base < cur_n; base += nwarps * 32) {
+        long long i = base + lane;
+        int u = -1, d = 0;
+        long long start = 0, deg = 0;
+        if (i < cur_n) {
+            u = __ldcg(&cur[i]);        // written by other blocks last round: skip L1
+            d = *(volatile int*)&a.dist[u];
+            start = a.indptr[u];
+            deg = a.indptr[u + 1] - start;
+            ++processed;
+            edges += deg;
+        }
+        bool retry = false;
+        if (deg > WARP_EDGES)                        // shared out after the barrier
+            a.big_items[reserve_big(&a.counters[BIG_RESERVE + s3], deg, a.big_first_chunk)] =
+                pack_item(u, d);
+        unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
+        while (medium) {
+            int leader = __ffs(medium) - 1;
+            medium &= medium - 1;
+            long long s = __shfl_sync(0xffffffffu, start, leader);
+            long long m = __shfl_sync(0xffffffffu, deg, leader);
+            int dl = __shfl_sync(0xffffffffu, d, leader);
+            bool ok = true;
+            for (long long e = s + lane; e < s + m; e += 32) ok &= relax(a, q, e, dl, deferrals);
+            if (__any_sync(0xffffffffu, !ok) && lane == leader) retry = true;
+        }
+#if BATCH
+        if (!relax_small(a, q, start, deg > 0 && deg <= 32 ? (int)deg : 0, d, lane, deferrals))
+            retry = true;
+#else
+        if (deg > 0 && deg <= 32) {
+            for (long long e = start; e < start + deg; ++e)
+                if (!relax(a, q, e, d, deferrals)) retry = true;
+        }
+#endif
+        if (retry) push_near(a, q.next, q.next_count, u, q.marker);
+    }
+}
+
+// The big vertices reserved this round (`reserve`, read after the barrier): chunks of CHUNK
+// arcs, one per warp, across the whole grid.
+__device__ __forceinline__ void expand_big(const Args& a, const Sink& q, unsigned long long reserve,
+                                           long long warp, long long nwarps, int lane,
+                                           unsigned long long& deferrals) {
+    const int big_n = big_count(reserve);
+    const long long total = big_chunks(reserve);
+    for (long long c = warp; c < total; c += nwarps) {
+        const int lo_s = big_slot_of(a.big_first_chunk, big_n, c);
+        long long item = __ldcg(&a.big_items[lo_s]);
+        int u = item_vertex(item), d = item_value(item);
+        long long s0 = a.indptr[u], end = a.indptr[u + 1];
+        long long first = s0 + (c - __ldcg(&a.big_first_chunk[lo_s])) * CHUNK;
+        long long last = min(first + CHUNK, end);
+        bool ok = true;
+        for (long long e = first + lane; e < last; e += 32) ok &= relax(a, q, e, d, deferrals);
+        if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, q.next, q.next_count, u, q.marker);
+    }
+}
 
 // Move deferred items below the new threshold `thr` to the (empty) near queue `cur`.
 __device__ void split_far(const Args& a, unsigned int& bar, int& fc, int old_thr, int thr,
@@ -371,64 +454,13 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         }
 #endif
 
-        // expand the near queue: whole warps iterate together so they can cooperate
-        for (long long base = warp * 32; base < cur_n; base += nwarps * 32) {
-            long long i = base + lane;
-            int u = -1, d = 0;
-            long long start = 0, deg = 0;
-            if (i < cur_n) {
-                u = __ldcg(&cur[i]);        // written by other blocks last round: skip L1
-                d = *(volatile int*)&a.dist[u];
-                start = a.indptr[u];
-                deg = a.indptr[u + 1] - start;
-                ++processed;
-                edges += deg;
-            }
-            bool retry = false;
-            if (deg > WARP_EDGES)                        // shared out after the barrier
-                a.big_items[reserve_big(&a.counters[BIG_RESERVE + s3], deg, a.big_first_chunk)] =
-                    pack_item(u, d);
-            unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
-            while (medium) {
-                int leader = __ffs(medium) - 1;
-                medium &= medium - 1;
-                long long s = __shfl_sync(0xffffffffu, start, leader);
-                long long m = __shfl_sync(0xffffffffu, deg, leader);
-                int dl = __shfl_sync(0xffffffffu, d, leader);
-                bool ok = true;
-                for (long long e = s + lane; e < s + m; e += 32) ok &= relax(a, q, e, dl, deferrals);
-                if (__any_sync(0xffffffffu, !ok) && lane == leader) retry = true;
-            }
-#if BATCH
-            if (!relax_small(a, q, start, deg > 0 && deg <= 32 ? (int)deg : 0, d, lane, deferrals))
-                retry = true;
-#else
-            if (deg > 0 && deg <= 32) {
-                for (long long e = start; e < start + deg; ++e)
-                    if (!relax(a, q, e, d, deferrals)) retry = true;
-            }
-#endif
-            if (retry) push_near(a, q.next, q.next_count, u, q.marker);
-        }
+        expand_near(a, q, cur, cur_n, warp, nwarps, lane, s3, processed, edges, deferrals);
         grid_sync(a, bar);
         // has_big: some local vertex has more than WARP_EDGES arcs (the host knows); without
         // one, the read of the reservation would only add a round trip to every round
         const unsigned long long reserve = has_big ? __ldcg(&a.counters[BIG_RESERVE + s3]) : 0ull;
-        const int big_n = big_count(reserve);
-        if (big_n > 0) {
-            // big vertices: chunks of CHUNK arcs, one per warp, across the whole grid
-            const long long total = big_chunks(reserve);
-            for (long long c = warp; c < total; c += nwarps) {
-                const int lo_s = big_slot_of(a.big_first_chunk, big_n, c);
-                long long item = __ldcg(&a.big_items[lo_s]);
-                int u = item_vertex(item), d = item_value(item);
-                long long s0 = a.indptr[u], end = a.indptr[u + 1];
-                long long first = s0 + (c - __ldcg(&a.big_first_chunk[lo_s])) * CHUNK;
-                long long last = min(first + CHUNK, end);
-                bool ok = true;
-                for (long long e = first + lane; e < last; e += 32) ok &= relax(a, q, e, d, deferrals);
-                if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, q.next, q.next_count, u, q.marker);
-            }
+        if (big_count(reserve) > 0) {
+            expand_big(a, q, reserve, warp, nwarps, lane, deferrals);
             grid_sync(a, bar);
         }
         if (flush > 0 || a.k > 1) {    // decided alike everywhere: read after the barrier

@@ -5,9 +5,13 @@ renumbered vertices), uploads every device's rows, and builds one worker per dev
 :mod:`apps.traversal_cpu`; CUDA: :mod:`apps.traversal_cuda`, a fused persistent kernel) and
 one :class:`~groute.worklist.DistributedWorklist`. ``run(source)`` then times only the
 traversal: remote updates travel as ``(vertex, value)`` items to the owner, which keeps the
-smaller value and enqueues the vertex if it improved. Where the persistent peer kernels run
-instead (:mod:`apps.traversal_peer`), the solver builds neither: only the arrays those kernels
-read, and the :class:`~apps.traversal_peer.PeerTraversal` over them.
+smaller value and enqueues the vertex if it improved. Where the devices reach each other's
+memory (``exchange="peer"``, or ``"auto"`` on CUDA devices with NVLink) the host leaves the loop:
+BSP runs the persistent level-synchronous kernels (:mod:`apps.traversal_peer`: the solver builds
+only the arrays they read, and the :class:`~apps.traversal_peer.PeerTraversal` over them), and
+async on several devices runs the fused workers with device-initiated links
+(:mod:`apps.traversal_linked`: the workers, no worklist, and the
+:class:`~apps.traversal_linked.LinkedTraversal` over them).
 
 Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
 results come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
@@ -78,11 +82,12 @@ class TraversalSolver(Solver):
     devices) or ``"auto"`` (the default: as the app decides, :meth:`auto_mode`). ``priority`` with ``delta`` (value units;
     None picks one from the graph) defers items beyond the threshold; ``"auto"`` (the default)
     means on if ``delta`` is given, else as the app decides from the graph (:meth:`auto_priority`). ``max_rounds``: fused rounds per
-    launch (None: until local work runs out or the outboxes fill). ``exchange`` (BSP):
-    ``"host"`` (the distributed worklist steers every level), ``"peer"`` (one persistent launch
-    per device for the whole run, exchanging through peer memory: :mod:`apps.traversal_peer`;
-    CUDA devices, NVLink between them; SSSP keeps ``priority`` there too) or ``"auto"`` (the
-    default: peer where it can run). ``routing``, ``max_rounds``, ``packet_size`` and
+    launch (None: until local work runs out or the outboxes fill). ``exchange``: ``"host"``
+    (the distributed worklist: the host moves the items and, in BSP, steers every level),
+    ``"peer"`` (one launch per device for the whole run, exchanging through peer memory; CUDA
+    devices, NVLink between them: BSP is :mod:`apps.traversal_peer`, where SSSP keeps
+    ``priority`` too; async on several devices is :mod:`apps.traversal_linked`) or ``"auto"``
+    (the default: peer where it can run). ``routing``, ``max_rounds``, ``packet_size`` and
     ``flush_items`` are the worklist's (:data:`WORKLIST_OPTIONS`): given, they select it.
     """
 
@@ -183,10 +188,13 @@ class TraversalSolver(Solver):
         offsets = self.part.offsets
         args = dict(offsets=offsets, num_vertices=graph.num_vertices, kind=self.kind,
                     weighted=self.weighted_values)
-        if self.use_peer:
+        if self.use_peer and self.mode == "bsp":
             from .traversal_cuda import CUDATraversalArrays as build
             from .traversal_peer import arrays_needed
             args.update(arrays_needed(self.app))
+        elif self.use_peer:         # linked: the fused workers without outboxes
+            from .traversal_cuda import CUDATraversalWorker as build
+            args["out_capacity"] = 1
         else:
             args["symmetric"] = not getattr(graph, "directed", True)
             if flush_items:
@@ -224,8 +232,8 @@ class TraversalSolver(Solver):
         """Whether the peer kernel runs this solver (else the distributed worklist), as
         ``exchange`` asks and the mode, options and machine allow (:meth:`peer_unavailable`);
         exchange='peer' that cannot run is a ValueError naming the reason."""
-        if self.mode != "bsp":
-            why = f"it is level-synchronous (mode='bsp'), not mode={self.mode!r}"
+        if self.mode == "async" and self.ctx.num_devices == 1:
+            why = "mode='async' on one device exchanges nothing (the fused worker runs alone)"
         else:
             why = self.peer_unavailable()
         if why is not None:
@@ -235,13 +243,18 @@ class TraversalSolver(Solver):
         return True
 
     def _peer_traversal(self, graph):
-        """The :class:`~apps.traversal_peer.PeerTraversal` over this solver's arrays."""
+        """The :class:`~apps.traversal_peer.PeerTraversal` over this solver's arrays (BSP), or
+        the :class:`~apps.traversal_linked.LinkedTraversal` over its workers (async)."""
+        delta = self.delta if self.priority else math.inf
+        if self.mode == "async":
+            from .traversal_linked import LinkedTraversal
+            return LinkedTraversal(self.ctx, self.workers, self.part.offsets, app=self.app,
+                                   kind=self.kind, weighted=self.weighted_values, delta=delta)
         from .traversal_peer import PeerTraversal
         return PeerTraversal(self.ctx, self.workers, self.part.offsets,
                              num_vertices=graph.num_vertices, num_arcs=int(graph.num_edges),
                              symmetric=not getattr(graph, "directed", True), app=self.app,
-                             kind=self.kind, weighted=self.weighted_values,
-                             delta=self.delta if self.priority else math.inf)
+                             kind=self.kind, weighted=self.weighted_values, delta=delta)
 
     def _packet_size(self, n):
         return int(min(max(n, 1024), 1 << 20))

@@ -18,13 +18,15 @@ from .traversal import EXCHANGES, PARTITIONS
 
 #: what ``--mode auto`` runs, per app (as ``BFS.auto_mode`` and ``SSSP.auto_mode`` decide)
 AUTO_MODE = {
-    "bfs": "where the peer kernel can run (CUDA GPUs with NVLink between them, no worklist "
-           "option such as --routing ring or --exchange host given): bsp on several devices or "
-           "on a symmetric low-diameter graph, else async; elsewhere bsp across devices of a "
-           "symmetric low-diameter graph (the worklist pulls across devices), else async",
-    "sssp": "bsp (the peer kernel) where it can run (CUDA GPUs with NVLink between them, no "
-            "worklist option such as --routing ring or --exchange host given) on several "
-            "devices or on a low-diameter graph; else async",
+    "bfs": "where the kernels that keep the host out of the loop can run (CUDA GPUs with NVLink "
+           "between them, no worklist option such as --routing ring or --exchange host given): "
+           "bsp (the peer kernel) on a low-diameter graph, else async (one GPU's fused worker, "
+           "or the linked workers on several); elsewhere bsp across devices of a symmetric "
+           "low-diameter graph (the worklist pulls across devices), else async",
+    "sssp": "where the kernels that keep the host out of the loop can run (CUDA GPUs with NVLink "
+            "between them, no worklist option such as --routing ring or --exchange host given): "
+            "bsp (the peer kernel) on a low-diameter graph, else async (one GPU's fused worker, "
+            "or the linked workers on several); elsewhere async",
 }
 
 
@@ -34,8 +36,8 @@ def register_app(subparsers, common, name, solver_cls):
     p = subparsers.add_parser(name, parents=[common], help=f"{what} across devices",
                               description=f"{what.capitalize()}: on the distributed worklist "
                                           "(fused per-device workers, asynchronous or "
-                                          "level-synchronous), or in one persistent kernel per "
-                                          "GPU exchanging through peer memory.")
+                                          "level-synchronous), or in one launch per GPU "
+                                          "exchanging through peer memory.")
     add_graph_options(p)
     p.add_argument("--source", type=int, default=None, metavar="V",
                    help="source vertex, as written in the file (default: the first vertex)")
@@ -53,9 +55,11 @@ def register_app(subparsers, common, name, solver_cls):
     p.add_argument("--routing", choices=ROUTINGS, default="all2all",
                    help="the worklist's routing (default all2all; ring means the worklist runs)")
     p.add_argument("--exchange", choices=EXCHANGES, default="auto",
-                   help="BSP: host (the worklist steers each level), peer (one launch per device "
-                        "for the whole run, exchange through peer memory; CUDA GPUs with NVLink "
-                        "between them) or auto (default: peer where it can run and no worklist "
+                   help="host (the worklist moves the items; in BSP it steers each level), peer "
+                        "(one launch per device for the whole run, exchange through peer memory; "
+                        "CUDA GPUs with NVLink between them: BSP the level-synchronous peer "
+                        "kernel, async on several GPUs the fused workers writing into each "
+                        "other's rings) or auto (default: peer where it can run and no worklist "
                         "option such as --routing ring is given)")
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 

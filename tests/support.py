@@ -103,17 +103,18 @@ def check_every_partitioner(solver_cls, expected, g, k, partition):
     return res
 
 
-def check_auto_mode_on_gpu(check, load):
-    """The one-GPU case BFS and SSSP share: with no ``mode`` given, ``check`` (the app's
-    run-and-compare) picks the peer kernel (BSP) for ``load("kron:14")`` from its busiest
-    vertex and the fused asynchronous worker for ``load("grid:200")`` from vertex 0. Returns
-    both results, for the app's own checks of what else ``auto`` chose."""
-    need_gpus(1)
+def check_auto_mode_on_gpu(check, load, k=1):
+    """The case BFS and SSSP share: with no ``mode`` given, ``check`` (the app's run-and-compare)
+    on ``k`` GPUs picks the peer kernel (BSP) for ``load("kron:14")`` from its busiest vertex
+    and async for ``load("grid:200")`` from vertex 0: one GPU's fused worker, on several the
+    linked workers (exchange "peer"). Returns both results, for the app's own checks of what
+    else ``auto`` chose."""
+    need_gpus(k)
     kron, grid = load("kron:14"), load("grid:200")
-    low = check(kron, busiest(kron), backend="cuda", devices=1)
+    low = check(kron, busiest(kron), backend="cuda", devices=k, partition="contiguous")
     assert (low.stats["mode"], low.stats["exchange"]) == ("bsp", "peer")
-    road = check(grid, 0, backend="cuda", devices=1)
-    assert (road.stats["mode"], road.stats["exchange"]) == ("async", None)
+    road = check(grid, 0, backend="cuda", devices=k, partition="contiguous")
+    assert (road.stats["mode"], road.stats["exchange"]) == ("async", None if k == 1 else "peer")
     return low, road
 
 
@@ -139,8 +140,10 @@ def star(n=50_001):
                                name="star").symmetrize()
 
 
-def check_peer_exchange(solver_cls, k, graphs, expected, compare, **options):
-    """The peer-exchange case BFS and SSSP share: BSP with ``exchange="peer"`` on ``k`` GPUs
+def check_peer_exchange(solver_cls, k, graphs, expected, compare, *, mode="bsp", **options):
+    """The peer-exchange case BFS and SSSP share: ``mode`` (BSP: the persistent level-synchronous
+    kernels; async, two or more GPUs: the fused workers with device-initiated links) with
+    ``exchange="peer"`` on ``k`` GPUs
     for every graph of ``graphs()`` (name -> graph, built once the skips have passed) with at
     least ``k`` vertices, under each partitioner (contiguous only on one GPU; METIS needs
     pymetis). One solver per graph and partitioner (``options`` added) runs from vertex 0, the
@@ -157,14 +160,14 @@ def check_peer_exchange(solver_cls, k, graphs, expected, compare, **options):
         sources = (0, busiest(g), g.num_vertices - 1, 0)
         answers = {s: expected(g, s) for s in set(sources)}
         for partition in ("contiguous", "metis", "random")[:3 if k > 1 else 1]:
-            with solver_cls(g, backend="cuda", devices=k, partition=partition, mode="bsp",
+            with solver_cls(g, backend="cuda", devices=k, partition=partition, mode=mode,
                             exchange="peer", timeout=30, **options) as solver:
                 for source in sources:
                     res = solver.run(source)
                     compare(res, SimpleNamespace(name=name, graph=g, source=source, solver=solver,
                                                  msg=f"{name} {partition} source {source}",
                                                  expected=answers[source]))
-                    assert res.stats["exchange"] == "peer"
+                    assert (res.stats["exchange"], res.stats["mode"]) == ("peer", mode)
 
 
 def check_baseline_on_gpu(baseline, expected, load):

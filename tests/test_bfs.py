@@ -198,10 +198,58 @@ def test_cuda_peer_exchange(k):
     check_peer_exchange(BFS, k, graphs, reference.bfs, compare)
 
 
+@pytest.mark.multigpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("priority", [True, False])
+def test_cuda_linked_exchange(k, priority):
+    """Asynchronous BFS on several GPUs in one launch each, offers written into the owners'
+    rings (device-initiated links); several runs per solver, every partitioner."""
+    def graphs():
+        out = dict(hand_made())
+        for spec in ("kron:12", "grid:40", "grid:300"):
+            out[spec] = load_graph(spec)
+        out["power"] = load_graph(str(POWER))
+        out["star50k"] = star()
+        return out
+
+    def compare(res, case):
+        np.testing.assert_array_equal(res.values, case.expected, err_msg=case.msg)
+        assert res.stats["priority"] is priority and res.stats["launches"] == k
+
+    check_peer_exchange(BFS, k, graphs, reference.bfs, compare, mode="async", priority=priority)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(300)
+def test_cuda_linked_tiny_rings_push_back(monkeypatch):
+    """Rings of 4 items: most offers find them full, the senders keep their vertices queued
+    and offer again, nothing is lost."""
+    need_gpus(2)
+    import apps.traversal_linked as tl
+    monkeypatch.setattr(tl, "MIN_CAPACITY", 4)
+    monkeypatch.setattr(tl, "MAX_CAPACITY", 4)
+    for spec in ("kron:12", "grid:40"):
+        g = load_graph(spec)
+        with BFS(g, backend="cuda", devices=2, partition="random", mode="async",
+                 exchange="peer", timeout=30) as solver:
+            for s in (busiest(g), 0):
+                res = solver.run(s)
+                np.testing.assert_array_equal(res.values, reference.bfs(g, s), err_msg=spec)
+            assert sum(solver.peer.run(0)["ring_full"]) > 0
+
+
 @pytest.mark.gpu
 @pytest.mark.timeout(120)
 def test_cuda_auto_mode_picks_the_persistent_kernel_for_low_diameter_graphs():
     check_auto_mode_on_gpu(check, load_graph)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(180)
+def test_cuda_auto_mode_on_two_gpus_takes_the_linked_workers_for_road_graphs():
+    low, road = check_auto_mode_on_gpu(check, load_graph, k=2)
+    assert road.stats["priority"] is False      # the linked workers run without a window
 
 
 @pytest.mark.gpu
@@ -231,8 +279,10 @@ def test_exchange_option_says_what_can_run():
         BFS(g, backend="cpu", devices=2, exchange="nvlink")
     with pytest.raises(ValueError, match="exchange='peer' cannot run here: it needs CUDA"):
         BFS(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
-    with pytest.raises(ValueError, match="level-synchronous"):
+    with pytest.raises(ValueError, match="exchange='peer' cannot run here: it needs CUDA"):
         BFS(g, backend="cpu", devices=2, mode="async", exchange="peer")
+    with pytest.raises(ValueError, match="on one device exchanges nothing"):
+        BFS(g, backend="cpu", devices=1, mode="async", exchange="peer")
     # auto: the worklist where the peer exchange cannot run
     res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous")
     assert res.stats["exchange"] == "host"
@@ -265,7 +315,8 @@ def test_worklist_options_select_the_worklist(monkeypatch):
             BFS(g, exchange="peer", **opts, **given)
     auto = dict(opts, mode="auto")
     with BFS(g, **auto) as solver:
-        assert solver.auto_mode(road) == "bsp"        # several devices: the peer kernel
+        assert solver.auto_mode(road) == "async"      # several devices, road-like: linked
+        assert solver.auto_mode(load_graph("kron:12")) == "bsp"   # low diameter: the peer kernel
     for asked in ({"routing": "ring"}, {"exchange": "host"}):
         with BFS(g, **auto, **asked) as solver:
             assert solver.auto_mode(road) == "async"  # the worklist: BSP only for low diameter

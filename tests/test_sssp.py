@@ -327,12 +327,14 @@ def peer_graphs():
     return graphs
 
 
-def test_exchange_peer_needs_cuda_and_bsp():
+def test_exchange_peer_needs_cuda_and_two_devices_for_async():
     g = graph("grid:6")
     with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
         SSSP(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
-    with pytest.raises(ValueError, match="level-synchronous"):
+    with pytest.raises(ValueError, match="on one device exchanges nothing"):
         SSSP(g, backend="cpu", devices=1, mode="async", exchange="peer")
+    with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
+        SSSP(g, backend="cpu", devices=2, mode="async", exchange="peer")
     # auto: the worklist, and BSP on the worklist keeps no priority window
     res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous", priority=True)
     assert res.stats["exchange"] == "host" and res.stats["priority"] is False
@@ -352,7 +354,7 @@ def test_auto_mode_takes_the_peer_kernel_where_it_can_run(monkeypatch):
         assert solver.auto_mode(kron) == "bsp"         # several devices, low diameter: peer too
     with SSSP(grid, backend="cpu", devices=2, partition="contiguous") as solver:
         monkeypatch.setattr(solver, "_peer_why", None, raising=False)
-        assert solver.auto_mode(grid) == "bsp"         # several devices, road-like: peer (faster)
+        assert solver.auto_mode(grid) == "async"       # several devices, road-like: linked
 
 
 @pytest.mark.gpu
@@ -373,10 +375,34 @@ def test_cuda_peer_exchange(k, priority):
     check_peer_exchange(SSSP, k, peer_graphs, reference.sssp, compare, priority=priority)
 
 
+@pytest.mark.multigpu
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("priority", [True, False])
+def test_cuda_linked_exchange(k, priority):
+    """Asynchronous SSSP on several GPUs in one launch each (device-initiated links), each GPU
+    moving its own soft-priority threshold; against scipy's Dijkstra."""
+    def compare(res, case):
+        assert case.solver.priority is priority
+        assert_sssp(res.values, case.graph, case.source, case.msg, case.expected)
+        if priority and case.name == "power":
+            assert res.stats["deferrals"] > 0
+
+    check_peer_exchange(SSSP, k, peer_graphs, reference.sssp, compare, mode="async",
+                        priority=priority)
+
+
 @pytest.mark.gpu
 @pytest.mark.timeout(120)
 def test_cuda_auto_mode_picks_the_peer_kernel_for_low_diameter_graphs():
     low, road = check_auto_mode_on_gpu(check, graph)
+    assert low.stats["priority"] is False and road.stats["priority"] is True
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(180)
+def test_cuda_auto_mode_on_two_gpus_takes_the_linked_workers_for_road_graphs():
+    low, road = check_auto_mode_on_gpu(check, graph, k=2)
     assert low.stats["priority"] is False and road.stats["priority"] is True
 
 
@@ -397,24 +423,28 @@ def test_cuda_peer_exchange_explicit_delta_and_float_steps():
 @pytest.mark.multigpu
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("app", ["bfs", "sssp"])
-def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, monkeypatch):
+@pytest.mark.parametrize("mode", ["bsp", "async"])
+def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, monkeypatch):
     """A device that never launches: the others give up at the cross-device barrier, the run
-    raises in the caller, and the next run is right again."""
+    raises in the caller, and the next run is right again (BSP: the persistent peer kernels;
+    async: the linked workers, whose rings are refilled after the failed run)."""
     need_gpus(2)
     import apps.peer_barrier as pb
+    import apps.traversal_linked as tl
     import apps.traversal_peer as tp
     from apps.bfs import BFS
     monkeypatch.setattr(pb, "BARRIER_TIMEOUT_S", 0.5)
     g = graph("kron:12") if app == "sssp" else load_graph("kron:12")
     cls = SSSP if app == "sssp" else BFS
-    with cls(g, backend="cuda", devices=2, partition="random", mode="bsp", exchange="peer",
+    with cls(g, backend="cuda", devices=2, partition="random", mode=mode, exchange="peer",
              timeout=30) as solver:
-        real = tp.PeerTraversal._launch
-        monkeypatch.setattr(tp.PeerTraversal, "_launch",
-                            lambda self, i, dev, *args: None if i == 1 else real(self, i, dev, *args))
+        owner = tp.PeerTraversal if mode == "bsp" else tl.LinkedTraversal
+        real = owner._launch
+        monkeypatch.setattr(owner, "_launch",
+                            lambda self, i, *args: None if i == 1 else real(self, i, *args))
         with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
             solver.run(0)
-        monkeypatch.setattr(tp.PeerTraversal, "_launch", real)
+        monkeypatch.setattr(owner, "_launch", real)
         res = solver.run(busiest(g))
         expected = (reference.sssp(g, busiest(g)) if app == "sssp"
                     else reference.bfs(g, busiest(g)))

@@ -1,0 +1,212 @@
+"""Asynchronous BFS and SSSP on several CUDA devices through device-initiated links
+(``mode="async"``, ``exchange="peer"``): one launch per device for the whole run.
+
+On several devices the host-driven worklist returns to the host whenever a round produced items
+for another device, so a road-like graph (thousands of levels) paid thousands of host round
+trips (grid:4900 on two H200s: 1,142 ms, against 41.7 ms for one GPU's fused worker), and the
+level-synchronous peer kernel (:mod:`apps.traversal_peer`) pays a cross-device barrier or three
+per level (202 ms). Here every device runs the fused worker's rounds (``traversal.cu``) in one
+cooperative launch of ``traverse_linked`` (``traversal_linked.cu``) and never waits for another:
+offers to vertices a peer owns are stored straight into a ring in the owner's memory, one per
+(sender, owner) pair, and published once per round by a counter; the owner applies them in its
+next round. A single work counter in device 0's memory (queued items plus items in flight)
+tells every device when the traversal is over. The file's header has the protocol.
+
+The per-device state is the worklist path's :class:`~apps.traversal_cuda.CUDATraversalWorker`
+(rows, values, near and far queues, control block; its outbox is left at one slot, unused); this
+module adds per device its inbox rings (``capacity`` items per sender, default the largest part,
+at least 2^16 and at most 2^22: a full ring only slows its sender) and two small link-state arrays, and on device 0 a block with the
+cross-device barrier counter, the work counter and the "a device gave up" flag. A full ring is
+back-pressure, not loss: the sender keeps the vertex queued and offers it again next round.
+
+Environment: ``GROUTE_PEER_BARRIER_TIMEOUT`` (seconds an idle device waits for the others
+before the run raises; shared with the peer kernels), ``GROUTE_PEER_MAX_ROUNDS`` (rounds per
+device before the run raises), ``GROUTE_LINKED_BLOCKS`` (experiments: blocks per device; the
+default is the fused worker's narrow grid, one block per two SMs).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from apps import peer_barrier
+from apps.peer_barrier import CrossDeviceBarrier, launch_resident
+from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
+
+from .traversal_cuda import (BLOCK, COUNTERS, CTL_SIZE, DEFERRALS, EDGES, FAR_MIN, NEAR_COUNT,
+                             PROCESSED, THRESHOLD, TOTAL_ROUNDS, _bits)
+
+log = logging.getLogger(__name__)
+
+KERNEL = Path(__file__).with_name("traversal_linked.cu")
+#: traversal_linked.cu: LINK_MAX, LinkU64, LinkInt
+LINK_MAX = 8
+L_SENT, L_FULL, L_RECEIVED, L_IDLE, L_PUBLISHED, L_LIM, L_U64 = 99, 100, 101, 102, 103, 104, 128
+L_STOP, L_ABORT, L_CROSS, L_INT = 24, 27, 28, 32
+#: device 0's block: cross-device barrier counter, work counter, gave-up flag
+GBAR, WORK, GAVE_UP, GLOBAL_SIZE = 0, 1, 2, 4
+#: ring capacity per (sender, owner) pair, in items, unless given
+MIN_CAPACITY, MAX_CAPACITY = 1 << 16, 1 << 22
+MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
+
+
+class LinkedTraversal:
+    """One run = one cooperative launch of ``traverse_linked`` per device; see the module
+    docstring. ``workers``: per device, a :class:`~apps.traversal_cuda.CUDATraversalWorker`
+    (shared: values land in its ``dist``); ``offsets``: the partition's vertex ranges;
+    ``delta``: soft-priority step (also the first threshold), ``math.inf`` for none; each
+    device moves its own threshold when its near work runs out; ``capacity``: ring items per
+    (sender, owner) pair."""
+
+    def __init__(self, ctx, workers, offsets, *, app: str, kind: str, weighted: bool,
+                 delta: float = math.inf, capacity: int | None = None):
+        import cupy
+        self.app, self.kind = app, kind
+        self.devices = list(ctx.devices)
+        self.workers = list(workers)
+        self.k = len(self.devices)
+        if not 2 <= self.k <= LINK_MAX:
+            raise ValueError(f"the linked traversal runs on 2 to {LINK_MAX} devices (got {self.k})")
+        if not delta > 0:
+            raise ValueError(f"delta must be > 0, got {delta!r}")
+        sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+        self.cap = int(capacity or min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY))
+        if self.cap < 1:
+            raise ValueError(f"capacity must be at least 1 item, got {capacity!r}")
+        self.delta_bits = _bits(delta, kind)
+        self.threshold_bits = self.delta_bits      # the source has value 0
+        self.max_rounds = MAX_ROUNDS
+        self.options = (f"-DBLOCK={BLOCK}", f"-DVALUE_FLOAT={int(kind == 'float')}",
+                        f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
+                        "-DBATCH=1")
+        self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
+        cap_blocks = int(os.environ.get("GROUTE_LINKED_BLOCKS", "0"))
+        for w, dev in zip(self.workers, self.devices):
+            with dev.use():
+                fn = load_module(KERNEL, options=self.options, cooperative=True).get_function(
+                    "traverse_linked")
+                self.fns.append(fn)
+                sms = int(dev.properties()["multiprocessors"])
+                resident = resident_blocks_per_sm(fn, BLOCK, dev.index) * sms
+                want = cap_blocks or w.narrow_blocks
+                self.blocks.append(max(2, min(want, resident)))  # warp 0 keeps the books
+                self.rings.append(cupy.empty(self.k * self.cap, dtype=np.int64))
+                self.lu.append(cupy.zeros(L_U64, dtype=np.uint64))
+                self.li.append(cupy.zeros(L_INT, dtype=np.int32))
+        with self.devices[0].use():
+            self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
+        self.links = []
+        for i, dev in enumerate(self.devices):
+            rec = self._pack(i)
+            with dev.use():
+                if i == 0:
+                    module = load_module(KERNEL, options=self.options, cooperative=True)
+                    check_struct_layout(module.get_function("links_layout"), rec,
+                                        ("ring_in", "cap", "k"), "traversal_linked.cu Links")
+                self.links.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
+        for dev in self.devices:            # every buffer in place before any launch
+            with dev.use():
+                cupy.cuda.runtime.deviceSynchronize()
+        self.counters_host = [{} for _ in self.devices]
+        log.info("linked %s on %d devices, grids %s x %d, rings of %d items", app, self.k,
+                 self.blocks, BLOCK, self.cap)
+
+    def _pack(self, i):
+        """``Links`` of device ``i`` as a NumPy record (C layout)."""
+        u64 = np.dtype(np.uint64).itemsize
+        pad = [0] * (LINK_MAX - self.k)
+        ring_out = [self.rings[j].data.ptr + i * self.cap * 8 for j in range(self.k)] + pad
+        commit_out = [self.lu[j].data.ptr + i * u64 for j in range(self.k)] + pad  # L_COMMIT_IN
+        consumed_at = [self.lu[j].data.ptr + (LINK_MAX + i) * u64 for j in range(self.k)] + pad
+        g = self.barrier.ptr
+        fields = [
+            ("ring_out", (np.uint64, LINK_MAX), np.array(ring_out, np.uint64)),
+            ("commit_out", (np.uint64, LINK_MAX), np.array(commit_out, np.uint64)),
+            ("consumed_at", (np.uint64, LINK_MAX), np.array(consumed_at, np.uint64)),
+            ("ring_in", np.uint64, self.rings[i].data.ptr), ("lu", np.uint64, self.lu[i].data.ptr),
+            ("li", np.uint64, self.li[i].data.ptr),
+            ("gbar", np.uint64, g + GBAR * u64), ("work", np.uint64, g + WORK * u64),
+            ("gave_up", np.uint64, g + GAVE_UP * u64),
+            ("cap", np.int64, self.cap), ("me", np.int32, i), ("k", np.int32, self.k),
+        ]
+        return pack_struct(fields)
+
+    # ------------------------------------------------------------------ running
+    def _reset(self, i, source):
+        """Device ``i``'s state for a run from ``source`` (renumbered id), on its compute stream
+        (so before its launch; peers touch it only after the start barrier)."""
+        w = self.workers[i]
+        w.dist.fill(w.inf_bits)
+        w.in_near.fill(-1)
+        w.sent_best.fill(w.inf_bits)
+        w.counters_dev.fill(0)
+        ctl = np.zeros(CTL_SIZE, dtype=np.int32)
+        ctl[FAR_MIN] = w.inf_bits
+        ctl[THRESHOLD] = self.threshold_bits
+        if w.lo <= source < w.hi:
+            w.dist[source - w.lo] = 0
+            w.in_near[source - w.lo] = 0
+            w.near[0][0] = source - w.lo
+            ctl[NEAR_COUNT] = 1
+        w.ctl.set(ctl)
+        self.lu[i].fill(0)
+        self.lu[i][L_LIM:L_LIM + 3 * LINK_MAX] = self.cap     # nothing applied yet: cap of room
+        self.li[i].fill(0)
+
+    def _launch(self, i, source, timeout_ns):
+        w = self.workers[i]
+        self._reset(i, source)
+        args = (w.args, self.links[i], np.int32(self.threshold_bits), np.int32(self.delta_bits),
+                np.int32(self.max_rounds), np.int32(0), np.int32(w.has_big),
+                np.uint64(self.barrier.base), np.int64(timeout_ns))
+        self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
+                                         name=self.devices[i].name)
+
+    def run(self, source_new: int) -> dict:
+        """Traverse from ``source_new`` (renumbered id); values land in the workers' ``dist``."""
+        timeout_ns = peer_barrier.timeout_ns()
+        launched, failure = self.barrier.launch_each(
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, int(source_new), timeout_ns))
+        ctl, lu, li, counters = [], [], [], []
+        for i in launched:
+            w = self.workers[i]
+
+            def read(i=i, w=w):
+                ctl.append(w.ctl.get())
+                counters.append(w.counters_dev.get())
+                lu.append(self.lu[i].get())
+                li.append(self.li[i].get())
+            self.devices[i].compute_stream.submit(read)
+        stops = [int(x[L_STOP:L_STOP + 3].max()) for x in li]
+        aborted = [self.devices[i].name for i, x in zip(launched, li) if x[L_ABORT]]
+        capped = any(s == 3 for s in stops)
+        ok = failure is None and not aborted and not capped and all(s == 1 for s in stops)
+        self.barrier.finish([int(x[L_CROSS]) for x in li], failure=failure, aborted=aborted,
+                            ok=ok, what=f"linked {self.app}", instead="exchange='host'")
+        if capped:
+            raise RuntimeError(f"linked {self.app}: no result after {self.max_rounds} rounds on a "
+                               f"device (GROUTE_PEER_MAX_ROUNDS)")
+        if not ok:
+            raise RuntimeError(f"linked {self.app}: a device stopped before the others finished "
+                               f"(stop words {stops})")
+        rounds = [int(c[TOTAL_ROUNDS]) for c in counters]
+        for i, c in enumerate(counters):
+            self.counters_host[i] = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
+                                     "rounds": rounds[i], "pull_rounds": 0, "launches": 1,
+                                     "reshapes": 0, "deferrals": int(c[DEFERRALS]),
+                                     "absorbed": int(lu[i][L_RECEIVED]),
+                                     "idle_rounds": int(lu[i][L_IDLE]),
+                                     "publishing_rounds": int(lu[i][L_PUBLISHED])}
+        sent = [int(x[L_SENT]) for x in lu]
+        return {"rounds": rounds, "items_sent": {f"{i}->peers": n for i, n in enumerate(sent)},
+                "items_forwarded": [0] * self.k,
+                "items_received": [int(x[L_RECEIVED]) for x in lu],
+                "ring_full": [int(x[L_FULL]) for x in lu],
+                "idle_rounds": [int(x[L_IDLE]) for x in lu],
+                "publishing_rounds": [int(x[L_PUBLISHED]) for x in lu],
+                "bytes_moved": 8 * sum(sent), "threshold_advances": 0, "pull_levels": 0,
+                "bsp_levels": 0, "exchange": "peer", "links": "device", "ring_capacity": self.cap}
