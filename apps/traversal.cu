@@ -291,6 +291,39 @@ __device__ __forceinline__ void expand_big(const Args& a, const Sink& q, unsigne
     }
 }
 
+// Where round r's output goes: the next near queue (round r + 1), the far queue in use (fc),
+// threshold thr; no outbox and no unique-push shortcut (the caller sets those it uses).
+__device__ __forceinline__ Sink round_sink(const Args& a, int r, int fc, int thr, bool filter) {
+    Sink q;
+    q.next = (r & 1) ? a.near0 : a.near1;
+    q.next_count = &a.ctl[NEAR_COUNT + (r + 1) % 3];
+    q.marker = r + 1;
+    q.far = fc ? a.far1 : a.far0;
+    q.far_count = &a.ctl[FAR_COUNT + fc];
+    q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
+    q.out_round = q.out_overflow = nullptr;
+    q.thr = thr;
+    q.filter = filter;
+    q.unique = false;
+    return q;
+}
+
+// Add a thread's counters into the launch's totals: summed over the warp, one atomic each.
+__device__ __forceinline__ void fold_counters(const Args& a, unsigned long long processed,
+                                              unsigned long long edges,
+                                              unsigned long long deferrals, int lane) {
+    for (int off = 16; off > 0; off >>= 1) {
+        processed += __shfl_down_sync(0xffffffffu, processed, off);
+        edges += __shfl_down_sync(0xffffffffu, edges, off);
+        deferrals += __shfl_down_sync(0xffffffffu, deferrals, off);
+    }
+    if (lane == 0 && (processed | edges | deferrals)) {
+        atomicAdd(&a.counters[PROCESSED], processed);
+        atomicAdd(&a.counters[EDGES], edges);
+        atomicAdd(&a.counters[DEFERRALS], deferrals);
+    }
+}
+
 // Move deferred items below the new threshold `thr` to the (empty) near queue `cur`.
 __device__ void split_far(const Args& a, unsigned int& bar, int& fc, int old_thr, int thr,
                           int* cur, int* cur_count, int round, unsigned long long& deferrals) {
@@ -404,17 +437,9 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
                 if (!pulling) explored += front_arcs;     // this push round explores them
             }
         }
-        Sink q;
-        q.next = (r & 1) ? a.near0 : a.near1;
-        q.next_count = &a.ctl[NEAR_COUNT + n3];
-        q.marker = r + 1;
-        q.far = fc ? a.far1 : a.far0;
-        q.far_count = &a.ctl[FAR_COUNT + fc];
-        q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
+        Sink q = round_sink(a, r, fc, thr, filter);
         q.out_round = &a.ctl[OUT_ROUND + s3];
         q.out_overflow = &a.ctl[OUT_ROUND_OVERFLOW + s3];
-        q.thr = thr;
-        q.filter = filter;
         q.unique = pull_unique && thr == VALUE_INF;
         if (tid == 0) {               // slots of round r + 1, last read during round r - 2
             a.ctl[NEAR_COUNT + (r + 2) % 3] = 0;
@@ -470,17 +495,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         ++r;
         ++rounds;
     }
-    // fold the per-thread counters: one atomic per warp
-    for (int off = 16; off > 0; off >>= 1) {
-        processed += __shfl_down_sync(0xffffffffu, processed, off);
-        edges += __shfl_down_sync(0xffffffffu, edges, off);
-        deferrals += __shfl_down_sync(0xffffffffu, deferrals, off);
-    }
-    if (lane == 0 && (processed | edges | deferrals)) {
-        atomicAdd(&a.counters[PROCESSED], processed);
-        atomicAdd(&a.counters[EDGES], edges);
-        atomicAdd(&a.counters[DEFERRALS], deferrals);
-    }
+    fold_counters(a, processed, edges, deferrals, lane);
     if (tid == 0) {
         a.ctl[ROUND] = r;
         a.ctl[FAR_INDEX] = fc;
@@ -504,17 +519,8 @@ absorb(const Args* __restrict__ pa, const long long* items, int n, int thr) {
     long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     int r = a.ctl[ROUND];
     int fc = a.ctl[FAR_INDEX];
-    Sink q;
-    q.next = (r & 1) ? a.near1 : a.near0;          // the current queue: no round is running
-    q.next_count = &a.ctl[NEAR_COUNT + r % 3];
-    q.marker = r;
-    q.far = fc ? a.far1 : a.far0;
-    q.far_count = &a.ctl[FAR_COUNT + fc];
-    q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
-    q.out_round = q.out_overflow = nullptr;
-    q.thr = thr;
-    q.filter = true;
-    q.unique = false;
+    // the current queue (no round is running): where round r - 1 put its output
+    const Sink q = round_sink(a, r - 1, fc, thr, true);
     unsigned long long deferrals = 0;
     for (long long i = tid; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long item = items[i];

@@ -274,17 +274,7 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int t
             lk.lu[L_DELTA + n3] = 0;
             a.counters[BIG_RESERVE + n3] = 0;
         }
-        Sink q;
-        q.next = (r & 1) ? a.near0 : a.near1;
-        q.next_count = &a.ctl[NEAR_COUNT + n3];
-        q.marker = r + 1;
-        q.far = fc ? a.far1 : a.far0;
-        q.far_count = &a.ctl[FAR_COUNT + fc];
-        q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
-        q.out_round = q.out_overflow = nullptr;
-        q.thr = thr;
-        q.filter = filter;
-        q.unique = false;
+        Sink q = round_sink(a, r, fc, thr, filter);
         q.lk = pl;
         q.round = r;
         const unsigned long long deferrals_before = deferrals;
@@ -322,16 +312,7 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int t
         grid_sync(a, bar);
         ++r;
     }
-    for (int off = 16; off > 0; off >>= 1) {
-        processed += __shfl_down_sync(0xffffffffu, processed, off);
-        edges += __shfl_down_sync(0xffffffffu, edges, off);
-        deferrals += __shfl_down_sync(0xffffffffu, deferrals, off);
-    }
-    if (lane == 0 && (processed | edges | deferrals)) {
-        atomicAdd(&a.counters[PROCESSED], processed);
-        atomicAdd(&a.counters[EDGES], edges);
-        atomicAdd(&a.counters[DEFERRALS], deferrals);
-    }
+    fold_counters(a, processed, edges, deferrals, lane);
     if (keeper) {
         a.ctl[ROUND] = r;
         a.ctl[FAR_INDEX] = fc;
