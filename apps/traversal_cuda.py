@@ -224,7 +224,11 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
         self.delta_bits = _bits(delta, self.kind) if delta != math.inf else self.inf_bits
 
     # ------------------------------------------------------------------ launches
-    def _start(self, threshold):
+    def reset_state(self, threshold):
+        """A run's starting state from ``self.source`` with threshold ``threshold``, queued on
+        the current stream (no wait): values unreached, nothing queued or sent, counters zero,
+        the source (on its owner) queued for round 0. The linked workers
+        (:mod:`apps.traversal_linked`) reset through it too."""
         self.dist.fill(self.inf_bits)
         self.in_near.fill(-1)          # the round each vertex was last queued for: none
         self.sent_best.fill(self.inf_bits)
@@ -239,6 +243,9 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
             self.near[0][0] = s
             ctl[NEAR_COUNT] = 1
         self.ctl.set(ctl)
+
+    def _start(self, threshold):
+        self.reset_state(threshold)
         self.counters = {}
         self.launches = self.reshapes = self.absorbed = 0
         self.wide = False

@@ -37,8 +37,7 @@ from apps import peer_barrier
 from apps.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
-from .traversal_cuda import (BLOCK, COUNTERS, CTL_SIZE, DEFERRALS, EDGES, FAR_MIN, NEAR_COUNT,
-                             PROCESSED, THRESHOLD, TOTAL_ROUNDS, _bits)
+from .traversal_cuda import BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +76,8 @@ class LinkedTraversal:
         self.cap = int(capacity or min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY))
         if self.cap < 1:
             raise ValueError(f"capacity must be at least 1 item, got {capacity!r}")
+        self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
-        self.threshold_bits = self.delta_bits      # the source has value 0
         self.max_rounds = MAX_ROUNDS
         self.options = (f"-DBLOCK={BLOCK}", f"-DVALUE_FLOAT={int(kind == 'float')}",
                         f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
@@ -138,21 +137,11 @@ class LinkedTraversal:
     # ------------------------------------------------------------------ running
     def _reset(self, i, source):
         """Device ``i``'s state for a run from ``source`` (renumbered id), on its compute stream
-        (so before its launch; peers touch it only after the start barrier)."""
+        (so before its launch; peers touch it only after the start barrier): the worker's
+        (:meth:`~apps.traversal_cuda.CUDATraversalWorker.reset_state`), then the links'."""
         w = self.workers[i]
-        w.dist.fill(w.inf_bits)
-        w.in_near.fill(-1)
-        w.sent_best.fill(w.inf_bits)
-        w.counters_dev.fill(0)
-        ctl = np.zeros(CTL_SIZE, dtype=np.int32)
-        ctl[FAR_MIN] = w.inf_bits
-        ctl[THRESHOLD] = self.threshold_bits
-        if w.lo <= source < w.hi:
-            w.dist[source - w.lo] = 0
-            w.in_near[source - w.lo] = 0
-            w.near[0][0] = source - w.lo
-            ctl[NEAR_COUNT] = 1
-        w.ctl.set(ctl)
+        w.set_source(source)
+        w.reset_state(self.delta)
         self.lu[i].fill(0)
         self.lu[i][L_LIM:L_LIM + 3 * LINK_MAX] = self.cap     # nothing applied yet: cap of room
         self.li[i].fill(0)
@@ -160,8 +149,10 @@ class LinkedTraversal:
     def _launch(self, i, source, timeout_ns):
         w = self.workers[i]
         self._reset(i, source)
-        args = (w.args, self.links[i], np.int32(self.threshold_bits), np.int32(self.delta_bits),
-                np.int32(self.max_rounds), np.int32(0), np.int32(w.has_big),
+        # read before the atomicMin on wide grids only, as the fused worker does
+        wide = self.blocks[i] > w.narrow_blocks
+        args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.delta_bits),
+                np.int32(self.max_rounds), np.int32(wide), np.int32(w.has_big),
                 np.uint64(self.barrier.base), np.int64(timeout_ns))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
                                          name=self.devices[i].name)
@@ -171,12 +162,11 @@ class LinkedTraversal:
         timeout_ns = peer_barrier.timeout_ns()
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, int(source_new), timeout_ns))
-        ctl, lu, li, counters = [], [], [], []
+        lu, li, counters = [], [], []
         for i in launched:
             w = self.workers[i]
 
             def read(i=i, w=w):
-                ctl.append(w.ctl.get())
                 counters.append(w.counters_dev.get())
                 lu.append(self.lu[i].get())
                 li.append(self.li[i].get())
@@ -198,9 +188,7 @@ class LinkedTraversal:
             self.counters_host[i] = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
                                      "rounds": rounds[i], "pull_rounds": 0, "launches": 1,
                                      "reshapes": 0, "deferrals": int(c[DEFERRALS]),
-                                     "absorbed": int(lu[i][L_RECEIVED]),
-                                     "idle_rounds": int(lu[i][L_IDLE]),
-                                     "publishing_rounds": int(lu[i][L_PUBLISHED])}
+                                     "absorbed": int(lu[i][L_RECEIVED])}
         sent = [int(x[L_SENT]) for x in lu]
         return {"rounds": rounds, "items_sent": {f"{i}->peers": n for i, n in enumerate(sent)},
                 "items_forwarded": [0] * self.k,
@@ -209,4 +197,4 @@ class LinkedTraversal:
                 "idle_rounds": [int(x[L_IDLE]) for x in lu],
                 "publishing_rounds": [int(x[L_PUBLISHED]) for x in lu],
                 "bytes_moved": 8 * sum(sent), "threshold_advances": 0, "pull_levels": 0,
-                "bsp_levels": 0, "exchange": "peer", "links": "device", "ring_capacity": self.cap}
+                "bsp_levels": 0, "exchange": "peer", "ring_capacity": self.cap}

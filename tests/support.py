@@ -170,6 +170,17 @@ def check_peer_exchange(solver_cls, k, graphs, expected, compare, *, mode="bsp",
                     assert (res.stats["exchange"], res.stats["mode"]) == ("peer", mode)
 
 
+def check_peer_exchange_errors(solver_cls, g):
+    """``exchange="peer"`` where it cannot run is a ValueError naming why, for BFS and SSSP
+    alike: CPU devices (BSP and async on two), and async on one device (nothing to exchange)."""
+    for mode in ("bsp", "async"):
+        with pytest.raises(ValueError, match=f"{solver_cls.app}: exchange='peer' cannot run here: "
+                                             f"it needs CUDA"):
+            solver_cls(g, backend="cpu", devices=2, mode=mode, exchange="peer")
+    with pytest.raises(ValueError, match="on one device exchanges nothing"):
+        solver_cls(g, backend="cpu", devices=1, mode="async", exchange="peer")
+
+
 def check_baseline_on_gpu(baseline, expected, load):
     """The plain-CuPy baseline test BFS and SSSP share: ``baseline(g, s)`` (a CuPy array) equals
     ``expected(g, s)`` (the CPU reference) from the busiest vertex of ``load("kron:10")`` and

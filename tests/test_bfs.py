@@ -16,7 +16,7 @@ from groute.graph import shipped_graph_path
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
-                     graph_from, need_gpus, star)
+                     check_peer_exchange_errors, graph_from, need_gpus, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -277,12 +277,7 @@ def test_exchange_option_says_what_can_run():
     g = load_graph("grid:8")
     with pytest.raises(ValueError, match="exchange must be one of"):
         BFS(g, backend="cpu", devices=2, exchange="nvlink")
-    with pytest.raises(ValueError, match="exchange='peer' cannot run here: it needs CUDA"):
-        BFS(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
-    with pytest.raises(ValueError, match="exchange='peer' cannot run here: it needs CUDA"):
-        BFS(g, backend="cpu", devices=2, mode="async", exchange="peer")
-    with pytest.raises(ValueError, match="on one device exchanges nothing"):
-        BFS(g, backend="cpu", devices=1, mode="async", exchange="peer")
+    check_peer_exchange_errors(BFS, g)
     # auto: the worklist where the peer exchange cannot run
     res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous")
     assert res.stats["exchange"] == "host"

@@ -16,7 +16,7 @@ from groute.graph import shipped_graph_path
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
-                     need_gpus, star)
+                     check_peer_exchange_errors, need_gpus, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -329,12 +329,7 @@ def peer_graphs():
 
 def test_exchange_peer_needs_cuda_and_two_devices_for_async():
     g = graph("grid:6")
-    with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
-        SSSP(g, backend="cpu", devices=2, mode="bsp", exchange="peer")
-    with pytest.raises(ValueError, match="on one device exchanges nothing"):
-        SSSP(g, backend="cpu", devices=1, mode="async", exchange="peer")
-    with pytest.raises(ValueError, match="sssp: exchange='peer' cannot run here: it needs CUDA"):
-        SSSP(g, backend="cpu", devices=2, mode="async", exchange="peer")
+    check_peer_exchange_errors(SSSP, g)
     # auto: the worklist, and BSP on the worklist keeps no priority window
     res = check(g, 0, backend="cpu", devices=2, mode="bsp", partition="contiguous", priority=True)
     assert res.stats["exchange"] == "host" and res.stats["priority"] is False
