@@ -105,6 +105,43 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
     block_add2(diff, total, stats);
 }
 
+// The start of a BSP run on one device: its n_local values y = y0, its whole vector 0 of
+// contributions = contrib0 (every vertex its in-arcs may read), and zeros in its stats words
+// and the counters of the kernel in use (zero_a, zero_b: "bins" hub and per-iteration task
+// counters; acc: the COO pair's sums; null when absent). pr_bsp_reset runs it as one launch
+// before the per-iteration kernels, the persistent kernels before their first iteration. (It
+// was four or five CuPy calls per device: 60-240 us of host time per run on two H200s.)
+__device__ __forceinline__ void bsp_reset_body(int n_local, float y0, float* __restrict__ y,
+                                               int n, const float* __restrict__ contrib0,
+                                               float* __restrict__ contrib,
+                                               double* __restrict__ stats, int stat_words,
+                                               int* __restrict__ zero_a, int na,
+                                               int* __restrict__ zero_b, int nb,
+                                               float* __restrict__ acc) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    // the copy dominates (n floats): 16 bytes per thread and step (allocations are aligned)
+    const long long n4 = n / 4;
+    for (long long i = first; i < n4; i += stride)
+        reinterpret_cast<float4*>(contrib)[i] = reinterpret_cast<const float4*>(contrib0)[i];
+    for (long long i = 4 * n4 + first; i < n; i += stride) contrib[i] = contrib0[i];
+    for (long long i = first; i < n_local; i += stride) {
+        y[i] = y0;
+        if (acc != nullptr) acc[i] = 0.0f;
+    }
+    for (long long i = first; i < stat_words; i += stride) stats[i] = 0.0;
+    for (long long i = first; i < na; i += stride) zero_a[i] = 0;
+    for (long long i = first; i < nb; i += stride) zero_b[i] = 0;
+}
+
+extern "C" __global__ void pr_bsp_reset(int n_local, float y0, float* y, int n,
+                                        const float* contrib0, float* contrib, double* stats,
+                                        int stat_words, int* zero_a, int na, int* zero_b, int nb,
+                                        float* acc) {
+    bsp_reset_body(n_local, y0, y, n, contrib0, contrib, stats, stat_words, zero_a, na, zero_b,
+                   nb, acc);
+}
+
 // The stopping rule itself, for one thread: iteration `row`'s rows of all devices added in
 // device order (bsp_converged and the persistent kernels' barrier share it, so every path
 // stops at the same iteration).
@@ -459,31 +496,51 @@ enum PersistCtl {
     P_CTL = 8
 };
 
-template <class Sweep>
+// GROUTE_PR_TRACE=1 (trace != nullptr): block 0's thread 0 stamps 4 global-timer values per
+// iteration for the first TRACE_ITERATIONS: sweep start, this device's grid barrier passed,
+// the cross-device wait passed, the decision handed to every block (second grid barrier).
+#define TRACE_ITERATIONS 256
+// (recomputed at each stamp from the kernel parameter: a pointer kept live across the sweep
+// cost the csc kernel 16 registers)
+__device__ __forceinline__ void trace_stamp(unsigned long long* trace, int i, int phase) {
+    if (trace != nullptr && i < TRACE_ITERATIONS) trace[4 * i + phase] = global_timer();
+}
+
+template <class Reset, class Sweep>
 __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
                                                unsigned long long* gbar, unsigned long long gbase,
                                                int k, long long timeout_ns,
+                                               unsigned long long* trace,
                                                const unsigned long long* __restrict__ stats_of,
-                                               int nstats, double tol, Sweep sweep) {
+                                               int nstats, double tol, Reset reset,
+                                               Sweep sweep) {
     unsigned int bar = 0;
     unsigned long long gtarget = gbase;
     const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
     if (leader) ctl[P_ABORT] = 0;
+    // this device's own state only (the peers store into its vectors from iteration 1 on,
+    // after barrier 0, which it passes only after this)
+    reset();
+    grid_barrier((unsigned int*)&ctl[P_BAR], bar);
     int t = t_begin;
     while (t < t_end) {
+        if (leader) trace_stamp(trace, t - t_begin, 0);
         sweep(t);
         grid_barrier((unsigned int*)&ctl[P_BAR], bar);
         if (leader) {
+            trace_stamp(trace, t - t_begin, 1);
             int stop = 0;
             if (!cross_device_wait(gbar, gtarget, k, timeout_ns)) {
                 ctl[P_ABORT] = 1;
                 stop = 2;
-            } else if (bsp_rule(stats_of, nstats, t, tol)) {
-                stop = 1;
+            } else {
+                trace_stamp(trace, t - t_begin, 2);
+                if (bsp_rule(stats_of, nstats, t, tol)) stop = 1;
             }
             ctl[P_STOP] = stop;
         }
         grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        if (leader) trace_stamp(trace, t - t_begin, 3);
         ++t;
         // written by the leader between the two barriers; rewritten only after every block
         // has arrived at the next iteration's first barrier, i.e. after this read
@@ -497,9 +554,23 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
 }
 
 // The arguments every persistent kernel adds: iterations [t_begin, t_end), its control words,
-// device 0's barrier counter and where it stands, the device count, the wait limit.
+// device 0's barrier counter and where it stands, the device count, the wait limit, the trace
+// (null: off), and what bsp_reset_body needs at the start of a run (t_begin == 0): the start
+// value y0, the start contributions contrib0 of all n_total vertices, the rows of y and the
+// hub counters ("bins").
 #define PERSIST_PARAMS int t_begin, int t_end, int* ctl, unsigned long long* gbar,                \
-                       unsigned long long gbase, int k, long long timeout_ns
+                       unsigned long long gbase, int k, long long timeout_ns,                      \
+                       unsigned long long* trace, float y0, const float* __restrict__ contrib0,    \
+                       int n_total, int y_rows, int n_hubs
+// The start of a run in a persistent kernel: this device's y, vector 0, stats rows [0, t_end)
+// and the counters (zero_a / zero_b as bsp_reset_body)
+#define PERSIST_RESET(ZERO_A, NA, ZERO_B, NB)                                                      \
+    [&]() {                                                                                        \
+        if (t_begin == 0)                                                                          \
+            bsp_reset_body(y_rows, y0, y, n_total, contrib0,                                       \
+                           reinterpret_cast<float*>(contribs[0]), stats, 2 * t_end, ZERO_A, NA,    \
+                           ZERO_B, NB, nullptr);                                                   \
+    }
 
 // pr_csc_body per iteration: contribs[2] (this device's vectors by parity), outs[2][nouts] (by
 // parity of the vector written), stats[t_end][2] (row t: iteration t).
@@ -512,8 +583,8 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         const unsigned char* __restrict__ need, double* stats,                                     \
         const unsigned long long* __restrict__ stats_of, int nstats, double tol,                   \
         int small_degree, PERSIST_PARAMS) {                                                        \
-    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, stats_of, nstats, tol,         \
-                   [&](int t) {                                                                    \
+    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
+                   PERSIST_RESET(nullptr, 0, nullptr, 0), [&](int t) {                             \
         pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                \
                                   reinterpret_cast<const float*>(contribs[t & 1]), base, damping,  \
                                   y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need,        \
@@ -524,7 +595,7 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
 // names: pr_csc{32,64}_persistent_k{1,2,4}
 PR_CSC_FORMS(PR_CSC_PERSISTENT, _persistent_k)
 
-// pr_bins_body per iteration; next[t]: iteration t's task counter (zeroed by the host), the
+// pr_bins_body per iteration; next[t]: iteration t's task counter (zeroed at the start), the
 // hub counters cnt are zeroed by each row's last chunk, in time for the next iteration (the
 // barrier orders it). One block of 1024 threads per SM with the hub prefix in dynamic shared
 // memory, as pr_bins; the copy into it is redone each iteration (the vector alternates).
@@ -538,8 +609,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         const unsigned char* __restrict__ need, int offset, float* part, int* cnt, int hub,        \
         int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,       \
         int nstats, double tol, PERSIST_PARAMS) {                                                  \
-    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, stats_of, nstats, tol,         \
-                   [&](int t) {                                                                    \
+    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
+                   PERSIST_RESET(cnt, n_hubs, next, t_end), [&](int t) {                           \
         pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources,                      \
                                 reinterpret_cast<const float*>(contribs[t & 1]), base, damping,    \
                                 y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need, offset,  \

@@ -246,6 +246,7 @@ class PageRank(Solver):
         n = self.n = int(graph.num_vertices)
         self._open_context(ctx, devices=devices, backend=backend)
         self._worklist = None
+        self._traced_iterations = 0     # of the last persistent run (GROUTE_PR_TRACE=1)
         try:
             k = self.k = len(self.ctx.devices)
             if n and k > n:
@@ -301,7 +302,8 @@ class PageRank(Solver):
                          for d, s in zip(self.ctx.devices, shards)]
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
-                self._contrib0 = [d.device.asarray((inv / max(n, 1)).astype(d.fdt)) for d in self.devs]
+                for d in self.devs:     # every run starts from these (DevicePR.bsp_reset)
+                    d.contrib0 = d.device.asarray((inv / max(n, 1)).astype(d.fdt))
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
@@ -341,6 +343,8 @@ class PageRank(Solver):
             return AppResult(np.zeros(0), 0.0, {"mode": self.mode, "iterations": 0})
         with DeviceTimer(self.ctx) as timer:
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
+        if self.mode == "bsp" and self.persistent:
+            stats["iteration_trace"] = self._trace_summary()
         if self.mode == "bsp":
             values = np.concatenate([d.bsp_values() for d in self.devs])
         else:
@@ -361,19 +365,20 @@ class PageRank(Solver):
     def _run_bsp(self) -> dict:
         n, d, k = self.n, self.damping, self.k
         base = (1.0 - d) / n
-        for dev, c0 in zip(self.devs, self._contrib0):
-            dev.bsp_reset(1.0 / n, c0)
         t = 0
         done_events = [None] * k
         converged_at = None
         history = []
-        if self.persistent:
-            t = self._run_persistent(base)
-            converged_at = self._check_stats(0, t, history, converged_at)
+        if self.persistent:     # the kernels start with bsp_reset's work themselves
+            t, rows = self._run_persistent(base, 1.0 / n)
+            converged_at = self._check_stats(0, t, history, converged_at, rows)
             if converged_at not in (t, None) or (converged_at is None and t < self.max_iterations):
                 raise RuntimeError(f"persistent PageRank: the kernels stopped after {t} iterations "
                                    f"but the host finds the stopping rule first met at "
                                    f"{converged_at} (stats of every device, device order)")
+        else:
+            for dev in self.devs:
+                dev.bsp_reset(1.0 / n)
         while t < self.max_iterations and converged_at is None:
             batch_end = min(t + self.check_every, self.max_iterations)
             for it in range(t, batch_end):
@@ -402,31 +407,42 @@ class PageRank(Solver):
                 "arcs_per_device": [dev.num_in for dev in self.devs],
                 "bytes_sent": int(t * per_iteration) if k > 1 else 0}
 
-    def _check_stats(self, t0, t1, history, converged_at):
+    def _check_stats(self, t0, t1, history, converged_at, rows=None):
         """Iterations [t0, t1) by every device's stats rows (added in device order, as the
-        kernels add them): their relative changes appended to ``history``; returns the first
-        iteration count that met the stopping rule (``converged_at`` if already known)."""
+        kernels add them; ``rows``: each device's rows already on the host, else read here):
+        their relative changes appended to ``history``; returns the first iteration count
+        that met the stopping rule (``converged_at`` if already known)."""
         if t1 <= t0:
             return converged_at
-        parts = sum(dev.bsp_stats(t0, t1) for dev in self.devs)
-        for it in range(t0, t1):
-            diff, mass = float(parts[it - t0, 0]), float(parts[it - t0, 1])
-            history.append(diff / mass if mass > 0 else 0.0)
-            if converged_at is None and diff <= self.tol * mass:
-                converged_at = it + 1
+        if rows is None:
+            rows = [dev.bsp_stats(t0, t1) for dev in self.devs]
+        else:
+            rows = [r[t0:t1] for r in rows]
+        parts = rows[0].copy()
+        for r in rows[1:]:      # device order, as the kernels add them
+            parts += r
+        diff, mass = parts[:, 0], parts[:, 1]
+        history.extend(np.where(mass > 0, diff / np.where(mass > 0, mass, 1.0), 0.0).tolist())
+        met = np.flatnonzero(diff <= self.tol * mass)
+        if converged_at is None and met.size:
+            converged_at = t0 + int(met[0]) + 1
         return converged_at
 
-    def _run_persistent(self, base) -> int:
-        """One persistent launch per device for the whole run (pr.cu ``bsp_persistent``); returns
-        the iterations run. Raises when a device gave up at the cross-device barrier (a peer
-        stopped or never started) or the devices disagree; the barrier counter is then reset
-        (after every device has finished), so the next run starts clean."""
+    def _run_persistent(self, base, y0) -> tuple[int, list]:
+        """One persistent launch per device for the whole run (pr.cu ``bsp_persistent``);
+        returns the iterations run and each device's stats rows (host). Raises when a device
+        gave up at the cross-device barrier (a peer stopped or never started) or the devices
+        disagree; the barrier counter is then reset (after every device has finished), so the
+        next run starts clean."""
         from apps.peer_barrier import timeout_ns
         bar = self._barrier
         launched, failure = bar.launch_each(
-            lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, bar.ptr, bar.base,
-                                                        self.k, timeout_ns()))
-        ctl = [self.devs[i].persistent_result() for i in launched]
+            lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, y0, bar.ptr,
+                                                        bar.base, self.k, timeout_ns()))
+        for i in launched:
+            self.devs[i].persistent_fetch()
+        results = [self.devs[i].persistent_result() for i in launched]
+        ctl = [c for c, _ in results]
         aborted = [self.devs[i].device.name for i, c in zip(launched, ctl) if c[P_ABORT] == 1]
         iterations = {int(c[P_ITERS]) for c in ctl}
         bar.finish([c[P_CROSS] for c in ctl], failure=failure, aborted=aborted,
@@ -434,7 +450,31 @@ class PageRank(Solver):
         if len(iterations) != 1:
             raise RuntimeError(f"persistent PageRank: the devices ran different iteration counts "
                                f"{[int(c[P_ITERS]) for c in ctl]}")
-        return iterations.pop()
+        t = iterations.pop()
+        self._traced_iterations = t     # the stamps are read after the timed part
+        return t, [rows for _, rows in results]
+
+    def _trace_summary(self) -> dict | None:
+        """GROUTE_PR_TRACE=1: where a persistent iteration's time goes, in microseconds, median
+        over the traced iterations per device (sweep and grid barrier, cross-device wait, the
+        rule and second grid barrier, the whole iteration), and each device's start after the
+        first device's (the launch skew) and its end before the last device's."""
+        rows = [d.persistent_trace(self._traced_iterations) for d in self.devs]
+        if rows[0] is None or not len(rows[0]):
+            return None
+        t0 = min(int(r[0, 0]) for r in rows)
+        t1 = max(int(r[-1, 3]) for r in rows)
+        per = []
+        for r in rows:
+            ph = np.stack([r[:, 1] - r[:, 0], r[:, 2] - r[:, 1], r[:, 3] - r[:, 2],
+                           r[:, 3] - r[:, 0]], axis=1) / 1e3
+            per.append({"sweep": round(float(np.median(ph[:, 0])), 2),
+                        "cross_wait": round(float(np.median(ph[:, 1])), 2),
+                        "decide": round(float(np.median(ph[:, 2])), 2),
+                        "iteration": round(float(np.median(ph[:, 3])), 2),
+                        "start_after_first": round((int(r[0, 0]) - t0) / 1e3, 2),
+                        "end_before_last": round((t1 - int(r[-1, 3])) / 1e3, 2)})
+        return {"per_device_us": per, "kernels_us": round((t1 - t0) / 1e3, 1)}
 
     def _bsp_iteration(self, t, base, done_events):
         devs = self.devs

@@ -5,6 +5,7 @@ drives in the asynchronous mode. The only backend-specific code of PageRank.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: pr.cu PersistCtl: the control words of a persistent launch
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
+#: pr.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced (GROUTE_PR_TRACE=1)
+TRACE_ITERATIONS = 256
 #: the most vectors one device's BSP step stores into, its own and its peers': ``need`` (see
 #: :meth:`DevicePR.set_outputs`) holds one uint8 bit mask per vertex
 MAX_OUTPUTS = 8
@@ -88,9 +91,10 @@ class DevicePR:
                 if mode != "bsp":
                     names = {n: n for n in ("pr_push", "pr_apply", "pr_pack")}
                 elif self.fused:
-                    names = {"csc": csc}
+                    names = {"csc": csc, "reset": "pr_bsp_reset"}
                 else:
-                    names = {"pr_pull": "pr_pull", "pr_finalize": "pr_finalize"}
+                    names = {"pr_pull": "pr_pull", "pr_finalize": "pr_finalize",
+                             "reset": "pr_bsp_reset"}
                 self.kernels = {key: get_kernel(KERNEL, name) for key, name in names.items()}
             self.sms = int(device.properties()["multiprocessors"])
             # the BSP grids, fixed for the solver's life: the fused kernels' is ``waves`` times
@@ -158,6 +162,10 @@ class DevicePR:
         self.kernels["persistent"] = fn
         self.persistent_blocks = max(1, blocks)
         self.ctl = self.device.zeros(P_CTL, np.int32)
+        self._persist_args = self._persist_key = self._persist_done = None
+        # GROUTE_PR_TRACE=1: 4 global-timer stamps per iteration (pr.cu bsp_persistent)
+        self.trace = (self.device.zeros(4 * TRACE_ITERATIONS, np.uint64)
+                      if os.environ.get("GROUTE_PR_TRACE") == "1" else None)
 
     def _grid(self, work_items, per_block=BLOCK, waves=8):
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
@@ -222,6 +230,9 @@ class DevicePR:
         self.stats = self.device.zeros((max_iterations, 2), np.float64)
         if self.cuda and self.bins:     # per iteration: the next task to take
             self.task_next = self.device.empty(max_iterations, np.int32)
+        if self.persistent:     # where a persistent run's control words and stats land
+            self._persist_host = (self.device.host_buffer(P_CTL, np.int32),
+                                  self.device.host_buffer((max_iterations, 2), np.float64))
 
     def set_check_group(self, devs):
         """The devices whose stats the stopping check adds up, in device order (the host adds
@@ -278,15 +289,27 @@ class DevicePR:
             mass += st[t - 1, 1]
         return bool(diff <= self.tol * mass)
 
-    def bsp_reset(self, y0: float, contrib0):
+    def bsp_reset(self, y0: float):
+        """The start of a per-iteration run: y = y0, vector 0 = :attr:`contrib0`, stats and
+        counters zeroed (CUDA: one launch of pr.cu ``pr_bsp_reset``; the persistent kernels do
+        the same themselves, see :meth:`persistent_launch`)."""
+        if self.cuda:
+            bins = self.fused and self.bins
+            args = (np.int32(self.n_local), np.float32(y0), self.y, np.int32(self.n),
+                    self.contrib0, self.contrib[0], self.stats, np.int32(self.stats.size),
+                    self.hub_count if bins else np.uint64(0),
+                    np.int32(self.hub_count.size if bins else 0),
+                    self.task_next if bins else np.uint64(0),
+                    np.int32(self.task_next.size if bins else 0),
+                    np.uint64(0) if self.fused else self.acc)
+            grid = self._grid(max(self.n // 4, self.n_local, 1))
+            self.stream.submit(lambda: self.kernels["reset"](grid, (BLOCK,), args))
+            return
+
         def reset():
             self.y.fill(y0)
-            if not (self.cuda and self.fused):
-                self.acc.fill(0)
-            elif self.bins:
-                self.hub_count.fill(0)
-                self.task_next.fill(0)
-            self.contrib[0][...] = contrib0
+            self.acc.fill(0)
+            self.contrib[0][...] = self.contrib0
             self.stats.fill(0)
         self.stream.submit(reset)
 
@@ -349,17 +372,27 @@ class DevicePR:
                     out[self.lo + idx] = c[idx]
         self.stream.submit(launch)
 
-    def persistent_launch(self, t_end: int, base: float, gbar_ptr: int, gbase: int, k: int,
-                          timeout_ns: int):
-        """Queue iterations [0, t_end) as one cooperative launch (pr.cu ``bsp_persistent``);
-        ``gbar_ptr``: device 0's barrier counter, standing at ``gbase``. A grid the device
-        cannot hold at once is halved until it fits (the occupancy answer was optimistic)."""
+    def persistent_launch(self, t_end: int, base: float, y0: float, gbar_ptr: int, gbase: int,
+                          k: int, timeout_ns: int):
+        """Queue a whole run, iterations [0, t_end), as one cooperative launch (pr.cu
+        ``bsp_persistent``, which starts with :meth:`bsp_reset`'s work). ``gbar_ptr``: device
+        0's barrier counter, standing at ``gbase``. A grid the device cannot hold at once is
+        halved until it fits (the occupancy answer was optimistic)."""
         from apps.peer_barrier import launch_resident
         fn = self.kernels["persistent"]
-        args = (*self._fused_args(self.contribs, base, self.outs_both,
-                                  self.task_next if self.bins else None, self.stats),
-                np.int32(0), np.int32(t_end), self.ctl, np.uint64(gbar_ptr), np.uint64(gbase),
-                np.int32(k), np.int64(timeout_ns))
+        key = (t_end, base, y0, k, timeout_ns)
+        if self._persist_key != key:    # built once: the same for every run of the solver
+            self._persist_key = key
+            self._persist_args = (
+                (*self._fused_args(self.contribs, base, self.outs_both,
+                                   self.task_next if self.bins else None, self.stats),
+                 np.int32(0), np.int32(t_end), self.ctl),
+                (np.int32(k), np.int64(timeout_ns),
+                 np.uint64(0) if self.trace is None else self.trace, np.float32(y0),
+                 self.contrib0, np.int32(self.n), np.int32(self.n_local),
+                 np.int32(self.hub_count.size if self.bins else 0)))
+        head, tail = self._persist_args
+        args = (*head, np.uint64(gbar_ptr), np.uint64(gbase), *tail)
         block, shared = (BINS_BLOCK, self.nhot * 4) if self.bins else (BLOCK, 0)
 
         def launch():
@@ -367,9 +400,31 @@ class DevicePR:
                                                      shared_mem=shared, name=self.device.name)
         self.stream.submit(launch)
 
+    def persistent_fetch(self):
+        """Queue the copies of the launch's control words and stats rows into pinned host
+        memory (after every device's launch: the next device starts sooner), so that
+        :meth:`persistent_result` only waits."""
+        ctl_host, stats_host = self._persist_host
+
+        def fetch():
+            self.ctl.get(out=ctl_host, blocking=False)
+            self.stats.get(out=stats_host, blocking=False)
+        self.stream.submit(fetch)
+        self._persist_done = self.stream.record()
+
     def persistent_result(self):
-        """This device's control words after its persistent launch (waits for it)."""
-        return _sync_host(self.device, self.ctl, spin=True)
+        """This device's control words and stats rows (host arrays, see
+        :meth:`persistent_fetch`) once its launch has finished."""
+        self._persist_done.synchronize(spin=SPIN_S)
+        return self._persist_host
+
+    def persistent_trace(self, iterations: int):
+        """The traced launch's stamps (ns, global timer): ``[iteration][sweep start, grid
+        barrier passed, cross-device wait passed, decision handed on]``; None when untraced."""
+        if self.trace is None:
+            return None
+        rows = self.device.to_host(self.trace).astype(np.int64).reshape(TRACE_ITERATIONS, 4)
+        return rows[:min(iterations, TRACE_ITERATIONS)]
 
     def bsp_stats(self, t0: int, t1: int):
         return _sync_host(self.device, self.stats[t0:t1], spin=True)

@@ -607,6 +607,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
                                              f"iterations {its} vs {ref_k[1]}",
                             "device_check": st.get("device_check"), "check_every": st.get("check_every"),
                             "persistent": st.get("persistent"),
+                            "iteration_trace": st.get("iteration_trace"),
                             "l1_change": st.get("l1_change"),
                             "exchange": st.get("exchange"), "arcs_per_device": st["arcs_per_device"],
                             "vertices_per_device": st["vertices_per_device"],

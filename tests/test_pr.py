@@ -845,6 +845,31 @@ def test_cuda_persistent_equals_per_iteration(k, kernel):
     assert not bitwise, f"not bit-equal ({kernel}, {k} GPUs): {bitwise}"
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kernel", ["csc", "bins"])
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}") for k in (1, 2)])
+def test_cuda_persistent_trace_times_every_phase_and_changes_nothing(k, kernel, monkeypatch):
+    """GROUTE_PR_TRACE=1: the stats say where a persistent iteration's time goes on every
+    device (phases that add up to the iteration, the launch skew), and the answer is the
+    untraced one bit for bit."""
+    need_gpus(k)
+    g = load_graph("grid:60" if kernel == "csc" else "kron:12", cache=False)
+    opts = dict(backend="cuda", devices=k, mode="bsp", bsp_kernel=kernel, partition="contiguous",
+                persistent=True)
+    plain = pagerank(g, **opts)
+    assert plain.stats["iteration_trace"] is None
+    monkeypatch.setenv("GROUTE_PR_TRACE", "1")
+    traced = pagerank(g, **opts)
+    assert np.array_equal(traced.values, plain.values)
+    trace = traced.stats["iteration_trace"]
+    assert len(trace["per_device_us"]) == k and trace["kernels_us"] > 0
+    for dev in trace["per_device_us"]:
+        parts = dev["sweep"] + dev["cross_wait"] + dev["decide"]
+        assert dev["iteration"] > 0 and dev["sweep"] > 0
+        assert abs(parts - dev["iteration"]) <= 0.1 * dev["iteration"] + 1.0, dev
+        assert 0 <= dev["start_after_first"] < trace["kernels_us"]
+
+
 @pytest.mark.gpu
 @pytest.mark.multigpu
 @pytest.mark.timeout(120)
