@@ -125,6 +125,16 @@ def timed_steps(cls_dev):
     return steps
 
 
+def report_launches(calls, what=""):
+    """Print the launch_resident times recorded in ``calls``, by device, and clear them."""
+    per_dev = {}
+    for name, sec in calls:
+        per_dev.setdefault(name, []).append(sec)
+    for name, samples in per_dev.items():
+        print(f"   {what}launch_resident on {name}: {us(samples)}", flush=True)
+    calls.clear()
+
+
 def launch_order(reverse: bool):
     """Make CrossDeviceBarrier.launch_each launch the last device first (or restore it)."""
     from apps.peer_barrier import CrossDeviceBarrier
@@ -190,24 +200,14 @@ def main():
             s.run()
             calls.clear()
             runs = [s.run() for _ in range(args.repeat)]
-            per_dev = {}
-            for name, sec in calls:
-                per_dev.setdefault(name, []).append(sec)
             tr = runs[-1].stats["iteration_trace"]
             print(f"PageRank persistent {args.pr_graph} x{k}: run {us([r.time_s for r in runs])}; "
                   f"kernels {tr['kernels_us']} us; starts after the first "
                   f"{[d['start_after_first'] for d in tr['per_device_us']]} us", flush=True)
-            for name, samples in per_dev.items():
-                print(f"   launch_resident on {name}: {us(samples)}", flush=True)
-            calls.clear()
-            for _ in range(args.repeat):
+            report_launches(calls)
+            for _ in range(args.repeat):    # the runs alone, the answers not read back between
                 s._run_bsp()
-            per_dev = {}
-            for name, sec in calls:
-                per_dev.setdefault(name, []).append(sec)
-            for name, samples in per_dev.items():
-                print(f"   without the answers' read-back between runs: launch_resident on {name}: "
-                      f"{us(samples)}", flush=True)
+            report_launches(calls, "without the answers' read-back between runs: ")
             steps.clear()
             t_run = time.perf_counter()
             r = s.run()
@@ -233,28 +233,17 @@ def main():
                 s.run(src)
                 calls.clear()
                 runs = [s.run(src) for _ in range(args.repeat)]
-                per_dev = {}
-                for name, sec in calls:
-                    per_dev.setdefault(name, []).append(sec)
                 trace = runs[-1].stats.get("level_trace_us")
                 first = [rows[0] for rows in trace] if trace else None
                 print(f"BFS peer {args.bfs_graph} x{k}, launched {order}: run "
                       f"{us([r.time_s for r in runs])}; level 0 [A, B, expand, C] per device "
                       f"{first}", flush=True)
-                for name, samples in per_dev.items():
-                    print(f"   launch_resident on {name}: {us(samples)}", flush=True)
+                report_launches(calls)
             launch_order(False)
-            # the kernels alone, run after run, without reading the answers back in between
             new_src = s.part.to_new_id(src)
-            calls.clear()
-            for _ in range(args.repeat):
+            for _ in range(args.repeat):    # the kernels alone, the answers not read back between
                 s.peer.run(new_src)
-            per_dev = {}
-            for name, sec in calls:
-                per_dev.setdefault(name, []).append(sec)
-            for name, samples in per_dev.items():
-                print(f"   without the answers' read-back between runs: launch_resident on {name}: "
-                      f"{us(samples)}", flush=True)
+            report_launches(calls, "without the answers' read-back between runs: ")
 
 
 if __name__ == "__main__":
