@@ -315,6 +315,36 @@ def test_markdown_names_the_peer_exchange():
     assert "| bsp |" in markdown(plain) and "(peer)" not in markdown(plain)
 
 
+def test_markdown_shows_strong_scaling_against_one_device():
+    """Each case on several devices gets the one-device time of the same app, graph and mode
+    over its own; one-device rows, and cases whose one-device run failed, show none."""
+    def timed(seconds_by_devices):
+        base = double("bfs")
+
+        class Timed(base):
+            def __init__(self, graph, *, ctx, **kw):
+                super().__init__(graph, ctx=ctx, **kw)
+                self.seconds = seconds_by_devices[ctx.num_devices]
+
+            def run(self, source=None):
+                res = super().run(source)
+                return AppResult(res.values, self.seconds, res.stats)
+        return Timed
+
+    results = run_suite(small_config(devices=[1, 2, 4], modes=["async", "bsp"]),
+                        solvers={"bfs": timed({1: 0.008, 2: 0.005, 4: 0.002})}, progress=False)
+    rows = [line for line in markdown(results).splitlines()
+            if line.startswith("| BFS | grid:6 |") and line.split(" | ")[2].isdigit()]
+    assert len(rows) == 6
+    cells = {tuple(r.split(" | ")[2:4]): r.split(" | ")[10] for r in rows}
+    assert cells[("1", "async")] == "-" and cells[("1", "bsp")] == "-"
+    assert cells[("2", "async")] == "1.6x" and cells[("4", "bsp")] == "4x"
+    failed = run_suite(small_config(devices=[1, 2]), progress=False,
+                       solvers={"bfs": double("bfs", raise_on_devices=1)})
+    two = [line for line in markdown(failed).splitlines() if line.startswith("| BFS | grid:6 | 2 |")]
+    assert two and two[0].split(" | ")[10] == "-"
+
+
 @pytest.mark.parametrize("seconds, runs", [(3.0, 1), (0.5, 2)])
 def test_a_slow_gpu_peer_is_timed_by_its_warm_up(monkeypatch, seconds, runs):
     """A GPU peer whose warm-up takes over half the case budget is not run again: that run is

@@ -108,8 +108,9 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     peer_names = sorted({p["peer"] for p in results.get("peers", []) if p["status"] == "ok"},
                         key=_peer_order)
     lines += [f"{h}# Our apps", ""]
+    one_device = one_device_speedups(results.get("cases", []))
     header = ["app", "graph", "devices", "mode", "status", "time (median)", "min - max", "runs",
-              "time / floor", "moved between devices"] + [f"vs {p}" for p in peer_names]
+              "time / floor", "moved between devices", "vs 1 device"] + [f"vs {p}" for p in peer_names]
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(header) - 5)) + "|"]
     for c in results.get("cases", []):
         label = APPS[c["app"]].label if c["app"] in APPS else c["app"]
@@ -121,7 +122,8 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
         if c["status"] == "ok":
             row += ["ok", fmt_seconds(c["time_s"]),
                     f"{fmt_seconds(c['min_s'])} - {fmt_seconds(c['max_s'])}", str(c["repeats"]),
-                    fmt_ratio(c.get("time_over_floor")), fmt_bytes(c.get("bytes_moved"))]
+                    fmt_ratio(c.get("time_over_floor")), fmt_bytes(c.get("bytes_moved")),
+                    fmt_ratio(one_device.get(id(c)))]
             row += [fmt_ratio(c.get("speedup", {}).get(p)) for p in peer_names]
         else:
             row += [f"**{c['status']}**: {_cell(c.get('note', ''))}"] + ["-"] * (len(header) - 5)
@@ -168,12 +170,28 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "4-byte answer per vertex written, at the copy bandwidth above). The floor is a lower "
               "bound for one device, so 1-device rows are >= 1; k devices have k times the "
               "bandwidth, so their rows can reach 1/k.",
+              "- vs 1 device: strong scaling, the same app, graph and mode on one device over "
+              "this time (> 1: faster than one device).",
               "- vs PEER: the peer's median time over ours (> 1: we are faster).",
               ""]
     notes = _notes(results)
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def one_device_speedups(cases) -> dict:
+    """Strong scaling of every verified case on several devices: the median time of the same
+    app, graph and mode on one device over its own, keyed by ``id(case)`` (no entry where that
+    one-device case is missing or failed)."""
+    one = {(c["app"], c["graph"], c.get("mode")): c["time_s"] for c in cases
+           if c["devices"] == 1 and c["status"] == "ok" and c.get("time_s")}
+    out = {}
+    for c in cases:
+        base = one.get((c["app"], c["graph"], c.get("mode")))
+        if c["devices"] > 1 and c["status"] == "ok" and base and c.get("time_s"):
+            out[id(c)] = base / c["time_s"]
+    return out
 
 
 def _run_lines(results: dict) -> list[str]:
