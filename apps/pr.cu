@@ -73,6 +73,14 @@ __device__ __forceinline__ float pr_update(float sum, float yold, float inv_outd
 // vector: [offset + v] of outs[0], as the caller addresses it), then at [offset + v] of each
 // peer's vector j >= 1 of outs whose bit j is set in need[v] (the peers whose in-arcs read v:
 // direct NVLink stores of only the boundary, CuSha-style). nouts == 1: need is not read.
+// pr_store_mask takes need[v] already loaded (or 1: no peer reads v).
+template <typename V>
+__device__ __forceinline__ void pr_store_mask(float* own, const unsigned long long* __restrict__ outs,
+                                              int nouts, unsigned mask, int offset, V v, float c) {
+    *own = c;
+    for (int j = 1; j < nouts; ++j)
+        if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
+}
 template <typename V>
 __device__ __forceinline__ void pr_store(float* own, const unsigned long long* __restrict__ outs,
                                          int nouts, const unsigned char* __restrict__ need,
@@ -210,13 +218,14 @@ __device__ __forceinline__ float pr_load(const float* p) {
 #endif
 }
 
-template <int K, typename IDX>
+template <int K, typename IDX, bool ANY>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
                                             const int* __restrict__ sources, const float* contrib,
                                             float base, float damping, float* __restrict__ y,
                                             const float* __restrict__ inv_outdeg,
                                             const unsigned long long* __restrict__ outs, int nouts,
-                                            const unsigned char* __restrict__ need, double* stats,
+                                            const unsigned char* __restrict__ need,
+                                            const unsigned* __restrict__ need_any, double* stats,
                                             const unsigned long long* __restrict__ stats_of,
                                             int nstats, int prev, double tol, int small_degree) {
     if (bsp_converged(stats_of, nstats, prev, tol)) return;
@@ -270,7 +279,20 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const long long v = wbase + k * 32 + lane;
-            if (v < n_local) {
+            // ANY (the persistent kernels, the multi-device default): need_any holds one bit
+            // per vertex, set where a peer reads it, one word for the warp's 32 vertices, so
+            // need[v] is loaded only there (a grid's boundary rows). With a second output on
+            // one H200 (tests/gpu_need_probe.py, grid:3465) the byte of every vertex made the
+            // sweep 1.205x as long, the words 1.089x. The per-iteration kernels, mostly run on
+            // one device, keep the byte (the word cost them 8 registers and a block per SM).
+            if constexpr (ANY) {
+                const unsigned any = nouts > 1 ? need_any[(wbase + k * 32) >> 5] : 0u;
+                if (v < n_local) {
+                    const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
+                    pr_store_mask(&out0[offset + v], outs, nouts,
+                                  (any >> lane) & 1u ? (unsigned)need[v] : 1u, offset, v, c);
+                }
+            } else if (v < n_local) {
                 const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
                 pr_store(&out0[offset + v], outs, nouts, need, offset, v, c);
             }
@@ -284,12 +306,12 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
         const float* contrib, float base, float damping, float* __restrict__ y,                    \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
-        int nouts, const unsigned char* __restrict__ need, double* stats,                          \
-        const unsigned long long* __restrict__ stats_of, int nstats, int prev, double tol,         \
-        int small_degree) {                                                                        \
-    pr_csc_body<K, IDX>(n_local, offset, indptr, sources, contrib, base, damping, y,               \
-                        inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev, tol,         \
-                        small_degree);                                                             \
+        int nouts, const unsigned char* __restrict__ need, const unsigned* __restrict__ need_any,   \
+        double* stats, const unsigned long long* __restrict__ stats_of, int nstats, int prev,      \
+        double tol, int small_degree) {                                                            \
+    pr_csc_body<K, IDX, false>(n_local, offset, indptr, sources, contrib, base, damping, y,        \
+                        inv_outdeg, outs, nouts, need, need_any, stats, stats_of, nstats, prev,    \
+                        tol, small_degree);                                                        \
 }
 // Every csc kernel family comes in six forms: NAME##{32,64}##TAG##{1,2,4} (index width of
 // indptr, vertices per lane K).
@@ -580,15 +602,15 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         const unsigned long long* __restrict__ contribs, float base, float damping,                \
         float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
         const unsigned long long* __restrict__ outs, int nouts,                                    \
-        const unsigned char* __restrict__ need, double* stats,                                     \
-        const unsigned long long* __restrict__ stats_of, int nstats, double tol,                   \
+        const unsigned char* __restrict__ need, const unsigned* __restrict__ need_any,             \
+        double* stats, const unsigned long long* __restrict__ stats_of, int nstats, double tol,    \
         int small_degree, PERSIST_PARAMS) {                                                        \
     bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
                    PERSIST_RESET(nullptr, 0, nullptr, 0), [&](int t) {                             \
-        pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                \
+        pr_csc_body<K, IDX, true>(n_local, offset, indptr, sources,                          \
                                   reinterpret_cast<const float*>(contribs[t & 1]), base, damping,  \
                                   y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need,        \
-                                  stats + 2 * (long long)t, stats_of, nstats, -1, tol,             \
+                                  need_any, stats + 2 * (long long)t, stats_of, nstats, -1, tol,   \
                                   small_degree);                                                   \
     });                                                                                            \
 }

@@ -206,6 +206,12 @@ class DevicePR:
                 self.outs_both = self.device.asarray(np.array(ptrs, dtype=np.uint64))
                 self.outs = [self.outs_both[:len(targets)], self.outs_both[len(targets):]]
                 self.need = self.device.asarray(need)
+                # "csc": one bit per vertex, set where some peer reads it (pr.cu pr_csc_body
+                # reads need[v] only there: the byte per vertex cost a grid's sweep 10%)
+                bits = np.packbits(need > 1, bitorder="little")
+                words = np.zeros(-(-max(self.n_local, 1) // 32) * 4, np.uint8)
+                words[:bits.size] = bits
+                self.need_any = self.device.asarray(words.view(np.uint32))
                 if self.persistent:     # the vectors its iterations read, by parity (Jacobi)
                     self.contribs = self.device.asarray(
                         np.array([c.data.ptr for c in self.contrib], dtype=np.uint64))
@@ -261,6 +267,7 @@ class DevicePR:
             tail = ()
         else:
             head = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols)
+            targets += (self.need_any,)
             tail = (np.int32(self.small_degree),)
         self._fixed_args = (head, (np.float32(self.damping), self.y, self.inv_outdeg), targets,
                             (self.stats_of, np.int32(len(self.stats_of))), np.float64(self.tol),
