@@ -73,14 +73,6 @@ __device__ __forceinline__ float pr_update(float sum, float yold, float inv_outd
 // vector: [offset + v] of outs[0], as the caller addresses it), then at [offset + v] of each
 // peer's vector j >= 1 of outs whose bit j is set in need[v] (the peers whose in-arcs read v:
 // direct NVLink stores of only the boundary, CuSha-style). nouts == 1: need is not read.
-// pr_store_mask takes need[v] already loaded (or 1: no peer reads v).
-template <typename V>
-__device__ __forceinline__ void pr_store_mask(float* own, const unsigned long long* __restrict__ outs,
-                                              int nouts, unsigned mask, int offset, V v, float c) {
-    *own = c;
-    for (int j = 1; j < nouts; ++j)
-        if ((mask >> j) & 1u) reinterpret_cast<float*>(outs[j])[offset + v] = c;
-}
 template <typename V>
 __device__ __forceinline__ void pr_store(float* own, const unsigned long long* __restrict__ outs,
                                          int nouts, const unsigned char* __restrict__ need,
@@ -218,14 +210,13 @@ __device__ __forceinline__ float pr_load(const float* p) {
 #endif
 }
 
-template <int K, typename IDX, bool ANY>
+template <int K, typename IDX, bool OWN_ONLY>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
                                             const int* __restrict__ sources, const float* contrib,
                                             float base, float damping, float* __restrict__ y,
                                             const float* __restrict__ inv_outdeg,
                                             const unsigned long long* __restrict__ outs, int nouts,
-                                            const unsigned char* __restrict__ need,
-                                            const unsigned* __restrict__ need_any, double* stats,
+                                            const unsigned char* __restrict__ need, double* stats,
                                             const unsigned long long* __restrict__ stats_of,
                                             int nstats, int prev, double tol, int small_degree) {
     if (bsp_converged(stats_of, nstats, prev, tol)) return;
@@ -279,19 +270,14 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const long long v = wbase + k * 32 + lane;
-            // ANY (the persistent kernels, the multi-device default): need_any holds one bit
-            // per vertex, set where a peer reads it, one word for the warp's 32 vertices, so
-            // need[v] is loaded only there (a grid's boundary rows). With a second output on
-            // one H200 (tests/gpu_need_probe.py, grid:3465) the byte of every vertex made the
-            // sweep 1.205x as long, the words 1.089x. The per-iteration kernels, mostly run on
-            // one device, keep the byte (the word cost them 8 registers and a block per SM).
-            if constexpr (ANY) {
-                const unsigned any = nouts > 1 ? need_any[(wbase + k * 32) >> 5] : 0u;
-                if (v < n_local) {
-                    const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
-                    pr_store_mask(&out0[offset + v], outs, nouts,
-                                  (any >> lane) & 1u ? (unsigned)need[v] : 1u, offset, v, c);
-                }
+            // OWN_ONLY (the persistent kernels): the peers get their values from the export
+            // lists after the sweep (bsp_persistent), so no vertex tests a peer mask here: with
+            // a second output on one H200 (tests/gpu_need_probe.py, grid:3465) the need byte of
+            // every vertex made the sweep 1.205x as long, a bit per vertex still 1.089x
+            if constexpr (OWN_ONLY) {
+                if (v < n_local)
+                    out0[offset + v] = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff,
+                                                 total);
             } else if (v < n_local) {
                 const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
                 pr_store(&out0[offset + v], outs, nouts, need, offset, v, c);
@@ -301,27 +287,36 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
     block_add2(diff, total, stats);
 }
 
-#define PR_CSC_KERNEL(NAME, K, IDX)                                                                \
+// The export lists of a csc kernel (used by the persistent forms; the per-iteration ones take
+// them too, unused, so that both share their argument order): exports[export_off[j] ..
+// export_off[j + 1]) are the local vertices peer output j (1 .. nouts - 1) reads, nexports
+// all of them.
+#define EXPORT_PARAMS const int* __restrict__ exports, const int* __restrict__ export_off,        \
+                      int nexports
+#define PR_CSC_KERNEL(NAME, K, IDX, MIN_BLOCKS_UNUSED)                                             \
 extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
         const float* contrib, float base, float damping, float* __restrict__ y,                    \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
-        int nouts, const unsigned char* __restrict__ need, const unsigned* __restrict__ need_any,   \
-        double* stats, const unsigned long long* __restrict__ stats_of, int nstats, int prev,      \
-        double tol, int small_degree) {                                                            \
+        int nouts, const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,           \
+        const unsigned long long* __restrict__ stats_of, int nstats, int prev, double tol,         \
+        int small_degree) {                                                                        \
     pr_csc_body<K, IDX, false>(n_local, offset, indptr, sources, contrib, base, damping, y,        \
-                        inv_outdeg, outs, nouts, need, need_any, stats, stats_of, nstats, prev,    \
-                        tol, small_degree);                                                        \
+                               inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev, tol,  \
+                               small_degree);                                                      \
 }
 // Every csc kernel family comes in six forms: NAME##{32,64}##TAG##{1,2,4} (index width of
 // indptr, vertices per lane K).
+// The last argument is the blocks per SM the persistent forms ask for (__launch_bounds__):
+// left to itself the compiler gave pr_csc32_persistent_k2 40 registers and 52 bytes of spills
+// (nvcc 13, sm_90); asked for 5 blocks, 48 and none. 4 keeps the others at 64 registers.
 #define PR_CSC_FORMS(KERNEL, TAG)                                                                  \
-    KERNEL(pr_csc32##TAG##1, 1, int)                                                               \
-    KERNEL(pr_csc32##TAG##2, 2, int)                                                               \
-    KERNEL(pr_csc32##TAG##4, 4, int)                                                               \
-    KERNEL(pr_csc64##TAG##1, 1, long long)                                                         \
-    KERNEL(pr_csc64##TAG##2, 2, long long)                                                         \
-    KERNEL(pr_csc64##TAG##4, 4, long long)
+    KERNEL(pr_csc32##TAG##1, 1, int, 5)                                                            \
+    KERNEL(pr_csc32##TAG##2, 2, int, 5)                                                            \
+    KERNEL(pr_csc32##TAG##4, 4, int, 4)                                                            \
+    KERNEL(pr_csc64##TAG##1, 1, long long, 4)                                                      \
+    KERNEL(pr_csc64##TAG##2, 2, long long, 4)                                                      \
+    KERNEL(pr_csc64##TAG##4, 4, long long, 4)
 // names: pr_csc{32,64}_k{1,2,4}; in place (Gauss-Seidel) is the same kernel given
 // contrib == outs[0]
 PR_CSC_FORMS(PR_CSC_KERNEL, _k)
@@ -528,13 +523,33 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* trace, int i, in
     if (trace != nullptr && i < TRACE_ITERATIONS) trace[4 * i + phase] = global_timer();
 }
 
-template <class Reset, class Sweep>
+// The export step of the persistent csc kernels, by every thread of the grid after its sweep
+// (and a grid barrier): the new contribution of each listed vertex, from this device's own
+// vector (outs[0], written by any block: read through L2), stored into the peer output that
+// reads it. A grid cut into row blocks exports its boundary rows only.
+__device__ __forceinline__ void pr_export(const unsigned long long* __restrict__ outs, int nouts,
+                                          int offset, const int* __restrict__ exports,
+                                          const int* __restrict__ export_off) {
+    const float* mine = reinterpret_cast<const float*>(outs[0]) + offset;
+    const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (int j = 1; j < nouts; ++j) {
+        float* peer = reinterpret_cast<float*>(outs[j]) + offset;
+        for (long long i = export_off[j] + first; i < export_off[j + 1]; i += stride) {
+            const int v = exports[i];
+            peer[v] = __ldcg(mine + v);
+        }
+    }
+}
+
+template <class Reset, class Export, class Sweep>
 __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
                                                unsigned long long* gbar, unsigned long long gbase,
                                                int k, long long timeout_ns,
                                                unsigned long long* trace,
                                                const unsigned long long* __restrict__ stats_of,
                                                int nstats, double tol, Reset reset,
+                                               int nexports, Export export_to_peers,
                                                Sweep sweep) {
     unsigned int bar = 0;
     unsigned long long gtarget = gbase;
@@ -549,6 +564,10 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
         if (leader) trace_stamp(trace, t - t_begin, 0);
         sweep(t);
         grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        if (nexports > 0) {     // the same on every block: the peers' values, then meet again
+            export_to_peers(t);
+            grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        }
         if (leader) {
             trace_stamp(trace, t - t_begin, 1);
             int stop = 0;
@@ -596,21 +615,24 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
 
 // pr_csc_body per iteration: contribs[2] (this device's vectors by parity), outs[2][nouts] (by
 // parity of the vector written), stats[t_end][2] (row t: iteration t).
-#define PR_CSC_PERSISTENT(NAME, K, IDX)                                                            \
-extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
+#define PR_CSC_PERSISTENT(NAME, K, IDX, MIN_BLOCKS)                                                \
+extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(                                \
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
         const unsigned long long* __restrict__ contribs, float base, float damping,                \
         float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
         const unsigned long long* __restrict__ outs, int nouts,                                    \
-        const unsigned char* __restrict__ need, const unsigned* __restrict__ need_any,             \
-        double* stats, const unsigned long long* __restrict__ stats_of, int nstats, double tol,    \
+        const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,                      \
+        const unsigned long long* __restrict__ stats_of, int nstats, double tol,                   \
         int small_degree, PERSIST_PARAMS) {                                                        \
     bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
-                   PERSIST_RESET(nullptr, 0, nullptr, 0), [&](int t) {                             \
+                   PERSIST_RESET(nullptr, 0, nullptr, 0), nexports,                                \
+                   [&](int t) {                                                                    \
+        pr_export(outs + ((t + 1) & 1) * nouts, nouts, offset, exports, export_off);               \
+    }, [&](int t) {                                                                                \
         pr_csc_body<K, IDX, true>(n_local, offset, indptr, sources,                          \
                                   reinterpret_cast<const float*>(contribs[t & 1]), base, damping,  \
                                   y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need,        \
-                                  need_any, stats + 2 * (long long)t, stats_of, nstats, -1, tol,   \
+                                  stats + 2 * (long long)t, stats_of, nstats, -1, tol,             \
                                   small_degree);                                                   \
     });                                                                                            \
 }
@@ -632,7 +654,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,       \
         int nstats, double tol, PERSIST_PARAMS) {                                                  \
     bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
-                   PERSIST_RESET(cnt, n_hubs, next, t_end), [&](int t) {                           \
+                   PERSIST_RESET(cnt, n_hubs, next, t_end), 0, [](int) {}, [&](int t) {            \
         pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources,                      \
                                 reinterpret_cast<const float*>(contribs[t & 1]), base, damping,    \
                                 y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need, offset,  \

@@ -206,12 +206,17 @@ class DevicePR:
                 self.outs_both = self.device.asarray(np.array(ptrs, dtype=np.uint64))
                 self.outs = [self.outs_both[:len(targets)], self.outs_both[len(targets):]]
                 self.need = self.device.asarray(need)
-                # "csc": one bit per vertex, set where some peer reads it (pr.cu pr_csc_body
-                # reads need[v] only there: the byte per vertex cost a grid's sweep 10%)
-                bits = np.packbits(need > 1, bitorder="little")
-                words = np.zeros(-(-max(self.n_local, 1) // 32) * 4, np.uint8)
-                words[:bits.size] = bits
-                self.need_any = self.device.asarray(words.view(np.uint32))
+                # the persistent csc kernels store into the peers from these export lists
+                # after the sweep (pr.cu pr_export), not by testing need[v] for every vertex:
+                # local vertices read by output j in exports[export_off[j]:export_off[j + 1]]
+                lists = [np.flatnonzero(need & np.uint8(1 << bit)).astype(np.int32)
+                         for bit in range(1, len(targets))]
+                off = np.zeros(len(targets) + 1, np.int32)
+                off[2:] = np.cumsum([x.size for x in lists])
+                self.nexports = int(off[-1])
+                self.exports = self.device.asarray(
+                    np.concatenate(lists) if self.nexports else np.zeros(1, np.int32))
+                self.export_off = self.device.asarray(off)
                 if self.persistent:     # the vectors its iterations read, by parity (Jacobi)
                     self.contribs = self.device.asarray(
                         np.array([c.data.ptr for c in self.contrib], dtype=np.uint64))
@@ -267,7 +272,7 @@ class DevicePR:
             tail = ()
         else:
             head = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols)
-            targets += (self.need_any,)
+            targets += (self.exports, self.export_off, np.int32(self.nexports))
             tail = (np.int32(self.small_degree),)
         self._fixed_args = (head, (np.float32(self.damping), self.y, self.inv_outdeg), targets,
                             (self.stats_of, np.int32(len(self.stats_of))), np.float64(self.tol),

@@ -1,14 +1,14 @@
-"""GPU probe: what the peer-store mask costs PageRank's persistent csc sweep, on one device.
+"""GPU probe: what storing into the peers costs PageRank's persistent csc sweep, on one device.
 
 On two H200s a device's sweep of N vertices took 10-14% longer than one GPU's sweep of a graph
-with N vertices (grid:4900 on two against grid:3465 on one). The kernels differ by the peer
-mask once there are peer outputs (nouts > 1). This runs the persistent csc kernel on one GPU
-(``persistent=True``, ``GROUTE_PR_TRACE=1``: the median sweep of an iteration) as it runs alone
-(nouts 1) and with a second output vector that no vertex needs (nouts 2, nothing stored into
-it): as the kernel reads the mask now (the ``need_any`` words, one bit per vertex), and with
-every ``need_any`` bit set, so that every vertex's ``need`` byte is read, as before
-``need_any``. (Measured before it with the per-iteration kernel: 115.0 against 126.7 us on
-grid:3465, one H200.)
+with N vertices (grid:4900 on two against grid:3465 on one): every vertex read its ``need``
+byte (which peers read it) to decide where to store. Measured with this probe on one H200
+(grid:3465, a second output vector that no vertex needs): the byte of every vertex made the
+sweep 1.205x as long, one bit per vertex (``need_any`` words, tried next) still 1.089x. The
+kernels now store only their own vector in the sweep and export the listed vertices to the
+peers afterwards (pr.cu ``pr_export``). This runs the persistent csc kernel on one GPU
+(``persistent=True``, ``GROUTE_PR_TRACE=1``: median phases of an iteration) alone (nouts 1),
+with a second output and nothing to export, and with every hundredth vertex exported to it.
 
     python tests/gpu_need_probe.py [--graphs grid:3465,grid:2450] [--repeat 5]
 """
@@ -23,12 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def with_unused_output(dev, read_every_byte=False):
-    """Give ``dev`` a second output vector whose bit no vertex has (need stays 1 per vertex);
-    ``read_every_byte``: set every need_any bit, so the kernel reads every need byte."""
+def with_second_output(dev, every=0):
+    """Give ``dev`` a second output vector (a dummy) and export every ``every``-th local
+    vertex to it (0: none)."""
     import numpy as np
-    if read_every_byte:
-        dev.need_any = dev.device.asarray(np.full(dev.need_any.size, 0xFFFFFFFF, np.uint32))
     dummy = [dev.device.zeros(dev.n, np.float32) for _ in dev.contrib]
     ptrs = [c.data.ptr for par in range(2) for c in (dev.contrib[par % len(dev.contrib)],
                                                      dummy[par % len(dummy)])]
@@ -36,6 +34,10 @@ def with_unused_output(dev, read_every_byte=False):
     dev.outs_both = dev.device.asarray(np.array(ptrs, dtype=np.uint64))
     dev.outs = [dev.outs_both[:2], dev.outs_both[2:]]
     dev.out_targets = [dev, dev]
+    listed = np.arange(0, dev.n_local, every, dtype=np.int32) if every else np.zeros(0, np.int32)
+    dev.nexports = int(listed.size)
+    dev.exports = dev.device.asarray(listed if listed.size else np.zeros(1, np.int32))
+    dev.export_off = dev.device.asarray(np.array([0, 0, listed.size], np.int32))
     dev._bind_fused_args()
 
 
@@ -51,21 +53,22 @@ def main():
     from groute.graph import load_graph
     for spec in args.graphs.split(","):
         g = load_graph(spec)
-        sweeps, first = {}, None
-        for how in ("nouts 1", "nouts 2", "nouts 2, every need byte read", "nouts 1 again"):
+        phases, first = {}, None
+        for how, every in (("nouts 1", None), ("nouts 2, nothing exported", 0),
+                           ("nouts 2, 1% exported", 100), ("nouts 1 again", None)):
             with Context(1, backend="cuda") as ctx, PageRank(g, ctx=ctx, mode="bsp", bsp_kernel="csc",
                                                              persistent=True) as s:
-                if "nouts 2" in how:
-                    with_unused_output(s.devs[0], read_every_byte="every" in how)
+                if every is not None:
+                    with_second_output(s.devs[0], every)
                 s.run()
                 runs = [s.run() for _ in range(args.repeat)]
-            sweeps[how] = statistics.median(r.stats["iteration_trace"]["per_device_us"][0]["sweep"]
-                                            for r in runs)
+            tr = [r.stats["iteration_trace"]["per_device_us"][0] for r in runs]
+            phases[how] = tuple(statistics.median(t[key] for t in tr) for key in ("sweep", "iteration"))
             first = runs[-1].values if first is None else first
             assert (runs[-1].values == first).all(), f"{spec} {how}: a different answer"
-        base = sweeps["nouts 1"]
-        print(f"{spec}: sweep " + ", ".join(f"{k} {v:.1f} us ({v / base:.3f}x)"
-                                            for k, v in sweeps.items()), flush=True)
+        base = phases["nouts 1"][0]
+        print(f"{spec}: " + ", ".join(f"{k}: sweep {sw:.1f} us ({sw / base:.3f}x), iteration {it:.1f} us"
+                                      for k, (sw, it) in phases.items()), flush=True)
 
 
 if __name__ == "__main__":
