@@ -489,9 +489,12 @@ PR_BINS_KERNEL(pr_bins64, long long)
 
 // Persistent BSP (PageRank(persistent=True)): one cooperative launch per device runs iterations
 // [t_begin, t_end) of the fused kernels above, instead of one launch per device per iteration
-// with events between the devices. Iteration t is the per-iteration kernel's body (the same
-// function, coherent loads: see pr_load) reading contribs[t & 1] and storing into the vectors
-// of outs[(t + 1) & 1], then one barrier of every block of every device (peer_sync.cuh): a
+// with events between the devices. The launch first resets this device's state
+// (bsp_reset_body) behind a grid barrier. Iteration t is the per-iteration kernel's body (the
+// same function, coherent loads: see pr_load) reading contribs[t & 1] and storing into the
+// vectors of outs[(t + 1) & 1] ("bins" through the need masks; "csc" its own vector, then, after
+// a grid barrier, the export lists into the peers': pr_export, and a grid barrier), then one
+// barrier of every block of every device (peer_sync.cuh): a
 // grid barrier (this device's sweep, its peer stores and its stats row t are done), the
 // cross-device arrival and wait of block 0's thread 0 on device 0's counter gbar (system-scope
 // release and acquire: the peers' stores and rows are visible after it), the stopping rule of

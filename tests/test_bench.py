@@ -345,6 +345,14 @@ def test_markdown_shows_strong_scaling_against_one_device():
     assert two and two[0].split(" | ")[10] == "-"
 
 
+def test_markdown_leaves_out_the_peer_table_when_no_peer_ran():
+    """``--peers none``: no empty "Peers" table; with a peer that ran, the table is there."""
+    without = run_suite(small_config(peers=[]), solvers={"bfs": double("bfs")}, progress=False)
+    assert "Peers (same run" not in markdown(without)
+    with_scipy = run_suite(small_config(), solvers={"bfs": double("bfs")}, progress=False)
+    assert "Peers (same run" in markdown(with_scipy)
+
+
 @pytest.mark.parametrize("seconds, runs", [(3.0, 1), (0.5, 2)])
 def test_a_slow_gpu_peer_is_timed_by_its_warm_up(monkeypatch, seconds, runs):
     """A GPU peer whose warm-up takes over half the case budget is not run again: that run is

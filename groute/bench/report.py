@@ -130,18 +130,18 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
 
-    lines += [f"{h}# Peers (same run, same graphs)", "",
-              "| app | graph | peer | runs on | status | time (median) | runs | note |",
-              "|---|---|---|---|---|---:|---:|---|"]
-    for p in results.get("peers", []):
-        if p["status"] == "skip":  # listed once per reason under Notes
-            continue
-        label = APPS[p["app"]].label if p["app"] in APPS else p["app"]
-        status = "ok" if p["status"] == "ok" else f"**{p['status']}**"
-        lines.append(f"| {label} | {_cell(p['graph'])} | {_cell(p.get('label') or p['peer'])} | "
-                     f"{p.get('device') or '-'} | {status} | {fmt_seconds(p.get('time_s'))} | "
-                     f"{p.get('repeats') or '-'} | {_cell(_peer_note(p))} |")
-    lines.append("")
+    shown = [p for p in results.get("peers", []) if p["status"] != "skip"]  # skips: under Notes
+    if shown:
+        lines += [f"{h}# Peers (same run, same graphs)", "",
+                  "| app | graph | peer | runs on | status | time (median) | runs | note |",
+                  "|---|---|---|---|---|---:|---:|---|"]
+        for p in shown:
+            label = APPS[p["app"]].label if p["app"] in APPS else p["app"]
+            status = "ok" if p["status"] == "ok" else f"**{p['status']}**"
+            lines.append(f"| {label} | {_cell(p['graph'])} | {_cell(p.get('label') or p['peer'])} | "
+                         f"{p.get('device') or '-'} | {status} | {fmt_seconds(p.get('time_s'))} | "
+                         f"{p.get('repeats') or '-'} | {_cell(_peer_note(p))} |")
+        lines.append("")
 
     refs = results.get("references", [])
     if refs:
