@@ -54,7 +54,6 @@ vectorised NumPy: ``np.minimum.at`` on roots, then pointer jumping).
 """
 from __future__ import annotations
 
-import logging
 import time
 
 import numpy as np
@@ -65,7 +64,6 @@ from apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remai
 from apps.common import AppResult, DeviceTimer, Solver
 from groute import Link, Router, first_available
 
-log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from groute.graph.arcs import arc_rows
+from groute.graph.arcs import LOOP_CHUNK_ARCS, arc_rows, self_loop_count
 from groute.graph.csr import kept_on
 
 
@@ -36,8 +36,9 @@ def symmetric_csr(graph):
     n = indptr.shape[0] - 1
     src = arc_rows(indptr)
     keep = src != indices
-    s2 = np.concatenate([src[keep], indices[keep].astype(np.int32)])
-    d2 = np.concatenate([indices[keep].astype(np.int32), src[keep]])
+    s, d = src[keep], indices[keep].astype(np.int32, copy=False)
+    s2, d2 = np.concatenate([s, d]), np.concatenate([d, s])
+    del s, d
     order = np.lexsort((d2, s2))
     sym_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(s2, minlength=n), out=sym_ptr[1:])
@@ -78,11 +79,10 @@ def late_bitmap(indptr, rounds) -> np.ndarray:
     return words.view("<u4").astype(np.uint32)
 
 
-def undirected_edge_count(indptr, indices, chunk=None) -> int:
+def undirected_edge_count(indptr, indices, chunk=LOOP_CHUNK_ARCS) -> int:
     """Non-loop edges of a symmetric CSR (each stored as two arcs); the loops are counted in
     cache-sized row chunks (:func:`groute.graph.arcs.self_loop_count`)."""
-    from groute.graph.arcs import LOOP_CHUNK_ARCS, self_loop_count
-    loops = self_loop_count(indptr, indices, chunk or LOOP_CHUNK_ARCS)
+    loops = self_loop_count(indptr, indices, chunk)
     return (int(np.asarray(indptr)[-1]) - loops) // 2
 
 

@@ -198,6 +198,12 @@ class DevicePR:
             used = peer.reads()[self.lo:self.hi]
             need[used] |= np.uint8(1 << bit)
             self.peer_stores += int(np.count_nonzero(used))
+        # per peer output j >= 1, the local vertices it reads: what the NumPy sweeps and the
+        # persistent csc kernels store into it (exports, below); the other CUDA kernels test
+        # need[v] and go without
+        listed = not self.cuda or (self.persistent and not self.bins)
+        lists = [np.flatnonzero(need & np.uint8(1 << bit)).astype(np.int32)
+                 for bit in range(1, len(targets))] if listed else []
         if self.cuda:
             ptrs = [t.contrib[par % len(t.contrib)].data.ptr for par in range(2) for t in targets]
             with self.device.use():
@@ -208,11 +214,12 @@ class DevicePR:
                 self.need = self.device.asarray(need)
                 # the persistent csc kernels store into the peers from these export lists
                 # after the sweep (pr.cu pr_export), not by testing need[v] for every vertex:
-                # local vertices read by output j in exports[export_off[j]:export_off[j + 1]]
-                lists = [np.flatnonzero(need & np.uint8(1 << bit)).astype(np.int32)
-                         for bit in range(1, len(targets))]
+                # output j's vertices are exports[export_off[j]:export_off[j + 1]] (nothing
+                # listed for the kernels that test need[v]; the per-iteration csc kernels take
+                # the arguments unused)
                 off = np.zeros(len(targets) + 1, np.int32)
-                off[2:] = np.cumsum([x.size for x in lists])
+                if listed:
+                    off[2:] = np.cumsum([x.size for x in lists])
                 self.nexports = int(off[-1])
                 self.exports = self.device.asarray(
                     np.concatenate(lists) if self.nexports else np.zeros(1, np.int32))
@@ -222,8 +229,7 @@ class DevicePR:
                         np.array([c.data.ptr for c in self.contrib], dtype=np.uint64))
         else:
             self.outs = [[t.contrib[par % len(t.contrib)] for t in targets] for par in range(2)]
-            self.need_idx = [None] + [np.flatnonzero(need & np.uint8(1 << bit))
-                                      for bit in range(1, len(targets))]
+            self.need_idx = [None] + lists
 
     def set_copies(self, devs):
         """The copies that follow each iteration's kernel, per parity of the vector written:

@@ -58,11 +58,11 @@ class LinkedTraversal:
     docstring. ``workers``: per device, a :class:`~apps.traversal_cuda.CUDATraversalWorker`
     (shared: values land in its ``dist``); ``offsets``: the partition's vertex ranges;
     ``delta``: soft-priority step (also the first threshold), ``math.inf`` for none; each
-    device moves its own threshold when its near work runs out; ``capacity``: ring items per
-    (sender, owner) pair."""
+    device moves its own threshold when its near work runs out. A ring holds the largest
+    part's vertex count of items per (sender, owner) pair, within MIN_CAPACITY..MAX_CAPACITY."""
 
     def __init__(self, ctx, workers, offsets, *, app: str, kind: str, weighted: bool,
-                 delta: float = math.inf, capacity: int | None = None):
+                 delta: float = math.inf):
         import cupy
         self.app, self.kind = app, kind
         self.devices = list(ctx.devices)
@@ -73,9 +73,7 @@ class LinkedTraversal:
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
         sizes = np.diff(np.asarray(offsets, dtype=np.int64))
-        self.cap = int(capacity or min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY))
-        if self.cap < 1:
-            raise ValueError(f"capacity must be at least 1 item, got {capacity!r}")
+        self.cap = min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY)
         self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
         self.max_rounds = MAX_ROUNDS

@@ -410,14 +410,8 @@ class Link(SegmentReceiver):
                     self._issuing = True
                 # a failed issue is reported once, by _fail inside: its _error ends the loop
                 self._issue_and_yield(float("inf"), raise_errors=False)
-        except BaseException as exc:  # noqa: BLE001 - the pump's own (stop, timeout): to all
-            with self._lock:
-                if self._error is None:
-                    self._error = exc
-                self._arrival.notify_all()
-            log.debug("%s failed: %r", self.name, exc)
-            if self.ctx is not None:
-                self.ctx.fail(self.name, exc)
+        except BaseException as exc:  # noqa: BLE001 - the pump's own (stop, timeout): to all,
+            self._fail(exc)           # as a failed issue is
         finally:
             if drained:
                 self._copier.release_stream(self.stream)

@@ -359,6 +359,24 @@ def test_stop_with_sends_queued_is_not_mistaken_for_the_end():
 
 
 @pytest.mark.timeout(60)
+def test_a_failed_pump_fails_the_queued_sends_at_once(cpu_ctx):
+    """When the pump ends on its own error (here: the receiver never releases its buffer) on
+    a link outside any context, the queued send fails with that error at once, not after the
+    sender's own timeout."""
+    a, b = cpu_ctx.devices[:2]
+    link = Link(a, b, packet_size=1, num_buffers=1)
+    link.timeout = 0.5      # the pump's wait for a free buffer (no context to take it from)
+    handle = link.send(np.arange(3, dtype=np.int32))    # 3 packets, 1 buffer
+    held = link.receive(timeout=5)
+    t0 = time.monotonic()
+    with pytest.raises(WaitTimeout, match="free receive buffer"):
+        handle.wait(timeout=30)
+    assert time.monotonic() - t0 < 10
+    held.release()
+    link.close()
+
+
+@pytest.mark.timeout(60)
 def test_empty_sends_keep_their_place_in_the_queue():
     with cpu_link(packet_size=2, num_buffers=1) as (ctx, link):
         h0 = link.send(np.empty(0, np.int32))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .suite import APPS
+from .suite import app_label
 
 
 def _pyplot():
@@ -53,10 +53,6 @@ def _grid(plt, apps, graphs):
     return fig, axes
 
 
-def _label(app):
-    return APPS[app].label if app in APPS else app
-
-
 def _empty(ax, text="no verified cases"):
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="gray")
     ax.set_xticks([])
@@ -69,7 +65,7 @@ def _scaling(plt, ok, apps, graphs, title, path):
         for j, graph in enumerate(graphs):
             ax = axes[i][j]
             mine = [c for c in ok if c["app"] == app and c["graph"] == graph]
-            ax.set_title(f"{_label(app)} - {graph}", fontsize=9)
+            ax.set_title(f"{app_label(app)} - {graph}", fontsize=9)
             if not mine:
                 _empty(ax)
                 continue
@@ -97,7 +93,7 @@ def _bars(plt, ok, apps, graphs, title, path, *, value, ylabel, reference_line):
     for i, app in enumerate(apps):
         for j, graph in enumerate(graphs):
             ax = axes[i][j]
-            ax.set_title(f"{_label(app)} - {graph}", fontsize=9)
+            ax.set_title(f"{app_label(app)} - {graph}", fontsize=9)
             verified = [c for c in ok if c["app"] == app and c["graph"] == graph]
             mine = [(c, value(c)) for c in verified]
             mine = [(c, v) for c, v in mine if v]

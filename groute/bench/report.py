@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from ..machine import summary_line
-from .suite import APPS, PR_MAX_L1, PR_TOL
+from .suite import PR_MAX_L1, PR_TOL, app_label
 
 
 def write_json(results: dict, path) -> None:
@@ -91,34 +91,32 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
         lines += _run_lines(run)
         lines.append("")
 
-    lines += [f"{h}# Graphs", "", "| graph | vertices | arcs | directed | source (rule) | load |",
-              "|---|---:|---:|---|---|---:|"]
+    graph_rows = []
     for g in results.get("graphs", []):
         if g.get("error"):
-            lines.append(f"| {_cell(g['spec'])} | - | - | - | did not load: {_cell(g['error'])} | - |")
+            graph_rows.append([_cell(g["spec"]), "-", "-", "-", f"did not load: {_cell(g['error'])}", "-"])
             continue
         src = g.get("source")
         fid = g.get("source_file_id")
         src_text = f"{src}" + (f" (file id {fid})" if fid is not None and fid != src else "")
-        lines.append(f"| {_cell(g['spec'])} | {g['vertices']:,} | {g['arcs']:,} | "
-                     f"{'yes' if g['directed'] else 'no'} | {src_text}: {g.get('source_rule', '')} | "
-                     f"{fmt_seconds(g.get('load_s'))} |")
-    lines.append("")
+        graph_rows.append([_cell(g["spec"]), f"{g['vertices']:,}", f"{g['arcs']:,}",
+                           "yes" if g["directed"] else "no", f"{src_text}: {g.get('source_rule', '')}",
+                           fmt_seconds(g.get("load_s"))])
+    lines += _table(f"{h}# Graphs", ["graph", "vertices:", "arcs:", "directed", "source (rule)",
+                                     "load:"], graph_rows, keep_empty=True)
 
     peer_names = sorted({p["peer"] for p in results.get("peers", []) if p["status"] == "ok"},
                         key=_peer_order)
-    lines += [f"{h}# Our apps", ""]
     one_device = one_device_speedups(results.get("cases", []))
-    header = ["app", "graph", "devices", "mode", "status", "time (median)", "min - max", "runs",
-              "time / floor", "moved between devices", "vs 1 device"] + [f"vs {p}" for p in peer_names]
-    lines += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 5 + ["---:"] * (len(header) - 5)) + "|"]
+    header = ["app", "graph", "devices", "mode", "status", "time (median):", "min - max:", "runs:",
+              "time / floor:", "moved between devices:", "vs 1 device:"] + [f"vs {p}:" for p in peer_names]
+    case_rows = []
     for c in results.get("cases", []):
-        label = APPS[c["app"]].label if c["app"] in APPS else c["app"]
         mode = c.get("mode") or "-"
         exchange = (c.get("stats") or {}).get("exchange")
         if exchange == "peer":      # BFS or SSSP in one persistent kernel per GPU (traversal_peer)
             mode += " (peer)"
-        row = [label, _cell(c["graph"]), str(c["devices"]), mode]
+        row = [app_label(c["app"]), _cell(c["graph"]), str(c["devices"]), mode]
         if c["status"] == "ok":
             row += ["ok", fmt_seconds(c["time_s"]),
                     f"{fmt_seconds(c['min_s'])} - {fmt_seconds(c['max_s'])}", str(c["repeats"]),
@@ -127,33 +125,23 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
             row += [fmt_ratio(c.get("speedup", {}).get(p)) for p in peer_names]
         else:
             row += [f"**{c['status']}**: {_cell(c.get('note', ''))}"] + ["-"] * (len(header) - 5)
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
+        case_rows.append(row)
+    lines += _table(f"{h}# Our apps", header, case_rows, keep_empty=True)
 
-    shown = [p for p in results.get("peers", []) if p["status"] != "skip"]  # skips: under Notes
-    if shown:
-        lines += [f"{h}# Peers (same run, same graphs)", "",
-                  "| app | graph | peer | runs on | status | time (median) | runs | note |",
-                  "|---|---|---|---|---|---:|---:|---|"]
-        for p in shown:
-            label = APPS[p["app"]].label if p["app"] in APPS else p["app"]
-            status = "ok" if p["status"] == "ok" else f"**{p['status']}**"
-            lines.append(f"| {label} | {_cell(p['graph'])} | {_cell(p.get('label') or p['peer'])} | "
-                         f"{p.get('device') or '-'} | {status} | {fmt_seconds(p.get('time_s'))} | "
-                         f"{p.get('repeats') or '-'} | {_cell(_peer_note(p))} |")
-        lines.append("")
+    peer_rows = [[app_label(p["app"]), _cell(p["graph"]), _cell(p.get("label") or p["peer"]),
+                  p.get("device") or "-", "ok" if p["status"] == "ok" else f"**{p['status']}**",
+                  fmt_seconds(p.get("time_s")), str(p.get("repeats") or "-"), _cell(_peer_note(p))]
+                 for p in results.get("peers", []) if p["status"] != "skip"]  # skips: under Notes
+    lines += _table(f"{h}# Peers (same run, same graphs)",
+                    ["app", "graph", "peer", "runs on", "status", "time (median):", "runs:", "note"],
+                    peer_rows)
 
-    refs = results.get("references", [])
-    if refs:
-        lines += [f"{h}# References (what every answer is checked against)", "",
-                  "| app | graph | computed by | time | from the disk cache |",
-                  "|---|---|---|---:|---|"]
-        for r in refs:
-            label = APPS[r["app"]].label if r["app"] in APPS else r["app"]
-            computed = r.get("label") or "groute.graph.reference (CPU)"
-            lines.append(f"| {label} | {_cell(r['graph'])} | {_cell(computed)} | "
-                         f"{fmt_seconds(r.get('wall_s'))} | {'yes' if r.get('cached') else 'no'} |")
-        lines.append("")
+    ref_rows = [[app_label(r["app"]), _cell(r["graph"]),
+                 _cell(r.get("label") or "groute.graph.reference (CPU)"),
+                 fmt_seconds(r.get("wall_s")), "yes" if r.get("cached") else "no"]
+                for r in results.get("references", [])]
+    lines += _table(f"{h}# References (what every answer is checked against)",
+                    ["app", "graph", "computed by", "time:", "from the disk cache"], ref_rows)
 
     lines += [f"{h}# How to read this", "",
               "- time: the apps' own measurement of the algorithm alone (CUDA events on one GPU, a "
@@ -178,6 +166,18 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def _table(heading: str, columns, rows, keep_empty: bool = False) -> list[str]:
+    """A markdown table under ``heading``, then a blank line: ``columns`` are the header
+    cells, a trailing ':' aligning that column right; no lines at all for no ``rows`` unless
+    ``keep_empty``."""
+    if not rows and not keep_empty:
+        return []
+    names = [c[:-1] if c.endswith(":") else c for c in columns]
+    rule = ["---:" if c.endswith(":") else "---" for c in columns]
+    return ([heading, "", "| " + " | ".join(names) + " |", "|" + "|".join(rule) + "|"]
+            + ["| " + " | ".join(row) + " |" for row in rows] + [""])
 
 
 def one_device_speedups(cases) -> dict:

@@ -69,6 +69,11 @@ SSSP_RTOL = 1e-5
 WEIGHT_SEED = 0
 
 
+def app_label(app: str) -> str:
+    """The app's name in tables and plots (its own key when it is not one of :data:`APPS`)."""
+    return APPS[app].label if app in APPS else app
+
+
 class AppUnavailable(Exception):
     """The app's module is not in this checkout (yet): its cases are reported as not available."""
 

@@ -176,6 +176,10 @@ class CSRArrays:
         """The array module (numpy or cupy) the arrays live in."""
         return array_module(self.indices)
 
+    def degrees(self):
+        """Out-degree of every row (int64: the indptr's dtype)."""
+        return self.indptr[1:] - self.indptr[:-1]
+
 
 class CSRGraph(CSRArrays):
     """A graph in CSR form, validated on construction (see the module docstring).
@@ -323,10 +327,6 @@ class CSRGraph(CSRArrays):
         # CuPy's repeat takes no per-element counts; arc_rows handles both backends
         src = arc_rows(self.indptr, self.num_edges, xp=self.xp, dtype=np.int64)
         return src, self.indices
-
-    def degrees(self):
-        """Out-degree of every vertex (int64)."""
-        return self.indptr[1:] - self.indptr[:-1]
 
     def neighbors(self, v: int):
         """Out-neighbours of vertex ``v``."""

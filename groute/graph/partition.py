@@ -53,13 +53,10 @@ class LocalGraph(CSRArrays):
         self.name = name
         self.device = None
 
-    # num_vertices (owned), num_edges, xp: from CSRArrays
+    # num_vertices (owned), num_edges, xp, degrees: from CSRArrays
     @property
     def end(self) -> int:
         return self.first + self.num_vertices
-
-    def degrees(self):
-        return self.indptr[1:] - self.indptr[:-1]
 
     def global_ids(self):
         return self.xp.arange(self.first, self.end, dtype=self.xp.int64)
