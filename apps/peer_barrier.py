@@ -13,6 +13,16 @@ PageRank (:mod:`apps.pr`), which also share :func:`unavailable` (where these ker
 :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``) and the end of a run
 (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed launch or a device
 that gave up).
+
+Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
+(:meth:`~CrossDeviceBarrier.wake_links`): the links drop to a low-power state when the GPUs
+leave them idle for 20-50 ms, and the first kernel traffic after that is slow (two H200s,
+``tests/gpu_nvlink_wake_probe.py``: a remote load 105 us instead of 1.7, the first 2 MB of
+coalesced peer stores 180 us instead of 9). The apps' host work between two runs (the answer's
+download and renumbering) is longer than that, so every run met sleeping links: 0.6 ms of a
+2.6 ms BFS on kron:25 over two GPUs (``tests/gpu_peer_warm_probe.py``). A copy-engine transfer
+of 2 MB per device, queued just before the launches, wakes them (first load 14 us, first 2 MB
+store 15 us with no lead; fully awake with 300 us of lead); an 8-byte one does not.
 """
 from __future__ import annotations
 
@@ -27,6 +37,8 @@ MAX_DEVICES = 8
 #: a device that waits this long at a cross-device barrier gives up (the host then raises);
 #: the apps read it at each run (:func:`timeout_ns`), so a test may lower it
 BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
+#: bytes each device copies to the next before a launch, to wake the links (module docstring)
+WAKE_BYTES = 2 << 20
 
 
 def unavailable(ctx) -> str | None:
@@ -62,17 +74,36 @@ class CrossDeviceBarrier:
         self.devices = list(devices)
         self.block = block
         self.base = 0       # where the counter stands before the next run
+        self._wake = None   # per device, WAKE_BYTES to copy (allocated at the first launch)
 
     @property
     def ptr(self) -> int:
         """The counter's device address, for the kernels' arguments."""
         return self.block.data.ptr
 
+    def wake_links(self) -> None:
+        """Queue a WAKE_BYTES peer copy from each device to the next (a ring: every device's
+        links carry traffic both ways) on its copy stream, which the kernels do not wait for;
+        see the module docstring for why. Nothing on one device, nor on CPU devices (their
+        tests share the barrier's bookkeeping)."""
+        if len(self.devices) < 2 or any(dev.backend != "cuda" for dev in self.devices):
+            return
+        if self._wake is None:
+            import cupy
+            self._wake = []
+            for dev in self.devices:
+                with dev.use():
+                    self._wake.append(cupy.zeros(WAKE_BYTES // 4, dtype=cupy.uint32))
+        k = len(self.devices)
+        for i, dev in enumerate(self.devices):
+            dev.copy_stream.copy(self._wake[(i + 1) % k], self._wake[i])
+
     def launch_each(self, launch):
-        """Call ``launch(i, device)`` for every device in order, stopping at the first that
-        raises. Returns ``(launched indices, that exception or None)``: the caller still reads
-        the launched ones back (they give up at the barrier after their timeout) before it
-        raises, so nothing is left running."""
+        """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
+        device in order, stopping at the first that raises. Returns ``(launched indices, that
+        exception or None)``: the caller still reads the launched ones back (they give up at
+        the barrier after their timeout) before it raises, so nothing is left running."""
+        self.wake_links()
         launched = []
         for i, dev in enumerate(self.devices):
             try:

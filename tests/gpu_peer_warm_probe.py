@@ -1,0 +1,61 @@
+"""Peer BFS with NVLink asleep and awake (two or more CUDA GPUs; run by hand).
+
+NVLink drops to a low-power state when the GPUs leave it idle for somewhere between 10 and
+100 ms (tests/gpu_nvlink_wake_probe.py: the first remote load then takes ~105 us and the first
+2 MB store ~180 us instead of 1.7 and 9 us). ``BFS.run`` on kron:25 spends longer than that on
+the host after each traversal (the answer's download and renumbering), so every run starts with
+the links asleep. This probe times the traversal alone (``solver.peer.run`` inside a
+DeviceTimer) after ``--idle-ms`` of idleness and back to back, with the per-level trace of the
+last run of each (``GROUTE_PEER_TRACE=1``). Since the links are woken before every launch
+(``apps.peer_barrier``), ``--no-wake`` shows what a run costs without that.
+
+    GROUTE_PEER_TRACE=1 python tests/gpu_peer_warm_probe.py --graph kron:25 --devices 2 --repeat 7
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graph", default="kron:25")
+    ap.add_argument("--devices", type=int, default=2)
+    ap.add_argument("--no-wake", action="store_true", help="also time runs without waking the links")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--idle-ms", type=float, default=150.0)
+    args = ap.parse_args()
+    from apps.bfs import BFS
+    from groute import Context
+    from apps.common import DeviceTimer
+    from groute.bench.suite import choose_source
+    from groute.graph import load_graph
+    g = load_graph(args.graph)
+    source, _ = choose_source(g, args.graph)        # the source groute bench takes
+    ctx = Context(args.devices, backend="cuda")
+    print(f"{args.graph}: {g.num_vertices:,} vertices, source {source}, {args.devices} GPUs", flush=True)
+    from apps import peer_barrier
+    wake = peer_barrier.CrossDeviceBarrier.wake_links
+    with BFS(g, ctx=ctx, mode="bsp", exchange="peer", partition="contiguous") as solver:
+        new = solver.part.to_new_id(source)
+        solver.run(source)                          # warm-up (compiles, first touches)
+        for woken in ([True, False] if args.no_wake else [True]):
+            peer_barrier.CrossDeviceBarrier.wake_links = wake if woken else (lambda self: None)
+            for label, idle in (("asleep", args.idle_ms / 1e3), ("awake", 0.0)):
+                times = []
+                for _ in range(args.repeat):
+                    time.sleep(idle)
+                    with DeviceTimer(ctx) as timer:
+                        out = solver.peer.run(new)
+                    times.append(timer.seconds * 1e3)
+                print(f"{'woken' if woken else 'not woken':9} {label:6}: median "
+                      f"{statistics.median(times):.3f} ms (min {min(times):.3f}, max "
+                      f"{max(times):.3f})", flush=True)
+                for d, rows in enumerate(out.get("level_trace_us") or []):
+                    print(f"    device {d} [A/B/expand/C us]: "
+                          + " ".join("/".join(f"{v:g}" for v in r) for r in rows), flush=True)
+        peer_barrier.CrossDeviceBarrier.wake_links = wake
+
+if __name__ == "__main__":
+    main()
