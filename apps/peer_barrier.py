@@ -19,10 +19,13 @@ Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` w
 leave them idle for 20-50 ms, and the first kernel traffic after that is slow (two H200s,
 ``tests/gpu_nvlink_wake_probe.py``: a remote load 105 us instead of 1.7, the first 2 MB of
 coalesced peer stores 180 us instead of 9). The apps' host work between two runs (the answer's
-download and renumbering) is longer than that, so every run met sleeping links: 0.6 ms of a
-2.6 ms BFS on kron:25 over two GPUs (``tests/gpu_peer_warm_probe.py``). A copy-engine transfer
-of 2 MB per device, queued just before the launches, wakes them (first load 14 us, first 2 MB
-store 15 us with no lead; fully awake with 300 us of lead); an 8-byte one does not.
+download and renumbering) is longer than that, so every run met sleeping links: on kron:25
+over two GPUs BFS's first cross-device meeting took 147 us instead of 26-42 and its hub level
+238 us instead of 72 (``tests/gpu_peer_warm_probe.py``, per-level trace). A copy-engine
+transfer of 2 MB per device, queued just before the launches, wakes them (first load 14 us,
+first 2 MB store 15 us with no lead; fully awake with 300 us of lead); an 8-byte one does not.
+The copy is ordered before each device's later compute-stream work (an event wait queued after
+its kernel), so it has finished whenever the run's read-back has.
 """
 from __future__ import annotations
 
@@ -74,7 +77,9 @@ class CrossDeviceBarrier:
         self.devices = list(devices)
         self.block = block
         self.base = 0       # where the counter stands before the next run
-        self._wake = None   # per device, WAKE_BYTES to copy (allocated at the first launch)
+        self._wake = None   # per device, WAKE_BYTES to copy (allocated at the first launch;
+                            # () once waking failed: not tried again)
+        self._woken = {}    # device index -> event after its wake copy, for launch_each
 
     @property
     def ptr(self) -> int:
@@ -82,36 +87,57 @@ class CrossDeviceBarrier:
         return self.block.data.ptr
 
     def wake_links(self) -> None:
-        """Queue a WAKE_BYTES peer copy from each device to the next (a ring: every device's
-        links carry traffic both ways) on its copy stream, which the kernels do not wait for;
-        see the module docstring for why. Nothing on one device, nor on CPU devices (their
-        tests share the barrier's bookkeeping)."""
-        if len(self.devices) < 2 or any(dev.backend != "cuda" for dev in self.devices):
+        """Queue a WAKE_BYTES peer copy from each device to the next (a ring: each device's
+        NVLink ports carry traffic both ways; on an NVSwitch machine those are all its links)
+        on its copy stream, which the kernels do not wait for; see the module docstring for
+        why. Nothing on one device, nor on CPU devices (their tests share the barrier's
+        bookkeeping). A speed-up only: if it fails, it is logged and not tried again."""
+        self._woken = {}
+        if (len(self.devices) < 2 or self._wake == ()
+                or any(dev.backend != "cuda" for dev in self.devices)):
             return
-        if self._wake is None:
-            import cupy
-            self._wake = []
-            for dev in self.devices:
-                with dev.use():
-                    self._wake.append(cupy.zeros(WAKE_BYTES // 4, dtype=cupy.uint32))
-        k = len(self.devices)
-        for i, dev in enumerate(self.devices):
-            dev.copy_stream.copy(self._wake[(i + 1) % k], self._wake[i])
+        try:
+            if self._wake is None:
+                import cupy
+                wake = []
+                for dev in self.devices:
+                    with dev.use():
+                        wake.append(cupy.zeros(WAKE_BYTES // 4, dtype=cupy.uint32))
+                self._wake = wake
+            k = len(self.devices)
+            for i, dev in enumerate(self.devices):
+                dev.copy_stream.copy(self._wake[(i + 1) % k], self._wake[i])
+                self._woken[i] = dev.copy_stream.record()
+        except Exception as exc:  # noqa: BLE001 - the launches go on without it
+            log.warning("waking the links before the launches failed (%s); not tried again", exc)
+            self._wake, self._woken = (), {}
 
     def launch_each(self, launch):
         """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
         device in order, stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
-        the barrier after their timeout) before it raises, so nothing is left running."""
+        the barrier after their timeout) before it raises, so nothing is left running. After
+        each launch the device's compute stream waits for its wake copy: whatever it runs
+        next (the read-back) also finds the copy done, and the buffers are never freed under
+        a copy in flight."""
         self.wake_links()
         launched = []
         for i, dev in enumerate(self.devices):
             try:
                 launch(i, dev)
             except BaseException as exc:  # noqa: BLE001 - raised by the caller after read-back
+                for j in range(i, len(self.devices)):
+                    self._join_wake(j)
                 return launched, exc
+            self._join_wake(i)
             launched.append(i)
         return launched, None
+
+    def _join_wake(self, i: int) -> None:
+        """Order device ``i``'s wake copy before its compute stream's next work."""
+        event = self._woken.pop(i, None)
+        if event is not None:
+            self.devices[i].compute_stream.wait_event(event)
 
     def settle(self, crossed, ok: bool = True) -> None:
         """After a run: ``crossed`` holds each launched device's count of barriers crossed.

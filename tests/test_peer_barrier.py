@@ -2,7 +2,7 @@
 those kernels can run (stand-in devices); on CPU virtual devices, its counter only grows between
 good runs and is zeroed after a bad one, a failed launch stops the launches that would follow
 it, and the end of a run raises what went wrong; on GPUs, the peer traversal takes a timeout
-changed after it was built."""
+changed after it was built, and the launches wake the links first."""
 import time
 
 import numpy as np
@@ -112,3 +112,39 @@ def test_cuda_peer_traversal_reads_the_timeout_at_each_run(monkeypatch):
         assert time.perf_counter() - t0 < 5
         monkeypatch.setattr(traversal_peer.PeerTraversal, "_launch", real)
         np.testing.assert_array_equal(solver.run(0).values, good.values)
+
+
+@pytest.mark.timeout(30)
+def test_cpu_devices_wake_no_links(ctx):
+    """The wake-up copy is for NVLink: CPU devices get none, and no buffers."""
+    bar = CrossDeviceBarrier(ctx.devices, np.zeros(1, np.uint64))
+    assert bar.launch_each(lambda i, dev: None) == ([0, 1, 2], None)
+    assert bar._wake is None and bar._woken == {}
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(120)
+def test_cuda_links_are_woken_once_allocated_and_joined():
+    """On CUDA devices every launch queues the wake copies into buffers allocated once, and
+    each device's compute stream is made to wait for its copy (nothing left pending, also when
+    a launch fails); a failure to wake turns waking off instead of failing the launches."""
+    need_gpus(2)
+    import cupy
+    with Context(2, backend="cuda", timeout=30) as c:
+        with c.devices[0].use():
+            block = cupy.zeros(1, np.uint64)
+        bar = CrossDeviceBarrier(c.devices, block)
+        assert bar.launch_each(lambda i, dev: None) == ([0, 1], None)
+        ptrs = [w.data.ptr for w in bar._wake]
+        assert len(ptrs) == 2 and bar._woken == {}
+        def no_room(i, dev):
+            raise KeyError("no room")
+        launched, failure = bar.launch_each(no_room)
+        assert (launched, type(failure)) == ([], KeyError) and bar._woken == {}
+        assert [w.data.ptr for w in bar._wake] == ptrs
+        for dev in c.devices:
+            dev.compute_stream.record().synchronize()
+        bar._wake = [None, None]            # a copy that cannot be made
+        assert bar.launch_each(lambda i, dev: None) == ([0, 1], None)
+        assert bar._wake == ()              # off from now on
