@@ -126,9 +126,10 @@ def test_cpu_devices_wake_no_links(ctx):
 @pytest.mark.multigpu
 @pytest.mark.timeout(120)
 def test_cuda_links_are_woken_once_allocated_and_joined():
-    """On CUDA devices every launch queues the wake copies into buffers allocated once, and
-    each device's compute stream is made to wait for its copy (nothing left pending, also when
-    a launch fails); a failure to wake turns waking off instead of failing the launches."""
+    """On CUDA devices a launch long enough after the last run queues the wake copies into
+    buffers allocated once (right after a run, none), and each device's compute stream is made
+    to wait for its copy (nothing left pending, also when a launch fails); a failure to wake
+    turns waking off instead of failing the launches."""
     need_gpus(2)
     import cupy
     with Context(2, backend="cuda", timeout=30) as c:
@@ -137,7 +138,13 @@ def test_cuda_links_are_woken_once_allocated_and_joined():
         bar = CrossDeviceBarrier(c.devices, block)
         assert bar.launch_each(lambda i, dev: None) == ([0, 1], None)
         ptrs = [w.data.ptr for w in bar._wake]
+        bar.settle([0, 0])                  # a run just ended: the links are awake
+        saved, bar._wake = bar._wake, []    # (a copy into these would raise)
+        assert bar.launch_each(lambda i, dev: None) == ([0, 1], None) and bar._wake == []
+        bar._wake = saved
+        bar._last_end -= 1.0                # a second ago: woken again
         assert len(ptrs) == 2 and bar._woken == {}
+
         def no_room(i, dev):
             raise KeyError("no room")
         launched, failure = bar.launch_each(no_room)
