@@ -131,23 +131,17 @@ class CrossDeviceBarrier:
         next (the read-back) also finds the copy done, and the buffers are never freed under
         a copy in flight."""
         self.wake_links()
-        launched = []
-        for i, dev in enumerate(self.devices):
-            try:
+        launched, failure = [], None
+        try:
+            for i, dev in enumerate(self.devices):
                 launch(i, dev)
-            except BaseException as exc:  # noqa: BLE001 - raised by the caller after read-back
-                for j in range(i, len(self.devices)):
-                    self._join_wake(j)
-                return launched, exc
-            self._join_wake(i)
-            launched.append(i)
-        return launched, None
-
-    def _join_wake(self, i: int) -> None:
-        """Order device ``i``'s wake copy before its compute stream's next work."""
-        event = self._woken.pop(i, None)
-        if event is not None:
+                launched.append(i)
+        except BaseException as exc:  # noqa: BLE001 - raised by the caller after read-back
+            failure = exc
+        for i, event in self._woken.items():    # queued after the kernels: they do not wait
             self.devices[i].compute_stream.wait_event(event)
+        self._woken = {}
+        return launched, failure
 
     def settle(self, crossed, ok: bool = True) -> None:
         """After a run: ``crossed`` holds each launched device's count of barriers crossed.
