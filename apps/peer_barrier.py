@@ -180,17 +180,19 @@ class CrossDeviceBarrier:
         self.base = 0
 
 
-def launch_resident(fn, blocks: int, block: int, args, *, shared_mem: int = 0, name: str = "") -> int:
+def launch_resident(fn, blocks: int, block: int, args, *, shared_mem: int = 0, name: str = "",
+                    min_blocks: int = 1) -> int:
     """Launch ``fn`` as a cooperative grid of ``blocks`` (every block resident, as a grid-wide
     barrier needs); where the driver says the grid is too large (the occupancy answer was
-    optimistic) halve it until it fits. Returns the blocks launched, for the next launch."""
+    optimistic) halve it until it fits, down to ``min_blocks``. Returns the blocks launched,
+    for the next launch."""
     from cupy.cuda import driver
     while True:
         try:
             fn((blocks,), (block,), args, shared_mem=shared_mem)
             return blocks
         except driver.CUDADriverError as exc:
-            if "TOO_LARGE" not in str(exc) or blocks <= 1:
+            if "TOO_LARGE" not in str(exc) or blocks <= min_blocks:
                 raise
-            blocks = max(1, blocks // 2)
+            blocks = max(min_blocks, blocks // 2)
             log.info("%s: cooperative grid too large, now %d blocks", name, blocks)

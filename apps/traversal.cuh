@@ -57,14 +57,15 @@ __device__ __forceinline__ int aggregated_reserve(int* counter) {
 
 // The same, for threads that may be filling different counters (one per destination device):
 // threads are grouped by `label` first, so each group reserves in its own counter. Also counts
-// the reservations in `also` (this round's total).
-__device__ __forceinline__ int aggregated_reserve_labeled(int* counters, int label, int* also) {
+// the reservations in `also` (this round's total) unless it is null.
+__device__ __forceinline__ int aggregated_reserve_labeled(int* counters, int label,
+                                                          int* also = nullptr) {
     cg::coalesced_group g = cg::coalesced_threads();
     cg::coalesced_group same = cg::labeled_partition(g, label);
     int base = 0;
     if (same.thread_rank() == 0) {
         base = atomicAdd(&counters[label], (int)same.size());
-        atomicAdd(also, (int)same.size());
+        if (also != nullptr) atomicAdd(also, (int)same.size());
     }
     return same.shfl(base, 0) + (int)same.thread_rank();
 }

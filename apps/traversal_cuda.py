@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from apps.peer_barrier import launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.worklist import LocalWork, StreamWorker
 
@@ -278,14 +279,11 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
                     np.int32(shrink), np.int32(grow), np.int32(self.pull),
                     np.int32(self.wide or forced or not adaptive), np.int32(self.unique),
                     np.int32(self.has_big), np.int32(self.pull_level if forced else -1))
-            try:
-                self.traverse((blocks,), (self.block,), args)
-            except self.cp.cuda.driver.CUDADriverError as exc:
-                if "TOO_LARGE" not in str(exc) or self.blocks <= self.narrow_blocks:
-                    raise
-                self.blocks = max(self.narrow_blocks, self.blocks // 2)   # occupancy was optimistic
-                log.info("%s: cooperative grid too large, now %d blocks", self.device.name, self.blocks)
-                continue
+            launched = launch_resident(self.traverse, blocks, self.block, args,
+                                       name=self.device.name,
+                                       min_blocks=min(blocks, self.narrow_blocks))
+            if blocks == self.blocks:
+                self.blocks = launched     # the wide grid, halved where occupancy was optimistic
             self.launches += 1
             if op == 1:
                 return self._read_back()

@@ -8,14 +8,15 @@
 // waits for another; there is no cross-device barrier per round, only counters:
 //
 // - Sender: a round's items for owner j take consecutive positions, reserved with one atomic per
-//   group of lanes (reserve_labeled) on the round's count OUTR[r % 3][j], from the round's first
-//   position BASE(r) on. Only positions below the round's limit LIM(r) (the owner's consumption
-//   plus cap, as the bookkeeper last heard it; one value for the whole round) are written (ring
-//   slot p % cap); an offer beyond it restores sent_best and queues its vertex again
-//   (back-pressure: nothing is lost). So a round writes a prefix of its positions, and the next
-//   round starts where the writing stopped: BASE(r + 1) = min(BASE(r) + OUTR(r), LIM(r)), which
-//   every thread computes from round r's slots after barrier r (round_base). No position is
-//   skipped, so everything below a published count is an item.
+//   group of lanes (aggregated_reserve_labeled) on the round's count OUTR[r % 3][j], from the
+//   round's first position BASE(r) on. Only positions below the round's limit LIM(r) (the
+//   owner's consumption plus cap, as the bookkeeper last heard it; one value for the whole
+//   round) are written (ring slot p % cap, cap a power of two); an offer beyond it restores
+//   sent_best and queues its vertex again (back-pressure: nothing is lost). So a round writes a
+//   prefix of its positions, and the next round starts where the writing stopped:
+//   BASE(r + 1) = min(BASE(r) + OUTR(r), LIM(r)), which every thread computes from round r's
+//   slots after barrier r (round_base). No position is skipped, so everything below a
+//   published count is an item.
 // - Bookkeeper (lane 0 of warp 0 of block 0; that warp does no expansion): during round r, with
 //   round r - 1 final, it publishes every item written through round r - 1 to each owner
 //   (COMMIT_IN[me] there, after a system-scope fence: the items land first), tells each sender
@@ -74,7 +75,7 @@ struct Links {
     unsigned long long* gbar;                         // GPU 0: cross-device barrier counter
     unsigned long long* work;                         // GPU 0: W (two's complement)
     unsigned long long* gave_up;                      // GPU 0: set by a GPU that stops early
-    long long cap;                                    // ring capacity (items)
+    long long cap;                                    // ring capacity (items, a power of two)
     int me;
     int k;
 };
@@ -84,15 +85,6 @@ __device__ __forceinline__ void red_add_sys64(unsigned long long* p, unsigned lo
 }
 __device__ __forceinline__ void st_relaxed_sys64(unsigned long long* p, unsigned long long v) {
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
-}
-
-// One atomic per group of lanes with the same label, on counters[label].
-__device__ __forceinline__ int reserve_labeled(int* counters, int label) {
-    cg::coalesced_group g = cg::coalesced_threads();
-    cg::coalesced_group same = cg::labeled_partition(g, label);
-    int base = 0;
-    if (same.thread_rank() == 0) base = atomicAdd(&counters[label], (int)same.size());
-    return same.shfl(base, 0) + (int)same.thread_rank();
 }
 
 // The first position of round r's items for owner j (see the top of the file).
@@ -106,13 +98,13 @@ __device__ __forceinline__ unsigned long long round_base(const Links& lk, int r,
 
 // Offer (v, c) to owner j in round r: false when j's ring has no room this round.
 __device__ __forceinline__ bool linked_send(const Links& lk, int r, int j, int v, int c) {
-    const int slot = reserve_labeled(&lk.li[L_OUTR + (r % 3) * LINK_MAX], j);
+    const int slot = aggregated_reserve_labeled(&lk.li[L_OUTR + (r % 3) * LINK_MAX], j);
     const unsigned long long pos = round_base(lk, r, j) + (unsigned long long)slot;
     if (pos >= __ldcg(&lk.lu[L_LIM + (r % 3) * LINK_MAX + j])) {
         atomicAdd(&lk.lu[L_FULL], 1ull);
         return false;
     }
-    __stcg(&lk.ring_out[j][pos % (unsigned long long)lk.cap], pack_item(v, c));
+    __stcg(&lk.ring_out[j][pos & (unsigned long long)(lk.cap - 1)], pack_item(v, c));
     return true;
 }
 
@@ -294,7 +286,7 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int t
                 long long* ring = lk.ring_in + (long long)s * lk.cap;
                 for (unsigned long long p = b + (unsigned long long)wtid; p < e;
                      p += (unsigned long long)nwthreads) {
-                    const long long item = __ldcg(&ring[p % (unsigned long long)lk.cap]);
+                    const long long item = __ldcg(&ring[p & (unsigned long long)(lk.cap - 1)]);
                     ++applied;
                     improve_local(a, q, item_vertex(item) - a.lo, item_value(item), deferrals);
                 }

@@ -59,7 +59,8 @@ class LinkedTraversal:
     (shared: values land in its ``dist``); ``offsets``: the partition's vertex ranges;
     ``delta``: soft-priority step (also the first threshold), ``math.inf`` for none; each
     device moves its own threshold when its near work runs out. A ring holds the largest
-    part's vertex count of items per (sender, owner) pair, within MIN_CAPACITY..MAX_CAPACITY."""
+    part's vertex count of items per (sender, owner) pair, within MIN_CAPACITY..MAX_CAPACITY,
+    rounded up to a power of two."""
 
     def __init__(self, ctx, workers, offsets, *, app: str, kind: str, weighted: bool,
                  delta: float = math.inf):
@@ -73,7 +74,8 @@ class LinkedTraversal:
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
         sizes = np.diff(np.asarray(offsets, dtype=np.int64))
-        self.cap = min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY)
+        want = min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY)
+        self.cap = 1 << (want - 1).bit_length()    # a power of two: ring slot = p & (cap - 1)
         self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
         self.max_rounds = MAX_ROUNDS
