@@ -22,9 +22,9 @@ coalesced peer stores 180 us instead of 9). The apps' host work between two runs
 download and renumbering) is longer than that, so every run met sleeping links: on kron:25
 over two GPUs BFS's first cross-device meeting took 147 us instead of 26-42 and its hub level
 238 us instead of 72 (``tests/gpu_peer_warm_probe.py``, per-level trace). A copy-engine
-transfer of 2 MB per device, queued just before the launches, wakes them (first load 14 us,
-first 2 MB store 15 us with no lead; fully awake with 300 us of lead); an 8-byte one does not.
-The copy is ordered before each device's later compute-stream work (an event wait queued after
+transfer of 2 MB from each device to each other, queued just before the launches, wakes them
+(first load 14 us, first 2 MB store 15 us with no lead; fully awake with 300 us of lead); an
+8-byte one does not. The copies are ordered before each device's later compute-stream work (an event wait queued after
 its kernel), so it has finished whenever the run's read-back has. Within WAKE_AFTER_S of the
 barrier's last run the links are still awake and nothing is copied (back to back, the copy
 cost 0.06 ms of a 2.6 ms run).
@@ -95,10 +95,11 @@ class CrossDeviceBarrier:
         return self.block.data.ptr
 
     def wake_links(self) -> None:
-        """Queue a WAKE_BYTES peer copy from each device to the next (a ring: each device's
-        NVLink ports carry traffic both ways; on an NVSwitch machine those are all its links)
-        on its copy stream, which the kernels do not wait for; see the module docstring for
-        why. Nothing on one device, nor on CPU devices (their tests share the barrier's
+        """Queue a WAKE_BYTES peer copy from each device to every other on its copy stream,
+        which the kernels do not wait for; see the module docstring for why. (Behind an
+        NVSwitch a ring would do, as any traffic crosses all of a GPU's links; GPUs wired to
+        each other directly have links per pair, and a ring of four would leave the diagonals
+        asleep.) Nothing on one device, nor on CPU devices (their tests share the barrier's
         bookkeeping), nor within WAKE_AFTER_S of the last run. A speed-up only: if it fails,
         it is logged and not tried again."""
         self._woken = {}
@@ -116,7 +117,8 @@ class CrossDeviceBarrier:
                 self._wake = wake
             k = len(self.devices)
             for i, dev in enumerate(self.devices):
-                dev.copy_stream.copy(self._wake[(i + 1) % k], self._wake[i])
+                for step in range(1, k):    # the next device first, as with two
+                    dev.copy_stream.copy(self._wake[(i + step) % k], self._wake[i])
                 self._woken[i] = dev.copy_stream.record()
         except Exception as exc:  # noqa: BLE001 - the launches go on without it
             log.warning("waking the links before the launches failed (%s); not tried again", exc)

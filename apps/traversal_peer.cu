@@ -229,8 +229,9 @@ __device__ void cross_sync(const PeerArgs& a, PeerThread& t, int sums, int slot)
         if (sums) {
             for (int f = 0; f < NSUM; ++f) {
                 const unsigned long long x = __ldcg(&a.counters[LSUM + NSUM * slot + f]);
-                if (f == SMIN) { if (x != NO_MIN) atomicMin(&g[f], x); }
-                else if (x) atomicAdd(&g[f], x);
+                // system scope: every device adds into device 0's words at once
+                if (f == SMIN) { if (x != NO_MIN) atomicMin_system(&g[f], x); }
+                else if (x) atomicAdd_system(&g[f], x);
             }
         }
         // the release orders the grid's writes (barrier above) first
@@ -358,7 +359,8 @@ __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c
     const unsigned int bit = 1u << (v & 31);
     if (__ldcg(w) & bit) return;
     if (atomicOr(w, bit) & bit) return;
-    atomicOr(&s.peer_inbox[j][lv >> 5], 1u << (lv & 31));     // result unused: a reduction
+    // system scope: with 3+ devices, several senders OR into the owner's word at once
+    red_or_sys(&s.peer_inbox[j][lv >> 5], 1u << (lv & 31));
     s.offered[j] = 1;
     ++offers;
 }
