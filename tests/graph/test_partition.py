@@ -151,7 +151,7 @@ def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
     shutil.copy(shipped_graph_path(), src)
     g = load_graph(src)
     a = partition_graph(g, 4, method="metis", progress=False)
-    cached = list(tmp_path.glob("power.mtx.gz.metis-k4-*.groute-cache.npz"))
+    cached = list(tmp_path.glob("power.mtx.gz.metis-kway-k4-*.groute-cache.npz"))
     assert len(cached) == 1
     import pymetis
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
@@ -165,7 +165,7 @@ def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
     other = load_graph("grid:70", cache=False)
     other.source = str(src)
     partition_graph(other, 4, method="metis", progress=False)
-    assert len(list(tmp_path.glob("power.mtx.gz.metis-k4-*.groute-cache.npz"))) == 2
+    assert len(list(tmp_path.glob("power.mtx.gz.metis-kway-k4-*.groute-cache.npz"))) == 2
 
 
 def test_metis_cache_for_generated_graph_in_cache_dir(isolated_cache):
