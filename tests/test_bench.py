@@ -387,3 +387,34 @@ def test_suite_computes_big_graph_references_side_by_side(monkeypatch):
     results = run_suite(config, solvers={"bfs": double("bfs"), "cc": double("cc")}, progress=False)
     assert [r["side_by_side"] for r in results["references"]] == [True, True]
     assert all(c["status"] == "ok" for c in results["cases"]), results["cases"]
+
+
+def test_cases_run_by_device_count_with_metis_split_beforehand(tmp_path, monkeypatch):
+    """A graph's METIS splits are computed in worker processes while the one-device cases of
+    every app run; the results still list the cases by app, then device count."""
+    pytest.importorskip("pymetis")
+    import os
+
+    import groute.bench.runner as runner
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(runner, "PARTITION_PREFETCH_MIN_ARCS", 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    ran = []
+
+    def recording(app):
+        base = double(app)
+
+        class Recording(base):
+            def __init__(self, graph, *, ctx, **kw):
+                ran.append((app, ctx.num_devices))
+                super().__init__(graph, ctx=ctx, **kw)
+        return Recording
+    cfg = small_config(apps=["bfs", "pr"], graphs=["grid:12"], devices=[1, 2], modes=["bsp"],
+                       partition="metis", peers=[])
+    results = run_suite(cfg, solvers={"bfs": recording("bfs"), "pr": recording("pr")},
+                        progress=False)
+    assert ran == [("bfs", 1), ("pr", 1), ("bfs", 2), ("pr", 2)]
+    assert [(c["app"], c["devices"]) for c in results["cases"]] == [
+        ("bfs", 1), ("bfs", 2), ("pr", 1), ("pr", 2)]
+    assert all(c["status"] == "ok" for c in results["cases"])
+    assert list((tmp_path / "partitions").glob("grid_12.metis-k2-*"))

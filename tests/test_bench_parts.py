@@ -291,3 +291,43 @@ def test_parallel_references_equal_the_serial_ones_and_report_failures():
     assert np.array_equal(out["cc"][0], reference_result("cc", g))
     assert isinstance(out["bad"], Exception) and "source" in str(out["bad"]).lower()
 
+
+
+# METIS splits in worker processes ------------------------------------------------------------------
+def test_prefetched_metis_splits_fill_the_cache_the_cases_read(tmp_path, monkeypatch):
+    """The workers' splits land in the partition cache: partitioning afterwards runs no METIS
+    and gets the split a direct call computes."""
+    pytest.importorskip("pymetis")
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))   # the spawned workers inherit it
+    from groute.bench.partitions import PartitionPrefetch
+    from groute.graph import partition_graph
+    g = load_graph("grid:30", cache=False)
+    direct = {k: partition_graph(load_graph("grid:30", cache=False), k, method="metis",
+                                 cache=False, progress=False).owner for k in (2, 3)}
+    pre = PartitionPrefetch.start(g, [2, 3])
+    try:
+        assert 2 in pre and 3 in pre
+        assert pre.wait(3) and pre.wait(2)
+        assert 2 not in pre
+    finally:
+        pre.close()
+    assert len(list((tmp_path / "partitions").glob("*metis-k2-*"))) == 1
+    assert len(list((tmp_path / "partitions").glob("*metis-kway-k3-*"))) == 1
+    import pymetis
+    monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
+    for k in (2, 3):
+        assert np.array_equal(partition_graph(g, k, method="metis", progress=False).owner,
+                              direct[k])
+
+
+def test_a_failed_metis_worker_leaves_the_split_to_the_case(tmp_path, monkeypatch, caplog):
+    pytest.importorskip("pymetis")
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    from groute.bench.partitions import PartitionPrefetch
+    g = load_graph("grid:3", cache=False)                  # 9 vertices: no split into 20
+    pre = PartitionPrefetch.start(g, [20])
+    try:
+        assert not pre.wait(20)
+    finally:
+        pre.close()
+    assert "failed in its worker" in caplog.text and "20 parts" in caplog.text

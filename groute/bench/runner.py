@@ -1,8 +1,9 @@
 """Running the suite: every (app, graph, device count, mode) case, its peers, its verdict.
 
-Per graph: load/generate it once; per app: compute the reference once, time the peers once;
-per case: build the solver (which partitions and uploads, with the graph layer caching the
-partition), warm up, time ``repeat`` runs (the apps' own ``AppResult.time_s``: CUDA events or a
+Per graph: load/generate it once (and start its METIS splits in worker processes,
+:mod:`.partitions`); per app: compute the reference once, time the peers once; then the cases,
+device count outermost; per case: build the solver (which partitions and uploads, with the
+graph layer caching the partition), warm up, time ``repeat`` runs (the apps' own ``AppResult.time_s``: CUDA events or a
 synchronised clock), and verify the first and the last result. One Context per device count is
 reused across cases. A case that raises is recorded as ERROR and the suite goes on; a wrong
 answer is FAIL and is never given a time.
@@ -22,6 +23,7 @@ import numpy as np
 from . import floor as floor_model
 from ..machine import describe_machine
 from .peers import PeerSkipped, check_peer_answer, free_gpu_memory, prepare_peer
+from .partitions import PARTITION_PREFETCH_MIN_ARCS, PartitionPrefetch
 from .progress import Progress
 from .report import fmt_seconds, jsonable
 from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
@@ -160,12 +162,49 @@ class SuiteRun:
                 app_graph = weighted
             runs.append((app, app_graph, source if spec_app.needs_source else None))
         where = reference_where(self.config.reference, self.backend, graph.num_edges)
-        prefetched = self._prefetch_references(spec, runs, where, graph.num_edges)
-        for app, app_graph, app_source in runs:
-            self._run_app(app, spec, app_graph, app_source, where, prefetched.get(app))
+        splits = self._prefetch_partitions(spec, graph, [app for app, _, _ in runs])
+        try:
+            prefetched = self._prefetch_references(spec, runs, where, graph.num_edges)
+            ready = []                  # (app, graph, source, reference, peers, floor bytes)
+            for app, app_graph, app_source in runs:
+                prepared = self._prepare_app(app, spec, app_graph, app_source, where,
+                                             prefetched.get(app))
+                if prepared is not None:
+                    ready.append((app, app_graph, app_source) + prepared)
+            # device count outermost: the one-device cases of every app run while the METIS
+            # splits for more devices are still being computed
+            for k in self.config.devices:
+                if k in splits:
+                    splits.wait(k, self.progress)
+                for app, app_graph, app_source, ref, peers, fb in ready:
+                    for mode in case_modes(APPS[app], self.config.modes):
+                        case = self._run_case(app, spec, app_graph, app_source, ref, k, mode)
+                        self._add_floor_and_ratios(case, fb, peers, app_graph)
+                        self._record_case(case)
+        finally:
+            splits.close()
         del graph, weighted, runs
         gc.collect()
         free_gpu_memory()
+
+    def _prefetch_partitions(self, spec, graph, apps) -> PartitionPrefetch:
+        """Start the METIS splits of a big graph into each device count of the run above one,
+        one worker process each, before anything is timed: METIS runs on one core and takes
+        minutes here (kron:21 into 4 parts: 82 s), while the references, the peers and the
+        one-device cases need none. The workers fill the graph layer's partition cache, which
+        the cases' solvers then read. Only where it pays: METIS, graphs of
+        PARTITION_PREFETCH_MIN_ARCS+ arcs, apps that take a partition, at least 4 cores."""
+        ks = [k for k in self.config.devices if k > 1]
+        if self.backend == "cuda":          # no split for cases that will be skipped
+            from groute.device import cuda_device_count
+            ks = [k for k in ks if k <= cuda_device_count()]
+        if (self.partition != "metis" or not ks or graph.num_edges < PARTITION_PREFETCH_MIN_ARCS
+                or not any(APPS[app].takes_partition for app in apps)
+                or (os.cpu_count() or 1) < 4):
+            return PartitionPrefetch(None, {})
+        self.progress.note(f"{spec}: METIS splits into {', '.join(map(str, ks))} parts, "
+                           f"side by side in {len(ks)} processes ...")
+        return PartitionPrefetch.start(graph, ks)
 
     def _prefetch_references(self, spec, runs, where, num_arcs) -> dict:
         """CPU references of a big graph, computed side by side in worker processes before
@@ -173,7 +212,7 @@ class SuiteRun:
         other). Only where it pays: CPU references, graphs of REFERENCE_CACHE_MIN_ARCS+ arcs
         (``num_arcs``: the graph's, which its weighted copy shares), two or more apps and at
         least 4 cores. Returns {app: (values, cached, wall_s)} or {app: exception}; an app left
-        out computes its reference in _run_app as before."""
+        out computes its reference in _prepare_app."""
         from .verify import REFERENCE_CACHE_MIN_ARCS, parallel_references
         jobs = {app: (app, g, src) for app, g, src in runs if app in self.classes}
         if (where != "cpu" or len(jobs) < 2 or (os.cpu_count() or 1) < 4
@@ -206,9 +245,11 @@ class SuiteRun:
                 self._step(f"{app} {spec} peer {peer}: not run ({note})")
 
     # one app on one graph -----------------------------------------------------------------------------
-    def _run_app(self, app, spec, graph, source, where, done=None):
-        """``where``: cpu or gpu reference (:func:`reference_where`); ``done``: the reference
-        already computed side by side (:meth:`_prefetch_references`), or the exception it raised."""
+    def _prepare_app(self, app, spec, graph, source, where, done=None):
+        """The reference and the peers of one app on one graph: ``(reference, peers, floor
+        bytes)``, or None when its cases cannot run (recorded here). ``where``: cpu or gpu
+        reference (:func:`reference_where`); ``done``: the reference already computed side by
+        side (:meth:`_prefetch_references`), or the exception it raised."""
         if app not in self.classes:
             note = self.unavailable[app]
             status = ERROR if note.startswith("ERROR") else NA
@@ -216,7 +257,7 @@ class SuiteRun:
                 for mode in case_modes(APPS[app], self.config.modes):
                     self._record_case(dict(app=app, graph=spec, devices=k, mode=mode,
                                            status=status, note=note))
-            return
+            return None
         label = reference_label(app, where)
         self.progress.note(f"{app} {spec}: computing the reference ({label}) ...")
         try:
@@ -235,15 +276,10 @@ class SuiteRun:
             free_gpu_memory()
             self._record_graph_failure(app, spec, f"reference ({label}) failed: "
                                                   f"{type(exc).__name__}: {exc}")
-            return
+            return None
         peers = [self._run_peer(name, app, spec, graph, source, ref, where)
                  for name in self.config.peers]
-        fb = floor_model.floor_bytes(app, graph)
-        for k in self.config.devices:
-            for mode in case_modes(APPS[app], self.config.modes):
-                case = self._run_case(app, spec, graph, source, ref, k, mode)
-                self._add_floor_and_ratios(case, fb, peers, graph)
-                self._record_case(case)
+        return ref, peers, floor_model.floor_bytes(app, graph)
 
     def _run_peer(self, name, app, spec, graph, source, ref, where="cpu") -> dict:
         out = dict(app=app, graph=spec, peer=name, label=None, device=None, status=SKIP,
@@ -377,7 +413,11 @@ class SuiteRun:
         case["speedup"] = {p["peer"]: p["time_s"] / case["time_s"] for p in peers if p["status"] == OK}
 
     def _record_case(self, case: dict):
-        self.results["cases"].append(case)
+        """Keep ``results["cases"]`` in the tables' order (graph, app, devices, mode as the
+        config lists them), whatever order they ran in."""
+        cases = self.results["cases"]
+        cases.append(case)
+        cases.sort(key=self._case_order)
         mode = f" {case['mode']}" if case.get("mode") else ""
         what = f"{case['app']} {case['graph']} {case['devices']} dev{mode}"
         if case["status"] == OK:
@@ -389,6 +429,14 @@ class SuiteRun:
         else:
             text = f"{case['status']}: {case.get('note', '')}"
         self._step(f"{what}: {text}")
+
+    def _case_order(self, case: dict):
+        c = self.config
+
+        def index(seq, value):
+            return seq.index(value) if value in seq else len(seq)
+        return (index(c.graphs, case["graph"]), index(c.apps, case["app"]), case["devices"],
+                index(c.modes, case.get("mode")))
 
     def _step(self, text: str):
         self.progress.step(text)

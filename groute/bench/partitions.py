@@ -1,0 +1,79 @@
+"""METIS splits computed in worker processes while the suite times other cases.
+
+METIS runs on one core and takes minutes on the benchmark graphs (kron:21 into 4 parts: 82 s,
+grid:4900: 29 s), longer than a whole device count's cases. The suite starts one worker per
+device count above one as soon as a graph is loaded; each fills the graph layer's partition
+cache (:func:`groute.graph.partition.warm_metis_cache`), and the cases' solvers read the split
+from there. Before the first case on ``k`` devices the suite waits for worker ``k``, so the
+split is never computed twice at once. The workers are spawned, not forked: the suite's
+process runs device threads, and a fork copies their locks.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing
+import time
+
+log = logging.getLogger(__name__)
+
+#: graphs with fewer arcs are split in the case itself (METIS is quick there; a worker costs
+#: a second to start)
+PARTITION_PREFETCH_MIN_ARCS = 1_000_000
+#: the longest the suite waits for one split; after that the case splits the graph itself
+PARTITION_TIMEOUT_S = 1800.0
+
+
+class PartitionPrefetch:
+    """The METIS workers of one graph: ``k in prefetch`` while split ``k`` is yet to be waited
+    for. :meth:`close` when the graph is done (stops a worker still running)."""
+
+    def __init__(self, pool, futures: dict):
+        self.pool = pool
+        self.futures = futures
+        self.started = time.perf_counter()
+
+    @classmethod
+    def start(cls, graph, ks) -> "PartitionPrefetch":
+        from groute.graph.partition import warm_metis_cache
+        pool = cf.ProcessPoolExecutor(max_workers=len(ks),
+                                      mp_context=multiprocessing.get_context("spawn"))
+        return cls(pool, {k: pool.submit(warm_metis_cache, graph, k) for k in ks})
+
+    def __contains__(self, k) -> bool:
+        return k in self.futures
+
+    def wait(self, k: int, progress=None) -> bool:
+        """Wait for split ``k``; True when the partition cache now holds it. On False (the
+        worker failed, timed out or could not write the cache; logged) the cases compute the
+        split themselves, as without a worker."""
+        fut = self.futures.pop(k)
+        if not fut.done() and progress is not None:
+            progress.note(f"waiting for the METIS split into {k} parts (started "
+                          f"{time.perf_counter() - self.started:.0f} s ago) ...")
+        try:
+            cached = bool(fut.result(timeout=PARTITION_TIMEOUT_S))
+        except cf.TimeoutError:
+            log.warning("the METIS split into %d parts took over %.0f s in its worker; the "
+                        "cases split the graph themselves", k, PARTITION_TIMEOUT_S)
+            self._stop_workers()
+            return False
+        except Exception as exc:  # noqa: BLE001 - the cases meet (and report) it themselves
+            log.warning("the METIS split into %d parts failed in its worker (%s: %s)", k,
+                        type(exc).__name__, exc)
+            return False
+        if not cached:
+            log.info("the METIS split into %d parts could not be cached; the cases compute it", k)
+        return cached
+
+    def close(self) -> None:
+        if self.pool is None:
+            return
+        if any(not f.done() for f in self.futures.values()):
+            self._stop_workers()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool = None
+
+    def _stop_workers(self) -> None:
+        for proc in list((getattr(self.pool, "_processes", None) or {}).values()):
+            proc.terminate()
