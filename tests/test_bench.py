@@ -417,4 +417,4 @@ def test_cases_run_by_device_count_with_metis_split_beforehand(tmp_path, monkeyp
     assert [(c["app"], c["devices"]) for c in results["cases"]] == [
         ("bfs", 1), ("bfs", 2), ("pr", 1), ("pr", 2)]
     assert all(c["status"] == "ok" for c in results["cases"])
-    assert list((tmp_path / "partitions").glob("grid_12.metis-k2-*"))
+    assert list((tmp_path / "partitions").glob("grid_12.metis-degw-k2-*"))

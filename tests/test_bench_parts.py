@@ -311,8 +311,8 @@ def test_prefetched_metis_splits_fill_the_cache_the_cases_read(tmp_path, monkeyp
         assert 2 not in pre
     finally:
         pre.close()
-    assert len(list((tmp_path / "partitions").glob("*metis-k2-*"))) == 1
-    assert len(list((tmp_path / "partitions").glob("*metis-kway-k3-*"))) == 1
+    assert len(list((tmp_path / "partitions").glob("*metis-degw-k2-*"))) == 1
+    assert len(list((tmp_path / "partitions").glob("*metis-degw-k3-*"))) == 1
     import pymetis
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
     for k in (2, 3):

@@ -190,8 +190,8 @@ class SuiteRun:
     def _prefetch_partitions(self, spec, graph, apps) -> PartitionPrefetch:
         """Start the METIS splits of a big graph into each device count of the run above one,
         one worker process each, before anything is timed: METIS runs on one core and takes
-        minutes here (kron:21 into 4 parts: 82 s), while the references, the peers and the
-        one-device cases need none. The workers fill the graph layer's partition cache, which
+        most of a minute here (kron:21 into 4 parts: 56 s), while the references, the peers
+        and the one-device cases need none. The workers fill the graph layer's partition cache, which
         the cases' solvers then read. Only where it pays: METIS, graphs of
         PARTITION_PREFETCH_MIN_ARCS+ arcs, apps that take a partition, at least 4 cores."""
         ks = [k for k in self.config.devices if k > 1]
@@ -202,8 +202,8 @@ class SuiteRun:
                 or not any(APPS[app].takes_partition for app in apps)
                 or (os.cpu_count() or 1) < 4):
             return PartitionPrefetch(None, {})
-        self.progress.note(f"{spec}: METIS splits into {', '.join(map(str, ks))} parts, "
-                           f"side by side in {len(ks)} processes ...")
+        self.progress.note(f"{spec}: METIS splits into {' and '.join(map(str, ks))} parts, "
+                           f"in {len(ks)} worker process{'es' if len(ks) > 1 else ''} ...")
         return PartitionPrefetch.start(graph, ks)
 
     def _prefetch_references(self, spec, runs, where, num_arcs) -> dict:

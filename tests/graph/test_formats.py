@@ -287,7 +287,7 @@ def test_cache_falls_back_to_cache_dir_when_source_dir_read_only(tmp_path, isola
         partition_graph(load_graph("er:30:3", cache=False), 2)
         partition_graph(two, 2, method="metis")
         assert list(ro.iterdir()) == [p]
-        assert list((isolated_cache / "partitions").glob("ro.metis-k2-*"))
+        assert list((isolated_cache / "partitions").glob("ro.metis-degw-k2-*"))
     finally:
         ro.chmod(0o755)
 

@@ -116,6 +116,18 @@ def test_metis_cut_far_below_random_on_road_grid():
     assert max(sizes) <= 1.1 * g.num_vertices / 4                        # balanced
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_metis_balances_arcs_on_a_power_law_graph(k):
+    """Vertices weigh 1 + degree: each part holds about its share of the arcs (unweighted,
+    METIS balanced vertex counts and one of two parts of kron:12 held 91% of the arcs)."""
+    needs_pymetis()
+    g = load_graph("kron:12", cache=False)
+    p = partition_graph(g, k, method="metis", cache=False, progress=False)
+    arcs = np.asarray(p.stats["edges_per_part"])
+    assert arcs.sum() == g.num_edges and arcs.max() <= 1.1 * g.num_edges / k
+    assert p.stats["edge_cut"] < partition_graph(g, k, method="random").stats["edge_cut"]
+
+
 def test_k1_is_fast_identity():
     g = load_graph("grid:300", cache=False)
     t0 = time.perf_counter()
@@ -151,7 +163,7 @@ def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
     shutil.copy(shipped_graph_path(), src)
     g = load_graph(src)
     a = partition_graph(g, 4, method="metis", progress=False)
-    cached = list(tmp_path.glob("power.mtx.gz.metis-kway-k4-*.groute-cache.npz"))
+    cached = list(tmp_path.glob("power.mtx.gz.metis-degw-k4-*.groute-cache.npz"))
     assert len(cached) == 1
     import pymetis
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
@@ -165,14 +177,14 @@ def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
     other = load_graph("grid:70", cache=False)
     other.source = str(src)
     partition_graph(other, 4, method="metis", progress=False)
-    assert len(list(tmp_path.glob("power.mtx.gz.metis-kway-k4-*.groute-cache.npz"))) == 2
+    assert len(list(tmp_path.glob("power.mtx.gz.metis-degw-k4-*.groute-cache.npz"))) == 2
 
 
 def test_metis_cache_for_generated_graph_in_cache_dir(isolated_cache):
     needs_pymetis()
     g = load_graph("grid:12", cache=False)
     partition_graph(g, 2, method="metis")
-    assert list((isolated_cache / "partitions").glob("grid_12.metis-k2-*"))
+    assert list((isolated_cache / "partitions").glob("grid_12.metis-degw-k2-*"))
 
 
 def test_same_graph_same_split_is_built_once():
@@ -224,7 +236,7 @@ def test_metis_cache_is_shared_by_weighted_copies(tmp_path, monkeypatch):
     w = g.with_weights(seed=3)
     assert g.structure_hash() == w.structure_hash() == g.content_hash() != w.content_hash()
     first = partition_graph(g, 2, method="metis")
-    assert list((tmp_path / "partitions").glob("*metis-k2*"))
+    assert list((tmp_path / "partitions").glob("*metis-degw-k2*"))
     import pymetis
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
     again = partition_graph(w, 2, method="metis")
