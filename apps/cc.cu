@@ -147,7 +147,8 @@ extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
 // devices are read over NVLink (peer access). late has bit u set when u has arcs from slot r on:
 // an isolated or low-degree vertex costs one bit, not a (possibly remote) indptr read.
 // count += {rows linked, arcs linked, rows of other devices, their arcs}: warp sums, one atomic
-// per warp that linked anything.
+// per warp that linked anything. It runs on device 0 (apps/cc.py), so "other devices" are
+// d > 0.
 extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ rows,
                                         const int* __restrict__ off, int k, int n, int r,
                                         const unsigned int* __restrict__ late,

@@ -558,8 +558,9 @@ __device__ __forceinline__ void bsp_persistent(int t_end, int* ctl,
     unsigned long long gtarget = gbase;
     const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
     if (leader) ctl[P_ABORT] = 0;
-    // this device's own state only (the peers store into its vectors from iteration 1 on,
-    // after barrier 0, which it passes only after this)
+    // this device's own state only (vector 0, y, the stats rows): the peers' stores of
+    // iteration 0 go to vector 1, those of iteration 1 to vector 0 but after barrier 0, which
+    // this device passes only after this
     reset();
     grid_barrier((unsigned int*)&ctl[P_BAR], bar);
     int t = 0;

@@ -13,11 +13,13 @@ next round. A single work counter in device 0's memory (queued items plus items 
 tells every device when the traversal is over. The file's header has the protocol.
 
 The per-device state is the worklist path's :class:`~apps.traversal_cuda.CUDATraversalWorker`
-(rows, values, near and far queues, control block; its outbox is left at one slot, unused); this
-module adds per device its inbox rings (``capacity`` items per sender, default the largest part,
-at least 2^16 and at most 2^22: a full ring only slows its sender) and two small link-state arrays, and on device 0 a block with the
-cross-device barrier counter, the work counter and the "a device gave up" flag. A full ring is
-back-pressure, not loss: the sender keeps the vertex queued and offers it again next round.
+(rows, values, near and far queues, control block; its outboxes are left at one slot each,
+unused); this module adds per device its inbox rings (``capacity`` items per sender: the
+largest part's vertex count, at least 2^16 and at most 2^22, rounded up to a power of two; a
+full ring only slows its sender) and two small link-state arrays, and on device 0 a block
+with the cross-device barrier counter, the work counter and the "a device gave up" flag. A
+full ring is back-pressure, not loss: the sender keeps the vertex queued and offers it again
+next round.
 
 Environment: ``GROUTE_PEER_BARRIER_TIMEOUT`` (seconds an idle device waits for the others
 before the run raises; shared with the peer kernels), ``GROUTE_PEER_MAX_ROUNDS`` (rounds per

@@ -874,15 +874,16 @@ def test_cuda_persistent_trace_times_every_phase_and_changes_nothing(k, kernel, 
 @pytest.mark.multigpu
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kernel", ["csc", "bins"])
-def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, monkeypatch):
-    """A device that never launches: the other gives up at the cross-device barrier after
+@pytest.mark.parametrize("k", [2, 3], ids=["x2", "x3"])
+def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, k, monkeypatch):
+    """A device that never launches: the others give up at the cross-device barrier after
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
-    need_gpus(2)
+    need_gpus(k)
     import apps.pr_device as pr_device
     import apps.peer_barrier as peer_barrier
     monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
-    with PageRank(g, backend="cuda", devices=2, mode="bsp", bsp_kernel=kernel,
+    with PageRank(g, backend="cuda", devices=k, mode="bsp", bsp_kernel=kernel,
                   partition="contiguous", persistent=True) as s:
         good = s.run()
         real = pr_device.DevicePR.persistent_launch

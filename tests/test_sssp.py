@@ -419,11 +419,13 @@ def test_cuda_peer_exchange_explicit_delta_and_float_steps():
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("app", ["bfs", "sssp"])
 @pytest.mark.parametrize("mode", ["bsp", "async"])
-def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, monkeypatch):
+@pytest.mark.parametrize("k", [2, 3], ids=["x2", "x3"])
+def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, k, monkeypatch):
     """A device that never launches: the others give up at the cross-device barrier, the run
     raises in the caller, and the next run is right again (BSP: the persistent peer kernels;
-    async: the linked workers, whose rings are refilled after the failed run)."""
-    need_gpus(2)
+    async: the linked workers, whose rings are refilled after the failed run). With three
+    devices two give up, each after its own wait."""
+    need_gpus(k)
     import apps.peer_barrier as pb
     import apps.traversal_linked as tl
     import apps.traversal_peer as tp
@@ -431,7 +433,7 @@ def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, mon
     monkeypatch.setattr(pb, "BARRIER_TIMEOUT_S", 0.5)
     g = graph("kron:12") if app == "sssp" else load_graph("kron:12")
     cls = SSSP if app == "sssp" else BFS
-    with cls(g, backend="cuda", devices=2, partition="random", mode=mode, exchange="peer",
+    with cls(g, backend="cuda", devices=k, partition="random", mode=mode, exchange="peer",
              timeout=30) as solver:
         owner = tp.PeerTraversal if mode == "bsp" else tl.LinkedTraversal
         real = owner._launch
