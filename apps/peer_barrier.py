@@ -44,7 +44,7 @@ MAX_DEVICES = 8
 #: a device that waits this long at a cross-device barrier gives up (the host then raises);
 #: the apps read it at each run (:func:`timeout_ns`), so a test may lower it
 BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
-#: bytes each device copies to the next before a launch, to wake the links (module docstring)
+#: bytes each device copies to each other before a launch, to wake the links (module docstring)
 WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;
 #: they stayed awake through 20 ms of idleness and fell asleep within 50)

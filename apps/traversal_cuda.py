@@ -279,6 +279,8 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
                     np.int32(shrink), np.int32(grow), np.int32(self.pull),
                     np.int32(self.wide or forced or not adaptive), np.int32(self.unique),
                     np.int32(self.has_big), np.int32(self.pull_level if forced else -1))
+            # a halved wide grid keeps this launch's shrink/grow arguments (the next launch
+            # rebuilds them): at worst one reshape exit more
             launched = launch_resident(self.traverse, blocks, self.block, args,
                                        name=self.device.name,
                                        min_blocks=min(blocks, self.narrow_blocks))

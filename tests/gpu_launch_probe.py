@@ -159,17 +159,19 @@ def launch_order(reverse: bool):
 def timed_launches():
     """Wrap launch_resident where the apps call it; returns the list of (device name, seconds)."""
     import apps.peer_barrier as pb
+    import apps.traversal_cuda as tc
+    import apps.traversal_linked as tl
     import apps.traversal_peer as tp
     calls = []
     plain = pb.launch_resident
 
-    def launch_resident(fn, blocks, block, args, *, shared_mem=0, name=""):
+    def launch_resident(fn, blocks, block, args, *, shared_mem=0, name="", **kw):
         t0 = time.perf_counter()
-        out = plain(fn, blocks, block, args, shared_mem=shared_mem, name=name)
+        out = plain(fn, blocks, block, args, shared_mem=shared_mem, name=name, **kw)
         calls.append((name, time.perf_counter() - t0))
         return out
-    pb.launch_resident = launch_resident
-    tp.launch_resident = launch_resident
+    for module in (pb, tp, tc, tl):      # each binds its own name
+        module.launch_resident = launch_resident
     return calls
 
 

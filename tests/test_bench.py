@@ -15,6 +15,7 @@ from apps.common import AppResult
 from groute.bench import make_config, run_suite
 from groute.bench.report import markdown
 from groute.bench.verify import reference_result
+from groute.graph import load_graph
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -391,14 +392,13 @@ def test_suite_computes_big_graph_references_side_by_side(monkeypatch):
 
 def test_cases_run_by_device_count_with_metis_split_beforehand(tmp_path, monkeypatch):
     """A graph's METIS splits are computed in worker processes while the one-device cases of
-    every app run; the results still list the cases by app, then device count."""
+    every app run; the results still list the cases by graph, app, device count and mode, a
+    graph given twice included, and record how long the cases waited for each split."""
     pytest.importorskip("pymetis")
-    import os
-
     import groute.bench.runner as runner
     monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "PARTITION_PREFETCH_MIN_ARCS", 0)
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    # the CPU backend never splits ahead (its cases would share the workers' cores)
+    monkeypatch.setattr(runner.SuiteRun, "_prefetch_pays", lambda self, ks, graph, apps: True)
     ran = []
 
     def recording(app):
@@ -406,15 +406,36 @@ def test_cases_run_by_device_count_with_metis_split_beforehand(tmp_path, monkeyp
 
         class Recording(base):
             def __init__(self, graph, *, ctx, **kw):
-                ran.append((app, ctx.num_devices))
+                ran.append((app, ctx.num_devices, kw.get("mode")))
                 super().__init__(graph, ctx=ctx, **kw)
         return Recording
-    cfg = small_config(apps=["bfs", "pr"], graphs=["grid:12"], devices=[1, 2], modes=["bsp"],
-                       partition="metis", peers=[])
-    results = run_suite(cfg, solvers={"bfs": recording("bfs"), "pr": recording("pr")},
+    cfg = small_config(apps=["bfs", "pr", "cc"], graphs=["grid:12", "grid:12"], devices=[1, 2],
+                       modes=["async", "bsp"], partition="metis", peers=[])
+    results = run_suite(cfg, solvers={app: recording(app) for app in ("bfs", "pr", "cc")},
                         progress=False)
-    assert ran == [("bfs", 1), ("pr", 1), ("bfs", 2), ("pr", 2)]
-    assert [(c["app"], c["devices"]) for c in results["cases"]] == [
-        ("bfs", 1), ("bfs", 2), ("pr", 1), ("pr", 2)]
+    one_graph = [(app, k, mode) for k in (1, 2) for app in ("bfs", "pr", "cc")
+                 for mode in ((None,) if app == "cc" else ("async", "bsp"))]
+    assert ran == one_graph * 2
+    listed = [(c["app"], c["devices"], c["mode"]) for c in results["cases"]]
+    assert listed == sorted(one_graph, key=lambda c: (["bfs", "pr", "cc"].index(c[0]), c[1])) * 2
     assert all(c["status"] == "ok" for c in results["cases"])
     assert list((tmp_path / "partitions").glob("grid_12.metis-degw-k2-*"))
+    assert [set(g["metis_split_waits_s"]) for g in results["graphs"]] == [{"2"}, {"2"}]
+
+
+def test_metis_splits_ahead_only_where_they_pay(monkeypatch):
+    from groute.bench.runner import SuiteRun
+    run = SuiteRun(small_config(partition="metis", devices=[1, 2]), command="", solvers={},
+                   progress=False, stream=None)
+    big = load_graph("grid:600")                # 1.4M arcs
+    assert not run._prefetch_pays([2], big, ["bfs"])            # CPU virtual devices
+    run.backend = "cuda"
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert run._prefetch_pays([2, 4], big, ["bfs"])
+    assert not run._prefetch_pays([2, 4], big, ["cc"])          # takes no partition
+    assert not run._prefetch_pays([2], load_graph("grid:12"), ["bfs"])   # METIS is quick
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    assert not run._prefetch_pays([2, 4], big, ["bfs"])         # no cores to spare
+    run.partition = "contiguous"
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert not run._prefetch_pays([2], big, ["bfs"])

@@ -313,6 +313,7 @@ def test_prefetched_metis_splits_fill_the_cache_the_cases_read(tmp_path, monkeyp
         pre.close()
     assert len(list((tmp_path / "partitions").glob("*metis-degw-k2-*"))) == 1
     assert len(list((tmp_path / "partitions").glob("*metis-degw-k3-*"))) == 1
+    assert set(pre.waited) == {2, 3}
     import pymetis
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
     for k in (2, 3):
@@ -331,3 +332,34 @@ def test_a_failed_metis_worker_leaves_the_split_to_the_case(tmp_path, monkeypatc
     finally:
         pre.close()
     assert "failed in its worker" in caplog.text and "20 parts" in caplog.text
+
+
+@pytest.mark.timeout(30)
+def test_closing_stops_a_split_nobody_waits_for_any_more():
+    """A wait interrupted (Ctrl-C) or a graph ended by an error leaves a split running:
+    close() terminates its worker at once instead of letting the exit wait for it."""
+    import time
+
+    from groute.bench.partitions import PartitionPrefetch
+    from groute.bench.processes import spawn_pool
+    pool = spawn_pool(1)
+    pre = PartitionPrefetch(pool, {2: pool.submit(time.sleep, 60)})
+    pre.pending.discard(2)                      # as after an interrupted wait(2)
+    procs = list(pool._processes.values())
+    t0 = time.perf_counter()
+    pre.close()
+    for p in procs:
+        p.join(10)
+        assert not p.is_alive()
+    assert time.perf_counter() - t0 < 10 and pre.pool is None
+    pre.close()                                 # a second close is harmless
+
+
+def test_metis_vertex_weights_fit_32_bits():
+    from groute.graph.partition import _metis_vertex_weights
+    small = _metis_vertex_weights(np.array([0, 3, 3, 10]), np.int32)
+    assert small.tolist() == [4, 1, 8]
+    indptr = np.array([0, 2**31, 2**31 + 5, 3 * 2**31], dtype=np.int64)    # 6G arcs
+    w = _metis_vertex_weights(indptr, np.int32)
+    assert w.dtype == np.int32 and (w >= 1).all() and int(w.astype(np.int64).sum()) < 2**31
+    assert w[0] > w[1] and w[2] > w[0]                                    # order kept

@@ -74,6 +74,7 @@ class SuiteRun:
             except Exception as exc:  # the module exists but is broken: its cases are errors
                 self.unavailable[app] = f"ERROR importing {APPS[app].module}: {type(exc).__name__}: {exc}"
         self.contexts: dict[int, object] = {}
+        self._order: dict[int, tuple] = {}      # id(case) -> its place in results["cases"]
         self.progress = Progress(self._count_steps(), stream=stream, enabled=progress)
         self.results = {
             "schema": SCHEMA, "command": command, "config": config.to_dict(),
@@ -162,19 +163,24 @@ class SuiteRun:
                 app_graph = weighted
             runs.append((app, app_graph, source if spec_app.needs_source else None))
         where = reference_where(self.config.reference, self.backend, graph.num_edges)
-        splits = self._prefetch_partitions(spec, graph, [app for app, _, _ in runs])
+        splits = self._prefetch_partitions(spec, graph, [app for app, _, _ in runs
+                                                          if app in self.classes])
         try:
             prefetched = self._prefetch_references(spec, runs, where, graph.num_edges)
-            ready = []                  # (app, graph, source, reference, peers, floor bytes)
+            ready = []      # (app, graph, source, reference, peers, floor bytes); every app's
+                            # reference is kept until the graph is done (grid:4900: 4 x 24M)
             for app, app_graph, app_source in runs:
                 prepared = self._prepare_app(app, spec, app_graph, app_source, where,
                                              prefetched.get(app))
                 if prepared is not None:
                     ready.append((app, app_graph, app_source) + prepared)
+            split_needed = any(APPS[entry[0]].takes_partition for entry in ready)
+            if not split_needed:
+                splits.close()          # the apps that take one could not run
             # device count outermost: the one-device cases of every app run while the METIS
             # splits for more devices are still being computed
             for k in self.config.devices:
-                if k in splits:
+                if split_needed and k in splits:
                     splits.wait(k, self.progress)
                 for app, app_graph, app_source, ref, peers, fb in ready:
                     for mode in case_modes(APPS[app], self.config.modes):
@@ -183,28 +189,38 @@ class SuiteRun:
                         self._record_case(case)
         finally:
             splits.close()
+            if splits.futures:
+                info["metis_split_waits_s"] = {str(k): t for k, t in splits.waited.items()}
         del graph, weighted, runs
         gc.collect()
         free_gpu_memory()
 
     def _prefetch_partitions(self, spec, graph, apps) -> PartitionPrefetch:
-        """Start the METIS splits of a big graph into each device count of the run above one,
-        one worker process each, before anything is timed: METIS runs on one core and takes
-        most of a minute here (kron:21 into 4 parts: 56 s), while the references, the peers
-        and the one-device cases need none. The workers fill the graph layer's partition cache, which
-        the cases' solvers then read. Only where it pays: METIS, graphs of
-        PARTITION_PREFETCH_MIN_ARCS+ arcs, apps that take a partition, at least 4 cores."""
+        """Start the METIS splits of a big graph into each device count of the run above one
+        (that this machine has), one worker process each, before anything is timed: METIS
+        runs on one core and takes most of a minute here (kron:21 into 4 parts: 56 s), while
+        the references, the peers and the one-device cases need none. The workers fill the
+        graph layer's partition cache, which the cases' solvers then read. ``apps``: those
+        that can run. Only where :meth:`_prefetch_pays`."""
         ks = [k for k in self.config.devices if k > 1]
         if self.backend == "cuda":          # no split for cases that will be skipped
             from groute.device import cuda_device_count
             ks = [k for k in ks if k <= cuda_device_count()]
-        if (self.partition != "metis" or not ks or graph.num_edges < PARTITION_PREFETCH_MIN_ARCS
-                or not any(APPS[app].takes_partition for app in apps)
-                or (os.cpu_count() or 1) < 4):
-            return PartitionPrefetch(None, {})
+        if not self._prefetch_pays(ks, graph, apps):
+            return PartitionPrefetch()
         self.progress.note(f"{spec}: METIS splits into {' and '.join(map(str, ks))} parts, "
                            f"in {len(ks)} worker process{'es' if len(ks) > 1 else ''} ...")
         return PartitionPrefetch.start(graph, ks)
+
+    def _prefetch_pays(self, ks, graph, apps) -> bool:
+        """Splits in worker processes pay, and do not disturb what is timed meanwhile, for
+        METIS, on graphs of PARTITION_PREFETCH_MIN_ARCS+ arcs, for apps that take a partition,
+        on GPUs (CPU virtual devices' cases would share their cores), with a core for each
+        worker beside the suite and the reference workers (up to four; scipy peers use one)."""
+        return (self.partition == "metis" and bool(ks) and self.backend == "cuda"
+                and graph.num_edges >= PARTITION_PREFETCH_MIN_ARCS
+                and any(APPS[app].takes_partition for app in apps)
+                and (os.cpu_count() or 1) >= len(ks) + 5)
 
     def _prefetch_references(self, spec, runs, where, num_arcs) -> dict:
         """CPU references of a big graph, computed side by side in worker processes before
@@ -413,11 +429,12 @@ class SuiteRun:
         case["speedup"] = {p["peer"]: p["time_s"] / case["time_s"] for p in peers if p["status"] == OK}
 
     def _record_case(self, case: dict):
-        """Keep ``results["cases"]`` in the tables' order (graph, app, devices, mode as the
-        config lists them), whatever order they ran in."""
+        """Keep ``results["cases"]`` in the tables' order (graph as run, then app, devices and
+        mode as the config lists them), whatever order they ran in."""
         cases = self.results["cases"]
+        self._order[id(case)] = self._case_order(case)
         cases.append(case)
-        cases.sort(key=self._case_order)
+        cases.sort(key=lambda c: self._order[id(c)])
         mode = f" {case['mode']}" if case.get("mode") else ""
         what = f"{case['app']} {case['graph']} {case['devices']} dev{mode}"
         if case["status"] == OK:
@@ -431,11 +448,13 @@ class SuiteRun:
         self._step(f"{what}: {text}")
 
     def _case_order(self, case: dict):
+        """Its sort key: cases are recorded while their graph runs (the latest of
+        ``results["graphs"]``; a spec given twice runs twice)."""
         c = self.config
 
         def index(seq, value):
             return seq.index(value) if value in seq else len(seq)
-        return (index(c.graphs, case["graph"]), index(c.apps, case["app"]), case["devices"],
+        return (len(self.results["graphs"]), index(c.apps, case["app"]), case["devices"],
                 index(c.modes, case.get("mode")))
 
     def _step(self, text: str):

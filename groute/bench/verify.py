@@ -77,15 +77,14 @@ REFERENCE_TIMEOUT_S = 3600.0
 def parallel_references(jobs: dict) -> dict:
     """``{key: (app, graph, source)}`` -> ``{key: (values, cached, wall_s)}`` or ``{key:
     exception}``: the CPU references (:func:`cached_reference`) computed in one worker process
-    each, side by side (scipy uses one core). The workers are spawned, not forked: the suite's
-    process runs device threads, and a fork copies their locks. The waits share one deadline,
+    each (:mod:`.processes`), side by side (scipy uses one core). The waits share one deadline,
     :data:`REFERENCE_TIMEOUT_S` from the start (not that much per job, one after another)."""
     import concurrent.futures as cf
-    import multiprocessing
     import time
+
+    from .processes import spawn_pool, stop_pool
     out = {}
-    pool = cf.ProcessPoolExecutor(max_workers=len(jobs),
-                                  mp_context=multiprocessing.get_context("spawn"))
+    pool = spawn_pool(len(jobs))
     clean = False
     try:
         deadline = time.monotonic() + REFERENCE_TIMEOUT_S
@@ -100,10 +99,7 @@ def parallel_references(jobs: dict) -> dict:
                 out[key] = exc
         clean = not any(isinstance(v, TimeoutError) for v in out.values())
     finally:
-        if not clean:   # a stuck or interrupted worker: do not wait for it
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.terminate()
-        pool.shutdown(wait=clean, cancel_futures=True)
+        stop_pool(pool, running=not clean)  # a stuck or interrupted worker: do not wait for it
     return out
 
 

@@ -352,7 +352,7 @@ def _metis_vertex_weights(indptr, dtype):
     are scaled down where it would not."""
     deg = np.diff(np.asarray(indptr, dtype=np.int64))
     total = int(deg.sum()) + deg.size
-    limit = np.iinfo(np.int32).max // 2
+    limit = np.iinfo(np.int32).max // 2    # headroom: METIS adds up weights of merged parts
     scale = -(-total // limit) if total > limit else 1
     return (1 + deg // scale).astype(dtype)
 
@@ -383,6 +383,10 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
     opts = pymetis.Options(seed=int(seed))
     zc = getattr(pymetis, "zero_copy_dtype", None)
     dtype = np.dtype(zc() if callable(zc) else np.int32)
+    if sym.num_edges > np.iinfo(dtype).max:
+        raise ValueError(f"METIS here takes at most {np.iinfo(dtype).max:,} arcs ({dtype} "
+                         f"indices); the symmetrised {g.name or 'graph'} has {sym.num_edges:,}: "
+                         f"use method='contiguous' or 'random'")
     xadj, adjncy = sym.indptr.astype(dtype, copy=False), sym.indices.astype(dtype, copy=False)
     vweights = _metis_vertex_weights(sym.indptr, dtype)
     if hasattr(pymetis, "CSRAdjacency"):        # pymetis >= 2025.2
