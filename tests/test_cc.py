@@ -142,7 +142,7 @@ def afforest_cases():
                 out.append(pytest.param("cpu", k, {"sample_rounds": rounds, "rest": rest},
                                         id=f"cpu-x{k}-r{rounds}-{rest}"))
     out.append(pytest.param("cpu", 2, {"afforest": False}, id="cpu-x2-edge-list"))
-    for k in (1, 2):
+    for k in (1, 2, 3):         # three: the merge tree's uneven branch
         for opts in ({"sample_rounds": 1, "link": "hook"}, {"sample_rounds": 2, "link": "light"},
                      {"sample_rounds": 0, "link": "mixed"}, {"sample_rounds": 2, "link": "mixed"},
                      {"sample_rounds": 1, "link": "light", "rest": "kernel"},

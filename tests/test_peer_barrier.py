@@ -125,25 +125,27 @@ def test_cpu_devices_wake_no_links(ctx):
 @pytest.mark.gpu
 @pytest.mark.multigpu
 @pytest.mark.timeout(120)
-def test_cuda_links_are_woken_once_allocated_and_joined():
-    """On CUDA devices a launch long enough after the last run queues the wake copies into
-    buffers allocated once (right after a run, none), and each device's compute stream is made
-    to wait for its copy (nothing left pending, also when a launch fails); a failure to wake
-    turns waking off instead of failing the launches."""
-    need_gpus(2)
+@pytest.mark.parametrize("k", [2, 3], ids=["x2", "x3"])
+def test_cuda_links_are_woken_once_allocated_and_joined(k):
+    """On CUDA devices a launch long enough after the last run queues the wake copies (each
+    device to every other) into buffers allocated once (right after a run, none), and each
+    device's compute stream is made to wait for its copies (nothing left pending, also when a
+    launch fails); a failure to wake turns waking off instead of failing the launches."""
+    need_gpus(k)
     import cupy
-    with Context(2, backend="cuda", timeout=30) as c:
+    every = list(range(k))
+    with Context(k, backend="cuda", timeout=30) as c:
         with c.devices[0].use():
             block = cupy.zeros(1, np.uint64)
         bar = CrossDeviceBarrier(c.devices, block)
-        assert bar.launch_each(lambda i, dev: None) == ([0, 1], None)
+        assert bar.launch_each(lambda i, dev: None) == (every, None)
         ptrs = [w.data.ptr for w in bar._wake]
-        bar.settle([0, 0])                  # a run just ended: the links are awake
+        bar.settle([0] * k)                 # a run just ended: the links are awake
         saved, bar._wake = bar._wake, []    # (a copy into these would raise)
-        assert bar.launch_each(lambda i, dev: None) == ([0, 1], None) and bar._wake == []
+        assert bar.launch_each(lambda i, dev: None) == (every, None) and bar._wake == []
         bar._wake = saved
         bar._last_end -= 1.0                # a second ago: woken again
-        assert len(ptrs) == 2 and bar._woken == {}
+        assert len(ptrs) == k and bar._woken == {}
 
         def no_room(i, dev):
             raise KeyError("no room")
@@ -152,6 +154,6 @@ def test_cuda_links_are_woken_once_allocated_and_joined():
         assert [w.data.ptr for w in bar._wake] == ptrs
         for dev in c.devices:
             dev.compute_stream.record().synchronize()
-        bar._wake = [None, None]            # a copy that cannot be made
-        assert bar.launch_each(lambda i, dev: None) == ([0, 1], None)
+        bar._wake = [None] * k              # a copy that cannot be made
+        assert bar.launch_each(lambda i, dev: None) == (every, None)
         assert bar._wake == ()              # off from now on
