@@ -124,9 +124,10 @@ class CrossDeviceBarrier:
             log.warning("waking the links before the launches failed (%s); not tried again", exc)
             self._wake, self._woken = (), {}
 
-    def launch_each(self, launch):
+    def launch_each(self, launch, order=None):
         """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
-        device in order, stopping at the first that raises. Returns ``(launched indices, that
+        device in ``order`` (indices; default 0 to k - 1: tests/gpu_launch_probe.py times the
+        reverse), stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
         the barrier after their timeout) before it raises, so nothing is left running. After
         each launch the device's compute stream waits for its wake copy: whatever it runs
@@ -135,15 +136,15 @@ class CrossDeviceBarrier:
         self.wake_links()
         launched, failure = [], None
         try:
-            for i, dev in enumerate(self.devices):
-                launch(i, dev)
+            for i in (range(len(self.devices)) if order is None else order):
+                launch(i, self.devices[i])
                 launched.append(i)
         except BaseException as exc:  # noqa: BLE001 - raised by the caller after read-back
             failure = exc
         for i, event in self._woken.items():    # queued after the kernels: they do not wait
             self.devices[i].compute_stream.wait_event(event)
         self._woken = {}
-        return launched, failure
+        return sorted(launched), failure
 
     def settle(self, crossed, ok: bool = True) -> None:
         """After a run: ``crossed`` holds each launched device's count of barriers crossed.

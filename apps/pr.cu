@@ -210,7 +210,7 @@ __device__ __forceinline__ float pr_load(const float* p) {
 #endif
 }
 
-template <int K, typename IDX, bool OWN_ONLY>
+template <int K, typename IDX>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
                                             const int* __restrict__ sources, const float* contrib,
                                             float base, float damping, float* __restrict__ y,
@@ -270,15 +270,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const long long v = wbase + k * 32 + lane;
-            // OWN_ONLY (the persistent kernels): the peers get their values from the export
-            // lists after the sweep (bsp_persistent), so no vertex tests a peer mask here: with
-            // a second output on one H200 (tests/gpu_need_probe.py, grid:3465) the need byte of
-            // every vertex made the sweep 1.205x as long, a bit per vertex still 1.089x
-            if constexpr (OWN_ONLY) {
-                if (v < n_local)
-                    out0[offset + v] = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff,
-                                                 total);
-            } else if (v < n_local) {
+            if (v < n_local) {
                 const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
                 pr_store(&out0[offset + v], outs, nouts, need, offset, v, c);
             }
@@ -301,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(256) NAME(                         
         int nouts, const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,           \
         const unsigned long long* __restrict__ stats_of, int nstats, int prev, double tol,         \
         int small_degree) {                                                                        \
-    pr_csc_body<K, IDX, false>(n_local, offset, indptr, sources, contrib, base, damping, y,        \
+    pr_csc_body<K, IDX>(n_local, offset, indptr, sources, contrib, base, damping, y,        \
                                inv_outdeg, outs, nouts, need, stats, stats_of, nstats, prev, tol,  \
                                small_degree);                                                      \
 }
@@ -627,16 +619,19 @@ extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(             
         const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,                      \
         const unsigned long long* __restrict__ stats_of, int nstats, double tol,                   \
         int small_degree, PERSIST_PARAMS) {                                                        \
-    bsp_persistent(t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
+    bsp_persistent(t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,          \
                    PERSIST_RESET(nullptr, 0, nullptr, 0), nexports,                                \
                    [&](int t) {                                                                    \
         pr_export(outs + ((t + 1) & 1) * nouts, nouts, offset, exports, export_off);               \
     }, [&](int t) {                                                                                \
-        pr_csc_body<K, IDX, true>(n_local, offset, indptr, sources,                          \
-                                  reinterpret_cast<const float*>(contribs[t & 1]), base, damping,  \
-                                  y, inv_outdeg, outs + ((t + 1) & 1) * nouts, nouts, need,        \
-                                  stats + 2 * (long long)t, stats_of, nstats, -1, tol,             \
-                                  small_degree);                                                   \
+        /* one output (nouts 1: pr_store reads no need mask): the peers get their values */     \
+        /* from the export lists after the sweep; with a second output on one H200 */           \
+        /* (tests/gpu_need_probe.py, grid:3465) the need byte of every vertex made the */       \
+        /* sweep 1.205x as long, a bit per vertex still 1.089x */                               \
+        pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                      \
+                            reinterpret_cast<const float*>(contribs[t & 1]), base, damping,        \
+                            y, inv_outdeg, outs + ((t + 1) & 1) * nouts, 1, nullptr,               \
+                            stats + 2 * (long long)t, stats_of, nstats, -1, tol, small_degree);    \
     });                                                                                            \
 }
 // names: pr_csc{32,64}_persistent_k{1,2,4}
@@ -656,7 +651,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         const unsigned char* __restrict__ need, int offset, float* part, int* cnt, int hub,        \
         int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,       \
         int nstats, double tol, PERSIST_PARAMS) {                                                  \
-    bsp_persistent(t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
+    bsp_persistent(t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,          \
                    PERSIST_RESET(cnt, n_hubs, next, t_end), 0, [](int) {}, [&](int t) {            \
         pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources,                      \
                                 reinterpret_cast<const float*>(contribs[t & 1]), base, damping,    \

@@ -205,12 +205,14 @@ __device__ __forceinline__ void warp_add(unsigned long long* p, long long v, int
 
 // One launch per GPU for the whole run. The host has reset this GPU's state (dist, in_near,
 // sent_best, ctl, counters, lu with every limit at cap, li) and queued the source on its owner.
-// thr, delta: soft priority (VALUE_INF: none); filter: read before the atomicMin (wide grids).
+// delta: soft-priority step and first threshold (VALUE_INF: none); filter: read before the
+// atomicMin (wide grids).
 extern "C" __global__ void __launch_bounds__(BLOCK)
-traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int thr, int delta,
+traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int delta,
                 int max_rounds, int filter, int has_big, unsigned long long gbase,
                 long long timeout_ns) {
     const Args a = *pa;
+    int thr = delta;                    // this GPU's threshold (the source has value 0)
     const Links& lk = *pl;
     const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
@@ -305,13 +307,7 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int t
         ++r;
     }
     fold_counters(a, processed, edges, deferrals, lane);
-    if (keeper) {
-        a.ctl[ROUND] = r;
-        a.ctl[FAR_INDEX] = fc;
-        a.ctl[THRESHOLD] = thr;
-        a.ctl[ROUNDS] = r;
-        a.counters[TOTAL_ROUNDS] += r;
-    }
+    if (keeper) a.counters[TOTAL_ROUNDS] += r;     // (the host reads no other control word)
     grid_exit(&a.ctl[BARRIER_COUNT], &a.ctl[EXIT_COUNT]);
 }
 

@@ -39,7 +39,8 @@ from apps import peer_barrier
 from apps.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
-from .traversal_cuda import BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits
+from .traversal_cuda import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
+                             value_options)
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +82,7 @@ class LinkedTraversal:
         self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
         self.max_rounds = MAX_ROUNDS
-        self.options = (f"-DBLOCK={BLOCK}", f"-DVALUE_FLOAT={int(kind == 'float')}",
-                        f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
-                        "-DBATCH=1")
+        self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted), "-DBATCH=1")
         self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
         cap_blocks = int(os.environ.get("GROUTE_LINKED_BLOCKS", "0"))
         for w, dev in zip(self.workers, self.devices):
@@ -94,7 +93,7 @@ class LinkedTraversal:
                 sms = int(dev.properties()["multiprocessors"])
                 resident = resident_blocks_per_sm(fn, BLOCK, dev.index) * sms
                 want = cap_blocks or w.narrow_blocks
-                self.blocks.append(max(2, min(want, resident)))  # warp 0 keeps the books
+                self.blocks.append(max(1, min(want, resident)))  # block 0's warp 0: the books
                 self.rings.append(cupy.empty(self.k * self.cap, dtype=np.int64))
                 self.lu.append(cupy.zeros(L_U64, dtype=np.uint64))
                 self.li.append(cupy.zeros(L_INT, dtype=np.int32))
@@ -153,8 +152,8 @@ class LinkedTraversal:
         self._reset(i, source)
         # read before the atomicMin on wide grids only, as the fused worker does
         wide = self.blocks[i] > w.narrow_blocks
-        args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.delta_bits),
-                np.int32(self.max_rounds), np.int32(wide), np.int32(w.has_big),
+        args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.max_rounds),
+                np.int32(wide), np.int32(w.has_big),
                 np.uint64(self.barrier.base), np.int64(timeout_ns))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
                                          name=self.devices[i].name)
@@ -176,13 +175,13 @@ class LinkedTraversal:
         stops = [int(x[L_STOP:L_STOP + 3].max()) for x in li]
         aborted = [self.devices[i].name for i, x in zip(launched, li) if x[L_ABORT]]
         capped = any(s == 3 for s in stops)
-        ok = failure is None and not aborted and not capped and all(s == 1 for s in stops)
+        done = not capped and all(s == 1 for s in stops)   # finish checks failure and aborted
         self.barrier.finish([int(x[L_CROSS]) for x in li], failure=failure, aborted=aborted,
-                            ok=ok, what=f"linked {self.app}", instead="exchange='host'")
+                            ok=done, what=f"linked {self.app}", instead="exchange='host'")
         if capped:
             raise RuntimeError(f"linked {self.app}: no result after {self.max_rounds} rounds on a "
                                f"device (GROUTE_PEER_MAX_ROUNDS)")
-        if not ok:
+        if not done:
             raise RuntimeError(f"linked {self.app}: a device stopped before the others finished "
                                f"(stop words {stops})")
         rounds = [int(c[TOTAL_ROUNDS]) for c in counters]

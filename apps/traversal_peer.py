@@ -83,13 +83,12 @@ class PeerTraversal:
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
         import cupy
-        from .traversal_cuda import _bits
+        from .traversal_cuda import _bits, value_options
         self.app, self.kind = app, kind
         # SSSP's first threshold is delta (the source has value 0); inf bits: no priority
         self.delta_bits = _bits(delta, kind)
         self.max_rounds = MAX_ROUNDS
-        self.options = (f"-DBLOCK={BLOCK}", f"-DVALUE_FLOAT={int(kind == 'float')}",
-                        f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}")
+        self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted))
         self.ctx = ctx
         self.devices = list(ctx.devices)
         self.arrays = list(arrays)

@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from support import busiest  # noqa: E402  (this script's folder is sys.path[0])
+
 SOURCE = r"""
 extern "C" __global__ void tiny(int* out, int a, int b, int c, int d, int e, int f, int g,
                                 long long h, long long i, long long j, long long l) {
@@ -144,15 +146,8 @@ def launch_order(reverse: bool):
         CrossDeviceBarrier.launch_each = plain
         return
 
-    def launch_each(self, launch):
-        launched = []
-        for i in reversed(range(len(self.devices))):
-            try:
-                launch(i, self.devices[i])
-            except BaseException as exc:  # noqa: BLE001
-                return sorted(launched), exc
-            launched.append(i)
-        return sorted(launched), None
+    def launch_each(self, launch, order=None):
+        return plain(self, launch, order=reversed(range(len(self.devices))))
     CrossDeviceBarrier.launch_each = launch_each
 
 
@@ -195,8 +190,9 @@ def main():
     from apps.pr import PageRank
     from groute import Context
     from groute.graph import load_graph
+    pr_graph, bfs_graph = load_graph(args.pr_graph), load_graph(args.bfs_graph)
     for k in sorted({1, ngpu}):
-        g = load_graph(args.pr_graph)
+        g = pr_graph
         with Context(k, backend="cuda") as ctx, PageRank(g, ctx=ctx, mode="bsp", persistent=True,
                                                          partition="contiguous") as s:
             s.run()
@@ -223,10 +219,10 @@ def main():
                     kern = f", kernel on the GPU (events) {cupy.cuda.get_elapsed_time(*ev) * 1e3:.0f} us"
                 print(f"      {1e6 * (t0 - t_run):8.0f} {name:18s} {dev}: {sec * 1e6:7.1f} us{kern}",
                       flush=True)
-        g = load_graph(args.bfs_graph)
+        g = bfs_graph
         with Context(k, backend="cuda") as ctx, BFS(g, ctx=ctx, mode="bsp", exchange="peer",
                                                     partition="contiguous") as s:
-            src = int(np.argmax(g.degrees()))
+            src = busiest(g)
             for order in ("in device order", "last device first"):
                 reverse = order != "in device order"
                 if reverse and k == 1:

@@ -355,11 +355,21 @@ def test_closing_stops_a_split_nobody_waits_for_any_more():
     pre.close()                                 # a second close is harmless
 
 
-def test_metis_vertex_weights_fit_32_bits():
-    from groute.graph.partition import _metis_vertex_weights
-    small = _metis_vertex_weights(np.array([0, 3, 3, 10]), np.int32)
-    assert small.tolist() == [4, 1, 8]
-    indptr = np.array([0, 2**31, 2**31 + 5, 3 * 2**31], dtype=np.int64)    # 6G arcs
-    w = _metis_vertex_weights(indptr, np.int32)
-    assert w.dtype == np.int32 and (w >= 1).all() and int(w.astype(np.int64).sum()) < 2**31
-    assert w[0] > w[1] and w[2] > w[0]                                    # order kept
+
+@pytest.mark.timeout(30)
+def test_a_split_past_its_time_limit_is_stopped_and_left_to_the_cases(monkeypatch):
+    import time
+
+    import groute.bench.partitions as partitions
+    from groute.bench.processes import spawn_pool
+    monkeypatch.setattr(partitions, "PARTITION_TIMEOUT_S", 0.2)
+    pool = spawn_pool(2)
+    pre = partitions.PartitionPrefetch(pool, {2: pool.submit(time.sleep, 60),
+                                              4: pool.submit(time.sleep, 60)})
+    procs = list(pool._processes.values())
+    assert pre.wait(2) is False and pre.pool is None          # every worker stopped
+    t0 = time.perf_counter()
+    assert pre.wait(4) is False and time.perf_counter() - t0 < 1
+    for p in procs:
+        p.join(10)
+        assert not p.is_alive()

@@ -37,11 +37,11 @@ class PartitionPrefetch:
         self.pending = set(self.futures)       # those not waited for yet
         self.waited: dict[int, float] = {}
         self.started = time.perf_counter()
-        self.stopped = False
 
     @classmethod
     def start(cls, graph, ks) -> "PartitionPrefetch":
         from groute.graph.partition import warm_metis_cache
+        graph.structure_hash()      # the cache key: hashed here once, pickled with the graph
         pool = spawn_pool(len(ks))
         return cls(pool, {k: pool.submit(warm_metis_cache, graph, k) for k in ks})
 
@@ -54,7 +54,7 @@ class PartitionPrefetch:
         compute the split themselves, as without a worker."""
         self.pending.discard(k)
         fut = self.futures[k]
-        if self.stopped and not fut.done():
+        if self.pool is None and not fut.done():
             log.warning("the METIS split into %d parts was stopped with its workers; the cases "
                         "split the graph themselves", k)
             return False
@@ -68,7 +68,7 @@ class PartitionPrefetch:
             log.warning("the METIS split into %d parts took over %.0f s in its worker; every "
                         "worker of this graph is stopped and the cases split the graph "
                         "themselves", k, PARTITION_TIMEOUT_S)
-            self._stop()
+            self.close()
             return False
         except Exception as exc:  # noqa: BLE001 - the cases meet (and report) it themselves
             log.warning("the METIS split into %d parts failed in its worker (%s: %s)", k,
@@ -86,9 +86,4 @@ class PartitionPrefetch:
         if self.pool is None:
             return
         stop_pool(self.pool, running=any(not f.done() for f in self.futures.values()))
-        self.pool = None
-
-    def _stop(self) -> None:
-        self.stopped = True
-        stop_pool(self.pool, running=True)
         self.pool = None

@@ -368,6 +368,8 @@ class CSRGraph(CSRArrays):
         that ignore weights, such as METIS partitions (SSSP's weighted copy of a graph reuses the
         unweighted graph's split). Equals :meth:`content_hash` for an unweighted graph. Computed
         once per graph object, as that is."""
+        if self.weights is None:        # the same bytes: hash them once
+            return self.content_hash()
         return kept_on(self, "_structure_hash", lambda: self._hash(with_weights=False))
 
     def _hash(self, *, with_weights: bool) -> str:

@@ -241,3 +241,13 @@ def test_metis_cache_is_shared_by_weighted_copies(tmp_path, monkeypatch):
     monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
     again = partition_graph(w, 2, method="metis")
     assert np.array_equal(first.owner, again.owner)
+
+
+def test_metis_vertex_weights_fit_32_bits():
+    from groute.graph.partition import _metis_vertex_weights
+    small = _metis_vertex_weights(np.array([3, 0, 7]), np.int32)
+    assert small.tolist() == [4, 1, 8]
+    degrees = np.array([2**31, 5, 2**32 - 5], dtype=np.int64)              # 6G arcs
+    w = _metis_vertex_weights(degrees, np.int32)
+    assert w.dtype == np.int32 and (w >= 1).all() and int(w.astype(np.int64).sum()) < 2**31
+    assert w[0] > w[1] and w[2] > w[0]                                    # order kept
