@@ -480,7 +480,7 @@ PR_BINS_KERNEL(pr_bins32, int)
 PR_BINS_KERNEL(pr_bins64, long long)
 
 // Persistent BSP (PageRank(persistent=True)): one cooperative launch per device runs iterations
-// [0, t_end) of the fused kernels above, instead of one launch per device per iteration
+// [t_begin, t_end) of the fused kernels above, instead of one launch per device per iteration
 // with events between the devices. The launch first resets this device's state
 // (bsp_reset_body) behind a grid barrier. Iteration t is the per-iteration kernel's body (the
 // same function, coherent loads: see pr_load) reading contribs[t & 1] and storing into the
@@ -538,7 +538,7 @@ __device__ __forceinline__ void pr_export(const unsigned long long* __restrict__
 }
 
 template <class Reset, class Export, class Sweep>
-__device__ __forceinline__ void bsp_persistent(int t_end, int* ctl,
+__device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
                                                unsigned long long* gbar, unsigned long long gbase,
                                                int k, long long timeout_ns,
                                                unsigned long long* trace,
@@ -555,9 +555,9 @@ __device__ __forceinline__ void bsp_persistent(int t_end, int* ctl,
     // this device passes only after this
     reset();
     grid_barrier((unsigned int*)&ctl[P_BAR], bar);
-    int t = 0;
+    int t = t_begin;
     while (t < t_end) {
-        if (leader) trace_stamp(trace, t, 0);
+        if (leader) trace_stamp(trace, t - t_begin, 0);
         sweep(t);
         grid_barrier((unsigned int*)&ctl[P_BAR], bar);
         if (nexports > 0) {     // the same on every block: the peers' values, then meet again
@@ -565,37 +565,40 @@ __device__ __forceinline__ void bsp_persistent(int t_end, int* ctl,
             grid_barrier((unsigned int*)&ctl[P_BAR], bar);
         }
         if (leader) {
-            trace_stamp(trace, t, 1);
+            trace_stamp(trace, t - t_begin, 1);
             int stop = 0;
             if (!cross_device_wait(gbar, gtarget, k, timeout_ns)) {
                 ctl[P_ABORT] = 1;
                 stop = 2;
             } else {
-                trace_stamp(trace, t, 2);
+                trace_stamp(trace, t - t_begin, 2);
                 if (bsp_rule(stats_of, nstats, t, tol)) stop = 1;
             }
             ctl[P_STOP] = stop;
         }
         grid_barrier((unsigned int*)&ctl[P_BAR], bar);
-        if (leader) trace_stamp(trace, t, 3);
+        if (leader) trace_stamp(trace, t - t_begin, 3);
         ++t;
         // written by the leader between the two barriers; rewritten only after every block
         // has arrived at the next iteration's first barrier, i.e. after this read
         if (__ldcg(&ctl[P_STOP])) break;
     }
     if (leader) {
-        ctl[P_ITERS] = t;
+        ctl[P_ITERS] = t - t_begin;
         ctl[P_CROSS] = (int)((gtarget - gbase) / (unsigned long long)k);
     }
     grid_exit(&ctl[P_BAR], &ctl[P_EXIT]);
 }
 
-// The arguments every persistent kernel adds: iterations [0, t_end), its control words,
+// The arguments every persistent kernel adds: iterations [t_begin, t_end), its control words,
 // device 0's barrier counter and where it stands, the device count, the wait limit, the trace
-// (null: off), and what bsp_reset_body needs at the start of the run: the start value y0, the
-// start contributions contrib0 of all n_total vertices, the rows of y and the hub counters
-// ("bins").
-#define PERSIST_PARAMS int t_end, int* ctl, unsigned long long* gbar,                              \
+// (null: off), and what bsp_reset_body needs at the start of a run (t_begin == 0): the start
+// value y0, the start contributions contrib0 of all n_total vertices, the rows of y and the
+// hub counters ("bins").
+// (The host always starts at t_begin = 0. The parameter stays: without it nvcc 13 spilled the
+// iteration counter in pr_csc32_persistent_k2 and PageRank on grid:4900 over two H200s took
+// 7.40 ms instead of 6.89, tests/gpu_check_pr_cc.py --pr-scaling, alternating runs.)
+#define PERSIST_PARAMS int t_begin, int t_end, int* ctl, unsigned long long* gbar,                \
                        unsigned long long gbase, int k, long long timeout_ns,                      \
                        unsigned long long* trace, float y0, const float* __restrict__ contrib0,    \
                        int n_total, int y_rows, int n_hubs
@@ -603,9 +606,10 @@ __device__ __forceinline__ void bsp_persistent(int t_end, int* ctl,
 // and the counters (zero_a / zero_b as bsp_reset_body)
 #define PERSIST_RESET(ZERO_A, NA, ZERO_B, NB)                                                      \
     [&]() {                                                                                        \
-        bsp_reset_body(y_rows, y0, y, n_total, contrib0,                                           \
-                       reinterpret_cast<float*>(contribs[0]), stats, 2 * t_end, ZERO_A, NA,        \
-                       ZERO_B, NB, nullptr);                                                       \
+        if (t_begin == 0)                                                                          \
+            bsp_reset_body(y_rows, y0, y, n_total, contrib0,                                       \
+                           reinterpret_cast<float*>(contribs[0]), stats, 2 * t_end, ZERO_A, NA,    \
+                           ZERO_B, NB, nullptr);                                                   \
     }
 
 // pr_csc_body per iteration: contribs[2] (this device's vectors by parity), outs[2][nouts] (by
@@ -619,7 +623,7 @@ extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(             
         const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,                      \
         const unsigned long long* __restrict__ stats_of, int nstats, double tol,                   \
         int small_degree, PERSIST_PARAMS) {                                                        \
-    bsp_persistent(t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,          \
+    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
                    PERSIST_RESET(nullptr, 0, nullptr, 0), nexports,                                \
                    [&](int t) {                                                                    \
         pr_export(outs + ((t + 1) & 1) * nouts, nouts, offset, exports, export_off);               \
@@ -651,7 +655,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
         const unsigned char* __restrict__ need, int offset, float* part, int* cnt, int hub,        \
         int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,       \
         int nstats, double tol, PERSIST_PARAMS) {                                                  \
-    bsp_persistent(t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,          \
+    bsp_persistent(t_begin, t_end, ctl, gbar, gbase, k, timeout_ns, trace, stats_of, nstats, tol,  \
                    PERSIST_RESET(cnt, n_hubs, next, t_end), 0, [](int) {}, [&](int t) {            \
         pr_bins_body<IDX>(ntasks, task_row, task_info, indptr, sources,                      \
                                 reinterpret_cast<const float*>(contribs[t & 1]), base, damping,    \

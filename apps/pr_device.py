@@ -404,7 +404,7 @@ class DevicePR:
             self._persist_args = (
                 (*self._fused_args(self.contribs, base, self.outs_both,
                                    self.task_next if self.bins else None, self.stats),
-                 np.int32(t_end), self.ctl),
+                 np.int32(0), np.int32(t_end), self.ctl),   # t_begin 0: pr.cu PERSIST_PARAMS
                 (np.int32(k), np.int64(timeout_ns),
                  np.uint64(0) if self.trace is None else self.trace, np.float32(y0),
                  self.contrib0, np.int32(self.n), np.int32(self.n_local),
