@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..machine import summary_line
 from .suite import PR_MAX_L1, PR_TOL, app_label
+from .targets import TARGET_GPU, evaluate as evaluate_targets, judged_here
 
 
 def write_json(results: dict, path) -> None:
@@ -91,6 +92,8 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
         lines += _run_lines(run)
         lines.append("")
 
+    lines += _target_lines(results, h)
+
     graph_rows = []
     for g in results.get("graphs", []):
         if g.get("error"):
@@ -166,6 +169,37 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def _target_lines(results: dict, h: str) -> list[str]:
+    """The targets this run has cases for (:mod:`.targets`), as a table with a verdict."""
+    rows = evaluate_targets(results)
+    if not rows:
+        return []
+    judged = judged_here(results)
+    table = []
+    for r in rows:
+        ours = r["ours"]
+        if ours is None:
+            value = "-"
+        elif r["target"]["kind"] == "time":
+            value = fmt_seconds(ours)
+        else:
+            value = fmt_ratio(ours)
+        met = "-" if r["met"] is None else ("yes" if r["met"] else "**no**")
+        table.append([str(r["target"]["issue"]), app_label(r["target"]["app"]),
+                      _cell(r["target"]["graph"]), _cell(r["text"]), value, _cell(r["detail"]),
+                      fmt_ratio(r["margin"]), met])
+    lines = _table(f"{h}# Against the targets", ["issue", "app", "graph", "target", "ours:",
+                                                   "measured as", "margin:", "met"], table)
+    if judged:
+        lines.append("margin: how far past the target (time: target / ours; ratios: ours / "
+                     "target); below 1x the target is missed by that factor. Ours is the fastest "
+                     "verified mode.")
+    else:
+        lines.append(f"The targets are set for {TARGET_GPU} GPUs and this run did not use them, so "
+                     "they are shown but not judged (met: -).")
+    return lines + [""]
 
 
 def _table(heading: str, columns, rows, keep_empty: bool = False) -> list[str]:
@@ -257,6 +291,7 @@ def merge_results(parts: list[dict]) -> dict:
         for app, info in (part.get("apps") or {}).items():
             if merged["apps"].get(app, {}).get("status") != "available":
                 merged["apps"][app] = info
+    merged["targets"] = evaluate_targets(merged)
     return merged
 
 

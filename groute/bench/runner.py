@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from . import floor as floor_model
+from .targets import evaluate as evaluate_targets
 from ..machine import describe_machine
 from .peers import PeerSkipped, check_peer_answer, free_gpu_memory, prepare_peer
 from .partitions import PARTITION_PREFETCH_MIN_ARCS, PartitionPrefetch
@@ -110,6 +111,7 @@ class SuiteRun:
             self.progress.close()
         self.results["finished"] = _now()
         self.results["elapsed_s"] = time.perf_counter() - t0
+        self.results["targets"] = evaluate_targets(self.results)
         return self.results
 
     def _measure_bandwidth(self):

@@ -1,0 +1,157 @@
+"""The project's performance targets, judged from a benchmark run's own cases.
+
+The issues set targets on H200s (one GPU for the single-device times, four for scaling). Keeping
+them here as data lets every ``groute bench`` report say, from the cases it measured in that run,
+which targets it met and by how much, instead of a hand-kept table in docs/PERFORMANCE.md.
+
+A target is judged only from verified cases (status ok) and only where the run has the cases it
+needs; a target whose app and graph are in the run but which has no verified case is reported as
+not met. "Ours" is the fastest verified mode, since ``mode="auto"`` is meant to pick it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+#: The GPU the targets were set for; on any other machine the report shows the figures but
+#: does not judge them.
+TARGET_GPU = "H200"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target. ``kind`` says how it is judged:
+
+    - ``time``: our fastest verified one-device time is at most ``bound`` seconds;
+    - ``peer``: that time is at least ``bound`` times faster than ``peer``'s in the same run;
+    - ``modes``: one device, mode ``faster`` at least ``bound`` times faster than mode ``slower``;
+    - ``scaling``: our fastest time on ``devices`` devices is at least ``bound`` times faster
+      than our fastest on one.
+    """
+
+    issue: int
+    kind: str
+    app: str
+    graph: str
+    bound: float
+    peer: str | None = None
+    devices: int = 1
+    faster: str | None = None
+    slower: str | None = None
+
+    def describe(self) -> str:
+        """The target as the issues state it, e.g. ``<= 3 ms`` or ``>= 2x plain CuPy``."""
+        if self.kind == "time":
+            return f"<= {self.bound * 1e3:g} ms on 1 GPU"
+        if self.kind == "peer":
+            return f">= {self.bound:g}x {PEER_NAMES.get(self.peer, self.peer)} on 1 GPU"
+        if self.kind == "modes":
+            return f"{self.faster} >= {self.bound:g}x {self.slower} on 1 GPU"
+        return f"{self.devices} GPUs >= {self.bound:g}x 1 GPU"
+
+
+#: How the target column names a peer.
+PEER_NAMES = {"cupy": "plain CuPy (cuSPARSE SpMV power iteration)", "scipy": "scipy"}
+
+#: The targets of issue 7 (BFS, SSSP) and issue 8 (PageRank, CC), in the order they are listed.
+TARGETS: tuple[Target, ...] = (
+    Target(7, "time", "bfs", "kron:21", 3e-3),
+    Target(7, "time", "sssp", "kron:21", 8e-3),
+    Target(7, "time", "bfs", "grid:4900", 60e-3),
+    Target(7, "time", "sssp", "grid:4900", 200e-3),
+    Target(7, "modes", "bfs", "grid:4900", 3.0, faster="async", slower="bsp"),
+    Target(7, "modes", "sssp", "grid:4900", 3.0, faster="async", slower="bsp"),
+    Target(7, "scaling", "bfs", "kron:25", 2.0, devices=4),
+    Target(8, "peer", "pr", "kron:21", 2.0, peer="cupy"),
+    Target(8, "peer", "pr", "grid:4900", 2.0, peer="cupy"),
+    Target(8, "scaling", "pr", "kron:25", 3.0, devices=4),
+    Target(8, "scaling", "pr", "grid:4900", 3.0, devices=4),
+    Target(8, "time", "cc", "kron:21", 5e-3),
+    Target(8, "time", "cc", "grid:4900", 5e-3),
+)
+
+
+def judged_here(results: dict) -> bool:
+    """Whether ``results`` ran on the GPUs the targets are for (CUDA backend, H200s)."""
+    if results.get("backend") != "cuda":
+        return False
+    gpus = (results.get("machine") or {}).get("gpus") or []
+    return bool(gpus) and all(TARGET_GPU in str(g.get("name", "")) for g in gpus)
+
+
+def evaluate(results: dict, targets=TARGETS) -> list[dict]:
+    """One row per target the run has cases for, in ``targets`` order.
+
+    Each row: ``target`` (the :class:`Target`'s fields), ``text`` (what it asks), ``ours`` (the
+    measured value: seconds for ``time``, a ratio otherwise; None when nothing verified),
+    ``detail`` (which cases and modes it comes from), ``margin`` (ours over what is asked, > 1
+    when met, e.g. 1.5 = 1.5x better than the target) and ``met`` (True/False, or None when this
+    run's machine is not the one the targets are for).
+    """
+    cases = results.get("cases") or []
+    peers = results.get("peers") or []
+    judged = judged_here(results)
+    rows = []
+    for t in targets:
+        mine = [c for c in cases if c.get("app") == t.app and c.get("graph") == t.graph]
+        if not mine:
+            continue
+        if t.kind == "scaling" and not any(c.get("devices") == t.devices for c in mine):
+            continue
+        ours, detail = _measure(t, mine, peers)
+        if ours is None:
+            margin = None
+        elif t.kind == "time":
+            margin = t.bound / ours if ours > 0 else None
+        else:
+            margin = ours / t.bound
+        met = (margin is not None and margin >= 1.0) if judged else None
+        rows.append(dict(target=asdict(t), text=t.describe(),
+                         ours=ours, detail=detail, margin=margin, met=met))
+    return rows
+
+
+def _fastest(cases, devices, mode=None):
+    """The verified case of ``devices`` devices (and ``mode``, if given) with the least time."""
+    ok = [c for c in cases if c.get("devices") == devices and c.get("status") == "ok"
+          and c.get("time_s") and (mode is None or c.get("mode") == mode)]
+    return min(ok, key=lambda c: c["time_s"]) if ok else None
+
+
+def _mode(case) -> str:
+    """The case's mode as the report's case table prints it."""
+    mode = case.get("mode") or "its only mode"
+    if (case.get("stats") or {}).get("exchange") == "peer":
+        mode += " (peer)"
+    return mode
+
+
+def _measure(t: Target, cases, peers):
+    """(ours, detail) for target ``t`` from the cases of its app and graph."""
+    if t.kind == "modes":
+        fast, slow = _fastest(cases, 1, t.faster), _fastest(cases, 1, t.slower)
+        if fast is None or slow is None:
+            return None, f"needs verified {t.faster} and {t.slower} cases on 1 device"
+        return slow["time_s"] / fast["time_s"], (f"{t.slower} {_ms(slow['time_s'])} / "
+                                                   f"{t.faster} {_ms(fast['time_s'])}")
+    best = _fastest(cases, 1)
+    if t.kind == "scaling":
+        many = _fastest(cases, t.devices)
+        if best is None or many is None:
+            return None, f"needs verified cases on 1 and {t.devices} devices"
+        return best["time_s"] / many["time_s"], (f"1 device {_ms(best['time_s'])} ({_mode(best)}) / "
+                                                 f"{t.devices} devices {_ms(many['time_s'])} "
+                                                 f"({_mode(many)})")
+    if best is None:
+        return None, "no verified case on 1 device"
+    if t.kind == "time":
+        return best["time_s"], _mode(best)
+    peer = next((p for p in peers if p.get("app") == t.app and p.get("graph") == t.graph
+                 and p.get("peer") == t.peer and p.get("status") == "ok" and p.get("time_s")), None)
+    if peer is None:
+        return None, f"peer {t.peer} not timed in this run"
+    return peer["time_s"] / best["time_s"], (f"{t.peer} {_ms(peer['time_s'])} / ours "
+                                             f"{_ms(best['time_s'])} ({_mode(best)})")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"

@@ -1,0 +1,106 @@
+"""The targets table of ``groute bench`` reports: judged from the run's own verified cases."""
+from __future__ import annotations
+
+import pytest
+
+from groute.bench.report import markdown, merge_results
+from groute.bench.targets import TARGETS, Target, evaluate
+
+pytestmark = pytest.mark.timeout(60)
+
+H200 = {"gpus": [{"name": "NVIDIA H200"}, {"name": "NVIDIA H200"}]}
+
+
+def case(app, graph, devices, mode, time_s, status="ok", exchange=None):
+    return dict(app=app, graph=graph, devices=devices, mode=mode, status=status, time_s=time_s,
+                min_s=time_s, max_s=time_s, repeats=1,
+                stats={"exchange": exchange} if exchange else {})
+
+
+def results(cases, peers=(), backend="cuda", machine=H200):
+    return dict(schema="groute-bench/1", backend=backend, machine=machine, cases=list(cases),
+                peers=list(peers), graphs=[], references=[])
+
+
+def rows_by(rows):
+    return {(r["target"]["kind"], r["target"]["app"], r["target"]["graph"]): r for r in rows}
+
+
+def test_time_target_takes_the_fastest_verified_mode_and_says_by_how_much():
+    rows = rows_by(evaluate(results([
+        case("bfs", "kron:21", 1, "async", 1.5e-3),
+        case("bfs", "kron:21", 1, "bsp", 0.5e-3, exchange="peer"),
+        case("bfs", "kron:21", 2, "bsp", 0.1e-3),          # more devices: not the 1-GPU target
+        case("bfs", "grid:4900", 1, "async", 90e-3),       # misses 60 ms by 1.5x
+        case("bfs", "grid:4900", 1, "bsp", 1e-3, status="FAIL"),  # a wrong answer never counts
+    ])))
+    kron = rows[("time", "bfs", "kron:21")]
+    assert kron["ours"] == pytest.approx(0.5e-3) and kron["detail"] == "bsp (peer)"
+    assert kron["margin"] == pytest.approx(6.0) and kron["met"] is True
+    grid = rows[("time", "bfs", "grid:4900")]
+    assert grid["ours"] == pytest.approx(90e-3) and grid["met"] is False
+    assert grid["margin"] == pytest.approx(60 / 90)
+    # async 90 ms against a failed BSP case: the ratio cannot be judged, so it is not met
+    modes = rows[("modes", "bfs", "grid:4900")]
+    assert modes["ours"] is None and modes["met"] is False and "bsp" in modes["detail"]
+
+
+def test_targets_without_cases_in_the_run_are_left_out():
+    rows = evaluate(results([case("cc", "kron:21", 1, None, 1e-3)]))
+    assert [(r["target"]["app"], r["target"]["graph"]) for r in rows] == [("cc", "kron:21")]
+    assert rows[0]["detail"] == "its only mode"
+    # a scaling target needs the device count it names in the run
+    assert evaluate(results([case("pr", "kron:25", 1, "bsp", 0.1), case("pr", "kron:25", 2, "bsp", 0.05)])) == []
+
+
+def test_peer_modes_and_scaling_ratios():
+    rows = rows_by(evaluate(results(
+        [case("pr", "grid:4900", 1, "bsp", 10e-3), case("pr", "grid:4900", 1, "async", 70e-3),
+         case("pr", "grid:4900", 4, "bsp", 4e-3), case("pr", "grid:4900", 4, "async", 2e-3),
+         case("sssp", "grid:4900", 1, "async", 50e-3), case("sssp", "grid:4900", 1, "bsp", 100e-3)],
+        peers=[dict(app="pr", graph="grid:4900", peer="cupy", status="ok", time_s=30e-3),
+               dict(app="pr", graph="grid:4900", peer="scipy", status="ok", time_s=20.0)])))
+    peer = rows[("peer", "pr", "grid:4900")]
+    assert peer["ours"] == pytest.approx(3.0) and peer["met"] is True      # cupy 30 / ours 10
+    scaling = rows[("scaling", "pr", "grid:4900")]
+    assert scaling["ours"] == pytest.approx(5.0)                            # best 10 ms / best 2 ms
+    assert scaling["margin"] == pytest.approx(5.0 / 3.0) and scaling["met"] is True
+    modes = rows[("modes", "sssp", "grid:4900")]
+    assert modes["ours"] == pytest.approx(2.0) and modes["met"] is False    # asked: 3x
+
+
+def test_a_missing_peer_is_not_met():
+    rows = rows_by(evaluate(results([case("pr", "kron:21", 1, "bsp", 5e-3)])))
+    row = rows[("peer", "pr", "kron:21")]
+    assert row["ours"] is None and row["met"] is False and "cupy" in row["detail"]
+
+
+@pytest.mark.parametrize("backend, machine", [("cpu", {}),
+                                              ("cuda", {"gpus": [{"name": "NVIDIA H100"}]})])
+def test_other_machines_show_the_figures_without_a_verdict(backend, machine):
+    res = results([case("bfs", "kron:21", 1, "async", 1e-3)], backend=backend, machine=machine)
+    (row,) = [r for r in evaluate(res) if r["target"]["kind"] == "time"]
+    assert row["met"] is None and row["margin"] == pytest.approx(3.0)
+    text = markdown(res)
+    assert "### Against the targets" in text and "not judged" in text
+    assert "| 7 | BFS | kron:21 | <= 3 ms on 1 GPU | 1.00 ms | async | 3x | - |" in text
+
+
+def test_markdown_marks_a_miss_and_merged_results_are_judged_again():
+    one = results([case("cc", "grid:4900", 1, None, 8e-3)])
+    text = markdown(one)
+    assert "| 8 | CC | grid:4900 | <= 5 ms on 1 GPU | 8.00 ms | its only mode | 0.625x | **no** |" in text
+    other = results([case("cc", "kron:21", 1, None, 1e-3)])
+    merged = merge_results([one, other])
+    assert [r["target"]["graph"] for r in merged["targets"]] == ["kron:21", "grid:4900"]
+    assert "Against the targets" not in markdown(results([case("bfs", "grid:6", 1, "async", 1e-3)]))
+
+
+def test_every_target_is_well_formed():
+    for t in TARGETS:
+        assert t.kind in ("time", "peer", "modes", "scaling") and t.bound > 0
+        assert (t.peer is not None) == (t.kind == "peer")
+        assert (t.kind == "scaling") == (t.devices > 1)
+        assert (t.kind == "modes") == (t.faster is not None and t.slower is not None)
+        assert t.describe()
+    assert Target(7, "scaling", "bfs", "kron:25", 2.0, devices=4).describe() == "4 GPUs >= 2x 1 GPU"
