@@ -144,6 +144,23 @@ def test_absent_or_unsuitable_peers_are_skipped_with_a_reason():
         # installed and usable: nothing to check here
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("app, setup", [("pr", "cupy_pagerank_setup"), ("cc", "cupy_cc_setup")])
+def test_cupy_peer_builds_its_matrices_before_the_timed_calls(app, setup, monkeypatch):
+    """The plain-CuPy PageRank's transpose (seconds on kron:21, cold) is set-up, not peer time."""
+    need_gpus(1)
+    import apps.baselines_pr_cc as baselines
+    built = []
+    original = getattr(baselines, setup)
+    monkeypatch.setattr(baselines, setup, lambda graph: built.append(graph) or original(graph))
+    g = load_graph("rmat:8")
+    peer = peers.prepare_peer("cupy", app, g, None, networkx_max_arcs=10)
+    assert len(built) == 1   # in prepare_peer, before any timed call
+    kind, values = peer.answer(peer.run())
+    assert peers.check_peer_answer(app, kind, values, reference_result(app, g, None), g).ok
+    assert all(x is built[0] for x in built)  # the timed call found it built on the same graph
+
+
 # counters and the recorded command ------------------------------------------------------------------
 def test_bytes_moved_prefers_the_apps_counter_and_sums_others():
     assert bytes_moved({"bytes_moved": 10, "bytes_sent": 99}) == 10
