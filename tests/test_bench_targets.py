@@ -51,6 +51,10 @@ def test_targets_without_cases_in_the_run_are_left_out():
     assert rows[0]["detail"] == "its only mode"
     # a scaling target needs the device count it names in the run
     assert evaluate(results([case("pr", "kron:25", 1, "bsp", 0.1), case("pr", "kron:25", 2, "bsp", 0.05)])) == []
+    # one-device targets need one-device cases; the async/BSP ratio needs both modes
+    assert evaluate(results([case("bfs", "kron:21", 2, "bsp", 1e-3)])) == []
+    only_async = evaluate(results([case("bfs", "grid:4900", 1, "async", 40e-3)]))
+    assert [r["target"]["kind"] for r in only_async] == ["time"]
 
 
 def test_peer_modes_and_scaling_ratios():
