@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from groute.bench.report import markdown, merge_results
-from groute.bench.targets import TARGETS, Target, evaluate
+from groute.bench.runner import NA, SKIP
+from groute.bench.targets import NOT_RUN, TARGETS, Target, evaluate
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -55,6 +56,10 @@ def test_targets_without_cases_in_the_run_are_left_out():
     assert evaluate(results([case("bfs", "kron:21", 2, "bsp", 1e-3)])) == []
     only_async = evaluate(results([case("bfs", "grid:4900", 1, "async", 40e-3)]))
     assert [r["target"]["kind"] for r in only_async] == ["time"]
+    # 4-device cases skipped on a machine with fewer GPUs: not run, so not a missed target
+    skipped = evaluate(results([case("bfs", "kron:25", 1, "bsp", 4e-3),
+                                case("bfs", "kron:25", 4, "bsp", None, status="skip")]))
+    assert skipped == [] and set(NOT_RUN) == {SKIP, NA}
 
 
 def test_peer_modes_and_scaling_ratios():
