@@ -27,14 +27,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--idle-ms", type=float, default=150.0)
     args = ap.parse_args()
-    from apps.bfs import BFS
     from groute import Context
-    from apps.common import DeviceTimer
     from groute.bench.suite import choose_source
     from groute.graph import load_graph
     g = load_graph(args.graph)
     source, _ = choose_source(g, args.graph)        # the source groute bench takes
-    ctx = Context(args.devices, backend="cuda")
+    with Context(args.devices, backend="cuda") as ctx:
+        run_probe(args, g, source, ctx)
+
+
+def run_probe(args, g, source, ctx):
+    """Idle, then run the peer BFS, with and without the wake-up copy, alternating."""
+    from apps.bfs import BFS
+    from apps.common import DeviceTimer
     print(f"{args.graph}: {g.num_vertices:,} vertices, source {source}, {args.devices} GPUs", flush=True)
     from apps import peer_barrier
     wake = peer_barrier.CrossDeviceBarrier.wake_links
@@ -64,6 +69,7 @@ def main() -> None:
                               + " ".join("/".join(f"{v:g}" for v in r) for r in rows), flush=True)
         finally:
             peer_barrier.CrossDeviceBarrier.wake_links = wake
+
 
 if __name__ == "__main__":
     main()

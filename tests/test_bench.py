@@ -423,6 +423,21 @@ def test_cases_run_by_device_count_with_metis_split_beforehand(tmp_path, monkeyp
     assert [set(g["metis_split_waits_s"]) for g in results["graphs"]] == [{"2"}, {"2"}]
 
 
+def test_metis_workers_that_cannot_start_leave_the_split_to_the_cases(monkeypatch):
+    """The splits ahead are only a speed-up: if the workers cannot start, the cases still run."""
+    import groute.bench.runner as runner
+    monkeypatch.setattr(runner.SuiteRun, "_prefetch_pays", lambda self, ks, graph, apps: True)
+
+    def broken(graph, ks):
+        raise OSError("no processes left")
+    monkeypatch.setattr(runner.PartitionPrefetch, "start", staticmethod(broken))
+    cfg = small_config(apps=["bfs"], graphs=["grid:12"], devices=[1, 2], modes=["bsp"],
+                       partition="contiguous", peers=[])
+    results = run_suite(cfg, solvers={"bfs": double("bfs")}, progress=False)
+    assert [(c["devices"], c["status"]) for c in results["cases"]] == [(1, "ok"), (2, "ok")]
+    assert "metis_split_waits_s" not in results["graphs"][0]
+
+
 def test_metis_splits_ahead_only_where_they_pay(monkeypatch):
     from groute.bench.runner import SuiteRun
     run = SuiteRun(small_config(partition="metis", devices=[1, 2]), command="", solvers={},

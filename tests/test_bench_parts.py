@@ -159,6 +159,9 @@ def test_cupy_peer_builds_its_matrices_before_the_timed_calls(app, setup, monkey
     kind, values = peer.answer(peer.run())
     assert peers.check_peer_answer(app, kind, values, reference_result(app, g, None), g).ok
     assert all(x is built[0] for x in built)  # the timed call found it built on the same graph
+    cache = getattr(built[0], "_cupy_pr_setup" if app == "pr" else "_cupy_cc_setup")
+    peer.run()
+    assert getattr(built[0], "_cupy_pr_setup" if app == "pr" else "_cupy_cc_setup") is cache
 
 
 # counters and the recorded command ------------------------------------------------------------------

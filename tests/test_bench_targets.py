@@ -105,6 +105,24 @@ def test_markdown_marks_a_miss_and_merged_results_are_judged_again():
     assert "Against the targets" not in markdown(results([case("bfs", "grid:6", 1, "async", 1e-3)]))
 
 
+def test_a_merge_is_judged_only_when_every_run_was_on_the_target_gpus():
+    h200 = results([case("cc", "kron:21", 1, None, 1e-3)])
+    h100 = results([case("cc", "grid:4900", 1, None, 8e-3)], machine={"gpus": [{"name": "NVIDIA H100"}]})
+    for parts in ([h200, h100], [h100, h200]):
+        merged = merge_results(parts)
+        assert [r["met"] for r in merged["targets"]] == [None, None]
+        assert "not judged" in markdown(merged)
+    h200_grid = results([case("cc", "grid:4900", 1, None, 8e-3)])
+    assert [r["met"] for r in merge_results([h200, h200_grid])["targets"]] == [True, False]
+
+
+def test_the_report_prints_the_targets_the_run_stored():
+    res = results([case("cc", "kron:21", 1, None, 1e-3)])
+    res["targets"] = evaluate(res)
+    res["targets"][0]["detail"] = "as stored"
+    assert "| its only mode |" not in markdown(res) and "| as stored |" in markdown(res)
+
+
 def test_every_target_is_well_formed():
     for t in TARGETS:
         assert t.kind in ("time", "peer", "modes", "scaling") and t.bound > 0

@@ -43,7 +43,11 @@ class PartitionPrefetch:
         from groute.graph.partition import warm_metis_cache
         graph.structure_hash()      # the cache key: hashed here once, pickled with the graph
         pool = spawn_pool(len(ks))
-        return cls(pool, {k: pool.submit(warm_metis_cache, graph, k) for k in ks})
+        try:
+            return cls(pool, {k: pool.submit(warm_metis_cache, graph, k) for k in ks})
+        except BaseException:
+            stop_pool(pool, running=True)
+            raise
 
     def __contains__(self, k) -> bool:
         return k in self.pending

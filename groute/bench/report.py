@@ -11,8 +11,9 @@ import math
 from pathlib import Path
 
 from ..machine import summary_line
-from .suite import PR_MAX_L1, PR_TOL, app_label
-from .targets import TARGET_GPU, evaluate as evaluate_targets, judged_here
+from .fmt import fmt_bytes, fmt_ratio, fmt_seconds
+from .suite import OK, PR_MAX_L1, PR_TOL, SKIP, app_label, mode_label
+from .targets import TARGET_GPU, evaluate as evaluate_targets
 
 
 def write_json(results: dict, path) -> None:
@@ -50,32 +51,6 @@ def jsonable(value, max_list: int = 256):
     return repr(value)
 
 
-def fmt_seconds(t) -> str:
-    """Seconds in the unit that reads best: 850 us, 3.12 ms, 2.50 s."""
-    if t is None or (isinstance(t, float) and math.isnan(t)):
-        return "-"
-    if t < 1e-3:
-        return f"{t * 1e6:.0f} us"
-    if t < 1:
-        return f"{t * 1e3:.2f} ms"
-    return f"{t:.2f} s"
-
-
-def fmt_bytes(n) -> str:
-    if n is None:
-        return "-"
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_ratio(x) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g}x"
-
-
 def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -108,20 +83,16 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     lines += _table(f"{h}# Graphs", ["graph", "vertices:", "arcs:", "directed", "source (rule)",
                                      "load:"], graph_rows, keep_empty=True)
 
-    peer_names = sorted({p["peer"] for p in results.get("peers", []) if p["status"] == "ok"},
+    peer_names = sorted({p["peer"] for p in results.get("peers", []) if p["status"] == OK},
                         key=_peer_order)
     one_device = one_device_speedups(results.get("cases", []))
     header = ["app", "graph", "devices", "mode", "status", "time (median):", "min - max:", "runs:",
               "time / floor:", "moved between devices:", "vs 1 device:"] + [f"vs {p}:" for p in peer_names]
     case_rows = []
     for c in results.get("cases", []):
-        mode = c.get("mode") or "-"
-        exchange = (c.get("stats") or {}).get("exchange")
-        if exchange == "peer":      # BFS or SSSP in one persistent kernel per GPU (traversal_peer)
-            mode += " (peer)"
-        row = [app_label(c["app"]), _cell(c["graph"]), str(c["devices"]), mode]
-        if c["status"] == "ok":
-            row += ["ok", fmt_seconds(c["time_s"]),
+        row = [app_label(c["app"]), _cell(c["graph"]), str(c["devices"]), mode_label(c)]
+        if c["status"] == OK:
+            row += [OK, fmt_seconds(c["time_s"]),
                     f"{fmt_seconds(c['min_s'])} - {fmt_seconds(c['max_s'])}", str(c["repeats"]),
                     fmt_ratio(c.get("time_over_floor")), fmt_bytes(c.get("bytes_moved")),
                     fmt_ratio(one_device.get(id(c)))]
@@ -132,9 +103,9 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     lines += _table(f"{h}# Our apps", header, case_rows, keep_empty=True)
 
     peer_rows = [[app_label(p["app"]), _cell(p["graph"]), _cell(p.get("label") or p["peer"]),
-                  p.get("device") or "-", "ok" if p["status"] == "ok" else f"**{p['status']}**",
+                  p.get("device") or "-", OK if p["status"] == OK else f"**{p['status']}**",
                   fmt_seconds(p.get("time_s")), str(p.get("repeats") or "-"), _cell(_peer_note(p))]
-                 for p in results.get("peers", []) if p["status"] != "skip"]  # skips: under Notes
+                 for p in results.get("peers", []) if p["status"] != SKIP]  # skips: under Notes
     lines += _table(f"{h}# Peers (same run, same graphs)",
                     ["app", "graph", "peer", "runs on", "status", "time (median):", "runs:", "note"],
                     peer_rows)
@@ -173,10 +144,12 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
 
 def _target_lines(results: dict, h: str) -> list[str]:
     """The targets this run has cases for (:mod:`.targets`), as a table with a verdict."""
-    rows = evaluate_targets(results)
+    rows = results.get("targets")
+    if rows is None:                # partial results: the runner stores them when it finishes
+        rows = evaluate_targets(results)
     if not rows:
         return []
-    judged = judged_here(results)
+    judged = any(r["met"] is not None for r in rows)
     table = []
     for r in rows:
         ours = r["ours"]
@@ -219,11 +192,11 @@ def one_device_speedups(cases) -> dict:
     app, graph and mode on one device over its own, keyed by ``id(case)`` (no entry where that
     one-device case is missing or failed)."""
     one = {(c["app"], c["graph"], c.get("mode")): c["time_s"] for c in cases
-           if c["devices"] == 1 and c["status"] == "ok" and c.get("time_s")}
+           if c["devices"] == 1 and c["status"] == OK and c.get("time_s")}
     out = {}
     for c in cases:
         base = one.get((c["app"], c["graph"], c.get("mode")))
-        if c["devices"] > 1 and c["status"] == "ok" and base and c.get("time_s"):
+        if c["devices"] > 1 and c["status"] == OK and base and c.get("time_s"):
             out[id(c)] = base / c["time_s"]
     return out
 
@@ -309,7 +282,7 @@ def _notes(results) -> list[str]:
             notes.append(f"{app}: {info.get('status')}: {info.get('note')}")
     skipped = {}
     for p in results.get("peers", []):
-        if p["status"] == "skip":
+        if p["status"] == SKIP:
             skipped.setdefault((p["peer"], p["note"]), []).append(f"{p['app']} {p['graph']}")
     for (peer, note), where in skipped.items():
         notes.append(f"peer {peer} skipped ({note}) for {', '.join(where)}")

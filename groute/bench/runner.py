@@ -26,18 +26,17 @@ from ..machine import describe_machine
 from .peers import PeerSkipped, check_peer_answer, free_gpu_memory, prepare_peer
 from .partitions import PARTITION_PREFETCH_MIN_ARCS, PartitionPrefetch
 from .progress import Progress
-from .report import fmt_seconds, jsonable
-from .suite import (APPS, PR_TOL, WEIGHT_SEED, AppUnavailable, BenchConfig, case_modes,
-                    check_reference, choose_source, load_solver_class, reference_where,
-                    resolve_partition)
+from .fmt import fmt_seconds
+from .report import jsonable
+from .suite import (APPS, ERROR, FAIL, NA, OK, PR_TOL, SKIP, WEIGHT_SEED, AppUnavailable,
+                    BenchConfig, case_modes, check_reference, choose_source, load_solver_class,
+                    reference_where, resolve_partition)
 from .verify import cached_reference, reference_label, verify
 
 log = logging.getLogger(__name__)
 
 SCHEMA = "groute-bench/1"
 
-#: Case outcomes. Only "ok" cases carry times.
-OK, FAIL, ERROR, SKIP, NA = "ok", "FAIL", "ERROR", "skip", "n/a"
 
 
 def run_suite(config: BenchConfig, *, command: str = "", solvers: dict | None = None,
@@ -212,7 +211,12 @@ class SuiteRun:
             return PartitionPrefetch()
         self.progress.note(f"{spec}: METIS splits into {' and '.join(map(str, ks))} parts, "
                            f"in {len(ks)} worker process{'es' if len(ks) > 1 else ''} ...")
-        return PartitionPrefetch.start(graph, ks)
+        try:
+            return PartitionPrefetch.start(graph, ks)
+        except Exception as exc:    # only a speed-up: the cases split the graph themselves
+            log.warning("could not start the METIS workers (%s: %s); the cases split %s "
+                        "themselves", type(exc).__name__, exc, spec)
+            return PartitionPrefetch()
 
     def _prefetch_pays(self, ks, graph, apps) -> bool:
         """Splits in worker processes pay, and do not disturb what is timed meanwhile, for

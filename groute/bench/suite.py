@@ -69,6 +69,21 @@ SSSP_RTOL = 1e-5
 WEIGHT_SEED = 0
 
 
+#: Case and peer outcomes. Only "ok" ones carry times; "skip" (not runnable here, e.g. more
+#: devices than GPUs) and "n/a" (app not in this checkout) did not run at all.
+OK, FAIL, ERROR, SKIP, NA = "ok", "FAIL", "ERROR", "skip", "n/a"
+NOT_RUN = (SKIP, NA)
+
+
+def mode_label(case: dict, none: str = "-") -> str:
+    """A case's mode as tables print it: "(peer)" added where BFS or SSSP ran in one persistent
+    kernel per GPU (:mod:`apps.traversal_peer`); ``none`` for an app without modes."""
+    mode = case.get("mode") or none
+    if (case.get("stats") or {}).get("exchange") == "peer":
+        mode += " (peer)"
+    return mode
+
+
 def app_label(app: str) -> str:
     """The app's name in tables and plots (its own key when it is not one of :data:`APPS`)."""
     return APPS[app].label if app in APPS else app

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .fmt import fmt_seconds
+from .suite import NOT_RUN, OK, mode_label
+
 #: The GPU the targets were set for; on any other machine the report shows the figures but
 #: does not judge them.
 TARGET_GPU = "H200"
-#: Case statuses of cases that did not run (groute.bench.runner's SKIP and NA).
-NOT_RUN = ("skip", "n/a")
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,15 @@ TARGETS: tuple[Target, ...] = (
 
 
 def judged_here(results: dict) -> bool:
-    """Whether ``results`` ran on the GPUs the targets are for (CUDA backend, H200s)."""
-    if results.get("backend") != "cuda":
-        return False
-    gpus = (results.get("machine") or {}).get("gpus") or []
-    return bool(gpus) and all(TARGET_GPU in str(g.get("name", "")) for g in gpus)
+    """Whether ``results`` ran on the GPUs the targets are for (CUDA backend, H200s): every
+    run of a merged result (``runs``), since its cases may come from several machines."""
+    for run in results.get("runs") or [results]:
+        if run.get("backend") != "cuda":
+            return False
+        gpus = (run.get("machine") or {}).get("gpus") or []
+        if not gpus or not all(TARGET_GPU in str(g.get("name", "")) for g in gpus):
+            return False
+    return True
 
 
 def evaluate(results: dict, targets=TARGETS) -> list[dict]:
@@ -125,17 +130,13 @@ def _ran(t: Target, cases) -> bool:
 
 def _fastest(cases, devices, mode=None):
     """The verified case of ``devices`` devices (and ``mode``, if given) with the least time."""
-    ok = [c for c in cases if c.get("devices") == devices and c.get("status") == "ok"
+    ok = [c for c in cases if c.get("devices") == devices and c.get("status") == OK
           and c.get("time_s") and (mode is None or c.get("mode") == mode)]
     return min(ok, key=lambda c: c["time_s"]) if ok else None
 
 
 def _mode(case) -> str:
-    """The case's mode as the report's case table prints it."""
-    mode = case.get("mode") or "its only mode"
-    if (case.get("stats") or {}).get("exchange") == "peer":
-        mode += " (peer)"
-    return mode
+    return mode_label(case, none="its only mode")
 
 
 def _measure(t: Target, cases, peers):
@@ -144,27 +145,23 @@ def _measure(t: Target, cases, peers):
         fast, slow = _fastest(cases, 1, t.faster), _fastest(cases, 1, t.slower)
         if fast is None or slow is None:
             return None, f"needs verified {t.faster} and {t.slower} cases on 1 device"
-        return slow["time_s"] / fast["time_s"], (f"{t.slower} {_ms(slow['time_s'])} / "
-                                                   f"{t.faster} {_ms(fast['time_s'])}")
+        return slow["time_s"] / fast["time_s"], (f"{t.slower} {fmt_seconds(slow['time_s'])} / "
+                                                 f"{t.faster} {fmt_seconds(fast['time_s'])}")
     best = _fastest(cases, 1)
     if t.kind == "scaling":
         many = _fastest(cases, t.devices)
         if best is None or many is None:
             return None, f"needs verified cases on 1 and {t.devices} devices"
-        return best["time_s"] / many["time_s"], (f"1 device {_ms(best['time_s'])} ({_mode(best)}) / "
-                                                 f"{t.devices} devices {_ms(many['time_s'])} "
-                                                 f"({_mode(many)})")
+        return best["time_s"] / many["time_s"], (
+            f"1 device {fmt_seconds(best['time_s'])} ({_mode(best)}) / {t.devices} devices "
+            f"{fmt_seconds(many['time_s'])} ({_mode(many)})")
     if best is None:
         return None, "no verified case on 1 device"
     if t.kind == "time":
         return best["time_s"], _mode(best)
     peer = next((p for p in peers if p.get("app") == t.app and p.get("graph") == t.graph
-                 and p.get("peer") == t.peer and p.get("status") == "ok" and p.get("time_s")), None)
+                 and p.get("peer") == t.peer and p.get("status") == OK and p.get("time_s")), None)
     if peer is None:
         return None, f"peer {t.peer} not timed in this run"
-    return peer["time_s"] / best["time_s"], (f"{t.peer} {_ms(peer['time_s'])} / ours "
-                                             f"{_ms(best['time_s'])} ({_mode(best)})")
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+    return peer["time_s"] / best["time_s"], (f"{t.peer} {fmt_seconds(peer['time_s'])} / ours "
+                                             f"{fmt_seconds(best['time_s'])} ({_mode(best)})")
