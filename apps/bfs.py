@@ -35,8 +35,9 @@ class BFS(TraversalSolver):
     def auto_mode(self, graph):
         """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
         CUDA, NVLink between all devices, no worklist asked for): BSP, the persistent
-        level-synchronous kernel (:mod:`apps.traversal_peer`), for a low-diameter graph (kron:25
-        on one H200: 3.95 ms against 9.53 ms for the fused asynchronous worker), async for a
+        level-synchronous kernel (:mod:`apps.traversal_peer`), for a low-diameter graph (on one
+        device a symmetric one, where the kernel pulls; kron:25 on one H200: 3.95 ms against
+        9.53 ms for the fused asynchronous worker), async for a
         road-like one: one device's fused worker (grid:4900: 40.5 ms against 176 ms), on several
         the fused workers with device-initiated links (:mod:`apps.traversal_linked`; grid:4900
         on two H200s: 65 ms against 203 ms for the peer kernel). Without them: BSP across
@@ -46,10 +47,11 @@ class BFS(TraversalSolver):
         peer = self.peer_unavailable() is None
         if not peer and k == 1:         # the fused worker whatever the diameter: skip the test
             return "async"
-        if peer:
-            return "bsp" if graph_is_low_diameter(graph) else "async"
-        low = not getattr(graph, "directed", True) and graph_is_low_diameter(graph)
-        return "bsp" if low else "async"
+        symmetric = not getattr(graph, "directed", True)
+        if peer:    # one device: only where the kernel can pull (symmetric), as measured
+            low = (k > 1 or symmetric) and graph_is_low_diameter(graph)
+            return "bsp" if low else "async"
+        return "bsp" if symmetric and graph_is_low_diameter(graph) else "async"
 
     def _finish(self, values):
         out = values.astype(np.int32, copy=True)

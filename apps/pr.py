@@ -246,7 +246,6 @@ class PageRank(Solver):
         n = self.n = int(graph.num_vertices)
         self._open_context(ctx, devices=devices, backend=backend)
         self._worklist = None
-        self._traced_iterations = 0     # of the last persistent run (GROUTE_PR_TRACE=1)
         try:
             k = self.k = len(self.ctx.devices)
             if n and k > n:
@@ -344,7 +343,7 @@ class PageRank(Solver):
         with DeviceTimer(self.ctx) as timer:
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
         if self.mode == "bsp" and self.persistent:
-            stats["iteration_trace"] = self._trace_summary()
+            stats["iteration_trace"] = self._trace_summary(stats["iterations"])
         if self.mode == "bsp":
             values = np.concatenate([d.bsp_values() for d in self.devs])
         else:
@@ -378,7 +377,7 @@ class PageRank(Solver):
                                    f"{converged_at} (stats of every device, device order)")
         else:
             for dev in self.devs:
-                dev.bsp_reset(1.0 / n)
+                dev.bsp_reset()
         while t < self.max_iterations and converged_at is None:
             batch_end = min(t + self.check_every, self.max_iterations)
             for it in range(t, batch_end):
@@ -451,15 +450,14 @@ class PageRank(Solver):
             raise RuntimeError(f"persistent PageRank: the devices ran different iteration counts "
                                f"{[int(c[P_ITERS]) for c in ctl]}")
         t = iterations.pop()
-        self._traced_iterations = t     # the stamps are read after the timed part
         return t, [rows for _, rows in results]
 
-    def _trace_summary(self) -> dict | None:
+    def _trace_summary(self, iterations: int) -> dict | None:
         """GROUTE_PR_TRACE=1: where a persistent iteration's time goes, in microseconds, median
         over the traced iterations per device (sweep and grid barrier, cross-device wait, the
         rule and second grid barrier, the whole iteration), and each device's start after the
         first device's (the launch skew) and its end before the last device's."""
-        rows = [d.persistent_trace(self._traced_iterations) for d in self.devs]
+        rows = [d.persistent_trace(iterations) for d in self.devs]
         if rows[0] is None or not len(rows[0]):
             return None
         t0 = min(int(r[0, 0]) for r in rows)

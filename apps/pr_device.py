@@ -128,7 +128,8 @@ class DevicePR:
             else:
                 self.in_rows = up(shard.in_rows)
                 self.in_indptr = shard.in_indptr if not self.cuda else None
-                self.acc = device.zeros(self.n_local, self.fdt)
+                # pr_pull's sums (CUDA); the NumPy sweeps sum with np.bincount
+                self.acc = device.zeros(self.n_local, self.fdt) if self.cuda else None
             self.y = device.zeros(self.n_local, self.fdt)
             # Jacobi: read one vector, write the other; in place (Gauss-Seidel): one vector
             self.contrib = [device.zeros(n, self.fdt) for _ in range(1 if self.inplace else 2)]
@@ -192,18 +193,19 @@ class DevicePR:
         if len(targets) > MAX_OUTPUTS:
             raise ValueError(f"{len(targets)} output vectors: need holds {MAX_OUTPUTS} bits")
         self.out_targets = targets
+        # per peer output j >= 1, the local vertices it reads: what the NumPy sweeps and the
+        # persistent csc kernels store into it (exports, below); the other CUDA kernels test
+        # need[v] and go without
+        listed = not self.cuda or (self.persistent and not self.bins)
         need = np.ones(self.n_local, np.uint8)
+        lists = []
         self.peer_stores = 0        # elements stored into peers per iteration
         for bit, peer in enumerate(targets[1:], start=1):
             used = peer.reads()[self.lo:self.hi]
             need[used] |= np.uint8(1 << bit)
             self.peer_stores += int(np.count_nonzero(used))
-        # per peer output j >= 1, the local vertices it reads: what the NumPy sweeps and the
-        # persistent csc kernels store into it (exports, below); the other CUDA kernels test
-        # need[v] and go without
-        listed = not self.cuda or (self.persistent and not self.bins)
-        lists = [np.flatnonzero(need & np.uint8(1 << bit)).astype(np.int32)
-                 for bit in range(1, len(targets))] if listed else []
+            if listed:
+                lists.append(np.flatnonzero(used).astype(np.int32))
         if self.cuda:
             ptrs = [t.contrib[par % len(t.contrib)].data.ptr for par in range(2) for t in targets]
             with self.device.use():
@@ -245,6 +247,7 @@ class DevicePR:
         counters), allocated once per solver (peers keep pointers to the rows, see
         :meth:`set_check_group`) and cleared by :meth:`bsp_reset`."""
         self.stats = self.device.zeros((max_iterations, 2), np.float64)
+        self._reset_launch = None   # bsp_reset's launch holds the arrays: rebuilt with them
         if self.cuda and self.bins:     # per iteration: the next task to take
             self.task_next = self.device.empty(max_iterations, np.int32)
         if self.persistent:     # where a persistent run's control words and stats land
@@ -307,26 +310,29 @@ class DevicePR:
             mass += st[t - 1, 1]
         return bool(diff <= self.tol * mass)
 
-    def bsp_reset(self, y0: float):
-        """The start of a per-iteration run: y = y0, vector 0 = :attr:`contrib0`, stats and
-        counters zeroed (CUDA: one launch of pr.cu ``pr_bsp_reset``; the persistent kernels do
-        the same themselves, see :meth:`persistent_launch`)."""
+    def bsp_reset(self):
+        """The start of a per-iteration run: y = 1/n, vector 0 = :attr:`contrib0`, stats and
+        counters zeroed (CUDA: one launch of pr.cu ``pr_bsp_reset``, its arguments built at the
+        first run; the persistent kernels do the same themselves, see :meth:`persistent_launch`)."""
+        y0 = 1.0 / self.n
         if self.cuda:
-            bins = self.fused and self.bins
-            args = (np.int32(self.n_local), np.float32(y0), self.y, np.int32(self.n),
-                    self.contrib0, self.contrib[0], self.stats, np.int32(self.stats.size),
-                    self.hub_count if bins else np.uint64(0),
-                    np.int32(self.hub_count.size if bins else 0),
-                    self.task_next if bins else np.uint64(0),
-                    np.int32(self.task_next.size if bins else 0),
-                    np.uint64(0) if self.fused else self.acc)
-            grid = self._grid(max(self.n // 4, self.n_local, 1))
-            self.stream.submit(lambda: self.kernels["reset"](grid, (BLOCK,), args))
+            if self._reset_launch is None:
+                bins = self.bins
+                args = (np.int32(self.n_local), np.float32(y0), self.y, np.int32(self.n),
+                        self.contrib0, self.contrib[0], self.stats, np.int32(self.stats.size),
+                        self.hub_count if bins else np.uint64(0),
+                        np.int32(self.hub_count.size if bins else 0),
+                        self.task_next if bins else np.uint64(0),
+                        np.int32(self.task_next.size if bins else 0),
+                        np.uint64(0) if self.fused else self.acc)
+                grid = self._grid(max(self.n // 4, self.n_local, 1))
+                fn = self.kernels["reset"]
+                self._reset_launch = lambda: fn(grid, (BLOCK,), args)
+            self.stream.submit(self._reset_launch)
             return
 
         def reset():
             self.y.fill(y0)
-            self.acc.fill(0)
             self.contrib[0][...] = self.contrib0
             self.stats.fill(0)
         self.stream.submit(reset)
@@ -424,10 +430,8 @@ class DevicePR:
         :meth:`persistent_result` only waits."""
         ctl_host, stats_host = self._persist_host
 
-        def fetch():
-            self.ctl.get(out=ctl_host, blocking=False)
-            self.stats.get(out=stats_host, blocking=False)
-        self.stream.submit(fetch)
+        self.stream.copy(ctl_host, self.ctl)
+        self.stream.copy(stats_host, self.stats)
         self._persist_done = self.stream.record()
 
     def persistent_result(self):

@@ -41,6 +41,7 @@ from groute.kernels import check_struct_layout, load_module, pack_struct, reside
 
 from .traversal_cuda import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
                              value_options)
+from .traversal_peer import MAX_ROUNDS
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,6 @@ L_STOP, L_ABORT, L_CROSS, L_INT = 24, 27, 28, 32
 GBAR, WORK, GAVE_UP, GLOBAL_SIZE = 0, 1, 2, 4
 #: ring capacity per (sender, owner) pair, in items, unless given
 MIN_CAPACITY, MAX_CAPACITY = 1 << 16, 1 << 22
-MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
 
 
 class LinkedTraversal:
@@ -84,6 +84,9 @@ class LinkedTraversal:
         self.max_rounds = MAX_ROUNDS
         self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted), "-DBATCH=1")
         self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
+        # per device: its link words (lu, li) as views of one buffer, read back with the
+        # worker's counters into pinned memory once per run
+        self.state, self.state_host, self.counters_pinned = [], [], []
         cap_blocks = int(os.environ.get("GROUTE_LINKED_BLOCKS", "0"))
         for w, dev in zip(self.workers, self.devices):
             with dev.use():
@@ -95,8 +98,13 @@ class LinkedTraversal:
                 want = cap_blocks or w.narrow_blocks
                 self.blocks.append(max(1, min(want, resident)))  # block 0's warp 0: the books
                 self.rings.append(cupy.empty(self.k * self.cap, dtype=np.int64))
-                self.lu.append(cupy.zeros(L_U64, dtype=np.uint64))
-                self.li.append(cupy.zeros(L_INT, dtype=np.int32))
+                state = cupy.zeros(L_U64 + L_INT // 2, dtype=np.uint64)
+                self.state.append(state)
+                self.lu.append(state[:L_U64])
+                self.li.append(state[L_U64:].view(np.int32))
+                self.state_host.append(dev.host_buffer(state.shape, np.uint64))
+                self.counters_pinned.append(dev.host_buffer(w.counters_dev.shape,
+                                                            w.counters_dev.dtype))
         with self.devices[0].use():
             self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
         self.links = []
@@ -143,9 +151,8 @@ class LinkedTraversal:
         w = self.workers[i]
         w.set_source(source)
         w.reset_state(self.delta)
-        self.lu[i].fill(0)
+        self.state[i].fill(0)
         self.lu[i][L_LIM:L_LIM + 3 * LINK_MAX] = self.cap     # nothing applied yet: cap of room
-        self.li[i].fill(0)
 
     def _launch(self, i, source, timeout_ns):
         w = self.workers[i]
@@ -163,15 +170,18 @@ class LinkedTraversal:
         timeout_ns = peer_barrier.timeout_ns()
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, int(source_new), timeout_ns))
-        lu, li, counters = [], [], []
+        done_events = []
         for i in launched:
-            w = self.workers[i]
-
-            def read(i=i, w=w):
-                counters.append(w.counters_dev.get())
-                lu.append(self.lu[i].get())
-                li.append(self.li[i].get())
-            self.devices[i].compute_stream.submit(read)
+            stream = self.devices[i].compute_stream
+            stream.copy(self.state_host[i], self.state[i])
+            stream.copy(self.counters_pinned[i], self.workers[i].counters_dev)
+            done_events.append(stream.record())
+        for event in done_events:
+            event.synchronize()
+        # copies out of the pinned buffers, which the next run reuses
+        lu = [self.state_host[i][:L_U64].copy() for i in launched]
+        li = [self.state_host[i][L_U64:].view(np.int32).copy() for i in launched]
+        counters = [self.counters_pinned[i].copy() for i in launched]
         stops = [int(x[L_STOP:L_STOP + 3].max()) for x in li]
         aborted = [self.devices[i].name for i, x in zip(launched, li) if x[L_ABORT]]
         capped = any(s == 3 for s in stops)

@@ -243,6 +243,10 @@ def test_cuda_linked_tiny_rings_push_back(monkeypatch):
 @pytest.mark.timeout(120)
 def test_cuda_auto_mode_picks_the_persistent_kernel_for_low_diameter_graphs():
     check_auto_mode_on_gpu(check, load_graph)
+    directed = load_graph("rmat:12")    # low diameter, but the kernel cannot pull there
+    assert directed.directed
+    with BFS(directed, backend="cuda", devices=1) as solver:
+        assert solver.auto_mode(directed) == "async"
 
 
 @pytest.mark.multigpu
