@@ -170,14 +170,11 @@ class LinkedTraversal:
         timeout_ns = peer_barrier.timeout_ns()
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, int(source_new), timeout_ns))
-        done_events = []
         for i in launched:
-            stream = self.devices[i].compute_stream
-            stream.copy(self.state_host[i], self.state[i])
-            stream.copy(self.counters_pinned[i], self.workers[i].counters_dev)
-            done_events.append(stream.record())
-        for event in done_events:
-            event.synchronize()
+            def read(i=i):      # one stream synchronisation (the second copy's), as traversal_peer
+                self.state[i].get(out=self.state_host[i], blocking=False)
+                self.workers[i].counters_dev.get(out=self.counters_pinned[i])
+            self.devices[i].compute_stream.submit(read)
         # copies out of the pinned buffers, which the next run reuses
         lu = [self.state_host[i][:L_U64].copy() for i in launched]
         li = [self.state_host[i][L_U64:].view(np.int32).copy() for i in launched]
