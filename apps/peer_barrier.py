@@ -17,11 +17,11 @@ that gave up).
 Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
 (:meth:`~CrossDeviceBarrier.wake_links`): the links drop to a low-power state when the GPUs
 leave them idle for 20-50 ms, and the first kernel traffic after that is slow (two H200s,
-``tests/gpu_nvlink_wake_probe.py``: a remote load 105 us instead of 1.7, the first 2 MB of
+``benchmarks/gpu_nvlink_wake_probe.py``: a remote load 105 us instead of 1.7, the first 2 MB of
 coalesced peer stores 180 us instead of 9). The apps' host work between two runs (the answer's
 download and renumbering) is longer than that, so every run met sleeping links: on kron:25
 over two GPUs BFS's first cross-device meeting took 147 us instead of 26-42 and its hub level
-238 us instead of 72 (``tests/gpu_peer_warm_probe.py``, per-level trace). A copy-engine
+238 us instead of 72 (``benchmarks/gpu_peer_warm_probe.py``, per-level trace). A copy-engine
 transfer of 2 MB from each device to each other, queued just before the launches, wakes them
 (first load 14 us, first 2 MB store 15 us with no lead; fully awake with 300 us of lead); an
 8-byte one does not. The copies are ordered before each device's later compute-stream work (an event wait queued after
@@ -126,7 +126,7 @@ class CrossDeviceBarrier:
 
     def launch_each(self, launch, order=None):
         """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
-        device in ``order`` (indices; default 0 to k - 1: tests/gpu_launch_probe.py times the
+        device in ``order`` (indices; default 0 to k - 1: benchmarks/gpu_launch_probe.py times the
         reverse), stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
         the barrier after their timeout) before it raises, so nothing is left running. After

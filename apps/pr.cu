@@ -191,11 +191,11 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // Every gather of contrib loads through L2 (__ldcg). contrib may change while a kernel runs (in
 // place it is also outs[0]; the persistent kernels rewrite the vectors in later iterations and
 // the peers store into them), and L2 is where those stores land, so no stale L1 line is read.
-// It is also the fastest choice measured (tests/gpu_check_pr_cc.py --pr-scaling, two H200s):
+// It is also the fastest choice measured (benchmarks/gpu_check_pr_cc.py --pr-scaling, two H200s):
 // kron:25 on one GPU 133 ms against 147 ms through the read-only path (__ldg), whose L1 lines
 // the random gathers rarely reuse; grid:4900 the same within noise; and the persistent kernels
 // keep 40-48 registers, where plain loads cost them 32 bytes of spills (14.5 against 12.5 ms).
-// PR_GATHER_LOAD, for probes (tests/gpu_check_pr_cc.py --cu-defines): 1 __ldcg (default),
+// PR_GATHER_LOAD, for probes (benchmarks/gpu_check_pr_cc.py --cu-defines): 1 __ldcg (default),
 // 0 a plain load, 3 __ldg (the read-only path: wrong when contrib changes during a launch).
 #ifndef PR_GATHER_LOAD
 #define PR_GATHER_LOAD 1
@@ -597,7 +597,7 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
 // hub counters ("bins").
 // (The host always starts at t_begin = 0. The parameter stays: without it nvcc 13 spilled the
 // iteration counter in pr_csc32_persistent_k2 and PageRank on grid:4900 over two H200s took
-// 7.40 ms instead of 6.89, tests/gpu_check_pr_cc.py --pr-scaling, alternating runs.)
+// 7.40 ms instead of 6.89, benchmarks/gpu_check_pr_cc.py --pr-scaling, alternating runs.)
 #define PERSIST_PARAMS int t_begin, int t_end, int* ctl, unsigned long long* gbar,                \
                        unsigned long long gbase, int k, long long timeout_ns,                      \
                        unsigned long long* trace, float y0, const float* __restrict__ contrib0,    \
@@ -630,7 +630,7 @@ extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(             
     }, [&](int t) {                                                                                \
         /* one output (nouts 1: pr_store reads no need mask): the peers get their values */     \
         /* from the export lists after the sweep; with a second output on one H200 */           \
-        /* (tests/gpu_need_probe.py, grid:3465) the need byte of every vertex made the */       \
+        /* (benchmarks/gpu_need_probe.py, grid:3465) the need byte of every vertex made the */       \
         /* sweep 1.205x as long, a bit per vertex still 1.089x */                               \
         pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                      \
                             reinterpret_cast<const float*>(contribs[t & 1]), base, damping,        \

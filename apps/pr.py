@@ -64,7 +64,7 @@ PARTITIONS = ("metis", "contiguous", "random")
 PERSISTENT_CHOICES = (True, False, "auto")
 #: ``persistent="auto"`` turns the persistent kernels on where they can run on at least this
 #: many devices. Measured on two H200s with the gathers through L2 (pr.cu ``pr_load``;
-#: ``tests/gpu_check_pr_cc.py --pr-scaling grid:4900,kron:21,kron:25 --pr-kernels
+#: ``benchmarks/gpu_check_pr_cc.py --pr-scaling grid:4900,kron:21,kron:25 --pr-kernels
 #: auto,auto:persistent --devices 1,2 --repeat 3``; docs/PR_CC.md): on two GPUs grid:4900 7.85
 #: against 8.39 ms with a launch per iteration (8.02 against 8.22 at d831e94), kron:21 3.14
 #: against 3.19 ms, kron:25 70.3 against 69.7 ms (70.4 against 69.5 at d831e94: even); on one
@@ -106,7 +106,7 @@ def default_sweeps(graph, k: int, backend: str) -> int:
 
     CPU: 2. CUDA: 8 (few host round trips) except on several devices with a power-law graph
     (:func:`heavy_in_arcs`), where a sweep is costly and a hub's remote contributions should go
-    out after every sweep: 1. Measured at 25e7ded on two H200s (tests/gpu_pr_async_probe.py,
+    out after every sweep: 1. Measured at 25e7ded on two H200s (benchmarks/gpu_pr_async_probe.py,
     sweeps 8 / 2 / 1): kron:21 0.83 / 0.48 / 0.37 s, kron:25 18.3 / 7.2 / 5.0 s, grid:4900
     0.40 / 0.47 / 0.53 s; one H200 on grid:4900 0.36 / 0.35 / 0.43 s.
     """

@@ -49,7 +49,7 @@ class SSSP(TraversalSolver):
         ms on two against 15.18 ms through the host worklist; kron:25 38.8 ms on one against
         100.6 ms, 24.9 ms on two against 86.5 ms; grid:4900 68.6 ms on one with the fused worker
         against 286 ms for the peer kernel, and on two 102.8 ms linked against 306.1 ms for the
-        peer kernel (``tests/gpu_linked_probe.py``)."""
+        peer kernel (``benchmarks/gpu_linked_probe.py``)."""
         if self.peer_unavailable() is not None:
             return "async"
         return "bsp" if graph_is_low_diameter(graph) else "async"

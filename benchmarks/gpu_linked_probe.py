@@ -3,7 +3,7 @@ against one GPU's fused worker and the level-synchronous peer kernel, on the sam
 
 Not a pytest module: run it on a machine with two or more GPUs,
 
-    python tests/gpu_linked_probe.py --graphs grid:4900,kron:21 --devices 2 --repeat 3
+    python benchmarks/gpu_linked_probe.py --graphs grid:4900,kron:21 --devices 2 --repeat 3
 
 Every answer must equal the first case's of its app and graph (one GPU's fused worker, itself
 checked by the GPU test suite). Prints the median time of ``--repeat`` runs after a warm-up and

@@ -10,7 +10,7 @@ if only the first of each pair is slow and the gap matters, the link wakes up. T
 100 ms of idleness, a peer copy (cudaMemcpyPeerAsync, 8 B to 16 MB, on a side stream) some
 microseconds before the launch: what wakes the link, and how much lead it needs.
 
-    python tests/gpu_nvlink_wake_probe.py [--repeat 5]
+    python benchmarks/gpu_nvlink_wake_probe.py [--repeat 5]
 """
 from __future__ import annotations
 

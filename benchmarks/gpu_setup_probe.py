@@ -4,7 +4,7 @@
 Not a pytest module: run it on a machine with CUDA GPUs (``--backend cpu`` runs the same cases
 on CPU virtual devices, to test the script)::
 
-    python tests/gpu_setup_probe.py --graph kron:25 --cases bfs:1,bfs:2,pr:1,pr:2,cc:1,cc:2
+    python benchmarks/gpu_setup_probe.py --graph kron:25 --cases bfs:1,bfs:2,pr:1,pr:2,cc:1,cc:2
 
 For each case ``APP:K`` it builds the solver on a context of ``K`` devices made beforehand and
 prints the wall time of the constructor (``setup_s``: partitioning, renumbering, layouts, uploads),
@@ -18,9 +18,9 @@ to ``$OUT/gpu_setup_probe.json``. The script uses only the solvers' public const
 can time an older checkout too. It puts this tree first on ``sys.path`` unless
 ``GROUTE_PROBE_KEEP_PATH`` is set, so an older one is timed with both::
 
-    GROUTE_PROBE_KEEP_PATH=1 PYTHONPATH=old_tree python tests/gpu_setup_probe.py
+    GROUTE_PROBE_KEEP_PATH=1 PYTHONPATH=old_tree python benchmarks/gpu_setup_probe.py
 
-(the source vertex still comes from ``support.busiest`` next to this script).
+(the source vertex still comes from this tree's ``tests/support.py``: ``busiest``).
 """
 from __future__ import annotations
 
@@ -36,10 +36,11 @@ import numpy as np
 
 if not os.environ.get("GROUTE_PROBE_KEEP_PATH"):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # support.busiest
 
 from groute import Context  # noqa: E402
 from groute.graph import load_graph  # noqa: E402
-from support import busiest  # noqa: E402  (this script's folder is sys.path[0])
+from support import busiest  # noqa: E402
 
 PR_MAX_L1 = 1e-5
 

@@ -3,9 +3,9 @@
 
 Run from the repository root on a machine with CUDA GPUs (CuPy installed; pymetis not needed)::
 
-    python tests/gpu_check_pr_cc.py                 # everything, about 5 minutes on 4 x H200
-    python tests/gpu_check_pr_cc.py --quick         # compile + correctness only (< 1 minute)
-    python tests/gpu_check_pr_cc.py --big grid:4900 --repeat 3 --budget 300
+    python benchmarks/gpu_check_pr_cc.py                 # everything, about 5 minutes on 4 x H200
+    python benchmarks/gpu_check_pr_cc.py --quick         # compile + correctness only (< 1 minute)
+    python benchmarks/gpu_check_pr_cc.py --big grid:4900 --repeat 3 --budget 300
 
 Stages, in order, so a broken kernel shows up in the first seconds:
 

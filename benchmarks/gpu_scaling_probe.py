@@ -2,7 +2,7 @@
 
 Not a pytest module: run it on a multi-GPU machine,
 
-    python tests/gpu_scaling_probe.py --graphs kron:25 --devices 1,2 --json scaling.json
+    python benchmarks/gpu_scaling_probe.py --graphs kron:25 --devices 1,2 --json scaling.json
 
 Big graphs make the CPU references (scipy) cost minutes, so this script checks differently from
 ``groute bench``: the first answer of each app is checked against an independent GPU

@@ -10,7 +10,7 @@ fixed cost per extra device that four GPUs would pay three times. This times, on
 - the launches of the persistent PageRank on a grid graph and of peer BFS on a Kronecker graph
   (every call of ``launch_resident`` timed, by device), with the kernels' own start stamps.
 
-    python tests/gpu_launch_probe.py [--repeat 20] [--pr-graph grid:2450] [--bfs-graph kron:21]
+    python benchmarks/gpu_launch_probe.py [--repeat 20] [--pr-graph grid:2450] [--bfs-graph kron:21]
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))     # the tests' helpers (support.busiest)
 
-from support import busiest  # noqa: E402  (this script's folder is sys.path[0])
+from support import busiest  # noqa: E402
 
 SOURCE = r"""
 extern "C" __global__ void tiny(int* out, int a, int b, int c, int d, int e, int f, int g,

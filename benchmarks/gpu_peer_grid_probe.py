@@ -3,15 +3,20 @@
 median of 15 after a checked first run, then a level trace (``GROUTE_PEER_TRACE=1``) with the
 full grid and with one block per SM. Not a test.
 
-    python tests/gpu_peer_grid_probe.py .graphs/email-Enron.mtx.gz,kron:18,kron:21
+    python benchmarks/gpu_peer_grid_probe.py .graphs/email-Enron.mtx.gz,kron:18,kron:21
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]     # the tree, and the tests' support.busiest
 
 CAPS = (0, 528, 264, 132, 66, 33)     # 0: every resident block (the default)
 TRACE_CAPS = (0, 132)

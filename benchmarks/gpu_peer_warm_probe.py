@@ -1,7 +1,7 @@
 """Peer BFS with NVLink asleep and awake (two or more CUDA GPUs; run by hand).
 
 NVLink drops to a low-power state when the GPUs leave it idle for 20-50 ms
-(tests/gpu_nvlink_wake_probe.py: the first remote load then takes ~105 us and the first 2 MB
+(benchmarks/gpu_nvlink_wake_probe.py: the first remote load then takes ~105 us and the first 2 MB
 store ~180 us instead of 1.7 and 9 us). ``BFS.run`` on kron:25 spends longer than that on
 the host after each traversal (the answer's download and renumbering), so every run starts with
 the links asleep. This probe times the traversal alone (``solver.peer.run`` inside a
@@ -10,7 +10,7 @@ last run of each (``GROUTE_PEER_TRACE=1``). Since the links are woken before eve
 (``apps.peer_barrier``), ``--no-wake`` shows what a run costs without that (woken and not
 woken runs alternate, so neither gets the other's warm-up).
 
-    GROUTE_PEER_TRACE=1 python tests/gpu_peer_warm_probe.py --graph kron:25 --devices 2 --repeat 7
+    GROUTE_PEER_TRACE=1 python benchmarks/gpu_peer_warm_probe.py --graph kron:25 --devices 2 --repeat 7
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Not a pytest module (its name does not start with ``test_``): run it on a GPU machine,
 
-    python tests/gpu_bench_traversal.py --graphs kron:21,grid:4900 --json out.json
+    python benchmarks/gpu_bench_traversal.py --graphs kron:21,grid:4900 --json out.json
 
 For every graph: load (timed), pick the source like the bench harness (grid corner, else the
 highest-degree vertex), compute the scipy reference (timed: it is the CPU peer), then for each

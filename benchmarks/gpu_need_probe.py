@@ -10,7 +10,7 @@ peers afterwards (pr.cu ``pr_export``). This runs the persistent csc kernel on o
 (``persistent=True``, ``GROUTE_PR_TRACE=1``: median phases of an iteration) alone (nouts 1),
 with a second output and nothing to export, and with every hundredth vertex exported to it.
 
-    python tests/gpu_need_probe.py [--graphs grid:3465,grid:2450] [--repeat 5]
+    python benchmarks/gpu_need_probe.py [--graphs grid:3465,grid:2450] [--repeat 5]
 """
 from __future__ import annotations
 

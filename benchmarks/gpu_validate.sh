@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device-tool call that validates the whole project on a GPU machine and leaves logs in $OUT.
-#   bash tests/gpu_validate.sh STAGES     STAGES: comma list of info,tests,demo,topo,prcc,trav,bench
+#   bash benchmarks/gpu_validate.sh STAGES     STAGES: comma list of info,tests,demo,topo,prcc,trav,bench
 # Each stage runs under its own time limit, logs to $OUT/<stage>.log, and is summarised at the end,
 # so one failing stage does not hide the others. Needs pymetis as a wheel in .whl/ (see README).
 set -u
@@ -28,8 +28,8 @@ stage info 60 python3 -m groute info
 stage tests ${TESTS_LIMIT:-420} python3 -m pytest -m "${TEST_MARKS:-gpu or multigpu}" -q -p no:cacheprovider --timeout 240 tests
 stage demo ${DEMO_LIMIT:-120} python3 -m groute demo
 stage topo ${TOPO_LIMIT:-240} python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/plots" --markdown "$OUT/topo.md"
-stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 tests/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
-stage trav ${TRAV_LIMIT:-400} python3 tests/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
+stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 benchmarks/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
+stage trav ${TRAV_LIMIT:-400} python3 benchmarks/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
 stage bench ${BENCH_LIMIT:-560} python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
 echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 # the device tool returns at most 8 files: pack everything into one archive

@@ -7,7 +7,7 @@ and polling back-offs (``SPIN_NS``), and the persistent PageRank's per-iteration
 (barrier, leader's cross-device wait and stopping rule, barrier, broadcast read) next to a
 one-barrier broadcast variant, so the cost can be attributed before changing the kernels.
 
-    python tests/gpu_barrier_probe.py [--iters 2000]
+    python benchmarks/gpu_barrier_probe.py [--iters 2000]
 """
 from __future__ import annotations
 
