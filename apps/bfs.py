@@ -27,28 +27,26 @@ class BFS(TraversalSolver):
 
     def auto_priority(self, graph):
         """On, except for the linked workers (async across GPUs through peer memory): their
-        rounds are cheap, and re-expanding what a late offer lowers cost less than the window's
-        far-queue splits (grid:4900 on two H200s: 65.2 ms without, 87.6 ms with a window of 4;
-        docs/TRAVERSAL.md)."""
+        rounds are cheap, and re-expanding what a late offer lowers costs less than the window's
+        far-queue splits (docs/TRAVERSAL.md)."""
         return not (self.use_peer and self.mode == "async")
 
     def auto_mode(self, graph):
         """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
         CUDA, NVLink between all devices, no worklist asked for): BSP, the persistent
         level-synchronous kernel (:mod:`apps.traversal_peer`), for a low-diameter graph (on one
-        device a symmetric one, where the kernel pulls; kron:25 on one H200: 3.95 ms against
-        9.53 ms for the fused asynchronous worker), async for a
-        road-like one: one device's fused worker (grid:4900: 40.5 ms against 176 ms), on several
-        the fused workers with device-initiated links (:mod:`apps.traversal_linked`; grid:4900
-        on two H200s: 65 ms against 203 ms for the peer kernel). Without them: BSP across
-        devices of a symmetric low-diameter graph (the worklist pulls across devices), async
-        everywhere else. docs/PERFORMANCE.md, docs/TRAVERSAL.md."""
+        device a symmetric one, where the kernel pulls), async for a road-like one: one
+        device's fused worker, on several the fused workers with device-initiated links
+        (:mod:`apps.traversal_linked`). Without them: BSP across devices of a symmetric
+        low-diameter graph (the worklist pulls across devices), async everywhere else. Each
+        choice was the fastest measured on its kind of graph and device count
+        (docs/TRAVERSAL.md)."""
         k = self.ctx.num_devices
         peer = self.peer_unavailable() is None
         if not peer and k == 1:         # the fused worker whatever the diameter: skip the test
             return "async"
         symmetric = not getattr(graph, "directed", True)
-        if peer:    # one device: only where the kernel can pull (symmetric), as measured
+        if peer:    # one device: only where the kernel can pull (symmetric)
             low = (k > 1 or symmetric) and graph_is_low_diameter(graph)
             return "bsp" if low else "async"
         return "bsp" if symmetric and graph_is_low_diameter(graph) else "async"

@@ -16,20 +16,19 @@ at set-up, which gives the *weak* components), spread over the devices:
    *giant*, and one kernel links the arcs from slot ``sample_rounds`` on of every vertex *not* in
    the giant's tree (an arc both of whose ends are in the giant's tree joins nothing; any other
    arc is also an arc of its non-giant end, since the adjacency is symmetric), reading the other
-   devices' rows over NVLink. That work is tiny on power-law and mesh graphs (kron:21: 36 edges
+   devices' rows over NVLink. That work is tiny on power-law and mesh graphs (a few dozen edges
    after two rounds), so it is not routed anywhere: the stats say ``routed: False`` and count it
    (``rest_rows``, ``rest_arcs``).
 4. After the last compression ``parent[v]`` is the smallest vertex id of v's component: the
    canonical label, equal to ``groute.graph.reference.connected_components``.
 
 The host only queues kernels and events on every device's stream and waits once at the end. With
-one device this is the single-GPU Afforest in place. Why this is the default: on kron:25 on two
-H200s the segment path below took 79.4 ms, 67 ms of it compacting the 1.0G arcs left after
-sampling on the first device down to the 1,031 edges that were then routed, against 8.7-9.0 ms
-for one GPU in place; this path takes 7.7-7.9 ms on two (1.10-1.16x of one, same runs, exact).
-Sampling is random access into the parent array and splits across devices, while a merge is one
-coalesced pass over a peer's array (134 MB over NVLink) plus hooks that mostly find one root. It needs peer access between the devices
-that read each other (every CUDA pair on an NVLink machine; the CPU backend's virtual devices
+one device this is the single-GPU Afforest in place. Why this is the default: the segment path
+below spends most of its time on the first device compacting every arc left after sampling, down
+to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
+faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
+splits across devices, while a merge is one coalesced pass over a peer's array plus hooks that
+mostly find one root. It needs peer access between the devices that read each other (every CUDA pair on an NVLink machine; the CPU backend's virtual devices
 read each other's arrays after the same events); ``"auto"`` falls back to segments without it.
 
 **Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
@@ -101,7 +100,7 @@ class CC(Solver):
     ``rest``: ``"auto"`` (default: ``"kernel"`` where the devices can read each other's memory,
     every pair of an NVLink machine and the CPU backend, else ``"segments"``); ``"kernel"``:
     sampling split by rows, tree merge by peer reads, the rest linked in place on the first
-    device (module docstring; the fastest on one and two H200s); ``"segments"``: Groute's path,
+    device (module docstring; the fastest on one and two GPUs); ``"segments"``: Groute's path,
     the first device samples, compacts what is left and routes it as segments.
     ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
     design); ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``:
@@ -243,7 +242,7 @@ class CC(Solver):
         def receives(j, step):
             # Only a device that receives at `step` compresses before it: a merge hooks
             # (v, other[v]) with any ancestor as other[v], so a sender need not compress its
-            # array first (measured on kron:25: its last compression was on the critical path);
+            # array first (its last compression would sit on the critical path);
             # a receiver's compressed array makes its root walks one hop.
             return (step, j) in receivers
 

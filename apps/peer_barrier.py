@@ -16,18 +16,16 @@ that gave up).
 
 Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
 (:meth:`~CrossDeviceBarrier.wake_links`): the links drop to a low-power state when the GPUs
-leave them idle for 20-50 ms, and the first kernel traffic after that is slow (two H200s,
-``benchmarks/gpu_nvlink_wake_probe.py``: a remote load 105 us instead of 1.7, the first 2 MB of
-coalesced peer stores 180 us instead of 9). The apps' host work between two runs (the answer's
-download and renumbering) is longer than that, so every run met sleeping links: on kron:25
-over two GPUs BFS's first cross-device meeting took 147 us instead of 26-42 and its hub level
-238 us instead of 72 (``benchmarks/gpu_peer_warm_probe.py``, per-level trace). A copy-engine
-transfer of 2 MB from each device to each other, queued just before the launches, wakes them
-(first load 14 us, first 2 MB store 15 us with no lead; fully awake with 300 us of lead); an
-8-byte one does not. The copies are ordered before each device's later compute-stream work (an event wait queued after
+leave them idle for a few tens of milliseconds, and the first kernel traffic after that is many
+times slower (``benchmarks/gpu_nvlink_wake_probe.py``). The apps' host work between two runs
+(the answer's download and renumbering) is longer than that, so every run would meet sleeping
+links and pay for it at its first cross-device meetings
+(``benchmarks/gpu_peer_warm_probe.py``). A copy-engine transfer of :data:`WAKE_BYTES` from each
+device to each other, queued just before the launches, wakes them; a tiny one does not. The
+copies are ordered before each device's later compute-stream work (an event wait queued after
 its kernel), so it has finished whenever the run's read-back has. Within WAKE_AFTER_S of the
-barrier's last run the links are still awake and nothing is copied (back to back, the copy
-cost 0.06 ms of a 2.6 ms run).
+barrier's last run the links are still awake and nothing is copied (back to back the copy
+would be pure cost).
 """
 from __future__ import annotations
 
@@ -47,7 +45,7 @@ BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
 #: bytes each device copies to each other before a launch, to wake the links (module docstring)
 WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;
-#: they stayed awake through 20 ms of idleness and fell asleep within 50)
+#: below the idleness after which the links were seen to fall asleep)
 WAKE_AFTER_S = 0.01
 
 

@@ -15,7 +15,7 @@
 // writes of the whole block (ordered before thread 0 by __syncthreads) are visible to every
 // block whose acquire sees the arrival; the last block to arrive sees the count complete in
 // its own atomic's return and does not poll at all. BARRIER 0: fence, relaxed atomic, volatile
-// polling with back-off, fence (what was measured before; kept to compare).
+// polling with back-off, fence (the older form, kept to compare).
 #ifndef BARRIER
 #define BARRIER 1
 #endif

@@ -109,8 +109,8 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
 // contributions = contrib0 (every vertex its in-arcs may read), and zeros in its stats words
 // and the counters of the kernel in use (zero_a, zero_b: "bins" hub and per-iteration task
 // counters; acc: the COO pair's sums; null when absent). pr_bsp_reset runs it as one launch
-// before the per-iteration kernels, the persistent kernels before their first iteration. (It
-// was four or five CuPy calls per device: 60-240 us of host time per run on two H200s.)
+// before the per-iteration kernels, the persistent kernels before their first iteration: one
+// launch instead of a CuPy call per array saves host time on every run.
 __device__ __forceinline__ void bsp_reset_body(int n_local, float y0, float* __restrict__ y,
                                                int n, const float* __restrict__ contrib0,
                                                float* __restrict__ contrib,
@@ -191,10 +191,8 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // Every gather of contrib loads through L2 (__ldcg). contrib may change while a kernel runs (in
 // place it is also outs[0]; the persistent kernels rewrite the vectors in later iterations and
 // the peers store into them), and L2 is where those stores land, so no stale L1 line is read.
-// It is also the fastest choice measured (benchmarks/gpu_check_pr_cc.py --pr-scaling, two H200s):
-// kron:25 on one GPU 133 ms against 147 ms through the read-only path (__ldg), whose L1 lines
-// the random gathers rarely reuse; grid:4900 the same within noise; and the persistent kernels
-// keep 40-48 registers, where plain loads cost them 32 bytes of spills (14.5 against 12.5 ms).
+// It is also the fastest of the loads compared (docs/PR_CC.md): the read-only path (__ldg) fills
+// L1 lines the random gathers rarely reuse, and plain loads make the persistent kernels spill.
 // PR_GATHER_LOAD, for probes (benchmarks/gpu_check_pr_cc.py --cu-defines): 1 __ldcg (default),
 // 0 a plain load, 3 __ldg (the read-only path: wrong when contrib changes during a launch).
 #ifndef PR_GATHER_LOAD
@@ -595,9 +593,8 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
 // (null: off), and what bsp_reset_body needs at the start of a run (t_begin == 0): the start
 // value y0, the start contributions contrib0 of all n_total vertices, the rows of y and the
 // hub counters ("bins").
-// (The host always starts at t_begin = 0. The parameter stays: without it nvcc 13 spilled the
-// iteration counter in pr_csc32_persistent_k2 and PageRank on grid:4900 over two H200s took
-// 7.40 ms instead of 6.89, benchmarks/gpu_check_pr_cc.py --pr-scaling, alternating runs.)
+// (The host always starts at t_begin = 0. The parameter stays: without it nvcc spilled the
+// iteration counter in pr_csc32_persistent_k2, which slowed the sweep; docs/PR_CC.md.)
 #define PERSIST_PARAMS int t_begin, int t_end, int* ctl, unsigned long long* gbar,                \
                        unsigned long long gbase, int k, long long timeout_ns,                      \
                        unsigned long long* trace, float y0, const float* __restrict__ contrib0,    \
@@ -629,9 +626,8 @@ extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(             
         pr_export(outs + ((t + 1) & 1) * nouts, nouts, offset, exports, export_off);               \
     }, [&](int t) {                                                                                \
         /* one output (nouts 1: pr_store reads no need mask): the peers get their values */     \
-        /* from the export lists after the sweep; with a second output on one H200 */           \
-        /* (benchmarks/gpu_need_probe.py, grid:3465) the need byte of every vertex made the */       \
-        /* sweep 1.205x as long, a bit per vertex still 1.089x */                               \
+        /* from the export lists after the sweep: testing a need byte or bit per vertex */     \
+        /* lengthens the sweep (benchmarks/gpu_need_probe.py, docs/PR_CC.md) */                 \
         pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                      \
                             reinterpret_cast<const float*>(contribs[t & 1]), base, damping,        \
                             y, inv_outdeg, outs + ((t + 1) & 1) * nouts, 1, nullptr,               \
@@ -673,10 +669,9 @@ PR_BINS_PERSISTENT(pr_bins64_persistent, long long)
 // d * r / outdeg to each out-neighbour: into the local residual when this device owns it, else into
 // the dense remote accumulator (combined per vertex before it is sent). The accumulator is double:
 // it sums a vertex's contributions over all the sweeps of a round, and in float32 a late, small
-// contribution to a hub's large sum fell below half an ulp and vanished (two H200s, kron:25: 2.2e-4
-// of the mass lost, L1 error 1.0e-4 against 3.9e-7 on one GPU); the sum is rounded to float32 once,
-// when it is packed. Load balance: a lane
-// pushes the arcs of its own vertex when it has at most SMALL_DEGREE of them (road-like graphs);
+// contribution to a hub's large sum falls below half an ulp and vanishes (on several GPUs a
+// measurable share of the mass is lost); the sum is rounded to float32 once, when it is packed.
+// Load balance: a lane pushes the arcs of its own vertex when it has at most SMALL_DEGREE of them (road-like graphs);
 // bigger vertices are pushed by the whole warp together (ballot), so hubs are spread over 32
 // lanes. counters[0] += vertices pushed, counters[1] += arcs pushed.
 #define SMALL_DEGREE 8

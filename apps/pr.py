@@ -28,10 +28,9 @@ sum during the run.
   whole BSP run in one cooperative launch per device: iterations meet at a cross-device barrier
   in device 0's memory that also takes the stopping decision (:func:`choose_persistent`).
 
-``mode="auto"`` (default) is ``"bsp"``: it was faster in every measurement (one H200, same
-runs: kron:21 4.97 against 152.9 ms, grid:4900 13.0 against 70.7 ms, kron:25 147 ms against
-2.14 s; two H200s likewise, docs/PERFORMANCE.md) and stops on a global L1 rule; ``"async"`` is
-the variant the Groute paper evaluates, kept for comparison.
+``mode="auto"`` (default) is ``"bsp"``: it ran faster than ``"async"`` on every graph and
+device count measured (docs/PR_CC.md) and stops on a global L1 rule; ``"async"`` is the variant
+the Groute paper evaluates, kept for comparison.
 
 This module holds the rules (which kernel, how many sweeps, whether persistent), the solver and
 the CLI. The host-side layout of the in-arcs (shards, the ``"bins"`` degree order, its cut and
@@ -63,13 +62,9 @@ PARTITIONS = ("metis", "contiguous", "random")
 #: ``persistent=`` values
 PERSISTENT_CHOICES = (True, False, "auto")
 #: ``persistent="auto"`` turns the persistent kernels on where they can run on at least this
-#: many devices. Measured on two H200s with the gathers through L2 (pr.cu ``pr_load``;
-#: ``benchmarks/gpu_check_pr_cc.py --pr-scaling grid:4900,kron:21,kron:25 --pr-kernels
-#: auto,auto:persistent --devices 1,2 --repeat 3``; docs/PR_CC.md): on two GPUs grid:4900 7.85
-#: against 8.39 ms with a launch per iteration (8.02 against 8.22 at d831e94), kron:21 3.14
-#: against 3.19 ms, kron:25 70.3 against 69.7 ms (70.4 against 69.5 at d831e94: even); on one
-#: GPU even (grid:4900 12.46 against 12.45 ms), where a launch per iteration has no cross-device
-#: waits to save. Four GPUs, where those waits weigh more, were not measured (no x4 lent).
+#: many devices: there one launch per run saves the cross-device waits between per-iteration
+#: launches; on one GPU there are none to save and the two forms run even (docs/PR_CC.md;
+#: ``benchmarks/gpu_check_pr_cc.py --pr-scaling ... --pr-kernels auto,auto:persistent``).
 PERSISTENT_AUTO_MIN_DEVICES = 2
 
 
@@ -81,11 +76,10 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
       ``"csc"``, the only in-place kernel;
     * most arcs entering vertices of in-degree > HEAVY_DEGREE (power-law graphs), on any number
       of devices: ``"bins"``, the fused pull over vertices relabelled by degree with a static
-      task list (share on kron:21: 0.89; one H200: 2.5x cuSPARSE on kron:21; on several devices
-      the degree-split layout, see :class:`PageRank`);
+      task list (on several devices the degree-split layout, see :class:`PageRank`);
     * otherwise (grids, roads, meshes) ``"csc"``, the fused pull kernel, on any number of
-      devices (share of such arcs on grid:4900: 0; one H200: 12.4 ms vs 63-72 ms for the COO
-      pull + finalize pair; two H200s: see docs/PR_CC.md). ``"coo"`` is never picked.
+      devices: faster there than the COO pull + finalize pair (docs/PR_CC.md). ``"coo"`` is
+      never picked.
     """
     if k == 1 and inplace:
         return "csc"
@@ -106,9 +100,7 @@ def default_sweeps(graph, k: int, backend: str) -> int:
 
     CPU: 2. CUDA: 8 (few host round trips) except on several devices with a power-law graph
     (:func:`heavy_in_arcs`), where a sweep is costly and a hub's remote contributions should go
-    out after every sweep: 1. Measured at 25e7ded on two H200s (benchmarks/gpu_pr_async_probe.py,
-    sweeps 8 / 2 / 1): kron:21 0.83 / 0.48 / 0.37 s, kron:25 18.3 / 7.2 / 5.0 s, grid:4900
-    0.40 / 0.47 / 0.53 s; one H200 on grid:4900 0.36 / 0.35 / 0.43 s.
+    out after every sweep: 1 (docs/PR_CC.md; ``benchmarks/gpu_pr_async_probe.py`` compares).
     """
     if backend != "cuda":
         return 2

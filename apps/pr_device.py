@@ -16,8 +16,8 @@ from groute.worklist import call_on_stream
 KERNEL = Path(__file__).with_name("pr.cu")
 BLOCK = 256
 #: "bins" kernel: threads per block (one block per SM) and the contributions of the first
-#: BINS_HOT vertices (the hubs) each block copies into shared memory (224 KiB of the 227 a
-#: block may opt into on an H100/H200; less where the device allows less)
+#: BINS_HOT vertices (the hubs) each block copies into shared memory (224 KiB: nearly all a
+#: block may opt into on Hopper GPUs; less where the device allows less)
 BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: pr.cu PersistCtl: the control words of a persistent launch
@@ -30,8 +30,8 @@ MAX_OUTPUTS = 8
 
 
 #: seconds a BSP convergence check polls its CUDA event without back-off before the normal
-#: wait: the general wait sleeps up to 2 ms between polls, which left the GPU idle for about
-#: 1-3 ms at every check (measured on one H200)
+#: wait: the general wait's back-off grows to sleeps long enough to leave the GPU idle at
+#: every check
 SPIN_S = 0.25
 
 
@@ -175,7 +175,7 @@ class DevicePR:
     def reads(self):
         """Which vertices this device's in-arcs read (host bool per global id), found once by a
         scatter over its own in-arcs where they live: one pass over the arcs in all, where
-        filtering every peer's arcs for every device took about 18 s on kron:25."""
+        filtering every peer's arcs for every device would pass over them k times."""
         if getattr(self, "_reads", None) is None:
             xp = self.device.xp
             with self.device.use():

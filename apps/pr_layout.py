@@ -51,7 +51,7 @@ def in_degrees(graph):
     """In-degree of every vertex (int64, host), kept on the graph object (``graph._in_degrees``):
     :func:`choose_bsp_kernel` and :func:`bins_layout` both need it. An undirected graph stores
     every arc both ways, so its in-degrees are its out-degrees; a directed one needs a scatter
-    over its arcs (``np.add.at``: 2.7x faster than ``np.bincount`` on kron:22's 128M arcs)."""
+    over its arcs (``np.add.at``, faster than ``np.bincount`` on large graphs)."""
     def compute():
         if not graph.directed:
             return np.diff(np.asarray(graph.indptr, dtype=np.int64))
@@ -83,9 +83,9 @@ def degree_order(indeg):
 
 #: the cost of one row in :func:`degree_split`, in in-arcs (a row: indptr, y, 1/outdeg loads, y
 #: and contribution stores, coalesced, plus its peer stores; an arc: a source id and a gather).
-#: Fitted on kron:25, 2 H200s, at 96fbbb1 (row cost 2 then): sweeps of 4.36 ms for 557M arcs
-#: and 0.18M rows, 4.73 ms for 490M arcs and 33.4M rows, 9.08 ms for both on one GPU: 7.8 ps
-#: an arc, 27 ps a row, 3.4 arcs
+#: Fitted from the per-device sweep times of a degree-split kron:25 (a range of few long rows
+#: against one of many short ones) before the rows stored to the peers, and rounded up for
+#: those stores (docs/PR_CC.md, "Several devices")
 BINS_ROW_COST = 4
 
 
@@ -163,9 +163,9 @@ def bins_in_cols(graph, layout: BinsLayout, offsets, devices):
     """Each device's slice of the in-arcs' sources for the ranges ``offsets`` of the new ids,
     ready for ``device.asarray``: host views on the CPU backend (or when the host already has
     them, or when the first device has less than :data:`BINS_BUILD_BYTES_PER_ARC` free per
-    arc); on CUDA devices built on the first device (CuPy: upload the graph, one sort of a
-    billion packed keys in a fraction of a second on an H200, against tens of seconds on the
-    host) and copied to the others, so nothing billion-sized crosses PCIe twice."""
+    arc); on CUDA devices built on the first device (CuPy: upload the graph, then one sort of
+    a billion packed keys, far faster on a GPU than on the host) and copied to the others, so
+    nothing billion-sized crosses PCIe twice."""
     ip = layout.in_indptr
     bounds = [(int(ip[lo]), int(ip[hi])) for lo, hi in zip(offsets[:-1], offsets[1:])]
     first = devices[0]

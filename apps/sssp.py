@@ -21,9 +21,8 @@ class SSSP(TraversalSolver):
 
     def default_delta(self, graph):
         """Near-far's rule of thumb, ``mean weight * C / mean degree`` (at least one mean
-        weight), with C = 64: measured on one H100 (docs/PERFORMANCE.md), C = 32 processed
-        fewer items but ran more, shorter rounds (grid:4900 141 ms vs 125 ms with delta 600;
-        kron:21 9.8 ms vs 8.1 ms)."""
+        weight), with C = 64: a smaller C processes fewer items but runs more, shorter rounds,
+        which cost more than they save (docs/TRAVERSAL.md)."""
         w = graph.weights
         mean_w = float(np.mean(w)) if w is not None and len(w) else 1.0
         mean_deg = graph.num_edges / max(graph.num_vertices, 1)
@@ -33,9 +32,8 @@ class SSSP(TraversalSolver):
     def auto_priority(self, graph):
         """Soft priority unless the graph is low-diameter (:func:`~apps.traversal.low_diameter`):
         there Bellman-Ford-style rounds converge in a few levels and the near-far rounds cost more
-        than the re-expansions they save (kron:21 on one H200: 8.15 ms with priority, 7.22 ms
-        without; 2.70M vs 2.87M vertices expanded), while on road-like graphs priority is what
-        keeps the work near Dijkstra's (grid:4900: 123 ms vs 3.1 s). See docs/TRAVERSAL.md."""
+        than the few re-expansions they save, while on road-like graphs priority is what keeps
+        the work near Dijkstra's. See docs/TRAVERSAL.md."""
         return not graph_is_low_diameter(graph)
 
     def auto_mode(self, graph):
@@ -44,12 +42,8 @@ class SSSP(TraversalSolver):
         persistent peer kernel (:mod:`apps.traversal_peer`), for a low-diameter graph on any
         number of devices; async for a road-like graph: one device's fused worker, on several
         the fused workers with device-initiated links (:mod:`apps.traversal_linked`). Elsewhere
-        (CPU virtual devices, no NVLink) async. Measured on H200s (docs/PERFORMANCE.md,
-        docs/TRAVERSAL.md): kron:21 2.44 ms on one GPU against 7.02 ms for the fused worker, 2.48
-        ms on two against 15.18 ms through the host worklist; kron:25 38.8 ms on one against
-        100.6 ms, 24.9 ms on two against 86.5 ms; grid:4900 68.6 ms on one with the fused worker
-        against 286 ms for the peer kernel, and on two 102.8 ms linked against 306.1 ms for the
-        peer kernel (``benchmarks/gpu_linked_probe.py``)."""
+        (CPU virtual devices, no NVLink) async. Each choice was the fastest of the modes
+        measured on its kind of graph and device count (docs/TRAVERSAL.md)."""
         if self.peer_unavailable() is not None:
             return "async"
         return "bsp" if graph_is_low_diameter(graph) else "async"

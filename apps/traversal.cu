@@ -142,7 +142,7 @@ __device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e,
 // BATCH_ARCS at a time per thread: the arc loads, then the atomics, then the queue appends are
 // each issued back to back, so a vertex of degree 4 costs three dependent memory round trips
 // where relax() one arc at a time costs two per arc plus one per improvement (on a road grid
-// that was most of a level's latency). Every lane of the warp must call it. Returns false if
+// most of a level's latency). Every lane of the warp must call it. Returns false if
 // an outbox was full (the caller re-queues the vertex).
 __device__ __forceinline__ bool relax_small(const Args& a, const Sink& q, long long start, int deg,
                                             int d, int lane, unsigned long long& deferrals) {

@@ -47,9 +47,8 @@ PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 1
 #: shape: narrow (one block per SM: cheap barriers for long thin traversals) below SHRINK,
 #: wide (every resident block) above GROW
 GROW, SHRINK = 1 << 14, 1 << 12
-#: blocks of the narrow grid per SM: one block per two SMs (66 on an H200) ran BFS grid:4900 in
-#: 40.3 ms vs 41.7 ms with one per SM, 40.7 / 43.9 ms with 32 / 16 blocks (docs/PERFORMANCE.md);
-#: GROUTE_TRAVERSAL_NARROW overrides the count
+#: blocks of the narrow grid per SM: one block per two SMs was the fastest narrow grid for a
+#: long thin traversal (docs/TRAVERSAL.md); :class:`groute.tuning.TraversalTuning` may override
 NARROW_PER_SM = 0.5
 WARP_EDGES = 1024
 MAX_DEVICES = CTL_SIZE - OUT_COUNT

@@ -2,10 +2,9 @@
 (``mode="async"``, ``exchange="peer"``): one launch per device for the whole run.
 
 On several devices the host-driven worklist returns to the host whenever a round produced items
-for another device, so a road-like graph (thousands of levels) paid thousands of host round
-trips (grid:4900 on two H200s: 1,142 ms, against 41.7 ms for one GPU's fused worker), and the
-level-synchronous peer kernel (:mod:`apps.traversal_peer`) pays a cross-device barrier or three
-per level (202 ms). Here every device runs the fused worker's rounds (``traversal.cu``) in one
+for another device, so a road-like graph (thousands of levels) pays thousands of host round
+trips, and the level-synchronous peer kernel (:mod:`apps.traversal_peer`) pays a cross-device
+barrier or three per level (docs/TRAVERSAL.md). Here every device runs the fused worker's rounds (``traversal.cu``) in one
 cooperative launch of ``traverse_linked`` (``traversal_linked.cu``) and never waits for another:
 offers to vertices a peer owns are stored straight into a ring in the owner's memory, one per
 (sender, owner) pair, and published once per round by a counter; the owner applies them in its

@@ -62,7 +62,7 @@
 // ends (before C); SSSP when the round starts, after the scan (twice) and when the expansion
 // ends (before the meeting): where the time of a level goes, for the first TRACE_LEVELS levels.
 #define TRACE_LEVELS 64
-// four resident blocks per SM (at most 64 registers): the occupancy the BFS kernel was measured at
+// four resident blocks per SM (at most 64 registers): the occupancy the BFS kernel is tuned for
 #define MIN_BLOCKS 4
 
 enum PeerCtl {
@@ -255,9 +255,8 @@ __device__ __forceinline__ void expand_push(const PeerArgs& a, PeerThread& t, co
     const long long warp = t.warp, nwarps = t.nwarps;
     if (nf <= nwarps) {
         // A small frontier: one vertex per warp, its arcs across the lanes. Thirty-two vertices
-        // per warp left most of the grid idle while each lane (or the warp, vertex after
-        // vertex) walked its arcs one latency-bound visit at a time: a 1,383-vertex level of
-        // email-Enron took 146-162 us on one H200.
+        // per warp would leave most of the grid idle while each lane (or the warp, vertex after
+        // vertex) walks its arcs one latency-bound visit at a time.
         for (long long i = warp; i < nf; i += nwarps) {
             const int u = __ldcg(&cur[i]);
             const int d = value_of(u);

@@ -1,8 +1,8 @@
 """BFS and SSSP on CUDA devices in one persistent launch per device (``exchange="peer"``).
 
 The host-driven BSP loop (:class:`~groute.worklist.DistributedWorklist`) pays a few host
-round trips per level on every device, and the GIL serialises the device threads: on kron:25
-that was 1 ms of host time per level against 0.5 ms of kernels (docs/PERFORMANCE.md). Here the
+round trips per level on every device, and the GIL serialises the device threads: on big graphs
+the host's time per level outweighs the kernels' (docs/TRAVERSAL.md). Here the
 host launches ``traversal_peer.cu`` once per device and waits: the kernels offer remote
 vertices to their owners by reductions in the owners' memory over NVLink (BFS: a bit in the
 owner's inbox; SSSP: a min on the owner's distance and a bit in its inbox), BFS shares frontier

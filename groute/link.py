@@ -17,8 +17,8 @@ at a time issues (the ``_issuing`` token), which keeps packets in send order on 
 link's pump thread only picks up what those calls leave (free buffers and queued packets after a
 caller used up its share), ends the stream once the link is closed and drained, and turns a
 receiver that holds every buffer for longer than the timeout into a :class:`WaitTimeout`. Waking
-a thread costs tens of microseconds and a GIL hand-off, which is what a Link's host path used to
-spend most of its time on.
+a thread costs a scheduler round trip and a GIL hand-off, which would dominate a Link's host
+path.
 """
 from __future__ import annotations
 

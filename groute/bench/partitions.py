@@ -1,8 +1,7 @@
 """METIS splits computed in worker processes while the suite times other cases.
 
-METIS runs on one core and takes most of a minute on the benchmark graphs (kron:21 into 4
-parts: 56 s, grid:4900: 44 s, on one core of a 2-core CI machine), longer than a whole device
-count's cases. The suite starts one worker (:mod:`.processes`) per device count above one as
+METIS runs on one core and takes most of a minute on the benchmark graphs, longer than a whole
+device count's cases. The suite starts one worker (:mod:`.processes`) per device count above one as
 soon as a graph is loaded; each fills the graph layer's partition cache
 (:func:`groute.graph.partition.warm_metis_cache`), and the cases' solvers read the split from
 there. Before the first case on ``k`` devices the suite waits for worker ``k``, so the split is

@@ -199,7 +199,7 @@ class SuiteRun:
     def _prefetch_partitions(self, spec, graph, apps) -> PartitionPrefetch:
         """Start the METIS splits of a big graph into each device count of the run above one
         (that this machine has), one worker process each, before anything is timed: METIS
-        runs on one core and takes most of a minute here (kron:21 into 4 parts: 56 s), while
+        runs on one core and takes most of a minute on the benchmark graphs, while
         the references, the peers and the one-device cases need none. The workers fill the
         graph layer's partition cache, which the cases' solvers then read. ``apps``: those
         that can run. Only where :meth:`_prefetch_pays`."""
@@ -230,7 +230,7 @@ class SuiteRun:
 
     def _prefetch_references(self, spec, runs, where, num_arcs) -> dict:
         """CPU references of a big graph, computed side by side in worker processes before
-        anything is timed (grid:4900: PageRank 23 s, SSSP 7 s, BFS 4 s, CC 4 s one after the
+        anything is timed (on a big graph each takes seconds to tens of seconds, one after the
         other). Only where it pays: CPU references, graphs of REFERENCE_CACHE_MIN_ARCS+ arcs
         (``num_arcs``: the graph's, which its weighted copy shares), two or more apps and at
         least 4 cores. Returns {app: (values, cached, wall_s)} or {app: exception}; an app left
@@ -246,8 +246,8 @@ class SuiteRun:
 
     def _add_weights(self, graph):
         """``graph.with_weights(seed=WEIGHT_SEED)``, hashed on GPU 0 when there is one (the graph
-        layer's weights are bit-identical on both backends; the GPU does 86M arcs in well under a
-        second, NumPy in ~20 s)."""
+        layer's weights are bit-identical on both backends; the GPU hashes a big graph's arcs
+        far faster than NumPy)."""
         if self.backend == "cuda":
             try:
                 ctx = self._context(self.config.devices[0])

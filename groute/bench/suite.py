@@ -140,7 +140,7 @@ class BenchConfig:
 #: Presets: option values used where the command line gives none.
 PRESETS: dict[str, dict] = {
     # The whole suite on nvidia-h200-x4 in under 5 minutes: two graphs of the issues' sizes, one
-    # repeat of each CPU peer (scipy Dijkstra on grid:4900 alone takes ~7 s), and a per-case
+    # repeat of each CPU peer (scipy's Dijkstra on grid:4900 alone takes seconds), and a per-case
     # budget so a slow case cannot eat the run.
     "quick": dict(apps=["bfs", "sssp", "pr", "cc"], graphs=["kron:21", "grid:4900"],
                   devices=[1, 2, 4], modes=["async", "bsp"], repeat=5, warmup=1, peer_repeat=1,

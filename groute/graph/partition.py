@@ -261,8 +261,8 @@ def _cut_counts(indptr, indices, offsets, chunk_arcs: int | None = None):
 
     One pass over ``indices`` in row-aligned, cache-sized chunks (counted by up to
     :data:`CUT_THREADS` threads, one per full chunk of arcs), comparing targets with the part's range: no per-arc source
-    array or owner gather (those 8-byte-per-arc temporaries made the statistics most of a
-    contiguous split's cost: 8.6 s of 9.0 on kron:22 here before, 0.17 s now).
+    array or owner gather (such 8-byte-per-arc temporaries would make the statistics most of
+    a contiguous split's cost).
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     chunk_arcs = int(chunk_arcs or CUT_CHUNK_ARCS)
@@ -343,12 +343,10 @@ def _metis_vertex_weights(deg, dtype):
     """Vertex weights for METIS, which balances the parts' total weight: 1 + the vertex's
     degree, so the parts hold about equal shares of the arcs (a device's work and memory);
     the 1 keeps isolated vertices from weighing nothing. Unweighted, METIS balances vertex
-    counts only: on kron:21 into two parts one held 62.9M of the 63.5M arcs (the hubs and
-    their neighbourhoods against the many low-degree vertices), into four (k-way) 42.4M
-    against 16K for the smallest; weighted 31.4M / 32.1M, and 15.3M-16.1M each of four.
-    Weighted, METIS also ran faster there (one core, four parts by pymetis's recursive
-    bisection: 56 s against 287 s) and cut fewer arcs than a random split (68% against 75%:
-    a power-law graph has no good cut). The sum must fit METIS's 32-bit integers: degrees
+    counts only: on a power-law graph one part then holds nearly all the arcs (the hubs and
+    their neighbourhoods against the many low-degree vertices), while weighted parts hold
+    about equal arcs. Weighted, METIS also runs faster on such graphs and still cuts fewer arcs
+    than a random split (a power-law graph has no good cut). The sum must fit METIS's 32-bit integers: degrees
     are scaled down where it would not."""
     deg = np.asarray(deg, dtype=np.int64)
     total = int(deg.sum()) + deg.size
