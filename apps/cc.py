@@ -28,8 +28,9 @@ below spends most of its time on the first device compacting every arc left afte
 to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
 faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
 splits across devices, while a merge is one coalesced pass over a peer's array plus hooks that
-mostly find one root. It needs peer access between the devices that read each other (every CUDA pair on an NVLink machine; the CPU backend's virtual devices
-read each other's arrays after the same events); ``"auto"`` falls back to segments without it.
+mostly find one root. It needs peer access between the devices that read each other (every
+CUDA pair on an NVLink machine; the CPU backend's virtual devices read each other's arrays
+after the same events); ``"auto"`` falls back to segments without it.
 
 **Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
 as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
@@ -53,6 +54,7 @@ vectorised NumPy: ``np.minimum.at`` on roots, then pointer jumping).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -60,8 +62,22 @@ import numpy as np
 from apps.cc_device import DeviceCC
 from apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
-from apps.common import AppResult, DeviceTimer, Solver
+from apps.common import AppResult, DeviceTimer, Solver, complete_stats
 from groute import Link, Router, first_available
+from groute.tuning import CC_LINKS, CCTuning
+
+#: the keys of a CC result's ``stats``, on every path (None where a key does not apply to the
+#: path that ran): devices, mode ("afforest" or "edge-list"), rest ("kernel", "segments"; None
+#: for the edge list), routed (whether edges went through the router), edges hooked from the
+#: edge list or the compacted rest (None in place), graph_edges, segments and segment_edges,
+#: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds, bytes_moved
+#: between devices, sample_rounds, giant_root and giant_size (Afforest), rest_rows, rest_arcs
+#: and rest_remote_arcs (in place: what the rest kernel linked), phase_seconds (segments: host
+#: clock at the end of each phase)
+STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segments",
+              "segment_edges", "edges_per_device", "segments_per_device", "rows_per_device",
+              "merge_rounds", "bytes_moved", "sample_rounds", "giant_root", "giant_size",
+              "rest_rows", "rest_arcs", "rest_remote_arcs", "phase_seconds")
 
 
 
@@ -103,7 +119,10 @@ class CC(Solver):
     device (module docstring; the fastest on one and two GPUs); ``"segments"``: Groute's path,
     the first device samples, compacts what is left and routes it as segments.
     ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
-    design); ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``:
+    design). ``run`` returns the stats keys of :data:`STATS_KEYS` whatever path ran.
+
+    ``tuning``: a :class:`~groute.tuning.CCTuning` (None: ``CCTuning.from_environment()``):
+    ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``:
     voters (at most 1024); ``link`` (CUDA): ``"hook"`` walks both ends to their roots (path
     splitting) and CASes one under the other, ``"light"`` is GAPBS's step (CAS the larger
     parent's slot, else retry one level up), ``"mixed"`` hooks in the first round and links
@@ -112,20 +131,15 @@ class CC(Solver):
     device link.
     """
 
-    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, segment_edges=None,
-                 num_buffers=2, afforest=True, sample_rounds=2, num_samples=1024,
-                 link="mixed", rest="auto"):
+    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, afforest=True,
+                 rest="auto", tuning=None):
         self.graph = graph
         self.n = int(graph.num_vertices)
         if self.n >= 2**31:
             raise ValueError(f"CC supports graphs of fewer than 2**31 vertices, got {self.n}")
-        if isinstance(segment_edges, bool) or (segment_edges is not None and int(segment_edges) < 1):
-            raise ValueError(f"segment_edges must be >= 1, got {segment_edges!r}")
-        if not 1 <= int(num_samples) <= 1024 or int(sample_rounds) < 0:
-            raise ValueError(f"need 1 <= num_samples <= 1024 and sample_rounds >= 0, got "
-                             f"{num_samples!r}, {sample_rounds!r}")
-        if link not in ("hook", "light", "mixed"):
-            raise ValueError(f"link must be 'hook', 'light' or 'mixed', got {link!r}")
+        tuning = self.tuning = tuning if tuning is not None else CCTuning.from_environment()
+        segment_edges, num_buffers = tuning.segment_edges, tuning.num_buffers
+        sample_rounds, num_samples, link = tuning.sample_rounds, tuning.num_samples, tuning.link
         if rest not in ("auto", "kernel", "segments"):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
         if rest == "kernel" and not afforest:
@@ -228,7 +242,9 @@ class CC(Solver):
 
     def run(self) -> AppResult:
         if self.n == 0:
-            return AppResult(np.zeros(0, np.int64), 0.0, {"edges": 0})
+            return AppResult(np.zeros(0, np.int64), 0.0, complete_stats(STATS_KEYS, {
+                "devices": [d.device.name for d in self.devs], "edges": 0, "graph_edges": 0,
+                "bytes_moved": 0}))
         if self.path == "kernel":
             return self._run_in_place()
         return self._run_segments()
@@ -281,7 +297,7 @@ class CC(Solver):
                  "giant_size": int(np.count_nonzero(labels == labels[giant])),
                  "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
                  "rest_remote_arcs": remote_arcs}
-        return AppResult(labels, timer.seconds, stats)
+        return AppResult(labels, timer.seconds, complete_stats(STATS_KEYS, stats))
 
     # ---------------------------------------------------------------- Groute's segments
     def _run_segments(self) -> AppResult:
@@ -344,7 +360,7 @@ class CC(Solver):
                          rest="segments")
         else:
             stats["mode"] = "edge-list"
-        return AppResult(labels, timer.seconds, stats)
+        return AppResult(labels, timer.seconds, complete_stats(STATS_KEYS, stats))
 
     def _run_multi(self, router, merge_links, edges, segs, edges_per, segs_per, phases, t0):
         ctx, k = self.ctx, self.k
@@ -408,16 +424,17 @@ def register(subparsers, common):
     add_graph_options(p)
     p.add_argument("--segment-edges", type=float, default=None, metavar="E",
                    help="edges per segment handed to devices (default: about 4 per device)")
-    p.add_argument("--buffers", type=int, default=2, help="receive buffers per device link (default 2)")
+    p.add_argument("--buffers", type=int, default=None,
+                   help="receive buffers per device link (default 2)")
     p.add_argument("--no-afforest", action="store_true",
                    help="hook the whole edge list (no sampling phase, Groute's design)")
-    p.add_argument("--sample-rounds", type=int, default=2, metavar="R",
+    p.add_argument("--sample-rounds", type=int, default=None, metavar="R",
                    help="Afforest: neighbours each vertex links to before the vote (default 2)")
     p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
                    help="after sampling: 'kernel' splits sampling by rows, merges parent arrays "
                         "by peer reads and links the rest in place; 'segments' compacts and routes "
                         "it (Groute's path); auto: kernel where devices reach each other's memory")
-    p.add_argument("--link", choices=("hook", "light", "mixed"), default="mixed",
+    p.add_argument("--link", choices=CC_LINKS, default=None,
                    help="CUDA linking step (default mixed: hook in the first round, then "
                         "GAPBS's one-level CAS)")
     p.set_defaults(func=_cli)
@@ -426,11 +443,12 @@ def register(subparsers, common):
 def _cli(args) -> int:
     from apps.app_cli import load, print_stats, run_solver, write_output
     g = load(args)
-    seg = int(args.segment_edges) if args.segment_edges else None
-    runs = run_solver(args, lambda ctx: CC(g, ctx=ctx, segment_edges=seg, num_buffers=args.buffers,
-                                           afforest=not args.no_afforest,
-                                           sample_rounds=args.sample_rounds, link=args.link,
-                                           rest=args.rest))
+    given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
+             "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
+    tuning = dataclasses.replace(CCTuning.from_environment(),
+                                 **{k: v for k, v in given.items() if v is not None})
+    runs = run_solver(args, lambda ctx: CC(g, ctx=ctx, afforest=not args.no_afforest,
+                                           rest=args.rest, tuning=tuning))
     res = runs.result
     print(f"cc on {runs.devices} x {runs.backend}: {runs.solver.m:,} edges, set up in "
           f"{runs.setup_s:.2f} s")

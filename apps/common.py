@@ -28,6 +28,16 @@ class AppResult:
     stats: dict = field(default_factory=dict)
 
 
+def complete_stats(keys, stats: dict) -> dict:
+    """``stats`` over an app's documented key set ``keys``, in that order, whatever path ran:
+    None where that path has no such counter. A key outside the set is a ValueError (an app
+    that adds a counter documents it in its set)."""
+    extra = set(stats) - set(keys)
+    if extra:
+        raise ValueError(f"stats keys {sorted(extra)} are not in the documented set {keys}")
+    return {key: stats.get(key) for key in keys}
+
+
 class DeviceTimer:
     """Wall-clock time of work on all devices of a context: synchronise, start, ..., synchronise.
 

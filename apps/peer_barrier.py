@@ -10,9 +10,9 @@ the counter stand somewhere unknown: then every device is waited for and the blo
 
 Used by the persistent BFS/SSSP kernels (:mod:`apps.traversal_peer`) and persistent BSP
 PageRank (:mod:`apps.pr`), which also share :func:`unavailable` (where these kernels can run),
-:data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``) and the end of a run
-(:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed launch or a device
-that gave up).
+:data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``, through :mod:`groute.tuning`) and
+the end of a run (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed
+launch or a device that gave up).
 
 Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
 (:meth:`~CrossDeviceBarrier.wake_links`): the links drop to a low-power state when the GPUs
@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
+
+from groute.tuning import setting
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 MAX_DEVICES = 8
 #: a device that waits this long at a cross-device barrier gives up (the host then raises);
 #: the apps read it at each run (:func:`timeout_ns`), so a test may lower it
-BARRIER_TIMEOUT_S = float(os.environ.get("GROUTE_PEER_BARRIER_TIMEOUT", "10"))
+BARRIER_TIMEOUT_S = setting("GROUTE_PEER_BARRIER_TIMEOUT")
 #: bytes each device copies to each other before a launch, to wake the links (module docstring)
 WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;

@@ -40,27 +40,40 @@ runs vectorised NumPy on the devices' streams).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
 import numpy as np
 
-from apps.common import AppResult, DeviceTimer, Solver
+from apps.common import AppResult, DeviceTimer, Solver, complete_stats
 from apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
 from apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                             transpose_arcs)
 from groute.graph.csr import kept_on
+from groute.tuning import BSP_KERNELS, PageRankTuning
 
 log = logging.getLogger(__name__)
 MODES = ("async", "bsp")
 #: what ``mode="auto"`` runs (module docstring: faster everywhere measured)
 AUTO_MODE = "bsp"
-BSP_KERNELS = ("auto", "csc", "bins", "coo")
 #: in-degree above which a vertex counts as big for choose_bsp_kernel
 HEAVY_DEGREE = 32
 PARTITIONS = ("metis", "contiguous", "random")
-#: ``persistent=`` values
-PERSISTENT_CHOICES = (True, False, "auto")
+#: the keys of a PageRank result's ``stats``, in both modes (None where a key does not apply to
+#: the mode or kernel that ran). Both: mode, devices, partition (None when none ran), layout,
+#: vertices_per_device, damping, tol, bytes_sent between devices. BSP: iterations,
+#: converged_at, converged, kernel (as run), bsp_kernel (as chosen), inplace, device_check,
+#: check_every, persistent and persistent_reason (why it is off), exchange (peer stores or
+#: copies; None on one device), l1_change (the last iteration's), arcs_per_device,
+#: iteration_trace (persistent runs with ``PageRankTuning.trace``). Async: rounds,
+#: sweeps_per_round, vertices_pushed_per_device, arcs_pushed_per_device, items_sent, eps.
+STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "damping", "tol",
+              "bytes_sent", "iterations", "converged_at", "converged", "kernel", "bsp_kernel",
+              "inplace", "device_check", "check_every", "persistent", "persistent_reason",
+              "exchange", "l1_change", "arcs_per_device", "iteration_trace", "rounds",
+              "sweeps_per_round", "vertices_pushed_per_device", "arcs_pushed_per_device",
+              "items_sent", "eps")
 #: ``persistent="auto"`` turns the persistent kernels on where they can run on at least this
 #: many devices: there one launch per run saves the cross-device waits between per-iteration
 #: launches; on one GPU there are none to save and the two forms run even (docs/PR_CC.md;
@@ -134,11 +147,9 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
 
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
                       device_check: bool, peer_writes=None) -> tuple[bool, str | None]:
-    """``persistent=`` resolved: (on, why not). ``True`` where it cannot run is a ValueError
-    naming the reason; ``"auto"`` is on where it can run on at least
-    :data:`PERSISTENT_AUTO_MIN_DEVICES` devices."""
-    if requested not in PERSISTENT_CHOICES or not isinstance(requested, (bool, str)):
-        raise ValueError(f"persistent must be True, False or 'auto'; got {requested!r}")
+    """``PageRankTuning.persistent`` resolved (True, False or ``"auto"``): (on, why not).
+    ``True`` where it cannot run is a ValueError naming the reason; ``"auto"`` is on where it
+    can run on at least :data:`PERSISTENT_AUTO_MIN_DEVICES` devices."""
     if requested is False:
         return False, "persistent=False"
     why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes)
@@ -161,55 +172,61 @@ class PageRank(Solver):
     """PageRank of ``graph`` on the devices of a context; partition and upload once, run many times.
 
     ``mode``: ``"auto"`` (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``.
-    ``tol``: async: residual threshold ``tol (1-d) / n`` per vertex (L1 error <= tol of the
-    mass); BSP: stop when the L1 change of an iteration is <= tol (of the mass).
-    ``sweeps``: push sweeps per worklist round (async; default :func:`default_sweeps`); ``check_every``: iterations between
-    convergence checks by the host (BSP; default 8 with ``device_check``, else 4);
-    ``peer_writes``: BSP stores each device's slice
-    straight into the peers' vectors from the kernel (default: when every pair has peer access)
-    instead of copying.
-    BSP kernel options (CUDA): ``bsp_kernel="auto"`` (default: :func:`choose_bsp_kernel`),
-    ``"csc"`` (one fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a
-    fused pull over the vertices relabelled by in-degree, for skewed degrees; the relabelling
-    is internal, results come back in the graph's order) or ``"coo"`` (the edge-balanced COO
-    pull + finalize pair). On several devices ``"bins"`` does not use ``partition``: the
-    degree order is cut into contiguous ranges of about equal arcs (:func:`degree_split`;
-    ``stats["layout"] == "degree-split"``, ``stats["partition"] is None``), each device pulls
-    its range from the whole contribution vector and stores the new values each peer reads
-    into that peer's copy (or copies its slice); the hub prefix the kernel keeps in shared
-    memory is then the global hubs on every device. ``small_degree``: in-degree up to which one thread
-    of the csc kernel sums a vertex's in-arcs (bigger: the whole warp); ``vertices_per_lane``
-    (1, 2 = default, 4): vertices a lane of the csc kernel handles at once (independent load
-    chains); ``task_arcs``, ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's
-    arcs per task, the in-degree from which a vertex's arcs are cut into chunks of at most
-    that many arcs (one warp each), and the arcs per lane that set how many lanes share a
-    vertex (:func:`apps.pr_layout.bins_tasks`); ``waves``: the fused grids in multiples of
-    the blocks resident at once; ``device_check`` (default True; "csc" and "bins", on any number of
-    devices and both backends): iteration t of each device's kernel first adds up every
-    device's stats of iteration t - 1 (peer reads: its stream already waited for all of them)
-    and returns at once if the stopping rule held, so the host queues ``check_every``
-    iterations between reads and the run stops exactly at ``converged_at`` (same iterations
-    and answer as host checks after every iteration);
-    ``inplace=True`` (one device only; ignored for several; an error with ``"bins"``, whose
-    sweeps are Jacobi): Gauss-Seidel sweeps that update
-    the contribution vector in place (fewer sweeps on slowly mixing graphs such as grids, more
-    on kron-like ones; on a GPU the result depends on thread timing in its last digits, so runs
-    are not bit-identical).
-    ``persistent`` (BSP, "csc" and "bins" on CUDA devices with peer access and native atomics;
-    True, False, "auto" = default): one cooperative launch per device per run, whose iterations
-    meet at a cross-device barrier that also takes the stopping decision (pr.cu
-    ``bsp_persistent``), instead of one launch per device per iteration with events between
-    the devices; same iterations and answer as the per-iteration kernels. A device that waits
-    longer than ``GROUTE_PEER_BARRIER_TIMEOUT`` seconds at the barrier makes the run raise.
-    "auto" turns it on only where :func:`choose_persistent` allows (``stats["persistent"]``,
-    and ``stats["persistent_reason"]`` when it is off).
+    ``damping``: the damping factor d. ``tol``: async: residual threshold ``tol (1-d) / n`` per
+    vertex (L1 error <= tol of the mass); BSP: stop when the L1 change of an iteration is <= tol
+    (of the mass). ``max_iterations``: BSP's bound on iterations (async on one device: on
+    sweeps, ten times it). ``partition`` and ``seed``: how vertices are split over several devices.
+    ``run`` returns the stats keys of :data:`STATS_KEYS` in both modes.
+
+    ``tuning``: a :class:`~groute.tuning.PageRankTuning` (None:
+    ``PageRankTuning.from_environment()``); its fields change how fast the answer comes:
+
+    * ``sweeps``: push sweeps per worklist round (async; default :func:`default_sweeps`);
+      ``check_every``: iterations between convergence checks by the host (BSP; default 8 with
+      ``device_check``, else 4); ``peer_writes``: BSP stores each device's slice straight into
+      the peers' vectors from the kernel (default: when every pair has peer access) instead of
+      copying.
+    * ``bsp_kernel`` (CUDA): ``"auto"`` (default: :func:`choose_bsp_kernel`), ``"csc"`` (one
+      fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a fused pull over
+      the vertices relabelled by in-degree, for skewed degrees; the relabelling is internal,
+      results come back in the graph's order) or ``"coo"`` (the edge-balanced COO pull +
+      finalize pair). On several devices ``"bins"`` does not use ``partition``: the degree
+      order is cut into contiguous ranges of about equal arcs (:func:`degree_split`;
+      ``stats["layout"] == "degree-split"``, ``stats["partition"] is None``), each device pulls
+      its range from the whole contribution vector and stores the new values each peer reads
+      into that peer's copy (or copies its slice); the hub prefix the kernel keeps in shared
+      memory is then the global hubs on every device.
+    * ``small_degree``: in-degree up to which one thread of the csc kernel sums a vertex's
+      in-arcs (bigger: the whole warp); ``vertices_per_lane`` (1, 2 = default, 4): vertices a
+      lane of the csc kernel handles at once (independent load chains); ``task_arcs``,
+      ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's arcs per task, the
+      in-degree from which a vertex's arcs are cut into chunks of at most that many arcs (one
+      warp each), and the arcs per lane that set how many lanes share a vertex
+      (:func:`apps.pr_layout.bins_tasks`); ``waves``: the fused grids in multiples of the
+      blocks resident at once.
+    * ``device_check`` (default True; "csc" and "bins", on any number of devices and both
+      backends): iteration t of each device's kernel first adds up every device's stats of
+      iteration t - 1 (peer reads: its stream already waited for all of them) and returns at
+      once if the stopping rule held, so the host queues ``check_every`` iterations between
+      reads and the run stops exactly at ``converged_at`` (same iterations and answer as host
+      checks after every iteration).
+    * ``inplace=True`` (one device only; ignored for several; an error with ``"bins"``, whose
+      sweeps are Jacobi): Gauss-Seidel sweeps that update the contribution vector in place
+      (fewer sweeps on slowly mixing graphs such as grids, more on kron-like ones; on a GPU the
+      result depends on thread timing in its last digits, so runs are not bit-identical).
+    * ``persistent`` (BSP, "csc" and "bins" on CUDA devices with peer access and native
+      atomics; True, False, "auto" = default): one cooperative launch per device per run, whose
+      iterations meet at a cross-device barrier that also takes the stopping decision (pr.cu
+      ``bsp_persistent``), instead of one launch per device per iteration with events between
+      the devices; same iterations and answer as the per-iteration kernels. A device that waits
+      longer than :data:`apps.peer_barrier.BARRIER_TIMEOUT_S` at the barrier makes the run
+      raise. "auto" turns it on only where :func:`choose_persistent` allows
+      (``stats["persistent"]``, and ``stats["persistent_reason"]`` when it is off); ``trace``
+      times its iterations (``stats["iteration_trace"]``).
     """
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
-                 mode="auto", damping=0.85, tol=1e-6, seed=0, max_iterations=1000,
-                 sweeps=None, check_every=None, peer_writes=None, bsp_kernel="auto",
-                 small_degree=8, inplace=False, device_check=True, vertices_per_lane=2, waves=1,
-                 task_arcs=1024, hub_degree=4096, lane_arcs=4, persistent="auto"):
+                 mode="auto", damping=0.85, tol=1e-6, seed=0, max_iterations=1000, tuning=None):
         if mode not in MODES + ("auto",):
             raise ValueError(f"mode must be one of {', '.join(MODES + ('auto',))}; got {mode!r}")
         if mode == "auto":
@@ -220,17 +237,11 @@ class PageRank(Solver):
             raise ValueError(f"damping must be in (0, 1), got {damping!r}")
         if not float(tol) > 0.0:
             raise ValueError(f"tol must be > 0, got {tol!r}")
-        if int(max_iterations) < 1 or (check_every is not None and int(check_every) < 1):
-            raise ValueError("max_iterations and check_every must be >= 1")
-        if bsp_kernel not in BSP_KERNELS:
-            raise ValueError(f"bsp_kernel must be one of {', '.join(BSP_KERNELS)}; got {bsp_kernel!r}")
-        if int(vertices_per_lane) not in (1, 2, 4):
-            raise ValueError(f"vertices_per_lane must be 1, 2 or 4; got {vertices_per_lane!r}")
-        for name, value in (("task_arcs", task_arcs), ("hub_degree", hub_degree),
-                            ("lane_arcs", lane_arcs)):
-            v = int(value)
-            if v < 1 or v & (v - 1) or v > 1 << 20:
-                raise ValueError(f"{name} must be a power of two in [1, 2^20]; got {value!r}")
+        if int(max_iterations) < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
+        tuning = self.tuning = tuning if tuning is not None else PageRankTuning.from_environment()
+        bsp_kernel, inplace = tuning.bsp_kernel, tuning.inplace
+        peer_writes, device_check = tuning.peer_writes, tuning.device_check
         self.graph = graph
         self.mode, self.damping, self.tol = mode, float(damping), float(tol)
         self.max_iterations = int(max_iterations)
@@ -250,7 +261,7 @@ class PageRank(Solver):
                 bsp_kernel = choose_bsp_kernel(graph, k, inplace)
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
-                persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
+                tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
                 None if peer_writes is None else bool(peer_writes))
             self._order = None      # "bins": new vertex id -> the graph's id
             self.partition = None
@@ -283,13 +294,9 @@ class PageRank(Solver):
             # peer stores, and the device-side check (it reads every peer's stats), can run
             can = (mode == "bsp" and k <= MAX_OUTPUTS
                    and bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool))))
-            opts = {"kernel": bsp_kernel, "inplace": inplace,
-                    "device_check": bool(device_check) and can,
-                    "small_degree": small_degree, "tol": self.tol,
-                    "vertices_per_lane": int(vertices_per_lane), "waves": int(waves),
-                    "task_arcs": int(task_arcs), "hub_degree": int(hub_degree),
-                    "lane_arcs": int(lane_arcs), "persistent": self.persistent}
-            self.devs = [DevicePR(d, s, n, mode, self.damping, k, opts)
+            self.devs = [DevicePR(d, s, n, mode, self.damping, k, tuning, kernel=bsp_kernel,
+                                  device_check=bool(device_check) and can, tol=self.tol,
+                                  persistent=self.persistent)
                          for d, s in zip(self.ctx.devices, shards)]
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
@@ -309,11 +316,13 @@ class PageRank(Solver):
                 with self.devs[0].device.use():
                     self._barrier = CrossDeviceBarrier(self.ctx.devices,
                                                        self.devs[0].device.zeros(1, np.uint64))
+            check_every = tuning.check_every
             if check_every is None:
                 check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
             self.check_every = int(check_every)
             if mode == "async":
-                self.sweeps = int(sweeps) if sweeps else default_sweeps(graph, k, self.ctx.backend)
+                self.sweeps = (int(tuning.sweeps) if tuning.sweeps
+                               else default_sweeps(graph, k, self.ctx.backend))
                 self.workers = [PushWorker(d, i, offsets, self.sweeps) for i, d in enumerate(self.devs)]
                 if k > 1:
                     from groute.worklist import DistributedWorklist
@@ -331,7 +340,10 @@ class PageRank(Solver):
     # running ------------------------------------------------------------------------------------
     def run(self) -> AppResult:
         if self.n == 0:
-            return AppResult(np.zeros(0), 0.0, {"mode": self.mode, "iterations": 0})
+            return AppResult(np.zeros(0), 0.0, complete_stats(STATS_KEYS, {
+                "mode": self.mode, "devices": [d.device.name for d in self.devs],
+                "damping": self.damping, "tol": self.tol, "bytes_sent": 0,
+                "iterations": 0 if self.mode == "bsp" else None}))
         with DeviceTimer(self.ctx) as timer:
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
         if self.mode == "bsp" and self.persistent:
@@ -351,7 +363,7 @@ class PageRank(Solver):
                      layout=self.layout,
                      vertices_per_device=[d.n_local for d in self.devs],
                      damping=self.damping, tol=self.tol)
-        return AppResult(values, timer.seconds, stats)
+        return AppResult(values, timer.seconds, complete_stats(STATS_KEYS, stats))
 
     def _run_bsp(self) -> dict:
         n, d, k = self.n, self.damping, self.k
@@ -542,7 +554,7 @@ def register(subparsers, common):
                    help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
     p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round (default: 2 on CPU devices; on GPUs 8, "
                         "or 1 on several for power-law graphs)")
-    p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default="auto",
+    p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
                    help="bsp on CUDA: fused CSC pull, degree-binned pull, COO pull pair, or "
                         "auto by in-degree (default)")
     p.add_argument("--inplace", action="store_true",
@@ -553,10 +565,13 @@ def register(subparsers, common):
 def _cli(args) -> int:
     from apps.app_cli import load, print_stats, run_solver, write_output
     g = load(args)
+    given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
+             "inplace": True if getattr(args, "inplace", False) else None}
+    tuning = dataclasses.replace(PageRankTuning.from_environment(),
+                                 **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, lambda ctx: PageRank(
         g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
-        seed=args.seed, sweeps=args.sweeps, inplace=getattr(args, "inplace", False),
-        bsp_kernel=getattr(args, "bsp_kernel", "auto")))
+        seed=args.seed, tuning=tuning))
     res = runs.result
     layout = res.stats.get("layout")
     print(f"pagerank {args.mode} on {runs.devices} x {runs.backend}"

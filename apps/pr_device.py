@@ -5,12 +5,12 @@ drives in the asynchronous mode. The only backend-specific code of PageRank.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from apps.pr_layout import Shard, bins_tasks
+from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
 
 KERNEL = Path(__file__).with_name("pr.cu")
@@ -22,7 +22,7 @@ BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: pr.cu PersistCtl: the control words of a persistent launch
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
-#: pr.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced (GROUTE_PR_TRACE=1)
+#: pr.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced (PageRankTuning.trace)
 TRACE_ITERATIONS = 256
 #: the most vectors one device's BSP step stores into, its own and its peers': ``need`` (see
 #: :meth:`DevicePR.set_outputs`) holds one uint8 bit mask per vertex
@@ -44,31 +44,37 @@ def _sync_host(device, array, spin=False):
 
 
 class DevicePR:
-    """One device's arrays and the PageRank operations on them (CUDA kernels or NumPy)."""
+    """One device's arrays and the PageRank operations on them (CUDA kernels or NumPy).
+
+    ``tuning``: the solver's :class:`~groute.tuning.PageRankTuning`; what the solver resolved
+    from it and the machine comes as ``kernel`` (never ``"auto"``), ``device_check`` (False
+    where a device cannot read every peer's stats) and ``persistent``; ``tol`` is the stopping
+    rule's."""
 
     def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int,
-                 bsp_opts=None):
+                 tuning: PageRankTuning, *, kernel: str = "csc", device_check: bool = True,
+                 tol: float = 1e-6, persistent: bool = False):
         self.device = device
         self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
         self.damping = float(damping)
         self.cuda = device.backend == "cuda"
         self.fdt = np.float32 if self.cuda else np.float64
         self.stream = device.compute_stream
+        self.trace = None
         if mode == "bsp":
-            o = dict(bsp_opts or {})
-            self.bins = o.get("kernel") == "bins"           # "auto" is resolved by PageRank
-            self.fused = o.get("kernel", "csc") == "csc" or self.bins
-            self.lanes_k = int(o.get("vertices_per_lane", 2))
-            self.inplace = bool(o.get("inplace", False)) and k == 1
+            self.bins = kernel == "bins"
+            self.fused = kernel == "csc" or self.bins
+            self.lanes_k = int(tuning.vertices_per_lane)
+            self.inplace = bool(tuning.inplace) and k == 1
             # the fused kernels skip the iterations after the stopping rule held on all devices
             # together (bsp_converged in pr.cu; the NumPy sweeps of the CPU backend follow the
             # same protocol); the COO pair has no skip: the host checks. PageRank turns it off
             # where a device cannot read every peer's stats
-            self.device_check = bool(o.get("device_check", True)) and self.fused
+            self.device_check = bool(device_check) and self.fused
             # one cooperative launch per run (PageRank resolved the option: choose_persistent)
-            self.persistent = bool(o.get("persistent", False)) and self.cuda
-            self.small_degree = int(o.get("small_degree", 8))
-            self.tol = float(o.get("tol", 1e-6))
+            self.persistent = bool(persistent) and self.cuda
+            self.small_degree = int(tuning.small_degree)
+            self.tol = float(tol)
             self.num_in = int(shard.in_cols.shape[0])
             wide = self.num_in >= 2 ** 31
             csc = ("pr_csc64" if wide else "pr_csc32") + f"_k{self.lanes_k}"
@@ -80,10 +86,10 @@ class DevicePR:
                     optin = int(props.get("sharedMemPerBlockOptin", 0) or 48 * 1024)
                     self.hot_max = min(BINS_HOT, (optin - 1024) // 16 * 4)
                 self.nhot = min(self.hot_max, n) // 4 * 4
-                self.hub_degree = int(o.get("hub_degree", 4096))
+                self.hub_degree = int(tuning.hub_degree)
                 task_row, task_info, hub_rows = bins_tasks(
-                    shard.in_indptr, task_arcs=int(o.get("task_arcs", 1024)),
-                    hub_degree=self.hub_degree, lane_arcs=int(o.get("lane_arcs", 4)))
+                    shard.in_indptr, task_arcs=int(tuning.task_arcs),
+                    hub_degree=self.hub_degree, lane_arcs=int(tuning.lane_arcs))
                 self.num_tasks = int(task_row.shape[0])
         if self.cuda:
             from groute.kernels import get_kernel, resident_blocks_per_sm
@@ -103,18 +109,18 @@ class DevicePR:
                 if self.nhot:   # the largest prefix (the kernel object is shared)
                     with device.use():
                         self.kernels["csc"].max_dynamic_shared_size_bytes = self.hot_max * 4
-                resident = self.sms * int(o.get("waves", 1))
+                resident = self.sms * int(tuning.waves)
                 self.grid = (max(1, min(resident, -(-self.num_tasks * 32 // BINS_BLOCK))),)
             elif mode == "bsp" and self.fused:
                 with device.use():
                     per_sm = resident_blocks_per_sm(self.kernels["csc"], BLOCK, device.index)
-                resident = self.sms * per_sm * int(o.get("waves", 1))
+                resident = self.sms * per_sm * int(tuning.waves)
                 self.grid = (max(1, min(resident, -(-self.n_local // BLOCK))),)
             elif mode == "bsp":     # the COO pair: grid-stride loops over arcs, then vertices
                 self.grid = self._grid(self.num_in, waves=16)
                 self.finalize_grid = self._grid(self.n_local)
             if mode == "bsp" and self.persistent:
-                self._load_persistent(csc)
+                self._load_persistent(csc, tuning.trace)
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
         if mode == "bsp":
@@ -145,7 +151,7 @@ class DevicePR:
             self.counters = device.zeros(2, np.uint64)
             self.out_items = None
 
-    def _load_persistent(self, name):
+    def _load_persistent(self, name, trace):
         """The persistent form of kernel ``name`` (pr.cu: ``<name>_persistent``; csc: before
         the ``_k`` suffix), compiled for cooperative launch, and its grid: every block resident
         (bins: one per SM, as the per-iteration kernel), no more blocks than there is work."""
@@ -164,9 +170,8 @@ class DevicePR:
         self.persistent_blocks = max(1, blocks)
         self.ctl = self.device.zeros(P_CTL, np.int32)
         self._persist_args = self._persist_key = self._persist_done = None
-        # GROUTE_PR_TRACE=1: 4 global-timer stamps per iteration (pr.cu bsp_persistent)
-        self.trace = (self.device.zeros(4 * TRACE_ITERATIONS, np.uint64)
-                      if os.environ.get("GROUTE_PR_TRACE") == "1" else None)
+        # PageRankTuning.trace: 4 global-timer stamps per iteration (pr.cu bsp_persistent)
+        self.trace = self.device.zeros(4 * TRACE_ITERATIONS, np.uint64) if trace else None
 
     def _grid(self, work_items, per_block=BLOCK, waves=8):
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)

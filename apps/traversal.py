@@ -25,14 +25,26 @@ import math
 import numpy as np
 
 from groute.graph.csr import kept_on
+from groute.tuning import TraversalTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
-from .common import AppResult, DeviceTimer, Solver
+from .common import AppResult, DeviceTimer, Solver, complete_stats
 
 log = logging.getLogger(__name__)
 
 PARTITIONS = ("metis", "contiguous", "random")
 EXCHANGES = ("auto", "host", "peer")
+#: the keys of a BFS/SSSP result's ``stats``, on every engine: the run's choices (app, mode,
+#: routing: None on the peer path, exchange: None on one device's worklist, priority, delta,
+#: devices, backend), work counters (items processed per device, arcs traversed, items sent,
+#: forwarded and absorbed, bytes moved, rounds in all and per device, levels per device, kernel
+#: launches and grid reshapes, pull rounds and levels, deferrals, threshold advances) and, where
+#: the engine measures them, host phase times and the kernels' level trace
+STATS_KEYS = ("app", "mode", "routing", "exchange", "priority", "delta", "devices", "backend",
+              "items_processed", "edges_traversed", "items_sent", "items_forwarded",
+              "bytes_moved", "rounds", "rounds_per_device", "levels", "launches", "reshapes",
+              "pull_rounds", "pull_levels", "deferrals", "threshold_advances", "phase_seconds",
+              "advance_seconds", "items_absorbed", "level_trace_us")
 #: options only the distributed worklist reads: the peer kernels have no routing, packets or
 #: outboxes and run the whole traversal in one launch. One given (other than its default) means
 #: the worklist under exchange="auto" and is an error under exchange="peer".
@@ -89,6 +101,11 @@ class TraversalSolver(Solver):
     ``priority`` too; async on several devices is :mod:`apps.traversal_linked`) or ``"auto"``
     (the default: peer where it can run). ``routing``, ``max_rounds``, ``packet_size`` and
     ``flush_items`` are the worklist's (:data:`WORKLIST_OPTIONS`): given, they select it.
+    ``tuning``: how the CUDA kernels run, a :class:`~groute.tuning.TraversalTuning` (None:
+    ``TraversalTuning.from_environment()``).
+
+    ``run`` returns the stats keys of :data:`STATS_KEYS` whatever engine ran (None where a
+    counter does not apply to it).
     """
 
     #: whether the peer kernel keeps a soft-priority window for this app (SSSP)
@@ -100,7 +117,7 @@ class TraversalSolver(Solver):
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="auto", priority="auto", routing="all2all", delta=None, seed=0,
                  max_rounds=None, packet_size=None, flush_items=None, timeout=None,
-                 exchange="auto"):
+                 exchange="auto", tuning=None):
         if exchange not in EXCHANGES:
             raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {exchange!r}")
         if mode not in MODES and mode != "auto":
@@ -113,6 +130,7 @@ class TraversalSolver(Solver):
         self.graph = graph
         self.peer = self.worklist = None
         self.exchange = exchange
+        self.tuning = tuning if tuning is not None else TraversalTuning.from_environment()
         defaults = TraversalSolver.__init__.__kwdefaults__
         #: the worklist-only options given, as "name=value" (see WORKLIST_OPTIONS)
         self.worklist_options = [
@@ -188,6 +206,8 @@ class TraversalSolver(Solver):
         offsets = self.part.offsets
         args = dict(offsets=offsets, num_vertices=graph.num_vertices, kind=self.kind,
                     weighted=self.weighted_values)
+        if self.ctx.backend == "cuda":
+            args["tuning"] = self.tuning
         if self.use_peer and self.mode == "bsp":
             from .traversal_cuda import CUDATraversalArrays as build
             from .traversal_peer import arrays_needed
@@ -254,7 +274,8 @@ class TraversalSolver(Solver):
         return PeerTraversal(self.ctx, self.workers, self.part.offsets,
                              num_vertices=graph.num_vertices, num_arcs=int(graph.num_edges),
                              symmetric=not getattr(graph, "directed", True), app=self.app,
-                             kind=self.kind, weighted=self.weighted_values, delta=delta)
+                             kind=self.kind, weighted=self.weighted_values, delta=delta,
+                             tuning=self.tuning)
 
     def _packet_size(self, n):
         return int(min(max(n, 1024), 1 << 20))
@@ -315,7 +336,7 @@ class TraversalSolver(Solver):
 
     def _stats(self, wl, counters):
         total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731
-        return {
+        return complete_stats(STATS_KEYS, {
             "app": self.app, "mode": self.mode, "routing": self.routing,    # None: peer
             "exchange": (wl.get("exchange", "host")
                          if self.ctx.num_devices > 1 or self.peer is not None else None),
@@ -334,7 +355,7 @@ class TraversalSolver(Solver):
             "phase_seconds": wl.get("phase_seconds"), "advance_seconds": wl.get("advance_seconds"),
             "items_absorbed": total("absorbed"),
             "level_trace_us": wl.get("level_trace_us"),
-        }
+        })
 
     # ------------------------------------------------------------------ shutdown
     def _release(self):

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 
 from apps.peer_barrier import launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
+from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ def value_options(kind: str, weighted: bool) -> tuple[str, ...]:
 
 
 KERNEL = Path(__file__).with_name("traversal.cu")
+#: threads per block of the linked workers' kernel (the fused worker's: TraversalTuning.block)
 BLOCK = 256
 
 # control block slots, as traversal.cuh
@@ -75,12 +76,14 @@ class CUDATraversalArrays:
 
     The persistent peer kernels (:mod:`apps.traversal_peer`) take only these, as many queues and
     ``sent_best`` as they read; :class:`CUDATraversalWorker` adds what the worklist path needs.
-    Arrays come from ``device.xp``, so any device can hold them."""
+    Arrays come from ``device.xp``, so any device can hold them. ``tuning``: a
+    :class:`~groute.tuning.TraversalTuning` (None: from the environment)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 queues=2, sent_best=True):
+                 queues=2, sent_best=True, tuning=None):
         self.device = device
         self.kind = kind
+        self.tuning = tuning if tuning is not None else TraversalTuning.from_environment()
         self.lo, self.hi = int(lo), int(hi)
         self.n_local = self.hi - self.lo
         self.k = len(offsets) - 1
@@ -94,7 +97,7 @@ class CUDATraversalArrays:
             # any vertex above WARP_EDGES (traversal.cuh) arcs: only then do rounds read the
             # big-vertex reservation
             self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
-                               or os.environ.get("GROUTE_TRAVERSAL_BIGCHECK") == "1")
+                               or self.tuning.big_check)
             self.indptr = xp.asarray(indptr)
             self.num_arcs = int(indptr[-1]) if indptr.size else 0
             self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
@@ -118,31 +121,30 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
     """One GPU's share of a BFS/SSSP run on the worklist path (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 symmetric=False, flush_items=1 << 16, blocks_per_sm=None, out_capacity=None,
-                 far_capacity=None):
+                 symmetric=False, flush_items=1 << 16, out_capacity=None, far_capacity=None,
+                 tuning=None):
         import cupy
         self.cp = cupy
         super().__init__(device, local, lo=lo, hi=hi, offsets=offsets, num_vertices=num_vertices,
-                         kind=kind, weighted=weighted)
+                         kind=kind, weighted=weighted, tuning=tuning)
+        tuning = self.tuning
         self.flush_items = int(flush_items)
         # BFS may pull (scan in-arcs of unreached vertices) when in-arcs are out-arcs and all
         # vertices are local
         self.pull = int(symmetric and not weighted and kind == "int" and self.k == 1
-                        and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
+                        and tuning.pull)
         self.unique = int(not weighted and kind == "int" and self.k == 1)   # see improve_local
         # several devices, BSP: the worklist may ask for pull levels (it decides for all devices,
         # see DistributedWorklist); each device then reads every device's frontier flags
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1
-                             and os.environ.get("GROUTE_TRAVERSAL_PULL", "1") != "0")
-        self.block = int(os.environ.get("GROUTE_TRAVERSAL_BLOCK", BLOCK))
-        # kernel variants, to measure (docs/PERFORMANCE.md): BATCH (batched small-degree arcs;
-        # on by default on one device only: the multi-device path with it is not yet measured),
-        # BARRIER (1: acquire/release barrier, 0: fences), SPIN_NS (back-off between polls)
-        env = os.environ.get
-        batch = env("GROUTE_TRAVERSAL_BATCH") or ("1" if self.k == 1 else "0")
+                             and tuning.pull)
+        self.block = int(tuning.block)
+        # batched small-degree arcs: by default on one device only, the configuration whose
+        # speed was compared (docs/TRAVERSAL.md)
+        batch = tuning.batch if tuning.batch is not None else self.k == 1
         options = (*value_options(kind, weighted), f"-DBLOCK={self.block}", f"-DBATCH={int(batch)}",
-                   f"-DBARRIER={int(env('GROUTE_TRAVERSAL_BARRIER') or 1)}",
-                   f"-DSPIN_NS={int(env('GROUTE_TRAVERSAL_SPIN_NS') or 0)}")
+                   f"-DBARRIER={int(tuning.acquire_release_barrier)}",
+                   f"-DSPIN_NS={int(tuning.spin_ns)}")
         with device.use():
             module = self._load(options)
             self.traverse = module.get_function("traverse")
@@ -163,12 +165,10 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
             self.ctl_host = cupy.cuda.alloc_pinned_memory(CTL_SIZE * 4)
             self.ctl_view = np.frombuffer(self.ctl_host, dtype=np.int32, count=CTL_SIZE)
             sms = cupy.cuda.Device(device.index).attributes["MultiProcessorCount"]
-            if blocks_per_sm is None and os.environ.get("GROUTE_TRAVERSAL_BLOCKS_PER_SM"):
-                blocks_per_sm = int(os.environ["GROUTE_TRAVERSAL_BLOCKS_PER_SM"])
-            self.blocks = sms * self._blocks_per_sm(blocks_per_sm)          # wide
-            self.narrow_blocks = min(self.blocks, int(os.environ.get("GROUTE_TRAVERSAL_NARROW")
+            self.blocks = sms * self._blocks_per_sm(tuning.blocks_per_sm)   # wide
+            self.narrow_blocks = min(self.blocks, int(tuning.narrow_blocks
                                                       or max(1, int(sms * NARROW_PER_SM))))
-            if os.environ.get("GROUTE_TRAVERSAL_ADAPTIVE", "1") == "0":
+            if not tuning.adaptive:
                 self.narrow_blocks = self.blocks
             self.wide = False
         with device.use():

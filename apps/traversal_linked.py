@@ -4,8 +4,9 @@
 On several devices the host-driven worklist returns to the host whenever a round produced items
 for another device, so a road-like graph (thousands of levels) pays thousands of host round
 trips, and the level-synchronous peer kernel (:mod:`apps.traversal_peer`) pays a cross-device
-barrier or three per level (docs/TRAVERSAL.md). Here every device runs the fused worker's rounds (``traversal.cu``) in one
-cooperative launch of ``traverse_linked`` (``traversal_linked.cu``) and never waits for another:
+barrier or three per level (docs/TRAVERSAL.md). Here every device runs the fused worker's
+rounds (``traversal.cu``) in one cooperative launch of ``traverse_linked``
+(``traversal_linked.cu``) and never waits for another:
 offers to vertices a peer owns are stored straight into a ring in the owner's memory, one per
 (sender, owner) pair, and published once per round by a counter; the owner applies them in its
 next round. A single work counter in device 0's memory (queued items plus items in flight)
@@ -20,16 +21,15 @@ with the cross-device barrier counter, the work counter and the "a device gave u
 full ring is back-pressure, not loss: the sender keeps the vertex queued and offers it again
 next round.
 
-Environment: ``GROUTE_PEER_BARRIER_TIMEOUT`` (seconds an idle device waits for the others
-before the run raises; shared with the peer kernels), ``GROUTE_PEER_MAX_ROUNDS`` (rounds per
-device before the run raises), ``GROUTE_LINKED_BLOCKS`` (experiments: blocks per device; the
-default is the fused worker's narrow grid, one block per two SMs).
+Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (rounds per device before the
+run raises) and ``linked_blocks`` (blocks per device; default the fused worker's narrow grid);
+an idle device waits for the others for :data:`apps.peer_barrier.BARRIER_TIMEOUT_S` (shared
+with the peer kernels) before the run raises.
 """
 from __future__ import annotations
 
 import logging
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,6 @@ from groute.kernels import check_struct_layout, load_module, pack_struct, reside
 
 from .traversal_cuda import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
                              value_options)
-from .traversal_peer import MAX_ROUNDS
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +61,8 @@ class LinkedTraversal:
     ``delta``: soft-priority step (also the first threshold), ``math.inf`` for none; each
     device moves its own threshold when its near work runs out. A ring holds the largest
     part's vertex count of items per (sender, owner) pair, within MIN_CAPACITY..MAX_CAPACITY,
-    rounded up to a power of two."""
+    rounded up to a power of two. The workers' :class:`~groute.tuning.TraversalTuning` also
+    tunes this kernel (``max_rounds``, ``linked_blocks``)."""
 
     def __init__(self, ctx, workers, offsets, *, app: str, kind: str, weighted: bool,
                  delta: float = math.inf):
@@ -70,6 +70,7 @@ class LinkedTraversal:
         self.app, self.kind = app, kind
         self.devices = list(ctx.devices)
         self.workers = list(workers)
+        tuning = self.workers[0].tuning
         self.k = len(self.devices)
         if not 2 <= self.k <= LINK_MAX:
             raise ValueError(f"the linked traversal runs on 2 to {LINK_MAX} devices (got {self.k})")
@@ -80,13 +81,13 @@ class LinkedTraversal:
         self.cap = 1 << (want - 1).bit_length()    # a power of two: ring slot = p & (cap - 1)
         self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
-        self.max_rounds = MAX_ROUNDS
+        self.max_rounds = int(tuning.max_rounds)
         self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted), "-DBATCH=1")
         self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
         # per device: its link words (lu, li) as views of one buffer, read back with the
         # worker's counters into pinned memory once per run
         self.state, self.state_host, self.counters_pinned = [], [], []
-        cap_blocks = int(os.environ.get("GROUTE_LINKED_BLOCKS", "0"))
+        cap_blocks = tuning.linked_blocks
         for w, dev in zip(self.workers, self.devices):
             with dev.use():
                 fn = load_module(KERNEL, options=self.options, cooperative=True).get_function(
@@ -186,7 +187,7 @@ class LinkedTraversal:
                             ok=done, what=f"linked {self.app}", instead="exchange='host'")
         if capped:
             raise RuntimeError(f"linked {self.app}: no result after {self.max_rounds} rounds on a "
-                               f"device (GROUTE_PEER_MAX_ROUNDS)")
+                               f"device (TraversalTuning.max_rounds)")
         if not done:
             raise RuntimeError(f"linked {self.app}: a device stopped before the others finished "
                                f"(stop words {stops})")

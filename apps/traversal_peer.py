@@ -17,16 +17,15 @@ says (no worklist, no worker: their queues and outboxes would go unused); this m
 bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a small control
 block per device and the global block on device 0.
 
-Environment: ``GROUTE_PEER_BARRIER_TIMEOUT`` (seconds a device waits at a cross-device barrier
-before the run raises), ``GROUTE_PEER_MAX_ROUNDS`` (SSSP's bound on rounds),
-``GROUTE_PEER_TRACE=1`` (per-level timestamps in ``stats["level_trace_us"]``) and, for
-experiments, ``GROUTE_PEER_BLOCKS`` (the most blocks per device; default every resident block).
+Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (the bound on rounds),
+``trace`` (per-level timestamps in ``stats["level_trace_us"]``) and ``peer_blocks`` (the most
+blocks per device; default every resident block); a device waits at a cross-device barrier for
+:data:`apps.peer_barrier.BARRIER_TIMEOUT_S` before the run raises.
 """
 from __future__ import annotations
 
 import logging
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ import numpy as np
 from apps import peer_barrier
 from apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
+from groute.tuning import TraversalTuning
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,6 @@ TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
 GLOBAL_SIZE = 16
 APPS = ("bfs", "sssp")
 TRACE_LEVELS = 64
-#: SSSP gives up after this many rounds (the host then raises with the last round's sums)
-MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
 
 
 def arrays_needed(app: str) -> dict:
@@ -69,13 +67,15 @@ class PeerTraversal:
     ``symmetric``: BFS pull levels are allowed (in-arcs = out-arcs); ``app``: "bfs" or
     "sssp"; SSSP: ``kind`` ("int" or "float" values), ``weighted`` (else weight 1 per arc),
     ``delta`` (soft-priority step in value units, also the first threshold; ``math.inf``:
-    priority off, Bellman-Ford rounds); with GROUTE_PEER_TRACE=1 in
-    the environment each level's phases are timed on the GPU and reported as ``level_trace_us``.
+    priority off, Bellman-Ford rounds); ``tuning``: a :class:`~groute.tuning.TraversalTuning`
+    (None: from the environment), whose ``trace`` times each level's phases on the GPU
+    (``level_trace_us``), ``max_rounds`` bounds SSSP's rounds (the host then raises with the
+    last round's sums) and ``peer_blocks`` caps the grid.
     """
 
     def __init__(self, ctx, arrays, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
                  app: str = "bfs", kind: str = "int", weighted: bool = False,
-                 delta: float = math.inf):
+                 delta: float = math.inf, tuning: TraversalTuning | None = None):
         if app not in APPS:
             raise ValueError(f"the peer traversal runs {' or '.join(APPS)}, not {app!r}")
         if app == "bfs" and (weighted or kind != "int"):
@@ -87,7 +87,8 @@ class PeerTraversal:
         self.app, self.kind = app, kind
         # SSSP's first threshold is delta (the source has value 0); inf bits: no priority
         self.delta_bits = _bits(delta, kind)
-        self.max_rounds = MAX_ROUNDS
+        tuning = tuning if tuning is not None else TraversalTuning.from_environment()
+        self.max_rounds = int(tuning.max_rounds)
         self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted))
         self.ctx = ctx
         self.devices = list(ctx.devices)
@@ -99,7 +100,7 @@ class PeerTraversal:
         words = (sizes + 31) // 32
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
-        trace = os.environ.get("GROUTE_PEER_TRACE") == "1"
+        trace = tuning.trace
         self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
         self.rep, self.sent, self.inbox, self.active, self.trace = [], [], [], [], []
         sssp = app == "sssp"
@@ -121,8 +122,8 @@ class PeerTraversal:
                 self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
                 sms = int(dev.properties()["multiprocessors"])
                 blocks = resident_blocks_per_sm(fn, BLOCK, dev.index) * sms
-                cap = int(os.environ.get("GROUTE_PEER_BLOCKS", "0"))  # experiments: grid size
-                self.blocks.append(min(blocks, cap) if cap > 0 else blocks)
+                cap = tuning.peer_blocks
+                self.blocks.append(min(blocks, cap) if cap else blocks)
         with self.devices[0].use():         # the counter, then the global sums (GLOBAL_SIZE)
             self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
         for dev in self.devices:            # the zeroed buffers are in place before any launch
@@ -200,7 +201,8 @@ class PeerTraversal:
         if capped:
             t = [int(x) for x in self.state_host[0][TOTALS:TOTALS + 4]]
             raise RuntimeError(
-                f"peer {self.app}: no result after {self.max_rounds} rounds (GROUTE_PEER_MAX_ROUNDS); "
+                f"peer {self.app}: no result after {self.max_rounds} rounds "
+                f"(TraversalTuning.max_rounds); "
                 f"last round: frontier {t[0]}, improvements {t[1]}, deferred {t[2]}, least value "
                 f"bits {t[3]:#x}")
         levels = [int(c[PLEVELS]) for c in ctl]

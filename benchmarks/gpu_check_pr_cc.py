@@ -26,6 +26,7 @@ did). ``--budget`` seconds stops starting new timing cases (the rest are marked 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -41,6 +42,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from groute.bench.peers import free_gpu_memory  # noqa: E402 - after the path is set
+from groute.tuning import CCTuning, PageRankTuning  # noqa: E402
+
+
+def pr_tuning(**knobs):
+    """PageRank's tuning from the environment (e.g. GROUTE_PR_TRACE=1), with ``knobs`` set."""
+    return dataclasses.replace(PageRankTuning.from_environment(), **knobs)
 
 PR_MAX_L1 = 1e-4
 #: "cuda" for the real check; "cpu" (--dry-run) runs the same stages on CPU virtual devices,
@@ -203,7 +210,8 @@ def stage_correctness(ngpu, budget=float("inf")):
                     case = f"PR bsp {g.name} x{k} random, peer copies instead of peer stores"
 
                     def run_pr_copies():
-                        with PageRank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=False) as s:
+                        with PageRank(g, ctx=ctx, mode="bsp", partition="random",
+                                      tuning=pr_tuning(peer_writes=False)) as s:
                             res = s.run()
                         l1 = float(np.abs(res.values - pr_ref).sum())
                         record(case, l1 <= PR_MAX_L1 and res.stats["exchange"] == "peer copies",
@@ -213,7 +221,7 @@ def stage_correctness(ngpu, budget=float("inf")):
 
                 def run_cc():
                     seg = max(1 << 10, g.num_edges // 7)
-                    with CC(g, ctx=ctx, segment_edges=seg) as s:
+                    with CC(g, ctx=ctx, tuning=CCTuning(segment_edges=seg)) as s:
                         res = s.run()
                         again = s.run()
                     ok = np.array_equal(res.values, cc_ref) and np.array_equal(again.values, cc_ref)
@@ -457,7 +465,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
         sleeping wait at every convergence check)."""
         o = dict(PR_VARIANTS[name])
         apps.pr_device.SPIN_S = o.pop("_spin_s", spin_default)
-        return o
+        return {"tuning": pr_tuning(**o)}
     with Context(1, backend=BACKEND, timeout=60) as ctx:
         bad = 0
         for g in small_graphs() if check else ():
@@ -579,7 +587,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
                     with Context(k, backend=BACKEND, timeout=120) as ctx:
                         t1 = time.perf_counter()
                         with PageRank(g, ctx=ctx, mode="bsp", partition=partition,
-                                      bsp_kernel=kernel, **extra) as s:
+                                      tuning=pr_tuning(bsp_kernel=kernel, **extra)) as s:
                             setup = time.perf_counter() - t1
                             s.run()
                             runs = [s.run() for _ in range(repeat)]
@@ -642,13 +650,19 @@ def stage_cc_variants(specs, repeat, budget, variants):
     from apps.cc import CC
     from groute import Context
     from groute.graph import reference
+
+    def cc_options(name):
+        """The solver options of a CC variant: the path (afforest) and the tuning."""
+        o = dict(CC_VARIANTS[name])
+        path = {"afforest": o.pop("afforest")} if "afforest" in o else {}
+        return {**path, "tuning": CCTuning(**o)}
     names = [v for v in variants.split(",") if v] if variants else list(CC_VARIANTS)
     with Context(1, backend=BACKEND, timeout=60) as ctx:
         for g in small_graphs():
             ref = reference.connected_components(g)
             for name in names:
                 def one():
-                    with CC(g, ctx=ctx, **CC_VARIANTS[name]) as s:
+                    with CC(g, ctx=ctx, **cc_options(name)) as s:
                         a, b = s.run().values, s.run().values
                     ok = np.array_equal(a, ref) and np.array_equal(b, ref)
                     if not ok:
@@ -674,7 +688,7 @@ def stage_cc_variants(specs, repeat, budget, variants):
                     continue
 
                 def ours():
-                    with CC(g, ctx=ctx, **CC_VARIANTS[name]) as s:
+                    with CC(g, ctx=ctx, **cc_options(name)) as s:
                         s.run()
                         runs = [s.run() for _ in range(repeat)]
                     ok = all(np.array_equal(r.values, ref) for r in runs)

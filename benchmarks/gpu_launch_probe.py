@@ -189,13 +189,15 @@ def main():
     steps = timed_steps(DevicePR)
     from apps.bfs import BFS
     from apps.pr import PageRank
+    from groute.tuning import PageRankTuning
     from groute import Context
     from groute.graph import load_graph
     pr_graph, bfs_graph = load_graph(args.pr_graph), load_graph(args.bfs_graph)
     for k in sorted({1, ngpu}):
         g = pr_graph
-        with Context(k, backend="cuda") as ctx, PageRank(g, ctx=ctx, mode="bsp", persistent=True,
-                                                         partition="contiguous") as s:
+        with Context(k, backend="cuda") as ctx, PageRank(
+                g, ctx=ctx, mode="bsp", partition="contiguous",
+                tuning=PageRankTuning(persistent=True, trace=True)) as s:
             s.run()
             calls.clear()
             runs = [s.run() for _ in range(args.repeat)]

@@ -49,6 +49,7 @@ def main():
     import os
     os.environ["GROUTE_PR_TRACE"] = "1"
     from apps.pr import PageRank
+    from groute.tuning import PageRankTuning
     from groute import Context
     from groute.graph import load_graph
     for spec in args.graphs.split(","):
@@ -56,8 +57,9 @@ def main():
         phases, first = {}, None
         for how, every in (("nouts 1", None), ("nouts 2, nothing exported", 0),
                            ("nouts 2, 1% exported", 100), ("nouts 1 again", None)):
-            with Context(1, backend="cuda") as ctx, PageRank(g, ctx=ctx, mode="bsp", bsp_kernel="csc",
-                                                             persistent=True) as s:
+            with Context(1, backend="cuda") as ctx, PageRank(
+                    g, ctx=ctx, mode="bsp",
+                    tuning=PageRankTuning(bsp_kernel="csc", persistent=True, trace=True)) as s:
                 if every is not None:
                     with_second_output(s.devs[0], every)
                 s.run()

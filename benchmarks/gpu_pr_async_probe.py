@@ -28,6 +28,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import groute.worklist as gw
     from apps.pr import PageRank
+    from groute.tuning import PageRankTuning
     from groute.graph.load import load_graph
 
     orig = gw.DistributedWorklist.__init__
@@ -58,7 +59,7 @@ def main(argv=None):
                     chosen["packet"] = None if packet == "default" else int(packet)
                     kw = {} if sweeps == "default" else {"sweeps": int(sweeps)}
                     with PageRank(g, devices=k, backend=args.backend, mode="async",
-                                  partition=args.partition, **kw) as s:
+                                  partition=args.partition, tuning=PageRankTuning(**kw)) as s:
                         for rep in range(2):
                             t1 = time.perf_counter()
                             res = s.run()

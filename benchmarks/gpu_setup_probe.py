@@ -51,7 +51,8 @@ def build(app, g, ctx):
         return BFS(g, ctx=ctx, partition="contiguous")
     if app == "pr":
         from apps.pr import PageRank
-        return PageRank(g, ctx=ctx, mode="bsp", bsp_kernel="bins")
+        from groute.tuning import PageRankTuning
+        return PageRank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
     if app == "cc":
         from apps.cc import CC
         return CC(g, ctx=ctx)
@@ -74,13 +75,14 @@ def compare(app, first, values):
 def check_layout(spec, backend):
     """The bins in-arcs a CUDA solver holds (CuPy build) against the NumPy build."""
     from apps.pr import PageRank
+    from groute.tuning import PageRankTuning
     from apps.pr_layout import bins_layout
     g = load_graph(spec)
     host = bins_layout(g)
     want = host.sources(g)
     host.host_sources = None            # make the solver build them on the device
     with Context(2, backend=backend, timeout=300) as ctx:
-        with PageRank(g, ctx=ctx, mode="bsp", bsp_kernel="bins") as s:
+        with PageRank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins")) as s:
             got = np.concatenate([d.device.to_host(d.in_cols) for d in s.devs])
     return "equal" if np.array_equal(got, want) else "DIFFERENT"
 

@@ -1,11 +1,12 @@
 """Process-wide defaults: the wait timeout every blocking call falls back to.
 
 Nothing in groute waits without a bound. The default (60 s) can be changed with
-``GROUTE_TIMEOUT`` in the environment or :func:`set_default_timeout`.
+``GROUTE_TIMEOUT`` in the environment (read at import, :mod:`groute.tuning`) or
+:func:`set_default_timeout`.
 """
-import os
+from .tuning import setting
 
-_default_timeout = float(os.environ.get("GROUTE_TIMEOUT", "60"))
+_default_timeout = setting("GROUTE_TIMEOUT")
 
 
 def default_timeout() -> float:

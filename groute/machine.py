@@ -10,6 +10,8 @@ import platform
 import subprocess
 from pathlib import Path
 
+from .tuning import setting
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -105,8 +107,9 @@ def project_version() -> dict:
     """
     from groute import __version__
     info = {"version": __version__, "commit": None, "dirty": None}
-    if os.environ.get("GROUTE_COMMIT"):  # said explicitly: a copied tree's .git may be stale
-        info["commit"] = os.environ["GROUTE_COMMIT"].strip()
+    commit = setting("GROUTE_COMMIT")
+    if commit:  # said explicitly: a copied tree's .git may be stale
+        info["commit"] = commit
         info["commit_from"] = "GROUTE_COMMIT"
         return info
     commit = _run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT)

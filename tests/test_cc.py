@@ -13,6 +13,7 @@ from apps.cc_layout import (edge_list, late_arcs, late_bitmap, split_rows, symme
                             undirected_edge_count)
 from groute import Context
 from groute.graph import load_graph, reference
+from groute.tuning import CCTuning
 from support import SHARED_GRAPHS, device_cases, gpu_marks, skip_if_missing
 from support import graph_from as _graph_from
 
@@ -92,7 +93,7 @@ def test_hand_graphs(backend, k, rest):
     skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in hand_graphs().values():
-            res = connected_components(g, ctx=ctx, segment_edges=64, rest=rest)
+            res = connected_components(g, ctx=ctx, rest=rest, tuning=CCTuning(segment_edges=64))
             check(res.values, g)
             np.testing.assert_array_equal(res.values, union_find_labels(g))
             if g.num_vertices:
@@ -111,7 +112,8 @@ def test_random_and_real_graphs(backend, k, rest):
             graphs.append(load_graph(SHARED_GRAPHS / name, cache=False))
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in graphs:
-            with CC(g, ctx=ctx, segment_edges=max(1000, g.num_edges // 13), rest=rest) as solver:
+            with CC(g, ctx=ctx, rest=rest,
+                    tuning=CCTuning(segment_edges=max(1000, g.num_edges // 13))) as solver:
                 first = solver.run()
                 check(first.values, g)
                 # auto is the in-place path wherever devices reach each other (CPU; NVLink)
@@ -125,7 +127,8 @@ def test_first_available_gives_a_slow_device_fewer_segments():
     g = load_graph("grid:60", cache=False)
     # fast devices take some time per task too, so neither is starved by the other's head start
     with Context(3, backend="cpu", timeout=20, cpu_delays=[0.002, 0.002, 0.05]) as ctx:
-        res = connected_components(g, ctx=ctx, segment_edges=200, num_buffers=1, afforest=False)
+        res = connected_components(g, ctx=ctx, afforest=False,
+                                   tuning=CCTuning(segment_edges=200, num_buffers=1))
     check(res.values, g)
     per = res.stats["segments_per_device"]
     assert sum(per) == res.stats["segments"]
@@ -162,7 +165,9 @@ def test_afforest_variants(backend, k, opts):
               load_graph("rmat:10", cache=False)]
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in graphs:
-            with CC(g, ctx=ctx, segment_edges=97, **opts) as solver:
+            knobs = {key: v for key, v in opts.items() if key in ("sample_rounds", "link")}
+            path = {key: v for key, v in opts.items() if key not in knobs}
+            with CC(g, ctx=ctx, **path, tuning=CCTuning(segment_edges=97, **knobs)) as solver:
                 res = solver.run()
                 check(res.values, g)
                 np.testing.assert_array_equal(solver.run().values, res.values)
@@ -217,15 +222,15 @@ def test_edge_list_halves_undirected_and_keeps_directed_arcs():
 def test_empty_graph_and_bad_arguments():
     assert connected_components(graph_from(0, []), backend="cpu", devices=1).values.size == 0
     with pytest.raises(ValueError, match="segment_edges"):
-        CC(hand_graphs()["isolated"], backend="cpu", devices=1, segment_edges=0)
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, tuning=CCTuning(segment_edges=0))
     with pytest.raises(ValueError, match="num_samples"):
-        CC(hand_graphs()["isolated"], backend="cpu", devices=1, num_samples=2000)
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, tuning=CCTuning(num_samples=2000))
     with pytest.raises(ValueError, match="needs afforest=True"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="kernel", afforest=False)
     with pytest.raises(ValueError, match="rest must be"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="peer")
     with pytest.raises(ValueError, match="link must be"):
-        CC(hand_graphs()["isolated"], backend="cpu", devices=1, link="fast")
+        CC(hand_graphs()["isolated"], backend="cpu", devices=1, tuning=CCTuning(link="fast"))
 
 
 @pytest.mark.timeout(60)

@@ -1,5 +1,7 @@
 """PageRank: async push and BSP, 1-4 devices, both backends, against the reference power iteration
 (and NetworkX on a tiny graph); combining of remote contributions; bad input; the CLI."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ from apps.pr import PageRank, default_sweeps, pagerank
 from apps.pr_layout import make_shards
 from groute import Context
 from groute.graph import load_graph, reference
+from groute.tuning import PageRankTuning
 from support import (SHARED_GRAPHS, backends, device_cases, fake_peer_context, gpu_marks,
                      graph_from, need_gpus, skip_if_missing)
 
@@ -81,8 +84,8 @@ def test_bsp_exchange_by_peer_stores_and_by_copies(backend, k, peer_writes):
     skip_if_missing(backend, k)
     g = random_graphs()["kron:9"]
     with Context(k, backend=backend, timeout=20) as ctx:    # "auto" would pick bins: copies only
-        res = pagerank(g, ctx=ctx, mode="bsp", partition="random", peer_writes=peer_writes,
-                       bsp_kernel="coo")
+        res = pagerank(g, ctx=ctx, mode="bsp", partition="random",
+                       tuning=PageRankTuning(peer_writes=peer_writes, bsp_kernel="coo"))
     check(res.values, g)
     if backend == "cpu":
         assert res.stats["exchange"] == ("peer stores" if peer_writes else "peer copies")
@@ -96,7 +99,7 @@ def test_bsp_peer_stores_send_only_the_boundary():
     moved = {}
     for peer_writes in (True, False):
         with PageRank(g, backend="cpu", devices=2, mode="bsp", partition="contiguous",
-                      peer_writes=peer_writes) as solver:
+                      tuning=PageRankTuning(peer_writes=peer_writes)) as solver:
             res = solver.run()
         check(res.values, g)
         moved[peer_writes] = res.stats["bytes_sent"] / res.stats["iterations"]
@@ -114,7 +117,8 @@ def test_real_directed_graph_every_partitioner(partition, mode):
         pytest.importorskip("pymetis")
     g = load_graph(path, cache=False)
     with Context(3, backend="cpu", timeout=20) as ctx:     # "auto" would pick bins: no partition
-        res = pagerank(g, ctx=ctx, mode=mode, partition=partition, bsp_kernel="coo")
+        res = pagerank(g, ctx=ctx, mode=mode, partition=partition,
+                       tuning=PageRankTuning(bsp_kernel="coo"))
     check(res.values, g)
     assert res.stats["partition"] == partition
 
@@ -246,7 +250,8 @@ def test_bsp_inplace_gauss_seidel(backend):
     accuracy is checked there."""
     graphs = {**hand_graphs(), **random_graphs()}
     for name, g in graphs.items():
-        with PageRank(g, backend=backend, devices=1, mode="bsp", inplace=True) as s:
+        with PageRank(g, backend=backend, devices=1, mode="bsp",
+                      tuning=PageRankTuning(inplace=True)) as s:
             a, b = s.run(), s.run()
         check(a.values, g)
         check(b.values, g)
@@ -287,14 +292,16 @@ def test_bsp_kernel_options(backend, opts):
     reference answer and stop at the same iteration as the default."""
     kernel = opts.get("bsp_kernel", "csc")
     for g in random_graphs().values():
-        with PageRank(g, backend=backend, devices=1, mode="bsp", **opts) as s:
+        with PageRank(g, backend=backend, devices=1, mode="bsp",
+                      tuning=PageRankTuning(**opts)) as s:
             a, b = s.run(), s.run()
         check(a.values, g)
         assert a.stats["bsp_kernel"] == kernel
         coo_gpu = backend == "cuda" and kernel == "coo"
         if not coo_gpu:     # the COO pull adds with float atomics on a GPU: order varies
             assert np.array_equal(a.values, b.values)    # Jacobi sweeps: deterministic
-        base = pagerank(g, backend=backend, devices=1, mode="bsp", bsp_kernel="csc")
+        base = pagerank(g, backend=backend, devices=1, mode="bsp",
+                        tuning=PageRankTuning(bsp_kernel="csc"))
         # same stopping iteration (a different summation order may move it by one on a GPU)
         slack = 1 if backend == "cuda" and kernel != "csc" else 0
         assert abs(a.stats["converged_at"] - base.stats["converged_at"]) <= slack
@@ -302,7 +309,8 @@ def test_bsp_kernel_options(backend, opts):
 
 def test_bsp_inplace_is_ignored_on_several_devices():
     g = random_graphs()["kron:9"]
-    res = pagerank(g, backend="cpu", devices=2, mode="bsp", partition="random", inplace=True)
+    res = pagerank(g, backend="cpu", devices=2, mode="bsp", partition="random",
+                   tuning=PageRankTuning(inplace=True))
     check(res.values, g)
     assert res.stats["inplace"] is False
 
@@ -310,13 +318,15 @@ def test_bsp_inplace_is_ignored_on_several_devices():
 def test_bad_bsp_kernel():
     g = hand_graphs()["dangling"]
     with pytest.raises(ValueError, match="bsp_kernel"):
-        PageRank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="csr")
+        PageRank(g, backend="cpu", devices=1, mode="bsp", tuning=PageRankTuning(bsp_kernel="csr"))
     for k in (1, 2):                                    # Jacobi sweeps only, on any device count
         with pytest.raises(ValueError, match="bins.*inplace"):
-            PageRank(g, backend="cpu", devices=k, mode="bsp", bsp_kernel="bins", inplace=True)
+            PageRank(g, backend="cpu", devices=k, mode="bsp",
+                     tuning=PageRankTuning(bsp_kernel="bins", inplace=True))
     for bad in ({"task_arcs": 100}, {"hub_degree": 0}, {"lane_arcs": 3}):
         with pytest.raises(ValueError, match=next(iter(bad))):
-            PageRank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="bins", **bad)
+            PageRank(g, backend="cpu", devices=1, mode="bsp",
+                     tuning=PageRankTuning(bsp_kernel="bins", **bad))
 
 
 @pytest.mark.parametrize("backend", backends())
@@ -327,14 +337,14 @@ def test_bins_kernel_returns_the_graphs_vertex_order(backend):
     n = 40
     star = graph_from(n, [(i, n - 1) for i in range(n - 1)] + [(n - 1, 0), (n - 1, 1)])
     for g in (star, hand_graphs()["dangling"], hand_graphs()["isolated"], hand_graphs()["no_edges"]):
-        with PageRank(g, backend=backend, devices=1, mode="bsp", bsp_kernel="bins",
-                      hub_degree=4) as s:
+        with PageRank(g, backend=backend, devices=1, mode="bsp",
+                      tuning=PageRankTuning(bsp_kernel="bins", hub_degree=4)) as s:
             res = s.run()
         check(res.values, g)
         if g is star:
             assert np.argmax(res.values) == n - 1
     first = star._pr_bins
-    pagerank(star, backend=backend, devices=1, mode="bsp", bsp_kernel="bins")
+    pagerank(star, backend=backend, devices=1, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
     assert star._pr_bins is first
 
 
@@ -390,13 +400,16 @@ def test_bins_on_several_devices(backend, k):
     the values are bit for bit those of one device."""
     skip_if_missing(backend, k)
     graphs = {name: g for name, g in bins_graphs().items() if g.num_vertices >= k}
-    opts = dict(mode="bsp", bsp_kernel="bins", check_every=4, hub_degree=16)
+    knobs = dict(bsp_kernel="bins", check_every=4, hub_degree=16)
     with Context(1, backend=backend, timeout=20) as one:    # same checks, no device-side skip
-        ones = {name: pagerank(g, ctx=one, device_check=False, **opts) for name, g in graphs.items()}
+        ones = {name: pagerank(g, ctx=one, mode="bsp",
+                               tuning=PageRankTuning(device_check=False, **knobs))
+                for name, g in graphs.items()}
     with Context(k, backend=backend, timeout=20) as ctx:
         for name, g in graphs.items():
             for peer_writes in (True, False):
-                with PageRank(g, ctx=ctx, partition="random", peer_writes=peer_writes, **opts) as s:
+                with PageRank(g, ctx=ctx, partition="random", mode="bsp",
+                              tuning=PageRankTuning(peer_writes=peer_writes, **knobs)) as s:
                     a, b = s.run(), s.run()
                 check(a.values, g)
                 st = a.stats
@@ -428,7 +441,7 @@ def test_bins_options_on_several_devices(backend, k, opts):
     skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for g in random_graphs().values():
-            res = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="bins", **opts)
+            res = pagerank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins", **opts))
             check(res.values, g)
             assert res.stats["converged"] and res.stats["layout"] == "degree-split"
 
@@ -436,8 +449,9 @@ def test_bins_options_on_several_devices(backend, k, opts):
 def test_bins_on_too_many_devices_is_a_clear_error():
     g = graph_from(3, [(0, 1), (1, 2), (2, 0)])
     with pytest.raises(ValueError, match="4 devices for a graph of 3 vertices"):
-        PageRank(g, backend="cpu", devices=4, mode="bsp", bsp_kernel="bins")
-    res = pagerank(g, backend="cpu", devices=3, mode="bsp", bsp_kernel="bins")   # one each
+        PageRank(g, backend="cpu", devices=4, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
+    res = pagerank(g, backend="cpu", devices=3, mode="bsp",
+                   tuning=PageRankTuning(bsp_kernel="bins"))   # one each
     check(res.values, g)
     assert res.stats["vertices_per_device"] == [1, 1, 1]
 
@@ -445,10 +459,10 @@ def test_bins_on_too_many_devices_is_a_clear_error():
 def test_bins_layout_is_shared_by_every_device_count():
     """The relabelling is computed once per graph, whatever the number of devices."""
     g = load_graph("kron:9", cache=False)
-    pagerank(g, backend="cpu", devices=2, mode="bsp", bsp_kernel="bins")
+    pagerank(g, backend="cpu", devices=2, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
     first = g._pr_bins
-    pagerank(g, backend="cpu", devices=1, mode="bsp", bsp_kernel="bins")
-    pagerank(g, backend="cpu", devices=3, mode="bsp", bsp_kernel="bins")
+    pagerank(g, backend="cpu", devices=1, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
+    pagerank(g, backend="cpu", devices=3, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
     assert g._pr_bins is first
 
 
@@ -604,7 +618,8 @@ def test_bins_need_masks_equal_the_per_peer_filter(k):
     """The peer-store masks from each device's read set equal the per-peer definition (a peer
     needs the vertices its in-arcs read) on 2-4 CPU devices."""
     g = load_graph("kron:10", cache=False)
-    with PageRank(g, backend="cpu", devices=k, mode="bsp", bsp_kernel="bins") as solver:
+    with PageRank(g, backend="cpu", devices=k, mode="bsp",
+                  tuning=PageRankTuning(bsp_kernel="bins")) as solver:
         cols = [d.in_cols for d in solver.devs]
         for i, dev in enumerate(solver.devs):
             assert len(dev.out_targets) == k
@@ -639,9 +654,10 @@ def test_csc_on_several_devices(backend, k):
     with Context(1, backend=backend, timeout=20) as one, \
             Context(k, backend=backend, timeout=20) as ctx:
         for name, g in several_device_graphs(k).items():
-            single = pagerank(g, ctx=one, mode="bsp", bsp_kernel="csc")
+            single = pagerank(g, ctx=one, mode="bsp", tuning=PageRankTuning(bsp_kernel="csc"))
             for partition in ("contiguous", "random", "metis"):
-                res = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="csc", partition=partition)
+                res = pagerank(g, ctx=ctx, mode="bsp", partition=partition,
+                               tuning=PageRankTuning(bsp_kernel="csc"))
                 st = res.stats
                 check(res.values, g)
                 assert st["bsp_kernel"] == "csc" and st["kernel"] in ("csc k2", "numpy"), st
@@ -671,10 +687,12 @@ def test_device_check_is_global(backend, k, kernel):
     skip_if_missing(backend, k)
     with Context(k, backend=backend, timeout=20) as ctx:
         for name, g in several_device_graphs(k).items():
-            opts = dict(ctx=ctx, mode="bsp", bsp_kernel=kernel, partition="random")
-            with PageRank(g, device_check=True, check_every=64, **opts) as s:
+            opts = dict(ctx=ctx, mode="bsp", partition="random")
+            with PageRank(g, **opts, tuning=PageRankTuning(bsp_kernel=kernel, device_check=True,
+                                                           check_every=64)) as s:
                 a, a2 = s.run(), s.run()
-            b = pagerank(g, device_check=False, check_every=1, **opts)
+            b = pagerank(g, **opts, tuning=PageRankTuning(bsp_kernel=kernel, device_check=False,
+                                                          check_every=1))
             sa, sb = a.stats, b.stats
             assert sa["device_check"] and not sb["device_check"], (sa, sb)
             assert sa["converged"] and sb["converged"], (name, sa, sb)
@@ -685,7 +703,8 @@ def test_device_check_is_global(backend, k, kernel):
             assert a2.stats["iterations"] == sa["iterations"], name
             assert np.array_equal(a2.values, a.values), name
             check(a.values, g)
-        coo = pagerank(g, ctx=ctx, mode="bsp", bsp_kernel="coo", partition="random")
+        coo = pagerank(g, ctx=ctx, mode="bsp", partition="random",
+                       tuning=PageRankTuning(bsp_kernel="coo"))
         assert coo.stats["device_check"] is False and coo.stats["check_every"] == 4
         check(coo.values, g)
 
@@ -698,9 +717,10 @@ def test_without_peer_access_the_host_checks(monkeypatch):
     solver builds no distributed worklist (that is the async mode's)."""
     from groute.device.cpu import CPUDevice
     g = load_graph("grid:20", cache=False)
-    opts = dict(mode="bsp", bsp_kernel="csc", partition="contiguous")
+    opts = dict(mode="bsp", partition="contiguous", tuning=PageRankTuning(bsp_kernel="csc"))
     with Context(2, backend="cpu", timeout=20) as ctx:
-        ref = pagerank(g, ctx=ctx, device_check=False, **opts)
+        ref = pagerank(g, ctx=ctx, mode="bsp", partition="contiguous",
+                       tuning=PageRankTuning(bsp_kernel="csc", device_check=False))
         monkeypatch.setattr(CPUDevice, "can_access_peer", lambda self, other: False)
         with PageRank(g, ctx=ctx, **opts) as s:
             assert s._worklist is None
@@ -748,16 +768,16 @@ def test_persistent_option_on_cpu_devices():
     with Context(2, backend="cpu", timeout=20) as ctx:
         opts = dict(ctx=ctx, mode="bsp", partition="contiguous")
         with pytest.raises(ValueError, match="persistent=True cannot run here: it needs CUDA"):
-            PageRank(g, persistent=True, **opts)
+            PageRank(g, **opts, tuning=PageRankTuning(persistent=True))
         with pytest.raises(ValueError, match="persistent must be True, False or 'auto'"):
-            PageRank(g, persistent="yes", **opts)
+            PageRankTuning(persistent="yes")
         with pytest.raises(ValueError, match="persistent must be True, False or 'auto'"):
-            PageRank(g, persistent=1, **opts)
+            PageRankTuning(persistent=1)
         with pytest.raises(ValueError, match="persistent=True cannot run here: it runs mode='bsp'"):
-            PageRank(g, ctx=ctx, mode="async", persistent=True)
+            PageRank(g, ctx=ctx, mode="async", tuning=PageRankTuning(persistent=True))
         auto = pagerank(g, **opts)
         assert auto.stats["persistent"] is False and "CUDA" in auto.stats["persistent_reason"]
-        off = pagerank(g, persistent=False, **opts)
+        off = pagerank(g, **opts, tuning=PageRankTuning(persistent=False))
         assert off.stats["persistent"] is False and off.stats["persistent_reason"] == "persistent=False"
         assert off.stats["iterations"] == auto.stats["iterations"]
         assert np.array_equal(off.values, auto.values)
@@ -825,9 +845,10 @@ def test_cuda_persistent_equals_per_iteration(k, kernel):
     problems, bitwise = [], []
     with Context(k, backend="cuda", timeout=30) as ctx:
         for name, g in persistent_graphs(kernel, k).items():
-            opts = dict(ctx=ctx, mode="bsp", bsp_kernel=kernel, partition="contiguous")
-            per = pagerank(g, persistent=False, **opts)
-            with PageRank(g, persistent=True, **opts) as s:
+            opts = dict(ctx=ctx, mode="bsp", partition="contiguous")
+            per = pagerank(g, **opts, tuning=PageRankTuning(bsp_kernel=kernel, persistent=False))
+            with PageRank(g, **opts,
+                          tuning=PageRankTuning(bsp_kernel=kernel, persistent=True)) as s:
                 a, a2 = s.run(), s.run()
             st = a.stats
             assert st["persistent"] is True and st["persistent_reason"] is None, st
@@ -854,12 +875,14 @@ def test_cuda_persistent_trace_times_every_phase_and_changes_nothing(k, kernel, 
     untraced one bit for bit."""
     need_gpus(k)
     g = load_graph("grid:60" if kernel == "csc" else "kron:12", cache=False)
-    opts = dict(backend="cuda", devices=k, mode="bsp", bsp_kernel=kernel, partition="contiguous",
-                persistent=True)
-    plain = pagerank(g, **opts)
+    opts = dict(backend="cuda", devices=k, mode="bsp", partition="contiguous")
+    plain = pagerank(g, **opts, tuning=PageRankTuning(bsp_kernel=kernel, persistent=True))
     assert plain.stats["iteration_trace"] is None
-    monkeypatch.setenv("GROUTE_PR_TRACE", "1")
-    traced = pagerank(g, **opts)
+    monkeypatch.setenv("GROUTE_PR_TRACE", "1")      # read by PageRankTuning.from_environment()
+    tuning = dataclasses.replace(PageRankTuning.from_environment(), bsp_kernel=kernel,
+                                 persistent=True)
+    assert tuning.trace
+    traced = pagerank(g, **opts, tuning=tuning)
     assert np.array_equal(traced.values, plain.values)
     trace = traced.stats["iteration_trace"]
     assert len(trace["per_device_us"]) == k and trace["kernels_us"] > 0
@@ -883,8 +906,8 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     import apps.peer_barrier as peer_barrier
     monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
-    with PageRank(g, backend="cuda", devices=k, mode="bsp", bsp_kernel=kernel,
-                  partition="contiguous", persistent=True) as s:
+    with PageRank(g, backend="cuda", devices=k, mode="bsp", partition="contiguous",
+                  tuning=PageRankTuning(bsp_kernel=kernel, persistent=True)) as s:
         good = s.run()
         real = pr_device.DevicePR.persistent_launch
         monkeypatch.setattr(pr_device.DevicePR, "persistent_launch",
@@ -922,7 +945,7 @@ def test_async_on_several_gpus_keeps_the_error_bound(k):
     g = load_graph("kron:21")
     ref = reference.pagerank(g, tol=1e-10)
     res = pagerank(g, backend="cuda", devices=k, mode="async", partition="contiguous", tol=1e-6,
-                   sweeps=8)
+                   tuning=PageRankTuning(sweeps=8))
     l1 = reference.pagerank_error(res.values, ref)[0]
     assert l1 <= 2e-6, f"L1 {l1:.2e}"
 

@@ -19,6 +19,7 @@ from apps.traversal_cuda import CUDATraversalArrays
 from apps.traversal_peer import arrays_needed
 from groute import Context
 from groute.graph import CSRGraph, load_graph, reference
+from groute.tuning import TraversalTuning
 
 INT_INF = np.iinfo(np.int32).max
 
@@ -28,8 +29,9 @@ class FakePeer:
     changes (Bellman-Ford on the host) and writes the values into the arrays' ``dist``."""
 
     def __init__(self, ctx, arrays, offsets, *, num_vertices, num_arcs, symmetric, app="bfs",
-                 kind="int", weighted=False, delta=math.inf):
+                 kind="int", weighted=False, delta=math.inf, tuning=None):
         assert kind == "int"
+        assert isinstance(tuning, TraversalTuning)      # the solver's, passed on
         self.arrays, self.offsets = list(arrays), np.asarray(offsets)
         self.n, self.app, self.weighted, self.delta = num_vertices, app, weighted, delta
         assert sum(int(a.indptr[-1]) for a in self.arrays) == num_arcs

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .csr import CSRGraph
+from ..tuning import setting
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ FORMAT_VERSION = 1
 
 def cache_root() -> Path:
     """The user cache directory (see the module docstring); not created here."""
-    env = os.environ.get("GROUTE_DATA_DIR")
+    env = setting("GROUTE_DATA_DIR")
     if env:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")

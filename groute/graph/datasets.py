@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import GrouteError
+from ..tuning import setting
 from .cache import cache_root
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ REGISTRY: dict[str, Dataset] = {d.name: d for d in [
 def registry(extra: dict | None = None) -> dict[str, Dataset]:
     """The built-in registry, updated from ``$GROUTE_DATASETS`` and then from ``extra``."""
     reg = dict(REGISTRY)
-    env = os.environ.get("GROUTE_DATASETS")
+    env = setting("GROUTE_DATASETS")
     if env:
         try:
             entries = json.loads(Path(env).read_text())
