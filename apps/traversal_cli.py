@@ -8,6 +8,9 @@ any other suffix writes text lines ``vertex value`` with file ids. Unreachable v
 """
 from __future__ import annotations
 
+import inspect
+import re
+
 import numpy as np
 
 from groute.worklist import MODES, ROUTINGS
@@ -16,18 +19,13 @@ from .app_cli import add_graph_options, load, print_stats, run_solver, write_out
 from .traversal import EXCHANGES, PARTITIONS
 
 
-#: what ``--mode auto`` runs, per app (as ``BFS.auto_mode`` and ``SSSP.auto_mode`` decide)
-AUTO_MODE = {
-    "bfs": "where the kernels that keep the host out of the loop can run (CUDA GPUs with NVLink "
-           "between them, no worklist option such as --routing ring or --exchange host given): "
-           "bsp (the peer kernel) on a low-diameter graph, else async (one GPU's fused worker, "
-           "or the linked workers on several); elsewhere bsp across devices of a symmetric "
-           "low-diameter graph (the worklist pulls across devices), else async",
-    "sssp": "where the kernels that keep the host out of the loop can run (CUDA GPUs with NVLink "
-            "between them, no worklist option such as --routing ring or --exchange host given): "
-            "bsp (the peer kernel) on a low-diameter graph, else async (one GPU's fused worker, "
-            "or the linked workers on several); elsewhere async",
-}
+def auto_mode_help(solver_cls) -> str:
+    """What ``--mode auto`` runs, as the rule itself says it: ``solver_cls.auto_mode``'s
+    docstring on one line, Sphinx roles and literals as plain text (percent signs escaped for
+    argparse)."""
+    text = " ".join(inspect.getdoc(solver_cls.auto_mode).split())
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text).replace("``", "")
+    return text.replace("%", "%%")
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -45,7 +43,8 @@ def register_app(subparsers, common, name, solver_cls):
                    help="how vertices are split over devices (default: metis; none for 1 device)")
     p.add_argument("--mode", choices=["auto", *MODES], default="auto",
                    help="async: fused workers, asynchronous exchange; bsp: level-synchronous (BFS "
-                        f"pulls across devices); auto (default): {AUTO_MODE[name]}")
+                        f"pulls across devices); auto (default): "
+                        f"{auto_mode_help(solver_cls)}")
     p.add_argument("--no-priority", action="store_true",
                    help="switch soft priority off (default: on in async mode; SSSP also keeps it "
                         "on the peer kernel and leaves it off on a low-diameter graph, see "
