@@ -506,7 +506,7 @@ enum PersistCtl {
     P_CTL = 8
 };
 
-// GROUTE_PR_TRACE=1 (trace != nullptr): block 0's thread 0 stamps 4 global-timer values per
+// PageRankTuning.trace (GROUTE_PR_TRACE=1; trace != nullptr): block 0's thread 0 stamps 4 global-timer values per
 // iteration for the first TRACE_ITERATIONS: sweep start, this device's grid barrier passed,
 // the cross-device wait passed, the decision handed to every block (second grid barrier).
 #define TRACE_ITERATIONS 256

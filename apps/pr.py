@@ -457,7 +457,7 @@ class PageRank(Solver):
         return t, [rows for _, rows in results]
 
     def _trace_summary(self, iterations: int) -> dict | None:
-        """GROUTE_PR_TRACE=1: where a persistent iteration's time goes, in microseconds, median
+        """PageRankTuning.trace: where a persistent iteration's time goes, in microseconds, median
         over the traced iterations per device (sweep and grid barrier, cross-device wait, the
         rule and second grid barrier, the whole iteration), and each device's start after the
         first device's (the launch skew) and its end before the last device's."""
