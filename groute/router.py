@@ -131,11 +131,11 @@ class Router:
 
     def _route(self, i, data, event, metadata):
         segment = Segment(data, dict(metadata or {}))
-        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))))
+        who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
+        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)
         dests = route.destinations
         if not dests:
-            raise ValueError(f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)} "
-                             f"allowed no destination for a segment from input {i}")
+            raise ValueError(f"{who} allowed no destination for a segment from input {i}")
         for j in dests:
             if not 0 <= j < len(self.outputs):
                 raise ValueError(f"{self.name}: policy chose output {j}, but there are {len(self.outputs)}")

@@ -106,3 +106,23 @@ def test_policy_choosing_nonexistent_output(cpu_ctx):
 def test_policy_must_be_callable(cpu_ctx):
     with pytest.raises(TypeError, match="policy"):
         Router([HOST], cpu_ctx.devices, "first", packet_size=4)
+
+
+@pytest.mark.parametrize("answer", [None, 1.5, True, np.True_, "1", [1, "2"], [1.0], {1}])
+def test_a_policy_answer_that_is_no_destination_is_a_clear_error(cpu_ctx, answer):
+    def odd(segment, source, destinations):
+        return answer
+    router = Router([HOST], cpu_ctx.devices[:2], odd, packet_size=4, ctx=cpu_ctx, name="odd-router")
+    with pytest.raises(TypeError, match=r"odd-router: policy odd (returned|chose) .*output ind"):
+        router.inputs[0].send(np.zeros(3, np.int32))
+    router.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("answer", [np.int64(1), np.int32(1), [np.int64(1)], np.array([1]),
+                                    Route((np.int64(1),), "fixed"), 1, (1,), range(1, 2)])
+def test_numpy_integers_and_sequences_are_destinations(answer):
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router, got = _run_router(ctx, lambda s, src, d: answer, [np.arange(3, dtype=np.int32)])
+        assert [j for j, _, _ in got] == [1]
+        assert router.routed.tolist() == [[0, 1]]
