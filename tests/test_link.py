@@ -334,13 +334,13 @@ def test_a_copy_failing_in_the_pump_is_reported_once():
         gates[3].set()                                      # so the pump issues copy 4: fails
         sender.join(5)
         assert ctx.stop_event.wait(5)
-        assert issuers[4] is link._pump
+        assert issuers[4] is link._pump.thread
         np.testing.assert_array_equal(link.receive(timeout=5).wait(timeout=5).data, [1])
         with pytest.raises(RuntimeError, match="on fire"):
             link.receive(timeout=5)
         with pytest.raises(RuntimeError, match="on fire"):
             out["handle"].wait(timeout=5)
-        link._pump.join(5)
+        assert link.join(5)
         assert [(name, str(exc)) for name, exc in reports] == [(link.name, "copy engine on fire")]
 
 
