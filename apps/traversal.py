@@ -160,7 +160,7 @@ class TraversalSolver(Solver):
         n = graph.num_vertices
         if k > max(n, 1):
             raise ValueError(f"{self.app}: {k} devices but the graph has only {n} vertices; "
-                             f"use --devices {max(n, 1)} or fewer")
+                             f"give at most {max(n, 1)} devices")
         if k == 1:
             self.part = _Identity(graph)
         else:

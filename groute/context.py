@@ -33,6 +33,9 @@ from .waiting import POLL_INTERVAL, StopSignal
 log = logging.getLogger(__name__)
 
 DEFAULT_CPU_DEVICES = 4
+#: The most CPU virtual devices a context makes: they model one host's GPUs, and an all-to-all
+#: router or worklist over K devices has K*(K-1) links, each with its own receive buffers.
+MAX_CPU_DEVICES = 64
 BACKENDS = ("auto", "cuda", "cpu")
 
 
@@ -143,6 +146,9 @@ class Context:
         self._closed = False
         self._unusable: str | None = None   # why reset could not bring the context back
         indices = self._device_indices(devices)
+        if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
+            raise ValueError(f"backend='cpu' runs at most {MAX_CPU_DEVICES} virtual devices "
+                             f"(all-to-all exchange makes K*(K-1) links); got {len(indices)}")
         try:
             for n, i in enumerate(indices):
                 if self.backend == "cuda":

@@ -228,6 +228,11 @@ class Link(SegmentReceiver):
         with self._lock:
             return self.num_buffers - len(self._free) + self._reserved
 
+    def held(self) -> int:
+        """Receive buffers holding a packet the receiver has not released."""
+        with self._lock:
+            return self.num_buffers - len(self._free)
+
     def add_room_listener(self, cond: threading.Condition) -> None:
         self._room_listeners.append(cond)
 

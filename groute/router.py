@@ -16,7 +16,7 @@ import numpy as np
 
 from .config import resolve_timeout
 from .endpoint import Endpoint
-from .errors import ContextStopped
+from .errors import ContextStopped, WaitTimeout
 from .link import Link, SegmentReceiver, SendHandle
 from .policies import AVAILABILITY, BROADCAST, as_route
 from .segment import Segment
@@ -152,8 +152,14 @@ class Router:
                         return True
                 return False
             with self._room:
-                wait_for(pick, cond=self._room, timeout=self.timeout, stop=self.stop,
-                         what=f"{self.name}: a destination with room among outputs {list(dests)}")
+                try:
+                    wait_for(pick, cond=self._room, timeout=self.timeout, stop=self.stop,
+                             what=f"{self.name}: a destination with room among outputs {list(dests)}")
+                except WaitTimeout as exc:
+                    if all(self.links[i][j].held() == self.links[i][j].num_buffers for j in dests):
+                        raise WaitTimeout(f"{exc}: the receivers hold every receive buffer; "
+                                          f"release() each PendingSegment after use") from None
+                    raise
             return self._send(i, chosen[0], data, event, metadata)
         return self._send(i, dests[0], data, event, metadata)
 
