@@ -243,18 +243,22 @@ class Context:
         """Raise if the context was stopped by a failure elsewhere."""
         if self.stop_event.is_set():
             self.raise_failure()
+            self._mark_reported()
             raise ContextStopped("the context was shut down" if self._closed else "the context was stopped")
 
     def raise_failure(self):
         """Raise the first failure as a :class:`DeviceError` naming its device (``__cause__``:
         the original exception), if there is one."""
         if self._error is not None:
-            if threading.current_thread() not in self._worker_threads():
-                self._reported = True     # it reaches the caller, not a worker unwinding
+            self._mark_reported()
             if isinstance(self._error, DeviceError):
                 raise self._error
             raise DeviceError(self._error_device, f"{type(self._error).__name__}: {self._error}") \
                 from self._error
+
+    def _mark_reported(self):
+        if threading.current_thread() not in self._worker_threads():
+            self._reported = True     # it reaches the caller, not a worker unwinding
 
     def _worker_threads(self):
         return [w._thread for w in self._workers]
@@ -373,6 +377,7 @@ class Context:
 
     def _raise_stop(self, failed):
         self.raise_failure()
+        self._mark_reported()
         for f in failed:
             raise f.exception()
         raise ContextStopped("the context was stopped")

@@ -131,9 +131,10 @@ def test_a_failed_run_leaves_the_context_usable(no_thread_leak):
         assert ctx.run(lambda d: d.index) == [0, 1]
         # a stream failure, reported by the run that saw it; then the stream works again
         def fail_stream(device):
-            device.compute_stream.submit(lambda: 1 / 0)
+            if device.index == 0:
+                device.compute_stream.submit(lambda: 1 / 0)
             device.compute_stream.synchronize()
-        with pytest.raises(DeviceError, match="cpu:0"):
+        with pytest.raises(DeviceError, match="cpu:0: ZeroDivisionError"):
             ctx.run(fail_stream)
         out = np.zeros(3)
         def use_stream(device):
@@ -286,3 +287,12 @@ def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):
         Context(devices=[cuda_device_count()], backend="cuda")
+
+
+@pytest.mark.timeout(30)
+def test_a_plain_stop_is_reported_once_then_the_context_runs():
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        ctx.stop_event.set()                 # a stop with no failure behind it
+        with pytest.raises(ContextStopped, match="stopped"):
+            ctx.run(lambda d: None)
+        assert ctx.run(lambda d: d.index) == [0, 1]
