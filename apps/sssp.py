@@ -3,13 +3,16 @@
 ``sssp(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are float64
 distances (``inf`` for unreachable vertices) in the caller's vertex ids. Weights must be >= 0;
 integer weights are summed exactly in int32, float weights in float32; an unweighted graph gets
-weight 1 on every arc. Also the ``groute sssp`` subcommand (see :mod:`apps.traversal_cli`).
+weight 1 on every arc. A shortest distance past int32 (or float32's range) raises OverflowError
+after the run; sums that overflow only on paths that are not shortest do not
+(:mod:`apps.traversal_values` has the rule). Also the ``groute sssp`` subcommand (see :mod:`apps.traversal_cli`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
+from .traversal_values import check_overflow
 
 
 class SSSP(TraversalSolver):
@@ -49,6 +52,8 @@ class SSSP(TraversalSolver):
         return "bsp" if graph_is_low_diameter(graph) else "async"
 
     def _finish(self, values):
+        if self.overflow_possible:
+            check_overflow(self.graph, values, self.kind, self.app)
         out = values.astype(np.float64)
         out[unreached_mask(values, self.kind)] = np.inf
         return out

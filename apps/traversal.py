@@ -14,7 +14,8 @@ async on several devices runs the fused workers with device-initiated links
 :class:`~apps.traversal_linked.LinkedTraversal` over them).
 
 Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
-results come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
+a shortest distance past its type raises OverflowError (:mod:`apps.traversal_values`); results
+come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
 ``inf`` for unreachable (SSSP), indexed by the caller's vertex ids.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from groute.tuning import TraversalTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from .common import AppResult, DeviceTimer, Solver, complete_stats
+from .traversal_values import overflow_possible
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +151,10 @@ class TraversalSolver(Solver):
     # ------------------------------------------------------------------ setup
     def _value_kind(self, graph):
         """``(kind, weighted)``: "int" or "float" values, and whether the arcs carry weights
-        (checked here: >= 0 and finite); an app without weights (BFS) counts hops in int."""
+        (checked here: >= 0 and finite); an app without weights (BFS) counts hops in int. Sets
+        :attr:`overflow_possible` from the largest weight
+        (:func:`~apps.traversal_values.overflow_possible`)."""
+        self.overflow_possible = False
         if not self.weighted:
             return "int", False
         w = graph.weights
@@ -163,7 +168,9 @@ class TraversalSolver(Solver):
                              f"weights >= 0")
         if w.size and not np.isfinite(w).all():
             raise ValueError(f"{self.app}: arc weights must be finite")
-        return ("int" if w.dtype.kind in "iu" else "float"), True
+        kind = "int" if w.dtype.kind in "iu" else "float"
+        self.overflow_possible = bool(w.size) and overflow_possible(graph.num_vertices, w.max(), kind)
+        return kind, True
 
     def _setup(self, graph, partition, mode, priority, routing, delta, seed,
                max_rounds, packet_size, flush_items):
@@ -171,7 +178,7 @@ class TraversalSolver(Solver):
         n = graph.num_vertices
         if k > max(n, 1):
             raise ValueError(f"{self.app}: {k} devices but the graph has only {n} vertices; "
-                             f"use --devices {max(n, 1)} or fewer")
+                             f"give at most {max(n, 1)} devices")
         if k == 1:
             self.part = _Identity(graph)
         else:

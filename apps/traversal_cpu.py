@@ -16,6 +16,8 @@ import numpy as np
 
 from groute.worklist import LocalWork, StreamWorker, WorkQueue, infinity, pack, unpack
 
+from .traversal_values import INT_SATURATED
+
 
 def _min_per_target(targets, values):
     """Unique targets and the smallest value offered to each."""
@@ -125,7 +127,8 @@ class CPUTraversalWorker(StreamWorker):
         if self.weights is None:
             cand = base.astype(np.int64) + 1
         else:
-            cand = base.astype(self.weights.dtype) + self.weights[eidx]
+            with np.errstate(over="ignore"):     # a float32 sum past the range is inf
+                cand = base.astype(self.weights.dtype) + self.weights[eidx]
         local = (targets >= self.lo) & (targets < self.hi)
         t, v = _min_per_target(targets[local] - self.lo, cand[local])
         self._enqueue(t, self._as_value(v), threshold)
@@ -141,10 +144,10 @@ class CPUTraversalWorker(StreamWorker):
                 outbox[j].append(pack(t[mine], v[mine]))
 
     def _as_value(self, v):
+        """Candidates as stored values; int sums saturate at :data:`INT_SATURATED` as the
+        kernels' ``value_add`` does (:func:`apps.traversal_values.check_overflow` resolves them)."""
         if self.kind == "int":
-            if v.size and v.max() >= int(self.inf):
-                raise OverflowError("a distance does not fit in int32; use float weights")
-            return v.astype(np.int32)
+            return np.minimum(v, INT_SATURATED).astype(np.int32)
         return v.astype(np.float32)
 
     def _publish_frontier(self):

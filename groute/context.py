@@ -2,13 +2,22 @@
 
 A computation is a function run on every device's worker thread (:meth:`Context.run`). If any of
 them raises, or any stream fails, the context is *stopped*: every bounded wait in the runtime
-notices within one poll interval and gives up, the workers return, and the caller gets a
-:class:`~groute.errors.DeviceError` naming the device that failed first. Nothing waits forever.
+notices within one poll interval and gives up (with a
+:class:`~groute.errors.StoppedByFailure` naming the device that failed), the workers return,
+and the caller gets a :class:`~groute.errors.DeviceError` naming the device that failed first.
+Nothing waits forever: ``run(timeout=)`` bounds a run, the context's ``timeout`` bounds every
+wait, :meth:`Context.reset` and shutdown.
+
+A failure ends the run that saw it, not the context: once the failure has been raised to the
+caller, the next :meth:`~Context.submit` or :meth:`~Context.run` resets the context first
+(:meth:`Context.reset`). A device function still running after the timeout makes the context
+unusable, and says so, naming the device.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import queue
 import threading
 import time
 
@@ -17,11 +26,16 @@ import numpy as np
 from .config import resolve_timeout
 from .device import CPUDevice, CUDADevice, cuda_device_count
 from .device import cuda as cuda_backend
-from .errors import ContextStopped, DeviceError, GrouteError
+from .errors import ContextStopped, DeviceError, GrouteError, WaitTimeout
+from .link import _Pump
+from .waiting import POLL_INTERVAL, StopSignal
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CPU_DEVICES = 4
+#: The most CPU virtual devices a context makes: they model one host's GPUs, and an all-to-all
+#: router or worklist over K devices has K*(K-1) links, each with its own receive buffers.
+MAX_CPU_DEVICES = 64
 BACKENDS = ("auto", "cuda", "cpu")
 
 
@@ -37,6 +51,81 @@ def resolve_backend(backend: str) -> str:
     return backend
 
 
+class _HostThread:
+    """A device's host worker: one daemon thread running submitted functions in order. A daemon
+    so that a device function that never returns cannot keep the process from exiting (a
+    ``ThreadPoolExecutor``'s threads are joined at exit)."""
+
+    def __init__(self, name):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = threading.Condition()
+        self._unfinished = 0
+        self.running = None           # the function running now, for error messages
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn) -> cf.Future:
+        future = cf.Future()
+        with self._idle:
+            self._unfinished += 1
+        self._queue.put((future, fn))
+        return future
+
+    def _serve(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn = item
+            try:
+                if future.set_running_or_notify_cancel():
+                    self.running = fn
+                    try:
+                        result = fn()
+                    except BaseException as exc:  # noqa: BLE001 - the caller gets it
+                        future.set_exception(exc)
+                    else:
+                        future.set_result(result)
+            finally:
+                self.running = None
+                with self._idle:
+                    self._unfinished -= 1
+                    self._idle.notify_all()
+
+    def wait_idle(self, timeout) -> bool:
+        """Wait until every submitted function has finished, at most ``timeout``; True if so."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._unfinished:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def stop(self) -> None:
+        """Cancel what has not started; the thread ends after the function it runs."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+                with self._idle:
+                    self._unfinished -= 1
+                    self._idle.notify_all()
+        self._queue.put(None)
+
+    def join(self, timeout) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def _describe(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
 class Context:
     """Devices plus their host threads.
 
@@ -49,12 +138,17 @@ class Context:
         self.devices = []
         self.backend = resolve_backend(backend)
         self.timeout = resolve_timeout(timeout)
-        self.stop_event = threading.Event()
+        self.stop_event = StopSignal()
         self._error: BaseException | None = None
         self._error_device: str | None = None
+        self._reported = False      # the failure reached a caller (gather, run, check)
         self._lock = threading.Lock()
         self._closed = False
+        self._unusable: str | None = None   # why reset could not bring the context back
         indices = self._device_indices(devices)
+        if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
+            raise ValueError(f"backend='cpu' runs at most {MAX_CPU_DEVICES} virtual devices "
+                             f"(all-to-all exchange makes K*(K-1) links); got {len(indices)}")
         try:
             for n, i in enumerate(indices):
                 if self.backend == "cuda":
@@ -71,8 +165,7 @@ class Context:
             for dev in self.devices:
                 dev.close()
             raise
-        self._workers = [cf.ThreadPoolExecutor(1, thread_name_prefix=f"groute-{d.name}-host")
-                         for d in self.devices]
+        self._workers = [_HostThread(f"groute-{d.name}-host") for d in self.devices]
         log.info("context: %s", ", ".join(d.name for d in self.devices))
 
     # construction -------------------------------------------------------------------------------
@@ -137,6 +230,8 @@ class Context:
         with self._lock:
             if self._error is None and not isinstance(exc, ContextStopped):
                 self._error, self._error_device = exc, device_name
+                self._reported = False
+                self.stop_event.failure = (device_name, exc)
                 log.info("%s failed: %r; stopping the context", device_name, exc)
         self.stop_event.set()
 
@@ -148,26 +243,88 @@ class Context:
         """Raise if the context was stopped by a failure elsewhere."""
         if self.stop_event.is_set():
             self.raise_failure()
-            raise ContextStopped("the context was shut down")
+            self._mark_reported()
+            raise ContextStopped("the context was shut down" if self._closed else "the context was stopped")
 
     def raise_failure(self):
+        """Raise the first failure as a :class:`DeviceError` naming its device (``__cause__``:
+        the original exception), if there is one."""
         if self._error is not None:
+            self._mark_reported()
             if isinstance(self._error, DeviceError):
                 raise self._error
             raise DeviceError(self._error_device, f"{type(self._error).__name__}: {self._error}") \
                 from self._error
 
-    def reset(self) -> None:
-        """Clear a failure so the context can run again (devices and threads are kept)."""
+    def _mark_reported(self):
+        if threading.current_thread() not in self._worker_threads():
+            self._reported = True     # it reaches the caller, not a worker unwinding
+
+    def _worker_threads(self):
+        return [w._thread for w in self._workers]
+
+    def reset(self, timeout=None) -> None:
+        """Make a stopped context run again; a no-op unless it is stopped.
+
+        Within ``timeout`` (default: the context's): the host threads finish the functions of
+        the stopped run, every link of that run ends (a link stopped with its context carries
+        nothing more: make new ones; solvers do), failed streams drain and forget their
+        failure, and the failure and the stop flag are cleared. Raises :class:`WaitTimeout`
+        naming the devices still busy if that does not happen in time; the context is then
+        unusable (every later call says so) and should be closed.
+        """
+        self._usable()
+        if not self.stopped:
+            return
+        limit = resolve_timeout(timeout if timeout is not None else self.timeout)
+        deadline = time.monotonic() + limit
+        busy = [f"{d.name} (running {_describe(w.running)})" if w.running else d.name
+                for d, w in zip(self.devices, self._workers)
+                if not w.wait_idle(max(deadline - time.monotonic(), 0.0))]
+        links = _Pump.wait_idle(self.devices, max(deadline - time.monotonic(), 0.0))
+        if not busy and not links:
+            try:
+                for dev in self.devices:
+                    dev.clear_failure(max(deadline - time.monotonic(), 0.0))
+            except WaitTimeout as exc:
+                busy.append(str(exc))
+        if busy or links:
+            what = "; ".join(busy + ([f"links {', '.join(links)} have not ended"] if links else []))
+            self._unusable = (f"the context could not be reset: after {limit:g} s {what} "
+                              f"still busy; close it and create a new Context")
+            raise WaitTimeout(self._unusable)
         with self._lock:
             self._error = self._error_device = None
-        self.stop_event.clear()
+            self._reported = False
+            self.stop_event.failure = None
+            self.stop_event.clear()
+        log.info("context reset")
+
+    def _usable(self):
+        if self._closed:
+            raise RuntimeError("the context is shut down; create a new Context")
+        if self._unusable:
+            raise RuntimeError(self._unusable)
+
+    def ensure_running(self):
+        """Before new work: reset a context whose failure has reached the caller; raise one that
+        has not (a failure between runs, e.g. in a stream), so that it is seen once."""
+        self._usable()
+        if self.stopped:
+            if not self._reported:
+                self.check()
+            self.reset()
 
     # running work -----------------------------------------------------------------------------
     def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
-        """Run ``fn(device, *args, **kwargs)`` on that device's host worker thread."""
-        if self._closed:
-            raise RuntimeError("the context is shut down; create a new Context")
+        """Run ``fn(device, *args, **kwargs)`` on that device's host worker thread.
+
+        Called from outside a device function after a failure was raised, it resets the context
+        first (:meth:`ensure_running`)."""
+        if threading.current_thread() not in self._worker_threads():
+            self.ensure_running()
+        else:
+            self._usable()
         device = self.devices[device_index]
 
         def call():
@@ -177,62 +334,99 @@ class Context:
             except BaseException as exc:
                 self.fail(device.name, exc)
                 raise
-        return self._workers[device_index].submit(call)
+        call.__qualname__ = _describe(fn)
+        future = self._workers[device_index].submit(call)
+        future.device = device.name
+        return future
 
     def run(self, fn, *args, timeout=None, **kwargs) -> list:
         """Run ``fn(device, *args, **kwargs)`` on every device concurrently; return their results.
 
         Raises :class:`DeviceError` naming the first device that failed. ``timeout`` (default: no
-        bound beyond the per-wait timeouts inside ``fn``) bounds the whole call.
+        bound beyond the per-wait timeouts inside ``fn``) bounds the whole call: past it the run
+        fails with a :class:`WaitTimeout` naming the devices still running.
         """
-        self.check()
         futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
         return self.gather(futures, timeout=timeout)
 
     def gather(self, futures, timeout=None) -> list:
-        """Wait for futures from :meth:`submit`; on any failure stop the rest and raise."""
+        """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
+        first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
+        wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
+        running, and the call returns within a few poll intervals."""
         deadline = None if timeout is None else time.monotonic() + timeout
         pending = set(futures)
         while pending:
-            done, pending = cf.wait(pending, timeout=0.05, return_when=cf.FIRST_EXCEPTION)
-            if any(f.exception() is not None for f in done) or self.stopped:
+            done, pending = cf.wait(pending, timeout=POLL_INTERVAL, return_when=cf.FIRST_EXCEPTION)
+            failed = [f for f in done if not f.cancelled() and f.exception() is not None]
+            if failed or self.stopped:
                 self.stop_event.set()
                 # the others notice the stop within a poll interval; give them the wait timeout
                 cf.wait(pending, timeout=self.timeout)
-                self.raise_failure()
-                for f in done:
-                    if f.exception() is not None:
-                        raise f.exception()
-                raise ContextStopped("the context was stopped")
+                self._raise_stop(failed)
             if deadline is not None and time.monotonic() > deadline:
-                self.fail("host", GrouteError(f"run did not finish within {timeout:g} s"))
-                cf.wait(pending, timeout=self.timeout)
-                self.raise_failure()
+                self.stop_event.set()
+                # those in a bounded wait unwind within a poll interval; name the others
+                _, pending = cf.wait(pending, timeout=4 * POLL_INTERVAL)
+                slow = sorted({getattr(f, "device", "?") for f in pending})
+                self.fail(slow[0] if slow else "host", WaitTimeout(
+                    f"the run did not finish within {timeout:g} s: "
+                    + (f"{', '.join(slow)} still running" if slow else "stopped")))
+                self._raise_stop([])
         return [f.result() for f in futures]
 
+    def _raise_stop(self, failed):
+        self.raise_failure()
+        self._mark_reported()
+        for f in failed:
+            raise f.exception()
+        raise ContextStopped("the context was stopped")
+
     def synchronize(self, timeout=None):
+        """Wait for every device's streams (from outside a device function, after a failure
+        was raised: reset first, as :meth:`submit`)."""
+        if threading.current_thread() not in self._worker_threads():
+            self.ensure_running()
         for dev in self.devices:
             dev.synchronize(timeout or self.timeout)
 
     # shutdown -----------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Stop worker threads and device streams. Safe to call twice."""
+        """Stop the worker threads and device streams; safe to call twice.
+
+        Functions still running get the context's timeout to notice the stop; past it shutdown
+        raises :class:`WaitTimeout` naming the devices that are stuck (their threads are
+        daemons, left to finish on their own)."""
         if self._closed:
             return
         self._closed = True
         self.stop_event.set()
         for w in self._workers:
-            w.shutdown(wait=True, cancel_futures=True)
+            w.stop()
+        deadline = time.monotonic() + self.timeout
+        stuck = []
+        for dev, w in zip(self.devices, self._workers):
+            running = w.running
+            if not w.join(max(deadline - time.monotonic(), 0.0)):
+                stuck.append(f"{dev.name} (running {_describe(running)})" if running else dev.name)
         for dev in self.devices:
             dev.close()
+        if stuck:
+            raise WaitTimeout(f"shutdown gave up after {self.timeout:g} s: {', '.join(stuck)} still "
+                              f"running a device function that does not notice the stop")
 
     close = shutdown
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.shutdown()
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.shutdown()
+        except WaitTimeout as stuck:
+            if exc is None:
+                raise
+            log.warning("%s", stuck)   # the error that ended the block matters more
 
     def __repr__(self):
         return f"<Context {self.backend} x{len(self.devices)}: {', '.join(d.name for d in self.devices)}>"

@@ -30,5 +30,11 @@ class ContextStopped(GrouteError):
     """The context was stopped (by an error elsewhere or by shutdown) while this operation waited."""
 
 
+class StoppedByFailure(DeviceError, ContextStopped):
+    """A wait given up because a device failed: both the :class:`DeviceError` of that failure
+    (``device`` names it, ``__cause__`` is the original exception) and a
+    :class:`ContextStopped` (what was waited for did not happen)."""
+
+
 class LinkClosed(GrouteError):
     """A send on a link that has been closed."""

@@ -14,11 +14,16 @@ are free buffers; a receiver's ``release`` issues the next queued packet into th
 frees. The copies stay asynchronous, so neither call blocks: ``send`` still returns at once and
 never waits for back-pressure, and each call issues at most ``num_buffers`` packets. One thread
 at a time issues (the ``_issuing`` token), which keeps packets in send order on the stream. The
-link's pump thread only picks up what those calls leave (free buffers and queued packets after a
-caller used up its share), ends the stream once the link is closed and drained, and turns a
-receiver that holds every buffer for longer than the timeout into a :class:`WaitTimeout`. Waking
-a thread costs a scheduler round trip and a GIL hand-off, which would dominate a Link's host
-path.
+pump only picks up what those calls leave (free buffers and queued packets after a caller used
+up its share), ends the stream once the link is closed and drained, ends the link when its
+context stops, and turns a receiver that holds every buffer for longer than the timeout into a
+:class:`WaitTimeout`. Waking a thread costs a scheduler round trip and a GIL hand-off, so the
+callers do the common work themselves.
+
+One pump thread serves every link whose copies a device issues (:class:`_Pump`), so host
+threads grow with the number of devices, not with the number of links (a router or worklist
+over K devices has K*(K-1) links). Each link keeps its own copy stream where streams are cheap
+(CUDA); see :meth:`groute.device.base.Device.link_stream`.
 """
 from __future__ import annotations
 
@@ -33,9 +38,9 @@ import numpy as np
 
 from .config import resolve_timeout
 from .endpoint import Endpoint
-from .errors import ContextStopped, LinkClosed, WaitTimeout
+from .errors import LinkClosed, WaitTimeout
 from .segment import PendingSegment
-from .waiting import POLL_INTERVAL, wait_for
+from .waiting import POLL_INTERVAL, stopped, wait_for
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -142,7 +147,7 @@ class Link(SegmentReceiver):
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
         self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
             else self.dst.device
-        self.stream = copier.new_stream(f"{self.name}")
+        self.stream = copier.link_stream(f"{self.name}")
         self.stop = copier.stop_event
         shape = (self.packet_size, *self.item_shape)
         if self.dst.is_host:
@@ -152,10 +157,8 @@ class Link(SegmentReceiver):
         self._copy_events = [None] * self.num_buffers   # the copy event of each buffer's packet
         self._releases = [functools.partial(self._release, i) for i in range(self.num_buffers)]
 
-        # One lock, two conditions: the pump waits on _room, receivers on _arrival, so that a
-        # release does not wake receivers and a hand-over does not wake the pump.
+        # receivers wait on _arrival; the pump is woken through its own condition (_wake_pump)
         self._lock = threading.Lock()
-        self._room = threading.Condition(self._lock)
         self._arrival = threading.Condition(self._lock)
         self._free = collections.deque((i, None) for i in range(self.num_buffers))  # (index, after)
         self._reserved = 0          # packets sent but not yet given a buffer
@@ -169,9 +172,9 @@ class Link(SegmentReceiver):
         self._in_flight = collections.deque()  # (last copy event, source) of issued sends
         self._deliver = deliver
         self._room_listeners: list = []
+        self._watch = None   # (releases seen, since when) while every buffer is held and sends wait
         self.stats = {"segments": 0, "packets": 0, "elements": 0, "bytes": 0}
-        self._pump = threading.Thread(target=self._run_pump, name=f"groute-{self.name}", daemon=True)
-        self._pump.start()
+        self._pump = _Pump.serve(self)
 
     def __repr__(self):
         return f"<Link {self.name} P={self.packet_size} B={self.num_buffers}>"
@@ -195,7 +198,7 @@ class Link(SegmentReceiver):
             if self._error is not None:
                 raise self._error
             if self._done:
-                raise ContextStopped(f"{self.name} stopped; no more sends")
+                raise stopped(self.stop, f"{self.name} stopped; no more sends")
             self._reserved += packets
             self._sends.append(entry)
             if not self._can_issue():
@@ -225,6 +228,11 @@ class Link(SegmentReceiver):
         with self._lock:
             return self.num_buffers - len(self._free) + self._reserved
 
+    def held(self) -> int:
+        """Receive buffers holding a packet the receiver has not released."""
+        with self._lock:
+            return self.num_buffers - len(self._free)
+
     def add_room_listener(self, cond: threading.Condition) -> None:
         self._room_listeners.append(cond)
 
@@ -232,11 +240,16 @@ class Link(SegmentReceiver):
         """No more sends; queued ones still arrive, then the receiver sees the end."""
         with self._lock:
             self._closed = True
-            self._room.notify_all()
+        self._pump.wake(self)
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def finished(self) -> bool:
+        """No more packets will arrive: closed and drained, stopped, or failed."""
+        return self._done
 
     # issuing copies -----------------------------------------------------------------------------
     def _can_issue(self) -> bool:
@@ -250,7 +263,7 @@ class Link(SegmentReceiver):
         """Holding the token: issue up to ``budget`` queued packets in order, without waiting
         for a buffer, hand the packets over, then give the token back."""
         p = self.packet_size
-        head, batch = None, None
+        head, batch, wake = None, None, False
         try:
             while True:
                 with self._lock:
@@ -271,8 +284,7 @@ class Link(SegmentReceiver):
                         self._issuing = False
                         # work left that nobody will pick up (this caller used its share), or a
                         # closed link now drained: the pump's turn
-                        if self._can_issue() or (self._closed and not self._sends):
-                            self._room.notify()
+                        wake = self._can_issue() or (self._closed and not self._sends)
                         break
                     self._reserved -= k
                     buffers = [self._free.popleft() for _ in range(k)]
@@ -282,6 +294,9 @@ class Link(SegmentReceiver):
             self._fail(exc)
             if raise_errors:
                 raise
+            return
+        if wake:
+            self._pump.wake(self)
 
     def _issue(self, entry, buffers):
         """Copy the next ``len(buffers)`` packets of ``entry`` into ``buffers``; return their
@@ -371,57 +386,67 @@ class Link(SegmentReceiver):
             for entry in self._sends:
                 entry.handle._fail(self._error)
             self._sends.clear()
-            self._room.notify_all()
             self._arrival.notify_all()
+        self._pump.wake(self)
         log.debug("%s failed: %r", self.name, exc)
         if self.ctx is not None:
             self.ctx.fail(self.name, exc)
 
-    # the pump -----------------------------------------------------------------------------------
-    def _run_pump(self):
+    # the pump's turn ------------------------------------------------------------------------------
+    def _pump_turn(self) -> bool:
+        """What the pump does for this link when woken or on its periodic visit; True once the
+        link has ended (closed and drained, failed or stopped) and needs the pump no more."""
         drained = False
         try:
-            watch = None   # (releases seen, since when) while every buffer is held and sends wait
-            while True:
-                with self._lock:
-                    while True:
-                        if self._error is not None:
-                            return
-                        if self._closed and not self._sends and not self._issuing:
-                            drained = True
-                            return
-                        if self.stop.is_set():  # receivers must not take this for the end
-                            raise ContextStopped(f"{self.name} stopped with sends still queued"
-                                                 if self._sends else f"{self.name} stopped")
-                        if self._can_issue():
-                            break
-                        if self._sends and not self._free and not self._issuing:
-                            now = time.monotonic()
-                            if watch is None or watch[0] != self._released:
-                                watch = (self._released, now)
-                            elif now - watch[1] > self.timeout:
-                                raise WaitTimeout(
-                                    f"timed out after {self.timeout:g} s waiting for a free receive "
-                                    f"buffer on {self.name} (all {self.num_buffers} are held by the "
-                                    f"receiver; release PendingSegments after use)")
-                        else:
-                            watch = None
-                        self._room.wait(POLL_INTERVAL)
-                    self._issuing = True
-                # a failed issue is reported once, by _fail inside: its _error ends the loop
+            with self._lock:
+                if self._done:
+                    return True
+                if self._error is None:
+                    drained = self._closed and not self._sends and not self._issuing
+                    if not drained:
+                        if self.stop.is_set():   # receivers must not take this for the end
+                            raise stopped(self.stop, f"{self.name} stopped with sends still queued"
+                                          if self._sends else f"{self.name} stopped")
+                        if not self._can_issue():
+                            self._watch_back_pressure()
+                            return False
+                        self._issuing = True
+            if not drained and self._error is None:
+                # a failed issue is reported once, by _fail inside: its _error ends the link
                 self._issue_and_yield(float("inf"), raise_errors=False)
+                return False
         except BaseException as exc:  # noqa: BLE001 - the pump's own (stop, timeout): to all,
             self._fail(exc)           # as a failed issue is
-        finally:
-            if drained:
-                self._copier.release_stream(self.stream)
-            with self._lock:
-                self._done = True
-                for entry in self._sends:
-                    entry.handle._fail(self._error or LinkClosed(f"{self.name} stopped"))
-                self._sends.clear()
-                self._arrival.notify_all()
-            self._notify_receivers()
+        self._end(drained)
+        return True
+
+    def _watch_back_pressure(self):
+        """Raise WaitTimeout once sends have waited for a free buffer, with every buffer held
+        and none released, for longer than the timeout (lock held)."""
+        if not (self._sends and not self._free and not self._issuing):
+            self._watch = None
+            return
+        now = time.monotonic()
+        if self._watch is None or self._watch[0] != self._released:
+            self._watch = (self._released, now)
+        elif now - self._watch[1] > self.timeout:
+            raise WaitTimeout(
+                f"timed out after {self.timeout:g} s waiting for a free receive buffer on "
+                f"{self.name} (all {self.num_buffers} are held by the receiver; release "
+                f"PendingSegments after use)")
+
+    def _end(self, drained):
+        """No more packets: give the stream back (drained), fail what is still queued and tell
+        the receivers."""
+        if drained:
+            self._copier.release_link_stream(self.stream)
+        with self._lock:
+            self._done = True
+            for entry in self._sends:
+                entry.handle._fail(self._error or LinkClosed(f"{self.name} stopped"))
+            self._sends.clear()
+            self._arrival.notify_all()
+        self._notify_receivers()
 
     # receiving ----------------------------------------------------------------------------------
     def _hand_over(self, batch):
@@ -452,7 +477,7 @@ class Link(SegmentReceiver):
             if self._error is not None:
                 raise self._error
             if not self._closed:
-                raise ContextStopped(f"{self.name} stopped before it was closed")
+                raise stopped(self.stop, f"{self.name} stopped before it was closed")
             return None
 
     def poll(self):
@@ -461,5 +486,83 @@ class Link(SegmentReceiver):
             return self._received.popleft() if self._received else None
 
     def join(self, timeout=None):
-        """Wait for the pump thread to finish (after :meth:`close`)."""
-        self._pump.join(resolve_timeout(timeout))
+        """Wait (at most ``timeout``) until the link has ended (after :meth:`close`: queued
+        sends delivered); True if it has."""
+        deadline = time.monotonic() + resolve_timeout(timeout)
+        with self._lock:
+            while not self._done:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._arrival.wait(min(remaining, POLL_INTERVAL))
+        return True
+
+
+class _Pump:
+    """The thread that serves every link whose copies one device issues (see the module
+    docstring). A link wakes it (:meth:`wake`) when it leaves work for the pump or ends;
+    besides, it visits each of its links every poll interval, to notice a stop and a receiver
+    holding every buffer. It ends when its last link has ended; the next link starts another."""
+
+    _pumps: dict = {}                 # device -> its running pump
+    _pumps_lock = threading.Lock()
+
+    def __init__(self, device):
+        self.device = device
+        self._cond = threading.Condition()
+        self._links: set = set()
+        self._woken: list = []
+        self.thread = threading.Thread(target=self._run, name=f"groute-pump-{device.name}",
+                                       daemon=True)
+
+    @classmethod
+    def serve(cls, link) -> "_Pump":
+        """The pump of ``link``'s copying device, started if none runs, now serving ``link``."""
+        with cls._pumps_lock:
+            pump = cls._pumps.get(link._copier)
+            start = pump is None
+            if start:
+                pump = cls._pumps[link._copier] = cls(link._copier)
+            with pump._cond:
+                pump._links.add(link)
+        if start:
+            pump.thread.start()
+        return pump
+
+    @classmethod
+    def wait_idle(cls, devices, timeout) -> list:
+        """Wait until no pump of ``devices`` serves a link (every link has ended), at most
+        ``timeout`` seconds; the names of the links still served."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with cls._pumps_lock:
+                busy = [cls._pumps[d] for d in devices if d in cls._pumps]
+            left = [link.name for pump in busy for link in list(pump._links)]
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(POLL_INTERVAL / 5)
+
+    def wake(self, link) -> None:
+        with self._cond:
+            self._woken.append(link)
+            self._cond.notify()
+
+    def _run(self):
+        next_visit = 0.0
+        while True:
+            with self._cond:
+                if not self._woken:
+                    self._cond.wait(POLL_INTERVAL)
+                turn, self._woken = self._woken, []
+                now = time.monotonic()
+                if now >= next_visit:
+                    turn.extend(self._links)
+                    next_visit = now + POLL_INTERVAL
+            for link in dict.fromkeys(turn):      # each once, woken ones first
+                if link._pump_turn():
+                    with self._cond:
+                        self._links.discard(link)
+            with self._pumps_lock, self._cond:
+                if not self._links and not self._woken:
+                    del self._pumps[self.device]
+                    return

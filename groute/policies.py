@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 AVAILABILITY = "availability"   # first allowed destination with a free receive buffer
 FIXED = "fixed"                 # exactly the first allowed destination (queue if it is busy)
 BROADCAST = "broadcast"         # every allowed destination
@@ -24,12 +26,27 @@ class Route:
             raise ValueError(f"unknown route strategy {self.strategy!r}")
 
 
-def as_route(result) -> Route:
+def _destination(d, policy: str) -> int:
+    # bool is an int to Python, but True as "output 1" is a bug, not a choice
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+        raise TypeError(f"{policy} chose {d!r} ({type(d).__name__}) as a destination; "
+                        f"destinations are output indices (int)")
+    return int(d)
+
+
+def as_route(result, policy: str = "a routing policy") -> Route:
+    """The :class:`Route` a policy's answer means: one output index (NumPy integers too) is
+    FIXED, a list, tuple, range or array of them is AVAILABILITY, a Route stays. Anything else
+    (None, a float, a bool, a string) is a TypeError naming ``policy`` (the router and its
+    policy function), since guessing would send segments where nobody asked."""
     if isinstance(result, Route):
-        return result
-    if isinstance(result, int):
-        return Route((result,), FIXED)
-    return Route(tuple(int(d) for d in result), AVAILABILITY)
+        return Route(tuple(_destination(d, policy) for d in result.destinations), result.strategy)
+    if isinstance(result, (int, np.integer)) and not isinstance(result, (bool, np.bool_)):
+        return Route((int(result),), FIXED)
+    if isinstance(result, (list, tuple, range, np.ndarray)):
+        return Route(tuple(_destination(d, policy) for d in result), AVAILABILITY)
+    raise TypeError(f"{policy} returned {result!r} ({type(result).__name__}); a policy returns "
+                    f"an output index, a list of them, or a Route")
 
 
 def broadcast(segment, source, destinations):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .config import resolve_timeout
 from .endpoint import Endpoint
-from .errors import ContextStopped
+from .errors import ContextStopped, WaitTimeout
 from .link import Link, SegmentReceiver, SendHandle
 from .policies import AVAILABILITY, BROADCAST, as_route
 from .segment import Segment
@@ -131,11 +131,11 @@ class Router:
 
     def _route(self, i, data, event, metadata):
         segment = Segment(data, dict(metadata or {}))
-        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))))
+        who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
+        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)
         dests = route.destinations
         if not dests:
-            raise ValueError(f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)} "
-                             f"allowed no destination for a segment from input {i}")
+            raise ValueError(f"{who} allowed no destination for a segment from input {i}")
         for j in dests:
             if not 0 <= j < len(self.outputs):
                 raise ValueError(f"{self.name}: policy chose output {j}, but there are {len(self.outputs)}")
@@ -152,8 +152,14 @@ class Router:
                         return True
                 return False
             with self._room:
-                wait_for(pick, cond=self._room, timeout=self.timeout, stop=self.stop,
-                         what=f"{self.name}: a destination with room among outputs {list(dests)}")
+                try:
+                    wait_for(pick, cond=self._room, timeout=self.timeout, stop=self.stop,
+                             what=f"{self.name}: a destination with room among outputs {list(dests)}")
+                except WaitTimeout as exc:
+                    if all(self.links[i][j].held() == self.links[i][j].num_buffers for j in dests):
+                        raise WaitTimeout(f"{exc}: the receivers hold every receive buffer; "
+                                          f"release() each PendingSegment after use") from None
+                    raise
             return self._send(i, chosen[0], data, event, metadata)
         return self._send(i, dests[0], data, event, metadata)
 

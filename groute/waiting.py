@@ -1,9 +1,11 @@
 """Bounded waiting: every blocking call in groute goes through here.
 
 A wait ends in one of three ways: the condition holds, the timeout passes (``WaitTimeout`` naming
-what was awaited), or the owning context is stopped because something else failed
-(``ContextStopped``). This is what makes "a failure in one device thread stops the whole
-computation" true: blocked threads notice the stop within one poll interval.
+what was awaited), or the owning context is stopped (``ContextStopped``; when a failure stopped
+it, :class:`~groute.errors.StoppedByFailure`, which names the device that failed and has the
+original exception as ``__cause__``, so whichever thread notices first reports the real cause).
+This is what makes "a failure in one device thread stops the whole computation" true: blocked
+threads notice the stop within one poll interval.
 """
 from __future__ import annotations
 
@@ -11,10 +13,31 @@ import threading
 import time
 
 from .config import resolve_timeout
-from .errors import ContextStopped, WaitTimeout
+from .errors import ContextStopped, StoppedByFailure, WaitTimeout
 
 #: Longest a waiter sleeps before re-checking the stop flag.
 POLL_INTERVAL = 0.05
+
+
+class StopSignal(threading.Event):
+    """A context's stop flag, carrying the failure that set it (``None`` for a plain stop)."""
+
+    def __init__(self):
+        super().__init__()
+        self.failure: tuple[str, BaseException] | None = None   # (device name, exception)
+
+
+def stopped(stop, message: str) -> ContextStopped:
+    """The error for an operation that ``stop`` ended (``message`` says which):
+    :class:`StoppedByFailure` naming the device and the original exception when a failure set
+    it, else :class:`ContextStopped`."""
+    failure = getattr(stop, "failure", None)
+    if failure is None:
+        return ContextStopped(message)
+    device, exc = failure
+    err = StoppedByFailure(device, f"{type(exc).__name__}: {exc} ({message})")
+    err.__cause__ = exc
+    return err
 
 
 def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None = None,
@@ -31,7 +54,7 @@ def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None
         if predicate():
             return
         if stop is not None and stop.is_set():
-            raise ContextStopped(f"stopped while waiting for {what}")
+            raise stopped(stop, f"stopped while waiting for {what}")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise WaitTimeout(f"timed out after {limit:g} s waiting for {what}")

@@ -5,8 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from groute import Context, DeviceError
-from groute.errors import WaitTimeout
+from groute import HOST, Context, DeviceError, Link, Router, first_available
+from groute.errors import ContextStopped, StoppedByFailure, WaitTimeout
 
 
 @pytest.mark.timeout(30)
@@ -29,21 +29,22 @@ def test_exception_in_one_device_thread_surfaces_in_caller(no_thread_leak):
 
 @pytest.mark.timeout(30)
 def test_failure_in_a_stream_thread_stops_the_context(no_thread_leak):
+    """Nobody waits on the failed stream: only its report to the context can stop the others."""
     with Context(2, backend="cpu", timeout=5) as ctx:
-        dev = ctx.devices[1]
+        started = time.monotonic()
 
         def work(device):
-            if device is dev:
+            if device.index == 1:
                 device.compute_stream.submit(lambda: 1 / 0)
-                device.compute_stream.synchronize()
-            else:
-                deadline = time.monotonic() + 20
-                while time.monotonic() < deadline:
-                    ctx.check()
-                    time.sleep(0.01)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                ctx.check()
+                time.sleep(0.01)
 
-        with pytest.raises(DeviceError, match="cpu:1"):
+        with pytest.raises(DeviceError, match="cpu:1: ZeroDivisionError") as info:
             ctx.run(work)
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+        assert time.monotonic() - started < 5
 
 
 @pytest.mark.timeout(30)
@@ -112,6 +113,163 @@ def test_device_copy_between_virtual_devices():
             b.copy_stream.copy(b.empty(4, np.int64), src)
 
 
+def _fail_on(index, exc):
+    def work(device):
+        if device.index == index:
+            raise exc
+        return device.index
+    return work
+
+
+@pytest.mark.timeout(30)
+def test_a_failed_run_leaves_the_context_usable(no_thread_leak):
+    """After a failure the next run starts clean: no stale error, streams run again, new links
+    carry data."""
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        with pytest.raises(DeviceError, match="cpu:1: KeyError"):
+            ctx.run(_fail_on(1, KeyError("x")))
+        assert ctx.run(lambda d: d.index) == [0, 1]
+        # a stream failure, reported by the run that saw it; then the stream works again
+        def fail_stream(device):
+            if device.index == 0:
+                device.compute_stream.submit(lambda: 1 / 0)
+            device.compute_stream.synchronize()
+        with pytest.raises(DeviceError, match="cpu:0: ZeroDivisionError"):
+            ctx.run(fail_stream)
+        out = np.zeros(3)
+        def use_stream(device):
+            device.compute_stream.submit(out.__setitem__, device.index, 7.0)
+            device.compute_stream.synchronize()
+        ctx.run(use_stream)
+        assert out.tolist() == [7.0, 7.0, 0.0]
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, ctx=ctx)
+        link.send(np.arange(3, dtype=np.int32))
+        got = link.receive(timeout=5)
+        assert got.wait().data.tolist() == [0, 1, 2]
+        got.release()
+        link.close()
+
+
+@pytest.mark.timeout(30)
+def test_reset_clears_the_failure_the_stop_and_failed_streams():
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        stream = ctx.devices[1].compute_stream
+        stream.submit(lambda: 1 / 0)
+        assert ctx.stop_event.wait(5)
+        with pytest.raises(DeviceError, match="cpu:1"):
+            ctx.check()
+        ctx.reset()
+        assert not ctx.stopped
+        ctx.check()
+        stream.submit(lambda: None)
+        stream.synchronize(timeout=5)          # no failure left on the stream
+        assert ctx.run(lambda d: d.name) == ["cpu:0", "cpu:1"]
+
+
+@pytest.mark.timeout(30)
+def test_a_failure_between_runs_is_raised_once_then_the_context_runs(no_thread_leak):
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        ctx.devices[0].copy_stream.submit(lambda: [][1])
+        assert ctx.stop_event.wait(5)
+        with pytest.raises(DeviceError, match="cpu:0: IndexError"):
+            ctx.run(lambda d: None)
+        assert ctx.run(lambda d: d.index) == [0, 1]
+
+
+@pytest.mark.timeout(30)
+def test_a_solver_runs_again_after_a_failed_run():
+    from apps.bfs import BFS
+    from groute.graph import load_graph, reference
+    g = load_graph("grid:8")
+    with BFS(g, backend="cpu", devices=2, partition="contiguous", mode="async", timeout=5) as solver:
+        worker = solver.workers[1]
+        real = worker._advance
+        calls = []
+
+        def advance(*args):
+            calls.append(1)
+            if len(calls) == 1:
+                raise MemoryError("device out of memory")
+            return real(*args)
+        worker._advance = advance
+        with pytest.raises(DeviceError, match="cpu:1: MemoryError"):
+            solver.run(0)
+        np.testing.assert_array_equal(solver.run(0).values, reference.bfs(g, 0))
+
+
+@pytest.mark.timeout(30)
+def test_run_timeout_ends_near_it_and_names_the_slow_device():
+    release = threading.Event()
+    with Context(3, backend="cpu", timeout=30) as ctx:
+        def work(device):
+            if device.index == 2:
+                release.wait(20)          # user code that does not watch the context
+            else:
+                ctx.stop_event.wait(20)   # user code that does
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match=r"cpu:2: WaitTimeout: .*within 1 s: cpu:2 still"):
+            ctx.run(work, timeout=1)
+        assert time.monotonic() - started < 2
+        release.set()
+        assert ctx.run(lambda d: d.index) == [0, 1, 2]
+
+
+@pytest.mark.timeout(30)
+def test_shutdown_is_bounded_by_the_timeout_and_names_the_stuck_device():
+    release = threading.Event()
+    try:
+        ctx = Context(2, backend="cpu", timeout=1)
+        ctx.submit(1, lambda d: release.wait(20))
+        time.sleep(0.1)
+        started = time.monotonic()
+        with pytest.raises(WaitTimeout, match=r"cpu:1 \(running .*lambda.*\) still running"):
+            ctx.shutdown()
+        assert time.monotonic() - started < 2
+        # leaving a with block on an error: that error comes out, the stuck device is logged
+        with pytest.raises(KeyError):
+            with Context(1, backend="cpu", timeout=1) as ctx:
+                ctx.submit(0, lambda d: release.wait(20))
+                time.sleep(0.1)
+                raise KeyError("the user's error")
+    finally:
+        release.set()
+
+
+@pytest.mark.timeout(30)
+def test_a_device_still_running_after_a_failure_makes_the_context_say_it_is_unusable():
+    release = threading.Event()
+    try:
+        with pytest.raises(WaitTimeout):
+            with Context(2, backend="cpu", timeout=1) as ctx:
+                def work(device):
+                    if device.index == 0:
+                        raise ValueError("bad input")
+                    release.wait(20)
+                with pytest.raises(DeviceError, match="cpu:0: ValueError"):
+                    ctx.run(work)
+                with pytest.raises(WaitTimeout, match=r"could not be reset: .*cpu:1 \(running"):
+                    ctx.run(lambda d: None)
+                with pytest.raises(RuntimeError, match="could not be reset"):
+                    ctx.run(lambda d: None)
+    finally:
+        release.set()
+
+
+@pytest.mark.timeout(30)
+def test_a_wait_ended_by_a_failure_names_the_device_and_the_cause():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, ctx=ctx)
+        ctx.submit(1, lambda d: 1 / 0)
+        started = time.monotonic()
+        with pytest.raises(StoppedByFailure, match="cpu:1: ZeroDivisionError") as info:
+            link.receive()
+        assert time.monotonic() - started < 5
+        assert isinstance(info.value, ContextStopped) and isinstance(info.value, DeviceError)
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
 @pytest.mark.gpu
 def test_cuda_context_basics():
     with Context(1, backend="cuda") as ctx:
@@ -129,3 +287,12 @@ def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):
         Context(devices=[cuda_device_count()], backend="cuda")
+
+
+@pytest.mark.timeout(30)
+def test_a_plain_stop_is_reported_once_then_the_context_runs():
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        ctx.stop_event.set()                 # a stop with no failure behind it
+        with pytest.raises(ContextStopped, match="stopped"):
+            ctx.run(lambda d: None)
+        assert ctx.run(lambda d: d.index) == [0, 1]

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from groute import HOST, Context, Route, Router, broadcast, by_owner, first_available, ring
+from groute import HOST, Context, Route, Router, WaitTimeout, broadcast, by_owner, first_available, ring
 from support import backends, context_or_skip
 
 
@@ -106,3 +106,65 @@ def test_policy_choosing_nonexistent_output(cpu_ctx):
 def test_policy_must_be_callable(cpu_ctx):
     with pytest.raises(TypeError, match="policy"):
         Router([HOST], cpu_ctx.devices, "first", packet_size=4)
+
+
+@pytest.mark.parametrize("answer", [None, 1.5, True, np.True_, "1", [1, "2"], [1.0], {1}])
+def test_a_policy_answer_that_is_no_destination_is_a_clear_error(cpu_ctx, answer):
+    def odd(segment, source, destinations):
+        return answer
+    router = Router([HOST], cpu_ctx.devices[:2], odd, packet_size=4, ctx=cpu_ctx, name="odd-router")
+    with pytest.raises(TypeError, match=r"odd-router: policy odd (returned|chose) .*output ind"):
+        router.inputs[0].send(np.zeros(3, np.int32))
+    router.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("answer", [np.int64(1), np.int32(1), [np.int64(1)], np.array([1]),
+                                    Route((np.int64(1),), "fixed"), 1, (1,), range(1, 2)])
+def test_numpy_integers_and_sequences_are_destinations(answer):
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router, got = _run_router(ctx, lambda s, src, d: answer, [np.arange(3, dtype=np.int32)])
+        assert [j for j, _, _ in got] == [1]
+        assert router.routed.tolist() == [[0, 1]]
+
+
+@pytest.mark.timeout(60)
+def test_host_threads_grow_linearly_with_the_devices(no_thread_leak):
+    """An all-to-all router over K devices has K*K links; its host threads stay a few per
+    device (a pump and a links stream each, besides the device's own), not one per link."""
+    k = 8
+    with Context(k, backend="cpu", timeout=10) as ctx:
+        before = sum(t.name.startswith("groute") for t in threading.enumerate())
+        router = Router(ctx.devices, ctx.devices, ring, packet_size=8, ctx=ctx)
+        after = sum(t.name.startswith("groute") for t in threading.enumerate())
+        assert sum(len(row) for row in router.links) == k * k
+        assert after - before <= 2 * k, (before, after)
+        got = []
+        threads = [threading.Thread(target=_collect, args=(router, j, got)) for j in range(k)]
+        for t in threads:
+            t.start()
+        for i, dev in enumerate(ctx.devices):
+            router.inputs[i].send(dev.asarray(np.full(4, i, np.int32)))
+        router.close()
+        for t in threads:
+            t.join(20)
+        assert sorted((j, int(d[0])) for j, d, _ in got) == sorted(((i + 1) % k, i) for i in range(k))
+
+
+def test_too_many_cpu_devices_is_a_one_line_error():
+    with pytest.raises(ValueError, match="at most 64 virtual devices.*got 1000"):
+        Context(1000, backend="cpu")
+
+
+@pytest.mark.timeout(60)
+def test_a_router_wait_while_receivers_hold_every_buffer_says_release():
+    with Context(2, backend="cpu", timeout=0.5) as ctx:
+        router = Router([HOST], ctx.devices, first_available, packet_size=4, num_buffers=1, ctx=ctx)
+        for _ in range(2):                      # one packet into each output's only buffer
+            router.inputs[0].send(np.zeros(4, np.int32))
+        held = [router.outputs[j].receive(timeout=5) for j in range(2)]
+        with pytest.raises(WaitTimeout, match=r"hold every receive buffer; release\(\) each"):
+            router.inputs[0].send(np.zeros(4, np.int32))
+        for p in held:
+            p.release()
+        router.close()

@@ -16,7 +16,7 @@ from groute.graph import shipped_graph_path
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
-                     check_peer_exchange_errors, need_gpus, star)
+                     check_peer_exchange_errors, device_cases, need_gpus, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -159,6 +159,57 @@ def test_edge_cases():
         [np.inf, 0.0, np.inf]
     with pytest.raises(ValueError, match="delta"):
         sssp(g, 0, backend="cpu", devices=1, delta=0)
+
+
+def arcs(n, edges, dtype):
+    """A directed graph of ``(u, v, weight)`` arcs with weights of ``dtype``."""
+    src, dst, w = (np.array(c) for c in zip(*edges))
+    return CSRGraph.from_edges(src, dst, n, w.astype(dtype), directed=True, name="arcs")
+
+
+INT_MAX = 2**31 - 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
+def test_a_sum_past_int32_off_every_shortest_path_is_no_error(backend, k):
+    """Sums past int32 on arcs no shortest path takes must not raise: the distances fit."""
+    cases = [
+        (arcs(3, [(0, 1, INT_MAX), (0, 2, 1), (2, 1, 1)], np.int32), [0, 2, 1]),
+        (arcs(3, [(0, 0, INT_MAX), (0, 1, INT_MAX), (0, 2, 1), (2, 1, 1), (1, 1, INT_MAX)],
+              np.int32), [0, 2, 1]),
+        # the largest int32 distance is exact, also along a zero-weight arc
+        (arcs(4, [(0, 1, INT_MAX - 3), (1, 2, 2), (2, 3, 0), (3, 2, 5)], np.int32),
+         [0, INT_MAX - 3, INT_MAX - 1, INT_MAX - 1]),
+    ]
+    for g, expected in cases:
+        res = sssp(g, 0, backend=backend, devices=min(k, g.num_vertices), partition="contiguous",
+                   timeout=10)
+        np.testing.assert_array_equal(res.values, expected)
+    single = arcs(1, [(0, 0, INT_MAX)], np.int32)
+    assert sssp(single, 0, backend=backend, devices=1, timeout=10).values.tolist() == [0.0]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
+def test_a_shortest_distance_past_int32_raises(backend, k):
+    for g, far in [(arcs(3, [(0, 1, INT_MAX - 1), (1, 2, 1)], np.int32), 2),
+                   (arcs(3, [(0, 1, INT_MAX), (0, 2, 5)], np.int32), 1),
+                   (arcs(4, [(0, 1, 2**30), (1, 2, 2**30), (2, 3, 2**30)], np.int32), 2)]:
+        with pytest.raises(OverflowError, match=f"vertex {far} .*float weights"):
+            sssp(g, 0, backend=backend, devices=k, partition="contiguous", timeout=10)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
+def test_a_float_distance_past_float32_raises_instead_of_reading_unreachable(backend, k):
+    path = arcs(3, [(0, 1, 3e38), (1, 2, 3e38)], np.float32)
+    with pytest.raises(OverflowError, match="vertex 2 .*float32"):
+        sssp(path, 0, backend=backend, devices=k, partition="contiguous", timeout=10)
+    # big sums off the shortest paths, and a vertex that is truly unreachable, are fine
+    ok = arcs(4, [(0, 1, 3e38), (1, 2, 3e38), (0, 2, 1.0), (3, 0, 1.0)], np.float32)
+    res = sssp(ok, 0, backend=backend, devices=k, partition="contiguous", timeout=10)
+    np.testing.assert_allclose(res.values, [0, 3e38, 1, np.inf], rtol=1e-6)
 
 
 @pytest.mark.timeout(60)

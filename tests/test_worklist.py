@@ -175,6 +175,9 @@ class FailingWorker(HopsWorker):
 
 @pytest.mark.timeout(30)
 def test_a_failing_device_stops_the_run_and_raises():
+    """The run raises the failing device's own error, naming that device, within the timeout;
+    the next run on the same worklist (new links, the context reset) counts every item."""
+    import time
     n = 50
     seeds = (np.arange(10, dtype=np.int64), np.full(10, 20, np.int32))
     offsets = [0, 25, 50]
@@ -183,8 +186,15 @@ def test_a_failing_device_stops_the_run_and_raises():
         try:
             workers = [HopsWorker(ctx.devices[0], offsets, seeds, n),
                        FailingWorker(ctx.devices[1], offsets, seeds, n)]
-            with pytest.raises(DeviceError, match="boom in absorb"):
+            started = time.monotonic()
+            with pytest.raises(DeviceError, match="boom in absorb") as info:
                 wl.run(workers)
+            assert time.monotonic() - started < 5
+            assert info.value.device == "cpu:1" and str(info.value).startswith("cpu:1: ")
+            assert isinstance(info.value.__cause__, RuntimeError)
+            workers[1] = HopsWorker(ctx.devices[1], offsets, seeds, n)
+            wl.run(workers)
+            assert sum(w.processed for w in workers) == int((seeds[1] + 1).sum())
         finally:
             wl.close()
 

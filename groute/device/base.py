@@ -82,6 +82,22 @@ class Device(abc.ABC):
     def release_stream(self, stream: Stream) -> None:
         """Give back a stream from :meth:`new_stream` once its queued work is done."""
 
+    def link_stream(self, name: str = "") -> Stream:
+        """The stream a :class:`~groute.link.Link` issues its copies on. Here a fresh one per
+        link, so that transfers on different links overlap (CUDA); a backend whose streams are
+        threads shares one (CPU)."""
+        return self.new_stream(name)
+
+    def release_link_stream(self, stream: Stream) -> None:
+        """Give back a stream from :meth:`link_stream` once its link has drained."""
+        self.release_stream(stream)
+
+    def clear_failure(self, timeout=None) -> None:
+        """Let this device run work again after a failure stopped its context (called by
+        :meth:`groute.Context.reset`). A backend whose streams remember a failure (CPU) forgets
+        it once the queued work has drained; on CUDA a failed call raised in its caller and
+        there is nothing to clear."""
+
     def use(self):
         """Context manager making this the current device for array allocation (CUDA only)."""
         return contextlib.nullcontext()

@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import ContextStopped, DeviceError, WaitTimeout
-from ..waiting import POLL_INTERVAL
+from ..errors import DeviceError, WaitTimeout
+from ..waiting import POLL_INTERVAL, stopped
 from .base import Device, Event, Stream
 
 _EVENT_IDS = itertools.count()
@@ -54,7 +54,7 @@ class CPUEvent(Event):
             stop = self.stream.device.stop_event
             while not self._gate.acquire(timeout=min(POLL_INTERVAL, max(deadline - time.monotonic(), 0))):
                 if stop.is_set():
-                    raise ContextStopped(f"stopped while waiting for event {self.id} on {self.stream}")
+                    raise stopped(stop, f"stopped while waiting for event {self.id} on {self.stream}")
                 if time.monotonic() >= deadline:
                     raise WaitTimeout(f"timed out after {limit:g} s waiting for event {self.id} on {self.stream}")
             self._gate.release()  # the next waiter passes too
@@ -119,13 +119,25 @@ class CPUStream(Stream):
         _check_copy(dst, src)
         self.submit(_copy, dst, src)
 
-    def close(self, timeout=5.0):
+    def clear_failure(self, timeout) -> None:
+        """Run work again after a failure: once the work queued so far has drained (within
+        ``timeout``), forget the error. Later events report no failure."""
+        if self._error is None:
+            return
+        marker = self.record()
+        if not marker._gate.acquire(timeout=timeout):
+            raise WaitTimeout(f"{self!r} is still busy after {timeout:g} s; its failure cannot be "
+                              f"cleared while its work runs")
+        marker._gate.release()
+        self._error = None
+
+    def close(self):
+        """No more work; the thread ends once the work queued so far has run (not waited for:
+        a task that never returns must not hold up shutdown; the thread is a daemon)."""
         if self._closed:
             return
         self._closed = True
         self._queue.put(None)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
 
 
 def _check_copy(dst, src):
@@ -156,6 +168,7 @@ class CPUDevice(Device):
         self._lock = threading.Lock()
         self.compute_stream = self.new_stream("compute")
         self.copy_stream = self.new_stream("copy")
+        self._links_stream: CPUStream | None = None
 
     def report_error(self, exc, where=""):
         if self.on_error is not None:
@@ -172,6 +185,26 @@ class CPUDevice(Device):
             if stream in self._streams:
                 self._streams.remove(stream)
         stream.close()  # queued work still runs first; the thread then exits
+
+    def link_stream(self, name: str = "") -> CPUStream:
+        """One stream for every Link this device copies for, made on first use: a stream is a
+        thread here, and a stream per link would make threads grow with the square of the
+        number of devices. Its thread plays the device's copy engine; packets of one link stay
+        in order, and links only share its time."""
+        with self._lock:
+            if self._links_stream is None:
+                self._links_stream = CPUStream(self, "links")
+                self._streams.append(self._links_stream)
+            return self._links_stream
+
+    def release_link_stream(self, stream: CPUStream) -> None:
+        """The shared links stream stays until the device closes."""
+
+    def clear_failure(self, timeout=None) -> None:
+        limit = resolve_timeout(timeout if timeout is not None else self.timeout)
+        deadline = time.monotonic() + limit
+        for stream in list(self._streams):
+            stream.clear_failure(max(deadline - time.monotonic(), 0.0))
 
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)

@@ -13,6 +13,8 @@ under the graph's content hash and k, because it takes minutes on multi-million-
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import logging
 import os
@@ -355,6 +357,48 @@ def _metis_vertex_weights(deg, dtype):
     return (1 + deg // scale).astype(dtype)
 
 
+@contextlib.contextmanager
+def _c_output_to_log():
+    """METIS complains from C, straight to file descriptors 1 and 2 ("***Cannot bisect a
+    graph with 0 vertices!" when a part comes out empty, which groute handles). While it runs
+    they go to temporary files; afterwards its lines go to the log and anything else (another
+    thread's output) back where it was going."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    saved = []
+    try:
+        for fd in (1, 2):
+            try:
+                copy = os.dup(fd)
+            except OSError:          # not open: nothing to keep off it
+                continue
+            tmp = tempfile.TemporaryFile()
+            saved.append((fd, copy, tmp))
+            os.dup2(tmp.fileno(), fd)
+        yield
+    finally:
+        try:
+            ctypes.CDLL(None).fflush(None)     # C stdio's buffers, before the fds go back
+        except (OSError, AttributeError):
+            pass
+        for fd, copy, tmp in saved:
+            os.dup2(copy, fd)
+            os.close(copy)
+            tmp.seek(0)
+            other = []
+            for line in tmp.read().decode(errors="replace").splitlines(keepends=True):
+                if line.lstrip().startswith("***"):
+                    log.info("METIS: %s", line.strip(" \t\n*"))
+                else:
+                    other.append(line)
+            tmp.close()
+            if other:
+                os.write(fd, "".join(other).encode())
+
+
 def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool):
     try:
         import pymetis
@@ -387,12 +431,13 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
                          f"use method='contiguous' or 'random'")
     xadj, adjncy = sym.indptr.astype(dtype, copy=False), sym.indices.astype(dtype, copy=False)
     vweights = _metis_vertex_weights(sym.degrees(), dtype)
-    if hasattr(pymetis, "CSRAdjacency"):        # pymetis >= 2025.2
-        _, membership = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy), options=opts,
-                                           vweights=vweights)
-    else:
-        _, membership = pymetis.part_graph(k, xadj=xadj, adjncy=adjncy, options=opts,
-                                           vweights=vweights)
+    with _c_output_to_log():
+        if hasattr(pymetis, "CSRAdjacency"):        # pymetis >= 2025.2
+            _, membership = pymetis.part_graph(k, pymetis.CSRAdjacency(xadj, adjncy),
+                                               options=opts, vweights=vweights)
+        else:
+            _, membership = pymetis.part_graph(k, xadj=xadj, adjncy=adjncy, options=opts,
+                                               vweights=vweights)
     owner = np.asarray(membership, dtype=np.int32)
     say(f"METIS: done in {time.perf_counter() - t0:.1f} s", end=True)
     for p in paths:

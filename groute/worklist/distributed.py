@@ -63,12 +63,21 @@ class DistributedWorklist:
         self.inboxes = [collections.deque() for _ in range(self.k)]
         self._inbox_lock = threading.Lock()
         self._counter: WorkCounter | None = None
+        self._link_shape = (packet_size, num_buffers)
         self.links: dict[tuple[int, int], Link] = {}
+        self._open_links()
+
+    def _open_links(self):
+        """A link per (device, neighbour); again after a failure ended them (the context stops
+        every link), with the inboxes of the stopped run dropped."""
+        packet_size, num_buffers = self._link_shape
+        for box in self.inboxes:
+            box.clear()
         for i in range(self.k):
             for j in self._neighbors(i):
-                self.links[i, j] = Link(ctx.devices[i], ctx.devices[j], packet_size, num_buffers,
-                                        dtype=ITEM_DTYPE, ctx=ctx, name=f"worklist[{i}->{j}]",
-                                        deliver=self._deliverer(j))
+                self.links[i, j] = Link(self.ctx.devices[i], self.ctx.devices[j], packet_size,
+                                        num_buffers, dtype=ITEM_DTYPE, ctx=self.ctx,
+                                        name=f"worklist[{i}->{j}]", deliver=self._deliverer(j))
 
     def _neighbors(self, i):
         if self.k == 1:
@@ -111,6 +120,9 @@ class DistributedWorklist:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if len(workers) != self.k:
             raise ValueError(f"need one worker per device ({self.k}), got {len(workers)}")
+        if any(link.finished for link in self.links.values()):
+            self.ctx.ensure_running()   # a failed run ended them: reset the context first
+            self._open_links()
         for box in self.inboxes:
             if box:
                 raise RuntimeError("worklist inboxes are not empty from a previous run")

@@ -251,3 +251,20 @@ def test_metis_vertex_weights_fit_32_bits():
     w = _metis_vertex_weights(degrees, np.int32)
     assert w.dtype == np.int32 and (w >= 1).all() and int(w.astype(np.int64).sum()) < 2**31
     assert w[0] > w[1] and w[2] > w[0]                                    # order kept
+
+
+def test_metis_complaints_stay_off_the_terminal(capfd, caplog):
+    """METIS prints from C to fds 1/2 when a part comes out empty; those lines go to the log,
+    and output of the process around the call is kept."""
+    import logging
+    import os
+    from groute.graph import load_graph, partition_graph
+    g = load_graph("kron:6")
+    os.write(1, b"before\n")
+    with caplog.at_level(logging.INFO, logger="groute.graph.partition"):
+        p = partition_graph(g, 64, method="metis", cache=False, progress=False)
+    os.write(2, b"after\n")
+    out, err = capfd.readouterr()
+    assert "***" not in out + err and "before" in out and "after" in err
+    assert p.num_parts == 64
+    assert any("METIS:" in r.getMessage() for r in caplog.records)
