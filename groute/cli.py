@@ -4,13 +4,15 @@ Each module listed in :data:`COMMANDS` defines ``register(subparsers, common)``,
 subparser(s) with ``parents=[common]`` (so every subcommand takes ``--backend``, ``--devices``,
 ``--timeout`` and ``-v``) and sets ``func=handler``. A handler takes the parsed ``args`` and
 returns an exit code. Errors that are the user's (bad file, bad option) are printed as one line
-without a traceback; ``-v`` shows the traceback too.
+without a traceback; ``-v`` shows the traceback too. A reader that closes the output early
+(``groute ... | head``) ends the command quietly.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from .errors import GrouteError
@@ -38,7 +40,7 @@ def common_parser() -> argparse.ArgumentParser:
                    help="cuda: CuPy GPUs; cpu: NumPy virtual devices; auto: GPUs if CuPy finds any")
     g.add_argument("--devices", type=positive_int, default=None, metavar="K",
                    help="number of devices (default: all GPUs, or 4 CPU virtual devices)")
-    g.add_argument("--timeout", type=float, default=None, metavar="S",
+    g.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
                    help="seconds any single wait may take before failing (default 60)")
     g.add_argument("-v", "--verbose", action="store_true", help="log progress and show tracebacks")
     return p
@@ -60,6 +62,24 @@ def positive_number(text: str, convert, not_a_number: str, not_positive: str):
 def positive_int(text: str) -> int:
     return positive_number(text, int, "expected a whole number, got {text!r}",
                            "expected a number >= 1, got {value}")
+
+
+def positive_seconds(text: str) -> float:
+    return positive_number(text, float, "expected seconds, got {text!r}",
+                           "expected positive seconds, got {value}")
+
+
+def drop_stdout() -> None:
+    """After a write to stdout failed because its reader went away: send the rest of the
+    output to the null device, so that neither later prints nor the interpreter's final flush
+    raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # not a real file (e.g. captured by a test)
+        sys.stdout = open(os.devnull, "w")
+    finally:
+        os.close(devnull)
 
 
 def context_from_args(args, **kwargs):
@@ -99,6 +119,9 @@ def main(argv=None) -> int:
         set_default_timeout(args.timeout)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:                     # the reader went away (| head): not an error
+        drop_stdout()
+        return 0
     except (GrouteError, ValueError, OSError, RuntimeError) as exc:
         if args.verbose:
             raise
