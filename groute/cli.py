@@ -40,7 +40,7 @@ def common_parser() -> argparse.ArgumentParser:
                    help="cuda: CuPy GPUs; cpu: NumPy virtual devices; auto: GPUs if CuPy finds any")
     g.add_argument("--devices", type=positive_int, default=None, metavar="K",
                    help="number of devices (default: all GPUs, or 4 CPU virtual devices)")
-    g.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
+    g.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="seconds any single wait may take before failing (default 60)")
     g.add_argument("-v", "--verbose", action="store_true", help="log progress and show tracebacks")
     return p
@@ -62,11 +62,6 @@ def positive_number(text: str, convert, not_a_number: str, not_positive: str):
 def positive_int(text: str) -> int:
     return positive_number(text, int, "expected a whole number, got {text!r}",
                            "expected a number >= 1, got {value}")
-
-
-def positive_seconds(text: str) -> float:
-    return positive_number(text, float, "expected seconds, got {text!r}",
-                           "expected positive seconds, got {value}")
 
 
 def drop_stdout() -> None:
@@ -114,10 +109,10 @@ def main(argv=None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if args.timeout is not None:
-        from .config import set_default_timeout
-        set_default_timeout(args.timeout)
     try:
+        if args.timeout is not None:            # 0, negative, NaN: a one-line error below
+            from .config import set_default_timeout
+            set_default_timeout(args.timeout)
         return int(args.func(args) or 0)
     except BrokenPipeError:                     # the reader went away (| head): not an error
         drop_stdout()
