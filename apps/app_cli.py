@@ -1,13 +1,23 @@
 """Command-line plumbing the graph apps share (``groute bfs``, ``sssp``, ``pr``, ``cc``): graph
-options, loading, running a solver (warm-up + repeats), counters, output files.
+options, loading, running a solver (warm-up + repeats), what is printed, output files.
 
-Output conventions (same as BFS/SSSP): ``--output x.npy`` writes a NumPy array indexed in the
-reader's vertex order (file id minus one for 1-based Matrix Market/DIMACS files); any other
-suffix writes text lines ``vertex value`` with the ids as written in the input file
-(``graph.file_id_of``). CC labels are written as file ids too (a label is a vertex).
+What a command prints: one summary line (time, and what the app found); ``--stats`` adds the
+graph, the timing details and the work counters; ``--json`` prints one JSON object instead, for
+machines. A reader that goes away (``| head``) ends the printing quietly, not the run.
+
+Vertex ids are the graph's own everywhere (ids as written in the file, CSV names): ``--source``
+takes one, and every output file names the vertices by them, with CC's component labels as the
+id of the component's representative. ``--output`` writes by suffix: ``.npy`` a structured array
+with fields ``id`` and the value (in the reader's vertex order), ``.npz`` arrays ``ids`` and
+``values``, ``.csv`` a header and ``id,value`` rows, ``.json`` an object with ``ids`` and
+``values`` (``null`` for infinite values), anything else text lines ``id value`` (SNAP style).
 """
 from __future__ import annotations
 
+import csv
+import json
+import logging
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -15,27 +25,52 @@ from pathlib import Path
 
 import numpy as np
 
+from groute.cli import drop_stdout
+
+log = logging.getLogger(__name__)
+
 
 def add_graph_options(p, *, repeat_default=5):
     p.add_argument("--graph", required=True, metavar="PATH|SPEC",
-                   help="a graph file (.mtx[.gz], .gr, SNAP edge list) or a spec (kron:21, grid:4900, ...)")
+                   help="a graph file (.mtx[.gz], .gr, SNAP edge list, CSV) or a spec (kron:21, grid:4900, ...)")
+    p.add_argument("--symmetric", action="store_true",
+                   help="store every arc in both directions (an undirected reading of the input)")
+    p.add_argument("--columns", default=None, metavar="COLS",
+                   help="CSV input: which columns hold source, target and weight (passed to the "
+                        "CSV reader's columns=)")
     p.add_argument("--seed", type=int, default=0, help="generator / partition seed (default 0)")
     p.add_argument("--repeat", type=int, default=repeat_default, metavar="R",
                    help=f"timed runs after one warm-up; the median is printed (default {repeat_default})")
     p.add_argument("--verify", action="store_true", help="compare with groute.graph.reference")
-    p.add_argument("--output", default=None, metavar="FILE", help=".npy (reader order) or text (file ids)")
+    p.add_argument("--output", default=None, metavar="FILE",
+                   help="write the answer by the graph's vertex ids: .npy, .npz, .csv, .json, "
+                        "else text lines 'id value'")
+    p.add_argument("--stats", action="store_true",
+                   help="also print the graph, the timing details and the work counters")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (summary, counters, verification) instead of text")
+
+
+def say(text: str = "") -> None:
+    """``print`` for the app commands: a closed stdout (``| head``) silences the rest of the
+    output instead of ending the command, so it still writes its ``--output``."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        drop_stdout()
 
 
 def load(args):
+    """The graph ``--graph`` names (with ``--symmetric``, ``--columns``), and the seconds it took."""
     from groute.graph import load_graph
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    options = {"seed": args.seed, "symmetric": args.symmetric}
+    if args.columns is not None:
+        options["columns"] = args.columns
     t0 = time.perf_counter()
-    g = load_graph(args.graph, seed=args.seed)
-    kind = "directed" if g.directed else "undirected"
-    print(f"graph {g.name}: {g.num_vertices:,} vertices, {g.num_edges:,} arcs ({kind}), "
-          f"loaded in {time.perf_counter() - t0:.2f} s")
-    return g
+    g = load_graph(args.graph, **options)
+    return g, time.perf_counter() - t0
 
 
 @dataclass
@@ -55,13 +90,22 @@ class TimedRuns:
         return (f"  time: median {self.median * 1e3:.3f} ms over {len(self.times)} runs "
                 f"(min {min(self.times) * 1e3:.3f}, max {max(self.times) * 1e3:.3f}) after one warm-up")
 
+    def where(self, mode=None) -> str:
+        """``median of 5; 2 cpu devices, async``: what the summary line says about the runs."""
+        devices = f"{self.devices} {self.backend} device{'s' if self.devices != 1 else ''}"
+        return f"median of {len(self.times)}; {devices}" + (f", {mode}" if mode else "")
 
-def run_solver(args, build, *run_args) -> TimedRuns:
-    """Build a solver with ``build(ctx)`` on the context ``--backend/--devices/--timeout`` ask for,
-    run ``solver.run(*run_args)`` once to warm up and ``--repeat`` times timed, then close the
-    solver and the context (also on failure)."""
-    from groute.cli import context_from_args
-    ctx = context_from_args(args)
+
+def run_solver(args, graph, build, *run_args) -> TimedRuns:
+    """Build a solver with ``build(ctx)`` on the context ``--backend/--devices/--timeout`` ask
+    for (by default no more devices than ``graph`` has vertices), run ``solver.run(*run_args)``
+    once to warm up and ``--repeat`` times timed, then close the solver and the context (also
+    on failure)."""
+    from groute.context import Context, default_device_count
+    devices = args.devices
+    if devices is None:
+        devices = default_device_count(args.backend, graph.num_vertices)
+    ctx = Context(devices=devices, backend=args.backend, timeout=args.timeout)
     try:
         t0 = time.perf_counter()
         solver = build(ctx)
@@ -79,26 +123,134 @@ def run_solver(args, build, *run_args) -> TimedRuns:
     return TimedRuns(res, statistics.median(times), times, setup, solver, len(ctx.devices), ctx.backend)
 
 
+def gteps(arcs: int, seconds: float) -> float:
+    """Billions of arcs traversed per second."""
+    return arcs / seconds / 1e9 if seconds > 0 else 0.0
+
+
+def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_stats=()):
+    """Print what the command found: ``line`` (and the verification, if any), or with
+    ``--json`` one object of the ``facts``, the timing and the counters; ``--stats`` adds the
+    graph, ``extra_stats`` lines, the timing and the counters. ``verified``: ``(ok, detail)``."""
+    stats = runs.result.stats
+    if args.json:
+        record = {"app": name, "graph": graph.name, "vertices": graph.num_vertices,
+                  "arcs": graph.num_edges, "directed": graph.directed,
+                  "backend": runs.backend, "devices": runs.devices,
+                  "time_s": runs.median, "times_s": runs.times, "setup_s": runs.setup_s,
+                  "load_s": load_s, **facts}
+        if verified is not None:
+            record["verify"] = {"ok": verified[0], "detail": verified[1]}
+        record["stats"] = stats
+        say(json.dumps(jsonable(record)))
+        return
+    say(line)
+    if verified is not None:
+        say(f"  verify: {verified[1]}")
+    if args.stats:
+        kind = "directed" if graph.directed else "undirected"
+        say(f"  graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
+            f"({kind}), loaded in {load_s:.2f} s; solver set up in {runs.setup_s:.2f} s")
+        for text in extra_stats:
+            say(f"  {text}")
+        say(runs.time_line())
+        print_stats(stats)
+
+
 def print_stats(stats, skip=()):
     for key, value in stats.items():
         if key in skip:
             continue
         if isinstance(value, dict) and len(value) > 8:
             value = f"{sum(value.values()):,} in total over {len(value)} entries"
-        print(f"  {key}: {value}")
+        say(f"  {key}: {value}")
 
 
-def write_output(graph, values, path, *, labels=False):
-    """Write per-vertex values (see the module docstring)."""
-    path = Path(path)
-    values = np.asarray(values)
-    if path.suffix == ".npy":
-        np.save(path, values)
+def jsonable(value):
+    """``value`` with NumPy scalars and arrays as Python numbers and lists, tuple keys as text,
+    and non-finite floats as ``None`` (JSON has no inf or NaN)."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, (str, int, float, bool)) or k is None else str(k): jsonable(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+# ------------------------------------------------------------------ vertex ids on the command line
+def parse_vertex(graph, text: str, option: str):
+    """The position of the vertex whose id ``text`` names (``option`` for errors): an integer
+    for graphs whose ids are integers, else the label as written."""
+    labels = graph.file_ids
+    if labels is None or labels.dtype.kind in "iu":
+        try:
+            ident = int(text)
+        except ValueError:
+            raise ValueError(f"{option} {text!r}: the vertex ids of {graph.name} are integers") from None
     else:
-        ids = np.asarray(graph.file_id_of(np.arange(graph.num_vertices)), dtype=np.int64)
-        shown = np.asarray(graph.file_id_of(values), dtype=np.int64) if labels else values
-        fmt = "%d %d" if labels else "%d %.10g"
+        ident = text
+    try:
+        return graph.vertex_of(ident, option)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+
+
+def busiest_vertex(graph) -> int:
+    """The position of the vertex with the most out-arcs: a default source that reaches much of
+    the graph (the first vertex of a generated graph is often isolated)."""
+    if graph.num_vertices == 0:
+        return 0
+    return int(np.argmax(np.diff(np.asarray(graph.indptr))))
+
+
+# ------------------------------------------------------------------ output files
+def write_output(result, path, value_name: str = "value") -> None:
+    """Write ``result``'s answer by vertex id to ``path`` (formats: the module docstring)."""
+    path = Path(path)
+    ids = np.asarray(result.ids)
+    values = np.asarray(result.values)
+    if result.values_are_vertices:
+        values = ids[values]
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        np.save(path, _records(ids, values, value_name))
+    elif suffix == ".npz":
+        np.savez(path, ids=_plain(ids), values=_plain(values))
+    elif suffix == ".csv":
+        with open(path, "w", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(["id", value_name])
+            out.writerows(zip(ids.tolist(), values.tolist()))
+    elif suffix == ".json":
         with open(path, "w") as fh:
-            np.savetxt(fh, np.column_stack([ids, shown]) if labels else
-                       np.rec.fromarrays([ids, shown]), fmt=fmt)
-    print(f"wrote {values.size:,} values to {path}")
+            json.dump(jsonable({"ids": ids, "values": values}), fh)
+    else:
+        with open(path, "w") as fh:
+            if ids.dtype.kind in "iu" and values.dtype.kind in "iuf":
+                fmt = "%d %d" if values.dtype.kind in "iu" else "%d %.10g"
+                np.savetxt(fh, np.rec.fromarrays([ids, values]), fmt=fmt)
+            else:
+                fh.writelines(f"{i} {v}\n" for i, v in zip(ids.tolist(), values.tolist()))
+    log.info("wrote %s values to %s", f"{values.size:,}", path)
+
+
+def _plain(a):
+    """Object arrays of strings as NumPy strings (loadable without pickle), else unchanged."""
+    if a.dtype == object and all(isinstance(x, str) for x in a.tolist()):
+        return a.astype(str)
+    return a
+
+
+def _records(ids, values, value_name):
+    ids, values = _plain(ids), _plain(values)
+    out = np.empty(ids.shape[0], dtype=[("id", ids.dtype), (value_name, values.dtype)])
+    out["id"], out[value_name] = ids, values
+    return out

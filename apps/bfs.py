@@ -1,7 +1,7 @@
 """Breadth-first search across devices: asynchronous, data-driven, on the distributed worklist.
 
 ``bfs(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are int32
-depths (hops from ``source``; -1 for unreachable vertices) in the caller's vertex ids.
+depths (hops from ``source``; -1 for unreachable vertices), with the graph's ids alongside.
 :class:`BFS` partitions and uploads once and can run from many sources. Also the ``groute bfs``
 subcommand (see :mod:`apps.traversal_cli`).
 """
@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
+from .common import input_graph, source_position
+from .traversal import TraversalSolver, graph_is_low_diameter
 
 
 class BFS(TraversalSolver):
@@ -51,16 +50,20 @@ class BFS(TraversalSolver):
             return "bsp" if low else "async"
         return "bsp" if symmetric and graph_is_low_diameter(graph) else "async"
 
-    def _finish(self, values):
-        out = values.astype(np.int32, copy=True)
-        out[unreached_mask(values, "int")] = -1
-        return out
 
+def bfs(graph, source, *, num_vertices=None, **kwargs):
+    """One-shot BFS from ``source``, one of the graph's own ids (a file's id, a NetworkX label).
 
-def bfs(graph, source, **kwargs):
-    """One-shot BFS from ``source``; keyword options as :class:`BFS`."""
-    with BFS(graph, **kwargs) as solver:
-        return solver.run(source)
+    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
+    ``num_vertices``); weights are ignored. Keyword options as :class:`BFS`.
+    ``result.to_dict()`` is ``{id: depth}`` over the vertices reached, as NetworkX's
+    ``single_source_shortest_path_length``.
+    """
+    g = input_graph(graph, weight=None, num_vertices=num_vertices)
+    start = source_position(g, source)
+    with BFS(g, **kwargs) as solver:
+        return solver.run(start)
 
 
 def register(subparsers, common):

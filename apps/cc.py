@@ -62,7 +62,7 @@ import numpy as np
 from apps.cc_device import DeviceCC
 from apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
-from apps.common import AppResult, DeviceTimer, Solver, complete_stats
+from apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
 from groute import Link, Router, first_available
 from groute.tuning import CC_LINKS, CCTuning
 
@@ -144,7 +144,7 @@ class CC(Solver):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
         if rest == "kernel" and not afforest:
             raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
-        self._open_context(ctx, devices=devices, backend=backend)
+        self._open_context(ctx, devices=devices, backend=backend, max_devices=self.n)
         try:
             self.k = len(self.ctx.devices)
             t0 = time.perf_counter()
@@ -242,9 +242,9 @@ class CC(Solver):
 
     def run(self) -> AppResult:
         if self.n == 0:
-            return AppResult(np.zeros(0, np.int64), 0.0, complete_stats(STATS_KEYS, {
+            return self._result(np.zeros(0, np.int64), 0.0, complete_stats(STATS_KEYS, {
                 "devices": [d.device.name for d in self.devs], "edges": 0, "graph_edges": 0,
-                "bytes_moved": 0}))
+                "bytes_moved": 0}), values_are_vertices=True)
         if self.path == "kernel":
             return self._run_in_place()
         return self._run_segments()
@@ -297,7 +297,8 @@ class CC(Solver):
                  "giant_size": int(np.count_nonzero(labels == labels[giant])),
                  "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
                  "rest_remote_arcs": remote_arcs}
-        return AppResult(labels, timer.seconds, complete_stats(STATS_KEYS, stats))
+        return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
+                            values_are_vertices=True)
 
     # ---------------------------------------------------------------- Groute's segments
     def _run_segments(self) -> AppResult:
@@ -360,7 +361,8 @@ class CC(Solver):
                          rest="segments")
         else:
             stats["mode"] = "edge-list"
-        return AppResult(labels, timer.seconds, complete_stats(STATS_KEYS, stats))
+        return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
+                            values_are_vertices=True)
 
     def _run_multi(self, router, merge_links, edges, segs, edges_per, segs_per, phases, t0):
         ctx, k = self.ctx, self.k
@@ -408,9 +410,16 @@ class CC(Solver):
         ctx.gather(futures)
 
 
-def connected_components(graph, **kwargs) -> AppResult:
-    """One-shot :class:`CC`: build, run once, close."""
-    with CC(graph, **kwargs) as solver:
+def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
+    """One-shot :class:`CC`: build, run once, close.
+
+    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
+    ``num_vertices``). ``values`` are positions (the smallest in each weak component);
+    ``result.to_dict()`` maps every vertex id to its component representative's id.
+    """
+    g = input_graph(graph, weight=None, num_vertices=num_vertices)
+    with CC(g, **kwargs) as solver:
         return solver.run()
 
 
@@ -441,30 +450,31 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.app_cli import load, print_stats, run_solver, write_output
-    g = load(args)
+    from apps.app_cli import load, report, run_solver, write_output
+    g, load_s = load(args)
     given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
              "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
     tuning = dataclasses.replace(CCTuning.from_environment(),
                                  **{k: v for k, v in given.items() if v is not None})
-    runs = run_solver(args, lambda ctx: CC(g, ctx=ctx, afforest=not args.no_afforest,
-                                           rest=args.rest, tuning=tuning))
+    runs = run_solver(args, g, lambda ctx: CC(g, ctx=ctx, afforest=not args.no_afforest,
+                                              rest=args.rest, tuning=tuning))
     res = runs.result
-    print(f"cc on {runs.devices} x {runs.backend}: {runs.solver.m:,} edges, set up in "
-          f"{runs.setup_s:.2f} s")
     labels = res.values
     roots = np.flatnonzero(labels == np.arange(labels.size))
     sizes = np.bincount(labels, minlength=labels.size)[roots] if labels.size else np.zeros(0, np.int64)
-    print(runs.time_line())
-    print(f"  components: {roots.size:,} (largest {int(sizes.max()) if sizes.size else 0:,} vertices)")
-    print_stats(res.stats, skip=("devices",))
-    ok = True
+    largest = int(sizes.max()) if sizes.size else 0
+    line = (f"cc {g.name}: {runs.median * 1e3:.3f} ms ({runs.where()}), {roots.size:,} "
+            f"component{'s' if roots.size != 1 else ''} (largest {largest:,} vertices)")
+    facts = {"components": int(roots.size), "largest": largest, "edges": runs.solver.m}
+    verified = None
     if args.verify:
         from groute.graph import reference
         ref = reference.connected_components(g)
         ok = bool(np.array_equal(labels, ref))
-        msg = "OK (exact match)" if ok else "FAILED: " + reference.mismatch_report(labels, ref)
-        print(f"  verify vs reference (scipy weak components): {msg}")
+        verified = (ok, "OK (exact match with scipy weak components)" if ok
+                    else "FAILED: " + reference.mismatch_report(labels, ref))
+    report(args, "cc", g, load_s, runs, line, facts, verified,
+           extra_stats=[f"edges: {runs.solver.m:,}"])
     if args.output:
-        write_output(g, labels, args.output, labels=True)
-    return 0 if ok else 1
+        write_output(res, args.output, "component")
+    return 0 if verified is None or verified[0] else 1

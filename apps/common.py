@@ -1,8 +1,14 @@
-"""What every graph app shares: its result type, timing, and the CLI plumbing for graphs/ids.
+"""What every graph app shares: its result type, timing, the solver base and the inputs.
 
 Each app is a *solver* class that partitions and uploads the graph once (``__init__``) and can
 then ``run`` many times (so benchmarks time the algorithm, not the setup), plus a one-shot
 function (``bfs(graph, source, ...)``) that builds a solver, runs it once and shuts down.
+
+Vertex ids: the one-shot functions take any graph input :func:`input_graph` takes, and their
+``source`` is one of the graph's own ids (a file's ids, NetworkX labels; :mod:`groute.graph.ids`).
+Solvers work on positions, the graph's internal 0..n-1 order (``graph.vertex_of(id)`` maps an id
+to one). Every result's arrays are indexed by position and carry the ids
+(:attr:`AppResult.ids`); :meth:`AppResult.to_dict` answers in ids throughout.
 """
 from __future__ import annotations
 
@@ -12,20 +18,62 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from groute.context import ensure_context
+from groute.graph.ids import VertexIds
 
 
 @dataclass
 class AppResult:
-    """``values`` is indexed by the caller's (original, reader-order) vertex ids.
+    """What an app returns: ``values[i]`` belongs to the vertex at position ``i``, whose id in
+    the graph's own terms is ``ids[i]``.
 
     ``time_s``: time of the algorithm alone (no partitioning, upload or download), measured with
     CUDA events / a synchronised clock. ``stats``: work counters (items processed per device,
     items sent per link, rounds, deferrals, bytes moved between devices, ...).
+    ``vertex_ids``: the graph's :class:`~groute.graph.ids.VertexIds` (``None``: ids are
+    positions). ``unreached``: the value of vertices the run did not reach (-1 BFS, inf SSSP),
+    which :meth:`to_dict` leaves out as NetworkX does. ``values_are_vertices``: the values are
+    positions too (CC's labels: the smallest position in the component), translated to ids by
+    :meth:`to_dict`. ``device_values``: the answer as a CuPy array on the one CUDA device that
+    computed it, where the solver kept it (:meth:`to_cupy`).
     """
 
     values: np.ndarray
     time_s: float
     stats: dict = field(default_factory=dict)
+    vertex_ids: VertexIds | None = None
+    unreached: object = None
+    values_are_vertices: bool = False
+    device_values: object = field(default=None, repr=False)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The graph's own id of every position (int64, or objects for labels)."""
+        if self.vertex_ids is None:
+            return np.arange(np.asarray(self.values).shape[0], dtype=np.int64)
+        return self.vertex_ids.array()
+
+    def to_dict(self) -> dict:
+        """``{id: value}`` in the graph's own ids (Python scalars), as NetworkX answers: vertices
+        the run did not reach are left out; CC's labels are ids too (the representative's)."""
+        values = np.asarray(self.values)
+        keep = slice(None) if self.unreached is None else values != self.unreached
+        ids = self.ids
+        shown = ids[values[keep]] if self.values_are_vertices else values[keep]
+        return dict(zip(ids[keep].tolist(), shown.tolist()))
+
+    def to_cupy(self):
+        """The answer as a CuPy array: the one kept on the GPU that computed it (no copy; BFS and
+        SSSP on one CUDA device), else one host-to-device copy of :attr:`values` onto CuPy's
+        current device (several devices, PageRank, CC). Positions as :attr:`values`."""
+        if self.device_values is not None:
+            return self.device_values
+        try:
+            import cupy
+        except ImportError:
+            raise RuntimeError("to_cupy() needs CuPy (pip install cupy-cuda12x), and this result "
+                               "was computed on CPU devices: its answer is .values, a NumPy "
+                               "array") from None
+        return cupy.asarray(self.values)
 
 
 def complete_stats(keys, stats: dict) -> dict:
@@ -90,9 +138,17 @@ class Solver:
     ctx = None
     _owns_ctx = False
 
-    def _open_context(self, ctx=None, *, devices=None, backend="auto", timeout=None):
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend, timeout=timeout)
+    def _open_context(self, ctx=None, *, devices=None, backend="auto", timeout=None,
+                      max_devices=None):
+        """``max_devices``: at most this many by default (the graph's vertex count)."""
+        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
+                                                  timeout=timeout, max_devices=max_devices)
         return self.ctx
+
+    def _result(self, values, time_s, stats, **facts) -> AppResult:
+        """An :class:`AppResult` carrying the ids of the solver's ``graph``."""
+        return AppResult(values, time_s, stats,
+                         vertex_ids=getattr(self.graph, "vertex_ids", None), **facts)
 
     def _release(self) -> None:
         """Free resources other than the context (default: none)."""
@@ -109,3 +165,23 @@ class Solver:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def input_graph(graph, *, weight=None, num_vertices=None):
+    """The graph a one-shot app function runs on, from anything
+    :func:`~groute.graph.load_graph` takes: a path or spec, a CSRGraph, a NetworkX graph (its
+    ``weight`` edge attribute as weights), a scipy sparse matrix, or ``(src, dst[, weights])``
+    arrays with an optional ``num_vertices``."""
+    from groute.graph import load_graph
+    return load_graph(graph, weight=weight, num_vertices=num_vertices)
+
+
+def source_position(graph, source) -> int:
+    """The position of the caller's ``source``, one of the graph's own ids; ValueError naming
+    it when it is not a vertex."""
+    if isinstance(source, (list, np.ndarray)):
+        raise TypeError(f"source must be one vertex id, got {type(source).__name__}")
+    try:
+        return graph.vertex_of(source, "source")
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None

@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from apps.common import AppResult, DeviceTimer, Solver, complete_stats
+from apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
 from apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
 from apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                             transpose_arcs)
@@ -247,12 +247,12 @@ class PageRank(Solver):
         self.max_iterations = int(max_iterations)
         self.partition_method = partition
         n = self.n = int(graph.num_vertices)
-        self._open_context(ctx, devices=devices, backend=backend)
+        self._open_context(ctx, devices=devices, backend=backend, max_devices=n)
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)
             if n and k > n:
-                raise ValueError(f"{k} devices for a graph of {n} vertices: use --devices {n} or fewer")
+                raise ValueError(f"{k} devices for a graph of {n} vertices: use {n} devices or fewer")
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
@@ -340,7 +340,7 @@ class PageRank(Solver):
     # running ------------------------------------------------------------------------------------
     def run(self) -> AppResult:
         if self.n == 0:
-            return AppResult(np.zeros(0), 0.0, complete_stats(STATS_KEYS, {
+            return self._result(np.zeros(0), 0.0, complete_stats(STATS_KEYS, {
                 "mode": self.mode, "devices": [d.device.name for d in self.devs],
                 "damping": self.damping, "tol": self.tol, "bytes_sent": 0,
                 "iterations": 0 if self.mode == "bsp" else None}))
@@ -363,7 +363,7 @@ class PageRank(Solver):
                      layout=self.layout,
                      vertices_per_device=[d.n_local for d in self.devs],
                      damping=self.damping, tol=self.tol)
-        return AppResult(values, timer.seconds, complete_stats(STATS_KEYS, stats))
+        return self._result(values, timer.seconds, complete_stats(STATS_KEYS, stats))
 
     def _run_bsp(self) -> dict:
         n, d, k = self.n, self.damping, self.k
@@ -530,9 +530,16 @@ def _unpermute(values, order):
     return out
 
 
-def pagerank(graph, **kwargs) -> AppResult:
-    """One-shot :class:`PageRank`: build, run once, close."""
-    with PageRank(graph, **kwargs) as solver:
+def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
+    """One-shot :class:`PageRank`: build, run once, close.
+
+    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
+    ``num_vertices``); weights are ignored (NetworkX: ``nx.pagerank(G, weight=None)``). Keyword
+    options as :class:`PageRank`. ``result.to_dict()`` is ``{id: rank}``.
+    """
+    g = input_graph(graph, weight=None, num_vertices=num_vertices)
+    with PageRank(g, **kwargs) as solver:
         return solver.run()
 
 
@@ -563,30 +570,42 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.app_cli import load, print_stats, run_solver, write_output
-    g = load(args)
+    from apps.app_cli import gteps, load, report, run_solver, write_output
+    g, load_s = load(args)
     given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
              "inplace": True if getattr(args, "inplace", False) else None}
     tuning = dataclasses.replace(PageRankTuning.from_environment(),
                                  **{k: v for k, v in given.items() if v is not None})
-    runs = run_solver(args, lambda ctx: PageRank(
+    runs = run_solver(args, g, lambda ctx: PageRank(
         g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
         seed=args.seed, tuning=tuning))
     res = runs.result
-    layout = res.stats.get("layout")
-    print(f"pagerank {args.mode} on {runs.devices} x {runs.backend}"
-          f"{f', {layout}' if runs.devices > 1 and layout else ''}: set up in "
-          f"{runs.setup_s:.2f} s")
-    print(runs.time_line())
-    print_stats(res.stats, skip=("devices", "damping", "tol"))
-    ok = True
+    stats = res.stats
+    arcs = arcs_processed(stats, g.num_edges)
+    layout = stats.get("layout") if runs.devices > 1 else None
+    rounds = (f"{stats['iterations']} iterations" if stats.get("iterations") is not None
+              else f"{sum(stats.get('rounds') or []):,} rounds")
+    line = (f"pr {g.name}: {runs.median * 1e3:.3f} ms "
+            f"({runs.where(stats['mode'] + (f', {layout}' if layout else ''))}), {rounds}, "
+            f"{gteps(arcs, runs.median):.3f} GTEPS")
+    facts = {"mode": stats["mode"], "iterations": stats.get("iterations"),
+             "arcs_processed": arcs, "gteps": gteps(arcs, runs.median)}
+    verified = None
     if args.verify:
         from groute.graph import reference
         ref = reference.pagerank(g, damping=args.damping, tol=min(args.tol, 1e-6) * 1e-2)
         l1, linf = reference.pagerank_error(res.values, ref)
         ok = l1 <= 1e-4
-        print(f"  verify: L1 {l1:.3e}, Linf {linf:.3e} vs reference power iteration "
-              f"-> {'OK (L1 <= 1e-4)' if ok else 'FAILED (L1 > 1e-4)'}")
+        verified = (ok, f"L1 {l1:.3e}, Linf {linf:.3e} vs reference power iteration "
+                        f"-> {'OK (L1 <= 1e-4)' if ok else 'FAILED (L1 > 1e-4)'}")
+    report(args, "pr", g, load_s, runs, line, facts, verified)
     if args.output:
-        write_output(g, res.values, args.output)
-    return 0 if ok else 1
+        write_output(res, args.output, "rank")
+    return 0 if verified is None or verified[0] else 1
+
+
+def arcs_processed(stats: dict, num_arcs: int) -> int:
+    """Arcs a PageRank run processed: every arc per iteration (BSP), or the arcs pushed (async)."""
+    if stats.get("iterations") is not None:
+        return int(stats["iterations"]) * int(num_arcs)
+    return int(sum(stats.get("arcs_pushed_per_device") or []))

@@ -1,17 +1,19 @@
 """Single-source shortest paths across devices, with soft priority (near-far, delta-stepping).
 
 ``sssp(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are float64
-distances (``inf`` for unreachable vertices) in the caller's vertex ids. Weights must be >= 0;
-integer weights are summed exactly in int32, float weights in float32; an unweighted graph gets
-weight 1 on every arc. A shortest distance past int32 (or float32's range) raises OverflowError
-after the run; sums that overflow only on paths that are not shortest do not
-(:mod:`apps.traversal_values` has the rule). Also the ``groute sssp`` subcommand (see :mod:`apps.traversal_cli`).
+distances (``inf`` for unreachable vertices), with the graph's ids alongside. The weights are the
+graph's, and must be >= 0; integer weights are summed exactly in int32, float weights in float32;
+an unweighted graph gets weight 1 on every arc (the command line too; random weights only when
+asked for). A shortest distance past int32 (or float32's range) raises OverflowError after the
+run; sums that overflow only on paths that are not shortest do not (:mod:`apps.traversal_values`
+has the rule). Also the ``groute sssp`` subcommand (see :mod:`apps.traversal_cli`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
+from .common import input_graph, source_position
+from .traversal import TraversalSolver, graph_is_low_diameter
 from .traversal_values import check_overflow
 
 
@@ -20,6 +22,8 @@ class SSSP(TraversalSolver):
 
     app = "sssp"
     weighted = True
+    answer_dtype = np.float64
+    unreached = np.inf
     peer_priority = True
 
     def default_delta(self, graph):
@@ -54,15 +58,22 @@ class SSSP(TraversalSolver):
     def _finish(self, values):
         if self.overflow_possible:
             check_overflow(self.graph, values, self.kind, self.app)
-        out = values.astype(np.float64)
-        out[unreached_mask(values, self.kind)] = np.inf
-        return out
+        return self._answer(values)
 
 
-def sssp(graph, source, **kwargs):
-    """One-shot SSSP from ``source``; keyword options as :class:`SSSP`."""
-    with SSSP(graph, **kwargs) as solver:
-        return solver.run(source)
+def sssp(graph, source, *, weight="weight", num_vertices=None, **kwargs):
+    """One-shot SSSP from ``source``, one of the graph's own ids (a file's id, a NetworkX label).
+
+    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    NetworkX graph whose ``weight`` edge attribute holds the weights, a scipy sparse matrix whose
+    values are the weights, ``(src, dst[, weights])`` arrays with an optional ``num_vertices``).
+    Keyword options as :class:`SSSP`. ``result.to_dict()`` is ``{id: distance}`` over the
+    vertices reached, as NetworkX's ``single_source_dijkstra_path_length``.
+    """
+    g = input_graph(graph, weight=weight, num_vertices=num_vertices)
+    start = source_position(g, source)
+    with SSSP(g, **kwargs) as solver:
+        return solver.run(start)
 
 
 def register(subparsers, common):

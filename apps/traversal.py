@@ -15,8 +15,10 @@ async on several devices runs the fused workers with device-initiated links
 
 Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
 a shortest distance past its type raises OverflowError (:mod:`apps.traversal_values`); results
-come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
-``inf`` for unreachable (SSSP), indexed by the caller's vertex ids.
+come back as int32 depths with -1 for unreachable (BFS) or float64 distances with ``inf`` for
+unreachable (SSSP), indexed by position, with the graph's ids alongside
+(:class:`~apps.common.AppResult`); on one CUDA device the answer is also kept there
+(``AppResult.to_cupy``).
 """
 from __future__ import annotations
 
@@ -115,6 +117,9 @@ class TraversalSolver(Solver):
 
     app = "traversal"
     weighted = False
+    #: the answer's dtype, and its value at vertices the run did not reach
+    answer_dtype = np.int32
+    unreached = -1
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="auto", priority="auto", routing="all2all", delta=None, seed=0,
@@ -140,7 +145,8 @@ class TraversalSolver(Solver):
                 WORKLIST_OPTIONS, (routing, max_rounds, packet_size, flush_items))
             if value != defaults[name]]
         self.kind, self.weighted_values = self._value_kind(graph)
-        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout)
+        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout,
+                           max_devices=graph.num_vertices)
         try:
             self._setup(graph, partition, mode, priority, routing, delta, seed,
                         max_rounds, packet_size, flush_items)
@@ -178,7 +184,7 @@ class TraversalSolver(Solver):
         n = graph.num_vertices
         if k > max(n, 1):
             raise ValueError(f"{self.app}: {k} devices but the graph has only {n} vertices; "
-                             f"give at most {max(n, 1)} devices")
+                             f"use {max(n, 1)} devices or fewer")
         if k == 1:
             self.part = _Identity(graph)
         else:
@@ -318,7 +324,8 @@ class TraversalSolver(Solver):
         return int(source)
 
     def run(self, source) -> AppResult:
-        """Traverse from ``source`` (the caller's 0-based id); see :class:`AppResult`."""
+        """Traverse from the vertex at position ``source`` (the graph's internal 0-based order;
+        ``graph.vertex_of(id)`` maps one of its ids there); see :class:`AppResult`."""
         source = self.check_source(source)
         new_source = self.part.to_new_id(source)
         if self.peer is not None:
@@ -333,13 +340,33 @@ class TraversalSolver(Solver):
                 wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
                                        delta=self.delta, max_rounds=self.max_rounds)
             counters = [w.collect_counters() for w in self.workers]
-        values = np.concatenate([dev.to_host(w.values())
-                                 for dev, w in zip(self.ctx.devices, self.workers)])
+        raw = [w.values() for w in self.workers]
+        values = np.concatenate([dev.to_host(r) for dev, r in zip(self.ctx.devices, raw)])
         values = np.asarray(self.part.to_original(values))
-        return AppResult(self._finish(values), timer.seconds, self._stats(wl, counters))
+        return self._result(self._finish(values), timer.seconds, self._stats(wl, counters),
+                            unreached=self.unreached, device_values=self._kept_answer(raw))
 
     def _finish(self, values):
-        raise NotImplementedError
+        """The answer from the workers' values, in position order (apps add their checks)."""
+        return self._answer(values)
+
+    def _answer(self, values):
+        """``values`` as :attr:`answer_dtype`, :attr:`unreached` where the run did not reach
+        (NumPy or CuPy, as ``values``)."""
+        out = values.astype(self.answer_dtype, copy=True)
+        out[unreached_mask(values, self.kind)] = self.unreached
+        return out
+
+    def _kept_answer(self, raw):
+        """On one CUDA device, the answer left there for ``AppResult.to_cupy`` (no host copy),
+        else None. Synchronised: the next run overwrites the workers' values."""
+        if self.ctx.backend != "cuda" or self.ctx.num_devices != 1:
+            return None
+        dev = self.ctx.devices[0]
+        with dev.use():
+            out = self._answer(raw[0])
+            dev.xp.cuda.get_current_stream().synchronize()
+        return out
 
     def _stats(self, wl, counters):
         total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731

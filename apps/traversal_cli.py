@@ -1,10 +1,11 @@
 """Command lines ``groute bfs`` and ``groute sssp``: load, solve (warm-up + repeats), verify, write.
 
-``--source`` takes the vertex id as written in the graph file (1-based for Matrix Market and
-DIMACS, the original id for SNAP edge lists, 0-based for generated graphs). ``--output x.npy``
-writes a NumPy array indexed in the reader's order (file id minus one for 1-based formats);
-any other suffix writes text lines ``vertex value`` with file ids. Unreachable vertices are -1
-(BFS depth) or inf (SSSP distance). Without ``--source`` the first vertex is used.
+``--source`` takes one of the graph's own vertex ids (as written in the file: 1-based for Matrix
+Market and DIMACS, the original id for SNAP edge lists, the name for CSV files, 0-based for
+generated graphs); without it the vertex with the most out-arcs is used. SSSP runs on the graph's
+weights, weight 1 on every arc of an unweighted graph (as the library does), or with
+``--random-weights`` random integers 1..64. What is printed and the ``--output`` formats:
+:mod:`apps.app_cli`. Unreachable vertices are -1 (BFS depth) or inf (SSSP distance).
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import numpy as np
 
 from groute.worklist import MODES, ROUTINGS
 
-from .app_cli import add_graph_options, load, print_stats, run_solver, write_output
+from .app_cli import (add_graph_options, busiest_vertex, gteps, load, parse_vertex, report,
+                      run_solver, write_output)
 from .traversal import EXCHANGES, PARTITIONS
 
 
@@ -37,8 +39,13 @@ def register_app(subparsers, common, name, solver_cls):
                                           "level-synchronous), or in one launch per GPU "
                                           "exchanging through peer memory.")
     add_graph_options(p)
-    p.add_argument("--source", type=int, default=None, metavar="V",
-                   help="source vertex, as written in the file (default: the first vertex)")
+    p.add_argument("--source", default=None, metavar="ID",
+                   help="source vertex, by the graph's own id (as written in the file); default: "
+                        "the vertex with the most out-arcs")
+    if name == "sssp":
+        p.add_argument("--random-weights", action="store_true",
+                       help="run on random integer weights 1..64 (seeded by --seed) instead of "
+                            "the graph's (default: the graph's weights, or 1 on every arc)")
     p.add_argument("--partition", choices=PARTITIONS, default=None,
                    help="how vertices are split over devices (default: metis; none for 1 device)")
     p.add_argument("--mode", choices=["auto", *MODES], default="auto",
@@ -63,42 +70,55 @@ def register_app(subparsers, common, name, solver_cls):
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 
 
+#: what an output file calls each app's value
+VALUE_NAMES = {"bfs": "depth", "sssp": "distance"}
+
+
 def run_cli(args, name, solver_cls):
-    graph = load(args)
-    if name == "sssp" and graph.weights is None:
+    graph, load_s = load(args)
+    weights = "the graph's" if graph.weights is not None else "1 on every arc"
+    if name == "sssp" and args.random_weights:
         graph = graph.with_weights(seed=args.seed)
-        print(f"graph has no weights: using random integer weights 1..64 (seed {args.seed})")
-    if args.source is None:
-        source = 0
-    else:
-        try:
-            source = graph.vertex_of(args.source)
-        except KeyError as exc:
-            raise ValueError(f"--source {args.source}: {exc.args[0]}") from None
+        weights = f"random integers 1..64 (seed {args.seed})"
+    source = (busiest_vertex(graph) if args.source is None
+              else parse_vertex(graph, args.source, "--source"))
     delta = args.delta
     if delta is not None and solver_cls.weighted and graph.weights is not None \
             and np.asarray(graph.weights).dtype.kind in "iu":
         delta = int(delta)
-    runs = run_solver(args, lambda ctx: solver_cls(
+    runs = run_solver(args, graph, lambda ctx: solver_cls(
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
         priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
         seed=args.seed, exchange=args.exchange), source)
     res, median = runs.result, runs.median
-    reached = int(np.count_nonzero(res.values >= 0) if name == "bfs"
-                  else np.count_nonzero(np.isfinite(res.values)))
-    print(f"{name} from {graph.file_id_of(source)} on {runs.devices} {runs.backend} device(s), "
-          f"{res.stats['mode']}: {median * 1e3:.3f} ms (median of {args.repeat}), "
-          f"{graph.num_edges / median / 1e9:.3f} GTEPS, {reached:,} vertices reached")
-    print_stats(res.stats)
-    status = 0
-    if args.verify:
-        status = verify(name, graph, source, res.values)
+    reached_mask = np.asarray(res.values) != res.unreached
+    reached = int(np.count_nonzero(reached_mask))
+    arcs = traversed_arcs(graph, reached_mask)
+    source_id = graph.file_id_of(source)
+    line = (f"{name} {graph.name} from {source_id}: {median * 1e3:.3f} ms "
+            f"({runs.where(res.stats['mode'])}), {reached:,} of {graph.num_vertices:,} vertices "
+            f"reached, {arcs:,} arcs, {gteps(arcs, median):.3f} GTEPS")
+    facts = {"source": source_id, "mode": res.stats["mode"], "reached": reached,
+             "arcs_traversed": arcs, "gteps": gteps(arcs, median)}
+    if name == "sssp":
+        facts["weights"] = weights
+    verified = verify(name, graph, source, res.values) if args.verify else None
+    report(args, name, graph, load_s, runs, line, facts, verified,
+           extra_stats=[f"weights: {weights}"] if name == "sssp" else ())
     if args.output:
-        write_output(graph, res.values, args.output)
-    return status
+        write_output(res, args.output, VALUE_NAMES[name])
+    return 0 if verified is None or verified[0] else 1
 
 
-def verify(name, graph, source, values) -> int:
+def traversed_arcs(graph, reached_mask) -> int:
+    """The arcs a traversal from one source expands: the out-arcs of every vertex it reached
+    (Graph500's count, what GTEPS is made of; none from an isolated source)."""
+    degrees = np.diff(np.asarray(graph.indptr))
+    return int(degrees[reached_mask].sum())
+
+
+def verify(name, graph, source, values):
+    """``(ok, detail)``: ``values`` against :mod:`groute.graph.reference` from ``source``."""
     from groute.graph import reference
     if name == "bfs":
         ref = reference.bfs(graph, source)
@@ -109,8 +129,6 @@ def verify(name, graph, source, values) -> int:
         bad = np.flatnonzero(~close)
     if bad.size:
         v = int(bad[0])
-        print(f"verify: FAILED at {bad.size:,} vertices, e.g. vertex {graph.file_id_of(v)}: "
-              f"got {values[v]}, expected {ref[v]}")
-        return 1
-    print("verify: ok (matches groute.graph.reference)")
-    return 0
+        return False, (f"FAILED at {bad.size:,} vertices, e.g. vertex {graph.file_id_of(v)}: "
+                       f"got {values[v]}, expected {ref[v]}")
+    return True, "ok (matches groute.graph.reference)"

@@ -4,13 +4,15 @@ Each module listed in :data:`COMMANDS` defines ``register(subparsers, common)``,
 subparser(s) with ``parents=[common]`` (so every subcommand takes ``--backend``, ``--devices``,
 ``--timeout`` and ``-v``) and sets ``func=handler``. A handler takes the parsed ``args`` and
 returns an exit code. Errors that are the user's (bad file, bad option) are printed as one line
-without a traceback; ``-v`` shows the traceback too.
+without a traceback; ``-v`` shows the traceback too. A reader that closes the output early
+(``groute ... | head``) ends the command quietly.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from .errors import GrouteError
@@ -62,6 +64,19 @@ def positive_int(text: str) -> int:
                            "expected a number >= 1, got {value}")
 
 
+def drop_stdout() -> None:
+    """After a write to stdout failed because its reader went away: send the rest of the
+    output to the null device, so that neither later prints nor the interpreter's final flush
+    raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # not a real file (e.g. captured by a test)
+        sys.stdout = open(os.devnull, "w")
+    finally:
+        os.close(devnull)
+
+
 def context_from_args(args, **kwargs):
     """Build the :class:`~groute.Context` that ``--backend/--devices/--timeout`` ask for."""
     from .context import Context
@@ -94,11 +109,14 @@ def main(argv=None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if args.timeout is not None:
-        from .config import set_default_timeout
-        set_default_timeout(args.timeout)
     try:
+        if args.timeout is not None:            # 0, negative, NaN: a one-line error below
+            from .config import set_default_timeout
+            set_default_timeout(args.timeout)
         return int(args.func(args) or 0)
+    except BrokenPipeError:                     # the reader went away (| head): not an error
+        drop_stdout()
+        return 0
     except (GrouteError, ValueError, OSError, RuntimeError) as exc:
         if args.verbose:
             raise

@@ -124,6 +124,13 @@ class _HostThread:
 
 def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
+def default_device_count(backend: str, limit: int | None = None) -> int:
+    """How many devices ``devices=None`` means on ``backend``: every GPU, or
+    :data:`DEFAULT_CPU_DEVICES` CPU virtual devices; at most ``limit`` (e.g. a graph's vertex
+    count, so that every device owns something) and at least one."""
+    backend = resolve_backend(backend)
+    count = cuda_device_count() if backend == "cuda" else DEFAULT_CPU_DEVICES
+    return max(1, count if limit is None else min(count, int(limit)))
 
 
 class Context:
@@ -172,14 +179,14 @@ class Context:
     def _device_indices(self, devices):
         available = cuda_device_count() if self.backend == "cuda" else None
         if devices is None:
-            count = available if self.backend == "cuda" else DEFAULT_CPU_DEVICES
+            count = default_device_count(self.backend)
             return list(range(count))
         if isinstance(devices, (int, np.integer)):
             if devices < 1:
                 raise ValueError(f"devices must be >= 1, got {devices}")
             if available is not None and devices > available:
                 raise ValueError(f"asked for {devices} CUDA devices but this machine has {available}; "
-                                 f"use --devices {available} or fewer, or --backend cpu")
+                                 f"ask for {available} or fewer, or use the CPU backend")
             return list(range(int(devices)))
         indices = [int(i) for i in devices]
         if not indices:
@@ -432,8 +439,11 @@ class Context:
         return f"<Context {self.backend} x{len(self.devices)}: {', '.join(d.name for d in self.devices)}>"
 
 
-def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None):
-    """Return ``(ctx, owned)``: the given context, or a new one the caller must shut down."""
+def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None, max_devices=None):
+    """Return ``(ctx, owned)``: the given context, or a new one the caller must shut down.
+    ``max_devices`` caps the default count (``devices=None``), e.g. at a graph's vertex count."""
     if ctx is not None:
         return ctx, False
+    if devices is None and max_devices is not None:
+        devices = default_device_count(backend, max_devices)
     return Context(devices=devices, backend=backend, timeout=timeout), True

@@ -34,7 +34,8 @@ def hand_made():
 
 
 def check(g, source, **kw):
-    res = bfs(g, source, **kw)
+    """BFS from the vertex at position ``source`` (passed by its id) against the reference."""
+    res = bfs(g, g.file_id_of(source), **kw)
     expected = reference.bfs(g, source)
     np.testing.assert_array_equal(res.values, expected)
     assert res.values.dtype == np.int32
@@ -124,12 +125,14 @@ def test_cli_bfs(tmp_path, capsys):
     path = str(shipped_graph_path())
     out = tmp_path / "d.npy"
     rc = main(["bfs", "--graph", path, "--source", "1", "--backend", "cpu", "--devices", "2",
-               "--partition", "random", "--repeat", "2", "--verify", "--output", str(out)])
+               "--partition", "random", "--repeat", "2", "--verify", "--stats", "--output", str(out)])
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "verify: ok" in text and "GTEPS" in text and "items_processed" in text
     g = load_graph(path)
-    np.testing.assert_array_equal(np.load(out), reference.bfs(g, 0))    # file id 1 = vertex 0
+    saved = np.load(out)
+    np.testing.assert_array_equal(saved["depth"], reference.bfs(g, 0))    # file id 1 = vertex 0
+    np.testing.assert_array_equal(saved["id"], np.arange(1, g.num_vertices + 1))
     txt = tmp_path / "d.txt"
     assert main(["bfs", "--graph", path, "--source", "1", "--backend", "cpu", "--devices", "1",
                  "--repeat", "1", "--output", str(txt)]) == 0

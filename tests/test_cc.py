@@ -243,7 +243,7 @@ def test_cli_verifies_and_writes_file_ids(tmp_path, capsys):
     assert main(["cc", "--graph", str(path), "--backend", "cpu", "--devices", "2", "--verify",
                  "--repeat", "1", "--segment-edges", "10", "--output", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "exact match" in text and "components: 1 " in text
+    assert "exact match" in text and " 1 component " in text
     rows = [line.split() for line in out.read_text().splitlines()]
     assert len(rows) == 34 and rows[0] == ["1", "1"] and all(r[1] == "1" for r in rows)
 
@@ -325,7 +325,7 @@ def test_without_peer_access_auto_routes_segments(monkeypatch):
 def test_cli_routes_segments_on_request(capsys):
     from groute.cli import main
     assert main(["cc", "--graph", "grid:20", "--backend", "cpu", "--devices", "3", "--verify",
-                 "--repeat", "1", "--rest", "segments"]) == 0
+                 "--repeat", "1", "--rest", "segments", "--stats"]) == 0
     text = capsys.readouterr().out
     assert "exact match" in text and "rest: segments" in text and "routed: True" in text
 

@@ -234,7 +234,7 @@ def test_cli_verifies_and_writes_output(tmp_path, capsys):
     assert int(first[0]) == g.file_id_of(0)
     assert main(["pr", "--graph", spec, "--backend", "cpu", "--devices", "1", "--mode", "bsp",
                  "--repeat", "1", "--output", str(npy)]) == 0
-    values = np.load(npy)
+    values = np.load(npy)["rank"]
     assert values.shape == (g.num_vertices,)
     np.testing.assert_allclose(values, [float(line.split()[1]) for line in lines if line], atol=1e-6)
 

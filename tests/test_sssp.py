@@ -54,7 +54,8 @@ def assert_sssp(values, g, source, msg="", expected=None):
 
 
 def check(g, source, **kw):
-    res = sssp(g, source, **kw)
+    """SSSP from the vertex at position ``source`` (passed by its id) against the reference."""
+    res = sssp(g, g.file_id_of(source), **kw)
     assert res.values.dtype == np.float64
     assert_sssp(res.values, g, source)
     return res
@@ -218,10 +219,10 @@ def test_cli_sssp(tmp_path, capsys):
     out = tmp_path / "d.txt"
     rc = main(["sssp", "--graph", path, "--source", "3", "--backend", "cpu", "--devices", "3",
                "--partition", "contiguous", "--routing", "ring", "--repeat", "1", "--verify",
-               "--output", str(out)])
+               "--random-weights", "--stats", "--output", str(out)])
     text = capsys.readouterr().out
     assert rc == 0, text
-    assert "verify: ok" in text and "random integer weights" in text
+    assert "verify: ok" in text and "weights: random integers 1..64" in text
     rows = np.loadtxt(out)
     assert rows[2, 0] == 3 and rows[2, 1] == 0          # file id 3 is the source
     g = load_graph(path).with_weights(seed=0)

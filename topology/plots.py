@@ -18,7 +18,7 @@ def require_matplotlib():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install matplotlib "
+        raise RuntimeError("plotting needs matplotlib: pip install matplotlib "
                            "(or install groute with the 'plot' extra)") from None
     return plt
 

@@ -58,4 +58,4 @@ class BenchmarkSkipped(Exception):
 def require_two_devices(devices, benchmark: str) -> None:
     """Skip ``benchmark`` (raise :class:`BenchmarkSkipped`) on fewer than two devices."""
     if len(devices) < 2:
-        raise BenchmarkSkipped(f"{benchmark} needs two devices (run with --devices 2 or more)")
+        raise BenchmarkSkipped(f"{benchmark} needs two devices or more")

@@ -32,7 +32,7 @@ def parse_sizes(text: str) -> list[int]:
     """A comma-separated list of sizes, e.g. ``"1M,16M,256M"`` (sorted, duplicates dropped)."""
     parts = [p for p in str(text).split(",") if p.strip()]
     if not parts:
-        raise ValueError("no sizes given (use e.g. --sizes 1M,16M,256M)")
+        raise ValueError("no sizes given (e.g. 1M,16M,256M)")
     return sorted({parse_size(p) for p in parts})
 
 
@@ -110,7 +110,7 @@ def default_settings(backend: str, *, quick: bool = False, sizes=None, repeat=No
     too_big = [p for p in packet_sizes if p > largest]
     if too_big:
         raise ValueError(f"packet size {format_bytes(too_big[0])} exceeds the largest transfer size "
-                         f"{format_bytes(largest)}; raise --sizes or lower --packet-sizes")
+                         f"{format_bytes(largest)}; give larger sizes or smaller packet sizes")
     s = Settings(sizes=list(sizes), repeat=repeat if repeat is not None else rep, warmup=1,
                  access_size=min(access, largest), packet_sizes=sorted(set(packet_sizes)),
                  max_packets=max_packets)

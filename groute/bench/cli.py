@@ -25,11 +25,6 @@ def _int_list(text: str) -> list[int]:
     return out
 
 
-def _positive_float(text: str) -> float:
-    return positive_number(text, float, "expected seconds, got {text!r}",
-                           "expected positive seconds, got {value}")
-
-
 def register(subparsers, common):
     # a private copy of the common options: "resolve" removes the replaced --devices option
     # string from the parent's action object, which every other subcommand shares
@@ -89,6 +84,25 @@ def config_from_args(args):
                        timeout=args.timeout, reference=args.reference)
 
 
+def _positive_float(text: str) -> float:
+    return positive_number(text, float, "expected seconds, got {text!r}",
+                           "expected positive seconds, got {value}")
+
+
+def check_preset_fits(config, *, graphs_given: bool) -> None:
+    """ValueError when the GPU-sized ``quick`` preset would run its graphs on CPU devices (it
+    would spend its time generating and traversing kron:21 with NumPy), saying what to run."""
+    if config.preset != "quick" or graphs_given:
+        return
+    from ..context import resolve_backend
+    if resolve_backend(config.backend) != "cpu":
+        return
+    raise ValueError(f"--preset quick is sized for GPUs ({', '.join(config.graphs)} on up to "
+                     f"{max(config.devices)} devices) and this run is on CPU devices: run "
+                     "`groute bench --preset cpu` (tiny graphs, a harness check), or give "
+                     "--graphs with graphs of CPU size (e.g. --graphs kron:14,grid:100)")
+
+
 def command_line(config) -> str:
     """The ``groute bench`` command that repeats this run exactly (every setting explicit)."""
     parts = ["groute", "bench"]
@@ -119,6 +133,7 @@ def run(args) -> int:
         config = None
     else:
         config = config_from_args(args)
+        check_preset_fits(config, graphs_given=bool(args.graphs))
     if args.plot:  # fail before minutes of benchmarking, not after
         from .plots import _pyplot
         _pyplot()

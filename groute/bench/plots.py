@@ -15,7 +15,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install matplotlib "
+        raise RuntimeError("plotting needs matplotlib: pip install matplotlib "
                            "(or pip install -e '.[plot]')") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

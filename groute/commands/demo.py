@@ -55,7 +55,7 @@ def run(args) -> int:
             ("bfs", lambda: BFS(graph, ctx=ctx, partition=partition), (source,),
              lambda r: np.array_equal(r.values, reference.bfs(graph, source)), f"source {graph.file_id_of(source)}"),
             ("sssp", lambda: SSSP(weighted, ctx=ctx, partition=partition), (source,),
-             lambda r: np.allclose(r.values, reference.sssp(weighted, source)), "random weights 1..63"),
+             lambda r: np.allclose(r.values, reference.sssp(weighted, source)), "random weights 1..64"),
             ("pagerank", lambda: PageRank(graph, ctx=ctx, partition=partition), (),
              lambda r: reference.pagerank_error(r.values, reference.pagerank(graph))[0] <= 1e-4, "L1 <= 1e-4"),
             ("cc", lambda: CC(graph, ctx=ctx), (),

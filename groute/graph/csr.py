@@ -20,6 +20,7 @@ import logging
 import numpy as np
 
 from . import rng as _rng
+from .ids import VertexIds, label_array
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +186,10 @@ class CSRGraph(CSRArrays):
     """A graph in CSR form, validated on construction (see the module docstring).
 
     ``name`` is for messages and caches (file stem or spec). ``source`` is the file it was read
-    from, if any. Vertex ids as written in the file are ``v + id_base`` (1 for Matrix Market and
-    DIMACS, 0 for generated graphs) unless ``file_ids`` is given (SNAP: the original, sparse ids;
-    ``file_ids[v]`` is the id of internal vertex ``v``).
+    from, if any. The graph's own vertex ids (:attr:`ids`) are ``v + id_base`` (1 for Matrix
+    Market and DIMACS, 0 for generated graphs) unless ``file_ids`` is given: one id per vertex,
+    ``file_ids[v]`` the id of internal vertex ``v`` (SNAP: the original, sparse ids; NetworkX:
+    the node labels, any hashable objects).
     """
 
     def __init__(self, indptr, indices, weights=None, *, directed: bool = True, name: str = "",
@@ -199,9 +201,9 @@ class CSRGraph(CSRArrays):
         self.name = str(name)
         self.source = source
         self.id_base = int(id_base)
-        self.file_ids = None if file_ids is None else np.asarray(file_ids, dtype=np.int64)
+        self.file_ids = None if file_ids is None else label_array(file_ids)
         self.device = None
-        self._file_order = None
+        self._vertex_ids = None
         if validate:
             self.validate()
 
@@ -383,40 +385,33 @@ class CSRGraph(CSRArrays):
         return h.hexdigest()
 
     # ------------------------------------------------------------------ id mapping
+    @property
+    def vertex_ids(self) -> VertexIds:
+        """The map between positions and the graph's own ids (rebuilt when ``id_base`` or
+        ``file_ids`` is reassigned)."""
+        ids = self._vertex_ids
+        if (ids is None or ids.n != self.num_vertices or ids.base != self.id_base
+                or ids.labels is not self.file_ids or ids.name != (self.name or "the graph")):
+            ids = self._vertex_ids = VertexIds(self.num_vertices, base=self.id_base,
+                                               labels=self.file_ids, name=self.name)
+        return ids
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The graph's own id of every vertex, in position order (int64, or objects for labels)."""
+        return self.vertex_ids.array()
+
     def file_id_of(self, v):
-        """Id as written in the source file of internal vertex ``v`` (int or array)."""
-        if self.file_ids is not None:
-            out = self.file_ids[np.asarray(v)]
-        else:
-            out = np.asarray(v, dtype=np.int64) + self.id_base
-        return int(out) if np.ndim(out) == 0 else out
+        """The graph's own id (as written in the source file, or the label) of internal vertex
+        ``v`` (int or array)."""
+        return self.vertex_ids.id_of(v)
 
-    def vertex_of(self, file_id):
-        """Internal 0-based vertex of an id as written in the file (int or array).
+    def vertex_of(self, file_id, what: str = "id"):
+        """Internal 0-based vertex of one of the graph's own ids (one id, or an array of them).
 
-        Raises KeyError for ids that are not vertices of this graph.
+        Raises KeyError naming ``what`` for ids that are not vertices of this graph.
         """
-        fid = np.asarray(file_id, dtype=np.int64)
-        n = self.num_vertices
-        if self.file_ids is None:
-            v = fid - self.id_base
-            bad = (v < 0) | (v >= n)
-        else:
-            if self._file_order is None:
-                fi = self.file_ids
-                self._file_order = (None if n < 2 or bool(np.all(fi[1:] > fi[:-1]))
-                                    else np.argsort(fi, kind="stable"))
-            order = self._file_order
-            keys = self.file_ids if order is None else self.file_ids[order]
-            pos = np.searchsorted(keys, fid)
-            pos_c = np.minimum(pos, max(n - 1, 0))
-            bad = (pos >= n) | (keys[pos_c] != fid) if n else np.ones(fid.shape, bool)
-            v = pos_c if order is None else order[pos_c]
-        if np.any(bad):
-            first = fid[bad].ravel()[0]
-            raise KeyError(f"file id {int(first)} is not a vertex of {self.name or 'the graph'}")
-        v = np.asarray(v, dtype=np.int64)
-        return int(v) if v.ndim == 0 else v
+        return self.vertex_ids.position_of(file_id, what)
 
     # ------------------------------------------------------------------ transformations
     def relabel(self, perm) -> "CSRGraph":
@@ -443,7 +438,7 @@ class CSRGraph(CSRArrays):
                                     directed=self.directed, dedupe=False, name=self.name,
                                     source=self.source, validate=False, xp=xp)
         host_iperm = iperm if xp is np else iperm.get()
-        g.file_ids = np.asarray(self.file_id_of(host_iperm), dtype=np.int64).reshape(-1)
+        g.file_ids = label_array(np.asarray(self.file_id_of(host_iperm)).reshape(-1))
         g.device = self.device
         return g
 

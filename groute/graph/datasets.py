@@ -134,7 +134,7 @@ def lookup(name: str, reg: dict | None = None) -> Dataset:
     if name.lower() in low:
         return low[name.lower()]
     raise DatasetError(f"unknown dataset {name!r}; `groute data list` shows the known ones, or "
-                       f"pass --url to fetch any file")
+                       f"give a URL to fetch any file")
 
 
 def find_downloaded(name: str, dir=None) -> Path | None:
@@ -200,7 +200,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         digest = _hash_file(dest).hexdigest()
         if expected and digest != expected:
             raise DatasetError(f"{dest} exists but its sha256 {digest} does not match {expected}; "
-                               "delete it or pass --force")
+                               "delete it or download again with force=True")
         result = DownloadResult(dest, digest, bool(expected), downloaded=False,
                                 notes=["already downloaded"])
     else:

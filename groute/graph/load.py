@@ -1,10 +1,11 @@
-"""``load_graph``: one call for a file, a generator spec, a dataset name or a graph.
+"""``load_graph``: one call for a file, a generator spec, a dataset name or a graph object.
 
 Resolution order for a string: an existing path; a generator spec (``kron:21``, see
 :mod:`.spec`); the name of a registered dataset already downloaded with ``groute data get``.
 Files go through the binary cache (:mod:`.cache`); generated graphs with more than
 :data:`GENERATED_CACHE_MIN_ARCS` arcs are cached in ``<cache dir>/generated/`` since generating
-them again costs seconds to minutes on a CPU.
+them again costs seconds to minutes on a CPU. Graph objects (a CSRGraph, NetworkX graph, scipy
+matrix, edge arrays) go through :func:`.convert.as_graph`.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 from . import cache as _cache
+from .convert import as_graph
 from .csr import CSRGraph
 from .formats import detect_format, read_graph
 from .spec import is_spec, parse_spec
@@ -27,11 +29,15 @@ GENERATOR_VERSION = 1
 
 def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
                cache: bool = True, symmetric: bool = False, format: str | None = None,
-               backend: str = "auto", allow_negative: bool = False) -> CSRGraph:
+               backend: str = "auto", allow_negative: bool = False,
+               weight: str | None = "weight", num_vertices: int | None = None) -> CSRGraph:
     """Load or generate a graph; the result's arrays are NumPy arrays.
 
     ``source``: a path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``, else sniffed),
-    a spec (``kron:21``, ``grid:4900``...), a downloaded dataset's name, or a CSRGraph.
+    a spec (``kron:21``, ``grid:4900``...), a downloaded dataset's name, or a graph object: a
+    CSRGraph, a NetworkX Graph/DiGraph (node labels become the vertex ids; ``weight`` names the
+    edge attribute read as weights), a scipy sparse matrix, or ``(src, dst[, weights])`` edge
+    arrays (``num_vertices``: their vertex count, default the largest id plus one).
     ``weighted``: ``None`` keeps what the source has; ``True`` adds random integer weights in
     [1, 64] (seeded by ``seed``, default 0) when there are none; ``False`` drops weights.
     ``seed``: the generator seed for specs that do not set ``seed=`` themselves, and the weights'
@@ -39,8 +45,8 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     ``cache``: read/write the binary cache. ``backend``: where generators run ("auto" uses a GPU
     through CuPy when there is one; the graph is the same either way).
     """
-    if isinstance(source, CSRGraph):
-        g = source.symmetrize() if symmetric and source.directed else source
+    if not isinstance(source, (str, os.PathLike)):
+        g = as_graph(source, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     else:
         text = os.fspath(source)
         path = Path(text).expanduser()

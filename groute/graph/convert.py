@@ -1,0 +1,162 @@
+"""Graphs from what callers already hold: a NetworkX graph, a scipy sparse matrix, edge arrays.
+
+:func:`as_graph` is what every algorithm and :func:`~groute.graph.load_graph` call on an input
+that is not a path or a spec. The result is a :class:`~groute.graph.CSRGraph` that keeps the
+caller's vertex ids (:mod:`.ids`): NetworkX node labels of any hashable type; positions 0..n-1
+for arrays and matrices. NetworkX is imported only when a NetworkX graph is passed.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .csr import CSRGraph, array_module
+
+#: what :func:`as_graph` takes, for its TypeError
+ACCEPTED = ("a CSRGraph, a NetworkX Graph/DiGraph, a scipy sparse matrix or array, or a tuple "
+            "(src, dst) or (src, dst, weights) of edge arrays")
+
+
+def as_graph(obj, *, weight: str | None = "weight", num_vertices: int | None = None,
+             symmetric: bool = False) -> CSRGraph:
+    """``obj`` as a CSRGraph (see :data:`ACCEPTED`; a CSRGraph is returned as it is).
+
+    ``weight``: the NetworkX edge attribute holding the weights (``None``: unweighted; an edge
+    without it weighs 1, as in NetworkX). ``num_vertices``: for edge arrays, the vertex count
+    (default: the largest id plus one). ``symmetric``: store every arc in both directions.
+    """
+    if num_vertices is not None and not isinstance(obj, tuple):
+        raise ValueError("num_vertices applies to (src, dst[, weights]) edge arrays only; "
+                         f"got it with a {type(obj).__name__}")
+    if isinstance(obj, CSRGraph):
+        g = obj
+    elif is_networkx(obj):
+        g = from_networkx(obj, weight=weight)
+    elif _is_scipy_sparse(obj):
+        g = from_scipy(obj)
+    elif isinstance(obj, tuple):
+        g = from_arrays(*_edge_arrays(obj), num_vertices=num_vertices)
+    else:
+        raise TypeError(f"cannot make a graph of a {type(obj).__name__}: expected {ACCEPTED}, "
+                        "or a path or spec for load_graph")
+    return g.symmetrize() if symmetric and g.directed else g
+
+
+# ------------------------------------------------------------------ NetworkX
+def is_networkx(obj) -> bool:
+    """Whether ``obj`` is a NetworkX graph (checked without importing NetworkX)."""
+    nx = sys.modules.get("networkx")
+    return nx is not None and isinstance(obj, nx.Graph)
+
+
+def from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
+    """A NetworkX ``Graph``/``DiGraph`` (or multigraph: parallel edges keep their least weight)
+    with its node labels as the vertex ids, in ``G.nodes`` order.
+
+    ``weight`` names the edge attribute read as the weight; the graph is unweighted when it is
+    ``None`` or no edge has that attribute, and an edge without it weighs 1 (NetworkX's rule).
+    """
+    nodes = list(G.nodes)
+    n = len(nodes)
+    index = {u: i for i, u in enumerate(nodes)}
+    if weight is None:
+        edges = list(G.edges())
+        data = None
+    else:
+        edges = list(G.edges(data=weight, default=None))
+        data = [e[2] for e in edges]
+        if all(d is None for d in data):
+            data = None
+    m = len(edges)
+    src = np.fromiter((index[e[0]] for e in edges), dtype=np.int64, count=m)
+    dst = np.fromiter((index[e[1]] for e in edges), dtype=np.int64, count=m)
+    w = None
+    if data is not None:
+        values = [1 if d is None else d for d in data]
+        w = np.asarray(values)
+        if w.dtype.kind not in "iuf" and w.dtype != bool:
+            bad = next(i for i, d in enumerate(values)
+                       if not isinstance(d, (int, float, np.integer, np.floating)))
+            raise ValueError(f"edge ({edges[bad][0]!r}, {edges[bad][1]!r}) has {weight}="
+                             f"{values[bad]!r}: the {weight!r} attribute must be a number "
+                             "(or pass weight=None)")
+    directed = G.is_directed()
+    if not directed:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+        w = None if w is None else np.concatenate([w, w])
+    labels = None if _labels_are_positions(nodes) else nodes
+    return CSRGraph.from_edges(src, dst, n, w, directed=directed,
+                               name=str(G.name) if G.name else "networkx", file_ids=labels)
+
+
+def _labels_are_positions(nodes) -> bool:
+    """Nodes 0, 1, ..., n-1 in that order need no label array."""
+    return all(type(u) is int and u == i for i, u in enumerate(nodes))
+
+
+# ------------------------------------------------------------------ scipy
+def _is_scipy_sparse(obj) -> bool:
+    sp = sys.modules.get("scipy.sparse")
+    return sp is not None and sp.issparse(obj)
+
+
+def from_scipy(matrix) -> CSRGraph:
+    """A square scipy sparse matrix or array: entry (i, j) is the arc i -> j, its value the
+    weight (explicit zeros are arcs of weight 0; duplicates of a COO matrix are summed, as
+    scipy does). Vertices are 0..n-1. Undirected when the matrix equals its transpose."""
+    m = matrix.tocsr()
+    if m.shape[0] != m.shape[1]:
+        raise ValueError(f"an adjacency matrix must be square, got shape {m.shape}")
+    directed = (m != m.T).nnz > 0
+    return CSRGraph.from_scipy(m, directed=directed, name="scipy")
+
+
+# ------------------------------------------------------------------ edge arrays
+def _edge_arrays(pair_or_triple):
+    if len(pair_or_triple) not in (2, 3):
+        raise ValueError(f"edge arrays are (src, dst) or (src, dst, weights); got a tuple of "
+                         f"{len(pair_or_triple)}")
+    src, dst = (_as_ids(a, name) for a, name in zip(pair_or_triple[:2], ("src", "dst")))
+    weights = pair_or_triple[2] if len(pair_or_triple) == 3 else None
+    return src, dst, weights
+
+
+def _as_ids(a, name):
+    xp = array_module(a)
+    a = xp.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of vertex ids, got shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        if a.size == 0:
+            return a.astype(xp.int64)
+        raise TypeError(f"{name} must hold integer vertex ids, got dtype {a.dtype}")
+    return a
+
+
+def from_arrays(src, dst, weights=None, *, num_vertices: int | None = None,
+                directed: bool = True) -> CSRGraph:
+    """Arcs ``src[i] -> dst[i]`` (weighted by ``weights[i]``) on vertices 0..n-1, ``n`` being
+    ``num_vertices`` or the largest id plus one. Repeated arcs keep their least weight."""
+    xp = array_module(src)
+    if src.shape != dst.shape:
+        raise ValueError(f"src and dst differ in length: {src.shape[0]} and {dst.shape[0]}")
+    if weights is not None:
+        weights = xp.asarray(weights)
+        if weights.shape != src.shape:
+            raise ValueError(f"weights has {weights.shape[0] if weights.ndim else 0} entries "
+                             f"for {src.shape[0]} arcs")
+    lo = min(int(src.min()), int(dst.min())) if src.size else 0
+    hi = max(int(src.max()), int(dst.max())) if src.size else -1
+    if lo < 0:
+        raise ValueError(f"vertex ids must be >= 0, got {lo}")
+    if num_vertices is None:
+        n = hi + 1
+    else:
+        n = int(num_vertices)
+        if n < 0:
+            raise ValueError(f"num_vertices must be >= 0, got {num_vertices}")
+        if n <= hi:
+            raise ValueError(f"num_vertices={num_vertices} but the arrays name vertex {hi}")
+    return CSRGraph.from_edges(src.astype(xp.int64), dst.astype(xp.int64), n, weights,
+                               directed=directed, name="edges", xp=xp)

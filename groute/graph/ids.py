@@ -1,0 +1,138 @@
+"""Vertex ids: the names a graph's own input gives its vertices, and their positions 0..n-1.
+
+Every array of a :class:`~groute.graph.CSRGraph` and of an app's result is indexed by
+*position*: the order in which the reader or converter met the vertices. The user knows the
+vertices by their *ids*, which are one of
+
+* ``base + position``: 0-based for generated graphs, edge arrays and scipy matrices; 1-based for
+  Matrix Market and DIMACS files (ids as written in the file);
+* one label per position: SNAP's sparse integer ids, a CSV file's names, NetworkX node labels
+  (any hashable objects).
+
+:class:`VertexIds` is the one place that maps between the two; graphs and results carry one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def label_array(labels) -> np.ndarray:
+    """Labels as a graph stores them: int64 when every label is an integer (fast sorted lookup),
+    else a 1-D object array holding the labels themselves (strings, tuples: kept whole)."""
+    if isinstance(labels, np.ndarray) and labels.ndim == 1:
+        if labels.dtype.kind in "iu":
+            return labels.astype(np.int64, copy=False)
+        if labels.dtype == object:
+            return labels
+    items = list(labels)
+    if all(_is_int(x) for x in items):
+        try:
+            return np.array(items, dtype=np.int64)
+        except OverflowError:                   # integers past int64: keep them as objects
+            pass
+    out = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):               # elementwise: a tuple label is one element
+        out[i] = x
+    return out
+
+
+class VertexIds:
+    """The ids of the ``n`` vertices of a graph: ``base + position``, or ``labels[position]``.
+
+    ``name`` (the graph's) appears in the errors of :meth:`position_of`.
+    """
+
+    def __init__(self, n: int, *, base: int = 0, labels=None, name: str = ""):
+        self.n = int(n)
+        self.base = int(base)
+        self.labels = None if labels is None else label_array(labels)
+        self.name = name or "the graph"
+        if self.labels is not None and self.labels.shape[0] != self.n:
+            raise ValueError(f"{self.labels.shape[0]} vertex labels for {self.n} vertices")
+        self._order = None          # int labels: argsort, or None when already sorted
+        self._index = None          # other labels: {label: position}
+
+    @property
+    def is_positions(self) -> bool:
+        """Whether the ids are the positions themselves (0..n-1)."""
+        return self.labels is None and self.base == 0
+
+    def array(self) -> np.ndarray:
+        """Every vertex's id, in position order (int64, or objects for labels)."""
+        if self.labels is not None:
+            return self.labels
+        return np.arange(self.base, self.base + self.n, dtype=np.int64)
+
+    def id_of(self, position):
+        """The id of a position (int -> one id; array -> array of ids)."""
+        if self.labels is not None:
+            out = self.labels[np.asarray(position)]
+        else:
+            out = np.asarray(position, dtype=np.int64) + self.base
+        if np.ndim(out) == 0:
+            return int(out) if self.labels is None or self.labels.dtype.kind == "i" else out
+        return out
+
+    # ------------------------------------------------------------------ ids -> positions
+    def position_of(self, ident, what: str = "id"):
+        """The position of one id, or an array of positions for an array (or list) of ids.
+
+        Raises KeyError naming ``what`` (e.g. ``"source"``), the first id that is not a vertex,
+        and the graph.
+        """
+        if self.labels is not None and self.labels.dtype == object:
+            return self._position_of_label(ident, what)
+        fid = np.asarray(ident)
+        if fid.dtype.kind not in "iu":
+            items = fid.ravel().tolist()
+            bad = [x for x in items if not _is_int(x)]
+            if bad:
+                raise KeyError(f"{what} {bad[0]!r} is not a vertex of {self.name}: its ids are "
+                               f"integers{self._range_text()}")
+            fid = np.array(items, dtype=np.int64).reshape(fid.shape)
+        fid = fid.astype(np.int64)
+        n = self.n
+        if self.labels is None:
+            pos = fid - self.base
+            bad = (pos < 0) | (pos >= n)
+        else:
+            if self._order is None and n > 1 and not bool(np.all(self.labels[1:] > self.labels[:-1])):
+                self._order = np.argsort(self.labels, kind="stable")
+            order = self._order
+            keys = self.labels if order is None else self.labels[order]
+            at = np.searchsorted(keys, fid)
+            at_c = np.minimum(at, max(n - 1, 0))
+            bad = (at >= n) | (keys[at_c] != fid) if n else np.ones(fid.shape, bool)
+            pos = at_c if order is None else order[at_c]
+        if np.any(bad):
+            first = int(fid[bad].ravel()[0])
+            raise KeyError(f"{what} {first} is not a vertex of {self.name}{self._range_text()}")
+        pos = np.asarray(pos, dtype=np.int64)
+        return int(pos) if pos.ndim == 0 else pos
+
+    def _range_text(self) -> str:
+        if self.labels is not None:
+            return ""
+        if self.n == 0:
+            return " (it has no vertices)"
+        return f" (out of range: its ids are {self.base}..{self.base + self.n - 1})"
+
+    def _position_of_label(self, ident, what):
+        if self._index is None:
+            self._index = {x: i for i, x in enumerate(self.labels.tolist())}
+            if len(self._index) != self.n:
+                raise ValueError(f"the vertex labels of {self.name} repeat")
+        index = self._index
+        many = isinstance(ident, (list, np.ndarray))
+        keys = ident.tolist() if isinstance(ident, np.ndarray) else (ident if many else [ident])
+        out = []
+        for key in keys:
+            try:
+                out.append(index[key])
+            except (KeyError, TypeError):       # TypeError: unhashable, so not a label either
+                raise KeyError(f"{what} {key!r} is not a vertex of {self.name}") from None
+        return np.asarray(out, dtype=np.int64) if many else out[0]

@@ -1,0 +1,174 @@
+"""Command-line manners: bad --timeout values, a reader that closes the pipe, the quick bench
+preset on CPU devices, default device counts that fit the graph, and library errors that never
+name a command-line flag."""
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from groute.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ --timeout
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_bad_timeout_is_a_one_line_error(value):
+    """No traceback: one line on stderr naming the timeout, exit status 1."""
+    proc = subprocess.run([sys.executable, "-m", "groute", "bfs", "--graph", "grid:3",
+                           "--backend", "cpu", "--timeout", value],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "timeout" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------ closed pipe
+class _ClosedPipe:
+    """A stdout whose reader went away: every write fails as a closed pipe does."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self):
+        raise OSError("not a real file")
+
+
+@pytest.mark.timeout(60)
+def test_closed_stdout_still_writes_the_output_file(tmp_path, monkeypatch):
+    out = tmp_path / "depths.npy"
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    rc = main(["bfs", "--graph", "grid:5", "--backend", "cpu", "--devices", "2", "--repeat", "1",
+               "--stats", "--output", str(out)])
+    assert rc == 0
+    assert np.load(out)["depth"].shape == (25,)
+
+
+@pytest.mark.timeout(60)
+def test_closed_pipe_ends_quietly_in_a_real_process(tmp_path):
+    """``groute bfs ... | head`` with the reader gone before the first line: exit 0, nothing on
+    stderr (no 'Broken pipe', no 'Exception ignored'), and the --output file written."""
+    out = tmp_path / "d.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "groute", "bfs", "--graph", "grid:5",
+                             "--backend", "cpu", "--devices", "1", "--repeat", "1", "--stats",
+                             "--output", str(out)],
+                            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                     # the reader goes away before anything is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert err == ""
+    assert out.read_text().splitlines()[0] == "id,depth"
+
+
+# ------------------------------------------------------------------ bench --preset quick
+@pytest.mark.timeout(60)
+def test_quick_preset_on_cpu_says_what_to_run(capsys):
+    assert main(["bench", "--preset", "quick", "--backend", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert "sized for GPUs" in err and "--preset cpu" in err
+
+
+def test_quick_preset_with_own_graphs_or_on_gpus_is_allowed():
+    from groute.bench.cli import check_preset_fits
+    from groute.bench.suite import make_config
+    check_preset_fits(make_config("quick", backend="cpu", graphs=["kron:8"]), graphs_given=True)
+    check_preset_fits(make_config("cpu"), graphs_given=False)
+    with pytest.raises(ValueError, match="sized for GPUs"):
+        check_preset_fits(make_config("quick", backend="cpu"), graphs_given=False)
+
+
+# ------------------------------------------------------------------ default device count
+def test_default_device_count_fits_the_graph():
+    from groute.context import DEFAULT_CPU_DEVICES, default_device_count
+    assert default_device_count("cpu") == DEFAULT_CPU_DEVICES
+    assert default_device_count("cpu", 3) == 3
+    assert default_device_count("cpu", 0) == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
+def test_three_vertex_graph_with_default_devices(app):
+    """4 CPU devices by default, but a 3-vertex graph gets 3 (no error)."""
+    from apps.bfs import bfs
+    from apps.cc import connected_components
+    from apps.pr import pagerank
+    from apps.sssp import sssp
+    edges = (np.array([0, 1]), np.array([1, 2]))
+    run = {"bfs": lambda: bfs(edges, 0, backend="cpu"), "sssp": lambda: sssp(edges, 0, backend="cpu"),
+           "pr": lambda: pagerank(edges, backend="cpu"),
+           "cc": lambda: connected_components(edges, backend="cpu")}[app]
+    devices = run().stats["devices"]           # a count (BFS, SSSP) or the devices' names
+    assert (devices if isinstance(devices, int) else len(devices)) == 3
+
+
+@pytest.mark.timeout(60)
+def test_cli_default_devices_fit_a_tiny_graph(tmp_path, capsys):
+    path = tmp_path / "tiny.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n")
+    assert main(["bfs", "--graph", str(path), "--backend", "cpu", "--repeat", "1",
+                 "--source", "1"]) == 0
+    assert "3 cpu devices" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ library errors
+#: modules that are command lines: their errors may name flags
+CLI_MODULES = {"groute/cli.py", "groute/__main__.py", "groute/graph/cli.py",
+               "groute/bench/cli.py", "apps/app_cli.py", "apps/traversal_cli.py",
+               "topology/cli.py",
+               # the bench harness's configuration is its command line: make_config validates
+               # the options of `groute bench` and its errors name them
+               "groute/bench/suite.py"}
+CLI_DIRS = ("groute/commands/",)
+#: functions inside library modules that are command lines (the apps' handlers)
+CLI_FUNCTIONS = {"_cli", "register", "run_cli", "register_app"}
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+
+
+def _library_files():
+    for top in ("groute", "apps", "topology"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel not in CLI_MODULES and not rel.startswith(CLI_DIRS):
+                yield rel, path
+
+
+def _raised_texts(tree):
+    """(line, text) of every string literal inside a ``raise`` outside CLI functions."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in CLI_FUNCTIONS:
+            skip.update(id(n) for n in ast.walk(node))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None and id(node) not in skip:
+            for part in ast.walk(node.exc):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    yield node.lineno, part.value
+
+
+def test_library_errors_never_name_command_line_flags():
+    found = [f"{rel}:{line}: {text!r}" for rel, path in _library_files()
+             for line, text in _raised_texts(ast.parse(path.read_text(), rel))
+             if FLAG.search(text)]
+    assert not found, "library errors naming CLI flags:\n" + "\n".join(found)
+
+
+def test_the_flag_scan_finds_a_flag():
+    tree = ast.parse('def f():\n    raise ValueError(f"use --devices {n} or fewer")\n')
+    assert any(FLAG.search(t) for _, t in _raised_texts(tree))
+    handler = ast.parse('def _cli(args):\n    raise ValueError("--size must be >= 0")\n')
+    assert not list(_raised_texts(handler))
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
