@@ -128,4 +128,4 @@ def test_cuda_context_basics():
 def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):
-        Context(devices=[cuda_device_count()], backend="cuda")
+        Context(devices=[cuda_device_count()], backend="cuda", logical=False)
