@@ -74,7 +74,7 @@ def test_bench_refuses_logical_devices(monkeypatch):
 @pytest.mark.multigpu
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("k", [2, 3, 4])
-def test_cuda_logical_devices_are_devices_of_their_own(k):
+def test_cuda_logical_devices_are_devices_of_their_own(k, capsys, monkeypatch):
     """On fewer GPUs than ``k``: k devices with their own index, streams and allocations, each
     sized to its share of its GPU's multiprocessors, peers of each other; copies between two on
     one GPU arrive; the info command says they are logical."""
@@ -103,3 +103,8 @@ def test_cuda_logical_devices_are_devices_of_their_own(k):
         info = describe(ctx)
         assert info["logical"] and all(d["logical"] for d in info["devices"] if "gpu" in d)
         assert "same GPU" in info["links"][0]
+    from groute.cli import main
+    monkeypatch.setenv("GROUTE_LOGICAL_DEVICES", "1")
+    assert main(["info", "--backend", "cuda", "--devices", str(k)]) == 0
+    out = capsys.readouterr().out
+    assert "logical devices over" in out and "shared by" in out, out
