@@ -32,8 +32,9 @@ def pytest_collection_modifyitems(config, items):
     gpus = cuda_device_count()
     usable = cuda_devices_for_tests()
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (CuPy finds none)")
-    skip_multi = pytest.mark.skip(reason=f"needs 2+ CUDA devices (found {gpus} GPUs; "
-                                         f"GROUTE_LOGICAL_DEVICES=1 runs logical devices)")
+    skip_multi = pytest.mark.skip(
+        reason="needs 2+ CUDA devices (CuPy finds no GPU)" if gpus < 1 else
+        f"needs 2+ CUDA devices (found {gpus} GPU; GROUTE_LOGICAL_DEVICES=1 runs logical devices)")
     for item in items:
         if "multigpu" in item.keywords and usable < 2:
             item.add_marker(skip_multi)
