@@ -82,7 +82,7 @@ class DevicePR:
                 csc = "pr_bins64" if wide else "pr_bins32"
                 self.hot_max = 0
                 if self.cuda:   # the prefix that fits the shared memory a block may opt into
-                    props = device.xp.cuda.runtime.getDeviceProperties(device.index)
+                    props = device.xp.cuda.runtime.getDeviceProperties(device.gpu)
                     optin = int(props.get("sharedMemPerBlockOptin", 0) or 48 * 1024)
                     self.hot_max = min(BINS_HOT, (optin - 1024) // 16 * 4)
                 self.nhot = min(self.hot_max, n) // 4 * 4
@@ -113,7 +113,7 @@ class DevicePR:
                 self.grid = (max(1, min(resident, -(-self.num_tasks * 32 // BINS_BLOCK))),)
             elif mode == "bsp" and self.fused:
                 with device.use():
-                    per_sm = resident_blocks_per_sm(self.kernels["csc"], BLOCK, device.index)
+                    per_sm = resident_blocks_per_sm(self.kernels["csc"], BLOCK, device.gpu)
                 resident = self.sms * per_sm * int(tuning.waves)
                 self.grid = (max(1, min(resident, -(-self.n_local // BLOCK))),)
             elif mode == "bsp":     # the COO pair: grid-stride loops over arcs, then vertices
@@ -164,7 +164,7 @@ class DevicePR:
                     fn.max_dynamic_shared_size_bytes = self.hot_max * 4
                 blocks = min(self.sms, -(-self.num_tasks * 32 // BINS_BLOCK))
             else:
-                per_sm = resident_blocks_per_sm(fn, BLOCK, self.device.index)
+                per_sm = resident_blocks_per_sm(fn, BLOCK, self.device.gpu)
                 blocks = min(self.sms * per_sm, -(-self.n_local // BLOCK))
         self.kernels["persistent"] = fn
         self.persistent_blocks = max(1, blocks)

@@ -164,7 +164,7 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
             self.counters_dev = xp.zeros(COUNTERS, dtype=np.uint64)
             self.ctl_host = cupy.cuda.alloc_pinned_memory(CTL_SIZE * 4)
             self.ctl_view = np.frombuffer(self.ctl_host, dtype=np.int32, count=CTL_SIZE)
-            sms = cupy.cuda.Device(device.index).attributes["MultiProcessorCount"]
+            sms = device.multiprocessors     # a logical device: its share
             self.blocks = sms * self._blocks_per_sm(tuning.blocks_per_sm)   # wide
             self.narrow_blocks = min(self.blocks, int(tuning.narrow_blocks
                                                       or max(1, int(sms * NARROW_PER_SM))))
@@ -197,7 +197,7 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
 
     def _blocks_per_sm(self, wanted):
         """Resident blocks per SM for the cooperative kernel (all blocks must be resident)."""
-        resident = resident_blocks_per_sm(self.traverse, self.block, self.device.index)
+        resident = resident_blocks_per_sm(self.traverse, self.block, self.device.gpu)
         return min(resident, wanted) if wanted else resident
 
     def _check_layout(self, module, rec):

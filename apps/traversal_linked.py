@@ -94,7 +94,7 @@ class LinkedTraversal:
                     "traverse_linked")
                 self.fns.append(fn)
                 sms = int(dev.properties()["multiprocessors"])
-                resident = resident_blocks_per_sm(fn, BLOCK, dev.index) * sms
+                resident = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 want = cap_blocks or w.narrow_blocks
                 self.blocks.append(max(1, min(want, resident)))  # block 0's warp 0: the books
                 self.rings.append(cupy.empty(self.k * self.cap, dtype=np.int64))

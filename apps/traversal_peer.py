@@ -121,7 +121,7 @@ class PeerTraversal:
                 self.active.append(cupy.zeros(max(int(words[i]), 1) if sssp else 1, np.uint32))
                 self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
                 sms = int(dev.properties()["multiprocessors"])
-                blocks = resident_blocks_per_sm(fn, BLOCK, dev.index) * sms
+                blocks = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 cap = tuning.peer_blocks
                 self.blocks.append(min(blocks, cap) if cap else blocks)
         with self.devices[0].use():         # the counter, then the global sums (GLOBAL_SIZE)

@@ -23,9 +23,10 @@ import time
 
 import numpy as np
 
-from .config import resolve_timeout
+from .config import logical_devices_requested, resolve_timeout
 from .device import CPUDevice, CUDADevice, cuda_device_count
 from .device import cuda as cuda_backend
+from .device.logical import place
 from .errors import ContextStopped, DeviceError, GrouteError, WaitTimeout
 from .link import _Pump
 from .waiting import POLL_INTERVAL, StopSignal
@@ -139,9 +140,13 @@ class Context:
     ``devices``: ``None`` (every GPU, or 4 CPU virtual devices), a count ``K`` (the first K), or a
     list of device indices. ``cpu_delays``: per-device artificial slowdown (seconds per task) for
     CPU virtual devices, to model unequal devices. ``timeout`` bounds every single wait.
+    ``logical`` (default: ``GROUTE_LOGICAL_DEVICES`` in the environment): on CUDA, run more
+    devices than there are GPUs as logical devices sharing them (:mod:`groute.device.logical`;
+    for testing multi-device code on fewer GPUs, not for timing).
     """
 
-    def __init__(self, devices=None, backend: str = "auto", *, timeout=None, cpu_delays=None):
+    def __init__(self, devices=None, backend: str = "auto", *, timeout=None, cpu_delays=None,
+                 logical=None):
         self.devices = []
         self.backend = resolve_backend(backend)
         self.timeout = resolve_timeout(timeout)
@@ -152,14 +157,18 @@ class Context:
         self._lock = threading.Lock()
         self._closed = False
         self._unusable: str | None = None   # why reset could not bring the context back
-        indices = self._device_indices(devices)
+        logical = logical_devices_requested(logical)
+        indices = self._device_indices(devices, logical)
         if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
             raise ValueError(f"backend='cpu' runs at most {MAX_CPU_DEVICES} virtual devices "
                              f"(all-to-all exchange makes K*(K-1) links); got {len(indices)}")
+        placements = (place(indices, cuda_device_count(), logical=logical)
+                      if self.backend == "cuda" else None)
         try:
             for n, i in enumerate(indices):
                 if self.backend == "cuda":
-                    dev = CUDADevice(i, stop_event=self.stop_event, on_error=self._stream_failed)
+                    dev = CUDADevice(i, placement=placements[n], stop_event=self.stop_event,
+                                     on_error=self._stream_failed)
                 else:
                     delay = cpu_delays[n] if cpu_delays else 0.0
                     dev = CPUDevice(i, delay=delay, stop_event=self.stop_event,
@@ -174,41 +183,50 @@ class Context:
             raise
         self._workers = [_HostThread(f"groute-{d.name}-host") for d in self.devices]
         log.info("context: %s", ", ".join(d.name for d in self.devices))
+        if self.logical:
+            log.warning("logical devices (for testing, not timing): %s", ", ".join(
+                f"{d.name} on GPU {d.gpu} ({d.multiprocessors} SMs)" for d in self.devices))
 
     # construction -------------------------------------------------------------------------------
-    def _device_indices(self, devices):
+    def _device_indices(self, devices, logical: bool):
+        """The device indices asked for (on CUDA, past the last GPU only when ``logical``)."""
         available = cuda_device_count() if self.backend == "cuda" else None
         if devices is None:
-            count = default_device_count(self.backend)
-            return list(range(count))
-        if isinstance(devices, (int, np.integer)):
+            indices = list(range(default_device_count(self.backend)))
+        elif isinstance(devices, (int, np.integer)):
             if devices < 1:
                 raise ValueError(f"devices must be >= 1, got {devices}")
-            if available is not None and devices > available:
+            if available is not None and devices > available and not logical:
                 raise ValueError(f"asked for {devices} CUDA devices but this machine has {available}; "
-                                 f"ask for {available} or fewer, or use the CPU backend")
-            return list(range(int(devices)))
-        indices = [int(i) for i in devices]
-        if not indices:
-            raise ValueError("devices list is empty")
-        if len(set(indices)) != len(indices):
-            raise ValueError(f"devices list has repeats: {indices}")
-        bad = [i for i in indices if i < 0 or (available is not None and i >= available)]
-        if bad:
-            have = f"0..{available - 1}" if available else "none"
-            raise ValueError(f"device index {bad[0]} does not exist (CUDA devices here: {have})")
+                                 f"ask for {available} or fewer, the CPU backend, or logical devices "
+                                 f"for testing (logical=True or GROUTE_LOGICAL_DEVICES=1)")
+            indices = list(range(int(devices)))
+        else:
+            indices = [int(i) for i in devices]
+            if not indices:
+                raise ValueError("devices list is empty")
+            if len(set(indices)) != len(indices):
+                raise ValueError(f"devices list has repeats: {indices}")
+            if any(i < 0 for i in indices):
+                raise ValueError(f"device index {min(indices)} does not exist (indices are >= 0)")
         return indices
 
     def _enable_peer_access(self):
         for a in self.devices:
             for b in self.devices:
-                if a is not b and a.enable_peer_access(b):
-                    cuda_backend.register_peer(a.index, b.index)
+                if a is not b and a.enable_peer_access(b) and a.gpu != b.gpu:
+                    cuda_backend.register_peer(a.gpu, b.gpu)
 
     # facts ----------------------------------------------------------------------------------
     @property
     def num_devices(self) -> int:
         return len(self.devices)
+
+    @property
+    def logical(self) -> bool:
+        """True when some device is a logical device (:mod:`groute.device.logical`): times
+        taken on this context say nothing about how the work scales."""
+        return any(getattr(d, "logical", False) for d in self.devices)
 
     def __len__(self):
         return len(self.devices)
@@ -440,8 +458,9 @@ class Context:
 
 
 def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None, max_devices=None):
-    """Return ``(ctx, owned)``: the given context, or a new one the caller must shut down.
-    ``max_devices`` caps the default count (``devices=None``), e.g. at a graph's vertex count."""
+    """Return ``(ctx, owned)``: the given context, or a new one the caller must shut down
+    (logical devices as ``GROUTE_LOGICAL_DEVICES`` says). ``max_devices`` caps the default
+    count (``devices=None``), e.g. at a graph's vertex count."""
     if ctx is not None:
         return ctx, False
     if devices is None and max_devices is not None:

@@ -132,16 +132,18 @@ def check_struct_layout(layout_kernel, rec, names, what):
                            f"from the host's {want}")
 
 
-def resident_blocks_per_sm(kernel, block: int, device_index: int) -> int:
-    """Blocks of ``block`` threads of ``kernel`` (a ``RawKernel``) one SM holds at once: the
-    driver's occupancy answer, else an estimate from the register count. A cooperative grid
-    must not be larger than this times the SMs."""
+def resident_blocks_per_sm(kernel, block: int, gpu: int) -> int:
+    """Blocks of ``block`` threads of ``kernel`` (a ``RawKernel``) one SM of GPU ``gpu`` (a
+    CUDA ordinal: a device's ``gpu``) holds at once: the driver's occupancy answer, else an
+    estimate from the register count. A cooperative grid must not be larger than this times
+    the device's ``multiprocessors``: on a logical device that is its share of the GPU's, so
+    the grids of every device sharing the GPU are resident together."""
     import cupy
     try:
         return max(1, int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             kernel.kernel.ptr, block, 0)))
     except Exception:  # noqa: BLE001 - fall back to the register count
-        attrs = cupy.cuda.Device(device_index).attributes
+        attrs = cupy.cuda.Device(gpu).attributes
         regs = max(int(kernel.num_regs), 1)
         per_warp = -(-regs * 32 // 256) * 256
         warps = attrs["MaxRegistersPerMultiprocessor"] // per_warp

@@ -67,13 +67,31 @@ def fake_peer_context(k: int, *, peers=True, atomics=True, backend="cuda"):
                            devices=[FakePeerDevice(f"fake{i}", peers, atomics) for i in range(k)])
 
 
-def need_gpus(k: int):
-    """Skip the calling test when this machine has fewer than ``k`` CUDA GPUs (the marks only
-    say a test wants GPUs; how many there are is known at run time)."""
+#: the most CUDA devices a test asks for: with fewer GPUs (and at least one), conftest.py asks
+#: for logical devices (groute.device.logical)
+MOST_TEST_DEVICES = 4
+
+
+def cuda_devices_for_tests() -> int:
+    """How many CUDA devices a test can have here: the GPUs, or MOST_TEST_DEVICES when there
+    are fewer and logical devices are asked for."""
+    from groute.config import logical_devices_requested
     from groute.device import cuda_device_count
     found = cuda_device_count()
+    if found and logical_devices_requested():
+        return max(found, MOST_TEST_DEVICES)
+    return found
+
+
+def need_gpus(k: int, *, physical: bool = False):
+    """Skip the calling test when this machine has fewer than ``k`` CUDA devices, GPUs or
+    logical devices (the marks only say a test wants GPUs; how many there are is known at run
+    time). ``physical``: ``k`` whole GPUs (a test of timings or of what links between GPUs
+    do, which logical devices sharing a GPU cannot show)."""
+    from groute.device import cuda_device_count
+    found = cuda_device_count() if physical else cuda_devices_for_tests()
     if found < k:
-        pytest.skip(f"needs {k} CUDA GPUs (found {found})")
+        pytest.skip(f"needs {k} CUDA {'GPUs' if physical else 'devices'} (found {found})")
 
 
 def skip_if_missing(backend: str, k: int):

@@ -286,7 +286,7 @@ def test_cuda_context_basics():
 def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):
-        Context(devices=[cuda_device_count()], backend="cuda")
+        Context(devices=[cuda_device_count()], backend="cuda", logical=False)
 
 
 @pytest.mark.timeout(30)
@@ -296,3 +296,4 @@ def test_a_plain_stop_is_reported_once_then_the_context_runs():
         with pytest.raises(ContextStopped, match="stopped"):
             ctx.run(lambda d: None)
         assert ctx.run(lambda d: d.index) == [0, 1]
+        Context(devices=[cuda_device_count()], backend="cuda", logical=False)

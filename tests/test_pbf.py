@@ -5,7 +5,7 @@ import pytest
 from apps.pbf import parse_predicate, pbf
 from groute import Context
 from groute.cli import main
-from support import backends
+from support import backends, skip_if_missing
 
 
 @pytest.mark.timeout(60)
@@ -13,9 +13,7 @@ from support import backends
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("predicate", ["even", "mod:7:3", "gt:1000"])
 def test_pbf_matches_numpy(backend, k, predicate):
-    from groute.device import cuda_device_count
-    if backend == "cuda" and k > cuda_device_count():
-        pytest.skip(f"needs {k} GPUs")
+    skip_if_missing(backend, k)
     rng = np.random.default_rng(k)
     data = rng.integers(-5000, 5000, 10_007, dtype=np.int32)
     with Context(k, backend=backend, timeout=10) as ctx:

@@ -14,6 +14,8 @@ from topology.results import CORE_KEYS
 from topology.settings import default_settings, format_bytes, parse_size, parse_sizes
 from topology.timing import Clock, measure
 
+from support import need_gpus
+
 TINY = ["--backend", "cpu", "--quick", "--sizes", "16K,32K", "--packet-sizes", "8K,32K", "--repeat", "1"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -289,6 +291,7 @@ def test_topo_on_one_gpu(main, tmp_path):
 @pytest.mark.multigpu
 @pytest.mark.timeout(600)
 def test_topo_all_on_gpus(main, tmp_path):
+    need_gpus(2, physical=True)     # it measures links between GPUs: logical devices have none
     out = tmp_path / "t.json"
     assert main("--backend", "cuda", "--quick", "--json", str(out), "--plot", str(tmp_path / "p")) == 0
     doc = json.loads(out.read_text())
@@ -303,6 +306,7 @@ def test_topo_all_on_gpus(main, tmp_path):
 def test_link_keeps_up_with_a_peer_copy_for_large_packets(main, tmp_path):
     """Issue 3: our Link should reach >= 90% of one plain peer copy for large packets (asserted
     with some slack: 80%)."""
+    need_gpus(2, physical=True)     # a timing between GPUs: logical devices share one
     out = tmp_path / "t.json"
     assert main("--backend", "cuda", "--devices", "2", "packets", "--sizes", "256M",
                 "--packet-sizes", "32M,256M", "--repeat", "5", "--json", str(out)) == 0

@@ -76,7 +76,7 @@ def sync(device) -> None:
     if device.backend == "cuda":
         import cupy
         with device.use():
-            cupy.cuda.Device(device.index).synchronize()
+            cupy.cuda.Device().synchronize()
 
 
 def fill_pattern(array, seed: int) -> None:

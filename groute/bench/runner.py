@@ -479,8 +479,10 @@ class SuiteRun:
         from groute import Context
         from groute.device import cuda_device_count
         if self.backend == "cuda" and k > cuda_device_count():
-            raise _NotEnoughDevices(f"{k} devices asked, this machine has {cuda_device_count()} GPUs")
-        ctx = Context(devices=k, backend=self.backend, timeout=self.config.timeout)
+            # logical devices share a GPU: their times would report scaling that is not there
+            raise _NotEnoughDevices(f"{k} devices asked, this machine has {cuda_device_count()} GPUs "
+                                    f"(logical devices are for testing: the bench does not time them)")
+        ctx = Context(devices=k, backend=self.backend, timeout=self.config.timeout, logical=False)
         self.contexts[k] = ctx
         return ctx
 

@@ -1,4 +1,5 @@
-"""``groute info``: the devices, their memory, the backend, and how they reach each other."""
+"""``groute info``: the devices, their memory, the backend, and how they reach each other; and
+which devices are logical devices sharing a GPU (:mod:`groute.device.logical`)."""
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ def describe(ctx) -> dict:
         props = dev.properties()
         props["device"] = dev.name
         devices.append(props)
-    info = {"backend": ctx.backend, "devices": devices,
+    info = {"backend": ctx.backend, "devices": devices, "logical": ctx.logical,
             "peer_access": ctx.peer_matrix().astype(int).tolist(),
             "links": link_kinds(ctx.devices), "python": platform.python_version()}
     if ctx.backend == "cuda":
@@ -45,13 +46,20 @@ def run(args) -> int:
     print(f"backend: {info['backend']} ({label}), {len(info['devices'])} device(s)")
     if "cupy" in info:
         print(f"cupy {info['cupy']}, CUDA runtime {info['cuda_runtime']}, driver {info['cuda_driver']}")
+    if info["logical"]:
+        gpus = len({d["gpu"] for d in info["devices"] if "gpu" in d})
+        print(f"logical devices over {gpus} GPU(s), sharing their memory and multiprocessors: "
+              f"for testing multi-device code, not for timing")
     for d in info["devices"]:
         extra = f", {d['multiprocessors']} SMs, cc {d['compute_capability']}" if "multiprocessors" in d else ""
+        if d.get("logical"):
+            extra += (f", logical: GPU {d['gpu']} shared by {d['sharing']} "
+                      f"({d['gpu_multiprocessors']} SMs in all)")
         print(f"  {d['device']:8s} {d['name']}: {_gib(d['memory_free'])} free of "
               f"{_gib(d['memory_total'])}{extra}")
     n = len(info["devices"])
     names = [d["device"] for d in info["devices"]]
-    width = max(8, *(len(x) for x in names))
+    width = max(9, *(len(x) + 1 for x in names))
     print("peer access (row reaches column directly):")
     print(" " * width + "".join(f"{x:>{width}}" for x in names))
     for i in range(n):

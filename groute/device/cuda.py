@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import DeviceError
 from ..waiting import wait_for
 from .base import Device, Event, Stream
+from .logical import Placement, sm_share
 
 # cudaMemcpyKind
 _H2D, _D2H, _D2D, _DEFAULT = 1, 2, 3, 4
@@ -126,7 +127,8 @@ class CUDAStream(Stream):
 
 
 def _device_of(array):
-    """CUDA device id of a CuPy array, None for a host (NumPy) array."""
+    """CUDA ordinal of the GPU holding a CuPy array, None for a host (NumPy) array. Arrays of
+    two logical devices on one GPU share it: a copy between them is device-to-device."""
     if isinstance(array, np.ndarray):
         return None
     return int(array.device.id)
@@ -144,16 +146,28 @@ def _check_copy(dst, src) -> int:
 
 
 class CUDADevice(Device):
+    """One device of a CUDA context: a whole GPU, or a logical device sharing one
+    (:mod:`.logical`). ``index`` is the device's own number (its name, the runtime's view);
+    ``gpu`` the CUDA ordinal it runs on, which every CUDA call selects; ``multiprocessors``
+    its share of the GPU's, what resident grids are sized from."""
+
     backend = "cuda"
 
-    def __init__(self, index: int, *, stop_event: threading.Event | None = None, on_error=None):
+    def __init__(self, index: int, *, placement: Placement | None = None,
+                 stop_event: threading.Event | None = None, on_error=None):
         cupy = _cupy()
         count = cuda_device_count()
-        if not 0 <= index < count:
-            raise ValueError(f"CUDA device {index} does not exist: this machine has {count} "
+        placement = placement or Placement(index, index, 1)
+        if not 0 <= placement.gpu < count:
+            raise ValueError(f"CUDA device {placement.gpu} does not exist: this machine has {count} "
                              f"(valid indices 0..{count - 1})")
         self.xp = cupy
         self.index = index
+        self.gpu = placement.gpu
+        self.sharing = placement.sharing
+        self.logical = placement.logical
+        gpu_sms = int(cupy.cuda.runtime.getDeviceProperties(self.gpu)["multiProcessorCount"])
+        self.multiprocessors = sm_share(gpu_sms, placement)
         self.stop_event = stop_event or threading.Event()
         self.on_error = on_error
         self._peers: set[int] = set()
@@ -161,7 +175,7 @@ class CUDADevice(Device):
         self.copy_stream = CUDAStream(self, "copy")
 
     def use(self):
-        return _cupy().cuda.Device(self.index)
+        return _cupy().cuda.Device(self.gpu)
 
     def new_stream(self, name: str = "") -> CUDAStream:
         return CUDAStream(self, name or "stream")
@@ -193,39 +207,57 @@ class CUDADevice(Device):
         return int(free), int(total)
 
     def properties(self) -> dict:
-        props = _cupy().cuda.runtime.getDeviceProperties(self.index)
+        """``multiprocessors`` is this device's share; a logical device also names its ``gpu``,
+        how many devices share it and the GPU's own count (``gpu_multiprocessors``)."""
+        props = _cupy().cuda.runtime.getDeviceProperties(self.gpu)
         name = props["name"]
         if isinstance(name, bytes):
             name = name.decode()
         free, total = self.memory_info()
-        return {"name": name, "memory_total": total, "memory_free": free,
-                "multiprocessors": props["multiProcessorCount"],
-                "compute_capability": f"{props['major']}.{props['minor']}",
-                "l2_bytes": props.get("l2CacheSize")}
+        out = {"name": name, "memory_total": total, "memory_free": free,
+               "multiprocessors": self.multiprocessors,
+               "compute_capability": f"{props['major']}.{props['minor']}",
+               "l2_bytes": props.get("l2CacheSize")}
+        if self.logical:
+            out.update(logical=True, gpu=self.gpu, sharing=self.sharing,
+                       gpu_multiprocessors=int(props["multiProcessorCount"]))
+        return out
+
+    def same_gpu(self, other) -> bool:
+        """True for another device of this context on this one's GPU (logical devices)."""
+        return isinstance(other, CUDADevice) and other is not self and other.gpu == self.gpu
 
     def can_access_peer(self, other) -> bool:
-        if not isinstance(other, CUDADevice) or other.index == self.index:
+        if self.same_gpu(other):
+            return True         # one GPU's memory: reachable as the device's own
+        if not isinstance(other, CUDADevice) or other.gpu == self.gpu:
             return False
-        return bool(_cupy().cuda.runtime.deviceCanAccessPeer(self.index, other.index))
+        return bool(_cupy().cuda.runtime.deviceCanAccessPeer(self.gpu, other.gpu))
 
     def enable_peer_access(self, other: "CUDADevice") -> bool:
-        """Let this device's kernels and copies reach ``other``'s memory directly."""
+        """Let this device's kernels and copies reach ``other``'s memory directly (nothing to
+        enable for a device on the same GPU)."""
         if not self.can_access_peer(other):
             return False
+        if self.same_gpu(other):
+            return True
         runtime = _cupy().cuda.runtime
         with self.use():
             try:
-                runtime.deviceEnablePeerAccess(other.index)
+                runtime.deviceEnablePeerAccess(other.gpu)
             except runtime.CUDARuntimeError as exc:
                 if "AlreadyEnabled" not in str(exc) and "already" not in str(exc).lower():
                     raise
-        self._peers.add(other.index)
+        self._peers.add(other.gpu)
         return True
 
     def native_peer_atomics(self, other) -> bool | None:
-        """Whether this device's kernels can run atomics on ``other``'s memory natively (NVLink;
-        over PCIe they are not supported). None when the driver cannot be asked."""
-        if not isinstance(other, CUDADevice) or other.index == self.index:
+        """Whether this device's kernels can run atomics on ``other``'s memory natively (NVLink,
+        or the same GPU; over PCIe they are not supported). None when the driver cannot be
+        asked."""
+        if self.same_gpu(other):
+            return True
+        if not isinstance(other, CUDADevice) or other.gpu == self.gpu:
             return False
         import ctypes
         try:
@@ -234,12 +266,13 @@ class CUDADevice(Device):
             return None
         value = ctypes.c_int(0)
         # CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3; a CUdevice is its ordinal
-        status = libcuda.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(self.index),
-                                                  ctypes.c_int(other.index))
+        status = libcuda.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(self.gpu),
+                                                  ctypes.c_int(other.gpu))
         return bool(value.value) if status == 0 else None
 
     def peer_enabled(self, src: int, dst: int) -> bool:
-        """True when a copy between devices ``src`` and ``dst`` can go directly (no staging)."""
+        """True when a copy between GPUs ``src`` and ``dst`` (CUDA ordinals) can go directly
+        (no staging)."""
         registry = _PEERS
         return (src, dst) in registry or (dst, src) in registry
 
@@ -247,7 +280,8 @@ class CUDADevice(Device):
         pass
 
 
-#: Pairs (a, b) with peer access enabled in at least one direction, filled by Context.
+#: Pairs (a, b) of GPUs (CUDA ordinals) with peer access enabled in at least one direction,
+#: filled by Context.
 _PEERS: set[tuple[int, int]] = set()
 
 

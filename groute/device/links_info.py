@@ -13,7 +13,8 @@ log = logging.getLogger(__name__)
 
 
 def link_kinds(devices) -> list[list[str]]:
-    """``kinds[i][j]`` describes how device i reaches device j (e.g. ``NV18``, ``PIX``, ``SYS``)."""
+    """``kinds[i][j]`` describes how device i reaches device j (e.g. ``NV18``, ``PIX``, ``SYS``;
+    ``same GPU`` between logical devices sharing one)."""
     n = len(devices)
     if not devices or devices[0].backend != "cuda":
         return [["-" if i == j else "memcpy" for j in range(n)] for i in range(n)]
@@ -22,10 +23,12 @@ def link_kinds(devices) -> list[list[str]]:
     for a in devices:
         row = []
         for b in devices:
-            if a.index == b.index:
+            if a is b:
                 row.append("-")
-            elif table is not None and a.index < len(table) and b.index < len(table[a.index]):
-                row.append(table[a.index][b.index])
+            elif a.gpu == b.gpu:
+                row.append("same GPU")
+            elif table is not None and a.gpu < len(table) and b.gpu < len(table[a.gpu]):
+                row.append(table[a.gpu][b.gpu])
             else:
                 row.append("P2P" if a.can_access_peer(b) else "staged")
         kinds.append(row)
