@@ -29,19 +29,10 @@ def resolve_timeout(timeout):
     return float(timeout)
 
 
-#: values of GROUTE_LOGICAL_DEVICES that ask for logical devices, and those that refuse them
-_YES, _NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
-
-
 def logical_devices_requested(option=None) -> bool:
     """Whether a CUDA context may run more devices than there are GPUs as logical devices
     (:mod:`groute.device.logical`): ``option`` when given (True/False), else the environment's
-    ``GROUTE_LOGICAL_DEVICES`` (1/true/yes/on, or 0/false/no/off/unset)."""
+    ``GROUTE_LOGICAL_DEVICES`` (1/true/yes/on, or 0/false/no/off/unset), read now."""
     if option is not None:
         return bool(option)
-    value = os.environ.get("GROUTE_LOGICAL_DEVICES", "").strip().lower()
-    if value in _YES:
-        return True
-    if value in _NO:
-        return False
-    raise ValueError(f"GROUTE_LOGICAL_DEVICES={value!r} in the environment: expected 1 or 0")
+    return setting("GROUTE_LOGICAL_DEVICES")

@@ -73,6 +73,15 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+def _yes_no(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1 or 0")
+
+
 @dataclass(frozen=True)
 class Variable:
     """One ``GROUTE_*`` environment variable: how its text is read, its value when unset, what
@@ -89,6 +98,9 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable("GROUTE_TIMEOUT", _seconds, 60.0,
              "seconds any blocking call waits by default (groute.config)"),
+    Variable("GROUTE_LOGICAL_DEVICES", _yes_no, False,
+             "run more CUDA devices than there are GPUs as logical devices, for testing "
+             "(groute.config)"),
     Variable("GROUTE_DATA_DIR", _text, None,
              "the graph cache and download directory (groute.graph.cache)"),
     Variable("GROUTE_DATASETS", _text, None,

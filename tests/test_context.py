@@ -296,4 +296,3 @@ def test_a_plain_stop_is_reported_once_then_the_context_runs():
         with pytest.raises(ContextStopped, match="stopped"):
             ctx.run(lambda d: None)
         assert ctx.run(lambda d: d.index) == [0, 1]
-        Context(devices=[cuda_device_count()], backend="cuda", logical=False)
