@@ -4,7 +4,11 @@ The dataflow API: a :class:`Context` owns devices (CUDA GPUs through CuPy, or Nu
 devices); :class:`Link` moves packetized segments between endpoints with bounded buffers;
 :class:`Router` picks a destination per segment by a policy (:mod:`groute.policies`).
 """
-from .context import Context
+from ._checkout import add_checkout_finder as _add_checkout_finder
+
+_add_checkout_finder()
+
+from .context import Context  # noqa: E402
 from .endpoint import HOST, Endpoint
 from .errors import ContextStopped, DeviceError, GrouteError, LinkClosed, WaitTimeout
 from .link import Link, SendHandle
