@@ -1,9 +1,9 @@
 """Breadth-first search across devices: asynchronous, data-driven, on the distributed worklist.
 
-``bfs(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are int32
+``bfs(graph, source)`` returns an :class:`~groute.apps.common.AppResult` whose ``values`` are int32
 depths (hops from ``source``; -1 for unreachable vertices), with the graph's ids alongside.
 :class:`BFS` partitions and uploads once and can run from many sources. Also the ``groute bfs``
-subcommand (see :mod:`apps.traversal_cli`).
+subcommand (see :mod:`groute.apps.traversal_cli`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .traversal import TraversalSolver, graph_is_low_diameter
 
 
 class BFS(TraversalSolver):
-    """BFS solver; options as :class:`~apps.traversal.TraversalSolver`."""
+    """BFS solver; options as :class:`~groute.apps.traversal.TraversalSolver`."""
 
     app = "bfs"
     weighted = False
@@ -33,10 +33,10 @@ class BFS(TraversalSolver):
     def auto_mode(self, graph):
         """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
         CUDA, NVLink between all devices, no worklist asked for): BSP, the persistent
-        level-synchronous kernel (:mod:`apps.traversal_peer`), for a low-diameter graph (on one
+        level-synchronous kernel (:mod:`groute.apps.traversal_peer`), for a low-diameter graph (on one
         device a symmetric one, where the kernel pulls), async for a road-like one: one
         device's fused worker, on several the fused workers with device-initiated links
-        (:mod:`apps.traversal_linked`). Without them: BSP across devices of a symmetric
+        (:mod:`groute.apps.traversal_linked`). Without them: BSP across devices of a symmetric
         low-diameter graph (the worklist pulls across devices), async everywhere else. Each
         choice was the fastest measured on its kind of graph and device count
         (docs/TRAVERSAL.md)."""
@@ -54,7 +54,7 @@ class BFS(TraversalSolver):
 def bfs(graph, source, *, num_vertices=None, **kwargs):
     """One-shot BFS from ``source``, one of the graph's own ids (a file's id, a NetworkX label).
 
-    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
     ``num_vertices``); weights are ignored. Keyword options as :class:`BFS`.
     ``result.to_dict()`` is ``{id: depth}`` over the vertices reached, as NetworkX's

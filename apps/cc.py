@@ -48,8 +48,8 @@ With one device the segments are processed in place (no copy).
 
 This module holds the rule (which path can run), the solver and the CLI. The host-side layout
 (edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling) is
-:mod:`apps.cc_layout`; each device's parent array and operations, the only backend-specific
-code, are :mod:`apps.cc_device` (CUDA kernels in ``cc.cu``; the CPU backend hooks with
+:mod:`groute.apps.cc_layout`; each device's parent array and operations, the only backend-specific
+code, are :mod:`groute.apps.cc_device` (CUDA kernels in ``cc.cu``; the CPU backend hooks with
 vectorised NumPy: ``np.minimum.at`` on roots, then pointer jumping).
 """
 from __future__ import annotations
@@ -59,10 +59,10 @@ import time
 
 import numpy as np
 
-from apps.cc_device import DeviceCC
-from apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
+from groute.apps.cc_device import DeviceCC
+from groute.apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
-from apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
+from groute.apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
 from groute import Link, Router, first_available
 from groute.tuning import CC_LINKS, CCTuning
 
@@ -413,7 +413,7 @@ class CC(Solver):
 def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
     """One-shot :class:`CC`: build, run once, close.
 
-    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
     ``num_vertices``). ``values`` are positions (the smallest in each weak component);
     ``result.to_dict()`` maps every vertex id to its component representative's id.
@@ -427,7 +427,7 @@ def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from apps.app_cli import add_graph_options
+    from groute.apps.app_cli import add_graph_options
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
     add_graph_options(p)
@@ -450,7 +450,7 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.app_cli import load, report, run_solver, write_output
+    from groute.apps.app_cli import load, report, run_solver, write_output
     g, load_s = load(args)
     given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
              "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}

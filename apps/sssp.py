@@ -1,12 +1,12 @@
 """Single-source shortest paths across devices, with soft priority (near-far, delta-stepping).
 
-``sssp(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are float64
+``sssp(graph, source)`` returns an :class:`~groute.apps.common.AppResult` whose ``values`` are float64
 distances (``inf`` for unreachable vertices), with the graph's ids alongside. The weights are the
 graph's, and must be >= 0; integer weights are summed exactly in int32, float weights in float32;
 an unweighted graph gets weight 1 on every arc (the command line too; random weights only when
 asked for). A shortest distance past int32 (or float32's range) raises OverflowError after the
-run; sums that overflow only on paths that are not shortest do not (:mod:`apps.traversal_values`
-has the rule). Also the ``groute sssp`` subcommand (see :mod:`apps.traversal_cli`).
+run; sums that overflow only on paths that are not shortest do not (:mod:`groute.apps.traversal_values`
+has the rule). Also the ``groute sssp`` subcommand (see :mod:`groute.apps.traversal_cli`).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .traversal_values import check_overflow
 
 
 class SSSP(TraversalSolver):
-    """SSSP solver; options as :class:`~apps.traversal.TraversalSolver`."""
+    """SSSP solver; options as :class:`~groute.apps.traversal.TraversalSolver`."""
 
     app = "sssp"
     weighted = True
@@ -37,7 +37,7 @@ class SSSP(TraversalSolver):
         return max(1, int(round(delta))) if self.kind == "int" else delta
 
     def auto_priority(self, graph):
-        """Soft priority unless the graph is low-diameter (:func:`~apps.traversal.low_diameter`):
+        """Soft priority unless the graph is low-diameter (:func:`~groute.apps.traversal.low_diameter`):
         there Bellman-Ford-style rounds converge in a few levels and the near-far rounds cost more
         than the few re-expansions they save, while on road-like graphs priority is what keeps
         the work near Dijkstra's. See docs/TRAVERSAL.md."""
@@ -46,9 +46,9 @@ class SSSP(TraversalSolver):
     def auto_mode(self, graph):
         """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
         CUDA devices with NVLink between all of them, no worklist asked for): BSP, the
-        persistent peer kernel (:mod:`apps.traversal_peer`), for a low-diameter graph on any
+        persistent peer kernel (:mod:`groute.apps.traversal_peer`), for a low-diameter graph on any
         number of devices; async for a road-like graph: one device's fused worker, on several
-        the fused workers with device-initiated links (:mod:`apps.traversal_linked`). Elsewhere
+        the fused workers with device-initiated links (:mod:`groute.apps.traversal_linked`). Elsewhere
         (CPU virtual devices, no NVLink) async. Each choice was the fastest of the modes
         measured on its kind of graph and device count (docs/TRAVERSAL.md)."""
         if self.peer_unavailable() is not None:
@@ -64,7 +64,7 @@ class SSSP(TraversalSolver):
 def sssp(graph, source, *, weight="weight", num_vertices=None, **kwargs):
     """One-shot SSSP from ``source``, one of the graph's own ids (a file's id, a NetworkX label).
 
-    ``graph``: anything :func:`~apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph whose ``weight`` edge attribute holds the weights, a scipy sparse matrix whose
     values are the weights, ``(src, dst[, weights])`` arrays with an optional ``num_vertices``).
     Keyword options as :class:`SSSP`. ``result.to_dict()`` is ``{id: distance}`` over the

@@ -5,7 +5,7 @@ Market and DIMACS, the original id for SNAP edge lists, the name for CSV files, 
 generated graphs); without it the vertex with the most out-arcs is used. SSSP runs on the graph's
 weights, weight 1 on every arc of an unweighted graph (as the library does), or with
 ``--random-weights`` random integers 1..64. What is printed and the ``--output`` formats:
-:mod:`apps.app_cli`. Unreachable vertices are -1 (BFS depth) or inf (SSSP distance).
+:mod:`groute.apps.app_cli`. Unreachable vertices are -1 (BFS depth) or inf (SSSP distance).
 """
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ class CPUTraversalWorker(StreamWorker):
 
     def _as_value(self, v):
         """Candidates as stored values; int sums saturate at :data:`INT_SATURATED` as the
-        kernels' ``value_add`` does (:func:`apps.traversal_values.check_overflow` resolves them)."""
+        kernels' ``value_add`` does (:func:`groute.apps.traversal_values.check_overflow` resolves them)."""
         if self.kind == "int":
             return np.minimum(v, INT_SATURATED).astype(np.int32)
         return v.astype(np.float32)

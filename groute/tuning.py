@@ -5,11 +5,11 @@ An algorithm's signature keeps the options a user means (the graph, the devices,
 ``tol``...). Grid shapes, kernel variants, sweeps per round and traces change how fast an
 answer comes, never the answer, so they live here instead:
 
-* :class:`TraversalTuning`: BFS and SSSP (:mod:`apps.traversal`): the fused worker's kernel
+* :class:`TraversalTuning`: BFS and SSSP (:mod:`groute.apps.traversal`): the fused worker's kernel
   (``traversal.cu``), the persistent peer kernels (``traversal_peer.cu``) and the linked
   workers (``traversal_linked.cu``), one object because one solver picks among them;
-* :class:`PageRankTuning`: PageRank's BSP kernels and asynchronous push (:mod:`apps.pr`);
-* :class:`CCTuning`: connected components' sampling and segments (:mod:`apps.cc`).
+* :class:`PageRankTuning`: PageRank's BSP kernels and asynchronous push (:mod:`groute.apps.pr`);
+* :class:`CCTuning`: connected components' sampling and segments (:mod:`groute.apps.cc`).
 
 A solver given ``tuning=None`` uses ``<Tuning>.from_environment()``: the defaults below,
 overridden by the environment variables of :data:`VARIABLES` that are set. A tuning object
@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-#: PageRank's BSP kernels (:func:`apps.pr.choose_bsp_kernel` picks for ``"auto"``)
+#: PageRank's BSP kernels (:func:`groute.apps.pr.choose_bsp_kernel` picks for ``"auto"``)
 BSP_KERNELS = ("auto", "csc", "bins", "coo")
 #: ``PageRankTuning.persistent`` values
 PERSISTENT_CHOICES = (True, False, "auto")
@@ -110,7 +110,7 @@ VARIABLES: tuple[Variable, ...] = (
              "(groute.machine)"),
     Variable("GROUTE_PEER_BARRIER_TIMEOUT", _seconds, 10.0,
              "seconds a device waits at a cross-device barrier of a persistent kernel before "
-             "the run raises (apps.peer_barrier)"),
+             "the run raises (groute.apps.peer_barrier)"),
     Variable("GROUTE_TRAVERSAL_BLOCK", _positive_int, 256,
              "threads per block of the fused traversal worker", "TraversalTuning.block"),
     Variable("GROUTE_TRAVERSAL_BLOCKS_PER_SM", _count_or_none, None,
@@ -214,7 +214,7 @@ class TraversalTuning(_Tuning):
     The fused worker (``traversal.cu``, the host worklist's engine and the linked workers'
     rounds): ``block`` threads per block; ``blocks_per_sm`` of the wide grid (None: every
     resident block); ``narrow_blocks`` of the narrow grid (None: one per two SMs, see
-    ``apps.traversal_cuda.NARROW_PER_SM``); ``adaptive`` switches between the two by frontier
+    ``groute.apps.traversal_cuda.NARROW_PER_SM``); ``adaptive`` switches between the two by frontier
     size (False: always wide); ``batch`` (None: on one device only) issues the arcs of
     small-degree vertices in batches; ``acquire_release_barrier`` (False: fences) and
     ``spin_ns`` (back-off between polls) shape the grid barrier; ``pull`` lets BFS pull over
@@ -251,16 +251,16 @@ class TraversalTuning(_Tuning):
 
 @dataclass(frozen=True)
 class PageRankTuning(_Tuning):
-    """How PageRank runs (:class:`apps.pr.PageRank` says what each option does).
+    """How PageRank runs (:class:`groute.apps.pr.PageRank` says what each option does).
 
-    Asynchronous push: ``sweeps`` per worklist round (None: ``apps.pr.default_sweeps``).
-    BSP: ``bsp_kernel`` (``"auto"``: ``apps.pr.choose_bsp_kernel``); ``check_every``
+    Asynchronous push: ``sweeps`` per worklist round (None: ``groute.apps.pr.default_sweeps``).
+    BSP: ``bsp_kernel`` (``"auto"``: ``groute.apps.pr.choose_bsp_kernel``); ``check_every``
     iterations between the host's convergence checks (None: 8 with ``device_check``, else 4);
     ``device_check`` (the kernels stop themselves when the rule held); ``peer_writes`` (None:
     where every pair of devices has peer access); ``inplace`` Gauss-Seidel sweeps (one device);
-    ``persistent`` (True, False, ``"auto"``: ``apps.pr.choose_persistent``). The csc kernel:
+    ``persistent`` (True, False, ``"auto"``: ``groute.apps.pr.choose_persistent``). The csc kernel:
     ``small_degree``, ``vertices_per_lane`` (1, 2, 4); the bins kernel: ``task_arcs``,
-    ``hub_degree``, ``lane_arcs`` (powers of two, ``apps.pr_layout.bins_tasks``); both:
+    ``hub_degree``, ``lane_arcs`` (powers of two, ``groute.apps.pr_layout.bins_tasks``); both:
     ``waves`` (the grid in multiples of the resident blocks). ``trace``: persistent runs time
     each iteration's phases (``stats["iteration_trace"]``).
     """
@@ -297,7 +297,7 @@ class PageRankTuning(_Tuning):
 
 @dataclass(frozen=True)
 class CCTuning(_Tuning):
-    """How connected components run (:class:`apps.cc.CC` says what each option does):
+    """How connected components run (:class:`groute.apps.cc.CC` says what each option does):
     ``sample_rounds`` neighbours each vertex links to before the vote, ``num_samples`` voters
     (at most 1024), ``link`` (``"hook"``, ``"light"``, ``"mixed"``; CUDA) the linking step;
     the segment path's ``segment_edges`` (None: about 4 segments per device) and

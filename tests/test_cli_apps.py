@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from apps.sssp import sssp
+from groute.apps.sssp import sssp
 from groute.cli import main
 from groute.graph import load_graph, reference, shipped_graph_path
 

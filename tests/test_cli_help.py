@@ -2,9 +2,9 @@
 cannot drift from the rule."""
 import pytest
 
-from apps.bfs import BFS
-from apps.sssp import SSSP
-from apps.traversal_cli import auto_mode_help
+from groute.apps.bfs import BFS
+from groute.apps.sssp import SSSP
+from groute.apps.traversal_cli import auto_mode_help
 from groute.cli import build_parser
 
 

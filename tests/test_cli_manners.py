@@ -98,10 +98,10 @@ def test_default_device_count_fits_the_graph():
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc"])
 def test_three_vertex_graph_with_default_devices(app):
     """4 CPU devices by default, but a 3-vertex graph gets 3 (no error)."""
-    from apps.bfs import bfs
-    from apps.cc import connected_components
-    from apps.pr import pagerank
-    from apps.sssp import sssp
+    from groute.apps.bfs import bfs
+    from groute.apps.cc import connected_components
+    from groute.apps.pr import pagerank
+    from groute.apps.sssp import sssp
     edges = (np.array([0, 1]), np.array([1, 2]))
     run = {"bfs": lambda: bfs(edges, 0, backend="cpu"), "sssp": lambda: sssp(edges, 0, backend="cpu"),
            "pr": lambda: pagerank(edges, backend="cpu"),

@@ -179,7 +179,7 @@ def test_a_failure_between_runs_is_raised_once_then_the_context_runs(no_thread_l
 
 @pytest.mark.timeout(30)
 def test_a_solver_runs_again_after_a_failed_run():
-    from apps.bfs import BFS
+    from groute.apps.bfs import BFS
     from groute.graph import load_graph, reference
     g = load_graph("grid:8")
     with BFS(g, backend="cpu", devices=2, partition="contiguous", mode="async", timeout=5) as solver:

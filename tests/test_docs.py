@@ -47,10 +47,10 @@ def app_facade(monkeypatch):
     """``groute.bfs``... as the docs call them. A checkout whose ``groute`` does not export the
     apps yet gets the apps' own one-shot functions under those names for the test."""
     import groute
-    from apps.bfs import bfs
-    from apps.cc import connected_components
-    from apps.pr import pagerank
-    from apps.sssp import sssp
+    from groute.apps.bfs import bfs
+    from groute.apps.cc import connected_components
+    from groute.apps.pr import pagerank
+    from groute.apps.sssp import sssp
     for fn in (bfs, sssp, pagerank, connected_components):
         if not hasattr(groute, fn.__name__):
             monkeypatch.setattr(groute, fn.__name__, fn, raising=False)

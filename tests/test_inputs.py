@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from apps.bfs import bfs
-from apps.cc import connected_components
-from apps.pr import pagerank
-from apps.sssp import sssp
+from groute.apps.bfs import bfs
+from groute.apps.cc import connected_components
+from groute.apps.pr import pagerank
+from groute.apps.sssp import sssp
 from groute.graph import as_graph, load_graph, reference, shipped_graph_path
 from groute.graph.ids import VertexIds, label_array
 

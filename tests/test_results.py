@@ -7,11 +7,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from apps.bfs import BFS, bfs
-from apps.cc import connected_components
-from apps.common import AppResult
-from apps.pr import pagerank
-from apps.sssp import sssp
+from groute.apps.bfs import BFS, bfs
+from groute.apps.cc import connected_components
+from groute.apps.common import AppResult
+from groute.apps.pr import pagerank
+from groute.apps.sssp import sssp
 from groute.graph import load_graph, reference, shipped_graph_path
 from groute.graph.ids import VertexIds
 

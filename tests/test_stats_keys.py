@@ -1,14 +1,14 @@
 """Every app's result ``stats`` has its one documented key set, whatever path ran (CPU backend)."""
 import pytest
 
-from apps.bfs import BFS
-from apps.cc import CC
-from apps.cc import STATS_KEYS as CC_KEYS
-from apps.common import complete_stats
-from apps.pr import STATS_KEYS as PR_KEYS
-from apps.pr import PageRank
-from apps.sssp import SSSP
-from apps.traversal import STATS_KEYS as TRAVERSAL_KEYS
+from groute.apps.bfs import BFS
+from groute.apps.cc import CC
+from groute.apps.cc import STATS_KEYS as CC_KEYS
+from groute.apps.common import complete_stats
+from groute.apps.pr import STATS_KEYS as PR_KEYS
+from groute.apps.pr import PageRank
+from groute.apps.sssp import SSSP
+from groute.apps.traversal import STATS_KEYS as TRAVERSAL_KEYS
 from groute.graph import load_graph
 from groute.tuning import PageRankTuning
 from support import graph_from

@@ -80,9 +80,9 @@ def test_tunings_are_frozen_and_checked():
 
 
 def test_solvers_read_the_environment_when_built_and_take_a_tuning_as_given(monkeypatch):
-    from apps.bfs import BFS
-    from apps.cc import CC
-    from apps.pr import PageRank
+    from groute.apps.bfs import BFS
+    from groute.apps.cc import CC
+    from groute.apps.pr import PageRank
     g = graph_from(4, [(0, 1), (1, 2), (2, 3)], directed=False)
     monkeypatch.setenv("GROUTE_PR_TRACE", "1")
     monkeypatch.setenv("GROUTE_PEER_MAX_ROUNDS", "5")
