@@ -1,9 +1,9 @@
 """Breadth-first search across devices: asynchronous, data-driven, on the distributed worklist.
 
-``bfs(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are int32
+``bfs(graph, source)`` returns an :class:`~groute.apps.common.AppResult` whose ``values`` are int32
 depths (hops from ``source``; -1 for unreachable vertices) in the caller's vertex ids.
 :class:`BFS` partitions and uploads once and can run from many sources. Also the ``groute bfs``
-subcommand (see :mod:`apps.traversal_cli`).
+subcommand (see :mod:`groute.apps.traversal_cli`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
 
 
 class BFS(TraversalSolver):
-    """BFS solver; options as :class:`~apps.traversal.TraversalSolver`."""
+    """BFS solver; options as :class:`~groute.apps.traversal.TraversalSolver`."""
 
     app = "bfs"
     weighted = False
@@ -35,11 +35,11 @@ class BFS(TraversalSolver):
     def auto_mode(self, graph):
         """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
         CUDA, NVLink between all devices, no worklist asked for): BSP, the persistent
-        level-synchronous kernel (:mod:`apps.traversal_peer`), for a low-diameter graph (on one
+        level-synchronous kernel (:mod:`groute.apps.traversal_peer`), for a low-diameter graph (on one
         device a symmetric one, where the kernel pulls; kron:25 on one H200: 3.95 ms against
         9.53 ms for the fused asynchronous worker), async for a
         road-like one: one device's fused worker (grid:4900: 40.5 ms against 176 ms), on several
-        the fused workers with device-initiated links (:mod:`apps.traversal_linked`; grid:4900
+        the fused workers with device-initiated links (:mod:`groute.apps.traversal_linked`; grid:4900
         on two H200s: 65 ms against 203 ms for the peer kernel). Without them: BSP across
         devices of a symmetric low-diameter graph (the worklist pulls across devices), async
         everywhere else. docs/PERFORMANCE.md, docs/TRAVERSAL.md."""

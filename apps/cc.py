@@ -48,8 +48,8 @@ With one device the segments are processed in place (no copy).
 
 This module holds the rule (which path can run), the solver and the CLI. The host-side layout
 (edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling) is
-:mod:`apps.cc_layout`; each device's parent array and operations, the only backend-specific
-code, are :mod:`apps.cc_device` (CUDA kernels in ``cc.cu``; the CPU backend hooks with
+:mod:`groute.apps.cc_layout`; each device's parent array and operations, the only backend-specific
+code, are :mod:`groute.apps.cc_device` (CUDA kernels in ``cc.cu``; the CPU backend hooks with
 vectorised NumPy: ``np.minimum.at`` on roots, then pointer jumping).
 """
 from __future__ import annotations
@@ -58,10 +58,10 @@ import time
 
 import numpy as np
 
-from apps.cc_device import DeviceCC
-from apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
+from groute.apps.cc_device import DeviceCC
+from groute.apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
-from apps.common import AppResult, DeviceTimer, Solver
+from groute.apps.common import AppResult, DeviceTimer, Solver
 from groute import Link, Router, first_available
 
 
@@ -403,7 +403,7 @@ def connected_components(graph, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from apps.app_cli import add_graph_options
+    from groute.apps.app_cli import add_graph_options
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
     add_graph_options(p)
@@ -425,7 +425,7 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.app_cli import load, print_stats, run_solver, write_output
+    from groute.apps.app_cli import load, print_stats, run_solver, write_output
     g = load(args)
     seg = int(args.segment_edges) if args.segment_edges else None
     runs = run_solver(args, lambda ctx: CC(g, ctx=ctx, segment_edges=seg, num_buffers=args.buffers,

@@ -1,4 +1,4 @@
-"""Connected components' per-device state and operations (:mod:`apps.cc`): one :class:`DeviceCC`
+"""Connected components' per-device state and operations (:mod:`groute.apps.cc`): one :class:`DeviceCC`
 per device holds its parent array and its rows of the CSR and runs the hook / merge / compress /
 sampling steps on them, as CUDA kernels (``cc.cu``) or vectorised NumPy on the device's stream
 (:func:`hook_numpy`, :func:`rest_numpy`). The only backend-specific code of CC.
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.cc_layout import remaining_edges
+from groute.apps.cc_layout import remaining_edges
 
 KERNEL = Path(__file__).with_name("cc.cu")
 BLOCK = 256

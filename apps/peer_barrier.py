@@ -8,8 +8,8 @@ a sync per run); it adds what the run crossed to ``base``, read from the devices
 words. Only when a run failed, or the devices disagree on how many barriers they crossed, does
 the counter stand somewhere unknown: then every device is waited for and the block is zeroed.
 
-Used by the persistent BFS/SSSP kernels (:mod:`apps.traversal_peer`) and persistent BSP
-PageRank (:mod:`apps.pr`), which also share :func:`unavailable` (where these kernels can run),
+Used by the persistent BFS/SSSP kernels (:mod:`groute.apps.traversal_peer`) and persistent BSP
+PageRank (:mod:`groute.apps.pr`), which also share :func:`unavailable` (where these kernels can run),
 :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``) and the end of a run
 (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed launch or a device
 that gave up).

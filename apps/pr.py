@@ -35,8 +35,8 @@ the variant the Groute paper evaluates, kept for comparison.
 
 This module holds the rules (which kernel, how many sweeps, whether persistent), the solver and
 the CLI. The host-side layout of the in-arcs (shards, the ``"bins"`` degree order, its cut and
-task list) is :mod:`apps.pr_layout`; each device's arrays and operations, the only
-backend-specific code, are :mod:`apps.pr_device` (CUDA kernels in ``pr.cu``; the CPU backend
+task list) is :mod:`groute.apps.pr_layout`; each device's arrays and operations, the only
+backend-specific code, are :mod:`groute.apps.pr_device` (CUDA kernels in ``pr.cu``; the CPU backend
 runs vectorised NumPy on the devices' streams).
 """
 from __future__ import annotations
@@ -46,9 +46,9 @@ import time
 
 import numpy as np
 
-from apps.common import AppResult, DeviceTimer, Solver
-from apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
-from apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
+from groute.apps.common import AppResult, DeviceTimer, Solver
+from groute.apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
+from groute.apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                             transpose_arcs)
 from groute.graph.csr import kept_on
 
@@ -121,10 +121,10 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
     rule on the device and storing the values the peers read into the peers' vectors, on
     devices that reach each other's memory with native atomics (the cross-device barrier of
-    :mod:`apps.peer_barrier`)."""
+    :mod:`groute.apps.peer_barrier`)."""
     if mode != "bsp":
         return f"it runs mode='bsp' (got mode={mode!r})"
-    from apps.peer_barrier import unavailable
+    from groute.apps.peer_barrier import unavailable
     why = unavailable(ctx)
     if why is not None:
         return why
@@ -191,7 +191,7 @@ class PageRank(Solver):
     chains); ``task_arcs``, ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's
     arcs per task, the in-degree from which a vertex's arcs are cut into chunks of at most
     that many arcs (one warp each), and the arcs per lane that set how many lanes share a
-    vertex (:func:`apps.pr_layout.bins_tasks`); ``waves``: the fused grids in multiples of
+    vertex (:func:`groute.apps.pr_layout.bins_tasks`); ``waves``: the fused grids in multiples of
     the blocks resident at once; ``device_check`` (default True; "csc" and "bins", on any number of
     devices and both backends): iteration t of each device's kernel first adds up every
     device's stats of iteration t - 1 (peer reads: its stream already waited for all of them)
@@ -313,7 +313,7 @@ class PageRank(Solver):
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
             if self.persistent:     # device 0's cross-device barrier counter, where it stands
-                from apps.peer_barrier import CrossDeviceBarrier
+                from groute.apps.peer_barrier import CrossDeviceBarrier
                 with self.devs[0].device.use():
                     self._barrier = CrossDeviceBarrier(self.ctx.devices,
                                                        self.devs[0].device.zeros(1, np.uint64))
@@ -433,7 +433,7 @@ class PageRank(Solver):
         gave up at the cross-device barrier (a peer stopped or never started) or the devices
         disagree; the barrier counter is then reset (after every device has finished), so the
         next run starts clean."""
-        from apps.peer_barrier import timeout_ns
+        from groute.apps.peer_barrier import timeout_ns
         bar = self._barrier
         launched, failure = bar.launch_each(
             lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, y0, bar.ptr,
@@ -536,7 +536,7 @@ def pagerank(graph, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from apps.app_cli import add_graph_options
+    from groute.apps.app_cli import add_graph_options
     p = subparsers.add_parser("pr", parents=[common], help="PageRank across devices (async push or BSP)")
     add_graph_options(p)
     p.add_argument("--mode", choices=MODES + ("auto",), default="auto",
@@ -559,7 +559,7 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    from apps.app_cli import load, print_stats, run_solver, write_output
+    from groute.apps.app_cli import load, print_stats, run_solver, write_output
     g = load(args)
     runs = run_solver(args, lambda ctx: PageRank(
         g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,

@@ -1,4 +1,4 @@
-"""PageRank's per-device state and operations (:mod:`apps.pr`): one :class:`DevicePR` per device
+"""PageRank's per-device state and operations (:mod:`groute.apps.pr`): one :class:`DevicePR` per device
 holds its arrays and runs the BSP and asynchronous steps on them, as CUDA kernels (``pr.cu``) or
 vectorised NumPy on the device's stream; :class:`PushWorker` is what the distributed worklist
 drives in the asynchronous mode. The only backend-specific code of PageRank.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.pr_layout import Shard, bins_tasks
+from groute.apps.pr_layout import Shard, bins_tasks
 from groute.worklist import call_on_stream
 
 KERNEL = Path(__file__).with_name("pr.cu")
@@ -402,7 +402,7 @@ class DevicePR:
         ``bsp_persistent``, which starts with :meth:`bsp_reset`'s work). ``gbar_ptr``: device
         0's barrier counter, standing at ``gbase``. A grid the device cannot hold at once is
         halved until it fits (the occupancy answer was optimistic)."""
-        from apps.peer_barrier import launch_resident
+        from groute.apps.peer_barrier import launch_resident
         fn = self.kernels["persistent"]
         key = (t_end, base, y0, k, timeout_ns)
         if self._persist_key != key:    # built once: the same for every run of the solver

@@ -1,4 +1,4 @@
-"""Host-side layout of PageRank's in-arcs (:mod:`apps.pr`): the per-device :class:`Shard`, the
+"""Host-side layout of PageRank's in-arcs (:mod:`groute.apps.pr`): the per-device :class:`Shard`, the
 transposed arcs, and the ``"bins"`` kernel's degree order, its cut across devices and its static
 task list. Pure NumPy (CuPy only to build the billion-sized sources on a device): no solver or
 device state, so each piece is testable on its own.

@@ -1,9 +1,9 @@
 """Single-source shortest paths across devices, with soft priority (near-far, delta-stepping).
 
-``sssp(graph, source)`` returns an :class:`~apps.common.AppResult` whose ``values`` are float64
+``sssp(graph, source)`` returns an :class:`~groute.apps.common.AppResult` whose ``values`` are float64
 distances (``inf`` for unreachable vertices) in the caller's vertex ids. Weights must be >= 0;
 integer weights are summed exactly in int32, float weights in float32; an unweighted graph gets
-weight 1 on every arc. Also the ``groute sssp`` subcommand (see :mod:`apps.traversal_cli`).
+weight 1 on every arc. Also the ``groute sssp`` subcommand (see :mod:`groute.apps.traversal_cli`).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .traversal import TraversalSolver, graph_is_low_diameter, unreached_mask
 
 
 class SSSP(TraversalSolver):
-    """SSSP solver; options as :class:`~apps.traversal.TraversalSolver`."""
+    """SSSP solver; options as :class:`~groute.apps.traversal.TraversalSolver`."""
 
     app = "sssp"
     weighted = True
@@ -31,7 +31,7 @@ class SSSP(TraversalSolver):
         return max(1, int(round(delta))) if self.kind == "int" else delta
 
     def auto_priority(self, graph):
-        """Soft priority unless the graph is low-diameter (:func:`~apps.traversal.low_diameter`):
+        """Soft priority unless the graph is low-diameter (:func:`~groute.apps.traversal.low_diameter`):
         there Bellman-Ford-style rounds converge in a few levels and the near-far rounds cost more
         than the re-expansions they save (kron:21 on one H200: 8.15 ms with priority, 7.22 ms
         without; 2.70M vs 2.87M vertices expanded), while on road-like graphs priority is what
@@ -41,9 +41,9 @@ class SSSP(TraversalSolver):
     def auto_mode(self, graph):
         """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
         CUDA devices with NVLink between all of them, no worklist asked for): BSP, the
-        persistent peer kernel (:mod:`apps.traversal_peer`), for a low-diameter graph on any
+        persistent peer kernel (:mod:`groute.apps.traversal_peer`), for a low-diameter graph on any
         number of devices; async for a road-like graph: one device's fused worker, on several
-        the fused workers with device-initiated links (:mod:`apps.traversal_linked`). Elsewhere
+        the fused workers with device-initiated links (:mod:`groute.apps.traversal_linked`). Elsewhere
         (CPU virtual devices, no NVLink) async. Measured on H200s (docs/PERFORMANCE.md,
         docs/TRAVERSAL.md): kron:21 2.44 ms on one GPU against 7.02 ms for the fused worker, 2.48
         ms on two against 15.18 ms through the host worklist; kron:25 38.8 ms on one against

@@ -2,16 +2,16 @@
 
 A :class:`TraversalSolver` partitions the graph once (each device owns a contiguous range of
 renumbered vertices), uploads every device's rows, and builds one worker per device (NumPy:
-:mod:`apps.traversal_cpu`; CUDA: :mod:`apps.traversal_cuda`, a fused persistent kernel) and
+:mod:`groute.apps.traversal_cpu`; CUDA: :mod:`groute.apps.traversal_cuda`, a fused persistent kernel) and
 one :class:`~groute.worklist.DistributedWorklist`. ``run(source)`` then times only the
 traversal: remote updates travel as ``(vertex, value)`` items to the owner, which keeps the
 smaller value and enqueues the vertex if it improved. Where the devices reach each other's
 memory (``exchange="peer"``, or ``"auto"`` on CUDA devices with NVLink) the host leaves the loop:
-BSP runs the persistent level-synchronous kernels (:mod:`apps.traversal_peer`: the solver builds
-only the arrays they read, and the :class:`~apps.traversal_peer.PeerTraversal` over them), and
+BSP runs the persistent level-synchronous kernels (:mod:`groute.apps.traversal_peer`: the solver builds
+only the arrays they read, and the :class:`~groute.apps.traversal_peer.PeerTraversal` over them), and
 async on several devices runs the fused workers with device-initiated links
-(:mod:`apps.traversal_linked`: the workers, no worklist, and the
-:class:`~apps.traversal_linked.LinkedTraversal` over them).
+(:mod:`groute.apps.traversal_linked`: the workers, no worklist, and the
+:class:`~groute.apps.traversal_linked.LinkedTraversal` over them).
 
 Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
 results come back as int32 depths with -1 for unreachable (BFS) or float64 distances with
@@ -75,7 +75,7 @@ class _Partitioned:
 
 
 class TraversalSolver(Solver):
-    """Shared by :class:`apps.bfs.BFS` and :class:`apps.sssp.SSSP`; see the module docstring.
+    """Shared by :class:`groute.apps.bfs.BFS` and :class:`groute.apps.sssp.SSSP`; see the module docstring.
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
     round, global barrier, all-to-all exchange; BFS on a symmetric graph also pulls across
@@ -85,8 +85,8 @@ class TraversalSolver(Solver):
     launch (None: until local work runs out or the outboxes fill). ``exchange``: ``"host"``
     (the distributed worklist: the host moves the items and, in BSP, steers every level),
     ``"peer"`` (one launch per device for the whole run, exchanging through peer memory; CUDA
-    devices, NVLink between them: BSP is :mod:`apps.traversal_peer`, where SSSP keeps
-    ``priority`` too; async on several devices is :mod:`apps.traversal_linked`) or ``"auto"``
+    devices, NVLink between them: BSP is :mod:`groute.apps.traversal_peer`, where SSSP keeps
+    ``priority`` too; async on several devices is :mod:`groute.apps.traversal_linked`) or ``"auto"``
     (the default: peer where it can run). ``routing``, ``max_rounds``, ``packet_size`` and
     ``flush_items`` are the worklist's (:data:`WORKLIST_OPTIONS`): given, they select it.
     """
@@ -183,7 +183,7 @@ class TraversalSolver(Solver):
 
     def _device_shares(self, graph, flush_items):
         """Every device's part of the solver, built on the devices' threads at once: on the peer
-        path the arrays its kernel reads (:func:`~apps.traversal_peer.arrays_needed`), else the
+        path the arrays its kernel reads (:func:`~groute.apps.traversal_peer.arrays_needed`), else the
         worklist's worker (CUDA or NumPy)."""
         offsets = self.part.offsets
         args = dict(offsets=offsets, num_vertices=graph.num_vertices, kind=self.kind,
@@ -243,8 +243,8 @@ class TraversalSolver(Solver):
         return True
 
     def _peer_traversal(self, graph):
-        """The :class:`~apps.traversal_peer.PeerTraversal` over this solver's arrays (BSP), or
-        the :class:`~apps.traversal_linked.LinkedTraversal` over its workers (async)."""
+        """The :class:`~groute.apps.traversal_peer.PeerTraversal` over this solver's arrays (BSP), or
+        the :class:`~groute.apps.traversal_linked.LinkedTraversal` over its workers (async)."""
         delta = self.delta if self.priority else math.inf
         if self.mode == "async":
             from .traversal_linked import LinkedTraversal

@@ -2,7 +2,7 @@
 
 :class:`CUDATraversalArrays` holds the arrays both CUDA traversals share (rows, values, frontier
 queues, the hub reservation, ``sent_best``): all that the persistent peer kernels
-(:mod:`apps.traversal_peer`) read. :class:`CUDATraversalWorker` adds the worklist path's
+(:mod:`groute.apps.traversal_peer`) read. :class:`CUDATraversalWorker` adds the worklist path's
 queues, outboxes and control block.
 
 ``advance`` is one cooperative launch of the fused ``traverse`` kernel (many rounds, grid-wide
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.peer_barrier import launch_resident
+from groute.apps.peer_barrier import launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.worklist import LocalWork, StreamWorker
 
@@ -74,7 +74,7 @@ class CUDATraversalArrays:
     values (``dist``), ``queues`` frontier queues, the big-vertex reservation and, if
     ``sent_best``, the least value sent per global vertex (one slot on a single device).
 
-    The persistent peer kernels (:mod:`apps.traversal_peer`) take only these, as many queues and
+    The persistent peer kernels (:mod:`groute.apps.traversal_peer`) take only these, as many queues and
     ``sent_best`` as they read; :class:`CUDATraversalWorker` adds what the worklist path needs.
     Arrays come from ``device.xp``, so any device can hold them."""
 
@@ -236,7 +236,7 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
         """A run's starting state from ``self.source`` with threshold ``threshold``, queued on
         the current stream (no wait): values unreached, nothing queued or sent, counters zero,
         the source (on its owner) queued for round 0. The linked workers
-        (:mod:`apps.traversal_linked`) reset through it too."""
+        (:mod:`groute.apps.traversal_linked`) reset through it too."""
         self.dist.fill(self.inf_bits)
         self.in_near.fill(-1)          # the round each vertex was last queued for: none
         self.sent_best.fill(self.inf_bits)

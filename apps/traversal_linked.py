@@ -4,7 +4,7 @@
 On several devices the host-driven worklist returns to the host whenever a round produced items
 for another device, so a road-like graph (thousands of levels) paid thousands of host round
 trips (grid:4900 on two H200s: 1,142 ms, against 41.7 ms for one GPU's fused worker), and the
-level-synchronous peer kernel (:mod:`apps.traversal_peer`) pays a cross-device barrier or three
+level-synchronous peer kernel (:mod:`groute.apps.traversal_peer`) pays a cross-device barrier or three
 per level (202 ms). Here every device runs the fused worker's rounds (``traversal.cu``) in one
 cooperative launch of ``traverse_linked`` (``traversal_linked.cu``) and never waits for another:
 offers to vertices a peer owns are stored straight into a ring in the owner's memory, one per
@@ -12,7 +12,7 @@ offers to vertices a peer owns are stored straight into a ring in the owner's me
 next round. A single work counter in device 0's memory (queued items plus items in flight)
 tells every device when the traversal is over. The file's header has the protocol.
 
-The per-device state is the worklist path's :class:`~apps.traversal_cuda.CUDATraversalWorker`
+The per-device state is the worklist path's :class:`~groute.apps.traversal_cuda.CUDATraversalWorker`
 (rows, values, near and far queues, control block; its outboxes are left at one slot each,
 unused); this module adds per device its inbox rings (``capacity`` items per sender: the
 largest part's vertex count, at least 2^16 and at most 2^22, rounded up to a power of two; a
@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from apps import peer_barrier
-from apps.peer_barrier import CrossDeviceBarrier, launch_resident
+from groute.apps import peer_barrier
+from groute.apps.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
 from .traversal_cuda import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
@@ -58,7 +58,7 @@ MIN_CAPACITY, MAX_CAPACITY = 1 << 16, 1 << 22
 
 class LinkedTraversal:
     """One run = one cooperative launch of ``traverse_linked`` per device; see the module
-    docstring. ``workers``: per device, a :class:`~apps.traversal_cuda.CUDATraversalWorker`
+    docstring. ``workers``: per device, a :class:`~groute.apps.traversal_cuda.CUDATraversalWorker`
     (shared: values land in its ``dist``); ``offsets``: the partition's vertex ranges;
     ``delta``: soft-priority step (also the first threshold), ``math.inf`` for none; each
     device moves its own threshold when its near work runs out. A ring holds the largest
@@ -147,7 +147,7 @@ class LinkedTraversal:
     def _reset(self, i, source):
         """Device ``i``'s state for a run from ``source`` (renumbered id), on its compute stream
         (so before its launch; peers touch it only after the start barrier): the worker's
-        (:meth:`~apps.traversal_cuda.CUDATraversalWorker.reset_state`), then the links'."""
+        (:meth:`~groute.apps.traversal_cuda.CUDATraversalWorker.reset_state`), then the links'."""
         w = self.workers[i]
         w.set_source(source)
         w.reset_state(self.delta)

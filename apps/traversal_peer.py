@@ -9,10 +9,10 @@ owner's inbox; SSSP: a min on the owner's distance and a bit in its inbox), BFS 
 bitmaps by peer stores for pull levels, and the devices meet at a cross-device barrier in device
 0's memory (DESIGN.md: "let kernels push remote work straight into a peer's receive queue").
 Needs peer access with native atomics between every pair of devices (NVLink);
-:func:`apps.peer_barrier.unavailable` says why it cannot run elsewhere.
+:func:`groute.apps.peer_barrier.unavailable` says why it cannot run elsewhere.
 
 The per-device rows, weights, values and queues (SSSP: and ``sent_best``) are a
-:class:`apps.traversal_cuda.CUDATraversalArrays` the solver builds as :func:`arrays_needed`
+:class:`groute.apps.traversal_cuda.CUDATraversalArrays` the solver builds as :func:`arrays_needed`
 says (no worklist, no worker: their queues and outboxes would go unused); this module adds the
 bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a small control
 block per device and the global block on device 0.
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from apps import peer_barrier
-from apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
+from groute.apps import peer_barrier
+from groute.apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ MAX_ROUNDS = int(os.environ.get("GROUTE_PEER_MAX_ROUNDS", str(2**31 - 1)))
 
 
 def arrays_needed(app: str) -> dict:
-    """The :class:`~apps.traversal_cuda.CUDATraversalArrays` options ``app``'s kernel needs:
+    """The :class:`~groute.apps.traversal_cuda.CUDATraversalArrays` options ``app``'s kernel needs:
     BFS alternates two frontier queues and remembers its offers in its own ``sent`` bitmap;
     SSSP rebuilds one queue every round and keeps ``sent_best`` (read with several devices)."""
     if app not in APPS:
@@ -63,7 +63,7 @@ class PeerTraversal:
     """One run = one cooperative launch of ``peer_bfs`` or ``peer_sssp`` per device; see the
     module docstring.
 
-    ``arrays``: per device, the :class:`~apps.traversal_cuda.CUDATraversalArrays` that
+    ``arrays``: per device, the :class:`~groute.apps.traversal_cuda.CUDATraversalArrays` that
     :func:`arrays_needed` asks for (shared, not copied: values land in their ``dist``);
     ``offsets``: the partition's vertex ranges; ``num_arcs``: out-arcs of the whole graph;
     ``symmetric``: BFS pull levels are allowed (in-arcs = out-arcs); ``app``: "bfs" or

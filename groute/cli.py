@@ -19,13 +19,13 @@ from .errors import GrouteError
 COMMANDS = [
     "groute.commands.info",
     "groute.commands.demo",
-    "apps.pbf",
-    "apps.bfs",
-    "apps.sssp",
-    "apps.pr",
-    "apps.cc",
+    "groute.apps.pbf",
+    "groute.apps.bfs",
+    "groute.apps.sssp",
+    "groute.apps.pr",
+    "groute.apps.cc",
     "groute.graph.cli",
-    "topology.cli",
+    "groute.topology.cli",
     "groute.bench.cli",
 ]
 

@@ -76,9 +76,9 @@ def main():
     args = ap.parse_args()
 
     from groute import Context
-    from apps.baselines import cupy_bfs, cupy_sssp
-    from apps.bfs import BFS
-    from apps.sssp import SSSP
+    from groute.apps.baselines import cupy_bfs, cupy_sssp
+    from groute.apps.bfs import BFS
+    from groute.apps.sssp import SSSP
     from groute.graph import reference
     from scipy.sparse import csgraph
 

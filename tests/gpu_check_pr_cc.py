@@ -166,8 +166,8 @@ def device_counts(ngpu):
 
 
 def stage_correctness(ngpu, budget=float("inf")):
-    from apps.cc import CC
-    from apps.pr import PageRank
+    from groute.apps.cc import CC
+    from groute.apps.pr import PageRank
     from groute import Context
     from groute.graph import reference
     graphs = small_graphs()
@@ -224,7 +224,7 @@ def stage_correctness(ngpu, budget=float("inf")):
     if BACKEND != "cuda":
         return
     # the plain-CuPy baselines on a few graphs
-    from apps.baselines_pr_cc import cupy_cc, cupy_pagerank
+    from groute.apps.baselines_pr_cc import cupy_cc, cupy_pagerank
     for g in graphs[-3:]:
         pr_ref, cc_ref = refs[g.name]
 
@@ -279,7 +279,7 @@ def timing(entry):
 def time_cupy_baselines(g, spec, pr_ref, cc_ref, floor_s, repeat):
     """The plain-CuPy peers on GPU 0, timed like ours and checked against the reference."""
     import cupy
-    from apps.baselines_pr_cc import cupy_cc, cupy_pagerank
+    from groute.apps.baselines_pr_cc import cupy_cc, cupy_pagerank
     with cupy.cuda.Device(0):
         def base_pr():
             med, times, (x, it) = cuda_timed(lambda: cupy_pagerank(g, tol=1e-6), repeat)
@@ -305,8 +305,8 @@ def time_cupy_baselines(g, spec, pr_ref, cc_ref, floor_s, repeat):
 
 
 def stage_timings(ngpu, specs, repeat, budget):
-    from apps.cc import CC
-    from apps.pr import PageRank
+    from groute.apps.cc import CC
+    from groute.apps.pr import PageRank
     from groute import Context
     from groute.bench.floor import floor_bytes, measure_copy_bandwidth
     from groute.device import CPUDevice, CUDADevice
@@ -444,19 +444,19 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
     ``reference.pagerank`` (tol 1e-6, the contract: L1 <= 1e-4; ``scipy=False``: against the
     cuSPARSE answer instead, the same algorithm and stopping rule in float64, which saves the
     reference's CPU time: 22 s on grid:4900; ``check=False``: no small graphs)."""
-    from apps.baselines_pr_cc import cupy_pagerank
-    from apps.pr import PageRank
+    from groute.apps.baselines_pr_cc import cupy_pagerank
+    from groute.apps.pr import PageRank
     from groute import Context
     from groute.graph import reference
-    import apps.pr_device
+    import groute.apps.pr_device
     names = [v for v in variants.split(",") if v] if variants else list(PR_VARIANTS)
-    spin_default = apps.pr_device.SPIN_S
+    spin_default = groute.apps.pr_device.SPIN_S
 
     def opts(name):
-        """The solver options of a variant; "_spin_s" sets apps.pr_device.SPIN_S (0: the earlier
+        """The solver options of a variant; "_spin_s" sets groute.apps.pr_device.SPIN_S (0: the earlier
         sleeping wait at every convergence check)."""
         o = dict(PR_VARIANTS[name])
-        apps.pr_device.SPIN_S = o.pop("_spin_s", spin_default)
+        groute.apps.pr_device.SPIN_S = o.pop("_spin_s", spin_default)
         return o
     with Context(1, backend=BACKEND, timeout=60) as ctx:
         bad = 0
@@ -554,7 +554,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
     ``persistent=True`` (one cooperative launch per device per run, pr.cu ``bsp_persistent``),
     ``:periteration`` with ``persistent=False``. ``partition``: the partitioner of the kernels
     that use one (csc, coo)."""
-    from apps.pr import PageRank
+    from groute.apps.pr import PageRank
     from groute import Context
     for spec in specs:
         g = load_big(spec)
@@ -638,8 +638,8 @@ CC_VARIANTS = {
 def stage_cc_variants(specs, repeat, budget, variants):
     """CC options on one device: exact on the small graphs, then timed on ``specs`` next to the
     plain-CuPy baseline of the same run (and scipy, which gives the answer checked)."""
-    from apps.baselines_pr_cc import cupy_cc
-    from apps.cc import CC
+    from groute.apps.baselines_pr_cc import cupy_cc
+    from groute.apps.cc import CC
     from groute import Context
     from groute.graph import reference
     names = [v for v in variants.split(",") if v] if variants else list(CC_VARIANTS)

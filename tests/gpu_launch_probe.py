@@ -139,7 +139,7 @@ def report_launches(calls, what=""):
 
 def launch_order(reverse: bool):
     """Make CrossDeviceBarrier.launch_each launch the last device first (or restore it)."""
-    from apps.peer_barrier import CrossDeviceBarrier
+    from groute.apps.peer_barrier import CrossDeviceBarrier
     plain = getattr(CrossDeviceBarrier, "_plain_launch_each", CrossDeviceBarrier.launch_each)
     CrossDeviceBarrier._plain_launch_each = plain
     if not reverse:
@@ -153,10 +153,10 @@ def launch_order(reverse: bool):
 
 def timed_launches():
     """Wrap launch_resident where the apps call it; returns the list of (device name, seconds)."""
-    import apps.peer_barrier as pb
-    import apps.traversal_cuda as tc
-    import apps.traversal_linked as tl
-    import apps.traversal_peer as tp
+    import groute.apps.peer_barrier as pb
+    import groute.apps.traversal_cuda as tc
+    import groute.apps.traversal_linked as tl
+    import groute.apps.traversal_peer as tp
     calls = []
     plain = pb.launch_resident
 
@@ -184,10 +184,10 @@ def main():
     ngpu = cupy.cuda.runtime.getDeviceCount()
     trivial(args.repeat, ngpu)
     calls = timed_launches()
-    from apps.pr_device import DevicePR
+    from groute.apps.pr_device import DevicePR
     steps = timed_steps(DevicePR)
-    from apps.bfs import BFS
-    from apps.pr import PageRank
+    from groute.apps.bfs import BFS
+    from groute.apps.pr import PageRank
     from groute import Context
     from groute.graph import load_graph
     pr_graph, bfs_graph = load_graph(args.pr_graph), load_graph(args.bfs_graph)

@@ -37,8 +37,8 @@ def main():
     ap.add_argument("--blocks", default="", help="extra GROUTE_LINKED_BLOCKS values to time")
     ap.add_argument("--partition", default="contiguous")
     args = ap.parse_args()
-    from apps.bfs import BFS
-    from apps.sssp import SSSP
+    from groute.apps.bfs import BFS
+    from groute.apps.sssp import SSSP
     from groute import Context
     t0 = time.perf_counter()
     for spec in args.graphs.split(","):

@@ -48,7 +48,7 @@ def main():
     args = ap.parse_args()
     import os
     os.environ["GROUTE_PR_TRACE"] = "1"
-    from apps.pr import PageRank
+    from groute.apps.pr import PageRank
     from groute import Context
     from groute.graph import load_graph
     for spec in args.graphs.split(","):

@@ -22,7 +22,7 @@ def main(argv=None):
     ap.add_argument("graphs", help="comma-separated specs or paths")
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args(argv)
-    from apps.bfs import BFS
+    from groute.apps.bfs import BFS
     from groute.graph import reference
     from groute.graph.load import load_graph
     from support import busiest

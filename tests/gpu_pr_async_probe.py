@@ -27,7 +27,7 @@ def main(argv=None):
                     help="sum the values each device packs and each applies (host syncs: slow)")
     args = ap.parse_args(argv)
     import groute.worklist as gw
-    from apps.pr import PageRank
+    from groute.apps.pr import PageRank
     from groute.graph.load import load_graph
 
     orig = gw.DistributedWorklist.__init__
@@ -96,7 +96,7 @@ def install_audit(audit):
     """Wrap the async worker's pack and apply so that every item value is summed (float64)."""
     import threading
 
-    import apps.pr_device as pr_device
+    import groute.apps.pr_device as pr_device
     from groute.worklist import call_on_stream, unpack
     lock = threading.Lock()
     pack, apply = pr_device.DevicePR.pack, pr_device.DevicePR.apply

@@ -57,11 +57,11 @@ def main():
     args = ap.parse_args()
 
     from groute import Context
-    from apps.baselines import cupy_bfs, cupy_sssp
-    from apps.bfs import BFS
-    from apps.cc import CC
-    from apps.pr import PageRank
-    from apps.sssp import SSSP
+    from groute.apps.baselines import cupy_bfs, cupy_sssp
+    from groute.apps.bfs import BFS
+    from groute.apps.cc import CC
+    from groute.apps.pr import PageRank
+    from groute.apps.sssp import SSSP
 
     counts = [int(x) for x in args.devices.split(",")]
     out = {"commit": os.environ.get("GROUTE_COMMIT", ""), "cases": []}

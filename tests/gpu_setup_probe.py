@@ -46,13 +46,13 @@ PR_MAX_L1 = 1e-5
 
 def build(app, g, ctx):
     if app == "bfs":
-        from apps.bfs import BFS
+        from groute.apps.bfs import BFS
         return BFS(g, ctx=ctx, partition="contiguous")
     if app == "pr":
-        from apps.pr import PageRank
+        from groute.apps.pr import PageRank
         return PageRank(g, ctx=ctx, mode="bsp", bsp_kernel="bins")
     if app == "cc":
-        from apps.cc import CC
+        from groute.apps.cc import CC
         return CC(g, ctx=ctx)
     raise ValueError(f"unknown app {app!r}: use bfs, pr or cc")
 
@@ -72,8 +72,8 @@ def compare(app, first, values):
 
 def check_layout(spec, backend):
     """The bins in-arcs a CUDA solver holds (CuPy build) against the NumPy build."""
-    from apps.pr import PageRank
-    from apps.pr_layout import bins_layout
+    from groute.apps.pr import PageRank
+    from groute.apps.pr_layout import bins_layout
     g = load_graph(spec)
     host = bins_layout(g)
     want = host.sources(g)
@@ -96,9 +96,9 @@ def main():
            "graph": args.graph, "cases": []}
     path = Path(os.environ["OUT"]) / f"gpu_setup_probe{('_' + args.label) if args.label else ''}.json" \
         if os.environ.get("OUT") else None
-    import apps
+    import groute.apps
     import groute
-    print(f"[{args.label}] code: {Path(apps.__file__).parent}, {Path(groute.__file__).parent} "
+    print(f"[{args.label}] code: {Path(groute.apps.__file__).parent}, {Path(groute.__file__).parent} "
           f"(commit {out['commit'] or '?'})", flush=True)
     t = time.perf_counter()
     g = load_graph(args.graph)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from apps.common import AppResult
+from groute.apps.common import AppResult
 from groute.bench import make_config, run_suite
 from groute.bench.report import markdown
 from groute.bench.verify import reference_result
@@ -115,13 +115,13 @@ def test_case_budget_cuts_repeats():
 
 def test_unavailable_app_is_reported_not_faked(monkeypatch):
     from groute.bench import suite
-    monkeypatch.setitem(suite.APPS, "cc", suite.AppSpec("cc", "CC", "apps.no_such_cc_module", "CC",
+    monkeypatch.setitem(suite.APPS, "cc", suite.AppSpec("cc", "CC", "groute.apps.no_such_cc_module", "CC",
                                                        needs_source=False, weighted=False))
     results = run_suite(small_config(apps=["cc"]), progress=False)
     (case,) = results["cases"]
     assert case["status"] == "n/a" and "time_s" not in case
     assert results["apps"]["cc"]["status"] == "n/a"
-    assert "apps.no_such_cc_module" in markdown(results)
+    assert "groute.apps.no_such_cc_module" in markdown(results)
 
 
 def test_partial_results_are_saved_after_every_step(tmp_path):

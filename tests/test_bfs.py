@@ -8,7 +8,7 @@ Every run is under a timeout: wrong termination counting would hang, not pass.
 import numpy as np
 import pytest
 
-from apps.bfs import BFS, bfs
+from groute.apps.bfs import BFS, bfs
 from groute import Context
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
@@ -226,7 +226,7 @@ def test_cuda_linked_tiny_rings_push_back(monkeypatch):
     """Rings of 4 items: most offers find them full, the senders keep their vertices queued
     and offer again, nothing is lost."""
     need_gpus(2)
-    import apps.traversal_linked as tl
+    import groute.apps.traversal_linked as tl
     monkeypatch.setattr(tl, "MIN_CAPACITY", 4)
     monkeypatch.setattr(tl, "MAX_CAPACITY", 4)
     for spec in ("kron:12", "grid:40"):
@@ -259,7 +259,7 @@ def test_cuda_auto_mode_on_two_gpus_takes_the_linked_workers_for_road_graphs():
 @pytest.mark.gpu
 @pytest.mark.timeout(60)
 def test_plain_cupy_baseline_matches_reference():
-    from apps.baselines import cupy_bfs
+    from groute.apps.baselines import cupy_bfs
     check_baseline_on_gpu(cupy_bfs, reference.bfs, load_graph)
 
 
@@ -294,8 +294,8 @@ def test_worklist_options_select_the_worklist(monkeypatch):
     option only the worklist reads, given with another value than its default, means the
     worklist under exchange="auto" (auto mode decides for that exchange) and is an error naming
     it under exchange="peer"; the peer path reports no routing."""
-    import apps.traversal as traversal
-    import apps.traversal_peer as traversal_peer
+    import groute.apps.traversal as traversal
+    import groute.apps.traversal_peer as traversal_peer
     from test_traversal_peer_host import FakePeer
     monkeypatch.setattr(traversal.TraversalSolver, "_peer_why", None, raising=False)
     monkeypatch.setattr(traversal_peer, "PeerTraversal", FakePeer)

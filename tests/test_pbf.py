@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from apps.pbf import parse_predicate, pbf
+from groute.apps.pbf import parse_predicate, pbf
 from groute import Context
 from groute.cli import main
 from support import backends

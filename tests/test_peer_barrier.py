@@ -1,4 +1,4 @@
-"""The host side of the persistent kernels' cross-device barrier (apps.peer_barrier): where
+"""The host side of the persistent kernels' cross-device barrier (groute.apps.peer_barrier): where
 those kernels can run (stand-in devices); on CPU virtual devices, its counter only grows between
 good runs and is zeroed after a bad one, a failed launch stops the launches that would follow
 it, and the end of a run raises what went wrong; on GPUs, the peer traversal takes a timeout
@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-import apps.peer_barrier as peer_barrier
-from apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, unavailable
+import groute.apps.peer_barrier as peer_barrier
+from groute.apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, unavailable
 from groute import Context
 from groute.graph import load_graph
 from support import fake_peer_context, need_gpus
@@ -95,8 +95,8 @@ def test_cuda_peer_traversal_reads_the_timeout_at_each_run(monkeypatch):
     (PeerTraversal rewrites the field in its kernels' arguments): a device that never launches
     makes the other give up after 0.5 s, not the default 10 s; the run after is right."""
     need_gpus(2)
-    import apps.traversal_peer as traversal_peer
-    from apps.bfs import BFS
+    import groute.apps.traversal_peer as traversal_peer
+    from groute.apps.bfs import BFS
     g = load_graph("kron:12")
     with BFS(g, backend="cuda", devices=2, partition="random", mode="bsp", exchange="peer",
              timeout=30) as solver:

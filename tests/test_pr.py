@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from apps.pr import PageRank, default_sweeps, pagerank
-from apps.pr_layout import make_shards
+from groute.apps.pr import PageRank, default_sweeps, pagerank
+from groute.apps.pr_layout import make_shards
 from groute import Context
 from groute.graph import load_graph, reference
 from support import (SHARED_GRAPHS, backends, device_cases, fake_peer_context, gpu_marks,
@@ -342,7 +342,7 @@ def test_auto_bsp_kernel_choice():
     """auto: the degree-binned kernel for power-law graphs and the fused CSC kernel for low
     in-degree graphs, on any number of devices (never the COO pair); in-place sweeps (one
     device only) need the CSC kernel."""
-    from apps.pr import choose_bsp_kernel
+    from groute.apps.pr import choose_bsp_kernel
     grid, kron = load_graph("grid:30", cache=False), load_graph("kron:12", cache=False)
     for k in (1, 2, 3, 4):
         assert choose_bsp_kernel(grid, k) == "csc"
@@ -458,7 +458,7 @@ def test_degree_split_balances_arcs(spec, k):
     """degree_split: k non-empty contiguous ranges covering every row once, each range's cost
     (in-arcs + row_cost per row) within one row's cost of an equal share (the star: one hub row
     of 39 of its 41 arcs)."""
-    from apps.pr_layout import BINS_ROW_COST, bins_layout, degree_split
+    from groute.apps.pr_layout import BINS_ROW_COST, bins_layout, degree_split
     g = bins_graphs()["star"] if spec == "star" else load_graph(spec, cache=False)
     ip = bins_layout(g).in_indptr
     off = degree_split(ip, k)
@@ -530,7 +530,7 @@ def test_bins_tasks_cover_every_row_and_arc_once(spec, opts):
     """The "bins" kernel's relabelling and task list: vertices in non-increasing degree buckets
     (hubs first), in-arc lists ascending, and the kernel's index arithmetic (emulated) reads every
     arc once and finalises every row once with the right sum."""
-    from apps.pr_layout import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
+    from groute.apps.pr_layout import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
     g = load_graph(spec, cache=False)
     n = g.num_vertices
     indeg = np.bincount(g.indices, minlength=n)
@@ -563,7 +563,7 @@ def old_bins_layout(graph):
     buckets, relabel the CSR row by row, scipy's CSR -> CSC): the definition the new layout
     must equal array for array."""
     import scipy.sparse as sp
-    from apps.pr_layout import degree_buckets
+    from groute.apps.pr_layout import degree_buckets
     indptr, indices = np.asarray(graph.indptr, np.int64), np.asarray(graph.indices)
     n = indptr.shape[0] - 1
     order = np.argsort(-degree_buckets(np.bincount(indices, minlength=n)), kind="stable")
@@ -585,7 +585,7 @@ def test_bins_layout_equals_the_previous_construction(spec):
     """Degree order, in-arc offsets, sources (every row ascending) and out-degrees of the new
     layout are the arrays the old relabel + scipy transpose built, on power-law, directed,
     grid, random and hand-made graphs."""
-    from apps.pr_layout import BinsLayout
+    from groute.apps.pr_layout import BinsLayout
     graphs = bins_graphs()
     if spec == "polblogs" and spec not in graphs:
         pytest.skip("polblogs.mtx.gz not in the shared graphs")
@@ -718,7 +718,7 @@ def test_without_peer_access_the_host_checks(monkeypatch):
 def test_bins_in_cols_builds_on_the_host_when_the_device_is_short_of_memory():
     """A CUDA device with less free memory than the in-arcs' sort needs gets host slices (no
     CuPy touched), the same arrays as the CPU build."""
-    from apps.pr_layout import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
+    from groute.apps.pr_layout import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
 
     class ShortDevice:
         backend = "cuda"
@@ -768,7 +768,7 @@ def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
     where they can, True turns them on and "auto" turns them on from
     PERSISTENT_AUTO_MIN_DEVICES devices."""
-    import apps.pr as pr
+    import groute.apps.pr as pr
     ctx = fake_peer_context(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
     assert pr.choose_persistent(True, ctx, "bsp", "bins", False, True) == (True, None)
@@ -879,8 +879,8 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     """A device that never launches: the others give up at the cross-device barrier after
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
     need_gpus(k)
-    import apps.pr_device as pr_device
-    import apps.peer_barrier as peer_barrier
+    import groute.apps.pr_device as pr_device
+    import groute.apps.peer_barrier as peer_barrier
     monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
     with PageRank(g, backend="cuda", devices=k, mode="bsp", bsp_kernel=kernel,

@@ -9,7 +9,7 @@ deltas, ring and all-to-all; CPU virtual devices and CUDA (marked). Every run ha
 import numpy as np
 import pytest
 
-from apps.sssp import SSSP, sssp
+from groute.apps.sssp import SSSP, sssp
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
@@ -118,7 +118,7 @@ def test_single_device_priority_defers_and_advances_inside_the_worker():
 
 @pytest.mark.timeout(60)
 def test_auto_priority_follows_the_diameter():
-    from apps.traversal import low_diameter
+    from groute.apps.traversal import low_diameter
     # expanding graphs reach 2^16 vertices (or a quarter) within 16 levels, lattices do not
     assert low_diameter(graph("kron:14")) and not low_diameter(graph("grid:300"))
     assert not low_diameter(weighted(6, []))               # no arcs, no vote
@@ -226,7 +226,7 @@ def test_cuda_multi_device(k, mode, routing):
 @pytest.mark.gpu
 @pytest.mark.timeout(60)
 def test_plain_cupy_baseline_matches_reference():
-    from apps.baselines import cupy_sssp
+    from groute.apps.baselines import cupy_sssp
     check_baseline_on_gpu(cupy_sssp, reference.sssp, graph)
 
 
@@ -270,7 +270,7 @@ def drive_workers_by_hand(workers, source_new, delta):
 def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
     need_gpus(1)
     import math
-    from apps.traversal_cuda import CUDATraversalWorker
+    from groute.apps.traversal_cuda import CUDATraversalWorker
     from groute import Context
     from groute.graph import partition_graph
     g = graph("grid:50") if app == "sssp" else load_graph("kron:12")
@@ -426,10 +426,10 @@ def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, k, 
     async: the linked workers, whose rings are refilled after the failed run). With three
     devices two give up, each after its own wait."""
     need_gpus(k)
-    import apps.peer_barrier as pb
-    import apps.traversal_linked as tl
-    import apps.traversal_peer as tp
-    from apps.bfs import BFS
+    import groute.apps.peer_barrier as pb
+    import groute.apps.traversal_linked as tl
+    import groute.apps.traversal_peer as tp
+    from groute.apps.bfs import BFS
     monkeypatch.setattr(pb, "BARRIER_TIMEOUT_S", 0.5)
     g = graph("kron:12") if app == "sssp" else load_graph("kron:12")
     cls = SSSP if app == "sssp" else BFS

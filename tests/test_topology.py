@@ -9,10 +9,10 @@ import pytest
 
 import groute.cli
 from groute import Context
-from topology import device_ops, runner
-from topology.results import CORE_KEYS
-from topology.settings import default_settings, format_bytes, parse_size, parse_sizes
-from topology.timing import Clock, measure
+from groute.topology import device_ops, runner
+from groute.topology.results import CORE_KEYS
+from groute.topology.settings import default_settings, format_bytes, parse_size, parse_sizes
+from groute.topology.timing import Clock, measure
 
 TINY = ["--backend", "cpu", "--quick", "--sizes", "16K,32K", "--packet-sizes", "8K,32K", "--repeat", "1"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -22,7 +22,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def main(monkeypatch):
     """groute's real CLI entry point, with only the topo subcommand registered (so these tests do
     not depend on other subcommands being importable)."""
-    monkeypatch.setattr(groute.cli, "COMMANDS", ["topology.cli"])
+    monkeypatch.setattr(groute.cli, "COMMANDS", ["groute.topology.cli"])
 
     def call(*argv):
         try:
@@ -147,7 +147,7 @@ def test_plot_without_matplotlib_fails_before_running(main, monkeypatch, tmp_pat
 
 @pytest.mark.timeout(30)
 def test_failing_benchmark_is_reported_and_others_still_run(main, monkeypatch, tmp_path, capsys):
-    from topology import direct_access
+    from groute.topology import direct_access
 
     def broken(ctx, settings, progress):
         raise RuntimeError("simulated kernel failure")
@@ -182,7 +182,7 @@ def test_wrong_bytes_are_caught(main, monkeypatch, tmp_path):
 def test_link_that_drops_a_packet_is_caught(monkeypatch):
     """Broadcast through Links checks every destination: a receiver that skips placing one
     packet makes the benchmark fail."""
-    from topology import broadcast, link_paths
+    from groute.topology import broadcast, link_paths
     real = link_paths.receive_message
 
     def lossy(link, total_words, *, stream=None, dest=None, forward=None):

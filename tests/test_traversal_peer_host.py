@@ -1,4 +1,4 @@
-"""The host side of BFS/SSSP on the persistent peer kernels (apps.traversal, apps.traversal_peer),
+"""The host side of BFS/SSSP on the persistent peer kernels (groute.apps.traversal, groute.apps.traversal_peer),
 on CPU virtual devices: the solver builds only the arrays the peer kernels read (no distributed
 worklist, no worklist worker), runs through the PeerTraversal and assembles its values, stats
 and shutdown without a worklist. The kernels themselves need GPUs (tests/test_bfs.py,
@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
-import apps.traversal as traversal
-import apps.traversal_cpu as traversal_cpu
-import apps.traversal_cuda as traversal_cuda
-import apps.traversal_peer as traversal_peer
-from apps.bfs import BFS
-from apps.sssp import SSSP
-from apps.traversal_cuda import CUDATraversalArrays
-from apps.traversal_peer import arrays_needed
+import groute.apps.traversal as traversal
+import groute.apps.traversal_cpu as traversal_cpu
+import groute.apps.traversal_cuda as traversal_cuda
+import groute.apps.traversal_peer as traversal_peer
+from groute.apps.bfs import BFS
+from groute.apps.sssp import SSSP
+from groute.apps.traversal_cuda import CUDATraversalArrays
+from groute.apps.traversal_peer import arrays_needed
 from groute import Context
 from groute.graph import CSRGraph, load_graph, reference
 

@@ -12,7 +12,7 @@ Six ways, three pairs of host-managed versus device-initiated:
   per destination, or Links chained around the ring where each device's host worker places
   every PendingSegment as it becomes ready and forwards it on the next Link.
 
-Raw methods are gated (see :mod:`topology.timing`); Link methods are not, because their host
+Raw methods are gated (see :mod:`groute.topology.timing`); Link methods are not, because their host
 work is part of what they cost. Every destination is checked after the last run.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ or staged through pinned host memory (the source pushes to the host, the destina
 Host-initiated methods use stream copies; device-initiated ones use kernels (the source's kernel
 writes into the peer's memory, or the destination's kernel reads from the source's memory, or
 both through mapped host memory). Staged methods are pipelined in ``chunks`` pieces: the pull of
-piece k overlaps the push of piece k+1. Every step is gated (see :mod:`topology.timing`), so
+piece k overlaps the push of piece k+1. Every step is gated (see :mod:`groute.topology.timing`), so
 the numbers describe the transfer, not Python issuing it.
 """
 from __future__ import annotations

@@ -38,21 +38,21 @@ class AppSpec:
 
 
 APPS: dict[str, AppSpec] = {
-    "bfs": AppSpec("bfs", "BFS", "apps.bfs", "BFS", needs_source=True, weighted=False, modes=MODES),
-    "sssp": AppSpec("sssp", "SSSP", "apps.sssp", "SSSP", needs_source=True, weighted=True, modes=MODES),
-    "pr": AppSpec("pr", "PageRank", "apps.pr", "PageRank", needs_source=False, weighted=False,
+    "bfs": AppSpec("bfs", "BFS", "groute.apps.bfs", "BFS", needs_source=True, weighted=False, modes=MODES),
+    "sssp": AppSpec("sssp", "SSSP", "groute.apps.sssp", "SSSP", needs_source=True, weighted=True, modes=MODES),
+    "pr": AppSpec("pr", "PageRank", "groute.apps.pr", "PageRank", needs_source=False, weighted=False,
                   modes=MODES),
-    "cc": AppSpec("cc", "CC", "apps.cc", "CC", needs_source=False, weighted=False, modes=(),
+    "cc": AppSpec("cc", "CC", "groute.apps.cc", "CC", needs_source=False, weighted=False, modes=(),
                   takes_partition=False),
 }
 
 #: app -> (module, function): the one plain-CuPy implementation per app, kept with the apps.
 #: Timed as the ``cupy`` peer, and the GPU reference of ``--reference gpu``.
 CUPY_BASELINES = {
-    "bfs": ("apps.baselines", "cupy_bfs"),
-    "sssp": ("apps.baselines", "cupy_sssp"),
-    "pr": ("apps.baselines_pr_cc", "cupy_pagerank"),
-    "cc": ("apps.baselines_pr_cc", "cupy_cc"),
+    "bfs": ("groute.apps.baselines", "cupy_bfs"),
+    "sssp": ("groute.apps.baselines", "cupy_sssp"),
+    "pr": ("groute.apps.baselines_pr_cc", "cupy_pagerank"),
+    "cc": ("groute.apps.baselines_pr_cc", "cupy_cc"),
 }
 
 #: Peers the harness knows. ``scipy`` always runs; the rest are used when installed.
@@ -77,7 +77,7 @@ NOT_RUN = (SKIP, NA)
 
 def mode_label(case: dict, none: str = "-") -> str:
     """A case's mode as tables print it: "(peer)" added where BFS or SSSP ran in one persistent
-    kernel per GPU (:mod:`apps.traversal_peer`); ``none`` for an app without modes."""
+    kernel per GPU (:mod:`groute.apps.traversal_peer`); ``none`` for an app without modes."""
     mode = case.get("mode") or none
     if (case.get("stats") or {}).get("exchange") == "peer":
         mode += " (peer)"

@@ -24,7 +24,7 @@ def _line(name, ok, ms, detail):
 
 
 def run(args) -> int:
-    from apps.pbf import parse_predicate, pbf
+    from groute.apps.pbf import parse_predicate, pbf
     from ..graph import load_graph, reference, shipped_graph_path
 
     spec = args.graph or str(shipped_graph_path())
@@ -47,10 +47,10 @@ def run(args) -> int:
         source = int(np.argmax(graph.degrees()))
         weighted = graph if graph.weights is not None else graph.with_weights(seed=1)
 
-        from apps.bfs import BFS
-        from apps.cc import CC
-        from apps.pr import PageRank
-        from apps.sssp import SSSP
+        from groute.apps.bfs import BFS
+        from groute.apps.cc import CC
+        from groute.apps.pr import PageRank
+        from groute.apps.sssp import SSSP
         steps = [
             ("bfs", lambda: BFS(graph, ctx=ctx, partition=partition), (source,),
              lambda r: np.array_equal(r.values, reference.bfs(graph, source)), f"source {graph.file_id_of(source)}"),
