@@ -60,7 +60,7 @@ def run_solver(args, build, *run_args) -> TimedRuns:
     """Build a solver with ``build(ctx)`` on the context ``--backend/--devices/--timeout`` ask for,
     run ``solver.run(*run_args)`` once to warm up and ``--repeat`` times timed, then close the
     solver and the context (also on failure)."""
-    from groute.cli import context_from_args
+    from groute.cli_support import context_from_args
     ctx = context_from_args(args)
     try:
         t0 = time.perf_counter()
