@@ -29,8 +29,10 @@ class App:
     name: str              # its key and CLI name: bfs, sssp, pr, cc
     label: str             # how tables print it
     module: str            # the module that holds its solver class and one-shot function
-    solver: str            # the solver class: solver(graph, ctx=, [partition=, mode=, ...]).run([source])
-    function: str          # the one-shot function: function(graph, [source], **options); groute.<function>
+    #: the solver class: ``solver(graph, ctx=, [partition=, mode=, ...]).run([source])``
+    solver: str
+    #: the one-shot function ``function(graph, [source], **options)``, also ``groute.<function>``
+    function: str
     needs_source: bool     # run(source) rather than run()
     weighted: bool         # needs edge weights
     modes: tuple = ()      # the modes it takes; () means the solver has no mode argument
@@ -81,5 +83,6 @@ def function(name: str):
     try:
         module, attr = FUNCTIONS[name]
     except KeyError:
-        raise KeyError(f"no function {name!r} is registered; known: {', '.join(FUNCTIONS)}") from None
+        raise KeyError(f"no function {name!r} is registered; "
+                       f"known: {', '.join(FUNCTIONS)}") from None
     return load(module, attr)

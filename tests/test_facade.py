@@ -1,5 +1,6 @@
 """The facade: ``import groute`` is cheap, the one-shot functions are the apps' own, the version
-is one, the registry serves the CLI and the demo, and a checkout finds ``groute.apps`` uninstalled."""
+is one, the registry serves the CLI and the demo, and an uninstalled checkout finds
+``groute.apps``."""
 from __future__ import annotations
 
 import json
@@ -29,7 +30,8 @@ def test_import_groute_loads_no_algorithm_scipy_or_cupy():
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout)
     assert "groute.context" in loaded                    # the dataflow API is there
-    heavy = [m for m in loaded if m.split(".")[0] in ("cupy", "scipy", "networkx", "apps", "topology")
+    heavy = [m for m in loaded
+             if m.split(".")[0] in ("cupy", "scipy", "networkx", "apps", "topology")
              or m.startswith(("groute.apps", "groute.topology", "groute.graph", "groute.bench"))]
     assert heavy == []
 

@@ -1,8 +1,9 @@
 """The layers import downward only (docs/ARCHITECTURE.md), read from the source with ``ast``.
 
 - Runtime, graph, operator, bench and command modules never import the algorithms
-  (``groute.apps``) or the tools (``groute.topology``); only the facade does (``groute/__init__.py``,
-  ``__main__.py``, ``cli.py``), and it names them in the registry rather than importing them.
+  (``groute.apps``) or the tools (``groute.topology``); only the facade may
+  (``groute/__init__.py``, ``__main__.py``, ``cli.py``), and it names them in the registry
+  rather than importing them.
 - Nothing but ``python -m groute`` imports the CLI entry point (``groute.cli``): the options the
   subcommands share live below them, in ``groute.cli_support``.
 - No import cycles among groute's modules, counting the imports inside functions too: an import

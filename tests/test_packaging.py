@@ -45,8 +45,7 @@ def expected_files() -> set[str]:
     for folder, target in INSTALLED_AS.items():
         for path in (ROOT / folder).rglob("*"):
             rel = path.relative_to(ROOT / folder)
-            if path.is_file() and "__pycache__" not in rel.parts and (
-                    path.suffix in (".py", ".cuh") or (path.suffix == ".cu" and folder != "groute")):
+            if path.suffix in (".py", ".cu", ".cuh") and "__pycache__" not in rel.parts:
                 out.add(f"{target}/{rel.as_posix()}")
     return out
 
@@ -73,8 +72,8 @@ def wheel(tmp_path_factory) -> Path:
     else:
         cmd.append("--no-build-isolation")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
-    if done.returncode and "No matching distribution found for setuptools" in done.stdout + done.stderr:
-        pytest.skip("building needs setuptools>=77: not installed here, and no index to fetch it from")
+    if done.returncode and "No matching distribution found for setuptools" in done.stderr:
+        pytest.skip("building needs setuptools>=77: not installed here, no index to fetch it from")
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = (tmp / "out").glob("groute-*.whl")
     return built

@@ -52,8 +52,8 @@ def run(args) -> int:
                     f"source {graph.file_id_of(source)}"),
             "sssp": (lambda g, r: np.allclose(r.values, reference.sssp(g, source)),
                      "random weights 1..63"),
-            "pr": (lambda g, r: reference.pagerank_error(r.values, reference.pagerank(g))[0] <= 1e-4,
-                   "L1 <= 1e-4"),
+            "pr": (lambda g, r: reference.pagerank_error(r.values, reference.pagerank(g))[0]
+                   <= 1e-4, "L1 <= 1e-4"),
             "cc": (lambda g, r: np.array_equal(r.values, reference.connected_components(g)),
                    "labels = smallest vertex id"),
         }
