@@ -101,11 +101,12 @@ def run_solver(args, graph, build, *run_args) -> TimedRuns:
     for (by default no more devices than ``graph`` has vertices), run ``solver.run(*run_args)``
     once to warm up and ``--repeat`` times timed, then close the solver and the context (also
     on failure)."""
-    from groute.context import Context, default_device_count
+    from groute.cli_support import context_from_args
+    from groute.context import default_device_count
     devices = args.devices
     if devices is None:
         devices = default_device_count(args.backend, graph.num_vertices)
-    ctx = Context(devices=devices, backend=args.backend, timeout=args.timeout)
+    ctx = context_from_args(args, devices=devices)
     try:
         t0 = time.perf_counter()
         solver = build(ctx)

@@ -3,21 +3,67 @@
 The dataflow API: a :class:`Context` owns devices (CUDA GPUs through CuPy, or NumPy CPU virtual
 devices); :class:`Link` moves packetized segments between endpoints with bounded buffers;
 :class:`Router` picks a destination per segment by a policy (:mod:`groute.policies`).
+
+The algorithms as one-shot functions: ``groute.bfs``, ``groute.sssp``, ``groute.pagerank``,
+``groute.connected_components`` (and ``groute.pbf``, the dataflow example). They are imported
+on first use, so ``import groute`` loads neither the algorithms nor SciPy or CuPy.
+
+This module is the facade: besides the dataflow API it registers what groute ships with
+:mod:`groute.registry` (the algorithms, their one-shot functions and the CLI's subcommands),
+the one place below the CLI that names the algorithms and tools.
 """
 from ._checkout import add_checkout_finder as _add_checkout_finder
 
 _add_checkout_finder()
 
+from . import registry as _registry  # noqa: E402
 from .context import Context  # noqa: E402
-from .endpoint import HOST, Endpoint
-from .errors import ContextStopped, DeviceError, GrouteError, LinkClosed, WaitTimeout
-from .link import Link, SendHandle
-from .policies import Route, broadcast, by_key, by_owner, first_available, ring
-from .router import Router
-from .segment import PendingSegment, Segment
+from .endpoint import HOST, Endpoint  # noqa: E402
+from .errors import ContextStopped, DeviceError, GrouteError, LinkClosed, WaitTimeout  # noqa: E402
+from .link import Link, SendHandle  # noqa: E402
+from .policies import Route, broadcast, by_key, by_owner, first_available, ring  # noqa: E402
+from .router import Router  # noqa: E402
+from .segment import PendingSegment, Segment  # noqa: E402
 
 __version__ = "0.1.0"
 
+_ASYNC_BSP = ("async", "bsp")
+for _app in (
+    _registry.App("bfs", "BFS", "groute.apps.bfs", "BFS", "bfs", needs_source=True, weighted=False,
+                  modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_bfs")),
+    _registry.App("sssp", "SSSP", "groute.apps.sssp", "SSSP", "sssp", needs_source=True,
+                  weighted=True, modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_sssp")),
+    _registry.App("pr", "PageRank", "groute.apps.pr", "PageRank", "pagerank", needs_source=False,
+                  weighted=False, modes=_ASYNC_BSP,
+                  baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank")),
+    _registry.App("cc", "CC", "groute.apps.cc", "CC", "connected_components", needs_source=False,
+                  weighted=False, takes_partition=False,
+                  baseline=("groute.apps.baselines_pr_cc", "cupy_cc")),
+):
+    _registry.register_app(_app)
+_registry.register_function("pbf", "groute.apps.pbf", "pbf")
+for _command in ("groute.commands.info", "groute.commands.demo", "groute.apps.pbf",
+                 "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.cc",
+                 "groute.graph.cli", "groute.topology.cli", "groute.bench.cli"):
+    _registry.register_command(_command)   # in the order `groute --help` lists them
+del _app, _command
+
+
+def __getattr__(name):
+    """The registered one-shot functions (:data:`groute.registry.FUNCTIONS`), imported when
+    first asked for."""
+    if name in _registry.FUNCTIONS:
+        value = _registry.function(name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'groute' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_registry.FUNCTIONS))
+
+
 __all__ = ["Context", "Endpoint", "HOST", "Link", "SendHandle", "Router", "Route", "Segment",
            "PendingSegment", "broadcast", "by_key", "by_owner", "first_available", "ring",
-           "GrouteError", "DeviceError", "WaitTimeout", "ContextStopped", "LinkClosed"]
+           "GrouteError", "DeviceError", "WaitTimeout", "ContextStopped", "LinkClosed",
+           "bfs", "sssp", "pagerank", "connected_components", "pbf"]

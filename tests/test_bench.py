@@ -15,7 +15,7 @@ import pytest
 from groute.apps.common import AppResult
 from groute.bench import make_config, run_suite
 from groute.bench.report import markdown
-from groute.bench.verify import reference_result
+from groute.bench.references import reference_result
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -114,9 +114,10 @@ def test_case_budget_cuts_repeats():
 
 
 def test_unavailable_app_is_reported_not_faked(monkeypatch):
-    from groute.bench import suite
-    monkeypatch.setitem(suite.APPS, "cc", suite.AppSpec("cc", "CC", "groute.apps.no_such_cc_module", "CC",
-                                                       needs_source=False, weighted=False))
+    from groute import registry
+    monkeypatch.setitem(registry.APPS, "cc", registry.App(
+        "cc", "CC", "groute.apps.no_such_cc_module", solver="CC", function="connected_components",
+        needs_source=False, weighted=False))
     results = run_suite(small_config(apps=["cc"]), progress=False)
     (case,) = results["cases"]
     assert case["status"] == "n/a" and "time_s" not in case
@@ -200,7 +201,7 @@ def test_bad_options_name_the_problem(options, message):
 
 def bench_parser():
     from groute.bench import cli
-    from groute.cli import common_parser
+    from groute.cli_support import common_parser
     parser = argparse.ArgumentParser(prog="groute")
     cli.register(parser.add_subparsers(dest="command"), common_parser())
     return parser
@@ -387,8 +388,8 @@ def test_a_slow_gpu_peer_is_timed_by_its_warm_up(monkeypatch, seconds, runs):
 
 @pytest.mark.timeout(120)
 def test_suite_computes_big_graph_references_side_by_side(monkeypatch):
-    from groute.bench import runner, verify as bench_verify
-    monkeypatch.setattr(bench_verify, "REFERENCE_CACHE_MIN_ARCS", 0)  # "big" for this test
+    from groute.bench import references, runner
+    monkeypatch.setattr(references, "REFERENCE_CACHE_MIN_ARCS", 0)  # "big" for this test
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 8)
     config = make_config(apps=["bfs", "cc"], graphs=["kron:8"], devices=[1], modes=["async"],
                          repeat=1, peers=["none"], backend="cpu", timeout=20)

@@ -11,7 +11,8 @@ from groute.bench import floor, peers
 from groute.bench.report import jsonable
 from groute.bench.runner import bytes_moved
 from groute.bench.suite import choose_source, make_config
-from groute.bench.verify import reference_result, verify
+from groute.bench.references import reference_result
+from groute.bench.verify import verify
 from groute.graph import CSRGraph, load_graph, reference
 from support import busiest, need_gpus
 
@@ -190,7 +191,7 @@ def test_json_output_is_strict(tmp_path):
 
 def test_recorded_command_repeats_the_run():
     from groute.bench import cli
-    from groute.cli import common_parser
+    from groute.cli_support import common_parser
     cfg = make_config("quick", devices=[1, 4], peers=["scipy"], timeout=30.0)
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(), common_parser())
@@ -222,29 +223,29 @@ def test_commit_comes_from_the_environment_without_git(monkeypatch):
 
 
 def test_references_of_big_graphs_are_cached_on_disk(tmp_path, monkeypatch):
-    from groute.bench import verify as bench_verify
+    from groute.bench import references
     monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(bench_verify, "REFERENCE_CACHE_MIN_ARCS", 0)
+    monkeypatch.setattr(references, "REFERENCE_CACHE_MIN_ARCS", 0)
     g = load_graph("kron:6")
-    first, cached = bench_verify.cached_reference("bfs", g, 3)
+    first, cached = references.cached_reference("bfs", g, 3)
     assert not cached and list((tmp_path / "references").glob("bfs-*.npy"))
     monkeypatch.setattr(reference, "bfs", lambda *a, **k: pytest.fail("recomputed a cached reference"))
-    again, cached = bench_verify.cached_reference("bfs", g, 3)
+    again, cached = references.cached_reference("bfs", g, 3)
     assert cached and np.array_equal(first, again)
     with pytest.raises(pytest.fail.Exception):  # another source is another reference
-        bench_verify.cached_reference("bfs", g, 4)
+        references.cached_reference("bfs", g, 4)
     other = g.with_weights(seed=1)  # another graph (content) is another reference too
     monkeypatch.undo()
     monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(bench_verify, "REFERENCE_CACHE_MIN_ARCS", 0)
-    _, cached = bench_verify.cached_reference("sssp", other, 3)
+    monkeypatch.setattr(references, "REFERENCE_CACHE_MIN_ARCS", 0)
+    _, cached = references.cached_reference("sssp", other, 3)
     assert not cached
 
 
 def test_small_graph_references_are_not_cached(tmp_path, monkeypatch):
-    from groute.bench import verify as bench_verify
+    from groute.bench import references
     monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
-    _, cached = bench_verify.cached_reference("cc", load_graph("kron:6"))
+    _, cached = references.cached_reference("cc", load_graph("kron:6"))
     assert not cached and not (tmp_path / "references").exists()
 
 
@@ -274,16 +275,16 @@ def test_gpu_reference_on_a_cpu_run_fails_before_any_work():
 
 
 def test_gpu_and_cpu_references_are_cached_apart(tmp_path, monkeypatch):
-    from groute.bench import verify as bench_verify
+    from groute.bench import references
     monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
     g = load_graph("kron:6")
-    cpu = bench_verify._reference_cache_path("bfs", g, 3, "cpu")
-    gpu = bench_verify._reference_cache_path("bfs", g, 3, "gpu")
+    cpu = references._reference_cache_path("bfs", g, 3, "cpu")
+    gpu = references._reference_cache_path("bfs", g, 3, "gpu")
     assert cpu != gpu and gpu.name.startswith("bfs-gpu-")
     with pytest.raises(ValueError, match="cpu or gpu"):
-        bench_verify.cached_reference("bfs", g, 3, "tpu")
-    assert "groute.graph.reference.connected_components" in bench_verify.reference_label("cc", "cpu")
-    assert "cupy_pagerank" in bench_verify.reference_label("pr", "gpu")
+        references.cached_reference("bfs", g, 3, "tpu")
+    assert "groute.graph.reference.connected_components" in references.reference_label("cc", "cpu")
+    assert "cupy_pagerank" in references.reference_label("pr", "gpu")
 
 
 @pytest.mark.gpu
@@ -302,7 +303,7 @@ def test_gpu_reference_agrees_with_the_cpu_reference(app):
 
 @pytest.mark.timeout(120)
 def test_parallel_references_equal_the_serial_ones_and_report_failures():
-    from groute.bench.verify import parallel_references
+    from groute.bench.references import parallel_references
     g = load_graph("kron:8")
     out = parallel_references({"bfs": ("bfs", g, 3), "cc": ("cc", g, None),
                                "bad": ("bfs", g, g.num_vertices + 5)})

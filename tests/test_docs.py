@@ -42,22 +42,8 @@ def _python_blocks(path):
     return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
 
 
-@pytest.fixture
-def app_facade(monkeypatch):
-    """``groute.bfs``... as the docs call them. A checkout whose ``groute`` does not export the
-    apps yet gets the apps' own one-shot functions under those names for the test."""
-    import groute
-    from groute.apps.bfs import bfs
-    from groute.apps.cc import connected_components
-    from groute.apps.pr import pagerank
-    from groute.apps.sssp import sssp
-    for fn in (bfs, sssp, pagerank, connected_components):
-        if not hasattr(groute, fn.__name__):
-            monkeypatch.setattr(groute, fn.__name__, fn, raising=False)
-
-
 @pytest.mark.timeout(120)
-def test_readme_library_example_runs(app_facade, capsys):
+def test_readme_library_example_runs(capsys):
     blocks = [b for b in _python_blocks(ROOT / "README.md") if "groute.bfs" in b]
     assert blocks, "the README lost its library example"
     exec(compile(blocks[0], "README.md", "exec"), {})
@@ -65,7 +51,7 @@ def test_readme_library_example_runs(app_facade, capsys):
 
 
 @pytest.mark.timeout(120)
-def test_user_guide_graph_apps_example_runs(app_facade, capsys):
+def test_user_guide_graph_apps_example_runs(capsys):
     blocks = [b for b in _python_blocks(DOCS / "USER_GUIDE.md") if "groute.sssp" in b]
     assert blocks, "the user guide lost its graph apps example"
     exec(compile(blocks[0], "USER_GUIDE.md", "exec"), {})

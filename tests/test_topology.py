@@ -24,7 +24,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def main(monkeypatch):
     """groute's real CLI entry point, with only the topo subcommand registered (so these tests do
     not depend on other subcommands being importable)."""
-    monkeypatch.setattr(groute.cli, "COMMANDS", ["groute.topology.cli"])
+    monkeypatch.setattr(groute.registry, "COMMANDS", ["groute.topology.cli"])
 
     def call(*argv):
         try:

@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from groute.cli import context_from_args, positive_int
+from groute.cli_support import context_from_args, positive_int
 
 from .runner import BENCHMARKS, resolve_names
 from .settings import default_settings, parse_sizes

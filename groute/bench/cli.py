@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..cli import common_parser, positive_number
+from ..cli_support import common_parser, positive_number
 from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_ARCS, REFERENCES,
                     make_config)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .suite import CUPY_BASELINES, PR_DAMPING, PR_TOL
+from .suite import APPS, PR_DAMPING, PR_TOL
 from .verify import Verdict, verify
 
 log = logging.getLogger(__name__)
@@ -160,12 +160,20 @@ def power_iteration(step, n, xp):
 
 
 # plain CuPy baselines (written by the app engineers) ---------------------------------------------------
+def baseline(app: str) -> tuple[str, str]:
+    """``(module, function)`` of ``app``'s plain-CuPy baseline, as the app registered it;
+    :class:`PeerSkipped` when it has none."""
+    if APPS[app].baseline is None:
+        raise PeerSkipped(f"{app} registered no plain-CuPy baseline")
+    return APPS[app].baseline
+
+
 def _cupy_peer(app, graph, source) -> PreparedPeer:
     from groute.device import cuda_device_count
     _require("cupy", "the plain-CuPy baselines need it")
     if cuda_device_count() == 0:
         raise PeerSkipped("no CUDA GPU: the plain-CuPy baselines need one")
-    module_name, func_name = CUPY_BASELINES[app]
+    module_name, func_name = baseline(app)
     if importlib.util.find_spec(module_name) is None:
         raise PeerSkipped(f"{module_name} is not in this checkout (the plain-CuPy {app} baseline "
                           f"is written with the app)")

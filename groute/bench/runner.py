@@ -31,7 +31,8 @@ from .report import jsonable
 from .suite import (APPS, ERROR, FAIL, NA, OK, PR_TOL, SKIP, WEIGHT_SEED, AppUnavailable,
                     BenchConfig, case_modes, check_reference, choose_source, load_solver_class,
                     reference_where, resolve_partition)
-from .verify import cached_reference, reference_label, verify
+from .references import cached_reference, reference_label
+from .verify import verify
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ class SuiteRun:
         (``num_arcs``: the graph's, which its weighted copy shares), two or more apps and at
         least 4 cores. Returns {app: (values, cached, wall_s)} or {app: exception}; an app left
         out computes its reference in _prepare_app."""
-        from .verify import REFERENCE_CACHE_MIN_ARCS, parallel_references
+        from .references import REFERENCE_CACHE_MIN_ARCS, parallel_references
         jobs = {app: (app, g, src) for app, g, src in runs if app in self.classes}
         if (where != "cpu" or len(jobs) < 2 or (os.cpu_count() or 1) < 4
                 or num_arcs < REFERENCE_CACHE_MIN_ARCS):

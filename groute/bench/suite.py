@@ -1,8 +1,9 @@
 """What a benchmark run measures: the apps it knows, the presets, and one run's configuration.
 
 Everything the harness knows about an app (its module and solver class, whether it takes a
-source vertex, weights, modes and a partitioner) lives in :data:`APPS`, so the runner, the
-verifier and the floor model never special-case an app by name elsewhere.
+source vertex, weights, modes and a partitioner, its plain-CuPy baseline) is its
+:class:`groute.registry.App` in :data:`APPS`, so the runner, the verifier and the floor model
+never special-case an app by name elsewhere, and the harness imports no algorithm by name.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import importlib.util
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from .. import registry
 
 MODES = ("async", "bsp")
 PARTITIONS = ("auto", "metis", "contiguous", "random")
@@ -23,37 +26,9 @@ REFERENCES = ("auto", "cpu", "gpu")
 REFERENCE_GPU_MIN_ARCS = 200_000_000
 
 
-@dataclass(frozen=True)
-class AppSpec:
-    """One graph app as the harness sees it."""
-
-    name: str              # the CLI name: bfs, sssp, pr, cc
-    label: str             # how tables print it
-    module: str            # where the solver lives
-    cls: str               # the solver class: cls(graph, ctx=, [partition=, mode=, ...]).run([source])
-    needs_source: bool     # run(source) rather than run()
-    weighted: bool         # needs edge weights
-    modes: tuple = ()      # the modes it takes; () means the solver has no mode argument
-    takes_partition: bool = True
-
-
-APPS: dict[str, AppSpec] = {
-    "bfs": AppSpec("bfs", "BFS", "groute.apps.bfs", "BFS", needs_source=True, weighted=False, modes=MODES),
-    "sssp": AppSpec("sssp", "SSSP", "groute.apps.sssp", "SSSP", needs_source=True, weighted=True, modes=MODES),
-    "pr": AppSpec("pr", "PageRank", "groute.apps.pr", "PageRank", needs_source=False, weighted=False,
-                  modes=MODES),
-    "cc": AppSpec("cc", "CC", "groute.apps.cc", "CC", needs_source=False, weighted=False, modes=(),
-                  takes_partition=False),
-}
-
-#: app -> (module, function): the one plain-CuPy implementation per app, kept with the apps.
-#: Timed as the ``cupy`` peer, and the GPU reference of ``--reference gpu``.
-CUPY_BASELINES = {
-    "bfs": ("groute.apps.baselines", "cupy_bfs"),
-    "sssp": ("groute.apps.baselines", "cupy_sssp"),
-    "pr": ("groute.apps.baselines_pr_cc", "cupy_pagerank"),
-    "cc": ("groute.apps.baselines_pr_cc", "cupy_cc"),
-}
+#: name -> :class:`groute.registry.App`: the apps the harness runs, as the facade registered them
+#: (the registry's own table, so an app registered later is benchmarked too).
+APPS = registry.APPS
 
 #: Peers the harness knows. ``scipy`` always runs; the rest are used when installed.
 PEERS = ("scipy", "cupy", "igraph", "networkx", "cugraph")
@@ -93,7 +68,7 @@ class AppUnavailable(Exception):
     """The app's module is not in this checkout (yet): its cases are reported as not available."""
 
 
-def load_solver_class(spec: AppSpec):
+def load_solver_class(spec: registry.App):
     """The solver class of ``spec``; :class:`AppUnavailable` when its module does not exist.
 
     An app module that exists but fails to import is a bug, not an absence: that error propagates.
@@ -105,9 +80,9 @@ def load_solver_class(spec: AppSpec):
         raise AppUnavailable(f"{spec.module} is not in this checkout ({exc})") from None
     module = importlib.import_module(spec.module)
     try:
-        return getattr(module, spec.cls)
+        return getattr(module, spec.solver)
     except AttributeError:
-        raise AppUnavailable(f"{spec.module} has no {spec.cls} solver class") from None
+        raise AppUnavailable(f"{spec.module} has no {spec.solver} solver class") from None
 
 
 @dataclass
@@ -266,7 +241,7 @@ def choose_source(graph, spec: str) -> tuple[int, str]:
     return int(np.argmax(degrees)), "highest out-degree vertex (lowest id among ties)"
 
 
-def case_modes(spec: AppSpec, modes: list[str]) -> list[str | None]:
+def case_modes(spec: registry.App, modes: list[str]) -> list[str | None]:
     """The modes a case list runs an app in: the asked ones it supports, or [None] if it has none."""
     if not spec.modes:
         return [None]

@@ -2,13 +2,14 @@
 
 Uses the small real graph shipped in ``groute/data`` so it works without ``../shared`` or a
 network: PBF on a random array, then BFS, SSSP, PageRank and connected components, each compared
-with its independent reference (NumPy / scipy).
+with its independent reference (NumPy / scipy). The apps come from :mod:`groute.registry`, as
+the facade registered them.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..cli import context_from_args
+from ..cli_support import context_from_args
 
 
 def register(subparsers, common):
@@ -24,7 +25,7 @@ def _line(name, ok, ms, detail):
 
 
 def run(args) -> int:
-    from groute.apps.pbf import parse_predicate, pbf
+    from .. import registry
     from ..graph import load_graph, reference, shipped_graph_path
 
     spec = args.graph or str(shipped_graph_path())
@@ -34,9 +35,8 @@ def run(args) -> int:
         print(f"groute demo on {len(ctx.devices)} x {ctx.backend} "
               f"({', '.join(d.name for d in ctx.devices)})")
         data = np.random.default_rng(0).integers(0, 1 << 30, 2_000_000, dtype=np.int32)
-        pred = parse_predicate("mod:3:1")
-        res = pbf(data, pred, ctx=ctx, segment_size=1 << 17)
-        ok = np.array_equal(np.sort(res.values), np.sort(data[pred.numpy(data)]))
+        res = registry.function("pbf")(data, "mod:3:1", ctx=ctx, segment_size=1 << 17)
+        ok = np.array_equal(np.sort(res.values), np.sort(data[data % 3 == 1]))
         results.append(_line("pbf", ok, res.time_s * 1e3,
                              f"kept {res.values.size:,} of {data.size:,}; per device "
                              f"{res.stats['elements_per_device']}"))
@@ -46,27 +46,26 @@ def run(args) -> int:
         partition = "metis" if k > 1 and _have_pymetis() else "contiguous"
         source = int(np.argmax(graph.degrees()))
         weighted = graph if graph.weights is not None else graph.with_weights(seed=1)
-
-        from groute.apps.bfs import BFS
-        from groute.apps.cc import CC
-        from groute.apps.pr import PageRank
-        from groute.apps.sssp import SSSP
-        steps = [
-            ("bfs", lambda: BFS(graph, ctx=ctx, partition=partition), (source,),
-             lambda r: np.array_equal(r.values, reference.bfs(graph, source)), f"source {graph.file_id_of(source)}"),
-            ("sssp", lambda: SSSP(weighted, ctx=ctx, partition=partition), (source,),
-             lambda r: np.allclose(r.values, reference.sssp(weighted, source)), "random weights 1..64"),
-            ("pagerank", lambda: PageRank(graph, ctx=ctx, partition=partition), (),
-             lambda r: reference.pagerank_error(r.values, reference.pagerank(graph))[0] <= 1e-4, "L1 <= 1e-4"),
-            ("cc", lambda: CC(graph, ctx=ctx), (),
-             lambda r: np.array_equal(r.values, reference.connected_components(graph)),
-             "labels = smallest vertex id"),
-        ]
-        for name, make, run_args, check, detail in steps:
-            with make() as solver:
+        # app (as registered) -> (its check against the graph layer's reference, what it shows)
+        checks = {
+            "bfs": (lambda g, r: np.array_equal(r.values, reference.bfs(g, source)),
+                    f"source {graph.file_id_of(source)}"),
+            "sssp": (lambda g, r: np.allclose(r.values, reference.sssp(g, source)),
+                     "random weights 1..64"),
+            "pr": (lambda g, r: reference.pagerank_error(r.values, reference.pagerank(g))[0]
+                   <= 1e-4, "L1 <= 1e-4"),
+            "cc": (lambda g, r: np.array_equal(r.values, reference.connected_components(g)),
+                   "labels = smallest vertex id"),
+        }
+        for name, (check, detail) in checks.items():
+            app = registry.app(name)
+            g = weighted if app.weighted else graph
+            options = {"partition": partition} if app.takes_partition else {}
+            run_args = (source,) if app.needs_source else ()
+            with app.solver_class()(g, ctx=ctx, **options) as solver:
                 solver.run(*run_args)          # warm-up: compiles kernels, fills caches
                 r = solver.run(*run_args)
-            results.append(_line(name, bool(check(r)), r.time_s * 1e3, detail))
+            results.append(_line(name, bool(check(g, r)), r.time_s * 1e3, detail))
     print("all results verified" if all(results) else "SOME RESULTS ARE WRONG")
     return 0 if all(results) else 1
 

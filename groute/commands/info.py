@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import platform
 
-from ..cli import context_from_args
+from ..cli_support import context_from_args
 
 
 def register(subparsers, common):

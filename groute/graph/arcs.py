@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from .csr import array_module, index_dtype
+from .arrays import array_module, index_dtype, weight_codes
 
 #: vertex ids must fit in the 32 bits of half a packed key
 MAX_VERTICES = 2**32
@@ -101,8 +101,7 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
     if weights is None:
         codes, wbits, end_bits = None, 0, 32
     else:
-        from .csr import _weight_codes
-        codes, wbits, decode = _weight_codes(weights, xp)
+        codes, wbits, decode = weight_codes(weights, xp)
         end_bits = max(1, (n - 1).bit_length())
         if 2 * end_bits + wbits > 64:
             return None

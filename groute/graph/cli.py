@@ -21,7 +21,7 @@ def register(subparsers, common) -> None:
     def leaf(name, **kw):
         # a private copy of the common options: the defaults changed below belong to the action
         # objects, which parents=[common] would share with every other subcommand
-        from groute.cli import common_parser
+        from groute.cli_support import common_parser
         q = sub.add_parser(name, parents=[common_parser()], **kw)
         for a in q._actions:               # don't let the leaf's defaults hide `data -v ...`
             if a.dest in common_dests:

@@ -20,26 +20,11 @@ import logging
 import numpy as np
 
 from . import rng as _rng
+from .arcs import arc_rows, relabelled_arcs
+from .arrays import array_module, index_dtype, weight_codes
 from .ids import VertexIds, label_array
 
 log = logging.getLogger(__name__)
-
-#: indices are int32 while the vertex count fits, as CUDA kernels index with 32-bit ints.
-INT32_LIMIT = 2**31 - 1
-
-
-def index_dtype(num_vertices: int):
-    """The dtype ``indices`` get for a graph of ``num_vertices`` vertices."""
-    return np.int32 if num_vertices <= INT32_LIMIT else np.int64
-
-
-def array_module(a):
-    """``numpy`` for host arrays, ``cupy`` for device arrays (imported only when one is seen)."""
-    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
-        return np
-    import cupy
-    return cupy
-
 
 def sorted_unique(a, xp=None):
     """Sorted distinct values of a 1-D array: sort plus neighbour compare.
@@ -62,25 +47,6 @@ def weights_for_sort(w):
     return weight_array(w)
 
 
-def _weight_codes(w, xp):
-    """Order-preserving non-negative uint64 codes of int32/float32 weights, and the inverse."""
-    if w.dtype.kind == "f":
-        u = w.astype(xp.float32).view(xp.uint32).astype(xp.uint64)
-        neg = (u >> xp.uint64(31)) == 1
-        codes = xp.where(neg, xp.uint64(0xFFFFFFFF) - u, u | xp.uint64(0x80000000))
-
-        def decode(c):
-            c = c.astype(xp.uint64)
-            neg = (c >> xp.uint64(31)) == 0
-            u = xp.where(neg, xp.uint64(0xFFFFFFFF) - c, c & xp.uint64(0x7FFFFFFF))
-            return u.astype(xp.uint32).view(xp.float32)
-        return codes, 32, decode
-    lo = int(w.min()) if w.shape[0] else 0
-    span = (int(w.max()) - lo) if w.shape[0] else 0
-    codes = (w.astype(xp.int64) - lo).astype(xp.uint64)
-    return codes, max(1, span.bit_length()), lambda c: (c.astype(xp.int64) + lo).astype(w.dtype)
-
-
 def _sort_weighted(keys, weights, n, xp, dedupe):
     """Sort arcs by key (then weight); with ``dedupe`` keep each key once with its least weight.
 
@@ -88,7 +54,7 @@ def _sort_weighted(keys, weights, n, xp, dedupe):
     one plain sort of packed words does it: several times faster than an argsort, and equal
     packed words are identical, so the result does not depend on the sort algorithm.
     """
-    codes, wbits, decode = _weight_codes(weights, xp)
+    codes, wbits, decode = weight_codes(weights, xp)
     kbits = max(1, (n * n - 1).bit_length()) if n > 1 else 1
     if kbits + wbits <= 64:
         packed = xp.sort((keys << xp.uint64(wbits)) | codes)
@@ -325,7 +291,6 @@ class CSRGraph(CSRArrays):
     # ------------------------------------------------------------------ views
     def edges(self):
         """The arcs as COO ``(src, dst)`` arrays (src int64, dst as ``indices``)."""
-        from .arcs import arc_rows     # arcs imports this module
         # CuPy's repeat takes no per-element counts; arc_rows handles both backends
         src = arc_rows(self.indptr, self.num_edges, xp=self.xp, dtype=np.int64)
         return src, self.indices
@@ -424,7 +389,6 @@ class CSRGraph(CSRArrays):
         n = self.num_vertices
         iperm = xp.empty_like(perm)
         iperm[perm] = xp.arange(n, dtype=xp.int64)
-        from .arcs import relabelled_arcs
         # one sort of packed keys (row, target, weight code), no per-arc int64 arrays; None when
         # two vertex ids and the weight bits do not fit 64 bits: the edge-list build then
         packed = relabelled_arcs(self.indptr, self.indices, perm, self.weights, xp=xp)

@@ -22,7 +22,8 @@ import time
 import numpy as np
 
 from . import rng
-from .csr import CSRGraph, index_dtype, sorted_unique
+from .arrays import index_dtype
+from .csr import CSRGraph, sorted_unique
 from .spec import GraphSpec, parse_spec
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,9 @@ import numpy as np
 
 from . import rng
 from .arcs import row_chunks
+from .arrays import array_module
 from .cache import CACHE_SUFFIX, cache_root, dir_writable
-from .csr import CSRArrays, CSRGraph, array_module, host_array
+from .csr import CSRArrays, CSRGraph, host_array
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from groute.graph.datasets import DatasetError, Dataset
 
 def run_cli(argv, capsys):
     """`groute <argv>` through the same register() hook groute.cli uses, and its error policy."""
-    from groute.cli import common_parser
+    from groute.cli_support import common_parser
     from groute.errors import GrouteError
     from groute.graph import cli
     parser = argparse.ArgumentParser(prog="groute")
@@ -31,8 +31,8 @@ def run_cli(argv, capsys):
 
 
 def test_groute_cli_lists_this_module():
-    from groute import cli
-    assert "groute.graph.cli" in cli.COMMANDS
+    from groute import registry
+    assert "groute.graph.cli" in registry.COMMANDS
 
 
 def test_registry_entries_are_sane():

@@ -1,0 +1,47 @@
+"""What every ``groute`` subcommand's parser shares: the device options, positive-number
+option types, and the :class:`~groute.Context` those options ask for.
+
+The subcommands (in :mod:`groute.commands`, the algorithms, the graph and bench tools) import
+these from here, below all of them; only the entry point imports :mod:`groute.cli`.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def common_parser() -> argparse.ArgumentParser:
+    """Options every subcommand takes."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("devices")
+    g.add_argument("--backend", choices=["auto", "cuda", "cpu"], default="auto",
+                   help="cuda: CuPy GPUs; cpu: NumPy virtual devices; auto: GPUs if CuPy finds any")
+    g.add_argument("--devices", type=positive_int, default=None, metavar="K",
+                   help="number of devices (default: all GPUs, or 4 CPU virtual devices)")
+    g.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="seconds any single wait may take before failing (default 60)")
+    g.add_argument("-v", "--verbose", action="store_true", help="log progress and show tracebacks")
+    return p
+
+
+def positive_number(text: str, convert, not_a_number: str, not_positive: str):
+    """``convert(text)`` when it parses and is > 0, else an ``ArgumentTypeError`` (which
+    argparse reports against the option) from ``not_a_number`` (formatted with ``text``) or
+    ``not_positive`` (formatted with ``value``). One parser for every positive-number option."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(not_a_number.format(text=text)) from None
+    if not value > 0:                            # also refuses a float NaN
+        raise argparse.ArgumentTypeError(not_positive.format(value=value))
+    return value
+
+
+def positive_int(text: str) -> int:
+    return positive_number(text, int, "expected a whole number, got {text!r}",
+                           "expected a number >= 1, got {value}")
+
+
+def context_from_args(args, **kwargs):
+    """Build the :class:`~groute.Context` that ``--backend/--devices/--timeout`` ask for."""
+    from .context import Context
+    return Context(devices=args.devices, backend=args.backend, timeout=args.timeout, **kwargs)

@@ -1,0 +1,42 @@
+"""Array helpers below the graph types: which array module (NumPy or CuPy) an array lives in,
+the index dtype a vertex count needs, and order-preserving integer codes of weights for packed
+sort keys. Shared by :mod:`.csr` and :mod:`.arcs`, which build on them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: indices are int32 while the vertex count fits, as CUDA kernels index with 32-bit ints.
+INT32_LIMIT = 2**31 - 1
+
+
+def index_dtype(num_vertices: int):
+    """The dtype ``indices`` get for a graph of ``num_vertices`` vertices."""
+    return np.int32 if num_vertices <= INT32_LIMIT else np.int64
+
+
+def array_module(a):
+    """``numpy`` for host arrays, ``cupy`` for device arrays (imported only when one is seen)."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__cuda_array_interface__"):
+        return np
+    import cupy
+    return cupy
+
+
+def weight_codes(w, xp):
+    """Order-preserving non-negative uint64 codes of int32/float32 weights, and the inverse."""
+    if w.dtype.kind == "f":
+        u = w.astype(xp.float32).view(xp.uint32).astype(xp.uint64)
+        neg = (u >> xp.uint64(31)) == 1
+        codes = xp.where(neg, xp.uint64(0xFFFFFFFF) - u, u | xp.uint64(0x80000000))
+
+        def decode(c):
+            c = c.astype(xp.uint64)
+            neg = (c >> xp.uint64(31)) == 0
+            u = xp.where(neg, xp.uint64(0xFFFFFFFF) - c, c & xp.uint64(0x7FFFFFFF))
+            return u.astype(xp.uint32).view(xp.float32)
+        return codes, 32, decode
+    lo = int(w.min()) if w.shape[0] else 0
+    span = (int(w.max()) - lo) if w.shape[0] else 0
+    codes = (w.astype(xp.int64) - lo).astype(xp.uint64)
+    return codes, max(1, span.bit_length()), lambda c: (c.astype(xp.int64) + lo).astype(w.dtype)

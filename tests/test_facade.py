@@ -1,0 +1,134 @@
+"""The facade: ``import groute`` is cheap, the one-shot functions are the apps' own, the version
+is one, the registry serves the CLI and the demo, and an uninstalled checkout finds
+``groute.apps``."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import groute
+from groute import registry
+from groute._checkout import CheckoutFinder, add_checkout_finder
+from groute.cli import main
+from groute.graph import load_graph, reference, shipped_graph_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_groute_loads_no_algorithm_scipy_or_cupy():
+    script = "import sys, json, groute; print(json.dumps(sorted(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert "groute.context" in loaded                    # the dataflow API is there
+    heavy = [m for m in loaded
+             if m.split(".")[0] in ("cupy", "scipy", "networkx", "apps", "topology")
+             or m.startswith(("groute.apps", "groute.topology", "groute.graph", "groute.bench"))]
+    assert heavy == []
+
+
+@pytest.mark.parametrize("name, module", [("bfs", "groute.apps.bfs"), ("sssp", "groute.apps.sssp"),
+                                          ("pagerank", "groute.apps.pr"),
+                                          ("connected_components", "groute.apps.cc"),
+                                          ("pbf", "groute.apps.pbf")])
+def test_facade_functions_are_the_apps_own(name, module):
+    import importlib
+    assert getattr(groute, name) is getattr(importlib.import_module(module), name)
+    assert name in dir(groute) and name in groute.__all__
+
+
+def test_facade_function_runs():
+    g = load_graph("grid:6")
+    result = groute.bfs(g, 0, backend="cpu", devices=2, partition="contiguous")
+    assert np.array_equal(result.values, reference.bfs(g, 0))
+    labels = groute.connected_components(g, backend="cpu", devices=1)
+    assert np.array_equal(labels.values, reference.connected_components(g))
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        groute.no_such_thing  # noqa: B018
+
+
+def test_version_is_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"groute {groute.__version__}"
+    # pyproject.toml takes the version from groute.__version__, so there is one
+    assert 'version = { attr = "groute.__version__" }' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_registry_lists_the_apps_the_cli_and_bench_use():
+    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc"]
+    for app in registry.APPS.values():
+        solver = app.solver_class()
+        assert solver.__name__ == app.solver and solver.__module__ == app.module
+        module, function = app.baseline
+        assert callable(registry.load(module, function))
+    assert registry.function("pagerank") is groute.pagerank
+    with pytest.raises(KeyError, match="no app 'kcore'"):
+        registry.app("kcore")
+
+
+def test_registered_function_reaches_the_facade(monkeypatch):
+    monkeypatch.setitem(registry.FUNCTIONS, "kcore", ("numpy", "sort"))   # any importable callable
+    try:
+        assert groute.kcore is np.sort
+    finally:
+        groute.__dict__.pop("kcore", None)      # the facade keeps what it imported
+
+
+def test_cli_builds_its_subcommands_from_the_registry(monkeypatch, capsys):
+    monkeypatch.setattr(registry, "COMMANDS", ["groute.commands.info"])
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    usage = capsys.readouterr().out
+    assert "info" in usage and "bench" not in usage
+
+
+def test_demo_runs_every_registered_app_verified(tmp_path, capsys):
+    graph = tmp_path / "power.mtx.gz"            # a copy: the demo's caches go next to it
+    shutil.copy(shipped_graph_path(), graph)
+    assert main(["demo", "--backend", "cpu", "--devices", "2", "--graph", str(graph)]) == 0
+    out = capsys.readouterr().out
+    assert "all results verified" in out
+    for name in ("pbf", *registry.APPS):
+        assert f"  {name} " in out
+
+
+def test_checkout_finder_maps_only_the_top_level_subpackages():
+    finder = CheckoutFinder(ROOT)
+    spec = finder.find_spec("groute.apps")
+    assert Path(spec.origin) == ROOT / "apps" / "__init__.py"
+    assert spec.submodule_search_locations == [str(ROOT / "apps")]
+    assert Path(finder.find_spec("groute.topology").origin) == ROOT / "topology" / "__init__.py"
+    for name in ("apps", "topology", "groute.graph", "groute.apps.bfs", "groute.tests"):
+        assert finder.find_spec(name) is None
+
+
+def test_checkout_finder_only_in_a_checkout(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    (tmp_path / "groute").mkdir()
+    for name in ("apps", "topology"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    assert not add_checkout_finder(tmp_path / "groute")          # no pyproject.toml: not a checkout
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "groute" / "apps").mkdir()                       # installed layout inside groute/
+    assert not add_checkout_finder(tmp_path / "groute")
+    (tmp_path / "groute" / "apps").rmdir()
+    before = len(sys.meta_path)
+    assert add_checkout_finder(tmp_path / "groute")
+    assert add_checkout_finder(tmp_path / "groute")              # once only
+    assert len(sys.meta_path) == before + 1
+    assert sys.meta_path[-1].root == tmp_path
