@@ -1,4 +1,5 @@
-"""The examples of the user guide and the README must run as written (on CPU devices)."""
+"""The examples of the user guide and the README must run as written (on CPU devices). A block
+fenced ```python runs; one that needs a GPU is fenced ```python no-run and says why."""
 import re
 from pathlib import Path
 
