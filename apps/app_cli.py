@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.cli import drop_stdout
+from groute.cli_support import drop_stdout
 
 log = logging.getLogger(__name__)
 

@@ -14,25 +14,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 
 from . import __version__, registry
-from .cli_support import common_parser
+from .cli_support import common_parser, drop_stdout
 from .errors import GrouteError
-
-
-def drop_stdout() -> None:
-    """After a write to stdout failed because its reader went away: send the rest of the
-    output to the null device, so that neither later prints nor the interpreter's final flush
-    raise again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):   # not a real file (e.g. captured by a test)
-        sys.stdout = open(os.devnull, "w")
-    finally:
-        os.close(devnull)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,8 @@ these from here, below all of them; only the entry point imports :mod:`groute.cl
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 
 def common_parser() -> argparse.ArgumentParser:
@@ -47,3 +49,16 @@ def context_from_args(args, **kwargs):
     from .context import Context
     options = {"devices": args.devices, "backend": args.backend, "timeout": args.timeout}
     return Context(**{**options, **kwargs})
+
+
+def drop_stdout() -> None:
+    """After a write to stdout failed because its reader went away: send the rest of the
+    output to the null device, so that neither later prints nor the interpreter's final flush
+    raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # not a real file (e.g. captured by a test)
+        sys.stdout = open(os.devnull, "w")
+    finally:
+        os.close(devnull)
