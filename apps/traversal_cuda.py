@@ -23,16 +23,19 @@ import numpy as np
 
 from apps.peer_barrier import launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
+from groute.operators import direction
 from groute.worklist import LocalWork, StreamWorker
 
 log = logging.getLogger(__name__)
 
 
-def value_options(kind: str, weighted: bool) -> tuple[str, ...]:
-    """The compile options every traversal kernel (traversal.cuh) takes for the values it
-    computes: int or float values, and no weights, int weights or float weights."""
+def traversal_options(kind: str, weighted: bool) -> tuple[str, ...]:
+    """The compile options every traversal kernel (traversal.cuh) takes: the values it computes
+    (int or float values; no weights, int weights or float weights: the operator header
+    values.cuh) and the direction rule's constants (:mod:`groute.operators.direction`)."""
     return (f"-DVALUE_FLOAT={int(kind == 'float')}",
-            f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}")
+            f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
+            *direction.compile_options())
 
 
 KERNEL = Path(__file__).with_name("traversal.cu")
@@ -141,7 +144,7 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
         # BARRIER (1: acquire/release barrier, 0: fences), SPIN_NS (back-off between polls)
         env = os.environ.get
         batch = env("GROUTE_TRAVERSAL_BATCH") or ("1" if self.k == 1 else "0")
-        options = (*value_options(kind, weighted), f"-DBLOCK={self.block}", f"-DBATCH={int(batch)}",
+        options = (*traversal_options(kind, weighted), f"-DBLOCK={self.block}", f"-DBATCH={int(batch)}",
                    f"-DBARRIER={int(env('GROUTE_TRAVERSAL_BARRIER') or 1)}",
                    f"-DSPIN_NS={int(env('GROUTE_TRAVERSAL_SPIN_NS') or 0)}")
         with device.use():
