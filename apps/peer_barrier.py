@@ -1,4 +1,4 @@
-"""The host side of the cross-device barrier that persistent kernels meet at (``peer_sync.cuh``
+"""The host side of the cross-device barrier that persistent kernels meet at (``groute/operators/barriers.cuh``
 ``cross_device_wait``): launching one grid per device and keeping track of the counter.
 
 The counter lives in device 0's memory and only grows: at every barrier each of the ``k``

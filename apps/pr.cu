@@ -1,7 +1,7 @@
 // PageRank kernels (apps/pr.py). Ranks are the "leaky" PageRank y = (1-d)/n + d * P^T y, in which
 // the mass of dangling vertices is dropped; pr.py normalises y to sum 1 at the end, which equals
 // the standard PageRank with uniform teleport and uniform dangling redistribution.
-#include "peer_sync.cuh"
+#include "barriers.cuh"
 #define FULL_MASK 0xffffffffu
 
 // BSP pull, edge-balanced: the in-arcs of this device's vertices as COO sorted by row
@@ -484,7 +484,7 @@ PR_BINS_KERNEL(pr_bins64, long long)
 // same function, coherent loads: see pr_load) reading contribs[t & 1] and storing into the
 // vectors of outs[(t + 1) & 1] ("bins" through the need masks; "csc" its own vector, then, after
 // a grid barrier, the export lists into the peers': pr_export, and a grid barrier), then one
-// barrier of every block of every device (peer_sync.cuh): a
+// barrier of every block of every device (barriers.cuh): a
 // grid barrier (this device's sweep, its peer stores and its stats row t are done), the
 // cross-device arrival and wait of block 0's thread 0 on device 0's counter gbar (system-scope
 // release and acquire: the peers' stores and rows are visible after it), the stopping rule of

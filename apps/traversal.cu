@@ -4,7 +4,8 @@
 // vertices by their own thread (arcs in batches whose loads and atomics are issued together:
 // relax_small), medium ones by the whole warp, and vertices of more than
 // WARP_EDGES arcs are cut into chunks that warps across the grid share after a grid barrier,
-// so a hub does not stall anyone. Relaxing arc u->v with candidate value c:
+// so a hub does not stall anyone: the advance operator (groute/operators/advance.cuh) over the
+// RelaxArcs functor below. Relaxing arc u->v with candidate value c:
 //   v local:  atomicMin(dist[v], c); if it improved, v goes to the next near queue (once per
 //             round: in_near marks the round it was queued for) when c < threshold, else to the
 //             far queue (deferred: soft priority);
@@ -50,19 +51,9 @@ struct Sink {
 #endif
 };
 
-__device__ __forceinline__ int owner_of(const long long* offsets, int k, int v) {
-    int j = 0;
-    while (j + 1 < k && v >= offsets[j + 1]) ++j;
-    return j;
-}
-
-// in_near[u] holds the round u was last queued for: a vertex enters a round's queue once, and
-// nothing has to be cleared (or fenced) when it is dequeued.
+// Queue u for the round `round` unless it already is (in_near: queue_push_once).
 __device__ __forceinline__ void push_near(const Args& a, int* queue, int* count, int u, int round) {
-    if (atomicExch(&a.in_near[u], round) != round) {
-        int slot = aggregated_reserve(count);
-        queue[slot] = u;                  // capacity n_local: each vertex once per round
-    }
+    queue_push_once(a.in_near, queue, count, u, round);
 }
 
 __device__ __forceinline__ void push_far(const Args& a, long long* far, int* count, int* overflow,
@@ -86,8 +77,7 @@ __device__ __forceinline__ void improve_local(const Args& a, const Sink& q, int 
     if (q.unique) {
         // BFS on one device: every offer of a round carries the same depth, so only the first
         // one improves and the vertex is queued once without the in_near exchange
-        int slot = aggregated_reserve(q.next_count);
-        q.next[slot] = lv;
+        queue_push(q.next, q.next_count, lv);
         return;
     }
 #endif
@@ -122,11 +112,7 @@ __device__ __forceinline__ bool relax_remote(const Args& a, const Sink& q, int v
 __device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e, int d,
                                       unsigned long long& deferrals) {
     int v = a.indices[e];
-#if WEIGHTS == 0
-    int c = value_add(d, 1);
-#else
-    int c = value_add(d, a.weights[e]);
-#endif
+    int c = arc_value(d, a.weights, e);
     if (v >= a.lo && v < a.hi) {
         improve_local(a, q, v - a.lo, c, deferrals);
         return true;
@@ -160,11 +146,7 @@ __device__ __forceinline__ bool relax_small(const Args& a, const Sink& q, long l
             if (j + k < deg) {
                 long long e = start + j + k;
                 v[k] = a.indices[e];
-#if WEIGHTS == 0
-                c[k] = value_add(d, 1);
-#else
-                c[k] = value_add(d, a.weights[e]);
-#endif
+                c[k] = arc_value(d, a.weights, e);
             }
             local[k] = v[k] >= a.lo && v[k] < a.hi;
         }
@@ -221,74 +203,47 @@ __device__ __forceinline__ long long global_rank() {
 }
 __device__ __forceinline__ long long global_size() { return (long long)gridDim.x * blockDim.x; }
 
-// Expand the near queue `cur` (cur_n vertices) into the sink: whole warps iterate together so
-// they can cooperate (warps `warp` of `nwarps`). Small vertices go through relax_small (BATCH)
-// or their own thread, medium ones through the whole warp, and vertices of more than
-// WARP_EDGES arcs are reserved in BIG_RESERVE + s3 for expand_big after the round's barrier.
-// A vertex whose remote offer found no room is queued again for the next round.
+// The advance functor of a round (advance.cuh): relax every arc of a near-queue vertex into the
+// round's sink with the value the vertex has now. Small vertices go through relax_small (BATCH)
+// or their own thread; a vertex whose remote offer found no room is queued again for the next
+// round, and a hub's slot carries its value along.
+struct RelaxArcs {
+    const Args& a;
+    const Sink& q;
+    unsigned long long& deferrals;
+    static constexpr bool kMayFail = true;
+    static constexpr bool kBatchSmall = BATCH;
+    __device__ __forceinline__ int value(int u) const { return *(volatile int*)&a.dist[u]; }
+    __device__ __forceinline__ long long big_item(int u, int d) const { return pack_item(u, d); }
+    __device__ __forceinline__ void big_vertex(long long item, int& u, int& d) const {
+        u = item_vertex(item);
+        d = item_value(item);
+    }
+    __device__ __forceinline__ bool visit(long long e, int d) const { return relax(a, q, e, d, deferrals); }
+    __device__ __forceinline__ bool visit_small(long long start, int deg, int d, int lane) const {
+        return relax_small(a, q, start, deg, d, lane, deferrals);
+    }
+    __device__ __forceinline__ void retry(int u) const { push_near(a, q.next, q.next_count, u, q.marker); }
+};
+
+// Expand the near queue `cur` (cur_n vertices) into the sink (warps `warp` of `nwarps`);
+// vertices of more than WARP_EDGES arcs are reserved in BIG_RESERVE + s3 for expand_big after
+// the round's barrier.
 __device__ __forceinline__ void expand_near(const Args& a, const Sink& q, const int* cur, int cur_n,
                                             long long warp, long long nwarps, int lane, int s3,
                                             unsigned long long& processed,
                                             unsigned long long& edges,
                                             unsigned long long& deferrals) {
-    for (long long base = warp * 32; base < cur_n; base += nwarps * 32) {
-        long long i = base + lane;
-        int u = -1, d = 0;
-        long long start = 0, deg = 0;
-        if (i < cur_n) {
-            u = __ldcg(&cur[i]);        // written by other blocks last round: skip L1
-            d = *(volatile int*)&a.dist[u];
-            start = a.indptr[u];
-            deg = a.indptr[u + 1] - start;
-            ++processed;
-            edges += deg;
-        }
-        bool retry = false;
-        if (deg > WARP_EDGES)                        // shared out after the barrier
-            a.big_items[reserve_big(&a.counters[BIG_RESERVE + s3], deg, a.big_first_chunk)] =
-                pack_item(u, d);
-        unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
-        while (medium) {
-            int leader = __ffs(medium) - 1;
-            medium &= medium - 1;
-            long long s = __shfl_sync(0xffffffffu, start, leader);
-            long long m = __shfl_sync(0xffffffffu, deg, leader);
-            int dl = __shfl_sync(0xffffffffu, d, leader);
-            bool ok = true;
-            for (long long e = s + lane; e < s + m; e += 32) ok &= relax(a, q, e, dl, deferrals);
-            if (__any_sync(0xffffffffu, !ok) && lane == leader) retry = true;
-        }
-#if BATCH
-        if (!relax_small(a, q, start, deg > 0 && deg <= 32 ? (int)deg : 0, d, lane, deferrals))
-            retry = true;
-#else
-        if (deg > 0 && deg <= 32) {
-            for (long long e = start; e < start + deg; ++e)
-                if (!relax(a, q, e, d, deferrals)) retry = true;
-        }
-#endif
-        if (retry) push_near(a, q.next, q.next_count, u, q.marker);
-    }
+    RelaxArcs f{a, q, deferrals};
+    advance_push(a, f, cur, cur_n, BIG_RESERVE + s3, warp, nwarps, lane, processed, edges);
 }
 
-// The big vertices reserved this round (`reserve`, read after the barrier): chunks of CHUNK
-// arcs, one per warp, across the whole grid.
+// The big vertices reserved this round (`reserve`, read after the barrier).
 __device__ __forceinline__ void expand_big(const Args& a, const Sink& q, unsigned long long reserve,
                                            long long warp, long long nwarps, int lane,
                                            unsigned long long& deferrals) {
-    const int big_n = big_count(reserve);
-    const long long total = big_chunks(reserve);
-    for (long long c = warp; c < total; c += nwarps) {
-        const int lo_s = big_slot_of(a.big_first_chunk, big_n, c);
-        long long item = __ldcg(&a.big_items[lo_s]);
-        int u = item_vertex(item), d = item_value(item);
-        long long s0 = a.indptr[u], end = a.indptr[u + 1];
-        long long first = s0 + (c - __ldcg(&a.big_first_chunk[lo_s])) * CHUNK;
-        long long last = min(first + CHUNK, end);
-        bool ok = true;
-        for (long long e = first + lane; e < last; e += 32) ok &= relax(a, q, e, d, deferrals);
-        if (__any_sync(0xffffffffu, !ok) && lane == 0) push_near(a, q.next, q.next_count, u, q.marker);
-    }
+    RelaxArcs f{a, q, deferrals};
+    advance_push_big(a, f, reserve, warp, nwarps, lane);
 }
 
 // Where round r's output goes: the next near queue (round r + 1), the far queue in use (fc),
@@ -367,10 +322,25 @@ __device__ void split_far(const Args& a, unsigned int& bar, int& fc, int old_thr
     grid_sync(a, bar);
 }
 
-// Direction optimisation: PULL_ALPHA, PULL_BETA (traversal.cuh). The frontier's arcs are
-// counted only for frontiers of more than 1/SCOUT_MIN of the vertices (one extra pass and
-// barrier; never on road-like graphs).
-#define SCOUT_MIN 512
+// The pull side of a BFS round (advance_pull): an unreached vertex is claimed, at the next depth,
+// by the first neighbour at depth `depth` (one device: its own values; several: the replicated
+// flags of the level being pulled from, `front`, which cover every device's vertices).
+struct PullParent {
+    const Args& a;
+    const Sink& q;
+    bool forced;
+    int depth;
+    __device__ __forceinline__ bool unreached(long long v) const {
+        return *(volatile int*)&a.dist[v] == VALUE_INF;
+    }
+    __device__ __forceinline__ bool in_frontier(int u) const {
+        return forced ? a.front[u] != 0 : *(volatile int*)&a.dist[u] == depth;
+    }
+    __device__ __forceinline__ void claim(long long v) const {
+        a.dist[v] = depth + 1;
+        push_near(a, q.next, q.next_count, (int)v, q.marker);
+    }
+};
 
 // op 0: advance (run rounds); op 1: split the far queue for threshold `thr`, then return.
 // shrink_below / grow_above: return (EXIT_REASON 1) when the frontier leaves this shape's range.
@@ -389,7 +359,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
     int rounds = 0, reason = 0;
     long long out_total = 0;
     bool stop = false;
-    // BFS direction optimisation (see PULL_ALPHA): the direction and the arcs explored by push
+    // BFS direction optimisation (direction.cuh): the direction and the arcs explored by push
     // rounds are carried over between launches in slots read only here and written at the exit
     // On several devices the host decides for all of them (level-synchronous BSP only):
     // pull_level >= 0 means "pull this round, from the vertices flagged in a.front, which
@@ -420,20 +390,14 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
         if (pull && !forced) {
             const long long n_local = a.hi - a.lo;
             if (pulling) {
-                pulling = (long long)cur_n * PULL_BETA >= n_local;
-            } else if ((long long)cur_n * SCOUT_MIN > n_local) {
+                pulling = direction_stay_pulling(cur_n, n_local);
+            } else if (direction_scout(cur_n, n_local)) {
                 // the frontier's arcs: one pass over the queue, one barrier (every thread then
                 // reads the same sum, from a slot nobody writes until round r + 2)
-                unsigned long long mine = 0;
-                for (long long i = tid; i < cur_n; i += nthreads) {
-                    const int u = __ldcg(&cur[i]);
-                    mine += (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
-                }
-                for (int off = 16; off > 0; off >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, off);
-                if (lane == 0 && mine) atomicAdd(&a.counters[FRONT_ARCS + s3], mine);
+                count_frontier_arcs(a, cur, cur_n, tid, nthreads, lane, a.counters, FRONT_ARCS + s3);
                 grid_sync(a, bar);
                 const long long front_arcs = (long long)__ldcg(&a.counters[FRONT_ARCS + s3]);
-                pulling = front_arcs * PULL_ALPHA > a.indptr[n_local] - explored;
+                pulling = direction_push_to_pull(front_arcs, a.indptr[n_local] - explored);
                 if (!pulling) explored += front_arcs;     // this push round explores them
             }
         }
@@ -455,21 +419,8 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             // not read. Vertices found are queued as usual, so push can take over again.
             // (several devices: a parent may be anyone's, so the replicated flags are read)
             const int n_local = a.hi - a.lo;
-            const int depth = forced ? pull_level : r;
-            for (long long v = tid; v < n_local; v += nthreads) {
-                if (*(volatile int*)&a.dist[v] != VALUE_INF) continue;
-                long long e0 = a.indptr[v], e1 = a.indptr[v + 1];
-                for (long long e = e0; e < e1; ++e) {
-                    ++edges;
-                    const int u = a.indices[e];
-                    if (forced ? a.front[u] != 0 : *(volatile int*)&a.dist[u] == depth) {
-                        a.dist[v] = depth + 1;
-                        ++processed;
-                        push_near(a, q.next, q.next_count, (int)v, q.marker);
-                        break;
-                    }
-                }
-            }
+            PullParent f{a, q, forced, forced ? pull_level : r};
+            advance_pull(a, f, n_local, tid, nthreads, processed, edges);
             if (tid == 0) a.counters[PULL_ROUNDS] += 1;
             grid_sync(a, bar);
             ++r;

@@ -22,17 +22,20 @@ import numpy as np
 
 from groute.apps.peer_barrier import launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
+from groute.operators import direction
 from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
 log = logging.getLogger(__name__)
 
 
-def value_options(kind: str, weighted: bool) -> tuple[str, ...]:
-    """The compile options every traversal kernel (traversal.cuh) takes for the values it
-    computes: int or float values, and no weights, int weights or float weights."""
+def traversal_options(kind: str, weighted: bool) -> tuple[str, ...]:
+    """The compile options every traversal kernel (traversal.cuh) takes: the values it computes
+    (int or float values; no weights, int weights or float weights: the operator header
+    values.cuh) and the direction rule's constants (:mod:`groute.operators.direction`)."""
     return (f"-DVALUE_FLOAT={int(kind == 'float')}",
-            f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}")
+            f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
+            *direction.compile_options())
 
 
 KERNEL = Path(__file__).with_name("traversal.cu")
@@ -142,8 +145,8 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
         # batched small-degree arcs: by default on one device only, the configuration whose
         # speed was compared (docs/TRAVERSAL.md)
         batch = tuning.batch if tuning.batch is not None else self.k == 1
-        options = (*value_options(kind, weighted), f"-DBLOCK={self.block}", f"-DBATCH={int(batch)}",
-                   f"-DBARRIER={int(tuning.acquire_release_barrier)}",
+        options = (*traversal_options(kind, weighted), f"-DBLOCK={self.block}",
+                   f"-DBATCH={int(batch)}", f"-DBARRIER={int(tuning.acquire_release_barrier)}",
                    f"-DSPIN_NS={int(tuning.spin_ns)}")
         with device.use():
             module = self._load(options)

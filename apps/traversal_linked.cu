@@ -80,13 +80,6 @@ struct Links {
     int k;
 };
 
-__device__ __forceinline__ void red_add_sys64(unsigned long long* p, unsigned long long v) {
-    asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void st_relaxed_sys64(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
-}
-
 // The first position of round r's items for owner j (see the top of the file).
 __device__ __forceinline__ unsigned long long round_base(const Links& lk, int r, int j) {
     const int prev = (r + 2) % 3;

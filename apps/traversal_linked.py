@@ -39,7 +39,7 @@ from groute.apps.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
 from .traversal_cuda import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
-                             value_options)
+                             traversal_options)
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class LinkedTraversal:
         self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
         self.max_rounds = int(tuning.max_rounds)
-        self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted), "-DBATCH=1")
+        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted), "-DBATCH=1")
         self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
         # per device: its link words (lu, li) as views of one buffer, read back with the
         # worker's counters into pinned memory once per run

@@ -2,7 +2,8 @@
 // each other's memory (NVLink peer access) and meet at a cross-device barrier, so the host
 // launches once per run instead of steering every level (see traversal_peer.py). Both kernels
 // share their per-thread state (PeerThread), the barrier, the global sums, the push expansion
-// (expand_push) and the exit protocol (finish).
+// (expand_push, on the advance operator: groute/operators/advance.cuh) and the exit protocol
+// (finish).
 //
 // Device `me` owns the vertices [off[me], off[me+1]) (renumbered ids) and their rows.
 //
@@ -10,7 +11,7 @@
 // every device:
 //   A. adds its frontier size and out-arcs to the global sums (on device 0) and meets the others;
 //      all then read the same sums and take the same decision: done, push or pull (Beamer's
-//      rule with GAP's constants, as the one-device kernel: traversal.cu);
+//      rule: groute/operators/direction.cuh, as the one-device kernel);
 //   push: expands its frontier; a local neighbour is claimed with atomicCAS on its depth and
 //      appended to the local next queue; a remote one is offered by setting its bit in the
 //      owner's inbox bitmap with a reduction over NVLink (fire-and-forget: no round trip), and
@@ -101,7 +102,7 @@ struct PeerArgs {
     int* sent_best;             // SSSP, several devices: least value sent per global vertex
                                 // (BFS: null)
     unsigned long long* global; // on device 0
-    long long* big_items; int* big_first;
+    long long* big_items; int* big_first_chunk;
     unsigned long long* trace;  // TRACE_LEVELS x 4 global-timer stamps of block 0 (see below)
     long long num_arcs;         // out-arcs of the whole graph
     int n_total; int me; int k;
@@ -114,14 +115,9 @@ struct PeerArgs {
     int* peer_dist[MAX_DEVICES];
 };
 
-// Fire-and-forget reductions on a peer's memory (no value comes back over the link); ordered
-// before the owner's reads by the cross-device barrier's system-scope release and acquire.
-__device__ __forceinline__ void red_min_sys(int* p, int v) {
-    asm volatile("red.relaxed.sys.global.min.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void red_or_sys(unsigned int* p, unsigned int v) {
-    asm volatile("red.relaxed.sys.global.or.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
-}
+// Offers to a peer are fire-and-forget reductions on its memory (red_min_sys, red_or_sys:
+// peer_memory.cuh), ordered before the owner's reads by the cross-device barrier's system-scope
+// release and acquire.
 
 struct Shared {
     int off[MAX_DEVICES + 1];
@@ -143,12 +139,6 @@ __device__ __forceinline__ void load_shared(const PeerArgs& a, Shared& s) {
         s.offered[j] = 0;
     }
     __syncthreads();
-}
-
-__device__ __forceinline__ int owner(const Shared& s, int k, int v) {
-    int j = 0;
-    while (j + 1 < k && v >= s.off[j + 1]) ++j;
-    return j;
 }
 
 // What every thread of both kernels keeps for the run: its place in the grid, this device's
@@ -243,75 +233,22 @@ __device__ void cross_sync(const PeerArgs& a, PeerThread& t, int sums, int slot)
 }
 
 // Push expansion of the frontier `cur` (nf own vertices, level slot `slot`): visit(e, value)
-// for every out-arc e of a frontier vertex u, value = value_of(u). A frontier of at most one
-// vertex per warp of the grid gets a warp per vertex; a larger one, 32 vertices per warp:
-// whole warps iterate together so they can share medium vertices (up to WARP_EDGES arcs); bigger ones are cut into
-// CHUNK-arc chunks that warps across the grid share after a grid barrier, so a hub's level
-// does not wait for one warp.
+// for every out-arc e of a frontier vertex u, value = value_of(u) (advance.cuh). A frontier of
+// at most one vertex per warp of the grid gets a warp per vertex; a larger one, 32 vertices per
+// warp. Hubs are cut into chunks that warps across the grid share after a grid barrier, so a
+// hub's level does not wait for one warp.
 template <class ValueOf, class Visit>
 __device__ __forceinline__ void expand_push(const PeerArgs& a, PeerThread& t, const int* cur,
                                             long long nf, int slot, ValueOf value_of, Visit visit) {
-    const int lane = t.lane;
-    const long long warp = t.warp, nwarps = t.nwarps;
-    if (nf <= nwarps) {
-        // A small frontier: one vertex per warp, its arcs across the lanes. Thirty-two vertices
-        // per warp would leave most of the grid idle while each lane (or the warp, vertex after
-        // vertex) walks its arcs one latency-bound visit at a time.
-        for (long long i = warp; i < nf; i += nwarps) {
-            const int u = __ldcg(&cur[i]);
-            const int d = value_of(u);
-            const long long start = a.indptr[u], deg = a.indptr[u + 1] - start;
-            if (lane == 0) {
-                ++t.processed;
-                t.edges += deg;
-            }
-            if (deg > WARP_EDGES) {      // shared out in chunks after the barrier
-                if (lane == 0) a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
-                continue;
-            }
-            for (long long e = start + lane; e < start + deg; e += 32) visit(e, d);
-        }
-    }
-    for (long long base = nf <= nwarps ? nf : warp * 32; base < nf; base += nwarps * 32) {
-        const long long i = base + lane;
-        int u = -1, d = 0;
-        long long start = 0, deg = 0;
-        if (i < nf) {
-            u = __ldcg(&cur[i]);
-            d = value_of(u);
-            start = a.indptr[u];
-            deg = a.indptr[u + 1] - start;
-            ++t.processed;
-            t.edges += deg;
-        }
-        if (deg > WARP_EDGES)            // shared out in chunks after the barrier
-            a.big_items[reserve_big(&a.counters[BIGRES + slot], deg, a.big_first)] = u;
-        unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
-        while (medium) {
-            const int leader = __ffs(medium) - 1;
-            medium &= medium - 1;
-            const long long ms = __shfl_sync(0xffffffffu, start, leader);
-            const long long md = __shfl_sync(0xffffffffu, deg, leader);
-            const int dl = __shfl_sync(0xffffffffu, d, leader);
-            for (long long e = ms + lane; e < ms + md; e += 32) visit(e, dl);
-        }
-        if (deg > 0 && deg <= 32)
-            for (long long e = start; e < start + deg; ++e) visit(e, d);
-    }
+    auto f = arc_visitor(value_of, visit);
+    if (nf <= t.nwarps)
+        advance_push_warps(a, f, cur, nf, BIGRES + slot, t.warp, t.nwarps, t.lane, t.processed,
+                           t.edges);
+    else
+        advance_push(a, f, cur, nf, BIGRES + slot, t.warp, t.nwarps, t.lane, t.processed, t.edges);
     if (!a.has_big) return;          // nothing reserved: no barrier, no round trip
     grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
-    const unsigned long long reserve = __ldcg(&a.counters[BIGRES + slot]);
-    const int big_n = big_count(reserve);
-    const long long total = big_chunks(reserve);
-    for (long long ch = warp; ch < total; ch += nwarps) {
-        const int lo_s = big_slot_of(a.big_first, big_n, ch);
-        const int u = (int)__ldcg(&a.big_items[lo_s]);
-        const int d = value_of(u);
-        const long long end = a.indptr[u + 1];
-        const long long first = a.indptr[u] + (ch - __ldcg(&a.big_first[lo_s])) * CHUNK;
-        const long long last = first + CHUNK < end ? first + CHUNK : end;
-        for (long long e = first + lane; e < last; e += 32) visit(e, d);
-    }
+    advance_push_big(a, f, __ldcg(&a.counters[BIGRES + slot]), t.warp, t.nwarps, t.lane);
 }
 
 // The exit protocol both kernels share: fold the thread's counters (one atomic per warp),
@@ -346,23 +283,41 @@ __device__ void finish(const PeerArgs& a, const PeerThread& t, int levels, unsig
 // Offer depth c to vertex v (a global id) found from this device's frontier.
 __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c, int nslot,
                                       int* next, unsigned long long& offers) {
-    const int j = owner(s, a.k, v);
+    const int j = owner_of(s.off, a.k, v);
     const int lv = v - s.off[j];
     if (j == a.me) {
         if (*(volatile int*)&a.dist[lv] != INT_INF) return;
         if (atomicCAS(&a.dist[lv], INT_INF, c) != INT_INF) return;
-        next[aggregated_reserve(&a.ctl[CNT + nslot])] = lv;
+        queue_push(next, &a.ctl[CNT + nslot], lv);
         return;
     }
-    unsigned int* w = &a.sent[v >> 5];
-    const unsigned int bit = 1u << (v & 31);
-    if (__ldcg(w) & bit) return;
-    if (atomicOr(w, bit) & bit) return;
+    if (!bitmap_claim(a.sent, v)) return;
     // system scope: with 3+ devices, several senders OR into the owner's word at once
     red_or_sys(&s.peer_inbox[j][lv >> 5], 1u << (lv & 31));
     s.offered[j] = 1;
     ++offers;
 }
+
+// The pull side of a BFS level (advance_pull): an unreached own vertex is claimed, at depth c, by
+// the first neighbour set in the replicated frontier bitmap (region j: device j's vertices).
+struct PullBitmap {
+    const PeerArgs& a;
+    const Shared& s;
+    int c;
+    int* next;
+    int* next_count;
+    __device__ __forceinline__ bool unreached(long long v) const {
+        return *(volatile int*)&a.dist[v] == INT_INF;
+    }
+    __device__ __forceinline__ bool in_frontier(int u) const {
+        const int j = owner_of(s.off, a.k, u);
+        return bitmap_test(a.rep + s.rep_base[j], u - s.off[j]);
+    }
+    __device__ __forceinline__ void claim(long long v) const {
+        a.dist[v] = c;
+        queue_push(next, next_count, (int)v);
+    }
+};
 
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, long long timeout_ns) {
@@ -402,25 +357,19 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, 
         }
         // A. the frontier's arcs, for the push -> pull rule (pull -> push needs only its size;
         // without pull levels, nothing)
-        if (a.pull_ok && !pulling) {
-            unsigned long long mine = 0;
-            for (long long i = t.tid; i < nf; i += t.nthreads) {
-                const int u = __ldcg(&cur[i]);
-                mine += (unsigned long long)(a.indptr[u + 1] - a.indptr[u]);
-            }
-            for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
-            if (t.lane == 0 && mine) atomicAdd(&a.counters[LSUM + NSUM * slot + SARCS], mine);
-        }
+        if (a.pull_ok && !pulling)
+            count_frontier_arcs(a, cur, nf, t.tid, t.nthreads, t.lane, a.counters,
+                                LSUM + NSUM * slot + SARCS);
         cross_sync(a, t, 1, slot);
         if (__ldcg(&a.ctl[PABORT])) break;
         const long long g_verts = (long long)__ldcg(&a.counters[TOTALS + SVERTS]);
         if (stamp) a.trace[4 * L + 1] = global_timer();
         if (g_verts == 0) break;
         if (pulling) {
-            pulling = g_verts * PULL_BETA >= a.n_total;
+            pulling = direction_stay_pulling(g_verts, a.n_total);
         } else if (a.pull_ok) {
             const long long g_arcs = (long long)__ldcg(&a.counters[TOTALS + SARCS]);
-            pulling = g_arcs * PULL_ALPHA > a.num_arcs - explored;
+            pulling = direction_push_to_pull(g_arcs, a.num_arcs - explored);
             if (!pulling) explored += g_arcs;
         }
         const int c = L + 1;
@@ -429,10 +378,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, 
             unsigned int* mine = a.rep + s.rep_base[t.me];
             for (long long w = t.tid; w < t.words_me; w += t.nthreads) mine[w] = 0u;
             grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
-            for (long long i = t.tid; i < nf; i += t.nthreads) {
-                const int u = __ldcg(&cur[i]);
-                atomicOr(&mine[u >> 5], 1u << (u & 31));
-            }
+            queue_to_bitmap(cur, nf, mine, t.tid, t.nthreads);
             grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
             for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
                 const unsigned int bits = __ldcg(&mine[w]);
@@ -444,22 +390,8 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, 
             if (__ldcg(&a.ctl[PABORT])) break;
             if (stamp) a.trace[4 * L + 2] = global_timer();
             // every unreached own vertex looks for a parent in the frontier
-            for (long long v = t.tid; v < t.n_local; v += t.nthreads) {
-                if (*(volatile int*)&a.dist[v] != INT_INF) continue;
-                const long long e0 = a.indptr[v], e1 = a.indptr[v + 1];
-                for (long long e = e0; e < e1; ++e) {
-                    ++t.edges;
-                    const int u = a.indices[e];
-                    const int j = owner(s, a.k, u);
-                    const int lu = u - s.off[j];
-                    if ((__ldcg(&a.rep[s.rep_base[j] + (lu >> 5)]) >> (lu & 31)) & 1u) {
-                        a.dist[v] = c;
-                        ++t.processed;
-                        next[aggregated_reserve(&a.ctl[CNT + nslot])] = (int)v;
-                        break;
-                    }
-                }
-            }
+            PullBitmap f{a, s, c, next, &a.ctl[CNT + nslot]};
+            advance_pull(a, f, t.n_local, t.tid, t.nthreads, t.processed, t.edges);
             if (t.tid == 0) a.counters[PULL_ROUNDS] += 1;
         } else {
             if (stamp) a.trace[4 * L + 2] = global_timer();
@@ -493,7 +425,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, 
                     if (*(volatile int*)&a.dist[v] != INT_INF) continue;
                     a.dist[v] = c;
                     ++t.received;
-                    next[aggregated_reserve(&a.ctl[CNT + nslot])] = v;
+                    queue_push(next, &a.ctl[CNT + nslot], v);
                 }
             }
             grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
@@ -511,17 +443,13 @@ __device__ __forceinline__ void relax(const PeerArgs& a, const Shared& s, long l
                                       int round, unsigned long long& improved, int& least,
                                       unsigned long long& offers) {
     const int v = a.indices[e];
-#if WEIGHTS == 0
-    const int c = value_add(d, 1);
-#else
-    const int c = value_add(d, a.weights[e]);
-#endif
-    const int j = owner(s, a.k, v);
+    const int c = arc_value(d, a.weights, e);
+    const int j = owner_of(s.off, a.k, v);
     const int lv = v - s.off[j];
     if (j == a.me) {
         if (c >= *(volatile int*)&a.dist[lv]) return;          // most offers lose: skip the atomic
         if (c >= atomicMin(&a.dist[lv], c)) return;
-        atomicOr(&a.active[lv >> 5], 1u << (lv & 31));        // result unused: a reduction
+        bitmap_set(a.active, lv);
     } else {
         if (c >= *(volatile int*)&a.sent_best[v]) return;      // vertex refinement (sent before)
         if (c >= atomicMin(&a.sent_best[v], c)) return;

@@ -83,13 +83,13 @@ class PeerTraversal:
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
         import cupy
-        from .traversal_cuda import _bits, value_options
+        from .traversal_cuda import _bits, traversal_options
         self.app, self.kind = app, kind
         # SSSP's first threshold is delta (the source has value 0); inf bits: no priority
         self.delta_bits = _bits(delta, kind)
         tuning = tuning if tuning is not None else TraversalTuning.from_environment()
         self.max_rounds = int(tuning.max_rounds)
-        self.options = (f"-DBLOCK={BLOCK}", *value_options(kind, weighted))
+        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted))
         self.ctx = ctx
         self.devices = list(ctx.devices)
         self.arrays = list(arrays)
@@ -166,7 +166,7 @@ class PeerTraversal:
             ("sent", np.uint64, ptr(self.sent[i])), ("inbox", np.uint64, ptr(self.inbox[i])),
             ("active", np.uint64, ptr(self.active[i])), ("sent_best", np.uint64, ptr(w.sent_best)),
             ("global", np.uint64, self.barrier.ptr),
-            ("big_items", np.uint64, ptr(w.big_items)), ("big_first", np.uint64, ptr(w.big_first)),
+            ("big_items", np.uint64, ptr(w.big_items)), ("big_first_chunk", np.uint64, ptr(w.big_first)),
             ("trace", np.uint64, ptr(self.trace[i])),
             ("num_arcs", np.int64, int(num_arcs)),
             ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),

@@ -1,4 +1,4 @@
-"""GPU probe: what one grid-wide barrier of apps/peer_sync.cuh costs on a resident grid.
+"""GPU probe: what one grid-wide barrier of groute/operators/barriers.cuh costs on a resident grid.
 
 The persistent kernels (peer BFS/SSSP, persistent PageRank) pass two grid barriers per
 iteration; on grid:4900 PageRank spends ~27 us per iteration outside its sweep on one GPU.
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SOURCE = r"""
-#include "peer_sync.cuh"
+#include "barriers.cuh"
 // n_bar barriers in a row, nothing between them
 extern "C" __global__ void bar_loop(int n_bar, unsigned int* count) {
     unsigned int target = 0;
@@ -82,7 +82,7 @@ def main():
     import cupy
     import numpy as np
     from groute.kernels import resident_blocks_per_sm
-    inc = ROOT / "apps"
+    inc = ROOT / "groute" / "operators"
     sms = cupy.cuda.Device(0).attributes["MultiProcessorCount"]
     print(f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}: {sms} SMs", flush=True)
 

@@ -1,9 +1,11 @@
 """Loading CUDA source: compile once per (file, options, device), report errors with the line.
 
 CUDA kernels live in ``.cu`` files next to the app that uses them. ``load_module(path)`` compiles
-with NVRTC through CuPy (``-I`` the file's folder, so ``#include "x.cuh"`` works; ``-arch`` of the
-current device, so Hopper builds use sm_90 code) and caches the module. A compile error becomes a
-:class:`KernelCompileError` quoting ``file:line`` and the offending source line.
+with NVRTC through CuPy and caches the module. The include path is the file's folder, then the
+library's shared device headers (:data:`HEADER_DIRS`: the operator layer, ``groute/operators``),
+so ``#include "x.cuh"`` finds either; ``-arch`` is the current device's, so Hopper builds use
+sm_90 code. A compile error becomes a :class:`KernelCompileError` quoting ``file:line`` and the
+offending source line.
 """
 from __future__ import annotations
 
@@ -29,24 +31,45 @@ def _arch_option():
     return f"--gpu-architecture=sm_{cc}"
 
 
+#: Folders of the library's shared device headers, searched after the including file's folder.
+#: A path, not an import: the runtime does not depend on the layers whose headers these are.
+HEADER_DIRS = (Path(__file__).with_name("operators"),)
+
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def include_dirs(path) -> tuple[Path, ...]:
+    """The include path of the module compiled from ``path``: its folder, then :data:`HEADER_DIRS`."""
+    return (Path(path).resolve().parent, *HEADER_DIRS)
+
+
+def resolve_include(name: str, including: Path, dirs) -> Path | None:
+    """The file ``#include "name"`` in ``including`` opens: the including file's folder first,
+    then ``dirs`` in order; None if no such file exists."""
+    for folder in (including.parent, *dirs):
+        candidate = (folder / name).resolve()
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def _includes_digest(path: Path, source: str) -> str:
-    """A hash of every file ``source`` includes with ``#include "..."`` from ``path``'s folder,
-    followed recursively (each once)."""
+    """A hash of every file ``source`` (the text of ``path``) includes with ``#include "..."``,
+    found as the compiler finds it (:func:`resolve_include`), followed recursively (each once)."""
     import hashlib
     digest = hashlib.sha256()
-    seen, todo = set(), [source]
+    dirs = include_dirs(path)
+    seen, todo = set(), [(path, source)]
     while todo:
-        for name in _INCLUDE.findall(todo.pop()):
-            inc = (path.parent / name).resolve()
-            if inc in seen or not inc.is_file():
+        including, text = todo.pop()
+        for name in _INCLUDE.findall(text):
+            inc = resolve_include(name, including, dirs)
+            if inc is None or inc in seen:
                 continue
             seen.add(inc)
-            text = inc.read_text()
-            digest.update(name.encode() + b"\0" + text.encode())
-            todo.append(text)
+            inc_text = inc.read_text()
+            digest.update(name.encode() + b"\0" + inc_text.encode())
+            todo.append((inc, inc_text))
     return digest.hexdigest()[:16]
 
 
@@ -65,7 +88,7 @@ def load_module(path, *, options=(), name_expressions=None, cooperative=False):
         # CuPy's on-disk cache keys on this text and the options only: name the included
         # files' contents too, so an edit to a header is never served a stale binary
         source += f"\n// groute includes: {_includes_digest(path, source)}\n"
-        opts = ("-std=c++17", f"-I{path.parent}", _arch_option(), *options)
+        opts = ("-std=c++17", *(f"-I{d}" for d in include_dirs(path)), _arch_option(), *options)
         module = cupy.RawModule(code=source, options=opts, name_expressions=name_expressions,
                                 enable_cooperative_groups=cooperative)
         try:

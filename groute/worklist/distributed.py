@@ -14,7 +14,8 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
 BSP mode runs the same workers level-synchronously: one round each, barrier, exchange, barrier.
 When every worker can pull (BFS on a symmetric graph, see :mod:`groute.worklist.worker`), BSP
-also switches direction for all devices at once (Beamer's rule on the global frontier): before
+also switches direction for all devices at once (Beamer's rule on the global frontier, as the
+kernels: :mod:`groute.operators.direction`): before
 a pull level each device flags its frontier vertices and copies every other device's flags, so
 an unreached vertex can find a parent owned by any device without an item being sent.
 """
@@ -28,6 +29,7 @@ import time
 
 from ..errors import WaitTimeout
 from ..link import Link
+from ..operators import direction
 from .counter import WorkCounter
 from .items import ITEM_DTYPE
 from .queue import WorkQueue
@@ -37,11 +39,6 @@ log = logging.getLogger(__name__)
 
 ROUTINGS = ("all2all", "ring")
 MODES = ("async", "bsp")
-#: BSP direction switch, as the single-device kernel's (apps/traversal.cu; Beamer's rule with
-#: GAP's constants): pull once the frontier's arcs outnumber 1/PULL_ALPHA of the arcs not yet
-#: explored, push again once the frontier holds less than 1/PULL_BETA of the vertices; the
-#: frontier's arcs are counted only on devices whose frontier holds 1/SCOUT_MIN of their vertices
-PULL_ALPHA, PULL_BETA, SCOUT_MIN = 15, 24, 512
 
 
 class DistributedWorklist:
@@ -228,7 +225,7 @@ class DistributedWorklist:
                     self._send(device, i, counter, None, [None] * k, forward, sends)
             self._wait_sends(sends, absorb)
             if self._can_pull:
-                big = worker.work.near * SCOUT_MIN > worker.hi - worker.lo
+                big = direction.scout(worker.work.near, worker.hi - worker.lo)
                 self._front_arcs[i] = worker.frontier_arcs() if big else 0
                 # a big or still-pulling frontier is likely to be pulled from next: flag it now,
                 # so the common case needs no barrier of its own (see _share_frontier)
@@ -256,10 +253,10 @@ class DistributedWorklist:
         if finished or not self._can_pull:
             return finished, False
         if self._pulling:
-            self._pulling = sum(counter.near) * PULL_BETA >= self._vertices
+            self._pulling = direction.stay_pulling(sum(counter.near), self._vertices)
         else:
             front_arcs = sum(self._front_arcs)
-            self._pulling = front_arcs * PULL_ALPHA > self._arcs - self._explored
+            self._pulling = direction.push_to_pull(front_arcs, self._arcs - self._explored)
             if not self._pulling:
                 self._explored += front_arcs            # the next level pushes them
         self.stats["pull_levels"] += int(self._pulling)

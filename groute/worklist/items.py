@@ -3,7 +3,7 @@
 The value's 32 bits (an int32, or a float32's bit pattern) go in the high half and the vertex in
 the low half. Values are never negative, and a non-negative float32's bits order like the float,
 so a packed item sorts by value then vertex, one 64-bit word moves per item on every link, and
-the same layout serves NumPy and the CUDA kernels (``traversal.cuh`` unpacks it the same way).
+the same layout serves NumPy and the CUDA kernels (``groute/operators/values.cuh`` unpacks it the same way).
 """
 from __future__ import annotations
 

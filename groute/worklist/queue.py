@@ -3,7 +3,7 @@
 Host-driven appends (``push``) reserve ``n`` slots at the tail the way a kernel reserves with one
 atomic add, and grow the buffer (doubling, logged) when it would overflow; nothing is ever
 dropped. The CUDA kernels keep their own queues in device memory with warp-aggregated atomic
-reservation and report overflow instead of writing past the end (see ``apps/traversal.cuh``);
+reservation and report overflow instead of writing past the end (see ``groute/operators/appends.cuh``);
 this class serves the CPU backend's queues and the host-managed forwarding buffers on both.
 """
 from __future__ import annotations

@@ -1,9 +1,8 @@
 // Barriers of the persistent kernels that loop inside one launch per device: a grid-wide
 // barrier for a resident grid (and its reset at exit: grid_exit) and a cross-device barrier in
-// device 0's memory with a timeout.
-// Shared by BFS/SSSP through peer memory (traversal_peer.cu, through traversal.cuh) and the
-// persistent PageRank kernels (pr.cu), so both meet the same way.
+// device 0's memory with a timeout. Every persistent kernel (traversal, PageRank) meets this way.
 #pragma once
+#include "peer_memory.cuh"
 
 // A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
 // when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
@@ -15,7 +14,7 @@
 // writes of the whole block (ordered before thread 0 by __syncthreads) are visible to every
 // block whose acquire sees the arrival; the last block to arrive sees the count complete in
 // its own atomic's return and does not poll at all. BARRIER 0: fence, relaxed atomic, volatile
-// polling with back-off, fence (the older form, kept to compare).
+// polling with back-off, fence (kept to compare).
 #ifndef BARRIER
 #define BARRIER 1
 #endif
@@ -70,23 +69,6 @@ __device__ __forceinline__ void grid_exit(int* bar_word, int* exit_word) {
     }
 }
 
-
-// System-scope release and acquire on a counter that devices of one host share (in device 0's
-// memory, reached over NVLink with native peer atomics).
-__device__ __forceinline__ void red_add_release_sys(unsigned long long* p, unsigned long long v) {
-    asm volatile("red.release.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-// The global timer (ns), the same clock on every device of the host.
-__device__ __forceinline__ unsigned long long global_timer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // The cross-device part of a barrier of k devices, for one thread per device (thread 0 of
 // block 0, after a grid barrier, so the release below carries the whole grid's writes:

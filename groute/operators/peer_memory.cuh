@@ -1,0 +1,36 @@
+// Operations on memory that the GPUs of one host share (a peer's memory reached over NVLink,
+// or device 0's counters): system-scope loads, stores and reductions, and the host-wide clock.
+#pragma once
+
+// System-scope release and acquire on a counter that devices of one host share (in device 0's
+// memory, reached over NVLink with native peer atomics).
+__device__ __forceinline__ void red_add_release_sys(unsigned long long* p, unsigned long long v) {
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Fire-and-forget reductions and stores on a peer's memory (no value comes back over the link);
+// ordered before the owner's reads by a later system-scope release and acquire.
+__device__ __forceinline__ void red_min_sys(int* p, int v) {
+    asm volatile("red.relaxed.sys.global.min.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_or_sys(unsigned int* p, unsigned int v) {
+    asm volatile("red.relaxed.sys.global.or.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_add_sys64(unsigned long long* p, unsigned long long v) {
+    asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_sys64(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+
+// The global timer (ns), the same clock on every device of the host.
+__device__ __forceinline__ unsigned long long global_timer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}

@@ -1,0 +1,79 @@
+"""The operator layer's host side: the direction rule, and how kernels find the shared headers."""
+import re
+from pathlib import Path
+
+import pytest
+
+from groute import kernels
+from groute.operators import direction
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATORS = ROOT / "groute" / "operators"
+
+
+def test_direction_rule_boundaries():
+    # push -> pull once the frontier's arcs times ALPHA exceed the unexplored arcs
+    assert not direction.push_to_pull(10, 10 * direction.ALPHA)
+    assert direction.push_to_pull(10, 10 * direction.ALPHA - 1)
+    # pull goes on while the frontier holds at least 1/BETA of the vertices
+    assert direction.stay_pulling(10, 10 * direction.BETA)
+    assert not direction.stay_pulling(10, 10 * direction.BETA + 1)
+    assert direction.scout(2, 2 * direction.SCOUT_MIN - 1)
+    assert not direction.scout(2, 2 * direction.SCOUT_MIN)
+
+
+def test_direction_constants_reach_the_kernels_only_as_options():
+    opts = dict(o[2:].split("=") for o in direction.compile_options())
+    assert opts == {"PULL_ALPHA": str(direction.ALPHA), "PULL_BETA": str(direction.BETA),
+                    "SCOUT_MIN": str(direction.SCOUT_MIN)}
+    # no CUDA source defines them itself: direction.py is the one place
+    for src in [*ROOT.glob("apps/*.cu*"), *OPERATORS.glob("*.cuh")]:
+        assert not re.search(r"#\s*define\s+(PULL_ALPHA|PULL_BETA|SCOUT_MIN)\b", src.read_text()), src
+
+
+def test_every_include_of_the_kernels_resolves():
+    """Each ``#include "x"`` of the apps' kernels and the operator headers names a file the
+    compiler finds on the include path load_module gives it."""
+    for src in [*ROOT.glob("apps/*.cu"), *ROOT.glob("apps/*.cuh"), *OPERATORS.glob("*.cuh")]:
+        dirs = kernels.include_dirs(src)
+        for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', src.read_text(), re.M):
+            assert kernels.resolve_include(name, src, dirs) is not None, (src, name)
+
+
+def test_operator_headers_are_on_every_include_path(tmp_path):
+    assert OPERATORS in kernels.include_dirs(tmp_path / "k.cu")
+    assert kernels.include_dirs(tmp_path / "k.cu")[0] == tmp_path.resolve()
+
+
+def test_include_digest_follows_shared_headers(tmp_path, monkeypatch):
+    """An edit to a shared header (found through HEADER_DIRS, included from another header)
+    changes the digest that keys CuPy's on-disk cache."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "outer.cuh").write_text('#include "inner.cuh"\n')
+    (shared / "inner.cuh").write_text("#define X 1\n")
+    app = tmp_path / "app"
+    app.mkdir()
+    kernel = app / "k.cu"
+    kernel.write_text('#include "outer.cuh"\n')
+    monkeypatch.setattr(kernels, "HEADER_DIRS", (shared,))
+    before = kernels._includes_digest(kernel, kernel.read_text())
+    (shared / "inner.cuh").write_text("#define X 2\n")
+    assert kernels._includes_digest(kernel, kernel.read_text()) != before
+
+
+def test_include_resolution_prefers_the_including_folder(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "h.cuh").write_text("")
+    (tmp_path / "b" / "h.cuh").write_text("")
+    found = kernels.resolve_include("h.cuh", tmp_path / "a" / "k.cu", (tmp_path / "b",))
+    assert found == (tmp_path / "a" / "h.cuh").resolve()
+    assert kernels.resolve_include("missing.cuh", tmp_path / "a" / "k.cu", ()) is None
+
+
+@pytest.mark.parametrize("header", ["values.cuh", "appends.cuh", "frontier.cuh", "advance.cuh",
+                                    "direction.cuh", "partition.cuh", "barriers.cuh",
+                                    "peer_memory.cuh"])
+def test_headers_ship_with_the_package(header):
+    assert (OPERATORS / header).is_file()
