@@ -1,5 +1,6 @@
-"""The host side of the cross-device barrier that persistent kernels meet at (``groute/operators/barriers.cuh``
-``cross_device_wait``): launching one grid per device and keeping track of the counter.
+"""The host side of the cross-device barrier that persistent kernels meet at
+(``cross_device_wait`` in ``groute/operators/barriers.cuh``): launching one grid per device and
+keeping track of the counter.
 
 The counter lives in device 0's memory and only grows: at every barrier each of the ``k``
 devices adds one, and a run that starts with the counter at ``base`` waits for ``base + k * b``
