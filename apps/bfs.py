@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .common import input_graph, source_position
+from .common import input_graph
 from .traversal import TraversalSolver, graph_is_low_diameter
 
 
@@ -61,9 +61,8 @@ def bfs(graph, source, *, num_vertices=None, **kwargs):
     ``single_source_shortest_path_length``.
     """
     g = input_graph(graph, weight=None, num_vertices=num_vertices)
-    start = source_position(g, source)
     with BFS(g, **kwargs) as solver:
-        return solver.run(start)
+        return solver.run(source)
 
 
 def register(subparsers, common):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import input_graph, source_position
+from .common import input_graph
 from .traversal import TraversalSolver, graph_is_low_diameter
 from .traversal_values import check_overflow
 
@@ -71,9 +71,8 @@ def sssp(graph, source, *, weight="weight", num_vertices=None, **kwargs):
     vertices reached, as NetworkX's ``single_source_dijkstra_path_length``.
     """
     g = input_graph(graph, weight=weight, num_vertices=num_vertices)
-    start = source_position(g, source)
     with SSSP(g, **kwargs) as solver:
-        return solver.run(start)
+        return solver.run(source)
 
 
 def register(subparsers, common):

@@ -31,7 +31,7 @@ from groute.graph.csr import kept_on
 from groute.tuning import TraversalTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
-from .common import AppResult, DeviceTimer, Solver, complete_stats
+from .common import AppResult, DeviceTimer, Solver, complete_stats, source_position
 from .traversal_values import overflow_possible
 
 log = logging.getLogger(__name__)
@@ -315,17 +315,12 @@ class TraversalSolver(Solver):
 
     # ------------------------------------------------------------------ running
     def check_source(self, source) -> int:
-        n = self.graph.num_vertices
-        if isinstance(source, bool) or not isinstance(source, (int, np.integer)):
-            raise TypeError(f"source must be a vertex id (int), got {source!r}")
-        if not 0 <= source < n:
-            raise ValueError(f"source vertex {source} is out of range: the graph has {n} vertices "
-                             f"(0..{n - 1} in reader order)")
-        return int(source)
+        """The position of ``source``, one of the graph's own ids (a file's id, a label)."""
+        return source_position(self.graph, source)
 
     def run(self, source) -> AppResult:
-        """Traverse from the vertex at position ``source`` (the graph's internal 0-based order;
-        ``graph.vertex_of(id)`` maps one of its ids there); see :class:`AppResult`."""
+        """Traverse from ``source``, one of the graph's own ids (as every answer is keyed; for a
+        graph made from 0-based arrays or a generator, its position); see :class:`AppResult`."""
         source = self.check_source(source)
         new_source = self.part.to_new_id(source)
         if self.peer is not None:

@@ -89,7 +89,7 @@ def run_cli(args, name, solver_cls):
     runs = run_solver(args, graph, lambda ctx: solver_cls(
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
         priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
-        seed=args.seed, exchange=args.exchange), source)
+        seed=args.seed, exchange=args.exchange), graph.file_id_of(source))
     res, median = runs.result, runs.median
     reached_mask = np.asarray(res.values) != res.unreached
     reached = int(np.count_nonzero(reached_mask))

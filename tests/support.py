@@ -116,7 +116,7 @@ def check_every_partitioner(solver_cls, expected, g, k, partition):
         pytest.importorskip("pymetis")
     with solver_cls(g, backend="cpu", devices=k, partition=partition, timeout=20) as solver:
         for source in (0, busiest(g)):
-            res = solver.run(source)
+            res = solver.run(g.file_id_of(source))
             np.testing.assert_array_equal(res.values, expected(g, source))
     return res
 
@@ -181,7 +181,7 @@ def check_peer_exchange(solver_cls, k, graphs, expected, compare, *, mode="bsp",
             with solver_cls(g, backend="cuda", devices=k, partition=partition, mode=mode,
                             exchange="peer", timeout=30, **options) as solver:
                 for source in sources:
-                    res = solver.run(source)
+                    res = solver.run(g.file_id_of(source))
                     compare(res, SimpleNamespace(name=name, graph=g, source=source, solver=solver,
                                                  msg=f"{name} {partition} source {source}",
                                                  expected=answers[source]))

@@ -154,7 +154,7 @@ def test_cuda_one_device(spec, mode):
                                             else spec)
     with BFS(g, backend="cuda", devices=1, mode=mode, timeout=30) as solver:
         for source in (0, busiest(g)):
-            res = solver.run(source)
+            res = solver.run(g.file_id_of(source))
             np.testing.assert_array_equal(res.values, reference.bfs(g, source))
             assert res.stats["launches"] >= 1
 

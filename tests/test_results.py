@@ -31,7 +31,7 @@ def test_ids_are_the_graphs_own():
 def test_solver_results_carry_ids_too():
     power = load_graph(shipped_graph_path())
     with BFS(power, backend="cpu", devices=2, partition="random") as solver:
-        res = solver.run(0)                                     # solvers take positions
+        res = solver.run(power.file_id_of(0))           # solvers take the graph's ids too
     np.testing.assert_array_equal(res.values, reference.bfs(power, 0))
     assert res.ids[0] == 1 and res.to_dict()[1] == 0
 

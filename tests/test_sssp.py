@@ -242,7 +242,7 @@ def test_cuda_one_device(spec, mode, priority):
     with SSSP(g, backend="cuda", devices=1, mode=mode, priority=priority, timeout=30,
               exchange="host") as solver:
         for source in (0, busiest(g)):
-            res = solver.run(source)
+            res = solver.run(g.file_id_of(source))
             np.testing.assert_array_equal(res.values, reference.sssp(g, source))
 
 

@@ -102,7 +102,7 @@ def test_peer_path_builds_only_the_kernels_arrays(peer_path, app, k):
         # SSSP keeps soft priority on the peer path; BFS has none
         assert FakePeer.last.delta == (solver.delta if app == "sssp" else math.inf)
         for _ in range(2):
-            res = solver.run(source)
+            res = solver.run(g.file_id_of(source))
             expected = reference.bfs(g, source) if app == "bfs" else reference.sssp(g, source)
             np.testing.assert_array_equal(res.values, expected)
         assert res.stats["exchange"] == "peer" and res.stats["levels"] == [2] * k

@@ -389,7 +389,7 @@ class SuiteRun:
             kwargs["mode"] = case["mode"]
         if app == "pr":
             kwargs["tol"] = PR_TOL
-        args = (source,) if spec.needs_source else ()
+        args = (graph.file_id_of(source),) if spec.needs_source else ()  # run() takes ids
         t0 = time.perf_counter()
         solver = self.classes[app](graph, **kwargs)
         case["setup_s"] = time.perf_counter() - t0

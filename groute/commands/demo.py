@@ -61,7 +61,7 @@ def run(args) -> int:
             app = registry.app(name)
             g = weighted if app.weighted else graph
             options = {"partition": partition} if app.takes_partition else {}
-            run_args = (source,) if app.needs_source else ()
+            run_args = (graph.file_id_of(source),) if app.needs_source else ()
             with app.solver_class()(g, ctx=ctx, **options) as solver:
                 solver.run(*run_args)          # warm-up: compiles kernels, fills caches
                 r = solver.run(*run_args)
