@@ -11,6 +11,7 @@ by running the call itself. Which arguments are honoured is listed in :mod:`.inf
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import networkx as nx
 import numpy as np
@@ -96,6 +97,8 @@ def _one_source(args):
     G = args["G"]
     if sources in G:
         return True
+    if isinstance(sources, Iterator):
+        return "sources given as an iterator (looking would consume it)"
     try:
         many = set(sources)
     except TypeError:
@@ -126,11 +129,23 @@ def _weight_is_attribute(args):
     return "a weight function has no groute form" if callable(args["weight"]) else True
 
 
-def _exact_weights(G) -> str:
-    """How groute sums ``G``'s weights exactly: "int" (integers), "float" (integral reals),
-    "unit" (no weights); raises NotImplementedError when it cannot (negative, real or too big
-    weights: NetworkX runs the call, with its own errors for negative ones)."""
-    w = G.weights
+def _weights(G, weight):
+    """The weights a call with ``weight`` reads from ``G``, None when unweighted. NetworkX may
+    hand a call that reads no weight a graph converted with weights (its cache serves any
+    conversion that holds what the call needs), so the call's ``weight`` decides."""
+    if weight is None:
+        return None
+    if G.weight != weight:
+        raise NotImplementedError(f"the graph was converted with weight={G.weight!r}, the call "
+                                  f"reads {weight!r}")
+    return G.weights
+
+
+def _exact_weights(G, weight) -> str:
+    """How groute sums ``G``'s ``weight`` exactly: "int" (integers), "float" (integral
+    reals), "unit" (no weights); raises NotImplementedError when it cannot (negative, real or
+    too big weights: NetworkX runs the call, with its own errors for negative ones)."""
+    w = _weights(G, weight)
     if w is None:
         return "unit"
     if w.dtype.kind == "b":
@@ -151,9 +166,9 @@ def _exact_weights(G) -> str:
     return "int"
 
 
-def _dijkstra_lengths(G, source, cutoff):
+def _dijkstra_lengths(G, source, cutoff, weight):
     start = G.position(source)
-    kind = _exact_weights(G)
+    kind = _exact_weights(G, weight)
     if kind == "unit":      # Dijkstra with unit weights visits in BFS order
         last = None if cutoff is None else _dijkstra_levels(cutoff)
         return _lengths(G, _layers(G, start, last))
@@ -180,7 +195,7 @@ def _dijkstra_levels(cutoff) -> int:
 def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     if source not in G:
         raise nx.NodeNotFound(f"Node {source} not found in graph")
-    return _dijkstra_lengths(G, source, cutoff)
+    return _dijkstra_lengths(G, source, cutoff, weight)
 
 
 def _from_source(args):
@@ -274,7 +289,7 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
     N = len(G)
     if N == 0:
         return {}
-    w = G.weights
+    w = _weights(G, weight)
     if w is not None and not (w.size == 0 or (float(w.min()) > 0 and bool(np.all(w == w[0])))):
         raise NotImplementedError("edges of different weights: NetworkX runs the call "
                                   "(groute's PageRank follows every out-edge alike)")

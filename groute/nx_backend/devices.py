@@ -38,7 +38,7 @@ def devices_for(num_nodes: int):
     key = (backend, device_count(backend, config.devices, num_nodes))
     with _guard:
         entry = _contexts.get(key)
-        if entry is None:
+        if entry is None or entry[0].stopped:
             entry = _contexts[key] = (Context(devices=key[1], backend=backend), threading.Lock())
     ctx, lock = entry
     with lock:
