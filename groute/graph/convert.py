@@ -108,8 +108,15 @@ def networkx_adjacency(G, *, weight: str | None = "weight") -> Adjacency:
 
 def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
     """The ``weight`` of every arc in adjacency order (None when no edge has it)."""
-    datas = itertools.chain.from_iterable(map(dict.values, rows)) if all(
-        type(r) is dict for r in rows) else itertools.chain.from_iterable(r.values() for r in rows)
+    plain = all(type(r) is dict for r in rows)
+
+    def datas():
+        if plain:
+            return itertools.chain.from_iterable(map(dict.values, rows))
+        return itertools.chain.from_iterable(r.values() for r in rows)
+    if not multigraph and not any(datas()):     # no edge has any attribute: a fast scan
+        return None
+    datas = datas()
     if multigraph:
         def least(keydict):
             found = [d[weight] for d in keydict.values() if weight in d]
