@@ -397,3 +397,18 @@ def test_a_weighted_conversion_serves_unweighted_calls_unweighted(on_devices):
     assert nx.single_source_dijkstra_path_length(G, 0, weight=None, backend="groute")[3] == 3
     assert nx.shortest_path_length(G, 0, backend="groute")[3] == 3
     assert list(G.__networkx_cache__["backends"]["groute"].values()) == [converted]
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/NETWORKX.md"])
+def test_documented_examples_run(doc, on_devices):
+    import re
+    text = (ROOT / doc).read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "groute" in b]
+    assert blocks, f"{doc} lost its NetworkX example"
+    saved = nx.config.backend_priority.algos
+    namespace = {}                      # a later block uses what an earlier one defined
+    try:
+        for block in blocks:
+            exec(compile(block, doc, "exec"), namespace)
+    finally:
+        nx.config.backend_priority.algos = saved
