@@ -15,7 +15,8 @@ from contextlib import contextmanager
 
 import networkx as nx
 
-from groute.context import Context, default_device_count, resolve_backend
+from groute.context import BACKENDS, Context, default_device_count, resolve_backend
+from groute.graph.partition import METHODS
 
 _contexts: dict[tuple[str, int], tuple[Context, threading.Lock]] = {}
 _guard = threading.Lock()
@@ -29,13 +30,31 @@ def device_count(backend: str, devices: int | None, num_nodes: int) -> int:
     return max(1, min(int(devices), int(num_nodes)))
 
 
+def settings() -> tuple[str, int | None, str]:
+    """``nx.config.backends.groute`` as ``(backend, devices, partition)``, checked (NetworkX
+    stores what it is given; a bad value is a ValueError naming the setting)."""
+    config = nx.config.backends.groute
+    backend, devices, partition = config["backend"], config["devices"], config["partition"]
+    if backend not in BACKENDS:
+        raise ValueError(f"nx.config.backends.groute.backend must be one of "
+                         f"{', '.join(BACKENDS)}; got {backend!r}")
+    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int)
+                                or devices < 1):
+        raise ValueError(f"nx.config.backends.groute.devices must be None or an int >= 1; "
+                         f"got {devices!r}")
+    if partition not in METHODS:
+        raise ValueError(f"nx.config.backends.groute.partition must be one of "
+                         f"{', '.join(METHODS)}; got {partition!r}")
+    return backend, devices, partition
+
+
 @contextmanager
 def devices_for(num_nodes: int):
     """``(ctx, partition)`` for one call on a graph of ``num_nodes`` nodes, as
     ``nx.config.backends.groute`` says; the context is held for the call."""
-    config = nx.config.backends.groute
-    backend = resolve_backend(config.backend)
-    key = (backend, device_count(backend, config.devices, num_nodes))
+    backend, devices, partition = settings()
+    backend = resolve_backend(backend)
+    key = (backend, device_count(backend, devices, num_nodes))
     with _guard:
         entry = _contexts.get(key)
         if entry is None or entry[0].stopped:
@@ -43,7 +62,7 @@ def devices_for(num_nodes: int):
     ctx, lock = entry
     with lock:
         try:
-            yield ctx, config.partition
+            yield ctx, partition
         finally:
             if ctx.stopped:         # a failure stopped it: the next call gets a fresh one
                 with _guard:

@@ -1,11 +1,19 @@
 """What NetworkX learns about the backend before loading it, and its configuration.
 
-NetworkX calls :func:`get_info` at the end of its own import, so this module imports only
-NetworkX's ``Config`` (already loaded then) and nothing of groute's algorithms.
+NetworkX calls :func:`get_info` at the end of its own import, so this module imports nothing,
+NetworkX included: a program whose first import of NetworkX comes through groute would
+otherwise find this module half-initialised when NetworkX calls back.
+
+``nx.config.backends.groute`` (``backend``, ``devices``, ``partition``):
+
+* ``backend``: "auto" (CUDA GPUs when CuPy finds one, else CPU virtual devices), "cuda" or
+  "cpu";
+* ``devices``: how many devices one call uses (at most the graph's node count); None: every
+  GPU, or one CPU virtual device (more of them test groute's multi-device code on a CPU but
+  run no faster);
+* ``partition``: how a graph is split over several devices.
 """
 from __future__ import annotations
-
-from networkx.utils.configs import Config
 
 #: the NetworkX functions the backend implements, with what a reader of their docs should know
 #: (NetworkX shows these notes under "Additional backend implementations")
@@ -31,38 +39,9 @@ FUNCTIONS = {
     "weakly_connected_components": "Components in NetworkX's order.",
 }
 
-#: ``nx.config.backends.groute.backend`` values: groute.context.BACKENDS, repeated here so that
-#: NetworkX's import does not import groute's runtime (a test keeps the two equal)
-BACKENDS = ("auto", "cuda", "cpu")
-#: ``nx.config.backends.groute.partition`` values: groute.graph.partition.METHODS (likewise)
-PARTITIONS = ("metis", "contiguous", "random")
-
-
-class GrouteConfig(Config):
-    """``nx.config.backends.groute``: where the backend runs.
-
-    ``backend``: "auto" (CUDA GPUs when CuPy finds one, else CPU virtual devices), "cuda" or
-    "cpu". ``devices``: how many devices one call uses (at most the graph's node count);
-    None: every GPU, or one CPU virtual device (more of them test groute's multi-device code
-    on a CPU but run no faster). ``partition``: how a graph is split over several devices.
-    """
-
-    backend: str = "auto"
-    devices: int | None = None
-    partition: str = "metis"
-
-    def _on_setattr(self, key, value):
-        if key == "backend" and value not in BACKENDS:
-            raise ValueError(f"nx.config.backends.groute.backend must be one of "
-                             f"{', '.join(BACKENDS)}; got {value!r}")
-        if key == "devices" and value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"nx.config.backends.groute.devices must be None or an int >= 1; "
-                             f"got {value!r}")
-        if key == "partition" and value not in PARTITIONS:
-            raise ValueError(f"nx.config.backends.groute.partition must be one of "
-                             f"{', '.join(PARTITIONS)}; got {value!r}")
-        return value
+#: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the
+#: values where a call reads them
+DEFAULT_CONFIG = {"backend": "auto", "devices": None, "partition": "metis"}
 
 
 def get_info() -> dict:
@@ -75,5 +54,5 @@ def get_info() -> dict:
                          "devices).",
         "functions": {name: {"additional_docs": doc} if doc else {}
                       for name, doc in FUNCTIONS.items()},
-        "default_config": GrouteConfig(),
+        "default_config": dict(DEFAULT_CONFIG),
     }
