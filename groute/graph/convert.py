@@ -7,6 +7,7 @@ for arrays and matrices. NetworkX is imported only when a NetworkX graph is pass
 """
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
@@ -57,37 +58,100 @@ def from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
     ``weight`` names the edge attribute read as the weight; the graph is unweighted when it is
     ``None`` or no edge has that attribute, and an edge without it weighs 1 (NetworkX's rule).
     """
-    nodes = list(G.nodes)
+    adjacency = networkx_adjacency(G, weight=weight)
+    return csr_from_adjacency(adjacency, directed=G.is_directed(),
+                              name=str(G.name) if G.name else "networkx")
+
+
+class Adjacency:
+    """A NetworkX graph's arcs in NetworkX's own order: ``nodes`` as ``list(G)``, and the
+    neighbours of ``nodes[i]`` (positions) at ``indices[indptr[i]:indptr[i+1]]`` in the order
+    ``G[nodes[i]]`` yields them, with ``weights`` aligned (None: unweighted).
+
+    That order is what NetworkX's traversals follow, so a caller can rebuild the order in which
+    NetworkX would visit vertices from a depth array (:mod:`groute.nx_backend`).
+    """
+
+    def __init__(self, nodes, indptr, indices, weights, labels_are_positions: bool):
+        self.nodes, self.indptr, self.indices, self.weights = nodes, indptr, indices, weights
+        #: the nodes are the ints 0..n-1 in that order (no label array needed)
+        self.labels_are_positions = labels_are_positions
+
+
+def networkx_adjacency(G, *, weight: str | None = "weight") -> Adjacency:
+    """The arcs of NetworkX graph ``G`` read from its adjacency dicts (every undirected edge
+    both ways, a self-loop once; a multigraph's parallel edges one arc of their least weight).
+
+    ``weight``: as :func:`from_networkx` (unweighted when ``None`` or no edge has it, 1 where an
+    edge lacks it); the weights keep their type: int64 when every one is an integer, float64
+    when any is real. A weight that is not a number is a ValueError naming the edge.
+    """
+    adj = G._adj
+    nodes = list(adj)
     n = len(nodes)
-    index = {u: i for i, u in enumerate(nodes)}
-    if weight is None:
-        edges = list(G.edges())
-        data = None
+    rows = list(adj.values())
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=n))
+    m = int(indptr[-1])
+    neighbours = itertools.chain.from_iterable(rows)
+    positions = _labels_are_positions(nodes)
+    if positions:
+        indices = np.fromiter(neighbours, dtype=np.int64, count=m)
     else:
-        edges = list(G.edges(data=weight, default=None))
-        data = [e[2] for e in edges]
-        if all(d is None for d in data):
-            data = None
-    m = len(edges)
-    src = np.fromiter((index[e[0]] for e in edges), dtype=np.int64, count=m)
-    dst = np.fromiter((index[e[1]] for e in edges), dtype=np.int64, count=m)
-    w = None
-    if data is not None:
-        values = [1 if d is None else d for d in data]
+        index = {u: i for i, u in enumerate(nodes)}
+        indices = np.fromiter(map(index.__getitem__, neighbours), dtype=np.int64, count=m)
+    weights = None
+    if weight is not None and m:
+        weights = _adjacency_weights(rows, weight, G.is_multigraph(), nodes, indptr, indices)
+    return Adjacency(nodes, indptr, indices, weights, positions)
+
+
+def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
+    """The ``weight`` of every arc in adjacency order (None when no edge has it)."""
+    plain = all(type(r) is dict for r in rows)
+
+    def datas():
+        if plain:
+            return itertools.chain.from_iterable(map(dict.values, rows))
+        return itertools.chain.from_iterable(r.values() for r in rows)
+    if not multigraph and not any(datas()):     # no edge has any attribute: a fast scan
+        return None
+    datas = datas()
+    if multigraph:
+        def least(keydict):
+            found = [d[weight] for d in keydict.values() if weight in d]
+            if not found:
+                return None
+            return min(found) if len(found) == len(keydict) else min(found + [1])
+        values = list(map(least, datas))
+    else:
+        values = [d.get(weight) for d in datas]
+    if all(v is None for v in values):
+        return None
+    values = [1 if v is None else v for v in values]
+    try:
         w = np.asarray(values)
-        if w.dtype.kind not in "iuf" and w.dtype != bool:
-            bad = next(i for i, d in enumerate(values)
-                       if not isinstance(d, (int, float, np.integer, np.floating)))
-            raise ValueError(f"edge ({edges[bad][0]!r}, {edges[bad][1]!r}) has {weight}="
-                             f"{values[bad]!r}: the {weight!r} attribute must be a number "
-                             "(or pass weight=None)")
-    directed = G.is_directed()
-    if not directed:
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-        w = None if w is None else np.concatenate([w, w])
-    labels = None if _labels_are_positions(nodes) else nodes
-    return CSRGraph.from_edges(src, dst, n, w, directed=directed,
-                               name=str(G.name) if G.name else "networkx", file_ids=labels)
+    except (ValueError, TypeError):     # e.g. a list among the numbers
+        w = None
+    if w is None or w.ndim != 1 or w.dtype.kind not in "iufb":
+        bad = next(i for i, v in enumerate(values)
+                   if not isinstance(v, (int, float, np.integer, np.floating)))
+        u = nodes[int(np.searchsorted(indptr, bad, side="right")) - 1]
+        raise ValueError(f"edge ({u!r}, {nodes[int(indices[bad])]!r}) has {weight}="
+                         f"{values[bad]!r}: the {weight!r} attribute must be a number "
+                         "(or pass weight=None)")
+    return w
+
+
+def csr_from_adjacency(adjacency: Adjacency, *, directed: bool, name: str) -> CSRGraph:
+    """The CSRGraph of an :class:`Adjacency` (rows sorted, as every CSRGraph), its node labels
+    as the vertex ids unless they are the positions 0..n-1 themselves."""
+    nodes, indptr = adjacency.nodes, adjacency.indptr
+    n = len(nodes)
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    labels = None if adjacency.labels_are_positions else nodes
+    return CSRGraph.from_edges(src, adjacency.indices, n, adjacency.weights, directed=directed,
+                               name=name, file_ids=labels)
 
 
 def _labels_are_positions(nodes) -> bool:

@@ -1,0 +1,144 @@
+"""A NetworkX graph converted for groute, and the conversions NetworkX's dispatcher calls.
+
+NetworkX converts a graph once per set of edge attributes a call needs and keeps the result in
+``G.__networkx_cache__`` (``nx.config.cache_converted_graphs``) until ``G`` changes through its
+methods, so a second call on the same graph skips the conversion. What a conversion must give
+for that to be right: a result that depends only on ``G`` and the attributes asked for, which
+:func:`from_networkx` does.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from groute.graph.convert import csr_from_adjacency, networkx_adjacency
+
+
+class GrouteGraph:
+    """A NetworkX graph as groute runs it.
+
+    ``csr``: the :class:`~groute.graph.CSRGraph` (rows sorted, the node labels as its vertex
+    ids); ``nodes``: the labels in ``list(G)`` order (position ``i`` is ``nodes[i]``);
+    ``adjacency_indices``: every row's neighbours again, in the order ``G[u]`` yields them
+    (the rows are ``csr.indptr``'s), from which the backend rebuilds NetworkX's visiting order;
+    ``weight``: the edge attribute read as the weight (None: unweighted) and ``weights`` its
+    values in adjacency order with their own type (int64 or float64; None when no edge has
+    the attribute); ``graph``: ``G.graph``, the graph attributes.
+    """
+
+    __networkx_backend__ = "groute"
+
+    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None):
+        self.csr = csr
+        self.nodes = adjacency.nodes
+        self.adjacency_indices = adjacency.indices
+        self.weight = weight
+        self.weights = adjacency.weights
+        self.labels_are_positions = adjacency.labels_are_positions
+        self.directed = bool(directed)
+        self.multigraph = bool(multigraph)
+        self.graph = dict(graph or {})
+
+    # what NetworkX's decorators (not_implemented_for, ...) ask of a graph
+    def is_directed(self) -> bool:
+        return self.directed
+
+    def is_multigraph(self) -> bool:
+        return self.multigraph
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def number_of_nodes(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    def __contains__(self, node) -> bool:
+        """As ``node in G``: False for an unhashable object."""
+        try:
+            return node in self.index
+        except TypeError:
+            return False
+
+    @cached_property
+    def index(self) -> dict:
+        """``{label: position}``."""
+        return {u: i for i, u in enumerate(self.nodes)}
+
+    def position(self, node) -> int:
+        """The position of ``node`` (KeyError if it is not a node)."""
+        return self.index[node]
+
+    def labels_of(self, positions) -> list:
+        """The labels at ``positions`` (an integer array), as a list."""
+        labels = self.csr.file_ids      # None when the labels are the positions
+        return np.asarray(positions).tolist() if labels is None else labels[positions].tolist()
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        w = f", weight={self.weight!r}" if self.weights is not None else ""
+        return f"GrouteGraph({len(self.nodes):,} nodes, {self.csr.num_edges:,} arcs, {kind}{w})"
+
+
+def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=False,
+                  preserve_node_attrs=False, preserve_graph_attrs=False, name=None,
+                  graph_name=None) -> GrouteGraph:
+    """``convert_from_nx``: ``G`` with at most one edge attribute, numeric, defaulting to 1
+    (NetworkX's weight rule). A conversion groute cannot make raises NotImplementedError, so
+    that NetworkX runs the call itself (and remembers the failure in the cache)."""
+    what = f" for {name}()" if name else ""
+    if not isinstance(G, nx.Graph):
+        raise TypeError(f"{graph_name or 'G'}{what} must be a NetworkX graph; got "
+                        f"{type(G).__name__}")
+    if preserve_edge_attrs or preserve_node_attrs or node_attrs:
+        raise NotImplementedError(f"groute keeps no node attributes and at most one edge "
+                                  f"attribute{what}")
+    weight = None
+    if edge_attrs:
+        if len(edge_attrs) > 1:
+            raise NotImplementedError(f"groute keeps one edge attribute{what}; asked for "
+                                      f"{sorted(map(repr, edge_attrs))}")
+        [(weight, default)] = edge_attrs.items()
+        if default != 1 or isinstance(default, bool):
+            raise NotImplementedError(f"groute weighs an edge without {weight!r} 1; asked for "
+                                      f"{default!r}{what}")
+    try:
+        adjacency = networkx_adjacency(G, weight=weight)
+        csr = csr_from_adjacency(adjacency, directed=G.is_directed(),
+                                 name=str(G.name) if G.name else "networkx")
+    except ValueError as exc:       # a weight that is not a number, or past int32
+        raise NotImplementedError(f"groute cannot convert {graph_name or 'G'}{what}: "
+                                  f"{exc}") from exc
+    if csr.num_edges != adjacency.indices.shape[0]:
+        raise AssertionError("the adjacency of a NetworkX graph holds no repeated arc")
+    return GrouteGraph(adjacency, csr, directed=G.is_directed(), multigraph=G.is_multigraph(),
+                       weight=weight, graph=G.graph if preserve_graph_attrs else None)
+
+
+def to_networkx(obj, *, name=None):
+    """``convert_to_nx``: a :class:`GrouteGraph` as a NetworkX graph of the same kind (a
+    multigraph's parallel edges come back as one edge of their least weight); any other
+    result (dicts, sets, generators) as it is."""
+    if not isinstance(obj, GrouteGraph):
+        return obj
+    cls = {(False, False): nx.Graph, (True, False): nx.DiGraph,
+           (False, True): nx.MultiGraph, (True, True): nx.MultiDiGraph}[
+        (obj.directed, obj.multigraph)]
+    G = cls()
+    G.graph.update(obj.graph)
+    G.add_nodes_from(obj.nodes)
+    indptr = np.asarray(obj.csr.indptr)
+    src = np.repeat(np.arange(len(obj.nodes)), np.diff(indptr))
+    dst = obj.adjacency_indices
+    keep = slice(None) if obj.directed else src <= dst      # an undirected edge once
+    pairs = zip(obj.labels_of(src[keep]), obj.labels_of(dst[keep]))
+    if obj.weights is None:
+        G.add_edges_from(pairs)
+    else:
+        G.add_edges_from((u, v, {obj.weight: w})
+                         for (u, v), w in zip(pairs, obj.weights[keep].tolist()))
+    return G

@@ -1,0 +1,58 @@
+"""What NetworkX learns about the backend before loading it, and its configuration.
+
+NetworkX calls :func:`get_info` at the end of its own import, so this module imports nothing,
+NetworkX included: a program whose first import of NetworkX comes through groute would
+otherwise find this module half-initialised when NetworkX calls back.
+
+``nx.config.backends.groute`` (``backend``, ``devices``, ``partition``):
+
+* ``backend``: "auto" (CUDA GPUs when CuPy finds one, else CPU virtual devices), "cuda" or
+  "cpu";
+* ``devices``: how many devices one call uses (at most the graph's node count); None: every
+  GPU, or one CPU virtual device (more of them test groute's multi-device code on a CPU but
+  run no faster);
+* ``partition``: how a graph is split over several devices.
+"""
+from __future__ import annotations
+
+#: the NetworkX functions the backend implements, with what a reader of their docs should know
+#: (NetworkX shows these notes under "Additional backend implementations")
+FUNCTIONS = {
+    "bfs_layers": "One source (several: NetworkX runs the call). Layers in NetworkX's order.",
+    "connected_components": "Components in NetworkX's order.",
+    "is_connected": "",
+    "node_connected_component": "",
+    "number_connected_components": "",
+    "pagerank": (
+        "Without personalization, nstart or dangling, with alpha in (0, 1), tol > 0 and "
+        "max_iter >= 1, on a graph (not a multigraph) whose edges all weigh the same; "
+        "otherwise NetworkX runs the call. Convergence: groute's rule, an L1 change of at most "
+        "N * tol, as NetworkX's; values agree with NetworkX's within that tolerance."),
+    "shortest_path_length": (
+        "With a source and no target, method 'dijkstra' or weight=None; weights as "
+        "single_source_dijkstra_path_length. Otherwise NetworkX runs the call."),
+    "single_source_dijkstra_path_length": (
+        "Integer weights (or integral floats) >= 0 whose sum fits in int32, summed exactly; "
+        "other weights, or a weight function, and NetworkX runs the call. Nodes at equal "
+        "distance may come in another order than NetworkX's."),
+    "single_source_shortest_path_length": "Nodes in NetworkX's order.",
+    "weakly_connected_components": "Components in NetworkX's order.",
+}
+
+#: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the
+#: values where a call reads them
+DEFAULT_CONFIG = {"backend": "auto", "devices": None, "partition": "metis"}
+
+
+def get_info() -> dict:
+    """The ``networkx.backend_info`` entry point."""
+    return {
+        "backend_name": "groute",
+        "project": "groute",
+        "package": "groute",
+        "short_summary": "Asynchronous multi-GPU graph analytics (CUDA GPUs or CPU virtual "
+                         "devices).",
+        "functions": {name: {"additional_docs": doc} if doc else {}
+                      for name, doc in FUNCTIONS.items()},
+        "default_config": dict(DEFAULT_CONFIG),
+    }

@@ -1,0 +1,37 @@
+"""NetworkX's visiting order, rebuilt from the depths groute computed.
+
+NetworkX's breadth-first functions (``bfs_layers``, ``single_source_shortest_path_length``)
+visit layer ``d + 1`` in the order its nodes first appear among the neighbours of layer ``d``'s
+nodes, taken in layer order and each node's neighbours in adjacency order. Given every node's
+depth that is a vectorised pass per layer over the layer's arcs, with the graph's rows in
+NetworkX's adjacency order (:attr:`~.graph.GrouteGraph.adjacency_indices`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def layers_in_order(depth: np.ndarray, indptr: np.ndarray, neighbours: np.ndarray,
+                    first_layer: np.ndarray, last: int | None = None) -> list[np.ndarray]:
+    """The layers (arrays of positions) in NetworkX's order, from ``first_layer`` (depth 0)
+    through depth ``last`` (None: every reached layer). ``depth[v]``: hops from the sources,
+    < 0 where not reached."""
+    layers = [np.asarray(first_layer, dtype=np.int64)]
+    d = 0
+    while last is None or d < last:
+        layer = layers[-1]
+        starts = indptr[layer]
+        counts = indptr[layer + 1] - starts
+        total = int(counts.sum())
+        if total == 0:
+            break
+        # the arcs of the layer's rows, row after row: start of each row plus 0..count-1
+        arcs = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(total)
+        found = neighbours[arcs]
+        found = found[depth[found] == d + 1]
+        if found.size == 0:
+            break
+        _, first = np.unique(found, return_index=True)
+        layers.append(found[np.sort(first)])
+        d += 1
+    return layers

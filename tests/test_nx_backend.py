@@ -1,0 +1,424 @@
+"""The NetworkX backend (groute.nx_backend): dispatch, answers against NetworkX's own on the
+same calls (values, order, types, errors), fallbacks, conversions and their cache, contexts.
+
+NetworkX's own test suite through the backend is tests/test_nx_suite.py.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import tomllib
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from groute.nx_backend import devices, info
+from groute.nx_backend.graph import GrouteGraph, from_networkx, to_networkx
+from groute.nx_backend.interface import backend_interface
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    """The backend as NetworkX sees it once groute is installed (entry points); registered
+    here by hand where this checkout is not the installed one."""
+    from networkx.utils import backends
+    added = "groute" not in backends.backends
+    if added:
+        backends.backends["groute"] = importlib.metadata.EntryPoint(
+            name="groute", value="groute.nx_backend.interface:backend_interface",
+            group="networkx.backends")
+        backends.backend_info["groute"] = info.get_info()
+        nx.config.backends = nx.utils.Config(groute=nx.utils.Config(**info.DEFAULT_CONFIG),
+                                              **nx.config.backends)
+    quiet = "cache" not in nx.config.warnings_to_ignore     # NetworkX's note on cache hits
+    nx.config.warnings_to_ignore.add("cache")
+    yield
+    if quiet:
+        nx.config.warnings_to_ignore.discard("cache")
+    devices.shutdown_all()
+    if added:
+        del backends.backends["groute"], backends.backend_info["groute"]
+        backends._loaded_backends.pop("groute", None)
+
+
+@pytest.fixture(params=[1, 2], ids=["1dev", "2dev"])
+def on_devices(request):
+    """Every answer on one and on two CPU virtual devices."""
+    cfg = nx.config.backends.groute
+    with cfg(backend="cpu", devices=request.param, partition="metis"):
+        yield request.param
+
+
+def graphs():
+    """Small graphs of several kinds: labels of any hashable type, isolated nodes, several
+    components, self-loops, directed."""
+    g1 = nx.gnm_random_graph(60, 90, seed=3)
+    g1.add_edge(5, 5)
+    g2 = nx.relabel_nodes(nx.gnm_random_graph(50, 70, seed=4, directed=True),
+                          lambda i: f"v{i}")
+    g3 = nx.relabel_nodes(nx.grid_2d_graph(5, 6), {(0, 0): "corner"})   # tuples and a string
+    g3.add_node(("lonely", 1))
+    g4 = nx.path_graph(6, create_using=nx.DiGraph)
+    g4.add_nodes_from([100, -1])
+    return [("gnm", g1), ("digraph-str", g2), ("grid-tuples", g3), ("path-isolated", g4)]
+
+
+GRAPHS = graphs()
+
+
+def first(G):
+    return next(iter(G))
+
+
+# ------------------------------------------------------------------------------------------------
+# registration and configuration
+# ------------------------------------------------------------------------------------------------
+def test_entry_points_name_the_interface_and_info():
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert eps["networkx.backends"]["groute"] == "groute.nx_backend.interface:backend_interface"
+    assert eps["networkx.backend_info"]["groute"] == "groute.nx_backend.info:get_info"
+    got = info.get_info()
+    assert got["backend_name"] == "groute"
+    assert set(got["functions"]) == set(info.FUNCTIONS)
+    assert got["default_config"] == {"backend": "auto", "devices": None, "partition": "metis"}
+
+
+def test_interface_has_every_listed_function():
+    from groute.nx_backend import algorithms
+    for name in info.FUNCTIONS:
+        assert getattr(backend_interface, name) is getattr(algorithms, name)
+        assert callable(getattr(nx, name))      # a NetworkX function of that name
+
+
+@pytest.mark.parametrize("key,value", [("backend", "gpu"), ("devices", 0), ("devices", 1.5),
+                                       ("devices", True), ("partition", "hash")])
+def test_config_bad_values_are_named(key, value):
+    with nx.config.backends.groute(**{key: value}):
+        with pytest.raises(ValueError, match=f"nx.config.backends.groute.{key}"):
+            nx.single_source_shortest_path_length(nx.path_graph(3), 0, backend="groute")
+
+
+def test_info_imports_nothing():
+    """NetworkX calls get_info while it is being imported: importing groute's backend first
+    must not leave info half-initialised (a subprocess, so NetworkX is not yet imported)."""
+    import subprocess
+    import sys
+    code = ("import warnings; warnings.simplefilter('error');"
+            "import groute.nx_backend.interface, networkx as nx;"
+            "print(sorted(nx.utils.backends.backend_info.get('groute', {}).get('functions', [])))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if "groute" in run.stdout:          # registered where this checkout is installed
+        assert run.stdout.strip() == str(sorted(info.FUNCTIONS))
+
+
+def test_device_count_rule():
+    assert devices.device_count("cpu", None, 100) == 1
+    assert devices.device_count("cpu", 3, 100) == 3
+    assert devices.device_count("cpu", 3, 2) == 2
+    assert devices.device_count("cpu", 4, 0) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# answers equal NetworkX's
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+@pytest.mark.parametrize("cutoff", [None, 0, 2, 2.5, -1])
+def test_bfs_lengths_in_networkx_order(on_devices, name, G, cutoff):
+    for source in list(G)[:3]:
+        want = nx.single_source_shortest_path_length(G, source, cutoff=cutoff)
+        got = nx.single_source_shortest_path_length(G, source, cutoff=cutoff, backend="groute")
+        assert list(got.items()) == list(want.items())
+        assert all(type(v) is int for v in got.values())
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+def test_bfs_layers_in_networkx_order(on_devices, name, G):
+    for source in list(G)[:3]:
+        assert list(nx.bfs_layers(G, source, backend="groute")) == list(nx.bfs_layers(G, source))
+        assert list(nx.bfs_layers(G, [source], backend="groute")) == list(nx.bfs_layers(G, [source]))
+
+
+def weighted(G, kind, seed=0):
+    rng = np.random.default_rng(seed)
+    H = G.copy()
+    for u, v in H.edges():
+        w = int(rng.integers(0, 9))
+        H[u][v]["weight"] = float(w) if kind == "float" else w
+    return H
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("cutoff", [None, 5, 7.5])
+def test_dijkstra_lengths_equal_networkx(on_devices, name, G, kind, cutoff):
+    H = weighted(G, kind)
+    source = first(H)
+    want = nx.single_source_dijkstra_path_length(H, source, cutoff=cutoff)
+    got = nx.single_source_dijkstra_path_length(H, source, cutoff=cutoff, backend="groute")
+    assert got == want
+    assert [type(v) for v in got.values()] == [type(want[k]) for k in got]
+    assert list(got) == sorted(got, key=got.__getitem__)     # by distance, the source first
+    assert next(iter(got)) == source
+    also = nx.shortest_path_length(H, source, weight="weight", backend="groute")
+    assert also == nx.shortest_path_length(H, source, weight="weight")
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+def test_unweighted_dijkstra_in_networkx_order(on_devices, name, G):
+    source = first(G)
+    want = nx.single_source_dijkstra_path_length(G, source, weight=None)
+    got = nx.single_source_dijkstra_path_length(G, source, weight=None, backend="groute")
+    assert list(got.items()) == list(want.items())
+    got = nx.shortest_path_length(G, source, backend="groute")
+    assert list(got.items()) == list(nx.shortest_path_length(G, source).items())
+
+
+def test_multigraph_dijkstra_takes_the_lightest_parallel_edge(on_devices):
+    G = nx.MultiGraph()
+    G.add_edge("a", "b", weight=5)
+    G.add_edge("a", "b", weight=2)
+    G.add_edge("b", "c")                    # weighs 1
+    G.add_edge("a", "c", weight=4)
+    want = nx.single_source_dijkstra_path_length(G, "a")
+    assert nx.single_source_dijkstra_path_length(G, "a", backend="groute") == want == \
+        {"a": 0, "b": 2, "c": 3}
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+def test_components_in_networkx_order(on_devices, name, G):
+    if G.is_directed():
+        assert list(nx.weakly_connected_components(G, backend="groute")) == \
+            list(nx.weakly_connected_components(G))
+        with pytest.raises(nx.NetworkXNotImplemented):
+            nx.connected_components(G, backend="groute")
+        return
+    assert list(nx.connected_components(G, backend="groute")) == list(nx.connected_components(G))
+    assert nx.number_connected_components(G, backend="groute") == \
+        nx.number_connected_components(G)
+    assert nx.is_connected(G, backend="groute") is nx.is_connected(G)
+    for node in list(G)[:5] + [("lonely", 1)] * (("lonely", 1) in G):
+        assert nx.node_connected_component(G, node, backend="groute") == \
+            nx.node_connected_component(G, node)
+    with pytest.raises(nx.NetworkXNotImplemented):
+        nx.weakly_connected_components(G, backend="groute")
+
+
+def test_connected_graph_and_null_graph(on_devices):
+    G = nx.cycle_graph(7)
+    assert nx.is_connected(G, backend="groute") is True
+    with pytest.raises(nx.NetworkXPointlessConcept):
+        nx.is_connected(nx.Graph(), backend="groute")
+    assert list(nx.connected_components(nx.Graph(), backend="groute")) == []
+    assert nx.number_connected_components(nx.Graph(), backend="groute") == 0
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+@pytest.mark.parametrize("alpha", [0.85, 0.5])
+def test_pagerank_matches_networkx(on_devices, name, G, alpha):
+    want = nx.pagerank(G, alpha=alpha, tol=1e-12, max_iter=1000)
+    got = nx.pagerank(G, alpha=alpha, tol=1e-12, max_iter=1000, backend="groute")
+    assert list(got) == list(want)
+    assert all(type(v) is float for v in got.values())
+    assert max(abs(got[k] - want[k]) for k in want) < 1e-9
+
+
+def test_pagerank_edges_of_one_weight_are_unweighted(on_devices):
+    G = nx.gnm_random_graph(40, 100, seed=1, directed=True)
+    nx.set_edge_attributes(G, 3.0, "weight")
+    want = nx.pagerank(G, tol=1e-12)
+    got = nx.pagerank(G, tol=1e-12, backend="groute")
+    assert max(abs(got[k] - want[k]) for k in want) < 1e-9
+
+
+def test_pagerank_not_converged_raises_as_networkx(on_devices):
+    G = nx.gnm_random_graph(40, 100, seed=1, directed=True)
+    with pytest.raises(nx.PowerIterationFailedConvergence):
+        nx.pagerank(G, tol=1e-15, max_iter=2)
+    with pytest.raises(nx.PowerIterationFailedConvergence):
+        nx.pagerank(G, tol=1e-15, max_iter=2, backend="groute")
+    assert nx.pagerank(nx.DiGraph(), backend="groute") == {}
+
+
+# ------------------------------------------------------------------------------------------------
+# errors as NetworkX's
+# ------------------------------------------------------------------------------------------------
+def test_missing_source_errors(on_devices):
+    G = nx.path_graph(4)
+    with pytest.raises(nx.NodeNotFound, match="Source 9 is not in G"):
+        nx.single_source_shortest_path_length(G, 9, backend="groute")
+    with pytest.raises(nx.NodeNotFound, match="Node 9 not found in graph"):
+        nx.single_source_dijkstra_path_length(G, 9, backend="groute")
+    with pytest.raises(nx.NodeNotFound):
+        nx.shortest_path_length(G, [1], backend="groute")       # unhashable: not a node
+    with pytest.raises(nx.NetworkXError, match="The node 9 is not in the graph"):
+        list(nx.bfs_layers(G, [9], backend="groute"))
+    with pytest.raises(KeyError):
+        nx.node_connected_component(G, 9, backend="groute")
+    with pytest.raises(ValueError, match="method not supported"):
+        nx.shortest_path_length(G, 0, method="astar", backend="groute")
+
+
+# ------------------------------------------------------------------------------------------------
+# what groute cannot honour: NetworkX runs the call
+# ------------------------------------------------------------------------------------------------
+DECLINED = {
+    "personalization": (nx.pagerank, (), {"personalization": {0: 1}}),
+    "nstart": (nx.pagerank, (), {"nstart": {0: 1}}),
+    "dangling": (nx.pagerank, (), {"dangling": {0: 1}}),
+    "alpha=1": (nx.pagerank, (), {"alpha": 1.0}),
+    "max_iter=0": (nx.pagerank, (), {"max_iter": 0}),
+    "weight-fn": (nx.single_source_dijkstra_path_length, (0,), {"weight": lambda u, v, d: 2}),
+    "bellman-ford": (nx.shortest_path_length, (0,), {"weight": "weight",
+                                                     "method": "bellman-ford"}),
+    "target": (nx.shortest_path_length, (), {"target": 3}),
+    "two-sources": (nx.bfs_layers, ([0, 3],), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(DECLINED))
+def test_can_run_declines(case):
+    fn, args, kwargs = DECLINED[case]
+    G = nx.gnm_random_graph(12, 30, seed=2, directed=True)
+
+    def answer(**backend):
+        try:
+            out = fn(G, *args, **kwargs, **backend)
+            return list(out) if case == "two-sources" else out
+        except nx.NetworkXException as exc:
+            return type(exc)
+    with pytest.raises(NotImplementedError, match="for the given arguments"):
+        fn(G, *args, **kwargs, backend="groute")
+    with nx.config.backend_priority(algos=["groute"]):      # automatic dispatch falls back
+        fallback = answer()
+    assert fallback == answer(backend="networkx")
+
+
+def test_multigraph_pagerank_and_iterator_sources_decline():
+    G = nx.MultiDiGraph([(0, 1), (0, 1), (1, 0)])
+    with pytest.raises(NotImplementedError):
+        nx.pagerank(G, backend="groute")
+    with pytest.raises(NotImplementedError):
+        list(nx.bfs_layers(nx.path_graph(3), iter([0]), backend="groute"))
+
+
+@pytest.mark.parametrize("weights,why", [
+    ({"w": 0.5}, "real weights"), ({"w": -1}, "negative weights"),
+    ({"w": 2**31}, "int32"), ({"w": "heavy"}, "cannot convert")])
+def test_weights_groute_cannot_sum_exactly_fall_back(weights, why):
+    G = nx.path_graph(5)
+    nx.set_edge_attributes(G, 1, "w")
+    G[1][2]["w"] = weights["w"]
+    with pytest.raises(NotImplementedError) as err:
+        nx.single_source_dijkstra_path_length(G, 0, weight="w", backend="groute")
+    assert why in str(err.value.__cause__)
+    with nx.config.backend_priority(algos=["groute"]):     # NetworkX's answer or error
+        fallback = outcome(nx.single_source_dijkstra_path_length, G, 0, weight="w")
+    assert fallback == outcome(nx.single_source_dijkstra_path_length, G, 0, weight="w",
+                               backend="networkx")
+
+
+def outcome(fn, *args, **kwargs):
+    """``fn``'s answer, or the type of the exception it raised."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        return type(exc)
+
+
+def test_pagerank_with_unequal_weights_falls_back():
+    G = nx.DiGraph([(0, 1, {"weight": 1}), (1, 2, {"weight": 2}), (2, 0, {"weight": 1})])
+    with pytest.raises(NotImplementedError):
+        nx.pagerank(G, backend="groute")
+    with nx.config.backend_priority(algos=["groute"]):
+        assert nx.pagerank(G) == nx.pagerank(G, backend="networkx")
+    assert nx.pagerank(G, weight=None, backend="groute")       # the same graph, unweighted
+
+
+# ------------------------------------------------------------------------------------------------
+# conversions, their cache, the contexts
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", [nx.Graph, nx.DiGraph, nx.MultiGraph])
+def test_round_trip_through_groute_graph(cls):
+    G = cls()
+    G.add_nodes_from(["x", ("t", 1), 7])
+    G.add_edge("x", ("t", 1), weight=3)
+    G.add_edge(("t", 1), 7)
+    G.add_edge(7, 7, weight=2)
+    G.graph["title"] = "small"
+    R = from_networkx(G, edge_attrs={"weight": 1}, preserve_graph_attrs=True)
+    assert isinstance(R, GrouteGraph) and R.__networkx_backend__ == "groute"
+    assert R.is_directed() is G.is_directed() and R.is_multigraph() is G.is_multigraph()
+    assert list(R) == list(G) and len(R) == 3 and "x" in R and [1] not in R
+    back = to_networkx(R)
+    assert type(back) is cls and back.graph == {"title": "small"} and list(back) == list(G)
+    assert sorted(map(str, back.edges(data="weight"))) == \
+        sorted(map(str, G.edges(data="weight", default=1)))
+    assert to_networkx({"a": 1}) == {"a": 1}
+
+
+def test_conversions_ask_for_one_numeric_attribute():
+    G = nx.path_graph(3)
+    with pytest.raises(NotImplementedError):
+        from_networkx(G, edge_attrs={"a": 1, "b": 1})
+    with pytest.raises(NotImplementedError):
+        from_networkx(G, edge_attrs={"a": 0})
+    with pytest.raises(NotImplementedError):
+        from_networkx(G, preserve_edge_attrs=True)
+    with pytest.raises(NotImplementedError):
+        from_networkx(G, node_attrs={"x": None})
+
+
+def test_conversion_is_cached_until_the_graph_changes(on_devices):
+    G = nx.path_graph(5)
+    assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 4
+    cache = G.__networkx_cache__["backends"]["groute"]
+    [converted] = cache.values()
+    assert isinstance(converted, GrouteGraph)
+    nx.single_source_shortest_path_length(G, 0, backend="groute")
+    assert list(cache.values()) == [converted]          # reused, not converted again
+    G.add_edge(0, 4)                                    # clears NetworkX's cache
+    assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 1
+
+
+def test_contexts_are_kept_and_replaced_after_a_failure(on_devices):
+    G = nx.path_graph(5)
+    nx.single_source_shortest_path_length(G, 0, backend="groute")
+    key = ("cpu", on_devices)
+    ctx = devices._contexts[key][0]
+    nx.pagerank(G, backend="groute")
+    assert devices._contexts[key][0] is ctx
+    ctx.fail("cpu0", RuntimeError("simulated failure"))
+    assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 4
+    assert devices._contexts[key][0] is not ctx
+
+
+def test_a_weighted_conversion_serves_unweighted_calls_unweighted(on_devices):
+    """NetworkX's cache hands a call that reads no weight the graph converted with weights."""
+    G = nx.path_graph(4)
+    nx.set_edge_attributes(G, 5, "weight")
+    assert nx.single_source_dijkstra_path_length(G, 0, backend="groute")[3] == 15
+    [converted] = G.__networkx_cache__["backends"]["groute"].values()
+    assert converted.weights is not None
+    assert nx.single_source_dijkstra_path_length(G, 0, weight=None, backend="groute")[3] == 3
+    assert nx.shortest_path_length(G, 0, backend="groute")[3] == 3
+    assert list(G.__networkx_cache__["backends"]["groute"].values()) == [converted]
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/NETWORKX.md"])
+def test_documented_examples_run(doc, on_devices):
+    import re
+    text = (ROOT / doc).read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "groute" in b]
+    assert blocks, f"{doc} lost its NetworkX example"
+    saved = nx.config.backend_priority.algos
+    namespace = {}                      # a later block uses what an earlier one defined
+    try:
+        for block in blocks:
+            exec(compile(block, doc, "exec"), namespace)
+    finally:
+        nx.config.backend_priority.algos = saved
