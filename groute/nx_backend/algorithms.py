@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import networkx as nx
 import numpy as np
 
+from groute import registry
+
 from .devices import devices_for
 from .order import layers_in_order
 
@@ -39,7 +41,7 @@ def rule(check):
 # ------------------------------------------------------------------------------------------------
 def _depths(G, source: int) -> np.ndarray:
     """Hops from position ``source`` (groute's BFS; -1: not reached)."""
-    from groute.apps.bfs import BFS
+    BFS = registry.app("bfs").solver_class()
     with devices_for(len(G)) as (ctx, partition):
         with BFS(G.csr, ctx=ctx, partition=partition) as solver:
             return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.int64)
@@ -47,7 +49,7 @@ def _depths(G, source: int) -> np.ndarray:
 
 def _distances(G, source: int) -> np.ndarray:
     """Weighted distances from position ``source`` (groute's SSSP; inf: not reached)."""
-    from groute.apps.sssp import SSSP
+    SSSP = registry.app("sssp").solver_class()
     with devices_for(len(G)) as (ctx, partition):
         with SSSP(G.csr, ctx=ctx, partition=partition) as solver:
             return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.float64)
@@ -55,7 +57,7 @@ def _distances(G, source: int) -> np.ndarray:
 
 def _components(G) -> np.ndarray:
     """Every position's component label: the smallest position in its (weak) component."""
-    from groute.apps.cc import CC
+    CC = registry.app("cc").solver_class()
     with devices_for(len(G)) as (ctx, _):
         with CC(G.csr, ctx=ctx) as solver:
             return np.asarray(solver.run().values, dtype=np.int64)
@@ -285,7 +287,7 @@ def _plain_pagerank(args):
 @rule(_plain_pagerank)
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
              weight="weight", dangling=None):
-    from groute.apps.pr import PageRank
+    PageRank = registry.app("pr").solver_class()
     N = len(G)
     if N == 0:
         return {}
