@@ -1,7 +1,7 @@
 """Standard public graphs by name: a small registry and an atomic, checksum-verified downloader.
 
 ``download("roadNet-CA")`` fetches the original file into the cache directory (see
-:func:`groute.graph.cache.cache_root`; ``$GROUTE_DATA_DIR`` overrides it) through ``urllib``:
+:func:`groute.graph.cache.cache_root`; ``$GROUTE_CACHE_DIR`` overrides it) through ``urllib``:
 it streams into ``<file>.part`` while hashing, verifies the size and SHA-256 where the registry
 knows them, and only then renames to the final name, so an interrupted download never looks
 complete. An interrupted HTTP(S) download resumes from the ``.part`` file when the server honours
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import GrouteError
-from .cache import cache_root
+from .cache import cache_root, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -164,16 +164,6 @@ class DownloadResult:
     notes: list = field(default_factory=list)
 
 
-def _hash_file(path: Path, h=None):
-    """``h`` (a new SHA-256 when None) updated with the bytes of ``path``, read in 1 MiB
-    blocks: a finished file's checksum, or the part of a download that a resume keeps."""
-    h = hashlib.sha256() if h is None else h
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h
-
-
 def download(name: str, *, dir=None, url: str | None = None, sha256: str | None = None,
              format: str | None = None, registry_extra: dict | None = None, force: bool = False,
              progress=None) -> DownloadResult:
@@ -196,7 +186,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     dest = target_dir / d.filename
     notes = []
     if dest.is_file() and not force:
-        digest = _hash_file(dest).hexdigest()
+        digest = file_sha256(dest).hexdigest()
         if expected and digest != expected:
             raise DatasetError(f"{dest} exists but its sha256 {digest} does not match {expected}; "
                                "delete it or pass --force")
@@ -253,7 +243,7 @@ def _fetch(url: str, dest: Path, progress) -> tuple[str, int]:
             done = 0
         mode = "ab" if done else "wb"
         if done:
-            _hash_file(part, h)
+            file_sha256(part, h)
         length = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
         total = done + int(length) if length and length.isdigit() else None
         with open(part, mode) as out:

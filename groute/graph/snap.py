@@ -48,6 +48,7 @@ def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
                                line=body_line + body[:body.find(first[0])].count(b"\n"))
     table = Table(body, ncols, path=path, first_line=body_line, expect_rows=head.edges,
                   names=EDGE_NAMES)
+    del data, body
     return edge_list_graph(table, range(ncols), symmetric=symmetric or head.undirected,
                            allow_negative=allow_negative, nodes=head.nodes, nodes_line=head.nodes_line)
 
@@ -85,12 +86,13 @@ def edge_list_graph(table: Table, cols, *, symmetric: bool, allow_negative: bool
     path = table.path
     cols = list(cols)
     ids, weights = _ids_and_weights(table, cols, allow_negative)
-    neg = ids < 0
-    if neg.any():
+    if ids.size and ids.min() < 0:
+        neg = ids < 0
         r = int(np.argmax(neg.any(axis=1)))
         c = cols[int(np.argmax(neg[r]))]
         raise GraphFormatError(path, f"vertex ids must be >= 0, got {table.field(r, c)}",
                                line=table.line_of_row(r))
+    table.free()
     file_ids, local = _compact_ids(ids)
     del ids
     if nodes is not None:

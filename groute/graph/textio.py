@@ -231,6 +231,11 @@ class Table:
             raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but the "
                                          f"file has only {rows} (truncated?)", line=end_line)
 
+    def free(self) -> None:
+        """Drop the text and token arrays once no message needs them (before the graph is
+        built, which needs the memory)."""
+        self.data = self.shown = self.buf = self.starts = self._ends = self.lines = None
+
     # ------------------------------------------------------------------ naming the file's text
     def line_of_row(self, r) -> int:
         return int(self.lines.line_of(self.starts[int(r) * self.ncols]))

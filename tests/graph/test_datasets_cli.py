@@ -126,8 +126,11 @@ def test_unknown_dataset_and_bad_registry(monkeypatch, tmp_path):
 
 def test_cache_dir_resolution(monkeypatch, tmp_path):
     from groute.graph.cache import cache_root
-    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path / "a"))
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(tmp_path / "a"))
     assert cache_root() == tmp_path / "a"
+    monkeypatch.delenv("GROUTE_CACHE_DIR")
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path / "b"))        # the older name
+    assert cache_root() == tmp_path / "b"
     monkeypatch.delenv("GROUTE_DATA_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert cache_root() == tmp_path / "x" / "groute"
