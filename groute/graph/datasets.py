@@ -36,6 +36,10 @@ class DatasetError(GrouteError):
     """A download that failed verification or a dataset that is not known."""
 
 
+class DownloadError(DatasetError, OSError):
+    """A URL that could not be fetched (offline, refused, not found); names the URL."""
+
+
 @dataclass(frozen=True)
 class Dataset:
     """One downloadable graph. ``vertices``/``edges`` are as published by the source (for
@@ -136,14 +140,45 @@ def lookup(name: str, reg: dict | None = None) -> Dataset:
                        f"pass --url to fetch any file")
 
 
-def find_downloaded(name: str, dir=None) -> Path | None:
-    """The local graph file of a registered dataset, if it has been downloaded."""
+def find_downloaded(name: str, dir=None) -> tuple[Path, bool] | None:
+    """``(graph file, symmetric)`` of a dataset that has been downloaded, or None: a registered
+    name in the data directory, else a name recorded by :func:`download` (any ``url``)."""
     try:
         d = lookup(name)
     except DatasetError:
-        return None
-    p = data_dir(dir) / d.graph_filename
-    return p if p.is_file() else None
+        d = None
+    if d is not None:
+        p = data_dir(dir) / d.graph_filename
+        if p.is_file():
+            return p, d.symmetric
+    rec = _records().get(name)
+    if rec is not None and Path(rec["path"]).is_file():
+        return Path(rec["path"]), bool(rec.get("symmetric", False))
+    return None
+
+
+def _records_path() -> Path:
+    return cache_root() / "downloaded.json"
+
+
+def _records() -> dict:
+    """Names given to downloads (``groute data get NAME --url U``), so NAME loads as a graph."""
+    try:
+        return json.loads(_records_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _record(d: Dataset, path: Path) -> None:
+    """Remember ``d.name`` -> ``path`` (atomically: a temporary file, then rename)."""
+    recs = _records()
+    recs[d.name] = {"path": str(Path(path).resolve()), "url": d.url, "format": d.format,
+                    "symmetric": d.symmetric}
+    target = _records_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(recs, indent=1, sort_keys=True))
+    os.replace(tmp, target)
 
 
 def dataset_for_path(path) -> Dataset | None:
@@ -209,6 +244,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         result = DownloadResult(dest, digest, bool(expected), notes=notes)
     if d.format == "mtx-tar":
         result.path = _extract_mtx(dest, target_dir / d.graph_filename, force=force)
+    _record(d, result.path)
     return result
 
 
@@ -237,7 +273,13 @@ def _fetch(url: str, dest: Path, progress) -> tuple[str, int]:
         part.unlink()
     req = urllib.request.Request(url, headers=headers)
     log.info("downloading %s -> %s", url, dest)
-    with urllib.request.urlopen(req, timeout=60) as resp:
+    try:
+        resp = urllib.request.urlopen(req, timeout=60)
+    except (OSError, ValueError) as exc:     # URLError, HTTPError, timeouts, a malformed URL
+        reason = getattr(exc, "reason", None) or exc
+        raise DownloadError(f"cannot download {url}: {reason} (is the network reachable? "
+                            f"a local copy can be given as a file:// URL)") from exc
+    with resp:
         status = getattr(resp, "status", None)
         if done and status != 206:          # server ignored Range: start over
             done = 0

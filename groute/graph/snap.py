@@ -33,24 +33,69 @@ _COMMENT = (b"#", b"%")
 EDGE_NAMES = ("source id", "target id", "weight")
 
 
-def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
+def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False, columns=None,
               data: bytes | None = None) -> CSRGraph:
-    """Read a SNAP edge list into a CSRGraph (see the module docstring)."""
+    """Read a SNAP edge list into a CSRGraph (see the module docstring). ``columns``: the
+    0-based source, target and optional weight columns of a wider file (``(0, 1, 3)``)."""
     data = read_bytes(path) if data is None else data
     header, body, body_line = split_header(data, lambda l: line_head(l) in _COMMENT)
     head = parse_header(path, header)
     body = blank_comment_lines(body, b"#%")
     ncols = len(first_data_line(body)) or 2
-    if ncols not in (2, 3):
+    cols = resolve_columns(path, columns, ncols, None, line=body_line) if columns is not None \
+        else range(ncols)
+    if columns is None and ncols not in (2, 3):
         first = first_data_line(body)
         raise GraphFormatError(path, f"an edge line must be '<src> <dst>' or '<src> <dst> <weight>', "
                                      f"found {ncols} fields: {b' '.join(first).decode('latin-1')[:60]!r}",
                                line=body_line + body[:body.find(first[0])].count(b"\n"))
     table = Table(body, ncols, path=path, first_line=body_line, expect_rows=head.edges,
-                  names=EDGE_NAMES)
+                  names=column_names(ncols, cols, None))
     del data, body
-    return edge_list_graph(table, range(ncols), symmetric=symmetric or head.undirected,
+    return edge_list_graph(table, cols, symmetric=symmetric or head.undirected,
                            allow_negative=allow_negative, nodes=head.nodes, nodes_line=head.nodes_line)
+
+
+def resolve_columns(path, columns, ncols: int, names, *, line: int) -> list[int]:
+    """0-based ``[source, target]`` or ``[source, target, weight]`` column positions.
+
+    ``columns`` holds positions or header ``names`` (case-insensitive); None picks the two or
+    three columns of a file that has exactly that many.
+    """
+    shown = f"columns {names}" if names else f"{ncols} columns"
+    if columns is None:
+        if ncols in (2, 3):
+            return list(range(ncols))
+        raise GraphFormatError(path, f"the file has {shown}: say which hold the source, the "
+                                     "target and the weight (columns=(source, target[, weight]))",
+                               line=line)
+    cols = list(columns)
+    if len(cols) not in (2, 3):
+        raise ValueError(f"columns must name 2 or 3 columns (source, target[, weight]), got {columns!r}")
+    out = []
+    lower = [n.lower() for n in names] if names else None
+    for c in cols:
+        if isinstance(c, str):
+            if lower is None or c.lower() not in lower:
+                raise GraphFormatError(path, f"no column named {c!r}: the file has {shown}", line=line)
+            out.append(lower.index(c.lower()))
+        elif isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 0 <= c < ncols:
+            out.append(int(c))
+        else:
+            raise GraphFormatError(path, f"column {c!r} is not one of the file's {shown} "
+                                         "(0-based positions or header names)", line=line)
+    if len(set(out)) != len(out):
+        raise ValueError(f"columns must be distinct, got {columns!r}")
+    return out
+
+
+def column_names(ncols: int, cols, names) -> list[str]:
+    """Names of a table's columns for messages: the role of each chosen one ("weight"), with
+    the header's name of it where there is a header."""
+    out = list(names) if names else [f"column {i}" for i in range(ncols)]
+    for role, c in zip(EDGE_NAMES, cols):
+        out[c] = f"{role} ({out[c]})" if names else role
+    return out
 
 
 class Header:

@@ -404,6 +404,11 @@ class Table:
         return f"not a number: {self.what} lines must hold {self.ncols} {kind}, got {shown!r}"
 
 
+def is_number(token: bytes) -> bool:
+    """Whether a field reads as a number (an integer or a real)."""
+    return bool(_FLOAT.match(token))
+
+
 def parse_int(token: bytes) -> int | None:
     """A header field as an integer (sign and digits only), or None."""
     return int(token) if _INT.match(token) else None
