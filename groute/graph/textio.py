@@ -331,8 +331,7 @@ class Table:
             self._raise_field_count(int(first_line_of[int(np.argmax(bad))]))
 
     def _raise_field_count(self, line):
-        raw = self.lines.text(self.shown, line)
-        got = len(_TOKEN.findall(raw))
+        got = len(_TOKEN.findall(self.lines.text(self.data, line)))
         raise GraphFormatError(self.path, f"expected {self.ncols} fields on {_a(self.what)} line, "
                                           f"found {got}: {self.line_text(line)!r}", line=line)
 

@@ -37,6 +37,13 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
         if nan.any():
             r = int(np.argmax(nan))
             fail(r, f"weight is NaN: {table.field(r, col)!r}")
+        inf = np.isinf(v)
+        if inf.any():
+            r = int(np.argmax(inf))
+            text = table.field(r, col)
+            if text.lstrip("+-")[:1].lower() == "i":
+                fail(r, f"weight is infinite: {text!r}")
+            fail(r, f"weight {text} does not fit in {np.dtype(dtype).name}")
     if not allow_negative:
         neg = v < 0
         if neg.any():
@@ -48,8 +55,5 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
     big = (v < info.min) | (v > info.max)
     if big.any():
         r = int(np.argmax(big))
-        text = table.field(r, col)
-        if np.isinf(v[r]) and text.lstrip("+-")[:1].lower() == "i":
-            fail(r, f"weight is infinite: {text!r}")
-        fail(r, f"weight {text} does not fit in {dt.name}")
+        fail(r, f"weight {table.field(r, col)} does not fit in {dt.name}")
     return v.astype(dtype)
