@@ -16,7 +16,7 @@ from .csr import CSRGraph
 from .errors import GraphFormatError
 from .budget import check_vertices
 from .textio import (Lines, Table, blank_ranges, head_bytes, line_heads, line_head, parse_int,
-                     read_bytes, split_header)
+                     read_bytes, split_header, body_line_or_last)
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
@@ -29,7 +29,7 @@ def read_dimacs(path, *, allow_negative: bool = False, data: bytes | None = None
     problem = [(i + 1, l) for i, l in enumerate(header) if line_head(l) == b"p"]
     if not problem:
         raise GraphFormatError(path, "no problem line 'p sp <vertices> <arcs>' before the first arc",
-                               line=body_line)
+                               line=body_line_or_last(body, body_line))
     if len(problem) > 1:
         raise GraphFormatError(path, "more than one problem line", line=problem[1][0])
     pline, ptext = problem[0]

@@ -18,7 +18,7 @@ import numpy as np
 from .csr import CSRGraph
 from .errors import GraphFormatError
 from .budget import check_vertices
-from .textio import Table, line_head, parse_int, read_bytes, split_header
+from .textio import Table, body_line_or_last, line_head, parse_int, read_bytes, split_header
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
@@ -50,7 +50,7 @@ def read_mtx(path, *, allow_negative: bool = False, data: bytes | None = None) -
     if len(sizes) != 3 or None in sizes:
         raise GraphFormatError(path, "bad size line: expected 'rows cols entries' (three integers), "
                                      f"got {size_text.decode('latin-1').strip()[:60]!r}",
-                               line=body_line)
+                               line=body_line_or_last(body, body_line))
     rows, cols, nnz = sizes
     if rows != cols:
         raise GraphFormatError(path, f"an adjacency matrix must be square, got {rows} x {cols}",

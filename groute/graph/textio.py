@@ -227,7 +227,8 @@ class Table:
                 raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but "
                                              f"there are more ({rows}); this is the first extra one",
                                        line=line)
-            end_line = int(self.lines.line_of(len(data) - 1)) if len(data) else first_line
+            end_line = int(self.lines.line_of(len(data) - 1)) if len(data) else \
+                max(first_line - 1, 1)          # nothing after the header: its last line
             raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but the "
                                          f"file has only {rows} (truncated?)", line=end_line)
 
@@ -390,7 +391,7 @@ class Table:
                 if _INT.match(tok):
                     continue
                 if _FLOAT.match(tok):
-                    value = float(tok)
+                    value = float(tok.split(b"(")[0])       # "nan(123)" is NaN too
                     if math.isnan(value):
                         return f"{name} is NaN: {shown!r}"
                     if math.isinf(value) and tok.lstrip(b"+-")[:1].lower() == b"i":
@@ -442,3 +443,9 @@ def split_header(data: bytes, is_header_line, *, max_header_lines: int = 100_000
         header.append(line)
         pos = end + 1
     return header, data[pos:], len(header) + 1
+
+
+def body_line_or_last(body: bytes, body_line: int) -> int:
+    """The line to name for something missing from ``body``: its first line, or the file's
+    last line when the body is empty (the file ends with its header)."""
+    return body_line if body else max(body_line - 1, 1)
