@@ -176,3 +176,23 @@ def test_bench_readers_small_round_trip(tmp_path):
     h = load_graph(gz, cache=False)
     assert h.num_edges == g.num_edges and h.num_vertices == g.num_vertices
     assert 2.4 < h.num_edges / h.num_vertices < 3.2        # roadNet-CA: 2.82 arcs per vertex
+
+
+def test_cli_get_url_then_info_by_name(tmp_path, capsys, isolated_cache):
+    p, g, digest = make_snap(tmp_path)
+    rc, out = run_cli(["data", "get", "mine", "--url", p.as_uri(), "--dir", str(tmp_path / "d")],
+                      capsys)
+    assert rc == 0
+    rc, out = run_cli(["data", "info", "mine", "--no-cache"], capsys)
+    assert rc == 0 and f"{g.num_edges:,} arcs" in out
+
+
+def test_cli_get_offline_names_the_url(tmp_path, capsys):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    url = f"http://127.0.0.1:{port}/x.txt.gz"
+    rc, out = run_cli(["data", "get", "x", "--url", url, "--dir", str(tmp_path)], capsys)
+    assert rc == 1 and url in out and out.count("\n") == 1
