@@ -101,6 +101,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GROUTE_LOGICAL_DEVICES", _yes_no, False,
              "run more CUDA devices than there are GPUs as logical devices, for testing "
              "(groute.config)"),
+    Variable("GROUTE_CACHE_DIR", _text, None,
+             "the graph, partition and download cache directory (groute.graph.cache)"),
     Variable("GROUTE_DATA_DIR", _text, None,
              "the graph cache and download directory (groute.graph.cache)"),
     Variable("GROUTE_DATASETS", _text, None,

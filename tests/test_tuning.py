@@ -21,7 +21,8 @@ SAMPLES = {"GROUTE_TIMEOUT": ("7.5", 7.5), "GROUTE_DATA_DIR": ("/tmp/x ", "/tmp/
            "GROUTE_TRAVERSAL_PULL": ("0", False), "GROUTE_TRAVERSAL_BIGCHECK": ("1", True),
            "GROUTE_PEER_BLOCKS": ("264", 264), "GROUTE_LINKED_BLOCKS": ("66", 66),
            "GROUTE_PEER_MAX_ROUNDS": ("9", 9), "GROUTE_PEER_TRACE": ("1", True),
-           "GROUTE_PR_TRACE": ("1", True), "GROUTE_LOGICAL_DEVICES": ("yes", True)}
+           "GROUTE_PR_TRACE": ("1", True), "GROUTE_LOGICAL_DEVICES": ("yes", True),
+           "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c")}
 
 
 def test_every_variable_is_read_and_sets_its_field():

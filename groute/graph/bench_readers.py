@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import rng
-from .cache import cache_paths
+from .cache import cache_path
 from .formats import read_graph
 from .generators import grid
 from .load import load_graph
@@ -72,8 +72,7 @@ def run(directory: Path, repeat: int = 3, other_formats: bool = True) -> dict:
     cpu = []
     t_txt, g1 = _median_time(lambda: read_graph(txt), repeat, cpu)
     t_gz, g2 = _median_time(lambda: read_graph(gz), repeat, cpu)
-    for p in cache_paths(gz):
-        p.unlink(missing_ok=True)
+    cache_path(gz).unlink(missing_ok=True)
     t0 = time.perf_counter()
     load_graph(gz)                      # parse + write the cache
     first = time.perf_counter() - t0

@@ -1,14 +1,19 @@
-"""Binary caches: parsed graphs as ``.npz`` next to their source, and the user cache directory.
+"""Binary caches of parsed graphs, in the user cache directory (never beside the user's file).
 
-The first load of ``roadNet-CA.txt.gz`` parses text; the cache ``roadNet-CA.txt.gz.groute-cache.npz``
-(uncompressed npz, so loading is a straight read) makes the next load a fraction of a second. A
-cache records the source's size and modification time and the reader options; when they differ,
-or the cache is unreadable, it is ignored and rewritten. When the source's directory is not
-writable the cache goes to ``<cache dir>/graphs/`` instead. Writes are atomic (temporary file,
-then rename), so a killed process never leaves a half cache that looks complete.
+The first load of ``roadNet-CA.txt.gz`` parses text; the cache (an uncompressed ``.npz``, so
+loading is a straight read) makes the next load a fraction of a second. Caches live in
+``<cache dir>/graphs/``, named after the source's file name and a hash of its absolute path. A
+cache records the SHA-256 of the source's bytes (see :func:`file_sha256`) and the reader options;
+when they differ, or the cache is unreadable, it is ignored and rewritten. The content hash, not
+the modification time, decides: a rewrite that keeps the size and restores the time (``cp -p``,
+``rsync -t``, ``tar x``) is still seen. Hashing reads the file once at disk speed, a small
+fraction of the parse it saves. Writes are atomic (temporary file, then rename), so a killed
+process never leaves a half cache that looks complete.
 
-The cache directory is ``$GROUTE_DATA_DIR``, else ``$XDG_CACHE_HOME/groute``, else
-``~/.cache/groute``; downloads (:mod:`.datasets`), generated graphs and METIS partitions live there.
+The cache directory (:func:`cache_root`) is ``$GROUTE_CACHE_DIR`` (``$GROUTE_DATA_DIR`` is read
+as an older name for it), else ``$XDG_CACHE_HOME/groute``, else ``~/.cache/groute``; downloads
+(:mod:`.datasets`), generated graphs and METIS partitions live there too. ``load_graph(...,
+cache=False)`` neither reads nor writes caches.
 """
 from __future__ import annotations
 
@@ -16,7 +21,6 @@ import hashlib
 import json
 import logging
 import os
-import stat
 import tempfile
 from pathlib import Path
 
@@ -28,54 +32,43 @@ from ..tuning import setting
 log = logging.getLogger(__name__)
 
 CACHE_SUFFIX = ".groute-cache.npz"
-#: bump when the parsed representation changes, so old caches are not trusted
-FORMAT_VERSION = 1
+#: bump when the parsed representation or the key changes, so old caches are not trusted
+FORMAT_VERSION = 2
 
 
 def cache_root() -> Path:
     """The user cache directory (see the module docstring); not created here."""
-    env = setting("GROUTE_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
+    for name in ("GROUTE_CACHE_DIR", "GROUTE_DATA_DIR"):
+        env = setting(name)
+        if env:
+            return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         return Path(xdg).expanduser() / "groute"
     return Path.home() / ".cache" / "groute"
 
 
-def _dir_writable(d: Path) -> bool:
-    """Whether caches may be written into directory ``d``.
-
-    A directory without any write permission bit counts as read-only even for root (for whom
-    ``os.access`` says yes): shared data folders are marked that way and must stay untouched.
-    """
-    try:
-        st = Path(d).stat()
-    except OSError:
-        return False
-    if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o222:
-        return False
-    return os.access(d, os.W_OK | os.X_OK)
+def file_sha256(path, h=None):
+    """``h`` (a new SHA-256 when None) updated with the bytes of ``path``, read in 1 MiB blocks:
+    the content key of a graph cache, and a download's checksum (or the part a resume keeps)."""
+    h = hashlib.sha256() if h is None else h
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h
 
 
-def dir_writable(d) -> bool:
-    """Public name of :func:`_dir_writable` (used by the partition cache)."""
-    return _dir_writable(Path(d))
-
-
-def cache_paths(source) -> list[Path]:
-    """Where a cache for ``source`` may be: next to it first, then in the cache directory."""
+def cache_path(source) -> Path:
+    """Where the cache of ``source`` lives: ``<cache dir>/graphs/<name>-<path hash>.npz``."""
     src = Path(os.fspath(source)).resolve()
     tag = hashlib.sha1(str(src).encode()).hexdigest()[:12]
-    return [src.with_name(src.name + CACHE_SUFFIX),
-            cache_root() / "graphs" / f"{src.name}-{tag}{CACHE_SUFFIX}"]
+    return cache_root() / "graphs" / f"{src.name}-{tag}{CACHE_SUFFIX}"
 
 
 def source_key(source, options: dict) -> dict:
-    """What a cache must match: the source's size and mtime, reader options, format version."""
-    st = os.stat(source)
-    return {"version": FORMAT_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "options": options}
+    """What a cache must match: the source's size and content hash, reader options, version."""
+    return {"version": FORMAT_VERSION, "size": os.stat(source).st_size,
+            "sha256": file_sha256(source).hexdigest(), "options": options}
 
 
 def save_graph_npz(g: CSRGraph, path: Path, key: dict) -> None:
@@ -131,27 +124,23 @@ def load_graph_npz(path: Path, key: dict | None = None) -> CSRGraph | None:
 
 def load_cached(source, options: dict) -> CSRGraph | None:
     """A valid cache of ``source`` read with ``options``, if there is one."""
-    key = source_key(source, options)
-    for p in cache_paths(source):
-        g = load_graph_npz(p, key)
-        if g is not None:
-            log.info("loaded %s from cache %s", source, p)
-            g.source = os.fspath(source)
-            return g
-    return None
+    p = cache_path(source)
+    if not p.is_file():
+        return None
+    g = load_graph_npz(p, source_key(source, options))
+    if g is not None:
+        log.info("loaded %s from cache %s", source, p)
+        g.source = os.fspath(source)
+    return g
 
 
 def store_cached(source, options: dict, g: CSRGraph) -> Path | None:
-    """Cache ``g`` next to ``source`` or, if that directory is read-only, in the cache dir."""
-    key = source_key(source, options)
-    for p in cache_paths(source):
-        if p.parent.exists() and not _dir_writable(p.parent):
-            continue
-        try:
-            save_graph_npz(g, p, key)
-            log.info("cached %s as %s", source, p)
-            return p
-        except OSError as exc:
-            log.info("could not write cache %s (%s)", p, exc)
-    log.warning("could not cache %s anywhere; the next load parses it again", source)
-    return None
+    """Cache ``g`` for ``source`` in the cache directory; ``None`` (logged) when it cannot."""
+    p = cache_path(source)
+    try:
+        save_graph_npz(g, p, source_key(source, options))
+    except OSError as exc:
+        log.warning("could not cache %s as %s (%s); the next load parses it again", source, p, exc)
+        return None
+    log.info("cached %s as %s", source, p)
+    return p

@@ -12,6 +12,13 @@ import sys
 import time
 
 
+def add_cache_option(parser) -> None:
+    """``--no-cache``: for any command that loads graphs (pass ``cache=not args.no_cache`` to
+    :func:`groute.graph.load_graph`)."""
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the graph caches in the user cache directory")
+
+
 def register(subparsers, common) -> None:
     p = subparsers.add_parser("data", parents=[common], help="list, download and inspect graphs",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,7 +52,7 @@ def register(subparsers, common) -> None:
     q = leaf("info", help="load a graph and print its size and degree statistics")
     q.add_argument("graph", help="file path, spec (kron:21, grid:4900, rmat:20, er:1e6:8) or dataset")
     q.add_argument("--symmetric", action="store_true", help="store edge lists in both directions")
-    q.add_argument("--no-cache", action="store_true", help="neither read nor write the binary cache")
+    add_cache_option(q)
     q.add_argument("--parts", type=int, default=None, metavar="K", help="also partition into K parts")
     q.add_argument("--method", default="metis", choices=["metis", "contiguous", "random"])
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -67,7 +74,7 @@ def cmd_list(args) -> int:
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    print(f"\ndata directory: {d}  (set GROUTE_DATA_DIR to change it)")
+    print(f"\ndata directory: {d}  (set GROUTE_CACHE_DIR to change it)")
     return 0
 
 
@@ -86,7 +93,7 @@ def cmd_get(args) -> int:
     if tty:
         sys.stderr.write("\n")
     state = "verified" if r.verified else "NOT verified (no checksum known; pass --sha256 to check)"
-    print(f"{args.name}: {r.path}")
+    print(f"{args.name}: {r.path}  (load it by name: load_graph({args.name!r}))")
     print(f"sha256 {r.sha256} {state}")
     for note in r.notes:
         if not note.startswith("not verified"):

@@ -1,7 +1,7 @@
 """Standard public graphs by name: a small registry and an atomic, checksum-verified downloader.
 
 ``download("roadNet-CA")`` fetches the original file into the cache directory (see
-:func:`groute.graph.cache.cache_root`; ``$GROUTE_DATA_DIR`` overrides it) through ``urllib``:
+:func:`groute.graph.cache.cache_root`; ``$GROUTE_CACHE_DIR`` overrides it) through ``urllib``:
 it streams into ``<file>.part`` while hashing, verifies the size and SHA-256 where the registry
 knows them, and only then renames to the final name, so an interrupted download never looks
 complete. An interrupted HTTP(S) download resumes from the ``.part`` file when the server honours
@@ -28,13 +28,17 @@ from pathlib import Path
 
 from ..errors import GrouteError
 from ..tuning import setting
-from .cache import cache_root
+from .cache import cache_root, file_sha256
 
 log = logging.getLogger(__name__)
 
 
 class DatasetError(GrouteError):
     """A download that failed verification or a dataset that is not known."""
+
+
+class DownloadError(DatasetError, OSError):
+    """A URL that could not be fetched (offline, refused, not found); names the URL."""
 
 
 @dataclass(frozen=True)
@@ -137,14 +141,45 @@ def lookup(name: str, reg: dict | None = None) -> Dataset:
                        f"give a URL to fetch any file")
 
 
-def find_downloaded(name: str, dir=None) -> Path | None:
-    """The local graph file of a registered dataset, if it has been downloaded."""
+def find_downloaded(name: str, dir=None) -> tuple[Path, bool] | None:
+    """``(graph file, symmetric)`` of a dataset that has been downloaded, or None: a registered
+    name in the data directory, else a name recorded by :func:`download` (any ``url``)."""
     try:
         d = lookup(name)
     except DatasetError:
-        return None
-    p = data_dir(dir) / d.graph_filename
-    return p if p.is_file() else None
+        d = None
+    if d is not None:
+        p = data_dir(dir) / d.graph_filename
+        if p.is_file():
+            return p, d.symmetric
+    rec = _records().get(name)
+    if rec is not None and Path(rec["path"]).is_file():
+        return Path(rec["path"]), bool(rec.get("symmetric", False))
+    return None
+
+
+def _records_path() -> Path:
+    return cache_root() / "downloaded.json"
+
+
+def _records() -> dict:
+    """Names given to downloads (``groute data get NAME --url U``), so NAME loads as a graph."""
+    try:
+        return json.loads(_records_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _record(d: Dataset, path: Path) -> None:
+    """Remember ``d.name`` -> ``path`` (atomically: a temporary file, then rename)."""
+    recs = _records()
+    recs[d.name] = {"path": str(Path(path).resolve()), "url": d.url, "format": d.format,
+                    "symmetric": d.symmetric}
+    target = _records_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(recs, indent=1, sort_keys=True))
+    os.replace(tmp, target)
 
 
 def dataset_for_path(path) -> Dataset | None:
@@ -163,16 +198,6 @@ class DownloadResult:
     verified: bool             # True when a known checksum matched
     downloaded: bool = True    # False when it was already there
     notes: list = field(default_factory=list)
-
-
-def _hash_file(path: Path, h=None):
-    """``h`` (a new SHA-256 when None) updated with the bytes of ``path``, read in 1 MiB
-    blocks: a finished file's checksum, or the part of a download that a resume keeps."""
-    h = hashlib.sha256() if h is None else h
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h
 
 
 def download(name: str, *, dir=None, url: str | None = None, sha256: str | None = None,
@@ -197,7 +222,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     dest = target_dir / d.filename
     notes = []
     if dest.is_file() and not force:
-        digest = _hash_file(dest).hexdigest()
+        digest = file_sha256(dest).hexdigest()
         if expected and digest != expected:
             raise DatasetError(f"{dest} exists but its sha256 {digest} does not match {expected}; "
                                "delete it or download again with force=True")
@@ -220,6 +245,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         result = DownloadResult(dest, digest, bool(expected), notes=notes)
     if d.format == "mtx-tar":
         result.path = _extract_mtx(dest, target_dir / d.graph_filename, force=force)
+    _record(d, result.path)
     return result
 
 
@@ -248,13 +274,19 @@ def _fetch(url: str, dest: Path, progress) -> tuple[str, int]:
         part.unlink()
     req = urllib.request.Request(url, headers=headers)
     log.info("downloading %s -> %s", url, dest)
-    with urllib.request.urlopen(req, timeout=60) as resp:
+    try:
+        resp = urllib.request.urlopen(req, timeout=60)
+    except (OSError, ValueError) as exc:     # URLError, HTTPError, timeouts, a malformed URL
+        reason = getattr(exc, "reason", None) or exc
+        raise DownloadError(f"cannot download {url}: {reason} (is the network reachable? "
+                            f"a local copy can be given as a file:// URL)") from exc
+    with resp:
         status = getattr(resp, "status", None)
         if done and status != 206:          # server ignored Range: start over
             done = 0
         mode = "ab" if done else "wb"
         if done:
-            _hash_file(part, h)
+            file_sha256(part, h)
         length = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
         total = done + int(length) if length and length.isdigit() else None
         with open(part, mode) as out:

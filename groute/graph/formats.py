@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from .csr import CSRGraph
+from .delimited import read_delimited
 from .dimacs import read_dimacs, write_dimacs
 from .errors import GraphFormatError
 from .mtx import read_mtx, write_mtx
@@ -19,12 +20,15 @@ __all__ = ["GraphFormatError", "detect_format", "read_graph", "write_graph", "FO
 FORMATS = {
     "mtx": (".mtx", ".mm"),
     "dimacs": (".gr",),
-    "snap": (".txt", ".el", ".edges", ".snap", ".tsv"),
+    "snap": (".txt", ".el", ".edges", ".snap"),
+    "csv": (".csv", ".tsv"),
 }
 
 
 def detect_format(path, data: bytes | None = None) -> str:
-    """``"mtx"``, ``"dimacs"`` or ``"snap"`` from the file name, else by sniffing the first line."""
+    """``"mtx"``, ``"dimacs"``, ``"snap"`` or ``"csv"`` from the file name, else by sniffing the
+    first line (Matrix Market banner, DIMACS ``c``/``p`` lines, else an edge list: CSV when it
+    holds a comma, SNAP otherwise)."""
     name = os.fspath(path).lower()
     if name.endswith(".gz"):
         name = name[:-3]
@@ -46,25 +50,34 @@ def _sniff(path, head: bytes) -> str:
             continue
         if s[:1] == b"p" or s[:2] == b"c ":
             return "dimacs"
-        return "snap"
+        if s[:1] in (b"#", b"%"):
+            continue
+        return "csv" if b"," in s else "snap"
     return "snap"
 
 
 def read_graph(path, *, format: str | None = None, symmetric: bool = False,
-               allow_negative: bool = False) -> CSRGraph:
+               allow_negative: bool = False, columns=None) -> CSRGraph:
     """Parse a graph file (no cache; see :func:`groute.graph.load_graph` for the cached path).
 
-    ``symmetric`` applies to SNAP edge lists (store both directions); Matrix Market says its own
-    symmetry and DIMACS is detected.
+    ``symmetric`` stores edge lists in both directions (Matrix Market says its own symmetry and
+    DIMACS is detected). ``columns``: the source, target and optional weight columns of an edge
+    list (CSV/TSV: positions or header names; SNAP: positions).
     """
     data = read_bytes(path)
     fmt = format or detect_format(path, data)
+    if columns is not None and fmt not in ("snap", "csv"):
+        raise ValueError(f"columns= applies to edge lists (CSV, TSV, SNAP), not {fmt} files")
     if fmt == "mtx":
         g = read_mtx(path, allow_negative=allow_negative, data=data)
     elif fmt == "dimacs":
         g = read_dimacs(path, allow_negative=allow_negative, data=data)
     elif fmt == "snap":
-        g = read_snap(path, symmetric=symmetric, allow_negative=allow_negative, data=data)
+        g = read_snap(path, symmetric=symmetric, allow_negative=allow_negative, columns=columns,
+                      data=data)
+    elif fmt == "csv":
+        g = read_delimited(path, symmetric=symmetric, allow_negative=allow_negative,
+                           columns=columns, data=data)
     else:
         raise ValueError(f"unknown graph format {fmt!r}: use one of {sorted(FORMATS)}")
     if symmetric and g.directed:
@@ -75,4 +88,7 @@ def read_graph(path, *, format: str | None = None, symmetric: bool = False,
 def write_graph(g: CSRGraph, path, *, format: str | None = None) -> None:
     """Write ``g`` in the format the file name asks for (or ``format``)."""
     fmt = format or detect_format(path, b"")
+    if fmt == "csv":
+        raise ValueError("write_graph writes .mtx, .gr and SNAP edge lists (.txt/.el/.edges), "
+                         f"not CSV: {os.fspath(path)}")
     {"mtx": write_mtx, "dimacs": write_dimacs, "snap": write_snap}[fmt](g, path)

@@ -29,20 +29,24 @@ GENERATOR_VERSION = 1
 
 def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
                cache: bool = True, symmetric: bool = False, format: str | None = None,
-               backend: str = "auto", allow_negative: bool = False,
+               backend: str = "auto", allow_negative: bool = False, columns=None,
                weight: str | None = "weight", num_vertices: int | None = None) -> CSRGraph:
     """Load or generate a graph; the result's arrays are NumPy arrays.
 
-    ``source``: a path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``, else sniffed),
-    a spec (``kron:21``, ``grid:4900``...), a downloaded dataset's name, or a graph object: a
-    CSRGraph, a NetworkX Graph/DiGraph (node labels become the vertex ids; ``weight`` names the
-    edge attribute read as weights), a scipy sparse matrix, or ``(src, dst[, weights])`` edge
-    arrays (``num_vertices``: their vertex count, default the largest id plus one).
+    ``source``: a path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``,
+    ``.csv/.tsv[.gz]``, else sniffed), a spec (``kron:21``, ``grid:4900``...), a downloaded
+    dataset's name, or a graph object: a CSRGraph, a NetworkX Graph/DiGraph (node labels become
+    the vertex ids; ``weight`` names the edge attribute read as weights), a scipy sparse matrix,
+    or ``(src, dst[, weights])`` edge arrays (``num_vertices``: their vertex count, default the
+    largest id plus one).
     ``weighted``: ``None`` keeps what the source has; ``True`` adds random integer weights in
     [1, 64] (seeded by ``seed``, default 0) when there are none; ``False`` drops weights.
     ``seed``: the generator seed for specs that do not set ``seed=`` themselves, and the weights'
     seed. ``symmetric``: store SNAP edge lists (and any directed input) in both directions.
-    ``cache``: read/write the binary cache. ``backend``: where generators run ("auto" uses a GPU
+    ``columns``: the source, target and optional weight columns of an edge list (CSV/TSV:
+    0-based positions or header names, e.g. ``("from", "to", "cost")``; SNAP: positions).
+    ``cache``: read/write the binary caches in the user cache directory (``False``: neither
+    read nor write). ``backend``: where generators run ("auto" uses a GPU
     through CuPy when there is one; the graph is the same either way).
     """
     if not isinstance(source, (str, os.PathLike)):
@@ -52,20 +56,21 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
         path = Path(text).expanduser()
         if path.exists():
             g = _load_file(path, cache=cache, symmetric=symmetric, format=format,
-                           allow_negative=allow_negative)
+                           allow_negative=allow_negative, columns=columns)
         elif is_spec(text):
             g = _load_spec(text, seed=seed, cache=cache, backend=backend)
             if symmetric and g.directed:
                 g = g.symmetrize()
         else:
-            from .datasets import find_downloaded, lookup
+            from .datasets import find_downloaded
             found = find_downloaded(text)
             if found is None:
                 raise FileNotFoundError(
                     f"{text!r} is neither a file, nor a graph spec (kron:21, rmat:20, grid:4900, "
                     f"er:1e6:8), nor a downloaded dataset (see `groute data list` / `groute data get`)")
-            g = _load_file(found, cache=cache, symmetric=symmetric or lookup(text).symmetric,
-                           format=None, allow_negative=allow_negative)
+            path, sym = found
+            g = _load_file(path, cache=cache, symmetric=symmetric or sym, format=None,
+                           allow_negative=allow_negative, columns=columns)
     if weighted is True and g.weights is None:
         g = g.with_weights(seed=0 if seed is None else seed)
     elif weighted is False and g.weights is not None:
@@ -73,16 +78,18 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     return g
 
 
-def _load_file(path: Path, *, cache, symmetric, format, allow_negative) -> CSRGraph:
+def _load_file(path: Path, *, cache, symmetric, format, allow_negative, columns) -> CSRGraph:
     options = {"format": format or detect_format(path), "symmetric": bool(symmetric),
                "allow_negative": bool(allow_negative)}
+    if columns is not None:
+        options["columns"] = [c if isinstance(c, str) else int(c) for c in columns]
     if cache:
         g = _cache.load_cached(path, options)
         if g is not None:
             return g
     t0 = time.perf_counter()
     g = read_graph(path, format=options["format"], symmetric=symmetric,
-                   allow_negative=allow_negative)
+                   allow_negative=allow_negative, columns=columns)
     log.info("parsed %s in %.2f s: %s", path, time.perf_counter() - t0, g)
     if cache:
         _cache.store_cached(path, options, g)

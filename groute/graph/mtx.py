@@ -5,8 +5,9 @@ Vertex ids in the file are 1-based (``g.id_base == 1``). A ``symmetric`` file li
 undirected edge once; it is expanded to both arcs and gives ``directed=False``. Repeated entries
 are merged (smallest weight kept), self loops kept, so the arc count equals
 ``scipy.io.mmread(path).tocsr().nnz``. Values become weights: ``integer`` as int32, ``real`` as
-float32; a negative, NaN or infinite value is an error unless ``allow_negative=True`` (negative
-only).
+float32; a negative, NaN or infinite value, or one beyond the weight type, is an error unless
+``allow_negative=True`` (negative only). Row and column indices are integers; the declared size
+is checked against the memory available before anything is allocated.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import numpy as np
 
 from .csr import CSRGraph
 from .errors import GraphFormatError
-from .textio import parse_table, read_bytes, split_header
+from .budget import check_vertices
+from .textio import Table, body_line_or_last, line_head, parse_int, read_bytes, split_header
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
@@ -41,50 +43,45 @@ def read_mtx(path, *, allow_negative: bool = False, data: bytes | None = None) -
     if symmetry not in ("general", "symmetric"):
         raise GraphFormatError(path, f"unsupported Matrix Market symmetry {symmetry!r} "
                                      "(use general or symmetric)", line=1)
-    header, body, body_line = split_header(data, lambda l: l.lstrip()[:1] == b"%")
+    header, body, body_line = split_header(data, lambda l: line_head(l) == b"%")
     size_text = body.split(b"\n", 1)[0]
     size_fields = size_text.split()
-    try:
-        rows, cols, nnz = (int(x) for x in size_fields)
-    except ValueError:
+    sizes = [parse_int(x) for x in size_fields]
+    if len(sizes) != 3 or None in sizes:
         raise GraphFormatError(path, "bad size line: expected 'rows cols entries' (three integers), "
                                      f"got {size_text.decode('latin-1').strip()[:60]!r}",
-                               line=body_line) from None
+                               line=body_line_or_last(body, body_line))
+    rows, cols, nnz = sizes
     if rows != cols:
         raise GraphFormatError(path, f"an adjacency matrix must be square, got {rows} x {cols}",
                                line=body_line)
     if rows < 0 or nnz < 0:
         raise GraphFormatError(path, "negative sizes in the size line", line=body_line)
     n = rows
+    check_vertices(path, n, line=body_line)
     nl = body.find(b"\n")
     entries = b"" if nl < 0 else body[nl + 1:]
     ncols = 2 if field == "pattern" else 3
-    table, lines, starts = parse_table(entries, ncols, path=path, first_line=body_line + 1,
-                                       floats=field in ("real", "double"), expect_rows=nnz,
-                                       what="entry")
-
-    def line_of_row(r):
-        return int(lines.line_of(starts[int(r) * ncols]))
-
-    ids = table[:, :2]
-    if ids.dtype.kind == "f":
-        frac = ids != np.floor(ids)
-        if frac.any():
-            r = int(np.argmax(frac.any(axis=1)))
-            raise GraphFormatError(path, "vertex ids must be integers", line=line_of_row(r))
+    table = Table(entries, ncols, path=path, first_line=body_line + 1, expect_rows=nnz,
+                  what="entry", names=("row index", "column index", "weight"))
+    if field in ("real", "double"):
+        ids, values = table.ints([0, 1]), table.floats([2])
+    else:
+        values = table.ints()
+        ids = values[:, :2]
     bad = (ids < 1) | (ids > n)
     if bad.any():
         r = int(np.argmax(bad.any(axis=1)))
-        raise GraphFormatError(path, f"vertex id out of range 1..{n}: {ids[r].astype(np.int64).tolist()}",
-                               line=line_of_row(r))
-    src = ids[:, 0].astype(np.int64) - 1
-    dst = ids[:, 1].astype(np.int64) - 1
+        raise GraphFormatError(path, f"vertex id out of range 1..{n}: "
+                                     f"{table.field(r, 0)} {table.field(r, 1)}",
+                               line=table.line_of_row(r))
+    src = ids[:, 0] - 1
+    dst = ids[:, 1] - 1
     weights = None
     if ncols == 3:
-        dtype = np.int32 if field == "integer" else np.float32
-        weights = check_weights(table[:, 2], dtype, path=path, line_of_row=line_of_row,
-                                allow_negative=allow_negative)
-    del table, ids
+        weights = check_weights(values[:, -1], np.int32 if field == "integer" else np.float32,
+                                table=table, col=2, allow_negative=allow_negative)
+    del table, ids, values
     directed = symmetry == "general"
     if not directed:
         off = src != dst

@@ -8,8 +8,8 @@ order inside each part. Runtime code then needs no lookup table to route a verte
 
 METIS runs on the symmetrised graph without self loops (it requires an undirected graph), each
 vertex weighing 1 + its degree so that the parts balance arcs (work), not vertex counts; its
-result is cached next to the graph file (or in ``<cache dir>/partitions/`` for generated graphs)
-under the graph's content hash and k, because it takes minutes on multi-million-vertex graphs.
+result is cached in ``<cache dir>/partitions/`` (never beside the graph file) under the graph's
+content hash and k, because it takes minutes on multi-million-vertex graphs.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import numpy as np
 from . import rng
 from .arcs import row_chunks
 from .arrays import array_module
-from .cache import CACHE_SUFFIX, cache_root, dir_writable
+from .cache import CACHE_SUFFIX, cache_root
 from .csr import CSRArrays, CSRGraph, host_array
 
 log = logging.getLogger(__name__)
@@ -332,14 +332,8 @@ def _random_owner(n: int, k: int, seed: int):
 def _partition_cache_path(g: CSRGraph, k: int, digest: str, seed: int) -> list[Path]:
     # "degw": vertices weighted by degree (splits cached before, unweighted, are not read)
     tag = f"metis-degw-k{k}-s{seed}-{digest[:16]}{CACHE_SUFFIX}"
-    paths = []
-    if g.source and Path(g.source).exists():
-        src = Path(g.source).resolve()
-        if dir_writable(src.parent):
-            paths.append(src.with_name(f"{src.name}.{tag}"))
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in (g.name or "graph"))
-    paths.append(cache_root() / "partitions" / f"{safe}.{tag}")
-    return paths
+    return [cache_root() / "partitions" / f"{safe}.{tag}"]
 
 
 def _metis_vertex_weights(deg, dtype):

@@ -1,66 +1,147 @@
-"""SNAP edge lists (``.txt``, ``.el``, ``.edges``, optionally ``.gz``).
+"""SNAP edge lists (``.txt``, ``.el``, ``.edges``, ``.snap``, optionally ``.gz``).
 
-``#`` (or ``%``) lines are comments, anywhere; a SNAP header line ``# Nodes: N Edges: E`` is
-checked: the file must have exactly ``E`` edge lines. Each data line is ``<src> <dst>`` (whitespace
-separated) or ``<src> <dst> <weight>``. Ids are arbitrary non-negative integers, often sparse;
-they are renumbered to ``0..n-1`` in increasing id order and the original ids are kept in
-``g.file_ids`` (so ``g.file_id_of(v)`` answers in the file's ids). Edge lists are taken as
-directed unless ``symmetric=True``, which stores every edge in both directions. Repeated arcs
-are merged (smallest weight kept); self loops are kept.
+``#`` (or ``%``) lines are comments, anywhere and indented or not. Each data line is
+``<src> <dst>`` (whitespace separated) or ``<src> <dst> <weight>``. Ids are arbitrary
+non-negative 64-bit integers, often sparse; they are renumbered to ``0..n-1`` in increasing id
+order and the original ids are kept in ``g.file_ids`` (so ``g.file_id_of(v)`` answers in the
+file's ids). Weights are int32 when every weight is written as an integer, else float32.
+Repeated arcs are merged (smallest weight kept); self loops are kept.
+
+SNAP's header comments are honoured: ``# Undirected graph ...`` stores every edge in both
+directions (as ``symmetric=True`` does); ``# Nodes: N Edges: E`` is checked (exactly ``E`` edge
+lines) and, when every id is below ``N``, the graph has the vertices ``0..N-1``, so vertices in
+no edge (isolated) are kept. Otherwise edge lists are directed and hold the vertices that occur.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 
 import numpy as np
 
+from .budget import check_vertices
 from .csr import CSRGraph
 from .errors import GraphFormatError
-from .textio import blank_out_lines, parse_table, read_bytes, split_header
+from .textio import Table, blank_comment_lines, first_data_line, line_head, read_bytes, split_header
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
+log = logging.getLogger(__name__)
+
 _COMMENT = (b"#", b"%")
+EDGE_NAMES = ("source id", "target id", "weight")
 
 
-def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
+def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False, columns=None,
               data: bytes | None = None) -> CSRGraph:
-    """Read a SNAP edge list into a CSRGraph (see the module docstring)."""
+    """Read a SNAP edge list into a CSRGraph (see the module docstring). ``columns``: the
+    0-based source, target and optional weight columns of a wider file (``(0, 1, 3)``)."""
     data = read_bytes(path) if data is None else data
-    header, body, body_line = split_header(data, lambda l: l.lstrip()[:1] in _COMMENT)
-    body, _ = blank_out_lines(body, lambda f: (f == ord("#")) | (f == ord("%")), marks=b"#%")
-    end = body.find(b"\n")
-    first = (body if end < 0 else body[:end]).split()
-    ncols = len(first) if first else 2
-    if ncols not in (2, 3):
+    header, body, body_line = split_header(data, lambda l: line_head(l) in _COMMENT)
+    head = parse_header(path, header)
+    body = blank_comment_lines(body, b"#%")
+    ncols = len(first_data_line(body)) or 2
+    cols = resolve_columns(path, columns, ncols, None, line=body_line) if columns is not None \
+        else range(ncols)
+    if columns is None and ncols not in (2, 3):
+        first = first_data_line(body)
         raise GraphFormatError(path, f"an edge line must be '<src> <dst>' or '<src> <dst> <weight>', "
-                                     f"found {ncols} fields", line=body_line)
-    floats = ncols == 3 and any(c in first[2] for c in b".eE")
-    announced = _announced_edges(header)
-    table, lines, starts = parse_table(body, ncols, path=path, first_line=body_line, floats=floats,
-                                       expect_rows=announced)
+                                     f"found {ncols} fields: {b' '.join(first).decode('latin-1')[:60]!r}",
+                               line=body_line + body[:body.find(first[0])].count(b"\n"))
+    table = Table(body, ncols, path=path, first_line=body_line, expect_rows=head.edges,
+                  names=column_names(ncols, cols, None))
+    del data, body
+    return edge_list_graph(table, cols, symmetric=symmetric or head.undirected,
+                           allow_negative=allow_negative, nodes=head.nodes, nodes_line=head.nodes_line)
 
-    def line_of_row(r):
-        return int(lines.line_of(starts[int(r) * ncols]))
 
-    ids = table[:, :2]
-    if floats:
-        frac = ids != np.floor(ids)
-        if frac.any():
-            r = int(np.argmax(frac.any(axis=1)))
-            raise GraphFormatError(path, "vertex ids must be integers", line=line_of_row(r))
-        ids = ids.astype(np.int64)
-    neg = ids < 0
-    if neg.any():
+def resolve_columns(path, columns, ncols: int, names, *, line: int) -> list[int]:
+    """0-based ``[source, target]`` or ``[source, target, weight]`` column positions.
+
+    ``columns`` holds positions or header ``names`` (case-insensitive); None picks the two or
+    three columns of a file that has exactly that many.
+    """
+    shown = f"columns {names}" if names else f"{ncols} columns"
+    if columns is None:
+        if ncols in (2, 3):
+            return list(range(ncols))
+        raise GraphFormatError(path, f"the file has {shown}: say which hold the source, the "
+                                     "target and the weight (columns=(source, target[, weight]))",
+                               line=line)
+    cols = list(columns)
+    if len(cols) not in (2, 3):
+        raise ValueError(f"columns must name 2 or 3 columns (source, target[, weight]), got {columns!r}")
+    out = []
+    lower = [n.lower() for n in names] if names else None
+    for c in cols:
+        if isinstance(c, str):
+            if lower is None or c.lower() not in lower:
+                raise GraphFormatError(path, f"no column named {c!r}: the file has {shown}", line=line)
+            out.append(lower.index(c.lower()))
+        elif isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 0 <= c < ncols:
+            out.append(int(c))
+        else:
+            raise GraphFormatError(path, f"column {c!r} is not one of the file's {shown} "
+                                         "(0-based positions or header names)", line=line)
+    if len(set(out)) != len(out):
+        raise ValueError(f"columns must be distinct, got {columns!r}")
+    return out
+
+
+def column_names(ncols: int, cols, names) -> list[str]:
+    """Names of a table's columns for messages: the role of each chosen one ("weight"), with
+    the header's name of it where there is a header."""
+    out = list(names) if names else [f"column {i}" for i in range(ncols)]
+    for role, c in zip(EDGE_NAMES, cols):
+        out[c] = f"{role} ({out[c]})" if names else role
+    return out
+
+
+class Header:
+    """What a SNAP comment header says: ``undirected``, ``nodes``/``edges`` counts (or None)."""
+
+    def __init__(self):
+        self.undirected = False
+        self.nodes = self.edges = self.nodes_line = None
+
+
+_COUNTS = re.compile(rb"Nodes:\s*(\d+)\s+Edges:\s*(\d+)", re.IGNORECASE)
+_UNDIRECTED = re.compile(rb"^\s*[#%]\s*undirected\b", re.IGNORECASE)
+
+
+def parse_header(path, header_lines) -> Header:
+    """Read the ``# Undirected`` and ``# Nodes: N Edges: E`` lines of a SNAP header."""
+    h = Header()
+    for i, line in enumerate(header_lines):
+        if _UNDIRECTED.match(line):
+            h.undirected = True
+        m = _COUNTS.search(line)
+        if m and h.edges is None:
+            h.nodes, h.edges, h.nodes_line = int(m.group(1)), int(m.group(2)), i + 1
+    if h.nodes is not None:
+        check_vertices(path, h.nodes, line=h.nodes_line, what="announces")
+    return h
+
+
+def edge_list_graph(table: Table, cols, *, symmetric: bool, allow_negative: bool,
+                    nodes: int | None = None, nodes_line: int | None = None) -> CSRGraph:
+    """The graph of an edge-list table: columns ``cols`` are source id, target id and, if
+    there is a third, the weight. Shared by the SNAP and CSV readers."""
+    path = table.path
+    cols = list(cols)
+    ids, weights = _ids_and_weights(table, cols, allow_negative)
+    if ids.size and ids.min() < 0:
+        neg = ids < 0
         r = int(np.argmax(neg.any(axis=1)))
-        raise GraphFormatError(path, f"vertex ids must be >= 0, got {ids[r].tolist()}", line=line_of_row(r))
-    weights = None
-    if ncols == 3:
-        weights = check_weights(table[:, 2], np.float32 if floats else np.int32, path=path,
-                                line_of_row=line_of_row, allow_negative=allow_negative)
+        c = cols[int(np.argmax(neg[r]))]
+        raise GraphFormatError(path, f"vertex ids must be >= 0, got {table.field(r, c)}",
+                               line=table.line_of_row(r))
+    table.free()
     file_ids, local = _compact_ids(ids)
-    del table, ids
+    del ids
+    if nodes is not None:
+        file_ids, local = _announced_vertices(path, file_ids, local, nodes, nodes_line)
     n = int(file_ids.size)
     src, dst = local[:, 0], local[:, 1]
     if symmetric:
@@ -71,16 +152,32 @@ def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False,
                                source=os.fspath(path), file_ids=file_ids)
 
 
-_COUNTS = re.compile(rb"Nodes:\s*(\d+)\s+Edges:\s*(\d+)", re.IGNORECASE)
+def _ids_and_weights(table: Table, cols, allow_negative):
+    """Exact int64 ids; weights int32 when all are integers, else float32 (ids stay exact)."""
+    if len(cols) == 2:
+        return table.ints(cols), None
+    values = table.try_ints(cols)
+    if values is not None:
+        ids, w, dtype = values[:, :2], values[:, 2], np.int32
+    else:
+        ids = table.ints(cols[:2])
+        w, dtype = table.floats(cols[2:])[:, 0], np.float32
+    return ids, check_weights(w, dtype, table=table, col=cols[2], allow_negative=allow_negative)
 
 
-def _announced_edges(header) -> int | None:
-    """The edge count of a SNAP ``# Nodes: N Edges: E`` header line (E = number of data lines)."""
-    for line in header:
-        m = _COUNTS.search(line)
-        if m:
-            return int(m.group(2))
-    return None
+def _announced_vertices(path, file_ids, local, nodes, line):
+    """Apply a header's vertex count: ids all below it make the vertices ``0..nodes-1``."""
+    if file_ids.size > nodes:
+        raise GraphFormatError(path, f"the header announces {nodes} nodes but the edges name "
+                                     f"{file_ids.size} distinct vertices", line=line)
+    if file_ids.size == nodes:
+        return file_ids, local
+    if file_ids.size == 0 or int(file_ids[-1]) < nodes:
+        return np.arange(nodes, dtype=np.int64), file_ids[local]
+    log.info("%s: the header announces %d nodes, the edges name %d with ids up to %d; the "
+             "vertices in no edge cannot be placed and are left out", path, nodes, file_ids.size,
+             int(file_ids[-1]))
+    return file_ids, local
 
 
 def _compact_ids(ids):
@@ -105,7 +202,11 @@ def _compact_ids(ids):
 
 
 def write_snap(g: CSRGraph, path, *, file_ids: bool = True, comment: str = "") -> None:
-    """Write ``g`` as a SNAP edge list, every stored arc once (``file_ids`` writes the file's ids)."""
+    """Write ``g`` as a SNAP edge list, every stored arc once (``file_ids`` writes the file's ids).
+
+    The header says ``Directed``/``Undirected`` and ``# Nodes: N Edges: E``, which the reader
+    honours, so a graph whose vertex ids are ``0..N-1`` comes back with its isolated vertices.
+    """
     g = g.to_host()
     src, dst = g.edges()
     dst = dst.astype(np.int64)

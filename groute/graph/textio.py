@@ -1,21 +1,29 @@
 """Fast, checked parsing of whitespace-separated numeric text, shared by all readers.
 
-Readers hand over the bytes of a file's data section; this module turns them into an
-``(rows, ncols)`` array in a few whole-buffer NumPy passes (no Python loop per line):
+Readers hand over the bytes of a file's data section; :class:`Table` splits them into rows of
+``ncols`` fields and parses chosen columns in a few whole-buffer NumPy passes (no Python loop per
+line):
 
-1. token starts (a non-blank byte after a blank one) give the token count, and grouping them
-   ``ncols`` at a time checks that every non-empty line holds exactly ``ncols`` fields (fast
-   path: the byte before a line's first token is a newline and before the others it is not;
-   general path: each group sits on one line, consecutive groups on different lines);
+1. token starts (a non-blank byte after a blank one; blanks are the bytes up to space) give the
+   token count, and grouping them ``ncols`` at a time checks that every non-empty line holds
+   exactly ``ncols`` fields (fast path: the byte before a line's first token is a newline and
+   before the others it is not; general path: each group sits on one line, consecutive groups on
+   different lines);
 2. ``np.fromstring(..., sep=" ")`` (C speed) parses the numbers and rejects anything that is not
-   one (``x``, ``1.5`` where integers are required, ``1-2``); the offending line is then found
-   by bisection, so validation costs nothing on good files.
+   one (``x``, ``1.5`` where integers are required, ``1-2``, a control byte); the offending line is
+   then found by bisection, so validation costs nothing on good files. Columns not asked for are
+   blanked out first, so vertex ids are always parsed as exact 64-bit integers even when the
+   weights are real numbers. ``np.fromstring`` saturates integers beyond 64 bits; a saturated
+   value is compared with its text, so such a number is an error, never a different id.
 
-Every failure raises :class:`GraphFormatError` with the file and the 1-based line number.
+Every failure raises :class:`GraphFormatError` with the file and the 1-based line number, and
+quotes the file's own text.
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import zlib
 
 import numpy as np
@@ -24,6 +32,16 @@ from .errors import GraphFormatError
 
 _BLANK = np.zeros(256, dtype=bool)
 _BLANK[:33] = True                       # space, tab, CR, LF and other control bytes
+#: control bytes that are not whitespace to np.fromstring (space, \t, \n, \v, \f, \r are)
+_CONTROL = np.zeros(256, dtype=bool)
+_CONTROL[:32] = True
+_CONTROL[list(b"\t\n\v\f\r")] = False
+_CONTROL[127] = True
+_TOKEN = re.compile(rb"[^\x00-\x20]+")
+_INT = re.compile(rb"[+-]?[0-9]+\Z")
+_FLOAT = re.compile(rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                    rb"|nan(?:\([0-9A-Za-z_]*\))?|inf(?:inity)?)\Z", re.IGNORECASE)
+_I64 = np.iinfo(np.int64)
 
 
 def read_bytes(path) -> bytes:
@@ -80,115 +98,332 @@ class Lines:
         """1-based line number(s) of byte offset(s) ``pos``."""
         return np.searchsorted(self.nl, pos, side="left") + self.first_line
 
+    def text(self, data: bytes, line: int) -> bytes:
+        """The raw bytes of ``line`` (without its newline)."""
+        i = line - self.first_line
+        begin = 0 if i == 0 else int(self.nl[i - 1]) + 1
+        end = int(self.nl[i]) if i < self.nl.size else len(data)
+        return data[begin:end]
 
-def parse_table(data: bytes, ncols: int, *, path, first_line: int = 1, floats: bool = False,
-                expect_rows: int | None = None, what: str = "edge", display: bytes | None = None):
-    """Parse ``data`` (only data lines and blank lines) into an ``(rows, ncols)`` array.
 
-    ``floats`` parses as float64 (Matrix Market real values) instead of int64. ``first_line`` is
-    the file line number of the first byte of ``data``. ``expect_rows`` (from a header) is checked.
-    ``display``: the original bytes to quote in messages when ``data`` was rewritten in place
-    (same length). Returns ``(table, lines, token_starts)``; the caller uses the last two to name
-    lines.
-    """
-    shown = data if display is None else display
-    buf = np.frombuffer(data, dtype=np.uint8)
-    lines = Lines(buf, first_line)
-    blank = buf <= 32                    # space, tab, CR, LF and other control bytes
+def token_starts(buf: np.ndarray) -> np.ndarray:
+    """Offsets of the first byte of every token (a run of bytes above space)."""
+    blank = buf <= 32
     starts = np.flatnonzero(blank[:-1] & ~blank[1:]) + 1
     if buf.size and not blank[0]:
         starts = np.concatenate([[0], starts])
-    del blank
-    ntok = starts.size
-    rows = ntok // ncols
-    if rows:
-        _check_fields(data, buf, lines, starts, rows, ncols, path, what, shown)
-    if ntok != rows * ncols:
-        line = int(lines.line_of(starts[rows * ncols]))
-        raise GraphFormatError(path, _field_count_message(shown, lines, line, ncols, what), line=line)
-    if expect_rows is not None and rows != expect_rows:
-        if rows > expect_rows:
-            line = int(lines.line_of(starts[expect_rows * ncols]))
-            raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but there "
-                                         f"are more ({rows}); this is the first extra one", line=line)
-        end_line = int(lines.line_of(len(data) - 1)) if len(data) else first_line   # last line
-        raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but the file "
-                                     f"has only {rows} (truncated?)", line=end_line)
-    dtype = np.float64 if floats else np.int64
-    if ntok == 0:
-        return np.zeros((0, ncols), dtype=dtype), lines, starts
-    try:
-        values = np.fromstring(data, dtype=dtype, sep=" ")
-    except ValueError:
-        values = None
-    if values is None or values.size != ntok:
-        line = _bisect_bad_line(data, lines, starts, ncols, dtype)
-        kind = "numbers" if floats else "integers"
-        raise GraphFormatError(path, f"not a number: {what} lines must hold {ncols} {kind}, got "
-                                     f"{_line_text(shown, lines, line)!r}", line=line)
-    return values.reshape(rows, ncols), lines, starts
+    return starts
 
 
-def _check_fields(data, buf, lines, starts, rows, ncols, path, what, shown):
-    """Raise unless every non-blank line holds exactly ``ncols`` tokens (the first rows*ncols)."""
-    grouped = starts[: rows * ncols].reshape(rows, ncols)
-    # Fast path: if every newline is followed directly by a token (no blank lines, no
-    # indentation), a token starts a line exactly when the byte before it is a newline.
-    nl_count = data.count(b"\n") - (1 if data.endswith(b"\n") else 0)
-    before = buf[np.maximum(starts - 1, 0)] == 10
-    if starts.size and starts[0] == 0:
-        before[0] = True
-    if int(np.count_nonzero(before[1:] if starts[0] == 0 else before)) == nl_count:
-        if starts[0] != 0:               # data starts with blanks but no newline
-            before[0] = True
-        b = before[: rows * ncols].reshape(rows, ncols)
-        ok = b[:, 0] & ~b[:, 1:].any(axis=1)
-        if ok.all():
-            return
-    # General path (blank lines, indentation, or an error to locate): line of each token.
-    first_line_of = lines.line_of(grouped[:, 0])
-    last_line_of = lines.line_of(grouped[:, -1])
-    bad = first_line_of != last_line_of
-    bad[1:] |= first_line_of[1:] == first_line_of[:-1]
-    if bad.any():
-        line = int(first_line_of[int(np.argmax(bad))])
-        raise GraphFormatError(path, _field_count_message(shown, lines, line, ncols, what), line=line)
+def token_ends(buf: np.ndarray) -> np.ndarray:
+    """Offsets just past the last byte of every token (aligned with :func:`token_starts`)."""
+    blank = buf <= 32
+    ends = np.flatnonzero(~blank[:-1] & blank[1:]) + 1
+    if buf.size and not blank[-1]:
+        ends = np.concatenate([ends, [buf.size]])
+    return ends
 
 
-def _line_text(data: bytes, lines: Lines, line: int) -> str:
-    i = line - lines.first_line
-    begin = 0 if i == 0 else int(lines.nl[i - 1]) + 1
-    end = int(lines.nl[i]) if i < lines.nl.size else len(data)
-    text = data[begin:end].decode("latin-1").strip()
-    return text if len(text) <= 60 else text[:57] + "..."
+def blank_ranges(buf: np.ndarray, begins, ends) -> np.ndarray:
+    """A copy of ``buf`` with the disjoint, non-empty byte ranges ``[begins[i], ends[i])`` made
+    spaces (offsets and line numbers stay the same)."""
+    out = buf.copy()
+    if len(begins):
+        delta = np.zeros(buf.size + 1, dtype=np.int8)
+        delta[begins] = 1
+        delta[ends] -= 1
+        out[np.cumsum(delta[:-1], dtype=np.int8).view(bool)] = 32
+    return out
 
 
-def _field_count_message(data, lines, line, ncols, what):
-    text = _line_text(data, lines, line)
-    got = len(text.split())
-    return f"expected {ncols} fields on a {what} line, found {got}: {text!r}"
+def line_heads(buf: np.ndarray):
+    """``(line_starts, line_ends, heads)``: each line's span and its first non-blank byte
+    (``heads[i] == line_ends[i]`` for a blank line). Indented lines are resolved through the
+    token starts, so indentation costs whole-buffer passes, not a loop."""
+    nl = np.flatnonzero(buf == 10)
+    line_starts = np.concatenate([[0], nl + 1])
+    line_ends = np.concatenate([nl, [buf.size]])
+    keep = line_starts < buf.size
+    line_starts, line_ends = line_starts[keep], line_ends[keep]
+    heads = line_starts.copy()
+    if heads.size:
+        first = buf[heads]
+        indented = np.flatnonzero((first <= 32) & (first != 10))
+        if indented.size:
+            tok = token_starts(buf)
+            i = np.searchsorted(tok, heads[indented])
+            pos = tok[np.minimum(i, max(tok.size - 1, 0))] if tok.size else np.full(i.size, buf.size)
+            pos = np.where(i < tok.size, pos, buf.size)
+            heads[indented] = np.minimum(pos, line_ends[indented])
+    return line_starts, line_ends, heads
 
 
-def _bisect_bad_line(data: bytes, lines: Lines, starts, ncols, dtype) -> int:
-    """Find the first line that np.fromstring rejects by bisecting over rows (log2(rows) parses)."""
-    lo, hi = 0, starts.size // ncols          # invariant: rows [lo, hi) contain the bad one
-    ends = np.append(starts, len(data))
+def head_bytes(buf: np.ndarray, line_ends, heads) -> np.ndarray:
+    """The first non-blank byte of each line (newline, 10, for a blank line)."""
+    if not heads.size:
+        return np.zeros(0, np.uint8)
+    b = buf[np.minimum(heads, buf.size - 1)]
+    return np.where(heads < line_ends, b, np.uint8(10))
 
-    def parses(a, b):
-        chunk = data[int(starts[a * ncols]):int(ends[b * ncols])]
+
+def blank_comment_lines(data: bytes, marks: bytes) -> bytes:
+    """``data`` with every line whose first non-blank byte is one of ``marks`` made spaces.
+
+    When no mark occurs anywhere (the usual case, a fast memchr) nothing else is done.
+    """
+    if not any(bytes([m]) in data for m in marks):
+        return data
+    buf = np.frombuffer(data, dtype=np.uint8)
+    _, ends, heads = line_heads(buf)
+    first = head_bytes(buf, ends, heads)
+    flagged = np.isin(first, np.frombuffer(marks, np.uint8))
+    if not flagged.any():
+        return data
+    return blank_ranges(buf, heads[flagged], ends[flagged]).tobytes()
+
+
+def first_data_line(data: bytes) -> list[bytes]:
+    """The fields of the first line that has any (``[]`` when there is none)."""
+    m = _TOKEN.search(data)
+    if m is None:
+        return []
+    begin = data.rfind(b"\n", 0, m.start()) + 1
+    end = data.find(b"\n", m.start())
+    return _TOKEN.findall(data, begin, len(data) if end < 0 else end)
+
+
+class Table:
+    """The data section ``data`` as rows of ``ncols`` fields, checked on construction.
+
+    ``first_line`` is the file line number of the first byte of ``data``; ``what`` names a row in
+    messages ("edge", "entry", "arc") and ``names`` each column ("source id", "weight"...).
+    ``expect_rows`` (from a header) is checked. ``display``: the original bytes to quote in
+    messages when ``data`` was rewritten in place (same length). Parse columns with
+    :meth:`ints` and :meth:`floats`; :meth:`line_of_row` and :meth:`field` name the file's text.
+    """
+
+    def __init__(self, data: bytes, ncols: int, *, path, first_line: int = 1, what: str = "edge",
+                 names=None, expect_rows: int | None = None, display: bytes | None = None):
+        self.data = data
+        self.shown = data if display is None else display
+        self.ncols = ncols
+        self.path = path
+        self.what = what
+        self.names = list(names) if names else [f"field {i + 1}" for i in range(ncols)]
+        self.buf = np.frombuffer(data, dtype=np.uint8)
+        self.lines = Lines(self.buf, first_line)
+        self.starts = token_starts(self.buf)
+        self._ends = None
+        ntok = self.starts.size
+        self.rows = rows = ntok // ncols
+        if rows:
+            self._check_fields()
+        if ntok != rows * ncols:
+            line = int(self.lines.line_of(self.starts[rows * ncols]))
+            self._raise_field_count(line)
+        if expect_rows is not None and rows != expect_rows:
+            if rows > expect_rows:
+                line = int(self.lines.line_of(self.starts[expect_rows * ncols]))
+                raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but "
+                                             f"there are more ({rows}); this is the first extra one",
+                                       line=line)
+            end_line = int(self.lines.line_of(len(data) - 1)) if len(data) else \
+                max(first_line - 1, 1)          # nothing after the header: its last line
+            raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but the "
+                                         f"file has only {rows} (truncated?)", line=end_line)
+
+    def free(self) -> None:
+        """Drop the text and token arrays once no message needs them (before the graph is
+        built, which needs the memory)."""
+        self.data = self.shown = self.buf = self.starts = self._ends = self.lines = None
+
+    # ------------------------------------------------------------------ naming the file's text
+    def line_of_row(self, r) -> int:
+        return int(self.lines.line_of(self.starts[int(r) * self.ncols]))
+
+    def field(self, r, c) -> str:
+        """The text of field ``c`` of row ``r`` as the file has it."""
+        begin = int(self.starts[int(r) * self.ncols + c])
+        m = _TOKEN.match(self.shown, begin)
+        return self.shown[begin:m.end()].decode("latin-1") if m else ""
+
+    def line_text(self, line: int) -> str:
+        text = self.lines.text(self.shown, line).decode("latin-1").strip()
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    # ------------------------------------------------------------------ parsing
+    def ints(self, cols=None) -> np.ndarray:
+        """Columns ``cols`` (default all) as exact int64, ``(rows, len(cols))``."""
+        return self._parse(cols, np.int64, locate=True)
+
+    def try_ints(self, cols=None):
+        """Like :meth:`ints`, but ``None`` when some field is not an integer (no error located:
+        the caller tries another reading)."""
+        return self._parse(cols, np.int64, locate=False)
+
+    def floats(self, cols=None) -> np.ndarray:
+        """Columns ``cols`` (default all) as float64."""
+        return self._parse(cols, np.float64, locate=True)
+
+    def _parse(self, cols, dtype, *, locate):
+        cols = list(range(self.ncols)) if cols is None else list(cols)
+        k = len(cols)
+        if self.rows == 0:
+            return np.zeros((0, k), dtype=dtype)
+        text = self.data if k == self.ncols else self._only(cols)
         try:
-            v = np.fromstring(chunk, dtype=dtype, sep=" ")
+            values = np.fromstring(text, dtype=dtype, sep=" ")
         except ValueError:
-            return False
-        return v.size == (b - a) * ncols
+            values = None
+        if values is None or values.size != self.rows * k:
+            if not locate:
+                return None
+            self._raise_bad_value(text, cols, dtype)
+        values = values.reshape(self.rows, k)
+        if dtype is np.int64 and (values.max() == _I64.max or values.min() == _I64.min):
+            self._check_saturated(values, cols)
+        return values
 
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if not parses(lo, mid):
-            hi = mid
-        else:
-            lo = mid
-    return int(lines.line_of(starts[lo * ncols]))
+    @property
+    def ends(self):
+        if self._ends is None:
+            self._ends = token_ends(self.buf)
+        return self._ends
+
+    def _only(self, cols) -> bytes:
+        """The data with every field outside ``cols`` made spaces."""
+        drop = [c for c in range(self.ncols) if c not in cols]
+        n = self.rows * self.ncols
+        begins = self.starts[:n].reshape(self.rows, self.ncols)[:, drop].ravel()
+        ends = self.ends[:n].reshape(self.rows, self.ncols)[:, drop].ravel()
+        return blank_ranges(self.buf, begins, ends).tobytes()
+
+    def _check_saturated(self, values, cols):
+        """np.fromstring saturates integers outside int64: compare those values with their text."""
+        for r, j in np.argwhere((values == _I64.max) | (values == _I64.min)):
+            text = self.field(r, cols[j])
+            if int(text) != int(values[r, j]):
+                raise GraphFormatError(self.path, f"{self.names[cols[j]]} {text} does not fit in a "
+                                                  "64-bit integer", line=self.line_of_row(r))
+
+    def _check_fields(self):
+        """Raise unless every non-blank line holds exactly ``ncols`` tokens (the first rows*ncols)."""
+        data, buf, starts, rows, ncols = self.data, self.buf, self.starts, self.rows, self.ncols
+        grouped = starts[: rows * ncols].reshape(rows, ncols)
+        # Fast path: if every newline is followed directly by a token (no blank lines, no
+        # indentation), a token starts a line exactly when the byte before it is a newline.
+        nl_count = data.count(b"\n") - (1 if data.endswith(b"\n") else 0)
+        before = buf[np.maximum(starts - 1, 0)] == 10
+        if starts.size and starts[0] == 0:
+            before[0] = True
+        if int(np.count_nonzero(before[1:] if starts[0] == 0 else before)) == nl_count:
+            if starts[0] != 0:               # data starts with blanks but no newline
+                before[0] = True
+            b = before[: rows * ncols].reshape(rows, ncols)
+            ok = b[:, 0] & ~b[:, 1:].any(axis=1)
+            if ok.all():
+                return
+        # General path (blank lines, indentation, or an error to locate): line of each token.
+        first_line_of = self.lines.line_of(grouped[:, 0])
+        last_line_of = self.lines.line_of(grouped[:, -1])
+        bad = first_line_of != last_line_of
+        bad[1:] |= first_line_of[1:] == first_line_of[:-1]
+        if bad.any():
+            self._raise_field_count(int(first_line_of[int(np.argmax(bad))]))
+
+    def _raise_field_count(self, line):
+        got = len(_TOKEN.findall(self.lines.text(self.data, line)))
+        raise GraphFormatError(self.path, f"expected {self.ncols} fields on {_a(self.what)} line, "
+                                          f"found {got}: {self.line_text(line)!r}", line=line)
+
+    # ------------------------------------------------------------------ locating a bad number
+    def _raise_bad_value(self, text: bytes, cols, dtype):
+        """Find the first line np.fromstring rejects (a control byte between rows, or by
+        bisecting over rows: log2(rows) parses) and say what is wrong with it."""
+        buf = np.frombuffer(text, dtype=np.uint8)
+        control = np.flatnonzero(_CONTROL[buf])
+        ctrl_line = int(self.lines.line_of(control[0])) if control.size else None
+        row = self._bisect_bad_row(text, len(cols), dtype)
+        row_line = None if row is None else self.line_of_row(row)
+        candidates = [x for x in (ctrl_line, row_line) if x is not None]
+        line = min(candidates) if candidates else self.line_of_row(0)
+        raise GraphFormatError(self.path, self._describe(line, cols, dtype), line=line)
+
+    def _bisect_bad_row(self, text, k, dtype):
+        """First row that np.fromstring rejects on its own span (first to last byte of its
+        fields), or None."""
+        def end_of_row(r):                       # just past the last field of row r
+            m = _TOKEN.match(text, int(self.starts[r * self.ncols + self.ncols - 1]))
+            return m.end() if m else int(self.starts[r * self.ncols + self.ncols - 1]) + 1
+
+        def parses(a, b):
+            chunk = text[int(self.starts[a * self.ncols]):end_of_row(b - 1)]
+            try:
+                v = np.fromstring(chunk, dtype=dtype, sep=" ")
+            except ValueError:
+                return False
+            return v.size == (b - a) * k
+
+        lo, hi = 0, self.rows
+        if parses(lo, hi):
+            return None
+        while hi - lo > 1:                       # invariant: rows [lo, hi) hold a bad one
+            mid = (lo + hi) // 2
+            if not parses(lo, mid):
+                hi = mid
+            else:
+                lo = mid
+        return lo
+
+    def _describe(self, line: int, cols, dtype) -> str:
+        raw = self.lines.text(self.data, line)      # the parsed text: fields align with columns
+        shown = self.line_text(line)
+        control = [b for b in raw if _CONTROL[b]]
+        if control:
+            return f"control byte 0x{control[0]:02x} in {_a(self.what)} line: {shown!r}"
+        fields = _TOKEN.findall(raw)
+        for c in cols:
+            if c >= len(fields):
+                break
+            tok, name = fields[c], self.names[c]
+            text = tok.decode("latin-1")
+            if dtype is np.int64:
+                if _INT.match(tok):
+                    continue
+                if _FLOAT.match(tok):
+                    value = float(tok.split(b"(")[0])       # "nan(123)" is NaN too
+                    if math.isnan(value):
+                        return f"{name} is NaN: {shown!r}"
+                    if math.isinf(value) and tok.lstrip(b"+-")[:1].lower() == b"i":
+                        return f"{name} is infinite: {shown!r}"
+                    return f"{name} {text} is not an integer: {shown!r}"
+                return f"not a number: {name} {text!r} in {shown!r}"
+            if not _FLOAT.match(tok):
+                return f"not a number: {name} {text!r} in {shown!r}"
+        kind = "integers" if dtype is np.int64 else "numbers"
+        return f"not a number: {self.what} lines must hold {self.ncols} {kind}, got {shown!r}"
+
+
+def is_number(token: bytes) -> bool:
+    """Whether a field reads as a number (an integer or a real)."""
+    return bool(_FLOAT.match(token))
+
+
+def parse_int(token: bytes) -> int | None:
+    """A header field as an integer (sign and digits only), or None."""
+    return int(token) if _INT.match(token) else None
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+BLANKS = bytes(range(33))
+
+
+def line_head(line: bytes) -> bytes:
+    """The first non-blank byte of a line (``b""`` for a blank line)."""
+    return line.lstrip(BLANKS)[:1]
 
 
 def split_header(data: bytes, is_header_line, *, max_header_lines: int = 100_000):
@@ -203,36 +438,14 @@ def split_header(data: bytes, is_header_line, *, max_header_lines: int = 100_000
         end = data.find(b"\n", pos)
         end = n if end < 0 else end
         line = data[pos:end]
-        if line.strip() and not is_header_line(line):
+        if line.strip(BLANKS) and not is_header_line(line):
             break
         header.append(line)
         pos = end + 1
     return header, data[pos:], len(header) + 1
 
 
-def blank_out_lines(data: bytes, line_mask_fn, marks: bytes = b"") -> tuple[bytes, int]:
-    """Replace with spaces every line whose first byte ``line_mask_fn`` flags.
-
-    Used for comment lines in the middle of a data section; vectorised over lines. ``marks``:
-    the comment bytes; when none occurs anywhere (the usual case, a fast memchr) nothing else is
-    done. Returns the new bytes and how many lines were blanked.
-    """
-    if marks and not any(bytes([m]) in data for m in marks):
-        return data, 0
-    buf = np.frombuffer(data, dtype=np.uint8)
-    nl = np.flatnonzero(buf == 10)
-    line_starts = np.concatenate([[0], nl + 1])
-    line_ends = np.concatenate([nl, [buf.size]])
-    keep = line_starts < buf.size
-    line_starts, line_ends = line_starts[keep], line_ends[keep]
-    first = buf[np.minimum(line_starts, max(buf.size - 1, 0))] if buf.size else np.zeros(0, np.uint8)
-    flagged = line_mask_fn(first)
-    if not flagged.any():
-        return data, 0
-    delta = np.zeros(buf.size + 1, dtype=np.int32)
-    np.add.at(delta, line_starts[flagged], 1)
-    np.add.at(delta, line_ends[flagged], -1)
-    full = np.cumsum(delta[:-1]) > 0
-    out = buf.copy()
-    out[full] = 32
-    return out.tobytes(), int(flagged.sum())
+def body_line_or_last(body: bytes, body_line: int) -> int:
+    """The line to name for something missing from ``body``: its first line, or the file's
+    last line when the body is empty (the file ends with its header)."""
+    return body_line if body else max(body_line - 1, 1)

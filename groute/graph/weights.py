@@ -18,28 +18,42 @@ def graph_name(path) -> str:
     return name
 
 
-def check_weights(values, dtype, *, path, line_of_row, allow_negative: bool = False):
-    """Validate a parsed weight column and convert it to ``dtype`` (int32 or float32).
+def check_weights(values, dtype, *, table, col: int, allow_negative: bool = False):
+    """Validate column ``col`` of ``table`` (a :class:`~.textio.Table`), parsed as ``values``,
+    and convert it to ``dtype`` (int32 or float32).
 
-    NaN/inf, negative values (unless allowed) and integers beyond int32 are errors naming the line.
+    NaN, infinity, negative values (unless allowed) and values that ``dtype`` cannot hold (an
+    integer beyond int32, a real beyond float32's range, which would become infinity) are errors
+    naming the line and quoting the file's text.
     """
     v = np.asarray(values)
+    path = table.path
+
+    def fail(r, message):
+        raise GraphFormatError(path, message, line=table.line_of_row(r))
+
     if v.dtype.kind == "f":
-        bad = ~np.isfinite(v)
-        if bad.any():
-            r = int(np.argmax(bad))
-            raise GraphFormatError(path, f"weight is not a finite number: {v[r]!r}", line=line_of_row(r))
+        nan = np.isnan(v)
+        if nan.any():
+            r = int(np.argmax(nan))
+            fail(r, f"weight is NaN: {table.field(r, col)!r}")
+        inf = np.isinf(v)
+        if inf.any():
+            r = int(np.argmax(inf))
+            text = table.field(r, col)
+            if text.lstrip("+-")[:1].lower() == "i":
+                fail(r, f"weight is infinite: {text!r}")
+            fail(r, f"weight {text} does not fit in {np.dtype(dtype).name}")
     if not allow_negative:
         neg = v < 0
         if neg.any():
             r = int(np.argmax(neg))
-            raise GraphFormatError(path, f"negative weight {v[r]}: weights must be >= 0 "
-                                         "(pass allow_negative=True to keep them)", line=line_of_row(r))
-    if np.dtype(dtype).kind == "i":
-        info = np.iinfo(dtype)
-        big = (v < info.min) | (v > info.max)
-        if big.any():
-            r = int(np.argmax(big))
-            raise GraphFormatError(path, f"weight {v[r]} does not fit in {np.dtype(dtype).name}",
-                                   line=line_of_row(r))
+            fail(r, f"negative weight {table.field(r, col)}: weights must be >= 0 "
+                    "(pass allow_negative=True to keep them)")
+    dt = np.dtype(dtype)
+    info = np.iinfo(dt) if dt.kind == "i" else np.finfo(dt)
+    big = (v < info.min) | (v > info.max)
+    if big.any():
+        r = int(np.argmax(big))
+        fail(r, f"weight {table.field(r, col)} does not fit in {dt.name}")
     return v.astype(dtype)

@@ -14,7 +14,8 @@ SHARED_GRAPHS = Path(__file__).resolve().parents[2] / ".." / "shared" / "graphs"
 def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own cache dir, so nothing is written to ~/.cache."""
     d = tmp_path / "groute-cache"
-    monkeypatch.setenv("GROUTE_DATA_DIR", str(d))
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(d))
+    monkeypatch.delenv("GROUTE_DATA_DIR", raising=False)
     monkeypatch.delenv("GROUTE_DATASETS", raising=False)
     return d
 

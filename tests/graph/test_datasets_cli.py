@@ -126,8 +126,11 @@ def test_unknown_dataset_and_bad_registry(monkeypatch, tmp_path):
 
 def test_cache_dir_resolution(monkeypatch, tmp_path):
     from groute.graph.cache import cache_root
-    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path / "a"))
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(tmp_path / "a"))
     assert cache_root() == tmp_path / "a"
+    monkeypatch.delenv("GROUTE_CACHE_DIR")
+    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path / "b"))        # the older name
+    assert cache_root() == tmp_path / "b"
     monkeypatch.delenv("GROUTE_DATA_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert cache_root() == tmp_path / "x" / "groute"
@@ -173,3 +176,23 @@ def test_bench_readers_small_round_trip(tmp_path):
     h = load_graph(gz, cache=False)
     assert h.num_edges == g.num_edges and h.num_vertices == g.num_vertices
     assert 2.4 < h.num_edges / h.num_vertices < 3.2        # roadNet-CA: 2.82 arcs per vertex
+
+
+def test_cli_get_url_then_info_by_name(tmp_path, capsys, isolated_cache):
+    p, g, digest = make_snap(tmp_path)
+    rc, out = run_cli(["data", "get", "mine", "--url", p.as_uri(), "--dir", str(tmp_path / "d")],
+                      capsys)
+    assert rc == 0
+    rc, out = run_cli(["data", "info", "mine", "--no-cache"], capsys)
+    assert rc == 0 and f"{g.num_edges:,} arcs" in out
+
+
+def test_cli_get_offline_names_the_url(tmp_path, capsys):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    url = f"http://127.0.0.1:{port}/x.txt.gz"
+    rc, out = run_cli(["data", "get", "x", "--url", url, "--dir", str(tmp_path)], capsys)
+    assert rc == 1 and url in out and out.count("\n") == 1

@@ -154,9 +154,9 @@ BAD = [
     ("range.mtx", MTX.format(field="pattern", sym="general") + "3 3 2\n1 2\n4 1\n", 4, "out of range"),
     ("zero.mtx", MTX.format(field="pattern", sym="general") + "3 3 2\n1 2\n0 1\n", 4, "out of range"),
     ("negw.mtx", MTX.format(field="real", sym="general") + "3 3 2\n1 2 1.5\n2 3 -2\n", 4, "negative"),
-    ("nanw.mtx", MTX.format(field="real", sym="general") + "3 3 2\n1 2 nan\n2 3 1\n", 3, "finite"),
+    ("nanw.mtx", MTX.format(field="real", sym="general") + "3 3 2\n1 2 nan\n2 3 1\n", 3, "weight is NaN"),
     ("textw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1\n2 3 abc\n", 4, "not a number"),
-    ("floatw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1.5\n2 3 1\n", 3, "not a number"),
+    ("floatw.mtx", MTX.format(field="integer", sym="general") + "3 3 2\n1 2 1.5\n2 3 1\n", 3, "weight 1.5 is not an integer"),
     ("fewer.mtx", MTX.format(field="pattern", sym="general") + "3 3 3\n1 2\n2 3\n", 4, "only 2"),
     ("more.mtx", MTX.format(field="pattern", sym="general") + "3 3 1\n1 2\n2 3\n", 4, "first extra"),
     ("nop.gr", "c x\na 1 2 3\n", 2, "problem line"),
@@ -234,18 +234,35 @@ def test_negative_weights_allowed_on_request(tmp_path):
 
 
 # ---------------------------------------------------------------- cache
-def test_cache_next_to_source_and_reused(tmp_path, monkeypatch):
+def test_cache_in_cache_dir_never_beside_the_source(tmp_path, isolated_cache, monkeypatch):
     g = sample(True, "int")
-    p = tmp_path / "c.mtx"
+    src = tmp_path / "src"
+    src.mkdir()
+    p = src / "c.mtx"
     write_mtx(g, p)
     a = load_graph(p)
-    cache_file = tmp_path / ("c.mtx" + gcache.CACHE_SUFFIX)
-    assert cache_file.is_file()
+    assert list(src.iterdir()) == [p]                       # nothing written beside the file
+    assert gcache.cache_path(p).is_file() and gcache.cache_path(p).parent == isolated_cache / "graphs"
     import groute.graph.load as gload
     monkeypatch.setattr(gload, "read_graph", lambda *a, **k: pytest.fail("parsed again"))
     b = load_graph(p)
     same_graph(a, b)
     assert b.directed == a.directed and b.id_base == 1 and b.source == str(p)
+
+
+def test_cache_disabled(tmp_path, isolated_cache):
+    p = tmp_path / "c.txt"
+    p.write_text("1 2\n2 3\n")
+    assert load_graph(p, cache=False).num_edges == 2
+    assert not isolated_cache.exists() or not list(isolated_cache.rglob("*" + gcache.CACHE_SUFFIX))
+
+
+def test_cache_env_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(tmp_path / "mine"))
+    p = tmp_path / "c.txt"
+    p.write_text("1 2\n")
+    load_graph(p)
+    assert list((tmp_path / "mine" / "graphs").glob("c.txt-*" + gcache.CACHE_SUFFIX))
 
 
 def test_cache_invalidated_when_source_changes(tmp_path):
@@ -258,15 +275,28 @@ def test_cache_invalidated_when_source_changes(tmp_path):
     assert load_graph(p, symmetric=True).num_edges == 6   # options are part of the key
 
 
+def test_cache_sees_a_rewrite_with_the_same_size_and_restored_mtime(tmp_path):
+    """What `cp -p`, `rsync -t` and `tar x` do: new bytes, same size, old modification time."""
+    p = tmp_path / "c.txt"
+    p.write_text("1 2\n2 3\n")
+    st = p.stat()
+    assert load_graph(p).num_edges == 2
+    p.write_text("1 2\n2 1\n")                            # same size, other graph
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
+    g = load_graph(p)
+    assert g.num_vertices == 2 and g.num_edges == 2
+
+
 def test_corrupt_cache_is_ignored(tmp_path):
     p = tmp_path / "c.txt"
     p.write_text("1 2\n2 3\n")
     load_graph(p)
-    (tmp_path / ("c.txt" + gcache.CACHE_SUFFIX)).write_bytes(b"not a zip")
+    gcache.cache_path(p).write_bytes(b"not a zip")
     assert load_graph(p).num_edges == 2
 
 
-def test_cache_falls_back_to_cache_dir_when_source_dir_read_only(tmp_path, isolated_cache):
+def test_read_only_source_dir_and_partitions_stay_untouched(tmp_path, isolated_cache):
     ro = tmp_path / "ro"
     ro.mkdir()
     p = ro / "ro.txt"
@@ -279,17 +309,20 @@ def test_cache_falls_back_to_cache_dir_when_source_dir_read_only(tmp_path, isola
         assert len(cached) == 1 and (cached[0].stat().st_mode & 0o777) == 0o644
         g = gcache.load_cached(p, {"format": "snap", "symmetric": False, "allow_negative": False})
         assert g is not None and g.num_edges == 1
-        from groute.graph import partition_graph
-        pytest.importorskip("pymetis")
-        partition_graph(load_graph("grid:6", cache=False), 2)
-        two = load_graph(p).symmetrize()
-        two.source = str(p)
-        partition_graph(load_graph("er:30:3", cache=False), 2)
-        partition_graph(two, 2, method="metis")
-        assert list(ro.iterdir()) == [p]
-        assert list((isolated_cache / "partitions").glob("ro.metis-degw-k2-*"))
     finally:
         ro.chmod(0o755)
+
+
+def test_metis_cache_goes_to_the_cache_dir(tmp_path, isolated_cache):
+    pytest.importorskip("pymetis")
+    from groute.graph import partition_graph
+    d = tmp_path / "w"
+    d.mkdir()
+    p = d / "two.txt"
+    write_snap(load_graph("grid:6", cache=False), p)
+    partition_graph(load_graph(p), 2, method="metis")
+    assert list(d.iterdir()) == [p]
+    assert list((isolated_cache / "partitions").glob("two.metis-degw-k2-*"))
 
 
 def test_load_graph_errors_and_weight_options(tmp_path):

@@ -155,7 +155,7 @@ def test_missing_pymetis_says_how_to_install(monkeypatch):
         partition_graph(load_graph("kron:6", cache=False), 2, method="metis")
 
 
-def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
+def test_metis_partition_cached_in_cache_dir_not_beside_file(tmp_path, monkeypatch, isolated_cache):
     needs_pymetis()
     import shutil
     from groute.graph import shipped_graph_path
@@ -163,21 +163,23 @@ def test_metis_partition_cached_next_to_file(tmp_path, monkeypatch):
     shutil.copy(shipped_graph_path(), src)
     g = load_graph(src)
     a = partition_graph(g, 4, method="metis", progress=False)
-    cached = list(tmp_path.glob("power.mtx.gz.metis-degw-k4-*.groute-cache.npz"))
+    assert set(tmp_path.iterdir()) == {src, isolated_cache}     # nothing beside the file
+    parts = isolated_cache / "partitions"
+    cached = list(parts.glob("power.metis-degw-k4-*.groute-cache.npz"))
     assert len(cached) == 1
     import pymetis
-    monkeypatch.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
-    b = partition_graph(load_graph(src), 4, method="metis", progress=False)
-    assert np.array_equal(a.owner, b.owner)
-    # the same structure with weights reuses it (METIS ignores weights) ...
-    c = partition_graph(load_graph(src).with_weights(seed=1), 4, method="metis", progress=False)
-    assert np.array_equal(a.owner, c.owner)
+    with monkeypatch.context() as m:
+        m.setattr(pymetis, "part_graph", lambda *a, **k: pytest.fail("METIS ran again"))
+        b = partition_graph(load_graph(src), 4, method="metis", progress=False)
+        assert np.array_equal(a.owner, b.owner)
+        # the same structure with weights reuses it (METIS ignores weights) ...
+        c = partition_graph(load_graph(src).with_weights(seed=1), 4, method="metis", progress=False)
+        assert np.array_equal(a.owner, c.owner)
     # ... a different structure does not pick it up
-    monkeypatch.undo()
     other = load_graph("grid:70", cache=False)
     other.source = str(src)
     partition_graph(other, 4, method="metis", progress=False)
-    assert len(list(tmp_path.glob("power.mtx.gz.metis-degw-k4-*.groute-cache.npz"))) == 2
+    assert len(list(parts.glob("*.metis-degw-k4-*.groute-cache.npz"))) == 2
 
 
 def test_metis_cache_for_generated_graph_in_cache_dir(isolated_cache):
@@ -231,7 +233,7 @@ def test_metis_cache_is_shared_by_weighted_copies(tmp_path, monkeypatch):
     """METIS ignores weights, so SSSP's weighted copy of a graph reuses the split cached for the
     unweighted graph (keyed by structure_hash), and the split is the same."""
     needs_pymetis()
-    monkeypatch.setenv("GROUTE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(tmp_path))
     g = load_graph("kron:9", cache=False)
     w = g.with_weights(seed=3)
     assert g.structure_hash() == w.structure_hash() == g.content_hash() != w.content_hash()

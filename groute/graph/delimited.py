@@ -1,0 +1,55 @@
+"""CSV and TSV edge lists (``.csv``, ``.tsv``, optionally ``.gz``).
+
+The delimiter is sniffed from the first data line: a comma, else a tab, else any whitespace. A
+first line with a field that is not a number is a header row (``src,dst,weight``) and names the
+columns. ``#`` and ``%`` lines are comments. ``columns`` picks the source, target and optional
+weight column, by 0-based position or by header name (``columns=("from", "to", "cost")``); by
+default a file of two columns is unweighted and one of three has weights in the third, and a
+wider file must say. Ids and weights follow the SNAP reader's rules (:mod:`.snap`): non-negative
+integer ids renumbered in increasing order and kept in ``g.file_ids``; int32 weights when all are
+integers, else float32. Fields are numbers without quotes or embedded blanks; an empty field is
+an error naming its line.
+"""
+from __future__ import annotations
+
+from .csr import CSRGraph
+from .errors import GraphFormatError
+from .snap import column_names, edge_list_graph, resolve_columns
+from .textio import (BLANKS, Table, blank_comment_lines, first_data_line, is_number, line_head,
+                     read_bytes, split_header)
+
+
+def sniff_delimiter(line: bytes) -> bytes | None:
+    """``b","``, ``b"\\t"`` or None (any whitespace) for a data line."""
+    for d in (b",", b"\t"):
+        if d in line:
+            return d
+    return None
+
+
+def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negative: bool = False,
+                   data: bytes | None = None) -> CSRGraph:
+    """Read a CSV/TSV edge list into a CSRGraph (see the module docstring)."""
+    data = read_bytes(path) if data is None else data
+    _, body, body_line = split_header(data, lambda l: line_head(l) in (b"#", b"%"))
+    body = blank_comment_lines(body, b"#%")
+    end = body.find(b"\n")
+    first = (body if end < 0 else body[:end]).rstrip(b"\r")
+    delim = sniff_delimiter(first)
+    fields = [f.strip(BLANKS) for f in (first.split(delim) if delim else first.split())]
+    names = None
+    if fields and not all(is_number(f) for f in fields):
+        names = [f.decode("latin-1") for f in fields]
+        if any(not n for n in names):
+            raise GraphFormatError(path, f"empty column name in the header row {first.decode('latin-1')[:60]!r}",
+                                   line=body_line)
+        blanked = b" " * len(first) + body[len(first):]
+        body = blanked
+    shown = body
+    text = body.replace(delim, b" ") if delim and delim != b"\t" else body
+    ncols = len(names) if names else len(first_data_line(text)) or 2
+    cols = resolve_columns(path, columns, ncols, names, line=body_line)
+    table = Table(text, ncols, path=path, first_line=body_line,
+                  names=column_names(ncols, cols, names), display=shown)
+    del data, body, text, shown
+    return edge_list_graph(table, cols, symmetric=symmetric, allow_negative=allow_negative)

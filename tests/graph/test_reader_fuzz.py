@@ -1,0 +1,337 @@
+"""Reader fuzz test: mutated graph files give the right graph or a GraphFormatError naming the file
+and a line, never a wrong graph, another exception, or memory beyond a cap.
+
+Valid files of every format are written from small random graphs, then mutated (byte flips,
+insertions, truncations, huge declared sizes, hostile ids and weights; seeded). Each case is read
+in a subprocess under an address-space limit; a graph that comes back is compared with an
+independent line-by-line parse of the documented grammar (below), which must accept the file and
+give the same arcs, weights and vertices.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CASES = 400
+SEED = 22
+ADDRESS_SPACE_CAP = 2 << 30
+#: declared vertex counts at least this large cannot fit under the cap: they must be errors
+HUGE = 10**8
+
+TOKEN = re.compile(rb"[^\x00-\x20]+")
+INT = re.compile(rb"[+-]?[0-9]+\Z")
+FLOAT = re.compile(rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                   rb"|nan(?:\([0-9A-Za-z_]*\))?|inf(?:inity)?)\Z", re.IGNORECASE)
+CONTROL = set(range(32)) - set(b"\t\n\v\f\r") | {127}
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+class Invalid(Exception):
+    """The reference parse rejects the file."""
+
+
+# ---------------------------------------------------------------- the reference parse
+def _lines(data):
+    return data.split(b"\n")
+
+
+def _head(line):
+    return line.lstrip(bytes(range(33)))[:1]
+
+
+def _split_header(lines, is_header):
+    i = 0
+    while i < len(lines) and (not lines[i].strip(bytes(range(33))) or is_header(lines[i])):
+        i += 1
+    return lines[:i], i
+
+
+def _fields(line, n):
+    if any(b in CONTROL for b in line):
+        raise Invalid("control byte")
+    toks = TOKEN.findall(line)
+    if len(toks) != n:
+        raise Invalid("field count")
+    return toks
+
+
+def _int(tok, lo=-(2**63), hi=2**63 - 1):
+    if not INT.match(tok):
+        raise Invalid(f"not an integer {tok!r}")
+    v = int(tok)
+    if not lo <= v <= hi:
+        raise Invalid(f"out of range {v}")
+    return v
+
+
+def _weight(tok, real):
+    if not real:
+        return _int(tok, 0, 2**31 - 1)
+    if not FLOAT.match(tok):
+        raise Invalid(f"not a number {tok!r}")
+    v = float(re.sub(rb"\(.*\)", b"", tok))
+    if math.isnan(v) or math.isinf(v) or abs(v) > F32_MAX or v < 0:
+        raise Invalid(f"bad weight {v}")
+    return float(np.float32(v))
+
+
+def _arcs_min(arcs):
+    out = {}
+    for u, v, w in arcs:
+        if (u, v) not in out or (w is not None and w < out[(u, v)]):
+            out[(u, v)] = w
+    return out
+
+
+def ref_snap(data):
+    lines = _lines(data)
+    header, start = _split_header(lines, lambda l: _head(l) in (b"#", b"%"))
+    undirected = any(re.match(rb"^\s*[#%]\s*undirected\b", l, re.I) for l in header)
+    nodes = edges = None
+    for l in header:
+        m = re.search(rb"Nodes:\s*(\d+)\s+Edges:\s*(\d+)", l, re.I)
+        if m:
+            nodes, edges = int(m.group(1)), int(m.group(2))
+            break
+    if nodes is not None and nodes >= HUGE:
+        raise Invalid("huge")
+    rows = [l for l in lines[start:] if TOKEN.findall(l) and _head(l) not in (b"#", b"%")]
+    ncols = len(TOKEN.findall(rows[0])) if rows else 2
+    if ncols not in (2, 3):
+        raise Invalid("columns")
+    toks = [_fields(l, ncols) for l in rows]
+    if edges is not None and len(toks) != edges:
+        raise Invalid("edge count")
+    real = ncols == 3 and not all(INT.match(t[2]) for t in toks)
+    arcs = []
+    for t in toks:
+        u, v = _int(t[0], 0), _int(t[1], 0)
+        arcs.append((u, v, _weight(t[2], real) if ncols == 3 else None))
+    if undirected:
+        arcs += [(v, u, w) for u, v, w in arcs]
+    ids = sorted({a for a, _, _ in arcs} | {b for _, b, _ in arcs})
+    if nodes is not None:
+        if len(ids) > nodes:
+            raise Invalid("nodes")
+        if len(ids) < nodes and (not ids or ids[-1] < nodes):
+            ids = list(range(nodes))
+    return ids, _arcs_min(arcs), not undirected
+
+
+def ref_mtx(data):
+    lines = _lines(data)
+    tokens = lines[0].decode("latin-1").strip().lower().split()
+    if len(tokens) != 5 or tokens[:3] != ["%%matrixmarket", "matrix", "coordinate"] or \
+            tokens[3] not in ("pattern", "integer", "real", "double") or \
+            tokens[4] not in ("general", "symmetric"):
+        raise Invalid("banner")
+    _, start = _split_header(lines, lambda l: _head(l) == b"%")
+    if start >= len(lines):
+        raise Invalid("no size line")
+    size = lines[start].split()
+    if len(size) != 3 or not all(INT.match(x) for x in size):
+        raise Invalid("size line")
+    n, cols, nnz = (int(x) for x in size)
+    if n != cols or n < 0 or nnz < 0 or n >= HUGE:
+        raise Invalid("sizes")
+    ncols = 2 if tokens[3] == "pattern" else 3
+    rows = [l for l in lines[start + 1:] if TOKEN.findall(l) or any(b in CONTROL for b in l)]
+    toks = [_fields(l, ncols) for l in rows]
+    if len(toks) != nnz:
+        raise Invalid("entry count")
+    arcs = []
+    for t in toks:
+        u, v = _int(t[0], 1, n), _int(t[1], 1, n)
+        w = _weight(t[2], tokens[3] in ("real", "double")) if ncols == 3 else None
+        arcs.append((u, v, w))
+        if tokens[4] == "symmetric" and u != v:
+            arcs.append((v, u, w))
+    return list(range(1, n + 1)), _arcs_min(arcs), tokens[4] == "general"
+
+
+def ref_dimacs(data):
+    lines = _lines(data)
+    header, start = _split_header(lines, lambda l: _head(l) in (b"c", b"p"))
+    problem = [l for l in header if _head(l) == b"p"]
+    if len(problem) != 1:
+        raise Invalid("problem lines")
+    f = problem[0].split()
+    if len(f) != 4 or f[1] != b"sp" or not INT.match(f[2]) or not INT.match(f[3]):
+        raise Invalid("problem line")
+    n, m = int(f[2]), int(f[3])
+    if n < 0 or m < 0 or n >= HUGE:
+        raise Invalid("counts")
+    arcs = []
+    for l in lines[start:]:
+        h = _head(l)
+        if h in (b"", b"c"):
+            continue
+        t = _fields(l, 4)
+        if t[0] != b"a":
+            raise Invalid("tag")
+        arcs.append((_int(t[1], 1, n), _int(t[2], 1, n), _int(t[3], 0, 2**31 - 1)))
+    if len(arcs) != m:
+        raise Invalid("arc count")
+    got = _arcs_min(arcs)
+    symmetric = all(got.get((v, u), object()) == w for (u, v), w in got.items())
+    return list(range(1, n + 1)), got, not symmetric
+
+
+REFERENCE = {".txt": ref_snap, ".mtx": ref_mtx, ".gr": ref_dimacs}
+
+
+def graph_view(g, suffix):
+    """(vertex ids, {(u, v): weight}, directed) of a graph read from a file, in the file's ids."""
+    src, dst = g.edges()
+    if suffix == ".txt":
+        ids = g.file_ids.tolist() if g.file_ids is not None else list(range(g.num_vertices))
+        su, dv = g.file_id_of(src).tolist(), g.file_id_of(dst.astype(np.int64)).tolist()
+    else:
+        ids = list(range(1, g.num_vertices + 1))
+        su, dv = (src + 1).tolist(), (dst.astype(np.int64) + 1).tolist()
+    w = [None] * len(su) if g.weights is None else [float(x) if g.weights.dtype.kind == "f"
+                                                    else int(x) for x in g.weights.tolist()]
+    return ids, dict(zip(zip(su, dv), w)), g.directed
+
+
+# ---------------------------------------------------------------- the cases
+def valid_files(rng):
+    """A few small valid files of each format (bytes, suffix)."""
+    from groute.graph import CSRGraph, write_dimacs, write_mtx, write_snap
+    out = []
+    for i in range(3):
+        n = int(rng.integers(3, 12))
+        m = int(rng.integers(1, 20))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        for weights in (None, "int", "real"):
+            w = None if weights is None else (rng.integers(0, 50, m).astype(np.int32) if weights == "int"
+                                              else (rng.random(m) * 10).astype(np.float32))
+            g = CSRGraph.from_edges(src, dst, n, w)
+            tmp = Path(os.environ["FUZZ_DIR"]) / "valid"
+            for suffix, writer in ((".txt", write_snap), (".mtx", write_mtx), (".gr", write_dimacs)):
+                if suffix == ".gr" and weights == "real":
+                    continue
+                writer(g, tmp.with_suffix(suffix))
+                out.append((tmp.with_suffix(suffix).read_bytes(), suffix))
+            if weights is None:
+                u = CSRGraph.from_edges(src, dst, n).symmetrize()
+                write_snap(u, tmp.with_suffix(".txt"))
+                out.append((tmp.with_suffix(".txt").read_bytes(), ".txt"))
+                write_mtx(u, tmp.with_suffix(".mtx"))
+                out.append((tmp.with_suffix(".mtx").read_bytes(), ".mtx"))
+    return out
+
+
+HOSTILE_IDS = [b"9223372036854775808", b"-9223372036854775809", b"9223372036854775807",
+               b"9007199254740993", b"100000000000000000000000", b"-1", b"0", b"+3", b"4294967296"]
+HOSTILE_WEIGHTS = [b"1e39", b"nan", b"NaN(1)", b"inf", b"-inf", b"-1", b"2147483648", b"1e400",
+                   b"0x10", b"1_0", b"3.5", b"-0", b"1e-50", b".5", b"5."]
+HUGE_SIZES = [b"1000000000", b"4294967296", b"1099511627776", b"100000000000000000000"]
+FLIP_BYTES = list(b"0123456789-+.eE \t\n\r#%acpx,") + [0, 1, 11, 12, 127, 160, 255]
+
+
+def mutate(data: bytes, rng) -> bytes:
+    kind = rng.integers(0, 6)
+    b = bytearray(data)
+    if kind == 0 and b:                                   # flip bytes
+        for _ in range(int(rng.integers(1, 4))):
+            b[int(rng.integers(0, len(b)))] = FLIP_BYTES[int(rng.integers(0, len(FLIP_BYTES)))]
+        return bytes(b)
+    if kind == 1:                                         # insert a byte
+        pos = int(rng.integers(0, len(b) + 1))
+        return bytes(b[:pos]) + bytes([FLIP_BYTES[int(rng.integers(0, len(FLIP_BYTES)))]]) + bytes(b[pos:])
+    if kind == 2:                                         # truncate
+        return bytes(b[: int(rng.integers(0, len(b) + 1))])
+    toks = list(re.finditer(rb"[^\x00-\x20]+", data))
+    if not toks:
+        return data
+    if kind == 3:                                         # a huge declared size
+        nums = [t for t in toks if INT.match(t.group()) and data.rfind(b"\n", 0, t.start()) <
+                data.find(b"\n", data.find(b"\n") + 1 + (data.find(b"\n") + 1 if data[:1] in b"%#c" else 0))]
+        nums = nums or [t for t in toks if INT.match(t.group())][:3]
+        if not nums:
+            return data
+        t = nums[int(rng.integers(0, len(nums)))]
+        new = HUGE_SIZES[int(rng.integers(0, len(HUGE_SIZES)))]
+    else:                                                 # a hostile id or weight
+        t = toks[int(rng.integers(0, len(toks)))]
+        pool = HOSTILE_IDS if kind == 4 else HOSTILE_WEIGHTS
+        new = pool[int(rng.integers(0, len(pool)))]
+    return data[: t.start()] + new + data[t.end():]
+
+
+def run_cases(directory: str, cases: int, seed: int) -> dict:
+    """Read every case; return counts and the failures (run in a capped subprocess)."""
+    from groute.graph import GraphFormatError, read_graph
+    rng = np.random.default_rng(seed)
+    os.environ["FUZZ_DIR"] = directory
+    files = valid_files(rng)
+    failures, counts = [], {"graph": 0, "error": 0, "valid_rejected": 0}
+    for i in range(cases):
+        data, suffix = files[int(rng.integers(0, len(files)))]
+        if i >= len(files):
+            data = mutate(data, rng)
+            if rng.random() < 0.3:
+                data = mutate(data, rng)
+        else:
+            data, suffix = files[i]
+        path = os.path.join(directory, f"case{i}{suffix}")
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            want = REFERENCE[suffix](data)
+        except Invalid:
+            want = None
+        except Exception as exc:                          # the reference itself is wrong
+            failures.append([i, suffix, data.decode("latin-1"), f"reference failed: {exc!r}"])
+            continue
+        try:
+            g = read_graph(path)
+        except GraphFormatError as err:
+            counts["error"] += 1
+            nlines = data.count(b"\n") + 1
+            if err.path != path or err.line is None or not 1 <= err.line <= nlines or \
+                    f"line {err.line}" not in str(err):
+                failures.append([i, suffix, data.decode("latin-1"), f"error without file/line: {err}"])
+            if want is not None:
+                counts["valid_rejected"] += 1
+                if i < len(files):
+                    failures.append([i, suffix, data.decode("latin-1"), f"valid file rejected: {err}"])
+            continue
+        except BaseException as exc:
+            failures.append([i, suffix, data.decode("latin-1"), f"{type(exc).__name__}: {exc}"])
+            continue
+        counts["graph"] += 1
+        got = graph_view(g, suffix)
+        if want is None:
+            failures.append([i, suffix, data.decode("latin-1"), "accepted a file the grammar rejects"])
+        elif got != want:
+            failures.append([i, suffix, data.decode("latin-1"), f"wrong graph: {got} != {want}"])
+    return {"counts": counts, "failures": failures[:10], "nfail": len(failures)}
+
+
+def test_reader_fuzz(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import json, resource, sys\n"
+        "import numpy\n"
+        f"sys.path[:0] = [{str(root)!r}, {str(Path(__file__).parent)!r}]\n"
+        "import test_reader_fuzz as fuzz\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_CAP}, {ADDRESS_SPACE_CAP}))\n"
+        f"print(json.dumps(fuzz.run_cases({str(tmp_path)!r}, {CASES}, {SEED})))\n")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=110,
+                       env=env, cwd=str(root))
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["nfail"] == 0, json.dumps(res["failures"], indent=1)[:6000]
+    c = res["counts"]
+    assert c["graph"] > CASES // 10 and c["error"] > CASES // 4, c      # both outcomes exercised

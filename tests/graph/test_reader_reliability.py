@@ -1,0 +1,248 @@
+"""Readers return the right graph or a GraphFormatError naming file and line (issue 22 items 3-6),
+and the file-input parts of issue 21: CSV/TSV, SNAP headers, NaN/inf named, `data get --url`."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from groute.graph import GraphFormatError, load_graph, read_graph, write_graph
+from groute.graph import budget
+
+MTX = "%%MatrixMarket matrix coordinate {field} general\n"
+
+
+def error_of(tmp_path, name, content):
+    p = tmp_path / name
+    p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(GraphFormatError) as info:
+        read_graph(p)
+    err = info.value
+    assert err.path == str(p) and err.line is not None and f"line {err.line}" in str(err)
+    return err
+
+
+# ---------------------------------------------------------------- item 3: wrong graphs
+@pytest.mark.parametrize("text,quoted", [
+    ("9223372036854775808 1\n9223372036854775807 1\n", "9223372036854775808"),
+    ("1 2\n-9223372036854775809 1\n", "-9223372036854775809"),
+    ("1 2\n3 99999999999999999999999\n", "99999999999999999999999"),
+])
+def test_snap_ids_beyond_64_bits_are_errors_quoting_the_file(tmp_path, text, quoted):
+    err = error_of(tmp_path, "big.txt", text)
+    assert quoted in str(err) and "64-bit" in str(err)
+    assert err.line == text.count("\n", 0, text.index(quoted)) + 1
+
+
+def test_int64_extremes_that_fit_are_ids(tmp_path):
+    p = tmp_path / "edge.txt"
+    p.write_text("9223372036854775807 0\n")
+    assert read_graph(p).file_ids.tolist() == [0, 2**63 - 1]
+
+
+@pytest.mark.parametrize("name,content,line", [
+    ("w.txt", "1 2 1\n2 3 1e39\n", 2),
+    ("w.mtx", MTX.format(field="real") + "3 3 2\n1 2 1\n2 3 1e39\n", 4),
+    ("w400.txt", "1 2 0.5\n2 3 1e400\n", 2),
+])
+def test_weights_beyond_float32_are_errors(tmp_path, name, content, line):
+    err = error_of(tmp_path, name, content)
+    assert err.line == line and "does not fit in float32" in str(err)
+
+
+def test_dimacs_line_without_its_tag_is_an_error(tmp_path):
+    err = error_of(tmp_path, "t.gr", "p sp 9 2\na 1 2 3\n  9 1 2 3\n")
+    assert err.line == 3 and "'9 1 2 3'" in str(err)
+
+
+def test_snap_float_weights_keep_ids_above_2_53_apart(tmp_path):
+    p = tmp_path / "f.txt"
+    p.write_text("9007199254740993 1 1.5\n9007199254740992 1 2.5\n")
+    g = read_graph(p)
+    assert g.file_ids.tolist() == [1, 2**53, 2**53 + 1] and g.num_edges == 2
+    assert g.weights.dtype == np.float32
+
+
+# ---------------------------------------------------------------- item 4: messages
+def test_control_byte_blamed_on_its_own_line(tmp_path):
+    err = error_of(tmp_path, "c.txt", b"1 2\n\x01 3 4\n5 6\n")
+    assert err.line == 2 and "control byte 0x01" in str(err)
+    err = error_of(tmp_path, "c2.txt", b"1 2\n3 4\x01\n5 6\n")
+    assert err.line == 2
+
+
+def test_field_count_message_counts_as_the_reader_does(tmp_path):
+    err = error_of(tmp_path, "n.txt", b"1 2\n3 4\x005\n")
+    assert err.line == 2 and "found 3" in str(err)
+
+
+# ---------------------------------------------------------------- item 5: the docs hold
+def test_indented_dimacs_arcs_and_comments(tmp_path):
+    p = tmp_path / "i.gr"
+    p.write_text("c x\np sp 3 3\n a 1 2 3\n\ta 2 3 1\n   c indented comment\na 3 1 2\n")
+    g = read_graph(p)
+    assert g.indices.tolist() == [1, 2, 0] and g.weights.tolist() == [3, 1, 2]
+
+
+def test_indented_snap_comment_after_the_first_edge(tmp_path):
+    p = tmp_path / "i.txt"
+    p.write_text("1 2\n   # a comment\n\t% another\n2 3\n")
+    assert read_graph(p).num_edges == 2
+
+
+def test_snap_mixed_integer_and_real_weights(tmp_path):
+    p = tmp_path / "m.txt"
+    p.write_text("1 2 1\n2 3 1.5\n3 1 2e1\n")
+    g = read_graph(p)
+    assert g.weights.dtype == np.float32 and g.weights.tolist() == [1.0, 1.5, 20.0]
+
+
+# ---------------------------------------------------------------- item 6: declared sizes
+def test_declared_sizes_checked_before_allocating(tmp_path):
+    """Under a 1 GiB address-space cap, files declaring 1e8/1e9/2^32 vertices are
+    GraphFormatErrors naming file and line, not MemoryError or a plain ValueError."""
+    cases = {
+        "e8.mtx": MTX.format(field="pattern") + "100000000 100000000 1\n1 2\n",
+        "e9.mtx": MTX.format(field="pattern") + "1000000000 1000000000 1\n1 2\n",
+        "big.mtx": MTX.format(field="pattern") + "4294967296 4294967296 1\n1 2\n",
+        "e9.gr": "p sp 1000000000 1\na 1 2 3\n",
+        "e9.txt": "# Nodes: 1000000000 Edges: 1\n1 2\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    script = textwrap.dedent(f"""
+        import resource, sys, json
+        import numpy  # noqa: F401 (loaded before the cap)
+        from groute.graph import read_graph, GraphFormatError
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        out = {{}}
+        for name in {sorted(cases)!r}:
+            try:
+                g = read_graph({str(tmp_path)!r} + "/" + name)
+                out[name] = "loaded"
+            except GraphFormatError as e:
+                out[name] = [e.line, str(e)]
+            except BaseException as e:
+                out[name] = type(e).__name__ + ": " + str(e)
+        print(json.dumps(out))
+    """)
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=env, cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    for name in cases:
+        assert isinstance(out[name], list), (name, out[name])
+        line, message = out[name]
+        assert name in message and line == (2 if name.endswith(".mtx") else 1), message
+    assert "2^32" in out["big.mtx"][1]
+
+
+def test_budget_reads_a_cap(monkeypatch):
+    monkeypatch.setattr(budget, "_mem_available", lambda: 10 * 2**20)
+    with pytest.raises(GraphFormatError, match="GiB"):
+        budget.check_vertices("f.mtx", 10**6, line=2)
+    budget.check_vertices("f.mtx", 1000, line=2)
+
+
+# ---------------------------------------------------------------- issue 21: files in
+def test_nan_and_inf_weights_named(tmp_path):
+    assert "weight is NaN" in str(error_of(tmp_path, "a.txt", "1 2 1\n2 3 nan\n"))
+    assert "weight is infinite" in str(error_of(tmp_path, "b.txt", "1 2 1.5\n2 3 -inf\n"))
+    err = error_of(tmp_path, "c.gr", "p sp 3 2\na 1 2 3\na 2 3 NaN\n")
+    assert err.line == 3 and "weight is NaN" in str(err)
+    err = error_of(tmp_path, "d.mtx", MTX.format(field="integer") + "3 3 1\n1 2 inf\n")
+    assert err.line == 3 and "weight is infinite" in str(err)
+
+
+def test_snap_undirected_header_and_isolated_vertices(tmp_path):
+    p = tmp_path / "u.txt"
+    p.write_text("# Undirected graph: u\n# Nodes: 6 Edges: 2\n0 1\n1 4\n")
+    g = read_graph(p)
+    assert not g.directed and g.num_vertices == 6 and g.num_edges == 4
+    assert g.file_ids.tolist() == list(range(6)) and g.degrees().tolist() == [1, 2, 0, 0, 1, 0]
+
+
+def test_snap_nodes_header_with_sparse_ids(tmp_path):
+    p = tmp_path / "s.txt"
+    p.write_text("# Nodes: 3 Edges: 2\n10 20\n20 30\n")
+    assert read_graph(p).file_ids.tolist() == [10, 20, 30]
+    q = tmp_path / "t.txt"
+    q.write_text("# Nodes: 2 Edges: 2\n10 20\n20 30\n")
+    assert error_of(tmp_path, "t.txt", q.read_text()).line == 1
+
+
+@pytest.mark.parametrize("spec", ["kron:12", "rmat:10"])
+def test_write_graph_round_trip_keeps_isolated_vertices(tmp_path, spec):
+    g = load_graph(spec, cache=False)
+    assert g.degree_stats()["isolated"] > 0
+    p = tmp_path / "g.txt"
+    write_graph(g, p)
+    h = read_graph(p)
+    assert h.num_vertices == g.num_vertices and h.directed == g.directed
+    assert np.array_equal(h.indptr, g.indptr) and np.array_equal(h.indices, g.indices)
+
+
+@pytest.mark.parametrize("name,text,columns,want_w", [
+    ("a.csv", "src,dst,weight\n1,2,3\n# note\n2,3,5\n", None, [3, 5]),
+    ("b.csv", "1,2\n2,3\n", None, None),
+    ("c.tsv", "from\tto\tt\tcost\n1\t2\t9\t3\n2\t3\t9\t5\n", ("from", "to", "cost"), [3, 5]),
+    ("d.csv", "a,b,c,d\n9,1,2,3\n9,2,3,5\n", (1, 2, 3), [3, 5]),
+    ("e.csv", "% c\n1 2 3\n2 3 5\n", None, [3, 5]),
+    ("f.csv", "SRC , DST\n1 , 2\n2 , 3\n", ("src", "dst"), None),
+])
+def test_csv_and_tsv(tmp_path, name, text, columns, want_w):
+    p = tmp_path / name
+    p.write_text(text)
+    g = load_graph(p, columns=columns, cache=False)
+    assert g.file_ids.tolist() == [1, 2, 3] and g.num_edges == 2 and g.directed
+    assert (g.weights is None) == (want_w is None)
+    if want_w is not None:
+        assert g.weights.tolist() == want_w
+
+
+def test_csv_errors_name_line_and_column(tmp_path):
+    err = error_of(tmp_path, "x.csv", "src,dst,weight\n1,2,3\n2,,5\n")
+    assert err.line == 3 and "found 2" in str(err)
+    err = error_of(tmp_path, "y.csv", "src,dst,weight\n1,2,3\n2,x,5\n")
+    assert err.line == 3 and "target id (dst)" in str(err)
+    p = tmp_path / "w.csv"
+    p.write_text("a,b,c,d\n1,2,3,4\n")
+    with pytest.raises(GraphFormatError, match="columns="):
+        read_graph(p)
+    with pytest.raises(GraphFormatError, match="no column named 'z'"):
+        read_graph(p, columns=("a", "z"))
+
+
+def test_csv_gz_and_sniffed(tmp_path):
+    import gzip
+    p = tmp_path / "e.csv.gz"
+    p.write_bytes(gzip.compress(b"u,v\n5,6\n"))
+    assert read_graph(p).file_ids.tolist() == [5, 6]
+    q = tmp_path / "noext"
+    q.write_text("5,6\n6,7\n")
+    assert read_graph(q).num_edges == 2
+
+
+def test_data_get_url_makes_the_name_loadable(tmp_path, isolated_cache):
+    from groute.graph import datasets, write_snap
+    g = load_graph("er:50:3:seed=1", cache=False)
+    src = tmp_path / "mine.txt"
+    write_snap(g, src)
+    datasets.download("my-graph", url=src.as_uri(), dir=tmp_path / "elsewhere")
+    h = load_graph("my-graph")
+    assert h.num_edges == g.num_edges and not h.directed
+
+
+def test_download_error_names_the_url(tmp_path):
+    import socket
+    from groute.graph import datasets
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                              # nothing listens there now
+    url = f"http://127.0.0.1:{port}/graph.txt"
+    with pytest.raises(OSError, match=f"127.0.0.1:{port}/graph.txt") as info:
+        datasets.download("offline", url=url, dir=tmp_path)
+    assert isinstance(info.value, datasets.DatasetError)
