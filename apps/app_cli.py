@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from groute.cli_support import drop_stdout
+from groute.graph.cli import add_cache_option
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,9 @@ def add_graph_options(p, *, repeat_default=5):
     p.add_argument("--symmetric", action="store_true",
                    help="store every arc in both directions (an undirected reading of the input)")
     p.add_argument("--columns", default=None, metavar="COLS",
-                   help="CSV input: which columns hold source, target and weight (passed to the "
-                        "CSV reader's columns=)")
+                   help="edge-list input: the source, target and optional weight columns, "
+                        "comma-separated header names or 0-based positions (e.g. from,to,cost)")
+    add_cache_option(p)
     p.add_argument("--seed", type=int, default=0, help="generator / partition seed (default 0)")
     p.add_argument("--repeat", type=int, default=repeat_default, metavar="R",
                    help=f"timed runs after one warm-up; the median is printed (default {repeat_default})")
@@ -60,14 +62,23 @@ def say(text: str = "") -> None:
         drop_stdout()
 
 
+def parse_columns(text: str) -> list:
+    """``--columns``: comma-separated header names or 0-based positions, 2 or 3 of them."""
+    cols = [c.strip() for c in text.split(",")]
+    if len(cols) not in (2, 3) or not all(cols):
+        raise ValueError(f"--columns takes 2 or 3 comma-separated names or positions "
+                         f"(source, target[, weight]), got {text!r}")
+    return [int(c) if c.isdigit() else c for c in cols]
+
+
 def load(args):
     """The graph ``--graph`` names (with ``--symmetric``, ``--columns``), and the seconds it took."""
     from groute.graph import load_graph
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
-    options = {"seed": args.seed, "symmetric": args.symmetric}
+    options = {"seed": args.seed, "symmetric": args.symmetric, "cache": not args.no_cache}
     if args.columns is not None:
-        options["columns"] = args.columns
+        options["columns"] = parse_columns(args.columns)
     t0 = time.perf_counter()
     g = load_graph(args.graph, **options)
     return g, time.perf_counter() - t0

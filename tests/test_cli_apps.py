@@ -138,18 +138,17 @@ def test_symmetric_reads_a_directed_input_both_ways(tmp_path, capsys):
 
 
 @pytest.mark.timeout(60)
-def test_columns_pass_through_to_the_reader(monkeypatch, capsys):
-    """--columns goes to load_graph's columns= (the CSV reader's); absent, nothing is passed."""
-    import groute.graph
-    seen = []
-    real = groute.graph.load_graph
-
-    def spy(source, **options):
-        seen.append(dict(options))
-        options.pop("columns", None)
-        return real(source, **options)
-
-    monkeypatch.setattr(groute.graph, "load_graph", spy)
-    assert main(["cc", "--graph", "grid:3", *RUN, "--columns", "src,dst"]) == 0
-    assert main(["cc", "--graph", "grid:3", *RUN]) == 0
-    assert seen[0]["columns"] == "src,dst" and "columns" not in seen[1]
+def test_columns_choose_the_csv_columns_by_name_or_position(tmp_path, capsys):
+    """--columns names the source, target and weight columns of a CSV file, by header name or
+    0-based position; the weights read are the chosen column's."""
+    path = tmp_path / "trips.csv"
+    path.write_text("cost,from,to\n5,1,2\n1,2,3\n9,1,3\n")
+    by_name = run_json(capsys, "sssp", "--graph", str(path), "--source", "1", "--no-cache",
+                       "--columns", "from,to,cost", "--output", str(tmp_path / "d.json"))
+    assert by_name["reached"] == 3
+    assert json.loads((tmp_path / "d.json").read_text())["values"] == [0.0, 5.0, 6.0]
+    by_position = run_json(capsys, "sssp", "--graph", str(path), "--source", "1", "--no-cache",
+                           "--columns", "1,2,0", "--output", str(tmp_path / "p.json"))
+    assert by_position["reached"] == 3
+    assert json.loads((tmp_path / "p.json").read_text())["values"] == [0.0, 5.0, 6.0]
+    assert main(["sssp", "--graph", str(path), *RUN, "--columns", "from"]) == 1

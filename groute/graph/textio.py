@@ -270,6 +270,7 @@ class Table:
         k = len(cols)
         if self.rows == 0:
             return np.zeros((0, k), dtype=dtype)
+        in_file = sorted(cols)              # the text keeps the columns in file order
         text = self.data if k == self.ncols else self._only(cols)
         try:
             values = np.fromstring(text, dtype=dtype, sep=" ")
@@ -278,8 +279,10 @@ class Table:
         if values is None or values.size != self.rows * k:
             if not locate:
                 return None
-            self._raise_bad_value(text, cols, dtype)
+            self._raise_bad_value(text, in_file, dtype)
         values = values.reshape(self.rows, k)
+        if in_file != cols:
+            values = values[:, [in_file.index(c) for c in cols]]
         if dtype is np.int64 and (values.max() == _I64.max or values.min() == _I64.min):
             self._check_saturated(values, cols)
         return values

@@ -191,6 +191,8 @@ def test_write_graph_round_trip_keeps_isolated_vertices(tmp_path, spec):
     ("d.csv", "a,b,c,d\n9,1,2,3\n9,2,3,5\n", (1, 2, 3), [3, 5]),
     ("e.csv", "% c\n1 2 3\n2 3 5\n", None, [3, 5]),
     ("f.csv", "SRC , DST\n1 , 2\n2 , 3\n", ("src", "dst"), None),
+    ("g.csv", "cost,from,to\n3,1,2\n5,2,3\n", ("from", "to", "cost"), [3, 5]),
+    ("h.csv", "to,x,from\n2,0,1\n3,0,2\n", (2, 0), None),
 ])
 def test_csv_and_tsv(tmp_path, name, text, columns, want_w):
     p = tmp_path / name
