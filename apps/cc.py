@@ -63,6 +63,7 @@ from groute.apps.cc_device import DeviceCC
 from groute.apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
 from groute.apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
+from groute.apps.memory import cc_bytes
 from groute import Link, Router, first_available
 from groute.tuning import CC_LINKS, CCTuning
 
@@ -147,6 +148,7 @@ class CC(Solver):
         self._open_context(ctx, devices=devices, backend=backend, max_devices=self.n)
         try:
             self.k = len(self.ctx.devices)
+            self._check_memory(cc_bytes, graph)
             t0 = time.perf_counter()
             cuda = self.ctx.backend == "cuda"
             self.afforest = bool(afforest)

@@ -145,6 +145,17 @@ class Solver:
                                                   timeout=timeout, max_devices=max_devices)
         return self.ctx
 
+    def _check_memory(self, estimate, graph, *, weighted=False) -> None:
+        """Raise :class:`~groute.apps.memory.GraphTooLarge` before anything is uploaded when
+        ``estimate`` (a :mod:`groute.apps.memory` function) says ``graph`` will not fit the
+        context's devices."""
+        from groute.apps.memory import check_fits
+        need = estimate(int(graph.num_vertices), int(graph.num_edges), weighted=weighted,
+                        directed=bool(graph.directed), devices=len(self.ctx.devices))
+        check_fits(self.ctx.devices, need, f"{type(self).__name__} on {graph.name or 'the graph'} "
+                                           f"({int(graph.num_vertices):,} vertices, "
+                                           f"{int(graph.num_edges):,} arcs)")
+
     def _result(self, values, time_s, stats, **facts) -> AppResult:
         """An :class:`AppResult` carrying the ids of the solver's ``graph``."""
         return AppResult(values, time_s, stats,

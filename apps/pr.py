@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 from groute.apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
+from groute.apps.memory import pagerank_bytes
 from groute.apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
 from groute.apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                             transpose_arcs)
@@ -253,6 +254,7 @@ class PageRank(Solver):
             k = self.k = len(self.ctx.devices)
             if n and k > n:
                 raise ValueError(f"{k} devices for a graph of {n} vertices: use {n} devices or fewer")
+            self._check_memory(pagerank_bytes, graph)
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "

@@ -32,6 +32,7 @@ from groute.tuning import TraversalTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from .common import AppResult, DeviceTimer, Solver, complete_stats, source_position
+from .memory import traversal_bytes
 from .traversal_values import overflow_possible
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,7 @@ class TraversalSolver(Solver):
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout,
                            max_devices=graph.num_vertices)
         try:
+            self._check_memory(traversal_bytes, graph, weighted=self.weighted_values)
             self._setup(graph, partition, mode, priority, routing, delta, seed,
                         max_rounds, packet_size, flush_items)
         except BaseException:

@@ -30,15 +30,19 @@ __version__ = "0.1.0"
 _ASYNC_BSP = ("async", "bsp")
 for _app in (
     _registry.App("bfs", "BFS", "groute.apps.bfs", "BFS", "bfs", needs_source=True, weighted=False,
-                  modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_bfs")),
+                  modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_bfs"),
+                  memory=("groute.apps.memory", "traversal_bytes")),
     _registry.App("sssp", "SSSP", "groute.apps.sssp", "SSSP", "sssp", needs_source=True,
-                  weighted=True, modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_sssp")),
+                  weighted=True, modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_sssp"),
+                  memory=("groute.apps.memory", "traversal_bytes")),
     _registry.App("pr", "PageRank", "groute.apps.pr", "PageRank", "pagerank", needs_source=False,
                   weighted=False, modes=_ASYNC_BSP,
-                  baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank")),
+                  baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank"),
+                  memory=("groute.apps.memory", "pagerank_bytes")),
     _registry.App("cc", "CC", "groute.apps.cc", "CC", "connected_components", needs_source=False,
                   weighted=False, takes_partition=False,
-                  baseline=("groute.apps.baselines_pr_cc", "cupy_cc")),
+                  baseline=("groute.apps.baselines_pr_cc", "cupy_cc"),
+                  memory=("groute.apps.memory", "cc_bytes")),
 ):
     _registry.register_app(_app)
 _registry.register_function("pbf", "groute.apps.pbf", "pbf")

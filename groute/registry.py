@@ -40,6 +40,10 @@ class App:
     #: ``(module, function)`` of its plain-CuPy implementation on one GPU (a benchmark peer and
     #: the GPU reference), or None
     baseline: tuple[str, str] | None = None
+    #: ``(module, function)`` of its device memory estimate, ``function(n, m, *, weighted,
+    #: directed, devices)`` returning an object with a ``total`` in bytes and named ``parts``
+    #: (``groute bench`` reports it beside the measured peak), or None
+    memory: tuple[str, str] | None = None
 
     def solver_class(self):
         return load(self.module, self.solver)

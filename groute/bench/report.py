@@ -72,16 +72,20 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
     graph_rows = []
     for g in results.get("graphs", []):
         if g.get("error"):
-            graph_rows.append([_cell(g["spec"]), "-", "-", "-", f"did not load: {_cell(g['error'])}", "-"])
+            graph_rows.append([_cell(g["spec"]), "-", "-", "-", f"did not load: {_cell(g['error'])}",
+                               "-", "-", "-", "-"])
             continue
         src = g.get("source")
         fid = g.get("source_file_id")
         src_text = f"{src}" + (f" (file id {fid})" if fid is not None and fid != src else "")
+        load = g.get("load_memory") or {}
         graph_rows.append([_cell(g["spec"]), f"{g['vertices']:,}", f"{g['arcs']:,}",
                            "yes" if g["directed"] else "no", f"{src_text}: {g.get('source_rule', '')}",
-                           fmt_seconds(g.get("load_s"))])
+                           fmt_seconds(g.get("load_s")), fmt_bytes(load.get("csr_bytes")),
+                           fmt_bytes(load.get("peak_bytes")), fmt_ratio(load.get("over_csr"))])
     lines += _table(f"{h}# Graphs", ["graph", "vertices:", "arcs:", "directed", "source (rule)",
-                                     "load:"], graph_rows, keep_empty=True)
+                                     "load:", "CSR:", "host peak loading:", "over CSR:"],
+                    graph_rows, keep_empty=True)
 
     peer_names = sorted({p["peer"] for p in results.get("peers", []) if p["status"] == OK},
                         key=_peer_order)
@@ -101,6 +105,8 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
             row += [f"**{c['status']}**: {_cell(c.get('note', ''))}"] + ["-"] * (len(header) - 5)
         case_rows.append(row)
     lines += _table(f"{h}# Our apps", header, case_rows, keep_empty=True)
+
+    lines += _memory_lines(results, h)
 
     peer_rows = [[app_label(p["app"]), _cell(p["graph"]), _cell(p.get("label") or p["peer"]),
                   p.get("device") or "-", OK if p["status"] == OK else f"**{p['status']}**",
@@ -135,11 +141,35 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "- vs 1 device: strong scaling, the same app, graph and mode on one device over "
               "this time (> 1: faster than one device).",
               "- vs PEER: the peer's median time over ours (> 1: we are faster).",
+              "- memory: a case's peak on its fullest device above what was held before it "
+              "(GPU: CuPy's memory pool, sampled through set-up and after every run; CPU "
+              "backend: host allocations traced over set-up and the first run), per arc and "
+              "as a multiple of the CSR's own bytes (int64 offsets, 4-byte ids and weights); "
+              "estimate: the app's own model of one device's share (groute.apps.memory). Host "
+              "peak loading: the resident-set peak while the graph was read or generated.",
               ""]
     notes = _notes(results)
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def _memory_lines(results: dict, h: str) -> list[str]:
+    """The cases' peak memory (:mod:`.memory`) as a table: where, peak, per arc, over the CSR,
+    and the app's estimate; none when no case recorded it."""
+    rows = []
+    for c in results.get("cases", []):
+        mem = c.get("memory")
+        if not mem:
+            continue
+        per_arc = mem.get("bytes_per_arc")
+        rows.append([app_label(c["app"]), _cell(c["graph"]), str(c["devices"]), mode_label(c),
+                     c["status"], mem.get("where", "-"), fmt_bytes(mem.get("peak_bytes")),
+                     "-" if per_arc is None else f"{per_arc:.2f}", fmt_ratio(mem.get("over_csr")),
+                     fmt_bytes(mem.get("estimate_bytes"))])
+    return _table(f"{h}# Memory (peak of each case)",
+                  ["app", "graph", "devices", "mode", "status", "where", "peak:", "bytes / arc:",
+                   "over CSR:", "estimate:"], rows)
 
 
 def _target_lines(results: dict, h: str) -> list[str]:

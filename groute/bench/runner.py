@@ -25,6 +25,7 @@ from .targets import evaluate as evaluate_targets
 from ..machine import describe_machine
 from .peers import PeerSkipped, check_peer_answer, free_gpu_memory, prepare_peer
 from .partitions import PARTITION_PREFETCH_MIN_ARCS, PartitionPrefetch
+from .memory import add_ratios, case_probe, host_peak_while
 from .progress import Progress
 from .fmt import fmt_seconds
 from .report import jsonable
@@ -133,7 +134,7 @@ class SuiteRun:
         self.progress.note(f"loading {spec} ...")
         try:
             t0 = time.perf_counter()
-            graph = _load(spec)
+            graph, load_memory = host_peak_while(lambda: _load(spec))
             info["load_s"] = time.perf_counter() - t0
             source, rule = choose_source(graph, spec)
         except Exception as exc:
@@ -146,6 +147,8 @@ class SuiteRun:
                     arcs=int(graph.num_edges), directed=bool(graph.directed),
                     weighted=graph.weights is not None, source=source, source_rule=rule,
                     source_file_id=_file_id(graph, source))
+        info["load_memory"] = add_ratios(load_memory, graph.num_vertices, graph.num_edges,
+                                         graph.weights is not None)
         self.progress.note(f"{spec}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
                            f"({info['load_s']:.1f} s); source {source} ({rule})")
         weighted = None
@@ -390,11 +393,14 @@ class SuiteRun:
         if app == "pr":
             kwargs["tol"] = PR_TOL
         args = (graph.file_id_of(source),) if spec.needs_source else ()  # run() takes ids
-        t0 = time.perf_counter()
-        solver = self.classes[app](graph, **kwargs)
-        case["setup_s"] = time.perf_counter() - t0
+        probe = case_probe(self.backend, ctx.devices).start()
+        solver = None
         try:
+            t0 = time.perf_counter()
+            solver = self.classes[app](graph, **kwargs)
+            case["setup_s"] = time.perf_counter() - t0
             first = solver.run(*args)
+            probe.first_run_done()
             verdict = verify(app, first.values, ref, graph)
             case["verify"] = verdict.to_dict()
             if not verdict.ok:
@@ -402,9 +408,11 @@ class SuiteRun:
                 return
             for _ in range(self.config.warmup - 1):
                 solver.run(*args)
+                probe.after_run()
             times, last = ([] if self.config.warmup else [_check_time(first)]), first
             while len(times) < self.config.repeat and sum(times) <= self.config.max_case_seconds:
                 last = solver.run(*args)
+                probe.after_run()
                 times.append(_check_time(last))
             verdict = verify(app, last.values, ref, graph)
             if not verdict.ok:
@@ -412,6 +420,7 @@ class SuiteRun:
                 case.update(status=FAIL, note=f"wrong result in a timed run: {verdict.detail}")
                 return
         finally:
+            case["memory"] = self._case_memory(probe.finish(), app, graph, len(ctx.devices))
             close = getattr(solver, "close", None)
             if close is not None:
                 close()
@@ -424,6 +433,24 @@ class SuiteRun:
                             f"the {self.config.max_case_seconds:g} s case budget")
         if app in ("bfs", "sssp"):
             case["gteps"] = graph.num_edges / case["time_s"] / 1e9
+
+    def _case_memory(self, memory: dict, app: str, graph, k: int) -> dict:
+        """A case's measured peak (:mod:`.memory`) set against the CSR, with the app's own
+        estimate of one device's share (its registry ``memory`` function) beside it. The CSR
+        counts weights only for an app that reads them."""
+        weighted = graph.weights is not None and (app not in APPS or APPS[app].weighted)
+        add_ratios(memory, graph.num_vertices, graph.num_edges, weighted)
+        estimate = APPS[app].memory if app in APPS else None
+        memory["estimate_bytes"] = None
+        if estimate is not None:
+            try:
+                from groute.registry import load
+                need = load(*estimate)(int(graph.num_vertices), int(graph.num_edges),
+                                       weighted=weighted, directed=bool(graph.directed), devices=k)
+                memory["estimate_bytes"] = int(need.total)
+            except Exception as exc:
+                log.warning("memory estimate of %s failed: %s", app, exc)
+        return memory
 
     def _add_floor_and_ratios(self, case, fb, peers, graph):
         case["floor_bytes"] = fb

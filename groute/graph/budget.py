@@ -13,6 +13,9 @@ try:
 except ImportError:                      # not on Windows
     resource = None
 
+import numpy as np
+
+from .arrays import index_dtype
 from .errors import GraphFormatError
 
 #: the largest vertex count the CSR type supports (targets are at most uint32-sized)
@@ -22,7 +25,17 @@ MAX_VERTICES = 2**32 - 1
 BYTES_PER_VERTEX = 40
 
 
-def _proc_status_kib(field: str) -> int | None:
+def csr_bytes(num_vertices: int, num_arcs: int, *, weighted: bool = False) -> int:
+    """Bytes of a CSR graph's own arrays as groute stores it: int64 ``indptr`` (arc offsets
+    pass 2**31 on big graphs), 4-byte ``indices`` (vertex ids, int32 below 2**31 vertices; int64
+    above) and, when ``weighted``, 4-byte weights (int32 or float32)."""
+    n, m = int(num_vertices), int(num_arcs)
+    index = np.dtype(index_dtype(n)).itemsize
+    return 8 * (n + 1) + index * m + (4 * m if weighted else 0)
+
+
+def proc_status_kib(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``...); None where unreadable."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -53,7 +66,7 @@ def available_bytes() -> int | None:
         (resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData"))
     for rlimit, field in checks:
         soft, _ = resource.getrlimit(rlimit)
-        used = _proc_status_kib(field)
+        used = proc_status_kib(field)
         if soft != resource.RLIM_INFINITY and used is not None:
             limits.append(max(soft - used * 1024, 0))
     known = [x for x in limits if x is not None]
