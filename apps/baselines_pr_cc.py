@@ -31,6 +31,10 @@ def cupy_pagerank_setup(graph):
     n = int(graph.num_vertices)
     indptr, indices = _device_arrays(graph)
     a = csp.csr_matrix((cupy.ones(indices.shape[0], cupy.float64), indices, indptr), shape=(n, n))
+    if int(a.indptr[-1]) != int(indices.shape[0]):
+        # CuPy releases whose sparse matrices hold 32-bit offsets wrap past 2**31 arcs
+        raise RuntimeError(f"cupy_pagerank: {graph.name or 'the graph'} has {indices.shape[0]:,} "
+                           f"arcs, more than this CuPy's sparse matrices index (32-bit offsets)")
     at = a.T.tocsr()
     outdeg = cupy.diff(indptr).astype(cupy.float64)
     dangling = outdeg == 0
