@@ -51,8 +51,9 @@ def _out_arcs(indptr, vertices):
 
 
 def check_overflow(graph, values, kind, app="sssp") -> None:
-    """Raise OverflowError if a vertex reachable from the source has a shortest distance past
-    the value type; ``values`` are the run's stored distances in the graph's vertex order.
+    """Raise OverflowError, naming the vertex by the graph's own id, if a vertex reachable from
+    the source has a shortest distance past the value type; ``values`` are the run's stored
+    distances by position.
 
     float: a reachable vertex left ``inf`` has an arc from a reached vertex (the first unreached
     vertex on any path to it has one), and such an arc means the float32 sum overflowed.
@@ -70,9 +71,9 @@ def check_overflow(graph, values, kind, app="sssp") -> None:
         tails = np.repeat(np.arange(n), np.diff(indptr))
         lost = reached[tails] & ~reached[indices]
         if lost.any():
-            v = int(indices[np.argmax(lost)])
+            v = graph.file_id_of(int(indices[np.argmax(lost)]))
             raise OverflowError(
-                f"{app}: the shortest distance to vertex {v} passes float32's largest value "
+                f"{app}: the shortest distance to vertex {v!r} passes float32's largest value "
                 f"({FLOAT_MAX:.4g}); distances are float32 for float weights: scale the weights down")
         return
     saturated = values == INT_SATURATED
@@ -96,6 +97,6 @@ def check_overflow(graph, values, kind, app="sssp") -> None:
     wrong = np.flatnonzero(saturated & ~right)
     if wrong.size:
         raise OverflowError(
-            f"{app}: the shortest distance to vertex {int(wrong[0])} is more than {INT_SATURATED}, "
-            f"the largest int32 distance ({wrong.size} such vertices); give float weights "
+            f"{app}: the shortest distance to vertex {graph.file_id_of(int(wrong[0]))!r} is more "
+            f"than {INT_SATURATED}, the largest int32 distance ({wrong.size} such vertices); give float weights "
             f"(float32 distances reach {FLOAT_MAX:.4g})")
