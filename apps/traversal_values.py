@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from groute.graph.arcs import arcs_of_rows
 from groute.worklist import infinity
 
 #: The largest int distance; an int sum at or past it is stored as this value.
@@ -40,14 +41,6 @@ def overflow_possible(num_vertices, max_weight, kind) -> bool:
     if kind == "int":
         return bound >= INT_SATURATED
     return bound * math.exp(max(num_vertices - 1, 0) * 2.0 ** -24) > FLOAT_MAX
-
-
-def _out_arcs(indptr, vertices):
-    """The arc ids of every out-arc of ``vertices``."""
-    starts = indptr[vertices]
-    deg = indptr[vertices + 1] - starts
-    owner = np.repeat(np.arange(vertices.size), deg)
-    return np.arange(int(deg.sum()), dtype=np.int64) - (np.cumsum(deg) - deg)[owner] + starts[owner]
 
 
 def check_overflow(graph, values, kind, app="sssp") -> None:
@@ -89,7 +82,7 @@ def check_overflow(graph, values, kind, app="sssp") -> None:
     frontier = np.unique(indices[tight])
     right[frontier] = True
     while frontier.size:                 # zero-weight arcs keep the distance exact
-        arcs = _out_arcs(indptr, frontier)
+        arcs = arcs_of_rows(indptr, frontier)
         heads = indices[arcs]
         step = (weights[arcs] == 0) & saturated[heads] & ~right[heads]
         frontier = np.unique(heads[step])
