@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from groute.graph.arrays import array_module
 from groute.graph.csr import kept_on
 from groute.tuning import TraversalTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
@@ -351,7 +352,8 @@ class TraversalSolver(Solver):
         """``values`` as :attr:`answer_dtype`, :attr:`unreached` where the run did not reach
         (NumPy or CuPy, as ``values``)."""
         out = values.astype(self.answer_dtype, copy=True)
-        out[unreached_mask(values, self.kind)] = self.unreached
+        # copyto, not a masked assignment: on CuPy that counts the mask (a scan and a read-back)
+        array_module(values).copyto(out, self.unreached, where=unreached_mask(values, self.kind))
         return out
 
     def _kept_answer(self, raw):

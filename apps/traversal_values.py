@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from groute.graph.arcs import arcs_of_rows
 from groute.worklist import infinity
 
 #: The largest int distance; an int sum at or past it is stored as this value.
@@ -42,17 +43,10 @@ def overflow_possible(num_vertices, max_weight, kind) -> bool:
     return bound * math.exp(max(num_vertices - 1, 0) * 2.0 ** -24) > FLOAT_MAX
 
 
-def _out_arcs(indptr, vertices):
-    """The arc ids of every out-arc of ``vertices``."""
-    starts = indptr[vertices]
-    deg = indptr[vertices + 1] - starts
-    owner = np.repeat(np.arange(vertices.size), deg)
-    return np.arange(int(deg.sum()), dtype=np.int64) - (np.cumsum(deg) - deg)[owner] + starts[owner]
-
-
 def check_overflow(graph, values, kind, app="sssp") -> None:
-    """Raise OverflowError if a vertex reachable from the source has a shortest distance past
-    the value type; ``values`` are the run's stored distances in the graph's vertex order.
+    """Raise OverflowError, naming the vertex by the graph's own id, if a vertex reachable from
+    the source has a shortest distance past the value type; ``values`` are the run's stored
+    distances by position.
 
     float: a reachable vertex left ``inf`` has an arc from a reached vertex (the first unreached
     vertex on any path to it has one), and such an arc means the float32 sum overflowed.
@@ -70,9 +64,9 @@ def check_overflow(graph, values, kind, app="sssp") -> None:
         tails = np.repeat(np.arange(n), np.diff(indptr))
         lost = reached[tails] & ~reached[indices]
         if lost.any():
-            v = int(indices[np.argmax(lost)])
+            v = graph.file_id_of(int(indices[np.argmax(lost)]))
             raise OverflowError(
-                f"{app}: the shortest distance to vertex {v} passes float32's largest value "
+                f"{app}: the shortest distance to vertex {v!r} passes float32's largest value "
                 f"({FLOAT_MAX:.4g}); distances are float32 for float weights: scale the weights down")
         return
     saturated = values == INT_SATURATED
@@ -88,7 +82,7 @@ def check_overflow(graph, values, kind, app="sssp") -> None:
     frontier = np.unique(indices[tight])
     right[frontier] = True
     while frontier.size:                 # zero-weight arcs keep the distance exact
-        arcs = _out_arcs(indptr, frontier)
+        arcs = arcs_of_rows(indptr, frontier)
         heads = indices[arcs]
         step = (weights[arcs] == 0) & saturated[heads] & ~right[heads]
         frontier = np.unique(heads[step])
@@ -96,6 +90,6 @@ def check_overflow(graph, values, kind, app="sssp") -> None:
     wrong = np.flatnonzero(saturated & ~right)
     if wrong.size:
         raise OverflowError(
-            f"{app}: the shortest distance to vertex {int(wrong[0])} is more than {INT_SATURATED}, "
-            f"the largest int32 distance ({wrong.size} such vertices); give float weights "
+            f"{app}: the shortest distance to vertex {graph.file_id_of(int(wrong[0]))!r} is more "
+            f"than {INT_SATURATED}, the largest int32 distance ({wrong.size} such vertices); give float weights "
             f"(float32 distances reach {FLOAT_MAX:.4g})")

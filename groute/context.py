@@ -125,6 +125,8 @@ class _HostThread:
 
 def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
+
+
 def default_device_count(backend: str, limit: int | None = None) -> int:
     """How many devices ``devices=None`` means on ``backend``: every GPU, or
     :data:`DEFAULT_CPU_DEVICES` CPU virtual devices; at most ``limit`` (e.g. a graph's vertex

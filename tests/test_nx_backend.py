@@ -422,3 +422,16 @@ def test_documented_examples_run(doc, on_devices):
             exec(compile(block, doc, "exec"), namespace)
     finally:
         nx.config.backend_priority.algos = saved
+
+
+def test_pagerank_runs_networkx_power_iteration_whatever_pagerank_auto_picks(on_devices,
+                                                                            monkeypatch):
+    """NetworkX's max_iter and tol count power iterations: the backend asks for BSP itself."""
+    import groute.apps.pr as pr
+    monkeypatch.setattr(pr, "AUTO_MODE", "async")
+    G = nx.gnm_random_graph(40, 100, seed=1, directed=True)
+    want = nx.pagerank(G, tol=1e-12)
+    got = nx.pagerank(G, tol=1e-12, backend="groute")
+    assert max(abs(got[k] - want[k]) for k in want) < 1e-9
+    with pytest.raises(nx.PowerIterationFailedConvergence):
+        nx.pagerank(G, tol=1e-15, max_iter=2, backend="groute")

@@ -498,3 +498,18 @@ def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, k, 
         expected = (reference.sssp(g, busiest(g)) if app == "sssp"
                     else reference.bfs(g, busiest(g)))
         np.testing.assert_array_equal(res.values, expected)
+
+
+@pytest.mark.timeout(60)
+def test_an_overflow_names_the_vertex_by_the_graphs_own_id():
+    nx = pytest.importorskip("networkx")
+    G = nx.DiGraph()
+    G.add_edge("a", "b", weight=INT_MAX - 1)
+    G.add_edge("b", "c", weight=1)
+    with pytest.raises(OverflowError, match="vertex 'c' "):
+        sssp(G, "a", backend="cpu", devices=1, timeout=10)
+    H = nx.DiGraph()
+    H.add_edge("a", "b", weight=3e38)
+    H.add_edge("b", "c", weight=3e38)
+    with pytest.raises(OverflowError, match="vertex 'c' "):
+        sssp(H, "a", backend="cpu", devices=1, timeout=10)

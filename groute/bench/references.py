@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 #: References of graphs with at least this many arcs are kept on disk (they take seconds to
-#: minutes on one CPU core: PageRank on grid:4900 ~1 min); smaller ones are recomputed.
+#: minutes on one CPU core, PageRank the longest); smaller ones are recomputed.
 REFERENCE_CACHE_MIN_ARCS = 1_000_000
 
 

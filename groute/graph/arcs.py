@@ -29,6 +29,15 @@ def arc_rows(indptr, num_arcs: int | None = None, *, xp=None, dtype=np.int32):
     return _rows_by_scan(indptr, m, dtype, xp)     # CuPy's repeat takes no per-element counts
 
 
+def arcs_of_rows(indptr, rows) -> np.ndarray:
+    """The arc ids of every out-arc of ``rows`` (host arrays), row after row in the order of
+    ``rows``: one vectorised pass, the start of each row plus ``0..count-1``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = indptr[rows]
+    counts = indptr[rows + 1] - starts
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
 def _rows_by_scan(indptr, m: int, dtype, xp):
     """:func:`arc_rows` without a repeat: a 1 at each row start, then a running sum.
 

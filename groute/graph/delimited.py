@@ -12,6 +12,8 @@ an error naming its line.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .csr import CSRGraph
 from .errors import GraphFormatError
 from .snap import column_names, edge_list_graph, resolve_columns
@@ -25,6 +27,29 @@ def sniff_delimiter(line: bytes) -> bytes | None:
         if d in line:
             return d
     return None
+
+
+def empty_field_at(body: bytes, delim: bytes) -> int | None:
+    """The offset in ``body`` of the first delimiter next to an empty field (a ``delim`` at the
+    start or end of a line or next to another, blanks aside), or None. The tokenizer reads a
+    delimiter as a blank, so without this check ``1,,2`` would be read as the edge 1 -> 2."""
+    if delim not in body:
+        return None
+    buf = np.frombuffer(body, dtype=np.uint8)
+    blank = (buf <= 32) & (buf != 10) & (buf != delim[0])
+    where = np.flatnonzero(~blank)                       # every byte but blanks, newlines kept
+    sig = buf[where]
+    d = sig == delim[0]
+    edge = d | (sig == 10)                               # a field ends at a delimiter or a newline
+    bad = np.zeros(sig.size, dtype=bool)
+    bad[1:] = d[1:] & edge[:-1]                          # after a delimiter or a line's start
+    bad[:-1] |= d[:-1] & (sig[1:] == 10)                 # before a line's end
+    if sig.size:
+        bad[0] |= d[0]
+        bad[-1] |= d[-1]
+    if not bad.any():
+        return None
+    return int(where[int(np.argmax(bad))])
 
 
 def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negative: bool = False,
@@ -46,6 +71,13 @@ def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negativ
         blanked = b" " * len(first) + body[len(first):]
         body = blanked
     shown = body
+    if delim is not None:
+        at = empty_field_at(body, delim)
+        if at is not None:
+            begin, end = body.rfind(b"\n", 0, at) + 1, body.find(b"\n", at)
+            text = body[begin:len(body) if end < 0 else end].decode("latin-1").strip()
+            raise GraphFormatError(path, f"empty field in {text[:60]!r}: every field must hold "
+                                         f"a number", line=body_line + body.count(b"\n", 0, at))
     text = body.replace(delim, b" ") if delim and delim != b"\t" else body
     ncols = len(names) if names else len(first_data_line(text)) or 2
     cols = resolve_columns(path, columns, ncols, names, line=body_line)

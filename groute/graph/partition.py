@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -352,12 +353,22 @@ def _metis_vertex_weights(deg, dtype):
     return (1 + deg // scale).astype(dtype)
 
 
+#: one redirection of fds 1 and 2 at a time: two nested from different threads would restore
+#: them in the wrong order and leave the process's output in a closed temporary file
+_C_OUTPUT_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def _c_output_to_log():
     """METIS complains from C, straight to file descriptors 1 and 2 ("***Cannot bisect a
     graph with 0 vertices!" when a part comes out empty, which groute handles). While it runs
     they go to temporary files; afterwards its lines go to the log and anything else (another
-    thread's output) back where it was going."""
+    thread's output) back where it was going. Threads take turns (METIS runs on one core)."""
+    with _C_OUTPUT_LOCK:
+        yield from _redirect_c_output()
+
+
+def _redirect_c_output():
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

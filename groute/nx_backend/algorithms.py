@@ -296,10 +296,11 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         raise NotImplementedError("edges of different weights: NetworkX runs the call "
                                   "(groute's PageRank follows every out-edge alike)")
     with devices_for(N) as (ctx, partition):
-        # NetworkX stops when the L1 change of the (unit-sum) vector is below N * tol
-        with PageRank(G.csr, ctx=ctx, partition=partition, damping=float(alpha),
+        # NetworkX's power iteration is BSP: it stops when the L1 change of the (unit-sum)
+        # vector is below N * tol, or fails after max_iter iterations
+        with PageRank(G.csr, ctx=ctx, partition=partition, mode="bsp", damping=float(alpha),
                       tol=float(N * tol), max_iterations=int(max_iter)) as solver:
             result = solver.run()
-    if not result.stats.get("converged", True):
+    if not result.stats["converged"]:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return dict(zip(G.nodes, np.asarray(result.values, dtype=np.float64).tolist()))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.arcs import arcs_of_rows
+
 
 def layers_in_order(depth: np.ndarray, indptr: np.ndarray, neighbours: np.ndarray,
                     first_layer: np.ndarray, last: int | None = None) -> list[np.ndarray]:
@@ -19,14 +21,9 @@ def layers_in_order(depth: np.ndarray, indptr: np.ndarray, neighbours: np.ndarra
     layers = [np.asarray(first_layer, dtype=np.int64)]
     d = 0
     while last is None or d < last:
-        layer = layers[-1]
-        starts = indptr[layer]
-        counts = indptr[layer + 1] - starts
-        total = int(counts.sum())
-        if total == 0:
+        arcs = arcs_of_rows(indptr, layers[-1])     # the layer's rows, row after row
+        if arcs.size == 0:
             break
-        # the arcs of the layer's rows, row after row: start of each row plus 0..count-1
-        arcs = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(total)
         found = neighbours[arcs]
         found = found[depth[found] == d + 1]
         if found.size == 0:

@@ -180,3 +180,16 @@ def test_relabel_of_weighted_graph_equals_the_edge_list_build(name, monkeypatch)
         np.testing.assert_array_equal(got.indices, want.indices)
         np.testing.assert_array_equal(got.weights, want.weights)
         assert got.weights.dtype == want.weights.dtype and got.indices.dtype == want.indices.dtype
+
+
+def test_arcs_of_rows_lists_each_rows_arcs_in_the_order_given():
+    from groute.graph.arcs import arcs_of_rows
+    indptr = np.array([0, 2, 2, 5, 6], dtype=np.int64)       # rows of 2, 0, 3 and 1 arcs
+    assert arcs_of_rows(indptr, np.array([2, 0, 1, 3])).tolist() == [2, 3, 4, 0, 1, 5]
+    assert arcs_of_rows(indptr, np.array([1])).tolist() == []
+    assert arcs_of_rows(indptr, np.zeros(0, dtype=np.int64)).tolist() == []
+    rng = np.random.default_rng(3)
+    indptr = np.concatenate([[0], np.cumsum(rng.integers(0, 5, 50))])
+    rows = rng.permutation(50)[:20]
+    want = [a for r in rows for a in range(indptr[r], indptr[r + 1])]
+    assert arcs_of_rows(indptr, rows).tolist() == want

@@ -270,3 +270,37 @@ def test_metis_complaints_stay_off_the_terminal(capfd, caplog):
     assert "***" not in out + err and "before" in out and "after" in err
     assert p.num_parts == 64
     assert any("METIS:" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.timeout(30)
+def test_metis_output_redirections_of_two_threads_leave_stdout_where_it_was():
+    """Two METIS calls at once (two threads) must not restore fds 1 and 2 out of order."""
+    import os
+    import threading
+    from groute.graph.partition import _c_output_to_log
+    before = [os.fstat(fd).st_ino for fd in (1, 2)]
+    keep = [os.dup(fd) for fd in (1, 2)]
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with _c_output_to_log():
+            first_in.set()
+            second_in.wait(0.5)        # the second waits for this one to finish
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        with _c_output_to_log():
+            second_in.set()
+            first_out.wait(5)          # the first leaves before the second
+    try:
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert [os.fstat(fd).st_ino for fd in (1, 2)] == before
+    finally:
+        for fd, copy in zip((1, 2), keep):
+            os.dup2(copy, fd)
+            os.close(copy)

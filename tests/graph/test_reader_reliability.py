@@ -206,7 +206,7 @@ def test_csv_and_tsv(tmp_path, name, text, columns, want_w):
 
 def test_csv_errors_name_line_and_column(tmp_path):
     err = error_of(tmp_path, "x.csv", "src,dst,weight\n1,2,3\n2,,5\n")
-    assert err.line == 3 and "found 2" in str(err)
+    assert err.line == 3 and "empty field" in str(err)
     err = error_of(tmp_path, "y.csv", "src,dst,weight\n1,2,3\n2,x,5\n")
     assert err.line == 3 and "target id (dst)" in str(err)
     p = tmp_path / "w.csv"
@@ -248,3 +248,15 @@ def test_download_error_names_the_url(tmp_path):
     with pytest.raises(OSError, match=f"127.0.0.1:{port}/graph.txt") as info:
         datasets.download("offline", url=url, dir=tmp_path)
     assert isinstance(info.value, datasets.DatasetError)
+
+
+@pytest.mark.parametrize("text,line", [
+    ("1,2\n3,,4\n", 2),                 # two columns: "3,,4" would read as the edge 3 -> 4
+    ("src,dst\n1,2\n,3,4\n", 3),
+    ("1,2\n3,4,\n", 2),
+    ("1\t2\n3\t\t4\n", 2),
+    ("1 , 2\n3 ,  , 4\n", 2),
+])
+def test_csv_empty_field_is_an_error(tmp_path, text, line):
+    err = error_of(tmp_path, "empty.csv", text)
+    assert err.line == line and "empty field" in str(err)
