@@ -439,7 +439,10 @@ class Link(SegmentReceiver):
         """No more packets: give the stream back (drained), fail what is still queued and tell
         the receivers."""
         if drained:
-            self._copier.release_link_stream(self.stream)
+            try:
+                self._copier.release_link_stream(self.stream)
+            except Exception as exc:  # noqa: BLE001 - every packet arrived: the link still ends
+                log.error("%s: giving its stream back failed: %s", self.name, exc)
         with self._lock:
             self._done = True
             for entry in self._sends:
@@ -559,7 +562,12 @@ class _Pump:
                     turn.extend(self._links)
                     next_visit = now + POLL_INTERVAL
             for link in dict.fromkeys(turn):      # each once, woken ones first
-                if link._pump_turn():
+                try:
+                    ended = link._pump_turn()
+                except Exception as exc:  # noqa: BLE001 - one link must not stop the others'
+                    log.error("%s: the pump could not end it: %s", link.name, exc)
+                    ended = True
+                if ended:
                     with self._cond:
                         self._links.discard(link)
             with self._pumps_lock, self._cond:

@@ -437,3 +437,34 @@ def test_cuda_peer_and_staged_paths():
             finally:
                 cuda_backend._PEERS.update(saved)
             np.testing.assert_array_equal(np.concatenate(parts), host)
+
+
+@pytest.mark.timeout(60)
+def test_a_link_whose_end_fails_does_not_stop_the_pump_of_its_device(cpu_ctx, monkeypatch):
+    """One pump thread serves every link a device copies for: a link that cannot give its
+    stream back at its end must not take that thread (and every later link of the device)
+    down with it."""
+    a, b = cpu_ctx.devices[:2]
+    real = type(a).release_link_stream
+
+    def failing(self, stream):
+        raise RuntimeError("stream would not close")
+
+    monkeypatch.setattr(type(a), "release_link_stream", failing)
+    first = Link(a, b, packet_size=4, num_buffers=1)
+    first.send(np.arange(4, dtype=np.int32))
+    first.receive(timeout=5).release()
+    first.close()
+    time.sleep(0.2)                    # the pump ends the first link (and, unguarded, itself)
+    monkeypatch.setattr(type(a), "release_link_stream", real)
+    second = Link(a, b, packet_size=2, num_buffers=1)
+    handle = second.send(np.arange(6, dtype=np.int32))       # 3 packets through 1 buffer
+    got = []
+    for _ in range(3):
+        p = second.receive(timeout=5)
+        got.extend(_host_copy(p.wait().data).tolist())
+        p.release()
+    handle.wait(timeout=5)
+    second.close()
+    assert second.receive(timeout=5) is None       # the end of the stream, which the pump sends
+    assert got == list(range(6))
