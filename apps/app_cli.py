@@ -28,6 +28,8 @@ import numpy as np
 from groute.cli_support import drop_stdout
 from groute.graph.cli import add_cache_option
 
+from .common import source_position
+
 log = logging.getLogger(__name__)
 
 
@@ -209,10 +211,7 @@ def parse_vertex(graph, text: str, option: str):
             raise ValueError(f"{option} {text!r}: the vertex ids of {graph.name} are integers") from None
     else:
         ident = text
-    try:
-        return graph.vertex_of(ident, option)
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
+    return source_position(graph, ident, option)
 
 
 def busiest_vertex(graph) -> int:

@@ -187,12 +187,12 @@ def input_graph(graph, *, weight=None, num_vertices=None):
     return load_graph(graph, weight=weight, num_vertices=num_vertices)
 
 
-def source_position(graph, source) -> int:
+def source_position(graph, source, what: str = "source") -> int:
     """The position of the caller's ``source``, one of the graph's own ids; ValueError naming
-    it when it is not a vertex."""
+    it (as ``what``) when it is not a vertex."""
     if isinstance(source, (list, np.ndarray)):
-        raise TypeError(f"source must be one vertex id, got {type(source).__name__}")
+        raise TypeError(f"{what} must be one vertex id, got {type(source).__name__}")
     try:
-        return graph.vertex_of(source, "source")
+        return graph.vertex_of(source, what)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from None

@@ -156,6 +156,12 @@ def test_scipy_matrices_and_arrays():
         assert sssp(matrix, 0, backend="cpu", devices=1).values.tolist() == [0, 3, 4, np.inf]
     sym = m + m.T
     assert not as_graph(sym).directed
+    # an explicit zero is an arc (of weight 0): one without its reverse makes the graph directed
+    zero = sp.csr_matrix((np.array([1.0, 1.0, 0.0]), (np.array([0, 1, 2]), np.array([1, 0, 3]))),
+                         shape=(4, 4))
+    g = as_graph(zero)
+    assert g.directed and g.num_edges == 3
+    assert bfs(zero, 3, backend="cpu", devices=1).values.tolist() == [-1, -1, -1, 0]
     with pytest.raises(ValueError, match="square"):
         as_graph(sp.csr_matrix(np.ones((2, 3))))
 

@@ -172,8 +172,18 @@ def from_scipy(matrix) -> CSRGraph:
     m = matrix.tocsr()
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"an adjacency matrix must be square, got shape {m.shape}")
-    directed = (m != m.T).nnz > 0
-    return CSRGraph.from_scipy(m, directed=directed, name="scipy")
+    return CSRGraph.from_scipy(m, directed=not _symmetric(m), name="scipy")
+
+
+def _symmetric(m) -> bool:
+    """Whether the CSR matrix ``m`` equals its transpose, explicit zeros included (they are
+    arcs here, so ``m != m.T``, which compares values only, would miss them)."""
+    a = m.copy()
+    a.sum_duplicates()                   # also sorts the indices
+    t = a.T.tocsr()
+    t.sort_indices()
+    return (np.array_equal(a.indptr, t.indptr) and np.array_equal(a.indices, t.indices)
+            and np.array_equal(a.data, t.data))
 
 
 # ------------------------------------------------------------------ edge arrays
