@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,24 @@ def cache_root() -> Path:
     if xdg:
         return Path(xdg).expanduser() / "groute"
     return Path.home() / ".cache" / "groute"
+
+
+@contextmanager
+def private_cache_root():
+    """For the ``with`` block, a new temporary directory is the cache directory (for this
+    process and the processes it starts); it is removed afterwards. For a run that must leave
+    the user cache directory alone but passes caches between its own processes (the bench
+    computes METIS splits in a worker process and its solvers read them from the cache)."""
+    saved = os.environ.get("GROUTE_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="groute-cache-") as tmp:
+        os.environ["GROUTE_CACHE_DIR"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if saved is None:
+                del os.environ["GROUTE_CACHE_DIR"]
+            else:
+                os.environ["GROUTE_CACHE_DIR"] = saved
 
 
 def file_sha256(path, h=None):
