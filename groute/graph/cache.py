@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .csr import CSRGraph
-from ..tuning import setting
+from ..tuning import overridden, setting
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,9 @@ def private_cache_root():
     process and the processes it starts); it is removed afterwards. For a run that must leave
     the user cache directory alone but passes caches between its own processes (the bench
     computes METIS splits in a worker process and its solvers read them from the cache)."""
-    saved = os.environ.get("GROUTE_CACHE_DIR")
-    with tempfile.TemporaryDirectory(prefix="groute-cache-") as tmp:
-        os.environ["GROUTE_CACHE_DIR"] = tmp
-        try:
-            yield Path(tmp)
-        finally:
-            if saved is None:
-                del os.environ["GROUTE_CACHE_DIR"]
-            else:
-                os.environ["GROUTE_CACHE_DIR"] = saved
+    with tempfile.TemporaryDirectory(prefix="groute-cache-") as tmp, \
+            overridden("GROUTE_CACHE_DIR", tmp):
+        yield Path(tmp)
 
 
 def file_sha256(path, h=None):
