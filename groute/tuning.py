@@ -22,6 +22,7 @@ docs/ARCHITECTURE.md lists the variables (a test keeps that table equal to :data
 """
 from __future__ import annotations
 
+import math
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,8 +66,8 @@ def _positive_int(text: str) -> int:
 
 def _seconds(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise ValueError("expected a positive number of seconds")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError("expected a finite positive number of seconds")
     return value
 
 
