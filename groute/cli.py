@@ -15,6 +15,7 @@ import argparse
 import importlib
 import logging
 import sys
+from contextlib import nullcontext
 
 from . import __version__, registry
 from .cli_support import common_parser, drop_stdout
@@ -40,6 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cache_scope(args):
+    """``--no-cache`` (commands that load graphs): the command's caches (parsed graphs, METIS
+    splits, references) go to a temporary directory removed when it ends, so nothing is read
+    from or written to the user cache directory, while the command's own processes still share
+    what they compute."""
+    if not getattr(args, "no_cache", False):
+        return nullcontext()
+    from .graph.cache import private_cache_root
+    return private_cache_root()
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -52,7 +64,8 @@ def main(argv=None) -> int:
         if args.timeout is not None:            # 0, negative, NaN: a one-line error below
             from .config import set_default_timeout
             set_default_timeout(args.timeout)
-        return int(args.func(args) or 0)
+        with _cache_scope(args):
+            return int(args.func(args) or 0)
     except BrokenPipeError:                     # the reader went away (| head): not an error
         drop_stdout()
         return 0

@@ -4,6 +4,8 @@ Nothing in groute waits without a bound. The default (60 s) can be changed with
 ``GROUTE_TIMEOUT`` in the environment (read at import, :mod:`groute.tuning`) or
 :func:`set_default_timeout`.
 """
+import math
+
 from .tuning import setting
 
 _default_timeout = setting("GROUTE_TIMEOUT")
@@ -15,18 +17,21 @@ def default_timeout() -> float:
 
 def set_default_timeout(seconds: float) -> None:
     global _default_timeout
-    if not seconds > 0:
-        raise ValueError(f"timeout must be positive seconds, got {seconds!r}")
-    _default_timeout = float(seconds)
+    _default_timeout = _checked(seconds, "")
 
 
 def resolve_timeout(timeout):
     """``None`` means the default; anything else must be a positive number of seconds."""
     if timeout is None:
         return _default_timeout
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-    return float(timeout)
+    return _checked(timeout, " or None")
+
+
+def _checked(seconds, alternatives: str) -> float:
+    """``seconds`` as a float: positive and finite (an infinite wait is what the bound is for)."""
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"timeout must be finite positive seconds{alternatives}, got {seconds!r}")
+    return float(seconds)
 
 
 def logical_devices_requested(option=None) -> bool:

@@ -22,7 +22,9 @@ docs/ARCHITECTURE.md lists the variables (a test keeps that table equal to :data
 """
 from __future__ import annotations
 
+import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -64,8 +66,8 @@ def _positive_int(text: str) -> int:
 
 def _seconds(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise ValueError("expected a positive number of seconds")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError("expected a finite positive number of seconds")
     return value
 
 
@@ -180,6 +182,22 @@ def setting(name: str, environ: Mapping[str, str] | None = None) -> Any:
     default when unset."""
     var = _BY_NAME[name]
     return read_environment(environ).get(name, var.default)
+
+
+@contextmanager
+def overridden(name: str, value: str):
+    """Variable ``name`` (one of :data:`VARIABLES`) set to ``value`` in ``os.environ`` for the
+    ``with`` block, so that the processes started in it see it too; restored afterwards."""
+    _BY_NAME[name].parse(value)
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
 
 
 class _Tuning:

@@ -470,3 +470,27 @@ def test_metis_splits_ahead_only_where_they_pay(monkeypatch):
     run.partition = "contiguous"
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     assert not run._prefetch_pays([2], big, ["bfs"])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("no_cache", [False, True])
+def test_bench_no_cache_leaves_the_cache_directory_alone(tmp_path, monkeypatch, capsys, no_cache):
+    """``--no-cache`` on the bench, as on every command that loads graphs: neither the graph
+    cache nor the METIS splits of the run reach the user cache directory (the bench still
+    shares its splits between processes, through a directory of its own it removes)."""
+    from groute.cli import main
+    from groute.graph.cache import cache_root
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(cache))
+    graph = tmp_path / "ring.txt"
+    graph.write_text("".join(f"{i} {(i + 1) % 64}\n{(i + 1) % 64} {i}\n" for i in range(64)))
+    words = ["bench", "--backend", "cpu", "--apps", "bfs", "--graphs", str(graph),
+             "--devices", "1,2", "--modes", "async", "--partition", "metis", "--peers", "none",
+             "--repeat", "1", "--quiet"]
+    assert main(words + (["--no-cache"] if no_cache else [])) == 0, capsys.readouterr()
+    written = sorted(p.relative_to(cache).parts[0] for p in cache.rglob("*") if p.is_file())
+    if no_cache:
+        assert written == []
+    else:                                  # the same run without the option does write both
+        assert "graphs" in written and "partitions" in written, written
+    assert cache_root() == cache           # the private directory is given back

@@ -152,3 +152,23 @@ def test_columns_choose_the_csv_columns_by_name_or_position(tmp_path, capsys):
     assert by_position["reached"] == 3
     assert json.loads((tmp_path / "p.json").read_text())["values"] == [0.0, 5.0, 6.0]
     assert main(["sssp", "--graph", str(path), *RUN, "--columns", "from"]) == 1
+
+
+@pytest.mark.parametrize("app", ["bfs", "sssp"])
+def test_no_cache_keeps_metis_splits_out_of_the_cache_directory(app, tmp_path, monkeypatch):
+    """``--no-cache`` on an app command: neither the parsed graph nor its METIS split is
+    written to the user cache directory (the split was, though the graph was not)."""
+    from groute.cli import main
+    from groute.graph.cache import cache_root
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GROUTE_CACHE_DIR", str(cache))
+    graph = tmp_path / "ring.txt"
+    graph.write_text("".join(f"{i} {(i + 1) % 32}\n" for i in range(32)))
+    words = [app, "--graph", str(graph), "--backend", "cpu", "--devices", "2",
+             "--partition", "metis", "--repeat", "1"]
+    assert main(words + ["--no-cache"]) == 0
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
+    assert cache_root() == cache
+    assert main(words) == 0                # without it, both are cached
+    assert {p.relative_to(cache).parts[0] for p in cache.rglob("*") if p.is_file()} \
+        >= {"graphs", "partitions"}

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ --timeout
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
 def test_bad_timeout_is_a_one_line_error(value):
     """No traceback: one line on stderr naming the timeout, exit status 1."""
     proc = subprocess.run([sys.executable, "-m", "groute", "bfs", "--graph", "grid:3",

@@ -78,6 +78,7 @@ def test_run_returns_results_in_device_order():
     ({"devices": []}, ValueError, "empty"),
     ({"backend": "tpu"}, ValueError, "backend"),
     ({"devices": 2, "timeout": -1}, ValueError, "timeout"),
+    ({"devices": 2, "timeout": float("inf")}, ValueError, "finite"),   # nothing waits forever
 ])
 def test_bad_arguments(kwargs, exc, msg):
     kwargs.setdefault("backend", "cpu")

@@ -59,6 +59,7 @@ def test_unset_and_empty_mean_the_default():
 @pytest.mark.parametrize("name, text", [("GROUTE_TRAVERSAL_BLOCK", "big"),
                                         ("GROUTE_PEER_TRACE", "yes"),
                                         ("GROUTE_PEER_BARRIER_TIMEOUT", "-1"),
+                                        ("GROUTE_TIMEOUT", "inf"),
                                         ("GROUTE_PEER_MAX_ROUNDS", "0")])
 def test_a_bad_value_names_the_variable(name, text):
     with pytest.raises(ValueError, match=f"environment variable {name}={text!r}"):

@@ -9,6 +9,7 @@ import argparse
 import shlex
 
 from ..cli_support import common_parser, positive_number
+from ..graph.cli import add_cache_option
 from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_ARCS, REFERENCES,
                     make_config)
 
@@ -71,6 +72,7 @@ def register(subparsers, common):
                    help="run nothing: merge results saved with --json (e.g. one run per graph) "
                         "and write them again with --json/--markdown/--plot")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_cache_option(p)
     p.set_defaults(func=run, backend=None)
     return p
 

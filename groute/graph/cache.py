@@ -22,12 +22,13 @@ import json
 import logging
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from .csr import CSRGraph
-from ..tuning import setting
+from ..tuning import overridden, setting
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,17 @@ def cache_root() -> Path:
     if xdg:
         return Path(xdg).expanduser() / "groute"
     return Path.home() / ".cache" / "groute"
+
+
+@contextmanager
+def private_cache_root():
+    """For the ``with`` block, a new temporary directory is the cache directory (for this
+    process and the processes it starts); it is removed afterwards. For a run that must leave
+    the user cache directory alone but passes caches between its own processes (the bench
+    computes METIS splits in a worker process and its solvers read them from the cache)."""
+    with tempfile.TemporaryDirectory(prefix="groute-cache-") as tmp, \
+            overridden("GROUTE_CACHE_DIR", tmp):
+        yield Path(tmp)
 
 
 def file_sha256(path, h=None):

@@ -14,9 +14,11 @@ import time
 
 def add_cache_option(parser) -> None:
     """``--no-cache``: for any command that loads graphs (pass ``cache=not args.no_cache`` to
-    :func:`groute.graph.load_graph`)."""
+    :func:`groute.graph.load_graph`; :func:`groute.cli.main` runs the command with a private
+    cache directory, so METIS splits and references stay out of the user's too)."""
     parser.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the graph caches in the user cache directory")
+                        help="neither read nor write the caches (graphs, METIS splits) in the "
+                             "user cache directory")
 
 
 def register(subparsers, common) -> None:
