@@ -615,6 +615,9 @@ def register(subparsers, common):
     p.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
     p.add_argument("--tol", type=float, default=1e-6,
                    help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
+    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+                   help="bsp: stop after N iterations if not converged (async on one device: "
+                        "after 10*N sweeps; default 1000)")
     p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round (default: 2 on CPU devices; on GPUs 8, "
                         "or 1 on several for power-law graphs)")
     p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
@@ -634,7 +637,7 @@ def _cli(args) -> int:
                                  **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, g, lambda ctx: PageRank(
         g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
-        seed=args.seed, tuning=tuning))
+        seed=args.seed, max_iterations=args.max_iterations, tuning=tuning))
     res = runs.result
     stats = res.stats
     arcs = arcs_processed(stats, g.num_edges)
