@@ -399,7 +399,8 @@ class DevicePR:
                                  (self.in_rows, self.in_cols, np.int64(self.num_in), src, self.acc))
                 if self.n_local:
                     k["pr_finalize"](self.finalize_grid, (BLOCK,),
-                                     (np.int32(self.n_local), np.int32(self.lo), self._base_arg(base),
+                                     (np.int32(self.n_local), np.int32(self.lo),
+                                      self._base_arg(base),
                                       np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
                                       outs, np.int32(len(self.out_targets)), self.need, stats))
         else:
