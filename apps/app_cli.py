@@ -109,9 +109,10 @@ class TimedRuns:
         return f"median of {len(self.times)}; {devices}" + (f", {mode}" if mode else "")
 
 
-def run_solver(args, graph, build, *run_args) -> TimedRuns:
+def run_solver(args, graph, build, *run_args, **run_kwargs) -> TimedRuns:
     """Build a solver with ``build(ctx)`` on the context ``--backend/--devices/--timeout`` ask
-    for (by default no more devices than ``graph`` has vertices), run ``solver.run(*run_args)``
+    for (by default no more devices than ``graph`` has vertices), run
+    ``solver.run(*run_args, **run_kwargs)``
     once to warm up and ``--repeat`` times timed, then close the solver and the context (also
     on failure)."""
     from groute.cli_support import context_from_args
@@ -125,10 +126,10 @@ def run_solver(args, graph, build, *run_args) -> TimedRuns:
         solver = build(ctx)
         setup = time.perf_counter() - t0
         try:
-            solver.run(*run_args)
+            solver.run(*run_args, **run_kwargs)
             times, res = [], None
             for _ in range(args.repeat):
-                res = solver.run(*run_args)
+                res = solver.run(*run_args, **run_kwargs)
                 times.append(res.time_s)
         finally:
             solver.close()

@@ -51,18 +51,24 @@ class BFS(TraversalSolver):
         return "bsp" if symmetric and graph_is_low_diameter(graph) else "async"
 
 
-def bfs(graph, source, *, num_vertices=None, **kwargs):
-    """One-shot BFS from ``source``, one of the graph's own ids (a file's id, a NetworkX label).
+def bfs(graph, source=None, *, sources=None, depth_limit=None, predecessors=False,
+        num_vertices=None, **kwargs):
+    """One-shot BFS from ``source``, one of the graph's own ids (a file's id, a NetworkX label),
+    or from every id of ``sources`` at once (depth to the nearest one).
 
     ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
-    ``num_vertices``); weights are ignored. Keyword options as :class:`BFS`.
-    ``result.to_dict()`` is ``{id: depth}`` over the vertices reached, as NetworkX's
-    ``single_source_shortest_path_length``.
+    ``num_vertices``); weights are ignored. ``depth_limit``: leave vertices farther than that
+    many hops unreached (and do not expand the frontier at that depth), as NetworkX's
+    ``cutoff``; ``predecessors``: also a parent per reached vertex
+    (``result.to_predecessors()``, ``result.path_to(t)``). Other keyword options as
+    :class:`BFS`. ``result.to_dict()`` is ``{id: depth}`` over the vertices reached, as
+    NetworkX's ``single_source_shortest_path_length``.
     """
     g = input_graph(graph, weight=None, num_vertices=num_vertices)
     with BFS(g, **kwargs) as solver:
-        return solver.run(source)
+        return solver.run(source, sources=sources, depth_limit=depth_limit,
+                          predecessors=predecessors)
 
 
 def register(subparsers, common):

@@ -34,7 +34,9 @@ class AppResult:
     which :meth:`to_dict` leaves out as NetworkX does. ``values_are_vertices``: the values are
     positions too (CC's labels: the smallest position in the component), translated to ids by
     :meth:`to_dict`. ``device_values``: the answer as a CuPy array on the one CUDA device that
-    computed it, where the solver kept it (:meth:`to_cupy`).
+    computed it, where the solver kept it (:meth:`to_cupy`). ``predecessors``: BFS and SSSP run
+    with ``predecessors=True``: the position of each vertex's parent in a shortest-path tree,
+    -1 for the sources and unreached vertices (:meth:`to_predecessors`, :meth:`path_to`).
     """
 
     values: np.ndarray
@@ -44,6 +46,7 @@ class AppResult:
     unreached: object = None
     values_are_vertices: bool = False
     device_values: object = field(default=None, repr=False)
+    predecessors: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ids(self) -> np.ndarray:
@@ -61,6 +64,39 @@ class AppResult:
         shown = ids[values[keep]] if self.values_are_vertices else values[keep]
         return dict(zip(ids[keep].tolist(), shown.tolist()))
 
+    def to_predecessors(self) -> dict:
+        """``{id: parent's id}`` over the vertices that have a parent (reached, not a source),
+        as ``dict(networkx.bfs_predecessors(G, s))``."""
+        parent = self._parents()
+        has = parent >= 0
+        ids = self.ids
+        return dict(zip(ids[has].tolist(), ids[parent[has]].tolist()))
+
+    def path_to(self, target) -> list:
+        """The ids on a shortest path from a source to ``target`` (one of the graph's ids),
+        source first. ``networkx.NetworkXNoPath`` (a ValueError without NetworkX) when the run
+        did not reach ``target``."""
+        from .traversal_parents import path
+        parent = self._parents()
+        if self.vertex_ids is None:
+            t = int(target)
+            if not 0 <= t < parent.shape[0]:
+                raise ValueError(f"target {target!r} is not a vertex (0..{parent.shape[0] - 1})")
+        else:
+            try:
+                t = int(self.vertex_ids.position_of(target, "target"))
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
+        if np.asarray(self.values)[t] == self.unreached:
+            raise _no_path(f"target {target!r} is not reachable from the sources")
+        return self.ids[path(parent, t)].tolist()
+
+    def _parents(self) -> np.ndarray:
+        if self.predecessors is None:
+            raise ValueError("this result has no predecessors: run BFS or SSSP with "
+                             "predecessors=True")
+        return np.asarray(self.predecessors)
+
     def to_cupy(self):
         """The answer as a CuPy array: the one kept on the GPU that computed it (no copy; BFS and
         SSSP on one CUDA device), else one host-to-device copy of :attr:`values` onto CuPy's
@@ -74,6 +110,16 @@ class AppResult:
                                "was computed on CPU devices: its answer is .values, a NumPy "
                                "array") from None
         return cupy.asarray(self.values)
+
+
+def _no_path(message):
+    """NetworkX's NetworkXNoPath where NetworkX is installed (callers of a NetworkX-style
+    ``shortest_path`` catch it), else a ValueError."""
+    try:
+        from networkx import NetworkXNoPath
+    except ImportError:
+        return ValueError(message)
+    return NetworkXNoPath(message)
 
 
 def complete_stats(keys, stats: dict) -> dict:

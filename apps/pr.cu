@@ -56,6 +56,19 @@ __device__ void block_add2(double a, double b, double* out) {
     }
 }
 
+// The teleport term of the BSP kernels: one value (1-d)/n for every vertex, or with PERSONAL
+// (personalized PageRank) a vector of (1-d) p[v], indexed as y; base_of(base, v) reads it.
+#ifndef PERSONAL
+#define PERSONAL 0
+#endif
+#if PERSONAL
+typedef const float* base_t;
+__device__ __forceinline__ float base_of(base_t base, long long v) { return base[v]; }
+#else
+typedef float base_t;
+__device__ __forceinline__ float base_of(base_t base, long long) { return base; }
+#endif
+
 // The finalize step of every BSP kernel, for one vertex: y' = base + d * sum (float), |y' - y| and
 // y' added to the thread's double sums diff and total (the stats row), y' stored at *y_v; returns
 // the new contribution y' / outdeg, which the caller stores into the vectors it writes.
@@ -89,7 +102,7 @@ __device__ __forceinline__ void pr_store(float* own, const unsigned long long* _
 // iteration; y' / outdeg (0 for dangling: its mass leaks) is stored at [offset + v] of outs[0],
 // this device's own vector, and of the peers' copies whose bit is set in need[v] (pr_store).
 // stats[0] += sum |y' - y|, stats[1] += sum y' (the host checks convergence from these).
-extern "C" __global__ void pr_finalize(int n_local, int offset, float base, float damping,
+extern "C" __global__ void pr_finalize(int n_local, int offset, base_t base, float damping,
                                        float* __restrict__ acc, float* __restrict__ y,
                                        const float* __restrict__ inv_outdeg,
                                        const unsigned long long* __restrict__ outs, int nouts,
@@ -99,7 +112,8 @@ extern "C" __global__ void pr_finalize(int n_local, int offset, float base, floa
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n_local; v += gridDim.x * blockDim.x) {
         const float sum = acc[v];
         acc[v] = 0.0f;
-        const float c = pr_update(sum, y[v], inv_outdeg[v], base, damping, y + v, diff, total);
+        const float c = pr_update(sum, y[v], inv_outdeg[v], base_of(base, v), damping, y + v,
+                                  diff, total);
         pr_store(reinterpret_cast<float*>(outs[0]) + (offset + v), outs, nouts, need, offset, v, c);
     }
     block_add2(diff, total, stats);
@@ -211,7 +225,7 @@ __device__ __forceinline__ float pr_load(const float* p) {
 template <int K, typename IDX>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
                                             const int* __restrict__ sources, const float* contrib,
-                                            float base, float damping, float* __restrict__ y,
+                                            base_t base, float damping, float* __restrict__ y,
                                             const float* __restrict__ inv_outdeg,
                                             const unsigned long long* __restrict__ outs, int nouts,
                                             const unsigned char* __restrict__ need, double* stats,
@@ -269,7 +283,8 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
         for (int k = 0; k < K; ++k) {
             const long long v = wbase + k * 32 + lane;
             if (v < n_local) {
-                const float c = pr_update(sum[k], yo[k], iv[k], base, damping, y + v, diff, total);
+                const float c = pr_update(sum[k], yo[k], iv[k], base_of(base, v), damping, y + v,
+                                          diff, total);
                 pr_store(&out0[offset + v], outs, nouts, need, offset, v, c);
             }
         }
@@ -286,7 +301,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
 #define PR_CSC_KERNEL(NAME, K, IDX, MIN_BLOCKS_UNUSED)                                             \
 extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
-        const float* contrib, float base, float damping, float* __restrict__ y,                    \
+        const float* contrib, base_t base, float damping, float* __restrict__ y,                   \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
         int nouts, const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,           \
         const unsigned long long* __restrict__ stats_of, int nstats, int prev, double tol,         \
@@ -340,7 +355,7 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                                              const int* __restrict__ task_info,
                                              const IDX* __restrict__ indptr,
                                              const int* __restrict__ sources,
-                                             const float* contrib, float base,
+                                             const float* contrib, base_t base,
                                              float damping, float* __restrict__ y,
                                              const float* __restrict__ inv_outdeg,
                                              const unsigned long long* __restrict__ outs,
@@ -407,8 +422,8 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                 for (int off = 16; off > 0; off >>= 1) p += __shfl_xor_sync(FULL_MASK, p, off);
                 if (lane == 0) {
                     cnt[r0] = 0;                        // for the next iteration (next launch)
-                    store(r0, pr_update(p, y[r0], inv_outdeg[r0], base, damping, y + r0, diff,
-                                        total));
+                    store(r0, pr_update(p, y[r0], inv_outdeg[r0], base_of(base, r0), damping,
+                                        y + r0, diff, total));
                 }
             }
         } else {
@@ -449,8 +464,8 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                 for (int k = 0; k < 2; ++k) {
                     for (int off = G >> 1; off > 0; off >>= 1) sum[k] += __shfl_xor_sync(FULL_MASK, sum[k], off);
                     if (r[k] >= 0 && sub == 0) {
-                        store(r[k], pr_update(sum[k], yo[k], iv[k], base, damping, y + r[k],
-                                              diff, total));
+                        store(r[k], pr_update(sum[k], yo[k], iv[k], base_of(base, r[k]), damping,
+                                              y + r[k], diff, total));
                     }
                 }
             }
@@ -464,7 +479,7 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
 extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                                        \
         int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
         const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
-        const float* __restrict__ contrib, float base, float damping, float* __restrict__ y,       \
+        const float* __restrict__ contrib, base_t base, float damping, float* __restrict__ y,      \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
         int nouts, const unsigned char* __restrict__ need, int offset, float* part, int* cnt,      \
         int hub, int nhot, int* next, double* stats, const unsigned long long* __restrict__ stats_of,\
@@ -614,7 +629,7 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
 #define PR_CSC_PERSISTENT(NAME, K, IDX, MIN_BLOCKS)                                                \
 extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(                                \
         int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
-        const unsigned long long* __restrict__ contribs, float base, float damping,                \
+        const unsigned long long* __restrict__ contribs, base_t base, float damping,               \
         float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
         const unsigned long long* __restrict__ outs, int nouts,                                    \
         const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,                      \
@@ -645,7 +660,7 @@ PR_CSC_FORMS(PR_CSC_PERSISTENT, _persistent_k)
 extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                                        \
         int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
         const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
-        const unsigned long long* __restrict__ contribs, float base, float damping,                \
+        const unsigned long long* __restrict__ contribs, base_t base, float damping,               \
         float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
         const unsigned long long* __restrict__ outs, int nouts,                                    \
         const unsigned char* __restrict__ need, int offset, float* part, int* cnt, int hub,        \

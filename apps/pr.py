@@ -177,7 +177,11 @@ class PageRank(Solver):
     vertex (L1 error <= tol of the mass); BSP: stop when the L1 change of an iteration is <= tol
     (of the mass). ``max_iterations``: BSP's bound on iterations (async on one device: on
     sweeps, ten times it). ``partition`` and ``seed``: how vertices are split over several devices.
-    ``run`` returns the stats keys of :data:`STATS_KEYS` in both modes.
+    ``run`` returns the stats keys of :data:`STATS_KEYS` in both modes. ``personalization``:
+    personalized PageRank, the teleport distribution (a dict keyed by the graph's ids, missing
+    ids 0, or an array by position; normalised; :func:`teleport_vector`): the random surfer
+    restarts, and dangling vertices' mass goes, in proportion to it (NetworkX's
+    ``personalization`` with its default ``dangling``). None: uniform.
 
     ``tuning``: a :class:`~groute.tuning.PageRankTuning` (None:
     ``PageRankTuning.from_environment()``); its fields change how fast the answer comes:
@@ -227,7 +231,8 @@ class PageRank(Solver):
     """
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
-                 mode="auto", damping=0.85, tol=1e-6, seed=0, max_iterations=1000, tuning=None):
+                 mode="auto", damping=0.85, tol=1e-6, seed=0, max_iterations=1000, tuning=None,
+                 personalization=None):
         if mode not in MODES + ("auto",):
             raise ValueError(f"mode must be one of {', '.join(MODES + ('auto',))}; got {mode!r}")
         if mode == "auto":
@@ -248,6 +253,8 @@ class PageRank(Solver):
         self.max_iterations = int(max_iterations)
         self.partition_method = partition
         n = self.n = int(graph.num_vertices)
+        #: the teleport distribution by position (None: uniform)
+        self.teleport = None if personalization is None else teleport_vector(graph, personalization)
         self._open_context(ctx, devices=devices, backend=backend, max_devices=n)
         self._worklist = None
         try:
@@ -296,10 +303,11 @@ class PageRank(Solver):
             # peer stores, and the device-side check (it reads every peer's stats), can run
             can = (mode == "bsp" and k <= MAX_OUTPUTS
                    and bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool))))
+            teleports = self._teleport_shares(offsets)
             self.devs = [DevicePR(d, s, n, mode, self.damping, k, tuning, kernel=bsp_kernel,
                                   device_check=bool(device_check) and can, tol=self.tol,
-                                  persistent=self.persistent)
-                         for d, s in zip(self.ctx.devices, shards)]
+                                  persistent=self.persistent, teleport=t)
+                         for d, s, t in zip(self.ctx.devices, shards, teleports)]
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
                 for d in self.devs:     # every run starts from these (DevicePR.bsp_reset)
@@ -338,6 +346,19 @@ class PageRank(Solver):
         except BaseException:
             self.close()
             raise
+
+    def _teleport_shares(self, offsets):
+        """Per device, the teleport term ``(1-d) p`` of its vertices in the solver's order (the
+        degree order, the partition's, or the graph's), or None each without personalization."""
+        if self.teleport is None:
+            return [None] * (len(offsets) - 1)
+        p = self.teleport
+        if self._order is not None:
+            p = p[self._order]
+        elif self.partition is not None:
+            p = np.asarray(self.partition.to_new(p))
+        p = (1.0 - self.damping) * p
+        return [p[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
 
     # running ------------------------------------------------------------------------------------
     def run(self) -> AppResult:
@@ -526,6 +547,40 @@ class PageRank(Solver):
             self._worklist = None
 
 
+def teleport_vector(graph, personalization) -> np.ndarray:
+    """``personalization`` (a dict keyed by the graph's ids, missing ids 0; or an array by
+    position) as a float64 distribution by position. Errors name the argument: an id that is
+    not a vertex, a negative or non-finite weight, a wrong length; all zero is a
+    ZeroDivisionError, as NetworkX raises."""
+    n = int(graph.num_vertices)
+    if isinstance(personalization, dict):
+        p = np.zeros(n, dtype=np.float64)
+        if personalization:
+            ids = list(personalization)
+            try:
+                positions = [graph.vertex_of(i, "personalization key") for i in ids]
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
+            p[np.asarray(positions, dtype=np.int64)] = [float(personalization[i]) for i in ids]
+    else:
+        p = np.asarray(personalization, dtype=np.float64)
+        if p.shape != (n,):
+            raise ValueError(f"personalization: an array needs one weight per vertex ({n}), got "
+                             f"shape {p.shape}")
+        p = p.copy()
+    if n == 0:
+        return p
+    if not np.isfinite(p).all() or (p < 0).any():
+        bad = int(np.flatnonzero(~np.isfinite(p) | (p < 0))[0])
+        raise ValueError(f"personalization: weights must be finite and >= 0 (vertex at "
+                         f"position {bad} has {p[bad]})")
+    total = p.sum()
+    if total == 0 and n:
+        raise ZeroDivisionError("personalization: the weights sum to zero; give at least one "
+                                "vertex a positive weight")
+    return p / total
+
+
 def _unpermute(values, order):
     out = np.empty_like(values)
     out[order] = values
@@ -533,7 +588,8 @@ def _unpermute(values, order):
 
 
 def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
-    """One-shot :class:`PageRank`: build, run once, close.
+    """One-shot :class:`PageRank`: build, run once, close (``personalization=`` and the other
+    options as :class:`PageRank`).
 
     ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
@@ -561,6 +617,9 @@ def register(subparsers, common):
     p.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
     p.add_argument("--tol", type=float, default=1e-6,
                    help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
+    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+                   help="bsp: stop after N iterations if not converged (async on one device: "
+                        "after 10*N sweeps; default 1000)")
     p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round (default: 2 on CPU devices; on GPUs 8, "
                         "or 1 on several for power-law graphs)")
     p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
@@ -580,7 +639,7 @@ def _cli(args) -> int:
                                  **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, g, lambda ctx: PageRank(
         g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
-        seed=args.seed, tuning=tuning))
+        seed=args.seed, max_iterations=args.max_iterations, tuning=tuning))
     res = runs.result
     stats = res.stats
     arcs = arcs_processed(stats, g.num_edges)

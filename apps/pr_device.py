@@ -49,11 +49,13 @@ class DevicePR:
     ``tuning``: the solver's :class:`~groute.tuning.PageRankTuning`; what the solver resolved
     from it and the machine comes as ``kernel`` (never ``"auto"``), ``device_check`` (False
     where a device cannot read every peer's stats) and ``persistent``; ``tol`` is the stopping
-    rule's."""
+    rule's. ``teleport``: personalized PageRank, the teleport term ``(1-d) p[v]`` of this
+    device's vertices in its order (host array; None: the uniform ``(1-d)/n`` the steps are
+    given), compiled into its own kernels (pr.cu ``PERSONAL``)."""
 
     def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int,
                  tuning: PageRankTuning, *, kernel: str = "csc", device_check: bool = True,
-                 tol: float = 1e-6, persistent: bool = False):
+                 tol: float = 1e-6, persistent: bool = False, teleport=None):
         self.device = device
         self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
         self.damping = float(damping)
@@ -91,6 +93,8 @@ class DevicePR:
                     shard.in_indptr, task_arcs=int(tuning.task_arcs),
                     hub_degree=self.hub_degree, lane_arcs=int(tuning.lane_arcs))
                 self.num_tasks = int(task_row.shape[0])
+        #: pr.cu's compile options: the teleport vector's kernels where there is one
+        self.options = ("-DPERSONAL=1",) if teleport is not None else ()
         if self.cuda:
             from groute.kernels import get_kernel, resident_blocks_per_sm
             with device.use():
@@ -101,7 +105,8 @@ class DevicePR:
                 else:
                     names = {"pr_pull": "pr_pull", "pr_finalize": "pr_finalize",
                              "reset": "pr_bsp_reset"}
-                self.kernels = {key: get_kernel(KERNEL, name) for key, name in names.items()}
+                self.kernels = {key: get_kernel(KERNEL, name, options=self.options)
+                                for key, name in names.items()}
             self.sms = int(device.properties()["multiprocessors"])
             # the BSP grids, fixed for the solver's life: the fused kernels' is ``waves`` times
             # the blocks resident at once (bins: one per SM), no more than there is work
@@ -123,6 +128,7 @@ class DevicePR:
                 self._load_persistent(csc, tuning.trace)
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
+        self.teleport = None if teleport is None else up(np.asarray(teleport).astype(self.fdt))
         if mode == "bsp":
             self.in_cols = up(shard.in_cols)
             if self.cuda and self.fused:
@@ -158,7 +164,7 @@ class DevicePR:
         from groute.kernels import load_module, resident_blocks_per_sm
         pname = name + "_persistent" if self.bins else name.replace("_k", "_persistent_k")
         with self.device.use():
-            fn = load_module(KERNEL, cooperative=True).get_function(pname)
+            fn = load_module(KERNEL, options=self.options, cooperative=True).get_function(pname)
             if self.bins:
                 if self.nhot:
                     fn.max_dynamic_shared_size_bytes = self.hot_max * 4
@@ -300,8 +306,17 @@ class DevicePR:
         at its barrier)."""
         head, values, targets, group, tol, tail = self._fixed_args
         check = (*group, tol) if prev is None else (*group, np.int32(prev), tol)
-        return (*head, read, np.float32(base), *values, outs, *targets,
+        return (*head, read, self._base_arg(base), *values, outs, *targets,
                 *(() if nxt is None else (nxt,)), stats, *check, *tail)
+
+    def _base_arg(self, base):
+        """The kernels' teleport argument: the uniform ``base`` (float32), or the device's
+        teleport vector (pr.cu ``base_t``)."""
+        return np.float32(base) if self.teleport is None else self.teleport
+
+    def _base_value(self, base):
+        """The teleport term of the NumPy steps: ``base``, or the teleport vector."""
+        return base if self.teleport is None else self.teleport
 
     def converged_before(self, t: int) -> bool:
         """NumPy form of ``bsp_converged`` (pr.cu): whether iteration ``t - 1`` met the stopping
@@ -363,13 +378,14 @@ class DevicePR:
                 if self.converged_before(t):
                     return
                 ip, nl, lo = self.in_indptr, self.n_local, self.lo
+                teleport = np.broadcast_to(self._base_value(base), (nl,))
                 bounds = np.linspace(0, nl, min(nl, 8) + 1).astype(np.int64)
                 ynew = np.empty(nl, self.fdt)
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     ra, rb = int(ip[a]), int(ip[b])
                     acc = np.bincount(self.in_rows[ra:rb] - a, weights=src[self.in_cols[ra:rb]],
                                       minlength=b - a)
-                    ynew[a:b] = base + self.damping * acc
+                    ynew[a:b] = teleport[a:b] + self.damping * acc
                     src[lo + a:lo + b] = ynew[a:b] * self.inv_outdeg[a:b]
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
@@ -383,7 +399,8 @@ class DevicePR:
                                  (self.in_rows, self.in_cols, np.int64(self.num_in), src, self.acc))
                 if self.n_local:
                     k["pr_finalize"](self.finalize_grid, (BLOCK,),
-                                     (np.int32(self.n_local), np.int32(self.lo), np.float32(base),
+                                     (np.int32(self.n_local), np.int32(self.lo),
+                                      self._base_arg(base),
                                       np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
                                       outs, np.int32(len(self.out_targets)), self.need, stats))
         else:
@@ -391,7 +408,7 @@ class DevicePR:
                 if self.converged_before(t):
                     return
                 acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
-                ynew = base + self.damping * acc
+                ynew = self._base_value(base) + self.damping * acc
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
                 self.y[:] = ynew
@@ -461,9 +478,13 @@ class DevicePR:
 
     # asynchronous push --------------------------------------------------------------------------
     def push_reset(self, r0: float):
+        """The start of an async run: ranks 0, every residual ``r0`` (or the teleport vector)."""
         def reset():
             self.rank.fill(0)
-            self.residual.fill(r0)
+            if self.teleport is None:
+                self.residual.fill(r0)
+            else:
+                self.residual[...] = self.teleport
             self.remote_acc.fill(0)
         self.stream.submit(reset)
 

@@ -61,18 +61,41 @@ class SSSP(TraversalSolver):
         return self._answer(values)
 
 
-def sssp(graph, source, *, weight="weight", num_vertices=None, **kwargs):
-    """One-shot SSSP from ``source``, one of the graph's own ids (a file's id, a NetworkX label).
+def sssp(graph, source=None, *, sources=None, predecessors=False, weight="weight",
+         num_vertices=None, **kwargs):
+    """One-shot SSSP from ``source``, one of the graph's own ids (a file's id, a NetworkX label),
+    or from every id of ``sources`` at once (distance to the nearest one, as NetworkX's
+    ``multi_source_dijkstra_path_length``).
 
     ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph whose ``weight`` edge attribute holds the weights, a scipy sparse matrix whose
     values are the weights, ``(src, dst[, weights])`` arrays with an optional ``num_vertices``).
-    Keyword options as :class:`SSSP`. ``result.to_dict()`` is ``{id: distance}`` over the
-    vertices reached, as NetworkX's ``single_source_dijkstra_path_length``.
+    ``predecessors``: also a parent per reached vertex (``result.to_predecessors()``,
+    ``result.path_to(t)``). Other keyword options as :class:`SSSP`. ``result.to_dict()`` is
+    ``{id: distance}`` over the vertices reached, as NetworkX's
+    ``single_source_dijkstra_path_length``.
     """
     g = input_graph(graph, weight=weight, num_vertices=num_vertices)
     with SSSP(g, **kwargs) as solver:
-        return solver.run(source)
+        return solver.run(source, sources=sources, predecessors=predecessors)
+
+
+def shortest_path(graph, source, target, *, weight=None, num_vertices=None, **kwargs):
+    """The ids on a shortest path from ``source`` to ``target`` (both the graph's own ids),
+    source first, as NetworkX's ``shortest_path(G, source, target, weight)``: hops with
+    ``weight=None`` (BFS), else the ``weight`` edge attribute's sum (SSSP). NetworkX's
+    ``NetworkXNoPath`` when ``target`` is not reachable. Other keyword options as
+    :class:`SSSP` (or :class:`~groute.apps.bfs.BFS`)."""
+    from .bfs import BFS
+    g = input_graph(graph, weight=weight, num_vertices=num_vertices)
+    solver_class = BFS if weight is None else SSSP
+    try:
+        g.vertex_of(target, "target")           # a bad target fails before the run
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+    with solver_class(g, **kwargs) as solver:
+        result = solver.run(source, predecessors=True)
+    return result.path_to(target)
 
 
 def register(subparsers, common):

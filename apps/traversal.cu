@@ -43,6 +43,7 @@ struct Sink {
     long long* far; int* far_count; int* far_overflow;
     int* out_round; int* out_overflow;          // this round's outbox slots (round % 3)
     int thr;
+    int ceiling;                                // ctl[CEILING]: improved from here, not queued
     bool filter;                                // read before the atomicMin (see improve_local)
     bool unique;                                // BFS on one device (see improve_local)
 #if LINKED
@@ -72,7 +73,7 @@ __device__ __forceinline__ void improve_local(const Args& a, const Sink& q, int 
     // it is one more round trip on the critical path
     if (q.filter && c >= *(volatile int*)&a.dist[lv]) return;
     int old = atomicMin(&a.dist[lv], c);
-    if (c >= old) return;
+    if (c >= old || c >= q.ceiling) return;
 #if WEIGHTS == 0 && !VALUE_FLOAT
     if (q.unique) {
         // BFS on one device: every offer of a round carries the same depth, so only the first
@@ -163,7 +164,7 @@ __device__ __forceinline__ bool relax_small(const Args& a, const Sink& q, long l
             old[k] = local[k] ? atomicMin(&a.dist[v[k] - a.lo], c[k]) : c[k];
 #pragma unroll
         for (int k = 0; k < BATCH_ARCS; ++k) {
-            imp[k] = c[k] < old[k];
+            imp[k] = c[k] < old[k] && c[k] < q.ceiling;
             if (v[k] >= 0 && !(v[k] >= a.lo && v[k] < a.hi)) ok &= relax_remote(a, q, v[k], c[k]);
         }
         int n = 0;
@@ -258,6 +259,7 @@ __device__ __forceinline__ Sink round_sink(const Args& a, int r, int fc, int thr
     q.far_overflow = &a.ctl[FAR_OVERFLOW + fc];
     q.out_round = q.out_overflow = nullptr;
     q.thr = thr;
+    q.ceiling = a.ctl[CEILING];
     q.filter = filter;
     q.unique = false;
     return q;
@@ -304,10 +306,12 @@ __device__ void split_far(const Args& a, unsigned int& bar, int& fc, int old_thr
     } else {
         // Some deferred items were not stored. Every vertex whose value is at least the old
         // threshold still has its latest improvement unprocessed: rebuild from the state.
+        // (a value at the ceiling was never queued: it stays where it is)
         int n_local = a.hi - a.lo;
+        const int ceiling = a.ctl[CEILING];
         for (long long u = tid; u < n_local; u += nthreads) {
             int d = *(volatile int*)&a.dist[u];
-            if (d == VALUE_INF || d < old_thr) continue;
+            if (d == VALUE_INF || d < old_thr || d >= ceiling) continue;
             if (d < thr) push_near(a, cur, cur_count, (int)u, round);
             else push_far(a, far_next, next_count, next_overflow, (int)u, d, deferrals);
         }
@@ -338,7 +342,7 @@ struct PullParent {
     }
     __device__ __forceinline__ void claim(long long v) const {
         a.dist[v] = depth + 1;
-        push_near(a, q.next, q.next_count, (int)v, q.marker);
+        if (depth + 1 < q.ceiling) push_near(a, q.next, q.next_count, (int)v, q.marker);
     }
 };
 

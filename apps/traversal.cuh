@@ -31,6 +31,8 @@ enum Ctl {
     PULLING = 15,       // BFS: the last launch ended in pull mode
     OUT_ROUND = 16,     // 3 slots: items put in outboxes this round
     OUT_ROUND_OVERFLOW = 19, // 3 slots: an outbox was full this round
+    CEILING = 22,       // values from which an improved vertex is not queued (BFS depth limit;
+                        // VALUE_INF: none), set by the host for the run
     OUT_COUNT = 24,     // one slot per destination device (cumulative fill of its outbox)
     CTL_SIZE = 64
 };

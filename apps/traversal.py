@@ -74,6 +74,9 @@ class _Identity:
     def to_new_id(self, v):
         return int(v)
 
+    def to_new_ids(self, positions):
+        return np.asarray(positions, dtype=np.int64)
+
 
 class _Partitioned:
     def __init__(self, p):
@@ -90,6 +93,9 @@ class _Partitioned:
 
     def to_new_id(self, v):
         return int(np.asarray(self.p.perm)[v])
+
+    def to_new_ids(self, positions):
+        return np.asarray(self.p.perm, dtype=np.int64)[np.asarray(positions, dtype=np.int64)]
 
 
 class TraversalSolver(Solver):
@@ -321,18 +327,55 @@ class TraversalSolver(Solver):
         """The position of ``source``, one of the graph's own ids (a file's id, a label)."""
         return source_position(self.graph, source)
 
-    def run(self, source) -> AppResult:
+    def check_sources(self, source=None, sources=None) -> np.ndarray:
+        """The distinct positions of the run's seeds: ``source`` (one id) or ``sources`` (a
+        non-empty iterable of ids), exactly one of the two; ValueError naming the argument."""
+        if (source is None) == (sources is None):
+            raise ValueError(f"{self.app}: give either source (one vertex id) or sources (a "
+                             f"list of them), not {'both' if source is not None else 'neither'}")
+        if source is not None:
+            return np.array([self.check_source(source)], dtype=np.int64)
+        if isinstance(sources, (str, bytes)) or not hasattr(sources, "__iter__"):
+            raise TypeError(f"{self.app}: sources must be a list of vertex ids, got "
+                            f"{type(sources).__name__}")
+        positions = [source_position(self.graph, s) for s in sources]
+        if not positions:
+            raise ValueError(f"{self.app}: sources is empty; give at least one vertex id")
+        return np.unique(np.asarray(positions, dtype=np.int64))
+
+    def check_depth_limit(self, depth_limit):
+        """``depth_limit`` as an int >= 0, or None; only BFS (whose values are depths) has it."""
+        if depth_limit is None:
+            return None
+        if self.app != "bfs":
+            raise ValueError(f"{self.app}: depth_limit is a BFS option (hops from the sources)")
+        if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
+                or depth_limit < 0:
+            raise ValueError(f"{self.app}: depth_limit must be an int >= 0, got {depth_limit!r}")
+        return int(depth_limit)
+
+    def run(self, source=None, *, sources=None, depth_limit=None,
+            predecessors=False) -> AppResult:
         """Traverse from ``source``, one of the graph's own ids (as every answer is keyed; for a
-        graph made from 0-based arrays or a generator, its position); see :class:`AppResult`."""
-        source = self.check_source(source)
-        new_source = self.part.to_new_id(source)
+        graph made from 0-based arrays or a generator, its position), or from every id of
+        ``sources`` at once (each at value 0: the answer is the distance to the nearest
+        source). See :class:`AppResult`.
+
+        ``depth_limit`` (BFS): vertices more than that many hops from the sources are left
+        unreached (-1) and the frontier at that depth is not expanded, so the run does only
+        the work inside the limit. ``predecessors``: also compute a parent per reached vertex
+        (``result.predecessors``, positions, -1 for the sources and unreached vertices;
+        :func:`groute.apps.traversal_parents.parents` says which parent)."""
+        seeds = self.check_sources(source, sources)
+        limit = self.check_depth_limit(depth_limit)
+        new_seeds = self.part.to_new_ids(seeds)
         if self.peer is not None:
             with DeviceTimer(self.ctx) as timer:
-                wl = self.peer.run(new_source)
+                wl = self.peer.run(new_seeds, limit)
             counters = self.peer.counters_host
         else:
             for w in self.workers:
-                w.set_source(new_source)
+                w.set_source(new_seeds, limit)
             threshold = self.delta if self.priority else math.inf
             with DeviceTimer(self.ctx) as timer:
                 wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
@@ -341,8 +384,32 @@ class TraversalSolver(Solver):
         raw = [w.values() for w in self.workers]
         values = np.concatenate([dev.to_host(r) for dev, r in zip(self.ctx.devices, raw)])
         values = np.asarray(self.part.to_original(values))
-        return self._result(self._finish(values), timer.seconds, self._stats(wl, counters),
-                            unreached=self.unreached, device_values=self._kept_answer(raw))
+        answer = self._finish(values)       # its checks first: no parents of a failed run
+        parents = self._parents(raw, values, seeds) if predecessors else None
+        return self._result(answer, timer.seconds, self._stats(wl, counters),
+                            unreached=self.unreached, device_values=self._kept_answer(raw),
+                            predecessors=parents)
+
+    def _parents(self, raw, values, seeds):
+        """The parents of :func:`~groute.apps.traversal_parents.parents` from the run's values
+        (as the kernels computed them): on one CUDA device over its arrays there, else on the
+        host over the graph."""
+        from .traversal_parents import parents
+        unreached = infinity(self.kind)
+        if self.ctx.backend == "cuda" and self.ctx.num_devices == 1:
+            w, dev = self.workers[0], self.ctx.devices[0]
+            with dev.use():
+                weights = w.weights if self.weighted_values else None
+                seeds_dev = dev.xp.asarray(seeds)
+                out = parents(w.indptr, w.indices, weights, raw[0], seeds_dev, unreached,
+                              xp=dev.xp)
+                return dev.xp.asnumpy(out)
+        g = self.graph
+        weights = None
+        if self.weighted_values:
+            weights = np.asarray(g.weights).astype(np.int64 if self.kind == "int" else np.float32)
+        return parents(np.asarray(g.indptr), np.asarray(g.indices), weights, values, seeds,
+                       unreached, xp=np)
 
     def _finish(self, values):
         """The answer from the workers' values, in position order (apps add their checks)."""

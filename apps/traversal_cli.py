@@ -4,13 +4,17 @@
 Market and DIMACS, the original id for SNAP edge lists, the name for CSV files, 0-based for
 generated graphs); without it the vertex with the most out-arcs is used. SSSP runs on the graph's
 weights, weight 1 on every arc of an unweighted graph (as the library does), or with
-``--random-weights`` random integers 1..64. What is printed and the ``--output`` formats:
-:mod:`groute.apps.app_cli`. Unreachable vertices are -1 (BFS depth) or inf (SSSP distance).
+``--random-weights`` random integers 1..64. ``--sources`` starts from several ids at once
+(distance to the nearest), ``--depth-limit`` (BFS) leaves vertices farther than that many hops
+unreached, ``--predecessors FILE`` also writes each reached vertex's parent on a shortest path.
+What is printed and the ``--output`` formats: :mod:`groute.apps.app_cli`. Unreachable vertices
+are -1 (BFS depth) or inf (SSSP distance).
 """
 from __future__ import annotations
 
 import inspect
 import re
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -39,9 +43,20 @@ def register_app(subparsers, common, name, solver_cls):
                                           "level-synchronous), or in one launch per GPU "
                                           "exchanging through peer memory.")
     add_graph_options(p)
-    p.add_argument("--source", default=None, metavar="ID",
-                   help="source vertex, by the graph's own id (as written in the file); default: "
-                        "the vertex with the most out-arcs")
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument("--source", default=None, metavar="ID",
+                       help="source vertex, by the graph's own id (as written in the file); "
+                            "default: the vertex with the most out-arcs")
+    seeds.add_argument("--sources", default=None, metavar="ID,ID,...",
+                       help="several source vertices at once, comma-separated ids: each vertex "
+                            "gets its distance to the nearest")
+    if name == "bfs":
+        p.add_argument("--depth-limit", type=int, default=None, metavar="D",
+                       help="leave vertices more than D hops from the sources unreached (-1) "
+                            "and do not expand the frontier at depth D")
+    p.add_argument("--predecessors", default=None, metavar="FILE",
+                   help="also write each reached vertex's parent on a shortest path, by id "
+                        "(formats as --output; sources and unreached vertices left out)")
     if name == "sssp":
         p.add_argument("--random-weights", action="store_true",
                        help="run on random integer weights 1..64 (seeded by --seed) instead of "
@@ -80,8 +95,18 @@ def run_cli(args, name, solver_cls):
     if name == "sssp" and args.random_weights:
         graph = graph.with_weights(seed=args.seed)
         weights = f"random integers 1..64 (seed {args.seed})"
-    source = (busiest_vertex(graph) if args.source is None
-              else parse_vertex(graph, args.source, "--source"))
+    if args.sources is not None:
+        seeds = [parse_vertex(graph, text.strip(), "--sources")
+                 for text in args.sources.split(",") if text.strip()]
+        if not seeds:
+            raise ValueError(f"--sources {args.sources!r}: no vertex ids given")
+    else:
+        seeds = [busiest_vertex(graph) if args.source is None
+                 else parse_vertex(graph, args.source, "--source")]
+    seed_ids = [graph.file_id_of(s) for s in seeds]
+    depth_limit = getattr(args, "depth_limit", None)
+    if depth_limit is not None and depth_limit < 0:
+        raise ValueError(f"--depth-limit must be >= 0, got {depth_limit}")
     delta = args.delta
     if delta is not None and solver_cls.weighted and graph.weights is not None \
             and np.asarray(graph.weights).dtype.kind in "iu":
@@ -89,25 +114,42 @@ def run_cli(args, name, solver_cls):
     runs = run_solver(args, graph, lambda ctx: solver_cls(
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
         priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
-        seed=args.seed, exchange=args.exchange), graph.file_id_of(source))
+        seed=args.seed, exchange=args.exchange),
+        sources=seed_ids, depth_limit=depth_limit, predecessors=args.predecessors is not None)
     res, median = runs.result, runs.median
     reached_mask = np.asarray(res.values) != res.unreached
     reached = int(np.count_nonzero(reached_mask))
     arcs = traversed_arcs(graph, reached_mask)
-    source_id = graph.file_id_of(source)
-    line = (f"{name} {graph.name} from {source_id}: {median * 1e3:.3f} ms "
+    source_id = seed_ids[0] if len(seed_ids) == 1 else seed_ids
+    origin = seed_ids[0] if len(seed_ids) == 1 else f"{len(seed_ids)} sources"
+    if depth_limit is not None:
+        origin += f" (depth limit {depth_limit})"
+    line = (f"{name} {graph.name} from {origin}: {median * 1e3:.3f} ms "
             f"({runs.where(res.stats['mode'])}), {reached:,} of {graph.num_vertices:,} vertices "
             f"reached, {arcs:,} arcs, {gteps(arcs, median):.3f} GTEPS")
     facts = {"source": source_id, "mode": res.stats["mode"], "reached": reached,
              "arcs_traversed": arcs, "gteps": gteps(arcs, median)}
+    if depth_limit is not None:
+        facts["depth_limit"] = depth_limit
     if name == "sssp":
         facts["weights"] = weights
-    verified = verify(name, graph, source, res.values) if args.verify else None
+    verified = verify(name, graph, seeds, res.values, depth_limit) if args.verify else None
     report(args, name, graph, load_s, runs, line, facts, verified,
            extra_stats=[f"weights: {weights}"] if name == "sssp" else ())
     if args.output:
         write_output(res, args.output, VALUE_NAMES[name])
+    if args.predecessors:
+        write_output(parent_table(res), args.predecessors, "parent")
     return 0 if verified is None or verified[0] else 1
+
+
+def parent_table(result):
+    """The reached vertices that have a parent and the parent, both by id, in the shape
+    :func:`~groute.apps.app_cli.write_output` writes."""
+    parent = np.asarray(result.predecessors)
+    has = parent >= 0
+    ids = np.asarray(result.ids)
+    return SimpleNamespace(ids=ids[has], values=ids[parent[has]], values_are_vertices=False)
 
 
 def traversed_arcs(graph, reached_mask) -> int:
@@ -117,14 +159,19 @@ def traversed_arcs(graph, reached_mask) -> int:
     return int(degrees[reached_mask].sum())
 
 
-def verify(name, graph, source, values):
-    """``(ok, detail)``: ``values`` against :mod:`groute.graph.reference` from ``source``."""
+def verify(name, graph, sources, values, depth_limit=None):
+    """``(ok, detail)``: ``values`` against :mod:`groute.graph.reference` from ``sources`` (the
+    least over them), cut at ``depth_limit`` (BFS)."""
     from groute.graph import reference
     if name == "bfs":
-        ref = reference.bfs(graph, source)
-        bad = np.flatnonzero(np.asarray(ref) != values)
+        depths = [np.asarray(reference.bfs(graph, s), dtype=np.float64) for s in sources]
+        least = np.min([np.where(d < 0, np.inf, d) for d in depths], axis=0)
+        if depth_limit is not None:
+            least[least > depth_limit] = np.inf
+        ref = np.where(np.isinf(least), -1, least).astype(np.int64)
+        bad = np.flatnonzero(ref != values)
     else:
-        ref = np.asarray(reference.sssp(graph, source))
+        ref = np.min([np.asarray(reference.sssp(graph, s)) for s in sources], axis=0)
         close = np.isclose(values, ref, rtol=1e-5, atol=0) | (np.isinf(ref) & np.isinf(values))
         bad = np.flatnonzero(~close)
     if bad.size:

@@ -57,12 +57,17 @@ class CPUTraversalWorker(StreamWorker):
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1)
         self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
         self.work = LocalWork()
-        self.source = None
+        self.seeds = np.empty(0, dtype=np.int64)
+        self.ceiling = self.inf
         self.counters = {}
 
     # ------------------------------------------------------------------ protocol
-    def set_source(self, source_new: int | None):
-        self.source = source_new
+    def set_source(self, seeds_new, ceiling=None):
+        """The next run's seeds (renumbered ids, one or several; each starts at value 0) and
+        its ceiling: a vertex whose value reaches it keeps the value but is not expanded (BFS's
+        depth limit; None: no limit)."""
+        self.seeds = np.atleast_1d(np.asarray(seeds_new, dtype=np.int64))
+        self.ceiling = self.inf if ceiling is None else ceiling
 
     def values(self):
         return self.dist
@@ -78,8 +83,8 @@ class CPUTraversalWorker(StreamWorker):
         self.near = np.empty(0, dtype=np.int64)
         self.counters = {"processed": 0, "edges": 0, "deferrals": 0, "rounds": 0, "launches": 0,
                          "absorbed": 0, "improved_remote": 0, "pull_rounds": 0}
-        if self.source is not None and self.lo <= self.source < self.hi:
-            self._enqueue(np.array([self.source - self.lo]), np.zeros(1, self.dist.dtype), threshold)
+        mine = self.seeds[(self.seeds >= self.lo) & (self.seeds < self.hi)] - self.lo
+        self._enqueue(mine, np.zeros(mine.size, self.dist.dtype), threshold)
         return self._report()
 
     def _report(self, threshold=None):
@@ -91,17 +96,22 @@ class CPUTraversalWorker(StreamWorker):
         return self.work
 
     def _enqueue(self, local_ids, values, threshold):
-        """Lower ``dist`` where ``values`` improve it; queue the improved vertices."""
+        """Lower ``dist`` where ``values`` improve it; queue the improved vertices below the
+        ceiling."""
         better = values < self.dist[local_ids]
         u, d = local_ids[better], values[better]
         self.dist[u] = d
+        improved = int(u.size)
+        if self.ceiling != self.inf:
+            below = d < self.ceiling
+            u, d = u[below], d[below]
         near = d < threshold
         if near.any():
             self.near = np.union1d(self.near, u[near])
         if not near.all():
             self.far.push(pack(u[~near], d[~near]))
             self.counters["deferrals"] += int((~near).sum())
-        return int(u.size)
+        return improved
 
     def _arcs_of(self, vertices):
         """Every out-arc of ``vertices`` (local ids): arc ids, and per arc the position of its
@@ -169,7 +179,7 @@ class CPUTraversalWorker(StreamWorker):
         new = todo[found]
         self.dist[new] = level + 1
         self.counters["processed"] += int(new.size)
-        self.near = new
+        self.near = new if level + 1 < self.ceiling else new[:0]
 
     def _advance(self, threshold, max_rounds, self_advance):
         self.counters["launches"] += 1

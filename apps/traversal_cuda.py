@@ -45,6 +45,7 @@ BLOCK = 256
 # control block slots, as traversal.cuh
 NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_MIN, FAR_OVERFLOW, THRESHOLD, ROUNDS, EXIT_REASON = \
     0, 3, 4, 6, 7, 8, 10, 11, 12
+CEILING = 22
 OUT_COUNT, CTL_SIZE = 24, 64
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 11, 12
 #: frontier sizes (vertices) at which the kernel returns to be relaunched with the other grid
@@ -178,7 +179,8 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
             rec = self._pack_args()
             self._check_layout(module, rec)
             self.args = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
-        self.source = None
+        self.seeds = np.empty(0, dtype=np.int64)
+        self.ceiling_bits = self.inf_bits
         self.delta_bits = self.inf_bits
         self.work = LocalWork()
         self.counters = {}
@@ -227,31 +229,38 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ protocol
-    def set_source(self, source_new):
-        self.source = source_new
+    def set_source(self, seeds_new, ceiling=None):
+        """The next run's seeds (renumbered ids, one or several; each starts at value 0) and
+        its ceiling: a vertex whose value reaches it keeps the value but is not queued (BFS's
+        depth limit; None: no limit)."""
+        self.seeds = np.atleast_1d(np.asarray(seeds_new, dtype=np.int64))
+        self.ceiling_bits = self.inf_bits if ceiling is None else _bits(ceiling, self.kind)
 
     def set_delta(self, delta):
         self.delta_bits = _bits(delta, self.kind) if delta != math.inf else self.inf_bits
 
     # ------------------------------------------------------------------ launches
     def reset_state(self, threshold):
-        """A run's starting state from ``self.source`` with threshold ``threshold``, queued on
+        """A run's starting state from ``self.seeds`` with threshold ``threshold``, queued on
         the current stream (no wait): values unreached, nothing queued or sent, counters zero,
-        the source (on its owner) queued for round 0. The linked workers
-        (:mod:`groute.apps.traversal_linked`) reset through it too."""
+        the seeds (on their owners) at value 0 and, below the ceiling, queued for round 0. The
+        linked workers (:mod:`groute.apps.traversal_linked`) reset through it too."""
         self.dist.fill(self.inf_bits)
         self.in_near.fill(-1)          # the round each vertex was last queued for: none
         self.sent_best.fill(self.inf_bits)
         ctl = np.zeros(CTL_SIZE, dtype=np.int32)
         ctl[FAR_MIN] = self.inf_bits
         ctl[THRESHOLD] = _bits(threshold, self.kind)
+        ctl[CEILING] = self.ceiling_bits
         self.counters_dev.fill(0)
-        if self.source is not None and self.lo <= self.source < self.hi:
-            s = self.source - self.lo
+        mine = self.seeds[(self.seeds >= self.lo) & (self.seeds < self.hi)] - self.lo
+        if mine.size:
+            s = self.cp.asarray(mine.astype(np.int32))
             self.dist[s] = 0
-            self.in_near[s] = 0            # queued for round 0
-            self.near[0][0] = s
-            ctl[NEAR_COUNT] = 1
+            if self.ceiling_bits > 0:      # a ceiling of 0 expands nothing
+                self.in_near[s] = 0        # queued for round 0
+                self.near[0][:mine.size] = s
+                ctl[NEAR_COUNT] = mine.size
         self.ctl.set(ctl)
 
     def _start(self, threshold):

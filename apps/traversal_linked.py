@@ -144,19 +144,20 @@ class LinkedTraversal:
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
-    def _reset(self, i, source):
-        """Device ``i``'s state for a run from ``source`` (renumbered id), on its compute stream
-        (so before its launch; peers touch it only after the start barrier): the worker's
+    def _reset(self, i, sources, ceiling):
+        """Device ``i``'s state for a run from ``sources`` (renumbered ids) under ``ceiling``
+        (BFS's depth limit, or None), on its compute stream (so before its launch; peers touch
+        it only after the start barrier): the worker's
         (:meth:`~groute.apps.traversal_cuda.CUDATraversalWorker.reset_state`), then the links'."""
         w = self.workers[i]
-        w.set_source(source)
+        w.set_source(sources, ceiling)
         w.reset_state(self.delta)
         self.state[i].fill(0)
         self.lu[i][L_LIM:L_LIM + 3 * LINK_MAX] = self.cap     # nothing applied yet: cap of room
 
-    def _launch(self, i, source, timeout_ns):
+    def _launch(self, i, sources, ceiling, timeout_ns):
         w = self.workers[i]
-        self._reset(i, source)
+        self._reset(i, sources, ceiling)
         # read before the atomicMin on wide grids only, as the fused worker does
         wide = self.blocks[i] > w.narrow_blocks
         args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.max_rounds),
@@ -165,11 +166,15 @@ class LinkedTraversal:
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
                                          name=self.devices[i].name)
 
-    def run(self, source_new: int) -> dict:
-        """Traverse from ``source_new`` (renumbered id); values land in the workers' ``dist``."""
+    def run(self, sources_new, ceiling=None) -> dict:
+        """Traverse from ``sources_new`` (renumbered ids: one, or several distinct ones);
+        values land in the workers' ``dist``. ``ceiling``: values from which a vertex is not
+        expanded (BFS's depth limit; None: none)."""
+        sources_new = np.atleast_1d(np.asarray(sources_new, dtype=np.int64))
         timeout_ns = peer_barrier.timeout_ns()
         launched, failure = self.barrier.launch_each(
-            lambda i, dev: dev.compute_stream.submit(self._launch, i, int(source_new), timeout_ns))
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, sources_new, ceiling,
+                                                     timeout_ns))
         for i in launched:
             def read(i=i):      # one stream synchronisation (the second copy's), as traversal_peer
                 self.state[i].get(out=self.state_host[i], blocking=False)

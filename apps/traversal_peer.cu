@@ -49,7 +49,7 @@
 //   improvement of this round, so when both global counts are zero no bit is set anywhere.
 //
 // Each kernel resets its own state first (values, bitmaps, counters, queue counts, the
-// source); peers touch it only after the first cross-device barrier, which this device reaches
+// sources); peers touch it only after the first cross-device barrier, which this device reaches
 // after its reset. The barrier counter on device 0 only grows: the host passes where it stands.
 // Cross-device barrier: after a grid barrier, thread 0 of block 0 releases its device's writes
 // at system scope with an arrival on device 0's counter, polls it with acquire loads and then
@@ -147,7 +147,6 @@ struct PeerThread {
     long long tid, nthreads, warp, nwarps;
     int lane;
     int me, lo, n_local, words_me;   // this device owns [lo, lo + n_local): words_me bitmap words
-    bool has_source;                 // the source is one of them
     unsigned int bar;                // grid_barrier's target
     unsigned long long gtarget;      // cross_device_wait's target (from where the host says)
     long long timeout_ns;            // how long cross_device_wait waits (the host's, per run)
@@ -156,7 +155,7 @@ struct PeerThread {
 };
 
 // Load the shared block (load_shared) and start the thread's PeerThread.
-__device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s, int source,
+__device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s,
                                                    unsigned long long gbase, long long timeout_ns) {
     load_shared(a, s);
     PeerThread t;
@@ -169,7 +168,6 @@ __device__ __forceinline__ PeerThread start_thread(const PeerArgs& a, Shared& s,
     t.lo = s.off[t.me];
     t.n_local = s.off[t.me + 1] - t.lo;
     t.words_me = (t.n_local + 31) >> 5;
-    t.has_source = source >= t.lo && source < t.lo + t.n_local;
     t.bar = 0;
     t.gtarget = gbase;
     t.timeout_ns = timeout_ns;
@@ -192,7 +190,7 @@ __device__ __forceinline__ void reset_sums(const PeerArgs& a, int slot, bool glo
 // state: this device's counters and control words (`first_count`: the size of frontier 0 here),
 // a grid barrier (other threads zeroed the counters), then thread 0 clears both level slots of
 // the sums (`global_sums`: device 0 the global ones too; see the callers for when that is safe).
-// The caller seeds the source afterwards, from thread 0.
+// The caller seeds the sources afterwards.
 __device__ __forceinline__ void begin_run(const PeerArgs& a, long long tid, unsigned int& bar,
                                           int first_count, bool global_sums) {
     if (tid < PEER_COUNTERS) a.counters[tid] = 0;
@@ -319,21 +317,24 @@ struct PullBitmap {
     }
 };
 
+// seeds: the num_seeds sources this device owns (local ids, distinct); max_level: the frontier
+// of that level is not expanded (the depth limit; INT_MAX: none).
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
-peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, long long timeout_ns) {
+peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num_seeds,
+         unsigned long long gbase, long long timeout_ns, int max_level) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    PeerThread t = start_thread(a, s, source, gbase, timeout_ns);
+    PeerThread t = start_thread(a, s, gbase, timeout_ns);
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = INT_INF;
     for (long long w = t.tid; w < ((long long)a.n_total + 31) >> 5; w += t.nthreads) a.sent[w] = 0u;
     // the global sums need no reset: the last level of every run adds only zeros, and each
     // level clears the slot of the level after next (device 0 clears it before the first
     // cross-device barrier of a run could let a peer add to it)
-    begin_run(a, t.tid, t.bar, t.has_source ? 1 : 0, false);
-    if (t.tid == 0 && t.has_source) {
-        a.dist[source - t.lo] = 0;
-        a.queue0[0] = source - t.lo;
+    begin_run(a, t.tid, t.bar, num_seeds, false);
+    for (long long i = t.tid; i < num_seeds; i += t.nthreads) {
+        a.dist[seeds[i]] = 0;
+        a.queue0[i] = seeds[i];
     }
     grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
     long long explored = 0;
@@ -364,7 +365,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase, 
         if (__ldcg(&a.ctl[PABORT])) break;
         const long long g_verts = (long long)__ldcg(&a.counters[TOTALS + SVERTS]);
         if (stamp) a.trace[4 * L + 1] = global_timer();
-        if (g_verts == 0) break;
+        if (g_verts == 0 || L >= max_level) break;
         if (pulling) {
             pulling = direction_stay_pulling(g_verts, a.n_total);
         } else if (a.pull_ok) {
@@ -464,12 +465,12 @@ __device__ __forceinline__ void relax(const PeerArgs& a, const Shared& s, long l
 // delta: the soft-priority step (value bits; VALUE_INF: priority off), also the first threshold;
 // max_rounds: give up (ABORT 2) after that many rounds, all devices alike.
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
-peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
-          long long timeout_ns, int delta, int max_rounds) {
+peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num_seeds,
+          unsigned long long gbase, long long timeout_ns, int delta, int max_rounds) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
-    PeerThread t = start_thread(a, s, source, gbase, timeout_ns);
-    int thr = delta;                 // the first threshold: the source has value 0
+    PeerThread t = start_thread(a, s, gbase, timeout_ns);
+    int thr = delta;                 // the first threshold: the sources have value 0
     // this run's state: nobody else touches it before the first cross-device barrier
     for (long long v = t.tid; v < t.n_local; v += t.nthreads) a.dist[v] = VALUE_INF;
     for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
@@ -480,9 +481,9 @@ peer_sssp(const PeerArgs* __restrict__ pa, int source, unsigned long long gbase,
     if (a.k > 1)
         for (long long v = t.tid; v < a.n_total; v += t.nthreads) a.sent_best[v] = VALUE_INF;
     begin_run(a, t.tid, t.bar, 0, true);
-    if (t.tid == 0 && t.has_source) {
-        a.dist[source - t.lo] = 0;
-        a.active[(source - t.lo) >> 5] = 1u << ((source - t.lo) & 31);
+    for (long long i = t.tid; i < num_seeds; i += t.nthreads) {
+        a.dist[seeds[i]] = 0;
+        atomicOr(&a.active[seeds[i] >> 5], 1u << (seeds[i] & 31));
     }
     // round 0 already sends offers (and sums): every device must have reset its state first
     cross_sync(a, t, 0, 0);

@@ -95,7 +95,7 @@ class PeerTraversal:
         self.arrays = list(arrays)
         self.k = len(self.devices)
         self.n = int(num_vertices)
-        offsets = np.asarray(offsets, dtype=np.int64)
+        offsets = self.offsets = np.asarray(offsets, dtype=np.int64)
         sizes = np.diff(offsets)
         words = (sizes + 31) // 32
         rep_base = np.zeros(MAX_DEVICES, np.int32)
@@ -143,6 +143,7 @@ class PeerTraversal:
                                         ("off", "peer_ctl", "peer_dist"), "traversal_peer.cu PeerArgs")
                 self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         self.counters_host = [{} for _ in self.devices]
+        self.seed_arrays = [None] * self.k
         log.info("peer %s on %d devices, grids %s x %d", app, self.k, self.blocks, BLOCK)
 
     # ------------------------------------------------------------------ setup
@@ -180,14 +181,20 @@ class PeerTraversal:
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
-    def run(self, source_new: int) -> dict:
-        """Traverse from ``source_new`` (renumbered id); values land in the arrays' ``dist``.
+    def run(self, sources_new, max_level: int | None = None) -> dict:
+        """Traverse from ``sources_new`` (renumbered ids: one, or several distinct ones, each
+        at value 0); values land in the arrays' ``dist``. ``max_level`` (BFS): the frontier of
+        that level is not expanded (None: no limit).
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""
+        if max_level is not None and self.app != "bfs":
+            raise ValueError(f"max_level is a BFS option (the peer kernel runs {self.app})")
+        seeds = self._seeds(np.atleast_1d(np.asarray(sources_new, dtype=np.int64)))
+        level = np.iinfo(np.int32).max if max_level is None else int(max_level)
         timeout_ns = peer_barrier.timeout_ns()      # read per run, as PageRank does
         launched, failure = self.barrier.launch_each(
-            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, int(source_new),
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, seeds[i], level,
                                                      timeout_ns))
         for i in launched:
             dev = self.devices[i]
@@ -242,9 +249,22 @@ class PeerTraversal:
             rows.append([round(v / 1e3, 1) for v in (a, b, x, end - t[L, 3])])
         return rows
 
-    def _launch(self, i, dev, source, timeout_ns):
-        """Launch device ``i``'s kernel (cooperative: every block resident)."""
-        args = (self.args[i], np.int32(source), np.uint64(self.barrier.base), np.int64(timeout_ns))
+    def _seeds(self, sources_new):
+        """Per device, the sources it owns as local ids (int32, host)."""
+        return [(sources_new[(sources_new >= lo) & (sources_new < hi)] - lo).astype(np.int32)
+                for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
+
+    def _launch(self, i, dev, seeds, max_level, timeout_ns):
+        """Launch device ``i``'s kernel (cooperative: every block resident) from ``seeds``
+        (its sources, local ids on the host: uploaded here, in the launch's stream order and
+        kept until the next run)."""
+        import cupy
+        self.seed_arrays[i] = cupy.asarray(seeds) if seeds.size else None
+        ptr = np.uint64(self.seed_arrays[i].data.ptr if seeds.size else 0)
+        count = np.int32(seeds.size)
+        args = (self.args[i], ptr, count, np.uint64(self.barrier.base), np.int64(timeout_ns))
         if self.app == "sssp":
             args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
+        else:
+            args += (np.int32(max_level),)
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, name=dev.name)

@@ -5,7 +5,8 @@ devices); :class:`Link` moves packetized segments between endpoints with bounded
 :class:`Router` picks a destination per segment by a policy (:mod:`groute.policies`).
 
 The algorithms as one-shot functions: ``groute.bfs``, ``groute.sssp``, ``groute.pagerank``,
-``groute.connected_components`` (and ``groute.pbf``, the dataflow example). They are imported
+``groute.connected_components``, ``groute.shortest_path`` (and ``groute.pbf``, the dataflow
+example). They are imported
 on first use, so ``import groute`` loads neither the algorithms nor SciPy or CuPy.
 
 This module is the facade: besides the dataflow API it registers what groute ships with
@@ -46,6 +47,7 @@ for _app in (
 ):
     _registry.register_app(_app)
 _registry.register_function("pbf", "groute.apps.pbf", "pbf")
+_registry.register_function("shortest_path", "groute.apps.sssp", "shortest_path")
 for _command in ("groute.commands.info", "groute.commands.demo", "groute.apps.pbf",
                  "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.cc",
                  "groute.graph.cli", "groute.topology.cli", "groute.bench.cli"):
@@ -70,4 +72,4 @@ def __dir__():
 __all__ = ["Context", "Endpoint", "HOST", "Link", "SendHandle", "Router", "Route", "Segment",
            "PendingSegment", "broadcast", "by_key", "by_owner", "first_available", "ring",
            "GrouteError", "DeviceError", "WaitTimeout", "ContextStopped", "LinkClosed",
-           "bfs", "sssp", "pagerank", "connected_components", "pbf"]
+           "bfs", "sssp", "pagerank", "connected_components", "pbf", "shortest_path"]

@@ -38,7 +38,7 @@ class FakePeer:
         self.counters_host = [{} for _ in self.arrays]
         FakePeer.last = self
 
-    def run(self, source_new):
+    def run(self, source_new, max_level=None):
         src, dst, w = [], [], []
         for a, lo in zip(self.arrays, self.offsets[:-1]):
             deg = np.diff(np.asarray(a.indptr))
@@ -56,6 +56,8 @@ class FakePeer:
             if np.array_equal(new, dist):
                 break
             dist = new
+        if max_level is not None:       # BFS: the kernel stops at that level
+            dist[dist > max_level] = INT_INF
         for i, a in enumerate(self.arrays):
             lo, hi = self.offsets[i], self.offsets[i + 1]
             a.dist[:hi - lo] = dist[lo:hi]
