@@ -82,6 +82,7 @@ class KCore:
 
     def run(self) -> AppResult:
         eng = self.engine
+        eng.reset_counters()
         t0 = time.perf_counter()
         eng.out_degree_state("degree")
         eng.state("core", np.int32, IN_GRAPH)

@@ -65,6 +65,13 @@ class Engine(abc.ABC):
     def compute(self, frontier, functor, scalars: dict) -> None:
         ...
 
+    # counters --------------------------------------------------------------------------------
+    stats: dict = {}
+
+    @abc.abstractmethod
+    def reset_counters(self) -> None:
+        """Zero the work counters in :attr:`stats` (operators run, ids exchanged)."""
+
     # life ------------------------------------------------------------------------------------
     @abc.abstractmethod
     def close(self) -> None:

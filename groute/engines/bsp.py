@@ -80,9 +80,12 @@ class BSPEngine(Engine):
         except BaseException:
             self.close()
             raise
-        self.stats = {"engine": self.name, "devices": k, "partition": self.partition.method,
-                      "advances": 0, "pull_advances": 0, "filters": 0, "computes": 0,
-                      "exchanged_ids": 0}
+        self.reset_counters()
+
+    def reset_counters(self):
+        self.stats = {"engine": self.name, "devices": self.ctx.num_devices,
+                      "partition": self.partition.method, "advances": 0, "pull_advances": 0,
+                      "filters": 0, "computes": 0, "exchanged_ids": 0, "broadcast_ids": 0}
 
     # running a step on every device ------------------------------------------------------------
     def _each(self, fn, *per_device):
@@ -276,6 +279,8 @@ class BSPEngine(Engine):
             return ids, sends
 
         first = self._each(send_frontier, self.parts, frontier.parts)
+        if router is not None:
+            self.stats["broadcast_ids"] += len(frontier) * (len(self.parts) - 1)
         expected = [sum(1 for j, (_, sends) in enumerate(first) if sends and j != i)
                     for i in range(len(self.parts))]
 
