@@ -180,3 +180,18 @@ def test_operator_errors_name_the_functor_and_what_is_missing():
     with make_engine(g, backend="cpu", devices=1) as other:
         with pytest.raises(ValueError, match="another engine"):
             eng.filter(other.all_vertices(), ABOVE, {"t": 1})
+
+
+def test_exchange_in_many_small_packets_through_few_buffers():
+    from groute.tuning import BSPTuning
+    with pytest.raises(ValueError, match="power of two"):
+        BSPTuning(packet_size=3)
+    g = random_graph(directed=True)
+    tiny = BSPTuning(packet_size=4, num_buffers=1)
+    with make_engine(g, backend="cpu", devices=3, partition="random", tuning=tiny) as eng:
+        eng.state("hits", np.int32, 0)
+        out = advance(eng.all_vertices(), COUNT_HITS)
+        want = np.bincount(g.indices, minlength=g.num_vertices)
+        assert np.array_equal(eng.gather("hits"), want)
+        assert np.array_equal(out.vertices(), np.flatnonzero(want))
+        assert eng.stats["exchanged_ids"] > 4 * 10
