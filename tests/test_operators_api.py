@@ -3,6 +3,9 @@ frontier conversions, advance (push, pull, auto), filter, compute, on 1-4 device
 backends; the functor's checks."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -11,6 +14,7 @@ from groute.engines import BSPEngine, make_engine
 from groute.graph import CSRGraph
 from groute.operators import DeviceFrontier, Functor, advance, compute, filter
 from groute.operators.functor import parse_params
+from groute.operators.generated import source as source_
 from support import device_cases
 
 
@@ -156,7 +160,10 @@ def test_functor_parameters_are_checked():
         Functor(params="int* indices")
     with pytest.raises(ValueError, match="twice"):
         Functor(params="int a, int a")
-    assert Functor(cuda="return true;").digest != Functor(cuda="return false;").digest
+    from groute.operators.generated import source_path
+    one, other = Functor(cuda="return true;"), Functor(cuda="return false;")
+    assert source_path(one, "t") != source_path(other, "t")
+    assert source_path(one, "t").read_text() == source_(one, "t")
 
 
 def test_operator_errors_name_the_functor_and_what_is_missing():
@@ -195,3 +202,33 @@ def test_exchange_in_many_small_packets_through_few_buffers():
         assert np.array_equal(eng.gather("hits"), want)
         assert np.array_equal(out.vertices(), np.flatnonzero(want))
         assert eng.stats["exchanged_ids"] > 4 * 10
+
+
+#: parameters named like the generated kernels' locals and the push functor's members
+CLASHING = Functor(name="clashing",
+                   params="const int* value, int t, double* edges, float a, long long e, int p",
+                   cuda="return value[v] > t && edges[v] > a + e + p;")
+
+
+def test_generated_push_functor_reads_parameters_not_its_own_members():
+    from groute.operators.generated import source
+    text = source(CLASHING, "test")
+    assert "groute_fn(v, p.value, p.t, p.edges, p.a, p.e, p.p)" in text
+    assert "remote_count, {value, t, edges, a, e, p}}" in text
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+@pytest.mark.parametrize("functor", [COUNT_HITS, ACCEPT, ABOVE, SQUARE, CLASHING],
+                         ids=lambda f: f.name)
+def test_generated_kernels_compile(functor, tmp_path):
+    from groute.operators import direction
+    from groute.operators.generated import FRONTIER_OPS, source
+    from groute.kernels import HEADER_DIRS
+    path = tmp_path / f"{functor.name}.cu"
+    path.write_text(source(functor, "test"))
+    for cu in (path, FRONTIER_OPS):
+        done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-I{HEADER_DIRS[0]}",
+                               *direction.compile_options(), "-c", str(cu), "-o",
+                               str(tmp_path / "out.o")], capture_output=True, text=True,
+                              timeout=100)
+        assert done.returncode == 0, done.stderr[-2000:]

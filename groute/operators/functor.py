@@ -21,7 +21,6 @@ every device (``engine.state(name, ...)``), passed by name; scalars are given pe
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -33,8 +32,10 @@ C_TYPES = {"int": np.int32, "unsigned int": np.uint32, "unsigned": np.uint32,
            "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32,
            "double": np.float64}
 _PARAM = re.compile(r"^\s*(const\s+)?([A-Za-z_][A-Za-z_ ]*?)\s*(\*?)\s*([A-Za-z_]\w*)\s*$")
-#: names the generated kernels use for themselves; a parameter may not take them
-RESERVED = frozenset({"v", "u", "e", "i", "n", "first", "end", "indptr", "indices", "cur",
+#: names the generated kernels give their own parameters (their locals and the push functor's
+#: members do not clash: ``groute_``-prefixed, and the functor keeps the parameters in a
+#: struct of their own); a parameter may not take them, nor begin with ``groute_``
+RESERVED = frozenset({"v", "i", "n", "first", "end", "indptr", "indices", "cur", "items",
                       "out", "out_count", "out_bits", "remote", "remote_count", "front_bits",
                       "cand_bits", "counters", "big_items", "big_first_chunk"})
 
@@ -63,7 +64,7 @@ def parse_params(text: str) -> tuple[Param, ...]:
             raise ValueError(f"functor parameter {piece.strip()!r}: expected '<type> name' or "
                              f"'<type>* name' with a type from {', '.join(C_TYPES)}")
         name = m.group(4)
-        if name in RESERVED:
+        if name in RESERVED or name.startswith("groute_"):
             raise ValueError(f"functor parameter {name!r}: the name is the operators' own "
                              f"(reserved: {', '.join(sorted(RESERVED))})")
         if any(p.name == name for p in out):
@@ -86,12 +87,6 @@ class Functor:
 
     def __post_init__(self):
         object.__setattr__(self, "parsed", parse_params(self.params))
-
-    @property
-    def digest(self) -> str:
-        """A hash of the device code: the compiled kernels are cached under it."""
-        text = f"{self.params}\0{self.cuda}".encode()
-        return hashlib.sha256(text).hexdigest()[:16]
 
     def bind(self, arrays: dict, scalars: dict, where: str) -> dict:
         """The value of every parameter: arrays by name from ``arrays`` (a device's state),

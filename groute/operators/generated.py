@@ -1,17 +1,18 @@
 """The CUDA side of the operators: kernels generated around a functor's body, compiled once.
 
 For each :class:`~groute.operators.functor.Functor` the operators need one module holding
-``advance_push`` / ``advance_push_big`` (the load-balanced push of ``advance.cuh``),
-``advance_pull``, ``apply`` (visits of arcs that arrived from other devices), ``filter_*`` and
-``compute_*``; the functor's body becomes ``groute_fn(v, params...)``, called from all of them.
-The source is written once per body under the temporary folder (named by the body's hash) and
+``advance_push_k`` / ``advance_push_big_k`` (the load-balanced push of ``advance.cuh``),
+``advance_pull_k``, ``apply_k`` (visits of arcs that arrived from other devices), ``filter_k``
+and ``compute_k``; the functor's body becomes ``groute_fn(v, params...)``, called from all of
+them. The source is written once under the temporary folder (named by its hash) and
 compiled through :func:`groute.kernels.load_module`, so it includes the shared headers like
-every other kernel and is cached per (body, device) in memory and by CuPy on disk, in the
+every other kernel and is cached per (source, device) in memory and by CuPy on disk, in the
 manner of ``cupy.ElementwiseKernel``. The frontier's own kernels (the conversions) are a fixed
 file, ``frontier_ops.cu``.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import threading
@@ -42,19 +43,20 @@ struct GroutePush {{
     const int* indices; long long first, end;
     int* out; int* out_count; unsigned int* out_bits;
     int* remote; int* remote_count;
-{members}
+    struct Params {{
+{members}    }} p;
     __device__ __forceinline__ int value(int) const {{ return 0; }}
     __device__ __forceinline__ long long big_item(int u, int) const {{ return u; }}
     __device__ __forceinline__ void big_vertex(long long item, int& u, int& d) const {{
         u = (int)item; d = 0;
     }}
     __device__ __forceinline__ bool visit(long long e, int) const {{
-        const int t = indices[e];
-        if (t >= first && t < end) {{
-            const int v = (int)(t - first);
+        const int groute_t = indices[e];
+        if (groute_t >= first && groute_t < end) {{
+            const int v = (int)(groute_t - first);
             if (groute_fn(v{comma_members}) && bitmap_claim(out_bits, v)) queue_push(out, out_count, v);
         }} else {{
-            remote[aggregated_reserve(remote_count)] = t;
+            remote[aggregated_reserve(remote_count)] = groute_t;
         }}
         return true;
     }}
@@ -67,22 +69,26 @@ struct GroutePush {{
     long long first, long long end, int* out, int* out_count, unsigned int* out_bits, \
     int* remote, int* remote_count
 #define GROUTE_PUSH_SETUP \
-    const GrouteGraph a{{indptr, indices, big_items, big_first_chunk, counters}}; \
-    const GroutePush f{{indices, first, end, out, out_count, out_bits, remote, remote_count{comma_args}}}; \
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
-    const long long warp = tid >> 5, nwarps = ((long long)gridDim.x * blockDim.x) >> 5; \
-    const int lane = threadIdx.x & 31;
+    const GrouteGraph groute_a{{indptr, indices, big_items, big_first_chunk, counters}}; \
+    const GroutePush groute_f{{indices, first, end, out, out_count, out_bits, remote, \
+                               remote_count, {{{args}}}}}; \
+    const long long groute_tid = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
+    const long long groute_warp = groute_tid >> 5; \
+    const long long groute_nwarps = ((long long)gridDim.x * blockDim.x) >> 5; \
+    const int groute_lane = threadIdx.x & 31;
 
 extern "C" __global__ void advance_push_k(GROUTE_PUSH_ARGS{comma_decls}) {{
     GROUTE_PUSH_SETUP
-    unsigned long long processed = 0, edges = 0;
-    advance_push(a, f, cur, n, 0, warp, nwarps, lane, processed, edges);
+    unsigned long long groute_processed = 0, groute_edges = 0;
+    advance_push(groute_a, groute_f, cur, n, 0, groute_warp, groute_nwarps, groute_lane,
+                 groute_processed, groute_edges);
 }}
 
 // The hubs advance_push_k reserved in counters[0], in edge-balanced chunks.
 extern "C" __global__ void advance_push_big_k(GROUTE_PUSH_ARGS{comma_decls}) {{
     GROUTE_PUSH_SETUP
-    advance_push_big(a, f, __ldcg(&counters[0]), warp, nwarps, lane);
+    advance_push_big(groute_a, groute_f, __ldcg(&counters[0]), groute_warp, groute_nwarps,
+                     groute_lane);
 }}
 
 // Pull: every candidate (cand_bits, or every owned vertex when null) visits its arcs from
@@ -91,26 +97,26 @@ extern "C" __global__ void advance_pull_k(const long long* indptr, const int* in
                                           const unsigned int* front_bits,
                                           const unsigned int* cand_bits, int* out, int* out_count,
                                           unsigned long long* counters{comma_decls}) {{
-    unsigned long long edges = 0;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {{
+    unsigned long long groute_edges = 0;
+    const long long groute_stride = (long long)gridDim.x * blockDim.x;
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += groute_stride) {{
         if (cand_bits != nullptr && !bitmap_test(cand_bits, (int)v)) continue;
-        for (long long e = indptr[v]; e < indptr[v + 1]; ++e) {{
-            ++edges;
-            if (bitmap_test(front_bits, indices[e]) && groute_fn((int)v{comma_args})) {{
+        for (long long groute_e = indptr[v]; groute_e < indptr[v + 1]; ++groute_e) {{
+            ++groute_edges;
+            if (bitmap_test(front_bits, indices[groute_e]) && groute_fn((int)v{comma_args})) {{
                 queue_push(out, out_count, (int)v);
                 break;
             }}
         }}
     }}
-    if (edges) atomicAdd(&counters[1], edges);
+    if (groute_edges) atomicAdd(&counters[1], groute_edges);
 }}
 
 // Visits of arcs that other devices sent here: items are global ids of owned vertices.
 extern "C" __global__ void apply_k(const int* items, long long n, long long first, int* out,
                                    int* out_count, unsigned int* out_bits{comma_decls}) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
+    const long long groute_stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += groute_stride) {{
         const int v = (int)(items[i] - first);
         if (groute_fn(v{comma_args}) && bitmap_claim(out_bits, v)) queue_push(out, out_count, v);
     }}
@@ -118,8 +124,8 @@ extern "C" __global__ void apply_k(const int* items, long long n, long long firs
 
 // filter: keep the vertices (of the queue cur, or all n owned when cur is null) the body accepts.
 extern "C" __global__ void filter_k(const int* cur, long long n, int* out, int* out_count{comma_decls}) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
+    const long long groute_stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += groute_stride) {{
         const int v = cur != nullptr ? cur[i] : (int)i;
         if (groute_fn(v{comma_args})) queue_push(out, out_count, v);
     }}
@@ -127,8 +133,8 @@ extern "C" __global__ void filter_k(const int* cur, long long n, int* out, int* 
 
 // compute: run the body on the vertices (of the queue cur, or all n owned when cur is null).
 extern "C" __global__ void compute_k(const int* cur, long long n{comma_decls}) {{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
+    const long long groute_stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += groute_stride) {{
         groute_fn(cur != nullptr ? cur[i] : (int)i{comma_args});
     }}
 }}
@@ -142,22 +148,25 @@ def source(functor, where: str) -> str:
     params = functor.parsed
     decls = ", ".join(p.declaration() for p in params)
     names = ", ".join(p.name for p in params)
-    members = "".join(f"    {p.declaration()};\n" for p in params)
+    members = "".join(f"        {p.declaration()};\n" for p in params)
     return _TEMPLATE.format(
         name=functor.name, body=functor.cuda_body(where),
         comma_decls=f", {decls}" if decls else "", comma_args=f", {names}" if names else "",
-        comma_members=f", {names}" if names else "", members=members)
+        comma_members="".join(f", p.{p.name}" for p in params), members=members,
+        args=names)
 
 
 def source_path(functor, where: str) -> Path:
-    """The file holding ``functor``'s generated source (written once, named by its hash)."""
+    """The file holding ``functor``'s generated source, named by the hash of that source (so a
+    changed body or template gets a file of its own), written once."""
+    text = source(functor, where)
     folder = Path(tempfile.gettempdir()) / f"groute-operators-{os.getuid()}"
-    path = folder / f"{functor.digest}.cu"
+    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.cu"
     with _lock:
         if not path.is_file():
             folder.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(source(functor, where))
+            tmp.write_text(text)
             os.replace(tmp, path)
     return path
 
