@@ -5,7 +5,7 @@ devices); :class:`Link` moves packetized segments between endpoints with bounded
 :class:`Router` picks a destination per segment by a policy (:mod:`groute.policies`).
 
 The algorithms as one-shot functions: ``groute.bfs``, ``groute.sssp``, ``groute.pagerank``,
-``groute.connected_components``, ``groute.shortest_path`` (and ``groute.pbf``, the dataflow
+``groute.connected_components``, ``groute.shortest_path``, ``groute.core_number`` (and ``groute.pbf``, the dataflow
 example). They are imported
 on first use, so ``import groute`` loads neither the algorithms nor SciPy or CuPy.
 
@@ -20,7 +20,8 @@ _add_checkout_finder()
 from . import registry as _registry  # noqa: E402
 from .context import Context  # noqa: E402
 from .endpoint import HOST, Endpoint  # noqa: E402
-from .errors import ContextStopped, DeviceError, GrouteError, LinkClosed, WaitTimeout  # noqa: E402
+from .errors import (ContextStopped, DeviceError, GraphNotSupported, GrouteError,  # noqa: E402
+                     LinkClosed, WaitTimeout)
 from .link import Link, SendHandle  # noqa: E402
 from .policies import Route, broadcast, by_key, by_owner, first_available, ring  # noqa: E402
 from .router import Router  # noqa: E402
@@ -48,28 +49,37 @@ for _app in (
     _registry.register_app(_app)
 _registry.register_function("pbf", "groute.apps.pbf", "pbf")
 _registry.register_function("shortest_path", "groute.apps.sssp", "shortest_path")
+_registry.register_function("core_number", "groute.apps.kcore", "core_number")
 for _command in ("groute.commands.info", "groute.commands.demo", "groute.apps.pbf",
                  "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.cc",
+                 "groute.apps.kcore_cli",
                  "groute.graph.cli", "groute.topology.cli", "groute.bench.cli"):
     _registry.register_command(_command)   # in the order `groute --help` lists them
 del _app, _command
 
 
+#: public names imported when first asked for: the result type the algorithms return (an
+#: algorithm written on the operators returns one too)
+_LAZY = {"AppResult": ("groute.apps.common", "AppResult")}
+
+
 def __getattr__(name):
-    """The registered one-shot functions (:data:`groute.registry.FUNCTIONS`), imported when
-    first asked for."""
-    if name in _registry.FUNCTIONS:
-        value = _registry.function(name)
+    """The registered one-shot functions (:data:`groute.registry.FUNCTIONS`) and :data:`_LAZY`,
+    imported when first asked for."""
+    if name in _registry.FUNCTIONS or name in _LAZY:
+        value = (_registry.function(name) if name in _registry.FUNCTIONS
+                 else _registry.load(*_LAZY[name]))
         globals()[name] = value
         return value
     raise AttributeError(f"module 'groute' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_registry.FUNCTIONS))
+    return sorted(set(globals()) | set(_registry.FUNCTIONS) | set(_LAZY))
 
 
 __all__ = ["Context", "Endpoint", "HOST", "Link", "SendHandle", "Router", "Route", "Segment",
            "PendingSegment", "broadcast", "by_key", "by_owner", "first_available", "ring",
            "GrouteError", "DeviceError", "WaitTimeout", "ContextStopped", "LinkClosed",
-           "bfs", "sssp", "pagerank", "connected_components", "pbf", "shortest_path"]
+           "GraphNotSupported", "AppResult",
+           "bfs", "sssp", "pagerank", "connected_components", "shortest_path", "core_number", "pbf"]

@@ -38,3 +38,9 @@ class StoppedByFailure(DeviceError, ContextStopped):
 
 class LinkClosed(GrouteError):
     """A send on a link that has been closed."""
+
+
+class GraphNotSupported(GrouteError, ValueError):
+    """An algorithm does not accept this kind of graph (where NetworkX raises
+    ``NetworkXNotImplemented``: e.g. ``core_number`` on a graph with self-loops). The message
+    names the graph and says what to do."""

@@ -9,7 +9,9 @@ answer comes, never the answer, so they live here instead:
   (``traversal.cu``), the persistent peer kernels (``traversal_peer.cu``) and the linked
   workers (``traversal_linked.cu``), one object because one solver picks among them;
 * :class:`PageRankTuning`: PageRank's BSP kernels and asynchronous push (:mod:`groute.apps.pr`);
-* :class:`CCTuning`: connected components' sampling and segments (:mod:`groute.apps.cc`).
+* :class:`CCTuning`: connected components' sampling and segments (:mod:`groute.apps.cc`);
+* :class:`BSPTuning`: the exchange of the operators' host-driven BSP engine
+  (:mod:`groute.engines.bsp`).
 
 A solver given ``tuning=None`` uses ``<Tuning>.from_environment()``: the defaults below,
 overridden by the environment variables of :data:`VARIABLES` that are set. A tuning object
@@ -336,4 +338,18 @@ class CCTuning(_Tuning):
         if self.link not in CC_LINKS:
             raise ValueError(f"link must be 'hook', 'light' or 'mixed', got {self.link!r}")
         if int(self.num_buffers) < 1:
+            raise ValueError(f"num_buffers must be >= 1; got {self.num_buffers!r}")
+
+
+@dataclass(frozen=True)
+class BSPTuning(_Tuning):
+    """How the host-driven BSP engine (:class:`groute.engines.BSPEngine`) exchanges between
+    devices: ``packet_size`` vertex ids per packet of its Router's links and ``num_buffers``
+    receive buffers per link."""
+    packet_size: int = 1 << 16
+    num_buffers: int = 4
+
+    def __post_init__(self):
+        _check_power_of_two("packet_size", self.packet_size)
+        if isinstance(self.num_buffers, bool) or int(self.num_buffers) < 1:
             raise ValueError(f"num_buffers must be >= 1; got {self.num_buffers!r}")

@@ -1,17 +1,26 @@
-"""The operator layer of the graph programming model: device code shared by every engine.
+"""The operator layer of the graph programming model.
 
-The ``.cuh`` headers in this folder hold each device-side operator once; the kernels of the
-engines and apps include them (``groute.kernels`` puts this folder on every module's include
-path). ``docs/OPERATORS.md`` says what each header provides and how a kernel composes them.
+The public API (:data:`__all__`), what an algorithm is written with:
 
-- ``values.cuh``: value representation (int, or float bits), ``value_add``, ``arc_value``,
-  ``next_threshold`` (soft priority), (vertex, value) items packed in an int64.
-- ``appends.cuh``: warp-aggregated queue reservations.
-- ``frontier.cuh``: the frontier as a queue (sparse) or a bitmap (dense), and the conversion.
-- ``advance.cuh``: the load-balanced advance, push (thread / warp / edge-balanced chunks by
-  degree) and pull, as templates over the algorithm's functor.
-- ``direction.cuh`` with :mod:`groute.operators.direction`: Beamer's direction rule.
-- ``partition.cuh``: the owner of a vertex.
-- ``barriers.cuh``, ``peer_memory.cuh``: grid-wide and cross-device barriers, system-scope
-  operations on memory the GPUs of a host share.
+- :class:`Functor`: one step on a vertex, as a CUDA C body and a vectorised NumPy callable,
+  reading and writing state by name (:mod:`groute.operators.functor`);
+- :class:`Frontier` (one :class:`DeviceFrontier` per device: a sparse queue or a dense bitmap
+  with its count, converting between them; :mod:`groute.operators.frontier`);
+- :func:`advance` (push, pull, or ``"auto"``: Beamer's rule, :mod:`groute.operators.direction`),
+  :func:`filter`, :func:`compute` (:mod:`groute.operators.api`).
+
+The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` walks
+through k-core written on them.
+
+Device code, shared by these operators and by every kernel of the apps: the ``.cuh`` headers in
+this folder (``groute.kernels`` puts it on every module's include path); docs/OPERATORS.md says
+what each provides. ``values.cuh`` (values, ``value_add``, items), ``appends.cuh``
+(warp-aggregated reservations), ``frontier.cuh`` (queue and bitmap), ``advance.cuh`` (the
+load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``barriers.cuh``,
+``peer_memory.cuh``. The kernels generated around a functor are :mod:`groute.operators.generated`.
 """
+from .api import DIRECTIONS, advance, compute, filter
+from .frontier import DeviceFrontier, Frontier
+from .functor import Functor
+
+__all__ = ["Functor", "Frontier", "DeviceFrontier", "advance", "filter", "compute", "DIRECTIONS"]

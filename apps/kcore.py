@@ -1,0 +1,146 @@
+"""k-core decomposition, written only on groute's public operator API (docs/OPERATORS.md).
+
+``core_number(graph)``: the core number of every vertex, as NetworkX's ``core_number``: the
+largest ``k`` such that the vertex belongs to a subgraph in which every vertex has at least
+``k`` neighbours. ``result.to_dict()`` is ``{id: core number}``.
+
+Peeling, level by level: at level ``k`` the vertices still in the graph with at most ``k``
+neighbours left get core number ``k`` and leave; each arc out of them costs its target one
+neighbour (an atomic decrement on the target's owner), and a target whose count falls to ``k``
+leaves at the same level, next round. When nothing is left to peel at ``k``, ``k`` grows.
+
+The graph is undirected. A directed graph is read as NetworkX reads a ``DiGraph`` here: every
+arc counts for both of its ends (a pair of opposite arcs counts twice). Self-loops are refused,
+as NetworkX refuses them.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from groute import AppResult, GraphNotSupported
+from groute.engines import make_engine
+from groute.graph import CSRGraph, load_graph
+from groute.operators import Functor, advance, compute, filter
+
+#: the core number of a vertex still in the graph
+IN_GRAPH = -1
+
+#: still in the graph: what ``alive`` keeps
+STILL_IN = Functor(
+    name="still_in", params="const int* core",
+    cuda="return core[v] < 0;",
+    numpy=lambda s, v: s["core"][v] < 0)
+
+#: still in the graph with at most k neighbours left: leaves at level k
+PEELABLE = Functor(
+    name="peelable", params="const int* core, const int* degree, int k",
+    cuda="return core[v] < 0 && degree[v] <= k;",
+    numpy=lambda s, v: (s["core"][v] < 0) & (s["degree"][v] <= s["k"]))
+
+
+def _remove(s, v):
+    s["core"][v] = s["k"]
+
+
+#: the vertex leaves with core number k
+REMOVE = Functor(name="remove", params="int* core, int k", cuda="core[v] = k;", numpy=_remove)
+
+
+def _lose_neighbour(s, v):
+    """Vectorised: ``v`` repeats once per arc that reached it."""
+    v = v[s["core"][v] < 0]
+    hit, times = np.unique(v, return_counts=True)
+    before = s["degree"][hit]
+    s["degree"][hit] = before - times
+    k = s["k"]
+    return hit[(before > k) & (before - times <= k)]
+
+
+#: an arc from a vertex that left: its target has one neighbour fewer, and leaves at this level
+#: once it is down to k (the decrement from k + 1 to k says so, exactly once)
+LOSE_NEIGHBOUR = Functor(
+    name="lose_neighbour", params="int* degree, const int* core, int k",
+    cuda="return core[v] < 0 && atomicSub(&degree[v], 1) == k + 1;",
+    numpy=_lose_neighbour)
+
+
+class KCore:
+    """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
+    ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis, random),
+    ``direction`` of the advances (push, pull, auto), ``engine`` (bsp)."""
+
+    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+                 partition="contiguous", direction="auto", engine="bsp"):
+        self.graph = graph
+        self.direction = direction
+        undirected = _undirected(graph)
+        self.engine = make_engine(undirected, engine, ctx=ctx, devices=devices,
+                                  backend=backend, timeout=timeout, partition=partition)
+        self.ctx = self.engine.ctx
+
+    def run(self) -> AppResult:
+        eng = self.engine
+        eng.reset_counters()
+        t0 = time.perf_counter()
+        eng.out_degree_state("degree")
+        eng.state("core", np.int32, IN_GRAPH)
+        alive = eng.all_vertices()
+        k, levels, rounds = 0, 0, 0
+        while alive:
+            frontier = filter(alive, PEELABLE, k=k)
+            levels += 1
+            while frontier:
+                compute(frontier, REMOVE, k=k)
+                frontier = advance(frontier, LOSE_NEIGHBOUR, self.direction, candidates=alive,
+                                   k=k)
+                rounds += 1
+            alive = filter(alive, STILL_IN)
+            k += 1
+        core = eng.gather("core")
+        seconds = time.perf_counter() - t0
+        stats = dict(eng.stats, levels=levels, rounds=rounds,
+                     max_core=int(core.max()) if core.size else 0)
+        return AppResult(core, seconds, stats, vertex_ids=getattr(self.graph, "vertex_ids", None))
+
+    def close(self):
+        self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _undirected(graph):
+    """``graph`` with every arc counted at both ends (NetworkX's degree of a DiGraph); a
+    GraphNotSupported error naming it if it has self-loops."""
+    src, dst = graph.edges()
+    loops = np.flatnonzero(np.asarray(src) == np.asarray(dst))
+    if loops.size:
+        v = int(np.asarray(src)[loops[0]])
+        raise GraphNotSupported(
+            f"graph {graph.name or '(unnamed)'} has {loops.size} self-loop(s) (the first at "
+            f"vertex {graph.file_id_of(v)!r}), which core_number does not permit, as NetworkX: "
+            f"remove them first (NetworkX: G.remove_edges_from(nx.selfloop_edges(G)))")
+    if not graph.directed:
+        return graph
+    return CSRGraph.from_edges(np.concatenate([src, dst]), np.concatenate([dst, src]),
+                               graph.num_vertices, directed=False, dedupe=False,
+                               name=graph.name)
+
+
+def core_number(graph, *, num_vertices=None, **options) -> AppResult:
+    """The core number of every vertex of ``graph`` (module docstring).
+
+    ``graph``: anything :func:`groute.graph.load_graph` takes (a NetworkX graph, a scipy
+    matrix, ``(src, dst)`` arrays with ``num_vertices``, a file or spec, a CSRGraph); weights
+    are ignored. ``options`` as :class:`KCore`. ``result.to_dict()`` is ``{id: core number}``.
+    """
+    g = load_graph(graph, weight=None, num_vertices=num_vertices)
+    if g.num_vertices == 0:
+        return AppResult(np.zeros(0, np.int32), 0.0, {}, vertex_ids=g.vertex_ids)
+    with KCore(g, **options) as solver:
+        return solver.run()

@@ -1,0 +1,31 @@
+"""The engines: how an algorithm written on :mod:`groute.operators` runs across devices.
+
+- :class:`Engine` (``base.py``): the interface (state, frontiers, the operators, close).
+- :class:`BSPEngine` (``bsp.py``): host-driven bulk-synchronous; each operator is one step on
+  every device's host thread, arcs to another device's vertices travel to their owner through a
+  :class:`~groute.Router` with the ``by_owner`` policy, and the host stops when no device has
+  work (the frontier's counts). Tuned by :class:`groute.tuning.BSPTuning`.
+
+``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`).
+"""
+from __future__ import annotations
+
+from .base import Engine
+from .bsp import BSPEngine
+
+#: name -> engine class
+ENGINES = {"bsp": BSPEngine}
+
+
+def make_engine(graph, engine: str = "bsp", **options) -> Engine:
+    """The engine called ``engine`` over ``graph`` (a :class:`~groute.graph.CSRGraph`);
+    ``options`` as that engine's constructor (``ctx``, ``devices``, ``backend``,
+    ``partition``, ...)."""
+    try:
+        cls = ENGINES[engine]
+    except KeyError:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}") from None
+    return cls(graph, **options)
+
+
+__all__ = ["Engine", "BSPEngine", "ENGINES", "make_engine"]

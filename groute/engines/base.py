@@ -1,0 +1,84 @@
+"""The interface every engine implements: how an algorithm written on the operators runs.
+
+An algorithm says *what* happens to a vertex or an arc (functors, :mod:`groute.operators`);
+an engine says *how* it is scheduled across the devices of a :class:`~groute.Context`: where
+each vertex lives (a partition of the graph), where its state is kept, how the operators run on
+each device and how work that crosses devices reaches the owner. The operators
+(``advance``, ``filter``, ``compute``) find the engine through the frontier they are given
+and call the methods below; an algorithm calls the rest (state, frontiers, answers).
+
+:class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) is the one engine today;
+a fused/persistent and an asynchronous engine are meant to join it behind this interface.
+"""
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+
+class Engine(abc.ABC):
+    """See the module docstring. ``num_vertices``: the input graph's; vertex *positions* below
+    are positions in the input graph (0..n-1, its own order), whatever the partition."""
+
+    name: str = "engine"
+    ctx = None
+    num_vertices: int = 0
+
+    # state ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def state(self, name: str, dtype, fill=0, *, values=None) -> None:
+        """Hold per-vertex state ``name`` on every device (replacing one of that name):
+        ``fill`` everywhere, or ``values`` (an array by position)."""
+
+    @abc.abstractmethod
+    def out_degree_state(self, name: str, dtype=np.int32) -> None:
+        """Hold state ``name``: each vertex's out-degree (its degree in an undirected graph)."""
+
+    @abc.abstractmethod
+    def gather(self, name: str) -> np.ndarray:
+        """State ``name`` as one host array by position."""
+
+    # frontiers -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def all_vertices(self):
+        """A :class:`~groute.operators.Frontier` of every vertex."""
+
+    @abc.abstractmethod
+    def frontier(self, positions):
+        """A :class:`~groute.operators.Frontier` of the vertices at ``positions``."""
+
+    @abc.abstractmethod
+    def positions_of(self, frontier) -> np.ndarray:
+        """The vertices of ``frontier`` as sorted positions (host)."""
+
+    # the operators (called by groute.operators.advance / filter / compute) ----------------
+    @abc.abstractmethod
+    def advance(self, frontier, functor, direction: str, candidates, scalars: dict):
+        ...
+
+    @abc.abstractmethod
+    def filter(self, frontier, functor, scalars: dict):
+        ...
+
+    @abc.abstractmethod
+    def compute(self, frontier, functor, scalars: dict) -> None:
+        ...
+
+    # counters --------------------------------------------------------------------------------
+    stats: dict = {}
+
+    @abc.abstractmethod
+    def reset_counters(self) -> None:
+        """Zero the work counters in :attr:`stats` (operators run, ids exchanged)."""
+
+    # life ------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Free what the engine holds (its links; its context if it made it). Idempotent."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

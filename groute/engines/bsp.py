@@ -1,0 +1,344 @@
+"""The host-driven BSP engine: each operator is one bulk-synchronous step on every device.
+
+The graph is partitioned (:func:`groute.graph.partition_graph`; contiguous by default, METIS or
+random on request) and each device keeps its vertices' out-arcs and state
+(:class:`~groute.operators.part.DevicePart`). An operator runs on every device's host thread at
+once (:meth:`groute.Context.submit`); the host waits for all of them, which is the step's
+barrier, and reads the frontier's counts: an algorithm's loop ends when no device has work.
+
+``advance`` crosses devices:
+
+- push: each device visits the arcs of its frontier; the ids of targets another device owns
+  are sent to the owner through one :class:`~groute.Router` (devices to devices, policy
+  ``by_owner``: the Router is where the destination is chosen), and in a second step each
+  device visits what it received (the same functor) and completes its output frontier. The
+  receiver knows how many sends to wait for: the host counts them between the two steps.
+- pull: the frontier's global ids go to every other device through a second Router (policy:
+  every device but the sender), each device builds a bitmap of the whole frontier and its
+  candidates look for arcs from it.
+- ``direction="auto"``: Beamer's rule (:mod:`groute.operators.direction`), from the frontier's
+  vertices and arcs, the candidates' arcs and the last direction; push on a directed graph
+  (pull reads in-arcs, which an undirected graph's out-arcs are).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import numpy as np
+
+from groute.context import ensure_context
+from groute.graph.partition import partition_graph
+from groute.operators import cpu_ops, cuda_ops, direction as rule
+from groute.operators.frontier import DeviceFrontier, Frontier
+from groute.operators.part import DevicePart
+from groute.policies import BROADCAST, Route, by_owner
+from groute.router import Router
+from groute.tuning import BSPTuning
+
+from .base import Engine
+
+log = logging.getLogger(__name__)
+DIRECTIONS = ("push", "pull", "auto")
+
+
+def to_the_others(segment, source, destinations):
+    """Routing policy of the pull's frontier exchange: every device but the sender."""
+    return Route(tuple(d for d in destinations if d != source), BROADCAST)
+
+
+class BSPEngine(Engine):
+    """See the module docstring. ``graph``: a :class:`~groute.graph.CSRGraph`; ``ctx`` a
+    Context (else one is made from ``devices``, ``backend``, ``timeout`` and closed with the
+    engine); ``partition``: ``"contiguous"``, ``"metis"`` or ``"random"`` (``seed``)."""
+
+    name = "bsp"
+
+    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+                 partition: str = "contiguous", seed: int = 0, tuning: BSPTuning | None = None):
+        graph = graph.to_host()
+        self.tuning = tuning if tuning is not None else BSPTuning.from_environment()
+        self.num_vertices = graph.num_vertices
+        self.num_arcs = graph.num_edges
+        self.directed = graph.directed
+        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
+                                                  timeout=timeout,
+                                                  max_devices=max(graph.num_vertices, 1))
+        self._closed = False
+        self._router = self._broadcast = None
+        try:
+            k = self.ctx.num_devices
+            self.partition = partition_graph(graph, k, partition, seed=seed)
+            self.parts = self._each(self._upload, range(k))
+            if k > 1:
+                options = dict(packet_size=self.tuning.packet_size,
+                               num_buffers=self.tuning.num_buffers, dtype=np.int32, ctx=self.ctx)
+                self._router = Router(self.ctx.devices, self.ctx.devices, by_owner,
+                                      name="bsp-exchange", **options)
+                self._broadcast = Router(self.ctx.devices, self.ctx.devices, to_the_others,
+                                         name="bsp-frontier", **options)
+        except BaseException:
+            self.close()
+            raise
+        self.reset_counters()
+
+    def reset_counters(self):
+        self.stats = {"engine": self.name, "devices": self.ctx.num_devices,
+                      "partition": self.partition.method, "advances": 0, "pull_advances": 0,
+                      "filters": 0, "computes": 0, "exchanged_ids": 0, "broadcast_ids": 0}
+
+    # running a step on every device ------------------------------------------------------------
+    def _each(self, fn, *per_device):
+        """``fn(device, *args_i)`` on every device's host thread; their results in order."""
+        futures = [self.ctx.submit(i, fn, *(a[i] for a in per_device))
+                   for i in range(self.ctx.num_devices)]
+        return self.ctx.gather(futures)
+
+    def _upload(self, device, i):
+        local = self.partition.local(i)
+        with device.use():
+            indptr = device.asarray(np.ascontiguousarray(local.indptr, dtype=np.int64))
+            indices = device.asarray(np.ascontiguousarray(local.indices, dtype=np.int32))
+        return DevicePart(device, i, indptr, indices, local.first, local.end,
+                          self.num_vertices, np.asarray(self.partition.offsets, np.int64))
+
+    @staticmethod
+    def _ops(part):
+        return cuda_ops if part.device.backend == "cuda" else cpu_ops
+
+    @staticmethod
+    def _on_stream(part):
+        """The device's compute stream, current for CuPy's own operations (CUDA)."""
+        if part.device.backend == "cuda":
+            return part.device.compute_stream.raw
+        return contextlib.nullcontext()
+
+    def _check(self, frontier, what):
+        if not isinstance(frontier, Frontier) or frontier.engine is not self:
+            raise ValueError(f"{what}: the frontier belongs to another engine (or is not a "
+                             f"Frontier); make it with this engine's frontier()/all_vertices()")
+        if self._closed:
+            raise RuntimeError(f"{what}: the engine is closed")
+
+    # state -----------------------------------------------------------------------------------------
+    def state(self, name, dtype, fill=0, *, values=None):
+        dtype = np.dtype(dtype)
+        if values is not None:
+            values = np.asarray(values)
+            if values.shape != (self.num_vertices,):
+                raise ValueError(f"state {name!r}: values has shape {values.shape}, the graph "
+                                 f"has {self.num_vertices} vertices")
+            new = self.partition.to_new(values).astype(dtype, copy=False)
+
+        def make(device, part):
+            with device.use():
+                if values is None:
+                    part.state[name] = device.full(part.size, fill, dtype)
+                else:
+                    part.state[name] = device.asarray(
+                        np.ascontiguousarray(new[part.first:part.end]))
+        self._each(make, self.parts)
+
+    def out_degree_state(self, name, dtype=np.int32):
+        def make(device, part):
+            with device.use(), self._on_stream(part):
+                part.state[name] = (part.indptr[1:] - part.indptr[:-1]).astype(dtype)
+        self._each(make, self.parts)
+
+    def gather(self, name):
+        pieces = self._each(lambda device, part: device.to_host(part.state[name]), self.parts)
+        new = np.concatenate(pieces) if pieces else np.zeros(0)
+        return self.partition.to_original(new)
+
+    # frontiers ---------------------------------------------------------------------------------
+    def all_vertices(self):
+        return Frontier(self, [DeviceFrontier(p.device, p.size, everything=True)
+                               for p in self.parts])
+
+    def frontier(self, positions):
+        positions = np.asarray(positions, dtype=np.int64).reshape(-1)
+        if positions.size and (positions.min() < 0 or positions.max() >= self.num_vertices):
+            raise ValueError(f"frontier: positions must be in [0, {self.num_vertices}); got "
+                             f"{positions.min()}..{positions.max()}")
+        new = np.unique(self.partition.perm[positions])
+
+        def make(device, part):
+            mine = new[(new >= part.first) & (new < part.end)] - part.first
+            with device.use():
+                return DeviceFrontier(device, part.size,
+                                      queue=device.asarray(mine.astype(np.int32)))
+        return Frontier(self, self._each(make, self.parts))
+
+    def positions_of(self, frontier):
+        self._check(frontier, "positions_of")
+        new = np.concatenate([p.positions() + part.first
+                              for p, part in zip(frontier.parts, self.parts)])
+        return np.sort(self.partition.iperm[new])
+
+    # the operators ----------------------------------------------------------------------------------
+    def compute(self, frontier, functor, scalars):
+        self._check(frontier, "compute")
+        where = f"compute({functor.name})"
+
+        def run(device, part, fr):
+            values = functor.bind(part.state, scalars, where)
+            self._ops(part).compute(part, fr, functor, values, where)
+        self._each(run, self.parts, frontier.parts)
+        self.stats["computes"] += 1
+
+    def filter(self, frontier, functor, scalars):
+        self._check(frontier, "filter")
+        where = f"filter({functor.name})"
+
+        def run(device, part, fr):
+            values = functor.bind(part.state, scalars, where)
+            return self._ops(part).filter(part, fr, functor, values, where)
+        self.stats["filters"] += 1
+        return Frontier(self, self._each(run, self.parts, frontier.parts), frontier.direction)
+
+    def advance(self, frontier, functor, direction, candidates, scalars):
+        self._check(frontier, "advance")
+        if candidates is not None:
+            self._check(candidates, "advance candidates")
+        if direction not in DIRECTIONS:
+            raise ValueError(f"advance: direction must be one of {', '.join(DIRECTIONS)}; got "
+                             f"{direction!r}")
+        if direction == "pull" and self.directed:
+            raise ValueError("advance: pull reads a vertex's in-arcs, which only an undirected "
+                             "graph's out-arcs are; this graph is directed (use push)")
+        if direction == "auto":
+            direction = self._choose(frontier, candidates)
+        self.stats["advances"] += 1
+        where = f"advance({functor.name})"
+        if direction == "pull":
+            self.stats["pull_advances"] += 1
+            return Frontier(self, self._pull(frontier, functor, candidates, scalars, where), "pull")
+        return Frontier(self, self._push(frontier, functor, scalars, where), "push")
+
+    def _choose(self, frontier, candidates) -> str:
+        """Beamer's rule (groute.operators.direction) for ``direction="auto"``."""
+        if self.directed:
+            return "push"
+        n, front = self.num_vertices, len(frontier)
+        if frontier.direction == "pull":
+            return "pull" if rule.stay_pulling(front, n) else "push"
+        if not rule.scout(front, n):
+            return "push"
+        cand = candidates.parts if candidates is not None else [None] * len(self.parts)
+
+        def count(device, part, fr, cd):
+            ops = self._ops(part)
+            return ops.arcs(part, fr), part.num_arcs if cd is None else ops.arcs(part, cd)
+        sums = np.sum(self._each(count, self.parts, frontier.parts, cand), axis=0)
+        return "pull" if rule.push_to_pull(int(sums[0]), int(sums[1])) else "push"
+
+    def _push(self, frontier, functor, scalars, where):
+        router = self._router
+
+        def visit_and_send(device, part, fr):
+            ops = self._ops(part)
+            values = functor.bind(part.state, scalars, where)
+            acc, remote = ops.push(part, fr, functor, values, where)
+            sends = []
+            if router is not None and remote.shape[0]:
+                with self._on_stream(part):
+                    groups = part.split_by_owner(remote, device.xp)
+                event = device.compute_stream.record() if device.backend == "cuda" else None
+                sends = [(j, router.inputs[part.index].send(ids, event=event,
+                                                             metadata={"owner": j}))
+                         for j, ids in groups]
+            return acc, values, sends, int(remote.shape[0])
+
+        first = self._each(visit_and_send, self.parts, frontier.parts)
+        self.stats["exchanged_ids"] += sum(r[3] for r in first)
+        expected = np.zeros(len(self.parts), np.int64)
+        for _, _, sends, _ in first:
+            for j, _ in sends:
+                expected[j] += 1
+
+        def receive_and_visit(device, part, step, waiting):
+            acc, values, sends, _ = step
+            ops = self._ops(part)
+            for pending in self._receive(router, part, waiting):
+                ops.apply(part, acc, pending.data, functor, values, where)
+                self._release(part, pending)
+            self._wait_sends(sends)
+            return ops.finish(part, acc)
+        return self._each(receive_and_visit, self.parts, first, expected)
+
+    def _pull(self, frontier, functor, candidates, scalars, where):
+        router = self._broadcast
+        cand = candidates.parts if candidates is not None else [None] * len(self.parts)
+
+        def send_frontier(device, part, fr):
+            ids = self._ops(part).global_ids(part, fr)
+            sends = []
+            if router is not None and fr.count:
+                event = device.compute_stream.record() if device.backend == "cuda" else None
+                sends = [router.inputs[part.index].send(ids, event=event)]
+            return ids, sends
+
+        first = self._each(send_frontier, self.parts, frontier.parts)
+        if router is not None:
+            self.stats["broadcast_ids"] += len(frontier) * (len(self.parts) - 1)
+        expected = [sum(1 for j, (_, sends) in enumerate(first) if sends and j != i)
+                    for i in range(len(self.parts))]
+
+        def gather_and_pull(device, part, step, waiting, cd):
+            ids, sends = step
+            ops = self._ops(part)
+            arrays = [ids]
+            for pending in self._receive(router, part, waiting):
+                with self._on_stream(part):
+                    arrays.append(device.xp.array(pending.data, copy=True))
+                self._release(part, pending)
+            front = ops.membership(part, arrays)
+            values = functor.bind(part.state, scalars, where)
+            out, _ = ops.pull(part, front, cd, functor, values, where)
+            self._wait_sends(sends)
+            return out
+        return self._each(gather_and_pull, self.parts, first, expected, cand)
+
+    # exchange ---------------------------------------------------------------------------------------
+    def _receive(self, router, part, sends: int):
+        """The packets of ``sends`` sends routed to this device (each waited for)."""
+        done = 0
+        while done < sends:
+            pending = router.outputs[part.index].receive()
+            if pending is None:
+                raise RuntimeError(f"{router.name}: output {part.index} ended with "
+                                   f"{sends - done} sends still expected")
+            if part.device.backend == "cuda":
+                pending.wait_on(part.device.compute_stream)
+            else:
+                pending.wait(self.ctx.timeout)
+            if pending.metadata.get("last", True):
+                done += 1
+            yield pending
+
+    @staticmethod
+    def _release(part, pending):
+        if part.device.backend == "cuda":
+            pending.release(after=part.device.compute_stream.record())
+        else:
+            pending.release()
+
+    def _wait_sends(self, sends):
+        for item in sends:
+            handle = item[1] if isinstance(item, tuple) else item
+            handle.wait(timeout=self.ctx.timeout, stop=self.ctx.stop_event)
+
+    # life --------------------------------------------------------------------------------------------
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        for router in (self._router, self._broadcast):
+            if router is not None:
+                router.close()
+        if self._owns_ctx and self.ctx is not None:
+            self.ctx.shutdown()
+
+    def __repr__(self):
+        return (f"<BSPEngine {self.num_vertices:,} vertices on {self.ctx.num_devices} "
+                f"{self.ctx.backend} devices>")

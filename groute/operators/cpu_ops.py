@@ -1,0 +1,115 @@
+"""The operators on one CPU virtual device: NumPy, vectorised over a frontier's arcs.
+
+A functor's ``numpy`` callable sees every visit of one call at once: ``v`` holds one local
+position per arc (repeats included), so a body that counts (k-core's degree decrements) uses
+``np.subtract.at`` or ``np.unique(..., return_counts=True)``. The output frontier is the set of
+positions the callable returned (repeats removed).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .frontier import DeviceFrontier
+
+
+def _arcs_of(part, queue):
+    """The arc indices of the vertices ``queue`` (local positions), and each arc's source."""
+    starts = part.indptr[queue]
+    counts = part.indptr[queue + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cum = np.cumsum(counts)
+    arcs = np.arange(total, dtype=np.int64) - np.repeat(cum - counts, counts) \
+        + np.repeat(starts, counts)
+    return arcs, np.repeat(queue.astype(np.int64), counts)
+
+
+def _frontier(part, joined) -> DeviceFrontier:
+    if not joined:
+        return DeviceFrontier.empty(part.device, part.size)
+    return DeviceFrontier(part.device, part.size,
+                          queue=np.unique(np.concatenate(joined)).astype(np.int32))
+
+
+def _visit(part, functor, values, v, where):
+    out = functor.numpy_body(where)(values, v)
+    if out is None:
+        raise TypeError(f"{where}: {functor.name}'s numpy callable returned None; advance wants "
+                        f"the positions that join the output frontier (an empty array for none)")
+    out = np.asarray(out)
+    if out.dtype == bool:
+        raise TypeError(f"{where}: {functor.name}'s numpy callable returned a bool mask; advance "
+                        f"wants the positions that join the output frontier (v[mask])")
+    return out.astype(np.int64, copy=False)
+
+
+def push(part, frontier, functor, values, where):
+    """Visit the owned targets of the frontier's out-arcs; return the joined positions so far
+    and the other devices' targets (global ids, int32)."""
+    arcs, _ = _arcs_of(part, frontier.queue)
+    targets = part.indices[arcs]
+    mine = (targets >= part.first) & (targets < part.end)
+    joined = []
+    if mine.any():
+        joined.append(_visit(part, functor, values, targets[mine].astype(np.int64) - part.first,
+                             where))
+    return joined, targets[~mine].astype(np.int32)
+
+
+def apply(part, joined, items, functor, values, where):
+    """Visit owned vertices ``items`` (global ids) another device's arcs reached."""
+    if items.shape[0]:
+        joined.append(_visit(part, functor, values, items.astype(np.int64) - part.first, where))
+
+
+def finish(part, joined) -> DeviceFrontier:
+    return _frontier(part, joined)
+
+
+def pull(part, front, candidates, functor, values, where):
+    """Every candidate visits its arcs from frontier members (``front``: a bool per global id).
+    Returns the output frontier and the arcs read."""
+    queue = (np.arange(part.size, dtype=np.int32) if candidates is None else candidates.queue)
+    arcs, sources = _arcs_of(part, queue)
+    hits = front[part.indices[arcs]]
+    joined = []
+    if hits.any():
+        joined.append(_visit(part, functor, values, sources[hits], where))
+    return _frontier(part, joined), int(arcs.shape[0])
+
+
+def membership(part, id_arrays):
+    """A bool per global id: whether one of ``id_arrays`` (global ids) holds it."""
+    front = np.zeros(part.num_global, dtype=bool)
+    for ids in id_arrays:
+        front[ids] = True
+    return front
+
+
+def global_ids(part, frontier):
+    return (frontier.queue.astype(np.int64) + part.first).astype(np.int32)
+
+
+def filter(part, frontier, functor, values, where):
+    v = np.arange(part.size, dtype=np.int64) if frontier.everything \
+        else frontier.queue.astype(np.int64)
+    keep = np.asarray(functor.numpy_body(where)(values, v))
+    if keep.dtype != bool or keep.shape != v.shape:
+        raise TypeError(f"{where}: {functor.name}'s numpy callable must return a bool mask aligned "
+                        f"with v (shape {v.shape}), got {keep.dtype} {keep.shape}")
+    return DeviceFrontier(part.device, part.size, queue=v[keep].astype(np.int32))
+
+
+def compute(part, frontier, functor, values, where):
+    v = np.arange(part.size, dtype=np.int64) if frontier.everything \
+        else frontier.queue.astype(np.int64)
+    functor.numpy_body(where)(values, v)
+
+
+def arcs(part, frontier) -> int:
+    """Out-arcs of the frontier's vertices."""
+    if frontier.everything:
+        return part.num_arcs
+    q = frontier.queue
+    return int((part.indptr[q + 1] - part.indptr[q]).sum())

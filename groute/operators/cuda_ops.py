@@ -1,0 +1,134 @@
+"""The operators on one CUDA device: launches of the kernels generated around a functor
+(:mod:`groute.operators.generated`), on the device's compute stream.
+
+Push is ``advance.cuh``'s load-balanced advance (a warp per 32 vertices, medium vertices by the
+whole warp, hubs cut into chunks by a second launch); an arc whose target another device owns
+is appended to the ``remote`` queue, which the engine routes to the owner, where ``apply_k``
+visits it. The output frontier is deduplicated with a bitmap (``bitmap_claim``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import generated
+from .frontier import DeviceFrontier, launch, queue_to_bitmap, read_count, words_for
+
+BLOCK = 256
+#: a null pointer as a kernel argument (an 8-byte zero)
+NULL = np.uint64(0)
+
+
+def _xp(part):
+    return part.device.xp
+
+
+def _scratch(part, name, shape, dtype):
+    """A buffer kept between calls (grown when too small)."""
+    buf = part.scratch.get(name)
+    if buf is None or buf.shape[0] < shape:
+        with part.device.use():
+            buf = part.scratch[name] = _xp(part).empty(max(int(shape), 1), dtype)
+    return buf
+
+
+class _Output:
+    """The output frontier being built: queue, count and the bitmap that dedupes it."""
+
+    def __init__(self, part):
+        xp = _xp(part)
+        with part.device.use(), part.device.compute_stream.raw:
+            self.queue = xp.empty(max(part.size, 1), np.int32)
+            self.count = xp.zeros(1, np.int32)
+            self.bits = xp.zeros(words_for(part.size), np.uint32)
+
+
+def _params(functor, values):
+    return tuple(values[p.name] for p in functor.parsed)
+
+
+def push(part, frontier, functor, values, where):
+    k = generated.kernels(functor, where)
+    out = _Output(part)
+    n = frontier.count
+    remote = _scratch(part, "remote", part.num_arcs, np.int32)
+    with part.device.use(), part.device.compute_stream.raw:
+        remote_count = _xp(part).zeros(1, np.int32)
+        counters = _xp(part).zeros(2, np.uint64)
+    big_items = _scratch(part, "big_items", max(n, 1), np.int64)
+    big_first = _scratch(part, "big_first_chunk", max(n, 1), np.int32)
+    if n:
+        args = (part.indptr, part.indices, big_items, big_first, counters, frontier.queue,
+                np.int64(n), np.int64(part.first), np.int64(part.end), out.queue, out.count,
+                out.bits, remote, remote_count, *_params(functor, values))
+        launch(part.device, k["advance_push_k"], n, args, BLOCK)
+        launch(part.device, k["advance_push_big_k"], part.device.multiprocessors * 2048, args,
+               BLOCK)
+    m = read_count(part.device, remote_count)
+    return out, remote[:m]
+
+
+def apply(part, out, items, functor, values, where):
+    n = int(items.shape[0])
+    if n:
+        launch(part.device, generated.kernels(functor, where)["apply_k"], n,
+               (items, np.int64(n), np.int64(part.first), out.queue, out.count, out.bits,
+                *_params(functor, values)), BLOCK)
+
+
+def finish(part, out) -> DeviceFrontier:
+    n = read_count(part.device, out.count)
+    return DeviceFrontier(part.device, part.size, queue=out.queue[:n], count=n)
+
+
+def pull(part, front, candidates, functor, values, where):
+    out = _Output(part)
+    cand = NULL if candidates is None else candidates.to_bitmap().bitmap
+    with part.device.use(), part.device.compute_stream.raw:
+        counters = _xp(part).zeros(2, np.uint64)
+    if part.size:
+        launch(part.device, generated.kernels(functor, where)["advance_pull_k"], part.size,
+               (part.indptr, part.indices, np.int64(part.size), front, cand, out.queue,
+                out.count, counters, *_params(functor, values)), BLOCK)
+    with part.device.use(), part.device.compute_stream.raw:
+        edges = int(counters[1].get())
+    return finish(part, out), edges
+
+
+def membership(part, id_arrays):
+    """A bitmap over every global id with the bits of ``id_arrays`` (global ids) set."""
+    xp = _xp(part)
+    with part.device.use(), part.device.compute_stream.raw:
+        ids = xp.concatenate([xp.asarray(a) for a in id_arrays]) if id_arrays \
+            else xp.zeros(0, np.int32)
+    return queue_to_bitmap(part.device, ids, part.num_global)
+
+
+def global_ids(part, frontier):
+    with part.device.use(), part.device.compute_stream.raw:
+        return frontier.queue + np.int32(part.first)
+
+
+def filter(part, frontier, functor, values, where):
+    out = _Output(part)
+    n = frontier.count
+    if n:
+        cur = NULL if frontier.everything else frontier.queue
+        launch(part.device, generated.kernels(functor, where)["filter_k"], n,
+               (cur, np.int64(n), out.queue, out.count, *_params(functor, values)), BLOCK)
+    return finish(part, out)
+
+
+def compute(part, frontier, functor, values, where):
+    n = frontier.count
+    if n:
+        cur = NULL if frontier.everything else frontier.queue
+        launch(part.device, generated.kernels(functor, where)["compute_k"], n,
+               (cur, np.int64(n), *_params(functor, values)), BLOCK)
+
+
+def arcs(part, frontier) -> int:
+    if frontier.everything:
+        return part.num_arcs
+    q = frontier.queue
+    with part.device.use(), part.device.compute_stream.raw:
+        return int((part.indptr[q + 1] - part.indptr[q]).sum().get())

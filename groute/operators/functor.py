@@ -1,0 +1,126 @@
+"""What an algorithm supplies to the operators: a :class:`Functor`, one step for both backends.
+
+A functor is the body of a device function on one vertex ``v`` (a local position: the
+``v``-th vertex the device owns), written twice:
+
+- ``cuda``: C statements, the body of ``__device__ bool f(int v, <params>)``. Falling off the
+  end returns ``false``. Compiled into the operators' generated kernels
+  (:mod:`groute.operators.generated`), which include the shared headers, so ``atomicSub``,
+  ``bitmap_test`` and friends are at hand.
+- ``numpy``: the same step vectorised over many vertices at once, ``numpy(state, v)`` where
+  ``v`` is an int64 array of local positions and ``state`` a dict of the named parameters (the
+  device's arrays, the scalars). What it returns depends on the operator (:mod:`groute.operators.api`):
+  ``advance`` wants the positions that join the output frontier, ``filter`` a bool mask aligned
+  with ``v``, ``compute`` nothing.
+
+``params`` names the algorithm's state the body reads and writes, as a C parameter list
+(``"int* degree, const int* core, int k"``). Arrays are per-vertex state the engine holds on
+every device (``engine.state(name, ...)``), passed by name; scalars are given per call
+(``advance(frontier, f, k=3)``). Parameter types are C's ``int``, ``long long``, ``float``,
+``double``, ``unsigned int`` and pointers to them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+#: C types a parameter may have, and the NumPy dtype of each
+C_TYPES = {"int": np.int32, "unsigned int": np.uint32, "unsigned": np.uint32,
+           "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32,
+           "double": np.float64}
+_PARAM = re.compile(r"^\s*(const\s+)?([A-Za-z_][A-Za-z_ ]*?)\s*(\*?)\s*([A-Za-z_]\w*)\s*$")
+#: names the generated kernels give their own parameters (their locals and the push functor's
+#: members do not clash: ``groute_``-prefixed, and the functor keeps the parameters in a
+#: struct of their own); a parameter may not take them, nor begin with ``groute_``
+RESERVED = frozenset({"v", "i", "n", "first", "end", "indptr", "indices", "cur", "items",
+                      "out", "out_count", "out_bits", "remote", "remote_count", "front_bits",
+                      "cand_bits", "counters", "big_items", "big_first_chunk"})
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a functor: its name, its NumPy dtype, and whether it is an array."""
+
+    name: str
+    dtype: np.dtype
+    array: bool
+    const: bool
+    ctype: str
+
+    def declaration(self) -> str:
+        return f"{'const ' if self.const else ''}{self.ctype}{'*' if self.array else ''} {self.name}"
+
+
+def parse_params(text: str) -> tuple[Param, ...]:
+    """``"int* degree, int k"`` as :class:`Param` objects; ValueError naming the bad one."""
+    out = []
+    for piece in (p for p in text.split(",") if p.strip()):
+        m = _PARAM.match(piece)
+        ctype = " ".join(m.group(2).split()) if m else None
+        if m is None or ctype not in C_TYPES:
+            raise ValueError(f"functor parameter {piece.strip()!r}: expected '<type> name' or "
+                             f"'<type>* name' with a type from {', '.join(C_TYPES)}")
+        name = m.group(4)
+        if name in RESERVED or name.startswith("groute_"):
+            raise ValueError(f"functor parameter {name!r}: the name is the operators' own "
+                             f"(reserved: {', '.join(sorted(RESERVED))})")
+        if any(p.name == name for p in out):
+            raise ValueError(f"functor parameter {name!r} appears twice")
+        out.append(Param(name, np.dtype(C_TYPES[ctype]), bool(m.group(3)), bool(m.group(1)),
+                         ctype))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Functor:
+    """One step of an algorithm on a vertex (module docstring): ``params``, the ``cuda`` body
+    and the ``numpy`` callable. ``name`` only labels kernels and errors."""
+
+    params: str = ""
+    cuda: str = ""
+    numpy: Callable | None = None
+    name: str = "functor"
+    parsed: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "parsed", parse_params(self.params))
+
+    def bind(self, arrays: dict, scalars: dict, where: str) -> dict:
+        """The value of every parameter: arrays by name from ``arrays`` (a device's state),
+        scalars from ``scalars`` (the operator call's keywords), each checked against its
+        declared type. ``where`` names the call for errors."""
+        values = {}
+        for p in self.parsed:
+            if p.array:
+                if p.name not in arrays:
+                    raise KeyError(f"{where}: {self.name} reads state {p.name!r}, which the engine "
+                                   f"does not hold (engine.state({p.name!r}, ...) makes it)")
+                a = arrays[p.name]
+                if a.dtype != p.dtype:
+                    raise TypeError(f"{where}: {self.name} declares {p.declaration()!r} but state "
+                                    f"{p.name!r} is {a.dtype}")
+                values[p.name] = a
+            else:
+                if p.name not in scalars:
+                    raise TypeError(f"{where}: {self.name} needs the scalar {p.name!r} "
+                                    f"(pass {p.name}=... to the operator)")
+                values[p.name] = p.dtype.type(scalars[p.name])
+        extra = set(scalars) - {p.name for p in self.parsed}
+        if extra:
+            raise TypeError(f"{where}: {self.name} declares no parameter {sorted(extra)}")
+        return values
+
+    def numpy_body(self, where: str) -> Callable:
+        if self.numpy is None:
+            raise TypeError(f"{where}: {self.name} has no numpy callable, so it cannot run on "
+                            f"CPU devices")
+        return self.numpy
+
+    def cuda_body(self, where: str) -> str:
+        if not self.cuda.strip():
+            raise TypeError(f"{where}: {self.name} has no cuda body, so it cannot run on CUDA "
+                            f"devices")
+        return self.cuda

@@ -1,0 +1,166 @@
+"""k-core (groute.core_number, apps/kcore.py) against networkx.core_number: the shared real
+graphs, random graphs with isolated vertices (undirected and directed), string labels,
+self-loops refused; 1-4 devices, both backends; the command; and the rule that apps/kcore.py
+imports only groute's public names."""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import groute
+from groute.cli import main
+from groute.graph import CSRGraph, load_graph
+from support import SHARED_GRAPHS, device_cases
+
+KCORE = Path(__file__).resolve().parents[1] / "apps" / "kcore.py"
+
+
+def nx_of(g):
+    """The NetworkX graph of a CSRGraph, vertices by position."""
+    G = nx.DiGraph() if g.directed else nx.Graph()
+    G.add_nodes_from(range(g.num_vertices))
+    src, dst = g.edges()
+    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+    return G
+
+
+def expect(g):
+    ref = nx.core_number(nx_of(g))
+    return np.array([ref[v] for v in range(g.num_vertices)])
+
+
+@pytest.mark.parametrize("name", ["karate", "netscience", "power", "hep-th"])
+@pytest.mark.parametrize("backend, k", device_cases([1, 3]))
+def test_shared_graphs_match_networkx(name, backend, k):
+    path = SHARED_GRAPHS / f"{name}.mtx.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    g = load_graph(path)
+    res = groute.core_number(g, backend=backend, devices=k)
+    assert np.array_equal(res.values, expect(g))
+    assert res.to_dict() == dict(zip(g.ids.tolist(), expect(g).tolist()))
+
+
+def random_edges(n, m, seed):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n - 10, m), rng.integers(0, n - 10, m)    # 10 isolated
+    keep = src != dst
+    return src[keep], dst[keep]
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
+@pytest.mark.parametrize("direction", ["push", "pull", "auto"])
+@pytest.mark.parametrize("partition", ["contiguous", "random"])
+def test_random_undirected_graphs_match_networkx(backend, k, direction, partition):
+    for seed in range(3):
+        src, dst = random_edges(400, 2500, seed)
+        G = nx.Graph()
+        G.add_nodes_from(range(400))
+        G.add_edges_from(zip(src.tolist(), dst.tolist()))
+        res = groute.core_number(G, backend=backend, devices=k, direction=direction,
+                                 partition=partition)
+        assert res.to_dict() == nx.core_number(G)
+        assert res.stats["max_core"] == max(nx.core_number(G).values())
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 3]))
+def test_directed_graphs_count_both_ends_as_networkx(backend, k):
+    src, dst = random_edges(300, 1500, 7)
+    D = nx.DiGraph()
+    D.add_nodes_from(range(300))
+    D.add_edges_from(zip(src.tolist(), dst.tolist()))
+    res = groute.core_number(D, backend=backend, devices=k)
+    assert res.to_dict() == nx.core_number(D)
+    arrays = groute.core_number((src, dst), num_vertices=300, backend=backend, devices=k)
+    assert arrays.to_dict() == nx.core_number(D)
+
+
+def test_string_labels_and_isolated_vertices():
+    G = nx.Graph([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e")])
+    G.add_node("lonely")
+    res = groute.core_number(G, backend="cpu", devices=2)
+    assert res.to_dict() == nx.core_number(G) == {"a": 2, "b": 2, "c": 2, "d": 1, "e": 1,
+                                                  "lonely": 0}
+    assert groute.core_number(nx.Graph(), backend="cpu").to_dict() == {}
+
+
+def test_self_loops_are_refused_as_networkx_refuses_them():
+    G = nx.Graph([("x", "y"), ("y", "y")])
+    with pytest.raises(nx.NetworkXNotImplemented, match="self loops"):
+        nx.core_number(G)
+    with pytest.raises(groute.GraphNotSupported, match=r"self-loop.*'y'.*selfloop_edges"):
+        groute.core_number(G, backend="cpu")
+    with pytest.raises(ValueError, match="1 self-loop"):      # a ValueError of the input too
+        groute.core_number(([0, 1, 2], [1, 1, 0]), backend="cpu")
+
+
+def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
+    path = SHARED_GRAPHS / "karate.mtx.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    out = tmp_path / "core.csv"
+    assert main(["kcore", "--graph", str(path), "--backend", "cpu", "--devices", "2",
+                 "--repeat", "1", "--verify", "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("kcore karate: ") and "max core 4 (10 vertices)" in text
+    assert "verify: OK" in text
+    rows = out.read_text().splitlines()
+    assert rows[0] == "id,core" and len(rows) == 35
+    assert main(["kcore", "--graph", "grid:12", "--backend", "cpu", "--repeat", "1",
+                 "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["app"] == "kcore" and record["max_core"] == 2
+    assert record["stats"]["levels"] >= 3
+
+
+def public_names() -> dict[str, set]:
+    """Module -> the names groute documents as public there (their ``__all__``)."""
+    import groute.engines
+    import groute.graph
+    import groute.operators
+    return {"groute": set(groute.__all__), "groute.operators": set(groute.operators.__all__),
+            "groute.engines": set(groute.engines.__all__), "groute.graph": set(groute.graph.__all__)}
+
+
+def test_kcore_imports_only_groute_public_names():
+    public = public_names()
+    for node in ast.walk(ast.parse(KCORE.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"apps/kcore.py line {node.lineno}: a relative import"
+            if node.module.split(".")[0] != "groute":
+                continue
+            assert node.module in public, \
+                f"apps/kcore.py line {node.lineno}: {node.module} is not a public module"
+            for alias in node.names:
+                assert alias.name in public[node.module], \
+                    f"apps/kcore.py line {node.lineno}: {node.module}.{alias.name} is not public"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name.split(".")[0] != "groute" or alias.name in public, \
+                    f"apps/kcore.py line {node.lineno}: import {alias.name}"
+    for module, names in public.items():       # and every public name exists
+        mod = __import__(module, fromlist=["_"])
+        for name in names:
+            assert getattr(mod, name) is not None, f"{module}.{name}"
+
+
+@pytest.mark.gpu
+def test_kron_on_one_gpu_matches_the_cpu():
+    g = load_graph("kron:12")
+    gpu = groute.core_number(g, backend="cuda", devices=1)
+    cpu = groute.core_number(g, backend="cpu", devices=1)
+    assert np.array_equal(gpu.values, cpu.values)
+    assert np.array_equal(gpu.values, expect(g))
+
+
+def test_the_worked_example_in_operators_md_runs():
+    text = (KCORE.parents[1] / "docs" / "OPERATORS.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    example = [b for b in blocks if "make_engine" in b]
+    assert len(example) == 1
+    exec(compile(example[0], "OPERATORS.md (k-core)", "exec"), {})

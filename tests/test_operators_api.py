@@ -1,0 +1,234 @@
+"""The public operator API (groute.operators) and the BSP engine, against NumPy references:
+frontier conversions, advance (push, pull, auto), filter, compute, on 1-4 devices and both
+backends; the functor's checks."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from groute import Context, DeviceError
+from groute.engines import BSPEngine, make_engine
+from groute.graph import CSRGraph
+from groute.operators import DeviceFrontier, Functor, advance, compute, filter
+from groute.operators.functor import parse_params
+from groute.operators.generated import source as source_
+from support import device_cases
+
+
+def random_graph(n=300, m=1500, directed=False, seed=1):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n - 20, m), rng.integers(0, n - 20, m)   # the last 20 isolated
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    if not directed:
+        src, dst = np.r_[src, dst], np.r_[dst, src]
+    return CSRGraph.from_edges(src, dst, n, directed=directed, name="random")
+
+
+def _count_hits(s, v):
+    np.add.at(s["hits"], v, 1)
+    return v
+
+
+#: counts the arcs that reach each vertex; every reached vertex joins
+COUNT_HITS = Functor(name="count_hits", params="int* hits",
+                     cuda="atomicAdd(&hits[v], 1); return true;", numpy=_count_hits)
+#: accepts every vertex (pull: the first frontier neighbour)
+ACCEPT = Functor(name="accept", cuda="return true;", numpy=lambda s, v: v)
+#: keeps the vertices whose value is above t
+ABOVE = Functor(name="above", params="const int* value, int t", cuda="return value[v] > t;",
+                numpy=lambda s, v: s["value"][v] > s["t"])
+
+
+def _square(s, v):
+    s["value"][v] = s["value"][v] * s["value"][v]
+
+
+SQUARE = Functor(name="square", params="int* value", cuda="value[v] = value[v] * value[v];",
+                 numpy=_square)
+
+
+def engine_for(g, backend, k, partition="contiguous"):
+    ctx = Context(k, backend=backend, timeout=30)
+    return BSPEngine(g, ctx=ctx, partition=partition), ctx
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
+@pytest.mark.parametrize("partition", ["contiguous", "random"])
+def test_push_advance_visits_every_arc_of_the_frontier(backend, k, partition):
+    g = random_graph(directed=True)
+    eng, ctx = engine_for(g, backend, k, partition)
+    try:
+        eng.state("hits", np.int32, 0)
+        chosen = np.random.default_rng(2).choice(g.num_vertices, 60, replace=False)
+        out = advance(eng.frontier(chosen), COUNT_HITS, "push")
+        arcs = np.concatenate([np.arange(g.indptr[u], g.indptr[u + 1]) for u in chosen])
+        want = np.bincount(g.indices[arcs], minlength=g.num_vertices)
+        assert np.array_equal(eng.gather("hits"), want)
+        assert np.array_equal(out.vertices(), np.flatnonzero(want))
+        assert len(out) == np.count_nonzero(want) and out.direction == "push"
+    finally:
+        eng.close()
+        ctx.shutdown()
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 3]))
+def test_pull_advance_finds_candidates_with_a_frontier_neighbour(backend, k):
+    g = random_graph()
+    eng, ctx = engine_for(g, backend, k)
+    try:
+        rng = np.random.default_rng(3)
+        front = rng.choice(g.num_vertices, 40, replace=False)
+        cand = rng.choice(g.num_vertices, 150, replace=False)
+        out = advance(eng.frontier(front), ACCEPT, "pull", candidates=eng.frontier(cand))
+        in_front = np.zeros(g.num_vertices, bool)
+        in_front[front] = True
+        want = [v for v in cand if in_front[g.indices[g.indptr[v]:g.indptr[v + 1]]].any()]
+        assert np.array_equal(out.vertices(), np.sort(want)) and out.direction == "pull"
+        every = advance(eng.frontier(front), ACCEPT, "pull")     # candidates: every vertex
+        want = [v for v in range(g.num_vertices)
+                if in_front[g.indices[g.indptr[v]:g.indptr[v + 1]]].any()]
+        assert np.array_equal(every.vertices(), want)
+        assert eng.stats["pull_advances"] == 2
+    finally:
+        eng.close()
+        ctx.shutdown()
+
+
+def test_auto_follows_beamers_rule():
+    g = random_graph()
+    with make_engine(g, backend="cpu", devices=2) as eng:
+        everything = eng.all_vertices()
+        assert advance(everything, ACCEPT, "auto").direction == "pull"
+        assert advance(eng.frontier([0]), ACCEPT, "auto").direction == "push"
+    with make_engine(random_graph(directed=True), backend="cpu", devices=2) as eng:
+        assert advance(eng.all_vertices(), ACCEPT, "auto").direction == "push"
+        with pytest.raises(ValueError, match="directed"):
+            advance(eng.all_vertices(), ACCEPT, "pull")
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 4]))
+def test_filter_and_compute_match_numpy(backend, k):
+    g = random_graph()
+    eng, ctx = engine_for(g, backend, k, "random")
+    try:
+        values = np.random.default_rng(4).integers(-50, 50, g.num_vertices).astype(np.int32)
+        eng.state("value", np.int32, values=values)
+        kept = filter(eng.all_vertices(), ABOVE, t=10)
+        assert np.array_equal(kept.vertices(), np.flatnonzero(values > 10))
+        again = filter(kept, ABOVE, t=30)
+        assert np.array_equal(again.vertices(), np.flatnonzero(values > 30))
+        compute(again, SQUARE)
+        want = values.copy()
+        want[values > 30] **= 2
+        assert np.array_equal(eng.gather("value"), want)
+        eng.out_degree_state("deg")
+        assert np.array_equal(eng.gather("deg"), np.diff(g.indptr))
+    finally:
+        eng.close()
+        ctx.shutdown()
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("size", [0, 1, 31, 32, 33, 1000])
+def test_frontier_converts_between_queue_and_bitmap(backend, size):
+    with Context(1, backend=backend, timeout=30) as ctx:
+        dev = ctx.devices[0]
+        chosen = np.random.default_rng(size).choice(size, size // 3, replace=False) \
+            if size else np.zeros(0, np.int64)
+        with dev.use():
+            f = DeviceFrontier(dev, size, queue=dev.asarray(chosen.astype(np.int32)))
+        dense = f.to_bitmap()
+        assert dense.form == "bitmap" and dense.count == chosen.size
+        bits = np.unpackbits(dev.to_host(dense.bitmap).view(np.uint8), bitorder="little")
+        assert np.array_equal(np.flatnonzero(bits), np.sort(chosen))
+        back = DeviceFrontier(dev, size, bitmap=dense.bitmap, count=dense.count).to_queue()
+        assert back.form == "queue" and np.array_equal(back.positions(), np.sort(chosen))
+        every = DeviceFrontier(dev, size, everything=True)
+        assert np.array_equal(every.to_queue().positions(), np.arange(size))
+
+
+def test_functor_parameters_are_checked():
+    assert [(p.name, p.array, p.dtype) for p in parse_params("int* a, const float* b, long long c")] \
+        == [("a", True, np.int32), ("b", True, np.float32), ("c", False, np.int64)]
+    with pytest.raises(ValueError, match="'short x'"):
+        Functor(params="short x")
+    with pytest.raises(ValueError, match="reserved"):
+        Functor(params="int* indices")
+    with pytest.raises(ValueError, match="twice"):
+        Functor(params="int a, int a")
+    from groute.operators.generated import source_path
+    one, other = Functor(cuda="return true;"), Functor(cuda="return false;")
+    assert source_path(one, "t") != source_path(other, "t")
+    assert source_path(one, "t").read_text() == source_(one, "t")
+
+
+def test_operator_errors_name_the_functor_and_what_is_missing():
+    g = random_graph(n=50, m=100)
+    with make_engine(g, backend="cpu", devices=2) as eng:
+        with pytest.raises(DeviceError, match="count_hits reads state 'hits'"):
+            advance(eng.all_vertices(), COUNT_HITS)
+        eng.state("value", np.int64, 0)
+        with pytest.raises(DeviceError, match="'value' is int64"):
+            filter(eng.all_vertices(), ABOVE, t=1)
+        eng.state("value", np.int32, 0)
+        with pytest.raises(DeviceError, match="needs the scalar 't'"):
+            filter(eng.all_vertices(), ABOVE)
+        mask = Functor(name="mask", numpy=lambda s, v: v > 3)
+        with pytest.raises(DeviceError, match="bool mask"):
+            advance(eng.all_vertices(), mask)
+        with pytest.raises(TypeError, match="takes a Frontier"):
+            advance([1, 2], ACCEPT)
+        with pytest.raises(ValueError, match="direction"):
+            advance(eng.all_vertices(), ACCEPT, "sideways")
+    with make_engine(g, backend="cpu", devices=1) as other:
+        with pytest.raises(ValueError, match="another engine"):
+            eng.filter(other.all_vertices(), ABOVE, {"t": 1})
+
+
+def test_exchange_in_many_small_packets_through_few_buffers():
+    from groute.tuning import BSPTuning
+    with pytest.raises(ValueError, match="power of two"):
+        BSPTuning(packet_size=3)
+    g = random_graph(directed=True)
+    tiny = BSPTuning(packet_size=4, num_buffers=1)
+    with make_engine(g, backend="cpu", devices=3, partition="random", tuning=tiny) as eng:
+        eng.state("hits", np.int32, 0)
+        out = advance(eng.all_vertices(), COUNT_HITS)
+        want = np.bincount(g.indices, minlength=g.num_vertices)
+        assert np.array_equal(eng.gather("hits"), want)
+        assert np.array_equal(out.vertices(), np.flatnonzero(want))
+        assert eng.stats["exchanged_ids"] > 4 * 10
+
+
+#: parameters named like the generated kernels' locals and the push functor's members
+CLASHING = Functor(name="clashing",
+                   params="const int* value, int t, double* edges, float a, long long e, int p",
+                   cuda="return value[v] > t && edges[v] > a + e + p;")
+
+
+def test_generated_push_functor_reads_parameters_not_its_own_members():
+    from groute.operators.generated import source
+    text = source(CLASHING, "test")
+    assert "groute_fn(v, p.value, p.t, p.edges, p.a, p.e, p.p)" in text
+    assert "remote_count, {value, t, edges, a, e, p}}" in text
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+@pytest.mark.parametrize("functor", [COUNT_HITS, ACCEPT, ABOVE, SQUARE, CLASHING],
+                         ids=lambda f: f.name)
+def test_generated_kernels_compile(functor, tmp_path):
+    from groute.operators import direction
+    from groute.operators.generated import FRONTIER_OPS, source
+    from groute.kernels import HEADER_DIRS
+    path = tmp_path / f"{functor.name}.cu"
+    path.write_text(source(functor, "test"))
+    for cu in (path, FRONTIER_OPS):
+        done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-I{HEADER_DIRS[0]}",
+                               *direction.compile_options(), "-c", str(cu), "-o",
+                               str(tmp_path / "out.o")], capture_output=True, text=True,
+                              timeout=100)
+        assert done.returncode == 0, done.stderr[-2000:]
