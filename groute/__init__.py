@@ -6,7 +6,8 @@ devices); :class:`Link` moves packetized segments between endpoints with bounded
 
 The algorithms as one-shot functions: ``groute.bfs``, ``groute.sssp``, ``groute.pagerank``,
 ``groute.connected_components``, ``groute.shortest_path``, ``groute.core_number`` (and
-``groute.pbf``, the dataflow example). They are imported on first use, so ``import groute`` loads neither the algorithms nor SciPy or CuPy.
+``groute.pbf``, the dataflow example). They are imported on first use, so ``import groute``
+loads neither the algorithms nor SciPy or CuPy.
 
 This module is the facade: besides the dataflow API it registers what groute ships with
 :mod:`groute.registry` (the algorithms, their one-shot functions and the CLI's subcommands),
