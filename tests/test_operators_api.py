@@ -12,7 +12,7 @@ import pytest
 from groute import Context, DeviceError
 from groute.engines import BSPEngine, make_engine
 from groute.graph import CSRGraph
-from groute.operators import DeviceFrontier, Functor, advance, compute, filter
+from groute.operators import DeviceFrontier, Functor, Message, advance, compute, filter
 from groute.operators.functor import parse_params
 from groute.operators.generated import source as source_
 from support import device_cases
@@ -214,13 +214,14 @@ def test_generated_push_functor_reads_parameters_not_its_own_members():
     from groute.operators.generated import source
     text = source(CLASHING, "test")
     assert "groute_fn(v, p.value, p.t, p.edges, p.a, p.e, p.p)" in text
-    assert "remote_count, {value, t, edges, a, e, p}}" in text
+    assert "remote_count, remote_msg, {value, t, edges, a, e, p}}" in text
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
-@pytest.mark.parametrize("functor", [COUNT_HITS, ACCEPT, ABOVE, SQUARE, CLASHING],
-                         ids=lambda f: f.name)
+@pytest.mark.parametrize("functor", [COUNT_HITS, ACCEPT, ABOVE, SQUARE, CLASHING, "CLAIM_DEPTH",
+                                     "ADD_PATHS"], ids=lambda f: getattr(f, "name", f))
 def test_generated_kernels_compile(functor, tmp_path):
+    functor = globals()[functor] if isinstance(functor, str) else functor   # defined below
     from groute.operators import direction
     from groute.operators.generated import FRONTIER_OPS, source
     from groute.kernels import HEADER_DIRS
@@ -232,3 +233,105 @@ def test_generated_kernels_compile(functor, tmp_path):
                                str(tmp_path / "out.o")], capture_output=True, text=True,
                               timeout=100)
         assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _claim_depth(s, v, m):
+    fresh = s["depth"][v] < 0
+    v, m = v[fresh], m[fresh]
+    s["depth"][v] = m                   # repeats carry the same depth: any write wins
+    return np.unique(v)
+
+
+def _add_paths(s, v, m):
+    on_level = s["depth"][v] == s["d"] + 1
+    np.add.at(s["paths"], v[on_level], m[on_level])
+    return v[:0]
+
+
+#: BFS as an arc step: the target gets the source's depth + 1 (the message) if it has none
+CLAIM_DEPTH = Functor(name="claim_depth", params="int* depth",
+                      message=Message("int", cuda="depth[u] + 1",
+                                      numpy=lambda s, u: s["depth"][u] + 1),
+                      cuda="return atomicCAS(&depth[v], -1, m) == -1;", numpy=_claim_depth)
+#: counts shortest paths: a target one level down adds its source's count (a double message)
+ADD_PATHS = Functor(name="add_paths", params="const int* depth, double* paths, int d",
+                    message=Message("double", cuda="paths[u]", numpy=lambda s, u: s["paths"][u]),
+                    cuda="if (depth[v] == d + 1) atomicAdd(&paths[v], m); return false;",
+                    numpy=_add_paths)
+
+
+def _levels_and_paths(g, backend, k, source, over, partition):
+    eng, ctx = engine_for(g, backend, k, partition)
+    with ctx, eng:
+        depth = np.full(g.num_vertices, -1, np.int32)
+        depth[source] = 0
+        paths = np.zeros(g.num_vertices)
+        paths[source] = 1
+        eng.state("depth", np.int32, values=depth)
+        eng.state("paths", np.float64, values=paths)
+        frontier, d = eng.frontier([source]), 0
+        while frontier:
+            nxt = advance(frontier, CLAIM_DEPTH, over=over)
+            advance(frontier, ADD_PATHS, over=over, d=d)
+            frontier, d = nxt, d + 1
+        return eng.gather("depth"), eng.gather("paths")
+
+
+def _reference_levels_and_paths(g, source, over):
+    indptr, indices = np.asarray(g.indptr), np.asarray(g.indices)
+    src = np.repeat(np.arange(g.num_vertices), np.diff(indptr))
+    if over == "in":
+        src, indices = indices, src
+    depth = np.full(g.num_vertices, -1)
+    paths = np.zeros(g.num_vertices)
+    depth[source], paths[source] = 0, 1
+    frontier, d = [source], 0
+    while frontier:
+        on = np.isin(src, frontier)
+        nxt = np.unique(indices[on][depth[indices[on]] < 0])
+        depth[nxt] = d + 1
+        for u, v in zip(src[on], indices[on]):
+            if depth[v] == d + 1:
+                paths[v] += paths[u]
+        frontier, d = nxt.tolist(), d + 1
+    return depth, paths
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
+@pytest.mark.parametrize("directed, over", [(False, "out"), (True, "out"), (True, "in")])
+def test_messages_carry_the_sources_state_across_devices(backend, k, directed, over):
+    g = random_graph(directed=directed, seed=3)
+    source = int(np.argmax(np.diff(np.asarray(g.indptr))))
+    depth, paths = _levels_and_paths(g, backend, k, source, over, "random")
+    want_depth, want_paths = _reference_levels_and_paths(g, source, over)
+    np.testing.assert_array_equal(depth, want_depth)
+    np.testing.assert_allclose(paths, want_paths)
+    assert (depth > 1).any()            # the run went past the first level
+
+
+def test_message_functor_errors_name_the_problem():
+    with pytest.raises(ValueError, match="message type 'short'"):
+        Message("short", cuda="0")
+    with pytest.raises(TypeError, match="must be a groute.operators.Message"):
+        Functor(name="bad", message="int")
+    with pytest.raises(ValueError, match="reserved"):
+        Functor(name="bad", params="int* m")
+    g = random_graph(directed=False)
+    eng, ctx = engine_for(g, "cpu", 2)
+    with ctx, eng:
+        eng.state("depth", np.int32, -1)
+        eng.state("paths", np.float64, 0)
+        front = eng.frontier([0])
+        with pytest.raises(ValueError, match="claim_depth carries a message"):
+            advance(front, CLAIM_DEPTH, "pull")
+        with pytest.raises(TypeError, match="filter: claim_depth carries a message"):
+            filter(front, CLAIM_DEPTH)
+        with pytest.raises(ValueError, match="over must be one of out, in"):
+            advance(front, CLAIM_DEPTH, over="both")
+        with pytest.raises(ValueError, match="direction must be 'push'"):
+            advance(front, ACCEPT, "pull", over="in")
+        bad = Functor(name="short_message", params="int* depth", cuda="return false;",
+                      message=Message("int", numpy=lambda s, u: u[:1]),
+                      numpy=lambda s, v, m: v)
+        with pytest.raises(DeviceError, match="short_message's message returned shape"):
+            advance(eng.all_vertices(), bad)

@@ -54,7 +54,8 @@ class Engine(abc.ABC):
 
     # the operators (called by groute.operators.advance / filter / compute) ----------------
     @abc.abstractmethod
-    def advance(self, frontier, functor, direction: str, candidates, scalars: dict):
+    def advance(self, frontier, functor, direction: str, candidates, scalars: dict, *,
+                over: str = "out"):
         ...
 
     @abc.abstractmethod

@@ -12,7 +12,12 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
   are sent to the owner through one :class:`~groute.Router` (devices to devices, policy
   ``by_owner``: the Router is where the destination is chosen), and in a second step each
   device visits what it received (the same functor) and completes its output frontier. The
-  receiver knows how many sends to wait for: the host counts them between the two steps.
+  receiver knows how many sends to wait for: the host counts them between the two steps. A
+  functor's message travels in the same packet as its target's id (rows of id and message
+  words, a Router per row width).
+- ``over="in"``: the same push along the in-arcs of the frontier's vertices; each device keeps
+  its vertices' in-arcs from the first such advance on (a directed graph's transpose, split as
+  the out-arcs are; an undirected graph's are its out-arcs).
 - pull: the frontier's global ids go to every other device through a second Router (policy:
   every device but the sender), each device builds a bitmap of the whole frontier and its
   candidates look for arcs from it.
@@ -66,6 +71,8 @@ class BSPEngine(Engine):
                                                   max_devices=max(graph.num_vertices, 1))
         self._closed = False
         self._router = self._broadcast = None
+        self._message_routers = {}          # words per message -> Router of (id, words) rows
+        self._in_parts = None
         try:
             k = self.ctx.num_devices
             self.partition = partition_graph(graph, k, partition, seed=seed)
@@ -196,7 +203,7 @@ class BSPEngine(Engine):
         self.stats["filters"] += 1
         return Frontier(self, self._each(run, self.parts, frontier.parts), frontier.direction)
 
-    def advance(self, frontier, functor, direction, candidates, scalars):
+    def advance(self, frontier, functor, direction, candidates, scalars, *, over="out"):
         self._check(frontier, "advance")
         if candidates is not None:
             self._check(candidates, "advance candidates")
@@ -213,7 +220,40 @@ class BSPEngine(Engine):
         if direction == "pull":
             self.stats["pull_advances"] += 1
             return Frontier(self, self._pull(frontier, functor, candidates, scalars, where), "pull")
-        return Frontier(self, self._push(frontier, functor, scalars, where), "push")
+        parts = self.parts if over == "out" else self._in_arc_parts()
+        return Frontier(self, self._push(parts, frontier, functor, scalars, where), "push")
+
+    def _in_arc_parts(self):
+        """Every device's part with its vertices' in-arcs as rows (built on first use)."""
+        if self._in_parts is None:
+            if not self.directed:
+                self._in_parts = self.parts
+            else:
+                transposed = self.partition.graph.transpose()
+
+                def upload(device, part):
+                    a, b = int(transposed.indptr[part.first]), int(transposed.indptr[part.end])
+                    rows = np.asarray(transposed.indptr[part.first:part.end + 1]) - a
+                    with device.use():
+                        indptr = device.asarray(np.ascontiguousarray(rows, dtype=np.int64))
+                        indices = device.asarray(np.ascontiguousarray(
+                            transposed.indices[a:b], dtype=np.int32))
+                    return part.with_arcs(indptr, indices)
+                self._in_parts = self._each(upload, self.parts)
+        return self._in_parts
+
+    def _exchange_router(self, functor):
+        """The Router a push's remote visits travel through: ids alone, or rows of an id and
+        the message's words (one Router per row width, made on first use)."""
+        if functor.message is None:
+            return self._router
+        words = functor.message.words
+        if self._router is not None and words not in self._message_routers:
+            self._message_routers[words] = Router(
+                self.ctx.devices, self.ctx.devices, by_owner, name=f"bsp-exchange-m{words}",
+                packet_size=self.tuning.packet_size, num_buffers=self.tuning.num_buffers,
+                dtype=np.int32, item_shape=(1 + words,), ctx=self.ctx)
+        return self._message_routers.get(words)
 
     def _choose(self, frontier, candidates) -> str:
         """Beamer's rule (groute.operators.direction) for ``direction="auto"``."""
@@ -232,24 +272,24 @@ class BSPEngine(Engine):
         sums = np.sum(self._each(count, self.parts, frontier.parts, cand), axis=0)
         return "pull" if rule.push_to_pull(int(sums[0]), int(sums[1])) else "push"
 
-    def _push(self, frontier, functor, scalars, where):
-        router = self._router
+    def _push(self, parts, frontier, functor, scalars, where):
+        router = self._exchange_router(functor)
 
         def visit_and_send(device, part, fr):
             ops = self._ops(part)
             values = functor.bind(part.state, scalars, where)
-            acc, remote = ops.push(part, fr, functor, values, where)
+            acc, remote, msgs = ops.push(part, fr, functor, values, where)
             sends = []
             if router is not None and remote.shape[0]:
                 with self._on_stream(part):
-                    groups = part.split_by_owner(remote, device.xp)
+                    groups = part.split_by_owner(remote, device.xp, msgs)
                 event = device.compute_stream.record() if device.backend == "cuda" else None
-                sends = [(j, router.inputs[part.index].send(ids, event=event,
+                sends = [(j, router.inputs[part.index].send(data, event=event,
                                                              metadata={"owner": j}))
-                         for j, ids in groups]
+                         for j, data in groups]
             return acc, values, sends, int(remote.shape[0])
 
-        first = self._each(visit_and_send, self.parts, frontier.parts)
+        first = self._each(visit_and_send, parts, frontier.parts)
         self.stats["exchanged_ids"] += sum(r[3] for r in first)
         expected = np.zeros(len(self.parts), np.int64)
         for _, _, sends, _ in first:
@@ -260,11 +300,13 @@ class BSPEngine(Engine):
             acc, values, sends, _ = step
             ops = self._ops(part)
             for pending in self._receive(router, part, waiting):
-                ops.apply(part, acc, pending.data, functor, values, where)
+                with self._on_stream(part):
+                    ids, msgs = part.unpack_rows(pending.data, functor.message, device.xp)
+                    ops.apply(part, acc, ids, msgs, functor, values, where)
                 self._release(part, pending)
             self._wait_sends(sends)
             return ops.finish(part, acc)
-        return self._each(receive_and_visit, self.parts, first, expected)
+        return self._each(receive_and_visit, parts, first, expected)
 
     def _pull(self, frontier, functor, candidates, scalars, where):
         router = self._broadcast
@@ -333,7 +375,7 @@ class BSPEngine(Engine):
         if self._closed:
             return
         self._closed = True
-        for router in (self._router, self._broadcast):
+        for router in (self._router, self._broadcast, *self._message_routers.values()):
             if router is not None:
                 router.close()
         if self._owns_ctx and self.ctx is not None:

@@ -3,10 +3,12 @@
 The public API (:data:`__all__`), what an algorithm is written with:
 
 - :class:`Functor`: one step on a vertex, as a CUDA C body and a vectorised NumPy callable,
-  reading and writing state by name (:mod:`groute.operators.functor`);
+  reading and writing state by name, and the :class:`Message` an arc step carries from its
+  source (:mod:`groute.operators.functor`);
 - :class:`Frontier` (one :class:`DeviceFrontier` per device: a sparse queue or a dense bitmap
   with its count, converting between them; :mod:`groute.operators.frontier`);
-- :func:`advance` (push, pull, or ``"auto"``: Beamer's rule, :mod:`groute.operators.direction`),
+- :func:`advance` (push, pull, or ``"auto"``: Beamer's rule, :mod:`groute.operators.direction`;
+  over out-arcs or in-arcs),
   :func:`filter`, :func:`compute` (:mod:`groute.operators.api`).
 
 The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` walks
@@ -19,8 +21,9 @@ what each provides. ``values.cuh`` (values, ``value_add``, items), ``appends.cuh
 load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``barriers.cuh``,
 ``peer_memory.cuh``. The kernels generated around a functor are :mod:`groute.operators.generated`.
 """
-from .api import DIRECTIONS, advance, compute, filter
+from .api import ARCS, DIRECTIONS, advance, compute, filter
 from .frontier import DeviceFrontier, Frontier
-from .functor import Functor
+from .functor import Functor, Message
 
-__all__ = ["Functor", "Frontier", "DeviceFrontier", "advance", "filter", "compute", "DIRECTIONS"]
+__all__ = ["Functor", "Message", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
+           "DIRECTIONS", "ARCS"]

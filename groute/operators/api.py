@@ -11,6 +11,10 @@ keyword arguments are the functor's scalar parameters (``k=3``).
   visits its arcs from frontier members, stopping once a visit accepts it (the NumPy backend
   visits them all: a functor must give the same answer either way, as BFS and k-core do).
   ``"auto"``: Beamer's direction rule (:mod:`groute.operators.direction`).
+  ``over="in"``: the arcs into the frontier's vertices instead (``v -> u``, visiting ``v``):
+  a backward traversal of a directed graph (an undirected graph's in-arcs are its out-arcs).
+  A functor with a :class:`~groute.operators.functor.Message` carries a value from ``u`` to
+  each visit of ``v`` (push only: ``"auto"`` pushes).
 - ``filter(frontier, f)``: the vertices of ``frontier`` ``f`` keeps (CUDA body returns true;
   NumPy callable returns a bool mask aligned with ``v``).
 - ``compute(frontier, f)``: run ``f`` on each vertex of ``frontier`` (returns nothing).
@@ -22,6 +26,8 @@ from .functor import Functor
 
 #: the values ``advance``'s ``direction`` takes
 DIRECTIONS = ("push", "pull", "auto")
+#: the values ``advance``'s ``over`` takes: the frontier's out-arcs or in-arcs
+ARCS = ("out", "in")
 
 
 def _engine_of(frontier, functor, what):
@@ -33,17 +39,39 @@ def _engine_of(frontier, functor, what):
     return frontier.engine
 
 
-def advance(frontier, functor, direction: str = "push", *, candidates=None, **scalars):
-    """The frontier of the vertices ``functor`` accepted along the arcs out of ``frontier``."""
-    return _engine_of(frontier, functor, "advance").advance(frontier, functor, direction,
-                                                            candidates, scalars)
+def advance(frontier, functor, direction: str = "push", *, over: str = "out", candidates=None,
+            **scalars):
+    """The frontier of the vertices ``functor`` accepted along the arcs out of ``frontier``
+    (``over="in"``: the arcs into it)."""
+    engine = _engine_of(frontier, functor, "advance")
+    if over not in ARCS:
+        raise ValueError(f"advance: over must be one of {', '.join(ARCS)}; got {over!r}")
+    if functor.message is not None:
+        if direction == "pull":
+            raise ValueError(f"advance: {functor.name} carries a message from each source, "
+                             f"which a pull (the target reading its sources) cannot send; use "
+                             f"direction='push'")
+        if direction == "auto":
+            direction = "push"
+    if over == "in" and direction != "push":
+        raise ValueError("advance: over='in' pushes along the frontier's in-arcs; "
+                         "direction must be 'push'")
+    return engine.advance(frontier, functor, direction, candidates, scalars, over=over)
+
+
+def _vertex_step(frontier, functor, what):
+    engine = _engine_of(frontier, functor, what)
+    if functor.message is not None:
+        raise TypeError(f"{what}: {functor.name} carries a message along arcs; only advance "
+                        f"sends one (give {what} a functor without message=)")
+    return engine
 
 
 def filter(frontier, functor, **scalars):  # noqa: A001 - the operator's name in the literature
     """The vertices of ``frontier`` that ``functor`` keeps."""
-    return _engine_of(frontier, functor, "filter").filter(frontier, functor, scalars)
+    return _vertex_step(frontier, functor, "filter").filter(frontier, functor, scalars)
 
 
 def compute(frontier, functor, **scalars) -> None:
     """Run ``functor`` on every vertex of ``frontier``."""
-    _engine_of(frontier, functor, "compute").compute(frontier, functor, scalars)
+    _vertex_step(frontier, functor, "compute").compute(frontier, functor, scalars)

@@ -32,8 +32,9 @@ def _frontier(part, joined) -> DeviceFrontier:
                           queue=np.unique(np.concatenate(joined)).astype(np.int32))
 
 
-def _visit(part, functor, values, v, where):
-    out = functor.numpy_body(where)(values, v)
+def _visit(part, functor, values, v, where, m=None):
+    body = functor.numpy_body(where)
+    out = body(values, v) if functor.message is None else body(values, v, m)
     if out is None:
         raise TypeError(f"{where}: {functor.name}'s numpy callable returned None; advance wants "
                         f"the positions that join the output frontier (an empty array for none)")
@@ -44,23 +45,38 @@ def _visit(part, functor, values, v, where):
     return out.astype(np.int64, copy=False)
 
 
+def messages(functor, values, sources, where):
+    """The functor's message for each arc out of ``sources`` (None without a message)."""
+    if functor.message is None:
+        return None
+    m = np.asarray(functor.message.numpy_body(where)(values, sources))
+    if m.shape != sources.shape:
+        raise TypeError(f"{where}: {functor.name}'s message returned shape {m.shape}, expected "
+                        f"one value per source ({sources.shape})")
+    return m.astype(functor.message.dtype, copy=False)
+
+
 def push(part, frontier, functor, values, where):
-    """Visit the owned targets of the frontier's out-arcs; return the joined positions so far
-    and the other devices' targets (global ids, int32)."""
-    arcs, _ = _arcs_of(part, frontier.queue)
+    """Visit the owned targets of the frontier's arcs (``part``'s rows: out-arcs, or in-arcs
+    for an advance over them); return the joined positions so far, the other devices' targets
+    (global ids, int32) and their messages (None without one)."""
+    arcs, sources = _arcs_of(part, frontier.queue)
     targets = part.indices[arcs]
+    m = messages(functor, values, sources, where)
     mine = (targets >= part.first) & (targets < part.end)
     joined = []
     if mine.any():
         joined.append(_visit(part, functor, values, targets[mine].astype(np.int64) - part.first,
-                             where))
-    return joined, targets[~mine].astype(np.int32)
+                             where, None if m is None else m[mine]))
+    return joined, targets[~mine].astype(np.int32), None if m is None else m[~mine]
 
 
-def apply(part, joined, items, functor, values, where):
-    """Visit owned vertices ``items`` (global ids) another device's arcs reached."""
+def apply(part, joined, items, msgs, functor, values, where):
+    """Visit owned vertices ``items`` (global ids) another device's arcs reached, with their
+    messages ``msgs`` (None without one)."""
     if items.shape[0]:
-        joined.append(_visit(part, functor, values, items.astype(np.int64) - part.first, where))
+        joined.append(_visit(part, functor, values, items.astype(np.int64) - part.first, where,
+                             msgs))
 
 
 def finish(part, joined) -> DeviceFrontier:

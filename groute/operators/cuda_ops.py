@@ -47,10 +47,16 @@ def _params(functor, values):
 
 
 def push(part, frontier, functor, values, where):
+    """Visit the owned targets of the frontier's arcs (``part``'s rows); return the output
+    being built, the other devices' targets (global ids) and their messages (None without
+    one)."""
     k = generated.kernels(functor, where)
     out = _Output(part)
     n = frontier.count
     remote = _scratch(part, "remote", part.num_arcs, np.int32)
+    message = functor.message
+    remote_msg = NULL if message is None else \
+        _scratch(part, f"remote_msg_{message.dtype.str}", part.num_arcs, message.dtype)
     with part.device.use(), part.device.compute_stream.raw:
         remote_count = _xp(part).zeros(1, np.int32)
         counters = _xp(part).zeros(2, np.uint64)
@@ -59,19 +65,24 @@ def push(part, frontier, functor, values, where):
     if n:
         args = (part.indptr, part.indices, big_items, big_first, counters, frontier.queue,
                 np.int64(n), np.int64(part.first), np.int64(part.end), out.queue, out.count,
-                out.bits, remote, remote_count, *_params(functor, values))
+                out.bits, remote, remote_count, remote_msg, *_params(functor, values))
         launch(part.device, k["advance_push_k"], n, args, BLOCK)
         launch(part.device, k["advance_push_big_k"], part.device.multiprocessors * 2048, args,
                BLOCK)
     m = read_count(part.device, remote_count)
-    return out, remote[:m]
+    return out, remote[:m], None if message is None else remote_msg[:m]
 
 
-def apply(part, out, items, functor, values, where):
+def apply(part, out, items, msgs, functor, values, where):
+    """Visit owned vertices ``items`` (global ids) that other devices' arcs reached, with
+    their messages ``msgs`` (None without one)."""
     n = int(items.shape[0])
     if n:
+        xp = _xp(part)
+        items = xp.ascontiguousarray(items)
+        msgs = NULL if msgs is None else xp.ascontiguousarray(msgs)
         launch(part.device, generated.kernels(functor, where)["apply_k"], n,
-               (items, np.int64(n), np.int64(part.first), out.queue, out.count, out.bits,
+               (items, msgs, np.int64(n), np.int64(part.first), out.queue, out.count, out.bits,
                 *_params(functor, values)), BLOCK)
 
 

@@ -13,6 +13,12 @@ A functor is the body of a device function on one vertex ``v`` (a local position
   ``advance`` wants the positions that join the output frontier, ``filter`` a bool mask aligned
   with ``v``, ``compute`` nothing.
 
+A functor given a :class:`Message` is an *arc* step: ``advance`` computes the message on the
+source's device from the source ``u``'s state (``depth[u] + 1``, ``sigma[u]``) and the visit
+of the target ``v`` receives it as ``m`` (CUDA: a ``const`` local of the message's type;
+NumPy: ``numpy(state, v, m)`` with ``m`` aligned with ``v``). The message travels with the
+target's id when another device owns ``v``, so a visit never reads another device's state.
+
 ``params`` names the algorithm's state the body reads and writes, as a C parameter list
 (``"int* degree, const int* core, int k"``). Arrays are per-vertex state the engine holds on
 every device (``engine.state(name, ...)``), passed by name; scalars are given per call
@@ -35,7 +41,7 @@ _PARAM = re.compile(r"^\s*(const\s+)?([A-Za-z_][A-Za-z_ ]*?)\s*(\*?)\s*([A-Za-z_
 #: names the generated kernels give their own parameters (their locals and the push functor's
 #: members do not clash: ``groute_``-prefixed, and the functor keeps the parameters in a
 #: struct of their own); a parameter may not take them, nor begin with ``groute_``
-RESERVED = frozenset({"v", "i", "n", "first", "end", "indptr", "indices", "cur", "items",
+RESERVED = frozenset({"v", "u", "m", "i", "n", "first", "end", "indptr", "indices", "cur", "items",
                       "out", "out_count", "out_bits", "remote", "remote_count", "front_bits",
                       "cand_bits", "counters", "big_items", "big_first_chunk"})
 
@@ -75,18 +81,63 @@ def parse_params(text: str) -> tuple[Param, ...]:
 
 
 @dataclass(frozen=True)
+class Message:
+    """What an advance carries along each arc ``u -> v`` to the visit of ``v``: a value of C
+    type ``ctype`` (``"int"``, ``"double"``, ...: a key of :data:`C_TYPES`), computed on the
+    source's device before the visit. ``cuda``: a C expression over ``u`` (the source's local
+    position) and the functor's parameters; ``numpy(state, u)``: the same, vectorised over an
+    int64 array ``u``. It reads the source's state while the same advance's visits may write
+    other vertices' state: an algorithm whose visits write what messages read keeps the two in
+    different arrays (or different levels, as BFS-like algorithms do)."""
+
+    ctype: str
+    cuda: str = ""
+    numpy: Callable | None = None
+
+    def __post_init__(self):
+        if self.ctype not in C_TYPES:
+            raise ValueError(f"message type {self.ctype!r}: expected one of {', '.join(C_TYPES)}")
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(C_TYPES[self.ctype])
+
+    @property
+    def words(self) -> int:
+        """int32 words one message takes in an exchange between devices."""
+        return self.dtype.itemsize // 4
+
+    def numpy_body(self, where: str) -> Callable:
+        if self.numpy is None:
+            raise TypeError(f"{where}: the message has no numpy callable, so it cannot run on "
+                            f"CPU devices")
+        return self.numpy
+
+    def cuda_body(self, where: str) -> str:
+        if not self.cuda.strip():
+            raise TypeError(f"{where}: the message has no cuda expression, so it cannot run on "
+                            f"CUDA devices")
+        return self.cuda
+
+
+@dataclass(frozen=True)
 class Functor:
     """One step of an algorithm on a vertex (module docstring): ``params``, the ``cuda`` body
-    and the ``numpy`` callable. ``name`` only labels kernels and errors."""
+    and the ``numpy`` callable; ``message``: a :class:`Message` for an arc step (``advance``
+    only). ``name`` only labels kernels and errors."""
 
     params: str = ""
     cuda: str = ""
     numpy: Callable | None = None
     name: str = "functor"
+    message: Message | None = None
     parsed: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "parsed", parse_params(self.params))
+        if self.message is not None and not isinstance(self.message, Message):
+            raise TypeError(f"functor {self.name}: message must be a groute.operators.Message, "
+                            f"got {type(self.message).__name__}")
 
     def bind(self, arrays: dict, scalars: dict, where: str) -> dict:
         """The value of every parameter: arrays by name from ``arrays`` (a device's state),

@@ -8,7 +8,7 @@ read it. ``state`` maps a name to an array over the owned vertices, indexed by l
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -41,15 +41,35 @@ class DevicePart:
             offsets = self.scratch["offsets"] = xp.asarray(self.offsets)
         return xp.searchsorted(offsets, ids, side="right") - 1
 
-    def split_by_owner(self, ids, xp) -> list:
-        """``[(device, ids it owns)]`` for the devices other than this one that own some of
-        ``ids`` (global ids)."""
+    def with_arcs(self, indptr, indices) -> "DevicePart":
+        """The same vertices, state and scratch buffers over other rows (their in-arcs)."""
+        return replace(self, indptr=indptr, indices=indices)
+
+    def split_by_owner(self, ids, xp, msgs=None) -> list:
+        """``[(device, what it gets)]`` for the devices other than this one that own some of
+        ``ids`` (global ids): the ids it owns, or with ``msgs`` (one message per id) rows of
+        an id and its message's int32 words (:meth:`unpack_rows` reads them)."""
         if ids.shape[0] == 0:
             return []
         owner = self.owner_of(ids, xp)
         order = xp.argsort(owner, kind="stable")
         ids, owner = ids[order], owner[order]
+        if msgs is not None:
+            words = msgs.dtype.itemsize // 4
+            rows = xp.empty((ids.shape[0], 1 + words), np.int32)
+            rows[:, 0] = ids
+            rows[:, 1:] = xp.ascontiguousarray(msgs[order]).view(np.int32).reshape(-1, words)
+            ids = rows
         counts = np.asarray(xp.bincount(owner, minlength=self.offsets.shape[0] - 1).tolist())
         bounds = np.concatenate([[0], np.cumsum(counts)])
         return [(j, ids[bounds[j]:bounds[j + 1]]) for j in range(counts.shape[0])
                 if counts[j] and j != self.index]
+
+    @staticmethod
+    def unpack_rows(data, message, xp):
+        """The ids and messages of a received packet (``message``: the functor's, or None for
+        a packet of ids alone)."""
+        if message is None:
+            return data, None
+        msgs = xp.ascontiguousarray(data[:, 1:]).view(message.dtype).reshape(-1)
+        return data[:, 0], msgs
