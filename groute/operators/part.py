@@ -71,5 +71,7 @@ class DevicePart:
         a packet of ids alone)."""
         if message is None:
             return data, None
-        msgs = xp.ascontiguousarray(data[:, 1:]).view(message.dtype).reshape(-1)
+        # a copy, not ascontiguousarray: a one-row packet's slice counts as contiguous and
+        # would be viewed as 8-byte messages 4 bytes past an aligned address
+        msgs = data[:, 1:].copy().view(message.dtype).reshape(-1)
         return data[:, 0], msgs
