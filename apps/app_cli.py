@@ -244,6 +244,7 @@ def write_output(result, path, value_name: str = "value") -> None:
     elif suffix == ".json":
         with open(path, "w") as fh:
             json.dump(jsonable({"ids": ids, "values": values}), fh)
+            fh.write("\n")                  # a text file ends its last line
     else:
         with open(path, "w") as fh:
             if ids.dtype.kind in "iu" and values.dtype.kind in "iuf":

@@ -177,12 +177,15 @@ class TraversalSolver(Solver):
             log.info("%s: graph %s has no weights; using weight 1 on every arc", self.app, graph.name)
             return "int", False
         w = np.asarray(w)
+        if w.size and not np.isfinite(w).all():
+            bad = int(np.flatnonzero(~np.isfinite(w))[0])
+            what = "NaN" if np.isnan(w[bad]) else "infinite"
+            raise ValueError(f"{self.app}: the weight of arc {arc_named(graph, bad)} is {what}; "
+                             f"SSSP needs finite weights >= 0")
         if w.size and (w.min() < 0):
             bad = int(np.argmin(w))
-            raise ValueError(f"{self.app}: negative arc weight {w[bad]} (arc #{bad}); SSSP needs "
-                             f"weights >= 0")
-        if w.size and not np.isfinite(w).all():
-            raise ValueError(f"{self.app}: arc weights must be finite")
+            raise ValueError(f"{self.app}: the weight of arc {arc_named(graph, bad)} is negative "
+                             f"({w[bad]}); SSSP needs weights >= 0")
         kind = "int" if w.dtype.kind in "iu" else "float"
         self.overflow_possible = bool(w.size) and overflow_possible(graph.num_vertices, w.max(), kind)
         return kind, True
@@ -466,6 +469,15 @@ class TraversalSolver(Solver):
 
 #: the sampled BFS of :func:`low_diameter`: vertices to reach, levels allowed, sources
 GROWTH_BUDGET, GROWTH_LEVELS, GROWTH_SAMPLES = 1 << 16, 16, 5
+
+
+def arc_named(graph, arc: int) -> str:
+    """Arc ``arc`` (its position in the CSR arrays) as ``u -> v`` in the graph's own ids, for an
+    error the caller can trace back to their edge list or NetworkX graph."""
+    host = graph.to_host()
+    u = int(np.searchsorted(host.indptr, arc, side="right")) - 1
+    ends = host.file_id_of(np.array([u, int(host.indices[arc])])).tolist()
+    return " -> ".join(repr(e) for e in ends)
 
 
 def graph_is_low_diameter(graph) -> bool:

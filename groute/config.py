@@ -1,17 +1,22 @@
 """Process-wide defaults: the wait timeout every blocking call falls back to.
 
 Nothing in groute waits without a bound. The default (60 s) can be changed with
-``GROUTE_TIMEOUT`` in the environment (read at import, :mod:`groute.tuning`) or
-:func:`set_default_timeout`.
+``GROUTE_TIMEOUT`` in the environment (read on first use, :mod:`groute.tuning`) or
+:func:`set_default_timeout`. Reading it on first use, not at import, keeps ``import groute``
+working under a bad value: the first blocking call raises the ValueError naming the variable,
+where a caller (the command line) can report it.
 """
 import math
 
 from .tuning import setting
 
-_default_timeout = setting("GROUTE_TIMEOUT")
+_default_timeout = None             # None: not read from the environment yet
 
 
 def default_timeout() -> float:
+    global _default_timeout
+    if _default_timeout is None:
+        _default_timeout = setting("GROUTE_TIMEOUT")
     return _default_timeout
 
 
@@ -23,7 +28,7 @@ def set_default_timeout(seconds: float) -> None:
 def resolve_timeout(timeout):
     """``None`` means the default; anything else must be a positive number of seconds."""
     if timeout is None:
-        return _default_timeout
+        return default_timeout()
     return _checked(timeout, " or None")
 
 

@@ -74,6 +74,7 @@ def test_outputs_by_suffix_carry_the_files_ids(tmp_path, capsys):
     np.testing.assert_array_equal(npz["values"], want)
     rows = list(csv.reader(paths[".csv"].open()))
     assert rows[0] == ["id", "depth"] and rows[10] == ["10", "0"] and len(rows) == g.num_vertices + 1
+    assert paths[".json"].read_text().endswith("}\n")
     js = json.loads(paths[".json"].read_text())
     assert js["ids"] == ids.tolist() and js["values"] == want.tolist()
     txt = np.loadtxt(paths[".txt"], dtype=np.int64)

@@ -29,6 +29,23 @@ def test_bad_timeout_is_a_one_line_error(value):
     assert len(lines) == 1 and "timeout" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("value", ["0", "nan", "soon"])
+def test_bad_timeout_in_the_environment_is_a_one_line_error(value):
+    """``GROUTE_TIMEOUT`` as the flag: one line naming the variable; and ``import groute``
+    still works under it (the value is read when a wait needs it)."""
+    env = {**_env(), "GROUTE_TIMEOUT": value}
+    proc = subprocess.run([sys.executable, "-m", "groute", "bfs", "--graph", "grid:3",
+                           "--backend", "cpu"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "GROUTE_TIMEOUT" in lines[0], proc.stderr
+    imported = subprocess.run([sys.executable, "-c", "import groute"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr
+
+
 # ------------------------------------------------------------------ closed pipe
 class _ClosedPipe:
     """A stdout whose reader went away: every write fails as a closed pipe does."""

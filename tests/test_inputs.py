@@ -146,6 +146,19 @@ def test_networkx_weights_must_be_numbers():
     assert as_graph(G, weight=None).weights is None
 
 
+@pytest.mark.parametrize("value, what", [(float("nan"), "is NaN"), (float("inf"), "is infinite"),
+                                         (-2.5, r"is negative \(-2.5\)")])
+def test_sssp_names_a_bad_weight_and_its_edge_in_the_callers_ids(value, what):
+    G = nx.DiGraph()
+    G.add_edge("a", "b", cost=1.0)
+    G.add_edge("b", "c", cost=value)
+    with pytest.raises(ValueError, match=f"arc 'b' -> 'c' {what}"):
+        sssp(G, "a", weight="cost", **CPU)
+    src, dst = np.array([4, 5]), np.array([5, 6])
+    with pytest.raises(ValueError, match=f"arc 5 -> 6 {what}"):
+        sssp((src, dst, np.array([1.0, value])), 4, **CPU)
+
+
 # ------------------------------------------------------------------ scipy, arrays, CSRGraph
 def test_scipy_matrices_and_arrays():
     m = sp.csr_matrix((np.array([3.0, 1.0, 2.0]), (np.array([0, 1, 2]), np.array([1, 2, 0]))),

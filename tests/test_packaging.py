@@ -1,9 +1,10 @@
 """What ``pip install groute`` installs: the wheel built from a copy of this checkout.
 
 Only ``groute`` goes into site-packages (``apps/`` as ``groute.apps``, ``topology/`` as
-``groute.topology``), with every module of the tree, the shipped graph and the CUDA sources as its
-only data files, never what a run leaves behind (graph and METIS caches, ``__pycache__``), and
-the installed copy imports without the checkout's top-level folders.
+``groute.topology``; checked in a fresh virtual environment too), with every module of the tree,
+the shipped graph and the CUDA sources as its only data files, never what a run leaves behind
+(graph and METIS caches, ``__pycache__``), and the installed copy imports without the
+checkout's top-level folders.
 """
 from __future__ import annotations
 
@@ -123,3 +124,28 @@ def test_installed_copy_imports_without_the_checkout(wheel, tmp_path):
                           timeout=120, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_fresh_venv_holds_only_groute_and_runs_the_command(wheel, tmp_path):
+    """The wheel installed into a new virtual environment (its dependencies seen through the
+    system site-packages): that environment's own site-packages holds ``groute`` and its
+    dist-info and nothing else, and its ``groute`` command runs from outside the checkout."""
+    import venv
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                           "--no-deps", "--no-index", str(wheel)],
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode and "no such option: --python" in done.stderr:
+        pytest.skip("this pip cannot install into another environment (pip >= 22.3 can)")
+    assert done.returncode == 0, done.stdout + done.stderr
+    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = subprocess.run([str(python), "-c", purelib], capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+    installed = {p.name for p in Path(site).iterdir()}
+    assert installed == {"groute", f"groute-{groute.__version__}.dist-info"}, sorted(installed)
+    version = subprocess.run([str(env_dir / "bin" / "groute"), "--version"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120,
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert version.stdout.strip() == f"groute {groute.__version__}", version.stderr

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def add_cache_option(parser) -> None:
@@ -64,14 +65,21 @@ def register(subparsers, common) -> None:
 
 
 def cmd_list(args) -> int:
-    from .datasets import data_dir, registry
+    from .datasets import data_dir, named_downloads, registry
     d = data_dir(args.dir)
     rows = []
-    for ds in registry().values():
+    known = registry()
+    for ds in known.values():
         have = (d / ds.graph_filename).is_file()
         rows.append((ds.name, ds.format, f"{ds.vertices:,}" if ds.vertices else "?",
                      f"{ds.edges:,}" if ds.edges else "?", "yes" if have else "",
                      "yes" if ds.sha256 else "no", ds.url))
+    # names the user gave with `groute data get NAME --url U` load by name too: list them
+    for name, rec in sorted(named_downloads().items()):
+        if name not in known:
+            rows.append((name, str(rec.get("format", "?")), "?", "?",
+                         "yes" if Path(rec.get("path", "")).is_file() else "", "no",
+                         str(rec.get("url", ""))))
     head = ("name", "format", "vertices", "edges", "here", "sha256", "url")
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
@@ -95,7 +103,8 @@ def cmd_get(args) -> int:
     if tty:
         sys.stderr.write("\n")
     state = "verified" if r.verified else "NOT verified (no checksum known; pass --sha256 to check)"
-    print(f"{args.name}: {r.path}  (load it by name: load_graph({args.name!r}))")
+    print(f"{args.name}: {r.path}  (load it by name: --graph {args.name}, "
+          f"load_graph({args.name!r}))")
     print(f"sha256 {r.sha256} {state}")
     for note in r.notes:
         if not note.startswith("not verified"):

@@ -170,6 +170,12 @@ def _records() -> dict:
         return {}
 
 
+def named_downloads() -> dict:
+    """The names given to downloads from a URL (``groute data get NAME --url U``): name ->
+    ``{"path", "url", "format", "symmetric"}``, for listing them beside the registry."""
+    return _records()
+
+
 def _record(d: Dataset, path: Path) -> None:
     """Remember ``d.name`` -> ``path`` (atomically: a temporary file, then rename)."""
     recs = _records()

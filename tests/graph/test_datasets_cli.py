@@ -185,6 +185,9 @@ def test_cli_get_url_then_info_by_name(tmp_path, capsys, isolated_cache):
     assert rc == 0
     rc, out = run_cli(["data", "info", "mine", "--no-cache"], capsys)
     assert rc == 0 and f"{g.num_edges:,} arcs" in out
+    rc, out = run_cli(["data", "list"], capsys)            # listed beside the registry
+    [row] = [line for line in out.splitlines() if line.split()[:1] == ["mine"]]
+    assert "yes" in row.split() and row.endswith(p.as_uri())
 
 
 def test_cli_get_offline_names_the_url(tmp_path, capsys):
