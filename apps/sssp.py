@@ -31,7 +31,7 @@ class SSSP(TraversalSolver):
         weight), with C = 64: a smaller C processes fewer items but runs more, shorter rounds,
         which cost more than they save (docs/TRAVERSAL.md)."""
         w = graph.weights
-        mean_w = float(np.mean(w)) if w is not None and len(w) else 1.0
+        mean_w = float(np.mean(w, dtype=np.float64)) if w is not None and len(w) else 1.0
         mean_deg = graph.num_edges / max(graph.num_vertices, 1)
         delta = max(mean_w, mean_w * 64 / max(mean_deg, 1.0))
         return max(1, int(round(delta))) if self.kind == "int" else delta

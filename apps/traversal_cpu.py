@@ -30,6 +30,13 @@ def _min_per_target(targets, values):
     return t[first], v[first]
 
 
+def _below(values, threshold):
+    """``values < threshold`` compared in float64: a priority threshold (a start plus steps of
+    delta) can pass float32's range on huge float weights, and comparing float32 values with
+    such a number makes NumPy warn of an overflowing cast."""
+    return values < np.float64(threshold)
+
+
 class CPUTraversalWorker(StreamWorker):
     """One device's share of a BFS/SSSP run (see the module docstring)."""
 
@@ -105,7 +112,7 @@ class CPUTraversalWorker(StreamWorker):
         if self.ceiling != self.inf:
             below = d < self.ceiling
             u, d = u[below], d[below]
-        near = d < threshold
+        near = _below(d, threshold)
         if near.any():
             self.near = np.union1d(self.near, u[near])
         if not near.all():
@@ -225,7 +232,7 @@ class CPUTraversalWorker(StreamWorker):
             v, d = unpack(far, self.kind)
             current = d == self.dist[v]          # stale items: the vertex improved since
             v, d = v[current], d[current]
-            near = d < threshold
+            near = _below(d, threshold)
             if near.any():
                 self.near = np.union1d(self.near, v[near])
             self.far.push(far[current][~near])

@@ -370,8 +370,9 @@ class Context:
         """Run ``fn(device, *args, **kwargs)`` on every device concurrently; return their results.
 
         Raises :class:`DeviceError` naming the first device that failed. ``timeout`` (default: no
-        bound beyond the per-wait timeouts inside ``fn``) bounds the whole call: past it the run
-        fails with a :class:`WaitTimeout` naming the devices still running.
+        bound beyond the per-wait timeouts inside ``fn``) bounds the whole call, a failed run's
+        wait for the other devices included: past it the run fails with a :class:`WaitTimeout`
+        naming the devices still running.
         """
         futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
         return self.gather(futures, timeout=timeout)
@@ -388,17 +389,23 @@ class Context:
             failed = [f for f in done if not f.cancelled() and f.exception() is not None]
             if failed or self.stopped:
                 self.stop_event.set()
-                # the others notice the stop within a poll interval; give them the wait timeout
-                cf.wait(pending, timeout=self.timeout)
+                # the others notice the stop within a poll interval; give them the wait
+                # timeout, but no more than the run has left
+                grace = self.timeout if deadline is None else \
+                    min(self.timeout, max(deadline - time.monotonic(), 4 * POLL_INTERVAL))
+                cf.wait(pending, timeout=grace)
                 self._raise_stop(failed)
-            if deadline is not None and time.monotonic() > deadline:
+            if pending and deadline is not None and time.monotonic() > deadline:
+                running = sorted({getattr(f, "device", "?") for f in pending})
                 self.stop_event.set()
-                # those in a bounded wait unwind within a poll interval; name the others
+                # those in a bounded wait unwind within a poll interval; name the others, or,
+                # if all unwound, those that were still running at the deadline
                 _, pending = cf.wait(pending, timeout=4 * POLL_INTERVAL)
                 slow = sorted({getattr(f, "device", "?") for f in pending})
-                self.fail(slow[0] if slow else "host", WaitTimeout(
-                    f"the run did not finish within {timeout:g} s: "
-                    + (f"{', '.join(slow)} still running" if slow else "stopped")))
+                what = (f"{', '.join(slow)} still running" if slow else
+                        f"{', '.join(running)} still running at the deadline")
+                self.fail((slow or running)[0], WaitTimeout(
+                    f"the run did not finish within {timeout:g} s: {what}"))
                 self._raise_stop([])
         return [f.result() for f in futures]
 

@@ -217,6 +217,36 @@ def test_run_timeout_ends_near_it_and_names_the_slow_device():
 
 
 @pytest.mark.timeout(30)
+def test_run_timeout_also_bounds_a_failed_run_and_names_a_device_in_a_wait():
+    """run(timeout=1) ends near 1 s when a device fails while another does not notice the stop
+    (the failure is raised, not held for the context's timeout); and a device still waiting at
+    the deadline is named even though the stop ends its wait."""
+    release = threading.Event()
+    with Context(2, backend="cpu", timeout=30) as ctx:
+        link = Link(ctx.devices[0], ctx.devices[1], packet_size=4, ctx=ctx)
+
+        def wait_for_data(device):
+            if device.index == 1:
+                link.receive()               # nothing is ever sent: a bounded wait
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match=r"cpu:1: WaitTimeout: .*within 1 s: cpu:1 still"):
+            ctx.run(wait_for_data, timeout=1)
+        assert time.monotonic() - started < 2
+
+        def work(device):
+            if device.index == 0:
+                time.sleep(0.2)
+                raise KeyError("boom")
+            release.wait(20)
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match="cpu:0: KeyError") as info:
+            ctx.run(work, timeout=1)
+        assert time.monotonic() - started < 2 and isinstance(info.value.__cause__, KeyError)
+        release.set()
+        assert ctx.run(lambda d: d.index) == [0, 1]
+
+
+@pytest.mark.timeout(30)
 def test_shutdown_is_bounded_by_the_timeout_and_names_the_stuck_device():
     release = threading.Event()
     try:

@@ -6,6 +6,8 @@ components, self loops, duplicate arcs with different weights), a real graph, Kr
 grid graphs; 1-4 devices, every partitioner, async and BSP, priority on and off with several
 deltas, ring and all-to-all; CPU virtual devices and CUDA (marked). Every run has a timeout.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -211,6 +213,23 @@ def test_a_float_distance_past_float32_raises_instead_of_reading_unreachable(bac
     ok = arcs(4, [(0, 1, 3e38), (1, 2, 3e38), (0, 2, 1.0), (3, 0, 1.0)], np.float32)
     res = sssp(ok, 0, backend=backend, devices=k, partition="contiguous", timeout=10)
     np.testing.assert_allclose(res.values, [0, 3e38, 1, np.inf], rtol=1e-6)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
+@pytest.mark.parametrize("priority", [True, False])
+def test_float_weights_near_float32s_limit_raise_no_numpy_warning(backend, k, priority):
+    """A mean weight, delta or priority threshold past float32's range is no overflowing cast
+    (warnings are errors here, in the device threads too)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(OverflowError, match="vertex 2 "):
+            sssp(arcs(3, [(0, 1, 3e38), (1, 2, 3e38)], np.float32), 0, backend=backend,
+                 devices=k, partition="contiguous", priority=priority, timeout=10)
+        g = arcs(5, [(0, 1, 1e38), (1, 2, 1e38), (2, 3, 1e38), (0, 4, 3e38)], np.float32)
+        res = sssp(g, 0, backend=backend, devices=k, partition="contiguous", priority=priority,
+                   timeout=10)
+    np.testing.assert_allclose(res.values, [0, 1e38, 2e38, 3e38, 3e38], rtol=1e-6)
 
 
 @pytest.mark.timeout(60)

@@ -242,9 +242,11 @@ class Table:
         return int(self.lines.line_of(self.starts[int(r) * self.ncols]))
 
     def field(self, r, c) -> str:
-        """The text of field ``c`` of row ``r`` as the file has it."""
+        """The text of field ``c`` of row ``r`` as the file has it. The field ends where the
+        parsed text's token does: in a CSV file the displayed text keeps the delimiter, which
+        does not end a token there."""
         begin = int(self.starts[int(r) * self.ncols + c])
-        m = _TOKEN.match(self.shown, begin)
+        m = _TOKEN.match(self.data, begin)
         return self.shown[begin:m.end()].decode("latin-1") if m else ""
 
     def line_text(self, line: int) -> str:

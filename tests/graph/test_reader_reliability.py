@@ -1,6 +1,7 @@
 """Readers return the right graph or a GraphFormatError naming file and line (issue 22 items 3-6),
 and the file-input parts of issue 21: CSV/TSV, SNAP headers, NaN/inf named, `data get --url`."""
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -260,3 +261,22 @@ def test_download_error_names_the_url(tmp_path):
 def test_csv_empty_field_is_an_error(tmp_path, text, line):
     err = error_of(tmp_path, "empty.csv", text)
     assert err.line == line and "empty field" in str(err)
+
+
+@pytest.mark.parametrize("text,line,quoted", [
+    ("src,dst\n99999999999999999999,2\n", 2, "source id (src) 99999999999999999999 does not fit"),
+    ("1,2\n3,-99999999999999999999\n", 2, "target id -99999999999999999999 does not fit"),
+    ("1,2\n-1,3\n", 2, "vertex ids must be >= 0, got -1"),
+])
+def test_csv_hostile_ids_are_errors_quoting_the_field(tmp_path, text, line, quoted):
+    """A CSV field is quoted alone, not with the delimiter and the fields after it (the quote
+    of a saturated id was parsed as an int and raised a bare ValueError)."""
+    err = error_of(tmp_path, "ids.csv", text)
+    assert err.line == line and re.search(re.escape(quoted) + "( |$)", str(err)), str(err)
+
+
+def test_csv_int64_extremes_that_fit_are_ids(tmp_path):
+    p = tmp_path / "max.csv"
+    p.write_text("a,b,c\n9223372036854775807,2,3\n")
+    g = read_graph(p, columns=("a", "b", "c"))
+    assert g.file_ids.tolist() == [2, 2**63 - 1] and g.weights.tolist() == [3]
