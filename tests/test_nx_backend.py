@@ -140,7 +140,8 @@ def test_bfs_lengths_in_networkx_order(on_devices, name, G, cutoff):
 def test_bfs_layers_in_networkx_order(on_devices, name, G):
     for source in list(G)[:3]:
         assert list(nx.bfs_layers(G, source, backend="groute")) == list(nx.bfs_layers(G, source))
-        assert list(nx.bfs_layers(G, [source], backend="groute")) == list(nx.bfs_layers(G, [source]))
+        assert list(nx.bfs_layers(G, [source], backend="groute")) == \
+            list(nx.bfs_layers(G, [source]))
 
 
 def weighted(G, kind, seed=0):
@@ -244,6 +245,87 @@ def test_pagerank_not_converged_raises_as_networkx(on_devices):
     assert nx.pagerank(nx.DiGraph(), backend="groute") == {}
 
 
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+@pytest.mark.parametrize("depth_limit", [None, 0, 1, 2.5])
+def test_bfs_predecessors_are_networkx_choice(on_devices, name, G, depth_limit):
+    """NetworkX's predecessor is the first neighbour one layer up in its visiting order."""
+    for source in list(G)[:3]:
+        got = nx.bfs_predecessors(G, source, depth_limit=depth_limit, backend="groute")
+        assert list(got) == list(nx.bfs_predecessors(G, source, depth_limit=depth_limit))
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+def test_core_number_equals_networkx(on_devices, name, G):
+    H = G.copy()
+    H.remove_edges_from(nx.selfloop_edges(H))
+    got = nx.core_number(H, backend="groute")
+    assert list(got.items()) == list(nx.core_number(H).items())
+    assert all(type(v) is int for v in got.values())
+    with pytest.raises(nx.NetworkXNotImplemented, match="self loops"):
+        nx.core_number(nx.Graph([(1, 1), (1, 2)]), backend="groute")
+    assert nx.core_number(nx.Graph(), backend="groute") == {}
+
+
+def path_outcome(G, s, t, **kwargs):
+    """NetworkX's path from groute, None where groute declined (NetworkX would run it)."""
+    try:
+        return nx.shortest_path(G, s, t, backend="groute", **kwargs)
+    except NotImplementedError:
+        return None
+    except nx.NetworkXNoPath:
+        return nx.NetworkXNoPath
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
+@pytest.mark.parametrize("kind", [None, "int", "float"])
+def test_shortest_path_is_networkx_path_or_declined(on_devices, name, G, kind):
+    H = G if kind is None else weighted(G, kind)
+    weight = None if kind is None else "weight"
+    nodes = list(H)
+    answered = 0
+    for s in nodes[:3]:
+        for t in nodes[-6:]:
+            got = path_outcome(H, s, t, weight=weight)
+            try:
+                want = nx.shortest_path(H, s, t, weight=weight)
+            except nx.NetworkXNoPath:
+                want = nx.NetworkXNoPath
+            assert got is None or got == want, (s, t)
+            answered += got is not None
+    if kind is None and not H.is_directed():
+        assert answered == 18       # NetworkX's bidirectional BFS replayed: never declined
+    assert answered
+
+
+def test_shortest_path_ties_undirected_unweighted(on_devices):
+    """Among equally short paths, the one NetworkX's bidirectional BFS meets first."""
+    G = nx.grid_2d_graph(6, 7)
+    for s, t in [((0, 0), (5, 6)), ((5, 6), (0, 0)), ((2, 3), (0, 0)), ((0, 6), (5, 0))]:
+        assert nx.shortest_path(G, s, t, backend="groute") == nx.shortest_path(G, s, t)
+    with pytest.raises(NotImplementedError):            # weighted ties: NetworkX's to choose
+        nx.shortest_path(G, (0, 0), (5, 6), weight="weight", backend="groute")
+    with nx.config.backend_priority(algos=["groute"]):
+        assert nx.shortest_path(G, (0, 0), (5, 6), weight="weight") == \
+            nx.shortest_path(G, (0, 0), (5, 6), weight="weight", backend="networkx")
+
+
+def test_shortest_path_errors(on_devices):
+    G = nx.path_graph(4)
+    G.add_node(9)
+    with pytest.raises(nx.NodeNotFound, match="Source 7 is not in G"):
+        nx.shortest_path(G, 7, 1, backend="groute")
+    with pytest.raises(nx.NodeNotFound, match="Target 7 is not in G"):
+        nx.shortest_path(G, 1, 7, weight="weight", backend="groute")
+    for weight in (None, "weight"):
+        with pytest.raises(nx.NetworkXNoPath, match="No path between 0 and 9"):
+            nx.shortest_path(G, 0, 9, weight=weight, backend="groute")
+        assert nx.shortest_path(G, 2, 2, weight=weight, backend="groute") == [2]
+    with pytest.raises(ValueError, match="method not supported"):
+        nx.shortest_path(G, 0, 3, method="astar", backend="groute")
+    with pytest.raises(nx.NetworkXError, match="The node 7 is not in the digraph"):
+        list(nx.bfs_predecessors(G.to_directed(), 7, backend="groute"))
+
+
 # ------------------------------------------------------------------------------------------------
 # errors as NetworkX's
 # ------------------------------------------------------------------------------------------------
@@ -277,6 +359,11 @@ DECLINED = {
                                                      "method": "bellman-ford"}),
     "target": (nx.shortest_path_length, (), {"target": 3}),
     "two-sources": (nx.bfs_layers, ([0, 3],), {}),
+    "sort_neighbors": (nx.bfs_predecessors, (0,), {"sort_neighbors": sorted}),
+    "path-no-target": (nx.shortest_path, (0,), {}),
+    "path-no-source": (nx.shortest_path, (), {"target": 3}),
+    "path-bellman-ford": (nx.shortest_path, (0, 3), {"weight": "weight",
+                                                   "method": "bellman-ford"}),
 }
 
 
@@ -288,7 +375,7 @@ def test_can_run_declines(case):
     def answer(**backend):
         try:
             out = fn(G, *args, **kwargs, **backend)
-            return list(out) if case == "two-sources" else out
+            return list(out) if case in ("two-sources", "sort_neighbors") else out
         except nx.NetworkXException as exc:
             return type(exc)
     with pytest.raises(NotImplementedError, match="for the given arguments"):

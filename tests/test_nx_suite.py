@@ -28,6 +28,7 @@ MODULES = [
     "networkx.algorithms.link_analysis.tests.test_pagerank",
     "networkx.algorithms.components.tests.test_connected",
     "networkx.algorithms.components.tests.test_weakly_connected",
+    "networkx.algorithms.tests.test_core",
 ]
 
 #: run in the subprocess: two devices, count the calls NetworkX gives the backend

@@ -17,6 +17,7 @@ import networkx as nx
 import numpy as np
 
 from groute import registry
+from groute.graph.arcs import arcs_of_rows
 
 from .devices import devices_for
 from .order import layers_in_order
@@ -66,10 +67,13 @@ def _components(G) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 # breadth-first
 # ------------------------------------------------------------------------------------------------
-def _layers(G, source: int, last=None) -> list[np.ndarray]:
-    depth = _depths(G, source)
+def _layers(G, source: int, last=None, parents=None) -> list[np.ndarray]:
+    return _layers_from(G, _depths(G, source), source, last, parents)
+
+
+def _layers_from(G, depth, source: int, last=None, parents=None) -> list[np.ndarray]:
     return layers_in_order(depth, np.asarray(G.csr.indptr), G.adjacency_indices,
-                           np.array([source]), last)
+                           np.array([source]), last, parents)
 
 
 def _levels_within(cutoff) -> int | None:
@@ -122,6 +126,32 @@ def bfs_layers(G, sources):
     yield current            # the source as the caller named it, as NetworkX yields it
     for layer in _layers(G, G.position(current[0]))[1:]:
         yield G.labels_of(layer)
+
+
+def _not_a_node(G, node):
+    """NetworkX's error for a BFS from ``node`` that is not in ``G`` (``G.neighbors``'s)."""
+    hash(node)      # an unhashable node: TypeError, as NetworkX's set of seen nodes raises
+    kind = "digraph" if G.is_directed() else "graph"
+    return nx.NetworkXError(f"The node {node} is not in the {kind}.")
+
+
+def _no_sorting(args):
+    if args["sort_neighbors"] is not None:
+        return "sort_neighbors (a function of NetworkX's neighbour lists) has no groute form"
+    return True
+
+
+@rule(_no_sorting)
+def bfs_predecessors(G, source, depth_limit=None, sort_neighbors=None):
+    """NetworkX's parents (the first node of the previous layer, in its visiting order, with
+    an arc to the node) rebuilt from groute's depths, not groute's own parents: any
+    neighbour one layer up is a valid BFS parent, NetworkX's is one in particular."""
+    if source not in G:
+        raise _not_a_node(G, source)
+    parents = []
+    layers = _layers(G, G.position(source), _levels_within(depth_limit), parents)
+    for layer, parent in zip(layers[1:], parents):
+        yield from zip(G.labels_of(layer), G.labels_of(parent))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -217,6 +247,129 @@ def shortest_path_length(G, source=None, target=None, weight=None, method="dijks
     if weight is None:
         return single_source_shortest_path_length(G, source)
     return single_source_dijkstra_path_length(G, source, weight=weight)
+
+
+# ------------------------------------------------------------------------------------------------
+# one shortest path
+# ------------------------------------------------------------------------------------------------
+def _between(args):
+    if args["source"] is None or args["target"] is None:
+        return "groute computes the path between a source and a target given both"
+    if args["method"] not in ("dijkstra", "bellman-ford"):
+        return True     # NetworkX's ValueError, raised below
+    if args["weight"] is not None and args["method"] != "dijkstra":
+        return "method='bellman-ford' (negative weights): NetworkX runs it"
+    return _weight_is_attribute(args)
+
+
+@rule(_between)
+def shortest_path(G, source=None, target=None, weight=None, method="dijkstra"):
+    """NetworkX's path, which among equally short paths is the one its search meets first:
+    unweighted, its bidirectional BFS replayed on the two BFS trees groute computed (on an
+    undirected graph, where both searches read the adjacency order the conversion keeps);
+    otherwise (a directed graph, whose backward search reads ``G.pred``'s order; weights,
+    where NetworkX runs a bidirectional Dijkstra) only when the shortest path is unique,
+    else NotImplementedError and NetworkX runs the call."""
+    if method not in ("dijkstra", "bellman-ford"):
+        raise ValueError(f"method not supported: {method}")
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} is not in G")
+    if target not in G:
+        raise nx.NodeNotFound(f"Target {target} is not in G")
+    if source == target:
+        return [source]
+    s, t = G.position(source), G.position(target)
+    if weight is None and not G.is_directed():
+        path = _bidirectional_bfs(G, s, t)
+    else:
+        if weight is None or _exact_weights(G, weight) == "unit":
+            dist, w = _depths(G, s).astype(np.float64), None
+            dist[dist < 0] = np.inf
+        else:
+            dist, w = _distances(G, s), G.weights.astype(np.float64)
+        path = _only_shortest_path(G, dist, w, s, t)
+    if path is None:
+        raise nx.NetworkXNoPath(f"No path between {source} and {target}.")
+    return G.labels_of(path)
+
+
+def _bidirectional_bfs(G, s: int, t: int):
+    """NetworkX's ``bidirectional_shortest_path`` on an undirected graph, replayed: it expands
+    the smaller fringe (the forward one on a tie), a whole BFS layer at a time in NetworkX's
+    order, and stops at the first arc of that layer reaching a node the other search has
+    seen; each search's fringes are its BFS layers and its parents its BFS parents."""
+    indptr = np.asarray(G.csr.indptr)
+    sides = []
+    for start in (s, t):
+        depth = _depths(G, start)
+        parents = []
+        layers = _layers_from(G, depth, start, None, parents)
+        parent = np.full(len(G), -1, dtype=np.int64)
+        for layer, up in zip(layers[1:], parents):
+            parent[layer] = up
+        sides.append((layers, depth, parent))
+    (f_layers, f_depth, f_parent), (r_layers, r_depth, r_parent) = sides
+    fi = ri = 0     # the fringes: layer fi forward, layer ri backward
+    while fi < len(f_layers) and ri < len(r_layers):
+        forward = len(f_layers[fi]) <= len(r_layers[ri])
+        fringe, other, seen = ((f_layers[fi], r_depth, ri) if forward
+                               else (r_layers[ri], f_depth, fi))
+        heads = G.adjacency_indices[arcs_of_rows(indptr, fringe)]
+        met = np.flatnonzero((other[heads] >= 0) & (other[heads] <= seen))
+        if met.size:
+            w = int(heads[met[0]])
+            return _chain(f_parent, w)[::-1] + _chain(r_parent, w)[1:]
+        if forward:
+            fi += 1
+        else:
+            ri += 1
+    return None
+
+
+def _chain(parent, v: int) -> list[int]:
+    """``v``, its parent, its parent's parent... up to a root (parent -1)."""
+    out = [v]
+    while parent[out[-1]] >= 0:
+        out.append(int(parent[out[-1]]))
+    return out
+
+
+def _only_shortest_path(G, dist, weights, s: int, t: int):
+    """The shortest path from ``s`` to ``t`` (positions) when it is the only one, walking back
+    from ``t`` along the in-arcs that are tight (``dist[v] + w == dist[u]``); None when ``t``
+    is not reached; NotImplementedError where some node has two tight in-arcs (NetworkX's
+    choice among them follows its search order)."""
+    if not np.isfinite(dist[t]):
+        return None
+    indptr_in, arcs_in, rows = G.in_arcs
+    path = [t]
+    while path[-1] != s:
+        u = path[-1]
+        arcs = arcs_in[indptr_in[u]:indptr_in[u + 1]]
+        v = rows[arcs]
+        cost = 1.0 if weights is None else weights[arcs]
+        v = v[(v != u) & (dist[v] + cost == dist[u])]
+        if np.unique(v).size != 1:
+            raise NotImplementedError("several shortest paths: NetworkX's choice among them "
+                                      "follows its own search order, so NetworkX runs the call")
+        path.append(int(v[0]))
+    return path[::-1]
+
+
+# ------------------------------------------------------------------------------------------------
+# k-cores
+# ------------------------------------------------------------------------------------------------
+def core_number(G):
+    if G.has_self_loops:
+        raise nx.NetworkXNotImplemented(
+            "Input graph has self loops which is not permitted; "
+            "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+    if not len(G):
+        return {}
+    run = registry.function("core_number")
+    with devices_for(len(G)) as (ctx, partition):
+        result = run(G.csr, ctx=ctx, partition=partition)
+    return dict(zip(G.nodes, np.asarray(result.values, dtype=np.int64).tolist()))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -73,6 +73,27 @@ class GrouteGraph:
         """The position of ``node`` (KeyError if it is not a node)."""
         return self.index[node]
 
+    @cached_property
+    def arc_rows(self) -> np.ndarray:
+        """The row (position) each arc of :attr:`adjacency_indices` leaves."""
+        indptr = np.asarray(self.csr.indptr)
+        return np.repeat(np.arange(len(self.nodes), dtype=np.int64), np.diff(indptr))
+
+    @cached_property
+    def in_arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr, arcs, rows)``: the arcs into node ``u`` are
+        ``arcs[indptr[u]:indptr[u + 1]]`` (ids into :attr:`adjacency_indices` and
+        :attr:`weights`), the node each leaves ``rows[arc]``."""
+        heads = self.adjacency_indices
+        arcs = np.argsort(heads, kind="stable")
+        indptr = np.zeros(len(self.nodes) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(heads, minlength=len(self.nodes)), out=indptr[1:])
+        return indptr, arcs, self.arc_rows
+
+    @cached_property
+    def has_self_loops(self) -> bool:
+        return bool(np.any(self.arc_rows == self.adjacency_indices))
+
     def labels_of(self, positions) -> list:
         """The labels at ``positions`` (an integer array), as a list."""
         labels = self.csr.file_ids      # None when the labels are the positions
@@ -131,8 +152,7 @@ def to_networkx(obj, *, name=None):
     G = cls()
     G.graph.update(obj.graph)
     G.add_nodes_from(obj.nodes)
-    indptr = np.asarray(obj.csr.indptr)
-    src = np.repeat(np.arange(len(obj.nodes)), np.diff(indptr))
+    src = obj.arc_rows
     dst = obj.adjacency_indices
     keep = slice(None) if obj.directed else src <= dst      # an undirected edge once
     pairs = zip(obj.labels_of(src[keep]), obj.labels_of(dst[keep]))

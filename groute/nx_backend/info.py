@@ -19,7 +19,10 @@ from __future__ import annotations
 #: (NetworkX shows these notes under "Additional backend implementations")
 FUNCTIONS = {
     "bfs_layers": "One source (several: NetworkX runs the call). Layers in NetworkX's order.",
+    "bfs_predecessors": (
+        "Without sort_neighbors. NetworkX's order and NetworkX's choice of predecessor."),
     "connected_components": "Components in NetworkX's order.",
+    "core_number": "",
     "is_connected": "",
     "node_connected_component": "",
     "number_connected_components": "",
@@ -28,6 +31,11 @@ FUNCTIONS = {
         "max_iter >= 1, on a graph (not a multigraph) whose edges all weigh the same; "
         "otherwise NetworkX runs the call. Convergence: groute's rule, an L1 change of at most "
         "N * tol, as NetworkX's; values agree with NetworkX's within that tolerance."),
+    "shortest_path": (
+        "With a source and a target (otherwise NetworkX runs the call). Unweighted on an "
+        "undirected graph: NetworkX's path. A directed or weighted call: the path when it is "
+        "the only shortest one, else NetworkX runs the call (its choice among equally short "
+        "paths follows its search order); weights as single_source_dijkstra_path_length."),
     "shortest_path_length": (
         "With a source and no target, method 'dijkstra' or weight=None; weights as "
         "single_source_dijkstra_path_length. Otherwise NetworkX runs the call."),
