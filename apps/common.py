@@ -64,6 +64,20 @@ class AppResult:
         shown = ids[values[keep]] if self.values_are_vertices else values[keep]
         return dict(zip(ids[keep].tolist(), shown.tolist()))
 
+    def components(self) -> list[set]:
+        """The components of a result whose values are representatives (CC, SCC), as sets of
+        ids, as NetworkX's ``connected_components`` and ``strongly_connected_components``
+        yield them; ordered by their representative's position."""
+        if not self.values_are_vertices:
+            raise ValueError("components(): this result's values are not component labels "
+                             "(only CC and SCC results have components)")
+        labels = np.asarray(self.values)
+        order = np.argsort(labels, kind="stable")
+        bounds = np.flatnonzero(np.diff(labels[order])) + 1
+        ids = self.ids
+        return [set(ids[members].tolist()) for members in np.split(order, bounds)] \
+            if labels.size else []
+
     def to_predecessors(self) -> dict:
         """``{id: parent's id}`` over the vertices that have a parent (reached, not a source),
         as ``dict(networkx.bfs_predecessors(G, s))``."""

@@ -215,3 +215,67 @@ def context_or_skip(backend: str, k: int, **kwargs):
     from groute import Context
     skip_if_missing(backend, k)
     return Context(k, backend=backend, **kwargs)
+
+
+def public_names() -> dict:
+    """Module -> the names groute documents as public there (their ``__all__``): what an
+    algorithm written on the operator API may import."""
+    import groute
+    import groute.engines
+    import groute.graph
+    import groute.operators
+    return {"groute": set(groute.__all__), "groute.operators": set(groute.operators.__all__),
+            "groute.engines": set(groute.engines.__all__),
+            "groute.graph": set(groute.graph.__all__)}
+
+
+def check_imports_only_public_names(path):
+    """Every ``groute`` import of the file ``path`` is a public module and one of its public
+    names (:func:`public_names`), absolute; and every public name exists."""
+    import ast
+    public = public_names()
+    where = f"{Path(path).parent.name}/{Path(path).name}"
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{where} line {node.lineno}: a relative import"
+            if node.module.split(".")[0] != "groute":
+                continue
+            assert node.module in public, \
+                f"{where} line {node.lineno}: {node.module} is not a public module"
+            for alias in node.names:
+                assert alias.name in public[node.module], \
+                    f"{where} line {node.lineno}: {node.module}.{alias.name} is not public"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name.split(".")[0] != "groute" or alias.name in public, \
+                    f"{where} line {node.lineno}: import {alias.name}"
+    for module, names in public.items():
+        mod = __import__(module, fromlist=["_"])
+        for name in names:
+            assert getattr(mod, name) is not None, f"{module}.{name}"
+
+
+def compile_generated(functors, tmp_path):
+    """Compile the kernels :mod:`groute.operators.generated` makes for each of ``functors`` to
+    PTX in one nvcc run, so a CUDA body's syntax and type errors show without a GPU. One
+    translation unit, each functor's module in a namespace of its own with its kernels renamed
+    (their names are C symbols, the same in every module): nvcc parses the CUDA headers once
+    instead of once per functor. Returns nvcc's CompletedProcess."""
+    import re
+    import subprocess
+    from groute.kernels import HEADER_DIRS
+    from groute.operators import direction
+    from groute.operators.generated import source
+    lines = ['#include "advance.cuh"', '#include "frontier.cuh"']
+    for i, functor in enumerate(functors):
+        text = source(functor, "test")
+        kernels = re.findall(r"__global__ void (\w+)\(", text)
+        lines += [f"#define {k} groute_test{i}_{k}" for k in kernels]
+        lines += [f"namespace groute_test{i} {{", text, "}"]
+        lines += [f"#undef {name}" for name in kernels + re.findall(r"#define (\w+)", text)]
+    path = tmp_path / "functors.cu"
+    path.write_text("\n".join(lines))
+    return subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-I{HEADER_DIRS[0]}",
+                           *direction.compile_options(), "--ptx", str(path), "-o",
+                           str(tmp_path / "functors.ptx")],
+                          capture_output=True, text=True, timeout=200)
