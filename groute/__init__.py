@@ -31,34 +31,45 @@ from .segment import PendingSegment, Segment  # noqa: E402
 __version__ = "0.1.0"
 
 _ASYNC_BSP = ("async", "bsp")
+_KCORE_CHECKS = "groute.bench.checks.kcore"
+_SCC_CHECKS = "groute.bench.checks.scc"
 for _app in (
     _registry.App("bfs", "BFS", "groute.apps.bfs", "BFS", "bfs", needs_source=True, weighted=False,
                   modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_bfs"),
-                  memory=("groute.apps.memory", "traversal_bytes")),
+                  memory=("groute.apps.memory", "traversal_bytes"), verify="exact"),
     _registry.App("sssp", "SSSP", "groute.apps.sssp", "SSSP", "sssp", needs_source=True,
                   weighted=True, modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_sssp"),
-                  memory=("groute.apps.memory", "traversal_bytes")),
+                  memory=("groute.apps.memory", "traversal_bytes"), verify="distances"),
     _registry.App("pr", "PageRank", "groute.apps.pr", "PageRank", "pagerank", needs_source=False,
                   weighted=False, modes=_ASYNC_BSP,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank"),
-                  memory=("groute.apps.memory", "pagerank_bytes")),
+                  memory=("groute.apps.memory", "pagerank_bytes"), verify="ranks"),
     _registry.App("cc", "CC", "groute.apps.cc", "CC", "connected_components", needs_source=False,
                   weighted=False, takes_partition=False,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_cc"),
-                  memory=("groute.apps.memory", "cc_bytes")),
+                  memory=("groute.apps.memory", "cc_bytes"), verify="partition"),
+    # the algorithms written on the operator API bring their checks from groute.bench.checks
+    _registry.App("kcore", "k-core", "groute.apps.kcore", "KCore", "core_number",
+                  needs_source=False, weighted=False, verify="exact", self_loops=False,
+                  reference=(_KCORE_CHECKS, "reference"), floor=(_KCORE_CHECKS, "floor_bytes"),
+                  peers={"networkx": (_KCORE_CHECKS, "networkx_peer"),
+                         "igraph": (_KCORE_CHECKS, "igraph_peer")}),
+    _registry.App("scc", "SCC", "groute.apps.scc", "SCC", "strongly_connected_components",
+                  needs_source=False, weighted=False, verify="partition",
+                  reference=(_SCC_CHECKS, "reference"), floor=(_SCC_CHECKS, "floor_bytes"),
+                  peers={"scipy": (_SCC_CHECKS, "scipy_peer"),
+                         "igraph": (_SCC_CHECKS, "igraph_peer"),
+                         "networkx": (_SCC_CHECKS, "networkx_peer")}),
 ):
     _registry.register_app(_app)
 _registry.register_function("pbf", "groute.apps.pbf", "pbf")
 _registry.register_function("shortest_path", "groute.apps.sssp", "shortest_path")
-_registry.register_function("core_number", "groute.apps.kcore", "core_number")
-_registry.register_function("strongly_connected_components", "groute.apps.scc",
-                            "strongly_connected_components")
 for _command in ("groute.commands.info", "groute.commands.demo", "groute.apps.pbf",
                  "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.cc",
                  "groute.apps.kcore_cli", "groute.apps.scc_cli",
                  "groute.graph.cli", "groute.topology.cli", "groute.bench.cli"):
     _registry.register_command(_command)   # in the order `groute --help` lists them
-del _app, _command
+del _app, _command, _KCORE_CHECKS, _SCC_CHECKS
 
 
 #: public names imported when first asked for: the result type the algorithms return (an

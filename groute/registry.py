@@ -8,8 +8,10 @@ module and attribute, imported on first use, so registering costs nothing and ``
 stays cheap. An algorithm from another package registers itself the same way::
 
     from groute.registry import App, register_app
-    register_app(App("kcore", "k-core", "mypkg.kcore", solver="KCore", function="kcore",
-                     needs_source=False, weighted=False))
+    register_app(App("kcore2", "k-core", "mypkg.kcore", solver="KCore", function="kcore2",
+                     needs_source=False, weighted=False,
+                     reference=("mypkg.kcore_checks", "reference"),
+                     peers={"networkx": ("mypkg.kcore_checks", "networkx_peer")}))
 """
 from __future__ import annotations
 
@@ -44,6 +46,33 @@ class App:
     #: directed, devices)`` returning an object with a ``total`` in bytes and named ``parts``
     #: (``groute bench`` reports it beside the measured peak), or None
     memory: tuple[str, str] | None = None
+
+    # How ``groute bench`` checks and compares it (docs/BENCHMARKS.md, "Adding an app"). An app
+    # brings these through the registry so the harness never names an app.
+    #: how an answer is compared with the reference: ``exact`` (equal integers), ``allclose``
+    #: (floats within ``rtol``, and an absolute slack of ``rtol`` times the largest value),
+    #: ``partition`` (the same grouping of vertices, whatever the labels), ``distances`` (SSSP:
+    #: exact for integer weights, else ``rtol``; unreachable must agree), ``ranks`` (PageRank:
+    #: L1 distance)
+    verify: str = "exact"
+    rtol: float = 0.0
+    #: ``run(sources)`` with this many sources, a fixed sample the harness derives from the graph
+    #: (the highest out-degree vertices) and hands to the reference and the peers too; 0: none
+    sources: int = 0
+    #: False: the app refuses self-loops, and the harness runs it on the graph without them
+    self_loops: bool = True
+    #: ``(module, function)`` of its CPU reference, ``function(graph, source)`` -> one value per
+    #: vertex (``source``: None, a vertex or an array of them, internal ids); None: the built-in
+    #: references of ``groute.bench.references`` (the first four apps)
+    reference: tuple[str, str] | None = None
+    #: peer name (``groute.bench.suite.PEERS``) -> ``(module, function)``, ``function(graph,
+    #: source)`` -> a ``groute.bench.peers.PreparedPeer`` (raising ``PeerSkipped`` where it
+    #: cannot run); peers not named are reported as not applicable. None: the built-in peers
+    peers: dict | None = None
+    #: ``(module, function)`` of its bandwidth floor, ``function(graph)`` -> the fewest bytes one
+    #: device must move; None: the CSR read once and a 4-byte answer per vertex written (weights
+    #: too when ``weighted``)
+    floor: tuple[str, str] | None = None
 
     def solver_class(self):
         return load(self.module, self.solver)

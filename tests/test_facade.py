@@ -69,15 +69,18 @@ def test_version_is_the_package_version(capsys):
 
 
 def test_registry_lists_the_apps_the_cli_and_bench_use():
-    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc"]
+    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc", "kcore"]
     for app in registry.APPS.values():
         solver = app.solver_class()
         assert solver.__name__ == app.solver and solver.__module__ == app.module
-        module, function = app.baseline
-        assert callable(registry.load(module, function))
+        hooks = [app.baseline, app.reference, app.floor] + list((app.peers or {}).values())
+        for module, function in filter(None, hooks):   # every hook the bench may call exists
+            assert callable(registry.load(module, function))
+    assert registry.APPS["kcore"].baseline is None      # k-core has no plain-CuPy baseline
     assert registry.function("pagerank") is groute.pagerank
-    with pytest.raises(KeyError, match="no app 'kcore'"):
-        registry.app("kcore")
+    assert registry.function("core_number") is groute.core_number
+    with pytest.raises(KeyError, match="no app 'no_such_app'"):
+        registry.app("no_such_app")
 
 
 def test_registered_function_reaches_the_facade(monkeypatch):

@@ -48,20 +48,31 @@ class PreparedPeer:
 
 
 def prepare_peer(name: str, app: str, graph, source, *, networkx_max_arcs: int) -> PreparedPeer:
-    """Set up peer ``name`` for ``app`` on ``graph``; raises :class:`PeerSkipped` with the reason."""
+    """Set up peer ``name`` for ``app`` on ``graph``; raises :class:`PeerSkipped` with the reason.
+
+    The size limits of igraph and NetworkX apply to every app; an app that registered its own
+    ``peers`` (:class:`groute.registry.App`) is then set up by its hook, any other by the
+    built-in code below. ``source``: None, a vertex, or the app's sample of sources."""
+    if name == "igraph" and graph.num_edges > IGRAPH_MAX_ARCS:
+        raise PeerSkipped(f"building an igraph object takes ~1 us per arc: skipped above "
+                          f"{IGRAPH_MAX_ARCS:,} arcs (this graph has {graph.num_edges:,})")
+    if name == "networkx" and graph.num_edges > networkx_max_arcs:
+        raise PeerSkipped(f"NetworkX is pure Python: skipped above {networkx_max_arcs:,} arcs "
+                          f"(this graph has {graph.num_edges:,})")
+    hooks = APPS[app].peers
+    if hooks is not None and name != "cupy":    # cupy: the app's ``baseline``, as for any app
+        if name not in hooks:
+            raise PeerSkipped(f"{name} has no {APPS[app].label} ({app} registered no {name} "
+                              f"peer)")
+        from groute.registry import load
+        return load(*hooks[name])(graph, source)
     if name == "scipy":
         return _scipy_peer(app, graph, source)
     if name == "cupy":
         return _cupy_peer(app, graph, source)
     if name == "igraph":
-        if graph.num_edges > IGRAPH_MAX_ARCS:
-            raise PeerSkipped(f"building an igraph object takes ~1 us per arc: skipped above "
-                              f"{IGRAPH_MAX_ARCS:,} arcs (this graph has {graph.num_edges:,})")
         return _igraph_peer(app, graph, source)
     if name == "networkx":
-        if graph.num_edges > networkx_max_arcs:
-            raise PeerSkipped(f"NetworkX is pure Python: skipped above {networkx_max_arcs:,} arcs "
-                              f"(this graph has {graph.num_edges:,})")
         return _networkx_peer(app, graph, source)
     if name == "cugraph":
         return _cugraph_peer(app, graph, source)
@@ -188,7 +199,7 @@ def _cupy_peer(app, graph, source) -> PreparedPeer:
         dgraph = graph.to_device(_OneGPU())
         if setup is not None:
             setup(dgraph)
-        if app in ("bfs", "sssp"):
+        if APPS[app].needs_source or APPS[app].sources:
             run = lambda: func(dgraph, source)  # noqa: E731
         elif app == "pr":
             run = lambda: func(dgraph, damping=PR_DAMPING, tol=PR_TOL)  # noqa: E731

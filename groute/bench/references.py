@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .peers import PeerSkipped, baseline, gpu_reference
-from .suite import PR_DAMPING, PR_TOL
+from .suite import APPS, PR_DAMPING, PR_TOL
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +103,13 @@ def reference_label(app: str, where: str) -> str:
         except PeerSkipped as exc:
             return f"plain CuPy on GPU 0: {exc}"
         return f"{module}.{func} (plain CuPy, GPU 0)"
+    if APPS[app].reference is not None:
+        return "{}.{} (CPU)".format(*APPS[app].reference)
     return f"groute.graph.reference.{REFERENCE_FUNCTIONS[app]} (CPU)"
 
 
-#: app -> the function of groute.graph.reference that answers it
+#: app -> the function of groute.graph.reference that answers it, for the apps registered
+#: without a ``reference`` hook (the first four)
 REFERENCE_FUNCTIONS = {"bfs": "bfs", "sssp": "sssp", "pr": "pagerank", "cc": "connected_components"}
 
 
@@ -118,15 +121,23 @@ def _reference_cache_path(app, graph, source, where="cpu") -> Path:
         origin = importlib.util.find_spec(baseline(app)[0]).origin
         h.update(Path(origin).read_bytes())
         h.update(b"gpu")
+    elif APPS[app].reference is not None:
+        h.update(Path(importlib.util.find_spec(APPS[app].reference[0]).origin).read_bytes())
     else:
         h.update(Path(reference.__file__).read_bytes())
+    if source is not None and np.ndim(source):    # a sample of sources
+        source = ",".join(map(str, np.asarray(source).tolist()))
     h.update(f"{graph.content_hash()} {app} {source} {PR_DAMPING} {PR_TOL}".encode())
     prefix = app if where == "cpu" else f"{app}-gpu"
     return cache_root() / "references" / f"{prefix}-{h.hexdigest()[:24]}.npy"
 
 
 def reference_result(app: str, graph, source=None):
-    """The reference answer of ``app`` on ``graph`` (from :mod:`groute.graph.reference`)."""
+    """The reference answer of ``app`` on ``graph``: its registry ``reference`` hook, else
+    :mod:`groute.graph.reference`."""
+    if APPS[app].reference is not None:
+        from groute.registry import load
+        return np.asarray(load(*APPS[app].reference)(graph, source))
     from groute.graph import reference
     name = REFERENCE_FUNCTIONS.get(app)
     if name is None:

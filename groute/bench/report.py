@@ -127,15 +127,17 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "- time: the apps' own measurement of the algorithm alone (CUDA events on one GPU, a "
               "clock between device synchronisations otherwise), median of the timed runs after "
               "warm-up; setup (partitioning, upload) is not included.",
-              "- status: ok = verified against the reference (table above: the CPU reference "
-              "`groute.graph.reference`, or on very large graphs the plain-CuPy baseline, an "
-              "independent GPU implementation) on the first and last run; **FAIL** = wrong answer "
+              "- status: ok = verified against the reference (table above: a CPU reference, "
+              "`groute.graph.reference` or the app's own in `groute.bench.checks`, or on very "
+              "large graphs the plain-CuPy baseline, an independent GPU implementation) on the "
+              "first and last run; **FAIL** = wrong answer "
               "(never timed); **ERROR** = raised; "
               "skip = not runnable here; n/a = app not in this checkout.",
               f"- PageRank: damping 0.85, tolerance {PR_TOL:g} passed to our app and the peers; "
               f"passes when the L1 distance to the reference is <= {PR_MAX_L1:g}.",
               "- time / floor: our time over the one-device floor (the CSR read once plus one "
-              "4-byte answer per vertex written, at the copy bandwidth above). The floor is a lower "
+              "4-byte answer per vertex written, unless the app's line below says otherwise, at "
+              "the copy bandwidth above). The floor is a lower "
               "bound for one device, so 1-device rows are >= 1; k devices have k times the "
               "bandwidth, so their rows can reach 1/k.",
               "- vs 1 device: strong scaling, the same app, graph and mode on one device over "
@@ -147,11 +149,40 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "as a multiple of the CSR's own bytes (int64 offsets, 4-byte ids and weights); "
               "estimate: the app's own model of one device's share (groute.apps.memory). Host "
               "peak loading: the resident-set peak while the graph was read or generated.",
-              ""]
+              ] + _app_lines(results) + [""]
     notes = _notes(results)
     if notes:
         lines += [f"{h}# Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+#: ``App.verify`` kinds as the markdown explains them
+VERIFY_TEXT = {"exact": "equal to the reference", "distances": None, "ranks": None,
+               "partition": "the same grouping of vertices as the reference (labels free)",
+               "allclose": "within relative {rtol:g} of the reference (absolute slack: {rtol:g} "
+                           "of its largest value)"}
+
+
+def _app_lines(results: dict) -> list[str]:
+    """One line per app of the run that brings its own checks (registry hooks): what its
+    answers are compared with, how, its floor model and its sources."""
+    from ..registry import APPS
+    lines = []
+    for app in dict.fromkeys(c["app"] for c in results.get("cases", [])):
+        spec = APPS.get(app)
+        if spec is None or (spec.reference is None and spec.floor is None and not spec.sources):
+            continue
+        how = (VERIFY_TEXT.get(spec.verify) or spec.verify).format(rtol=spec.rtol)
+        parts = [f"- {spec.label}: passes when {how}"]
+        if spec.floor is not None:
+            parts.append("floor: `{}.{}`".format(*spec.floor))
+        if spec.sources:
+            parts.append(f"run from the same {spec.sources} sources as its reference and peers "
+                         f"(the graph's highest out-degree vertices; JSON `graphs[].sources`)")
+        if not spec.self_loops:
+            parts.append("run on the graph without self-loops")
+        lines.append("; ".join(parts) + ".")
+    return lines
 
 
 def _memory_lines(results: dict, h: str) -> list[str]:

@@ -30,8 +30,8 @@ from .progress import Progress
 from .fmt import fmt_seconds
 from .report import jsonable
 from .suite import (APPS, ERROR, FAIL, NA, OK, PR_TOL, SKIP, WEIGHT_SEED, AppUnavailable,
-                    BenchConfig, case_modes, check_reference, choose_source, load_solver_class,
-                    reference_where, resolve_partition)
+                    SOURCES_RULE, BenchConfig, case_modes, check_reference, choose_source,
+                    choose_sources, load_solver_class, reference_where, resolve_partition)
 from .references import cached_reference, reference_label
 from .verify import verify
 
@@ -151,11 +151,17 @@ class SuiteRun:
                                          graph.weights is not None)
         self.progress.note(f"{spec}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
                            f"({info['load_s']:.1f} s); source {source} ({rule})")
-        weighted = None
-        runs = []                   # (app, the graph it runs on, its source or None)
+        weighted = loopless = None
+        runs = []                   # (app, the graph it runs on, its source(s) or None)
         for app in self.config.apps:
             spec_app = APPS[app]
             app_graph = graph
+            if not spec_app.self_loops:
+                if loopless is None:
+                    loopless = graph.remove_self_loops()
+                    if loopless is not graph:
+                        info["self_loops_removed"] = int(graph.num_edges - loopless.num_edges)
+                app_graph = loopless
             if spec_app.weighted:
                 if weighted is None:
                     try:
@@ -166,7 +172,13 @@ class SuiteRun:
                     info["weights"] = ("from the file" if graph.weights is not None
                                        else f"with_weights(seed={WEIGHT_SEED}): integers 1..64")
                 app_graph = weighted
-            runs.append((app, app_graph, source if spec_app.needs_source else None))
+            app_source = source if spec_app.needs_source else None
+            if spec_app.sources:
+                app_source = choose_sources(app_graph, spec_app.sources)
+                info.setdefault("sources", {})[app] = dict(
+                    count=int(app_source.size), rule=SOURCES_RULE,
+                    first=[int(v) for v in app_source[:8]])
+            runs.append((app, app_graph, app_source))
         where = reference_where(self.config.reference, self.backend, graph.num_edges)
         splits = self._prefetch_partitions(spec, graph, [app for app, _, _ in runs
                                                           if app in self.classes])
@@ -175,8 +187,8 @@ class SuiteRun:
             ready = []      # (app, graph, source, reference, peers, floor bytes); every app's
                             # reference is kept until the graph is done (grid:4900: 4 x 24M)
             for app, app_graph, app_source in runs:
-                prepared = self._prepare_app(app, spec, app_graph, app_source, where,
-                                             prefetched.get(app))
+                prepared = self._prepare_app(app, spec, app_graph, app_source,
+                                             self._where(app, where), prefetched.get(app))
                 if prepared is not None:
                     ready.append((app, app_graph, app_source) + prepared)
             split_needed = any(APPS[entry[0]].takes_partition for entry in ready)
@@ -196,7 +208,7 @@ class SuiteRun:
             splits.close()
             if splits.futures:
                 info["metis_split_waits_s"] = {str(k): t for k, t in splits.waited.items()}
-        del graph, weighted, runs
+        del graph, weighted, loopless, runs
         gc.collect()
         free_gpu_memory()
 
@@ -240,13 +252,21 @@ class SuiteRun:
         least 4 cores. Returns {app: (values, cached, wall_s)} or {app: exception}; an app left
         out computes its reference in _prepare_app."""
         from .references import REFERENCE_CACHE_MIN_ARCS, parallel_references
-        jobs = {app: (app, g, src) for app, g, src in runs if app in self.classes}
+        jobs = {app: (app, g, src) for app, g, src in runs
+                if app in self.classes and self._where(app, where) == "cpu"}
         if (where != "cpu" or len(jobs) < 2 or (os.cpu_count() or 1) < 4
                 or num_arcs < REFERENCE_CACHE_MIN_ARCS):
             return {}
         self.progress.note(f"{spec}: computing the references of {', '.join(jobs)} side by side "
                            f"in {len(jobs)} processes ...")
         return parallel_references(jobs)
+
+    def _where(self, app, where) -> str:
+        """Where ``app``'s reference is computed: ``where``, except that ``--reference auto``
+        keeps an app without a plain-CuPy baseline on the CPU."""
+        if where == "gpu" and self.config.reference == "auto" and APPS[app].baseline is None:
+            return "cpu"
+        return where
 
     def _add_weights(self, graph):
         """``graph.with_weights(seed=WEIGHT_SEED)``, hashed on GPU 0 when there is one (the graph
@@ -392,7 +412,12 @@ class SuiteRun:
             kwargs["mode"] = case["mode"]
         if app == "pr":
             kwargs["tol"] = PR_TOL
-        args = (graph.file_id_of(source),) if spec.needs_source else ()  # run() takes ids
+        if spec.sources:                        # run() takes the file's ids
+            args = ([graph.file_id_of(int(v)) for v in source],)
+        elif spec.needs_source:
+            args = (graph.file_id_of(source),)
+        else:
+            args = ()
         probe = case_probe(self.backend, ctx.devices).start()
         solver = None
         try:
@@ -431,7 +456,7 @@ class SuiteRun:
         if len(times) < self.config.repeat:
             case["note"] = (f"{len(times)} of {self.config.repeat} repeats: the timed runs passed "
                             f"the {self.config.max_case_seconds:g} s case budget")
-        if app in ("bfs", "sssp"):
+        if spec.needs_source:                   # a traversal: arcs per second
             case["gteps"] = graph.num_edges / case["time_s"] / 1e9
 
     def _case_memory(self, memory: dict, app: str, graph, k: int) -> dict:

@@ -127,7 +127,7 @@ PRESETS: dict[str, dict] = {
                 max_case_seconds=5.0, backend="cpu"),
 }
 
-_DEFAULTS = dict(apps=["bfs", "sssp", "pr", "cc"], graphs=None, devices=None,
+_DEFAULTS = dict(apps=None, graphs=None, devices=None,
                  modes=["async", "bsp"], repeat=5, warmup=1, backend="auto", partition="auto",
                  peers=list(PEERS), peer_repeat=3, max_case_seconds=60.0, timeout=None,
                  reference="auto")
@@ -145,7 +145,7 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
         values.update(PRESETS[preset])
     values.update({k: v for k, v in options.items() if v is not None})
 
-    apps = _check_choices("--apps", values["apps"], APPS)
+    apps = _check_choices("--apps", values["apps"] or list(APPS), APPS)   # default: all
     modes = _check_choices("--modes", values["modes"], MODES)
     peers = _check_choices("--peers", values["peers"], PEERS, allow_empty=True)
     graphs = [g.strip() for g in (values["graphs"] or []) if g.strip()]
@@ -239,6 +239,20 @@ def choose_source(graph, spec: str) -> tuple[int, str]:
         return 0, "vertex 0 (grid corner)"
     degrees = np.diff(np.asarray(graph.indptr))
     return int(np.argmax(degrees)), "highest out-degree vertex (lowest id among ties)"
+
+
+#: how :func:`choose_sources` picks an app's sample of sources (recorded with the results)
+SOURCES_RULE = "highest out-degree vertices (lowest id among ties)"
+
+
+def choose_sources(graph, count: int) -> np.ndarray:
+    """The fixed sample of sources an app with ``App.sources`` runs from, and that its
+    reference and peers are given: the ``count`` vertices of highest out-degree (lowest id among
+    ties; all vertices when there are fewer), in increasing id order. A rule rather than a
+    random draw, so every run, machine and peer uses the same ones."""
+    degrees = np.diff(np.asarray(graph.indptr))
+    order = np.argsort(-degrees, kind="stable")[:count]
+    return np.sort(order).astype(np.int64)
 
 
 def case_modes(spec: registry.App, modes: list[str]) -> list[str | None]:

@@ -1,8 +1,9 @@
 """``groute demo`` (what ``make demo`` runs): every app on the devices that are there, verified.
 
 Uses the small real graph shipped in ``groute/data`` so it works without ``../shared`` or a
-network: PBF on a random array, then BFS, SSSP, PageRank and connected components, each compared
-with its independent reference (NumPy / scipy). The apps come from :mod:`groute.registry`, as
+network: PBF on a random array, then BFS, SSSP, PageRank, connected components and every other
+registered app (k-core...), each compared with its independent reference (NumPy / scipy; an app
+registered with its own checks, by those, as ``groute bench`` does). The apps come from :mod:`groute.registry`, as
 the facade registered them.
 """
 from __future__ import annotations
@@ -57,17 +58,38 @@ def run(args) -> int:
             "cc": (lambda g, r: np.array_equal(r.values, reference.connected_components(g)),
                    "labels = smallest vertex id"),
         }
-        for name, (check, detail) in checks.items():
-            app = registry.app(name)
+        for name, app in registry.APPS.items():
             g = weighted if app.weighted else graph
+            if not app.self_loops:
+                g = g.remove_self_loops()
             options = {"partition": partition} if app.takes_partition else {}
             run_args = (graph.file_id_of(source),) if app.needs_source else ()
+            sample = None
+            if app.sources:
+                from ..bench.suite import choose_sources
+                sample = choose_sources(g, app.sources)
+                run_args = ([graph.file_id_of(int(v)) for v in sample],)
+            check, detail = checks.get(name) or _registry_check(name, app, sample)
             with app.solver_class()(g, ctx=ctx, **options) as solver:
                 solver.run(*run_args)          # warm-up: compiles kernels, fills caches
                 r = solver.run(*run_args)
             results.append(_line(name, bool(check(g, r)), r.time_s * 1e3, detail))
     print("all results verified" if all(results) else "SOME RESULTS ARE WRONG")
     return 0 if all(results) else 1
+
+
+def _registry_check(name, app, sources):
+    """The check of an app that brings its own (``App.reference`` and ``App.verify``, as
+    ``groute bench`` uses them); ``sources``: its sample, for an app run from sources."""
+    from ..bench.verify import verify
+    from ..registry import load
+    if app.reference is None:
+        raise ValueError(f"app {name!r} registered no reference: the demo cannot check it")
+
+    def check(g, r):
+        ref = np.asarray(load(*app.reference)(g, sources if app.sources else None))
+        return verify(name, r.values, ref, g).ok
+    return check, f"{app.verify}, as {app.reference[0]}.{app.reference[1]}"
 
 
 def _have_pymetis():

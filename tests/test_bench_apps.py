@@ -1,0 +1,224 @@
+"""``groute bench`` on the apps written on the operator API, which bring their own checks
+through the registry (``groute.registry.App``: verify kind, reference, peers, floor, sources):
+k-core end to end with the real solver, a wrong k-core reported FAIL, and the paths
+betweenness (a sample of sources, ``allclose``) and SCC (``partition``) will take, exercised
+with stand-in registrations whose solvers answer from the checks' references."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from groute import registry
+from groute.apps.common import AppResult
+from groute.bench import make_config, run_suite
+from groute.bench.checks import betweenness, kcore, scc
+from groute.bench.report import markdown
+from groute.bench.references import reference_result
+from groute.graph import CSRGraph
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def config(apps, graphs=("grid:12",), **kw):
+    base = dict(apps=list(apps), graphs=list(graphs), devices=[1], modes=["bsp"], repeat=2,
+                peers=["scipy", "igraph", "networkx"], peer_repeat=1, backend="cpu", timeout=20)
+    base.update(kw)
+    return make_config(**base)
+
+
+def answering(app, *, corrupt=None):
+    """A solver class answering ``app`` from its reference, ``corrupt``-ed when given; it
+    records what ``run`` was given."""
+
+    class Answering:
+        calls = []
+
+        def __init__(self, graph, *, ctx, partition=None, mode=None):
+            self.graph = graph
+
+        def run(self, *args):
+            Answering.calls.append(args)
+            source = None
+            if args:
+                ids = np.asarray(args[0]).reshape(-1)
+                source = np.array([self.graph.vertex_of(i) for i in ids]) if ids.size > 1 \
+                    else int(ids[0])
+            values = reference_result(app, self.graph, source).copy()
+            if corrupt is not None:
+                values = corrupt(values)
+            return AppResult(values, 1e-3, {})
+
+        def close(self):
+            pass
+    return Answering
+
+
+# k-core ------------------------------------------------------------------------------------------
+def test_kcore_runs_and_verifies_end_to_end(tmp_path):
+    from groute.cli import main
+    out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
+    code = main(["bench", "--apps", "kcore", "--graphs", "grid:100", "--backend", "cpu",
+                 "--devices", "1", "--repeat", "2", "--peers", "scipy,igraph,networkx",
+                 "--peer-repeat", "1", "--json", str(out_json), "--markdown", str(out_md),
+                 "--quiet"])
+    results = json.loads(out_json.read_text())
+    (case,) = results["cases"]
+    assert code == 0 and case["status"] == "ok", case
+    assert case["mode"] is None and case["verify"]["ok"] and case["time_s"] > 0
+    assert case["floor_bytes"] == kcore.floor_bytes(_grid(100)) and case["time_over_floor"] > 0
+    peers = {p["peer"]: p for p in results["peers"]}
+    assert peers["scipy"]["status"] == "skip" and "k-core" in peers["scipy"]["note"]
+    assert peers["networkx"]["status"] == "ok"
+    if peers["igraph"]["status"] != "skip":     # installed: it must agree
+        assert peers["igraph"]["status"] == "ok", peers["igraph"]
+    (ref,) = results["references"]
+    assert ref["label"] == "groute.bench.checks.kcore.reference (CPU)"
+    text = out_md.read_text()
+    assert "| k-core | grid:100 | 1 | - | ok |" in text and "vs networkx" in text
+    assert "groute.bench.checks.kcore.reference" in text
+
+
+def _grid(side):
+    from groute.graph import load_graph
+    return load_graph(f"grid:{side}")
+
+
+def test_a_wrong_kcore_is_fail_and_not_timed():
+    def off_by_one(values):
+        values[3] += 1
+        return values
+    results = run_suite(config(["kcore"], peers=[]),
+                        solvers={"kcore": answering("kcore", corrupt=off_by_one)}, progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "FAIL" and "time_s" not in case
+    assert "vertex 3" in case["note"]
+    assert "**FAIL**" in markdown(results)
+
+
+def test_kcore_runs_on_a_graph_with_self_loops_without_them(tmp_path):
+    path = tmp_path / "loops.txt"
+    path.write_text("0 1\n1 2\n2 0\n2 2\n2 3\n")
+    results = run_suite(config(["kcore"], graphs=[str(path)], peers=["networkx"]),
+                        progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "ok", case
+    assert results["graphs"][0]["self_loops_removed"] == 1
+    assert results["peers"][0]["status"] == "ok"
+
+
+def test_kcore_reference_matches_networkx_on_random_directed_graphs():
+    import networkx as nx
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
+        keep = src != dst
+        g = CSRGraph.from_edges(src[keep], dst[keep], 60, directed=True)
+        d = nx.DiGraph()
+        d.add_nodes_from(range(60))
+        d.add_edges_from(zip(*(x.tolist() for x in g.edges())))
+        expect = nx.core_number(d)
+        assert kcore.reference(g).tolist() == [expect[v] for v in range(60)]
+
+
+# the paths betweenness and SCC take, with stand-in registrations -------------------------------------
+CHECKS = "groute.bench.checks."
+
+
+@pytest.fixture
+def bc_app(monkeypatch):
+    app = registry.App("bc_test", "BC (test)", "numpy", solver="ndarray", function="bc_test",
+                       needs_source=False, weighted=False, verify="allclose", rtol=1e-9,
+                       sources=4, reference=(CHECKS + "betweenness", "reference"),
+                       floor=(CHECKS + "betweenness", "floor_bytes"),
+                       peers={"networkx": (CHECKS + "betweenness", "networkx_peer"),
+                              "igraph": (CHECKS + "betweenness", "igraph_peer")})
+    monkeypatch.setitem(registry.APPS, app.name, app)
+    return app
+
+
+def test_an_app_with_sources_gets_the_same_sample_as_its_reference_and_peers(bc_app):
+    solver = answering("bc_test")
+    results = run_suite(config(["bc_test"]), solvers={"bc_test": solver}, progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "ok", case
+    sample = results["graphs"][0]["sources"]["bc_test"]
+    assert sample["count"] == 4 and "out-degree" in sample["rule"]
+    (ids,) = solver.calls[0]
+    assert len(ids) == 4 and sorted(ids) == sample["first"]    # grid: file ids = vertex ids
+    peers = {p["peer"]: p["status"] for p in results["peers"]}
+    assert peers["networkx"] == "ok" and peers["scipy"] == "skip"
+    assert peers["igraph"] in ("ok", "skip")
+    g = _grid(12)
+    assert case["floor_bytes"] == betweenness.floor_bytes(g, 4)
+    assert "gteps" not in case
+
+
+def test_betweenness_off_by_a_little_is_fail(bc_app):
+    def nudge(values):
+        values[np.argmax(values)] *= 1 + 1e-6
+        return values
+    results = run_suite(config(["bc_test"], peers=[]),
+                        solvers={"bc_test": answering("bc_test", corrupt=nudge)}, progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "FAIL" and "rtol" in case["note"]
+
+
+def test_brandes_reference_matches_networkx_from_all_sources():
+    import networkx as nx
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 40, 120), rng.integers(0, 40, 120)
+    keep = src != dst
+    g = CSRGraph.from_edges(src[keep], dst[keep], 40, directed=True)
+    d = nx.DiGraph()
+    d.add_nodes_from(range(40))
+    d.add_edges_from(zip(*(x.tolist() for x in g.edges())))
+    expect = nx.betweenness_centrality(d, normalized=False)
+    got = betweenness.reference(g, np.arange(40))
+    assert np.allclose(got, [expect[v] for v in range(40)])
+
+
+@pytest.fixture
+def scc_app(monkeypatch):
+    app = registry.App("scc_test", "SCC (test)", "numpy", solver="ndarray", function="scc_test",
+                       needs_source=False, weighted=False, takes_partition=False,
+                       verify="partition", reference=(CHECKS + "scc", "reference"),
+                       floor=(CHECKS + "scc", "floor_bytes"),
+                       peers={"scipy": (CHECKS + "scc", "scipy_peer"),
+                              "igraph": (CHECKS + "scc", "igraph_peer"),
+                              "networkx": (CHECKS + "scc", "networkx_peer")})
+    monkeypatch.setitem(registry.APPS, app.name, app)
+    return app
+
+
+def test_components_are_compared_as_partitions(scc_app, tmp_path):
+    path = tmp_path / "two_cycles.txt"        # directed: {0,1,2} and {3,4} strong, 5 alone
+    path.write_text("0 1\n1 2\n2 0\n2 3\n3 4\n4 3\n4 5\n")
+    relabelled = answering("scc_test", corrupt=lambda v: 100 - v)
+    results = run_suite(config(["scc_test"], graphs=[str(path)]),
+                        solvers={"scc_test": relabelled}, progress=False)
+    (case,) = results["cases"]
+    assert case["status"] == "ok", case
+    assert {p["peer"]: p["status"] for p in results["peers"]} == {
+        "scipy": "ok", "igraph": "ok", "networkx": "ok"} or not _has_igraph()
+    merged = answering("scc_test", corrupt=lambda v: np.zeros_like(v))
+    results = run_suite(config(["scc_test"], graphs=[str(path)], peers=[]),
+                        solvers={"scc_test": merged}, progress=False)
+    assert results["cases"][0]["status"] == "FAIL"
+    assert scc.reference(_load(path)).tolist().count(scc.reference(_load(path))[0]) == 3
+
+
+def _load(path):
+    from groute.graph import load_graph
+    return load_graph(str(path))
+
+
+def _has_igraph():
+    import importlib.util
+    return importlib.util.find_spec("igraph") is not None
+
+
+def test_apps_option_takes_every_registered_app():
+    assert "kcore" in make_config(graphs=["grid:4"], devices=[1]).apps
+    assert make_config(apps=["kcore"], graphs=["grid:4"], devices=[1]).apps == ["kcore"]
