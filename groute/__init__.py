@@ -55,7 +55,7 @@ for _app in (
                   peers={"networkx": (_KCORE_CHECKS, "networkx_peer"),
                          "igraph": (_KCORE_CHECKS, "igraph_peer")}),
     _registry.App("scc", "SCC", "groute.apps.scc", "SCC", "strongly_connected_components",
-                  needs_source=False, weighted=False, verify="partition",
+                  needs_source=False, weighted=False, verify="partition", directed=True,
                   reference=(_SCC_CHECKS, "reference"), floor=(_SCC_CHECKS, "floor_bytes"),
                   peers={"scipy": (_SCC_CHECKS, "scipy_peer"),
                          "igraph": (_SCC_CHECKS, "igraph_peer"),

@@ -61,6 +61,9 @@ class App:
     sources: int = 0
     #: False: the app refuses self-loops, and the harness runs it on the graph without them
     self_loops: bool = True
+    #: True: the app takes directed graphs only, and the harness gives it an undirected graph
+    #: as the directed graph of its arcs (each edge both ways: ``CSRGraph.as_directed``)
+    directed: bool = False
     #: ``(module, function)`` of its CPU reference, ``function(graph, source)`` -> one value per
     #: vertex (``source``: None, a vertex or an array of them, internal ids); None: the built-in
     #: references of ``groute.bench.references`` (the first four apps)

@@ -69,7 +69,7 @@ def test_version_is_the_package_version(capsys):
 
 
 def test_registry_lists_the_apps_the_cli_and_bench_use():
-    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc", "kcore"]
+    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc", "kcore", "scc"]
     for app in registry.APPS.values():
         solver = app.solver_class()
         assert solver.__name__ == app.solver and solver.__module__ == app.module
@@ -79,6 +79,7 @@ def test_registry_lists_the_apps_the_cli_and_bench_use():
     assert registry.APPS["kcore"].baseline is None      # k-core has no plain-CuPy baseline
     assert registry.function("pagerank") is groute.pagerank
     assert registry.function("core_number") is groute.core_number
+    assert registry.function("strongly_connected_components") is groute.strongly_connected_components
     with pytest.raises(KeyError, match="no app 'no_such_app'"):
         registry.app("no_such_app")
 

@@ -181,6 +181,9 @@ def _app_lines(results: dict) -> list[str]:
                          f"(the graph's highest out-degree vertices; JSON `graphs[].sources`)")
         if not spec.self_loops:
             parts.append("run on the graph without self-loops")
+        if spec.directed:
+            parts.append("an undirected graph run as the directed graph of its arcs (each "
+                         "edge both ways)")
         lines.append("; ".join(parts) + ".")
     return lines
 

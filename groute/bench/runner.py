@@ -162,6 +162,8 @@ class SuiteRun:
                     if loopless is not graph:
                         info["self_loops_removed"] = int(graph.num_edges - loopless.num_edges)
                 app_graph = loopless
+            if spec_app.directed:
+                app_graph = app_graph.as_directed()
             if spec_app.weighted:
                 if weighted is None:
                     try:

@@ -62,6 +62,8 @@ def run(args) -> int:
             g = weighted if app.weighted else graph
             if not app.self_loops:
                 g = g.remove_self_loops()
+            if app.directed:
+                g = g.as_directed()
             options = {"partition": partition} if app.takes_partition else {}
             run_args = (graph.file_id_of(source),) if app.needs_source else ()
             sample = None

@@ -441,6 +441,13 @@ class CSRGraph(CSRArrays):
             return self._like(g.indptr, g.indices, None)
         return self._like(g.indptr, g.indices, g.weights)
 
+    def as_directed(self) -> "CSRGraph":
+        """The same arcs read as a directed graph (an undirected graph's edges, each both ways);
+        for algorithms defined on directed graphs only, as strongly connected components."""
+        if self.directed:
+            return self
+        return self._like(self.indptr, self.indices, self.weights, directed=True)
+
     def transpose(self) -> "CSRGraph":
         """In-edges as a CSR (arc u->v becomes v->u), for pull-style kernels."""
         if not self.directed:
