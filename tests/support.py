@@ -215,3 +215,61 @@ def context_or_skip(backend: str, k: int, **kwargs):
     from groute import Context
     skip_if_missing(backend, k)
     return Context(k, backend=backend, **kwargs)
+
+
+def public_names() -> dict:
+    """Module -> the names groute documents as public there (their ``__all__``): what an
+    algorithm written on the operator API may import."""
+    import groute
+    import groute.engines
+    import groute.graph
+    import groute.operators
+    return {"groute": set(groute.__all__), "groute.operators": set(groute.operators.__all__),
+            "groute.engines": set(groute.engines.__all__), "groute.graph": set(groute.graph.__all__)}
+
+
+def assert_imports_only_public_names(path) -> None:
+    """``path`` (a Python file) imports from groute only :func:`public_names`, and every public
+    name exists."""
+    import ast
+    path = Path(path)
+    where = f"{path.parent.name}/{path.name}"
+    public = public_names()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{where} line {node.lineno}: a relative import"
+            if node.module.split(".")[0] != "groute":
+                continue
+            assert node.module in public, \
+                f"{where} line {node.lineno}: {node.module} is not a public module"
+            for alias in node.names:
+                assert alias.name in public[node.module], \
+                    f"{where} line {node.lineno}: {node.module}.{alias.name} is not public"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name.split(".")[0] != "groute" or alias.name in public, \
+                    f"{where} line {node.lineno}: import {alias.name}"
+    for module, names in public.items():
+        mod = __import__(module, fromlist=["_"])
+        for name in names:
+            assert getattr(mod, name) is not None, f"{module}.{name}"
+
+
+def nvcc_compile(sources, tmp_path) -> list:
+    """Compile CUDA files (``sources``: paths) for sm_90 with nvcc, as the operators compile
+    their generated modules (the shared headers, the direction constants), all at once; the
+    ``(path, stderr)`` of each that failed. Needs nvcc, not a GPU."""
+    import subprocess
+    from groute.kernels import HEADER_DIRS
+    from groute.operators import direction
+    jobs = [(cu, subprocess.Popen(
+        ["nvcc", "-std=c++17", "-arch=sm_90", f"-I{HEADER_DIRS[0]}",
+         *direction.compile_options(), "-c", str(cu), "-o", str(Path(tmp_path) / f"out{i}.o")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        for i, cu in enumerate(sources)]
+    failed = []
+    for cu, job in jobs:
+        _, err = job.communicate(timeout=200)
+        if job.returncode != 0:
+            failed.append((str(cu), err[-2000:]))
+    return failed

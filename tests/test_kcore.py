@@ -4,7 +4,6 @@ self-loops refused; 1-4 devices, both backends; the command; and the rule that a
 imports only groute's public names."""
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 import groute
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph
-from support import SHARED_GRAPHS, device_cases
+from support import SHARED_GRAPHS, assert_imports_only_public_names, device_cases
 
 KCORE = Path(__file__).resolve().parents[1] / "apps" / "kcore.py"
 
@@ -118,35 +117,8 @@ def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
     assert record["stats"]["levels"] >= 3
 
 
-def public_names() -> dict[str, set]:
-    """Module -> the names groute documents as public there (their ``__all__``)."""
-    import groute.engines
-    import groute.graph
-    import groute.operators
-    return {"groute": set(groute.__all__), "groute.operators": set(groute.operators.__all__),
-            "groute.engines": set(groute.engines.__all__), "groute.graph": set(groute.graph.__all__)}
-
-
 def test_kcore_imports_only_groute_public_names():
-    public = public_names()
-    for node in ast.walk(ast.parse(KCORE.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"apps/kcore.py line {node.lineno}: a relative import"
-            if node.module.split(".")[0] != "groute":
-                continue
-            assert node.module in public, \
-                f"apps/kcore.py line {node.lineno}: {node.module} is not a public module"
-            for alias in node.names:
-                assert alias.name in public[node.module], \
-                    f"apps/kcore.py line {node.lineno}: {node.module}.{alias.name} is not public"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                assert alias.name.split(".")[0] != "groute" or alias.name in public, \
-                    f"apps/kcore.py line {node.lineno}: import {alias.name}"
-    for module, names in public.items():       # and every public name exists
-        mod = __import__(module, fromlist=["_"])
-        for name in names:
-            assert getattr(mod, name) is not None, f"{module}.{name}"
+    assert_imports_only_public_names(KCORE)
 
 
 @pytest.mark.gpu
