@@ -186,9 +186,17 @@ def test_betweenness_imports_only_groute_public_names():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_generated_kernels_compile(tmp_path):
+    """The app's functors and the ones of the example in docs/OPERATORS.md."""
+    from groute.operators import Functor
     from groute.operators.generated import source
+    example = {}
+    exec(compile(operators_md_example().split("G = nx.karate_club_graph()")[0], "OPERATORS.md",
+                 "exec"), example)
+    documented = [f for f in example.values() if isinstance(f, Functor)
+                  and f.name not in (FORWARD.name, BACKWARD.name)]
+    assert len(documented) == 2
     paths = []
-    for functor in (FORWARD, BACKWARD, ACCUMULATE):
+    for functor in (FORWARD, BACKWARD, ACCUMULATE, *documented):
         paths.append(tmp_path / f"{functor.name}.cu")
         paths[-1].write_text(source(functor, "test"))
     assert nvcc_compile(paths, tmp_path) == []
@@ -203,3 +211,16 @@ def test_kron_on_one_gpu_matches_the_cpu():
     ref = nx.betweenness_centrality(nx_of(g), k=64, seed=1)
     np.testing.assert_allclose(gpu.values, [ref[v] for v in range(g.num_vertices)], rtol=1e-9,
                                atol=1e-12)
+
+
+def operators_md_example() -> str:
+    """The betweenness example of docs/OPERATORS.md."""
+    text = (BETWEENNESS.parents[1] / "docs" / "OPERATORS.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    example = [b for b in blocks if "betweenness_centrality" in b]
+    assert len(example) == 1
+    return example[0]
+
+
+def test_the_example_in_operators_md_runs():
+    exec(compile(operators_md_example(), "OPERATORS.md (betweenness)", "exec"), {})
