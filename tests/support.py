@@ -225,7 +225,8 @@ def public_names() -> dict:
     import groute.graph
     import groute.operators
     return {"groute": set(groute.__all__), "groute.operators": set(groute.operators.__all__),
-            "groute.engines": set(groute.engines.__all__), "groute.graph": set(groute.graph.__all__)}
+            "groute.engines": set(groute.engines.__all__),
+            "groute.graph": set(groute.graph.__all__)}
 
 
 def assert_imports_only_public_names(path) -> None:
