@@ -255,12 +255,13 @@ def check_imports_only_public_names(path):
             assert getattr(mod, name) is not None, f"{module}.{name}"
 
 
-def compile_generated(functors, tmp_path):
-    """Compile the kernels :mod:`groute.operators.generated` makes for each of ``functors`` to
-    PTX in one nvcc run, so a CUDA body's syntax and type errors show without a GPU. One
-    translation unit, each functor's module in a namespace of its own with its kernels renamed
-    (their names are C symbols, the same in every module): nvcc parses the CUDA headers once
-    instead of once per functor. Returns nvcc's CompletedProcess."""
+def compile_generated(functors, tmp_path, files=()):
+    """Compile the kernels :mod:`groute.operators.generated` makes for each of ``functors``
+    (and the fixed ``.cu`` ``files``) to PTX in one nvcc run, so a CUDA body's syntax and type
+    errors show without a GPU. One translation unit, each functor's module in a namespace of
+    its own with its kernels renamed (their names are C symbols, the same in every module):
+    nvcc parses the CUDA headers once instead of once per functor. Returns nvcc's
+    CompletedProcess."""
     import re
     import subprocess
     from groute.kernels import HEADER_DIRS
@@ -273,6 +274,7 @@ def compile_generated(functors, tmp_path):
         lines += [f"#define {k} groute_test{i}_{k}" for k in kernels]
         lines += [f"namespace groute_test{i} {{", text, "}"]
         lines += [f"#undef {name}" for name in kernels + re.findall(r"#define (\w+)", text)]
+    lines += [f'#include "{Path(f).resolve()}"' for f in files]
     path = tmp_path / "functors.cu"
     path.write_text("\n".join(lines))
     return subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-I{HEADER_DIRS[0]}",

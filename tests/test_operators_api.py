@@ -4,7 +4,6 @@ backends; the functor's checks."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from groute.graph import CSRGraph
 from groute.operators import DeviceFrontier, Functor, Message, advance, compute, filter
 from groute.operators.functor import parse_params
 from groute.operators.generated import source as source_
-from support import device_cases
+from support import compile_generated, device_cases
 
 
 def random_graph(n=300, m=1500, directed=False, seed=1):
@@ -218,21 +217,11 @@ def test_generated_push_functor_reads_parameters_not_its_own_members():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
-@pytest.mark.parametrize("functor", [COUNT_HITS, ACCEPT, ABOVE, SQUARE, CLASHING, "CLAIM_DEPTH",
-                                     "ADD_PATHS"], ids=lambda f: getattr(f, "name", f))
-def test_generated_kernels_compile(functor, tmp_path):
-    functor = globals()[functor] if isinstance(functor, str) else functor   # defined below
-    from groute.operators import direction
-    from groute.operators.generated import FRONTIER_OPS, source
-    from groute.kernels import HEADER_DIRS
-    path = tmp_path / f"{functor.name}.cu"
-    path.write_text(source(functor, "test"))
-    for cu in (path, FRONTIER_OPS):
-        done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-I{HEADER_DIRS[0]}",
-                               *direction.compile_options(), "-c", str(cu), "-o",
-                               str(tmp_path / "out.o")], capture_output=True, text=True,
-                              timeout=100)
-        assert done.returncode == 0, done.stderr[-2000:]
+def test_generated_kernels_compile(tmp_path):
+    from groute.operators.generated import FRONTIER_OPS
+    functors = [COUNT_HITS, ACCEPT, ABOVE, SQUARE, CLASHING, CLAIM_DEPTH, ADD_PATHS]
+    done = compile_generated(functors, tmp_path, files=[FRONTIER_OPS])
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def _claim_depth(s, v, m):

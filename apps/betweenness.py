@@ -1,0 +1,269 @@
+"""Betweenness centrality (Brandes), written only on groute's public operator API
+(docs/OPERATORS.md).
+
+``betweenness_centrality(graph, k=None, normalized=True, weight=None, seed=None,
+endpoints=False, sources=None)``: as NetworkX's ``betweenness_centrality``, the share of
+shortest paths between other pairs of vertices that pass through each vertex.
+``result.to_dict()`` is ``{id: float}``.
+
+Per source ``s`` (Brandes' algorithm, unweighted):
+
+- forward, level by level: an ``advance`` from the level-``d`` frontier claims the unvisited
+  targets for level ``d + 1`` (an atomic compare-and-swap on ``depth``, so each joins the next
+  frontier once) and adds the source's path count ``sigma[u]`` to every target on level
+  ``d + 1`` (the count travels along the arc as a message, so a target on another device never
+  reads its source's state). Each level's frontier is kept.
+- backward, from the deepest level up: an ``advance`` over the *in*-arcs of level ``L`` carries
+  ``(1 + delta[u]) / sigma[u]`` to each predecessor ``v`` on level ``L - 1``, which adds
+  ``sigma[v]`` times it to ``delta[v]``. A message reads level ``L``'s state while the visits
+  write level ``L - 1``'s, so one step per level is race-free.
+- one ``compute`` over all vertices adds ``delta`` to the scores (``endpoints``: NetworkX's
+  ``_accumulate_endpoints``), resets the per-source state, and starts the next source (its
+  rank in the source order, kept as state, says which vertex that is), so a source costs
+  ``2 * depth + 1`` operator steps and no upload.
+
+Sources run one at a time: a message is one value per arc, and the state one value per vertex,
+so a batch of sources would need per-source widths the operator API does not have yet.
+
+Rescaling is NetworkX's ``_rescale`` (3.6), including its rules for sampled sources: ``k``
+sources drawn as NetworkX draws them (``seed.sample(list(G), k)``: with an integer ``seed`` a
+NetworkX graph gets the same sources), or ``sources`` given by id, rescaled as a sample of that
+many. A directed graph counts ordered pairs; self-loops and isolated vertices change nothing.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import numpy as np
+
+from groute import AppResult
+from groute.engines import make_engine
+from groute.graph import load_graph
+from groute.operators import Functor, Message, advance, compute
+
+#: depth of a vertex the current source has not reached
+UNREACHED = -1
+
+
+def _forward(s, v, m):
+    """Vectorised: ``v`` repeats once per arc, ``m`` the path count of each arc's source."""
+    depth, nxt = s["depth"], s["d"] + 1
+    claimed = np.unique(v[depth[v] < 0])
+    depth[claimed] = nxt
+    on = depth[v] == nxt
+    np.add.at(s["sigma"], v[on], m[on])
+    return claimed
+
+
+#: forward step from level d: claim the unvisited targets for level d + 1 (they form the next
+#: frontier) and add the source's shortest-path count to every target on level d + 1
+FORWARD = Functor(
+    name="bc_forward", params="int* depth, double* sigma, int d",
+    message=Message("double", cuda="sigma[u]", numpy=lambda s, u: s["sigma"][u]),
+    cuda="const int old = atomicCAS(&depth[v], -1, d + 1);\n"
+         "if (old == -1 || old == d + 1) atomicAdd(&sigma[v], m);\n"
+         "return old == -1;",
+    numpy=_forward)
+
+
+def _backward(s, v, m):
+    on = s["depth"][v] == s["level"] - 1
+    v = v[on]
+    np.add.at(s["delta"], v, s["sigma"][v] * m[on])
+    return v[:0]
+
+
+#: backward step along the in-arcs of level ``level``: a predecessor v (one level up) gains
+#: sigma[v] * (1 + delta[u]) / sigma[u] from each successor u (Brandes' dependency)
+BACKWARD = Functor(
+    name="bc_backward", params="const int* depth, const double* sigma, double* delta, int level",
+    message=Message("double", cuda="(1.0 + delta[u]) / sigma[u]",
+                    numpy=lambda s, u: (1.0 + s["delta"][u]) / s["sigma"][u]),
+    cuda="if (depth[v] == level - 1) atomicAdd(&delta[v], sigma[v] * m);\nreturn false;",
+    numpy=_backward)
+
+
+def _accumulate(s, v):
+    depth, bc = s["depth"][v], s["bc"]
+    extra = 1.0 if s["endpoints"] else 0.0
+    on = depth > 0
+    bc[v[on]] += s["delta"][v[on]] + extra
+    if s["endpoints"]:
+        bc[v[depth == 0]] += s["reached"] - 1.0
+    start = s["rank"][v] == s["next_source"]
+    s["depth"][v] = np.where(start, 0, UNREACHED)
+    s["sigma"][v] = np.where(start, 1.0, 0.0)
+    s["delta"][v] = 0.0
+
+
+#: after a source: its dependencies join the scores (the source itself only with endpoints:
+#: the ``reached - 1`` paths it starts), and the state is reset with source ``next_source``
+#: (by rank) on level 0
+ACCUMULATE = Functor(
+    name="bc_accumulate",
+    params="int* depth, double* sigma, double* delta, double* bc, const int* rank, "
+           "int next_source, int endpoints, double reached",
+    cuda="const int dv = depth[v];\n"
+         "if (dv > 0) bc[v] += endpoints ? delta[v] + 1.0 : delta[v];\n"
+         "else if (dv == 0 && endpoints) bc[v] += reached - 1.0;\n"
+         "const bool start = rank[v] == next_source;\n"
+         "depth[v] = start ? 0 : -1;\n"
+         "sigma[v] = start ? 1.0 : 0.0;\n"
+         "delta[v] = 0.0;",
+    numpy=_accumulate)
+
+
+class Betweenness:
+    """Builds the engine once (partition, upload); :meth:`run` scores from a list of sources.
+    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
+    random), ``engine`` (bsp)."""
+
+    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+                 partition="contiguous", engine="bsp"):
+        self.graph = graph
+        self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
+                                  timeout=timeout, partition=partition)
+        self.ctx = self.engine.ctx
+
+    def run(self, sources=None, *, normalized=True, endpoints=False) -> AppResult:
+        """Scores from the shortest paths out of ``sources`` (distinct positions; ``None``:
+        every vertex). Fewer sources than vertices are rescaled as NetworkX rescales a
+        sample of that many."""
+        eng, n = self.engine, self.engine.num_vertices
+        order = np.arange(n) if sources is None else _distinct(sources, n)
+        sampled = None if order.size == n else order
+        eng.reset_counters()
+        t0 = time.perf_counter()
+        rank = np.full(n, -1, np.int32)
+        rank[order] = np.arange(order.size, dtype=np.int32)
+        eng.state("rank", np.int32, values=rank)
+        eng.state("depth", np.int32, UNREACHED)
+        eng.state("sigma", np.float64, 0.0)
+        eng.state("delta", np.float64, 0.0)
+        eng.state("bc", np.float64, 0.0)
+        everything = eng.all_vertices()
+        flags = dict(endpoints=int(bool(endpoints)))
+        compute(everything, ACCUMULATE, next_source=0, reached=1.0, **flags)   # source 0 starts
+        levels_total = max_depth = 0
+        for i, s in enumerate(order.tolist()):
+            levels, reached = [eng.frontier([s])], 1
+            while True:
+                nxt = advance(levels[-1], FORWARD, d=len(levels) - 1)
+                if not nxt:
+                    break
+                levels.append(nxt)
+                reached += len(nxt)
+            for level in range(len(levels) - 1, 0, -1):
+                advance(levels[level], BACKWARD, over="in", level=level)
+            compute(everything, ACCUMULATE, next_source=i + 1, reached=float(reached), **flags)
+            levels_total += len(levels)
+            max_depth = max(max_depth, len(levels) - 1)
+        bc = _rescale(eng.gather("bc"), n, normalized=normalized, directed=eng.directed,
+                      endpoints=endpoints, sampled=sampled)
+        seconds = time.perf_counter() - t0
+        stats = dict(eng.stats, sources=int(order.size), levels=levels_total,
+                     max_depth=max_depth)
+        return AppResult(bc, seconds, stats, vertex_ids=getattr(self.graph, "vertex_ids", None))
+
+    def close(self):
+        self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _distinct(sources, n) -> np.ndarray:
+    order = np.asarray(sources, dtype=np.int64).reshape(-1)
+    if order.size and (order.min() < 0 or order.max() >= n):
+        raise ValueError(f"sources: positions must be in [0, {n}); got "
+                         f"{order.min()}..{order.max()}")
+    if np.unique(order).size != order.size:
+        raise ValueError("sources: a vertex appears more than once; give each source once")
+    return order
+
+
+def _rescale(bc, n, *, normalized, directed, endpoints, sampled):
+    """NetworkX's ``betweenness._rescale`` (3.6) on an array: ``sampled`` the source positions
+    when they were a sample (``None``: every vertex was a source)."""
+    k = None if sampled is None else len(sampled)
+    N = n if endpoints else n - 1
+    if N < 2:
+        return bc
+    K = N if k is None else k
+    correction = 1 if directed else 2
+    if k is None or endpoints:
+        scale = 1 / (K * (N - 1)) if normalized else N / (K * correction)
+        return bc * scale if scale != 1 else bc
+    # a sampled source is not among its own targets when endpoints are excluded
+    if normalized:
+        source = 1 / ((K - 1) * (N - 1)) if K > 1 else math.nan
+        other = 1 / (K * (N - 1))
+    else:
+        source = N / ((K - 1) * correction) if K > 1 else math.nan
+        other = N / (K * correction)
+    scale = np.full(n, other)
+    scale[sampled] = source
+    return bc * scale
+
+
+def sample_sources(n: int, k: int, seed=None) -> list:
+    """``k`` distinct positions of ``n``, drawn as NetworkX draws betweenness sources
+    (``seed.sample(list(G), k)`` after ``py_random_state``): ``seed`` an int, ``None`` (a fresh
+    generator) or a ``random.Random``-like object with ``sample``. For an integer seed the
+    positions are those of NetworkX's nodes, whatever the labels: ``sample`` picks by index."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int (the number of sources to sample) or None; got "
+                        f"{type(k).__name__}")
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be between 1 and the number of vertices ({n}); got {k}")
+    if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        rng = random.Random(None if seed is None else int(seed))
+    elif hasattr(seed, "sample"):
+        rng = seed
+    else:
+        raise TypeError(f"seed must be an int, None or a random.Random; got "
+                        f"{type(seed).__name__}")
+    return rng.sample(range(n), int(k))
+
+
+def betweenness_centrality(graph, k=None, normalized=True, weight=None, seed=None,
+                           endpoints=False, sources=None, *, num_vertices=None,
+                           **options) -> AppResult:
+    """The betweenness centrality of every vertex of ``graph`` (module docstring), as
+    ``networkx.betweenness_centrality`` with the same arguments.
+
+    ``graph``: anything :func:`groute.graph.load_graph` takes (a NetworkX graph, a scipy
+    matrix, ``(src, dst)`` arrays with ``num_vertices``, a file or spec, a CSRGraph).
+    ``k``: score from ``k`` sampled sources (``seed``: as NetworkX's). ``sources``: the source
+    vertices by id instead of a sample (rescaled as a sample of ``len(sources)``; all of them:
+    the exact scores). ``weight`` must be ``None``: weighted betweenness is not supported yet.
+    ``options`` as :class:`Betweenness`. ``result.to_dict()`` is ``{id: float}``.
+    """
+    if weight is not None:
+        raise NotImplementedError(f"weight={weight!r}: weighted betweenness centrality is not "
+                                  f"supported yet; pass weight=None (hop counts), or use "
+                                  f"networkx.betweenness_centrality for weighted paths")
+    if k is not None and sources is not None:
+        raise ValueError("give k (a sample of sources) or sources (the sources themselves), "
+                         "not both")
+    g = load_graph(graph, weight=None, num_vertices=num_vertices)
+    n = g.num_vertices
+    if sources is not None:
+        ids = list(sources) if not isinstance(sources, np.ndarray) else sources.tolist()
+        try:
+            positions = [g.vertex_of(i, "source") for i in ids]
+        except KeyError as exc:
+            raise ValueError(f"sources: {exc.args[0]}") from None
+    elif k is not None:
+        positions = sample_sources(n, k, seed)
+    else:
+        positions = None
+    if n == 0:
+        return AppResult(np.zeros(0), 0.0, {}, vertex_ids=g.vertex_ids)
+    with Betweenness(g, **options) as solver:
+        return solver.run(positions, normalized=normalized, endpoints=endpoints)

@@ -1,0 +1,222 @@
+"""Betweenness centrality (groute.betweenness_centrality, apps/betweenness.py) against
+networkx.betweenness_centrality: karate, a shared real graph, random directed and undirected
+graphs with isolated vertices and self-loops, sampled and given sources, endpoints, unnormalized
+scores; 1-4 devices, both backends; the command; the generated kernels compile; and the rule
+that apps/betweenness.py imports only groute's public names."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import groute
+from groute.apps.betweenness import ACCUMULATE, BACKWARD, FORWARD, Betweenness
+from groute.apps.betweenness_cli import GivenSources
+from groute.cli import main
+from groute.graph import load_graph
+from support import SHARED_GRAPHS, check_imports_only_public_names, compile_generated, device_cases
+
+BETWEENNESS = Path(__file__).resolve().parents[1] / "apps" / "betweenness.py"
+OPTIONS = [{}, {"endpoints": True}, {"normalized": False},
+           {"endpoints": True, "normalized": False}]
+
+
+def assert_matches(result, G, **options):
+    """``result`` (groute's) equals NetworkX's scores of ``G`` with ``options``."""
+    ref = nx.betweenness_centrality(G, **options)
+    got = result.to_dict()
+    assert list(got) == list(ref)
+    np.testing.assert_allclose([got[v] for v in G], [ref[v] for v in G], rtol=1e-9,
+                               atol=1e-12, err_msg=str(options))
+    assert all(type(x) is float for x in got.values())
+
+
+def nx_of(g):
+    """The NetworkX graph of a CSRGraph, vertices by position."""
+    G = nx.DiGraph() if g.directed else nx.Graph()
+    G.add_nodes_from(range(g.num_vertices))
+    src, dst = g.edges()
+    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+    return G
+
+
+def random_graph(n, m, seed, directed):
+    """``n`` vertices, the last 10 isolated, ``m`` random arcs, self-loops kept."""
+    rng = np.random.default_rng(seed)
+    G = nx.DiGraph() if directed else nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(zip(rng.integers(0, n - 10, m).tolist(), rng.integers(0, n - 10, m).tolist()))
+    G.add_edges_from([(0, 0), (5, 5)])
+    return G
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3, 4]))
+def test_karate_matches_networkx(backend, k):
+    G = nx.karate_club_graph()
+    assert_matches(groute.betweenness_centrality(G, backend=backend, devices=k), G)
+
+
+def test_karate_options_on_one_solver():
+    """The solver keeps its engine across runs; each run starts from clean state."""
+    G = nx.karate_club_graph()
+    with Betweenness(load_graph(G), backend="cpu", devices=2) as solver:
+        for options in OPTIONS + [{}]:
+            assert_matches(solver.run(**options), G, **options)
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 3]))
+def test_shared_graph_sampled_matches_networkx(backend, k):
+    path = SHARED_GRAPHS / "netscience.mtx.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    g = load_graph(path)
+    res = groute.betweenness_centrality(g, k=40, seed=11, backend=backend, devices=k)
+    assert res.stats["sources"] == 40 and res.stats["max_depth"] > 5
+    ref = nx.betweenness_centrality(nx_of(g), k=40, seed=11)
+    np.testing.assert_allclose(res.values, [ref[v] for v in range(g.num_vertices)], rtol=1e-9,
+                               atol=1e-12)
+    assert list(res.to_dict()) == g.ids.tolist()
+
+
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 4]))
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_random_graphs_with_isolated_vertices_and_self_loops(backend, k, directed):
+    G = random_graph(60, 150, seed=5 + directed, directed=directed)
+    with Betweenness(load_graph(G), backend=backend, devices=k, partition="random") as solver:
+        for options in OPTIONS if k == 1 else OPTIONS[::3]:
+            assert_matches(solver.run(**options), G, **options)
+
+
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_sampled_sources_are_networkx_sources(directed):
+    G = random_graph(50, 120, seed=9, directed=directed)
+    G = nx.relabel_nodes(G, {v: f"v{v}" for v in G})         # labels: sampling is by position
+    for options in OPTIONS:
+        for k, seed in [(7, 3), (1, 0), (50, 1)]:
+            res = groute.betweenness_centrality(G, k=k, seed=seed, backend="cpu", devices=1,
+                                                **options)
+            ref = nx.betweenness_centrality(G, k=k, seed=seed, **options)
+            got = res.to_dict()
+            np.testing.assert_allclose([got[v] for v in G], [ref[v] for v in G], rtol=1e-9,
+                                       atol=1e-12, err_msg=f"{options} k={k}")
+    # a random.Random seed is used as NetworkX uses it
+    import random
+    a = groute.betweenness_centrality(G, k=5, seed=random.Random(4), backend="cpu")
+    assert a.to_dict() == pytest.approx(nx.betweenness_centrality(G, k=5, seed=random.Random(4)))
+
+
+def test_given_sources_are_scored_as_a_sample_of_them():
+    G = nx.karate_club_graph()
+    picked = [33, 0, 5, 16]
+    for options in OPTIONS:
+        res = groute.betweenness_centrality(G, sources=picked, backend="cpu", devices=2,
+                                            **options)
+        ref = nx.betweenness_centrality(G, k=4, seed=GivenSources(picked), **options)
+        assert res.to_dict() == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        assert res.stats["sources"] == 4
+    every = groute.betweenness_centrality(G, sources=np.arange(34)[::-1], backend="cpu")
+    assert every.to_dict() == pytest.approx(nx.betweenness_centrality(G))
+    one = groute.betweenness_centrality(G, sources=[3], backend="cpu")     # k=1: no source data
+    assert math.isnan(one.to_dict()[3]) and not math.isnan(one.to_dict()[4])
+
+
+def test_small_and_empty_graphs():
+    assert groute.betweenness_centrality(nx.Graph(), backend="cpu").to_dict() == {}
+    for G in (nx.empty_graph(1), nx.empty_graph(5), nx.path_graph(2), nx.path_graph(3),
+              nx.DiGraph([(0, 1), (1, 2), (2, 0)])):
+        for options in OPTIONS:
+            assert_matches(groute.betweenness_centrality(G, backend="cpu", **options), G,
+                           **options)
+    arrays = groute.betweenness_centrality(([0, 1, 2], [1, 2, 3]), num_vertices=6,
+                                           backend="cpu", devices=2)
+    assert arrays.to_dict() == pytest.approx(
+        nx.betweenness_centrality(nx_of(load_graph(([0, 1, 2], [1, 2, 3]), num_vertices=6))))
+
+
+def test_errors_name_the_argument():
+    G = nx.path_graph(4)
+    with pytest.raises(NotImplementedError, match="weight='weight'.*not supported"):
+        groute.betweenness_centrality(G, weight="weight", backend="cpu")
+    with pytest.raises(ValueError, match="k .*or sources"):
+        groute.betweenness_centrality(G, k=2, sources=[0], backend="cpu")
+    with pytest.raises(ValueError, match="k must be between 1 and the number of vertices"):
+        groute.betweenness_centrality(G, k=5, backend="cpu")
+    with pytest.raises(TypeError, match="seed must be"):
+        groute.betweenness_centrality(G, k=2, seed="x", backend="cpu")
+    with pytest.raises(ValueError, match="sources: a vertex appears more than once"):
+        groute.betweenness_centrality(G, sources=[1, 1], backend="cpu")
+    with pytest.raises(ValueError, match="sources: source 9 is not a vertex"):
+        groute.betweenness_centrality(G, sources=[9], backend="cpu")
+
+
+def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
+    path = SHARED_GRAPHS / "karate.mtx.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    out = tmp_path / "bc.csv"
+    assert main(["betweenness", "--graph", str(path), "--backend", "cpu", "--devices", "2",
+                 "--verify", "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("betweenness karate: ") and "34 sources, max 0.437635 at vertex 1" \
+        in text
+    assert "verify: OK" in text
+    rows = out.read_text().splitlines()
+    assert rows[0] == "id,betweenness" and len(rows) == 35
+    for extra in (["--k", "6", "--seed", "2", "--endpoints"],
+                  ["--sources", "1,34,3", "--no-normalized"]):
+        assert main(["betweenness", "--graph", str(path), "--backend", "cpu", "--verify",
+                     "--json", *extra]) == 0
+        record = json.loads(capsys.readouterr().out)
+        assert record["app"] == "betweenness" and record["verify"]["ok"], extra
+        assert record["sources"] == int(extra[1]) if extra[0] == "--k" else 3
+    assert main(["betweenness", "--graph", "grid:9", "--backend", "cpu", "--devices", "1",
+                 "--stats"]) == 0
+    text = capsys.readouterr().out
+    assert "81 sources" in text and "max_depth: 16" in text      # corner to corner
+
+
+def test_betweenness_imports_only_groute_public_names():
+    check_imports_only_public_names(BETWEENNESS)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+def test_generated_kernels_compile(tmp_path):
+    """The app's functors and the ones of the example in docs/OPERATORS.md."""
+    from groute.operators import Functor
+    example = {}
+    exec(compile(operators_md_example().split("G = nx.karate_club_graph()")[0], "OPERATORS.md",
+                 "exec"), example)
+    documented = [f for f in example.values() if isinstance(f, Functor)
+                  and f.name not in (FORWARD.name, BACKWARD.name)]
+    assert len(documented) == 2
+    done = compile_generated([FORWARD, BACKWARD, ACCUMULATE, *documented], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.gpu
+def test_kron_on_one_gpu_matches_the_cpu():
+    g = load_graph("kron:10")
+    gpu = groute.betweenness_centrality(g, k=64, seed=1, backend="cuda", devices=1)
+    cpu = groute.betweenness_centrality(g, k=64, seed=1, backend="cpu", devices=1)
+    np.testing.assert_allclose(gpu.values, cpu.values, rtol=1e-9, atol=1e-12)
+    ref = nx.betweenness_centrality(nx_of(g), k=64, seed=1)
+    np.testing.assert_allclose(gpu.values, [ref[v] for v in range(g.num_vertices)], rtol=1e-9,
+                               atol=1e-12)
+
+
+def operators_md_example() -> str:
+    """The betweenness example of docs/OPERATORS.md."""
+    text = (BETWEENNESS.parents[1] / "docs" / "OPERATORS.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    example = [b for b in blocks if "betweenness_centrality" in b]
+    assert len(example) == 1
+    return example[0]
+
+
+def test_the_example_in_operators_md_runs():
+    exec(compile(operators_md_example(), "OPERATORS.md (betweenness)", "exec"), {})
