@@ -127,12 +127,15 @@ class Betweenness:
                                   timeout=timeout, partition=partition)
         self.ctx = self.engine.ctx
 
-    def run(self, sources=None, *, normalized=True, endpoints=False) -> AppResult:
-        """Scores from the shortest paths out of ``sources`` (distinct positions; ``None``:
-        every vertex). Fewer sources than vertices are rescaled as NetworkX rescales a
-        sample of that many."""
+    def run(self, sources=None, *, normalized=True, endpoints=False,
+            rescale=True) -> AppResult:
+        """Scores from the shortest paths out of ``sources`` (distinct vertex ids, the graph's
+        own, as every answer is keyed; ``None``: every vertex). Fewer sources than vertices
+        are rescaled as NetworkX rescales a sample of that many; ``rescale=False``: the
+        dependencies summed over ``sources`` as they are (Brandes' sum, neither normalised nor
+        halved on undirected graphs), as a benchmark compares them."""
         eng, n = self.engine, self.engine.num_vertices
-        order = np.arange(n) if sources is None else _distinct(sources, n)
+        order = np.arange(n) if sources is None else _distinct(self._positions(sources), n)
         sampled = None if order.size == n else order
         eng.reset_counters()
         t0 = time.perf_counter()
@@ -160,12 +163,24 @@ class Betweenness:
             compute(everything, ACCUMULATE, next_source=i + 1, reached=float(reached), **flags)
             levels_total += len(levels)
             max_depth = max(max_depth, len(levels) - 1)
-        bc = _rescale(eng.gather("bc"), n, normalized=normalized, directed=eng.directed,
-                      endpoints=endpoints, sampled=sampled)
+        bc = eng.gather("bc")
+        if rescale:
+            bc = _rescale(bc, n, normalized=normalized, directed=eng.directed,
+                          endpoints=endpoints, sampled=sampled)
         seconds = time.perf_counter() - t0
         stats = dict(eng.stats, sources=int(order.size), levels=levels_total,
                      max_depth=max_depth)
         return AppResult(bc, seconds, stats, vertex_ids=getattr(self.graph, "vertex_ids", None))
+
+    def _positions(self, sources) -> list:
+        if isinstance(sources, (str, bytes)) or not hasattr(sources, "__iter__"):
+            raise TypeError(f"sources must be a list of vertex ids, got "
+                            f"{type(sources).__name__}")
+        ids = sources.tolist() if isinstance(sources, np.ndarray) else list(sources)
+        try:
+            return [self.graph.vertex_of(i, "source") for i in ids]
+        except KeyError as exc:
+            raise ValueError(f"sources: {exc.args[0]}") from None
 
     def close(self):
         self.engine.close()
@@ -253,17 +268,9 @@ def betweenness_centrality(graph, k=None, normalized=True, weight=None, seed=Non
                          "not both")
     g = load_graph(graph, weight=None, num_vertices=num_vertices)
     n = g.num_vertices
-    if sources is not None:
-        ids = list(sources) if not isinstance(sources, np.ndarray) else sources.tolist()
-        try:
-            positions = [g.vertex_of(i, "source") for i in ids]
-        except KeyError as exc:
-            raise ValueError(f"sources: {exc.args[0]}") from None
-    elif k is not None:
-        positions = sample_sources(n, k, seed)
-    else:
-        positions = None
+    if sources is None and k is not None:
+        sources = [g.file_id_of(p) for p in sample_sources(n, k, seed)]
     if n == 0:
         return AppResult(np.zeros(0), 0.0, {}, vertex_ids=g.vertex_ids)
     with Betweenness(g, **options) as solver:
-        return solver.run(positions, normalized=normalized, endpoints=endpoints)
+        return solver.run(sources, normalized=normalized, endpoints=endpoints)

@@ -39,15 +39,17 @@ def register(subparsers, common):
 
 
 def _sources(args, g):
-    """The source positions the options ask for (``None``: every vertex)."""
+    """The sources the options ask for, as the graph's ids (``None``: every vertex)."""
     if args.k is not None and args.sources is not None:
         raise ValueError("--k and --sources both choose the sources; give one")
     if args.sources is not None:
-        return [parse_vertex(g, text.strip(), "--sources") for text in args.sources.split(",")
-                if text.strip()]
-    if args.k is not None:
-        return sample_sources(g.num_vertices, args.k, args.seed)
-    return None
+        positions = [parse_vertex(g, text.strip(), "--sources")
+                     for text in args.sources.split(",") if text.strip()]
+    elif args.k is not None:
+        positions = sample_sources(g.num_vertices, args.k, args.seed)
+    else:
+        return None
+    return [g.file_id_of(p) for p in positions]
 
 
 def _cli(args) -> int:
@@ -93,7 +95,7 @@ def _verify(g, res, sources, args):
     G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
     options = dict(normalized=args.normalized, endpoints=args.endpoints)
     if sources is not None:
-        options.update(k=len(sources), seed=GivenSources(sources))
+        options.update(k=len(sources), seed=GivenSources([g.vertex_of(i) for i in sources]))
     ref = nx.betweenness_centrality(G, **options)
     want = np.array([ref[v] for v in range(g.num_vertices)], dtype=np.float64)
     got = np.asarray(res.values)

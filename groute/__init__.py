@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 _ASYNC_BSP = ("async", "bsp")
 _KCORE_CHECKS = "groute.bench.checks.kcore"
 _SCC_CHECKS = "groute.bench.checks.scc"
+_BC_CHECKS = "groute.bench.checks.betweenness"
 for _app in (
     _registry.App("bfs", "BFS", "groute.apps.bfs", "BFS", "bfs", needs_source=True, weighted=False,
                   modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_bfs"),
@@ -54,6 +55,12 @@ for _app in (
                   reference=(_KCORE_CHECKS, "reference"), floor=(_KCORE_CHECKS, "floor_bytes"),
                   peers={"networkx": (_KCORE_CHECKS, "networkx_peer"),
                          "igraph": (_KCORE_CHECKS, "igraph_peer")}),
+    _registry.App("betweenness", "BC", "groute.apps.betweenness", "Betweenness", "betweenness_centrality",
+                  needs_source=False, weighted=False, verify="allclose", rtol=1e-6, sources=64,
+                  run_options={"rescale": False},
+                  reference=(_BC_CHECKS, "reference"), floor=(_BC_CHECKS, "floor_bytes"),
+                  peers={"networkx": (_BC_CHECKS, "networkx_peer"),
+                         "igraph": (_BC_CHECKS, "igraph_peer")}),
     _registry.App("scc", "SCC", "groute.apps.scc", "SCC", "strongly_connected_components",
                   needs_source=False, weighted=False, verify="partition", directed=True,
                   reference=(_SCC_CHECKS, "reference"), floor=(_SCC_CHECKS, "floor_bytes"),
@@ -64,14 +71,12 @@ for _app in (
     _registry.register_app(_app)
 _registry.register_function("pbf", "groute.apps.pbf", "pbf")
 _registry.register_function("shortest_path", "groute.apps.sssp", "shortest_path")
-_registry.register_function("betweenness_centrality", "groute.apps.betweenness",
-                            "betweenness_centrality")
 for _command in ("groute.commands.info", "groute.commands.demo", "groute.apps.pbf",
                  "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.cc",
                  "groute.apps.kcore_cli", "groute.apps.scc_cli", "groute.apps.betweenness_cli",
                  "groute.graph.cli", "groute.topology.cli", "groute.bench.cli"):
     _registry.register_command(_command)   # in the order `groute --help` lists them
-del _app, _command, _KCORE_CHECKS, _SCC_CHECKS
+del _app, _command, _KCORE_CHECKS, _SCC_CHECKS, _BC_CHECKS
 
 
 #: public names imported when first asked for: the result type the algorithms return (an

@@ -59,6 +59,9 @@ class App:
     #: ``run(sources)`` with this many sources, a fixed sample the harness derives from the graph
     #: (the highest out-degree vertices) and hands to the reference and the peers too; 0: none
     sources: int = 0
+    #: keyword arguments the harness passes to every ``run`` (a sum over given sources rather
+    #: than a rescaled estimate, say), so the answer is what its reference computes
+    run_options: dict | None = None
     #: False: the app refuses self-loops, and the harness runs it on the graph without them
     self_loops: bool = True
     #: True: the app takes directed graphs only, and the harness gives it an undirected graph

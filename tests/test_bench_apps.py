@@ -233,3 +233,15 @@ def test_scc_runs_an_undirected_graph_as_the_directed_graph_of_its_arcs():
     assert case["status"] == "ok", case.get("note")
     assert {p["peer"]: p["status"] for p in res["peers"]}["scipy"] == "ok"
     assert "each edge both ways" in markdown(res)
+
+
+def test_the_real_betweenness_runs_from_the_sample_and_verifies():
+    """The registered betweenness app: run from the harness's sample of sources with its
+    run options (the plain sum over them), checked against the Brandes reference, the
+    NetworkX peer agreeing."""
+    res = run_suite(config(["betweenness"], graphs=("grid:8",), peers=["networkx"]),
+                    progress=False)
+    (case,) = res["cases"]
+    assert case["status"] == "ok", case.get("note")
+    assert case["stats"]["sources"] == registry.APPS["betweenness"].sources
+    assert {p["peer"]: p["status"] for p in res["peers"]}["networkx"] == "ok"

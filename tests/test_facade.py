@@ -69,7 +69,7 @@ def test_version_is_the_package_version(capsys):
 
 
 def test_registry_lists_the_apps_the_cli_and_bench_use():
-    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc", "kcore", "scc"]
+    assert list(registry.APPS) == ["bfs", "sssp", "pr", "cc", "kcore", "betweenness", "scc"]
     for app in registry.APPS.values():
         solver = app.solver_class()
         assert solver.__name__ == app.solver and solver.__module__ == app.module

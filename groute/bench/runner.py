@@ -420,13 +420,14 @@ class SuiteRun:
             args = (graph.file_id_of(source),)
         else:
             args = ()
+        options = spec.run_options or {}
         probe = case_probe(self.backend, ctx.devices).start()
         solver = None
         try:
             t0 = time.perf_counter()
             solver = self.classes[app](graph, **kwargs)
             case["setup_s"] = time.perf_counter() - t0
-            first = solver.run(*args)
+            first = solver.run(*args, **options)
             probe.first_run_done()
             verdict = verify(app, first.values, ref, graph)
             case["verify"] = verdict.to_dict()
@@ -434,11 +435,11 @@ class SuiteRun:
                 case.update(status=FAIL, note=f"wrong result: {verdict.detail}")
                 return
             for _ in range(self.config.warmup - 1):
-                solver.run(*args)
+                solver.run(*args, **options)
                 probe.after_run()
             times, last = ([] if self.config.warmup else [_check_time(first)]), first
             while len(times) < self.config.repeat and sum(times) <= self.config.max_case_seconds:
-                last = solver.run(*args)
+                last = solver.run(*args, **options)
                 probe.after_run()
                 times.append(_check_time(last))
             verdict = verify(app, last.values, ref, graph)

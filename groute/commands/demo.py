@@ -73,8 +73,9 @@ def run(args) -> int:
                 run_args = ([graph.file_id_of(int(v)) for v in sample],)
             check, detail = checks.get(name) or _registry_check(name, app, sample)
             with app.solver_class()(g, ctx=ctx, **options) as solver:
-                solver.run(*run_args)          # warm-up: compiles kernels, fills caches
-                r = solver.run(*run_args)
+                options = app.run_options or {}
+                solver.run(*run_args, **options)     # warm-up: compiles kernels, fills caches
+                r = solver.run(*run_args, **options)
             results.append(_line(name, bool(check(g, r)), r.time_s * 1e3, detail))
     print("all results verified" if all(results) else "SOME RESULTS ARE WRONG")
     return 0 if all(results) else 1
