@@ -52,6 +52,13 @@ def test_readme_library_example_runs(capsys):
 
 
 @pytest.mark.timeout(120)
+def test_readme_operator_api_apps_example_runs():
+    blocks = [b for b in _python_blocks(ROOT / "README.md") if "groute.core_number" in b]
+    assert blocks, "the README lost its example of the apps written on the operator API"
+    exec(compile(blocks[0], "README.md", "exec"), {})
+
+
+@pytest.mark.timeout(120)
 def test_user_guide_graph_apps_example_runs(capsys):
     blocks = [b for b in _python_blocks(DOCS / "USER_GUIDE.md") if "groute.sssp" in b]
     assert blocks, "the user guide lost its graph apps example"
