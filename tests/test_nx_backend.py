@@ -6,6 +6,8 @@ NetworkX's own test suite through the backend is tests/test_nx_suite.py.
 from __future__ import annotations
 
 import importlib.metadata
+import random
+import re
 import tomllib
 from pathlib import Path
 
@@ -266,6 +268,76 @@ def test_core_number_equals_networkx(on_devices, name, G):
     assert nx.core_number(nx.Graph(), backend="groute") == {}
 
 
+def scc_graphs():
+    """Directed graphs of many shapes of strongly connected components (chains, trees and
+    crossings of them, self-loops, parallel arcs), labels not in position order."""
+    out = []
+    for seed in range(8):
+        G = nx.gnm_random_graph(40, 50 + 4 * seed, seed=seed, directed=True)
+        G.add_edge(3, 3)
+        out.append(nx.relabel_nodes(G, {i: f"n{(i * 7) % 40}" for i in G}))
+    M = nx.MultiDiGraph([(0, 1), (0, 1), (1, 0), (1, 2), (2, 3), (3, 2), (0, 4)])
+    return out + [M, nx.cycle_graph(6, create_using=nx.DiGraph)]
+
+
+@pytest.mark.parametrize("G", [G for _, G in GRAPHS if G.is_directed()] + scc_graphs())
+def test_strongly_connected_components_in_networkx_order(on_devices, G):
+    """NetworkX's Tarjan order (condensation numbers the components by it)."""
+    got = nx.strongly_connected_components(G, backend="groute")
+    assert list(got) == list(nx.strongly_connected_components(G))
+    with nx.config.backend_priority(algos=["groute"]):
+        C = nx.condensation(G)
+    assert C.graph["mapping"] == nx.condensation(G).graph["mapping"]
+
+
+def test_strongly_connected_components_errors(on_devices):
+    with pytest.raises(nx.NetworkXNotImplemented):
+        next(nx.strongly_connected_components(nx.path_graph(3), backend="groute"))
+    assert list(nx.strongly_connected_components(nx.DiGraph(), backend="groute")) == []
+
+
+def bc_calls(seed):
+    """Betweenness arguments, with a seed NetworkX's py_random_state takes (a fresh one per
+    call, so that both runs start from the same state)."""
+    return [{}, {"normalized": False}, {"endpoints": True},
+            {"k": 7, "seed": seed}, {"k": 7, "seed": random.Random(seed), "endpoints": True},
+            {"k": 5, "seed": np.random.RandomState(seed), "normalized": False},
+            {"k": 1, "seed": seed}]
+
+
+@pytest.mark.parametrize("name,G", GRAPHS + [("multi", nx.MultiGraph(nx.path_graph(5)))],
+                         ids=[n for n, _ in GRAPHS] + ["multi"])
+def test_betweenness_equals_networkx(on_devices, name, G):
+    for want_kw, got_kw in zip(bc_calls(11), bc_calls(11)):
+        try:
+            want = nx.betweenness_centrality(G, **want_kw)
+        except ValueError as exc:   # NetworkX's NumPy sample of tuple nodes: the same error
+            with pytest.raises(ValueError, match=re.escape(str(exc))):
+                nx.betweenness_centrality(G, backend="groute", **got_kw)
+            continue
+        got = nx.betweenness_centrality(G, backend="groute", **got_kw)
+        assert list(got) == list(want)
+        assert all(type(v) is float for v in got.values())
+        assert max(abs(got[u] - want[u]) for u in want) < 1e-12, want_kw
+        if "seed" in want_kw and not isinstance(want_kw["seed"], int):  # the state left behind
+            assert got_kw["seed"].random() == want_kw["seed"].random()
+
+
+def test_betweenness_k_as_networkx(on_devices):
+    G = nx.cycle_graph(4)
+    with pytest.raises(ValueError, match="larger"):
+        nx.betweenness_centrality(G, k=5, backend="groute")
+    with pytest.raises(ValueError, match="negative"):
+        nx.betweenness_centrality(G, k=-1, backend="groute")
+    with pytest.raises(ZeroDivisionError):
+        nx.betweenness_centrality(G, k=0, backend="groute")
+    rng = random.Random(5)
+    assert nx.betweenness_centrality(G, k=4, seed=rng, backend="groute") == \
+        nx.betweenness_centrality(G, backend="groute")
+    assert rng.random() == random.Random(5).random()       # k == len(G): no sample drawn
+    assert nx.betweenness_centrality(nx.Graph(), backend="groute") == {}
+
+
 def path_outcome(G, s, t, **kwargs):
     """NetworkX's path from groute, None where groute declined (NetworkX would run it)."""
     try:
@@ -364,6 +436,7 @@ DECLINED = {
     "path-no-source": (nx.shortest_path, (), {"target": 3}),
     "path-bellman-ford": (nx.shortest_path, (0, 3), {"weight": "weight",
                                                    "method": "bellman-ford"}),
+    "bc-weight": (nx.betweenness_centrality, (), {"weight": "weight"}),
 }
 
 

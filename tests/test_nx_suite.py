@@ -28,6 +28,8 @@ MODULES = [
     "networkx.algorithms.link_analysis.tests.test_pagerank",
     "networkx.algorithms.components.tests.test_connected",
     "networkx.algorithms.components.tests.test_weakly_connected",
+    "networkx.algorithms.components.tests.test_strongly_connected",
+    "networkx.algorithms.centrality.tests.test_betweenness_centrality",
     "networkx.algorithms.tests.test_core",
 ]
 

@@ -415,6 +415,108 @@ def node_connected_component(G, n):
     return set(G.labels_of(np.flatnonzero(depth >= 0)))
 
 
+def _strong_labels(G) -> np.ndarray:
+    """Every position's strongly connected component: the smallest position in it."""
+    run = registry.function("strongly_connected_components")
+    with devices_for(len(G)) as (ctx, partition):
+        result = run(G.csr, ctx=ctx, partition=partition)
+    return np.asarray(result.values, dtype=np.int64)
+
+
+def _tarjan_order(G, labels) -> list[int]:
+    """The components (by label) in the order NetworkX's Tarjan yields them: a component when
+    the first of its nodes that the depth-first search reached is finished, the search started
+    from each node in ``G``'s order not yet reached and taking every node's neighbours in
+    adjacency order. With the components known this is a plain depth-first search (no
+    lowlinks), but a sequential one over every arc: depth-first order has no parallel form."""
+    indptr = np.asarray(G.csr.indptr).tolist()
+    nbrs = G.adjacency_indices.tolist()
+    label = labels.tolist()
+    n = len(label)
+    visited = bytearray(n)
+    is_root = bytearray(n)
+    claimed = bytearray(n)        # by label: its root has been reached
+    nxt = indptr[:-1]             # per node, the next arc to look at
+    order = []
+    for s in range(n):
+        if visited[s]:
+            continue
+        visited[s] = 1
+        if not claimed[label[s]]:
+            claimed[label[s]] = is_root[s] = 1
+        stack = [s]
+        while stack:
+            v = stack[-1]
+            i, end = nxt[v], indptr[v + 1]
+            while i < end and visited[nbrs[i]]:
+                i += 1
+            if i < end:
+                w = nbrs[i]
+                nxt[v] = i + 1
+                visited[w] = 1
+                if not claimed[label[w]]:
+                    claimed[label[w]] = is_root[w] = 1
+                stack.append(w)
+            else:
+                nxt[v] = end
+                stack.pop()
+                if is_root[v]:
+                    order.append(label[v])
+    return order
+
+
+def strongly_connected_components(G):
+    """groute's components, yielded in NetworkX's order (its Tarjan's: NetworkX's
+    ``condensation`` numbers the components in that order, and functions built on it, such as
+    ``write_network_text``, print by it): the order is replayed on the host from the
+    components (:func:`_tarjan_order`) unless there is only one."""
+    if not G.is_directed():
+        raise nx.NetworkXNotImplemented("not implemented for undirected type")
+    if not len(G):
+        return
+    labels = _strong_labels(G)
+    if bool(np.all(labels == 0)):
+        yield set(G.nodes)
+        return
+    members = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[members])) + 1
+    groups = {int(m[0]): m for m in np.split(members, bounds)}     # a group's first: its label
+    for lab in _tarjan_order(G, labels):
+        yield set(G.labels_of(groups[lab]))
+
+
+# ------------------------------------------------------------------------------------------------
+# betweenness centrality
+# ------------------------------------------------------------------------------------------------
+def _unweighted(args):
+    if args["weight"] is not None:
+        return "weighted betweenness (Dijkstra) has no groute form yet"
+    return True
+
+
+@rule(_unweighted)
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None):
+    """Brandes' scores from groute, with NetworkX's sources: ``seed`` comes as NetworkX's
+    ``py_random_state`` made it (a ``random.Random``, or its wrapper of a NumPy generator),
+    and the sample is drawn by the very call NetworkX makes, ``seed.sample(list(G), k)``, so
+    that the sources, the random state left behind and the errors of a bad ``k`` (ValueError)
+    are NetworkX's. A sample is rescaled by NetworkX's rule (``k = 0``: its ZeroDivisionError).
+    A multigraph's parallel edges are one edge here, as in NetworkX's breadth-first search."""
+    if k == len(G):     # NetworkX: every node, and the generator left alone
+        k = None
+    sources = None if k is None else seed.sample(list(G.nodes), k)
+    if not len(G):
+        return {}
+    if sources is not None:
+        sources = [G.csr.file_id_of(G.position(u)) for u in sources]
+    Betweenness = registry.app("betweenness").solver_class()
+    with devices_for(len(G)) as (ctx, partition):
+        with Betweenness(G.csr, ctx=ctx, partition=partition) as solver:
+            result = solver.run(sources, normalized=normalized, endpoints=endpoints)
+    return dict(zip(G.nodes, np.asarray(result.values, dtype=np.float64).tolist()))
+
+
 # ------------------------------------------------------------------------------------------------
 # PageRank
 # ------------------------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ from __future__ import annotations
 #: the NetworkX functions the backend implements, with what a reader of their docs should know
 #: (NetworkX shows these notes under "Additional backend implementations")
 FUNCTIONS = {
+    "betweenness_centrality": (
+        "Unweighted (weight=None; a weight and NetworkX runs the call). k sources drawn by "
+        "NetworkX's own seed.sample(list(G), k), so the same sources for any seed NetworkX "
+        "takes; scores equal NetworkX's up to floating-point summation order."),
     "bfs_layers": "One source (several: NetworkX runs the call). Layers in NetworkX's order.",
     "bfs_predecessors": (
         "Without sort_neighbors. NetworkX's order and NetworkX's choice of predecessor."),
@@ -44,6 +48,9 @@ FUNCTIONS = {
         "other weights, or a weight function, and NetworkX runs the call. Nodes at equal "
         "distance may come in another order than NetworkX's."),
     "single_source_shortest_path_length": "Nodes in NetworkX's order.",
+    "strongly_connected_components": (
+        "Components in NetworkX's order (its Tarjan's), which groute replays on the host with "
+        "a sequential depth-first pass over the arcs unless the graph is strongly connected."),
     "weakly_connected_components": "Components in NetworkX's order.",
 }
 
