@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from groute import AppResult
-from groute.engines import make_engine
+from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph
 from groute.operators import Functor, Message, advance, compute
 
@@ -115,7 +115,7 @@ ACCUMULATE = Functor(
     numpy=_accumulate)
 
 
-class Betweenness:
+class Betweenness(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` scores from a list of sources.
     Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
     random), ``engine`` (bsp)."""
@@ -125,7 +125,6 @@ class Betweenness:
         self.graph = graph
         self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
                                   timeout=timeout, partition=partition)
-        self.ctx = self.engine.ctx
 
     def run(self, sources=None, *, normalized=True, endpoints=False,
             rescale=True) -> AppResult:
@@ -182,14 +181,6 @@ class Betweenness:
         except KeyError as exc:
             raise ValueError(f"sources: {exc.args[0]}") from None
 
-    def close(self):
-        self.engine.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _distinct(sources, n) -> np.ndarray:

@@ -89,10 +89,7 @@ class GivenSources(random.Random):
 
 def _verify(g, res, sources, args):
     import networkx as nx
-    src, dst = g.edges()
-    G = nx.DiGraph() if g.directed else nx.Graph()
-    G.add_nodes_from(range(g.num_vertices))
-    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+    G = g.to_networkx()
     options = dict(normalized=args.normalized, endpoints=args.endpoints)
     if sources is not None:
         options.update(k=len(sources), seed=GivenSources([g.vertex_of(i) for i in sources]))

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from groute import AppResult, GraphNotSupported
-from groute.engines import make_engine
+from groute.engines import EngineSolver, make_engine
 from groute.graph import CSRGraph, load_graph
 from groute.operators import Functor, advance, compute, filter
 
@@ -66,7 +66,7 @@ LOSE_NEIGHBOUR = Functor(
     numpy=_lose_neighbour)
 
 
-class KCore:
+class KCore(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
     ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis, random),
     ``direction`` of the advances (push, pull, auto), ``engine`` (bsp)."""
@@ -78,7 +78,6 @@ class KCore:
         undirected = _undirected(graph)
         self.engine = make_engine(undirected, engine, ctx=ctx, devices=devices,
                                   backend=backend, timeout=timeout, partition=partition)
-        self.ctx = self.engine.ctx
 
     def run(self) -> AppResult:
         eng = self.engine
@@ -104,14 +103,6 @@ class KCore:
                      max_core=int(core.max()) if core.size else 0)
         return AppResult(core, seconds, stats, vertex_ids=getattr(self.graph, "vertex_ids", None))
 
-    def close(self):
-        self.engine.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _undirected(graph):

@@ -48,10 +48,7 @@ def _cli(args) -> int:
 
 def _verify(g, res):
     import networkx as nx
-    src, dst = g.edges()
-    G = nx.DiGraph() if g.directed else nx.Graph()
-    G.add_nodes_from(range(g.num_vertices))
-    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+    G = g.to_networkx()
     ref = nx.core_number(G)
     want = np.array([ref[v] for v in range(g.num_vertices)], dtype=np.int64)
     bad = np.flatnonzero(np.asarray(res.values) != want)

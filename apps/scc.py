@@ -45,7 +45,7 @@ import time
 import numpy as np
 
 from groute import AppResult, GraphNotSupported
-from groute.engines import make_engine
+from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph
 from groute.operators import Functor, Message, advance, compute, filter
 
@@ -191,7 +191,7 @@ CLAIM = Functor(
     cuda="return colour[v] == m && atomicCAS(&comp[v], -1, m) == -1;", numpy=_claim)
 
 
-class SCC:
+class SCC(EngineSolver):
     """Builds the engine once (partition, upload, the keys); :meth:`run` finds the components.
     Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
     random), ``engine`` (bsp). ``graph``: a directed CSRGraph."""
@@ -202,7 +202,6 @@ class SCC:
         self.graph = graph
         self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
                                   timeout=timeout, partition=partition)
-        self.ctx = self.engine.ctx
         n = graph.num_vertices
         self.engine.state("key", np.int32,
                           values=np.random.default_rng(KEY_SEED).permutation(n))
@@ -252,14 +251,6 @@ class SCC:
         return AppResult(labels, seconds, stats, values_are_vertices=True,
                          vertex_ids=getattr(self.graph, "vertex_ids", None))
 
-    def close(self):
-        self.engine.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def smallest_member(comp) -> np.ndarray:

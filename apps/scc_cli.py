@@ -41,10 +41,7 @@ def _cli(args) -> int:
 
 def _verify(g, res):
     import networkx as nx
-    src, dst = g.edges()
-    G = nx.DiGraph()
-    G.add_nodes_from(range(g.num_vertices))
-    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+    G = g.to_networkx()
     labels = np.asarray(res.values)
     wrong = 0
     for members in nx.strongly_connected_components(G):

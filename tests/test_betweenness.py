@@ -36,14 +36,6 @@ def assert_matches(result, G, **options):
     assert all(type(x) is float for x in got.values())
 
 
-def nx_of(g):
-    """The NetworkX graph of a CSRGraph, vertices by position."""
-    G = nx.DiGraph() if g.directed else nx.Graph()
-    G.add_nodes_from(range(g.num_vertices))
-    src, dst = g.edges()
-    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
-    return G
-
 
 def random_graph(n, m, seed, directed):
     """``n`` vertices, the last 10 isolated, ``m`` random arcs, self-loops kept."""
@@ -77,7 +69,7 @@ def test_shared_graph_sampled_matches_networkx(backend, k):
     g = load_graph(path)
     res = groute.betweenness_centrality(g, k=40, seed=11, backend=backend, devices=k)
     assert res.stats["sources"] == 40 and res.stats["max_depth"] > 5
-    ref = nx.betweenness_centrality(nx_of(g), k=40, seed=11)
+    ref = nx.betweenness_centrality(g.to_networkx(), k=40, seed=11)
     np.testing.assert_allclose(res.values, [ref[v] for v in range(g.num_vertices)], rtol=1e-9,
                                atol=1e-12)
     assert list(res.to_dict()) == g.ids.tolist()
@@ -134,8 +126,8 @@ def test_small_and_empty_graphs():
                            **options)
     arrays = groute.betweenness_centrality(([0, 1, 2], [1, 2, 3]), num_vertices=6,
                                            backend="cpu", devices=2)
-    assert arrays.to_dict() == pytest.approx(
-        nx.betweenness_centrality(nx_of(load_graph(([0, 1, 2], [1, 2, 3]), num_vertices=6))))
+    path = load_graph(([0, 1, 2], [1, 2, 3]), num_vertices=6)
+    assert arrays.to_dict() == pytest.approx(nx.betweenness_centrality(path.to_networkx()))
 
 
 def test_errors_name_the_argument():
@@ -204,7 +196,7 @@ def test_kron_on_one_gpu_matches_the_cpu():
     gpu = groute.betweenness_centrality(g, k=64, seed=1, backend="cuda", devices=1)
     cpu = groute.betweenness_centrality(g, k=64, seed=1, backend="cpu", devices=1)
     np.testing.assert_allclose(gpu.values, cpu.values, rtol=1e-9, atol=1e-12)
-    ref = nx.betweenness_centrality(nx_of(g), k=64, seed=1)
+    ref = nx.betweenness_centrality(g.to_networkx(), k=64, seed=1)
     np.testing.assert_allclose(gpu.values, [ref[v] for v in range(g.num_vertices)], rtol=1e-9,
                                atol=1e-12)
 

@@ -19,17 +19,9 @@ from support import SHARED_GRAPHS, check_imports_only_public_names, device_cases
 KCORE = Path(__file__).resolve().parents[1] / "apps" / "kcore.py"
 
 
-def nx_of(g):
-    """The NetworkX graph of a CSRGraph, vertices by position."""
-    G = nx.DiGraph() if g.directed else nx.Graph()
-    G.add_nodes_from(range(g.num_vertices))
-    src, dst = g.edges()
-    G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
-    return G
-
 
 def expect(g):
-    ref = nx.core_number(nx_of(g))
+    ref = nx.core_number(g.to_networkx())
     return np.array([ref[v] for v in range(g.num_vertices)])
 
 

@@ -1,6 +1,7 @@
 """The engines: how an algorithm written on :mod:`groute.operators` runs across devices.
 
-- :class:`Engine` (``base.py``): the interface (state, frontiers, the operators, close).
+- :class:`Engine` (``base.py``): the interface (state, frontiers, the operators, close), and
+  :class:`EngineSolver`, what a solver holding one shares (close, ``with``, ``ctx``).
 - :class:`BSPEngine` (``bsp.py``): host-driven bulk-synchronous; each operator is one step on
   every device's host thread, arcs to another device's vertices travel to their owner through a
   :class:`~groute.Router` with the ``by_owner`` policy, and the host stops when no device has
@@ -10,7 +11,7 @@
 """
 from __future__ import annotations
 
-from .base import Engine
+from .base import Engine, EngineSolver
 from .bsp import BSPEngine
 
 #: name -> engine class
@@ -28,4 +29,4 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
     return cls(graph, **options)
 
 
-__all__ = ["Engine", "BSPEngine", "ENGINES", "make_engine"]
+__all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine"]

@@ -83,3 +83,28 @@ class Engine(abc.ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+class EngineSolver:
+    """What a solver written on an engine shares: it builds its :attr:`engine` once (the
+    partition and the upload, the costly part), runs many times on it, and frees it on
+    :meth:`close` or at the end of a ``with`` block. A subclass sets ``self.engine`` in its
+    constructor (``make_engine(...)``) and writes ``run``."""
+
+    engine: Engine | None = None
+
+    @property
+    def ctx(self):
+        """The engine's :class:`~groute.Context` (the devices it runs on)."""
+        return self.engine.ctx
+
+    def close(self) -> None:
+        """Free the engine (and its context if it made it). Idempotent."""
+        if self.engine is not None:
+            self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -323,6 +323,20 @@ class CSRGraph(CSRArrays):
         data = g.weights if g.weights is not None else np.ones(g.num_edges, dtype=np.float32)
         return sp.csr_matrix((data, g.indices, g.indptr), shape=(g.num_vertices, g.num_vertices))
 
+    def to_networkx(self, *, directed: bool | None = None):
+        """The graph as NetworkX's ``Graph`` (undirected) or ``DiGraph`` (directed, or
+        ``directed=True``: every arc), its nodes the positions ``0..n-1``, no edge attributes:
+        what a check against NetworkX's algorithms (``--verify``, the benchmark's peers and
+        the tests) builds. Repeated arcs are one edge, as NetworkX keeps them."""
+        import networkx as nx
+        g = self.to_host()
+        directed = bool(g.directed) if directed is None else directed
+        G = nx.DiGraph() if directed else nx.Graph()
+        G.add_nodes_from(range(g.num_vertices))
+        src, dst = g.edges()
+        G.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+        return G
+
     def content_hash(self) -> str:
         """SHA-1 over the arrays, weights included (and direction): the key of caches whose
         contents depend on the weights (benchmark references). Computed once per graph object

@@ -336,3 +336,13 @@ def test_load_graph_errors_and_weight_options(tmp_path):
     same = load_graph("kron:6:seed=5", cache=False).with_weights(seed=5)
     assert k.weights is not None and np.array_equal(k.weights, same.weights)
     assert not np.array_equal(load_graph("kron:6", cache=False).indices[:50], k.indices[:50])
+
+
+def test_to_networkx_keeps_positions_direction_and_isolated_vertices():
+    import networkx as nx
+    g = CSRGraph.from_edges(np.array([0, 1, 1, 3]), np.array([1, 2, 2, 3]), 5, directed=True)
+    G = g.to_networkx()
+    assert isinstance(G, nx.DiGraph) and sorted(G.nodes) == [0, 1, 2, 3, 4]
+    assert sorted(G.edges) == [(0, 1), (1, 2), (3, 3)]
+    assert not g.symmetrize().to_networkx().is_directed()
+    assert g.symmetrize().to_networkx(directed=True).has_edge(2, 1)

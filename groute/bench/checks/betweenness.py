@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.arcs import arcs_of_rows
+
 from ..peers import PeerSkipped, PreparedPeer
-from .common import arcs_of, csr_bytes, host_csr, igraph_graph, networkx_graph
+from .common import csr_bytes, host_csr, igraph_graph
 
 #: NetworkX does one pure-Python search per source: skipped above this many arcs x sources
 #: (about a minute of it)
@@ -37,7 +39,7 @@ def _dependency(indptr, indices, n, s) -> np.ndarray:
     dist[s], sigma[s] = 0, 1.0
     frontier, depth, dag = np.array([s], dtype=np.int64), 0, []
     while frontier.size:
-        arcs = arcs_of(indptr, frontier)
+        arcs = arcs_of_rows(indptr, frontier)
         u = np.repeat(frontier, indptr[frontier + 1] - indptr[frontier])
         v = indices[arcs]
         fresh = np.unique(v[dist[v] < 0])
@@ -67,7 +69,7 @@ def networkx_peer(graph, source) -> PreparedPeer:
         raise PeerSkipped(f"NetworkX searches in pure Python: skipped above "
                           f"{NETWORKX_MAX_ARC_SOURCES:,} arcs x sources (this run: "
                           f"{graph.num_edges:,} x {len(sources)})")
-    g = networkx_graph(graph)
+    g = graph.to_networkx()
     n = int(graph.num_vertices)
     scale = 1.0 if graph.directed else 2.0      # NetworkX halves an undirected graph's sums
 

@@ -1,6 +1,7 @@
 """Building blocks the per-app checks share: the graph as a scipy matrix, a python-igraph or a
 NetworkX graph (built untimed, as a user would before calling the library), and the arcs of a
-set of rows."""
+set of rows (NetworkX graphs and the arcs of rows come from the graph layer:
+``CSRGraph.to_networkx``, ``groute.graph.arcs.arcs_of_rows``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,17 +22,6 @@ def pattern(graph):
     a = sp.csr_matrix((np.ones(indices.size, dtype=np.int64), indices, indptr), shape=(n, n))
     a.sum_duplicates()
     return a
-
-
-def arcs_of(indptr, rows):
-    """Positions in ``indices`` of the arcs out of ``rows`` (row by row)."""
-    starts = indptr[rows]
-    lens = indptr[rows + 1] - starts
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = np.cumsum(lens) - lens
-    return np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
 
 
 def source_list(graph):
@@ -55,15 +45,6 @@ def igraph_graph(graph, *, directed: bool | None = None):
         src, dst = src[keep], dst[keep]
     return ig.Graph(n=int(graph.num_vertices), edges=np.column_stack([src, dst]),
                     directed=directed)
-
-
-def networkx_graph(graph, *, directed: bool | None = None):
-    """A NetworkX ``Graph`` (undirected ``graph``) or ``DiGraph`` (directed ``graph``, or
-    ``directed=True``: every arc)."""
-    import networkx as nx
-    directed = bool(graph.directed) if directed is None else directed
-    kind = nx.DiGraph if directed else nx.Graph
-    return nx.from_scipy_sparse_array(pattern(graph), create_using=kind)
 
 
 def as_array(mapping, n, fill, dtype):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.arcs import arcs_of_rows
+
 from ..peers import PreparedPeer
-from .common import arcs_of, as_array, csr_bytes, igraph_graph, networkx_graph, pattern
+from .common import as_array, csr_bytes, igraph_graph, pattern
 
 
 def reference(graph, source=None) -> np.ndarray:
@@ -31,7 +33,7 @@ def reference(graph, source=None) -> np.ndarray:
         frontier = alive[degree[alive] <= k]
         while frontier.size:
             core[frontier] = k
-            arcs = arcs_of(indptr, frontier)
+            arcs = arcs_of_rows(indptr, frontier)
             nbr, times = indices[arcs], mult[arcs]
             keep = core[nbr] < 0
             nbr, times = nbr[keep], times[keep]
@@ -49,7 +51,7 @@ def floor_bytes(graph) -> int:
 
 def networkx_peer(graph, source=None) -> PreparedPeer:
     import networkx as nx
-    g = networkx_graph(graph)
+    g = graph.to_networkx()
     n = int(graph.num_vertices)
     return PreparedPeer("networkx", "networkx.core_number", "cpu", lambda: nx.core_number(g),
                         lambda raw: ("values", as_array(raw, n, -1, np.int64)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..peers import PreparedPeer
-from .common import csr_bytes, igraph_graph, networkx_graph, pattern
+from .common import csr_bytes, igraph_graph, pattern
 
 
 def reference(graph, source=None) -> np.ndarray:
@@ -41,7 +41,7 @@ def igraph_peer(graph, source=None) -> PreparedPeer:
 
 def networkx_peer(graph, source=None) -> PreparedPeer:
     import networkx as nx
-    g = networkx_graph(graph, directed=True)
+    g = graph.to_networkx(directed=True)
     n = int(graph.num_vertices)
 
     def labels(components):
