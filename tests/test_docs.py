@@ -80,3 +80,23 @@ def test_readme_commands_on_the_shipped_graph_run(monkeypatch, capsys):
         assert main(words[1:] + ["--backend", "cpu", "--repeat", "1"]) == 0, shlex.join(words)
     out = capsys.readouterr().out
     assert "4,941 of 4,941 vertices reached" in out
+
+
+@pytest.mark.timeout(200)
+def test_user_guide_functors_compile_for_cuda(tmp_path):
+    """The CUDA bodies of the guide's functors compile (nvcc, no GPU needed), so the example
+    that runs on CPU devices here also runs as written with backend="cuda"."""
+    import shutil
+    from groute.operators import Functor
+    from support import compile_generated
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc to compile without a GPU")
+    functors = []
+    for number, block in enumerate(BLOCKS):
+        if "Functor(" in block:
+            names = {}
+            exec(compile(block, f"USER_GUIDE.md block {number}", "exec"), names)
+            functors += [f for f in names.values() if isinstance(f, Functor)]
+    assert functors, "the guide lost its functor example"
+    done = compile_generated(functors, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
