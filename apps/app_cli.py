@@ -3,7 +3,9 @@ options, loading, running a solver (warm-up + repeats), what is printed, output 
 
 What a command prints: one summary line (time, and what the app found); ``--stats`` adds the
 graph, the timing details and the work counters; ``--json`` prints one JSON object instead, for
-machines. A reader that goes away (``| head``) ends the printing quietly, not the run.
+machines. A reader that goes away (``| head``) ends the printing quietly, not the run. On
+logical devices (several on one GPU, for testing) both say so beside the device count: their
+times and GTEPS check that the code runs, not how fast it would on that many GPUs.
 
 Vertex ids are the graph's own everywhere (ids as written in the file, CSV names): ``--source``
 takes one, and every output file names the vertices by them, with CC's component labels as the
@@ -89,7 +91,9 @@ def load(args):
 @dataclass
 class TimedRuns:
     """What :func:`run_solver` measured: the last result, the median and all run times, the
-    set-up time, and the (closed) solver for its descriptive attributes."""
+    set-up time, and the (closed) solver for its descriptive attributes. ``logical_gpus``:
+    on logical devices (:mod:`groute.device.logical`), how many GPUs they shared, else None;
+    such times check that the code runs, not how fast, and the summary says so."""
 
     result: object
     median: float
@@ -98,14 +102,20 @@ class TimedRuns:
     solver: object
     devices: int
     backend: str
+    logical_gpus: int | None = None
 
     def time_line(self) -> str:
         return (f"  time: median {self.median * 1e3:.3f} ms over {len(self.times)} runs "
                 f"(min {min(self.times) * 1e3:.3f}, max {max(self.times) * 1e3:.3f}) after one warm-up")
 
     def where(self, mode=None) -> str:
-        """``median of 5; 2 cpu devices, async``: what the summary line says about the runs."""
+        """``median of 5; 2 cpu devices, async``: what the summary line says about the runs.
+        Logical devices are named as such beside the count, so a time or GTEPS figure taken on
+        GPUs they share is never read as a multi-GPU result."""
         devices = f"{self.devices} {self.backend} device{'s' if self.devices != 1 else ''}"
+        if self.logical_gpus is not None:
+            gpus = f"{self.logical_gpus} GPU{'s' if self.logical_gpus != 1 else ''}"
+            devices += f" (logical, sharing {gpus}: for testing, not timing)"
         return f"median of {len(self.times)}; {devices}" + (f", {mode}" if mode else "")
 
 
@@ -135,7 +145,10 @@ def run_solver(args, graph, build, *run_args, **run_kwargs) -> TimedRuns:
             solver.close()
     finally:
         ctx.shutdown()
-    return TimedRuns(res, statistics.median(times), times, setup, solver, len(ctx.devices), ctx.backend)
+    logical_gpus = (len({d.gpu for d in ctx.devices}) if getattr(ctx, "logical", False)
+                    else None)
+    return TimedRuns(res, statistics.median(times), times, setup, solver, len(ctx.devices),
+                     ctx.backend, logical_gpus)
 
 
 def gteps(arcs: int, seconds: float) -> float:
@@ -152,8 +165,11 @@ def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_st
         record = {"app": name, "graph": graph.name, "vertices": graph.num_vertices,
                   "arcs": graph.num_edges, "directed": graph.directed,
                   "backend": runs.backend, "devices": runs.devices,
+                  "logical": runs.logical_gpus is not None,
                   "time_s": runs.median, "times_s": runs.times, "setup_s": runs.setup_s,
                   "load_s": load_s, **facts}
+        if runs.logical_gpus is not None:   # the times: a correctness check, not a measurement
+            record["logical_gpus"] = runs.logical_gpus
         if verified is not None:
             record["verify"] = {"ok": verified[0], "detail": verified[1]}
         record["stats"] = stats

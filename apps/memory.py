@@ -98,17 +98,43 @@ def free_device_bytes(device) -> int | None:
 
 def check_fits(devices, need: DeviceBytes, what: str) -> None:
     """Raise :class:`GraphTooLarge` naming ``what`` (the graph) and the largest arrays when
-    ``need`` (one device's share) exceeds the free memory of one of ``devices``."""
+    ``need`` (one device's share) exceeds what one of ``devices`` may use.
+
+    Logical devices (:mod:`groute.device.logical`) that share a GPU share its free memory and
+    its CuPy pool, both counted per GPU: each may use the GPU's free bytes divided by how many
+    of ``devices`` are on it, so that together they fit rather than the last to allocate
+    running out of memory half way through the upload."""
+    sharing: dict = {}
+    for device in devices:
+        sharing[_gpu_of(device)] = sharing.get(_gpu_of(device), 0) + 1
     for device in devices:
         free = free_device_bytes(device)
-        if free is None or need.total <= free:
+        if free is None:
+            continue
+        shared_by = sharing[_gpu_of(device)]
+        allowed = free // shared_by
+        if need.total <= allowed:
             continue
         biggest = sorted(need.parts.items(), key=lambda kv: -kv[1])[:3]
         listed = ", ".join(f"{name} {_gib(b)}" for name, b in biggest)
+        name = getattr(device, "name", "a device")
+        if shared_by > 1:
+            has = (f"{name} is one of {shared_by} logical devices sharing GPU {device.gpu}, "
+                   f"which has {_gib(free)} free ({_gib(allowed)} each)")
+            remedy = "use fewer logical devices per GPU, more GPUs or a smaller graph"
+        else:
+            has = f"{name} has {_gib(free)} free"
+            remedy = "use more devices or a smaller graph"
         raise GraphTooLarge(
             f"{what} needs about {_gib(need.total)} on each of {len(devices)} device(s) "
-            f"({listed}, ...) but {getattr(device, 'name', 'a device')} has {_gib(free)} free: "
-            f"use more devices or a smaller graph")
+            f"({listed}, ...) but {has}: {remedy}")
+
+
+def _gpu_of(device):
+    """What ``device``'s memory belongs to: its GPU's ordinal on CUDA (shared by the logical
+    devices placed there), else the device itself."""
+    gpu = getattr(device, "gpu", None)
+    return ("gpu", int(gpu)) if gpu is not None else ("device", id(device))
 
 
 def _gib(b) -> str:

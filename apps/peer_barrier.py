@@ -183,19 +183,71 @@ class CrossDeviceBarrier:
         self.base = 0
 
 
-def launch_resident(fn, blocks: int, block: int, args, *, shared_mem: int = 0, name: str = "",
-                    min_blocks: int = 1) -> int:
-    """Launch ``fn`` as a cooperative grid of ``blocks`` (every block resident, as a grid-wide
-    barrier needs); where the driver says the grid is too large (the occupancy answer was
-    optimistic) halve it until it fits, down to ``min_blocks``. Returns the blocks launched,
-    for the next launch."""
-    from cupy.cuda import driver
+#: (id of the kernel, block, shared memory, device index, GPU, multiprocessors) -> (the kernel,
+#: its resident capacity): one occupancy query per kernel and device, not one per launch; the
+#: kernel is kept so that its id is not reused by another
+_capacity: dict = {}
+
+
+def resident_capacity(fn, block: int, device, *, shared_mem: int = 0) -> int:
+    """The blocks of ``fn`` (``block`` threads, ``shared_mem`` bytes of dynamic shared memory)
+    that ``device`` can hold resident at once: the occupancy per multiprocessor times the
+    device's ``multiprocessors``. On a logical device that is its share of the GPU's, so the
+    grids of all the devices sharing a GPU, each within its capacity, are resident together;
+    the driver's own check of a cooperative launch is against the whole GPU and cannot see
+    the other devices' grids."""
+    key = (id(fn), int(block), int(shared_mem), device.index, device.gpu,
+           device.multiprocessors)
+    known = _capacity.get(key)
+    if known is not None and known[0] is fn:
+        return known[1]
+    from groute.kernels import resident_blocks_per_sm
+    with device.use():
+        per_sm = resident_blocks_per_sm(fn, block, device.gpu, shared_mem)
+    capacity = int(per_sm) * int(device.multiprocessors)
+    _capacity[key] = (fn, capacity)
+    return capacity
+
+
+def launch_resident(fn, blocks: int, block: int, args, *, device, kernel: str,
+                    shared_mem: int = 0, min_blocks: int = 1) -> int:
+    """Launch ``fn`` (named ``kernel`` in errors) on ``device`` as a grid of ``blocks``, every
+    block resident (as a grid-wide or cross-device barrier needs). A grid larger than the
+    device's :func:`resident_capacity` is cut to it; where the driver still says a cooperative
+    grid is too large (the occupancy answer was optimistic) it is halved until it fits. Never
+    below ``min_blocks``: raises a RuntimeError naming the device, the kernel, the blocks
+    asked for and what the device holds when that many cannot be resident. Returns the blocks
+    launched, for the next launch."""
+    capacity = resident_capacity(fn, block, device, shared_mem=shared_mem)
+    least = max(1, int(min_blocks))
+    if capacity < least:
+        raise RuntimeError(_not_resident(device, kernel, least, block, shared_mem, capacity))
+    if blocks > capacity:
+        log.info("%s: %s grid of %d blocks cut to the %d that can be resident", device.name,
+                 kernel, blocks, capacity)
+        blocks = capacity
     while True:
         try:
             fn((blocks,), (block,), args, shared_mem=shared_mem)
             return blocks
-        except driver.CUDADriverError as exc:
-            if "TOO_LARGE" not in str(exc) or blocks <= min_blocks:
+        except Exception as exc:
+            # CuPy's CUDADriverError, told by name: the check above needs no CuPy
+            if (type(exc).__name__ != "CUDADriverError" or "TOO_LARGE" not in str(exc)
+                    or blocks <= least):
                 raise
-            blocks = max(min_blocks, blocks // 2)
-            log.info("%s: cooperative grid too large, now %d blocks", name, blocks)
+            blocks = max(least, blocks // 2)
+            log.info("%s: cooperative %s grid too large, now %d blocks", device.name, kernel,
+                     blocks)
+
+
+def _not_resident(device, kernel, blocks, block, shared_mem, capacity) -> str:
+    sharing = int(getattr(device, "sharing", 1) or 1)
+    where = (f"its share of GPU {device.gpu} ({device.multiprocessors} multiprocessors; the GPU is "
+             f"shared by {sharing} logical devices)" if sharing > 1
+             else f"GPU {device.gpu} ({device.multiprocessors} multiprocessors)")
+    shared = f" and {shared_mem} bytes of shared memory" if shared_mem else ""
+    remedy = ("ask for fewer logical devices per GPU" if sharing > 1
+              else "use a smaller block or fewer blocks")
+    return (f"{device.name}: kernel {kernel} needs {blocks} blocks of {block} threads{shared} "
+            f"resident at once, but {where} holds {capacity}; the kernels that wait for each "
+            f"other would deadlock, so it is not launched: {remedy}")

@@ -173,6 +173,7 @@ class DevicePR:
                 per_sm = resident_blocks_per_sm(fn, BLOCK, self.device.gpu)
                 blocks = min(self.sms * per_sm, -(-self.n_local // BLOCK))
         self.kernels["persistent"] = fn
+        self.persistent_name = pname
         self.persistent_blocks = max(1, blocks)
         self.ctl = self.device.zeros(P_CTL, np.int32)
         self._persist_args = self._persist_key = self._persist_done = None
@@ -443,7 +444,8 @@ class DevicePR:
 
         def launch():
             self.persistent_blocks = launch_resident(fn, self.persistent_blocks, block, args,
-                                                     shared_mem=shared, name=self.device.name)
+                                                     shared_mem=shared, device=self.device,
+                                                     kernel=self.persistent_name)
         self.stream.submit(launch)
 
     def persistent_fetch(self):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from groute.operators.cpu_ops import arc_count, arcs_of, pull_hits
 from groute.worklist import LocalWork, StreamWorker, WorkQueue, infinity, pack, unpack
 
 from .traversal_values import INT_SATURATED
@@ -120,23 +121,13 @@ class CPUTraversalWorker(StreamWorker):
             self.counters["deferrals"] += int((~near).sum())
         return improved
 
-    def _arcs_of(self, vertices):
-        """Every out-arc of ``vertices`` (local ids): arc ids, and per arc the position of its
-        vertex in ``vertices``; counted in the ``edges`` counter."""
-        starts = self.indptr[vertices]
-        deg = self.indptr[vertices + 1] - starts
-        total = int(deg.sum())
-        self.counters["edges"] += total
-        owner_pos = np.repeat(np.arange(vertices.size), deg)
-        eidx = np.arange(total, dtype=np.int64) - (np.cumsum(deg) - deg)[owner_pos] + starts[owner_pos]
-        return eidx, owner_pos
-
     def _round(self, threshold, outbox):
         f = self.near
         self.near = np.empty(0, dtype=np.int64)
         self.counters["processed"] += int(f.size)
         self.counters["rounds"] += 1
-        eidx, owner_pos = self._arcs_of(f)
+        eidx, owner_pos = arcs_of(self.indptr, f)
+        self.counters["edges"] += int(eidx.size)
         if eidx.size == 0:
             return
         targets = self.indices[eidx]
@@ -172,7 +163,7 @@ class CPUTraversalWorker(StreamWorker):
         self.frontier[self.near + self.lo] = 1
 
     def _frontier_arcs(self):
-        return int((self.indptr[self.near + 1] - self.indptr[self.near]).sum())
+        return arc_count(self.indptr, self.near)
 
     def _pull(self, level):
         """One BFS level bottom-up: every unreached local vertex with an arc to a flagged
@@ -180,9 +171,10 @@ class CPUTraversalWorker(StreamWorker):
         self.counters["rounds"] += 1
         self.counters["pull_rounds"] += 1
         todo = np.flatnonzero(self.dist == self.inf)
-        eidx, owner_pos = self._arcs_of(todo)
+        hits, read = pull_hits(self.indptr, self.indices, todo, self.frontier)
+        self.counters["edges"] += read
         found = np.zeros(todo.size, dtype=bool)
-        found[owner_pos[self.frontier[self.indices[eidx]] != 0]] = True
+        found[hits] = True
         new = todo[found]
         self.dist[new] = level + 1
         self.counters["processed"] += int(new.size)

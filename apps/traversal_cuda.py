@@ -300,7 +300,7 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
             # a halved wide grid keeps this launch's shrink/grow arguments (the next launch
             # rebuilds them): at worst one reshape exit more
             launched = launch_resident(self.traverse, blocks, self.block, args,
-                                       name=self.device.name,
+                                       device=self.device, kernel="traverse",
                                        min_blocks=min(blocks, self.narrow_blocks))
             if blocks == self.blocks:
                 self.blocks = launched     # the wide grid, halved where occupancy was optimistic

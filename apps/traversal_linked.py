@@ -164,7 +164,7 @@ class LinkedTraversal:
                 np.int32(wide), np.int32(w.has_big),
                 np.uint64(self.barrier.base), np.int64(timeout_ns))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
-                                         name=self.devices[i].name)
+                                         device=self.devices[i], kernel="traverse_linked")
 
     def run(self, sources_new, ceiling=None) -> dict:
         """Traverse from ``sources_new`` (renumbered ids: one, or several distinct ones);

@@ -267,4 +267,5 @@ class PeerTraversal:
             args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
         else:
             args += (np.int32(max_level),)
-        self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, name=dev.name)
+        self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, device=dev,
+                                         kernel=f"peer_{self.app}")

@@ -161,10 +161,10 @@ def timed_launches():
     calls = []
     plain = pb.launch_resident
 
-    def launch_resident(fn, blocks, block, args, *, shared_mem=0, name="", **kw):
+    def launch_resident(fn, blocks, block, args, *, device, **kw):
         t0 = time.perf_counter()
-        out = plain(fn, blocks, block, args, shared_mem=shared_mem, name=name, **kw)
-        calls.append((name, time.perf_counter() - t0))
+        out = plain(fn, blocks, block, args, device=device, **kw)
+        calls.append((device.name, time.perf_counter() - t0))
         return out
     for module in (pb, tp, tc, tl):      # each binds its own name
         module.launch_resident = launch_resident

@@ -223,6 +223,33 @@ def test_check_fits_counts_the_pools_cached_blocks_and_names_the_graph():
     app_memory.check_fits([SimpleNamespace(backend="cpu")], need, "BFS on g")  # host: no check
 
 
+class FakeLogicalDevice(FakeCudaDevice):
+    """A logical device (groute.device.logical): its ``gpu``, whose free memory and pool it
+    shares with the other devices placed there."""
+
+    def __init__(self, index, gpu, free):
+        super().__init__(free, 0)
+        self.name, self.gpu = f"cuda:{index}", gpu
+
+
+def test_logical_devices_on_one_gpu_split_its_free_memory():
+    """Four logical devices on one GPU each see the GPU's free memory; what they may use
+    together is that once, so each gets a quarter and the error says they share the GPU."""
+    need = app_memory.traversal_bytes(1000, 100_000)
+    free = 2 * need.total
+    app_memory.check_fits([FakeLogicalDevice(i, i, free) for i in range(4)], need, "BFS on g")
+    app_memory.check_fits([FakeLogicalDevice(i, 0, free) for i in range(2)], need, "BFS on g")
+    with pytest.raises(app_memory.GraphTooLarge,
+                       match=r"BFS on g needs .* on each of 4 device\(s\) .* but cuda:0 is one of "
+                             r"4 logical devices sharing GPU 0, .* each\): use fewer logical"):
+        app_memory.check_fits([FakeLogicalDevice(i, 0, free) for i in range(4)], need, "BFS on g")
+    # two GPUs, three devices: GPU 0 holds two of them (halves), GPU 1 one (whole)
+    mixed = [FakeLogicalDevice(0, 0, free), FakeLogicalDevice(1, 1, free // 3),
+             FakeLogicalDevice(2, 0, free)]
+    with pytest.raises(app_memory.GraphTooLarge, match=r"but cuda:1 has .* free: use more"):
+        app_memory.check_fits(mixed, need, "BFS on g")
+
+
 @pytest.mark.parametrize("solver, args", [("BFS", (0,)), ("PageRank", ()), ("CC", ())])
 def test_solvers_refuse_a_graph_that_will_not_fit_before_uploading(monkeypatch, solver, args):
     import groute.apps.bfs

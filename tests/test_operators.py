@@ -2,6 +2,7 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from groute import kernels
@@ -77,3 +78,19 @@ def test_include_resolution_prefers_the_including_folder(tmp_path):
                                     "peer_memory.cuh"])
 def test_headers_ship_with_the_package(header):
     assert (OPERATORS / header).is_file()
+
+
+def test_cpu_arc_helpers_list_arcs_by_row_and_pull_from_marked_ends():
+    """groute.operators.cpu_ops' arc helpers, which the operators and the traversal apps' CPU
+    worker share: arcs row after row with each arc's position in the rows given, their count,
+    and a pull's hits (a row repeats per marked end) with the arcs it read."""
+    from groute.operators.cpu_ops import arc_count, arcs_of, pull_hits
+    indptr = np.array([0, 2, 2, 5, 6], dtype=np.int64)       # rows of 2, 0, 3 and 1 arcs
+    indices = np.array([1, 2, 0, 1, 3, 2], dtype=np.int32)
+    arcs, pos = arcs_of(indptr, np.array([2, 0, 1, 3]))
+    assert arcs.tolist() == [2, 3, 4, 0, 1, 5] and pos.tolist() == [0, 0, 0, 1, 1, 3]
+    assert [a.size for a in arcs_of(indptr, np.zeros(0, np.int64))] == [0, 0]
+    assert arc_count(indptr, np.array([0, 2])) == 5 and arc_count(indptr, np.array([1])) == 0
+    front = np.array([0, 1, 1, 0], dtype=np.uint8)            # vertices 1 and 2 marked
+    hits, read = pull_hits(indptr, indices, np.array([0, 2, 3]), front)
+    assert hits.tolist() == [0, 0, 1, 2] and read == 6       # row 0 twice, rows 2 and 3 once

@@ -1,15 +1,19 @@
 """The host side of the persistent kernels' cross-device barrier (groute.apps.peer_barrier): where
 those kernels can run (stand-in devices); on CPU virtual devices, its counter only grows between
 good runs and is zeroed after a bad one, a failed launch stops the launches that would follow
-it, and the end of a run raises what went wrong; on GPUs, the peer traversal takes a timeout
-changed after it was built, and the launches wake the links first."""
+it, and the end of a run raises what went wrong; resident grids are held to the device's share
+of its GPU (stand-in devices and occupancy); on GPUs, the peer traversal takes a timeout changed
+after it was built, and the launches wake the links first."""
+import contextlib
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import groute.apps.peer_barrier as peer_barrier
-from groute.apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, unavailable
+from groute.apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident, unavailable
+from groute.device.logical import Placement, place, sm_share
 from groute import Context
 from groute.graph import load_graph
 from support import fake_peer_context, need_gpus
@@ -85,6 +89,124 @@ def test_finish_settles_then_raises_the_failure_or_names_who_gave_up(ctx, monkey
     with pytest.raises(KeyError, match="no room"):  # a failed launch first, as it was raised
         bar.finish([2], failure=KeyError("no room"), aborted=["dev0"], **names)
     assert bar.base == 0
+
+
+class FakeResidentDevice:
+    """Enough of a CUDA device for :func:`launch_resident`: its name, index, GPU and share of
+    the GPU's multiprocessors (``groute.device.logical``), and how many devices share it."""
+
+    def __init__(self, placement, gpu_sms):
+        self.index, self.gpu, self.sharing = placement.index, placement.gpu, placement.sharing
+        self.name = f"cuda:{placement.index}"
+        self.multiprocessors = sm_share(gpu_sms, placement)
+
+    def use(self):
+        return contextlib.nullcontext()
+
+
+class FakeKernel:
+    """Records the grids it is launched with; a kernel that never runs."""
+
+    def __init__(self):
+        self.grids = []
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        self.grids.append(grid[0])
+
+
+@pytest.fixture
+def occupancy(monkeypatch):
+    """The blocks per SM the stand-in kernels have (``occupancy.per_sm``; 4 unless set), and
+    the GPU it was asked about for each query."""
+    import groute.kernels
+    monkeypatch.setattr(peer_barrier, "_capacity", {})
+    state = SimpleNamespace(per_sm=4, asked=[])
+
+    def per_sm(kernel, block, gpu, shared_mem=0):
+        state.asked.append((gpu, block, shared_mem))
+        return state.per_sm
+    monkeypatch.setattr(groute.kernels, "resident_blocks_per_sm", per_sm)
+    return state
+
+
+def test_resident_grids_of_logical_devices_fit_their_gpu_together(occupancy):
+    """Four logical devices on a GPU of 132 SMs each get 33: a grid sized for the whole GPU
+    (4 x 132 blocks, which the driver's own check of one launch accepts) is cut to the
+    device's 4 x 33, so the four grids together are no more than the GPU holds."""
+    devices = [FakeResidentDevice(p, 132) for p in place(range(4), 1, logical=True)]
+    fn = FakeKernel()
+    got = [launch_resident(fn, 4 * 132, 256, (), device=d, kernel="traverse") for d in devices]
+    assert got == [4 * 33] * 4 and fn.grids == got
+    assert sum(fn.grids) <= 4 * 132
+    assert launch_resident(fn, 10, 256, (), device=devices[0], kernel="traverse") == 10
+    assert occupancy.asked == [(0, 256, 0)] * 4            # once per kernel and device
+    whole = FakeResidentDevice(Placement(0, 0, 1), 132)      # a whole GPU: all of it
+    assert launch_resident(fn, 600, 256, (), device=whole, kernel="traverse") == 4 * 132
+
+
+def test_a_grid_that_cannot_be_resident_is_refused_naming_device_kernel_and_share(occupancy):
+    devices = [FakeResidentDevice(p, 132) for p in place(range(4), 1, logical=True)]
+    fn = FakeKernel()
+    with pytest.raises(RuntimeError, match=r"^cuda:2: kernel traverse needs 200 blocks of 256 "
+                                           r"threads resident at once, but its share of GPU 0 "
+                                           r"\(33 multiprocessors; the GPU is shared by 4 logical "
+                                           r"devices\) holds 132; .*fewer logical devices per GPU"):
+        launch_resident(fn, 400, 256, (), device=devices[2], kernel="traverse", min_blocks=200)
+    occupancy.per_sm = 0                                    # not one block fits an SM
+    with pytest.raises(RuntimeError, match=r"cuda:3: kernel pr_persistent needs 1 blocks of 512 "
+                                           r"threads and 4096 bytes of shared memory .* holds 0"):
+        launch_resident(fn, 33, 512, (), device=devices[3], kernel="pr_persistent",
+                        shared_mem=4096)
+    assert fn.grids == []                                   # nothing was launched
+
+
+def test_a_grid_the_driver_finds_too_large_is_halved_down_to_min_blocks(occupancy):
+    class CUDADriverError(Exception):
+        pass
+
+    calls = []
+
+    def fn(grid, block, args, shared_mem=0):
+        calls.append(grid[0])
+        if grid[0] > 40:
+            raise CUDADriverError("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE")
+    dev = FakeResidentDevice(Placement(0, 0, 1), 132)
+    assert launch_resident(fn, 132, 256, (), device=dev, kernel="k") == 33
+    assert calls == [132, 66, 33]
+    with pytest.raises(CUDADriverError):
+        launch_resident(fn, 132, 256, (), device=dev, kernel="k", min_blocks=66)
+
+
+def test_occupancy_asks_the_driver_for_module_functions_too(monkeypatch):
+    """groute.kernels.resident_blocks_per_sm: a module's Function (what the persistent kernels
+    are) is asked of the driver by its own pointer, as a RawKernel by its compiled one, with the
+    dynamic shared memory; without the driver, the estimate counts registers and shared memory
+    and may be 0 (no block fits). Stand-in CuPy: no GPU needed."""
+    import sys
+    from groute.kernels import resident_blocks_per_sm
+    asked = []
+
+    def occupancy(ptr, block, shared):
+        asked.append((ptr, block, shared))
+        return 3
+    attrs = {"MaxRegistersPerMultiprocessor": 65536, "MaxThreadsPerMultiProcessor": 2048,
+             "MaxSharedMemoryPerMultiprocessor": 228 * 1024}
+    cupy = SimpleNamespace(cuda=SimpleNamespace(
+        driver=SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=occupancy),
+        Device=lambda gpu: SimpleNamespace(attributes=attrs)))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    function = SimpleNamespace(ptr=11, num_regs=32, shared_size_bytes=0)
+    assert resident_blocks_per_sm(function, 256, 0, 4096) == 3
+    raw = SimpleNamespace(kernel=SimpleNamespace(ptr=22), num_regs=32)
+    assert resident_blocks_per_sm(raw, 512, 0) == 3
+    assert asked == [(11, 256, 4096), (22, 512, 0)]
+
+    def no_driver(ptr, block, shared):
+        raise RuntimeError("no occupancy query")
+    cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor = no_driver
+    assert resident_blocks_per_sm(function, 256, 0) == 8            # threads: 2048 / 256
+    assert resident_blocks_per_sm(function, 256, 0, 100 * 1024) == 2    # shared memory
+    assert resident_blocks_per_sm(function, 256, 0, 300 * 1024) == 0
 
 
 @pytest.mark.gpu

@@ -9,20 +9,36 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.arcs import arcs_of_rows
+
 from .frontier import DeviceFrontier
 
 
-def _arcs_of(part, queue):
-    """The arc indices of the vertices ``queue`` (local positions), and each arc's source."""
-    starts = part.indptr[queue]
-    counts = part.indptr[queue + 1] - starts
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cum = np.cumsum(counts)
-    arcs = np.arange(total, dtype=np.int64) - np.repeat(cum - counts, counts) \
-        + np.repeat(starts, counts)
-    return arcs, np.repeat(queue.astype(np.int64), counts)
+def arcs_of(indptr, vertices):
+    """The arc ids of every arc of ``vertices`` (rows of the CSR offsets ``indptr``), row after
+    row as :func:`groute.graph.arcs.arcs_of_rows` lists them, and per arc the position in
+    ``vertices`` of its row: what an advance needs to take each arc's source value along (the
+    operators here, and the traversal apps' CPU worker)."""
+    vertices = np.asarray(vertices, dtype=np.int64)
+    counts = indptr[vertices + 1] - indptr[vertices]
+    return (arcs_of_rows(indptr, vertices).astype(np.int64, copy=False),
+            np.repeat(np.arange(vertices.shape[0], dtype=np.int64), counts))
+
+
+def arc_count(indptr, vertices) -> int:
+    """How many arcs ``vertices`` have (rows of ``indptr``): the work an advance over them
+    reads, which the direction rule and the counters weigh."""
+    return int((indptr[vertices + 1] - indptr[vertices]).sum())
+
+
+def pull_hits(indptr, indices, vertices, front):
+    """One pull over the arcs of ``vertices`` (rows of ``indptr``/``indices``): per arc whose
+    other end is marked in ``front`` (a flag per global id, nonzero for a frontier member), the
+    position in ``vertices`` of its row (a vertex with several such arcs repeats); and how
+    many arcs were read. Pulling reads every arc of every candidate, so the second number is
+    the pull's cost whatever it finds."""
+    arcs, pos = arcs_of(indptr, vertices)
+    return pos[front[indices[arcs]] != 0], int(arcs.shape[0])
 
 
 def _frontier(part, joined) -> DeviceFrontier:
@@ -60,7 +76,9 @@ def push(part, frontier, functor, values, where):
     """Visit the owned targets of the frontier's arcs (``part``'s rows: out-arcs, or in-arcs
     for an advance over them); return the joined positions so far, the other devices' targets
     (global ids, int32) and their messages (None without one)."""
-    arcs, sources = _arcs_of(part, frontier.queue)
+    queue = frontier.queue.astype(np.int64)
+    arcs, pos = arcs_of(part.indptr, queue)
+    sources = queue[pos]
     targets = part.indices[arcs]
     m = messages(functor, values, sources, where)
     mine = (targets >= part.first) & (targets < part.end)
@@ -86,13 +104,13 @@ def finish(part, joined) -> DeviceFrontier:
 def pull(part, front, candidates, functor, values, where):
     """Every candidate visits its arcs from frontier members (``front``: a bool per global id).
     Returns the output frontier and the arcs read."""
-    queue = (np.arange(part.size, dtype=np.int32) if candidates is None else candidates.queue)
-    arcs, sources = _arcs_of(part, queue)
-    hits = front[part.indices[arcs]]
+    queue = (np.arange(part.size, dtype=np.int64) if candidates is None
+             else candidates.queue.astype(np.int64))
+    hits, read = pull_hits(part.indptr, part.indices, queue, front)
     joined = []
-    if hits.any():
-        joined.append(_visit(part, functor, values, sources[hits], where))
-    return _frontier(part, joined), int(arcs.shape[0])
+    if hits.size:
+        joined.append(_visit(part, functor, values, queue[hits], where))
+    return _frontier(part, joined), read
 
 
 def membership(part, id_arrays):
@@ -127,5 +145,4 @@ def arcs(part, frontier) -> int:
     """Out-arcs of the frontier's vertices."""
     if frontier.everything:
         return part.num_arcs
-    q = frontier.queue
-    return int((part.indptr[q + 1] - part.indptr[q]).sum())
+    return arc_count(part.indptr, frontier.queue)
