@@ -156,25 +156,22 @@ def check_struct_layout(layout_kernel, rec, names, what):
 
 
 def resident_blocks_per_sm(kernel, block: int, gpu: int, shared_mem: int = 0) -> int:
-    """Blocks of ``block`` threads of ``kernel`` (a ``RawKernel`` or a module's ``Function``)
-    with ``shared_mem`` bytes of dynamic shared memory that one SM of GPU ``gpu`` (a CUDA
-    ordinal: a device's ``gpu``) holds at once: the driver's occupancy answer, else an estimate
-    from the registers and shared memory. 0 when not even one block fits. A cooperative grid
-    must not be larger than this times the device's ``multiprocessors``: on a logical device
-    that is its share of the GPU's, so the grids of every device sharing the GPU are resident
-    together (:func:`groute.apps.peer_barrier.launch_resident` checks it at each launch)."""
+    """Blocks of ``block`` threads of ``kernel`` one SM of GPU ``gpu`` (a CUDA ordinal: a
+    device's ``gpu``) holds at once: the driver's occupancy answer for a ``RawKernel`` (with
+    ``shared_mem`` bytes of dynamic shared memory), else an estimate from the register count.
+    Every persistent grid is sized from this, and the sizes its speed was measured with come
+    from it: a change here is a change of grid shapes, to be measured with ``groute bench``.
+    A cooperative grid must not be larger than this times the device's ``multiprocessors``:
+    on a logical device that is its share of the GPU's, so the grids of every device sharing
+    the GPU are resident together (:func:`groute.apps.peer_barrier.launch_resident` holds
+    each launch to it)."""
     import cupy
-    func = getattr(kernel, "kernel", kernel)    # a RawKernel's compiled Function
     try:
-        return max(0, int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            func.ptr, block, shared_mem)))
-    except Exception:  # noqa: BLE001 - fall back to the register and shared-memory counts
+        return max(1, int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            kernel.kernel.ptr, block, shared_mem)))
+    except Exception:  # noqa: BLE001 - fall back to the register count
         attrs = cupy.cuda.Device(gpu).attributes
         regs = max(int(kernel.num_regs), 1)
         per_warp = -(-regs * 32 // 256) * 256
         warps = attrs["MaxRegistersPerMultiprocessor"] // per_warp
-        fits = min(warps // max(block // 32, 1), attrs["MaxThreadsPerMultiProcessor"] // block)
-        shared = int(getattr(func, "shared_size_bytes", 0) or 0) + int(shared_mem)
-        if shared:
-            fits = min(fits, attrs["MaxSharedMemoryPerMultiprocessor"] // shared)
-        return max(0, fits)
+        return max(1, min(warps // (block // 32), attrs["MaxThreadsPerMultiProcessor"] // block))

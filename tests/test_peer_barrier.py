@@ -177,11 +177,11 @@ def test_a_grid_the_driver_finds_too_large_is_halved_down_to_min_blocks(occupanc
         launch_resident(fn, 132, 256, (), device=dev, kernel="k", min_blocks=66)
 
 
-def test_occupancy_asks_the_driver_for_module_functions_too(monkeypatch):
-    """groute.kernels.resident_blocks_per_sm: a module's Function (what the persistent kernels
-    are) is asked of the driver by its own pointer, as a RawKernel by its compiled one, with the
-    dynamic shared memory; without the driver, the estimate counts registers and shared memory
-    and may be 0 (no block fits). Stand-in CuPy: no GPU needed."""
+def test_occupancy_sizes_grids_as_they_were_measured(monkeypatch):
+    """groute.kernels.resident_blocks_per_sm, which every persistent grid is sized from: a
+    RawKernel is asked of the driver (with the dynamic shared memory); a module's Function is
+    estimated from its registers, as the grids whose speed docs/PERFORMANCE.md records were
+    sized. Stand-in CuPy: no GPU needed."""
     import sys
     from groute.kernels import resident_blocks_per_sm
     asked = []
@@ -189,24 +189,18 @@ def test_occupancy_asks_the_driver_for_module_functions_too(monkeypatch):
     def occupancy(ptr, block, shared):
         asked.append((ptr, block, shared))
         return 3
-    attrs = {"MaxRegistersPerMultiprocessor": 65536, "MaxThreadsPerMultiProcessor": 2048,
-             "MaxSharedMemoryPerMultiprocessor": 228 * 1024}
+    attrs = {"MaxRegistersPerMultiprocessor": 65536, "MaxThreadsPerMultiProcessor": 2048}
     cupy = SimpleNamespace(cuda=SimpleNamespace(
         driver=SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=occupancy),
         Device=lambda gpu: SimpleNamespace(attributes=attrs)))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    function = SimpleNamespace(ptr=11, num_regs=32, shared_size_bytes=0)
-    assert resident_blocks_per_sm(function, 256, 0, 4096) == 3
     raw = SimpleNamespace(kernel=SimpleNamespace(ptr=22), num_regs=32)
-    assert resident_blocks_per_sm(raw, 512, 0) == 3
-    assert asked == [(11, 256, 4096), (22, 512, 0)]
-
-    def no_driver(ptr, block, shared):
-        raise RuntimeError("no occupancy query")
-    cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor = no_driver
+    assert resident_blocks_per_sm(raw, 512, 0, 4096) == 3
+    assert asked == [(22, 512, 4096)]
+    function = SimpleNamespace(ptr=11, num_regs=32)
     assert resident_blocks_per_sm(function, 256, 0) == 8            # threads: 2048 / 256
-    assert resident_blocks_per_sm(function, 256, 0, 100 * 1024) == 2    # shared memory
-    assert resident_blocks_per_sm(function, 256, 0, 300 * 1024) == 0
+    assert resident_blocks_per_sm(SimpleNamespace(ptr=11, num_regs=128), 256, 0) == 2  # registers
+    assert asked == [(22, 512, 4096)]
 
 
 @pytest.mark.gpu
