@@ -35,6 +35,14 @@ from .common import source_position
 log = logging.getLogger(__name__)
 
 
+def add_engine_options(p):
+    """The option of an app written on an engine (``groute.engines``): how the vertices are
+    split over the devices (``groute.graph.partition_graph``)."""
+    p.add_argument("--partition", choices=("contiguous", "metis", "random"),
+                   default="contiguous", help="how vertices are split over devices "
+                                              "(default contiguous)")
+
+
 def add_graph_options(p, *, repeat_default=5):
     p.add_argument("--graph", required=True, metavar="PATH|SPEC",
                    help="a graph file (.mtx[.gz], .gr, SNAP edge list, CSV) or a spec (kron:21, grid:4900, ...)")

@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 
-from .app_cli import add_graph_options, load, parse_vertex, report, run_solver, write_output
+from .app_cli import add_engine_options, add_graph_options, load, parse_vertex, report, run_solver, write_output
 from .betweenness import Betweenness, sample_sources
 
 
@@ -32,9 +32,7 @@ def register(subparsers, common):
                    help="divide by the number of pairs of other vertices (default: normalized)")
     p.add_argument("--endpoints", action="store_true",
                    help="count a path's ends among the vertices it passes through")
-    p.add_argument("--partition", choices=("contiguous", "metis", "random"),
-                   default="contiguous", help="how vertices are split over devices "
-                                              "(default contiguous)")
+    add_engine_options(p)
     p.set_defaults(func=_cli)
 
 

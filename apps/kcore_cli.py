@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .app_cli import add_graph_options, load, report, run_solver, write_output
+from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
 from .kcore import KCore
 
 
@@ -16,9 +16,7 @@ def register(subparsers, common):
     p = subparsers.add_parser("kcore", parents=[common],
                               help="k-core decomposition (core number of every vertex)")
     add_graph_options(p)
-    p.add_argument("--partition", choices=("contiguous", "metis", "random"),
-                   default="contiguous", help="how vertices are split over devices "
-                                              "(default contiguous)")
+    add_engine_options(p)
     p.add_argument("--direction", choices=("push", "pull", "auto"), default="auto",
                    help="the advances' direction (auto: Beamer's rule, "
                         "groute.operators.direction)")

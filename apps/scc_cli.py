@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .app_cli import add_graph_options, load, report, run_solver, write_output
+from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
 from .scc import SCC
 
 
@@ -18,9 +18,7 @@ def register(subparsers, common):
     p = subparsers.add_parser("scc", parents=[common],
                               help="strongly connected components of a directed graph")
     add_graph_options(p)
-    p.add_argument("--partition", choices=("contiguous", "metis", "random"),
-                   default="contiguous", help="how vertices are split over devices "
-                                              "(default contiguous)")
+    add_engine_options(p)
     p.set_defaults(func=_cli)
 
 
