@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from groute.worklist import LocalWork, StreamWorker, WorkQueue, infinity, pack, unpack
+from groute.worklist import (LocalWork, StreamWorker, WorkQueue, infinity, next_threshold, pack,
+                             unpack)
 
 from .traversal_values import INT_SATURATED
 
@@ -199,7 +200,7 @@ class CPUTraversalWorker(StreamWorker):
         while True:
             if self.near.size == 0:
                 if self_advance and len(self.far) and threshold != math.inf:
-                    threshold = max(threshold, self._report().far_min) + self._delta
+                    threshold = next_threshold(threshold, self._report().far_min, self._delta)
                     moved = threshold
                     self._split(threshold)
                     continue

@@ -21,9 +21,10 @@ one device stops the others and raises in the caller.
 from .counter import WorkCounter
 from .distributed import MODES, ROUTINGS, DistributedWorklist
 from .items import ITEM_DTYPE, FLOAT_INF, INT_INF, infinity, pack, unpack, value_dtype
+from .priority import next_threshold
 from .queue import WorkQueue
 from .worker import LocalWork, StreamWorker, call_on_stream
 
 __all__ = ["DistributedWorklist", "WorkCounter", "WorkQueue", "LocalWork", "StreamWorker", "call_on_stream",
            "ITEM_DTYPE", "INT_INF", "FLOAT_INF", "infinity", "pack", "unpack", "value_dtype",
-           "MODES", "ROUTINGS"]
+           "MODES", "ROUTINGS", "next_threshold"]
