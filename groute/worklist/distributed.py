@@ -139,10 +139,9 @@ class DistributedWorklist:
             counter.report(i, work)
         self._can_pull = mode == "bsp" and self.k > 1 and all(getattr(w, "can_pull", False)
                                                                for w in workers)
-        self._pulling = False
-        self._vertices = sum(w.hi - w.lo for w in workers) if self._can_pull else 0
-        self._arcs = sum(w.num_arcs for w in workers) if self._can_pull else 0
-        self._explored = 0
+        self._direction = direction.DirectionState(
+            sum(w.hi - w.lo for w in workers) if self._can_pull else 0,
+            sum(w.num_arcs for w in workers) if self._can_pull else 0)
         self._front_arcs = [0] * self.k
         self._frontier_events = [None] * self.k
         self.stats["pull_levels"] = 0
@@ -229,7 +228,7 @@ class DistributedWorklist:
                 self._front_arcs[i] = worker.frontier_arcs() if big else 0
                 # a big or still-pulling frontier is likely to be pulled from next: flag it now,
                 # so the common case needs no barrier of its own (see _share_frontier)
-                self._frontier_events[i] = worker.publish_frontier() if (big or self._pulling) else None
+                self._frontier_events[i] = worker.publish_frontier() if (big or self._direction.pulling) else None
             t4 = clock()
             finished, pull = counter.barrier(action=lambda: self._level_done(counter))
             t5 = clock()
@@ -252,15 +251,9 @@ class DistributedWorklist:
         finished = counter.finished()
         if finished or not self._can_pull:
             return finished, False
-        if self._pulling:
-            self._pulling = direction.stay_pulling(sum(counter.near), self._vertices)
-        else:
-            front_arcs = sum(self._front_arcs)
-            self._pulling = direction.push_to_pull(front_arcs, self._arcs - self._explored)
-            if not self._pulling:
-                self._explored += front_arcs            # the next level pushes them
-        self.stats["pull_levels"] += int(self._pulling)
-        return False, self._pulling
+        pulling = self._direction.next(sum(counter.near), sum(self._front_arcs))
+        self.stats["pull_levels"] += int(pulling)
+        return False, pulling
 
     def _share_frontier(self, device, i, workers, counter):
         """Every device flags its frontier (most did before the level's last barrier; if one
