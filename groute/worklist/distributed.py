@@ -13,11 +13,8 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 
 Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
 BSP mode runs the same workers level-synchronously: one round each, barrier, exchange, barrier.
-When every worker can pull (BFS on a symmetric graph, see :mod:`groute.worklist.worker`), BSP
-also switches direction for all devices at once (Beamer's rule on the global frontier, as the
-kernels: :mod:`groute.operators.direction`): before
-a pull level each device flags its frontier vertices and copies every other device's flags, so
-an unreached vertex can find a parent owned by any device without an item being sent.
+An app whose levels need steps of their own (BFS switching every device to pull at once) passes
+a level hook (:mod:`groute.worklist.levels`); the worklist itself knows no algorithm.
 """
 from __future__ import annotations
 
@@ -29,7 +26,6 @@ import time
 
 from ..errors import WaitTimeout
 from ..link import Link
-from ..operators import direction
 from .counter import WorkCounter
 from .items import ITEM_DTYPE
 from .queue import WorkQueue
@@ -105,18 +101,21 @@ class DistributedWorklist:
 
     # --------------------------------------------------------------------------------------------
     def run(self, workers, *, mode: str = "async", threshold=math.inf, delta=math.inf,
-            max_rounds: int | None = None, timeout=None) -> dict:
+            max_rounds: int | None = None, timeout=None, level_hook=None) -> dict:
         """Drive ``workers[i]`` (one per device, see :class:`~groute.worklist.worker.DeviceWorker`)
         until no work is left anywhere; return the run's counters.
 
         ``threshold``/``delta``: the soft-priority start and step (``inf`` switches priority
         off). ``max_rounds``: fused rounds per ``advance`` call (None: until the local work is
-        done or the outboxes fill; BSP always uses 1).
+        done or the outboxes fill; BSP always uses 1). ``level_hook``: the app's steps around
+        each BSP level (:mod:`groute.worklist.levels`; BSP only).
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if len(workers) != self.k:
             raise ValueError(f"need one worker per device ({self.k}), got {len(workers)}")
+        if level_hook is not None and mode != "bsp":
+            raise ValueError(f"level_hook runs between the levels of mode='bsp'; got mode={mode!r}")
         if any(link.finished for link in self.links.values()):
             self.ctx.ensure_running()   # a failed run ended them: reset the context first
             self._open_links()
@@ -137,33 +136,27 @@ class DistributedWorklist:
                                   for i, w in enumerate(workers)])
         for i, work in enumerate(starts):
             counter.report(i, work)
-        self._can_pull = mode == "bsp" and self.k > 1 and all(getattr(w, "can_pull", False)
-                                                               for w in workers)
-        self._direction = direction.DirectionState(
-            sum(w.hi - w.lo for w in workers) if self._can_pull else 0,
-            sum(w.num_arcs for w in workers) if self._can_pull else 0)
-        self._front_arcs = [0] * self.k
-        self._frontier_events = [None] * self.k
-        self.stats["pull_levels"] = 0
         # host seconds per device in each phase of the BSP loop (advance includes the kernels:
-        # its read-back waits for them)
+        # its read-back waits for them; share: the level hook's steps between levels)
         self.stats["phase_seconds"] = [dict.fromkeys(("advance", "send", "barrier", "exchange", "share"), 0.0)
                                        for _ in range(self.k)]
         self.stats["advance_seconds"] = [[] for _ in range(self.k)]   # BSP: per level
         loop = self._async_loop if mode == "async" else self._bsp_loop
         t0 = time.perf_counter()
         try:
-            self.ctx.gather([self.ctx.submit(i, loop, i, workers, counter, max_rounds)
+            self.ctx.gather([self.ctx.submit(i, loop, i, workers, counter, max_rounds, level_hook)
                              for i in range(self.k)], timeout=timeout)
         finally:
             self._counter = None
         self.stats["host_seconds"] = time.perf_counter() - t0
         self.stats["threshold_advances"] = counter.advances
         self.stats["final_threshold"] = counter.threshold
+        if level_hook is not None:
+            self.stats.update(level_hook.stats)
         return self.stats
 
     # the asynchronous loop ------------------------------------------------------------------
-    def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
+    def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds, hook):
         k = self.k
         worker = workers[i]
         forward, sends, absorb = self._loop_state(device, i, worker, counter)
@@ -195,17 +188,17 @@ class DistributedWorklist:
                 return
 
     # the level-synchronous loop ---------------------------------------------------------------
-    def _bsp_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
+    def _bsp_loop(self, device, i, workers, counter: WorkCounter, max_rounds, hook):
         k = self.k
         worker = workers[i]
         forward, sends, absorb = self._loop_state(device, i, worker, counter)
-        level, pull = 0, False
+        level, decision = 0, None
         spent = self.stats["phase_seconds"][i]
         clock = time.perf_counter
         while True:
             self.ctx.check()
-            if self._can_pull:
-                worker.set_pull_level(level if pull else None)
+            if hook is not None:
+                hook.before_level(i, level, decision)
             t0 = clock()
             work, outbox = worker.advance(math.inf, max_rounds=1, self_advance=False)
             self._count_round(i)
@@ -223,14 +216,10 @@ class DistributedWorklist:
                 if any(len(q) for q in forward):
                     self._send(device, i, counter, None, [None] * k, forward, sends)
             self._wait_sends(sends, absorb)
-            if self._can_pull:
-                big = direction.scout(worker.work.near, worker.hi - worker.lo)
-                self._front_arcs[i] = worker.frontier_arcs() if big else 0
-                # a big or still-pulling frontier is likely to be pulled from next: flag it now,
-                # so the common case needs no barrier of its own (see _share_frontier)
-                self._frontier_events[i] = worker.publish_frontier() if (big or self._direction.pulling) else None
+            if hook is not None:
+                hook.after_exchange(i)
             t4 = clock()
-            finished, pull = counter.barrier(action=lambda: self._level_done(counter))
+            finished, decision = counter.barrier(action=lambda: self._level_done(counter, hook))
             t5 = clock()
             self.stats["advance_seconds"][i].append(t1 - t0)
             for phase, dt in (("advance", t1 - t0), ("send", t2 - t1), ("barrier", t3 - t2 + t5 - t4),
@@ -241,36 +230,20 @@ class DistributedWorklist:
                     self.stats["bsp_levels"] = self.stats["rounds"][0]
                 return
             level += 1
-            if pull:
-                self._share_frontier(device, i, workers, counter)
+            if hook is not None:
+                moved = hook.between_levels(i, decision, counter.barrier)
+                if moved:
+                    with self._stats_lock:
+                        self.stats["bytes_moved"] += moved
                 spent["share"] += clock() - t5
 
-    def _level_done(self, counter):
+    def _level_done(self, counter, hook):
         """At the barrier after a level (run once, under the counter's lock): whether the run
-        is over, and whether the next level pulls."""
+        is over, and the level hook's decision for the next level."""
         finished = counter.finished()
-        if finished or not self._can_pull:
-            return finished, False
-        pulling = self._direction.next(sum(counter.near), sum(self._front_arcs))
-        self.stats["pull_levels"] += int(pulling)
-        return False, pulling
-
-    def _share_frontier(self, device, i, workers, counter):
-        """Every device flags its frontier (most did before the level's last barrier; if one
-        did not, all meet once more after it has); then each copies the others' ranges."""
-        if not all(self._frontier_events):        # the same answer on every device
-            counter.barrier()                     # everyone has read the list
-            if self._frontier_events[i] is None:
-                self._frontier_events[i] = workers[i].publish_frontier()
-            counter.barrier()
-        mine, stream = workers[i].frontier, device.compute_stream
-        for j, other in enumerate(workers):
-            if j != i:
-                stream.wait_event(self._frontier_events[j])
-                stream.copy(mine[other.lo:other.hi], other.frontier[other.lo:other.hi])
-        with self._stats_lock:
-            self.stats["bytes_moved"] += sum(w.frontier[w.lo:w.hi].nbytes
-                                             for j, w in enumerate(workers) if j != i)
+        if finished or hook is None:
+            return finished, None
+        return False, hook.decide(list(counter.near))
 
     # helpers ------------------------------------------------------------------------------------
     def _loop_state(self, device, i, worker, counter):
