@@ -1,4 +1,4 @@
-"""The distributed worklist: per-device workers, split-send over Links, counted termination.
+"""The distributed worklist: per-device workers, split-send through a Router, counted termination.
 
 Each device's host thread runs one control loop (:meth:`DistributedWorklist.run`), the same on
 both backends; only the worker's hot loops differ. A round on device ``i``:
@@ -7,8 +7,8 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 2. if the global threshold advanced, re-split deferred work (soft priority);
 3. if it holds near work, call the worker's fused ``advance`` (many levels in one launch); the
    items it produced for other devices come back as per-destination outboxes (split-send: local
-   items never leave the device) and go out through :class:`~groute.link.Link`s, packetized and
-   multi-buffered;
+   items never leave the device) and go out through one :class:`~groute.router.Router` over
+   the devices, whose policy picks the link (:data:`ROUTINGS`), packetized and multi-buffered;
 4. otherwise sleep until items arrive, the threshold moves, or the run is over.
 
 Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
@@ -18,14 +18,14 @@ a level hook (:mod:`groute.worklist.levels`); the worklist itself knows no algor
 """
 from __future__ import annotations
 
-import collections
 import logging
 import math
 import threading
 import time
 
 from ..errors import WaitTimeout
-from ..link import Link
+from ..policies import by_owner, reach, ring
+from ..router import Router
 from .counter import WorkCounter
 from .items import ITEM_DTYPE
 from .queue import WorkQueue
@@ -33,17 +33,21 @@ from .worker import call_on_stream
 
 log = logging.getLogger(__name__)
 
-ROUTINGS = ("all2all", "ring")
+#: routing name -> the Router policy that picks each batch's next link. Every batch carries its
+#: owner (``metadata["owner"]``); a ring's hop may not be the owner, which passes it on.
+ROUTINGS = {"all2all": by_owner, "ring": ring}
 MODES = ("async", "bsp")
 
 
 class DistributedWorklist:
-    """Links between the devices of ``ctx`` plus the control loop that drives per-device workers.
+    """A Router between the devices of ``ctx`` plus the control loop that drives per-device
+    workers.
 
-    ``routing``: ``"all2all"`` (a link from every device to every other) or ``"ring"`` (device i
-    sends only to i+1; items owned further on hop). ``packet_size`` items per packet and
-    ``num_buffers`` receive buffers per link bound the memory in flight (back-pressure).
-    Create once per solver, :meth:`run` many times, :meth:`close` at the end.
+    ``routing``: ``"all2all"`` (policy ``by_owner``: a link from every device to every other)
+    or ``"ring"`` (policy ``ring``: device i sends only to i+1; items owned further on hop).
+    ``packet_size`` items per packet and ``num_buffers`` receive buffers per link bound the
+    memory in flight (back-pressure). Create once per solver, :meth:`run` many times,
+    :meth:`close` at the end.
     """
 
     def __init__(self, ctx, *, routing: str = "all2all", packet_size: int = 1 << 20,
@@ -53,51 +57,39 @@ class DistributedWorklist:
         self.ctx = ctx
         self.k = len(ctx.devices)
         self.routing = routing
-        self.inboxes = [collections.deque() for _ in range(self.k)]
-        self._inbox_lock = threading.Lock()
         self._counter: WorkCounter | None = None
         self._link_shape = (packet_size, num_buffers)
-        self.links: dict[tuple[int, int], Link] = {}
-        self._open_links()
+        self.router: Router | None = None
+        self._open_router()
 
-    def _open_links(self):
-        """A link per (device, neighbour); again after a failure ended them (the context stops
-        every link), with the inboxes of the stopped run dropped."""
-        packet_size, num_buffers = self._link_shape
-        for box in self.inboxes:
-            box.clear()
-        for i in range(self.k):
-            for j in self._neighbors(i):
-                self.links[i, j] = Link(self.ctx.devices[i], self.ctx.devices[j], packet_size,
-                                        num_buffers, dtype=ITEM_DTYPE, ctx=self.ctx,
-                                        name=f"worklist[{i}->{j}]", deliver=self._deliverer(j))
-
-    def _neighbors(self, i):
+    def _open_router(self):
+        """The devices' Router, linking each device to the others its policy may choose (a
+        device never sends to itself: split-send); again after a failure ended its links (the
+        context stops every link), which drops what the stopped run left in its outputs."""
         if self.k == 1:
-            return []
-        if self.routing == "ring":
-            return [(i + 1) % self.k]
-        return [j for j in range(self.k) if j != i]
+            return
+        packet_size, num_buffers = self._link_shape
+        policy = ROUTINGS[self.routing]
+        devices = range(self.k)
+        pairs = [(i, j) for i in devices for j in reach(policy, i, list(devices)) if j != i]
+        self.router = Router(self.ctx.devices, self.ctx.devices, policy, pairs=pairs,
+                             packet_size=packet_size, num_buffers=num_buffers, dtype=ITEM_DTYPE,
+                             ctx=self.ctx, name="worklist")
+        for output in self.router.outputs:
+            output.add_arrival_listener(self._wake)
 
-    def _next_hop(self, i, dest):
-        return (i + 1) % self.k if self.routing == "ring" else dest
+    def _wake(self):
+        counter = self._counter
+        if counter is not None:
+            counter.notify()
 
-    def _deliverer(self, j):
-        def deliver(pending):
-            if pending is None:
-                return
-            with self._inbox_lock:
-                self.inboxes[j].append(pending)
-            counter = self._counter
-            if counter is not None:
-                counter.notify()
-        return deliver
+    def _has_input(self, i) -> bool:
+        return self.router is not None and self.router.outputs[i].pending() > 0
 
     def close(self):
-        for link in self.links.values():
-            link.close()
-        for link in self.links.values():
-            link.join(timeout=5)
+        if self.router is not None:
+            self.router.close()
+            self.router.join(timeout=5)
 
     # --------------------------------------------------------------------------------------------
     def run(self, workers, *, mode: str = "async", threshold=math.inf, delta=math.inf,
@@ -116,20 +108,22 @@ class DistributedWorklist:
             raise ValueError(f"need one worker per device ({self.k}), got {len(workers)}")
         if level_hook is not None and mode != "bsp":
             raise ValueError(f"level_hook runs between the levels of mode='bsp'; got mode={mode!r}")
-        if any(link.finished for link in self.links.values()):
+        router = self.router
+        if router is not None and any(link.finished for _, _, link in router.each_link()):
             self.ctx.ensure_running()   # a failed run ended them: reset the context first
-            self._open_links()
-        for box in self.inboxes:
-            if box:
-                raise RuntimeError("worklist inboxes are not empty from a previous run")
+            self._open_router()
+            router = self.router
+        if any(self._has_input(i) for i in range(self.k)):
+            raise RuntimeError("worklist inboxes are not empty from a previous run")
         if mode == "bsp":
             threshold = delta = math.inf
         counter = WorkCounter(self.k, threshold=threshold, delta=delta,
                               stop=self.ctx.stop_event, timeout=self.ctx.timeout)
         self._counter = counter
         self.stats = {"mode": mode, "routing": self.routing, "rounds": [0] * self.k,
-                      "items_sent": {f"{i}->{j}": 0 for (i, j) in self.links},
-                      "items_forwarded": [0] * self.k, "bytes_moved": 0, "bsp_levels": 0}
+                      "items_sent": {}, "items_forwarded": [0] * self.k, "bytes_moved": 0,
+                      "bsp_levels": 0}
+        routed = router.routed_elements.copy() if router is not None else None
         self._stats_lock = threading.Lock()
         # every device reports its initial work before any loop may conclude that none is left
         starts = self.ctx.gather([self.ctx.submit(i, lambda dev, w=w: w.start(threshold))
@@ -151,6 +145,11 @@ class DistributedWorklist:
         self.stats["host_seconds"] = time.perf_counter() - t0
         self.stats["threshold_advances"] = counter.advances
         self.stats["final_threshold"] = counter.threshold
+        if router is not None:          # items per link: what the router routed in this run
+            for i, j, _ in router.each_link():
+                n = int(router.routed_elements[i, j] - routed[i, j])
+                self.stats["items_sent"][f"{i}->{j}"] = n
+                self.stats["bytes_moved"] += n * ITEM_DTYPE.itemsize
         if level_hook is not None:
             self.stats.update(level_hook.stats)
         return self.stats
@@ -182,7 +181,7 @@ class DistributedWorklist:
                 self._wait_sends(sends, absorb)
                 self._send(device, i, counter, None, [None] * k, forward, sends)
                 continue
-            finished, _, _ = counter.wait_idle(i, lambda: bool(self.inboxes[i]))
+            finished, _, _ = counter.wait_idle(i, lambda: self._has_input(i))
             if finished:
                 self._wait_sends(sends, absorb)
                 return
@@ -208,9 +207,9 @@ class DistributedWorklist:
             counter.barrier()                         # everything of this level has been sent
             t3 = clock()
             while True:                               # exchange until nothing is in transit
-                counter.wait_until(lambda: bool(self.inboxes[i]) or counter.in_transit == 0,
+                counter.wait_until(lambda: self._has_input(i) or counter.in_transit == 0,
                                    what=f"BSP exchange on device {i}")
-                if not self.inboxes[i]:
+                if not self._has_input(i):
                     break
                 absorb()
                 if any(len(q) for q in forward):
@@ -257,15 +256,17 @@ class DistributedWorklist:
         self.stats["rounds"][i] += 1
 
     def _absorb_inbox(self, device, i, worker, counter, forward):
-        with self._inbox_lock:
-            batch = list(self.inboxes[i])
-            self.inboxes[i].clear()
+        batch = []
+        if self.router is not None:
+            output = self.router.outputs[i]
+            while (pending := output.poll()) is not None:
+                batch.append(pending)
         if not batch:
             return False
         mine, received = [], 0
         for pending in batch:
             seg = pending.wait_on(device.compute_stream)
-            dest = seg.metadata.get("dest", i)
+            dest = seg.metadata.get("owner", i)
             if dest == i:
                 mine.append(pending)
                 received += pending.size
@@ -289,21 +290,17 @@ class DistributedWorklist:
             if fwd is not None:
                 parts.append(fwd)
             if parts:
-                batches.append((dest, parts, sum(int(p.shape[0]) for p in parts)))
+                batches.append((dest, parts))
         new = sum(int(outbox[d].shape[0]) for d in range(self.k) if outbox[d] is not None)
         if work is not None:
             counter.report(i, work, sent=new)  # before the items can arrive anywhere
         if not batches:
             return
         ready = device.compute_stream.record()
-        for dest, parts, n in batches:
-            hop = self._next_hop(i, dest)
-            link = self.links[i, hop]
+        port = self.router.inputs[i]       # the policy picks the link: the owner's or the next hop
+        for dest, parts in batches:
             for p in parts:
-                sends.append(link.send(p, event=ready, metadata={"dest": dest}))
-            with self._stats_lock:
-                self.stats["items_sent"][f"{i}->{hop}"] += n
-                self.stats["bytes_moved"] += n * ITEM_DTYPE.itemsize
+                sends.append(port.send(p, event=ready, metadata={"owner": dest}))
 
     def _wait_sends(self, sends, absorb=None):
         """Wait until earlier sends no longer need their source buffers. ``absorb`` keeps taking
