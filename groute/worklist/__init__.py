@@ -9,8 +9,8 @@ How an app plugs in (BFS and SSSP in ``apps/traversal.py`` are the worked exampl
    ``(value << 32) | vertex`` (:mod:`groute.worklist.items`). ``advance`` is the hot loop: on
    CUDA one fused persistent kernel that runs many rounds per launch; on CPU vectorised NumPy
    run in the device's compute stream (:func:`call_on_stream`).
-3. Build one :class:`DistributedWorklist` per solver (it creates the Links: all-to-all or a
-   ring) and call ``run(workers, mode="async"|"bsp", threshold=..., delta=...)``; it returns the
+3. Build one :class:`DistributedWorklist` per solver (it exchanges through a Router with the
+   policy ``routing`` names: ``by_owner`` for all-to-all or ``ring``) and call ``run(workers, mode="async"|"bsp", threshold=..., delta=...)``; it returns the
    counters (rounds, items sent per link, forwarded items, bytes moved, threshold advances).
    The workers keep their own counters (items processed, deferrals) for the app to report.
    Steps of the app's own between BSP levels go in a level hook (:mod:`.levels`; BFS's pull
@@ -22,8 +22,8 @@ one device stops the others and raises in the caller.
 """
 from .counter import WorkCounter
 from .distributed import MODES, ROUTINGS, DistributedWorklist
-from .levels import LevelHook
 from .items import ITEM_DTYPE, FLOAT_INF, INT_INF, infinity, pack, unpack, value_dtype
+from .levels import LevelHook
 from .priority import next_threshold
 from .queue import WorkQueue
 from .worker import LocalWork, StreamWorker, call_on_stream
