@@ -34,6 +34,7 @@ from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from .common import AppResult, DeviceTimer, Solver, complete_stats, source_position
 from .memory import traversal_bytes
+from .traversal_pull import pull_levels
 from .traversal_values import overflow_possible
 
 log = logging.getLogger(__name__)
@@ -382,7 +383,8 @@ class TraversalSolver(Solver):
             threshold = self.delta if self.priority else math.inf
             with DeviceTimer(self.ctx) as timer:
                 wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
-                                       delta=self.delta, max_rounds=self.max_rounds)
+                                       delta=self.delta, max_rounds=self.max_rounds,
+                                       level_hook=pull_levels(self.mode, self.workers))
             counters = [w.collect_counters() for w in self.workers]
         raw = [w.values() for w in self.workers]
         values = np.concatenate([dev.to_host(r) for dev, r in zip(self.ctx.devices, raw)])

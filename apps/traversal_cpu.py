@@ -15,8 +15,10 @@ import math
 import numpy as np
 
 from groute.operators.cpu_ops import arc_count, arcs_of, pull_hits
-from groute.worklist import LocalWork, StreamWorker, WorkQueue, infinity, pack, unpack
+from groute.worklist import (LocalWork, StreamWorker, WorkQueue, infinity, next_threshold, pack,
+                             unpack)
 
+from .traversal_pull import PullSteps
 from .traversal_values import INT_SATURATED
 
 
@@ -38,7 +40,7 @@ def _below(values, threshold):
     return values < np.float64(threshold)
 
 
-class CPUTraversalWorker(StreamWorker):
+class CPUTraversalWorker(PullSteps, StreamWorker):
     """One device's share of a BFS/SSSP run (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
@@ -60,7 +62,7 @@ class CPUTraversalWorker(StreamWorker):
         self.near = np.empty(0, dtype=np.int64)
         self.far = WorkQueue(device, 1024, name=f"far@{device.name}")
         self.flush_items = int(flush_items)
-        # BSP on several devices may pull (see DistributedWorklist): flags of the level's
+        # BSP on several devices may pull (see traversal_pull): flags of the level's
         # vertices, all devices' (this device fills its range, the worklist copies the others)
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1)
         self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
@@ -191,7 +193,7 @@ class CPUTraversalWorker(StreamWorker):
         while True:
             if self.near.size == 0:
                 if self_advance and len(self.far) and threshold != math.inf:
-                    threshold = max(threshold, self._report().far_min) + self._delta
+                    threshold = next_threshold(threshold, self._report().far_min, self._delta)
                     moved = threshold
                     self._split(threshold)
                     continue

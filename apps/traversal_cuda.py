@@ -26,6 +26,8 @@ from groute.operators import direction
 from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
+from .traversal_pull import PullSteps
+
 log = logging.getLogger(__name__)
 
 
@@ -121,7 +123,7 @@ class CUDATraversalArrays:
         return self.dist[:self.n_local].view(np.float32 if self.kind == "float" else np.int32)
 
 
-class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
+class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
     """One GPU's share of a BFS/SSSP run on the worklist path (see the module docstring)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
@@ -138,8 +140,8 @@ class CUDATraversalWorker(CUDATraversalArrays, StreamWorker):
         self.pull = int(symmetric and not weighted and kind == "int" and self.k == 1
                         and tuning.pull)
         self.unique = int(not weighted and kind == "int" and self.k == 1)   # see improve_local
-        # several devices, BSP: the worklist may ask for pull levels (it decides for all devices,
-        # see DistributedWorklist); each device then reads every device's frontier flags
+        # several devices, BSP: the host may ask for pull levels (it decides for all devices,
+        # see traversal_pull); each device then reads every device's frontier flags
         self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1
                              and tuning.pull)
         self.block = int(tuning.block)

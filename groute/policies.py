@@ -82,5 +82,17 @@ def ring(segment, source, destinations):
     return Route((destinations[(source + 1) % n],), FIXED)
 
 
+ring.reach = lambda source, destinations: (destinations[(source + 1) % len(destinations)],)
+
+
+def reach(policy, source, destinations) -> tuple:
+    """The destinations ``policy`` may ever choose for input ``source``: what a router needs
+    links to (:class:`~groute.router.Router`'s ``pairs``). A policy that decides per segment
+    reaches every destination; one whose answer depends only on the source (``ring``) says so
+    in a ``reach`` attribute."""
+    own = getattr(policy, "reach", None)
+    return tuple(own(source, destinations)) if own is not None else tuple(destinations)
+
+
 POLICIES = {"broadcast": broadcast, "first_available": first_available, "by_owner": by_owner,
             "ring": ring}

@@ -1,9 +1,11 @@
 """Router: a virtual endpoint that picks a destination for each segment by a policy.
 
 ``Router(inputs, outputs, policy)`` connects every input endpoint to every output endpoint with
-a :class:`~groute.link.Link` (created once, each with its own receive buffers). A segment sent
-into input ``i`` is not copied to the router: the policy picks output ``j`` and the link
-``i -> j`` copies straight from the source memory to the destination. With an availability
+a :class:`~groute.link.Link` (created once, each with its own receive buffers), or only the
+``pairs`` asked for (a ring needs one link per input, not one per output: see
+:func:`groute.policies.reach`). A segment sent into input ``i`` is not copied to the router: the
+policy picks output ``j`` and the link ``i -> j`` copies straight from the source memory to the
+destination; a policy that picks an output input ``i`` has no link to is an error. With an availability
 route the router waits until one of the allowed links has a free receive buffer and uses the
 first such one, which is how "send to the first free device" load balancing works.
 """
@@ -62,7 +64,13 @@ class RouterOutput(SegmentReceiver):
         self._cond = threading.Condition()
         self._queue = collections.deque()
         self._ended = 0
+        self._listeners = []
         self.received = 0
+
+    def add_arrival_listener(self, fn) -> None:
+        """Call ``fn()`` after each segment arrives here, outside this output's lock (for a
+        receiver that sleeps on a condition of its own and polls)."""
+        self._listeners.append(fn)
 
     def _deliver(self, pending):
         with self._cond:
@@ -72,9 +80,16 @@ class RouterOutput(SegmentReceiver):
                 self._queue.append(pending)
                 self.received += 1
             self._cond.notify_all()
+        if pending is not None:
+            for fn in self._listeners:
+                fn()
+
+    def pending(self) -> int:
+        """Segments that arrived and are not taken yet (a snapshot, taken without the lock)."""
+        return len(self._queue)
 
     def _finished(self):
-        return self._ended >= len(self.router.input_endpoints)
+        return self._ended >= len(self.router.links_to(self.index))
 
     def receive(self, timeout=None):
         """Next PendingSegment routed here, or ``None`` when every input is closed and drained."""
@@ -97,10 +112,11 @@ class RouterOutput(SegmentReceiver):
 
 
 class Router:
-    """See the module docstring. ``policy`` is a function (see :mod:`groute.policies`)."""
+    """See the module docstring. ``policy`` is a function (see :mod:`groute.policies`);
+    ``pairs``: the (input, output) index pairs to join with a link (None: every pair)."""
 
     def __init__(self, inputs, outputs, policy, *, packet_size: int, num_buffers: int = 2,
-                 dtype=np.int32, item_shape=(), ctx=None, name: str = "router"):
+                 dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None):
         if not callable(policy):
             raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
                             f"got {policy!r}")
@@ -117,17 +133,31 @@ class Router:
         self._room = threading.Condition()
         self.outputs = [RouterOutput(self, j) for j in range(len(self.output_endpoints))]
         self.inputs = [RouterInput(self, i) for i in range(len(self.input_endpoints))]
+        shape = (len(self.inputs), len(self.outputs))
+        wanted = {(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None \
+            else {(int(i), int(j)) for i, j in pairs}
+        for i, j in sorted(wanted):
+            if not (0 <= i < shape[0] and 0 <= j < shape[1]):
+                raise ValueError(f"{name}: pair ({i}, {j}) names no input and output "
+                                 f"({shape[0]} inputs, {shape[1]} outputs)")
+        #: ``links[i][j]``: the link from input i to output j (None where ``pairs`` has none)
         self.links = [[Link(src, dst, packet_size, num_buffers, dtype=dtype, item_shape=item_shape,
                             ctx=ctx, name=f"{name}[{i}->{j}]", deliver=self.outputs[j]._deliver)
+                       if (i, j) in wanted else None
                        for j, dst in enumerate(self.output_endpoints)]
                       for i, src in enumerate(self.input_endpoints)]
-        for row in self.links:
-            for link in row:
-                link.add_room_listener(self._room)
-        self.routed = np.zeros((len(self.inputs), len(self.outputs)), dtype=np.int64)
+        for _, _, link in self.each_link():
+            link.add_room_listener(self._room)
+        self.routed = np.zeros(shape, dtype=np.int64)            # segments per (input, output)
+        self.routed_elements = np.zeros(shape, dtype=np.int64)   # their elements (rows)
+
+    def each_link(self):
+        """``(i, j, link)`` for every link, input by input."""
+        return [(i, j, link) for i, row in enumerate(self.links)
+                for j, link in enumerate(row) if link is not None]
 
     def links_to(self, j):
-        return [row[j] for row in self.links]
+        return [row[j] for row in self.links if row[j] is not None]
 
     def _route(self, i, data, event, metadata):
         segment = Segment(data, dict(metadata or {}))
@@ -139,6 +169,9 @@ class Router:
         for j in dests:
             if not 0 <= j < len(self.outputs):
                 raise ValueError(f"{self.name}: policy chose output {j}, but there are {len(self.outputs)}")
+            if self.links[i][j] is None:
+                raise ValueError(f"{self.name}: policy chose output {j} for input {i}, which has "
+                                 f"no link there (the router's pairs)")
         if route.strategy == BROADCAST:
             handles = [self._send(i, j, data, event, metadata) for j in dests]
             return _MultiHandle(handles)
@@ -165,13 +198,19 @@ class Router:
 
     def _send(self, i, j, data, event, metadata) -> SendHandle:
         self.routed[i, j] += 1
+        self.routed_elements[i, j] += int(data.shape[0])
         return self.links[i][j].send(data, event=event, metadata=metadata)
 
     def _close_input(self, i):
         for link in self.links[i]:
-            link.close()
+            if link is not None:
+                link.close()
 
     def close(self):
         """Close every input: queued segments still arrive, then outputs end."""
         for i in range(len(self.inputs)):
             self._close_input(i)
+
+    def join(self, timeout=None) -> bool:
+        """Wait (at most ``timeout`` per link) until every link has ended; True if all have."""
+        return all([link.join(timeout) for _, _, link in self.each_link()])

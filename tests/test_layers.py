@@ -6,6 +6,8 @@
   rather than importing them.
 - Nothing but ``python -m groute`` imports the CLI entry point (``groute.cli``): the options the
   subcommands share live below them, in ``groute.cli_support``.
+- The distributed worklist never builds a ``Link`` itself: its exchange goes through a
+  ``Router``, the one place routing is decided.
 - No import cycles among groute's modules, counting the imports inside functions too: an import
   moved into a function hides a cycle from the interpreter, not from the design.
 """
@@ -134,3 +136,19 @@ def test_no_import_cycles_among_groute_modules():
     graph = {name: {t for t in imports_of(name, path) if t in MODULES and t != name}
              for name, path in MODULES.items()}
     assert import_cycles(graph) == []
+
+
+def test_the_worklist_routes_through_a_router_not_its_own_links():
+    """Nothing under groute/worklist calls ``Link(...)`` (or ``link.Link(...)``)."""
+    offenders = []
+    for name, path in MODULES.items():
+        if not is_under(name, ("groute.worklist",)):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if called == "Link":
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert any(is_under(n, ("groute.worklist",)) for n in MODULES)
+    assert not offenders, offenders

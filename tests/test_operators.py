@@ -23,6 +23,20 @@ def test_direction_rule_boundaries():
     assert not direction.scout(2, 2 * direction.SCOUT_MIN)
 
 
+def test_direction_state_counts_pushed_arcs_as_the_kernels_do():
+    """Unexplored arcs: the total minus the arcs of the levels pushed so far; an exact figure
+    given instead wins; a pull stays while the frontier is large."""
+    a = direction.ALPHA
+    state = direction.DirectionState(vertices=1000, arcs=100 * a)
+    assert not state.wants_arcs(1) and state.wants_arcs(2 * 1000 // direction.SCOUT_MIN + 1)
+    assert not state.next(10, front_arcs=50) and state.explored == 50
+    assert state.next(10, front_arcs=100) and state.pulling        # 100a > 100a - 50
+    assert not state.wants_arcs(1000)
+    assert state.next(-(-1000 // direction.BETA)) and not state.next(1)
+    fresh = direction.DirectionState(vertices=1000, arcs=100 * a)
+    assert not fresh.next(10, front_arcs=1, unexplored=a) and fresh.next(10, 2, unexplored=a)
+
+
 def test_direction_constants_reach_the_kernels_only_as_options():
     opts = dict(o[2:].split("=") for o in direction.compile_options())
     assert opts == {"PULL_ALPHA": str(direction.ALPHA), "PULL_BETA": str(direction.BETA),

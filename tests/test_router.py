@@ -151,6 +151,39 @@ def test_host_threads_grow_linearly_with_the_devices(no_thread_leak):
         assert sorted((j, int(d[0])) for j, d, _ in got) == sorted(((i + 1) % k, i) for i in range(k))
 
 
+@pytest.mark.timeout(60)
+def test_a_ring_router_links_only_what_its_policy_reaches(no_thread_leak):
+    """``pairs`` from the policy's reach: K links for a ring, not K*K; an output the router
+    has no link to is a clear error; the outputs end once their few links close."""
+    from groute.policies import reach
+    k = 4
+    with Context(k, backend="cpu", timeout=10) as ctx:
+        pairs = [(i, j) for i in range(k) for j in reach(ring, i, list(range(k)))]
+        assert pairs == [(i, (i + 1) % k) for i in range(k)]
+        assert reach(by_owner, 0, [0, 1, 2]) == (0, 1, 2)
+        router = Router(ctx.devices, ctx.devices, ring, pairs=pairs, packet_size=8, ctx=ctx)
+        assert [(i, j) for i, j, _ in router.each_link()] == pairs
+        arrived = []
+        router.outputs[1].add_arrival_listener(lambda: arrived.append(1))
+        got = []
+        threads = [threading.Thread(target=_collect, args=(router, j, got)) for j in range(k)]
+        for t in threads:
+            t.start()
+        for i, dev in enumerate(ctx.devices):
+            router.inputs[i].send(dev.asarray(np.full(3, i, np.int32)))
+        stray = Router(ctx.devices[:2], ctx.devices[:2], by_owner, pairs=[(0, 1)], packet_size=8,
+                       ctx=ctx, name="stray")
+        with pytest.raises(ValueError, match="stray: policy chose output 0 for input 1, which has no link"):
+            stray.inputs[1].send(ctx.devices[1].asarray(np.zeros(2, np.int32)), metadata={"owner": 0})
+        stray.close()
+        router.close()
+        for t in threads:
+            t.join(20)
+        assert router.join(5) and stray.join(5)
+        assert sorted((j, int(d[0])) for j, d, _ in got) == sorted(((i + 1) % k, i) for i in range(k))
+        assert arrived == [1] and router.routed_elements.sum() == 3 * k
+
+
 def test_too_many_cpu_devices_is_a_one_line_error():
     with pytest.raises(ValueError, match="at most 64 virtual devices.*got 1000"):
         Context(1000, backend="cpu")

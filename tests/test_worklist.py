@@ -14,7 +14,7 @@ import pytest
 from groute import Context
 from groute.errors import DeviceError
 from groute.worklist import (DistributedWorklist, LocalWork, WorkCounter, WorkQueue,
-                             call_on_stream, pack, unpack)
+                             call_on_stream, next_threshold, pack, unpack)
 
 
 def test_pack_unpack_round_trip_int_and_float():
@@ -50,6 +50,15 @@ def test_counter_ends_only_when_everything_is_zero():
     assert not c.finished()
     c.report(1, LocalWork(near=0))
     assert c.finished()
+
+
+def test_next_threshold_jumps_to_the_deferred_work():
+    """values.cuh's next_threshold, on the host: delta past the larger of the old threshold
+    and the least deferred value."""
+    assert next_threshold(10, 30, 5) == 35
+    assert next_threshold(40, 30, 5) == 45
+    assert next_threshold(10, math.inf, 5) == 15
+    assert next_threshold(1.5, 2.25, 0.5) == 2.75
 
 
 def test_counter_advances_threshold_only_when_no_near_work_and_all_split():

@@ -259,18 +259,20 @@ class BSPEngine(Engine):
         """Beamer's rule (groute.operators.direction) for ``direction="auto"``."""
         if self.directed:
             return "push"
-        n, front = self.num_vertices, len(frontier)
-        if frontier.direction == "pull":
-            return "pull" if rule.stay_pulling(front, n) else "push"
-        if not rule.scout(front, n):
-            return "push"
-        cand = candidates.parts if candidates is not None else [None] * len(self.parts)
+        front = len(frontier)
+        # a state per advance, unexplored arcs from the candidates (see DirectionState)
+        state = rule.DirectionState(self.num_vertices, self.num_arcs,
+                                    pulling=frontier.direction == "pull")
+        front_arcs, unexplored = 0, None
+        if state.wants_arcs(front):
+            cand = candidates.parts if candidates is not None else [None] * len(self.parts)
 
-        def count(device, part, fr, cd):
-            ops = self._ops(part)
-            return ops.arcs(part, fr), part.num_arcs if cd is None else ops.arcs(part, cd)
-        sums = np.sum(self._each(count, self.parts, frontier.parts, cand), axis=0)
-        return "pull" if rule.push_to_pull(int(sums[0]), int(sums[1])) else "push"
+            def count(device, part, fr, cd):
+                ops = self._ops(part)
+                return ops.arcs(part, fr), part.num_arcs if cd is None else ops.arcs(part, cd)
+            front_arcs, unexplored = (int(x) for x in
+                                      np.sum(self._each(count, self.parts, frontier.parts, cand), axis=0))
+        return "pull" if state.next(front, front_arcs, unexplored) else "push"
 
     def _push(self, parts, frontier, functor, scalars, where):
         router = self._exchange_router(functor)

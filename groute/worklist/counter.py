@@ -9,7 +9,8 @@ exactly when every count is zero. Idle devices sleep on one condition variable (
 woken by arriving items, a new threshold, or the end.
 
 Soft priority: when no device has near work and nothing is in transit but deferred work remains,
-the threshold advances by ``delta`` (from at least the smallest deferred priority) and every
+the threshold advances by ``delta`` from at least the smallest deferred priority
+(:func:`~groute.worklist.priority.next_threshold`) and every
 device must re-split its deferred items before the next advance is allowed.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import threading
 
 from ..waiting import wait_for
+from .priority import next_threshold
 
 
 class WorkCounter:
@@ -61,9 +63,7 @@ class WorkCounter:
     def _maybe_advance(self):
         if (self.in_transit == 0 and not any(self.near) and any(self.far)
                 and all(e == self.epoch for e in self.split_epoch)):
-            lowest = min(self.far_min)
-            base = max(self.threshold, lowest) if lowest != math.inf else self.threshold
-            self.threshold = base + self.delta
+            self.threshold = next_threshold(self.threshold, min(self.far_min), self.delta)
             self.epoch += 1
             self.advances += 1
 

@@ -1,4 +1,4 @@
-"""The distributed worklist: per-device workers, split-send over Links, counted termination.
+"""The distributed worklist: per-device workers, split-send through a Router, counted termination.
 
 Each device's host thread runs one control loop (:meth:`DistributedWorklist.run`), the same on
 both backends; only the worker's hot loops differ. A round on device ``i``:
@@ -7,29 +7,25 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 2. if the global threshold advanced, re-split deferred work (soft priority);
 3. if it holds near work, call the worker's fused ``advance`` (many levels in one launch); the
    items it produced for other devices come back as per-destination outboxes (split-send: local
-   items never leave the device) and go out through :class:`~groute.link.Link`s, packetized and
-   multi-buffered;
+   items never leave the device) and go out through one :class:`~groute.router.Router` over
+   the devices, whose policy picks the link (:data:`ROUTINGS`), packetized and multi-buffered;
 4. otherwise sleep until items arrive, the threshold moves, or the run is over.
 
 Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
 BSP mode runs the same workers level-synchronously: one round each, barrier, exchange, barrier.
-When every worker can pull (BFS on a symmetric graph, see :mod:`groute.worklist.worker`), BSP
-also switches direction for all devices at once (Beamer's rule on the global frontier, as the
-kernels: :mod:`groute.operators.direction`): before
-a pull level each device flags its frontier vertices and copies every other device's flags, so
-an unreached vertex can find a parent owned by any device without an item being sent.
+An app whose levels need steps of their own (BFS switching every device to pull at once) passes
+a level hook (:mod:`groute.worklist.levels`); the worklist itself knows no algorithm.
 """
 from __future__ import annotations
 
-import collections
 import logging
 import math
 import threading
 import time
 
 from ..errors import WaitTimeout
-from ..link import Link
-from ..operators import direction
+from ..policies import by_owner, reach, ring
+from ..router import Router
 from .counter import WorkCounter
 from .items import ITEM_DTYPE
 from .queue import WorkQueue
@@ -37,17 +33,21 @@ from .worker import call_on_stream
 
 log = logging.getLogger(__name__)
 
-ROUTINGS = ("all2all", "ring")
+#: routing name -> the Router policy that picks each batch's next link. Every batch carries its
+#: owner (``metadata["owner"]``); a ring's hop may not be the owner, which passes it on.
+ROUTINGS = {"all2all": by_owner, "ring": ring}
 MODES = ("async", "bsp")
 
 
 class DistributedWorklist:
-    """Links between the devices of ``ctx`` plus the control loop that drives per-device workers.
+    """A Router between the devices of ``ctx`` plus the control loop that drives per-device
+    workers.
 
-    ``routing``: ``"all2all"`` (a link from every device to every other) or ``"ring"`` (device i
-    sends only to i+1; items owned further on hop). ``packet_size`` items per packet and
-    ``num_buffers`` receive buffers per link bound the memory in flight (back-pressure).
-    Create once per solver, :meth:`run` many times, :meth:`close` at the end.
+    ``routing``: ``"all2all"`` (policy ``by_owner``: a link from every device to every other)
+    or ``"ring"`` (policy ``ring``: device i sends only to i+1; items owned further on hop).
+    ``packet_size`` items per packet and ``num_buffers`` receive buffers per link bound the
+    memory in flight (back-pressure). Create once per solver, :meth:`run` many times,
+    :meth:`close` at the end.
     """
 
     def __init__(self, ctx, *, routing: str = "all2all", packet_size: int = 1 << 20,
@@ -57,114 +57,105 @@ class DistributedWorklist:
         self.ctx = ctx
         self.k = len(ctx.devices)
         self.routing = routing
-        self.inboxes = [collections.deque() for _ in range(self.k)]
-        self._inbox_lock = threading.Lock()
         self._counter: WorkCounter | None = None
         self._link_shape = (packet_size, num_buffers)
-        self.links: dict[tuple[int, int], Link] = {}
-        self._open_links()
+        self.router: Router | None = None
+        self._open_router()
 
-    def _open_links(self):
-        """A link per (device, neighbour); again after a failure ended them (the context stops
-        every link), with the inboxes of the stopped run dropped."""
-        packet_size, num_buffers = self._link_shape
-        for box in self.inboxes:
-            box.clear()
-        for i in range(self.k):
-            for j in self._neighbors(i):
-                self.links[i, j] = Link(self.ctx.devices[i], self.ctx.devices[j], packet_size,
-                                        num_buffers, dtype=ITEM_DTYPE, ctx=self.ctx,
-                                        name=f"worklist[{i}->{j}]", deliver=self._deliverer(j))
-
-    def _neighbors(self, i):
+    def _open_router(self):
+        """The devices' Router, linking each device to the others its policy may choose (a
+        device never sends to itself: split-send); again after a failure ended its links (the
+        context stops every link), which drops what the stopped run left in its outputs."""
         if self.k == 1:
-            return []
-        if self.routing == "ring":
-            return [(i + 1) % self.k]
-        return [j for j in range(self.k) if j != i]
+            return
+        packet_size, num_buffers = self._link_shape
+        policy = ROUTINGS[self.routing]
+        devices = range(self.k)
+        pairs = [(i, j) for i in devices for j in reach(policy, i, list(devices)) if j != i]
+        self.router = Router(self.ctx.devices, self.ctx.devices, policy, pairs=pairs,
+                             packet_size=packet_size, num_buffers=num_buffers, dtype=ITEM_DTYPE,
+                             ctx=self.ctx, name="worklist")
+        for output in self.router.outputs:
+            output.add_arrival_listener(self._wake)
 
-    def _next_hop(self, i, dest):
-        return (i + 1) % self.k if self.routing == "ring" else dest
+    def _wake(self):
+        counter = self._counter
+        if counter is not None:
+            counter.notify()
 
-    def _deliverer(self, j):
-        def deliver(pending):
-            if pending is None:
-                return
-            with self._inbox_lock:
-                self.inboxes[j].append(pending)
-            counter = self._counter
-            if counter is not None:
-                counter.notify()
-        return deliver
+    def _has_input(self, i) -> bool:
+        return self.router is not None and self.router.outputs[i].pending() > 0
 
     def close(self):
-        for link in self.links.values():
-            link.close()
-        for link in self.links.values():
-            link.join(timeout=5)
+        if self.router is not None:
+            self.router.close()
+            self.router.join(timeout=5)
 
     # --------------------------------------------------------------------------------------------
     def run(self, workers, *, mode: str = "async", threshold=math.inf, delta=math.inf,
-            max_rounds: int | None = None, timeout=None) -> dict:
+            max_rounds: int | None = None, timeout=None, level_hook=None) -> dict:
         """Drive ``workers[i]`` (one per device, see :class:`~groute.worklist.worker.DeviceWorker`)
         until no work is left anywhere; return the run's counters.
 
         ``threshold``/``delta``: the soft-priority start and step (``inf`` switches priority
         off). ``max_rounds``: fused rounds per ``advance`` call (None: until the local work is
-        done or the outboxes fill; BSP always uses 1).
+        done or the outboxes fill; BSP always uses 1). ``level_hook``: the app's steps around
+        each BSP level (:mod:`groute.worklist.levels`; BSP only).
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if len(workers) != self.k:
             raise ValueError(f"need one worker per device ({self.k}), got {len(workers)}")
-        if any(link.finished for link in self.links.values()):
+        if level_hook is not None and mode != "bsp":
+            raise ValueError(f"level_hook runs between the levels of mode='bsp'; got mode={mode!r}")
+        router = self.router
+        if router is not None and any(link.finished for _, _, link in router.each_link()):
             self.ctx.ensure_running()   # a failed run ended them: reset the context first
-            self._open_links()
-        for box in self.inboxes:
-            if box:
-                raise RuntimeError("worklist inboxes are not empty from a previous run")
+            self._open_router()
+            router = self.router
+        if any(self._has_input(i) for i in range(self.k)):
+            raise RuntimeError("worklist inboxes are not empty from a previous run")
         if mode == "bsp":
             threshold = delta = math.inf
         counter = WorkCounter(self.k, threshold=threshold, delta=delta,
                               stop=self.ctx.stop_event, timeout=self.ctx.timeout)
         self._counter = counter
         self.stats = {"mode": mode, "routing": self.routing, "rounds": [0] * self.k,
-                      "items_sent": {f"{i}->{j}": 0 for (i, j) in self.links},
-                      "items_forwarded": [0] * self.k, "bytes_moved": 0, "bsp_levels": 0}
+                      "items_sent": {}, "items_forwarded": [0] * self.k, "bytes_moved": 0,
+                      "bsp_levels": 0}
+        routed = router.routed_elements.copy() if router is not None else None
         self._stats_lock = threading.Lock()
         # every device reports its initial work before any loop may conclude that none is left
         starts = self.ctx.gather([self.ctx.submit(i, lambda dev, w=w: w.start(threshold))
                                   for i, w in enumerate(workers)])
         for i, work in enumerate(starts):
             counter.report(i, work)
-        self._can_pull = mode == "bsp" and self.k > 1 and all(getattr(w, "can_pull", False)
-                                                               for w in workers)
-        self._pulling = False
-        self._vertices = sum(w.hi - w.lo for w in workers) if self._can_pull else 0
-        self._arcs = sum(w.num_arcs for w in workers) if self._can_pull else 0
-        self._explored = 0
-        self._front_arcs = [0] * self.k
-        self._frontier_events = [None] * self.k
-        self.stats["pull_levels"] = 0
         # host seconds per device in each phase of the BSP loop (advance includes the kernels:
-        # its read-back waits for them)
+        # its read-back waits for them; share: the level hook's steps between levels)
         self.stats["phase_seconds"] = [dict.fromkeys(("advance", "send", "barrier", "exchange", "share"), 0.0)
                                        for _ in range(self.k)]
         self.stats["advance_seconds"] = [[] for _ in range(self.k)]   # BSP: per level
         loop = self._async_loop if mode == "async" else self._bsp_loop
         t0 = time.perf_counter()
         try:
-            self.ctx.gather([self.ctx.submit(i, loop, i, workers, counter, max_rounds)
+            self.ctx.gather([self.ctx.submit(i, loop, i, workers, counter, max_rounds, level_hook)
                              for i in range(self.k)], timeout=timeout)
         finally:
             self._counter = None
         self.stats["host_seconds"] = time.perf_counter() - t0
         self.stats["threshold_advances"] = counter.advances
         self.stats["final_threshold"] = counter.threshold
+        if router is not None:          # items per link: what the router routed in this run
+            for i, j, _ in router.each_link():
+                n = int(router.routed_elements[i, j] - routed[i, j])
+                self.stats["items_sent"][f"{i}->{j}"] = n
+                self.stats["bytes_moved"] += n * ITEM_DTYPE.itemsize
+        if level_hook is not None:
+            self.stats.update(level_hook.stats)
         return self.stats
 
     # the asynchronous loop ------------------------------------------------------------------
-    def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
+    def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds, hook):
         k = self.k
         worker = workers[i]
         forward, sends, absorb = self._loop_state(device, i, worker, counter)
@@ -190,23 +181,23 @@ class DistributedWorklist:
                 self._wait_sends(sends, absorb)
                 self._send(device, i, counter, None, [None] * k, forward, sends)
                 continue
-            finished, _, _ = counter.wait_idle(i, lambda: bool(self.inboxes[i]))
+            finished, _, _ = counter.wait_idle(i, lambda: self._has_input(i))
             if finished:
                 self._wait_sends(sends, absorb)
                 return
 
     # the level-synchronous loop ---------------------------------------------------------------
-    def _bsp_loop(self, device, i, workers, counter: WorkCounter, max_rounds):
+    def _bsp_loop(self, device, i, workers, counter: WorkCounter, max_rounds, hook):
         k = self.k
         worker = workers[i]
         forward, sends, absorb = self._loop_state(device, i, worker, counter)
-        level, pull = 0, False
+        level, decision = 0, None
         spent = self.stats["phase_seconds"][i]
         clock = time.perf_counter
         while True:
             self.ctx.check()
-            if self._can_pull:
-                worker.set_pull_level(level if pull else None)
+            if hook is not None:
+                hook.before_level(i, level, decision)
             t0 = clock()
             work, outbox = worker.advance(math.inf, max_rounds=1, self_advance=False)
             self._count_round(i)
@@ -216,22 +207,18 @@ class DistributedWorklist:
             counter.barrier()                         # everything of this level has been sent
             t3 = clock()
             while True:                               # exchange until nothing is in transit
-                counter.wait_until(lambda: bool(self.inboxes[i]) or counter.in_transit == 0,
+                counter.wait_until(lambda: self._has_input(i) or counter.in_transit == 0,
                                    what=f"BSP exchange on device {i}")
-                if not self.inboxes[i]:
+                if not self._has_input(i):
                     break
                 absorb()
                 if any(len(q) for q in forward):
                     self._send(device, i, counter, None, [None] * k, forward, sends)
             self._wait_sends(sends, absorb)
-            if self._can_pull:
-                big = direction.scout(worker.work.near, worker.hi - worker.lo)
-                self._front_arcs[i] = worker.frontier_arcs() if big else 0
-                # a big or still-pulling frontier is likely to be pulled from next: flag it now,
-                # so the common case needs no barrier of its own (see _share_frontier)
-                self._frontier_events[i] = worker.publish_frontier() if (big or self._pulling) else None
+            if hook is not None:
+                hook.after_exchange(i)
             t4 = clock()
-            finished, pull = counter.barrier(action=lambda: self._level_done(counter))
+            finished, decision = counter.barrier(action=lambda: self._level_done(counter, hook))
             t5 = clock()
             self.stats["advance_seconds"][i].append(t1 - t0)
             for phase, dt in (("advance", t1 - t0), ("send", t2 - t1), ("barrier", t3 - t2 + t5 - t4),
@@ -242,42 +229,20 @@ class DistributedWorklist:
                     self.stats["bsp_levels"] = self.stats["rounds"][0]
                 return
             level += 1
-            if pull:
-                self._share_frontier(device, i, workers, counter)
+            if hook is not None:
+                moved = hook.between_levels(i, decision, counter.barrier)
+                if moved:
+                    with self._stats_lock:
+                        self.stats["bytes_moved"] += moved
                 spent["share"] += clock() - t5
 
-    def _level_done(self, counter):
+    def _level_done(self, counter, hook):
         """At the barrier after a level (run once, under the counter's lock): whether the run
-        is over, and whether the next level pulls."""
+        is over, and the level hook's decision for the next level."""
         finished = counter.finished()
-        if finished or not self._can_pull:
-            return finished, False
-        if self._pulling:
-            self._pulling = direction.stay_pulling(sum(counter.near), self._vertices)
-        else:
-            front_arcs = sum(self._front_arcs)
-            self._pulling = direction.push_to_pull(front_arcs, self._arcs - self._explored)
-            if not self._pulling:
-                self._explored += front_arcs            # the next level pushes them
-        self.stats["pull_levels"] += int(self._pulling)
-        return False, self._pulling
-
-    def _share_frontier(self, device, i, workers, counter):
-        """Every device flags its frontier (most did before the level's last barrier; if one
-        did not, all meet once more after it has); then each copies the others' ranges."""
-        if not all(self._frontier_events):        # the same answer on every device
-            counter.barrier()                     # everyone has read the list
-            if self._frontier_events[i] is None:
-                self._frontier_events[i] = workers[i].publish_frontier()
-            counter.barrier()
-        mine, stream = workers[i].frontier, device.compute_stream
-        for j, other in enumerate(workers):
-            if j != i:
-                stream.wait_event(self._frontier_events[j])
-                stream.copy(mine[other.lo:other.hi], other.frontier[other.lo:other.hi])
-        with self._stats_lock:
-            self.stats["bytes_moved"] += sum(w.frontier[w.lo:w.hi].nbytes
-                                             for j, w in enumerate(workers) if j != i)
+        if finished or hook is None:
+            return finished, None
+        return False, hook.decide(list(counter.near))
 
     # helpers ------------------------------------------------------------------------------------
     def _loop_state(self, device, i, worker, counter):
@@ -291,15 +256,17 @@ class DistributedWorklist:
         self.stats["rounds"][i] += 1
 
     def _absorb_inbox(self, device, i, worker, counter, forward):
-        with self._inbox_lock:
-            batch = list(self.inboxes[i])
-            self.inboxes[i].clear()
+        batch = []
+        if self.router is not None:
+            output = self.router.outputs[i]
+            while (pending := output.poll()) is not None:
+                batch.append(pending)
         if not batch:
             return False
         mine, received = [], 0
         for pending in batch:
             seg = pending.wait_on(device.compute_stream)
-            dest = seg.metadata.get("dest", i)
+            dest = seg.metadata.get("owner", i)
             if dest == i:
                 mine.append(pending)
                 received += pending.size
@@ -323,21 +290,17 @@ class DistributedWorklist:
             if fwd is not None:
                 parts.append(fwd)
             if parts:
-                batches.append((dest, parts, sum(int(p.shape[0]) for p in parts)))
+                batches.append((dest, parts))
         new = sum(int(outbox[d].shape[0]) for d in range(self.k) if outbox[d] is not None)
         if work is not None:
             counter.report(i, work, sent=new)  # before the items can arrive anywhere
         if not batches:
             return
         ready = device.compute_stream.record()
-        for dest, parts, n in batches:
-            hop = self._next_hop(i, dest)
-            link = self.links[i, hop]
+        port = self.router.inputs[i]       # the policy picks the link: the owner's or the next hop
+        for dest, parts in batches:
             for p in parts:
-                sends.append(link.send(p, event=ready, metadata={"dest": dest}))
-            with self._stats_lock:
-                self.stats["items_sent"][f"{i}->{hop}"] += n
-                self.stats["bytes_moved"] += n * ITEM_DTYPE.itemsize
+                sends.append(port.send(p, event=ready, metadata={"owner": dest}))
 
     def _wait_sends(self, sends, absorb=None):
         """Wait until earlier sends no longer need their source buffers. ``absorb`` keeps taking

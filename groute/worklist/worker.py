@@ -22,13 +22,8 @@ state) and its local queues. The worklist calls, always on the device's host thr
 ``work``
     the latest ``LocalWork`` (what the worker holds now).
 
-Optional, for level-synchronous pull steps on several devices (BFS bottom-up): a worker with
-``can_pull`` true also has ``lo``/``hi`` (its vertex range), ``frontier`` (one flag per vertex of
-the whole graph, on its device), ``set_pull_level(level or None)`` (the next ``advance`` pulls
-from the flagged vertices, which are at depth ``level``), ``publish_frontier() -> event``
-(flag its queued vertices in its own range), ``frontier_arcs()`` (the out-arcs of its queued
-vertices) and ``num_arcs`` (its out-arcs in all). The BSP loop of the distributed worklist then
-copies every device's range into every other device's flags between levels.
+Steps an app needs between BSP levels (BFS's pull levels) belong to the app's level hook
+(:mod:`groute.worklist.levels`), not to this protocol.
 
 Items are packed int64 (see :mod:`groute.worklist.items`). Every method must leave the device
 consistent when it returns: counts in ``LocalWork`` are exact, since termination depends on them.
@@ -85,18 +80,3 @@ class StreamWorker:
 
     def split(self, threshold):
         return call_on_stream(self.device.compute_stream, self._split, threshold)
-
-    def frontier_arcs(self):
-        return call_on_stream(self.device.compute_stream, self._frontier_arcs)
-
-    #: the depth the next ``advance`` pulls from (None: push); see the optional protocol above
-    pull_level = None
-
-    def set_pull_level(self, level):
-        self.pull_level = level
-
-    def publish_frontier(self):
-        """Run ``_publish_frontier`` in stream order; the event marks its completion."""
-        stream = self.device.compute_stream
-        call_on_stream(stream, self._publish_frontier)
-        return stream.record()
