@@ -154,7 +154,9 @@ def _library_files():
     for top in ("groute", "apps", "topology"):
         for path in sorted((ROOT / top).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel not in CLI_MODULES and not rel.startswith(CLI_DIRS):
+            # a module named *_cli.py is an app's command line (kcore_cli, scc_cli, ...)
+            if (rel not in CLI_MODULES and not rel.startswith(CLI_DIRS)
+                    and not path.name.endswith("_cli.py")):
                 yield rel, path
 
 
