@@ -103,9 +103,10 @@ class TraversalSolver(Solver):
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
     round, global barrier, all-to-all exchange; BFS on a symmetric graph also pulls across
-    devices) or ``"auto"`` (the default: as the app decides, :meth:`auto_mode`). ``priority`` with ``delta`` (value units;
-    None picks one from the graph) defers items beyond the threshold; ``"auto"`` (the default)
-    means on if ``delta`` is given, else as the app decides from the graph (:meth:`auto_priority`). ``max_rounds``: fused rounds per
+    devices) or ``"auto"`` (the default: the app's ``mode`` rule, :mod:`groute.apps.auto_rules`).
+    ``priority`` with ``delta`` (value units; None picks one from the graph) defers items beyond
+    the threshold; ``"auto"`` (the default) is the app's ``priority`` rule; it is reported off
+    wherever no finite window applies. ``max_rounds``: fused rounds per
     launch (None: until local work runs out or the outboxes fill). ``exchange``: ``"host"``
     (the distributed worklist: the host moves the items and, in BSP, steers every level),
     ``"peer"`` (one launch per device for the whole run, exchanging through peer memory; CUDA
@@ -125,6 +126,8 @@ class TraversalSolver(Solver):
 
     app = "traversal"
     weighted = False
+    #: the app's ``auto`` rules (:mod:`groute.apps.auto_rules`): mode, priority, exchange
+    rules: dict = {}
     #: the answer's dtype, and its value at vertices the run did not reach
     answer_dtype = np.int32
     unreached = -1
@@ -207,14 +210,15 @@ class TraversalSolver(Solver):
         self.mode = mode
         self.use_peer = self._use_peer(self.exchange)
         self.routing = None if self.use_peer else routing
-        # soft priority needs a window the exchange can keep: async, or the SSSP peer kernel
-        windowed = mode == "async" or (self.use_peer and self.peer_priority)
+        facts = self._facts(graph, delta)
         if isinstance(priority, str):
             if priority != "auto":
                 raise ValueError(f"priority must be True, False or 'auto'; got {priority!r}")
-            priority = windowed and (delta is not None or self.auto_priority(graph))
-        self.priority = bool(priority) and windowed
+            priority = self.rules["priority"].decide(facts).choice
+        # soft priority needs a window the exchange can keep, and a finite one
+        self.priority = bool(priority) and facts["windowed"]()
         self.delta = self._pick_delta(graph, delta)
+        self.priority = self.priority and not math.isinf(self.delta)
         self.max_rounds = max_rounds
         #: per device: the worklist's worker, or on the peer path only the arrays its kernel reads
         self.workers = self._device_shares(graph, flush_items)
@@ -274,18 +278,36 @@ class TraversalSolver(Solver):
         return self._peer_why
 
     def _use_peer(self, exchange):
-        """Whether the peer kernel runs this solver (else the distributed worklist), as
-        ``exchange`` asks and the mode, options and machine allow (:meth:`peer_unavailable`);
-        exchange='peer' that cannot run is a ValueError naming the reason."""
+        """Whether the peer kernel runs this solver (else the distributed worklist): as
+        ``exchange`` asks, ``"auto"`` by the app's ``exchange`` rule
+        (:mod:`groute.apps.auto_rules`); exchange='peer' that cannot run is a ValueError naming
+        the reason."""
+        if exchange == "auto":
+            return self.rules["exchange"].decide(self._facts(self.graph)).choice == "peer"
+        if exchange == "host":
+            return False
         if self.mode == "async" and self.ctx.num_devices == 1:
             why = "mode='async' on one device exchanges nothing (the fused worker runs alone)"
         else:
             why = self.peer_unavailable()
         if why is not None:
-            if exchange == "peer":
-                raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")
-            return False
+            raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")
         return True
+
+    def _facts(self, graph, delta=None):
+        """What the facts of the ``auto`` rules (:data:`groute.apps.auto_rules.FACTS`) are for
+        ``graph`` on this solver's devices, each asked only when a rule needs it (mode, exchange
+        and windows: as far as :meth:`_setup` has decided them)."""
+        return {
+            "one_device": lambda: self.ctx.num_devices == 1,
+            "peer": lambda: self.peer_unavailable() is None,
+            "symmetric": lambda: not getattr(graph, "directed", True),
+            "low_diameter": lambda: graph_is_low_diameter(graph),
+            "async": lambda: self.mode == "async",
+            "windowed": lambda: self.mode == "async" or (self.use_peer and self.peer_priority),
+            "linked": lambda: self.use_peer and self.mode == "async",
+            "delta_given": lambda: delta is not None,
+        }
 
     def _peer_traversal(self, graph):
         """The :class:`~groute.apps.traversal_peer.PeerTraversal` over this solver's arrays (BSP), or
@@ -318,12 +340,9 @@ class TraversalSolver(Solver):
         return math.inf
 
     def auto_mode(self, graph):
-        """What ``mode="auto"`` runs on ``graph`` (here: always async)."""
-        return "async"
-
-    def auto_priority(self, graph):
-        """Whether ``priority="auto"`` turns soft priority on for ``graph`` (here: always)."""
-        return True
+        """What ``mode="auto"`` runs on ``graph``: the app's ``mode`` rule
+        (:mod:`groute.apps.auto_rules`), which the CLI help prints."""
+        return self.rules["mode"].decide(self._facts(graph)).choice
 
     # ------------------------------------------------------------------ running
     def check_source(self, source) -> int:
