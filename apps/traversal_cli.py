@@ -12,10 +12,12 @@ are -1 (BFS depth) or inf (SSSP distance).
 """
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 
+from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
 from .app_cli import (add_graph_options, auto_help, busiest_vertex, gteps, load, parse_vertex, report,
@@ -61,8 +63,9 @@ def register_app(subparsers, common, name, solver_cls):
                         f"{auto_help(rules['priority'])})")
     p.add_argument("--delta", type=float, default=None,
                    help="soft-priority step in value units (default: chosen from the graph)")
-    p.add_argument("--routing", choices=ROUTINGS, default="all2all",
-                   help="the worklist's routing (default all2all; ring means the worklist runs)")
+    p.add_argument("--routing", choices=ROUTINGS, default=None,
+                   help="the worklist's routing (WorklistTuning.routing; default all2all; ring "
+                        "means the worklist runs)")
     p.add_argument("--exchange", choices=EXCHANGES, default="auto",
                    help="host (the worklist moves the items; in BSP it steers each level), peer "
                         "(one launch per device for the whole run, exchange through peer memory; "
@@ -97,10 +100,13 @@ def run_cli(args, name, solver_cls):
     if delta is not None and solver_cls.weighted and graph.weights is not None \
             and np.asarray(graph.weights).dtype.kind in "iu":
         delta = int(delta)
+    given = {"routing": args.routing}
+    worklist = dataclasses.replace(WorklistTuning.from_environment(),
+                                   **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, graph, lambda ctx: solver_cls(
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
-        priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
-        seed=args.seed, exchange=args.exchange),
+        priority=False if args.no_priority else "auto", delta=delta, seed=args.seed,
+        exchange=args.exchange, worklist_tuning=worklist),
         sources=seed_ids, depth_limit=depth_limit, predecessors=args.predecessors is not None)
     res, median = runs.result, runs.median
     reached_mask = np.asarray(res.values) != res.unreached
