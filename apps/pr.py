@@ -28,9 +28,8 @@ sum during the run.
   whole BSP run in one cooperative launch per device: iterations meet at a cross-device barrier
   in device 0's memory that also takes the stopping decision (:func:`choose_persistent`).
 
-``mode="auto"`` (default) is ``"bsp"``: it ran faster than ``"async"`` on every graph and
-device count measured (docs/PR_CC.md) and stops on a global L1 rule; ``"async"`` is the variant
-the Groute paper evaluates, kept for comparison.
+``mode="auto"`` (default) is the ``mode`` rule of :mod:`groute.apps.auto_rules` (``"bsp"``);
+``"async"`` is the variant the Groute paper evaluates, kept for comparison.
 
 This module holds the rules (which kernel, how many sweeps, whether persistent), the solver and
 the CLI. The host-side layout of the in-arcs (shards, the ``"bins"`` degree order, its cut and
