@@ -65,6 +65,12 @@ def add_graph_options(p, *, repeat_default=5):
                    help="print one JSON object (summary, counters, verification) instead of text")
 
 
+def auto_help(rule) -> str:
+    """What an option's ``auto`` runs, as :class:`~groute.apps.auto_rules.Rule` says it (the
+    rule the solver decides by), percent signs escaped for argparse."""
+    return rule.help().replace("%", "%%")
+
+
 def say(text: str = "") -> None:
     """``print`` for the app commands: a closed stdout (``| head``) silences the rest of the
     output instead of ending the command, so it still writes its ``--output``."""

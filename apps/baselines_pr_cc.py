@@ -10,7 +10,7 @@ Both take a graph whose arrays are CuPy arrays on the current device (``graph.to
 NumPy arrays (uploaded). The per-graph matrix/edge arrays are built once and cached on the
 graph object, like a user who runs the algorithm repeatedly would; only the iteration is the
 timed call. The builders are public (``<function>_setup(graph)``) so ``groute bench`` calls them
-before its warm-up: on kron:21 a cold ``a.T.tocsr()`` took longer than the peer's timed runs.
+before its warm-up: a cold ``a.T.tocsr()`` can take longer than the timed runs themselves.
 Both return ``(values, iterations)`` with values as CuPy arrays.
 """
 from __future__ import annotations

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from .common import input_graph
-from .traversal import TraversalSolver, graph_is_low_diameter
+from .auto_rules import BFS_RULES
+from .traversal import TraversalSolver
 
 
 class BFS(TraversalSolver):
@@ -18,37 +19,13 @@ class BFS(TraversalSolver):
 
     app = "bfs"
     weighted = False
+    rules = BFS_RULES
 
     def default_delta(self, graph):
-        # One device expands level by level already; across devices a window of levels keeps
-        # a device from running far ahead on depths that remote updates will still lower.
+        """The window a ``priority=True`` without ``delta`` keeps: 4 levels across devices
+        (the ``priority`` rule of :mod:`groute.apps.auto_rules` says why); none on one device,
+        whose fused worker expands level by level already."""
         return math.inf if self.ctx.num_devices == 1 else 4
-
-    def auto_priority(self, graph):
-        """On, except for the linked workers (async across GPUs through peer memory): their
-        rounds are cheap, and re-expanding what a late offer lowers costs less than the window's
-        far-queue splits (docs/TRAVERSAL.md)."""
-        return not (self.use_peer and self.mode == "async")
-
-    def auto_mode(self, graph):
-        """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
-        CUDA, NVLink between all devices, no worklist asked for): BSP, the persistent
-        level-synchronous kernel (:mod:`groute.apps.traversal_peer`), for a low-diameter graph (on one
-        device a symmetric one, where the kernel pulls), async for a road-like one: one
-        device's fused worker, on several the fused workers with device-initiated links
-        (:mod:`groute.apps.traversal_linked`). Without them: BSP across devices of a symmetric
-        low-diameter graph (the worklist pulls across devices), async everywhere else. Each
-        choice was the fastest measured on its kind of graph and device count
-        (docs/TRAVERSAL.md)."""
-        k = self.ctx.num_devices
-        peer = self.peer_unavailable() is None
-        if not peer and k == 1:         # the fused worker whatever the diameter: skip the test
-            return "async"
-        symmetric = not getattr(graph, "directed", True)
-        if peer:    # one device: only where the kernel can pull (symmetric)
-            low = (k > 1 or symmetric) and graph_is_low_diameter(graph)
-            return "bsp" if low else "async"
-        return "bsp" if symmetric and graph_is_low_diameter(graph) else "async"
 
 
 def bfs(graph, source=None, *, sources=None, depth_limit=None, predecessors=False,

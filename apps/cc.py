@@ -59,6 +59,7 @@ import time
 
 import numpy as np
 
+from groute.apps.auto_rules import CC_RULES
 from groute.apps.cc_device import DeviceCC
 from groute.apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
@@ -158,12 +159,9 @@ class CC(Solver):
             if rest == "kernel" and why:
                 raise ValueError(f"rest='kernel' reads other devices' memory, but {why}; "
                                  f"use rest='segments'")
-            if not self.afforest:
-                self.path = "edge-list"
-            elif rest == "segments" or why:
-                self.path = "segments"
-            else:
-                self.path = "kernel"
+            if rest == "auto":
+                rest = CC_RULES["rest"].decide({"peer_access": lambda: why is None}).choice
+            self.path = rest if self.afforest else "edge-list"
             self.devs = [DeviceCC(d, self.n) for d in self.ctx.devices]
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
@@ -429,7 +427,7 @@ def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from groute.apps.app_cli import add_graph_options
+    from groute.apps.app_cli import add_graph_options, auto_help
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
     add_graph_options(p)
@@ -444,7 +442,7 @@ def register(subparsers, common):
     p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
                    help="after sampling: 'kernel' splits sampling by rows, merges parent arrays "
                         "by peer reads and links the rest in place; 'segments' compacts and routes "
-                        "it (Groute's path); auto: kernel where devices reach each other's memory")
+                        f"it (Groute's path); auto (default): {auto_help(CC_RULES['rest'])}")
     p.add_argument("--link", choices=CC_LINKS, default=None,
                    help="CUDA linking step (default mixed: hook in the first round, then "
                         "GAPBS's one-level CAS)")

@@ -18,11 +18,11 @@ launch or a device that gave up).
 Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
 (:meth:`~CrossDeviceBarrier.wake_links`): the links drop to a low-power state when the GPUs
 leave them idle for a few tens of milliseconds, and the first kernel traffic after that is many
-times slower (``benchmarks/gpu_nvlink_wake_probe.py``). The apps' host work between two runs
-(the answer's download and renumbering) is longer than that, so every run would meet sleeping
-links and pay for it at its first cross-device meetings
-(``benchmarks/gpu_peer_warm_probe.py``). A copy-engine transfer of :data:`WAKE_BYTES` from each
-device to each other, queued just before the launches, wakes them; a tiny one does not. The
+times slower. The apps' host work between two runs (the answer's download and renumbering) is
+longer than that, so every run would meet sleeping links and pay for it at its first
+cross-device meetings. A copy-engine transfer of :data:`WAKE_BYTES` from each device to each
+other, queued just before the launches, wakes them; a tiny one does not (docs/TOPOLOGY.md,
+"Sleeping links"). The
 copies are ordered before each device's later compute-stream work (an event wait queued after
 its kernel), so it has finished whenever the run's read-back has. Within WAKE_AFTER_S of the
 barrier's last run the links are still awake and nothing is copied (back to back the copy

@@ -205,10 +205,10 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // Every gather of contrib loads through L2 (__ldcg). contrib may change while a kernel runs (in
 // place it is also outs[0]; the persistent kernels rewrite the vectors in later iterations and
 // the peers store into them), and L2 is where those stores land, so no stale L1 line is read.
-// It is also the fastest of the loads compared (docs/PR_CC.md): the read-only path (__ldg) fills
-// L1 lines the random gathers rarely reuse, and plain loads make the persistent kernels spill.
-// PR_GATHER_LOAD, for probes (benchmarks/gpu_check_pr_cc.py --cu-defines): 1 __ldcg (default),
-// 0 a plain load, 3 __ldg (the read-only path: wrong when contrib changes during a launch).
+// The read-only path (__ldg) fills L1 lines the random gathers rarely reuse, and plain loads
+// make the persistent kernels spill (docs/PR_CC.md compares the three).
+// PR_GATHER_LOAD, a compile-time define: 1 __ldcg (default), 0 a plain load,
+// 3 __ldg (the read-only path: wrong when contrib changes during a launch).
 #ifndef PR_GATHER_LOAD
 #define PR_GATHER_LOAD 1
 #endif
@@ -342,8 +342,8 @@ PR_CSC_FORMS(PR_CSC_KERNEL, _k)
 // go to part[task]; the chunk that arrives last, by an atomic counter per hub row, adds them in
 // chunk order: deterministic, no float atomics). Warps take tasks, biggest first, from an atomic
 // counter per iteration (next), each fetching its next task before working on the current one.
-// (2) Locality: the hubs get the smallest ids, so most gathers (kron:21: 68% of the arcs leave
-// one of the first 57,344 vertices) read a compact prefix of contrib; each block (one of 1024
+// (2) Locality: the hubs get the smallest ids, so on a power-law graph most gathers read a
+// compact prefix of contrib (docs/PR_CC.md, "bins"); each block (one of 1024
 // threads per SM) first copies contrib[0, nhot) into shared memory and gathers from there
 // (scattered loads from shared memory are served 32 lanes at a time, from L1 one cache line at
 // a time). Finalize as pr_csc (y' = base + d * sum, contrib' = y' / outdeg, the two sums into

@@ -28,9 +28,8 @@ sum during the run.
   whole BSP run in one cooperative launch per device: iterations meet at a cross-device barrier
   in device 0's memory that also takes the stopping decision (:func:`choose_persistent`).
 
-``mode="auto"`` (default) is ``"bsp"``: it ran faster than ``"async"`` on every graph and
-device count measured (docs/PR_CC.md) and stops on a global L1 rule; ``"async"`` is the variant
-the Groute paper evaluates, kept for comparison.
+``mode="auto"`` (default) is the ``mode`` rule of :mod:`groute.apps.auto_rules` (``"bsp"``);
+``"async"`` is the variant the Groute paper evaluates, kept for comparison.
 
 This module holds the rules (which kernel, how many sweeps, whether persistent), the solver and
 the CLI. The host-side layout of the in-arcs (shards, the ``"bins"`` degree order, its cut and
@@ -46,6 +45,7 @@ import time
 
 import numpy as np
 
+from groute.apps.auto_rules import PR_RULES, said
 from groute.apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
 from groute.apps.memory import pagerank_bytes
 from groute.apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
@@ -56,8 +56,6 @@ from groute.tuning import BSP_KERNELS, PageRankTuning
 
 log = logging.getLogger(__name__)
 MODES = ("async", "bsp")
-#: what ``mode="auto"`` runs (module docstring: faster everywhere measured)
-AUTO_MODE = "bsp"
 #: in-degree above which a vertex counts as big for choose_bsp_kernel
 HEAVY_DEGREE = 32
 PARTITIONS = ("metis", "contiguous", "random")
@@ -75,29 +73,15 @@ STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "
               "exchange", "l1_change", "arcs_per_device", "iteration_trace", "rounds",
               "sweeps_per_round", "vertices_pushed_per_device", "arcs_pushed_per_device",
               "items_sent", "eps")
-#: ``persistent="auto"`` turns the persistent kernels on where they can run on at least this
-#: many devices: there one launch per run saves the cross-device waits between per-iteration
-#: launches; on one GPU there are none to save and the two forms run even (docs/PR_CC.md;
-#: ``benchmarks/gpu_check_pr_cc.py --pr-scaling ... --pr-kernels auto,auto:persistent``).
-PERSISTENT_AUTO_MIN_DEVICES = 2
 
 
 def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
-    """The BSP kernel ``bsp_kernel="auto"`` picks (the CPU backend runs NumPy whatever the
-    kernel, but follows the ``"bins"`` layout when it is picked):
-
-    * one device and in-place sweeps asked for (``inplace`` is ignored on several):
-      ``"csc"``, the only in-place kernel;
-    * most arcs entering vertices of in-degree > HEAVY_DEGREE (power-law graphs), on any number
-      of devices: ``"bins"``, the fused pull over vertices relabelled by degree with a static
-      task list (on several devices the degree-split layout, see :class:`PageRank`);
-    * otherwise (grids, roads, meshes) ``"csc"``, the fused pull kernel, on any number of
-      devices: faster there than the COO pull + finalize pair (docs/PR_CC.md). ``"coo"`` is
-      never picked.
-    """
-    if k == 1 and inplace:
-        return "csc"
-    return "bins" if heavy_in_arcs(graph) else "csc"
+    """The BSP kernel ``bsp_kernel="auto"`` picks: the ``bsp_kernel`` rule of
+    :mod:`groute.apps.auto_rules` (the CPU backend runs NumPy whatever the kernel, but follows
+    the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only)."""
+    return PR_RULES["bsp_kernel"].decide({
+        "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
+        "heavy_in_arcs": lambda: heavy_in_arcs(graph)}).choice
 
 
 def heavy_in_arcs(graph) -> bool:
@@ -110,15 +94,11 @@ def heavy_in_arcs(graph) -> bool:
 
 
 def default_sweeps(graph, k: int, backend: str) -> int:
-    """Async push sweeps per worklist round when ``sweeps`` is not given.
-
-    CPU: 2. CUDA: 8 (few host round trips) except on several devices with a power-law graph
-    (:func:`heavy_in_arcs`), where a sweep is costly and a hub's remote contributions should go
-    out after every sweep: 1 (docs/PR_CC.md; ``benchmarks/gpu_pr_async_probe.py`` compares).
-    """
-    if backend != "cuda":
-        return 2
-    return 1 if k > 1 and heavy_in_arcs(graph) else 8
+    """Async push sweeps per worklist round when ``sweeps`` is not given: the ``sweeps`` rule
+    of :mod:`groute.apps.auto_rules`."""
+    return PR_RULES["sweeps"].decide({
+        "cuda": lambda: backend == "cuda", "one_device": lambda: k == 1,
+        "heavy_in_arcs": lambda: heavy_in_arcs(graph)}).choice
 
 
 def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool,
@@ -149,8 +129,8 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
                       device_check: bool, peer_writes=None) -> tuple[bool, str | None]:
     """``PageRankTuning.persistent`` resolved (True, False or ``"auto"``): (on, why not).
-    ``True`` where it cannot run is a ValueError naming the reason; ``"auto"`` is on where it
-    can run on at least :data:`PERSISTENT_AUTO_MIN_DEVICES` devices."""
+    ``True`` where it cannot run is a ValueError naming the reason; ``"auto"`` follows the
+    ``persistent`` rule of :mod:`groute.apps.auto_rules`."""
     if requested is False:
         return False, "persistent=False"
     why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes)
@@ -158,12 +138,13 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
         if why is not None:
             raise ValueError(f"persistent=True cannot run here: {why}")
         return True, None
+    case = PR_RULES["persistent"].decide({"persistent_can_run": lambda: why is None,
+                                          "one_device": lambda: len(ctx.devices) == 1})
+    if case.choice:
+        return True, None
     if why is not None:
         return False, why
-    if len(ctx.devices) < PERSISTENT_AUTO_MIN_DEVICES:
-        return False, (f"auto: off on fewer than {PERSISTENT_AUTO_MIN_DEVICES} devices (no "
-                       f"faster there, docs/PR_CC.md); opt in with persistent=True")
-    return True, None
+    return False, f"auto: off on {said(case.when)} ({case.why}); opt in with persistent=True"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -236,7 +217,7 @@ class PageRank(Solver):
         if mode not in MODES + ("auto",):
             raise ValueError(f"mode must be one of {', '.join(MODES + ('auto',))}; got {mode!r}")
         if mode == "auto":
-            mode = AUTO_MODE
+            mode = PR_RULES["mode"].decide({}).choice
         if partition not in PARTITIONS:
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
         if not 0.0 < float(damping) < 1.0:
@@ -605,12 +586,12 @@ def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
 # command line
 # ------------------------------------------------------------------------------------------------
 def register(subparsers, common):
-    from groute.apps.app_cli import add_graph_options
+    from groute.apps.app_cli import add_graph_options, auto_help
     p = subparsers.add_parser("pr", parents=[common], help="PageRank across devices (async push or BSP)")
     add_graph_options(p)
     p.add_argument("--mode", choices=MODES + ("auto",), default="auto",
-                   help="auto (default: bsp, the faster everywhere measured), bsp power "
-                        "iteration, or async residual push (the Groute paper's variant)")
+                   help="bsp power iteration, async residual push (the Groute paper's "
+                        f"variant), or auto (default): {auto_help(PR_RULES['mode'])}")
     p.add_argument("--partition", choices=PARTITIONS, default="metis",
                    help="vertex partitioner (default metis; bsp with the bins kernel cuts its "
                         "degree order by arcs instead)")
@@ -620,11 +601,13 @@ def register(subparsers, common):
     p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
                    help="bsp: stop after N iterations if not converged (async on one device: "
                         "after 10*N sweeps; default 1000)")
-    p.add_argument("--sweeps", type=int, default=None, help="async: push sweeps per worklist round (default: 2 on CPU devices; on GPUs 8, "
-                        "or 1 on several for power-law graphs)")
+    p.add_argument("--sweeps", type=int, default=None,
+                   help="async: push sweeps per worklist round (default: "
+                        f"{auto_help(PR_RULES['sweeps'])})")
     p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
-                   help="bsp on CUDA: fused CSC pull, degree-binned pull, COO pull pair, or "
-                        "auto by in-degree (default)")
+                   help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned pull; "
+                        "coo, the COO pull pair; or auto (default): "
+                        f"{auto_help(PR_RULES['bsp_kernel'])}")
     p.add_argument("--inplace", action="store_true",
                    help="bsp on one device: Gauss-Seidel sweeps in place (fewer iterations)")
     p.set_defaults(func=_cli)

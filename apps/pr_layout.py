@@ -82,10 +82,9 @@ def degree_order(indeg):
 
 
 #: the cost of one row in :func:`degree_split`, in in-arcs (a row: indptr, y, 1/outdeg loads, y
-#: and contribution stores, coalesced, plus its peer stores; an arc: a source id and a gather).
-#: Fitted from the per-device sweep times of a degree-split kron:25 (a range of few long rows
-#: against one of many short ones) before the rows stored to the peers, and rounded up for
-#: those stores (docs/PR_CC.md, "Several devices")
+#: and contribution stores, coalesced, plus its peer stores; an arc: a source id and a gather),
+#: so that a range of few long rows and one of many short ones take about equal time
+#: (docs/PR_CC.md, "Several devices", has how it was fitted)
 BINS_ROW_COST = 4
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import input_graph
-from .traversal import TraversalSolver, graph_is_low_diameter
+from .auto_rules import SSSP_RULES
+from .traversal import TraversalSolver
 from .traversal_values import check_overflow
 
 
@@ -25,6 +26,7 @@ class SSSP(TraversalSolver):
     answer_dtype = np.float64
     unreached = np.inf
     peer_priority = True
+    rules = SSSP_RULES
 
     def default_delta(self, graph):
         """Near-far's rule of thumb, ``mean weight * C / mean degree`` (at least one mean
@@ -35,25 +37,6 @@ class SSSP(TraversalSolver):
         mean_deg = graph.num_edges / max(graph.num_vertices, 1)
         delta = max(mean_w, mean_w * 64 / max(mean_deg, 1.0))
         return max(1, int(round(delta))) if self.kind == "int" else delta
-
-    def auto_priority(self, graph):
-        """Soft priority unless the graph is low-diameter (:func:`~groute.apps.traversal.low_diameter`):
-        there Bellman-Ford-style rounds converge in a few levels and the near-far rounds cost more
-        than the few re-expansions they save, while on road-like graphs priority is what keeps
-        the work near Dijkstra's. See docs/TRAVERSAL.md."""
-        return not graph_is_low_diameter(graph)
-
-    def auto_mode(self, graph):
-        """Where the kernels that keep the host out of the loop can run (:meth:`peer_unavailable`:
-        CUDA devices with NVLink between all of them, no worklist asked for): BSP, the
-        persistent peer kernel (:mod:`groute.apps.traversal_peer`), for a low-diameter graph on any
-        number of devices; async for a road-like graph: one device's fused worker, on several
-        the fused workers with device-initiated links (:mod:`groute.apps.traversal_linked`). Elsewhere
-        (CPU virtual devices, no NVLink) async. Each choice was the fastest of the modes
-        measured on its kind of graph and device count (docs/TRAVERSAL.md)."""
-        if self.peer_unavailable() is not None:
-            return "async"
-        return "bsp" if graph_is_low_diameter(graph) else "async"
 
     def _finish(self, values):
         if self.overflow_possible:

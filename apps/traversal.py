@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import fields
 
 import numpy as np
 
 from groute.graph.arrays import array_module
 from groute.graph.csr import kept_on
-from groute.tuning import TraversalTuning
+from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from .common import AppResult, DeviceTimer, Solver, complete_stats, source_position
@@ -52,10 +53,6 @@ STATS_KEYS = ("app", "mode", "routing", "exchange", "priority", "delta", "device
               "bytes_moved", "rounds", "rounds_per_device", "levels", "launches", "reshapes",
               "pull_rounds", "pull_levels", "deferrals", "threshold_advances", "phase_seconds",
               "advance_seconds", "items_absorbed", "level_trace_us")
-#: options only the distributed worklist reads: the peer kernels have no routing, packets or
-#: outboxes and run the whole traversal in one launch. One given (other than its default) means
-#: the worklist under exchange="auto" and is an error under exchange="peer".
-WORKLIST_OPTIONS = ("routing", "max_rounds", "packet_size", "flush_items")
 
 
 class _Identity:
@@ -104,18 +101,20 @@ class TraversalSolver(Solver):
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
     round, global barrier, all-to-all exchange; BFS on a symmetric graph also pulls across
-    devices) or ``"auto"`` (the default: as the app decides, :meth:`auto_mode`). ``priority`` with ``delta`` (value units;
-    None picks one from the graph) defers items beyond the threshold; ``"auto"`` (the default)
-    means on if ``delta`` is given, else as the app decides from the graph (:meth:`auto_priority`). ``max_rounds``: fused rounds per
-    launch (None: until local work runs out or the outboxes fill). ``exchange``: ``"host"``
+    devices) or ``"auto"`` (the default: the app's ``mode`` rule, :mod:`groute.apps.auto_rules`).
+    ``priority`` with ``delta`` (value units; None picks one from the graph) defers items beyond
+    the threshold; ``"auto"`` (the default) is the app's ``priority`` rule; it is reported off
+    wherever no finite window applies. ``exchange``: ``"host"``
     (the distributed worklist: the host moves the items and, in BSP, steers every level),
     ``"peer"`` (one launch per device for the whole run, exchanging through peer memory; CUDA
     devices, NVLink between them: BSP is :mod:`groute.apps.traversal_peer`, where SSSP keeps
     ``priority`` too; async on several devices is :mod:`groute.apps.traversal_linked`) or ``"auto"``
-    (the default: peer where it can run). ``routing``, ``max_rounds``, ``packet_size`` and
-    ``flush_items`` are the worklist's (:data:`WORKLIST_OPTIONS`): given, they select it.
-    ``tuning``: how the CUDA kernels run, a :class:`~groute.tuning.TraversalTuning` (None:
-    ``TraversalTuning.from_environment()``).
+    (the default: the app's ``exchange`` rule, peer where it can run). ``tuning``: how the CUDA
+    kernels run, a :class:`~groute.tuning.TraversalTuning`; ``worklist_tuning``: how the
+    distributed worklist runs (routing, rounds per launch, packets, outbox flushes), a
+    :class:`~groute.tuning.WorklistTuning` whose fields other than the defaults select the
+    worklist (the peer kernels have no routing, packets or outboxes and run in one launch);
+    None: ``<Tuning>.from_environment()``.
 
     ``run`` returns the stats keys of :data:`STATS_KEYS` whatever engine ran (None where a
     counter does not apply to it).
@@ -126,20 +125,24 @@ class TraversalSolver(Solver):
 
     app = "traversal"
     weighted = False
+    #: the app's ``auto`` rules (:mod:`groute.apps.auto_rules`): mode, priority, exchange
+    rules: dict = {}
     #: the answer's dtype, and its value at vertices the run did not reach
     answer_dtype = np.int32
     unreached = -1
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
-                 mode="auto", priority="auto", routing="all2all", delta=None, seed=0,
-                 max_rounds=None, packet_size=None, flush_items=None, timeout=None,
-                 exchange="auto", tuning=None):
+                 mode="auto", priority="auto", delta=None, seed=0, timeout=None,
+                 exchange="auto", tuning=None, worklist_tuning=None):
         if exchange not in EXCHANGES:
             raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {exchange!r}")
         if mode not in MODES and mode != "auto":
             raise ValueError(f"mode must be auto or one of {', '.join(MODES)}; got {mode!r}")
-        if routing not in ROUTINGS:
-            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}; got {routing!r}")
+        wl = self.worklist_tuning = (worklist_tuning if worklist_tuning is not None
+                                     else WorklistTuning.from_environment())
+        if wl.routing not in ROUTINGS:
+            raise ValueError(f"WorklistTuning.routing must be one of {', '.join(ROUTINGS)}; "
+                             f"got {wl.routing!r}")
         if partition not in PARTITIONS:
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
         graph = graph.to_host() if hasattr(graph, "to_host") else graph
@@ -147,19 +150,16 @@ class TraversalSolver(Solver):
         self.peer = self.worklist = None
         self.exchange = exchange
         self.tuning = tuning if tuning is not None else TraversalTuning.from_environment()
-        defaults = TraversalSolver.__init__.__kwdefaults__
-        #: the worklist-only options given, as "name=value" (see WORKLIST_OPTIONS)
-        self.worklist_options = [
-            f"{name}={value!r}" for name, value in zip(
-                WORKLIST_OPTIONS, (routing, max_rounds, packet_size, flush_items))
-            if value != defaults[name]]
+        #: the worklist's knobs set to other than their defaults, as "name=value": they
+        #: select the worklist (see :meth:`peer_unavailable`)
+        self.worklist_options = [f"{f.name}={getattr(wl, f.name)!r}" for f in fields(wl)
+                                 if getattr(wl, f.name) != f.default]
         self.kind, self.weighted_values = self._value_kind(graph)
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout,
                            max_devices=graph.num_vertices)
         try:
             self._check_memory(traversal_bytes, graph, weighted=self.weighted_values)
-            self._setup(graph, partition, mode, priority, routing, delta, seed,
-                        max_rounds, packet_size, flush_items)
+            self._setup(graph, partition, mode, priority, delta, seed)
         except BaseException:
             self.close()
             raise
@@ -191,8 +191,7 @@ class TraversalSolver(Solver):
         self.overflow_possible = bool(w.size) and overflow_possible(graph.num_vertices, w.max(), kind)
         return kind, True
 
-    def _setup(self, graph, partition, mode, priority, routing, delta, seed,
-               max_rounds, packet_size, flush_items):
+    def _setup(self, graph, partition, mode, priority, delta, seed):
         k = self.ctx.num_devices
         n = graph.num_vertices
         if k > max(n, 1):
@@ -207,23 +206,24 @@ class TraversalSolver(Solver):
             mode = self.auto_mode(graph)
         self.mode = mode
         self.use_peer = self._use_peer(self.exchange)
-        self.routing = None if self.use_peer else routing
-        # soft priority needs a window the exchange can keep: async, or the SSSP peer kernel
-        windowed = mode == "async" or (self.use_peer and self.peer_priority)
+        wl = self.worklist_tuning
+        self.routing = None if self.use_peer else wl.routing
+        facts = self._facts(graph, delta)
         if isinstance(priority, str):
             if priority != "auto":
                 raise ValueError(f"priority must be True, False or 'auto'; got {priority!r}")
-            priority = windowed and (delta is not None or self.auto_priority(graph))
-        self.priority = bool(priority) and windowed
+            priority = self.rules["priority"].decide(facts).choice
+        # soft priority needs a window the exchange can keep, and a finite one
+        self.priority = bool(priority) and facts["windowed"]()
         self.delta = self._pick_delta(graph, delta)
-        self.max_rounds = max_rounds
+        self.priority = self.priority and not math.isinf(self.delta)
         #: per device: the worklist's worker, or on the peer path only the arrays its kernel reads
-        self.workers = self._device_shares(graph, flush_items)
+        self.workers = self._device_shares(graph, wl.flush_items)
         if self.use_peer:
             self.peer = self._peer_traversal(graph)
         else:
-            self.worklist = DistributedWorklist(self.ctx, routing=routing,
-                                                packet_size=packet_size or self._packet_size(n))
+            self.worklist = DistributedWorklist(self.ctx, routing=wl.routing,
+                                                packet_size=wl.packet_size or self._packet_size(n))
 
     def _device_shares(self, graph, flush_items):
         """Every device's part of the solver, built on the devices' threads at once: on the peer
@@ -260,33 +260,52 @@ class TraversalSolver(Solver):
 
     def peer_unavailable(self):
         """Why the peer kernel cannot run this solver's traversal (None: it can): the solver asks
-        for the worklist (``exchange="host"``, or a worklist-only option given), or the devices
+        for the worklist (``exchange="host"``, or a :class:`~groute.tuning.WorklistTuning` other
+        than the defaults), or the devices
         cannot run it (the machine is asked once per solver). ``auto_mode`` asks too, so that it
         picks its mode for the exchange that will run."""
         if self.exchange == "host":
             return "exchange='host' asks for the host worklist"
         if self.worklist_options:
-            return (f"options of the host worklist given ({', '.join(self.worklist_options)}): "
+            return (f"WorklistTuning given ({', '.join(self.worklist_options)}): "
                     f"the peer kernel has no routing, packets or outboxes and runs in one launch; "
-                    f"leave them out or use exchange='host'")
+                    f"use the default WorklistTuning or exchange='host'")
         if not hasattr(self, "_peer_why"):
             from .peer_barrier import unavailable
             self._peer_why = unavailable(self.ctx)
         return self._peer_why
 
     def _use_peer(self, exchange):
-        """Whether the peer kernel runs this solver (else the distributed worklist), as
-        ``exchange`` asks and the mode, options and machine allow (:meth:`peer_unavailable`);
-        exchange='peer' that cannot run is a ValueError naming the reason."""
+        """Whether the peer kernel runs this solver (else the distributed worklist): as
+        ``exchange`` asks, ``"auto"`` by the app's ``exchange`` rule
+        (:mod:`groute.apps.auto_rules`); exchange='peer' that cannot run is a ValueError naming
+        the reason."""
+        if exchange == "auto":
+            return self.rules["exchange"].decide(self._facts(self.graph)).choice == "peer"
+        if exchange == "host":
+            return False
         if self.mode == "async" and self.ctx.num_devices == 1:
             why = "mode='async' on one device exchanges nothing (the fused worker runs alone)"
         else:
             why = self.peer_unavailable()
         if why is not None:
-            if exchange == "peer":
-                raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")
-            return False
+            raise ValueError(f"{self.app}: exchange='peer' cannot run here: {why}")
         return True
+
+    def _facts(self, graph, delta=None):
+        """What the facts of the ``auto`` rules (:data:`groute.apps.auto_rules.FACTS`) are for
+        ``graph`` on this solver's devices, each asked only when a rule needs it (mode, exchange
+        and windows: as far as :meth:`_setup` has decided them)."""
+        return {
+            "one_device": lambda: self.ctx.num_devices == 1,
+            "peer": lambda: self.peer_unavailable() is None,
+            "symmetric": lambda: not getattr(graph, "directed", True),
+            "low_diameter": lambda: graph_is_low_diameter(graph),
+            "async": lambda: self.mode == "async",
+            "windowed": lambda: self.mode == "async" or (self.use_peer and self.peer_priority),
+            "linked": lambda: self.use_peer and self.mode == "async",
+            "delta_given": lambda: delta is not None,
+        }
 
     def _peer_traversal(self, graph):
         """The :class:`~groute.apps.traversal_peer.PeerTraversal` over this solver's arrays (BSP), or
@@ -319,12 +338,9 @@ class TraversalSolver(Solver):
         return math.inf
 
     def auto_mode(self, graph):
-        """What ``mode="auto"`` runs on ``graph`` (here: always async)."""
-        return "async"
-
-    def auto_priority(self, graph):
-        """Whether ``priority="auto"`` turns soft priority on for ``graph`` (here: always)."""
-        return True
+        """What ``mode="auto"`` runs on ``graph``: the app's ``mode`` rule
+        (:mod:`groute.apps.auto_rules`), which the CLI help prints."""
+        return self.rules["mode"].decide(self._facts(graph)).choice
 
     # ------------------------------------------------------------------ running
     def check_source(self, source) -> int:
@@ -383,7 +399,8 @@ class TraversalSolver(Solver):
             threshold = self.delta if self.priority else math.inf
             with DeviceTimer(self.ctx) as timer:
                 wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
-                                       delta=self.delta, max_rounds=self.max_rounds,
+                                       delta=self.delta,
+                                       max_rounds=self.worklist_tuning.rounds_per_launch,
                                        level_hook=pull_levels(self.mode, self.workers))
             counters = [w.collect_counters() for w in self.workers]
         raw = [w.values() for w in self.workers]

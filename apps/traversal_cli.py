@@ -12,26 +12,17 @@ are -1 (BFS depth) or inf (SSSP distance).
 """
 from __future__ import annotations
 
-import inspect
-import re
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 
+from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
-from .app_cli import (add_graph_options, busiest_vertex, gteps, load, parse_vertex, report,
+from .app_cli import (add_graph_options, auto_help, busiest_vertex, gteps, load, parse_vertex, report,
                       run_solver, write_output)
 from .traversal import EXCHANGES, PARTITIONS
-
-
-def auto_mode_help(solver_cls) -> str:
-    """What ``--mode auto`` runs, as the rule itself says it: ``solver_cls.auto_mode``'s
-    docstring on one line, Sphinx roles and literals as plain text (percent signs escaped for
-    argparse)."""
-    text = " ".join(inspect.getdoc(solver_cls.auto_mode).split())
-    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text).replace("``", "")
-    return text.replace("%", "%%")
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -63,25 +54,23 @@ def register_app(subparsers, common, name, solver_cls):
                             "the graph's (default: the graph's weights, or 1 on every arc)")
     p.add_argument("--partition", choices=PARTITIONS, default=None,
                    help="how vertices are split over devices (default: metis; none for 1 device)")
+    rules = solver_cls.rules
     p.add_argument("--mode", choices=["auto", *MODES], default="auto",
                    help="async: fused workers, asynchronous exchange; bsp: level-synchronous (BFS "
-                        f"pulls across devices); auto (default): "
-                        f"{auto_mode_help(solver_cls)}")
+                        f"pulls across devices); auto (default): {auto_help(rules['mode'])}")
     p.add_argument("--no-priority", action="store_true",
-                   help="switch soft priority off (default: on in async mode; SSSP also keeps it "
-                        "on the peer kernel and leaves it off on a low-diameter graph, see "
-                        "docs/TRAVERSAL.md)")
+                   help="switch soft priority off (default: "
+                        f"{auto_help(rules['priority'])})")
     p.add_argument("--delta", type=float, default=None,
                    help="soft-priority step in value units (default: chosen from the graph)")
-    p.add_argument("--routing", choices=ROUTINGS, default="all2all",
-                   help="the worklist's routing (default all2all; ring means the worklist runs)")
+    p.add_argument("--routing", choices=ROUTINGS, default=None,
+                   help="the worklist's routing (WorklistTuning.routing; default all2all; ring "
+                        "means the worklist runs)")
     p.add_argument("--exchange", choices=EXCHANGES, default="auto",
                    help="host (the worklist moves the items; in BSP it steers each level), peer "
                         "(one launch per device for the whole run, exchange through peer memory; "
-                        "CUDA GPUs with NVLink between them: BSP the level-synchronous peer "
-                        "kernel, async on several GPUs the fused workers writing into each "
-                        "other's rings) or auto (default: peer where it can run and no worklist "
-                        "option such as --routing ring is given)")
+                        "CUDA GPUs with NVLink between them) or auto (default): "
+                        f"{auto_help(rules['exchange'])}")
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 
 
@@ -111,10 +100,13 @@ def run_cli(args, name, solver_cls):
     if delta is not None and solver_cls.weighted and graph.weights is not None \
             and np.asarray(graph.weights).dtype.kind in "iu":
         delta = int(delta)
+    given = {"routing": args.routing}
+    worklist = dataclasses.replace(WorklistTuning.from_environment(),
+                                   **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, graph, lambda ctx: solver_cls(
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
-        priority=False if args.no_priority else "auto", routing=args.routing, delta=delta,
-        seed=args.seed, exchange=args.exchange),
+        priority=False if args.no_priority else "auto", delta=delta, seed=args.seed,
+        exchange=args.exchange, worklist_tuning=worklist),
         sources=seed_ids, depth_limit=depth_limit, predecessors=args.predecessors is not None)
     res, median = runs.result, runs.median
     reached_mask = np.asarray(res.values) != res.unreached

@@ -54,8 +54,9 @@ PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 1
 #: shape: narrow (one block per SM: cheap barriers for long thin traversals) below SHRINK,
 #: wide (every resident block) above GROW
 GROW, SHRINK = 1 << 14, 1 << 12
-#: blocks of the narrow grid per SM: one block per two SMs was the fastest narrow grid for a
-#: long thin traversal (docs/TRAVERSAL.md); :class:`groute.tuning.TraversalTuning` may override
+#: blocks of the narrow grid per SM: one block per two SMs, so a long thin traversal's barriers
+#: wait for few blocks (docs/TRAVERSAL.md, "Grid shape"); :class:`groute.tuning.TraversalTuning`
+#: may override
 NARROW_PER_SM = 0.5
 WARP_EDGES = 1024
 MAX_DEVICES = CTL_SIZE - OUT_COUNT

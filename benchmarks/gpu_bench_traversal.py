@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from groute.bench.floor import floor_bytes, measure_copy_bandwidth  # noqa: E402
+from groute.tuning import WorklistTuning  # noqa: E402
 from groute.bench.suite import choose_source  # noqa: E402
 from groute.graph import load_graph  # noqa: E402
 
@@ -166,7 +167,7 @@ def main():
                     t0 = time.perf_counter()
                     kw = {} if delta is None or app == "bfs" else {"delta": int(delta)}
                     solver = cls(graph, ctx=ctx, partition=args.partition, mode=mode, priority=priority,
-                                 routing=args.routing, **kw)
+                                 worklist_tuning=WorklistTuning(routing=args.routing), **kw)
                     case["setup_s"] = time.perf_counter() - t0
                     try:
                         res = solver.run(source)

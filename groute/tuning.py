@@ -8,6 +8,8 @@ answer comes, never the answer, so they live here instead:
 * :class:`TraversalTuning`: BFS and SSSP (:mod:`groute.apps.traversal`): the fused worker's kernel
   (``traversal.cu``), the persistent peer kernels (``traversal_peer.cu``) and the linked
   workers (``traversal_linked.cu``), one object because one solver picks among them;
+* :class:`WorklistTuning`: BFS and SSSP on the distributed worklist (routing, rounds per launch,
+  packets, outbox flushes);
 * :class:`PageRankTuning`: PageRank's BSP kernels and asynchronous push (:mod:`groute.apps.pr`);
 * :class:`CCTuning`: connected components' sampling and segments (:mod:`groute.apps.cc`);
 * :class:`BSPTuning`: the exchange of the operators' host-driven BSP engine
@@ -269,6 +271,27 @@ class TraversalTuning(_Tuning):
             raise ValueError(f"spin_ns must be >= 0; got {self.spin_ns!r}")
         if int(self.max_rounds) < 1:
             raise ValueError(f"max_rounds must be >= 1; got {self.max_rounds!r}")
+
+
+@dataclass(frozen=True)
+class WorklistTuning(_Tuning):
+    """How BFS and SSSP run on the distributed worklist (:class:`groute.worklist.DistributedWorklist`,
+    the host path of :mod:`groute.apps.traversal`): ``routing`` of the items between devices
+    (``"all2all"``, or ``"ring"``: each device forwards to the next); ``rounds_per_launch`` of a
+    worker's fused rounds (None: until its local work runs out or its outboxes fill);
+    ``packet_size`` items per packet of the worklist's links (None: the vertex count, within
+    [2^10, 2^20]); ``flush_items`` items in a worker's outboxes after which it returns them
+    (None: 2^16). Routing changes where items travel, never the answer, so it is a knob here
+    and not an algorithm option. Any field other than its default asks for the worklist: the
+    peer kernels have none of these."""
+    routing: str = "all2all"
+    rounds_per_launch: int | None = None
+    packet_size: int | None = None
+    flush_items: int | None = None
+
+    def __post_init__(self):
+        for name in ("rounds_per_launch", "packet_size", "flush_items"):
+            _check_optional_count(name, getattr(self, name))
 
 
 @dataclass(frozen=True)

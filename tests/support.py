@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from groute.tuning import WorklistTuning
+
 #: the repository's sibling ``shared/graphs`` (absent on machines without it: tests skip)
 SHARED_GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "graphs"
 
@@ -145,7 +147,8 @@ def check_host_exchange_on_gpus(check, load, k, mode, routing):
         g = load(spec)
         for partition in ("contiguous", "random"):
             res = check(g, busiest(g), backend="cuda", devices=k, partition=partition, mode=mode,
-                        routing=routing, timeout=30, exchange="host")
+                        worklist_tuning=WorklistTuning(routing=routing), timeout=30,
+                        exchange="host")
             assert res.stats["exchange"] == "host", (spec, partition, res.stats["exchange"])
 
 

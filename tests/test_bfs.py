@@ -13,6 +13,7 @@ from groute import Context
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
+from groute.tuning import WorklistTuning
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
@@ -72,7 +73,7 @@ def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
 def test_modes_priority_routing(mode, priority, routing):
     g = load_graph("grid:16")
     res = check(g, 5, backend="cpu", devices=3, partition="random", mode=mode, priority=priority,
-                routing=routing, delta=2, timeout=20)
+                worklist_tuning=WorklistTuning(routing=routing), delta=2, timeout=20)
     assert res.stats["mode"] == mode and res.stats["routing"] == routing
     if routing == "ring":
         assert set(res.stats["items_sent"]) == {"0->1", "1->2", "2->0"}
@@ -293,10 +294,10 @@ def test_exchange_option_says_what_can_run():
 
 @pytest.mark.timeout(60)
 def test_worklist_options_select_the_worklist(monkeypatch):
-    """With the peer kernel able to run (its stand-in, as in test_traversal_peer_host.py), an
-    option only the worklist reads, given with another value than its default, means the
-    worklist under exchange="auto" (auto mode decides for that exchange) and is an error naming
-    it under exchange="peer"; the peer path reports no routing."""
+    """With the peer kernel able to run (its stand-in, as in test_traversal_peer_host.py), a
+    WorklistTuning field other than its default means the worklist under exchange="auto" (auto
+    mode decides for that exchange) and is an error naming it under exchange="peer"; the peer
+    path reports no routing."""
     import groute.apps.traversal as traversal
     import groute.apps.traversal_peer as traversal_peer
     from test_traversal_peer_host import FakePeer
@@ -305,21 +306,21 @@ def test_worklist_options_select_the_worklist(monkeypatch):
     g, road = load_graph("grid:8"), load_graph("grid:300")
     opts = dict(backend="cpu", devices=2, partition="contiguous", mode="bsp", timeout=10)
     for given in ({}, {"routing": "all2all"}):        # the default, given: still the peer kernel
-        res = check(g, 0, **opts, **given)
+        res = check(g, 0, **opts, worklist_tuning=WorklistTuning(**given))
         assert (res.stats["exchange"], res.stats["routing"]) == ("peer", None)
-    for given in ({"routing": "ring"}, {"max_rounds": 3}, {"packet_size": 64},
+    for given in ({"routing": "ring"}, {"rounds_per_launch": 3}, {"packet_size": 64},
                   {"flush_items": 16}):
-        res = check(g, 0, **opts, **given)
+        res = check(g, 0, **opts, worklist_tuning=WorklistTuning(**given))
         assert res.stats["exchange"] == "host", given
         assert res.stats["routing"] == given.get("routing", "all2all")
         name, value = next(iter(given.items()))
         with pytest.raises(ValueError, match=f"exchange='peer' cannot run here: .*{name}={value!r}"):
-            BFS(g, exchange="peer", **opts, **given)
+            BFS(g, exchange="peer", **opts, worklist_tuning=WorklistTuning(**given))
     auto = dict(opts, mode="auto")
     with BFS(g, **auto) as solver:
         assert solver.auto_mode(road) == "async"      # several devices, road-like: linked
         assert solver.auto_mode(load_graph("kron:12")) == "bsp"   # low diameter: the peer kernel
-    for asked in ({"routing": "ring"}, {"exchange": "host"}):
+    for asked in ({"worklist_tuning": WorklistTuning(routing="ring")}, {"exchange": "host"}):
         with BFS(g, **auto, **asked) as solver:
             assert solver.auto_mode(road) == "async"  # the worklist: BSP only for low diameter
 
@@ -327,7 +328,8 @@ def test_worklist_options_select_the_worklist(monkeypatch):
 @pytest.mark.timeout(60)
 def test_one_shot_run_leaves_no_threads(no_thread_leak):
     g = load_graph("grid:8")
-    check(g, 0, backend="cpu", devices=3, partition="contiguous", routing="ring")
+    check(g, 0, backend="cpu", devices=3, partition="contiguous",
+          worklist_tuning=WorklistTuning(routing="ring"))
 
 
 @pytest.mark.timeout(120)

@@ -786,8 +786,8 @@ def test_persistent_option_on_cpu_devices():
 
 def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
-    where they can, True turns them on and "auto" turns them on from
-    PERSISTENT_AUTO_MIN_DEVICES devices."""
+    where they can, True turns them on and "auto" turns them on on several devices (the
+    persistent rule of groute.apps.auto_rules)."""
     import groute.apps.pr as pr
     ctx = fake_peer_context(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
@@ -804,15 +804,11 @@ def test_choose_persistent_says_why_not(monkeypatch):
         assert not on and why in reason
     with pytest.raises(ValueError, match="no peer access"):
         pr.choose_persistent(True, fake_peer_context(2, peers=False), "bsp", "csc", False, True)
-    monkeypatch.setattr(pr, "PERSISTENT_AUTO_MIN_DEVICES", 3)
-    on, reason = pr.choose_persistent("auto", ctx, "bsp", "csc", False, True)
-    assert not on and "opt in with persistent=True" in reason
+    assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
     assert (pr.choose_persistent("auto", fake_peer_context(3), "bsp", "bins", False, True)
             == (True, None))
-    monkeypatch.setattr(pr, "PERSISTENT_AUTO_MIN_DEVICES", 2)
-    assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
     on, reason = pr.choose_persistent("auto", fake_peer_context(1), "bsp", "csc", False, True)
-    assert not on and "fewer than 2 devices" in reason
+    assert not on and "auto: off on one device" in reason and "opt in with persistent=True" in reason
     assert pr.choose_persistent("auto", fake_peer_context(9), "bsp", "csc", False, True)[0] is False
 
 

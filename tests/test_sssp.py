@@ -15,6 +15,7 @@ from groute.apps.sssp import SSSP, sssp
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
+from groute.tuning import WorklistTuning
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
@@ -94,7 +95,7 @@ def test_real_and_generated_graphs_every_partitioner(spec, k, partition):
 def test_modes_priority_routing(mode, priority, delta, routing):
     g = graph("grid:16")
     res = check(g, 3, backend="cpu", devices=3, partition="random", mode=mode, priority=priority,
-                delta=delta, routing=routing, timeout=20)
+                delta=delta, worklist_tuning=WorklistTuning(routing=routing), timeout=20)
     if mode == "async" and priority and delta == 1:
         assert res.stats["threshold_advances"] > 0 and res.stats["deferrals"] > 0
 

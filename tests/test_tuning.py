@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from groute.tuning import (VARIABLES, CCTuning, PageRankTuning, TraversalTuning, read_environment,
-                           setting)
+from groute.tuning import (VARIABLES, CCTuning, PageRankTuning, TraversalTuning, WorklistTuning,
+                           read_environment, setting)
 from support import graph_from
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +79,29 @@ def test_tunings_are_frozen_and_checked():
         CCTuning(link="fast")
     with pytest.raises(ValueError, match="multiple of 32"):
         TraversalTuning(block=100)
+    with pytest.raises(ValueError, match="flush_items"):
+        WorklistTuning(flush_items=0)
+
+
+def test_worklist_knobs_are_tuning_not_algorithm_options():
+    """BFS/SSSP take what a user means; the worklist's knobs come in WorklistTuning (routing
+    included: it changes where items travel, never the answer), and the one max_rounds left is
+    TraversalTuning's bound on the peer kernels' rounds."""
+    import inspect
+    from groute.apps.bfs import BFS
+    from groute.apps.traversal import TraversalSolver
+    options = set(inspect.signature(TraversalSolver.__init__).parameters) - {"self", "graph"}
+    assert not options & {"routing", "max_rounds", "packet_size", "flush_items"}
+    assert len(options) <= 12
+    g = graph_from(4, [(0, 1), (1, 2), (2, 3)], directed=False)
+    given = WorklistTuning(routing="ring", rounds_per_launch=2, packet_size=64, flush_items=8)
+    with BFS(g, backend="cpu", devices=2, partition="contiguous", mode="async",
+             worklist_tuning=given) as solver:
+        assert solver.worklist_tuning is given
+        res = solver.run(0)
+    assert res.stats["routing"] == "ring" and res.values.tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="WorklistTuning.routing"):
+        BFS(g, backend="cpu", devices=1, worklist_tuning=WorklistTuning(routing="mesh"))
 
 
 def test_solvers_read_the_environment_when_built_and_take_a_tuning_as_given(monkeypatch):

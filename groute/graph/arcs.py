@@ -1,8 +1,8 @@
 """Whole-graph arc transforms that solvers run at set-up, written once for NumPy and CuPy.
 
-On kron:25 (1.05G arcs) these passes are what a multi-device solver's set-up costs, so each is
-one linear pass or one sort of packed 64-bit keys, with no per-arc int64 temporaries it can do
-without. The same code runs on the host (NumPy, the CPU backend and CI) and on a CUDA device
+On a billion-arc graph these passes are most of what a multi-device solver's set-up costs, so
+each is one linear pass or one sort of packed 64-bit keys, with no per-arc int64 temporaries it
+can do without (docs/GRAPHS.md, "Set-up passes"). The same code runs on the host (NumPy, the CPU backend and CI) and on a CUDA device
 (CuPy, where a sort of a billion keys takes a fraction of a second); both give identical arrays.
 """
 from __future__ import annotations
@@ -44,8 +44,8 @@ def _rows_by_scan(indptr, m: int, dtype, xp):
     The row of arc ``j`` is the number of rows ``1..n-1`` that start at or before ``j``, so the
     marks at ``indptr[1:-1]`` summed up give it; trailing empty rows start at ``m`` and mark a
     spare last slot. Empty rows share their start with the next row and must each count, hence
-    ``add.at`` (unbuffered). Peak: the marks plus the sum, 8 bytes per arc for int32 rows where
-    a searchsorted of an int64 ``arange`` held 16 (17 GB on kron:25). The marks are int32 while
+    ``add.at`` (unbuffered). Peak: the marks plus the sum, 8 bytes per arc for int32 rows, half
+    of what a searchsorted of an int64 ``arange`` holds. The marks are int32 while
     they fit (one slot counts at most n-1 rows), else uint64: CuPy's ``add.at`` takes no int64.
     """
     n = int(indptr.shape[0]) - 1

@@ -339,9 +339,9 @@ class CSRGraph(CSRArrays):
 
     def content_hash(self) -> str:
         """SHA-1 over the arrays, weights included (and direction): the key of caches whose
-        contents depend on the weights (benchmark references). Computed once per graph object
-        (kron:25: 4.5 GB hashed, asked for by every app's reference): a graph's arrays are not
-        changed after it is built."""
+        contents depend on the weights (benchmark references). Computed once per graph object,
+        since every app's reference asks for it and a big graph takes seconds to hash: a
+        graph's arrays are not changed after it is built."""
         return kept_on(self, "_content_hash", lambda: self._hash(with_weights=True))
 
     def structure_hash(self) -> str:
