@@ -138,7 +138,7 @@ class BSPEngine(Engine):
             new = self.partition.to_new(values).astype(dtype, copy=False)
 
         def make(device, part):
-            with device.use():
+            with device.use(), self._on_stream(part):    # before the kernels that read it
                 if values is None:
                     part.state[name] = device.full(part.size, fill, dtype)
                 else:

@@ -79,8 +79,9 @@ def apply(part, out, items, msgs, functor, values, where):
     n = int(items.shape[0])
     if n:
         xp = _xp(part)
-        items = xp.ascontiguousarray(items)
-        msgs = NULL if msgs is None else xp.ascontiguousarray(msgs)
+        with part.device.use(), part.device.compute_stream.raw:
+            items = xp.ascontiguousarray(items)
+            msgs = NULL if msgs is None else xp.ascontiguousarray(msgs)
         launch(part.device, generated.kernels(functor, where)["apply_k"], n,
                (items, msgs, np.int64(n), np.int64(part.first), out.queue, out.count, out.bits,
                 *_params(functor, values)), BLOCK)
@@ -88,7 +89,14 @@ def apply(part, out, items, msgs, functor, values, where):
 
 def finish(part, out) -> DeviceFrontier:
     n = read_count(part.device, out.count)
-    return DeviceFrontier(part.device, part.size, queue=out.queue[:n], count=n)
+    queue = out.queue[:n]
+    if n < part.size:
+        # a copy of the n entries, so the output's buffer of every owned vertex goes back to
+        # the pool: an algorithm that keeps its frontiers (betweenness keeps every level)
+        # holds what they hold, not a vertex-sized buffer per frontier
+        with part.device.use(), part.device.compute_stream.raw:
+            queue = queue.copy()
+    return DeviceFrontier(part.device, part.size, queue=queue, count=n)
 
 
 def pull(part, front, candidates, functor, values, where):

@@ -143,7 +143,7 @@ def bitmap_to_queue(device, words, n: int):
     if device.backend == "cpu":
         bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:n]
         return np.flatnonzero(bits).astype(np.int32)
-    with device.use():
+    with device.use(), device.compute_stream.raw:
         queue = device.xp.empty(n, np.int32)
         count = device.xp.zeros(1, np.int32)
     launch(device, generated.frontier_kernels()["bitmap_to_queue_k"], n,
@@ -170,10 +170,14 @@ def read_count(device, count) -> int:
 def _arange(device, n):
     if device.backend == "cpu":
         return np.arange(n, dtype=np.int32)
-    with device.use():
+    with device.use(), device.compute_stream.raw:   # ordered before the kernels that read it
         return device.xp.arange(n, dtype=np.int32)
 
 
 def _zeros(device, n, dtype):
-    with device.use():
+    if device.backend == "cpu":
+        return np.zeros(n, dtype)
+    # on the compute stream: the kernels that fill or read it are launched there, and a
+    # non-blocking stream does not wait for CuPy's default one
+    with device.use(), device.compute_stream.raw:
         return device.xp.zeros(n, dtype)

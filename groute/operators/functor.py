@@ -41,7 +41,7 @@ _PARAM = re.compile(r"^\s*(const\s+)?([A-Za-z_][A-Za-z_ ]*?)\s*(\*?)\s*([A-Za-z_
 #: names the generated kernels give their own parameters (their locals and the push functor's
 #: members do not clash: ``groute_``-prefixed, and the functor keeps the parameters in a
 #: struct of their own); a parameter may not take them, nor begin with ``groute_``
-RESERVED = frozenset({"v", "u", "m", "i", "n", "first", "end", "indptr", "indices", "cur", "items",
+RESERVED = frozenset({"v", "u", "m", "msgs", "remote_msg", "i", "n", "first", "end", "indptr", "indices", "cur", "items",
                       "out", "out_count", "out_bits", "remote", "remote_count", "front_bits",
                       "cand_bits", "counters", "big_items", "big_first_chunk"})
 
