@@ -1,8 +1,8 @@
 """Betweenness centrality (Brandes), written only on groute's public operator API
 (docs/OPERATORS.md).
 
-``betweenness_centrality(graph, k=None, normalized=True, weight=None, seed=None,
-endpoints=False, sources=None)``: as NetworkX's ``betweenness_centrality``, the share of
+``betweenness_centrality(graph, k=None, normalized=True, weight=None, endpoints=False,
+seed=None, *, sources=None)``: as NetworkX's ``betweenness_centrality``, the share of
 shortest paths between other pairs of vertices that pass through each vertex.
 ``result.to_dict()`` is ``{id: float}``.
 
@@ -217,28 +217,31 @@ def _rescale(bc, n, *, normalized, directed, endpoints, sampled):
     return bc * scale
 
 
-def sample_sources(n: int, k: int, seed=None) -> list:
-    """``k`` distinct positions of ``n``, drawn as NetworkX draws betweenness sources
-    (``seed.sample(list(G), k)`` after ``py_random_state``): ``seed`` an int, ``None`` (a fresh
-    generator) or a ``random.Random``-like object with ``sample``. For an integer seed the
-    positions are those of NetworkX's nodes, whatever the labels: ``sample`` picks by index."""
+def sample_sources(n: int, k: int, seed=None) -> list | None:
+    """``k`` distinct positions of ``n``, drawn as NetworkX draws betweenness sources: ``seed``
+    made a random state by NetworkX's own ``create_py_random_state`` (an int, ``None``, a
+    ``random.Random``, a NumPy ``RandomState`` or ``Generator``), then ``seed.sample(list(G),
+    k)``: for the same seed the positions of the nodes NetworkX picks, whatever the labels
+    (``sample`` picks by index). ``None`` when ``k`` is every vertex: NetworkX then scores from
+    all of them without drawing (the random state is left alone, the scores exact)."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an int (the number of sources to sample) or None; got "
                         f"{type(k).__name__}")
     if not 1 <= k <= n:
         raise ValueError(f"k must be between 1 and the number of vertices ({n}); got {k}")
-    if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        rng = random.Random(None if seed is None else int(seed))
-    elif hasattr(seed, "sample"):
-        rng = seed
-    else:
-        raise TypeError(f"seed must be an int, None or a random.Random; got "
-                        f"{type(seed).__name__}")
+    if k == n:
+        return None
+    from networkx.utils import create_py_random_state
+    try:
+        rng = create_py_random_state(seed)
+    except ValueError:
+        raise TypeError(f"seed must be an int, None, a random.Random or a NumPy random "
+                        f"generator; got {type(seed).__name__}") from None
     return rng.sample(range(n), int(k))
 
 
-def betweenness_centrality(graph, k=None, normalized=True, weight=None, seed=None,
-                           endpoints=False, sources=None, *, num_vertices=None,
+def betweenness_centrality(graph, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None, *, sources=None, num_vertices=None,
                            **options) -> AppResult:
     """The betweenness centrality of every vertex of ``graph`` (module docstring), as
     ``networkx.betweenness_centrality`` with the same arguments.
@@ -260,7 +263,8 @@ def betweenness_centrality(graph, k=None, normalized=True, weight=None, seed=Non
     g = load_graph(graph, weight=None, num_vertices=num_vertices)
     n = g.num_vertices
     if sources is None and k is not None:
-        sources = [g.file_id_of(p) for p in sample_sources(n, k, seed)]
+        sample = sample_sources(n, k, seed)
+        sources = None if sample is None else [g.file_id_of(p) for p in sample]
     if n == 0:
         return AppResult(np.zeros(0), 0.0, {}, vertex_ids=g.vertex_ids)
     with Betweenness(g, **options) as solver:

@@ -46,8 +46,8 @@ def _sources(args, g):
     elif args.k is not None:
         positions = sample_sources(g.num_vertices, args.k, args.seed)
     else:
-        return None
-    return [g.file_id_of(p) for p in positions]
+        positions = None
+    return None if positions is None else [g.file_id_of(p) for p in positions]
 
 
 def _cli(args) -> int:

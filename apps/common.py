@@ -71,12 +71,9 @@ class AppResult:
         if not self.values_are_vertices:
             raise ValueError("components(): this result's values are not component labels "
                              "(only CC and SCC results have components)")
-        labels = np.asarray(self.values)
-        order = np.argsort(labels, kind="stable")
-        bounds = np.flatnonzero(np.diff(labels[order])) + 1
+        from groute.graph.reference import label_groups
         ids = self.ids
-        return [set(ids[members].tolist()) for members in np.split(order, bounds)] \
-            if labels.size else []
+        return [set(ids[members].tolist()) for members in label_groups(self.values)]
 
     def to_predecessors(self) -> dict:
         """``{id: parent's id}`` over the vertices that have a parent (reached, not a source),

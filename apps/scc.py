@@ -46,7 +46,7 @@ import numpy as np
 
 from groute import AppResult, GraphNotSupported
 from groute.engines import EngineSolver, make_engine
-from groute.graph import load_graph
+from groute.graph import load_graph, reference
 from groute.operators import Functor, Message, advance, compute, filter
 
 #: ``comp`` of a vertex not yet in a component
@@ -241,7 +241,7 @@ class SCC(EngineSolver):
                 frontier = advance(frontier, CLAIM, over="in")
                 claim_rounds += 1
             alive = filter(alive, STILL_IN)
-        labels = smallest_member(eng.gather("comp"))
+        labels = reference.canonical_labels(eng.gather("comp"))
         seconds = time.perf_counter() - t0
         sizes = np.bincount(labels, minlength=labels.shape[0])
         stats = dict(eng.stats, iterations=iterations, trimmed=trimmed, trim_rounds=trim_rounds,
@@ -251,15 +251,6 @@ class SCC(EngineSolver):
         return AppResult(labels, seconds, stats, values_are_vertices=True,
                          vertex_ids=getattr(self.graph, "vertex_ids", None))
 
-
-
-def smallest_member(comp) -> np.ndarray:
-    """Per position, the smallest position with the same ``comp`` label: CC's labels."""
-    comp = np.asarray(comp, dtype=np.int64)
-    n = comp.shape[0]
-    first = np.full(n, n, dtype=np.int64)
-    np.minimum.at(first, comp, np.arange(n, dtype=np.int64))
-    return first[comp]
 
 
 def _check_directed(graph):

@@ -165,7 +165,7 @@ def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
                      "--json", *extra]) == 0
         record = json.loads(capsys.readouterr().out)
         assert record["app"] == "betweenness" and record["verify"]["ok"], extra
-        assert record["sources"] == int(extra[1]) if extra[0] == "--k" else 3
+        assert record["sources"] == (int(extra[1]) if extra[0] == "--k" else 3)
     assert main(["betweenness", "--graph", "grid:9", "--backend", "cpu", "--devices", "1",
                  "--stats"]) == 0
     text = capsys.readouterr().out
@@ -212,3 +212,23 @@ def operators_md_example() -> str:
 
 def test_the_example_in_operators_md_runs():
     exec(compile(operators_md_example(), "OPERATORS.md (betweenness)", "exec"), {})
+
+
+def test_arguments_by_position_and_seeds_as_networkx_takes_them():
+    """NetworkX's argument order (endpoints before seed), its random states (a NumPy
+    generator too), and k equal to the vertex count: every vertex, no draw."""
+    import random
+    G = nx.karate_club_graph()
+    positional = groute.betweenness_centrality(G, None, True, None, True, backend="cpu")
+    assert positional.to_dict() == pytest.approx(nx.betweenness_centrality(G, None, True, None,
+                                                                          True))
+    for seed in (7, np.random.RandomState(7), np.random.default_rng(7)):
+        seed_nx = seed if isinstance(seed, int) else type(seed)(7) if isinstance(
+            seed, np.random.RandomState) else np.random.default_rng(7)
+        got = groute.betweenness_centrality(G, k=5, seed=seed, backend="cpu").to_dict()
+        assert got == pytest.approx(nx.betweenness_centrality(G, k=5, seed=seed_nx))
+    rng = random.Random(3)
+    state = rng.getstate()
+    every = groute.betweenness_centrality(G, k=len(G), seed=rng, backend="cpu").to_dict()
+    assert rng.getstate() == state                      # nothing drawn
+    assert every == pytest.approx(nx.betweenness_centrality(G))

@@ -97,7 +97,8 @@ def _require(module: str, why: str):
 
 
 # scipy ---------------------------------------------------------------------------------------------
-def _adjacency(graph, weighted: bool):
+def adjacency(graph, weighted: bool = False):
+    """The graph as a scipy CSR matrix: its weights (``weighted`` and it has some) or ones."""
     import scipy.sparse as sp
     n = graph.num_vertices
     indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
@@ -111,18 +112,18 @@ def _adjacency(graph, weighted: bool):
 def _scipy_peer(app, graph, source) -> PreparedPeer:
     from scipy.sparse import csgraph
     if app == "bfs":
-        a = _adjacency(graph, False)
+        a = adjacency(graph, False)
         return PreparedPeer("scipy", "scipy.sparse.csgraph.breadth_first_order", "cpu",
                             lambda: csgraph.breadth_first_order(a, source, directed=True,
                                                                 return_predecessors=False),
                             lambda raw: ("reached", raw))
     if app == "sssp":
-        a = _adjacency(graph, True)
+        a = adjacency(graph, True)
         return PreparedPeer("scipy", "scipy.sparse.csgraph.dijkstra", "cpu",
                             lambda: csgraph.dijkstra(a, directed=True, indices=source),
                             lambda raw: ("values", raw))
     if app == "cc":
-        a = _adjacency(graph, False)
+        a = adjacency(graph, False)
         return PreparedPeer("scipy", "scipy.sparse.csgraph.connected_components (weak)", "cpu",
                             lambda: csgraph.connected_components(a, directed=True, connection="weak"),
                             lambda raw: ("values", raw[1]))
@@ -266,11 +267,33 @@ def _host(raw):
 
 
 # python-igraph ----------------------------------------------------------------------------------------
-def _igraph_peer(app, graph, source) -> PreparedPeer:
+def igraph_graph(graph, *, directed: bool | None = True):
+    """A python-igraph graph of ``graph`` (PeerSkipped without igraph): directed with every
+    arc (``directed=True``, what the traversal peers take), or, with ``directed=None``, as the
+    graph is: undirected with each edge once when its CSR holds both arcs of every edge."""
     ig = _require("igraph", "pip install python-igraph to add it as a peer")
-    src = np.repeat(np.arange(graph.num_vertices), np.diff(np.asarray(graph.indptr)))
-    g = ig.Graph(n=graph.num_vertices, edges=np.column_stack([src, np.asarray(graph.indices)]),
-                 directed=True)
+    from groute.graph.arcs import arc_rows
+    src = arc_rows(np.asarray(graph.indptr), dtype=np.int64)
+    dst = np.asarray(graph.indices, dtype=np.int64)
+    directed = bool(graph.directed) if directed is None else directed
+    if not directed:
+        keep = src <= dst
+        src, dst = src[keep], dst[keep]
+    return ig.Graph(n=int(graph.num_vertices), edges=np.column_stack([src, dst]),
+                    directed=directed)
+
+
+def as_array(mapping, n, fill, dtype):
+    """A peer's ``{vertex: value}`` dict as an array over ``0..n-1`` (``fill`` where absent)."""
+    out = np.full(n, fill, dtype=dtype)
+    if mapping:
+        keys = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
+        out[keys] = np.fromiter(mapping.values(), dtype=dtype, count=len(mapping))
+    return out
+
+
+def _igraph_peer(app, graph, source) -> PreparedPeer:
+    g = igraph_graph(graph)
     if app == "bfs":
         return PreparedPeer("igraph", "igraph.Graph.bfs", "cpu", lambda: g.bfs(source)[0],
                             lambda raw: ("reached", np.asarray(raw, dtype=np.int64)))
@@ -294,23 +317,16 @@ def _igraph_peer(app, graph, source) -> PreparedPeer:
 def _networkx_peer(app, graph, source) -> PreparedPeer:
     import networkx as nx
     n = graph.num_vertices
-    g = nx.from_scipy_sparse_array(_adjacency(graph, app == "sssp"), create_using=nx.DiGraph)
-
-    def as_array(mapping, fill, dtype):
-        out = np.full(n, fill, dtype=dtype)
-        if mapping:
-            keys = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
-            out[keys] = np.fromiter(mapping.values(), dtype=dtype, count=len(mapping))
-        return out
+    g = nx.from_scipy_sparse_array(adjacency(graph, app == "sssp"), create_using=nx.DiGraph)
 
     if app == "bfs":
         return PreparedPeer("networkx", "networkx.single_source_shortest_path_length", "cpu",
                             lambda: nx.single_source_shortest_path_length(g, source),
-                            lambda raw: ("values", as_array(raw, -1, np.int64)))
+                            lambda raw: ("values", as_array(raw, n, -1, np.int64)))
     if app == "sssp":
         return PreparedPeer("networkx", "networkx.single_source_dijkstra_path_length", "cpu",
                             lambda: nx.single_source_dijkstra_path_length(g, source, weight="weight"),
-                            lambda raw: ("values", as_array(raw, np.inf, np.float64)))
+                            lambda raw: ("values", as_array(raw, n, np.inf, np.float64)))
     if app == "cc":
         def labels(components):
             out = np.empty(n, dtype=np.int64)
@@ -324,7 +340,7 @@ def _networkx_peer(app, graph, source) -> PreparedPeer:
     return PreparedPeer("networkx", f"networkx.pagerank (L1 change < {PR_TOL:g})", "cpu",
                         lambda: nx.pagerank(g, alpha=PR_DAMPING, tol=PR_TOL / max(n, 1),
                                             max_iter=PR_MAX_ITERATIONS, weight=None),
-                        lambda raw: ("values", as_array(raw, 0.0, np.float64)))
+                        lambda raw: ("values", as_array(raw, n, 0.0, np.float64)))
 
 
 # cuGraph ---------------------------------------------------------------------------------------------------

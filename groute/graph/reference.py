@@ -111,6 +111,18 @@ def connected_components(g: CSRGraph):
     return canonical_labels(labels)
 
 
+def label_groups(labels) -> list:
+    """The positions of each class of ``labels``, one int64 array per class, the classes in
+    the order of their labels (CC's and SCC's representatives: the order of their smallest
+    member): how components become NetworkX's sets."""
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        return []
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    return np.split(order, bounds)
+
+
 def canonical_labels(labels):
     """Relabel so each class is named by its smallest index (first occurrence)."""
     labels = np.asarray(labels)

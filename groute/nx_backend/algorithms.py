@@ -18,6 +18,7 @@ import numpy as np
 
 from groute import registry
 from groute.graph.arcs import arcs_of_rows
+from groute.graph.reference import label_groups
 
 from .devices import devices_for
 from .order import layers_in_order
@@ -377,10 +378,7 @@ def core_number(G):
 # ------------------------------------------------------------------------------------------------
 def _component_sets(G):
     """The components as sets, in NetworkX's order (by each one's first node in ``G``)."""
-    labels = _components(G)
-    order = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    for members in np.split(order, bounds):
+    for members in label_groups(_components(G)):
         yield set(G.labels_of(members))
 
 
@@ -478,9 +476,7 @@ def strongly_connected_components(G):
     if bool(np.all(labels == 0)):
         yield set(G.nodes)
         return
-    members = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(labels[members])) + 1
-    groups = {int(m[0]): m for m in np.split(members, bounds)}     # a group's first: its label
+    groups = {int(m[0]): m for m in label_groups(labels)}     # a group's first: its label
     for lab in _tarjan_order(G, labels):
         yield set(G.labels_of(groups[lab]))
 

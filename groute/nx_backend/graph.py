@@ -13,6 +13,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from groute.graph.arcs import arc_rows
 from groute.graph.convert import csr_from_adjacency, networkx_adjacency
 
 
@@ -76,8 +77,7 @@ class GrouteGraph:
     @cached_property
     def arc_rows(self) -> np.ndarray:
         """The row (position) each arc of :attr:`adjacency_indices` leaves."""
-        indptr = np.asarray(self.csr.indptr)
-        return np.repeat(np.arange(len(self.nodes), dtype=np.int64), np.diff(indptr))
+        return arc_rows(np.asarray(self.csr.indptr), dtype=np.int64)
 
     @cached_property
     def in_arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,8 +13,8 @@ import numpy as np
 
 from groute.graph.arcs import arcs_of_rows
 
-from ..peers import PeerSkipped, PreparedPeer
-from .common import csr_bytes, host_csr, igraph_graph
+from ..peers import PeerSkipped, PreparedPeer, as_array, igraph_graph
+from .common import csr_bytes, host_csr
 
 #: NetworkX does one pure-Python search per source: skipped above this many arcs x sources
 #: (about a minute of it)
@@ -74,10 +74,7 @@ def networkx_peer(graph, source) -> PreparedPeer:
     scale = 1.0 if graph.directed else 2.0      # NetworkX halves an undirected graph's sums
 
     def answer(raw):
-        out = np.zeros(n, dtype=np.float64)
-        out[np.fromiter(raw.keys(), np.int64, len(raw))] = np.fromiter(raw.values(), np.float64,
-                                                                       len(raw))
-        return "values", out * scale
+        return "values", as_array(raw, n, 0.0, np.float64) * scale
     return PreparedPeer("networkx", "networkx.betweenness_centrality_subset (given sources)", "cpu",
                         lambda: nx.betweenness_centrality_subset(g, sources, list(g),
                                                                  normalized=False), answer)

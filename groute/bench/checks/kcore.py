@@ -12,13 +12,14 @@ import numpy as np
 
 from groute.graph.arcs import arcs_of_rows
 
-from ..peers import PreparedPeer
-from .common import as_array, csr_bytes, igraph_graph, pattern
+from ..peers import PreparedPeer, adjacency, as_array, igraph_graph
+from .common import csr_bytes
 
 
 def reference(graph, source=None) -> np.ndarray:
     """The core number of every vertex (int64), by peeling."""
-    a = pattern(graph)
+    a = adjacency(graph)
+    a.sum_duplicates()          # a repeated arc: one neighbour counted with its multiplicity
     if graph.directed:          # both ends of every arc: a pair of opposite arcs counts twice
         a = (a + a.T).tocsr()
     n = int(graph.num_vertices)
@@ -58,7 +59,7 @@ def networkx_peer(graph, source=None) -> PreparedPeer:
 
 
 def igraph_peer(graph, source=None) -> PreparedPeer:
-    g = igraph_graph(graph)
+    g = igraph_graph(graph, directed=None)
     return PreparedPeer("igraph", "igraph.Graph.coreness (mode all)", "cpu",
                         lambda: g.coreness(mode="all"),
                         lambda raw: ("values", np.asarray(raw, dtype=np.int64)))

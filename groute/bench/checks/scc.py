@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..peers import PreparedPeer
-from .common import csr_bytes, igraph_graph, pattern
+from ..peers import PreparedPeer, adjacency, igraph_graph
+from .common import csr_bytes
 
 
 def reference(graph, source=None) -> np.ndarray:
     """A component label per vertex (int64), from scipy's strong components."""
     from scipy.sparse import csgraph
-    _, labels = csgraph.connected_components(pattern(graph), directed=True, connection="strong")
+    _, labels = csgraph.connected_components(adjacency(graph), directed=True, connection="strong")
     return labels.astype(np.int64)
 
 
@@ -24,7 +24,7 @@ def floor_bytes(graph) -> int:
 
 def scipy_peer(graph, source=None) -> PreparedPeer:
     from scipy.sparse import csgraph
-    a = pattern(graph)
+    a = adjacency(graph)
     return PreparedPeer("scipy", "scipy.sparse.csgraph.connected_components (strong)", "cpu",
                         lambda: csgraph.connected_components(a, directed=True, connection="strong"),
                         lambda raw: ("values", np.asarray(raw[1], dtype=np.int64)),
