@@ -43,7 +43,8 @@ def add_engine_options(p):
                                               "(default contiguous)")
 
 
-def add_graph_options(p, *, repeat_default=5):
+def add_graph_options(p, *, repeat_default=5,
+                      verify_help="compare with groute.graph.reference"):
     p.add_argument("--graph", required=True, metavar="PATH|SPEC",
                    help="a graph file (.mtx[.gz], .gr, SNAP edge list, CSV) or a spec (kron:21, grid:4900, ...)")
     p.add_argument("--symmetric", action="store_true",
@@ -55,7 +56,7 @@ def add_graph_options(p, *, repeat_default=5):
     p.add_argument("--seed", type=int, default=0, help="generator / partition seed (default 0)")
     p.add_argument("--repeat", type=int, default=repeat_default, metavar="R",
                    help=f"timed runs after one warm-up; the median is printed (default {repeat_default})")
-    p.add_argument("--verify", action="store_true", help="compare with groute.graph.reference")
+    p.add_argument("--verify", action="store_true", help=verify_help)
     p.add_argument("--output", default=None, metavar="FILE",
                    help="write the answer by the graph's vertex ids: .npy, .npz, .csv, .json, "
                         "else text lines 'id value'")

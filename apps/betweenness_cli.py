@@ -14,14 +14,17 @@ import random
 
 import numpy as np
 
-from .app_cli import add_engine_options, add_graph_options, load, parse_vertex, report, run_solver, write_output
+from .app_cli import (add_engine_options, add_graph_options, load, parse_vertex, report,
+                      run_solver, write_output)
 from .betweenness import Betweenness, sample_sources
 
 
 def register(subparsers, common):
     p = subparsers.add_parser("betweenness", parents=[common],
                               help="betweenness centrality (Brandes; all or sampled sources)")
-    add_graph_options(p, repeat_default=1)
+    add_graph_options(p, repeat_default=1,
+                      verify_help="compare with networkx.betweenness_centrality on the same "
+                                  "sources (slow: the same Brandes in Python)")
     p.add_argument("--k", type=int, default=None, metavar="N",
                    help="score from N sources sampled as NetworkX samples them, seeded by "
                         "--seed (default: every vertex is a source)")

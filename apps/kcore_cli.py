@@ -15,7 +15,8 @@ from .kcore import KCore
 def register(subparsers, common):
     p = subparsers.add_parser("kcore", parents=[common],
                               help="k-core decomposition (core number of every vertex)")
-    add_graph_options(p)
+    add_graph_options(p, verify_help="compare with networkx.core_number (slow on millions of "
+                                     "arcs)")
     add_engine_options(p)
     p.add_argument("--direction", choices=("push", "pull", "auto"), default="auto",
                    help="the advances' direction (auto: Beamer's rule, "
