@@ -66,6 +66,10 @@ def _bits(value, kind) -> int:
     """The int32 bit pattern the kernels use for a threshold or delta."""
     if kind == "int":
         return int(min(value, np.iinfo(np.int32).max)) if value != math.inf else int(np.iinfo(np.int32).max)
+    # past float32's range (a threshold stepped by delta on huge weights): infinity, as the
+    # cast would give, without NumPy's overflow warning
+    if value > float(np.finfo(np.float32).max):
+        value = math.inf
     return int(np.array(value, dtype=np.float32).view(np.int32))
 
 

@@ -6,6 +6,7 @@ components, self loops, duplicate arcs with different weights), a real graph, Kr
 grid graphs; 1-4 devices, every partitioner, async and BSP, priority on and off with several
 deltas, ring and all-to-all; CPU virtual devices and CUDA (marked). Every run has a timeout.
 """
+import math
 import warnings
 
 import numpy as np
@@ -231,6 +232,21 @@ def test_float_weights_near_float32s_limit_raise_no_numpy_warning(backend, k, pr
         res = sssp(g, 0, backend=backend, devices=k, partition="contiguous", priority=priority,
                    timeout=10)
     np.testing.assert_allclose(res.values, [0, 1e38, 2e38, 3e38, 3e38], rtol=1e-6)
+
+
+def test_threshold_bits_past_float32_are_infinity_without_a_warning():
+    """The CUDA worker's host side turns thresholds and deltas into the kernels' int32 bits
+    (apps/traversal_cuda.py): one past float32's range is infinity's bits, with no
+    overflowing cast (the GPU case of the test above failed on an H100 with that warning);
+    pure NumPy, so it runs here."""
+    from groute.apps.traversal_cuda import _bits, _value_of_bits
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _bits(3.4e39, "float") == _bits(math.inf, "float")
+        assert _value_of_bits(_bits(6e38, "float"), "float") == math.inf
+        top = float(np.finfo(np.float32).max)
+        assert _value_of_bits(_bits(top, "float"), "float") == top
+        assert _value_of_bits(_bits(1.5, "float"), "float") == 1.5
 
 
 @pytest.mark.timeout(60)
