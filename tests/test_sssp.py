@@ -237,8 +237,8 @@ def test_float_weights_near_float32s_limit_raise_no_numpy_warning(backend, k, pr
 def test_threshold_bits_past_float32_are_infinity_without_a_warning():
     """The CUDA worker's host side turns thresholds and deltas into the kernels' int32 bits
     (apps/traversal_cuda.py): one past float32's range is infinity's bits, with no
-    overflowing cast (the GPU case of the test above failed on an H100 with that warning);
-    pure NumPy, so it runs here."""
+    overflowing cast, which the GPU cases of the test above would raise; pure NumPy, so it
+    runs without a GPU."""
     from groute.apps.traversal_cuda import _bits, _value_of_bits
     with warnings.catch_warnings():
         warnings.simplefilter("error")
