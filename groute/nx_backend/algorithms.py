@@ -231,14 +231,21 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     return _dijkstra_lengths(G, source, cutoff, weight)
 
 
-def _from_source(args):
-    if args["source"] is None or args["target"] is not None:
-        return "groute computes lengths from one source to every node"
+def _dijkstra_method(args):
+    """The ``method``/``weight`` check of NetworkX's shortest-path functions: an unknown
+    method is NetworkX's ValueError (raised by the function), Bellman-Ford on weights is
+    NetworkX's to run, else the weight must be an edge attribute."""
     if args["method"] not in ("dijkstra", "bellman-ford"):
-        return True     # NetworkX's ValueError, raised below
+        return True     # NetworkX's ValueError, raised by the function
     if args["weight"] is not None and args["method"] != "dijkstra":
         return "method='bellman-ford' (negative weights): NetworkX runs it"
     return _weight_is_attribute(args)
+
+
+def _from_source(args):
+    if args["source"] is None or args["target"] is not None:
+        return "groute computes lengths from one source to every node"
+    return _dijkstra_method(args)
 
 
 @rule(_from_source)
@@ -256,11 +263,7 @@ def shortest_path_length(G, source=None, target=None, weight=None, method="dijks
 def _between(args):
     if args["source"] is None or args["target"] is None:
         return "groute computes the path between a source and a target given both"
-    if args["method"] not in ("dijkstra", "bellman-ford"):
-        return True     # NetworkX's ValueError, raised below
-    if args["weight"] is not None and args["method"] != "dijkstra":
-        return "method='bellman-ford' (negative weights): NetworkX runs it"
-    return _weight_is_attribute(args)
+    return _dijkstra_method(args)
 
 
 @rule(_between)
