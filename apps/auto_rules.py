@@ -39,6 +39,8 @@ FACTS: dict[str, tuple[str, str, str | None]] = {
     "inplace": ("in-place sweeps asked for", "Jacobi sweeps", None),
     "heavy_in_arcs": ("a power-law graph", "a graph of small in-degrees",
                       "power-law: most arcs enter vertices of in-degree > 32"),
+    "small_with_hubs": ("a small graph with hubs", "a large graph or one without hubs",
+                        "small: fewer than 2^22 arcs; hubs: some in-degree > 32"),
     "persistent_can_run": ("the persistent kernels can run", "the persistent kernels cannot run",
                            "the persistent kernels: BSP, csc or bins, on CUDA devices with peer "
                            "access and native atomics, device_check on, Jacobi sweeps"),
@@ -181,6 +183,9 @@ PR_RULES = {
         Case(("one_device", "inplace"), "csc", "the only in-place kernel"),
         Case(("heavy_in_arcs",), "bins", "the fused pull over vertices relabelled by in-degree "
                                          "with a static task list"),
+        Case(("one_device", "small_with_hubs"), "bins",
+             "a small graph's sweep lasts as long as its longest in-row, which bins cuts into "
+             "tasks"),
         Case((), "csc", "the fused pull over the in-arcs, faster on grids, roads and meshes "
                         "than the COO pull pair, which is never picked"),
     )),
@@ -192,9 +197,9 @@ PR_RULES = {
     )),
     "persistent": Rule("persistent", (
         Case(("not persistent_can_run",), False, "see stats['persistent_reason']"),
-        Case(("one_device",), False, "no cross-device waits to save: the two forms run even"),
-        Case((), True, "one launch per run saves the cross-device waits between per-iteration "
-                       "launches"),
+        Case((), True, "one launch per run saves the launches, event waits and (on several "
+                       "devices) cross-device waits between iterations: most of a small graph's "
+                       "time"),
     )),
 }
 

@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 MODES = ("async", "bsp")
 #: in-degree above which a vertex counts as big for choose_bsp_kernel
 HEAVY_DEGREE = 32
+#: below this many arcs a graph is small for the ``bsp_kernel`` rule (``small_with_hubs``)
+SMALL_ARCS = 1 << 22
 PARTITIONS = ("metis", "contiguous", "random")
 #: the keys of a PageRank result's ``stats``, in both modes (None where a key does not apply to
 #: the mode or kernel that ran). Both: mode, devices, partition (None when none ran), layout,
@@ -81,7 +83,18 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
     the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only)."""
     return PR_RULES["bsp_kernel"].decide({
         "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
-        "heavy_in_arcs": lambda: heavy_in_arcs(graph)}).choice
+        "heavy_in_arcs": lambda: heavy_in_arcs(graph),
+        "small_with_hubs": lambda: small_with_hubs(graph)}).choice
+
+
+def small_with_hubs(graph) -> bool:
+    """Whether ``graph`` has fewer than :data:`SMALL_ARCS` arcs and some vertex of in-degree >
+    :data:`HEAVY_DEGREE`: a sweep short enough that its longest in-row, not the bandwidth,
+    sets its time."""
+    m = int(graph.num_edges)
+    if m == 0 or m >= SMALL_ARCS:
+        return False
+    return int(in_degrees(graph).max()) > HEAVY_DEGREE
 
 
 def heavy_in_arcs(graph) -> bool:

@@ -348,6 +348,19 @@ def test_bins_kernel_returns_the_graphs_vertex_order(backend):
     assert star._pr_bins is first
 
 
+def grid_with_a_hub():
+    """grid:30 plus one vertex joined to 40 others: a hub, yet most arcs stay light."""
+    grid = load_graph("grid:30", cache=False)
+    rows = np.repeat(np.arange(grid.num_vertices), np.diff(grid.indptr))
+    hub = np.zeros(40, dtype=np.int64)
+    spokes = np.arange(1, 41, dtype=np.int64) * 7
+    s = np.concatenate([rows, hub, spokes])
+    d = np.concatenate([np.asarray(grid.indices, dtype=np.int64), spokes, hub])
+    keep = s != d
+    from groute.graph import CSRGraph
+    return CSRGraph.from_edges(s[keep], d[keep], num_vertices=grid.num_vertices)
+
+
 def test_auto_bsp_kernel_choice():
     """auto: the degree-binned kernel for power-law graphs and the fused CSC kernel for low
     in-degree graphs, on any number of devices (never the COO pair); in-place sweeps (one
@@ -361,6 +374,20 @@ def test_auto_bsp_kernel_choice():
         assert choose_bsp_kernel(hand_graphs()["no_edges"], k) == "csc"
     assert choose_bsp_kernel(kron, 1, inplace=True) == "csc"
     assert choose_bsp_kernel(kron, 4, inplace=True) == "bins"     # inplace: ignored on several
+    # a small graph with a hub but few heavy arcs: bins on one device (its sweep lasts as long
+    # as the hub's row), csc on several and once the graph is not small
+    from groute.apps import pr
+    star = grid_with_a_hub()
+    assert not pr.heavy_in_arcs(star) and pr.small_with_hubs(star)
+    assert choose_bsp_kernel(star, 1) == "bins"
+    assert choose_bsp_kernel(star, 2) == "csc"
+    assert choose_bsp_kernel(star, 1, inplace=True) == "csc"
+    monkey_small = pr.SMALL_ARCS
+    try:
+        pr.SMALL_ARCS = star.num_edges
+        assert choose_bsp_kernel(star, 1) == "csc"
+    finally:
+        pr.SMALL_ARCS = monkey_small
     for k, layout in ((1, "degree order"), (2, "degree-split")):
         with PageRank(kron, backend="cpu", devices=k, mode="bsp") as s:
             assert s.bsp_kernel == "bins"
@@ -786,8 +813,8 @@ def test_persistent_option_on_cpu_devices():
 
 def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
-    where they can, True turns them on and "auto" turns them on on several devices (the
-    persistent rule of groute.apps.auto_rules)."""
+    where they can, True turns them on and so does "auto" (the
+    persistent rule of groute.apps.auto_rules), on any number of devices."""
     import groute.apps.pr as pr
     ctx = fake_peer_context(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
@@ -807,8 +834,8 @@ def test_choose_persistent_says_why_not(monkeypatch):
     assert pr.choose_persistent("auto", ctx, "bsp", "csc", False, True) == (True, None)
     assert (pr.choose_persistent("auto", fake_peer_context(3), "bsp", "bins", False, True)
             == (True, None))
-    on, reason = pr.choose_persistent("auto", fake_peer_context(1), "bsp", "csc", False, True)
-    assert not on and "auto: off on one device" in reason and "opt in with persistent=True" in reason
+    # one device too: the launches and event waits between iterations are what it saves there
+    assert pr.choose_persistent("auto", fake_peer_context(1), "bsp", "csc", False, True) == (True, None)
     assert pr.choose_persistent("auto", fake_peer_context(9), "bsp", "csc", False, True)[0] is False
 
 
