@@ -16,6 +16,8 @@ import abc
 
 import numpy as np
 
+from groute.operators.loop import python_loop, python_sweep
+
 
 class Engine(abc.ABC):
     """See the module docstring. ``num_vertices``: the input graph's; vertex *positions* below
@@ -65,6 +67,19 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def compute(self, frontier, functor, scalars: dict) -> None:
         ...
+
+    # loops of steps (called by groute.operators.run_loop / sweep) ---------------------------
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
+        """Run ``steps`` level after level (:func:`groute.operators.run_loop`); a
+        :class:`~groute.operators.LoopResult`. Here: the operator calls, one per step and
+        level; an engine that can keep the host out of the loop overrides it."""
+        return python_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
+                           keep=keep, scalars=scalars)
+
+    def sweep(self, levels, steps, *, level, start, reverse, scalars) -> None:
+        """Run ``steps`` over kept ``levels`` (:func:`groute.operators.sweep`); here: the
+        operator calls."""
+        python_sweep(levels, steps, level=level, start=start, reverse=reverse, scalars=scalars)
 
     # counters --------------------------------------------------------------------------------
     stats: dict = {}
