@@ -279,3 +279,19 @@ def test_parameters_shared_by_name_must_agree():
     clash = Functor(name="clash", params="double* depth", cuda="")
     with pytest.raises(ValueError, match="share their parameters by name"):
         loop_source([AdvanceStep(CLAIM), ComputeStep(clash)], None, "test")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", [1, 2])
+def test_the_apps_take_the_loop_option_and_report_it(k):
+    from groute.apps.betweenness import Betweenness
+    from groute.apps.kcore import KCore
+    from groute.apps.scc import SCC
+    g, d = random_graph(), random_graph(directed=True)
+    for loop in ("auto", "python"):
+        for solver in (KCore(g, backend="cpu", devices=k, loop=loop),
+                       Betweenness(g, backend="cpu", devices=k, loop=loop),
+                       SCC(d, backend="cpu", devices=k, loop=loop)):
+            with solver:
+                stats = solver.run().stats
+            assert stats["loop"] == "python" and stats["loops"] > 0, type(solver).__name__

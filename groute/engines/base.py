@@ -8,7 +8,10 @@ each device and how work that crosses devices reaches the owner. The operators
 and call the methods below; an algorithm calls the rest (state, frontiers, answers).
 
 :class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) is the one engine today;
-a fused/persistent and an asynchronous engine are meant to join it behind this interface.
+an asynchronous engine is meant to join it behind this interface. A whole loop of operators
+(:meth:`Engine.run_loop`, :meth:`Engine.sweep`) runs here as the operator calls; an engine that
+can keep the host out of the loop overrides them (the BSP engine, on one CUDA device:
+:mod:`groute.engines.fused`).
 """
 from __future__ import annotations
 
