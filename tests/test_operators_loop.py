@@ -295,3 +295,76 @@ def test_the_apps_take_the_loop_option_and_report_it(k):
             with solver:
                 stats = solver.run().stats
             assert stats["loop"] == "python" and stats["loops"] > 0, type(solver).__name__
+
+
+# --- on one CUDA GPU: the fused loop against the Python loop ---------------------------------------
+
+def _bounce(s, v):
+    s["hits"][v] += 1
+    return np.unique(v)
+
+
+#: every target joins the next frontier: frontiers repeat vertices level after level, so a
+#: kept store of the levels fills and grows
+BOUNCE = Functor(name="bounce", params="int* hits", cuda="atomicAdd(&hits[v], 1); return true;",
+                 numpy=_bounce)
+
+
+def _both_loops(g, run):
+    """``run(engine)`` on one CUDA device with the fused loop and with the Python loop."""
+    out = {}
+    for loop in ("fused", "python"):
+        with make_engine(g, "bsp", backend="cuda", devices=1, loop=loop, timeout=60) as eng:
+            out[loop] = run(eng)
+            assert eng.stats["loop"] == loop
+    return out["fused"], out["python"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.gpu
+def test_fused_loops_give_the_python_loops_answers():
+    g = random_graph(n=3000, m=20000)
+
+    def run(eng):
+        eng.state("depth", np.int32, -1)
+        eng.state("seen", np.int32, 0)
+        eng.state("hits", np.int32, 0)
+        bfs = run_loop(eng.frontier([0]), AdvanceStep(CLAIM), level="d", keep=True)
+        depth = eng.gather("depth").tolist()
+        eng.state("depth", np.int32, -1)
+        mixed = run_loop(eng.frontier([1, 2, 3]),
+                         [ComputeStep(MARK), AdvanceStep(CLAIM), FilterStep(EVEN)],
+                         level="d", start=5, max_levels=3)
+        bounce = run_loop(eng.frontier([4]), AdvanceStep(BOUNCE), max_levels=40, keep=True)
+        sweep(bounce.frontiers[1:], [ComputeStep(MARK)])
+        return dict(depth=depth, mixed_depth=eng.gather("depth").tolist(), seen=eng.gather("seen").tolist(),
+                    hits=eng.gather("hits").tolist(), bfs_levels=bfs.levels,
+                    bfs=[f.vertices().tolist() for f in bfs.frontiers],
+                    total=bfs.frontiers.total,
+                    mixed=(mixed.levels, mixed.frontier.vertices().tolist()),
+                    bounce=(bounce.levels, bounce.frontiers.total,
+                            bounce.frontier.vertices().tolist()))
+    fused, python = _both_loops(g, run)
+    assert fused == python
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.gpu
+def test_the_apps_fused_give_the_python_loops_answers():
+    from groute.apps.betweenness import Betweenness
+    from groute.apps.kcore import KCore
+    from groute.apps.scc import SCC
+    g, d = random_graph(n=3000, m=20000), random_graph(n=3000, m=6000, directed=True)
+    for make, close in ((lambda loop: KCore(g, backend="cuda", devices=1, loop=loop), False),
+                        (lambda loop: Betweenness(g, backend="cuda", devices=1, loop=loop), True),
+                        (lambda loop: SCC(d, backend="cuda", devices=1, loop=loop), False)):
+        values = {}
+        for loop in ("fused", "python"):
+            with make(loop) as solver:
+                res = solver.run()
+            assert res.stats["loop"] == loop
+            values[loop] = np.asarray(res.values)
+        if close:
+            np.testing.assert_allclose(values["fused"], values["python"], rtol=1e-9, atol=1e-12)
+        else:
+            assert np.array_equal(values["fused"], values["python"])
