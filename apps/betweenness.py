@@ -8,19 +8,21 @@ shortest paths between other pairs of vertices that pass through each vertex.
 
 Per source ``s`` (Brandes' algorithm, unweighted):
 
-- forward, level by level: an ``advance`` from the level-``d`` frontier claims the unvisited
-  targets for level ``d + 1`` (an atomic compare-and-swap on ``depth``, so each joins the next
-  frontier once) and adds the source's path count ``sigma[u]`` to every target on level
-  ``d + 1`` (the count travels along the arc as a message, so a target on another device never
-  reads its source's state). Each level's frontier is kept.
-- backward, from the deepest level up: an ``advance`` over the *in*-arcs of level ``L`` carries
-  ``(1 + delta[u]) / sigma[u]`` to each predecessor ``v`` on level ``L - 1``, which adds
-  ``sigma[v]`` times it to ``delta[v]``. A message reads level ``L``'s state while the visits
-  write level ``L - 1``'s, so one step per level is race-free.
+- forward, level by level (one ``run_loop``, every level kept): an ``advance`` from the
+  level-``d`` frontier claims the unvisited targets for level ``d + 1`` (an atomic
+  compare-and-swap on ``depth``, so each joins the next frontier once) and adds the source's
+  path count ``sigma[u]`` to every target on level ``d + 1`` (the count travels along the arc
+  as a message, so a target on another device never reads its source's state).
+- backward, from the deepest level up (one ``sweep`` over the kept levels): an ``advance``
+  over the *in*-arcs of level ``L`` carries ``(1 + delta[u]) / sigma[u]`` to each predecessor
+  ``v`` on level ``L - 1``, which adds ``sigma[v]`` times it to ``delta[v]``. A message reads
+  level ``L``'s state while the visits write level ``L - 1``'s, so one step per level is
+  race-free.
 - one ``compute`` over all vertices adds ``delta`` to the scores (``endpoints``: NetworkX's
   ``_accumulate_endpoints``), resets the per-source state, and starts the next source (its
-  rank in the source order, kept as state, says which vertex that is), so a source costs
-  ``2 * depth + 1`` operator steps and no upload.
+  rank in the source order, kept as state, says which vertex that is), so a source needs no
+  upload: ``2 * depth + 1`` operator steps, or on one CUDA device three launches (the loop
+  and the sweep fused, ``groute.engines.LOOP_RULE``).
 
 Sources run one at a time: a message is one value per arc, and the state one value per vertex,
 so a batch of sources would need per-source widths the operator API does not have yet.
@@ -41,7 +43,7 @@ import numpy as np
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph
-from groute.operators import Functor, Message, advance, compute
+from groute.operators import AdvanceStep, Functor, Message, compute, run_loop, sweep
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1
@@ -85,6 +87,12 @@ BACKWARD = Functor(
     numpy=_backward)
 
 
+#: the forward pass: level d claims level d + 1, every level kept for the backward pass
+FORWARD_PASS = [AdvanceStep(FORWARD)]
+#: the backward pass: each level but the source's, deepest first, over its in-arcs
+BACKWARD_PASS = [AdvanceStep(BACKWARD, over="in")]
+
+
 def _accumulate(s, v):
     depth, bc = s["depth"][v], s["bc"]
     extra = 1.0 if s["endpoints"] else 0.0
@@ -118,13 +126,14 @@ ACCUMULATE = Functor(
 class Betweenness(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` scores from a list of sources.
     Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
-    random), ``engine`` (bsp)."""
+    random), ``engine`` (bsp), ``loop``: how the forward and backward passes run (auto, fused,
+    python: ``groute.engines.LOOP_RULE``)."""
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition="contiguous", engine="bsp"):
+                 partition="contiguous", engine="bsp", loop="auto"):
         self.graph = graph
         self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
-                                  timeout=timeout, partition=partition)
+                                  timeout=timeout, partition=partition, loop=loop)
 
     def run(self, sources=None, *, normalized=True, endpoints=False,
             rescale=True) -> AppResult:
@@ -150,16 +159,11 @@ class Betweenness(EngineSolver):
         compute(everything, ACCUMULATE, next_source=0, reached=1.0, **flags)   # source 0 starts
         levels_total = max_depth = 0
         for i, s in enumerate(order.tolist()):
-            levels, reached = [eng.frontier([s])], 1
-            while True:
-                nxt = advance(levels[-1], FORWARD, d=len(levels) - 1)
-                if not nxt:
-                    break
-                levels.append(nxt)
-                reached += len(nxt)
-            for level in range(len(levels) - 1, 0, -1):
-                advance(levels[level], BACKWARD, over="in", level=level)
-            compute(everything, ACCUMULATE, next_source=i + 1, reached=float(reached), **flags)
+            forward = run_loop(eng.frontier([s]), FORWARD_PASS, level="d", keep=True)
+            levels = forward.frontiers
+            sweep(levels[1:], BACKWARD_PASS, level="level", reverse=True)
+            compute(everything, ACCUMULATE, next_source=i + 1, reached=float(levels.total),
+                    **flags)
             levels_total += len(levels)
             max_depth = max(max_depth, len(levels) - 1)
         bc = eng.gather("bc")

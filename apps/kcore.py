@@ -22,7 +22,7 @@ import numpy as np
 from groute import AppResult, GraphNotSupported
 from groute.engines import EngineSolver, make_engine
 from groute.graph import CSRGraph, load_graph
-from groute.operators import Functor, advance, compute, filter
+from groute.operators import AdvanceStep, ComputeStep, Functor, filter, run_loop
 
 #: the core number of a vertex still in the graph
 IN_GRAPH = -1
@@ -69,15 +69,17 @@ LOSE_NEIGHBOUR = Functor(
 class KCore(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
     ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis, random),
-    ``direction`` of the advances (push, pull, auto), ``engine`` (bsp)."""
+    ``direction`` of the advances (push, pull, auto), ``engine`` (bsp), ``loop``: how the peel
+    loop runs (auto, fused, python: ``groute.engines.LOOP_RULE``)."""
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition="contiguous", direction="auto", engine="bsp"):
+                 partition="contiguous", direction="auto", engine="bsp", loop="auto"):
         self.graph = graph
         self.direction = direction
         undirected = _undirected(graph)
         self.engine = make_engine(undirected, engine, ctx=ctx, devices=devices,
-                                  backend=backend, timeout=timeout, partition=partition)
+                                  backend=backend, timeout=timeout, partition=partition,
+                                  loop=loop)
 
     def run(self) -> AppResult:
         eng = self.engine
@@ -90,11 +92,11 @@ class KCore(EngineSolver):
         while alive:
             frontier = filter(alive, PEELABLE, k=k)
             levels += 1
-            while frontier:
-                compute(frontier, REMOVE, k=k)
-                frontier = advance(frontier, LOSE_NEIGHBOUR, self.direction, candidates=alive,
-                                   k=k)
-                rounds += 1
+            # the peel at level k: who leaves takes a neighbour from each of its neighbours,
+            # and who falls to k leaves next round, until nobody does
+            peel = [ComputeStep(REMOVE),
+                    AdvanceStep(LOSE_NEIGHBOUR, self.direction, candidates=alive)]
+            rounds += run_loop(frontier, peel, k=k).levels
             alive = filter(alive, STILL_IN)
             k += 1
         core = eng.gather("core")

@@ -47,7 +47,7 @@ import numpy as np
 from groute import AppResult, GraphNotSupported
 from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph, reference
-from groute.operators import Functor, Message, advance, compute, filter
+from groute.operators import AdvanceStep, Functor, Message, advance, compute, filter, run_loop
 
 #: ``comp`` of a vertex not yet in a component
 REMAINING = -1
@@ -191,17 +191,28 @@ CLAIM = Functor(
     cuda="return colour[v] == m && atomicCAS(&comp[v], -1, m) == -1;", numpy=_claim)
 
 
+#: the peels of the trim (to a fixpoint): along out-arcs from the vertices with no in-arc left,
+#: along in-arcs from those with no out-arc left
+TRIM_IN = [AdvanceStep(LOSE_INDEG)]
+TRIM_OUT = [AdvanceStep(LOSE_OUTDEG, over="in")]
+#: the colours spread forward until none changes
+COLOUR = [AdvanceStep(SPREAD)]
+#: the backward search from the roots claims their components
+CLAIM_SCC = [AdvanceStep(CLAIM, over="in")]
+
+
 class SCC(EngineSolver):
     """Builds the engine once (partition, upload, the keys); :meth:`run` finds the components.
     Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
-    random), ``engine`` (bsp). ``graph``: a directed CSRGraph."""
+    random), ``engine`` (bsp), ``loop``: how the peels, the colouring and the claim run (auto,
+    fused, python: ``groute.engines.LOOP_RULE``). ``graph``: a directed CSRGraph."""
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition="contiguous", engine="bsp"):
+                 partition="contiguous", engine="bsp", loop="auto"):
         _check_directed(graph)
         self.graph = graph
         self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
-                                  timeout=timeout, partition=partition)
+                                  timeout=timeout, partition=partition, loop=loop)
         n = graph.num_vertices
         self.engine.state("key", np.int32,
                           values=np.random.default_rng(KEY_SEED).permutation(n))
@@ -219,27 +230,20 @@ class SCC(EngineSolver):
             compute(alive, CLEAR_DEGREES)
             advance(alive, COUNT_INDEG)
             advance(alive, COUNT_OUTDEG, over="in")
-            for no_arc, lose, over in ((NO_INDEG, LOSE_INDEG, "out"),
-                                       (NO_OUTDEG, LOSE_OUTDEG, "in")):
+            before = len(alive)
+            for no_arc, peel in ((NO_INDEG, TRIM_IN), (NO_OUTDEG, TRIM_OUT)):
                 frontier = filter(alive, no_arc)
                 compute(frontier, ALONE)
-                while frontier:
-                    trimmed += len(frontier)
-                    frontier = advance(frontier, lose, over=over)
-                    trim_rounds += 1
+                trim_rounds += run_loop(frontier, peel).levels
             alive = filter(alive, STILL_IN)
+            trimmed += before - len(alive)
             if not alive:
                 break
             compute(alive, OWN_COLOUR)
-            frontier = alive
-            while frontier:
-                frontier = advance(frontier, SPREAD)
-                colour_rounds += 1
+            colour_rounds += run_loop(alive, COLOUR).levels
             frontier = filter(alive, ROOT)
             compute(frontier, TAKE_COLOUR)
-            while frontier:
-                frontier = advance(frontier, CLAIM, over="in")
-                claim_rounds += 1
+            claim_rounds += run_loop(frontier, CLAIM_SCC).levels
             alive = filter(alive, STILL_IN)
         labels = reference.canonical_labels(eng.gather("comp"))
         seconds = time.perf_counter() - t0

@@ -7,12 +7,17 @@
   :class:`~groute.Router` with the ``by_owner`` policy, and the host stops when no device has
   work (the frontier's counts). Tuned by :class:`groute.tuning.BSPTuning`.
 
+A loop of steps (:func:`groute.operators.run_loop`) runs on every engine; which implementation
+runs it is :data:`LOOP_RULE` (``fused.py``: one persistent launch on one CUDA device, else the
+operator calls), reported in ``stats["loop"]``.
+
 ``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`).
 """
 from __future__ import annotations
 
 from .base import Engine, EngineSolver
 from .bsp import BSPEngine
+from .fused import LOOP_RULE, loop_rule_help
 
 #: name -> engine class
 ENGINES = {"bsp": BSPEngine}
@@ -29,4 +34,5 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
     return cls(graph, **options)
 
 
-__all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine"]
+__all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine", "LOOP_RULE",
+           "loop_rule_help"]

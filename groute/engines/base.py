@@ -8,13 +8,18 @@ each device and how work that crosses devices reaches the owner. The operators
 and call the methods below; an algorithm calls the rest (state, frontiers, answers).
 
 :class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) is the one engine today;
-a fused/persistent and an asynchronous engine are meant to join it behind this interface.
+an asynchronous engine is meant to join it behind this interface. A whole loop of operators
+(:meth:`Engine.run_loop`, :meth:`Engine.sweep`) runs here as the operator calls; an engine that
+can keep the host out of the loop overrides them (the BSP engine, on one CUDA device:
+:mod:`groute.engines.fused`).
 """
 from __future__ import annotations
 
 import abc
 
 import numpy as np
+
+from groute.operators.loop import python_loop, python_sweep
 
 
 class Engine(abc.ABC):
@@ -65,6 +70,19 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def compute(self, frontier, functor, scalars: dict) -> None:
         ...
+
+    # loops of steps (called by groute.operators.run_loop / sweep) ---------------------------
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
+        """Run ``steps`` level after level (:func:`groute.operators.run_loop`); a
+        :class:`~groute.operators.LoopResult`. Here: the operator calls, one per step and
+        level; an engine that can keep the host out of the loop overrides it."""
+        return python_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
+                           keep=keep, scalars=scalars)
+
+    def sweep(self, levels, steps, *, level, start, reverse, scalars) -> None:
+        """Run ``steps`` over kept ``levels`` (:func:`groute.operators.sweep`); here: the
+        operator calls."""
+        python_sweep(levels, steps, level=level, start=start, reverse=reverse, scalars=scalars)
 
     # counters --------------------------------------------------------------------------------
     stats: dict = {}

@@ -24,6 +24,11 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
 - ``direction="auto"``: Beamer's rule (:mod:`groute.operators.direction`), from the frontier's
   vertices and arcs, the candidates' arcs and the last direction; push on a directed graph
   (pull reads in-arcs, which an undirected graph's out-arcs are).
+
+A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
+the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
+launch on one CUDA device, :mod:`groute.engines.fused`; the operator calls otherwise),
+``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
 """
 from __future__ import annotations
 
@@ -36,12 +41,14 @@ from groute.context import ensure_context
 from groute.graph.partition import partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
+from groute.operators.loop import AdvanceStep, python_loop, python_sweep
 from groute.operators.part import DevicePart
 from groute.policies import BROADCAST, Route, by_owner
 from groute.router import Router
 from groute.tuning import BSPTuning
 
 from .base import Engine
+from .fused import LOOP_CHOICES, FusedLoops, decide_loop
 
 log = logging.getLogger(__name__)
 DIRECTIONS = ("push", "pull", "auto")
@@ -55,12 +62,17 @@ def to_the_others(segment, source, destinations):
 class BSPEngine(Engine):
     """See the module docstring. ``graph``: a :class:`~groute.graph.CSRGraph`; ``ctx`` a
     Context (else one is made from ``devices``, ``backend``, ``timeout`` and closed with the
-    engine); ``partition``: ``"contiguous"``, ``"metis"`` or ``"random"`` (``seed``)."""
+    engine); ``partition``: ``"contiguous"``, ``"metis"`` or ``"random"`` (``seed``); ``loop``:
+    how :func:`groute.operators.run_loop` runs (module docstring)."""
 
     name = "bsp"
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition: str = "contiguous", seed: int = 0, tuning: BSPTuning | None = None):
+                 partition: str = "contiguous", seed: int = 0, tuning: BSPTuning | None = None,
+                 loop: str = "auto"):
+        if loop not in LOOP_CHOICES:
+            raise ValueError(f"loop must be one of {', '.join(LOOP_CHOICES)}; got {loop!r}")
+        self.loop = loop
         graph = graph.to_host()
         self.tuning = tuning if tuning is not None else BSPTuning.from_environment()
         self.num_vertices = graph.num_vertices
@@ -84,6 +96,12 @@ class BSPEngine(Engine):
                                       name="bsp-exchange", **options)
                 self._broadcast = Router(self.ctx.devices, self.ctx.devices, to_the_others,
                                          name="bsp-frontier", **options)
+            self._fused = None
+            if self.ctx.backend == "cuda" and k == 1:
+                self._fused = FusedLoops(self, self.parts[0], lambda: self._in_arc_parts()[0])
+            elif loop == "fused":
+                raise ValueError(f"loop='fused' runs on one CUDA device; this engine has {k} "
+                                 f"{self.ctx.backend} device(s) (loop='auto' or 'python')")
         except BaseException:
             self.close()
             raise
@@ -92,7 +110,8 @@ class BSPEngine(Engine):
     def reset_counters(self):
         self.stats = {"engine": self.name, "devices": self.ctx.num_devices,
                       "partition": self.partition.method, "advances": 0, "pull_advances": 0,
-                      "filters": 0, "computes": 0, "exchanged_ids": 0, "broadcast_ids": 0}
+                      "filters": 0, "computes": 0, "exchanged_ids": 0, "broadcast_ids": 0,
+                      "loops": 0, "loop": None}
 
     # running a step on every device ------------------------------------------------------------
     def _each(self, fn, *per_device):
@@ -342,6 +361,52 @@ class BSPEngine(Engine):
             self._wait_sends(sends)
             return out
         return self._each(gather_and_pull, self.parts, first, expected, cand)
+
+    # loops of steps -----------------------------------------------------------------------------------
+    def _loop_facts(self, steps=(), levels=None) -> dict:
+        """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
+        over ``levels``)."""
+        return {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
+                "pull_step": any(isinstance(s, AdvanceStep) and s.direction == "pull"
+                                 for s in steps),
+                "levels_on_host": levels is not None and (
+                    getattr(levels.store, "engine", None) is not self
+                    or levels.numbers.step != 1)}
+
+    def _loop_choice(self, steps, levels, what) -> str:
+        """What runs this loop (``loop`` option, else the rule); counted in the stats."""
+        facts = self._loop_facts(steps, levels)
+        choice = "python" if self.loop == "python" else decide_loop(facts)[0]
+        if self.loop == "fused" and choice != "fused":
+            why = "a step pulls" if facts["pull_step"] else "its levels are separate frontiers"
+            raise ValueError(f"{what}: loop='fused' cannot run this loop ({why}); make the "
+                             f"engine with loop='auto'")
+        self.stats["loops"] += 1
+        self.stats["loop"] = choice
+        return choice
+
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
+        self._check(frontier, "run_loop")
+        for s in steps:
+            if isinstance(s, AdvanceStep) and s.candidates is not None:
+                self._check(s.candidates, "run_loop: an AdvanceStep's candidates")
+        if self._loop_choice(steps, None, "run_loop") == "fused":
+            return self._fused.run_loop(frontier, steps, level=level, start=start,
+                                        max_levels=max_levels, keep=keep, scalars=scalars)
+        return python_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
+                           keep=keep, scalars=scalars)
+
+    def sweep(self, levels, steps, *, level, start, reverse, scalars):
+        if self._closed:
+            raise RuntimeError("sweep: the engine is closed")
+        if levels.engine is not self:
+            raise ValueError("sweep: the levels belong to another engine")
+        if self._loop_choice(steps, levels, "sweep") == "fused":
+            self._fused.sweep(levels, steps, level=level, start=start, reverse=reverse,
+                              scalars=scalars)
+        else:
+            python_sweep(levels, steps, level=level, start=start, reverse=reverse,
+                         scalars=scalars)
 
     # exchange ---------------------------------------------------------------------------------------
     def _receive(self, router, part, sends: int):

@@ -9,7 +9,12 @@ The public API (:data:`__all__`), what an algorithm is written with:
   with its count, converting between them; :mod:`groute.operators.frontier`);
 - :func:`advance` (push, pull, or ``"auto"``: Beamer's rule, :mod:`groute.operators.direction`;
   over out-arcs or in-arcs),
-  :func:`filter`, :func:`compute` (:mod:`groute.operators.api`).
+  :func:`filter`, :func:`compute` (:mod:`groute.operators.api`);
+- :func:`run_loop`: a whole ``while frontier:`` loop of steps (:class:`ComputeStep`,
+  :class:`FilterStep`, :class:`AdvanceStep`) in one call, which an engine may run without the
+  host between levels (one persistent launch on one CUDA device), returning a
+  :class:`LoopResult` (and, kept, the :class:`Levels`); :func:`sweep`: steps over kept levels
+  (:mod:`groute.operators.loop`).
 
 The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` walks
 through k-core written on them.
@@ -24,6 +29,8 @@ load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``
 from .api import ARCS, DIRECTIONS, advance, compute, filter
 from .frontier import DeviceFrontier, Frontier
 from .functor import Functor, Message
+from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
 
 __all__ = ["Functor", "Message", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
-           "DIRECTIONS", "ARCS"]
+           "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
+           "AdvanceStep", "LoopResult", "Levels"]

@@ -1,0 +1,248 @@
+"""A loop of operator steps on one CUDA device as one persistent launch (``run_loop``,
+``sweep``: :mod:`groute.operators.loop`), and the rule that says when an engine runs it so.
+
+The kernels (:mod:`groute.operators.loop_source`) are compiled once per loop (its steps and
+level scalar; cached by the hash of the source, as the operators' own kernels) for a resident
+grid: blocks per SM from :func:`groute.kernels.resident_blocks_per_sm` times the device's
+multiprocessors, launched cooperatively, so the grid barrier between steps cannot deadlock.
+The host launches once and reads the control block once (levels run, why it stopped, the
+last frontier's count). With ``keep`` the levels' queues stay on the device back to back with
+their offsets (:class:`DeviceLevels`); when that store fills, the host grows it and launches
+again from the level it reached.
+
+:data:`LOOP_RULE` is data: which implementation runs a loop, first case first.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from groute.operators.frontier import DeviceFrontier, Frontier
+from groute.operators.loop import AdvanceStep, Levels, LoopResult
+from groute.operators import loop_source
+from groute.operators.direction import compile_options
+from groute.operators.generated import write_source
+
+#: what an engine's ``loop="auto"`` runs, as ``(facts, choice, why)``: the first case whose facts
+#: all hold (the last holds always). Facts: ``pull_step`` (an advance of the loop pulls),
+#: ``levels_on_host`` (a sweep over levels the Python loop kept), ``cuda`` (the engine's
+#: devices are CUDA devices), ``one_device``.
+LOOP_RULE = (
+    (("pull_step",), "python", "the fused kernel pushes only; a pull needs every device's "
+                               "frontier as a bitmap"),
+    (("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
+    (("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
+                                      "barriers between them, the count read on the device"),
+    ((), "python", "the operators' own calls, one host step each"),
+)
+#: the values an engine's ``loop`` option takes
+LOOP_CHOICES = ("auto", "fused", "python")
+
+
+def decide_loop(facts: dict) -> tuple[str, str]:
+    """The ``(choice, why)`` of :data:`LOOP_RULE` for ``facts`` (name -> bool)."""
+    return next((choice, why) for when, choice, why in LOOP_RULE
+                if all(facts[name] for name in when))
+
+
+def loop_rule_help() -> str:
+    """:data:`LOOP_RULE` in words (what a command's help prints for ``loop``)."""
+    parts = [f"{choice} where {' and '.join(w.replace('_', ' ') for w in when)} ({why})"
+             for when, choice, why in LOOP_RULE[:-1]]
+    return (f"the first that applies: {'; '.join(parts)}; otherwise {LOOP_RULE[-1][1]} "
+            f"({LOOP_RULE[-1][2]})")
+
+
+class DeviceLevels:
+    """Kept levels on the device: their queues back to back in ``buffer``, level ``i`` at
+    ``offsets[i]:offsets[i + 1]`` (int64 on the device; read to the host when a frontier or a
+    partial total is asked for). ``total_all``: the vertices of every level (the launch
+    reports it)."""
+
+    def __init__(self, engine, part, buffer, offsets, count: int, total_all: int):
+        self.engine, self.part = engine, part
+        self.buffer, self.offsets = buffer, offsets
+        self.count, self.total_all = count, total_all
+        self._host = None
+
+    def host_offsets(self) -> np.ndarray:
+        if self._host is None:
+            device = self.part.device
+            with device.use(), device.compute_stream.raw:     # after the launch that wrote them
+                self._host = self.offsets[:self.count + 1].get()
+        return self._host
+
+    def frontier(self, number: int) -> Frontier:
+        off = self.host_offsets()
+        a, b = int(off[number]), int(off[number + 1])
+        part = self.part
+        return Frontier(self.engine, [DeviceFrontier(part.device, part.size,
+                                                     queue=self.buffer[a:b], count=b - a)])
+
+    def total(self, numbers) -> int:
+        if numbers.step == 1 and numbers.start == 0 and numbers.stop == self.count:
+            return self.total_all
+        off = self.host_offsets()
+        return int(sum(off[i + 1] - off[i] for i in numbers))
+
+    def levels(self) -> Levels:
+        return Levels(self.engine, self.count, self.frontier, store=self)
+
+
+class FusedLoops:
+    """The fused loops of one engine on its one CUDA device (``part``: its share, all of the
+    graph; ``in_part``: a callable giving the part over in-arcs, built on first use)."""
+
+    def __init__(self, engine, part, in_part):
+        self.engine, self.part, self._in_part = engine, part, in_part
+        self._compiled = {}      # source path -> (kernels, blocks)
+
+    # compiling ------------------------------------------------------------------------------
+    def _kernels(self, steps, level, where):
+        path = write_source(loop_source.source(steps, level, where))
+        got = self._compiled.get(path)
+        if got is None:
+            from groute.kernels import load_module, resident_blocks_per_sm
+            device = self.part.device
+            with device.use():
+                module = load_module(path, options=compile_options(), cooperative=True)
+                fns = {name: module.get_function(name) for name in ("groute_loop",
+                                                                       "groute_sweep")}
+                # a resident grid, as the grid barrier needs; the relax engines' launch_resident
+                # is where this belongs once it is in the library (it also holds a logical
+                # device to its share of the GPU and halves a grid the driver refuses)
+                blocks = {name: resident_blocks_per_sm(fn, loop_source.BLOCK, device.gpu)
+                          * device.multiprocessors for name, fn in fns.items()}
+            got = self._compiled[path] = (fns, blocks)
+        return got
+
+    def _launch(self, steps, level, where, name, args):
+        fns, blocks = self._kernels(steps, level, where)
+        device = self.part.device
+        with device.use(), device.compute_stream.raw:
+            fns[name]((blocks[name],), (loop_source.BLOCK,), args)
+
+    # arguments -------------------------------------------------------------------------------
+    def _scratch(self, name, size, dtype):
+        part = self.part
+        buf = part.scratch.get(name)
+        if buf is None or buf.shape[0] < size:
+            with part.device.use(), part.device.compute_stream.raw:
+                buf = part.scratch[name] = part.device.xp.empty(max(int(size), 1), dtype)
+        return buf
+
+    def _common(self, steps):
+        """The arguments both kernels begin with, and the control block (zeroed)."""
+        part, xp = self.part, self.part.device.xp
+        n = part.size
+        arcs_in = self._in_part() if any(isinstance(s, AdvanceStep) and s.over == "in"
+                                         for s in steps) else part
+        with part.device.use(), part.device.compute_stream.raw:
+            ctl = xp.zeros(loop_source.CTL_WORDS, np.uint64)
+            bits = xp.zeros(2 * ((n + 31) // 32) + 1, np.uint32)
+        args = (part.indptr, part.indices, arcs_in.indptr, arcs_in.indices,
+                self._scratch("loop_big_items", n, np.int64),
+                self._scratch("loop_big_first_chunk", n, np.int32), ctl, bits,
+                self._scratch("loop_buffers", loop_source.buffers(steps) * max(n, 1), np.int32),
+                np.int64(n))
+        return args, ctl
+
+    def _params(self, steps, level, scalars, where):
+        """The values of every parameter of the steps (loop_source.loop_params' order), each
+        bound and checked as the operators bind them (the level scalar: set on the device)."""
+        params = loop_source.loop_params(steps, where)
+        given = dict(scalars)
+        if level is not None:
+            given[level] = 0
+        values = {}
+        for step in steps:
+            names = {p.name for p in step.functor.parsed if not p.array}
+            values.update(step.functor.bind(self.part.state,
+                                            {k: v for k, v in given.items() if k in names},
+                                            where))
+        return tuple(values[p.name] for p in params)
+
+    # the loop ----------------------------------------------------------------------------------
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars) -> LoopResult:
+        where = "run_loop(fused)"
+        part, device = self.part, self.part.device
+        xp, n_local = device.xp, part.size
+        params = self._params(steps, level, scalars, where)
+        first = frontier.parts[0]
+        queue = first.queue if not first.everything else first.to_queue().queue
+        count = first.count
+        left = np.iinfo(np.int32).max if max_levels is None else max_levels
+        store = offsets = None
+        capacity = offsets_capacity = 0
+        if keep:
+            capacity, offsets_capacity = count + 2 * n_local + 1, 64
+            with device.use(), device.compute_stream.raw:
+                store = xp.empty(capacity, np.int32)
+                store[:count] = queue
+                offsets = xp.zeros(offsets_capacity, np.int64)
+                offsets[1] = count
+        levels = 0
+        while True:
+            common, ctl = self._common(steps)
+            self._launch(steps, level, where, "groute_loop", common + (
+                queue, np.int64(count), store if keep else queue,
+                offsets if keep else ctl, np.int64(capacity), np.int32(offsets_capacity),
+                np.int32(keep), np.int32(levels), np.int32(left - levels), np.int64(start),
+                *params))
+            with device.use(), device.compute_stream.raw:
+                words = ctl.get()
+            ran, status = (int(x) for x in words[6:7].view(np.int32))
+            levels += ran
+            count, at = int(words[7]), int(words[8])
+            if status != loop_source.STORE_FULL:
+                break
+            # grow the store (and its offsets) and go on from level `levels`
+            with device.use(), device.compute_stream.raw:
+                capacity = max(2 * capacity, at + count + 2 * n_local + 1)
+                bigger = xp.empty(capacity, np.int32)
+                bigger[:at + count] = store[:at + count]
+                store = bigger
+                offsets_capacity = max(2 * offsets_capacity, levels + 3)
+                more = xp.zeros(offsets_capacity, np.int64)
+                more[:levels + 2] = offsets[:levels + 2]
+                offsets = more
+        self._count(steps, levels)
+        if levels == 0 and not keep:
+            return LoopResult(0, frontier, None, "fused")
+        if keep:
+            kept = DeviceLevels(self.engine, part, store, offsets, levels, at)
+            last = store[at:at + count]
+            return LoopResult(levels, self._frontier(last, count), kept.levels(), "fused")
+        if count == 0:
+            return LoopResult(levels, self._frontier(None, 0), None, "fused")
+        # the last frontier is in one of the loop's own buffers: a copy outlives the next loop
+        buffers = common[8]
+        which = loop_source.buffers(steps) - 2 + (1 if levels % 2 else 0)
+        with device.use(), device.compute_stream.raw:
+            last = buffers[which * n_local: which * n_local + count].copy()
+        return LoopResult(levels, self._frontier(last, count), None, "fused")
+
+    def sweep(self, levels: Levels, steps, *, level, start, reverse, scalars) -> None:
+        where = "sweep(fused)"
+        store = levels.store
+        params = self._params(steps, level, scalars, where)
+        common, _ = self._common(steps)
+        numbers = levels.numbers
+        self._launch(steps, level, where, "groute_sweep", common + (
+            store.buffer, store.offsets, np.int32(numbers.start), np.int32(numbers.stop),
+            np.int32(reverse), np.int64(start), *params))
+        self._count(steps, len(numbers))
+
+    def _frontier(self, queue, count) -> Frontier:
+        part = self.part
+        if count == 0:
+            return Frontier(self.engine, [DeviceFrontier.empty(part.device, part.size)])
+        return Frontier(self.engine, [DeviceFrontier(part.device, part.size, queue=queue,
+                                                     count=count)])
+
+    def _count(self, steps, levels):
+        """The operator counters, as if the steps had run one call each per level."""
+        stats = self.engine.stats
+        for step in steps:
+            key = {"ComputeStep": "computes", "FilterStep": "filters",
+                   "AdvanceStep": "advances"}[type(step).__name__]
+            stats[key] += levels

@@ -1,0 +1,268 @@
+"""Loops of operator steps: a whole ``while frontier:`` loop in one call, so an engine can run it
+without the host between levels.
+
+A *level* is a short fixed sequence of steps applied to the current frontier
+(:class:`ComputeStep`, :class:`FilterStep`, :class:`AdvanceStep`: the operators of
+:mod:`groute.operators.api` with their arguments fixed); the output of its last filter or
+advance is the next level's frontier. :func:`run_loop` runs levels until the frontier is empty
+(or ``max_levels`` ran) and returns a :class:`LoopResult`: how many levels ran, the frontier
+left, and with ``keep=True`` every level's frontier (:class:`Levels`). :func:`sweep` runs steps
+over kept levels, one level at a time (betweenness' backward pass, deepest level first).
+
+Scalars are given once for the loop (``k=3``), each step taking those its functor declares;
+``level="d"`` names the scalar that takes the level's number (``start`` for the first level).
+
+The engine chooses how a loop runs (``engine.run_loop``, ``engine.sweep``): every engine can
+run it as the operator calls below (:func:`python_loop`, :func:`python_sweep`: what an
+algorithm would write by hand); the BSP engine runs it on one CUDA device as one persistent
+kernel (:mod:`groute.engines.fused`). The answers are the same either way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .api import ARCS, advance, compute, filter
+from .frontier import Frontier
+from .functor import Functor
+
+#: the directions a loop's advance takes (``"auto"``: Beamer's rule where the engine applies
+#: it per call; the fused kernel pushes)
+LOOP_DIRECTIONS = ("push", "pull", "auto")
+
+
+@dataclass(frozen=True)
+class ComputeStep:
+    """Run ``functor`` on every vertex of the frontier; the frontier stays."""
+    functor: Functor
+
+    produces = False
+
+    def run(self, frontier, scalars):
+        compute(frontier, self.functor, **scalars)
+        return frontier
+
+
+@dataclass(frozen=True)
+class FilterStep:
+    """The vertices of the frontier ``functor`` keeps become the frontier."""
+    functor: Functor
+
+    produces = True
+
+    def run(self, frontier, scalars):
+        return filter(frontier, self.functor, **scalars)
+
+
+@dataclass(frozen=True)
+class AdvanceStep:
+    """The vertices ``functor`` accepts along the frontier's arcs become the frontier, as
+    :func:`~groute.operators.advance` with these arguments (``candidates``: a frontier fixed
+    for the whole loop)."""
+    functor: Functor
+    direction: str = "push"
+    over: str = "out"
+    candidates: Frontier | None = field(default=None, compare=False)
+
+    produces = True
+
+    def __post_init__(self):
+        if self.functor.message is not None and self.direction == "pull":
+            raise ValueError(f"AdvanceStep: {self.functor.name} carries a message from each "
+                             f"source, which a pull cannot send; use direction='push'")
+        if self.direction not in LOOP_DIRECTIONS:
+            raise ValueError(f"AdvanceStep: direction must be one of "
+                             f"{', '.join(LOOP_DIRECTIONS)}; got {self.direction!r}")
+        if self.over not in ARCS:
+            raise ValueError(f"AdvanceStep: over must be one of {', '.join(ARCS)}; got "
+                             f"{self.over!r}")
+        pushes = self.direction == "push" or (self.direction == "auto"
+                                              and self.functor.message is not None)
+        if self.over == "in" and not pushes:
+            raise ValueError("AdvanceStep: over='in' pushes along the frontier's in-arcs; "
+                             "direction must be 'push'")
+
+    def run(self, frontier, scalars):
+        return advance(frontier, self.functor, self.direction, over=self.over,
+                       candidates=self.candidates, **scalars)
+
+
+STEPS = (ComputeStep, FilterStep, AdvanceStep)
+
+
+class Levels:
+    """The frontiers of the levels a loop ran (``keep=True``), a sequence of
+    :class:`~groute.operators.Frontier`: ``levels[i]`` is the frontier level ``i`` started
+    from. A slice keeps each level's number (``levels[1:][0]`` is level 1), which is what
+    :func:`sweep`'s level scalar takes. ``total``: the vertices of every level together.
+    An engine may hold them its own way (``store``: the fused loop's queues, back to back on
+    the device) and make each frontier when it is asked for."""
+
+    def __init__(self, engine, count: int, frontier_of, *, numbers=None, store=None):
+        self.engine = engine
+        self.numbers = range(count) if numbers is None else numbers
+        self._frontier_of = frontier_of
+        self.store = store
+
+    def __len__(self):
+        return len(self.numbers)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Levels(self.engine, 0, self._frontier_of, numbers=self.numbers[i],
+                          store=self.store)
+        return self._frontier_of(self.numbers[i])
+
+    def __iter__(self):
+        return (self._frontier_of(n) for n in self.numbers)
+
+    def frontier_of(self, number: int) -> Frontier:
+        """The frontier of level ``number`` (its number in the loop, not in this slice)."""
+        return self._frontier_of(number)
+
+    @property
+    def total(self) -> int:
+        """Vertices over the levels (a vertex in two levels counts twice)."""
+        if self.store is not None:
+            return self.store.total(self.numbers)
+        return sum(len(f) for f in self)
+
+    def __repr__(self):
+        return f"<Levels {len(self)} levels ({self.numbers.start}..{self.numbers.stop - 1})>"
+
+
+def frontier_list(engine, frontiers) -> Levels:
+    """:class:`Levels` over a list of frontiers (what the Python loop keeps)."""
+    frontiers = list(frontiers)
+    return Levels(engine, len(frontiers), frontiers.__getitem__)
+
+
+@dataclass
+class LoopResult:
+    """What :func:`run_loop` returns: ``levels`` run, the ``frontier`` left (empty unless
+    ``max_levels`` stopped the loop), ``frontiers`` (:class:`Levels`, with ``keep=True``), and
+    ``implementation``: how the engine ran it (``"fused"``, ``"python"``)."""
+    levels: int
+    frontier: Frontier
+    frontiers: Levels | None = None
+    implementation: str = "python"
+
+
+def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
+    """The steps as a tuple, checked: step objects, at least one that makes a frontier
+    (``run_loop``), every scalar declared by some step's functor, ``level`` an integer scalar
+    of one. ValueError/TypeError naming the argument."""
+    if isinstance(steps, STEPS):
+        steps = (steps,)
+    steps = tuple(steps)
+    if not steps:
+        raise ValueError(f"{what}: steps is empty; give ComputeStep/FilterStep/AdvanceStep")
+    for s in steps:
+        if not isinstance(s, STEPS):
+            raise TypeError(f"{what}: steps holds {type(s).__name__}; each step is a "
+                            f"ComputeStep, FilterStep or AdvanceStep")
+        if not isinstance(s.functor, Functor):
+            raise TypeError(f"{what}: a step's functor must be a Functor, got "
+                            f"{type(s.functor).__name__}")
+        if not isinstance(s, AdvanceStep) and s.functor.message is not None:
+            raise TypeError(f"{what}: {s.functor.name} carries a message along arcs; only an "
+                            f"AdvanceStep sends one")
+    declared = {}
+    for s in steps:
+        for p in s.functor.parsed:
+            if not p.array:
+                declared.setdefault(p.name, p)
+    extra = sorted(set(scalars) - set(declared))
+    if extra:
+        raise TypeError(f"{what}: no step's functor declares the scalar(s) {extra}")
+    if level is not None:
+        if level not in declared:
+            raise ValueError(f"{what}: level={level!r} names no scalar of the steps' functors "
+                             f"(they declare {sorted(declared) or 'none'})")
+        if declared[level].ctype not in ("int", "long long"):
+            raise TypeError(f"{what}: level={level!r} is declared {declared[level].ctype}; the "
+                            f"level's number needs an int or long long")
+        if level in scalars:
+            raise ValueError(f"{what}: {level!r} is the level scalar; do not give it as well")
+    return steps
+
+
+def scalars_of(step, scalars: dict) -> dict:
+    """The scalars ``step``'s functor declares, from the loop's."""
+    names = {p.name for p in step.functor.parsed if not p.array}
+    return {k: v for k, v in scalars.items() if k in names}
+
+
+def _check_count(value, name, what, least):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{what}: {name} must be an int >= {least} or None; got {value!r}")
+    return value
+
+
+def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
+             max_levels: int | None = None, keep: bool = False, **scalars) -> LoopResult:
+    """Run ``steps`` level after level from ``frontier`` until the frontier is empty or
+    ``max_levels`` levels ran (module docstring); ``keep``: keep every level's frontier."""
+    if not isinstance(frontier, Frontier):
+        raise TypeError(f"run_loop: frontier must be a Frontier (from an engine: "
+                        f"engine.all_vertices(), engine.frontier(positions)); got "
+                        f"{type(frontier).__name__}")
+    steps = check_loop(steps, scalars, level, "run_loop")
+    if not any(s.produces for s in steps):
+        raise ValueError("run_loop: no step makes a new frontier (a FilterStep or an "
+                         "AdvanceStep), so the loop would never end")
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise TypeError(f"run_loop: start must be an int; got {start!r}")
+    max_levels = _check_count(max_levels, "max_levels", "run_loop", 0)
+    return frontier.engine.run_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
+                           keep=bool(keep), scalars=scalars)
+
+
+def sweep(levels, steps, *, level: str | None = None, start: int = 0, reverse: bool = False,
+          **scalars) -> None:
+    """Run ``steps`` on each frontier of ``levels`` (:class:`Levels` from ``run_loop(...,
+    keep=True)``, or a slice of it), one level after the other (``reverse``: the last first);
+    ``level``: the scalar that takes each level's number plus ``start``. The steps' new
+    frontiers are dropped."""
+    if not isinstance(levels, Levels):
+        raise TypeError(f"sweep: levels must be the Levels of run_loop(..., keep=True); got "
+                        f"{type(levels).__name__}")
+    steps = check_loop(steps, scalars, level, "sweep")
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise TypeError(f"sweep: start must be an int; got {start!r}")
+    if len(levels):
+        levels.engine.sweep(levels, steps, level=level, start=start, reverse=bool(reverse),
+                            scalars=scalars)
+
+
+def run_level(frontier, steps, scalars: dict):
+    """One level: the steps in order; the frontier the last filter or advance made."""
+    for step in steps:
+        frontier = step.run(frontier, scalars_of(step, scalars))
+    return frontier
+
+
+def python_loop(frontier, steps, *, level, start, max_levels, keep, scalars) -> LoopResult:
+    """:func:`run_loop` as the operator calls an algorithm would write (any engine)."""
+    kept, count = [], 0
+    while frontier and (max_levels is None or count < max_levels):
+        if keep:
+            kept.append(frontier)
+        at = dict(scalars)
+        if level is not None:
+            at[level] = start + count
+        frontier = run_level(frontier, steps, at)
+        count += 1
+    return LoopResult(count, frontier, frontier_list(frontier.engine, kept) if keep else None,
+                      "python")
+
+
+def python_sweep(levels, steps, *, level, start, reverse, scalars) -> None:
+    """:func:`sweep` as operator calls, level by level (any engine)."""
+    numbers = list(levels.numbers)
+    for number in reversed(numbers) if reverse else numbers:
+        at = dict(scalars)
+        if level is not None:
+            at[level] = start + number
+        run_level(levels.frontier_of(number), steps, at)
