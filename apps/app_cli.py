@@ -30,7 +30,7 @@ import numpy as np
 from groute.cli_support import drop_stdout
 from groute.graph.cli import add_cache_option
 
-from .common import source_position
+from groute.solver import source_position
 
 log = logging.getLogger(__name__)
 

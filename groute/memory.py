@@ -1,10 +1,12 @@
-"""How much GPU memory each app needs for a graph, and a clear error before a graph that will not
+"""How much GPU memory a solver needs for a graph, and a clear error before a graph that will not
 fit is uploaded.
 
-Each estimate is the arrays the app's default path keeps on its largest device for the solver's
-life, by name, for a graph of ``n`` vertices and ``m`` arcs split over ``devices`` devices
-(balanced parts: ``ceil(n / devices)`` vertices and ``ceil(m / devices)`` arcs each): the
-CSR rows it uploads and its per-vertex arrays. Set-up temporaries that fall back to the host
+An estimate (the engines' and apps' own: the relaxation engines'
+:func:`groute.engines.relax.memory.traversal_bytes`, PageRank's and CC's in ``groute.apps``) is
+the arrays the solver's default path keeps on its largest device for the solver's life, by
+name, for a graph of ``n`` vertices and ``m`` arcs split over ``devices`` devices (balanced
+parts: :func:`share` of each): the CSR rows it uploads (:func:`rows_bytes`) and its per-vertex
+arrays; :func:`check_fits` raises :class:`GraphTooLarge` when they will not fit. Set-up temporaries that fall back to the host
 when a device is short (PageRank's in-arc sort on the GPU) are left out; the bench
 (``groute bench``) records the measured peak beside the estimate, so the two can be compared.
 Arc offsets are 8 bytes (int64: they pass 2**31 on big graphs), vertex ids and per-vertex values
@@ -30,59 +32,14 @@ class GraphTooLarge(MemoryError):
     """The graph's arrays will not fit a device's free memory (raised before allocating)."""
 
 
-def _share(x: int, k: int) -> int:
+def share(x: int, k: int) -> int:
+    """One device's part of ``x`` items over ``k`` devices (the largest of balanced parts)."""
     return -(-int(x) // max(int(k), 1))
 
 
-def _rows(n_local: int, m_local: int) -> dict:
+def rows_bytes(n_local: int, m_local: int) -> dict:
+    """The bytes of a device's CSR rows: ``n_local`` vertices and ``m_local`` arcs."""
     return {"indptr (int64 arc offsets)": 8 * (n_local + 1), "indices (int32)": 4 * m_local}
-
-
-def traversal_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-                    devices: int = 1) -> DeviceBytes:
-    """BFS / SSSP (:mod:`groute.apps.traversal_cuda`): the rows, weights for SSSP, the values,
-    two near queues, the hub slots, the near marks and two far queues of ``n_local`` each; on
-    several devices the best value sent per vertex, the outboxes and (symmetric, unweighted)
-    every device's frontier flags."""
-    k = max(int(devices), 1)
-    nl, ml = _share(n, k), _share(m, k)
-    parts = _rows(nl, ml)
-    if weighted:
-        parts["weights (4 bytes)"] = 4 * ml
-    parts.update({"values": 4 * nl, "near queues (2)": 8 * nl, "hub slots": 12 * nl,
-                  "near marks": 4 * nl, "far queues (2, int64)": 16 * max(nl, 1024)})
-    if k > 1:
-        parts["best value sent"] = 4 * int(n)
-        parts["outboxes (int64)"] = 8 * k * nl
-        if not directed and not weighted:
-            parts["frontier flags"] = int(n)
-    return DeviceBytes(parts)
-
-
-def pagerank_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-                   devices: int = 1) -> DeviceBytes:
-    """PageRank's BSP pull (:mod:`groute.apps.pr_device`): the in-arc rows (offsets int64 once
-    a device's in-arcs pass 2**31, else int32), 1/outdeg and the ranks of the owned vertices,
-    and two contribution vectors over all vertices (float32)."""
-    k = max(int(devices), 1)
-    nl, ml = _share(n, k), _share(m, k)
-    offset = 8 if ml >= 2**31 else 4
-    parts = {"in-arc offsets": offset * (nl + 1), "in-arc sources (int32)": 4 * ml,
-             "1/outdeg": 4 * nl, "ranks": 4 * nl, "contributions (2)": 8 * int(n)}
-    return DeviceBytes(parts)
-
-
-def cc_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-             devices: int = 1) -> DeviceBytes:
-    """CC's Afforest in place (:mod:`groute.apps.cc_device`): each device's rows of the
-    symmetric CSR (a directed graph's arcs both ways: up to ``2 m``) and a parent per vertex of
-    the whole graph; the first device also the late-arc bitmap."""
-    k = max(int(devices), 1)
-    arcs = 2 * int(m) if directed else int(m)
-    nl, ml = _share(n, k), _share(arcs, k)
-    parts = _rows(nl, ml)
-    parts.update({"parents": 4 * int(n), "late-arc bitmap": 4 * _share(n, 32)})
-    return DeviceBytes(parts)
 
 
 def free_device_bytes(device) -> int | None:

@@ -8,11 +8,19 @@
   work (the frontier's counts). Tuned by :class:`groute.tuning.BSPTuning`.
 
 ``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`).
+
+The relaxation engines (:mod:`groute.engines.relax`) are a family of their own: an algorithm
+that is a monotone min-relaxation (BFS, SSSP) gives a :class:`Relaxation` (what an arc offers,
+in CUDA and NumPy) to a :class:`RelaxSolver`, which runs it on fused per-device workers, the
+persistent peer kernels or the linked workers; :func:`value_add` and :func:`value_inf` are the
+value arithmetic of its NumPy side. The ``auto`` rules every solver decides by are
+:mod:`groute.engines.rules`.
 """
 from __future__ import annotations
 
 from .base import Engine, EngineSolver
 from .bsp import BSPEngine
+from .relax import Relaxation, RelaxSolver, value_add, value_inf
 
 #: name -> engine class
 ENGINES = {"bsp": BSPEngine}
@@ -29,4 +37,5 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
     return cls(graph, **options)
 
 
-__all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine"]
+__all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine", "Relaxation",
+           "RelaxSolver", "value_add", "value_inf"]
