@@ -67,7 +67,7 @@ def add_graph_options(p, *, repeat_default=5,
 
 
 def auto_help(rule) -> str:
-    """What an option's ``auto`` runs, as :class:`~groute.apps.auto_rules.Rule` says it (the
+    """What an option's ``auto`` runs, as :class:`~groute.engines.rules.Rule` says it (the
     rule the solver decides by), percent signs escaped for argparse."""
     return rule.help().replace("%", "%%")
 

@@ -358,6 +358,8 @@ def drive_workers_by_hand(workers, source_new, delta):
 def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
     need_gpus(1)
     import math
+    from groute.apps.bfs import HOPS
+    from groute.apps.sssp import DISTANCE
     from groute.engines.relax.cuda_worker import CUDATraversalWorker
     from groute import Context
     from groute.graph import partition_graph
@@ -372,7 +374,9 @@ def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
             workers = [CUDATraversalWorker(dev, p.local(i), lo=p.offsets[i], hi=p.offsets[i + 1],
                                            offsets=p.offsets, num_vertices=n, kind="int",
                                            weighted=(app == "sssp"), flush_items=flush,
-                                           out_capacity=out_capacity) for i in range(k)]
+                                           out_capacity=out_capacity, unit=(app == "bfs"),
+                                           relaxation=HOPS if app == "bfs" else DISTANCE)
+                       for i in range(k)]
             delta = 40 if app == "sssp" else math.inf
             drive_workers_by_hand(workers, int(np.asarray(p.perm)[source]), delta)
             values = np.concatenate([dev.to_host(w.values()) for w in workers]).astype(np.float64)
