@@ -30,7 +30,7 @@ import numpy as np
 from groute.cli_support import drop_stdout
 from groute.graph.cli import add_cache_option
 
-from .common import source_position
+from groute.solver import source_position
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def add_graph_options(p, *, repeat_default=5,
 
 
 def auto_help(rule) -> str:
-    """What an option's ``auto`` runs, as :class:`~groute.apps.auto_rules.Rule` says it (the
+    """What an option's ``auto`` runs, as :class:`~groute.engines.rules.Rule` says it (the
     rule the solver decides by), percent signs escaped for argparse."""
     return rule.help().replace("%", "%%")
 

@@ -63,7 +63,8 @@ from groute.apps.auto_rules import CC_RULES
 from groute.apps.cc_device import DeviceCC
 from groute.apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
                             split_rows, symmetric_csr)
-from groute.apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
+from groute.results import AppResult, complete_stats
+from groute.solver import DeviceTimer, Solver, input_graph
 from groute.apps.memory import cc_bytes
 from groute import Link, Router, first_available
 from groute.tuning import CC_LINKS, CCTuning
@@ -413,7 +414,7 @@ class CC(Solver):
 def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
     """One-shot :class:`CC`: build, run once, close.
 
-    ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
     ``num_vertices``). ``values`` are positions (the smallest in each weak component);
     ``result.to_dict()`` maps every vertex id to its component representative's id.

@@ -46,7 +46,8 @@ import time
 import numpy as np
 
 from groute.apps.auto_rules import PR_RULES, said
-from groute.apps.common import AppResult, DeviceTimer, Solver, complete_stats, input_graph
+from groute.results import AppResult, complete_stats
+from groute.solver import DeviceTimer, Solver, input_graph
 from groute.apps.memory import pagerank_bytes
 from groute.apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
 from groute.apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
@@ -120,10 +121,10 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
     rule on the device and storing the values the peers read into the peers' vectors, on
     devices that reach each other's memory with native atomics (the cross-device barrier of
-    :mod:`groute.apps.peer_barrier`)."""
+    :mod:`groute.engines.peer_barrier`)."""
     if mode != "bsp":
         return f"it runs mode='bsp' (got mode={mode!r})"
-    from groute.apps.peer_barrier import unavailable
+    from groute.engines.peer_barrier import unavailable
     why = unavailable(ctx)
     if why is not None:
         return why
@@ -218,7 +219,7 @@ class PageRank(Solver):
       iterations meet at a cross-device barrier that also takes the stopping decision (pr.cu
       ``bsp_persistent``), instead of one launch per device per iteration with events between
       the devices; same iterations and answer as the per-iteration kernels. A device that waits
-      longer than :data:`groute.apps.peer_barrier.BARRIER_TIMEOUT_S` at the barrier makes the run
+      longer than :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` at the barrier makes the run
       raise. "auto" turns it on only where :func:`choose_persistent` allows
       (``stats["persistent"]``, and ``stats["persistent_reason"]`` when it is off); ``trace``
       times its iterations (``stats["iteration_trace"]``).
@@ -316,7 +317,7 @@ class PageRank(Solver):
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
             if self.persistent:     # device 0's cross-device barrier counter, where it stands
-                from groute.apps.peer_barrier import CrossDeviceBarrier
+                from groute.engines.peer_barrier import CrossDeviceBarrier
                 with self.devs[0].device.use():
                     self._barrier = CrossDeviceBarrier(self.ctx.devices,
                                                        self.devs[0].device.zeros(1, np.uint64))
@@ -454,7 +455,7 @@ class PageRank(Solver):
         gave up at the cross-device barrier (a peer stopped or never started) or the devices
         disagree; the barrier counter is then reset (after every device has finished), so the
         next run starts clean."""
-        from groute.apps.peer_barrier import timeout_ns
+        from groute.engines.peer_barrier import timeout_ns
         bar = self._barrier
         launched, failure = bar.launch_each(
             lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, y0, bar.ptr,
@@ -585,7 +586,7 @@ def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
     """One-shot :class:`PageRank`: build, run once, close (``personalization=`` and the other
     options as :class:`PageRank`).
 
-    ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
     ``num_vertices``); weights are ignored (NetworkX: ``nx.pagerank(G, weight=None)``). Keyword
     options as :class:`PageRank`. ``result.to_dict()`` is ``{id: rank}``.

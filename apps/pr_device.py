@@ -425,7 +425,7 @@ class DevicePR:
         ``bsp_persistent``, which starts with :meth:`bsp_reset`'s work). ``gbar_ptr``: device
         0's barrier counter, standing at ``gbase``. A grid the device cannot hold at once is
         halved until it fits (the occupancy answer was optimistic)."""
-        from groute.apps.peer_barrier import launch_resident
+        from groute.engines.peer_barrier import launch_resident
         fn = self.kernels["persistent"]
         key = (t_end, base, y0, k, timeout_ns)
         if self._persist_key != key:    # built once: the same for every run of the solver

@@ -1,32 +1,36 @@
 """Single-source shortest paths across devices, with soft priority (near-far, delta-stepping).
 
-``sssp(graph, source)`` returns an :class:`~groute.apps.common.AppResult` whose ``values`` are float64
+SSSP is the relaxation :data:`DISTANCE`: every arc offers its tail's distance plus the arc's
+weight, and a vertex keeps the least offer; the relaxation engines
+(:class:`groute.engines.RelaxSolver`) run it, keeping a soft-priority window of ``delta``.
+
+``sssp(graph, source)`` returns an :class:`~groute.results.AppResult` whose ``values`` are float64
 distances (``inf`` for unreachable vertices), with the graph's ids alongside. The weights are the
 graph's, and must be >= 0; integer weights are summed exactly in int32, float weights in float32;
 an unweighted graph gets weight 1 on every arc (the command line too; random weights only when
 asked for). A shortest distance past int32 (or float32's range) raises OverflowError after the
-run; sums that overflow only on paths that are not shortest do not (:mod:`groute.apps.traversal_values`
-has the rule). Also the ``groute sssp`` subcommand (see :mod:`groute.apps.traversal_cli`).
+run; sums that overflow only on paths that are not shortest do not
+(:mod:`groute.engines.relax.values` has the rule). Also the ``groute sssp`` subcommand (see :mod:`groute.apps.traversal_cli`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .common import input_graph
-from .auto_rules import SSSP_RULES
-from .traversal import TraversalSolver
-from .traversal_values import check_overflow
+from groute.engines import Relaxation, RelaxSolver, value_add
+from groute.engines.relax.values import check_overflow
+from groute.solver import input_graph
+
+#: distance: every arc adds its weight
+DISTANCE = Relaxation(name="distance", cuda="value_add(d, w)", numpy=value_add, weighted=True)
 
 
-class SSSP(TraversalSolver):
-    """SSSP solver; options as :class:`~groute.apps.traversal.TraversalSolver`."""
+class SSSP(RelaxSolver):
+    """SSSP solver; options as :class:`~groute.engines.RelaxSolver`."""
 
+    relaxation = DISTANCE
     app = "sssp"
-    weighted = True
     answer_dtype = np.float64
     unreached = np.inf
-    peer_priority = True
-    rules = SSSP_RULES
 
     def default_delta(self, graph):
         """Near-far's rule of thumb, ``mean weight * C / mean degree`` (at least one mean
@@ -50,7 +54,7 @@ def sssp(graph, source=None, *, sources=None, predecessors=False, weight="weight
     or from every id of ``sources`` at once (distance to the nearest one, as NetworkX's
     ``multi_source_dijkstra_path_length``).
 
-    ``graph``: anything :func:`~groute.apps.common.input_graph` takes (a path or spec, a CSRGraph, a
+    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
     NetworkX graph whose ``weight`` edge attribute holds the weights, a scipy sparse matrix whose
     values are the weights, ``(src, dst[, weights])`` arrays with an optional ``num_vertices``).
     ``predecessors``: also a parent per reached vertex (``result.to_predecessors()``,

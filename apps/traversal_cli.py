@@ -22,7 +22,7 @@ from groute.worklist import MODES, ROUTINGS
 
 from .app_cli import (add_graph_options, auto_help, busiest_vertex, gteps, load, parse_vertex, report,
                       run_solver, write_output)
-from .traversal import EXCHANGES, PARTITIONS
+from groute.engines.relax.solver import EXCHANGES, PARTITIONS
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -97,7 +97,7 @@ def run_cli(args, name, solver_cls):
     if depth_limit is not None and depth_limit < 0:
         raise ValueError(f"--depth-limit must be >= 0, got {depth_limit}")
     delta = args.delta
-    if delta is not None and solver_cls.weighted and graph.weights is not None \
+    if delta is not None and solver_cls.relaxation.weighted and graph.weights is not None \
             and np.asarray(graph.weights).dtype.kind in "iu":
         delta = int(delta)
     given = {"routing": args.routing}
@@ -107,7 +107,8 @@ def run_cli(args, name, solver_cls):
         graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
         priority=False if args.no_priority else "auto", delta=delta, seed=args.seed,
         exchange=args.exchange, worklist_tuning=worklist),
-        sources=seed_ids, depth_limit=depth_limit, predecessors=args.predecessors is not None)
+        sources=seed_ids, predecessors=args.predecessors is not None,
+        **({} if depth_limit is None else {"depth_limit": depth_limit}))
     res, median = runs.result, runs.median
     reached_mask = np.asarray(res.values) != res.unreached
     reached = int(np.count_nonzero(reached_mask))

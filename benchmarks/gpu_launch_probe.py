@@ -140,7 +140,7 @@ def report_launches(calls, what=""):
 
 def launch_order(reverse: bool):
     """Make CrossDeviceBarrier.launch_each launch the last device first (or restore it)."""
-    from groute.apps.peer_barrier import CrossDeviceBarrier
+    from groute.engines.peer_barrier import CrossDeviceBarrier
     plain = getattr(CrossDeviceBarrier, "_plain_launch_each", CrossDeviceBarrier.launch_each)
     CrossDeviceBarrier._plain_launch_each = plain
     if not reverse:
@@ -154,10 +154,10 @@ def launch_order(reverse: bool):
 
 def timed_launches():
     """Wrap launch_resident where the apps call it; returns the list of (device name, seconds)."""
-    import groute.apps.peer_barrier as pb
-    import groute.apps.traversal_cuda as tc
-    import groute.apps.traversal_linked as tl
-    import groute.apps.traversal_peer as tp
+    import groute.engines.peer_barrier as pb
+    import groute.engines.relax.cuda_worker as tc
+    import groute.engines.relax.linked as tl
+    import groute.engines.relax.peer as tp
     calls = []
     plain = pb.launch_resident
 

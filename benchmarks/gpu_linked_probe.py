@@ -1,4 +1,4 @@
-"""Asynchronous BFS/SSSP across GPUs through device-initiated links (apps/traversal_linked.py)
+"""Asynchronous BFS/SSSP across GPUs through device-initiated links (groute/engines/relax/linked.py)
 against one GPU's fused worker and the level-synchronous peer kernel, on the same graphs.
 
 Not a pytest module: run it on a machine with two or more GPUs,

@@ -7,7 +7,7 @@ the host after each traversal (the answer's download and renumbering), so every 
 the links asleep. This probe times the traversal alone (``solver.peer.run`` inside a
 DeviceTimer) after ``--idle-ms`` of idleness and back to back, with the per-level trace of the
 last run of each (``GROUTE_PEER_TRACE=1``). Since the links are woken before every launch
-(``groute.apps.peer_barrier``), ``--no-wake`` shows what a run costs without that (woken and not
+(``groute.engines.peer_barrier``), ``--no-wake`` shows what a run costs without that (woken and not
 woken runs alternate, so neither gets the other's warm-up).
 
     GROUTE_PEER_TRACE=1 python benchmarks/gpu_peer_warm_probe.py --graph kron:25 --devices 2 --repeat 7
@@ -39,7 +39,7 @@ def main() -> None:
 def run_probe(args, g, source, ctx):
     """Idle, then run the peer BFS, with and without the wake-up copy, alternating."""
     from groute.apps.bfs import BFS
-    from groute.apps.common import DeviceTimer
+    from groute.solver import DeviceTimer
     print(f"{args.graph}: {g.num_vertices:,} vertices, source {source}, {args.devices} GPUs", flush=True)
     from groute.apps import peer_barrier
     wake = peer_barrier.CrossDeviceBarrier.wake_links

@@ -37,10 +37,10 @@ _BC_CHECKS = "groute.bench.checks.betweenness"
 for _app in (
     _registry.App("bfs", "BFS", "groute.apps.bfs", "BFS", "bfs", needs_source=True, weighted=False,
                   modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_bfs"),
-                  memory=("groute.apps.memory", "traversal_bytes"), verify="exact"),
+                  memory=("groute.engines.relax.memory", "traversal_bytes"), verify="exact"),
     _registry.App("sssp", "SSSP", "groute.apps.sssp", "SSSP", "sssp", needs_source=True,
                   weighted=True, modes=_ASYNC_BSP, baseline=("groute.apps.baselines", "cupy_sssp"),
-                  memory=("groute.apps.memory", "traversal_bytes"), verify="distances"),
+                  memory=("groute.engines.relax.memory", "traversal_bytes"), verify="distances"),
     _registry.App("pr", "PageRank", "groute.apps.pr", "PageRank", "pagerank", needs_source=False,
                   weighted=False, modes=_ASYNC_BSP,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank"),
@@ -81,7 +81,7 @@ del _app, _command, _KCORE_CHECKS, _SCC_CHECKS, _BC_CHECKS
 
 #: public names imported when first asked for: the result type the algorithms return (an
 #: algorithm written on the operators returns one too)
-_LAZY = {"AppResult": ("groute.apps.common", "AppResult")}
+_LAZY = {"AppResult": ("groute.results", "AppResult")}
 
 
 def __getattr__(name):

@@ -3,8 +3,9 @@
 CUDA kernels live in ``.cu`` files next to the app that uses them. ``load_module(path)`` compiles
 with NVRTC through CuPy and caches the module. The include path is the file's folder, then the
 library's shared device headers (:data:`HEADER_DIRS`: the operator layer, ``groute/operators``),
-so ``#include "x.cuh"`` finds either; ``-arch`` is the current device's, so Hopper builds use
-sm_90 code. A compile error becomes a :class:`KernelCompileError` quoting ``file:line`` and the
+so ``#include "x.cuh"`` finds either; a caller may put folders of generated headers in between
+(``include=``: :func:`write_generated` writes them); ``-arch`` is the current device's, so
+Hopper builds use sm_90 code. A compile error becomes a :class:`KernelCompileError` quoting ``file:line`` and the
 offending source line.
 """
 from __future__ import annotations
@@ -38,9 +39,31 @@ HEADER_DIRS = (Path(__file__).with_name("operators"),)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
-def include_dirs(path) -> tuple[Path, ...]:
-    """The include path of the module compiled from ``path``: its folder, then :data:`HEADER_DIRS`."""
-    return (Path(path).resolve().parent, *HEADER_DIRS)
+def include_dirs(path, include=()) -> tuple[Path, ...]:
+    """The include path of the module compiled from ``path``: its folder, the ``include``
+    folders, then :data:`HEADER_DIRS`."""
+    return (Path(path).resolve().parent, *(Path(d).resolve() for d in include), *HEADER_DIRS)
+
+
+_generated_lock = threading.Lock()
+
+
+def write_generated(text: str, name: str) -> Path:
+    """The file ``name`` holding ``text`` in a folder of the temporary directory named by the
+    text's hash (so a changed text gets a folder of its own and two texts never share one),
+    written once (atomically: concurrent writers of the same text agree). For generated
+    headers, whose folder a caller passes to :func:`load_module` as ``include``."""
+    import hashlib
+    import tempfile
+    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+    path = Path(tempfile.gettempdir()) / f"groute-generated-{os.getuid()}" / digest / name
+    with _generated_lock:
+        if not path.is_file() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+    return path
 
 
 def resolve_include(name: str, including: Path, dirs) -> Path | None:
@@ -53,12 +76,12 @@ def resolve_include(name: str, including: Path, dirs) -> Path | None:
     return None
 
 
-def _includes_digest(path: Path, source: str) -> str:
+def _includes_digest(path: Path, source: str, include=()) -> str:
     """A hash of every file ``source`` (the text of ``path``) includes with ``#include "..."``,
     found as the compiler finds it (:func:`resolve_include`), followed recursively (each once)."""
     import hashlib
     digest = hashlib.sha256()
-    dirs = include_dirs(path)
+    dirs = include_dirs(path, include)
     seen, todo = set(), [(path, source)]
     while todo:
         including, text = todo.pop()
@@ -73,13 +96,15 @@ def _includes_digest(path: Path, source: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def load_module(path, *, options=(), name_expressions=None, cooperative=False):
-    """The compiled ``cupy.RawModule`` for ``path`` on the current device (cached)."""
+def load_module(path, *, options=(), name_expressions=None, cooperative=False, include=()):
+    """The compiled ``cupy.RawModule`` for ``path`` on the current device (cached).
+    ``include``: folders searched after ``path``'s own (generated headers), part of the key."""
     import cupy
     path = Path(path).resolve()
     dev = cupy.cuda.Device().id
+    include = tuple(str(Path(d).resolve()) for d in include)
     key = (str(path), os.path.getmtime(path), tuple(options), tuple(name_expressions or ()),
-           cooperative, dev)
+           cooperative, dev, include)
     with _lock:
         module = _cache.get(key)
         if module is not None:
@@ -87,8 +112,9 @@ def load_module(path, *, options=(), name_expressions=None, cooperative=False):
         source = path.read_text()
         # CuPy's on-disk cache keys on this text and the options only: name the included
         # files' contents too, so an edit to a header is never served a stale binary
-        source += f"\n// groute includes: {_includes_digest(path, source)}\n"
-        opts = ("-std=c++17", *(f"-I{d}" for d in include_dirs(path)), _arch_option(), *options)
+        source += f"\n// groute includes: {_includes_digest(path, source, include)}\n"
+        opts = ("-std=c++17", *(f"-I{d}" for d in include_dirs(path, include)), _arch_option(),
+                *options)
         module = cupy.RawModule(code=source, options=opts, name_expressions=name_expressions,
                                 enable_cooperative_groups=cooperative)
         try:
@@ -163,7 +189,7 @@ def resident_blocks_per_sm(kernel, block: int, gpu: int, shared_mem: int = 0) ->
     from it: a change here is a change of grid shapes, to be measured with ``groute bench``.
     A cooperative grid must not be larger than this times the device's ``multiprocessors``:
     on a logical device that is its share of the GPU's, so the grids of every device sharing
-    the GPU are resident together (:func:`groute.apps.peer_barrier.launch_resident` holds
+    the GPU are resident together (:func:`groute.engines.peer_barrier.launch_resident` holds
     each launch to it)."""
     import cupy
     try:

@@ -5,7 +5,7 @@ An algorithm's signature keeps the options a user means (the graph, the devices,
 ``tol``...). Grid shapes, kernel variants, sweeps per round and traces change how fast an
 answer comes, never the answer, so they live here instead:
 
-* :class:`TraversalTuning`: BFS and SSSP (:mod:`groute.apps.traversal`): the fused worker's kernel
+* :class:`TraversalTuning`: BFS and SSSP (:mod:`groute.engines.relax.solver`): the fused worker's kernel
   (``traversal.cu``), the persistent peer kernels (``traversal_peer.cu``) and the linked
   workers (``traversal_linked.cu``), one object because one solver picks among them;
 * :class:`WorklistTuning`: BFS and SSSP on the distributed worklist (routing, rounds per launch,
@@ -118,7 +118,7 @@ VARIABLES: tuple[Variable, ...] = (
              "(groute.machine)"),
     Variable("GROUTE_PEER_BARRIER_TIMEOUT", _seconds, 10.0,
              "seconds a device waits at a cross-device barrier of a persistent kernel before "
-             "the run raises (groute.apps.peer_barrier)"),
+             "the run raises (groute.engines.peer_barrier)"),
     Variable("GROUTE_TRAVERSAL_BLOCK", _positive_int, 256,
              "threads per block of the fused traversal worker", "TraversalTuning.block"),
     Variable("GROUTE_TRAVERSAL_BLOCKS_PER_SM", _count_or_none, None,
@@ -238,7 +238,7 @@ class TraversalTuning(_Tuning):
     The fused worker (``traversal.cu``, the host worklist's engine and the linked workers'
     rounds): ``block`` threads per block; ``blocks_per_sm`` of the wide grid (None: every
     resident block); ``narrow_blocks`` of the narrow grid (None: one per two SMs, see
-    ``groute.apps.traversal_cuda.NARROW_PER_SM``); ``adaptive`` switches between the two by frontier
+    ``groute.engines.relax.cuda_worker.NARROW_PER_SM``); ``adaptive`` switches between the two by frontier
     size (False: always wide); ``batch`` (None: on one device only) issues the arcs of
     small-degree vertices in batches; ``acquire_release_barrier`` (False: fences) and
     ``spin_ns`` (back-off between polls) shape the grid barrier; ``pull`` lets BFS pull over
@@ -276,7 +276,7 @@ class TraversalTuning(_Tuning):
 @dataclass(frozen=True)
 class WorklistTuning(_Tuning):
     """How BFS and SSSP run on the distributed worklist (:class:`groute.worklist.DistributedWorklist`,
-    the host path of :mod:`groute.apps.traversal`): ``routing`` of the items between devices
+    the host path of :mod:`groute.engines.relax.solver`): ``routing`` of the items between devices
     (``"all2all"``, or ``"ring"``: each device forwards to the next); ``rounds_per_launch`` of a
     worker's fused rounds (None: until its local work runs out or its outboxes fill);
     ``packet_size`` items per packet of the worklist's links (None: the vertex count, within

@@ -49,7 +49,7 @@ def device_cases(counts):
 
 
 class FakePeerDevice:
-    """Enough of a CUDA device for :func:`groute.apps.peer_barrier.unavailable`: a name, and whether
+    """Enough of a CUDA device for :func:`groute.engines.peer_barrier.unavailable`: a name, and whether
     it reaches every other device's memory (``peers``) with native atomics (``atomics``)."""
 
     def __init__(self, name, peers=True, atomics=True):

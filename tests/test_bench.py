@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from groute.apps.common import AppResult
+from groute.results import AppResult
 from groute.bench import make_config, run_suite
 from groute.bench.report import markdown
 from groute.bench.references import reference_result

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from groute import registry
-from groute.apps.common import AppResult
+from groute.results import AppResult
 from groute.bench import make_config, run_suite
 from groute.bench.checks import betweenness, kcore, scc
 from groute.bench.report import markdown

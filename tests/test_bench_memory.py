@@ -1,5 +1,5 @@
 """Memory accounting: the bench's probes (:mod:`groute.bench.memory`), the per-app estimates and
-the error before a graph that will not fit (:mod:`groute.apps.memory`), the CSR's own bytes."""
+the error before a graph that will not fit (:mod:`groute.memory`), the CSR's own bytes."""
 from __future__ import annotations
 
 import contextlib
@@ -9,8 +9,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from groute import memory as library_memory
 from groute.apps import memory as app_memory
-from groute.apps.common import AppResult
+from groute.engines.relax import memory as relax_memory
+from groute.results import AppResult
 from groute.bench import make_config, memory, run_suite
 from groute.bench.references import reference_result
 from groute.bench.report import markdown
@@ -163,7 +165,7 @@ def test_the_bench_records_each_cases_peak_and_the_loading_peak():
     assert g["weighted"]                 # BFS reads no weights: the CSR it is set against has none
     assert mem["csr_bytes"] == csr_bytes(g["vertices"], g["arcs"])
     assert mem["over_csr"] == pytest.approx(mem["peak_bytes"] / mem["csr_bytes"])
-    est = app_memory.traversal_bytes(g["vertices"], g["arcs"], directed=g["directed"])
+    est = relax_memory.traversal_bytes(g["vertices"], g["arcs"], directed=g["directed"])
     assert mem["estimate_bytes"] == est.total
     assert g["load_memory"]["peak_bytes"] is not None
     assert g["load_memory"]["csr_bytes"] == csr_bytes(g["vertices"], g["arcs"], weighted=True)
@@ -179,13 +181,13 @@ def test_the_bench_records_each_cases_peak_and_the_loading_peak():
 # ------------------------------------------------------------------------------------------------
 def test_estimates_grow_with_the_graph_and_the_csr_dominates_big_traversals():
     n, m = 2**26, 4_100_000_000          # kron:26:32
-    bfs = app_memory.traversal_bytes(n, m, directed=False)
+    bfs = relax_memory.traversal_bytes(n, m, directed=False)
     assert bfs.parts["indices (int32)"] == 4 * m
     assert bfs.parts["indptr (int64 arc offsets)"] == 8 * (n + 1)
     assert 1.0 < bfs.total / csr_bytes(n, m) < 1.25     # the issue's aim for BFS
-    sssp = app_memory.traversal_bytes(n, m, weighted=True, directed=False)
+    sssp = relax_memory.traversal_bytes(n, m, weighted=True, directed=False)
     assert sssp.total - bfs.total == 4 * m
-    two = app_memory.traversal_bytes(n, m, directed=False, devices=2)
+    two = relax_memory.traversal_bytes(n, m, directed=False, devices=2)
     assert two.parts["indices (int32)"] == 2 * m and "outboxes (int64)" in two.parts
     cc = app_memory.cc_bytes(n, m, directed=False)
     assert 1.0 < cc.total / csr_bytes(n, m) < 1.25
@@ -216,11 +218,11 @@ class FakeCudaDevice:
 
 
 def test_check_fits_counts_the_pools_cached_blocks_and_names_the_graph():
-    need = app_memory.traversal_bytes(1000, 100_000)
-    app_memory.check_fits([FakeCudaDevice(need.total - 10, 10)], need, "BFS on g")
-    with pytest.raises(app_memory.GraphTooLarge, match=r"BFS on g needs about .*indices"):
-        app_memory.check_fits([FakeCudaDevice(need.total - 10, 9)], need, "BFS on g")
-    app_memory.check_fits([SimpleNamespace(backend="cpu")], need, "BFS on g")  # host: no check
+    need = relax_memory.traversal_bytes(1000, 100_000)
+    library_memory.check_fits([FakeCudaDevice(need.total - 10, 10)], need, "BFS on g")
+    with pytest.raises(library_memory.GraphTooLarge, match=r"BFS on g needs about .*indices"):
+        library_memory.check_fits([FakeCudaDevice(need.total - 10, 9)], need, "BFS on g")
+    library_memory.check_fits([SimpleNamespace(backend="cpu")], need, "BFS on g")  # host: no check
 
 
 class FakeLogicalDevice(FakeCudaDevice):
@@ -235,19 +237,19 @@ class FakeLogicalDevice(FakeCudaDevice):
 def test_logical_devices_on_one_gpu_split_its_free_memory():
     """Four logical devices on one GPU each see the GPU's free memory; what they may use
     together is that once, so each gets a quarter and the error says they share the GPU."""
-    need = app_memory.traversal_bytes(1000, 100_000)
+    need = relax_memory.traversal_bytes(1000, 100_000)
     free = 2 * need.total
-    app_memory.check_fits([FakeLogicalDevice(i, i, free) for i in range(4)], need, "BFS on g")
-    app_memory.check_fits([FakeLogicalDevice(i, 0, free) for i in range(2)], need, "BFS on g")
-    with pytest.raises(app_memory.GraphTooLarge,
+    library_memory.check_fits([FakeLogicalDevice(i, i, free) for i in range(4)], need, "BFS on g")
+    library_memory.check_fits([FakeLogicalDevice(i, 0, free) for i in range(2)], need, "BFS on g")
+    with pytest.raises(library_memory.GraphTooLarge,
                        match=r"BFS on g needs .* on each of 4 device\(s\) .* but cuda:0 is one of "
                              r"4 logical devices sharing GPU 0, .* each\): use fewer logical"):
-        app_memory.check_fits([FakeLogicalDevice(i, 0, free) for i in range(4)], need, "BFS on g")
+        library_memory.check_fits([FakeLogicalDevice(i, 0, free) for i in range(4)], need, "BFS on g")
     # two GPUs, three devices: GPU 0 holds two of them (halves), GPU 1 one (whole)
     mixed = [FakeLogicalDevice(0, 0, free), FakeLogicalDevice(1, 1, free // 3),
              FakeLogicalDevice(2, 0, free)]
-    with pytest.raises(app_memory.GraphTooLarge, match=r"but cuda:1 has .* free: use more"):
-        app_memory.check_fits(mixed, need, "BFS on g")
+    with pytest.raises(library_memory.GraphTooLarge, match=r"but cuda:1 has .* free: use more"):
+        library_memory.check_fits(mixed, need, "BFS on g")
 
 
 @pytest.mark.parametrize("solver, args", [("BFS", (0,)), ("PageRank", ()), ("CC", ())])
@@ -263,10 +265,10 @@ def test_solvers_refuse_a_graph_that_will_not_fit_before_uploading(monkeypatch, 
     def tiny(device):
         asked.append(device)
         return 100
-    monkeypatch.setattr(app_memory, "free_device_bytes", tiny)
-    with pytest.raises(app_memory.GraphTooLarge, match=f"{solver} on grid:8 .*64 vertices"):
+    monkeypatch.setattr(library_memory, "free_device_bytes", tiny)
+    with pytest.raises(library_memory.GraphTooLarge, match=f"{solver} on grid:8 .*64 vertices"):
         cls(g, backend="cpu", devices=1)
     assert asked
-    monkeypatch.setattr(app_memory, "free_device_bytes", lambda device: None)
+    monkeypatch.setattr(library_memory, "free_device_bytes", lambda device: None)
     with cls(g, backend="cpu", devices=1) as s:        # fits: runs as before
         assert s.run(*args).values is not None

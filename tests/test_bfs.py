@@ -230,7 +230,7 @@ def test_cuda_linked_tiny_rings_push_back(monkeypatch):
     """Rings of 4 items: most offers find them full, the senders keep their vertices queued
     and offer again, nothing is lost."""
     need_gpus(2)
-    import groute.apps.traversal_linked as tl
+    import groute.engines.relax.linked as tl
     monkeypatch.setattr(tl, "MIN_CAPACITY", 4)
     monkeypatch.setattr(tl, "MAX_CAPACITY", 4)
     for spec in ("kron:12", "grid:40"):
@@ -298,10 +298,10 @@ def test_worklist_options_select_the_worklist(monkeypatch):
     WorklistTuning field other than its default means the worklist under exchange="auto" (auto
     mode decides for that exchange) and is an error naming it under exchange="peer"; the peer
     path reports no routing."""
-    import groute.apps.traversal as traversal
-    import groute.apps.traversal_peer as traversal_peer
+    import groute.engines.relax.solver as traversal
+    import groute.engines.relax.peer as traversal_peer
     from test_traversal_peer_host import FakePeer
-    monkeypatch.setattr(traversal.TraversalSolver, "_peer_why", None, raising=False)
+    monkeypatch.setattr(traversal.RelaxSolver, "_peer_why", None, raising=False)
     monkeypatch.setattr(traversal_peer, "PeerTraversal", FakePeer)
     g, road = load_graph("grid:8"), load_graph("grid:300")
     opts = dict(backend="cpu", devices=2, partition="contiguous", mode="bsp", timeout=10)

@@ -1,4 +1,4 @@
-"""The host side of the persistent kernels' cross-device barrier (groute.apps.peer_barrier): where
+"""The host side of the persistent kernels' cross-device barrier (groute.engines.peer_barrier): where
 those kernels can run (stand-in devices); on CPU virtual devices, its counter only grows between
 good runs and is zeroed after a bad one, a failed launch stops the launches that would follow
 it, and the end of a run raises what went wrong; resident grids are held to the device's share
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import groute.apps.peer_barrier as peer_barrier
-from groute.apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident, unavailable
+import groute.engines.peer_barrier as peer_barrier
+from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident, unavailable
 from groute.device.logical import Placement, place, sm_share
 from groute import Context
 from groute.graph import load_graph
@@ -211,7 +211,7 @@ def test_cuda_peer_traversal_reads_the_timeout_at_each_run(monkeypatch):
     (PeerTraversal rewrites the field in its kernels' arguments): a device that never launches
     makes the other give up after 0.5 s, not the default 10 s; the run after is right."""
     need_gpus(2)
-    import groute.apps.traversal_peer as traversal_peer
+    import groute.engines.relax.peer as traversal_peer
     from groute.apps.bfs import BFS
     g = load_graph("kron:12")
     with BFS(g, backend="cuda", devices=2, partition="random", mode="bsp", exchange="peer",

@@ -926,7 +926,7 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
     need_gpus(k)
     import groute.apps.pr_device as pr_device
-    import groute.apps.peer_barrier as peer_barrier
+    import groute.engines.peer_barrier as peer_barrier
     monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
     with PageRank(g, backend="cuda", devices=k, mode="bsp", partition="contiguous",

@@ -102,5 +102,5 @@ def test_matches_networkx_cuda(k, setup):
 
 
 def _graph(G):
-    from groute.apps.common import input_graph
+    from groute.solver import input_graph
     return input_graph(G, weight=None)

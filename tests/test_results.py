@@ -9,7 +9,7 @@ import pytest
 
 from groute.apps.bfs import BFS, bfs
 from groute.apps.cc import connected_components
-from groute.apps.common import AppResult
+from groute.results import AppResult
 from groute.apps.pr import pagerank
 from groute.apps.sssp import sssp
 from groute.graph import load_graph, reference, shipped_graph_path

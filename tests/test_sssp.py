@@ -123,7 +123,7 @@ def test_single_device_priority_defers_and_advances_inside_the_worker():
 
 @pytest.mark.timeout(60)
 def test_auto_priority_follows_the_diameter():
-    from groute.apps.traversal import low_diameter
+    from groute.engines.relax.solver import low_diameter
     # expanding graphs reach 2^16 vertices (or a quarter) within 16 levels, lattices do not
     assert low_diameter(graph("kron:14")) and not low_diameter(graph("grid:300"))
     assert not low_diameter(weighted(6, []))               # no arcs, no vote
@@ -236,10 +236,10 @@ def test_float_weights_near_float32s_limit_raise_no_numpy_warning(backend, k, pr
 
 def test_threshold_bits_past_float32_are_infinity_without_a_warning():
     """The CUDA worker's host side turns thresholds and deltas into the kernels' int32 bits
-    (apps/traversal_cuda.py): one past float32's range is infinity's bits, with no
+    (groute/engines/relax/cuda_worker.py): one past float32's range is infinity's bits, with no
     overflowing cast, which the GPU cases of the test above would raise; pure NumPy, so it
     runs without a GPU."""
-    from groute.apps.traversal_cuda import _bits, _value_of_bits
+    from groute.engines.relax.cuda_worker import _bits, _value_of_bits
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _bits(3.4e39, "float") == _bits(math.inf, "float")
@@ -358,7 +358,9 @@ def drive_workers_by_hand(workers, source_new, delta):
 def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
     need_gpus(1)
     import math
-    from groute.apps.traversal_cuda import CUDATraversalWorker
+    from groute.apps.bfs import HOPS
+    from groute.apps.sssp import DISTANCE
+    from groute.engines.relax.cuda_worker import CUDATraversalWorker
     from groute import Context
     from groute.graph import partition_graph
     g = graph("grid:50") if app == "sssp" else load_graph("kron:12")
@@ -372,7 +374,9 @@ def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
             workers = [CUDATraversalWorker(dev, p.local(i), lo=p.offsets[i], hi=p.offsets[i + 1],
                                            offsets=p.offsets, num_vertices=n, kind="int",
                                            weighted=(app == "sssp"), flush_items=flush,
-                                           out_capacity=out_capacity) for i in range(k)]
+                                           out_capacity=out_capacity, unit=(app == "bfs"),
+                                           relaxation=HOPS if app == "bfs" else DISTANCE)
+                       for i in range(k)]
             delta = 40 if app == "sssp" else math.inf
             drive_workers_by_hand(workers, int(np.asarray(p.perm)[source]), delta)
             values = np.concatenate([dev.to_host(w.values()) for w in workers]).astype(np.float64)
@@ -514,9 +518,9 @@ def test_cuda_peer_barrier_timeout_raises_and_the_solver_recovers(app, mode, k, 
     async: the linked workers, whose rings are refilled after the failed run). With three
     devices two give up, each after its own wait."""
     need_gpus(k)
-    import groute.apps.peer_barrier as pb
-    import groute.apps.traversal_linked as tl
-    import groute.apps.traversal_peer as tp
+    import groute.engines.peer_barrier as pb
+    import groute.engines.relax.linked as tl
+    import groute.engines.relax.peer as tp
     from groute.apps.bfs import BFS
     monkeypatch.setattr(pb, "BARRIER_TIMEOUT_S", 0.5)
     g = graph("kron:12") if app == "sssp" else load_graph("kron:12")

@@ -4,11 +4,11 @@ import pytest
 from groute.apps.bfs import BFS
 from groute.apps.cc import CC
 from groute.apps.cc import STATS_KEYS as CC_KEYS
-from groute.apps.common import complete_stats
+from groute.results import complete_stats
 from groute.apps.pr import STATS_KEYS as PR_KEYS
 from groute.apps.pr import PageRank
 from groute.apps.sssp import SSSP
-from groute.apps.traversal import STATS_KEYS as TRAVERSAL_KEYS
+from groute.engines.relax.solver import STATS_KEYS as TRAVERSAL_KEYS
 from groute.graph import load_graph
 from groute.tuning import PageRankTuning
 from support import graph_from

@@ -7,7 +7,7 @@ import pytest
 import groute
 from groute.apps.bfs import BFS, bfs
 from groute.apps.sssp import SSSP, shortest_path, sssp
-from groute.apps.traversal_parents import parents
+from groute.engines.relax.parents import parents
 from groute.cli import main
 from groute.graph import load_graph
 
@@ -166,8 +166,10 @@ def test_errors_name_the_argument():
         with pytest.raises(ValueError, match="no predecessors"):
             solver.run(0).to_predecessors()
     with SSSP(groute_graph(G), backend="cpu", devices=1) as solver:
-        with pytest.raises(ValueError, match="depth_limit is a BFS option"):
+        with pytest.raises(TypeError, match="depth_limit"):      # a BFS option only
             solver.run(0, depth_limit=2)
+        with pytest.raises(ValueError, match="ceiling must be a value >= 0"):
+            solver.run(0, ceiling=-1)
 
 
 def test_cli_sources_depth_limit_predecessors(tmp_path, capsys):
@@ -185,7 +187,7 @@ def test_cli_sources_depth_limit_predecessors(tmp_path, capsys):
 
 
 def groute_graph(G, weight=None):
-    from groute.apps.common import input_graph
+    from groute.solver import input_graph
     return input_graph(G, weight=weight)
 
 

@@ -1,4 +1,4 @@
-"""The host side of BFS/SSSP on the persistent peer kernels (groute.apps.traversal, groute.apps.traversal_peer),
+"""The host side of BFS/SSSP on the persistent peer kernels (groute.engines.relax.solver, groute.engines.relax.peer),
 on CPU virtual devices: the solver builds only the arrays the peer kernels read (no distributed
 worklist, no worklist worker), runs through the PeerTraversal and assembles its values, stats
 and shutdown without a worklist. The kernels themselves need GPUs (tests/test_bfs.py,
@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
-import groute.apps.traversal as traversal
-import groute.apps.traversal_cpu as traversal_cpu
-import groute.apps.traversal_cuda as traversal_cuda
-import groute.apps.traversal_peer as traversal_peer
+import groute.engines.relax.solver as traversal
+import groute.engines.relax.cpu_worker as traversal_cpu
+import groute.engines.relax.cuda_worker as traversal_cuda
+import groute.engines.relax.peer as traversal_peer
 from groute.apps.bfs import BFS
 from groute.apps.sssp import SSSP
-from groute.apps.traversal_cuda import CUDATraversalArrays
-from groute.apps.traversal_peer import arrays_needed
+from groute.engines.relax.cuda_worker import CUDATraversalArrays
+from groute.engines.relax.peer import arrays_needed
 from groute import Context
 from groute.graph import CSRGraph, load_graph, reference
 from groute.tuning import TraversalTuning
@@ -29,7 +29,7 @@ class FakePeer:
     changes (Bellman-Ford on the host) and writes the values into the arrays' ``dist``."""
 
     def __init__(self, ctx, arrays, offsets, *, num_vertices, num_arcs, symmetric, app="bfs",
-                 kind="int", weighted=False, delta=math.inf, tuning=None):
+                 relaxation=None, kind="int", weighted=False, delta=math.inf, tuning=None):
         assert kind == "int"
         assert isinstance(tuning, TraversalTuning)      # the solver's, passed on
         self.arrays, self.offsets = list(arrays), np.asarray(offsets)
@@ -74,7 +74,7 @@ def peer_path(monkeypatch):
     a worklist or a worklist worker fails the test."""
     def refuse(*args, **kwargs):
         raise AssertionError("the peer path built part of the worklist path")
-    monkeypatch.setattr(traversal.TraversalSolver, "_use_peer", lambda self, exchange: True)
+    monkeypatch.setattr(traversal.RelaxSolver, "_use_peer", lambda self, exchange: True)
     monkeypatch.setattr(traversal_peer, "PeerTraversal", FakePeer)
     monkeypatch.setattr(traversal, "DistributedWorklist", refuse)
     monkeypatch.setattr(traversal_cpu, "CPUTraversalWorker", refuse)
@@ -93,7 +93,7 @@ def test_peer_path_builds_only_the_kernels_arrays(peer_path, app, k):
     solver = cls(g, backend="cpu", devices=k, partition="random", mode="bsp", timeout=10)
     try:
         assert solver.worklist is None and solver.peer is FakePeer.last
-        need = arrays_needed(app)
+        need = arrays_needed(app == "bfs")
         for a, lo, hi in zip(solver.workers, solver.part.offsets[:-1], solver.part.offsets[1:]):
             assert type(a) is CUDATraversalArrays
             assert len(a.near) == need["queues"] and a.near[0].size == max(hi - lo, 1)
@@ -130,5 +130,5 @@ def test_traversal_arrays_on_a_device():
         assert not a.has_big
         a.dist[:] = np.array([0.0, 0.5, 2.0], np.float32).view(np.int32)
         np.testing.assert_array_equal(a.values(), [0.0, 0.5, 2.0])
-    with pytest.raises(ValueError, match="runs bfs or sssp"):
+    with pytest.raises(ValueError, match="takes unit"):
         arrays_needed("pr")

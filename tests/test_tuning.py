@@ -89,8 +89,8 @@ def test_worklist_knobs_are_tuning_not_algorithm_options():
     TraversalTuning's bound on the peer kernels' rounds."""
     import inspect
     from groute.apps.bfs import BFS
-    from groute.apps.traversal import TraversalSolver
-    options = set(inspect.signature(TraversalSolver.__init__).parameters) - {"self", "graph"}
+    from groute.engines.relax.solver import RelaxSolver
+    options = set(inspect.signature(RelaxSolver.__init__).parameters) - {"self", "graph"}
     assert not options & {"routing", "max_rounds", "packet_size", "flush_items"}
     assert len(options) <= 12
     g = graph_from(4, [(0, 1), (1, 2), (2, 3)], directed=False)

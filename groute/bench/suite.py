@@ -52,7 +52,7 @@ NOT_RUN = (SKIP, NA)
 
 def mode_label(case: dict, none: str = "-") -> str:
     """A case's mode as tables print it: "(peer)" added where BFS or SSSP ran in one persistent
-    kernel per GPU (:mod:`groute.apps.traversal_peer`); ``none`` for an app without modes."""
+    kernel per GPU (:mod:`groute.engines.relax.peer`); ``none`` for an app without modes."""
     mode = case.get("mode") or none
     if (case.get("stats") or {}).get("exchange") == "peer":
         mode += " (peer)"

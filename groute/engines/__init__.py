@@ -12,12 +12,20 @@ runs it is :data:`LOOP_RULE` (``fused.py``: one persistent launch on one CUDA de
 operator calls), reported in ``stats["loop"]``.
 
 ``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`).
+
+The relaxation engines (:mod:`groute.engines.relax`) are a family of their own: an algorithm
+that is a monotone min-relaxation (BFS, SSSP) gives a :class:`Relaxation` (what an arc offers,
+in CUDA and NumPy) to a :class:`RelaxSolver`, which runs it on fused per-device workers, the
+persistent peer kernels or the linked workers; :func:`value_add` and :func:`value_inf` are the
+value arithmetic of its NumPy side. The ``auto`` rules every solver decides by are
+:mod:`groute.engines.rules`.
 """
 from __future__ import annotations
 
 from .base import Engine, EngineSolver
 from .bsp import BSPEngine
 from .fused import LOOP_RULE, loop_rule_help
+from .relax import Relaxation, RelaxSolver, value_add, value_inf
 
 #: name -> engine class
 ENGINES = {"bsp": BSPEngine}
@@ -35,4 +43,4 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
 
 
 __all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine", "LOOP_RULE",
-           "loop_rule_help"]
+           "loop_rule_help", "Relaxation", "RelaxSolver", "value_add", "value_inf"]

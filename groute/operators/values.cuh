@@ -9,7 +9,7 @@
 #ifndef VALUE_FLOAT
 #define VALUE_FLOAT 0
 #endif
-#ifndef WEIGHTS          // 0: none (+1 per arc), 1: int32 weights, 2: float32 weights
+#ifndef WEIGHTS          // 0: none, 1: int32 weights, 2: float32 weights
 #define WEIGHTS 0
 #endif
 
@@ -33,15 +33,6 @@ __device__ __forceinline__ int value_add(int d, weight_t w) {
 #else
     long long s = (long long)d + (long long)w;
     return s >= (long long)INT_INF ? INT_INF - 1 : (int)s;   // saturate below "unreached"
-#endif
-}
-
-// The value offered along arc e from a vertex of value d: d + the arc's weight (+1 unweighted).
-__device__ __forceinline__ int arc_value(int d, const weight_t* weights, long long e) {
-#if WEIGHTS == 0
-    return value_add(d, 1);
-#else
-    return value_add(d, weights[e]);
 #endif
 }
 

@@ -1,6 +1,6 @@
 """Distributed worklists: asynchronous data-driven work across the devices of a Context.
 
-How an app plugs in (BFS and SSSP in ``apps/traversal.py`` are the worked example):
+How an app plugs in (BFS and SSSP in ``groute/engines/relax/solver.py`` are the worked example):
 
 1. Partition the problem so each device owns a contiguous range of vertices
    (``groute.graph.partition_graph``); remote work is an item sent to the owner.
@@ -14,7 +14,7 @@ How an app plugs in (BFS and SSSP in ``apps/traversal.py`` are the worked exampl
    counters (rounds, items sent per link, forwarded items, bytes moved, threshold advances).
    The workers keep their own counters (items processed, deferrals) for the app to report.
    Steps of the app's own between BSP levels go in a level hook (:mod:`.levels`; BFS's pull
-   levels in ``apps/traversal_pull.py`` are the example).
+   levels in ``groute/engines/relax/pull.py`` are the example).
 
 The run ends exactly when no device holds work and no item is in transit (counted, see
 :mod:`groute.worklist.counter`); every wait is bounded by the context's timeout, and a failure on

@@ -1,7 +1,7 @@
-// The fused traversal worker on several GPUs with device-initiated links: BFS / SSSP rounds run
+// The fused relaxation worker on several GPUs with device-initiated links: BFS / SSSP rounds run
 // asynchronously on every GPU, in one launch per GPU, and the host is out of the loop.
 //
-// Each GPU runs the rounds of traversal.cu (expand the near queue into the next, soft priority
+// Each GPU runs the rounds of fused.cu (expand the near queue into the next, soft priority
 // with its own threshold, a grid barrier per round), but an offer to a vertex another GPU owns
 // is written straight into that owner's memory: a ring of items per (sender, owner) pair that
 // lives with the owner (Groute's Link, packetised per round and pushed by the device). No GPU
@@ -37,7 +37,7 @@
 //   queued work, no far items and an empty inbox range reads W; at 0 nothing is queued or in
 //   flight anywhere, and it stops after the round. An idle GPU that sees W > 0 for longer than
 //   the barrier timeout (a peer stopped) gives up and tells the others: the host raises.
-#include "traversal.cuh"
+#include "fused.cuh"
 
 #define LINK_MAX 8
 
@@ -103,7 +103,7 @@ __device__ __forceinline__ bool linked_send(const Links& lk, int r, int j, int v
 
 #undef LINKED
 #define LINKED 1
-#include "traversal.cu"
+#include "fused.cu"
 
 // What the bookkeeper keeps between rounds (registers of one thread).
 struct Keeper {

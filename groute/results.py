@@ -1,23 +1,15 @@
-"""What every graph app shares: its result type, timing, the solver base and the inputs.
+"""What every graph app returns: :class:`AppResult`, and the stats key sets apps document.
 
-Each app is a *solver* class that partitions and uploads the graph once (``__init__``) and can
-then ``run`` many times (so benchmarks time the algorithm, not the setup), plus a one-shot
-function (``bfs(graph, source, ...)``) that builds a solver, runs it once and shuts down.
-
-Vertex ids: the one-shot functions take any graph input :func:`input_graph` takes, and their
-``source`` is one of the graph's own ids (a file's ids, NetworkX labels; :mod:`groute.graph.ids`).
-Solvers work on positions, the graph's internal 0..n-1 order (``graph.vertex_of(id)`` maps an id
-to one). Every result's arrays are indexed by position and carry the ids
-(:attr:`AppResult.ids`); :meth:`AppResult.to_dict` answers in ids throughout.
+Solvers (:mod:`groute.solver`) work on positions, the graph's internal 0..n-1 order
+(``graph.vertex_of(id)`` maps an id to one). Every result's arrays are indexed by position and
+carry the ids (:attr:`AppResult.ids`); :meth:`AppResult.to_dict` answers in ids throughout.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from groute.context import ensure_context
 from groute.graph.ids import VertexIds
 
 
@@ -87,7 +79,6 @@ class AppResult:
         """The ids on a shortest path from a source to ``target`` (one of the graph's ids),
         source first. ``networkx.NetworkXNoPath`` (a ValueError without NetworkX) when the run
         did not reach ``target``."""
-        from .traversal_parents import path
         parent = self._parents()
         if self.vertex_ids is None:
             t = int(target)
@@ -143,113 +134,13 @@ def complete_stats(keys, stats: dict) -> dict:
     return {key: stats.get(key) for key in keys}
 
 
-class DeviceTimer:
-    """Wall-clock time of work on all devices of a context: synchronise, start, ..., synchronise.
-
-    On one CUDA device uses CUDA events on its compute stream (no host sync inside the timed
-    region); otherwise a host clock between full synchronisations.
-    """
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self._events = None
-        self._t0 = None
-
-    def __enter__(self):
-        devs = self.ctx.devices
-        if len(devs) == 1 and devs[0].backend == "cuda":
-            import cupy
-            with devs[0].use():
-                start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record(devs[0].compute_stream.raw)
-            self._events = (start, stop)
-        else:
-            self.ctx.synchronize()
-            self._t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc):
-        if exc[0] is not None:
-            return False
-        if self._events is not None:
-            import cupy
-            start, stop = self._events
-            dev = self.ctx.devices[0]
-            with dev.use():
-                stop.record(dev.compute_stream.raw)
-                stop.synchronize()
-            self.seconds = cupy.cuda.get_elapsed_time(start, stop) / 1e3
-        else:
-            self.ctx.synchronize()
-            self.seconds = time.perf_counter() - self._t0
-        return False
-
-
-class Solver:
-    """Base of the app solvers: the context (borrowed, or created and owned), and shutdown.
-
-    Subclasses call :meth:`_open_context` in ``__init__`` and override :meth:`_release` to free
-    what else they hold (worklists, links); ``close`` and ``with`` then do the right thing.
-    """
-
-    ctx = None
-    _owns_ctx = False
-
-    def _open_context(self, ctx=None, *, devices=None, backend="auto", timeout=None,
-                      max_devices=None):
-        """``max_devices``: at most this many by default (the graph's vertex count)."""
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
-                                                  timeout=timeout, max_devices=max_devices)
-        return self.ctx
-
-    def _check_memory(self, estimate, graph, *, weighted=False) -> None:
-        """Raise :class:`~groute.apps.memory.GraphTooLarge` before anything is uploaded when
-        ``estimate`` (a :mod:`groute.apps.memory` function) says ``graph`` will not fit the
-        context's devices."""
-        from groute.apps.memory import check_fits
-        need = estimate(int(graph.num_vertices), int(graph.num_edges), weighted=weighted,
-                        directed=bool(graph.directed), devices=len(self.ctx.devices))
-        check_fits(self.ctx.devices, need, f"{type(self).__name__} on {graph.name or 'the graph'} "
-                                           f"({int(graph.num_vertices):,} vertices, "
-                                           f"{int(graph.num_edges):,} arcs)")
-
-    def _result(self, values, time_s, stats, **facts) -> AppResult:
-        """An :class:`AppResult` carrying the ids of the solver's ``graph``."""
-        return AppResult(values, time_s, stats,
-                         vertex_ids=getattr(self.graph, "vertex_ids", None), **facts)
-
-    def _release(self) -> None:
-        """Free resources other than the context (default: none)."""
-
-    def close(self) -> None:
-        """Release the solver; shut its context down if it created it. Idempotent."""
-        self._release()
-        if self._owns_ctx and self.ctx is not None:
-            self.ctx.shutdown()
-        self._owns_ctx = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def input_graph(graph, *, weight=None, num_vertices=None):
-    """The graph a one-shot app function runs on, from anything
-    :func:`~groute.graph.load_graph` takes: a path or spec, a CSRGraph, a NetworkX graph (its
-    ``weight`` edge attribute as weights), a scipy sparse matrix, or ``(src, dst[, weights])``
-    arrays with an optional ``num_vertices``."""
-    from groute.graph import load_graph
-    return load_graph(graph, weight=weight, num_vertices=num_vertices)
-
-
-def source_position(graph, source, what: str = "source") -> int:
-    """The position of the caller's ``source``, one of the graph's own ids; ValueError naming
-    it (as ``what``) when it is not a vertex."""
-    if isinstance(source, (list, np.ndarray)):
-        raise TypeError(f"{what} must be one vertex id, got {type(source).__name__}")
-    try:
-        return graph.vertex_of(source, what)
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
+def path(parent, target: int) -> list[int]:
+    """The positions from a source to ``target`` along ``parent`` (a host array of parent
+    positions, -1 at the sources), source first; ``[target]`` for a source. The caller checks
+    that ``target`` was reached."""
+    steps = [int(target)]
+    while parent[steps[-1]] >= 0:
+        steps.append(int(parent[steps[-1]]))
+        if len(steps) > parent.shape[0]:
+            raise RuntimeError("the parents form a cycle; they are not from a finished run")
+    return steps[::-1]

@@ -1,7 +1,10 @@
-// What the traversal kernels (BFS and SSSP: traversal.cu, traversal_linked.cu, traversal_peer.cu)
-// share beyond the operator headers: the control block and counters the host reads back.
+// What the relaxation kernels (fused.cu, linked.cu, peer.cu) share beyond the operator headers:
+// the relaxation's arc_value (relaxation.cuh, generated per relaxation by relaxation.py, on the
+// include path the engine gives), the control block and counters the host reads back.
+// UNIT_STEP: every arc adds exactly one (BFS), which allows pull levels and the unique queue.
 #pragma once
 #include "values.cuh"
+#include "relaxation.cuh"
 #include "appends.cuh"
 #include "frontier.cuh"
 #include "advance.cuh"
@@ -11,6 +14,9 @@
 
 #ifndef BLOCK
 #define BLOCK 256
+#endif
+#ifndef UNIT_STEP
+#define UNIT_STEP 0
 #endif
 
 // The control block: counts and flags in device memory, read back by the host after a launch.

@@ -1,6 +1,6 @@
 // BFS and SSSP on several GPUs in one persistent launch per device: the devices exchange through
 // each other's memory (NVLink peer access) and meet at a cross-device barrier, so the host
-// launches once per run instead of steering every level (see traversal_peer.py). Both kernels
+// launches once per run instead of steering every level (see peer.py). Both kernels
 // share their per-thread state (PeerThread), the barrier, the global sums, the push expansion
 // (expand_push, on the advance operator: groute/operators/advance.cuh) and the exit protocol
 // (finish).
@@ -55,7 +55,7 @@
 // at system scope with an arrival on device 0's counter, polls it with acquire loads and then
 // opens a second grid barrier, which passes the acquired writes on to the other blocks. A poll
 // that waits longer than the timeout sets ABORT, the device stops, and the host raises.
-#include "traversal.cuh"
+#include "fused.cuh"
 
 #define MAX_DEVICES 8
 // Per level, thread 0 of block 0 stamps the global timer (ns): BFS when the level starts, when
@@ -81,7 +81,7 @@ enum PeerCtl {
 // min, not a sum)
 enum Sum { SVERTS = 0, SARCS = 1, SIMPROVED = 1, SFAR = 2, SMIN = 3, NSUM = 4 };
 #define NO_MIN 0xffffffffffffffffull
-// local 64-bit counters: the traversal.cuh Counter slots the host reads (PROCESSED, EDGES,
+// local 64-bit counters: the fused.cuh Counter slots the host reads (PROCESSED, EDGES,
 // DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS) plus these
 enum PeerCounter { BIGRES = 12,   // 3 slots (level % 3): (big vertices << 40) | chunks
                    LSUM = 15,     // 3 x NSUM (level % 3): this device's share of the sums

@@ -1,18 +1,21 @@
-"""BFS and SSSP on CUDA devices in one persistent launch per device (``exchange="peer"``).
+"""Relaxations (BFS, SSSP, any :class:`~.relaxation.Relaxation`) on CUDA devices in one
+persistent launch per device (``exchange="peer"``).
 
 The host-driven BSP loop (:class:`~groute.worklist.DistributedWorklist`) pays a few host
 round trips per level on every device, and the GIL serialises the device threads: on big graphs
 the host's time per level outweighs the kernels' (docs/TRAVERSAL.md). Here the
-host launches ``traversal_peer.cu`` once per device and waits: the kernels offer remote
+host launches ``peer.cu`` once per device and waits: a unit relaxation runs ``peer_bfs``, any
+other ``peer_sssp`` (both kernels are named for their first relaxation; the relaxation's
+``arc_value`` is the generated header's). The kernels offer remote
 vertices to their owners by reductions in the owners' memory over NVLink (BFS: a bit in the
 owner's inbox; SSSP: a min on the owner's distance and a bit in its inbox), BFS shares frontier
 bitmaps by peer stores for pull levels, and the devices meet at a cross-device barrier in device
 0's memory (DESIGN.md: "let kernels push remote work straight into a peer's receive queue").
 Needs peer access with native atomics between every pair of devices (NVLink);
-:func:`groute.apps.peer_barrier.unavailable` says why it cannot run elsewhere.
+:func:`groute.engines.peer_barrier.unavailable` says why it cannot run elsewhere.
 
 The per-device rows, weights, values and queues (SSSP: and ``sent_best``) are a
-:class:`groute.apps.traversal_cuda.CUDATraversalArrays` the solver builds as :func:`arrays_needed`
+:class:`groute.engines.relax.cuda_worker.CUDATraversalArrays` the solver builds as :func:`arrays_needed`
 says (no worklist, no worker: their queues and outboxes would go unused); this module adds the
 bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a small control
 block per device and the global block on device 0.
@@ -20,7 +23,7 @@ block per device and the global block on device 0.
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (the bound on rounds),
 ``trace`` (per-level timestamps in ``stats["level_trace_us"]``) and ``peer_blocks`` (the most
 blocks per device; default every resident block); a device waits at a cross-device barrier for
-:data:`groute.apps.peer_barrier.BARRIER_TIMEOUT_S` before the run raises.
+:data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` before the run raises.
 """
 from __future__ import annotations
 
@@ -30,42 +33,45 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.apps import peer_barrier
-from groute.apps.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
+from groute.engines import peer_barrier
+from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.tuning import TraversalTuning
 
 log = logging.getLogger(__name__)
 
-KERNEL = Path(__file__).with_name("traversal_peer.cu")
+KERNEL = Path(__file__).with_name("peer.cu")
 BLOCK = 256
-#: traversal_peer.cu: PeerCtl, PeerCounter, Global
+#: peer.cu: PeerCtl, PeerCounter, Global
 PABORT, PLEVELS, PADVANCES, PCROSS, CTL_SIZE = 4, 5, 6, 12, 16
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
 TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
 GLOBAL_SIZE = 16
-APPS = ("bfs", "sssp")
 TRACE_LEVELS = 64
 
 
-def arrays_needed(app: str) -> dict:
-    """The :class:`~groute.apps.traversal_cuda.CUDATraversalArrays` options ``app``'s kernel needs:
-    BFS alternates two frontier queues and remembers its offers in its own ``sent`` bitmap;
-    SSSP rebuilds one queue every round and keeps ``sent_best`` (read with several devices)."""
-    if app not in APPS:
-        raise ValueError(f"the peer traversal runs {' or '.join(APPS)}, not {app!r}")
-    return {"queues": 2, "sent_best": False} if app == "bfs" else {"queues": 1, "sent_best": True}
+def arrays_needed(unit: bool) -> dict:
+    """The :class:`~groute.engines.relax.cuda_worker.CUDATraversalArrays` options the kernel of
+    a ``unit`` relaxation (``peer_bfs``) or another (``peer_sssp``) needs: the first alternates
+    two frontier queues and remembers its offers in its own ``sent`` bitmap; the second
+    rebuilds one queue every round and keeps ``sent_best`` (read with several devices)."""
+    if not isinstance(unit, bool):
+        raise ValueError(f"arrays_needed takes unit, whether every arc adds one (a bool), "
+                         f"got {unit!r}")
+    return {"queues": 2, "sent_best": False} if unit else {"queues": 1, "sent_best": True}
 
 
 class PeerTraversal:
     """One run = one cooperative launch of ``peer_bfs`` or ``peer_sssp`` per device; see the
     module docstring.
 
-    ``arrays``: per device, the :class:`~groute.apps.traversal_cuda.CUDATraversalArrays` that
+    ``arrays``: per device, the :class:`~groute.engines.relax.cuda_worker.CUDATraversalArrays` that
     :func:`arrays_needed` asks for (shared, not copied: values land in their ``dist``);
     ``offsets``: the partition's vertex ranges; ``num_arcs``: out-arcs of the whole graph;
-    ``symmetric``: BFS pull levels are allowed (in-arcs = out-arcs); ``app``: "bfs" or
-    "sssp"; SSSP: ``kind`` ("int" or "float" values), ``weighted`` (else weight 1 per arc),
+    ``symmetric``: BFS pull levels are allowed (in-arcs = out-arcs); ``app``: the name in
+    messages; ``relaxation``: what runs (a unit one on ``peer_bfs``, any other on
+    ``peer_sssp``); the latter: ``kind`` ("int" or "float" values), ``weighted`` (else weight 1
+    per arc),
     ``delta`` (soft-priority step in value units, also the first threshold; ``math.inf``:
     priority off, Bellman-Ford rounds); ``tuning``: a :class:`~groute.tuning.TraversalTuning`
     (None: from the environment), whose ``trace`` times each level's phases on the GPU
@@ -74,22 +80,23 @@ class PeerTraversal:
     """
 
     def __init__(self, ctx, arrays, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
-                 app: str = "bfs", kind: str = "int", weighted: bool = False,
+                 app: str, relaxation, kind: str = "int", weighted: bool = False,
                  delta: float = math.inf, tuning: TraversalTuning | None = None):
-        if app not in APPS:
-            raise ValueError(f"the peer traversal runs {' or '.join(APPS)}, not {app!r}")
-        if app == "bfs" and (weighted or kind != "int"):
-            raise ValueError("peer BFS counts hops: no weights, int values")
+        self.unit = bool(relaxation.unit)
+        if self.unit and (weighted or kind != "int"):
+            raise ValueError(f"peer {app}: a unit relaxation counts hops: no weights, int values")
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
         import cupy
-        from .traversal_cuda import _bits, traversal_options
+        from .cuda_worker import _bits, traversal_options
         self.app, self.kind = app, kind
+        self.kernel = "peer_bfs" if self.unit else "peer_sssp"
+        self.include = (relaxation.include_dir,)
         # SSSP's first threshold is delta (the source has value 0); inf bits: no priority
         self.delta_bits = _bits(delta, kind)
         tuning = tuning if tuning is not None else TraversalTuning.from_environment()
         self.max_rounds = int(tuning.max_rounds)
-        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted))
+        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, self.unit))
         self.ctx = ctx
         self.devices = list(ctx.devices)
         self.arrays = list(arrays)
@@ -103,11 +110,12 @@ class PeerTraversal:
         trace = tuning.trace
         self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
         self.rep, self.sent, self.inbox, self.active, self.trace = [], [], [], [], []
-        sssp = app == "sssp"
+        sssp = not self.unit
         for i, dev in enumerate(self.devices):
             with dev.use():
-                module = load_module(KERNEL, options=self.options, cooperative=True)
-                fn = module.get_function(f"peer_{app}")
+                module = load_module(KERNEL, options=self.options, cooperative=True,
+                                     include=self.include)
+                fn = module.get_function(self.kernel)
                 self.fns.append(fn)
                 # counters and control block in one buffer: one read-back per run
                 state = cupy.zeros(COUNTERS + CTL_SIZE // 2, np.uint64)
@@ -138,13 +146,15 @@ class PeerTraversal:
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
             with dev.use():
                 if i == 0:      # one compiler, one layout: checked once (the module is cached)
-                    layout = load_module(KERNEL, options=self.options, cooperative=True)
+                    layout = load_module(KERNEL, options=self.options, cooperative=True,
+                                         include=self.include)
                     check_struct_layout(layout.get_function("peer_args_layout"), rec,
-                                        ("off", "peer_ctl", "peer_dist"), "traversal_peer.cu PeerArgs")
+                                        ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
                 self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         self.counters_host = [{} for _ in self.devices]
         self.seed_arrays = [None] * self.k
-        log.info("peer %s on %d devices, grids %s x %d", app, self.k, self.blocks, BLOCK)
+        log.info("peer %s (%s) on %d devices, grids %s x %d", app, self.kernel, self.k,
+                 self.blocks, BLOCK)
 
     # ------------------------------------------------------------------ setup
     def _pack(self, i, offsets, rep_base, num_arcs, symmetric):
@@ -183,13 +193,14 @@ class PeerTraversal:
     # ------------------------------------------------------------------ running
     def run(self, sources_new, max_level: int | None = None) -> dict:
         """Traverse from ``sources_new`` (renumbered ids: one, or several distinct ones, each
-        at value 0); values land in the arrays' ``dist``. ``max_level`` (BFS): the frontier of
-        that level is not expanded (None: no limit).
+        at value 0); values land in the arrays' ``dist``. ``max_level`` (a unit relaxation's
+        ceiling): the frontier of that level is not expanded (None: no limit).
 
         One launch per device (each kernel resets its own state first), then one read-back
         of each device's counters; nothing else runs on the host in between."""
-        if max_level is not None and self.app != "bfs":
-            raise ValueError(f"max_level is a BFS option (the peer kernel runs {self.app})")
+        if max_level is not None and not self.unit:
+            raise ValueError(f"peer {self.app}: a ceiling needs a unit relaxation on the peer "
+                             f"kernel ({self.kernel} has none); use exchange='host'")
         seeds = self._seeds(np.atleast_1d(np.asarray(sources_new, dtype=np.int64)))
         level = np.iinfo(np.int32).max if max_level is None else int(max_level)
         timeout_ns = peer_barrier.timeout_ns()      # read per run, as PageRank does
@@ -228,8 +239,8 @@ class PeerTraversal:
                # BFS: an offer is one bit set by a 4-byte reduction in the owner's inbox, a
                # bitmap word is 4 bytes stored into each peer's copy; SSSP: an offer is two
                # 4-byte reductions (min on the distance, or of the inbox bit)
-               "bytes_moved": (8 if self.app == "sssp" else 4) * sum(offers) + 4 * sum(words),
-               "threshold_advances": int(ctl[0][PADVANCES]) if self.app == "sssp" else 0,
+               "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words),
+               "threshold_advances": 0 if self.unit else int(ctl[0][PADVANCES]),
                "pull_levels": int(self.counters_host[0]["pull_rounds"]),
                "bsp_levels": max(levels), "exchange": "peer", "items_received": received}
         if self.trace[0] is not None:
@@ -263,9 +274,9 @@ class PeerTraversal:
         ptr = np.uint64(self.seed_arrays[i].data.ptr if seeds.size else 0)
         count = np.int32(seeds.size)
         args = (self.args[i], ptr, count, np.uint64(self.barrier.base), np.int64(timeout_ns))
-        if self.app == "sssp":
-            args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
-        else:
+        if self.unit:
             args += (np.int32(max_level),)
+        else:
+            args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, device=dev,
-                                         kernel=f"peer_{self.app}")
+                                         kernel=self.kernel)

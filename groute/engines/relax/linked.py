@@ -1,18 +1,19 @@
-"""Asynchronous BFS and SSSP on several CUDA devices through device-initiated links
+"""Asynchronous relaxations (BFS, SSSP, any :class:`~.relaxation.Relaxation`) on several CUDA
+devices through device-initiated links
 (``mode="async"``, ``exchange="peer"``): one launch per device for the whole run.
 
 On several devices the host-driven worklist returns to the host whenever a round produced items
 for another device, so a road-like graph (thousands of levels) pays thousands of host round
-trips, and the level-synchronous peer kernel (:mod:`groute.apps.traversal_peer`) pays a cross-device
+trips, and the level-synchronous peer kernel (:mod:`groute.engines.relax.peer`) pays a cross-device
 barrier or three per level (docs/TRAVERSAL.md). Here every device runs the fused worker's
-rounds (``traversal.cu``) in one cooperative launch of ``traverse_linked``
-(``traversal_linked.cu``) and never waits for another:
+rounds (``fused.cu``) in one cooperative launch of ``traverse_linked``
+(``linked.cu``) and never waits for another:
 offers to vertices a peer owns are stored straight into a ring in the owner's memory, one per
 (sender, owner) pair, and published once per round by a counter; the owner applies them in its
 next round. A single work counter in device 0's memory (queued items plus items in flight)
 tells every device when the traversal is over. The file's header has the protocol.
 
-The per-device state is the worklist path's :class:`~groute.apps.traversal_cuda.CUDATraversalWorker`
+The per-device state is the worklist path's :class:`~groute.engines.relax.cuda_worker.CUDATraversalWorker`
 (rows, values, near and far queues, control block; its outboxes are left at one slot each,
 unused); this module adds per device its inbox rings (``capacity`` items per sender: the
 largest part's vertex count, at least 2^16 and at most 2^22, rounded up to a power of two; a
@@ -23,7 +24,7 @@ next round.
 
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (rounds per device before the
 run raises) and ``linked_blocks`` (blocks per device; default the fused worker's narrow grid);
-an idle device waits for the others for :data:`groute.apps.peer_barrier.BARRIER_TIMEOUT_S` (shared
+an idle device waits for the others for :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` (shared
 with the peer kernels) before the run raises.
 """
 from __future__ import annotations
@@ -34,17 +35,17 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.apps import peer_barrier
-from groute.apps.peer_barrier import CrossDeviceBarrier, launch_resident
+from groute.engines import peer_barrier
+from groute.engines.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
-from .traversal_cuda import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
+from .cuda_worker import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
                              traversal_options)
 
 log = logging.getLogger(__name__)
 
-KERNEL = Path(__file__).with_name("traversal_linked.cu")
-#: traversal_linked.cu: LINK_MAX, LinkU64, LinkInt
+KERNEL = Path(__file__).with_name("linked.cu")
+#: linked.cu: LINK_MAX, LinkU64, LinkInt
 LINK_MAX = 8
 L_SENT, L_FULL, L_RECEIVED, L_IDLE, L_PUBLISHED, L_LIM, L_U64 = 99, 100, 101, 102, 103, 104, 128
 L_STOP, L_ABORT, L_CROSS, L_INT = 24, 27, 28, 32
@@ -56,16 +57,18 @@ MIN_CAPACITY, MAX_CAPACITY = 1 << 16, 1 << 22
 
 class LinkedTraversal:
     """One run = one cooperative launch of ``traverse_linked`` per device; see the module
-    docstring. ``workers``: per device, a :class:`~groute.apps.traversal_cuda.CUDATraversalWorker`
-    (shared: values land in its ``dist``); ``offsets``: the partition's vertex ranges;
+    docstring. ``app``: the name in messages; ``relaxation``: what runs (its header is compiled
+    in); ``unit``: every arc adds one on this graph. ``workers``: per device, a
+    :class:`~groute.engines.relax.cuda_worker.CUDATraversalWorker` (shared: values land in its
+    ``dist``); ``offsets``: the partition's vertex ranges;
     ``delta``: soft-priority step (also the first threshold), ``math.inf`` for none; each
     device moves its own threshold when its near work runs out. A ring holds the largest
     part's vertex count of items per (sender, owner) pair, within MIN_CAPACITY..MAX_CAPACITY,
     rounded up to a power of two. The workers' :class:`~groute.tuning.TraversalTuning` also
     tunes this kernel (``max_rounds``, ``linked_blocks``)."""
 
-    def __init__(self, ctx, workers, offsets, *, app: str, kind: str, weighted: bool,
-                 delta: float = math.inf):
+    def __init__(self, ctx, workers, offsets, *, app: str, relaxation, unit: bool, kind: str,
+                 weighted: bool, delta: float = math.inf):
         import cupy
         self.app, self.kind = app, kind
         self.devices = list(ctx.devices)
@@ -82,7 +85,9 @@ class LinkedTraversal:
         self.delta = delta                          # also the first threshold: the source has 0
         self.delta_bits = _bits(delta, kind)
         self.max_rounds = int(tuning.max_rounds)
-        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted), "-DBATCH=1")
+        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, unit),
+                        "-DBATCH=1")
+        self.include = (relaxation.include_dir,)
         self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
         # per device: its link words (lu, li) as views of one buffer, read back with the
         # worker's counters into pinned memory once per run
@@ -90,8 +95,8 @@ class LinkedTraversal:
         cap_blocks = tuning.linked_blocks
         for w, dev in zip(self.workers, self.devices):
             with dev.use():
-                fn = load_module(KERNEL, options=self.options, cooperative=True).get_function(
-                    "traverse_linked")
+                fn = load_module(KERNEL, options=self.options, cooperative=True,
+                                 include=self.include).get_function("traverse_linked")
                 self.fns.append(fn)
                 sms = int(dev.properties()["multiprocessors"])
                 resident = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
@@ -112,9 +117,10 @@ class LinkedTraversal:
             rec = self._pack(i)
             with dev.use():
                 if i == 0:
-                    module = load_module(KERNEL, options=self.options, cooperative=True)
+                    module = load_module(KERNEL, options=self.options, cooperative=True,
+                                         include=self.include)
                     check_struct_layout(module.get_function("links_layout"), rec,
-                                        ("ring_in", "cap", "k"), "traversal_linked.cu Links")
+                                        ("ring_in", "cap", "k"), "linked.cu Links")
                 self.links.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         for dev in self.devices:            # every buffer in place before any launch
             with dev.use():
@@ -148,7 +154,7 @@ class LinkedTraversal:
         """Device ``i``'s state for a run from ``sources`` (renumbered ids) under ``ceiling``
         (BFS's depth limit, or None), on its compute stream (so before its launch; peers touch
         it only after the start barrier): the worker's
-        (:meth:`~groute.apps.traversal_cuda.CUDATraversalWorker.reset_state`), then the links'."""
+        (:meth:`~groute.engines.relax.cuda_worker.CUDATraversalWorker.reset_state`), then the links'."""
         w = self.workers[i]
         w.set_source(sources, ceiling)
         w.reset_state(self.delta)
@@ -176,7 +182,7 @@ class LinkedTraversal:
             lambda i, dev: dev.compute_stream.submit(self._launch, i, sources_new, ceiling,
                                                      timeout_ns))
         for i in launched:
-            def read(i=i):      # one stream synchronisation (the second copy's), as traversal_peer
+            def read(i=i):      # one stream synchronisation (the second copy's), as peer.py
                 self.state[i].get(out=self.state_host[i], blocking=False)
                 self.workers[i].counters_dev.get(out=self.counters_pinned[i])
             self.devices[i].compute_stream.submit(read)

@@ -1,8 +1,8 @@
-"""The CPU (NumPy) worker of the traversal apps: BFS and SSSP on one virtual device.
+"""The CPU (NumPy) worker of the relaxation engines: any relaxation on one virtual device.
 
 Label-correcting push traversal over the vertices this device owns (new ids ``[lo, hi)``):
-a round expands every vertex of the near queue, relaxes its out-arcs (value + weight, or + 1
-for BFS), keeps the best candidate per target, and for local targets that improved updates
+a round expands every vertex of the near queue, relaxes its out-arcs (the value each offers:
+the relaxation's ``numpy``; BFS adds one, SSSP the weight), keeps the best candidate per target, and for local targets that improved updates
 the state and enqueues them (near if below the threshold, deferred otherwise); candidates for
 remote targets become items in the owner's outbox, unless this device already sent that
 vertex a value at least as good (``sent_best``: vertex refinement). Each round is a handful of
@@ -18,8 +18,7 @@ from groute.operators.cpu_ops import arc_count, arcs_of, pull_hits
 from groute.worklist import (LocalWork, StreamWorker, WorkQueue, infinity, next_threshold, pack,
                              unpack)
 
-from .traversal_pull import PullSteps
-from .traversal_values import INT_SATURATED
+from .pull import PullSteps
 
 
 def _min_per_target(targets, values):
@@ -41,10 +40,12 @@ def _below(values, threshold):
 
 
 class CPUTraversalWorker(PullSteps, StreamWorker):
-    """One device's share of a BFS/SSSP run (see the module docstring)."""
+    """One device's share of a relaxation run (see the module docstring): ``relaxation`` (its
+    ``numpy`` gives the values the arcs offer), ``unit`` (every arc adds one on this graph:
+    pull levels)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 symmetric=False, flush_items=1 << 16):
+                 relaxation, unit, symmetric=False, flush_items=1 << 16):
         self.device = device
         self.lo, self.hi = int(lo), int(hi)
         self.n_local = self.hi - self.lo
@@ -57,14 +58,15 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.indices = np.asarray(local.indices, dtype=np.int64)
         self.weights = None if not weighted else np.asarray(local.weights).astype(
             np.int64 if kind == "int" else np.float32)
+        self.relaxation = relaxation
         self.dist = np.full(self.n_local, self.inf, dtype=self.inf.dtype)
         self.sent_best = np.full(num_vertices, self.inf, dtype=self.inf.dtype)
         self.near = np.empty(0, dtype=np.int64)
         self.far = WorkQueue(device, 1024, name=f"far@{device.name}")
         self.flush_items = int(flush_items)
-        # BSP on several devices may pull (see traversal_pull): flags of the level's
-        # vertices, all devices' (this device fills its range, the worklist copies the others)
-        self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1)
+        # BSP on several devices may pull (see pull.py): flags of the level's vertices, all
+        # devices' (this device fills its range, the worklist copies the others)
+        self.can_pull = bool(symmetric and unit and self.k > 1)
         self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
         self.work = LocalWork()
         self.seeds = np.empty(0, dtype=np.int64)
@@ -133,12 +135,7 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         if eidx.size == 0:
             return
         targets = self.indices[eidx]
-        base = self.dist[f][owner_pos]
-        if self.weights is None:
-            cand = base.astype(np.int64) + 1
-        else:
-            with np.errstate(over="ignore"):     # a float32 sum past the range is inf
-                cand = base.astype(self.weights.dtype) + self.weights[eidx]
+        cand = self._offered(self.dist[f][owner_pos], eidx)
         local = (targets >= self.lo) & (targets < self.hi)
         t, v = _min_per_target(targets[local] - self.lo, cand[local])
         self._enqueue(t, self._as_value(v), threshold)
@@ -153,12 +150,21 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
                 mine = owners == j
                 outbox[j].append(pack(t[mine], v[mine]))
 
+    def _offered(self, d, eidx):
+        """The values the arcs ``eidx`` offer from tails of values ``d``: the relaxation's
+        ``numpy``, with the arcs' weights (1 on a graph without weights; none for a relaxation
+        that reads none)."""
+        if not self.relaxation.weighted:
+            return self.relaxation.numpy(d, None)
+        return self.relaxation.numpy(d, 1 if self.weights is None else self.weights[eidx])
+
     def _as_value(self, v):
-        """Candidates as stored values; int sums saturate at :data:`INT_SATURATED` as the
-        kernels' ``value_add`` does (:func:`groute.apps.traversal_values.check_overflow` resolves them)."""
+        """Candidates as stored values (the relaxation's :func:`~.relaxation.value_add`
+        saturates int sums as the kernels do; :func:`groute.engines.relax.values.check_overflow`
+        resolves them); anything at or past "unreached" offers nothing."""
         if self.kind == "int":
-            return np.minimum(v, INT_SATURATED).astype(np.int32)
-        return v.astype(np.float32)
+            return np.minimum(v, self.inf).astype(np.int32)
+        return np.asarray(v, dtype=np.float32)
 
     def _publish_frontier(self):
         self.frontier[self.lo:self.hi] = 0

@@ -1,24 +1,31 @@
-"""BFS and SSSP on the distributed worklist: the solver both apps share.
+"""The relaxation engines' solver: any :class:`~.relaxation.Relaxation` on the distributed
+worklist, the persistent peer kernels or the linked workers.
 
-A :class:`TraversalSolver` partitions the graph once (each device owns a contiguous range of
+A :class:`RelaxSolver` partitions the graph once (each device owns a contiguous range of
 renumbered vertices), uploads every device's rows, and builds one worker per device (NumPy:
-:mod:`groute.apps.traversal_cpu`; CUDA: :mod:`groute.apps.traversal_cuda`, a fused persistent kernel) and
-one :class:`~groute.worklist.DistributedWorklist`. ``run(source)`` then times only the
-traversal: remote updates travel as ``(vertex, value)`` items to the owner, which keeps the
-smaller value and enqueues the vertex if it improved. Where the devices reach each other's
-memory (``exchange="peer"``, or ``"auto"`` on CUDA devices with NVLink) the host leaves the loop:
-BSP runs the persistent level-synchronous kernels (:mod:`groute.apps.traversal_peer`: the solver builds
-only the arrays they read, and the :class:`~groute.apps.traversal_peer.PeerTraversal` over them), and
-async on several devices runs the fused workers with device-initiated links
-(:mod:`groute.apps.traversal_linked`: the workers, no worklist, and the
-:class:`~groute.apps.traversal_linked.LinkedTraversal` over them).
+:mod:`~groute.engines.relax.cpu_worker`; CUDA: :mod:`~groute.engines.relax.cuda_worker`, a fused
+persistent kernel) and one :class:`~groute.worklist.DistributedWorklist`. ``run(source)`` then
+times only the relaxation: remote updates travel as ``(vertex, value)`` items to the owner, which
+keeps the smaller value and enqueues the vertex if it improved. Where the devices reach each
+other's memory (``exchange="peer"``, or ``"auto"`` on CUDA devices with NVLink) the host leaves
+the loop: BSP runs the persistent level-synchronous kernels (:mod:`~groute.engines.relax.peer`:
+the solver builds only the arrays they read, and the
+:class:`~groute.engines.relax.peer.PeerTraversal` over them), and async on several devices runs
+the fused workers with device-initiated links (:mod:`~groute.engines.relax.linked`: the
+workers, no worklist, and the :class:`~groute.engines.relax.linked.LinkedTraversal` over them).
 
-Values are int32 for BFS depths and integer-weighted SSSP (exact), float32 for float weights;
-a shortest distance past its type raises OverflowError (:mod:`groute.apps.traversal_values`); results
-come back as int32 depths with -1 for unreachable (BFS) or float64 distances with ``inf`` for
-unreachable (SSSP), indexed by position, with the graph's ids alongside
-(:class:`~groute.apps.common.AppResult`); on one CUDA device the answer is also kept there
-(``AppResult.to_cupy``).
+The relaxation says what an arc offers (its ``cuda`` expression becomes the kernels'
+``arc_value``, its ``numpy`` the CPU worker's), whether it reads weights and whether every arc
+adds one (``unit``: pull levels, the unique queue and the level-synchronous peer kernel; the
+``auto`` rules of :mod:`~groute.engines.relax.rules`, unit-step or weighted). What the app adds
+is a subclass: the relaxation, its ``default_delta``, its answer's dtype and checks
+(``_finish``), and its own options mapped onto the engine's (BFS's ``depth_limit`` is a
+``ceiling``).
+
+Values are int32 for int weights or none (exact), float32 for float weights; results come back
+as :attr:`RelaxSolver.answer_dtype` with :attr:`RelaxSolver.unreached` where the run did not
+reach, indexed by position, with the graph's ids alongside (:class:`~groute.results.AppResult`);
+on one CUDA device the answer is also kept there (``AppResult.to_cupy``).
 """
 from __future__ import annotations
 
@@ -33,16 +40,20 @@ from groute.graph.csr import kept_on
 from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
-from .common import AppResult, DeviceTimer, Solver, complete_stats, source_position
+from groute.results import AppResult, complete_stats
+from groute.solver import DeviceTimer, Solver, source_position
+
 from .memory import traversal_bytes
-from .traversal_pull import pull_levels
-from .traversal_values import overflow_possible
+from .pull import pull_levels
+from .relaxation import Relaxation
+from .rules import UNIT_STEP_RULES, WEIGHTED_RULES
+from .values import overflow_possible
 
 log = logging.getLogger(__name__)
 
 PARTITIONS = ("metis", "contiguous", "random")
 EXCHANGES = ("auto", "host", "peer")
-#: the keys of a BFS/SSSP result's ``stats``, on every engine: the run's choices (app, mode,
+#: the keys of a relaxation result's ``stats``, on every engine: the run's choices (app, mode,
 #: routing: None on the peer path, exchange: None on one device's worklist, priority, delta,
 #: devices, backend), work counters (items processed per device, arcs traversed, items sent,
 #: forwarded and absorbed, bytes moved, rounds in all and per device, levels per device, kernel
@@ -96,19 +107,29 @@ class _Partitioned:
         return np.asarray(self.p.perm, dtype=np.int64)[np.asarray(positions, dtype=np.int64)]
 
 
-class TraversalSolver(Solver):
-    """Shared by :class:`groute.apps.bfs.BFS` and :class:`groute.apps.sssp.SSSP`; see the module docstring.
+def rules_for(relaxation: Relaxation) -> dict:
+    """The ``auto`` rules a relaxation is decided by: unit-step or weighted
+    (:mod:`~groute.engines.relax.rules`)."""
+    return UNIT_STEP_RULES if relaxation.unit else WEIGHTED_RULES
+
+
+class RelaxSolver(Solver):
+    """The solver of a :class:`~.relaxation.Relaxation` (BFS: :class:`groute.apps.bfs.BFS`,
+    SSSP: :class:`groute.apps.sssp.SSSP`); see the module docstring. A subclass sets
+    :attr:`relaxation` (and may set :attr:`app`, :attr:`answer_dtype`, :attr:`unreached`,
+    :meth:`default_delta`, ``_finish``).
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
-    round, global barrier, all-to-all exchange; BFS on a symmetric graph also pulls across
-    devices) or ``"auto"`` (the default: the app's ``mode`` rule, :mod:`groute.apps.auto_rules`).
-    ``priority`` with ``delta`` (value units; None picks one from the graph) defers items beyond
-    the threshold; ``"auto"`` (the default) is the app's ``priority`` rule; it is reported off
+    round, global barrier, all-to-all exchange; a unit relaxation on a symmetric graph also
+    pulls across devices) or ``"auto"`` (the default: the ``mode`` rule, :attr:`rules`).
+    ``priority`` with ``delta`` (value units; None: :meth:`default_delta`) defers items beyond
+    the threshold; ``"auto"`` (the default) is the ``priority`` rule; it is reported off
     wherever no finite window applies. ``exchange``: ``"host"``
     (the distributed worklist: the host moves the items and, in BSP, steers every level),
     ``"peer"`` (one launch per device for the whole run, exchanging through peer memory; CUDA
-    devices, NVLink between them: BSP is :mod:`groute.apps.traversal_peer`, where SSSP keeps
-    ``priority`` too; async on several devices is :mod:`groute.apps.traversal_linked`) or ``"auto"``
+    devices, NVLink between them: BSP is :mod:`~groute.engines.relax.peer`, where a relaxation
+    that is not unit keeps ``priority`` too; async on several devices is
+    :mod:`~groute.engines.relax.linked`) or ``"auto"``
     (the default: the app's ``exchange`` rule, peer where it can run). ``tuning``: how the CUDA
     kernels run, a :class:`~groute.tuning.TraversalTuning`; ``worklist_tuning``: how the
     distributed worklist runs (routing, rounds per launch, packets, outbox flushes), a
@@ -120,20 +141,31 @@ class TraversalSolver(Solver):
     counter does not apply to it).
     """
 
-    #: whether the peer kernel keeps a soft-priority window for this app (SSSP)
-    peer_priority = False
-
-    app = "traversal"
-    weighted = False
-    #: the app's ``auto`` rules (:mod:`groute.apps.auto_rules`): mode, priority, exchange
-    rules: dict = {}
+    #: what the solver relaxes (a subclass sets it)
+    relaxation: Relaxation | None = None
+    #: the name in ``stats["app"]`` and in errors (None: the relaxation's name)
+    app: str | None = None
+    #: the ``auto`` rules: mode, priority, exchange (a subclass gets :func:`rules_for` its
+    #: relaxation unless it sets its own; the CLI prints them)
+    rules: dict | None = None
     #: the answer's dtype, and its value at vertices the run did not reach
     answer_dtype = np.int32
     unreached = -1
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.relaxation is not None and "rules" not in cls.__dict__:
+            cls.rules = rules_for(cls.relaxation)
+
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
                  mode="auto", priority="auto", delta=None, seed=0, timeout=None,
                  exchange="auto", tuning=None, worklist_tuning=None):
+        relaxation = self.relaxation
+        if not isinstance(relaxation, Relaxation):
+            raise TypeError(f"{type(self).__name__}.relaxation must be a "
+                            f"groute.engines.Relaxation (subclass RelaxSolver and set it), got "
+                            f"{type(relaxation).__name__}")
+        self.app = self.app or relaxation.name
         if exchange not in EXCHANGES:
             raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {exchange!r}")
         if mode not in MODES and mode != "auto":
@@ -155,6 +187,9 @@ class TraversalSolver(Solver):
         self.worklist_options = [f"{f.name}={getattr(wl, f.name)!r}" for f in fields(wl)
                                  if getattr(wl, f.name) != f.default]
         self.kind, self.weighted_values = self._value_kind(graph)
+        #: every arc adds one on this graph (the relaxation's unit, or a weighted one that adds
+        #: one on a graph without weights): the workers' pull levels and unique queue
+        self.unit_step = relaxation.adds_one(self.weighted_values)
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout,
                            max_devices=graph.num_vertices)
         try:
@@ -167,11 +202,11 @@ class TraversalSolver(Solver):
     # ------------------------------------------------------------------ setup
     def _value_kind(self, graph):
         """``(kind, weighted)``: "int" or "float" values, and whether the arcs carry weights
-        (checked here: >= 0 and finite); an app without weights (BFS) counts hops in int. Sets
+        (checked here: >= 0 and finite); a relaxation without weights (BFS) has int values. Sets
         :attr:`overflow_possible` from the largest weight
-        (:func:`~groute.apps.traversal_values.overflow_possible`)."""
+        (:func:`~groute.engines.relax.values.overflow_possible`)."""
         self.overflow_possible = False
-        if not self.weighted:
+        if not self.relaxation.weighted:
             return "int", False
         w = graph.weights
         if w is None:
@@ -182,11 +217,11 @@ class TraversalSolver(Solver):
             bad = int(np.flatnonzero(~np.isfinite(w))[0])
             what = "NaN" if np.isnan(w[bad]) else "infinite"
             raise ValueError(f"{self.app}: the weight of arc {arc_named(graph, bad)} is {what}; "
-                             f"SSSP needs finite weights >= 0")
+                             f"{self.app} needs finite weights >= 0")
         if w.size and (w.min() < 0):
             bad = int(np.argmin(w))
             raise ValueError(f"{self.app}: the weight of arc {arc_named(graph, bad)} is negative "
-                             f"({w[bad]}); SSSP needs weights >= 0")
+                             f"({w[bad]}); {self.app} needs weights >= 0")
         kind = "int" if w.dtype.kind in "iu" else "float"
         self.overflow_possible = bool(w.size) and overflow_possible(graph.num_vertices, w.max(), kind)
         return kind, True
@@ -227,28 +262,29 @@ class TraversalSolver(Solver):
 
     def _device_shares(self, graph, flush_items):
         """Every device's part of the solver, built on the devices' threads at once: on the peer
-        path the arrays its kernel reads (:func:`~groute.apps.traversal_peer.arrays_needed`), else the
-        worklist's worker (CUDA or NumPy)."""
+        path the arrays its kernel reads (:func:`~groute.engines.relax.peer.arrays_needed`), else
+        the worklist's worker (CUDA or NumPy)."""
         offsets = self.part.offsets
         args = dict(offsets=offsets, num_vertices=graph.num_vertices, kind=self.kind,
                     weighted=self.weighted_values)
         if self.ctx.backend == "cuda":
             args["tuning"] = self.tuning
         if self.use_peer and self.mode == "bsp":
-            from .traversal_cuda import CUDATraversalArrays as build
-            from .traversal_peer import arrays_needed
-            args.update(arrays_needed(self.app))
+            from .cuda_worker import CUDATraversalArrays as build
+            from .peer import arrays_needed
+            args.update(arrays_needed(self.relaxation.unit))
         elif self.use_peer:         # linked: the fused workers without outboxes
-            from .traversal_cuda import CUDATraversalWorker as build
-            args["out_capacity"] = 1
+            from .cuda_worker import CUDATraversalWorker as build
+            args.update(out_capacity=1, relaxation=self.relaxation, unit=self.unit_step)
         else:
-            args["symmetric"] = not getattr(graph, "directed", True)
+            args.update(symmetric=not getattr(graph, "directed", True),
+                        relaxation=self.relaxation, unit=self.unit_step)
             if flush_items:
                 args["flush_items"] = flush_items
             if self.ctx.backend == "cuda":
-                from .traversal_cuda import CUDATraversalWorker as build
+                from .cuda_worker import CUDATraversalWorker as build
             else:
-                from .traversal_cpu import CPUTraversalWorker as build
+                from .cpu_worker import CPUTraversalWorker as build
         # the partition's local graphs on this thread, the uploads on the devices' threads
         shares = self.ctx.gather([
             self.ctx.submit(i, build, self.part.local(i), lo=offsets[i], hi=offsets[i + 1], **args)
@@ -271,14 +307,14 @@ class TraversalSolver(Solver):
                     f"the peer kernel has no routing, packets or outboxes and runs in one launch; "
                     f"use the default WorklistTuning or exchange='host'")
         if not hasattr(self, "_peer_why"):
-            from .peer_barrier import unavailable
+            from groute.engines.peer_barrier import unavailable
             self._peer_why = unavailable(self.ctx)
         return self._peer_why
 
     def _use_peer(self, exchange):
         """Whether the peer kernel runs this solver (else the distributed worklist): as
-        ``exchange`` asks, ``"auto"`` by the app's ``exchange`` rule
-        (:mod:`groute.apps.auto_rules`); exchange='peer' that cannot run is a ValueError naming
+        ``exchange`` asks, ``"auto"`` by the ``exchange`` rule (:attr:`rules`);
+        exchange='peer' that cannot run is a ValueError naming
         the reason."""
         if exchange == "auto":
             return self.rules["exchange"].decide(self._facts(self.graph)).choice == "peer"
@@ -293,7 +329,7 @@ class TraversalSolver(Solver):
         return True
 
     def _facts(self, graph, delta=None):
-        """What the facts of the ``auto`` rules (:data:`groute.apps.auto_rules.FACTS`) are for
+        """What the facts of the ``auto`` rules (:data:`groute.engines.rules.FACTS`) are for
         ``graph`` on this solver's devices, each asked only when a rule needs it (mode, exchange
         and windows: as far as :meth:`_setup` has decided them)."""
         return {
@@ -302,25 +338,28 @@ class TraversalSolver(Solver):
             "symmetric": lambda: not getattr(graph, "directed", True),
             "low_diameter": lambda: graph_is_low_diameter(graph),
             "async": lambda: self.mode == "async",
-            "windowed": lambda: self.mode == "async" or (self.use_peer and self.peer_priority),
+            # the weighted peer kernel keeps a window, the unit-step one does not
+            "windowed": lambda: self.mode == "async" or (self.use_peer
+                                                         and not self.relaxation.unit),
             "linked": lambda: self.use_peer and self.mode == "async",
             "delta_given": lambda: delta is not None,
         }
 
     def _peer_traversal(self, graph):
-        """The :class:`~groute.apps.traversal_peer.PeerTraversal` over this solver's arrays (BSP), or
-        the :class:`~groute.apps.traversal_linked.LinkedTraversal` over its workers (async)."""
+        """The :class:`~groute.engines.relax.peer.PeerTraversal` over this solver's arrays (BSP),
+        or the :class:`~groute.engines.relax.linked.LinkedTraversal` over its workers (async)."""
         delta = self.delta if self.priority else math.inf
         if self.mode == "async":
-            from .traversal_linked import LinkedTraversal
+            from .linked import LinkedTraversal
             return LinkedTraversal(self.ctx, self.workers, self.part.offsets, app=self.app,
+                                   relaxation=self.relaxation, unit=self.unit_step,
                                    kind=self.kind, weighted=self.weighted_values, delta=delta)
-        from .traversal_peer import PeerTraversal
+        from .peer import PeerTraversal
         return PeerTraversal(self.ctx, self.workers, self.part.offsets,
                              num_vertices=graph.num_vertices, num_arcs=int(graph.num_edges),
                              symmetric=not getattr(graph, "directed", True), app=self.app,
-                             kind=self.kind, weighted=self.weighted_values, delta=delta,
-                             tuning=self.tuning)
+                             relaxation=self.relaxation, kind=self.kind,
+                             weighted=self.weighted_values, delta=delta, tuning=self.tuning)
 
     def _packet_size(self, n):
         return int(min(max(n, 1024), 1 << 20))
@@ -335,11 +374,13 @@ class TraversalSolver(Solver):
         return self.default_delta(graph)
 
     def default_delta(self, graph):
+        """The window ``priority=True`` keeps without a ``delta`` (value units); the apps say
+        theirs (none here: priority then stays off)."""
         return math.inf
 
     def auto_mode(self, graph):
-        """What ``mode="auto"`` runs on ``graph``: the app's ``mode`` rule
-        (:mod:`groute.apps.auto_rules`), which the CLI help prints."""
+        """What ``mode="auto"`` runs on ``graph``: the ``mode`` rule (:attr:`rules`), which the
+        CLI help prints."""
         return self.rules["mode"].decide(self._facts(graph)).choice
 
     # ------------------------------------------------------------------ running
@@ -363,31 +404,32 @@ class TraversalSolver(Solver):
             raise ValueError(f"{self.app}: sources is empty; give at least one vertex id")
         return np.unique(np.asarray(positions, dtype=np.int64))
 
-    def check_depth_limit(self, depth_limit):
-        """``depth_limit`` as an int >= 0, or None; only BFS (whose values are depths) has it."""
-        if depth_limit is None:
+    def check_ceiling(self, ceiling):
+        """``ceiling`` as a value >= 0 of the run's values (an int for int values), or None."""
+        if ceiling is None:
             return None
-        if self.app != "bfs":
-            raise ValueError(f"{self.app}: depth_limit is a BFS option (hops from the sources)")
-        if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-                or depth_limit < 0:
-            raise ValueError(f"{self.app}: depth_limit must be an int >= 0, got {depth_limit!r}")
-        return int(depth_limit)
+        number = isinstance(ceiling, (int, float, np.integer, np.floating))
+        if isinstance(ceiling, bool) or not number or not ceiling >= 0 \
+                or (self.kind == "int" and ceiling != int(ceiling)):
+            raise ValueError(f"{self.app}: ceiling must be a value >= 0"
+                             f"{' (an int: the values are ints)' if self.kind == 'int' else ''}, "
+                             f"got {ceiling!r}")
+        return int(ceiling) if self.kind == "int" else float(ceiling)
 
-    def run(self, source=None, *, sources=None, depth_limit=None,
+    def run(self, source=None, *, sources=None, ceiling=None,
             predecessors=False) -> AppResult:
-        """Traverse from ``source``, one of the graph's own ids (as every answer is keyed; for a
+        """Relax from ``source``, one of the graph's own ids (as every answer is keyed; for a
         graph made from 0-based arrays or a generator, its position), or from every id of
-        ``sources`` at once (each at value 0: the answer is the distance to the nearest
+        ``sources`` at once (each at value 0: the answer is the value from the nearest
         source). See :class:`AppResult`.
 
-        ``depth_limit`` (BFS): vertices more than that many hops from the sources are left
-        unreached (-1) and the frontier at that depth is not expanded, so the run does only
-        the work inside the limit. ``predecessors``: also compute a parent per reached vertex
-        (``result.predecessors``, positions, -1 for the sources and unreached vertices;
-        :func:`groute.apps.traversal_parents.parents` says which parent)."""
+        ``ceiling``: a vertex whose value reaches it keeps the value but is not expanded, so
+        the run does only the work below it (BFS's ``depth_limit``). ``predecessors``: also
+        compute a parent per reached vertex (``result.predecessors``, positions, -1 for the
+        sources and unreached vertices; :func:`groute.engines.relax.parents.parents` says
+        which parent)."""
         seeds = self.check_sources(source, sources)
-        limit = self.check_depth_limit(depth_limit)
+        limit = self.check_ceiling(ceiling)
         new_seeds = self.part.to_new_ids(seeds)
         if self.peer is not None:
             with DeviceTimer(self.ctx) as timer:
@@ -413,28 +455,31 @@ class TraversalSolver(Solver):
                             predecessors=parents)
 
     def _parents(self, raw, values, seeds):
-        """The parents of :func:`~groute.apps.traversal_parents.parents` from the run's values
-        (as the kernels computed them): on one CUDA device over its arrays there, else on the
-        host over the graph."""
-        from .traversal_parents import parents
+        """The parents of :func:`~groute.engines.relax.parents.parents` from the run's values
+        (as the kernels computed them) and the relaxation's ``numpy``: on one CUDA device over
+        its arrays there, else on the host over the graph."""
+        from .parents import parents
         unreached = infinity(self.kind)
+        relax = self.relaxation
+        offered = relax.numpy if relax.weighted else (lambda d, w: relax.numpy(d, None))
         if self.ctx.backend == "cuda" and self.ctx.num_devices == 1:
             w, dev = self.workers[0], self.ctx.devices[0]
             with dev.use():
                 weights = w.weights if self.weighted_values else None
                 seeds_dev = dev.xp.asarray(seeds)
                 out = parents(w.indptr, w.indices, weights, raw[0], seeds_dev, unreached,
-                              xp=dev.xp)
+                              offered=offered, xp=dev.xp)
                 return dev.xp.asnumpy(out)
         g = self.graph
         weights = None
         if self.weighted_values:
             weights = np.asarray(g.weights).astype(np.int64 if self.kind == "int" else np.float32)
         return parents(np.asarray(g.indptr), np.asarray(g.indices), weights, values, seeds,
-                       unreached, xp=np)
+                       unreached, offered=offered, xp=np)
 
     def _finish(self, values):
-        """The answer from the workers' values, in position order (apps add their checks)."""
+        """The answer from the workers' values, in position order (apps add their checks:
+        SSSP's overflow check)."""
         return self._answer(values)
 
     def _answer(self, values):
@@ -500,8 +545,8 @@ def arc_named(graph, arc: int) -> str:
 
 
 def graph_is_low_diameter(graph) -> bool:
-    """:func:`low_diameter` with its defaults, kept on the graph object: the apps' ``auto``
-    rules ask it for every solver of a graph (SSSP twice: mode and priority)."""
+    """:func:`low_diameter` with its defaults, kept on the graph object: the ``auto`` rules
+    ask it for every solver of a graph (the weighted rules twice: mode and priority)."""
     return kept_on(graph, "_low_diameter", lambda: low_diameter(graph))
 
 

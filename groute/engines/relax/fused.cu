@@ -1,4 +1,5 @@
-// The fused traversal worker (BFS / SSSP): one launch runs round after round on the GPU.
+// The fused relaxation worker (BFS, SSSP, any Relaxation): one launch runs round after round
+// on the GPU.
 //
 // A round expands every vertex of the near queue (round % 2) into the next one: small-degree
 // vertices by their own thread (arcs in batches whose loads and atomics are issued together:
@@ -14,14 +15,14 @@
 //             re-queued and the launch ends after the round so the host can flush (no loss).
 // Rounds are separated by a grid barrier (the grid is sized to be resident). Everything the
 // blocks must agree on is read after a barrier from slots nobody writes until two rounds later
-// (see traversal.cuh), so one barrier per round suffices. When the near queue empties, a single
+// (see fused.cuh), so one barrier per round suffices. When the near queue empties, a single
 // device (self_advance) moves its threshold by delta and splits the far queue itself;
 // otherwise the kernel returns and the host decides. The kernel also returns when the frontier
 // crosses the size at which the other grid shape (narrow: one block per SM, cheap barriers for
 // road-like graphs; wide: every resident block, for big frontiers) pays, and the host relaunches.
-#include "traversal.cuh"
+#include "fused.cuh"
 #ifndef LINKED
-#define LINKED 0        // 1: compiled into traversal_linked.cu (which defines Links, linked_send)
+#define LINKED 0        // 1: compiled into linked.cu (which defines Links, linked_send)
 #endif
 
 
@@ -47,7 +48,7 @@ struct Sink {
     bool filter;                                // read before the atomicMin (see improve_local)
     bool unique;                                // BFS on one device (see improve_local)
 #if LINKED
-    const Links* lk;                            // traversal_linked.cu: offers go to the
+    const Links* lk;                            // linked.cu: offers go to the
     int round;                                  // owners' rings directly (linked_send)
 #endif
 };
@@ -74,7 +75,7 @@ __device__ __forceinline__ void improve_local(const Args& a, const Sink& q, int 
     if (q.filter && c >= *(volatile int*)&a.dist[lv]) return;
     int old = atomicMin(&a.dist[lv], c);
     if (c >= old || c >= q.ceiling) return;
-#if WEIGHTS == 0 && !VALUE_FLOAT
+#if UNIT_STEP
     if (q.unique) {
         // BFS on one device: every offer of a round carries the same depth, so only the first
         // one improves and the vertex is queued once without the in_near exchange
@@ -168,7 +169,7 @@ __device__ __forceinline__ bool relax_small(const Args& a, const Sink& q, long l
             if (v[k] >= 0 && !(v[k] >= a.lo && v[k] < a.hi)) ok &= relax_remote(a, q, v[k], c[k]);
         }
         int n = 0;
-#if WEIGHTS == 0 && !VALUE_FLOAT
+#if UNIT_STEP
         if (!q.unique)
 #endif
         {
@@ -194,7 +195,7 @@ __device__ __forceinline__ bool relax_small(const Args& a, const Sink& q, long l
     return ok;
 }
 
-// The grid-wide barrier (traversal.cuh) on this launch's counter in the control block.
+// The grid-wide barrier (fused.cuh) on this launch's counter in the control block.
 __device__ __forceinline__ void grid_sync(const Args& a, unsigned int& target) {
     grid_barrier((unsigned int*)&a.ctl[BARRIER_COUNT], target);
 }
@@ -416,7 +417,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
             a.counters[BIG_RESERVE + n3] = 0;
             a.counters[FRONT_ARCS + n3] = 0;
         }
-#if WEIGHTS == 0 && !VALUE_FLOAT
+#if UNIT_STEP
         if (pulling) {
             // pull: every unreached vertex looks for a parent in the frontier (depth r) among
             // its arcs (the graph is symmetric) and stops at the first; the frontier queue is

@@ -1,8 +1,8 @@
-"""The CUDA worker of the traversal apps: device buffers plus launches of ``traversal.cu``.
+"""The CUDA worker of the relaxation engines: device buffers plus launches of ``fused.cu``.
 
 :class:`CUDATraversalArrays` holds the arrays both CUDA traversals share (rows, values, frontier
 queues, the hub reservation, ``sent_best``): all that the persistent peer kernels
-(:mod:`groute.apps.traversal_peer`) read. :class:`CUDATraversalWorker` adds the worklist path's
+(:mod:`groute.engines.relax.peer`) read. :class:`CUDATraversalWorker` adds the worklist path's
 queues, outboxes and control block.
 
 ``advance`` is one cooperative launch of the fused ``traverse`` kernel (many rounds, grid-wide
@@ -10,7 +10,9 @@ barriers between them, the grid sized to be fully resident) followed by one smal
 the control block; ``absorb`` is one launch per received batch. Everything runs on the
 device's compute stream. Queue capacities are chosen so the near queues cannot overflow (each
 vertex is queued at most once); the far queue and the outboxes report overflow and the kernel
-recovers without losing work (see ``traversal.cu``).
+recovers without losing work (see ``fused.cu``). The relaxation's ``arc_value`` comes from its
+generated header (:meth:`~groute.engines.relax.relaxation.Relaxation.header`), put on the
+kernels' include path, so each relaxation compiles a module of its own.
 """
 from __future__ import annotations
 
@@ -20,31 +22,32 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.apps.peer_barrier import launch_resident
+from groute.engines.peer_barrier import launch_resident
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.operators import direction
 from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
-from .traversal_pull import PullSteps
+from .pull import PullSteps
 
 log = logging.getLogger(__name__)
 
 
-def traversal_options(kind: str, weighted: bool) -> tuple[str, ...]:
-    """The compile options every traversal kernel (traversal.cuh) takes: the values it computes
+def traversal_options(kind: str, weighted: bool, unit: bool) -> tuple[str, ...]:
+    """The compile options every relaxation kernel (fused.cuh) takes: the values it computes
     (int or float values; no weights, int weights or float weights: the operator header
-    values.cuh) and the direction rule's constants (:mod:`groute.operators.direction`)."""
+    values.cuh), whether every arc adds one (``UNIT_STEP``: pull levels and the unique queue)
+    and the direction rule's constants (:mod:`groute.operators.direction`)."""
     return (f"-DVALUE_FLOAT={int(kind == 'float')}",
             f"-DWEIGHTS={0 if not weighted else (1 if kind == 'int' else 2)}",
-            *direction.compile_options())
+            f"-DUNIT_STEP={int(bool(unit))}", *direction.compile_options())
 
 
-KERNEL = Path(__file__).with_name("traversal.cu")
+KERNEL = Path(__file__).with_name("fused.cu")
 #: threads per block of the linked workers' kernel (the fused worker's: TraversalTuning.block)
 BLOCK = 256
 
-# control block slots, as traversal.cuh
+# control block slots, as fused.cuh
 NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_MIN, FAR_OVERFLOW, THRESHOLD, ROUNDS, EXIT_REASON = \
     0, 3, 4, 6, 7, 8, 10, 11, 12
 CEILING = 22
@@ -81,11 +84,11 @@ def _value_of_bits(bits, kind):
 
 
 class CUDATraversalArrays:
-    """One device's share of a BFS/SSSP as the CUDA kernels read it: its rows (and weights), its
+    """One device's share of a relaxation as the CUDA kernels read it: its rows (and weights), its
     values (``dist``), ``queues`` frontier queues, the big-vertex reservation and, if
     ``sent_best``, the least value sent per global vertex (one slot on a single device).
 
-    The persistent peer kernels (:mod:`groute.apps.traversal_peer`) take only these, as many queues and
+    The persistent peer kernels (:mod:`groute.engines.relax.peer`) take only these, as many queues and
     ``sent_best`` as they read; :class:`CUDATraversalWorker` adds what the worklist path needs.
     Arrays come from ``device.xp``, so any device can hold them. ``tuning``: a
     :class:`~groute.tuning.TraversalTuning` (None: from the environment)."""
@@ -105,7 +108,7 @@ class CUDATraversalArrays:
         with device.use():
             n = max(self.n_local, 1)
             indptr = np.asarray(local.indptr, dtype=np.int64)
-            # any vertex above WARP_EDGES (traversal.cuh) arcs: only then do rounds read the
+            # any vertex above WARP_EDGES (fused.cuh) arcs: only then do rounds read the
             # big-vertex reservation
             self.has_big = int((indptr.size > 1 and int(np.max(np.diff(indptr))) > WARP_EDGES)
                                or self.tuning.big_check)
@@ -129,31 +132,33 @@ class CUDATraversalArrays:
 
 
 class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
-    """One GPU's share of a BFS/SSSP run on the worklist path (see the module docstring)."""
+    """One GPU's share of a relaxation run on the worklist path (see the module docstring):
+    ``relaxation`` (its header is compiled in), ``unit`` (every arc adds one on this graph:
+    pull levels and the unique queue)."""
 
     def __init__(self, device, local, *, lo, hi, offsets, num_vertices, kind, weighted,
-                 symmetric=False, flush_items=1 << 16, out_capacity=None, far_capacity=None,
-                 tuning=None):
+                 relaxation, unit, symmetric=False, flush_items=1 << 16, out_capacity=None,
+                 far_capacity=None, tuning=None):
         import cupy
         self.cp = cupy
         super().__init__(device, local, lo=lo, hi=hi, offsets=offsets, num_vertices=num_vertices,
                          kind=kind, weighted=weighted, tuning=tuning)
         tuning = self.tuning
         self.flush_items = int(flush_items)
-        # BFS may pull (scan in-arcs of unreached vertices) when in-arcs are out-arcs and all
-        # vertices are local
-        self.pull = int(symmetric and not weighted and kind == "int" and self.k == 1
-                        and tuning.pull)
-        self.unique = int(not weighted and kind == "int" and self.k == 1)   # see improve_local
+        # a unit relaxation may pull (scan in-arcs of unreached vertices) when in-arcs are
+        # out-arcs and all vertices are local
+        unit = bool(unit)
+        self.pull = int(symmetric and unit and self.k == 1 and tuning.pull)
+        self.unique = int(unit and self.k == 1)   # see improve_local
         # several devices, BSP: the host may ask for pull levels (it decides for all devices,
-        # see traversal_pull); each device then reads every device's frontier flags
-        self.can_pull = bool(symmetric and not weighted and kind == "int" and self.k > 1
-                             and tuning.pull)
+        # see pull.py); each device then reads every device's frontier flags
+        self.can_pull = bool(symmetric and unit and self.k > 1 and tuning.pull)
         self.block = int(tuning.block)
         # batched small-degree arcs: by default on one device only, the configuration whose
         # speed was compared (docs/TRAVERSAL.md)
         batch = tuning.batch if tuning.batch is not None else self.k == 1
-        options = (*traversal_options(kind, weighted), f"-DBLOCK={self.block}",
+        self.include = (relaxation.include_dir,)
+        options = (*traversal_options(kind, weighted, unit), f"-DBLOCK={self.block}",
                    f"-DBATCH={int(batch)}", f"-DBARRIER={int(tuning.acquire_release_barrier)}",
                    f"-DSPIN_NS={int(tuning.spin_ns)}")
         with device.use():
@@ -191,13 +196,13 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         self.delta_bits = self.inf_bits
         self.work = LocalWork()
         self.counters = {}
-        log.info("%s: traversal worker, %d vertices, grid %d x %d", device.name, self.n_local,
-                 self.blocks, self.block)
+        log.info("%s: %s worker, %d vertices, grid %d x %d", device.name, relaxation.name,
+                 self.n_local, self.blocks, self.block)
 
     def _load(self, options):
         """The compiled module, launched cooperatively (residency guaranteed) if CuPy can."""
         try:
-            module = load_module(KERNEL, options=options, cooperative=True)
+            module = load_module(KERNEL, options=options, cooperative=True, include=self.include)
             module.get_function("traverse")
             self.cooperative = True
             return module
@@ -205,7 +210,8 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
             log.warning("cooperative launch unavailable (%s); launching the resident-sized grid "
                         "normally", exc)
             self.cooperative = False
-            return load_module(KERNEL, options=options, cooperative=False)
+            return load_module(KERNEL, options=options, cooperative=False,
+                               include=self.include)
 
     def _blocks_per_sm(self, wanted):
         """Resident blocks per SM for the cooperative kernel (all blocks must be resident)."""
@@ -214,7 +220,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
 
     def _check_layout(self, module, rec):
         check_struct_layout(module.get_function("args_layout"), rec, ("far_cap", "k", "counters"),
-                            "traversal.cu Args")
+                            "fused.cu Args")
 
     def _pack_args(self):
         """The kernels' ``Args`` struct, as a NumPy record CuPy passes by value."""
@@ -251,7 +257,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         """A run's starting state from ``self.seeds`` with threshold ``threshold``, queued on
         the current stream (no wait): values unreached, nothing queued or sent, counters zero,
         the seeds (on their owners) at value 0 and, below the ceiling, queued for round 0. The
-        linked workers (:mod:`groute.apps.traversal_linked`) reset through it too."""
+        linked workers (:mod:`groute.engines.relax.linked`) reset through it too."""
         self.dist.fill(self.inf_bits)
         self.in_near.fill(-1)          # the round each vertex was last queued for: none
         self.sent_best.fill(self.inf_bits)

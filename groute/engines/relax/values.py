@@ -4,7 +4,7 @@ Distances are int32 for integer weights and float32 for float weights, on both b
 worklist packs a value in 32 bits and the CUDA kernels add in those types. A sum can pass the
 type's range, and the two kinds end differently:
 
-* int: ``value_add`` (``traversal.cuh``, and the CPU worker alike) saturates a sum at
+* int: ``value_add`` (``values.cuh``, and the CPU worker alike) saturates a sum at
   :data:`INT_SATURATED`, one below "unreached" (weights are int32: ``CSRGraph`` keeps them so).
 * float: a float32 sum past the range is ``inf``, which is "unreached"; it never improves a
   distance, so the vertex keeps ``inf`` unless another path reaches it.

@@ -1,0 +1,26 @@
+"""How much GPU memory a relaxation solver needs for a graph: its estimate for
+:func:`groute.memory.check_fits` (the machinery, and what an estimate counts, is there)."""
+from __future__ import annotations
+
+from groute.memory import DeviceBytes, rows_bytes, share
+
+
+def traversal_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
+                    devices: int = 1) -> DeviceBytes:
+    """The relaxation engines (:mod:`groute.engines.relax.cuda_worker`): the rows, weights
+    where the arcs carry them, the values, two near queues, the hub slots, the near marks and
+    two far queues of ``n_local`` each; on several devices the best value sent per vertex, the
+    outboxes and (symmetric, unweighted) every device's frontier flags."""
+    k = max(int(devices), 1)
+    nl, ml = share(n, k), share(m, k)
+    parts = rows_bytes(nl, ml)
+    if weighted:
+        parts["weights (4 bytes)"] = 4 * ml
+    parts.update({"values": 4 * nl, "near queues (2)": 8 * nl, "hub slots": 12 * nl,
+                  "near marks": 4 * nl, "far queues (2, int64)": 16 * max(nl, 1024)})
+    if k > 1:
+        parts["best value sent"] = 4 * int(n)
+        parts["outboxes (int64)"] = 8 * k * nl
+        if not directed and not weighted:
+            parts["frontier flags"] = int(n)
+    return DeviceBytes(parts)

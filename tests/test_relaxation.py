@@ -1,0 +1,151 @@
+"""The relaxation contract (groute.engines.Relaxation) proved by a relaxation that is neither
+BFS nor SSSP: docs/OPERATORS.md's "fewest hops over arcs of weight at most a limit", written on
+public names only, against NetworkX on the filtered graph (CPU devices, BSP and async), and its
+CUDA through the fused, linked and peer kernels with nvcc (no GPU needed). Also the contract's
+checks of bad input and the generated headers that keep two relaxations' modules apart."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from groute import kernels
+from groute.engines import Relaxation, RelaxSolver, value_add, value_inf
+from groute.graph import load_graph
+from support import check_imports_only_public_names
+
+ROOT = Path(__file__).resolve().parents[1]
+RELAX = ROOT / "groute" / "engines" / "relax"
+GUIDE = (ROOT / "docs" / "OPERATORS.md").read_text()
+#: the documented example: the block that defines light_hops
+BLOCK = next(b for b in re.findall(r"```python\n(.*?)```", GUIDE, re.S) if "def light_hops" in b)
+LIMIT = 5
+
+
+@pytest.fixture(scope="module")
+def example():
+    names = {}
+    exec(compile(BLOCK, "OPERATORS.md (light_hops)", "exec"), names)
+    return names
+
+
+def weighted_graph(seed=3, n=60, m=240):
+    """A directed NetworkX graph with integer weights 1..10 on its arcs."""
+    rng = np.random.default_rng(seed)
+    G = nx.gnm_random_graph(n, m, seed=seed, directed=True)
+    for u, v in G.edges:
+        G[u][v]["weight"] = int(rng.integers(1, 11))
+    return G
+
+
+def light_reference(G, source, limit):
+    """Hops from ``source`` over the arcs of weight <= ``limit`` (NetworkX on that subgraph)."""
+    H = nx.DiGraph()
+    H.add_nodes_from(G)
+    H.add_edges_from((u, v) for u, v, w in G.edges(data="weight") if w <= limit)
+    return nx.single_source_shortest_path_length(H, source)
+
+
+def test_the_example_uses_only_public_names(tmp_path):
+    path = tmp_path / "light_hops.py"
+    path.write_text(BLOCK)
+    check_imports_only_public_names(path)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["bsp", "async"])
+@pytest.mark.parametrize("k", [1, 3])
+def test_light_hops_matches_networkx_on_the_filtered_graph(example, k, mode):
+    G = weighted_graph()
+    g = load_graph(G, weight="weight")
+    with example["LightHops"](g, backend="cpu", devices=k, partition="random", mode=mode,
+                              timeout=20) as solver:
+        assert solver.unit_step is False and solver.rules["mode"].option == "mode"
+        for source in (0, 7):
+            result = solver.run(source, predecessors=True)
+            want = light_reference(G, source, LIMIT)
+            assert result.to_dict() == want, (source, k, mode)
+            assert result.stats["app"] == "light_hops"
+            # every parent arc is light and one hop shorter
+            for v, u in result.to_predecessors().items():
+                assert G[u][v]["weight"] <= LIMIT and want[u] + 1 == want[v]
+    assert any(w > LIMIT for _, _, w in G.edges(data="weight"))   # the filter matters
+
+
+@pytest.mark.timeout(60)
+def test_light_hops_on_a_graph_without_weights_is_bfs(example):
+    """Every w is 1 there: the relaxation adds one per arc (adds_one), as BFS does."""
+    G = weighted_graph(seed=5)
+    g = load_graph(nx.DiGraph(G.edges), weight=None)
+    with example["LightHops"](g, backend="cpu", devices=2, partition="random", mode="bsp",
+                              timeout=20) as solver:
+        assert solver.unit_step is True
+        assert solver.run(0).to_dict() == nx.single_source_shortest_path_length(G, 0)
+
+
+def test_each_relaxation_has_a_header_and_folder_of_its_own(example):
+    light, other = example["light_hops"](LIMIT), example["light_hops"](LIMIT + 1)
+    assert light.include_dir == example["light_hops"](LIMIT).include_dir
+    assert light.include_dir != other.include_dir
+    header = (light.include_dir / "relaxation.cuh").read_text()
+    assert header == light.header() and "w <= 5 ? value_add(d, 1) : VALUE_INF" in header
+    # the cache key of a module digests the generated header it includes
+    kernel = RELAX / "fused.cu"
+    source = kernel.read_text()
+    assert kernels._includes_digest(kernel, source, (light.include_dir,)) != \
+        kernels._includes_digest(kernel, source, (other.include_dir,))
+
+
+def test_bfs_and_sssp_generate_the_arc_value_the_kernels_had():
+    from groute.apps.bfs import HOPS
+    from groute.apps.sssp import DISTANCE
+    assert "return (value_add(d, 1));" in HOPS.header() and "weights[e]" not in HOPS.header()
+    assert "const weight_t w = weights[e];" in DISTANCE.header()
+    assert "return (value_add(d, w));" in DISTANCE.header()
+
+
+def test_the_contract_names_what_is_wrong():
+    hops = lambda d, w: value_add(d, 1)   # noqa: E731
+    with pytest.raises(ValueError, match="reads w but weighted is False"):
+        Relaxation(name="x", cuda="value_add(d, w)", numpy=hops)
+    with pytest.raises(ValueError, match="unit .* and weighted exclude"):
+        Relaxation(name="x", cuda="value_add(d, w)", numpy=hops, weighted=True, unit=True)
+    with pytest.raises(ValueError, match=r"unit says every arc adds one, but .*\[2, 7\]"):
+        Relaxation(name="x", cuda="value_add(d, 2)", numpy=lambda d, w: value_add(d, 2), unit=True)
+    with pytest.raises(ValueError, match="cuda must be one C expression"):
+        Relaxation(name="x", cuda="value_add(d, 1); return 0", numpy=hops)
+    with pytest.raises(TypeError, match="numpy must be a function"):
+        Relaxation(name="x", cuda="value_add(d, 1)", numpy="d + 1")
+    with pytest.raises(ValueError, match="name"):
+        Relaxation(name="two words", cuda="value_add(d, 1)", numpy=hops)
+    with pytest.raises(TypeError, match="RelaxSolver.relaxation must be a"):
+        RelaxSolver(load_graph("grid:4", cache=False), backend="cpu", devices=1)
+
+
+def test_value_helpers_saturate_and_offer_nothing_as_the_kernels_do():
+    big = np.array([0, 2**31 - 3], dtype=np.int32)
+    assert value_add(big, 5).tolist() == [5, 2**31 - 2]          # one below "unreached"
+    assert value_add(big, 5).dtype == np.int32
+    assert value_inf(big) == 2**31 - 1
+    f = np.array([1.5], dtype=np.float32)
+    assert value_add(f, 2).dtype == np.float32 and value_inf(f) == np.inf
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_light_hops_compiles_into_every_kernel(example, kind):
+    """The fused worker (through linked.cu, which includes it) and the peer kernels compile
+    with the relaxation's header, for int and float weights."""
+    from groute.engines.relax.cuda_worker import traversal_options
+    light = example["LightHops"].relaxation
+    for kernel in ("linked.cu", "peer.cu"):
+        done = subprocess.run(
+            ["nvcc", "-std=c++17", "-arch=sm_90", f"-I{RELAX}", f"-I{light.include_dir}",
+             f"-I{kernels.HEADER_DIRS[0]}", *traversal_options(kind, True, False), "-DBLOCK=256",
+             "--ptx", str(RELAX / kernel), "-o", "/dev/null"],
+            capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, (kernel, done.stderr[-3000:])
