@@ -26,14 +26,19 @@ from .ids import VertexIds, label_array
 
 log = logging.getLogger(__name__)
 
-def sorted_unique(a, xp=None):
+def sorted_unique(a, xp=None, *, overwrite: bool = False):
     """Sorted distinct values of a 1-D array: sort plus neighbour compare.
 
     Used instead of ``xp.unique``, which is far slower on large integer arrays in recent NumPy
-    (hash-based) and whose algorithm differs between backends.
+    (hash-based) and whose algorithm differs between backends. ``overwrite``: sort ``a`` in
+    place (no sorted copy beside it; for a caller that drops ``a``).
     """
     xp = xp or array_module(a)
-    s = xp.sort(a)
+    if overwrite:
+        a.sort()
+        s = a
+    else:
+        s = xp.sort(a)
     if s.shape[0] < 2:
         return s
     keep = xp.empty(s.shape[0], dtype=bool)
