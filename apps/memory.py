@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from groute.graph.arrays import arc_dtype
+
 
 @dataclass(frozen=True)
 class DeviceBytes:
@@ -66,7 +70,7 @@ def pagerank_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = T
     and two contribution vectors over all vertices (float32)."""
     k = max(int(devices), 1)
     nl, ml = _share(n, k), _share(m, k)
-    offset = 8 if ml >= 2**31 else 4
+    offset = np.dtype(arc_dtype(ml)).itemsize
     parts = {"in-arc offsets": offset * (nl + 1), "in-arc sources (int32)": 4 * ml,
              "1/outdeg": 4 * nl, "ranks": 4 * nl, "contributions (2)": 8 * int(n)}
     return DeviceBytes(parts)
