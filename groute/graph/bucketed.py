@@ -75,12 +75,24 @@ def bucket_bounds(counts, limit: int) -> list[int]:
 
 
 def _candidate_counts(stream, n, symmetric, xp):
-    """Candidate arcs per source vertex (with repeats): one replay of the stream."""
+    """Candidate arcs per source vertex (with repeats): one replay of the stream. Sources are
+    counted in batches of at least ``n`` (a bincount costs ``n`` whatever it counts)."""
     counts = xp.zeros(n, dtype=xp.int64)
+    batch, held = [], 0
+
+    def flush():
+        nonlocal counts
+        if batch:
+            counts += xp.bincount(xp.concatenate(batch).astype(xp.int64), minlength=n)
+            batch.clear()
     for src, dst in stream():
-        counts += xp.bincount(src.astype(xp.int64), minlength=n)
-        if symmetric:
-            counts += xp.bincount(dst.astype(xp.int64), minlength=n)
+        for ends in ((src, dst) if symmetric else (src,)):
+            batch.append(ends)
+            held += int(ends.shape[0])
+        if held >= n:
+            flush()
+            held = 0
+    flush()
     return counts if xp is np else counts.get()
 
 
