@@ -111,3 +111,18 @@ def test_big_generated_graphs_are_not_cached(isolated_cache, monkeypatch):
     monkeypatch.setattr(gload, "GENERATED_CACHE_MAX_BYTES", 1 << 30)
     load_graph("kron:7")
     assert list((isolated_cache / "generated").glob("kron_7*"))
+
+
+@pytest.mark.gpu
+def test_gpu_buckets_into_host_memory():
+    """Generated on the GPU in several buckets, written into host arrays: the CPU's graph; and
+    the chunked weights hashed on the GPU for a host graph: the CPU's weights."""
+    from tests.graph.conftest import cupy_or_skip
+    cupy = cupy_or_skip()
+    want = kronecker(13, 32)
+    for buckets, on_host in ((None, True), (3, True), (3, False)):
+        g = kronecker(13, 32, xp=cupy, buckets=buckets, on_host=on_host)
+        assert (g.xp is np) == on_host
+        assert _same(g.to_host(), want), (buckets, on_host)
+    assert np.array_equal(want.with_weights(seed=4, xp=cupy).weights,
+                          want.with_weights(seed=4).weights)
