@@ -2,6 +2,9 @@
 :func:`groute.memory.check_fits` (the machinery, and what an estimate counts, is there)."""
 from __future__ import annotations
 
+import numpy as np
+
+from groute.graph.arrays import arc_dtype
 from groute.memory import DeviceBytes, rows_bytes, share
 
 
@@ -12,7 +15,7 @@ def pagerank_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = T
     and two contribution vectors over all vertices (float32)."""
     k = max(int(devices), 1)
     nl, ml = share(n, k), share(m, k)
-    offset = 8 if ml >= 2**31 else 4
+    offset = np.dtype(arc_dtype(ml)).itemsize
     parts = {"in-arc offsets": offset * (nl + 1), "in-arc sources (int32)": 4 * ml,
              "1/outdeg": 4 * nl, "ranks": 4 * nl, "contributions (2)": 8 * int(n)}
     return DeviceBytes(parts)

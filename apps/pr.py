@@ -284,7 +284,8 @@ class PageRank(Solver):
                     self.layout = None
                     if mode == "bsp":           # kept on the graph: later solvers skip the work
                         transposed = kept_on(graph, "_pr_in_arcs",
-                                             lambda: transpose_arcs(indptr, indices))
+                                             lambda: transpose_arcs(indptr, indices,
+                                                                    symmetric=not graph.directed))
                 else:
                     from groute.graph import partition_graph
                     self.partition = partition_graph(graph, k, method=partition, seed=seed)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from groute.apps.pr_layout import Shard, bins_tasks
+from groute.graph.arrays import arc_dtype
 from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
 
@@ -78,7 +79,7 @@ class DevicePR:
             self.small_degree = int(tuning.small_degree)
             self.tol = float(tol)
             self.num_in = int(shard.in_cols.shape[0])
-            wide = self.num_in >= 2 ** 31
+            wide = arc_dtype(self.num_in) == np.int64
             csc = ("pr_csc64" if wide else "pr_csc32") + f"_k{self.lanes_k}"
             if self.bins:
                 csc = "pr_bins64" if wide else "pr_bins32"
@@ -93,6 +94,7 @@ class DevicePR:
                     shard.in_indptr, task_arcs=int(tuning.task_arcs),
                     hub_degree=self.hub_degree, lane_arcs=int(tuning.lane_arcs))
                 self.num_tasks = int(task_row.shape[0])
+            self.csc_kernel = csc       # the fused kernel's name (64: int64 in-arc offsets)
         #: pr.cu's compile options: the teleport vector's kernels where there is one
         self.options = ("-DPERSONAL=1",) if teleport is not None else ()
         if self.cuda:

@@ -61,11 +61,15 @@ def in_degrees(graph):
     return kept_on(graph, "_in_degrees", compute)
 
 
-def transpose_arcs(indptr, indices):
+def transpose_arcs(indptr, indices, *, symmetric: bool = False):
     """The in-arcs of every vertex: ``(indptr int64, sources int32)`` of the transposed graph,
-    each row's sources ascending (:func:`groute.graph.arcs.in_arcs`)."""
+    each row's sources ascending (:func:`groute.graph.arcs.in_arcs`). A ``symmetric`` graph
+    (undirected: rows sorted, every arc both ways) is its own transpose: its arrays, no copy."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    if symmetric:
+        return indptr, np.asarray(indices).astype(np.int32, copy=False)
     from groute.graph.arcs import in_arcs
-    return in_arcs(np.asarray(indptr, dtype=np.int64), np.asarray(indices))
+    return in_arcs(indptr, np.asarray(indices))
 
 
 def degree_buckets(deg):

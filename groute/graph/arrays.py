@@ -1,6 +1,7 @@
 """Array helpers below the graph types: which array module (NumPy or CuPy) an array lives in,
-the index dtype a vertex count needs, and order-preserving integer codes of weights for packed
-sort keys. Shared by :mod:`.csr` and :mod:`.arcs`, which build on them.
+the index dtype a vertex count needs, the dtype an arc position or count needs, and
+order-preserving integer codes of weights for packed sort keys. Shared by :mod:`.csr` and
+:mod:`.arcs`, which build on them.
 """
 from __future__ import annotations
 
@@ -13,6 +14,19 @@ INT32_LIMIT = 2**31 - 1
 def index_dtype(num_vertices: int):
     """The dtype ``indices`` get for a graph of ``num_vertices`` vertices."""
     return np.int32 if num_vertices <= INT32_LIMIT else np.int64
+
+
+#: the largest arc position or arc count an int32 may carry. Arc offsets (``indptr``) are
+#: always int64; other arc-sized positions (a device's in-arc offsets, arc ids in edge
+#: layouts) are int32 up to here and int64 past it. Tests lower it (monkeypatch) so that small
+#: graphs run the int64 paths.
+ARC_INT32_LIMIT = 2**31 - 1
+
+
+def arc_dtype(num_arcs: int):
+    """The dtype of arc positions, offsets and counts into ``num_arcs`` arcs: int32 while the
+    positions ``0..num_arcs`` fit (:data:`ARC_INT32_LIMIT`), int64 beyond."""
+    return np.int32 if int(num_arcs) <= ARC_INT32_LIMIT else np.int64
 
 
 def array_module(a):

@@ -20,20 +20,28 @@ import logging
 import numpy as np
 
 from . import rng as _rng
-from .arcs import arc_rows, relabelled_arcs
+from .arcs import arc_rows, relabelled_arcs, row_chunks
 from .arrays import array_module, index_dtype, weight_codes
 from .ids import VertexIds, label_array
 
 log = logging.getLogger(__name__)
 
-def sorted_unique(a, xp=None):
+#: arcs per step of :meth:`CSRGraph.with_weights` on the host (cache-sized temporaries)
+WEIGHT_CHUNK_ARCS = 1 << 20
+
+def sorted_unique(a, xp=None, *, overwrite: bool = False):
     """Sorted distinct values of a 1-D array: sort plus neighbour compare.
 
     Used instead of ``xp.unique``, which is far slower on large integer arrays in recent NumPy
-    (hash-based) and whose algorithm differs between backends.
+    (hash-based) and whose algorithm differs between backends. ``overwrite``: sort ``a`` in
+    place (no sorted copy beside it; for a caller that drops ``a``).
     """
     xp = xp or array_module(a)
-    s = xp.sort(a)
+    if overwrite:
+        a.sort()
+        s = a
+    else:
+        s = xp.sort(a)
     if s.shape[0] < 2:
         return s
     keep = xp.empty(s.shape[0], dtype=bool)
@@ -483,19 +491,39 @@ class CSRGraph(CSRArrays):
             same = bool(xp.array_equal(t.weights, self.weights))
         return same
 
-    def with_weights(self, seed: int = 0, low: int = 1, high: int = 64) -> "CSRGraph":
+    def with_weights(self, seed: int = 0, low: int = 1, high: int = 64, *,
+                     xp=None) -> "CSRGraph":
         """A copy with random integer weights in ``[low, high]`` (int32), as Gunrock does.
 
         The weight of arc u->v is a hash of the unordered pair {u, v} and the seed, so both
         directions of an undirected edge get the same weight and the result is identical on
-        every backend and independent of arc order.
+        every backend and independent of arc order. Computed in row-aligned chunks of about
+        :data:`WEIGHT_CHUNK_ARCS` arcs (no arc-sized int64 temporaries), on ``xp`` (default:
+        the graph's module; CuPy for a host graph hashes on the GPU, chunk by chunk); the
+        weights live where the graph's arrays do.
         """
-        xp = self.xp
-        src, dst = self.edges()
-        dst = dst.astype(xp.int64)
-        lo, hi = xp.minimum(src, dst), xp.maximum(src, dst)
-        pair = lo.astype(xp.uint64) * xp.uint64(max(self.num_vertices, 1)) + hi.astype(xp.uint64)
-        w = _rng.bounded(_rng.hash_counters(pair, seed, 0x5EED, xp), low, high, xp).astype(xp.int32)
+        gx = self.xp
+        xp = xp or gx
+        n, m = self.num_vertices, self.num_edges
+        w = gx.empty(m, dtype=gx.int32)
+        host_ip = self.indptr if gx is np else self.indptr.get()
+        step = WEIGHT_CHUNK_ARCS if xp is np else WEIGHT_CHUNK_ARCS * 64
+        nn = xp.uint64(max(n, 1))
+        for r, e in row_chunks(host_ip, 0, n, step):
+            a, b = int(host_ip[r]), int(host_ip[e])
+            if a == b:
+                continue
+            ip = xp.asarray(host_ip[r:e + 1] - a) if xp is not gx else self.indptr[r:e + 1] - a
+            src = arc_rows(ip, b - a, xp=xp, dtype=np.int64) + r
+            dst = xp.asarray(self.indices[a:b]).astype(xp.int64)
+            pair = xp.minimum(src, dst).astype(xp.uint64) * nn + xp.maximum(src, dst).astype(xp.uint64)
+            del src, dst
+            chunk = _rng.bounded(_rng.hash_counters(pair, seed, 0x5EED, xp), low, high,
+                                 xp).astype(xp.int32)
+            if gx is np and xp is not np:
+                chunk.get(out=w[a:b])
+            else:
+                w[a:b] = chunk if xp is gx else gx.asarray(chunk)
         return self._like(self.indptr, self.indices, w)
 
     def without_weights(self) -> "CSRGraph":

@@ -3,7 +3,9 @@
 All randomness comes from :mod:`.rng` (counter-based hashing), every step is whole-array
 arithmetic on ``xp``, and the final CSR is built from unique sorted 64-bit arc keys, so a seed
 fixes the graph bit for bit on either backend. Edge generation runs in chunks of edges to bound
-memory (small chunks on the CPU for cache locality, large ones on a GPU to amortise launches).
+memory (small chunks on the CPU for cache locality, large ones on a GPU to amortise launches);
+since the edge stream can be replayed, a graph bigger than one sort's memory is built by
+source-vertex buckets (:mod:`.bucketed`), the same graph for any bucket count.
 
 * :func:`kronecker` -- Graph500 Kronecker: ``2**scale`` vertices, ``ef * 2**scale`` generated
   edges with quadrant probabilities A, B, C (D = 1 - A - B - C) at each of ``scale`` levels, a
@@ -23,7 +25,8 @@ import numpy as np
 
 from . import rng
 from .arrays import index_dtype
-from .csr import CSRGraph, sorted_unique
+from .bucketed import csr_by_buckets
+from .csr import CSRGraph
 from .spec import GraphSpec, parse_spec
 
 log = logging.getLogger(__name__)
@@ -85,75 +88,83 @@ def rmat_edge_chunks(scale: int, num_edges: int, a: float, b: float, c: float, *
         yield _compact_even_bits(code >> u64(1), xp), _compact_even_bits(code, xp)
 
 
-def _keys_to_graph(key_chunks, n, xp, *, directed, name):
-    keys = xp.concatenate(key_chunks) if key_chunks else xp.zeros(0, dtype=xp.uint64)
-    key_chunks.clear()
-    keys = sorted_unique(keys, xp)
-    return CSRGraph.from_sorted_keys(keys, n, None, xp=xp, directed=directed, name=name,
-                                     validate=False)
+def _bucketed_graph(stream, n, max_candidates, xp, *, symmetric, name, buckets, on_host):
+    indptr, indices = csr_by_buckets(stream, n, max_candidates, symmetric=symmetric, xp=xp,
+                                     out_xp=np if on_host else xp, buckets=buckets)
+    return CSRGraph(indptr, indices, None, directed=not symmetric, name=name, validate=False)
+
+
+def _rmat_stream(scale, edge_factor, a, b, c, *, seed, xp, chunk, permute):
+    """A replayable stream of R-MAT edges ``(src, dst)`` (relabelled when ``permute``), self
+    loops dropped: what :func:`kronecker` and :func:`rmat` build their CSR from."""
+    n = 1 << scale
+    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp).astype(xp.uint64) if permute else None
+
+    def stream():
+        for src, dst in rmat_edge_chunks(scale, edge_factor * n, a, b, c, seed=seed, xp=xp,
+                                         chunk=chunk):
+            if perm is not None:
+                src, dst = perm[src], perm[dst]
+            keep = src != dst
+            yield src[keep], dst[keep]
+    return stream
 
 
 def kronecker(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19,
               c: float = 0.19, *, seed: int = 0, xp=None, backend: str | None = None,
-              chunk: int | None = None, name: str | None = None) -> CSRGraph:
-    """Graph500 Kronecker graph (symmetric, no self loops or duplicates); see the module docstring."""
+              chunk: int | None = None, name: str | None = None, buckets: int | None = None,
+              on_host: bool = False) -> CSRGraph:
+    """Graph500 Kronecker graph (symmetric, no self loops or duplicates); see the module docstring.
+
+    ``on_host``: build the CSR in host memory even when generating on a GPU. ``buckets``: the
+    number of source-vertex buckets (:mod:`.bucketed`; default: from the memory budget); the
+    graph is the same for every count."""
     xp = rng.get_xp(backend, xp)
     t0 = time.perf_counter()
     n = 1 << scale
-    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp).astype(xp.uint64)
-    nn = xp.uint64(n)
-    keys = []
-    for src, dst in rmat_edge_chunks(scale, edge_factor * n, a, b, c, seed=seed, xp=xp, chunk=chunk):
-        src, dst = perm[src], perm[dst]
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-        keys.append(src * nn + dst)
-        keys.append(dst * nn + src)
-    g = _keys_to_graph(keys, n, xp, directed=False, name=name or f"kron:{scale}")
+    stream = _rmat_stream(scale, edge_factor, a, b, c, seed=seed, xp=xp, chunk=chunk, permute=True)
+    g = _bucketed_graph(stream, n, 2 * edge_factor * n, xp, symmetric=True,
+                        name=name or f"kron:{scale}", buckets=buckets, on_host=on_host)
     log.info("generated %s in %.2f s", g, time.perf_counter() - t0)
     return g
 
 
 def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
          *, seed: int = 0, symmetric: bool = False, permute: bool = False, xp=None,
-         backend: str | None = None, chunk: int | None = None, name: str | None = None) -> CSRGraph:
+         backend: str | None = None, chunk: int | None = None, name: str | None = None,
+         buckets: int | None = None, on_host: bool = False) -> CSRGraph:
     """R-MAT graph: directed (``symmetric=True`` stores both directions), self loops and
-    duplicates dropped; ``permute`` relabels vertices randomly as Kronecker does."""
+    duplicates dropped; ``permute`` relabels vertices randomly as Kronecker does.
+    ``buckets``, ``on_host``: as for :func:`kronecker`."""
     xp = rng.get_xp(backend, xp)
     n = 1 << scale
-    nn = xp.uint64(n)
-    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp).astype(xp.uint64) if permute else None
-    keys = []
-    for src, dst in rmat_edge_chunks(scale, edge_factor * n, a, b, c, seed=seed, xp=xp, chunk=chunk):
-        if perm is not None:
-            src, dst = perm[src], perm[dst]
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-        keys.append(src * nn + dst)
-        if symmetric:
-            keys.append(dst * nn + src)
-    return _keys_to_graph(keys, n, xp, directed=not symmetric, name=name or f"rmat:{scale}")
+    stream = _rmat_stream(scale, edge_factor, a, b, c, seed=seed, xp=xp, chunk=chunk,
+                          permute=permute)
+    return _bucketed_graph(stream, n, (2 if symmetric else 1) * edge_factor * n, xp,
+                           symmetric=symmetric, name=name or f"rmat:{scale}", buckets=buckets,
+                           on_host=on_host)
 
 
 def erdos_renyi(n: int, avg_degree: float, *, seed: int = 0, xp=None, backend: str | None = None,
-                chunk: int | None = None, name: str | None = None) -> CSRGraph:
+                chunk: int | None = None, name: str | None = None, buckets: int | None = None,
+                on_host: bool = False) -> CSRGraph:
     """Uniform random graph: ``round(n * avg_degree / 2)`` edges with independent uniform
-    endpoints, symmetrised; self loops and repeats dropped (so the mean degree is a hair lower)."""
+    endpoints, symmetrised; self loops and repeats dropped (so the mean degree is a hair lower).
+    ``buckets``, ``on_host``: as for :func:`kronecker`."""
     xp = rng.get_xp(backend, xp)
     n = int(n)
     m = int(round(n * avg_degree / 2))
-    nn = xp.uint64(n)
     step = _chunk_size(xp, chunk) * 16
-    keys = []
-    for start in range(0, m, step):
-        k = min(step, m - start)
-        src = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_SRC, xp), 0, n - 1, xp).astype(xp.uint64)
-        dst = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_DST, xp), 0, n - 1, xp).astype(xp.uint64)
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-        keys.append(src * nn + dst)
-        keys.append(dst * nn + src)
-    return _keys_to_graph(keys, n, xp, directed=False, name=name or f"er:{n}:{avg_degree:g}")
+
+    def stream():
+        for start in range(0, m, step):
+            k = min(step, m - start)
+            src = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_SRC, xp), 0, n - 1, xp).astype(xp.uint64)
+            dst = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_DST, xp), 0, n - 1, xp).astype(xp.uint64)
+            keep = src != dst
+            yield src[keep], dst[keep]
+    return _bucketed_graph(stream, n, 2 * m, xp, symmetric=True,
+                           name=name or f"er:{n}:{avg_degree:g}", buckets=buckets, on_host=on_host)
 
 
 def grid(rows: int, cols: int | None = None, *, drop: float = 0.1, seed: int = 0, low: int = 1,
@@ -217,9 +228,10 @@ def grid(rows: int, cols: int | None = None, *, drop: float = 0.1, seed: int = 0
 
 
 def generate(spec, *, xp=None, backend: str | None = "auto", seed: int | None = None,
-             name: str | None = None) -> CSRGraph:
+             name: str | None = None, on_host: bool = False) -> CSRGraph:
     """Generate the graph a spec names (string or :class:`GraphSpec`); ``seed`` is used when the
-    spec has none of its own. The result is on ``xp`` (NumPy unless a GPU backend is chosen)."""
+    spec has none of its own. The result is on ``xp`` (NumPy unless a GPU backend is chosen),
+    or in host memory with ``on_host`` (the random graphs are then built there directly)."""
     s = spec if isinstance(spec, GraphSpec) else parse_spec(spec)
     p = dict(s.params)
     if seed is not None and "seed=" not in s.text.replace(" ", ""):
@@ -227,13 +239,17 @@ def generate(spec, *, xp=None, backend: str | None = "auto", seed: int | None = 
     xp = rng.get_xp(backend, xp)
     label = name or s.text or s.canonical
     if s.kind == "kron":
-        return kronecker(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp, name=label)
+        return kronecker(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp,
+                         name=label, on_host=on_host)
     if s.kind == "rmat":
         return rmat(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp,
-                    symmetric=bool(p["sym"]), permute=bool(p["perm"]), name=label)
+                    symmetric=bool(p["sym"]), permute=bool(p["perm"]), name=label,
+                    on_host=on_host)
     if s.kind == "grid":
-        return grid(p["rows"], p["cols"], drop=p["drop"], seed=p["seed"], low=p["low"],
-                    high=p["high"], xp=xp, name=label)
+        g = grid(p["rows"], p["cols"], drop=p["drop"], seed=p["seed"], low=p["low"],
+                 high=p["high"], xp=xp, name=label)
+        return g.to_host() if on_host else g
     if s.kind == "er":
-        return erdos_renyi(p["n"], p["avg_degree"], seed=p["seed"], xp=xp, name=label)
+        return erdos_renyi(p["n"], p["avg_degree"], seed=p["seed"], xp=xp, name=label,
+                           on_host=on_host)
     raise ValueError(f"no generator for {s.kind!r}")

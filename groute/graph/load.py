@@ -4,7 +4,9 @@ Resolution order for a string: an existing path; a generator spec (``kron:21``, 
 :mod:`.spec`); the name of a registered dataset already downloaded with ``groute data get``.
 Files go through the binary cache (:mod:`.cache`); generated graphs with more than
 :data:`GENERATED_CACHE_MIN_ARCS` arcs are cached in ``<cache dir>/generated/`` since generating
-them again costs seconds to minutes on a CPU. Graph objects (a CSRGraph, NetworkX graph, scipy
+them again costs seconds to minutes on a CPU, up to :data:`GENERATED_CACHE_MAX_BYTES` of CSR
+arrays: a bigger graph would fill the disk (kron:26:32 is 17 GB) and generating it on a GPU is
+about as fast as reading it back. Graph objects (a CSRGraph, NetworkX graph, scipy
 matrix, edge arrays) go through :func:`.convert.as_graph`.
 """
 from __future__ import annotations
@@ -24,6 +26,8 @@ from .spec import is_spec, parse_spec
 log = logging.getLogger(__name__)
 
 GENERATED_CACHE_MIN_ARCS = 4_000_000
+#: generated graphs whose CSR arrays take more bytes than this are not cached (see above)
+GENERATED_CACHE_MAX_BYTES = 4 << 30
 GENERATOR_VERSION = 1
 
 
@@ -116,9 +120,12 @@ def _load_spec(text: str, *, seed, cache, backend) -> CSRGraph:
             g.name = text
             return g
     t0 = time.perf_counter()
-    g = generate(spec, backend=backend, name=text).to_host()
+    g = generate(spec, backend=backend, name=text, on_host=True)
     log.info("generated %s in %.2f s: %s", text, time.perf_counter() - t0, g)
-    if cache and g.num_edges >= GENERATED_CACHE_MIN_ARCS:
+    if cache and g.nbytes > GENERATED_CACHE_MAX_BYTES:
+        log.info("not caching %s: its %.1f GiB of CSR arrays exceed the generated-graph cache's "
+                 "limit of %.1f GiB", text, g.nbytes / 2**30, GENERATED_CACHE_MAX_BYTES / 2**30)
+    elif cache and g.num_edges >= GENERATED_CACHE_MIN_ARCS:
         try:
             _cache.save_graph_npz(g, cpath, key)
         except OSError as exc:

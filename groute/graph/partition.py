@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from . import rng
-from .arcs import row_chunks
+from .arcs import row_chunks, self_loop_count
 from .arrays import array_module
 from .cache import CACHE_SUFFIX, cache_root
 from .csr import CSRArrays, CSRGraph, host_array
@@ -405,12 +405,25 @@ def _redirect_c_output():
                 os.write(fd, "".join(other).encode())
 
 
+def _check_metis_arcs(g, arcs: int, dtype) -> None:
+    """Raise ValueError when METIS's ``dtype`` indices cannot address ``arcs`` (the arcs of
+    ``g`` symmetrised without self loops, or a lower bound of them)."""
+    if arcs > np.iinfo(dtype).max:
+        raise ValueError(f"METIS here takes at most {np.iinfo(dtype).max:,} arcs ({dtype} "
+                         f"indices); the symmetrised {g.name or 'graph'} has {arcs:,} or more: "
+                         f"use method='contiguous' or 'random' (one device needs no partition)")
+
+
 def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool):
     try:
         import pymetis
     except ImportError as exc:
         raise ImportError("METIS partitioning needs pymetis: pip install pymetis "
                           "(or use method='contiguous' or 'random')") from exc
+    zc = getattr(pymetis, "zero_copy_dtype", None)
+    dtype = np.dtype(zc() if callable(zc) else np.int32)
+    if g.num_edges > np.iinfo(dtype).max:   # before hashing or symmetrising a huge graph
+        _check_metis_arcs(g, g.num_edges - self_loop_count(g.indptr, g.indices), dtype)
     digest = g.structure_hash() if cache else ""     # METIS sees no weights
     paths = _partition_cache_path(g, k, digest, seed) if cache else []
     for p in paths:
@@ -429,12 +442,7 @@ def _metis_owner(g: CSRGraph, k: int, *, seed: int, cache: bool, progress: bool)
         f"vertices, {sym.num_edges // 2:,} edges) into {k} parts...")
     t0 = time.perf_counter()
     opts = pymetis.Options(seed=int(seed))
-    zc = getattr(pymetis, "zero_copy_dtype", None)
-    dtype = np.dtype(zc() if callable(zc) else np.int32)
-    if sym.num_edges > np.iinfo(dtype).max:
-        raise ValueError(f"METIS here takes at most {np.iinfo(dtype).max:,} arcs ({dtype} "
-                         f"indices); the symmetrised {g.name or 'graph'} has {sym.num_edges:,}: "
-                         f"use method='contiguous' or 'random'")
+    _check_metis_arcs(g, sym.num_edges, dtype)
     xadj, adjncy = sym.indptr.astype(dtype, copy=False), sym.indices.astype(dtype, copy=False)
     vweights = _metis_vertex_weights(sym.degrees(), dtype)
     with _c_output_to_log():

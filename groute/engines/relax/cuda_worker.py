@@ -117,7 +117,7 @@ class CUDATraversalArrays:
             self.indices = xp.asarray(np.asarray(local.indices, dtype=np.int32))
             if weighted:
                 wdt = np.int32 if kind == "int" else np.float32
-                self.weights = xp.asarray(np.asarray(local.weights).astype(wdt))
+                self.weights = xp.asarray(np.asarray(local.weights).astype(wdt, copy=False))
             else:
                 self.weights = xp.zeros(1, dtype=np.int32)
             self.dist = xp.empty(n, dtype=np.int32)
