@@ -3,8 +3,9 @@
 # back to back on the same GPU, so a change is judged against a baseline measured beside it.
 #   BEFORE=.before bash benchmarks/gpu_before_after.sh [extra groute bench options]
 # BEFORE: a source tree of the earlier commit (e.g. `git archive <commit> | tar -x -C .before`,
-# carried to the device machine as an ignored path). APPS, GRAPHS, REPEAT, LIMIT set the runs.
-# Writes $OUT/before.{json,md}, $OUT/after.{json,md} and prints the two medians side by side.
+# carried to the device machine as an ignored path). APPS, GRAPHS, REPEAT, LIMIT, REFERENCE set
+# the runs; TAG prefixes the output files.
+# Writes $OUT/<TAG>before.{json,md}, $OUT/<TAG>after.{json,md} and prints the medians side by side.
 set -u
 OUT=${OUT:-/tmp/groute-out}; mkdir -p "$OUT"
 BEFORE=${BEFORE:-.before}
@@ -12,21 +13,23 @@ APPS=${APPS:-bfs,sssp,pr,cc}
 GRAPHS=${GRAPHS:-kron:21,grid:4900}
 REPEAT=${REPEAT:-7}
 LIMIT=${LIMIT:-280}
+REFERENCE=${REFERENCE:-gpu}
+TAG=${TAG:-}
 SITE=${SITE:-/tmp/site}
 export PYTHONUNBUFFERED=1 GROUTE_CACHE_DIR=${GROUTE_CACHE_DIR:-/tmp/groute-cache}
 bench() {  # label tree
   local label=$1 tree=$2
   (cd "$tree" && PYTHONPATH="$SITE:$PWD" GROUTE_COMMIT="${3:-}" timeout "$LIMIT" \
      python3 -m groute bench --apps "$APPS" --graphs "$GRAPHS" --devices 1 --peers none \
-     --reference gpu --repeat "$REPEAT" --max-case-seconds 3 --quiet "${@:4}" \
+     --reference "$REFERENCE" --repeat "$REPEAT" --max-case-seconds 3 --quiet "${@:4}" \
      --json "$OUT/$label.json" --markdown "$OUT/$label.md") > "$OUT/$label.log" 2>&1
   echo "$label rc=$?"
 }
 here=$PWD
 case "$GRAPHS" in *.graphs/*) [ -d "$BEFORE/.graphs" ] || cp -r .graphs "$BEFORE/.graphs" ;; esac
-bench before "$BEFORE" "${BEFORE_COMMIT:-before}" "$@"
-bench after "$here" "${GROUTE_COMMIT:-}" "$@"
-python3 - "$OUT/before.json" "$OUT/after.json" <<'PY'
+bench "${TAG}before" "$BEFORE" "${BEFORE_COMMIT:-before}" "$@"
+bench "${TAG}after" "$here" "${GROUTE_COMMIT:-}" "$@"
+python3 - "$OUT/${TAG}before.json" "$OUT/${TAG}after.json" <<'PY'
 import json, sys
 def cases(path):
     try:
