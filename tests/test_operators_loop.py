@@ -236,7 +236,8 @@ def compile_loops(loops, tmp_path):
     (each in a namespace of its own, its kernels and macros renamed). nvcc's CompletedProcess."""
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
-    lines = ['#include "advance.cuh"', '#include "frontier.cuh"', '#include "barriers.cuh"']
+    lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "direction.cuh"',
+             '#include "frontier.cuh"', '#include "barriers.cuh"']
     for i, (steps, level) in enumerate(loops):
         text = loop_source(steps, level, "test")
         kernels = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", text)
