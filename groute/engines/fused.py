@@ -23,7 +23,8 @@ from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
 
 #: what an engine's ``loop="auto"`` runs, as ``(facts, choice, why)``: the first case whose facts
-#: all hold (the last holds always). Facts: ``pull_step`` (an advance of the loop pulls),
+#: all hold (the last holds always). Facts: ``pull_step`` (an advance of the loop pulls without
+#: gathering, or gathers among a candidates frontier),
 #: ``levels_on_host`` (a sweep over levels the Python loop kept), ``cuda`` (the engine's
 #: devices are CUDA devices), ``one_device``.
 LOOP_RULE = (
