@@ -8,16 +8,17 @@ shortest paths between other pairs of vertices that pass through each vertex.
 
 Per source ``s`` (Brandes' algorithm, unweighted):
 
-- forward, level by level (one ``run_loop``, every level kept): an ``advance`` from the
-  level-``d`` frontier claims the unvisited targets for level ``d + 1`` (an atomic
-  compare-and-swap on ``depth``, so each joins the next frontier once) and adds the source's
-  path count ``sigma[u]`` to every target on level ``d + 1`` (the count travels along the arc
-  as a message, so a target on another device never reads its source's state).
-- backward, from the deepest level up (one ``sweep`` over the kept levels): an ``advance``
-  over the *in*-arcs of level ``L`` carries ``(1 + delta[u]) / sigma[u]`` to each predecessor
-  ``v`` on level ``L - 1``, which adds ``sigma[v]`` times it to ``delta[v]``. A message reads
-  level ``L``'s state while the visits write level ``L - 1``'s, so one step per level is
-  race-free.
+- forward, level by level (one ``run_loop``, every level kept): a gathering ``advance`` from
+  the level-``d`` frontier, whose candidates are the unvisited vertices: each sums the path
+  counts ``sigma[u]`` of its arcs from level ``d`` (the message) and, with at least one such
+  arc, joins level ``d + 1`` with that sum as its ``sigma``. ``"auto"``: small levels push (the
+  sums deposited with atomics), big ones pull (every unvisited vertex reads its in-arcs, no
+  atomics), by Beamer's rule.
+- backward, from the deepest level up (one ``sweep`` over the kept levels): a gathering pull
+  over the *in*-arcs of level ``L``: each vertex ``v`` of level ``L - 1`` sums ``(1 + delta[u])
+  / sigma[u]`` over its arcs to level ``L`` and writes ``delta[v] = sigma[v] * sum`` once, with
+  no atomics. A message reads level ``L``'s state while the bodies write level ``L - 1``'s,
+  so one step per level is race-free.
 - one ``compute`` over all vertices adds ``delta`` to the scores (``endpoints``: NetworkX's
   ``_accumulate_endpoints``), resets the per-source state, and starts the next source (its
   rank in the source order, kept as state, says which vertex that is), so a source needs no
@@ -43,54 +44,53 @@ import numpy as np
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph
-from groute.operators import AdvanceStep, Functor, Message, compute, run_loop, sweep
+from groute.operators import AdvanceStep, Functor, Gather, Message, compute, run_loop, sweep
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1
 
 
 def _forward(s, v, m):
-    """Vectorised: ``v`` repeats once per arc, ``m`` the path count of each arc's source."""
-    depth, nxt = s["depth"], s["d"] + 1
-    claimed = np.unique(v[depth[v] < 0])
-    depth[claimed] = nxt
-    on = depth[v] == nxt
-    np.add.at(s["sigma"], v[on], m[on])
-    return claimed
+    """Vectorised: ``v`` the distinct unvisited vertices with an arc from level d, ``m`` the
+    sum of those arcs' sources' path counts."""
+    s["depth"][v] = s["d"] + 1
+    s["sigma"][v] = m
+    return v
 
 
-#: forward step from level d: claim the unvisited targets for level d + 1 (they form the next
-#: frontier) and add the source's shortest-path count to every target on level d + 1
+#: forward step from level d: every unvisited vertex with arcs from level d joins level d + 1
+#: (the next frontier) with the sum of their sources' shortest-path counts as its own
 FORWARD = Functor(
     name="bc_forward", params="int* depth, double* sigma, int d",
     message=Message("double", cuda="sigma[u]", numpy=lambda s, u: s["sigma"][u]),
-    cuda="const int old = atomicCAS(&depth[v], -1, d + 1);\n"
-         "if (old == -1 || old == d + 1) atomicAdd(&sigma[v], m);\n"
-         "return old == -1;",
+    gather=Gather("sum", cuda="depth[v] < 0", numpy=lambda s, v: s["depth"][v] < 0),
+    cuda="depth[v] = d + 1;\nsigma[v] = m;\nreturn true;",
     numpy=_forward)
 
 
 def _backward(s, v, m):
-    on = s["depth"][v] == s["level"] - 1
-    v = v[on]
-    np.add.at(s["delta"], v, s["sigma"][v] * m[on])
+    s["delta"][v] = s["sigma"][v] * m
     return v[:0]
 
 
-#: backward step along the in-arcs of level ``level``: a predecessor v (one level up) gains
-#: sigma[v] * (1 + delta[u]) / sigma[u] from each successor u (Brandes' dependency)
+#: backward step at level ``level``: a vertex v one level up gets Brandes' dependency,
+#: sigma[v] times the sum over its successors u on level ``level`` of (1 + delta[u]) / sigma[u]
 BACKWARD = Functor(
     name="bc_backward", params="const int* depth, const double* sigma, double* delta, int level",
     message=Message("double", cuda="(1.0 + delta[u]) / sigma[u]",
                     numpy=lambda s, u: (1.0 + s["delta"][u]) / s["sigma"][u]),
-    cuda="if (depth[v] == level - 1) atomicAdd(&delta[v], sigma[v] * m);\nreturn false;",
+    gather=Gather("sum", cuda="depth[v] == level - 1",
+                  numpy=lambda s, v: s["depth"][v] == s["level"] - 1),
+    cuda="delta[v] = sigma[v] * m;\nreturn false;",
     numpy=_backward)
 
 
-#: the forward pass: level d claims level d + 1, every level kept for the backward pass
-FORWARD_PASS = [AdvanceStep(FORWARD)]
-#: the backward pass: each level but the source's, deepest first, over its in-arcs
-BACKWARD_PASS = [AdvanceStep(BACKWARD, over="in")]
+#: the forward pass: level d claims level d + 1, pushing small levels and pulling big ones,
+#: every level kept for the backward pass
+FORWARD_PASS = [AdvanceStep(FORWARD, "auto")]
+#: the backward pass: each level but the source's, deepest first, pulled over its in-arcs
+#: (the level above reads its out-arcs)
+BACKWARD_PASS = [AdvanceStep(BACKWARD, "pull", over="in")]
 
 
 def _accumulate(s, v):
@@ -127,7 +127,11 @@ class Betweenness(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` scores from a list of sources.
     Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
     random), ``engine`` (bsp), ``loop``: how the forward and backward passes run (auto, fused,
-    python: ``groute.engines.LOOP_RULE``)."""
+    python: ``groute.engines.LOOP_RULE``). ``forward_pass`` and ``backward_pass``: the steps
+    of each pass (a subclass may give other directions, as the benchmarks compare them)."""
+
+    forward_pass = FORWARD_PASS
+    backward_pass = BACKWARD_PASS
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
                  partition="contiguous", engine="bsp", loop="auto"):
@@ -159,9 +163,9 @@ class Betweenness(EngineSolver):
         compute(everything, ACCUMULATE, next_source=0, reached=1.0, **flags)   # source 0 starts
         levels_total = max_depth = 0
         for i, s in enumerate(order.tolist()):
-            forward = run_loop(eng.frontier([s]), FORWARD_PASS, level="d", keep=True)
+            forward = run_loop(eng.frontier([s]), self.forward_pass, level="d", keep=True)
             levels = forward.frontiers
-            sweep(levels[1:], BACKWARD_PASS, level="level", reverse=True)
+            sweep(levels[1:], self.backward_pass, level="level", reverse=True)
             compute(everything, ACCUMULATE, next_source=i + 1, reached=float(levels.total),
                     **flags)
             levels_total += len(levels)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """GPU check of the fused loop (``groute.operators.run_loop`` on one CUDA device): every app
 written on it (k-core, betweenness, SCC) with ``loop="fused"`` and ``loop="python"`` on one
-GPU, the answers compared, the times printed.
+GPU, the answers compared, the times printed; then betweenness' passes fused with each
+direction (the app's: forward ``auto``, backward pulled; both pushed; both pulled), per-source
+milliseconds and the answers compared with the app's.
 
 Run from the repository root on a machine with a CUDA GPU::
 
@@ -10,6 +12,7 @@ Run from the repository root on a machine with a CUDA GPU::
 
 One line per case (``OK``/``FAIL``, the loop, seconds, the stats that count levels); a case that
 raises prints ``FAIL <case>: <error>`` and the rest go on. Exit status 1 if anything failed.
+``--only-directions`` skips the apps' fused-vs-python cases.
 """
 from __future__ import annotations
 
@@ -50,8 +53,11 @@ def main() -> int:
     ap.add_argument("--scc-vertices", type=int, default=1 << 20)
     ap.add_argument("--sources", type=int, default=64, help="betweenness sources")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only-directions", action="store_true",
+                    help="only betweenness' passes by direction")
     args = ap.parse_args()
-    from groute.apps.betweenness import Betweenness, sample_sources
+    from groute.apps.betweenness import BACKWARD, FORWARD, Betweenness, sample_sources
+    from groute.operators import AdvanceStep
     from groute.apps.kcore import KCore
     from groute.apps.scc import SCC
 
@@ -72,8 +78,15 @@ def main() -> int:
          ("iterations", "trim_rounds", "colour_rounds", "claim_rounds"),
          lambda a, b: np.array_equal(a, b)),
     ]
+    class PushOnly(BC):
+        forward_pass = [AdvanceStep(FORWARD, "push")]
+        backward_pass = [AdvanceStep(BACKWARD, "push", over="in")]
+
+    class PullOnly(BC):
+        forward_pass = [AdvanceStep(FORWARD, "pull")]
+
     failed = False
-    for name, make, keys, same in cases:
+    for name, make, keys, same in [] if args.only_directions else cases:
         answers = {}
         for loop in ("python", "fused"):
             try:
@@ -93,7 +106,32 @@ def main() -> int:
             failed |= not equal
             print(f"{'OK  ' if equal else 'FAIL'} {name:12s} fused == python: {equal}",
                   flush=True)
+    failed |= directions(g, args, {"auto (the app's)": BC, "push only": PushOnly,
+                                   "pull only": PullOnly})
     return 1 if failed else 0
+
+
+def directions(g, args, solvers) -> bool:
+    """Betweenness fused with each set of passes: per-source ms, answers against the first."""
+    failed, first = False, None
+    for label, solver in solvers.items():
+        try:
+            res, seconds = timed(lambda: solver(g, devices=1, backend="cuda", loop="fused"),
+                                 args.repeat)
+        except Exception as exc:  # noqa: BLE001 - one line per case, go on
+            print(f"FAIL betweenness {label}: {type(exc).__name__}: {exc}", flush=True)
+            traceback.print_exc(limit=3)
+            failed = True
+            continue
+        values = np.asarray(res.values)
+        ok = first is None or np.allclose(values, first, rtol=1e-9, atol=1e-12)
+        same = "" if first is None else f"  same as auto: {ok}"
+        failed |= not ok
+        first = values if first is None else first
+        print(f"{'OK  ' if ok else 'FAIL'} betweenness {label:18s} "
+              f"{seconds / args.sources * 1e3:8.3f} ms per source  "
+              f"levels={res.stats.get('levels')}{same}", flush=True)
+    return failed
 
 
 if __name__ == "__main__":

@@ -270,7 +270,7 @@ def compile_generated(functors, tmp_path, files=()):
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
     from groute.operators.generated import source
-    lines = ['#include "advance.cuh"', '#include "frontier.cuh"']
+    lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "frontier.cuh"']
     for i, functor in enumerate(functors):
         text = source(functor, "test")
         kernels = re.findall(r"__global__ void (\w+)\(", text)

@@ -16,6 +16,7 @@ import pytest
 
 import groute
 from groute.apps.betweenness import ACCUMULATE, BACKWARD, FORWARD, Betweenness
+from groute.operators import AdvanceStep
 from groute.apps.betweenness_cli import GivenSources
 from groute.cli import main
 from groute.graph import load_graph
@@ -170,6 +171,35 @@ def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
                  "--stats"]) == 0
     text = capsys.readouterr().out
     assert "81 sources" in text and "max_depth: 16" in text      # corner to corner
+
+
+class PushOnly(Betweenness):
+    """Both passes pushed: the gathering steps' atomic form."""
+    forward_pass = [AdvanceStep(FORWARD, "push")]
+    backward_pass = [AdvanceStep(BACKWARD, "push", over="in")]
+
+
+class PullOnly(Betweenness):
+    """Both passes pulled: every level of the forward pass too."""
+    forward_pass = [AdvanceStep(FORWARD, "pull")]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_push_pull_and_auto_passes_give_networkxs_scores(k, directed):
+    """The app's passes (forward "auto", backward pulled), push-only and pull-only: the same
+    scores, NetworkX's, on 1-3 CPU devices with every option."""
+    G = random_graph(60, 180, seed=k, directed=directed)
+    g = load_graph(G)
+    for solver in (Betweenness, PushOnly, PullOnly):
+        with solver(g, backend="cpu", devices=k, partition="random") as bc:
+            for options in OPTIONS if solver is Betweenness else OPTIONS[:1]:
+                result = bc.run(**options)
+                assert_matches(result, G, **options)
+            stats = result.stats
+        pulled = stats["pull_advances"]
+        assert (pulled == 0) if solver is PushOnly else pulled > 0, solver.__name__
 
 
 def test_betweenness_imports_only_groute_public_names():

@@ -213,7 +213,7 @@ def test_generated_push_functor_reads_parameters_not_its_own_members():
     from groute.operators.generated import source
     text = source(CLASHING, "test")
     assert "groute_fn(v, p.value, p.t, p.edges, p.a, p.e, p.p)" in text
-    assert "remote_count, remote_msg, {value, t, edges, a, e, p}}" in text
+    assert "remote_count, remote_msg, groute_acc, groute_cand, {value, t, edges, a, e, p}}" in text
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")

@@ -15,8 +15,8 @@ import pytest
 from groute.engines import LOOP_RULE, make_engine
 from groute.engines.fused import decide_loop, loop_rule_help
 from groute.graph import CSRGraph
-from groute.operators import (AdvanceStep, ComputeStep, FilterStep, Functor, Levels, Message,
-                              advance, compute, filter, run_loop, sweep)
+from groute.operators import (AdvanceStep, ComputeStep, FilterStep, Functor, Gather, Levels,
+                              Message, advance, compute, filter, run_loop, sweep)
 from groute.operators.loop_source import source as loop_source
 
 DEVICES = [1, 2, 3]
@@ -212,6 +212,17 @@ def test_the_rule_picks_fused_only_on_one_cuda_device():
     assert decide_loop(facts(one_device=False))[0] == "python"
     assert decide_loop(facts(pull_step=True))[0] == "python"
     assert decide_loop(facts(levels_on_host=True))[0] == "python"
+    # what the engine reads as a pull step: a first-accept pull, or a gather among candidates
+    g = random_graph()
+    summing = Functor(name="s", params="int* depth", message=Message("int", cuda="0"),
+                      gather=Gather("sum"), cuda="")
+    with engine(g, 1) as eng:
+        def pulls(*steps):
+            return eng._loop_facts(steps)["pull_step"]
+        assert pulls(AdvanceStep(CLAIM, "pull"))
+        assert not pulls(AdvanceStep(CLAIM, "auto"))
+        assert not pulls(AdvanceStep(summing, "pull"), AdvanceStep(summing, "auto", over="in"))
+        assert pulls(AdvanceStep(summing, "push", candidates=eng.all_vertices()))
     assert LOOP_RULE[-1][0] == ()                  # the last case holds always
     assert "fused where cuda and one device" in loop_rule_help()
 
@@ -236,7 +247,8 @@ def compile_loops(loops, tmp_path):
     (each in a namespace of its own, its kernels and macros renamed). nvcc's CompletedProcess."""
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
-    lines = ['#include "advance.cuh"', '#include "frontier.cuh"', '#include "barriers.cuh"']
+    lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "direction.cuh"',
+             '#include "frontier.cuh"', '#include "barriers.cuh"']
     for i, (steps, level) in enumerate(loops):
         text = loop_source(steps, level, "test")
         kernels = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", text)
@@ -256,14 +268,25 @@ def compile_loops(loops, tmp_path):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_the_fused_loops_compile(tmp_path):
     """Every step kind (compute, filter, advance over out- and in-arcs, with and without a
-    message, several producing steps in a level, a level scalar) and the apps' loops."""
+    message, several producing steps in a level, a level scalar; gathering advances pushing,
+    pulling and auto over either arcs, of several message types, two in a level) and the
+    apps' loops."""
     from groute.apps.betweenness import BACKWARD_PASS, FORWARD_PASS
     from groute.apps.kcore import LOSE_NEIGHBOUR, REMOVE
     from groute.apps.scc import CLAIM_SCC, COLOUR, TRIM_IN, TRIM_OUT
     carry = Functor(name="carry", params="int* depth, int d", message=Message(
         "long long", cuda="(long long)depth[u]"), cuda="return m >= 0 && depth[v] < 0;")
+    def gather(op, ctype):
+        x = f"x_{ctype.replace(' ', '_')}"
+        return Functor(name=f"g_{op}", params=f"{ctype}* {x}",
+                       message=Message(ctype, cuda=f"{x}[u]"),
+                       gather=Gather(op, cuda=f"{x}[v] != 0"), cuda=f"{x}[v] = m; return true;")
     loops = [
         ([ComputeStep(MARK), AdvanceStep(CLAIM), FilterStep(EVEN)], "d"),
+        ([AdvanceStep(gather("sum", "double"), "auto"), ComputeStep(MARK),
+          AdvanceStep(gather("sum", "double"), "pull", over="in")], None),
+        ([AdvanceStep(gather("min", "int"), "push", over="in"),
+          AdvanceStep(gather("max", "float"), "auto", over="in")], None),
         ([FilterStep(EVEN), AdvanceStep(carry, over="in"), ComputeStep(MARK)], None),
         ([ComputeStep(REMOVE), AdvanceStep(LOSE_NEIGHBOUR, "auto")], None),
         (FORWARD_PASS, "d"), (BACKWARD_PASS, "level"),

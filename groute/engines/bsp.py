@@ -20,7 +20,10 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
   the out-arcs are; an undirected graph's are its out-arcs).
 - pull: the frontier's global ids go to every other device through a second Router (policy:
   every device but the sender), each device builds a bitmap of the whole frontier and its
-  candidates look for arcs from it.
+  candidates look for arcs from it. A gathering functor's frontier travels with its messages
+  (rows of an id and the message's words, computed on the member's device), which each device
+  lays out by global id next to the bitmap; its candidates read their in-arcs (``over="in"``:
+  their out-arcs), on a directed graph too.
 - ``direction="auto"``: Beamer's rule (:mod:`groute.operators.direction`), from the frontier's
   vertices and arcs, the candidates' arcs and the last direction; push on a directed graph
   (pull reads in-arcs, which an undirected graph's out-arcs are).
@@ -84,6 +87,7 @@ class BSPEngine(Engine):
         self._closed = False
         self._router = self._broadcast = None
         self._message_routers = {}          # words per message -> Router of (id, words) rows
+        self._broadcast_rows = {}           # the same for a gathering pull's frontier
         self._in_parts = None
         try:
             k = self.ctx.num_devices
@@ -229,7 +233,7 @@ class BSPEngine(Engine):
         if direction not in DIRECTIONS:
             raise ValueError(f"advance: direction must be one of {', '.join(DIRECTIONS)}; got "
                              f"{direction!r}")
-        if direction == "pull" and self.directed:
+        if direction == "pull" and self.directed and functor.gather is None:
             raise ValueError("advance: pull reads a vertex's in-arcs, which only an undirected "
                              "graph's out-arcs are; this graph is directed (use push)")
         if direction == "auto":
@@ -238,9 +242,13 @@ class BSPEngine(Engine):
         where = f"advance({functor.name})"
         if direction == "pull":
             self.stats["pull_advances"] += 1
-            return Frontier(self, self._pull(frontier, functor, candidates, scalars, where), "pull")
+            # the candidates read the arcs from the frontier: over out-arcs, their in-arcs
+            rows = self._in_arc_parts() if over == "out" else self.parts
+            return Frontier(self, self._pull(rows, frontier, functor, candidates, scalars, where),
+                            "pull")
         parts = self.parts if over == "out" else self._in_arc_parts()
-        return Frontier(self, self._push(parts, frontier, functor, scalars, where), "push")
+        return Frontier(self, self._push(parts, frontier, functor, scalars, where, candidates),
+                        "push")
 
     def _in_arc_parts(self):
         """Every device's part with its vertices' in-arcs as rows (built on first use)."""
@@ -274,6 +282,20 @@ class BSPEngine(Engine):
                 dtype=np.int32, item_shape=(1 + words,), ctx=self.ctx)
         return self._message_routers.get(words)
 
+    def _broadcast_router(self, functor):
+        """The Router a pull's frontier travels through to every other device: ids alone, or
+        for a gathering functor rows of an id and its message's words."""
+        if functor.gather is None:
+            return self._broadcast
+        words = functor.message.words
+        if self._broadcast is not None and words not in self._broadcast_rows:
+            self._broadcast_rows[words] = Router(
+                self.ctx.devices, self.ctx.devices, to_the_others,
+                name=f"bsp-frontier-m{words}", packet_size=self.tuning.packet_size,
+                num_buffers=self.tuning.num_buffers, dtype=np.int32, item_shape=(1 + words,),
+                ctx=self.ctx)
+        return self._broadcast_rows.get(words)
+
     def _choose(self, frontier, candidates) -> str:
         """Beamer's rule (groute.operators.direction) for ``direction="auto"``."""
         if self.directed:
@@ -293,13 +315,14 @@ class BSPEngine(Engine):
                                       np.sum(self._each(count, self.parts, frontier.parts, cand), axis=0))
         return "pull" if state.next(front, front_arcs, unexplored) else "push"
 
-    def _push(self, parts, frontier, functor, scalars, where):
+    def _push(self, parts, frontier, functor, scalars, where, candidates=None):
         router = self._exchange_router(functor)
+        cand = candidates.parts if candidates is not None else [None] * len(parts)
 
-        def visit_and_send(device, part, fr):
+        def visit_and_send(device, part, fr, cd):
             ops = self._ops(part)
             values = functor.bind(part.state, scalars, where)
-            acc, remote, msgs = ops.push(part, fr, functor, values, where)
+            acc, remote, msgs = ops.push(part, fr, functor, values, where, cd)
             sends = []
             if router is not None and remote.shape[0]:
                 with self._on_stream(part):
@@ -310,7 +333,7 @@ class BSPEngine(Engine):
                          for j, data in groups]
             return acc, values, sends, int(remote.shape[0])
 
-        first = self._each(visit_and_send, parts, frontier.parts)
+        first = self._each(visit_and_send, parts, frontier.parts, cand)
         self.stats["exchanged_ids"] += sum(r[3] for r in first)
         expected = np.zeros(len(self.parts), np.int64)
         for _, _, sends, _ in first:
@@ -329,46 +352,62 @@ class BSPEngine(Engine):
             return ops.finish(part, acc)
         return self._each(receive_and_visit, parts, first, expected)
 
-    def _pull(self, frontier, functor, candidates, scalars, where):
-        router = self._broadcast
-        cand = candidates.parts if candidates is not None else [None] * len(self.parts)
+    def _pull(self, rows, frontier, functor, candidates, scalars, where):
+        """Every device's pull over its ``rows`` (parts whose rows are the arcs its candidates
+        read), after the frontier (with a gathering functor's messages) reached every device."""
+        router = self._broadcast_router(functor)
+        message = functor.message if functor.gather is not None else None
+        cand = candidates.parts if candidates is not None else [None] * len(rows)
 
         def send_frontier(device, part, fr):
-            ids = self._ops(part).global_ids(part, fr)
+            ops = self._ops(part)
+            values = functor.bind(part.state, scalars, where)
+            ids = ops.global_ids(part, fr)
+            msgs = None if message is None else \
+                ops.frontier_messages(part, fr, functor, values, where)
             sends = []
             if router is not None and fr.count:
+                with self._on_stream(part):
+                    data = ids if msgs is None else part.pack_rows(ids, msgs, device.xp)
                 event = device.compute_stream.record() if device.backend == "cuda" else None
-                sends = [router.inputs[part.index].send(ids, event=event)]
-            return ids, sends
+                sends = [router.inputs[part.index].send(data, event=event)]
+            return ids, msgs, values, sends
 
-        first = self._each(send_frontier, self.parts, frontier.parts)
+        first = self._each(send_frontier, rows, frontier.parts)
         if router is not None:
-            self.stats["broadcast_ids"] += len(frontier) * (len(self.parts) - 1)
-        expected = [sum(1 for j, (_, sends) in enumerate(first) if sends and j != i)
-                    for i in range(len(self.parts))]
+            self.stats["broadcast_ids"] += len(frontier) * (len(rows) - 1)
+        expected = [sum(1 for j, step in enumerate(first) if step[3] and j != i)
+                    for i in range(len(rows))]
 
         def gather_and_pull(device, part, step, waiting, cd):
-            ids, sends = step
+            ids, msgs, values, sends = step
             ops = self._ops(part)
-            arrays = [ids]
+            arrays, tables = [ids], [msgs]
             for pending in self._receive(router, part, waiting):
                 with self._on_stream(part):
-                    arrays.append(device.xp.array(pending.data, copy=True))
+                    got, got_msgs = part.unpack_rows(device.xp.array(pending.data, copy=True),
+                                                     message, device.xp)
+                arrays.append(got)
+                tables.append(got_msgs)
                 self._release(part, pending)
             front = ops.membership(part, arrays)
-            values = functor.bind(part.state, scalars, where)
-            out, _ = ops.pull(part, front, cd, functor, values, where)
+            if message is None:
+                out, _ = ops.pull(part, front, cd, functor, values, where)
+            else:
+                table = ops.message_table(part, arrays, tables, message.dtype)
+                out, _ = ops.gather_pull(part, front, table, cd, functor, values, where)
             self._wait_sends(sends)
             return out
-        return self._each(gather_and_pull, self.parts, first, expected, cand)
+        return self._each(gather_and_pull, rows, first, expected, cand)
 
     # loops of steps -----------------------------------------------------------------------------------
     def _loop_facts(self, steps=(), levels=None) -> dict:
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
         over ``levels``)."""
         return {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
-                "pull_step": any(isinstance(s, AdvanceStep) and s.direction == "pull"
-                                 for s in steps),
+                "pull_step": any(isinstance(s, AdvanceStep) and (
+                    s.candidates is not None if s.functor.gather is not None
+                    else s.direction == "pull") for s in steps),
                 "levels_on_host": levels is not None and (
                     getattr(levels.store, "engine", None) is not self
                     or levels.numbers.step != 1)}
@@ -378,7 +417,8 @@ class BSPEngine(Engine):
         facts = self._loop_facts(steps, levels)
         choice = "python" if self.loop == "python" else decide_loop(facts)[0]
         if self.loop == "fused" and choice != "fused":
-            why = "a step pulls" if facts["pull_step"] else "its levels are separate frontiers"
+            why = ("a step pulls without gathering, or gathers among candidates"
+                   if facts["pull_step"] else "its levels are separate frontiers")
             raise ValueError(f"{what}: loop='fused' cannot run this loop ({why}); make the "
                              f"engine with loop='auto'")
         self.stats["loops"] += 1
@@ -442,7 +482,8 @@ class BSPEngine(Engine):
         if self._closed:
             return
         self._closed = True
-        for router in (self._router, self._broadcast, *self._message_routers.values()):
+        for router in (self._router, self._broadcast, *self._message_routers.values(),
+                       *self._broadcast_rows.values()):
             if router is not None:
                 router.close()
         if self._owns_ctx and self.ctx is not None:

@@ -23,12 +23,14 @@ from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
 
 #: what an engine's ``loop="auto"`` runs, as ``(facts, choice, why)``: the first case whose facts
-#: all hold (the last holds always). Facts: ``pull_step`` (an advance of the loop pulls),
+#: all hold (the last holds always). Facts: ``pull_step`` (an advance of the loop pulls without
+#: gathering, or gathers among a candidates frontier),
 #: ``levels_on_host`` (a sweep over levels the Python loop kept), ``cuda`` (the engine's
 #: devices are CUDA devices), ``one_device``.
 LOOP_RULE = (
-    (("pull_step",), "python", "the fused kernel pushes only; a pull needs every device's "
-                               "frontier as a bitmap"),
+    (("pull_step",), "python", "the fused kernel pulls only to gather (Gather) over every "
+                               "vertex; a first-accept pull, or a gather among a candidates "
+                               "frontier, runs as operator calls"),
     (("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
     (("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
                                       "barriers between them, the count read on the device"),
@@ -134,16 +136,21 @@ class FusedLoops:
         """The arguments both kernels begin with, and the control block (zeroed)."""
         part, xp = self.part, self.part.device.xp
         n = part.size
-        arcs_in = self._in_part() if any(isinstance(s, AdvanceStep) and s.over == "in"
-                                         for s in steps) else part
+        arcs_in = self._in_part() if loop_source.needs_in_arcs(steps) else part
+        gathering = loop_source.gathering(steps)
         with part.device.use(), part.device.compute_stream.raw:
             ctl = xp.zeros(loop_source.CTL_WORDS, np.uint64)
-            bits = xp.zeros(2 * ((n + 31) // 32) + 1, np.uint32)
+            bits = xp.zeros(3 * ((n + 31) // 32) + 1, np.uint32)
+            # each gathering step's accumulators, at its identity (its finish resets them)
+            acc = self._scratch("loop_gather_acc", max(len(gathering), 1) * max(n, 1), np.uint64)
+            for k, step in enumerate(gathering):
+                dtype = step.functor.message.dtype
+                acc[k * n:(k + 1) * n].view(dtype)[:n] = step.functor.gather.identity(dtype)
         args = (part.indptr, part.indices, arcs_in.indptr, arcs_in.indices,
                 self._scratch("loop_big_items", n, np.int64),
                 self._scratch("loop_big_first_chunk", n, np.int32), ctl, bits,
                 self._scratch("loop_buffers", loop_source.buffers(steps) * max(n, 1), np.int32),
-                np.int64(n))
+                np.int64(n), acc)
         return args, ctl
 
     def _params(self, steps, level, scalars, where):

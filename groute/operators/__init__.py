@@ -3,8 +3,9 @@
 The public API (:data:`__all__`), what an algorithm is written with:
 
 - :class:`Functor`: one step on a vertex, as a CUDA C body and a vectorised NumPy callable,
-  reading and writing state by name, and the :class:`Message` an arc step carries from its
-  source (:mod:`groute.operators.functor`);
+  reading and writing state by name, the :class:`Message` an arc step carries from its
+  source, and the :class:`Gather` that makes it combine a candidate's messages before its body
+  runs once (a pull without atomics) (:mod:`groute.operators.functor`);
 - :class:`Frontier` (one :class:`DeviceFrontier` per device: a sparse queue or a dense bitmap
   with its count, converting between them; :mod:`groute.operators.frontier`);
 - :func:`advance` (push, pull, or ``"auto"``: Beamer's rule, :mod:`groute.operators.direction`;
@@ -28,9 +29,9 @@ load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``
 """
 from .api import ARCS, DIRECTIONS, advance, compute, filter
 from .frontier import DeviceFrontier, Frontier
-from .functor import Functor, Message
+from .functor import Functor, Gather, Message
 from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
 
-__all__ = ["Functor", "Message", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
+__all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels"]

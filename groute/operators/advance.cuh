@@ -12,6 +12,11 @@
 // of at most one vertex per warp of the grid, where 32 per warp would leave most warps idle).
 // Pull (advance_pull): every vertex the functor wants scans its arcs for one in the frontier and
 // stops at the first.
+// Gathering pull (advance_gather, advance_gather_big, gather_finish): every vertex the functor
+// wants combines the messages of all its arcs from the frontier, balanced by degree as the push:
+// a small vertex by its lane, a medium one by the whole warp (a shuffle reduction), both with no
+// atomics; a hub in CHUNK-arc chunks across the grid, each chunk reduced by a warp and
+// deposited atomically into the hub's accumulator, whose body gather_finish runs after a barrier.
 //
 // The templates are generic over
 //   G: the graph and hub storage, any struct with members
@@ -32,6 +37,11 @@
 //        static constexpr bool kMayFail, kBatchSmall
 //      pull functors instead: bool unreached(long long v), bool in_frontier(int u),
 //      void claim(long long v).
+//      gathering functors: typedef Acc (the message type), bool wants(long long v),
+//      bool in_frontier(int u), Acc message(int u), Acc identity(), Acc combine(Acc, Acc),
+//      void deposit(long long v, Acc x) (atomically into v's accumulator, marking v for
+//      gather_finish), void finish(long long v, Acc x) (the body; v joins the output when it
+//      accepts).
 // Everything inlines into the engine's kernel, so the functor costs no call.
 #pragma once
 
@@ -193,6 +203,108 @@ __device__ __forceinline__ void advance_pull(const G& a, const F& f, long long n
                 ++processed;
                 break;
             }
+        }
+    }
+}
+
+// The warp's combination of every lane's x (all lanes get it; all 32 lanes call).
+template <class F>
+__device__ __forceinline__ typename F::Acc warp_combine(const F& f, typename F::Acc x) {
+    for (int off = 16; off > 0; off >>= 1) x = f.combine(x, __shfl_xor_sync(0xffffffffu, x, off));
+    return x;
+}
+
+// The combination of the messages of arcs first, first + step, ... (< last) from frontier
+// members; hit: whether there was one.
+template <class G, class F>
+__device__ __forceinline__ typename F::Acc gather_arcs(const G& a, const F& f, long long first,
+                                                       long long last, int step, bool& hit) {
+    typename F::Acc acc = f.identity();
+    for (long long e = first; e < last; e += step) {
+        const int u = a.indices[e];
+        if (f.in_frontier(u)) {
+            acc = f.combine(acc, f.message(u));
+            hit = true;
+        }
+    }
+    return acc;
+}
+
+// Gathering pull over the candidates [0, n) (f.wants): whole warps take 32 candidates each; a
+// candidate with at least one arc from the frontier gets f.finish with its messages combined.
+// Hubs are reserved in a.counters[reserve_slot] for advance_gather_big. Counts the candidates
+// and arcs read into processed and edges.
+template <class G, class F>
+__device__ __forceinline__ void advance_gather(const G& a, const F& f, long long n,
+                                               int reserve_slot, long long warp, long long nwarps,
+                                               int lane, unsigned long long& processed,
+                                               unsigned long long& edges) {
+    for (long long base = warp * 32; base < n; base += nwarps * 32) {
+        const long long v = base + lane;
+        long long start = 0, deg = 0;
+        if (v < n && f.wants(v)) {
+            start = a.indptr[v];
+            deg = a.indptr[v + 1] - start;
+            ++processed;
+            edges += deg;
+        }
+        if (deg > WARP_EDGES)                        // shared out after the barrier
+            a.big_items[reserve_big(&a.counters[reserve_slot], deg, a.big_first_chunk)] = v;
+        unsigned medium = __ballot_sync(0xffffffffu, deg > 32 && deg <= WARP_EDGES);
+        while (medium) {
+            const int leader = __ffs(medium) - 1;
+            medium &= medium - 1;
+            const long long s = __shfl_sync(0xffffffffu, start, leader);
+            const long long m = __shfl_sync(0xffffffffu, deg, leader);
+            bool hit = false;
+            const typename F::Acc acc = warp_combine(f, gather_arcs(a, f, s + lane, s + m, 32, hit));
+            if (__any_sync(0xffffffffu, hit) && lane == leader) f.finish(v, acc);
+        }
+        if (deg > 0 && deg <= 32) {
+            bool hit = false;
+            const typename F::Acc acc = gather_arcs(a, f, start, start + deg, 1, hit);
+            if (hit) f.finish(v, acc);
+        }
+    }
+}
+
+// The hubs advance_gather reserved (`reserve`: read after the barrier that follows it): each
+// CHUNK-arc chunk reduced by one warp and deposited into its hub's accumulator (f.deposit);
+// gather_finish runs their bodies after the next barrier.
+template <class G, class F>
+__device__ __forceinline__ void advance_gather_big(const G& a, const F& f,
+                                                   unsigned long long reserve, long long warp,
+                                                   long long nwarps, int lane) {
+    const int big_n = big_count(reserve);
+    const long long total = big_chunks(reserve);
+    for (long long c = warp; c < total; c += nwarps) {
+        const int slot = big_slot_of(a.big_first_chunk, big_n, c);
+        const long long v = __ldcg(&a.big_items[slot]);
+        const long long first = a.indptr[v] + (c - __ldcg(&a.big_first_chunk[slot])) * CHUNK;
+        const long long last = min(first + CHUNK, a.indptr[v + 1]);
+        bool hit = false;
+        const typename F::Acc acc = warp_combine(f, gather_arcs(a, f, first + lane, last, 32, hit));
+        if (__any_sync(0xffffffffu, hit) && lane == 0) f.deposit(v, acc);
+    }
+}
+
+// The bodies of the vertices marked in `marks` (bits over n vertices; threads tid, tid +
+// nthreads, ... take a word each): each takes its accumulator, which is reset to the identity,
+// and the mark is cleared, so both are ready for the next gathering step.
+template <class F>
+__device__ __forceinline__ void gather_finish(const F& f, unsigned int* marks,
+                                              typename F::Acc* acc, long long n, long long tid,
+                                              long long nthreads) {
+    for (long long w = tid; w < (n + 31) / 32; w += nthreads) {
+        unsigned int bits = __ldcg(&marks[w]);
+        if (!bits) continue;
+        marks[w] = 0u;
+        while (bits) {
+            const long long v = w * 32 + (__ffs(bits) - 1);
+            bits &= bits - 1;
+            const typename F::Acc x = __ldcg(&acc[v]);
+            acc[v] = f.identity();
+            f.finish(v, x);
         }
     }
 }

@@ -14,7 +14,11 @@ keyword arguments are the functor's scalar parameters (``k=3``).
   ``over="in"``: the arcs into the frontier's vertices instead (``v -> u``, visiting ``v``):
   a backward traversal of a directed graph (an undirected graph's in-arcs are its out-arcs).
   A functor with a :class:`~groute.operators.functor.Message` carries a value from ``u`` to
-  each visit of ``v`` (push only: ``"auto"`` pushes).
+  each visit of ``v`` (push only: ``"auto"`` pushes). A functor with a
+  :class:`~groute.operators.functor.Gather` as well runs once per candidate on the combination
+  of its arcs' messages, whatever the direction: it pulls without atomics (each candidate
+  reads every arc from the frontier, no early exit; on a directed graph too, and
+  ``over="in"``: its out-arcs) and pushes by depositing into an accumulator.
 - ``filter(frontier, f)``: the vertices of ``frontier`` ``f`` keeps (CUDA body returns true;
   NumPy callable returns a bool mask aligned with ``v``).
 - ``compute(frontier, f)``: run ``f`` on each vertex of ``frontier`` (returns nothing).
@@ -46,6 +50,8 @@ def advance(frontier, functor, direction: str = "push", *, over: str = "out", ca
     engine = _engine_of(frontier, functor, "advance")
     if over not in ARCS:
         raise ValueError(f"advance: over must be one of {', '.join(ARCS)}; got {over!r}")
+    if functor.gather is not None:
+        return engine.advance(frontier, functor, direction, candidates, scalars, over=over)
     if functor.message is not None:
         if direction == "pull":
             raise ValueError(f"advance: {functor.name} carries a message from each source, "

@@ -4,6 +4,12 @@ A functor's ``numpy`` callable sees every visit of one call at once: ``v`` holds
 position per arc (repeats included), so a body that counts (k-core's degree decrements) uses
 ``np.subtract.at`` or ``np.unique(..., return_counts=True)``. The output frontier is the set of
 positions the callable returned (repeats removed).
+
+A gathering functor (``Functor(gather=...)``) sees each candidate once instead, with the
+combination of its arcs' messages: a push collects the (target, message) pairs of every arc
+(its own and those other devices sent) and :func:`finish` combines them; a pull
+(:func:`gather_pull`) combines the messages of each candidate's arcs from the frontier, read
+from a table of the whole frontier's messages by global id (:func:`message_table`).
 """
 from __future__ import annotations
 
@@ -48,6 +54,38 @@ def _frontier(part, joined) -> DeviceFrontier:
                           queue=np.unique(np.concatenate(joined)).astype(np.int32))
 
 
+class _Gathering:
+    """A gathering push under way: the owned targets and messages of every arc so far, and
+    the candidates (``cand``: a bool per owned vertex, or None for every one)."""
+
+    def __init__(self, functor, values, where, cand):
+        self.functor, self.values, self.where, self.cand = functor, values, where, cand
+        self.v, self.m = [], []
+
+    def add(self, v, m):
+        self.v.append(v)
+        self.m.append(m)
+
+    def finish(self, part) -> DeviceFrontier:
+        if not self.v:
+            return _frontier(part, [])
+        v, m = np.concatenate(self.v), np.concatenate(self.m)
+        return _frontier(part, _gathered(part, self.functor, self.values, v, m, self.cand,
+                                         self.where))
+
+
+def _gathered(part, functor, values, v, m, cand, where):
+    """The body on each candidate of ``v`` (local positions, one per arc) with its arcs'
+    messages ``m`` combined; the positions it accepted, as a list for :func:`_frontier`."""
+    keep = functor.gather.wants(values, v, where)
+    if cand is not None:
+        keep &= cand[v]
+    if not keep.any():
+        return []
+    vertices, acc = functor.gather.combine(v[keep], m[keep], functor.message.dtype)
+    return [_visit(part, functor, values, vertices, where, acc)]
+
+
 def _visit(part, functor, values, v, where, m=None):
     body = functor.numpy_body(where)
     out = body(values, v) if functor.message is None else body(values, v, m)
@@ -72,33 +110,55 @@ def messages(functor, values, sources, where):
     return m.astype(functor.message.dtype, copy=False)
 
 
-def push(part, frontier, functor, values, where):
+def push(part, frontier, functor, values, where, candidates=None):
     """Visit the owned targets of the frontier's arcs (``part``'s rows: out-arcs, or in-arcs
-    for an advance over them); return the joined positions so far, the other devices' targets
-    (global ids, int32) and their messages (None without one)."""
+    for an advance over them); return the joined positions so far (a gathering functor: the
+    pairs collected, :class:`_Gathering`), the other devices' targets (global ids, int32) and
+    their messages (None without one). ``candidates`` restricts a gathering functor."""
     queue = frontier.queue.astype(np.int64)
     arcs, pos = arcs_of(part.indptr, queue)
     sources = queue[pos]
     targets = part.indices[arcs]
     m = messages(functor, values, sources, where)
     mine = (targets >= part.first) & (targets < part.end)
-    joined = []
-    if mine.any():
-        joined.append(_visit(part, functor, values, targets[mine].astype(np.int64) - part.first,
-                             where, None if m is None else m[mine]))
+    if functor.gather is not None:
+        cand = None if candidates is None else _mask(part, candidates)
+        joined = _Gathering(functor, values, where, cand)
+        joined.add(targets[mine].astype(np.int64) - part.first, m[mine])
+    else:
+        joined = []
+        if mine.any():
+            joined.append(_visit(part, functor, values,
+                                 targets[mine].astype(np.int64) - part.first,
+                                 where, None if m is None else m[mine]))
     return joined, targets[~mine].astype(np.int32), None if m is None else m[~mine]
 
 
 def apply(part, joined, items, msgs, functor, values, where):
     """Visit owned vertices ``items`` (global ids) another device's arcs reached, with their
     messages ``msgs`` (None without one)."""
-    if items.shape[0]:
-        joined.append(_visit(part, functor, values, items.astype(np.int64) - part.first, where,
-                             msgs))
+    if not items.shape[0]:
+        return
+    v = items.astype(np.int64) - part.first
+    if isinstance(joined, _Gathering):
+        joined.add(v, msgs)
+    else:
+        joined.append(_visit(part, functor, values, v, where, msgs))
 
 
 def finish(part, joined) -> DeviceFrontier:
+    if isinstance(joined, _Gathering):
+        return joined.finish(part)
     return _frontier(part, joined)
+
+
+def _mask(part, frontier):
+    """A bool per owned vertex: whether ``frontier`` holds it."""
+    if frontier.everything:
+        return np.ones(part.size, bool)
+    mask = np.zeros(part.size, bool)
+    mask[frontier.queue] = True
+    return mask
 
 
 def pull(part, front, candidates, functor, values, where):
@@ -111,6 +171,40 @@ def pull(part, front, candidates, functor, values, where):
     if hits.size:
         joined.append(_visit(part, functor, values, queue[hits], where))
     return _frontier(part, joined), read
+
+
+def gather_pull(part, front, table, candidates, functor, values, where):
+    """A gathering pull: every candidate (``candidates``, else every owned vertex, and the
+    gather's own test) combines the messages of its arcs (``part``'s rows) from frontier
+    members (``front``: a bool per global id; ``table``: their messages by global id) and the
+    body runs once on each with at least one. Returns the output frontier and the arcs read."""
+    queue = (np.arange(part.size, dtype=np.int64) if candidates is None
+             else candidates.queue.astype(np.int64))
+    queue = queue[functor.gather.wants(values, queue, where)]
+    arcs, pos = arcs_of(part.indptr, queue)
+    others = part.indices[arcs]
+    hit = front[others] != 0
+    joined = []
+    if hit.any():
+        vertices, acc = functor.gather.combine(queue[pos[hit]], table[others[hit]],
+                                               functor.message.dtype)
+        joined.append(_visit(part, functor, values, vertices, where, acc))
+    return _frontier(part, joined), int(arcs.shape[0])
+
+
+def frontier_messages(part, frontier, functor, values, where):
+    """The functor's message at each vertex of ``frontier`` (aligned with its queue): what a
+    gathering pull sends with the frontier's ids."""
+    return messages(functor, values, frontier.queue.astype(np.int64), where)
+
+
+def message_table(part, id_arrays, msg_arrays, dtype):
+    """The messages ``msg_arrays`` of the global ids ``id_arrays`` in one array over every
+    global id (the others: zero, never read)."""
+    table = np.zeros(part.num_global, dtype)
+    for ids, msgs in zip(id_arrays, msg_arrays):
+        table[ids] = msgs
+    return table
 
 
 def membership(part, id_arrays):

@@ -5,6 +5,12 @@ Push is ``advance.cuh``'s load-balanced advance (a warp per 32 vertices, medium 
 whole warp, hubs cut into chunks by a second launch); an arc whose target another device owns
 is appended to the ``remote`` queue, which the engine routes to the owner, where ``apply_k``
 visits it. The output frontier is deduplicated with a bitmap (``bitmap_claim``).
+
+A gathering functor's push deposits each arc's message into a per-vertex accumulator (filled
+with the combination's identity for the call) and marks the target in that bitmap instead;
+:func:`finish` then runs ``gather_finish_k``, the body once per marked vertex. Its pull is
+``gather_pull_k`` (small and medium candidates, no atomics), ``gather_pull_big_k`` (hubs'
+chunks, deposited) and the same ``gather_finish_k``.
 """
 from __future__ import annotations
 
@@ -32,26 +38,51 @@ def _scratch(part, name, shape, dtype):
 
 
 class _Output:
-    """The output frontier being built: queue, count and the bitmap that dedupes it."""
+    """The output frontier being built: queue, count and the bitmap that dedupes it. A
+    gathering functor's (``functor``, its parameter ``values``) also holds the accumulators
+    and the candidates' bitmap (``candidates``: a frontier, or None for every vertex); its
+    bitmap marks the vertices to finish."""
 
-    def __init__(self, part):
+    def __init__(self, part, functor=None, values=None, candidates=None, where=""):
         xp = _xp(part)
+        self.where = where
+        gather = functor.gather if functor is not None else None
+        self.functor, self.values = (functor, values) if gather is not None else (None, None)
+        self.acc = self.cand = NULL
         with part.device.use(), part.device.compute_stream.raw:
             self.queue = xp.empty(max(part.size, 1), np.int32)
             self.count = xp.zeros(1, np.int32)
             self.bits = xp.zeros(words_for(part.size), np.uint32)
+            if gather is not None:
+                dtype = functor.message.dtype
+                self.acc = xp.full(max(part.size, 1), gather.identity(dtype), dtype)
+        if gather is not None and candidates is not None:
+            self.cand = candidates.to_bitmap().bitmap
+
+    def finish_gather(self, part):
+        """``gather_finish_k``: the body of every marked vertex, into the queue."""
+        launch(part.device, generated.kernels(self.functor, self.where)["gather_finish_k"],
+               words_for(part.size), _gather_args(part, self, NULL, NULL, self.values))
+        self.functor = None
+
+
+def _gather_args(part, out, front, table, values, counters=NULL, big=(NULL, NULL)):
+    """The arguments of a gathering functor's kernels (``GROUTE_GATHER_ARGS``)."""
+    return (part.indptr, part.indices, big[0], big[1], counters, np.int64(part.size), front,
+            table, out.cand, out.acc, out.bits, out.queue, out.count,
+            *_params(out.functor, values))
 
 
 def _params(functor, values):
     return tuple(values[p.name] for p in functor.parsed)
 
 
-def push(part, frontier, functor, values, where):
+def push(part, frontier, functor, values, where, candidates=None):
     """Visit the owned targets of the frontier's arcs (``part``'s rows); return the output
     being built, the other devices' targets (global ids) and their messages (None without
-    one)."""
+    one). ``candidates`` restricts a gathering functor."""
     k = generated.kernels(functor, where)
-    out = _Output(part)
+    out = _Output(part, functor, values, candidates, where)
     n = frontier.count
     remote = _scratch(part, "remote", part.num_arcs, np.int32)
     message = functor.message
@@ -65,7 +96,8 @@ def push(part, frontier, functor, values, where):
     if n:
         args = (part.indptr, part.indices, big_items, big_first, counters, frontier.queue,
                 np.int64(n), np.int64(part.first), np.int64(part.end), out.queue, out.count,
-                out.bits, remote, remote_count, remote_msg, *_params(functor, values))
+                out.bits, remote, remote_count, remote_msg, out.acc, out.cand,
+                *_params(functor, values))
         launch(part.device, k["advance_push_k"], n, args, BLOCK)
         launch(part.device, k["advance_push_big_k"], part.device.multiprocessors * 2048, args,
                BLOCK)
@@ -84,10 +116,12 @@ def apply(part, out, items, msgs, functor, values, where):
             msgs = NULL if msgs is None else xp.ascontiguousarray(msgs)
         launch(part.device, generated.kernels(functor, where)["apply_k"], n,
                (items, msgs, np.int64(n), np.int64(part.first), out.queue, out.count, out.bits,
-                *_params(functor, values)), BLOCK)
+                out.acc, out.cand, *_params(functor, values)), BLOCK)
 
 
 def finish(part, out) -> DeviceFrontier:
+    if out.functor is not None:
+        out.finish_gather(part)
     n = read_count(part.device, out.count)
     queue = out.queue[:n]
     if n < part.size:
@@ -111,6 +145,50 @@ def pull(part, front, candidates, functor, values, where):
     with part.device.use(), part.device.compute_stream.raw:
         edges = int(counters[1].get())
     return finish(part, out), edges
+
+
+def gather_pull(part, front, table, candidates, functor, values, where):
+    """A gathering pull (``cpu_ops.gather_pull``; ``front``: a bitmap over every global id,
+    ``table``: the frontier's messages by global id). Returns the output frontier and the arcs
+    read."""
+    k = generated.kernels(functor, where)
+    out = _Output(part, functor, values, candidates, where)
+    with part.device.use(), part.device.compute_stream.raw:
+        counters = _xp(part).zeros(2, np.uint64)
+    big = (_scratch(part, "big_items", max(part.size, 1), np.int64),
+           _scratch(part, "big_first_chunk", max(part.size, 1), np.int32))
+    args = _gather_args(part, out, front, table, values, counters, big)
+    if part.size:
+        launch(part.device, k["gather_pull_k"], part.size, args, BLOCK)
+        launch(part.device, k["gather_pull_big_k"], part.device.multiprocessors * 2048, args,
+               BLOCK)
+    frontier = finish(part, out)
+    with part.device.use(), part.device.compute_stream.raw:
+        edges = int(counters[1].get())
+    return frontier, edges
+
+
+def frontier_messages(part, frontier, functor, values, where):
+    """The functor's message at each vertex of ``frontier`` (``message_k``), aligned with its
+    queue."""
+    n = frontier.count
+    with part.device.use(), part.device.compute_stream.raw:
+        msgs = _xp(part).empty(n, functor.message.dtype)
+    if n:
+        launch(part.device, generated.kernels(functor, where)["message_k"], n,
+               (frontier.queue, np.int64(n), msgs, *_params(functor, values)), BLOCK)
+    return msgs
+
+
+def message_table(part, id_arrays, msg_arrays, dtype):
+    """The messages of the global ids ``id_arrays`` in one array over every global id."""
+    xp = _xp(part)
+    with part.device.use(), part.device.compute_stream.raw:
+        table = xp.zeros(max(part.num_global, 1), dtype)
+        for ids, msgs in zip(id_arrays, msg_arrays):
+            if ids.shape[0]:
+                table[xp.asarray(ids)] = xp.asarray(msgs)
+    return table
 
 
 def membership(part, id_arrays):

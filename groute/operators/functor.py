@@ -19,6 +19,13 @@ of the target ``v`` receives it as ``m`` (CUDA: a ``const`` local of the message
 NumPy: ``numpy(state, v, m)`` with ``m`` aligned with ``v``). The message travels with the
 target's id when another device owns ``v``, so a visit never reads another device's state.
 
+A functor given a :class:`Gather` as well is a *gathering* arc step: each candidate ``v``
+combines the messages of all its arcs from the frontier (``Gather.op``: sum, min, max) before
+the body runs, once, with the combination as ``m`` (NumPy: ``numpy(state, v, m)`` with ``v``
+distinct). A pull then needs no atomics where one thread or warp owns ``v``, and a push
+combines into a per-vertex accumulator with atomics and runs the body after the last arc, so
+the answer is the same either way (up to the order of a floating-point sum).
+
 ``params`` names the algorithm's state the body reads and writes, as a C parameter list
 (``"int* degree, const int* core, int k"``). Arrays are per-vertex state the engine holds on
 every device (``engine.state(name, ...)``), passed by name; scalars are given per call
@@ -120,17 +127,77 @@ class Message:
         return self.cuda
 
 
+#: how a :class:`Gather` combines messages: the NumPy ufunc of each (its ``.at`` combines in place)
+GATHER_OPS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+
+
+@dataclass(frozen=True)
+class Gather:
+    """What makes an advance *gathering* (module docstring): ``op`` combines the messages of a
+    candidate's arcs from the frontier (``"sum"``, ``"min"``, ``"max"`` over the message's
+    type; associative and commutative, so a warp can reduce them in any order), and the
+    candidates are the vertices that gather: ``cuda``, a C ``bool`` expression over ``v`` and
+    the functor's parameters; ``numpy(state, v)``, a bool mask aligned with ``v``. Neither:
+    every vertex gathers. The body runs only for a candidate with at least one arc from the
+    frontier, as a push visits only the vertices its arcs reach."""
+
+    op: str
+    cuda: str = ""
+    numpy: Callable | None = None
+
+    def __post_init__(self):
+        if self.op not in GATHER_OPS:
+            raise ValueError(f"Gather: op must be one of {', '.join(GATHER_OPS)}; got "
+                             f"{self.op!r}")
+
+    def identity(self, dtype) -> np.generic:
+        """The value ``op`` starts from over ``dtype`` (0; the largest; the smallest)."""
+        dtype = np.dtype(dtype)
+        if self.op == "sum":
+            return dtype.type(0)
+        info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+        big = dtype.type(np.inf) if dtype.kind == "f" else dtype.type(info.max)
+        small = dtype.type(-np.inf) if dtype.kind == "f" else dtype.type(info.min)
+        return big if self.op == "min" else small
+
+    def combine(self, v, m, dtype):
+        """The distinct vertices of ``v`` and, aligned, the combination of their ``m``."""
+        vertices, inverse = np.unique(v, return_inverse=True)
+        acc = np.full(vertices.shape[0], self.identity(dtype), dtype)
+        GATHER_OPS[self.op].at(acc, inverse, m)
+        return vertices, acc
+
+    def wants(self, values, v, where: str) -> np.ndarray:
+        """The bool mask of the candidates of ``v`` (NumPy)."""
+        if self.numpy is None:
+            if self.cuda.strip():
+                raise TypeError(f"{where}: the gather's candidates have no numpy callable, so "
+                                f"it cannot run on CPU devices")
+            return np.ones(v.shape, bool)
+        mask = np.asarray(self.numpy(values, v))
+        if mask.dtype != bool or mask.shape != v.shape:
+            raise TypeError(f"{where}: the gather's numpy callable must return a bool mask "
+                            f"aligned with v (shape {v.shape}), got {mask.dtype} {mask.shape}")
+        return mask
+
+    def wants_cuda(self) -> str:
+        """The candidates' C expression (every vertex: ``true``)."""
+        return self.cuda.strip() or "true"
+
+
 @dataclass(frozen=True)
 class Functor:
     """One step of an algorithm on a vertex (module docstring): ``params``, the ``cuda`` body
     and the ``numpy`` callable; ``message``: a :class:`Message` for an arc step (``advance``
-    only). ``name`` only labels kernels and errors."""
+    only); ``gather``: a :class:`Gather` for a gathering one (it needs a message). ``name``
+    only labels kernels and errors."""
 
     params: str = ""
     cuda: str = ""
     numpy: Callable | None = None
     name: str = "functor"
     message: Message | None = None
+    gather: Gather | None = None
     parsed: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -138,6 +205,13 @@ class Functor:
         if self.message is not None and not isinstance(self.message, Message):
             raise TypeError(f"functor {self.name}: message must be a groute.operators.Message, "
                             f"got {type(self.message).__name__}")
+        if self.gather is not None:
+            if not isinstance(self.gather, Gather):
+                raise TypeError(f"functor {self.name}: gather must be a groute.operators.Gather, "
+                                f"got {type(self.gather).__name__}")
+            if self.message is None:
+                raise ValueError(f"functor {self.name}: gather combines the messages of a "
+                                 f"candidate's arcs; give it a message= as well")
 
     def bind(self, arrays: dict, scalars: dict, where: str) -> dict:
         """The value of every parameter: arrays by name from ``arrays`` (a device's state),

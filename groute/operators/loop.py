@@ -57,7 +57,8 @@ class FilterStep:
 class AdvanceStep:
     """The vertices ``functor`` accepts along the frontier's arcs become the frontier, as
     :func:`~groute.operators.advance` with these arguments (``candidates``: a frontier fixed
-    for the whole loop)."""
+    for the whole loop). A gathering functor (``Functor(gather=...)``) may pull, over either
+    arcs, and ``"auto"`` chooses per level."""
     functor: Functor
     direction: str = "push"
     over: str = "out"
@@ -66,7 +67,8 @@ class AdvanceStep:
     produces = True
 
     def __post_init__(self):
-        if self.functor.message is not None and self.direction == "pull":
+        gathering = self.functor.gather is not None
+        if self.functor.message is not None and self.direction == "pull" and not gathering:
             raise ValueError(f"AdvanceStep: {self.functor.name} carries a message from each "
                              f"source, which a pull cannot send; use direction='push'")
         if self.direction not in LOOP_DIRECTIONS:
@@ -75,8 +77,8 @@ class AdvanceStep:
         if self.over not in ARCS:
             raise ValueError(f"AdvanceStep: over must be one of {', '.join(ARCS)}; got "
                              f"{self.over!r}")
-        pushes = self.direction == "push" or (self.direction == "auto"
-                                              and self.functor.message is not None)
+        pushes = gathering or self.direction == "push" or (self.direction == "auto"
+                                                           and self.functor.message is not None)
         if self.over == "in" and not pushes:
             raise ValueError("AdvanceStep: over='in' pushes along the frontier's in-arcs; "
                              "direction must be 'push'")

@@ -55,15 +55,20 @@ class DevicePart:
         order = xp.argsort(owner, kind="stable")
         ids, owner = ids[order], owner[order]
         if msgs is not None:
-            words = msgs.dtype.itemsize // 4
-            rows = xp.empty((ids.shape[0], 1 + words), np.int32)
-            rows[:, 0] = ids
-            rows[:, 1:] = xp.ascontiguousarray(msgs[order]).view(np.int32).reshape(-1, words)
-            ids = rows
+            ids = self.pack_rows(ids, msgs[order], xp)
         counts = np.asarray(xp.bincount(owner, minlength=self.offsets.shape[0] - 1).tolist())
         bounds = np.concatenate([[0], np.cumsum(counts)])
         return [(j, ids[bounds[j]:bounds[j + 1]]) for j in range(counts.shape[0])
                 if counts[j] and j != self.index]
+
+    @staticmethod
+    def pack_rows(ids, msgs, xp):
+        """Rows of an id and its message's int32 words (what :meth:`unpack_rows` reads)."""
+        words = msgs.dtype.itemsize // 4
+        rows = xp.empty((ids.shape[0], 1 + words), np.int32)
+        rows[:, 0] = ids
+        rows[:, 1:] = xp.ascontiguousarray(msgs).view(np.int32).reshape(-1, words)
+        return rows
 
     @staticmethod
     def unpack_rows(data, message, xp):
