@@ -1,76 +1,83 @@
-"""PageRank across devices: BSP power iteration (``mode="auto"``, the default) or asynchronous
-residual push.
+"""The linear iteration engines' solver: any :class:`~.iteration.LinearIteration` by BSP pull
+sweeps (``mode="auto"``, the default) or asynchronous residual push.
 
-Both modes compute the "leaky" PageRank ``y = (1-d)/n + d P^T y`` (P: the out-arc transition
-matrix; a dangling vertex's mass is dropped) and return ``y / sum(y)``. With uniform teleport
-and dangling mass spread uniformly (the standard definition, ``groute.graph.reference.pagerank``)
-the PageRank vector is exactly proportional to ``y``, so no device ever needs the global dangling
-sum during the run.
+Both modes compute the fixed point ``y = base + alpha A^T (scale * y)`` (``scale``: the
+iteration's per-source share, PageRank's ``1 / outdeg``; see :mod:`.iteration`) and return it
+normalised as the solver's ``normalize`` says (PageRank: ``y / sum(y)``, which for the "leaky"
+PageRank with uniform teleport is the standard PageRank, so no device ever needs the global
+dangling sum during the run).
 
 * ``mode="async"`` (Whang et al.'s data-driven push, the variant Groute evaluates): every vertex
-  holds a rank and a residual; one whose residual exceeds ``eps = tol (1-d) / n`` adds it to its
-  rank and pushes ``d r / outdeg`` to its out-neighbours. Contributions to vertices of other
-  devices are summed into a dense per-device accumulator and sent, one ``(vertex, value)`` item
-  per destination vertex, through the distributed worklist (:mod:`groute.worklist`), which also
-  detects termination. Each vertex ends with residual <= eps, so the L1 error of ``y`` is at
-  most ``tol`` times its mass.
-* ``mode="bsp"``: topology-driven, pull-based power iteration over the transposed graph (every
-  vertex every iteration, no host sync per iteration: convergence
-  ``sum |y' - y| <= tol * sum y'`` is checked every few iterations). Each device owns a range
-  of vertices; after each iteration its kernel stores the new ``y / outdeg`` of the vertices a
-  peer's in-arcs read straight into that peer's copy (peer access), or copies its whole slice.
-  The degree-binned kernel (``"bins"``, power-law graphs) renumbers the vertices by in-degree,
-  hubs first, and cuts that order into one contiguous range per device balanced by arcs
-  (:func:`degree_split`) instead of partitioning; every device keeps the whole contribution
-  vector and gets the peers' new values as above.
+  holds a value and a residual (``base`` at the start); one whose residual exceeds ``eps`` adds
+  it to its value and pushes ``arc_share(alpha r, outdeg)`` to its out-neighbours.
+  Contributions to vertices of other devices are summed into a dense per-device accumulator and
+  sent, one ``(vertex, value)`` item per destination vertex, through the distributed worklist
+  (:mod:`groute.worklist`), which also detects termination. Each vertex ends with residual <=
+  eps: ``tol`` times the mean base per vertex (relative stop; PageRank's ``tol (1-d) / n``, so
+  the L1 error of ``y`` is at most ``tol`` times its mass) or ``tol`` (absolute stop).
+* ``mode="bsp"``: topology-driven, pull-based Jacobi sweeps over the transposed graph (every
+  vertex every iteration, no host sync per iteration: the stopping rule, ``sum |y' - y| <= tol
+  * sum y'`` (relative) or ``<= tol * n`` (absolute), is checked every few iterations). Each
+  device owns a range of vertices; after each iteration its kernel stores the new ``scale * y``
+  of the vertices a peer's in-arcs read straight into that peer's copy (peer access), or copies
+  its whole slice. The degree-binned kernel (``"bins"``, power-law graphs) renumbers the
+  vertices by in-degree, hubs first, and cuts that order into one contiguous range per device
+  balanced by arcs (:func:`~.layout.degree_split`) instead of partitioning; every device keeps
+  the whole contribution vector and gets the peers' new values as above.
 
   With ``persistent=True`` (CUDA, peer access with native atomics) the fused kernels run a
   whole BSP run in one cooperative launch per device: iterations meet at a cross-device barrier
   in device 0's memory that also takes the stopping decision (:func:`choose_persistent`).
 
-``mode="auto"`` (default) is the ``mode`` rule of :mod:`groute.apps.auto_rules` (``"bsp"``);
-``"async"`` is the variant the Groute paper evaluates, kept for comparison.
+``mode="auto"`` (default) is the ``mode`` rule of :mod:`groute.engines.iterate.rules`
+(``"bsp"``); ``"async"`` is the variant the Groute paper evaluates, kept for comparison.
 
-This module holds the rules (which kernel, how many sweeps, whether persistent), the solver and
-the CLI. The host-side layout of the in-arcs (shards, the ``"bins"`` degree order, its cut and
-task list) is :mod:`groute.apps.pr_layout`; each device's arrays and operations, the only
-backend-specific code, are :mod:`groute.apps.pr_device` (CUDA kernels in ``pr.cu``; the CPU backend
-runs vectorised NumPy on the devices' streams).
+This module holds the rules' facts and choices (which kernel, how many sweeps, whether
+persistent) and the solver. The host-side layout of the arcs (shards, the ``"bins"`` degree
+order, its cut and task list) is :mod:`~.layout`; each device's arrays and operations, the only
+backend-specific code, are :mod:`~.device` (CUDA kernels in ``iterate.cu``; the CPU backend runs
+vectorised NumPy on the devices' streams).
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 
 import numpy as np
 
-from groute.apps.auto_rules import PR_RULES, said
-from groute.results import AppResult, complete_stats
-from groute.solver import DeviceTimer, Solver, input_graph
-from groute.apps.memory import pagerank_bytes
-from groute.apps.pr_device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, DevicePR, PushWorker
-from groute.apps.pr_layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
-                            transpose_arcs)
 from groute.graph.csr import kept_on
-from groute.tuning import BSP_KERNELS, PageRankTuning
+from groute.results import AppResult, complete_stats
+from groute.solver import DeviceTimer, Solver
+from groute.tuning import PageRankTuning
+
+from .device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, IterationDevice, PushWorker
+from .iteration import LinearIteration
+from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
+                     transpose_arcs)
+from .memory import iteration_bytes
+from .rules import ITERATE_RULES, said
 
 log = logging.getLogger(__name__)
 MODES = ("async", "bsp")
+#: what the answer is scaled to: ``"sum"`` (sum 1; all zero: uniform), ``"l2"`` (unit
+#: Euclidean norm; all zero: as it is), None (as computed)
+NORMALIZATIONS = ("sum", "l2", None)
 #: in-degree above which a vertex counts as big for choose_bsp_kernel
 HEAVY_DEGREE = 32
 #: below this many arcs a graph is small for the ``bsp_kernel`` rule (``small_with_hubs``)
 SMALL_ARCS = 1 << 22
 PARTITIONS = ("metis", "contiguous", "random")
-#: the keys of a PageRank result's ``stats``, in both modes (None where a key does not apply to
-#: the mode or kernel that ran). Both: mode, devices, partition (None when none ran), layout,
-#: vertices_per_device, damping, tol, bytes_sent between devices. BSP: iterations,
-#: converged_at, converged, kernel (as run), bsp_kernel (as chosen), inplace, device_check,
-#: check_every, persistent and persistent_reason (why it is off), exchange (peer stores or
-#: copies; None on one device), l1_change (the last iteration's), arcs_per_device,
-#: iteration_trace (persistent runs with ``PageRankTuning.trace``). Async: rounds,
-#: sweeps_per_round, vertices_pushed_per_device, arcs_pushed_per_device, items_sent, eps.
-STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "damping", "tol",
+#: the keys of a result's ``stats``, in both modes (None where a key does not apply to the mode
+#: or kernel that ran); ``alpha`` is named as the iteration calls it (:func:`stats_keys`:
+#: PageRank's ``damping``). Both: mode, devices, partition (None when none ran), layout,
+#: vertices_per_device, alpha, tol, bytes_sent between devices, converged (async: every
+#: residual fell to eps within the sweep budget). BSP: iterations, converged_at, kernel (as
+#: run), bsp_kernel (as chosen), inplace, device_check, check_every, persistent and
+#: persistent_reason (why it is off), exchange (peer stores or copies; None on one device),
+#: l1_change (the last iteration's), arcs_per_device, iteration_trace (persistent runs with
+#: ``PageRankTuning.trace``). Async: rounds, sweeps_per_round, vertices_pushed_per_device,
+#: arcs_pushed_per_device, items_sent, eps.
+STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "alpha", "tol",
               "bytes_sent", "iterations", "converged_at", "converged", "kernel", "bsp_kernel",
               "inplace", "device_check", "check_every", "persistent", "persistent_reason",
               "exchange", "l1_change", "arcs_per_device", "iteration_trace", "rounds",
@@ -78,11 +85,16 @@ STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "
               "items_sent", "eps")
 
 
+def stats_keys(iteration: LinearIteration) -> tuple:
+    """:data:`STATS_KEYS` with ``alpha`` named as ``iteration`` calls it."""
+    return tuple(iteration.alpha_name if key == "alpha" else key for key in STATS_KEYS)
+
+
 def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
     """The BSP kernel ``bsp_kernel="auto"`` picks: the ``bsp_kernel`` rule of
-    :mod:`groute.apps.auto_rules` (the CPU backend runs NumPy whatever the kernel, but follows
+    :mod:`groute.engines.iterate.rules` (the CPU backend runs NumPy whatever the kernel, but follows
     the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only)."""
-    return PR_RULES["bsp_kernel"].decide({
+    return ITERATE_RULES["bsp_kernel"].decide({
         "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
         "heavy_in_arcs": lambda: heavy_in_arcs(graph),
         "small_with_hubs": lambda: small_with_hubs(graph)}).choice
@@ -109,8 +121,8 @@ def heavy_in_arcs(graph) -> bool:
 
 def default_sweeps(graph, k: int, backend: str) -> int:
     """Async push sweeps per worklist round when ``sweeps`` is not given: the ``sweeps`` rule
-    of :mod:`groute.apps.auto_rules`."""
-    return PR_RULES["sweeps"].decide({
+    of :mod:`groute.engines.iterate.rules`."""
+    return ITERATE_RULES["sweeps"].decide({
         "cuda": lambda: backend == "cuda", "one_device": lambda: k == 1,
         "heavy_in_arcs": lambda: heavy_in_arcs(graph)}).choice
 
@@ -144,7 +156,7 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
                       device_check: bool, peer_writes=None) -> tuple[bool, str | None]:
     """``PageRankTuning.persistent`` resolved (True, False or ``"auto"``): (on, why not).
     ``True`` where it cannot run is a ValueError naming the reason; ``"auto"`` follows the
-    ``persistent`` rule of :mod:`groute.apps.auto_rules`."""
+    ``persistent`` rule of :mod:`groute.engines.iterate.rules`."""
     if requested is False:
         return False, "persistent=False"
     why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes)
@@ -152,8 +164,8 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
         if why is not None:
             raise ValueError(f"persistent=True cannot run here: {why}")
         return True, None
-    case = PR_RULES["persistent"].decide({"persistent_can_run": lambda: why is None,
-                                          "one_device": lambda: len(ctx.devices) == 1})
+    case = ITERATE_RULES["persistent"].decide({"persistent_can_run": lambda: why is None,
+                                               "one_device": lambda: len(ctx.devices) == 1})
     if case.choice:
         return True, None
     if why is not None:
@@ -164,19 +176,23 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
 # ------------------------------------------------------------------------------------------------
 # the solver
 # ------------------------------------------------------------------------------------------------
-class PageRank(Solver):
-    """PageRank of ``graph`` on the devices of a context; partition and upload once, run many times.
+class IterateSolver(Solver):
+    """A :class:`~.iteration.LinearIteration` on ``graph`` over the devices of a context;
+    partition and upload once, run many times. An app subclasses it with its
+    :attr:`iteration` and its own options mapped onto these (PageRank's ``damping`` and
+    ``personalization``, Katz's ``alpha`` and ``beta``).
 
-    ``mode``: ``"auto"`` (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``.
-    ``damping``: the damping factor d. ``tol``: async: residual threshold ``tol (1-d) / n`` per
-    vertex (L1 error <= tol of the mass); BSP: stop when the L1 change of an iteration is <= tol
-    (of the mass). ``max_iterations``: BSP's bound on iterations (async on one device: on
-    sweeps, ten times it). ``partition`` and ``seed``: how vertices are split over several devices.
-    ``run`` returns the stats keys of :data:`STATS_KEYS` in both modes. ``personalization``:
-    personalized PageRank, the teleport distribution (a dict keyed by the graph's ids, missing
-    ids 0, or an array by position; normalised; :func:`teleport_vector`): the random surfer
-    restarts, and dangling vertices' mass goes, in proportion to it (NetworkX's
-    ``personalization`` with its default ``dangling``). None: uniform.
+    ``alpha``: the factor of ``A^T`` (>= 0). ``base``: the base term, one value for every
+    vertex or an array of one per vertex by position (>= 0 for ``mode="async"``, whose
+    residual test is one-sided). ``start``: every vertex's value before the first BSP
+    iteration. ``normalize``: what :meth:`run` scales the answer to (:data:`NORMALIZATIONS`).
+    ``mode``: ``"auto"`` (default: ``"bsp"``, see the module docstring), ``"bsp"`` or
+    ``"async"``. ``tol``: the stopping rule's (the iteration's ``stop`` says relative or
+    absolute; async: the residual bound per vertex it implies). ``max_iterations``: BSP's bound
+    on iterations (async: on each device's push sweeps, ten times it); a run that hits it
+    returns with ``stats["converged"]`` False and a warning logged. ``partition`` and
+    ``seed``: how vertices are split over several devices. ``run`` returns the stats keys of
+    :func:`stats_keys` in both modes.
 
     ``tuning``: a :class:`~groute.tuning.PageRankTuning` (None:
     ``PageRankTuning.from_environment()``); its fields change how fast the answer comes:
@@ -202,7 +218,7 @@ class PageRank(Solver):
       ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's arcs per task, the
       in-degree from which a vertex's arcs are cut into chunks of at most that many arcs (one
       warp each), and the arcs per lane that set how many lanes share a vertex
-      (:func:`groute.apps.pr_layout.bins_tasks`); ``waves``: the fused grids in multiples of the
+      (:func:`groute.engines.iterate.layout.bins_tasks`); ``waves``: the fused grids in multiples of the
       blocks resident at once.
     * ``device_check`` (default True; "csc" and "bins", on any number of devices and both
       backends): iteration t of each device's kernel first adds up every device's stats of
@@ -216,7 +232,7 @@ class PageRank(Solver):
       result depends on thread timing in its last digits, so runs are not bit-identical).
     * ``persistent`` (BSP, "csc" and "bins" on CUDA devices with peer access and native
       atomics; True, False, "auto" = default): one cooperative launch per device per run, whose
-      iterations meet at a cross-device barrier that also takes the stopping decision (pr.cu
+      iterations meet at a cross-device barrier that also takes the stopping decision (iterate.cu
       ``bsp_persistent``), instead of one launch per device per iteration with events between
       the devices; same iterations and answer as the per-iteration kernels. A device that waits
       longer than :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` at the barrier makes the run
@@ -225,38 +241,55 @@ class PageRank(Solver):
       times its iterations (``stats["iteration_trace"]``).
     """
 
-    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
-                 mode="auto", damping=0.85, tol=1e-6, seed=0, max_iterations=1000, tuning=None,
-                 personalization=None):
+    #: the iteration this solver runs (an app's subclass sets it)
+    iteration: LinearIteration = None
+    #: the app's name, for errors and logs
+    app = "iterate"
+    #: the ``auto`` rules it decides by (the command line prints them)
+    rules = ITERATE_RULES
+
+    def __init__(self, graph, *, alpha, base, start=0.0, normalize=None, ctx=None,
+                 backend="auto", devices=None, partition="metis", mode="auto", tol=1e-6, seed=0,
+                 max_iterations=1000, tuning=None):
+        if not isinstance(self.iteration, LinearIteration):
+            raise TypeError(f"{type(self).__name__}.iteration must be a LinearIteration, got "
+                            f"{type(self.iteration).__name__}")
         if mode not in MODES + ("auto",):
             raise ValueError(f"mode must be one of {', '.join(MODES + ('auto',))}; got {mode!r}")
         if mode == "auto":
-            mode = PR_RULES["mode"].decide({}).choice
+            mode = ITERATE_RULES["mode"].decide({}).choice
         if partition not in PARTITIONS:
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
-        if not 0.0 < float(damping) < 1.0:
-            raise ValueError(f"damping must be in (0, 1), got {damping!r}")
         if not float(tol) > 0.0:
             raise ValueError(f"tol must be > 0, got {tol!r}")
         if int(max_iterations) < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
+        name = self.iteration.alpha_name
+        if not (np.isfinite(float(alpha)) and float(alpha) >= 0.0):
+            raise ValueError(f"{self.app}: {name} must be finite and >= 0, got {alpha!r}")
+        if normalize not in NORMALIZATIONS:
+            raise ValueError(f"{self.app}: normalize must be one of {NORMALIZATIONS}; got "
+                             f"{normalize!r}")
+        if not np.isfinite(float(start)):
+            raise ValueError(f"{self.app}: start must be finite, got {start!r}")
         tuning = self.tuning = tuning if tuning is not None else PageRankTuning.from_environment()
         bsp_kernel, inplace = tuning.bsp_kernel, tuning.inplace
         peer_writes, device_check = tuning.peer_writes, tuning.device_check
         self.graph = graph
-        self.mode, self.damping, self.tol = mode, float(damping), float(tol)
+        self.mode, self.alpha, self.tol = mode, float(alpha), float(tol)
+        self.start, self.normalize = float(start), normalize
         self.max_iterations = int(max_iterations)
         self.partition_method = partition
         n = self.n = int(graph.num_vertices)
-        #: the teleport distribution by position (None: uniform)
-        self.teleport = None if personalization is None else teleport_vector(graph, personalization)
+        #: the base term: one value (``base_vector`` None) or one per vertex by position
+        self.base_value, self.base_vector = self._check_base(base, n, mode)
         self._open_context(ctx, devices=devices, backend=backend, max_devices=n)
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)
             if n and k > n:
                 raise ValueError(f"{k} devices for a graph of {n} vertices: use {n} devices or fewer")
-            self._check_memory(pagerank_bytes, graph)
+            self._check_memory(iteration_bytes, graph)
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
@@ -276,7 +309,8 @@ class PageRank(Solver):
                 self._order = layout.order
                 offsets = degree_split(layout.in_indptr, k)
                 self.layout = "degree order" if k == 1 else "degree-split"
-                shards = bins_shards(graph, layout, offsets, self.ctx.devices)
+                shards = bins_shards(graph, layout, offsets, self.ctx.devices,
+                                     scale=self.iteration.scale)
             else:
                 if k == 1:
                     offsets = np.array([0, n], np.int64)
@@ -293,21 +327,24 @@ class PageRank(Solver):
                     indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
                     self.layout = f"{partition} partition"
                 shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
-                                     with_in_arcs=mode == "bsp", transposed=transposed)
+                                     with_in_arcs=mode == "bsp", transposed=transposed,
+                                     scale=self.iteration.scale)
             self.offsets = offsets
             # every device reaches every other's memory and has a bit in the need masks: the
             # peer stores, and the device-side check (it reads every peer's stats), can run
             can = (mode == "bsp" and k <= MAX_OUTPUTS
                    and bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool))))
-            teleports = self._teleport_shares(offsets)
-            self.devs = [DevicePR(d, s, n, mode, self.damping, k, tuning, kernel=bsp_kernel,
-                                  device_check=bool(device_check) and can, tol=self.tol,
-                                  persistent=self.persistent, teleport=t)
-                         for d, s, t in zip(self.ctx.devices, shards, teleports)]
+            bases = self._base_shares(offsets)
+            bound = self.iteration.bound(self.tol, n)
+            self.devs = [IterationDevice(d, s, n, mode, self.alpha, k, tuning, self.iteration,
+                                         kernel=bsp_kernel, device_check=bool(device_check) and can,
+                                         tol=bound, persistent=self.persistent, base=b)
+                         for d, s, b in zip(self.ctx.devices, shards, bases)]
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
-                for d in self.devs:     # every run starts from these (DevicePR.bsp_reset)
-                    d.contrib0 = d.device.asarray((inv / max(n, 1)).astype(d.fdt))
+                for d in self.devs:     # every run starts from these (IterationDevice.bsp_reset)
+                    d.y0 = self.start
+                    d.contrib0 = d.device.asarray((inv * self.start).astype(d.fdt))
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
@@ -329,7 +366,8 @@ class PageRank(Solver):
             if mode == "async":
                 self.sweeps = (int(tuning.sweeps) if tuning.sweeps
                                else default_sweeps(graph, k, self.ctx.backend))
-                self.workers = [PushWorker(d, i, offsets, self.sweeps) for i, d in enumerate(self.devs)]
+                self.workers = [PushWorker(d, i, offsets, self.sweeps, 10 * self.max_iterations)
+                                for i, d in enumerate(self.devs)]
                 if k > 1:
                     from groute.worklist import DistributedWorklist
                     self._worklist = DistributedWorklist(
@@ -343,25 +381,47 @@ class PageRank(Solver):
             self.close()
             raise
 
-    def _teleport_shares(self, offsets):
-        """Per device, the teleport term ``(1-d) p`` of its vertices in the solver's order (the
-        degree order, the partition's, or the graph's), or None each without personalization."""
-        if self.teleport is None:
+    def _check_base(self, base, n: int, mode: str):
+        """``base`` as (one value, None) or (None, float64 array by position); errors name the
+        argument."""
+        sign = " and >= 0 in async mode" if mode == "async" else ""
+        if np.ndim(base) == 0:
+            value = float(base)
+            if not np.isfinite(value) or (mode == "async" and value < 0):
+                raise ValueError(f"{self.app}: base must be finite{sign}, got {base!r}")
+            return value, None
+        vec = np.asarray(base, dtype=np.float64)
+        if vec.shape != (n,):
+            raise ValueError(f"{self.app}: base needs one value per vertex ({n}), got shape "
+                             f"{vec.shape}")
+        bad = ~np.isfinite(vec) | ((vec < 0) if mode == "async" else False)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{self.app}: base must be finite{sign} (vertex at position {i} "
+                             f"has {vec[i]})")
+        return 0.0, vec
+
+    def _base_shares(self, offsets):
+        """Per device, the base vector's values of its vertices in the solver's order (the
+        degree order, the partition's, or the graph's), or None each without a base vector."""
+        if self.base_vector is None:
             return [None] * (len(offsets) - 1)
-        p = self.teleport
+        p = self.base_vector
         if self._order is not None:
             p = p[self._order]
         elif self.partition is not None:
             p = np.asarray(self.partition.to_new(p))
-        p = (1.0 - self.damping) * p
         return [p[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
 
     # running ------------------------------------------------------------------------------------
     def run(self) -> AppResult:
+        """One solve from the start values; the answer by position, normalised as asked, with
+        the stats of :func:`stats_keys`."""
+        keys = stats_keys(self.iteration)
         if self.n == 0:
-            return self._result(np.zeros(0), 0.0, complete_stats(STATS_KEYS, {
+            return self._result(np.zeros(0), 0.0, complete_stats(keys, {
                 "mode": self.mode, "devices": [d.device.name for d in self.devs],
-                "damping": self.damping, "tol": self.tol, "bytes_sent": 0,
+                self.iteration.alpha_name: self.alpha, "tol": self.tol, "bytes_sent": 0,
                 "iterations": 0 if self.mode == "bsp" else None}))
         with DeviceTimer(self.ctx) as timer:
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
@@ -373,29 +433,28 @@ class PageRank(Solver):
             values = np.concatenate([d.push_values() for d in self.devs])
         if self._order is not None:
             values = _unpermute(values, self._order)
-        total = values.sum()
-        values = values / total if total > 0 else np.full(self.n, 1.0 / self.n)
+        values = normalized(values, self.normalize)
         if self.partition is not None:
             values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.device.name for d in self.devs], mode=self.mode,
                      partition=self.partition_method if self.partition is not None else None,
                      layout=self.layout,
-                     vertices_per_device=[d.n_local for d in self.devs],
-                     damping=self.damping, tol=self.tol)
-        return self._result(values, timer.seconds, complete_stats(STATS_KEYS, stats))
+                     vertices_per_device=[d.n_local for d in self.devs], tol=self.tol)
+        stats[self.iteration.alpha_name] = self.alpha
+        return self._result(values, timer.seconds, complete_stats(keys, stats))
 
     def _run_bsp(self) -> dict:
-        n, d, k = self.n, self.damping, self.k
-        base = (1.0 - d) / n
+        k = self.k
+        base = self.base_value
         t = 0
         done_events = [None] * k
         converged_at = None
         history = []
         if self.persistent:     # the kernels start with bsp_reset's work themselves
-            t, rows = self._run_persistent(base, 1.0 / n)
+            t, rows = self._run_persistent(base, self.start)
             converged_at = self._check_stats(0, t, history, converged_at, rows)
             if converged_at not in (t, None) or (converged_at is None and t < self.max_iterations):
-                raise RuntimeError(f"persistent PageRank: the kernels stopped after {t} iterations "
+                raise RuntimeError(f"persistent {self.app}: the kernels stopped after {t} iterations "
                                    f"but the host finds the stopping rule first met at "
                                    f"{converged_at} (stats of every device, device order)")
         else:
@@ -408,8 +467,8 @@ class PageRank(Solver):
             converged_at = self._check_stats(t, batch_end, history, converged_at)
             t = batch_end
         if converged_at is None:
-            log.warning("PageRank (bsp) did not converge to tol %g in %d iterations (last change %g)",
-                        self.tol, t, history[-1] if history else float("nan"))
+            log.warning("%s (bsp) did not converge to tol %g in %d iterations (last change %g)",
+                        self.app, self.tol, t, history[-1] if history else float("nan"))
         elif self.devs[0].device_check:     # the kernels skipped the iterations after convergence
             t = converged_at
             history = history[:t]
@@ -445,13 +504,14 @@ class PageRank(Solver):
             parts += r
         diff, mass = parts[:, 0], parts[:, 1]
         history.extend(np.where(mass > 0, diff / np.where(mass > 0, mass, 1.0), 0.0).tolist())
-        met = np.flatnonzero(diff <= self.tol * mass)
+        met = np.flatnonzero(self.iteration.stopped(diff, mass,
+                                                    self.iteration.bound(self.tol, self.n)))
         if converged_at is None and met.size:
             converged_at = t0 + int(met[0]) + 1
         return converged_at
 
     def _run_persistent(self, base, y0) -> tuple[int, list]:
-        """One persistent launch per device for the whole run (pr.cu ``bsp_persistent``);
+        """One persistent launch per device for the whole run (iterate.cu ``bsp_persistent``);
         returns the iterations run and each device's stats rows (host). Raises when a device
         gave up at the cross-device barrier (a peer stopped or never started) or the devices
         disagree; the barrier counter is then reset (after every device has finished), so the
@@ -468,9 +528,9 @@ class PageRank(Solver):
         aborted = [self.devs[i].device.name for i, c in zip(launched, ctl) if c[P_ABORT] == 1]
         iterations = {int(c[P_ITERS]) for c in ctl}
         bar.finish([c[P_CROSS] for c in ctl], failure=failure, aborted=aborted,
-                   ok=len(iterations) == 1, what="persistent PageRank", instead="persistent=False")
+                   ok=len(iterations) == 1, what=f"persistent {self.app}", instead="persistent=False")
         if len(iterations) != 1:
-            raise RuntimeError(f"persistent PageRank: the devices ran different iteration counts "
+            raise RuntimeError(f"persistent {self.app}: the devices ran different iteration counts "
                                f"{[int(c[P_ITERS]) for c in ctl]}")
         t = iterations.pop()
         return t, [rows for _, rows in results]
@@ -513,68 +573,38 @@ class PageRank(Solver):
                 done_events[i] = dev.stream.record()
 
     def _run_async(self) -> dict:
-        n, d = self.n, self.damping
-        eps = self.tol * (1.0 - d) / n
+        if self.iteration.stop == "relative":    # tol times the mean base per vertex
+            mean = self.base_value if self.base_vector is None else float(self.base_vector.mean())
+            eps = self.tol * mean
+        else:
+            eps = self.tol
         for w in self.workers:
-            w.configure(eps, (1.0 - d) / n)
+            w.configure(eps, self.base_value)
         if self._worklist is None:
             w = self.workers[0]
             w.start(None)
             rounds = 0
             while w.work.near:
-                if rounds * self.sweeps >= self.max_iterations * 10:
-                    raise RuntimeError(f"PageRank (async) did not finish in {rounds} rounds "
-                                       f"of {self.sweeps} sweeps")
                 self.ctx.check()
                 w.advance(None)
                 rounds += 1
             wl = {"rounds": [rounds], "items_sent": {}, "bytes_moved": 0}
         else:
             wl = self._worklist.run(self.workers, mode="async")
+        converged = not any(w.exhausted for w in self.workers)
+        if not converged:
+            log.warning("%s (async) did not converge to tol %g in %d push sweeps per device",
+                        self.app, self.tol, 10 * self.max_iterations)
         return {"rounds": wl["rounds"], "sweeps_per_round": self.sweeps,
                 "vertices_pushed_per_device": [w.pushed for w in self.workers],
                 "arcs_pushed_per_device": [w.arcs for w in self.workers],
                 "items_sent": wl.get("items_sent", {}), "bytes_sent": wl.get("bytes_moved", 0),
-                "eps": eps}
+                "eps": eps, "converged": converged}
 
     def _release(self):
         if self._worklist is not None:
             self._worklist.close()
             self._worklist = None
-
-
-def teleport_vector(graph, personalization) -> np.ndarray:
-    """``personalization`` (a dict keyed by the graph's ids, missing ids 0; or an array by
-    position) as a float64 distribution by position. Errors name the argument: an id that is
-    not a vertex, a negative or non-finite weight, a wrong length; all zero is a
-    ZeroDivisionError, as NetworkX raises."""
-    n = int(graph.num_vertices)
-    if isinstance(personalization, dict):
-        p = np.zeros(n, dtype=np.float64)
-        if personalization:
-            ids = list(personalization)
-            try:
-                positions = [graph.vertex_of(i, "personalization key") for i in ids]
-            except KeyError as exc:
-                raise ValueError(exc.args[0]) from None
-            p[np.asarray(positions, dtype=np.int64)] = [float(personalization[i]) for i in ids]
-    else:
-        p = np.asarray(personalization, dtype=np.float64)
-        if p.shape != (n,):
-            raise ValueError(f"personalization: an array needs one weight per vertex ({n}), got "
-                             f"shape {p.shape}")
-        p = p.copy()
-    if n == 0:
-        return p
-    if not np.isfinite(p).all() or (p < 0).any():
-        bad = int(np.flatnonzero(~np.isfinite(p) | (p < 0))[0])
-        raise ValueError(f"personalization: weights must be finite and >= 0 (vertex at "
-                         f"position {bad} has {p[bad]})")
-    total = p.sum()
-    if total == 0 and n:
-        raise ZeroDivisionError("personalization: the weights sum to zero; give at least one "
-                                "vertex a positive weight")
-    return p / total
 
 
 def _unpermute(values, order):
@@ -583,88 +613,12 @@ def _unpermute(values, order):
     return out
 
 
-def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
-    """One-shot :class:`PageRank`: build, run once, close (``personalization=`` and the other
-    options as :class:`PageRank`).
-
-    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
-    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
-    ``num_vertices``); weights are ignored (NetworkX: ``nx.pagerank(G, weight=None)``). Keyword
-    options as :class:`PageRank`. ``result.to_dict()`` is ``{id: rank}``.
-    """
-    g = input_graph(graph, weight=None, num_vertices=num_vertices)
-    with PageRank(g, **kwargs) as solver:
-        return solver.run()
-
-
-# ------------------------------------------------------------------------------------------------
-# command line
-# ------------------------------------------------------------------------------------------------
-def register(subparsers, common):
-    from groute.apps.app_cli import add_graph_options, auto_help
-    p = subparsers.add_parser("pr", parents=[common], help="PageRank across devices (async push or BSP)")
-    add_graph_options(p)
-    p.add_argument("--mode", choices=MODES + ("auto",), default="auto",
-                   help="bsp power iteration, async residual push (the Groute paper's "
-                        f"variant), or auto (default): {auto_help(PR_RULES['mode'])}")
-    p.add_argument("--partition", choices=PARTITIONS, default="metis",
-                   help="vertex partitioner (default metis; bsp with the bins kernel cuts its "
-                        "degree order by arcs instead)")
-    p.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
-    p.add_argument("--tol", type=float, default=1e-6,
-                   help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 change (default 1e-6)")
-    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
-                   help="bsp: stop after N iterations if not converged (async on one device: "
-                        "after 10*N sweeps; default 1000)")
-    p.add_argument("--sweeps", type=int, default=None,
-                   help="async: push sweeps per worklist round (default: "
-                        f"{auto_help(PR_RULES['sweeps'])})")
-    p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
-                   help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned pull; "
-                        "coo, the COO pull pair; or auto (default): "
-                        f"{auto_help(PR_RULES['bsp_kernel'])}")
-    p.add_argument("--inplace", action="store_true",
-                   help="bsp on one device: Gauss-Seidel sweeps in place (fewer iterations)")
-    p.set_defaults(func=_cli)
-
-
-def _cli(args) -> int:
-    from groute.apps.app_cli import gteps, load, report, run_solver, write_output
-    g, load_s = load(args)
-    given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
-             "inplace": True if getattr(args, "inplace", False) else None}
-    tuning = dataclasses.replace(PageRankTuning.from_environment(),
-                                 **{k: v for k, v in given.items() if v is not None})
-    runs = run_solver(args, g, lambda ctx: PageRank(
-        g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
-        seed=args.seed, max_iterations=args.max_iterations, tuning=tuning))
-    res = runs.result
-    stats = res.stats
-    arcs = arcs_processed(stats, g.num_edges)
-    layout = stats.get("layout") if runs.devices > 1 else None
-    rounds = (f"{stats['iterations']} iterations" if stats.get("iterations") is not None
-              else f"{sum(stats.get('rounds') or []):,} rounds")
-    line = (f"pr {g.name}: {runs.median * 1e3:.3f} ms "
-            f"({runs.where(stats['mode'] + (f', {layout}' if layout else ''))}), {rounds}, "
-            f"{gteps(arcs, runs.median):.3f} GTEPS")
-    facts = {"mode": stats["mode"], "iterations": stats.get("iterations"),
-             "arcs_processed": arcs, "gteps": gteps(arcs, runs.median)}
-    verified = None
-    if args.verify:
-        from groute.graph import reference
-        ref = reference.pagerank(g, damping=args.damping, tol=min(args.tol, 1e-6) * 1e-2)
-        l1, linf = reference.pagerank_error(res.values, ref)
-        ok = l1 <= 1e-4
-        verified = (ok, f"L1 {l1:.3e}, Linf {linf:.3e} vs reference power iteration "
-                        f"-> {'OK (L1 <= 1e-4)' if ok else 'FAILED (L1 > 1e-4)'}")
-    report(args, "pr", g, load_s, runs, line, facts, verified)
-    if args.output:
-        write_output(res, args.output, "rank")
-    return 0 if verified is None or verified[0] else 1
-
-
-def arcs_processed(stats: dict, num_arcs: int) -> int:
-    """Arcs a PageRank run processed: every arc per iteration (BSP), or the arcs pushed (async)."""
-    if stats.get("iterations") is not None:
-        return int(stats["iterations"]) * int(num_arcs)
-    return int(sum(stats.get("arcs_pushed_per_device") or []))
+def normalized(values, how):
+    """``values`` scaled as ``how`` says (:data:`NORMALIZATIONS`)."""
+    if how == "sum":
+        total = values.sum()
+        return values / total if total > 0 else np.full(values.shape[0], 1.0 / values.shape[0])
+    if how == "l2":
+        norm = float(np.linalg.norm(values))
+        return values / norm if norm > 0 else values
+    return values
