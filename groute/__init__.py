@@ -44,7 +44,7 @@ for _app in (
     _registry.App("pr", "PageRank", "groute.apps.pr", "PageRank", "pagerank", needs_source=False,
                   weighted=False, modes=_ASYNC_BSP,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank"),
-                  memory=("groute.apps.memory", "pagerank_bytes"), verify="ranks"),
+                  memory=("groute.engines.iterate.memory", "iteration_bytes"), verify="ranks"),
     _registry.App("cc", "CC", "groute.apps.cc", "CC", "connected_components", needs_source=False,
                   weighted=False, takes_partition=False,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_cc"),
