@@ -25,7 +25,8 @@ BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: iterate.cu PersistCtl: the control words of a persistent launch
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
-#: iterate.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced (PageRankTuning.trace)
+#: iterate.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced
+#: (PageRankTuning.trace)
 TRACE_ITERATIONS = 256
 #: the most vectors one device's BSP step stores into, its own and its peers': ``need`` (see
 #: :meth:`IterationDevice.set_outputs`) holds one uint8 bit mask per vertex

@@ -178,10 +178,10 @@ __device__ __forceinline__ bool bsp_rule(const unsigned long long* __restrict__ 
 }
 
 // The device-side stopping check of the fused BSP kernels: whether iteration prev met the rule
-// STOP_RULE(sum_j diff_j, sum_j mass_j, tol) over the stats rows of all nstats devices (stats_of[j]:
-// device j's stats array, [iteration][diff, mass]; a peer's is read over peer access). The rows
-// are added in device order, as the host adds them, so every device and the host take the same
-// decision bit for bit. The rows are final: the launching stream waited (events) for every
+// STOP_RULE(sum_j diff_j, sum_j mass_j, tol) over the stats rows of all nstats devices
+// (stats_of[j]: device j's stats array, [iteration][diff, mass]; a peer's is read over peer
+// access). The rows are added in device order, as the host adds them, so every device and the
+// host take the same decision bit for bit. The rows are final: the launching stream waited (events) for every
 // device's iteration prev, and they are read uncached (__ldcv) as written by other kernels. A
 // skipped iteration leaves its row zero (0 <= 0), so the iterations queued after it skip too:
 // the host can queue many and read the stats once. prev < 0: no device-side check. Called by

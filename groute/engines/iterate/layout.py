@@ -1,6 +1,6 @@
-"""Host-side layout of a linear iteration's arcs (:mod:`groute.engines.iterate`): the per-device :class:`Shard`, the
-transposed arcs, and the ``"bins"`` kernel's degree order, its cut across devices and its static
-task list. Pure NumPy (CuPy only to build the billion-sized sources on a device): no solver or
+"""Host-side layout of a linear iteration's arcs (:mod:`groute.engines.iterate`): the per-device
+:class:`Shard`, the transposed arcs, and the ``"bins"`` kernel's degree order, its cut across
+devices and its static task list. Pure NumPy (CuPy only to build the billion-sized sources on a device): no solver or
 device state, so each piece is testable on its own.
 """
 from __future__ import annotations

@@ -218,8 +218,8 @@ class IterateSolver(Solver):
       ``hub_degree``, ``lane_arcs`` (powers of two): the bins kernel's arcs per task, the
       in-degree from which a vertex's arcs are cut into chunks of at most that many arcs (one
       warp each), and the arcs per lane that set how many lanes share a vertex
-      (:func:`groute.engines.iterate.layout.bins_tasks`); ``waves``: the fused grids in multiples of the
-      blocks resident at once.
+      (:func:`groute.engines.iterate.layout.bins_tasks`); ``waves``: the fused grids in
+      multiples of the blocks resident at once.
     * ``device_check`` (default True; "csc" and "bins", on any number of devices and both
       backends): iteration t of each device's kernel first adds up every device's stats of
       iteration t - 1 (peer reads: its stream already waited for all of them) and returns at
@@ -619,6 +619,9 @@ def normalized(values, how):
         total = values.sum()
         return values / total if total > 0 else np.full(values.shape[0], 1.0 / values.shape[0])
     if how == "l2":
-        norm = float(np.linalg.norm(values))
-        return values / norm if norm > 0 else values
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = float(np.linalg.norm(values))
+        if not norm > 0 or not np.isfinite(norm):     # all zero, or a run that diverged
+            return values
+        return values / norm
     return values
