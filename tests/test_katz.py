@@ -23,7 +23,7 @@ from groute.engines import IterateSolver, LinearIteration
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning
 
-from support import check_imports_only_public_names
+from support import check_imports_only_public_names, need_gpus
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -141,6 +141,34 @@ def test_empty_graph_and_isolated_vertices_only():
     G = nx.empty_graph(5)
     got = katz_centrality(G, backend="cpu", devices=2).to_dict()
     assert_close(got, nx.katz_centrality(G), rtol=1e-12)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("k", [1, pytest.param(2, marks=pytest.mark.multigpu),
+                               pytest.param(3, marks=pytest.mark.multigpu)])
+@pytest.mark.parametrize("setup", [dict(mode="bsp"), dict(mode="async"),
+                                   dict(mode="bsp", tuning=dict(bsp_kernel="bins")),
+                                   dict(mode="bsp", tuning=dict(bsp_kernel="csc")),
+                                   dict(mode="bsp", tuning=dict(bsp_kernel="coo")),
+                                   dict(mode="bsp", tuning=dict(persistent=True)),
+                                   dict(mode="bsp", beta="per vertex")], ids=str)
+def test_matches_networkx_cuda(k, setup):
+    """Katz's header in every CUDA kernel (float32 values): NetworkX's answer within float32
+    rounding, twice from one solver, and its divergence error."""
+    need_gpus(k)
+    setup = dict(setup)
+    tuning = dataclasses.replace(PageRankTuning(), **setup.pop("tuning", {}))
+    G = random_graph(30 + k, True, n=600, p=0.01)
+    beta = {v: 0.5 + (v % 3) for v in G} if setup.pop("beta", None) else 1.0
+    ref = nx.katz_centrality(G, alpha=0.1, beta=beta, tol=1e-12, max_iter=5000)
+    with Katz(load_graph(G), alpha=0.1, beta=beta, backend="cuda", devices=k,
+              partition="contiguous", tol=1e-6, tuning=tuning, **setup) as solver:
+        for _ in range(2):     # NetworkX's default tol: the float32 sums settle below it
+            assert_close(solver.run().to_dict(), ref, rtol=1e-4)
+    with pytest.raises(KatzDidNotConverge):
+        katz_centrality(nx.gnp_random_graph(60, 0.3, seed=2, directed=True), alpha=0.5,
+                        max_iter=40, backend="cuda", devices=k, tuning=tuning, **setup)
 
 
 # ------------------------------------------------------------------------------------------------
