@@ -1,24 +1,9 @@
-"""How much GPU memory PageRank and CC need for a graph: their estimates for
-:func:`groute.memory.check_fits` (the machinery, and what an estimate counts, is there)."""
+"""How much GPU memory CC needs for a graph: its estimate for :func:`groute.memory.check_fits`
+(the machinery, and what an estimate counts, is there; PageRank's is the linear iteration
+engines', :mod:`groute.engines.iterate.memory`)."""
 from __future__ import annotations
 
-import numpy as np
-
-from groute.graph.arrays import arc_dtype
 from groute.memory import DeviceBytes, rows_bytes, share
-
-
-def pagerank_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-                   devices: int = 1) -> DeviceBytes:
-    """PageRank's BSP pull (:mod:`groute.apps.pr_device`): the in-arc rows (offsets int64 once
-    a device's in-arcs pass 2**31, else int32), 1/outdeg and the ranks of the owned vertices,
-    and two contribution vectors over all vertices (float32)."""
-    k = max(int(devices), 1)
-    nl, ml = share(n, k), share(m, k)
-    offset = np.dtype(arc_dtype(ml)).itemsize
-    parts = {"in-arc offsets": offset * (nl + 1), "in-arc sources (int32)": 4 * ml,
-             "1/outdeg": 4 * nl, "ranks": 4 * nl, "contributions (2)": 8 * int(n)}
-    return DeviceBytes(parts)
 
 
 def cc_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,

@@ -41,7 +41,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from groute.apps.memory import cc_bytes, pagerank_bytes  # noqa: E402
+from groute.apps.memory import cc_bytes  # noqa: E402
+from groute.engines.iterate.memory import iteration_bytes  # noqa: E402
 from groute.engines.relax.memory import traversal_bytes  # noqa: E402
 from groute.memory import free_device_bytes  # noqa: E402
 from groute.bench.memory import PoolPeak, host_peak_while  # noqa: E402
@@ -109,7 +110,7 @@ def _free_gpu_bytes(backend):
 
 
 def _estimate(app, g):
-    fn = {"bfs": traversal_bytes, "sssp": traversal_bytes, "pr": pagerank_bytes,
+    fn = {"bfs": traversal_bytes, "sssp": traversal_bytes, "pr": iteration_bytes,
           "cc": cc_bytes}[app]
     return fn(g.num_vertices, g.num_edges, weighted=app == "sssp", directed=g.directed,
               devices=1).total
@@ -278,7 +279,7 @@ def main(argv=None):
             # the "bins" layout sorts the in-arcs on the GPU when it has room, else on the
             # host (minutes past 2**31 arcs): then the "csc" kernel, which needs no sort
             if app == "pr" and free is not None:
-                from groute.apps.pr_layout import BINS_BUILD_BYTES_PER_ARC
+                from groute.engines.iterate.layout import BINS_BUILD_BYTES_PER_ARC
                 if free < BINS_BUILD_BYTES_PER_ARC * g.num_edges + need:
                     pr_kernel = "csc"
             rec["pr_kernel"] = pr_kernel if app == "pr" else None

@@ -9,7 +9,8 @@ Run from the repository root on a machine with CUDA GPUs (CuPy installed; pymeti
 
 Stages, in order, so a broken kernel shows up in the first seconds:
 
-1. compile every kernel of ``apps/pr.cu`` and ``apps/cc.cu`` on every GPU;
+1. compile every kernel of ``groute/engines/iterate/iterate.cu`` (with PageRank's header) and
+   ``apps/cc.cu`` on every GPU;
 2. correctness: PR (async and BSP) and CC on small hand-made, real and random graphs, on 1 GPU
    and on all GPUs (plus 2 when there are more), against ``groute.graph.reference`` (PR: L1 <=
    1e-4; CC: exact labels), and the plain-CuPy baselines on one graph;
@@ -96,8 +97,11 @@ def guarded(case, fn):
 # ------------------------------------------------------------------------------------------------
 def stage_compile(ngpu):
     import cupy
+    from groute.apps.pr import PAGERANK
     from groute.kernels import get_kernel
-    kernels = {ROOT / "apps" / "pr.cu": ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack",
+    iterate_cu = ROOT / "groute" / "engines" / "iterate" / "iterate.cu"
+    include = {iterate_cu: (PAGERANK.include_dir,)}     # the iteration's generated header
+    kernels = {iterate_cu: ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack",
                                          "pr_bins32", "pr_bins64"] +
                                         [f"pr_csc{w}_k{k}" for w in (32, 64) for k in (1, 2, 4)],
                ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress",
@@ -107,23 +111,25 @@ def stage_compile(ngpu):
             for path, names in kernels.items():
                 t0 = time.perf_counter()
                 for name in names:
-                    get_kernel(path, name)
+                    get_kernel(path, name, include=include.get(path, ()))
                 record(f"compile {path.name} on cuda:{gpu}", True,
                        f"{len(names)} kernels in {time.perf_counter() - t0:.2f} s")
             # the persistent BSP kernels: the same file, compiled for cooperative launch
             from groute.kernels import load_module
             t0 = time.perf_counter()
-            module = load_module(ROOT / "apps" / "pr.cu", cooperative=True)
+            module = load_module(iterate_cu, cooperative=True, include=include[iterate_cu])
             names = [f"pr_csc{w}_persistent_k{k}" for w in (32, 64) for k in (1, 2, 4)] + \
                     ["pr_bins32_persistent", "pr_bins64_persistent"]
             for name in names:
                 module.get_function(name)
-            record(f"compile pr.cu (cooperative) on cuda:{gpu}", True,
+            record(f"compile iterate.cu (cooperative) on cuda:{gpu}", True,
                    f"{len(names)} kernels in {time.perf_counter() - t0:.2f} s")
             if gpu == 0:    # registers and local memory (spills) of the kernels timed most
-                for name, fn in (("pr_csc32_k2", get_kernel(ROOT / "apps" / "pr.cu", "pr_csc32_k2")),
+                for name, fn in (("pr_csc32_k2", get_kernel(iterate_cu, "pr_csc32_k2",
+                                                                include=include[iterate_cu])),
                                  ("pr_csc32_persistent_k2", module.get_function("pr_csc32_persistent_k2")),
-                                 ("pr_bins32", get_kernel(ROOT / "apps" / "pr.cu", "pr_bins32")),
+                                 ("pr_bins32", get_kernel(iterate_cu, "pr_bins32",
+                                                              include=include[iterate_cu])),
                                  ("pr_bins32_persistent", module.get_function("pr_bins32_persistent"))):
                     print(f"   {name}: {fn.num_regs} registers, {fn.local_size_bytes} B local",
                           flush=True)
@@ -131,7 +137,7 @@ def stage_compile(ngpu):
 
 def use_cu_defines(defines):
     """Compile every .cu file with ``-D`` each of ``defines`` (``NAME=VALUE``): the probe hooks
-    of the kernels (e.g. pr.cu's PR_GATHER_LOAD), timed without editing the source."""
+    of the kernels (e.g. iterate.cu's PR_GATHER_LOAD), timed without editing the source."""
     import groute.kernels as kernels
     plain = kernels.load_module
     extra = tuple(f"-D{d}" for d in defines)
@@ -456,15 +462,15 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
     from groute.apps.pr import PageRank
     from groute import Context
     from groute.graph import reference
-    import groute.apps.pr_device
+    import groute.engines.iterate.device
     names = [v for v in variants.split(",") if v] if variants else list(PR_VARIANTS)
-    spin_default = groute.apps.pr_device.SPIN_S
+    spin_default = groute.engines.iterate.device.SPIN_S
 
     def opts(name):
-        """The solver options of a variant; "_spin_s" sets groute.apps.pr_device.SPIN_S (0: the earlier
+        """The solver options of a variant; "_spin_s" sets groute.engines.iterate.device.SPIN_S (0: the earlier
         sleeping wait at every convergence check)."""
         o = dict(PR_VARIANTS[name])
-        groute.apps.pr_device.SPIN_S = o.pop("_spin_s", spin_default)
+        groute.engines.iterate.device.SPIN_S = o.pop("_spin_s", spin_default)
         return {"tuning": pr_tuning(**o)}
     with Context(1, backend=BACKEND, timeout=60) as ctx:
         bad = 0
@@ -559,7 +565,7 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
     of stored into the peers by the kernel), on several devices only; ``:hostcheck`` with
     ``device_check=False`` (the host reads the stats every 4 iterations and the kernels never
     skip: the protocol before the global device-side check); ``:persistent`` with
-    ``persistent=True`` (one cooperative launch per device per run, pr.cu ``bsp_persistent``),
+    ``persistent=True`` (one cooperative launch per device per run, iterate.cu ``bsp_persistent``),
     ``:periteration`` with ``persistent=False``. ``partition``: the partitioner of the kernels
     that use one (csc, coo)."""
     from groute.apps.pr import PageRank
@@ -748,7 +754,7 @@ def main():
                     help="--pr-variants on a GPU: check the big graphs against the cuSPARSE "
                          "answer (float64, the reference's algorithm) instead of running scipy")
     ap.add_argument("--cu-defines", default="", metavar="NAME=VALUE,...",
-                    help="compile the kernels with these -D macros (probe hooks such as pr.cu's "
+                    help="compile the kernels with these -D macros (probe hooks such as iterate.cu's "
                          "PR_GATHER_LOAD)")
     ap.add_argument("--dry-run", action="store_true",
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")

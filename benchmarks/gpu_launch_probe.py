@@ -185,8 +185,8 @@ def main():
     ngpu = cupy.cuda.runtime.getDeviceCount()
     trivial(args.repeat, ngpu)
     calls = timed_launches()
-    from groute.apps.pr_device import DevicePR
-    steps = timed_steps(DevicePR)
+    from groute.engines.iterate.device import IterationDevice
+    steps = timed_steps(IterationDevice)
     from groute.apps.bfs import BFS
     from groute.apps.pr import PageRank
     from groute.tuning import PageRankTuning

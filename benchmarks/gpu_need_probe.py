@@ -6,7 +6,7 @@ byte (which peers read it) to decide where to store. Measured with this probe on
 (grid:3465, a second output vector that no vertex needs): the byte of every vertex made the
 sweep 1.205x as long, one bit per vertex (``need_any`` words, tried next) still 1.089x. The
 kernels now store only their own vector in the sweep and export the listed vertices to the
-peers afterwards (pr.cu ``pr_export``). This runs the persistent csc kernel on one GPU
+peers afterwards (iterate.cu ``pr_export``). This runs the persistent csc kernel on one GPU
 (``persistent=True``, ``GROUTE_PR_TRACE=1``: median phases of an iteration) alone (nouts 1),
 with a second output and nothing to export, and with every hundredth vertex exported to it.
 

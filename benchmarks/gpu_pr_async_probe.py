@@ -97,10 +97,10 @@ def install_audit(audit):
     """Wrap the async worker's pack and apply so that every item value is summed (float64)."""
     import threading
 
-    import groute.apps.pr_device as pr_device
+    import groute.engines.iterate.device as pr_device
     from groute.worklist import call_on_stream, unpack
     lock = threading.Lock()
-    pack, apply = pr_device.DevicePR.pack, pr_device.DevicePR.apply
+    pack, apply = pr_device.IterationDevice.pack, pr_device.IterationDevice.apply
 
     def total(dev, arrays):
         xp = dev.device.xp
@@ -129,7 +129,7 @@ def install_audit(audit):
             audit["applied"] += s
             audit["items_applied"] += m
         return apply(self, item_arrays)
-    pr_device.DevicePR.pack, pr_device.DevicePR.apply = audited_pack, audited_apply
+    pr_device.IterationDevice.pack, pr_device.IterationDevice.apply = audited_pack, audited_apply
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ def check_layout(spec, backend):
     """The bins in-arcs a CUDA solver holds (CuPy build) against the NumPy build."""
     from groute.apps.pr import PageRank
     from groute.tuning import PageRankTuning
-    from groute.apps.pr_layout import bins_layout
+    from groute.engines.iterate.layout import bins_layout
     g = load_graph(spec)
     host = bins_layout(g)
     want = host.sources(g)

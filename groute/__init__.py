@@ -6,7 +6,8 @@ devices); :class:`Link` moves packetized segments between endpoints with bounded
 
 The algorithms as one-shot functions: ``groute.bfs``, ``groute.sssp``, ``groute.pagerank``,
 ``groute.connected_components``, ``groute.shortest_path``, ``groute.core_number``,
-``groute.strongly_connected_components``, ``groute.betweenness_centrality`` (and
+``groute.strongly_connected_components``, ``groute.betweenness_centrality``,
+``groute.katz_centrality`` (and
 ``groute.pbf``, the dataflow example). They are imported on first use, so ``import groute``
 loads neither the algorithms nor SciPy or CuPy.
 
@@ -44,7 +45,7 @@ for _app in (
     _registry.App("pr", "PageRank", "groute.apps.pr", "PageRank", "pagerank", needs_source=False,
                   weighted=False, modes=_ASYNC_BSP,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_pagerank"),
-                  memory=("groute.apps.memory", "pagerank_bytes"), verify="ranks"),
+                  memory=("groute.engines.iterate.memory", "iteration_bytes"), verify="ranks"),
     _registry.App("cc", "CC", "groute.apps.cc", "CC", "connected_components", needs_source=False,
                   weighted=False, takes_partition=False,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_cc"),
@@ -71,9 +72,10 @@ for _app in (
     _registry.register_app(_app)
 _registry.register_function("pbf", "groute.apps.pbf", "pbf")
 _registry.register_function("shortest_path", "groute.apps.sssp", "shortest_path")
+_registry.register_function("katz_centrality", "groute.apps.katz", "katz_centrality")
 for _command in ("groute.commands.info", "groute.commands.demo", "groute.apps.pbf",
-                 "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.cc",
-                 "groute.apps.kcore_cli", "groute.apps.scc_cli", "groute.apps.betweenness_cli",
+                 "groute.apps.bfs", "groute.apps.sssp", "groute.apps.pr", "groute.apps.katz_cli",
+                 "groute.apps.cc", "groute.apps.kcore_cli", "groute.apps.scc_cli", "groute.apps.betweenness_cli",
                  "groute.graph.cli", "groute.topology.cli", "groute.bench.cli"):
     _registry.register_command(_command)   # in the order `groute --help` lists them
 del _app, _command, _KCORE_CHECKS, _SCC_CHECKS, _BC_CHECKS
@@ -104,4 +106,4 @@ __all__ = ["Context", "Endpoint", "HOST", "Link", "SendHandle", "Router", "Route
            "GrouteError", "DeviceError", "WaitTimeout", "ContextStopped", "LinkClosed",
            "GraphNotSupported", "AppResult",
            "bfs", "sssp", "pagerank", "connected_components", "shortest_path", "core_number",
-           "strongly_connected_components", "betweenness_centrality", "pbf"]
+           "strongly_connected_components", "betweenness_centrality", "katz_centrality", "pbf"]

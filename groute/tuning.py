@@ -10,7 +10,8 @@ answer comes, never the answer, so they live here instead:
   workers (``traversal_linked.cu``), one object because one solver picks among them;
 * :class:`WorklistTuning`: BFS and SSSP on the distributed worklist (routing, rounds per launch,
   packets, outbox flushes);
-* :class:`PageRankTuning`: PageRank's BSP kernels and asynchronous push (:mod:`groute.apps.pr`);
+* :class:`PageRankTuning`: the linear iteration engines' BSP kernels and asynchronous push
+  (:mod:`groute.engines.iterate`: PageRank, Katz centrality);
 * :class:`CCTuning`: connected components' sampling and segments (:mod:`groute.apps.cc`);
 * :class:`BSPTuning`: the exchange of the operators' host-driven BSP engine
   (:mod:`groute.engines.bsp`).
@@ -32,7 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-#: PageRank's BSP kernels (:func:`groute.apps.pr.choose_bsp_kernel` picks for ``"auto"``)
+#: the linear iteration engines' BSP kernels (:func:`groute.engines.iterate.solver.choose_bsp_kernel`
+#: picks for ``"auto"``)
 BSP_KERNELS = ("auto", "csc", "bins", "coo")
 #: ``PageRankTuning.persistent`` values
 PERSISTENT_CHOICES = (True, False, "auto")
@@ -296,16 +298,20 @@ class WorklistTuning(_Tuning):
 
 @dataclass(frozen=True)
 class PageRankTuning(_Tuning):
-    """How PageRank runs (:class:`groute.apps.pr.PageRank` says what each option does).
+    """How the linear iteration engines run PageRank, Katz and any other
+    :class:`~groute.engines.LinearIteration` (:class:`groute.engines.IterateSolver` says what
+    each option does); named after the first of them.
 
-    Asynchronous push: ``sweeps`` per worklist round (None: ``groute.apps.pr.default_sweeps``).
-    BSP: ``bsp_kernel`` (``"auto"``: ``groute.apps.pr.choose_bsp_kernel``); ``check_every``
+    Asynchronous push: ``sweeps`` per worklist round (None:
+    ``groute.engines.iterate.solver.default_sweeps``). BSP: ``bsp_kernel`` (``"auto"``:
+    ``groute.engines.iterate.solver.choose_bsp_kernel``); ``check_every``
     iterations between the host's convergence checks (None: 8 with ``device_check``, else 4);
     ``device_check`` (the kernels stop themselves when the rule held); ``peer_writes`` (None:
     where every pair of devices has peer access); ``inplace`` Gauss-Seidel sweeps (one device);
-    ``persistent`` (True, False, ``"auto"``: ``groute.apps.pr.choose_persistent``). The csc kernel:
+    ``persistent`` (True, False, ``"auto"``: ``groute.engines.iterate.solver.choose_persistent``).
+    The csc kernel:
     ``small_degree``, ``vertices_per_lane`` (1, 2, 4); the bins kernel: ``task_arcs``,
-    ``hub_degree``, ``lane_arcs`` (powers of two, ``groute.apps.pr_layout.bins_tasks``); both:
+    ``hub_degree``, ``lane_arcs`` (powers of two, ``groute.engines.iterate.layout.bins_tasks``); both:
     ``waves`` (the grid in multiples of the resident blocks). ``trace``: persistent runs time
     each iteration's phases (``stats["iteration_trace"]``).
     """

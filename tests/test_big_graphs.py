@@ -32,9 +32,9 @@ def test_arc_dtype_limit(monkeypatch):
 
 
 def test_pagerank_memory_estimate_follows_arc_dtype(tiny_arc_limit):
-    from groute.apps.memory import pagerank_bytes
-    assert pagerank_bytes(1000, 5000).parts["in-arc offsets"] == 8 * 1001
-    assert pagerank_bytes(10, 50).parts["in-arc offsets"] == 4 * 11
+    from groute.engines.iterate.memory import iteration_bytes
+    assert iteration_bytes(1000, 5000).parts["in-arc offsets"] == 8 * 1001
+    assert iteration_bytes(10, 50).parts["in-arc offsets"] == 4 * 11
 
 
 @pytest.mark.parametrize("devices", [1, 2])

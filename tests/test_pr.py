@@ -5,8 +5,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from groute.apps.pr import PageRank, default_sweeps, pagerank
-from groute.apps.pr_layout import make_shards
+from groute.apps.pr import PageRank, pagerank
+from groute.engines.iterate.layout import make_shards
+from groute.engines.iterate.solver import default_sweeps
 from groute import Context
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning
@@ -365,7 +366,7 @@ def test_auto_bsp_kernel_choice():
     """auto: the degree-binned kernel for power-law graphs and the fused CSC kernel for low
     in-degree graphs, on any number of devices (never the COO pair); in-place sweeps (one
     device only) need the CSC kernel."""
-    from groute.apps.pr import choose_bsp_kernel
+    from groute.engines.iterate.solver import choose_bsp_kernel
     grid, kron = load_graph("grid:30", cache=False), load_graph("kron:12", cache=False)
     for k in (1, 2, 3, 4):
         assert choose_bsp_kernel(grid, k) == "csc"
@@ -376,7 +377,7 @@ def test_auto_bsp_kernel_choice():
     assert choose_bsp_kernel(kron, 4, inplace=True) == "bins"     # inplace: ignored on several
     # a small graph with a hub but few heavy arcs: bins on one device (its sweep lasts as long
     # as the hub's row), csc on several and once the graph is not small
-    from groute.apps import pr
+    from groute.engines.iterate import solver as pr
     star = grid_with_a_hub()
     assert not pr.heavy_in_arcs(star) and pr.small_with_hubs(star)
     assert choose_bsp_kernel(star, 1) == "bins"
@@ -499,7 +500,7 @@ def test_degree_split_balances_arcs(spec, k):
     """degree_split: k non-empty contiguous ranges covering every row once, each range's cost
     (in-arcs + row_cost per row) within one row's cost of an equal share (the star: one hub row
     of 39 of its 41 arcs)."""
-    from groute.apps.pr_layout import BINS_ROW_COST, bins_layout, degree_split
+    from groute.engines.iterate.layout import BINS_ROW_COST, bins_layout, degree_split
     g = bins_graphs()["star"] if spec == "star" else load_graph(spec, cache=False)
     ip = bins_layout(g).in_indptr
     off = degree_split(ip, k)
@@ -571,7 +572,7 @@ def test_bins_tasks_cover_every_row_and_arc_once(spec, opts):
     """The "bins" kernel's relabelling and task list: vertices in non-increasing degree buckets
     (hubs first), in-arc lists ascending, and the kernel's index arithmetic (emulated) reads every
     arc once and finalises every row once with the right sum."""
-    from groute.apps.pr_layout import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
+    from groute.engines.iterate.layout import BINS_MAX_ROWS, bins_layout, bins_tasks, degree_buckets
     g = load_graph(spec, cache=False)
     n = g.num_vertices
     indeg = np.bincount(g.indices, minlength=n)
@@ -604,7 +605,7 @@ def old_bins_layout(graph):
     buckets, relabel the CSR row by row, scipy's CSR -> CSC): the definition the new layout
     must equal array for array."""
     import scipy.sparse as sp
-    from groute.apps.pr_layout import degree_buckets
+    from groute.engines.iterate.layout import degree_buckets
     indptr, indices = np.asarray(graph.indptr, np.int64), np.asarray(graph.indices)
     n = indptr.shape[0] - 1
     order = np.argsort(-degree_buckets(np.bincount(indices, minlength=n)), kind="stable")
@@ -626,7 +627,7 @@ def test_bins_layout_equals_the_previous_construction(spec):
     """Degree order, in-arc offsets, sources (every row ascending) and out-degrees of the new
     layout are the arrays the old relabel + scipy transpose built, on power-law, directed,
     grid, random and hand-made graphs."""
-    from groute.apps.pr_layout import BinsLayout
+    from groute.engines.iterate.layout import BinsLayout
     graphs = bins_graphs()
     if spec == "polblogs" and spec not in graphs:
         pytest.skip("polblogs.mtx.gz not in the shared graphs")
@@ -765,7 +766,7 @@ def test_without_peer_access_the_host_checks(monkeypatch):
 def test_bins_in_cols_builds_on_the_host_when_the_device_is_short_of_memory():
     """A CUDA device with less free memory than the in-arcs' sort needs gets host slices (no
     CuPy touched), the same arrays as the CPU build."""
-    from groute.apps.pr_layout import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
+    from groute.engines.iterate.layout import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
 
     class ShortDevice:
         backend = "cuda"
@@ -815,7 +816,7 @@ def test_choose_persistent_says_why_not(monkeypatch):
     """Where the persistent kernels cannot run, True names the reason and "auto" records it;
     where they can, True turns them on and so does "auto" (the
     persistent rule of groute.apps.auto_rules), on any number of devices."""
-    import groute.apps.pr as pr
+    import groute.engines.iterate.solver as pr
     ctx = fake_peer_context(2)
     assert pr.choose_persistent(True, ctx, "bsp", "csc", False, True) == (True, None)
     assert pr.choose_persistent(True, ctx, "bsp", "bins", False, True) == (True, None)
@@ -925,19 +926,19 @@ def test_cuda_persistent_barrier_timeout_raises_and_the_solver_recovers(kernel, 
     """A device that never launches: the others give up at the cross-device barrier after
     GROUTE_PEER_BARRIER_TIMEOUT, the run raises in the caller, and the next run is right."""
     need_gpus(k)
-    import groute.apps.pr_device as pr_device
+    import groute.engines.iterate.device as pr_device
     import groute.engines.peer_barrier as peer_barrier
     monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     g = load_graph("grid:40" if kernel == "csc" else "kron:10", cache=False)
     with PageRank(g, backend="cuda", devices=k, mode="bsp", partition="contiguous",
                   tuning=PageRankTuning(bsp_kernel=kernel, persistent=True)) as s:
         good = s.run()
-        real = pr_device.DevicePR.persistent_launch
-        monkeypatch.setattr(pr_device.DevicePR, "persistent_launch",
+        real = pr_device.IterationDevice.persistent_launch
+        monkeypatch.setattr(pr_device.IterationDevice, "persistent_launch",
                             lambda self, *a: None if self.device.index == 1 else real(self, *a))
         with pytest.raises(RuntimeError, match="waited more than 0.5 s at a cross-device barrier"):
             s.run()
-        monkeypatch.setattr(pr_device.DevicePR, "persistent_launch", real)
+        monkeypatch.setattr(pr_device.IterationDevice, "persistent_launch", real)
         again = s.run()
     assert again.stats["iterations"] == good.stats["iterations"]
     assert np.array_equal(again.values, good.values)

@@ -17,7 +17,11 @@ The relaxation engines (:mod:`groute.engines.relax`) are a family of their own: 
 that is a monotone min-relaxation (BFS, SSSP) gives a :class:`Relaxation` (what an arc offers,
 in CUDA and NumPy) to a :class:`RelaxSolver`, which runs it on fused per-device workers, the
 persistent peer kernels or the linked workers; :func:`value_add` and :func:`value_inf` are the
-value arithmetic of its NumPy side. The ``auto`` rules every solver decides by are
+value arithmetic of its NumPy side. The linear iteration engines (:mod:`groute.engines.iterate`)
+are another: an algorithm that is a linear fixed point ``y = base + alpha A^T (scale * y)``
+(PageRank, Katz centrality) gives a :class:`LinearIteration` (what an out-arc carries, in CUDA
+and NumPy, and the stopping rule's measure) to an :class:`IterateSolver`, which runs it by BSP
+pull sweeps or asynchronous residual push. The ``auto`` rules every solver decides by are
 :mod:`groute.engines.rules`.
 """
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 from .base import Engine, EngineSolver
 from .bsp import BSPEngine
 from .fused import LOOP_RULE, loop_rule_help
+from .iterate import IterateSolver, LinearIteration
 from .relax import Relaxation, RelaxSolver, value_add, value_inf
 
 #: name -> engine class
@@ -43,4 +48,5 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
 
 
 __all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine", "LOOP_RULE",
-           "loop_rule_help", "Relaxation", "RelaxSolver", "value_add", "value_inf"]
+           "loop_rule_help", "Relaxation", "RelaxSolver", "value_add", "value_inf",
+           "LinearIteration", "IterateSolver"]

@@ -10,7 +10,8 @@ words. Only when a run failed, or the devices disagree on how many barriers they
 the counter stand somewhere unknown: then every device is waited for and the block is zeroed.
 
 Used by the relaxation engines' persistent kernels (:mod:`groute.engines.relax.peer`, and the
-linked workers) and persistent BSP PageRank (``groute.apps.pr``), which also share
+linked workers) and the persistent BSP kernels of the linear
+iteration engines (:mod:`groute.engines.iterate`), which also share
 :func:`unavailable` (where these kernels can run), :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``, through :mod:`groute.tuning`) and
 the end of a run (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed
 launch or a device that gave up).

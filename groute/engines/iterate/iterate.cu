@@ -1,7 +1,14 @@
-// PageRank kernels (apps/pr.py). Ranks are the "leaky" PageRank y = (1-d)/n + d * P^T y, in which
-// the mass of dangling vertices is dropped; pr.py normalises y to sum 1 at the end, which equals
-// the standard PageRank with uniform teleport and uniform dangling redistribution.
+// The kernels of the linear iteration engines (groute/engines/iterate): the fixed point
+// y = base + d * A^T (scale * y) of a LinearIteration, where d is its alpha (PageRank's damping)
+// and scale the per-source share of what a vertex sends (PageRank: 1 / outdeg, 0 for a dangling
+// vertex, whose mass is dropped: the "leaky" PageRank, which the solver normalises to sum 1 at
+// the end, equal to the standard PageRank with uniform teleport and uniform dangling
+// redistribution). The pull kernels read the scale as an array (inv_outdeg); the push kernel
+// and the stopping rule use arc_share and STOP_RULE of the iteration's generated header
+// (iteration.cuh, LinearIteration.header). The kernel names keep the prefix pr_ of PageRank,
+// the family's first instance.
 #include "barriers.cuh"
+#include "iteration.cuh"
 #define FULL_MASK 0xffffffffu
 
 // BSP pull, edge-balanced: the in-arcs of this device's vertices as COO sorted by row
@@ -56,12 +63,12 @@ __device__ void block_add2(double a, double b, double* out) {
     }
 }
 
-// The teleport term of the BSP kernels: one value (1-d)/n for every vertex, or with PERSONAL
-// (personalized PageRank) a vector of (1-d) p[v], indexed as y; base_of(base, v) reads it.
-#ifndef PERSONAL
-#define PERSONAL 0
+// The base term of the BSP kernels: one value for every vertex (PageRank: (1-d)/n), or with
+// BASE_VECTOR a vector indexed as y (personalized PageRank: (1-d) p[v]); base_of(base, v) reads it.
+#ifndef BASE_VECTOR
+#define BASE_VECTOR 0
 #endif
-#if PERSONAL
+#if BASE_VECTOR
 typedef const float* base_t;
 __device__ __forceinline__ float base_of(base_t base, long long v) { return base[v]; }
 #else
@@ -167,14 +174,14 @@ __device__ __forceinline__ bool bsp_rule(const unsigned long long* __restrict__ 
         diff += __ldcv(r);
         mass += __ldcv(r + 1);
     }
-    return diff <= tol * mass;
+    return STOP_RULE(diff, mass, tol);
 }
 
 // The device-side stopping check of the fused BSP kernels: whether iteration prev met the rule
-// sum_j diff_j <= tol * sum_j mass_j over the stats rows of all nstats devices (stats_of[j]:
-// device j's stats array, [iteration][diff, mass]; a peer's is read over peer access). The rows
-// are added in device order, as the host adds them, so every device and the host take the same
-// decision bit for bit. The rows are final: the launching stream waited (events) for every
+// STOP_RULE(sum_j diff_j, sum_j mass_j, tol) over the stats rows of all nstats devices
+// (stats_of[j]: device j's stats array, [iteration][diff, mass]; a peer's is read over peer
+// access). The rows are added in device order, as the host adds them, so every device and the
+// host take the same decision bit for bit. The rows are final: the launching stream waited (events) for every
 // device's iteration prev, and they are read uncached (__ldcv) as written by other kernels. A
 // skipped iteration leaves its row zero (0 <= 0), so the iterations queued after it skip too:
 // the host can queue many and read the stats once. prev < 0: no device-side check. Called by
@@ -336,7 +343,7 @@ PR_CSC_FORMS(PR_CSC_KERNEL, _k)
 // vector) and, as pr_csc, of each peer's vector j whose bit is set in need[row] (the peers whose
 // in-arcs read that row: stores over NVLink during the kernel instead of a copy after it).
 // Two things follow. (1) Load balance from a task list built once on the host (bins_tasks in
-// pr_layout.py): a task is a run of rows of one bucket, summed by
+// layout.py): a task is a run of rows of one bucket, summed by
 // G = 2^lg lanes per row (G ~ degree / 4, so neighbouring lanes have similar work), or one chunk
 // of a hub row (degree >= hub: ceil(degree / hub) equal chunks, one warp each, whose partial sums
 // go to part[task]; the chunk that arrives last, by an atomic counter per hub row, adds them in
@@ -492,7 +499,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                     
 PR_BINS_KERNEL(pr_bins32, int)
 PR_BINS_KERNEL(pr_bins64, long long)
 
-// Persistent BSP (PageRank(persistent=True)): one cooperative launch per device runs iterations
+// Persistent BSP (PageRankTuning(persistent=True)): one cooperative launch per device runs iterations
 // [t_begin, t_end) of the fused kernels above, instead of one launch per device per iteration
 // with events between the devices. The launch first resets this device's state
 // (bsp_reset_body) behind a grid barrier. Iteration t is the per-iteration kernel's body (the
@@ -681,7 +688,7 @@ PR_BINS_PERSISTENT(pr_bins64_persistent, long long)
 
 // Asynchronous push sweep (residual propagation, Whang et al.): every owned vertex whose residual
 // exceeds eps takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes
-// d * r / outdeg to each out-neighbour: into the local residual when this device owns it, else into
+// arc_share(d * r, outdeg) to each out-neighbour (PageRank: d * r / outdeg): into the local residual when this device owns it, else into
 // the dense remote accumulator (combined per vertex before it is sent). The accumulator is double:
 // it sums a vertex's contributions over all the sweeps of a round, and in float32 a late, small
 // contribution to a hub's large sum falls below half an ulp and vanishes (on several GPUs a
@@ -721,7 +728,7 @@ extern "C" __global__ void pr_push(int n_local, int offset, const long long* __r
         }
         const bool small = r > 0.0f && t - s <= SMALL_DEGREE;
         if (small && t > s) {  // t == s: dangling, its mass leaks (normalised away at the end)
-            const float c = damping * r / (float)(t - s);
+            const float c = arc_share(damping * r, t - s);
             for (long long e = s; e < t; ++e) push_arc(indices[e], c, offset, n_local, residual, remote_acc);
         }
         unsigned big = __ballot_sync(FULL_MASK, r > 0.0f && !small);
@@ -731,7 +738,7 @@ extern "C" __global__ void pr_push(int n_local, int offset, const long long* __r
             const float rs = __shfl_sync(FULL_MASK, r, src);
             const long long bs = __shfl_sync(FULL_MASK, s, src);
             const long long bt = __shfl_sync(FULL_MASK, t, src);
-            const float c = damping * rs / (float)(bt - bs);
+            const float c = arc_share(damping * rs, bt - bs);
             for (long long e = bs + lane; e < bt; e += 32)
                 push_arc(indices[e], c, offset, n_local, residual, remote_acc);
         }

@@ -1,6 +1,6 @@
-"""Host-side layout of PageRank's in-arcs (:mod:`groute.apps.pr`): the per-device :class:`Shard`, the
-transposed arcs, and the ``"bins"`` kernel's degree order, its cut across devices and its static
-task list. Pure NumPy (CuPy only to build the billion-sized sources on a device): no solver or
+"""Host-side layout of a linear iteration's arcs (:mod:`groute.engines.iterate`): the per-device
+:class:`Shard`, the transposed arcs, and the ``"bins"`` kernel's degree order, its cut across
+devices and its static task list. Pure NumPy (CuPy only to build the billion-sized sources on a device): no solver or
 device state, so each piece is testable on its own.
 """
 from __future__ import annotations
@@ -25,8 +25,10 @@ class Shard:
     vertices as CSC (local arc offsets per owned vertex, global sources), only for BSP;
     ``in_cols`` is a host array, or already on the device that gets the shard (the CUDA "bins"
     set-up builds it there); ``in_rows``: the same arcs' local targets (the COO form, sorted by
-    row; made on first use: the fused CUDA kernels never ask); ``inv_outdeg``: 1/outdeg of
-    owned vertices (0 if dangling).
+    row; made on first use: the fused CUDA kernels never ask); ``inv_outdeg``: the per-source
+    share of the owned vertices (:meth:`LinearIteration.scale
+    <groute.engines.iterate.iteration.LinearIteration.scale>`: PageRank's 1/outdeg, 0 if
+    dangling).
     """
 
     def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_cols=None,
@@ -241,12 +243,14 @@ def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
             hub_rows)
 
 
-def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None):
+def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None,
+                scale=None):
     """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``
-    (``transposed``: :func:`transpose_arcs` of the same graph, when already computed)."""
+    (``transposed``: :func:`transpose_arcs` of the same graph, when already computed;
+    ``scale``: the per-source share by out-degree, :func:`inverse_degrees` when None)."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
-    inv = inverse_degrees(np.diff(indptr))
+    inv = (scale or inverse_degrees)(np.diff(indptr))
     if with_in_arcs:
         t_indptr, t_sources = transposed if transposed is not None else transpose_arcs(indptr, indices)
     shards = []
@@ -271,11 +275,12 @@ def inverse_degrees(outdeg):
     return inv
 
 
-def bins_shards(graph, layout: BinsLayout, offsets, devices):
+def bins_shards(graph, layout: BinsLayout, offsets, devices, scale=None):
     """One BSP :class:`Shard` (in-arcs only) per device of the ``"bins"`` layout cut at
-    ``offsets``; the sources come from :func:`bins_in_cols`."""
+    ``offsets``; the sources come from :func:`bins_in_cols` (``scale`` as
+    :func:`make_shards`)."""
     cols = bins_in_cols(graph, layout, offsets, devices)
-    inv = inverse_degrees(layout.out_degrees)
+    inv = (scale or inverse_degrees)(layout.out_degrees)
     ip = layout.in_indptr
     return [Shard(lo, hi, None, None, inv[lo:hi].copy(), c, ip[lo:hi + 1] - ip[lo])
             for lo, hi, c in zip(offsets[:-1], offsets[1:], cols)]

@@ -1,7 +1,8 @@
-"""PageRank's per-device state and operations (:mod:`groute.apps.pr`): one :class:`DevicePR` per device
-holds its arrays and runs the BSP and asynchronous steps on them, as CUDA kernels (``pr.cu``) or
+"""A linear iteration's per-device state and operations (:mod:`groute.engines.iterate`): one
+:class:`IterationDevice` per device holds its arrays and runs the BSP and asynchronous steps on
+them, as CUDA kernels (``iterate.cu``, with the iteration's generated header) or
 vectorised NumPy on the device's stream; :class:`PushWorker` is what the distributed worklist
-drives in the asynchronous mode. The only backend-specific code of PageRank.
+drives in the asynchronous mode. The only backend-specific code of the engines.
 """
 from __future__ import annotations
 
@@ -9,24 +10,26 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.apps.pr_layout import Shard, bins_tasks
+from .iteration import LinearIteration
+from .layout import Shard, bins_tasks
 from groute.graph.arrays import arc_dtype
 from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
 
-KERNEL = Path(__file__).with_name("pr.cu")
+KERNEL = Path(__file__).with_name("iterate.cu")
 BLOCK = 256
 #: "bins" kernel: threads per block (one block per SM) and the contributions of the first
 #: BINS_HOT vertices (the hubs) each block copies into shared memory (224 KiB: nearly all a
 #: block may opt into on Hopper GPUs; less where the device allows less)
 BINS_BLOCK = 1024
 BINS_HOT = 57344
-#: pr.cu PersistCtl: the control words of a persistent launch
+#: iterate.cu PersistCtl: the control words of a persistent launch
 P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
-#: pr.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced (PageRankTuning.trace)
+#: iterate.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced
+#: (PageRankTuning.trace)
 TRACE_ITERATIONS = 256
 #: the most vectors one device's BSP step stores into, its own and its peers': ``need`` (see
-#: :meth:`DevicePR.set_outputs`) holds one uint8 bit mask per vertex
+#: :meth:`IterationDevice.set_outputs`) holds one uint8 bit mask per vertex
 MAX_OUTPUTS = 8
 
 
@@ -44,22 +47,27 @@ def _sync_host(device, array, spin=False):
     return device.to_host(array)
 
 
-class DevicePR:
-    """One device's arrays and the PageRank operations on them (CUDA kernels or NumPy).
+class IterationDevice:
+    """One device's arrays and the operations of ``iteration`` on them (CUDA kernels or NumPy).
 
     ``tuning``: the solver's :class:`~groute.tuning.PageRankTuning`; what the solver resolved
     from it and the machine comes as ``kernel`` (never ``"auto"``), ``device_check`` (False
     where a device cannot read every peer's stats) and ``persistent``; ``tol`` is the stopping
-    rule's. ``teleport``: personalized PageRank, the teleport term ``(1-d) p[v]`` of this
-    device's vertices in its order (host array; None: the uniform ``(1-d)/n`` the steps are
-    given), compiled into its own kernels (pr.cu ``PERSONAL``)."""
+    rule's bound (:meth:`LinearIteration.bound
+    <groute.engines.iterate.iteration.LinearIteration.bound>`). ``base``: the base term of this
+    device's vertices in its order (host array, personalized PageRank's ``(1-d) p[v]``; None:
+    the uniform value the steps are given), compiled into its own kernels (iterate.cu
+    ``BASE_VECTOR``). The solver sets :attr:`y0` and :attr:`contrib0`, the start of a BSP run,
+    before the first."""
 
-    def __init__(self, device, shard: Shard, n: int, mode: str, damping: float, k: int,
-                 tuning: PageRankTuning, *, kernel: str = "csc", device_check: bool = True,
-                 tol: float = 1e-6, persistent: bool = False, teleport=None):
+    def __init__(self, device, shard: Shard, n: int, mode: str, alpha: float, k: int,
+                 tuning: PageRankTuning, iteration: LinearIteration, *, kernel: str = "csc",
+                 device_check: bool = True, tol: float = 1e-6, persistent: bool = False,
+                 base=None):
         self.device = device
         self.n, self.lo, self.hi, self.n_local = n, shard.lo, shard.hi, shard.n_local
-        self.damping = float(damping)
+        self.alpha = float(alpha)
+        self.iteration = iteration
         self.cuda = device.backend == "cuda"
         self.fdt = np.float32 if self.cuda else np.float64
         self.stream = device.compute_stream
@@ -70,11 +78,11 @@ class DevicePR:
             self.lanes_k = int(tuning.vertices_per_lane)
             self.inplace = bool(tuning.inplace) and k == 1
             # the fused kernels skip the iterations after the stopping rule held on all devices
-            # together (bsp_converged in pr.cu; the NumPy sweeps of the CPU backend follow the
-            # same protocol); the COO pair has no skip: the host checks. PageRank turns it off
+            # together (bsp_converged in iterate.cu; the NumPy sweeps of the CPU backend follow the
+            # same protocol); the COO pair has no skip: the host checks. The solver turns it off
             # where a device cannot read every peer's stats
             self.device_check = bool(device_check) and self.fused
-            # one cooperative launch per run (PageRank resolved the option: choose_persistent)
+            # one cooperative launch per run (the solver resolved the option: choose_persistent)
             self.persistent = bool(persistent) and self.cuda
             self.small_degree = int(tuning.small_degree)
             self.tol = float(tol)
@@ -95,8 +103,10 @@ class DevicePR:
                     hub_degree=self.hub_degree, lane_arcs=int(tuning.lane_arcs))
                 self.num_tasks = int(task_row.shape[0])
             self.csc_kernel = csc       # the fused kernel's name (64: int64 in-arc offsets)
-        #: pr.cu's compile options: the teleport vector's kernels where there is one
-        self.options = ("-DPERSONAL=1",) if teleport is not None else ()
+        #: iterate.cu's compile options: the base vector's kernels where there is one
+        self.options = ("-DBASE_VECTOR=1",) if base is not None else ()
+        #: the generated header's folder (the iteration's arc_share and STOP_RULE)
+        self.include = (iteration.include_dir,) if self.cuda else ()
         if self.cuda:
             from groute.kernels import get_kernel, resident_blocks_per_sm
             with device.use():
@@ -107,7 +117,8 @@ class DevicePR:
                 else:
                     names = {"pr_pull": "pr_pull", "pr_finalize": "pr_finalize",
                              "reset": "pr_bsp_reset"}
-                self.kernels = {key: get_kernel(KERNEL, name, options=self.options)
+                self.kernels = {key: get_kernel(KERNEL, name, options=self.options,
+                                                  include=self.include)
                                 for key, name in names.items()}
             self.sms = int(device.properties()["multiprocessors"])
             # the BSP grids, fixed for the solver's life: the fused kernels' is ``waves`` times
@@ -130,7 +141,7 @@ class DevicePR:
                 self._load_persistent(csc, tuning.trace)
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
-        self.teleport = None if teleport is None else up(np.asarray(teleport).astype(self.fdt))
+        self.base = None if base is None else up(np.asarray(base).astype(self.fdt))
         if mode == "bsp":
             self.in_cols = up(shard.in_cols)
             if self.cuda and self.fused:
@@ -154,19 +165,20 @@ class DevicePR:
             self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
             self.rank = device.zeros(self.n_local, np.float64)
             self.residual = device.zeros(self.n_local, self.fdt)
-            # float64 on both backends: a round's sums lost small late terms in float32 (pr.cu)
+            # float64 on both backends: a round's sums lost small late terms in float32 (iterate.cu)
             self.remote_acc = device.zeros(n if k > 1 else 1, np.float64)
             self.counters = device.zeros(2, np.uint64)
             self.out_items = None
 
     def _load_persistent(self, name, trace):
-        """The persistent form of kernel ``name`` (pr.cu: ``<name>_persistent``; csc: before
+        """The persistent form of kernel ``name`` (iterate.cu: ``<name>_persistent``; csc: before
         the ``_k`` suffix), compiled for cooperative launch, and its grid: every block resident
         (bins: one per SM, as the per-iteration kernel), no more blocks than there is work."""
         from groute.kernels import load_module, resident_blocks_per_sm
         pname = name + "_persistent" if self.bins else name.replace("_k", "_persistent_k")
         with self.device.use():
-            fn = load_module(KERNEL, options=self.options, cooperative=True).get_function(pname)
+            fn = load_module(KERNEL, options=self.options, cooperative=True,
+                             include=self.include).get_function(pname)
             if self.bins:
                 if self.nhot:
                     fn.max_dynamic_shared_size_bytes = self.hot_max * 4
@@ -179,7 +191,7 @@ class DevicePR:
         self.persistent_blocks = max(1, blocks)
         self.ctl = self.device.zeros(P_CTL, np.int32)
         self._persist_args = self._persist_key = self._persist_done = None
-        # PageRankTuning.trace: 4 global-timer stamps per iteration (pr.cu bsp_persistent)
+        # PageRankTuning.trace: 4 global-timer stamps per iteration (iterate.cu bsp_persistent)
         self.trace = self.device.zeros(4 * TRACE_ITERATIONS, np.uint64) if trace else None
 
     def _grid(self, work_items, per_block=BLOCK, waves=8):
@@ -229,7 +241,7 @@ class DevicePR:
                 self.outs = [self.outs_both[:len(targets)], self.outs_both[len(targets):]]
                 self.need = self.device.asarray(need)
                 # the persistent csc kernels store into the peers from these export lists
-                # after the sweep (pr.cu pr_export), not by testing need[v] for every vertex:
+                # after the sweep (iterate.cu pr_export), not by testing need[v] for every vertex:
                 # output j's vertices are exports[export_off[j]:export_off[j + 1]] (nothing
                 # listed for the kernels that test need[v]; the per-iteration csc kernels take
                 # the arguments unused)
@@ -283,7 +295,7 @@ class DevicePR:
             self.stats_of = [d.stats for d in devs]
 
     def _bind_fused_args(self):
-        """The arguments of the fused kernels (pr.cu ``pr_csc*``, ``pr_bins*`` and their
+        """The arguments of the fused kernels (iterate.cu ``pr_csc*``, ``pr_bins*`` and their
         persistent forms, which share the order) that stay the same for the solver's life,
         in the pieces between the items :meth:`_fused_args` adds per launch."""
         targets = (np.int32(len(self.out_targets)), self.need)
@@ -297,7 +309,7 @@ class DevicePR:
             head = (np.int32(self.n_local), np.int32(self.lo), self.in_indptr, self.in_cols)
             targets += (self.exports, self.export_off, np.int32(self.nexports))
             tail = (np.int32(self.small_degree),)
-        self._fixed_args = (head, (np.float32(self.damping), self.y, self.inv_outdeg), targets,
+        self._fixed_args = (head, (np.float32(self.alpha), self.y, self.inv_outdeg), targets,
                             (self.stats_of, np.int32(len(self.stats_of))), np.float64(self.tol),
                             tail)
 
@@ -313,16 +325,16 @@ class DevicePR:
                 *(() if nxt is None else (nxt,)), stats, *check, *tail)
 
     def _base_arg(self, base):
-        """The kernels' teleport argument: the uniform ``base`` (float32), or the device's
-        teleport vector (pr.cu ``base_t``)."""
-        return np.float32(base) if self.teleport is None else self.teleport
+        """The kernels' base argument: the uniform ``base`` (float32), or the device's base
+        vector (iterate.cu ``base_t``)."""
+        return np.float32(base) if self.base is None else self.base
 
     def _base_value(self, base):
-        """The teleport term of the NumPy steps: ``base``, or the teleport vector."""
-        return base if self.teleport is None else self.teleport
+        """The base term of the NumPy steps: ``base``, or the base vector."""
+        return base if self.base is None else self.base
 
     def converged_before(self, t: int) -> bool:
-        """NumPy form of ``bsp_converged`` (pr.cu): whether iteration ``t - 1`` met the stopping
+        """NumPy form of ``bsp_converged`` (iterate.cu): whether iteration ``t - 1`` met the stopping
         rule on all devices together; runs in stream order after every device's iteration
         ``t - 1`` (the stream waited for their events)."""
         if not self.device_check or t == 0:
@@ -331,13 +343,13 @@ class DevicePR:
         for st in self.stats_of:
             diff += st[t - 1, 0]
             mass += st[t - 1, 1]
-        return bool(diff <= self.tol * mass)
+        return bool(self.iteration.stopped(diff, mass, self.tol))
 
     def bsp_reset(self):
-        """The start of a per-iteration run: y = 1/n, vector 0 = :attr:`contrib0`, stats and
-        counters zeroed (CUDA: one launch of pr.cu ``pr_bsp_reset``, its arguments built at the
+        """The start of a per-iteration run: y = :attr:`y0`, vector 0 = :attr:`contrib0`, stats and
+        counters zeroed (CUDA: one launch of iterate.cu ``pr_bsp_reset``, its arguments built at the
         first run; the persistent kernels do the same themselves, see :meth:`persistent_launch`)."""
-        y0 = 1.0 / self.n
+        y0 = self.y0
         if self.cuda:
             if self._reset_launch is None:
                 bins = self.bins
@@ -381,14 +393,14 @@ class DevicePR:
                 if self.converged_before(t):
                     return
                 ip, nl, lo = self.in_indptr, self.n_local, self.lo
-                teleport = np.broadcast_to(self._base_value(base), (nl,))
+                base_v = np.broadcast_to(self._base_value(base), (nl,))
                 bounds = np.linspace(0, nl, min(nl, 8) + 1).astype(np.int64)
                 ynew = np.empty(nl, self.fdt)
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     ra, rb = int(ip[a]), int(ip[b])
                     acc = np.bincount(self.in_rows[ra:rb] - a, weights=src[self.in_cols[ra:rb]],
                                       minlength=b - a)
-                    ynew[a:b] = teleport[a:b] + self.damping * acc
+                    ynew[a:b] = base_v[a:b] + self.alpha * acc
                     src[lo + a:lo + b] = ynew[a:b] * self.inv_outdeg[a:b]
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
@@ -404,14 +416,14 @@ class DevicePR:
                     k["pr_finalize"](self.finalize_grid, (BLOCK,),
                                      (np.int32(self.n_local), np.int32(self.lo),
                                       self._base_arg(base),
-                                      np.float32(self.damping), self.acc, self.y, self.inv_outdeg,
+                                      np.float32(self.alpha), self.acc, self.y, self.inv_outdeg,
                                       outs, np.int32(len(self.out_targets)), self.need, stats))
         else:
             def launch():
                 if self.converged_before(t):
                     return
                 acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
-                ynew = self._base_value(base) + self.damping * acc
+                ynew = self._base_value(base) + self.alpha * acc
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
                 self.y[:] = ynew
@@ -423,7 +435,7 @@ class DevicePR:
 
     def persistent_launch(self, t_end: int, base: float, y0: float, gbar_ptr: int, gbase: int,
                           k: int, timeout_ns: int):
-        """Queue a whole run, iterations [0, t_end), as one cooperative launch (pr.cu
+        """Queue a whole run, iterations [0, t_end), as one cooperative launch (iterate.cu
         ``bsp_persistent``, which starts with :meth:`bsp_reset`'s work). ``gbar_ptr``: device
         0's barrier counter, standing at ``gbase``. A grid the device cannot hold at once is
         halved until it fits (the occupancy answer was optimistic)."""
@@ -435,7 +447,7 @@ class DevicePR:
             self._persist_args = (
                 (*self._fused_args(self.contribs, base, self.outs_both,
                                    self.task_next if self.bins else None, self.stats),
-                 np.int32(0), np.int32(t_end), self.ctl),   # t_begin 0: pr.cu PERSIST_PARAMS
+                 np.int32(0), np.int32(t_end), self.ctl),   # t_begin 0: iterate.cu PERSIST_PARAMS
                 (np.int32(k), np.int64(timeout_ns),
                  np.uint64(0) if self.trace is None else self.trace, np.float32(y0),
                  self.contrib0, np.int32(self.n), np.int32(self.n_local),
@@ -482,13 +494,13 @@ class DevicePR:
 
     # asynchronous push --------------------------------------------------------------------------
     def push_reset(self, r0: float):
-        """The start of an async run: ranks 0, every residual ``r0`` (or the teleport vector)."""
+        """The start of an async run: ranks 0, every residual ``r0`` (or the base vector)."""
         def reset():
             self.rank.fill(0)
-            if self.teleport is None:
+            if self.base is None:
                 self.residual.fill(r0)
             else:
-                self.residual[...] = self.teleport
+                self.residual[...] = self.base
             self.remote_acc.fill(0)
         self.stream.submit(reset)
 
@@ -508,7 +520,7 @@ class DevicePR:
                 for _ in range(sweeps):
                     k["pr_push"](self._grid(self.n_local), (BLOCK,),
                                  (np.int32(self.n_local), np.int32(self.lo), self.out_indptr,
-                                  self.out_indices, np.float32(self.damping), np.float32(eps),
+                                  self.out_indices, np.float32(self.alpha), np.float32(eps),
                                   self.residual, self.rank, self.remote_acc, self.counters))
             if self.n_local:
                 self.stream.submit(launch)
@@ -518,7 +530,7 @@ class DevicePR:
         return call_on_stream(self.stream, self._push_numpy, eps, sweeps, remote)
 
     def _push_numpy(self, eps, sweeps, remote):
-        ip, ix, d, lo, nl = self.out_indptr, self.out_indices, self.damping, self.lo, self.n_local
+        ip, ix, d, lo, nl = self.out_indptr, self.out_indices, self.alpha, self.lo, self.n_local
         pushed = arcs = 0
         for _ in range(sweeps):
             act = np.flatnonzero(self.residual > eps)
@@ -537,7 +549,7 @@ class DevicePR:
             eids = starts[owner] + (np.arange(total) - np.repeat(np.cumsum(deg) - deg, deg))
             targets = ix[eids].astype(np.int64)
             with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(deg > 0, d * r / np.maximum(deg, 1), 0.0)
+                share = np.where(deg > 0, self.iteration.share_numpy(d * r, deg), 0.0)
             vals = share[owner]
             lt = targets - lo
             local = (lt >= 0) & (lt < nl)
@@ -611,23 +623,26 @@ class DevicePR:
 
 
 class PushWorker:
-    """The asynchronous PageRank worker the distributed worklist drives (one per device).
+    """The asynchronous worker the distributed worklist drives (one per device).
 
     Work = owned vertices whose residual exceeds ``eps``; an ``advance`` runs ``sweeps`` push
-    sweeps and returns the combined remote contributions as per-destination item arrays.
+    sweeps and returns the combined remote contributions as per-destination item arrays. After
+    ``budget`` sweeps the worker gives up (:attr:`exhausted`) and reports no work, so a run
+    whose residuals never fall below ``eps`` (an iteration that diverges) ends.
     """
 
-    def __init__(self, dev: DevicePR, index: int, offsets, sweeps: int):
+    def __init__(self, dev: IterationDevice, index: int, offsets, sweeps: int, budget: int):
         from groute.worklist import LocalWork
         self.LocalWork = LocalWork
-        self.dev, self.index, self.sweeps = dev, index, sweeps
+        self.dev, self.index, self.sweeps, self.budget = dev, index, sweeps, int(budget)
         k = len(offsets) - 1
         self.ranges = [None if j == index else (int(offsets[j]), int(offsets[j + 1])) for j in range(k)]
         self.remote = k > 1
         self.eps = 0.0
         self.r0 = 0.0
         self.work = LocalWork()
-        self.pushed = self.arcs = self.advances = self.items_out = 0
+        self.pushed = self.arcs = self.advances = self.items_out = self.swept = 0
+        self.exhausted = False
 
     def configure(self, eps, r0):
         # the kernels compare in float32: use the float32 value everywhere so that "active" agrees
@@ -636,9 +651,17 @@ class PushWorker:
 
     def start(self, threshold):
         self.dev.push_reset(self.r0)
-        self.pushed = self.arcs = self.advances = self.items_out = 0
-        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        self.pushed = self.arcs = self.advances = self.items_out = self.swept = 0
+        self.exhausted = False
+        self.work = self._local_work()
         return self.work
+
+    def _local_work(self):
+        """The owned vertices still above ``eps`` (none once exhausted)."""
+        near = 0 if self.exhausted else self.dev.active(self.eps)
+        if near and self.swept >= self.budget:
+            self.exhausted, near = True, 0
+        return self.LocalWork(near=near)
 
     def advance(self, threshold, *, max_rounds=None, self_advance=False):
         sweeps = self.sweeps if max_rounds is None else max(1, min(self.sweeps, int(max_rounds)))
@@ -646,14 +669,15 @@ class PushWorker:
         self.pushed += pushed
         self.arcs += arcs
         self.advances += 1
+        self.swept += sweeps
         outbox = self.dev.pack(self.ranges) if self.remote else [None]
         self.items_out += sum(int(a.shape[0]) for a in outbox if a is not None)
-        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        self.work = self._local_work()
         return self.work, outbox
 
     def absorb(self, item_arrays, threshold):
         self.dev.apply(item_arrays)
-        self.work = self.LocalWork(near=self.dev.active(self.eps))
+        self.work = self._local_work()
         return self.work
 
     def split(self, threshold):

@@ -1,0 +1,71 @@
+"""Command-line plumbing the linear iteration apps share (``groute pr``, ``groute katz``): the
+engine's options, whose help is rendered from the rules the solver decides by
+(:mod:`groute.engines.iterate.rules`), the tuning they build, and the summary line.
+What is printed and the ``--output`` formats: :mod:`groute.apps.app_cli`.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from groute.engines.iterate.solver import MODES, PARTITIONS
+from groute.tuning import BSP_KERNELS, PageRankTuning
+
+from .app_cli import auto_help, gteps, report, write_output
+
+
+def add_iteration_options(p, rules, *, what: str, tol_help: str):
+    """The engine's options on parser ``p``: mode, partition, tol, max iterations, push sweeps,
+    BSP kernel, in-place sweeps (``what``: the app's name in the help)."""
+    p.add_argument("--mode", choices=MODES + ("auto",), default="auto",
+                   help="bsp Jacobi sweeps, async residual push (the Groute paper's "
+                        f"variant), or auto (default): {auto_help(rules['mode'])}")
+    p.add_argument("--partition", choices=PARTITIONS, default="metis",
+                   help="vertex partitioner (default metis; bsp with the bins kernel cuts its "
+                        "degree order by arcs instead)")
+    p.add_argument("--tol", type=float, default=1e-6, help=tol_help)
+    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+                   help=f"bsp: stop {what} after N iterations if not converged (async: after "
+                        "10*N sweeps per device; default 1000)")
+    p.add_argument("--sweeps", type=int, default=None,
+                   help="async: push sweeps per worklist round (default: "
+                        f"{auto_help(rules['sweeps'])})")
+    p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
+                   help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned pull; "
+                        "coo, the COO pull pair; or auto (default): "
+                        f"{auto_help(rules['bsp_kernel'])}")
+    p.add_argument("--inplace", action="store_true",
+                   help="bsp on one device: Gauss-Seidel sweeps in place (fewer iterations)")
+
+
+def tuning_from(args) -> PageRankTuning:
+    """The engine's tuning: the environment's, with the options given on the command line."""
+    given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
+             "inplace": True if getattr(args, "inplace", False) else None}
+    return dataclasses.replace(PageRankTuning.from_environment(),
+                               **{k: v for k, v in given.items() if v is not None})
+
+
+def arcs_processed(stats: dict, num_arcs: int) -> int:
+    """Arcs a run processed: every arc per iteration (BSP), or the arcs pushed (async)."""
+    if stats.get("iterations") is not None:
+        return int(stats["iterations"]) * int(num_arcs)
+    return int(sum(stats.get("arcs_pushed_per_device") or []))
+
+
+def report_iteration(args, name, g, load_s, runs, verified, value_name) -> int:
+    """Print the summary line (time, mode, iterations or rounds, GTEPS) and write
+    ``--output``; the exit status (1 when the verification failed)."""
+    stats = runs.result.stats
+    arcs = arcs_processed(stats, g.num_edges)
+    layout = stats.get("layout") if runs.devices > 1 else None
+    rounds = (f"{stats['iterations']} iterations" if stats.get("iterations") is not None
+              else f"{sum(stats.get('rounds') or []):,} rounds")
+    line = (f"{name} {g.name}: {runs.median * 1e3:.3f} ms "
+            f"({runs.where(stats['mode'] + (f', {layout}' if layout else ''))}), {rounds}, "
+            f"{gteps(arcs, runs.median):.3f} GTEPS")
+    facts = {"mode": stats["mode"], "iterations": stats.get("iterations"),
+             "arcs_processed": arcs, "gteps": gteps(arcs, runs.median)}
+    report(args, name, g, load_s, runs, line, facts, verified)
+    if args.output:
+        write_output(runs.result, args.output, value_name)
+    return 0 if verified is None or verified[0] else 1
