@@ -42,15 +42,23 @@ def test_direction_constants_reach_the_kernels_only_as_options():
     assert opts == {"PULL_ALPHA": str(direction.ALPHA), "PULL_BETA": str(direction.BETA),
                     "SCOUT_MIN": str(direction.SCOUT_MIN)}
     # no CUDA source defines them itself: direction.py is the one place
-    for src in [*ROOT.glob("apps/*.cu*"), *OPERATORS.glob("*.cuh")]:
+    for src in [*ROOT.glob("apps/*.cu*"), *ROOT.glob("groute/engines/**/*.cu*"),
+                *OPERATORS.glob("*.cuh")]:
         assert not re.search(r"#\s*define\s+(PULL_ALPHA|PULL_BETA|SCOUT_MIN)\b", src.read_text()), src
 
 
 def test_every_include_of_the_kernels_resolves():
-    """Each ``#include "x"`` of the apps' kernels and the operator headers names a file the
-    compiler finds on the include path load_module gives it."""
-    for src in [*ROOT.glob("apps/*.cu"), *ROOT.glob("apps/*.cuh"), *OPERATORS.glob("*.cuh")]:
-        dirs = kernels.include_dirs(src)
+    """Each ``#include "x"`` of the apps' kernels, the engines' kernels and the operator headers
+    names a file the compiler finds on the include path load_module gives it (the engines'
+    with the folders of their generated headers: BFS's relaxation, PageRank's iteration)."""
+    from groute.apps.bfs import HOPS
+    from groute.apps.pr import PAGERANK
+    generated = (HOPS.include_dir, PAGERANK.include_dir)
+    engines = [*ROOT.glob("groute/engines/**/*.cu"), *ROOT.glob("groute/engines/**/*.cuh")]
+    assert len(engines) >= 4, engines
+    for src in [*ROOT.glob("apps/*.cu"), *ROOT.glob("apps/*.cuh"), *OPERATORS.glob("*.cuh"),
+                *engines]:
+        dirs = kernels.include_dirs(src, generated if src in engines else ())
         for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', src.read_text(), re.M):
             assert kernels.resolve_include(name, src, dirs) is not None, (src, name)
 

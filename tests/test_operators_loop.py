@@ -223,8 +223,8 @@ def test_the_rule_picks_fused_only_on_one_cuda_device():
         assert not pulls(AdvanceStep(CLAIM, "auto"))
         assert not pulls(AdvanceStep(summing, "pull"), AdvanceStep(summing, "auto", over="in"))
         assert pulls(AdvanceStep(summing, "push", candidates=eng.all_vertices()))
-    assert LOOP_RULE[-1][0] == ()                  # the last case holds always
-    assert "fused where cuda and one device" in loop_rule_help()
+    assert LOOP_RULE.cases[-1].when == ()          # the last case holds always
+    assert "fused where CUDA devices and one device" in loop_rule_help()
 
 
 @pytest.mark.timeout(60)

@@ -118,6 +118,10 @@ class BSPEngine(Engine):
                       "loops": 0, "loop": None}
 
     # running a step on every device ------------------------------------------------------------
+    def _on_device(self, fn):
+        """``fn()`` on the one device's host thread (the fused loops), its result here."""
+        return self.ctx.gather([self.ctx.submit(0, lambda device: fn())])[0]
+
     def _each(self, fn, *per_device):
         """``fn(device, *args_i)`` on every device's host thread; their results in order."""
         futures = [self.ctx.submit(i, fn, *(a[i] for a in per_device))
@@ -431,8 +435,11 @@ class BSPEngine(Engine):
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_loop: an AdvanceStep's candidates")
         if self._loop_choice(steps, None, "run_loop") == "fused":
-            return self._fused.run_loop(frontier, steps, level=level, start=start,
-                                        max_levels=max_levels, keep=keep, scalars=scalars)
+            # on the device's host thread, as every step: a failure stops the context and
+            # raises here naming the device
+            return self._on_device(lambda: self._fused.run_loop(
+                frontier, steps, level=level, start=start, max_levels=max_levels, keep=keep,
+                scalars=scalars))
         return python_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
                            keep=keep, scalars=scalars)
 
@@ -442,8 +449,8 @@ class BSPEngine(Engine):
         if levels.engine is not self:
             raise ValueError("sweep: the levels belong to another engine")
         if self._loop_choice(steps, levels, "sweep") == "fused":
-            self._fused.sweep(levels, steps, level=level, start=start, reverse=reverse,
-                              scalars=scalars)
+            self._on_device(lambda: self._fused.sweep(levels, steps, level=level, start=start,
+                                                      reverse=reverse, scalars=scalars))
         else:
             python_sweep(levels, steps, level=level, start=start, reverse=reverse,
                          scalars=scalars)

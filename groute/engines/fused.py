@@ -10,7 +10,8 @@ last frontier's count). With ``keep`` the levels' queues stay on the device back
 their offsets (:class:`DeviceLevels`); when that store fills, the host grows it and launches
 again from the level it reached.
 
-:data:`LOOP_RULE` is data: which implementation runs a loop, first case first.
+:data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
+loop.
 """
 from __future__ import annotations
 
@@ -22,36 +23,40 @@ from groute.operators import loop_source
 from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
 
-#: what an engine's ``loop="auto"`` runs, as ``(facts, choice, why)``: the first case whose facts
-#: all hold (the last holds always). Facts: ``pull_step`` (an advance of the loop pulls without
-#: gathering, or gathers among a candidates frontier),
-#: ``levels_on_host`` (a sweep over levels the Python loop kept), ``cuda`` (the engine's
-#: devices are CUDA devices), ``one_device``.
-LOOP_RULE = (
-    (("pull_step",), "python", "the fused kernel pulls only to gather (Gather) over every "
-                               "vertex; a first-accept pull, or a gather among a candidates "
-                               "frontier, runs as operator calls"),
-    (("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
-    (("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
-                                      "barriers between them, the count read on the device"),
-    ((), "python", "the operators' own calls, one host step each"),
-)
+from .peer_barrier import launch_resident
+from .rules import FACTS, Case, Rule
+
+#: the facts :data:`LOOP_RULE` asks besides the library's (``cuda``, ``one_device``)
+LOOP_FACTS = {
+    **FACTS,
+    "pull_step": ("a step pulls without gathering or gathers among candidates",
+                  "every pull gathers over every vertex",
+                  "a first-accept pull (BFS's), or a gather among a candidates frontier, has no "
+                  "form inside the fused kernel"),
+    "levels_on_host": ("a sweep over levels kept on the host", "no levels kept on the host",
+                       None),
+}
+#: what an engine's ``loop="auto"`` runs: the first case whose facts all hold
+LOOP_RULE = Rule("loop", (
+    Case(("pull_step",), "python", "those pulls run as operator calls"),
+    Case(("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
+    Case(("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
+                                          "barriers between them, the count read on the device"),
+    Case((), "python", "the operators' own calls, one host step each"),
+), LOOP_FACTS)
 #: the values an engine's ``loop`` option takes
 LOOP_CHOICES = ("auto", "fused", "python")
 
 
 def decide_loop(facts: dict) -> tuple[str, str]:
     """The ``(choice, why)`` of :data:`LOOP_RULE` for ``facts`` (name -> bool)."""
-    return next((choice, why) for when, choice, why in LOOP_RULE
-                if all(facts[name] for name in when))
+    case = LOOP_RULE.decide({name: (lambda value=value: value) for name, value in facts.items()})
+    return case.choice, case.why
 
 
 def loop_rule_help() -> str:
     """:data:`LOOP_RULE` in words (what a command's help prints for ``loop``)."""
-    parts = [f"{choice} where {' and '.join(w.replace('_', ' ') for w in when)} ({why})"
-             for when, choice, why in LOOP_RULE[:-1]]
-    return (f"the first that applies: {'; '.join(parts)}; otherwise {LOOP_RULE[-1][1]} "
-            f"({LOOP_RULE[-1][2]})")
+    return LOOP_RULE.help()
 
 
 class DeviceLevels:
@@ -109,9 +114,8 @@ class FusedLoops:
                 module = load_module(path, options=compile_options(), cooperative=True)
                 fns = {name: module.get_function(name) for name in ("groute_loop",
                                                                        "groute_sweep")}
-                # a resident grid, as the grid barrier needs; the relax engines' launch_resident
-                # is where this belongs once it is in the library (it also holds a logical
-                # device to its share of the GPU and halves a grid the driver refuses)
+                # every block resident, as the grid barrier needs: launch_resident holds the
+                # grid to what the device (a logical device: its share of the GPU) keeps at once
                 blocks = {name: resident_blocks_per_sm(fn, loop_source.BLOCK, device.gpu)
                           * device.multiprocessors for name, fn in fns.items()}
             got = self._compiled[path] = (fns, blocks)
@@ -121,7 +125,8 @@ class FusedLoops:
         fns, blocks = self._kernels(steps, level, where)
         device = self.part.device
         with device.use(), device.compute_stream.raw:
-            fns[name]((blocks[name],), (loop_source.BLOCK,), args)
+            blocks[name] = launch_resident(fns[name], blocks[name], loop_source.BLOCK, args,
+                                           device=device, kernel=name)
 
     # arguments -------------------------------------------------------------------------------
     def _scratch(self, name, size, dtype):

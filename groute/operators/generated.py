@@ -15,10 +15,6 @@ file, ``frontier_ops.cu``.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-import threading
 from pathlib import Path
 
 from .direction import compile_options
@@ -238,9 +234,6 @@ extern "C" __global__ void message_k(const int* cur, long long n, groute_msg_t* 
 }}
 """
 
-_lock = threading.Lock()
-
-
 _FUNCTIONS = r"""typedef {msg_type} groute_msg_t{suffix};
 
 // The message an arc out of u carries (a functor without one: nothing, never read).
@@ -323,18 +316,11 @@ def source_path(functor, where: str) -> Path:
 
 
 def write_source(text: str) -> Path:
-    """A file holding the generated CUDA ``text``, named by its hash (so a changed body or
-    template gets a file of its own), written once under the temporary folder: what
-    :func:`groute.kernels.load_module` compiles and caches."""
-    folder = Path(tempfile.gettempdir()) / f"groute-operators-{os.getuid()}"
-    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.cu"
-    with _lock:
-        if not path.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
-    return path
+    """A file holding the generated CUDA ``text``, in a folder named by its hash (so a changed
+    body or template gets a file of its own), written once: what
+    :func:`groute.kernels.load_module` compiles and caches (:func:`groute.kernels.write_generated`)."""
+    from groute.kernels import write_generated
+    return write_generated(text, "generated.cu")
 
 
 def kernels(functor, where: str):
