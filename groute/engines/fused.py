@@ -23,7 +23,6 @@ from groute.operators import loop_source
 from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
 
-from .peer_barrier import launch_resident
 from .rules import FACTS, Case, Rule
 
 #: the facts :data:`LOOP_RULE` asks besides the library's (``cuda``, ``one_device``)
@@ -124,6 +123,7 @@ class FusedLoops:
     def _launch(self, steps, level, where, name, args):
         fns, blocks = self._kernels(steps, level, where)
         device = self.part.device
+        from .peer_barrier import launch_resident     # reads the environment: on first use
         with device.use(), device.compute_stream.raw:
             blocks[name] = launch_resident(fns[name], blocks[name], loop_source.BLOCK, args,
                                            device=device, kernel=name)

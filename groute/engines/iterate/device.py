@@ -593,7 +593,8 @@ class IterationDevice:
                 if not nz.size:
                     out.append(None)
                     continue
-                vals = seg[nz].astype(np.float32)
+                with np.errstate(over="ignore"):    # a diverging run (Katz, alpha too big):
+                    vals = seg[nz].astype(np.float32)   # inf, and the solver says so
                 seg[nz] = 0
                 out.append(pack_items((nz + r[0]).astype(np.int64), vals))
             return out

@@ -33,7 +33,6 @@ content, and the module cache keys on it). The numbers (``alpha``, ``base``, the
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -41,9 +40,8 @@ from typing import Callable
 
 import numpy as np
 
-from groute.kernels import write_generated
+from ..contract import check_expression, check_function, check_name, header_folder
 
-_NAME = re.compile(r"^[A-Za-z_][\w.<=>-]*$")
 #: the stopping measures and their rule, as the kernels (C) and the host (NumPy) test it: the
 #: host scales ``tol`` by the vertex count for "absolute" (see :meth:`LinearIteration.bound`).
 #: Both hold for an iteration that did nothing (diff 0, mass 0): the kernels skip on it.
@@ -78,16 +76,10 @@ class LinearIteration:
     alpha_name: str = "alpha"
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise ValueError(f"LinearIteration name must be an identifier-like string, got "
-                             f"{self.name!r}")
-        if not isinstance(self.share, str) or not self.share.strip() or ";" in self.share \
-                or "\n" in self.share:
-            raise ValueError(f"LinearIteration {self.name}: share must be one C expression (no "
-                             f"';' or newline), got {self.share!r}")
-        if not callable(self.share_numpy):
-            raise TypeError(f"LinearIteration {self.name}: share_numpy must be a function "
-                            f"share_numpy(x, deg), got {type(self.share_numpy).__name__}")
+        check_name("LinearIteration", self.name)
+        check_expression("LinearIteration", self.name, "share", self.share)
+        check_function("LinearIteration", self.name, "share_numpy", self.share_numpy,
+                       "share_numpy(x, deg)")
         if self.stop not in STOPS:
             raise ValueError(f"LinearIteration {self.name}: stop must be one of "
                              f"{', '.join(STOPS)}; got {self.stop!r}")
@@ -129,4 +121,4 @@ class LinearIteration:
     def include_dir(self) -> Path:
         """The folder holding this iteration's generated ``iteration.cuh`` (named by the
         header's hash, written once), to put on the kernels' include path."""
-        return write_generated(self.header(), "iteration.cuh").parent
+        return header_folder(self.header(), "iteration.cuh")
