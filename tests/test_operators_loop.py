@@ -391,3 +391,42 @@ def test_the_apps_fused_give_the_python_loops_answers():
             np.testing.assert_allclose(values["fused"], values["python"], rtol=1e-9, atol=1e-12)
         else:
             assert np.array_equal(values["fused"], values["python"])
+
+
+@pytest.mark.timeout(60)
+def test_a_fused_loop_finds_the_in_arcs_it_needs_built_before_it_goes_to_the_device():
+    """The fused loops run on the device's host thread (BSPEngine._on_device); the in-arc
+    parts are built by submitting to that same thread and waiting, so building them from
+    there (FusedLoops._common, on a directed graph's first loop over in-arcs or a gathering
+    pull/auto: betweenness' forward pass) would wait on itself forever. The engine builds
+    them on the caller's thread first. (A stub stands for FusedLoops: this runs on CPU.)"""
+    from groute.operators.loop import LoopResult
+    g = random_graph(directed=True)
+    carry_in = Functor(name="carry_in", params="int* depth, int d",
+                       cuda="return atomicCAS(&depth[v], -1, d + 1) == -1;", numpy=_claim)
+    summing = Functor(name="s", params="double* x, int d", message=Message("double", cuda="x[u]"),
+                      gather=Gather("sum"), cuda="x[v] = m; return true;")
+    needs = [[AdvanceStep(carry_in, over="in")], [AdvanceStep(summing, "auto")],
+             [AdvanceStep(summing, "pull")]]
+    for steps in needs:
+        with engine(g, 1) as eng:
+            built = []
+
+            class Stub:
+                def run_loop(self, frontier, steps, **_):
+                    built.append(eng._in_parts is not None)
+                    return LoopResult(0, frontier, None, "fused")
+
+                def sweep(self, levels, steps, **_):
+                    built.append(eng._in_parts is not None)
+
+            eng._fused = Stub()
+            eng._loop_choice = lambda *args: "fused"
+            run_loop(eng.frontier([0]), steps, level="d")
+            assert built == [True], steps
+        with engine(g, 1) as eng:
+            built = []
+            eng._fused = Stub()
+            eng._loop_choice = lambda *args: "fused"
+            sweep(Levels(eng, 1, lambda i: eng.frontier([0])), steps, level="d")
+            assert built == [True], steps

@@ -45,6 +45,7 @@ from groute.graph.partition import partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
+from groute.operators.loop_source import needs_in_arcs
 from groute.operators.part import DevicePart
 from groute.policies import BROADCAST, Route, by_owner
 from groute.router import Router
@@ -429,12 +430,21 @@ class BSPEngine(Engine):
         self.stats["loop"] = choice
         return choice
 
+    def _fused_prepare(self, steps):
+        """What a fused loop of ``steps`` needs that the engine builds through its devices'
+        host threads: the in-arc parts. Built here, on the caller's thread: the fused loop runs
+        on device 0's host thread, where building them (a submit to that thread, then a wait)
+        would wait on itself."""
+        if needs_in_arcs(steps):
+            self._in_arc_parts()
+
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
         self._check(frontier, "run_loop")
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_loop: an AdvanceStep's candidates")
         if self._loop_choice(steps, None, "run_loop") == "fused":
+            self._fused_prepare(steps)
             # on the device's host thread, as every step: a failure stops the context and
             # raises here naming the device
             return self._on_device(lambda: self._fused.run_loop(
@@ -449,6 +459,7 @@ class BSPEngine(Engine):
         if levels.engine is not self:
             raise ValueError("sweep: the levels belong to another engine")
         if self._loop_choice(steps, levels, "sweep") == "fused":
+            self._fused_prepare(steps)
             self._on_device(lambda: self._fused.sweep(levels, steps, level=level, start=start,
                                                       reverse=reverse, scalars=scalars))
         else:
