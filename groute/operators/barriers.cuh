@@ -7,7 +7,9 @@
 // A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
 // when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
 // launch completes when the count reaches b * gridDim.x, so nobody has to reset anything
-// between barriers.
+// between barriers. The count wraps past 2^32 arrivals (about 4M barriers of a 1,000-block
+// grid: a fused loop of that many levels, a chain's BFS), so the wait compares the signed
+// distance to the target, not the two values (count < target passes at once after a wrap).
 //
 // BARRIER 1 (default): as cooperative_groups' grid sync on sm_70+: the arrival is an acq_rel
 // atomic and the wait polls with ld.acquire, no full fences. Release is cumulative, so the
@@ -38,7 +40,7 @@ __device__ __forceinline__ void grid_barrier(unsigned int* count, unsigned int& 
     if (threadIdx.x == 0) {
 #if BARRIER == 1
         if (atom_add_acq_rel(count, 1u) + 1u != target) {
-            while (ld_acquire(count) < target) {
+            while ((int)(ld_acquire(count) - target) < 0) {     // wrap-safe: see above
 #if SPIN_NS > 0
                 __nanosleep(SPIN_NS);
 #endif
@@ -47,7 +49,7 @@ __device__ __forceinline__ void grid_barrier(unsigned int* count, unsigned int& 
 #else
         __threadfence();
         atomicAdd(count, 1u);
-        while (*(volatile unsigned int*)count < target) __nanosleep(16);
+        while ((int)(*(volatile unsigned int*)count - target) < 0) __nanosleep(16);
         __threadfence();
 #endif
     }
