@@ -139,7 +139,12 @@ class Gather:
     candidates are the vertices that gather: ``cuda``, a C ``bool`` expression over ``v`` and
     the functor's parameters; ``numpy(state, v)``, a bool mask aligned with ``v``. Neither:
     every vertex gathers. The body runs only for a candidate with at least one arc from the
-    frontier, as a push visits only the vertices its arcs reach."""
+    frontier, as a push visits only the vertices its arcs reach.
+
+    As for every :class:`Message`, the message must not read state the body writes: inside a
+    fused loop the pull computes a member's message while other candidates' bodies run, so a
+    gather whose body writes what its message reads (and whose candidates can be frontier
+    members) would see either value there."""
 
     op: str
     cuda: str = ""
