@@ -1,4 +1,5 @@
-"""Connected components across devices: Afforest sampling, then in place or through segments.
+"""The connected components engine: weak components by union-find across devices, Afforest
+sampling, then in place or through segments.
 
 **Default (``rest="auto"``): sampling split by rows, tree merge by peer reads, rest in place.**
 Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are symmetrised once,
@@ -46,32 +47,36 @@ as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
 
 With one device the segments are processed in place (no copy).
 
-This module holds the rule (which path can run), the solver and the CLI. The host-side layout
-(edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling) is
-:mod:`groute.apps.cc_layout`; each device's parent array and operations, the only backend-specific
-code, are :mod:`groute.apps.cc_device` (CUDA kernels in ``cc.cu``; the CPU backend hooks with
-vectorised NumPy: ``np.minimum.at`` on roots, then pointer jumping).
+This module holds which path can run (the merge tree and its peer reads) and the solver; which
+path ``auto`` picks is :data:`~groute.engines.components.rules.COMPONENTS_RULES`. The host-side
+layout (edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling)
+is :mod:`groute.engines.components.layout`; each device's parent array and operations, the only
+backend-specific code, are :mod:`groute.engines.components.device` (CUDA kernels in
+``union_find.cu``; the CPU backend hooks with vectorised NumPy: ``np.minimum.at`` on roots, then
+pointer jumping).
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
 
-from groute.apps.auto_rules import CC_RULES
-from groute.apps.cc_device import DeviceCC
-from groute.apps.cc_layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges,
-                            split_rows, symmetric_csr)
+from groute.link import Link
+from groute.policies import first_available
 from groute.results import AppResult, complete_stats
-from groute.solver import DeviceTimer, Solver, input_graph
-from groute.apps.memory import cc_bytes
-from groute import Link, Router, first_available
-from groute.tuning import CC_LINKS, CCTuning
+from groute.router import Router
+from groute.solver import DeviceTimer, Solver
+from groute.tuning import CCTuning
 
-#: the keys of a CC result's ``stats``, on every path (None where a key does not apply to the
-#: path that ran): devices, mode ("afforest" or "edge-list"), rest ("kernel", "segments"; None
-#: for the edge list), routed (whether edges went through the router), edges hooked from the
+from .device import DeviceCC
+from .layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges, split_rows,
+                     symmetric_csr)
+from .memory import components_bytes
+from .rules import COMPONENTS_RULES
+
+#: the keys of a components result's ``stats``, on every path (None where a key does not apply
+#: to the path that ran): devices, mode ("afforest" or "edge-list"), rest ("kernel", "segments";
+#: None for the edge list), routed (whether edges went through the router), edges hooked from the
 #: edge list or the compacted rest (None in place), graph_edges, segments and segment_edges,
 #: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds, bytes_moved
 #: between devices, sample_rounds, giant_root and giant_size (Afforest), rest_rows, rest_arcs
@@ -83,9 +88,8 @@ STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segm
               "rest_rows", "rest_arcs", "rest_remote_arcs", "phase_seconds")
 
 
-
 # ------------------------------------------------------------------------------------------------
-# rules
+# which path can run
 # ------------------------------------------------------------------------------------------------
 def merge_tree(k):
     """The merge tree of ``k`` devices' parent arrays, in order: ``(step, receiver, sender)``
@@ -109,12 +113,12 @@ def peer_path_unavailable(devices) -> str | None:
     return None
 
 
-
 # ------------------------------------------------------------------------------------------------
 # the solver
 # ------------------------------------------------------------------------------------------------
-class CC(Solver):
-    """Weak connected components of ``graph``; upload once, :meth:`run` many times.
+class ComponentsSolver(Solver):
+    """Weak connected components of ``graph``; upload once, :meth:`run` many times. An app
+    subclasses it under its own name (:class:`groute.apps.cc.CC`).
 
     ``rest``: ``"auto"`` (default: ``"kernel"`` where the devices can read each other's memory,
     every pair of an NVLink machine and the CPU backend, else ``"segments"``); ``"kernel"``:
@@ -134,6 +138,9 @@ class CC(Solver):
     device link.
     """
 
+    #: the ``auto`` rules this solver decides by and the command line prints
+    rules = COMPONENTS_RULES
+
     def __init__(self, graph, *, ctx=None, backend="auto", devices=None, afforest=True,
                  rest="auto", tuning=None):
         self.graph = graph
@@ -150,7 +157,7 @@ class CC(Solver):
         self._open_context(ctx, devices=devices, backend=backend, max_devices=self.n)
         try:
             self.k = len(self.ctx.devices)
-            self._check_memory(cc_bytes, graph)
+            self._check_memory(components_bytes, graph)
             t0 = time.perf_counter()
             cuda = self.ctx.backend == "cuda"
             self.afforest = bool(afforest)
@@ -161,7 +168,7 @@ class CC(Solver):
                 raise ValueError(f"rest='kernel' reads other devices' memory, but {why}; "
                                  f"use rest='segments'")
             if rest == "auto":
-                rest = CC_RULES["rest"].decide({"peer_access": lambda: why is None}).choice
+                rest = self.rules["rest"].decide({"peer_access": lambda: why is None}).choice
             self.path = rest if self.afforest else "edge-list"
             self.devs = [DeviceCC(d, self.n) for d in self.ctx.devices]
             source = self.devs[0].device
@@ -409,73 +416,3 @@ class CC(Solver):
         except BaseException as exc:  # stop the devices; gather raises the first failure
             ctx.fail("host", exc)
         ctx.gather(futures)
-
-
-def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
-    """One-shot :class:`CC`: build, run once, close.
-
-    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
-    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
-    ``num_vertices``). ``values`` are positions (the smallest in each weak component);
-    ``result.to_dict()`` maps every vertex id to its component representative's id.
-    """
-    g = input_graph(graph, weight=None, num_vertices=num_vertices)
-    with CC(g, **kwargs) as solver:
-        return solver.run()
-
-
-# ------------------------------------------------------------------------------------------------
-# command line
-# ------------------------------------------------------------------------------------------------
-def register(subparsers, common):
-    from groute.apps.app_cli import add_graph_options, auto_help
-    p = subparsers.add_parser("cc", parents=[common],
-                              help="connected (weak) components across devices")
-    add_graph_options(p)
-    p.add_argument("--segment-edges", type=float, default=None, metavar="E",
-                   help="edges per segment handed to devices (default: about 4 per device)")
-    p.add_argument("--buffers", type=int, default=None,
-                   help="receive buffers per device link (default 2)")
-    p.add_argument("--no-afforest", action="store_true",
-                   help="hook the whole edge list (no sampling phase, Groute's design)")
-    p.add_argument("--sample-rounds", type=int, default=None, metavar="R",
-                   help="Afforest: neighbours each vertex links to before the vote (default 2)")
-    p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
-                   help="after sampling: 'kernel' splits sampling by rows, merges parent arrays "
-                        "by peer reads and links the rest in place; 'segments' compacts and routes "
-                        f"it (Groute's path); auto (default): {auto_help(CC_RULES['rest'])}")
-    p.add_argument("--link", choices=CC_LINKS, default=None,
-                   help="CUDA linking step (default mixed: hook in the first round, then "
-                        "GAPBS's one-level CAS)")
-    p.set_defaults(func=_cli)
-
-
-def _cli(args) -> int:
-    from groute.apps.app_cli import load, report, run_solver, write_output
-    g, load_s = load(args)
-    given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
-             "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
-    tuning = dataclasses.replace(CCTuning.from_environment(),
-                                 **{k: v for k, v in given.items() if v is not None})
-    runs = run_solver(args, g, lambda ctx: CC(g, ctx=ctx, afforest=not args.no_afforest,
-                                              rest=args.rest, tuning=tuning))
-    res = runs.result
-    labels = res.values
-    roots = np.flatnonzero(labels == np.arange(labels.size))
-    sizes = np.bincount(labels, minlength=labels.size)[roots] if labels.size else np.zeros(0, np.int64)
-    largest = int(sizes.max()) if sizes.size else 0
-    line = (f"cc {g.name}: {runs.median * 1e3:.3f} ms ({runs.where()}), {roots.size:,} "
-            f"component{'s' if roots.size != 1 else ''} (largest {largest:,} vertices)")
-    facts = {"components": int(roots.size), "largest": largest, "edges": runs.solver.m}
-    verified = None
-    if args.verify:
-        from groute.graph import reference
-        ref = reference.connected_components(g)
-        ok = bool(np.array_equal(labels, ref))
-        verified = (ok, "OK (exact match with scipy weak components)" if ok
-                    else "FAILED: " + reference.mismatch_report(labels, ref))
-    report(args, "cc", g, load_s, runs, line, facts, verified,
-           extra_stats=[f"edges: {runs.solver.m:,}"])
-    if args.output:
-        write_output(res, args.output, "component")
-    return 0 if verified is None or verified[0] else 1

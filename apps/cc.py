@@ -1,0 +1,108 @@
+"""Connected components across devices: every vertex labelled with the smallest vertex of its
+weak component.
+
+Components are found by union-find on a parent array per device (a hook links the larger root
+under the smaller, compression points every vertex at its root): Afforest first links each
+vertex to a few neighbours and finds the giant component by a vote, then only the arcs of
+vertices outside it are linked, in place (the default where the devices read each other's
+memory) or routed to the devices as segments (Groute's design). The machinery is the connected
+components engine, :mod:`groute.engines.components`; :class:`CC` is its solver under this
+app's name.
+
+``connected_components(graph)`` returns an :class:`~groute.results.AppResult` whose ``values``
+are the labels by position, with the graph's ids alongside; :class:`CC` uploads once and can
+run many times. Also the ``groute cc`` subcommand.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from groute.engines.components import STATS_KEYS, ComponentsSolver
+from groute.results import AppResult
+from groute.solver import input_graph
+from groute.tuning import CC_LINKS, CCTuning
+
+__all__ = ["CC", "STATS_KEYS", "connected_components"]
+
+
+class CC(ComponentsSolver):
+    """Weak connected components of ``graph``; upload once, :meth:`run` many times.
+
+    ``afforest``: sample first (``False``: hook the whole edge list, Groute's design); ``rest``:
+    how what sampling left is linked, ``"auto"`` (in place where the devices read each other's
+    memory), ``"kernel"`` or ``"segments"``; ``tuning``: a :class:`~groute.tuning.CCTuning`
+    (sampling rounds, voters, the linking step, segments). Each as
+    :class:`~groute.engines.components.ComponentsSolver` says; ``run`` returns the stats keys of
+    :data:`STATS_KEYS`."""
+
+
+def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
+    """One-shot :class:`CC`: build, run once, close.
+
+    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
+    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
+    ``num_vertices``). ``values`` are positions (the smallest in each weak component);
+    ``result.to_dict()`` maps every vertex id to its component representative's id.
+    """
+    g = input_graph(graph, weight=None, num_vertices=num_vertices)
+    with CC(g, **kwargs) as solver:
+        return solver.run()
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------------
+def register(subparsers, common):
+    from groute.apps.app_cli import add_graph_options, auto_help
+    p = subparsers.add_parser("cc", parents=[common],
+                              help="connected (weak) components across devices")
+    add_graph_options(p)
+    p.add_argument("--segment-edges", type=float, default=None, metavar="E",
+                   help="edges per segment handed to devices (default: about 4 per device)")
+    p.add_argument("--buffers", type=int, default=None,
+                   help="receive buffers per device link (default 2)")
+    p.add_argument("--no-afforest", action="store_true",
+                   help="hook the whole edge list (no sampling phase, Groute's design)")
+    p.add_argument("--sample-rounds", type=int, default=None, metavar="R",
+                   help="Afforest: neighbours each vertex links to before the vote (default 2)")
+    p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
+                   help="after sampling: 'kernel' splits sampling by rows, merges parent arrays "
+                        "by peer reads and links the rest in place; 'segments' compacts and routes "
+                        f"it (Groute's path); auto (default): {auto_help(CC.rules['rest'])}")
+    p.add_argument("--link", choices=CC_LINKS, default=None,
+                   help="CUDA linking step (default mixed: hook in the first round, then "
+                        "GAPBS's one-level CAS)")
+    p.set_defaults(func=_cli)
+
+
+def _cli(args) -> int:
+    from groute.apps.app_cli import load, report, run_solver, write_output
+    g, load_s = load(args)
+    given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
+             "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
+    tuning = dataclasses.replace(CCTuning.from_environment(),
+                                 **{k: v for k, v in given.items() if v is not None})
+    runs = run_solver(args, g, lambda ctx: CC(g, ctx=ctx, afforest=not args.no_afforest,
+                                              rest=args.rest, tuning=tuning))
+    res = runs.result
+    labels = res.values
+    roots = np.flatnonzero(labels == np.arange(labels.size))
+    sizes = np.bincount(labels, minlength=labels.size)[roots] if labels.size else np.zeros(0, np.int64)
+    largest = int(sizes.max()) if sizes.size else 0
+    line = (f"cc {g.name}: {runs.median * 1e3:.3f} ms ({runs.where()}), {roots.size:,} "
+            f"component{'s' if roots.size != 1 else ''} (largest {largest:,} vertices)")
+    facts = {"components": int(roots.size), "largest": largest, "edges": runs.solver.m}
+    verified = None
+    if args.verify:
+        from groute.graph import reference
+        ref = reference.connected_components(g)
+        ok = bool(np.array_equal(labels, ref))
+        verified = (ok, "OK (exact match with scipy weak components)" if ok
+                    else "FAILED: " + reference.mismatch_report(labels, ref))
+    report(args, "cc", g, load_s, runs, line, facts, verified,
+           extra_stats=[f"edges: {runs.solver.m:,}"])
+    if args.output:
+        write_output(res, args.output, "component")
+    return 0 if verified is None or verified[0] else 1
