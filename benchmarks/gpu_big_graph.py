@@ -15,7 +15,7 @@ What it does, in order (each case in its own try/except, so one failure hides no
 2. ``bfs``, ``sssp`` (random integer weights in [1, 64], hashed on the GPU), ``pr``, ``cc``: one
    solver each on one device, one run, recording set-up and run time and the peak GPU memory
    (CuPy's pool, as ``groute bench`` measures it) per arc and over the CSR. Before a case its
-   estimate (:mod:`groute.apps.memory`) is set against the GPU's free memory: a case that cannot
+   estimate (the engines' ``memory`` modules) is set against the GPU's free memory: a case that cannot
    fit is reported ``"status": "does not fit"`` with the estimate, not run.
 3. Each answer is checked by the linear-time certificates of :mod:`groute.graph.certificates`
    (chunked over the arcs, on the GPU); below 2**31 arcs also against the plain-CuPy baselines
@@ -41,7 +41,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from groute.apps.memory import cc_bytes  # noqa: E402
+from groute.engines.components.memory import components_bytes  # noqa: E402
 from groute.engines.iterate.memory import iteration_bytes  # noqa: E402
 from groute.engines.relax.memory import traversal_bytes  # noqa: E402
 from groute.memory import free_device_bytes  # noqa: E402
@@ -111,7 +111,7 @@ def _free_gpu_bytes(backend):
 
 def _estimate(app, g):
     fn = {"bfs": traversal_bytes, "sssp": traversal_bytes, "pr": iteration_bytes,
-          "cc": cc_bytes}[app]
+          "cc": components_bytes}[app]
     return fn(g.num_vertices, g.num_edges, weighted=app == "sssp", directed=g.directed,
               devices=1).total
 

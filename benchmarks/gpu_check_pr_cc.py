@@ -10,7 +10,7 @@ Run from the repository root on a machine with CUDA GPUs (CuPy installed; pymeti
 Stages, in order, so a broken kernel shows up in the first seconds:
 
 1. compile every kernel of ``groute/engines/iterate/iterate.cu`` (with PageRank's header) and
-   ``apps/cc.cu`` on every GPU;
+   ``groute/engines/components/union_find.cu`` on every GPU;
 2. correctness: PR (async and BSP) and CC on small hand-made, real and random graphs, on 1 GPU
    and on all GPUs (plus 2 when there are more), against ``groute.graph.reference`` (PR: L1 <=
    1e-4; CC: exact labels), and the plain-CuPy baselines on one graph;
@@ -100,12 +100,13 @@ def stage_compile(ngpu):
     from groute.apps.pr import PAGERANK
     from groute.kernels import get_kernel
     iterate_cu = ROOT / "groute" / "engines" / "iterate" / "iterate.cu"
+    union_find_cu = ROOT / "groute" / "engines" / "components" / "union_find.cu"
     include = {iterate_cu: (PAGERANK.include_dir,)}     # the iteration's generated header
     kernels = {iterate_cu: ["pr_pull", "pr_finalize", "pr_push", "pr_apply", "pr_pack",
                                          "pr_bins32", "pr_bins64"] +
                                         [f"pr_csc{w}_k{k}" for w in (32, 64) for k in (1, 2, 4)],
-               ROOT / "apps" / "cc.cu": ["cc_init", "cc_hook", "cc_merge", "cc_compress",
-                                         "cc_link_round", "cc_sample_mode", "cc_link_rest"]}
+               union_find_cu: ["cc_init", "cc_hook", "cc_merge", "cc_compress", "cc_link_round",
+                               "cc_sample_mode", "cc_link_rest"]}
     for gpu in range(ngpu):
         with cupy.cuda.Device(gpu):
             for path, names in kernels.items():

@@ -49,7 +49,8 @@ for _app in (
     _registry.App("cc", "CC", "groute.apps.cc", "CC", "connected_components", needs_source=False,
                   weighted=False, takes_partition=False,
                   baseline=("groute.apps.baselines_pr_cc", "cupy_cc"),
-                  memory=("groute.apps.memory", "cc_bytes"), verify="partition"),
+                  memory=("groute.engines.components.memory", "components_bytes"),
+                  verify="partition"),
     # the algorithms written on the operator API bring their checks from groute.bench.checks
     _registry.App("kcore", "k-core", "groute.apps.kcore", "KCore", "core_number",
                   needs_source=False, weighted=False, verify="exact", self_loops=False,

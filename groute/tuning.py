@@ -12,7 +12,8 @@ answer comes, never the answer, so they live here instead:
   packets, outbox flushes);
 * :class:`PageRankTuning`: the linear iteration engines' BSP kernels and asynchronous push
   (:mod:`groute.engines.iterate`: PageRank, Katz centrality);
-* :class:`CCTuning`: connected components' sampling and segments (:mod:`groute.apps.cc`);
+* :class:`CCTuning`: connected components' sampling and segments
+  (:mod:`groute.engines.components`);
 * :class:`BSPTuning`: the exchange of the operators' host-driven BSP engine
   (:mod:`groute.engines.bsp`).
 
@@ -348,11 +349,11 @@ class PageRankTuning(_Tuning):
 
 @dataclass(frozen=True)
 class CCTuning(_Tuning):
-    """How connected components run (:class:`groute.apps.cc.CC` says what each option does):
-    ``sample_rounds`` neighbours each vertex links to before the vote, ``num_samples`` voters
-    (at most 1024), ``link`` (``"hook"``, ``"light"``, ``"mixed"``; CUDA) the linking step;
-    the segment path's ``segment_edges`` (None: about 4 segments per device) and
-    ``num_buffers`` receive buffers per device link."""
+    """How connected components run (:class:`groute.engines.components.ComponentsSolver` says
+    what each option does): ``sample_rounds`` neighbours each vertex links to before the vote,
+    ``num_samples`` voters (at most 1024), ``link`` (``"hook"``, ``"light"``, ``"mixed"``;
+    CUDA) the linking step; the segment path's ``segment_edges`` (None: about 4 segments per
+    device) and ``num_buffers`` receive buffers per device link."""
     sample_rounds: int = 2
     num_samples: int = 1024
     link: str = "mixed"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from groute import memory as library_memory
-from groute.apps import memory as app_memory
+from groute.engines.components.memory import components_bytes
 from groute.engines.iterate.memory import iteration_bytes
 from groute.engines.relax import memory as relax_memory
 from groute.results import AppResult
@@ -190,9 +190,9 @@ def test_estimates_grow_with_the_graph_and_the_csr_dominates_big_traversals():
     assert sssp.total - bfs.total == 4 * m
     two = relax_memory.traversal_bytes(n, m, directed=False, devices=2)
     assert two.parts["indices (int32)"] == 2 * m and "outboxes (int64)" in two.parts
-    cc = app_memory.cc_bytes(n, m, directed=False)
+    cc = components_bytes(n, m, directed=False)
     assert 1.0 < cc.total / csr_bytes(n, m) < 1.25
-    assert app_memory.cc_bytes(100, 1000, directed=True).parts["indices (int32)"] == 8000
+    assert components_bytes(100, 1000, directed=True).parts["indices (int32)"] == 8000
 
 
 def test_pagerank_offsets_widen_past_2_31_in_arcs():

@@ -7,10 +7,11 @@ from functools import partial
 import numpy as np
 import pytest
 
-from groute.apps.cc import CC, connected_components, peer_path_unavailable
-from groute.apps.cc_device import compress_numpy, hook_numpy, rest_numpy
-from groute.apps.cc_layout import (edge_list, late_arcs, late_bitmap, split_rows, symmetric_csr,
-                            undirected_edge_count)
+from groute.apps.cc import CC, connected_components
+from groute.engines.components.device import compress_numpy, hook_numpy, rest_numpy
+from groute.engines.components.layout import (edge_list, late_arcs, late_bitmap, split_rows,
+                                              symmetric_csr, undirected_edge_count)
+from groute.engines.components.solver import peer_path_unavailable
 from groute import Context
 from groute.graph import load_graph, reference
 from groute.tuning import CCTuning
@@ -333,7 +334,7 @@ def test_cli_routes_segments_on_request(capsys):
 def test_edge_count_is_kept_on_the_graph(monkeypatch):
     """The undirected edge count (a pass over every arc) is counted once per graph: a second
     solver on the same graph object does not count again, and both report the same number."""
-    import groute.apps.cc_layout as cc_layout
+    import groute.engines.components.layout as cc_layout
     g = graph_from(6, [(0, 1), (1, 2), (2, 2), (3, 4), (5, 5)])
     assert not g.directed
     with CC(g, backend="cpu", devices=1) as a:

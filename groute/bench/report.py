@@ -147,8 +147,9 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "(GPU: CuPy's memory pool, sampled through set-up and after every run; CPU "
               "backend: host allocations traced over set-up and the first run), per arc and "
               "as a multiple of the CSR's own bytes (int64 offsets, 4-byte ids and weights); "
-              "estimate: the app's own model of one device's share (groute.engines.relax.memory, groute.apps.memory). Host "
-              "peak loading: the resident-set peak while the graph was read or generated.",
+              "estimate: the app's own model of one device's share (the engines' memory "
+              "modules: groute.engines.relax.memory, groute.engines.iterate.memory, "
+              "groute.engines.components.memory). Host peak loading: the resident-set peak while the graph was read or generated.",
               ] + _app_lines(results) + [""]
     notes = _notes(results)
     if notes:

@@ -21,13 +21,17 @@ value arithmetic of its NumPy side. The linear iteration engines (:mod:`groute.e
 are another: an algorithm that is a linear fixed point ``y = base + alpha A^T (scale * y)``
 (PageRank, Katz centrality) gives a :class:`LinearIteration` (what an out-arc carries, in CUDA
 and NumPy, and the stopping rule's measure) to an :class:`IterateSolver`, which runs it by BSP
-pull sweeps or asynchronous residual push. The ``auto`` rules every solver decides by are
+pull sweeps or asynchronous residual push. The connected components engine
+(:mod:`groute.engines.components`) is a third, for one algorithm: :class:`ComponentsSolver` finds
+weak components by union-find on a parent array per device (Afforest's sampling, then the rest
+in place or routed as segments). The ``auto`` rules every solver decides by are
 :mod:`groute.engines.rules`.
 """
 from __future__ import annotations
 
 from .base import Engine, EngineSolver
 from .bsp import BSPEngine
+from .components import ComponentsSolver
 from .fused import LOOP_RULE, loop_rule_help
 from .iterate import IterateSolver, LinearIteration
 from .relax import Relaxation, RelaxSolver, value_add, value_inf
@@ -49,4 +53,4 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
 
 __all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine", "LOOP_RULE",
            "loop_rule_help", "Relaxation", "RelaxSolver", "value_add", "value_inf",
-           "LinearIteration", "IterateSolver"]
+           "LinearIteration", "IterateSolver", "ComponentsSolver"]

@@ -58,10 +58,11 @@ def _distances(G, source: int) -> np.ndarray:
 
 
 def _components(G) -> np.ndarray:
-    """Every position's component label: the smallest position in its (weak) component."""
-    CC = registry.app("cc").solver_class()
+    """Every position's component label: the smallest position in its (weak) component (the
+    library's connected components engine, imported on first use like the apps' solvers)."""
+    from groute.engines.components import ComponentsSolver
     with devices_for(len(G)) as (ctx, _):
-        with CC(G.csr, ctx=ctx) as solver:
+        with ComponentsSolver(G.csr, ctx=ctx) as solver:
             return np.asarray(solver.run().values, dtype=np.int64)
 
 

@@ -1,8 +1,8 @@
-// Connected components kernels (apps/cc.py): hooking and compression on a parent array, after
-// Soman et al., Sutton et al. ("Afforest") and Jaiganesh & Burtscher (ECL-CC). Invariant:
-// parent[v] <= v, because a hook only ever CASes a larger root under a smaller one and every
-// other write replaces a parent by one of its ancestors. So after full compression parent[v] is
-// the smallest vertex id of v's component.
+// Union-find kernels of the connected components engine (groute/engines/components/device.py):
+// hooking and compression on a parent array, after Soman et al., Sutton et al. ("Afforest") and
+// Jaiganesh & Burtscher (ECL-CC). Invariant: parent[v] <= v, because a hook only ever CASes a
+// larger root under a smaller one and every other write replaces a parent by one of its
+// ancestors. So after full compression parent[v] is the smallest vertex id of v's component.
 //
 // Parent reads are volatile: other threads change the array concurrently and L1 is not coherent,
 // so a cached value could make a loop spin on stale data.
@@ -138,7 +138,7 @@ extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
 // The rest of the arcs (from slot r on) of every vertex not (yet) in the giant's tree. A vertex
 // whose parent is the giant root is in its tree for good (trees only grow), and any arc (u, v)
 // it skips is also an arc (v, u) of v, processed unless v is in the giant's tree too: the
-// adjacency must be symmetric (apps/cc.py symmetrises directed graphs). A warp takes 32
+// adjacency must be symmetric (solver.py symmetrises directed graphs). A warp takes 32
 // consecutive vertices: short lists are linked by their own lane, lists longer than 32 arcs by
 // the whole warp in turn (a hub outside the giant must not serialise on one thread).
 //
@@ -147,7 +147,7 @@ extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
 // devices are read over NVLink (peer access). late has bit u set when u has arcs from slot r on:
 // an isolated or low-degree vertex costs one bit, not a (possibly remote) indptr read.
 // count += {rows linked, arcs linked, rows of other devices, their arcs}: warp sums, one atomic
-// per warp that linked anything. It runs on device 0 (apps/cc.py), so "other devices" are
+// per warp that linked anything. It runs on device 0 (solver.py), so "other devices" are
 // d > 0.
 extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ rows,
                                         const int* __restrict__ off, int k, int n, int r,

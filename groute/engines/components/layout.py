@@ -1,6 +1,7 @@
-"""Host-side layout of connected components' graph (:mod:`groute.apps.cc`): the edge list of Groute's
-design, the symmetric CSR that Afforest samples, the arcs its sampling rounds leave (and their
-bitmap), the cut of the rows across devices, the edge count, and the edges left after sampling.
+"""Host-side layout of the connected components engine's graph
+(:mod:`groute.engines.components.solver`): the edge list of Groute's design, the symmetric CSR
+that Afforest samples, the arcs its sampling rounds leave (and their bitmap), the cut of the rows
+across devices, the edge count, and the edges left after sampling.
 Pure NumPy (:func:`remaining_edges` takes the array module: it also runs on a device's arrays):
 no solver or device state, so each piece is testable on its own.
 """

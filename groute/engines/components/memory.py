@@ -1,14 +1,13 @@
-"""How much GPU memory CC needs for a graph: its estimate for :func:`groute.memory.check_fits`
-(the machinery, and what an estimate counts, is there; PageRank's is the linear iteration
-engines', :mod:`groute.engines.iterate.memory`)."""
+"""How much GPU memory the connected components engine needs for a graph: its estimate for
+:func:`groute.memory.check_fits` (the machinery, and what an estimate counts, is there)."""
 from __future__ import annotations
 
 from groute.memory import DeviceBytes, rows_bytes, share
 
 
-def cc_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-             devices: int = 1) -> DeviceBytes:
-    """CC's Afforest in place (:mod:`groute.apps.cc_device`): each device's rows of the
+def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
+                     devices: int = 1) -> DeviceBytes:
+    """Afforest in place (:mod:`groute.engines.components.device`): each device's rows of the
     symmetric CSR (a directed graph's arcs both ways: up to ``2 m``) and a parent per vertex of
     the whole graph; the first device also the late-arc bitmap."""
     k = max(int(devices), 1)

@@ -1,7 +1,8 @@
-"""Connected components' per-device state and operations (:mod:`groute.apps.cc`): one :class:`DeviceCC`
-per device holds its parent array and its rows of the CSR and runs the hook / merge / compress /
-sampling steps on them, as CUDA kernels (``cc.cu``) or vectorised NumPy on the device's stream
-(:func:`hook_numpy`, :func:`rest_numpy`). The only backend-specific code of CC.
+"""The connected components engine's per-device state and operations
+(:mod:`groute.engines.components.solver`): one :class:`DeviceCC` per device holds its parent
+array and its rows of the CSR and runs the hook / merge / compress / sampling steps on them, as
+CUDA kernels (``union_find.cu``) or vectorised NumPy on the device's stream (:func:`hook_numpy`,
+:func:`rest_numpy`). The engine's only backend-specific code.
 """
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.apps.cc_layout import remaining_edges
+from .layout import remaining_edges
 
-KERNEL = Path(__file__).with_name("cc.cu")
+KERNEL = Path(__file__).with_name("union_find.cu")
 BLOCK = 256
 
 

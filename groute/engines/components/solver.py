@@ -1,0 +1,418 @@
+"""The connected components engine: weak components by union-find across devices, Afforest
+sampling, then in place or through segments.
+
+**Default (``rest="auto"``): sampling split by rows, tree merge by peer reads, rest in place.**
+Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are symmetrised once,
+at set-up, which gives the *weak* components), spread over the devices:
+
+0. The vertices are cut into one contiguous range per device (balanced by a visit plus one link
+   per sampling round), and each device holds its rows' slice of the CSR and a full-size parent
+   array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
+1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
+   each, compressed after each) in its own parent array: no communication.
+2. The parent arrays are merged in a tree (device 1 into 0, 3 into 2, then 2 into 0, ...): the
+   receiver's kernel reads the sender's array directly over NVLink (peer access; ordered by an
+   event, no host round trip) and hooks every ``(v, other[v])``, then compresses.
+3. On the first device ``num_samples`` random vertices vote for the most frequent root, the
+   *giant*, and one kernel links the arcs from slot ``sample_rounds`` on of every vertex *not* in
+   the giant's tree (an arc both of whose ends are in the giant's tree joins nothing; any other
+   arc is also an arc of its non-giant end, since the adjacency is symmetric), reading the other
+   devices' rows over NVLink. That work is tiny on power-law and mesh graphs (a few dozen edges
+   after two rounds), so it is not routed anywhere: the stats say ``routed: False`` and count it
+   (``rest_rows``, ``rest_arcs``).
+4. After the last compression ``parent[v]`` is the smallest vertex id of v's component: the
+   canonical label, equal to ``groute.graph.reference.connected_components``.
+
+The host only queues kernels and events on every device's stream and waits once at the end. With
+one device this is the single-GPU Afforest in place. Why this is the default: the segment path
+below spends most of its time on the first device compacting every arc left after sampling, down
+to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
+faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
+splits across devices, while a merge is one coalesced pass over a peer's array plus hooks that
+mostly find one root. It needs peer access between the devices that read each other (every
+CUDA pair on an NVLink machine; the CPU backend's virtual devices read each other's arrays
+after the same events); ``"auto"`` falls back to segments without it.
+
+**Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
+as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
+
+1. The edge list lives on the first device (with Afforest: the first device samples the whole
+   graph, then compacts the arcs from slot ``sample_rounds`` on of the vertices outside the
+   giant's tree, each undirected edge once). It is cut into segments, and a
+   :class:`~groute.Router` with the first-available policy hands each segment to whichever
+   device frees a receive buffer first, so faster devices take more segments.
+2. Each device hooks the edges of its segments into its own parent array and compresses it.
+3. The parent arrays are merged pairwise in a tree over :class:`~groute.Link` copies: the
+   receiver treats each ``(v, other[v])`` as an edge, hooks and compresses.
+
+With one device the segments are processed in place (no copy).
+
+This module holds which path can run (the merge tree and its peer reads) and the solver; which
+path ``auto`` picks is :data:`~groute.engines.components.rules.COMPONENTS_RULES`. The host-side
+layout (edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling)
+is :mod:`groute.engines.components.layout`; each device's parent array and operations, the only
+backend-specific code, are :mod:`groute.engines.components.device` (CUDA kernels in
+``union_find.cu``; the CPU backend hooks with vectorised NumPy: ``np.minimum.at`` on roots, then
+pointer jumping).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from groute.link import Link
+from groute.policies import first_available
+from groute.results import AppResult, complete_stats
+from groute.router import Router
+from groute.solver import DeviceTimer, Solver
+from groute.tuning import CCTuning
+
+from .device import DeviceCC
+from .layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges, split_rows,
+                     symmetric_csr)
+from .memory import components_bytes
+from .rules import COMPONENTS_RULES
+
+#: the keys of a components result's ``stats``, on every path (None where a key does not apply
+#: to the path that ran): devices, mode ("afforest" or "edge-list"), rest ("kernel", "segments";
+#: None for the edge list), routed (whether edges went through the router), edges hooked from the
+#: edge list or the compacted rest (None in place), graph_edges, segments and segment_edges,
+#: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds, bytes_moved
+#: between devices, sample_rounds, giant_root and giant_size (Afforest), rest_rows, rest_arcs
+#: and rest_remote_arcs (in place: what the rest kernel linked), phase_seconds (segments: host
+#: clock at the end of each phase)
+STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segments",
+              "segment_edges", "edges_per_device", "segments_per_device", "rows_per_device",
+              "merge_rounds", "bytes_moved", "sample_rounds", "giant_root", "giant_size",
+              "rest_rows", "rest_arcs", "rest_remote_arcs", "phase_seconds")
+
+
+# ------------------------------------------------------------------------------------------------
+# which path can run
+# ------------------------------------------------------------------------------------------------
+def merge_tree(k):
+    """The merge tree of ``k`` devices' parent arrays, in order: ``(step, receiver, sender)``
+    for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each receiver ``j`` (a
+    multiple of ``2 * step``) merging the array of sender ``j + step``; device 0 merges last."""
+    step = 1
+    while step < k:
+        for j in range(0, k - step, 2 * step):
+            yield step, j, j + step
+        step *= 2
+
+
+def peer_path_unavailable(devices) -> str | None:
+    """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
+    device to read every other's rows and each merge receiver its sender's parent array."""
+    k = len(devices)
+    pairs = {(0, d) for d in range(1, k)} | {(r, s) for _, r, s in merge_tree(k)}
+    for a, b in sorted(pairs):
+        if not devices[a].can_access_peer(devices[b]):
+            return f"{devices[a].name} cannot access {devices[b].name}'s memory (no peer access)"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# the solver
+# ------------------------------------------------------------------------------------------------
+class ComponentsSolver(Solver):
+    """Weak connected components of ``graph``; upload once, :meth:`run` many times. An app
+    subclasses it under its own name (:class:`groute.apps.cc.CC`).
+
+    ``rest``: ``"auto"`` (default: ``"kernel"`` where the devices can read each other's memory,
+    every pair of an NVLink machine and the CPU backend, else ``"segments"``); ``"kernel"``:
+    sampling split by rows, tree merge by peer reads, the rest linked in place on the first
+    device (module docstring; the fastest on one and two GPUs); ``"segments"``: Groute's path,
+    the first device samples, compacts what is left and routes it as segments.
+    ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
+    design). ``run`` returns the stats keys of :data:`STATS_KEYS` whatever path ran.
+
+    ``tuning``: a :class:`~groute.tuning.CCTuning` (None: ``CCTuning.from_environment()``):
+    ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``:
+    voters (at most 1024); ``link`` (CUDA): ``"hook"`` walks both ends to their roots (path
+    splitting) and CASes one under the other, ``"light"`` is GAPBS's step (CAS the larger
+    parent's slot, else retry one level up), ``"mixed"`` hooks in the first round and links
+    lightly after. Segments only: ``segment_edges``, edges per segment the router hands out
+    (default: the edge list in about 4 segments per device); ``num_buffers``, receive buffers per
+    device link.
+    """
+
+    #: the ``auto`` rules this solver decides by and the command line prints
+    rules = COMPONENTS_RULES
+
+    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, afforest=True,
+                 rest="auto", tuning=None):
+        self.graph = graph
+        self.n = int(graph.num_vertices)
+        if self.n >= 2**31:
+            raise ValueError(f"CC supports graphs of fewer than 2**31 vertices, got {self.n}")
+        tuning = self.tuning = tuning if tuning is not None else CCTuning.from_environment()
+        segment_edges, num_buffers = tuning.segment_edges, tuning.num_buffers
+        sample_rounds, num_samples, link = tuning.sample_rounds, tuning.num_samples, tuning.link
+        if rest not in ("auto", "kernel", "segments"):
+            raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
+        if rest == "kernel" and not afforest:
+            raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
+        self._open_context(ctx, devices=devices, backend=backend, max_devices=self.n)
+        try:
+            self.k = len(self.ctx.devices)
+            self._check_memory(components_bytes, graph)
+            t0 = time.perf_counter()
+            cuda = self.ctx.backend == "cuda"
+            self.afforest = bool(afforest)
+            self.rounds = int(sample_rounds)
+            self.link = link
+            why = peer_path_unavailable(self.ctx.devices)
+            if rest == "kernel" and why:
+                raise ValueError(f"rest='kernel' reads other devices' memory, but {why}; "
+                                 f"use rest='segments'")
+            if rest == "auto":
+                rest = self.rules["rest"].decide({"peer_access": lambda: why is None}).choice
+            self.path = rest if self.afforest else "edge-list"
+            self.devs = [DeviceCC(d, self.n) for d in self.ctx.devices]
+            source = self.devs[0].device
+            self.offsets = np.array([0, self.n], np.int64)
+            if self.afforest:
+                indptr, indices = symmetric_csr(graph)
+                self.m = int(indices.shape[0]) if graph.directed else edge_count(graph, indptr, indices)
+                rng = np.random.default_rng(0x5EED)
+                self.samples = source.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
+                                                           dtype=np.int64).astype(np.int32))
+                self.giant = source.asarray(np.zeros(1, np.int32))
+                if self.path == "kernel":
+                    self._setup_rows(indptr, indices, cuda)
+                else:
+                    self.devs[0].set_rows(0, indptr, indices)
+                    src, dst = late_arcs(indptr, indices, self.rounds)
+                    self.late_src, self.late_dst = source.asarray(src), source.asarray(dst)
+            else:
+                edges = edge_list(graph)
+                self.m = int(edges.shape[0])
+                self.edges = source.asarray(edges)
+            if segment_edges is None:
+                segment_edges = max(1 << 16, -(-self.m // (4 * self.k)))
+            self.segment_edges = int(segment_edges)
+            self.num_buffers = int(num_buffers)
+            if cuda:  # uploads ran on the legacy stream
+                for dev in self.devs:
+                    with dev.device.use():
+                        dev.device.xp.cuda.runtime.deviceSynchronize()
+            self.setup_s = time.perf_counter() - t0
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup_rows(self, indptr, indices, cuda):
+        """The in-place path: each device's rows, and on the first device what its rest kernel
+        needs to reach every device's rows."""
+        self.offsets = split_rows(indptr, self.k, self.rounds)
+        lists = []
+        for d, dev in enumerate(self.devs):
+            lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
+            ip = indptr[lo:hi + 1] - indptr[lo]
+            dev.set_rows(lo, ip, indices[indptr[lo]:indptr[hi]])
+            if not cuda:   # CPU: the late arcs of this device's rows, kept in its memory
+                src, dst = late_arcs(ip, dev.indices, self.rounds)
+                lists.append((dev.device.asarray(src + np.int32(lo)), dev.device.asarray(dst)))
+        first = self.devs[0].device
+        if cuda:
+            table = np.array([d.indptr.data.ptr for d in self.devs] +
+                             [d.indices.data.ptr for d in self.devs], dtype=np.uint64)
+            self.rest = (first.asarray(table), first.asarray(self.offsets.astype(np.int32)),
+                         self.k, first.asarray(late_bitmap(indptr, self.rounds)))
+            self.counters = first.asarray(np.zeros(4, np.uint64))
+        else:
+            self.rest = lists
+            self.counters = first.asarray(np.zeros(4, np.int64))
+
+    def _sample(self):
+        """Afforest's sampling phase on the first device: link rounds, compress, vote."""
+        dev = self.devs[0]
+        dev.reset()
+        for r in range(self.rounds):
+            dev.link_round(r, self._light(r))
+            dev.compress()
+        dev.sample_mode(self.samples, self.giant)
+
+    def _light(self, r):
+        """Whether round ``r`` (``sample_rounds``: the rest) links lightly (CUDA only)."""
+        return self.link == "light" or (self.link == "mixed" and r > 0)
+
+    def _remaining(self):
+        """The compacted edge list left after sampling (waits for the first device)."""
+        dev = self.devs[0]
+        out = {}
+        dev.stream.submit(lambda: out.__setitem__("edges", remaining_edges(
+            dev.device.xp, dev.parent, self.late_src, self.late_dst, self.giant)))
+        dev.stream.record().synchronize(self.ctx.timeout)
+        return out["edges"]
+
+    def run(self) -> AppResult:
+        if self.n == 0:
+            return self._result(np.zeros(0, np.int64), 0.0, complete_stats(STATS_KEYS, {
+                "devices": [d.device.name for d in self.devs], "edges": 0, "graph_edges": 0,
+                "bytes_moved": 0}), values_are_vertices=True)
+        if self.path == "kernel":
+            return self._run_in_place()
+        return self._run_segments()
+
+    # ---------------------------------------------------------------- default: in place
+    def _run_in_place(self) -> AppResult:
+        k, devs = self.k, self.devs
+        tree = list(merge_tree(k))
+        receivers = {(step, j) for step, j, _ in tree}
+
+        def receives(j, step):
+            # Only a device that receives at `step` compresses before it: a merge hooks
+            # (v, other[v]) with any ancestor as other[v], so a sender need not compress its
+            # array first (its last compression would sit on the critical path);
+            # a receiver's compressed array makes its root walks one hop.
+            return (step, j) in receivers
+
+        with DeviceTimer(self.ctx) as timer:
+            for dev in devs:
+                dev.reset()
+            for r in range(self.rounds):          # interleaved so every device starts at once
+                for j, dev in enumerate(devs):
+                    dev.link_round(r, self._light(r))
+                    if r + 1 < self.rounds or k == 1 or receives(j, 1):
+                        dev.compress()
+            if k > 1:
+                events = [dev.stream.record() for dev in devs]
+                for step, j, sender in tree:
+                    recv = devs[j]
+                    recv.stream.wait_event(events[sender])
+                    recv.merge_peer(devs[sender])
+                    if 2 * step >= k or receives(j, 2 * step):
+                        recv.compress()           # the last merge: the vote needs roots
+                    events[j] = recv.stream.record()
+            first = devs[0]
+            first.sample_mode(self.samples, self.giant)
+            first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
+            first.compress()
+        labels = first.device.to_host(first.parent).astype(np.int64)
+        rows, arcs, remote_rows, remote_arcs = (int(x) for x in first.device.to_host(self.counters))
+        giant = int(first.device.to_host(self.giant)[0])
+        stats = {"devices": [d.device.name for d in devs], "edges": None,
+                 "graph_edges": self.m, "segments": 0, "segment_edges": None,
+                 "edges_per_device": [None] * k, "segments_per_device": [0] * k,
+                 "rows_per_device": np.diff(self.offsets).tolist(),
+                 "merge_rounds": int(np.ceil(np.log2(k))) if k > 1 else 0,
+                 # parent arrays read by the merges; indptr pairs and arcs of the rest read remotely
+                 "bytes_moved": int(4 * self.n * (k - 1) + 16 * remote_rows + 4 * remote_arcs),
+                 "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
+                 "giant_size": int(np.count_nonzero(labels == labels[giant])),
+                 "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
+                 "rest_remote_arcs": remote_arcs}
+        return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
+                            values_are_vertices=True)
+
+    # ---------------------------------------------------------------- Groute's segments
+    def _run_segments(self) -> AppResult:
+        ctx, k = self.ctx, self.k
+        router = None
+        if k > 1:
+            router = Router([ctx.devices[0]], ctx.devices, first_available,
+                            packet_size=self.segment_edges, num_buffers=self.num_buffers,
+                            dtype=np.int32, item_shape=(2,), ctx=ctx, name="cc-segments")
+        merge_links = {s: Link(ctx.devices[s], ctx.devices[r], max(self.n, 1), 1, dtype=np.int32,
+                               ctx=ctx, name=f"cc-merge[{s}->{r}]")
+                       for _, r, s in merge_tree(k)}
+        edges_per = [0] * k
+        segs_per = [0] * k
+        phases = {}
+        hooked = None
+        try:
+            with DeviceTimer(ctx) as timer:
+                t0 = time.perf_counter()
+                if self.afforest:
+                    self._sample()
+                    self.devs[0].stream.record().synchronize(ctx.timeout)
+                    phases["sample"] = time.perf_counter() - t0
+                edges = self._remaining() if self.afforest else self.edges
+                phases["compact"] = time.perf_counter() - t0
+                hooked = int(edges.shape[0])
+                seg = self.segment_edges
+                segs = [(a, min(a + seg, hooked)) for a in range(0, hooked, seg)]
+                if k == 1:
+                    dev = self.devs[0]
+                    if not self.afforest:
+                        dev.reset()
+                    for a, b in segs:
+                        dev.hook(edges[a:b])
+                        edges_per[0] += b - a
+                        segs_per[0] += 1
+                    dev.compress()
+                else:
+                    self._run_multi(router, merge_links, edges, segs, edges_per, segs_per, phases, t0)
+        finally:
+            if router is not None:
+                router.close()
+            for link in merge_links.values():
+                link.close()
+        labels = self.devs[0].device.to_host(self.devs[0].parent).astype(np.int64)
+        seg_bytes = 8 * sum(edges_per[1:]) if k > 1 else 0
+        stats = {"devices": [d.device.name for d in self.devs], "edges": hooked,
+                 "graph_edges": self.m, "segments": sum(segs_per),
+                 "segment_edges": self.segment_edges,
+                 "edges_per_device": edges_per, "segments_per_device": segs_per,
+                 "merge_rounds": int(np.ceil(np.log2(k))) if k > 1 else 0,
+                 "bytes_moved": int(seg_bytes + 4 * self.n * (k - 1)), "routed": True,
+                 # host clock at the end of each phase, seconds from the start (the first device
+                 # is synchronised there; per device: segments hooked, merges done)
+                 "phase_seconds": phases}
+        if self.afforest:
+            giant = int(self.devs[0].device.to_host(self.giant)[0])
+            stats.update(mode="afforest", sample_rounds=self.rounds, giant_root=giant,
+                         giant_size=int(np.count_nonzero(labels == labels[giant])),
+                         rest="segments")
+        else:
+            stats["mode"] = "edge-list"
+        return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
+                            values_are_vertices=True)
+
+    def _run_multi(self, router, merge_links, edges, segs, edges_per, segs_per, phases, t0):
+        ctx, k = self.ctx, self.k
+
+        def worker(device):
+            j = ctx.devices.index(device)
+            dev = self.devs[j]
+            stream = device.compute_stream
+            if j or not self.afforest:   # the first device keeps its sampled parent array
+                dev.reset()
+            for pending in router.outputs[j]:
+                data = pending.wait_on(stream).data
+                dev.hook(data)
+                # free the buffer only once the hook has consumed it: the router sees this
+                # device as available when it really is, not when its host thread moved on
+                stream.record().synchronize(ctx.timeout)
+                pending.release()
+                edges_per[j] += pending.size
+                segs_per[j] += 1
+            dev.compress()
+            stream.record().synchronize(ctx.timeout)
+            phases[f"hooked[{j}]"] = time.perf_counter() - t0
+            for _, receiver, sender in merge_tree(k):
+                if j == sender:
+                    handle = merge_links[j].send(dev.parent, event=stream.record())
+                    handle.wait(timeout=ctx.timeout, stop=ctx.stop_event)
+                    phases[f"sent[{j}]"] = time.perf_counter() - t0
+                    return
+                if j == receiver:
+                    pending = merge_links[sender].receive()
+                    dev.merge(pending.wait_on(stream).data)
+                    pending.release(after=stream.record())
+                    dev.compress()
+            stream.record().synchronize(ctx.timeout)
+            phases[f"merged[{j}]"] = time.perf_counter() - t0
+
+        futures = [ctx.submit(j, worker) for j in range(k)]
+        try:
+            for a, b in segs:
+                router.inputs[0].send(edges[a:b])
+            router.close()
+            phases["routed"] = time.perf_counter() - t0
+        except BaseException as exc:  # stop the devices; gather raises the first failure
+            ctx.fail("host", exc)
+        ctx.gather(futures)
