@@ -52,6 +52,7 @@ class Katz(IterateSolver):
 
     iteration = KATZ
     app = "katz"
+    base_name = "beta"
 
     def __init__(self, graph, *, alpha=0.1, beta=1.0, normalized=True, **options):
         super().__init__(graph, alpha=alpha, base=base_vector(graph, beta), start=0.0,
@@ -74,9 +75,9 @@ class Katz(IterateSolver):
 
 
 def base_vector(graph, beta):
-    """``beta`` as the solver's base: a number as it is, a dict keyed by the graph's ids (a
-    value for every vertex, as NetworkX asks) or an array by position as float64 by position.
-    Errors name the argument."""
+    """``beta`` as the solver's base: a dict keyed by the graph's ids (a value for every
+    vertex, as NetworkX asks) as float64 by position; a number or an array by position as it
+    is (the solver checks them, naming ``beta``). Errors name the argument."""
     if isinstance(beta, dict):
         n = int(graph.num_vertices)
         values = np.empty(n, dtype=np.float64)
@@ -89,12 +90,14 @@ def base_vector(graph, beta):
             values[i], seen[i] = float(value), True
         if not seen.all():
             missing = graph.ids[int(np.flatnonzero(~seen)[0])]
+            missing = missing.item() if isinstance(missing, np.generic) else missing
             raise ValueError(f"beta: a dict needs a value for every vertex (missing "
                              f"{int((~seen).sum())}, e.g. {missing!r})")
         return values
-    if np.ndim(beta) == 0:
-        return float(beta)
-    return np.asarray(beta, dtype=np.float64)
+    if isinstance(beta, (str, bytes)):
+        raise TypeError(f"katz: beta must be a number, a dict or an array by position, got "
+                        f"{beta!r}")
+    return beta
 
 
 def katz_centrality(graph, alpha=0.1, beta=1.0, max_iter=1000, tol=1e-6, normalized=True, *,

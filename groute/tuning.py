@@ -6,8 +6,8 @@ An algorithm's signature keeps the options a user means (the graph, the devices,
 answer comes, never the answer, so they live here instead:
 
 * :class:`TraversalTuning`: BFS and SSSP (:mod:`groute.engines.relax.solver`): the fused worker's kernel
-  (``traversal.cu``), the persistent peer kernels (``traversal_peer.cu``) and the linked
-  workers (``traversal_linked.cu``), one object because one solver picks among them;
+  (``groute/engines/relax/fused.cu``), the persistent peer kernels (``peer.cu``) and the
+  linked workers (``linked.cu``), one object because one solver picks among them;
 * :class:`WorklistTuning`: BFS and SSSP on the distributed worklist (routing, rounds per launch,
   packets, outbox flushes);
 * :class:`PageRankTuning`: the linear iteration engines' BSP kernels and asynchronous push
@@ -238,7 +238,7 @@ def _check_optional_count(name, value, least=1):
 class TraversalTuning(_Tuning):
     """How BFS and SSSP run on CUDA devices (the CPU backend's NumPy workers have no knobs).
 
-    The fused worker (``traversal.cu``, the host worklist's engine and the linked workers'
+    The fused worker (``groute/engines/relax/fused.cu``, the host worklist's engine and the linked workers'
     rounds): ``block`` threads per block; ``blocks_per_sm`` of the wide grid (None: every
     resident block); ``narrow_blocks`` of the narrow grid (None: one per two SMs, see
     ``groute.engines.relax.cuda_worker.NARROW_PER_SM``); ``adaptive`` switches between the two by frontier

@@ -128,12 +128,22 @@ def test_beta_errors_name_the_argument():
         katz_centrality(G, beta={0: 1.0}, backend="cpu", devices=1)
     with pytest.raises(ValueError, match="beta key"):
         katz_centrality(G, beta={**{v: 1.0 for v in G}, "nope": 2.0}, backend="cpu", devices=1)
-    with pytest.raises(ValueError, match="base needs one value per vertex"):
+    with pytest.raises(ValueError, match=r"katz: beta needs one value per vertex \(84\)"):
         katz_centrality(G, beta=np.ones(3), backend="cpu", devices=1)
     with pytest.raises(ValueError, match="alpha must be finite and >= 0"):
         katz_centrality(G, alpha=-0.1, backend="cpu", devices=1)
-    with pytest.raises(ValueError, match=">= 0 in async mode"):
+    with pytest.raises(ValueError, match="katz: beta must be finite and >= 0 in async mode"):
         katz_centrality(G, beta=-1.0, backend="cpu", devices=1, mode="async")
+    with pytest.raises(ValueError, match="katz: beta must be finite"):
+        katz_centrality(G, beta=np.full(84, np.nan), backend="cpu", devices=1)
+    # not numbers at all: the argument named, not float()'s message
+    with pytest.raises(TypeError, match="katz: alpha must be a number, got 'x'"):
+        katz_centrality(G, alpha="x", backend="cpu", devices=1)
+    with pytest.raises(TypeError, match="katz: beta must be a number, a dict or an array by "
+                                        "position, got 'a'"):
+        katz_centrality(G, beta="a", backend="cpu", devices=1)
+    with pytest.raises(TypeError, match="katz: tol must be a number, got 'x'"):
+        katz_centrality(G, tol="x", backend="cpu", devices=1)
 
 
 def test_empty_graph_and_isolated_vertices_only():

@@ -199,6 +199,28 @@ def test_bad_loops_are_refused_naming_the_argument():
                      level="d")
     with pytest.raises(ValueError, match="direction must be one of"):
         AdvanceStep(CLAIM, "sideways")
+    for step in (ComputeStep, FilterStep, AdvanceStep):
+        with pytest.raises(TypeError, match=f"{step.__name__}: functor must be a Functor"):
+            step("claim")
+
+
+@pytest.mark.timeout(60)
+def test_steps_that_are_no_list_or_miss_a_scalar_are_named_before_the_loop_runs():
+    g = random_graph()
+    with engine(g, 1) as eng:
+        eng.state("depth", np.int32, -1)
+        f = eng.frontier([0])
+        with pytest.raises(TypeError, match="run_loop: steps must be a step or a list of "
+                                            "steps; got NoneType"):
+            run_loop(f, None)
+        with pytest.raises(TypeError, match=r"run_loop: steps holds the Functor claim; wrap it "
+                                            r"in a step \(ComputeStep"):
+            run_loop(f, CLAIM, level="d")
+        # a scalar no one gives: named here, not as a device's failure inside the loop
+        with pytest.raises(TypeError, match=r"run_loop: claim needs the scalar 'd' \(pass "
+                                            r"d=\.\.\. or level='d'\)"):
+            run_loop(f, [AdvanceStep(CLAIM)])
+        assert (eng.gather("depth") == -1).all()
     with pytest.raises(ValueError, match="over='in'"):
         AdvanceStep(CLAIM, "pull", over="in")
 

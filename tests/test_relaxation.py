@@ -125,6 +125,20 @@ def test_the_contract_names_what_is_wrong():
         RelaxSolver(load_graph("grid:4", cache=False), backend="cpu", devices=1)
 
 
+def test_the_contract_tries_numpy_on_a_sample():
+    """A NumPy twin that gives no array of one offer per arc, or offers less than the tail's
+    value (a cycle would never settle), is an error when the relaxation is made, not a failure
+    inside a device's worker or a run that never ends."""
+    with pytest.raises(ValueError, match=r"numpy\(d, w\) must give one offer per arc .*got 2"):
+        Relaxation(name="x", cuda="value_add(d, 2)", numpy=lambda d, w: 2)
+    with pytest.raises(ValueError, match=r"one offer per arc .*shape \(1,\)"):
+        Relaxation(name="x", cuda="value_add(d, 2)", numpy=lambda d, w: value_add(d, 2)[:1])
+    with pytest.raises(ValueError, match="below the tail's value"):
+        Relaxation(name="x", cuda="d - 1", numpy=lambda d, w: d - 1)
+    with pytest.raises(ValueError, match="below the tail's value"):
+        Relaxation(name="x", cuda="d - w", numpy=lambda d, w: d - w, weighted=True)
+
+
 def test_value_helpers_saturate_and_offer_nothing_as_the_kernels_do():
     big = np.array([0, 2**31 - 3], dtype=np.int32)
     assert value_add(big, 5).tolist() == [5, 2**31 - 2]          # one below "unreached"

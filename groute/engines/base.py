@@ -7,8 +7,10 @@ each device and how work that crosses devices reaches the owner. The operators
 (``advance``, ``filter``, ``compute``) find the engine through the frontier they are given
 and call the methods below; an algorithm calls the rest (state, frontiers, answers).
 
-:class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) is the one engine today;
-an asynchronous engine is meant to join it behind this interface. A whole loop of operators
+:class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) is the one engine of this
+interface (functors on the operators); an asynchronous one is meant to join it here. The
+relaxation and linear iteration engines (:mod:`groute.engines.relax`,
+:mod:`groute.engines.iterate`) run contracts of their own, not functors. A whole loop of operators
 (:meth:`Engine.run_loop`, :meth:`Engine.sweep`) runs here as the operator calls; an engine that
 can keep the host out of the loop overrides them (the BSP engine, on one CUDA device:
 :mod:`groute.engines.fused`).

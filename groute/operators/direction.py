@@ -38,7 +38,7 @@ class DirectionState:
 
     "Unexplored arcs", what :func:`push_to_pull` weighs the frontier's arcs against, are by
     default the total arcs minus the arcs of the frontiers pushed so far, as the kernels count
-    them (``traversal.cu``, ``traversal_peer.cu``); a frontier too small to :func:`scout` is
+    them (``groute/engines/relax/fused.cu``, ``peer.cu``); a frontier too small to :func:`scout` is
     pushed without its arcs being counted, as there. A caller that knows the exact figure
     passes it instead: the BSP engine's ``advance`` is given the candidates of a pull (the
     unvisited vertices), whose arcs are exactly what a pull would search. The engine has no

@@ -30,12 +30,21 @@ from .functor import Functor
 LOOP_DIRECTIONS = ("push", "pull", "auto")
 
 
+def _check_functor(step) -> None:
+    if not isinstance(step.functor, Functor):
+        raise TypeError(f"{type(step).__name__}: functor must be a Functor, got "
+                        f"{type(step.functor).__name__}")
+
+
 @dataclass(frozen=True)
 class ComputeStep:
     """Run ``functor`` on every vertex of the frontier; the frontier stays."""
     functor: Functor
 
     produces = False
+
+    def __post_init__(self):
+        _check_functor(self)
 
     def run(self, frontier, scalars):
         compute(frontier, self.functor, **scalars)
@@ -48,6 +57,9 @@ class FilterStep:
     functor: Functor
 
     produces = True
+
+    def __post_init__(self):
+        _check_functor(self)
 
     def run(self, frontier, scalars):
         return filter(frontier, self.functor, **scalars)
@@ -67,6 +79,7 @@ class AdvanceStep:
     produces = True
 
     def __post_init__(self):
+        _check_functor(self)
         gathering = self.functor.gather is not None
         if self.functor.message is not None and self.direction == "pull" and not gathering:
             raise ValueError(f"AdvanceStep: {self.functor.name} carries a message from each "
@@ -150,21 +163,25 @@ class LoopResult:
 
 
 def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
-    """The steps as a tuple, checked: step objects, at least one that makes a frontier
-    (``run_loop``), every scalar declared by some step's functor, ``level`` an integer scalar
-    of one. ValueError/TypeError naming the argument."""
+    """The steps as a tuple, checked: step objects, every scalar given declared by some step's
+    functor and every one declared given (or ``level``), ``level`` an integer scalar of one.
+    ValueError/TypeError naming the argument."""
     if isinstance(steps, STEPS):
         steps = (steps,)
-    steps = tuple(steps)
+    if isinstance(steps, Functor):
+        raise TypeError(f"{what}: steps holds the Functor {steps.name}; wrap it in a step "
+                        f"(ComputeStep, FilterStep or AdvanceStep)")
+    try:
+        steps = tuple(steps)
+    except TypeError:
+        raise TypeError(f"{what}: steps must be a step or a list of steps; got "
+                        f"{type(steps).__name__}") from None
     if not steps:
         raise ValueError(f"{what}: steps is empty; give ComputeStep/FilterStep/AdvanceStep")
     for s in steps:
         if not isinstance(s, STEPS):
             raise TypeError(f"{what}: steps holds {type(s).__name__}; each step is a "
                             f"ComputeStep, FilterStep or AdvanceStep")
-        if not isinstance(s.functor, Functor):
-            raise TypeError(f"{what}: a step's functor must be a Functor, got "
-                            f"{type(s.functor).__name__}")
         if not isinstance(s, AdvanceStep) and s.functor.message is not None:
             raise TypeError(f"{what}: {s.functor.name} carries a message along arcs; only an "
                             f"AdvanceStep sends one")
@@ -185,6 +202,11 @@ def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
                             f"level's number needs an int or long long")
         if level in scalars:
             raise ValueError(f"{what}: {level!r} is the level scalar; do not give it as well")
+    for s in steps:
+        for p in s.functor.parsed:
+            if not p.array and p.name not in scalars and p.name != level:
+                raise TypeError(f"{what}: {s.functor.name} needs the scalar {p.name!r} (pass "
+                                f"{p.name}=... or level={p.name!r})")
     return steps
 
 

@@ -245,6 +245,8 @@ class IterateSolver(Solver):
     iteration: LinearIteration = None
     #: the app's name, for errors and logs
     app = "iterate"
+    #: what the app calls ``base``, for its errors (Katz: ``"beta"``)
+    base_name = "base"
     #: the ``auto`` rules it decides by (the command line prints them)
     rules = ITERATE_RULES
 
@@ -260,17 +262,19 @@ class IterateSolver(Solver):
             mode = ITERATE_RULES["mode"].decide({}).choice
         if partition not in PARTITIONS:
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
-        if not float(tol) > 0.0:
+        if not self._number("tol", tol) > 0.0:
             raise ValueError(f"tol must be > 0, got {tol!r}")
-        if int(max_iterations) < 1:
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)):
+            raise TypeError(f"{self.app}: max_iterations must be an int, got {max_iterations!r}")
+        if max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
         name = self.iteration.alpha_name
-        if not (np.isfinite(float(alpha)) and float(alpha) >= 0.0):
+        if not (np.isfinite(self._number(name, alpha)) and float(alpha) >= 0.0):
             raise ValueError(f"{self.app}: {name} must be finite and >= 0, got {alpha!r}")
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"{self.app}: normalize must be one of {NORMALIZATIONS}; got "
                              f"{normalize!r}")
-        if not np.isfinite(float(start)):
+        if not np.isfinite(self._number("start", start)):
             raise ValueError(f"{self.app}: start must be finite, got {start!r}")
         tuning = self.tuning = tuning if tuning is not None else PageRankTuning.from_environment()
         bsp_kernel, inplace = tuning.bsp_kernel, tuning.inplace
@@ -381,23 +385,37 @@ class IterateSolver(Solver):
             self.close()
             raise
 
+    def _number(self, name: str, value) -> float:
+        """``value`` as a float; a TypeError naming the argument where it is no number."""
+        if isinstance(value, (bool, str, bytes)) or np.ndim(value) != 0:
+            raise TypeError(f"{self.app}: {name} must be a number, got {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{self.app}: {name} must be a number, got {value!r}") from None
+
     def _check_base(self, base, n: int, mode: str):
         """``base`` as (one value, None) or (None, float64 array by position); errors name the
-        argument."""
+        argument (:attr:`base_name`)."""
+        name = self.base_name
         sign = " and >= 0 in async mode" if mode == "async" else ""
         if np.ndim(base) == 0:
-            value = float(base)
+            value = self._number(name, base)
             if not np.isfinite(value) or (mode == "async" and value < 0):
-                raise ValueError(f"{self.app}: base must be finite{sign}, got {base!r}")
+                raise ValueError(f"{self.app}: {name} must be finite{sign}, got {base!r}")
             return value, None
-        vec = np.asarray(base, dtype=np.float64)
+        try:
+            vec = np.asarray(base, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{self.app}: {name} must be a number or one number per vertex, "
+                            f"got {base!r}") from None
         if vec.shape != (n,):
-            raise ValueError(f"{self.app}: base needs one value per vertex ({n}), got shape "
+            raise ValueError(f"{self.app}: {name} needs one value per vertex ({n}), got shape "
                              f"{vec.shape}")
         bad = ~np.isfinite(vec) | ((vec < 0) if mode == "async" else False)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{self.app}: base must be finite{sign} (vertex at position {i} "
+            raise ValueError(f"{self.app}: {name} must be finite{sign} (vertex at position {i} "
                              f"has {vec[i]})")
         return 0.0, vec
 

@@ -22,7 +22,9 @@ relaxation; the relaxation says only what an arc offers, written twice:
   :func:`value_inf` and NumPy functions CuPy dispatches, such as ``np.where``): ``d`` the tails'
   values (int32 or float32), ``w`` the arcs' weights (integer or float32; the scalar 1 on a
   graph without weights; None for a relaxation that is not ``weighted``). :func:`value_add`
-  and :func:`value_inf` are the kernels' ``value_add`` and ``VALUE_INF`` for arrays.
+  and :func:`value_inf` are the kernels' ``value_add`` and ``VALUE_INF`` for arrays. It gives
+  one offer per arc, each at least the tail's value ``d`` (else the values around a cycle
+  fall forever); making a :class:`Relaxation` tries it on a sample and says where it does not.
 
 ``unit``: every arc adds exactly one (BFS). The engines then may expand level by level without
 a value per item: the direction-optimising pull (an unreached vertex claims depth ``level + 1``
@@ -90,12 +92,29 @@ class Relaxation:
         if self.unit and self.weighted:
             raise ValueError(f"Relaxation {self.name}: unit (every arc adds one) and weighted "
                              f"exclude each other")
+        self._try_numpy()
         if self.unit:
             d = np.array([0, 5], dtype=np.int32)
             got = np.asarray(self.numpy(d, None))
             if got.tolist() != [1, 6]:
                 raise ValueError(f"Relaxation {self.name}: unit says every arc adds one, but "
                                  f"numpy([0, 5], None) gives {got.tolist()}")
+
+    def _try_numpy(self) -> None:
+        """``numpy`` on a sample of two arcs: one offer per arc, none below its tail's value
+        (an offer below it would lower the values around a cycle forever). A sample, not a
+        proof: the errors catch the common slips early, with the relaxation named."""
+        d = np.array([0, 5], dtype=np.int32)
+        w = np.array([1, 3], dtype=np.int32) if self.weighted else None
+        got = np.asarray(self.numpy(d, w))
+        if got.shape != d.shape:
+            raise ValueError(f"Relaxation {self.name}: numpy(d, w) must give one offer per arc "
+                             f"(an array shaped as d); for d {d.tolist()} it got "
+                             f"{got.tolist() if got.ndim == 0 else f'shape {got.shape}'}")
+        if np.any(got < d):
+            raise ValueError(f"Relaxation {self.name}: numpy(d, w) offers {got.tolist()} for d "
+                             f"{d.tolist()}, below the tail's value; a min-relaxation's offers "
+                             f"must be >= d (as d + w with w >= 0) or it never settles")
 
     def adds_one(self, weights: bool) -> bool:
         """Whether every arc adds exactly one on a graph with (``weights``) or without weights:
