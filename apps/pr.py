@@ -46,9 +46,10 @@ class PageRank(IterateSolver):
     app = "pr"
 
     def __init__(self, graph, *, damping=0.85, personalization=None, **options):
-        if not 0.0 < float(damping) < 1.0:
+        d = self._number("damping", damping)
+        if not 0.0 < d < 1.0:
             raise ValueError(f"damping must be in (0, 1), got {damping!r}")
-        d = self.damping = float(damping)
+        self.damping = d
         n = int(graph.num_vertices)
         #: the teleport distribution by position (None: uniform)
         self.teleport = None if personalization is None else teleport_vector(graph, personalization)

@@ -25,7 +25,8 @@ from .errors import GrouteError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groute",
-        description="Asynchronous multi-GPU graph analytics (BFS, SSSP, PageRank, CC) and "
+        description="Asynchronous multi-GPU graph analytics (BFS, SSSP, PageRank, CC, k-core, "
+                    "SCC, betweenness, Katz) and "
                     "dataflow primitives, on CUDA GPUs or CPU virtual devices.")
     parser.add_argument("--version", action="version", version=f"groute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -983,3 +983,11 @@ def test_default_sweeps_follow_the_backend_devices_and_degrees():
     assert default_sweeps(kron, 1, "cuda") == default_sweeps(grid, 2, "cuda") == 8
     with PageRank(grid, backend="cpu", devices=2, mode="async", partition="contiguous") as s:
         assert s.run().stats["sweeps_per_round"] == 2
+
+
+def test_damping_that_is_no_number_names_the_argument():
+    g = load_graph("grid:5", cache=False)
+    with pytest.raises(TypeError, match="damping must be a number"):
+        PageRank(g, backend="cpu", devices=1, damping="x")
+    with pytest.raises(ValueError, match=r"damping must be in \(0, 1\)"):
+        PageRank(g, backend="cpu", devices=1, damping=1.5)
