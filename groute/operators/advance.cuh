@@ -309,6 +309,22 @@ __device__ __forceinline__ void gather_finish(const F& f, unsigned int* marks,
     }
 }
 
+// The members an advance functor shares when the value its arcs carry is their source vertex
+// itself and every visit succeeds: the generated operators' visitors and the fused loops'
+// derive from it and add their own visit (and, gathering, their accumulators).
+struct SourceVisitor {
+    static constexpr bool kMayFail = false;
+    static constexpr bool kBatchSmall = false;
+    __device__ __forceinline__ int value(int u) const { return u; }
+    __device__ __forceinline__ long long big_item(int u, int) const { return u; }
+    __device__ __forceinline__ void big_vertex(long long item, int& u, int& d) const {
+        u = (int)item;
+        d = u;
+    }
+    __device__ __forceinline__ bool visit_small(long long, int, int, int) const { return true; }
+    __device__ __forceinline__ void retry(int) const {}
+};
+
 // An advance functor made of two lambdas, for visits that always succeed: value_of(u) gives the
 // value u's arcs carry, visit(e, d) handles one arc. A hub's slot holds the vertex alone; its
 // value is asked again when its chunks are pushed.

@@ -34,21 +34,13 @@ struct GrouteGraph {{
 }};
 
 // Push visits: an owned target is visited here, another device's is queued for its owner.
-struct GroutePush {{
-    static constexpr bool kMayFail = false;
-    static constexpr bool kBatchSmall = false;
+struct GroutePush : SourceVisitor {{  // its arcs carry their source u
     const int* indices; long long first, end;
     int* out; int* out_count; unsigned int* out_bits;
     int* remote; int* remote_count; groute_msg_t* remote_msg;
     groute_msg_t* acc; const unsigned int* cand_bits;     // a gathering functor's
     struct Params {{
 {members}    }} p;
-    // the value an arc carries through the advance template is its source u itself
-    __device__ __forceinline__ int value(int u) const {{ return u; }}
-    __device__ __forceinline__ long long big_item(int u, int) const {{ return u; }}
-    __device__ __forceinline__ void big_vertex(long long item, int& u, int& d) const {{
-        u = (int)item; d = u;
-    }}
     __device__ __forceinline__ bool visit(long long e, int u) const {{
         const int groute_t = indices[e];
 {msg_local}        if (groute_t >= first && groute_t < end) {{
@@ -59,8 +51,6 @@ struct GroutePush {{
 {msg_store}        }}
         return true;
     }}
-    __device__ __forceinline__ bool visit_small(long long, int, int, int) const {{ return true; }}
-    __device__ __forceinline__ void retry(int) const {{}}
 }};
 
 #define GROUTE_PUSH_ARGS const long long* indptr, const int* indices, long long* big_items, \
@@ -70,7 +60,7 @@ struct GroutePush {{
     const unsigned int* groute_cand
 #define GROUTE_PUSH_SETUP \
     const GrouteGraph groute_a{{indptr, indices, big_items, big_first_chunk, counters}}; \
-    const GroutePush groute_f{{indices, first, end, out, out_count, out_bits, remote, \
+    const GroutePush groute_f{{{{}}, indices, first, end, out, out_count, out_bits, remote, \
                                remote_count, remote_msg, groute_acc, groute_cand, {{{args}}}}}; \
     const long long groute_tid = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
     const long long groute_warp = groute_tid >> 5; \

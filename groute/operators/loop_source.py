@@ -129,6 +129,19 @@ __device__ __forceinline__ int groute_produce_begin(GrouteRun& r) {{
     groute_clear(r);
     return slot;
 }}
+// An advance step's push: a tiny frontier a warp per vertex, else the load-balanced advance;
+// then, after a grid barrier, the hubs' chunks that the first part reserved.
+template <class G, class F>
+__device__ __forceinline__ void groute_push(GrouteRun& r, const G& g, const F& f, const int* q,
+                                            long long n, int slot, unsigned long long& processed,
+                                            unsigned long long& edges) {{
+    if (n <= r.nwarps)
+        advance_push_warps(g, f, q, n, slot, r.warp, r.nwarps, r.lane, processed, edges);
+    else
+        advance_push(g, f, q, n, slot, r.warp, r.nwarps, r.lane, processed, edges);
+    grid_barrier(r.bar, r.bar_target);
+    advance_push_big(g, f, __ldcg(&r.ctl[slot]), r.warp, r.nwarps, r.lane);
+}}
 // ... and ends: after the barrier every block reads its output's count.
 __device__ __forceinline__ long long groute_produce_end(GrouteRun& r, int slot) {{
     grid_barrier(r.bar, r.bar_target);
@@ -139,47 +152,29 @@ __device__ __forceinline__ long long groute_produce_end(GrouteRun& r, int slot) 
 
 _VISITOR = r"""
 // The visits of step {i}'s push: an accepted target joins the output once (bitmap_claim).
-struct GrouteVisit{i} {{
-    static constexpr bool kMayFail = false;
-    static constexpr bool kBatchSmall = false;
+struct GrouteVisit{i} : SourceVisitor {{
     const int* indices; int* out; int* out_count; unsigned int* out_bits; const GrouteParams* p;
-    __device__ __forceinline__ int value(int u) const {{ return u; }}
-    __device__ __forceinline__ long long big_item(int u, int) const {{ return u; }}
-    __device__ __forceinline__ void big_vertex(long long item, int& u, int& d) const {{
-        u = (int)item; d = u;
-    }}
     __device__ __forceinline__ bool visit(long long e, int u) const {{
         const int v = indices[e];
 {msg_local}        if (groute_fn_{i}(v{msg_arg}{args}) && bitmap_claim(out_bits, v))
             queue_push(out, out_count, v);
         return true;
     }}
-    __device__ __forceinline__ bool visit_small(long long, int, int, int) const {{ return true; }}
-    __device__ __forceinline__ void retry(int) const {{}}
 }};
 """
 
 _GATHER_FUNCTOR = r"""
 // Step {i}'s gathering advance: the push's visits (advance_push's functor: deposit and mark)
 // and the pull's (advance_gather's), the same accumulators and marks.
-struct GrouteGather{i} {{
-    static constexpr bool kMayFail = false;
-    static constexpr bool kBatchSmall = false;
+struct GrouteGather{i} : SourceVisitor {{
     typedef groute_msg_t_{i} Acc;
     const int* indices; int* out; int* out_count; unsigned int* marks;
     const unsigned int* front_bits; Acc* acc; const GrouteParams* p;
-    __device__ __forceinline__ int value(int u) const {{ return u; }}
-    __device__ __forceinline__ long long big_item(int u, int) const {{ return u; }}
-    __device__ __forceinline__ void big_vertex(long long item, int& u, int& d) const {{
-        u = (int)item; d = u;
-    }}
     __device__ __forceinline__ bool visit(long long e, int u) const {{
         const int v = indices[e];
         if (wants(v)) deposit(v, message(u));
         return true;
     }}
-    __device__ __forceinline__ bool visit_small(long long, int, int, int) const {{ return true; }}
-    __device__ __forceinline__ void retry(int) const {{}}
     __device__ __forceinline__ bool wants(long long v) const {{
         return groute_wants_{i}((int)v{args});
     }}
@@ -226,7 +221,7 @@ _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arc
         unsigned int* groute_front = groute_r.bits + 2 * groute_r.words;
         groute_msg_t_{i}* groute_acc =
             (groute_msg_t_{i}*)(groute_r.gather_acc + {region} * groute_r.n_local);
-        const GrouteGather{i} groute_f{{groute_r.{push_graph}.indices, groute_to,
+        const GrouteGather{i} groute_f{{{{}}, groute_r.{push_graph}.indices, groute_to,
                                        &groute_r.counts[groute_slot], groute_marks, groute_front,
                                        groute_acc, &groute_p}};
         unsigned long long groute_processed = 0, groute_edges = 0;
@@ -243,17 +238,8 @@ _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arc
             for (long long groute_i = groute_r.tid; groute_i < groute_n; groute_i += groute_r.nthreads)
                 groute_front[__ldcg(&groute_q[groute_i]) >> 5] = 0u;
         }} else {{
-            if (groute_n <= groute_r.nwarps)
-                advance_push_warps(groute_r.{push_graph}, groute_f, groute_q, groute_n, groute_slot,
-                                   groute_r.warp, groute_r.nwarps, groute_r.lane,
-                                   groute_processed, groute_edges);
-            else
-                advance_push(groute_r.{push_graph}, groute_f, groute_q, groute_n, groute_slot,
-                             groute_r.warp, groute_r.nwarps, groute_r.lane, groute_processed,
-                             groute_edges);
-            grid_barrier(groute_r.bar, groute_r.bar_target);
-            advance_push_big(groute_r.{push_graph}, groute_f, __ldcg(&groute_r.ctl[groute_slot]),
-                             groute_r.warp, groute_r.nwarps, groute_r.lane);
+            groute_push(groute_r, groute_r.{push_graph}, groute_f, groute_q, groute_n, groute_slot,
+                        groute_processed, groute_edges);
             grid_barrier(groute_r.bar, groute_r.bar_target);
         }}
         gather_finish(groute_f, groute_marks, groute_acc, groute_r.n_local, groute_r.tid,
@@ -288,20 +274,11 @@ _ADVANCE = r"""    {{  // step {i}: advance({name}) over the {over}-arcs
         const int groute_slot = groute_produce_begin(groute_r);
         int* groute_to = {out};
         unsigned int* groute_bits = groute_r.bits + (groute_r.adv & 1) * groute_r.words;
-        const GrouteVisit{i} groute_f{{groute_r.{graph}.indices, groute_to,
+        const GrouteVisit{i} groute_f{{{{}}, groute_r.{graph}.indices, groute_to,
                                       &groute_r.counts[groute_slot], groute_bits, &groute_p}};
         unsigned long long groute_processed = 0, groute_edges = 0;
-        if (groute_n <= groute_r.nwarps)
-            advance_push_warps(groute_r.{graph}, groute_f, groute_q, groute_n, groute_slot,
-                               groute_r.warp, groute_r.nwarps, groute_r.lane, groute_processed,
-                               groute_edges);
-        else
-            advance_push(groute_r.{graph}, groute_f, groute_q, groute_n, groute_slot,
-                         groute_r.warp, groute_r.nwarps, groute_r.lane, groute_processed,
-                         groute_edges);
-        grid_barrier(groute_r.bar, groute_r.bar_target);
-        advance_push_big(groute_r.{graph}, groute_f, __ldcg(&groute_r.ctl[groute_slot]),
-                         groute_r.warp, groute_r.nwarps, groute_r.lane);
+        groute_push(groute_r, groute_r.{graph}, groute_f, groute_q, groute_n, groute_slot,
+                    groute_processed, groute_edges);
         groute_n = groute_produce_end(groute_r, groute_slot);
         groute_q = groute_to;
         groute_r.clear_q = groute_q;
