@@ -1,0 +1,213 @@
+#!/usr/bin/env python
+"""Probe: where the time of BFS, SSSP, PageRank and CC goes on one GPU, against the bandwidth
+floor (the CSR read once at the measured copy rate), and betweenness' time per source split
+into its forward loop, backward sweep and accumulation.
+
+Per (app, graph): the app's own time (median of ``--repeat`` runs after a warm-up, the mode
+``auto`` picks), then a traced run: BFS/SSSP the peer kernel's per-level stamps
+(``TraversalTuning.trace``), PageRank the persistent kernel's per-iteration phases
+(``PageRankTuning.trace``). One JSON line per case::
+
+    python benchmarks/gpu_where_time_goes.py --graphs kron:21,grid:4900
+    python benchmarks/gpu_where_time_goes.py --only bc --bc-sources 16
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+
+
+def line(**kw):
+    print(json.dumps(kw, default=str), flush=True)
+
+
+def copy_rate():
+    """Bytes per second of a 1 GiB device copy (read + write), median of 5."""
+    import cupy
+    a = cupy.ones(1 << 28, dtype=cupy.float32)
+    b = cupy.empty_like(a)
+    ts = []
+    for _ in range(6):
+        s, e = cupy.cuda.Event(), cupy.cuda.Event()
+        s.record()
+        b[...] = a
+        e.record()
+        e.synchronize()
+        ts.append(cupy.cuda.get_elapsed_time(s, e) / 1e3)
+    return 2 * a.nbytes / statistics.median(ts[1:])
+
+
+def timed(solver, repeat, *args):
+    solver.run(*args)
+    ts, res = [], None
+    for _ in range(repeat):
+        res = solver.run(*args)
+        ts.append(res.time_s)
+    return statistics.median(ts) * 1e3, res
+
+
+def summarize_levels(rows):
+    """Per-level [A, B, expansion, C] microseconds -> totals and the heaviest levels."""
+    if not rows:
+        return None
+    cols = list(zip(*rows))
+    per = [sum(r) for r in rows]
+    heavy = sorted(range(len(rows)), key=lambda i: -per[i])[:4]
+    light = sorted(per)[: max(1, len(per) // 2)]
+    return {"levels": len(rows), "total_us": round(sum(per), 1),
+            "A_us": round(sum(cols[0]), 1), "B_us": round(sum(cols[1]), 1),
+            "expand_us": round(sum(cols[2]), 1), "C_us": round(sum(cols[3]), 1),
+            "median_level_us": round(statistics.median(per), 2),
+            "light_half_mean_us": round(sum(light) / len(light), 2),
+            "heaviest": {i: rows[i] for i in heavy}}
+
+
+def traversal(g, app, cls, src, repeat, rate, floor_ms):
+    from groute.tuning import TraversalTuning
+    with cls(g, backend="cuda", devices=1) as s:
+        ms, r = timed(s, repeat, src)
+    st = r.stats
+    line(graph=g.name, app=app, ms=round(ms, 3), floor_ms=round(floor_ms, 4),
+         over_floor=round(ms / floor_ms, 1), mode=st.get("mode"), exchange=st.get("exchange"),
+         levels=st.get("bsp_levels") or st.get("levels"), rounds=st.get("rounds"))
+    t = dataclasses.replace(TraversalTuning.from_environment(), trace=True)
+    with cls(g, backend="cuda", devices=1, mode="bsp", tuning=t) as s:
+        ms_t, r = timed(s, max(1, repeat // 3), src)
+    tr = r.stats.get("level_trace_us")
+    line(graph=g.name, app=app, traced_ms=round(ms_t, 3), exchange=r.stats.get("exchange"),
+         trace=summarize_levels(tr[0]) if tr else None)
+
+
+def pagerank(g, repeat, rate, floor_ms):
+    from groute.apps.pr import PageRank
+    from groute.tuning import PageRankTuning
+    with PageRank(g, backend="cuda", devices=1) as s:
+        ms, r = timed(s, repeat)
+    st = r.stats
+    it = st.get("iterations")
+    line(graph=g.name, app="pr", ms=round(ms, 3), floor_ms=round(floor_ms, 4),
+         over_floor=round(ms / floor_ms, 1), iterations=it,
+         ms_per_iteration=round(ms / it, 4) if it else None, layout=st.get("layout"),
+         persistent=st.get("persistent"), bsp_kernel=st.get("bsp_kernel"))
+    for pers in (False, True):
+        t = dataclasses.replace(PageRankTuning.from_environment(), persistent=pers, trace=pers)
+        try:
+            with PageRank(g, backend="cuda", devices=1, tuning=t) as s:
+                ms2, r = timed(s, max(1, repeat // 2))
+            it = r.stats.get("iterations")
+            line(graph=g.name, app="pr", persistent=pers, ms=round(ms2, 3), iterations=it,
+                 ms_per_iteration=round(ms2 / it, 4) if it else None,
+                 iteration_trace=r.stats.get("iteration_trace"))
+        except Exception as exc:  # noqa: BLE001
+            line(graph=g.name, app="pr", persistent=pers, error=repr(exc)[:300])
+
+
+def cc(g, repeat, rate, floor_ms):
+    from groute.apps.cc import CC
+    with CC(g, backend="cuda", devices=1) as s:
+        ms, r = timed(s, repeat)
+    line(graph=g.name, app="cc", ms=round(ms, 3), floor_ms=round(floor_ms, 4),
+         over_floor=round(ms / floor_ms, 1),
+         stats={k: v for k, v in r.stats.items() if isinstance(v, (int, float, str))})
+
+
+def betweenness(spec, sources):
+    """Per source: forward loop, backward sweep and accumulate, each synchronised."""
+    import cupy
+    import numpy as np
+    from groute.apps.betweenness import ACCUMULATE, Betweenness, sample_sources
+    from groute.graph import load_graph
+    from groute.operators import compute, run_loop, sweep
+    g = load_graph(spec)
+    picks = sample_sources(g.num_vertices, sources, 0)
+    with Betweenness(g, backend="cuda", devices=1, loop="fused") as solver:
+        t0 = time.perf_counter()
+        r = solver.run([g.file_id_of(p) for p in picks])
+        whole = (time.perf_counter() - t0) / sources
+        t0 = time.perf_counter()
+        r = solver.run([g.file_id_of(p) for p in picks])
+        whole = (time.perf_counter() - t0) / sources
+        eng = solver.engine
+        everything = eng.all_vertices()
+        sync = cupy.cuda.runtime.deviceSynchronize
+        parts = {"forward": [], "backward": [], "accumulate": []}
+        depths = []
+        compute(everything, ACCUMULATE, next_source=0, reached=1.0, endpoints=0)
+        for i, s in enumerate(picks):
+            sync()
+            a = time.perf_counter()
+            fwd = run_loop(eng.frontier([s]), solver.forward_pass, level="d", keep=True)
+            sync()
+            b = time.perf_counter()
+            levels = fwd.frontiers
+            sweep(levels[1:], solver.backward_pass, level="level", reverse=True)
+            sync()
+            c = time.perf_counter()
+            compute(everything, ACCUMULATE, next_source=i + 1, reached=float(levels.total),
+                    endpoints=0)
+            sync()
+            d = time.perf_counter()
+            parts["forward"].append(b - a)
+            parts["backward"].append(c - b)
+            parts["accumulate"].append(d - c)
+            depths.append(len(levels))
+    line(graph=spec, app="bc", sources=sources, ms_per_source=round(whole * 1e3, 3),
+         loop=r.stats.get("loop"),
+         split_ms={k: round(statistics.median(v) * 1e3, 3) for k, v in parts.items()},
+         levels_median=statistics.median(depths), levels_max=max(depths),
+         frontier_sizes_first=[len(f) for f in levels] if depths else None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graphs", default="kron:21,grid:4900")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--only", default="bfs,sssp,pr,cc,bc")
+    ap.add_argument("--bc-graph", default="kron:21")
+    ap.add_argument("--bc-sources", type=int, default=16)
+    a = ap.parse_args()
+    import numpy as np
+    from groute.apps.bfs import BFS
+    from groute.apps.sssp import SSSP
+    from groute.graph import load_graph
+    only = set(a.only.split(","))
+    rate = copy_rate()
+    line(copy_GBps=round(rate / 1e9, 1))
+    for spec in a.graphs.split(","):
+        if not only & {"bfs", "sssp", "pr", "cc"}:
+            break
+        t0 = time.perf_counter()
+        g = load_graph(spec)
+        src = int(g.ids[int(np.argmax(np.diff(g.indptr)))])
+        csr = 8 * (g.num_vertices + 1) + 4 * g.num_edges
+        floor_ms = (csr + 4 * g.num_vertices) / rate * 1e3
+        line(graph=spec, vertices=g.num_vertices, arcs=g.num_edges,
+             load_s=round(time.perf_counter() - t0, 1))
+        for app, fn in (("bfs", lambda: traversal(g, "bfs", BFS, src, a.repeat, rate, floor_ms)),
+                        ("pr", lambda: pagerank(g, a.repeat, rate, floor_ms)),
+                        ("cc", lambda: cc(g, a.repeat, rate, floor_ms))):
+            if app in only:
+                try:
+                    fn()
+                except Exception as exc:  # noqa: BLE001
+                    line(graph=spec, app=app, error=repr(exc)[:400])
+        if "sssp" in only:
+            try:
+                gw = load_graph(spec, weighted=True)
+                fw = (csr + 4 * gw.num_edges + 4 * g.num_vertices) / rate * 1e3
+                traversal(gw, "sssp", SSSP, src, a.repeat, rate, fw)
+            except Exception as exc:  # noqa: BLE001
+                line(graph=spec, app="sssp", error=repr(exc)[:400])
+    if "bc" in only:
+        try:
+            betweenness(a.bc_graph, a.bc_sources)
+        except Exception as exc:  # noqa: BLE001
+            import traceback
+            line(app="bc", error=traceback.format_exc()[-800:])
+
+
+if __name__ == "__main__":
+    main()
