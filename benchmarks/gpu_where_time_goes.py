@@ -79,6 +79,20 @@ def traversal(g, app, cls, src, repeat, rate, floor_ms):
     tr = r.stats.get("level_trace_us")
     line(graph=g.name, app=app, traced_ms=round(ms_t, 3), exchange=r.stats.get("exchange"),
          trace=summarize_levels(tr[0]) if tr else None)
+    # the fixed cost of a run: the same solver from a source it does not expand (BFS: depth
+    # limit 0; both: a vertex without out-arcs, where the graph has one)
+    import numpy as np
+    lonely = np.flatnonzero(np.diff(g.indptr) == 0)
+    with cls(g, backend="cuda", devices=1) as s:
+        if app == "bfs":
+            s.run(src, depth_limit=0)
+            ts = [s.run(src, depth_limit=0).time_s for _ in range(repeat)]
+            line(graph=g.name, app=app, fixed="depth_limit=0",
+                 ms=round(statistics.median(ts) * 1e3, 3))
+        if lonely.size:
+            ms0, r = timed(s, repeat, int(g.ids[int(lonely[0])]))
+            line(graph=g.name, app=app, fixed="source without out-arcs", ms=round(ms0, 3),
+                 levels=r.stats.get("bsp_levels") or r.stats.get("levels"))
 
 
 def pagerank(g, repeat, rate, floor_ms):
@@ -112,6 +126,46 @@ def cc(g, repeat, rate, floor_ms):
     line(graph=g.name, app="cc", ms=round(ms, 3), floor_ms=round(floor_ms, 4),
          over_floor=round(ms / floor_ms, 1),
          stats={k: v for k, v in r.stats.items() if isinstance(v, (int, float, str))})
+    cc_phases(g, repeat)
+
+
+def cc_phases(g, repeat):
+    """CUDA events after each of CC's phases on one device (the host's time between phases
+    shows in the phase after it)."""
+    import cupy
+    from groute.apps.cc import CC
+    with CC(g, backend="cuda", devices=1) as s:
+        s.run()
+        dev = s.devs[0]
+        marks = []
+
+        def wrap(name):
+            fn = getattr(dev, name)
+
+            def inner(*a, **k):
+                out = fn(*a, **k)
+                e = cupy.cuda.Event()
+                e.record(dev.stream.raw)
+                marks.append((name, e))
+                return out
+            setattr(dev, name, inner)
+        for name in ("reset", "link_round", "compress", "sample_mode", "link_rest"):
+            wrap(name)
+        rows = []
+        for _ in range(repeat):
+            marks.clear()
+            start = cupy.cuda.Event()
+            start.record(dev.stream.raw)
+            s.run()
+            marks[-1][1].synchronize()
+            prev, row = start, []
+            for name, e in marks:
+                row.append((name, cupy.cuda.get_elapsed_time(prev, e) * 1e3))
+                prev = e
+            rows.append(row)
+    names = [n for n, _ in rows[0]]
+    line(graph=g.name, app="cc", phases_us=[[names[i], round(statistics.median(
+        r[i][1] for r in rows), 1)] for i in range(len(names))])
 
 
 def betweenness(spec, sources):

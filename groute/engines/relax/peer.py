@@ -255,7 +255,8 @@ class PeerTraversal:
             t = self.trace[i].get().astype(np.int64).reshape(TRACE_LEVELS, 4)
         rows = []
         for L in range(min(levels, TRACE_LEVELS)):
-            end = t[L + 1, 0] if L + 1 < TRACE_LEVELS else t[L, 3]
+            # the last level's end: the next level's start where one was stamped
+            end = t[L + 1, 0] if L + 1 < TRACE_LEVELS and t[L + 1, 0] >= t[L, 3] else t[L, 3]
             a, b, x = t[L, 1] - t[L, 0], t[L, 2] - t[L, 1], t[L, 3] - t[L, 2]
             rows.append([round(v / 1e3, 1) for v in (a, b, x, end - t[L, 3])])
         return rows
