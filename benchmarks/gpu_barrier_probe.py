@@ -7,7 +7,11 @@ and polling back-offs (``SPIN_NS``), and the persistent PageRank's per-iteration
 (barrier, leader's cross-device wait and stopping rule, barrier, broadcast read) next to a
 one-barrier broadcast variant, so the cost can be attributed before changing the kernels.
 
-    python benchmarks/gpu_barrier_probe.py [--iters 2000]
+    python benchmarks/gpu_barrier_probe.py [--iters 2000] [--headers DIR ...]
+
+``--headers``: folders holding another ``barriers.cuh`` (e.g. an older commit's, from ``git
+show REV:groute/operators/barriers.cuh``), each timed in the same run after the checkout's own,
+so a change to the barrier is measured before and after on one machine.
 """
 from __future__ import annotations
 
@@ -78,6 +82,9 @@ extern "C" __global__ void one_bar_protocol(int iters, unsigned int* count, unsi
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--headers", nargs="*", default=[],
+                    help="folders with another barriers.cuh, timed after the checkout's own")
+    ap.add_argument("--spins", default="0,32,128", help="SPIN_NS values, comma separated")
     args = ap.parse_args()
     import cupy
     import numpy as np
@@ -86,8 +93,10 @@ def main():
     sms = cupy.cuda.Device(0).attributes["MultiProcessorCount"]
     print(f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}: {sms} SMs", flush=True)
 
-    def module(spin):
-        return cupy.RawModule(code=SOURCE, options=("-std=c++17", f"-I{inc}", f"-DSPIN_NS={spin}"),
+    def module(spin, first):
+        # the first folder wins the search for barriers.cuh; the rest come from the checkout
+        return cupy.RawModule(code=SOURCE, options=("-std=c++17", f"-I{first}", f"-I{inc}",
+                                                    f"-DSPIN_NS={spin}"),
                               enable_cooperative_groups=True)
 
     def timed(fn, grid, block, args_of, reps=3):
@@ -103,8 +112,10 @@ def main():
         return best
 
     stats = cupy.ones(args.iters + 1, np.float64)
-    for spin in (0, 32, 128):
-        m = module(spin)
+    for first, spin in [(h, int(sp)) for h in [str(inc), *args.headers]
+                        for sp in args.spins.split(",")]:
+        print(f"barriers.cuh from {first}", flush=True)
+        m = module(spin, first)
         loop, two, one = (m.get_function(n) for n in ("bar_loop", "two_bar_protocol", "one_bar_protocol"))
         for block in (256, 512, 1024):
             per_sm = resident_blocks_per_sm(loop, block, 0)
