@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from .generated import functor_functions
 from .loop import AdvanceStep, ComputeStep, FilterStep
+from .rounds import Compute, Loop, body_steps
 
 #: threads per block of the fused kernels
 BLOCK = 256
@@ -386,6 +387,87 @@ extern "C" __global__ void __launch_bounds__({block}) groute_sweep(
 {sweep_levels}}}
 """
 
+_INT_MAX = 2147483647
+
+# One round per seed from groute_round0 (that round resumes at item groute_item0, a kept Loop
+# whose store filled, from level groute_resume_level). A round begins with the advances' two
+# bitmaps clean (whatever the last round's steps left) and its seed as level 0 of the store.
+_ROUNDS = r"""
+extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
+        GROUTE_RUN_ARGS, const int* groute_seeds, int groute_round0, int groute_rounds,
+        int groute_item0, int groute_resume_level, int* groute_store, long long* groute_offsets,
+        long long groute_capacity, int groute_offsets_capacity,
+        long long* groute_tally{comma_decls}) {{
+    GROUTE_RUN_INIT
+    GrouteParams groute_p{{{param_names}}};
+    int groute_kept = 0;
+    for (int groute_round = groute_round0; groute_round < groute_rounds; ++groute_round) {{
+        const int groute_from = groute_round == groute_round0 ? groute_item0 : 0;
+        groute_r.clear_n = 0;
+        for (long long groute_i = groute_r.tid; groute_i < 2 * groute_r.words; groute_i += groute_r.nthreads)
+            groute_r.bits[groute_i] = 0u;
+        if (groute_r.tid == 0) groute_store[0] = groute_seeds[groute_round];
+        grid_barrier(groute_r.bar, groute_r.bar_target);
+{set_index}{items}    }}
+    if (groute_r.tid == 0) {{
+        int* groute_result = (int*)(groute_ctl + 6);
+        groute_result[0] = groute_rounds;
+        groute_result[1] = {EMPTIED};
+    }}
+}}
+"""
+
+# A Loop from the round's seed; its levels run and deepest level go to the tally. When the
+# store fills, the launch ends there (ctl: [6] the round and the status, [7] the frontier's
+# count, [8] where it starts, [11] the item, [12] the level) and the host launches again from
+# that level with a bigger store. After it, a barrier: the store's offsets are read next.
+_ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
+{reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
+            const int* groute_first_q = groute_seeds + groute_round;
+            const long long groute_first_n = 1;
+            int* const groute_levels = groute_store;
+            const int groute_keep = {keep};
+            const int groute_level0 = groute_resume ? groute_resume_level : 0;
+            const int groute_max_run = {max_run} - groute_level0;
+            const long long groute_start = {start};
+            (void)groute_start;
+{loop_levels}            if (groute_r.tid == 0) {{
+                groute_tally[{tally}] += groute_level - groute_level0;
+                if (groute_level > groute_tally[{tally} + 1]) groute_tally[{tally} + 1] = groute_level;
+            }}
+            if (groute_status == {STORE_FULL}) {{
+                if (groute_r.tid == 0) {{
+                    int* groute_result = (int*)(groute_ctl + 6);
+                    groute_result[0] = groute_round;
+                    groute_result[1] = {STORE_FULL};
+                    groute_ctl[7] = (unsigned long long)groute_n;
+                    groute_ctl[8] = (unsigned long long)groute_at;
+                    groute_ctl[11] = {j};
+                    groute_ctl[12] = (unsigned long long)groute_level;
+                }}
+                return;
+            }}
+{kept}            grid_barrier(groute_r.bar, groute_r.bar_target);
+        }}
+"""
+
+# A Sweep over the levels the last kept Loop kept, from level {skip}.
+_ROUND_SWEEP = r"""        if (groute_from <= {j}) {{  // item {j}: Sweep
+{reset}            const int* groute_levels = groute_store;
+            const int groute_lo = {skip}, groute_hi = groute_kept, groute_reverse = {reverse};
+            const long long groute_start = {start};
+            (void)groute_start;
+{sweep_levels}            if (groute_r.tid == 0 && groute_hi > groute_lo)
+                groute_tally[{tally}] += groute_hi - groute_lo;
+        }}
+"""
+
+_ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on {over}
+            groute_run_level_{j}(groute_r, groute_p, {q}, nullptr);
+            if (groute_r.tid == 0) ++groute_tally[{tally}];
+        }}
+"""
+
 
 def loop_params(steps, where: str) -> list:
     """Every parameter of the steps' functors once, in order of appearance; ValueError naming
@@ -476,14 +558,14 @@ def _set(params, name, value) -> str:
     return f"        groute_p.{name} = ({_ctype_of(params, name)})({value});\n"
 
 
-def _module(groups, all_steps, where, title, kernels, **fields) -> str:
-    """A module: the prelude, the functors, a level function ``groute_run_level<suffix>`` for
-    each group ``(steps, level, suffix, everything)``, then ``kernels`` formatted with the
-    module's fields and ``fields``, and per group ``loop_levels<suffix>`` and
+def _module(groups, all_steps, where, title) -> tuple[str, dict]:
+    """A module's text up to its kernels: the prelude, the functors, a level function
+    ``groute_run_level<suffix>`` for each group ``(steps, level, suffix, everything)``; and the
+    fields its kernels are formatted with, among them per group ``loop_levels<suffix>`` and
     ``sweep_levels<suffix>``: the loop and the sweep of that group's levels, to splice."""
     params = loop_params(all_steps, where)
     intermediate = buffers(all_steps) - 2     # groute_bufs[0], [1]: a level's intermediates
-    parts, run_members, code, first = [], [], [], 0
+    parts, run_members, code, first, fields = [], [], [], 0, {}
     for steps, level, suffix, everything in groups:
         body = _group(steps, first, all_steps, where, parts, run_members, everything)
         first += len(steps)
@@ -495,17 +577,57 @@ def _module(groups, all_steps, where, title, kernels, **fields) -> str:
         fields[f"sweep_levels{suffix}"] = _SWEEP_LEVELS.format(**at)
     members = "".join(f"    {_kernel_decl(p)};\n" for p in params)
     decls = ", ".join(_kernel_decl(p) for p in params)
-    return (_PRELUDE.format(title=title, members=members, run_members="".join(run_members))
-            + "".join(parts) + "".join(code)
-            + kernels.format(block=BLOCK, comma_decls=f", {decls}" if decls else "",
-                             param_names=", ".join(p.name for p in params), **fields))
+    fields.update(block=BLOCK, comma_decls=f", {decls}" if decls else "",
+                  param_names=", ".join(p.name for p in params), params=params)
+    head = (_PRELUDE.format(title=title, members=members, run_members="".join(run_members))
+            + "".join(parts) + "".join(code))
+    return head, fields
 
 
 def source(steps, level: str | None, where: str) -> str:
     """The CUDA source of the fused loop of ``steps`` (module docstring): ``groute_loop`` and
     ``groute_sweep``; ``level``: the scalar set to ``start`` plus the level's number."""
     title = ", ".join(f"{type(s).__name__}({s.functor.name})" for s in steps)
-    return _module([(steps, level, "", False)], list(steps), where, title, _KERNELS)
+    head, fields = _module([(steps, level, "", False)], list(steps), where, title)
+    return head + _KERNELS.format(**fields)
+
+
+def rounds_source(body, index: str | None, total: str | None, where: str) -> str:
+    """The CUDA source of ``groute_rounds``: one round of ``body`` (the items of
+    :mod:`groute.operators.rounds`) per seed (module docstring); ``index``: the scalar set to
+    the round's number, ``total``: the one set to the vertices a kept Loop kept."""
+    all_steps = body_steps(body)
+    groups = [(item.steps, item.level, f"_{j}",
+               isinstance(item, Compute) and item.over == "all") for j, item in enumerate(body)]
+    title = "rounds of " + ", ".join(
+        f"{type(item).__name__}({', '.join(s.functor.name for s in item.steps)})"
+        for item in body)
+    head, fields = _module(groups, all_steps, where, title)
+    params, items, first = fields["params"], [], 0
+    for j, item in enumerate(body):
+        reset = "".join(f"            groute_r.pulling_{first + i} = 0; "
+                        f"groute_r.explored_{first + i} = 0;\n"
+                        for i, s in enumerate(item.steps)
+                        if isinstance(s, AdvanceStep) and s.functor.gather is not None
+                        and s.direction == "auto")
+        first += len(item.steps)
+        if isinstance(item, Compute):
+            items.append(_ROUND_COMPUTE.format(
+                j=j, over=item.over, tally=2 * j,
+                q="nullptr, 0" if item.over == "all" else "groute_seeds + groute_round, 1"))
+        elif isinstance(item, Loop):
+            items.append(_ROUND_LOOP.format(
+                j=j, reset=reset, keep=int(item.keep), start=item.start, tally=2 * j,
+                max_run=_INT_MAX if item.max_levels is None else item.max_levels,
+                loop_levels=fields[f"loop_levels_{j}"], STORE_FULL=STORE_FULL,
+                kept="" if not item.keep else "            groute_kept = groute_level;\n"
+                + _set(params, total, "groute_at")))
+        else:
+            items.append(_ROUND_SWEEP.format(j=j, reset=reset, skip=item.skip,
+                                             reverse=int(item.reverse), start=item.start,
+                                             tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"]))
+    return head + _ROUNDS.format(items="".join(items), EMPTIED=EMPTIED,
+                                 set_index=_set(params, index, "groute_round"), **fields)
 
 
 def _gather_step(step, i, out, region, run_members) -> str:
