@@ -8,7 +8,9 @@ multiprocessors, launched cooperatively, so the grid barrier between steps canno
 The host launches once and reads the control block once (levels run, why it stopped, the
 last frontier's count). With ``keep`` the levels' queues stay on the device back to back with
 their offsets (:class:`DeviceLevels`); when that store fills, the host grows it and launches
-again from the level it reached.
+again from the level it reached. Rounds (``run_rounds``) are one launch of ``groute_rounds`` for
+every seed, the store reused per round, the control block and a tally of levels per item read
+once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
 loop.

@@ -15,6 +15,12 @@ call it:
 - ``groute_sweep``: the kept levels ``[lo, hi)``, one after the other (``reverse``: the last
   first), their new frontiers dropped.
 
+The loop and the sweep of a group of steps are templates spliced into the kernels that run
+them, so :func:`rounds_source` (``groute_rounds``: a body of Loop, Sweep and Compute items of
+:mod:`groute.operators.rounds` once per seed, each item's steps a group with a level function of
+its own, ``groute_run_level_<item>``) runs the same level code as ``groute_loop`` and
+``groute_sweep``.
+
 A gathering advance (``Functor(gather=...)``) pushes or pulls per level (``"auto"``: Beamer's
 rule of ``direction.cuh``, its state carried from level to level in every thread, the
 frontier's arcs counted when it is large enough to scout). Its push deposits each arc's
