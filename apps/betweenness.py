@@ -6,27 +6,26 @@ seed=None, *, sources=None)``: as NetworkX's ``betweenness_centrality``, the sha
 shortest paths between other pairs of vertices that pass through each vertex.
 ``result.to_dict()`` is ``{id: float}``.
 
-Per source ``s`` (Brandes' algorithm, unweighted):
+Per source ``s`` (Brandes' algorithm, unweighted), one *round* of :func:`run_rounds` (every
+source's round in one call; on one CUDA device every round in one persistent launch, with no
+host step between sources, ``groute.engines.LOOP_RULE``):
 
-- forward, level by level (one ``run_loop``, every level kept): a gathering ``advance`` from
+- start: ``s`` on level 0 with one shortest path (a ``Compute`` on the round's seed);
+- forward, level by level (a ``Loop``, every level kept): a gathering ``advance`` from
   the level-``d`` frontier, whose candidates are the unvisited vertices: each sums the path
   counts ``sigma[u]`` of its arcs from level ``d`` (the message) and, with at least one such
   arc, joins level ``d + 1`` with that sum as its ``sigma``. ``"auto"``: small levels push (the
   sums deposited with atomics), big ones pull (every unvisited vertex reads its in-arcs, no
   atomics), by Beamer's rule.
-- backward, from the deepest level up (one ``sweep`` over the kept levels): a gathering pull
-  over the *in*-arcs of level ``L``: each vertex ``v`` of level ``L - 1`` sums ``(1 + delta[u])
-  / sigma[u]`` over its arcs to level ``L`` and writes ``delta[v] = sigma[v] * sum`` once, with
-  no atomics. A message reads level ``L``'s state while the bodies write level ``L - 1``'s,
-  so one step per level is race-free.
-- one ``compute`` over all vertices adds ``delta`` to the scores (``endpoints``: NetworkX's
-  ``_accumulate_endpoints``), resets the per-source state, and starts the next source (its
-  rank in the source order, kept as state, says which vertex that is), so a source needs no
-  upload: ``2 * depth + 1`` operator steps, or on one CUDA device three launches (the loop
-  and the sweep fused, ``groute.engines.LOOP_RULE``).
-
-Sources run one at a time: a message is one value per arc, and the state one value per vertex,
-so a batch of sources would need per-source widths the operator API does not have yet.
+- backward, from the deepest level up (a ``Sweep`` over the kept levels but the source's): a
+  gathering pull over the *in*-arcs of level ``L``: each vertex ``v`` of level ``L - 1`` sums
+  ``(1 + delta[u]) / sigma[u]`` over its arcs to level ``L`` and writes ``delta[v] = sigma[v] *
+  sum`` once, with no atomics. A message reads level ``L``'s state while the bodies write
+  level ``L - 1``'s, so one step per level is race-free.
+- accumulate (a ``Sweep`` of a compute over every kept level: the vertices the source reached,
+  which are the only ones whose state it changed, so a source that reaches few costs little):
+  ``delta`` joins the scores (``endpoints``: NetworkX's ``_accumulate_endpoints``, with the
+  round's ``reached``, the vertices over its levels) and the state is reset for the next source.
 
 Rescaling is NetworkX's ``_rescale`` (3.6), including its rules for sampled sources: ``k``
 sources drawn as NetworkX draws them (``seed.sample(list(G), k)``: with an integer ``seed`` a
@@ -44,7 +43,8 @@ import numpy as np
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph
-from groute.operators import AdvanceStep, Functor, Gather, Message, compute, run_loop, sweep
+from groute.operators import (AdvanceStep, Compute, ComputeStep, Functor, Gather, Loop, Message,
+                              Sweep, run_rounds)
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1
@@ -93,6 +93,16 @@ FORWARD_PASS = [AdvanceStep(FORWARD, "auto")]
 BACKWARD_PASS = [AdvanceStep(BACKWARD, "pull", over="in")]
 
 
+def _start(s, v):
+    s["depth"][v] = 0
+    s["sigma"][v] = 1.0
+
+
+#: a source: level 0, one shortest path (to itself)
+START = Functor(name="bc_start", params="int* depth, double* sigma",
+                cuda="depth[v] = 0;\nsigma[v] = 1.0;", numpy=_start)
+
+
 def _accumulate(s, v):
     depth, bc = s["depth"][v], s["bc"]
     extra = 1.0 if s["endpoints"] else 0.0
@@ -100,25 +110,21 @@ def _accumulate(s, v):
     bc[v[on]] += s["delta"][v[on]] + extra
     if s["endpoints"]:
         bc[v[depth == 0]] += s["reached"] - 1.0
-    start = s["rank"][v] == s["next_source"]
-    s["depth"][v] = np.where(start, 0, UNREACHED)
-    s["sigma"][v] = np.where(start, 1.0, 0.0)
+    s["depth"][v] = UNREACHED
+    s["sigma"][v] = 0.0
     s["delta"][v] = 0.0
 
 
-#: after a source: its dependencies join the scores (the source itself only with endpoints:
-#: the ``reached - 1`` paths it starts), and the state is reset with source ``next_source``
-#: (by rank) on level 0
+#: after a source, on each vertex it reached: its dependency joins the scores (the source
+#: itself only with endpoints: the ``reached - 1`` paths it starts), and its state is reset
 ACCUMULATE = Functor(
     name="bc_accumulate",
-    params="int* depth, double* sigma, double* delta, double* bc, const int* rank, "
-           "int next_source, int endpoints, double reached",
+    params="int* depth, double* sigma, double* delta, double* bc, int endpoints, double reached",
     cuda="const int dv = depth[v];\n"
          "if (dv > 0) bc[v] += endpoints ? delta[v] + 1.0 : delta[v];\n"
          "else if (dv == 0 && endpoints) bc[v] += reached - 1.0;\n"
-         "const bool start = rank[v] == next_source;\n"
-         "depth[v] = start ? 0 : -1;\n"
-         "sigma[v] = start ? 1.0 : 0.0;\n"
+         "depth[v] = -1;\n"
+         "sigma[v] = 0.0;\n"
          "delta[v] = 0.0;",
     numpy=_accumulate)
 
@@ -128,7 +134,8 @@ class Betweenness(EngineSolver):
     Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
     random), ``engine`` (bsp), ``loop``: how the forward and backward passes run (auto, fused,
     python: ``groute.engines.LOOP_RULE``). ``forward_pass`` and ``backward_pass``: the steps
-    of each pass (a subclass may give other directions, as the benchmarks compare them)."""
+    of each pass (a subclass may give other directions, as the benchmarks compare them);
+    :meth:`rounds`: a source's round (module docstring)."""
 
     forward_pass = FORWARD_PASS
     backward_pass = BACKWARD_PASS
@@ -138,6 +145,13 @@ class Betweenness(EngineSolver):
         self.graph = graph
         self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
                                   timeout=timeout, partition=partition, loop=loop)
+
+    def rounds(self) -> list:
+        """What runs per source: start, forward, backward, accumulate (module docstring)."""
+        return [Compute(START, over="seed"),
+                Loop(self.forward_pass, level="d", keep=True),
+                Sweep(self.backward_pass, level="level", reverse=True, skip=1),
+                Sweep([ComputeStep(ACCUMULATE)])]
 
     def run(self, sources=None, *, normalized=True, endpoints=False,
             rescale=True) -> AppResult:
@@ -151,32 +165,19 @@ class Betweenness(EngineSolver):
         sampled = None if order.size == n else order
         eng.reset_counters()
         t0 = time.perf_counter()
-        rank = np.full(n, -1, np.int32)
-        rank[order] = np.arange(order.size, dtype=np.int32)
-        eng.state("rank", np.int32, values=rank)
         eng.state("depth", np.int32, UNREACHED)
         eng.state("sigma", np.float64, 0.0)
         eng.state("delta", np.float64, 0.0)
         eng.state("bc", np.float64, 0.0)
-        everything = eng.all_vertices()
-        flags = dict(endpoints=int(bool(endpoints)))
-        compute(everything, ACCUMULATE, next_source=0, reached=1.0, **flags)   # source 0 starts
-        levels_total = max_depth = 0
-        for i, s in enumerate(order.tolist()):
-            forward = run_loop(eng.frontier([s]), self.forward_pass, level="d", keep=True)
-            levels = forward.frontiers
-            sweep(levels[1:], self.backward_pass, level="level", reverse=True)
-            compute(everything, ACCUMULATE, next_source=i + 1, reached=float(levels.total),
-                    **flags)
-            levels_total += len(levels)
-            max_depth = max(max_depth, len(levels) - 1)
+        done = run_rounds(eng, order, self.rounds(), total="reached",
+                          endpoints=int(bool(endpoints)))
         bc = eng.gather("bc")
         if rescale:
             bc = _rescale(bc, n, normalized=normalized, directed=eng.directed,
                           endpoints=endpoints, sampled=sampled)
         seconds = time.perf_counter() - t0
-        stats = dict(eng.stats, sources=int(order.size), levels=levels_total,
-                     max_depth=max_depth)
+        stats = dict(eng.stats, sources=done.rounds, levels=done.levels,
+                     max_depth=max(done.deepest - 1, 0))
         return AppResult(bc, seconds, stats, vertex_ids=getattr(self.graph, "vertex_ids", None))
 
     def _positions(self, sources) -> list:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Probe: where the time of BFS, SSSP, PageRank and CC goes on one GPU, against the bandwidth
-floor (the CSR read once at the measured copy rate), and betweenness' time per source split
-into its forward loop, backward sweep and accumulation.
+floor (the CSR read once at the measured copy rate), and betweenness' time per source with every
+round in one launch and as operator calls.
 
 Per (app, graph): the app's own time (median of ``--repeat`` runs after a warm-up, the mode
 ``auto`` picks), then a traced run: BFS/SSSP the peer kernel's per-level stamps
@@ -9,7 +9,7 @@ Per (app, graph): the app's own time (median of ``--repeat`` runs after a warm-u
 (``PageRankTuning.trace``). One JSON line per case::
 
     python benchmarks/gpu_where_time_goes.py --graphs kron:21,grid:4900
-    python benchmarks/gpu_where_time_goes.py --only bc --bc-sources 16
+    python benchmarks/gpu_where_time_goes.py --only bc --bc-sources 64
 """
 from __future__ import annotations
 
@@ -168,51 +168,27 @@ def cc_phases(g, repeat):
         r[i][1] for r in rows), 1)] for i in range(len(names))])
 
 
-def betweenness(spec, sources):
-    """Per source: forward loop, backward sweep and accumulate, each synchronised."""
-    import cupy
+def betweenness(spec, sources, repeat):
+    """ms per source of ``Betweenness.run`` (the median of ``repeat`` runs after a warm-up) with
+    every source's round in one launch (``loop="fused"``) and as operator calls
+    (``loop="python"``: a launch or more per step), the scores checked equal."""
     import numpy as np
-    from groute.apps.betweenness import ACCUMULATE, Betweenness, sample_sources
+    from groute.apps.betweenness import Betweenness, sample_sources
     from groute.graph import load_graph
-    from groute.operators import compute, run_loop, sweep
     g = load_graph(spec)
-    picks = sample_sources(g.num_vertices, sources, 0)
-    with Betweenness(g, backend="cuda", devices=1, loop="fused") as solver:
-        t0 = time.perf_counter()
-        r = solver.run([g.file_id_of(p) for p in picks])
-        whole = (time.perf_counter() - t0) / sources
-        t0 = time.perf_counter()
-        r = solver.run([g.file_id_of(p) for p in picks])
-        whole = (time.perf_counter() - t0) / sources
-        eng = solver.engine
-        everything = eng.all_vertices()
-        sync = cupy.cuda.runtime.deviceSynchronize
-        parts = {"forward": [], "backward": [], "accumulate": []}
-        depths = []
-        compute(everything, ACCUMULATE, next_source=0, reached=1.0, endpoints=0)
-        for i, s in enumerate(picks):
-            sync()
-            a = time.perf_counter()
-            fwd = run_loop(eng.frontier([s]), solver.forward_pass, level="d", keep=True)
-            sync()
-            b = time.perf_counter()
-            levels = fwd.frontiers
-            sweep(levels[1:], solver.backward_pass, level="level", reverse=True)
-            sync()
-            c = time.perf_counter()
-            compute(everything, ACCUMULATE, next_source=i + 1, reached=float(levels.total),
-                    endpoints=0)
-            sync()
-            d = time.perf_counter()
-            parts["forward"].append(b - a)
-            parts["backward"].append(c - b)
-            parts["accumulate"].append(d - c)
-            depths.append(len(levels))
-    line(graph=spec, app="bc", sources=sources, ms_per_source=round(whole * 1e3, 3),
-         loop=r.stats.get("loop"),
-         split_ms={k: round(statistics.median(v) * 1e3, 3) for k, v in parts.items()},
-         levels_median=statistics.median(depths), levels_max=max(depths),
-         frontier_sizes_first=[len(f) for f in levels] if depths else None)
+    ids = [g.file_id_of(p) for p in sample_sources(g.num_vertices, sources, 0)]
+    scores = {}
+    for loop in ("fused", "python"):
+        with Betweenness(g, backend="cuda", devices=1, loop=loop) as solver:
+            ms, res = timed(solver, repeat, ids)
+        scores[loop] = np.asarray(res.values)
+        line(graph=spec, app="bc", sources=sources, loop=res.stats.get("loop"),
+             rounds=res.stats.get("rounds"), ms_per_source=round(ms / sources, 3),
+             levels=res.stats["levels"], max_depth=res.stats["max_depth"])
+    equal = bool(np.allclose(scores["fused"], scores["python"], rtol=1e-9, atol=1e-12))
+    line(graph=spec, app="bc", fused_equals_python=equal)
+    if not equal:
+        raise SystemExit("betweenness: the fused rounds' scores differ from the operator calls'")
 
 
 def main():
@@ -221,7 +197,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--only", default="bfs,sssp,pr,cc,bc")
     ap.add_argument("--bc-graph", default="kron:21")
-    ap.add_argument("--bc-sources", type=int, default=16)
+    ap.add_argument("--bc-sources", type=int, default=64)
     a = ap.parse_args()
     import numpy as np
     from groute.apps.bfs import BFS
@@ -257,7 +233,7 @@ def main():
                 line(graph=spec, app="sssp", error=repr(exc)[:400])
     if "bc" in only:
         try:
-            betweenness(a.bc_graph, a.bc_sources)
+            betweenness(a.bc_graph, a.bc_sources, a.repeat)
         except Exception as exc:  # noqa: BLE001
             import traceback
             line(app="bc", error=traceback.format_exc()[-800:])

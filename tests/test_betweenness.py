@@ -262,3 +262,43 @@ def test_arguments_by_position_and_seeds_as_networkx_takes_them():
     every = groute.betweenness_centrality(G, k=len(G), seed=rng, backend="cpu").to_dict()
     assert rng.getstate() == state                      # nothing drawn
     assert every == pytest.approx(nx.betweenness_centrality(G))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_every_source_is_a_round(k, directed):
+    """The sources run as rounds (run_rounds) on 1 and 3 CPU devices: isolated sources among
+    them, endpoints on and off, NetworkX's scores; one round per source."""
+    G = random_graph(40, 90, seed=20 + k, directed=directed)
+    picked = [39, 0, 3, 35, 12, 31]                    # 30..39 are isolated
+    with Betweenness(load_graph(G), backend="cpu", devices=k, partition="random") as solver:
+        for endpoints in (False, True):
+            res = solver.run(picked, endpoints=endpoints)
+            ref = nx.betweenness_centrality(G, k=len(picked), seed=GivenSources(picked),
+                                            endpoints=endpoints)
+            assert res.to_dict() == pytest.approx(ref, rel=1e-9, abs=1e-12)
+            assert res.stats["rounds"] == "python" and res.stats["sources"] == len(picked)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.gpu
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_fused_rounds_match_the_python_rounds_and_networkx(directed):
+    """Every source in one launch against the operator calls on one GPU, and NetworkX:
+    isolated vertices, endpoints on and off, and a path deeper than the first store."""
+    cases = [random_graph(300, 900, seed=3, directed=directed), nx.path_graph(150)]
+    for G in cases:
+        g = load_graph(G)
+        for endpoints in (False, True):
+            values = {}
+            for loop in ("fused", "python"):
+                with Betweenness(g, backend="cuda", devices=1, loop=loop) as solver:
+                    res = solver.run(endpoints=endpoints)
+                assert res.stats["rounds"] == loop and res.stats["loop"] == loop
+                values[loop] = res
+                assert_matches(res, G, endpoints=endpoints)
+            np.testing.assert_allclose(values["fused"].values, values["python"].values,
+                                       rtol=1e-9, atol=1e-12)
+            assert values["fused"].stats["levels"] == values["python"].stats["levels"]
+            assert values["fused"].stats["max_depth"] == values["python"].stats["max_depth"]

@@ -1,7 +1,9 @@
 """Loops of operator steps (groute.operators.run_loop, sweep): the same answers as the loop
 written with the operators, on CPU devices (1-3), with the level scalar, max_levels and kept
 levels; the rule that picks the implementation; the argument checks; and the fused loop's
-CUDA source for every step kind compiled with nvcc (no GPU needed)."""
+CUDA source for every step kind compiled with nvcc (no GPU needed). Rounds (run_rounds): a body
+of loops once per seed against BFS computed here and against the calls written by hand, their
+checks, and the fused rounds' source compiled."""
 from __future__ import annotations
 
 import re
@@ -15,9 +17,11 @@ import pytest
 from groute.engines import LOOP_RULE, make_engine
 from groute.engines.fused import decide_loop, loop_rule_help
 from groute.graph import CSRGraph
-from groute.operators import (AdvanceStep, ComputeStep, FilterStep, Functor, Gather, Levels,
-                              Message, advance, compute, filter, run_loop, sweep)
-from groute.operators.loop_source import source as loop_source
+from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Gather,
+                              Levels, Loop, Message, Sweep, advance, compute, filter, run_loop,
+                              run_rounds, sweep)
+from groute.operators.loop_source import rounds_source, source as loop_source
+from groute.operators.rounds import body_steps
 
 DEVICES = [1, 2, 3]
 
@@ -267,14 +271,20 @@ def test_the_loop_option_is_checked():
 def compile_loops(loops, tmp_path):
     """nvcc --ptx of the fused-loop source of each ``(steps, level)`` in one translation unit
     (each in a namespace of its own, its kernels and macros renamed). nvcc's CompletedProcess."""
+    return compile_sources([loop_source(steps, level, "test") for steps, level in loops],
+                           ["groute_loop", "groute_sweep"], tmp_path)
+
+
+def compile_sources(texts, names, tmp_path):
+    """nvcc --ptx of generated fused sources, each defining the kernels ``names``, in one
+    translation unit (each in a namespace of its own, its kernels and macros renamed)."""
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
     lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "direction.cuh"',
              '#include "frontier.cuh"', '#include "barriers.cuh"']
-    for i, (steps, level) in enumerate(loops):
-        text = loop_source(steps, level, "test")
+    for i, text in enumerate(texts):
         kernels = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", text)
-        assert kernels == ["groute_loop", "groute_sweep"]
+        assert kernels == names
         lines += [f"#define {k} groute_test{i}_{k}" for k in kernels]
         lines += [f"namespace groute_test{i} {{", text, "}"]
         lines += [f"#undef {name}" for name in kernels + re.findall(r"#define (\w+)", text)]
@@ -452,3 +462,231 @@ def test_a_fused_loop_finds_the_in_arcs_it_needs_built_before_it_goes_to_the_dev
             eng._loop_choice = lambda *args: "fused"
             sweep(Levels(eng, 1, lambda i: eng.frontier([0])), steps, level="d")
             assert built == [True], steps
+
+
+# --- rounds: a body of loops once per seed (groute.operators.run_rounds) ------------------------
+
+def _root(s, v):
+    s["depth"][v] = 0
+
+
+#: a round's seed: level 0
+ROOT = Functor(name="root", params="int* depth", cuda="depth[v] = 0;", numpy=_root)
+
+
+def _add_level(s, v):
+    np.add.at(s["acc"], v, s["level"] + 10 * s["round"])
+
+
+#: per kept level but the seed's, deepest first: acc[v] += its level + 10 * the round's number
+ADD_LEVEL = Functor(name="add_level", params="long long* acc, int level, int round",
+                    cuda="acc[v] += level + 10 * round;", numpy=_add_level)
+
+
+def _end(s, v):
+    s["count"][v] += s["depth"][v] >= 0
+    s["depth"][v] = -1
+    s["last"][v] = s["reached"]
+
+
+#: every vertex after a round: count the rounds that reached it, note the round's reach, reset
+END = Functor(name="end", params="int* count, int* depth, double* last, double reached",
+              cuda="count[v] += depth[v] >= 0;\ndepth[v] = -1;\nlast[v] = reached;",
+              numpy=_end)
+
+ROUND = [Compute(ROOT, over="seed"), Loop([AdvanceStep(CLAIM)], level="d", keep=True),
+         Sweep([ComputeStep(ADD_LEVEL)], level="level", reverse=True, skip=1), Compute(END)]
+
+
+def _round_state(eng):
+    eng.state("depth", np.int32, -1)
+    eng.state("acc", np.int64, 0)
+    eng.state("count", np.int32, 0)
+    eng.state("last", np.float64, 0.0)
+
+
+def _round_answer(eng):
+    return {name: eng.gather(name).tolist() for name in ("depth", "acc", "count", "last")}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("k", DEVICES)
+def test_rounds_run_the_body_once_per_seed_with_index_and_total(k):
+    """BFS from each seed (one repeated, one isolated), every kept level but the seed's
+    numbered and added deepest first, then a compute on every vertex that reads the round's
+    reach: against BFS depths computed here."""
+    g = random_graph(seed=k)
+    seeds = [0, 7, g.num_vertices - 1, 7]               # an isolated vertex; 7 twice
+    with engine(g, k) as eng:
+        _round_state(eng)
+        result = run_rounds(eng, seeds, ROUND, index="round", total="reached")
+        got = _round_answer(eng)
+        assert eng.stats["rounds"] == "python"
+    acc, count = np.zeros(g.num_vertices, np.int64), np.zeros(g.num_vertices, np.int64)
+    levels = []
+    for i, s in enumerate(seeds):
+        depth = bfs_depths(g, s)
+        acc += np.where(depth > 0, depth + 10 * i, 0)
+        count += depth >= 0
+        levels.append(depth.max() + 1)
+    assert got["acc"] == acc.tolist() and got["count"] == count.tolist()
+    assert got["depth"] == [-1] * g.num_vertices
+    assert got["last"] == [float((bfs_depths(g, seeds[-1]) >= 0).sum())] * g.num_vertices
+    assert (result.rounds, result.levels, result.deepest) == (4, sum(levels), max(levels))
+    assert result.implementation == "python" and levels[2] == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("k", [1, 3])
+def test_rounds_are_the_loops_written_by_hand(k):
+    """A Loop with max_levels and start, one without keep, a Sweep from level 0, a Compute
+    on the seed: the same state as the operator calls written out per seed."""
+    g = random_graph(seed=4)
+    body = [Loop([ComputeStep(MARK), AdvanceStep(CLAIM), FilterStep(EVEN)], level="d",
+                 start=5, max_levels=3, keep=True),
+            Sweep([ComputeStep(MARK)]),
+            Compute(ROOT, over="seed"),
+            Loop([AdvanceStep(CLAIM)], level="d")]
+    out = []
+    for by_hand in (True, False):
+        with engine(g, k) as eng:
+            eng.state("depth", np.int32, -1)
+            eng.state("seen", np.int32, 0)
+            if by_hand:
+                for s in (2, 4, 2):
+                    levels = run_loop(eng.frontier([s]), body[0].steps, level="d", start=5,
+                                      max_levels=3, keep=True).frontiers
+                    sweep(levels, [ComputeStep(MARK)])
+                    compute(eng.frontier([s]), ROOT)
+                    run_loop(eng.frontier([s]), [AdvanceStep(CLAIM)], level="d")
+            else:
+                run_rounds(eng, np.array([2, 4, 2]), body)
+            out.append((eng.gather("depth").tolist(), eng.gather("seen").tolist()))
+    assert out[0] == out[1]
+    assert max(out[1][1]) >= 2
+
+
+@pytest.mark.timeout(60)
+def test_no_seeds_run_no_rounds():
+    g = random_graph()
+    with engine(g, 2) as eng:
+        _round_state(eng)
+        result = run_rounds(eng, [], ROUND, index="round", total="reached")
+        assert (result.rounds, result.levels, result.deepest) == (0, 0, 0)
+        assert (eng.gather("count") == 0).all()
+
+
+@pytest.mark.timeout(60)
+def test_bad_rounds_are_refused_naming_the_argument():
+    g = random_graph()
+    loop, kept = Loop([AdvanceStep(CLAIM)], level="d"), Loop([AdvanceStep(CLAIM)], level="d",
+                                                             keep=True)
+    with engine(g, 1) as eng:
+        _round_state(eng)
+        with pytest.raises(ValueError, match="run_rounds: body is empty"):
+            run_rounds(eng, [0], [])
+        with pytest.raises(TypeError, match="body holds AdvanceStep; each item is a Loop"):
+            run_rounds(eng, [0], [AdvanceStep(CLAIM)])
+        with pytest.raises(ValueError, match="a Sweep sweeps the levels of the Loop before it"):
+            run_rounds(eng, [0], [loop, Sweep([ComputeStep(MARK)])])
+        with pytest.raises(ValueError, match="total='reached' is read before any Loop kept"):
+            run_rounds(eng, [0], [Compute(END), kept], total="reached")
+        with pytest.raises(TypeError, match="Compute needs the scalar 'reached'"):
+            run_rounds(eng, [0], [kept, Compute(END)])
+        with pytest.raises(TypeError, match=r"declares the scalar\(s\) \['q'\]"):
+            run_rounds(eng, [0], [kept], q=1)
+        with pytest.raises(ValueError, match="'round' is set per round"):
+            run_rounds(eng, [0], ROUND, index="round", total="reached", round=3)
+        with pytest.raises(ValueError, match="index='x' names no scalar"):
+            run_rounds(eng, [0], ROUND, index="x", total="reached")
+        with pytest.raises(TypeError, match="index='reached' is declared double"):
+            run_rounds(eng, [0], ROUND, index="reached", total="round")
+        with pytest.raises(ValueError, match="'d' is a Loop's level scalar and given"):
+            run_rounds(eng, [0], [kept], d=1)
+        with pytest.raises(ValueError, match=r"seeds must be positions in \[0, 300\)"):
+            run_rounds(eng, [0, 300], ROUND, index="round", total="reached")
+        with pytest.raises(TypeError, match="seeds must be a 1-D list of vertex positions"):
+            run_rounds(eng, [0.5], ROUND, index="round", total="reached")
+        with pytest.raises(TypeError, match="engine must be an engine"):
+            run_rounds(eng.all_vertices(), [0], ROUND, index="round", total="reached")
+        assert (eng.gather("count") == 0).all()            # nothing ran
+    with pytest.raises(ValueError, match="Loop: no step makes a new frontier"):
+        Loop([ComputeStep(MARK)])
+    with pytest.raises(ValueError, match="Sweep: skip must be an int >= 0"):
+        Sweep([ComputeStep(MARK)], skip=-1)
+    with pytest.raises(ValueError, match="Compute: over must be one of all, seed"):
+        Compute(MARK, over="frontier")
+    with pytest.raises(TypeError, match="Compute: functor must be a Functor"):
+        Compute(ComputeStep(MARK))
+    with pytest.raises(TypeError, match="Loop: steps holds the Functor claim"):
+        Loop(CLAIM)
+
+
+def test_the_rule_runs_rounds_as_it_runs_loops():
+    """The rule reads every step of the body: a first-accept pull anywhere keeps the rounds
+    on the host."""
+    g = random_graph()
+    with engine(g, 1) as eng:
+        steps = body_steps([Loop([AdvanceStep(CLAIM)], level="d", keep=True),
+                            Sweep([AdvanceStep(CLAIM, "pull")], level="d")])
+        assert eng._loop_facts(steps)["pull_step"]
+        assert not eng._loop_facts(body_steps(ROUND))["pull_step"]
+
+
+@pytest.mark.timeout(320)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+def test_the_fused_rounds_compile(tmp_path):
+    """groute_rounds for betweenness' rounds, the rounds of these tests, and a body with two
+    kept Loops, a Loop without keep and several producing steps in a level."""
+    from groute.apps.betweenness import Betweenness
+    bodies = [
+        (Betweenness.rounds(Betweenness.__new__(Betweenness)), None, "reached"),
+        (ROUND, "round", "reached"),
+        ([Loop([ComputeStep(MARK), AdvanceStep(CLAIM), FilterStep(EVEN)], level="d",
+               max_levels=3, keep=True), Compute(ROOT, over="seed"),
+          Loop([AdvanceStep(CLAIM)], level="d"), Loop([AdvanceStep(CLAIM)], level="d",
+                                                      keep=True),
+          Sweep([ComputeStep(ADD_LEVEL)], level="level", reverse=True), Compute(END)],
+         "round", "reached"),
+    ]
+    texts = [rounds_source(body, index, total, "test") for body, index, total in bodies]
+    done = compile_sources(texts, ["groute_rounds"], tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    ptx = Path(tmp_path / "loops.ptx").read_text()
+    assert ptx.count(".entry") == len(bodies)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.gpu
+def test_fused_rounds_give_the_python_rounds_answers():
+    """One launch for every round against the operator calls: the tests' round (isolated and
+    repeated seeds), a round whose kept levels repeat vertices (the store fills and the
+    launch resumes mid-round) and a path deeper than the store's first offsets."""
+    g = random_graph(n=3000, m=20000)
+    n = 400
+    path = CSRGraph.from_edges(np.r_[np.arange(n - 1), np.arange(1, n)],
+                               np.r_[np.arange(1, n), np.arange(n - 1)], n, directed=False,
+                               name="path")
+    bounce = [Loop([AdvanceStep(BOUNCE)], max_levels=12, keep=True),
+              Sweep([ComputeStep(MARK)], reverse=True)]
+
+    def run(eng):
+        _round_state(eng)
+        eng.state("hits", np.int32, 0)
+        eng.state("seen", np.int32, 0)
+        seeds = [0, 5, 2999, 5, 17]
+        a = run_rounds(eng, seeds, ROUND, index="round", total="reached")
+        b = run_rounds(eng, [4, 9], bounce)
+        assert eng.stats["rounds"] == eng.stats["loop"]
+        return (_round_answer(eng), eng.gather("hits").tolist(), eng.gather("seen").tolist(),
+                (a.rounds, a.levels, a.deepest), (b.rounds, b.levels, b.deepest))
+
+    def run_path(eng):
+        _round_state(eng)
+        r = run_rounds(eng, [0, n // 2, n - 1], ROUND, index="round", total="reached")
+        return _round_answer(eng), (r.rounds, r.levels, r.deepest)
+
+    fused, python = _both_loops(g, run)
+    assert fused == python
+    fused, python = _both_loops(path, run_path)
+    assert fused == python and fused[1][2] == n

@@ -22,6 +22,7 @@ import abc
 import numpy as np
 
 from groute.operators.loop import python_loop, python_sweep
+from groute.operators.rounds import python_rounds
 
 
 class Engine(abc.ABC):
@@ -85,6 +86,11 @@ class Engine(abc.ABC):
         """Run ``steps`` over kept ``levels`` (:func:`groute.operators.sweep`); here: the
         operator calls."""
         python_sweep(levels, steps, level=level, start=start, reverse=reverse, scalars=scalars)
+
+    def run_rounds(self, seeds, body, *, index, total, scalars):
+        """One round of ``body`` per seed (:func:`groute.operators.run_rounds`); a
+        :class:`~groute.operators.RoundsResult`. Here: the operator calls."""
+        return python_rounds(self, seeds, body, index=index, total=total, scalars=scalars)
 
     # counters --------------------------------------------------------------------------------
     stats: dict = {}

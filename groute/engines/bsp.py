@@ -32,6 +32,9 @@ A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.swe
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
 launch on one CUDA device, :mod:`groute.engines.fused`; the operator calls otherwise),
 ``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
+Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
+their body: on one CUDA device every round in one launch; ``stats["rounds"]`` names what ran
+the last of them.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
 from groute.operators.loop_source import needs_in_arcs
+from groute.operators.rounds import body_steps, python_rounds
 from groute.operators.part import DevicePart
 from groute.policies import BROADCAST, Route, by_owner
 from groute.router import Router
@@ -116,7 +120,7 @@ class BSPEngine(Engine):
         self.stats = {"engine": self.name, "devices": self.ctx.num_devices,
                       "partition": self.partition.method, "advances": 0, "pull_advances": 0,
                       "filters": 0, "computes": 0, "exchanged_ids": 0, "broadcast_ids": 0,
-                      "loops": 0, "loop": None}
+                      "loops": 0, "loop": None, "rounds": None}
 
     # running a step on every device ------------------------------------------------------------
     def _on_device(self, fn):
@@ -465,6 +469,24 @@ class BSPEngine(Engine):
         else:
             python_sweep(levels, steps, level=level, start=start, reverse=reverse,
                          scalars=scalars)
+
+    def run_rounds(self, seeds, body, *, index, total, scalars):
+        if self._closed:
+            raise RuntimeError("run_rounds: the engine is closed")
+        steps = body_steps(body)
+        for s in steps:
+            if isinstance(s, AdvanceStep) and s.candidates is not None:
+                self._check(s.candidates, "run_rounds: an AdvanceStep's candidates")
+        choice = self._loop_choice(steps, None, "run_rounds")
+        if choice == "fused":
+            self._fused_prepare(steps)
+            local = self.partition.perm[seeds] - self.parts[0].first
+            result = self._on_device(lambda: self._fused.run_rounds(
+                local, body, index=index, total=total, scalars=scalars))
+        else:
+            result = python_rounds(self, seeds, body, index=index, total=total, scalars=scalars)
+        self.stats["rounds"] = choice
+        return result
 
     # exchange ---------------------------------------------------------------------------------------
     def _receive(self, router, part, sends: int):

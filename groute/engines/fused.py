@@ -8,7 +8,9 @@ multiprocessors, launched cooperatively, so the grid barrier between steps canno
 The host launches once and reads the control block once (levels run, why it stopped, the
 last frontier's count). With ``keep`` the levels' queues stay on the device back to back with
 their offsets (:class:`DeviceLevels`); when that store fills, the host grows it and launches
-again from the level it reached.
+again from the level it reached. Rounds (``run_rounds``) are one launch of ``groute_rounds`` for
+every seed, the store reused per round, the control block and a tally of levels per item read
+once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
 loop.
@@ -19,6 +21,7 @@ import numpy as np
 
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, Levels, LoopResult
+from groute.operators.rounds import Loop, RoundsResult, body_steps
 from groute.operators import loop_source
 from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
@@ -45,6 +48,8 @@ LOOP_RULE = Rule("loop", (
 ), LOOP_FACTS)
 #: the values an engine's ``loop`` option takes
 LOOP_CHOICES = ("auto", "fused", "python")
+#: the kernels of a loop's module (loop_source.source)
+_LOOP_KERNELS = ("groute_loop", "groute_sweep")
 
 
 def decide_loop(facts: dict) -> tuple[str, str]:
@@ -103,16 +108,15 @@ class FusedLoops:
         self._compiled = {}      # source path -> (kernels, blocks)
 
     # compiling ------------------------------------------------------------------------------
-    def _kernels(self, steps, level, where):
-        path = write_source(loop_source.source(steps, level, where))
+    def _kernels(self, text, names):
+        path = write_source(text)
         got = self._compiled.get(path)
         if got is None:
             from groute.kernels import load_module, resident_blocks_per_sm
             device = self.part.device
             with device.use():
                 module = load_module(path, options=compile_options(), cooperative=True)
-                fns = {name: module.get_function(name) for name in ("groute_loop",
-                                                                       "groute_sweep")}
+                fns = {name: module.get_function(name) for name in names}
                 # every block resident, as the grid barrier needs: launch_resident holds the
                 # grid to what the device (a logical device: its share of the GPU) keeps at once
                 blocks = {name: resident_blocks_per_sm(fn, loop_source.BLOCK, device.gpu)
@@ -120,8 +124,8 @@ class FusedLoops:
             got = self._compiled[path] = (fns, blocks)
         return got
 
-    def _launch(self, steps, level, where, name, args):
-        fns, blocks = self._kernels(steps, level, where)
+    def _launch(self, text, names, name, args):
+        fns, blocks = self._kernels(text, names)
         device = self.part.device
         from .peer_barrier import launch_resident     # reads the environment: on first use
         with device.use(), device.compute_stream.raw:
@@ -158,13 +162,15 @@ class FusedLoops:
                 np.int64(n), acc)
         return args, ctl
 
-    def _params(self, steps, level, scalars, where):
+    def _params(self, steps, on_device, scalars, where):
         """The values of every parameter of the steps (loop_source.loop_params' order), each
-        bound and checked as the operators bind them (the level scalar: set on the device)."""
+        bound and checked as the operators bind them (``on_device``: the names of the scalars
+        the kernel sets, such as a level's)."""
         params = loop_source.loop_params(steps, where)
         given = dict(scalars)
-        if level is not None:
-            given[level] = 0
+        for name in on_device:
+            if name is not None:
+                given[name] = 0
         values = {}
         for step in steps:
             names = {p.name for p in step.functor.parsed if not p.array}
@@ -178,7 +184,8 @@ class FusedLoops:
         where = "run_loop(fused)"
         part, device = self.part, self.part.device
         xp, n_local = device.xp, part.size
-        params = self._params(steps, level, scalars, where)
+        params = self._params(steps, (level,), scalars, where)
+        text = loop_source.source(steps, level, where)
         first = frontier.parts[0]
         queue = first.queue if not first.everything else first.to_queue().queue
         count = first.count
@@ -195,7 +202,7 @@ class FusedLoops:
         levels = 0
         while True:
             common, ctl = self._common(steps)
-            self._launch(steps, level, where, "groute_loop", common + (
+            self._launch(text, _LOOP_KERNELS, "groute_loop", common + (
                 queue, np.int64(count), store if keep else queue,
                 offsets if keep else ctl, np.int64(capacity), np.int32(offsets_capacity),
                 np.int32(keep), np.int32(levels), np.int32(left - levels), np.int64(start),
@@ -236,13 +243,66 @@ class FusedLoops:
     def sweep(self, levels: Levels, steps, *, level, start, reverse, scalars) -> None:
         where = "sweep(fused)"
         store = levels.store
-        params = self._params(steps, level, scalars, where)
+        params = self._params(steps, (level,), scalars, where)
         common, _ = self._common(steps)
         numbers = levels.numbers
-        self._launch(steps, level, where, "groute_sweep", common + (
+        self._launch(loop_source.source(steps, level, where), _LOOP_KERNELS, "groute_sweep",
+                     common + (
             store.buffer, store.offsets, np.int32(numbers.start), np.int32(numbers.stop),
             np.int32(reverse), np.int64(start), *params))
         self._count(steps, len(numbers))
+
+    def run_rounds(self, seeds, body, *, index, total, scalars) -> RoundsResult:
+        """Every round in one launch (``seeds``: local positions); when a kept Loop fills the
+        store, the host grows it and launches again from that round, item and level."""
+        where = "run_rounds(fused)"
+        part, device = self.part, self.part.device
+        xp, n_local = device.xp, part.size
+        steps = body_steps(body)
+        params = self._params(steps, [item.level for item in body] + [index, total], scalars,
+                              where)
+        text = loop_source.rounds_source(body, index, total, where)
+        rounds = len(seeds)
+        if rounds == 0:
+            return RoundsResult(0, 0, 0, "fused")
+        capacity, offsets_capacity = 2 * n_local + 2, 64
+        with device.use(), device.compute_stream.raw:
+            on_device = xp.asarray(np.asarray(seeds, np.int32))
+            store = xp.empty(capacity, np.int32)
+            offsets = xp.zeros(offsets_capacity, np.int64)
+            offsets[1] = 1                                  # level 0: the seed, store[0]
+            tally = xp.zeros(2 * len(body), np.int64)
+        round0 = item0 = level0 = 0
+        while True:
+            common, ctl = self._common(steps)
+            self._launch(text, ("groute_rounds",), "groute_rounds", common + (
+                on_device, np.int32(round0), np.int32(rounds), np.int32(item0), np.int32(level0),
+                store, offsets, np.int64(capacity), np.int32(offsets_capacity), tally, *params))
+            with device.use(), device.compute_stream.raw:
+                words = ctl.get()
+            reached, status = (int(x) for x in words[6:7].view(np.int32))
+            if status != loop_source.STORE_FULL:
+                break
+            count, at = int(words[7]), int(words[8])
+            round0, item0, level0 = reached, int(words[11]), int(words[12])
+            with device.use(), device.compute_stream.raw:
+                capacity = max(2 * capacity, at + count + 2 * n_local + 1)
+                bigger = xp.empty(capacity, np.int32)
+                bigger[:at + count] = store[:at + count]
+                store = bigger
+                offsets_capacity = max(2 * offsets_capacity, level0 + 3)
+                more = xp.zeros(offsets_capacity, np.int64)
+                more[:level0 + 2] = offsets[:level0 + 2]
+                offsets = more
+        with device.use(), device.compute_stream.raw:
+            counts = tally.get()
+        levels = deepest = 0
+        for j, item in enumerate(body):
+            self._count(item.steps, int(counts[2 * j]))
+            if isinstance(item, Loop):
+                levels += int(counts[2 * j])
+                deepest = max(deepest, int(counts[2 * j + 1]))
+        return RoundsResult(rounds, levels, deepest, "fused")
 
     def _frontier(self, queue, count) -> Frontier:
         part = self.part

@@ -15,7 +15,10 @@ The public API (:data:`__all__`), what an algorithm is written with:
   :class:`FilterStep`, :class:`AdvanceStep`) in one call, which an engine may run without the
   host between levels (one persistent launch on one CUDA device), returning a
   :class:`LoopResult` (and, kept, the :class:`Levels`); :func:`sweep`: steps over kept levels
-  (:mod:`groute.operators.loop`).
+  (:mod:`groute.operators.loop`);
+- :func:`run_rounds`: the same body of :class:`Loop`, :class:`Sweep` and :class:`Compute`
+  items once per seed (nested loops), which an engine may run in one launch, returning a
+  :class:`RoundsResult` (:mod:`groute.operators.rounds`).
 
 The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` walks
 through k-core written on them.
@@ -31,7 +34,9 @@ from .api import ARCS, DIRECTIONS, advance, compute, filter
 from .frontier import DeviceFrontier, Frontier
 from .functor import Functor, Gather, Message
 from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
+from .rounds import Compute, Loop, RoundsResult, Sweep, run_rounds
 
 __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
-           "AdvanceStep", "LoopResult", "Levels"]
+           "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
+           "RoundsResult"]

@@ -162,10 +162,9 @@ class LoopResult:
     implementation: str = "python"
 
 
-def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
-    """The steps as a tuple, checked: step objects, every scalar given declared by some step's
-    functor and every one declared given (or ``level``), ``level`` an integer scalar of one.
-    ValueError/TypeError naming the argument."""
+def check_steps(steps, what: str) -> tuple:
+    """The steps as a tuple of step objects, a message only on an AdvanceStep. TypeError/
+    ValueError naming the argument."""
     if isinstance(steps, STEPS):
         steps = (steps,)
     if isinstance(steps, Functor):
@@ -185,23 +184,43 @@ def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
         if not isinstance(s, AdvanceStep) and s.functor.message is not None:
             raise TypeError(f"{what}: {s.functor.name} carries a message along arcs; only an "
                             f"AdvanceStep sends one")
+    return steps
+
+
+def declared_scalars(steps) -> dict:
+    """The scalar parameters the steps' functors declare, by name (the first declaration)."""
     declared = {}
     for s in steps:
         for p in s.functor.parsed:
             if not p.array:
                 declared.setdefault(p.name, p)
+    return declared
+
+
+def check_level(declared: dict, level: str | None, what: str, name: str = "level") -> None:
+    """``level`` (the argument ``name``) names an integer scalar of ``declared``, or is None."""
+    if level is None:
+        return
+    if level not in declared:
+        raise ValueError(f"{what}: {name}={level!r} names no scalar of the steps' functors "
+                         f"(they declare {sorted(declared) or 'none'})")
+    if declared[level].ctype not in ("int", "long long"):
+        raise TypeError(f"{what}: {name}={level!r} is declared {declared[level].ctype}; the "
+                        f"{name}'s number needs an int or long long")
+
+
+def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
+    """The steps as a tuple, checked: step objects, every scalar given declared by some step's
+    functor and every one declared given (or ``level``), ``level`` an integer scalar of one.
+    ValueError/TypeError naming the argument."""
+    steps = check_steps(steps, what)
+    declared = declared_scalars(steps)
     extra = sorted(set(scalars) - set(declared))
     if extra:
         raise TypeError(f"{what}: no step's functor declares the scalar(s) {extra}")
-    if level is not None:
-        if level not in declared:
-            raise ValueError(f"{what}: level={level!r} names no scalar of the steps' functors "
-                             f"(they declare {sorted(declared) or 'none'})")
-        if declared[level].ctype not in ("int", "long long"):
-            raise TypeError(f"{what}: level={level!r} is declared {declared[level].ctype}; the "
-                            f"level's number needs an int or long long")
-        if level in scalars:
-            raise ValueError(f"{what}: {level!r} is the level scalar; do not give it as well")
+    check_level(declared, level, what)
+    if level is not None and level in scalars:
+        raise ValueError(f"{what}: {level!r} is the level scalar; do not give it as well")
     for s in steps:
         for p in s.functor.parsed:
             if not p.array and p.name not in scalars and p.name != level:

@@ -15,6 +15,12 @@ call it:
 - ``groute_sweep``: the kept levels ``[lo, hi)``, one after the other (``reverse``: the last
   first), their new frontiers dropped.
 
+The loop and the sweep of a group of steps are templates spliced into the kernels that run
+them, so :func:`rounds_source` (``groute_rounds``: a body of Loop, Sweep and Compute items of
+:mod:`groute.operators.rounds` once per seed, each item's steps a group with a level function of
+its own, ``groute_run_level_<item>``) runs the same level code as ``groute_loop`` and
+``groute_sweep``.
+
 A gathering advance (``Functor(gather=...)``) pushes or pulls per level (``"auto"``: Beamer's
 rule of ``direction.cuh``, its state carried from level to level in every thread, the
 frontier's arcs counted when it is large enough to scout). Its push deposits each arc's
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 from .generated import functor_functions
 from .loop import AdvanceStep, ComputeStep, FilterStep
+from .rounds import Compute, Loop, body_steps
 
 #: threads per block of the fused kernels
 BLOCK = 256
@@ -258,6 +265,14 @@ _COMPUTE = r"""    {{  // step {i}: compute({name})
     }}
 """
 
+_COMPUTE_ALL = r"""    {{  // step {i}: compute({name}) on every vertex
+        groute_clear(groute_r);
+        for (long long groute_v = groute_r.tid; groute_v < groute_r.n_local; groute_v += groute_r.nthreads)
+            groute_fn_{i}((int)groute_v{args});
+        grid_barrier(groute_r.bar, groute_r.bar_target);
+    }}
+"""
+
 _FILTER = r"""    {{  // step {i}: filter({name})
         const int groute_slot = groute_produce_begin(groute_r);
         int* groute_to = {out};
@@ -290,27 +305,26 @@ _ADVANCE = r"""    {{  // step {i}: advance({name}) over the {over}-arcs
 
 # Every name in kernel scope begins with groute_, which no functor parameter may
 # (groute.operators.functor.RESERVED): the parameters are the kernels' arguments too.
-_KERNELS = r"""
+_LEVEL = r"""
 // One level: the steps in order from the frontier groute_q (groute_n vertices); the last filter
 // or advance writes into groute_out. Returns the count of the frontier the level ends with.
-__device__ __forceinline__ long long groute_run_level(GrouteRun& groute_r,
+__device__ __forceinline__ long long groute_run_level{g}(GrouteRun& groute_r,
                                                       const GrouteParams& groute_p,
                                                       const int* groute_q, long long groute_n,
                                                       int* groute_out) {{
 {steps}    return groute_n;
 }}
+"""
 
-// Levels from the frontier of level groute_level0 (groute_first_q; keep: the store's, at
-// groute_offsets[groute_level0]) until it is empty, groute_max_run levels ran, or the store of
-// kept levels is full.
-extern "C" __global__ void __launch_bounds__({block}) groute_loop(
-        GROUTE_RUN_ARGS, const int* groute_first_q, long long groute_first_n,
-        int* groute_levels, long long* groute_offsets, long long groute_capacity,
-        int groute_offsets_capacity, int groute_keep, int groute_level0, int groute_max_run,
-        long long groute_start{comma_decls}) {{
-    GROUTE_RUN_INIT
-    GrouteParams groute_p{{{param_names}}};
-    long long groute_n = groute_first_n;
+# The two ways a group of steps runs over levels, spliced into every kernel that runs them: a
+# loop (groute_loop; a round's Loop) and a sweep over kept levels (groute_sweep; a round's
+# Sweep). In scope: the kernel's GROUTE_RUN_ARGS, groute_r, groute_p and the names they read.
+#
+# The loop: levels from the frontier of level groute_level0 (groute_first_q; keep: the store's,
+# at groute_offsets[groute_level0]) until it is empty, groute_max_run levels ran, or the store
+# of kept levels is full. It leaves groute_level (the level reached), groute_n (the count of the
+# frontier left), groute_at (where it starts; keep: in the store) and groute_status.
+_LOOP_LEVELS = r"""    long long groute_n = groute_first_n;
     long long groute_at = groute_keep ? groute_offsets[groute_level0] : 0;
     const int* groute_q = groute_keep ? groute_levels + groute_at : groute_first_q;
     int* const groute_ping = groute_bufs + {ping} * groute_n_local;
@@ -329,14 +343,38 @@ extern "C" __global__ void __launch_bounds__({block}) groute_loop(
         }}
         int* const groute_out = groute_keep ? groute_levels + groute_next_at
             : (((groute_level - groute_level0) & 1) ? groute_ping : groute_pong);
-{set_level}        groute_n = groute_run_level(groute_r, groute_p, groute_q, groute_n, groute_out);
+{set_level}        groute_n = groute_run_level{g}(groute_r, groute_p, groute_q, groute_n, groute_out);
         groute_q = groute_out;
         groute_at = groute_next_at;
         ++groute_level;
         if (groute_keep && groute_r.tid == 0)
             groute_offsets[groute_level + 1] = groute_at + groute_n;
     }}
-    if (groute_r.tid == 0) {{
+"""
+
+# The sweep: the kept levels [groute_lo, groute_hi) of a store, one after the other
+# (groute_reverse: the last first); what the steps output is dropped.
+_SWEEP_LEVELS = r"""    int* const groute_discard = groute_bufs + {ping} * groute_n_local;
+    for (int groute_i = 0; groute_i < groute_hi - groute_lo; ++groute_i) {{
+        const int groute_level = groute_reverse ? groute_hi - 1 - groute_i : groute_lo + groute_i;
+        const long long groute_a = groute_offsets[groute_level];
+{set_level}        groute_run_level{g}(groute_r, groute_p, groute_levels + groute_a,
+                         groute_offsets[groute_level + 1] - groute_a, groute_discard);
+    }}
+"""
+
+_KERNELS = r"""
+// Levels from the frontier of level groute_level0 (groute_first_q; keep: the store's, at
+// groute_offsets[groute_level0]) until it is empty, groute_max_run levels ran, or the store of
+// kept levels is full.
+extern "C" __global__ void __launch_bounds__({block}) groute_loop(
+        GROUTE_RUN_ARGS, const int* groute_first_q, long long groute_first_n,
+        int* groute_levels, long long* groute_offsets, long long groute_capacity,
+        int groute_offsets_capacity, int groute_keep, int groute_level0, int groute_max_run,
+        long long groute_start{comma_decls}) {{
+    GROUTE_RUN_INIT
+    GrouteParams groute_p{{{param_names}}};
+{loop_levels}    if (groute_r.tid == 0) {{
         int* groute_result = (int*)(groute_ctl + 6);
         groute_result[0] = groute_level - groute_level0;
         groute_result[1] = groute_status;
@@ -352,14 +390,88 @@ extern "C" __global__ void __launch_bounds__({block}) groute_sweep(
         int groute_lo, int groute_hi, int groute_reverse, long long groute_start{comma_decls}) {{
     GROUTE_RUN_INIT
     GrouteParams groute_p{{{param_names}}};
-    int* const groute_discard = groute_bufs + {ping} * groute_n_local;
-    for (int groute_i = 0; groute_i < groute_hi - groute_lo; ++groute_i) {{
-        const int groute_level = groute_reverse ? groute_hi - 1 - groute_i : groute_lo + groute_i;
-        const long long groute_a = groute_offsets[groute_level];
-{set_level}        groute_run_level(groute_r, groute_p, groute_levels + groute_a,
-                         groute_offsets[groute_level + 1] - groute_a, groute_discard);
+{sweep_levels}}}
+"""
+
+_INT_MAX = 2147483647
+
+# One round per seed from groute_round0 (that round resumes at item groute_item0, a kept Loop
+# whose store filled, from level groute_resume_level). A round begins with the advances' two
+# bitmaps clean (whatever the last round's steps left) and its seed as level 0 of the store.
+_ROUNDS = r"""
+extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
+        GROUTE_RUN_ARGS, const int* groute_seeds, int groute_round0, int groute_rounds,
+        int groute_item0, int groute_resume_level, int* groute_store, long long* groute_offsets,
+        long long groute_capacity, int groute_offsets_capacity,
+        long long* groute_tally{comma_decls}) {{
+    GROUTE_RUN_INIT
+    GrouteParams groute_p{{{param_names}}};
+    int groute_kept = 0;
+    for (int groute_round = groute_round0; groute_round < groute_rounds; ++groute_round) {{
+        const int groute_from = groute_round == groute_round0 ? groute_item0 : 0;
+        groute_r.clear_n = 0;
+        for (long long groute_i = groute_r.tid; groute_i < 2 * groute_r.words; groute_i += groute_r.nthreads)
+            groute_r.bits[groute_i] = 0u;
+        if (groute_r.tid == 0) groute_store[0] = groute_seeds[groute_round];
+        grid_barrier(groute_r.bar, groute_r.bar_target);
+{set_index}{items}    }}
+    if (groute_r.tid == 0) {{
+        int* groute_result = (int*)(groute_ctl + 6);
+        groute_result[0] = groute_rounds;
+        groute_result[1] = {EMPTIED};
     }}
 }}
+"""
+
+# A Loop from the round's seed; its levels run and deepest level go to the tally. When the
+# store fills, the launch ends there (ctl: [6] the round and the status, [7] the frontier's
+# count, [8] where it starts, [11] the item, [12] the level) and the host launches again from
+# that level with a bigger store. After it, a barrier: the store's offsets are read next.
+_ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
+{reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
+            const int* groute_first_q = groute_seeds + groute_round;
+            const long long groute_first_n = 1;
+            int* const groute_levels = groute_store;
+            const int groute_keep = {keep};
+            const int groute_level0 = groute_resume ? groute_resume_level : 0;
+            const int groute_max_run = {max_run} - groute_level0;
+            const long long groute_start = {start};
+            (void)groute_start;
+{loop_levels}            if (groute_r.tid == 0) {{
+                groute_tally[{tally}] += groute_level - groute_level0;
+                if (groute_level > groute_tally[{tally} + 1]) groute_tally[{tally} + 1] = groute_level;
+            }}
+            if (groute_status == {STORE_FULL}) {{
+                if (groute_r.tid == 0) {{
+                    int* groute_result = (int*)(groute_ctl + 6);
+                    groute_result[0] = groute_round;
+                    groute_result[1] = {STORE_FULL};
+                    groute_ctl[7] = (unsigned long long)groute_n;
+                    groute_ctl[8] = (unsigned long long)groute_at;
+                    groute_ctl[11] = {j};
+                    groute_ctl[12] = (unsigned long long)groute_level;
+                }}
+                return;
+            }}
+{kept}            grid_barrier(groute_r.bar, groute_r.bar_target);
+        }}
+"""
+
+# A Sweep over the levels the last kept Loop kept, from level {skip}.
+_ROUND_SWEEP = r"""        if (groute_from <= {j}) {{  // item {j}: Sweep
+{reset}            const int* groute_levels = groute_store;
+            const int groute_lo = {skip}, groute_hi = groute_kept, groute_reverse = {reverse};
+            const long long groute_start = {start};
+            (void)groute_start;
+{sweep_levels}            if (groute_r.tid == 0 && groute_hi > groute_lo)
+                groute_tally[{tally}] += groute_hi - groute_lo;
+        }}
+"""
+
+_ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on {over}
+            groute_run_level_{j}(groute_r, groute_p, {q}, nullptr);
+            if (groute_r.tid == 0) ++groute_tally[{tally}];
+        }}
 """
 
 
@@ -406,21 +518,23 @@ def buffers(steps) -> int:
     return 4 if sum(1 for s in steps if s.produces) > 1 else 2
 
 
-def source(steps, level: str | None, where: str) -> str:
-    """The CUDA source of the fused loop of ``steps`` (module docstring); ``level``: the scalar
-    set to ``start`` plus the level's number."""
-    params = loop_params(steps, where)
+def _group(steps, first, all_steps, where, parts, run_members, everything=False) -> str:
+    """The code of one level of ``steps`` (numbered from ``first`` in ``all_steps``, the
+    module's steps: functor suffixes and gathering regions are the module's); their functor
+    functions and visitors go to ``parts``. ``everything``: the one compute step runs on every
+    vertex, not on a frontier."""
     producing = [i for i, s in enumerate(steps) if s.produces]
-    intermediate = buffers(steps) - 2         # groute_bufs[0], [1]: a level's intermediates
-    parts, body, run_members = [], [], []
-    for i, step in enumerate(steps):
+    body = []
+    for k_step, step in enumerate(steps):
+        i = first + k_step
         f = step.functor
         parts.append(functor_functions(f, where, f"_{i}"))
         args = "".join(f", groute_p.{p.name}" for p in f.parsed)
         if isinstance(step, ComputeStep):
-            body.append(_COMPUTE.format(i=i, name=f.name, args=args))
+            body.append((_COMPUTE_ALL if everything else _COMPUTE).format(i=i, name=f.name,
+                                                                         args=args))
             continue
-        k = producing.index(i)
+        k = producing.index(k_step)
         out = ("groute_out" if k == len(producing) - 1
                else f"groute_r.bufs + {k & 1} * groute_r.n_local")
         if isinstance(step, FilterStep):
@@ -430,7 +544,8 @@ def source(steps, level: str | None, where: str) -> str:
         if f.gather is not None:
             parts.append(_GATHER_FUNCTOR.format(i=i, args="".join(f", p->{p.name}"
                                                                  for p in f.parsed)))
-            body.append(_gather_step(step, i, out, gathering(steps).index(step), run_members))
+            body.append(_gather_step(step, i, out, gathering(all_steps).index(step),
+                                     run_members))
             continue
         pargs = "".join(f", p->{p.name}" for p in f.parsed)
         msg_local = "" if f.message is None else \
@@ -439,18 +554,86 @@ def source(steps, level: str | None, where: str) -> str:
                                      msg_arg="" if f.message is None else ", groute_m"))
         body.append(_ADVANCE.format(i=i, name=f.name, out=out, over=step.over,
                                     graph="in" if step.over == "in" else "out"))
+    return "".join(body)
+
+
+def _set(params, name, value) -> str:
+    """The statement that sets scalar ``name`` on the device (nothing without a name)."""
+    if name is None:
+        return ""
+    return f"        groute_p.{name} = ({_ctype_of(params, name)})({value});\n"
+
+
+def _module(groups, all_steps, where, title) -> tuple[str, dict]:
+    """A module's text up to its kernels: the prelude, the functors, a level function
+    ``groute_run_level<suffix>`` for each group ``(steps, level, suffix, everything)``; and the
+    fields its kernels are formatted with, among them per group ``loop_levels<suffix>`` and
+    ``sweep_levels<suffix>``: the loop and the sweep of that group's levels, to splice."""
+    params = loop_params(all_steps, where)
+    intermediate = buffers(all_steps) - 2     # groute_bufs[0], [1]: a level's intermediates
+    parts, run_members, code, first, fields = [], [], [], 0, {}
+    for steps, level, suffix, everything in groups:
+        body = _group(steps, first, all_steps, where, parts, run_members, everything)
+        first += len(steps)
+        code.append(_LEVEL.format(g=suffix, steps=body))
+        at = dict(g=suffix, ping=intermediate, pong=intermediate + 1,
+                  set_level=_set(params, level, "groute_start + groute_level"))
+        fields[f"loop_levels{suffix}"] = _LOOP_LEVELS.format(
+            **at, EMPTIED=EMPTIED, MAX_LEVELS=MAX_LEVELS, STORE_FULL=STORE_FULL)
+        fields[f"sweep_levels{suffix}"] = _SWEEP_LEVELS.format(**at)
     members = "".join(f"    {_kernel_decl(p)};\n" for p in params)
-    set_level = "" if level is None else \
-        f"        groute_p.{level} = ({_ctype_of(params, level)})(groute_start + groute_level);\n"
-    title = ", ".join(f"{type(s).__name__}({s.functor.name})" for s in steps)
     decls = ", ".join(_kernel_decl(p) for p in params)
-    return (_PRELUDE.format(title=title, members=members, run_members="".join(run_members))
-            + "".join(parts)
-            + _KERNELS.format(steps="".join(body), block=BLOCK, set_level=set_level,
-                              comma_decls=f", {decls}" if decls else "",
-                              param_names=", ".join(p.name for p in params),
-                              ping=intermediate, pong=intermediate + 1, EMPTIED=EMPTIED,
-                              MAX_LEVELS=MAX_LEVELS, STORE_FULL=STORE_FULL))
+    fields.update(block=BLOCK, comma_decls=f", {decls}" if decls else "",
+                  param_names=", ".join(p.name for p in params), params=params)
+    head = (_PRELUDE.format(title=title, members=members, run_members="".join(run_members))
+            + "".join(parts) + "".join(code))
+    return head, fields
+
+
+def source(steps, level: str | None, where: str) -> str:
+    """The CUDA source of the fused loop of ``steps`` (module docstring): ``groute_loop`` and
+    ``groute_sweep``; ``level``: the scalar set to ``start`` plus the level's number."""
+    title = ", ".join(f"{type(s).__name__}({s.functor.name})" for s in steps)
+    head, fields = _module([(steps, level, "", False)], list(steps), where, title)
+    return head + _KERNELS.format(**fields)
+
+
+def rounds_source(body, index: str | None, total: str | None, where: str) -> str:
+    """The CUDA source of ``groute_rounds``: one round of ``body`` (the items of
+    :mod:`groute.operators.rounds`) per seed (module docstring); ``index``: the scalar set to
+    the round's number, ``total``: the one set to the vertices a kept Loop kept."""
+    all_steps = body_steps(body)
+    groups = [(item.steps, item.level, f"_{j}",
+               isinstance(item, Compute) and item.over == "all") for j, item in enumerate(body)]
+    title = "rounds of " + ", ".join(
+        f"{type(item).__name__}({', '.join(s.functor.name for s in item.steps)})"
+        for item in body)
+    head, fields = _module(groups, all_steps, where, title)
+    params, items, first = fields["params"], [], 0
+    for j, item in enumerate(body):
+        reset = "".join(f"            groute_r.pulling_{first + i} = 0; "
+                        f"groute_r.explored_{first + i} = 0;\n"
+                        for i, s in enumerate(item.steps)
+                        if isinstance(s, AdvanceStep) and s.functor.gather is not None
+                        and s.direction == "auto")
+        first += len(item.steps)
+        if isinstance(item, Compute):
+            items.append(_ROUND_COMPUTE.format(
+                j=j, over=item.over, tally=2 * j,
+                q="nullptr, 0" if item.over == "all" else "groute_seeds + groute_round, 1"))
+        elif isinstance(item, Loop):
+            items.append(_ROUND_LOOP.format(
+                j=j, reset=reset, keep=int(item.keep), start=item.start, tally=2 * j,
+                max_run=_INT_MAX if item.max_levels is None else item.max_levels,
+                loop_levels=fields[f"loop_levels_{j}"], STORE_FULL=STORE_FULL,
+                kept="" if not item.keep else "            groute_kept = groute_level;\n"
+                + _set(params, total, "groute_at")))
+        else:
+            items.append(_ROUND_SWEEP.format(j=j, reset=reset, skip=item.skip,
+                                             reverse=int(item.reverse), start=item.start,
+                                             tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"]))
+    return head + _ROUNDS.format(items="".join(items), EMPTIED=EMPTIED,
+                                 set_index=_set(params, index, "groute_round"), **fields)
 
 
 def _gather_step(step, i, out, region, run_members) -> str:
