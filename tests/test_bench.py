@@ -140,12 +140,25 @@ def test_partial_results_are_saved_after_every_step(tmp_path):
     def save(results):
         write_json(results, tmp_path / "partial.json")
         write_markdown(results, tmp_path / "partial.md")
-        snapshots.append((len(results["cases"]), len(results["peers"]), results["finished"]))
+        running = (results["running"] or {}).get("what")
+        snapshots.append((len(results["cases"]), len(results["peers"]), results["finished"],
+                          running))
 
     results = run_suite(small_config(devices=[1, 2]), solvers={"bfs": double("bfs")},
                         progress=False, on_update=save)
-    assert snapshots == [(0, 1, None), (1, 1, None), (2, 1, None)]
+    spec = results["graphs"][0]["spec"]
+    # each step is named when it begins (a run killed then says what it was doing), and
+    # cleared once it is done and its results are saved
+    assert [s for s in snapshots if s[3] is None] == [(0, 1, None, None), (1, 1, None, None),
+                                                      (2, 1, None, None)]
+    assert [s[3] for s in snapshots if s[3]] == [
+        f"loading {spec}", f"bfs {spec} reference (groute.graph.reference.bfs (CPU))",
+        f"bfs {spec} peer scipy", f"bfs {spec} 1 dev async", f"bfs {spec} 2 dev async"]
     assert "**not finished**" in (tmp_path / "partial.md").read_text()
+    snapshots.clear()
+    save({**results, "finished": None, "running": dict(what=f"bfs {spec} 2 dev async",
+                                                        since="T", elapsed_s=3.0)})
+    assert f"it was running bfs {spec} 2 dev async" in (tmp_path / "partial.md").read_text()
     assert len(json.loads((tmp_path / "partial.json").read_text())["cases"]) == 2
     assert results["finished"] is not None and "not finished" not in markdown(results)
 

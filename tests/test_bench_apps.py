@@ -119,6 +119,131 @@ def test_kcore_reference_matches_networkx_on_random_directed_graphs():
         assert kcore.reference(g).tolist() == [expect[v] for v in range(60)]
 
 
+def _random_graph(rng, n, m, *, directed, loops_removed=True):
+    """A random graph on ``n`` vertices (ids from ``n // 2`` up left mostly isolated), as the
+    runner hands it to an app: self-loops removed when the app refuses them."""
+    src = rng.integers(0, n // 2, m)
+    dst = np.where(rng.random(m) < 0.9, rng.integers(0, n // 2, m), rng.integers(0, n, m))
+    if not directed:                    # an undirected CSR holds both arcs of every edge
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    g = CSRGraph.from_edges(src, dst, n, directed=directed)
+    return g.remove_self_loops() if loops_removed else g
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_kcore_reference_matches_networkx_on_random_graphs(directed):
+    import networkx as nx
+    rng = np.random.default_rng(11)
+    for m in (0, 40, 400, 2000):     # no arcs, sparse, dense enough for cores of several levels
+        g = _random_graph(rng, 120, m, directed=directed)
+        expect = nx.core_number(g.to_networkx())
+        assert kcore.reference(g).tolist() == [expect[v] for v in range(120)], (directed, m)
+    assert max(expect.values()) >= 8       # the dense ones peel through many levels
+
+
+def test_kcore_reference_peels_a_long_path_one_end_at_a_time():
+    """A path peels inward from both ends in ~n/2 rounds at level 1, a grid from its corners:
+    the rounds' frontiers have to be exact (each vertex leaves once)."""
+    n = 501
+    a, b = np.arange(n - 1), np.arange(1, n)
+    g = CSRGraph.from_edges(np.concatenate([a, b]), np.concatenate([b, a]), n, directed=False)
+    assert kcore.reference(g).tolist() == [1] * n
+    grid = _load("grid:9")
+    import networkx as nx
+    expect = nx.core_number(grid.to_networkx())
+    assert kcore.reference(grid).tolist() == [expect[v] for v in range(grid.num_vertices)]
+
+
+def test_kcore_reference_takes_a_vertex_two_leaves_drop_at_once_out_once():
+    """Leaves 0 and 1 both hang on 2, which falls to level 1 twice in one round; taking it out
+    twice would cost 3 a second neighbour and drop the triangle 3-4-5 to core 1."""
+    edges = [(0, 2), (1, 2), (2, 3), (3, 4), (4, 5), (5, 3)]
+    a, b = np.array(edges).T
+    g = CSRGraph.from_edges(np.concatenate([a, b]), np.concatenate([b, a]), 6, directed=False)
+    assert kcore.reference(g).tolist() == [1, 1, 1, 2, 2, 2]
+
+
+def test_scc_reference_matches_networkx_on_random_directed_graphs():
+    import networkx as nx
+    rng = np.random.default_rng(5)
+    for m in (0, 60, 150, 600):
+        g = _random_graph(rng, 100, m, directed=True, loops_removed=False)
+        labels = scc.reference(g)
+        comps = {frozenset(c) for c in nx.strongly_connected_components(g.to_networkx())}
+        ours = {}
+        for v, lab in enumerate(labels.tolist()):
+            ours.setdefault(lab, set()).add(v)
+        assert {frozenset(c) for c in ours.values()} == comps, m
+
+
+# the igraph peers: built fast, skipped by a build-time budget ------------------------------------------
+def test_igraph_graph_holds_every_arc_or_each_edge_once_and_restores_the_collector():
+    pytest.importorskip("igraph")
+    import gc
+    from groute.bench.peers import igraph_graph
+    rng = np.random.default_rng(3)
+    g = _random_graph(rng, 50, 300, directed=False)
+    src, dst = (np.asarray(a) for a in g.edges())
+    und = igraph_graph(g, directed=None)
+    assert not und.is_directed() and und.vcount() == 50 and und.ecount() == g.num_edges // 2
+    assert sorted(und.get_edgelist()) == sorted(zip(src[src <= dst].tolist(),
+                                                    dst[src <= dst].tolist()))
+    arcs = igraph_graph(g, directed=True)
+    assert arcs.is_directed() and sorted(arcs.get_edgelist()) == sorted(zip(src.tolist(),
+                                                                             dst.tolist()))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        igraph_graph(g)
+        assert not gc.isenabled()          # a caller's choice is left as it was
+    finally:
+        gc.enable()
+
+
+def test_igraph_peer_is_skipped_when_its_build_would_pass_the_budget(monkeypatch):
+    pytest.importorskip("igraph")
+    from groute.bench import peers
+    monkeypatch.setattr(peers, "igraph_build_seconds_per_edge", lambda: 1e-3)   # 1 ms an edge
+    g = _random_graph(np.random.default_rng(1), 40, 200, directed=False)
+    edges = g.num_edges // 2           # k-core's igraph graph: each edge once
+    with pytest.raises(peers.PeerSkipped, match=rf"{edges:,} edges .* over the 0.1 s case budget"):
+        peers.prepare_peer("igraph", "kcore", g, None, networkx_max_arcs=10**6,
+                           build_budget_s=0.1)
+    # SCC's directed graph has every arc: a budget between the two counts runs k-core only
+    budget = (edges + g.num_edges) / 2 * 1e-3
+    peers.prepare_peer("igraph", "kcore", g, None, networkx_max_arcs=10**6, build_budget_s=budget)
+    with pytest.raises(peers.PeerSkipped, match=f"{g.num_edges:,} edges"):
+        peers.prepare_peer("igraph", "scc", g.as_directed(), None, networkx_max_arcs=10**6,
+                           build_budget_s=budget)
+    # no budget: no estimate; the budget is igraph's alone (scipy's matrix is not limited)
+    peers.prepare_peer("igraph", "scc", g.as_directed(), None, networkx_max_arcs=10**6)
+    peers.prepare_peer("scipy", "scc", g.as_directed(), None, networkx_max_arcs=10**6,
+                       build_budget_s=1e-9)
+    with pytest.raises(ValueError, match="budget_s"):
+        peers.prepare_peer("igraph", "kcore", g, None, networkx_max_arcs=10**6,
+                           build_budget_s=0.0)
+
+
+def test_igraph_build_rate_is_timed_on_this_machine():
+    pytest.importorskip("igraph")
+    from groute.bench import peers
+    rate = peers.igraph_build_seconds_per_edge()
+    assert 0 < rate < 1e-4 and peers.igraph_build_seconds_per_edge() == rate   # once a process
+
+
+def test_kcore_and_scc_peers_in_a_run_record_their_build_apart_from_their_time():
+    results = run_suite(config(["kcore"], graphs=["kron:8"]), progress=False)
+    peers = {p["peer"]: p for p in results["peers"]}
+    assert "scipy has no" in peers["scipy"]["note"] or peers["scipy"]["status"] == "skip"
+    for name in ("igraph", "networkx"):
+        p = peers[name]
+        if p["status"] == "skip":
+            assert name == "igraph" and not _has_igraph()
+            continue
+        assert p["status"] == "ok", p
+        assert p["setup_s"] > 0 and p["wall_s"] >= p["setup_s"] + p["time_s"] * p["repeats"] * 0.5
+
+
 # the paths betweenness and SCC take, with stand-in registrations -------------------------------------
 CHECKS = "groute.bench.checks."
 

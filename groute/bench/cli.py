@@ -58,7 +58,8 @@ def register(subparsers, common):
                         "ones are skipped with a note)")
     p.add_argument("--peer-repeat", type=int, metavar="N", help="timed runs per peer (default 3)")
     p.add_argument("--max-case-seconds", type=_positive_float, metavar="S",
-                   help="stop repeating a case once its timed runs add up to S seconds (default 60)")
+                   help="stop repeating a case once its timed runs add up to S seconds, and skip "
+                        "the igraph peer where building its graph would take longer (default 60)")
     p.add_argument("--reference", choices=REFERENCES,
                    help="what every answer is checked against: cpu = groute.graph.reference "
                         "(scipy, one core); gpu = the plain-CuPy baselines on GPU 0 (for graphs "

@@ -12,6 +12,8 @@ reference like ours, so a ratio to a peer that computed something else cannot sl
 """
 from __future__ import annotations
 
+import contextvars
+import functools
 import importlib
 import importlib.util
 import logging
@@ -27,8 +29,12 @@ log = logging.getLogger(__name__)
 
 #: Longest a PageRank power iteration may run before it is called non-converged.
 PR_MAX_ITERATIONS = 1000
-#: igraph is built from a Python edge list (~1 us per arc): larger graphs skip it.
-IGRAPH_MAX_ARCS = 20_000_000
+#: Edges of the graph :func:`igraph_build_seconds_per_edge` builds to time this machine.
+IGRAPH_CALIBRATION_EDGES = 1 << 22
+#: The seconds an igraph peer being prepared may spend building its graph (None: no limit):
+#: set by :func:`prepare_peer` around the app's hook, read by :func:`igraph_graph`, which alone
+#: knows how many edges it builds.
+_IGRAPH_BUDGET: contextvars.ContextVar = contextvars.ContextVar("igraph_budget", default=None)
 
 
 class PeerSkipped(Exception):
@@ -47,15 +53,23 @@ class PreparedPeer:
     note: str = ""
 
 
-def prepare_peer(name: str, app: str, graph, source, *, networkx_max_arcs: int) -> PreparedPeer:
+def prepare_peer(name: str, app: str, graph, source, *, networkx_max_arcs: int,
+                 build_budget_s: float | None = None) -> PreparedPeer:
     """Set up peer ``name`` for ``app`` on ``graph``; raises :class:`PeerSkipped` with the reason.
 
     The size limits of igraph and NetworkX apply to every app; an app that registered its own
     ``peers`` (:class:`groute.registry.App`) is then set up by its hook, any other by the
-    built-in code below. ``source``: None, a vertex, or the app's sample of sources."""
-    if name == "igraph" and graph.num_edges > IGRAPH_MAX_ARCS:
-        raise PeerSkipped(f"building an igraph object takes ~1 us per arc: skipped above "
-                          f"{IGRAPH_MAX_ARCS:,} arcs (this graph has {graph.num_edges:,})")
+    built-in code below. ``source``: None, a vertex, or the app's sample of sources.
+    ``build_budget_s``: igraph is skipped when building its graph would take longer (None: no
+    limit), see :func:`check_igraph_build`."""
+    token = _IGRAPH_BUDGET.set(build_budget_s if name == "igraph" else None)
+    try:
+        return _prepare_peer(name, app, graph, source, networkx_max_arcs)
+    finally:
+        _IGRAPH_BUDGET.reset(token)
+
+
+def _prepare_peer(name, app, graph, source, networkx_max_arcs) -> PreparedPeer:
     if name == "networkx" and graph.num_edges > networkx_max_arcs:
         raise PeerSkipped(f"NetworkX is pure Python: skipped above {networkx_max_arcs:,} arcs "
                           f"(this graph has {graph.num_edges:,})")
@@ -271,7 +285,7 @@ def igraph_graph(graph, *, directed: bool | None = True):
     """A python-igraph graph of ``graph`` (PeerSkipped without igraph): directed with every
     arc (``directed=True``, what the traversal peers take), or, with ``directed=None``, as the
     graph is: undirected with each edge once when its CSR holds both arcs of every edge."""
-    ig = _require("igraph", "pip install python-igraph to add it as a peer")
+    _require("igraph", "pip install python-igraph to add it as a peer")
     from groute.graph.arcs import arc_rows
     src = arc_rows(np.asarray(graph.indptr), dtype=np.int64)
     dst = np.asarray(graph.indices, dtype=np.int64)
@@ -279,8 +293,67 @@ def igraph_graph(graph, *, directed: bool | None = True):
     if not directed:
         keep = src <= dst
         src, dst = src[keep], dst[keep]
-    return ig.Graph(n=int(graph.num_vertices), edges=np.column_stack([src, dst]),
-                    directed=directed)
+    budget = _IGRAPH_BUDGET.get()
+    if budget is not None:
+        check_igraph_build(int(src.size), budget)
+    return igraph_from_arcs(int(graph.num_vertices), src, dst, directed)
+
+
+def igraph_from_arcs(n: int, src, dst, directed: bool):
+    """``igraph.Graph`` on ``n`` vertices with the arcs ``src[i] -> dst[i]`` (int64 arrays).
+
+    python-igraph's wheels use the limited C API, which cannot read a NumPy buffer: an edge
+    array is turned into Python pairs whichever way it is handed over. The cheapest is a
+    ``zip`` of two memoryviews (each pair built and dropped as igraph reads it, no list of
+    lists), with the cyclic garbage collector off meanwhile: the millions of live pairs would
+    otherwise trigger collections that scan all of them, several times the build itself.
+    """
+    import gc
+    import igraph
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    if src.shape != dst.shape or src.ndim != 1:
+        raise ValueError(f"igraph_from_arcs: src and dst must be 1-D arrays of one length, got "
+                         f"shapes {src.shape} and {dst.shape}")
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return igraph.Graph(n=n, edges=zip(memoryview(src), memoryview(dst)),
+                            directed=directed)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@functools.lru_cache(maxsize=1)
+def igraph_build_seconds_per_edge() -> float:
+    """Seconds :func:`igraph_from_arcs` takes per edge on this machine, timed once per process
+    on a random directed graph of :data:`IGRAPH_CALIBRATION_EDGES` edges (a fraction of a
+    second). The build is linear in the edges, so this predicts a big graph's build before
+    spending it (docs/BENCHMARKS.md, "Peers")."""
+    import time
+    rng = np.random.default_rng(0)
+    n = IGRAPH_CALIBRATION_EDGES // 16
+    src = np.sort(rng.integers(0, n, IGRAPH_CALIBRATION_EDGES))
+    dst = rng.integers(0, n, IGRAPH_CALIBRATION_EDGES)
+    t0 = time.perf_counter()
+    igraph_from_arcs(n, src, dst, True)
+    return (time.perf_counter() - t0) / IGRAPH_CALIBRATION_EDGES
+
+
+def check_igraph_build(num_edges: int, budget_s: float) -> None:
+    """PeerSkipped when building an igraph graph of ``num_edges`` edges would take longer than
+    ``budget_s`` seconds on this machine, by :func:`igraph_build_seconds_per_edge`; igraph not
+    installed is a skip too. The build is not timed, but a run has to wait for it."""
+    if not budget_s > 0:
+        raise ValueError(f"check_igraph_build: budget_s must be positive seconds, got {budget_s!r}")
+    _require("igraph", "pip install python-igraph to add it as a peer")
+    per_edge = igraph_build_seconds_per_edge()
+    estimate = num_edges * per_edge
+    if estimate > budget_s:
+        raise PeerSkipped(f"building its igraph graph would take about {estimate:.0f} s "
+                          f"({num_edges:,} edges at {per_edge * 1e9:.0f} ns each, timed on this "
+                          f"machine), over the {budget_s:g} s case budget")
 
 
 def as_array(mapping, n, fill, dtype):

@@ -75,6 +75,10 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
             graph_rows.append([_cell(g["spec"]), "-", "-", "-", f"did not load: {_cell(g['error'])}",
                                "-", "-", "-", "-"])
             continue
+        if "vertices" not in g:         # partial results saved while it loads
+            graph_rows.append([_cell(g["spec"]), "-", "-", "-", "not loaded yet", "-", "-", "-",
+                               "-"])
+            continue
         src = g.get("source")
         fid = g.get("source_file_id")
         src_text = f"{src}" + (f" (file id {fid})" if fid is not None and fid != src else "")
@@ -281,7 +285,8 @@ def _run_lines(results: dict) -> list[str]:
              f"{results.get('partition')}",
              (f"- Run: {results.get('started')} to {results.get('finished')} "
               f"({(results.get('elapsed_s') or 0):.0f} s)" if results.get("finished") else
-              f"- Run: started {results.get('started')}, **not finished** (partial results)")]
+              f"- Run: started {results.get('started')}, **not finished** (partial results"
+              f"{_running_text(results.get('running'))})")]
     if bw.get("bytes_per_s"):
         lines.append(f"- Device copy bandwidth measured in this run on {bw.get('device')}: "
                      f"{bw['bytes_per_s'] / 1e9:.0f} GB/s (read + write, {fmt_bytes(bw['copy_bytes'])} "
@@ -291,9 +296,17 @@ def _run_lines(results: dict) -> list[str]:
     return lines
 
 
+def _running_text(running) -> str:
+    """What an unfinished run was doing when its results were last written, for its Run line."""
+    if not running:
+        return ""
+    return (f"; when last written it was running {running.get('what')}, begun at "
+            f"{running.get('since')}, {running.get('elapsed_s', 0):.0f} s into the run")
+
+
 #: What a merged result keeps of each run (the rest is per case, peer or graph).
 RUN_KEYS = ("command", "config", "backend", "partition", "started", "finished", "elapsed_s",
-            "machine", "bandwidth")
+            "machine", "bandwidth", "running")
 
 
 def read_results(path) -> dict:

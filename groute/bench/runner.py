@@ -88,6 +88,7 @@ class SuiteRun:
                                  else ERROR, "note": self.unavailable[app]})
                      for app in config.apps},
             "graphs": [], "references": [], "peers": [], "cases": [],
+            "running": None,
         }
 
     def _count_steps(self) -> int:
@@ -110,6 +111,7 @@ class SuiteRun:
             for k in list(self.contexts):
                 self._drop_context(k)
             self.progress.close()
+        self.results["running"] = None
         self.results["finished"] = _now()
         self.results["elapsed_s"] = time.perf_counter() - t0
         self.results["targets"] = evaluate_targets(self.results)
@@ -132,6 +134,7 @@ class SuiteRun:
         info = {"spec": spec}
         self.results["graphs"].append(info)
         self.progress.note(f"loading {spec} ...")
+        self._begin(f"loading {spec}")
         try:
             t0 = time.perf_counter()
             graph, load_memory = host_peak_while(lambda: _load(spec))
@@ -261,6 +264,7 @@ class SuiteRun:
             return {}
         self.progress.note(f"{spec}: computing the references of {', '.join(jobs)} side by side "
                            f"in {len(jobs)} processes ...")
+        self._begin(f"the references of {', '.join(jobs)} on {spec}")
         return parallel_references(jobs)
 
     def _where(self, app, where) -> str:
@@ -308,6 +312,7 @@ class SuiteRun:
             return None
         label = reference_label(app, where)
         self.progress.note(f"{app} {spec}: computing the reference ({label}) ...")
+        self._begin(f"{app} {spec} reference ({label})")
         try:
             t0 = time.perf_counter()
             if isinstance(done, BaseException):
@@ -333,11 +338,15 @@ class SuiteRun:
         out = dict(app=app, graph=spec, peer=name, label=None, device=None, status=SKIP,
                    note="", time_s=None, min_s=None, max_s=None, repeats=0)
         self.results["peers"].append(out)
+        self._begin(f"{app} {spec} peer {name}")
         t_peer = time.perf_counter()
         try:
             peer = prepare_peer(name, app, graph, source,
-                                networkx_max_arcs=self.config.networkx_max_arcs)
-            out.update(label=peer.label, device=peer.device, note=peer.note)
+                                networkx_max_arcs=self.config.networkx_max_arcs,
+                                build_budget_s=self.config.max_case_seconds)
+            # building its matrix or graph object: untimed, but the run waits for it
+            out.update(label=peer.label, device=peer.device, note=peer.note,
+                       setup_s=time.perf_counter() - t_peer)
             if name == "cupy" and where == "gpu":  # its check compares the baseline with itself
                 out["note"] = "; ".join(filter(None, [peer.note, "computed this graph's reference, "
                                                       "so its check is not independent"]))
@@ -385,6 +394,7 @@ class SuiteRun:
         case = dict(app=app, graph=spec, devices=k, mode=mode,
                     partition=self.partition if APPS[app].takes_partition and k > 1 else None,
                     status=ERROR, note="")
+        self._begin(f"{app} {spec} {k} dev" + (f" {mode}" if mode else ""))
         try:
             ctx = self._context(k)
         except _NotEnoughDevices as exc:
@@ -519,8 +529,19 @@ class SuiteRun:
         return (len(self.results["graphs"]), index(c.apps, case["app"]), case["devices"],
                 index(c.modes, case.get("mode")))
 
+    def _begin(self, what: str):
+        """Name the step starting now in ``results["running"]`` and save, so a run killed by a
+        time limit says what it was doing (a reference, a peer or a case) and when it began."""
+        self.results["running"] = dict(what=what, since=_now(),
+                                       elapsed_s=time.perf_counter() - self.progress.t0)
+        self._save()
+
     def _step(self, text: str):
         self.progress.step(text)
+        self.results["running"] = None
+        self._save()
+
+    def _save(self):
         if self.on_update is not None:
             try:
                 self.on_update(self.results)
