@@ -1,7 +1,8 @@
 """Loops of operator steps (groute.operators.run_loop, sweep): the same answers as the loop
 written with the operators, on CPU devices (1-3), with the level scalar, max_levels and kept
-levels; the rule that picks the implementation; the argument checks; and the fused loop's
-CUDA source for every step kind compiled with nvcc (no GPU needed). Rounds (run_rounds): a body
+levels; the rule that picks the implementation; the argument checks; the fused loop's
+CUDA source for every step kind compiled with nvcc (no GPU needed), and where its sweep drops
+each level's output. Rounds (run_rounds): a body
 of loops once per seed against BFS computed here and against the calls written by hand, their
 checks, and the fused rounds' source compiled."""
 from __future__ import annotations
@@ -20,7 +21,7 @@ from groute.graph import CSRGraph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Gather,
                               Levels, Loop, Message, Sweep, advance, compute, filter, run_loop,
                               run_rounds, sweep)
-from groute.operators.loop_source import rounds_source, source as loop_source
+from groute.operators.loop_source import buffers, rounds_source, source as loop_source
 from groute.operators.rounds import body_steps
 
 DEVICES = [1, 2, 3]
@@ -323,11 +324,60 @@ def test_the_fused_loops_compile(tmp_path):
         ([ComputeStep(REMOVE), AdvanceStep(LOSE_NEIGHBOUR, "auto")], None),
         (FORWARD_PASS, "d"), (BACKWARD_PASS, "level"),
         (TRIM_IN, None), (TRIM_OUT, None), (COLOUR, None), (CLAIM_SCC, None),
+        ([AdvanceStep(CLAIM, "push")], "d"), ([FilterStep(EVEN), AdvanceStep(CLAIM)], "d"),
     ]
     done = compile_loops(loops, tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     ptx = Path(tmp_path / "loops.ptx").read_text()
     assert ptx.count(".entry") == 2 * len(loops)
+
+
+def _sweep_outputs(text, levels, n_local=1000):
+    """Where the generated ``groute_sweep`` drops the output of its ``i``-th level, for ``i`` in
+    ``range(levels)``: the offset into the loop's buffers, its C expression evaluated."""
+    body = text[text.index("groute_sweep("):]
+    ping = int(re.search(r"groute_discard = groute_bufs \+ (\d+) \* groute_n_local", body)[1])
+    expr = re.search(r"groute_offsets\[groute_level \+ 1\] - groute_a, (.*?)\);\n", body,
+                     re.S)[1]
+    return [eval(expr.replace("groute_discard", str(ping * n_local))
+                 .replace("groute_n_local", str(n_local)).replace("groute_i", str(i)))
+            for i in range(levels)]
+
+
+def test_a_sweep_level_never_writes_the_output_the_next_level_clears_bits_from():
+    """A level that ends with an advance that does not gather leaves the bitmap words of its
+    output to the next level's first phase, which reads that output while its own threads
+    append to theirs; a sweep's next level starts from the store, so it must drop its output
+    into the other buffer (one buffer for every level lets appends overwrite entries not yet
+    read, and their words stay set). Levels that end otherwise keep one buffer."""
+    n = 1000
+    g_sum = Functor(name="g_sum", params="double* x", message=Message("double", cuda="x[u]"),
+                    gather=Gather("sum", cuda="x[v] != 0"), cuda="x[v] = m; return true;")
+    for steps in ([AdvanceStep(CLAIM, "push")], [AdvanceStep(CLAIM, over="in")],
+                  [FilterStep(EVEN), AdvanceStep(CLAIM)], [ComputeStep(MARK), AdvanceStep(CLAIM)]):
+        out = _sweep_outputs(loop_source(steps, "d", "test"), 6, n)
+        assert all(a != b for a, b in zip(out, out[1:])), (steps, out)
+        assert all(0 <= a and a + n <= buffers(steps) * n for a in out), (steps, out)
+    for steps in ([AdvanceStep(CLAIM), ComputeStep(MARK)], [AdvanceStep(g_sum, "auto")],
+                  [AdvanceStep(CLAIM), FilterStep(EVEN)]):
+        level = "d" if steps[0].functor is CLAIM else None
+        assert len(set(_sweep_outputs(loop_source(steps, level, "test"), 6, n))) == 1, steps
+
+
+def test_a_round_item_leaves_no_bits_for_the_next_item_to_clear():
+    """The next item starts from another frontier, so an item whose levels end with an advance
+    that does not gather clears its last output's bitmap words before a barrier of its own."""
+    body = [Loop([AdvanceStep(CLAIM)], level="d", keep=True), Sweep([AdvanceStep(BOUNCE)]),
+            Loop([AdvanceStep(CLAIM)], level="d", max_levels=2),
+            Sweep([ComputeStep(MARK)], reverse=True), Compute(MARK)]
+    text = rounds_source(body, None, None, "test")
+    items = re.split(r"// item \d+: ", text[text.index("groute_rounds("):])[1:]
+    assert len(items) == len(body)
+    for item, part in zip(body, items):
+        tail = part[part.rindex(f"groute_run_level_") if "groute_run_level_" in part else 0:]
+        clears = re.search(r"groute_clear\(groute_r\);\s*(?:}\s*)?\n\s*grid_barrier", tail)
+        wanted = not isinstance(item, Compute) and isinstance(item.steps[-1], AdvanceStep)
+        assert bool(clears) == wanted, (item, tail)
 
 
 def test_parameters_shared_by_name_must_agree():
@@ -636,8 +686,9 @@ def test_the_rule_runs_rounds_as_it_runs_loops():
 @pytest.mark.timeout(320)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_the_fused_rounds_compile(tmp_path):
-    """groute_rounds for betweenness' rounds, the rounds of these tests, and a body with two
-    kept Loops, a Loop without keep and several producing steps in a level."""
+    """groute_rounds for betweenness' rounds, the rounds of these tests, a body with two
+    kept Loops, a Loop without keep and several producing steps in a level, and one that
+    sweeps a push advance before another Loop."""
     from groute.apps.betweenness import Betweenness
     bodies = [
         (Betweenness.rounds(Betweenness.__new__(Betweenness)), None, "reached"),
@@ -648,6 +699,7 @@ def test_the_fused_rounds_compile(tmp_path):
                                                       keep=True),
           Sweep([ComputeStep(ADD_LEVEL)], level="level", reverse=True), Compute(END)],
          "round", "reached"),
+        (SWEPT_PUSH, None, None),
     ]
     texts = [rounds_source(body, index, total, "test") for body, index, total in bodies]
     done = compile_sources(texts, ["groute_rounds"], tmp_path)
@@ -690,3 +742,67 @@ def test_fused_rounds_give_the_python_rounds_answers():
     assert fused == python
     fused, python = _both_loops(path, run_path)
     assert fused == python and fused[1][2] == n
+
+
+def _roots(s, v):
+    s["depth"][v] = 0
+    s["depth2"][v] = 0
+
+
+#: a round's seed: level 0 of both searches
+ROOTS = Functor(name="roots", params="int* depth, int* depth2", cuda="depth[v] = 0; depth2[v] = 0;",
+                numpy=_roots)
+
+
+def _claim2(s, v):
+    v = np.unique(v[s["depth2"][v] < 0])
+    s["depth2"][v] = s["d"] + 1
+    return v
+
+
+#: CLAIM's search again, into depth2
+CLAIM2 = Functor(name="claim2", params="int* depth2, int d",
+                 cuda="return atomicCAS(&depth2[v], -1, d + 1) == -1;", numpy=_claim2)
+
+
+def _sum_reset(s, v):
+    s["acc"][v] += s["depth2"][v]
+    s["depth"][v] = -1
+    s["depth2"][v] = -1
+
+
+#: every vertex after a round: add the second search's depth, reset both
+SUM_RESET = Functor(name="sum_reset", params="long long* acc, int* depth, int* depth2",
+                    cuda="acc[v] += depth2[v];\ndepth[v] = -1;\ndepth2[v] = -1;",
+                    numpy=_sum_reset)
+
+#: a search that keeps its levels, a push advance swept over them (adjacent levels' targets
+#: overlap), then a search that needs the advances' bitmaps clean: bits left set drop
+#: vertices from its frontiers and change its depths
+SWEPT_PUSH = [Compute(ROOTS, over="seed"), Loop([AdvanceStep(CLAIM)], level="d", keep=True),
+              Sweep([AdvanceStep(BOUNCE, "push")]), Loop([AdvanceStep(CLAIM2)], level="d"),
+              Compute(SUM_RESET)]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.gpu
+def test_a_swept_push_advance_leaves_the_bitmaps_clean():
+    """SWEPT_PUSH's rounds fused against the operator calls: the sweep's levels clear one
+    dropped output while appending to another, and its last output is cleared before the next
+    Loop. Also a standalone sweep of a push advance (its levels alternate two buffers)."""
+    g = random_graph(n=20000, m=60000, seed=5)
+
+    def run(eng):
+        eng.state("depth", np.int32, -1)
+        eng.state("depth2", np.int32, -1)
+        eng.state("acc", np.int64, 0)
+        eng.state("hits", np.int32, 0)
+        r = run_rounds(eng, list(range(0, 20000, 997)), SWEPT_PUSH)
+        kept = run_loop(eng.frontier([1]), AdvanceStep(CLAIM), level="d", keep=True).frontiers
+        sweep(kept, [AdvanceStep(BOUNCE, "push")], reverse=True)
+        return (eng.gather("acc").tolist(), eng.gather("hits").tolist(),
+                eng.gather("depth").tolist(), (r.rounds, r.levels, r.deepest))
+
+    fused, python = _both_loops(g, run)
+    assert fused == python
+    assert sum(x > 0 for x in fused[0]) > g.num_vertices // 2     # the searches went deep

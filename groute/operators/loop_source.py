@@ -41,7 +41,13 @@ frontier's arcs (``"auto"``: the scout zeroes the other). A producing step write
 slot ``ring % 3`` and zeroes slot ``(ring + 1) % 3``, which nobody reads any more: its count
 was read before the previous step began. An advance's bitmap (two, alternating) is cleaned
 in the phase after it, by zeroing the words of the vertices it output (the frontier that phase
-reads), so no phase clears a whole bitmap.
+reads), so no phase clears a whole bitmap. That phase's threads write their own output while
+others still read the buffer being cleared from, so it must not be that buffer: a loop's next
+level writes the other of its two, but a sweep's next level reads the store, not the output
+being cleared, and a round's next item starts from another frontier. So where a level ends
+with such an advance (:func:`leaves_clear`), a sweep alternates its two dropped-output buffers
+level by level, and a round's item clears before a barrier that ends it (a Loop's own last
+barrier, a Sweep's added one), so the next item finds nothing left to clear.
 """
 from __future__ import annotations
 
@@ -353,13 +359,15 @@ _LOOP_LEVELS = r"""    long long groute_n = groute_first_n;
 """
 
 # The sweep: the kept levels [groute_lo, groute_hi) of a store, one after the other
-# (groute_reverse: the last first); what the steps output is dropped.
+# (groute_reverse: the last first); what the steps output is dropped into {discard}: one buffer,
+# or (leaves_clear) ping and pong by turns, since the next level's first phase clears the bits
+# of the last output, reading it, while its own output is written.
 _SWEEP_LEVELS = r"""    int* const groute_discard = groute_bufs + {ping} * groute_n_local;
     for (int groute_i = 0; groute_i < groute_hi - groute_lo; ++groute_i) {{
         const int groute_level = groute_reverse ? groute_hi - 1 - groute_i : groute_lo + groute_i;
         const long long groute_a = groute_offsets[groute_level];
 {set_level}        groute_run_level{g}(groute_r, groute_p, groute_levels + groute_a,
-                         groute_offsets[groute_level + 1] - groute_a, groute_discard);
+                         groute_offsets[groute_level + 1] - groute_a, {discard});
     }}
 """
 
@@ -426,7 +434,8 @@ extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
 # A Loop from the round's seed; its levels run and deepest level go to the tally. When the
 # store fills, the launch ends there (ctl: [6] the round and the status, [7] the frontier's
 # count, [8] where it starts, [11] the item, [12] the level) and the host launches again from
-# that level with a bigger store. After it, a barrier: the store's offsets are read next.
+# that level with a bigger store. After it, a barrier: the store's offsets are read next, and
+# ({flush}: leaves_clear) the bits of the last frontier are cleared before it.
 _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
 {reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
             const int* groute_first_q = groute_seeds + groute_round;
@@ -453,19 +462,26 @@ _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
                 }}
                 return;
             }}
-{kept}            grid_barrier(groute_r.bar, groute_r.bar_target);
+{kept}{flush}            grid_barrier(groute_r.bar, groute_r.bar_target);
         }}
 """
 
-# A Sweep over the levels the last kept Loop kept, from level {skip}.
+# A Sweep over the levels the last kept Loop kept, from level {skip}; ({flush}: leaves_clear)
+# then the bits of its last dropped output cleared, and a barrier.
 _ROUND_SWEEP = r"""        if (groute_from <= {j}) {{  // item {j}: Sweep
 {reset}            const int* groute_levels = groute_store;
             const int groute_lo = {skip}, groute_hi = groute_kept, groute_reverse = {reverse};
             const long long groute_start = {start};
             (void)groute_start;
-{sweep_levels}            if (groute_r.tid == 0 && groute_hi > groute_lo)
+{sweep_levels}{flush}            if (groute_r.tid == 0 && groute_hi > groute_lo)
                 groute_tally[{tally}] += groute_hi - groute_lo;
         }}
+"""
+
+_SWEEP_FLUSH = r"""            if (groute_r.clear_n) {
+                groute_clear(groute_r);
+                grid_barrier(groute_r.bar, groute_r.bar_target);
+            }
 """
 
 _ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on {over}
@@ -514,8 +530,17 @@ def needs_in_arcs(steps) -> bool:
 def buffers(steps) -> int:
     """Vertex-sized int32 buffers the kernels use: two for the intermediate outputs of a
     level (a level's producing steps alternate between them) and two for the loop's own
-    frontiers (``groute_loop`` without ``keep``; ``groute_sweep``'s dropped output)."""
+    frontiers (``groute_loop`` without ``keep``; ``groute_sweep``'s dropped output, both when
+    the levels alternate them: :func:`leaves_clear`)."""
     return 4 if sum(1 for s in steps if s.produces) > 1 else 2
+
+
+def leaves_clear(steps) -> bool:
+    """Whether a level of ``steps`` ends with bitmap words still to clear: its last step is an
+    advance that does not gather, whose output's words the next phase zeroes while reading
+    that output (``groute_clear``), so nothing may write that buffer until a barrier."""
+    last = steps[-1]
+    return isinstance(last, AdvanceStep) and last.functor.gather is None
 
 
 def _group(steps, first, all_steps, where, parts, run_members, everything=False) -> str:
@@ -580,7 +605,9 @@ def _module(groups, all_steps, where, title) -> tuple[str, dict]:
                   set_level=_set(params, level, "groute_start + groute_level"))
         fields[f"loop_levels{suffix}"] = _LOOP_LEVELS.format(
             **at, EMPTIED=EMPTIED, MAX_LEVELS=MAX_LEVELS, STORE_FULL=STORE_FULL)
-        fields[f"sweep_levels{suffix}"] = _SWEEP_LEVELS.format(**at)
+        fields[f"sweep_levels{suffix}"] = _SWEEP_LEVELS.format(**at, discard=(
+            "groute_discard + (groute_i & 1) * groute_n_local" if leaves_clear(steps)
+            else "groute_discard"))
     members = "".join(f"    {_kernel_decl(p)};\n" for p in params)
     decls = ", ".join(_kernel_decl(p) for p in params)
     fields.update(block=BLOCK, comma_decls=f", {decls}" if decls else "",
@@ -617,6 +644,7 @@ def rounds_source(body, index: str | None, total: str | None, where: str) -> str
                         if isinstance(s, AdvanceStep) and s.functor.gather is not None
                         and s.direction == "auto")
         first += len(item.steps)
+        clears = leaves_clear(item.steps)
         if isinstance(item, Compute):
             items.append(_ROUND_COMPUTE.format(
                 j=j, over=item.over, tally=2 * j,
@@ -626,12 +654,14 @@ def rounds_source(body, index: str | None, total: str | None, where: str) -> str
                 j=j, reset=reset, keep=int(item.keep), start=item.start, tally=2 * j,
                 max_run=_INT_MAX if item.max_levels is None else item.max_levels,
                 loop_levels=fields[f"loop_levels_{j}"], STORE_FULL=STORE_FULL,
+                flush="            groute_clear(groute_r);\n" if clears else "",
                 kept="" if not item.keep else "            groute_kept = groute_level;\n"
                 + _set(params, total, "groute_at")))
         else:
             items.append(_ROUND_SWEEP.format(j=j, reset=reset, skip=item.skip,
                                              reverse=int(item.reverse), start=item.start,
-                                             tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"]))
+                                             tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"],
+                                             flush=_SWEEP_FLUSH if clears else ""))
     return head + _ROUNDS.format(items="".join(items), EMPTIED=EMPTIED,
                                  set_index=_set(params, index, "groute_round"), **fields)
 
