@@ -36,7 +36,7 @@ stage topo ${TOPO_LIMIT:-240} python3 -m groute topo all --json "$OUT/topo.json"
 stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 benchmarks/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
 stage trav ${TRAV_LIMIT:-400} python3 benchmarks/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
 stage bench ${BENCH_LIMIT:-560} python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
-stage newapps ${NEWAPPS_LIMIT:-90} python3 -m groute bench --apps kcore,scc --graphs ${NEWAPPS_GRAPHS:-kron:21,rmat:21} --devices 1 --peers igraph --repeat 3 --max-case-seconds 3 --json "$OUT/newapps.json" --markdown "$OUT/newapps.md"
+stage newapps ${NEWAPPS_LIMIT:-200} python3 -m groute bench --apps kcore,scc --graphs ${NEWAPPS_GRAPHS:-kron:21,grid:4900} --devices 1 --peers scipy,igraph,networkx --repeat 3 --warmup 1 --peer-repeat 1 --max-case-seconds 22 --reference auto --json "$OUT/newapps.json" --markdown "$OUT/newapps.md"
 stage bc ${BC_LIMIT:-60} sh -c "python3 -m groute bench --apps betweenness --graphs ${BC_GRAPHS:-kron:16} --devices 1 --peers igraph --repeat 3 --max-case-seconds 3 --json '$OUT/bc.json' --markdown '$OUT/bc.md' && python3 -m groute betweenness --graph kron:21 --k 64 --repeat 3"
 stage nx ${NX_LIMIT:-60} python3 benchmarks/nx_backend.py --functions pagerank --json "$OUT/nx.json"
 stage big ${BIG_LIMIT:-540} python3 benchmarks/gpu_big_graph.py --graph "${BIG_GRAPH:-kron:26:32}" --json "$OUT/big.json"
