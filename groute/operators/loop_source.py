@@ -439,10 +439,13 @@ extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
 _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
 {reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
             const int* groute_first_q = groute_seeds + groute_round;
-            const long long groute_first_n = 1;
             int* const groute_levels = groute_store;
             const int groute_keep = {keep};
             const int groute_level0 = groute_resume ? groute_resume_level : 0;
+            // resumed: the frontier of the level reached, kept in the store (only a kept
+            // Loop fills the store); else the seed
+            const long long groute_first_n = groute_resume
+                ? groute_offsets[groute_level0 + 1] - groute_offsets[groute_level0] : 1;
             const int groute_max_run = {max_run} - groute_level0;
             const long long groute_start = {start};
             (void)groute_start;
