@@ -7,7 +7,9 @@ largest ``k`` such that the vertex belongs to a subgraph in which every vertex h
 Peeling, level by level: at level ``k`` the vertices still in the graph with at most ``k``
 neighbours left get core number ``k`` and leave; each arc out of them costs its target one
 neighbour (an atomic decrement on the target's owner), and a target whose count falls to ``k``
-leaves at the same level, next round. When nothing is left to peel at ``k``, ``k`` grows.
+leaves at the same level, next round. When nothing is left to peel at ``k``, ``k`` jumps to
+the least degree left (a ``reduce`` over the vertices still in): no level in between would
+peel anything, so none runs.
 
 The graph is undirected. A directed graph is read as NetworkX reads a ``DiGraph`` here: every
 arc counts for both of its ends (a pair of opposite arcs counts twice). Self-loops are refused,
@@ -22,7 +24,7 @@ import numpy as np
 from groute import AppResult, GraphNotSupported
 from groute.engines import EngineSolver, make_engine
 from groute.graph import CSRGraph, load_graph
-from groute.operators import AdvanceStep, ComputeStep, Functor, filter, run_loop
+from groute.operators import AdvanceStep, ComputeStep, Functor, filter, reduce, run_loop
 
 #: the core number of a vertex still in the graph
 IN_GRAPH = -1
@@ -88,7 +90,8 @@ class KCore(EngineSolver):
         eng.out_degree_state("degree")
         eng.state("core", np.int32, IN_GRAPH)
         alive = eng.all_vertices()
-        k, levels, rounds = 0, 0, 0
+        # the first level that peels anyone: the least degree
+        k, levels, rounds = reduce(alive, "degree", "min") or 0, 0, 0
         while alive:
             frontier = filter(alive, PEELABLE, k=k)
             levels += 1
@@ -98,7 +101,8 @@ class KCore(EngineSolver):
                     AdvanceStep(LOSE_NEIGHBOUR, self.direction, candidates=alive)]
             rounds += run_loop(frontier, peel, k=k).levels
             alive = filter(alive, STILL_IN)
-            k += 1
+            if alive:   # the next level that peels anything: the least degree left
+                k = max(k + 1, reduce(alive, "degree", "min"))
         core = eng.gather("core")
         seconds = time.perf_counter() - t0
         stats = dict(eng.stats, levels=levels, rounds=rounds,

@@ -106,7 +106,8 @@ def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
                  "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["app"] == "kcore" and record["max_core"] == 2
-    assert record["stats"]["levels"] >= 3
+    # every vertex of a grid has core number 2: one level, the least degree, runs
+    assert record["stats"]["levels"] == 1
 
 
 def test_kcore_imports_only_groute_public_names():

@@ -74,6 +74,10 @@ class Engine(abc.ABC):
     def compute(self, frontier, functor, scalars: dict) -> None:
         ...
 
+    @abc.abstractmethod
+    def reduce(self, frontier, state: str, op: str):
+        """The ``op`` of state ``state`` over ``frontier`` (:func:`groute.operators.reduce`)."""
+
     # loops of steps (called by groute.operators.run_loop / sweep) ---------------------------
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
         """Run ``steps`` level after level (:func:`groute.operators.run_loop`); a

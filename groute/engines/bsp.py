@@ -235,6 +235,25 @@ class BSPEngine(Engine):
         self.stats["filters"] += 1
         return Frontier(self, self._each(run, self.parts, frontier.parts), frontier.direction)
 
+    def reduce(self, frontier, state, op):
+        self._check(frontier, "reduce")
+        if any(state not in part.state for part in self.parts):
+            raise ValueError(f"reduce: no state named {state!r} (the engine holds "
+                             f"{sorted(self.parts[0].state) or 'none'})")
+
+        def run(device, part, fr):
+            if not len(fr):
+                return None
+            values = part.state[state]
+            with device.use(), self._on_stream(part):
+                picked = values if fr.everything else values[fr.queue[:fr.count]]
+                one = getattr(device.xp, op)(picked)
+                return one.item()                       # the device's share, to the host
+        shares = [x for x in self._each(run, self.parts, frontier.parts) if x is not None]
+        if not shares:
+            return 0 if op == "sum" else None
+        return {"sum": sum, "min": min, "max": max}[op](shares)
+
     def advance(self, frontier, functor, direction, candidates, scalars, *, over="out"):
         self._check(frontier, "advance")
         if candidates is not None:

@@ -10,7 +10,8 @@ The public API (:data:`__all__`), what an algorithm is written with:
   with its count, converting between them; :mod:`groute.operators.frontier`);
 - :func:`advance` (push, pull, or ``"auto"``: Beamer's rule, :mod:`groute.operators.direction`;
   over out-arcs or in-arcs),
-  :func:`filter`, :func:`compute` (:mod:`groute.operators.api`);
+  :func:`filter`, :func:`compute`, and :func:`reduce` (a sum, min or max of state over a
+  frontier, for the host's decisions) (:mod:`groute.operators.api`);
 - :func:`run_loop`: a whole ``while frontier:`` loop of steps (:class:`ComputeStep`,
   :class:`FilterStep`, :class:`AdvanceStep`) in one call, which an engine may run without the
   host between levels (one persistent launch on one CUDA device), returning a
@@ -30,13 +31,14 @@ what each provides. ``values.cuh`` (values, ``value_add``, items), ``appends.cuh
 load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``barriers.cuh``,
 ``peer_memory.cuh``. The kernels generated around a functor are :mod:`groute.operators.generated`.
 """
-from .api import ARCS, DIRECTIONS, advance, compute, filter
+from .api import ARCS, DIRECTIONS, REDUCTIONS, advance, compute, filter, reduce
 from .frontier import DeviceFrontier, Frontier
 from .functor import Functor, Gather, Message
 from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
 from .rounds import Compute, Loop, RoundsResult, Sweep, run_rounds
 
 __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
+           "reduce", "REDUCTIONS",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
            "RoundsResult"]

@@ -22,6 +22,9 @@ keyword arguments are the functor's scalar parameters (``k=3``).
 - ``filter(frontier, f)``: the vertices of ``frontier`` ``f`` keeps (CUDA body returns true;
   NumPy callable returns a bool mask aligned with ``v``).
 - ``compute(frontier, f)``: run ``f`` on each vertex of ``frontier`` (returns nothing).
+- ``reduce(frontier, state, op)``: one number, the sum, least or greatest of the per-vertex
+  state ``state`` over the frontier's vertices on every device (one read-back per device): what
+  an algorithm's host loop decides by (k-core jumps its level to the least degree left).
 """
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ from .functor import Functor
 DIRECTIONS = ("push", "pull", "auto")
 #: the values ``advance``'s ``over`` takes: the frontier's out-arcs or in-arcs
 ARCS = ("out", "in")
+#: the values ``reduce``'s ``op`` takes
+REDUCTIONS = ("sum", "min", "max")
 
 
 def _engine_of(frontier, functor, what):
@@ -81,3 +86,18 @@ def filter(frontier, functor, **scalars):  # noqa: A001 - the operator's name in
 def compute(frontier, functor, **scalars) -> None:
     """Run ``functor`` on every vertex of ``frontier``."""
     _vertex_step(frontier, functor, "compute").compute(frontier, functor, scalars)
+
+
+def reduce(frontier, state: str, op: str = "sum"):  # noqa: A001 - the operator's name
+    """The ``op`` (``"sum"``, ``"min"``, ``"max"``) of state ``state`` over the vertices of
+    ``frontier``, as a Python number; an empty frontier's sum is 0 and its min or max
+    ``None``."""
+    if not isinstance(frontier, Frontier):
+        raise TypeError(f"reduce takes a Frontier (from an engine: engine.all_vertices(), "
+                        f"engine.frontier(positions)), got {type(frontier).__name__}")
+    if not isinstance(state, str):
+        raise TypeError(f"reduce: state must be the name of per-vertex state (a str), got "
+                        f"{type(state).__name__}")
+    if op not in REDUCTIONS:
+        raise ValueError(f"reduce: op must be one of {', '.join(REDUCTIONS)}; got {op!r}")
+    return frontier.engine.reduce(frontier, state, op)
