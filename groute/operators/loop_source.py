@@ -437,8 +437,9 @@ extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
 # A Loop from the round's seed; its levels run and deepest level go to the tally. When the
 # store fills, the launch ends there (ctl: [6] the round and the status, [7] the frontier's
 # count, [8] where it starts, [11] the item, [12] the level, [13] the vertices the kept Loop
-# before it kept) and the host launches again from that level with a bigger store. After it, a barrier: the store's offsets are read next, and
-# ({flush}: leaves_clear) the bits of the last frontier are cleared before it.
+# before it kept) and the host launches again from that level with a bigger store. After it,
+# a barrier: the store's offsets are read next, and ({flush}: leaves_clear) the bits of the
+# last frontier are cleared before it.
 _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
 {reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
             const int* groute_first_q = groute_seeds + groute_round;
