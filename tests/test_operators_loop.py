@@ -65,6 +65,13 @@ def _record(log):
     return Functor(name="record", params="int level", cuda="", numpy=numpy)
 
 
+def path_graph(n):
+    """The undirected path 0 - 1 - ... - n-1: a search from an end runs n levels."""
+    return CSRGraph.from_edges(np.r_[np.arange(n - 1), np.arange(1, n)],
+                               np.r_[np.arange(1, n), np.arange(n - 1)], n, directed=False,
+                               name="path")
+
+
 def engine(g, k):
     return make_engine(g, "bsp", backend="cpu", devices=k, timeout=30)
 
@@ -687,8 +694,8 @@ def test_the_rule_runs_rounds_as_it_runs_loops():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_the_fused_rounds_compile(tmp_path):
     """groute_rounds for betweenness' rounds, the rounds of these tests, a body with two
-    kept Loops, a Loop without keep and several producing steps in a level, and one that
-    sweeps a push advance before another Loop."""
+    kept Loops, a Loop without keep and several producing steps in a level, one that sweeps a
+    push advance before another Loop, and one whose second kept Loop reads total."""
     from groute.apps.betweenness import Betweenness
     bodies = [
         (Betweenness.rounds(Betweenness.__new__(Betweenness)), None, "reached"),
@@ -700,6 +707,7 @@ def test_the_fused_rounds_compile(tmp_path):
           Sweep([ComputeStep(ADD_LEVEL)], level="level", reverse=True), Compute(END)],
          "round", "reached"),
         (SWEPT_PUSH, None, None),
+        (RESUMED_TOTAL, None, "reached"),
     ]
     texts = [rounds_source(body, index, total, "test") for body, index, total in bodies]
     done = compile_sources(texts, ["groute_rounds"], tmp_path)
@@ -716,9 +724,7 @@ def test_fused_rounds_give_the_python_rounds_answers():
     launch resumes mid-round) and a path deeper than the store's first offsets."""
     g = random_graph(n=3000, m=20000)
     n = 400
-    path = CSRGraph.from_edges(np.r_[np.arange(n - 1), np.arange(1, n)],
-                               np.r_[np.arange(1, n), np.arange(n - 1)], n, directed=False,
-                               name="path")
+    path = path_graph(n)
     bounce = [Loop([AdvanceStep(BOUNCE)], max_levels=12, keep=True),
               Sweep([ComputeStep(MARK)], reverse=True)]
 
@@ -806,3 +812,102 @@ def test_a_swept_push_advance_leaves_the_bitmaps_clean():
     fused, python = _both_loops(g, run)
     assert fused == python
     assert sum(x > 0 for x in fused[0]) > g.num_vertices // 2     # the searches went deep
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("k", [1, 3])
+def test_total_is_the_last_kept_loops_after_a_loop_without_keep(k):
+    """A Loop without keep between the kept Loop and the item that reads total leaves total
+    as the kept Loop set it (as the operator calls would: run_loop without keep has no
+    Levels); a Sweep still needs the nearest Loop before it to keep its levels."""
+    g = random_graph(seed=k)
+    seeds = [0, 7, g.num_vertices - 1]
+    body = [Compute(ROOT, over="seed"), Loop([AdvanceStep(CLAIM)], level="d", keep=True),
+            Loop([AdvanceStep(CLAIM)], level="d", max_levels=2), Compute(END)]
+    with engine(g, k) as eng:
+        _round_state(eng)
+        run_rounds(eng, seeds, body, total="reached")
+        got = _round_answer(eng)
+        with pytest.raises(ValueError, match="a Sweep sweeps the levels of the Loop before it"):
+            run_rounds(eng, seeds, body[:3] + [Sweep([ComputeStep(MARK)])])
+    reach = [int((bfs_depths(g, s) >= 0).sum()) for s in seeds]
+    assert got["last"] == [float(reach[-1])] * g.num_vertices
+    assert got["count"] == sum((bfs_depths(g, s) >= 0).astype(int) for s in seeds).tolist()
+
+
+def _claim_total(s, v):
+    v = np.unique(v[s["depth2"][v] < 0])
+    s["depth2"][v] = s["d"] + 1
+    s["acc"][v] += int(s["reached"])
+    return v
+
+
+#: CLAIM2's search, adding the vertices the kept Loop before it kept to each vertex it claims
+CLAIM_TOTAL = Functor(name="claim_total", params="int* depth2, long long* acc, int d, "
+                                                 "long long reached",
+                      cuda="if (atomicCAS(&depth2[v], -1, d + 1) != -1) return false;\n"
+                           "acc[v] += reached;\nreturn true;",
+                      numpy=_claim_total)
+
+#: a short kept search, then a deep kept search that reads the first one's total: on a long
+#: path the second fills the store, and the launch resumes at it, past the items that set total
+RESUMED_TOTAL = [Compute(ROOTS, over="seed"),
+                 Loop([AdvanceStep(CLAIM)], level="d", max_levels=10, keep=True),
+                 Loop([AdvanceStep(CLAIM_TOTAL)], level="d", keep=True), Compute(SUM_RESET)]
+
+
+def _resumed_total_answer(n, seeds):
+    """RESUMED_TOTAL's acc on path_graph(n), computed here."""
+    acc = np.zeros(n, np.int64)
+    for s in seeds:
+        depth = np.abs(np.arange(n) - s)
+        acc += np.where(depth > 0, int((depth < 10).sum()), 0) + depth
+    return acc.tolist()
+
+
+@pytest.mark.timeout(60)
+def test_a_loop_reads_the_total_of_the_kept_loop_before_it():
+    n, seeds = 150, [0, 75, 149]
+    with engine(path_graph(n), 2) as eng:
+        for name in ("depth", "depth2"):
+            eng.state(name, np.int32, -1)
+        eng.state("acc", np.int64, 0)
+        result = run_rounds(eng, seeds, RESUMED_TOTAL, total="reached")
+        assert eng.gather("acc").tolist() == _resumed_total_answer(n, seeds)
+    assert (result.levels, result.deepest) == (30 + 150 + 76 + 150, 150)
+
+
+def test_a_resumed_launch_gives_the_loop_the_total_its_skipped_items_set():
+    """When a kept Loop fills the store, the launch ends and the next starts at that Loop,
+    skipping the round's items before it: the total the kept Loop before it set goes out
+    through the control block (every exit of a full store) and comes back as the kernel's
+    argument, set before the first round, so the resumed Loop reads what it read before."""
+    text = rounds_source(RESUMED_TOTAL, None, "reached", "test")
+    kernel = text[text.index("groute_rounds("):]
+    head = kernel[:kernel.index("for (int groute_round")]
+    assert "long long groute_kept_total0" in head
+    assert re.search(r"groute_kept_total = groute_kept_total0;\s*groute_p\.reached = "
+                     r"\(long long\)\(groute_kept_total\);", head), head
+    exits = re.findall(r"groute_result\[1\] = 2;(.*?)return;", kernel, re.S)
+    assert len(exits) == 2 and all("groute_ctl[13] = (unsigned long long)groute_kept_total;" in e
+                                   for e in exits)
+    assert kernel.count("groute_kept_total = groute_at;") == 2
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.gpu
+def test_a_resumed_loop_reads_the_total_the_kept_loop_before_it_set():
+    """RESUMED_TOTAL on a 400-vertex path, fused against the operator calls and the answer
+    computed here: its second Loop fills the store's offsets and resumes mid-round."""
+    n, seeds = 400, [0, 200, 399]
+
+    def run(eng):
+        for name in ("depth", "depth2"):
+            eng.state(name, np.int32, -1)
+        eng.state("acc", np.int64, 0)
+        r = run_rounds(eng, seeds, RESUMED_TOTAL, total="reached")
+        return eng.gather("acc").tolist(), (r.rounds, r.levels, r.deepest)
+
+    fused, python = _both_loops(path_graph(n), run)
+    assert fused == python
+    assert fused[0] == _resumed_total_answer(n, seeds)

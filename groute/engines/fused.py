@@ -272,12 +272,13 @@ class FusedLoops:
             offsets = xp.zeros(offsets_capacity, np.int64)
             offsets[1] = 1                                  # level 0: the seed, store[0]
             tally = xp.zeros(2 * len(body), np.int64)
-        round0 = item0 = level0 = 0
+        round0 = item0 = level0 = kept_total = 0
         while True:
             common, ctl = self._common(steps)
             self._launch(text, ("groute_rounds",), "groute_rounds", common + (
                 on_device, np.int32(round0), np.int32(rounds), np.int32(item0), np.int32(level0),
-                store, offsets, np.int64(capacity), np.int32(offsets_capacity), tally, *params))
+                store, offsets, np.int64(capacity), np.int32(offsets_capacity),
+                np.int64(kept_total), tally, *params))
             with device.use(), device.compute_stream.raw:
                 words = ctl.get()
             reached, status = (int(x) for x in words[6:7].view(np.int32))
@@ -285,6 +286,7 @@ class FusedLoops:
                 break
             count, at = int(words[7]), int(words[8])
             round0, item0, level0 = reached, int(words[11]), int(words[12])
+            kept_total = int(words[13])       # total as the resumed round's earlier items set it
             with device.use(), device.compute_stream.raw:
                 capacity = max(2 * capacity, at + count + 2 * n_local + 1)
                 bigger = xp.empty(capacity, np.int32)

@@ -404,18 +404,21 @@ extern "C" __global__ void __launch_bounds__({block}) groute_sweep(
 _INT_MAX = 2147483647
 
 # One round per seed from groute_round0 (that round resumes at item groute_item0, a kept Loop
-# whose store filled, from level groute_resume_level). A round begins with the advances' two
-# bitmaps clean (whatever the last round's steps left) and its seed as level 0 of the store.
+# whose store filled, from level groute_resume_level; groute_kept_total0: the vertices the kept
+# Loop before it kept, which that round's skipped items set and the resumed Loop may read as
+# total). A round begins with the advances' two bitmaps clean (whatever the last round's steps
+# left) and its seed as level 0 of the store.
 _ROUNDS = r"""
 extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
         GROUTE_RUN_ARGS, const int* groute_seeds, int groute_round0, int groute_rounds,
         int groute_item0, int groute_resume_level, int* groute_store, long long* groute_offsets,
-        long long groute_capacity, int groute_offsets_capacity,
+        long long groute_capacity, int groute_offsets_capacity, long long groute_kept_total0,
         long long* groute_tally{comma_decls}) {{
     GROUTE_RUN_INIT
     GrouteParams groute_p{{{param_names}}};
     int groute_kept = 0;
-    for (int groute_round = groute_round0; groute_round < groute_rounds; ++groute_round) {{
+    long long groute_kept_total = groute_kept_total0;
+{set_total}    for (int groute_round = groute_round0; groute_round < groute_rounds; ++groute_round) {{
         const int groute_from = groute_round == groute_round0 ? groute_item0 : 0;
         groute_r.clear_n = 0;
         for (long long groute_i = groute_r.tid; groute_i < 2 * groute_r.words; groute_i += groute_r.nthreads)
@@ -433,9 +436,10 @@ extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
 
 # A Loop from the round's seed; its levels run and deepest level go to the tally. When the
 # store fills, the launch ends there (ctl: [6] the round and the status, [7] the frontier's
-# count, [8] where it starts, [11] the item, [12] the level) and the host launches again from
-# that level with a bigger store. After it, a barrier: the store's offsets are read next, and
-# ({flush}: leaves_clear) the bits of the last frontier are cleared before it.
+# count, [8] where it starts, [11] the item, [12] the level, [13] the vertices the kept Loop
+# before it kept) and the host launches again from that level with a bigger store. After it,
+# a barrier: the store's offsets are read next, and ({flush}: leaves_clear) the bits of the
+# last frontier are cleared before it.
 _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
 {reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
             const int* groute_first_q = groute_seeds + groute_round;
@@ -462,6 +466,7 @@ _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
                     groute_ctl[8] = (unsigned long long)groute_at;
                     groute_ctl[11] = {j};
                     groute_ctl[12] = (unsigned long long)groute_level;
+                    groute_ctl[13] = (unsigned long long)groute_kept_total;
                 }}
                 return;
             }}
@@ -659,14 +664,16 @@ def rounds_source(body, index: str | None, total: str | None, where: str) -> str
                 loop_levels=fields[f"loop_levels_{j}"], STORE_FULL=STORE_FULL,
                 flush="            groute_clear(groute_r);\n" if clears else "",
                 kept="" if not item.keep else "            groute_kept = groute_level;\n"
-                + _set(params, total, "groute_at")))
+                "            groute_kept_total = groute_at;\n"
+                + _set(params, total, "groute_kept_total")))
         else:
             items.append(_ROUND_SWEEP.format(j=j, reset=reset, skip=item.skip,
                                              reverse=int(item.reverse), start=item.start,
                                              tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"],
                                              flush=_SWEEP_FLUSH if clears else ""))
     return head + _ROUNDS.format(items="".join(items), EMPTIED=EMPTIED,
-                                 set_index=_set(params, index, "groute_round"), **fields)
+                                 set_index=_set(params, index, "groute_round"),
+                                 set_total=_set(params, total, "groute_kept_total"), **fields)
 
 
 def _gather_step(step, i, out, region, run_members) -> str:

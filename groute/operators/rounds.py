@@ -15,8 +15,8 @@ A *round* runs its ``body`` in order, an item at a time:
 given once for every round, each item taking those its functors declare; besides the items'
 level scalars two are set per round: ``index`` names the scalar that takes the round's number
 (0, 1, ...), ``total`` the one that takes the vertices over the levels the last kept Loop
-kept (:attr:`Levels.total <groute.operators.Levels.total>`; only items after such a Loop may
-read it).
+kept (:attr:`Levels.total <groute.operators.Levels.total>`; only items after a kept Loop may
+read it, a Loop without keep between them changing nothing).
 
 The engine chooses how the rounds run (``engine.run_rounds``): every engine can run them as
 the operator calls above (:func:`python_rounds`); the BSP engine on one CUDA device runs every
@@ -162,7 +162,7 @@ def check_rounds(body, scalars: dict, index: str | None, total: str | None) -> t
     for name in sorted(per_round & set(scalars)):
         raise ValueError(f"{what}: {name!r} is set per round (index or total); do not give it "
                          f"as well")
-    kept = False
+    kept = any_kept = False       # the nearest Loop before the item kept; any Loop before it did
     for item in body:
         names = set(declared_scalars(item.steps))
         if item.level is not None and item.level in set(scalars) | per_round:
@@ -171,7 +171,7 @@ def check_rounds(body, scalars: dict, index: str | None, total: str | None) -> t
         if isinstance(item, Sweep) and not kept:
             raise ValueError(f"{what}: a Sweep sweeps the levels of the Loop before it, which "
                              f"must keep them; put a Loop(..., keep=True) before it")
-        if total is not None and total in names and not kept:
+        if total is not None and total in names and not any_kept:
             raise ValueError(f"{what}: total={total!r} is read before any Loop kept levels; "
                              f"read it after a Loop(..., keep=True)")
         for name in sorted(names - set(scalars) - per_round - {item.level}):
@@ -179,6 +179,7 @@ def check_rounds(body, scalars: dict, index: str | None, total: str | None) -> t
                             f"{name}=..., or name it as the item's level, index or total)")
         if isinstance(item, Loop):
             kept = item.keep
+            any_kept = any_kept or item.keep
     return body
 
 
