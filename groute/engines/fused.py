@@ -215,15 +215,8 @@ class FusedLoops:
             if status != loop_source.STORE_FULL:
                 break
             # grow the store (and its offsets) and go on from level `levels`
-            with device.use(), device.compute_stream.raw:
-                capacity = max(2 * capacity, at + count + 2 * n_local + 1)
-                bigger = xp.empty(capacity, np.int32)
-                bigger[:at + count] = store[:at + count]
-                store = bigger
-                offsets_capacity = max(2 * offsets_capacity, levels + 3)
-                more = xp.zeros(offsets_capacity, np.int64)
-                more[:levels + 2] = offsets[:levels + 2]
-                offsets = more
+            store, offsets, capacity, offsets_capacity = self._grow(
+                store, offsets, capacity, offsets_capacity, at + count, levels)
         self._count(steps, levels)
         if levels == 0 and not keep:
             return LoopResult(0, frontier, None, "fused")
@@ -287,15 +280,8 @@ class FusedLoops:
             count, at = int(words[7]), int(words[8])
             round0, item0, level0 = reached, int(words[11]), int(words[12])
             kept_total = int(words[13])       # total as the resumed round's earlier items set it
-            with device.use(), device.compute_stream.raw:
-                capacity = max(2 * capacity, at + count + 2 * n_local + 1)
-                bigger = xp.empty(capacity, np.int32)
-                bigger[:at + count] = store[:at + count]
-                store = bigger
-                offsets_capacity = max(2 * offsets_capacity, level0 + 3)
-                more = xp.zeros(offsets_capacity, np.int64)
-                more[:level0 + 2] = offsets[:level0 + 2]
-                offsets = more
+            store, offsets, capacity, offsets_capacity = self._grow(
+                store, offsets, capacity, offsets_capacity, at + count, level0)
         with device.use(), device.compute_stream.raw:
             counts = tally.get()
         levels = deepest = 0
@@ -305,6 +291,21 @@ class FusedLoops:
                 levels += int(counts[2 * j])
                 deepest = max(deepest, int(counts[2 * j + 1]))
         return RoundsResult(rounds, levels, deepest, "fused")
+
+    def _grow(self, store, offsets, capacity, offsets_capacity, used, level):
+        """A bigger store of kept levels (its first ``used`` entries kept) and offsets (those of
+        levels up to ``level + 1`` kept), for a launch that filled them at ``level`` to go on:
+        room for at least one more level of every vertex, twice as much where that is more."""
+        device = self.part.device
+        xp = device.xp
+        with device.use(), device.compute_stream.raw:
+            capacity = max(2 * capacity, used + 2 * self.part.size + 1)
+            bigger = xp.empty(capacity, np.int32)
+            bigger[:used] = store[:used]
+            offsets_capacity = max(2 * offsets_capacity, level + 3)
+            more = xp.zeros(offsets_capacity, np.int64)
+            more[:level + 2] = offsets[:level + 2]
+        return bigger, more, capacity, offsets_capacity
 
     def _frontier(self, queue, count) -> Frontier:
         part = self.part

@@ -162,25 +162,32 @@ class LoopResult:
     implementation: str = "python"
 
 
+def as_tuple(items, kinds: tuple, what: str, arg: str, must: str, give: str) -> tuple:
+    """``items`` (one of ``kinds``, or an iterable of them) as a non-empty tuple; TypeError/
+    ValueError naming ``arg``, saying what each item ``must`` be and what to ``give``."""
+    if isinstance(items, kinds):
+        items = (items,)
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise TypeError(f"{what}: {arg} must be {must}; got {type(items).__name__}") from None
+    if not items:
+        raise ValueError(f"{what}: {arg} is empty; give {give}")
+    for item in items:
+        if not isinstance(item, kinds):
+            raise TypeError(f"{what}: {arg} holds {type(item).__name__}; each item is {give}")
+    return items
+
+
 def check_steps(steps, what: str) -> tuple:
     """The steps as a tuple of step objects, a message only on an AdvanceStep. TypeError/
     ValueError naming the argument."""
-    if isinstance(steps, STEPS):
-        steps = (steps,)
     if isinstance(steps, Functor):
         raise TypeError(f"{what}: steps holds the Functor {steps.name}; wrap it in a step "
                         f"(ComputeStep, FilterStep or AdvanceStep)")
-    try:
-        steps = tuple(steps)
-    except TypeError:
-        raise TypeError(f"{what}: steps must be a step or a list of steps; got "
-                        f"{type(steps).__name__}") from None
-    if not steps:
-        raise ValueError(f"{what}: steps is empty; give ComputeStep/FilterStep/AdvanceStep")
+    steps = as_tuple(steps, STEPS, what, "steps", "a step or a list of steps",
+                     "a ComputeStep, FilterStep or AdvanceStep")
     for s in steps:
-        if not isinstance(s, STEPS):
-            raise TypeError(f"{what}: steps holds {type(s).__name__}; each step is a "
-                            f"ComputeStep, FilterStep or AdvanceStep")
         if not isinstance(s, AdvanceStep) and s.functor.message is not None:
             raise TypeError(f"{what}: {s.functor.name} carries a message along arcs; only an "
                             f"AdvanceStep sends one")

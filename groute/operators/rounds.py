@@ -32,7 +32,7 @@ import numpy as np
 
 from .api import compute
 from .functor import Functor
-from .loop import (ComputeStep, Levels, _check_count, check_level, check_steps,
+from .loop import (ComputeStep, Levels, _check_count, as_tuple, check_level, check_steps,
                    declared_scalars, run_loop, sweep)
 
 #: where a round's :class:`Compute` runs
@@ -134,19 +134,8 @@ def check_rounds(body, scalars: dict, index: str | None, total: str | None) -> t
     scalar, ``total`` read only after a kept Loop, every scalar given declared and every one
     declared given (or set per level or round). TypeError/ValueError naming the argument."""
     what = "run_rounds"
-    if isinstance(body, ITEMS):
-        body = (body,)
-    try:
-        body = tuple(body)
-    except TypeError:
-        raise TypeError(f"{what}: body must be a list of Loop, Sweep and Compute items; got "
-                        f"{type(body).__name__}") from None
-    if not body:
-        raise ValueError(f"{what}: body is empty; give Loop, Sweep and Compute items")
-    for item in body:
-        if not isinstance(item, ITEMS):
-            raise TypeError(f"{what}: body holds {type(item).__name__}; each item is a Loop, "
-                            f"Sweep or Compute")
+    body = as_tuple(body, ITEMS, what, "body", "a list of Loop, Sweep and Compute items",
+                    "a Loop, Sweep or Compute")
     declared = declared_scalars(body_steps(body))
     extra = sorted(set(scalars) - set(declared))
     if extra:
