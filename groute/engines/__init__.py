@@ -68,7 +68,7 @@ def make_engine(graph, engine: str = "bsp", **options) -> Engine:
     return cls(graph, **options)
 
 
-__all__ = ["Engine", "EngineSolver", "BSPEngine", "AsyncEngine", "ENGINES", "make_engine",
+__all__ = ["Engine", "EngineSolver", "BSPEngine", "AsyncEngine", "ENGINES", "ENGINE_CHOICES", "make_engine",
            "ENGINE_RULE", "engine_rule_help", "LOOP_RULE", "loop_rule_help",
            "ASYNC_LOOP_RULE", "async_loop_help", "Relaxation", "RelaxSolver", "value_add",
            "value_inf", "LinearIteration", "IterateSolver", "ComponentsSolver"]
