@@ -277,3 +277,13 @@ def test_the_kcore_command_takes_the_engine(capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["verify"]["ok"] and record["stats"]["engine"] == "async"
     assert record["stats"]["loop"] == "async" and record["max_core"] == 2
+
+
+@pytest.mark.timeout(120)
+def test_the_example_in_operators_md_runs():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "OPERATORS.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    example = [b for b in blocks if 'order="any"' in b and "connected_components" in b]
+    assert len(example) == 1
+    exec(compile(example[0], "OPERATORS.md (label propagation)", "exec"), {})
