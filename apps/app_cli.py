@@ -36,8 +36,14 @@ log = logging.getLogger(__name__)
 
 
 def add_engine_options(p):
-    """The option of an app written on an engine (``groute.engines``): how the vertices are
-    split over the devices (``groute.graph.partition_graph``)."""
+    """The options of an app written on an engine (``groute.engines``): which engine runs it
+    (``auto``: ``groute.engines.ENGINE_RULE``, whose help this prints) and how the vertices
+    are split over the devices (``groute.graph.partition_graph``)."""
+    from groute.engines import ENGINE_CHOICES, ENGINE_RULE
+    p.add_argument("--engine", choices=ENGINE_CHOICES, default="bsp",
+                   help="bsp: every loop level by level; async: order-free loops without "
+                        "levels (groute.engines.ASYNC_LOOP_RULE); auto: "
+                        f"{auto_help(ENGINE_RULE)} (default bsp)")
     p.add_argument("--partition", choices=("contiguous", "metis", "random"),
                    default="contiguous", help="how vertices are split over devices "
                                               "(default contiguous)")

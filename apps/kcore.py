@@ -11,6 +11,12 @@ leaves at the same level, next round. When nothing is left to peel at ``k``, ``k
 the least degree left (a ``reduce`` over the vertices still in): no level in between would
 peel anything, so none runs.
 
+The peel at a fixed ``k`` is order-free (``run_loop(..., order="any")``): a vertex's degree only
+falls, the decrement from ``k + 1`` to ``k`` accepts it exactly once whichever arc comes first,
+and a decrement reaching a vertex already peeled at ``k`` changes no answer. So the async engine
+(``engine="async"`` or ``"auto"`` on several devices) runs each peel without levels, and
+every engine gives the same core numbers.
+
 The graph is undirected. A directed graph is read as NetworkX reads a ``DiGraph`` here: every
 arc counts for both of its ends (a pair of opposite arcs counts twice). Self-loops are refused,
 as NetworkX refuses them.
@@ -71,8 +77,10 @@ LOSE_NEIGHBOUR = Functor(
 class KCore(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
     ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis, random),
-    ``direction`` of the advances (push, pull, auto), ``engine`` (bsp), ``loop``: how the peel
-    loop runs (auto, fused, python: ``groute.engines.LOOP_RULE``)."""
+    ``direction`` of the advances (push, pull, auto), ``engine`` (bsp, async, auto:
+    ``groute.engines.ENGINE_RULE``), ``loop``: how the peel loop runs (auto, fused, python:
+    ``groute.engines.LOOP_RULE``; on the async engine also async:
+    ``groute.engines.ASYNC_LOOP_RULE``)."""
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
                  partition="contiguous", direction="auto", engine="bsp", loop="auto"):
@@ -99,7 +107,7 @@ class KCore(EngineSolver):
             # and who falls to k leaves next round, until nobody does
             peel = [ComputeStep(REMOVE),
                     AdvanceStep(LOSE_NEIGHBOUR, self.direction, candidates=alive)]
-            rounds += run_loop(frontier, peel, k=k).levels
+            rounds += run_loop(frontier, peel, order="any", k=k).levels
             alive = filter(alive, STILL_IN)
             if alive:   # the next level that peels anything: the least degree left
                 k = max(k + 1, reduce(alive, "degree", "min"))

@@ -15,7 +15,8 @@ answer comes, never the answer, so they live here instead:
 * :class:`CCTuning`: connected components' sampling and segments
   (:mod:`groute.engines.components`);
 * :class:`BSPTuning`: the exchange of the operators' host-driven BSP engine
-  (:mod:`groute.engines.bsp`).
+  (:mod:`groute.engines.bsp`); :class:`AsyncTuning`: the same and the chunk of the
+  asynchronous engine's loops (:mod:`groute.engines.async_engine`).
 
 A solver given ``tuning=None`` uses ``<Tuning>.from_environment()``: the defaults below,
 overridden by the environment variables of :data:`VARIABLES` that are set. A tuning object
@@ -383,3 +384,17 @@ class BSPTuning(_Tuning):
         _check_power_of_two("packet_size", self.packet_size)
         if isinstance(self.num_buffers, bool) or int(self.num_buffers) < 1:
             raise ValueError(f"num_buffers must be >= 1; got {self.num_buffers!r}")
+
+
+@dataclass(frozen=True)
+class AsyncTuning(BSPTuning):
+    """How the asynchronous engine (:class:`groute.engines.AsyncEngine`) runs: the BSP
+    engine's exchange, and ``chunk``, the most vertices a device takes from its worklist for
+    one pass of an order-free loop's steps (smaller: other devices' targets leave sooner and
+    arrivals are taken in more often; larger: fewer host steps)."""
+    chunk: int = 1 << 16
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.chunk, bool) or int(self.chunk) < 1:
+            raise ValueError(f"chunk must be >= 1; got {self.chunk!r}")

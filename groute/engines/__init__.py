@@ -7,11 +7,22 @@
   :class:`~groute.Router` with the ``by_owner`` policy, and the host stops when no device has
   work (the frontier's counts). Tuned by :class:`groute.tuning.BSPTuning`.
 
+- :class:`AsyncEngine` (``async_engine.py``): the BSP engine, with every loop its caller
+  declared order-free (``run_loop(..., order="any")``) and that needs no levels run without
+  them: each device works through its own worklist in chunks, sends other devices' targets
+  through the Router as it goes, and the loop ends by counted termination
+  (``async_loop.py``). Which loops run so is :data:`ASYNC_LOOP_RULE`. Tuned by
+  :class:`groute.tuning.AsyncTuning`.
+
 A loop of steps (:func:`groute.operators.run_loop`) runs on every engine; which implementation
 runs it is :data:`LOOP_RULE` (``fused.py``: one persistent launch on one CUDA device, else the
-operator calls), reported in ``stats["loop"]``.
+operator calls), and on the async engine first :data:`ASYNC_LOOP_RULE`, reported in
+``stats["loop"]``.
 
-``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`).
+``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`); ``"auto"`` by
+:data:`ENGINE_RULE`. An engine cannot know the algorithm it will run, so ``auto`` does not
+guess it: it picks the async engine wherever there is more than one device, and that engine
+decides per loop.
 
 The relaxation engines (:mod:`groute.engines.relax`) are a family of their own: an algorithm
 that is a monotone min-relaxation (BFS, SSSP) gives a :class:`Relaxation` (what an arc offers,
@@ -29,28 +40,35 @@ in place or routed as segments). The ``auto`` rules every solver decides by are
 """
 from __future__ import annotations
 
+from .async_engine import ASYNC_LOOP_RULE, AsyncEngine, async_loop_help
 from .base import Engine, EngineSolver
 from .bsp import BSPEngine
 from .components import ComponentsSolver
+from .engine_rule import ENGINE_CHOICES, ENGINE_RULE, choose_engine, engine_rule_help
 from .fused import LOOP_RULE, loop_rule_help
 from .iterate import IterateSolver, LinearIteration
 from .relax import Relaxation, RelaxSolver, value_add, value_inf
 
 #: name -> engine class
-ENGINES = {"bsp": BSPEngine}
+ENGINES = {"bsp": BSPEngine, "async": AsyncEngine}
 
 
 def make_engine(graph, engine: str = "bsp", **options) -> Engine:
-    """The engine called ``engine`` over ``graph`` (a :class:`~groute.graph.CSRGraph`);
+    """The engine called ``engine`` over ``graph`` (a :class:`~groute.graph.CSRGraph`), or
+    with ``"auto"`` the one :data:`ENGINE_RULE` picks for the devices ``options`` ask for;
     ``options`` as that engine's constructor (``ctx``, ``devices``, ``backend``,
-    ``partition``, ...)."""
+    ``partition``, ``loop``, ...)."""
+    if engine == "auto":
+        engine = choose_engine(graph, options).choice
     try:
         cls = ENGINES[engine]
     except KeyError:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}") from None
+        raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}; got "
+                         f"{engine!r}") from None
     return cls(graph, **options)
 
 
-__all__ = ["Engine", "EngineSolver", "BSPEngine", "ENGINES", "make_engine", "LOOP_RULE",
-           "loop_rule_help", "Relaxation", "RelaxSolver", "value_add", "value_inf",
-           "LinearIteration", "IterateSolver", "ComponentsSolver"]
+__all__ = ["Engine", "EngineSolver", "BSPEngine", "AsyncEngine", "ENGINES", "ENGINE_CHOICES", "make_engine",
+           "ENGINE_RULE", "engine_rule_help", "LOOP_RULE", "loop_rule_help",
+           "ASYNC_LOOP_RULE", "async_loop_help", "Relaxation", "RelaxSolver", "value_add",
+           "value_inf", "LinearIteration", "IterateSolver", "ComponentsSolver"]

@@ -7,8 +7,9 @@ each device and how work that crosses devices reaches the owner. The operators
 (``advance``, ``filter``, ``compute``) find the engine through the frontier they are given
 and call the methods below; an algorithm calls the rest (state, frontiers, answers).
 
-:class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) is the one engine of this
-interface (functors on the operators); an asynchronous one is meant to join it here. The
+:class:`~groute.engines.bsp.BSPEngine` (host-driven bulk-synchronous) and
+:class:`~groute.engines.async_engine.AsyncEngine` (the same, with order-free loops run without
+levels) are the engines of this interface (functors on the operators). The
 relaxation and linear iteration engines (:mod:`groute.engines.relax`,
 :mod:`groute.engines.iterate`) run contracts of their own, not functors. A whole loop of operators
 (:meth:`Engine.run_loop`, :meth:`Engine.sweep`) runs here as the operator calls; an engine that
@@ -79,10 +80,12 @@ class Engine(abc.ABC):
         """The ``op`` of state ``state`` over ``frontier`` (:func:`groute.operators.reduce`)."""
 
     # loops of steps (called by groute.operators.run_loop / sweep) ---------------------------
-    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars,
+                 order="levels"):
         """Run ``steps`` level after level (:func:`groute.operators.run_loop`); a
         :class:`~groute.operators.LoopResult`. Here: the operator calls, one per step and
-        level; an engine that can keep the host out of the loop overrides it."""
+        level (levels are one order of visits, so ``order="any"`` runs so too); an engine
+        that can keep the host out of the loop, or the levels, overrides it."""
         return python_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
                            keep=keep, scalars=scalars)
 

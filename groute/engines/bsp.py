@@ -461,7 +461,9 @@ class BSPEngine(Engine):
         if needs_in_arcs(steps):
             self._in_arc_parts()
 
-    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars):
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars,
+                 order="levels"):
+        # levels are one order of visits: an order-free loop runs as any other here
         self._check(frontier, "run_loop")
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
@@ -516,13 +518,18 @@ class BSPEngine(Engine):
             if pending is None:
                 raise RuntimeError(f"{router.name}: output {part.index} ended with "
                                    f"{sends - done} sends still expected")
-            if part.device.backend == "cuda":
-                pending.wait_on(part.device.compute_stream)
-            else:
-                pending.wait(self.ctx.timeout)
+            self._arrived(part, pending)
             if pending.metadata.get("last", True):
                 done += 1
             yield pending
+
+    def _arrived(self, part, pending):
+        """Order the device's work after ``pending``'s copy: its compute stream waits for it
+        (CUDA), or this thread does (CPU)."""
+        if part.device.backend == "cuda":
+            pending.wait_on(part.device.compute_stream)
+        else:
+            pending.wait(self.ctx.timeout)
 
     @staticmethod
     def _release(part, pending):

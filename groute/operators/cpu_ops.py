@@ -134,6 +134,12 @@ def push(part, frontier, functor, values, where, candidates=None):
     return joined, targets[~mine].astype(np.int32), None if m is None else m[~mine]
 
 
+def output(part, functor, values, where):
+    """An output frontier with nothing in it yet, for :func:`apply` to visit into without a
+    push of this device's own before it (the asynchronous loop's arrivals)."""
+    return []
+
+
 def apply(part, joined, items, msgs, functor, values, where):
     """Visit owned vertices ``items`` (global ids) another device's arcs reached, with their
     messages ``msgs`` (None without one)."""

@@ -105,6 +105,12 @@ def push(part, frontier, functor, values, where, candidates=None):
     return out, remote[:m], None if message is None else remote_msg[:m]
 
 
+def output(part, functor, values, where):
+    """An output frontier with nothing in it yet, for :func:`apply` to visit into without a
+    push of this device's own before it (the asynchronous loop's arrivals)."""
+    return _Output(part, functor, values, None, where)
+
+
 def apply(part, out, items, msgs, functor, values, where):
     """Visit owned vertices ``items`` (global ids) that other devices' arcs reached, with
     their messages ``msgs`` (None without one)."""

@@ -12,6 +12,12 @@ over kept levels, one level at a time (betweenness' backward pass, deepest level
 Scalars are given once for the loop (``k=3``), each step taking those its functor declares;
 ``level="d"`` names the scalar that takes the level's number (``start`` for the first level).
 
+``order="any"`` declares that the loop's answer does not depend on the order in which its
+vertices are processed (:data:`ORDERS`; the contract is in docs/OPERATORS.md, "Order-free
+loops"): every visit changes the state monotonically and accepts a vertex only when it changed
+it, and visiting a vertex again is harmless. An engine may then run the loop without levels
+(:class:`groute.engines.AsyncEngine`); the default, ``"levels"``, keeps them.
+
 The engine chooses how a loop runs (``engine.run_loop``, ``engine.sweep``): every engine can
 run it as the operator calls below (:func:`python_loop`, :func:`python_sweep`: what an
 algorithm would write by hand); the BSP engine runs it on one CUDA device as one persistent
@@ -25,6 +31,9 @@ from .api import ARCS, advance, compute, filter
 from .frontier import Frontier
 from .functor import Functor
 
+#: what ``run_loop(order=)`` takes: ``"levels"`` (level after level, the default) or ``"any"``
+#: (the answer does not depend on the order of visits: module docstring)
+ORDERS = ("levels", "any")
 #: the directions a loop's advance takes (``"auto"``: Beamer's rule where the engine applies
 #: it per call; the fused kernel pushes)
 LOOP_DIRECTIONS = ("push", "pull", "auto")
@@ -155,7 +164,8 @@ def frontier_list(engine, frontiers) -> Levels:
 class LoopResult:
     """What :func:`run_loop` returns: ``levels`` run, the ``frontier`` left (empty unless
     ``max_levels`` stopped the loop), ``frontiers`` (:class:`Levels`, with ``keep=True``), and
-    ``implementation``: how the engine ran it (``"fused"``, ``"python"``)."""
+    ``implementation``: how the engine ran it (``"fused"``, ``"python"``, ``"async"``: then
+    ``levels`` counts the chunks of its worklist the busiest device took, not levels)."""
     levels: int
     frontier: Frontier
     frontiers: Levels | None = None
@@ -251,9 +261,12 @@ def _check_count(value, name, what, least):
 
 
 def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
-             max_levels: int | None = None, keep: bool = False, **scalars) -> LoopResult:
+             max_levels: int | None = None, keep: bool = False, order: str = "levels",
+             **scalars) -> LoopResult:
     """Run ``steps`` level after level from ``frontier`` until the frontier is empty or
-    ``max_levels`` levels ran (module docstring); ``keep``: keep every level's frontier."""
+    ``max_levels`` levels ran (module docstring); ``keep``: keep every level's frontier;
+    ``order="any"``: the answer does not depend on the order of visits, so an engine may run
+    the loop without levels."""
     if not isinstance(frontier, Frontier):
         raise TypeError(f"run_loop: frontier must be a Frontier (from an engine: "
                         f"engine.all_vertices(), engine.frontier(positions)); got "
@@ -265,8 +278,11 @@ def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
     if isinstance(start, bool) or not isinstance(start, int):
         raise TypeError(f"run_loop: start must be an int; got {start!r}")
     max_levels = _check_count(max_levels, "max_levels", "run_loop", 0)
-    return frontier.engine.run_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
-                           keep=bool(keep), scalars=scalars)
+    if order not in ORDERS:
+        raise ValueError(f"run_loop: order must be one of {', '.join(ORDERS)}; got {order!r}")
+    return frontier.engine.run_loop(frontier, steps, level=level, start=start,
+                                    max_levels=max_levels, keep=bool(keep), scalars=scalars,
+                                    order=order)
 
 
 def sweep(levels, steps, *, level: str | None = None, start: int = 0, reverse: bool = False,

@@ -1,0 +1,48 @@
+"""What ``make_engine(graph, "auto")`` builds: :data:`ENGINE_RULE`, read by
+:func:`groute.engines.make_engine` and by the commands' help.
+
+An engine is built before the algorithm runs on it, so the rule cannot ask what the algorithm
+does; it asks only how many devices there are. Whether a loop runs asynchronously is decided
+per loop inside the async engine (:data:`groute.engines.ASYNC_LOOP_RULE`), where the loop's own
+declaration (``order="any"``) is known; every other loop and operator runs there as on the BSP
+engine, so choosing it costs a level-synchronous algorithm nothing.
+"""
+from __future__ import annotations
+
+from groute.context import default_device_count
+
+from .rules import Case, Rule
+
+#: what ``make_engine``'s ``engine`` takes
+ENGINE_CHOICES = ("bsp", "async", "auto")
+#: what ``engine="auto"`` builds: the first case whose facts hold
+ENGINE_RULE = Rule("engine", (
+    Case(("one_device",), "bsp", "one device has no exchange to overlap with its work"),
+    Case((), "async", "the BSP engine's operators and level loops, and every loop declared "
+                      "order='any' run without levels where the async loop rule allows"),
+))
+
+
+def device_count(graph, options: dict) -> int:
+    """How many devices an engine over ``graph`` built with ``options`` (``ctx``, ``devices``,
+    ``backend``) will have, as :func:`groute.context.ensure_context` resolves them."""
+    ctx = options.get("ctx")
+    if ctx is not None:
+        return ctx.num_devices
+    devices = options.get("devices")
+    if devices is None:
+        return default_device_count(options.get("backend", "auto"),
+                                    max(graph.num_vertices, 1))
+    if isinstance(devices, int):
+        return devices
+    return len(devices)
+
+
+def choose_engine(graph, options: dict) -> Case:
+    """The case of :data:`ENGINE_RULE` for an engine over ``graph`` with ``options``."""
+    return ENGINE_RULE.decide({"one_device": lambda: device_count(graph, options) == 1})
+
+
+def engine_rule_help() -> str:
+    """:data:`ENGINE_RULE` in words (what a command's help prints for ``--engine``)."""
+    return ENGINE_RULE.help()
