@@ -70,8 +70,8 @@ def random_graph(n, m, seed, directed):
     return load_graph(G), G
 
 
-def engine(g, backend, k, **options):
-    return make_engine(g, "async", backend=backend, devices=k, timeout=30, **options)
+def engine(g, backend, k, timeout=30, **options):
+    return make_engine(g, "async", backend=backend, devices=k, timeout=timeout, **options)
 
 
 def propagate(eng, g, **loop):
@@ -287,3 +287,78 @@ def test_the_example_in_operators_md_runs():
     example = [b for b in blocks if 'order="any"' in b and "connected_components" in b]
     assert len(example) == 1
     exec(compile(example[0], "OPERATORS.md (label propagation)", "exec"), {})
+
+
+def _owned_by(eng, device):
+    """1 on the vertices (input positions) ``device`` owns, else 0."""
+    new = eng.partition.perm[np.arange(eng.num_vertices)]
+    owner = np.searchsorted(np.asarray(eng.partition.offsets), new, "right") - 1
+    return (owner == device).astype(np.int32)
+
+
+def _fail_on_marked(s, v):
+    if s["marked"][v].any():
+        raise RuntimeError("boom on a marked vertex")
+
+
+#: raises on a vertex marked in ``marked`` (the vertices one device owns)
+FAIL = Functor(name="fail_on_marked", params="const int* marked", cuda="",
+               numpy=_fail_on_marked)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("make, k, failing", [("async", 2, 1), ("async", 3, 0), ("async", 3, 2),
+                                              ("bsp", 3, 1)])
+def test_a_failing_device_stops_the_loop_and_the_next_loop_runs(make, k, failing):
+    """A functor that raises on one device's vertices, after an advance that keeps every
+    device busy and sending: the loop raises promptly, a DeviceError naming that device and
+    the original error, and the next loops on the same engine (through the Routers of the
+    exchange, which the failure's stop ended) give the right answer, run without levels and
+    by levels."""
+    import time
+    from groute import DeviceError
+    g, G = random_graph(300, 900, 3, False)
+    with make_engine(g, make, backend="cpu", devices=k, timeout=5) as eng:
+        eng.state("marked", np.int32, values=_owned_by(eng, failing))
+        eng.state("label", np.int32, values=np.arange(g.num_vertices))
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match="boom on a marked vertex") as info:
+            run_loop(eng.all_vertices(), [AdvanceStep(LOWER), ComputeStep(FAIL)], order="any")
+        assert time.monotonic() - started < 4
+        assert info.value.device == f"cpu:{failing}"
+        assert isinstance(info.value.__cause__, RuntimeError)
+        for order in ("any", "levels", "any"):
+            _, label = propagate(eng, g, order=order)
+            ran_async = make == "async" and order == "any"
+            assert eng.stats["loop"] == ("async" if ran_async else "python")
+            assert np.array_equal(label, least_ancestor(G))
+
+
+def _slow_on_marked(s, v):
+    import time
+    time.sleep(0.05 * int(s["marked"][v].sum()))
+
+
+#: a twentieth of a second per marked vertex
+SLOW = Functor(name="slow_on_marked", params="const int* marked", cuda="",
+               numpy=_slow_on_marked)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("chunk", [1, 1 << 16])
+def test_an_idle_device_waits_out_a_healthy_loop_longer_than_the_timeout(chunk):
+    """Device 1 runs out of work at once while device 0 works for about three timeouts, in
+    many short chunks (each reports) or in one long one (it holds work all along): device 1
+    keeps waiting, and the loop ends with the right answer."""
+    G = nx.Graph()
+    G.add_nodes_from(range(40))
+    G.add_edges_from((v, v + 1) for v in range(0, 39, 2))
+    g = load_graph(G)
+    with engine(g, "cpu", 2, timeout=0.3, tuning=AsyncTuning(chunk=chunk)) as eng:
+        marked = _owned_by(eng, 0)
+        marked[np.flatnonzero(marked)[18:]] = 0                 # 18 vertices: 0.9 s
+        eng.state("marked", np.int32, values=marked)
+        eng.state("label", np.int32, values=np.arange(40))
+        run_loop(eng.all_vertices(), [ComputeStep(SLOW), AdvanceStep(LOWER)], order="any")
+        assert eng.stats["loop"] == "async"
+        assert np.array_equal(eng.gather("label"), least_ancestor(G))

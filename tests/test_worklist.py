@@ -220,3 +220,36 @@ def test_bad_options_are_clear_errors():
                 wl.run([None])
         finally:
             wl.close()
+
+
+@pytest.mark.timeout(30)
+def test_an_idle_wait_times_out_only_without_progress():
+    """The timeout bounds an idle wait in which no device reports and none holds near work
+    (what is in transit never arrives), not a run: a device that holds work keeps the others
+    waiting past it, as do reports of items arriving, and the end wakes them."""
+    import time
+    from groute.errors import WaitTimeout
+    stop = threading.Event()
+    counter = WorkCounter(3, threshold=math.inf, delta=math.inf, stop=stop, timeout=0.3)
+    counter.report(0, LocalWork(near=0), sent=4)            # 4 items on their way, forever
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout, match=r"device 1 .*in transit=4"):
+        counter.wait_idle(1, lambda: False)
+    assert time.monotonic() - started < 2
+
+    counter.report(0, LocalWork(near=5), received=4)       # device 0 busy for 0.8 s
+
+    def work():
+        time.sleep(0.8)
+        counter.report(0, LocalWork(near=0), sent=6)        # then device 2 takes in one item
+        for _ in range(6):                                  # every 0.1 s, holding none
+            time.sleep(0.1)
+            counter.report(2, LocalWork(near=0), received=1)
+    worker = threading.Thread(target=work)
+    worker.start()
+    started = time.monotonic()
+    try:
+        finished, _, _ = counter.wait_idle(1, lambda: False)
+    finally:
+        worker.join()
+    assert finished and time.monotonic() - started > 1.2

@@ -103,7 +103,6 @@ class AsyncEngine(BSPEngine):
                             f"got {type(tuning).__name__}")
         self.async_mode = loop
         self._active = None          # the AsyncLoop running now (arrivals wake its devices)
-        self._listening = set()      # ids of the Routers whose arrivals call _wake
         super().__init__(graph, loop="auto" if loop == "async" else loop,
                          tuning=tuning if tuning is not None else AsyncTuning.from_environment(),
                          **options)
@@ -142,7 +141,6 @@ class AsyncEngine(BSPEngine):
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_loop: an AdvanceStep's candidates")
         loop = AsyncLoop(self, steps, scalars, self.tuning.chunk)
-        self._listen(loop)
         self._active = loop
         try:
             tallies, routed = loop.run(frontier)
@@ -151,14 +149,13 @@ class AsyncEngine(BSPEngine):
         self._count(tallies, routed, case)
         return LoopResult(max(t["chunks"] for t in tallies), empty_frontier(self), None, "async")
 
-    def _listen(self, loop) -> None:
-        """Arrivals at the loop's Routers wake idle devices (each Router's outputs get the
-        listener once: it wakes whichever loop runs)."""
-        for router in loop.inboxes:
-            if id(router) not in self._listening:
-                self._listening.add(id(router))
-                for output in router.outputs:
-                    output.add_arrival_listener(self._wake)
+    def _make_router(self, policy, name, item_shape=()):
+        """The BSP engine's Router, whose arrivals wake the idle devices of whichever async
+        loop runs."""
+        router = super()._make_router(policy, name, item_shape)
+        for output in router.outputs:
+            output.add_arrival_listener(self._wake)
+        return router
 
     def _wake(self):
         loop = self._active

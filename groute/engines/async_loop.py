@@ -22,7 +22,8 @@ second visit changes nothing that matters). The loop ends by counted termination
 pass, a send adds its ids to the count in transit in the same report that drops the chunk that
 made them, and an arrival leaves it in the report that adds what it produced; the count never
 reads zero while work exists, so the loop ends exactly when no device holds work and nothing
-is in flight.
+is in flight. An idle device's wait is bounded by the timeout only while nothing progresses
+(:meth:`WorkCounter.wait_idle`); a failure on one device stops the others through the context.
 """
 from __future__ import annotations
 

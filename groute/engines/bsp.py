@@ -99,12 +99,7 @@ class BSPEngine(Engine):
             self.partition = partition_graph(graph, k, partition, seed=seed)
             self.parts = self._each(self._upload, range(k))
             if k > 1:
-                options = dict(packet_size=self.tuning.packet_size,
-                               num_buffers=self.tuning.num_buffers, dtype=np.int32, ctx=self.ctx)
-                self._router = Router(self.ctx.devices, self.ctx.devices, by_owner,
-                                      name="bsp-exchange", **options)
-                self._broadcast = Router(self.ctx.devices, self.ctx.devices, to_the_others,
-                                         name="bsp-frontier", **options)
+                self._open_routers()
             self._fused = None
             if self.ctx.backend == "cuda" and k == 1:
                 self._fused = FusedLoops(self, self.parts[0], lambda: self._in_arc_parts()[0])
@@ -297,31 +292,51 @@ class BSPEngine(Engine):
                 self._in_parts = self._each(upload, self.parts)
         return self._in_parts
 
+    def _make_router(self, policy, name, item_shape=()):
+        """A Router between every pair of the engine's devices (``item_shape``: a row's)."""
+        return Router(self.ctx.devices, self.ctx.devices, policy, name=name,
+                      packet_size=self.tuning.packet_size, num_buffers=self.tuning.num_buffers,
+                      dtype=np.int32, item_shape=item_shape, ctx=self.ctx)
+
+    def _open_routers(self):
+        """The exchange's and the pull's Routers of ids; those of rows are made on first use."""
+        self._router = self._make_router(by_owner, "bsp-exchange")
+        self._broadcast = self._make_router(to_the_others, "bsp-frontier")
+        self._message_routers, self._broadcast_rows = {}, {}
+
+    def _routers_after_a_failure(self):
+        """Before an exchange: a failure stopped the context, and every link of every Router
+        ended with it (a stopped link carries nothing more, and what it delivered belongs to
+        the failed call), so the context is reset (then every such link has ended) and the
+        Routers are made anew."""
+        if self._router is None:
+            return
+        self.ctx.ensure_running()
+        if any(link.finished for _, _, link in self._router.each_link()):
+            self._open_routers()
+
     def _exchange_router(self, functor):
         """The Router a push's remote visits travel through: ids alone, or rows of an id and
         the message's words (one Router per row width, made on first use)."""
+        self._routers_after_a_failure()
         if functor.message is None:
             return self._router
         words = functor.message.words
         if self._router is not None and words not in self._message_routers:
-            self._message_routers[words] = Router(
-                self.ctx.devices, self.ctx.devices, by_owner, name=f"bsp-exchange-m{words}",
-                packet_size=self.tuning.packet_size, num_buffers=self.tuning.num_buffers,
-                dtype=np.int32, item_shape=(1 + words,), ctx=self.ctx)
+            self._message_routers[words] = self._make_router(
+                by_owner, f"bsp-exchange-m{words}", (1 + words,))
         return self._message_routers.get(words)
 
     def _broadcast_router(self, functor):
         """The Router a pull's frontier travels through to every other device: ids alone, or
         for a gathering functor rows of an id and its message's words."""
+        self._routers_after_a_failure()
         if functor.gather is None:
             return self._broadcast
         words = functor.message.words
         if self._broadcast is not None and words not in self._broadcast_rows:
-            self._broadcast_rows[words] = Router(
-                self.ctx.devices, self.ctx.devices, to_the_others,
-                name=f"bsp-frontier-m{words}", packet_size=self.tuning.packet_size,
-                num_buffers=self.tuning.num_buffers, dtype=np.int32, item_shape=(1 + words,),
-                ctx=self.ctx)
+            self._broadcast_rows[words] = self._make_router(
+                to_the_others, f"bsp-frontier-m{words}", (1 + words,))
         return self._broadcast_rows.get(words)
 
     def _choose(self, frontier, candidates) -> str:

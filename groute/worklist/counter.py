@@ -5,8 +5,10 @@ below the priority threshold, ready to process) and ``far`` (deferred items). It
 between devices are counted in ``in_transit``: a sender adds them in the same locked update that
 removes the work that produced them, a receiver subtracts them in the same update that reports
 what absorbing them added. So the total never reads zero while work exists, and the run ends
-exactly when every count is zero. Idle devices sleep on one condition variable (bounded waits),
-woken by arriving items, a new threshold, or the end.
+exactly when every count is zero. Idle devices sleep on one condition variable, woken by
+arriving items, a new threshold, or the end. The timeout bounds an idle wait without progress,
+not a run: it starts again whenever a device reports, and runs out only while no device holds
+near work (a device that does is busy and will report, however long its step).
 
 Soft priority: when no device has near work and nothing is in transit but deferred work remains,
 the threshold advances by ``delta`` from at least the smallest deferred priority
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 
+from ..errors import WaitTimeout
 from ..waiting import wait_for
 from .priority import next_threshold
 
@@ -37,6 +40,7 @@ class WorkCounter:
         self.epoch = 0                  # bumped on every threshold advance
         self.split_epoch = [0] * k      # the epoch each device has split its far work for
         self.advances = 0
+        self.reports = 0                # reports so far: an idle device's sign of progress
         self.stop = stop
         self.timeout = timeout
         self._barrier_count = 0
@@ -50,6 +54,7 @@ class WorkCounter:
             self.near[i], self.far[i] = int(work.near), int(work.far)
             self.far_min[i] = work.far_min if work.far else math.inf
             self.in_transit += sent - received
+            self.reports += 1
             if epoch is not None:
                 self.split_epoch[i] = epoch
             self._maybe_advance()
@@ -73,13 +78,23 @@ class WorkCounter:
 
     def wait_idle(self, i: int, has_input) -> tuple[bool, int, object]:
         """Sleep until device ``i`` has input (``has_input()``), a threshold to split for, or the
-        run is over. Returns ``(finished, epoch, threshold)``."""
+        run is over. Returns ``(finished, epoch, threshold)``. WaitTimeout once a whole timeout
+        passed without a report while no device held near work (module docstring)."""
+        what = f"work for device {i} or the end of the run"
         with self.cond:
-            wait_for(lambda: (self.finished() or has_input() or self.split_epoch[i] != self.epoch),
-                     cond=self.cond, timeout=self.timeout, stop=self.stop,
-                     what=f"work for device {i} or the end of the run (near={self.near}, "
-                          f"far={self.far}, in transit={self.in_transit})")
-            return self.finished(), self.epoch, self.threshold
+            while True:
+                seen = self.reports
+                try:
+                    wait_for(lambda: (self.finished() or has_input()
+                                      or self.split_epoch[i] != self.epoch),
+                             cond=self.cond, timeout=self.timeout, stop=self.stop, what=what)
+                    return self.finished(), self.epoch, self.threshold
+                except WaitTimeout:
+                    if self.reports == seen and not any(self.near):
+                        raise WaitTimeout(
+                            f"timed out after {self.timeout:g} s without progress waiting for "
+                            f"{what} (near={self.near}, far={self.far}, in transit="
+                            f"{self.in_transit})") from None
 
     def snapshot(self) -> tuple[int, object]:
         with self.cond:
