@@ -28,6 +28,8 @@ Each figure is stored with its method, and set against the CSR's own bytes
 """
 from __future__ import annotations
 
+import gc
+
 import logging
 import threading
 import tracemalloc
@@ -171,6 +173,9 @@ def host_peak_while(fn):
     """``(fn(), memory)``: ``memory`` is the process's peak host memory while ``fn`` ran, above
     what it held before, as ``{"peak_bytes", "method"}`` (module docstring: resident-set peak,
     else tracemalloc)."""
+    # earlier garbage first: freed while fn runs, it would lower the resident size under the
+    # peak fn reached and hide it
+    gc.collect()
     if _reset_rss_peak():
         before = proc_status_kib("VmRSS")
         out = fn()
