@@ -171,8 +171,9 @@ class AsyncLoop:
         return front, outgoing
 
     def _absorb(self, part, ops, values, work, sends, tally) -> bool:
-        """Visit what other devices sent here (their packets so far), run the steps after each
-        packet's advance on what it accepted; False if nothing had arrived."""
+        """Visit what other devices sent here (their packets so far, every packet of one advance
+        step in one visit: one output and one count read-back per step, not per packet), run
+        the steps after that advance on what it accepted; False if nothing had arrived."""
         eng, i = self.engine, part.index
         arrived = []
         for router in self.inboxes:
@@ -181,16 +182,28 @@ class AsyncLoop:
         if not arrived:
             return False
         received, outgoing = 0, []
+        by_step = {}        # one visit per advance step for every packet of it that arrived
         for pending in arrived:
-            eng._arrived(part, pending)
-            j = int(pending.metadata["step"])
+            by_step.setdefault(int(pending.metadata["step"]), []).append(pending)
+        xp = part.device.xp
+        for j, packets in sorted(by_step.items()):
             functor, rows = self.steps[j].functor, self.rows[j][i]
+            ids, msgs = [], []
+            for pending in packets:
+                eng._arrived(part, pending)
+                with eng._on_stream(part):
+                    a, m = rows.unpack_rows(pending.data, functor.message, xp)
+                ids.append(a)
+                msgs.append(m)
             with eng._on_stream(part):
-                ids, msgs = rows.unpack_rows(pending.data, functor.message, part.device.xp)
+                ids = ids[0] if len(ids) == 1 else xp.concatenate(ids)
+                msgs = None if functor.message is None else (
+                    msgs[0] if len(msgs) == 1 else xp.concatenate(msgs))
                 out = ops.output(rows, functor, values[j], WHERE)
                 ops.apply(rows, out, ids, msgs, functor, values[j], WHERE)
-            eng._release(part, pending)
-            received += pending.size
+            for pending in packets:
+                eng._release(part, pending)
+                received += pending.size
             front, more = self._steps(part, ops, values, ops.finish(rows, out), j + 1, tally)
             work.push(front)
             outgoing += more
