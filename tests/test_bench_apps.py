@@ -203,7 +203,8 @@ def test_igraph_graph_holds_every_arc_or_each_edge_once_and_restores_the_collect
 def test_igraph_peer_is_skipped_when_its_build_would_pass_the_budget(monkeypatch):
     pytest.importorskip("igraph")
     from groute.bench import peers
-    monkeypatch.setattr(peers, "igraph_build_seconds_per_edge", lambda: 1e-3)   # 1 ms an edge
+    # a build rate slow enough that any graph of the test passes the budget below
+    monkeypatch.setattr(peers, "igraph_build_seconds_per_edge", lambda: 1e-3)
     g = _random_graph(np.random.default_rng(1), 40, 200, directed=False)
     edges = g.num_edges // 2           # k-core's igraph graph: each edge once
     with pytest.raises(peers.PeerSkipped, match=rf"{edges:,} edges .* over the 0.1 s case budget"):
