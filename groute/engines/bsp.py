@@ -26,7 +26,9 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
   their out-arcs), on a directed graph too.
 - ``direction="auto"``: Beamer's rule (:mod:`groute.operators.direction`), from the frontier's
   vertices and arcs, the candidates' arcs and the last direction; push on a directed graph
-  (pull reads in-arcs, which an undirected graph's out-arcs are).
+  (the arcs a pull would read there are in-arcs, which the rule's counts, of out-arcs, do not
+  weigh). A first-accept pull, as a gathering one, reads the candidates' in-arcs (an
+  undirected graph's out-arcs), on a directed graph too.
 
 A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
@@ -256,9 +258,6 @@ class BSPEngine(Engine):
         if direction not in DIRECTIONS:
             raise ValueError(f"advance: direction must be one of {', '.join(DIRECTIONS)}; got "
                              f"{direction!r}")
-        if direction == "pull" and self.directed and functor.gather is None:
-            raise ValueError("advance: pull reads a vertex's in-arcs, which only an undirected "
-                             "graph's out-arcs are; this graph is directed (use push)")
         if direction == "auto":
             direction = self._choose(frontier, candidates)
         self.stats["advances"] += 1
