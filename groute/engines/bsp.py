@@ -447,20 +447,16 @@ class BSPEngine(Engine):
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
         over ``levels``)."""
         return {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
-                "pull_step": any(isinstance(s, AdvanceStep) and (
-                    s.candidates is not None if s.functor.gather is not None
-                    else s.direction == "pull") for s in steps),
                 "levels_on_host": levels is not None and (
                     getattr(levels.store, "engine", None) is not self
                     or levels.numbers.step != 1)}
 
     def _loop_choice(self, steps, levels, what) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""
-        facts = self._loop_facts(steps, levels)
-        choice = "python" if self.loop == "python" else decide_loop(facts)[0]
+        choice, why = decide_loop(self._loop_facts(steps, levels))
+        if self.loop == "python":
+            choice = "python"
         if self.loop == "fused" and choice != "fused":
-            why = ("a step pulls without gathering, or gathers among candidates"
-                   if facts["pull_step"] else "its levels are separate frontiers")
             raise ValueError(f"{what}: loop='fused' cannot run this loop ({why}); make the "
                              f"engine with loop='auto'")
         self.stats["loops"] += 1
