@@ -115,6 +115,21 @@ def test_kcore_imports_only_groute_public_names():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("direction", ["push", "pull", "auto"])
+def test_every_peel_runs_fused_on_one_gpu_in_every_direction(direction):
+    """The peel's advance among the vertices still in (candidates=alive) runs in the fused
+    loop whatever its direction (the pull first-accept: a vertex stops losing neighbours once
+    it falls to k): NetworkX's core numbers; every peel round pulled, or none."""
+    g = load_graph("kron:12")
+    res = groute.core_number(g, backend="cuda", devices=1, direction=direction)
+    assert np.array_equal(res.values, expect(g))
+    assert res.stats["loop"] == "fused" and res.stats["loops"] == res.stats["levels"]
+    pulled = res.stats["pull_advances"]
+    assert pulled == {"push": 0, "pull": res.stats["rounds"]}.get(direction, pulled)
+    assert res.stats["advances"] == res.stats["rounds"] > 0
+
+
+@pytest.mark.gpu
 def test_kron_on_one_gpu_matches_the_cpu():
     g = load_graph("kron:12")
     gpu = groute.core_number(g, backend="cuda", devices=1)

@@ -103,10 +103,15 @@ def test_auto_follows_beamers_rule():
         everything = eng.all_vertices()
         assert advance(everything, ACCEPT, "auto").direction == "pull"
         assert advance(eng.frontier([0]), ACCEPT, "auto").direction == "push"
-    with make_engine(random_graph(directed=True), backend="cpu", devices=2) as eng:
+    d = random_graph(directed=True)
+    with make_engine(d, backend="cpu", devices=2) as eng:
         assert advance(eng.all_vertices(), ACCEPT, "auto").direction == "push"
-        with pytest.raises(ValueError, match="directed"):
-            advance(eng.all_vertices(), ACCEPT, "pull")
+        # a directed graph's pull reads the in-arcs: every vertex with one from the frontier
+        front = np.arange(0, 200, 7)
+        pulled = advance(eng.frontier(front), ACCEPT, "pull")
+        want = np.unique(np.asarray(d.indices)[np.concatenate(
+            [np.arange(d.indptr[u], d.indptr[u + 1]) for u in front])])
+        assert pulled.direction == "pull" and np.array_equal(pulled.vertices(), want)
 
 
 @pytest.mark.parametrize("backend, k", device_cases([1, 4]))

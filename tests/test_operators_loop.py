@@ -239,24 +239,19 @@ def test_steps_that_are_no_list_or_miss_a_scalar_are_named_before_the_loop_runs(
 
 def test_the_rule_picks_fused_only_on_one_cuda_device():
     def facts(**given):
-        return {**dict(pull_step=False, levels_on_host=False, cuda=True, one_device=True),
-                **given}
+        return {**dict(levels_on_host=False, cuda=True, one_device=True), **given}
     assert decide_loop(facts())[0] == "fused"
     assert decide_loop(facts(cuda=False))[0] == "python"
     assert decide_loop(facts(one_device=False))[0] == "python"
-    assert decide_loop(facts(pull_step=True))[0] == "python"
     assert decide_loop(facts(levels_on_host=True))[0] == "python"
-    # what the engine reads as a pull step: a first-accept pull, or a gather among candidates
+    # every step has a fused form (tests/test_fused_pulls.py): the engine's facts name none
     g = random_graph()
     summing = Functor(name="s", params="int* depth", message=Message("int", cuda="0"),
                       gather=Gather("sum"), cuda="")
     with engine(g, 1) as eng:
-        def pulls(*steps):
-            return eng._loop_facts(steps)["pull_step"]
-        assert pulls(AdvanceStep(CLAIM, "pull"))
-        assert not pulls(AdvanceStep(CLAIM, "auto"))
-        assert not pulls(AdvanceStep(summing, "pull"), AdvanceStep(summing, "auto", over="in"))
-        assert pulls(AdvanceStep(summing, "push", candidates=eng.all_vertices()))
+        for steps in ([AdvanceStep(CLAIM, "pull")], [AdvanceStep(CLAIM, "auto")],
+                      [AdvanceStep(summing, "push", candidates=eng.all_vertices())]):
+            assert set(eng._loop_facts(steps)) == {"cuda", "one_device", "levels_on_host"}
     assert LOOP_RULE.cases[-1].when == ()          # the last case holds always
     assert "fused where CUDA devices and one device" in loop_rule_help()
 
@@ -680,14 +675,15 @@ def test_bad_rounds_are_refused_naming_the_argument():
 
 
 def test_the_rule_runs_rounds_as_it_runs_loops():
-    """The rule reads every step of the body: a first-accept pull anywhere keeps the rounds
-    on the host."""
+    """The rule reads the rounds' steps as a loop's: a first-accept pull in them runs fused
+    on one CUDA device as any other step."""
     g = random_graph()
     with engine(g, 1) as eng:
         steps = body_steps([Loop([AdvanceStep(CLAIM)], level="d", keep=True),
                             Sweep([AdvanceStep(CLAIM, "pull")], level="d")])
-        assert eng._loop_facts(steps)["pull_step"]
-        assert not eng._loop_facts(body_steps(ROUND))["pull_step"]
+        for body in (steps, body_steps(ROUND)):
+            facts = dict(eng._loop_facts(body), cuda=True, one_device=True)
+            assert decide_loop(facts)[0] == "fused"
 
 
 @pytest.mark.timeout(320)

@@ -26,7 +26,9 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
   their out-arcs), on a directed graph too.
 - ``direction="auto"``: Beamer's rule (:mod:`groute.operators.direction`), from the frontier's
   vertices and arcs, the candidates' arcs and the last direction; push on a directed graph
-  (pull reads in-arcs, which an undirected graph's out-arcs are).
+  (the arcs a pull would read there are in-arcs, which the rule's counts, of out-arcs, do not
+  weigh). A first-accept pull, as a gathering one, reads the candidates' in-arcs (an
+  undirected graph's out-arcs), on a directed graph too.
 
 A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
@@ -256,9 +258,6 @@ class BSPEngine(Engine):
         if direction not in DIRECTIONS:
             raise ValueError(f"advance: direction must be one of {', '.join(DIRECTIONS)}; got "
                              f"{direction!r}")
-        if direction == "pull" and self.directed and functor.gather is None:
-            raise ValueError("advance: pull reads a vertex's in-arcs, which only an undirected "
-                             "graph's out-arcs are; this graph is directed (use push)")
         if direction == "auto":
             direction = self._choose(frontier, candidates)
         self.stats["advances"] += 1
@@ -448,20 +447,16 @@ class BSPEngine(Engine):
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
         over ``levels``)."""
         return {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
-                "pull_step": any(isinstance(s, AdvanceStep) and (
-                    s.candidates is not None if s.functor.gather is not None
-                    else s.direction == "pull") for s in steps),
                 "levels_on_host": levels is not None and (
                     getattr(levels.store, "engine", None) is not self
                     or levels.numbers.step != 1)}
 
     def _loop_choice(self, steps, levels, what) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""
-        facts = self._loop_facts(steps, levels)
-        choice = "python" if self.loop == "python" else decide_loop(facts)[0]
+        choice, why = decide_loop(self._loop_facts(steps, levels))
+        if self.loop == "python":
+            choice = "python"
         if self.loop == "fused" and choice != "fused":
-            why = ("a step pulls without gathering, or gathers among candidates"
-                   if facts["pull_step"] else "its levels are separate frontiers")
             raise ValueError(f"{what}: loop='fused' cannot run this loop ({why}); make the "
                              f"engine with loop='auto'")
         self.stats["loops"] += 1

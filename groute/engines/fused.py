@@ -8,7 +8,8 @@ multiprocessors, launched cooperatively, so the grid barrier between steps canno
 The host launches once and reads the control block once (levels run, why it stopped, the
 last frontier's count). With ``keep`` the levels' queues stay on the device back to back with
 their offsets (:class:`DeviceLevels`); when that store fills, the host grows it and launches
-again from the level it reached. Rounds (``run_rounds``) are one launch of ``groute_rounds`` for
+again from the level it reached. A step's candidates frontier, where the kernels read it, goes
+to them as a bitmap made once per call. Rounds (``run_rounds``) are one launch of ``groute_rounds`` for
 every seed, the store reused per round, the control block and a tally of levels per item read
 once at the end.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from groute.operators.frontier import DeviceFrontier, Frontier
-from groute.operators.loop import AdvanceStep, Levels, LoopResult
+from groute.operators.loop import Levels, LoopResult
 from groute.operators.rounds import Loop, RoundsResult, body_steps
 from groute.operators import loop_source
 from groute.operators.direction import compile_options
@@ -31,16 +32,13 @@ from .rules import FACTS, Case, Rule
 #: the facts :data:`LOOP_RULE` asks besides the library's (``cuda``, ``one_device``)
 LOOP_FACTS = {
     **FACTS,
-    "pull_step": ("a step pulls without gathering or gathers among candidates",
-                  "every pull gathers over every vertex",
-                  "a first-accept pull (BFS's), or a gather among a candidates frontier, has no "
-                  "form inside the fused kernel"),
     "levels_on_host": ("a sweep over levels kept on the host", "no levels kept on the host",
                        None),
 }
-#: what an engine's ``loop="auto"`` runs: the first case whose facts all hold
+#: what an engine's ``loop="auto"`` runs: the first case whose facts all hold. Every step has a
+#: fused form (push, first-accept pull, gathering push and pull, each among candidates, and
+#: "auto" between them per level), so only where the levels are decides.
 LOOP_RULE = Rule("loop", (
-    Case(("pull_step",), "python", "those pulls run as operator calls"),
     Case(("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
     Case(("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
                                           "barriers between them, the count read on the device"),
@@ -179,12 +177,28 @@ class FusedLoops:
                                             where))
         return tuple(values[p.name] for p in params)
 
+    def _candidates(self, steps) -> tuple:
+        """The candidates' bitmaps the kernels take after the parameters
+        (:func:`loop_source.candidate_steps`'s order): each made once per call (the frontier
+        is fixed for the whole loop), a null pointer for every vertex, as the operators'
+        kernels take them."""
+        out = []
+        for i in loop_source.candidate_steps(steps):
+            part = steps[i].candidates.parts[0]
+            out.append(np.uint64(0) if part.everything else part.to_bitmap().bitmap)
+        return tuple(out)
+
+    def _pulled(self, words) -> None:
+        """The levels a launch's advances pulled (its control block ``words``), counted as the
+        operator calls count them."""
+        self.engine.stats["pull_advances"] += int(words[loop_source.PULLS])
+
     # the loop ----------------------------------------------------------------------------------
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars) -> LoopResult:
         where = "run_loop(fused)"
         part, device = self.part, self.part.device
         xp, n_local = device.xp, part.size
-        params = self._params(steps, (level,), scalars, where)
+        params = self._params(steps, (level,), scalars, where) + self._candidates(steps)
         text = loop_source.source(steps, level, where)
         first = frontier.parts[0]
         queue = first.queue if not first.everything else first.to_queue().queue
@@ -209,6 +223,7 @@ class FusedLoops:
                 *params))
             with device.use(), device.compute_stream.raw:
                 words = ctl.get()
+            self._pulled(words)
             ran, status = (int(x) for x in words[6:7].view(np.int32))
             levels += ran
             count, at = int(words[7]), int(words[8])
@@ -236,14 +251,19 @@ class FusedLoops:
     def sweep(self, levels: Levels, steps, *, level, start, reverse, scalars) -> None:
         where = "sweep(fused)"
         store = levels.store
-        params = self._params(steps, (level,), scalars, where)
-        common, _ = self._common(steps)
+        params = self._params(steps, (level,), scalars, where) + self._candidates(steps)
+        common, ctl = self._common(steps)
         numbers = levels.numbers
         self._launch(loop_source.source(steps, level, where), _LOOP_KERNELS, "groute_sweep",
                      common + (
             store.buffer, store.offsets, np.int32(numbers.start), np.int32(numbers.stop),
             np.int32(reverse), np.int64(start), *params))
         self._count(steps, len(numbers))
+        if any(loop_source.may_pull(s) for s in steps):
+            # the only read-back of a sweep, and only where a step may pull: how many did
+            device = self.part.device
+            with device.use(), device.compute_stream.raw:
+                self._pulled(ctl.get())
 
     def run_rounds(self, seeds, body, *, index, total, scalars) -> RoundsResult:
         """Every round in one launch (``seeds``: local positions); when a kept Loop fills the
@@ -253,7 +273,7 @@ class FusedLoops:
         xp, n_local = device.xp, part.size
         steps = body_steps(body)
         params = self._params(steps, [item.level for item in body] + [index, total], scalars,
-                              where)
+                              where) + self._candidates(steps)
         text = loop_source.rounds_source(body, index, total, where)
         rounds = len(seeds)
         if rounds == 0:
@@ -274,6 +294,7 @@ class FusedLoops:
                 np.int64(kept_total), tally, *params))
             with device.use(), device.compute_stream.raw:
                 words = ctl.get()
+            self._pulled(words)
             reached, status = (int(x) for x in words[6:7].view(np.int32))
             if status != loop_source.STORE_FULL:
                 break

@@ -10,8 +10,8 @@
 //                                      one warp.
 // advance_push takes 32 vertices per warp; advance_push_warps one vertex per warp (for a frontier
 // of at most one vertex per warp of the grid, where 32 per warp would leave most warps idle).
-// Pull (advance_pull): every vertex the functor wants scans its arcs for one in the frontier and
-// stops at the first.
+// Pull (advance_pull): every vertex the functor wants scans its arcs for ones from the frontier
+// and stops at the first whose visit accepts it (BFS's: the first).
 // Gathering pull (advance_gather, advance_gather_big, gather_finish): every vertex the functor
 // wants combines the messages of all its arcs from the frontier, balanced by degree as the push:
 // a small vertex by its lane, a medium one by the whole warp (a shuffle reduction), both with no
@@ -35,8 +35,9 @@
 //                                                (deg 0 for a lane without one)
 //        void retry(int u)                       queue u again (kMayFail only)
 //        static constexpr bool kMayFail, kBatchSmall
-//      pull functors instead: bool unreached(long long v), bool in_frontier(int u),
-//      void claim(long long v).
+//      pull functors instead: bool unreached(long long v) (v looks for an arc from the
+//      frontier), bool in_frontier(int u), bool claim(long long v) (the visit of v by an arc
+//      from the frontier; true: v is accepted and its other arcs are skipped).
 //      gathering functors: typedef Acc (the message type), bool wants(long long v),
 //      bool in_frontier(int u), Acc message(int u), Acc identity(), Acc combine(Acc, Acc),
 //      void deposit(long long v, Acc x) (atomically into v's accumulator, marking v for
@@ -186,9 +187,10 @@ __device__ __forceinline__ void advance_push_big(const G& a, const F& f, unsigne
 }
 
 // Pull over the arcs of vertices [0, n) (threads tid, tid + nthreads, ...): each vertex the
-// functor still wants (f.unreached) looks for an arc to a vertex of the frontier
-// (f.in_frontier) and is claimed (f.claim) at the first; the rest of its arcs are skipped.
-// The arcs are out-arcs of a symmetric graph, or in-arcs. Counts arcs read and vertices claimed.
+// functor still wants (f.unreached) visits its arcs from vertices of the frontier
+// (f.in_frontier) in order, f.claim for each, until one accepts it; the rest of its arcs are
+// skipped. A vertex is one thread's, so it is accepted at most once. The arcs are out-arcs of a
+// symmetric graph, or in-arcs. Counts arcs read and vertices accepted.
 template <class G, class F>
 __device__ __forceinline__ void advance_pull(const G& a, const F& f, long long n, long long tid,
                                              long long nthreads, unsigned long long& processed,
@@ -198,8 +200,7 @@ __device__ __forceinline__ void advance_pull(const G& a, const F& f, long long n
         const long long e0 = a.indptr[v], e1 = a.indptr[v + 1];
         for (long long e = e0; e < e1; ++e) {
             ++edges;
-            if (f.in_frontier(a.indices[e])) {
-                f.claim(v);
+            if (f.in_frontier(a.indices[e]) && f.claim(v)) {
                 ++processed;
                 break;
             }

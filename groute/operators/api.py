@@ -8,8 +8,9 @@ keyword arguments are the functor's scalar parameters (``k=3``).
   frontier, ``f`` visits ``v`` on the device that owns it; the vertices a visit accepts (the
   CUDA body returns true, the NumPy callable returns their positions) form the output frontier,
   each once. ``"pull"``: every candidate ``v`` (the ``candidates`` frontier, else every vertex)
-  visits its arcs from frontier members, stopping once a visit accepts it (the NumPy backend
-  visits them all: a functor must give the same answer either way, as BFS and k-core do).
+  visits its arcs from frontier members (its in-arcs: on a directed graph the engine keeps
+  them, as for ``over="in"``), stopping once a visit accepts it (the NumPy backend visits them
+  all: a functor must give the same answer either way, as BFS and k-core do).
   ``"auto"``: Beamer's direction rule (:mod:`groute.operators.direction`).
   ``over="in"``: the arcs into the frontier's vertices instead (``v -> u``, visiting ``v``):
   a backward traversal of a directed graph (an undirected graph's in-arcs are its out-arcs).

@@ -81,24 +81,34 @@ extern "C" __global__ void advance_push_big_k(GROUTE_PUSH_ARGS{comma_decls}) {{
                      groute_lane);
 }}
 
-// Pull: every candidate (cand_bits, or every owned vertex when null) visits its arcs from
-// frontier members (front_bits, by global id) until the visit accepts it.
+// Pull visits (advance_pull's functor): a candidate (cand_bits, or every owned vertex when
+// null) visits its arcs from frontier members (front_bits, by global id) until the body accepts
+// it, and joins the output then (a candidate is one thread's: once).
+struct GroutePull {{
+    const unsigned int* front_bits; const unsigned int* cand_bits; int* out; int* out_count;
+    struct Params {{
+{members}    }} p;
+    __device__ __forceinline__ bool unreached(long long v) const {{
+        return cand_bits == nullptr || bitmap_test(cand_bits, (int)v);
+    }}
+    __device__ __forceinline__ bool in_frontier(int u) const {{ return bitmap_test(front_bits, u); }}
+    __device__ __forceinline__ bool claim(long long v) const {{
+        if (!groute_fn((int)v{pull_msg}{comma_members})) return false;
+        queue_push(out, out_count, (int)v);
+        return true;
+    }}
+}};
+
+// Pull: the candidates [0, n) (advance_pull); arcs read are added into counters[1].
 extern "C" __global__ void advance_pull_k(const long long* indptr, const int* indices, long long n,
                                           const unsigned int* front_bits,
                                           const unsigned int* cand_bits, int* out, int* out_count,
                                           unsigned long long* counters{comma_decls}) {{
-    unsigned long long groute_edges = 0;
-    const long long groute_stride = (long long)gridDim.x * blockDim.x;
-    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += groute_stride) {{
-        if (cand_bits != nullptr && !bitmap_test(cand_bits, (int)v)) continue;
-        for (long long groute_e = indptr[v]; groute_e < indptr[v + 1]; ++groute_e) {{
-            ++groute_edges;
-            if (bitmap_test(front_bits, indices[groute_e]) && groute_fn((int)v{pull_msg}{comma_args})) {{
-                queue_push(out, out_count, (int)v);
-                break;
-            }}
-        }}
-    }}
+    const GrouteGraph groute_a{{indptr, indices, nullptr, nullptr, counters}};
+    const GroutePull groute_f{{front_bits, cand_bits, out, out_count, {{{args}}}}};
+    unsigned long long groute_processed = 0, groute_edges = 0;
+    advance_pull(groute_a, groute_f, n, (long long)blockIdx.x * blockDim.x + threadIdx.x,
+                 (long long)gridDim.x * blockDim.x, groute_processed, groute_edges);
     if (groute_edges) atomicAdd(&counters[1], groute_edges);
 }}
 

@@ -34,8 +34,8 @@ from .functor import Functor
 #: what ``run_loop(order=)`` takes: ``"levels"`` (level after level, the default) or ``"any"``
 #: (the answer does not depend on the order of visits: module docstring)
 ORDERS = ("levels", "any")
-#: the directions a loop's advance takes (``"auto"``: Beamer's rule where the engine applies
-#: it per call; the fused kernel pushes)
+#: the directions a loop's advance takes (``"auto"``: Beamer's rule, which the engine applies
+#: per call and the fused kernel per level, its state carried from level to level)
 LOOP_DIRECTIONS = ("push", "pull", "auto")
 
 

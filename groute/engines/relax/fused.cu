@@ -341,9 +341,10 @@ struct PullParent {
     __device__ __forceinline__ bool in_frontier(int u) const {
         return forced ? a.front[u] != 0 : *(volatile int*)&a.dist[u] == depth;
     }
-    __device__ __forceinline__ void claim(long long v) const {
+    __device__ __forceinline__ bool claim(long long v) const {
         a.dist[v] = depth + 1;
         if (depth + 1 < q.ceiling) push_near(a, q.next, q.next_count, (int)v, q.marker);
+        return true;
     }
 };
 

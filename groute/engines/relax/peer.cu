@@ -311,9 +311,10 @@ struct PullBitmap {
         const int j = owner_of(s.off, a.k, u);
         return bitmap_test(a.rep + s.rep_base[j], u - s.off[j]);
     }
-    __device__ __forceinline__ void claim(long long v) const {
+    __device__ __forceinline__ bool claim(long long v) const {
         a.dist[v] = c;
         queue_push(next, next_count, (int)v);
+        return true;
     }
 };
 
