@@ -77,13 +77,16 @@ LOSE_NEIGHBOUR = Functor(
 class KCore(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
     ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis, random),
-    ``direction`` of the advances (push, pull, auto), ``engine`` (bsp, async, auto:
+    ``direction`` of the advances (push, pull, auto; push by default: a peel's visit accepts a
+    vertex only on the decrement that takes it down to k, so a pulling candidate reads nearly
+    all its arcs, where Beamer's rule counts on a pull stopping at the first frontier arc; the
+    push reads only the leaving vertices' arcs), ``engine`` (bsp, async, auto:
     ``groute.engines.ENGINE_RULE``), ``loop``: how the peel loop runs (auto, fused, python:
     ``groute.engines.LOOP_RULE``; on the async engine also async:
     ``groute.engines.ASYNC_LOOP_RULE``)."""
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition="contiguous", direction="auto", engine="bsp", loop="auto"):
+                 partition="contiguous", direction="push", engine="bsp", loop="auto"):
         self.graph = graph
         self.direction = direction
         undirected = _undirected(graph)

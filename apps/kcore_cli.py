@@ -18,8 +18,10 @@ def register(subparsers, common):
     add_graph_options(p, verify_help="compare with networkx.core_number (slow on millions of "
                                      "arcs)")
     add_engine_options(p)
-    p.add_argument("--direction", choices=("push", "pull", "auto"), default="auto",
-                   help="the advances' direction (auto: Beamer's rule, "
+    p.add_argument("--direction", choices=("push", "pull", "auto"), default="push",
+                   help="the peel's direction (default push: a pulling candidate reads its arcs "
+                        "until it falls to k, where Beamer's rule counts on a pull stopping at "
+                        "the first frontier arc; auto: Beamer's rule, "
                         "groute.operators.direction)")
     p.set_defaults(func=_cli)
 
