@@ -237,13 +237,28 @@ def test_steps_that_are_no_list_or_miss_a_scalar_are_named_before_the_loop_runs(
         AdvanceStep(CLAIM, "pull", over="in")
 
 
-def test_the_rule_picks_fused_only_on_one_cuda_device():
+def test_the_rule_picks_fused_on_one_cuda_device_or_on_several_that_write_to_each_other():
+    """Every combination of the facts: fused on one CUDA device unless a step pulls (first
+    accept, or a gather among candidates) or a sweep's levels are on the host; on several CUDA
+    devices that write into each other's memory also, unless the levels are kept (keep, a
+    sweep, rounds) or a gathering step may pull; the operator calls everywhere else."""
+    import itertools
+    names = ("pull_step", "levels_on_host", "cuda", "one_device", "kept", "gather_pulls",
+             "peer_writes")
+    for values in itertools.product([False, True], repeat=len(names)):
+        f = dict(zip(names, values))
+        several = (not f["kept"] and not f["gather_pulls"] and f["peer_writes"])
+        fused = (f["cuda"] and not f["pull_step"] and not f["levels_on_host"]
+                 and (f["one_device"] or several))
+        assert decide_loop(f)[0] == ("fused" if fused else "python"), f
+
     def facts(**given):
-        return {**dict(pull_step=False, levels_on_host=False, cuda=True, one_device=True),
-                **given}
+        return {**dict(pull_step=False, levels_on_host=False, cuda=True, one_device=True,
+                       kept=False, gather_pulls=False, peer_writes=False), **given}
     assert decide_loop(facts())[0] == "fused"
     assert decide_loop(facts(cuda=False))[0] == "python"
     assert decide_loop(facts(one_device=False))[0] == "python"
+    assert decide_loop(facts(one_device=False, peer_writes=True))[0] == "fused"
     assert decide_loop(facts(pull_step=True))[0] == "python"
     assert decide_loop(facts(levels_on_host=True))[0] == "python"
     # what the engine reads as a pull step: a first-accept pull, or a gather among candidates
@@ -259,6 +274,8 @@ def test_the_rule_picks_fused_only_on_one_cuda_device():
         assert pulls(AdvanceStep(summing, "push", candidates=eng.all_vertices()))
     assert LOOP_RULE.cases[-1].when == ()          # the last case holds always
     assert "fused where CUDA devices and one device" in loop_rule_help()
+    assert ("fused where CUDA devices and the devices write into each other's memory"
+            in loop_rule_help())
 
 
 @pytest.mark.timeout(60)
@@ -289,7 +306,7 @@ def compile_sources(texts, names, tmp_path):
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
     lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "direction.cuh"',
-             '#include "frontier.cuh"', '#include "barriers.cuh"']
+             '#include "frontier.cuh"', '#include "barriers.cuh"', '#include "inbox.cuh"']
     for i, text in enumerate(texts):
         kernels = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", text)
         assert kernels == names

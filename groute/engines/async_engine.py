@@ -53,6 +53,10 @@ ASYNC_LOOP_RULE = Rule("loop", (
     Case(("pulls",), "levels", "a pull reads a whole level's frontier"),
     Case(("one_device",), "levels", "one device has no exchange to overlap; on CUDA its loop "
                                     "is one fused launch"),
+    Case(("cuda", "peer_writes"), "levels",
+         "the loop rule runs it as one fused launch per device: a level's meetings cost the "
+         "devices microseconds, where every chunk of the async loop costs host steps, "
+         "launches, a count read back and the Router's packets"),
     Case((), "async", "each device runs chunks of its own worklist and sends other devices' "
                       "targets through the Router as it goes: no barrier between levels, "
                       "counted termination"),
@@ -62,14 +66,15 @@ ASYNC_LOOP_RULE = Rule("loop", (
 ASYNC_LOOP_CHOICES = LOOP_CHOICES + ("async",)
 
 
-def loop_facts(steps, *, level, max_levels, keep, order, one_device: bool) -> dict:
+def loop_facts(steps, *, level, max_levels, keep, order, one_device: bool, cuda: bool = False,
+               peer_writes: bool = False) -> dict:
     """The facts of :data:`ASYNC_LOOP_RULE` for one ``run_loop`` (name -> bool)."""
     advances = [s for s in steps if isinstance(s, AdvanceStep)]
     return {"order_any": order == "any",
             "numbered": level is not None or keep or max_levels is not None,
             "gathers": any(s.functor.gather is not None for s in advances),
             "pulls": any(s.direction == "pull" for s in advances),
-            "one_device": one_device}
+            "one_device": one_device, "cuda": cuda, "peer_writes": peer_writes}
 
 
 def decide_async_loop(facts: dict) -> Case:
@@ -87,7 +92,7 @@ def async_loop_help() -> str:
 class AsyncEngine(BSPEngine):
     """See the module docstring. Options as :class:`~groute.engines.bsp.BSPEngine`; ``loop``:
     ``"auto"`` (:data:`ASYNC_LOOP_RULE`), ``"async"`` (insist: a loop the rule leaves to
-    levels for any reason but one device is a ValueError naming it), ``"fused"`` or
+    levels for any reason but the devices is a ValueError naming it), ``"fused"`` or
     ``"python"`` (never async, as the BSP engine); ``tuning``: an
     :class:`~groute.tuning.AsyncTuning`."""
 
@@ -117,9 +122,12 @@ class AsyncEngine(BSPEngine):
         if self.async_mode in ("fused", "python"):
             return None
         facts = loop_facts(steps, level=level, max_levels=max_levels, keep=keep, order=order,
-                           one_device=self.ctx.num_devices == 1)
+                           one_device=self.ctx.num_devices == 1,
+                           cuda=self.ctx.backend == "cuda",
+                           peer_writes=self._no_peer_writes is None)
         if self.async_mode == "async":
-            case = decide_async_loop(dict(facts, one_device=False))
+            # insisting: whatever the devices, the loop runs without levels if it can
+            case = decide_async_loop(dict(facts, one_device=False, peer_writes=False))
             if case.choice != "async":
                 raise ValueError(f"run_loop: loop='async' cannot run this loop without levels "
                                  f"({case.why}); make the engine with loop='auto' to run it "

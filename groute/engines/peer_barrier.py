@@ -147,6 +147,14 @@ class CrossDeviceBarrier:
         self._woken = {}
         return sorted(launched), failure
 
+    def after_launch(self, i: int) -> None:
+        """For a caller that launches each device on that device's own host thread (after
+        :meth:`wake_links`, instead of :meth:`launch_each`): device ``i``'s compute stream
+        waits for its wake copy, as :meth:`launch_each` queues it after each launch."""
+        event = self._woken.pop(i, None)
+        if event is not None:
+            self.devices[i].compute_stream.wait_event(event)
+
     def settle(self, crossed, ok: bool = True) -> None:
         """After a run: ``crossed`` holds each launched device's count of barriers crossed.
         Advance ``base`` when the run was ``ok`` and they agree, else :meth:`reset`."""
