@@ -557,7 +557,7 @@ __device__ __forceinline__ void groute_send(const InboxTable& t, int parity,
 // which device 0 has passed; nobody adds to it before this meeting passes. Returns -1 when a
 // device did not come in time: every block of this device sees the flag after the same
 // barrier, so all of them leave.
-__device__ long long groute_meet(GrouteRun& r, long long n, int level) {
+__device__ __forceinline__ long long groute_meet(GrouteRun& r, long long n, int level) {
     unsigned long long* sums = r.gbar + 1;
     grid_barrier(r.bar, r.bar_target);
     if (r.tid == 0) {
@@ -578,7 +578,7 @@ __device__ long long groute_meet(GrouteRun& r, long long n, int level) {
 // The start of a launch: this device's inbox counts and flags zeroed (device 0: the level sums
 // too) before the first meeting, after which the others may send to it and add. Returns the
 // first frontier's size over the devices (the host's), or -1 when a device did not come.
-__device__ long long groute_begin(GrouteRun& r, long long total) {
+__device__ __forceinline__ long long groute_begin(GrouteRun& r, long long total) {
     if (r.tid == 0) {
         r.pctl[GROUTE_P_INBOX] = r.pctl[GROUTE_P_INBOX + 1] = 0ull;
         r.pctl[GROUTE_P_ABORT] = r.pctl[GROUTE_P_FULL] = 0ull;
