@@ -30,7 +30,9 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
 
 A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
-launch on one CUDA device, :mod:`groute.engines.fused`; the operator calls otherwise),
+launch on one CUDA device, :mod:`groute.engines.fused`; a ``run_loop`` that pushes as one
+launch per device on several CUDA devices that write into each other's memory, exchanging
+through their inboxes, :mod:`groute.engines.fused_multi`; the operator calls otherwise),
 ``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
 Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
 their body: on one CUDA device every round in one launch; ``stats["rounds"]`` names what ran

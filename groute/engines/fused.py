@@ -13,7 +13,9 @@ every seed, the store reused per round, the control block and a tally of levels 
 once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
-loop.
+loop: on several CUDA devices that write into each other's memory a ``run_loop`` that pushes
+is one launch per device (:mod:`groute.engines.fused_multi`, a :class:`FusedLoops` per device
+compiling and making its arguments).
 """
 from __future__ import annotations
 
