@@ -237,23 +237,42 @@ def test_steps_that_are_no_list_or_miss_a_scalar_are_named_before_the_loop_runs(
         AdvanceStep(CLAIM, "pull", over="in")
 
 
-def test_the_rule_picks_fused_only_on_one_cuda_device():
+def test_the_rule_picks_fused_on_one_cuda_device_or_on_several_that_write_to_each_other():
+    """Every combination of the facts: fused on one CUDA device unless a sweep's levels are on
+    the host; on several CUDA devices that write into each other's memory also, unless the
+    levels are kept (keep, a sweep, rounds) or a step may pull; the operator calls everywhere
+    else."""
+    import itertools
+    names = ("levels_on_host", "cuda", "one_device", "kept", "pulls", "peer_writes")
+    for values in itertools.product([False, True], repeat=len(names)):
+        f = dict(zip(names, values))
+        several = (not f["kept"] and not f["pulls"] and f["peer_writes"])
+        fused = (f["cuda"] and not f["levels_on_host"] and (f["one_device"] or several))
+        assert decide_loop(f)[0] == ("fused" if fused else "python"), f
+
     def facts(**given):
-        return {**dict(levels_on_host=False, cuda=True, one_device=True), **given}
+        return {**dict(levels_on_host=False, cuda=True, one_device=True,
+                       kept=False, pulls=False, peer_writes=False), **given}
     assert decide_loop(facts())[0] == "fused"
     assert decide_loop(facts(cuda=False))[0] == "python"
     assert decide_loop(facts(one_device=False))[0] == "python"
+    assert decide_loop(facts(one_device=False, peer_writes=True))[0] == "fused"
+    assert decide_loop(facts(one_device=False, peer_writes=True, pulls=True))[0] == "python"
+    assert decide_loop(facts(pulls=True))[0] == "fused"
     assert decide_loop(facts(levels_on_host=True))[0] == "python"
-    # every step has a fused form (tests/test_fused_pulls.py): the engine's facts name none
+    # on one device every step has a fused form (tests/test_fused_pulls.py): whatever the
+    # steps' facts, one CUDA device fuses them
     g = random_graph()
     summing = Functor(name="s", params="int* depth", message=Message("int", cuda="0"),
                       gather=Gather("sum"), cuda="")
     with engine(g, 1) as eng:
         for steps in ([AdvanceStep(CLAIM, "pull")], [AdvanceStep(CLAIM, "auto")],
                       [AdvanceStep(summing, "push", candidates=eng.all_vertices())]):
-            assert set(eng._loop_facts(steps)) == {"cuda", "one_device", "levels_on_host"}
+            assert decide_loop(dict(eng._loop_facts(steps), cuda=True))[0] == "fused"
     assert LOOP_RULE.cases[-1].when == ()          # the last case holds always
     assert "fused where CUDA devices and one device" in loop_rule_help()
+    assert ("fused where CUDA devices and the devices write into each other's memory"
+            in loop_rule_help())
 
 
 @pytest.mark.timeout(60)
@@ -284,7 +303,7 @@ def compile_sources(texts, names, tmp_path):
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
     lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "direction.cuh"',
-             '#include "frontier.cuh"', '#include "barriers.cuh"']
+             '#include "frontier.cuh"', '#include "barriers.cuh"', '#include "inbox.cuh"']
     for i, text in enumerate(texts):
         kernels = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", text)
         assert kernels == names

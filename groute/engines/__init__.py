@@ -15,8 +15,10 @@
   :class:`groute.tuning.AsyncTuning`.
 
 A loop of steps (:func:`groute.operators.run_loop`) runs on every engine; which implementation
-runs it is :data:`LOOP_RULE` (``fused.py``: one persistent launch on one CUDA device, else the
-operator calls), and on the async engine first :data:`ASYNC_LOOP_RULE`, reported in
+runs it is :data:`LOOP_RULE` (``fused.py``: one persistent launch on one CUDA device;
+``fused_multi.py``: one per device, all at once, on several CUDA devices that write into each
+other's memory; else the operator calls), and on the async engine first
+:data:`ASYNC_LOOP_RULE`, reported in
 ``stats["loop"]``.
 
 ``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`); ``"auto"`` by

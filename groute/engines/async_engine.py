@@ -12,7 +12,9 @@ by counted termination, with no barrier between levels.
 
 Which loops run so is :data:`ASYNC_LOOP_RULE` (a :class:`~groute.engines.rules.Rule`, so the
 help says what the code does); a loop it leaves to levels runs as on the BSP engine
-(:data:`groute.engines.fused.LOOP_RULE`: fused on one CUDA device, else the operator calls).
+(:data:`groute.engines.fused.LOOP_RULE`: fused on one CUDA device or, pushing, one launch per
+device on several that write into each other's memory, else the operator calls); on such
+devices the rule leaves order-free loops to those launches (its case says why).
 ``stats["loop"]`` names what ran the last loop (``"async"``, ``"fused"``, ``"python"``) and
 ``stats["loop_why"]`` the case of the rule that decided.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from groute.operators.loop import AdvanceStep, LoopResult
+from groute.operators.loop_source import may_pull
 from groute.tuning import AsyncTuning
 
 from .async_loop import AsyncLoop, empty_frontier
@@ -42,6 +45,10 @@ ASYNC_LOOP_FACTS = {
     "gathers": ("a step gathers", "no step gathers", None),
     "pulls": ("a step pulls", "no step pulls",
               "a pull is an advance with direction='pull'; 'auto' pushes in an async loop"),
+    "fused_steps": ("the fused launch on several devices runs every step",
+                    "a step may pull in the fused launch",
+                    "the fused launch on several devices only pushes; a first-accept 'auto' "
+                    "may pull there (groute.operators.loop_source.may_pull)"),
 }
 #: what an :class:`AsyncEngine` runs a ``run_loop`` as: ``"async"``, or ``"levels"`` (as the
 #: BSP engine: :data:`groute.engines.fused.LOOP_RULE`)
@@ -53,6 +60,10 @@ ASYNC_LOOP_RULE = Rule("loop", (
     Case(("pulls",), "levels", "a pull reads a whole level's frontier"),
     Case(("one_device",), "levels", "one device has no exchange to overlap; on CUDA its loop "
                                     "is one fused launch"),
+    Case(("cuda", "peer_writes", "fused_steps"), "levels",
+         "the loop rule runs it as one fused launch per device: a level's meetings cost the "
+         "devices microseconds, where every chunk of the async loop costs host steps, "
+         "launches, a count read back and the Router's packets"),
     Case((), "async", "each device runs chunks of its own worklist and sends other devices' "
                       "targets through the Router as it goes: no barrier between levels, "
                       "counted termination"),
@@ -62,14 +73,16 @@ ASYNC_LOOP_RULE = Rule("loop", (
 ASYNC_LOOP_CHOICES = LOOP_CHOICES + ("async",)
 
 
-def loop_facts(steps, *, level, max_levels, keep, order, one_device: bool) -> dict:
+def loop_facts(steps, *, level, max_levels, keep, order, one_device: bool, cuda: bool = False,
+               peer_writes: bool = False) -> dict:
     """The facts of :data:`ASYNC_LOOP_RULE` for one ``run_loop`` (name -> bool)."""
     advances = [s for s in steps if isinstance(s, AdvanceStep)]
     return {"order_any": order == "any",
             "numbered": level is not None or keep or max_levels is not None,
             "gathers": any(s.functor.gather is not None for s in advances),
             "pulls": any(s.direction == "pull" for s in advances),
-            "one_device": one_device}
+            "fused_steps": not any(may_pull(s) for s in advances),
+            "one_device": one_device, "cuda": cuda, "peer_writes": peer_writes}
 
 
 def decide_async_loop(facts: dict) -> Case:
@@ -87,7 +100,7 @@ def async_loop_help() -> str:
 class AsyncEngine(BSPEngine):
     """See the module docstring. Options as :class:`~groute.engines.bsp.BSPEngine`; ``loop``:
     ``"auto"`` (:data:`ASYNC_LOOP_RULE`), ``"async"`` (insist: a loop the rule leaves to
-    levels for any reason but one device is a ValueError naming it), ``"fused"`` or
+    levels for any reason but the devices is a ValueError naming it), ``"fused"`` or
     ``"python"`` (never async, as the BSP engine); ``tuning``: an
     :class:`~groute.tuning.AsyncTuning`."""
 
@@ -117,9 +130,12 @@ class AsyncEngine(BSPEngine):
         if self.async_mode in ("fused", "python"):
             return None
         facts = loop_facts(steps, level=level, max_levels=max_levels, keep=keep, order=order,
-                           one_device=self.ctx.num_devices == 1)
+                           one_device=self.ctx.num_devices == 1,
+                           cuda=self.ctx.backend == "cuda",
+                           peer_writes=self._no_peer_writes is None)
         if self.async_mode == "async":
-            case = decide_async_loop(dict(facts, one_device=False))
+            # insisting: whatever the devices, the loop runs without levels if it can
+            case = decide_async_loop(dict(facts, one_device=False, peer_writes=False))
             if case.choice != "async":
                 raise ValueError(f"run_loop: loop='async' cannot run this loop without levels "
                                  f"({case.why}); make the engine with loop='auto' to run it "

@@ -32,7 +32,9 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
 
 A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
-launch on one CUDA device, :mod:`groute.engines.fused`; the operator calls otherwise),
+launch on one CUDA device, :mod:`groute.engines.fused`; a ``run_loop`` that pushes as one
+launch per device on several CUDA devices that write into each other's memory, exchanging
+through their inboxes, :mod:`groute.engines.fused_multi`; the operator calls otherwise),
 ``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
 Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
 their body: on one CUDA device every round in one launch; ``stats["rounds"]`` names what ran
@@ -50,7 +52,7 @@ from groute.graph.partition import partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
-from groute.operators.loop_source import needs_in_arcs
+from groute.operators.loop_source import may_pull, needs_in_arcs
 from groute.operators.rounds import body_steps, python_rounds
 from groute.operators.part import DevicePart
 from groute.policies import BROADCAST, Route, by_owner
@@ -58,7 +60,8 @@ from groute.router import Router
 from groute.tuning import BSPTuning
 
 from .base import Engine
-from .fused import LOOP_CHOICES, FusedLoops, decide_loop
+from .fused import LOOP_CHOICES, FusedLoops, decide_loop, not_fused_because
+from .fused_multi import MultiFusedLoops
 
 log = logging.getLogger(__name__)
 DIRECTIONS = ("push", "pull", "auto")
@@ -102,12 +105,22 @@ class BSPEngine(Engine):
             self.parts = self._each(self._upload, range(k))
             if k > 1:
                 self._open_routers()
-            self._fused = None
+            # why the devices cannot write into each other's memory (None: they can), which
+            # the fused loop on several devices needs
+            from .peer_barrier import unavailable    # reads the environment: on first use
+            self._no_peer_writes = unavailable(self.ctx)
+            self._fused = self._multi = None
             if self.ctx.backend == "cuda" and k == 1:
                 self._fused = FusedLoops(self, self.parts[0], lambda: self._in_arc_parts()[0])
+            elif self.ctx.backend == "cuda" and self._no_peer_writes is None:
+                self._multi = MultiFusedLoops(self)
             elif loop == "fused":
-                raise ValueError(f"loop='fused' runs on one CUDA device; this engine has {k} "
-                                 f"{self.ctx.backend} device(s) (loop='auto' or 'python')")
+                why = (f"this engine has {k} {self.ctx.backend} device(s)"
+                       if self.ctx.backend != "cuda" else
+                       f"on these {k} devices {self._no_peer_writes}")
+                raise ValueError(f"loop='fused' runs on one CUDA device, or on several that "
+                                 f"write into each other's memory; {why} (loop='auto' or "
+                                 f"'python')")
         except BaseException:
             self.close()
             raise
@@ -443,22 +456,24 @@ class BSPEngine(Engine):
         return self._each(gather_and_pull, rows, first, expected, cand)
 
     # loops of steps -----------------------------------------------------------------------------------
-    def _loop_facts(self, steps=(), levels=None) -> dict:
+    def _loop_facts(self, steps=(), levels=None, kept=False) -> dict:
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
-        over ``levels``)."""
+        over ``levels``; ``kept``: a loop that keeps its levels, or rounds)."""
         return {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
                 "levels_on_host": levels is not None and (
                     getattr(levels.store, "engine", None) is not self
-                    or levels.numbers.step != 1)}
+                    or levels.numbers.step != 1),
+                "kept": bool(kept) or levels is not None,
+                "pulls": any(may_pull(s) for s in steps),
+                "peer_writes": self._no_peer_writes is None}
 
-    def _loop_choice(self, steps, levels, what) -> str:
+    def _loop_choice(self, steps, levels, what, kept=False) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""
-        choice, why = decide_loop(self._loop_facts(steps, levels))
-        if self.loop == "python":
-            choice = "python"
+        facts = self._loop_facts(steps, levels, kept)
+        choice = "python" if self.loop == "python" else decide_loop(facts)[0]
         if self.loop == "fused" and choice != "fused":
-            raise ValueError(f"{what}: loop='fused' cannot run this loop ({why}); make the "
-                             f"engine with loop='auto'")
+            raise ValueError(f"{what}: loop='fused' cannot run this loop "
+                             f"({not_fused_because(facts)}); make the engine with loop='auto'")
         self.stats["loops"] += 1
         self.stats["loop"] = choice
         return choice
@@ -478,8 +493,11 @@ class BSPEngine(Engine):
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_loop: an AdvanceStep's candidates")
-        if self._loop_choice(steps, None, "run_loop") == "fused":
+        if self._loop_choice(steps, None, "run_loop", keep) == "fused":
             self._fused_prepare(steps)
+            if self._multi is not None:     # every device's host thread at once
+                return self._multi.run_loop(frontier, steps, level=level, start=start,
+                                            max_levels=max_levels, scalars=scalars)
             # on the device's host thread, as every step: a failure stops the context and
             # raises here naming the device
             return self._on_device(lambda: self._fused.run_loop(
@@ -493,7 +511,7 @@ class BSPEngine(Engine):
             raise RuntimeError("sweep: the engine is closed")
         if levels.engine is not self:
             raise ValueError("sweep: the levels belong to another engine")
-        if self._loop_choice(steps, levels, "sweep") == "fused":
+        if self._loop_choice(steps, levels, "sweep", True) == "fused":
             self._fused_prepare(steps)
             self._on_device(lambda: self._fused.sweep(levels, steps, level=level, start=start,
                                                       reverse=reverse, scalars=scalars))
@@ -508,7 +526,7 @@ class BSPEngine(Engine):
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_rounds: an AdvanceStep's candidates")
-        choice = self._loop_choice(steps, None, "run_rounds")
+        choice = self._loop_choice(steps, None, "run_rounds", True)
         if choice == "fused":
             self._fused_prepare(steps)
             local = self.partition.perm[seeds] - self.parts[0].first

@@ -14,7 +14,9 @@ every seed, the store reused per round, the control block and a tally of levels 
 once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
-loop.
+loop: on several CUDA devices that write into each other's memory a ``run_loop`` that pushes
+is one launch per device (:mod:`groute.engines.fused_multi`, a :class:`FusedLoops` per device
+compiling and making its arguments).
 """
 from __future__ import annotations
 
@@ -27,13 +29,19 @@ from groute.operators import loop_source
 from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
 
-from .rules import FACTS, Case, Rule
+from .rules import FACTS, Case, Rule, said
 
-#: the facts :data:`LOOP_RULE` asks besides the library's (``cuda``, ``one_device``)
+#: the facts :data:`LOOP_RULE` asks besides the library's (``cuda``, ``one_device``,
+#: ``peer_writes``)
 LOOP_FACTS = {
     **FACTS,
     "levels_on_host": ("a sweep over levels kept on the host", "no levels kept on the host",
                        None),
+    "kept": ("the levels are kept, swept or run as rounds", "a loop that keeps no levels",
+             "keeping levels: run_loop's keep=True, a sweep, run_rounds"),
+    "pulls": ("a step may pull", "every advance pushes",
+              "a first-accept pull or a gathering step may pull unless its direction is 'push' "
+              "(an 'auto' advance with a message pushes)"),
 }
 #: what an engine's ``loop="auto"`` runs: the first case whose facts all hold. Every step has a
 #: fused form (push, first-accept pull, gathering push and pull, each among candidates, and
@@ -42,6 +50,14 @@ LOOP_RULE = Rule("loop", (
     Case(("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
     Case(("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
                                           "barriers between them, the count read on the device"),
+    Case(("kept",), "python", "on several devices kept levels are separate frontiers, one part "
+                              "per device, as the operator calls keep them"),
+    Case(("pulls",), "python", "on several devices the fused launch only pushes: a pull "
+                                      "reads every device's frontier"),
+    Case(("cuda", "peer_writes"), "fused",
+         "one persistent launch per device, all at once: a push writes other devices' targets "
+         "into their owners' inboxes, and the devices meet at a cross-device barrier after "
+         "each advance and each level, where each reads the level's size summed on device 0"),
     Case((), "python", "the operators' own calls, one host step each"),
 ), LOOP_FACTS)
 #: the values an engine's ``loop`` option takes
@@ -52,8 +68,20 @@ _LOOP_KERNELS = ("groute_loop", "groute_sweep")
 
 def decide_loop(facts: dict) -> tuple[str, str]:
     """The ``(choice, why)`` of :data:`LOOP_RULE` for ``facts`` (name -> bool)."""
-    case = LOOP_RULE.decide({name: (lambda value=value: value) for name, value in facts.items()})
+    case = loop_case(facts)
     return case.choice, case.why
+
+
+def loop_case(facts: dict) -> Case:
+    """The case of :data:`LOOP_RULE` that applies to ``facts`` (name -> bool)."""
+    return LOOP_RULE.decide({name: (lambda value=value: value) for name, value in facts.items()})
+
+
+def not_fused_because(facts: dict) -> str:
+    """Why :data:`LOOP_RULE` does not run a loop of ``facts`` fused, in words: the facts of
+    the case that decided, and its reason."""
+    case = loop_case(facts)
+    return f"{said(case.when, LOOP_FACTS)}: {case.why}" if case.when else case.why
 
 
 def loop_rule_help() -> str:
@@ -184,7 +212,7 @@ class FusedLoops:
         kernels take them."""
         out = []
         for i in loop_source.candidate_steps(steps):
-            part = steps[i].candidates.parts[0]
+            part = steps[i].candidates.parts[self.part.index]
             out.append(np.uint64(0) if part.everything else part.to_bitmap().bitmap)
         return tuple(out)
 
@@ -239,14 +267,21 @@ class FusedLoops:
             kept = DeviceLevels(self.engine, part, store, offsets, levels, at)
             last = store[at:at + count]
             return LoopResult(levels, self._frontier(last, count), kept.levels(), "fused")
+        return LoopResult(levels, Frontier(self.engine, [self._left(common, steps, levels,
+                                                                     count)]), None, "fused")
+
+    def _left(self, common, steps, levels, count) -> DeviceFrontier:
+        """The frontier a loop of ``levels`` levels left (``count`` vertices), from a launch
+        with the arguments ``common`` (:meth:`_common`) that kept no levels: it is in one of
+        the loop's own buffers, so a copy, which outlives the next loop."""
+        part, device = self.part, self.part.device
         if count == 0:
-            return LoopResult(levels, self._frontier(None, 0), None, "fused")
-        # the last frontier is in one of the loop's own buffers: a copy outlives the next loop
+            return DeviceFrontier.empty(device, part.size)
         buffers = common[8]
         which = loop_source.buffers(steps) - 2 + (1 if levels % 2 else 0)
         with device.use(), device.compute_stream.raw:
-            last = buffers[which * n_local: which * n_local + count].copy()
-        return LoopResult(levels, self._frontier(last, count), None, "fused")
+            last = buffers[which * part.size: which * part.size + count].copy()
+        return DeviceFrontier(device, part.size, queue=last, count=count)
 
     def sweep(self, levels: Levels, steps, *, level, start, reverse, scalars) -> None:
         where = "sweep(fused)"

@@ -10,8 +10,10 @@ words. Only when a run failed, or the devices disagree on how many barriers they
 the counter stand somewhere unknown: then every device is waited for and the block is zeroed.
 
 Used by the relaxation engines' persistent kernels (:mod:`groute.engines.relax.peer`, and the
-linked workers) and the persistent BSP kernels of the linear
-iteration engines (:mod:`groute.engines.iterate`), which also share
+linked workers), the persistent BSP kernels of the linear
+iteration engines (:mod:`groute.engines.iterate`) and the fused loops on several devices
+(:mod:`groute.engines.fused_multi`, which launch on each device's host thread and call
+:meth:`CrossDeviceBarrier.after_launch`), which also share
 :func:`unavailable` (where these kernels can run), :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``, through :mod:`groute.tuning`) and
 the end of a run (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed
 launch or a device that gave up).
@@ -146,6 +148,14 @@ class CrossDeviceBarrier:
             self.devices[i].compute_stream.wait_event(event)
         self._woken = {}
         return sorted(launched), failure
+
+    def after_launch(self, i: int) -> None:
+        """For a caller that launches each device on that device's own host thread (after
+        :meth:`wake_links`, instead of :meth:`launch_each`): device ``i``'s compute stream
+        waits for its wake copy, as :meth:`launch_each` queues it after each launch."""
+        event = self._woken.pop(i, None)
+        if event is not None:
+            self.devices[i].compute_stream.wait_event(event)
 
     def settle(self, crossed, ok: bool = True) -> None:
         """After a run: ``crossed`` holds each launched device's count of barriers crossed.

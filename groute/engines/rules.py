@@ -40,6 +40,10 @@ FACTS: dict[str, tuple[str, str, str | None]] = {
     "cuda": ("CUDA devices", "CPU devices", None),
     "peer_access": ("the devices reach each other's memory",
                     "the devices cannot reach each other's memory", None),
+    "peer_writes": ("the devices write into each other's memory",
+                    "the devices cannot write into each other's memory",
+                    "writing into each other's memory: CUDA devices (at most 8), every pair with "
+                    "peer access and native atomics (NVLink), or logical devices sharing a GPU"),
 }
 
 

@@ -63,6 +63,22 @@ being cleared, and a round's next item starts from another frontier. So where a 
 with such an advance (:func:`leaves_clear`), a sweep alternates its two dropped-output buffers
 level by level, and a round's item clears before a barrier that ends it (a Loop's own last
 barrier, a Sweep's added one), so the next item finds nothing left to clear.
+
+On several devices (:func:`multi_source`, ``groute_loop_multi``; the host is
+:mod:`groute.engines.fused_multi`): every device runs the same level code on its own part of
+the frontier (local positions; its vertices are the global ids ``[first, end)``), with the
+exchange spliced into each advance. Its push visits an owned target at once and appends
+another device's, with the message, into the owner's inbox in the owner's memory
+(``inbox.cuh``: a slot reserved by a system-scope atomic on the owner's count); then the
+devices meet (``groute_meet``: a grid barrier, ``cross_device_wait`` by one thread, a grid
+barrier) and each visits its inbox with the visit of an owned target (a gathering push:
+deposits it), and after the step's last grid barrier empties it. Consecutive advance steps
+use the two inboxes in turn (``groute_r.adv & 1``), so a peer's next step never appends to an
+inbox its owner still reads or has not emptied yet. After each level the devices meet again,
+adding their frontier's size to a ring of three sums in device 0's memory; every device reads
+the same sum and so runs the same levels and meetings (the status :data:`ABORTED`: a device
+did not come to a meeting in time). The peer control block (``GROUTE_P_*``) holds the inbox
+counts, the flags and the meetings passed, which the host reads once.
 """
 from __future__ import annotations
 
@@ -74,8 +90,9 @@ from .rounds import Compute, Loop, body_steps
 BLOCK = 256
 #: uint64 words of the control block
 CTL_WORDS = 16
-#: why ``groute_loop`` stopped (``ctl[6]``'s second int32)
-EMPTIED, MAX_LEVELS, STORE_FULL = 0, 1, 2
+#: why ``groute_loop`` stopped (``ctl[6]``'s second int32; ``ABORTED``: on several devices, a
+#: device did not come to a meeting in time)
+EMPTIED, MAX_LEVELS, STORE_FULL, ABORTED = 0, 1, 2, 3
 #: the control block's word that counts the levels an advance pulled (the engine's
 #: ``pull_advances``)
 PULLS = 14
@@ -185,11 +202,14 @@ _VISITOR = r"""
 // The visits of step {i}'s push: an accepted target joins the output once (bitmap_claim).
 struct GrouteVisit{i} : SourceVisitor {{
     const int* indices; int* out; int* out_count; unsigned int* out_bits; const GrouteParams* p;
+{peer_members}    // an owned target v (a local position): the body, and the output once
+    __device__ __forceinline__ void accept(int v{msg_param}) const {{
+        if (groute_fn_{i}(v{msg_arg}{args}) && bitmap_claim(out_bits, v))
+            queue_push(out, out_count, v);
+    }}
     __device__ __forceinline__ bool visit(long long e, int u) const {{
         const int v = indices[e];
-{msg_local}        if (groute_fn_{i}(v{msg_arg}{args}) && bitmap_claim(out_bits, v))
-            queue_push(out, out_count, v);
-        return true;
+{msg_local}{visit}        return true;
     }}
 }};
 """
@@ -222,10 +242,9 @@ struct GrouteGather{i} : SourceVisitor {{
     typedef groute_msg_t_{i} Acc;
     const int* indices; int* out; int* out_count; unsigned int* marks;
     const unsigned int* front_bits; const unsigned int* cand; Acc* acc; const GrouteParams* p;
-    __device__ __forceinline__ bool visit(long long e, int u) const {{
+{peer_members}    __device__ __forceinline__ bool visit(long long e, int u) const {{
         const int v = indices[e];
-        if (wants(v)) deposit(v, message(u));
-        return true;
+{visit}        return true;
     }}
     __device__ __forceinline__ bool wants(long long v) const {{
         return (cand == nullptr || bitmap_test(cand, (int)v)) && groute_wants_{i}((int)v{args});
@@ -275,7 +294,7 @@ _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arc
             (groute_msg_t_{i}*)(groute_r.gather_acc + {region} * groute_r.n_local);
         const GrouteGather{i} groute_f{{{{}}, groute_r.{push_graph}.indices, groute_to,
                                        &groute_r.counts[groute_slot], groute_marks, groute_front,
-                                       {cand}, groute_acc, &groute_p}};
+                                       {cand}, groute_acc, &groute_p{peer_init}}};
         unsigned long long groute_processed = 0, groute_edges = 0;
 {decide}        if (groute_pull) {{
             queue_to_bitmap(groute_q, groute_n, groute_front, groute_r.tid, groute_r.nthreads);
@@ -294,7 +313,7 @@ _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arc
             groute_push(groute_r, groute_r.{push_graph}, groute_f, groute_q, groute_n, groute_slot,
                         groute_processed, groute_edges);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-        }}
+{exchange}        }}
         gather_finish(groute_f, groute_marks, groute_acc, groute_r.n_local, groute_r.tid,
                       groute_r.nthreads);
         groute_n = groute_produce_end(groute_r, groute_slot);
@@ -336,12 +355,12 @@ _ADVANCE = r"""    {{  // step {i}: advance({name}) over the {over}-arcs
         int* groute_to = {out};
         unsigned int* groute_bits = groute_r.bits + (groute_r.adv & 1) * groute_r.words;
         const GrouteVisit{i} groute_f{{{{}}, groute_r.{graph}.indices, groute_to,
-                                      &groute_r.counts[groute_slot], groute_bits, &groute_p}};
+                                      &groute_r.counts[groute_slot], groute_bits, &groute_p{peer_init}}};
         unsigned long long groute_processed = 0, groute_edges = 0;
         groute_push(groute_r, groute_r.{graph}, groute_f, groute_q, groute_n, groute_slot,
                     groute_processed, groute_edges);
-        groute_n = groute_produce_end(groute_r, groute_slot);
-        groute_q = groute_to;
+{exchange}        groute_n = groute_produce_end(groute_r, groute_slot);
+{reset}        groute_q = groute_to;
         groute_r.clear_q = groute_q;
         groute_r.clear_n = groute_n;
         groute_r.clear_bits = groute_bits;
@@ -415,7 +434,7 @@ _LOOP_LEVELS = r"""    long long groute_n = groute_first_n;
     int* const groute_ping = groute_bufs + {ping} * groute_n_local;
     int* const groute_pong = groute_bufs + {pong} * groute_n_local;
     int groute_level = groute_level0, groute_status = {EMPTIED};
-    while (groute_n > 0) {{
+    while ({more} > 0) {{
         if (groute_level - groute_level0 >= groute_max_run) {{
             groute_status = {MAX_LEVELS};
             break;
@@ -429,7 +448,7 @@ _LOOP_LEVELS = r"""    long long groute_n = groute_first_n;
         int* const groute_out = groute_keep ? groute_levels + groute_next_at
             : (((groute_level - groute_level0) & 1) ? groute_ping : groute_pong);
 {set_level}        groute_n = groute_run_level{g}(groute_r, groute_p, groute_q, groute_n, groute_out);
-        groute_q = groute_out;
+{after_level}        groute_q = groute_out;
         groute_at = groute_next_at;
         ++groute_level;
         if (groute_keep && groute_r.tid == 0)
@@ -578,6 +597,163 @@ _ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on
 """
 
 
+# --- on several devices (multi_source): the same level code, with the exchange spliced in ----
+
+# What every thread of a launch on several devices adds to GrouteRun (set by the kernel).
+_PEER_RUN = r"""    // on several devices: every device's inboxes, this device's peer control block and
+    // index, the devices, its vertices' global ids, the cross-device barrier in device 0's
+    // memory (its counter, then a ring of three level sums), its target, the wait limit
+    const InboxTable* inbox = nullptr; unsigned long long* pctl = nullptr; int me = 0, k = 1;
+    long long first = 0, end = 0;
+    unsigned long long* gbar = nullptr; unsigned long long gtarget = 0; long long timeout_ns = 0;
+"""
+
+_MULTI_PRELUDE = r"""
+// The words of this device's peer control block (groute/engines/fused_multi.py reads them).
+#define GROUTE_P_INBOX 0    // [0], [1]: this device's inbox counts by parity (InboxTable::count)
+#define GROUTE_P_ABORT 2    // 1: a meeting timed out (a device stopped or never started)
+#define GROUTE_P_CROSSED 3  // the cross-device barriers this launch passed
+#define GROUTE_P_TOTAL 4    // the last level's frontier, summed over the devices
+#define GROUTE_P_FULL 5     // 1: an inbox was full and an item was dropped
+
+// A push's target v (a global id) that another device owns: to its owner's inbox of `parity`
+// with its message; a full inbox (which the host's sizing rules out) raises this device's flag.
+template <bool kMessage, class T>
+__device__ __forceinline__ void groute_send(const InboxTable& t, int parity,
+                                            unsigned long long* pctl, int v, T m) {
+    if (!inbox_send<kMessage>(t, parity, owner_of(t.off, (int)t.k, v), v, m))
+        pctl[GROUTE_P_FULL] = 1ull;
+}
+
+// Meet every block of every device: a grid barrier (this device's writes, its appends into the
+// peers' inboxes among them, are done), then thread 0 of block 0 arrives at the cross-device
+// barrier in device 0's memory (its system-scope release carries the grid's writes: release is
+// cumulative) and waits for the others, then a grid barrier passes what it acquired on to every
+// block. level >= 0: the end of that level (counted from the launch's first): first add n, this
+// device's frontier, to the level's slot of the ring of sums in device 0's memory, and return
+// the sum over the devices. Device 0 zeroes the next level's slot there: its last readers read
+// it two levels ago, right after that level's meeting and before they came to the next one,
+// which device 0 has passed; nobody adds to it before this meeting passes. Returns -1 when a
+// device did not come in time: every block of this device sees the flag after the same
+// barrier, so all of them leave.
+__device__ __forceinline__ long long groute_meet(GrouteRun& r, long long n, int level) {
+    unsigned long long* sums = r.gbar + 1;
+    grid_barrier(r.bar, r.bar_target);
+    if (r.tid == 0) {
+        if (level >= 0) {
+            if (r.me == 0) sums[(level + 1) % 3] = 0ull;
+            if (n > 0) atomicAdd_system(&sums[level % 3], (unsigned long long)n);
+        }
+        if (!cross_device_wait(r.gbar, r.gtarget, r.k, r.timeout_ns))
+            r.pctl[GROUTE_P_ABORT] = 1ull;
+        else if (level >= 0)
+            r.pctl[GROUTE_P_TOTAL] = ld_acquire_sys(&sums[level % 3]);
+    }
+    grid_barrier(r.bar, r.bar_target);
+    if (__ldcg(&r.pctl[GROUTE_P_ABORT])) return -1;
+    return level >= 0 ? (long long)__ldcg(&r.pctl[GROUTE_P_TOTAL]) : 0;
+}
+
+// The start of a launch: this device's inbox counts and flags zeroed (device 0: the level sums
+// too) before the first meeting, after which the others may send to it and add. Returns the
+// first frontier's size over the devices (the host's), or -1 when a device did not come.
+__device__ __forceinline__ long long groute_begin(GrouteRun& r, long long total) {
+    if (r.tid == 0) {
+        r.pctl[GROUTE_P_INBOX] = r.pctl[GROUTE_P_INBOX + 1] = 0ull;
+        r.pctl[GROUTE_P_ABORT] = r.pctl[GROUTE_P_FULL] = 0ull;
+        if (r.me == 0) r.gbar[1] = r.gbar[2] = r.gbar[3] = 0ull;
+    }
+    return groute_meet(r, 0, -1) < 0 ? -1 : total;
+}
+"""
+
+# An advance's visitor on several devices: the inboxes, this device's flags and vertices, and
+# the inboxes' parity (the advance steps' count: consecutive advances alternate).
+_PEER_MEMBERS = ("    const InboxTable* inbox; unsigned long long* pctl; long long first, end; "
+                 "int parity;\n")
+_PEER_INIT = (",\n            groute_r.inbox, groute_r.pctl, groute_r.first, groute_r.end, "
+              "groute_r.adv & 1")
+# The visit of an arc's target: an owned one here (take), another device's sent to its inbox.
+_PEER_VISIT = r"""        if (v >= first && v < end) {{
+            {take}
+        }} else {{
+            groute_send<{has}>(*inbox, parity, pctl, v, {msg});
+        }}
+"""
+# After a push: the devices meet (every append into this device's inbox has landed), ...
+_EXCHANGE = r"""        // the devices meet: every append into this device's inbox has landed
+        if (groute_meet(groute_r, 0, -1) < 0) return -1;
+"""
+# ... then each visits its inbox with the visit of an owned target (apply_k's) ...
+_RECEIVE = r"""        inbox_receive<{has}, groute_msg_t_{i}>(
+            *groute_r.inbox, groute_r.me, groute_r.adv & 1, groute_r.tid, groute_r.nthreads,
+            [&](int groute_v, groute_msg_t_{i} groute_m) {{
+                (void)groute_m;
+                {take}
+            }});
+"""
+# ... and empties it after a grid barrier (every thread has read its count). Two inboxes
+# alternate by parity: the peers append to this one again two advance steps on, after the
+# meeting of the step between, which this device reaches only after this reset; with one
+# inbox a peer's next step could append while this device still reads it.
+_RESET = r"""        if (groute_r.tid == 0) inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1);
+"""
+
+# After a level on several devices: its frontier summed over the devices at a meeting, which
+# decides for every device alike whether another level runs.
+_LEVEL_SUM = r"""        if (groute_n < 0) {{
+            groute_status = {ABORTED};
+            break;
+        }}
+        groute_total = groute_meet(groute_r, groute_n, groute_level - groute_level0);
+        if (groute_total < 0) {{
+            groute_status = {ABORTED};
+            break;
+        }}
+"""
+
+# One device's launch of a loop on several devices, all launched at once: levels from its part
+# of the first frontier (groute_first_q; groute_total0 on every device) until the frontier is
+# empty on every device or groute_max_run levels ran. The level's count is its sum over the
+# devices, the same on every device, so every device runs the same levels and meetings.
+_MULTI_KERNEL = r"""
+extern "C" __global__ void __launch_bounds__({block}) groute_loop_multi(
+        GROUTE_RUN_ARGS, const int* groute_first_q, long long groute_first_n,
+        long long groute_total0, int groute_max_run, long long groute_start,
+        const InboxTable* groute_inbox, unsigned long long* groute_pctl, int groute_me,
+        unsigned long long* groute_gbar, unsigned long long groute_gbase,
+        long long groute_timeout_ns{comma_decls}) {{
+    GROUTE_RUN_INIT
+    GrouteParams groute_p{{{param_names}}};
+    groute_r.inbox = groute_inbox;
+    groute_r.pctl = groute_pctl;
+    groute_r.me = groute_me;
+    groute_r.k = (int)groute_inbox->k;
+    groute_r.first = groute_inbox->off[groute_me];
+    groute_r.end = groute_inbox->off[groute_me + 1];
+    groute_r.gbar = groute_gbar;
+    groute_r.gtarget = groute_gbase;
+    groute_r.timeout_ns = groute_timeout_ns;
+    // a loop that keeps no levels: what the loop's template reads for kept ones
+    const int groute_keep = 0, groute_level0 = 0, groute_offsets_capacity = 0;
+    int* const groute_levels = nullptr;
+    long long* const groute_offsets = nullptr;
+    const long long groute_capacity = 0;
+    (void)groute_offsets_capacity;
+    (void)groute_capacity;
+    long long groute_total = groute_begin(groute_r, groute_total0);
+{loop_levels}    if (groute_r.tid == 0) {{
+        int* groute_result = (int*)(groute_ctl + 6);
+        groute_result[0] = groute_level - groute_level0;
+        groute_result[1] = groute_total < 0 ? {ABORTED} : groute_status;
+        groute_ctl[7] = (unsigned long long)groute_n;
+        groute_pctl[GROUTE_P_CROSSED] =
+            (groute_r.gtarget - groute_gbase) / (unsigned long long)groute_r.k;
+    }}
+}}
+"""
+
+
 def loop_params(steps, where: str) -> list:
     """Every parameter of the steps' functors once, in order of appearance; ValueError naming
     both functors when two declare one name differently (the kernel holds one of each)."""
@@ -676,11 +852,14 @@ def leaves_clear(steps) -> bool:
             and last.direction != "pull")
 
 
-def _group(steps, first, all_steps, where, parts, run_members, everything=False) -> str:
+def _group(steps, first, all_steps, where, parts, run_members, everything=False,
+           multi=False) -> str:
     """The code of one level of ``steps`` (numbered from ``first`` in ``all_steps``, the
     module's steps: functor suffixes, gathering regions and candidates are the module's); their
     functor functions and visitors go to ``parts``. ``everything``: the one compute step runs
-    on every vertex, not on a frontier."""
+    on every vertex, not on a frontier. ``multi``: on several devices (:func:`multi_source`), an
+    advance's targets that other devices own go to their inboxes and its own are visited
+    after the devices meet."""
     producing = [i for i, s in enumerate(steps) if s.produces]
     cands = candidate_steps(all_steps)
     body = []
@@ -701,26 +880,70 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False)
             continue
         assert isinstance(step, AdvanceStep)
         cand = f"groute_p.groute_cand_{i}" if i in cands else "nullptr"
+        peer = _peer_parts(i, f, multi)
         if f.gather is not None:
             parts.append(_GATHER_FUNCTOR.format(i=i, args="".join(f", p->{p.name}"
-                                                                 for p in f.parsed)))
+                                                                 for p in f.parsed),
+                                                peer_members=peer["members"],
+                                                visit=peer["gather_visit"]))
             body.append(_gather_step(step, i, out, gathering(all_steps).index(step), cand,
-                                     run_members))
+                                     run_members, peer))
             continue
         pargs = "".join(f", p->{p.name}" for p in f.parsed)
         msg_local = "" if f.message is None else \
             f"        const groute_msg_t_{i} groute_m = groute_msg_{i}(u{pargs});\n"
-        parts.append(_VISITOR.format(i=i, msg_local=msg_local, args=pargs,
-                                     msg_arg="" if f.message is None else ", groute_m"))
+        parts.append(_VISITOR.format(
+            i=i, msg_local=msg_local, args=pargs, peer_members=peer["members"],
+            visit=peer["visit"], msg_arg="" if f.message is None else ", groute_m",
+            msg_param="" if f.message is None else f", const groute_msg_t_{i} groute_m"))
         if first_accept_pull(step):
+            if multi:
+                raise ValueError(f"{f.name}: a first-accept pull runs on several devices only "
+                                 f"as operator calls (direction={step.direction!r}); the fused "
+                                 f"loop on several devices pushes")
             parts.append(_PULL_FUNCTOR.format(i=i, args=pargs))
             body.append(_FIRST_ACCEPT.format(i=i, name=f.name, out=out, cand=cand,
                                              direction=step.direction, PULLS=PULLS,
                                              decide=_decide(step, i, "out", run_members)))
             continue
         body.append(_ADVANCE.format(i=i, name=f.name, out=out, over=step.over,
-                                    graph="in" if step.over == "in" else "out"))
+                                    graph="in" if step.over == "in" else "out",
+                                    peer_init=peer["init"], exchange=peer["exchange"],
+                                    reset=peer["reset"]))
     return "".join(body)
+
+
+def _peer_parts(i, f, multi) -> dict:
+    """What advance step ``i`` (functor ``f``) adds on several devices (``multi``), or leaves
+    out on one: its visitor's members and their initial values, the visit of an arc's target
+    (an owned one: the body, or a gathering functor's deposit; another device's: sent to
+    that device's inbox), and after the push the exchange (the devices meet, then each visits
+    its inbox with the same code) and the inbox's reset."""
+    msg_arg = "" if f.message is None else ", groute_m"
+    if not multi:
+        return dict(members="", init="", exchange="", reset="",
+                    visit=f"        accept(v{msg_arg});\n",
+                    gather_visit="        if (wants(v)) deposit(v, message(u));\n")
+    has = "true" if f.message is not None else "false"
+    receive = _RECEIVE.format(i=i, has=has, take=(
+        "if (groute_f.wants(groute_v)) groute_f.deposit(groute_v, groute_m);"
+        if f.gather is not None else f"groute_f.accept(groute_v{msg_arg});"))
+    return dict(
+        members=_PEER_MEMBERS, init=_PEER_INIT,
+        visit=_PEER_VISIT.format(has=has, take=f"accept((int)(v - first){msg_arg});",
+                                 msg="groute_m" if f.message is not None
+                                 else f"(groute_msg_t_{i})0"),
+        gather_visit=_PEER_VISIT.format(
+            has="true", msg="message(u)", take="const int groute_lv = (int)(v - first);\n"
+            "            if (wants(groute_lv)) deposit(groute_lv, message(u));"),
+        exchange=_EXCHANGE + receive, reset=_RESET,
+        gather_exchange=_indent(_EXCHANGE + receive
+                                + "        grid_barrier(groute_r.bar, groute_r.bar_target);\n"
+                                + _RESET))
+
+
+def _indent(code, by="    ") -> str:
+    return "".join(by + line if line.strip() else line for line in code.splitlines(True))
 
 
 def _set(params, name, value) -> str:
@@ -730,22 +953,27 @@ def _set(params, name, value) -> str:
     return f"        groute_p.{name} = ({_ctype_of(params, name)})({value});\n"
 
 
-def _module(groups, all_steps, where, title) -> tuple[str, dict]:
+def _module(groups, all_steps, where, title, multi=False) -> tuple[str, dict]:
     """A module's text up to its kernels: the prelude, the functors, a level function
     ``groute_run_level<suffix>`` for each group ``(steps, level, suffix, everything)``; and the
     fields its kernels are formatted with, among them per group ``loop_levels<suffix>`` and
-    ``sweep_levels<suffix>``: the loop and the sweep of that group's levels, to splice."""
+    ``sweep_levels<suffix>``: the loop and the sweep of that group's levels, to splice.
+    ``multi``: the module of a loop on several devices (:func:`multi_source`)."""
     params = loop_params(all_steps, where)
     intermediate = buffers(all_steps) - 2     # groute_bufs[0], [1]: a level's intermediates
     parts, run_members, code, first, fields = [], [], [], 0, {}
+    if multi:
+        run_members.append(_PEER_RUN)
     for steps, level, suffix, everything in groups:
-        body = _group(steps, first, all_steps, where, parts, run_members, everything)
+        body = _group(steps, first, all_steps, where, parts, run_members, everything, multi)
         first += len(steps)
         code.append(_LEVEL.format(g=suffix, steps=body))
         at = dict(g=suffix, ping=intermediate, pong=intermediate + 1,
                   set_level=_set(params, level, "groute_start + groute_level"))
         fields[f"loop_levels{suffix}"] = _LOOP_LEVELS.format(
-            **at, EMPTIED=EMPTIED, MAX_LEVELS=MAX_LEVELS, STORE_FULL=STORE_FULL)
+            **at, EMPTIED=EMPTIED, MAX_LEVELS=MAX_LEVELS, STORE_FULL=STORE_FULL,
+            more="groute_total" if multi else "groute_n",
+            after_level=_LEVEL_SUM.format(ABORTED=ABORTED) if multi else "")
         fields[f"sweep_levels{suffix}"] = _SWEEP_LEVELS.format(**at, discard=(
             "groute_discard + (groute_i & 1) * groute_n_local" if leaves_clear(steps)
             else "groute_discard"))
@@ -757,8 +985,9 @@ def _module(groups, all_steps, where, title) -> tuple[str, dict]:
     names = [p.name for p in params] + [f"groute_cand_{i}" for i in candidate_steps(all_steps)]
     fields.update(block=BLOCK, comma_decls=f", {decls}" if decls else "",
                   param_names=", ".join(names), params=params)
-    head = (_PRELUDE.format(title=title, members=members, run_members="".join(run_members))
-            + "".join(parts) + "".join(code))
+    head = (('#include "inbox.cuh"\n' if multi else "")
+            + _PRELUDE.format(title=title, members=members, run_members="".join(run_members))
+            + (_MULTI_PRELUDE if multi else "") + "".join(parts) + "".join(code))
     return head, fields
 
 
@@ -768,6 +997,30 @@ def source(steps, level: str | None, where: str) -> str:
     title = ", ".join(f"{type(s).__name__}({s.functor.name})" for s in steps)
     head, fields = _module([(steps, level, "", False)], list(steps), where, title)
     return head + _KERNELS.format(**fields)
+
+
+def multi_source(steps, level: str | None, where: str) -> str:
+    """The CUDA source of the fused loop of ``steps`` on several devices, one launch per device
+    (module docstring, "On several devices"): ``groute_loop_multi``. Its steps: compute,
+    filter, and advances that push, a gathering one too (:func:`multi_unsupported`)."""
+    why = multi_unsupported(steps)
+    if why is not None:
+        raise ValueError(f"{where}: {why}")
+    title = "on several devices: " + ", ".join(f"{type(s).__name__}({s.functor.name})"
+                                               for s in steps)
+    head, fields = _module([(steps, level, "", False)], list(steps), where, title, multi=True)
+    return head + _MULTI_KERNEL.format(ABORTED=ABORTED, **fields)
+
+
+def multi_unsupported(steps) -> str | None:
+    """Why the fused loop on several devices cannot run ``steps`` (None: it can): it pushes
+    every advance, so a step that pulls (a first-accept pull, or a gathering step that may
+    pull: its candidates would read every device's frontier) stays on the operator calls."""
+    for s in steps:
+        if may_pull(s):
+            return (f"{s.functor.name} may pull (direction={s.direction!r}); on several "
+                    f"devices the fused loop pushes")
+    return None
 
 
 def rounds_source(body, index: str | None, total: str | None, where: str) -> str:
@@ -821,16 +1074,22 @@ def _decide(step, i, push_graph, run_members) -> str:
     return _FIXED.format(pull="true" if step.direction == "pull" else "false")
 
 
-def _gather_step(step, i, out, region, cand, run_members) -> str:
+def _gather_step(step, i, out, region, cand, run_members, peer) -> str:
     """The code of gathering step ``i`` (``region``: its accumulators'; ``cand``: its
     candidates' bitmap, a C expression); an ``"auto"`` step adds its direction state to
-    ``run_members``."""
+    ``run_members``. ``peer``: :func:`_peer_parts`' (on several devices the step pushes: a
+    pull would read every device's frontier)."""
     push_graph = "in" if step.over == "in" else "out"
     pull_graph = "out" if step.over == "in" else "in"
+    if peer["members"] and step.direction != "push":
+        raise ValueError(f"{step.functor.name}: a gathering step pulls on several devices "
+                         f"only as operator calls (direction={step.direction!r}); the fused "
+                         f"loop on several devices pushes")
     return _GATHER.format(i=i, name=step.functor.name, over=step.over, direction=step.direction,
                           out=out, region=region, cand=cand, PULLS=PULLS,
                           decide=_decide(step, i, push_graph, run_members),
-                          push_graph=push_graph, pull_graph=pull_graph)
+                          push_graph=push_graph, pull_graph=pull_graph, peer_init=peer["init"],
+                          exchange=peer.get("gather_exchange", ""))
 
 
 def _ctype_of(params, name) -> str:

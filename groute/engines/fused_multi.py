@@ -1,0 +1,270 @@
+"""A loop of operator steps on several CUDA devices as one persistent launch per device, all
+launched at once, exchanging through writes the devices make into each other's memory.
+
+The BSP engine runs ``run_loop`` so on K >= 2 CUDA devices that write into each other's
+memory (:data:`~groute.engines.fused.LOOP_RULE`; where they cannot,
+:func:`~groute.engines.peer_barrier.unavailable` says why). Every device runs
+``groute_loop_multi`` (:func:`groute.operators.loop_source.multi_source`): per level and step
+the level code of the one-device fused loop on its own part of the frontier. A push visits the
+targets the device owns at once and appends the others, with their messages, into their
+owner's inbox in the owner's memory (``inbox.cuh``); the devices then meet at the cross-device
+barrier, and each visits its inbox with the visit of an owned target (the operators'
+``apply_k``'s). After a level each adds its frontier's size to a sum in device 0's memory and
+they meet again, so every device reads the same size and takes the same decision: another
+level, or stop (the frontier is empty on every device, or ``max_levels`` ran). No host step
+runs between levels: the host launches once per device and reads each device's control blocks
+once.
+
+Why one launch per device, not the host between levels: the BSP engine's operator calls cost
+a host step per device per operator (launches, a count read back, a Router's packets), which
+a loop of many small levels pays at every level; here a level costs the devices two meetings
+(one per advance, one for the count) of a few microseconds each.
+
+Inboxes: device ``j``'s holds every arc that can reach it in one step from the other devices'
+rows (:func:`inbox_capacity`: out-arcs, or in-arcs for ``over="in"``, counted once from the
+partition, :func:`arc_matrix`), so a frontier without repeats never overflows it (a device
+that found one full raises its flag, and the host raises). Each device has two, by the
+advance steps' parity (why: ``loop_source``'s ``_RESET``), their messages beside them, and
+every device holds a table of every device's inboxes and counts (``InboxTable``).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from groute.operators import loop_source
+from groute.operators.frontier import Frontier
+from groute.operators.loop import AdvanceStep, LoopResult
+
+from .fused import FusedLoops
+
+log = logging.getLogger(__name__)
+
+#: the kernel of a loop's module on several devices
+KERNEL = "groute_loop_multi"
+#: uint64 words of a device's peer control block; what the host reads of it (loop_source's
+#: ``GROUTE_P_*``: a meeting timed out, the meetings passed, an inbox was full)
+PCTL_WORDS = 8
+P_ABORT, P_CROSSED, P_FULL = 2, 3, 5
+#: uint64 words of an ``InboxTable`` (``inbox.cuh``, which checks this layout when compiled):
+#: ``off`` at 0, ``cap`` at 9, ``ids`` at 17, ``msgs`` at 33, ``count`` at 49, ``k`` at 57
+TABLE_WORDS = 58
+T_OFF, T_CAP, T_IDS, T_MSGS, T_COUNT, T_K = 0, 9, 17, 33, 49, 57
+#: the devices an ``InboxTable`` holds (``inbox.cuh``'s ``INBOX_MAX_DEVICES``; the persistent
+#: kernels' limit, :data:`groute.engines.peer_barrier.MAX_DEVICES`)
+MAX_DEVICES = 8
+#: uint64 words of device 0's block: the cross-device barrier's counter, then the ring of three
+#: level sums (``groute_meet``)
+GLOBAL_WORDS = 4
+#: arcs counted at once by :func:`arc_matrix` (bounded temporaries on big graphs)
+CHUNK_ARCS = 1 << 22
+
+
+def arc_matrix(offsets, indptr, indices, chunk: int = CHUNK_ARCS) -> np.ndarray:
+    """``m[i, j]``: the arcs of a renumbered CSR graph (``indptr``, ``indices``) from the rows
+    device ``i`` owns to the vertices device ``j`` owns (device ``i`` owns the ids
+    ``[offsets[i], offsets[i + 1])``)."""
+    offsets = np.asarray(offsets, np.int64)
+    k = offsets.shape[0] - 1
+    out = np.zeros((k, k), np.int64)
+    for i in range(k):
+        a, b = int(indptr[offsets[i]]), int(indptr[offsets[i + 1]])
+        for lo in range(a, b, chunk):
+            owner = np.searchsorted(offsets, np.asarray(indices[lo:min(lo + chunk, b)]),
+                                    side="right") - 1
+            out[i] += np.bincount(owner, minlength=k)[:k]
+    return out
+
+
+def inbox_capacity(matrix, over: str) -> np.ndarray:
+    """Per device ``j``, the most items one step can send to it (``matrix``:
+    :func:`arc_matrix` of the out-arcs): a push over out-arcs sends the arcs from the other
+    devices' rows into ``j``'s vertices (its column, but the diagonal); over in-arcs every
+    device's rows are its own vertices' in-arcs, whose targets are their sources, so ``j`` gets
+    the arcs from its own vertices to the other devices' (its row, but the diagonal)."""
+    m = np.array(matrix, np.int64)
+    np.fill_diagonal(m, 0)
+    return m.sum(axis=0) if over == "out" else m.sum(axis=1)
+
+
+class Inboxes:
+    """Every device's two inboxes (``ids``, ``msgs``: per device a pair, by parity; ``msgs``
+    None without messages), its peer control block (``pctl``) and the ``InboxTable`` of them
+    all on each device (``tables``); room for ``caps`` items per device and messages of
+    ``words`` int32 words."""
+
+    def __init__(self, devices, offsets, caps, words: int):
+        self.caps, self.words = np.asarray(caps, np.int64), int(words)
+        self.ids, self.msgs, self.pctl = [], [], []
+        for dev, cap in zip(devices, self.caps):
+            size = max(int(cap), 1)
+            with dev.use(), dev.compute_stream.raw:     # before the launches that use them
+                self.ids.append([dev.xp.empty(size, np.int32) for _ in range(2)])
+                self.msgs.append([dev.xp.empty(size * words, np.uint32) for _ in range(2)]
+                                 if words else None)
+                self.pctl.append(dev.xp.zeros(PCTL_WORDS, np.uint64))
+        table = self.table(offsets, self.caps, self.ids, self.msgs, self.pctl)
+        self.tables = [dev.asarray(table) for dev in devices]       # waits for the upload
+
+    @staticmethod
+    def table(offsets, caps, ids, msgs, pctl) -> np.ndarray:
+        """The ``InboxTable`` as uint64 words (``inbox.cuh``): the partition's ``offsets``,
+        each device's capacity, the device addresses of its inboxes (by parity), of their
+        messages (0: none) and of its counts (the first two words of its ``pctl``)."""
+        k = len(caps)
+        if k > MAX_DEVICES:
+            raise ValueError(f"the fused loop on several devices takes at most {MAX_DEVICES} "
+                             f"devices; got {k}")
+        words = np.zeros(TABLE_WORDS, np.int64)
+        offsets = np.asarray(offsets, np.int64)
+        words[T_OFF:T_OFF + MAX_DEVICES + 1] = offsets[-1]
+        words[T_OFF:T_OFF + k + 1] = offsets
+        words[T_CAP:T_CAP + k] = caps
+        for j in range(k):
+            for parity in range(2):
+                words[T_IDS + MAX_DEVICES * parity + j] = ids[j][parity].data.ptr
+                if msgs[j] is not None:
+                    words[T_MSGS + MAX_DEVICES * parity + j] = msgs[j][parity].data.ptr
+            words[T_COUNT + j] = pctl[j].data.ptr
+        words[T_K] = k
+        return words.view(np.uint64)
+
+    def holds(self, caps, words: int) -> bool:
+        return bool((self.caps >= caps).all()) and self.words >= words
+
+
+class MultiFusedLoops:
+    """The fused loops of one BSP engine across its CUDA devices (module docstring): each
+    device's compiling, arguments and last frontier are its :class:`FusedLoops`'; the
+    inboxes, the table of them and the cross-device barrier are made on the first loop."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.devices = [part.device for part in engine.parts]
+        self.loops = [FusedLoops(engine, part, lambda i=i: engine._in_arc_parts()[i])
+                      for i, part in enumerate(engine.parts)]
+        self._matrix = None
+        self._inboxes = None
+        self._barrier = None
+
+    # what the launches share -----------------------------------------------------------------
+    def capacities(self, steps) -> np.ndarray:
+        """Per device, the room its inboxes need for ``steps``: the most over the arcs their
+        advances push along (:func:`inbox_capacity`)."""
+        caps = np.zeros(len(self.devices), np.int64)
+        for over in sorted({s.over for s in steps if isinstance(s, AdvanceStep)}):
+            if self._matrix is None:
+                g = self.engine.partition.graph
+                self._matrix = arc_matrix(self.engine.partition.offsets, g.indptr, g.indices)
+            caps = np.maximum(caps, inbox_capacity(self._matrix, over))
+        return caps
+
+    def _inbox(self, steps) -> Inboxes:
+        """Inboxes with room for ``steps`` (the last loop's, or bigger ones made now)."""
+        caps = self.capacities(steps)
+        words = max([s.functor.message.dtype.itemsize // 4 for s in steps
+                     if isinstance(s, AdvanceStep) and s.functor.message is not None], default=0)
+        have = self._inboxes
+        if have is None or not have.holds(caps, words):
+            if have is not None:
+                caps, words = np.maximum(caps, have.caps), max(words, have.words)
+            self._inboxes = None            # the old buffers go back before the new are made
+            self._inboxes = Inboxes(self.devices, self.engine.partition.offsets, caps, words)
+        return self._inboxes
+
+    def _cross_barrier(self):
+        """The :class:`~groute.engines.peer_barrier.CrossDeviceBarrier` of the launches: its
+        counter and the ring of level sums in device 0's memory (made on the first loop)."""
+        from .peer_barrier import CrossDeviceBarrier     # reads the environment: on first use
+        if self._barrier is None:
+            dev = self.devices[0]
+            with dev.use(), dev.compute_stream.raw:
+                block = dev.xp.zeros(GLOBAL_WORDS, np.uint64)
+            dev.compute_stream.record().synchronize()  # zero before any device's launch
+            self._barrier = CrossDeviceBarrier(self.devices, block)
+        return self._barrier
+
+    def _settle_failed(self, barrier) -> None:
+        """After a run that raised: the barrier reset (every device waited for, its block
+        zeroed); if even that fails, a new barrier for the next run."""
+        try:
+            barrier.reset()
+        except Exception as exc:  # noqa: BLE001 - the run's own failure is what is raised
+            log.warning("the cross-device barrier could not be reset after a failed loop (%s); "
+                        "the next loop makes a new one", exc)
+            self._barrier = None
+
+    # the loop -----------------------------------------------------------------------------------
+    def run_loop(self, frontier, steps, *, level, start, max_levels, scalars) -> LoopResult:
+        """``run_loop`` without ``keep`` (the engine's rule sends only such loops here), one
+        launch per device at once; see the module docstring."""
+        from .peer_barrier import timeout_ns
+        where = "run_loop(fused)"
+        eng, k = self.engine, len(self.devices)
+        left = np.iinfo(np.int32).max if max_levels is None else max_levels
+        total = len(frontier)
+        if total == 0 or left == 0:         # no level runs: nothing to launch
+            return LoopResult(0, frontier, None, "fused")
+        text = loop_source.multi_source(steps, level, where)
+        params = [fl._params(steps, (level,), scalars, where) + fl._candidates(steps)
+                  for fl in self.loops]
+        inbox = self._inbox(steps)
+        barrier = self._cross_barrier()
+
+        # every device compiles and makes its arguments first: a device that launched waits
+        # for the others at the first meeting, no longer than the barrier's timeout
+        def prepare(device, fl, part):
+            fl._kernels(text, (KERNEL,))
+            common, ctl = fl._common(steps)
+            queue = part.to_queue().queue
+            return common, ctl, queue, part.count
+
+        prepared = eng._each(prepare, self.loops, frontier.parts)
+        timeout, base = timeout_ns(), barrier.base     # the timeout read per run
+        barrier.wake_links()
+
+        def launch(device, i, fl, ready, values):
+            common, ctl, queue, count = ready
+            try:
+                fl._launch(text, (KERNEL,), KERNEL, common + (
+                    queue, np.int64(count), np.int64(total), np.int32(left), np.int64(start),
+                    inbox.tables[i], inbox.pctl[i], np.int32(i), np.uint64(barrier.ptr),
+                    np.uint64(base), np.int64(timeout), *values))
+            finally:
+                barrier.after_launch(i)
+
+        def read_back(device, i, ready):
+            with device.use(), device.compute_stream.raw:     # after the launch
+                return ready[1].get(), inbox.pctl[i].get()
+
+        # every launch is queued before any host thread waits for one: a device's grid waits
+        # at the meetings for the others', which must not wait for a host thread to come back
+        try:
+            eng._each(launch, range(k), self.loops, prepared, params)
+            done = eng._each(read_back, range(k), prepared)
+        except BaseException:
+            # a launch failed (the others give up at a meeting) or a device did: where the
+            # counter stands is unknown, so every device is waited for and it is zeroed
+            self._settle_failed(barrier)
+            raise
+        ctls, flags = [c for c, _ in done], [f for _, f in done]
+        names = [dev.name for dev in self.devices]
+        aborted = [name for name, f in zip(names, flags) if f[P_ABORT]]
+        full = [name for name, f in zip(names, flags) if f[P_FULL]]
+        ran = {int(c[6:7].view(np.int32)[0]) for c in ctls}
+        barrier.finish([int(f[P_CROSSED]) for f in flags], aborted=aborted,
+                       ok=not full and len(ran) == 1, what=f"{where} on {k} devices",
+                       instead="loop='python'")
+        if full:
+            raise RuntimeError(f"{where}: {', '.join(full)} found another device's inbox full "
+                               f"(sized for every arc into it from the other devices: a "
+                               f"frontier with repeated vertices?); items were dropped")
+        if len(ran) != 1:
+            raise RuntimeError(f"{where}: the devices ran different numbers of levels "
+                               f"{[int(c[6:7].view(np.int32)[0]) for c in ctls]}")
+        levels = ran.pop()
+        self.loops[0]._count(steps, levels)
+        parts = [fl._left(ready[0], steps, levels, int(c[7]))
+                 for fl, ready, c in zip(self.loops, prepared, ctls)]
+        return LoopResult(levels, Frontier(eng, parts), None, "fused")
