@@ -163,7 +163,7 @@ class MultiFusedLoops:
     def _inbox(self, steps) -> Inboxes:
         """Inboxes with room for ``steps`` (the last loop's, or bigger ones made now)."""
         caps = self.capacities(steps)
-        words = max([s.functor.message.dtype.itemsize // 4 for s in steps
+        words = max([s.functor.message.words for s in steps
                      if isinstance(s, AdvanceStep) and s.functor.message is not None], default=0)
         have = self._inboxes
         if have is None or not have.holds(caps, words):
