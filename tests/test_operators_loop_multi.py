@@ -99,7 +99,7 @@ def test_the_inbox_capacity_is_every_arc_one_step_can_send_to_a_device(k, partit
 def _several_cuda(facts):
     """An engine's facts as several CUDA devices that write into each other's memory have
     them."""
-    return dict(facts, cuda=True, one_device=False, peer_writes=True)
+    return dict(facts, cuda=True, one_device=False, peer_writes=True, inboxes_fit=True)
 
 
 def _app_loops():
@@ -186,12 +186,14 @@ def test_loop_fused_where_several_devices_cannot_run_it_names_why():
         assert (eng.gather("depth") >= 0).sum() > 1        # only the first loop ran
 
 
-def _async_stub(mode, backend, k, peer_writes):
-    """Enough of an AsyncEngine for its rule (``_async_case``)."""
+def _async_stub(mode, backend, k, peer_writes, fits=True):
+    """Enough of an AsyncEngine for its rule (``_async_case``); ``fits``: whether its fused
+    loops' inboxes would fit."""
     eng = AsyncEngine.__new__(AsyncEngine)
     eng.async_mode = mode
     eng.ctx = SimpleNamespace(backend=backend, num_devices=k)
     eng._no_peer_writes = None if peer_writes else "no peer access"
+    eng._multi = SimpleNamespace(inboxes_fit=lambda steps: fits)
     return eng
 
 
@@ -211,6 +213,10 @@ def test_the_async_engine_leaves_order_free_loops_to_the_fused_launches():
         insisted = _async_stub("async", backend, k, writes)._async_case(
             steps, level=None, max_levels=None, keep=False, order="any")
         assert insisted.choice == "async"
+    # inboxes that would not fit: async instead
+    case = _async_stub("auto", "cuda", 2, True, fits=False)._async_case(
+        steps, level=None, max_levels=None, keep=False, order="any")
+    assert case.choice == "async", case
     # a first-accept "auto" may pull in the fused launch, which only pushes: async instead
     case = _async_stub("auto", "cuda", 2, True)._async_case(
         [AdvanceStep(CLAIM, "auto")], level=None, max_levels=None, keep=False, order="any")
@@ -495,3 +501,47 @@ def test_a_device_that_waits_too_long_at_a_meeting_fails_the_loop_and_the_next_r
             run_loop(eng.frontier([0]), [AdvanceStep(CLAIM)], level="d")
             assert eng.stats["loop"] == "fused"
             assert eng.gather("depth").tolist() == bfs_depths(g, 0).tolist()
+
+
+class _StubGPU:
+    """A CUDA device as groute.memory reads it: ``free`` bytes, an empty CuPy pool."""
+    backend, gpu = "cuda", None
+
+    def __init__(self, name, free):
+        self.name, self.free = name, free
+
+    def memory_info(self):
+        return self.free, self.free
+
+    def use(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+    class xp:
+        class _Pool:
+            def free_bytes(self):
+                return 0
+
+        @staticmethod
+        def get_default_memory_pool():
+            return _StubGPU.xp._Pool()
+
+
+def test_inboxes_that_would_not_fit_send_the_loop_to_the_operator_calls():
+    """The inboxes' bytes (two per device, each an int32 id and the message's words per arc
+    crossing into the device) against the devices' free memory: a loop fuses on several
+    devices only where they fit, and where inboxes made for an earlier loop already hold it."""
+    from groute.engines.fused_multi import MultiFusedLoops
+    multi = MultiFusedLoops.__new__(MultiFusedLoops)
+    multi._inboxes = None
+    multi._matrix = np.array([[0, 1000], [3000, 0]], np.int64)   # arcs from rows i to j's ids
+    # device 0 receives 3,000 items: two inboxes of ids and one-word messages = 48,000 bytes
+    lower = [AdvanceStep(LOWER)]
+    multi.devices = [_StubGPU("cuda:0", 48_000), _StubGPU("cuda:1", 48_000)]
+    assert multi.inboxes_fit(lower)
+    multi.devices = [_StubGPU("cuda:0", 47_999), _StubGPU("cuda:1", 1 << 30)]
+    assert not multi.inboxes_fit(lower)
+    assert multi.inboxes_fit([AdvanceStep(CLAIM)])          # ids only: 24,000 bytes
+    facts = dict(levels_on_host=False, cuda=True, one_device=False, kept=False, pulls=False,
+                 peer_writes=True, inboxes_fit=False)
+    assert decide_loop(facts)[0] == "python"

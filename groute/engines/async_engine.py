@@ -45,10 +45,11 @@ ASYNC_LOOP_FACTS = {
     "gathers": ("a step gathers", "no step gathers", None),
     "pulls": ("a step pulls", "no step pulls",
               "a pull is an advance with direction='pull'; 'auto' pushes in an async loop"),
-    "fused_steps": ("the fused launch on several devices runs every step",
-                    "a step may pull in the fused launch",
-                    "the fused launch on several devices only pushes; a first-accept 'auto' "
-                    "may pull there (groute.operators.loop_source.may_pull)"),
+    "fused_steps": ("the fused launch on several devices runs the loop",
+                    "a step may pull in the fused launch, or its inboxes would not fit",
+                    "the fused launch on several devices only pushes (a first-accept 'auto' "
+                    "may pull: groute.operators.loop_source.may_pull), and its inboxes must fit "
+                    "the devices' free memory (LOOP_RULE's inboxes_fit)"),
 }
 #: what an :class:`AsyncEngine` runs a ``run_loop`` as: ``"async"``, or ``"levels"`` (as the
 #: BSP engine: :data:`groute.engines.fused.LOOP_RULE`)
@@ -133,6 +134,8 @@ class AsyncEngine(BSPEngine):
                            one_device=self.ctx.num_devices == 1,
                            cuda=self.ctx.backend == "cuda",
                            peer_writes=self._no_peer_writes is None)
+        if facts["fused_steps"] and self._multi is not None and not facts["one_device"]:
+            facts["fused_steps"] = self._multi.inboxes_fit(steps)
         if self.async_mode == "async":
             # insisting: whatever the devices, the loop runs without levels if it can
             case = decide_async_loop(dict(facts, one_device=False, peer_writes=False))

@@ -459,13 +459,18 @@ class BSPEngine(Engine):
     def _loop_facts(self, steps=(), levels=None, kept=False) -> dict:
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
         over ``levels``; ``kept``: a loop that keeps its levels, or rounds)."""
-        return {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
-                "levels_on_host": levels is not None and (
-                    getattr(levels.store, "engine", None) is not self
-                    or levels.numbers.step != 1),
-                "kept": bool(kept) or levels is not None,
-                "pulls": any(may_pull(s) for s in steps),
-                "peer_writes": self._no_peer_writes is None}
+        facts = {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
+                 "levels_on_host": levels is not None and (
+                     getattr(levels.store, "engine", None) is not self
+                     or levels.numbers.step != 1),
+                 "kept": bool(kept) or levels is not None,
+                 "pulls": any(may_pull(s) for s in steps),
+                 "peer_writes": self._no_peer_writes is None}
+        # the inboxes are sized (a pass over the graph, once) only where they would be made
+        several = (self._multi is not None and not facts["one_device"]
+                   and not facts["kept"] and not facts["pulls"])
+        facts["inboxes_fit"] = not several or self._multi.inboxes_fit(steps)
+        return facts
 
     def _loop_choice(self, steps, levels, what, kept=False) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""

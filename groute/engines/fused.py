@@ -39,6 +39,10 @@ LOOP_FACTS = {
                        None),
     "kept": ("the levels are kept, swept or run as rounds", "a loop that keeps no levels",
              "keeping levels: run_loop's keep=True, a sweep, run_rounds"),
+    "inboxes_fit": ("the inboxes fit the devices' free memory",
+                    "the inboxes would not fit the devices' free memory",
+                    "on several devices each device holds two inboxes, each with room for every "
+                    "arc that crosses into it and its message"),
     "pulls": ("a step may pull", "every advance pushes",
               "a first-accept pull or a gathering step may pull unless its direction is 'push' "
               "(an 'auto' advance with a message pushes)"),
@@ -54,6 +58,9 @@ LOOP_RULE = Rule("loop", (
                               "per device, as the operator calls keep them"),
     Case(("pulls",), "python", "on several devices the fused launch only pushes: a pull "
                                       "reads every device's frontier"),
+    Case(("not inboxes_fit",), "python",
+         "on several devices the inboxes (room for every arc that crosses into a device, "
+         "twice) would not fit the devices' free memory"),
     Case(("cuda", "peer_writes"), "fused",
          "one persistent launch per device, all at once: a push writes other devices' targets "
          "into their owners' inboxes, and the devices meet at a cross-device barrier after "

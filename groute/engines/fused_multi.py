@@ -33,6 +33,7 @@ import logging
 
 import numpy as np
 
+from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
 from groute.operators.frontier import Frontier
 from groute.operators.loop import AdvanceStep, LoopResult
@@ -160,11 +161,33 @@ class MultiFusedLoops:
             caps = np.maximum(caps, inbox_capacity(self._matrix, over))
         return caps
 
+    @staticmethod
+    def message_words(steps) -> int:
+        """The int32 words of the widest message the advances of ``steps`` send (0: none)."""
+        return max([s.functor.message.words for s in steps
+                    if isinstance(s, AdvanceStep) and s.functor.message is not None], default=0)
+
+    def inboxes_fit(self, steps) -> bool:
+        """Whether the inboxes ``steps`` need fit the devices' free memory (inboxes made for
+        an earlier loop that already hold them count as there). They have room for every arc
+        that crosses into a device, twice, which on a big graph cut many ways can outgrow what
+        the graph left free: such a loop runs as operator calls (LOOP_RULE's ``inboxes_fit``)
+        rather than running out of memory in the middle of an algorithm."""
+        caps, words = self.capacities(steps), self.message_words(steps)
+        have = self._inboxes
+        if have is not None and have.holds(caps, words):
+            return True
+        need = DeviceBytes({"inboxes (two per device: ids and messages)":
+                            2 * int(caps.max(initial=0)) * 4 * (1 + words)})
+        try:
+            check_fits(self.devices, need, "the fused loop's inboxes")
+        except GraphTooLarge:
+            return False
+        return True
+
     def _inbox(self, steps) -> Inboxes:
         """Inboxes with room for ``steps`` (the last loop's, or bigger ones made now)."""
-        caps = self.capacities(steps)
-        words = max([s.functor.message.words for s in steps
-                     if isinstance(s, AdvanceStep) and s.functor.message is not None], default=0)
+        caps, words = self.capacities(steps), self.message_words(steps)
         have = self._inboxes
         if have is None or not have.holds(caps, words):
             if have is not None:
