@@ -32,20 +32,11 @@ from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Fro
 from groute.operators.loop_source import (PULLS, candidate_steps, leaves_clear, needs_in_arcs,
                                           rounds_source, source as loop_source)
 from groute.operators.rounds import body_steps
-from test_operators_loop import compile_sources
+from test_operators_gather import SIGMA  # the gathering BFS level
+from test_operators_loop import CLAIM, CLAIM2, SUM_RESET, _claim, compile_sources
+from test_operators_loop import ROOTS as ROOT  # level 0 of both searches
 
 DIRECTIONS = ("push", "pull", "auto")
-
-
-def _claim(s, v):
-    v = np.unique(v[s["depth"][v] < 0])
-    s["depth"][v] = s["d"] + 1
-    return v
-
-
-#: BFS: level d claims the unvisited vertices for level d + 1
-CLAIM = Functor(name="claim", params="int* depth, int d",
-                cuda="return atomicCAS(&depth[v], -1, d + 1) == -1;", numpy=_claim)
 
 
 def _claim_allowed(s, v):
@@ -59,26 +50,6 @@ CLAIM_ALLOWED = Functor(name="claim_allowed", params="int* depth, const int* all
                         numpy=_claim_allowed)
 
 
-def _claim2(s, v):
-    v = np.unique(v[s["depth2"][v] < 0])
-    s["depth2"][v] = s["d"] + 1
-    return v
-
-
-#: CLAIM's search into depth2
-CLAIM2 = Functor(name="claim2", params="int* depth2, int d",
-                 cuda="return atomicCAS(&depth2[v], -1, d + 1) == -1;", numpy=_claim2)
-
-
-def _root(s, v):
-    s["depth"][v] = 0
-    s["depth2"][v] = 0
-
-
-ROOT = Functor(name="root", params="int* depth, int* depth2",
-               cuda="depth[v] = 0; depth2[v] = 0;", numpy=_root)
-
-
 def _hit(s, v):
     v = np.unique(v)
     s["hits"][v] += 1
@@ -90,30 +61,6 @@ def _hit(s, v):
 #: same), so only the pull gives these counts
 HIT = Functor(name="hit", params="int* hits", cuda="atomicAdd(&hits[v], 1); return true;",
               numpy=_hit)
-
-
-def _sum_reset(s, v):
-    s["acc"][v] += s["depth2"][v]
-    s["depth"][v] = -1
-    s["depth2"][v] = -1
-
-
-SUM_RESET = Functor(name="sum_reset", params="long long* acc, int* depth, int* depth2",
-                    cuda="acc[v] += depth2[v];\ndepth[v] = -1;\ndepth2[v] = -1;",
-                    numpy=_sum_reset)
-
-
-def _sigma(s, v, m):
-    s["depth"][v] = s["d"] + 1
-    s["sigma"][v] = m
-    return v
-
-
-#: one BFS level with shortest-path counts (a gathering advance: sum over the frontier's arcs)
-SIGMA = Functor(name="sigma", params="int* depth, double* sigma, int d",
-                message=Message("double", cuda="sigma[u]", numpy=lambda s, u: s["sigma"][u]),
-                gather=Gather("sum", cuda="depth[v] < 0", numpy=lambda s, v: s["depth"][v] < 0),
-                cuda="depth[v] = d + 1; sigma[v] = m; return true;", numpy=_sigma)
 
 
 def _start(s, v):
