@@ -25,15 +25,16 @@ import pytest
 
 from groute.engines import LOOP_RULE, make_engine
 from groute.engines.fused import LOOP_FACTS, FusedLoops, decide_loop
-from groute.graph import CSRGraph, load_graph
+from groute.graph import load_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Frontier, Functor,
                               Gather, Levels, Loop, Message, Sweep, compute, run_loop,
                               run_rounds, sweep)
 from groute.operators.loop_source import (PULLS, candidate_steps, leaves_clear, needs_in_arcs,
                                           rounds_source, source as loop_source)
 from groute.operators.rounds import body_steps
-from test_operators_gather import SIGMA  # the gathering BFS level
-from test_operators_loop import CLAIM, CLAIM2, SUM_RESET, _claim, compile_sources
+from test_operators_gather import SIGMA, sigma_over  # the gathering BFS level
+from test_operators_loop import (CLAIM, CLAIM2, SUM_RESET, _claim, compile_sources,
+                                 random_graph)
 from test_operators_loop import ROOTS as ROOT  # level 0 of both searches
 
 DIRECTIONS = ("push", "pull", "auto")
@@ -72,16 +73,6 @@ START = Functor(name="start", params="int* depth, double* sigma",
 
 #: a candidates frontier for a generated source, which depends only on whether a step has one
 SOME = Frontier(None, [])
-
-
-def random_graph(n=300, m=1200, directed=False, seed=3):
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n - 10, m), rng.integers(0, n - 10, m)   # the last 10 isolated
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    if not directed:
-        src, dst = np.r_[src, dst], np.r_[dst, src]
-    return CSRGraph.from_edges(src, dst, n, directed=directed, name="random")
 
 
 def allowed_of(n, seed=11):
@@ -140,6 +131,18 @@ def test_loop_fused_names_why_it_cannot_run_a_loop():
             sweep(levels, [AdvanceStep(HIT, "pull")])
 
 
+def _search(eng, source, allowed, direction, restricted):
+    """Reset both searches to start at ``source`` and give the step of one BFS level: among
+    the allowed candidates (``restricted``) or not; a push among candidates visits every
+    target, so it claims only allowed ones to give the same answer."""
+    eng.state("depth", np.int32, -1)
+    eng.state("depth2", np.int32, -1)
+    compute(eng.frontier([source]), ROOT)
+    cand = eng.frontier(np.flatnonzero(allowed)) if restricted else None
+    functor = CLAIM if direction == "pull" or not restricted else CLAIM_ALLOWED
+    return AdvanceStep(functor, direction, candidates=cand)
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_a_first_accept_pull_reads_in_arcs_on_a_directed_graph(k):
@@ -151,14 +154,9 @@ def test_a_first_accept_pull_reads_in_arcs_on_a_directed_graph(k):
                      timeout=30) as eng:
         for direction in DIRECTIONS:
             for restricted in (False, True):
-                eng.state("depth", np.int32, -1)
-                eng.state("depth2", np.int32, -1)
-                compute(eng.frontier([source]), ROOT)
-                cand = eng.frontier(np.flatnonzero(allowed)) if restricted else None
-                functor = CLAIM if direction == "pull" or not restricted else CLAIM_ALLOWED
+                step = _search(eng, source, allowed, direction, restricted)
                 eng.state("allowed", np.int32, values=allowed.astype(np.int32))
-                run_loop(eng.frontier([source]), [AdvanceStep(functor, direction, candidates=cand)],
-                         level="d")
+                run_loop(eng.frontier([source]), [step], level="d")
                 want = bfs_reference(g, source, allowed if restricted else None)
                 assert np.array_equal(eng.gather("depth"), want), (direction, restricted)
                 assert (want > 2).any()
@@ -341,15 +339,9 @@ def test_bfs_by_first_accept_pull_and_auto_fused(spec):
         eng.state("allowed", np.int32, values=allowed.astype(np.int32))
         for direction in DIRECTIONS:
             for restricted in (False, True):
-                eng.state("depth", np.int32, -1)
-                eng.state("depth2", np.int32, -1)
-                compute(eng.frontier([source]), ROOT)
-                cand = eng.frontier(np.flatnonzero(allowed)) if restricted else None
-                functor = CLAIM if direction == "pull" or not restricted else CLAIM_ALLOWED
+                step = _search(eng, source, allowed, direction, restricted)
                 before = eng.stats["pull_advances"]
-                r = run_loop(eng.frontier([source]),
-                             [AdvanceStep(functor, direction, candidates=cand)], level="d",
-                             keep=True)
+                r = run_loop(eng.frontier([source]), [step], level="d", keep=True)
                 out[direction, restricted] = (
                     eng.gather("depth").tolist(), r.levels,
                     [f.vertices().tolist() for f in r.frontiers],
@@ -376,17 +368,7 @@ def reference_sigma(g, source, allowed):
     indptr, indices = np.asarray(g.indptr), np.asarray(g.indices)
     src = np.repeat(np.arange(g.num_vertices), np.diff(indptr))
     keep = allowed[indices]
-    src, dst = src[keep], indices[keep]
-    depth, sigma = np.full(g.num_vertices, -1), np.zeros(g.num_vertices)
-    depth[source], sigma[source] = 0, 1.0
-    frontier, d = np.array([source]), 0
-    while frontier.size:
-        on = np.isin(src, frontier) & (depth[dst] < 0)
-        np.add.at(sigma, dst[on], sigma[src[on]])
-        frontier = np.unique(dst[on])
-        depth[frontier] = d + 1
-        d += 1
-    return depth, sigma
+    return sigma_over(src[keep], indices[keep], g.num_vertices, source)
 
 
 @pytest.mark.timeout(300)

@@ -94,8 +94,13 @@ def arcs(g, over):
 
 def reference_sigma(g, source, over="out"):
     src, dst = arcs(g, over)
-    depth = np.full(g.num_vertices, -1)
-    sigma = np.zeros(g.num_vertices)
+    return sigma_over(src, dst, g.num_vertices, source)
+
+
+def sigma_over(src, dst, n, source):
+    """Depths and shortest-path counts from ``source`` over the arcs ``src -> dst``."""
+    depth = np.full(n, -1)
+    sigma = np.zeros(n)
     depth[source], sigma[source] = 0, 1.0
     frontier, d = np.array([source]), 0
     while frontier.size:
