@@ -221,12 +221,11 @@ def test_the_async_engine_leaves_order_free_loops_to_the_fused_launches():
     case = _async_stub("auto", "cuda", 2, True)._async_case(
         [AdvanceStep(CLAIM, "auto")], level=None, max_levels=None, keep=False, order="any")
     assert case.choice == "async", case
-    names = ("order_any", "numbered", "gathers", "pulls", "one_device", "cuda", "peer_writes",
-             "fused_steps")
+    names = ("order_any", "numbered", "gathers", "pulls", "one_device", "fused")
     for values in itertools.product([False, True], repeat=len(names)):
         f = dict(zip(names, values))
         levels = (not f["order_any"] or f["numbered"] or f["gathers"] or f["pulls"]
-                  or f["one_device"] or (f["cuda"] and f["peer_writes"] and f["fused_steps"]))
+                  or f["one_device"] or f["fused"])
         assert decide_async_loop(f).choice == ("levels" if levels else "async"), f
     assert set(loop_facts(steps, level=None, max_levels=None, keep=False, order="any",
                           one_device=False)) == set(names)

@@ -23,12 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 from groute.operators.loop import AdvanceStep, LoopResult
-from groute.operators.loop_source import may_pull
 from groute.tuning import AsyncTuning
 
 from .async_loop import AsyncLoop, empty_frontier
 from .bsp import BSPEngine
-from .fused import LOOP_CHOICES, LOOP_RULE
+from .fused import LOOP_CHOICES, LOOP_RULE, decide_loop
 from .rules import FACTS, Case, Rule
 
 #: the facts :data:`ASYNC_LOOP_RULE` asks besides the library's (``one_device``)
@@ -45,11 +44,9 @@ ASYNC_LOOP_FACTS = {
     "gathers": ("a step gathers", "no step gathers", None),
     "pulls": ("a step pulls", "no step pulls",
               "a pull is an advance with direction='pull'; 'auto' pushes in an async loop"),
-    "fused_steps": ("the fused launch on several devices runs the loop",
-                    "a step may pull in the fused launch, or its inboxes would not fit",
-                    "the fused launch on several devices only pushes (a first-accept 'auto' "
-                    "may pull: groute.operators.loop_source.may_pull), and its inboxes must fit "
-                    "the devices' free memory (LOOP_RULE's inboxes_fit)"),
+    "fused": ("the loop rule runs the loop as one fused launch per device",
+              "the loop rule does not fuse the loop on these devices",
+              "groute.engines.LOOP_RULE, asked for this loop on this engine's devices"),
 }
 #: what an :class:`AsyncEngine` runs a ``run_loop`` as: ``"async"``, or ``"levels"`` (as the
 #: BSP engine: :data:`groute.engines.fused.LOOP_RULE`)
@@ -61,7 +58,7 @@ ASYNC_LOOP_RULE = Rule("loop", (
     Case(("pulls",), "levels", "a pull reads a whole level's frontier"),
     Case(("one_device",), "levels", "one device has no exchange to overlap; on CUDA its loop "
                                     "is one fused launch"),
-    Case(("cuda", "peer_writes", "fused_steps"), "levels",
+    Case(("fused",), "levels",
          "the loop rule runs it as one fused launch per device: a level's meetings cost the "
          "devices microseconds, where every chunk of the async loop costs host steps, "
          "launches, a count read back and the Router's packets"),
@@ -74,16 +71,15 @@ ASYNC_LOOP_RULE = Rule("loop", (
 ASYNC_LOOP_CHOICES = LOOP_CHOICES + ("async",)
 
 
-def loop_facts(steps, *, level, max_levels, keep, order, one_device: bool, cuda: bool = False,
-               peer_writes: bool = False) -> dict:
+def loop_facts(steps, *, level, max_levels, keep, order, one_device: bool,
+               fused: bool = False) -> dict:
     """The facts of :data:`ASYNC_LOOP_RULE` for one ``run_loop`` (name -> bool)."""
     advances = [s for s in steps if isinstance(s, AdvanceStep)]
     return {"order_any": order == "any",
             "numbered": level is not None or keep or max_levels is not None,
             "gathers": any(s.functor.gather is not None for s in advances),
             "pulls": any(s.direction == "pull" for s in advances),
-            "fused_steps": not any(may_pull(s) for s in advances),
-            "one_device": one_device, "cuda": cuda, "peer_writes": peer_writes}
+            "one_device": one_device, "fused": fused}
 
 
 def decide_async_loop(facts: dict) -> Case:
@@ -130,15 +126,14 @@ class AsyncEngine(BSPEngine):
         levels); a ValueError where ``loop="async"`` cannot run it."""
         if self.async_mode in ("fused", "python"):
             return None
+        one_device = self.ctx.num_devices == 1
+        # on several devices, whether the loop rule would fuse this loop: asked, not derived
+        fused = not one_device and decide_loop(self._loop_facts(steps, None, keep))[0] == "fused"
         facts = loop_facts(steps, level=level, max_levels=max_levels, keep=keep, order=order,
-                           one_device=self.ctx.num_devices == 1,
-                           cuda=self.ctx.backend == "cuda",
-                           peer_writes=self._no_peer_writes is None)
-        if facts["fused_steps"] and self._multi is not None and not facts["one_device"]:
-            facts["fused_steps"] = self._multi.inboxes_fit(steps)
+                           one_device=one_device, fused=fused)
         if self.async_mode == "async":
             # insisting: whatever the devices, the loop runs without levels if it can
-            case = decide_async_loop(dict(facts, one_device=False, peer_writes=False))
+            case = decide_async_loop(dict(facts, one_device=False, fused=False))
             if case.choice != "async":
                 raise ValueError(f"run_loop: loop='async' cannot run this loop without levels "
                                  f"({case.why}); make the engine with loop='auto' to run it "
