@@ -38,7 +38,12 @@ class FakePeer:
         self.counters_host = [{} for _ in self.arrays]
         FakePeer.last = self
 
-    def run(self, source_new, max_level=None):
+    def prepare(self, source_new, max_level=None):
+        self.staged = (source_new, max_level)
+
+    def run(self, source_new=None, max_level=None):
+        if source_new is None:
+            source_new, max_level = self.staged
         src, dst, w = [], [], []
         for a, lo in zip(self.arrays, self.offsets[:-1]):
             deg = np.diff(np.asarray(a.indptr))

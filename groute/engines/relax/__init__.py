@@ -11,7 +11,8 @@
   the persistent peer kernels (``peer.py``, ``peer.cu``) and the linked workers (``linked.py``,
   ``linked.cu``).
 - around them: ``values.py`` (value arithmetic, overflow checks), ``parents.py``
-  (``predecessors=True``), ``memory.py`` (the memory estimate).
+  (``predecessors=True``), ``memory.py`` (the memory estimate), ``seeds.py`` (a run's seeds
+  staged on a CUDA device before the run starts).
 """
 from __future__ import annotations
 

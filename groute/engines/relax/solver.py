@@ -432,8 +432,9 @@ class RelaxSolver(Solver):
         limit = self.check_ceiling(ceiling)
         new_seeds = self.part.to_new_ids(seeds)
         if self.peer is not None:
+            self.peer.prepare(new_seeds, limit)
             with DeviceTimer(self.ctx) as timer:
-                wl = self.peer.run(new_seeds, limit)
+                wl = self.peer.run()
             counters = self.peer.counters_host
         else:
             for w in self.workers:
