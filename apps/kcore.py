@@ -15,9 +15,9 @@ The peel at a fixed ``k`` is order-free (``run_loop(..., order="any")``): a vert
 falls, the decrement from ``k + 1`` to ``k`` accepts it exactly once whichever arc comes first,
 and a decrement reaching a vertex already peeled at ``k`` changes no answer. So the async engine
 (``engine="async"`` or ``"auto"`` on several devices) may run each peel without levels (on CUDA
-devices that write into each other's memory it leaves a pushing peel, the default, to one fused
-launch per device, which pays no host step per level; an "auto" or "pull" peel may pull, which
-that launch does not), and every engine gives the same core numbers.
+devices that write into each other's memory it leaves the peel, in any direction, to one fused
+launch per device, which pays no host step per level), and every engine gives the same core
+numbers.
 
 The graph is undirected. A directed graph is read as NetworkX reads a ``DiGraph`` here: every
 arc counts for both of its ends (a pair of opposite arcs counts twice). Self-loops are refused,

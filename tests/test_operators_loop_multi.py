@@ -1,12 +1,16 @@
 """The fused loop on several CUDA devices (groute.engines.fused_multi, loop_source.multi_source):
 on the CPU, the inbox capacity against a count arc by arc, the rules (LOOP_RULE's cases for
 several devices, the async engine leaving order-free loops to it, loop='fused' refused where it
-cannot run), the table the host packs against the header's layout, the generated source's
-order of pushes, meetings, inbox visits and resets, and every step kind compiled with nvcc; on
-2-4 CUDA devices (logical ones on one GPU), the fused launches against the operator calls and
+cannot run), the inboxes' and published frontiers' bytes against the devices' free memory, the
+tables the host packs against the header's and the kernel's layout, the generated source's
+order of pushes, meetings, inbox visits and resets and of a pull's publication, meeting and
+clearing, "auto" pushing on a directed graph, and every step kind compiled with nvcc; on 2-4
+CUDA devices (logical ones on one GPU), the fused launches against the operator calls and
 NetworkX: a BFS by levels, label propagation (a message), pushes over in-arcs, a gathering
-push, max_levels and an empty frontier, k-core and SCC end to end, the async engine's
-order-free loop, and a device that waits too long at a meeting."""
+push, max_levels and an empty frontier, first-accept pulls and gathering pulls among
+candidates or not, "auto" between them (pushing on a directed graph), two pulls in a level,
+k-core and SCC end to end, the async engine's order-free loop, and a device that waits too
+long at a meeting."""
 from __future__ import annotations
 
 import itertools
@@ -22,16 +26,22 @@ import pytest
 import groute
 from groute.engines import make_engine
 from groute.engines.async_engine import AsyncEngine, decide_async_loop, loop_facts
-from groute.engines.fused import decide_loop
-from groute.engines.fused_multi import (MAX_DEVICES, T_CAP, T_COUNT, T_IDS, T_K, T_MSGS, T_OFF,
-                                        TABLE_WORDS, Inboxes, arc_matrix, inbox_capacity)
+from groute.engines.fused import decide_loop, not_fused_because
+from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, T_CAP, T_COUNT, T_IDS, T_K,
+                                        T_MSGS, T_OFF, TABLE_WORDS, Inboxes, MultiFusedLoops,
+                                        Published, arc_matrix, inbox_capacity, pull_words,
+                                        published_bytes)
 from groute.graph import CSRGraph
 from groute.graph.partition import partition_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Loop,
                               Message, compute, run_loop, run_rounds, sweep)
-from groute.operators.loop_source import multi_source, multi_unsupported, source
+from groute.operators.loop_source import PULLS, multi_source, pull_steps, source
 from support import gpu_marks, need_gpus
+from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference, _hub,
+                              _search, allowed_of, bfs_reference, fused_pull_loops)
+from test_fused_pulls import reference_sigma as sigma_among
 from test_operators_gather import SIGMA, START, _lower, reference_sigma
+from test_operators_gather import random_graph as hub_graph
 from test_operators_loop import (BOUNCE, CLAIM, EVEN, MARK, bfs_depths, compile_sources,
                                  random_graph)
 
@@ -111,22 +121,23 @@ def _app_loops():
 
 
 @pytest.mark.timeout(60)
-def test_on_several_devices_the_rule_fuses_pushing_loops_that_keep_no_levels():
+def test_on_several_devices_the_rule_fuses_every_loop_that_keeps_no_levels():
     """The engine's facts for its loops, sweeps and rounds, as several CUDA devices that write
-    into each other's memory would have them: fused for pushes, filters and computes (the
-    apps' loops, a message, over in-arcs, a gathering push, "auto" with a message, which
-    pushes), python for kept levels, sweeps, rounds, and steps that may pull (a first-accept
-    pull, "auto" without a message, a gathering step that is not "push"). The generated source agrees: it is made exactly where the rule fuses."""
+    into each other's memory would have them: fused for every step kind (the apps' loops,
+    computes, filters, a message, over in-arcs, a gathering push, "auto" with a message, which
+    pushes, and the steps that may pull: a first-accept pull, "auto" without a message, a
+    gathering step that is not "push"), python for kept levels, sweeps and rounds; the
+    generated source is made for each of them."""
     g = random_graph()
     fused = {"bfs": [AdvanceStep(CLAIM)], "mixed": [ComputeStep(MARK), AdvanceStep(CLAIM),
                                                     FilterStep(EVEN)],
              "message": [AdvanceStep(LOWER)], "in-arcs": [AdvanceStep(LOWER, over="in")],
              "gathering push": [AdvanceStep(SIGMA, "push")],
-             "auto pushes": [AdvanceStep(LOWER, "auto")], **_app_loops()}
-    gathers_pull = {"gathering auto": [AdvanceStep(SIGMA, "auto")],
-                    "gathering pull": [AdvanceStep(SIGMA, "pull", over="in")],
-                    "first-accept auto": [AdvanceStep(CLAIM, "auto")],
-                    "first-accept pull": [AdvanceStep(CLAIM, "pull")]}
+             "auto pushes": [AdvanceStep(LOWER, "auto")], **_app_loops(),
+             "gathering auto": [AdvanceStep(SIGMA, "auto")],
+             "gathering pull": [AdvanceStep(SIGMA, "pull", over="in")],
+             "first-accept auto": [AdvanceStep(CLAIM, "auto")],
+             "first-accept pull": [AdvanceStep(CLAIM, "pull")]}
     with make_engine(g, "bsp", backend="cpu", devices=2, timeout=30) as eng:
         assert eng._loop_facts([AdvanceStep(CLAIM)])["peer_writes"] is False    # CPU devices
         eng.state("depth", np.int32, -1)
@@ -136,26 +147,20 @@ def test_on_several_devices_the_rule_fuses_pushing_loops_that_keep_no_levels():
             facts = _several_cuda(eng._loop_facts(steps))
             assert decide_loop(facts)[0] == "fused", name
             assert decide_loop(dict(facts, peer_writes=False))[0] == "python", name
-            assert multi_unsupported(steps) is None, name
-            multi_source(steps, "d" if name in ("bfs", "mixed") else None, "test")
+            assert decide_loop(dict(facts, inboxes_fit=False))[0] == "python", name
+            multi_source(steps, "d" if name in ("bfs", "mixed") or "ccept" in name
+                         or "gathering" in name else None, "test")
             kept = _several_cuda(eng._loop_facts(steps, None, True))     # keep=True, rounds
             swept = _several_cuda(eng._loop_facts(steps, levels))
             assert kept["kept"] and swept["kept"]
             assert decide_loop(kept)[0] == decide_loop(swept)[0] == "python", name
-        for name, steps in gathers_pull.items():
-            facts = _several_cuda(eng._loop_facts(steps))
-            assert facts["pulls"] and decide_loop(facts)[0] == "python", name
-            assert "may pull" in multi_unsupported(steps)
-            with pytest.raises(ValueError, match="on several devices the fused loop pushes"):
-                multi_source(steps, "d", "test")
 
 
 @pytest.mark.timeout(60)
 def test_loop_fused_where_several_devices_cannot_run_it_names_why():
     """loop='fused' on CPU devices is refused when the engine is made; on several devices
     that could run it, a loop that keeps its levels, a sweep (its levels kept by the operator
-    calls), rounds and a gathering step that may pull each raise a ValueError naming the fact
-    and the reason."""
+    calls) and rounds each raise a ValueError naming the fact and the reason."""
     g = random_graph()
     with pytest.raises(ValueError, match=r"loop='fused' runs on one CUDA device, or on several "
                                          r"that write into each other's memory; this engine "
@@ -180,9 +185,6 @@ def test_loop_fused_where_several_devices_cannot_run_it_names_why():
         with pytest.raises(ValueError, match=rf"run_rounds: .*\({kept}"):
             run_rounds(eng, [0], [Compute(ROOT, over="seed"),
                                   Loop([AdvanceStep(CLAIM)], level="d")])
-        with pytest.raises(ValueError, match=r"\(a step may pull: on several devices "
-                                             r"the fused launch only pushes"):
-            run_loop(eng.frontier([0]), [AdvanceStep(SIGMA, "auto")], level="d")
         assert (eng.gather("depth") >= 0).sum() > 1        # only the first loop ran
 
 
@@ -217,10 +219,10 @@ def test_the_async_engine_leaves_order_free_loops_to_the_fused_launches():
     case = _async_stub("auto", "cuda", 2, True, fits=False)._async_case(
         steps, level=None, max_levels=None, keep=False, order="any")
     assert case.choice == "async", case
-    # a first-accept "auto" may pull in the fused launch, which only pushes: async instead
+    # a first-accept "auto", which may pull, is fused too: levels
     case = _async_stub("auto", "cuda", 2, True)._async_case(
         [AdvanceStep(CLAIM, "auto")], level=None, max_levels=None, keep=False, order="any")
-    assert case.choice == "async", case
+    assert case.choice == "levels" and "one fused launch per device" in case.why, case
     names = ("order_any", "numbered", "gathers", "pulls", "one_device", "fused")
     for values in itertools.product([False, True], repeat=len(names)):
         f = dict(zip(names, values))
@@ -307,12 +309,92 @@ def test_each_advance_meets_then_visits_its_inbox_then_empties_it():
     assert "groute_meet" not in one and "inbox" not in one and "accept(v);" in one
 
 
+def _in_order(code, pieces):
+    """Whether ``pieces`` occur in ``code`` in this order (each after the one before)."""
+    at = 0
+    for piece in pieces:
+        at = code.find(piece, at)
+        if at < 0:
+            return False
+    return True
+
+
+def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
+    """In every step that may pull, on several devices (a first-accept pull and "auto", a
+    gathering "auto" among candidates and a gathering pull over in-arcs, three in a level): the
+    frontier published into every device's copy of the step's own slot, a meeting, the pull
+    over this device's candidates testing its own copy (a gather reading the published
+    messages, its hubs too), a grid barrier, the copy zeroed, the pull counted; no inbox. An
+    "auto" step first meets to sum its frontier's vertices and arcs and decides on the sums
+    (direction_next, over the whole graph's vertices and arcs); a "pull" step does not meet to
+    decide. A first-accept "auto"'s push exchanges through the inboxes as a push does, and
+    empties its inbox after produce_end's barrier, only where it pushed. The one-device source
+    publishes nothing and meets nowhere."""
+    steps = [AdvanceStep(CLAIM, "pull"), AdvanceStep(SIGMA, "auto", candidates=SOME),
+             FilterStep(EVEN), AdvanceStep(CLAIM_ALLOWED, "auto", candidates=SOME),
+             AdvanceStep(SIGMA, "pull", over="in")]
+    text = multi_source(steps, "d", "test")
+    codes = _steps_of(text)
+    slots = pull_steps(steps)
+    assert slots == [0, 1, 3, 4]
+    for i in slots:
+        code, gathers = codes[i], steps[i].functor.gather is not None
+        pull = code[code.index("if (groute_pull) {"):code.index("} else {")]
+        assert _in_order(pull, [
+            f"groute_publish<{'true, groute_msg_t_' + str(i) if gathers else 'false, int'}>"
+            f"(groute_r, {slots.index(i)}, groute_q, groute_n,",
+            "if (groute_meet(groute_r, 0, -1) < 0) return -1;",
+            "advance_gather(" if gathers else "advance_pull(groute_r.in, groute_g,",
+            "grid_barrier(groute_r.bar, groute_r.bar_target);",
+            "groute_unpublish(groute_r, groute_front);", f"++groute_r.ctl[{PULLS}];"]), i
+        assert f"groute_pull_bits(groute_r, {slots.index(i)}, groute_r.me)" in code
+        assert "inbox" not in pull and "groute_send" not in pull
+        if gathers:
+            graph = "out" if steps[i].over == "in" else "in"
+            assert f"GroutePublished<GrouteGather{i}> groute_pf" in pull
+            assert f"advance_gather(groute_r.{graph}, groute_pf," in pull
+            assert f"advance_gather_big(groute_r.{graph}, groute_pf," in pull
+        decide = code[:code.index("if (groute_pull) {")]
+        if steps[i].direction == "auto":
+            assert _in_order(decide, ["groute_meet_sums(groute_r, groute_all)) return -1;",
+                                      "direction_next(", "groute_all[0], groute_r.vertices,",
+                                      "groute_r.arcs,"])
+        else:
+            assert "groute_meet_sums" not in decide
+            assert "const bool groute_pull = true;" in decide
+    first_accept = codes[3]
+    push = first_accept[first_accept.index("} else {"):]
+    assert _in_order(push, ["groute_push(", "groute_meet(groute_r, 0, -1) < 0) return -1;",
+                            "inbox_receive<", "groute_produce_end(", "if (!groute_pull) {",
+                            "inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1)"])
+    one = source(steps, "d", "test")
+    assert "groute_publish" not in one and "groute_meet" not in one
+    assert "GroutePublished" not in one
+
+
+def test_on_a_directed_graph_auto_pushes_on_several_devices():
+    """As the operator calls decide (BSPEngine._choose), the launches push every "auto" advance
+    of a directed graph: no pull, so no published frontier and no meeting to decide; fixed
+    directions and the steps' other fields stay. On an undirected graph the steps run as
+    given."""
+    steps = [AdvanceStep(CLAIM, "auto", candidates=SOME), AdvanceStep(SIGMA, "auto", over="in"),
+             AdvanceStep(CLAIM, "pull"), FilterStep(EVEN), AdvanceStep(LOWER, "auto")]
+    run = _multi_stub([], directed=True).as_run(steps)
+    assert [getattr(s, "direction", None) for s in run] == ["push", "push", "pull", None, "push"]
+    assert run[0].candidates is SOME and run[1].over == "in" and run[3] is steps[3]
+    assert pull_steps(run) == [2] and pull_words(run) == [0]
+    assert "groute_meet_sums(groute_r" not in multi_source(run, "d", "test")
+    assert _multi_stub([]).as_run(steps) == steps
+
+
 @pytest.mark.timeout(320)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_the_fused_loops_on_several_devices_compile(tmp_path):
     """groute_loop_multi for a BFS level, compute, advance and filter in a level, messages of
-    several types over out- and in-arcs, two advances in a level, gathering pushes and the
-    apps' loops (k-core's peel, SCC's trims, colouring and claim)."""
+    several types over out- and in-arcs, two advances in a level, gathering pushes, the
+    apps' loops (k-core's peel, SCC's trims, colouring and claim), and the loops with pulls
+    of the one-device tests (first-accept and gathering pulls and "auto" among candidates,
+    several in a level, k-core's peel in every direction) and gathering pulls over in-arcs."""
     carry = Functor(name="carry", params="int* depth, int d", message=Message(
         "long long", cuda="(long long)depth[u]"), cuda="return m >= 0 && depth[v] < 0;")
     loops = [([AdvanceStep(CLAIM)], "d"),
@@ -321,13 +403,17 @@ def test_the_fused_loops_on_several_devices_compile(tmp_path):
              ([FilterStep(EVEN), AdvanceStep(carry, over="in"), AdvanceStep(CLAIM)], "d"),
              ([AdvanceStep(SIGMA, "push")], "d"),
              ([AdvanceStep(_lower("min"), "push", over="in"), AdvanceStep(BOUNCE)], None),
-             *[(steps, None) for steps in _app_loops().values()]]
+             *[(steps, None) for steps in _app_loops().values()],
+             *fused_pull_loops(),
+             ([AdvanceStep(_lower("max"), "pull", over="in"),
+               AdvanceStep(SIGMA, "auto", over="in", candidates=SOME)], "d")]
     done = compile_sources([multi_source(steps, level, "test") for steps, level in loops],
                            ["groute_loop_multi"], tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     ptx = Path(tmp_path / "loops.ptx").read_text()
     assert ptx.count(".entry") == len(loops)
     assert "atom.add.sys" in ptx or "atom.sys.add" in ptx or "atom.global.sys.add" in ptx
+    assert "red.relaxed.sys.global.or.b32" in ptx          # a pull's published bits
 
 
 # --- on 2-4 CUDA devices ------------------------------------------------------------------------
@@ -432,6 +518,133 @@ def test_fused_levels_on_several_devices_give_the_operator_calls_answers(k):
     assert fused["edges"] == (0, 0, 1, 0)
 
 
+def _pulled(eng, run):
+    """``run()``'s result and the levels its loop pulled (the engine's ``pull_advances``)."""
+    before = eng.stats["pull_advances"]
+    result = run()
+    return result, eng.stats["pull_advances"] - before
+
+
+def _searches(eng, g, source, allowed, loop, directions=("pull", "auto")):
+    """BFS from ``source`` by first-accept pull and by "auto" (``directions``), among the
+    allowed candidates or not; "auto" stopped after two levels; and two pulls in a level (HIT
+    pulled, then CLAIM by "auto"). Per run: what it left, and last the levels it pulled."""
+    out = {}
+    eng.state("allowed", np.int32, values=allowed.astype(np.int32))
+    for direction in directions:
+        for restricted in (False, True):
+            step = _search(eng, source, allowed, direction, restricted)
+            r, pulled = _pulled(eng, lambda: run_loop(eng.frontier([source]), [step],
+                                                      level="d"))
+            assert eng.stats["loop"] == r.implementation == loop
+            out[direction, restricted] = (eng.gather("depth").tolist(), r.levels,
+                                          len(r.frontier), pulled)
+    step = _search(eng, source, allowed, "auto", False)
+    r, pulled = _pulled(eng, lambda: run_loop(eng.frontier([source]), [step], level="d",
+                                              max_levels=2))
+    out["stopped"] = (eng.gather("depth").tolist(), r.levels, r.frontier.vertices().tolist(),
+                      [p.count for p in r.frontier.parts], pulled)
+    step = _search(eng, source, allowed, "auto", False)
+    eng.state("hits", np.int32, 0)
+    r, pulled = _pulled(eng, lambda: run_loop(eng.frontier([source]),
+                                              [AdvanceStep(HIT, "pull"), step], level="d"))
+    out["two pulls"] = (eng.gather("depth").tolist(), eng.gather("hits").tolist(), r.levels,
+                        pulled)
+    return out
+
+
+def _gathers(eng, source, allowed, directions=("pull", "auto")):
+    """Path counts from ``source`` gathered (``directions``), among the allowed candidates or
+    not. Per run: depths, counts, levels, and last the levels it pulled."""
+    out = {}
+    cand = eng.frontier(np.flatnonzero(allowed))
+    for direction in directions:
+        for restricted in (False, True):
+            eng.state("depth", np.int32, -1)
+            eng.state("sigma", np.float64, 0.0)
+            compute(eng.frontier([source]), START)
+            step = AdvanceStep(SIGMA, direction, candidates=cand if restricted else None)
+            r, pulled = _pulled(eng, lambda: run_loop(eng.frontier([source]), [step],
+                                                      level="d"))
+            out[direction, restricted] = (eng.gather("depth").tolist(),
+                                          eng.gather("sigma").tolist(), r.levels, pulled)
+    return out
+
+
+def _same_answers(fused, python):
+    """Both implementations' runs alike but for the levels they pulled (each run's last
+    item): the operator calls' "auto" weighs other unexplored arcs (BSPEngine._choose)."""
+    assert fused.keys() == python.keys()
+    for key in fused:
+        assert fused[key][:-1] == python[key][:-1], key
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", MULTI)
+def test_fused_pulls_on_several_devices_give_the_operator_calls_answers(k):
+    """One engine per implementation on the same random partition, fused (one launch per
+    device) and as operator calls: on an undirected graph BFS by first-accept pull and by
+    "auto" among candidates or not (each pull level counted; "auto" pushes, then pulls, the
+    fused launches by the rule on the devices' summed frontier), "auto" stopped by
+    max_levels (the frontier left on every device), two pulls in a level (each step its own
+    published frontier), path counts gathered by pull and "auto" among candidates or not (a
+    hub past WARP_EDGES arcs, pulled in chunks); on a directed graph every direction of both,
+    where "auto" pushes (as the operator calls decide) and the pulls read in-arcs. Answers
+    as NetworkX's and computed here."""
+    need_gpus(k)
+    g, d = random_graph(n=3000, m=20000, seed=k), directed_graph(n=3000, m=9000, seed=k)
+    h = hub_graph(n=20000, m=100000, seed=k)
+    sources = {"g": _hub(g), "d": _hub(d)}
+    allowed = {name: allowed_of(x.num_vertices) for name, x in (("g", g), ("d", d), ("h", h))}
+    out = {}
+    for loop in ("fused", "python"):
+        with _engine(g, k, loop) as eng:
+            out[loop, "searches"] = _searches(eng, g, sources["g"], allowed["g"], loop)
+        with _engine(h, k, loop) as eng:
+            out[loop, "gathers"] = _gathers(eng, 1, allowed["h"])
+        with _engine(d, k, loop) as eng:
+            out[loop, "directed searches"] = _searches(eng, d, sources["d"], allowed["d"],
+                                                       loop, DIRECTIONS)
+            out[loop, "directed gathers"] = _gathers(eng, 0, allowed["d"], DIRECTIONS)
+            assert eng.stats["loop"] == loop
+    whats = ("searches", "gathers", "directed searches", "directed gathers")
+    for what in whats:
+        _same_answers(out["fused", what], out["python", what])
+    searches, gathers, directed, directed_gathers = (out["fused", what] for what in whats)
+    for (name, x, runs) in (("g", g, searches), ("d", d, directed)):
+        for direction in (DIRECTIONS if name == "d" else ("pull", "auto")):
+            for restricted in (False, True):
+                depth, levels, left, pulled = runs[direction, restricted]
+                want = bfs_reference(x, sources[name], allowed[name] if restricted else None)
+                assert depth == want.tolist(), (name, direction, restricted)
+                assert (levels, left) == (want.max() + 1, 0)
+                if direction == "pull":
+                    assert pulled == levels, (name, restricted)
+                elif direction == "push" or name == "d":
+                    assert pulled == 0, (name, direction, restricted)
+                else:
+                    assert 0 < pulled < levels, (restricted, pulled)     # pushed, then pulled
+    full = bfs_reference(g, sources["g"])
+    depth, levels, left, counts, _ = searches["stopped"]
+    assert levels == 2 and left == np.flatnonzero(full == 2).tolist() and sum(counts) == len(left)
+    depth, hits, levels, pulled = searches["two pulls"]
+    assert pulled > levels                   # HIT pulled every level, CLAIM at some
+    assert hits == _hits_reference(g, np.asarray(depth)).tolist()
+    for name, x, source, runs in (("h", h, 1, gathers), ("d", d, 0, directed_gathers)):
+        for direction in (DIRECTIONS if name == "d" else ("pull", "auto")):
+            for restricted in (False, True):
+                among = allowed[name] if restricted else np.ones(x.num_vertices, bool)
+                want_depth, want_sigma = sigma_among(x, source, among)
+                depth, sigma, levels, pulled = runs[direction, restricted]
+                assert depth == want_depth.tolist(), (name, direction, restricted)
+                np.testing.assert_allclose(sigma, want_sigma, rtol=1e-12)
+                assert levels == want_depth.max() + 1
+                want_pulled = {"pull": levels, "push": 0}.get(direction, 0 if name == "d"
+                                                             else pulled)
+                assert pulled == want_pulled and (name == "d" or pulled > 0), \
+                    (name, direction, restricted)
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("k", MULTI)
 def test_kcore_and_scc_fuse_their_loops_on_several_devices(k):
@@ -526,21 +739,89 @@ class _StubGPU:
             return _StubGPU.xp._Pool()
 
 
+def _multi_stub(devices, n=1000, directed=False):
+    """Enough of a MultiFusedLoops for its memory check: 1,000 arcs from device 0's rows to
+    device 1's vertices and 3,000 back, on a graph of ``n`` vertices."""
+    multi = MultiFusedLoops.__new__(MultiFusedLoops)
+    multi.engine = SimpleNamespace(num_vertices=n, directed=directed)
+    multi._inboxes = multi._published = None
+    multi._matrix = np.array([[0, 1000], [3000, 0]], np.int64)   # arcs from rows i to j's ids
+    multi.devices = devices
+    return multi
+
+
+def _gpus(free0, free1=1 << 30):
+    return [_StubGPU("cuda:0", free0), _StubGPU("cuda:1", free1)]
+
+
 def test_inboxes_that_would_not_fit_send_the_loop_to_the_operator_calls():
     """The inboxes' bytes (two per device, each an int32 id and the message's words per arc
     crossing into the device) against the devices' free memory: a loop fuses on several
     devices only where they fit, and where inboxes made for an earlier loop already hold it."""
-    from groute.engines.fused_multi import MultiFusedLoops
-    multi = MultiFusedLoops.__new__(MultiFusedLoops)
-    multi._inboxes = None
-    multi._matrix = np.array([[0, 1000], [3000, 0]], np.int64)   # arcs from rows i to j's ids
     # device 0 receives 3,000 items: two inboxes of ids and one-word messages = 48,000 bytes
     lower = [AdvanceStep(LOWER)]
-    multi.devices = [_StubGPU("cuda:0", 48_000), _StubGPU("cuda:1", 48_000)]
-    assert multi.inboxes_fit(lower)
-    multi.devices = [_StubGPU("cuda:0", 47_999), _StubGPU("cuda:1", 1 << 30)]
-    assert not multi.inboxes_fit(lower)
-    assert multi.inboxes_fit([AdvanceStep(CLAIM)])          # ids only: 24,000 bytes
-    facts = dict(levels_on_host=False, cuda=True, one_device=False, kept=False, pulls=False,
+    assert _multi_stub(_gpus(48_000, 48_000)).inboxes_fit(lower)
+    assert not _multi_stub(_gpus(47_999)).inboxes_fit(lower)
+    assert _multi_stub(_gpus(47_999)).inboxes_fit([AdvanceStep(CLAIM)])   # ids only: 24,000
+    held = _multi_stub(_gpus(0))
+    held._inboxes = SimpleNamespace(holds=lambda caps, words: True)
+    assert held.inboxes_fit(lower)                         # made for an earlier loop
+    facts = dict(levels_on_host=False, cuda=True, one_device=False, kept=False,
                  peer_writes=True, inboxes_fit=False)
     assert decide_loop(facts)[0] == "python"
+
+
+def test_a_pulls_published_frontiers_count_against_the_devices_free_memory():
+    """Every step that may pull costs every device a bitmap over every vertex (n / 8 bytes,
+    in words) and, gathering, a message per vertex: counted with the inboxes, once the ones
+    made for an earlier loop do not hold them; on a directed graph "auto" pushes, so it costs
+    nothing; the rule's words say so."""
+    n = 1000                                       # a bitmap of 32 words: 128 bytes
+    assert published_bytes(n, []) == 0
+    assert published_bytes(n, [0]) == 128 and published_bytes(n, [2, 0]) == 128 + 8000 + 128
+    sigma, claim = [AdvanceStep(SIGMA, "auto")], [AdvanceStep(CLAIM, "pull")]
+    two = [AdvanceStep(HIT, "pull"), FilterStep(EVEN), AdvanceStep(SIGMA, "pull"),
+           AdvanceStep(CLAIM, "auto"), AdvanceStep(LOWER, "auto"), AdvanceStep(SIGMA, "push")]
+    assert pull_steps(two) == [0, 2, 3] and pull_words(two) == [0, 2, 0]
+    assert pull_words(sigma) == [2] and pull_words([AdvanceStep(LOWER, "auto")]) == []
+    # SIGMA's double over 3,000 items into device 0, twice: 72,000; its table 8,128
+    assert _multi_stub(_gpus(80_128)).inboxes_fit(sigma)
+    assert not _multi_stub(_gpus(80_127)).inboxes_fit(sigma)
+    assert _multi_stub(_gpus(72_000), directed=True).inboxes_fit(sigma)   # "auto" pushes
+    assert not _multi_stub(_gpus(71_999), directed=True).inboxes_fit(sigma)
+    assert _multi_stub(_gpus(24_128)).inboxes_fit(claim)
+    assert not _multi_stub(_gpus(24_127)).inboxes_fit(claim)
+    held = _multi_stub(_gpus(8_128))
+    held._inboxes = SimpleNamespace(holds=lambda caps, words: True)
+    assert held.inboxes_fit(sigma)                          # the published frontiers alone
+    held._published = SimpleNamespace(holds=lambda words: words == [2])
+    held.devices = _gpus(0)
+    assert held.inboxes_fit(sigma) and not held.inboxes_fit(two)
+    why = not_fused_because(dict(levels_on_host=False, cuda=True, one_device=False,
+                                 kept=False, peer_writes=True, inboxes_fit=False))
+    assert "the inboxes and published frontiers would not fit the devices' free memory" in why
+    assert "a pull's copies of its frontier" in why
+
+
+def test_the_pull_table_holds_what_the_kernel_reads_where_it_reads_it():
+    """The published frontiers' addresses as the host packs them: row 2 r the devices'
+    bitmaps of pulling step r, row 2 r + 1 their tables (0: a first-accept pull's none), a
+    column per device, as groute_pull_bits and groute_pull_table index them; device 0's block
+    as long as the kernel's GROUTE_G_WORDS."""
+    def at(ptr):
+        return SimpleNamespace(data=SimpleNamespace(ptr=ptr))
+    bits = [[at(100 + 10 * j), at(101 + 10 * j)] for j in range(3)]
+    msgs = [[at(200 + 10 * j), None] for j in range(3)]
+    words = Published.table(bits, msgs).view(np.int64).reshape(4, MAX_DEVICES)
+    assert words[0, :3].tolist() == [100, 110, 120] and words[2, :3].tolist() == [101, 111, 121]
+    assert words[1, :3].tolist() == [200, 210, 220] and not words[3].any()
+    assert not words[:, 3:].any()
+    assert Published.table([[], []], [[], []]).shape == (MAX_DEVICES,)    # no step pulls
+    text = multi_source([AdvanceStep(CLAIM, "auto"), AdvanceStep(SIGMA, "pull")], "d", "test")
+    assert "r.pulls[2 * slot * INBOX_MAX_DEVICES + j]" in text
+    assert "r.pulls[(2 * slot + 1) * INBOX_MAX_DEVICES + j]" in text
+    assert int(re.search(r"#define GROUTE_G_WORDS (\d+)", text)[1]) == GLOBAL_WORDS
+    held = Published.__new__(Published)
+    held.words = [2, 0]
+    assert held.holds([2]) and held.holds([1, 0]) and not held.holds([0, 1])
+    assert not held.holds([2, 0, 0])

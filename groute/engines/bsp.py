@@ -32,9 +32,10 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
 
 A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
-launch on one CUDA device, :mod:`groute.engines.fused`; a ``run_loop`` that pushes as one
-launch per device on several CUDA devices that write into each other's memory, exchanging
-through their inboxes, :mod:`groute.engines.fused_multi`; the operator calls otherwise),
+launch on one CUDA device, :mod:`groute.engines.fused`; a ``run_loop`` that keeps no levels as
+one launch per device on several CUDA devices that write into each other's memory, pushing
+through their inboxes and pulling over frontiers each device writes into every other's,
+:mod:`groute.engines.fused_multi`; the operator calls otherwise),
 ``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
 Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
 their body: on one CUDA device every round in one launch; ``stats["rounds"]`` names what ran
@@ -52,7 +53,7 @@ from groute.graph.partition import partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
-from groute.operators.loop_source import may_pull, needs_in_arcs
+from groute.operators.loop_source import needs_in_arcs
 from groute.operators.rounds import body_steps, python_rounds
 from groute.operators.part import DevicePart
 from groute.policies import BROADCAST, Route, by_owner
@@ -464,11 +465,9 @@ class BSPEngine(Engine):
                      getattr(levels.store, "engine", None) is not self
                      or levels.numbers.step != 1),
                  "kept": bool(kept) or levels is not None,
-                 "pulls": any(may_pull(s) for s in steps),
                  "peer_writes": self._no_peer_writes is None}
         # the inboxes are sized (a pass over the graph, once) only where they would be made
-        several = (self._multi is not None and not facts["one_device"]
-                   and not facts["kept"] and not facts["pulls"])
+        several = self._multi is not None and not facts["one_device"] and not facts["kept"]
         facts["inboxes_fit"] = not several or self._multi.inboxes_fit(steps)
         return facts
 

@@ -14,9 +14,9 @@ every seed, the store reused per round, the control block and a tally of levels 
 once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
-loop: on several CUDA devices that write into each other's memory a ``run_loop`` that pushes
-is one launch per device (:mod:`groute.engines.fused_multi`, a :class:`FusedLoops` per device
-compiling and making its arguments).
+loop: on several CUDA devices that write into each other's memory a ``run_loop`` that keeps no
+levels is one launch per device, its pulls too (:mod:`groute.engines.fused_multi`, a
+:class:`FusedLoops` per device compiling and making its arguments).
 """
 from __future__ import annotations
 
@@ -39,32 +39,33 @@ LOOP_FACTS = {
                        None),
     "kept": ("the levels are kept, swept or run as rounds", "a loop that keeps no levels",
              "keeping levels: run_loop's keep=True, a sweep, run_rounds"),
-    "inboxes_fit": ("the inboxes fit the devices' free memory",
-                    "the inboxes would not fit the devices' free memory",
+    "inboxes_fit": ("the inboxes and published frontiers fit the devices' free memory",
+                    "the inboxes and published frontiers would not fit the devices' free memory",
                     "on several devices each device holds two inboxes, each with room for every "
-                    "arc that crosses into it and its message"),
-    "pulls": ("a step may pull", "every advance pushes",
-              "a first-accept pull or a gathering step may pull unless its direction is 'push' "
-              "(an 'auto' advance with a message pushes)"),
+                    "arc that crosses into it and its message, and per step that may pull a copy "
+                    "of the pulled frontier over every vertex of the graph: a bitmap and, for a "
+                    "gathering step, a message per vertex"),
 }
 #: what an engine's ``loop="auto"`` runs: the first case whose facts all hold. Every step has a
-#: fused form (push, first-accept pull, gathering push and pull, each among candidates, and
-#: "auto" between them per level), so only where the levels are decides.
+#: fused form, on one device and on several (push, first-accept pull, gathering push and pull,
+#: each among candidates, and "auto" between them per level), so only where the levels are and
+#: the memory decide.
 LOOP_RULE = Rule("loop", (
     Case(("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
     Case(("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
                                           "barriers between them, the count read on the device"),
     Case(("kept",), "python", "on several devices kept levels are separate frontiers, one part "
                               "per device, as the operator calls keep them"),
-    Case(("pulls",), "python", "on several devices the fused launch only pushes: a pull "
-                                      "reads every device's frontier"),
     Case(("not inboxes_fit",), "python",
          "on several devices the inboxes (room for every arc that crosses into a device, "
-         "twice) would not fit the devices' free memory"),
+         "twice) and a pull's copies of its frontier (a bitmap and messages over every vertex, "
+         "on every device) would not fit the devices' free memory"),
     Case(("cuda", "peer_writes"), "fused",
          "one persistent launch per device, all at once: a push writes other devices' targets "
-         "into their owners' inboxes, and the devices meet at a cross-device barrier after "
-         "each advance and each level, where each reads the level's size summed on device 0"),
+         "into their owners' inboxes, a pull first writes each device's frontier into every "
+         "device's copy, and the devices meet at a cross-device barrier after each advance and "
+         "each level, where each reads the level's size (and an 'auto' advance its frontier's) "
+         "summed on device 0"),
     Case((), "python", "the operators' own calls, one host step each"),
 ), LOOP_FACTS)
 #: the values an engine's ``loop`` option takes

@@ -22,6 +22,25 @@ __device__ __forceinline__ bool direction_scout(long long front_vertices, long l
     return front_vertices * SCOUT_MIN > vertices;
 }
 
+// The direction of the next level, as DirectionState.next: `pulling` (whether the last level
+// pulled) and `explored` (the arcs pushed so far) are the caller's state, carried from level to
+// level; `arcs`: the graph's. front_arcs() gives the frontier's arcs, asked only while pushing a
+// frontier large enough to scout (counting them costs a pass, and on several devices a meeting).
+template <class FrontArcs>
+__device__ __forceinline__ bool direction_next(int& pulling, long long& explored,
+                                               long long front_vertices, long long vertices,
+                                               long long arcs, FrontArcs front_arcs) {
+    if (pulling) {
+        pulling = direction_stay_pulling(front_vertices, vertices);
+        return pulling;
+    }
+    if (!direction_scout(front_vertices, vertices)) return false;
+    const long long front = front_arcs();
+    pulling = direction_push_to_pull(front, arcs - explored);
+    if (!pulling) explored += front;
+    return pulling;
+}
+
 // Add the out-arcs of the frontier `cur` (n vertices; threads tid, tid + nthreads, ...) into
 // sums[slot]: summed over the warp first, one atomic per warp. G: any struct with `indptr`.
 template <class G>

@@ -40,7 +40,7 @@ pull's frontier bits are cleared.
 
 An ``"auto"`` advance of either kind chooses per level by Beamer's rule of ``direction.cuh``,
 its state carried from level to level in every thread (a round's Loop resets it), the
-frontier's arcs counted when it is large enough to scout. A step's ``candidates`` frontier,
+frontier's arcs counted when it is large enough to scout (``direction_next``, ``groute_scout``). A step's ``candidates`` frontier,
 where its kernels read it (:func:`reads_candidates`: a gather's, a first-accept pull's), is a
 bitmap the host passes as a kernel argument (``groute_cand_<step>``, after the functors'
 parameters; null for every vertex).
@@ -74,11 +74,23 @@ devices meet (``groute_meet``: a grid barrier, ``cross_device_wait`` by one thre
 barrier) and each visits its inbox with the visit of an owned target (a gathering push:
 deposits it), and after the step's last grid barrier empties it. Consecutive advance steps
 use the two inboxes in turn (``groute_r.adv & 1``), so a peer's next step never appends to an
-inbox its owner still reads or has not emptied yet. After each level the devices meet again,
-adding their frontier's size to a ring of three sums in device 0's memory; every device reads
-the same sum and so runs the same levels and meetings (the status :data:`ABORTED`: a device
-did not come to a meeting in time). The peer control block (``GROUTE_P_*``) holds the inbox
-counts, the flags and the meetings passed, which the host reads once.
+inbox its owner still reads or has not emptied yet. A pull (first-accept or gathering) reads
+arcs from every device's vertices (the rows' arcs hold global ids), so the frontier is
+published first (:func:`_pull_parts`): each device sets its members' bits, by global id, in
+every device's copy of the step's bitmap over every vertex, and writes a gathering step's
+messages into every device's table beside it (``groute_publish``, through the pull table's peer
+pointers: a step's copies, :func:`pull_steps`); the devices meet; each pulls over its own
+candidates, testing its own copy (``GroutePublished`` reads a gather's messages from the
+table), and after a grid barrier zeroes its copy's bitmap (``groute_unpublish``). Its output
+is its own vertices: no inbox. An ``"auto"`` advance meets before it decides, summing its
+frontier's vertices and (pushing) arcs over the devices in a second ring in device 0's memory
+(``groute_meet_sums``), so every device takes the same direction, by the same
+``direction_next`` as on one device over the whole graph's vertices and arcs. After each level
+the devices meet again, adding their frontier's size to a ring of three sums in device 0's
+memory; every device reads the same sum and so runs the same levels and meetings (the status
+:data:`ABORTED`: a device did not come to a meeting in time). The peer control block
+(``GROUTE_P_*``) holds the inbox counts, the flags, the meetings passed and the sums read,
+which the host reads once.
 """
 from __future__ import annotations
 
@@ -190,6 +202,19 @@ __device__ __forceinline__ void groute_push(GrouteRun& r, const G& g, const F& f
     grid_barrier(r.bar, r.bar_target);
     advance_push_big(g, f, __ldcg(&r.ctl[slot]), r.warp, r.nwarps, r.lane);
 }}
+// Beamer's scout: the arcs of the frontier q (n vertices) in g, summed over the grid into a ring
+// of two sums in ctl[9..10] (the other zeroed for the next scout; its last readers read it
+// before the barriers of the step since).
+template <class G>
+__device__ __forceinline__ long long groute_scout(GrouteRun& r, const G& g, const int* q,
+                                                  long long n) {{
+    const int sum = 9 + (r.scouts & 1);
+    if (r.tid == 0) r.ctl[9 + ((r.scouts + 1) & 1)] = 0ull;
+    count_frontier_arcs(g, q, n, r.tid, r.nthreads, r.lane, r.ctl, sum);
+    grid_barrier(r.bar, r.bar_target);
+    ++r.scouts;
+    return (long long)__ldcg(&r.ctl[sum]);
+}}
 // ... and ends: after the barrier every block reads its output's count.
 __device__ __forceinline__ long long groute_produce_end(GrouteRun& r, int slot) {{
     grid_barrier(r.bar, r.bar_target);
@@ -267,29 +292,28 @@ struct GrouteGather{i} : SourceVisitor {{
 
 # The direction of a gathering step's level: fixed, or Beamer's rule (state in groute_r).
 _FIXED = "        const bool groute_pull = {pull};\n"
-_AUTO = r"""        bool groute_pull = false;
-        if (groute_r.pulling_{i}) {{
-            groute_pull = direction_stay_pulling(groute_n, groute_r.n_local);
-        }} else if (direction_scout(groute_n, groute_r.n_local)) {{
-            const int groute_sum = 9 + (groute_r.scouts & 1);
-            if (groute_r.tid == 0) groute_r.ctl[9 + ((groute_r.scouts + 1) & 1)] = 0ull;
-            count_frontier_arcs(groute_r.{push_graph}, groute_q, groute_n, groute_r.tid,
-                                groute_r.nthreads, groute_r.lane, groute_r.ctl, groute_sum);
-            grid_barrier(groute_r.bar, groute_r.bar_target);
-            const long long groute_arcs = (long long)__ldcg(&groute_r.ctl[groute_sum]);
-            ++groute_r.scouts;
-            groute_pull = direction_push_to_pull(
-                groute_arcs, groute_r.{push_graph}.indptr[groute_r.n_local] - groute_r.explored_{i});
-            if (!groute_pull) groute_r.explored_{i} += groute_arcs;
-        }}
-        groute_r.pulling_{i} = groute_pull;
+_AUTO = r"""        const bool groute_pull = direction_next(
+            groute_r.pulling_{i}, groute_r.explored_{i}, groute_n, groute_r.n_local,
+            groute_r.{push_graph}.indptr[groute_r.n_local],
+            [&]() {{ return groute_scout(groute_r, groute_r.{push_graph}, groute_q, groute_n); }});
+"""
+
+# On several devices: the same rule on the frontier summed over the devices at a meeting (its
+# arcs counted while pushing, before the meeting tells whether it is big enough to scout), so
+# every device takes the same direction and comes to the same meetings.
+_MULTI_AUTO = r"""        long long groute_all[2] = {{groute_n, groute_r.pulling_{i} ? 0ll
+            : groute_scout(groute_r, groute_r.{push_graph}, groute_q, groute_n)}};
+        if (!groute_meet_sums(groute_r, groute_all)) return -1;
+        const bool groute_pull = direction_next(
+            groute_r.pulling_{i}, groute_r.explored_{i}, groute_all[0], groute_r.vertices,
+            groute_r.arcs, [&]() {{ return groute_all[1]; }});
 """
 
 _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arcs, {direction}
         const int groute_slot = groute_produce_begin(groute_r);
         int* groute_to = {out};
         unsigned int* groute_marks = groute_r.bits + (groute_r.adv & 1) * groute_r.words;
-        unsigned int* groute_front = groute_r.bits + 2 * groute_r.words;
+        unsigned int* groute_front = {front};
         groute_msg_t_{i}* groute_acc =
             (groute_msg_t_{i}*)(groute_r.gather_acc + {region} * groute_r.n_local);
         const GrouteGather{i} groute_f{{{{}}, groute_r.{push_graph}.indices, groute_to,
@@ -297,18 +321,14 @@ _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arc
                                        {cand}, groute_acc, &groute_p{peer_init}}};
         unsigned long long groute_processed = 0, groute_edges = 0;
 {decide}        if (groute_pull) {{
-            queue_to_bitmap(groute_q, groute_n, groute_front, groute_r.tid, groute_r.nthreads);
-            grid_barrier(groute_r.bar, groute_r.bar_target);
-            advance_gather(groute_r.{pull_graph}, groute_f, groute_r.n_local, groute_slot,
+{publish}            advance_gather(groute_r.{pull_graph}, {pf}, groute_r.n_local, groute_slot,
                            groute_r.warp, groute_r.nwarps, groute_r.lane, groute_processed,
                            groute_edges);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-            advance_gather_big(groute_r.{pull_graph}, groute_f, __ldcg(&groute_r.ctl[groute_slot]),
+            advance_gather_big(groute_r.{pull_graph}, {pf}, __ldcg(&groute_r.ctl[groute_slot]),
                                groute_r.warp, groute_r.nwarps, groute_r.lane);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-            for (long long groute_i = groute_r.tid; groute_i < groute_n; groute_i += groute_r.nthreads)
-                groute_front[__ldcg(&groute_q[groute_i]) >> 5] = 0u;
-            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
+{unpublish}            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
         }} else {{
             groute_push(groute_r, groute_r.{push_graph}, groute_f, groute_q, groute_n, groute_slot,
                         groute_processed, groute_edges);
@@ -369,42 +389,62 @@ _ADVANCE = r"""    {{  // step {i}: advance({name}) over the {over}-arcs
 """
 
 # A non-gathering advance that may pull (direction "pull", or "auto" without a message): the
-# push above, or advance_pull over the in-arcs. The pull sets the frontier's bits in the third
-# bitmap (a barrier before any candidate tests them), pulls (a barrier: every test done) and
-# zeroes the words of the frontier's vertices again, before produce_end's barrier; its output
-# is unique without a bitmap, so only a push leaves words for the next phase to clear.
+# push above, or advance_pull over the in-arcs. The pull publishes the frontier (one device: its
+# bits set in the third bitmap, a barrier before any candidate tests them; several: _pull_parts),
+# pulls (a barrier: every test done) and clears what it published, before produce_end's
+# barrier; its output is unique without a bitmap, so only a push leaves words for the next
+# phase to clear (and, on several devices, an inbox to empty after that barrier).
 _FIRST_ACCEPT = r"""    {{  // step {i}: advance({name}) over the out-arcs, {direction}: push or first-accept pull
         const int groute_slot = groute_produce_begin(groute_r);
         int* groute_to = {out};
         unsigned int* groute_bits = groute_r.bits + (groute_r.adv & 1) * groute_r.words;
         unsigned long long groute_processed = 0, groute_edges = 0;
 {decide}        if (groute_pull) {{
-            unsigned int* groute_front = groute_r.bits + 2 * groute_r.words;
+            unsigned int* groute_front = {front};
             const GroutePull{i} groute_g{{groute_front, {cand}, groute_to,
                                          &groute_r.counts[groute_slot], &groute_p}};
-            queue_to_bitmap(groute_q, groute_n, groute_front, groute_r.tid, groute_r.nthreads);
-            grid_barrier(groute_r.bar, groute_r.bar_target);
-            advance_pull(groute_r.in, groute_g, groute_r.n_local, groute_r.tid, groute_r.nthreads,
+{publish}            advance_pull(groute_r.in, groute_g, groute_r.n_local, groute_r.tid, groute_r.nthreads,
                          groute_processed, groute_edges);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-            for (long long groute_i = groute_r.tid; groute_i < groute_n; groute_i += groute_r.nthreads)
-                groute_front[__ldcg(&groute_q[groute_i]) >> 5] = 0u;
-            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
+{unpublish}            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
         }} else {{
             const GrouteVisit{i} groute_f{{{{}}, groute_r.out.indices, groute_to,
-                                          &groute_r.counts[groute_slot], groute_bits, &groute_p}};
+                                          &groute_r.counts[groute_slot], groute_bits, &groute_p{peer_init}}};
             groute_push(groute_r, groute_r.out, groute_f, groute_q, groute_n, groute_slot,
                         groute_processed, groute_edges);
-        }}
+{exchange}        }}
         groute_n = groute_produce_end(groute_r, groute_slot);
         groute_q = groute_to;
         if (!groute_pull) {{
-            groute_r.clear_q = groute_q;
+{reset}            groute_r.clear_q = groute_q;
             groute_r.clear_n = groute_n;
             groute_r.clear_bits = groute_bits;
         }}
         ++groute_r.adv;
     }}
+"""
+
+# How a pull publishes its frontier and clears it again. On one device: the frontier's bits in
+# the third bitmap, a grid barrier; after the pull, the words of its vertices zeroed.
+_PUBLISH_LOCAL = r"""            queue_to_bitmap(groute_q, groute_n, groute_front, groute_r.tid, groute_r.nthreads);
+            grid_barrier(groute_r.bar, groute_r.bar_target);
+"""
+_UNPUBLISH_LOCAL = r"""            for (long long groute_i = groute_r.tid; groute_i < groute_n; groute_i += groute_r.nthreads)
+                groute_front[__ldcg(&groute_q[groute_i]) >> 5] = 0u;
+"""
+# On several devices: every device's members set their bits (and a gather's messages) in every
+# device's copy (groute_publish), the devices meet, and each pulls over its own copy; after the
+# pull each zeroes its copy (groute_unpublish). A gathering pull reads the messages from the
+# table (GroutePublished): a pulled arc's source may be another device's vertex.
+_PUBLISH_MULTI = r"""            groute_publish<{message}, {msg_t}>(groute_r, {slot}, groute_q, groute_n,
+                [&](int groute_u) {{ return {msg}; }});
+            // the devices meet: every device's frontier is in this device's copy
+            if (groute_meet(groute_r, 0, -1) < 0) return -1;
+"""
+_PUBLISHED = r"""            const GroutePublished<GrouteGather{i}> groute_pf{{
+                groute_f, groute_pull_table<groute_msg_t_{i}>(groute_r, {slot}, groute_r.me)}};
+"""
+_UNPUBLISH_MULTI = r"""            groute_unpublish(groute_r, groute_front);
 """
 
 # Every name in kernel scope begins with groute_, which no functor parameter may
@@ -602,10 +642,13 @@ _ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on
 # What every thread of a launch on several devices adds to GrouteRun (set by the kernel).
 _PEER_RUN = r"""    // on several devices: every device's inboxes, this device's peer control block and
     // index, the devices, its vertices' global ids, the cross-device barrier in device 0's
-    // memory (its counter, then a ring of three level sums), its target, the wait limit
+    // memory (its counter, then the rings of sums: GROUTE_G_*), its target, the wait limit;
+    // the pull table (every device's copies of a pull's frontier), the graph's vertices and
+    // arcs (Beamer's rule), the meetings that summed an "auto" advance's frontier
     const InboxTable* inbox = nullptr; unsigned long long* pctl = nullptr; int me = 0, k = 1;
     long long first = 0, end = 0;
     unsigned long long* gbar = nullptr; unsigned long long gtarget = 0; long long timeout_ns = 0;
+    const unsigned long long* pulls = nullptr; long long vertices = 0, arcs = 0; int sums = 0;
 """
 
 _MULTI_PRELUDE = r"""
@@ -615,6 +658,12 @@ _MULTI_PRELUDE = r"""
 #define GROUTE_P_CROSSED 3  // the cross-device barriers this launch passed
 #define GROUTE_P_TOTAL 4    // the last level's frontier, summed over the devices
 #define GROUTE_P_FULL 5     // 1: an inbox was full and an item was dropped
+#define GROUTE_P_SUMS 6     // [6], [7]: the last "auto" advance's frontier and arcs, summed
+// The words of device 0's block (groute_gbar): the cross-device barrier's counter, then a ring
+// of three level sums, then a ring of three pairs of sums for the "auto" advances.
+#define GROUTE_G_LEVELS 1
+#define GROUTE_G_SUMS 4
+#define GROUTE_G_WORDS 10
 
 // A push's target v (a global id) that another device owns: to its owner's inbox of `parity`
 // with its message; a full inbox (which the host's sizing rules out) raises this device's flag.
@@ -626,45 +675,119 @@ __device__ __forceinline__ void groute_send(const InboxTable& t, int parity,
 }
 
 // Meet every block of every device: a grid barrier (this device's writes, its appends into the
-// peers' inboxes among them, are done), then thread 0 of block 0 arrives at the cross-device
-// barrier in device 0's memory (its system-scope release carries the grid's writes: release is
-// cumulative) and waits for the others, then a grid barrier passes what it acquired on to every
-// block. level >= 0: the end of that level (counted from the launch's first): first add n, this
-// device's frontier, to the level's slot of the ring of sums in device 0's memory, and return
-// the sum over the devices. Device 0 zeroes the next level's slot there: its last readers read
-// it two levels ago, right after that level's meeting and before they came to the next one,
-// which device 0 has passed; nobody adds to it before this meeting passes. Returns -1 when a
-// device did not come in time: every block of this device sees the flag after the same
-// barrier, so all of them leave.
-__device__ __forceinline__ long long groute_meet(GrouteRun& r, long long n, int level) {
-    unsigned long long* sums = r.gbar + 1;
+// peers' inboxes and its published frontiers among them, are done), then thread 0 of block 0
+// arrives at the cross-device barrier in device 0's memory (its system-scope release carries
+// the grid's writes: release is cumulative) and waits for the others, then a grid barrier
+// passes what it acquired on to every block. With a `ring` (three slots of `width` words in
+// device 0's memory): first add this device's values `v` into slot `seq % 3` and, after the
+// meeting, every block reads the sums over the devices into `v` (through this device's peer
+// control block, from word `at`). Device 0 zeroes slot `(seq + 1) % 3` there: its last
+// readers read it two meetings of the ring ago, right after that meeting and before they came
+// to the next one, which device 0 has passed; nobody adds to it before this meeting passes.
+// False when a device did not come in time: every block of this device sees the flag after
+// the same barrier, so all of them leave.
+__device__ __forceinline__ bool groute_meet_ring(GrouteRun& r, unsigned long long* ring,
+                                                 int width, int seq, long long* v, int at) {
     grid_barrier(r.bar, r.bar_target);
+    unsigned long long* slot = ring ? ring + (seq % 3) * width : nullptr;
     if (r.tid == 0) {
-        if (level >= 0) {
-            if (r.me == 0) sums[(level + 1) % 3] = 0ull;
-            if (n > 0) atomicAdd_system(&sums[level % 3], (unsigned long long)n);
+        if (ring) {
+            for (int w = 0; w < width; ++w) {
+                if (r.me == 0) ring[((seq + 1) % 3) * width + w] = 0ull;
+                if (v[w] > 0) atomicAdd_system(&slot[w], (unsigned long long)v[w]);
+            }
         }
         if (!cross_device_wait(r.gbar, r.gtarget, r.k, r.timeout_ns))
             r.pctl[GROUTE_P_ABORT] = 1ull;
-        else if (level >= 0)
-            r.pctl[GROUTE_P_TOTAL] = ld_acquire_sys(&sums[level % 3]);
+        else if (ring)
+            for (int w = 0; w < width; ++w) r.pctl[at + w] = ld_acquire_sys(&slot[w]);
     }
     grid_barrier(r.bar, r.bar_target);
-    if (__ldcg(&r.pctl[GROUTE_P_ABORT])) return -1;
-    return level >= 0 ? (long long)__ldcg(&r.pctl[GROUTE_P_TOTAL]) : 0;
+    if (__ldcg(&r.pctl[GROUTE_P_ABORT])) return false;
+    if (ring)
+        for (int w = 0; w < width; ++w) v[w] = (long long)__ldcg(&r.pctl[at + w]);
+    return true;
 }
 
-// The start of a launch: this device's inbox counts and flags zeroed (device 0: the level sums
-// too) before the first meeting, after which the others may send to it and add. Returns the
-// first frontier's size over the devices (the host's), or -1 when a device did not come.
+// A meeting; level >= 0: the end of that level (counted from the launch's first), where this
+// device's frontier n is summed over the devices and the sum returned. -1: a device did not
+// come in time.
+__device__ __forceinline__ long long groute_meet(GrouteRun& r, long long n, int level) {
+    long long sum[1] = {n};
+    if (!groute_meet_ring(r, level >= 0 ? r.gbar + GROUTE_G_LEVELS : nullptr, 1, level, sum,
+                          GROUTE_P_TOTAL))
+        return -1;
+    return level >= 0 ? sum[0] : 0;
+}
+
+// An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]) summed over the
+// devices into v, so every device decides the direction alike. False: a device did not come.
+__device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v) {
+    return groute_meet_ring(r, r.gbar + GROUTE_G_SUMS, 2, r.sums++, v, GROUTE_P_SUMS);
+}
+
+// The start of a launch: this device's inbox counts and flags zeroed (device 0: the rings of
+// sums too) before the first meeting, after which the others may send to it and add. Returns
+// the first frontier's size over the devices (the host's), or -1 when a device did not come.
 __device__ __forceinline__ long long groute_begin(GrouteRun& r, long long total) {
     if (r.tid == 0) {
         r.pctl[GROUTE_P_INBOX] = r.pctl[GROUTE_P_INBOX + 1] = 0ull;
         r.pctl[GROUTE_P_ABORT] = r.pctl[GROUTE_P_FULL] = 0ull;
-        if (r.me == 0) r.gbar[1] = r.gbar[2] = r.gbar[3] = 0ull;
+        if (r.me == 0)
+            for (int w = 1; w < GROUTE_G_WORDS; ++w) r.gbar[w] = 0ull;
     }
     return groute_meet(r, 0, -1) < 0 ? -1 : total;
 }
+
+// Device j's copy of pulling step `slot`'s frontier: a bitmap over every global id and (a
+// gathering step) the members' messages by global id. The pull table (the host's uint64 words,
+// the same on every device) holds their addresses: row 2 * slot the bitmaps, row 2 * slot + 1
+// the tables, a column per device.
+__device__ __forceinline__ unsigned int* groute_pull_bits(const GrouteRun& r, int slot, int j) {
+    return (unsigned int*)r.pulls[2 * slot * INBOX_MAX_DEVICES + j];
+}
+template <class T>
+__device__ __forceinline__ T* groute_pull_table(const GrouteRun& r, int slot, int j) {
+    return (T*)r.pulls[(2 * slot + 1) * INBOX_MAX_DEVICES + j];
+}
+
+// A pull's frontier, published before the devices meet and pull: each member u of this
+// device's frontier q (n local positions) sets its bit, by global id, in every device's copy
+// (a system-scope reduction: members of several devices share a word) and (kMessage) writes
+// its message msg(u), computed here on its owner, into every device's table. Each device then
+// pulls over its own copy, so no pulled arc reads another device's memory.
+template <bool kMessage, class T, class Message>
+__device__ __forceinline__ void groute_publish(const GrouteRun& r, int slot, const int* q,
+                                               long long n, Message msg) {
+    for (long long i = r.tid; i < n; i += r.nthreads) {
+        const int u = __ldcg(&q[i]);
+        const long long g = r.first + u;
+        if constexpr (kMessage) {
+            const T m = msg(u);
+            for (int j = 0; j < r.k; ++j) groute_pull_table<T>(r, slot, j)[g] = m;
+        }
+        for (int j = 0; j < r.k; ++j)
+            red_or_sys(groute_pull_bits(r, slot, j) + (g >> 5), 1u << (g & 31));
+    }
+}
+
+// After a pull (a grid barrier after its last read): this device's copy of the frontier's
+// bitmap zeroed, every word (its bits came from every device's members). The devices publish
+// into it again only at this step's next pull, a later level, after the level's meeting, which
+// this device reaches after zeroing; another pulling step has a copy of its own. The tables
+// need no clearing: a pull reads the message of a member whose bit is set.
+__device__ __forceinline__ void groute_unpublish(const GrouteRun& r, unsigned int* bits) {
+    for (long long w = r.tid; w < (r.vertices + 31) / 32; w += r.nthreads) bits[w] = 0u;
+}
+
+// A gathering functor as its pull on several devices reads it: a pulled arc's source u is any
+// device's vertex (a global id), so its message comes from the table its owner published,
+// read from L2 (the peers wrote it since this device last read it).
+template <class F>
+struct GroutePublished : F {
+    const typename F::Acc* table;
+    __device__ __forceinline__ typename F::Acc message(int u) const { return __ldcg(&table[u]); }
+};
 """
 
 # An advance's visitor on several devices: the inboxes, this device's flags and vertices, and
@@ -722,7 +845,8 @@ extern "C" __global__ void __launch_bounds__({block}) groute_loop_multi(
         long long groute_total0, int groute_max_run, long long groute_start,
         const InboxTable* groute_inbox, unsigned long long* groute_pctl, int groute_me,
         unsigned long long* groute_gbar, unsigned long long groute_gbase,
-        long long groute_timeout_ns{comma_decls}) {{
+        long long groute_timeout_ns, const unsigned long long* groute_pulls,
+        long long groute_arcs{comma_decls}) {{
     GROUTE_RUN_INIT
     GrouteParams groute_p{{{param_names}}};
     groute_r.inbox = groute_inbox;
@@ -734,6 +858,9 @@ extern "C" __global__ void __launch_bounds__({block}) groute_loop_multi(
     groute_r.gbar = groute_gbar;
     groute_r.gtarget = groute_gbase;
     groute_r.timeout_ns = groute_timeout_ns;
+    groute_r.pulls = groute_pulls;
+    groute_r.vertices = groute_inbox->off[groute_r.k];
+    groute_r.arcs = groute_arcs;
     // a loop that keeps no levels: what the loop's template reads for kept ones
     const int groute_keep = 0, groute_level0 = 0, groute_offsets_capacity = 0;
     int* const groute_levels = nullptr;
@@ -859,9 +986,10 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False,
     functor functions and visitors go to ``parts``. ``everything``: the one compute step runs
     on every vertex, not on a frontier. ``multi``: on several devices (:func:`multi_source`), an
     advance's targets that other devices own go to their inboxes and its own are visited
-    after the devices meet."""
+    after the devices meet, and a pull reads every device's frontier, published to it
+    (:func:`_pull_parts`)."""
     producing = [i for i, s in enumerate(steps) if s.produces]
-    cands = candidate_steps(all_steps)
+    cands, pulls = candidate_steps(all_steps), pull_steps(all_steps)
     body = []
     for k_step, step in enumerate(steps):
         i = first + k_step
@@ -881,13 +1009,14 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False,
         assert isinstance(step, AdvanceStep)
         cand = f"groute_p.groute_cand_{i}" if i in cands else "nullptr"
         peer = _peer_parts(i, f, multi)
+        pull = _pull_parts(i, f, pulls.index(i) if i in pulls else None, multi)
         if f.gather is not None:
             parts.append(_GATHER_FUNCTOR.format(i=i, args="".join(f", p->{p.name}"
                                                                  for p in f.parsed),
                                                 peer_members=peer["members"],
                                                 visit=peer["gather_visit"]))
             body.append(_gather_step(step, i, out, gathering(all_steps).index(step), cand,
-                                     run_members, peer))
+                                     run_members, peer, pull, multi))
             continue
         pargs = "".join(f", p->{p.name}" for p in f.parsed)
         msg_local = "" if f.message is None else \
@@ -897,14 +1026,11 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False,
             visit=peer["visit"], msg_arg="" if f.message is None else ", groute_m",
             msg_param="" if f.message is None else f", const groute_msg_t_{i} groute_m"))
         if first_accept_pull(step):
-            if multi:
-                raise ValueError(f"{f.name}: a first-accept pull runs on several devices only "
-                                 f"as operator calls (direction={step.direction!r}); the fused "
-                                 f"loop on several devices pushes")
             parts.append(_PULL_FUNCTOR.format(i=i, args=pargs))
-            body.append(_FIRST_ACCEPT.format(i=i, name=f.name, out=out, cand=cand,
-                                             direction=step.direction, PULLS=PULLS,
-                                             decide=_decide(step, i, "out", run_members)))
+            body.append(_FIRST_ACCEPT.format(
+                i=i, name=f.name, out=out, cand=cand, direction=step.direction, PULLS=PULLS,
+                decide=_decide(step, i, "out", run_members, multi), peer_init=peer["init"],
+                exchange=_indent(peer["exchange"]), reset=_indent(peer["reset"]), **pull))
             continue
         body.append(_ADVANCE.format(i=i, name=f.name, out=out, over=step.over,
                                     graph="in" if step.over == "in" else "out",
@@ -940,6 +1066,29 @@ def _peer_parts(i, f, multi) -> dict:
         gather_exchange=_indent(_EXCHANGE + receive
                                 + "        grid_barrier(groute_r.bar, groute_r.bar_target);\n"
                                 + _RESET))
+
+
+def _pull_parts(i, f, slot, multi) -> dict:
+    """How advance step ``i`` (functor ``f``), where it pulls, publishes its frontier to the
+    candidates and clears it again: ``front``, the bitmap the candidates test (a C expression);
+    ``publish``, the code that fills it (then a barrier or a meeting: after it every candidate
+    may test); ``unpublish``, the code that clears it after the pull's last barrier; ``pf``, the
+    functor the gathering pull reads messages through. On one device the frontier's bits in the
+    third bitmap, the words of its vertices zeroed again. On several devices (``slot``: the
+    step's place among :func:`pull_steps`) every device's members in every device's copy
+    (``groute_publish``: a pulled arc's source may be any device's vertex), the devices meet,
+    and each zeroes its own copy; a gather's messages go into the copy's table beside it."""
+    if not multi or slot is None:
+        return dict(front="groute_r.bits + 2 * groute_r.words", publish=_PUBLISH_LOCAL,
+                    unpublish=_UNPUBLISH_LOCAL, pf="groute_f")
+    gathers = f.gather is not None
+    publish = _PUBLISH_MULTI.format(
+        slot=slot, message="true" if gathers else "false",
+        msg_t=f"groute_msg_t_{i}" if gathers else "int",
+        msg="groute_f.message(groute_u)" if gathers else "0")
+    return dict(front=f"groute_pull_bits(groute_r, {slot}, groute_r.me)",
+                publish=publish + (_PUBLISHED.format(i=i, slot=slot) if gathers else ""),
+                unpublish=_UNPUBLISH_MULTI, pf="groute_pf" if gathers else "groute_f")
 
 
 def _indent(code, by="    ") -> str:
@@ -1001,26 +1150,19 @@ def source(steps, level: str | None, where: str) -> str:
 
 def multi_source(steps, level: str | None, where: str) -> str:
     """The CUDA source of the fused loop of ``steps`` on several devices, one launch per device
-    (module docstring, "On several devices"): ``groute_loop_multi``. Its steps: compute,
-    filter, and advances that push, a gathering one too (:func:`multi_unsupported`)."""
-    why = multi_unsupported(steps)
-    if why is not None:
-        raise ValueError(f"{where}: {why}")
+    (module docstring, "On several devices"): ``groute_loop_multi``, every step kind the
+    one-device loop has."""
     title = "on several devices: " + ", ".join(f"{type(s).__name__}({s.functor.name})"
                                                for s in steps)
     head, fields = _module([(steps, level, "", False)], list(steps), where, title, multi=True)
     return head + _MULTI_KERNEL.format(ABORTED=ABORTED, **fields)
 
 
-def multi_unsupported(steps) -> str | None:
-    """Why the fused loop on several devices cannot run ``steps`` (None: it can): it pushes
-    every advance, so a step that pulls (a first-accept pull, or a gathering step that may
-    pull: its candidates would read every device's frontier) stays on the operator calls."""
-    for s in steps:
-        if may_pull(s):
-            return (f"{s.functor.name} may pull (direction={s.direction!r}); on several "
-                    f"devices the fused loop pushes")
-    return None
+def pull_steps(steps) -> list:
+    """The positions in ``steps`` (a module's steps, in order) of those that may pull
+    (:func:`may_pull`): on several devices each has its own copy of its frontier on every device
+    (:func:`_pull_parts`), in this order in the pull table."""
+    return [i for i, s in enumerate(steps) if may_pull(s)]
 
 
 def rounds_source(body, index: str | None, total: str | None, where: str) -> str:
@@ -1065,31 +1207,28 @@ def rounds_source(body, index: str | None, total: str | None, where: str) -> str
                                  set_total=_set(params, total, "groute_kept_total"), **fields)
 
 
-def _decide(step, i, push_graph, run_members) -> str:
+def _decide(step, i, push_graph, run_members, multi=False) -> str:
     """The code that sets ``groute_pull`` for advance step ``i``: fixed, or (``"auto"``)
-    Beamer's rule, whose state goes to ``run_members``."""
+    Beamer's rule, whose state goes to ``run_members``; ``multi``: the rule on the frontier
+    summed over the devices at a meeting."""
     if chooses_direction(step):
         run_members.append(f"    int pulling_{i} = 0; long long explored_{i} = 0;\n")
-        return _AUTO.format(i=i, push_graph=push_graph)
+        return (_MULTI_AUTO if multi else _AUTO).format(i=i, push_graph=push_graph)
     return _FIXED.format(pull="true" if step.direction == "pull" else "false")
 
 
-def _gather_step(step, i, out, region, cand, run_members, peer) -> str:
+def _gather_step(step, i, out, region, cand, run_members, peer, pull, multi) -> str:
     """The code of gathering step ``i`` (``region``: its accumulators'; ``cand``: its
     candidates' bitmap, a C expression); an ``"auto"`` step adds its direction state to
-    ``run_members``. ``peer``: :func:`_peer_parts`' (on several devices the step pushes: a
-    pull would read every device's frontier)."""
+    ``run_members``. ``peer``: :func:`_peer_parts`' (the push's exchange on several devices),
+    ``pull``: :func:`_pull_parts`' (how the pull publishes its frontier)."""
     push_graph = "in" if step.over == "in" else "out"
     pull_graph = "out" if step.over == "in" else "in"
-    if peer["members"] and step.direction != "push":
-        raise ValueError(f"{step.functor.name}: a gathering step pulls on several devices "
-                         f"only as operator calls (direction={step.direction!r}); the fused "
-                         f"loop on several devices pushes")
     return _GATHER.format(i=i, name=step.functor.name, over=step.over, direction=step.direction,
                           out=out, region=region, cand=cand, PULLS=PULLS,
-                          decide=_decide(step, i, push_graph, run_members),
+                          decide=_decide(step, i, push_graph, run_members, multi),
                           push_graph=push_graph, pull_graph=pull_graph, peer_init=peer["init"],
-                          exchange=peer.get("gather_exchange", ""))
+                          exchange=peer.get("gather_exchange", ""), **pull)
 
 
 def _ctype_of(params, name) -> str:
