@@ -137,3 +137,20 @@ def test_traversal_arrays_on_a_device():
         np.testing.assert_array_equal(a.values(), [0.0, 0.5, 2.0])
     with pytest.raises(ValueError, match="takes unit"):
         arrays_needed("pr")
+
+
+def test_the_persistent_engines_stage_their_seeds_before_the_timed_run():
+    """RelaxSolver.run calls ``prepare(seeds, limit)`` outside its timer and then ``run()``:
+    every persistent engine it may hold (the peer kernels, the linked workers) takes both, and
+    ``run`` still takes the seeds itself for a caller that stages nothing."""
+    import inspect
+
+    from groute.engines.relax.linked import LinkedTraversal
+    from groute.engines.relax.peer import PeerTraversal
+    for cls in (PeerTraversal, LinkedTraversal):
+        prepare = list(inspect.signature(cls.prepare).parameters.values())
+        assert [p.name for p in prepare[:2]] == ["self", "sources_new"], cls
+        assert len(prepare) == 3 and prepare[2].default is None, cls
+        run = list(inspect.signature(cls.run).parameters.values())[1:]
+        assert run and run[0].name == "sources_new", cls
+        assert all(p.default is None for p in run), cls

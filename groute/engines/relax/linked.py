@@ -73,6 +73,7 @@ class LinkedTraversal:
         self.app, self.kind = app, kind
         self.devices = list(ctx.devices)
         self.workers = list(workers)
+        self._staged = False        # prepare() gave the workers their seeds
         tuning = self.workers[0].tuning
         self.k = len(self.devices)
         if not 2 <= self.k <= LINK_MAX:
@@ -150,20 +151,18 @@ class LinkedTraversal:
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
-    def _reset(self, i, sources, ceiling):
-        """Device ``i``'s state for a run from ``sources`` (renumbered ids) under ``ceiling``
-        (BFS's depth limit, or None), on its compute stream (so before its launch; peers touch
-        it only after the start barrier): the worker's
-        (:meth:`~groute.engines.relax.cuda_worker.CUDATraversalWorker.reset_state`), then the links'."""
-        w = self.workers[i]
-        w.set_source(sources, ceiling)
-        w.reset_state(self.delta)
+    def _reset(self, i):
+        """Device ``i``'s state for the staged run, on its compute stream (so before its
+        launch; peers touch it only after the start barrier): the worker's
+        (:meth:`~groute.engines.relax.cuda_worker.CUDATraversalWorker.reset_state`, from the
+        seeds :meth:`prepare` gave it), then the links'."""
+        self.workers[i].reset_state(self.delta)
         self.state[i].fill(0)
         self.lu[i][L_LIM:L_LIM + 3 * LINK_MAX] = self.cap     # nothing applied yet: cap of room
 
-    def _launch(self, i, sources, ceiling, timeout_ns):
+    def _launch(self, i, timeout_ns):
         w = self.workers[i]
-        self._reset(i, sources, ceiling)
+        self._reset(i)
         # read before the atomicMin on wide grids only, as the fused worker does
         wide = self.blocks[i] > w.narrow_blocks
         args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.max_rounds),
@@ -172,15 +171,29 @@ class LinkedTraversal:
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
                                          device=self.devices[i], kernel="traverse_linked")
 
-    def run(self, sources_new, ceiling=None) -> dict:
-        """Traverse from ``sources_new`` (renumbered ids: one, or several distinct ones);
-        values land in the workers' ``dist``. ``ceiling``: values from which a vertex is not
-        expanded (BFS's depth limit; None: none)."""
+    def prepare(self, sources_new, ceiling=None) -> None:
+        """Stage the next :meth:`run` from ``sources_new`` (renumbered ids: one, or several
+        distinct ones) under ``ceiling`` (values from which a vertex is not expanded: BFS's
+        depth limit; None: none): each worker's seeds are copied to its device now, as
+        :meth:`PeerTraversal.prepare <groute.engines.relax.peer.PeerTraversal.prepare>` does, so
+        a timed run begins at its launches."""
         sources_new = np.atleast_1d(np.asarray(sources_new, dtype=np.int64))
-        timeout_ns = peer_barrier.timeout_ns()
+        for w in self.workers:
+            w.set_source(sources_new, ceiling)
+        self._timeout_ns = peer_barrier.timeout_ns()
+        self._staged = True
+
+    def run(self, sources_new=None, ceiling=None) -> dict:
+        """Traverse from what :meth:`prepare` staged, or from ``sources_new`` (staged here
+        first, with ``ceiling``); values land in the workers' ``dist``."""
+        if sources_new is not None:
+            self.prepare(sources_new, ceiling)
+        if not self._staged:
+            raise RuntimeError(f"linked {self.app}: run() without prepare(): no seeds staged")
+        timeout_ns = self._timeout_ns
         launched, failure = self.barrier.launch_each(
-            lambda i, dev: dev.compute_stream.submit(self._launch, i, sources_new, ceiling,
-                                                     timeout_ns))
+            lambda i, dev: dev.compute_stream.submit(self._launch, i, timeout_ns))
+        self._staged = False
         for i in launched:
             def read(i=i):      # one stream synchronisation (the second copy's), as peer.py
                 self.state[i].get(out=self.state_host[i], blocking=False)
