@@ -177,6 +177,7 @@ class LinkedTraversal:
         depth limit; None: none): each worker's seeds are copied to its device now, as
         :meth:`PeerTraversal.prepare <groute.engines.relax.peer.PeerTraversal.prepare>` does, so
         a timed run begins at its launches."""
+        self._staged = False        # a prepare that fails leaves nothing staged
         sources_new = np.atleast_1d(np.asarray(sources_new, dtype=np.int64))
         for w in self.workers:
             w.set_source(sources_new, ceiling)

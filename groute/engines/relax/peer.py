@@ -202,14 +202,17 @@ class PeerTraversal:
         The host's part of a run's start (which device owns which seed, the seeds' copy to
         their devices, queued on each compute stream) happens here, so a timed run begins at
         its launches: on a small graph the run itself takes a fraction of a millisecond."""
+        self._staged = None         # a prepare that fails leaves nothing staged
         if max_level is not None and not self.unit:
             raise ValueError(f"peer {self.app}: a ceiling needs a unit relaxation on the peer "
                              f"kernel ({self.kernel} has none); use exchange='host'")
         seeds = self._seeds(np.atleast_1d(np.asarray(sources_new, dtype=np.int64)))
         self._level = np.int32(np.iinfo(np.int32).max if max_level is None else int(max_level))
         self._timeout_ns = np.int64(peer_barrier.timeout_ns())     # read per run, as PageRank does
+        staged = [None] * self.k
         for i, dev in enumerate(self.devices):
-            dev.compute_stream.submit(self._stage, i, seeds[i])
+            dev.compute_stream.submit(self._stage, staged, i, seeds[i])
+        self._staged = staged       # only once every device has its seeds
 
     def run(self, sources_new=None, max_level: int | None = None) -> dict:
         """Traverse from what :meth:`prepare` staged, or from ``sources_new`` (then staged
@@ -283,13 +286,11 @@ class PeerTraversal:
         return [(sources_new[(sources_new >= lo) & (sources_new < hi)] - lo).astype(np.int32)
                 for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def _stage(self, i, seeds):
+    def _stage(self, staged, i, seeds):
         """On device ``i``'s compute stream: queue the copy of its ``seeds`` (local ids on the
-        host) and keep the kernel's arguments for them."""
-        if self._staged is None:
-            self._staged = [None] * self.k
+        host) and keep the kernel's arguments for them in ``staged[i]``."""
         on_device = self.seed_buffers[i].upload(seeds)
-        self._staged[i] = (np.uint64(on_device.data.ptr if on_device is not None else 0),
+        staged[i] = (np.uint64(on_device.data.ptr if on_device is not None else 0),
                            np.int32(seeds.size))
 
     def _launch(self, i, dev):
