@@ -26,15 +26,15 @@ import pytest
 import groute
 from groute.engines import make_engine
 from groute.engines.async_engine import AsyncEngine, decide_async_loop, loop_facts
-from groute.engines.fused import decide_loop, not_fused_because
+from groute.engines.fused import FusedLoops, decide_loop, not_fused_because
 from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, T_CAP, T_COUNT, T_IDS, T_K,
                                         T_MSGS, T_OFF, TABLE_WORDS, Inboxes, MultiFusedLoops,
                                         Published, arc_matrix, inbox_capacity, pull_words,
-                                        published_bytes)
+                                        published_bytes, store_bytes)
 from groute.graph import CSRGraph
 from groute.graph.partition import partition_graph
-from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Loop,
-                              Message, compute, run_loop, run_rounds, sweep)
+from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Levels,
+                              Loop, Message, compute, run_loop, run_rounds, sweep)
 from groute.operators.loop_source import PULLS, multi_source, pull_steps, source
 from support import gpu_marks, need_gpus
 from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference, _hub,
@@ -121,13 +121,14 @@ def _app_loops():
 
 
 @pytest.mark.timeout(60)
-def test_on_several_devices_the_rule_fuses_every_loop_that_keeps_no_levels():
+def test_on_several_devices_the_rule_fuses_loops_kept_loops_and_sweeps_but_not_rounds():
     """The engine's facts for its loops, sweeps and rounds, as several CUDA devices that write
     into each other's memory would have them: fused for every step kind (the apps' loops,
     computes, filters, a message, over in-arcs, a gathering push, "auto" with a message, which
     pushes, and the steps that may pull: a first-accept pull, "auto" without a message, a
-    gathering step that is not "push"), python for kept levels, sweeps and rounds; the
-    generated source is made for each of them."""
+    gathering step that is not "push"), whether the loop keeps its levels or not, and for a
+    sweep over levels the fused loop kept; python for a sweep over levels the operator calls
+    kept, and for rounds; the generated source is made for each of them."""
     g = random_graph()
     fused = {"bfs": [AdvanceStep(CLAIM)], "mixed": [ComputeStep(MARK), AdvanceStep(CLAIM),
                                                     FilterStep(EVEN)],
@@ -150,17 +151,21 @@ def test_on_several_devices_the_rule_fuses_every_loop_that_keeps_no_levels():
             assert decide_loop(dict(facts, inboxes_fit=False))[0] == "python", name
             multi_source(steps, "d" if name in ("bfs", "mixed") or "ccept" in name
                          or "gathering" in name else None, "test")
-            kept = _several_cuda(eng._loop_facts(steps, None, True))     # keep=True, rounds
-            swept = _several_cuda(eng._loop_facts(steps, levels))
-            assert kept["kept"] and swept["kept"]
-            assert decide_loop(kept)[0] == decide_loop(swept)[0] == "python", name
+            kept = _several_cuda(eng._loop_facts(steps, None, True))     # keep=True
+            on_devices = Levels(eng, 3, None, store=SimpleNamespace(engine=eng))
+            swept = _several_cuda(eng._loop_facts(steps, on_devices))
+            assert decide_loop(kept)[0] == decide_loop(swept)[0] == "fused", name
+            on_host = _several_cuda(eng._loop_facts(steps, levels))
+            rounds = _several_cuda(eng._loop_facts(steps, None, True, True))
+            assert on_host["levels_on_host"] and rounds["rounds"]
+            assert decide_loop(on_host)[0] == decide_loop(rounds)[0] == "python", name
 
 
 @pytest.mark.timeout(60)
 def test_loop_fused_where_several_devices_cannot_run_it_names_why():
     """loop='fused' on CPU devices is refused when the engine is made; on several devices
-    that could run it, a loop that keeps its levels, a sweep (its levels kept by the operator
-    calls) and rounds each raise a ValueError naming the fact and the reason."""
+    that could run it, a sweep over levels the operator calls kept and rounds each raise a
+    ValueError naming the fact and the reason."""
     g = random_graph()
     with pytest.raises(ValueError, match=r"loop='fused' runs on one CUDA device, or on several "
                                          r"that write into each other's memory; this engine "
@@ -175,17 +180,14 @@ def test_loop_fused_where_several_devices_cannot_run_it_names_why():
         real = eng._loop_facts
         eng._loop_facts = lambda *args: _several_cuda(real(*args))
         eng.loop = "fused"
-        kept = r"the levels are kept, swept or run as rounds: on several devices kept levels"
-        with pytest.raises(ValueError, match=rf"run_loop: loop='fused' cannot run this loop "
-                                             rf"\({kept}"):
-            run_loop(eng.frontier([0]), [AdvanceStep(CLAIM)], level="d", keep=True)
         with pytest.raises(ValueError, match=r"sweep: loop='fused' cannot run this loop "
                                              r"\(a sweep over levels kept on the host"):
             sweep(levels, [ComputeStep(MARK)])
-        with pytest.raises(ValueError, match=rf"run_rounds: .*\({kept}"):
+        with pytest.raises(ValueError, match=r"run_rounds: .*\(rounds of loops \(run_rounds\): "
+                                             r"on several devices rounds run as operator calls"):
             run_rounds(eng, [0], [Compute(ROOT, over="seed"),
                                   Loop([AdvanceStep(CLAIM)], level="d")])
-        assert (eng.gather("depth") >= 0).sum() > 1        # only the first loop ran
+        assert (eng.gather("depth") >= 0).sum() > 1        # the first loop ran
 
 
 def _async_stub(mode, backend, k, peer_writes, fits=True):
@@ -195,7 +197,7 @@ def _async_stub(mode, backend, k, peer_writes, fits=True):
     eng.async_mode = mode
     eng.ctx = SimpleNamespace(backend=backend, num_devices=k)
     eng._no_peer_writes = None if peer_writes else "no peer access"
-    eng._multi = SimpleNamespace(inboxes_fit=lambda steps: fits)
+    eng._multi = SimpleNamespace(inboxes_fit=lambda steps, keep=False: fits)
     return eng
 
 
@@ -286,7 +288,7 @@ def test_each_advance_meets_then_visits_its_inbox_then_empties_it():
     assert len(advances) == 3
     for code in advances:
         at = 0
-        for x in ("groute_push(", "groute_meet(groute_r, 0, -1) < 0) return -1;",
+        for x in ("groute_push(", "if (!groute_meet(groute_r)) return -1;",
                   "inbox_receive<", "grid_barrier" if "gathering" in code
                   else "groute_produce_end(",
                   "inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1)",
@@ -298,8 +300,8 @@ def test_each_advance_meets_then_visits_its_inbox_then_empties_it():
     kernel = text[text.index("groute_loop_multi("):]
     order = [kernel.index(x) for x in (
         "groute_total = groute_begin(groute_r, groute_total0);", "while (groute_total > 0)",
-        "groute_n = groute_run_level(", "groute_total = groute_meet(groute_r, groute_n, "
-        "groute_level - groute_level0);", "++groute_level;")]
+        "groute_n = groute_run_level(", "groute_meet_level(groute_r, groute_sums, "
+        "groute_level - groute_level0)", "groute_total = groute_sums[0];", "++groute_level;")]
     assert order == sorted(order)
     # a visitor sends what it does not own, and visits what it owns by its local position
     assert "accept((int)(v - first), groute_m);" in text
@@ -343,7 +345,7 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
         assert _in_order(pull, [
             f"groute_publish<{'true, groute_msg_t_' + str(i) if gathers else 'false, int'}>"
             f"(groute_r, {slots.index(i)}, groute_q, groute_n,",
-            "if (groute_meet(groute_r, 0, -1) < 0) return -1;",
+            "if (!groute_meet(groute_r)) return -1;",
             "advance_gather(" if gathers else "advance_pull(groute_r.in, groute_g,",
             "grid_barrier(groute_r.bar, groute_r.bar_target);",
             "groute_unpublish(groute_r, groute_front);", f"++groute_r.ctl[{PULLS}];"]), i
@@ -364,12 +366,38 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
             assert "const bool groute_pull = true;" in decide
     first_accept = codes[3]
     push = first_accept[first_accept.index("} else {"):]
-    assert _in_order(push, ["groute_push(", "groute_meet(groute_r, 0, -1) < 0) return -1;",
+    assert _in_order(push, ["groute_push(", "if (!groute_meet(groute_r)) return -1;",
                             "inbox_receive<", "groute_produce_end(", "if (!groute_pull) {",
                             "inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1)"])
     one = source(steps, "d", "test")
     assert "groute_publish" not in one and "groute_meet" not in one
     assert "GroutePublished" not in one
+
+
+def test_a_kept_loop_stops_every_device_at_once_and_a_sweep_meets_after_each_level():
+    """On several devices a level's meeting sums, beside the frontier, whether each device's
+    store has room for the next level, and the loop's test of its store reads that sum: every
+    device stops at the same level when one store fills. A sweep runs each device's part of a
+    level, then the devices meet, before the next level. On one device the loop tests its own
+    store and a sweep meets nobody."""
+    steps = [AdvanceStep(SIGMA, "pull", over="in")]
+    text = multi_source(steps, "d", "test")
+    loop = text[text.index("void __launch_bounds__(256) groute_loop_multi("):
+                text.index("void __launch_bounds__(256) groute_sweep_multi(")]
+    assert _in_order(loop, [
+        "long long groute_full = 0;", "if (groute_full > 0) {", "groute_status = 2;",
+        "groute_run_level(", "groute_store_full(\n            groute_keep, groute_level + 1, "
+        "groute_next_at + groute_n,", "groute_meet_level(groute_r, groute_sums,",
+        "groute_total = groute_sums[0];", "groute_full = groute_sums[1];", "++groute_level;",
+        "groute_offsets[groute_level + 1] = groute_at + groute_n;", "groute_ctl[8] ="])
+    swept = text[text.index("void __launch_bounds__(256) groute_sweep_multi("):]
+    assert _in_order(swept, [
+        "if (groute_begin(groute_r, 0) < 0) {", "groute_run_level(",
+        "if (groute_left < 0 || !groute_meet(groute_r)) {", "groute_crossed(groute_r, "])
+    one = source(steps, "d", "test")
+    assert "if (groute_store_full(groute_keep, groute_level, groute_next_at," in one
+    assert "groute_full " not in one and "(void)groute_left;" in one
+    assert "groute_meet" not in one
 
 
 def test_on_a_directed_graph_auto_pushes_on_several_devices():
@@ -408,10 +436,10 @@ def test_the_fused_loops_on_several_devices_compile(tmp_path):
              ([AdvanceStep(_lower("max"), "pull", over="in"),
                AdvanceStep(SIGMA, "auto", over="in", candidates=SOME)], "d")]
     done = compile_sources([multi_source(steps, level, "test") for steps, level in loops],
-                           ["groute_loop_multi"], tmp_path)
+                           ["groute_loop_multi", "groute_sweep_multi"], tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     ptx = Path(tmp_path / "loops.ptx").read_text()
-    assert ptx.count(".entry") == len(loops)
+    assert ptx.count(".entry") == 2 * len(loops)
     assert "atom.add.sys" in ptx or "atom.sys.add" in ptx or "atom.global.sys.add" in ptx
     assert "red.relaxed.sys.global.or.b32" in ptx          # a pull's published bits
 
@@ -715,6 +743,75 @@ def test_a_device_that_waits_too_long_at_a_meeting_fails_the_loop_and_the_next_r
             assert eng.gather("depth").tolist() == bfs_depths(g, 0).tolist()
 
 
+def _kept_and_swept(eng, source, loop):
+    """Betweenness' passes from ``source`` as a loop and a sweep (a kept BFS by levels whose
+    gathering advance sums the path counts, then a reverse gathering pull over every level but
+    the source's: the dependencies), a kept loop whose store fills and grows (its frontiers
+    repeat vertices level after level, for more levels than a new store has offsets for) and a
+    push swept over its levels, and an empty kept loop; what each left, exactly, and the path
+    counts and dependencies (sums of floats in any order) apart."""
+    from groute.apps.betweenness import BACKWARD_PASS, FORWARD_PASS
+    from groute.apps.betweenness import START as BC_START
+    got, floats = {}, {}
+    eng.state("depth", np.int32, -1)
+    eng.state("sigma", np.float64, 0.0)
+    eng.state("delta", np.float64, 0.0)
+    compute(eng.frontier([source]), BC_START)
+    forward = run_loop(eng.frontier([source]), FORWARD_PASS, level="d", keep=True)
+    assert eng.stats["loop"] == loop and forward.implementation == loop
+    levels = forward.frontiers
+    sweep(levels[1:], BACKWARD_PASS, level="level", reverse=True)
+    assert eng.stats["loop"] == loop
+    got["forward"] = (forward.levels, len(forward.frontier), len(levels), levels.total,
+                      levels[1:].total, [f.vertices().tolist() for f in levels],
+                      levels[2].vertices().tolist(), eng.gather("depth").tolist())
+    floats["sigma"], floats["delta"] = eng.gather("sigma"), eng.gather("delta")
+    eng.state("hits", np.int32, 0)
+    bounce = run_loop(eng.frontier([4]), [AdvanceStep(BOUNCE)], max_levels=70, keep=True)
+    assert eng.stats["loop"] == loop
+    kept = bounce.frontiers
+    got["bounce"] = (bounce.levels, bounce.frontier.vertices().tolist(), len(kept), kept.total,
+                     [f.vertices().tolist() for f in kept], eng.gather("hits").tolist())
+    sweep(kept[3:], [AdvanceStep(BOUNCE)])
+    assert eng.stats["loop"] == loop
+    got["bounce swept"] = eng.gather("hits").tolist()
+    empty = run_loop(eng.frontier([]), [AdvanceStep(CLAIM)], level="d", keep=True)
+    got["empty"] = (empty.levels, len(empty.frontier), len(empty.frontiers))
+    return got, floats
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", MULTI)
+def test_kept_levels_and_sweeps_on_several_devices_give_the_operator_calls_answers(k):
+    """One engine per implementation on the same random partition, an undirected and a
+    directed graph: betweenness' forward pass kept (its "auto" gathering advance pulls big
+    levels on the undirected graph, pushes on the directed one) and its backward pass swept
+    in reverse (a gathering pull over in-arcs, the successors' messages read from the
+    published table), against the operator calls and NetworkX's shortest-path counts; a kept
+    store that fills and grows on every device, a push swept over a slice of its levels, and
+    an empty kept loop."""
+    need_gpus(k)
+    graphs = {"undirected": random_graph(n=3000, m=20000, seed=k),
+              "directed": directed_graph(n=3000, m=12000, seed=k)}
+    for name, g in graphs.items():
+        out = {}
+        for loop in ("fused", "python"):
+            with _engine(g, k, loop) as eng:
+                out[loop] = _kept_and_swept(eng, 1, loop)
+        (fused, fused_floats), (python, python_floats) = out["fused"], out["python"]
+        assert fused == python, name
+        for what in ("sigma", "delta"):
+            np.testing.assert_allclose(fused_floats[what], python_floats[what], rtol=1e-12,
+                                       err_msg=f"{name}: {what}")
+        want_depth, want_sigma = reference_sigma(g, 1)
+        assert fused["forward"][-1] == want_depth.tolist(), name
+        np.testing.assert_allclose(fused_floats["sigma"], want_sigma, rtol=1e-12)
+        assert fused["forward"][0] == max(want_depth) + 1 and fused["forward"][1] == 0
+        assert fused["empty"] == (0, 0, 0)
+        if name == "undirected":                    # vertex 4's neighbours bounce back
+            assert fused["bounce"][0] == 70
+
+
 class _StubGPU:
     """A CUDA device as groute.memory reads it: ``free`` bytes, an empty CuPy pool."""
     backend, gpu = "cuda", None
@@ -766,7 +863,7 @@ def test_inboxes_that_would_not_fit_send_the_loop_to_the_operator_calls():
     held = _multi_stub(_gpus(0))
     held._inboxes = SimpleNamespace(holds=lambda caps, words: True)
     assert held.inboxes_fit(lower)                         # made for an earlier loop
-    facts = dict(levels_on_host=False, cuda=True, one_device=False, kept=False,
+    facts = dict(levels_on_host=False, cuda=True, one_device=False, rounds=False,
                  peer_writes=True, inboxes_fit=False)
     assert decide_loop(facts)[0] == "python"
 
@@ -798,9 +895,31 @@ def test_a_pulls_published_frontiers_count_against_the_devices_free_memory():
     held.devices = _gpus(0)
     assert held.inboxes_fit(sigma) and not held.inboxes_fit(two)
     why = not_fused_because(dict(levels_on_host=False, cuda=True, one_device=False,
-                                 kept=False, peer_writes=True, inboxes_fit=False))
-    assert "the inboxes and published frontiers would not fit the devices' free memory" in why
+                                 rounds=False, peer_writes=True, inboxes_fit=False))
+    assert ("the inboxes, published frontiers and stores would not fit the devices' free memory"
+            in why)
+    assert "a kept loop's stores" in why
     assert "a pull's copies of its frontier" in why
+
+
+def test_a_kept_loops_stores_count_against_the_devices_free_memory():
+    """A loop that keeps its levels costs every device a store: its part's vertices three
+    times (the first frontier and two levels) and the levels' offsets, on top of the inboxes,
+    whether or not inboxes made earlier hold the loop; the busiest part counts."""
+    assert store_bytes(0) == 4 + 8 * FusedLoops.OFFSETS
+    assert store_bytes(500) == 4 * 1501 + 8 * FusedLoops.OFFSETS
+    claim = [AdvanceStep(CLAIM)]                                 # inboxes: 24,000 bytes
+    store = store_bytes(600)
+    stub = _multi_stub(_gpus(24_000 + store))
+    stub.engine.parts = [SimpleNamespace(size=400), SimpleNamespace(size=600)]
+    assert stub.inboxes_fit(claim, keep=True)
+    stub.devices = _gpus(24_000 + store - 1)
+    assert stub.inboxes_fit(claim) and not stub.inboxes_fit(claim, keep=True)
+    stub._inboxes = SimpleNamespace(holds=lambda caps, words: True)
+    stub.devices = _gpus(store)
+    assert stub.inboxes_fit(claim, keep=True)
+    stub.devices = _gpus(store - 1)
+    assert not stub.inboxes_fit(claim, keep=True)
 
 
 def test_the_pull_table_holds_what_the_kernel_reads_where_it_reads_it():

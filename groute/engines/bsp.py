@@ -32,14 +32,15 @@ barrier, and reads the frontier's counts: an algorithm's loop ends when no devic
 
 A loop of steps (:func:`groute.operators.run_loop`, :func:`~groute.operators.sweep`) runs as
 the ``loop`` option says: ``"auto"`` by :data:`groute.engines.fused.LOOP_RULE` (one persistent
-launch on one CUDA device, :mod:`groute.engines.fused`; a ``run_loop`` that keeps no levels as
-one launch per device on several CUDA devices that write into each other's memory, pushing
-through their inboxes and pulling over frontiers each device writes into every other's,
-:mod:`groute.engines.fused_multi`; the operator calls otherwise),
+launch on one CUDA device, :mod:`groute.engines.fused`; a ``run_loop``, its levels kept or not,
+and a ``sweep`` over the levels it kept as one launch per device on several CUDA devices that
+write into each other's memory, pushing through their inboxes and pulling over frontiers each
+device writes into every other's, :mod:`groute.engines.fused_multi`; the operator calls
+otherwise),
 ``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
 Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
-their body: on one CUDA device every round in one launch; ``stats["rounds"]`` names what ran
-the last of them.
+their body: on one CUDA device every round in one launch, on several the operator calls;
+``stats["rounds"]`` names what ran the last of them.
 """
 from __future__ import annotations
 
@@ -457,23 +458,25 @@ class BSPEngine(Engine):
         return self._each(gather_and_pull, rows, first, expected, cand)
 
     # loops of steps -----------------------------------------------------------------------------------
-    def _loop_facts(self, steps=(), levels=None, kept=False) -> dict:
+    def _loop_facts(self, steps=(), levels=None, kept=False, rounds=False) -> dict:
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
-        over ``levels``; ``kept``: a loop that keeps its levels, or rounds)."""
+        over ``levels``; ``kept``: a loop that keeps its levels; ``rounds``: rounds of them)."""
         facts = {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
                  "levels_on_host": levels is not None and (
                      getattr(levels.store, "engine", None) is not self
                      or levels.numbers.step != 1),
-                 "kept": bool(kept) or levels is not None,
+                 "rounds": bool(rounds),
                  "peer_writes": self._no_peer_writes is None}
         # the inboxes are sized (a pass over the graph, once) only where they would be made
-        several = self._multi is not None and not facts["one_device"] and not facts["kept"]
-        facts["inboxes_fit"] = not several or self._multi.inboxes_fit(steps)
+        several = (self._multi is not None and not facts["one_device"] and not rounds
+                   and not facts["levels_on_host"])
+        facts["inboxes_fit"] = not several or self._multi.inboxes_fit(
+            steps, keep=bool(kept) and levels is None)
         return facts
 
-    def _loop_choice(self, steps, levels, what, kept=False) -> str:
+    def _loop_choice(self, steps, levels, what, kept=False, rounds=False) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""
-        facts = self._loop_facts(steps, levels, kept)
+        facts = self._loop_facts(steps, levels, kept, rounds)
         choice = "python" if self.loop == "python" else decide_loop(facts)[0]
         if self.loop == "fused" and choice != "fused":
             raise ValueError(f"{what}: loop='fused' cannot run this loop "
@@ -501,7 +504,7 @@ class BSPEngine(Engine):
             self._fused_prepare(steps)
             if self._multi is not None:     # every device's host thread at once
                 return self._multi.run_loop(frontier, steps, level=level, start=start,
-                                            max_levels=max_levels, scalars=scalars)
+                                            max_levels=max_levels, keep=keep, scalars=scalars)
             # on the device's host thread, as every step: a failure stops the context and
             # raises here naming the device
             return self._on_device(lambda: self._fused.run_loop(
@@ -517,6 +520,10 @@ class BSPEngine(Engine):
             raise ValueError("sweep: the levels belong to another engine")
         if self._loop_choice(steps, levels, "sweep", True) == "fused":
             self._fused_prepare(steps)
+            if self._multi is not None:     # every device's host thread at once
+                self._multi.sweep(levels, steps, level=level, start=start, reverse=reverse,
+                                  scalars=scalars)
+                return
             self._on_device(lambda: self._fused.sweep(levels, steps, level=level, start=start,
                                                       reverse=reverse, scalars=scalars))
         else:
@@ -530,7 +537,7 @@ class BSPEngine(Engine):
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_rounds: an AdvanceStep's candidates")
-        choice = self._loop_choice(steps, None, "run_rounds", True)
+        choice = self._loop_choice(steps, None, "run_rounds", True, rounds=True)
         if choice == "fused":
             self._fused_prepare(steps)
             local = self.partition.perm[seeds] - self.parts[0].first

@@ -14,9 +14,10 @@ every seed, the store reused per round, the control block and a tally of levels 
 once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
-loop: on several CUDA devices that write into each other's memory a ``run_loop`` that keeps no
-levels is one launch per device, its pulls too (:mod:`groute.engines.fused_multi`, a
-:class:`FusedLoops` per device compiling and making its arguments).
+loop: on several CUDA devices that write into each other's memory a ``run_loop`` (its levels kept
+or not) and a ``sweep`` over the levels it kept are one launch per device, their pulls too
+(:mod:`groute.engines.fused_multi`, a :class:`FusedLoops` per device compiling and making its
+arguments and stores); rounds run there as operator calls.
 """
 from __future__ import annotations
 
@@ -37,14 +38,15 @@ LOOP_FACTS = {
     **FACTS,
     "levels_on_host": ("a sweep over levels kept on the host", "no levels kept on the host",
                        None),
-    "kept": ("the levels are kept, swept or run as rounds", "a loop that keeps no levels",
-             "keeping levels: run_loop's keep=True, a sweep, run_rounds"),
-    "inboxes_fit": ("the inboxes and published frontiers fit the devices' free memory",
-                    "the inboxes and published frontiers would not fit the devices' free memory",
+    "rounds": ("rounds of loops (run_rounds)", "a loop or a sweep, not rounds", None),
+    "inboxes_fit": ("the inboxes, published frontiers and stores fit the devices' free memory",
+                    "the inboxes, published frontiers and stores would not fit the devices' "
+                    "free memory",
                     "on several devices each device holds two inboxes, each with room for every "
-                    "arc that crosses into it and its message, and per step that may pull a copy "
+                    "arc that crosses into it and its message, per step that may pull a copy "
                     "of the pulled frontier over every vertex of the graph: a bitmap and, for a "
-                    "gathering step, a message per vertex"),
+                    "gathering step, a message per vertex, and for a loop that keeps its levels "
+                    "a store of its part of them"),
 }
 #: what an engine's ``loop="auto"`` runs: the first case whose facts all hold. Every step has a
 #: fused form, on one device and on several (push, first-accept pull, gathering push and pull,
@@ -54,18 +56,19 @@ LOOP_RULE = Rule("loop", (
     Case(("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
     Case(("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
                                           "barriers between them, the count read on the device"),
-    Case(("kept",), "python", "on several devices kept levels are separate frontiers, one part "
-                              "per device, as the operator calls keep them"),
+    Case(("rounds",), "python", "on several devices rounds run as operator calls, each round's "
+                                "loops and sweeps one host step per operator"),
     Case(("not inboxes_fit",), "python",
          "on several devices the inboxes (room for every arc that crosses into a device, "
-         "twice) and a pull's copies of its frontier (a bitmap and messages over every vertex, "
-         "on every device) would not fit the devices' free memory"),
+         "twice), a pull's copies of its frontier (a bitmap and messages over every vertex, "
+         "on every device) and a kept loop's stores would not fit the devices' free memory"),
     Case(("cuda", "peer_writes"), "fused",
          "one persistent launch per device, all at once: a push writes other devices' targets "
          "into their owners' inboxes, a pull first writes each device's frontier into every "
          "device's copy, and the devices meet at a cross-device barrier after each advance and "
          "each level, where each reads the level's size (and an 'auto' advance its frontier's) "
-         "summed on device 0"),
+         "summed on device 0; a kept loop keeps each device's part of every level in a store "
+         "of its own, which a sweep reads level by level"),
     Case((), "python", "the operators' own calls, one host step each"),
 ), LOOP_FACTS)
 #: the values an engine's ``loop`` option takes
@@ -98,36 +101,38 @@ def loop_rule_help() -> str:
 
 
 class DeviceLevels:
-    """Kept levels on the device: their queues back to back in ``buffer``, level ``i`` at
-    ``offsets[i]:offsets[i + 1]`` (int64 on the device; read to the host when a frontier or a
-    partial total is asked for). ``total_all``: the vertices of every level (the launch
-    reports it)."""
+    """Kept levels on the devices: on each device (``parts``) its part of every level, its
+    queues back to back in its ``buffers`` entry, level ``i`` at ``offsets[i]:offsets[i + 1]``
+    of that device's ``offsets`` (int64 on the device; read to the host when a frontier or a
+    partial total is asked for). ``total_all``: the vertices of every level on every device
+    (the launches report it)."""
 
-    def __init__(self, engine, part, buffer, offsets, count: int, total_all: int):
-        self.engine, self.part = engine, part
-        self.buffer, self.offsets = buffer, offsets
+    def __init__(self, engine, parts, buffers, offsets, count: int, total_all: int):
+        self.engine, self.parts = engine, list(parts)
+        self.buffers, self.offsets = list(buffers), list(offsets)
         self.count, self.total_all = count, total_all
         self._host = None
 
-    def host_offsets(self) -> np.ndarray:
+    def host_offsets(self) -> list:
+        """Per device, its offsets of every level as a host array."""
         if self._host is None:
-            device = self.part.device
-            with device.use(), device.compute_stream.raw:     # after the launch that wrote them
-                self._host = self.offsets[:self.count + 1].get()
+            self._host = []
+            for part, offsets in zip(self.parts, self.offsets):
+                with part.device.use(), part.device.compute_stream.raw:  # after the launches
+                    self._host.append(offsets[:self.count + 1].get())
         return self._host
 
     def frontier(self, number: int) -> Frontier:
-        off = self.host_offsets()
-        a, b = int(off[number]), int(off[number + 1])
-        part = self.part
-        return Frontier(self.engine, [DeviceFrontier(part.device, part.size,
-                                                     queue=self.buffer[a:b], count=b - a)])
+        parts = []
+        for part, buffer, off in zip(self.parts, self.buffers, self.host_offsets()):
+            a, b = int(off[number]), int(off[number + 1])
+            parts.append(DeviceFrontier(part.device, part.size, queue=buffer[a:b], count=b - a))
+        return Frontier(self.engine, parts)
 
     def total(self, numbers) -> int:
         if numbers.step == 1 and numbers.start == 0 and numbers.stop == self.count:
             return self.total_all
-        off = self.host_offsets()
-        return int(sum(off[i + 1] - off[i] for i in numbers))
+        return int(sum(off[i + 1] - off[i] for off in self.host_offsets() for i in numbers))
 
     def levels(self) -> Levels:
         return Levels(self.engine, self.count, self.frontier, store=self)
@@ -233,22 +238,14 @@ class FusedLoops:
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars) -> LoopResult:
         where = "run_loop(fused)"
         part, device = self.part, self.part.device
-        xp, n_local = device.xp, part.size
         params = self._params(steps, (level,), scalars, where) + self._candidates(steps)
         text = loop_source.source(steps, level, where)
         first = frontier.parts[0]
         queue = first.queue if not first.everything else first.to_queue().queue
         count = first.count
         left = np.iinfo(np.int32).max if max_levels is None else max_levels
-        store = offsets = None
-        capacity = offsets_capacity = 0
-        if keep:
-            capacity, offsets_capacity = count + 2 * n_local + 1, 64
-            with device.use(), device.compute_stream.raw:
-                store = xp.empty(capacity, np.int32)
-                store[:count] = queue
-                offsets = xp.zeros(offsets_capacity, np.int64)
-                offsets[1] = count
+        store, offsets, capacity, offsets_capacity = (self._new_store(queue, count) if keep
+                                                       else (None, None, 0, 0))
         levels = 0
         while True:
             common, ctl = self._common(steps)
@@ -272,9 +269,9 @@ class FusedLoops:
         if levels == 0 and not keep:
             return LoopResult(0, frontier, None, "fused")
         if keep:
-            kept = DeviceLevels(self.engine, part, store, offsets, levels, at)
-            last = store[at:at + count]
-            return LoopResult(levels, self._frontier(last, count), kept.levels(), "fused")
+            kept = DeviceLevels(self.engine, [part], [store], [offsets], levels, at)
+            return LoopResult(levels, Frontier(self.engine, [self._kept_last(store, at, count)]),
+                              kept.levels(), "fused")
         return LoopResult(levels, Frontier(self.engine, [self._left(common, steps, levels,
                                                                      count)]), None, "fused")
 
@@ -299,7 +296,7 @@ class FusedLoops:
         numbers = levels.numbers
         self._launch(loop_source.source(steps, level, where), _LOOP_KERNELS, "groute_sweep",
                      common + (
-            store.buffer, store.offsets, np.int32(numbers.start), np.int32(numbers.stop),
+            store.buffers[0], store.offsets[0], np.int32(numbers.start), np.int32(numbers.stop),
             np.int32(reverse), np.int64(start), *params))
         self._count(steps, len(numbers))
         if any(loop_source.may_pull(s) for s in steps):
@@ -321,7 +318,7 @@ class FusedLoops:
         rounds = len(seeds)
         if rounds == 0:
             return RoundsResult(0, 0, 0, "fused")
-        capacity, offsets_capacity = 2 * n_local + 2, 64
+        capacity, offsets_capacity = 2 * n_local + 2, self.OFFSETS
         with device.use(), device.compute_stream.raw:
             on_device = xp.asarray(np.asarray(seeds, np.int32))
             store = xp.empty(capacity, np.int32)
@@ -356,6 +353,29 @@ class FusedLoops:
                 deepest = max(deepest, int(counts[2 * j + 1]))
         return RoundsResult(rounds, levels, deepest, "fused")
 
+    #: level offsets a new store has room for (it grows when a loop runs deeper)
+    OFFSETS = 64
+
+    def _new_store(self, queue, count):
+        """A store of kept levels holding the first frontier (``queue``, ``count`` vertices) as
+        level 0, and its offsets: ``(store, offsets, capacity, offsets_capacity)``, with room
+        for two more levels of every vertex of the part."""
+        device = self.part.device
+        capacity = count + 2 * self.part.size + 1
+        with device.use(), device.compute_stream.raw:
+            store = device.xp.empty(capacity, np.int32)
+            store[:count] = queue[:count]
+            offsets = device.xp.zeros(self.OFFSETS, np.int64)
+            offsets[1] = count
+        return store, offsets, capacity, self.OFFSETS
+
+    def _kept_last(self, store, at, count) -> DeviceFrontier:
+        """The frontier a kept loop left: ``count`` vertices at ``at`` in its store."""
+        part = self.part
+        if count == 0:
+            return DeviceFrontier.empty(part.device, part.size)
+        return DeviceFrontier(part.device, part.size, queue=store[at:at + count], count=count)
+
     def _grow(self, store, offsets, capacity, offsets_capacity, used, level):
         """A bigger store of kept levels (its first ``used`` entries kept) and offsets (those of
         levels up to ``level + 1`` kept), for a launch that filled them at ``level`` to go on:
@@ -370,13 +390,6 @@ class FusedLoops:
             more = xp.zeros(offsets_capacity, np.int64)
             more[:level + 2] = offsets[:level + 2]
         return bigger, more, capacity, offsets_capacity
-
-    def _frontier(self, queue, count) -> Frontier:
-        part = self.part
-        if count == 0:
-            return Frontier(self.engine, [DeviceFrontier.empty(part.device, part.size)])
-        return Frontier(self.engine, [DeviceFrontier(part.device, part.size, queue=queue,
-                                                     count=count)])
 
     def _count(self, steps, levels):
         """The operator counters, as if the steps had run one call each per level."""

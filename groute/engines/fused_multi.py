@@ -1,7 +1,9 @@
-"""A loop of operator steps on several CUDA devices as one persistent launch per device, all
-launched at once, exchanging through writes the devices make into each other's memory.
+"""A loop of operator steps, and a sweep over the levels it kept, on several CUDA devices as one
+persistent launch per device, all launched at once, exchanging through writes the devices make
+into each other's memory.
 
-The BSP engine runs ``run_loop`` so on K >= 2 CUDA devices that write into each other's
+The BSP engine runs ``run_loop`` (its levels kept or not) and ``sweep`` so on K >= 2 CUDA
+devices that write into each other's
 memory (:data:`~groute.engines.fused.LOOP_RULE`; where they cannot,
 :func:`~groute.engines.peer_barrier.unavailable` says why). Every device runs
 ``groute_loop_multi`` (:func:`groute.operators.loop_source.multi_source`): per level and step
@@ -17,6 +19,19 @@ meet again, so every device reads the same size and takes the same decision: ano
 or stop (the frontier is empty on every device, or ``max_levels`` ran). No host step runs
 between levels: the host launches once per device and reads each device's control blocks
 once.
+
+Kept levels (``keep=True``): each device writes its own part of every level into a store of
+its own with the levels' offsets, the one-device loop's store and template
+(:meth:`FusedLoops._new_store <groute.engines.fused.FusedLoops._new_store>`). A store that
+fills must stop every device, not just its own, or the others would wait for it at the next
+meeting: so each device adds to the level's sum whether its store has room for another level,
+every device reads the same sum and stops at the same level, and the host grows every store
+(``FusedLoops._grow``) and launches them all again from there. The result's
+:class:`~groute.engines.fused.DeviceLevels` hold every device's store; a level's frontier has
+a part per device. A sweep over them (``groute_sweep_multi``) runs per level the steps on each
+device's part of it, with the loop's exchange, and a meeting after each level: no device
+publishes or sends a level's frontier while another still reads the one before. Rounds
+(``run_rounds``) stay on the operator calls here.
 
 Why one launch per device, not the host between levels: the BSP engine's operator calls cost
 a host step per device per operator (launches, a count read back, a Router's packets), which
@@ -45,8 +60,9 @@ copy's bitmap, before the level's meeting after which the devices publish into i
 at a meeting (device 0's ring of sums, as the levels'), so every device takes the same
 direction; on a directed graph it pushes, as the operator calls (:meth:`MultiFusedLoops.as_run`).
 The levels an advance pulled count in the engine's ``pull_advances``, once per advance as the
-operator calls count them. The inboxes and the published frontiers are counted against the
-devices' free memory before the loop is chosen (:meth:`MultiFusedLoops.inboxes_fit`).
+operator calls count them. The inboxes, the published frontiers and a kept loop's stores are
+counted against the devices' free memory before the loop is chosen
+(:meth:`MultiFusedLoops.inboxes_fit`).
 """
 from __future__ import annotations
 
@@ -58,18 +74,19 @@ import numpy as np
 from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
 from groute.operators.frontier import Frontier
-from groute.operators.loop import AdvanceStep, LoopResult
+from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
 
-from .fused import FusedLoops
+from .fused import DeviceLevels, FusedLoops
 
 log = logging.getLogger(__name__)
 
-#: the kernel of a loop's module on several devices
-KERNEL = "groute_loop_multi"
+#: the kernels of a loop's module on several devices: the loop's and the sweep's
+KERNEL, SWEEP_KERNEL = "groute_loop_multi", "groute_sweep_multi"
+KERNELS = (KERNEL, SWEEP_KERNEL)
 #: uint64 words of a device's peer control block; what the host reads of it (loop_source's
 #: ``GROUTE_P_*``: a meeting timed out, the meetings passed, an inbox was full)
-PCTL_WORDS = 8
-P_ABORT, P_CROSSED, P_FULL = 2, 3, 5
+PCTL_WORDS = 9
+P_ABORT, P_CROSSED, P_FULL = 2, 3, 4
 #: uint64 words of an ``InboxTable`` (``inbox.cuh``, which checks this layout when compiled):
 #: ``off`` at 0, ``cap`` at 9, ``ids`` at 17, ``msgs`` at 33, ``count`` at 49, ``k`` at 57
 TABLE_WORDS = 58
@@ -77,10 +94,11 @@ T_OFF, T_CAP, T_IDS, T_MSGS, T_COUNT, T_K = 0, 9, 17, 33, 49, 57
 #: the devices an ``InboxTable`` holds (``inbox.cuh``'s ``INBOX_MAX_DEVICES``; the persistent
 #: kernels' limit, :data:`groute.engines.peer_barrier.MAX_DEVICES`)
 MAX_DEVICES = 8
-#: uint64 words of device 0's block: the cross-device barrier's counter, the ring of three level
-#: sums, the ring of three pairs of sums an ``"auto"`` advance decides by (loop_source's
-#: ``GROUTE_G_*``: ``groute_meet``, ``groute_meet_sums``)
-GLOBAL_WORDS = 10
+#: uint64 words of device 0's block: the cross-device barrier's counter, the ring of three pairs
+#: of level sums (the frontier, the stores that fill), the ring of three pairs of sums an
+#: ``"auto"`` advance decides by (loop_source's ``GROUTE_G_*``: ``groute_meet_level``,
+#: ``groute_meet_sums``)
+GLOBAL_WORDS = 13
 #: arcs counted at once by :func:`arc_matrix` (bounded temporaries on big graphs)
 CHUNK_ARCS = 1 << 22
 
@@ -173,6 +191,13 @@ def published_bytes(n: int, words) -> int:
     return sum(4 * ((n + 31) // 32) + 4 * w * n for w in words)
 
 
+def store_bytes(n_local: int) -> int:
+    """One device's bytes of a new store of kept levels (:meth:`FusedLoops._new_store
+    <groute.engines.fused.FusedLoops._new_store>`) for a part of ``n_local`` vertices: at most
+    all of them in the first frontier, room for two levels more, and the levels' offsets."""
+    return 4 * (3 * n_local + 1) + 8 * FusedLoops.OFFSETS
+
+
 class Published:
     """Every device's copies of the frontiers its pulls read (module docstring, "Pulls"): per
     step that may pull, a bitmap over every global id (``bits[j][r]``) and, for a gathering
@@ -263,14 +288,16 @@ class MultiFusedLoops:
         return max([s.functor.message.words for s in steps
                     if isinstance(s, AdvanceStep) and s.functor.message is not None], default=0)
 
-    def inboxes_fit(self, steps) -> bool:
-        """Whether the inboxes and published frontiers ``steps`` need fit the devices' free
-        memory (those made for an earlier loop that already hold them count as there). The
+    def inboxes_fit(self, steps, keep: bool = False) -> bool:
+        """Whether the inboxes and published frontiers ``steps`` need, and (``keep``) the
+        stores of the levels a loop keeps, fit the devices' free memory (inboxes and published
+        frontiers made for an earlier loop that already hold them count as there). The
         inboxes have room for every arc that crosses into a device, twice, and a pull's
         frontier costs every device a bitmap and a table of messages over every vertex of the
         graph, which on a big graph cut many ways can outgrow what the graph left free: such a
         loop runs as operator calls (LOOP_RULE's ``inboxes_fit``) rather than running out of
-        memory in the middle of an algorithm."""
+        memory in the middle of an algorithm. A store starts with room for its device's part of
+        the first frontier and two levels of its vertices (:func:`store_bytes`), and grows."""
         steps = self.as_run(steps)
         caps, words = self.capacities(steps), self.message_words(steps)
         pulls = pull_words(steps)
@@ -281,6 +308,9 @@ class MultiFusedLoops:
         if pulls and (self._published is None or not self._published.holds(pulls)):
             need["published frontiers (per pulling step: a bitmap and messages over every "
                  "vertex)"] = published_bytes(self.engine.num_vertices, pulls)
+        if keep:
+            need["kept levels (a store per device: its vertices three times, and the levels' "
+                 "offsets)"] = store_bytes(max(p.size for p in self.engine.parts))
         if not need:
             return True
         try:
@@ -337,47 +367,37 @@ class MultiFusedLoops:
                         "the next loop makes a new one", exc)
             self._barrier = None
 
-    # the loop -----------------------------------------------------------------------------------
-    def run_loop(self, frontier, steps, *, level, start, max_levels, scalars) -> LoopResult:
-        """``run_loop`` without ``keep`` (the engine's rule sends only such loops here), one
-        launch per device at once, its steps as :meth:`as_run` says; see the module
-        docstring."""
+    # the launches ------------------------------------------------------------------------------
+    def _launch_all(self, text, kernel, steps, own, params, where) -> list:
+        """One launch of ``kernel`` (of the module ``text``, for ``steps``) per device, all at
+        once: the arguments every kernel on several devices begins with, then ``own[i]``
+        (device ``i``'s arguments of that kernel), then ``params[i]``. Raises where a device
+        did not come to a meeting, found an inbox full, or the devices disagree on the levels
+        they ran and why they stopped. Returns per device its control block's words and its
+        common arguments (:meth:`FusedLoops._common`)."""
         from .peer_barrier import timeout_ns
-        where = "run_loop(fused)"
         eng, k = self.engine, len(self.devices)
-        left = np.iinfo(np.int32).max if max_levels is None else max_levels
-        total = len(frontier)
-        if total == 0 or left == 0:         # no level runs: nothing to launch
-            return LoopResult(0, frontier, None, "fused")
-        steps = self.as_run(steps)
-        text = loop_source.multi_source(steps, level, where)
-        params = [fl._params(steps, (level,), scalars, where) + fl._candidates(steps)
-                  for fl in self.loops]
         inbox = self._inbox(steps)
         published = self._publish_room(steps)
         barrier = self._cross_barrier()
 
         # every device compiles and makes its arguments first: a device that launched waits
         # for the others at the first meeting, no longer than the barrier's timeout
-        def prepare(device, i, fl, part):
-            fl._kernels(text, (KERNEL,))
-            common, ctl = fl._common(steps)
+        def prepare(device, i, fl):
+            fl._kernels(text, KERNELS)
             published.zero(i)
-            queue = part.to_queue().queue
-            return common, ctl, queue, part.count
+            return fl._common(steps)
 
-        prepared = eng._each(prepare, range(k), self.loops, frontier.parts)
+        prepared = eng._each(prepare, range(k), self.loops)
         timeout, base = timeout_ns(), barrier.base     # the timeout read per run
         barrier.wake_links()
 
-        def launch(device, i, fl, ready, values):
-            common, ctl, queue, count = ready
+        def launch(device, i, fl, ready, mine, values):
             try:
-                fl._launch(text, (KERNEL,), KERNEL, common + (
-                    queue, np.int64(count), np.int64(total), np.int32(left), np.int64(start),
+                fl._launch(text, KERNELS, kernel, ready[0] + (
                     inbox.tables[i], inbox.pctl[i], np.int32(i), np.uint64(barrier.ptr),
                     np.uint64(base), np.int64(timeout), published.tables[i],
-                    np.int64(eng.num_arcs), *values))
+                    np.int64(eng.num_arcs)) + tuple(mine) + tuple(values))
             finally:
                 barrier.after_launch(i)
 
@@ -388,7 +408,7 @@ class MultiFusedLoops:
         # every launch is queued before any host thread waits for one: a device's grid waits
         # at the meetings for the others', which must not wait for a host thread to come back
         try:
-            eng._each(launch, range(k), self.loops, prepared, params)
+            eng._each(launch, range(k), self.loops, prepared, own, params)
             done = eng._each(read_back, range(k), prepared)
         except BaseException:
             # a launch failed (the others give up at a meeting) or a device did: where the
@@ -399,7 +419,7 @@ class MultiFusedLoops:
         names = [dev.name for dev in self.devices]
         aborted = [name for name, f in zip(names, flags) if f[P_ABORT]]
         full = [name for name, f in zip(names, flags) if f[P_FULL]]
-        ran = {int(c[6:7].view(np.int32)[0]) for c in ctls}
+        ran = {int(c[6]) for c in ctls}     # levels run and why they stopped, as two int32
         barrier.finish([int(f[P_CROSSED]) for f in flags], aborted=aborted,
                        ok=not full and len(ran) == 1, what=f"{where} on {k} devices",
                        instead="loop='python'")
@@ -409,10 +429,92 @@ class MultiFusedLoops:
                                f"frontier with repeated vertices?); items were dropped")
         if len(ran) != 1:
             raise RuntimeError(f"{where}: the devices ran different numbers of levels "
-                               f"{[int(c[6:7].view(np.int32)[0]) for c in ctls]}")
-        levels = ran.pop()
-        self.loops[0]._count(steps, levels)
+                               f"{[_ran(c) for c in ctls]}")
         self.loops[0]._pulled(ctls[0])      # every device pulled at the same advances
-        parts = [fl._left(ready[0], steps, levels, int(c[7]))
-                 for fl, ready, c in zip(self.loops, prepared, ctls)]
+        return [(c, ready[0]) for c, ready in zip(ctls, prepared)]
+
+    def _module(self, steps, level, scalars, where):
+        """``steps`` as the launches run them (:meth:`as_run`), their module's text and each
+        device's values of their parameters."""
+        steps = self.as_run(steps)
+        text = loop_source.multi_source(steps, level, where)
+        params = [fl._params(steps, (level,), scalars, where) + fl._candidates(steps)
+                  for fl in self.loops]
+        return steps, text, params
+
+    # the loop and the sweep ------------------------------------------------------------------
+    def run_loop(self, frontier, steps, *, level, start, max_levels, keep,
+                 scalars) -> LoopResult:
+        """``run_loop``, one launch per device at once, its steps as :meth:`as_run` says; see
+        the module docstring. ``keep``: each device keeps its part of every level in a store of
+        its own (:meth:`FusedLoops._new_store`); when a device's store has no room for the next
+        level every device stops there (the level's meeting sums whether one is full), the host
+        grows every store and launches them all again from that level."""
+        where = "run_loop(fused)"
+        eng = self.engine
+        left = np.iinfo(np.int32).max if max_levels is None else max_levels
+        total = len(frontier)
+        if total == 0 or left == 0:         # no level runs: nothing to launch
+            return LoopResult(0, frontier, frontier_list(eng, []) if keep else None, "fused")
+        steps, text, params = self._module(steps, level, scalars, where)
+
+        def first(device, fl, part):
+            queue = part.to_queue().queue
+            return queue, part.count, fl._new_store(queue, part.count) if keep else None
+
+        firsts = eng._each(first, self.loops, frontier.parts)
+        counts, stores = [c for _, c, _ in firsts], [s for _, _, s in firsts]
+        levels = 0
+        while True:
+            own = [(queue, np.int64(count), np.int64(total)) + _store_args(store, keep)
+                   + (np.int32(levels), np.int32(left - levels), np.int64(start))
+                   for (queue, _, _), count, store in zip(firsts, counts, stores)]
+            done = self._launch_all(text, KERNEL, steps, own, params, where)
+            ran, status = _ran(done[0][0])
+            levels += ran
+            counts = [int(c[7]) for c, _ in done]
+            ats = [int(c[8]) for c, _ in done]
+            if status != loop_source.STORE_FULL:
+                break
+            stores = eng._each(lambda device, fl, store, at, count: fl._grow(
+                *store, at + count, levels), self.loops, stores, ats, counts)
+            total = sum(counts)
+        self.loops[0]._count(steps, levels)
+        if keep:
+            kept = DeviceLevels(eng, eng.parts, [s[0] for s in stores], [s[1] for s in stores],
+                                levels, sum(ats))
+            last = [fl._kept_last(store[0], at, count)
+                    for fl, store, at, count in zip(self.loops, stores, ats, counts)]
+            return LoopResult(levels, Frontier(eng, last), kept.levels(), "fused")
+        parts = [fl._left(common, steps, levels, count)
+                 for fl, (_, common), count in zip(self.loops, done, counts)]
         return LoopResult(levels, Frontier(eng, parts), None, "fused")
+
+    def sweep(self, levels, steps, *, level, start, reverse, scalars) -> None:
+        """``sweep`` over the levels a fused loop kept on these devices
+        (:class:`~groute.engines.fused.DeviceLevels`), one launch per device at once: per
+        level the steps on each device's part of it, exchanging as the loop does, and a
+        meeting after each level."""
+        where = "sweep(fused)"
+        steps, text, params = self._module(steps, level, scalars, where)
+        store, numbers = levels.store, levels.numbers
+        own = [(buffer, offsets, np.int32(numbers.start), np.int32(numbers.stop),
+                np.int32(reverse), np.int64(start))
+               for buffer, offsets in zip(store.buffers, store.offsets)]
+        self._launch_all(text, SWEEP_KERNEL, steps, own, params, where)
+        self.loops[0]._count(steps, len(numbers))
+
+
+def _ran(words) -> tuple:
+    """A launch's levels run and why it stopped (its control block's ``words``)."""
+    ran, status = (int(x) for x in words[6:7].view(np.int32))
+    return ran, status
+
+
+def _store_args(store, keep) -> tuple:
+    """A loop kernel's arguments of a store of kept levels (:meth:`FusedLoops._new_store`'s
+    tuple; null pointers where the loop keeps none)."""
+    if not keep:
+        return np.uint64(0), np.uint64(0), np.int64(0), np.int32(0), np.int32(0)
+    buffer, offsets, capacity, offsets_capacity = store
+    return buffer, offsets, np.int64(capacity), np.int32(offsets_capacity), np.int32(1)

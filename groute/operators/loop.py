@@ -21,9 +21,9 @@ it, and visiting a vertex again is harmless. An engine may then run the loop wit
 The engine chooses how a loop runs (``engine.run_loop``, ``engine.sweep``): every engine can
 run it as the operator calls below (:func:`python_loop`, :func:`python_sweep`: what an
 algorithm would write by hand); the BSP engine runs it on one CUDA device as one persistent
-kernel (:mod:`groute.engines.fused`), and a loop that keeps no levels on several CUDA
-devices as one per device, pushes and pulls (:mod:`groute.engines.fused_multi`). The answers
-are the same either way.
+kernel (:mod:`groute.engines.fused`), and a loop (its levels kept or not) and a sweep over the
+levels it kept on several CUDA devices as one per device, pushes and pulls
+(:mod:`groute.engines.fused_multi`). The answers are the same either way.
 """
 from __future__ import annotations
 

@@ -64,10 +64,10 @@ with such an advance (:func:`leaves_clear`), a sweep alternates its two dropped-
 level by level, and a round's item clears before a barrier that ends it (a Loop's own last
 barrier, a Sweep's added one), so the next item finds nothing left to clear.
 
-On several devices (:func:`multi_source`, ``groute_loop_multi``; the host is
-:mod:`groute.engines.fused_multi`): every device runs the same level code on its own part of
-the frontier (local positions; its vertices are the global ids ``[first, end)``), with the
-exchange spliced into each advance. Its push visits an owned target at once and appends
+On several devices (:func:`multi_source`, ``groute_loop_multi`` and ``groute_sweep_multi``; the
+host is :mod:`groute.engines.fused_multi`): every device runs the same level code on its own
+part of the frontier, or of a kept level (local positions; its vertices are the global ids
+``[first, end)``), with the exchange spliced into each advance. Its push visits an owned target at once and appends
 another device's, with the message, into the owner's inbox in the owner's memory
 (``inbox.cuh``: a slot reserved by a system-scope atomic on the owner's count); then the
 devices meet (``groute_meet``: a grid barrier, ``cross_device_wait`` by one thread, a grid
@@ -86,9 +86,12 @@ is its own vertices: no inbox. An ``"auto"`` advance meets before it decides, su
 frontier's vertices and (pushing) arcs over the devices in a second ring in device 0's memory
 (``groute_meet_sums``), so every device takes the same direction, by the same
 ``direction_next`` as on one device over the whole graph's vertices and arcs. After each level
-the devices meet again, adding their frontier's size to a ring of three sums in device 0's
-memory; every device reads the same sum and so runs the same levels and meetings (the status
-:data:`ABORTED`: a device did not come to a meeting in time). The peer control block
+the devices meet again, adding their frontier's size and whether their store of kept levels
+has room for another level (``groute_store_full``) to a ring of three pairs of sums in device
+0's memory (``groute_meet_level``); every device reads the same sums and so runs the same
+levels and meetings, and stops at the same level when a store fills (the status
+:data:`ABORTED`: a device did not come to a meeting in time). A sweep's devices meet after
+each level. The peer control block
 (``GROUTE_P_*``) holds the inbox counts, the flags, the meetings passed and the sums read,
 which the host reads once.
 """
@@ -214,6 +217,14 @@ __device__ __forceinline__ long long groute_scout(GrouteRun& r, const G& g, cons
     grid_barrier(r.bar, r.bar_target);
     ++r.scouts;
     return (long long)__ldcg(&r.ctl[sum]);
+}}
+// Whether a kept loop's store has no room for the level after `level`, which starts at `at`:
+// its offset and at most every one of this device's vertices (the host launches with room for
+// the first level, and grows the store when a launch stops here).
+__device__ __forceinline__ bool groute_store_full(int keep, int level, long long at,
+                                                  long long n_local, int offsets_capacity,
+                                                  long long capacity) {{
+    return keep && (level + 2 >= offsets_capacity || at + n_local > capacity);
 }}
 // ... and ends: after the barrier every block reads its output's count.
 __device__ __forceinline__ long long groute_produce_end(GrouteRun& r, int slot) {{
@@ -439,7 +450,7 @@ _UNPUBLISH_LOCAL = r"""            for (long long groute_i = groute_r.tid; grout
 _PUBLISH_MULTI = r"""            groute_publish<{message}, {msg_t}>(groute_r, {slot}, groute_q, groute_n,
                 [&](int groute_u) {{ return {msg}; }});
             // the devices meet: every device's frontier is in this device's copy
-            if (groute_meet(groute_r, 0, -1) < 0) return -1;
+            if (!groute_meet(groute_r)) return -1;
 """
 _PUBLISHED = r"""            const GroutePublished<GrouteGather{i}> groute_pf{{
                 groute_f, groute_pull_table<groute_msg_t_{i}>(groute_r, {slot}, groute_r.me)}};
@@ -480,8 +491,7 @@ _LOOP_LEVELS = r"""    long long groute_n = groute_first_n;
             break;
         }}
         const long long groute_next_at = groute_at + groute_n;
-        if (groute_keep && (groute_level + 2 >= groute_offsets_capacity
-                            || groute_next_at + groute_n_local > groute_capacity)) {{
+        if ({full}) {{
             groute_status = {STORE_FULL};
             break;
         }}
@@ -499,14 +509,16 @@ _LOOP_LEVELS = r"""    long long groute_n = groute_first_n;
 # The sweep: the kept levels [groute_lo, groute_hi) of a store, one after the other
 # (groute_reverse: the last first); what the steps output is dropped into {discard}: one buffer,
 # or (leaves_clear) ping and pong by turns, since the next level's first phase clears the bits
-# of the last output, reading it, while its own output is written.
+# of the last output, reading it, while its own output is written; {after_level}: on several
+# devices, the meeting that ends the level (_SWEEP_MEET).
 _SWEEP_LEVELS = r"""    int* const groute_discard = groute_bufs + {ping} * groute_n_local;
     for (int groute_i = 0; groute_i < groute_hi - groute_lo; ++groute_i) {{
         const int groute_level = groute_reverse ? groute_hi - 1 - groute_i : groute_lo + groute_i;
         const long long groute_a = groute_offsets[groute_level];
-{set_level}        groute_run_level{g}(groute_r, groute_p, groute_levels + groute_a,
-                         groute_offsets[groute_level + 1] - groute_a, {discard});
-    }}
+{set_level}        const long long groute_left = groute_run_level{g}(
+            groute_r, groute_p, groute_levels + groute_a,
+            groute_offsets[groute_level + 1] - groute_a, {discard});
+{after_level}    }}
 """
 
 _KERNELS = r"""
@@ -656,14 +668,14 @@ _MULTI_PRELUDE = r"""
 #define GROUTE_P_INBOX 0    // [0], [1]: this device's inbox counts by parity (InboxTable::count)
 #define GROUTE_P_ABORT 2    // 1: a meeting timed out (a device stopped or never started)
 #define GROUTE_P_CROSSED 3  // the cross-device barriers this launch passed
-#define GROUTE_P_TOTAL 4    // the last level's frontier, summed over the devices
-#define GROUTE_P_FULL 5     // 1: an inbox was full and an item was dropped
-#define GROUTE_P_SUMS 6     // [6], [7]: the last "auto" advance's frontier and arcs, summed
+#define GROUTE_P_FULL 4     // 1: an inbox was full and an item was dropped
+#define GROUTE_P_TOTAL 5    // [5], [6]: the last level's frontier and full stores, summed
+#define GROUTE_P_SUMS 7     // [7], [8]: the last "auto" advance's frontier and arcs, summed
 // The words of device 0's block (groute_gbar): the cross-device barrier's counter, then a ring
-// of three level sums, then a ring of three pairs of sums for the "auto" advances.
+// of three pairs of level sums, then a ring of three pairs of sums for the "auto" advances.
 #define GROUTE_G_LEVELS 1
-#define GROUTE_G_SUMS 4
-#define GROUTE_G_WORDS 10
+#define GROUTE_G_SUMS 7
+#define GROUTE_G_WORDS 13
 
 // A push's target v (a global id) that another device owns: to its owner's inbox of `parity`
 // with its message; a full inbox (which the host's sizing rules out) raises this device's flag.
@@ -709,21 +721,49 @@ __device__ __forceinline__ bool groute_meet_ring(GrouteRun& r, unsigned long lon
     return true;
 }
 
-// A meeting; level >= 0: the end of that level (counted from the launch's first), where this
-// device's frontier n is summed over the devices and the sum returned. -1: a device did not
-// come in time.
-__device__ __forceinline__ long long groute_meet(GrouteRun& r, long long n, int level) {
-    long long sum[1] = {n};
-    if (!groute_meet_ring(r, level >= 0 ? r.gbar + GROUTE_G_LEVELS : nullptr, 1, level, sum,
-                          GROUTE_P_TOTAL))
-        return -1;
-    return level >= 0 ? sum[0] : 0;
+// A meeting without sums. False: a device did not come in time.
+__device__ __forceinline__ bool groute_meet(GrouteRun& r) {
+    return groute_meet_ring(r, nullptr, 0, 0, nullptr, 0);
+}
+
+// The end of `level` (counted from the launch's first): this device's frontier and whether its
+// store of kept levels has no room for another level (v[0], v[1]) summed over the devices into
+// v, so every device runs the same levels and a store that fills stops them all at the same
+// one. False: a device did not come.
+__device__ __forceinline__ bool groute_meet_level(GrouteRun& r, long long* v, int level) {
+    return groute_meet_ring(r, r.gbar + GROUTE_G_LEVELS, 2, level, v, GROUTE_P_TOTAL);
 }
 
 // An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]) summed over the
 // devices into v, so every device decides the direction alike. False: a device did not come.
 __device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v) {
     return groute_meet_ring(r, r.gbar + GROUTE_G_SUMS, 2, r.sums++, v, GROUTE_P_SUMS);
+}
+
+// The arguments every kernel on several devices takes after GROUTE_RUN_ARGS (every device's
+// inboxes, this device's peer control block and index, the cross-device barrier's counter in
+// device 0's memory and its target, the wait limit, the pull table, the graph's arcs), and
+// what they set in groute_r.
+#define GROUTE_PEER_ARGS const InboxTable* groute_inbox, unsigned long long* groute_pctl, \
+    int groute_me, unsigned long long* groute_gbar, unsigned long long groute_gbase, \
+    long long groute_timeout_ns, const unsigned long long* groute_pulls, long long groute_arcs
+#define GROUTE_PEER_INIT \
+    groute_r.inbox = groute_inbox; \
+    groute_r.pctl = groute_pctl; \
+    groute_r.me = groute_me; \
+    groute_r.k = (int)groute_inbox->k; \
+    groute_r.first = groute_inbox->off[groute_me]; \
+    groute_r.end = groute_inbox->off[groute_me + 1]; \
+    groute_r.gbar = groute_gbar; \
+    groute_r.gtarget = groute_gbase; \
+    groute_r.timeout_ns = groute_timeout_ns; \
+    groute_r.pulls = groute_pulls; \
+    groute_r.vertices = groute_inbox->off[groute_r.k]; \
+    groute_r.arcs = groute_arcs;
+
+// The end of a launch (thread 0): the cross-device barriers it passed, for the host.
+__device__ __forceinline__ void groute_crossed(const GrouteRun& r, unsigned long long base) {
+    r.pctl[GROUTE_P_CROSSED] = (r.gtarget - base) / (unsigned long long)r.k;
 }
 
 // The start of a launch: this device's inbox counts and flags zeroed (device 0: the rings of
@@ -736,7 +776,7 @@ __device__ __forceinline__ long long groute_begin(GrouteRun& r, long long total)
         if (r.me == 0)
             for (int w = 1; w < GROUTE_G_WORDS; ++w) r.gbar[w] = 0ull;
     }
-    return groute_meet(r, 0, -1) < 0 ? -1 : total;
+    return groute_meet(r) ? total : -1;
 }
 
 // Device j's copy of pulling step `slot`'s frontier: a bitmap over every global id and (a
@@ -805,7 +845,7 @@ _PEER_VISIT = r"""        if (v >= first && v < end) {{
 """
 # After a push: the devices meet (every append into this device's inbox has landed), ...
 _EXCHANGE = r"""        // the devices meet: every append into this device's inbox has landed
-        if (groute_meet(groute_r, 0, -1) < 0) return -1;
+        if (!groute_meet(groute_r)) return -1;
 """
 # ... then each visits its inbox with the visit of an owned target (apply_k's) ...
 _RECEIVE = r"""        inbox_receive<{has}, groute_msg_t_{i}>(
@@ -822,60 +862,87 @@ _RECEIVE = r"""        inbox_receive<{has}, groute_msg_t_{i}>(
 _RESET = r"""        if (groute_r.tid == 0) inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1);
 """
 
-# After a level on several devices: its frontier summed over the devices at a meeting, which
-# decides for every device alike whether another level runs.
+# After a level on several devices: its frontier, and whether this device's store of kept levels
+# would have no room for the next one, summed over the devices at a meeting, which decides for
+# every device alike whether another level runs and whether the stores stop the loop there
+# (_MULTI_FULL: the loop's test of the store reads the sum).
 _LEVEL_SUM = r"""        if (groute_n < 0) {{
             groute_status = {ABORTED};
             break;
         }}
-        groute_total = groute_meet(groute_r, groute_n, groute_level - groute_level0);
-        if (groute_total < 0) {{
+        long long groute_sums[2] = {{groute_n, groute_store_full(
+            groute_keep, groute_level + 1, groute_next_at + groute_n, groute_n_local,
+            groute_offsets_capacity, groute_capacity)}};
+        if (!groute_meet_level(groute_r, groute_sums, groute_level - groute_level0)) {{
+            groute_status = {ABORTED};
+            break;
+        }}
+        groute_total = groute_sums[0];
+        groute_full = groute_sums[1];
+"""
+# The loop's test of its store: on one device its own; on several the sum the level's meeting
+# read (zero at a launch: the host launches with room for the first level on every device).
+_LOCAL_FULL = ("groute_store_full(groute_keep, groute_level, groute_next_at, groute_n_local, "
+               "groute_offsets_capacity, groute_capacity)")
+_MULTI_FULL = "groute_full > 0"
+
+# After a level of a sweep on several devices: the devices meet, so no device publishes or sends
+# the next level's frontier while another still reads this one's.
+_SWEEP_MEET = r"""        if (groute_left < 0 || !groute_meet(groute_r)) {{
             groute_status = {ABORTED};
             break;
         }}
 """
 
-# One device's launch of a loop on several devices, all launched at once: levels from its part
-# of the first frontier (groute_first_q; groute_total0 on every device) until the frontier is
-# empty on every device or groute_max_run levels ran. The level's count is its sum over the
-# devices, the same on every device, so every device runs the same levels and meetings.
+# The launches on several devices, all launched at once, each device on its own part of the
+# frontier or of every kept level; every level's count is its sum over the devices, the same on
+# every device, so every device runs the same levels and meetings.
+#
+# groute_loop_multi: levels from the device's part of the first frontier (groute_first_q; keep:
+# its part of level groute_level0 in its store; groute_total0: the level's size over the
+# devices) until the frontier is empty on every device, groute_max_run levels ran, or (keep) a
+# device's store has no room for the next level (the host grows every device's store and
+# launches them all again from there). groute_sweep_multi: the device's parts of the kept
+# levels [groute_lo, groute_hi), one after the other (groute_reverse: the last first), a
+# meeting after each.
 _MULTI_KERNEL = r"""
 extern "C" __global__ void __launch_bounds__({block}) groute_loop_multi(
-        GROUTE_RUN_ARGS, const int* groute_first_q, long long groute_first_n,
-        long long groute_total0, int groute_max_run, long long groute_start,
-        const InboxTable* groute_inbox, unsigned long long* groute_pctl, int groute_me,
-        unsigned long long* groute_gbar, unsigned long long groute_gbase,
-        long long groute_timeout_ns, const unsigned long long* groute_pulls,
-        long long groute_arcs{comma_decls}) {{
+        GROUTE_RUN_ARGS, GROUTE_PEER_ARGS, const int* groute_first_q, long long groute_first_n,
+        long long groute_total0, int* groute_levels, long long* groute_offsets,
+        long long groute_capacity, int groute_offsets_capacity, int groute_keep,
+        int groute_level0, int groute_max_run, long long groute_start{comma_decls}) {{
     GROUTE_RUN_INIT
+    GROUTE_PEER_INIT
     GrouteParams groute_p{{{param_names}}};
-    groute_r.inbox = groute_inbox;
-    groute_r.pctl = groute_pctl;
-    groute_r.me = groute_me;
-    groute_r.k = (int)groute_inbox->k;
-    groute_r.first = groute_inbox->off[groute_me];
-    groute_r.end = groute_inbox->off[groute_me + 1];
-    groute_r.gbar = groute_gbar;
-    groute_r.gtarget = groute_gbase;
-    groute_r.timeout_ns = groute_timeout_ns;
-    groute_r.pulls = groute_pulls;
-    groute_r.vertices = groute_inbox->off[groute_r.k];
-    groute_r.arcs = groute_arcs;
-    // a loop that keeps no levels: what the loop's template reads for kept ones
-    const int groute_keep = 0, groute_level0 = 0, groute_offsets_capacity = 0;
-    int* const groute_levels = nullptr;
-    long long* const groute_offsets = nullptr;
-    const long long groute_capacity = 0;
-    (void)groute_offsets_capacity;
-    (void)groute_capacity;
+    long long groute_full = 0;
     long long groute_total = groute_begin(groute_r, groute_total0);
 {loop_levels}    if (groute_r.tid == 0) {{
         int* groute_result = (int*)(groute_ctl + 6);
         groute_result[0] = groute_level - groute_level0;
         groute_result[1] = groute_total < 0 ? {ABORTED} : groute_status;
         groute_ctl[7] = (unsigned long long)groute_n;
-        groute_pctl[GROUTE_P_CROSSED] =
-            (groute_r.gtarget - groute_gbase) / (unsigned long long)groute_r.k;
+        groute_ctl[8] = (unsigned long long)groute_at;
+        groute_crossed(groute_r, groute_gbase);
+    }}
+}}
+
+extern "C" __global__ void __launch_bounds__({block}) groute_sweep_multi(
+        GROUTE_RUN_ARGS, GROUTE_PEER_ARGS, const int* groute_levels,
+        const long long* groute_offsets, int groute_lo, int groute_hi, int groute_reverse,
+        long long groute_start{comma_decls}) {{
+    GROUTE_RUN_INIT
+    GROUTE_PEER_INIT
+    GrouteParams groute_p{{{param_names}}};
+    int groute_status = {EMPTIED};
+    if (groute_begin(groute_r, 0) < 0) {{
+        groute_status = {ABORTED};
+    }} else {{
+{sweep_levels}    }}
+    if (groute_r.tid == 0) {{
+        int* groute_result = (int*)(groute_ctl + 6);
+        groute_result[0] = groute_hi - groute_lo;
+        groute_result[1] = groute_status;
+        groute_crossed(groute_r, groute_gbase);
     }}
 }}
 """
@@ -1122,10 +1189,12 @@ def _module(groups, all_steps, where, title, multi=False) -> tuple[str, dict]:
         fields[f"loop_levels{suffix}"] = _LOOP_LEVELS.format(
             **at, EMPTIED=EMPTIED, MAX_LEVELS=MAX_LEVELS, STORE_FULL=STORE_FULL,
             more="groute_total" if multi else "groute_n",
+            full=_MULTI_FULL if multi else _LOCAL_FULL,
             after_level=_LEVEL_SUM.format(ABORTED=ABORTED) if multi else "")
         fields[f"sweep_levels{suffix}"] = _SWEEP_LEVELS.format(**at, discard=(
             "groute_discard + (groute_i & 1) * groute_n_local" if leaves_clear(steps)
-            else "groute_discard"))
+            else "groute_discard"), after_level=_SWEEP_MEET.format(ABORTED=ABORTED) if multi
+            else "        (void)groute_left;\n")
     # the kernels' arguments after the launch's own: the functors' parameters, then the
     # candidates' bitmaps (candidate_steps), all of them members of GrouteParams
     cands = [f"const unsigned int* groute_cand_{i}" for i in candidate_steps(all_steps)]
@@ -1150,12 +1219,13 @@ def source(steps, level: str | None, where: str) -> str:
 
 def multi_source(steps, level: str | None, where: str) -> str:
     """The CUDA source of the fused loop of ``steps`` on several devices, one launch per device
-    (module docstring, "On several devices"): ``groute_loop_multi``, every step kind the
-    one-device loop has."""
+    (module docstring, "On several devices"): ``groute_loop_multi`` (a loop, its levels kept or
+    not) and ``groute_sweep_multi`` (a sweep over kept levels), every step kind the one-device
+    loop has."""
     title = "on several devices: " + ", ".join(f"{type(s).__name__}({s.functor.name})"
                                                for s in steps)
     head, fields = _module([(steps, level, "", False)], list(steps), where, title, multi=True)
-    return head + _MULTI_KERNEL.format(ABORTED=ABORTED, **fields)
+    return head + _MULTI_KERNEL.format(ABORTED=ABORTED, EMPTIED=EMPTIED, **fields)
 
 
 def pull_steps(steps) -> list:
