@@ -4,13 +4,16 @@ several devices, the async engine leaving order-free loops to it, loop='fused' r
 cannot run), the inboxes' and published frontiers' bytes against the devices' free memory, the
 tables the host packs against the header's and the kernel's layout, the generated source's
 order of pushes, meetings, inbox visits and resets and of a pull's publication, meeting and
-clearing, "auto" pushing on a directed graph, and every step kind compiled with nvcc; on 2-4
+clearing, a kept loop's stores stopping every device at once and a sweep's meetings, the
+stores' bytes, "auto" pushing on a directed graph, and every step kind compiled with nvcc
+(the loop's and the sweep's kernels); on 2-4
 CUDA devices (logical ones on one GPU), the fused launches against the operator calls and
 NetworkX: a BFS by levels, label propagation (a message), pushes over in-arcs, a gathering
 push, max_levels and an empty frontier, first-accept pulls and gathering pulls among
 candidates or not, "auto" between them (pushing on a directed graph), two pulls in a level,
-k-core and SCC end to end, the async engine's order-free loop, and a device that waits too
-long at a meeting."""
+k-core and SCC end to end, the async engine's order-free loop, betweenness' forward pass kept
+and its backward pass swept, a kept store that grows, and a device that waits too long at a
+meeting."""
 from __future__ import annotations
 
 import itertools
@@ -764,7 +767,7 @@ def _kept_and_swept(eng, source, loop):
     assert eng.stats["loop"] == loop
     got["forward"] = (forward.levels, len(forward.frontier), len(levels), levels.total,
                       levels[1:].total, [f.vertices().tolist() for f in levels],
-                      levels[2].vertices().tolist(), eng.gather("depth").tolist())
+                      [f.vertices().tolist() for f in levels[1:]], eng.gather("depth").tolist())
     floats["sigma"], floats["delta"] = eng.gather("sigma"), eng.gather("delta")
     eng.state("hits", np.int32, 0)
     bounce = run_loop(eng.frontier([4]), [AdvanceStep(BOUNCE)], max_levels=70, keep=True)
