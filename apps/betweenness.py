@@ -7,8 +7,9 @@ shortest paths between other pairs of vertices that pass through each vertex.
 ``result.to_dict()`` is ``{id: float}``.
 
 Per source ``s`` (Brandes' algorithm, unweighted), one *round* of :func:`run_rounds` (every
-source's round in one call; on one CUDA device every round in one persistent launch, with no
-host step between sources, ``groute.engines.LOOP_RULE``):
+source's round in one call; on one CUDA device every round in one persistent launch, on
+several that write into each other's memory one launch per device, with no host step between
+sources, ``groute.engines.LOOP_RULE``):
 
 - start: ``s`` on level 0 with one shortest path (a ``Compute`` on the round's seed);
 - forward, level by level (a ``Loop``, every level kept): a gathering ``advance`` from

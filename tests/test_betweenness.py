@@ -20,7 +20,8 @@ from groute.operators import AdvanceStep
 from groute.apps.betweenness_cli import GivenSources
 from groute.cli import main
 from groute.graph import load_graph
-from support import SHARED_GRAPHS, check_imports_only_public_names, compile_generated, device_cases
+from support import (SHARED_GRAPHS, check_imports_only_public_names, compile_generated,
+                     device_cases, gpu_marks, need_gpus)
 
 BETWEENNESS = Path(__file__).resolve().parents[1] / "apps" / "betweenness.py"
 OPTIONS = [{}, {"endpoints": True}, {"normalized": False},
@@ -308,3 +309,20 @@ def test_fused_rounds_match_the_python_rounds_and_networkx(directed):
             assert values["fused"].stats["max_depth"] == values["python"].stats["max_depth"]
             if sources is not None:
                 assert values["fused"].stats["max_depth"] == 149     # from an end of the path
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
+                               for k in (2, 3, 4)])
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_several_cuda_devices_fuse_the_rounds_and_match_networkx(k, directed):
+    """On 2-4 CUDA devices (logical ones on one GPU) every source's round runs fused, one
+    launch per device (stats["rounds"]), and the scores are NetworkX's: every source and a
+    sample, endpoints on and off, a random partition."""
+    need_gpus(k)
+    G = random_graph(300, 900, seed=3, directed=directed)
+    for options in ({}, {"endpoints": True}, {"k": 40, "seed": 2}):
+        res = groute.betweenness_centrality(G, backend="cuda", devices=k, partition="random",
+                                            **options)
+        assert res.stats["rounds"] == "fused" and res.stats["loop"] == "fused", options
+        assert_matches(res, G, **options)

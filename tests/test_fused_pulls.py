@@ -122,7 +122,7 @@ def test_loop_fused_names_why_it_cannot_run_a_loop():
     the error says why in the rule's words."""
     with make_engine(random_graph(), "bsp", backend="cpu", devices=1, timeout=30) as eng:
         eng.loop = "fused"                                # as on one CUDA device
-        eng._loop_facts = lambda steps=(), levels=None, kept=False, rounds=False: dict(
+        eng._loop_facts = lambda steps=(), levels=None, kept=False, seeds=None: dict(
             cuda=True, one_device=True, levels_on_host=levels is not None)
         levels = Levels(eng, 1, lambda i: eng.frontier([0]))
         with pytest.raises(ValueError, match=r"sweep: loop='fused' cannot run this loop \(a "

@@ -239,21 +239,22 @@ def test_steps_that_are_no_list_or_miss_a_scalar_are_named_before_the_loop_runs(
 
 def test_the_rule_picks_fused_on_one_cuda_device_or_on_several_that_write_to_each_other():
     """Every combination of the facts: fused on one CUDA device unless a sweep's levels are on
-    the host; on several CUDA devices that write into each other's memory also (kept levels
-    and sweeps too), unless they are rounds or the inboxes, published frontiers and stores
-    would not fit; the operator calls everywhere else. No fact is about a step's direction."""
+    the host; on several CUDA devices that write into each other's memory also (kept levels,
+    sweeps and rounds too), unless the inboxes, published frontiers and stores would not fit;
+    the operator calls everywhere else. No fact is about a step's direction, nor about
+    rounds."""
     import itertools
-    names = ("levels_on_host", "cuda", "one_device", "rounds", "peer_writes", "inboxes_fit")
-    assert "pulls" not in LOOP_RULE.facts()
+    names = ("levels_on_host", "cuda", "one_device", "peer_writes", "inboxes_fit")
+    assert "pulls" not in LOOP_RULE.facts() and "rounds" not in LOOP_RULE.facts()
     for values in itertools.product([False, True], repeat=len(names)):
         f = dict(zip(names, values))
-        several = not f["rounds"] and f["peer_writes"] and f["inboxes_fit"]
+        several = f["peer_writes"] and f["inboxes_fit"]
         fused = (f["cuda"] and not f["levels_on_host"] and (f["one_device"] or several))
         assert decide_loop(f)[0] == ("fused" if fused else "python"), f
 
     def facts(**given):
         return {**dict(levels_on_host=False, cuda=True, one_device=True,
-                       rounds=False, peer_writes=False, inboxes_fit=True), **given}
+                       peer_writes=False, inboxes_fit=True), **given}
     assert decide_loop(facts())[0] == "fused"
     assert decide_loop(facts(cuda=False))[0] == "python"
     assert decide_loop(facts(one_device=False))[0] == "python"

@@ -5,15 +5,17 @@ cannot run), the inboxes' and published frontiers' bytes against the devices' fr
 tables the host packs against the header's and the kernel's layout, the generated source's
 order of pushes, meetings, inbox visits and resets and of a pull's publication, meeting and
 clearing, a kept loop's stores stopping every device at once and a sweep's meetings, the
-stores' bytes, "auto" pushing on a directed graph, and every step kind compiled with nvcc
-(the loop's and the sweep's kernels); on 2-4
+rounds' kernel (seeds by owner, meetings, a kept Loop's total summed), the stores', seeds' and
+tally's bytes, "auto" pushing on a directed graph, and every step kind compiled with nvcc
+(the loop's, the sweep's and the rounds' kernels); on 2-4
 CUDA devices (logical ones on one GPU), the fused launches against the operator calls and
 NetworkX: a BFS by levels, label propagation (a message), pushes over in-arcs, a gathering
 push, max_levels and an empty frontier, first-accept pulls and gathering pulls among
 candidates or not, "auto" between them (pushing on a directed graph), two pulls in a level,
 k-core and SCC end to end, the async engine's order-free loop, betweenness' forward pass kept
-and its backward pass swept, a kept store that grows, and a device that waits too long at a
-meeting."""
+and its backward pass swept, a kept store that grows, rounds (betweenness' body, index and
+total, a store that grows within a round, a resumed Loop reading total), and a device that
+waits too long at a meeting."""
 from __future__ import annotations
 
 import itertools
@@ -33,20 +35,23 @@ from groute.engines.fused import FusedLoops, decide_loop, not_fused_because
 from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, T_CAP, T_COUNT, T_IDS, T_K,
                                         T_MSGS, T_OFF, TABLE_WORDS, Inboxes, MultiFusedLoops,
                                         Published, arc_matrix, inbox_capacity, pull_words,
-                                        published_bytes, store_bytes)
+                                        published_bytes, rounds_bytes, store_bytes)
 from groute.graph import CSRGraph
 from groute.graph.partition import partition_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Levels,
-                              Loop, Message, compute, run_loop, run_rounds, sweep)
-from groute.operators.loop_source import PULLS, multi_source, pull_steps, source
+                              Loop, Message, Sweep, compute, run_loop, run_rounds, sweep)
+from groute.operators.loop_source import (PULLS, multi_source, pull_steps, rounds_source,
+                                          source)
+from groute.operators.rounds import body_steps
 from support import gpu_marks, need_gpus
 from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference, _hub,
                               _search, allowed_of, bfs_reference, fused_pull_loops)
 from test_fused_pulls import reference_sigma as sigma_among
 from test_operators_gather import SIGMA, START, _lower, reference_sigma
 from test_operators_gather import random_graph as hub_graph
-from test_operators_loop import (BOUNCE, CLAIM, EVEN, MARK, bfs_depths, compile_sources,
-                                 random_graph)
+from test_operators_loop import (BOUNCE, CLAIM, EVEN, MARK, RESUMED_TOTAL, ROUND, SWEPT_PUSH,
+                                 _resumed_total_answer, _round_answer, _round_state, bfs_depths,
+                                 compile_sources, path_graph, random_graph)
 
 INBOX_CUH = Path(__file__).resolve().parents[1] / "groute" / "operators" / "inbox.cuh"
 
@@ -109,6 +114,19 @@ def test_the_inbox_capacity_is_every_arc_one_step_can_send_to_a_device(k, partit
 
 # --- the rules --------------------------------------------------------------------------------
 
+def _round_of(steps):
+    """A round of ``steps``: a kept Loop of them from the seed, then a Sweep of them over its
+    levels but the seed's, deepest first."""
+    return [Loop(steps, keep=True), Sweep(steps, reverse=True, skip=1)]
+
+
+def _betweenness_body():
+    """Betweenness' round (apps/betweenness.py): start, forward Loop, backward and
+    accumulating Sweeps."""
+    from groute.apps.betweenness import Betweenness
+    return Betweenness.rounds(Betweenness.__new__(Betweenness))
+
+
 def _several_cuda(facts):
     """An engine's facts as several CUDA devices that write into each other's memory have
     them."""
@@ -124,14 +142,16 @@ def _app_loops():
 
 
 @pytest.mark.timeout(60)
-def test_on_several_devices_the_rule_fuses_loops_kept_loops_and_sweeps_but_not_rounds():
+def test_on_several_devices_the_rule_fuses_loops_kept_loops_sweeps_and_rounds():
     """The engine's facts for its loops, sweeps and rounds, as several CUDA devices that write
     into each other's memory would have them: fused for every step kind (the apps' loops,
     computes, filters, a message, over in-arcs, a gathering push, "auto" with a message, which
     pushes, and the steps that may pull: a first-accept pull, "auto" without a message, a
-    gathering step that is not "push"), whether the loop keeps its levels or not, and for a
-    sweep over levels the fused loop kept; python for a sweep over levels the operator calls
-    kept, and for rounds; the generated source is made for each of them."""
+    gathering step that is not "push"), whether the loop keeps its levels or not, for a sweep
+    over levels the fused loop kept, and for rounds of them (betweenness' body too); python
+    for a sweep over levels the operator calls kept, and where the devices cannot write into
+    each other's memory or the memory would not fit; the generated sources (a loop's and
+    rounds of it) are made for each of them."""
     g = random_graph()
     fused = {"bfs": [AdvanceStep(CLAIM)], "mixed": [ComputeStep(MARK), AdvanceStep(CLAIM),
                                                     FilterStep(EVEN)],
@@ -159,16 +179,25 @@ def test_on_several_devices_the_rule_fuses_loops_kept_loops_and_sweeps_but_not_r
             swept = _several_cuda(eng._loop_facts(steps, on_devices))
             assert decide_loop(kept)[0] == decide_loop(swept)[0] == "fused", name
             on_host = _several_cuda(eng._loop_facts(steps, levels))
-            rounds = _several_cuda(eng._loop_facts(steps, None, True, True))
-            assert on_host["levels_on_host"] and rounds["rounds"]
-            assert decide_loop(on_host)[0] == decide_loop(rounds)[0] == "python", name
+            assert on_host["levels_on_host"] and decide_loop(on_host)[0] == "python", name
+            rounds = _several_cuda(eng._loop_facts(steps, None, True, 3))     # 3 seeds
+            assert "rounds" not in rounds and decide_loop(rounds)[0] == "fused", name
+            assert decide_loop(dict(rounds, peer_writes=False))[0] == "python", name
+            assert decide_loop(dict(rounds, inboxes_fit=False))[0] == "python", name
+            rounds_source(_round_of(steps), None, None, "test", multi=True)
+        bc = _betweenness_body()
+        facts = _several_cuda(eng._loop_facts(body_steps(bc), None, True, 5))
+        assert decide_loop(facts) == decide_loop(_several_cuda(eng._loop_facts(
+            body_steps(bc))))
+        assert decide_loop(facts)[0] == "fused" and "rounds run every round" in \
+            decide_loop(facts)[1]
 
 
 @pytest.mark.timeout(60)
 def test_loop_fused_where_several_devices_cannot_run_it_names_why():
     """loop='fused' on CPU devices is refused when the engine is made; on several devices
-    that could run it, a sweep over levels the operator calls kept and rounds each raise a
-    ValueError naming the fact and the reason."""
+    that could run it, a sweep over levels the operator calls kept and rounds whose stores
+    would not fit each raise a ValueError naming the fact and the reason."""
     g = random_graph()
     with pytest.raises(ValueError, match=r"loop='fused' runs on one CUDA device, or on several "
                                          r"that write into each other's memory; this engine "
@@ -186,8 +215,9 @@ def test_loop_fused_where_several_devices_cannot_run_it_names_why():
         with pytest.raises(ValueError, match=r"sweep: loop='fused' cannot run this loop "
                                              r"\(a sweep over levels kept on the host"):
             sweep(levels, [ComputeStep(MARK)])
-        with pytest.raises(ValueError, match=r"run_rounds: .*\(rounds of loops \(run_rounds\): "
-                                             r"on several devices rounds run as operator calls"):
+        eng._loop_facts = lambda *args: dict(_several_cuda(real(*args)), inboxes_fit=False)
+        with pytest.raises(ValueError, match=r"run_rounds: .*\(the inboxes, published frontiers "
+                                             r"and stores would not fit .*rounds' stores"):
             run_rounds(eng, [0], [Compute(ROOT, over="seed"),
                                   Loop([AdvanceStep(CLAIM)], level="d")])
         assert (eng.gather("depth") >= 0).sum() > 1        # the first loop ran
@@ -200,7 +230,7 @@ def _async_stub(mode, backend, k, peer_writes, fits=True):
     eng.async_mode = mode
     eng.ctx = SimpleNamespace(backend=backend, num_devices=k)
     eng._no_peer_writes = None if peer_writes else "no peer access"
-    eng._multi = SimpleNamespace(inboxes_fit=lambda steps, keep=False: fits)
+    eng._multi = SimpleNamespace(inboxes_fit=lambda steps, keep=False, seeds=None: fits)
     return eng
 
 
@@ -303,8 +333,8 @@ def test_each_advance_meets_then_visits_its_inbox_then_empties_it():
     kernel = text[text.index("groute_loop_multi("):]
     order = [kernel.index(x) for x in (
         "groute_total = groute_begin(groute_r, groute_total0);", "while (groute_total > 0)",
-        "groute_n = groute_run_level(", "groute_meet_level(groute_r, groute_sums, "
-        "groute_level - groute_level0)", "groute_total = groute_sums[0];", "++groute_level;")]
+        "groute_n = groute_run_level(", "groute_meet_level(groute_r, groute_sums)",
+        "groute_total = groute_sums[0];", "++groute_level;")]
     assert order == sorted(order)
     # a visitor sends what it does not own, and visits what it owns by its local position
     assert "accept((int)(v - first), groute_m);" in text
@@ -390,7 +420,7 @@ def test_a_kept_loop_stops_every_device_at_once_and_a_sweep_meets_after_each_lev
     assert _in_order(loop, [
         "long long groute_full = 0;", "if (groute_full > 0) {", "groute_status = 2;",
         "groute_run_level(", "groute_store_full(\n            groute_keep, groute_level + 1, "
-        "groute_next_at + groute_n,", "groute_meet_level(groute_r, groute_sums,",
+        "groute_next_at + groute_n,", "groute_meet_level(groute_r, groute_sums)",
         "groute_total = groute_sums[0];", "groute_full = groute_sums[1];", "++groute_level;",
         "groute_offsets[groute_level + 1] = groute_at + groute_n;", "groute_ctl[8] ="])
     swept = text[text.index("void __launch_bounds__(256) groute_sweep_multi("):]
@@ -445,6 +475,93 @@ def test_the_fused_loops_on_several_devices_compile(tmp_path):
     assert ptx.count(".entry") == 2 * len(loops)
     assert "atom.add.sys" in ptx or "atom.sys.add" in ptx or "atom.global.sys.add" in ptx
     assert "red.relaxed.sys.global.or.b32" in ptx          # a pull's published bits
+
+
+def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops_total():
+    """groute_rounds_multi: the peer arguments and the first meeting; per round the seed (a
+    global id) level 0 on its owner only; a Loop's levels from the seed's one vertex over the
+    devices (or the resumed level's, the host's) summed at every level's meeting, on a ring
+    whose sequence is the launch's count of level meetings (many Loops per launch); a kept
+    Loop's total summed at a meeting of its own before the total scalar is set; a Sweep's
+    meeting after each level; every exit (a full store, a device that did not come, the end)
+    reports the meetings passed. The one-device kernel has the same items and no meeting."""
+    text = rounds_source(_betweenness_body(), None, "reached", "test", multi=True)
+    kernel = text[text.index("groute_rounds_multi("):]
+    assert _in_order(kernel, [
+        "GROUTE_RUN_ARGS, GROUTE_PEER_ARGS, long long groute_total0, const int* groute_seeds,",
+        "GROUTE_PEER_INIT", "if (groute_begin(groute_r, 0) < 0) {",
+        "for (int groute_round = groute_round0;",
+        "groute_seed = (long long)groute_seeds[groute_round] - groute_r.first;",
+        "groute_seed_n = groute_seed >= 0 && groute_seed < groute_r.n_local;",
+        "if (groute_seed_n) groute_store[0] = (int)groute_seed;",
+        "groute_offsets[1] = groute_seed_n;", "// item 0: Compute on seed",
+        "groute_run_level_0(groute_r, groute_p, groute_store, groute_seed_n, nullptr);",
+        "// item 1: Loop", ": groute_seed_n;",
+        "long long groute_total = groute_resume ? groute_total0 : 1, groute_full = 0;",
+        "while (groute_total > 0)", "groute_meet_level(groute_r, groute_sums)",
+        "if (groute_status == 3) {", "if (groute_status == 2) {", "groute_ctl[13] =",
+        "groute_crossed(groute_r, groute_gbase);", "return;",
+        "long long groute_kept_sums[2] = {groute_at, 0};",
+        "if (!groute_meet_sums(groute_r, groute_kept_sums)) {",
+        "groute_kept_total = groute_kept_sums[0];",
+        "groute_p.reached = (double)(groute_kept_total);", "// item 2: Sweep",
+        "int groute_status = 0;", "if (groute_left < 0 || !groute_meet(groute_r)) {",
+        "if (groute_status == 3) {", "// item 3: Sweep", "groute_result[0] = groute_rounds;",
+        "groute_crossed(groute_r, groute_gbase);"]), kernel
+    # the first meeting; the Loop's failed meeting, full store and failed total; two Sweeps'
+    # failed meetings; the end
+    assert kernel.count("groute_crossed(") == 7
+    assert "r.levels_met++" in text and "groute_meet_level(groute_r, groute_sums, " not in text
+    one = rounds_source(_betweenness_body(), None, "reached", "test")
+    one_kernel = one[one.index("groute_rounds("):]
+    assert "groute_meet" not in one and "groute_crossed(" not in one_kernel
+    assert "groute_seed = (long long)groute_seeds[groute_round] - 0;" in one_kernel
+    assert "groute_kept_total = groute_at;" in one_kernel
+    # item for item, the same code on one device and on several
+    items = [re.split(r"// item \d+: ", t)[1:] for t in (one_kernel, kernel)]
+    assert [i.split("\n")[0] for i in items[0]] == [i.split("\n")[0] for i in items[1]]
+
+
+def test_rounds_stores_and_seeds_count_against_the_devices_free_memory():
+    """Rounds cost every device a store (whether or not a Loop keeps its levels: level 0 holds
+    the seed), the seeds and a tally per item, on top of the inboxes."""
+    assert rounds_bytes(0, 0) == 0 and rounds_bytes(10, 3) == 40 + 48
+    claim = [AdvanceStep(CLAIM)]                                 # inboxes: 24,000 bytes
+    need = 24_000 + store_bytes(600) + rounds_bytes(100, 1)
+    stub = _multi_stub(_gpus(need))
+    stub.engine.parts = [SimpleNamespace(size=400), SimpleNamespace(size=600)]
+    assert stub.inboxes_fit(claim, seeds=100)
+    stub.devices = _gpus(need - 1)
+    assert not stub.inboxes_fit(claim, seeds=100) and stub.inboxes_fit(claim, seeds=99)
+    assert stub.inboxes_fit(claim, keep=True)                    # a loop holds no seeds
+    with make_engine(random_graph(), "bsp", backend="cpu", devices=2, timeout=30) as eng:
+        ctx, eng._multi = eng.ctx, _multi_stub(_gpus(need - 1))
+        eng._multi.engine.parts = stub.engine.parts
+        eng.ctx, eng._no_peer_writes = SimpleNamespace(backend="cuda", num_devices=2), None
+        try:                                # the engine's facts pass the seeds on
+            assert decide_loop(eng._loop_facts(claim, None, True, 100))[0] == "python"
+            assert decide_loop(eng._loop_facts(claim, None, True, 99))[0] == "fused"
+        finally:
+            eng.ctx = ctx
+
+
+@pytest.mark.timeout(320)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+def test_the_fused_rounds_on_several_devices_compile(tmp_path):
+    """groute_rounds_multi for betweenness' round (gathering "auto" and pull over in-arcs,
+    computes swept), the tests' rounds with index and total, a swept push before another
+    Loop, a resumed Loop that reads total, a round of pulls, and a Loop without keep."""
+    bodies = [(_betweenness_body(), None, "reached"), (ROUND, "round", "reached"),
+              (SWEPT_PUSH, None, None), (RESUMED_TOTAL, None, "reached"),
+              (_round_of([AdvanceStep(CLAIM, "auto"), AdvanceStep(SIGMA, "pull", over="in")]),
+               None, None),
+              ([Compute(ROOT, over="seed"), Loop([AdvanceStep(LOWER)], max_levels=3),
+                Compute(ROOT)], None, None)]
+    done = compile_sources([rounds_source(body, index, total, "test", multi=True)
+                            for body, index, total in bodies], ["groute_rounds_multi"], tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    ptx = Path(tmp_path / "loops.ptx").read_text()
+    assert ptx.count(".entry") == len(bodies)
 
 
 # --- on 2-4 CUDA devices ------------------------------------------------------------------------
@@ -746,6 +863,21 @@ def test_a_device_that_waits_too_long_at_a_meeting_fails_the_loop_and_the_next_r
             assert eng.gather("depth").tolist() == bfs_depths(g, 0).tolist()
 
 
+def _fused_and_python(k, run):
+    """``run(engine, graph, loop)`` on an undirected and a directed graph, each on ``k``
+    devices fused and as operator calls (one engine per implementation, the same random
+    partition): per graph's name, the graph and each implementation's answer."""
+    graphs = {"undirected": random_graph(n=3000, m=20000, seed=k),
+              "directed": directed_graph(n=3000, m=12000, seed=k)}
+    out = {}
+    for name, g in graphs.items():
+        out[name] = (g, {})
+        for loop in ("fused", "python"):
+            with _engine(g, k, loop) as eng:
+                out[name][1][loop] = run(eng, g, loop)
+    return out
+
+
 def _kept_and_swept(eng, source, loop):
     """Betweenness' passes from ``source`` as a loop and a sweep (a kept BFS by levels whose
     gathering advance sums the path counts, then a reverse gathering pull over every level but
@@ -794,13 +926,8 @@ def test_kept_levels_and_sweeps_on_several_devices_give_the_operator_calls_answe
     store that fills and grows on every device, a push swept over a slice of its levels, and
     an empty kept loop."""
     need_gpus(k)
-    graphs = {"undirected": random_graph(n=3000, m=20000, seed=k),
-              "directed": directed_graph(n=3000, m=12000, seed=k)}
-    for name, g in graphs.items():
-        out = {}
-        for loop in ("fused", "python"):
-            with _engine(g, k, loop) as eng:
-                out[loop] = _kept_and_swept(eng, 1, loop)
+    for name, (g, out) in _fused_and_python(k, lambda eng, g, loop: _kept_and_swept(
+            eng, 1, loop)).items():
         (fused, fused_floats), (python, python_floats) = out["fused"], out["python"]
         assert fused == python, name
         for what in ("sigma", "delta"):
@@ -813,6 +940,67 @@ def test_kept_levels_and_sweeps_on_several_devices_give_the_operator_calls_answe
         assert fused["empty"] == (0, 0, 0)
         if name == "undirected":                    # vertex 4's neighbours bounce back
             assert fused["bounce"][0] == 70
+
+
+def _rounds_run(eng, g, loop):
+    """The rounds of the test below: betweenness' body with endpoints (every source's levels
+    kept, swept back and accumulated; one isolated source), the tests' round with index and
+    total (a repeated seed), and a round whose Loop outgrows a new store's offsets (its
+    frontiers repeat vertices for 70 levels: every device stops, the host grows every store
+    and resumes mid-round) swept by a compute. What each left, exactly, and betweenness' sums
+    of floats apart."""
+    got = {}
+    for name, dtype, value in (("depth", np.int32, -1), ("sigma", np.float64, 0.0),
+                               ("delta", np.float64, 0.0), ("bc", np.float64, 0.0)):
+        eng.state(name, dtype, value)
+    isolated = int(np.flatnonzero(np.diff(np.asarray(g.indptr)) == 0)[0])
+    sources = [1, 17, isolated, 2000, 2999]
+    bc = run_rounds(eng, sources, _betweenness_body(), total="reached", endpoints=1)
+    assert eng.stats["rounds"] == eng.stats["loop"] == bc.implementation == loop
+    got["betweenness"] = (bc.rounds, bc.levels, bc.deepest, eng.gather("depth").tolist())
+    floats = eng.gather("bc")
+    _round_state(eng)
+    r = run_rounds(eng, [0, 5, g.num_vertices - 1, 5, 17], ROUND, index="round",
+                   total="reached")
+    got["round"] = (_round_answer(eng), (r.rounds, r.levels, r.deepest))
+    eng.state("hits", np.int32, 0)
+    eng.state("seen", np.int32, 0)
+    grown = run_rounds(eng, [4, 9], [Loop([AdvanceStep(BOUNCE)], max_levels=70, keep=True),
+                                     Sweep([ComputeStep(MARK)], reverse=True)])
+    assert eng.stats["rounds"] == loop
+    got["grown"] = (eng.gather("hits").tolist(), eng.gather("seen").tolist(),
+                    (grown.rounds, grown.levels, grown.deepest))
+    return got, floats
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", MULTI)
+def test_fused_rounds_on_several_devices_give_the_operator_calls_answers(k):
+    """One engine per implementation on the same random partition, an undirected and a
+    directed graph: run_rounds fused (one launch per device for every round) against the
+    operator calls (loop="python"): betweenness' body, the tests' round, a store that must
+    grow within a round; and on a path, a resumed Loop that reads the total of the kept Loop
+    before it (the total summed over the devices), against the answer computed here."""
+    need_gpus(k)
+    for name, (g, out) in _fused_and_python(k, _rounds_run).items():
+        (fused, fused_bc), (python, python_bc) = out["fused"], out["python"]
+        assert fused == python, name
+        np.testing.assert_allclose(fused_bc, python_bc, rtol=1e-9, atol=1e-12, err_msg=name)
+        assert fused["betweenness"][3] == [-1] * g.num_vertices     # every round reset
+        if name == "undirected":                    # vertex 4's neighbours bounce back
+            assert fused["grown"][2][2] == 70
+    n, seeds = 400, [0, 200, 399]
+    out = {}
+    for loop in ("fused", "python"):
+        with _engine(path_graph(n), k, loop, partition="contiguous") as eng:
+            for name in ("depth", "depth2"):
+                eng.state(name, np.int32, -1)
+            eng.state("acc", np.int64, 0)
+            r = run_rounds(eng, seeds, RESUMED_TOTAL, total="reached")
+            assert eng.stats["rounds"] == loop
+            out[loop] = (eng.gather("acc").tolist(), (r.rounds, r.levels, r.deepest))
+    assert out["fused"] == out["python"]
+    assert out["fused"][0] == _resumed_total_answer(n, seeds)
 
 
 class _StubGPU:
@@ -866,8 +1054,8 @@ def test_inboxes_that_would_not_fit_send_the_loop_to_the_operator_calls():
     held = _multi_stub(_gpus(0))
     held._inboxes = SimpleNamespace(holds=lambda caps, words: True)
     assert held.inboxes_fit(lower)                         # made for an earlier loop
-    facts = dict(levels_on_host=False, cuda=True, one_device=False, rounds=False,
-                 peer_writes=True, inboxes_fit=False)
+    facts = dict(levels_on_host=False, cuda=True, one_device=False, peer_writes=True,
+                 inboxes_fit=False)
     assert decide_loop(facts)[0] == "python"
 
 
@@ -898,10 +1086,10 @@ def test_a_pulls_published_frontiers_count_against_the_devices_free_memory():
     held.devices = _gpus(0)
     assert held.inboxes_fit(sigma) and not held.inboxes_fit(two)
     why = not_fused_because(dict(levels_on_host=False, cuda=True, one_device=False,
-                                 rounds=False, peer_writes=True, inboxes_fit=False))
+                                 peer_writes=True, inboxes_fit=False))
     assert ("the inboxes, published frontiers and stores would not fit the devices' free memory"
             in why)
-    assert "a kept loop's stores" in why
+    assert "a kept loop's or rounds' stores" in why
     assert "a pull's copies of its frontier" in why
 
 

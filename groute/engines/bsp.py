@@ -39,8 +39,10 @@ device writes into every other's, :mod:`groute.engines.fused_multi`; the operato
 otherwise),
 ``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
 Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
-their body: on one CUDA device every round in one launch, on several the operator calls;
-``stats["rounds"]`` names what ran the last of them.
+their body: every round in one launch on one CUDA device, and in one launch per device on
+several that write into each other's memory (each device's part of every level, exchanging
+and meeting as a loop does); the operator calls otherwise. ``stats["rounds"]`` names what ran
+the last of them.
 """
 from __future__ import annotations
 
@@ -458,25 +460,25 @@ class BSPEngine(Engine):
         return self._each(gather_and_pull, rows, first, expected, cand)
 
     # loops of steps -----------------------------------------------------------------------------------
-    def _loop_facts(self, steps=(), levels=None, kept=False, rounds=False) -> dict:
+    def _loop_facts(self, steps=(), levels=None, kept=False, seeds=None) -> dict:
         """The facts of :data:`groute.engines.fused.LOOP_RULE` for a loop of ``steps`` (a sweep:
-        over ``levels``; ``kept``: a loop that keeps its levels; ``rounds``: rounds of them)."""
+        over ``levels``; ``kept``: a loop that keeps its levels; ``seeds``: rounds of them, one
+        per seed, whose seeds and stores the memory check counts)."""
         facts = {"cuda": self.ctx.backend == "cuda", "one_device": self.ctx.num_devices == 1,
                  "levels_on_host": levels is not None and (
                      getattr(levels.store, "engine", None) is not self
                      or levels.numbers.step != 1),
-                 "rounds": bool(rounds),
                  "peer_writes": self._no_peer_writes is None}
         # the inboxes are sized (a pass over the graph, once) only where they would be made
-        several = (self._multi is not None and not facts["one_device"] and not rounds
+        several = (self._multi is not None and not facts["one_device"]
                    and not facts["levels_on_host"])
         facts["inboxes_fit"] = not several or self._multi.inboxes_fit(
-            steps, keep=bool(kept) and levels is None)
+            steps, keep=bool(kept) and levels is None, seeds=seeds)
         return facts
 
-    def _loop_choice(self, steps, levels, what, kept=False, rounds=False) -> str:
+    def _loop_choice(self, steps, levels, what, kept=False, seeds=None) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""
-        facts = self._loop_facts(steps, levels, kept, rounds)
+        facts = self._loop_facts(steps, levels, kept, seeds)
         choice = "python" if self.loop == "python" else decide_loop(facts)[0]
         if self.loop == "fused" and choice != "fused":
             raise ValueError(f"{what}: loop='fused' cannot run this loop "
@@ -537,12 +539,17 @@ class BSPEngine(Engine):
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_rounds: an AdvanceStep's candidates")
-        choice = self._loop_choice(steps, None, "run_rounds", True, rounds=True)
+        choice = self._loop_choice(steps, None, "run_rounds", True, seeds=len(seeds))
         if choice == "fused":
             self._fused_prepare(steps)
-            local = self.partition.perm[seeds] - self.parts[0].first
-            result = self._on_device(lambda: self._fused.run_rounds(
-                local, body, index=index, total=total, scalars=scalars))
+            ids = self.partition.perm[seeds]
+            if self._multi is not None:     # every device's host thread at once; global ids
+                result = self._multi.run_rounds(ids, body, index=index, total=total,
+                                                scalars=scalars)
+            else:
+                result = self._on_device(lambda: self._fused.run_rounds(
+                    ids - self.parts[0].first, body, index=index, total=total,
+                    scalars=scalars))
         else:
             result = python_rounds(self, seeds, body, index=index, total=total, scalars=scalars)
         self.stats["rounds"] = choice

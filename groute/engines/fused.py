@@ -15,9 +15,9 @@ once at the end.
 
 :data:`LOOP_RULE` (a :class:`~groute.engines.rules.Rule`) says which implementation runs a
 loop: on several CUDA devices that write into each other's memory a ``run_loop`` (its levels kept
-or not) and a ``sweep`` over the levels it kept are one launch per device, their pulls too
-(:mod:`groute.engines.fused_multi`, a :class:`FusedLoops` per device compiling and making its
-arguments and stores); rounds run there as operator calls.
+or not), a ``sweep`` over the levels it kept and ``run_rounds`` are one launch per device, their
+pulls too (:mod:`groute.engines.fused_multi`, a :class:`FusedLoops` per device compiling and
+making its arguments and stores).
 """
 from __future__ import annotations
 
@@ -38,7 +38,6 @@ LOOP_FACTS = {
     **FACTS,
     "levels_on_host": ("a sweep over levels kept on the host", "no levels kept on the host",
                        None),
-    "rounds": ("rounds of loops (run_rounds)", "a loop or a sweep, not rounds", None),
     "inboxes_fit": ("the inboxes, published frontiers and stores fit the devices' free memory",
                     "the inboxes, published frontiers and stores would not fit the devices' "
                     "free memory",
@@ -46,7 +45,7 @@ LOOP_FACTS = {
                     "arc that crosses into it and its message, per step that may pull a copy "
                     "of the pulled frontier over every vertex of the graph: a bitmap and, for a "
                     "gathering step, a message per vertex, and for a loop that keeps its levels "
-                    "a store of its part of them"),
+                    "or for rounds a store of its part of them (rounds: and the seeds)"),
 }
 #: what an engine's ``loop="auto"`` runs: the first case whose facts all hold. Every step has a
 #: fused form, on one device and on several (push, first-accept pull, gathering push and pull,
@@ -56,19 +55,19 @@ LOOP_RULE = Rule("loop", (
     Case(("levels_on_host",), "python", "a sweep over levels kept as separate frontiers"),
     Case(("cuda", "one_device"), "fused", "one persistent launch per loop: steps inlined, grid "
                                           "barriers between them, the count read on the device"),
-    Case(("rounds",), "python", "on several devices rounds run as operator calls, each round's "
-                                "loops and sweeps one host step per operator"),
     Case(("not inboxes_fit",), "python",
          "on several devices the inboxes (room for every arc that crosses into a device, "
          "twice), a pull's copies of its frontier (a bitmap and messages over every vertex, "
-         "on every device) and a kept loop's stores would not fit the devices' free memory"),
+         "on every device) and a kept loop's or rounds' stores would not fit the devices' "
+         "free memory"),
     Case(("cuda", "peer_writes"), "fused",
          "one persistent launch per device, all at once: a push writes other devices' targets "
          "into their owners' inboxes, a pull first writes each device's frontier into every "
          "device's copy, and the devices meet at a cross-device barrier after each advance and "
          "each level, where each reads the level's size (and an 'auto' advance its frontier's) "
          "summed on device 0; a kept loop keeps each device's part of every level in a store "
-         "of its own, which a sweep reads level by level"),
+         "of its own, which a sweep reads level by level; rounds run every round in that one "
+         "launch per device"),
     Case((), "python", "the operators' own calls, one host step each"),
 ), LOOP_FACTS)
 #: the values an engine's ``loop`` option takes
@@ -322,8 +321,7 @@ class FusedLoops:
         with device.use(), device.compute_stream.raw:
             on_device = xp.asarray(np.asarray(seeds, np.int32))
             store = xp.empty(capacity, np.int32)
-            offsets = xp.zeros(offsets_capacity, np.int64)
-            offsets[1] = 1                                  # level 0: the seed, store[0]
+            offsets = xp.zeros(offsets_capacity, np.int64)  # level 0 (the seed): set per round
             tally = xp.zeros(2 * len(body), np.int64)
         round0 = item0 = level0 = kept_total = 0
         while True:

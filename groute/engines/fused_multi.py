@@ -1,9 +1,9 @@
-"""A loop of operator steps, and a sweep over the levels it kept, on several CUDA devices as one
-persistent launch per device, all launched at once, exchanging through writes the devices make
-into each other's memory.
+"""A loop of operator steps, a sweep over the levels it kept, and rounds of them, on several CUDA
+devices as one persistent launch per device, all launched at once, exchanging through writes
+the devices make into each other's memory.
 
-The BSP engine runs ``run_loop`` (its levels kept or not) and ``sweep`` so on K >= 2 CUDA
-devices that write into each other's
+The BSP engine runs ``run_loop`` (its levels kept or not), ``sweep`` and ``run_rounds`` so on
+K >= 2 CUDA devices that write into each other's
 memory (:data:`~groute.engines.fused.LOOP_RULE`; where they cannot,
 :func:`~groute.engines.peer_barrier.unavailable` says why). Every device runs
 ``groute_loop_multi`` (:func:`groute.operators.loop_source.multi_source`): per level and step
@@ -30,8 +30,19 @@ every device reads the same sum and stops at the same level, and the host grows 
 :class:`~groute.engines.fused.DeviceLevels` hold every device's store; a level's frontier has
 a part per device. A sweep over them (``groute_sweep_multi``) runs per level the steps on each
 device's part of it, with the loop's exchange, and a meeting after each level: no device
-publishes or sends a level's frontier while another still reads the one before. Rounds
-(``run_rounds``) stay on the operator calls here.
+publishes or sends a level's frontier while another still reads the one before.
+
+Rounds (``run_rounds``: :meth:`MultiFusedLoops.run_rounds`) are ``groute_rounds_multi``
+(:func:`groute.operators.loop_source.rounds_source` with ``multi``): the one-device rounds'
+templates and items with this level code, every round in one launch per device. Why the same
+kernel and not a loop launch per item: a round of betweenness is a few levels, so a launch
+per item would cost the host more than the levels. A seed is one device's vertex: level 0 of
+that device's store, empty on the others; every Loop's level sizes start from its one vertex,
+every level meets as the loop's do (the ring of level sums counts meetings per launch, since
+each Loop starts again at level 0), and a kept Loop's total is its kept vertices summed over
+the devices at a meeting, so every device sets the same ``total``. A store that fills stops
+every device at the same level; the host grows every store and relaunches every device from
+that round, item and level, with the resumed level's size over the devices.
 
 Why one launch per device, not the host between levels: the BSP engine's operator calls cost
 a host step per device per operator (launches, a count read back, a Router's packets), which
@@ -62,7 +73,7 @@ direction; on a directed graph it pushes, as the operator calls (:meth:`MultiFus
 The levels an advance pulled count in the engine's ``pull_advances``, once per advance as the
 operator calls count them. The inboxes, the published frontiers and a kept loop's stores are
 counted against the devices' free memory before the loop is chosen
-(:meth:`MultiFusedLoops.inboxes_fit`).
+(:meth:`MultiFusedLoops.inboxes_fit`), and for rounds the stores, the seeds and the tally.
 """
 from __future__ import annotations
 
@@ -75,6 +86,7 @@ from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
 from groute.operators.frontier import Frontier
 from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
+from groute.operators.rounds import Compute, Loop, RoundsResult, body_steps
 
 from .fused import DeviceLevels, FusedLoops
 
@@ -83,6 +95,8 @@ log = logging.getLogger(__name__)
 #: the kernels of a loop's module on several devices: the loop's and the sweep's
 KERNEL, SWEEP_KERNEL = "groute_loop_multi", "groute_sweep_multi"
 KERNELS = (KERNEL, SWEEP_KERNEL)
+#: the kernel of a rounds module on several devices (loop_source.rounds_source's multi)
+ROUNDS_KERNEL = "groute_rounds_multi"
 #: uint64 words of a device's peer control block; what the host reads of it (loop_source's
 #: ``GROUTE_P_*``: a meeting timed out, the meetings passed, an inbox was full)
 PCTL_WORDS = 9
@@ -198,6 +212,13 @@ def store_bytes(n_local: int) -> int:
     return 4 * (3 * n_local + 1) + 8 * FusedLoops.OFFSETS
 
 
+def rounds_bytes(seeds: int, items: int) -> int:
+    """One device's bytes of rounds besides their store (:meth:`MultiFusedLoops.run_rounds`):
+    the seeds (int32) and the tally, two int64 per item of the body (at most one item per
+    step, ``items``)."""
+    return 4 * seeds + 16 * items
+
+
 class Published:
     """Every device's copies of the frontiers its pulls read (module docstring, "Pulls"): per
     step that may pull, a bitmap over every global id (``bits[j][r]``) and, for a gathering
@@ -288,7 +309,7 @@ class MultiFusedLoops:
         return max([s.functor.message.words for s in steps
                     if isinstance(s, AdvanceStep) and s.functor.message is not None], default=0)
 
-    def inboxes_fit(self, steps, keep: bool = False) -> bool:
+    def inboxes_fit(self, steps, keep: bool = False, seeds: int | None = None) -> bool:
         """Whether the inboxes and published frontiers ``steps`` need, and (``keep``) the
         stores of the levels a loop keeps, fit the devices' free memory (inboxes and published
         frontiers made for an earlier loop that already hold them count as there). The
@@ -297,7 +318,10 @@ class MultiFusedLoops:
         graph, which on a big graph cut many ways can outgrow what the graph left free: such a
         loop runs as operator calls (LOOP_RULE's ``inboxes_fit``) rather than running out of
         memory in the middle of an algorithm. A store starts with room for its device's part of
-        the first frontier and two levels of its vertices (:func:`store_bytes`), and grows."""
+        the first frontier and two levels of its vertices (:func:`store_bytes`), and grows.
+        ``seeds``: rounds of that many seeds (:meth:`run_rounds`), which hold a store on every
+        device whether or not a Loop keeps its levels (level 0 is the seed) and the seeds and
+        the tally of levels on every device (:func:`rounds_bytes`)."""
         steps = self.as_run(steps)
         caps, words = self.capacities(steps), self.message_words(steps)
         pulls = pull_words(steps)
@@ -308,9 +332,12 @@ class MultiFusedLoops:
         if pulls and (self._published is None or not self._published.holds(pulls)):
             need["published frontiers (per pulling step: a bitmap and messages over every "
                  "vertex)"] = published_bytes(self.engine.num_vertices, pulls)
-        if keep:
+        if keep or seeds is not None:
             need["kept levels (a store per device: its vertices three times, and the levels' "
                  "offsets)"] = store_bytes(max(p.size for p in self.engine.parts))
+        if seeds is not None:
+            need["rounds (the seeds and a tally of levels per item, on every device)"] = \
+                rounds_bytes(seeds, len(steps))
         if not need:
             return True
         try:
@@ -368,9 +395,10 @@ class MultiFusedLoops:
             self._barrier = None
 
     # the launches ------------------------------------------------------------------------------
-    def _launch_all(self, text, kernel, steps, own, params, where) -> list:
-        """One launch of ``kernel`` (of the module ``text``, for ``steps``) per device, all at
-        once: the arguments every kernel on several devices begins with, then ``own[i]``
+    def _launch_all(self, text, kernel, steps, own, params, where, names=KERNELS) -> list:
+        """One launch of ``kernel`` (of the module ``text``, whose kernels are ``names``, for
+        ``steps``) per device, all at once: the arguments every kernel on several devices
+        begins with, then ``own[i]``
         (device ``i``'s arguments of that kernel), then ``params[i]``. Raises where a device
         did not come to a meeting, found an inbox full, or the devices disagree on the levels
         they ran and why they stopped. Returns per device its control block's words and its
@@ -384,7 +412,7 @@ class MultiFusedLoops:
         # every device compiles and makes its arguments first: a device that launched waits
         # for the others at the first meeting, no longer than the barrier's timeout
         def prepare(device, i, fl):
-            fl._kernels(text, KERNELS)
+            fl._kernels(text, names)
             published.zero(i)
             return fl._common(steps)
 
@@ -394,7 +422,7 @@ class MultiFusedLoops:
 
         def launch(device, i, fl, ready, mine, values):
             try:
-                fl._launch(text, KERNELS, kernel, ready[0] + (
+                fl._launch(text, names, kernel, ready[0] + (
                     inbox.tables[i], inbox.pctl[i], np.int32(i), np.uint64(barrier.ptr),
                     np.uint64(base), np.int64(timeout), published.tables[i],
                     np.int64(eng.num_arcs)) + tuple(mine) + tuple(values))
@@ -503,6 +531,69 @@ class MultiFusedLoops:
                for buffer, offsets in zip(store.buffers, store.offsets)]
         self._launch_all(text, SWEEP_KERNEL, steps, own, params, where)
         self.loops[0]._count(steps, len(numbers))
+
+
+    def run_rounds(self, seeds, body, *, index, total, scalars) -> RoundsResult:
+        """``run_rounds``, one launch per device at once (``seeds``: global ids, the
+        partition's): every round in it, each device on its part of every level, exchanging
+        and meeting as the loop and the sweep do. Every device keeps its part of a kept Loop's
+        levels in a store of its own (the one-device rounds' store, level 0 the seed on its
+        owner and empty elsewhere); when one has no room for the next level every device stops
+        there, the host grows every store and launches them all again from that round, item
+        and level, as :meth:`FusedLoops.run_rounds <groute.engines.fused.FusedLoops.run_rounds>`
+        does on one device."""
+        where = "run_rounds(fused)"
+        eng, rounds = self.engine, len(seeds)
+        if rounds == 0:
+            return RoundsResult(0, 0, 0, "fused")
+        body = [replace(item, steps=tuple(self.as_run(item.steps)))
+                if not isinstance(item, Compute) else item for item in body]
+        steps = body_steps(body)
+        text = loop_source.rounds_source(body, index, total, where, multi=True)
+        on_device = [item.level for item in body] + [index, total]
+        params = [fl._params(steps, on_device, scalars, where) + fl._candidates(steps)
+                  for fl in self.loops]
+
+        def first(device, fl):
+            # the kernel writes level 0 (store[0] and its offset) per round
+            xp, size = device.xp, fl.part.size
+            with device.use(), device.compute_stream.raw:
+                ids = xp.asarray(np.asarray(seeds, np.int32))
+                store = (xp.empty(2 * size + 2, np.int32), xp.zeros(fl.OFFSETS, np.int64),
+                         2 * size + 2, fl.OFFSETS)
+                tally = xp.zeros(2 * len(body), np.int64)
+            return ids, store, tally
+
+        made = eng._each(first, self.loops)
+        stores = [store for _, store, _ in made]
+        round0 = item0 = level0 = kept_total = total0 = 0
+        while True:
+            own = [(np.int64(total0), ids, np.int32(round0), np.int32(rounds), np.int32(item0),
+                    np.int32(level0), store[0], store[1], np.int64(store[2]),
+                    np.int32(store[3]), np.int64(kept_total), tally)
+                   for (ids, _, tally), store in zip(made, stores)]
+            done = self._launch_all(text, ROUNDS_KERNEL, steps, own, params, where,
+                                    names=(ROUNDS_KERNEL,))
+            words = done[0][0]
+            reached, status = _ran(words)
+            if status != loop_source.STORE_FULL:
+                break
+            counts = [int(c[7]) for c, _ in done]
+            ats = [int(c[8]) for c, _ in done]
+            round0, item0, level0 = reached, int(words[11]), int(words[12])
+            kept_total = int(words[13])       # summed over the devices: the same on each
+            total0 = sum(counts)              # the resumed level's size over the devices
+            stores = eng._each(lambda device, fl, store, at, count: fl._grow(
+                *store, at + count, level0), self.loops, stores, ats, counts)
+        with self.devices[0].use(), self.devices[0].compute_stream.raw:
+            counts = made[0][2].get()         # every device ran the same levels
+        levels = deepest = 0
+        for j, item in enumerate(body):
+            self.loops[0]._count(item.steps, int(counts[2 * j]))
+            if isinstance(item, Loop):
+                levels += int(counts[2 * j])
+                deepest = max(deepest, int(counts[2 * j + 1]))
+        return RoundsResult(rounds, levels, deepest, "fused")
 
 
 def _ran(words) -> tuple:

@@ -64,8 +64,10 @@ with such an advance (:func:`leaves_clear`), a sweep alternates its two dropped-
 level by level, and a round's item clears before a barrier that ends it (a Loop's own last
 barrier, a Sweep's added one), so the next item finds nothing left to clear.
 
-On several devices (:func:`multi_source`, ``groute_loop_multi`` and ``groute_sweep_multi``; the
-host is :mod:`groute.engines.fused_multi`): every device runs the same level code on its own
+On several devices (:func:`multi_source`, ``groute_loop_multi`` and ``groute_sweep_multi``;
+:func:`rounds_source` with ``multi``, ``groute_rounds_multi``, the rounds' templates with hooks
+for the peer arguments, the seed's owner, the meetings and their failures; the host is
+:mod:`groute.engines.fused_multi`): every device runs the same level code on its own
 part of the frontier, or of a kept level (local positions; its vertices are the global ids
 ``[first, end)``), with the exchange spliced into each advance. Its push visits an owned target at once and appends
 another device's, with the message, into the owner's inbox in the owner's memory
@@ -557,30 +559,40 @@ _INT_MAX = 2147483647
 # whose store filled, from level groute_resume_level; groute_kept_total0: the vertices the kept
 # Loop before it kept, which that round's skipped items set and the resumed Loop may read as
 # total). A round begins with the advances' two bitmaps clean (whatever the last round's steps
-# left) and its seed as level 0 of the store.
+# left) and its seed as level 0 of the store: store[0] and its offset, set per round, since on
+# several devices the seed (a global id there, {first} its device's first) is one device's, the
+# level empty on the others (groute_seed_n: 0). Every Loop of the round starts from it, a
+# Compute on the seed runs on it. {peer_args}, {peer_init}, {begin}, {crossed}: on several
+# devices (rounds_source's multi), the peer arguments (and groute_total0, the resumed level's
+# size over the devices), the first meeting, the meetings passed for the host.
 _ROUNDS = r"""
-extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
-        GROUTE_RUN_ARGS, const int* groute_seeds, int groute_round0, int groute_rounds,
+extern "C" __global__ void __launch_bounds__({block}) {name}(
+        GROUTE_RUN_ARGS,{peer_args} const int* groute_seeds, int groute_round0, int groute_rounds,
         int groute_item0, int groute_resume_level, int* groute_store, long long* groute_offsets,
         long long groute_capacity, int groute_offsets_capacity, long long groute_kept_total0,
         long long* groute_tally{comma_decls}) {{
     GROUTE_RUN_INIT
-    GrouteParams groute_p{{{param_names}}};
+{peer_init}    GrouteParams groute_p{{{param_names}}};
     int groute_kept = 0;
     long long groute_kept_total = groute_kept_total0;
-{set_total}    for (int groute_round = groute_round0; groute_round < groute_rounds; ++groute_round) {{
+{set_total}{begin}    for (int groute_round = groute_round0; groute_round < groute_rounds; ++groute_round) {{
         const int groute_from = groute_round == groute_round0 ? groute_item0 : 0;
+        const long long groute_seed = (long long)groute_seeds[groute_round] - {first};
+        const int groute_seed_n = groute_seed >= 0 && groute_seed < groute_r.n_local;
         groute_r.clear_n = 0;
         for (long long groute_i = groute_r.tid; groute_i < 2 * groute_r.words; groute_i += groute_r.nthreads)
             groute_r.bits[groute_i] = 0u;
-        if (groute_r.tid == 0) groute_store[0] = groute_seeds[groute_round];
+        if (groute_r.tid == 0) {{
+            if (groute_seed_n) groute_store[0] = (int)groute_seed;
+            groute_offsets[1] = groute_seed_n;
+        }}
         grid_barrier(groute_r.bar, groute_r.bar_target);
 {set_index}{items}    }}
     if (groute_r.tid == 0) {{
         int* groute_result = (int*)(groute_ctl + 6);
         groute_result[0] = groute_rounds;
         groute_result[1] = {EMPTIED};
-    }}
+{crossed}    }}
 }}
 """
 
@@ -589,25 +601,27 @@ extern "C" __global__ void __launch_bounds__({block}) groute_rounds(
 # count, [8] where it starts, [11] the item, [12] the level, [13] the vertices the kept Loop
 # before it kept) and the host launches again from that level with a bigger store. After it,
 # a barrier: the store's offsets are read next, and ({flush}: leaves_clear) the bits of the
-# last frontier are cleared before it.
+# last frontier are cleared before it. On several devices ({declare}: the level's size over
+# the devices, 1 for the seed, and whether a store is full; {aborted}: a device that did not
+# come to a meeting ends the launch) every device stops at the same level when a store fills.
 _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
 {reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
-            const int* groute_first_q = groute_seeds + groute_round;
+            const int* groute_first_q = groute_store;
             int* const groute_levels = groute_store;
             const int groute_keep = {keep};
             const int groute_level0 = groute_resume ? groute_resume_level : 0;
             // resumed: the frontier of the level reached, kept in the store (only a kept
             // Loop fills the store); else the seed
             const long long groute_first_n = groute_resume
-                ? groute_offsets[groute_level0 + 1] - groute_offsets[groute_level0] : 1;
+                ? groute_offsets[groute_level0 + 1] - groute_offsets[groute_level0] : groute_seed_n;
             const int groute_max_run = {max_run} - groute_level0;
             const long long groute_start = {start};
             (void)groute_start;
-{loop_levels}            if (groute_r.tid == 0) {{
+{declare}{loop_levels}            if (groute_r.tid == 0) {{
                 groute_tally[{tally}] += groute_level - groute_level0;
                 if (groute_level > groute_tally[{tally} + 1]) groute_tally[{tally} + 1] = groute_level;
             }}
-            if (groute_status == {STORE_FULL}) {{
+{aborted}            if (groute_status == {STORE_FULL}) {{
                 if (groute_r.tid == 0) {{
                     int* groute_result = (int*)(groute_ctl + 6);
                     groute_result[0] = groute_round;
@@ -617,7 +631,7 @@ _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
                     groute_ctl[11] = {j};
                     groute_ctl[12] = (unsigned long long)groute_level;
                     groute_ctl[13] = (unsigned long long)groute_kept_total;
-                }}
+{crossed}                }}
                 return;
             }}
 {kept}{flush}            grid_barrier(groute_r.bar, groute_r.bar_target);
@@ -625,13 +639,14 @@ _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
 """
 
 # A Sweep over the levels the last kept Loop kept, from level {skip}; ({flush}: leaves_clear)
-# then the bits of its last dropped output cleared, and a barrier.
+# then the bits of its last dropped output cleared, and a barrier. On several devices
+# ({declare}, {aborted}) a device that did not come to a level's meeting ends the launch.
 _ROUND_SWEEP = r"""        if (groute_from <= {j}) {{  // item {j}: Sweep
 {reset}            const int* groute_levels = groute_store;
             const int groute_lo = {skip}, groute_hi = groute_kept, groute_reverse = {reverse};
             const long long groute_start = {start};
             (void)groute_start;
-{sweep_levels}{flush}            if (groute_r.tid == 0 && groute_hi > groute_lo)
+{declare}{sweep_levels}{aborted}{flush}            if (groute_r.tid == 0 && groute_hi > groute_lo)
                 groute_tally[{tally}] += groute_hi - groute_lo;
         }}
 """
@@ -641,6 +656,31 @@ _SWEEP_FLUSH = r"""            if (groute_r.clear_n) {
                 grid_barrier(groute_r.bar, groute_r.bar_target);
             }
 """
+
+# What the hooks of _ROUNDS, _ROUND_LOOP and _ROUND_SWEEP hold on several devices
+# (rounds_source's multi): the peer arguments, then the size over the devices of the level a
+# resumed Loop starts from (the host's sum of every device's part of it).
+_ROUNDS_PEER_ARGS = " GROUTE_PEER_ARGS, long long groute_total0,"
+# Where a meeting failed (a device did not come in time: {failed}), this device leaves the
+# launch, the round it was in and the status ABORTED for the host, which raises.
+_ROUND_STOP = r"""            if ({failed}) {{
+                if (groute_r.tid == 0) {{
+                    int* groute_result = (int*)(groute_ctl + 6);
+                    groute_result[0] = {round};
+                    groute_result[1] = {ABORTED};
+                    groute_crossed(groute_r, groute_gbase);
+                }}
+                return;
+            }}
+"""
+# A Loop's level sizes start from its first level's over the devices: the seed's one vertex, or
+# the resumed level's (the host's); the stores have room for the first level (a new round's
+# seed level is one vertex, and the host grows every store before it resumes a Loop).
+_ROUND_LOOP_TOTAL = ("            long long groute_total = groute_resume ? groute_total0 : 1, "
+                     "groute_full = 0;\n")
+# A kept Loop's total: every device's kept vertices summed at a meeting (the ring of sums the
+# "auto" advances use), so every device sets the same total scalar.
+_ROUND_KEPT_SUM = "            long long groute_kept_sums[2] = {groute_at, 0};\n"
 
 _ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on {over}
             groute_run_level_{j}(groute_r, groute_p, {q}, nullptr);
@@ -661,6 +701,7 @@ _PEER_RUN = r"""    // on several devices: every device's inboxes, this device's
     long long first = 0, end = 0;
     unsigned long long* gbar = nullptr; unsigned long long gtarget = 0; long long timeout_ns = 0;
     const unsigned long long* pulls = nullptr; long long vertices = 0, arcs = 0; int sums = 0;
+    int levels_met = 0;
 """
 
 _MULTI_PRELUDE = r"""
@@ -726,12 +767,14 @@ __device__ __forceinline__ bool groute_meet(GrouteRun& r) {
     return groute_meet_ring(r, nullptr, 0, 0, nullptr, 0);
 }
 
-// The end of `level` (counted from the launch's first): this device's frontier and whether its
-// store of kept levels has no room for another level (v[0], v[1]) summed over the devices into
-// v, so every device runs the same levels and a store that fills stops them all at the same
-// one. False: a device did not come.
-__device__ __forceinline__ bool groute_meet_level(GrouteRun& r, long long* v, int level) {
-    return groute_meet_ring(r, r.gbar + GROUTE_G_LEVELS, 2, level, v, GROUTE_P_TOTAL);
+// The end of a level: this device's frontier and whether its store of kept levels has no room
+// for another level (v[0], v[1]) summed over the devices into v, so every device runs the same
+// levels and a store that fills stops them all at the same one. The ring's sequence is the
+// launch's count of level meetings, not the level: rounds run many loops in one launch, each
+// from level 0, and a slot must not be added to again before it is zeroed. False: a device did
+// not come.
+__device__ __forceinline__ bool groute_meet_level(GrouteRun& r, long long* v) {
+    return groute_meet_ring(r, r.gbar + GROUTE_G_LEVELS, 2, r.levels_met++, v, GROUTE_P_TOTAL);
 }
 
 // An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]) summed over the
@@ -873,7 +916,7 @@ _LEVEL_SUM = r"""        if (groute_n < 0) {{
         long long groute_sums[2] = {{groute_n, groute_store_full(
             groute_keep, groute_level + 1, groute_next_at + groute_n, groute_n_local,
             groute_offsets_capacity, groute_capacity)}};
-        if (!groute_meet_level(groute_r, groute_sums, groute_level - groute_level0)) {{
+        if (!groute_meet_level(groute_r, groute_sums)) {{
             groute_status = {ABORTED};
             break;
         }}
@@ -1235,18 +1278,28 @@ def pull_steps(steps) -> list:
     return [i for i, s in enumerate(steps) if may_pull(s)]
 
 
-def rounds_source(body, index: str | None, total: str | None, where: str) -> str:
+def rounds_source(body, index: str | None, total: str | None, where: str,
+                  multi: bool = False) -> str:
     """The CUDA source of ``groute_rounds``: one round of ``body`` (the items of
     :mod:`groute.operators.rounds`) per seed (module docstring); ``index``: the scalar set to
-    the round's number, ``total``: the one set to the vertices a kept Loop kept."""
+    the round's number, ``total``: the one set to the vertices a kept Loop kept. ``multi``:
+    ``groute_rounds_multi``, the same rounds on several devices, one launch per device (module
+    docstring, "On several devices"): the seeds are global ids, each item's levels exchange
+    and meet as a loop's and a sweep's on several devices, and a kept Loop's total is summed
+    over the devices at a meeting."""
     all_steps = body_steps(body)
     groups = [(item.steps, item.level, f"_{j}",
                isinstance(item, Compute) and item.over == "all") for j, item in enumerate(body)]
-    title = "rounds of " + ", ".join(
+    title = ("on several devices: " if multi else "") + "rounds of " + ", ".join(
         f"{type(item).__name__}({', '.join(s.functor.name for s in item.steps)})"
         for item in body)
-    head, fields = _module(groups, all_steps, where, title)
+    head, fields = _module(groups, all_steps, where, title, multi=multi)
     params, items, first = fields["params"], [], 0
+    crossed = "                    groute_crossed(groute_r, groute_gbase);\n" if multi else ""
+
+    def stop(failed, round_="groute_round"):
+        return _ROUND_STOP.format(failed=failed, round=round_, ABORTED=ABORTED) if multi else ""
+    aborted = stop(f"groute_status == {ABORTED}")
     for j, item in enumerate(body):
         reset = "".join(f"            groute_r.pulling_{first + i} = 0; "
                         f"groute_r.explored_{first + i} = 0;\n"
@@ -1257,24 +1310,37 @@ def rounds_source(body, index: str | None, total: str | None, where: str) -> str
         if isinstance(item, Compute):
             items.append(_ROUND_COMPUTE.format(
                 j=j, over=item.over, tally=2 * j,
-                q="nullptr, 0" if item.over == "all" else "groute_seeds + groute_round, 1"))
+                q="nullptr, 0" if item.over == "all" else "groute_store, groute_seed_n"))
         elif isinstance(item, Loop):
+            kept = ""
+            if item.keep:
+                kept = ("            groute_kept = groute_level;\n"
+                        + ("" if not multi else _ROUND_KEPT_SUM + stop(
+                            "!groute_meet_sums(groute_r, groute_kept_sums)"))
+                        + "            groute_kept_total = "
+                        + ("groute_kept_sums[0];\n" if multi else "groute_at;\n")
+                        + _set(params, total, "groute_kept_total"))
             items.append(_ROUND_LOOP.format(
                 j=j, reset=reset, keep=int(item.keep), start=item.start, tally=2 * j,
                 max_run=_INT_MAX if item.max_levels is None else item.max_levels,
                 loop_levels=fields[f"loop_levels_{j}"], STORE_FULL=STORE_FULL,
                 flush="            groute_clear(groute_r);\n" if clears else "",
-                kept="" if not item.keep else "            groute_kept = groute_level;\n"
-                "            groute_kept_total = groute_at;\n"
-                + _set(params, total, "groute_kept_total")))
+                declare=_ROUND_LOOP_TOTAL if multi else "", aborted=aborted, crossed=crossed,
+                kept=kept))
         else:
-            items.append(_ROUND_SWEEP.format(j=j, reset=reset, skip=item.skip,
-                                             reverse=int(item.reverse), start=item.start,
-                                             tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"],
-                                             flush=_SWEEP_FLUSH if clears else ""))
-    return head + _ROUNDS.format(items="".join(items), EMPTIED=EMPTIED,
-                                 set_index=_set(params, index, "groute_round"),
-                                 set_total=_set(params, total, "groute_kept_total"), **fields)
+            items.append(_ROUND_SWEEP.format(
+                j=j, reset=reset, skip=item.skip, reverse=int(item.reverse), start=item.start,
+                tally=2 * j, sweep_levels=fields[f"sweep_levels_{j}"],
+                flush=_SWEEP_FLUSH if clears else "", aborted=aborted,
+                declare=f"            int groute_status = {EMPTIED};\n" if multi else ""))
+    return head + _ROUNDS.format(
+        items="".join(items), EMPTIED=EMPTIED, set_index=_set(params, index, "groute_round"),
+        set_total=_set(params, total, "groute_kept_total"),
+        name="groute_rounds_multi" if multi else "groute_rounds",
+        peer_args=_ROUNDS_PEER_ARGS if multi else "",
+        peer_init="    GROUTE_PEER_INIT\n" if multi else "",
+        begin=stop("groute_begin(groute_r, 0) < 0", "groute_round0"),
+        first="groute_r.first" if multi else "0", crossed=crossed, **fields)
 
 
 def _decide(step, i, push_graph, run_members, multi=False) -> str:

@@ -20,7 +20,9 @@ read it, a Loop without keep between them changing nothing).
 
 The engine chooses how the rounds run (``engine.run_rounds``): every engine can run them as
 the operator calls above (:func:`python_rounds`); the BSP engine on one CUDA device runs every
-round in one persistent launch (:mod:`groute.engines.fused`), the same answers either way.
+round in one persistent launch (:mod:`groute.engines.fused`), and on several CUDA devices that
+write into each other's memory one launch per device (:mod:`groute.engines.fused_multi`), the
+same answers either way.
 Betweenness centrality is the example: one round per source, a forward Loop, a backward
 Sweep, a Sweep that accumulates (``apps/betweenness.py``).
 """
