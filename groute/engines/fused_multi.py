@@ -342,7 +342,7 @@ class MultiFusedLoops:
             return True
         try:
             check_fits(self.devices, DeviceBytes(need),
-                       "the fused loop's inboxes and published frontiers")
+                       "the fused loop's inboxes, published frontiers and level stores")
         except GraphTooLarge:
             return False
         return True
@@ -490,13 +490,14 @@ class MultiFusedLoops:
             queue = part.to_queue().queue
             return queue, part.count, fl._new_store(queue, part.count) if keep else None
 
-        firsts = eng._each(first, self.loops, frontier.parts)
-        counts, stores = [c for _, c, _ in firsts], [s for _, _, s in firsts]
+        # the first stores only in `stores`, so a store replaced by a grown one is freed
+        queues, counts, stores = (list(x) for x in zip(*eng._each(first, self.loops,
+                                                                   frontier.parts)))
         levels = 0
         while True:
             own = [(queue, np.int64(count), np.int64(total)) + _store_args(store, keep)
                    + (np.int32(levels), np.int32(left - levels), np.int64(start))
-                   for (queue, _, _), count, store in zip(firsts, counts, stores)]
+                   for queue, count, store in zip(queues, counts, stores)]
             done = self._launch_all(text, KERNEL, steps, own, params, where)
             ran, status = _ran(done[0][0])
             levels += ran
