@@ -565,14 +565,14 @@ class MultiFusedLoops:
                 tally = xp.zeros(2 * len(body), np.int64)
             return ids, store, tally
 
-        made = eng._each(first, self.loops)
-        stores = [store for _, store, _ in made]
+        # the first stores only in `stores`, so a store replaced by a grown one is freed
+        ids_of, stores, tallies = (list(x) for x in zip(*eng._each(first, self.loops)))
         round0 = item0 = level0 = kept_total = total0 = 0
         while True:
             own = [(np.int64(total0), ids, np.int32(round0), np.int32(rounds), np.int32(item0),
                     np.int32(level0), store[0], store[1], np.int64(store[2]),
                     np.int32(store[3]), np.int64(kept_total), tally)
-                   for (ids, _, tally), store in zip(made, stores)]
+                   for ids, tally, store in zip(ids_of, tallies, stores)]
             done = self._launch_all(text, ROUNDS_KERNEL, steps, own, params, where,
                                     names=(ROUNDS_KERNEL,))
             words = done[0][0]
@@ -587,7 +587,7 @@ class MultiFusedLoops:
             stores = eng._each(lambda device, fl, store, at, count: fl._grow(
                 *store, at + count, level0), self.loops, stores, ats, counts)
         with self.devices[0].use(), self.devices[0].compute_stream.raw:
-            counts = made[0][2].get()         # every device ran the same levels
+            counts = tallies[0].get()         # every device ran the same levels
         levels = deepest = 0
         for j, item in enumerate(body):
             self.loops[0]._count(item.steps, int(counts[2 * j]))
