@@ -19,9 +19,9 @@ from groute.results import AppResult
 
 
 #: seconds a host-clocked run's final wait polls the devices without sleeping, before the
-#: usual back-off: the back-off's sleeps double (20 us, 40 us, ... 2 ms), so a run of a
-#: fraction of a millisecond would be read at the next poll, up to twice its length, and its
-#: times would jump in steps as it crossed from one poll to the next
+#: usual back-off (:func:`groute.waiting.wait_for`): its sleeps double, so a short run would
+#: be read at the next poll, up to twice its length, and its times would jump in steps as it
+#: crossed from one poll to the next
 END_SPIN_S = 0.05
 
 
