@@ -38,15 +38,15 @@ def cases(path):
         print(f"{path}: {exc}"); return {}
     out = {}
     for c in data.get("cases", []):
-        key = (c.get("app"), c.get("graph"), c.get("mode"))
+        key = (c.get("app"), c.get("graph"), c.get("devices"), c.get("mode"))
         out[key] = (c.get("time_s"), c.get("status"))
     return out
 b, a = cases(sys.argv[1]), cases(sys.argv[2])
-print(f"{'app':6} {'graph':32} {'mode':6} {'before':>10} {'after':>10} {'after/before':>12}")
+print(f"{'app':6} {'graph':32} {'dev':>3} {'mode':6} {'before':>10} {'after':>10} {'after/before':>12}")
 for key in sorted(set(b) | set(a), key=str):
     tb, ta = b.get(key, (None,))[0], a.get(key, (None,))[0]
     ratio = f"{ta / tb:.3f}" if tb and ta else "-"
     fmt = lambda t: f"{t * 1e3:.3f}ms" if t else "-"
-    print(f"{key[0]!s:6} {key[1]!s:32} {key[2]!s:6} {fmt(tb):>10} {fmt(ta):>10} {ratio:>12}"
+    print(f"{key[0]!s:6} {key[1]!s:32} {key[2]!s:>3} {key[3]!s:6} {fmt(tb):>10} {fmt(ta):>10} {ratio:>12}"
           f"  {b.get(key, (0, '-'))[1]}/{a.get(key, (0, '-'))[1]}")
 PY

@@ -416,13 +416,15 @@ class Context:
             raise f.exception()
         raise ContextStopped("the context was stopped")
 
-    def synchronize(self, timeout=None):
+    def synchronize(self, timeout=None, *, spin: float = 0.0):
         """Wait for every device's streams (from outside a device function, after a failure
-        was raised: reset first, as :meth:`submit`)."""
+        was raised: reset first, as :meth:`submit`). ``spin``: seconds each wait polls without
+        sleeping first (:meth:`groute.device.base.Event.synchronize`), for a caller that times
+        the work."""
         if threading.current_thread() not in self._worker_threads():
             self.ensure_running()
         for dev in self.devices:
-            dev.synchronize(timeout or self.timeout)
+            dev.synchronize(timeout or self.timeout, spin=spin)
 
     # shutdown -----------------------------------------------------------------------------------
     def shutdown(self) -> None:

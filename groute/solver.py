@@ -18,11 +18,19 @@ from groute.context import ensure_context
 from groute.results import AppResult
 
 
+#: seconds a host-clocked run's final wait polls the devices without sleeping, before the
+#: usual back-off (:func:`groute.waiting.wait_for`): its sleeps double, so a short run would
+#: be read at the next poll, up to twice its length, and its times would jump in steps as it
+#: crossed from one poll to the next
+END_SPIN_S = 0.05
+
+
 class DeviceTimer:
     """Wall-clock time of work on all devices of a context: synchronise, start, ..., synchronise.
 
     On one CUDA device uses CUDA events on its compute stream (no host sync inside the timed
-    region); otherwise a host clock between full synchronisations.
+    region); otherwise a host clock between full synchronisations, the last of them polling
+    without sleeping (:data:`END_SPIN_S`).
     """
 
     def __init__(self, ctx):
@@ -55,7 +63,7 @@ class DeviceTimer:
                 stop.synchronize()
             self.seconds = cupy.cuda.get_elapsed_time(start, stop) / 1e3
         else:
-            self.ctx.synchronize()
+            self.ctx.synchronize(spin=END_SPIN_S)
             self.seconds = time.perf_counter() - self._t0
         return False
 

@@ -327,3 +327,27 @@ def test_a_plain_stop_is_reported_once_then_the_context_runs():
         with pytest.raises(ContextStopped, match="stopped"):
             ctx.run(lambda d: None)
         assert ctx.run(lambda d: d.index) == [0, 1]
+
+
+@pytest.mark.timeout(60)
+def test_a_host_clocked_run_ends_by_polling_without_sleeping(monkeypatch):
+    """On several devices DeviceTimer reads the clock after a wait that polls without sleeping
+    (END_SPIN_S): the back-off's doubling sleeps would read a sub-millisecond run at the next
+    poll, up to twice its length. The wait before the start may sleep."""
+    from groute.device.cpu import CPUEvent
+    from groute.solver import END_SPIN_S, DeviceTimer
+    spins = []
+    real = CPUEvent.synchronize
+
+    def synchronize(self, timeout=None, *, spin=0.0):
+        spins.append(spin)
+        return real(self, timeout, spin=spin)
+
+    with Context(devices=2, backend="cpu") as ctx:
+        monkeypatch.setattr(CPUEvent, "synchronize", synchronize)
+        with DeviceTimer(ctx) as timer:
+            started = len(spins)
+            ctx.submit(1, lambda device: None).result()
+        assert END_SPIN_S > 0 and started == 4 and spins[:started] == [0.0] * 4
+        assert spins[started:] == [END_SPIN_S] * 4      # two devices, two streams each
+        assert timer.seconds >= 0

@@ -33,8 +33,8 @@ from groute.operators.loop_source import (PULLS, candidate_steps, leaves_clear, 
                                           rounds_source, source as loop_source)
 from groute.operators.rounds import body_steps
 from test_operators_gather import SIGMA, sigma_over  # the gathering BFS level
-from test_operators_loop import (CLAIM, CLAIM2, SUM_RESET, _claim, compile_sources,
-                                 random_graph)
+from test_operators_loop import (CLAIM, CLAIM2, SUM_RESET, _both_loops, _claim,
+                                 compile_sources, random_graph)
 from test_operators_loop import ROOTS as ROOT  # level 0 of both searches
 
 DIRECTIONS = ("push", "pull", "auto")
@@ -307,16 +307,6 @@ def test_rounds_with_pulls_compile(tmp_path):
 
 
 # --- on one CUDA GPU: fused against the operator calls and NetworkX --------------------------
-
-def _both_loops(g, run):
-    """``run(engine)`` on one CUDA device, fused and by the operator calls."""
-    out = {}
-    for loop in ("fused", "python"):
-        with make_engine(g, "bsp", backend="cuda", devices=1, loop=loop, timeout=60) as eng:
-            out[loop] = run(eng)
-            assert eng.stats["loop"] == loop
-    return out["fused"], out["python"]
-
 
 def _hub(g):
     """The vertex of most arcs: a search from it on these graphs pushes, pulls, then pushes."""

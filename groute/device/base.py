@@ -52,8 +52,9 @@ class Stream(abc.ABC):
         Either side may live on this device, another device of the same backend, or the host.
         """
 
-    def synchronize(self, timeout=None) -> None:
-        self.record().synchronize(timeout)
+    def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
+        """Wait for the work submitted so far (``spin``: as :meth:`Event.synchronize`)."""
+        self.record().synchronize(timeout, spin=spin)
 
 
 class Device(abc.ABC):
@@ -138,9 +139,10 @@ class Device(abc.ABC):
     def can_access_peer(self, other: "Device") -> bool:
         return False
 
-    def synchronize(self, timeout=None) -> None:
-        self.compute_stream.synchronize(timeout)
-        self.copy_stream.synchronize(timeout)
+    def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
+        """Wait for both streams (``spin``: as :meth:`Event.synchronize`)."""
+        self.compute_stream.synchronize(timeout, spin=spin)
+        self.copy_stream.synchronize(timeout, spin=spin)
 
     def close(self) -> None:
         """Stop the device's stream threads (CPU) / release streams. Idempotent."""

@@ -357,7 +357,7 @@ class BSPEngine(Engine):
 
     def _choose(self, frontier, candidates) -> str:
         """Beamer's rule (groute.operators.direction) for ``direction="auto"``."""
-        if self.directed:
+        if not rule.auto_may_pull(self.directed):
             return "push"
         front = len(frontier)
         # a state per advance, unexplored arcs from the candidates (see DirectionState)

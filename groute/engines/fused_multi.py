@@ -79,11 +79,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from itertools import zip_longest
 
 import numpy as np
 
 from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
+from groute.operators.direction import auto_may_pull
 from groute.operators.frontier import Frontier
 from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
 from groute.operators.rounds import Compute, Loop, RoundsResult, body_steps
@@ -202,7 +204,7 @@ def published_bytes(n: int, words) -> int:
     """One device's bytes of the published frontiers of pulls of ``words`` (:func:`pull_words`)
     on a graph of ``n`` vertices: per pulling step a bitmap over every vertex (n / 8 bytes) and
     a table of ``words`` int32 words per vertex."""
-    return sum(4 * ((n + 31) // 32) + 4 * w * n for w in words)
+    return sum(4 * sum(Published.sizes(n, w)) for w in words)
 
 
 def store_bytes(n_local: int) -> int:
@@ -230,12 +232,18 @@ class Published:
         self.bits, self.msgs = [], []
         for dev in devices:
             with dev.use(), dev.compute_stream.raw:     # before the launches that use them
-                self.bits.append([dev.xp.zeros(max((n + 31) // 32, 1), np.uint32)
-                                  for _ in self.words])
-                self.msgs.append([dev.xp.empty(max(n * w, 1), np.uint32) if w else None
-                                  for w in self.words])
+                sizes = [self.sizes(n, w) for w in self.words]
+                self.bits.append([dev.xp.zeros(max(b, 1), np.uint32) for b, _ in sizes])
+                self.msgs.append([dev.xp.empty(max(m, 1), np.uint32) if m else None
+                                  for _, m in sizes])
         table = self.table(self.bits, self.msgs)
         self.tables = [dev.asarray(table) for dev in devices]       # waits for the upload
+
+    @staticmethod
+    def sizes(n: int, words: int) -> tuple:
+        """The uint32 words of one pulling step's copy on one device, over ``n`` vertices: its
+        bitmap's, and its table's of ``words`` words per vertex (0: no table)."""
+        return (n + 31) // 32, n * int(words)
 
     @staticmethod
     def table(bits, msgs) -> np.ndarray:
@@ -283,11 +291,10 @@ class MultiFusedLoops:
 
     # what the launches share -----------------------------------------------------------------
     def as_run(self, steps) -> list:
-        """``steps`` as the launches run them: on a directed graph an ``"auto"`` advance
-        pushes, as the operator calls decide there (:meth:`BSPEngine._choose
-        <groute.engines.bsp.BSPEngine._choose>`: the arcs a pull would read are in-arcs, which
-        Beamer's counts of out-arcs do not weigh), so both take the same directions."""
-        if not self.engine.directed:
+        """``steps`` as the launches run them: where ``"auto"`` may not pull
+        (:func:`~groute.operators.direction.auto_may_pull`) an ``"auto"`` advance pushes, as
+        the operator calls decide, so both take the same directions."""
+        if auto_may_pull(self.engine.directed):
             return list(steps)
         return [replace(s, direction="push")
                 if isinstance(s, AdvanceStep) and s.direction == "auto" else s for s in steps]
@@ -365,9 +372,7 @@ class MultiFusedLoops:
         have = self._published
         if have is None or not have.holds(words):
             if have is not None:
-                width = max(len(words), len(have.words))
-                words = [max(a, b) for a, b in zip(words + [0] * (width - len(words)),
-                                                   have.words + [0] * (width - len(have.words)))]
+                words = [max(a, b) for a, b in zip_longest(words, have.words, fillvalue=0)]
             self._published = None          # the old buffers go back before the new are made
             self._published = Published(self.devices, self.engine.num_vertices, words)
         return self._published

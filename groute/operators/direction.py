@@ -32,6 +32,12 @@ def scout(front_vertices: int, vertices: int) -> bool:
     return front_vertices * SCOUT_MIN > vertices
 
 
+def auto_may_pull(directed: bool) -> bool:
+    """Whether ``direction="auto"`` may pull on a graph: not on a directed one, where the arcs a
+    pull reads are in-arcs, which the rule's counts (of out-arcs) do not weigh."""
+    return not directed
+
+
 class DirectionState:
     """Beamer's rule over the levels of one traversal: whether the last level pulled, and the
     arcs push levels have explored.

@@ -383,21 +383,27 @@ _FILTER = r"""    {{  // step {i}: filter({name})
     }}
 """
 
+# A push along the {graph}-arcs of the frontier (on several devices, the targets other devices
+# own appended to their inboxes, then the exchange), and what it leaves once the level's output
+# is produced: the words its bitmap set, for the next phase to clear (an inbox to empty).
+_PUSH = r"""        const GrouteVisit{i} groute_f{{{{}}, groute_r.{graph}.indices, groute_to,
+                                      &groute_r.counts[groute_slot], groute_bits, &groute_p{peer_init}}};
+        groute_push(groute_r, groute_r.{graph}, groute_f, groute_q, groute_n, groute_slot,
+                    groute_processed, groute_edges);
+{exchange}"""
+_AFTER_PUSH = r"""{reset}        groute_r.clear_q = groute_q;
+        groute_r.clear_n = groute_n;
+        groute_r.clear_bits = groute_bits;
+"""
+
 _ADVANCE = r"""    {{  // step {i}: advance({name}) over the {over}-arcs
         const int groute_slot = groute_produce_begin(groute_r);
         int* groute_to = {out};
         unsigned int* groute_bits = groute_r.bits + (groute_r.adv & 1) * groute_r.words;
-        const GrouteVisit{i} groute_f{{{{}}, groute_r.{graph}.indices, groute_to,
-                                      &groute_r.counts[groute_slot], groute_bits, &groute_p{peer_init}}};
         unsigned long long groute_processed = 0, groute_edges = 0;
-        groute_push(groute_r, groute_r.{graph}, groute_f, groute_q, groute_n, groute_slot,
-                    groute_processed, groute_edges);
-{exchange}        groute_n = groute_produce_end(groute_r, groute_slot);
-{reset}        groute_q = groute_to;
-        groute_r.clear_q = groute_q;
-        groute_r.clear_n = groute_n;
-        groute_r.clear_bits = groute_bits;
-        ++groute_r.adv;
+{push}        groute_n = groute_produce_end(groute_r, groute_slot);
+        groute_q = groute_to;
+{after_push}        ++groute_r.adv;
     }}
 """
 
@@ -421,18 +427,11 @@ _FIRST_ACCEPT = r"""    {{  // step {i}: advance({name}) over the out-arcs, {dir
             grid_barrier(groute_r.bar, groute_r.bar_target);
 {unpublish}            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
         }} else {{
-            const GrouteVisit{i} groute_f{{{{}}, groute_r.out.indices, groute_to,
-                                          &groute_r.counts[groute_slot], groute_bits, &groute_p{peer_init}}};
-            groute_push(groute_r, groute_r.out, groute_f, groute_q, groute_n, groute_slot,
-                        groute_processed, groute_edges);
-{exchange}        }}
+{push}        }}
         groute_n = groute_produce_end(groute_r, groute_slot);
         groute_q = groute_to;
         if (!groute_pull) {{
-{reset}            groute_r.clear_q = groute_q;
-            groute_r.clear_n = groute_n;
-            groute_r.clear_bits = groute_bits;
-        }}
+{after_push}        }}
         ++groute_r.adv;
     }}
 """
@@ -1139,13 +1138,13 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False,
             parts.append(_PULL_FUNCTOR.format(i=i, args=pargs))
             body.append(_FIRST_ACCEPT.format(
                 i=i, name=f.name, out=out, cand=cand, direction=step.direction, PULLS=PULLS,
-                decide=_decide(step, i, "out", run_members, multi), peer_init=peer["init"],
-                exchange=_indent(peer["exchange"]), reset=_indent(peer["reset"]), **pull))
+                decide=_decide(step, i, "out", run_members, multi),
+                push=_indent(_push(i, "out", peer)), after_push=_indent(_after_push(peer)),
+                **pull))
             continue
+        graph = "in" if step.over == "in" else "out"
         body.append(_ADVANCE.format(i=i, name=f.name, out=out, over=step.over,
-                                    graph="in" if step.over == "in" else "out",
-                                    peer_init=peer["init"], exchange=peer["exchange"],
-                                    reset=peer["reset"]))
+                                    push=_push(i, graph, peer), after_push=_after_push(peer)))
     return "".join(body)
 
 
@@ -1199,6 +1198,16 @@ def _pull_parts(i, f, slot, multi) -> dict:
     return dict(front=f"groute_pull_bits(groute_r, {slot}, groute_r.me)",
                 publish=publish + (_PUBLISHED.format(i=i, slot=slot) if gathers else ""),
                 unpublish=_UNPUBLISH_MULTI, pf="groute_pf" if gathers else "groute_f")
+
+
+def _push(i, graph, peer) -> str:
+    """Advance step ``i``'s push along its ``graph``-arcs (:data:`_PUSH`)."""
+    return _PUSH.format(i=i, graph=graph, peer_init=peer["init"], exchange=peer["exchange"])
+
+
+def _after_push(peer) -> str:
+    """What a push leaves for the next phase (:data:`_AFTER_PUSH`)."""
+    return _AFTER_PUSH.format(reset=peer["reset"])
 
 
 def _indent(code, by="    ") -> str:

@@ -19,6 +19,7 @@ from groute.worklist import (LocalWork, StreamWorker, WorkQueue, infinity, next_
                              unpack)
 
 from .pull import PullSteps
+from .seeds import owned_seeds
 
 
 def _min_per_target(targets, values):
@@ -69,7 +70,7 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.can_pull = bool(symmetric and unit and self.k > 1)
         self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
         self.work = LocalWork()
-        self.seeds = np.empty(0, dtype=np.int64)
+        self.mine = np.empty(0, dtype=np.int32)     # this device's seeds, local ids
         self.ceiling = self.inf
         self.counters = {}
 
@@ -78,7 +79,7 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         """The next run's seeds (renumbered ids, one or several; each starts at value 0) and
         its ceiling: a vertex whose value reaches it keeps the value but is not expanded (BFS's
         depth limit; None: no limit)."""
-        self.seeds = np.atleast_1d(np.asarray(seeds_new, dtype=np.int64))
+        self.mine = owned_seeds(seeds_new, self.lo, self.hi)
         self.ceiling = self.inf if ceiling is None else ceiling
 
     def values(self):
@@ -95,7 +96,7 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.near = np.empty(0, dtype=np.int64)
         self.counters = {"processed": 0, "edges": 0, "deferrals": 0, "rounds": 0, "launches": 0,
                          "absorbed": 0, "improved_remote": 0, "pull_rounds": 0}
-        mine = self.seeds[(self.seeds >= self.lo) & (self.seeds < self.hi)] - self.lo
+        mine = self.mine.astype(np.int64)
         self._enqueue(mine, np.zeros(mine.size, self.dist.dtype), threshold)
         return self._report()
 

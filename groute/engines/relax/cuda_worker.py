@@ -29,7 +29,7 @@ from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
 from .pull import PullSteps
-from .seeds import SeedBuffer, place_seeds
+from .seeds import SeedBuffer, owned_seeds, place_seeds
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,6 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
             rec = self._pack_args()
             self._check_layout(module, rec)
             self.args = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
-        self.seeds = np.empty(0, dtype=np.int64)
         self.seed_buffer = SeedBuffer()
         self.staged_seeds = None         # this worker's seeds on the device (set_source)
         self.ceiling_bits = self.inf_bits
@@ -249,11 +248,10 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         """The next run's seeds (renumbered ids, one or several; each starts at value 0) and
         its ceiling: a vertex whose value reaches it keeps the value but is not queued (BFS's
         depth limit; None: no limit)."""
-        self.seeds = np.atleast_1d(np.asarray(seeds_new, dtype=np.int64))
         self.ceiling_bits = self.inf_bits if ceiling is None else _bits(ceiling, self.kind)
-        mine = self.seeds[(self.seeds >= self.lo) & (self.seeds < self.hi)] - self.lo
         # copied now, on the compute stream, so a timed run starts at its first launch
-        self.device.compute_stream.submit(self._stage_seeds, mine)
+        self.device.compute_stream.submit(self._stage_seeds,
+                                          owned_seeds(seeds_new, self.lo, self.hi))
 
     def _stage_seeds(self, mine):
         self.staged_seeds = self.seed_buffer.upload(mine)
@@ -263,7 +261,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
 
     # ------------------------------------------------------------------ launches
     def reset_state(self, threshold):
-        """A run's starting state from ``self.seeds`` with threshold ``threshold``, queued on
+        """A run's starting state from the staged seeds with threshold ``threshold``, queued on
         the current stream (no wait): values unreached, nothing queued or sent, counters zero,
         the seeds (on their owners) at value 0 and, below the ceiling, queued for round 0. The
         linked workers (:mod:`groute.engines.relax.linked`) reset through it too."""

@@ -38,7 +38,7 @@ from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.tuning import TraversalTuning
 
-from .seeds import SeedBuffer
+from .seeds import SeedBuffer, owned_seeds
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class PeerTraversal:
         if max_level is not None and not self.unit:
             raise ValueError(f"peer {self.app}: a ceiling needs a unit relaxation on the peer "
                              f"kernel ({self.kernel} has none); use exchange='host'")
-        seeds = self._seeds(np.atleast_1d(np.asarray(sources_new, dtype=np.int64)))
+        seeds = self._seeds(sources_new)
         self._level = np.int32(np.iinfo(np.int32).max if max_level is None else int(max_level))
         self._timeout_ns = np.int64(peer_barrier.timeout_ns())     # read per run, as PageRank does
         staged = [None] * self.k
@@ -283,7 +283,7 @@ class PeerTraversal:
 
     def _seeds(self, sources_new):
         """Per device, the sources it owns as local ids (int32, host)."""
-        return [(sources_new[(sources_new >= lo) & (sources_new < hi)] - lo).astype(np.int32)
+        return [owned_seeds(sources_new, lo, hi)
                 for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
 
     def _stage(self, staged, i, seeds):
@@ -291,7 +291,7 @@ class PeerTraversal:
         host) and keep the kernel's arguments for them in ``staged[i]``."""
         on_device = self.seed_buffers[i].upload(seeds)
         staged[i] = (np.uint64(on_device.data.ptr if on_device is not None else 0),
-                           np.int32(seeds.size))
+                     np.int32(seeds.size))
 
     def _launch(self, i, dev):
         """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds

@@ -23,6 +23,13 @@ MIN_CAPACITY = 64
 _PLACE = None
 
 
+def owned_seeds(seeds, lo: int, hi: int) -> np.ndarray:
+    """The seeds (renumbered ids) of the device that owns ids ``[lo, hi)``, as its local ids
+    (int32): what every engine's start puts at value 0 on that device."""
+    seeds = np.atleast_1d(np.asarray(seeds, dtype=np.int64))
+    return (seeds[(seeds >= lo) & (seeds < hi)] - lo).astype(np.int32)
+
+
 class SeedBuffer:
     """One device's seeds for the next launch: ``upload`` queues their copy and returns the
     device array (int32 local ids), or None for a device that owns no seed."""
