@@ -555,7 +555,8 @@ extern "C" __global__ void __launch_bounds__({block}) groute_sweep(
 _INT_MAX = 2147483647
 
 # One round per seed from groute_round0 (that round resumes at item groute_item0, a kept Loop
-# whose store filled, from level groute_resume_level; groute_kept_total0: the vertices the kept
+# whose store filled, from level groute_resume_level, past the seed's: a first launch passes
+# level 0 and resumes nothing; groute_kept_total0: the vertices the kept
 # Loop before it kept, which that round's skipped items set and the resumed Loop may read as
 # total). A round begins with the advances' two bitmaps clean (whatever the last round's steps
 # left) and its seed as level 0 of the store: store[0] and its offset, set per round, since on
@@ -604,7 +605,8 @@ extern "C" __global__ void __launch_bounds__({block}) {name}(
 # the devices, 1 for the seed, and whether a store is full; {aborted}: a device that did not
 # come to a meeting ends the launch) every device stops at the same level when a store fills.
 _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
-{reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j};
+{reset}            const bool groute_resume = groute_round == groute_round0 && groute_item0 == {j}
+                && groute_resume_level > 0;
             const int* groute_first_q = groute_store;
             int* const groute_levels = groute_store;
             const int groute_keep = {keep};
