@@ -163,3 +163,29 @@ def test_light_hops_compiles_into_every_kernel(example, kind):
              "--ptx", str(RELAX / kernel), "-o", "/dev/null"],
             capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, (kernel, done.stderr[-3000:])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+@pytest.mark.parametrize("app,kind,weighted,unit", [("bfs", "int", False, True),
+                                                    ("sssp", "int", True, False),
+                                                    ("sssp", "float", True, False)])
+def test_the_one_device_fused_kernel_does_not_spill(app, kind, weighted, unit):
+    """The fused worker's kernel as one device runs it (BATCH): ptxas keeps its rounds in
+    registers (fused.cuh's RESIDENT_BOUNDS), where a cap of its own choosing had spilled SSSP's
+    batched relaxation to local memory on every round."""
+    from apps.bfs import HOPS
+    from apps.sssp import DISTANCE
+    from groute.engines.relax.cuda_worker import traversal_options
+    relaxation = HOPS if app == "bfs" else DISTANCE
+    done = subprocess.run(
+        ["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v",
+         f"-I{RELAX}", f"-I{relaxation.include_dir}", f"-I{kernels.HEADER_DIRS[0]}",
+         *traversal_options(kind, weighted, unit), "-DBLOCK=256", "-DBATCH=1",
+         str(RELAX / "fused.cu"), "-o", "/dev/null"],
+        capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.search(r"Function properties for traverse\n\s*(\d+) bytes stack frame, "
+                      r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
+    assert found, done.stderr[-3000:]
+    assert found.group(2) == found.group(3) == "0", found.group(0)

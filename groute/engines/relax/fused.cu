@@ -122,9 +122,6 @@ __device__ __forceinline__ bool relax(const Args& a, const Sink& q, long long e,
     return relax_remote(a, q, v, c);
 }
 
-#ifndef BATCH
-#define BATCH 1
-#endif
 #define BATCH_ARCS 4
 // The arcs of small-degree vertices (deg <= 32, one per lane; deg 0 for lanes without one),
 // BATCH_ARCS at a time per thread: the arc loads, then the atomics, then the queue appends are
@@ -350,7 +347,7 @@ struct PullParent {
 
 // op 0: advance (run rounds); op 1: split the far queue for threshold `thr`, then return.
 // shrink_below / grow_above: return (EXIT_REASON 1) when the frontier leaves this shape's range.
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void RESIDENT_BOUNDS
 traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int max_rounds,
          int flush, int op, int shrink_below, int grow_above, int pull, int filter,
          int pull_unique, int has_big, int pull_level) {
@@ -470,7 +467,7 @@ traverse(const Args* __restrict__ pa, int thr, int delta, int self_advance, int 
 }
 
 // Apply items that arrived from other devices: keep the smaller value, queue what improved.
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void RESIDENT_BOUNDS
 absorb(const Args* __restrict__ pa, const long long* items, int n, int thr) {
     const Args a = *pa;
     long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;

@@ -18,6 +18,22 @@
 #ifndef UNIT_STEP
 #define UNIT_STEP 0
 #endif
+// BATCH: a warp relaxes its small vertices' arcs together (fused.cu's relax_small)
+#ifndef BATCH
+#define BATCH 1
+#endif
+
+// The bounds of the fused and linked kernels. Their grids are sized from how many blocks the
+// compiled kernel keeps resident. With BATCH (one device's fused worker, the linked workers) the
+// registers are left to what the code needs: with no minimum of blocks per SM, ptxas may cap them
+// at an occupancy of its own choosing and spill inside the batched relaxation, which costs more
+// than the extra blocks give back. Without it the code fits that cap without spilling, and the
+// worklist's grids on several devices keep that occupancy.
+#if BATCH
+#define RESIDENT_BOUNDS __launch_bounds__(BLOCK, 1)
+#else
+#define RESIDENT_BOUNDS __launch_bounds__(BLOCK)
+#endif
 
 // The control block: counts and flags in device memory, read back by the host after a launch.
 // Slots a round writes and all blocks must later read alike come in threes, indexed by

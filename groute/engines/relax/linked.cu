@@ -200,7 +200,7 @@ __device__ __forceinline__ void warp_add(unsigned long long* p, long long v, int
 // sent_best, ctl, counters, lu with every limit at cap, li) and queued the source on its owner.
 // delta: soft-priority step and first threshold (VALUE_INF: none); filter: read before the
 // atomicMin (wide grids).
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void RESIDENT_BOUNDS
 traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int delta,
                 int max_rounds, int filter, int has_big, unsigned long long gbase,
                 long long timeout_ns) {
