@@ -15,5 +15,5 @@ cd "$(dirname "$0")/.."
 files=$(LC_ALL=C ls tests/test_*.py tests/graph/test_*.py | LC_ALL=C sort \
         | awk -v p="$part" -v n="$parts" '(NR - 1) % n == p - 1')
 echo "slice $part of $parts: $(echo "$files" | wc -l) files"
-timeout "${LIMIT:-560}" python3 -m pytest -m "gpu or multigpu" -q -rf -p no:cacheprovider \
+timeout "${LIMIT:-560}" python3 -m pytest -m "gpu or multigpu" -q -rfs -p no:cacheprovider \
     --timeout "${TEST_TIMEOUT:-200}" $files
