@@ -40,6 +40,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_multi)
         elif "gpu" in item.keywords and gpus < 1:
             item.add_marker(skip_gpu)
+        elif _cuda_devices_asked(item) > usable:
+            # a (backend, k) case (support.device_cases) of more CUDA devices than there are
+            # here, e.g. four on two GPUs with logical devices turned off
+            item.add_marker(pytest.mark.skip(
+                reason=f"needs {_cuda_devices_asked(item)} CUDA devices (found {usable})"))
+
+
+def _cuda_devices_asked(item) -> int:
+    """The ``k`` of a test case parametrised with ``backend="cuda"`` and ``k``; else 0."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    k = params.get("k")
+    return k if params.get("backend") == "cuda" and isinstance(k, int) else 0
 
 
 @pytest.fixture
