@@ -165,27 +165,61 @@ def test_light_hops_compiles_into_every_kernel(example, kind):
         assert done.returncode == 0, (kernel, done.stderr[-3000:])
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
-@pytest.mark.parametrize("app,kind,weighted,unit", [("bfs", "int", False, True),
-                                                    ("sssp", "int", True, False),
-                                                    ("sssp", "float", True, False)])
-def test_the_one_device_fused_kernel_does_not_spill(app, kind, weighted, unit):
-    """The fused worker's kernel as one device runs it (BATCH): ptxas keeps its rounds in
-    registers (fused.cuh's RESIDENT_BOUNDS), where a cap of its own choosing had spilled SSSP's
-    batched relaxation to local memory on every round."""
+#: the one-device fused worker's builds: (app, value kind, weighted, unit step)
+ONE_DEVICE_BUILDS = [("bfs", "int", False, True), ("sssp", "int", True, False),
+                     ("sssp", "float", True, False)]
+
+
+def _one_device_build(app, kind, weighted, unit):
+    """The relaxation and compile options of the fused worker on one device (BATCH, the
+    default tuning), as CUDATraversalWorker builds them."""
     from apps.bfs import HOPS
     from apps.sssp import DISTANCE
     from groute.engines.relax.cuda_worker import traversal_options
-    relaxation = HOPS if app == "bfs" else DISTANCE
-    done = subprocess.run(
-        ["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v",
-         f"-I{RELAX}", f"-I{relaxation.include_dir}", f"-I{kernels.HEADER_DIRS[0]}",
-         *traversal_options(kind, weighted, unit), "-DBLOCK=256", "-DBATCH=1",
-         str(RELAX / "fused.cu"), "-o", "/dev/null"],
-        capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = re.search(r"Function properties for traverse\n\s*(\d+) bytes stack frame, "
-                      r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
-    assert found, done.stderr[-3000:]
-    assert found.group(2) == found.group(3) == "0", found.group(0)
+    from groute.tuning import TraversalTuning
+    tuning = TraversalTuning()
+    options = (*traversal_options(kind, weighted, unit), f"-DBLOCK={tuning.block}", "-DBATCH=1",
+               f"-DBARRIER={int(tuning.acquire_release_barrier)}",
+               f"-DSPIN_NS={int(tuning.spin_ns)}")
+    return (HOPS if app == "bfs" else DISTANCE), options
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+@pytest.mark.parametrize("app,kind,weighted,unit", ONE_DEVICE_BUILDS)
+def test_the_one_device_fused_kernel_does_not_spill(app, kind, weighted, unit):
+    """The fused worker's kernel as one device runs it (BATCH), built as a cooperative launch
+    builds it (relocatable device code) and as the fallback does (plain): ptxas keeps its rounds
+    in registers (fused.cuh's RESIDENT_BOUNDS), where a cap of its own choosing had spilled
+    SSSP's batched relaxation to local memory in the plain build."""
+    relaxation, options = _one_device_build(app, kind, weighted, unit)
+    for build in ((), ("-rdc=true",)):
+        done = subprocess.run(
+            ["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", *build, "-Xptxas", "-v",
+             f"-I{RELAX}", f"-I{relaxation.include_dir}", f"-I{kernels.HEADER_DIRS[0]}",
+             *options, str(RELAX / "fused.cu"), "-o", "/dev/null"],
+            capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found = re.search(r"Function properties for traverse\n\s*(\d+) bytes stack frame, "
+                          r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
+        assert found, done.stderr[-3000:]
+        assert found.group(2) == found.group(3) == "0", (build, found.group(0))
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("app,kind,weighted,unit", ONE_DEVICE_BUILDS)
+def test_the_fused_kernel_the_runtime_compiles_has_no_local_memory(app, kind, weighted, unit):
+    """The same kernel compiled as the worker loads it on this GPU (NVRTC through CuPy,
+    cooperative, and the plain fallback): no local memory, so no spill in its rounds."""
+    from groute.engines.relax.cuda_worker import KERNEL
+    relaxation, options = _one_device_build(app, kind, weighted, unit)
+    for cooperative in (True, False):
+        try:
+            module = kernels.load_module(KERNEL, options=options, cooperative=cooperative,
+                                         include=(relaxation.include_dir,))
+            fn = module.get_function("traverse")
+        except Exception:  # noqa: BLE001 - no device runtime to link: the worker falls back
+            assert cooperative, "the plain build must load"
+            continue
+        assert fn.local_size_bytes == 0, (cooperative, fn.num_regs, fn.local_size_bytes)
