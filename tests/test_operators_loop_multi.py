@@ -480,7 +480,8 @@ def test_the_fused_loops_on_several_devices_compile(tmp_path):
 def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops_total():
     """groute_rounds_multi: the peer arguments and the first meeting; per round the seed (a
     global id) level 0 on its owner only; a Loop's levels from the seed's one vertex over the
-    devices (or the resumed level's, the host's) summed at every level's meeting, on a ring
+    devices (or, on a relaunch past the seed's level, the resumed level's, the host's: a first
+    launch resumes nothing) summed at every level's meeting, on a ring
     whose sequence is the launch's count of level meetings (many Loops per launch); a kept
     Loop's total summed at a meeting of its own before the total scalar is set; a Sweep's
     meeting after each level; every exit (a full store, a device that did not come, the end)
@@ -496,7 +497,7 @@ def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops
         "if (groute_seed_n) groute_store[0] = (int)groute_seed;",
         "groute_offsets[1] = groute_seed_n;", "// item 0: Compute on seed",
         "groute_run_level_0(groute_r, groute_p, groute_store, groute_seed_n, nullptr);",
-        "// item 1: Loop", ": groute_seed_n;",
+        "// item 1: Loop", "&& groute_resume_level > 0;", ": groute_seed_n;",
         "long long groute_total = groute_resume ? groute_total0 : 1, groute_full = 0;",
         "while (groute_total > 0)", "groute_meet_level(groute_r, groute_sums)",
         "if (groute_status == 3) {", "if (groute_status == 2) {", "groute_ctl[13] =",
