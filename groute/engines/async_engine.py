@@ -12,8 +12,8 @@ by counted termination, with no barrier between levels.
 
 Which loops run so is :data:`ASYNC_LOOP_RULE` (a :class:`~groute.engines.rules.Rule`, so the
 help says what the code does); a loop it leaves to levels runs as on the BSP engine
-(:data:`groute.engines.fused.LOOP_RULE`: fused on one CUDA device or, pushing, one launch per
-device on several that write into each other's memory, else the operator calls); on such
+(:data:`groute.engines.fused.LOOP_RULE`: fused on one CUDA device, or one launch per device
+on several that write into each other's memory, else the operator calls); on such
 devices the rule leaves order-free loops to those launches (its case says why).
 ``stats["loop"]`` names what ran the last loop (``"async"``, ``"fused"``, ``"python"``) and
 ``stats["loop_why"]`` the case of the rule that decided.
