@@ -18,23 +18,30 @@ def register(subparsers, common):
     add_graph_options(p, verify_help="compare with networkx.core_number (slow on millions of "
                                      "arcs)")
     add_engine_options(p)
-    p.add_argument("--direction", choices=("push", "pull", "auto"), default="push",
-                   help="the peel's direction (default push: a pulling candidate reads its arcs "
-                        "until it falls to k, where Beamer's rule counts on a pull stopping at "
+    p.add_argument("--direction", choices=("push", "pull", "auto"), default=None,
+                   help=f"the peel's direction (default {_default_direction()}: a pulling "
+                        "candidate reads its arcs until it falls to k, where Beamer's rule counts on a pull stopping at "
                         "the first frontier arc; auto: Beamer's rule, "
                         "groute.operators.direction)")
     p.set_defaults(func=_cli)
 
 
+def _default_direction() -> str:
+    """KCore's own default, so the help cannot drift from it."""
+    import inspect
+    return inspect.signature(KCore).parameters["direction"].default
+
+
 def _cli(args) -> int:
     g, load_s = load(args)
-    runs = run_solver(args, g, lambda ctx: KCore(g, ctx=ctx, partition=args.partition, engine=args.engine,
-                                                  direction=args.direction))
+    chosen = {} if args.direction is None else {"direction": args.direction}
+    runs = run_solver(args, g, lambda ctx: KCore(g, ctx=ctx, partition=args.partition,
+                                                  engine=args.engine, **chosen))
     res = runs.result
     core = np.asarray(res.values)
     top = int(core.max()) if core.size else 0
     in_top = int(np.count_nonzero(core == top)) if core.size else 0
-    line = (f"kcore {g.name}: {runs.median * 1e3:.3f} ms ({runs.where(args.direction)}), "
+    line = (f"kcore {g.name}: {runs.median * 1e3:.3f} ms ({runs.where(runs.solver.direction)}), "
             f"max core {top} ({in_top:,} vertices), {res.stats['levels']:,} levels, "
             f"{res.stats['rounds']:,} rounds")
     verified = None

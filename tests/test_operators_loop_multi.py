@@ -32,7 +32,8 @@ import groute
 from groute.engines import make_engine
 from groute.engines.async_engine import AsyncEngine, decide_async_loop, loop_facts
 from groute.engines.fused import FusedLoops, decide_loop, not_fused_because
-from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, T_CAP, T_COUNT, T_IDS, T_K,
+from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, P_ABORT, P_CROSSED, P_FULL,
+                                        PCTL_WORDS, T_CAP, T_COUNT, T_IDS, T_K,
                                         T_MSGS, T_OFF, TABLE_WORDS, Inboxes, MultiFusedLoops,
                                         Published, arc_matrix, inbox_capacity, pull_words,
                                         published_bytes, rounds_bytes, store_bytes)
@@ -43,8 +44,8 @@ from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Fun
 from groute.operators.loop_source import (PULLS, multi_source, pull_steps, rounds_source,
                                           source)
 from groute.operators.rounds import body_steps
-from support import gpu_marks, need_gpus
-from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference, _hub,
+from support import busiest, gpu_marks, need_gpus
+from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference,
                               _search, allowed_of, bfs_reference, fused_pull_loops)
 from test_fused_pulls import reference_sigma as sigma_among
 from test_operators_gather import SIGMA, START, _lower, reference_sigma
@@ -743,7 +744,7 @@ def test_fused_pulls_on_several_devices_give_the_operator_calls_answers(k):
     need_gpus(k)
     g, d = random_graph(n=3000, m=20000, seed=k), directed_graph(n=3000, m=9000, seed=k)
     h = hub_graph(n=20000, m=100000, seed=k)
-    sources = {"g": _hub(g), "d": _hub(d)}
+    sources = {"g": busiest(g), "d": busiest(d)}
     allowed = {name: allowed_of(x.num_vertices) for name, x in (("g", g), ("d", d), ("h", h))}
     out = {}
     for loop in ("fused", "python"):
@@ -1132,6 +1133,10 @@ def test_the_pull_table_holds_what_the_kernel_reads_where_it_reads_it():
     assert "r.pulls[2 * slot * INBOX_MAX_DEVICES + j]" in text
     assert "r.pulls[(2 * slot + 1) * INBOX_MAX_DEVICES + j]" in text
     assert int(re.search(r"#define GROUTE_G_WORDS (\d+)", text)[1]) == GLOBAL_WORDS
+    # the peer control block: the words the host reads, and its length (the last pair of sums)
+    words = {name: int(n) for name, n in re.findall(r"#define GROUTE_P_(\w+) (\d+)", text)}
+    assert (words["ABORT"], words["CROSSED"], words["FULL"]) == (P_ABORT, P_CROSSED, P_FULL)
+    assert max(words.values()) + 2 == PCTL_WORDS
     held = Published.__new__(Published)
     held.words = [2, 0]
     assert held.holds([2]) and held.holds([1, 0]) and not held.holds([0, 1])

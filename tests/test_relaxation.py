@@ -172,15 +172,12 @@ ONE_DEVICE_BUILDS = [("bfs", "int", False, True), ("sssp", "int", True, False),
 
 def _one_device_build(app, kind, weighted, unit):
     """The relaxation and compile options of the fused worker on one device (BATCH, the
-    default tuning), as CUDATraversalWorker builds them."""
+    default tuning), as CUDATraversalWorker builds them (cuda_worker.fused_options)."""
     from apps.bfs import HOPS
     from apps.sssp import DISTANCE
-    from groute.engines.relax.cuda_worker import traversal_options
+    from groute.engines.relax.cuda_worker import fused_options
     from groute.tuning import TraversalTuning
-    tuning = TraversalTuning()
-    options = (*traversal_options(kind, weighted, unit), f"-DBLOCK={tuning.block}", "-DBATCH=1",
-               f"-DBARRIER={int(tuning.acquire_release_barrier)}",
-               f"-DSPIN_NS={int(tuning.spin_ns)}")
+    options = fused_options(kind, weighted, unit, TraversalTuning(), batch=True)
     return (HOPS if app == "bfs" else DISTANCE), options
 
 

@@ -478,11 +478,14 @@ class BSPEngine(Engine):
 
     def _loop_choice(self, steps, levels, what, kept=False, seeds=None) -> str:
         """What runs this loop (``loop`` option, else the rule); counted in the stats."""
-        facts = self._loop_facts(steps, levels, kept, seeds)
-        choice = "python" if self.loop == "python" else decide_loop(facts)[0]
-        if self.loop == "fused" and choice != "fused":
-            raise ValueError(f"{what}: loop='fused' cannot run this loop "
-                             f"({not_fused_because(facts)}); make the engine with loop='auto'")
+        choice = "python"
+        if self.loop != "python":       # the facts (a memory check on several devices) decide
+            facts = self._loop_facts(steps, levels, kept, seeds)
+            choice = decide_loop(facts)[0]
+            if self.loop == "fused" and choice != "fused":
+                raise ValueError(f"{what}: loop='fused' cannot run this loop "
+                                 f"({not_fused_because(facts)}); make the engine with "
+                                 f"loop='auto'")
         self.stats["loops"] += 1
         self.stats["loop"] = choice
         return choice

@@ -44,6 +44,15 @@ def traversal_options(kind: str, weighted: bool, unit: bool) -> tuple[str, ...]:
             f"-DUNIT_STEP={int(bool(unit))}", *direction.compile_options())
 
 
+def fused_options(kind: str, weighted: bool, unit: bool, tuning, batch: bool) -> tuple[str, ...]:
+    """The compile options of the fused worker's module (``fused.cu``): the relaxation
+    kernels' (:func:`traversal_options`), then its block, whether warps batch small vertices'
+    arcs (``BATCH``) and ``tuning``'s barrier and spin."""
+    return (*traversal_options(kind, weighted, unit), f"-DBLOCK={int(tuning.block)}",
+            f"-DBATCH={int(batch)}", f"-DBARRIER={int(tuning.acquire_release_barrier)}",
+            f"-DSPIN_NS={int(tuning.spin_ns)}")
+
+
 KERNEL = Path(__file__).with_name("fused.cu")
 #: threads per block of the linked workers' kernel (the fused worker's: TraversalTuning.block)
 BLOCK = 256
@@ -159,9 +168,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         # speed was compared (docs/TRAVERSAL.md)
         batch = tuning.batch if tuning.batch is not None else self.k == 1
         self.include = (relaxation.include_dir,)
-        options = (*traversal_options(kind, weighted, unit), f"-DBLOCK={self.block}",
-                   f"-DBATCH={int(batch)}", f"-DBARRIER={int(tuning.acquire_release_barrier)}",
-                   f"-DSPIN_NS={int(tuning.spin_ns)}")
+        options = fused_options(kind, weighted, unit, tuning, batch)
         with device.use():
             module = self._load(options)
             self.traverse = module.get_function("traverse")

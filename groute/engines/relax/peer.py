@@ -201,7 +201,7 @@ class PeerTraversal:
 
         The host's part of a run's start (which device owns which seed, the seeds' copy to
         their devices, queued on each compute stream) happens here, so a timed run begins at
-        its launches: on a small graph the run itself takes a fraction of a millisecond."""
+        its launches: on a small graph the run itself is short enough for host work to show."""
         self._staged = None         # a prepare that fails leaves nothing staged
         if max_level is not None and not self.unit:
             raise ValueError(f"peer {self.app}: a ceiling needs a unit relaxation on the peer "

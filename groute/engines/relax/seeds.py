@@ -1,8 +1,8 @@
 """A run's seeds on a CUDA device, put there without the host waiting.
 
 Every relaxation run starts from its seeds (one source, or several), and on a small graph the
-whole run takes a fraction of a millisecond, so what the host does between the start of the
-timed region and the kernel's launch is part of the run's time. Uploading a fresh NumPy array
+whole run is short, so what the host does between the start of the timed region and the
+kernel's launch would be a visible part of the run's time. Uploading a fresh NumPy array
 (``cupy.asarray``) allocates from the pool and copies from pageable memory, which makes the host
 wait for the stream and then for the staging copy; scattering the seeds with CuPy's fancy
 indexing costs a host round of argument checks per array. :class:`SeedBuffer` keeps a pinned
