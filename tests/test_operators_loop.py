@@ -503,16 +503,16 @@ def test_the_apps_fused_give_the_python_loops_answers():
 def test_a_fused_loop_finds_the_in_arcs_it_needs_built_before_it_goes_to_the_device():
     """The fused loops run on the device's host thread (BSPEngine._on_device); the in-arc
     parts are built by submitting to that same thread and waiting, so building them from
-    there (FusedLoops._common, on a directed graph's first loop over in-arcs or a gathering
-    pull/auto: betweenness' forward pass) would wait on itself forever. The engine builds
-    them on the caller's thread first. (A stub stands for FusedLoops: this runs on CPU.)"""
+    there (FusedLoops._common, on a directed graph's first loop over in-arcs or with a pull,
+    first-accept or gathering) would wait on itself forever. The engine builds them on the
+    caller's thread first. (A stub stands for FusedLoops: this runs on CPU.)"""
     from groute.operators.loop import LoopResult
     g = random_graph(directed=True)
     carry_in = Functor(name="carry_in", params="int* depth, int d",
                        cuda="return atomicCAS(&depth[v], -1, d + 1) == -1;", numpy=_claim)
     summing = Functor(name="s", params="double* x, int d", message=Message("double", cuda="x[u]"),
                       gather=Gather("sum"), cuda="x[v] = m; return true;")
-    needs = [[AdvanceStep(carry_in, over="in")], [AdvanceStep(summing, "auto")],
+    needs = [[AdvanceStep(carry_in, over="in")], [AdvanceStep(carry_in, "pull")],
              [AdvanceStep(summing, "pull")]]
     for steps in needs:
         with engine(g, 1) as eng:
@@ -536,6 +536,62 @@ def test_a_fused_loop_finds_the_in_arcs_it_needs_built_before_it_goes_to_the_dev
             eng._loop_choice = lambda *args: "fused"
             sweep(Levels(eng, 1, lambda i: eng.frontier([0])), steps, level="d")
             assert built == [True], steps
+
+
+@pytest.mark.timeout(60)
+def test_a_directed_graphs_auto_advances_push_whatever_runs_the_loop():
+    """"auto" may not pull on a directed graph (BSPEngine._choose pushes there), so the engine
+    gives a loop's, a sweep's and a rounds body's "auto" advances to whatever runs them as
+    pushes, before the rule chooses: the rule's facts, the one-device fused loop (a stub here:
+    this runs on CPU) and the operator calls see the same steps, and no in-arcs are built for
+    a pull that never runs. An undirected graph's steps run as given."""
+    from groute.operators.loop import LoopResult
+    from groute.operators.rounds import RoundsResult
+    summing = Functor(name="s", params="double* x, int d", message=Message("double", cuda="x[u]"),
+                      gather=Gather("sum"), cuda="x[v] = m; return true;")
+    loop = [AdvanceStep(CLAIM, "auto"), AdvanceStep(summing, "auto")]
+    body = [Loop([AdvanceStep(CLAIM, "auto")], level="d", keep=True),
+            Sweep([AdvanceStep(summing, "auto")], level="d")]
+    for directed, want in ((True, "push"), (False, "auto")):
+        with engine(random_graph(directed=directed), 1) as eng:
+            seen = []
+
+            class Stub:
+                def run_loop(self, frontier, steps, **_):
+                    seen.append(steps)
+                    return LoopResult(0, frontier, None, "fused")
+
+                def sweep(self, levels, steps, **_):
+                    seen.append(steps)
+
+                def run_rounds(self, seeds, body, **_):
+                    seen.append(body_steps(body))
+                    return RoundsResult(len(seeds), 0, 0, "fused")
+
+            def choice(steps, *args, **kwargs):
+                seen.append(steps)
+                return "fused"
+            eng._fused, eng._loop_choice = Stub(), choice
+            run_loop(eng.frontier([0]), loop, level="d")
+            sweep(Levels(eng, 1, lambda i: eng.frontier([0])), loop, level="d")
+            run_rounds(eng, [0, 1], body)
+            assert len(seen) == 6
+            assert {s.direction for steps in seen for s in steps} == {want}, directed
+            if directed:
+                assert eng._in_parts is None
+    g = random_graph(directed=True)
+    with engine(g, 2) as eng:                           # the operator calls: CPU devices
+        eng.state("depth", np.int32, values=np.where(np.arange(g.num_vertices) == 0, 0, -1))
+        calls, advance_on = [], eng.advance
+
+        def recorded(frontier, functor, direction, *args, **kwargs):
+            calls.append(direction)
+            return advance_on(frontier, functor, direction, *args, **kwargs)
+        eng.advance = recorded
+        result = run_loop(eng.frontier([0]), [AdvanceStep(CLAIM, "auto")], level="d")
+        assert np.array_equal(eng.gather("depth"), bfs_depths(g, 0))
+        assert calls == ["push"] * result.levels and result.levels > 2
+        assert eng.stats["loop"] == "python" and eng.stats["pull_advances"] == 0
 
 
 # --- rounds: a body of loops once per seed (groute.operators.run_rounds) ------------------------

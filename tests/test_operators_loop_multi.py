@@ -31,6 +31,7 @@ import pytest
 import groute
 from groute.engines import make_engine
 from groute.engines.async_engine import AsyncEngine, decide_async_loop, loop_facts
+from groute.engines.bsp import body_as_run, steps_as_run
 from groute.engines.fused import FusedLoops, decide_loop, not_fused_because
 from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, P_ABORT, P_CROSSED, P_FULL,
                                         PCTL_WORDS, T_CAP, T_COUNT, T_IDS, T_K,
@@ -435,18 +436,25 @@ def test_a_kept_loop_stops_every_device_at_once_and_a_sweep_meets_after_each_lev
 
 
 def test_on_a_directed_graph_auto_pushes_on_several_devices():
-    """As the operator calls decide (BSPEngine._choose), the launches push every "auto" advance
-    of a directed graph: no pull, so no published frontier and no meeting to decide; fixed
-    directions and the steps' other fields stay. On an undirected graph the steps run as
-    given."""
+    """As the operator calls decide (BSPEngine._choose), the engine gives the launches every
+    "auto" advance of a directed graph as a push (steps_as_run, body_as_run): no pull, so no
+    published frontier and no meeting to decide; fixed directions and the steps' other fields
+    stay, and a rounds body's Loops and Sweeps are rewritten alike. On an undirected graph the
+    steps run as given."""
     steps = [AdvanceStep(CLAIM, "auto", candidates=SOME), AdvanceStep(SIGMA, "auto", over="in"),
              AdvanceStep(CLAIM, "pull"), FilterStep(EVEN), AdvanceStep(LOWER, "auto")]
-    run = _multi_stub([], directed=True).as_run(steps)
+    run = steps_as_run(steps, directed=True)
     assert [getattr(s, "direction", None) for s in run] == ["push", "push", "pull", None, "push"]
     assert run[0].candidates is SOME and run[1].over == "in" and run[3] is steps[3]
     assert pull_steps(run) == [2] and pull_words(run) == [0]
     assert "groute_meet_sums(groute_r" not in multi_source(run, "d", "test")
-    assert _multi_stub([]).as_run(steps) == steps
+    assert steps_as_run(steps, directed=False) == tuple(steps)
+    body = (Compute(ROOT, over="seed"), Loop(steps, level="d", keep=True),
+            Sweep([AdvanceStep(CLAIM, "auto")], level="d"))
+    pushed = body_as_run(body, directed=True)
+    assert pushed[0] is body[0] and pushed[1].keep and pushed[1].level == "d"
+    assert pushed[1].steps == run and pushed[2].steps[0].direction == "push"
+    assert body_as_run(body, directed=False) == body
 
 
 @pytest.mark.timeout(320)
@@ -1029,11 +1037,11 @@ class _StubGPU:
             return _StubGPU.xp._Pool()
 
 
-def _multi_stub(devices, n=1000, directed=False):
+def _multi_stub(devices, n=1000):
     """Enough of a MultiFusedLoops for its memory check: 1,000 arcs from device 0's rows to
     device 1's vertices and 3,000 back, on a graph of ``n`` vertices."""
     multi = MultiFusedLoops.__new__(MultiFusedLoops)
-    multi.engine = SimpleNamespace(num_vertices=n, directed=directed)
+    multi.engine = SimpleNamespace(num_vertices=n)
     multi._inboxes = multi._published = None
     multi._matrix = np.array([[0, 1000], [3000, 0]], np.int64)   # arcs from rows i to j's ids
     multi.devices = devices
@@ -1077,8 +1085,9 @@ def test_a_pulls_published_frontiers_count_against_the_devices_free_memory():
     # SIGMA's double over 3,000 items into device 0, twice: 72,000; its table 8,128
     assert _multi_stub(_gpus(80_128)).inboxes_fit(sigma)
     assert not _multi_stub(_gpus(80_127)).inboxes_fit(sigma)
-    assert _multi_stub(_gpus(72_000), directed=True).inboxes_fit(sigma)   # "auto" pushes
-    assert not _multi_stub(_gpus(71_999), directed=True).inboxes_fit(sigma)
+    pushed = steps_as_run(sigma, directed=True)                     # "auto" pushes
+    assert _multi_stub(_gpus(72_000)).inboxes_fit(pushed)
+    assert not _multi_stub(_gpus(71_999)).inboxes_fit(pushed)
     assert _multi_stub(_gpus(24_128)).inboxes_fit(claim)
     assert not _multi_stub(_gpus(24_127)).inboxes_fit(claim)
     held = _multi_stub(_gpus(8_128))

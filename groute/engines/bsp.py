@@ -37,7 +37,9 @@ and a ``sweep`` over the levels it kept as one launch per device on several CUDA
 write into each other's memory, pushing through their inboxes and pulling over frontiers each
 device writes into every other's, :mod:`groute.engines.fused_multi`; the operator calls
 otherwise),
-``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran.
+``"fused"`` or ``"python"`` to insist. ``stats["loop"]`` names what the last loop ran. On a
+directed graph a loop's ``"auto"`` advances push whatever runs them, as ``advance`` decides
+(:func:`steps_as_run`, applied before the loop is chosen).
 Rounds of loops (:func:`groute.operators.run_rounds`) follow the same rule over every step of
 their body: every round in one launch on one CUDA device, and in one launch per device on
 several that write into each other's memory (each device's part of every level, exchanging
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import replace
 
 import numpy as np
 
@@ -57,7 +60,7 @@ from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
 from groute.operators.loop_source import needs_in_arcs
-from groute.operators.rounds import body_steps, python_rounds
+from groute.operators.rounds import Compute, body_steps, python_rounds
 from groute.operators.part import DevicePart
 from groute.policies import BROADCAST, Route, by_owner
 from groute.router import Router
@@ -74,6 +77,27 @@ DIRECTIONS = ("push", "pull", "auto")
 def to_the_others(segment, source, destinations):
     """Routing policy of the pull's frontier exchange: every device but the sender."""
     return Route(tuple(d for d in destinations if d != source), BROADCAST)
+
+
+def steps_as_run(steps, directed: bool) -> tuple:
+    """A loop's ``steps`` as the engine runs them, whatever runs the loop: where ``"auto"`` may
+    not pull (:func:`~groute.operators.direction.auto_may_pull`) an ``"auto"`` advance pushes,
+    as :meth:`BSPEngine._choose` decides for an operator call. Decided here, once, before the
+    loop is chosen, so the operator calls and the fused loops (one device or several) take the
+    same direction, and the rule's facts (in-arcs, a pull's published frontiers) are those of
+    the steps that run."""
+    if rule.auto_may_pull(directed):
+        return tuple(steps)
+    return tuple(replace(s, direction="push")
+                 if isinstance(s, AdvanceStep) and s.direction == "auto" else s for s in steps)
+
+
+def body_as_run(body, directed: bool) -> tuple:
+    """A rounds ``body`` with every Loop's and Sweep's steps as :func:`steps_as_run` says."""
+    if rule.auto_may_pull(directed):
+        return tuple(body)
+    return tuple(item if isinstance(item, Compute)
+                 else replace(item, steps=steps_as_run(item.steps, directed)) for item in body)
 
 
 class BSPEngine(Engine):
@@ -502,6 +526,7 @@ class BSPEngine(Engine):
                  order="levels"):
         # levels are one order of visits: an order-free loop runs as any other here
         self._check(frontier, "run_loop")
+        steps = steps_as_run(steps, self.directed)
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:
                 self._check(s.candidates, "run_loop: an AdvanceStep's candidates")
@@ -523,6 +548,7 @@ class BSPEngine(Engine):
             raise RuntimeError("sweep: the engine is closed")
         if levels.engine is not self:
             raise ValueError("sweep: the levels belong to another engine")
+        steps = steps_as_run(steps, self.directed)
         if self._loop_choice(steps, levels, "sweep", True) == "fused":
             self._fused_prepare(steps)
             if self._multi is not None:     # every device's host thread at once
@@ -538,6 +564,7 @@ class BSPEngine(Engine):
     def run_rounds(self, seeds, body, *, index, total, scalars):
         if self._closed:
             raise RuntimeError("run_rounds: the engine is closed")
+        body = body_as_run(body, self.directed)
         steps = body_steps(body)
         for s in steps:
             if isinstance(s, AdvanceStep) and s.candidates is not None:

@@ -69,7 +69,8 @@ own copy: no inbox, since the accepted vertices are the device's own. Each then 
 copy's bitmap, before the level's meeting after which the devices publish into it again.
 ``"auto"`` decides by Beamer's rule on the frontier's vertices and arcs summed over the devices
 at a meeting (device 0's ring of sums, as the levels'), so every device takes the same
-direction; on a directed graph it pushes, as the operator calls (:meth:`MultiFusedLoops.as_run`).
+direction; on a directed graph it pushes, as the operator calls (the engine gives the launches
+its steps so: :func:`groute.engines.bsp.steps_as_run`).
 The levels an advance pulled count in the engine's ``pull_advances``, once per advance as the
 operator calls count them. The inboxes, the published frontiers and a kept loop's stores are
 counted against the devices' free memory before the loop is chosen
@@ -78,17 +79,15 @@ counted against the devices' free memory before the loop is chosen
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from itertools import zip_longest
 
 import numpy as np
 
 from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
-from groute.operators.direction import auto_may_pull
 from groute.operators.frontier import Frontier
 from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
-from groute.operators.rounds import Compute, Loop, RoundsResult, body_steps
+from groute.operators.rounds import Loop, RoundsResult, body_steps
 
 from .fused import DeviceLevels, FusedLoops
 
@@ -290,15 +289,6 @@ class MultiFusedLoops:
         self._barrier = None
 
     # what the launches share -----------------------------------------------------------------
-    def as_run(self, steps) -> list:
-        """``steps`` as the launches run them: where ``"auto"`` may not pull
-        (:func:`~groute.operators.direction.auto_may_pull`) an ``"auto"`` advance pushes, as
-        the operator calls decide, so both take the same directions."""
-        if auto_may_pull(self.engine.directed):
-            return list(steps)
-        return [replace(s, direction="push")
-                if isinstance(s, AdvanceStep) and s.direction == "auto" else s for s in steps]
-
     def capacities(self, steps) -> np.ndarray:
         """Per device, the room its inboxes need for ``steps``: the most over the arcs their
         advances push along (:func:`inbox_capacity`)."""
@@ -329,7 +319,6 @@ class MultiFusedLoops:
         ``seeds``: rounds of that many seeds (:meth:`run_rounds`), which hold a store on every
         device whether or not a Loop keeps its levels (level 0 is the seed) and the seeds and
         the tally of levels on every device (:func:`rounds_bytes`)."""
-        steps = self.as_run(steps)
         caps, words = self.capacities(steps), self.message_words(steps)
         pulls = pull_words(steps)
         need = {}
@@ -467,21 +456,19 @@ class MultiFusedLoops:
         return [(c, ready[0]) for c, ready in zip(ctls, prepared)]
 
     def _module(self, steps, level, scalars, where):
-        """``steps`` as the launches run them (:meth:`as_run`), their module's text and each
-        device's values of their parameters."""
-        steps = self.as_run(steps)
+        """The module's text of ``steps`` and each device's values of their parameters."""
         text = loop_source.multi_source(steps, level, where)
         params = [fl._params(steps, (level,), scalars, where) + fl._candidates(steps)
                   for fl in self.loops]
-        return steps, text, params
+        return text, params
 
     # the loop and the sweep ------------------------------------------------------------------
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep,
                  scalars) -> LoopResult:
-        """``run_loop``, one launch per device at once, its steps as :meth:`as_run` says; see
-        the module docstring. ``keep``: each device keeps its part of every level in a store of
-        its own (:meth:`FusedLoops._new_store`); when a device's store has no room for the next
-        level every device stops there (the level's meeting sums whether one is full), the host
+        """``run_loop``, one launch per device at once; see the module docstring. ``keep``:
+        each device keeps its part of every level in a store of its own
+        (:meth:`FusedLoops._new_store`); when a device's store has no room for the next level
+        every device stops there (the level's meeting sums whether one is full), the host
         grows every store and launches them all again from that level."""
         where = "run_loop(fused)"
         eng = self.engine
@@ -489,7 +476,7 @@ class MultiFusedLoops:
         total = len(frontier)
         if total == 0 or left == 0:         # no level runs: nothing to launch
             return LoopResult(0, frontier, frontier_list(eng, []) if keep else None, "fused")
-        steps, text, params = self._module(steps, level, scalars, where)
+        text, params = self._module(steps, level, scalars, where)
 
         def first(device, fl, part):
             queue = part.to_queue().queue
@@ -530,7 +517,7 @@ class MultiFusedLoops:
         level the steps on each device's part of it, exchanging as the loop does, and a
         meeting after each level."""
         where = "sweep(fused)"
-        steps, text, params = self._module(steps, level, scalars, where)
+        text, params = self._module(steps, level, scalars, where)
         store, numbers = levels.store, levels.numbers
         own = [(buffer, offsets, np.int32(numbers.start), np.int32(numbers.stop),
                 np.int32(reverse), np.int64(start))
@@ -552,8 +539,6 @@ class MultiFusedLoops:
         eng, rounds = self.engine, len(seeds)
         if rounds == 0:
             return RoundsResult(0, 0, 0, "fused")
-        body = [replace(item, steps=tuple(self.as_run(item.steps)))
-                if not isinstance(item, Compute) else item for item in body]
         steps = body_steps(body)
         text = loop_source.rounds_source(body, index, total, where, multi=True)
         on_device = [item.level for item in body] + [index, total]
