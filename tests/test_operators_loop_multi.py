@@ -6,7 +6,8 @@ tables the host packs against the header's and the kernel's layout, the generate
 order of pushes, meetings, inbox visits and resets and of a pull's publication, meeting and
 clearing, a kept loop's stores stopping every device at once and a sweep's meetings, the
 rounds' kernel (seeds by owner, meetings, a kept Loop's total summed), the stores', seeds' and
-tally's bytes, "auto" pushing on a directed graph, and every step kind compiled with nvcc
+tally's bytes (those the host makes, on a stub device), where the host reads a launch stopped
+and how it grows a store, "auto" pushing on a directed graph, and every step kind compiled with nvcc
 (the loop's, the sweep's and the rounds' kernels); on 2-4
 CUDA devices (logical ones on one GPU), the fused launches against the operator calls and
 NetworkX: a BFS by levels, label propagation (a message), pushes over in-arcs, a gathering
@@ -32,19 +33,20 @@ import groute
 from groute.engines import make_engine
 from groute.engines.async_engine import AsyncEngine, decide_async_loop, loop_facts
 from groute.engines.bsp import body_as_run, steps_as_run
-from groute.engines.fused import FusedLoops, decide_loop, not_fused_because
+from groute.engines.fused import FusedLoops, LaunchEnd, decide_loop, not_fused_because
 from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, P_ABORT, P_CROSSED, P_FULL,
                                         PCTL_WORDS, T_CAP, T_COUNT, T_IDS, T_K,
                                         T_MSGS, T_OFF, TABLE_WORDS, Inboxes, MultiFusedLoops,
-                                        Published, arc_matrix, inbox_capacity, pull_words,
-                                        published_bytes, rounds_bytes, store_bytes)
+                                        Published, arc_matrix, inbox_bytes, inbox_capacity,
+                                        pull_words, published_bytes, rounds_bytes,
+                                        store_bytes)
 from groute.graph import CSRGraph
 from groute.graph.partition import partition_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Levels,
                               Loop, Message, Sweep, compute, run_loop, run_rounds, sweep)
-from groute.operators.loop_source import (PULLS, multi_source, pull_steps, rounds_source,
-                                          source)
-from groute.operators.rounds import body_steps
+from groute.operators.loop_source import (EMPTIED, PULLS, STORE_FULL, multi_source, pull_steps,
+                                          rounds_source, source)
+from groute.operators.rounds import RoundsResult, body_steps
 from support import busiest, gpu_marks, need_gpus
 from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference,
                               _search, allowed_of, bfs_reference, fused_pull_loops)
@@ -1122,6 +1124,78 @@ def test_a_kept_loops_stores_count_against_the_devices_free_memory():
     assert stub.inboxes_fit(claim, keep=True)
     stub.devices = _gpus(store - 1)
     assert not stub.inboxes_fit(claim, keep=True)
+
+
+class _HostArray(np.ndarray):
+    """A NumPy array read back as a CuPy one is (``.get()``)."""
+
+    def get(self):
+        return np.asarray(self).copy()
+
+
+def _host_loops(size, stats=None):
+    """A FusedLoops whose device makes NumPy arrays (``_HostArray``): its host code, which
+    makes the stores, grows them and reads control blocks and tallies, runs on the CPU."""
+    import contextlib
+
+    def made(fn):
+        return lambda *args: fn(*args).view(_HostArray)
+    xp = SimpleNamespace(empty=made(np.empty), zeros=made(np.zeros),
+                         asarray=made(lambda a: np.array(a)))
+    device = SimpleNamespace(xp=xp, use=contextlib.nullcontext,
+                             compute_stream=SimpleNamespace(raw=contextlib.nullcontext()))
+    loops = FusedLoops.__new__(FusedLoops)
+    loops.engine = SimpleNamespace(stats=stats if stats is not None else {})
+    loops.part = SimpleNamespace(size=size, device=device)
+    return loops
+
+
+def test_the_stores_seeds_and_tally_made_are_the_bytes_counted():
+    """The memory check counts what the host makes, by the same formulas: a kept loop's first
+    store (its whole part in the first frontier) is store_bytes, a rounds' store (level 0
+    the seed) no bigger; the seeds and the tally are rounds_bytes; the inboxes inbox_bytes."""
+    loops = _host_loops(500)
+    store, offsets, capacity, offsets_capacity = loops._new_store(np.arange(500, dtype=np.int32),
+                                                                  500)
+    assert store.nbytes + offsets.nbytes == store_bytes(500)
+    assert (capacity, offsets_capacity) == (store.shape[0], offsets.shape[0])
+    assert store[:500].tolist() == list(range(500)) and offsets[:3].tolist() == [0, 500, 0]
+    ids, (buffer, offsets, capacity, _), tally = loops._rounds_buffers([3, 7, 9], 4)
+    assert ids.tolist() == [3, 7, 9] and capacity == buffer.shape[0] == 2 * 500 + 2
+    assert buffer.nbytes + offsets.nbytes <= store_bytes(500) and not offsets.any()
+    assert ids.nbytes + tally.nbytes == rounds_bytes(3, 4) and not tally.any()
+    assert inbox_bytes(3000, 1) == 48_000 and inbox_bytes(0, 2) == 0
+    assert 2 * 4 * sum(Inboxes.sizes(3000, 2)) == inbox_bytes(3000, 2) == 72_000
+
+
+def test_the_host_reads_where_a_launch_stopped_and_grows_the_store():
+    """A control block's words as the kernels write them (loop_source's ctl: [6] the levels
+    run and the status as two int32, [7] the last level's count, [8] its place in the store,
+    [11..13] the rounds' resume point, [14] the levels pulled): where the launch stopped, its
+    pulls counted; a full store grown keeps what it held and the offsets up to the level; the
+    rounds' tally read as levels per item, a Loop's deepest, and the operator counters."""
+    stats = {"pull_advances": 1, "advances": 0, "computes": 0, "filters": 0}
+    loops = _host_loops(10, stats)
+    words = np.zeros(16, np.uint64).view(_HostArray)
+    words[6:7].view(np.int32)[:] = [5, STORE_FULL]
+    words[7], words[8], words[11], words[12], words[13], words[PULLS] = 4, 20, 2, 3, 77, 6
+    end = loops._end(words)
+    assert end == LaunchEnd(5, STORE_FULL, 4, 20, 2, 3, 77) and end.full
+    assert stats["pull_advances"] == 7
+    words[6:7].view(np.int32)[1] = EMPTIED
+    assert not LaunchEnd.of(words).full
+    store = loops._new_store(np.arange(10, dtype=np.int32), 10)
+    store[0][10:24] = np.arange(100, 114)
+    store[1][2:7] = [14, 16, 18, 20, 24]
+    grown, offsets, capacity, offsets_capacity = loops._grow(*store, end.at + end.count, 5)
+    assert capacity >= 24 + 2 * 10 + 1 and grown.shape[0] == capacity
+    assert grown[:24].tolist() == store[0][:24].tolist()
+    assert offsets[:7].tolist() == store[1][:7].tolist() and not offsets[7:].any()
+    body = [Compute(ROOT, over="seed"), Loop([AdvanceStep(CLAIM)], level="d", keep=True),
+            Sweep([ComputeStep(MARK), AdvanceStep(CLAIM)], level="d")]
+    tally = np.array([2, 0, 9, 4, 7, 0], np.int64).view(_HostArray)
+    assert loops._rounds_result(body, 2, tally) == RoundsResult(2, 9, 4, "fused")
+    assert (stats["computes"], stats["advances"]) == (2 + 7, 9 + 7)
 
 
 def test_the_pull_table_holds_what_the_kernel_reads_where_it_reads_it():

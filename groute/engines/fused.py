@@ -21,6 +21,8 @@ making its arguments and stores).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from groute.operators.frontier import DeviceFrontier, Frontier
@@ -74,6 +76,33 @@ LOOP_RULE = Rule("loop", (
 LOOP_CHOICES = ("auto", "fused", "python")
 #: the kernels of a loop's module (loop_source.source)
 _LOOP_KERNELS = ("groute_loop", "groute_sweep")
+#: int64 words of the rounds' tally per item of the body (the rounds kernel's layout: the
+#: levels the item ran over every round, then a Loop's deepest)
+TALLY_WORDS = 2
+
+
+class LaunchEnd(NamedTuple):
+    """Where a launch stopped, as the host reads it from its control block's words
+    (loop_source's ``ctl``), on one device or on each of several."""
+    ran: int            # levels run (rounds: the round it reached)
+    status: int         # why it stopped: loop_source.EMPTIED, MAX_LEVELS, STORE_FULL
+    count: int          # the last level's vertices
+    at: int             # where that level starts in the store (kept levels, rounds)
+    item: int           # rounds stopped by a full store: the item and level to go on from,
+    level: int
+    kept_total: int     # and the total as that round's earlier items set it
+
+    @classmethod
+    def of(cls, words) -> "LaunchEnd":
+        ran, status = (int(x) for x in words[6:7].view(np.int32))
+        return cls(ran, status, int(words[7]), int(words[8]), int(words[11]), int(words[12]),
+                   int(words[13]))
+
+    @property
+    def full(self) -> bool:
+        """Whether it stopped because a store had no room for the next level: the host grows
+        the store and launches again from there."""
+        return self.status == loop_source.STORE_FULL
 
 
 def decide_loop(facts: dict) -> tuple[str, str]:
@@ -233,10 +262,19 @@ class FusedLoops:
         operator calls count them."""
         self.engine.stats["pull_advances"] += int(words[loop_source.PULLS])
 
+    def _end(self, ctl) -> LaunchEnd:
+        """Where the launch that wrote the control block ``ctl`` stopped (read once, after
+        it), its pulls counted."""
+        device = self.part.device
+        with device.use(), device.compute_stream.raw:
+            words = ctl.get()
+        self._pulled(words)
+        return LaunchEnd.of(words)
+
     # the loop ----------------------------------------------------------------------------------
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars) -> LoopResult:
         where = "run_loop(fused)"
-        part, device = self.part, self.part.device
+        part = self.part
         params = self._params(steps, (level,), scalars, where) + self._candidates(steps)
         text = loop_source.source(steps, level, where)
         first = frontier.parts[0]
@@ -253,13 +291,10 @@ class FusedLoops:
                 offsets if keep else ctl, np.int64(capacity), np.int32(offsets_capacity),
                 np.int32(keep), np.int32(levels), np.int32(left - levels), np.int64(start),
                 *params))
-            with device.use(), device.compute_stream.raw:
-                words = ctl.get()
-            self._pulled(words)
-            ran, status = (int(x) for x in words[6:7].view(np.int32))
-            levels += ran
-            count, at = int(words[7]), int(words[8])
-            if status != loop_source.STORE_FULL:
+            end = self._end(ctl)
+            levels += end.ran
+            count, at = end.count, end.at
+            if not end.full:
                 break
             # grow the store (and its offsets) and go on from level `levels`
             store, offsets, capacity, offsets_capacity = self._grow(
@@ -308,8 +343,6 @@ class FusedLoops:
         """Every round in one launch (``seeds``: local positions); when a kept Loop fills the
         store, the host grows it and launches again from that round, item and level."""
         where = "run_rounds(fused)"
-        part, device = self.part, self.part.device
-        xp, n_local = device.xp, part.size
         steps = body_steps(body)
         params = self._params(steps, [item.level for item in body] + [index, total], scalars,
                               where) + self._candidates(steps)
@@ -317,55 +350,78 @@ class FusedLoops:
         rounds = len(seeds)
         if rounds == 0:
             return RoundsResult(0, 0, 0, "fused")
-        capacity, offsets_capacity = 2 * n_local + 2, self.OFFSETS
-        with device.use(), device.compute_stream.raw:
-            on_device = xp.asarray(np.asarray(seeds, np.int32))
-            store = xp.empty(capacity, np.int32)
-            offsets = xp.zeros(offsets_capacity, np.int64)  # level 0 (the seed): set per round
-            tally = xp.zeros(2 * len(body), np.int64)
+        on_device, store, tally = self._rounds_buffers(seeds, len(body))
         round0 = item0 = level0 = kept_total = 0
         while True:
             common, ctl = self._common(steps)
             self._launch(text, ("groute_rounds",), "groute_rounds", common + (
                 on_device, np.int32(round0), np.int32(rounds), np.int32(item0), np.int32(level0),
-                store, offsets, np.int64(capacity), np.int32(offsets_capacity),
+                store[0], store[1], np.int64(store[2]), np.int32(store[3]),
                 np.int64(kept_total), tally, *params))
-            with device.use(), device.compute_stream.raw:
-                words = ctl.get()
-            self._pulled(words)
-            reached, status = (int(x) for x in words[6:7].view(np.int32))
-            if status != loop_source.STORE_FULL:
+            end = self._end(ctl)
+            if not end.full:
                 break
-            count, at = int(words[7]), int(words[8])
-            round0, item0, level0 = reached, int(words[11]), int(words[12])
-            kept_total = int(words[13])       # total as the resumed round's earlier items set it
-            store, offsets, capacity, offsets_capacity = self._grow(
-                store, offsets, capacity, offsets_capacity, at + count, level0)
+            round0, item0, level0, kept_total = end.ran, end.item, end.level, end.kept_total
+            store = self._grow(*store, end.at + end.count, level0)
+        return self._rounds_result(body, rounds, tally)
+
+    def _rounds_buffers(self, seeds, items: int) -> tuple:
+        """What rounds of ``seeds`` (this device's ids) and a body of ``items`` items hold on
+        the device: the seeds, a store (:meth:`_empty_store`'s tuple; the kernel writes level
+        0, the seed, and its offset per round) and the tally of levels per item (zeroed)."""
+        device = self.part.device
+        with device.use(), device.compute_stream.raw:
+            ids = device.xp.asarray(np.asarray(seeds, np.int32))
+            store = self._empty_store(1)
+            tally = device.xp.zeros(TALLY_WORDS * items, np.int64)
+        return ids, store, tally
+
+    def _rounds_result(self, body, rounds: int, tally) -> RoundsResult:
+        """The result of ``rounds`` rounds of ``body`` from the tally of levels per item (read
+        once, at the end), and the operator counters as if each level had called the steps."""
+        device = self.part.device
         with device.use(), device.compute_stream.raw:
             counts = tally.get()
         levels = deepest = 0
         for j, item in enumerate(body):
-            self._count(item.steps, int(counts[2 * j]))
+            ran = int(counts[TALLY_WORDS * j])
+            self._count(item.steps, ran)
             if isinstance(item, Loop):
-                levels += int(counts[2 * j])
-                deepest = max(deepest, int(counts[2 * j + 1]))
+                levels += ran
+                deepest = max(deepest, int(counts[TALLY_WORDS * j + 1]))
         return RoundsResult(rounds, levels, deepest, "fused")
 
     #: level offsets a new store has room for (it grows when a loop runs deeper)
     OFFSETS = 64
 
-    def _new_store(self, queue, count):
-        """A store of kept levels holding the first frontier (``queue``, ``count`` vertices) as
-        level 0, and its offsets: ``(store, offsets, capacity, offsets_capacity)``, with room
-        for two more levels of every vertex of the part."""
+    @staticmethod
+    def store_room(count: int, size: int) -> int:
+        """The vertices a new store of kept levels has room for: its first level (``count``
+        vertices) and two more levels of every vertex of a part of ``size`` (the one formula
+        of the stores made here and of the memory they are counted for before a loop is
+        chosen on several devices)."""
+        return count + 2 * size + 1
+
+    def _empty_store(self, count: int) -> tuple:
+        """A store of kept levels with room for a first level of ``count`` vertices
+        (:meth:`store_room`), and its offsets (zeroed): ``(store, offsets, capacity,
+        offsets_capacity)``."""
         device = self.part.device
-        capacity = count + 2 * self.part.size + 1
+        capacity = self.store_room(count, self.part.size)
         with device.use(), device.compute_stream.raw:
             store = device.xp.empty(capacity, np.int32)
-            store[:count] = queue[:count]
             offsets = device.xp.zeros(self.OFFSETS, np.int64)
-            offsets[1] = count
         return store, offsets, capacity, self.OFFSETS
+
+    def _new_store(self, queue, count):
+        """A store of kept levels holding the first frontier (``queue``, ``count`` vertices) as
+        level 0, and its offsets (:meth:`_empty_store`'s tuple)."""
+        device = self.part.device
+        store = self._empty_store(count)
+        with device.use(), device.compute_stream.raw:
+            store[0][:count] = queue[:count]
+            store[1][1] = count
+        return store
 
     def _kept_last(self, store, at, count) -> DeviceFrontier:
         """The frontier a kept loop left: ``count`` vertices at ``at`` in its store."""

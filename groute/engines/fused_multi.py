@@ -87,9 +87,9 @@ from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
 from groute.operators.frontier import Frontier
 from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
-from groute.operators.rounds import Loop, RoundsResult, body_steps
+from groute.operators.rounds import RoundsResult, body_steps
 
-from .fused import DeviceLevels, FusedLoops
+from .fused import TALLY_WORDS, DeviceLevels, FusedLoops, LaunchEnd
 
 log = logging.getLogger(__name__)
 
@@ -155,14 +155,20 @@ class Inboxes:
         self.caps, self.words = np.asarray(caps, np.int64), int(words)
         self.ids, self.msgs, self.pctl = [], [], []
         for dev, cap in zip(devices, self.caps):
-            size = max(int(cap), 1)
+            ids, msgs = self.sizes(max(int(cap), 1), words)
             with dev.use(), dev.compute_stream.raw:     # before the launches that use them
-                self.ids.append([dev.xp.empty(size, np.int32) for _ in range(2)])
-                self.msgs.append([dev.xp.empty(size * words, np.uint32) for _ in range(2)]
+                self.ids.append([dev.xp.empty(ids, np.int32) for _ in range(2)])
+                self.msgs.append([dev.xp.empty(msgs, np.uint32) for _ in range(2)]
                                  if words else None)
                 self.pctl.append(dev.xp.zeros(PCTL_WORDS, np.uint64))
         table = self.table(offsets, self.caps, self.ids, self.msgs, self.pctl)
         self.tables = [dev.asarray(table) for dev in devices]       # waits for the upload
+
+    @staticmethod
+    def sizes(cap: int, words: int) -> tuple:
+        """The 4-byte words of one inbox with room for ``cap`` items: its ids', and its
+        messages' of ``words`` words each (0: none)."""
+        return int(cap), int(cap) * int(words)
 
     @staticmethod
     def table(offsets, caps, ids, msgs, pctl) -> np.ndarray:
@@ -199,6 +205,12 @@ def pull_words(steps) -> list:
             for i in loop_source.pull_steps(steps)]
 
 
+def inbox_bytes(cap: int, words: int) -> int:
+    """One device's bytes of its two inboxes (:class:`Inboxes`) with room for ``cap`` items
+    and messages of ``words`` int32 words."""
+    return 2 * 4 * sum(Inboxes.sizes(cap, words))
+
+
 def published_bytes(n: int, words) -> int:
     """One device's bytes of the published frontiers of pulls of ``words`` (:func:`pull_words`)
     on a graph of ``n`` vertices: per pulling step a bitmap over every vertex (n / 8 bytes) and
@@ -209,15 +221,16 @@ def published_bytes(n: int, words) -> int:
 def store_bytes(n_local: int) -> int:
     """One device's bytes of a new store of kept levels (:meth:`FusedLoops._new_store
     <groute.engines.fused.FusedLoops._new_store>`) for a part of ``n_local`` vertices: at most
-    all of them in the first frontier, room for two levels more, and the levels' offsets."""
-    return 4 * (3 * n_local + 1) + 8 * FusedLoops.OFFSETS
+    all of them in the first frontier (:meth:`FusedLoops.store_room
+    <groute.engines.fused.FusedLoops.store_room>`), and the levels' offsets."""
+    return 4 * FusedLoops.store_room(n_local, n_local) + 8 * FusedLoops.OFFSETS
 
 
 def rounds_bytes(seeds: int, items: int) -> int:
     """One device's bytes of rounds besides their store (:meth:`MultiFusedLoops.run_rounds`):
-    the seeds (int32) and the tally, two int64 per item of the body (at most one item per
-    step, ``items``)."""
-    return 4 * seeds + 16 * items
+    the seeds (int32) and the tally (:data:`~groute.engines.fused.TALLY_WORDS` int64 per item
+    of the body; at most one item per step, ``items``)."""
+    return 4 * seeds + 8 * TALLY_WORDS * items
 
 
 class Published:
@@ -324,7 +337,7 @@ class MultiFusedLoops:
         need = {}
         if self._inboxes is None or not self._inboxes.holds(caps, words):
             need["inboxes (two per device: ids and messages)"] = \
-                2 * int(caps.max(initial=0)) * 4 * (1 + words)
+                inbox_bytes(int(caps.max(initial=0)), words)
         if pulls and (self._published is None or not self._published.holds(pulls)):
             need["published frontiers (per pulling step: a bitmap and messages over every "
                  "vertex)"] = published_bytes(self.engine.num_vertices, pulls)
@@ -366,6 +379,11 @@ class MultiFusedLoops:
             self._published = Published(self.devices, self.engine.num_vertices, words)
         return self._published
 
+    def _room(self, steps) -> tuple:
+        """The inboxes and published frontiers the launches of a loop of ``steps`` use, made
+        or found once per loop, whatever its relaunches."""
+        return self._inbox(steps), self._publish_room(steps)
+
     def _cross_barrier(self):
         """The :class:`~groute.engines.peer_barrier.CrossDeviceBarrier` of the launches: its
         counter and the rings of sums in device 0's memory (made on the first loop)."""
@@ -389,18 +407,19 @@ class MultiFusedLoops:
             self._barrier = None
 
     # the launches ------------------------------------------------------------------------------
-    def _launch_all(self, text, kernel, steps, own, params, where, names=KERNELS) -> list:
+    def _launch_all(self, text, kernel, steps, room, own, params, where,
+                    names=KERNELS) -> tuple:
         """One launch of ``kernel`` (of the module ``text``, whose kernels are ``names``, for
-        ``steps``) per device, all at once: the arguments every kernel on several devices
-        begins with, then ``own[i]``
-        (device ``i``'s arguments of that kernel), then ``params[i]``. Raises where a device
-        did not come to a meeting, found an inbox full, or the devices disagree on the levels
-        they ran and why they stopped. Returns per device its control block's words and its
-        common arguments (:meth:`FusedLoops._common`)."""
+        ``steps``, with the inboxes and published frontiers ``room``: :meth:`_room`) per
+        device, all at once: the arguments every kernel on several devices begins with, then
+        ``own[i]`` (device ``i``'s arguments of that kernel), then ``params[i]``. Raises where
+        a device did not come to a meeting, found an inbox full, or the devices disagree on
+        the levels they ran and why they stopped. Returns per device where its launch stopped
+        (:class:`~groute.engines.fused.LaunchEnd`), and per device its common arguments
+        (:meth:`FusedLoops._common`)."""
         from .peer_barrier import timeout_ns
         eng, k = self.engine, len(self.devices)
-        inbox = self._inbox(steps)
-        published = self._publish_room(steps)
+        inbox, published = room
         barrier = self._cross_barrier()
 
         # every device compiles and makes its arguments first: a device that launched waits
@@ -449,11 +468,19 @@ class MultiFusedLoops:
             raise RuntimeError(f"{where}: {', '.join(full)} found another device's inbox full "
                                f"(sized for every arc into it from the other devices: a "
                                f"frontier with repeated vertices?); items were dropped")
+        ends = [LaunchEnd.of(c) for c in ctls]
         if len(ran) != 1:
             raise RuntimeError(f"{where}: the devices ran different numbers of levels "
-                               f"{[_ran(c) for c in ctls]}")
+                               f"{[(e.ran, e.status) for e in ends]}")
         self.loops[0]._pulled(ctls[0])      # every device pulled at the same advances
-        return [(c, ready[0]) for c, ready in zip(ctls, prepared)]
+        return ends, [ready[0] for ready in prepared]
+
+    def _grow_all(self, stores, ends, level) -> list:
+        """Every device's store grown after a launch that filled one (``ends``: where each
+        device's stopped), each keeping what it holds up to its last level's end, for the
+        next launch to go on from ``level`` (:meth:`FusedLoops._grow`)."""
+        return self.engine._each(lambda device, fl, store, end: fl._grow(
+            *store, end.at + end.count, level), self.loops, stores, ends)
 
     def _module(self, steps, level, scalars, where):
         """The module's text of ``steps`` and each device's values of their parameters."""
@@ -485,30 +512,27 @@ class MultiFusedLoops:
         # the first stores only in `stores`, so a store replaced by a grown one is freed
         queues, counts, stores = (list(x) for x in zip(*eng._each(first, self.loops,
                                                                    frontier.parts)))
+        room = self._room(steps)
         levels = 0
         while True:
             own = [(queue, np.int64(count), np.int64(total)) + _store_args(store, keep)
                    + (np.int32(levels), np.int32(left - levels), np.int64(start))
                    for queue, count, store in zip(queues, counts, stores)]
-            done = self._launch_all(text, KERNEL, steps, own, params, where)
-            ran, status = _ran(done[0][0])
-            levels += ran
-            counts = [int(c[7]) for c, _ in done]
-            ats = [int(c[8]) for c, _ in done]
-            if status != loop_source.STORE_FULL:
+            ends, commons = self._launch_all(text, KERNEL, steps, room, own, params, where)
+            levels += ends[0].ran
+            if not ends[0].full:
                 break
-            stores = eng._each(lambda device, fl, store, at, count: fl._grow(
-                *store, at + count, levels), self.loops, stores, ats, counts)
-            total = sum(counts)
+            stores = self._grow_all(stores, ends, levels)
+            total = sum(end.count for end in ends)
         self.loops[0]._count(steps, levels)
         if keep:
             kept = DeviceLevels(eng, eng.parts, [s[0] for s in stores], [s[1] for s in stores],
-                                levels, sum(ats))
-            last = [fl._kept_last(store[0], at, count)
-                    for fl, store, at, count in zip(self.loops, stores, ats, counts)]
+                                levels, sum(end.at for end in ends))
+            last = [fl._kept_last(store[0], end.at, end.count)
+                    for fl, store, end in zip(self.loops, stores, ends)]
             return LoopResult(levels, Frontier(eng, last), kept.levels(), "fused")
-        parts = [fl._left(common, steps, levels, count)
-                 for fl, (_, common), count in zip(self.loops, done, counts)]
+        parts = [fl._left(common, steps, levels, end.count)
+                 for fl, common, end in zip(self.loops, commons, ends)]
         return LoopResult(levels, Frontier(eng, parts), None, "fused")
 
     def sweep(self, levels, steps, *, level, start, reverse, scalars) -> None:
@@ -522,7 +546,7 @@ class MultiFusedLoops:
         own = [(buffer, offsets, np.int32(numbers.start), np.int32(numbers.stop),
                 np.int32(reverse), np.int64(start))
                for buffer, offsets in zip(store.buffers, store.offsets)]
-        self._launch_all(text, SWEEP_KERNEL, steps, own, params, where)
+        self._launch_all(text, SWEEP_KERNEL, steps, self._room(steps), own, params, where)
         self.loops[0]._count(steps, len(numbers))
 
 
@@ -545,52 +569,27 @@ class MultiFusedLoops:
         params = [fl._params(steps, on_device, scalars, where) + fl._candidates(steps)
                   for fl in self.loops]
 
-        def first(device, fl):
-            # the kernel writes level 0 (store[0] and its offset) per round
-            xp, size = device.xp, fl.part.size
-            with device.use(), device.compute_stream.raw:
-                ids = xp.asarray(np.asarray(seeds, np.int32))
-                store = (xp.empty(2 * size + 2, np.int32), xp.zeros(fl.OFFSETS, np.int64),
-                         2 * size + 2, fl.OFFSETS)
-                tally = xp.zeros(2 * len(body), np.int64)
-            return ids, store, tally
-
         # the first stores only in `stores`, so a store replaced by a grown one is freed
-        ids_of, stores, tallies = (list(x) for x in zip(*eng._each(first, self.loops)))
+        ids_of, stores, tallies = (list(x) for x in zip(*eng._each(
+            lambda device, fl: fl._rounds_buffers(seeds, len(body)), self.loops)))
+        room = self._room(steps)
         round0 = item0 = level0 = kept_total = total0 = 0
         while True:
             own = [(np.int64(total0), ids, np.int32(round0), np.int32(rounds), np.int32(item0),
                     np.int32(level0), store[0], store[1], np.int64(store[2]),
                     np.int32(store[3]), np.int64(kept_total), tally)
                    for ids, tally, store in zip(ids_of, tallies, stores)]
-            done = self._launch_all(text, ROUNDS_KERNEL, steps, own, params, where,
-                                    names=(ROUNDS_KERNEL,))
-            words = done[0][0]
-            reached, status = _ran(words)
-            if status != loop_source.STORE_FULL:
+            ends, _ = self._launch_all(text, ROUNDS_KERNEL, steps, room, own, params, where,
+                                       names=(ROUNDS_KERNEL,))
+            end = ends[0]
+            if not end.full:
                 break
-            counts = [int(c[7]) for c, _ in done]
-            ats = [int(c[8]) for c, _ in done]
-            round0, item0, level0 = reached, int(words[11]), int(words[12])
-            kept_total = int(words[13])       # summed over the devices: the same on each
-            total0 = sum(counts)              # the resumed level's size over the devices
-            stores = eng._each(lambda device, fl, store, at, count: fl._grow(
-                *store, at + count, level0), self.loops, stores, ats, counts)
-        with self.devices[0].use(), self.devices[0].compute_stream.raw:
-            counts = tallies[0].get()         # every device ran the same levels
-        levels = deepest = 0
-        for j, item in enumerate(body):
-            self.loops[0]._count(item.steps, int(counts[2 * j]))
-            if isinstance(item, Loop):
-                levels += int(counts[2 * j])
-                deepest = max(deepest, int(counts[2 * j + 1]))
-        return RoundsResult(rounds, levels, deepest, "fused")
-
-
-def _ran(words) -> tuple:
-    """A launch's levels run and why it stopped (its control block's ``words``)."""
-    ran, status = (int(x) for x in words[6:7].view(np.int32))
-    return ran, status
+            round0, item0, level0 = end.ran, end.item, end.level
+            kept_total = end.kept_total       # summed over the devices: the same on each
+            total0 = sum(e.count for e in ends)   # the resumed level's size over the devices
+            stores = self._grow_all(stores, ends, level0)
+        # every device ran the same levels: device 0's tally counts them
+        return self.loops[0]._rounds_result(body, rounds, tallies[0])
 
 
 def _store_args(store, keep) -> tuple:
