@@ -179,7 +179,7 @@ def test_the_pull_sets_tests_and_clears_the_frontiers_bits_between_barriers():
                  "grid_barrier(groute_r.bar, groute_r.bar_target);",
                  "advance_pull(groute_r.in, groute_g, groute_r.n_local",
                  "grid_barrier(groute_r.bar, groute_r.bar_target);",
-                 "groute_front[__ldcg(&groute_q[groute_i]) >> 5] = 0u;",
+                 "groute_zero_words(groute_r, groute_front, groute_q, groute_n);",
                  f"++groute_r.ctl[{PULLS}];"]
         at = [pull.index(order[0])]
         for piece in order[1:]:

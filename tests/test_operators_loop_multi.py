@@ -518,7 +518,8 @@ def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops
         "groute_kept_total = groute_kept_sums[0];",
         "groute_p.reached = (double)(groute_kept_total);", "// item 2: Sweep",
         "int groute_status = 0;", "if (groute_left < 0 || !groute_meet(groute_r)) {",
-        "if (groute_status == 3) {", "// item 3: Sweep", "groute_result[0] = groute_rounds;",
+        "if (groute_status == 3) {", "// item 3: Sweep",
+        "groute_result(groute_ctl, groute_rounds, 0);",
         "groute_crossed(groute_r, groute_gbase);"]), kernel
     # the first meeting; the Loop's failed meeting, full store and failed total; two Sweeps'
     # failed meetings; the end

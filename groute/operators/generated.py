@@ -81,24 +81,8 @@ extern "C" __global__ void advance_push_big_k(GROUTE_PUSH_ARGS{comma_decls}) {{
                      groute_lane);
 }}
 
-// Pull visits (advance_pull's functor): a candidate (cand_bits, or every owned vertex when
-// null) visits its arcs from frontier members (front_bits, by global id) until the body accepts
-// it, and joins the output then (a candidate is one thread's: once).
-struct GroutePull {{
-    const unsigned int* front_bits; const unsigned int* cand_bits; int* out; int* out_count;
-    struct Params {{
-{members}    }} p;
-    __device__ __forceinline__ bool unreached(long long v) const {{
-        return cand_bits == nullptr || bitmap_test(cand_bits, (int)v);
-    }}
-    __device__ __forceinline__ bool in_frontier(int u) const {{ return bitmap_test(front_bits, u); }}
-    __device__ __forceinline__ bool claim(long long v) const {{
-        if (!groute_fn((int)v{pull_msg}{comma_members})) return false;
-        queue_push(out, out_count, (int)v);
-        return true;
-    }}
-}};
-
+// Pull visits: the candidates are owned vertices, the frontier's bits are by global id.
+{pull_functor}
 // Pull: the candidates [0, n) (advance_pull); arcs read are added into counters[1].
 extern "C" __global__ void advance_pull_k(const long long* indptr, const int* indices, long long n,
                                           const unsigned int* front_bits,
@@ -149,12 +133,12 @@ _VISIT_LOCAL = r"""            if (groute_fn(v{msg_arg}{comma_members}) && bitma
 """
 _VISIT_APPLY = r"""        if (groute_fn(v{apply_msg}{comma_args}) && bitmap_claim(out_bits, v)) queue_push(out, out_count, v);
 """
-_GATHER_VISIT_LOCAL = r"""            if ((cand_bits == nullptr || bitmap_test(cand_bits, v)) && groute_wants(v{comma_members})) {{
+_GATHER_VISIT_LOCAL = r"""            if ({candidate} && groute_wants(v{comma_members})) {{
                 groute_combine_t::atomic(&acc[v], groute_m);
                 bitmap_claim(out_bits, v);
             }}
 """
-_GATHER_VISIT_APPLY = r"""        if ((groute_cand == nullptr || bitmap_test(groute_cand, v)) && groute_wants(v{comma_args})) {{
+_GATHER_VISIT_APPLY = r"""        if ({candidate} && groute_wants(v{comma_args})) {{
             groute_combine_t::atomic(&groute_acc[v], msgs[i]);
             bitmap_claim(out_bits, v);
         }}
@@ -171,8 +155,7 @@ struct GrouteGather {{
     struct Params {{
 {members}    }} p;
     __device__ __forceinline__ bool wants(long long v) const {{
-        return (cand_bits == nullptr || bitmap_test(cand_bits, (int)v))
-            && groute_wants((int)v{comma_members});
+        return {candidate} && groute_wants((int)v{comma_members});
     }}
     __device__ __forceinline__ bool in_frontier(int u) const {{ return bitmap_test(front_bits, u); }}
     __device__ __forceinline__ Acc message(int u) const {{ return table[u]; }}
@@ -234,6 +217,27 @@ extern "C" __global__ void message_k(const int* cur, long long n, groute_msg_t* 
 }}
 """
 
+# A first-accept pull's functor (advance_pull's), this module's and the fused loops'
+# (groute.operators.loop_source): {name}, the struct; {params}, its members that hold the
+# functor's parameters; {accepts}, the body's call on the candidate v; {candidate}, the test of
+# the candidates (candidate_test).
+_PULL_FUNCTOR = r"""// A candidate (cand; null: every vertex) visits its arcs from the frontier (front_bits)
+// until the body accepts it, and joins the output then; a candidate is one thread's, so it
+// joins once (no bitmap_claim).
+struct {name} {{
+    const unsigned int* front_bits; const unsigned int* cand; int* out; int* out_count;
+{params}    __device__ __forceinline__ bool unreached(long long v) const {{
+        return {candidate};
+    }}
+    __device__ __forceinline__ bool in_frontier(int u) const {{ return bitmap_test(front_bits, u); }}
+    __device__ __forceinline__ bool claim(long long v) const {{
+        if (!{accepts}) return false;
+        queue_push(out, out_count, (int)v);
+        return true;
+    }}
+}};
+"""
+
 _FUNCTIONS = r"""typedef {msg_type} groute_msg_t{suffix};
 
 // The message an arc out of u carries (a functor without one: nothing, never read).
@@ -281,6 +285,22 @@ def functor_functions(functor, where: str, suffix: str = "") -> str:
         msg_param="" if message is None else f", const groute_msg_t{suffix} m")
 
 
+def candidate_test(cand: str, v: str) -> str:
+    """The C test whether vertex ``v`` (an int expression) is among the candidates ``cand`` (a
+    bitmap; null: every vertex), as every generated functor spells it. It is spliced as text
+    rather than called as a device function: a function around it changes what the compiler
+    makes of its callers."""
+    return f"({cand} == nullptr || bitmap_test({cand}, {v}))"
+
+
+def pull_functor(name: str, params: str, accepts: str) -> str:
+    """The first-accept pull's functor ``name`` (:data:`_PULL_FUNCTOR`): ``params``, the member
+    declarations that hold the functor's parameters; ``accepts``, the call of its body on
+    ``v``."""
+    return _PULL_FUNCTOR.format(name=name, params=params, accepts=accepts,
+                                candidate=candidate_test("cand", "(int)v"))
+
+
 def source(functor, where: str) -> str:
     """The CUDA source of ``functor``'s kernels."""
     params = functor.parsed
@@ -301,9 +321,14 @@ def source(functor, where: str) -> str:
         else (_VISIT_LOCAL, _VISIT_APPLY)
     common = dict(comma_args=f", {names}" if names else "", comma_members=comma_members, **msg)
     gather_kernels = "" if functor.gather is None else _GATHER_KERNELS.format(
-        members=members, args=names, comma_decls=f", {decls}" if decls else "", **common)
+        members=members, args=names, comma_decls=f", {decls}" if decls else "",
+        candidate=candidate_test("cand_bits", "(int)v"), **common)
+    pull = pull_functor("GroutePull", f"    struct Params {{\n{members}    }} p;\n",
+                        f"groute_fn((int)v{msg['pull_msg']}{comma_members})")
     return _TEMPLATE.format(
-        visit_local=visits[0].format(**common), visit_apply=visits[1].format(**common),
+        pull_functor=pull,
+        visit_local=visits[0].format(candidate=candidate_test("cand_bits", "v"), **common),
+        visit_apply=visits[1].format(candidate=candidate_test("groute_cand", "v"), **common),
         gather_kernels=gather_kernels,
         name=functor.name, functions=functor_functions(functor, where),
         comma_decls=f", {decls}" if decls else "", comma_args=f", {names}" if names else "",

@@ -99,7 +99,7 @@ which the host reads once.
 """
 from __future__ import annotations
 
-from .generated import functor_functions
+from .generated import candidate_test, functor_functions, pull_functor
 from .loop import AdvanceStep, ComputeStep, FilterStep
 from .rounds import Compute, Loop, body_steps
 
@@ -174,13 +174,17 @@ struct GrouteRun {{
     groute_r.gather_acc = groute_gather_acc; \
     groute_r.scouts = 0;
 
+// The bitmap words of the vertices of q (n of them; no other vertex has a bit in bits) zeroed,
+// so the bitmap is clean again without a pass over all of it.
+__device__ __forceinline__ void groute_zero_words(const GrouteRun& r, unsigned int* bits,
+                                                  const int* q, long long n) {{
+    for (long long i = r.tid; i < n; i += r.nthreads) bits[__ldcg(&q[i]) >> 5] = 0u;
+}}
 // The first phase after an advance zeroes the bitmap words of the vertices it output (the
-// frontier that phase reads; no other vertex has a bit there), so that bitmap is clean
-// again for the advance after next.
+// frontier that phase reads), so that bitmap is clean again for the advance after next.
 __device__ __forceinline__ void groute_clear(GrouteRun& r) {{
     if (r.clear_n) {{
-        for (long long i = r.tid; i < r.clear_n; i += r.nthreads)
-            r.clear_bits[__ldcg(&r.clear_q[i]) >> 5] = 0u;
+        groute_zero_words(r, r.clear_bits, r.clear_q, r.clear_n);
         r.clear_n = 0;
     }}
 }}
@@ -234,6 +238,13 @@ __device__ __forceinline__ long long groute_produce_end(GrouteRun& r, int slot) 
     ++r.ring;
     return (long long)__ldcg(&r.counts[slot]);
 }}
+// What a launch tells the host in ctl[6] (two int32): the levels or rounds it ran, and why it
+// stopped (EMPTIED, MAX_LEVELS, STORE_FULL, ABORTED).
+__device__ __forceinline__ void groute_result(unsigned long long* ctl, int ran, int status) {{
+    int* const words = (int*)(ctl + 6);
+    words[0] = ran;
+    words[1] = status;
+}}
 """
 
 _VISITOR = r"""
@@ -252,25 +263,6 @@ struct GrouteVisit{i} : SourceVisitor {{
 }};
 """
 
-_PULL_FUNCTOR = r"""
-// Step {i}'s first-accept pull (advance_pull's functor): a candidate (cand; null: every vertex)
-// visits its arcs from the frontier (front_bits) until the body accepts it, and joins the output
-// then; a candidate is one thread's, so it joins once (no bitmap_claim).
-struct GroutePull{i} {{
-    const unsigned int* front_bits; const unsigned int* cand; int* out; int* out_count;
-    const GrouteParams* p;
-    __device__ __forceinline__ bool unreached(long long v) const {{
-        return cand == nullptr || bitmap_test(cand, (int)v);
-    }}
-    __device__ __forceinline__ bool in_frontier(int u) const {{ return bitmap_test(front_bits, u); }}
-    __device__ __forceinline__ bool claim(long long v) const {{
-        if (!groute_fn_{i}((int)v{args})) return false;
-        queue_push(out, out_count, (int)v);
-        return true;
-    }}
-}};
-"""
-
 _GATHER_FUNCTOR = r"""
 // Step {i}'s gathering advance: the push's visits (advance_push's functor: deposit and mark)
 // and the pull's (advance_gather's), the same accumulators and marks. Its candidates: the
@@ -285,7 +277,7 @@ struct GrouteGather{i} : SourceVisitor {{
 {visit}        return true;
     }}
     __device__ __forceinline__ bool wants(long long v) const {{
-        return (cand == nullptr || bitmap_test(cand, (int)v)) && groute_wants_{i}((int)v{args});
+        return {candidate} && groute_wants_{i}((int)v{args});
     }}
     __device__ __forceinline__ bool in_frontier(int u) const {{ return bitmap_test(front_bits, u); }}
     __device__ __forceinline__ Acc message(int u) const {{ return groute_msg_{i}(u{args}); }}
@@ -441,8 +433,7 @@ _FIRST_ACCEPT = r"""    {{  // step {i}: advance({name}) over the out-arcs, {dir
 _PUBLISH_LOCAL = r"""            queue_to_bitmap(groute_q, groute_n, groute_front, groute_r.tid, groute_r.nthreads);
             grid_barrier(groute_r.bar, groute_r.bar_target);
 """
-_UNPUBLISH_LOCAL = r"""            for (long long groute_i = groute_r.tid; groute_i < groute_n; groute_i += groute_r.nthreads)
-                groute_front[__ldcg(&groute_q[groute_i]) >> 5] = 0u;
+_UNPUBLISH_LOCAL = r"""            groute_zero_words(groute_r, groute_front, groute_q, groute_n);
 """
 # On several devices: every device's members set their bits (and a gather's messages) in every
 # device's copy (groute_publish), the devices meet, and each pulls over its own copy; after the
@@ -522,34 +513,47 @@ _SWEEP_LEVELS = r"""    int* const groute_discard = groute_bufs + {ping} * grout
 {after_level}    }}
 """
 
-_KERNELS = r"""
-// Levels from the frontier of level groute_level0 (groute_first_q; keep: the store's, at
-// groute_offsets[groute_level0]) until it is empty, groute_max_run levels ran, or the store of
-// kept levels is full.
-extern "C" __global__ void __launch_bounds__({block}) groute_loop(
-        GROUTE_RUN_ARGS, const int* groute_first_q, long long groute_first_n,
+# The kernels of a loop and of a sweep: groute_loop and groute_sweep on one device, and
+# ({multi}: "_multi") groute_loop_multi and groute_sweep_multi on several, all launched at once,
+# each device on its own part of the frontier or of every kept level; there every level's count
+# is its sum over the devices, the same on every device, so every device runs the same levels
+# and meetings. The hooks both kernels share, empty on one device: {peer_args}, the peer
+# arguments (GROUTE_PEER_ARGS), and {peer_init}, what they set in groute_r (_kernel_hooks).
+#
+# The loop: levels from the frontier of level groute_level0 (groute_first_q; keep: the store's,
+# at groute_offsets[groute_level0]) until it is empty (on several devices: on every device),
+# groute_max_run levels ran, or the store of kept levels is full (on several devices: a device's
+# store has no room for the next level; the host grows every device's store and launches them
+# all again from there). Its hooks on several devices: {total0}, the argument groute_total0 (the
+# first level's size over the devices); {begin}, the first meeting (_LOOP_BEGIN_MULTI); {status},
+# the status it leaves (ABORTED where the first meeting failed); {crossed}, the meetings passed.
+_LOOP_KERNEL = r"""
+extern "C" __global__ void __launch_bounds__({block}) groute_loop{multi}(
+        GROUTE_RUN_ARGS,{peer_args} const int* groute_first_q, long long groute_first_n,{total0}
         int* groute_levels, long long* groute_offsets, long long groute_capacity,
         int groute_offsets_capacity, int groute_keep, int groute_level0, int groute_max_run,
         long long groute_start{comma_decls}) {{
     GROUTE_RUN_INIT
-    GrouteParams groute_p{{{param_names}}};
-{loop_levels}    if (groute_r.tid == 0) {{
-        int* groute_result = (int*)(groute_ctl + 6);
-        groute_result[0] = groute_level - groute_level0;
-        groute_result[1] = groute_status;
+{peer_init}    GrouteParams groute_p{{{param_names}}};
+{begin}{loop_levels}    if (groute_r.tid == 0) {{
+        groute_result(groute_ctl, groute_level - groute_level0, {status});
         groute_ctl[7] = (unsigned long long)groute_n;
         groute_ctl[8] = (unsigned long long)groute_at;
-    }}
+{crossed}    }}
 }}
+"""
 
-// The kept levels [groute_lo, groute_hi) of a store, one after the other (groute_reverse: the
-// last first); what the steps output is dropped.
-extern "C" __global__ void __launch_bounds__({block}) groute_sweep(
-        GROUTE_RUN_ARGS, const int* groute_levels, const long long* groute_offsets,
+# The sweep: the kept levels [groute_lo, groute_hi) of a store (on several devices: the
+# device's parts of them), one after the other (groute_reverse: the last first); what the steps
+# output is dropped. {levels}: the sweep's levels (_SWEEP_LEVELS), on several devices within
+# the first meeting and the result (_SWEEP_MULTI).
+_SWEEP_KERNEL = r"""
+extern "C" __global__ void __launch_bounds__({block}) groute_sweep{multi}(
+        GROUTE_RUN_ARGS,{peer_args} const int* groute_levels, const long long* groute_offsets,
         int groute_lo, int groute_hi, int groute_reverse, long long groute_start{comma_decls}) {{
     GROUTE_RUN_INIT
-    GrouteParams groute_p{{{param_names}}};
-{sweep_levels}}}
+{peer_init}    GrouteParams groute_p{{{param_names}}};
+{levels}}}
 """
 
 _INT_MAX = 2147483647
@@ -562,15 +566,16 @@ _INT_MAX = 2147483647
 # left) and its seed as level 0 of the store: store[0] and its offset, set per round, since on
 # several devices the seed (a global id there, {first} its device's first) is one device's, the
 # level empty on the others (groute_seed_n: 0). Every Loop of the round starts from it, a
-# Compute on the seed runs on it. {peer_args}, {peer_init}, {begin}, {crossed}: on several
-# devices (rounds_source's multi), the peer arguments (and groute_total0, the resumed level's
-# size over the devices), the first meeting, the meetings passed for the host.
+# Compute on the seed runs on it. {multi}, {peer_args}, {peer_init}: the kernels' hooks
+# (_kernel_hooks); {total0}: on several devices (rounds_source's multi), groute_total0, the
+# resumed level's size over the devices; {begin}, {crossed}: there, the first meeting, the
+# meetings passed for the host.
 _ROUNDS = r"""
-extern "C" __global__ void __launch_bounds__({block}) {name}(
-        GROUTE_RUN_ARGS,{peer_args} const int* groute_seeds, int groute_round0, int groute_rounds,
-        int groute_item0, int groute_resume_level, int* groute_store, long long* groute_offsets,
-        long long groute_capacity, int groute_offsets_capacity, long long groute_kept_total0,
-        long long* groute_tally{comma_decls}) {{
+extern "C" __global__ void __launch_bounds__({block}) groute_rounds{multi}(
+        GROUTE_RUN_ARGS,{peer_args}{total0} const int* groute_seeds, int groute_round0,
+        int groute_rounds, int groute_item0, int groute_resume_level, int* groute_store,
+        long long* groute_offsets, long long groute_capacity, int groute_offsets_capacity,
+        long long groute_kept_total0, long long* groute_tally{comma_decls}) {{
     GROUTE_RUN_INIT
 {peer_init}    GrouteParams groute_p{{{param_names}}};
     int groute_kept = 0;
@@ -589,9 +594,7 @@ extern "C" __global__ void __launch_bounds__({block}) {name}(
         grid_barrier(groute_r.bar, groute_r.bar_target);
 {set_index}{items}    }}
     if (groute_r.tid == 0) {{
-        int* groute_result = (int*)(groute_ctl + 6);
-        groute_result[0] = groute_rounds;
-        groute_result[1] = {EMPTIED};
+        groute_result(groute_ctl, groute_rounds, {EMPTIED});
 {crossed}    }}
 }}
 """
@@ -624,9 +627,7 @@ _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
             }}
 {aborted}            if (groute_status == {STORE_FULL}) {{
                 if (groute_r.tid == 0) {{
-                    int* groute_result = (int*)(groute_ctl + 6);
-                    groute_result[0] = groute_round;
-                    groute_result[1] = {STORE_FULL};
+                    groute_result(groute_ctl, groute_round, {STORE_FULL});
                     groute_ctl[7] = (unsigned long long)groute_n;
                     groute_ctl[8] = (unsigned long long)groute_at;
                     groute_ctl[11] = {j};
@@ -658,17 +659,11 @@ _SWEEP_FLUSH = r"""            if (groute_r.clear_n) {
             }
 """
 
-# What the hooks of _ROUNDS, _ROUND_LOOP and _ROUND_SWEEP hold on several devices
-# (rounds_source's multi): the peer arguments, then the size over the devices of the level a
-# resumed Loop starts from (the host's sum of every device's part of it).
-_ROUNDS_PEER_ARGS = " GROUTE_PEER_ARGS, long long groute_total0,"
 # Where a meeting failed (a device did not come in time: {failed}), this device leaves the
 # launch, the round it was in and the status ABORTED for the host, which raises.
 _ROUND_STOP = r"""            if ({failed}) {{
                 if (groute_r.tid == 0) {{
-                    int* groute_result = (int*)(groute_ctl + 6);
-                    groute_result[0] = {round};
-                    groute_result[1] = {ABORTED};
+                    groute_result(groute_ctl, {round}, {ABORTED});
                     groute_crossed(groute_r, groute_gbase);
                 }}
                 return;
@@ -938,57 +933,24 @@ _SWEEP_MEET = r"""        if (groute_left < 0 || !groute_meet(groute_r)) {{
         }}
 """
 
-# The launches on several devices, all launched at once, each device on its own part of the
-# frontier or of every kept level; every level's count is its sum over the devices, the same on
-# every device, so every device runs the same levels and meetings.
-#
-# groute_loop_multi: levels from the device's part of the first frontier (groute_first_q; keep:
-# its part of level groute_level0 in its store; groute_total0: the level's size over the
-# devices) until the frontier is empty on every device, groute_max_run levels ran, or (keep) a
-# device's store has no room for the next level (the host grows every device's store and
-# launches them all again from there). groute_sweep_multi: the device's parts of the kept
-# levels [groute_lo, groute_hi), one after the other (groute_reverse: the last first), a
-# meeting after each.
-_MULTI_KERNEL = r"""
-extern "C" __global__ void __launch_bounds__({block}) groute_loop_multi(
-        GROUTE_RUN_ARGS, GROUTE_PEER_ARGS, const int* groute_first_q, long long groute_first_n,
-        long long groute_total0, int* groute_levels, long long* groute_offsets,
-        long long groute_capacity, int groute_offsets_capacity, int groute_keep,
-        int groute_level0, int groute_max_run, long long groute_start{comma_decls}) {{
-    GROUTE_RUN_INIT
-    GROUTE_PEER_INIT
-    GrouteParams groute_p{{{param_names}}};
-    long long groute_full = 0;
+# A loop on several devices begins with a meeting, which gives the first level's size over the
+# devices (groute_total; -1: a device did not come), and groute_full, the sum of full stores
+# that the loop's test of its store reads (_MULTI_FULL).
+_LOOP_BEGIN_MULTI = r"""    long long groute_full = 0;
     long long groute_total = groute_begin(groute_r, groute_total0);
-{loop_levels}    if (groute_r.tid == 0) {{
-        int* groute_result = (int*)(groute_ctl + 6);
-        groute_result[0] = groute_level - groute_level0;
-        groute_result[1] = groute_total < 0 ? {ABORTED} : groute_status;
-        groute_ctl[7] = (unsigned long long)groute_n;
-        groute_ctl[8] = (unsigned long long)groute_at;
-        groute_crossed(groute_r, groute_gbase);
-    }}
-}}
-
-extern "C" __global__ void __launch_bounds__({block}) groute_sweep_multi(
-        GROUTE_RUN_ARGS, GROUTE_PEER_ARGS, const int* groute_levels,
-        const long long* groute_offsets, int groute_lo, int groute_hi, int groute_reverse,
-        long long groute_start{comma_decls}) {{
-    GROUTE_RUN_INIT
-    GROUTE_PEER_INIT
-    GrouteParams groute_p{{{param_names}}};
-    int groute_status = {EMPTIED};
+"""
+# A sweep on several devices: a first meeting, the levels (a meeting after each), and for the
+# host the levels swept, the status (ABORTED: a device did not come to a meeting) and the
+# meetings passed.
+_SWEEP_MULTI = r"""    int groute_status = {EMPTIED};
     if (groute_begin(groute_r, 0) < 0) {{
         groute_status = {ABORTED};
     }} else {{
 {sweep_levels}    }}
     if (groute_r.tid == 0) {{
-        int* groute_result = (int*)(groute_ctl + 6);
-        groute_result[0] = groute_hi - groute_lo;
-        groute_result[1] = groute_status;
+        groute_result(groute_ctl, groute_hi - groute_lo, groute_status);
         groute_crossed(groute_r, groute_gbase);
     }}
-}}
 """
 
 
@@ -1125,7 +1087,8 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False,
             parts.append(_GATHER_FUNCTOR.format(i=i, args="".join(f", p->{p.name}"
                                                                  for p in f.parsed),
                                                 peer_members=peer["members"],
-                                                visit=peer["gather_visit"]))
+                                                visit=peer["gather_visit"],
+                                                candidate=candidate_test("cand", "(int)v")))
             body.append(_gather_step(step, i, out, gathering(all_steps).index(step), cand,
                                      run_members, peer, pull, multi))
             continue
@@ -1137,7 +1100,8 @@ def _group(steps, first, all_steps, where, parts, run_members, everything=False,
             visit=peer["visit"], msg_arg="" if f.message is None else ", groute_m",
             msg_param="" if f.message is None else f", const groute_msg_t_{i} groute_m"))
         if first_accept_pull(step):
-            parts.append(_PULL_FUNCTOR.format(i=i, args=pargs))
+            parts.append("\n" + pull_functor(f"GroutePull{i}", "    const GrouteParams* p;\n",
+                                              f"groute_fn_{i}((int)v{pargs})"))
             body.append(_FIRST_ACCEPT.format(
                 i=i, name=f.name, out=out, cand=cand, direction=step.direction, PULLS=PULLS,
                 decide=_decide(step, i, "out", run_members, multi),
@@ -1263,12 +1227,44 @@ def _module(groups, all_steps, where, title, multi=False) -> tuple[str, dict]:
     return head, fields
 
 
+def _kernel_hooks(multi) -> dict:
+    """What the hooks every kernel template has (:data:`_LOOP_KERNEL`, :data:`_SWEEP_KERNEL`,
+    :data:`_ROUNDS`) hold: nothing on one device; on several (``multi``) the suffix of the
+    kernel's name, the peer arguments, what they set in ``groute_r``, and the argument
+    ``groute_total0``: the size over the devices of the level the launch starts from (a loop's
+    first, a resumed Loop's), the host's sum of every device's part of it."""
+    if not multi:
+        return dict(multi="", peer_args="", peer_init="", total0="")
+    return dict(multi="_multi", peer_args=" GROUTE_PEER_ARGS,",
+                peer_init="    GROUTE_PEER_INIT\n", total0=" long long groute_total0,")
+
+
+def _crossed(multi, by) -> str:
+    """On several devices (``multi``), thread 0's report of the meetings a launch passed, as it
+    leaves (a statement indented ``by``); nothing on one device."""
+    return f"{by}groute_crossed(groute_r, groute_gbase);\n" if multi else ""
+
+
+def _kernels(fields, multi) -> str:
+    """The loop and the sweep kernels (:data:`_LOOP_KERNEL`, :data:`_SWEEP_KERNEL`) of a module
+    of one group (``fields``: :func:`_module`'s); ``multi``: on several devices, with the first
+    meeting and the result of a sweep around its levels."""
+    hooks = {**fields, **_kernel_hooks(multi)}
+    loop = dict(begin="", status="groute_status", crossed="")
+    levels = fields["sweep_levels"]
+    if multi:
+        loop = dict(begin=_LOOP_BEGIN_MULTI, crossed=_crossed(multi, " " * 8),
+                    status=f"groute_total < 0 ? {ABORTED} : groute_status")
+        levels = _SWEEP_MULTI.format(sweep_levels=levels, EMPTIED=EMPTIED, ABORTED=ABORTED)
+    return _LOOP_KERNEL.format(**hooks, **loop) + _SWEEP_KERNEL.format(**hooks, levels=levels)
+
+
 def source(steps, level: str | None, where: str) -> str:
     """The CUDA source of the fused loop of ``steps`` (module docstring): ``groute_loop`` and
     ``groute_sweep``; ``level``: the scalar set to ``start`` plus the level's number."""
     title = ", ".join(f"{type(s).__name__}({s.functor.name})" for s in steps)
     head, fields = _module([(steps, level, "", False)], list(steps), where, title)
-    return head + _KERNELS.format(**fields)
+    return head + _kernels(fields, multi=False)
 
 
 def multi_source(steps, level: str | None, where: str) -> str:
@@ -1279,7 +1275,7 @@ def multi_source(steps, level: str | None, where: str) -> str:
     title = "on several devices: " + ", ".join(f"{type(s).__name__}({s.functor.name})"
                                                for s in steps)
     head, fields = _module([(steps, level, "", False)], list(steps), where, title, multi=True)
-    return head + _MULTI_KERNEL.format(ABORTED=ABORTED, EMPTIED=EMPTIED, **fields)
+    return head + _kernels(fields, multi=True)
 
 
 def pull_steps(steps) -> list:
@@ -1306,7 +1302,6 @@ def rounds_source(body, index: str | None, total: str | None, where: str,
         for item in body)
     head, fields = _module(groups, all_steps, where, title, multi=multi)
     params, items, first = fields["params"], [], 0
-    crossed = "                    groute_crossed(groute_r, groute_gbase);\n" if multi else ""
 
     def stop(failed, round_="groute_round"):
         return _ROUND_STOP.format(failed=failed, round=round_, ABORTED=ABORTED) if multi else ""
@@ -1336,7 +1331,8 @@ def rounds_source(body, index: str | None, total: str | None, where: str,
                 max_run=_INT_MAX if item.max_levels is None else item.max_levels,
                 loop_levels=fields[f"loop_levels_{j}"], STORE_FULL=STORE_FULL,
                 flush="            groute_clear(groute_r);\n" if clears else "",
-                declare=_ROUND_LOOP_TOTAL if multi else "", aborted=aborted, crossed=crossed,
+                declare=_ROUND_LOOP_TOTAL if multi else "", aborted=aborted,
+                crossed=_crossed(multi, " " * 20),
                 kept=kept))
         else:
             items.append(_ROUND_SWEEP.format(
@@ -1347,11 +1343,9 @@ def rounds_source(body, index: str | None, total: str | None, where: str,
     return head + _ROUNDS.format(
         items="".join(items), EMPTIED=EMPTIED, set_index=_set(params, index, "groute_round"),
         set_total=_set(params, total, "groute_kept_total"),
-        name="groute_rounds_multi" if multi else "groute_rounds",
-        peer_args=_ROUNDS_PEER_ARGS if multi else "",
-        peer_init="    GROUTE_PEER_INIT\n" if multi else "",
         begin=stop("groute_begin(groute_r, 0) < 0", "groute_round0"),
-        first="groute_r.first" if multi else "0", crossed=crossed, **fields)
+        first="groute_r.first" if multi else "0", crossed=_crossed(multi, " " * 8),
+        **_kernel_hooks(multi), **fields)
 
 
 def _decide(step, i, push_graph, run_members, multi=False) -> str:
