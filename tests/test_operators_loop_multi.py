@@ -1199,6 +1199,49 @@ def test_the_host_reads_where_a_launch_stopped_and_grows_the_store():
     assert (stats["computes"], stats["advances"]) == (2 + 7, 9 + 7)
 
 
+class _Relaunched(Exception):
+    """Ends the loop below at its second launch, once its arguments are seen."""
+
+
+class _Frontier(list):
+    """A frontier of two parts, ``len`` its vertices over the devices."""
+
+    def __init__(self, counts):
+        super().__init__(range(sum(counts)))
+        self.parts = [SimpleNamespace(count=c, to_queue=lambda c=c: SimpleNamespace(
+            queue=np.arange(c, dtype=np.int32).view(_HostArray))) for c in counts]
+
+
+def test_a_relaunch_of_a_kept_loop_on_several_devices_goes_on_from_the_level_that_filled():
+    """A kept loop whose store filled: the host grows every device's store and launches again
+    from that level, each device with that level's count of its own (not the first
+    frontier's) and their sum as the level's size over the devices."""
+    multi = MultiFusedLoops.__new__(MultiFusedLoops)
+    multi.engine = SimpleNamespace(
+        _each=lambda fn, *lists: [fn(None, *args) for args in zip(*lists)])
+    multi.loops = [_host_loops(100), _host_loops(100)]
+    multi._module = lambda steps, level, scalars, where: ("text", [(), ()])
+    multi._room = lambda steps: None
+    launches = []
+
+    def launch_all(text, kernel, steps, room, own, params, where):
+        launches.append(own)
+        if len(launches) == 2:
+            raise _Relaunched
+        return [LaunchEnd(5, STORE_FULL, 40, 60, 0, 0, 0),
+                LaunchEnd(5, STORE_FULL, 7, 90, 0, 0, 0)], [None, None]
+    multi._launch_all = launch_all
+    with pytest.raises(_Relaunched):
+        multi.run_loop(_Frontier([3, 2]), [AdvanceStep(CLAIM)], level="d", start=0,
+                       max_levels=None, keep=True, scalars={})
+    first, again = launches
+    assert [(int(own[1]), int(own[2])) for own in first] == [(3, 5), (2, 5)]
+    assert [(int(own[1]), int(own[2])) for own in again] == [(40, 47), (7, 47)]
+    assert [int(own[8]) for own in again] == [5, 5]          # from level 5
+    assert [own[3].shape[0] >= at + count + 2 * 100 for own, (at, count)
+            in zip(again, [(60, 40), (90, 7)])] == [True, True]
+
+
 def test_the_pull_table_holds_what_the_kernel_reads_where_it_reads_it():
     """The published frontiers' addresses as the host packs them: row 2 r the devices'
     bitmaps of pulling step r, row 2 r + 1 their tables (0: a first-accept pull's none), a

@@ -520,10 +520,11 @@ class MultiFusedLoops:
                    for queue, count, store in zip(queues, counts, stores)]
             ends, commons = self._launch_all(text, KERNEL, steps, room, own, params, where)
             levels += ends[0].ran
+            counts = [end.count for end in ends]    # a relaunch goes on from this level
             if not ends[0].full:
                 break
             stores = self._grow_all(stores, ends, levels)
-            total = sum(end.count for end in ends)
+            total = sum(counts)
         self.loops[0]._count(steps, levels)
         if keep:
             kept = DeviceLevels(eng, eng.parts, [s[0] for s in stores], [s[1] for s in stores],
