@@ -544,7 +544,8 @@ def test_a_directed_graphs_auto_advances_push_whatever_runs_the_loop():
     gives a loop's, a sweep's and a rounds body's "auto" advances to whatever runs them as
     pushes, before the rule chooses: the rule's facts, the one-device fused loop (a stub here:
     this runs on CPU) and the operator calls see the same steps, and no in-arcs are built for
-    a pull that never runs. An undirected graph's steps run as given."""
+    a pull that never runs; the async engine asks the rule's facts of the same steps. An
+    undirected graph's steps run as given."""
     from groute.operators.loop import LoopResult
     from groute.operators.rounds import RoundsResult
     summing = Functor(name="s", params="double* x, int d", message=Message("double", cuda="x[u]"),
@@ -592,6 +593,19 @@ def test_a_directed_graphs_auto_advances_push_whatever_runs_the_loop():
         assert np.array_equal(eng.gather("depth"), bfs_depths(g, 0))
         assert calls == ["push"] * result.levels and result.levels > 2
         assert eng.stats["loop"] == "python" and eng.stats["pull_advances"] == 0
+    with make_engine(g, "async", backend="cpu", devices=2, timeout=30) as eng:
+        # the async engine asks the loop rule's facts (a memory check on several CUDA
+        # devices) before it hands the loop on: of the steps that run, too
+        eng.state("depth", np.int32, values=np.where(np.arange(g.num_vertices) == 0, 0, -1))
+        asked, facts_of = [], eng._loop_facts
+
+        def recorded_facts(steps, *args, **kwargs):
+            asked.append(steps)
+            return facts_of(steps, *args, **kwargs)
+        eng._loop_facts = recorded_facts
+        run_loop(eng.frontier([0]), [AdvanceStep(CLAIM, "auto")], level="d")
+        assert np.array_equal(eng.gather("depth"), bfs_depths(g, 0))
+        assert asked and {s.direction for steps in asked for s in steps} == {"push"}
 
 
 # --- rounds: a body of loops once per seed (groute.operators.run_rounds) ------------------------

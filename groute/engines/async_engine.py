@@ -26,7 +26,7 @@ from groute.operators.loop import AdvanceStep, LoopResult
 from groute.tuning import AsyncTuning
 
 from .async_loop import AsyncLoop, empty_frontier
-from .bsp import BSPEngine
+from .bsp import BSPEngine, steps_as_run
 from .fused import LOOP_CHOICES, LOOP_RULE, decide_loop
 from .rules import FACTS, Case, Rule
 
@@ -144,6 +144,8 @@ class AsyncEngine(BSPEngine):
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars,
                  order="levels"):
         self._check(frontier, "run_loop")
+        # as the BSP engine gives them to whatever runs them, before the rules' facts
+        steps = steps_as_run(steps, self.directed)
         case = self._async_case(steps, level=level, max_levels=max_levels, keep=keep,
                                 order=order)
         if case is None or case.choice != "async":
