@@ -1199,6 +1199,27 @@ def test_the_host_reads_where_a_launch_stopped_and_grows_the_store():
     assert (stats["computes"], stats["advances"]) == (2 + 7, 9 + 7)
 
 
+def test_a_launch_finds_its_compiled_module_by_its_text(monkeypatch):
+    """A module's kernels are compiled at its first launch and found by the module's text at
+    every launch after: its source file is written (hashed, read back) once, not per launch."""
+    import groute.kernels as kernels
+    from groute.engines import fused
+    written, loaded = [], []
+    monkeypatch.setattr(fused, "write_source",
+                        lambda text: written.append(text) or f"/tmp/{len(written)}.cu")
+    monkeypatch.setattr(kernels, "load_module", lambda path, **_: loaded.append(path)
+                        or SimpleNamespace(get_function=lambda name: f"fn {name}"))
+    monkeypatch.setattr(kernels, "resident_blocks_per_sm", lambda fn, block, gpu: 2)
+    loops = _host_loops(10)
+    loops.part.device.gpu, loops.part.device.multiprocessors = 0, 3
+    loops._compiled = {}
+    first = loops._kernels("module a", ("k", "s"))
+    assert first == ({"k": "fn k", "s": "fn s"}, {"k": 6, "s": 6})
+    assert loops._kernels("module a", ("k", "s")) is first
+    loops._kernels("module b", ("k",))
+    assert written == ["module a", "module b"] and loaded == ["/tmp/1.cu", "/tmp/2.cu"]
+
+
 class _Relaunched(Exception):
     """Ends the loop below at its second launch, once its arguments are seen."""
 

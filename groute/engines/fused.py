@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from groute.operators.frontier import DeviceFrontier, Frontier
+from groute.operators.frontier import DeviceFrontier, Frontier, words_for
 from groute.operators.loop import Levels, LoopResult
 from groute.operators.rounds import Loop, RoundsResult, body_steps
 from groute.operators import loop_source
@@ -172,14 +172,17 @@ class FusedLoops:
 
     def __init__(self, engine, part, in_part):
         self.engine, self.part, self._in_part = engine, part, in_part
-        self._compiled = {}      # source path -> (kernels, blocks)
+        self._compiled = {}      # module text -> (kernels, blocks)
 
     # compiling ------------------------------------------------------------------------------
     def _kernels(self, text, names):
-        path = write_source(text)
-        got = self._compiled.get(path)
+        """The kernels ``names`` of the module ``text`` and their grids, compiled on its first
+        launch; looked up by the text itself after that, since a launch asks for them each time
+        (writing the source file, which hashes and rereads it, is for the first)."""
+        got = self._compiled.get(text)
         if got is None:
             from groute.kernels import load_module, resident_blocks_per_sm
+            path = write_source(text)
             device = self.part.device
             with device.use():
                 module = load_module(path, options=compile_options(), cooperative=True)
@@ -188,7 +191,7 @@ class FusedLoops:
                 # grid to what the device (a logical device: its share of the GPU) keeps at once
                 blocks = {name: resident_blocks_per_sm(fn, loop_source.BLOCK, device.gpu)
                           * device.multiprocessors for name, fn in fns.items()}
-            got = self._compiled[path] = (fns, blocks)
+            got = self._compiled[text] = (fns, blocks)
         return got
 
     def _launch(self, text, names, name, args):
@@ -216,7 +219,7 @@ class FusedLoops:
         gathering = loop_source.gathering(steps)
         with part.device.use(), part.device.compute_stream.raw:
             ctl = xp.zeros(loop_source.CTL_WORDS, np.uint64)
-            bits = xp.zeros(3 * ((n + 31) // 32) + 1, np.uint32)
+            bits = xp.zeros(3 * words_for(n) + 1, np.uint32)
             # each gathering step's accumulators, at its identity (its finish resets them)
             acc = self._scratch("loop_gather_acc", max(len(gathering), 1) * max(n, 1), np.uint64)
             for k, step in enumerate(gathering):
@@ -228,6 +231,11 @@ class FusedLoops:
                 self._scratch("loop_buffers", loop_source.buffers(steps) * max(n, 1), np.int32),
                 np.int64(n), acc)
         return args, ctl
+
+    def _values(self, steps, on_device, scalars, where) -> tuple:
+        """What the kernels take after their own arguments: the values of the steps'
+        parameters (:meth:`_params`), then the candidates' bitmaps (:meth:`_candidates`)."""
+        return self._params(steps, on_device, scalars, where) + self._candidates(steps)
 
     def _params(self, steps, on_device, scalars, where):
         """The values of every parameter of the steps (loop_source.loop_params' order), each
@@ -275,7 +283,7 @@ class FusedLoops:
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars) -> LoopResult:
         where = "run_loop(fused)"
         part = self.part
-        params = self._params(steps, (level,), scalars, where) + self._candidates(steps)
+        params = self._values(steps, (level,), scalars, where)
         text = loop_source.source(steps, level, where)
         first = frontier.parts[0]
         queue = first.queue if not first.everything else first.to_queue().queue
@@ -325,7 +333,7 @@ class FusedLoops:
     def sweep(self, levels: Levels, steps, *, level, start, reverse, scalars) -> None:
         where = "sweep(fused)"
         store = levels.store
-        params = self._params(steps, (level,), scalars, where) + self._candidates(steps)
+        params = self._values(steps, (level,), scalars, where)
         common, ctl = self._common(steps)
         numbers = levels.numbers
         self._launch(loop_source.source(steps, level, where), _LOOP_KERNELS, "groute_sweep",
@@ -344,8 +352,7 @@ class FusedLoops:
         store, the host grows it and launches again from that round, item and level."""
         where = "run_rounds(fused)"
         steps = body_steps(body)
-        params = self._params(steps, [item.level for item in body] + [index, total], scalars,
-                              where) + self._candidates(steps)
+        params = self._values(steps, [item.level for item in body] + [index, total], scalars, where)
         text = loop_source.rounds_source(body, index, total, where)
         rounds = len(seeds)
         if rounds == 0:

@@ -85,7 +85,7 @@ import numpy as np
 
 from groute.memory import DeviceBytes, GraphTooLarge, check_fits
 from groute.operators import loop_source
-from groute.operators.frontier import Frontier
+from groute.operators.frontier import Frontier, words_for
 from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
 from groute.operators.rounds import RoundsResult, body_steps
 
@@ -255,7 +255,7 @@ class Published:
     def sizes(n: int, words: int) -> tuple:
         """The uint32 words of one pulling step's copy on one device, over ``n`` vertices: its
         bitmap's, and its table's of ``words`` words per vertex (0: no table)."""
-        return (n + 31) // 32, n * int(words)
+        return words_for(n), n * int(words)
 
     @staticmethod
     def table(bits, msgs) -> np.ndarray:
@@ -460,16 +460,16 @@ class MultiFusedLoops:
         names = [dev.name for dev in self.devices]
         aborted = [name for name, f in zip(names, flags) if f[P_ABORT]]
         full = [name for name, f in zip(names, flags) if f[P_FULL]]
-        ran = {int(c[6]) for c in ctls}     # levels run and why they stopped, as two int32
+        ends = [LaunchEnd.of(c) for c in ctls]
+        agree = len({(e.ran, e.status) for e in ends}) == 1
         barrier.finish([int(f[P_CROSSED]) for f in flags], aborted=aborted,
-                       ok=not full and len(ran) == 1, what=f"{where} on {k} devices",
+                       ok=not full and agree, what=f"{where} on {k} devices",
                        instead="loop='python'")
         if full:
             raise RuntimeError(f"{where}: {', '.join(full)} found another device's inbox full "
                                f"(sized for every arc into it from the other devices: a "
                                f"frontier with repeated vertices?); items were dropped")
-        ends = [LaunchEnd.of(c) for c in ctls]
-        if len(ran) != 1:
+        if not agree:
             raise RuntimeError(f"{where}: the devices ran different numbers of levels "
                                f"{[(e.ran, e.status) for e in ends]}")
         self.loops[0]._pulled(ctls[0])      # every device pulled at the same advances
@@ -485,8 +485,7 @@ class MultiFusedLoops:
     def _module(self, steps, level, scalars, where):
         """The module's text of ``steps`` and each device's values of their parameters."""
         text = loop_source.multi_source(steps, level, where)
-        params = [fl._params(steps, (level,), scalars, where) + fl._candidates(steps)
-                  for fl in self.loops]
+        params = [fl._values(steps, (level,), scalars, where) for fl in self.loops]
         return text, params
 
     # the loop and the sweep ------------------------------------------------------------------
@@ -567,8 +566,7 @@ class MultiFusedLoops:
         steps = body_steps(body)
         text = loop_source.rounds_source(body, index, total, where, multi=True)
         on_device = [item.level for item in body] + [index, total]
-        params = [fl._params(steps, on_device, scalars, where) + fl._candidates(steps)
-                  for fl in self.loops]
+        params = [fl._values(steps, on_device, scalars, where) for fl in self.loops]
 
         # the first stores only in `stores`, so a store replaced by a grown one is freed
         ids_of, stores, tallies = (list(x) for x in zip(*eng._each(
