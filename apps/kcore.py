@@ -37,6 +37,9 @@ from groute.operators import AdvanceStep, ComputeStep, Functor, filter, reduce, 
 #: the core number of a vertex still in the graph
 IN_GRAPH = -1
 
+#: KCore's direction of the peel's advances unless told (and the command's default)
+DEFAULT_DIRECTION = "push"
+
 #: still in the graph: what ``alive`` keeps
 STILL_IN = Functor(
     name="still_in", params="const int* core",
@@ -88,7 +91,8 @@ class KCore(EngineSolver):
     ``groute.engines.ASYNC_LOOP_RULE``)."""
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition="contiguous", direction="push", engine="bsp", loop="auto"):
+                 partition="contiguous", direction=DEFAULT_DIRECTION, engine="bsp",
+                 loop="auto"):
         self.graph = graph
         self.direction = direction
         undirected = _undirected(graph)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
-from .kcore import KCore
+from .kcore import DEFAULT_DIRECTION, KCore
 
 
 def register(subparsers, common):
@@ -18,25 +18,18 @@ def register(subparsers, common):
     add_graph_options(p, verify_help="compare with networkx.core_number (slow on millions of "
                                      "arcs)")
     add_engine_options(p)
-    p.add_argument("--direction", choices=("push", "pull", "auto"), default=None,
-                   help=f"the peel's direction (default {_default_direction()}: a pulling "
+    p.add_argument("--direction", choices=("push", "pull", "auto"), default=DEFAULT_DIRECTION,
+                   help=f"the peel's direction (default {DEFAULT_DIRECTION}: a pulling "
                         "candidate reads its arcs until it falls to k, where Beamer's rule counts on a pull stopping at "
                         "the first frontier arc; auto: Beamer's rule, "
                         "groute.operators.direction)")
     p.set_defaults(func=_cli)
 
 
-def _default_direction() -> str:
-    """KCore's own default, so the help cannot drift from it."""
-    import inspect
-    return inspect.signature(KCore).parameters["direction"].default
-
-
 def _cli(args) -> int:
     g, load_s = load(args)
-    chosen = {} if args.direction is None else {"direction": args.direction}
     runs = run_solver(args, g, lambda ctx: KCore(g, ctx=ctx, partition=args.partition,
-                                                  engine=args.engine, **chosen))
+                                                  engine=args.engine, direction=args.direction))
     res = runs.result
     core = np.asarray(res.values)
     top = int(core.max()) if core.size else 0

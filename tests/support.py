@@ -103,6 +103,18 @@ def skip_if_missing(backend: str, k: int):
         need_gpus(k)
 
 
+def in_order(code: str, pieces) -> bool:
+    """Whether ``pieces`` occur in ``code`` in this order, each after the end of the one before:
+    a piece given twice in a row must occur twice."""
+    at = 0
+    for piece in pieces:
+        at = code.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
 def busiest(g):
     """The vertex with the most out-arcs: a source whose search reaches much of the graph at
     once (the traversal tests' second source besides vertex 0)."""

@@ -33,7 +33,7 @@ from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Fro
 from groute.operators.loop_source import (PULLS, candidate_steps, leaves_clear, needs_in_arcs,
                                           rounds_source, source as loop_source)
 from groute.operators.rounds import body_steps
-from support import busiest
+from support import busiest, in_order
 from test_operators_gather import START, SIGMA, sigma_over  # the gathering BFS level
 from test_operators_loop import (CLAIM, CLAIM2, SUM_RESET, _both_loops, _claim,
                                  compile_sources, random_graph)
@@ -181,9 +181,7 @@ def test_the_pull_sets_tests_and_clears_the_frontiers_bits_between_barriers():
                  "grid_barrier(groute_r.bar, groute_r.bar_target);",
                  "groute_zero_words(groute_r, groute_front, groute_q, groute_n);",
                  f"++groute_r.ctl[{PULLS}];"]
-        at = [pull.index(order[0])]
-        for piece in order[1:]:
-            at.append(pull.index(piece, at[-1] + 1))
+        assert in_order(pull, order), pull
         assert "groute_front = groute_r.bits + 2 * groute_r.words" in pull
         assert "GroutePull0 groute_g{groute_front, groute_p.groute_cand_0, groute_to" in pull
         tail = code[code.index("groute_produce_end"):]

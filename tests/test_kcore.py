@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import groute
-from groute.cli import main
+from groute.cli import build_parser, main
 from groute.graph import CSRGraph, load_graph
 from support import SHARED_GRAPHS, check_imports_only_public_names, device_cases
 
@@ -108,6 +108,20 @@ def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
     assert record["app"] == "kcore" and record["max_core"] == 2
     # every vertex of a grid has core number 2: one level, the least degree, runs
     assert record["stats"]["levels"] == 1
+
+
+def test_the_command_runs_kcores_default_direction_and_its_help_says_so(capsys):
+    """The command's --direction defaults to the constant KCore's own default is, and its help
+    names it."""
+    import inspect
+
+    from groute.apps.kcore import DEFAULT_DIRECTION, KCore
+    assert inspect.signature(KCore).parameters["direction"].default == DEFAULT_DIRECTION
+    assert build_parser().parse_args(["kcore", "--graph", "grid:4"]).direction == \
+        DEFAULT_DIRECTION
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["kcore", "--help"])
+    assert f"(default {DEFAULT_DIRECTION}:" in " ".join(capsys.readouterr().out.split())
 
 
 def test_kcore_imports_only_groute_public_names():

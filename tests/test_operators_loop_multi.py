@@ -47,7 +47,7 @@ from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Fun
 from groute.operators.loop_source import (EMPTIED, PULLS, STORE_FULL, multi_source, pull_steps,
                                           rounds_source, source)
 from groute.operators.rounds import RoundsResult, body_steps
-from support import busiest, gpu_marks, need_gpus
+from support import busiest, gpu_marks, in_order, need_gpus
 from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference,
                               _search, allowed_of, bfs_reference, fused_pull_loops)
 from test_fused_pulls import reference_sigma as sigma_among
@@ -324,14 +324,11 @@ def test_each_advance_meets_then_visits_its_inbox_then_empties_it():
     advances = [s for s in _steps_of(text) if "advance(" in s.split("\n")[0]]
     assert len(advances) == 3
     for code in advances:
-        at = 0
-        for x in ("groute_push(", "if (!groute_meet(groute_r)) return -1;",
-                  "inbox_receive<", "grid_barrier" if "gathering" in code
-                  else "groute_produce_end(",
-                  "inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1)",
-                  "++groute_r.adv;"):
-            assert code.find(x, at) >= 0, (x, code)
-            at = code.find(x, at)
+        assert in_order(code, ["groute_push(", "if (!groute_meet(groute_r)) return -1;",
+                               "inbox_receive<", "grid_barrier" if "gathering" in code
+                               else "groute_produce_end(",
+                               "inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1)",
+                               "++groute_r.adv;"]), code
         assert code.count("inbox_reset(") == code.count("inbox_receive<") == 1
         assert "groute_r.adv & 1" in code[:code.index("groute_push(")]   # the sends' parity
     kernel = text[text.index("groute_loop_multi("):]
@@ -346,16 +343,6 @@ def test_each_advance_meets_then_visits_its_inbox_then_empties_it():
     assert "groute_send<false>(*inbox, parity, pctl, v, (groute_msg_t_0)0);" in text
     one = source(steps, "d", "test")
     assert "groute_meet" not in one and "inbox" not in one and "accept(v);" in one
-
-
-def _in_order(code, pieces):
-    """Whether ``pieces`` occur in ``code`` in this order (each after the one before)."""
-    at = 0
-    for piece in pieces:
-        at = code.find(piece, at)
-        if at < 0:
-            return False
-    return True
 
 
 def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
@@ -379,7 +366,7 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
     for i in slots:
         code, gathers = codes[i], steps[i].functor.gather is not None
         pull = code[code.index("if (groute_pull) {"):code.index("} else {")]
-        assert _in_order(pull, [
+        assert in_order(pull, [
             f"groute_publish<{'true, groute_msg_t_' + str(i) if gathers else 'false, int'}>"
             f"(groute_r, {slots.index(i)}, groute_q, groute_n,",
             "if (!groute_meet(groute_r)) return -1;",
@@ -395,7 +382,7 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
             assert f"advance_gather_big(groute_r.{graph}, groute_pf," in pull
         decide = code[:code.index("if (groute_pull) {")]
         if steps[i].direction == "auto":
-            assert _in_order(decide, ["groute_meet_sums(groute_r, groute_all)) return -1;",
+            assert in_order(decide, ["groute_meet_sums(groute_r, groute_all)) return -1;",
                                       "direction_next(", "groute_all[0], groute_r.vertices,",
                                       "groute_r.arcs,"])
         else:
@@ -403,7 +390,7 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
             assert "const bool groute_pull = true;" in decide
     first_accept = codes[3]
     push = first_accept[first_accept.index("} else {"):]
-    assert _in_order(push, ["groute_push(", "if (!groute_meet(groute_r)) return -1;",
+    assert in_order(push, ["groute_push(", "if (!groute_meet(groute_r)) return -1;",
                             "inbox_receive<", "groute_produce_end(", "if (!groute_pull) {",
                             "inbox_reset(*groute_r.inbox, groute_r.me, groute_r.adv & 1)"])
     one = source(steps, "d", "test")
@@ -421,14 +408,14 @@ def test_a_kept_loop_stops_every_device_at_once_and_a_sweep_meets_after_each_lev
     text = multi_source(steps, "d", "test")
     loop = text[text.index("void __launch_bounds__(256) groute_loop_multi("):
                 text.index("void __launch_bounds__(256) groute_sweep_multi(")]
-    assert _in_order(loop, [
+    assert in_order(loop, [
         "long long groute_full = 0;", "if (groute_full > 0) {", "groute_status = 2;",
         "groute_run_level(", "groute_store_full(\n            groute_keep, groute_level + 1, "
         "groute_next_at + groute_n,", "groute_meet_level(groute_r, groute_sums)",
         "groute_total = groute_sums[0];", "groute_full = groute_sums[1];", "++groute_level;",
         "groute_offsets[groute_level + 1] = groute_at + groute_n;", "groute_ctl[8] ="])
     swept = text[text.index("void __launch_bounds__(256) groute_sweep_multi("):]
-    assert _in_order(swept, [
+    assert in_order(swept, [
         "if (groute_begin(groute_r, 0) < 0) {", "groute_run_level(",
         "if (groute_left < 0 || !groute_meet(groute_r)) {", "groute_crossed(groute_r, "])
     one = source(steps, "d", "test")
@@ -499,7 +486,7 @@ def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops
     reports the meetings passed. The one-device kernel has the same items and no meeting."""
     text = rounds_source(_betweenness_body(), None, "reached", "test", multi=True)
     kernel = text[text.index("groute_rounds_multi("):]
-    assert _in_order(kernel, [
+    assert in_order(kernel, [
         "GROUTE_RUN_ARGS, GROUTE_PEER_ARGS, long long groute_total0, const int* groute_seeds,",
         "GROUTE_PEER_INIT", "if (groute_begin(groute_r, 0) < 0) {",
         "for (int groute_round = groute_round0;",

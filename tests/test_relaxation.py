@@ -173,8 +173,8 @@ ONE_DEVICE_BUILDS = [("bfs", "int", False, True), ("sssp", "int", True, False),
 def _one_device_build(app, kind, weighted, unit):
     """The relaxation and compile options of the fused worker on one device (BATCH, the
     default tuning), as CUDATraversalWorker builds them (cuda_worker.fused_options)."""
-    from apps.bfs import HOPS
-    from apps.sssp import DISTANCE
+    from groute.apps.bfs import HOPS
+    from groute.apps.sssp import DISTANCE
     from groute.engines.relax.cuda_worker import fused_options
     from groute.tuning import TraversalTuning
     options = fused_options(kind, weighted, unit, TraversalTuning(), batch=True)

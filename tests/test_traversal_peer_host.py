@@ -154,3 +154,155 @@ def test_the_persistent_engines_stage_their_seeds_before_the_timed_run():
         run = list(inspect.signature(cls.run).parameters.values())[1:]
         assert run and run[0].name == "sources_new", cls
         assert all(p.default is None for p in run), cls
+
+
+class _Stream:
+    """A compute stream whose ``submit`` runs the call at once, as a CUDA stream's does on the
+    host (the work it queues is the stream's, the call itself is not deferred)."""
+
+    def submit(self, fn, *args, **kwargs):
+        fn(*args, **kwargs)
+
+
+class _Device:
+    def __init__(self, name):
+        self.name, self.compute_stream = name, _Stream()
+
+
+class _Barrier:
+    """CrossDeviceBarrier's ``launch_each`` (every launch succeeds) and ``finish`` (records
+    whether the run was ``ok``)."""
+
+    def __init__(self, devices):
+        self.devices, self.finished = devices, []
+
+    def launch_each(self, launch):
+        for i, dev in enumerate(self.devices):
+            launch(i, dev)
+        return list(range(len(self.devices))), None
+
+    def finish(self, crossed, *, ok, **_):
+        self.finished.append(ok)
+
+
+class _Readback:
+    """A device array whose ``get`` writes what a finished kernel left (``fill(out)``)."""
+
+    def __init__(self, fill):
+        self.fill = fill
+
+    def get(self, out, **_):
+        self.fill(out)
+
+
+class _LinkedWorker:
+    """What LinkedTraversal asks of a CUDATraversalWorker outside the launch: ``set_source``
+    (recorded; ``fails`` makes it raise) and the counters' read-back."""
+
+    def __init__(self):
+        self.sources, self.fails = [], False
+        self.counters_dev = _Readback(lambda out: out.fill(0))
+
+    def set_source(self, seeds, ceiling=None):
+        if self.fails:
+            raise ValueError("no such seed")
+        self.sources.append((np.asarray(seeds).tolist(), ceiling))
+
+
+def test_the_linked_traversal_runs_once_from_what_prepare_staged():
+    """LinkedTraversal on stand-ins for its workers, barrier and launch: run() before prepare()
+    raises naming it; prepare() gives every worker the seeds and launches nothing; run()
+    launches every device from them and consumes them (a second run() raises again);
+    run(seeds) stages them itself; a prepare that fails leaves nothing staged."""
+    from groute.engines import peer_barrier
+    from groute.engines.relax.linked import L_INT, L_STOP, L_U64, LinkedTraversal
+
+    def finished(out):          # a device's link state: it stopped because the work ran out
+        out[L_U64:].view(np.int32)[L_STOP:L_STOP + 3] = 1
+
+    t = LinkedTraversal.__new__(LinkedTraversal)
+    t.app, t.k, t.cap, t.max_rounds, t._staged = "bfs", 2, 1 << 16, 10, False
+    t.devices = [_Device("cuda:0"), _Device("cuda:1")]
+    t.workers = [_LinkedWorker(), _LinkedWorker()]
+    t.barrier = _Barrier(t.devices)
+    t.state = [_Readback(finished) for _ in range(2)]
+    t.state_host = [np.zeros(L_U64 + L_INT // 2, np.uint64) for _ in range(2)]
+    t.counters_pinned = [np.zeros(16, np.int64) for _ in range(2)]
+    t.counters_host = [{}, {}]
+    launches = []
+    t._launch = lambda i, timeout_ns: launches.append((i, timeout_ns, t.workers[i].sources[-1]))
+
+    with pytest.raises(RuntimeError, match=r"linked bfs: run\(\) without prepare\(\)"):
+        t.run()
+    assert launches == [] and all(w.sources == [] for w in t.workers)
+    t.prepare([3, 1], ceiling=5)
+    assert all(w.sources == [([3, 1], 5)] for w in t.workers) and launches == []
+    stats = t.run()
+    timeout = peer_barrier.timeout_ns()
+    assert launches == [(0, timeout, ([3, 1], 5)), (1, timeout, ([3, 1], 5))]
+    assert stats["exchange"] == "peer" and t.barrier.finished == [True]
+    with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
+        t.run()
+    assert len(launches) == 2
+    t.run([4])
+    assert launches[2:] == [(0, timeout, ([4], None)), (1, timeout, ([4], None))]
+    t.prepare([2])
+    t.workers[1].fails = True
+    with pytest.raises(ValueError, match="no such seed"):
+        t.prepare([7])
+    with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
+        t.run()
+    assert len(launches) == 4
+
+
+def test_the_peer_traversal_runs_once_from_what_prepare_staged():
+    """PeerTraversal on stand-ins for its devices, barrier, seed upload and launch: run()
+    before prepare() raises naming it; prepare() stages each device's own seeds (local ids)
+    with the level limit and launches nothing; run() launches every device from its staged
+    seeds and consumes them (a second run() raises again); run(seeds) stages them itself; a
+    prepare refused (a ceiling without a unit relaxation) leaves nothing staged."""
+    from groute.engines import peer_barrier
+    from groute.engines.relax.peer import COUNTERS, CTL_SIZE, PeerTraversal
+
+    t = PeerTraversal.__new__(PeerTraversal)
+    t.app, t.kernel, t.k, t.unit, t.max_rounds, t._staged = "bfs", "peer_bfs", 2, True, 10, None
+    t.offsets = np.array([0, 4, 8])
+    t.devices = [_Device("cuda:0"), _Device("cuda:1")]
+    t.barrier = _Barrier(t.devices)
+    t.state = [_Readback(lambda out: out.fill(0)) for _ in range(2)]
+    t.state_host = [np.zeros(COUNTERS + CTL_SIZE // 2, np.uint64) for _ in range(2)]
+    t.counters_host = [{}, {}]
+    t.trace = [None, None]
+    staged_seeds, launches = [], []
+
+    def stage(staged, i, seeds):            # the upload, kept on the host
+        staged_seeds.append((i, seeds.tolist()))
+        staged[i] = seeds.tolist()
+
+    t._stage = stage
+    t._launch = lambda i, dev: launches.append((i, dev.name, t._staged[i], int(t._level),
+                                                int(t._timeout_ns)))
+
+    with pytest.raises(RuntimeError, match=r"peer bfs: run\(\) without prepare\(\)"):
+        t.run()
+    assert launches == [] and staged_seeds == []
+    t.prepare([6, 1], max_level=3)
+    assert staged_seeds == [(0, [1]), (1, [2])] and launches == []
+    stats = t.run()
+    timeout = peer_barrier.timeout_ns()
+    assert launches == [(0, "cuda:0", [1], 3, timeout), (1, "cuda:1", [2], 3, timeout)]
+    assert stats["exchange"] == "peer" and t.barrier.finished == [True]
+    with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
+        t.run()
+    assert len(launches) == 2
+    t.run([5])
+    unlimited = int(np.iinfo(np.int32).max)
+    assert launches[2:] == [(0, "cuda:0", [], unlimited, timeout),
+                            (1, "cuda:1", [1], unlimited, timeout)]
+    t.prepare([2])
+    t.unit = False
+    with pytest.raises(ValueError, match="a ceiling needs a unit relaxation"):
+        t.prepare([2], max_level=1)
+    with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
+        t.run()
+    assert len(launches) == 4

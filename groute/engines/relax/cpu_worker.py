@@ -70,7 +70,10 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.can_pull = bool(symmetric and unit and self.k > 1)
         self.frontier = np.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
         self.work = LocalWork()
-        self.mine = np.empty(0, dtype=np.int32)     # this device's seeds, local ids
+        # this device's seeds (local ids, as the queues hold them) and their value 0: what
+        # each run's start enqueues
+        self.mine = np.empty(0, dtype=np.int64)
+        self.mine_zeros = np.zeros(0, dtype=self.dist.dtype)
         self.ceiling = self.inf
         self.counters = {}
 
@@ -79,7 +82,8 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         """The next run's seeds (renumbered ids, one or several; each starts at value 0) and
         its ceiling: a vertex whose value reaches it keeps the value but is not expanded (BFS's
         depth limit; None: no limit)."""
-        self.mine = owned_seeds(seeds_new, self.lo, self.hi)
+        self.mine = owned_seeds(seeds_new, self.lo, self.hi).astype(np.int64)
+        self.mine_zeros = np.zeros(self.mine.size, dtype=self.dist.dtype)
         self.ceiling = self.inf if ceiling is None else ceiling
 
     def values(self):
@@ -96,8 +100,7 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.near = np.empty(0, dtype=np.int64)
         self.counters = {"processed": 0, "edges": 0, "deferrals": 0, "rounds": 0, "launches": 0,
                          "absorbed": 0, "improved_remote": 0, "pull_rounds": 0}
-        mine = self.mine.astype(np.int64)
-        self._enqueue(mine, np.zeros(mine.size, self.dist.dtype), threshold)
+        self._enqueue(self.mine, self.mine_zeros, threshold)
         return self._report()
 
     def _report(self, threshold=None):
