@@ -147,7 +147,7 @@ def run_solver(args, graph, build, *run_args, **run_kwargs) -> TimedRuns:
     once to warm up and ``--repeat`` times timed, then close the solver and the context (also
     on failure)."""
     from groute.cli_support import context_from_args
-    from groute.context import default_device_count
+    from groute.runtime.context import default_device_count
     devices = args.devices
     if devices is None:
         devices = default_device_count(args.backend, graph.num_vertices)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from groute import HOST, Router, by_key, first_available
-from groute.context import ensure_context
+from groute.runtime.context import ensure_context
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pbf.cu")

@@ -93,7 +93,7 @@ def bench(G, name: str, repeat: int, nx_repeat: int) -> dict:
 
 
 def device_summary() -> str:
-    from groute.context import resolve_backend
+    from groute.runtime.context import resolve_backend
     from groute.nx_backend.devices import _contexts
     names = sorted({d.name for ctx, _ in _contexts.values() for d in ctx.devices})
     return f"{resolve_backend(nx.config.backends.groute.backend)}: {', '.join(names)}"

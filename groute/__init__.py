@@ -2,7 +2,7 @@
 
 The dataflow API: a :class:`Context` owns devices (CUDA GPUs through CuPy, or NumPy CPU virtual
 devices); :class:`Link` moves packetized segments between endpoints with bounded buffers;
-:class:`Router` picks a destination per segment by a policy (:mod:`groute.policies`).
+:class:`Router` picks a destination per segment by a policy (:mod:`groute.runtime.policies`).
 
 The algorithms as one-shot functions: ``groute.bfs``, ``groute.sssp``, ``groute.pagerank``,
 ``groute.connected_components``, ``groute.shortest_path``, ``groute.core_number``,
@@ -20,14 +20,10 @@ from ._checkout import add_checkout_finder as _add_checkout_finder
 _add_checkout_finder()
 
 from . import registry as _registry  # noqa: E402
-from .context import Context  # noqa: E402
-from .endpoint import HOST, Endpoint  # noqa: E402
 from .errors import (ContextStopped, DeviceError, GraphNotSupported, GrouteError,  # noqa: E402
                      LinkClosed, WaitTimeout)
-from .link import Link, SendHandle  # noqa: E402
-from .policies import Route, broadcast, by_key, by_owner, first_available, ring  # noqa: E402
-from .router import Router  # noqa: E402
-from .segment import PendingSegment, Segment  # noqa: E402
+from .runtime import (HOST, Context, Endpoint, Link, PendingSegment, Route, Router,  # noqa: E402
+                      Segment, SendHandle, broadcast, by_key, by_owner, first_available, ring)
 
 __version__ = "0.1.0"
 

@@ -46,7 +46,7 @@ def positive_int(text: str) -> int:
 def context_from_args(args, **kwargs):
     """Build the :class:`~groute.Context` that ``--backend/--devices/--timeout`` ask for;
     ``kwargs`` override them (e.g. ``devices`` capped at a graph's size) or add options."""
-    from .context import Context
+    from .runtime.context import Context
     options = {"devices": args.devices, "backend": args.backend, "timeout": args.timeout}
     return Context(**{**options, **kwargs})
 

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from groute.context import ensure_context
+from groute.runtime.context import ensure_context
 from groute.results import AppResult
 
 

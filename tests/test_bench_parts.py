@@ -267,7 +267,7 @@ def test_gpu_reference_on_a_cpu_run_fails_before_any_work():
     from groute.bench import make_config, run_suite
     config = make_config(apps=["bfs"], graphs=["kron:6"], devices=[1], reference="gpu",
                          backend="auto")
-    from groute.context import resolve_backend
+    from groute.runtime.context import resolve_backend
     if resolve_backend("auto") == "cuda":
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match="needs CUDA GPUs"):

@@ -29,7 +29,7 @@ def test_import_groute_loads_no_algorithm_scipy_or_cupy():
                           timeout=60, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout)
-    assert "groute.context" in loaded                    # the dataflow API is there
+    assert "groute.runtime.context" in loaded                    # the dataflow API is there
     heavy = [m for m in loaded
              if m.split(".")[0] in ("cupy", "scipy", "networkx", "apps", "topology")
              or m.startswith(("groute.apps", "groute.topology", "groute.graph", "groute.bench"))]

@@ -67,7 +67,7 @@ def is_under(target: str, packages) -> bool:
 
 
 def test_the_module_list_sees_the_layers():
-    assert {"groute.context", "groute.graph.csr", "groute.bench.runner", "groute.apps.bfs",
+    assert {"groute.runtime.context", "groute.graph.csr", "groute.bench.runner", "groute.apps.bfs",
             "groute.topology.cli", "groute.cli", "groute"} <= MODULES.keys()
     # relative imports resolve: ``from . import rng`` and ``from .arcs import arc_rows``
     assert {"groute.graph.rng", "groute.graph.arcs"} <= imports_of("groute.graph.csr",

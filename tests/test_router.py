@@ -155,7 +155,7 @@ def test_host_threads_grow_linearly_with_the_devices(no_thread_leak):
 def test_a_ring_router_links_only_what_its_policy_reaches(no_thread_leak):
     """``pairs`` from the policy's reach: K links for a ring, not K*K; an output the router
     has no link to is a clear error; the outputs end once their few links close."""
-    from groute.policies import reach
+    from groute.runtime.policies import reach
     k = 4
     with Context(k, backend="cpu", timeout=10) as ctx:
         pairs = [(i, j) for i in range(k) for j in reach(ring, i, list(range(k)))]

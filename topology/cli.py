@@ -63,7 +63,7 @@ def run(args) -> int:
         document, results = _load(args.from_json, names if args.benchmarks != ["all"] else None)
         description = document.get("machine", {})
     else:
-        from groute.context import resolve_backend
+        from groute.runtime.context import resolve_backend
         from .runner import run_benchmarks
         backend = resolve_backend(args.backend)
         settings = default_settings(backend, quick=args.quick, sizes=args.sizes, repeat=args.repeat,

@@ -97,7 +97,7 @@ def check_preset_fits(config, *, graphs_given: bool) -> None:
     would spend its time generating and traversing kron:21 with NumPy), saying what to run."""
     if config.preset != "quick" or graphs_given:
         return
-    from ..context import resolve_backend
+    from ..runtime.context import resolve_backend
     if resolve_backend(config.backend) != "cpu":
         return
     raise ValueError(f"--preset quick is sized for GPUs ({', '.join(config.graphs)} on up to "

@@ -57,7 +57,7 @@ def run_suite(config: BenchConfig, *, command: str = "", solvers: dict | None = 
 class SuiteRun:
     def __init__(self, config: BenchConfig, *, command, solvers, progress, stream, on_update=None):
         self.on_update = on_update
-        from groute.context import resolve_backend
+        from groute.runtime.context import resolve_backend
         self.config = config
         self.command = command
         self.backend = resolve_backend(config.backend)

@@ -84,7 +84,7 @@ class Device(abc.ABC):
         """Give back a stream from :meth:`new_stream` once its queued work is done."""
 
     def link_stream(self, name: str = "") -> Stream:
-        """The stream a :class:`~groute.link.Link` issues its copies on. Here a fresh one per
+        """The stream a :class:`~groute.runtime.link.Link` issues its copies on. Here a fresh one per
         link, so that transfers on different links overlap (CUDA); a backend whose streams are
         threads shares one (CPU)."""
         return self.new_stream(name)

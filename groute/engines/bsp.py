@@ -54,7 +54,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from groute.context import ensure_context
+from groute.runtime.context import ensure_context
 from groute.graph.partition import partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
@@ -62,8 +62,8 @@ from groute.operators.loop import AdvanceStep, python_loop, python_sweep
 from groute.operators.loop_source import needs_in_arcs
 from groute.operators.rounds import Compute, body_steps, python_rounds
 from groute.operators.part import DevicePart
-from groute.policies import BROADCAST, Route, by_owner
-from groute.router import Router
+from groute.runtime.policies import BROADCAST, Route, by_owner
+from groute.runtime.router import Router
 from groute.tuning import BSPTuning
 
 from .base import Engine

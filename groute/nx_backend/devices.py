@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import networkx as nx
 
-from groute.context import BACKENDS, Context, default_device_count, resolve_backend
+from groute.runtime.context import BACKENDS, Context, default_device_count, resolve_backend
 from groute.graph.partition import METHODS
 
 _contexts: dict[tuple[str, int], tuple[Context, threading.Lock]] = {}

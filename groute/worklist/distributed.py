@@ -7,7 +7,7 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 2. if the global threshold advanced, re-split deferred work (soft priority);
 3. if it holds near work, call the worker's fused ``advance`` (many levels in one launch); the
    items it produced for other devices come back as per-destination outboxes (split-send: local
-   items never leave the device) and go out through one :class:`~groute.router.Router` over
+   items never leave the device) and go out through one :class:`~groute.runtime.router.Router` over
    the devices, whose policy picks the link (:data:`ROUTINGS`), packetized and multi-buffered;
 4. otherwise sleep until items arrive, the threshold moves, or the run is over.
 
@@ -24,8 +24,8 @@ import threading
 import time
 
 from ..errors import WaitTimeout
-from ..policies import by_owner, reach, ring
-from ..router import Router
+from ..runtime.policies import by_owner, reach, ring
+from ..runtime.router import Router
 from .counter import WorkCounter
 from .items import ITEM_DTYPE
 from .queue import WorkQueue

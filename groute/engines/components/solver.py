@@ -61,10 +61,10 @@ import time
 
 import numpy as np
 
-from groute.link import Link
-from groute.policies import first_available
+from groute.runtime.link import Link
+from groute.runtime.policies import first_available
 from groute.results import AppResult, complete_stats
-from groute.router import Router
+from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import CCTuning
 

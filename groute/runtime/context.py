@@ -23,13 +23,13 @@ import time
 
 import numpy as np
 
-from .config import logical_devices_requested, resolve_timeout
-from .device import CPUDevice, CUDADevice, cuda_device_count
-from .device import cuda as cuda_backend
-from .device.logical import place
-from .errors import ContextStopped, DeviceError, GrouteError, WaitTimeout
+from ..config import logical_devices_requested, resolve_timeout
+from ..device import CPUDevice, CUDADevice, cuda_device_count
+from ..device import cuda as cuda_backend
+from ..device.logical import place
+from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout
+from ..waiting import POLL_INTERVAL, StopSignal
 from .link import _Pump
-from .waiting import POLL_INTERVAL, StopSignal
 
 log = logging.getLogger(__name__)
 

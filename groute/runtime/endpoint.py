@@ -1,7 +1,7 @@
 """Endpoints: where Links start and end.
 
 An endpoint is the host, a device, or a named virtual endpoint on a device (several may share one
-device, e.g. a worker and a router port). Routers are endpoints too (see :mod:`groute.router`).
+device, e.g. a worker and a router port). Routers are endpoints too (see :mod:`groute.runtime.router`).
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Router: a virtual endpoint that picks a destination for each segment by a policy.
 
 ``Router(inputs, outputs, policy)`` connects every input endpoint to every output endpoint with
-a :class:`~groute.link.Link` (created once, each with its own receive buffers), or only the
+a :class:`~groute.runtime.link.Link` (created once, each with its own receive buffers), or only the
 ``pairs`` asked for (a ring needs one link per input, not one per output: see
-:func:`groute.policies.reach`). A segment sent into input ``i`` is not copied to the router: the
+:func:`groute.runtime.policies.reach`). A segment sent into input ``i`` is not copied to the router: the
 policy picks output ``j`` and the link ``i -> j`` copies straight from the source memory to the
 destination; a policy that picks an output input ``i`` has no link to is an error. With an availability
 route the router waits until one of the allowed links has a free receive buffer and uses the
@@ -16,13 +16,13 @@ import threading
 
 import numpy as np
 
-from .config import resolve_timeout
+from ..config import resolve_timeout
+from ..errors import ContextStopped, WaitTimeout
+from ..waiting import wait_for
 from .endpoint import Endpoint
-from .errors import ContextStopped, WaitTimeout
 from .link import Link, SegmentReceiver, SendHandle
 from .policies import AVAILABILITY, BROADCAST, as_route
 from .segment import Segment
-from .waiting import wait_for
 
 
 class _MultiHandle:
@@ -112,7 +112,7 @@ class RouterOutput(SegmentReceiver):
 
 
 class Router:
-    """See the module docstring. ``policy`` is a function (see :mod:`groute.policies`);
+    """See the module docstring. ``policy`` is a function (see :mod:`groute.runtime.policies`);
     ``pairs``: the (input, output) index pairs to join with a link (None: every pair)."""
 
     def __init__(self, inputs, outputs, policy, *, packet_size: int, num_buffers: int = 2,

@@ -3,7 +3,7 @@
 ``Link(src, dst, packet_size, num_buffers)`` owns ``num_buffers`` receive buffers of
 ``packet_size`` elements on ``dst``. A send splits the segment into packets and copies each, on
 the link's own stream, into the next free receive buffer, then hands the receiver a
-:class:`~groute.segment.PendingSegment`. A buffer becomes free again only when the receiver
+:class:`~groute.runtime.segment.PendingSegment`. A buffer becomes free again only when the receiver
 releases it, so a slow receiver slows the sender down (back-pressure) instead of growing memory.
 Packets arrive in send order. Closing a link lets the queued sends finish, then ends the
 receiver's stream (``receive`` returns ``None``).
@@ -36,11 +36,11 @@ import time
 
 import numpy as np
 
-from .config import resolve_timeout
+from ..config import resolve_timeout
+from ..errors import LinkClosed, WaitTimeout
+from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
-from .errors import LinkClosed, WaitTimeout
 from .segment import PendingSegment
-from .waiting import POLL_INTERVAL, stopped, wait_for
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -117,7 +117,7 @@ def _positive_int(name, value):
 class SegmentReceiver:
     """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
     One loop for every receiving end that has ``receive()``: a :class:`Link` and a router's
-    output (:class:`groute.router.RouterOutput`)."""
+    output (:class:`groute.runtime.router.RouterOutput`)."""
 
     def __iter__(self):
         while True:

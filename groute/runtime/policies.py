@@ -87,7 +87,7 @@ ring.reach = lambda source, destinations: (destinations[(source + 1) % len(desti
 
 def reach(policy, source, destinations) -> tuple:
     """The destinations ``policy`` may ever choose for input ``source``: what a router needs
-    links to (:class:`~groute.router.Router`'s ``pairs``). A policy that decides per segment
+    links to (:class:`~groute.runtime.router.Router`'s ``pairs``). A policy that decides per segment
     reaches every destination; one whose answer depends only on the source (``ring``) says so
     in a ``reach`` attribute."""
     own = getattr(policy, "reach", None)
