@@ -29,7 +29,6 @@ import numpy as np
 
 from groute.cli_support import drop_stdout
 from groute.graph.cli import add_cache_option
-
 from groute.solver import source_position
 
 log = logging.getLogger(__name__)

@@ -46,6 +46,7 @@ from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, Functor, Gather, Loop, Message,
                               Sweep, run_rounds)
+from groute.registry import algorithm
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1
@@ -250,6 +251,7 @@ def sample_sources(n: int, k: int, seed=None) -> list | None:
     return rng.sample(range(n), int(k))
 
 
+@algorithm("betweenness", solver=Betweenness, label="BC")
 def betweenness_centrality(graph, k=None, normalized=True, weight=None, endpoints=False,
                            seed=None, *, sources=None, num_vertices=None,
                            **options) -> AppResult:

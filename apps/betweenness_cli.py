@@ -14,11 +14,14 @@ import random
 
 import numpy as np
 
-from .app_cli import (add_engine_options, add_graph_options, load, parse_vertex, report,
-                      run_solver, write_output)
+from groute.registry import command
+
+from .app_cli import (add_engine_options, add_graph_options, load, parse_vertex, report, run_solver,
+                      write_output)
 from .betweenness import Betweenness, sample_sources
 
 
+@command
 def register(subparsers, common):
     p = subparsers.add_parser("betweenness", parents=[common],
                               help="betweenness centrality (Brandes; all or sampled sources)")

@@ -18,6 +18,8 @@ import math
 import numpy as np
 
 from groute.engines import Relaxation, RelaxSolver, value_add
+from groute.engines.relax.memory import traversal_bytes
+from groute.registry import algorithm, command
 from groute.solver import input_graph
 
 #: hops: every arc adds one
@@ -55,6 +57,8 @@ class BFS(RelaxSolver):
         return int(depth_limit)
 
 
+@algorithm("bfs", solver=BFS, label="BFS", needs_source=True, modes=("async", "bsp"),
+           memory=traversal_bytes)
 def bfs(graph, source=None, *, sources=None, depth_limit=None, predecessors=False,
         num_vertices=None, **kwargs):
     """One-shot BFS from ``source``, one of the graph's own ids (a file's id, a NetworkX label),
@@ -75,6 +79,7 @@ def bfs(graph, source=None, *, sources=None, depth_limit=None, predecessors=Fals
                           predecessors=predecessors)
 
 
+@command
 def register(subparsers, common):
     from .traversal_cli import register_app
     register_app(subparsers, common, "bfs", BFS)

@@ -20,6 +20,8 @@ import dataclasses
 import numpy as np
 
 from groute.engines.components import STATS_KEYS, ComponentsSolver
+from groute.engines.components.memory import components_bytes
+from groute.registry import algorithm, command
 from groute.results import AppResult
 from groute.solver import input_graph
 from groute.tuning import CC_LINKS, CCTuning
@@ -38,6 +40,7 @@ class CC(ComponentsSolver):
     :data:`STATS_KEYS`."""
 
 
+@algorithm("cc", solver=CC, label="CC", takes_partition=False, memory=components_bytes)
 def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
     """One-shot :class:`CC`: build, run once, close.
 
@@ -54,6 +57,7 @@ def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
 # ------------------------------------------------------------------------------------------------
 # command line
 # ------------------------------------------------------------------------------------------------
+@command
 def register(subparsers, common):
     from groute.apps.app_cli import add_graph_options, auto_help
     p = subparsers.add_parser("cc", parents=[common],

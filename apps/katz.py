@@ -25,6 +25,7 @@ import numpy as np
 from groute import AppResult
 from groute.engines import IterateSolver, LinearIteration
 from groute.graph import load_graph
+from groute.registry import public
 
 #: Katz: a vertex sends its whole value along every out-arc; NetworkX's absolute L1 rule
 KATZ = LinearIteration(name="katz", share="x", share_numpy=lambda x, deg: x, stop="absolute",
@@ -100,6 +101,7 @@ def base_vector(graph, beta):
     return beta
 
 
+@public
 def katz_centrality(graph, alpha=0.1, beta=1.0, max_iter=1000, tol=1e-6, normalized=True, *,
                     num_vertices=None, **kwargs) -> AppResult:
     """Katz centrality as NetworkX's ``katz_centrality(G, alpha, beta, max_iter, tol,

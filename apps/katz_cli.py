@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.registry import command
+
 from .app_cli import add_graph_options, load, run_solver
 from .iterate_cli import add_iteration_options, report_iteration, tuning_from
 from .katz import Katz
 
 
+@command
 def register(subparsers, common):
     p = subparsers.add_parser("katz", parents=[common],
                               help="Katz centrality across devices (async push or BSP)")

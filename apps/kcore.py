@@ -33,6 +33,7 @@ from groute import AppResult, GraphNotSupported
 from groute.engines import EngineSolver, make_engine
 from groute.graph import CSRGraph, load_graph
 from groute.operators import AdvanceStep, ComputeStep, Functor, filter, reduce, run_loop
+from groute.registry import algorithm
 
 #: the core number of a vertex still in the graph
 IN_GRAPH = -1
@@ -146,6 +147,7 @@ def _undirected(graph):
                                name=graph.name)
 
 
+@algorithm("kcore", solver=KCore, label="k-core", self_loops=False)
 def core_number(graph, *, num_vertices=None, **options) -> AppResult:
     """The core number of every vertex of ``graph`` (module docstring).
 

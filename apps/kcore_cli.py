@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.registry import command
+
 from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
 from .kcore import DEFAULT_DIRECTION, KCore
 
 
+@command
 def register(subparsers, common):
     p = subparsers.add_parser("kcore", parents=[common],
                               help="k-core decomposition (core number of every vertex)")

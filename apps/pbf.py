@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from groute import HOST, Router, by_key, first_available
+from groute.registry import command, public
 from groute.runtime.context import ensure_context
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ class PBFResult:
     stats: dict = field(default_factory=dict)
 
 
+@public
 def pbf(data, predicate="even", *, ctx=None, segment_size: int = 1 << 20, num_buffers: int = 2,
         static: bool = False, backend="auto", devices=None) -> PBFResult:
     """Keep the elements of ``data`` (int32) that satisfy ``predicate``, spread over devices."""
@@ -212,6 +214,7 @@ def _guard(ctx, fn):
 
 
 # command line ------------------------------------------------------------------------------------
+@command
 def register(subparsers, common):
     p = subparsers.add_parser("pbf", parents=[common],
                               help="predicate-based filter of a random int32 array across devices")

@@ -19,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from groute.engines import IterateSolver, LinearIteration
+from groute.engines.iterate.memory import iteration_bytes
 from groute.engines.iterate.solver import stats_keys
+from groute.registry import algorithm, command
 from groute.results import AppResult
 from groute.solver import input_graph
 
@@ -92,6 +94,8 @@ def teleport_vector(graph, personalization) -> np.ndarray:
     return p / total
 
 
+@algorithm("pr", solver=PageRank, label="PageRank", modes=("async", "bsp"),
+           memory=iteration_bytes)
 def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
     """One-shot :class:`PageRank`: build, run once, close (``personalization=`` and the other
     options as :class:`PageRank`).
@@ -106,6 +110,7 @@ def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
         return solver.run()
 
 
+@command
 def register(subparsers, common):
     from .app_cli import add_graph_options
     from .iterate_cli import add_iteration_options

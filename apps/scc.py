@@ -48,6 +48,7 @@ from groute import AppResult, GraphNotSupported
 from groute.engines import EngineSolver, make_engine
 from groute.graph import load_graph, reference
 from groute.operators import AdvanceStep, Functor, Message, advance, compute, filter, run_loop
+from groute.registry import algorithm
 
 #: ``comp`` of a vertex not yet in a component
 REMAINING = -1
@@ -266,6 +267,7 @@ def _check_directed(graph):
             f"undirected graph are its connected components (groute.connected_components)")
 
 
+@algorithm("scc", solver=SCC, label="SCC", directed=True)
 def strongly_connected_components(graph, *, num_vertices=None, **options) -> AppResult:
     """The strongly connected components of the directed ``graph`` (module docstring).
 

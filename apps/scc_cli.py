@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.registry import command
+
 from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
 from .scc import SCC
 
 
+@command
 def register(subparsers, common):
     p = subparsers.add_parser("scc", parents=[common],
                               help="strongly connected components of a directed graph")

@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from groute.engines import Relaxation, RelaxSolver, value_add
+from groute.engines.relax.memory import traversal_bytes
 from groute.engines.relax.values import check_overflow
+from groute.registry import algorithm, command, public
 from groute.solver import input_graph
 
 #: distance: every arc adds its weight
@@ -48,6 +50,8 @@ class SSSP(RelaxSolver):
         return self._answer(values)
 
 
+@algorithm("sssp", solver=SSSP, label="SSSP", needs_source=True, weighted=True,
+           modes=("async", "bsp"), memory=traversal_bytes)
 def sssp(graph, source=None, *, sources=None, predecessors=False, weight="weight",
          num_vertices=None, **kwargs):
     """One-shot SSSP from ``source``, one of the graph's own ids (a file's id, a NetworkX label),
@@ -67,6 +71,7 @@ def sssp(graph, source=None, *, sources=None, predecessors=False, weight="weight
         return solver.run(source, sources=sources, predecessors=predecessors)
 
 
+@public
 def shortest_path(graph, source, target, *, weight=None, num_vertices=None, **kwargs):
     """The ids on a shortest path from ``source`` to ``target`` (both the graph's own ids),
     source first, as NetworkX's ``shortest_path(G, source, target, weight)``: hops with
@@ -85,6 +90,7 @@ def shortest_path(graph, source, target, *, weight=None, num_vertices=None, **kw
     return result.path_to(target)
 
 
+@command
 def register(subparsers, common):
     from .traversal_cli import register_app
     register_app(subparsers, common, "sssp", SSSP)

@@ -17,12 +17,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from groute.engines.relax.solver import EXCHANGES, PARTITIONS
 from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
-from .app_cli import (add_graph_options, auto_help, busiest_vertex, gteps, load, parse_vertex, report,
-                      run_solver, write_output)
-from groute.engines.relax.solver import EXCHANGES, PARTITIONS
+from .app_cli import (add_graph_options, auto_help, busiest_vertex, gteps, load, parse_vertex,
+                      report, run_solver, write_output)
 
 
 def register_app(subparsers, common, name, solver_cls):

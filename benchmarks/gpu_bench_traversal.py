@@ -7,7 +7,7 @@ Not a pytest module (its name does not start with ``test_``): run it on a GPU ma
 For every graph: load (timed), pick the source like the bench harness (grid corner, else the
 highest-degree vertex), compute the scipy reference (timed: it is the CPU peer), then for each
 case (app x mode x priority) build the solver once, run a warm-up, check the answer, and time
-``--repeat`` runs (CUDA events; median). The plain-CuPy baselines (apps/baselines.py) run once
+``--repeat`` runs (CUDA events; median). The plain-CuPy baselines (groute/bench/baselines.py) run once
 after a warm-up unless ``--no-cupy``. Prints one line per case and writes everything as JSON.
 """
 from __future__ import annotations
@@ -77,7 +77,7 @@ def main():
     args = ap.parse_args()
 
     from groute import Context
-    from groute.apps.baselines import cupy_bfs, cupy_sssp
+    from groute.bench.baselines import cupy_bfs, cupy_sssp
     from groute.apps.bfs import BFS
     from groute.apps.sssp import SSSP
     from groute.graph import reference

@@ -159,15 +159,15 @@ def _baseline(app, g, source, backend):
         return {"bfs": lambda: reference.bfs(g, source), "sssp": lambda: reference.sssp(g, source),
                 "pr": lambda: reference.pagerank(g), "cc": lambda: reference.connected_components(g)
                 }[app]()
-    from groute.apps import baselines, baselines_pr_cc
+    from groute.bench import baselines
     if app == "bfs":
         out = baselines.cupy_bfs(g, source)
     elif app == "sssp":
         out = baselines.cupy_sssp(g, source)
     elif app == "pr":
-        out = baselines_pr_cc.cupy_pagerank(g)[0]
+        out = baselines.cupy_pagerank(g)[0]
     else:
-        out = baselines_pr_cc.cupy_cc(g)[0]
+        out = baselines.cupy_cc(g)[0]
     out = out[0] if isinstance(out, tuple) else out
     values = out.get()
     for attr in ("_cupy_pr_setup", "_cupy_cc_setup"):

@@ -239,7 +239,7 @@ def stage_correctness(ngpu, budget=float("inf")):
     if BACKEND != "cuda":
         return
     # the plain-CuPy baselines on a few graphs
-    from groute.apps.baselines_pr_cc import cupy_cc, cupy_pagerank
+    from groute.bench.baselines import cupy_cc, cupy_pagerank
     for g in graphs[-3:]:
         pr_ref, cc_ref = refs[g.name]
 
@@ -294,7 +294,7 @@ def timing(entry):
 def time_cupy_baselines(g, spec, pr_ref, cc_ref, floor_s, repeat):
     """The plain-CuPy peers on GPU 0, timed like ours and checked against the reference."""
     import cupy
-    from groute.apps.baselines_pr_cc import cupy_cc, cupy_pagerank
+    from groute.bench.baselines import cupy_cc, cupy_pagerank
     with cupy.cuda.Device(0):
         def base_pr():
             med, times, (x, it) = cuda_timed(lambda: cupy_pagerank(g, tol=1e-6), repeat)
@@ -459,7 +459,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
     ``reference.pagerank`` (tol 1e-6, the contract: L1 <= 1e-4; ``scipy=False``: against the
     cuSPARSE answer instead, the same algorithm and stopping rule in float64, which saves the
     reference's CPU time: 22 s on grid:4900; ``check=False``: no small graphs)."""
-    from groute.apps.baselines_pr_cc import cupy_pagerank
+    from groute.bench.baselines import cupy_pagerank
     from groute.apps.pr import PageRank
     from groute import Context
     from groute.graph import reference
@@ -653,7 +653,7 @@ CC_VARIANTS = {
 def stage_cc_variants(specs, repeat, budget, variants):
     """CC options on one device: exact on the small graphs, then timed on ``specs`` next to the
     plain-CuPy baseline of the same run (and scipy, which gives the answer checked)."""
-    from groute.apps.baselines_pr_cc import cupy_cc
+    from groute.bench.baselines import cupy_cc
     from groute.apps.cc import CC
     from groute import Context
     from groute.graph import reference

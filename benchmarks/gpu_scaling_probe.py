@@ -6,7 +6,7 @@ Not a pytest module: run it on a multi-GPU machine,
 
 Big graphs make the CPU references (scipy) cost minutes, so this script checks differently from
 ``groute bench``: the first answer of each app is checked against an independent GPU
-computation where there is one (BFS: the plain-CuPy level BFS of ``apps/baselines.py``; SSSP:
+computation where there is one (BFS: the plain-CuPy level BFS of ``groute/bench/baselines.py``; SSSP:
 its plain-CuPy Bellman-Ford, on graphs of up to 2^28 arcs), and every later answer of the app
 (other device counts and modes: the fused worker, the worklist, the peer kernel) must equal the
 first (BFS, SSSP, CC exactly; PageRank within L1 1e-4). For each case it prints the median time of ``--repeat`` runs after a warm-up,
@@ -57,7 +57,7 @@ def main():
     args = ap.parse_args()
 
     from groute import Context
-    from groute.apps.baselines import cupy_bfs, cupy_sssp
+    from groute.bench.baselines import cupy_bfs, cupy_sssp
     from groute.apps.bfs import BFS
     from groute.apps.cc import CC
     from groute.apps.pr import PageRank

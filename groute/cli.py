@@ -1,10 +1,10 @@
 """The ``groute`` command line: one entry point, one subcommand per module.
 
-The modules are those registered with :func:`groute.registry.register_command` (the facade,
-``groute/__init__.py``, registers what groute ships). Each defines ``register(subparsers,
-common)``, which adds its subparser(s) with ``parents=[common]`` (so every subcommand takes
-``--backend``, ``--devices``, ``--timeout`` and ``-v``; see :mod:`groute.cli_support`) and sets
-``func=handler``. A handler takes the parsed ``args`` and
+The tools' modules are listed here (:data:`TOOLS`); the algorithms' commands register
+themselves where they are defined (:func:`groute.registry.command`) and follow the tools, by
+module name. Each is a ``register(subparsers, common)`` that adds its subparser(s) with
+``parents=[common]`` (so every subcommand takes ``--backend``, ``--devices``, ``--timeout`` and
+``-v``; see :mod:`groute.cli_support`) and sets ``func=handler``. A handler takes the parsed ``args`` and
 returns an exit code. Errors that are the user's (bad file, bad option) are printed as one line
 without a traceback; ``-v`` shows the traceback too. A reader that closes the output early
 (``groute ... | head``) ends the command quietly.
@@ -21,6 +21,11 @@ from . import __version__, registry
 from .cli_support import common_parser, drop_stdout
 from .errors import GrouteError
 
+#: the modules of groute's own tools, each with a ``register(subparsers, common)``, in the order
+#: ``groute --help`` lists them (before the algorithms)
+TOOLS = ("groute.commands.info", "groute.commands.demo", "groute.graph.cli",
+         "groute.topology.cli", "groute.bench.cli")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -31,14 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"groute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = common_parser()
-    for name in registry.COMMANDS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a subcommand still being built: skip, don't break the rest
-            if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-                continue
-            raise
-        module.register(sub, common)
+    for name in TOOLS:
+        importlib.import_module(name).register(sub, common)
+    for name in sorted(registry.COMMANDS):
+        registry.COMMANDS[name](sub, common)
     return parser
 
 

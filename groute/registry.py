@@ -1,127 +1,217 @@
-"""The algorithms, one-shot functions and subcommands groute offers, registered by name.
+"""The algorithms, public functions and subcommands groute offers, each registered where it is
+defined.
 
-The layers import downward only: the algorithms (``groute.apps``) sit above the runtime, graph,
-operator and benchmark modules. Library code that needs "every app" (``groute bench``,
-``groute demo``) or every subcommand (the CLI) looks them up here instead of importing them by
-name; the facade (``groute/__init__.py``) is what fills the registry. Entries name their code by
-module and attribute, imported on first use, so registering costs nothing and ``import groute``
-stays cheap. An algorithm from another package registers itself the same way::
+An algorithm module says what it is with a decorator on its one-shot function, as NetworkX's
+``@_dispatchable`` and nx-cugraph's ``@networkx_algorithm`` do::
 
-    from groute.registry import App, register_app
-    register_app(App("kcore2", "k-core", "mypkg.kcore", solver="KCore", function="kcore2",
-                     needs_source=False, weighted=False,
-                     reference=("mypkg.kcore_checks", "reference"),
-                     peers={"networkx": ("mypkg.kcore_checks", "networkx_peer")}))
+    from groute.registry import algorithm
+
+    @algorithm("kcore", solver=KCore, label="k-core")
+    def core_number(graph, **options): ...
+
+and its command-line entry with :func:`command` on a ``register(subparsers, common)`` function
+(in the same module or a ``*_cli`` module beside it). A plain public function (no solver class)
+takes :func:`public`. Nothing central lists them: the facade names the packages that hold
+algorithms (:func:`search`, ``groute.apps``), and the first lookup (``groute.bfs``, the CLI,
+``groute bench``) imports every module of those packages once, which registers what they
+define. So ``import groute`` stays cheap, and adding an algorithm touches its own module, its CLI
+entry and its tests.
+
+What ``groute bench`` needs to check and compare an algorithm (references, peers, baselines)
+lives with the bench (:mod:`groute.bench.specs`), not here: this table says what an algorithm
+*is*.
 """
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Callable
 
-
-def load(module: str, attr: str):
-    """``module.attr``, importing ``module``."""
-    return getattr(importlib.import_module(module), attr)
+#: what an algorithm's module uses: the decorators that register it
+__all__ = ["algorithm", "public", "command", "Algorithm", "ALGORITHMS", "FUNCTIONS", "COMMANDS",
+           "algorithm_named", "function", "search", "discover"]
 
 
 @dataclass(frozen=True)
-class App:
-    """A graph algorithm as the facade, ``groute demo`` and ``groute bench`` see it."""
+class Algorithm:
+    """A graph algorithm as the facade, the CLI, ``groute demo`` and ``groute bench`` see it."""
 
-    name: str              # its key and CLI name: bfs, sssp, pr, cc
-    label: str             # how tables print it
-    module: str            # the module that holds its solver class and one-shot function
-    #: the solver class: ``solver(graph, ctx=, [partition=, mode=, ...]).run([source])``
-    solver: str
-    #: the one-shot function ``function(graph, [source], **options)``, also ``groute.<function>``
-    function: str
-    needs_source: bool     # run(source) rather than run()
-    weighted: bool         # needs edge weights
-    modes: tuple = ()      # the modes it takes; () means the solver has no mode argument
+    #: its key and CLI name: ``bfs``, ``sssp``, ``pr``, ``cc`` ...
+    name: str
+    #: how tables print it
+    label: str
+    #: the solver class: ``solver(graph, ctx=, [partition=, mode=, ...]).run([source])``, which
+    #: partitions and uploads once and runs many times
+    solver: type
+    #: the one-shot function ``function(graph, [source], **options)``, also ``groute.<its name>``
+    function: Callable
+    #: ``run(source)`` rather than ``run()``
+    needs_source: bool = False
+    #: runs on edge weights
+    weighted: bool = False
+    #: the ``mode`` values its solver takes; () when it has no mode argument
+    modes: tuple = ()
+    #: its solver takes ``partition=``
     takes_partition: bool = True
-    #: ``(module, function)`` of its plain-CuPy implementation on one GPU (a benchmark peer and
-    #: the GPU reference), or None
-    baseline: tuple[str, str] | None = None
-    #: ``(module, function)`` of its device memory estimate, ``function(n, m, *, weighted,
-    #: directed, devices)`` returning an object with a ``total`` in bytes and named ``parts``
-    #: (``groute bench`` reports it beside the measured peak), or None
-    memory: tuple[str, str] | None = None
-
-    # How ``groute bench`` checks and compares it (docs/BENCHMARKS.md, "Adding an app"). An app
-    # brings these through the registry so the harness never names an app.
-    #: how an answer is compared with the reference: ``exact`` (equal integers), ``allclose``
-    #: (floats within ``rtol``, and an absolute slack of ``rtol`` times the largest value),
-    #: ``partition`` (the same grouping of vertices, whatever the labels), ``distances`` (SSSP:
-    #: exact for integer weights, else ``rtol``; unreachable must agree), ``ranks`` (PageRank:
-    #: L1 distance)
-    verify: str = "exact"
-    rtol: float = 0.0
-    #: ``run(sources)`` with this many sources, a fixed sample the harness derives from the graph
-    #: (the highest out-degree vertices) and hands to the reference and the peers too; 0: none
-    sources: int = 0
-    #: keyword arguments the harness passes to every ``run`` (a sum over given sources rather
-    #: than a rescaled estimate, say), so the answer is what its reference computes
-    run_options: dict | None = None
-    #: False: the app refuses self-loops, and the harness runs it on the graph without them
+    #: False: it refuses self-loops (a harness gives it the graph without them)
     self_loops: bool = True
-    #: True: the app takes directed graphs only, and the harness gives it an undirected graph
-    #: as the directed graph of its arcs (each edge both ways: ``CSRGraph.as_directed``)
+    #: True: it takes directed graphs only (a harness gives it an undirected graph as the
+    #: directed graph of its arcs, ``CSRGraph.as_directed``)
     directed: bool = False
-    #: ``(module, function)`` of its CPU reference, ``function(graph, source)`` -> one value per
-    #: vertex (``source``: None, a vertex or an array of them, internal ids); None: the built-in
-    #: references of ``groute.bench.references`` (the first four apps)
-    reference: tuple[str, str] | None = None
-    #: peer name (``groute.bench.suite.PEERS``) -> ``(module, function)``, ``function(graph,
-    #: source)`` -> a ``groute.bench.peers.PreparedPeer`` (raising ``PeerSkipped`` where it
-    #: cannot run); peers not named are reported as not applicable. None: the built-in peers
-    peers: dict | None = None
-    #: ``(module, function)`` of its bandwidth floor, ``function(graph)`` -> the fewest bytes one
-    #: device must move; None: the CSR read once and a 4-byte answer per vertex written (weights
-    #: too when ``weighted``)
-    floor: tuple[str, str] | None = None
+    #: its device memory estimate ``memory(n, m, *, weighted, directed, devices)``, returning
+    #: a :class:`groute.memory.DeviceBytes`; None when it has none
+    memory: Callable | None = None
 
-    def solver_class(self):
-        return load(self.module, self.solver)
+    @property
+    def module(self) -> str:
+        """The module that defines it."""
+        return self.function.__module__
 
 
-#: name -> App, in the order they were registered (the order tables and ``--help`` list them)
-APPS: dict[str, App] = {}
-#: public name -> (module, attribute) of the one-shot functions the facade offers
-FUNCTIONS: dict[str, tuple[str, str]] = {}
-#: modules that add subcommands to ``groute`` (each defines ``register(subparsers, common)``)
-COMMANDS: list[str] = []
+class _Table(Mapping):
+    """A read-only name -> entry mapping that finds the registered modules on first use."""
+
+    def __init__(self):
+        self._entries: dict = {}
+
+    def __getitem__(self, name):
+        discover()
+        return self._entries[name]
+
+    def __iter__(self):
+        discover()
+        return iter(self._entries)
+
+    def __len__(self):
+        discover()
+        return len(self._entries)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({list(self)})"
 
 
-def register_app(app: App) -> App:
-    """Add ``app`` (replacing one of the same name) and its one-shot function."""
-    APPS[app.name] = app
-    register_function(app.function, app.module, app.function)
-    return app
+#: name -> :class:`Algorithm`, in the order the modules were found (by module name)
+ALGORITHMS: Mapping[str, Algorithm] = _Table()
+#: public name -> the function ``groute.<name>`` returns (every algorithm's one-shot function,
+#: and the functions registered with :func:`public`)
+FUNCTIONS: Mapping[str, Callable] = _Table()
+#: the subcommands' ``register(subparsers, common)`` functions, by module and function name
+COMMANDS: Mapping[str, Callable] = _Table()
+
+_PACKAGES: list[str] = []
+_found: set[str] = set()
+_lock = threading.RLock()
+_discovering = False
 
 
-def register_function(name: str, module: str, attr: str) -> None:
-    """Offer ``module.attr`` as ``groute.<name>``."""
-    FUNCTIONS[name] = (module, attr)
+def search(package: str) -> None:
+    """Look for algorithms, public functions and subcommands in every module of ``package``
+    (imported on the first lookup, not now)."""
+    with _lock:
+        if package not in _PACKAGES:
+            _PACKAGES.append(package)
 
 
-def register_command(module: str) -> None:
-    """Add the subcommands of ``module`` to the command line (once, in registration order)."""
-    if module not in COMMANDS:
-        COMMANDS.append(module)
+def discover() -> None:
+    """Import every module of the packages given to :func:`search` that has not been imported
+    yet, so that their decorators register what they define. A module that fails to import is a
+    bug, not an absence: its error propagates, naming it."""
+    global _discovering
+    if _found.issuperset(_PACKAGES):
+        return
+    with _lock:                    # other threads wait here until the modules are imported
+        if _discovering:           # a lookup from a module this thread is importing sees
+            return                 # what is registered so far
+        _discovering = True
+        try:
+            for package in list(_PACKAGES):
+                if package in _found:
+                    continue
+                root = importlib.import_module(package)
+                for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda i: i.name):
+                    name = f"{package}.{info.name}"
+                    try:
+                        importlib.import_module(name)
+                    except ImportError as exc:
+                        raise ImportError(f"groute could not import {name} while looking for "
+                                          f"algorithms: {exc}") from exc
+                _found.add(package)
+        finally:
+            _discovering = False
 
 
-def app(name: str) -> App:
+def _add(table: _Table, key: str, entry, what: str) -> None:
+    old = table._entries.get(key)
+    if old is not None and old is not entry and _origin(old) != _origin(entry):
+        raise ValueError(f"two {what}s named {key!r}: {_origin(old)} and {_origin(entry)}")
+    table._entries[key] = entry
+
+
+def _origin(entry) -> str:
+    target = entry.function if isinstance(entry, Algorithm) else entry
+    return f"{target.__module__}.{target.__qualname__}"
+
+
+def algorithm(name: str, *, solver: type, label: str | None = None, **facts):
+    """Register the decorated one-shot function as the algorithm ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The algorithm's key: its subcommand and its name in ``groute bench``.
+    solver : type
+        Its solver class (set up once, ``run`` many times).
+    label : str, optional
+        How tables print it (default: ``name``).
+    **facts
+        The other fields of :class:`Algorithm` (``needs_source``, ``weighted``, ``modes``,
+        ``takes_partition``, ``self_loops``, ``directed``, ``memory``).
+
+    Returns
+    -------
+    callable
+        A decorator that registers the function (also as ``groute.<function name>``) and
+        returns it unchanged.
+    """
+    def register(function):
+        entry = Algorithm(name=name, label=label or name, solver=solver, function=function,
+                          **facts)
+        _add(ALGORITHMS, name, entry, "algorithm")
+        _add(FUNCTIONS, function.__name__, function, "public function")
+        return function
+    return register
+
+
+def public(function):
+    """Offer the decorated function as ``groute.<its name>`` (a function without a solver
+    class: ``shortest_path``, ``pbf``)."""
+    _add(FUNCTIONS, function.__name__, function, "public function")
+    return function
+
+
+def command(register):
+    """Add the subcommands that the decorated ``register(subparsers, common)`` defines to the
+    ``groute`` command line (listed in ``groute --help`` by module name, after the tools)."""
+    _add(COMMANDS, f"{register.__module__}.{register.__qualname__}", register, "command")
+    return register
+
+
+def algorithm_named(name: str) -> Algorithm:
+    """The registered algorithm ``name``; a KeyError listing the known ones."""
     try:
-        return APPS[name]
+        return ALGORITHMS[name]
     except KeyError:
-        raise KeyError(f"no app {name!r} is registered; known: {', '.join(APPS)}") from None
+        raise KeyError(f"no algorithm {name!r} is registered; known: "
+                       f"{', '.join(ALGORITHMS)}") from None
 
 
-def function(name: str):
-    """The one-shot function registered as ``name``, imported."""
+def function(name: str) -> Callable:
+    """The public function registered as ``name``; a KeyError listing the known ones."""
     try:
-        module, attr = FUNCTIONS[name]
+        return FUNCTIONS[name]
     except KeyError:
         raise KeyError(f"no function {name!r} is registered; "
                        f"known: {', '.join(FUNCTIONS)}") from None
-    return load(module, attr)

@@ -239,9 +239,11 @@ def public_names() -> dict:
     import groute.engines
     import groute.graph
     import groute.operators
+    import groute.registry
     return {"groute": set(groute.__all__), "groute.operators": set(groute.operators.__all__),
             "groute.engines": set(groute.engines.__all__),
-            "groute.graph": set(groute.graph.__all__)}
+            "groute.graph": set(groute.graph.__all__),
+            "groute.registry": set(groute.registry.__all__)}
 
 
 def check_imports_only_public_names(path):

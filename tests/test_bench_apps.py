@@ -1,5 +1,5 @@
 """``groute bench`` on the apps written on the operator API, which bring their own checks
-through the registry (``groute.registry.App``: verify kind, reference, peers, floor, sources):
+through their bench specs (:mod:`groute.bench.specs`: verify kind, reference, peers, floor, sources):
 k-core end to end with the real solver, a wrong k-core reported FAIL, and the paths
 betweenness (a sample of sources, ``allclose``) and SCC (``partition``) will take, exercised
 with stand-in registrations whose solvers answer from the checks' references."""
@@ -16,6 +16,7 @@ from groute.bench import make_config, run_suite
 from groute.bench.checks import betweenness, kcore, scc
 from groute.bench.report import markdown
 from groute.bench.references import reference_result
+from groute.bench.specs import SPECS, BenchSpec
 from groute.graph import CSRGraph
 
 pytestmark = pytest.mark.timeout(60)
@@ -249,16 +250,23 @@ def test_kcore_and_scc_peers_in_a_run_record_their_build_apart_from_their_time()
 CHECKS = "groute.bench.checks."
 
 
+def stand_in(monkeypatch, name, label, *, takes_partition=True, **checks):
+    """An algorithm registered for the test only, with the bench spec ``checks``; its solver
+    is the test's own (``run_suite(solvers=)``)."""
+    app = registry.Algorithm(name=name, label=label, solver=np.ndarray, function=np.sort,
+                             takes_partition=takes_partition)
+    monkeypatch.setitem(registry.ALGORITHMS._entries, name, app)
+    monkeypatch.setitem(SPECS, name, BenchSpec(**checks))
+    return app
+
+
 @pytest.fixture
 def bc_app(monkeypatch):
-    app = registry.App("bc_test", "BC (test)", "numpy", solver="ndarray", function="bc_test",
-                       needs_source=False, weighted=False, verify="allclose", rtol=1e-9,
-                       sources=4, reference=(CHECKS + "betweenness", "reference"),
-                       floor=(CHECKS + "betweenness", "floor_bytes"),
-                       peers={"networkx": (CHECKS + "betweenness", "networkx_peer"),
-                              "igraph": (CHECKS + "betweenness", "igraph_peer")})
-    monkeypatch.setitem(registry.APPS, app.name, app)
-    return app
+    return stand_in(monkeypatch, "bc_test", "BC (test)", verify="allclose", rtol=1e-9,
+                    sources=4, reference=(CHECKS + "betweenness", "reference"),
+                    floor=(CHECKS + "betweenness", "floor_bytes"),
+                    peers={"networkx": (CHECKS + "betweenness", "networkx_peer"),
+                           "igraph": (CHECKS + "betweenness", "igraph_peer")})
 
 
 def test_an_app_with_sources_gets_the_same_sample_as_its_reference_and_peers(bc_app):
@@ -301,15 +309,12 @@ def test_brandes_reference_matches_networkx_from_all_sources():
 
 @pytest.fixture
 def scc_app(monkeypatch):
-    app = registry.App("scc_test", "SCC (test)", "numpy", solver="ndarray", function="scc_test",
-                       needs_source=False, weighted=False, takes_partition=False,
-                       verify="partition", reference=(CHECKS + "scc", "reference"),
-                       floor=(CHECKS + "scc", "floor_bytes"),
-                       peers={"scipy": (CHECKS + "scc", "scipy_peer"),
-                              "igraph": (CHECKS + "scc", "igraph_peer"),
-                              "networkx": (CHECKS + "scc", "networkx_peer")})
-    monkeypatch.setitem(registry.APPS, app.name, app)
-    return app
+    return stand_in(monkeypatch, "scc_test", "SCC (test)", takes_partition=False,
+                    verify="partition", reference=(CHECKS + "scc", "reference"),
+                    floor=(CHECKS + "scc", "floor_bytes"),
+                    peers={"scipy": (CHECKS + "scc", "scipy_peer"),
+                           "igraph": (CHECKS + "scc", "igraph_peer"),
+                           "networkx": (CHECKS + "scc", "networkx_peer")})
 
 
 def test_components_are_compared_as_partitions(scc_app, tmp_path):
@@ -363,5 +368,5 @@ def test_the_real_betweenness_runs_from_the_sample_and_verifies():
                     progress=False)
     (case,) = res["cases"]
     assert case["status"] == "ok", case.get("note")
-    assert case["stats"]["sources"] == registry.APPS["betweenness"].sources
+    assert case["stats"]["sources"] == SPECS["betweenness"].sources
     assert {p["peer"]: p["status"] for p in res["peers"]}["networkx"] == "ok"

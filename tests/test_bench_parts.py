@@ -150,7 +150,7 @@ def test_absent_or_unsuitable_peers_are_skipped_with_a_reason():
 def test_cupy_peer_builds_its_matrices_before_the_timed_calls(app, setup, monkeypatch):
     """The plain-CuPy PageRank's transpose (seconds on kron:21, cold) is set-up, not peer time."""
     need_gpus(1)
-    import groute.apps.baselines_pr_cc as baselines
+    import groute.bench.baselines as baselines
     built = []
     original = getattr(baselines, setup)
     monkeypatch.setattr(baselines, setup, lambda graph: built.append(graph) or original(graph))

@@ -263,7 +263,7 @@ def test_cuda_auto_mode_on_two_gpus_takes_the_linked_workers_for_road_graphs():
 @pytest.mark.gpu
 @pytest.mark.timeout(60)
 def test_plain_cupy_baseline_matches_reference():
-    from groute.apps.baselines import cupy_bfs
+    from groute.bench.baselines import cupy_bfs
     check_baseline_on_gpu(cupy_bfs, reference.bfs, load_graph)
 
 

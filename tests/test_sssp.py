@@ -314,7 +314,7 @@ def test_cuda_multi_device(k, mode, routing):
 @pytest.mark.gpu
 @pytest.mark.timeout(60)
 def test_plain_cupy_baseline_matches_reference():
-    from groute.apps.baselines import cupy_sssp
+    from groute.bench.baselines import cupy_sssp
     check_baseline_on_gpu(cupy_sssp, reference.sssp, graph)
 
 

@@ -21,10 +21,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture
-def main(monkeypatch):
-    """groute's real CLI entry point, with only the topo subcommand registered (so these tests do
-    not depend on other subcommands being importable)."""
-    monkeypatch.setattr(groute.registry, "COMMANDS", ["groute.topology.cli"])
+def main():
+    """groute's real CLI entry point, running ``groute topo``."""
 
     def call(*argv):
         try:

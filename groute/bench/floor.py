@@ -22,18 +22,19 @@ CPU_COPY_BYTES = 1 << 26
 
 
 def floor_bytes(app: str, graph) -> int:
-    """The fewest bytes ``app`` must read and write on one device: its registry ``floor`` hook
-    where it has one (``sources`` apps get their sample size), else the module docstring's one
-    pass (weights read when the app is ``weighted``)."""
-    from ..registry import APPS, load
-    spec = APPS[app]
+    """The fewest bytes ``app`` must read and write on one device: its bench spec's ``floor``
+    hook where it has one (``sources`` apps get their sample size), else the module docstring's
+    one pass (weights read when the app is ``weighted``)."""
+    from .specs import load, spec_for
+    from .suite import APPS
+    spec = spec_for(app)
     if spec.floor is not None:
-        fn = load(*spec.floor)
+        fn = load(spec.floor)
         return int(fn(graph, spec.sources) if spec.sources else fn(graph))
     indptr = np.asarray(graph.indptr)
     indices = np.asarray(graph.indices)
     nbytes = indptr.nbytes + indices.nbytes + ANSWER_BYTES * int(graph.num_vertices)
-    if spec.weighted:
+    if APPS[app].weighted:
         weights = getattr(graph, "weights", None)
         nbytes += np.asarray(weights).nbytes if weights is not None else 4 * int(graph.num_edges)
     return int(nbytes)

@@ -1,8 +1,8 @@
 """The peers our apps are measured against, in the same run on the same graph.
 
 A peer is what a user would run instead of us: scipy.sparse.csgraph on the CPU (always there),
-the plain CuPy code a user would write on one GPU (``apps/baselines.py`` and
-``apps/baselines_pr_cc.py``, written with the apps), and, when installed, python-igraph,
+the plain CuPy code a user would write on one GPU (:mod:`groute.bench.baselines`), and, when
+installed, python-igraph,
 NetworkX (small graphs only: it is pure Python) and cuGraph. A peer that is not installed or not
 applicable is *skipped with a note*; nothing is ever estimated or made up.
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .suite import APPS, PR_DAMPING, PR_TOL
+from .specs import PR_DAMPING, PR_TOL, hook_name, load, spec_for
+from .suite import APPS
 from .verify import Verdict, verify
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ def prepare_peer(name: str, app: str, graph, source, *, networkx_max_arcs: int,
     """Set up peer ``name`` for ``app`` on ``graph``; raises :class:`PeerSkipped` with the reason.
 
     The size limits of igraph and NetworkX apply to every app; an app that registered its own
-    ``peers`` (:class:`groute.registry.App`) is then set up by its hook, any other by the
+    ``peers`` (:class:`groute.bench.specs.BenchSpec`) is then set up by its hook, any other by the
     built-in code below. ``source``: None, a vertex, or the app's sample of sources.
     ``build_budget_s``: igraph is skipped when building its graph would take longer (None: no
     limit), see :func:`check_igraph_build`."""
@@ -73,13 +74,12 @@ def _prepare_peer(name, app, graph, source, networkx_max_arcs) -> PreparedPeer:
     if name == "networkx" and graph.num_edges > networkx_max_arcs:
         raise PeerSkipped(f"NetworkX is pure Python: skipped above {networkx_max_arcs:,} arcs "
                           f"(this graph has {graph.num_edges:,})")
-    hooks = APPS[app].peers
+    hooks = spec_for(app).peers
     if hooks is not None and name != "cupy":    # cupy: the app's ``baseline``, as for any app
         if name not in hooks:
-            raise PeerSkipped(f"{name} has no {APPS[app].label} ({app} registered no {name} "
-                              f"peer)")
-        from groute.registry import load
-        return load(*hooks[name])(graph, source)
+            raise PeerSkipped(f"{name} has no {APPS[app].label} (the bench spec of {app} names "
+                              f"no {name} peer)")
+        return load(hooks[name])(graph, source)
     if name == "scipy":
         return _scipy_peer(app, graph, source)
     if name == "cupy":
@@ -187,11 +187,11 @@ def power_iteration(step, n, xp):
 
 # plain CuPy baselines (written by the app engineers) ---------------------------------------------------
 def baseline(app: str) -> tuple[str, str]:
-    """``(module, function)`` of ``app``'s plain-CuPy baseline, as the app registered it;
+    """``(module, function)`` of ``app``'s plain-CuPy baseline, as its bench spec names it;
     :class:`PeerSkipped` when it has none."""
-    if APPS[app].baseline is None:
-        raise PeerSkipped(f"{app} registered no plain-CuPy baseline")
-    return APPS[app].baseline
+    if spec_for(app).baseline is None:
+        raise PeerSkipped(f"{app} has no plain-CuPy baseline (groute/bench/specs.py)")
+    return spec_for(app).baseline
 
 
 def _cupy_peer(app, graph, source) -> PreparedPeer:
@@ -199,28 +199,20 @@ def _cupy_peer(app, graph, source) -> PreparedPeer:
     _require("cupy", "the plain-CuPy baselines need it")
     if cuda_device_count() == 0:
         raise PeerSkipped("no CUDA GPU: the plain-CuPy baselines need one")
-    module_name, func_name = baseline(app)
-    if importlib.util.find_spec(module_name) is None:
-        raise PeerSkipped(f"{module_name} is not in this checkout (the plain-CuPy {app} baseline "
-                          f"is written with the app)")
-    module = importlib.import_module(module_name)
-    func = getattr(module, func_name, None)
-    if func is None:
-        raise PeerSkipped(f"{module_name} has no {func_name}()")
-    # the per-graph matrices a user builds once (cached on the graph): untimed, like uploading
-    setup = getattr(module, f"{func_name}_setup", None)
+    spec = spec_for(app)
+    func = load(baseline(app))
     import cupy
     with cupy.cuda.Device(0):
         dgraph = graph.to_device(_OneGPU())
-        if setup is not None:
-            setup(dgraph)
-        if APPS[app].needs_source or APPS[app].sources:
+        if spec.baseline_setup is not None:
+            # the per-graph matrices a user builds once (cached on the graph): untimed, like
+            # uploading
+            load(spec.baseline_setup)(dgraph)
+        if APPS[app].needs_source or spec.sources:
             run = lambda: func(dgraph, source)  # noqa: E731
-        elif app == "pr":
-            run = lambda: func(dgraph, damping=PR_DAMPING, tol=PR_TOL)  # noqa: E731
         else:
-            run = lambda: func(dgraph)  # noqa: E731
-    label = f"{module_name}.{func_name} (plain CuPy, 1 GPU)"
+            run = lambda: func(dgraph, **spec.check_options)  # noqa: E731
+    label = f"{hook_name(spec.baseline)} (plain CuPy, 1 GPU)"
     return PreparedPeer("cupy", label, "gpu", run, lambda raw: ("values", _host(raw)))
 
 
@@ -236,8 +228,9 @@ def gpu_reference(app: str, graph, source=None) -> np.ndarray:
     except PeerSkipped as exc:
         raise RuntimeError(f"no GPU reference: {exc}") from None
     _, values = peer.answer(peer.run())
-    dtype = {"bfs": np.int32, "sssp": np.float64, "pr": np.float64, "cc": np.int64}[app]
-    values = values.astype(dtype, copy=False)
+    dtype = spec_for(app).dtype
+    if dtype is not None:
+        values = values.astype(dtype, copy=False)
     del peer
     free_gpu_memory()
     return values

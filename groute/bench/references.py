@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from .peers import PeerSkipped, baseline, gpu_reference
-from .suite import APPS, PR_DAMPING, PR_TOL
+from .specs import PR_DAMPING, PR_TOL, hook_name, load, spec_for
+from .suite import APPS
 
 log = logging.getLogger(__name__)
 
@@ -99,32 +100,21 @@ def reference_label(app: str, where: str) -> str:
     """What computed a reference, as the results and tables name it."""
     if where == "gpu":
         try:
-            module, func = baseline(app)
+            return f"{hook_name(baseline(app))} (plain CuPy, GPU 0)"
         except PeerSkipped as exc:
             return f"plain CuPy on GPU 0: {exc}"
-        return f"{module}.{func} (plain CuPy, GPU 0)"
-    if APPS[app].reference is not None:
-        return "{}.{} (CPU)".format(*APPS[app].reference)
-    return f"groute.graph.reference.{REFERENCE_FUNCTIONS[app]} (CPU)"
-
-
-#: app -> the function of groute.graph.reference that answers it, for the apps registered
-#: without a ``reference`` hook (the first four)
-REFERENCE_FUNCTIONS = {"bfs": "bfs", "sssp": "sssp", "pr": "pagerank", "cc": "connected_components"}
+    hook = spec_for(app).reference
+    return f"{hook_name(hook)} (CPU)" if hook is not None else "none"
 
 
 def _reference_cache_path(app, graph, source, where="cpu") -> Path:
     import importlib.util
-    from groute.graph import cache_root, reference
+    from groute.graph import cache_root
     h = hashlib.sha1()
+    hook = baseline(app) if where == "gpu" else _reference_hook(app)
+    h.update(Path(importlib.util.find_spec(hook[0]).origin).read_bytes())
     if where == "gpu":
-        origin = importlib.util.find_spec(baseline(app)[0]).origin
-        h.update(Path(origin).read_bytes())
         h.update(b"gpu")
-    elif APPS[app].reference is not None:
-        h.update(Path(importlib.util.find_spec(APPS[app].reference[0]).origin).read_bytes())
-    else:
-        h.update(Path(reference.__file__).read_bytes())
     if source is not None and np.ndim(source):    # a sample of sources
         source = ",".join(map(str, np.asarray(source).tolist()))
     h.update(f"{graph.content_hash()} {app} {source} {PR_DAMPING} {PR_TOL}".encode())
@@ -132,19 +122,19 @@ def _reference_cache_path(app, graph, source, where="cpu") -> Path:
     return cache_root() / "references" / f"{prefix}-{h.hexdigest()[:24]}.npy"
 
 
+def _reference_hook(app: str) -> tuple[str, str]:
+    hook = spec_for(app).reference
+    if hook is None:
+        raise ValueError(f"{app} has no reference to check it against: give it a BenchSpec "
+                         f"in groute/bench/specs.py")
+    return hook
+
+
 def reference_result(app: str, graph, source=None):
-    """The reference answer of ``app`` on ``graph``: its registry ``reference`` hook, else
-    :mod:`groute.graph.reference`."""
-    if APPS[app].reference is not None:
-        from groute.registry import load
-        return np.asarray(load(*APPS[app].reference)(graph, source))
-    from groute.graph import reference
-    name = REFERENCE_FUNCTIONS.get(app)
-    if name is None:
-        raise ValueError(f"no reference for app {app!r}")
-    fn = getattr(reference, name)   # the function reference_label names
-    if app in ("bfs", "sssp"):
-        return np.asarray(fn(graph, source))
-    if app == "pr":
-        return np.asarray(fn(graph, damping=PR_DAMPING, tol=PR_TOL))
-    return np.asarray(fn(graph))
+    """The reference answer of ``app`` on ``graph``: its bench spec's ``reference`` hook
+    (:mod:`groute.bench.specs` says how it is called)."""
+    spec = spec_for(app)
+    fn = load(_reference_hook(app))
+    if APPS[app].needs_source or spec.sources:
+        return np.asarray(fn(graph, source, **spec.check_options))
+    return np.asarray(fn(graph, **spec.check_options))

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..machine import summary_line
 from .fmt import fmt_bytes, fmt_ratio, fmt_seconds
-from .suite import OK, PR_MAX_L1, PR_TOL, SKIP, app_label, mode_label
+from .specs import PR_TOL, hook_name, spec_for
+from .suite import APPS, OK, PR_MAX_L1, SKIP, app_label, mode_label
 from .targets import TARGET_GPU, evaluate as evaluate_targets
 
 
@@ -169,24 +170,23 @@ VERIFY_TEXT = {"exact": "equal to the reference", "distances": None, "ranks": No
 
 
 def _app_lines(results: dict) -> list[str]:
-    """One line per app of the run that brings its own checks (registry hooks): what its
-    answers are compared with, how, its floor model and its sources."""
-    from ..registry import APPS
+    """One line per app of the run that brings its own checks (its bench spec's hooks): what
+    its answers are compared with, how, its floor model and its sources."""
     lines = []
     for app in dict.fromkeys(c["app"] for c in results.get("cases", [])):
-        spec = APPS.get(app)
-        if spec is None or (spec.reference is None and spec.floor is None and not spec.sources):
+        algorithm, spec = APPS.get(app), spec_for(app)
+        if algorithm is None or (spec.peers is None and spec.floor is None and not spec.sources):
             continue
         how = (VERIFY_TEXT.get(spec.verify) or spec.verify).format(rtol=spec.rtol)
-        parts = [f"- {spec.label}: passes when {how}"]
+        parts = [f"- {algorithm.label}: passes when {how}"]
         if spec.floor is not None:
-            parts.append("floor: `{}.{}`".format(*spec.floor))
+            parts.append(f"floor: `{hook_name(spec.floor)}`")
         if spec.sources:
             parts.append(f"run from the same {spec.sources} sources as its reference and peers "
                          f"(the graph's highest out-degree vertices; JSON `graphs[].sources`)")
-        if not spec.self_loops:
+        if not algorithm.self_loops:
             parts.append("run on the graph without self-loops")
-        if spec.directed:
+        if algorithm.directed:
             parts.append("an undirected graph run as the directed graph of its arcs (each "
                          "edge both ways)")
         lines.append("; ".join(parts) + ".")

@@ -29,9 +29,10 @@ from .memory import add_ratios, case_probe, host_peak_while
 from .progress import Progress
 from .fmt import fmt_seconds
 from .report import jsonable
-from .suite import (APPS, ERROR, FAIL, NA, OK, PR_TOL, SKIP, WEIGHT_SEED, AppUnavailable,
+from .specs import spec_for
+from .suite import (APPS, ERROR, FAIL, NA, OK, SKIP, WEIGHT_SEED,
                     SOURCES_RULE, BenchConfig, case_modes, check_reference, choose_source,
-                    choose_sources, load_solver_class, reference_where, resolve_partition)
+                    choose_sources, reference_where, resolve_partition)
 from .references import cached_reference, reference_label
 from .verify import verify
 
@@ -64,17 +65,14 @@ class SuiteRun:
         self.partition = resolve_partition(config.partition)
         check_reference(config.reference, self.backend)
         self.classes: dict[str, object] = {}
+        #: app -> why its cases cannot run (no reference to check them against)
         self.unavailable: dict[str, str] = {}
         for app in config.apps:
-            if app in solvers:
-                self.classes[app] = solvers[app]
-                continue
-            try:
-                self.classes[app] = load_solver_class(APPS[app])
-            except AppUnavailable as exc:
-                self.unavailable[app] = str(exc)
-            except Exception as exc:  # the module exists but is broken: its cases are errors
-                self.unavailable[app] = f"ERROR importing {APPS[app].module}: {type(exc).__name__}: {exc}"
+            if spec_for(app).reference is None:
+                self.unavailable[app] = (f"{app} has no reference to check it against (no "
+                                         f"BenchSpec in groute/bench/specs.py)")
+            else:
+                self.classes[app] = solvers.get(app) or APPS[app].solver
         self.contexts: dict[int, object] = {}
         self._order: dict[int, tuple] = {}      # id(case) -> its place in results["cases"]
         self.progress = Progress(self._count_steps(), stream=stream, enabled=progress)
@@ -84,8 +82,7 @@ class SuiteRun:
             "started": _now(), "finished": None, "elapsed_s": None,
             "machine": describe_machine(), "bandwidth": None,
             "apps": {app: ({"status": "available"} if app in self.classes
-                           else {"status": NA if not self.unavailable[app].startswith("ERROR")
-                                 else ERROR, "note": self.unavailable[app]})
+                           else {"status": NA, "note": self.unavailable[app]})
                      for app in config.apps},
             "graphs": [], "references": [], "peers": [], "cases": [],
             "running": None,
@@ -178,8 +175,9 @@ class SuiteRun:
                                        else f"with_weights(seed={WEIGHT_SEED}): integers 1..64")
                 app_graph = weighted
             app_source = source if spec_app.needs_source else None
-            if spec_app.sources:
-                app_source = choose_sources(app_graph, spec_app.sources)
+            sources = spec_for(app).sources
+            if sources:
+                app_source = choose_sources(app_graph, sources)
                 info.setdefault("sources", {})[app] = dict(
                     count=int(app_source.size), rule=SOURCES_RULE,
                     first=[int(v) for v in app_source[:8]])
@@ -270,7 +268,7 @@ class SuiteRun:
     def _where(self, app, where) -> str:
         """Where ``app``'s reference is computed: ``where``, except that ``--reference auto``
         keeps an app without a plain-CuPy baseline on the CPU."""
-        if where == "gpu" and self.config.reference == "auto" and APPS[app].baseline is None:
+        if where == "gpu" and self.config.reference == "auto" and spec_for(app).baseline is None:
             return "cpu"
         return where
 
@@ -304,11 +302,10 @@ class SuiteRun:
         side (:meth:`_prefetch_references`), or the exception it raised."""
         if app not in self.classes:
             note = self.unavailable[app]
-            status = ERROR if note.startswith("ERROR") else NA
             for k in self.config.devices:
                 for mode in case_modes(APPS[app], self.config.modes):
                     self._record_case(dict(app=app, graph=spec, devices=k, mode=mode,
-                                           status=status, note=note))
+                                           status=NA, note=note))
             return None
         label = reference_label(app, where)
         self.progress.note(f"{app} {spec}: computing the reference ({label}) ...")
@@ -416,21 +413,19 @@ class SuiteRun:
 
     def _time_case(self, case, ctx, graph, source, ref):
         app = case["app"]
-        spec = APPS[app]
-        kwargs = {"ctx": ctx}
-        if spec.takes_partition:
+        algorithm, spec = APPS[app], spec_for(app)
+        kwargs = {"ctx": ctx, **spec.solver_options}
+        if algorithm.takes_partition:
             kwargs["partition"] = self.partition
         if case["mode"] is not None:
             kwargs["mode"] = case["mode"]
-        if app == "pr":
-            kwargs["tol"] = PR_TOL
         if spec.sources:                        # run() takes the file's ids
             args = ([graph.file_id_of(int(v)) for v in source],)
-        elif spec.needs_source:
+        elif algorithm.needs_source:
             args = (graph.file_id_of(source),)
         else:
             args = ()
-        options = spec.run_options or {}
+        options = spec.run_options
         probe = case_probe(self.backend, ctx.devices).start()
         solver = None
         try:
@@ -469,12 +464,12 @@ class SuiteRun:
         if len(times) < self.config.repeat:
             case["note"] = (f"{len(times)} of {self.config.repeat} repeats: the timed runs passed "
                             f"the {self.config.max_case_seconds:g} s case budget")
-        if spec.needs_source:                   # a traversal: arcs per second
+        if algorithm.needs_source:              # a traversal: arcs per second
             case["gteps"] = graph.num_edges / case["time_s"] / 1e9
 
     def _case_memory(self, memory: dict, app: str, graph, k: int) -> dict:
         """A case's measured peak (:mod:`.memory`) set against the CSR, with the app's own
-        estimate of one device's share (its registry ``memory`` function) beside it. The CSR
+        estimate of one device's share (its ``memory`` function) beside it. The CSR
         counts weights only for an app that reads them."""
         weighted = graph.weights is not None and (app not in APPS or APPS[app].weighted)
         add_ratios(memory, graph.num_vertices, graph.num_edges, weighted)
@@ -482,9 +477,8 @@ class SuiteRun:
         memory["estimate_bytes"] = None
         if estimate is not None:
             try:
-                from groute.registry import load
-                need = load(*estimate)(int(graph.num_vertices), int(graph.num_edges),
-                                       weighted=weighted, directed=bool(graph.directed), devices=k)
+                need = estimate(int(graph.num_vertices), int(graph.num_edges),
+                                weighted=weighted, directed=bool(graph.directed), devices=k)
                 memory["estimate_bytes"] = int(need.total)
             except Exception as exc:
                 log.warning("memory estimate of %s failed: %s", app, exc)

@@ -1,13 +1,13 @@
 """What a benchmark run measures: the apps it knows, the presets, and one run's configuration.
 
-Everything the harness knows about an app (its module and solver class, whether it takes a
-source vertex, weights, modes and a partitioner, its plain-CuPy baseline) is its
-:class:`groute.registry.App` in :data:`APPS`, so the runner, the verifier and the floor model
-never special-case an app by name elsewhere, and the harness imports no algorithm by name.
+What an app *is* (its solver class, whether it takes a source vertex, weights, modes and a
+partitioner) is its :class:`groute.registry.Algorithm` in :data:`APPS`; how the harness checks
+and compares it (reference, peers, baseline, floor) is its :class:`groute.bench.specs.BenchSpec`.
+So the runner, the verifier and the floor model never special-case an app by name, and the
+harness imports no algorithm by name.
 """
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from dataclasses import asdict, dataclass, field
 
@@ -26,16 +26,13 @@ REFERENCES = ("auto", "cpu", "gpu")
 REFERENCE_GPU_MIN_ARCS = 200_000_000
 
 
-#: name -> :class:`groute.registry.App`: the apps the harness runs, as the facade registered them
-#: (the registry's own table, so an app registered later is benchmarked too).
-APPS = registry.APPS
+#: name -> :class:`groute.registry.Algorithm`: the apps the harness runs, as they registered
+#: themselves (the registry's own table, so an app registered later is benchmarked too).
+APPS = registry.ALGORITHMS
 
 #: Peers the harness knows. ``scipy`` always runs; the rest are used when installed.
 PEERS = ("scipy", "cupy", "igraph", "networkx", "cugraph")
 
-#: PageRank settings shared by our app, the reference and the peers (the issue's "same tolerance").
-PR_DAMPING = 0.85
-PR_TOL = 1e-6
 #: A PageRank result passes when its L1 distance to the reference is at most this (ranks sum to 1).
 PR_MAX_L1 = 1e-4
 #: SSSP distances pass when they match the reference to this relative tolerance (float32 kernels).
@@ -45,7 +42,7 @@ WEIGHT_SEED = 0
 
 
 #: Case and peer outcomes. Only "ok" ones carry times; "skip" (not runnable here, e.g. more
-#: devices than GPUs) and "n/a" (app not in this checkout) did not run at all.
+#: devices than GPUs) and "n/a" (nothing to run it with: no reference) did not run at all.
 OK, FAIL, ERROR, SKIP, NA = "ok", "FAIL", "ERROR", "skip", "n/a"
 NOT_RUN = (SKIP, NA)
 
@@ -62,27 +59,6 @@ def mode_label(case: dict, none: str = "-") -> str:
 def app_label(app: str) -> str:
     """The app's name in tables and plots (its own key when it is not one of :data:`APPS`)."""
     return APPS[app].label if app in APPS else app
-
-
-class AppUnavailable(Exception):
-    """The app's module is not in this checkout (yet): its cases are reported as not available."""
-
-
-def load_solver_class(spec: registry.App):
-    """The solver class of ``spec``; :class:`AppUnavailable` when its module does not exist.
-
-    An app module that exists but fails to import is a bug, not an absence: that error propagates.
-    """
-    try:
-        if importlib.util.find_spec(spec.module) is None:
-            raise AppUnavailable(f"{spec.module} is not in this checkout")
-    except ModuleNotFoundError as exc:  # the parent package is missing
-        raise AppUnavailable(f"{spec.module} is not in this checkout ({exc})") from None
-    module = importlib.import_module(spec.module)
-    try:
-        return getattr(module, spec.solver)
-    except AttributeError:
-        raise AppUnavailable(f"{spec.module} has no {spec.solver} solver class") from None
 
 
 @dataclass
@@ -255,7 +231,7 @@ def choose_sources(graph, count: int) -> np.ndarray:
     return np.sort(order).astype(np.int64)
 
 
-def case_modes(spec: registry.App, modes: list[str]) -> list[str | None]:
+def case_modes(spec: registry.Algorithm, modes: list[str]) -> list[str | None]:
     """The modes a case list runs an app in: the asked ones it supports, or [None] if it has none."""
     if not spec.modes:
         return [None]

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .suite import APPS, PR_MAX_L1, SSSP_RTOL
+from .specs import spec_for
+from .suite import PR_MAX_L1, SSSP_RTOL
 
 
 @dataclass
@@ -32,13 +33,13 @@ def verify(app: str, values, ref, graph=None) -> Verdict:
         return Verdict(False, f"result is not an array NumPy can read: {exc}")
     if values.shape != ref.shape:
         return Verdict(False, f"result has shape {values.shape}, expected {ref.shape}")
-    spec = APPS[app]
+    spec = spec_for(app)
     if spec.verify == "allclose":
         return _allclose(values, ref, spec.rtol)
     try:
         check = KINDS[spec.verify]
     except KeyError:
-        raise ValueError(f"app {app!r} registered verify={spec.verify!r}; known: allclose, "
+        raise ValueError(f"the bench spec of {app!r} says verify={spec.verify!r}; known: allclose, "
                          f"{', '.join(KINDS)}") from None
     return check(values, ref, graph)
 

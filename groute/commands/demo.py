@@ -1,10 +1,9 @@
 """``groute demo`` (what ``make demo`` runs): every app on the devices that are there, verified.
 
 Uses the small real graph shipped in ``groute/data`` so it works without ``../shared`` or a
-network: PBF on a random array, then BFS, SSSP, PageRank, connected components and every other
-registered app (k-core...), each compared with its independent reference (NumPy / scipy; an app
-registered with its own checks, by those, as ``groute bench`` does). The apps come from :mod:`groute.registry`, as
-the facade registered them.
+network: PBF on a random array, then every registered algorithm (BFS, SSSP, PageRank, connected
+components, k-core ...: :data:`groute.registry.ALGORITHMS`), each compared with its independent
+reference exactly as ``groute bench`` checks it (:mod:`groute.bench.specs`).
 """
 from __future__ import annotations
 
@@ -15,19 +14,23 @@ from ..cli_support import context_from_args
 
 def register(subparsers, common):
     p = subparsers.add_parser("demo", parents=[common],
-                              help="run PBF, BFS, SSSP, PageRank and CC on the shipped graph, verified")
+                              help="run PBF and every algorithm on the shipped graph, verified")
     p.add_argument("--graph", default=None, help="graph path or spec (default: the shipped graph)")
     p.set_defaults(func=run)
 
 
 def _line(name, ok, ms, detail):
-    print(f"  {name:9s} {ms:9.2f} ms  {'verified' if ok else 'WRONG'}  {detail}")
+    print(f"  {name:11s} {ms:9.2f} ms  {'verified' if ok else 'WRONG'}  {detail}")
     return ok
 
 
 def run(args) -> int:
     from .. import registry
-    from ..graph import load_graph, reference, shipped_graph_path
+    from ..bench.references import reference_label, reference_result
+    from ..bench.specs import spec_for
+    from ..bench.suite import WEIGHT_SEED, choose_sources
+    from ..bench.verify import verify
+    from ..graph import load_graph, shipped_graph_path
 
     spec = args.graph or str(shipped_graph_path())
     graph = load_graph(spec)
@@ -46,53 +49,31 @@ def run(args) -> int:
         k = len(ctx.devices)
         partition = "metis" if k > 1 and _have_pymetis() else "contiguous"
         source = int(np.argmax(graph.degrees()))
-        weighted = graph if graph.weights is not None else graph.with_weights(seed=1)
-        # app (as registered) -> (its check against the graph layer's reference, what it shows)
-        checks = {
-            "bfs": (lambda g, r: np.array_equal(r.values, reference.bfs(g, source)),
-                    f"source {graph.file_id_of(source)}"),
-            "sssp": (lambda g, r: np.allclose(r.values, reference.sssp(g, source)),
-                     "random weights 1..64"),
-            "pr": (lambda g, r: reference.pagerank_error(r.values, reference.pagerank(g))[0]
-                   <= 1e-4, "L1 <= 1e-4"),
-            "cc": (lambda g, r: np.array_equal(r.values, reference.connected_components(g)),
-                   "labels = smallest vertex id"),
-        }
-        for name, app in registry.APPS.items():
+        weighted = graph if graph.weights is not None else graph.with_weights(seed=WEIGHT_SEED)
+        for name, app in registry.ALGORITHMS.items():
+            checks = spec_for(name)
+            if checks.reference is None:
+                print(f"  {name:11s} not run: no reference to check it against")
+                continue
             g = weighted if app.weighted else graph
             if not app.self_loops:
                 g = g.remove_self_loops()
             if app.directed:
                 g = g.as_directed()
             options = {"partition": partition} if app.takes_partition else {}
+            at = source if app.needs_source else None
             run_args = (graph.file_id_of(source),) if app.needs_source else ()
-            sample = None
-            if app.sources:
-                from ..bench.suite import choose_sources
-                sample = choose_sources(g, app.sources)
-                run_args = ([graph.file_id_of(int(v)) for v in sample],)
-            check, detail = checks.get(name) or _registry_check(name, app, sample)
-            with app.solver_class()(g, ctx=ctx, **options) as solver:
-                options = app.run_options or {}
-                solver.run(*run_args, **options)     # warm-up: compiles kernels, fills caches
-                r = solver.run(*run_args, **options)
-            results.append(_line(name, bool(check(g, r)), r.time_s * 1e3, detail))
+            if checks.sources:
+                at = choose_sources(g, checks.sources)
+                run_args = ([graph.file_id_of(int(v)) for v in at],)
+            with app.solver(g, ctx=ctx, **options, **checks.solver_options) as solver:
+                solver.run(*run_args, **checks.run_options)  # warm-up: compiles kernels
+                r = solver.run(*run_args, **checks.run_options)
+            verdict = verify(name, r.values, reference_result(name, g, at), g)
+            results.append(_line(name, verdict.ok, r.time_s * 1e3,
+                                 f"{verdict.detail} ({reference_label(name, 'cpu')})"))
     print("all results verified" if all(results) else "SOME RESULTS ARE WRONG")
     return 0 if all(results) else 1
-
-
-def _registry_check(name, app, sources):
-    """The check of an app that brings its own (``App.reference`` and ``App.verify``, as
-    ``groute bench`` uses them); ``sources``: its sample, for an app run from sources."""
-    from ..bench.verify import verify
-    from ..registry import load
-    if app.reference is None:
-        raise ValueError(f"app {name!r} registered no reference: the demo cannot check it")
-
-    def check(g, r):
-        ref = np.asarray(load(*app.reference)(g, sources if app.sources else None))
-        return verify(name, r.values, ref, g).ok
-    return check, f"{app.verify}, as {app.reference[0]}.{app.reference[1]}"
 
 
 def _have_pymetis():

@@ -43,7 +43,7 @@ def rule(check):
 # ------------------------------------------------------------------------------------------------
 def _depths(G, source: int) -> np.ndarray:
     """Hops from position ``source`` (groute's BFS; -1: not reached)."""
-    BFS = registry.app("bfs").solver_class()
+    BFS = registry.algorithm_named("bfs").solver
     with devices_for(len(G)) as (ctx, partition):
         with BFS(G.csr, ctx=ctx, partition=partition) as solver:
             return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.int64)
@@ -51,7 +51,7 @@ def _depths(G, source: int) -> np.ndarray:
 
 def _distances(G, source: int) -> np.ndarray:
     """Weighted distances from position ``source`` (groute's SSSP; inf: not reached)."""
-    SSSP = registry.app("sssp").solver_class()
+    SSSP = registry.algorithm_named("sssp").solver
     with devices_for(len(G)) as (ctx, partition):
         with SSSP(G.csr, ctx=ctx, partition=partition) as solver:
             return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.float64)
@@ -510,7 +510,7 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
         return {}
     if sources is not None:
         sources = [G.csr.file_id_of(G.position(u)) for u in sources]
-    Betweenness = registry.app("betweenness").solver_class()
+    Betweenness = registry.algorithm_named("betweenness").solver
     with devices_for(len(G)) as (ctx, partition):
         with Betweenness(G.csr, ctx=ctx, partition=partition) as solver:
             result = solver.run(sources, normalized=normalized, endpoints=endpoints)
@@ -542,7 +542,7 @@ def _plain_pagerank(args):
 @rule(_plain_pagerank)
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
              weight="weight", dangling=None):
-    PageRank = registry.app("pr").solver_class()
+    PageRank = registry.algorithm_named("pr").solver
     N = len(G)
     if N == 0:
         return {}

@@ -1,20 +1,95 @@
-"""Plain-CuPy PageRank and CC: the code a user would write without groute (benchmark peers).
+"""Plain-CuPy BFS, SSSP, PageRank and CC: the code a user would write on one GPU without groute.
 
+``groute bench`` runs them as the ``cupy`` peer and, for graphs too big for the CPU references, as
+the reference (``--reference gpu``): they share nothing with groute's kernels.
+
+* :func:`cupy_bfs`: level-synchronous frontier BFS. Each level gathers the frontier's arcs
+  (degrees, ``cumsum``, ``searchsorted`` to find each arc's source), keeps unvisited targets,
+  ``unique`` makes the next frontier. One host round trip per level (the frontier size).
+* :func:`cupy_sssp`: frontier Bellman-Ford. Each round relaxes the arcs of the vertices whose
+  distance changed, with ``cupyx.scatter_min`` into a copy of the distances; the next frontier is
+  where the distance dropped.
 * :func:`cupy_pagerank`: power iteration with one cuSPARSE SpMV (``csr_matrix @ x``) per
   iteration on the transposed adjacency, float64, the same definition and stopping rule as
   ``groute.graph.reference.pagerank`` (L1 change < tol, dangling mass spread uniformly).
 * :func:`cupy_cc`: min-label propagation over both directions of every arc with
   ``cupyx.scatter_min``, plus pointer jumping (``labels = labels[labels]``) each round.
 
-Both take a graph whose arrays are CuPy arrays on the current device (``graph.to_device``) or
-NumPy arrays (uploaded). The per-graph matrix/edge arrays are built once and cached on the
-graph object, like a user who runs the algorithm repeatedly would; only the iteration is the
-timed call. The builders are public (``<function>_setup(graph)``) so ``groute bench`` calls them
-before its warm-up: a cold ``a.T.tocsr()`` can take longer than the timed runs themselves.
-Both return ``(values, iterations)`` with values as CuPy arrays.
+Each takes a graph whose arrays are on the current GPU (``graph.to_device``) or NumPy arrays
+(uploaded each call). BFS and SSSP return CuPy arrays in the graph's vertex ids: int32 depths
+with -1 unreachable / float64 distances with inf unreachable, the same conventions as the apps.
+PageRank and CC return ``(values, iterations)``; their per-graph matrix/edge arrays are built
+once and cached on the graph object, like a user who runs the algorithm repeatedly would, by
+public builders (``<function>_setup(graph)``) that ``groute bench`` calls before its warm-up: a
+cold ``a.T.tocsr()`` can take longer than the timed runs themselves.
 """
 from __future__ import annotations
 
+
+def _arrays(graph, weights=False):
+    import cupy
+    indptr = cupy.asarray(graph.indptr).astype(cupy.int64, copy=False)
+    indices = cupy.asarray(graph.indices)
+    if not weights:
+        return indptr, indices
+    w = graph.weights
+    w = cupy.ones(indices.shape[0], cupy.float64) if w is None else cupy.asarray(w).astype(cupy.float64)
+    return indptr, indices, w
+
+
+def _frontier_arcs(indptr, frontier):
+    """Arc ids of every out-arc of ``frontier`` and, per arc, its position in the frontier."""
+    import cupy
+    starts = indptr[frontier]
+    deg = indptr[frontier + 1] - starts
+    ends = cupy.cumsum(deg)
+    total = int(ends[-1]) if ends.size else 0
+    if total == 0:
+        return None, None
+    arc = cupy.arange(total, dtype=cupy.int64)
+    pos = cupy.searchsorted(ends, arc, side="right")
+    return starts[pos] + arc - (ends[pos] - deg[pos]), pos
+
+
+def cupy_bfs(graph, source):
+    """Depths from ``source`` (int32, -1 unreachable)."""
+    import cupy
+    indptr, indices = _arrays(graph)
+    n = int(graph.num_vertices)
+    depth = cupy.full(n, -1, dtype=cupy.int32)
+    depth[source] = 0
+    frontier = cupy.asarray([source], dtype=cupy.int64)
+    level = 0
+    while frontier.size:
+        arcs, _ = _frontier_arcs(indptr, frontier)
+        if arcs is None:
+            break
+        targets = indices[arcs]
+        targets = cupy.unique(targets[depth[targets] < 0]).astype(cupy.int64)
+        level += 1
+        depth[targets] = level
+        frontier = targets
+    return depth
+
+
+def cupy_sssp(graph, source):
+    """Distances from ``source`` (float64, inf unreachable)."""
+    import cupy
+    import cupyx
+    indptr, indices, w = _arrays(graph, weights=True)
+    n = int(graph.num_vertices)
+    dist = cupy.full(n, cupy.inf, dtype=cupy.float64)
+    dist[source] = 0.0
+    frontier = cupy.asarray([source], dtype=cupy.int64)
+    while frontier.size:
+        arcs, pos = _frontier_arcs(indptr, frontier)
+        if arcs is None:
+            break
+        new = dist.copy()
+        cupyx.scatter_min(new, indices[arcs], dist[frontier][pos] + w[arcs])
+        frontier = cupy.flatnonzero(new < dist)
+        dist = new
+    return dist
 
 def _device_arrays(graph):
     import cupy
