@@ -124,6 +124,12 @@ class TimedRuns:
     backend: str
     logical_gpus: int | None = None
 
+    @property
+    def devices_why(self) -> str | None:
+        """How the solver chose its device count (:mod:`groute.engines.device_rule`)."""
+        choice = getattr(self.solver, "device_choice", None)
+        return choice.why if choice is not None else None
+
     def time_line(self) -> str:
         return (f"  time: median {self.median * 1e3:.3f} ms over {len(self.times)} runs "
                 f"(min {min(self.times) * 1e3:.3f}, max {max(self.times) * 1e3:.3f}) after one warm-up")
@@ -136,35 +142,30 @@ class TimedRuns:
         if self.logical_gpus is not None:
             gpus = f"{self.logical_gpus} GPU{'s' if self.logical_gpus != 1 else ''}"
             devices += f" (logical, sharing {gpus}: for testing, not timing)"
+        if (self.devices_why or "").startswith("auto"):
+            devices += " (auto)"
         return f"median of {len(self.times)}; {devices}" + (f", {mode}" if mode else "")
 
 
 def run_solver(args, graph, build, *run_args, **run_kwargs) -> TimedRuns:
-    """Build a solver with ``build(ctx)`` on the context ``--backend/--devices/--timeout`` ask
-    for (by default no more devices than ``graph`` has vertices), run
-    ``solver.run(*run_args, **run_kwargs)``
-    once to warm up and ``--repeat`` times timed, then close the solver and the context (also
-    on failure)."""
-    from groute.cli_support import context_from_args
-    from groute.runtime.context import default_device_count
-    devices = args.devices
-    if devices is None:
-        devices = default_device_count(args.backend, graph.num_vertices)
-    ctx = context_from_args(args, devices=devices)
+    """Build a solver with ``build(where)``, ``where`` the solver options
+    ``--backend/--devices/--timeout`` give (``devices``, ``backend``, ``timeout``; the solver
+    chooses ``--devices auto``'s count and owns its context), run
+    ``solver.run(*run_args, **run_kwargs)`` once to warm up and ``--repeat`` times timed, then
+    close the solver and its context (also on failure)."""
+    where = {"devices": args.devices, "backend": args.backend, "timeout": args.timeout}
+    t0 = time.perf_counter()
+    solver = build(where)
+    setup = time.perf_counter() - t0
+    ctx = solver.ctx
     try:
-        t0 = time.perf_counter()
-        solver = build(ctx)
-        setup = time.perf_counter() - t0
-        try:
-            solver.run(*run_args, **run_kwargs)
-            times, res = [], None
-            for _ in range(args.repeat):
-                res = solver.run(*run_args, **run_kwargs)
-                times.append(res.time_s)
-        finally:
-            solver.close()
+        solver.run(*run_args, **run_kwargs)
+        times, res = [], None
+        for _ in range(args.repeat):
+            res = solver.run(*run_args, **run_kwargs)
+            times.append(res.time_s)
     finally:
-        ctx.shutdown()
+        solver.close()
     logical_gpus = (len({d.gpu for d in ctx.devices}) if getattr(ctx, "logical", False)
                     else None)
     return TimedRuns(res, statistics.median(times), times, setup, solver, len(ctx.devices),
@@ -188,6 +189,8 @@ def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_st
                   "logical": runs.logical_gpus is not None,
                   "time_s": runs.median, "times_s": runs.times, "setup_s": runs.setup_s,
                   "load_s": load_s, **facts}
+        if runs.devices_why is not None:
+            record["devices_why"] = runs.devices_why
         if runs.logical_gpus is not None:   # the times: a correctness check, not a measurement
             record["logical_gpus"] = runs.logical_gpus
         if verified is not None:
@@ -202,6 +205,8 @@ def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_st
         kind = "directed" if graph.directed else "undirected"
         say(f"  graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
             f"({kind}), loaded in {load_s:.2f} s; solver set up in {runs.setup_s:.2f} s")
+        if runs.devices_why is not None:
+            say(f"  devices: {runs.devices_why}")
         for text in extra_stats:
             say(f"  {text}")
         say(runs.time_line())

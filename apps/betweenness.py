@@ -142,7 +142,7 @@ class Betweenness(EngineSolver):
     forward_pass = FORWARD_PASS
     backward_pass = BACKWARD_PASS
 
-    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+    def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
                  partition="contiguous", engine="bsp", loop="auto"):
         self.graph = graph
         self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,

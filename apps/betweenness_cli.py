@@ -59,8 +59,8 @@ def _sources(args, g):
 def _cli(args) -> int:
     g, load_s = load(args)
     sources = _sources(args, g)
-    runs = run_solver(args, g, lambda ctx: Betweenness(
-        g, ctx=ctx, partition=args.partition, engine=args.engine),
+    runs = run_solver(args, g, lambda where: Betweenness(
+        g, **where, partition=args.partition, engine=args.engine),
                       sources, normalized=args.normalized, endpoints=args.endpoints)
     res = runs.result
     bc = np.asarray(res.values)

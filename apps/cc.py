@@ -88,7 +88,7 @@ def _cli(args) -> int:
              "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
     tuning = dataclasses.replace(CCTuning.from_environment(),
                                  **{k: v for k, v in given.items() if v is not None})
-    runs = run_solver(args, g, lambda ctx: CC(g, ctx=ctx, afforest=not args.no_afforest,
+    runs = run_solver(args, g, lambda where: CC(g, **where, afforest=not args.no_afforest,
                                               rest=args.rest, tuning=tuning))
     res = runs.result
     labels = res.values

@@ -35,8 +35,8 @@ def register(subparsers, common):
 def _cli(args) -> int:
     g, load_s = load(args)
     tuning = tuning_from(args)
-    runs = run_solver(args, g, lambda ctx: Katz(
-        g, ctx=ctx, partition=args.partition, mode=args.mode, alpha=args.alpha, beta=args.beta,
+    runs = run_solver(args, g, lambda where: Katz(
+        g, **where, partition=args.partition, mode=args.mode, alpha=args.alpha, beta=args.beta,
         normalized=not args.raw, tol=args.tol, seed=args.seed,
         max_iterations=args.max_iterations, tuning=tuning))
     verified = None

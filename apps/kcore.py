@@ -91,7 +91,7 @@ class KCore(EngineSolver):
     ``groute.engines.LOOP_RULE``; on the async engine also async:
     ``groute.engines.ASYNC_LOOP_RULE``)."""
 
-    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+    def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
                  partition="contiguous", direction=DEFAULT_DIRECTION, engine="bsp",
                  loop="auto"):
         self.graph = graph

@@ -31,7 +31,7 @@ def register(subparsers, common):
 
 def _cli(args) -> int:
     g, load_s = load(args)
-    runs = run_solver(args, g, lambda ctx: KCore(g, ctx=ctx, partition=args.partition,
+    runs = run_solver(args, g, lambda where: KCore(g, **where, partition=args.partition,
                                                   engine=args.engine, direction=args.direction))
     res = runs.result
     core = np.asarray(res.values)

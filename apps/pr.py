@@ -128,8 +128,8 @@ def _cli(args) -> int:
     from .iterate_cli import report_iteration, tuning_from
     g, load_s = load(args)
     tuning = tuning_from(args)
-    runs = run_solver(args, g, lambda ctx: PageRank(
-        g, ctx=ctx, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
+    runs = run_solver(args, g, lambda where: PageRank(
+        g, **where, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
         seed=args.seed, max_iterations=args.max_iterations, tuning=tuning))
     verified = None
     if args.verify:

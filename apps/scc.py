@@ -208,7 +208,7 @@ class SCC(EngineSolver):
     random), ``engine`` (bsp), ``loop``: how the peels, the colouring and the claim run (auto,
     fused, python: ``groute.engines.LOOP_RULE``). ``graph``: a directed CSRGraph."""
 
-    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+    def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
                  partition="contiguous", engine="bsp", loop="auto"):
         _check_directed(graph)
         self.graph = graph

@@ -27,7 +27,7 @@ def register(subparsers, common):
 
 def _cli(args) -> int:
     g, load_s = load(args)
-    runs = run_solver(args, g, lambda ctx: SCC(g, ctx=ctx, partition=args.partition,
+    runs = run_solver(args, g, lambda where: SCC(g, **where, partition=args.partition,
                                                 engine=args.engine))
     res = runs.result
     count, largest = res.stats["components"], res.stats["largest"]

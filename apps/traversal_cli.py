@@ -103,8 +103,8 @@ def run_cli(args, name, solver_cls):
     given = {"routing": args.routing}
     worklist = dataclasses.replace(WorklistTuning.from_environment(),
                                    **{k: v for k, v in given.items() if v is not None})
-    runs = run_solver(args, graph, lambda ctx: solver_cls(
-        graph, ctx=ctx, partition=args.partition or "metis", mode=args.mode,
+    runs = run_solver(args, graph, lambda where: solver_cls(
+        graph, **where, partition=args.partition or "metis", mode=args.mode,
         priority=False if args.no_priority else "auto", delta=delta, seed=args.seed,
         exchange=args.exchange, worklist_tuning=worklist),
         sources=seed_ids, predecessors=args.predecessors is not None,

@@ -13,12 +13,14 @@ import sys
 
 def common_parser() -> argparse.ArgumentParser:
     """Options every subcommand takes."""
+    from .engines.device_rule import summary
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("devices")
     g.add_argument("--backend", choices=["auto", "cuda", "cpu"], default="auto",
                    help="cuda: CuPy GPUs; cpu: NumPy virtual devices; auto: GPUs if CuPy finds any")
-    g.add_argument("--devices", type=positive_int, default=None, metavar="K",
-                   help="number of devices (default: all GPUs, or 4 CPU virtual devices)")
+    g.add_argument("--devices", type=device_count, default="auto", metavar="K|auto",
+                   help=f"number of devices; auto (default), for an algorithm: {summary()}; "
+                        f"for the other commands every GPU or 4 CPU virtual devices")
     g.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="seconds any single wait may take before failing (default 60)")
     g.add_argument("-v", "--verbose", action="store_true", help="log progress and show tracebacks")
@@ -36,6 +38,11 @@ def positive_number(text: str, convert, not_a_number: str, not_positive: str):
     if not value > 0:                            # also refuses a float NaN
         raise argparse.ArgumentTypeError(not_positive.format(value=value))
     return value
+
+
+def device_count(text: str):
+    """``--devices``: ``auto`` or a whole number >= 1."""
+    return "auto" if text == "auto" else positive_int(text)
 
 
 def positive_int(text: str) -> int:

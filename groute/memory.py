@@ -54,6 +54,20 @@ def free_device_bytes(device) -> int | None:
     return int(free) + cached
 
 
+def free_gpu_bytes(gpu: int) -> int | None:
+    """:func:`free_device_bytes` of CUDA GPU ``gpu`` before any device of a context exists
+    (``devices="auto"`` decides before the context is made). None when CuPy cannot reach a
+    GPU."""
+    try:
+        import cupy
+        with cupy.cuda.Device(gpu):
+            free, _ = cupy.cuda.runtime.memGetInfo()
+            cached = int(cupy.get_default_memory_pool().free_bytes())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no such GPU: nothing to tell
+        return None
+    return int(free) + cached
+
+
 def check_fits(devices, need: DeviceBytes, what: str) -> None:
     """Raise :class:`GraphTooLarge` naming ``what`` (the graph) and the largest arrays when
     ``need`` (one device's share) exceeds what one of ``devices`` may use.

@@ -78,11 +78,26 @@ class Solver:
     ctx = None
     _owns_ctx = False
 
-    def _open_context(self, ctx=None, *, devices=None, backend="auto", timeout=None,
-                      max_devices=None):
-        """``max_devices``: at most this many by default (the graph's vertex count)."""
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
-                                                  timeout=timeout, max_devices=max_devices)
+    #: what ``devices="auto"`` reads: the engine family of :data:`groute.engines.device_rule.
+    #: BREAK_EVEN_ARCS` this solver belongs to
+    engine_family = "operators"
+    #: what the solver's ``devices`` became, and why (:class:`groute.engines.device_rule.
+    #: DeviceChoice`): the command line and ``groute bench`` print it
+    device_choice = None
+
+    def _open_context(self, ctx=None, *, devices="auto", backend="auto", timeout=None,
+                      graph, estimate=None, weighted=False):
+        """The solver's context: ``ctx`` if given, else one of ``devices`` (``"auto"``: as
+        :func:`groute.engines.device_rule.choose_devices` decides for :attr:`engine_family`
+        from ``graph`` and the memory ``estimate``)."""
+        from groute.engines.device_rule import choose_devices
+        self.device_choice = choose_devices(
+            devices, ctx=ctx, backend=backend, engine=self.engine_family,
+            num_vertices=graph.num_vertices, num_arcs=graph.num_edges,
+            directed=bool(getattr(graph, "directed", False)), estimate=estimate,
+            weighted=weighted)
+        self.ctx, self._owns_ctx = ensure_context(ctx, devices=self.device_choice.devices,
+                                                  backend=backend, timeout=timeout)
         return self.ctx
 
     def _check_memory(self, estimate, graph, *, weighted=False) -> None:

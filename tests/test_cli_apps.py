@@ -180,21 +180,21 @@ def test_logical_devices_are_named_in_the_summary_and_the_json(capsys, monkeypat
     """Times taken on logical devices (several on one GPU) are a correctness check, not a
     measurement: the summary line and ``--json`` say the devices are logical and how many GPUs
     they share. Stand-in: CPU virtual devices marked as logical devices on GPU 0."""
-    import groute.cli_support
-    real = groute.cli_support.context_from_args
+    import groute.solver
+    real = groute.solver.ensure_context
 
-    def on_one_gpu(args, **kwargs):
-        ctx = real(args, **kwargs)
+    def on_one_gpu(*args, **kwargs):
+        ctx, owned = real(*args, **kwargs)
         for d in ctx.devices:
             d.logical, d.gpu = True, 0
-        return ctx
-    monkeypatch.setattr(groute.cli_support, "context_from_args", on_one_gpu)
+        return ctx, owned
+    monkeypatch.setattr(groute.solver, "ensure_context", on_one_gpu)
     assert main(["bfs", "--graph", "grid:6", *RUN]) == 0
     line = capsys.readouterr().out.strip()
     assert ("ms (median of 1; 2 cpu devices (logical, sharing 1 GPU: for testing, not timing), "
             in line), line
     record = run_json(capsys, "cc", "--graph", "grid:6")
     assert record["logical"] is True and record["logical_gpus"] == 1
-    monkeypatch.setattr(groute.cli_support, "context_from_args", real)
+    monkeypatch.setattr(groute.solver, "ensure_context", real)
     record = run_json(capsys, "cc", "--graph", "grid:6")
     assert record["logical"] is False and "logical_gpus" not in record

@@ -119,10 +119,14 @@ def test_info_imports_nothing():
 
 
 def test_device_count_rule():
-    assert devices.device_count("cpu", None, 100) == 1
-    assert devices.device_count("cpu", 3, 100) == 3
-    assert devices.device_count("cpu", 3, 2) == 2
-    assert devices.device_count("cpu", 4, 0) == 1
+    from groute.graph import load_graph
+    from groute.graph import CSRGraph
+    big, two = load_graph("grid:10"), load_graph("grid:1x2")
+    empty = CSRGraph.from_edges([], [], 0)
+    assert devices.device_count("cpu", None, big, "iterate") == 1     # the algorithms' auto
+    assert devices.device_count("cpu", 3, big, "relax") == 3
+    assert devices.device_count("cpu", 3, two, "relax") == 2
+    assert devices.device_count("cpu", 4, empty, "operators") == 1
 
 
 # ------------------------------------------------------------------------------------------------

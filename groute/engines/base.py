@@ -131,6 +131,12 @@ class EngineSolver:
         """The engine's :class:`~groute.Context` (the devices it runs on)."""
         return self.engine.ctx
 
+    @property
+    def device_choice(self):
+        """What the engine's ``devices`` became, and why
+        (:class:`groute.engines.device_rule.DeviceChoice`)."""
+        return self.engine.device_choice
+
     def close(self) -> None:
         """Free the engine (and its context if it made it). Idempotent."""
         if self.engine is not None:

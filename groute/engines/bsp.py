@@ -67,6 +67,7 @@ from groute.runtime.router import Router
 from groute.tuning import BSPTuning
 
 from .base import Engine
+from .device_rule import choose_devices
 from .fused import LOOP_CHOICES, FusedLoops, decide_loop, not_fused_because
 from .fused_multi import MultiFusedLoops
 
@@ -108,7 +109,7 @@ class BSPEngine(Engine):
 
     name = "bsp"
 
-    def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
+    def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
                  partition: str = "contiguous", seed: int = 0, tuning: BSPTuning | None = None,
                  loop: str = "auto"):
         if loop not in LOOP_CHOICES:
@@ -119,9 +120,12 @@ class BSPEngine(Engine):
         self.num_vertices = graph.num_vertices
         self.num_arcs = graph.num_edges
         self.directed = graph.directed
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
-                                                  timeout=timeout,
-                                                  max_devices=max(graph.num_vertices, 1))
+        #: what ``devices`` became, and why (:mod:`groute.engines.device_rule`)
+        self.device_choice = choose_devices(devices, ctx=ctx, backend=backend, engine="operators",
+                                            num_vertices=graph.num_vertices,
+                                            num_arcs=graph.num_edges, directed=graph.directed)
+        self.ctx, self._owns_ctx = ensure_context(ctx, devices=self.device_choice.devices,
+                                                  backend=backend, timeout=timeout)
         self._closed = False
         self._router = self._broadcast = None
         self._message_routers = {}          # words per message -> Router of (id, words) rows

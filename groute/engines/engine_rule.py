@@ -9,8 +9,7 @@ engine, so choosing it costs a level-synchronous algorithm nothing.
 """
 from __future__ import annotations
 
-from groute.runtime.context import default_device_count
-
+from .device_rule import choose_devices
 from .rules import Case, Rule
 
 #: what ``make_engine``'s ``engine`` takes
@@ -25,17 +24,15 @@ ENGINE_RULE = Rule("engine", (
 
 def device_count(graph, options: dict) -> int:
     """How many devices an engine over ``graph`` built with ``options`` (``ctx``, ``devices``,
-    ``backend``) will have, as :func:`groute.runtime.context.ensure_context` resolves them."""
+    ``backend``) will have, as the engine resolves them
+    (:func:`groute.engines.device_rule.choose_devices`)."""
     ctx = options.get("ctx")
     if ctx is not None:
         return ctx.num_devices
-    devices = options.get("devices")
-    if devices is None:
-        return default_device_count(options.get("backend", "auto"),
-                                    max(graph.num_vertices, 1))
-    if isinstance(devices, int):
-        return devices
-    return len(devices)
+    devices = choose_devices(options.get("devices", "auto"), backend=options.get("backend", "auto"),
+                             engine="operators", num_vertices=graph.num_vertices,
+                             num_arcs=graph.num_edges, directed=graph.directed).devices
+    return devices if isinstance(devices, int) else len(devices)
 
 
 def choose_engine(graph, options: dict) -> Case:

@@ -44,7 +44,7 @@ def rule(check):
 def _depths(G, source: int) -> np.ndarray:
     """Hops from position ``source`` (groute's BFS; -1: not reached)."""
     BFS = registry.algorithm_named("bfs").solver
-    with devices_for(len(G)) as (ctx, partition):
+    with devices_for(G.csr, "relax") as (ctx, partition):
         with BFS(G.csr, ctx=ctx, partition=partition) as solver:
             return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.int64)
 
@@ -52,7 +52,7 @@ def _depths(G, source: int) -> np.ndarray:
 def _distances(G, source: int) -> np.ndarray:
     """Weighted distances from position ``source`` (groute's SSSP; inf: not reached)."""
     SSSP = registry.algorithm_named("sssp").solver
-    with devices_for(len(G)) as (ctx, partition):
+    with devices_for(G.csr, "relax") as (ctx, partition):
         with SSSP(G.csr, ctx=ctx, partition=partition) as solver:
             return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.float64)
 
@@ -61,7 +61,7 @@ def _components(G) -> np.ndarray:
     """Every position's component label: the smallest position in its (weak) component (the
     library's connected components engine, imported on first use like the apps' solvers)."""
     from groute.engines.components import ComponentsSolver
-    with devices_for(len(G)) as (ctx, _):
+    with devices_for(G.csr, "components") as (ctx, _):
         with ComponentsSolver(G.csr, ctx=ctx) as solver:
             return np.asarray(solver.run().values, dtype=np.int64)
 
@@ -372,7 +372,7 @@ def core_number(G):
     if not len(G):
         return {}
     run = registry.function("core_number")
-    with devices_for(len(G)) as (ctx, partition):
+    with devices_for(G.csr, "operators") as (ctx, partition):
         result = run(G.csr, ctx=ctx, partition=partition)
     return dict(zip(G.nodes, np.asarray(result.values, dtype=np.int64).tolist()))
 
@@ -420,7 +420,7 @@ def node_connected_component(G, n):
 def _strong_labels(G) -> np.ndarray:
     """Every position's strongly connected component: the smallest position in it."""
     run = registry.function("strongly_connected_components")
-    with devices_for(len(G)) as (ctx, partition):
+    with devices_for(G.csr, "operators") as (ctx, partition):
         result = run(G.csr, ctx=ctx, partition=partition)
     return np.asarray(result.values, dtype=np.int64)
 
@@ -511,7 +511,7 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     if sources is not None:
         sources = [G.csr.file_id_of(G.position(u)) for u in sources]
     Betweenness = registry.algorithm_named("betweenness").solver
-    with devices_for(len(G)) as (ctx, partition):
+    with devices_for(G.csr, "operators") as (ctx, partition):
         with Betweenness(G.csr, ctx=ctx, partition=partition) as solver:
             result = solver.run(sources, normalized=normalized, endpoints=endpoints)
     return dict(zip(G.nodes, np.asarray(result.values, dtype=np.float64).tolist()))
@@ -550,7 +550,7 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
     if w is not None and not (w.size == 0 or (float(w.min()) > 0 and bool(np.all(w == w[0])))):
         raise NotImplementedError("edges of different weights: NetworkX runs the call "
                                   "(groute's PageRank follows every out-edge alike)")
-    with devices_for(N) as (ctx, partition):
+    with devices_for(G.csr, "iterate") as (ctx, partition):
         # NetworkX's power iteration is BSP: it stops when the L1 change of the (unit-sum)
         # vector is below N * tol, or fails after max_iter iterations
         with PageRank(G.csr, ctx=ctx, partition=partition, mode="bsp", damping=float(alpha),

@@ -15,19 +15,23 @@ from contextlib import contextmanager
 
 import networkx as nx
 
-from groute.runtime.context import BACKENDS, Context, default_device_count, resolve_backend
+from groute.engines.device_rule import choose_devices
 from groute.graph.partition import METHODS
+from groute.runtime.context import BACKENDS, Context, resolve_backend
 
 _contexts: dict[tuple[str, int], tuple[Context, threading.Lock]] = {}
 _guard = threading.Lock()
 
 
-def device_count(backend: str, devices: int | None, num_nodes: int) -> int:
-    """The devices a call on a graph of ``num_nodes`` nodes uses: ``devices`` (None: every GPU
-    on CUDA, one CPU virtual device), at most one per node and at least one."""
-    if devices is None:
-        devices = default_device_count(backend) if backend == "cuda" else 1
-    return max(1, min(int(devices), int(num_nodes)))
+def device_count(backend: str, devices: int | None, graph, engine: str) -> int:
+    """The devices a call of an ``engine``-family algorithm (a key of
+    :data:`groute.engines.device_rule.BREAK_EVEN_ARCS`) on ``graph`` uses: ``devices`` (None:
+    as the algorithms' own ``devices="auto"`` decides), at most one per node and at least
+    one."""
+    count = choose_devices(devices, backend=backend, engine=engine,
+                           num_vertices=graph.num_vertices, num_arcs=graph.num_edges,
+                           directed=bool(graph.directed)).devices
+    return max(1, min(int(count), int(graph.num_vertices)))
 
 
 def settings() -> tuple[str, int | None, str]:
@@ -49,12 +53,13 @@ def settings() -> tuple[str, int | None, str]:
 
 
 @contextmanager
-def devices_for(num_nodes: int):
-    """``(ctx, partition)`` for one call on a graph of ``num_nodes`` nodes, as
-    ``nx.config.backends.groute`` says; the context is held for the call."""
+def devices_for(graph, engine: str):
+    """``(ctx, partition)`` for one call of an ``engine``-family algorithm on ``graph`` (the
+    call's CSR graph), as ``nx.config.backends.groute`` says; the context is held for the
+    call."""
     backend, devices, partition = settings()
     backend = resolve_backend(backend)
-    key = (backend, device_count(backend, devices, num_nodes))
+    key = (backend, device_count(backend, devices, graph, engine))
     with _guard:
         entry = _contexts.get(key)
         if entry is None or entry[0].stopped:

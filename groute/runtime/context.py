@@ -139,8 +139,9 @@ def default_device_count(backend: str, limit: int | None = None) -> int:
 class Context:
     """Devices plus their host threads.
 
-    ``devices``: ``None`` (every GPU, or 4 CPU virtual devices), a count ``K`` (the first K), or a
-    list of device indices. ``cpu_delays``: per-device artificial slowdown (seconds per task) for
+    ``devices``: ``None`` or ``"auto"`` (every GPU, or 4 CPU virtual devices: a dataflow
+    program's devices; the algorithms choose their own count, :mod:`groute.engines.device_rule`),
+    a count ``K`` (the first K), or a list of device indices. ``cpu_delays``: per-device artificial slowdown (seconds per task) for
     CPU virtual devices, to model unequal devices. ``timeout`` bounds every single wait.
     ``logical`` (default: ``GROUTE_LOGICAL_DEVICES`` in the environment): on CUDA, run more
     devices than there are GPUs as logical devices sharing them (:mod:`groute.device.logical`;
@@ -193,7 +194,7 @@ class Context:
     def _device_indices(self, devices, logical: bool):
         """The device indices asked for (on CUDA, past the last GPU only when ``logical``)."""
         available = cuda_device_count() if self.backend == "cuda" else None
-        if devices is None:
+        if devices is None or (isinstance(devices, str) and devices == "auto"):
             indices = list(range(default_device_count(self.backend)))
         elif isinstance(devices, (int, np.integer)):
             if devices < 1:
@@ -468,12 +469,10 @@ class Context:
         return f"<Context {self.backend} x{len(self.devices)}: {', '.join(d.name for d in self.devices)}>"
 
 
-def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None, max_devices=None):
-    """Return ``(ctx, owned)``: the given context, or a new one the caller must shut down
-    (logical devices as ``GROUTE_LOGICAL_DEVICES`` says). ``max_devices`` caps the default
-    count (``devices=None``), e.g. at a graph's vertex count."""
+def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None):
+    """Return ``(ctx, owned)``: the given context, or a new one of ``devices`` (None: as
+    :class:`Context` takes it) that the caller must shut down (logical devices as
+    ``GROUTE_LOGICAL_DEVICES`` says)."""
     if ctx is not None:
         return ctx, False
-    if devices is None and max_devices is not None:
-        devices = default_device_count(backend, max_devices)
     return Context(devices=devices, backend=backend, timeout=timeout), True

@@ -250,9 +250,11 @@ class IterateSolver(Solver):
     #: the ``auto`` rules it decides by (the command line prints them)
     rules = ITERATE_RULES
 
+    engine_family = "iterate"
+
     def __init__(self, graph, *, alpha, base, start=0.0, normalize=None, ctx=None,
-                 backend="auto", devices=None, partition="metis", mode="auto", tol=1e-6, seed=0,
-                 max_iterations=1000, tuning=None):
+                 backend="auto", devices="auto", partition="metis", mode="auto", tol=1e-6, seed=0,
+                 max_iterations=1000, tuning=None, timeout=None):
         if not isinstance(self.iteration, LinearIteration):
             raise TypeError(f"{type(self).__name__}.iteration must be a LinearIteration, got "
                             f"{type(self.iteration).__name__}")
@@ -287,7 +289,8 @@ class IterateSolver(Solver):
         n = self.n = int(graph.num_vertices)
         #: the base term: one value (``base_vector`` None) or one per vertex by position
         self.base_value, self.base_vector = self._check_base(base, n, mode)
-        self._open_context(ctx, devices=devices, backend=backend, max_devices=n)
+        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
+                           estimate=iteration_bytes)
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)

@@ -157,7 +157,9 @@ class RelaxSolver(Solver):
         if cls.relaxation is not None and "rules" not in cls.__dict__:
             cls.rules = rules_for(cls.relaxation)
 
-    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, partition="metis",
+    engine_family = "relax"
+
+    def __init__(self, graph, *, ctx=None, backend="auto", devices="auto", partition="metis",
                  mode="auto", priority="auto", delta=None, seed=0, timeout=None,
                  exchange="auto", tuning=None, worklist_tuning=None):
         relaxation = self.relaxation
@@ -190,8 +192,8 @@ class RelaxSolver(Solver):
         #: every arc adds one on this graph (the relaxation's unit, or a weighted one that adds
         #: one on a graph without weights): the workers' pull levels and unique queue
         self.unit_step = relaxation.adds_one(self.weighted_values)
-        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout,
-                           max_devices=graph.num_vertices)
+        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
+                           estimate=traversal_bytes, weighted=self.weighted_values)
         try:
             self._check_memory(traversal_bytes, graph, weighted=self.weighted_values)
             self._setup(graph, partition, mode, priority, delta, seed)
