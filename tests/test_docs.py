@@ -136,3 +136,21 @@ def test_the_operator_tutorial_starts_with_an_algorithm_on_cpu_devices_and_runs(
     names = {}
     for number, block in enumerate(blocks):
         exec(compile(block, f"OPERATORS.md block {number}", "exec"), names)
+
+
+@pytest.mark.timeout(200)
+def test_the_operator_tutorial_functors_compile_for_cuda(tmp_path):
+    """Its CUDA bodies compile (nvcc, no GPU needed), so its examples run as written with
+    backend="cuda", as the tutorial says."""
+    import shutil
+    from groute.operators import Functor
+    from support import compile_generated
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc to compile without a GPU")
+    names = {}
+    for number, block in enumerate(_python_blocks(DOCS / "OPERATORS.md")):
+        exec(compile(block, f"OPERATORS.md block {number}", "exec"), names)
+    functors = {f.name: f for f in names.values() if isinstance(f, Functor)}
+    assert {"reach", "peelable", "lose_neighbour", "lower_label"} <= functors.keys()
+    done = compile_generated(list(functors.values()), tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
