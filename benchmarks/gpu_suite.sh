@@ -6,7 +6,7 @@
 #   bash benchmarks/gpu_suite.sh 1 3        # the first of three slices
 #
 # On the device machine, first install the staged wheels (../shared/tools/device-prep) and put
-# the shared graphs in place if they travelled as .graphs/ (see docs/BENCHMARKS.md).
+# the shared graphs in place if they travelled as .graphs/ (see benchmarks/README.md).
 # LIMIT (seconds, default 560) bounds the slice; TEST_TIMEOUT (default 200) each test.
 set -euo pipefail
 part=${1:?usage: gpu_suite.sh PART PARTS}

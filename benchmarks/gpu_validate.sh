@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One device-tool call that validates the whole project on a GPU machine and leaves logs in $OUT.
 #   bash benchmarks/gpu_validate.sh STAGES     STAGES: comma list of
-#     info,tests,demo,topo,prcc,trav,bench,newapps,bc,nx,big
+#     info,tests,demo,topo,prcc,bench,newapps,bc,nx,big
 # (newapps: k-core and SCC in groute bench; bc: betweenness in groute bench, verified, and timed
 # alone from 64 sources on kron:21; nx: the NetworkX backend's PageRank against NetworkX;
 # big: BFS, SSSP, PageRank and CC on one GPU on ${BIG_GRAPH:-kron:26:32}, past 2^31 arcs, checked;
 # run it alone: it needs most of the 10 minutes a command may take)
 # Each stage runs under its own time limit, logs to $OUT/<stage>.log, and is summarised at the end,
-# so one failing stage does not hide the others. Needs pymetis as a wheel in .whl/ (see README).
+# so one failing stage does not hide the others. Needs pymetis as a wheel in .whl/
+# (benchmarks/README.md).
 set -u
 OUT=${OUT:-/tmp/groute-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -34,12 +35,11 @@ stage tests ${TESTS_LIMIT:-420} python3 -m pytest -m "${TEST_MARKS:-gpu or multi
 stage demo ${DEMO_LIMIT:-120} python3 -m groute demo
 stage topo ${TOPO_LIMIT:-240} python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/plots" --markdown "$OUT/topo.md"
 stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 benchmarks/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
-stage trav ${TRAV_LIMIT:-400} python3 benchmarks/gpu_bench_traversal.py --graphs ${TRAV_GRAPHS:-kron:21,grid:4900} --json "$OUT/traversal.json"
 stage bench ${BENCH_LIMIT:-560} python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
 stage newapps ${NEWAPPS_LIMIT:-200} python3 -m groute bench --apps kcore,scc --graphs ${NEWAPPS_GRAPHS:-kron:21,grid:4900} --devices 1 --peers scipy,igraph,networkx --repeat 3 --warmup 1 --peer-repeat 1 --max-case-seconds 22 --reference auto --json "$OUT/newapps.json" --markdown "$OUT/newapps.md"
 stage bc ${BC_LIMIT:-60} sh -c "python3 -m groute bench --apps betweenness --graphs ${BC_GRAPHS:-kron:16} --devices 1 --peers igraph --repeat 3 --max-case-seconds 3 --json '$OUT/bc.json' --markdown '$OUT/bc.md' && python3 -m groute betweenness --graph kron:21 --k 64 --repeat 3"
-stage nx ${NX_LIMIT:-60} python3 benchmarks/nx_backend.py --functions pagerank --json "$OUT/nx.json"
-stage big ${BIG_LIMIT:-540} python3 benchmarks/gpu_big_graph.py --graph "${BIG_GRAPH:-kron:26:32}" --json "$OUT/big.json"
+stage nx ${NX_LIMIT:-60} python3 benchmarks/probes/nx_backend.py --functions pagerank --json "$OUT/nx.json"
+stage big ${BIG_LIMIT:-540} python3 benchmarks/probes/gpu_big_graph.py --graph "${BIG_GRAPH:-kron:26:32}" --json "$OUT/big.json"
 echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 # the device tool returns at most 8 files: pack everything into one archive
 (cd "$OUT" && tar czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)

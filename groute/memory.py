@@ -3,7 +3,8 @@ fit is uploaded.
 
 An estimate (the engines' and apps' own: the relaxation engines'
 :func:`groute.engines.relax.memory.traversal_bytes`, the linear iteration engines'
-:func:`groute.engines.iterate.memory.iteration_bytes`, CC's in ``groute.apps.memory``) is
+:func:`groute.engines.iterate.memory.iteration_bytes`, the connected components engine's
+:func:`groute.engines.components.memory.components_bytes`) is
 the arrays the solver's default path keeps on its largest device for the solver's life, by
 name, for a graph of ``n`` vertices and ``m`` arcs split over ``devices`` devices (balanced
 parts: :func:`share` of each): the CSR rows it uploads (:func:`rows_bytes`) and its per-vertex

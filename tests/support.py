@@ -272,6 +272,15 @@ def check_imports_only_public_names(path):
             assert getattr(mod, name) is not None, f"{module}.{name}"
 
 
+def operator_doc_blocks() -> list[str]:
+    """The ```python blocks of the operator docs, docs/OPERATORS.md (the tutorial) then
+    docs/OPERATORS_REFERENCE.md, in order: their worked examples, which the tests run."""
+    import re
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    return [block for name in ("OPERATORS.md", "OPERATORS_REFERENCE.md")
+            for block in re.findall(r"```python\n(.*?)```", (docs / name).read_text(), re.S)]
+
+
 def compile_generated(functors, tmp_path, files=()):
     """Compile the kernels :mod:`groute.operators.generated` makes for each of ``functors``
     (and the fixed ``.cu`` ``files``) to PTX in one nvcc run, so a CUDA body's syntax and type

@@ -20,7 +20,7 @@ from groute.graph import CSRGraph, load_graph
 from groute.operators import (AdvanceStep, ComputeStep, FilterStep, Functor, Gather, Message,
                               run_loop)
 from groute.tuning import AsyncTuning, BSPTuning
-from support import device_cases
+from support import device_cases, operator_doc_blocks
 
 
 def _take_min(s, v, m):
@@ -283,10 +283,8 @@ def test_the_kcore_command_takes_the_engine(capsys):
 
 @pytest.mark.timeout(120)
 def test_the_example_in_operators_md_runs():
-    from pathlib import Path
-    text = (Path(__file__).resolve().parents[1] / "docs" / "OPERATORS.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    example = [b for b in blocks if 'order="any"' in b and "connected_components" in b]
+    example = [b for b in operator_doc_blocks()
+               if 'order="any"' in b and "connected_components" in b]
     assert len(example) == 1
     exec(compile(example[0], "OPERATORS.md (label propagation)", "exec"), {})
 

@@ -21,7 +21,7 @@ from groute.apps.betweenness_cli import GivenSources
 from groute.cli import main
 from groute.graph import load_graph
 from support import (SHARED_GRAPHS, check_imports_only_public_names, compile_generated,
-                     device_cases, gpu_marks, need_gpus)
+                     device_cases, gpu_marks, need_gpus, operator_doc_blocks)
 
 BETWEENNESS = Path(__file__).resolve().parents[1] / "apps" / "betweenness.py"
 OPTIONS = [{}, {"endpoints": True}, {"normalized": False},
@@ -209,11 +209,11 @@ def test_betweenness_imports_only_groute_public_names():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_generated_kernels_compile(tmp_path):
-    """The app's functors and the ones of the example in docs/OPERATORS.md."""
+    """The app's functors and the ones of the example in docs/OPERATORS_REFERENCE.md."""
     from groute.operators import Functor
     example = {}
-    exec(compile(operators_md_example().split("G = nx.karate_club_graph()")[0], "OPERATORS.md",
-                 "exec"), example)
+    exec(compile(operators_md_example().split("G = nx.karate_club_graph()")[0],
+                 "OPERATORS_REFERENCE.md", "exec"), example)
     documented = [f for f in example.values() if isinstance(f, Functor)
                   and f.name not in (FORWARD.name, BACKWARD.name)]
     assert len(documented) == 2
@@ -233,16 +233,14 @@ def test_kron_on_one_gpu_matches_the_cpu():
 
 
 def operators_md_example() -> str:
-    """The betweenness example of docs/OPERATORS.md."""
-    text = (BETWEENNESS.parents[1] / "docs" / "OPERATORS.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    example = [b for b in blocks if "betweenness_centrality" in b]
+    """The betweenness example of docs/OPERATORS_REFERENCE.md."""
+    example = [b for b in operator_doc_blocks() if "betweenness_centrality" in b]
     assert len(example) == 1
     return example[0]
 
 
 def test_the_example_in_operators_md_runs():
-    exec(compile(operators_md_example(), "OPERATORS.md (betweenness)", "exec"), {})
+    exec(compile(operators_md_example(), "OPERATORS_REFERENCE.md (betweenness)", "exec"), {})
 
 
 def test_arguments_by_position_and_seeds_as_networkx_takes_them():

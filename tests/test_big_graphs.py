@@ -16,6 +16,7 @@ from groute.graph import kronecker, reference
 from groute.graph.arrays import arc_dtype
 
 ROOT = Path(__file__).resolve().parents[1]
+BIG_GRAPH_PROBE = ROOT / "benchmarks" / "probes" / "gpu_big_graph.py"
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -98,7 +99,7 @@ def test_the_narrow_arc_pattern_can_fail():
 
 def test_big_graph_script_tiny_cpu(tmp_path):
     out = tmp_path / "big.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_big_graph.py"),
+    proc = subprocess.run([sys.executable, str(BIG_GRAPH_PROBE),
                            "--backend", "cpu", "--graph", "kron:9", "--json", str(out)],
                           capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -113,7 +114,7 @@ def test_big_graph_script_tiny_cpu(tmp_path):
 def test_big_graph_script_reports_a_failing_case(tmp_path, monkeypatch):
     """One case failing (here CC's certificate without BFS depths) is reported, the others
     still run, and the exit status says so."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_big_graph.py"),
+    proc = subprocess.run([sys.executable, str(BIG_GRAPH_PROBE),
                            "--backend", "cpu", "--graph", "kron:8", "--apps", "cc,pr"],
                           capture_output=True, text=True, timeout=240, cwd=ROOT)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]

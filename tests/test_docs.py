@@ -1,5 +1,7 @@
-"""The examples of the user guide and the README must run as written (on CPU devices). A block
-fenced ```python runs; one that needs a GPU is fenced ```python no-run and says why."""
+"""The examples of the user guide, the README and the operator tutorial run as written (on CPU
+devices). A block fenced ```python runs; one that needs a GPU is fenced ```python no-run and says
+why. And the docs keep to their budgets: what a newcomer reads first stays short, and
+docs/bench keeps only the runs the docs cite (tests/test_doc_links.py checks the citations)."""
 import re
 from pathlib import Path
 
@@ -99,4 +101,56 @@ def test_user_guide_functors_compile_for_cuda(tmp_path):
             functors += [f for f in names.values() if isinstance(f, Functor)]
     assert functors, "the guide lost its functor example"
     done = compile_generated(functors, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+#: the most lines the pages a newcomer reads first may have
+LINE_BUDGETS = {"PERFORMANCE.md": 300, "OPERATORS.md": 300}
+#: the most bytes of benchmark runs docs/bench may hold
+BENCH_BYTES = 1_000_000
+
+
+@pytest.mark.parametrize("name", sorted(LINE_BUDGETS))
+def test_pages_keep_to_their_line_budget(name):
+    lines = len((DOCS / name).read_text().splitlines())
+    assert lines <= LINE_BUDGETS[name], f"docs/{name} has {lines} lines, over {LINE_BUDGETS[name]}"
+
+
+def test_docs_bench_keeps_to_its_size():
+    files = [p for p in (DOCS / "bench").rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    assert files and total <= BENCH_BYTES, f"docs/bench holds {total:,} bytes, over {BENCH_BYTES:,}"
+
+
+@pytest.mark.timeout(120)
+def test_the_operator_tutorial_starts_with_an_algorithm_on_cpu_devices_and_runs():
+    """The tutorial's first code is a whole algorithm on groute.operators that runs on CPU
+    devices, before any device code; and its blocks run in order, in one namespace (a later
+    block may use what an earlier one defined)."""
+    text = (DOCS / "OPERATORS.md").read_text()
+    first = re.search(r"```(\w*)\n(.*?)```", text, re.S)
+    assert first.group(1) == "python", f"the tutorial opens with a {first.group(1)} block"
+    assert "from groute.operators import" in first.group(2) and 'backend="cpu"' in first.group(2)
+    blocks = _python_blocks(DOCS / "OPERATORS.md")
+    assert len(blocks) >= 3
+    names = {}
+    for number, block in enumerate(blocks):
+        exec(compile(block, f"OPERATORS.md block {number}", "exec"), names)
+
+
+@pytest.mark.timeout(200)
+def test_the_operator_tutorial_functors_compile_for_cuda(tmp_path):
+    """Its CUDA bodies compile (nvcc, no GPU needed), so its examples run as written with
+    backend="cuda", as the tutorial says."""
+    import shutil
+    from groute.operators import Functor
+    from support import compile_generated
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc to compile without a GPU")
+    names = {}
+    for number, block in enumerate(_python_blocks(DOCS / "OPERATORS.md")):
+        exec(compile(block, f"OPERATORS.md block {number}", "exec"), names)
+    functors = {f.name: f for f in names.values() if isinstance(f, Functor)}
+    assert {"reach", "peelable", "lose_neighbour", "lower_label"} <= functors.keys()
+    done = compile_generated(list(functors.values()), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

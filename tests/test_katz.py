@@ -2,10 +2,9 @@
 second instance of the linear iteration engines (groute.engines.LinearIteration): random
 directed and undirected graphs with isolated vertices, 1-3 CPU devices, BSP and async, every
 BSP layout; NetworkX's iteration count, error on divergence and beta forms; the worked example
-of docs/OPERATORS.md on public names; the contract's checks and generated headers; its CUDA
-compiled with nvcc (no GPU needed); ``groute katz``."""
+of docs/OPERATORS_REFERENCE.md on public names; the contract's checks and generated headers; its
+CUDA compiled with nvcc (no GPU needed); ``groute katz``."""
 import dataclasses
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,15 +22,14 @@ from groute.engines import IterateSolver, LinearIteration
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning
 
-from support import check_imports_only_public_names, need_gpus
+from support import check_imports_only_public_names, need_gpus, operator_doc_blocks
 
 pytestmark = pytest.mark.timeout(120)
 
 ROOT = Path(__file__).resolve().parents[1]
 ITERATE = ROOT / "groute" / "engines" / "iterate"
-GUIDE = (ROOT / "docs" / "OPERATORS.md").read_text()
 #: the documented example: the block that defines Katz
-BLOCK = next(b for b in re.findall(r"```python\n(.*?)```", GUIDE, re.S) if "class Katz(" in b)
+BLOCK = next(b for b in operator_doc_blocks() if "class Katz(" in b)
 
 
 def random_graph(seed, directed, n=80, p=0.05):
@@ -187,7 +185,7 @@ def test_matches_networkx_cuda(k, setup):
 @pytest.fixture(scope="module")
 def example():
     namespace = {}
-    exec(compile(BLOCK, "OPERATORS.md", "exec"), namespace)
+    exec(compile(BLOCK, "OPERATORS_REFERENCE.md (Katz)", "exec"), namespace)
     return namespace
 
 

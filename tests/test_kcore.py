@@ -14,7 +14,8 @@ import pytest
 import groute
 from groute.cli import build_parser, main
 from groute.graph import CSRGraph, load_graph
-from support import SHARED_GRAPHS, check_imports_only_public_names, device_cases
+from support import (SHARED_GRAPHS, check_imports_only_public_names, device_cases,
+                     operator_doc_blocks)
 
 KCORE = Path(__file__).resolve().parents[1] / "apps" / "kcore.py"
 
@@ -154,8 +155,6 @@ def test_kron_on_one_gpu_matches_the_cpu():
 
 
 def test_the_worked_example_in_operators_md_runs():
-    text = (KCORE.parents[1] / "docs" / "OPERATORS.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    example = [b for b in blocks if "make_engine" in b and "core_number" in b]
+    example = [b for b in operator_doc_blocks() if "make_engine" in b and "core_number" in b]
     assert len(example) == 1
     exec(compile(example[0], "OPERATORS.md (k-core)", "exec"), {})

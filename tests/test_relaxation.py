@@ -1,7 +1,7 @@
 """The relaxation contract (groute.engines.Relaxation) proved by a relaxation that is neither
-BFS nor SSSP: docs/OPERATORS.md's "fewest hops over arcs of weight at most a limit", written on
-public names only, against NetworkX on the filtered graph (CPU devices, BSP and async), and its
-CUDA through the fused, linked and peer kernels with nvcc (no GPU needed). Also the contract's
+BFS nor SSSP: docs/OPERATORS_REFERENCE.md's "fewest hops over arcs of weight at most a limit",
+written on public names only, against NetworkX on the filtered graph (CPU devices, BSP and
+async), and its CUDA through the fused, linked and peer kernels with nvcc (no GPU needed). Also the contract's
 checks of bad input and the generated headers that keep two relaxations' modules apart."""
 import re
 import shutil
@@ -15,20 +15,19 @@ import pytest
 from groute import kernels
 from groute.engines import Relaxation, RelaxSolver, value_add, value_inf
 from groute.graph import load_graph
-from support import check_imports_only_public_names
+from support import check_imports_only_public_names, operator_doc_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 RELAX = ROOT / "groute" / "engines" / "relax"
-GUIDE = (ROOT / "docs" / "OPERATORS.md").read_text()
 #: the documented example: the block that defines light_hops
-BLOCK = next(b for b in re.findall(r"```python\n(.*?)```", GUIDE, re.S) if "def light_hops" in b)
+BLOCK = next(b for b in operator_doc_blocks() if "def light_hops" in b)
 LIMIT = 5
 
 
 @pytest.fixture(scope="module")
 def example():
     names = {}
-    exec(compile(BLOCK, "OPERATORS.md (light_hops)", "exec"), names)
+    exec(compile(BLOCK, "OPERATORS_REFERENCE.md (light_hops)", "exec"), names)
     return names
 
 

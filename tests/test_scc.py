@@ -2,8 +2,8 @@
 networkx.strongly_connected_components, as sets of ids: polblogs, random directed graphs
 (sparse: many small components; dense: a giant one), cycles, chains of cycles, isolated
 vertices, self-loops and repeated arcs; 1-4 devices with random partitions, both backends;
-undirected graphs refused; the command; the worked example of docs/OPERATORS.md; the CUDA
-bodies compile; and apps/scc.py imports only groute's public names."""
+undirected graphs refused; the command; the worked example of docs/OPERATORS_REFERENCE.md; the
+CUDA bodies compile; and apps/scc.py imports only groute's public names."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ import groute
 from groute.cli import main
 from groute.graph import load_graph
 from support import (SHARED_GRAPHS, check_imports_only_public_names, compile_generated,
-                     device_cases)
+                     device_cases, operator_doc_blocks)
 
 SCC_PY = Path(__file__).resolve().parents[1] / "apps" / "scc.py"
 
@@ -181,11 +181,9 @@ def test_the_facade_and_the_command_list_scc(capsys):
 
 
 def test_the_worked_example_in_operators_md_runs():
-    text = (SCC_PY.parents[1] / "docs" / "OPERATORS.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    example = [b for b in blocks if "make_engine" in b and "strongly_connected" in b]
+    example = [b for b in operator_doc_blocks() if "make_engine" in b and "strongly_connected" in b]
     assert len(example) == 1
-    exec(compile(example[0], "OPERATORS.md (SCC)", "exec"), {})
+    exec(compile(example[0], "OPERATORS_REFERENCE.md (SCC)", "exec"), {})
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")

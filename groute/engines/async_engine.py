@@ -5,10 +5,10 @@ Single operator calls (``advance``, ``filter``, ``compute``, ``reduce``), sweeps
 are bulk-synchronous steps, inherited from :class:`~groute.engines.bsp.BSPEngine`: one call is
 one step of a level, and nothing inside it waits on another device beyond its own exchange.
 What is asynchronous is a whole ``run_loop`` whose caller declared ``order="any"`` (the answer
-does not depend on the order of visits: docs/OPERATORS.md, "Order-free loops") and that needs
-no levels: each device runs its worklist a chunk at a time, sends other devices' targets
-through the engine's Router as it goes, takes in theirs whenever they arrive, and the loop ends
-by counted termination, with no barrier between levels.
+does not depend on the order of visits: docs/OPERATORS_REFERENCE.md, "Order-free loops") and
+that needs no levels: each device runs its worklist a chunk at a time, sends other devices'
+targets through the engine's Router as it goes, takes in theirs whenever they arrive, and the
+loop ends by counted termination, with no barrier between levels.
 
 Which loops run so is :data:`ASYNC_LOOP_RULE` (a :class:`~groute.engines.rules.Rule`, so the
 help says what the code does); a loop it leaves to levels runs as on the BSP engine

@@ -1,5 +1,5 @@
 """An order-free loop of operator steps run without levels: Groute's asynchronous worklists on
-the operators (docs/OPERATORS.md, "Order-free loops").
+the operators (docs/OPERATORS_REFERENCE.md, "Order-free loops").
 
 Each device's host thread runs the same control loop (both backends; only the operators'
 kernels differ, :mod:`groute.operators.cpu_ops` / :mod:`~groute.operators.cuda_ops`):

@@ -129,8 +129,8 @@ class CrossDeviceBarrier:
 
     def launch_each(self, launch, order=None):
         """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
-        device in ``order`` (indices; default 0 to k - 1: benchmarks/gpu_launch_probe.py times the
-        reverse), stopping at the first that raises. Returns ``(launched indices, that
+        device in ``order`` (indices; default 0 to k - 1: benchmarks/probes/gpu_launch_probe.py
+        times the reverse), stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
         the barrier after their timeout) before it raises, so nothing is left running. After
         each launch the device's compute stream waits for its wake copy: whatever it runs

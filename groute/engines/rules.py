@@ -12,7 +12,9 @@ not do. Each choice was the fastest measured on its kind of graph and device cou
 figures are in docs/TRAVERSAL.md and docs/PR_CC.md, not here.
 
 The rules themselves live with what they decide: the relaxation engines' in
-:mod:`groute.engines.relax.rules`, PageRank's and CC's in ``groute.apps.auto_rules``.
+:mod:`groute.engines.relax.rules`, the linear iteration engines' (PageRank's and Katz's) in
+:mod:`groute.engines.iterate.rules`, the connected components engine's (CC's) in
+:mod:`groute.engines.components.rules`; :mod:`groute.apps.auto_rules` gathers every app's by name.
 """
 from __future__ import annotations
 

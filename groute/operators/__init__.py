@@ -21,13 +21,13 @@ The public API (:data:`__all__`), what an algorithm is written with:
   items once per seed (nested loops), which an engine may run in one launch, returning a
   :class:`RoundsResult` (:mod:`groute.operators.rounds`).
 
-The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` walks
-through k-core written on them.
+The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` is the
+tutorial (a first algorithm, k-core), ``docs/OPERATORS_REFERENCE.md`` the reference.
 
 Device code, shared by these operators and by every kernel of the apps: the ``.cuh`` headers in
-this folder (``groute.kernels`` puts it on every module's include path); docs/OPERATORS.md says
-what each provides. ``values.cuh`` (values, ``value_add``, items), ``appends.cuh``
-(warp-aggregated reservations), ``frontier.cuh`` (queue and bitmap), ``advance.cuh`` (the
+this folder (``groute.kernels`` puts it on every module's include path);
+docs/OPERATORS_REFERENCE.md says what each provides. ``values.cuh`` (values, ``value_add``,
+items), ``appends.cuh`` (warp-aggregated reservations), ``frontier.cuh`` (queue and bitmap), ``advance.cuh`` (the
 load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``barriers.cuh``,
 ``peer_memory.cuh``. The kernels generated around a functor are :mod:`groute.operators.generated`.
 """

@@ -13,8 +13,8 @@ Scalars are given once for the loop (``k=3``), each step taking those its functo
 ``level="d"`` names the scalar that takes the level's number (``start`` for the first level).
 
 ``order="any"`` declares that the loop's answer does not depend on the order in which its
-vertices are processed (:data:`ORDERS`; the contract is in docs/OPERATORS.md, "Order-free
-loops"): every visit changes the state monotonically and accepts a vertex only when it changed
+vertices are processed (:data:`ORDERS`; the contract is in docs/OPERATORS_REFERENCE.md,
+"Order-free loops"): every visit changes the state monotonically and accepts a vertex only when it changed
 it, and visiting a vertex again is harmless. An engine may then run the loop without levels
 (:class:`groute.engines.AsyncEngine`); the default, ``"levels"``, keeps them.
 

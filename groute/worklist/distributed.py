@@ -94,7 +94,7 @@ class DistributedWorklist:
     # --------------------------------------------------------------------------------------------
     def run(self, workers, *, mode: str = "async", threshold=math.inf, delta=math.inf,
             max_rounds: int | None = None, timeout=None, level_hook=None) -> dict:
-        """Drive ``workers[i]`` (one per device, see :class:`~groute.worklist.worker.DeviceWorker`)
+        """Drive ``workers[i]`` (one per device, the protocol of :mod:`groute.worklist.worker`)
         until no work is left anywhere; return the run's counters.
 
         ``threshold``/``delta``: the soft-priority start and step (``inf`` switches priority

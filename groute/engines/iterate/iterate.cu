@@ -649,7 +649,7 @@ extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(             
     }, [&](int t) {                                                                                \
         /* one output (nouts 1: pr_store reads no need mask): the peers get their values */     \
         /* from the export lists after the sweep: testing a need byte or bit per vertex */     \
-        /* lengthens the sweep (benchmarks/gpu_need_probe.py, docs/PR_CC.md) */                 \
+        /* lengthens the sweep (benchmarks/probes/gpu_need_probe.py, docs/PR_CC.md) */          \
         pr_csc_body<K, IDX>(n_local, offset, indptr, sources,                                      \
                             reinterpret_cast<const float*>(contribs[t & 1]), base, damping,        \
                             y, inv_outdeg, outs + ((t + 1) & 1) * nouts, 1, nullptr,               \

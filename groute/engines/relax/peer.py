@@ -10,7 +10,8 @@ other ``peer_sssp`` (both kernels are named for their first relaxation; the rela
 vertices to their owners by reductions in the owners' memory over NVLink (BFS: a bit in the
 owner's inbox; SSSP: a min on the owner's distance and a bit in its inbox), BFS shares frontier
 bitmaps by peer stores for pull levels, and the devices meet at a cross-device barrier in device
-0's memory (DESIGN.md: "let kernels push remote work straight into a peer's receive queue").
+0's memory: kernels push remote work straight into a peer's memory (docs/ARCHITECTURE.md,
+"Decisions and why").
 Needs peer access with native atomics between every pair of devices (NVLink);
 :func:`groute.engines.peer_barrier.unavailable` says why it cannot run elsewhere.
 
