@@ -72,15 +72,16 @@ class RouterOutput(SegmentReceiver):
         receiver that sleeps on a condition of its own and polls)."""
         self._listeners.append(fn)
 
-    def _deliver(self, pending):
+    def _deliver(self, batch):
+        """A link hands over ``batch`` (a list of PendingSegments), or ends (None)."""
         with self._cond:
-            if pending is None:
+            if batch is None:
                 self._ended += 1
             else:
-                self._queue.append(pending)
-                self.received += 1
+                self._queue.extend(batch)
+                self.received += len(batch)
             self._cond.notify_all()
-        if pending is not None:
+        if batch:
             for fn in self._listeners:
                 fn()
 
