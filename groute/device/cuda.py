@@ -261,24 +261,10 @@ class CUDADevice(Device):
         return cupyx.empty_pinned(shape, dtype)
 
     def mapped_host_buffer(self, shape, dtype):
-        """Pinned host memory, portable and mapped (``cudaHostAllocPortable |
-        cudaHostAllocMapped``): every GPU's kernels reach it, at :meth:`address`."""
-        cupy = _cupy()
-        dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        mem = cupy.cuda.PinnedMemory(max(count * dtype.itemsize, 1), 3)
-        array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), dtype, count).reshape(shape)
-        array[...] = 0
-        return array
+        return mapped_host_array(shape, dtype)
 
     def address(self, array) -> int:
-        if isinstance(array, np.ndarray):   # mapped host memory: its device address
-            ptr = int(array.ctypes.data)
-            try:
-                return int(_cupy().cuda.runtime.pointerGetAttributes(ptr).devicePointer) or ptr
-            except Exception:  # noqa: BLE001 - with unified addressing the host address works as is
-                return ptr
-        return int(array.data.ptr)
+        return device_address(array)
 
     def memory_info(self):
         with self.use():
@@ -357,6 +343,30 @@ class CUDADevice(Device):
 
     def close(self):
         pass
+
+
+def mapped_host_array(shape, dtype) -> np.ndarray:
+    """Zeroed pinned host memory, portable and mapped (``cudaHostAllocPortable |
+    cudaHostAllocMapped``): every GPU's kernels reach it, at :func:`device_address`."""
+    cupy = _cupy()
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    mem = cupy.cuda.PinnedMemory(max(count * dtype.itemsize, 1), 3)
+    array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), dtype, count).reshape(shape)
+    array[...] = 0
+    return array
+
+
+def device_address(array) -> int:
+    """The address a kernel uses for ``array``: a CuPy array's, or the device address of
+    mapped host memory (:func:`mapped_host_array`)."""
+    if isinstance(array, np.ndarray):
+        ptr = int(array.ctypes.data)
+        try:
+            return int(_cupy().cuda.runtime.pointerGetAttributes(ptr).devicePointer) or ptr
+        except Exception:  # noqa: BLE001 - with unified addressing the host address works as is
+            return ptr
+    return int(array.data.ptr)
 
 
 #: Pairs (a, b) of GPUs (CUDA ordinals) with peer access enabled in at least one direction,

@@ -50,7 +50,9 @@ from ..config import resolve_timeout
 from ..errors import LinkClosed, WaitTimeout
 from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
-from .segment import PendingSegment
+from .pump import _Pump
+from .device_link import DeviceLink
+from .segment import PendingSegment, SegmentReceiver, positive_int
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -129,25 +131,6 @@ def _finished(event) -> bool:
         return True
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    return int(value)
-
-
-class SegmentReceiver:
-    """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
-    One loop for every receiving end that has ``receive()``: a :class:`Link` and a router's
-    output (:class:`groute.runtime.router.RouterOutput`)."""
-
-    def __iter__(self):
-        while True:
-            pending = self.receive()
-            if pending is None:
-                return
-            yield pending
-
-
 class Link(SegmentReceiver):
     """A point-to-point transfer channel; see the module docstring.
 
@@ -160,7 +143,6 @@ class Link(SegmentReceiver):
 
     def __new__(cls, *args, initiated: str = "host", **kwargs):
         if initiated == "device":
-            from .device_link import DeviceLink
             return DeviceLink(*args, **kwargs)
         if initiated != "host":
             raise ValueError(f"initiated must be 'host' or 'device', got {initiated!r}")
@@ -169,8 +151,8 @@ class Link(SegmentReceiver):
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src",
                  batching: bool = False, initiated: str = "host"):
-        self.packet_size = _positive_int("packet_size", packet_size)
-        self.num_buffers = _positive_int("num_buffers", num_buffers)
+        self.packet_size = positive_int("packet_size", packet_size)
+        self.num_buffers = positive_int("num_buffers", num_buffers)
         self.src = Endpoint.of(src)
         self.dst = Endpoint.of(dst)
         if self.src.is_host and self.dst.is_host:
@@ -579,78 +561,3 @@ class Link(SegmentReceiver):
                     return False
                 self._arrival.wait(min(remaining, POLL_INTERVAL))
         return True
-
-
-class _Pump:
-    """The thread that serves every link whose copies one device issues (see the module
-    docstring). A link wakes it (:meth:`wake`) when it leaves work for the pump or ends;
-    besides, it visits each of its links every poll interval, to notice a stop and a receiver
-    holding every buffer. It ends when its last link has ended; the next link starts another."""
-
-    _pumps: dict = {}                 # device -> its running pump
-    _pumps_lock = threading.Lock()
-
-    def __init__(self, device):
-        self.device = device
-        self._cond = threading.Condition()
-        self._links: set = set()
-        self._woken: list = []
-        self.thread = threading.Thread(target=self._run, name=f"groute-pump-{device.name}",
-                                       daemon=True)
-
-    @classmethod
-    def serve(cls, link) -> "_Pump":
-        """The pump of ``link``'s copying device, started if none runs, now serving ``link``."""
-        with cls._pumps_lock:
-            pump = cls._pumps.get(link._copier)
-            start = pump is None
-            if start:
-                pump = cls._pumps[link._copier] = cls(link._copier)
-            with pump._cond:
-                pump._links.add(link)
-        if start:
-            pump.thread.start()
-        return pump
-
-    @classmethod
-    def wait_idle(cls, devices, timeout) -> list:
-        """Wait until no pump of ``devices`` serves a link (every link has ended), at most
-        ``timeout`` seconds; the names of the links still served."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with cls._pumps_lock:
-                busy = [cls._pumps[d] for d in devices if d in cls._pumps]
-            left = [link.name for pump in busy for link in list(pump._links)]
-            if not left or time.monotonic() >= deadline:
-                return left
-            time.sleep(POLL_INTERVAL / 5)
-
-    def wake(self, link) -> None:
-        with self._cond:
-            self._woken.append(link)
-            self._cond.notify()
-
-    def _run(self):
-        next_visit = 0.0
-        while True:
-            with self._cond:
-                if not self._woken:
-                    self._cond.wait(POLL_INTERVAL)
-                turn, self._woken = self._woken, []
-                now = time.monotonic()
-                if now >= next_visit:
-                    turn.extend(self._links)
-                    next_visit = now + POLL_INTERVAL
-            for link in dict.fromkeys(turn):      # each once, woken ones first
-                try:
-                    ended = link._pump_turn()
-                except Exception as exc:  # noqa: BLE001 - one link must not stop the others'
-                    log.error("%s: the pump could not end it: %s", link.name, exc)
-                    ended = True
-                if ended:
-                    with self._cond:
-                        self._links.discard(link)
-            with self._pumps_lock, self._cond:
-                if not self._links and not self._woken:
-                    del self._pumps[self.device]
-                    return

@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+
+def positive_int(name, value) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` (packet sizes, buffer counts)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
 
 @dataclass
 class Segment:
@@ -101,3 +110,17 @@ class PendingSegment:
 
     def __repr__(self):
         return f"<PendingSegment size={self.size} ready={self.ready()} meta={self.metadata}>"
+
+
+class SegmentReceiver:
+    """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
+    One loop for every receiving end that has ``receive()``: a :class:`~groute.runtime.link.Link`, a
+    :class:`~groute.runtime.device_link.DeviceLink` and a router's
+    output (:class:`groute.runtime.router.RouterOutput`)."""
+
+    def __iter__(self):
+        while True:
+            pending = self.receive()
+            if pending is None:
+                return
+            yield pending
