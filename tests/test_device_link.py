@@ -254,3 +254,21 @@ def test_cuda_user_kernels_send_through_the_link(backend, receiver):
         link.check()
     finally:
         ctx.shutdown()
+
+
+def test_the_user_guides_cuda_kernels_compile(tmp_path):
+    """The guide's device-initiated example in CUDA (its ```cuda blocks) compiles against the
+    header as written (nvcc, no GPU needed)."""
+    import re
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    from groute.kernels import include_options
+    blocks = re.findall(r"```cuda\n(.*?)```", (ROOT / "docs/USER_GUIDE.md").read_text(), re.S)
+    assert blocks and any("groute_link_send_block" in b for b in blocks)
+    for number, block in enumerate(blocks):
+        source = tmp_path / f"guide{number}.cu"
+        source.write_text(block)
+        done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", *include_options(), "-c",
+                               str(source), "-o", str(tmp_path / "out.o")],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]

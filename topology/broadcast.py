@@ -56,6 +56,10 @@ def run(ctx, settings, progress) -> BenchResult:
     place = {d.index: d.new_stream("place") for d in dests}
     clock = Clock(root, ctx.timeout)
     result.extra = {"source": root.name, "ring": [d.name for d in ring]}
+    reach_all = all(root.can_access_peer(dev) for dev in dests)
+    if not reach_all:
+        result.notes.append(f"device Links not measured: {root.name} cannot reach every "
+                            f"destination's memory (no peer access)")
     try:
         for size in settings.sizes:
             words = size // 4
@@ -116,8 +120,9 @@ def run(ctx, settings, progress) -> BenchResult:
                                                                 dest=d[dev.index], forward=forward)))
                 return ctx.gather(receivers, timeout=ctx.timeout)
 
-            device_links = [Link(root, dev, cw, settings.num_buffers, ctx=ctx, initiated="device",
-                                 name=f"topo-bcast-dev-{dev.name}") for dev in dests]
+            device_links = [Link(root, dev, cw, settings.link_buffers(cw * 4), ctx=ctx,
+                                 initiated="device", name=f"topo-bcast-dev-{dev.name}")
+                            for dev in dests] if reach_all else []
             sent = [0]
 
             def via_device_links(start):
@@ -134,6 +139,8 @@ def run(ctx, settings, progress) -> BenchResult:
                      "ring kernels": (lambda st: ring_step(st, kernels=True), True),
                      "Links": (via_links, False), "Link ring": (via_link_ring, False),
                      "Router": (None, False), "device Links": (via_device_links, True)}
+            if not reach_all:
+                del steps["device Links"]
             line = []
             try:
                 for method, (step, gate) in steps.items():
