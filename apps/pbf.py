@@ -3,9 +3,13 @@
 The host cuts a large array into segments and a host->devices :class:`~groute.Router` with the
 first-available policy sends each segment to whichever device frees a receive buffer first, so a
 faster device simply receives more segments. Each device filters its segment (CUDA: a kernel with
-warp-aggregated atomics, ``pbf.cu``; CPU: NumPy) and returns the kept elements through a
-devices->host router; the host assembles the output. ``static=True`` gives every device an equal
-contiguous share instead (the paper's comparison point).
+warp-aggregated atomics, ``pbf.cu``; CPU: NumPy), reserves a range of the output (one counter
+under a lock) and copies its kept elements straight into it, on its own stream: the devices
+write the output side by side, each over its own host link, and nothing is copied twice (a
+devices->host router would land the kept elements in its receive buffers and leave one host
+thread to copy them into place, which bounds the run at that thread's memory bandwidth).
+``static=True`` gives every device an equal contiguous share instead (the paper's comparison
+point).
 
 The output holds exactly the kept elements, but not in input order (devices finish in any order
 and warp-aggregated appends reorder within a segment); compare as a multiset (sorted).
@@ -142,48 +146,36 @@ def _run(ctx, data, pred, seg, num_buffers, static):
     policy = by_key("owner") if static else first_available
     to_devices = Router([HOST], ctx.devices, policy, packet_size=seg, num_buffers=num_buffers,
                         ctx=ctx, name="pbf-scatter")
-    to_host = Router(ctx.devices, [HOST], first_available, packet_size=seg, num_buffers=max(2, num_buffers),
-                     ctx=ctx, name="pbf-gather")
     host_src = ctx.devices[0].host_buffer(n, np.int32) if n else np.empty(0, np.int32)
     host_src[:] = data
+    result = ctx.devices[0].host_buffer(n, np.int32) if n else np.empty(0, np.int32)
     filters = [_DeviceFilter(d, pred, seg) for d in ctx.devices]
     processed = np.zeros(k, np.int64)
     segments = np.zeros(k, np.int64)
     busy = np.zeros(k)
+    filled, reserve = [0], threading.Lock()
 
     def device_worker(device):
         j = ctx.devices.index(device)
         stream = device.compute_stream
-        pending_sends = []
         for pending in to_devices.outputs[j]:
             t0 = time.perf_counter()
             seg_data = pending.wait_on(stream).data
-            out, kept = filters[j](seg_data, stream)
+            out, kept = filters[j](seg_data, stream)     # the stream has run the filter
             pending.release()
-            for h in pending_sends:          # the other out buffer may still be in flight
-                h.wait(stop=ctx.stop_event)
-            pending_sends = [to_host.inputs[j].send(out[:kept])] if kept else []
+            if kept:
+                with reserve:
+                    at = filled[0]
+                    filled[0] += kept
+                # in stream order: the filter that next writes this buffer waits for the copy
+                stream.copy(result[at:at + kept], out[:kept])
             processed[j] += pending.size
             segments[j] += 1
             busy[j] += time.perf_counter() - t0
-        for h in pending_sends:
-            h.wait(stop=ctx.stop_event)
-        to_host.inputs[j].close()
-
-    result = np.empty(n, np.int32)
-    filled = [0]
-
-    def collect():
-        for pending in to_host.outputs[0]:
-            part = pending.wait().data
-            result[filled[0]:filled[0] + part.size] = part
-            filled[0] += part.size
-            pending.release()
+        stream.synchronize()
 
     t0 = time.perf_counter()
     workers = [ctx.submit(j, device_worker) for j in range(k)]
-    collector = threading.Thread(target=_guard(ctx, collect), name="groute-pbf-collect", daemon=True)
-    collector.start()
     try:
         for s in range(nseg):
             lo, hi = s * seg, min(n, (s + 1) * seg)
@@ -192,25 +184,13 @@ def _run(ctx, data, pred, seg, num_buffers, static):
     except BaseException as exc:  # stop the devices; gather below raises the first failure
         ctx.fail("host", exc)
     ctx.gather(workers)
-    collector.join(ctx.timeout)
     ctx.check()
-    if collector.is_alive():
-        raise RuntimeError(f"pbf: the host collector did not finish within {ctx.timeout:g} s")
     elapsed = time.perf_counter() - t0
     stats = {"devices": [d.name for d in ctx.devices], "elements_per_device": processed.tolist(),
              "segments_per_device": segments.tolist(), "busy_s_per_device": busy.round(6).tolist(),
              "segments": nseg, "segment_size": seg, "kept": filled[0],
              "policy": "static" if static else "first_available"}
     return PBFResult(result[:filled[0]], elapsed, stats)
-
-
-def _guard(ctx, fn):
-    def run():
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - reported through the context
-            ctx.fail("host", exc)
-    return run
 
 
 # command line ------------------------------------------------------------------------------------
@@ -224,10 +204,24 @@ def register(subparsers, common):
     p.add_argument("--predicate", default="even", help="even | odd | positive | gt:T | lt:T | mod:M:R")
     p.add_argument("--static", action="store_true", help="equal static shares instead of first-available")
     p.add_argument("--compare", action="store_true", help="run both first-available and static")
+    p.add_argument("--scale", type=_counts, default=None, metavar="K,K,...",
+                   help="a scaling run: first-available on the first K devices for each K "
+                        "(e.g. 1,2,4), each verified, with its speed-up over the first K")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cpu-delays", default=None, metavar="S,S,...",
                    help="CPU backend: artificial per-task delay per device, to model unequal devices")
     p.set_defaults(func=_cli)
+
+
+def _counts(text):
+    import argparse
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"not a list of device counts: {text!r} (e.g. 1,2,4)")
+    return counts
 
 
 def _cli(args) -> int:
@@ -238,21 +232,46 @@ def _cli(args) -> int:
     pred = parse_predicate(args.predicate)
     data = np.random.default_rng(args.seed).integers(-2**31, 2**31 - 1, size, dtype=np.int32)
     delays = [float(x) for x in args.cpu_delays.split(",")] if args.cpu_delays else None
+    expected = np.sort(data[pred.numpy(data)])
+    print(f"pbf: {size:,} int32, predicate {pred.text}, segments of {segment:,}")
+    if args.scale:
+        return _scaling(args, data, pred, segment, expected, delays)
     with Context(devices=args.devices if not delays else (args.devices or len(delays)),
                  backend=args.backend, timeout=args.timeout, cpu_delays=delays) as ctx:
-        modes = [False, True] if args.compare else [args.static]
-        expected = np.sort(data[pred.numpy(data)])
-        print(f"pbf: {size:,} int32, predicate {pred.text}, segments of {segment:,}, "
-              f"{len(ctx.devices)} x {ctx.backend}")
-        for static in modes:
-            pbf(data[: min(size, segment)], pred, ctx=ctx, segment_size=segment, static=static)  # warm-up
-            res = pbf(data, pred, ctx=ctx, segment_size=segment, num_buffers=args.buffers, static=static)
-            ok = res.values.size == expected.size and np.array_equal(np.sort(res.values), expected)
-            print(f"  {res.stats['policy']:>15}: {res.time_s * 1e3:9.2f} ms, kept {res.stats['kept']:,} "
-                  f"-> {'verified against NumPy' if ok else 'MISMATCH with NumPy'}")
-            for name, el, sg in zip(res.stats["devices"], res.stats["elements_per_device"],
-                                    res.stats["segments_per_device"]):
-                print(f"      {name:8s} {el:>12,} elements in {sg:>5} segments")
-            if not ok:
+        print(f"  {len(ctx.devices)} x {ctx.backend}")
+        for static in ([False, True] if args.compare else [args.static]):
+            res = _timed(ctx, data, pred, segment, args.buffers, static)
+            if not _report(res, expected):
+                return 1
+    return 0
+
+
+def _timed(ctx, data, pred, segment, buffers, static) -> PBFResult:
+    """A warm-up on one segment, then the run."""
+    pbf(data[: min(data.size, segment)], pred, ctx=ctx, segment_size=segment, static=static)
+    return pbf(data, pred, ctx=ctx, segment_size=segment, num_buffers=buffers, static=static)
+
+
+def _report(res, expected, extra="") -> bool:
+    ok = res.values.size == expected.size and np.array_equal(np.sort(res.values), expected)
+    print(f"  {res.stats['policy']:>15}: {res.time_s * 1e3:9.2f} ms, kept {res.stats['kept']:,} "
+          f"-> {'verified against NumPy' if ok else 'MISMATCH with NumPy'}{extra}")
+    for name, el, sg in zip(res.stats["devices"], res.stats["elements_per_device"],
+                            res.stats["segments_per_device"]):
+        print(f"      {name:8s} {el:>12,} elements in {sg:>5} segments")
+    return ok
+
+
+def _scaling(args, data, pred, segment, expected, delays) -> int:
+    """``--scale``: first-available on each device count, each verified, against the first."""
+    from groute import Context
+    first = None
+    for k in args.scale:
+        with Context(devices=k, backend=args.backend, timeout=args.timeout,
+                     cpu_delays=delays[:k] if delays else None) as ctx:
+            res = _timed(ctx, data, pred, segment, args.buffers, False)
+            first = first or res.time_s
+            if not _report(res, expected, f"; {k} x {ctx.backend}: {first / res.time_s:.2f}x "
+                                          f"the speed of {args.scale[0]}"):
                 return 1
     return 0

@@ -2,7 +2,7 @@
 
 CUDA kernels live in ``.cu`` files next to the app that uses them. ``load_module(path)`` compiles
 with NVRTC through CuPy and caches the module. The include path is the file's folder, then the
-library's shared device headers (:data:`HEADER_DIRS`: the operator layer, ``groute/operators``),
+library's shared device headers (:data:`HEADER_DIRS`: ``groute/operators`` and ``groute/runtime``),
 so ``#include "x.cuh"`` finds either; a caller may put folders of generated headers in between
 (``include=``: :func:`write_generated` writes them); ``-arch`` is the current device's, so
 Hopper builds use sm_90 code. A compile error becomes a :class:`KernelCompileError` quoting ``file:line`` and the
@@ -32,9 +32,10 @@ def _arch_option():
     return f"--gpu-architecture=sm_{cc}"
 
 
-#: Folders of the library's shared device headers, searched after the including file's folder.
-#: A path, not an import: the runtime does not depend on the layers whose headers these are.
-HEADER_DIRS = (Path(__file__).with_name("operators"),)
+#: Folders of the library's shared device headers, searched after the including file's folder:
+#: the operator layer's, and the runtime's (``link.cuh``, the device side of device-initiated
+#: links). Paths, not imports: the runtime does not depend on the layers whose headers these are.
+HEADER_DIRS = (Path(__file__).with_name("operators"), Path(__file__).with_name("runtime"))
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -43,6 +44,20 @@ def include_dirs(path, include=()) -> tuple[Path, ...]:
     """The include path of the module compiled from ``path``: its folder, the ``include``
     folders, then :data:`HEADER_DIRS`."""
     return (Path(path).resolve().parent, *(Path(d).resolve() for d in include), *HEADER_DIRS)
+
+
+def include_options() -> tuple[str, ...]:
+    """The ``-I`` options that find the library's shared headers (:data:`HEADER_DIRS`), for a
+    kernel compiled outside :func:`load_module`, e.g. ``cupy.RawKernel(code, name,
+    options=groute.kernels.include_options())`` including ``link.cuh``.
+
+    Examples
+    --------
+    >>> from groute.kernels import include_options
+    >>> all(option.startswith("-I") for option in include_options())
+    True
+    """
+    return tuple(f"-I{d}" for d in HEADER_DIRS)
 
 
 _generated_lock = threading.Lock()

@@ -468,3 +468,106 @@ def test_a_link_whose_end_fails_does_not_stop_the_pump_of_its_device(cpu_ctx, mo
     second.close()
     assert second.receive(timeout=5) is None       # the end of the stream, which the pump sends
     assert got == list(range(6))
+
+
+@pytest.mark.timeout(60)
+def test_batching_sends_queued_packets_in_consecutive_slots_as_one_copy(ctx):
+    """A batching receiver gets the packets of one send that find consecutive free slots as
+    one segment (one copy), ``metadata["packets"]`` of them; releasing it frees them all, and
+    the next batch goes into them at once. Order and bytes are those of the send."""
+    a, b = ctx.devices
+    link = Link(a, b, packet_size=3, num_buffers=4, ctx=ctx, batching=True)
+    host = np.arange(31, dtype=np.int32) * 5             # 11 packets: 4 + 4 + 3
+    handle = link.send(_src(ctx, host, a), metadata={"round": 2})
+    got, metas = [], []
+    while sum(len(g) for g in got) < host.size:
+        p = link.receive(timeout=5)
+        got.append(_host_copy(p.wait(timeout=5).data))
+        metas.append(dict(p.metadata))
+        p.release(after=p.event)
+    np.testing.assert_array_equal(np.concatenate(got), host)
+    assert [m["packets"] for m in metas] == [4, 4, 3]
+    assert [m["offset"] for m in metas] == [0, 12, 24] and [m["packet"] for m in metas] == [0, 4, 8]
+    assert [m["last"] for m in metas] == [False, False, True] and metas[0]["round"] == 2
+    assert link.stats["copies"] == 3 and link.stats["packets"] == 11
+    handle.wait(timeout=5)
+    link.close()
+    assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+def test_batching_takes_only_consecutive_free_slots():
+    """Slots freed out of order: a batch is a run of consecutive free slots (one copy into one
+    piece of memory), so a gap splits it; without batching every packet is its own segment."""
+    with cpu_link(packet_size=2, num_buffers=4) as (ctx, plain):
+        plain.send(np.arange(8, dtype=np.int32))
+        assert [plain.receive(timeout=5).size for _ in range(4)] == [2, 2, 2, 2]
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=4, ctx=ctx, batching=True)
+        first = link.send(np.arange(2, dtype=np.int32))
+        held = [link.receive(timeout=5) for _ in range(1)]
+        rest = link.send(np.arange(2, 8, dtype=np.int32))          # slots 1..3: one batch
+        middle = link.receive(timeout=5)
+        assert middle.metadata["packets"] == 3 and middle.size == 6
+        middle.release()                                           # slots 1, 2, 3 free
+        link.send(np.arange(10, 18, dtype=np.int32))               # 4 packets: 3 fit, in one run
+        again = link.receive(timeout=5)
+        assert again.metadata["packets"] == 3
+        np.testing.assert_array_equal(again.wait(timeout=5).data, np.arange(10, 16))
+        held[0].release()                                          # slot 0: the 4th packet
+        last = link.receive(timeout=5)
+        assert last.metadata["packets"] == 1 and last.metadata["offset"] == 6
+        np.testing.assert_array_equal(last.wait(timeout=5).data, [16, 17])
+        again.release()
+        last.release()
+        first.wait(timeout=5)
+        rest.wait(timeout=5)
+        assert link.backlog() == 0
+
+
+@pytest.mark.timeout(60)
+def test_a_pending_segment_released_twice_from_two_threads_frees_its_slot_once():
+    with cpu_link(packet_size=2, num_buffers=2) as (ctx, link):
+        link.send(np.arange(4, dtype=np.int32))
+        p = link.receive(timeout=5)
+        link.receive(timeout=5)                  # the other slot stays held
+        threads = [threading.Thread(target=p.release) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(5)
+        assert link.held() == 1 and link.backlog() == 1
+
+
+def test_a_link_mode_other_than_host_or_device_is_rejected(cpu_ctx):
+    a, b = cpu_ctx.devices[:2]
+    with pytest.raises(ValueError, match="initiated must be 'host' or 'device'"):
+        Link(a, b, 4, initiated="kernel")
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(60)
+def test_cuda_link_records_each_slot_event_again():
+    """A CUDA link makes one event per receive slot and records it again at each packet (a
+    packet costs the host a record, not an event's creation); copy plans move the rows."""
+    with Context(2, backend="cuda", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=100, num_buffers=3, ctx=ctx)
+        host = np.arange(1000, dtype=np.int32)
+        link.send(a.asarray(host))
+        events, parts = set(), []
+        while sum(len(x) for x in parts) < host.size:
+            p = link.receive(timeout=5)
+            events.add(id(p.event))
+            parts.append(_host_copy(p.wait(timeout=5).data))
+            p.release(after=p.event)
+        np.testing.assert_array_equal(np.concatenate(parts), host)
+        assert len(events) <= 3
+        link.close()
+        plan_dst = b.zeros((6, 2), np.int32)
+        src = a.asarray(np.arange(12, dtype=np.int32).reshape(6, 2))
+        a.copy_stream.copy_plan(plan_dst, src)(1, 3, 2)
+        a.copy_stream.synchronize()
+        np.testing.assert_array_equal(b.to_host(plan_dst)[1:3], [[6, 7], [8, 9]])

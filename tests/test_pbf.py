@@ -75,3 +75,21 @@ def test_cli_info(capsys):
     import json
     info = json.loads(capsys.readouterr().out)
     assert info["backend"] == "cpu" and len(info["devices"]) == 2
+
+
+def test_cli_pbf_scaling_run_verifies_every_count(capsys):
+    assert main(["pbf", "--backend", "cpu", "--size", "30000", "--segment", "2000", "--scale", "1,2,3"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("verified against NumPy") == 3
+    assert "1 x cpu: 1.00x the speed of 1" in out and "3 x cpu:" in out and "cpu:2" in out
+
+
+@pytest.mark.timeout(60)
+def test_devices_write_their_kept_elements_straight_into_the_output():
+    """Each device reserves its range of the output and copies into it: the ranges tile the
+    output exactly (no gaps, no overlap) whatever order the devices finish in."""
+    data = np.arange(50_000, dtype=np.int32)
+    with Context(4, backend="cpu", timeout=10, cpu_delays=[0, 0.002, 0, 0.001]) as ctx:
+        res = pbf(data, "mod:3:0", ctx=ctx, segment_size=700)
+        np.testing.assert_array_equal(np.sort(res.values), data[data % 3 == 0])
+        assert res.stats["kept"] == res.values.size == (data % 3 == 0).sum()

@@ -201,3 +201,19 @@ def test_a_router_wait_while_receivers_hold_every_buffer_says_release():
         for p in held:
             p.release()
         router.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_batching_router_hands_its_outputs_runs_of_packets():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router = Router([HOST], ctx.devices, broadcast, packet_size=4, num_buffers=3, ctx=ctx,
+                        batching=True)
+        router.inputs[0].send(np.arange(10, dtype=np.int32))
+        router.close()
+        for j in range(2):
+            got = list(router.outputs[j])
+            assert [p.metadata["packets"] for p in got] == [3]     # 3 packets in one segment
+            np.testing.assert_array_equal(got[0].wait().data, np.arange(10))
+            for p in got:
+                p.release()
+        assert all(link.stats["copies"] == 1 for _, _, link in router.each_link())

@@ -76,14 +76,17 @@ def test_all_benchmarks_json_and_plots(main, tmp_path, capsys):
     # access: 3 executors x 4 targets x 2 ops x 2 patterns
     assert len(by["access"]["records"]) == 3 * 4 * 4
     assert {r["where"] for r in by["access"]["records"]} == {"local", "peer", "host"}
-    # packets: 3 methods per packet size; bytes capped by max_packets (16 in --quick on CPU)
+    # packets: 6 methods per packet size; bytes capped by max_packets (16 in --quick on CPU)
     packets = by["packets"]["records"]
+    from groute.topology.packetization import HOST_PATHS, METHODS as PACKET_METHODS
+    assert len(packets) == 2 * len(PACKET_METHODS)
+    assert all(r["host_us_per_packet"] > 0 for r in packets if r["method"] in HOST_PATHS)
     assert sorted({r["packet_bytes"] for r in packets}) == [8192, 32768]
     assert {r["bytes"] for r in packets if r["packet_bytes"] == 8192} == {32768}
     assert {r["packets"] for r in packets if r["packet_bytes"] == 8192} == {4}
-    # push/pull: 6 ordered pairs x 5 methods x 2 sizes; broadcast: 6 methods x 2 sizes
+    # push/pull: 6 ordered pairs x 5 methods x 2 sizes; broadcast: 8 methods x 2 sizes
     assert len(by["pushpull"]["records"]) == 6 * 5 * 2
-    assert len(by["broadcast"]["records"]) == 6 * 2
+    assert len(by["broadcast"]["records"]) == 8 * 2
     assert all(r["destinations"] == 2 for r in by["broadcast"]["records"])
 
     import matplotlib.image
@@ -258,7 +261,9 @@ def test_rerender_from_json_markdown_and_plots(main, tmp_path, capsys):
     table_lines = lambda text: [l for l in text.splitlines() if "GB/s" in l or l.startswith("cpu:")]
     assert table_lines(captured.out) == table_lines(first)
     text = md.read_text()
-    assert "| packet | packets | bytes | one copy | raw packets | Link | Link/copy |" in text
+    assert ("| packet | packets | bytes | B | one copy | raw packets | Link | Link batched | "
+            "batched/copy | kernel push | device Link | device/push |") in text
+    assert "| packet | raw packets | Link | Link batched |" in text
     assert "### map:" in text and "### summary" in text and "project commit" in text
     assert sorted(p.name for p in plots.iterdir()) == ["fig2b_packetization.png", "map_bandwidth.png"]
 

@@ -1,6 +1,6 @@
 """Broadcast (Groute figure 2-1d): one device's buffer to every other device.
 
-Six ways, three pairs of host-managed versus device-initiated:
+Eight ways, four pairs of host-managed versus device-initiated:
 
 * ``copies`` / ``kernels``: separate transfers from the source to each destination at once
   (stream copies on the source, one stream per destination / a kernel on each destination
@@ -10,12 +10,20 @@ Six ways, three pairs of host-managed versus device-initiated:
   order the pieces, so the whole schedule is enqueued up front and the host is out of the loop);
 * ``Links`` / ``Link ring``: the same two shapes built from our :class:`groute.Link`: one Link
   per destination, or Links chained around the ring where each device's host worker places
-  every PendingSegment as it becomes ready and forwards it on the next Link.
+  every PendingSegment as it becomes ready and forwards it on the next Link;
+* ``Router`` / ``device Links``: the whole buffer through a :class:`groute.Router` with the
+  ``broadcast`` policy (one packet per destination, copied into each destination's receive
+  buffer, all issued before anything waits; receivers release in the background) / through
+  one device-initiated Link per destination (``initiated="device"``: a kernel on the source
+  per destination sends the pieces, a kernel on each destination places them).
 
-Raw methods are gated (see :mod:`groute.topology.timing`); Link methods are not, because their host
-work is part of what they cost. Every destination is checked after the last run.
+Raw methods and device Links are gated (see :mod:`groute.topology.timing`); host-initiated Link
+and Router methods are not, because their host work is part of what they cost. Every
+destination is checked after the last run (the Router's: its receive buffers).
 """
 from __future__ import annotations
+
+from groute import Link, Router, broadcast as broadcast_policy
 
 from . import device_ops
 from .link_paths import chunk_words, close_links, cut_pieces, open_link, receive_message
@@ -23,7 +31,8 @@ from .results import BenchResult, record, require_two_devices
 from .settings import format_bytes
 from .timing import Clock, measure
 
-METHODS = ("copies", "kernels", "ring copies", "ring kernels", "Links", "Link ring")
+METHODS = ("copies", "kernels", "ring copies", "ring kernels", "Links", "Link ring", "Router",
+           "device Links")
 
 
 def run(ctx, settings, progress) -> BenchResult:
@@ -47,6 +56,10 @@ def run(ctx, settings, progress) -> BenchResult:
     place = {d.index: d.new_stream("place") for d in dests}
     clock = Clock(root, ctx.timeout)
     result.extra = {"source": root.name, "ring": [d.name for d in ring]}
+    reach_all = all(root.can_access_peer(dev) for dev in dests)
+    if not reach_all:
+        result.notes.append(f"device Links not measured: {root.name} cannot reach every "
+                            f"destination's memory (no peer access)")
     try:
         for size in settings.sizes:
             words = size // 4
@@ -107,19 +120,40 @@ def run(ctx, settings, progress) -> BenchResult:
                                                                 dest=d[dev.index], forward=forward)))
                 return ctx.gather(receivers, timeout=ctx.timeout)
 
+            device_links = [Link(root, dev, cw, settings.link_buffers(cw * 4), ctx=ctx,
+                                 initiated="device", name=f"topo-bcast-dev-{dev.name}")
+                            for dev in dests] if reach_all else []
+            sent = [0]
+
+            def via_device_links(start):
+                for link, dev, rs in zip(device_links, dests, root_streams):
+                    streams[dev.index].wait_event(start)
+                    rs.wait_event(start)
+                    device_ops.link_receive(streams[dev.index], link, words, sent[0], d[dev.index])
+                    device_ops.link_send(rs, link, s, sent[0])
+                sent[0] += len(pieces)
+                return [streams[dev.index].record() for dev in dests]
+
             steps = {"copies": (direct, True), "kernels": (lambda st: direct(st, kernels=True), True),
                      "ring copies": (ring_step, True),
                      "ring kernels": (lambda st: ring_step(st, kernels=True), True),
-                     "Links": (via_links, False), "Link ring": (via_link_ring, False)}
+                     "Links": (via_links, False), "Link ring": (via_link_ring, False),
+                     "Router": (None, False), "device Links": (via_device_links, True)}
+            if not reach_all:
+                del steps["device Links"]
             line = []
             try:
                 for method, (step, gate) in steps.items():
-                    for dev in dests:
-                        device_ops.clear(d[dev.index])
-                    samples = measure(clock, step, repeat=settings.repeat, warmup=settings.warmup, gate=gate)
-                    for dev in dests:
-                        device_ops.check_equal(d[dev.index], expected[:words],
-                                               f"broadcast by {method} to {dev.name}")
+                    reps = dict(repeat=settings.repeat, warmup=settings.warmup)
+                    if method == "Router":
+                        samples = _BroadcastRouter(ctx, root, dests, s).measure(clock, reps, expected[:words])
+                    else:
+                        for dev in dests:
+                            device_ops.clear(d[dev.index])
+                        samples = measure(clock, step, gate=gate, **reps)
+                        for dev in dests:
+                            device_ops.check_equal(d[dev.index], expected[:words],
+                                                   f"broadcast by {method} to {dev.name}")
                     rec = record("broadcast", method, samples, size, src=root.name, dst="all",
                                  destinations=len(dests), aggregate_gbps=size * len(dests) / samples.median / 1e9,
                                  initiated="device" if "kernel" in method else "host",
@@ -128,6 +162,9 @@ def run(ctx, settings, progress) -> BenchResult:
                     line.append(f"{method} {samples.median * 1e3:.3f} ms")
             finally:
                 close_links(links + chain)
+                for link, rs in zip(device_links, root_streams):
+                    link.close(rs)
+                    link.join(ctx.timeout)
             progress(f"broadcast: {format_bytes(size):>8} {root.name} -> {len(dests)} devices: " + ", ".join(line))
     finally:
         clock.close()
@@ -138,3 +175,52 @@ def run(ctx, settings, progress) -> BenchResult:
         for dev in dests:
             dev.release_stream(place[dev.index])
     return result
+
+
+class _BroadcastRouter:
+    """The ``Router`` method: a Router from the source to the destinations with the
+    ``broadcast`` policy and the whole buffer as one packet, receivers on the destinations' host
+    workers releasing each packet once the next has arrived (off the timed path: a step is the
+    send and the copies it issues); the packets they hold at the end are checked."""
+
+    def __init__(self, ctx, root, dests, src):
+        self.ctx, self.src = ctx, src
+        self.router = Router([root], dests, broadcast_policy, packet_size=int(src.shape[0]),
+                             num_buffers=2, ctx=ctx, name="topo-bcast-router")
+        self.arrived = [0] * len(dests)
+        self.held = [None] * len(dests)
+        self.sent = 0
+        self.positions = [ctx.devices.index(dev) for dev in dests]
+
+    def measure(self, clock, reps, expected):
+        receivers = [self.ctx.submit(p, self._receive, j) for j, p in enumerate(self.positions)]
+        try:
+            samples = measure(clock, self._step, prepare=self._settle, **reps)
+            self._settle(None)
+            for j, pending in enumerate(self.held):
+                device_ops.check_equal(pending.wait().data, expected,
+                                       f"broadcast by Router to {self.router.output_endpoints[j]}")
+        finally:
+            self.router.close()
+            self.ctx.gather(receivers, timeout=self.ctx.timeout)
+        return samples
+
+    def _receive(self, device, j):
+        for pending in self.router.outputs[j]:
+            if self.held[j] is not None:
+                self.held[j].release(after=self.held[j].event)
+            self.held[j] = pending
+            self.arrived[j] += 1
+        if self.held[j] is not None:
+            self.held[j].release()
+
+    def _step(self, start):
+        handle = self.router.inputs[0].send(self.src, event=start)
+        self.sent += 1
+        return [h.event for h in handle.handles]
+
+    def _settle(self, k):
+        """Before a run and after the last (untimed): every packet sent has arrived everywhere."""
+        from groute.waiting import wait_for
+        wait_for(lambda: min(self.arrived) >= self.sent, what="the broadcast router's receivers",
+                 timeout=self.ctx.timeout, stop=self.ctx.stop_event)

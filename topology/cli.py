@@ -13,7 +13,7 @@ import time
 from groute.cli_support import context_from_args, positive_int
 
 from .runner import BENCHMARKS, resolve_names
-from .settings import default_settings, parse_sizes
+from .settings import default_settings, parse_size, parse_sizes
 
 
 def register(subparsers, common):
@@ -31,6 +31,9 @@ def register(subparsers, common):
                    help="packetization sweep (default: 4K, 8K, ... up to the largest size)")
     p.add_argument("--repeat", type=positive_int, default=None, metavar="N",
                    help="timed runs per measurement, median reported (default 7; --quick 3; CPU 3/1)")
+    p.add_argument("--link-window", type=_size, default=None, metavar="SIZE",
+                   help="packetization: each Link gets about SIZE / P receive buffers of P "
+                        "(4 to 64; default 4M on GPUs, 64K on CPU)")
     p.add_argument("--chunks", type=positive_int, default=16, metavar="N",
                    help="pieces a pipelined transfer (staged, ring, broadcast Links) is cut into")
     p.add_argument("--json", metavar="FILE", default=None, help="write every measurement and the machine here")
@@ -40,6 +43,13 @@ def register(subparsers, common):
     p.add_argument("--from-json", metavar="FILE", default=None,
                    help="do not measure: re-render tables, --plot and --markdown from a saved --json report")
     p.set_defaults(func=run)
+
+
+def _size(text):
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _sizes(text):
@@ -67,7 +77,7 @@ def run(args) -> int:
         from .runner import run_benchmarks
         backend = resolve_backend(args.backend)
         settings = default_settings(backend, quick=args.quick, sizes=args.sizes, repeat=args.repeat,
-                                    packet_sizes=args.packet_sizes)
+                                    packet_sizes=args.packet_sizes, link_window=args.link_window)
         settings.chunks = args.chunks
         settings.validate()
         args.backend = backend

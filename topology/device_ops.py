@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 KERNELS = Path(__file__).with_name("access_kernels.cu")
+LINK_KERNELS = Path(__file__).with_name("link_kernels.cu")
 THREADS = 256
 BLOCKS_PER_SM = 8
 _blocks: dict = {}
@@ -20,18 +21,10 @@ _blocks: dict = {}
 
 # memory ----------------------------------------------------------------------------------------
 def host_buffer(device, n_words: int):
-    """Host memory for ``device`` to copy to/from *and* for its kernels to read/write directly.
-
-    CUDA: pinned, portable and mapped (``cudaHostAllocPortable | cudaHostAllocMapped``), so every
-    GPU's kernels reach it at the same address; CPU: a plain NumPy array.
-    """
-    if device.backend != "cuda":
-        return np.zeros(n_words, np.int32)
-    import cupy
-    mem = cupy.cuda.PinnedMemory(n_words * 4, 3)
-    array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), np.int32, n_words)
-    array[:] = 0
-    return array
+    """Host memory for ``device`` to copy to/from *and* for its kernels to read/write directly
+    (:meth:`groute.device.base.Device.mapped_host_buffer`: pinned, portable and mapped on CUDA,
+    so every GPU's kernels reach it at the same address; CPU: a plain NumPy array)."""
+    return device.mapped_host_buffer(n_words, np.int32)
 
 
 def device_buffer(device, n_words: int):
@@ -50,14 +43,8 @@ def buffer_on(device_or_host, n_words: int, owner):
 
 def address(array) -> int:
     """The address a kernel uses for ``array`` (a CuPy array, or mapped pinned host memory)."""
-    if isinstance(array, np.ndarray):
-        import cupy
-        ptr = array.ctypes.data
-        try:
-            return int(cupy.cuda.runtime.pointerGetAttributes(ptr).devicePointer) or ptr
-        except Exception:  # noqa: BLE001 - with unified addressing the host address works as is
-            return ptr
-    return int(array.data.ptr)
+    from groute.device.cuda import device_address
+    return device_address(array)
 
 
 def to_numpy(array) -> np.ndarray:
@@ -107,10 +94,10 @@ def clear(array) -> None:
 
 
 # kernels ---------------------------------------------------------------------------------------
-def _kernel(device, name: str):
+def _kernel(device, name: str, path=KERNELS):
     from groute.kernels import get_kernel
     with device.use():
-        return get_kernel(KERNELS, name)
+        return get_kernel(path, name)
 
 
 def _grid(device) -> int:
@@ -120,10 +107,10 @@ def _grid(device) -> int:
     return _blocks[device.index]
 
 
-def _launch(stream, name: str, *args) -> None:
+def _launch(stream, name: str, *args, path=KERNELS, blocks=None) -> None:
     device = stream.device
-    kernel = _kernel(device, name)
-    stream.submit(kernel, (_grid(device),), (THREADS,), args)
+    kernel = _kernel(device, name, path)
+    stream.submit(kernel, (blocks or _grid(device),), (THREADS,), args)
 
 
 def spin(stream, seconds: float) -> None:
@@ -141,6 +128,57 @@ def device_copy(stream, dst, src) -> None:
                 np.uint64(src.shape[0]))
     else:
         stream.submit(np.copyto, dst, src)
+
+
+def link_send(stream, link, src, first: int) -> None:
+    """The stream's device sends all of ``src`` through the device-initiated ``link``, one
+    packet per part, tagged with the part's number (CUDA: ``link_send_words``; CPU: the same
+    loop through ``link.tx``). ``first``: the packets the link carried before."""
+    words, per = int(src.shape[0]), link.packet_size
+    packets = -(-words // per)
+    if stream.device.backend == "cuda":
+        _launch(stream, "link_send_words", link.tx, src, np.uint64(words), np.uint64(first),
+                path=LINK_KERNELS, blocks=_link_blocks(stream.device, link, packets))
+        return
+
+    def send():
+        tx = link.tx
+        while (n := tx.claim(first + packets)) is not None:
+            part = n - first
+            count = min(per, words - part * per)
+            tx.acquire(n)[:count] = src[part * per:part * per + count]
+            tx.publish(n, count, part)
+    stream.submit(send)
+
+
+def link_receive(stream, link, words: int, first: int, dst=None) -> None:
+    """The stream's device receives the ``words`` that :func:`link_send` sends: each packet is
+    copied to its place in ``dst`` (when given), then released."""
+    per = link.packet_size
+    packets = -(-words // per)
+    if stream.device.backend == "cuda":
+        _launch(stream, "link_receive_words", link.rx, dst if dst is not None else np.uint64(0),
+                np.uint64(words), np.uint64(first), path=LINK_KERNELS,
+                blocks=_link_blocks(stream.device, link, packets))
+        return
+
+    def receive():
+        rx = link.rx
+        while (n := rx.claim(first + packets)) is not None:
+            got = rx.receive(n)
+            if got is None:
+                raise RuntimeError(f"{link.name} ended before packet {n}")
+            items, part = got
+            if dst is not None:
+                dst[part * per:part * per + items.shape[0]] = items
+            rx.release(n)
+    stream.submit(receive)
+
+
+def _link_blocks(device, link, packets: int) -> int:
+    """Blocks that send or receive at once: one per slot (more would only wait for slots), at
+    most a full device."""
+    return max(1, min(link.num_buffers, packets, _grid(device)))
 
 
 class AccessPlan:

@@ -25,8 +25,10 @@ def cut_pieces(total_words: int, step: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + step, total_words)) for lo in range(0, total_words, step)]
 
 
-def open_link(ctx, src, dst, packet_words: int, num_buffers: int, name: str) -> Link:
-    return Link(src, dst, packet_size=packet_words, num_buffers=num_buffers, ctx=ctx, name=name)
+def open_link(ctx, src, dst, packet_words: int, num_buffers: int, name: str, *,
+              batching: bool = False) -> Link:
+    return Link(src, dst, packet_size=packet_words, num_buffers=num_buffers, ctx=ctx, name=name,
+                batching=batching)
 
 
 def close_links(links) -> None:

@@ -119,14 +119,29 @@ def _render_access(res) -> str:
 
 
 def _render_packets(res) -> str:
-    rows = []
+    rows, hosts = [], []
     for packet in sorted({r["packet_bytes"] for r in res.records}):
         by = {r["method"]: r for r in res.select(packet_bytes=packet)}
-        copy, raw, link = by.get("one copy"), by.get("raw packets"), by.get("Link")
-        rows.append([format_bytes(packet), copy["packets"], format_bytes(copy["bytes"]), copy["gbps"],
-                     raw["gbps"], link["gbps"], f"{link['gbps'] / copy['gbps']:.0%}"])
-    return (f"{res.extra.get('src')} -> {res.extra.get('dst')}, GB/s:\n"
-            + table(["packet", "packets", "bytes", "one copy", "raw packets", "Link", "Link/copy"], rows))
+        copy, push = by["one copy"], by.get("kernel push")
+        link, batched, device = by.get("Link"), by.get("Link, batched"), by.get("device Link")
+        rows.append([format_bytes(packet), copy["packets"], format_bytes(copy["bytes"]), copy.get("buffers"),
+                     copy["gbps"], by["raw packets"]["gbps"], _gbps(link), _gbps(batched),
+                     _share(batched or link, copy), _gbps(push), _gbps(device), _share(device, push)])
+        hosts.append([format_bytes(packet), *(by[m].get("host_us_per_packet") if m in by else None
+                                              for m in ("raw packets", "Link", "Link, batched"))])
+    out = (f"{res.extra.get('src')} -> {res.extra.get('dst')}, GB/s (B: receive buffers per Link):\n"
+           + table(["packet", "packets", "bytes", "B", "one copy", "raw packets", "Link", "Link batched",
+                    "batched/copy", "kernel push", "device Link", "device/push"], rows))
+    return out + "\nhost time per packet, us (the host's time in the step over its packets):\n" + table(
+        ["packet", "raw packets", "Link", "Link batched"], hosts)
+
+
+def _gbps(rec):
+    return None if rec is None else rec["gbps"]
+
+
+def _share(rec, peer):
+    return "-" if rec is None or peer is None else f"{rec['gbps'] / peer['gbps']:.0%}"
 
 
 def _by_method_and_size(res, value, label) -> str:
@@ -180,10 +195,14 @@ def summary(description, results) -> str:
     if "packets" in by and by["packets"].status == "ok":
         p = by["packets"]
         biggest = max(r["packet_bytes"] for r in p.records)
-        link = p.select(packet_bytes=biggest, method="Link")[0]["gbps"]
         best_copy = max(r["gbps"] for r in p.select(method="one copy"))
-        rows.append(["packets", f"Link, {format_bytes(biggest)} packets",
-                     f"{link:.1f} GB/s = {link / best_copy:.0%} of the best one copy"])
+        for method in ("Link", "Link, batched"):
+            link = p.select(packet_bytes=biggest, method=method)[0]["gbps"]
+            rows.append(["packets", f"{method}, {format_bytes(biggest)} packets",
+                         f"{link:.1f} GB/s = {link / best_copy:.0%} of the best one copy"])
+        smallest = min(r["packet_bytes"] for r in p.records)
+        host = p.select(packet_bytes=smallest, method="Link")[0]["host_us_per_packet"]
+        rows.append(["packets", f"Link host time, {format_bytes(smallest)} packets", _fmt(host, "us per packet")])
     for name, unit in (("pushpull", "gbps"), ("broadcast", "seconds")):
         if name in by and by[name].status == "ok":
             res = by[name]

@@ -15,6 +15,9 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 
 #: Transfers are arrays of 4-byte words moved as 16-byte vectors: sizes are multiples of this.
 SIZE_QUANTUM = 16
+#: The most receive buffers a packetization Link gets (:meth:`Settings.link_buffers`): at small
+#: packets the window is this many packets, so slots are reused within a run.
+MAX_LINK_BUFFERS = 64
 
 
 def parse_size(text: str) -> int:
@@ -65,7 +68,8 @@ class Settings:
     access_size: int = 0        # bytes a direct-access kernel reads or writes coalesced
     packet_sizes: list = field(default_factory=list)   # packetization sweep, bytes
     max_packets: int = 1024     # packetization moves at most this many packets per run
-    num_buffers: int = 4        # receive buffers per Link
+    num_buffers: int = 4        # receive buffers per Link (at least)
+    link_window: int = 4 << 20  # packetization: a Link of packet P gets link_window / P buffers, within [num_buffers, MAX_LINK_BUFFERS]
     chunks: int = 16            # pipelined transfers (staged, ring, broadcast Links) cut a buffer into this many pieces
     source: int = 0             # broadcast source (position in the context's device list)
 
@@ -73,13 +77,20 @@ class Settings:
     def largest(self) -> int:
         return max(self.sizes)
 
+    def link_buffers(self, packet_bytes: int) -> int:
+        """Receive buffers of the packetization benchmark's Links of ``packet_bytes`` packets:
+        enough to hold ``link_window`` bytes in flight (a Link's throughput is its window over
+        the time a buffer takes to come back), at least ``num_buffers``, at most
+        :data:`MAX_LINK_BUFFERS`."""
+        return max(self.num_buffers, min(MAX_LINK_BUFFERS, self.link_window // packet_bytes))
+
     def to_dict(self) -> dict:
         return asdict(self)
 
     def validate(self) -> "Settings":
         if not self.sizes:
             raise ValueError("sizes must not be empty")
-        for name in ("repeat", "max_packets", "num_buffers", "chunks"):
+        for name in ("repeat", "max_packets", "num_buffers", "chunks", "link_window"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.warmup < 0:
@@ -93,7 +104,7 @@ class Settings:
 
 
 def default_settings(backend: str, *, quick: bool = False, sizes=None, repeat=None,
-                     packet_sizes=None) -> Settings:
+                     packet_sizes=None, link_window=None) -> Settings:
     """Defaults for ``backend`` ('cuda' or 'cpu'), optionally overridden."""
     if backend == "cuda":
         base = [1 << 20, 16 << 20] if quick else [1 << 20, 16 << 20, 256 << 20]
@@ -111,7 +122,8 @@ def default_settings(backend: str, *, quick: bool = False, sizes=None, repeat=No
     if too_big:
         raise ValueError(f"packet size {format_bytes(too_big[0])} exceeds the largest transfer size "
                          f"{format_bytes(largest)}; give larger sizes or smaller packet sizes")
+    window = link_window if link_window is not None else (4 << 20 if backend == "cuda" else 64 << 10)
     s = Settings(sizes=list(sizes), repeat=repeat if repeat is not None else rep, warmup=1,
                  access_size=min(access, largest), packet_sizes=sorted(set(packet_sizes)),
-                 max_packets=max_packets)
+                 max_packets=max_packets, link_window=window)
     return s.validate()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: How long a gated start holds the clock stream (a GPU spin) so that the host can enqueue the
 #: whole step before the clock starts: the interval then measures the devices, not Python.
@@ -86,9 +86,12 @@ class Clock:
 
 @dataclass
 class Samples:
-    """Repeated timings of one benchmark step (seconds, after warm-up)."""
+    """Repeated timings of one benchmark step (seconds, after warm-up): ``seconds`` on the
+    clock, ``host_seconds`` the host's own time in the step (from calling it until it returned:
+    what issuing the step cost the host, the GPU work it queued not waited for)."""
 
     seconds: list
+    host_seconds: list = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -105,14 +108,17 @@ def measure(clock: Clock, step, *, repeat: int, warmup: int = 1, gate: bool = Fa
 
     ``prepare(k)`` runs before each run, untimed (e.g. to clear destination buffers).
     """
-    samples = []
+    samples, hosts = [], []
     for k in range(warmup + repeat):
         if prepare is not None:
             prepare(k)
         start = clock.start(gate=gate)
+        t0 = time.perf_counter()
         events = step(start) or ()
+        host = time.perf_counter() - t0
         seconds = clock.stop(events)
         if k >= warmup:
             # a CUDA interval can read 0 for work shorter than the event resolution (0.5 us)
             samples.append(max(seconds, 1e-9))
-    return Samples(samples)
+            hosts.append(host)
+    return Samples(samples, hosts)

@@ -38,8 +38,14 @@ class Stream(abc.ABC):
         """Run ``fn(*args, **kwargs)`` in stream order."""
 
     @abc.abstractmethod
-    def record(self) -> Event:
-        """An event that completes when the work submitted so far has completed."""
+    def record(self, event: Event | None = None) -> Event:
+        """An event that completes when the work submitted so far has completed.
+
+        ``event``: an event of this device recorded before, to record again instead of making a
+        new one (a Link records one per packet, and making a CUDA event costs more than
+        recording one). A backend whose events fire once (CPU) makes a new one anyway; either
+        way use the returned event. Recording again moves the event: a waiter that queries it
+        afterwards waits for the later work (never for less)."""
 
     @abc.abstractmethod
     def wait_event(self, event: Event) -> None:
@@ -52,9 +58,31 @@ class Stream(abc.ABC):
         Either side may live on this device, another device of the same backend, or the host.
         """
 
+    def copy_plan(self, dst, src) -> "CopyPlan":
+        """A :class:`CopyPlan` copying rows (along axis 0) of ``src`` into rows of ``dst`` on
+        this stream: what a Link issues its packets with, the arrays' addresses and the kind of
+        copy found once rather than per packet."""
+        return CopyPlan(self, dst, src)
+
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         """Wait for the work submitted so far (``spin``: as :meth:`Event.synchronize`)."""
         self.record().synchronize(timeout, spin=spin)
+
+
+class CopyPlan:
+    """``plan(dst_row, src_row, rows)`` copies ``src[src_row:src_row + rows]`` into
+    ``dst[dst_row:dst_row + rows]`` asynchronously on the plan's stream. The arrays must be
+    C-contiguous with equal dtypes and row shapes. This generic plan slices and calls
+    :meth:`Stream.copy`; a backend overrides it where slicing costs more than the copy (CUDA)."""
+
+    def __init__(self, stream: Stream, dst, src):
+        if dst.dtype != src.dtype or tuple(dst.shape[1:]) != tuple(src.shape[1:]):
+            raise ValueError(f"a copy plan needs equal dtypes and row shapes: dst {dst.dtype} "
+                             f"{tuple(dst.shape[1:])}, src {src.dtype} {tuple(src.shape[1:])}")
+        self.stream, self.dst, self.src = stream, dst, src
+
+    def __call__(self, dst_row: int, src_row: int, rows: int) -> None:
+        self.stream.copy(self.dst[dst_row:dst_row + rows], self.src[src_row:src_row + rows])
 
 
 class Device(abc.ABC):
@@ -127,6 +155,19 @@ class Device(abc.ABC):
         """Host memory suited to fast transfers with this device (pinned on CUDA)."""
         import numpy as np
         return np.empty(shape, dtype)
+
+    def mapped_host_buffer(self, shape, dtype):
+        """Zeroed host memory this device's kernels read and write in place, at
+        :meth:`address` (CUDA: pinned, portable and mapped, so every GPU reaches it; CPU: a
+        NumPy array)."""
+        import numpy as np
+        return np.zeros(shape, dtype)
+
+    def address(self, array) -> int:
+        """The address a kernel of this device uses for ``array`` (device memory, or memory
+        from :meth:`mapped_host_buffer`)."""
+        import numpy as np
+        return int(array.ctypes.data) if isinstance(array, np.ndarray) else int(array.data.ptr)
 
     @abc.abstractmethod
     def memory_info(self) -> tuple[int, int]:

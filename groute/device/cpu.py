@@ -105,7 +105,8 @@ class CPUStream(Stream):
     def submit(self, fn, *args, **kwargs) -> None:
         self._put((fn, args, kwargs, None))
 
-    def record(self) -> CPUEvent:
+    def record(self, event: CPUEvent | None = None) -> CPUEvent:
+        """A new event always: a CPU event fires once (``event`` is not recorded again)."""
         event = CPUEvent(self)
         self._put((None, (), {}, event))
         return event

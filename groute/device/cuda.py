@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..waiting import wait_for
-from .base import Device, Event, Stream
+from .base import CopyPlan, Device, Event, Stream
 from .logical import Placement, sm_share
 
 # cudaMemcpyKind
@@ -77,12 +77,29 @@ class CUDAStream(Stream):
         with self.device.use(), self.raw:
             fn(*args, **kwargs)
 
-    def record(self) -> CUDAEvent:
+    def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
+        if event is not None:   # recording needs no current device: the stream names it
+            _cupy().cuda.runtime.eventRecord(event.raw.ptr, self.raw.ptr)
+            return event
         cupy = _cupy()
         with self.device.use():
             raw = cupy.cuda.Event(disable_timing=True)
             raw.record(self.raw)
         return CUDAEvent(self.device, raw)
+
+    def copy_plan(self, dst, src) -> CopyPlan:
+        """Copies by address (:class:`_AddressCopyPlan`, :class:`_PeerCopyPlan`) where the
+        copy is one runtime call;
+        the generic plan (slices, :meth:`copy`) for host-to-host and host-staged copies."""
+        _check_rows(dst, src)
+        dst_dev, src_dev = _device_of(dst), _device_of(src)
+        if dst_dev is None and src_dev is None:
+            return CopyPlan(self, dst, src)
+        if dst_dev is not None and src_dev is not None and dst_dev != src_dev:
+            if not self.device.peer_enabled(src_dev, dst_dev):
+                return CopyPlan(self, dst, src)
+            return _PeerCopyPlan(self, dst, src, dst_dev, src_dev)
+        return _AddressCopyPlan(self, dst, src, dst_dev, src_dev)
 
     def wait_event(self, event: Event) -> None:
         if isinstance(event, CUDAEvent):
@@ -124,6 +141,48 @@ class CUDAStream(Stream):
         ptr = self._staging.ptr
         runtime.memcpyAsync(ptr, src.data.ptr, nbytes, _D2H, self.ptr)
         runtime.memcpyAsync(dst.data.ptr, ptr, nbytes, _H2D, self.ptr)
+
+
+class _AddressCopyPlan(CopyPlan):
+    """One ``cudaMemcpyAsync`` per call, at addresses computed from the rows: no array views,
+    no checks and no device switch per call (the stream names the device)."""
+
+    def __init__(self, stream, dst, src, dst_dev, src_dev):
+        super().__init__(stream, dst, src)
+        self.row_bytes = int(np.dtype(src.dtype).itemsize * int(np.prod(src.shape[1:], dtype=np.int64)))
+        self.dst_ptr = int(dst.data.ptr) if dst_dev is not None else int(dst.ctypes.data)
+        self.src_ptr = int(src.data.ptr) if src_dev is not None else int(src.ctypes.data)
+        self.stream_ptr = int(stream.raw.ptr)
+        self.kind = _D2H if dst_dev is None else _H2D if src_dev is None else _D2D
+        self._memcpy = _cupy().cuda.runtime.memcpyAsync
+
+    def __call__(self, dst_row: int, src_row: int, rows: int) -> None:
+        rb = self.row_bytes
+        self._memcpy(self.dst_ptr + dst_row * rb, self.src_ptr + src_row * rb, rows * rb,
+                     self.kind, self.stream_ptr)
+
+
+class _PeerCopyPlan(_AddressCopyPlan):
+    """The same between two GPUs with peer access: one ``cudaMemcpyPeerAsync`` per call."""
+
+    def __init__(self, stream, dst, src, dst_dev, src_dev):
+        super().__init__(stream, dst, src, dst_dev, src_dev)
+        self.dst_dev, self.src_dev = dst_dev, src_dev
+        self._memcpy = _cupy().cuda.runtime.memcpyPeerAsync
+
+    def __call__(self, dst_row: int, src_row: int, rows: int) -> None:
+        rb = self.row_bytes
+        self._memcpy(self.dst_ptr + dst_row * rb, self.dst_dev, self.src_ptr + src_row * rb,
+                     self.src_dev, rows * rb, self.stream_ptr)
+
+
+def _check_rows(dst, src) -> None:
+    if dst.dtype != src.dtype or tuple(dst.shape[1:]) != tuple(src.shape[1:]):
+        raise ValueError(f"a copy plan needs equal dtypes and row shapes: dst {dst.dtype} "
+                         f"{tuple(dst.shape[1:])}, src {src.dtype} {tuple(src.shape[1:])}")
+    for name, a in (("dst", dst), ("src", src)):
+        if not a.flags.c_contiguous:
+            raise ValueError(f"a copy plan needs contiguous arrays; {name} is not")
 
 
 def _device_of(array):
@@ -200,6 +259,12 @@ class CUDADevice(Device):
     def host_buffer(self, shape, dtype):
         import cupyx
         return cupyx.empty_pinned(shape, dtype)
+
+    def mapped_host_buffer(self, shape, dtype):
+        return mapped_host_array(shape, dtype)
+
+    def address(self, array) -> int:
+        return device_address(array)
 
     def memory_info(self):
         with self.use():
@@ -278,6 +343,30 @@ class CUDADevice(Device):
 
     def close(self):
         pass
+
+
+def mapped_host_array(shape, dtype) -> np.ndarray:
+    """Zeroed pinned host memory, portable and mapped (``cudaHostAllocPortable |
+    cudaHostAllocMapped``): every GPU's kernels reach it, at :func:`device_address`."""
+    cupy = _cupy()
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    mem = cupy.cuda.PinnedMemory(max(count * dtype.itemsize, 1), 3)
+    array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), dtype, count).reshape(shape)
+    array[...] = 0
+    return array
+
+
+def device_address(array) -> int:
+    """The address a kernel uses for ``array``: a CuPy array's, or the device address of
+    mapped host memory (:func:`mapped_host_array`)."""
+    if isinstance(array, np.ndarray):
+        ptr = int(array.ctypes.data)
+        try:
+            return int(_cupy().cuda.runtime.pointerGetAttributes(ptr).devicePointer) or ptr
+        except Exception:  # noqa: BLE001 - with unified addressing the host address works as is
+            return ptr
+    return int(array.data.ptr)
 
 
 #: Pairs (a, b) of GPUs (CUDA ordinals) with peer access enabled in at least one direction,

@@ -12,6 +12,11 @@ __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
+// A flag another device (or the host) waits on with ld_acquire_sys: every write this thread
+// has made or seen (a block's, after __syncthreads) is visible before the flag.
+__device__ __forceinline__ void st_release_sys64(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
 
 // Fire-and-forget reductions and stores on a peer's memory (no value comes back over the link);
 // ordered before the owner's reads by a later system-scope release and acquire.

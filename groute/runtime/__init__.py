@@ -9,14 +9,16 @@ Every wait is bounded and stop-aware (:mod:`groute.waiting`, beneath the devices
 failure on one device stops the whole computation.
 
 Modules, one idea each: :mod:`.context`, :mod:`.endpoint`, :mod:`.segment`, :mod:`.link`,
-:mod:`.router`, :mod:`.policies`. The names below are also importable from ``groute``.
+:mod:`.device_link`, :mod:`.pump`, :mod:`.router`, :mod:`.policies`. The names below are also importable from ``groute``.
 """
 from .context import Context
 from .endpoint import HOST, Endpoint
+from .device_link import DeviceLink, LinkReceiver, LinkSender
 from .link import Link, SendHandle
 from .policies import Route, broadcast, by_key, by_owner, first_available, ring
 from .router import Router
 from .segment import PendingSegment, Segment
 
-__all__ = ["Context", "Endpoint", "HOST", "Link", "SendHandle", "Router", "Route", "Segment",
+__all__ = ["Context", "Endpoint", "HOST", "Link", "DeviceLink", "LinkSender", "LinkReceiver",
+           "SendHandle", "Router", "Route", "Segment",
            "PendingSegment", "broadcast", "by_key", "by_owner", "first_available", "ring"]

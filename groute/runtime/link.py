@@ -8,6 +8,16 @@ releases it, so a slow receiver slows the sender down (back-pressure) instead of
 Packets arrive in send order. Closing a link lets the queued sends finish, then ends the
 receiver's stream (``receive`` returns ``None``).
 
+The host's cost per packet is what bounds a link at small packets, so the path a packet takes is
+kept to what CUDA itself needs: the receive buffers are the slots of one allocation, and a copy
+is one runtime call at addresses computed from the slot and the offset
+(:meth:`groute.device.base.Stream.copy_plan`), recorded into the slot's own event, which is
+recorded again at the slot's next packet rather than made anew. A receiver that takes
+segments longer than one packet says so (``batching=True``): then the queued packets of one
+send that find consecutive free slots go as one copy and arrive as one
+:class:`~groute.runtime.segment.PendingSegment` (``metadata["packets"]`` of them), released at
+once. ``receive`` and ``poll`` take a segment that is there without a lock.
+
 Who issues the copies: whichever thread makes progress possible, without waiting and without
 waking another thread. ``send`` issues, on the caller's thread, as many queued packets as there
 are free buffers; a receiver's ``release`` issues the next queued packet into the buffer it
@@ -40,20 +50,28 @@ from ..config import resolve_timeout
 from ..errors import LinkClosed, WaitTimeout
 from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
-from .segment import PendingSegment
+from .pump import _Pump
+from .device_link import DeviceLink
+from .segment import PendingSegment, SegmentReceiver, positive_int
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
 
 
 class SendHandle:
-    """Completes when every packet of one send has been copied into a receive buffer."""
+    """Completes when every packet of one send has been copied into a receive buffer.
+
+    Its event is the receive slot's, which the slot's next packet records again: a handle
+    first asked after that waits for the later copy too (never less than its own)."""
+
+    __slots__ = ("size", "_issued", "_event", "_error", "_done")
 
     def __init__(self, size: int):
         self.size = size
         self._issued = False   # every packet's copy is on the stream, or the send failed
         self._event = None
         self._error: BaseException | None = None
+        self._done = False     # seen done once: stays done
 
     def _finish(self, event):
         self._event = event
@@ -64,11 +82,14 @@ class SendHandle:
         self._issued = True
 
     def done(self) -> bool:
+        if self._done:
+            return True
         if not self._issued:
             return False
         if self._error is not None:
             raise self._error
-        return self._event is None or self._event.query()
+        self._done = self._event is None or self._event.query()
+        return self._done
 
     def wait(self, timeout=None, stop=None) -> None:
         """Block until the source data may be reused."""
@@ -76,8 +97,9 @@ class SendHandle:
                  timeout=timeout, stop=stop)
         if self._error is not None:
             raise self._error
-        if self._event is not None:
+        if self._event is not None and not self._done:
             self._event.synchronize(timeout)
+        self._done = True
 
     @property
     def event(self):
@@ -88,7 +110,7 @@ class SendHandle:
 class _Send:
     """A send and how far its packets have been issued."""
 
-    __slots__ = ("data", "event", "metadata", "handle", "size", "offset", "packet", "last")
+    __slots__ = ("data", "event", "metadata", "handle", "size", "offset", "packet", "last", "plan")
 
     def __init__(self, data, event, metadata, handle):
         self.data = data
@@ -99,6 +121,7 @@ class _Send:
         self.offset = 0           # the next element to copy
         self.packet = 0           # the index of the next packet
         self.last = None          # the copy event of the last packet issued
+        self.plan = None          # the copy plan from ``data`` into the receive slots
 
 
 def _finished(event) -> bool:
@@ -108,32 +131,28 @@ def _finished(event) -> bool:
         return True
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    return int(value)
-
-
-class SegmentReceiver:
-    """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
-    One loop for every receiving end that has ``receive()``: a :class:`Link` and a router's
-    output (:class:`groute.runtime.router.RouterOutput`)."""
-
-    def __iter__(self):
-        while True:
-            pending = self.receive()
-            if pending is None:
-                return
-            yield pending
-
-
 class Link(SegmentReceiver):
-    """A point-to-point transfer channel; see the module docstring."""
+    """A point-to-point transfer channel; see the module docstring.
+
+    ``batching``: the receiver takes segments of several packets (of one send, in consecutive
+    receive slots; ``metadata["packets"]`` says how many), so that queued packets go as one
+    copy. ``initiated="device"``: kernels send, not the host: the link is a
+    :class:`~groute.runtime.device_link.DeviceLink` (see there; ``batching`` and ``copy_on``
+    do not apply).
+    """
+
+    def __new__(cls, *args, initiated: str = "host", **kwargs):
+        if initiated == "device":
+            return DeviceLink(*args, **kwargs)
+        if initiated != "host":
+            raise ValueError(f"initiated must be 'host' or 'device', got {initiated!r}")
+        return super().__new__(cls)
 
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
-                 item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src"):
-        self.packet_size = _positive_int("packet_size", packet_size)
-        self.num_buffers = _positive_int("num_buffers", num_buffers)
+                 item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src",
+                 batching: bool = False, initiated: str = "host"):
+        self.packet_size = positive_int("packet_size", packet_size)
+        self.num_buffers = positive_int("num_buffers", num_buffers)
         self.src = Endpoint.of(src)
         self.dst = Endpoint.of(dst)
         if self.src.is_host and self.dst.is_host:
@@ -142,6 +161,7 @@ class Link(SegmentReceiver):
             raise ValueError(f"copy_on must be 'src' or 'dst', got {copy_on!r}")
         self.dtype = np.dtype(dtype)
         self.item_shape = tuple(item_shape)
+        self.batching = bool(batching)
         self.name = name or f"link{next(_LINK_IDS)}[{self.src}->{self.dst}]"
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
@@ -149,18 +169,23 @@ class Link(SegmentReceiver):
             else self.dst.device
         self.stream = copier.link_stream(f"{self.name}")
         self.stop = copier.stop_event
-        shape = (self.packet_size, *self.item_shape)
-        if self.dst.is_host:
-            self._buffers = [self.src.device.host_buffer(shape, self.dtype) for _ in range(self.num_buffers)]
-        else:
-            self._buffers = [self.dst.device.empty(shape, self.dtype) for _ in range(self.num_buffers)]
-        self._copy_events = [None] * self.num_buffers   # the copy event of each buffer's packet
-        self._releases = [functools.partial(self._release, i) for i in range(self.num_buffers)]
+        p, b = self.packet_size, self.num_buffers
+        shape = (p * b, *self.item_shape)
+        # the receive slots: one allocation, slot i its rows [i * P, (i + 1) * P)
+        self._ring = self.src.device.host_buffer(shape, self.dtype) if self.dst.is_host \
+            else self.dst.device.empty(shape, self.dtype)
+        self._slots = [self._ring[i * p:(i + 1) * p] for i in range(b)]
+        self._events = [None] * b        # each slot's event, recorded again at each packet
+        self._copy_events = [None] * b   # the event of the copy that filled each slot
+        self._after = [None] * b         # what the next copy into each slot must wait for
+        self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
+        self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
 
         # receivers wait on _arrival; the pump is woken through its own condition (_wake_pump)
         self._lock = threading.Lock()
         self._arrival = threading.Condition(self._lock)
-        self._free = collections.deque((i, None) for i in range(self.num_buffers))  # (index, after)
+        self._free = collections.deque(range(b))   # free slots, in the order they came back
+        self._is_free = bytearray(b"\x01") * b
         self._reserved = 0          # packets sent but not yet given a buffer
         self._sends = collections.deque()  # sends not fully issued, in send order; head first
         self._issuing = False       # the token: held by the one thread issuing copies
@@ -173,7 +198,7 @@ class Link(SegmentReceiver):
         self._deliver = deliver
         self._room_listeners: list = []
         self._watch = None   # (releases seen, since when) while every buffer is held and sends wait
-        self.stats = {"segments": 0, "packets": 0, "elements": 0, "bytes": 0}
+        self.stats = {"segments": 0, "packets": 0, "copies": 0, "elements": 0, "bytes": 0}
         self._pump = _Pump.serve(self)
 
     def __repr__(self):
@@ -220,8 +245,7 @@ class Link(SegmentReceiver):
 
     def has_room(self) -> bool:
         """True when a send now would find a free receive buffer (used by routers)."""
-        with self._lock:
-            return len(self._free) - self._reserved > 0
+        return len(self._free) - self._reserved > 0   # a snapshot: the router decides on it
 
     def backlog(self) -> int:
         """Packets queued or held by the receiver; lower means more available."""
@@ -287,9 +311,9 @@ class Link(SegmentReceiver):
                         wake = self._can_issue() or (self._closed and not self._sends)
                         break
                     self._reserved -= k
-                    buffers = [self._free.popleft() for _ in range(k)]
+                    runs = self._take(k)
                 budget -= k
-                batch = self._issue(head, buffers)
+                batch = self._issue(head, runs)
         except BaseException as exc:  # noqa: BLE001 - the link is broken; tell everyone
             self._fail(exc)
             if raise_errors:
@@ -298,55 +322,85 @@ class Link(SegmentReceiver):
         if wake:
             self._pump.wake(self)
 
-    def _issue(self, entry, buffers):
-        """Copy the next ``len(buffers)`` packets of ``entry`` into ``buffers``; return their
-        PendingSegments for the caller to hand over (a ``deliver`` callback gets them here).
+    def _take(self, k):
+        """``k`` free slots as runs ``(first, count)`` (lock held): one slot per run, or with
+        batching each run as long as the slots after its first are free too (one copy)."""
+        free, is_free, runs = self._free, self._is_free, []
+        while k > 0:
+            first = free.popleft()
+            is_free[first] = 0
+            n = 1
+            if self.batching:
+                end = min(first + k, self.num_buffers)
+                while first + n < end and is_free[first + n]:
+                    free.remove(first + n)
+                    is_free[first + n] = 0
+                    n += 1
+            runs.append((first, n))
+            k -= n
+        return runs
 
-        Only the token holder calls this.
-        """
-        stream, size, p = self.stream, entry.size, self.packet_size
-        if entry.packet == 0 and entry.event is not None:
-            stream.wait_event(entry.event)
+    def _issue(self, entry, runs):
+        """Copy the next packets of ``entry`` into the slot ``runs`` (one copy each); return
+        their PendingSegments for the caller to hand over (a ``deliver`` callback gets them
+        here). Only the token holder calls this."""
         batch = []
-        nbytes = elements = 0
         try:
-            for index, after in buffers:
-                off = entry.offset
-                m = min(p, size - off)
-                if after is not None:
-                    stream.wait_event(after)
-                buf = self._buffers[index]
-                if m != p:
-                    buf = buf[:m]
-                meta = dict(entry.metadata)
-                meta.update(offset=off, packet=entry.packet, last=off + m >= size, total=size)
-                stream.copy(buf, entry.data if m == size else entry.data[off:off + m])
-                event = stream.record()
-                entry.last = self._copy_events[index] = event
-                entry.offset = off + m
-                entry.packet += 1
-                batch.append(PendingSegment(buf, event, meta, release=self._releases[index],
-                                            source=self.src))
-                elements += m
-                nbytes += buf.nbytes
+            if runs:
+                with self._copier.use():
+                    self._copy_runs(entry, runs, batch)
         except BaseException:
             if batch:  # a failure part-way: what is already on the stream still arrives
                 self._hand_over(batch)
             raise
-        finally:
-            stats = self.stats
-            stats["packets"] += len(batch)
-            stats["elements"] += elements
-            stats["bytes"] += nbytes
-        if entry.offset >= size:
-            stats["segments"] += 1
+        if entry.offset >= entry.size:
+            self.stats["segments"] += 1
             entry.handle._finish(entry.last)
             self._hold_source(entry)
         if self._deliver is not None:
-            for pending in batch:
-                self._deliver(pending)
+            self._deliver(batch)
             return None
         return batch
+
+    def _copy_runs(self, entry, runs, batch):
+        """The copies of :meth:`_issue`, with the copying device current; each run's
+        PendingSegment goes into ``batch`` as soon as its copy is on the stream."""
+        stream, size, p = self.stream, entry.size, self.packet_size
+        if entry.packet == 0 and entry.event is not None:
+            stream.wait_event(entry.event)
+        if entry.plan is None:
+            entry.plan = stream.copy_plan(self._ring, entry.data)
+        plan, after, events, stats = entry.plan, self._after, self._events, self.stats
+        for first, n in runs:
+            waited = None
+            for i in range(first, first + n):
+                if after[i] is not None:
+                    if after[i] is not waited:   # a batch's slots share their release's event
+                        waited = after[i]
+                        stream.wait_event(waited)
+                    after[i] = None
+            off = entry.offset
+            m = min(n * p, size - off)
+            plan(first * p, off, m)
+            event = events[first] = stream.record(events[first])
+            for i in range(first, first + n):
+                self._copy_events[i] = event
+            entry.last = event
+            entry.offset = off + m
+            if n == 1:
+                data = self._slots[first] if m == p else self._slots[first][:m]
+                release = self._releases[first]
+            else:
+                data = self._ring[first * p:first * p + m]
+                release = functools.partial(self._release, first, n)
+            batch.append(PendingSegment(data, event, entry.metadata, release=release, source=self.src,
+                                        packet=(off, entry.packet, n if self.batching else 0,
+                                                off + m >= size, size)))
+            entry.packet += n
+            stats["copies"] += 1
+            stats["packets"] += n
+            stats["elements"] += m
+            stats["bytes"] += m * self._row_bytes
 
     def _hold_source(self, entry):
         """Keep a send's source array alive until its copies are done (token holder only).
@@ -360,13 +414,16 @@ class Link(SegmentReceiver):
         if entry.last is not None:
             flight.append((entry.last, entry.data))
 
-    def _release(self, index, after=None):
-        # The next copy into this buffer goes on the same stream as the copy that filled it, so
-        # waiting for that copy's own event (the usual ``release(after=pending.event)``) is free.
+    def _release(self, index, count, after=None):
+        # The next copy into these slots goes on the same stream as the copy that filled them,
+        # so waiting for that copy's own event (the usual ``release(after=pending.event)``) is free.
         if after is not None and after is self._copy_events[index]:
             after = None
         with self._lock:
-            self._free.append((index, after))
+            for i in range(index, index + count):
+                self._after[i] = after
+                self._is_free[i] = 1
+            self._free.extend(range(index, index + count))
             self._released += 1
             issue = self._can_issue()
             if issue:
@@ -454,8 +511,7 @@ class Link(SegmentReceiver):
     # receiving ----------------------------------------------------------------------------------
     def _hand_over(self, batch):
         if self._deliver is not None:
-            for pending in batch:
-                self._deliver(pending)
+            self._deliver(batch)
             return
         with self._lock:
             self._received.extend(batch)
@@ -469,6 +525,10 @@ class Link(SegmentReceiver):
         """The next :class:`PendingSegment`, or ``None`` once the link is closed and drained."""
         if self._deliver is not None:
             raise RuntimeError(f"{self.name} delivers to a router output; receive from that instead")
+        try:
+            return self._received.popleft()    # one there: no lock (deque ends are atomic)
+        except IndexError:
+            pass
         with self._lock:
             if not self._received and not self._done and self._error is None:
                 wait_for(lambda: self._received or self._done or self._error is not None,
@@ -485,8 +545,10 @@ class Link(SegmentReceiver):
 
     def poll(self):
         """The next PendingSegment if one has been handed over, else None (never blocks)."""
-        with self._lock:
-            return self._received.popleft() if self._received else None
+        try:
+            return self._received.popleft()
+        except IndexError:
+            return None
 
     def join(self, timeout=None):
         """Wait (at most ``timeout``) until the link has ended (after :meth:`close`: queued
@@ -499,78 +561,3 @@ class Link(SegmentReceiver):
                     return False
                 self._arrival.wait(min(remaining, POLL_INTERVAL))
         return True
-
-
-class _Pump:
-    """The thread that serves every link whose copies one device issues (see the module
-    docstring). A link wakes it (:meth:`wake`) when it leaves work for the pump or ends;
-    besides, it visits each of its links every poll interval, to notice a stop and a receiver
-    holding every buffer. It ends when its last link has ended; the next link starts another."""
-
-    _pumps: dict = {}                 # device -> its running pump
-    _pumps_lock = threading.Lock()
-
-    def __init__(self, device):
-        self.device = device
-        self._cond = threading.Condition()
-        self._links: set = set()
-        self._woken: list = []
-        self.thread = threading.Thread(target=self._run, name=f"groute-pump-{device.name}",
-                                       daemon=True)
-
-    @classmethod
-    def serve(cls, link) -> "_Pump":
-        """The pump of ``link``'s copying device, started if none runs, now serving ``link``."""
-        with cls._pumps_lock:
-            pump = cls._pumps.get(link._copier)
-            start = pump is None
-            if start:
-                pump = cls._pumps[link._copier] = cls(link._copier)
-            with pump._cond:
-                pump._links.add(link)
-        if start:
-            pump.thread.start()
-        return pump
-
-    @classmethod
-    def wait_idle(cls, devices, timeout) -> list:
-        """Wait until no pump of ``devices`` serves a link (every link has ended), at most
-        ``timeout`` seconds; the names of the links still served."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with cls._pumps_lock:
-                busy = [cls._pumps[d] for d in devices if d in cls._pumps]
-            left = [link.name for pump in busy for link in list(pump._links)]
-            if not left or time.monotonic() >= deadline:
-                return left
-            time.sleep(POLL_INTERVAL / 5)
-
-    def wake(self, link) -> None:
-        with self._cond:
-            self._woken.append(link)
-            self._cond.notify()
-
-    def _run(self):
-        next_visit = 0.0
-        while True:
-            with self._cond:
-                if not self._woken:
-                    self._cond.wait(POLL_INTERVAL)
-                turn, self._woken = self._woken, []
-                now = time.monotonic()
-                if now >= next_visit:
-                    turn.extend(self._links)
-                    next_visit = now + POLL_INTERVAL
-            for link in dict.fromkeys(turn):      # each once, woken ones first
-                try:
-                    ended = link._pump_turn()
-                except Exception as exc:  # noqa: BLE001 - one link must not stop the others'
-                    log.error("%s: the pump could not end it: %s", link.name, exc)
-                    ended = True
-                if ended:
-                    with self._cond:
-                        self._links.discard(link)
-            with self._pumps_lock, self._cond:
-                if not self._links and not self._woken:
-                    del self._pumps[self.device]
-                    return

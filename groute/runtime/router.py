@@ -7,7 +7,9 @@ a :class:`~groute.runtime.link.Link` (created once, each with its own receive bu
 policy picks output ``j`` and the link ``i -> j`` copies straight from the source memory to the
 destination; a policy that picks an output input ``i`` has no link to is an error. With an availability
 route the router waits until one of the allowed links has a free receive buffer and uses the
-first such one, which is how "send to the first free device" load balancing works.
+first such one, which is how "send to the first free device" load balancing works. A broadcast
+sends on every allowed link before it returns: each link issues its copies on its own stream at
+once, so the destinations are served concurrently, straight from the source.
 """
 from __future__ import annotations
 
@@ -20,9 +22,9 @@ from ..config import resolve_timeout
 from ..errors import ContextStopped, WaitTimeout
 from ..waiting import wait_for
 from .endpoint import Endpoint
-from .link import Link, SegmentReceiver, SendHandle
+from .link import Link, SendHandle
 from .policies import AVAILABILITY, BROADCAST, as_route
-from .segment import Segment
+from .segment import Segment, SegmentReceiver
 
 
 class _MultiHandle:
@@ -72,15 +74,16 @@ class RouterOutput(SegmentReceiver):
         receiver that sleeps on a condition of its own and polls)."""
         self._listeners.append(fn)
 
-    def _deliver(self, pending):
+    def _deliver(self, batch):
+        """A link hands over ``batch`` (a list of PendingSegments), or ends (None)."""
         with self._cond:
-            if pending is None:
+            if batch is None:
                 self._ended += 1
             else:
-                self._queue.append(pending)
-                self.received += 1
+                self._queue.extend(batch)
+                self.received += len(batch)
             self._cond.notify_all()
-        if pending is not None:
+        if batch:
             for fn in self._listeners:
                 fn()
 
@@ -113,10 +116,13 @@ class RouterOutput(SegmentReceiver):
 
 class Router:
     """See the module docstring. ``policy`` is a function (see :mod:`groute.runtime.policies`);
-    ``pairs``: the (input, output) index pairs to join with a link (None: every pair)."""
+    ``pairs``: the (input, output) index pairs to join with a link (None: every pair);
+    ``batching``: the outputs' receivers take segments of several packets (see
+    :class:`~groute.runtime.link.Link`)."""
 
     def __init__(self, inputs, outputs, policy, *, packet_size: int, num_buffers: int = 2,
-                 dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None):
+                 dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None,
+                 batching: bool = False):
         if not callable(policy):
             raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
                             f"got {policy!r}")
@@ -142,7 +148,8 @@ class Router:
                                  f"({shape[0]} inputs, {shape[1]} outputs)")
         #: ``links[i][j]``: the link from input i to output j (None where ``pairs`` has none)
         self.links = [[Link(src, dst, packet_size, num_buffers, dtype=dtype, item_shape=item_shape,
-                            ctx=ctx, name=f"{name}[{i}->{j}]", deliver=self.outputs[j]._deliver)
+                            ctx=ctx, name=f"{name}[{i}->{j}]", deliver=self.outputs[j]._deliver,
+                            batching=batching)
                        if (i, j) in wanted else None
                        for j, dst in enumerate(self.output_endpoints)]
                       for i, src in enumerate(self.input_endpoints)]

@@ -7,8 +7,16 @@ back-pressure works: an unreleased segment holds one of the link's ``num_buffers
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def positive_int(name, value) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` (packet sizes, buffer counts)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 @dataclass
@@ -27,31 +35,46 @@ class Segment:
 
 
 class PendingSegment:
-    """A segment whose copy may still be in flight."""
+    """A segment whose copy may still be in flight.
 
-    def __init__(self, data, event, metadata=None, release=None, source=None):
-        self._segment = Segment(data, dict(metadata or {}))
+    Made per packet on a Link's hot path, so it holds what it was given and builds its
+    :attr:`metadata` and :attr:`segment` only when asked. ``packet``: ``(offset, packet,
+    packets, last, total)``, the place of a Link's packet in its send, which :attr:`metadata`
+    adds to the sender's ``metadata`` (``packets`` only when it is not 0: a batching link's)."""
+
+    __slots__ = ("data", "event", "source", "_base", "_packet", "_metadata", "_segment", "_release")
+
+    def __init__(self, data, event, metadata=None, release=None, source=None, *, packet=None):
+        self.data = data            # the received elements; valid after wait() or wait_on()
         self.event = event          # None when the data is already in place
         self.source = source        # the endpoint it came from
-        self._release = release
-        self._released = False
-        self._lock = threading.Lock()
+        self._base = metadata
+        self._packet = packet
+        self._metadata = None
+        self._segment = None
+        self._release = [release] if release is not None else []   # popped once: idempotent
 
     @property
     def size(self) -> int:
-        return self._segment.size
+        return int(self.data.shape[0])
 
     @property
     def metadata(self) -> dict:
-        return self._segment.metadata
-
-    @property
-    def data(self):
-        """The received elements; valid after :meth:`wait` or :meth:`wait_on`."""
-        return self._segment.data
+        meta = self._metadata
+        if meta is None:
+            meta = dict(self._base) if self._base else {}
+            if self._packet is not None:
+                offset, packet, packets, last, total = self._packet
+                meta.update(offset=offset, packet=packet, last=last, total=total)
+                if packets:
+                    meta["packets"] = packets
+            self._metadata = meta
+        return meta
 
     @property
     def segment(self) -> Segment:
+        if self._segment is None:
+            self._segment = Segment(self.data, self.metadata)
         return self._segment
 
     def ready(self) -> bool:
@@ -61,23 +84,23 @@ class PendingSegment:
         """Block the host until the data has arrived; return the segment."""
         if self.event is not None:
             self.event.synchronize(timeout)
-        return self._segment
+        return self.segment
 
     def wait_on(self, stream) -> Segment:
         """Make ``stream`` wait for the data (no host blocking); return the segment."""
         if self.event is not None:
             stream.wait_event(self.event)
-        return self._segment
+        return self.segment
 
     def release(self, after=None) -> None:
         """Give the buffer back to the link; ``after``: an event that must complete first
-        (e.g. the kernel that consumed it). Idempotent."""
-        with self._lock:
-            if self._released:
-                return
-            self._released = True
-        if self._release is not None:
-            self._release(after)
+        (e.g. the kernel that consumed it). Idempotent, from any thread. The segment's data
+        and event belong to the link again once released."""
+        try:
+            release = self._release.pop()     # atomic: a second release finds nothing
+        except IndexError:
+            return
+        release(after)
 
     def __enter__(self):
         return self
@@ -87,3 +110,17 @@ class PendingSegment:
 
     def __repr__(self):
         return f"<PendingSegment size={self.size} ready={self.ready()} meta={self.metadata}>"
+
+
+class SegmentReceiver:
+    """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
+    One loop for every receiving end that has ``receive()``: a :class:`~groute.runtime.link.Link`, a
+    :class:`~groute.runtime.device_link.DeviceLink` and a router's
+    output (:class:`groute.runtime.router.RouterOutput`)."""
+
+    def __iter__(self):
+        while True:
+            pending = self.receive()
+            if pending is None:
+                return
+            yield pending

@@ -1,0 +1,383 @@
+"""Device-initiated Links: kernels send packets into receive slots in the receiver's memory.
+
+``Link(src, dst, packet_size, num_buffers, initiated="device")`` makes a :class:`DeviceLink`.
+Nothing on the host moves a packet: a sending kernel on ``src`` reserves a packet number,
+waits for that packet's slot to be free, writes the data straight into the slot in ``dst``'s
+memory (NVLink, or one GPU's own memory for logical devices) and publishes it with a flag; the
+receiver, a kernel on ``dst`` (``receiver="device"``) or the host (``receiver="host"``:
+:meth:`DeviceLink.receive`), waits on the flag, reads, and hands the slot back by writing a word
+in the sender's memory. Back-pressure is the same as a host-initiated Link's: a sender waits
+for a slot its receiver has released. The protocol (slots, flags, counters, the end and the
+stop) is written out in ``groute/runtime/link.cuh``, the header CUDA kernels include.
+
+The CPU backend runs the same protocol on NumPy arrays: a "kernel" is a function on a device's
+stream thread, which sends and receives through :attr:`DeviceLink.tx` and
+:attr:`DeviceLink.rx` (:class:`LinkSender`, :class:`LinkReceiver`, the device functions of the
+header as methods), so CI runs the protocol, races included. On CUDA ``tx`` and ``rx`` are the
+link's description in the sender's and the receiver's memory, the argument a kernel takes as
+``const groute_link*``.
+
+Closing (:meth:`DeviceLink.close`, after the sending kernels in stream order) tells the
+receivers how many packets there were. The link watches its context (through the pump of its
+device, :mod:`groute.runtime.pump`): a stop makes every waiting kernel give up, and a kernel
+whose wait outlasted the timeout stops the context with a :class:`~groute.errors.WaitTimeout`
+naming the link.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..config import resolve_timeout
+from ..errors import WaitTimeout
+from ..waiting import stopped, wait_for
+from .endpoint import Endpoint
+from .pump import _Pump
+from .segment import PendingSegment, SegmentReceiver, positive_int
+
+#: the host's own kernels on the link (close; the layout check)
+KERNELS = Path(__file__).with_name("link_kernels.cu")
+#: the fields of ``struct groute_link`` (link.cuh), in order, each 8 bytes
+FIELDS = ("slots", "ready", "count", "tag", "freed", "head", "tail", "end", "status",
+          "packet_bytes", "item_bytes", "num_buffers", "timeout_ns")
+RECEIVERS = ("device", "host")
+OPEN, STOPPED, TIMED_OUT = 0, 1, 2        # the status word
+_IDS = itertools.count()
+_layout_checked: set = set()
+
+
+class DeviceLink(SegmentReceiver):
+    """See the module docstring. ``receiver``: ``"device"`` (kernels on ``dst`` receive, through
+    :attr:`rx`) or ``"host"`` (:meth:`receive` on the host; on CUDA the flags then live in
+    mapped host memory, which the host reads in place)."""
+
+    def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
+                 item_shape=(), ctx=None, name: str | None = None, receiver: str = "device"):
+        self.packet_size = positive_int("packet_size", packet_size)
+        self.num_buffers = positive_int("num_buffers", num_buffers)
+        self.src, self.dst = Endpoint.of(src), Endpoint.of(dst)
+        if self.src.is_host or self.dst.is_host:
+            raise ValueError("a device-initiated Link runs between two devices (kernels send and "
+                             f"the slots are in a device's memory); got {self.src} -> {self.dst}")
+        if receiver not in RECEIVERS:
+            raise ValueError(f"receiver must be 'device' or 'host', got {receiver!r}")
+        a, b = self.src.device, self.dst.device
+        if a is not b and not a.can_access_peer(b):
+            raise ValueError(f"a device-initiated Link needs {a.name} to reach {b.name}'s memory "
+                             f"(peer access); use a host-initiated Link between them")
+        self.receiver = receiver
+        self.dtype = np.dtype(dtype)
+        self.item_shape = tuple(item_shape)
+        self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"
+        self.ctx = ctx
+        self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
+        self.stop = a.stop_event
+        self._copier = a
+        p, k = self.packet_size, self.num_buffers
+        with b.use():
+            self._ring = b.empty((p * k, *self.item_shape), self.dtype)
+        self._slots = [self._ring[i * p:(i + 1) * p] for i in range(k)]
+        # ready, count, tag per slot and the end word: where the receiver polls
+        self._flags = b.mapped_host_buffer(3 * k + 1, np.uint64) if receiver == "host" \
+            else b.zeros(3 * k + 1, np.uint64)
+        self._sender_words = a.zeros(k + 1, np.uint64)      # freed per slot, head
+        self._tail = b.zeros(1, np.uint64)
+        self._status = a.mapped_host_buffer(1, np.int32)
+        self._ready, self._count, self._tag = (self._flags[i * k:(i + 1) * k] for i in range(3))
+        self._end = self._flags[3 * k:]
+        self._freed, self._head = self._sender_words[:k], self._sender_words[k:]
+        if a.backend == "cuda":
+            self._sync_zeroed()
+        self.tx, self.rx = self._describe()
+        # the host's releases: the slot's next number written into ``freed`` on a stream of the
+        # sender, after what the release waits for
+        self._release_stream = a.link_stream(f"{self.name}-release")
+        self._release_words = a.host_buffer(k, np.uint64)
+        self._release_copy = self._release_stream.copy_plan(self._freed, self._release_words)
+        self._next = 0                      # the host receiver's next packet number
+        self._receive_lock = threading.Lock()
+        self._closed = False
+        self._close_event = None
+        self._done = False
+        self._error: BaseException | None = None
+        self.stats = {"packets": 0, "elements": 0}
+        self._pump = _Pump.serve(self)
+
+    def __repr__(self):
+        return f"<DeviceLink {self.name} P={self.packet_size} B={self.num_buffers} receiver={self.receiver}>"
+
+    def _sync_zeroed(self):
+        """CuPy zeroes on the current stream; the link's kernels run on others."""
+        for dev in {self.src.device, self.dst.device}:
+            with dev.use():
+                dev.xp.cuda.get_current_stream().synchronize()
+
+    def _describe(self):
+        """``(tx, rx)``: CUDA, the ``groute_link`` struct in the sender's and the receiver's
+        memory; CPU, the protocol's two ends as objects."""
+        a, b = self.src.device, self.dst.device
+        if a.backend != "cuda":
+            return LinkSender(self), LinkReceiver(self)
+        from ..kernels import pack_struct
+        item_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        values = {"slots": b.address(self._ring), "ready": b.address(self._ready),
+                  "count": b.address(self._count), "tag": b.address(self._tag),
+                  "freed": a.address(self._freed), "head": a.address(self._head),
+                  "tail": b.address(self._tail), "end": b.address(self._end),
+                  "status": a.address(self._status),
+                  "packet_bytes": self.packet_size * item_bytes, "item_bytes": item_bytes,
+                  "num_buffers": self.num_buffers, "timeout_ns": int(self.timeout * 1e9)}
+        rec = pack_struct([(f, np.uint64, values[f]) for f in FIELDS])
+        self._check_layout(a, rec)
+        words = np.frombuffer(rec.tobytes(), np.uint64)
+        return a.asarray(words), b.asarray(words)
+
+    @staticmethod
+    def _check_layout(device, rec):
+        if device.gpu in _layout_checked:
+            return
+        from ..kernels import check_struct_layout, get_kernel
+        with device.use():
+            check_struct_layout(get_kernel(KERNELS, "groute_link_layout"), rec,
+                                ["ready", "status", "timeout_ns"], "struct groute_link (link.cuh)")
+        _layout_checked.add(device.gpu)
+
+    # the host's end ----------------------------------------------------------------------------
+    def close(self, stream=None) -> None:
+        """No more sends: once the work queued on ``stream`` (default: the sender's compute
+        stream, where its kernels ran) is done, tell the receivers how many packets there were."""
+        a = self.src.device
+        stream = stream if stream is not None else a.compute_stream
+        with a.use():
+            if a.backend == "cuda":
+                from ..kernels import get_kernel
+                kernel = get_kernel(KERNELS, "groute_link_close")
+                stream.submit(kernel, (1,), (1,), (self.tx,))
+            else:
+                stream.submit(self.tx.close)
+            self._close_event = stream.record()
+        self._closed = True
+        self._pump.wake(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def finished(self) -> bool:
+        """The link has ended: closed (and the close has run), stopped, or failed."""
+        return self._done
+
+    def check(self) -> None:
+        """Raise what ended the link: a stop, or a kernel whose wait timed out."""
+        if self._error is not None:
+            raise self._error
+        status = int(self._status[0])
+        if status == TIMED_OUT:
+            raise self._timed_out()
+        if status == STOPPED:
+            raise stopped(self.stop, f"{self.name} stopped")
+
+    def _timed_out(self) -> WaitTimeout:
+        return WaitTimeout(f"a kernel waited longer than {self.timeout:g} s on {self.name} (for a "
+                           f"free slot: the receiver releases none; or for a packet: the sender "
+                           f"sends none and the link is not closed)")
+
+    def join(self, timeout=None) -> bool:
+        """Wait (at most ``timeout``) until the link has ended; True if it has."""
+        try:
+            wait_for(lambda: self._done, what=f"{self.name} to end", timeout=timeout)
+        except WaitTimeout:
+            return False
+        return True
+
+    def _pump_turn(self) -> bool:
+        """The pump's visit: end the link once its close has run; on a stop, make every kernel
+        waiting on it give up; report a kernel that timed out. True once ended."""
+        if self._done:
+            return True
+        error = None
+        if int(self._status[0]) == TIMED_OUT:
+            error = self._timed_out()
+        elif self.stop.is_set():
+            self._status[0] = STOPPED
+            error = stopped(self.stop, f"{self.name} stopped")
+        elif self._close_event is None or not _finished(self._close_event):
+            return False
+        if error is not None:
+            self._error = error
+            if self.ctx is not None and not self.stop.is_set():
+                self.ctx.fail(self.name, error)
+        self._done = True
+        if self._release_stream is not None:
+            self.src.device.release_link_stream(self._release_stream)
+            self._release_stream = None
+        return True
+
+    # receiving on the host ------------------------------------------------------------------------
+    def receive(self, timeout=None):
+        """The next packet as a :class:`PendingSegment` (its data already in place: no event),
+        with metadata ``packet`` (its number) and ``tag`` (the sender's); ``None`` once the link
+        is closed and every packet was received. For ``receiver="host"`` links."""
+        if self.receiver != "host":
+            raise RuntimeError(f"{self.name}: kernels receive on this link (receiver='device', "
+                               f"through link.rx); make it with receiver='host' to receive on "
+                               f"the host")
+        with self._receive_lock:
+            n = self._next
+            slot = n % self.num_buffers
+            wait_for(lambda: self._ready[slot] == n + 1 or self._ended_before(n)
+                     or self._status[0] != OPEN, what=f"packet {n} on {self.name}",
+                     timeout=timeout if timeout is not None else self.timeout, stop=self.stop)
+            if self._ready[slot] != n + 1:
+                if self._status[0] != OPEN:
+                    self.check()
+                return None
+            count, tag = int(self._count[slot]), int(self._tag[slot])
+            self._next = n + 1
+        self.stats["packets"] += 1
+        self.stats["elements"] += count
+        data = self._slots[slot] if count == self.packet_size else self._slots[slot][:count]
+        return PendingSegment(data, None, {"packet": n, "tag": tag},
+                              release=functools.partial(self._host_release, n), source=self.src)
+
+    def poll(self):
+        """The next packet if it has arrived, else None (never blocks)."""
+        n = self._next
+        if self._ready[n % self.num_buffers] != n + 1:
+            return None
+        return self.receive()
+
+    def _ended_before(self, n) -> bool:
+        end = int(self._end[0])
+        return end != 0 and n + 1 >= end
+
+    def _host_release(self, n, after=None):
+        """Hand packet ``n``'s slot back: ``freed[slot] = n + 1`` in the sender's memory, on
+        the release stream once ``after`` is done."""
+        slot = n % self.num_buffers
+        stream = self._release_stream
+        if stream is None:               # the link has ended: nobody waits for the slot
+            return
+        if after is not None:
+            stream.wait_event(after)
+        self._release_words[slot] = n + 1
+        with self.src.device.use():
+            self._release_copy(slot, slot, 1)
+
+
+def _finished(event) -> bool:
+    try:
+        return event.query()
+    except Exception:  # noqa: BLE001 - a failed stream runs nothing more: the pump ends the link
+        return True
+
+
+class LinkSender:
+    """The sending end of a device-initiated link on the CPU backend: the device functions of
+    ``link.cuh`` (``groute_link_reserve``, ``_acquire``, ``_publish``...) as methods, for
+    functions that run on the sender's stream threads. A wait that the link gives up raises
+    (a stop, or a WaitTimeout after the link's timeout), which fails the stream and stops the
+    context, as a kernel's give-up does on CUDA."""
+
+    def __init__(self, link: DeviceLink):
+        self.link = link
+        self._lock = threading.Lock()        # the atomics of the counters
+
+    def reserve(self) -> int:
+        """The next packet number."""
+        return self.claim(None)
+
+    def claim(self, limit) -> int | None:
+        """The next packet number below ``limit`` (None: no limit), or None once reached."""
+        head = self.link._head
+        with self._lock:
+            n = int(head[0])
+            if limit is not None and n >= limit:
+                return None
+            head[0] = n + 1
+        return n
+
+    def acquire(self, n: int) -> np.ndarray:
+        """Wait until packet ``n``'s slot is free; the slot (``packet_size`` items)."""
+        link = self.link
+        slot = n % link.num_buffers
+        if n >= link.num_buffers:
+            need = n - link.num_buffers + 1
+            _wait(link, lambda: link._freed[slot] >= need, f"a free slot for packet {n}")
+        return link._slots[slot]
+
+    def publish(self, n: int, count: int, tag: int = 0) -> None:
+        """After writing ``count`` items into packet ``n``'s slot: publish it."""
+        link = self.link
+        if not 0 <= count <= link.packet_size:
+            raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got {count}")
+        slot = n % link.num_buffers
+        link._count[slot] = count
+        link._tag[slot] = tag
+        link._ready[slot] = n + 1
+
+    def send(self, data, tag: int = 0) -> int:
+        """Reserve, fill with ``data`` (at most a packet) and publish; the packet's number."""
+        n = self.reserve()
+        count = int(data.shape[0])
+        self.acquire(n)[:count] = data
+        self.publish(n, count, tag)
+        return n
+
+    def close(self) -> None:
+        """What the close kernel does: publish the number of packets sent."""
+        self.link._end[0] = self.link._head[0] + 1
+
+
+class LinkReceiver:
+    """The receiving end for functions on the receiver's stream threads (CPU backend): the
+    receiving device functions of ``link.cuh`` as methods; gives up as :class:`LinkSender`."""
+
+    def __init__(self, link: DeviceLink):
+        self.link = link
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        """The next packet number to receive (for receivers that run until the link ends)."""
+        return self.claim(None)
+
+    def claim(self, limit) -> int | None:
+        """The next packet number below ``limit``, or None once reached."""
+        tail = self.link._tail
+        with self._lock:
+            n = int(tail[0])
+            if limit is not None and n >= limit:
+                return None
+            tail[0] = n + 1
+        return n
+
+    def receive(self, n: int):
+        """Wait for packet ``n``: ``(items, tag)``, or None when the link ended before it."""
+        link = self.link
+        slot = n % link.num_buffers
+        _wait(link, lambda: link._ready[slot] == n + 1 or link._ended_before(n), f"packet {n}")
+        if link._ready[slot] != n + 1:
+            return None
+        return link._slots[slot][:int(link._count[slot])], int(link._tag[slot])
+
+    def release(self, n: int) -> None:
+        """Done reading packet ``n``: its slot goes back to the sender."""
+        self.link._freed[n % self.link.num_buffers] = n + 1
+
+
+def _wait(link, predicate, what):
+    """A wait of the protocol on the CPU backend: until ``predicate``, the link's stop or
+    timeout (raised, as a kernel gives up)."""
+    try:
+        wait_for(lambda: predicate() or link._status[0] != OPEN, what=f"{what} on {link.name}",
+                 timeout=link.timeout, stop=link.stop)
+    except WaitTimeout:
+        link._status[0] = TIMED_OUT
+        raise link._timed_out() from None
+    if not predicate():
+        link.check()

@@ -1,0 +1,274 @@
+"""Device-initiated Links: the slot/flag protocol with kernels (CPU: functions on stream threads)
+at both ends or the host receiving; back-pressure, the end, a stop, a timeout, bad use; the
+header compiles (nvcc) and, on GPUs, kernels of a user's own send and receive through it."""
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from groute import Context, DeviceError, Link
+from groute.runtime import DeviceLink
+from support import context_or_skip, gpu_marks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sender(link, data, per):
+    """A sending "kernel": the parts of ``data`` as packets tagged with their offsets."""
+    def run():
+        for off in range(0, data.shape[0], per):
+            link.tx.send(data[off:off + per], tag=off)
+    return run
+
+
+def _receiver(link, out):
+    """A receiving "kernel" that runs until the link ends, placing each packet by its tag."""
+    def run():
+        while True:
+            n = link.rx.next()
+            got = link.rx.receive(n)
+            if got is None:
+                return
+            items, tag = got
+            out[tag:tag + items.shape[0]] = items
+            link.rx.release(n)
+    return run
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("num_buffers", [1, 3, 8])
+def test_kernels_at_both_ends_move_every_packet_through_few_slots(num_buffers):
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=5, num_buffers=num_buffers, ctx=ctx, initiated="device")
+        assert isinstance(link, DeviceLink) and link.receiver == "device"
+        data = np.arange(103, dtype=np.int32) * 3 - 7
+        out = np.zeros_like(data)
+        b.compute_stream.submit(_receiver(link, out))
+        a.compute_stream.submit(_sender(link, data, 5))
+        link.close()                                # after the sender, in stream order
+        b.compute_stream.synchronize(10)
+        np.testing.assert_array_equal(out, data)
+        assert link.join(5) and link.finished
+        assert int(link._head[0]) == 21 and int(link._tail[0]) == 22   # 21 packets; one claim saw the end
+        link.check()
+
+
+@pytest.mark.timeout(60)
+def test_the_host_receives_in_order_and_its_releases_free_the_slots():
+    """receiver='host': packets arrive as PendingSegments already in place (no event), with
+    their number and tag; a sender of more packets than slots goes on only as the host
+    releases; the iteration ends at the close."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, num_buffers=2, ctx=ctx, initiated="device", receiver="host")
+        data = np.arange(22, dtype=np.int32)
+        a.compute_stream.submit(_sender(link, data, 4))
+        link.close()
+        first = link.receive(timeout=5)
+        assert first.event is None and first.metadata == {"packet": 0, "tag": 0}
+        second = link.receive(timeout=5)
+        assert link.poll() is None             # both slots held: the sender waits
+        got = [first.data.copy(), second.data.copy()]
+        first.release()
+        second.release()
+        for pending in link:
+            got.append(pending.data.copy())
+            assert pending.metadata["tag"] == 4 * (len(got) - 1)
+            pending.release()
+        np.testing.assert_array_equal(np.concatenate(got), data)
+        assert link.stats == {"packets": 6, "elements": 22}
+        assert link.receive(timeout=5) is None and link.join(5)
+
+
+@pytest.mark.timeout(60)
+def test_many_senders_at_once_each_packet_arrives_once():
+    """Reservations are atomic: four sending threads (blocks of a kernel) and two receiving
+    ones share one link; every item arrives exactly once."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=7, num_buffers=4, ctx=ctx, initiated="device")
+        parts = [np.arange(1000 * t, 1000 * t + 300, dtype=np.int32) for t in range(4)]
+        got, lock = [], threading.Lock()
+
+        def receive():
+            while (n := link.rx.next()) is not None:
+                item = link.rx.receive(n)
+                if item is None:
+                    return
+                with lock:
+                    got.append(item[0].copy())
+                link.rx.release(n)
+        receivers = [threading.Thread(target=receive) for _ in range(2)]
+        senders = [threading.Thread(target=_sender(link, p, 7)) for p in parts]
+        for t in receivers + senders:
+            t.start()
+        for t in senders:
+            t.join(10)
+        link.close(a.copy_stream)
+        for t in receivers:
+            t.join(10)
+        np.testing.assert_array_equal(np.sort(np.concatenate(got)), np.concatenate(parts))
+
+
+@pytest.mark.timeout(60)
+def test_a_receiver_that_never_releases_times_out_naming_the_link():
+    with Context(2, backend="cpu", timeout=0.5) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx, initiated="device",
+                    receiver="host", name="stuck")
+        a.compute_stream.submit(_sender(link, np.arange(6, dtype=np.int32), 2))
+        held = link.receive(timeout=5)
+        with pytest.raises(DeviceError, match=r"WaitTimeout.*kernel waited longer than 0.5 s on stuck"):
+            a.compute_stream.synchronize(5)       # the sending "kernel" gave up: its stream failed
+        assert ctx.stop_event.wait(5)
+        held.release()
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_makes_waiting_kernels_give_up():
+    """The context stops (a failure elsewhere): a sender waiting for a slot and a receiver
+    waiting for a packet both give up within a poll interval, not at the timeout."""
+    import time
+    with Context(2, backend="cpu", timeout=30) as ctx:
+        a, b = ctx.devices
+        full = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx, initiated="device")
+        empty = Link(a, b, packet_size=2, num_buffers=1, ctx=ctx, initiated="device")
+        a.compute_stream.submit(_sender(full, np.arange(6, dtype=np.int32), 2))
+        b.compute_stream.submit(_receiver(empty, np.zeros(4, np.int32)))
+        time.sleep(0.2)
+        started = time.monotonic()
+        ctx.fail("elsewhere", RuntimeError("a device failed"))
+        for stream in (a.compute_stream, b.compute_stream):
+            with pytest.raises(Exception):
+                stream.synchronize(10)
+        assert time.monotonic() - started < 5
+        assert full.join(5) and empty.join(5)
+
+
+def test_bad_device_links_are_clear_errors(cpu_ctx):
+    from groute import HOST
+    a, b = cpu_ctx.devices[:2]
+    with pytest.raises(ValueError, match="between two devices"):
+        Link(HOST, b, 4, initiated="device")
+    with pytest.raises(ValueError, match="receiver must be 'device' or 'host'"):
+        Link(a, b, 4, initiated="device", receiver="kernel")
+    with pytest.raises(ValueError, match="packet_size"):
+        Link(a, b, 0, initiated="device")
+    link = Link(a, b, 4, ctx=cpu_ctx, initiated="device")
+    with pytest.raises(RuntimeError, match="kernels receive on this link"):
+        link.receive()
+    with pytest.raises(ValueError, match=r"holds 0..4 items, got 5"):
+        link.tx.publish(link.tx.reserve(), 5)
+    link.close()
+
+
+def test_the_header_and_the_link_kernels_compile(tmp_path):
+    """link.cuh, the runtime's kernels and the benchmark's compile with nvcc (no GPU needed),
+    the struct's field offsets as device_link.py packs them."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    from groute.kernels import include_options
+    from groute.runtime.device_link import FIELDS
+    check = tmp_path / "offsets.cu"
+    check.write_text('#include <cstddef>\n#include "link.cuh"\n' + "".join(
+        f'static_assert(offsetof(groute_link, {f}) == {8 * i}, "{f}");\n' for i, f in enumerate(FIELDS)))
+    for source in (check, ROOT / "groute/runtime/link_kernels.cu", ROOT / "topology/link_kernels.cu"):
+        done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", *include_options(), "-c",
+                               str(source), "-o", str(tmp_path / "out.o")],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+
+# GPU --------------------------------------------------------------------------------------------
+USER_KERNELS = r'''
+#include "link.cuh"
+// every block sends packets of `per` items from src until it runs out; tag = the offset
+extern "C" __global__ void send(const groute_link* link, const int* src, unsigned long long n,
+                                unsigned long long per, unsigned long long* next) {
+    __shared__ unsigned long long part;
+    while (true) {
+        if (threadIdx.x == 0) part = atomicAdd(next, 1ull);
+        __syncthreads();
+        const unsigned long long mine = part;
+        __syncthreads();
+        if (mine * per >= n) return;
+        const unsigned long long count = min(per, n - mine * per);
+        if (!groute_link_send_block(*link, src + mine * per, count, mine * per)) return;
+    }
+}
+// every block receives until the link ends, placing each packet at its tag
+extern "C" __global__ void receive(const groute_link* link, int* dst) {
+    __shared__ unsigned long long n;
+    while (true) {
+        if (threadIdx.x == 0) n = groute_link_next(*link);
+        __syncthreads();
+        const unsigned long long mine = n;
+        __syncthreads();
+        unsigned long long count, tag;
+        bool ended;
+        const int* slot = (const int*)groute_link_receive_block(*link, mine, &count, &tag, &ended);
+        if (slot == nullptr) return;
+        groute_link_copy_block(dst + tag, slot, count * 4);
+        groute_link_release_block(*link, mine);
+    }
+}
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", [pytest.param("cuda", marks=gpu_marks(2))])
+@pytest.mark.parametrize("receiver", ["device", "host"])
+def test_cuda_user_kernels_send_through_the_link(backend, receiver):
+    """A user's RawKernel (include_options) sends from several blocks; kernels or the host
+    receive; the bytes arrive in place, the link ends at the close."""
+    import cupy
+    from groute.kernels import include_options
+    ctx = context_or_skip(backend, 2, timeout=20)
+    try:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=1000, num_buffers=4, ctx=ctx, initiated="device", receiver=receiver)
+        data = np.arange(123_457, dtype=np.int32) * 7
+        with a.use():
+            src, next_part = a.asarray(data), a.zeros(1, np.uint64)
+            send = cupy.RawKernel(USER_KERNELS, "send", options=("-std=c++17", *include_options()))
+        with b.use():
+            dst = b.zeros(data.size, np.int32)
+            receive = cupy.RawKernel(USER_KERNELS, "receive", options=("-std=c++17", *include_options()))
+        if receiver == "device":
+            b.compute_stream.submit(receive, (8,), (256,), (link.rx, dst))
+        a.compute_stream.submit(send, (6,), (256,), (link.tx, src, np.uint64(data.size),
+                                                      np.uint64(1000), next_part))
+        link.close()
+        if receiver == "host":
+            for pending in link:
+                tag = pending.metadata["tag"]
+                b.compute_stream.copy(dst[tag:tag + pending.size], pending.data)
+                pending.release(after=b.compute_stream.record())
+        b.compute_stream.synchronize(20)
+        np.testing.assert_array_equal(b.to_host(dst), data)
+        assert link.join(10)
+        link.check()
+    finally:
+        ctx.shutdown()
+
+
+def test_the_user_guides_cuda_kernels_compile(tmp_path):
+    """The guide's device-initiated example in CUDA (its ```cuda blocks) compiles against the
+    header as written (nvcc, no GPU needed)."""
+    import re
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    from groute.kernels import include_options
+    blocks = re.findall(r"```cuda\n(.*?)```", (ROOT / "docs/USER_GUIDE.md").read_text(), re.S)
+    assert blocks and any("groute_link_send_block" in b for b in blocks)
+    for number, block in enumerate(blocks):
+        source = tmp_path / f"guide{number}.cu"
+        source.write_text(block)
+        done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", *include_options(), "-c",
+                               str(source), "-o", str(tmp_path / "out.o")],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
