@@ -230,7 +230,7 @@ def test_cli_rejects_malformed_lists(capsys):
     with pytest.raises(SystemExit) as exc:
         bench_parser().parse_args(["bench", "--devices", "1,two"])
     assert exc.value.code == 2
-    assert "expected device counts like 1,2,4; got 'two'" in capsys.readouterr().err
+    assert "expected device counts like 1,2,4,auto; got 'two'" in capsys.readouterr().err
 
 
 def test_cli_reports_bad_values_as_one_line(capsys):
@@ -505,3 +505,19 @@ def test_bench_no_cache_leaves_the_cache_directory_alone(tmp_path, monkeypatch, 
     else:                                  # the same run without the option does write both
         assert "graphs" in written and "partitions" in written, written
     assert cache_root() == cache           # the private directory is given back
+
+
+def test_auto_devices_run_the_count_the_rule_chooses_and_say_why():
+    """``--devices 2,auto``: every app also runs as ``devices="auto"`` chooses (one CPU device
+    here), timed as its own case when the run has no case of that count, reused when it has;
+    the report prints it as ``1 (auto)`` with the rule's reason."""
+    results = run_suite(small_config(devices=[2, "auto"]), progress=False)
+    cases = results["cases"]
+    auto = [c for c in cases if c.get("auto")]
+    assert len(auto) == 1 and auto[0]["devices"] == 1 and auto[0]["status"] == "ok"
+    assert auto[0]["devices_why"].startswith("auto: 1 CPU device")
+    assert "1 (auto)" in markdown(results)
+    results = run_suite(small_config(devices=[1, "auto"]), progress=False)
+    one, auto = sorted(results["cases"], key=lambda c: bool(c.get("auto")))
+    assert auto["auto"] and auto["times_s"] == one["times_s"]       # the same measured case
+    assert make_config(graphs=["grid:4"], devices=["auto"]).auto_devices

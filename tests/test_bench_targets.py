@@ -125,9 +125,32 @@ def test_the_report_prints_the_targets_the_run_stored():
 
 def test_every_target_is_well_formed():
     for t in TARGETS:
-        assert t.kind in ("time", "peer", "modes", "scaling") and t.bound > 0
+        assert t.kind in ("time", "peer", "modes", "scaling", "auto") and t.bound > 0
+        assert (t.graph == "*") == (t.kind == "auto")
+        assert t.mode is None or t.kind == "scaling"
         assert (t.peer is not None) == (t.kind == "peer")
         assert (t.kind == "scaling") == (t.devices > 1)
         assert (t.kind == "modes") == (t.faster is not None and t.slower is not None)
         assert t.describe()
     assert Target(7, "scaling", "bfs", "kron:25", 2.0, devices=4).describe() == "4 GPUs >= 2x 1 GPU"
+    assert Target(37, "scaling", "bfs", "grid:4900", 1.0, devices=4,
+                  mode="async").describe() == "4 GPUs (async) >= 1x 1 GPU"
+    assert Target(37, "auto", "bfs", "*", 1 / 1.1).describe() == \
+        "devices=auto at most 10% slower than 1 GPU"
+
+
+def test_auto_targets_judge_every_graph_with_auto_cases():
+    """An ``auto`` target is one row per graph of the run with cases ``devices="auto"`` ran:
+    the one-device time over the auto time, met within 10%."""
+    from groute.bench.targets import evaluate
+    cases = [dict(app="bfs", graph=g, devices=d, mode="bsp", status="ok", time_s=t, auto=auto)
+             for g, d, t, auto in (("a", 1, 1.0, False), ("a", 1, 1.0, True),
+                                   ("b", 1, 1.0, False), ("b", 4, 1.2, False),
+                                   ("b", 4, 1.2, True))]
+    results = {"cases": cases, "peers": [], "backend": "cuda",
+               "machine": {"gpus": [{"name": "NVIDIA H200"}] * 4}}
+    rows = {r["target"]["graph"]: r for r in evaluate(results)
+            if r["target"]["kind"] == "auto" and r["target"]["app"] == "bfs"}
+    assert set(rows) == {"a", "b"}
+    assert rows["a"]["met"] is True and rows["a"]["ours"] == 1.0
+    assert rows["b"]["met"] is False and abs(rows["b"]["ours"] - 1 / 1.2) < 1e-12

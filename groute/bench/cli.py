@@ -18,11 +18,13 @@ def _list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
-def _int_list(text: str) -> list[int]:
-    out = [positive_number(item, int, "expected device counts like 1,2,4; got {text!r}",
+def _device_list(text: str) -> list:
+    """``--devices``: counts, and ``auto`` for the count ``devices="auto"`` chooses."""
+    out = [item if item == "auto" else
+           positive_number(item, int, "expected device counts like 1,2,4,auto; got {text!r}",
                            "device counts must be >= 1; got {value}") for item in _list(text)]
     if not out:
-        raise argparse.ArgumentTypeError("expected device counts like 1,2,4")
+        raise argparse.ArgumentTypeError("expected device counts like 1,2,4,auto")
     return out
 
 
@@ -45,8 +47,9 @@ def register(subparsers, common):
     p.add_argument("--graphs", type=_list, metavar="SPEC,...",
                    help="graph specs (kron:21, grid:4900, rmat:20, er:N:D) or files (.mtx[.gz], .gr, SNAP)")
     # replaces the common --devices K: the suite takes a list of device counts
-    p.add_argument("--devices", type=_int_list, metavar="K,K",
-                   help="device counts to run each case on, e.g. 1,2,4")
+    p.add_argument("--devices", type=_device_list, metavar="K,K",
+                   help="device counts to run each case on, e.g. 1,2,4; auto adds the count "
+                        "each app's devices=\"auto\" chooses, and says why")
     p.add_argument("--modes", type=_list, metavar="M,M", help=f"from {','.join(MODES)} (default both)")
     p.add_argument("--repeat", type=int, metavar="N", help="timed runs per case (default 5)")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs before timing (default 1)")
@@ -101,7 +104,7 @@ def check_preset_fits(config, *, graphs_given: bool) -> None:
     if resolve_backend(config.backend) != "cpu":
         return
     raise ValueError(f"--preset quick is sized for GPUs ({', '.join(config.graphs)} on up to "
-                     f"{max(config.devices)} devices) and this run is on CPU devices: run "
+                     f"{max(config.devices or [1])} devices) and this run is on CPU devices: run "
                      "`groute bench --preset cpu` (tiny graphs, a harness check), or give "
                      "--graphs with graphs of CPU size (e.g. --graphs kron:14,grid:100)")
 
@@ -112,7 +115,8 @@ def command_line(config) -> str:
     if config.preset:
         parts += ["--preset", config.preset]
     parts += ["--apps", ",".join(config.apps), "--graphs", ",".join(config.graphs),
-              "--devices", ",".join(map(str, config.devices)), "--modes", ",".join(config.modes),
+              "--devices", ",".join([*map(str, config.devices)] + ["auto"] * config.auto_devices),
+              "--modes", ",".join(config.modes),
               "--repeat", str(config.repeat), "--warmup", str(config.warmup),
               "--backend", config.backend, "--partition", config.partition,
               "--peers", ",".join(config.peers) or "none", "--peer-repeat", str(config.peer_repeat),

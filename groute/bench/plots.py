@@ -30,7 +30,8 @@ def write_plots(results: dict, directory) -> list[Path]:
     plt = _pyplot()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    ok = [c for c in results.get("cases", []) if c.get("status") == "ok"]
+    # auto cases repeat a measured count: plotted once, as that count
+    ok = [c for c in results.get("cases", []) if c.get("status") == "ok" and not c.get("auto")]
     apps = list(dict.fromkeys(c["app"] for c in results.get("cases", [])))
     graphs = list(dict.fromkeys(c["graph"] for c in results.get("cases", [])))
     title = f"groute bench ({results.get('backend')}) - commit " \

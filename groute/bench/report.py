@@ -99,7 +99,7 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "time / floor:", "moved between devices:", "vs 1 device:"] + [f"vs {p}:" for p in peer_names]
     case_rows = []
     for c in results.get("cases", []):
-        row = [app_label(c["app"]), _cell(c["graph"]), str(c["devices"]), mode_label(c)]
+        row = [app_label(c["app"]), _cell(c["graph"]), devices_label(c), mode_label(c)]
         if c["status"] == OK:
             row += [OK, fmt_seconds(c["time_s"]),
                     f"{fmt_seconds(c['min_s'])} - {fmt_seconds(c['max_s'])}", str(c["repeats"]),
@@ -202,7 +202,7 @@ def _memory_lines(results: dict, h: str) -> list[str]:
         if not mem:
             continue
         per_arc = mem.get("bytes_per_arc")
-        rows.append([app_label(c["app"]), _cell(c["graph"]), str(c["devices"]), mode_label(c),
+        rows.append([app_label(c["app"]), _cell(c["graph"]), devices_label(c), mode_label(c),
                      c["status"], mem.get("where", "-"), fmt_bytes(mem.get("peak_bytes")),
                      "-" if per_arc is None else f"{per_arc:.2f}", fmt_ratio(mem.get("over_csr")),
                      fmt_bytes(mem.get("estimate_bytes"))])
@@ -256,16 +256,22 @@ def _table(heading: str, columns, rows, keep_empty: bool = False) -> list[str]:
             + ["| " + " | ".join(row) + " |" for row in rows] + [""])
 
 
+def devices_label(case) -> str:
+    """A case's device count as tables print it: ``4 (auto)`` for the count ``devices="auto"``
+    chose."""
+    return f"{case['devices']} (auto)" if case.get("auto") else str(case["devices"])
+
+
 def one_device_speedups(cases) -> dict:
-    """Strong scaling of every verified case on several devices: the median time of the same
-    app, graph and mode on one device over its own, keyed by ``id(case)`` (no entry where that
-    one-device case is missing or failed)."""
+    """Strong scaling of every verified case on several devices (``auto`` cases too): the
+    median time of the same app, graph and mode on one device over its own, keyed by
+    ``id(case)`` (no entry where that one-device case is missing or failed)."""
     one = {(c["app"], c["graph"], c.get("mode")): c["time_s"] for c in cases
-           if c["devices"] == 1 and c["status"] == OK and c.get("time_s")}
+           if c["devices"] == 1 and not c.get("auto") and c["status"] == OK and c.get("time_s")}
     out = {}
     for c in cases:
         base = one.get((c["app"], c["graph"], c.get("mode")))
-        if c["devices"] > 1 and c["status"] == OK and base and c.get("time_s"):
+        if (c["devices"] > 1 or c.get("auto")) and c["status"] == OK and base and c.get("time_s"):
             out[id(c)] = base / c["time_s"]
     return out
 

@@ -92,7 +92,7 @@ class SuiteRun:
         c = self.config
         per_graph = 0
         for app in c.apps:
-            per_graph += len(case_modes(APPS[app], c.modes)) * len(c.devices)
+            per_graph += len(case_modes(APPS[app], c.modes)) * (len(c.devices) + c.auto_devices)
             if app in self.classes:
                 per_graph += len(c.peers)
         return per_graph * len(c.graphs)
@@ -116,7 +116,7 @@ class SuiteRun:
 
     def _measure_bandwidth(self):
         try:
-            ctx = self._context(self.config.devices[0])
+            ctx = self._context(self._first_count())
             bw = floor_model.measure_copy_bandwidth(ctx.devices[0])
             bw["device"] = ctx.devices[0].name
             self.results["bandwidth"] = bw
@@ -207,6 +207,12 @@ class SuiteRun:
                         case = self._run_case(app, spec, app_graph, app_source, ref, k, mode)
                         self._add_floor_and_ratios(case, fb, peers, app_graph)
                         self._record_case(case)
+            if self.config.auto_devices:
+                for app, app_graph, app_source, ref, peers, fb in ready:
+                    for mode in case_modes(APPS[app], self.config.modes):
+                        case = self._auto_case(app, spec, app_graph, app_source, ref, mode)
+                        self._add_floor_and_ratios(case, fb, peers, app_graph)
+                        self._record_case(case)
         finally:
             splits.close()
             if splits.futures:
@@ -222,7 +228,7 @@ class SuiteRun:
         the references, the peers and the one-device cases need none. The workers fill the
         graph layer's partition cache, which the cases' solvers then read. ``apps``: those
         that can run. Only where :meth:`_prefetch_pays`."""
-        ks = [k for k in self.config.devices if k > 1]
+        ks = [k for k in self.config.devices if k > 1]   # auto's count: split by its solver
         if self.backend == "cuda":          # no split for cases that will be skipped
             from groute.device import cuda_device_count
             ks = [k for k in ks if k <= cuda_device_count()]
@@ -278,7 +284,7 @@ class SuiteRun:
         far faster than NumPy)."""
         if self.backend == "cuda":
             try:
-                ctx = self._context(self.config.devices[0])
+                ctx = self._context(self._first_count())
                 return graph.to_device(ctx.devices[0]).with_weights(seed=WEIGHT_SEED).to_host()
             except Exception as exc:
                 log.info("weights on the GPU failed (%s); hashing them on the CPU", exc)
@@ -386,7 +392,30 @@ class SuiteRun:
         self._step(f"{app} {spec} peer {name}: {shown}")
         return out
 
+    def _first_count(self) -> int:
+        """The device count of the run's first context (one when it runs ``auto`` only)."""
+        return (self.config.devices or [1])[0]
+
     # one case ---------------------------------------------------------------------------------------------
+    def _auto_case(self, app, spec, graph, source, ref, mode) -> dict:
+        """The case ``devices="auto"`` runs: the count it chooses for ``app`` on ``graph``
+        (:func:`groute.engines.device_rule.choose_devices`), marked ``auto`` with the reason.
+        A case of that count this run already measured is that case again (not timed twice)."""
+        from groute.engines.device_rule import choose_devices
+        algorithm = APPS[app]
+        choice = choose_devices("auto", backend=self.backend,
+                                engine=getattr(self.classes[app], "engine_family", "operators"),
+                                num_vertices=graph.num_vertices, num_arcs=graph.num_edges,
+                                directed=bool(graph.directed), estimate=algorithm.memory,
+                                weighted=algorithm.weighted and graph.weights is not None)
+        k = choice.devices
+        done = [c for c in self.results["cases"] if c["app"] == app and c["graph"] == spec
+                and c["devices"] == k and c.get("mode") == mode and not c.get("auto")
+                and len(self.results["graphs"]) == self._order[id(c)][0]]
+        case = dict(done[0]) if done else self._run_case(app, spec, graph, source, ref, k, mode)
+        case.update(auto=True, devices_why=choice.why)
+        return case
+
     def _run_case(self, app, spec, graph, source, ref, k, mode) -> dict:
         case = dict(app=app, graph=spec, devices=k, mode=mode,
                     partition=self.partition if APPS[app].takes_partition and k > 1 else None,
@@ -502,7 +531,8 @@ class SuiteRun:
         cases.append(case)
         cases.sort(key=lambda c: self._order[id(c)])
         mode = f" {case['mode']}" if case.get("mode") else ""
-        what = f"{case['app']} {case['graph']} {case['devices']} dev{mode}"
+        auto = f" (auto: {case['devices_why']})" if case.get("auto") else ""
+        what = f"{case['app']} {case['graph']} {case['devices']} dev{mode}{auto}"
         if case["status"] == OK:
             text = f"{fmt_seconds(case['time_s'])} (median of {case['repeats']})"
             if case.get("speedup", {}).get("scipy"):
@@ -520,8 +550,8 @@ class SuiteRun:
 
         def index(seq, value):
             return seq.index(value) if value in seq else len(seq)
-        return (len(self.results["graphs"]), index(c.apps, case["app"]), case["devices"],
-                index(c.modes, case.get("mode")))
+        return (len(self.results["graphs"]), index(c.apps, case["app"]),
+                bool(case.get("auto")), case["devices"], index(c.modes, case.get("mode")))
 
     def _begin(self, what: str):
         """Name the step starting now in ``results["running"]`` and save, so a run killed by a

@@ -83,6 +83,8 @@ class BenchConfig:
     preset: str | None = None
     #: what the answers are checked against: auto, cpu or gpu (see REFERENCES)
     reference: str = "auto"
+    #: also run every app as ``devices="auto"`` chooses (:mod:`groute.engines.device_rule`)
+    auto_devices: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -131,8 +133,9 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
     devices = values["devices"]
     if not devices:
         raise ValueError("no device counts: give --devices K[,K...] (e.g. 1,2,4) or a --preset")
-    devices = sorted(set(int(k) for k in devices))
-    if devices[0] < 1:
+    auto_devices = "auto" in devices
+    devices = sorted(set(int(k) for k in devices if k != "auto"))
+    if devices and devices[0] < 1:
         raise ValueError(f"--devices: device counts must be >= 1, got {devices[0]}")
     for name in ("repeat", "peer_repeat"):
         if int(values[name]) < 1:
@@ -150,7 +153,8 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
         raise ValueError(f"--reference must be one of {', '.join(REFERENCES)}; "
                          f"got {values['reference']!r}")
     check_reference(values["reference"], values["backend"])
-    return BenchConfig(apps=apps, graphs=graphs, devices=devices, modes=modes,
+    return BenchConfig(apps=apps, graphs=graphs, devices=devices, auto_devices=auto_devices,
+                       modes=modes,
                        repeat=int(values["repeat"]), warmup=int(values["warmup"]),
                        backend=values["backend"], partition=values["partition"], peers=peers,
                        peer_repeat=int(values["peer_repeat"]),

@@ -12,7 +12,7 @@ meant to pick it.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .fmt import fmt_seconds
 from .suite import NOT_RUN, OK, mode_label
@@ -29,8 +29,11 @@ class Target:
     - ``time``: our fastest verified one-device time is at most ``bound`` seconds;
     - ``peer``: that time is at least ``bound`` times faster than ``peer``'s in the same run;
     - ``modes``: one device, mode ``faster`` at least ``bound`` times faster than mode ``slower``;
-    - ``scaling``: our fastest time on ``devices`` devices is at least ``bound`` times faster
-      than our fastest on one.
+    - ``scaling``: our fastest time on ``devices`` devices (in ``mode``, when given) is at
+      least ``bound`` times faster than our fastest on one;
+    - ``auto``: the count ``devices="auto"`` chose runs at least ``bound`` times as fast as one
+      device (``bound`` 1/1.1: never more than 10% slower); ``graph`` ``"*"`` judges every
+      graph the run has such cases for.
     """
 
     issue: int
@@ -42,6 +45,7 @@ class Target:
     devices: int = 1
     faster: str | None = None
     slower: str | None = None
+    mode: str | None = None
 
     def describe(self) -> str:
         """The target as the issues state it, e.g. ``<= 3 ms`` or ``>= 2x plain CuPy``."""
@@ -51,7 +55,10 @@ class Target:
             return f">= {self.bound:g}x {PEER_NAMES.get(self.peer, self.peer)} on 1 GPU"
         if self.kind == "modes":
             return f"{self.faster} >= {self.bound:g}x {self.slower} on 1 GPU"
-        return f"{self.devices} GPUs >= {self.bound:g}x 1 GPU"
+        if self.kind == "auto":
+            return f"devices=auto at most {1 / self.bound - 1:.0%} slower than 1 GPU"
+        mode = f" ({self.mode})" if self.mode else ""
+        return f"{self.devices} GPUs{mode} >= {self.bound:g}x 1 GPU"
 
 
 #: How the target column names a peer.
@@ -72,6 +79,16 @@ TARGETS: tuple[Target, ...] = (
     Target(8, "scaling", "pr", "grid:4900", 3.0, devices=4),
     Target(8, "time", "cc", "kron:21", 5e-3),
     Target(8, "time", "cc", "grid:4900", 5e-3),
+    # issue 37: 4 GPUs that pay off, and a default that never costs more than 10%
+    *(Target(37, "scaling", app, graph, bound, devices=4, mode=mode)
+      for graph, row in (("kron:26", {"bfs": 3.5, "pr": 3.7, "cc": 2.5}),
+                         ("kron:25", {"bfs": 3.0, "sssp": 3.0, "pr": 3.6, "cc": 2.5}),
+                         ("kron:21", {"bfs": 1.5, "sssp": 1.5, "pr": 2.5, "cc": 1.5}),
+                         ("grid:4900", {"bfs": (1.0, "async"), "sssp": (1.0, "async"),
+                                        "pr": 3.0, "cc": 1.5}))
+      for app, spec in row.items()
+      for bound, mode in [spec if isinstance(spec, tuple) else (spec, None)]),
+    *(Target(37, "auto", app, "*", 1 / 1.1) for app in ("bfs", "sssp", "pr", "cc")),
 )
 
 
@@ -100,7 +117,7 @@ def evaluate(results: dict, targets=TARGETS) -> list[dict]:
     peers = results.get("peers") or []
     judged = judged_here(results)
     rows = []
-    for t in targets:
+    for t in _per_graph(targets, cases):
         mine = [c for c in cases if c.get("app") == t.app and c.get("graph") == t.graph]
         if not _ran(t, mine):
             continue
@@ -117,20 +134,37 @@ def evaluate(results: dict, targets=TARGETS) -> list[dict]:
     return rows
 
 
+def _per_graph(targets, cases):
+    """``targets`` with each ``"*"`` graph replaced by every graph of the run that has
+    ``auto`` cases of its app, in the run's order."""
+    for t in targets:
+        if t.graph != "*":
+            yield t
+            continue
+        graphs = dict.fromkeys(c.get("graph") for c in cases
+                               if c.get("app") == t.app and c.get("auto"))
+        yield from (replace(t, graph=g) for g in graphs)
+
+
 def _ran(t: Target, cases) -> bool:
     """Whether the run has the cases ``t`` is judged from, verified or not: one device (and
     both modes for ``modes``; and ``t.devices`` devices for ``scaling``). Cases that did not
     run here (skip: too few devices; n/a: app not in this checkout) do not count."""
-    ran = {(c.get("devices"), c.get("mode")) for c in cases if c.get("status") not in NOT_RUN}
+    ran = {(c.get("devices"), c.get("mode")) for c in cases
+           if c.get("status") not in NOT_RUN and not c.get("auto")}
     if t.kind == "modes":
         return {(1, t.faster), (1, t.slower)} <= ran
+    if t.kind == "auto":
+        return 1 in {d for d, _ in ran} and any(c.get("auto") for c in cases)
     devices = {d for d, _ in ran}
     return 1 in devices and (t.kind != "scaling" or t.devices in devices)
 
 
 def _fastest(cases, devices, mode=None):
-    """The verified case of ``devices`` devices (and ``mode``, if given) with the least time."""
+    """The verified case of ``devices`` devices (and ``mode``, if given) with the least time
+    (the cases ``devices="auto"`` ran are judged on their own, by ``auto`` targets)."""
     ok = [c for c in cases if c.get("devices") == devices and c.get("status") == OK
+          and not c.get("auto")
           and c.get("time_s") and (mode is None or c.get("mode") == mode)]
     return min(ok, key=lambda c: c["time_s"]) if ok else None
 
@@ -148,8 +182,17 @@ def _measure(t: Target, cases, peers):
         return slow["time_s"] / fast["time_s"], (f"{t.slower} {fmt_seconds(slow['time_s'])} / "
                                                  f"{t.faster} {fmt_seconds(fast['time_s'])}")
     best = _fastest(cases, 1)
+    if t.kind == "auto":
+        auto = [c for c in cases if c.get("auto") and c.get("status") == OK and c.get("time_s")]
+        if best is None or not auto:
+            return None, "needs verified cases on 1 device and as devices=auto chose"
+        chosen = min(auto, key=lambda c: c["time_s"])
+        return best["time_s"] / chosen["time_s"], (
+            f"1 device {fmt_seconds(best['time_s'])} ({_mode(best)}) / auto "
+            f"{chosen['devices']} device{'s' if chosen['devices'] > 1 else ''} "
+            f"{fmt_seconds(chosen['time_s'])} ({_mode(chosen)})")
     if t.kind == "scaling":
-        many = _fastest(cases, t.devices)
+        many = _fastest(cases, t.devices, t.mode)
         if best is None or many is None:
             return None, f"needs verified cases on 1 and {t.devices} devices"
         return best["time_s"] / many["time_s"], (
