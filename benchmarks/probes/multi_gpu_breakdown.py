@@ -297,7 +297,8 @@ def _stream_wrappers(stream_cls, cuda: bool):
     submit, copy, wait_event = stream_cls.submit, stream_cls.copy, stream_cls.wait_event
 
     def label_of(fn):
-        return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        return (getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+                or type(fn).__name__)
 
     @functools.wraps(submit)
     def new_submit(self, fn, *args, **kwargs):
@@ -344,9 +345,10 @@ def _stream_wrappers(stream_cls, cuda: bool):
     def new_wait_event(self, event):
         rec = ACTIVE
         if rec is not None:
-            other = getattr(getattr(event, "device", None), "index", None)
-            if other is None:
-                other = getattr(getattr(getattr(event, "stream", None), "device", None), "index", None)
+            device = getattr(event, "device", None)         # CUDA events name their device
+            if device is None:                                # CPU events their stream
+                device = getattr(getattr(event, "stream", None), "device", None)
+            other = getattr(device, "index", None)
             kind = "local" if other == self.device.index else "cross"
             rec.count(f"event_waits_{kind}[{self.device.index}]")
         return wait_event(self, event)
@@ -521,13 +523,24 @@ class WakeCounter:
 
 
 def thread_cpu() -> dict:
-    """CPU seconds each live thread of this process has used (nanosecond clocks)."""
+    """CPU seconds each live thread of this process has used (nanosecond clocks), by
+    ``(thread id, name)``."""
     out = {}
     for t in threading.enumerate():
         try:
-            out[t.name] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            out[(t.ident, t.name)] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
         except (AttributeError, OSError, TypeError, OverflowError):
             continue
+    return out
+
+
+def cpu_used(before: dict, after: dict) -> dict:
+    """CPU seconds used between two :func:`thread_cpu` snapshots, summed over the threads of
+    each name (threads that ended in between are not counted)."""
+    out = {}
+    for key, t in after.items():
+        if key in before:
+            out[key[1]] = out.get(key[1], 0.0) + t - before[key]
     return out
 
 
@@ -536,8 +549,9 @@ def instrumented_run(solver, ctx, args, options, backend):
     global ACTIVE
     ctx.synchronize()
     rec = Recorder(cuda=backend == "cuda")
-    hooks = Hooks(backend).install()
+    hooks = Hooks(backend)
     try:
+        hooks.install()
         cpu0 = thread_cpu()
         if rec.cuda:
             for dev in ctx.devices:
@@ -550,8 +564,7 @@ def instrumented_run(solver, ctx, args, options, backend):
         ACTIVE = None
         hooks.restore()
     ctx.synchronize()
-    cpu1 = thread_cpu()
-    cpu = {name: cpu1[name] - cpu0[name] for name in cpu1 if name in cpu0}
+    cpu = cpu_used(cpu0, thread_cpu())
     return analyse(rec, t0, t1, cpu, result, hooks.missing)
 
 
@@ -587,9 +600,10 @@ def analyse(rec: Recorder, t0, t1, cpu, result, missing) -> dict:
         s = spans.setdefault(label, [0.0, 0])
         s[0] += b - a
         s[1] += 1
-    first = lambda name: next(((a, b) for lab, _, _, a, b in rec.spans if lab == name), None)  # noqa: E731
-    enter, region, leave = first("DeviceTimer.enter"), first("DeviceTimer.region"), \
-        first("DeviceTimer.exit")
+    def first(name):
+        return next(((a, b) for lab, _, _, a, b in rec.spans if lab == name), None)
+    enter, region, leave = (first("DeviceTimer.enter"), first("DeviceTimer.region"),
+                            first("DeviceTimer.exit"))
     phases = None
     if enter and leave:
         phases = {"before_timer": _ms(enter[0] - t0), "timer_enter_sync": _ms(enter[1] - enter[0]),
@@ -624,16 +638,20 @@ def analyse(rec: Recorder, t0, t1, cpu, result, missing) -> dict:
             "to_host": rec.counts.get(f"to_host[{dev}]", 0),
             "to_host_bytes": rec.bytes.get(f"to_host[{dev}]", 0),
             "persistent_launches": rec.counts.get(f"persistent_launches[{dev}]", 0),
-            "top_work_ms": {k: _ms(v) for k, v in sorted(by_label.items(), key=lambda kv: -kv[1])[:6]},
+            "top_work_ms": {k: _ms(v) for k, v in
+                            sorted(by_label.items(), key=lambda kv: -kv[1])[:6]},
         })
-    host_waits = {k.split(":", 1)[1]: v for k, v in rec.counts.items() if k.startswith("host_waits:")}
+    host_waits = {k.split(":", 1)[1]: v for k, v in rec.counts.items()
+                  if k.startswith("host_waits:")}
     copies_by_phase = {k.split(":", 1)[1]: [v, rec.bytes.get(k, 0)] for k, v in rec.counts.items()
                        if k.startswith("copies:")}
     return {
         "run_wall_ms": _ms(wall), "phases_ms": phases,
         "kernels_span_ms": _ms(kernels[1] - kernels[0]) if kernels else None,
-        "spans_ms": {k: [_ms(v[0]), v[1]] for k, v in sorted(spans.items(), key=lambda kv: -kv[1][0])},
-        "thread_cpu_ms": {k: _ms(v) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1]) if v > 0},
+        "spans_ms": {k: [_ms(v[0]), v[1]]
+                     for k, v in sorted(spans.items(), key=lambda kv: -kv[1][0])},
+        "thread_cpu_ms": {k: _ms(v) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
+                          if v > 0},
         "devices": devices,
         "cross_device_barriers": rec.crossed,
         "host_waits": host_waits,
@@ -1126,7 +1144,8 @@ def parse(argv=None):
                          "graph under PyTorch's profiler, in a subprocess")
     ap.add_argument("--kineto-s", type=float, default=70.0,
                     help="seconds of --budget-s kept for the profiler pass")
-    ap.add_argument("--timeout", type=float, default=60.0, help="the contexts' wait limit")
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="the contexts' wait limit, seconds (a hung case costs this much)")
     ap.add_argument("--out", default=None, help="folder for the files (default: $OUT if set)")
     ap.add_argument("--dry-run", action="store_true",
                     help=f"CPU virtual devices on tiny graphs ({DRY_GRAPHS}): checks the probe")
