@@ -27,17 +27,19 @@ Per case (graph, app, mode, device count), on one reused Context per device coun
 * agreement of the answer with the first device count's (a broken run must not be timed).
 
 With ``--kineto`` a last pass, in a subprocess (a profiler failure cannot cost the rest), runs
-each case once under PyTorch's profiler (CUPTI): every kernel, copy and fill on every device,
-which counts the launches exactly. Its results go to their own file.
+each case of the first graph at the largest device count once under PyTorch's profiler (CUPTI):
+every kernel, copy and fill on every device, which counts the launches exactly. Its results go
+to their own file.
 
 One JSON line per case on stdout, a table at the end; with ``$OUT`` set (or ``--out DIR``) also
 ``breakdown.jsonl``, ``breakdown.md`` and ``kineto.jsonl`` there. A case that fails is recorded
 with its error and the run goes on; past ``--budget-s`` the remaining cases are recorded as
-skipped. Run from the repository root::
+skipped. docs/notes/multi_gpu_costs.md says what each field shows and what to expect. Run from
+the repository root::
 
     python benchmarks/probes/multi_gpu_breakdown.py --dry-run          # CPU virtual devices
     python benchmarks/probes/multi_gpu_breakdown.py --graphs kron:21,grid:4900 --devices 1,4,2 \\
-        --partition contiguous --kineto
+        --partition contiguous --kineto --budget-s 320 --kineto-s 60
     python benchmarks/probes/multi_gpu_breakdown.py --graphs kron:25 --devices 1,4 \\
         --apps bfs,pr,cc --modes bsp --trace none
 """
@@ -844,8 +846,9 @@ def run_case(app, mode, k, graphs: Graphs, contexts: Contexts, a, references, de
             verdict = verify(app, np.asarray(first.values), ref_values, g)
             case["agrees_with"] = ref_case
             case["agrees"] = bool(verdict.ok)
-            if not verdict.ok:
-                case["agree_detail"] = verdict.detail
+            if not verdict.ok:      # a wrong answer is never given a time
+                case.update(status="FAIL", agree_detail=verdict.detail)
+                return case
         else:
             references[key] = (f"{k} device{'s' if k > 1 else ''} {mode or ''}".strip(),
                                np.asarray(first.values).copy())
@@ -862,28 +865,23 @@ def run_case(app, mode, k, graphs: Graphs, contexts: Contexts, a, references, de
                 spent += walls[-1]
                 app_times.append(float(last.time_s))
         case["link_wakes_in_timed_runs"] = {"woke": wakes.woke, "launches": wakes.calls}
-        if app == "bfs" and now() < deadline:
-            case["fixed_cost"] = fixed_cost(solver, args, options, a)
         case["time_ms"] = _summary_ms(app_times)
         case["host_wall_ms"] = _summary_ms(walls)
         case["stats"] = pick_stats(last.stats)
         case["bytes_moved"] = bytes_of(last.stats)
-        runs = []
+        case["status"] = "ok"       # timed; what follows only adds to the record
+        if app == "bfs" and now() < deadline:
+            part(case, "fixed_cost", ctx, lambda: fixed_cost(solver, args, options, a))
         # a slow run (asynchronous PageRank on several GPUs: seconds) is instrumented once
         n_instr = a.instrumented if statistics.median(walls or [0.0]) < SLOW_RUN_S else 1
-        for _ in range(n_instr if now() < deadline else 0):
-            runs.append(instrumented_run(solver, ctx, args, options, a.backend))
-        if runs:
-            runs.sort(key=lambda r: r["run_wall_ms"])
-            chosen = runs[len(runs) // 2]
-            chosen["of_runs"] = len(runs)
-            case["instrumented"] = chosen
+        if now() < deadline:
+            part(case, "instrumented", ctx, lambda: pick_median(
+                [instrumented_run(solver, ctx, args, options, a.backend) for _ in range(n_instr)]))
         solver.close()
         solver = None
         tuning = traced_tuning(app, mode) if a.trace != "none" else None
         if tuning is not None and now() < deadline:
-            case["trace"] = traced(app, mode, graphs, ctx, a, tuning)
-        case["status"] = "ok"
+            part(case, "trace", ctx, lambda: traced(app, mode, graphs, ctx, a, tuning))
     except _Skip as exc:
         case.update(status="skip", note=str(exc))
     except Exception as exc:  # noqa: BLE001 - recorded, the next case runs
@@ -897,8 +895,31 @@ def run_case(app, mode, k, graphs: Graphs, contexts: Contexts, a, references, de
             except Exception:  # noqa: BLE001
                 pass
         free_memory()
-    case["case_wall_s"] = round(now() - t_case, 2)
+        case["case_wall_s"] = round(now() - t_case, 2)
     return case
+
+
+def part(case, name, ctx, measure):
+    """``case[name] = measure()``; if it raises, ``case[name + "_error"]`` says how, the devices
+    are waited for, and the case keeps what it has (its times above all)."""
+    try:
+        case[name] = measure()
+    except Exception as exc:  # noqa: BLE001 - recorded; the timed part stands
+        case[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+        case[f"{name}_traceback"] = traceback.format_exc()[-1500:]
+        try:
+            ctx.synchronize()
+        except Exception:  # noqa: BLE001 - the case's context is dropped below
+            case["context_dropped"] = True
+            raise
+
+
+def pick_median(runs):
+    """The instrumented run of median wall time, saying of how many."""
+    runs = sorted(runs, key=lambda r: r["run_wall_ms"])
+    chosen = runs[len(runs) // 2]
+    chosen["of_runs"] = len(runs)
+    return chosen
 
 
 def fixed_cost(solver, args, options, a):
@@ -959,7 +980,7 @@ def table(cases) -> str:
     for c in cases:
         base = [c["graph"], c["app"], c.get("mode") or "-", str(c["devices"]), c.get("status", "?")]
         if c.get("status") != "ok":
-            note = c.get("error") or c.get("note") or ""
+            note = c.get("error") or c.get("note") or c.get("agree_detail") or ""
             rows.append("| " + " | ".join(base + [note[:80]] + [""] * 14) + " |")
             continue
         t = c["time_ms"]["median"] if c.get("time_ms") else None
