@@ -426,6 +426,11 @@ class Table:
         self.rows = rows = ntok // ncols
         if rows:
             self._check_fields()
+        else:                                # nothing to parse, so nothing else finds these
+            control = np.flatnonzero(_CONTROL[self.buf])
+            if control.size:
+                line = int(self.lines.line_of(control[0]))
+                raise GraphFormatError(path, self._describe(line, [], np.int64), line=line)
         if ntok != rows * ncols:
             line = int(self.lines.line_of(self.starts[rows * ncols]))
             self._raise_field_count(line)
@@ -644,7 +649,10 @@ def split_header(text: Text, is_header_line, *, path, max_header_lines: int = 10
     or that are blank.
 
     Returns ``(header, body, body_first_line)``, ``header`` a list of ``(line number, line
-    bytes)``. Only the header is looped over in Python.
+    bytes)``. Only the header is looped over in Python. A control byte before the first
+    non-blank byte of one of these lines, or of the first line after them, is a
+    GraphFormatError naming the line, as it is in the body (a line of control bytes is not
+    blank).
     """
     data, line_no = text.data, text.first_line
     header = []
@@ -654,6 +662,12 @@ def split_header(text: Text, is_header_line, *, path, max_header_lines: int = 10
         end = data.find(b"\n", pos)
         end = n if end < 0 else end
         line = data[pos:end]
+        lead = line[:len(line) - len(line.lstrip(BLANKS))]
+        if lead.strip(WHITESPACE):
+            bad = lead.strip(WHITESPACE)[0]
+            shown = line.decode("latin-1").strip()
+            raise GraphFormatError(path, f"control byte 0x{bad:02x} before the first data line: "
+                                         f"{shown[:60]!r}", line=line_no)
         if line.strip(BLANKS) and not is_header_line(line):
             break
         header.append((line_no, line))

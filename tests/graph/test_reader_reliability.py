@@ -322,6 +322,34 @@ def test_utf16_text_is_an_error_saying_so(tmp_path, bom, encoding):
     assert err.line == 1 and f"{encoding} text" in str(err) and "UTF-8" in str(err)
 
 
+@pytest.mark.parametrize("name,content,line", [
+    ("nul.txt", b"\x00" * 16, 1),
+    ("c.txt", b"\x01\x02\n1 2\n", 1),
+    ("c.csv", b"\x00\n1,2\n", 1),
+    ("c.tsv", b"# header\n \x1b \n1\t2\n", 2),
+    ("c.gr", b"c x\n\x01\np sp 2 1\na 1 2 3\n", 2),
+    ("p.gr", b"\x01p sp 2 1\na 1 2 3\n", 1),
+    ("c.mtx", MTX.format(field="pattern").encode() + b"% x\n\x01\n2 2 1\n1 2\n", 3),
+    ("m.mtx", MTX.format(field="pattern").encode() + b"\x01% x\n2 2 1\n1 2\n", 2),
+    ("z.mtx", MTX.format(field="pattern").encode() + b"2 2 0\n\x01\n", 3),
+    ("z.gr", b"p sp 2 0\n\x02\n", 2),
+    ("h.txt", b"# comment\n\x7f\x01\n1 2\n", 2),
+    ("late.txt", b"\n\n   \n\x01\n1 2\n", 4),
+])
+def test_control_bytes_before_the_first_data_line_are_errors(tmp_path, name, content, line):
+    """A line of control bytes before the data (or in a data section with no rows) is an
+    error naming its line, as the same line among the data is; it is not blank."""
+    err = error_of(tmp_path, name, content)
+    assert err.line == line and ("control byte" in str(err) or "0x7f" in str(err)
+                                 or "fields" in str(err)), str(err)
+
+
+def test_control_bytes_inside_a_comment_are_its_text(tmp_path):
+    p = tmp_path / "k.txt"
+    p.write_bytes(b"# made by \x01tool\x02\n1 2\n")
+    assert read_graph(p).num_edges == 1
+
+
 def blank_gzip(path, *, before=b"", blank=b" ", after=b"", mib=256):
     """A gzip file of ``before``, ``mib`` MiB of ``blank`` and ``after``: members of 16 MiB
     of blanks compressed once and repeated (a gzip file may hold several members)."""
