@@ -350,6 +350,35 @@ def test_control_bytes_inside_a_comment_are_its_text(tmp_path):
     assert read_graph(p).num_edges == 1
 
 
+@pytest.mark.parametrize("name,text,line,found", [
+    ("m.csv", "1,2\n3 4\n5\t6\n", 2, "spaces"),
+    ("w.csv", "1,2,3\n4,5 6\n", 2, "spaces"),
+    ("t.csv", "1,2\n3\t4\n", 2, "a tab"),
+    ("c.tsv", "1\t2\n3,4\n", 2, "a comma"),
+    ("s.tsv", "1\t2\n3\t4\n5 6\n", 3, "spaces"),
+    ("w.tsv", "a\tb\tc\n1\t2\t3\n4\t5 6\n", 3, "spaces"),
+    ("sp.csv", "1 2\n3 4\n5\t6\n", 3, "a tab"),
+    ("cm.csv", "src dst\n1 2\n3,4\n", 3, "a comma"),
+])
+def test_a_delimited_file_uses_one_delimiter(tmp_path, name, text, line, found):
+    """The delimiter is the first data line's; another between two fields of a line is an
+    error naming the line (it used to be read as a blank, giving a graph)."""
+    err = error_of(tmp_path, name, text)
+    assert err.line == line and f"fields separated by {found}" in str(err), str(err)
+
+
+@pytest.mark.parametrize("name,text", [
+    ("b.csv", "1 , 2\n3,\t4\n\n5 ,6\n"),        # blanks around the delimiter
+    ("b.tsv", "1\t2\n3 \t 4\n\t\n\t \t\n5\t6\n"),  # lines of blanks and tabs are blank
+    ("i.tsv", "  1\t2\n\t\n3\t4  \n5\t6\n"),
+    ("s.csv", "1  2\n  3 4\n5 6\t\n"),           # spaces; a tab outside the fields
+])
+def test_one_delimiter_with_blanks_around_it_is_fine(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    assert arcs_in_file_ids(read_graph(p)) == [(1, 2), (3, 4), (5, 6)]
+
+
 def blank_gzip(path, *, before=b"", blank=b" ", after=b"", mib=256):
     """A gzip file of ``before``, ``mib`` MiB of ``blank`` and ``after``: members of 16 MiB
     of blanks compressed once and repeated (a gzip file may hold several members)."""
