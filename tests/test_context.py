@@ -79,11 +79,28 @@ def test_run_returns_results_in_device_order():
     ({"backend": "tpu"}, ValueError, "backend"),
     ({"devices": 2, "timeout": -1}, ValueError, "timeout"),
     ({"devices": 2, "timeout": float("inf")}, ValueError, "finite"),   # nothing waits forever
+    ({"devices": 2, "timeout": 1e10}, ValueError, "at most 604800 s"),  # nor past the clocks
+    ({"devices": 2, "timeout": 1e300}, ValueError, "at most 604800 s"),
 ])
 def test_bad_arguments(kwargs, exc, msg):
     kwargs.setdefault("backend", "cpu")
     with pytest.raises(exc, match=msg):
         Context(**kwargs)
+
+
+def test_the_longest_timeout_runs_and_shuts_down():
+    """A week, the longest timeout (groute.config.MAX_TIMEOUT), is a wait every part of the
+    runtime can take: a run, a failed run's reset and shutdown (Context(timeout=1e10) raised
+    OverflowError at shutdown)."""
+    from groute.config import MAX_TIMEOUT
+    ctx = Context(2, backend="cpu", timeout=MAX_TIMEOUT)
+    try:
+        assert ctx.run(lambda d: d.index) == [0, 1]
+        with pytest.raises(DeviceError):
+            ctx.run(lambda d: 1 / 0)
+        assert ctx.run(lambda d: d.index) == [0, 1]
+    finally:
+        ctx.shutdown()
 
 
 def test_cuda_backend_without_gpu_says_what_to_do():
