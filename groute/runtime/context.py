@@ -12,14 +12,23 @@ A failure ends the run that saw it, not the context: once the failure has been r
 caller, the next :meth:`~Context.submit` or :meth:`~Context.run` resets the context first
 (:meth:`Context.reset`). A device function still running after the timeout makes the context
 unusable, and says so, naming the device.
+
+Computations started from several threads on one context take turns
+(:meth:`Context.exclusive`, :func:`taking_turns`): :meth:`Context.run`, every step of an
+engine and every run of a solver is the context's only computation while it runs, and another
+thread's waits for its turn. Their device functions wait for each other across devices (a
+meeting, a counted termination), so two computations whose functions reached the devices'
+host threads in different orders would each wait for the other until the timeout.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import queue
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -159,6 +168,10 @@ class Context:
         self._lock = threading.Lock()
         self._closed = False
         self._unusable: str | None = None   # why reset could not bring the context back
+        self._turn = threading.Condition()  # one computation at a time (exclusive)
+        self._holder: threading.Thread | None = None   # the thread whose computation runs
+        self._depth = 0                     # its exclusive blocks, nested
+        self._waiting = 0                   # threads waiting for their turn
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
         if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
@@ -343,6 +356,37 @@ class Context:
             self.reset()
 
     # running work -----------------------------------------------------------------------------
+    @contextmanager
+    def exclusive(self):
+        """Run the ``with`` block as the context's only computation: another thread's block
+        waits until this one has ended (module docstring), then runs; the same thread may
+        nest blocks, and a device function, whose caller has the turn, never waits. The wait
+        lasts as long as the other computation, each of whose own waits is bounded by the
+        timeout; a context shut down (or made unusable) meanwhile raises."""
+        me = threading.current_thread()
+        if me in self._worker_threads():
+            yield
+            return
+        with self._turn:
+            if self._holder is not me:
+                self._waiting += 1
+                try:
+                    while self._holder is not None:
+                        self._usable()
+                        self._turn.wait(POLL_INTERVAL)
+                finally:
+                    self._waiting -= 1
+                self._holder = me
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._depth -= 1
+                if not self._depth:
+                    self._holder = None
+                    self._turn.notify_all()
+
     def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
         """Run ``fn(device, *args, **kwargs)`` on that device's host worker thread.
 
@@ -372,10 +416,12 @@ class Context:
         Raises :class:`DeviceError` naming the first device that failed. ``timeout`` (default: no
         bound beyond the per-wait timeouts inside ``fn``) bounds the whole call, a failed run's
         wait for the other devices included: past it the run fails with a :class:`WaitTimeout`
-        naming the devices still running.
+        naming the devices still running. A run started from another thread meanwhile waits
+        for its turn (:meth:`exclusive`).
         """
-        futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
-        return self.gather(futures, timeout=timeout)
+        with self.exclusive():
+            futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
+            return self.gather(futures, timeout=timeout)
 
     def gather(self, futures, timeout=None) -> list:
         """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
@@ -466,6 +512,16 @@ class Context:
 
     def __repr__(self):
         return f"<Context {self.backend} x{len(self.devices)}: {', '.join(d.name for d in self.devices)}>"
+
+
+def taking_turns(method):
+    """Decorate a method of an object with a ``ctx`` (a solver's ``run``, an engine's steps):
+    each call is its context's only computation while it runs (:meth:`Context.exclusive`)."""
+    @functools.wraps(method)
+    def one_at_a_time(self, *args, **kwargs):
+        with self.ctx.exclusive():
+            return method(self, *args, **kwargs)
+    return one_at_a_time
 
 
 def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None, max_devices=None):

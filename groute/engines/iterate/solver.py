@@ -47,6 +47,7 @@ import numpy as np
 
 from groute.graph.csr import kept_on
 from groute.results import AppResult, complete_stats
+from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
 
@@ -432,6 +433,7 @@ class IterateSolver(Solver):
         return [p[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
 
     # running ------------------------------------------------------------------------------------
+    @taking_turns
     def run(self) -> AppResult:
         """One solve from the start values; the answer by position, normalised as asked, with
         the stats of :func:`stats_keys`."""
