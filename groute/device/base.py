@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import time
 
 
 class Event(abc.ABC):
@@ -102,6 +103,22 @@ class Device(abc.ABC):
     def use(self):
         """Context manager making this the current device for array allocation (CUDA only)."""
         return contextlib.nullcontext()
+
+    #: ``(what, since)``: the user's code the device's host thread runs now (``what`` names
+    #: it), since ``time.monotonic()`` ``since``; None while it runs groute's own
+    user_code = None
+
+    @contextlib.contextmanager
+    def running(self, what: str):
+        """Mark the ``with`` block as the device's host thread running the user's code
+        (``what``, e.g. a functor's NumPy callable), whose time groute does not bound: a wait
+        elsewhere that times out while it runs names it as the cause
+        (:meth:`groute.Context.fail`)."""
+        outer, self.user_code = self.user_code, (what, time.monotonic())
+        try:
+            yield
+        finally:
+            self.user_code = outer
 
     # memory --------------------------------------------------------------------------------
     @abc.abstractmethod

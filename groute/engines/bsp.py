@@ -56,6 +56,7 @@ import numpy as np
 
 from groute.runtime.context import ensure_context, taking_turns
 from groute.graph.partition import partition_graph
+from groute.solver import check_device_count
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
@@ -129,6 +130,7 @@ class BSPEngine(Engine):
         self._in_parts = None
         try:
             k = self.ctx.num_devices
+            check_device_count(f"the {self.name} engine", k, graph.num_vertices)
             self.partition = partition_graph(graph, k, partition, seed=seed)
             self.parts = self._each(self._upload, range(k))
             if k > 1:

@@ -18,7 +18,7 @@ import numpy as np
 from .csr import CSRGraph
 from .errors import GraphFormatError
 from .budget import check_vertices
-from .textio import Table, Text, body_line_or_last, line_head, parse_int, reader, split_header
+from .textio import Table, Text, line_head, parse_int, reader, split_header
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
@@ -48,13 +48,17 @@ def read_mtx(path, *, allow_negative: bool = False, text: Text) -> CSRGraph:
         raise GraphFormatError(path, f"unsupported Matrix Market symmetry {symmetry!r} "
                                      "(use general or symmetric)", line=1)
     header, body, body_line = split_header(text, lambda l: line_head(l) == b"%", path=path)
+    if not body:
+        raise GraphFormatError(path, "no size line: the file ends after its banner and comments; "
+                                     "they are followed by 'rows cols entries' (three integers) "
+                                     "and the entries", line=header[-1][0])
     size_text = body.split(b"\n", 1)[0]
     size_fields = size_text.split()
     sizes = [parse_int(x) for x in size_fields]
     if len(sizes) != 3 or None in sizes:
         raise GraphFormatError(path, "bad size line: expected 'rows cols entries' (three integers), "
                                      f"got {size_text.decode('latin-1').strip()[:60]!r}",
-                               line=body_line_or_last(body, body_line))
+                               line=body_line)
     rows, cols, nnz = sizes
     if rows != cols:
         raise GraphFormatError(path, f"an adjacency matrix must be square, got {rows} x {cols}",

@@ -91,14 +91,16 @@ def _visit(part, functor, values, v, where, m=None):
     """The body on ``v`` (local positions; ``m`` their messages): the positions it accepted,
     checked (:func:`groute.operators.returns.positions`)."""
     body = functor.numpy_body(where)
-    out = body(values, v) if functor.message is None else body(values, v, m)
+    with part.device.running(f"{functor.name}'s numpy callable in {where}"):
+        out = body(values, v) if functor.message is None else body(values, v, m)
     return returns.positions(part, functor, where, out)
 
 
 def _wants(part, functor, values, v, where):
     """The gather's candidates among ``v``, a checked bool mask."""
-    return returns.mask(part, f"the gather of {functor.name}", where,
-                        functor.gather.wants(values, v, where), v)
+    with part.device.running(f"the gather of {functor.name}'s numpy callable in {where}"):
+        wants = functor.gather.wants(values, v, where)
+    return returns.mask(part, f"the gather of {functor.name}", where, wants, v)
 
 
 def messages(part, functor, values, sources, where):
@@ -106,7 +108,8 @@ def messages(part, functor, values, sources, where):
     checked (:func:`groute.operators.returns.messages`)."""
     if functor.message is None:
         return None
-    m = functor.message.numpy_body(where)(values, sources)
+    with part.device.running(f"{functor.name}'s message in {where}"):
+        m = functor.message.numpy_body(where)(values, sources)
     return returns.messages(part, functor, where, m, sources)
 
 
@@ -228,14 +231,17 @@ def global_ids(part, frontier):
 def filter(part, frontier, functor, values, where):
     v = np.arange(part.size, dtype=np.int64) if frontier.everything \
         else frontier.queue.astype(np.int64)
-    keep = returns.mask(part, functor.name, where, functor.numpy_body(where)(values, v), v)
+    with part.device.running(f"{functor.name}'s numpy callable in {where}"):
+        keep = functor.numpy_body(where)(values, v)
+    keep = returns.mask(part, functor.name, where, keep, v)
     return DeviceFrontier(part.device, part.size, queue=v[keep].astype(np.int32))
 
 
 def compute(part, frontier, functor, values, where):
     v = np.arange(part.size, dtype=np.int64) if frontier.everything \
         else frontier.queue.astype(np.int64)
-    functor.numpy_body(where)(values, v)
+    with part.device.running(f"{functor.name}'s numpy callable in {where}"):
+        functor.numpy_body(where)(values, v)
 
 
 def arcs(part, frontier) -> int:

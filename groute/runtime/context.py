@@ -266,14 +266,39 @@ class Context:
         self.fail(device.name, exc)
 
     def fail(self, device_name: str, exc: BaseException) -> None:
-        """Record the first failure and stop everything."""
+        """Record the first failure and stop everything. A wait that timed out while a device
+        was running the user's code (:meth:`Device.running <groute.device.base.Device.running>`)
+        for half the timeout or longer is recorded as that code's failure, on its device: the
+        wait was for it (:meth:`_stalled_by`)."""
         with self._lock:
             if self._error is None and not isinstance(exc, ContextStopped):
+                if isinstance(exc, WaitTimeout):
+                    device_name, exc = self._stalled_by(device_name, exc)
                 self._error, self._error_device = exc, device_name
                 self._reported = False
                 self.stop_event.failure = (device_name, exc)
                 log.info("%s failed: %r; stopping the context", device_name, exc)
         self.stop_event.set()
+
+    def _stalled_by(self, device_name: str, exc: WaitTimeout):
+        """``(device name, failure)`` for a wait on ``device_name`` that timed out (``exc``):
+        where a device has been running the user's code for half the timeout or longer (the
+        longest of them), that device and a WaitTimeout naming the code (``__cause__``: the
+        wait's own), else the wait's."""
+        now = time.monotonic()
+        busy = [(now - since, dev.name, what) for dev in self.devices
+                for what, since in [dev.user_code or (None, now)]
+                if what is not None and now - since >= self.timeout / 2]
+        if not busy:
+            return device_name, exc
+        took, name, what = max(busy)
+        stalled = WaitTimeout(
+            f"{what} has been running on {name} for {took:.1f} s, and {device_name} timed out "
+            f"after {self.timeout:g} s waiting for it: a functor slower than the timeout stalls "
+            f"the devices that wait for its device; make it faster, or give the context a "
+            f"longer timeout")
+        stalled.__cause__ = exc
+        return name, stalled
 
     @property
     def stopped(self) -> bool:

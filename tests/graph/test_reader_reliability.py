@@ -441,3 +441,9 @@ def test_a_gzip_of_blanks_is_read_in_bounded_memory(tmp_path):
                    "bad_after.txt.gz": [lines + 1, out["bad_after.txt.gz"][1]],
                    "bad_between.txt.gz": [lines + 2, out["bad_between.txt.gz"][1]]}, out
     assert "'x'" in out["bad_after.txt.gz"][1] and "'3 x'" in out["bad_between.txt.gz"][1]
+
+
+def test_a_matrix_market_file_that_ends_in_comments_says_it_has_no_size_line(tmp_path):
+    """It said "bad size line ... got ''", naming the line after the last."""
+    err = error_of(tmp_path, "c.mtx", MTX.format(field="pattern") + "% one\n% two\n")
+    assert err.line == 3 and "no size line" in str(err) and "got ''" not in str(err)

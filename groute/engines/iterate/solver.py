@@ -292,8 +292,7 @@ class IterateSolver(Solver):
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)
-            if n and k > n:
-                raise ValueError(f"{k} devices for a graph of {n} vertices: use {n} devices or fewer")
+            self._check_device_count(self.app, n)
             self._check_memory(iteration_bytes, graph)
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:

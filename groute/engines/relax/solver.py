@@ -230,9 +230,7 @@ class RelaxSolver(Solver):
     def _setup(self, graph, partition, mode, priority, delta, seed):
         k = self.ctx.num_devices
         n = graph.num_vertices
-        if k > max(n, 1):
-            raise ValueError(f"{self.app}: {k} devices but the graph has only {n} vertices; "
-                             f"use {max(n, 1)} devices or fewer")
+        self._check_device_count(self.app, n)
         if k == 1:
             self.part = _Identity(graph)
         else:
