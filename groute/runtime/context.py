@@ -11,7 +11,12 @@ wait, :meth:`Context.reset` and shutdown.
 A failure ends the run that saw it, not the context: once the failure has been raised to the
 caller, the next :meth:`~Context.submit` or :meth:`~Context.run` resets the context first
 (:meth:`Context.reset`). A device function still running after the timeout makes the context
-unusable, and says so, naming the device.
+unusable, and says so, naming the device; so does a GPU whose CUDA context a sticky error hit
+(a kernel trapped or faulted: :attr:`Device.broken <groute.device.base.Device.broken>`), which
+can run nothing more in this process. A failed run returns only once the work it queued on the
+other devices' streams has ended (:meth:`Device.drain <groute.device.base.Device.drain>`,
+within the timeout): the kernels of a persistent run that gave up at a meeting do not run on
+into the next run.
 
 Computations started from several threads on one context take turns
 (:meth:`Context.exclusive`, :func:`taking_turns`): :meth:`Context.run`, every step of an
@@ -270,6 +275,9 @@ class Context:
         was running the user's code (:meth:`Device.running <groute.device.base.Device.running>`)
         for half the timeout or longer is recorded as that code's failure, on its device: the
         wait was for it (:meth:`_stalled_by`)."""
+        for dev in self.devices:
+            if dev.name == device_name:
+                dev.note_failure(exc)
         with self._lock:
             if self._error is None and not isinstance(exc, ContextStopped):
                 if isinstance(exc, WaitTimeout):
@@ -318,7 +326,10 @@ class Context:
             self._mark_reported()
             if isinstance(self._error, DeviceError):
                 raise self._error
-            raise DeviceError(self._error_device, f"{type(self._error).__name__}: {self._error}") \
+            note = "".join(dev.broken_note() for dev in self.devices
+                           if dev.name == self._error_device and dev.broken)
+            raise DeviceError(self._error_device,
+                              f"{type(self._error).__name__}: {self._error}{note}") \
                 from self._error
 
     def _mark_reported(self):
@@ -346,6 +357,8 @@ class Context:
         busy = [f"{d.name} (running {_describe(w.running)})" if w.running else d.name
                 for d, w in zip(self.devices, self._workers)
                 if not w.wait_idle(max(deadline - time.monotonic(), 0.0))]
+        busy += [f"{d.name}'s streams" for d in self.devices
+                 if not d.drain(max(deadline - time.monotonic(), 0.0))]
         links = _Pump.wait_idle(self.devices, max(deadline - time.monotonic(), 0.0))
         if not busy and not links:
             try:
@@ -370,6 +383,12 @@ class Context:
             raise RuntimeError("the context is shut down; create a new Context")
         if self._unusable:
             raise RuntimeError(self._unusable)
+        for dev in self.devices:
+            if dev.broken:
+                raise RuntimeError(
+                    f"{dev.name} {dev.broken}; its CUDA context can run nothing more in this "
+                    f"process, so this Context cannot either: close it (a new Context on the "
+                    f"other devices can run; {dev.name} again only in a new process)")
 
     def ensure_running(self):
         """Before new work: reset a context whose failure has reached the caller; raise one that
@@ -387,7 +406,9 @@ class Context:
         waits until this one has ended (module docstring), then runs; the same thread may
         nest blocks, and a device function, whose caller has the turn, never waits. The wait
         lasts as long as the other computation, each of whose own waits is bounded by the
-        timeout; a context shut down (or made unusable) meanwhile raises."""
+        timeout; a context shut down (or made unusable) meanwhile raises. A failure that
+        leaves the block (a :class:`DeviceError`, or a wait the failure stopped) has reached
+        the caller: the next computation resets the context instead of raising it again."""
         me = threading.current_thread()
         if me in self._worker_threads():
             yield
@@ -405,6 +426,10 @@ class Context:
             self._depth += 1
         try:
             yield
+        except (DeviceError, ContextStopped):
+            if self._error is not None:
+                self._mark_reported()
+            raise
         finally:
             with self._turn:
                 self._depth -= 1
@@ -464,7 +489,9 @@ class Context:
                 # timeout, but no more than the run has left
                 grace = self.timeout if deadline is None else \
                     min(self.timeout, max(deadline - time.monotonic(), 4 * POLL_INTERVAL))
+                end = time.monotonic() + grace
                 cf.wait(pending, timeout=grace)
+                self._drain(end)
                 self._raise_stop(failed)
             if pending and deadline is not None and time.monotonic() > deadline:
                 running = sorted({getattr(f, "device", "?") for f in pending})
@@ -479,6 +506,15 @@ class Context:
                     f"the run did not finish within {timeout:g} s: {what}"))
                 self._raise_stop([])
         return [f.result() for f in futures]
+
+    def _drain(self, deadline: float) -> None:
+        """After a failed run, until ``deadline`` at most: wait for the work the run left on
+        every device's streams (module docstring); a device that does not drain is logged, the
+        failure is what is raised."""
+        for dev in self.devices:
+            if not dev.drain(max(deadline - time.monotonic(), 0.0)):
+                log.warning("%s: the failed run's work on its streams had not ended when the "
+                            "failure was raised", dev.name)
 
     def _raise_stop(self, failed):
         self.raise_failure()
@@ -516,6 +552,7 @@ class Context:
             running = w.running
             if not w.join(max(deadline - time.monotonic(), 0.0)):
                 stuck.append(f"{dev.name} (running {_describe(running)})" if running else dev.name)
+        self._drain(deadline)
         for dev in self.devices:
             dev.close()
         if stuck:
