@@ -391,7 +391,7 @@ def test_a_wait_timed_out_on_a_device_running_user_code_names_that_code():
     assert err.device == "cpu:1" and isinstance(err.__cause__, WaitTimeout), repr(err)
     assert str(err).startswith("cpu:1: WaitTimeout: slow's numpy callable in advance(slow) has "
                                "been running on cpu:1 for "), str(err)
-    assert "cpu:0 timed out after 1 s waiting for it" in str(err)
+    assert "cpu:0 timed out waiting for it: a functor slower than the timeout (1 s)" in str(err)
     assert "a packet from cpu:1" in str(err.__cause__.__cause__)
     assert ctx.run(lambda d: d.user_code) == [None, None]       # and the context runs again
     ctx.shutdown()

@@ -302,7 +302,7 @@ class Context:
         took, name, what = max(busy)
         stalled = WaitTimeout(
             f"{what} has been running on {name} for {took:.1f} s, and {device_name} timed out "
-            f"after {self.timeout:g} s waiting for it: a functor slower than the timeout stalls "
+            f"waiting for it: a functor slower than the timeout ({self.timeout:g} s) stalls "
             f"the devices that wait for its device; make it faster, or give the context a "
             f"longer timeout")
         stalled.__cause__ = exc
