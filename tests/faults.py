@@ -289,12 +289,15 @@ def _scenario(app, backend, k, kind, timeout) -> dict:
                 out["next_refused"] = {"type": type(exc).__name__, "message": str(exc)}
             out["refused_after_s"] = time.perf_counter() - t0
     finally:
+        out["close_error"] = None
+        t0 = time.perf_counter()
         try:
             runner.close()
-        finally:
-            t0 = time.perf_counter()
             ctx.close()
-            out["close_s"] = time.perf_counter() - t0
+        except BaseException as exc:  # noqa: BLE001 - the record says what it was
+            out["close_error"] = f"{type(exc).__name__}: {exc}"
+            ctx.close()
+        out["close_s"] = time.perf_counter() - t0
     if kind == "trap":
         with Context(survivors, backend=backend, timeout=timeout) as ctx:
             runner = _Runner(app, ctx, graph)

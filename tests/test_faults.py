@@ -47,7 +47,7 @@ def assert_named_failure(seen, device, original):
 def test_a_device_function_that_raises_on_one_cpu_device(app, k):
     seen = scenario(app, "cpu", k, "raise", timeout=10)
     assert_named_failure(seen, f"cpu:{FAULTY}", "InjectedFault")
-    assert seen["next_right"], seen
+    assert seen["next_right"] and seen["close_error"] is None, seen
     assert seen["next_s"] <= 5 * seen["normal_s"] + 1.0, seen
 
 
@@ -57,7 +57,7 @@ def test_a_device_function_that_raises_on_one_gpu(app, k):
     need_gpus(k)
     seen = scenario(app, "cuda", k, "raise", timeout=30)
     assert_named_failure(seen, f"cuda:{FAULTY}", "InjectedFault")
-    assert seen["next_right"], seen
+    assert seen["next_right"] and seen["close_error"] is None, seen
     assert seen["next_s"] <= 3 * seen["normal_s"] + 0.3, seen
 
 
@@ -76,6 +76,7 @@ def test_a_kernel_that_traps_on_one_gpu(app, k):
     refused = seen["next_refused"]
     assert refused is not None and "close" in refused["message"], seen
     assert seen["refused_after_s"] < 1.0 and seen["close_s"] < seen["timeout"], seen
+    assert seen["close_error"] is None, seen
     assert seen["alone_right"], seen
     assert seen["alone_after_s"] <= 2 * seen["alone_before_s"] + 0.5, seen
 
