@@ -68,6 +68,18 @@ class DeviceTimer:
         return False
 
 
+def check_device_count(what: str, devices: int, num_vertices: int) -> None:
+    """Raise ValueError, in the same words for every app and engine (``what`` names it), when
+    there are more ``devices`` than the graph has vertices (than one, for an empty graph): the
+    vertices are shared out among the devices, at least one each."""
+    fit = max(int(num_vertices), 1)
+    if devices > fit:
+        raise ValueError(f"{what}: {devices} devices for a graph of {num_vertices} "
+                         f"{'vertex' if num_vertices == 1 else 'vertices'}: the vertices are "
+                         f"shared out among the devices, at least one each; use {fit} "
+                         f"device{'s' if fit > 1 else ''} or fewer")
+
+
 class Solver:
     """Base of the app solvers: the context (borrowed, or created and owned), and shutdown.
 
@@ -99,6 +111,10 @@ class Solver:
         self.ctx, self._owns_ctx = ensure_context(ctx, devices=self.device_choice.devices,
                                                   backend=backend, timeout=timeout)
         return self.ctx
+
+    def _check_device_count(self, app: str, num_vertices: int) -> None:
+        """:func:`check_device_count` for this solver's context."""
+        check_device_count(app, len(self.ctx.devices), num_vertices)
 
     def _check_memory(self, estimate, graph, *, weighted=False) -> None:
         """Raise :class:`~groute.memory.GraphTooLarge` before anything is uploaded when

@@ -362,3 +362,32 @@ def test_an_idle_device_waits_out_a_healthy_loop_longer_than_the_timeout(chunk):
         run_loop(eng.all_vertices(), [ComputeStep(SLOW), AdvanceStep(LOWER)], order="any")
         assert eng.stats["loop"] == "async"
         assert np.array_equal(eng.gather("label"), least_ancestor(G))
+
+
+@pytest.mark.timeout(60)
+def test_a_functor_slower_than_the_timeout_is_named_as_the_cause():
+    """An async loop stalled by a slow user functor on one device: the error names the functor
+    and its device (it named the idle device's wait for work, or a Link and 'release
+    PendingSegments')."""
+    import threading
+    g = load_graph("grid:20", cache=False)
+    ctx = groute.Context(2, backend="cpu", timeout=1)
+    eng = make_engine(g, "async", ctx=ctx, tuning=AsyncTuning(chunk=8))
+
+    def slow_on_cpu1(s, v):
+        if threading.current_thread().name == "groute-cpu:1-host":
+            ctx.stop_event.wait(30)        # stuck until the failure stops the context
+        return _claim(s, v)
+    slow = Functor(name="slow_claim", params="int* reached", cuda="return false;",
+                   numpy=slow_on_cpu1)
+    eng.state("reached", np.int32, 0)
+    try:
+        with pytest.raises(groute.DeviceError) as info:
+            run_loop(eng.frontier([0]), [AdvanceStep(slow)], order="any")
+        assert str(info.value).startswith("cpu:1: WaitTimeout: slow_claim's numpy callable in "
+                                          "run_loop(async) has been running on cpu:1 for "), \
+            str(info.value)
+        assert "PendingSegments" not in str(info.value)
+    finally:
+        eng.close()
+        ctx.close()

@@ -79,11 +79,28 @@ def test_run_returns_results_in_device_order():
     ({"backend": "tpu"}, ValueError, "backend"),
     ({"devices": 2, "timeout": -1}, ValueError, "timeout"),
     ({"devices": 2, "timeout": float("inf")}, ValueError, "finite"),   # nothing waits forever
+    ({"devices": 2, "timeout": 1e10}, ValueError, "at most 604800 s"),  # nor past the clocks
+    ({"devices": 2, "timeout": 1e300}, ValueError, "at most 604800 s"),
 ])
 def test_bad_arguments(kwargs, exc, msg):
     kwargs.setdefault("backend", "cpu")
     with pytest.raises(exc, match=msg):
         Context(**kwargs)
+
+
+def test_the_longest_timeout_runs_and_shuts_down():
+    """A week, the longest timeout (groute.config.MAX_TIMEOUT), is a wait every part of the
+    runtime can take: a run, a failed run's reset and shutdown (Context(timeout=1e10) raised
+    OverflowError at shutdown)."""
+    from groute.config import MAX_TIMEOUT
+    ctx = Context(2, backend="cpu", timeout=MAX_TIMEOUT)
+    try:
+        assert ctx.run(lambda d: d.index) == [0, 1]
+        with pytest.raises(DeviceError):
+            ctx.run(lambda d: 1 / 0)
+        assert ctx.run(lambda d: d.index) == [0, 1]
+    finally:
+        ctx.shutdown()
 
 
 def test_cuda_backend_without_gpu_says_what_to_do():
@@ -351,3 +368,30 @@ def test_a_host_clocked_run_ends_by_polling_without_sleeping(monkeypatch):
         assert END_SPIN_S > 0 and started == 4 and spins[:started] == [0.0] * 4
         assert spins[started:] == [END_SPIN_S] * 4      # two devices, two streams each
         assert timer.seconds >= 0
+
+
+@pytest.mark.timeout(30)
+def test_a_wait_timed_out_on_a_device_running_user_code_names_that_code():
+    """A device stuck in the user's code (a functor's NumPy callable) makes the others' waits
+    time out; the failure names that code and its device, with the wait as its cause, not the
+    wait alone (a Link's 'release PendingSegments', a counter's 'waiting for work')."""
+    from groute.waiting import wait_for
+    ctx = Context(2, backend="cpu", timeout=1)
+
+    def work(device):
+        if device.index == 1:
+            with device.running("slow's numpy callable in advance(slow)"):
+                ctx.stop_event.wait(30)          # until the others' failure stops the context
+            return
+        wait_for(lambda: False, timeout=ctx.timeout, what="a packet from cpu:1")
+
+    with pytest.raises(DeviceError) as info:
+        ctx.run(work)
+    err = info.value
+    assert err.device == "cpu:1" and isinstance(err.__cause__, WaitTimeout), repr(err)
+    assert str(err).startswith("cpu:1: WaitTimeout: slow's numpy callable in advance(slow) has "
+                               "been running on cpu:1 for "), str(err)
+    assert "cpu:0 timed out waiting for it: a functor slower than the timeout (1 s)" in str(err)
+    assert "a packet from cpu:1" in str(err.__cause__.__cause__)
+    assert ctx.run(lambda d: d.user_code) == [None, None]       # and the context runs again
+    ctx.shutdown()

@@ -318,3 +318,26 @@ def test_vertex_ids_map_both_ways_and_name_bad_ids():
         named.position_of([["unhashable"]])
     with pytest.raises(ValueError, match="repeat"):
         VertexIds(2, labels=["a", "a"]).position_of("a")
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_more_devices_than_vertices_is_said_in_the_same_words_by_every_app(n):
+    """BFS and PageRank used to word this differently (PageRank, an empty graph on 2 devices:
+    'cannot split 0 vertices into 2 parts: k must be <= |V|'); the engine-based apps (k-core,
+    betweenness) said the partitioner's words too."""
+    import groute
+    from groute.graph import CSRGraph
+    g = CSRGraph.from_edges(np.zeros(0, int), np.zeros(0, int), n)
+    calls = {"bfs": lambda: groute.bfs(g, 0, backend="cpu", devices=2),
+             "sssp": lambda: groute.sssp(g, 0, backend="cpu", devices=2),
+             "pr": lambda: groute.pagerank(g, backend="cpu", devices=2),
+             "katz": lambda: groute.katz_centrality(g, backend="cpu", devices=2)}
+    if n:           # k-core and betweenness answer an empty graph without a device
+        calls["the bsp engine"] = lambda: groute.core_number(g, backend="cpu", devices=2)
+    vertices = "vertex" if n == 1 else "vertices"
+    for who, call in calls.items():
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == (f"{who}: 2 devices for a graph of {n} {vertices}: the "
+                                   f"vertices are shared out among the devices, at least one "
+                                   f"each; use 1 device or fewer"), str(info.value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import time
 
 
 class Event(abc.ABC):
@@ -127,9 +128,40 @@ class Device(abc.ABC):
         it once the queued work has drained; on CUDA a failed call raised in its caller and
         there is nothing to clear."""
 
+    #: why this device can run nothing more in this process (a CUDA context hit by a sticky
+    #: error: a kernel trapped or faulted), or None while it can
+    broken = None
+
+    def note_failure(self, exc) -> None:
+        """Look at a failure seen on this device: one that leaves it unable to run anything
+        more sets :attr:`broken` (CUDA); nothing else does."""
+
+    def drain(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds and whether or not the context is stopped, for
+        the work queued on this device's streams to end: after a failed run, what the other
+        devices left running (kernels giving up at a meeting) must not run into the next one.
+        True once drained (nothing to wait for here; CUDA waits for its streams)."""
+        return True
+
     def use(self):
         """Context manager making this the current device for array allocation (CUDA only)."""
         return contextlib.nullcontext()
+
+    #: ``(what, since)``: the user's code the device's host thread runs now (``what`` names
+    #: it), since ``time.monotonic()`` ``since``; None while it runs groute's own
+    user_code = None
+
+    @contextlib.contextmanager
+    def running(self, what: str):
+        """Mark the ``with`` block as the device's host thread running the user's code
+        (``what``, e.g. a functor's NumPy callable), whose time groute does not bound: a wait
+        elsewhere that times out while it runs names it as the cause
+        (:meth:`groute.Context.fail`)."""
+        outer, self.user_code = self.user_code, (what, time.monotonic())
+        try:
+            yield
+        finally:
+            self.user_code = outer
 
     # memory --------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -44,8 +44,15 @@ class CPUEvent(Event):
 
     def query(self) -> bool:
         if self._fired and self._error is not None:
-            raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
+            self._raise()
         return self._fired
+
+    def _raise(self):
+        """The stream's failure, naming the device it happened on: a DeviceError that reached
+        this stream from another device's (a wait for its event) is that device's, as it is."""
+        if isinstance(self._error, DeviceError):
+            raise self._error
+        raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         if not self._fired:
@@ -59,7 +66,7 @@ class CPUEvent(Event):
                     raise WaitTimeout(f"timed out after {limit:g} s waiting for event {self.id} on {self.stream}")
             self._gate.release()  # the next waiter passes too
         if self._error is not None:
-            raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
+            self._raise()
 
 
 class CPUStream(Stream):

@@ -8,16 +8,40 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import DeviceError
+from ..errors import DeviceError, GrouteError
 from ..waiting import wait_for
 from .base import CopyPlan, Device, Event, Stream
 from .logical import Placement, sm_share
 
 # cudaMemcpyKind
 _H2D, _D2H, _D2D, _DEFAULT = 1, 2, 3, 4
+
+#: CUDA errors after which a GPU's CUDA context can run nothing more in this process ("sticky"
+#: errors: the runtime and the driver give them the same numbers), by what caused them
+STICKY_ERRORS = {
+    700: "an illegal memory access", 702: "a kernel that ran past the watchdog",
+    710: "a device-side assert", 714: "a hardware stack error", 715: "an illegal instruction",
+    716: "a misaligned address", 717: "an invalid address space",
+    718: "an invalid program counter", 719: "a kernel that failed (a trap: __trap())",
+}
+
+
+def sticky_error(exc) -> str | None:
+    """What the sticky CUDA error (:data:`STICKY_ERRORS`) among ``exc`` and its causes says,
+    or None when there is none. CuPy's errors, told by name and status: no CuPy needed."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        status = getattr(exc, "status", None)
+        if type(exc).__name__ in ("CUDARuntimeError", "CUDADriverError") \
+                and status in STICKY_ERRORS:
+            return f"{STICKY_ERRORS[status]}: {exc}"
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _cupy():
@@ -54,7 +78,8 @@ class CUDAEvent(Event):
                      timeout=timeout if timeout is not None else self.device.timeout,
                      stop=self.device.stop_event)
         except _cupy().cuda.runtime.CUDARuntimeError as exc:
-            raise DeviceError(self.device.name, str(exc)) from exc
+            self.device.note_failure(exc)
+            raise DeviceError(self.device.name, f"{exc}{self.device.broken_note()}") from exc
 
 
 class CUDAStream(Stream):
@@ -74,7 +99,9 @@ class CUDAStream(Stream):
         return self.raw.ptr
 
     def submit(self, fn, *args, **kwargs) -> None:
-        with self.device.use(), self.raw:
+        """Run ``fn`` now, on the calling thread, with this stream current. What it raises is
+        a failure on this device (:func:`_failures_on`), as on the CPU backend."""
+        with _failures_on(self.device), self.device.use(), self.raw:
             fn(*args, **kwargs)
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
@@ -82,7 +109,7 @@ class CUDAStream(Stream):
             _cupy().cuda.runtime.eventRecord(event.raw.ptr, self.raw.ptr)
             return event
         cupy = _cupy()
-        with self.device.use():
+        with _failures_on(self.device), self.device.use():
             raw = cupy.cuda.Event(disable_timing=True)
             raw.record(self.raw)
         return CUDAEvent(self.device, raw)
@@ -103,17 +130,20 @@ class CUDAStream(Stream):
 
     def wait_event(self, event: Event) -> None:
         if isinstance(event, CUDAEvent):
-            with self.device.use():
+            with _failures_on(self.device), self.device.use():
                 self.raw.wait_event(event.raw)
         else:  # an event of another backend: wait on the host (rare; mixed setups only)
             event.synchronize()
 
     def copy(self, dst, src) -> None:
+        nbytes = _check_copy(dst, src)       # the caller's mistake, not the device's failure
+        if nbytes:
+            with _failures_on(self.device):
+                self._copy(dst, src, nbytes)
+
+    def _copy(self, dst, src, nbytes) -> None:
         cupy = _cupy()
         runtime = cupy.cuda.runtime
-        nbytes = _check_copy(dst, src)
-        if nbytes == 0:
-            return
         dst_dev, src_dev = _device_of(dst), _device_of(src)
         with self.device.use():
             if dst_dev is None and src_dev is None:
@@ -183,6 +213,25 @@ def _check_rows(dst, src) -> None:
     for name, a in (("dst", dst), ("src", src)):
         if not a.flags.c_contiguous:
             raise ValueError(f"a copy plan needs contiguous arrays; {name} is not")
+
+
+@contextmanager
+def _failures_on(device):
+    """What the block raises is a failure on ``device``: a DeviceError naming it, the original
+    its ``__cause__`` (groute's own errors, which say where they come from, stay as they are);
+    a sticky CUDA error marks the device broken (:meth:`CUDADevice.note_failure`), and a broken
+    device refuses the block at once."""
+    if device.broken is not None:
+        raise DeviceError(device.name, f"refused:{device.broken_note()}")
+    try:
+        yield
+    except GrouteError:
+        raise
+    except Exception as exc:
+        device.note_failure(exc)
+        text = str(exc).removeprefix(f"{device.name}: ")      # named once
+        raise DeviceError(device.name, f"{type(exc).__name__}: {text}{device.broken_note()}") \
+            from exc
 
 
 def _device_of(array):
@@ -340,6 +389,35 @@ class CUDADevice(Device):
         (no staging)."""
         registry = _PEERS
         return (src, dst) in registry or (dst, src) in registry
+
+    def note_failure(self, exc) -> None:
+        why = sticky_error(exc)
+        if why is not None and self.broken is None:
+            self.broken = f"hit a sticky CUDA error, {why}"
+
+    def broken_note(self) -> str:
+        """What a message of a failure on this device adds when it is :attr:`broken`."""
+        if self.broken is None:
+            return ""
+        return (f" ({self.name} {self.broken}: its CUDA context can run nothing more in this "
+                f"process; close the Context)")
+
+    def drain(self, timeout: float) -> bool:
+        """Wait for the compute and copy streams (see :meth:`Device.drain`); a broken device
+        is not waited for (nothing runs on it any more). False when the work has not ended
+        within ``timeout`` or the wait itself failed."""
+        if self.broken is not None:
+            return True
+        deadline = time.monotonic() + timeout
+        try:
+            for stream in (self.compute_stream, self.copy_stream):
+                event = stream.record()
+                wait_for(lambda: event.raw.done, what=f"{self.name}'s {stream.name} stream",
+                         timeout=max(deadline - time.monotonic(), 1e-3))
+        except Exception as exc:  # noqa: BLE001 - told to the caller as False
+            self.note_failure(exc)
+            return False
+        return True
 
     def close(self):
         pass

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from groute.operators.loop import AdvanceStep, LoopResult
+from groute.runtime.context import taking_turns
 from groute.tuning import AsyncTuning
 
 from .async_loop import AsyncLoop, empty_frontier
@@ -141,6 +142,7 @@ class AsyncEngine(BSPEngine):
             return case
         return decide_async_loop(facts)
 
+    @taking_turns
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars,
                  order="levels"):
         self._check(frontier, "run_loop")

@@ -54,8 +54,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from groute.runtime.context import ensure_context
+from groute.runtime.context import ensure_context, taking_turns
 from groute.graph.partition import partition_graph
+from groute.solver import check_device_count
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
@@ -133,6 +134,7 @@ class BSPEngine(Engine):
         self._in_parts = None
         try:
             k = self.ctx.num_devices
+            check_device_count(f"the {self.name} engine", k, graph.num_vertices)
             self.partition = partition_graph(graph, k, partition, seed=seed)
             self.parts = self._each(self._upload, range(k))
             if k > 1:
@@ -167,13 +169,17 @@ class BSPEngine(Engine):
     # running a step on every device ------------------------------------------------------------
     def _on_device(self, fn):
         """``fn()`` on the one device's host thread (the fused loops), its result here."""
-        return self.ctx.gather([self.ctx.submit(0, lambda device: fn())])[0]
+        with self.ctx.exclusive():
+            return self.ctx.gather([self.ctx.submit(0, lambda device: fn())])[0]
 
     def _each(self, fn, *per_device):
-        """``fn(device, *args_i)`` on every device's host thread; their results in order."""
-        futures = [self.ctx.submit(i, fn, *(a[i] for a in per_device))
-                   for i in range(self.ctx.num_devices)]
-        return self.ctx.gather(futures)
+        """``fn(device, *args_i)`` on every device's host thread; their results in order. The
+        context's only computation while it runs (:meth:`~groute.Context.exclusive`): another
+        thread's steps on the same devices take their turn, before or after."""
+        with self.ctx.exclusive():
+            futures = [self.ctx.submit(i, fn, *(a[i] for a in per_device))
+                       for i in range(self.ctx.num_devices)]
+            return self.ctx.gather(futures)
 
     def _upload(self, device, i):
         local = self.partition.local(i)
@@ -296,6 +302,7 @@ class BSPEngine(Engine):
             return 0 if op == "sum" else None
         return {"sum": sum, "min": min, "max": max}[op](shares)
 
+    @taking_turns       # its steps (a push, the owners' visits) are one computation
     def advance(self, frontier, functor, direction, candidates, scalars, *, over="out"):
         self._check(frontier, "advance")
         if candidates is not None:
@@ -526,6 +533,7 @@ class BSPEngine(Engine):
         if needs_in_arcs(steps):
             self._in_arc_parts()
 
+    @taking_turns       # a loop is one computation, however many steps it takes
     def run_loop(self, frontier, steps, *, level, start, max_levels, keep, scalars,
                  order="levels"):
         # levels are one order of visits: an order-free loop runs as any other here
@@ -547,6 +555,7 @@ class BSPEngine(Engine):
         return python_loop(frontier, steps, level=level, start=start, max_levels=max_levels,
                            keep=keep, scalars=scalars)
 
+    @taking_turns
     def sweep(self, levels, steps, *, level, start, reverse, scalars):
         if self._closed:
             raise RuntimeError("sweep: the engine is closed")
@@ -565,6 +574,7 @@ class BSPEngine(Engine):
             python_sweep(levels, steps, level=level, start=start, reverse=reverse,
                          scalars=scalars)
 
+    @taking_turns
     def run_rounds(self, seeds, body, *, index, total, scalars):
         if self._closed:
             raise RuntimeError("run_rounds: the engine is closed")

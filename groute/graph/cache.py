@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .arrays import index_dtype
 from .csr import CSRGraph
 from ..tuning import overridden, setting
 
@@ -110,7 +111,14 @@ def save_graph_npz(g: CSRGraph, path: Path, key: dict) -> None:
 
 
 def load_graph_npz(path: Path, key: dict | None = None) -> CSRGraph | None:
-    """The cached graph, or ``None`` when missing, stale (key differs) or unreadable."""
+    """The cached graph, or ``None`` when missing, stale (key differs), unreadable or invalid.
+
+    The key says which source a cache was made from, but anyone who can write the cache
+    directory can write a key, so what a cache holds is checked as a graph from a caller is
+    (:meth:`CSRGraph.validate`: offsets from 0 to the arc count and never decreasing, every
+    index a vertex, the arrays' sizes agree) and its indices must have the type the readers
+    give them: what the devices index with never comes from the file unchecked. The checks
+    are whole-array passes, a small fraction of reading the arrays."""
     if not path.is_file():
         return None
     try:
@@ -126,10 +134,13 @@ def load_graph_npz(path: Path, key: dict | None = None) -> CSRGraph | None:
     except Exception as exc:  # a corrupt cache is never fatal: the source is still there
         log.warning("ignoring unreadable graph cache %s (%s)", path, exc)
         return None
-    # Cheap structural checks (O(|V|)); the full index-range check is what made the cache.
-    ip = g.indptr
-    if ip.ndim != 1 or ip.size < 1 or ip[0] != 0 or ip[-1] != g.indices.size:
-        log.warning("ignoring inconsistent graph cache %s", path)
+    try:
+        g.validate()
+        if g.indices.dtype != index_dtype(g.num_vertices):
+            raise ValueError(f"indices are {g.indices.dtype}, a graph of {g.num_vertices} "
+                             f"vertices has {np.dtype(index_dtype(g.num_vertices))}")
+    except ValueError as exc:
+        log.warning("ignoring invalid graph cache %s (%s); the source is read again", path, exc)
         return None
     return g
 

@@ -15,18 +15,19 @@ import numpy as np
 from .csr import CSRGraph
 from .errors import GraphFormatError
 from .budget import check_vertices
-from .textio import (Lines, Table, blank_ranges, head_bytes, line_heads, line_head, parse_int,
-                     read_bytes, split_header, body_line_or_last)
+from .textio import (Lines, Table, Text, blank_ranges, head_bytes, line_heads, line_head,
+                     parse_int, reader, split_header, body_line_or_last)
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
 
-def read_dimacs(path, *, allow_negative: bool = False, data: bytes | None = None) -> CSRGraph:
-    """Read a DIMACS ``.gr`` shortest-path file into a CSRGraph (see the module docstring)."""
-    data = read_bytes(path) if data is None else data
-    header, body, body_line = split_header(
-        data, lambda l: line_head(l) in (b"c", b"p"))
-    problem = [(i + 1, l) for i, l in enumerate(header) if line_head(l) == b"p"]
+@reader
+def read_dimacs(path, *, allow_negative: bool = False, text: Text) -> CSRGraph:
+    """Read a DIMACS ``.gr`` shortest-path file into a CSRGraph (see the module docstring);
+    ``text``: the file's :class:`~.textio.Text` when the caller has read it."""
+    header, body, body_line = split_header(text, lambda l: line_head(l) in (b"c", b"p"),
+                                           path=path)
+    problem = [(number, l) for number, l in header if line_head(l) == b"p"]
     if not problem:
         raise GraphFormatError(path, "no problem line 'p sp <vertices> <arcs>' before the first arc",
                                line=body_line_or_last(body, body_line))

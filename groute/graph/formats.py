@@ -12,7 +12,7 @@ from .dimacs import read_dimacs, write_dimacs
 from .errors import GraphFormatError
 from .mtx import read_mtx, write_mtx
 from .snap import read_snap, write_snap
-from .textio import read_bytes
+from .textio import Text, read_text
 
 __all__ = ["GraphFormatError", "detect_format", "read_graph", "write_graph", "FORMATS"]
 
@@ -25,7 +25,7 @@ FORMATS = {
 }
 
 
-def detect_format(path, data: bytes | None = None) -> str:
+def detect_format(path, text: Text | None = None) -> str:
     """``"mtx"``, ``"dimacs"``, ``"snap"`` or ``"csv"`` from the file name, else by sniffing the
     first line (Matrix Market banner, DIMACS ``c``/``p`` lines, else an edge list: CSV when it
     holds a comma, SNAP otherwise)."""
@@ -35,9 +35,9 @@ def detect_format(path, data: bytes | None = None) -> str:
     for fmt, endings in FORMATS.items():
         if name.endswith(endings):
             return fmt
-    if data is None:
-        data = read_bytes(path)
-    return _sniff(path, data[:4096])
+    if text is None:
+        text = read_text(path)
+    return _sniff(path, text.data[:4096])
 
 
 def _sniff(path, head: bytes) -> str:
@@ -64,20 +64,20 @@ def read_graph(path, *, format: str | None = None, symmetric: bool = False,
     DIMACS is detected). ``columns``: the source, target and optional weight columns of an edge
     list (CSV/TSV: positions or header names; SNAP: positions).
     """
-    data = read_bytes(path)
-    fmt = format or detect_format(path, data)
+    text = read_text(path)
+    fmt = format or detect_format(path, text)
     if columns is not None and fmt not in ("snap", "csv"):
         raise ValueError(f"columns= applies to edge lists (CSV, TSV, SNAP), not {fmt} files")
     if fmt == "mtx":
-        g = read_mtx(path, allow_negative=allow_negative, data=data)
+        g = read_mtx(path, allow_negative=allow_negative, text=text)
     elif fmt == "dimacs":
-        g = read_dimacs(path, allow_negative=allow_negative, data=data)
+        g = read_dimacs(path, allow_negative=allow_negative, text=text)
     elif fmt == "snap":
         g = read_snap(path, symmetric=symmetric, allow_negative=allow_negative, columns=columns,
-                      data=data)
+                      text=text)
     elif fmt == "csv":
         g = read_delimited(path, symmetric=symmetric, allow_negative=allow_negative,
-                           columns=columns, data=data)
+                           columns=columns, text=text)
     else:
         raise ValueError(f"unknown graph format {fmt!r}: use one of {sorted(FORMATS)}")
     if symmetric and g.directed:
@@ -87,7 +87,7 @@ def read_graph(path, *, format: str | None = None, symmetric: bool = False,
 
 def write_graph(g: CSRGraph, path, *, format: str | None = None) -> None:
     """Write ``g`` in the format the file name asks for (or ``format``)."""
-    fmt = format or detect_format(path, b"")
+    fmt = format or detect_format(path, Text(b""))
     if fmt == "csv":
         raise ValueError("write_graph writes .mtx, .gr and SNAP edge lists (.txt/.el/.edges), "
                          f"not CSV: {os.fspath(path)}")

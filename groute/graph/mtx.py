@@ -18,16 +18,20 @@ import numpy as np
 from .csr import CSRGraph
 from .errors import GraphFormatError
 from .budget import check_vertices
-from .textio import Table, body_line_or_last, line_head, parse_int, read_bytes, split_header
+from .textio import Table, Text, line_head, parse_int, reader, split_header
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
 
-def read_mtx(path, *, allow_negative: bool = False, data: bytes | None = None) -> CSRGraph:
-    """Read a Matrix Market coordinate file into a CSRGraph (see the module docstring)."""
-    data = read_bytes(path) if data is None else data
+@reader
+def read_mtx(path, *, allow_negative: bool = False, text: Text) -> CSRGraph:
+    """Read a Matrix Market coordinate file into a CSRGraph (see the module docstring);
+    ``text``: the file's :class:`~.textio.Text` when the caller has read it."""
+    data = text.data
     end = data.find(b"\n")
-    banner = (data if end < 0 else data[:end]).decode("latin-1").strip()
+    # the banner is the file's first line: after blank lines it is missing
+    banner = (data if end < 0 else data[:end]).decode("latin-1").strip() \
+        if text.first_line == 1 else ""
     tokens = banner.lower().split()
     if len(tokens) != 5 or tokens[0] != "%%matrixmarket":
         raise GraphFormatError(path, "not a Matrix Market file: the first line must be "
@@ -43,14 +47,18 @@ def read_mtx(path, *, allow_negative: bool = False, data: bytes | None = None) -
     if symmetry not in ("general", "symmetric"):
         raise GraphFormatError(path, f"unsupported Matrix Market symmetry {symmetry!r} "
                                      "(use general or symmetric)", line=1)
-    header, body, body_line = split_header(data, lambda l: line_head(l) == b"%")
+    header, body, body_line = split_header(text, lambda l: line_head(l) == b"%", path=path)
+    if not body:
+        raise GraphFormatError(path, "no size line: the file ends after its banner and comments; "
+                                     "they are followed by 'rows cols entries' (three integers) "
+                                     "and the entries", line=header[-1][0])
     size_text = body.split(b"\n", 1)[0]
     size_fields = size_text.split()
     sizes = [parse_int(x) for x in size_fields]
     if len(sizes) != 3 or None in sizes:
         raise GraphFormatError(path, "bad size line: expected 'rows cols entries' (three integers), "
                                      f"got {size_text.decode('latin-1').strip()[:60]!r}",
-                               line=body_line_or_last(body, body_line))
+                               line=body_line)
     rows, cols, nnz = sizes
     if rows != cols:
         raise GraphFormatError(path, f"an adjacency matrix must be square, got {rows} x {cols}",

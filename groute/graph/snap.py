@@ -23,7 +23,8 @@ import numpy as np
 from .budget import check_vertices
 from .csr import CSRGraph
 from .errors import GraphFormatError
-from .textio import Table, blank_comment_lines, first_data_line, line_head, read_bytes, split_header
+from .textio import (Table, Text, blank_comment_lines, first_data_line, line_head, reader,
+                     split_header)
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name
 
@@ -33,12 +34,13 @@ _COMMENT = (b"#", b"%")
 EDGE_NAMES = ("source id", "target id", "weight")
 
 
+@reader
 def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False, columns=None,
-              data: bytes | None = None) -> CSRGraph:
+              text: Text) -> CSRGraph:
     """Read a SNAP edge list into a CSRGraph (see the module docstring). ``columns``: the
-    0-based source, target and optional weight columns of a wider file (``(0, 1, 3)``)."""
-    data = read_bytes(path) if data is None else data
-    header, body, body_line = split_header(data, lambda l: line_head(l) in _COMMENT)
+    0-based source, target and optional weight columns of a wider file (``(0, 1, 3)``);
+    ``text``: the file's :class:`~.textio.Text` when the caller has read it."""
+    header, body, body_line = split_header(text, lambda l: line_head(l) in _COMMENT, path=path)
     head = parse_header(path, header)
     body = blank_comment_lines(body, b"#%")
     ncols = len(first_data_line(body)) or 2
@@ -51,7 +53,7 @@ def read_snap(path, *, symmetric: bool = False, allow_negative: bool = False, co
                                line=body_line + body[:body.find(first[0])].count(b"\n"))
     table = Table(body, ncols, path=path, first_line=body_line, expect_rows=head.edges,
                   names=column_names(ncols, cols, None))
-    del data, body
+    del text, body
     return edge_list_graph(table, cols, symmetric=symmetric or head.undirected,
                            allow_negative=allow_negative, nodes=head.nodes, nodes_line=head.nodes_line)
 
@@ -111,14 +113,15 @@ _UNDIRECTED = re.compile(rb"^\s*[#%]\s*undirected\b", re.IGNORECASE)
 
 
 def parse_header(path, header_lines) -> Header:
-    """Read the ``# Undirected`` and ``# Nodes: N Edges: E`` lines of a SNAP header."""
+    """Read the ``# Undirected`` and ``# Nodes: N Edges: E`` lines of a SNAP header
+    (``(line number, line)`` pairs)."""
     h = Header()
-    for i, line in enumerate(header_lines):
+    for number, line in header_lines:
         if _UNDIRECTED.match(line):
             h.undirected = True
         m = _COUNTS.search(line)
         if m and h.edges is None:
-            h.nodes, h.edges, h.nodes_line = int(m.group(1)), int(m.group(2)), i + 1
+            h.nodes, h.edges, h.nodes_line = int(m.group(1)), int(m.group(2)), number
     if h.nodes is not None:
         check_vertices(path, h.nodes, line=h.nodes_line, what="announces")
     return h

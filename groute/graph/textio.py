@@ -1,6 +1,10 @@
 """Fast, checked parsing of whitespace-separated numeric text, shared by all readers.
 
-Readers hand over the bytes of a file's data section; :class:`Table` splits them into rows of
+Every reader takes a file's :class:`Text` (:func:`read_text`; the :func:`reader` decorator
+reads it and gives errors the file's line numbers): its bytes read in blocks, gunzipped, a
+UTF-8 byte-order mark skipped, and blank lines before, after and (in long runs) between the
+lines of text not kept, so a file of blanks costs no memory. Readers hand over the bytes of
+a file's data section; :class:`Table` splits them into rows of
 ``ncols`` fields and parses chosen columns in a few whole-buffer NumPy passes (no Python loop per
 line):
 
@@ -21,10 +25,12 @@ quotes the file's own text.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,39 +50,241 @@ _FLOAT = re.compile(rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _I64 = np.iinfo(np.int64)
 
 
-def read_bytes(path) -> bytes:
-    """The file's bytes, gunzipped when it starts with the gzip magic number.
+#: the bytes every reader reads as blank: whitespace, as ``bytes.strip()`` without arguments
+#: strips it (the fast way to skip it). Control bytes (0x00-0x1f but these, 0x7f) are not
+#: blank: outside a comment they make their line an error, wherever it is.
+WHITESPACE = b" \t\n\r\v\f"
+UTF8_BOM = b"\xef\xbb\xbf"
+#: byte-order marks of text a graph reader cannot read (UTF-16, UTF-32), by what they mean
+_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+               (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+#: bytes read (or decompressed) per step: what reading holds beyond the text it keeps
+BLOCK = 16 << 20
+#: a run of blanks longer than this is kept as what the readers can tell apart in it
+#: (:class:`_Blanks`), not byte for byte
+BLANKS_KEPT = 64 << 10
+
+
+class Text(NamedTuple):
+    """A graph file's text as the readers take it (:func:`read_text`): ``data`` from the first
+    line that is not blank on (a UTF-8 byte-order mark skipped, the blanks after the last
+    line's text dropped); ``first_line``, the file's line number of ``data``'s first byte; and
+    ``skipped``, where long runs of blank lines in between were kept as one: ``(line, more)``
+    pairs, a line of ``data`` (numbered from ``first_line``) after which the file has ``more``
+    blank lines that ``data`` does not."""
+
+    data: bytes
+    first_line: int = 1
+    skipped: tuple = ()
+
+    def file_line(self, line: int) -> int:
+        """The file's number of line ``line`` of ``data`` (numbered from ``first_line``)."""
+        return line + sum(more for after, more in self.skipped if line > after)
+
+
+def reader(read):
+    """Decorate a graph reader ``read(path, ..., text=None)``: it gets the file's
+    :class:`Text` (read here when the caller passes none), and the line numbers of its
+    GraphFormatErrors, counted in ``text``, become the file's (:meth:`Text.file_line`)."""
+    @functools.wraps(read)
+    def read_file(path, *args, text: Text | None = None, **kwargs):
+        text = read_text(path) if text is None else text
+        try:
+            return read(path, *args, text=text, **kwargs)
+        except GraphFormatError as err:
+            if not text.skipped or err.line is None:
+                raise
+            raise type(err)(err.path, err.reason, line=text.file_line(err.line)) from None
+    return read_file
+
+
+class _BadGzip(Exception):
+    """A gzip stream that cannot be read to its end; the message has ``{lines}`` where the
+    complete lines read before it go, which only the reader of the text knows."""
+
+
+def read_text(path) -> Text:
+    """The text of the file at ``path`` (gunzipped when it starts with the gzip magic number),
+    read and decompressed :data:`BLOCK` bytes at a time so that blanks cost no memory: the
+    blank lines before the first line with text are counted, not kept (``first_line``), those
+    after the last are dropped, and a long run of blanks between two lines' text is kept as the
+    newlines and tabs the readers tell apart (:class:`_Blanks`). A gzip file of nothing but
+    blanks reads in time proportional to its size and in constant memory.
 
     A truncated or corrupt gzip stream raises GraphFormatError naming the line where the
-    readable data stops (so a half-downloaded file never parses as a smaller graph).
+    readable data stops (so a half-downloaded file never parses as a smaller graph), and
+    UTF-16 or UTF-32 text one saying so.
     """
     path = os.fspath(path)
     with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    parts = []
-    data = raw
-    while data:
-        d = zlib.decompressobj(wbits=31)
+        gzipped = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        blocks = _gunzipped(f) if gzipped else iter(lambda: f.read(BLOCK), b"")
+        return _compacted(path, blocks)
+
+
+def _gunzipped(f):
+    """The decompressed bytes of the gzip file ``f`` (one member or several), at most
+    :data:`BLOCK` per step; zero padding after the last member is allowed (some tools write
+    it). Raises :class:`_BadGzip`."""
+    d = zlib.decompressobj(wbits=31)
+    pending = b""
+    while True:
+        if not pending:
+            pending = f.read(1 << 20)
+            if not pending:
+                tail = d.flush()
+                if tail:
+                    yield tail
+                if not d.eof:
+                    raise _BadGzip("truncated gzip file: the stream ends after {lines} complete "
+                                   "lines; re-download the file")
+                return
         try:
-            parts.append(d.decompress(data))
+            out = d.decompress(pending, BLOCK)
         except zlib.error as exc:
-            lines = sum(p.count(b"\n") for p in parts)
-            raise GraphFormatError(path, f"corrupt gzip data after {lines} complete lines ({exc}); "
-                                         "re-download or re-compress the file", line=lines + 1) from None
+            raise _BadGzip("corrupt gzip data after {lines} complete lines (" + str(exc) + "); "
+                           "re-download or re-compress the file") from None
+        if out:
+            yield out
         if not d.eof:
-            parts.append(d.flush())
-            lines = sum(p.count(b"\n") for p in parts)
-            raise GraphFormatError(path, f"truncated gzip file: the stream ends after {lines} complete "
-                                         "lines; re-download the file", line=lines + 1)
-        data = d.unused_data
-        if data[:2] != b"\x1f\x8b":      # trailing padding (some tools write zeros)
-            if data.strip(b"\0"):
-                lines = sum(p.count(b"\n") for p in parts)
-                raise GraphFormatError(path, "garbage after the end of the gzip stream", line=lines + 1)
+            pending = d.unconsumed_tail
+            continue
+        rest = d.unused_data
+        while len(rest) < 2 and (more := f.read(1 << 20)):
+            rest += more
+        if rest[:2] == b"\x1f\x8b":                    # the next member
+            d, pending = zlib.decompressobj(wbits=31), rest
+            continue
+        while rest:                                     # padding to the end of the file
+            if rest.strip(b"\0"):
+                raise _BadGzip("garbage after the end of the gzip stream")
+            rest = f.read(1 << 20)
+        return
+
+
+def _compacted(path, blocks) -> Text:
+    """The :class:`Text` of the byte blocks ``blocks`` (see :func:`read_text`)."""
+    parts, blanks, skipped = [], _Blanks(), []
+    first_line = None       # None until the first byte of text
+    lines = kept = 0        # newlines read, and kept in ``parts``
+    try:
+        for block in _from_start(path, blocks):
+            lines += block.count(b"\n")
+            lead = len(block) - len(block.lstrip())
+            if lead == len(block):
+                blanks.add(block)
+                continue
+            blanks.add(block[:lead])
+            if first_line is None:
+                first_line = 1 + blanks.newlines
+                parts.append(blanks.indentation())
+            else:
+                run, more = blanks.between()
+                parts.append(run)
+                kept += run.count(b"\n")
+                if more:
+                    skipped.append((first_line + kept - 1, more))
+            end = len(block.rstrip())
+            parts.append(block[lead:end])
+            kept += block.count(b"\n", lead, end)
+            blanks = _Blanks()
+            blanks.add(block[end:])
+    except _BadGzip as exc:
+        raise GraphFormatError(path, str(exc).replace("{lines}", str(lines)),
+                               line=lines + 1) from None
+    if first_line is None:
+        return Text(b"", 1 + blanks.newlines)
+    parts.append(blanks.line_end())
+    return Text(b"".join(parts), first_line, tuple(skipped))
+
+
+def _from_start(path, blocks):
+    """``blocks`` with a UTF-8 byte-order mark at the start skipped (the first block made long
+    enough to tell)."""
+    blocks = iter(blocks)
+    first = b""
+    for block in blocks:
+        first += block
+        if len(first) >= 4:
             break
-    return b"".join(parts)
+    if first:
+        yield _without_bom(path, first)
+    yield from blocks
+
+
+def _without_bom(path, data: bytes) -> bytes:
+    """``data`` without a leading UTF-8 byte-order mark; GraphFormatError for the mark of a
+    text encoding the readers cannot read."""
+    if data.startswith(UTF8_BOM):
+        return data[len(UTF8_BOM):]
+    for mark, encoding in _OTHER_BOMS:
+        if data.startswith(mark):
+            raise GraphFormatError(path, f"the file is {encoding} text; graph files are ASCII or "
+                                         f"UTF-8: save it as UTF-8", line=1)
+    return data
+
+
+class _Blanks:
+    """A run of blank bytes (:data:`WHITESPACE`) between two bytes of text, or before the first
+    or after the last. Up to :data:`BLANKS_KEPT` bytes it is kept as it is; a longer run is kept
+    as what the readers can tell apart in it: on the partial line before its first newline and
+    after its last, whether there are blanks and how many tabs (a TSV file's delimiter; two
+    are as wrong as more), and how many newlines it holds. The whole blank lines between them
+    hold nothing a reader reads: one stands for them all (:meth:`between`)."""
+
+    def __init__(self):
+        self.raw = bytearray()         # the bytes, while they are few enough (else None)
+        self.newlines = 0
+        self.head = [False, 0]         # blanks before the first newline: any, tabs
+        self.tail = [False, 0]         # blanks after the last newline: any, tabs
+
+    def add(self, blanks: bytes) -> None:
+        if not blanks:
+            return
+        nl = blanks.count(b"\n")
+        if nl:
+            first, last = blanks.find(b"\n"), blanks.rfind(b"\n")
+            if not self.newlines:
+                self.head[0] |= first > 0
+                self.head[1] += blanks.count(b"\t", 0, first)
+            self.tail = [last + 1 < len(blanks), blanks.count(b"\t", last + 1)]
+        else:
+            part = self.tail if self.newlines else self.head
+            part[0] = True
+            part[1] += blanks.count(b"\t")
+        self.newlines += nl
+        if self.raw is not None:
+            self.raw += blanks
+            if len(self.raw) > BLANKS_KEPT:
+                self.raw = None
+
+    @staticmethod
+    def _line(part) -> bytes:
+        return b"\t" * min(part[1], 2) or (b" " if part[0] else b"")
+
+    def between(self) -> tuple[bytes, int]:
+        """The run between two bytes of text, and how many of its newlines it leaves out (the
+        whole blank lines of a long run but one)."""
+        if self.raw is not None:
+            return bytes(self.raw), 0
+        if not self.newlines:
+            return self._line([self.head[0] or self.tail[0], self.head[1] + self.tail[1]]), 0
+        return self._line(self.head) + b"\n" + self._line(self.tail), self.newlines - 1
+
+    def indentation(self) -> bytes:
+        """The run before the first text: only its last line's part (the lines before are not
+        kept: the text's ``first_line`` counts them)."""
+        if self.raw is not None:
+            return bytes(self.raw[self.raw.rfind(b"\n") + 1:])
+        return self._line(self.tail if self.newlines else self.head)
+
+    def line_end(self) -> bytes:
+        """The run after the last text: only the blanks that end its line."""
+        if self.raw is not None:
+            cut = self.raw.find(b"\n")
+            return bytes(self.raw if cut < 0 else self.raw[:cut])
+        return self._line(self.head)
 
 
 class Lines:
@@ -218,6 +426,11 @@ class Table:
         self.rows = rows = ntok // ncols
         if rows:
             self._check_fields()
+        else:                                # nothing to parse, so nothing else finds these
+            control = np.flatnonzero(_CONTROL[self.buf])
+            if control.size:
+                line = int(self.lines.line_of(control[0]))
+                raise GraphFormatError(path, self._describe(line, [], np.int64), line=line)
         if ntok != rows * ncols:
             line = int(self.lines.line_of(self.starts[rows * ncols]))
             self._raise_field_count(line)
@@ -431,11 +644,17 @@ def line_head(line: bytes) -> bytes:
     return line.lstrip(BLANKS)[:1]
 
 
-def split_header(data: bytes, is_header_line, *, max_header_lines: int = 100_000):
-    """Split off the leading lines for which ``is_header_line(line_bytes)`` is true or that are blank.
+def split_header(text: Text, is_header_line, *, path, max_header_lines: int = 100_000):
+    """Split off the leading lines of ``text`` for which ``is_header_line(line_bytes)`` is true
+    or that are blank.
 
-    Returns ``(header_lines, body, body_first_line)``. Only the header is looped over in Python.
+    Returns ``(header, body, body_first_line)``, ``header`` a list of ``(line number, line
+    bytes)``. Only the header is looped over in Python. A control byte before the first
+    non-blank byte of one of these lines, or of the first line after them, is a
+    GraphFormatError naming the line, as it is in the body (a line of control bytes is not
+    blank).
     """
+    data, line_no = text.data, text.first_line
     header = []
     pos = 0
     n = len(data)
@@ -443,11 +662,18 @@ def split_header(data: bytes, is_header_line, *, max_header_lines: int = 100_000
         end = data.find(b"\n", pos)
         end = n if end < 0 else end
         line = data[pos:end]
+        lead = line[:len(line) - len(line.lstrip(BLANKS))]
+        if lead.strip(WHITESPACE):
+            bad = lead.strip(WHITESPACE)[0]
+            shown = line.decode("latin-1").strip()
+            raise GraphFormatError(path, f"control byte 0x{bad:02x} before the first data line: "
+                                         f"{shown[:60]!r}", line=line_no)
         if line.strip(BLANKS) and not is_header_line(line):
             break
-        header.append(line)
+        header.append((line_no, line))
+        line_no += 1
         pos = end + 1
-    return header, data[pos:], len(header) + 1
+    return header, data[pos:], line_no
 
 
 def body_line_or_last(body: bytes, body_line: int) -> int:

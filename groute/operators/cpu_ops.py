@@ -17,6 +17,7 @@ import numpy as np
 
 from groute.graph.arcs import arcs_of_rows
 
+from . import returns
 from .frontier import DeviceFrontier
 
 
@@ -77,7 +78,7 @@ class _Gathering:
 def _gathered(part, functor, values, v, m, cand, where):
     """The body on each candidate of ``v`` (local positions, one per arc) with its arcs'
     messages ``m`` combined; the positions it accepted, as a list for :func:`_frontier`."""
-    keep = functor.gather.wants(values, v, where)
+    keep = _wants(part, functor, values, v, where)
     if cand is not None:
         keep &= cand[v]
     if not keep.any():
@@ -87,27 +88,29 @@ def _gathered(part, functor, values, v, m, cand, where):
 
 
 def _visit(part, functor, values, v, where, m=None):
+    """The body on ``v`` (local positions; ``m`` their messages): the positions it accepted,
+    checked (:func:`groute.operators.returns.positions`)."""
     body = functor.numpy_body(where)
-    out = body(values, v) if functor.message is None else body(values, v, m)
-    if out is None:
-        raise TypeError(f"{where}: {functor.name}'s numpy callable returned None; advance wants "
-                        f"the positions that join the output frontier (an empty array for none)")
-    out = np.asarray(out)
-    if out.dtype == bool:
-        raise TypeError(f"{where}: {functor.name}'s numpy callable returned a bool mask; advance "
-                        f"wants the positions that join the output frontier (v[mask])")
-    return out.astype(np.int64, copy=False)
+    with part.device.running(f"{functor.name}'s numpy callable in {where}"):
+        out = body(values, v) if functor.message is None else body(values, v, m)
+    return returns.positions(part, functor, where, out)
 
 
-def messages(functor, values, sources, where):
-    """The functor's message for each arc out of ``sources`` (None without a message)."""
+def _wants(part, functor, values, v, where):
+    """The gather's candidates among ``v``, a checked bool mask."""
+    with part.device.running(f"the gather of {functor.name}'s numpy callable in {where}"):
+        wants = functor.gather.wants(values, v, where)
+    return returns.mask(part, f"the gather of {functor.name}", where, wants, v)
+
+
+def messages(part, functor, values, sources, where):
+    """The functor's message for each arc out of ``sources`` (None without a message),
+    checked (:func:`groute.operators.returns.messages`)."""
     if functor.message is None:
         return None
-    m = np.asarray(functor.message.numpy_body(where)(values, sources))
-    if m.shape != sources.shape:
-        raise TypeError(f"{where}: {functor.name}'s message returned shape {m.shape}, expected "
-                        f"one value per source ({sources.shape})")
-    return m.astype(functor.message.dtype, copy=False)
+    with part.device.running(f"{functor.name}'s message in {where}"):
+        m = functor.message.numpy_body(where)(values, sources)
+    return returns.messages(part, functor, where, m, sources)
 
 
 def push(part, frontier, functor, values, where, candidates=None):
@@ -119,7 +122,7 @@ def push(part, frontier, functor, values, where, candidates=None):
     arcs, pos = arcs_of(part.indptr, queue)
     sources = queue[pos]
     targets = part.indices[arcs]
-    m = messages(functor, values, sources, where)
+    m = messages(part, functor, values, sources, where)
     mine = (targets >= part.first) & (targets < part.end)
     if functor.gather is not None:
         cand = None if candidates is None else _mask(part, candidates)
@@ -186,7 +189,7 @@ def gather_pull(part, front, table, candidates, functor, values, where):
     body runs once on each with at least one. Returns the output frontier and the arcs read."""
     queue = (np.arange(part.size, dtype=np.int64) if candidates is None
              else candidates.queue.astype(np.int64))
-    queue = queue[functor.gather.wants(values, queue, where)]
+    queue = queue[_wants(part, functor, values, queue, where)]
     arcs, pos = arcs_of(part.indptr, queue)
     others = part.indices[arcs]
     hit = front[others] != 0
@@ -201,7 +204,7 @@ def gather_pull(part, front, table, candidates, functor, values, where):
 def frontier_messages(part, frontier, functor, values, where):
     """The functor's message at each vertex of ``frontier`` (aligned with its queue): what a
     gathering pull sends with the frontier's ids."""
-    return messages(functor, values, frontier.queue.astype(np.int64), where)
+    return messages(part, functor, values, frontier.queue.astype(np.int64), where)
 
 
 def message_table(part, id_arrays, msg_arrays, dtype):
@@ -228,17 +231,17 @@ def global_ids(part, frontier):
 def filter(part, frontier, functor, values, where):
     v = np.arange(part.size, dtype=np.int64) if frontier.everything \
         else frontier.queue.astype(np.int64)
-    keep = np.asarray(functor.numpy_body(where)(values, v))
-    if keep.dtype != bool or keep.shape != v.shape:
-        raise TypeError(f"{where}: {functor.name}'s numpy callable must return a bool mask aligned "
-                        f"with v (shape {v.shape}), got {keep.dtype} {keep.shape}")
+    with part.device.running(f"{functor.name}'s numpy callable in {where}"):
+        keep = functor.numpy_body(where)(values, v)
+    keep = returns.mask(part, functor.name, where, keep, v)
     return DeviceFrontier(part.device, part.size, queue=v[keep].astype(np.int32))
 
 
 def compute(part, frontier, functor, values, where):
     v = np.arange(part.size, dtype=np.int64) if frontier.everything \
         else frontier.queue.astype(np.int64)
-    functor.numpy_body(where)(values, v)
+    with part.device.running(f"{functor.name}'s numpy callable in {where}"):
+        functor.numpy_body(where)(values, v)
 
 
 def arcs(part, frontier) -> int:

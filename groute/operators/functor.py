@@ -172,18 +172,16 @@ class Gather:
         GATHER_OPS[self.op].at(acc, inverse, m)
         return vertices, acc
 
-    def wants(self, values, v, where: str) -> np.ndarray:
-        """The bool mask of the candidates of ``v`` (NumPy)."""
+    def wants(self, values, v, where: str):
+        """What the candidates' callable returns for ``v`` (NumPy), a bool mask aligned with it
+        when it is right (the CPU operators check it:
+        :func:`groute.operators.returns.mask`)."""
         if self.numpy is None:
             if self.cuda.strip():
                 raise TypeError(f"{where}: the gather's candidates have no numpy callable, so "
                                 f"it cannot run on CPU devices")
             return np.ones(v.shape, bool)
-        mask = np.asarray(self.numpy(values, v))
-        if mask.dtype != bool or mask.shape != v.shape:
-            raise TypeError(f"{where}: the gather's numpy callable must return a bool mask "
-                            f"aligned with v (shape {v.shape}), got {mask.dtype} {mask.shape}")
-        return mask
+        return self.numpy(values, v)
 
     def wants_cuda(self) -> str:
         """The candidates' C expression (every vertex: ``true``)."""

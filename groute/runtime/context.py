@@ -11,15 +11,29 @@ wait, :meth:`Context.reset` and shutdown.
 A failure ends the run that saw it, not the context: once the failure has been raised to the
 caller, the next :meth:`~Context.submit` or :meth:`~Context.run` resets the context first
 (:meth:`Context.reset`). A device function still running after the timeout makes the context
-unusable, and says so, naming the device.
+unusable, and says so, naming the device; so does a GPU whose CUDA context a sticky error hit
+(a kernel trapped or faulted: :attr:`Device.broken <groute.device.base.Device.broken>`), which
+can run nothing more in this process. A failed run returns only once the work it queued on the
+other devices' streams has ended (:meth:`Device.drain <groute.device.base.Device.drain>`,
+within the timeout): the kernels of a persistent run that gave up at a meeting do not run on
+into the next run.
+
+Computations started from several threads on one context take turns
+(:meth:`Context.exclusive`, :func:`taking_turns`): :meth:`Context.run`, every step of an
+engine and every run of a solver is the context's only computation while it runs, and another
+thread's waits for its turn. Their device functions wait for each other across devices (a
+meeting, a counted termination), so two computations whose functions reached the devices'
+host threads in different orders would each wait for the other until the timeout.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import queue
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -160,6 +174,10 @@ class Context:
         self._lock = threading.Lock()
         self._closed = False
         self._unusable: str | None = None   # why reset could not bring the context back
+        self._turn = threading.Condition()  # one computation at a time (exclusive)
+        self._holder: threading.Thread | None = None   # the thread whose computation runs
+        self._depth = 0                     # its exclusive blocks, nested
+        self._waiting = 0                   # threads waiting for their turn
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
         if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
@@ -254,14 +272,42 @@ class Context:
         self.fail(device.name, exc)
 
     def fail(self, device_name: str, exc: BaseException) -> None:
-        """Record the first failure and stop everything."""
+        """Record the first failure and stop everything. A wait that timed out while a device
+        was running the user's code (:meth:`Device.running <groute.device.base.Device.running>`)
+        for half the timeout or longer is recorded as that code's failure, on its device: the
+        wait was for it (:meth:`_stalled_by`)."""
+        for dev in self.devices:
+            if dev.name == device_name:
+                dev.note_failure(exc)
         with self._lock:
             if self._error is None and not isinstance(exc, ContextStopped):
+                if isinstance(exc, WaitTimeout):
+                    device_name, exc = self._stalled_by(device_name, exc)
                 self._error, self._error_device = exc, device_name
                 self._reported = False
                 self.stop_event.failure = (device_name, exc)
                 log.info("%s failed: %r; stopping the context", device_name, exc)
         self.stop_event.set()
+
+    def _stalled_by(self, device_name: str, exc: WaitTimeout):
+        """``(device name, failure)`` for a wait on ``device_name`` that timed out (``exc``):
+        where a device has been running the user's code for half the timeout or longer (the
+        longest of them), that device and a WaitTimeout naming the code (``__cause__``: the
+        wait's own), else the wait's."""
+        now = time.monotonic()
+        busy = [(now - since, dev.name, what) for dev in self.devices
+                for what, since in [dev.user_code or (None, now)]
+                if what is not None and now - since >= self.timeout / 2]
+        if not busy:
+            return device_name, exc
+        took, name, what = max(busy)
+        stalled = WaitTimeout(
+            f"{what} has been running on {name} for {took:.1f} s, and {device_name} timed out "
+            f"waiting for it: a functor slower than the timeout ({self.timeout:g} s) stalls "
+            f"the devices that wait for its device; make it faster, or give the context a "
+            f"longer timeout")
+        stalled.__cause__ = exc
+        return name, stalled
 
     @property
     def stopped(self) -> bool:
@@ -281,7 +327,10 @@ class Context:
             self._mark_reported()
             if isinstance(self._error, DeviceError):
                 raise self._error
-            raise DeviceError(self._error_device, f"{type(self._error).__name__}: {self._error}") \
+            note = "".join(dev.broken_note() for dev in self.devices
+                           if dev.name == self._error_device and dev.broken)
+            raise DeviceError(self._error_device,
+                              f"{type(self._error).__name__}: {self._error}{note}") \
                 from self._error
 
     def _mark_reported(self):
@@ -309,6 +358,8 @@ class Context:
         busy = [f"{d.name} (running {_describe(w.running)})" if w.running else d.name
                 for d, w in zip(self.devices, self._workers)
                 if not w.wait_idle(max(deadline - time.monotonic(), 0.0))]
+        busy += [f"{d.name}'s streams" for d in self.devices
+                 if not d.drain(max(deadline - time.monotonic(), 0.0))]
         links = _Pump.wait_idle(self.devices, max(deadline - time.monotonic(), 0.0))
         if not busy and not links:
             try:
@@ -333,6 +384,12 @@ class Context:
             raise RuntimeError("the context is shut down; create a new Context")
         if self._unusable:
             raise RuntimeError(self._unusable)
+        for dev in self.devices:
+            if dev.broken:
+                raise RuntimeError(
+                    f"{dev.name} {dev.broken}; its CUDA context can run nothing more in this "
+                    f"process, so this Context cannot either: close it (a new Context on the "
+                    f"other devices can run; {dev.name} again only in a new process)")
 
     def ensure_running(self):
         """Before new work: reset a context whose failure has reached the caller; raise one that
@@ -344,6 +401,43 @@ class Context:
             self.reset()
 
     # running work -----------------------------------------------------------------------------
+    @contextmanager
+    def exclusive(self):
+        """Run the ``with`` block as the context's only computation: another thread's block
+        waits until this one has ended (module docstring), then runs; the same thread may
+        nest blocks, and a device function, whose caller has the turn, never waits. The wait
+        lasts as long as the other computation, each of whose own waits is bounded by the
+        timeout; a context shut down (or made unusable) meanwhile raises. A failure that
+        leaves the block (a :class:`DeviceError`, or a wait the failure stopped) has reached
+        the caller: the next computation resets the context instead of raising it again."""
+        me = threading.current_thread()
+        if me in self._worker_threads():
+            yield
+            return
+        with self._turn:
+            if self._holder is not me:
+                self._waiting += 1
+                try:
+                    while self._holder is not None:
+                        self._usable()
+                        self._turn.wait(POLL_INTERVAL)
+                finally:
+                    self._waiting -= 1
+                self._holder = me
+            self._depth += 1
+        try:
+            yield
+        except (DeviceError, ContextStopped):
+            if self._error is not None:
+                self._mark_reported()
+            raise
+        finally:
+            with self._turn:
+                self._depth -= 1
+                if not self._depth:
+                    self._holder = None
+                    self._turn.notify_all()
+
     def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
         """Run ``fn(device, *args, **kwargs)`` on that device's host worker thread.
 
@@ -373,10 +467,12 @@ class Context:
         Raises :class:`DeviceError` naming the first device that failed. ``timeout`` (default: no
         bound beyond the per-wait timeouts inside ``fn``) bounds the whole call, a failed run's
         wait for the other devices included: past it the run fails with a :class:`WaitTimeout`
-        naming the devices still running.
+        naming the devices still running. A run started from another thread meanwhile waits
+        for its turn (:meth:`exclusive`).
         """
-        futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
-        return self.gather(futures, timeout=timeout)
+        with self.exclusive():
+            futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
+            return self.gather(futures, timeout=timeout)
 
     def gather(self, futures, timeout=None) -> list:
         """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
@@ -394,7 +490,9 @@ class Context:
                 # timeout, but no more than the run has left
                 grace = self.timeout if deadline is None else \
                     min(self.timeout, max(deadline - time.monotonic(), 4 * POLL_INTERVAL))
+                end = time.monotonic() + grace
                 cf.wait(pending, timeout=grace)
+                self._drain(end)
                 self._raise_stop(failed)
             if pending and deadline is not None and time.monotonic() > deadline:
                 running = sorted({getattr(f, "device", "?") for f in pending})
@@ -409,6 +507,15 @@ class Context:
                     f"the run did not finish within {timeout:g} s: {what}"))
                 self._raise_stop([])
         return [f.result() for f in futures]
+
+    def _drain(self, deadline: float) -> None:
+        """After a failed run, until ``deadline`` at most: wait for the work the run left on
+        every device's streams (module docstring); a device that does not drain is logged, the
+        failure is what is raised."""
+        for dev in self.devices:
+            if not dev.drain(max(deadline - time.monotonic(), 0.0)):
+                log.warning("%s: the failed run's work on its streams had not ended when the "
+                            "failure was raised", dev.name)
 
     def _raise_stop(self, failed):
         self.raise_failure()
@@ -446,6 +553,7 @@ class Context:
             running = w.running
             if not w.join(max(deadline - time.monotonic(), 0.0)):
                 stuck.append(f"{dev.name} (running {_describe(running)})" if running else dev.name)
+        self._drain(deadline)
         for dev in self.devices:
             dev.close()
         if stuck:
@@ -467,6 +575,16 @@ class Context:
 
     def __repr__(self):
         return f"<Context {self.backend} x{len(self.devices)}: {', '.join(d.name for d in self.devices)}>"
+
+
+def taking_turns(method):
+    """Decorate a method of an object with a ``ctx`` (a solver's ``run``, an engine's steps):
+    each call is its context's only computation while it runs (:meth:`Context.exclusive`)."""
+    @functools.wraps(method)
+    def one_at_a_time(self, *args, **kwargs):
+        with self.ctx.exclusive():
+            return method(self, *args, **kwargs)
+    return one_at_a_time
 
 
 def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None):

@@ -346,3 +346,37 @@ def test_to_networkx_keeps_positions_direction_and_isolated_vertices():
     assert sorted(G.edges) == [(0, 1), (1, 2), (3, 3)]
     assert not g.symmetrize().to_networkx().is_directed()
     assert g.symmetrize().to_networkx(directed=True).has_edge(2, 1)
+
+
+@pytest.mark.parametrize("craft", ["index out of range", "negative index", "offsets decrease",
+                                   "offsets short", "weights short", "int64 indices",
+                                   "file ids short"])
+def test_a_crafted_cache_with_the_right_key_is_not_trusted(tmp_path, craft):
+    """A cache whose key matches its source but whose arrays a device would index out of
+    bounds with is ignored (logged) and the source read again: the key is not a guarantee,
+    anyone who can write the cache directory can write it."""
+    p = tmp_path / "c.txt"
+    p.write_text("1 2 5\n2 3 6\n3 1 7\n")
+    good = load_graph(p)
+    options = {"format": "snap", "symmetric": False, "allow_negative": False}
+    indptr, indices = good.indptr.copy(), good.indices.copy()
+    weights, file_ids = good.weights.copy(), good.file_ids.copy()
+    if craft == "index out of range":
+        indices[1] = 40
+    elif craft == "negative index":
+        indices[0] = -5
+    elif craft == "offsets decrease":
+        indptr[1], indptr[2] = 2, 1
+    elif craft == "offsets short":
+        indptr = indptr[:-1]
+    elif craft == "weights short":
+        weights = weights[:-1]
+    elif craft == "int64 indices":
+        indices = indices.astype(np.int64)
+    else:
+        file_ids = file_ids[:-1]
+    bad = CSRGraph(indptr, indices, weights, file_ids=file_ids, name="c", validate=False)
+    gcache.save_graph_npz(bad, gcache.cache_path(p), gcache.source_key(p, options))
+    g = load_graph(p)
+    same_graph(good, g)
+    assert g.file_ids.tolist() == good.file_ids.tolist()

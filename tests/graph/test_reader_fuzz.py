@@ -1,8 +1,10 @@
 """Reader fuzz test: mutated graph files give the right graph or a GraphFormatError naming the file
 and a line, never a wrong graph, another exception, or memory beyond a cap.
 
-Valid files of every format are written from small random graphs, then mutated (byte flips,
-insertions, truncations, huge declared sizes, hostile ids and weights; seeded). Each case is read
+Valid files of every format (Matrix Market, DIMACS, SNAP, CSV and TSV: commas, tabs or spaces,
+with or without a header row) are written from small random graphs, then mutated (byte flips,
+insertions, truncations, huge declared sizes, hostile ids and weights, a byte-order mark, blank
+and control-byte lines before the text; seeded). Each case is read
 in a subprocess under an address-space limit; a graph that comes back is compared with an
 independent line-by-line parse of the documented grammar (below), which must accept the file and
 give the same arcs, weights and vertices.
@@ -20,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-CASES = 400
+CASES = 700
 SEED = 22
 ADDRESS_SPACE_CAP = 2 << 30
 #: declared vertex counts at least this large cannot fit under the cap: they must be errors
@@ -40,6 +42,10 @@ class Invalid(Exception):
 
 # ---------------------------------------------------------------- the reference parse
 def _lines(data):
+    if data.startswith(b"\xef\xbb\xbf"):                # a UTF-8 byte-order mark is skipped
+        data = data[3:]
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        raise Invalid("UTF-16 or UTF-32 text")
     return data.split(b"\n")
 
 
@@ -47,10 +53,30 @@ def _head(line):
     return line.lstrip(bytes(range(33)))[:1]
 
 
+def _lead(line):
+    """The blank bytes before the line's first other byte: a control byte there is an error
+    wherever the line is (comment or not), and a line of blanks is blank only without one."""
+    lead = line[:len(line) - len(line.lstrip(bytes(range(33))))]
+    if any(b in CONTROL for b in lead):
+        raise Invalid("control byte before the text")
+    return lead
+
+
+def _blank(line):
+    """Whether the line is blank (:func:`_lead` raises for a control byte in it)."""
+    return _lead(line) == line
+
+
 def _split_header(lines, is_header):
+    """The header lines (blank or ``is_header``) and the index of the first other line; a
+    control byte before the text of one of them, or of that line, is an error."""
     i = 0
-    while i < len(lines) and (not lines[i].strip(bytes(range(33))) or is_header(lines[i])):
+    while i < len(lines):
+        if not (_blank(lines[i]) or is_header(lines[i])):
+            break
         i += 1
+    if i < len(lines):
+        _lead(lines[i])
     return lines[:i], i
 
 
@@ -103,7 +129,7 @@ def ref_snap(data):
             break
     if nodes is not None and nodes >= HUGE:
         raise Invalid("huge")
-    rows = [l for l in lines[start:] if TOKEN.findall(l) and _head(l) not in (b"#", b"%")]
+    rows = [l for l in lines[start:] if not _blank(l) and _head(l) not in (b"#", b"%")]
     ncols = len(TOKEN.findall(rows[0])) if rows else 2
     if ncols not in (2, 3):
         raise Invalid("columns")
@@ -171,8 +197,7 @@ def ref_dimacs(data):
         raise Invalid("counts")
     arcs = []
     for l in lines[start:]:
-        h = _head(l)
-        if h in (b"", b"c"):
+        if _blank(l) or _head(l) == b"c":
             continue
         t = _fields(l, 4)
         if t[0] != b"a":
@@ -185,13 +210,73 @@ def ref_dimacs(data):
     return list(range(1, n + 1)), got, not symmetric
 
 
-REFERENCE = {".txt": ref_snap, ".mtx": ref_mtx, ".gr": ref_dimacs}
+def _number(tok):
+    return bool(FLOAT.match(tok))
+
+
+def _delimited_fields(line, delim):
+    """The fields of a data line of a file delimited by ``delim`` (None: spaces): the text
+    between two delimiters, blanks around it stripped, never empty nor holding another
+    separator."""
+    if any(b in CONTROL for b in line):
+        raise Invalid("control byte")
+    if delim != b"," and b"," in line:
+        raise Invalid("a comma where the delimiter is not one")
+    if delim is None:
+        toks = list(TOKEN.finditer(line))
+        for a, b in zip(toks, toks[1:]):
+            if b"\t" in line[a.end():b.start()]:
+                raise Invalid("a tab where the delimiter is spaces")
+        return [t.group() for t in toks]
+    fields = [f.strip(bytes(range(33))) for f in line.split(delim)]
+    for f in fields:
+        if not f:
+            raise Invalid("empty field")
+        if TOKEN.fullmatch(f) is None:
+            raise Invalid("two fields without the delimiter")
+    return fields
+
+
+def ref_delimited(data):
+    lines = _lines(data)
+    comment = lambda l: _head(l) in (b"#", b"%")          # noqa: E731
+    _, start = _split_header(lines, comment)
+    rows = [l for l in lines[start:] if not _blank(l) and not comment(l)]
+    if not rows:
+        return [], {}, True
+    first = rows[0].rstrip(b"\r")
+    delim = b"," if b"," in first else b"\t" if b"\t" in first else None
+    names = [f.strip(bytes(range(33))) for f in (first.split(delim) if delim else first.split())]
+    if names and not all(_number(f) for f in names):
+        if not all(names):
+            raise Invalid("empty column name")
+        rows, ncols = rows[1:], len(names)
+    else:
+        ncols = len(_delimited_fields(rows[0], delim))
+    if ncols not in (2, 3):
+        raise Invalid("columns")
+    toks = [_delimited_fields(l, delim) for l in rows]
+    if any(len(t) != ncols for t in toks):
+        raise Invalid("field count")
+    real = ncols == 3 and not all(INT.match(t[2]) for t in toks)
+    arcs = []
+    for t in toks:
+        u, v = _int(t[0], 0), _int(t[1], 0)
+        arcs.append((u, v, _weight(t[2], real) if ncols == 3 else None))
+    ids = sorted({a for a, _, _ in arcs} | {b for _, b, _ in arcs})
+    return ids, _arcs_min(arcs), True
+
+
+REFERENCE = {".txt": ref_snap, ".mtx": ref_mtx, ".gr": ref_dimacs, ".csv": ref_delimited,
+             ".tsv": ref_delimited}
+#: the suffixes whose vertices are the ids the file names (renumbered), not 1..n
+EDGE_LISTS = (".txt", ".csv", ".tsv")
 
 
 def graph_view(g, suffix):
     """(vertex ids, {(u, v): weight}, directed) of a graph read from a file, in the file's ids."""
     src, dst = g.edges()
-    if suffix == ".txt":
+    if suffix in EDGE_LISTS:
         ids = g.file_ids.tolist() if g.file_ids is not None else list(range(g.num_vertices))
         su, dv = g.file_id_of(src).tolist(), g.file_id_of(dst.astype(np.int64)).tolist()
     else:
@@ -221,6 +306,8 @@ def valid_files(rng):
                     continue
                 writer(g, tmp.with_suffix(suffix))
                 out.append((tmp.with_suffix(suffix).read_bytes(), suffix))
+            for delim, suffix in ((",", ".csv"), ("\t", ".tsv"), (" ", ".csv")):
+                out.append((delimited_file(g, delim, rng), suffix))
             if weights is None:
                 u = CSRGraph.from_edges(src, dst, n).symmetrize()
                 write_snap(u, tmp.with_suffix(".txt"))
@@ -230,17 +317,41 @@ def valid_files(rng):
     return out
 
 
+def delimited_file(g, delim: str, rng) -> bytes:
+    """``g`` as a CSV/TSV file delimited by ``delim``: sparse ids, a header row or not, a
+    comment, blanks around the delimiter (commas and tabs) at random."""
+    src, dst = g.edges()
+    ids = np.arange(g.num_vertices) * 3 + 7
+    rows = [[str(ids[a]), str(ids[b])] for a, b in zip(src.tolist(), dst.tolist())]
+    if g.weights is not None:
+        for row, w in zip(rows, g.weights.tolist()):
+            row.append(str(w) if g.weights.dtype.kind == "i" else f"{w:.9g}")
+    pad = " " if delim != " " and rng.random() < 0.5 else ""
+    lines = [f"{pad}{delim}{pad}".join(row) for row in rows]
+    if rng.random() < 0.5:
+        names = ["src", "dst", "weight"][:len(rows[0]) if rows else 2]
+        lines.insert(0, delim.join(names))
+    if rng.random() < 0.5:
+        lines.insert(int(rng.integers(0, len(lines) + 1)), "# a comment, with a comma")
+    return ("\n".join(lines) + "\n").encode()
+
+
 HOSTILE_IDS = [b"9223372036854775808", b"-9223372036854775809", b"9223372036854775807",
                b"9007199254740993", b"100000000000000000000000", b"-1", b"0", b"+3", b"4294967296"]
 HOSTILE_WEIGHTS = [b"1e39", b"nan", b"NaN(1)", b"inf", b"-inf", b"-1", b"2147483648", b"1e400",
                    b"0x10", b"1_0", b"3.5", b"-0", b"1e-50", b".5", b"5."]
 HUGE_SIZES = [b"1000000000", b"4294967296", b"1099511627776", b"100000000000000000000"]
 FLIP_BYTES = list(b"0123456789-+.eE \t\n\r#%acpx,") + [0, 1, 11, 12, 127, 160, 255]
+#: what a mutation puts before a file's text: a byte-order mark, blank and control-byte lines
+PREFIXES = [b"\xef\xbb\xbf", b"\n\n", b"  \t\r\n", b"\x01\n", b"\x00" * 4, b"\x1b# c\n",
+            b"\xef\xbb\xbf\n", b"\xff\xfe"]
 
 
 def mutate(data: bytes, rng) -> bytes:
-    kind = rng.integers(0, 6)
+    kind = rng.integers(0, 7)
     b = bytearray(data)
+    if kind == 6:                                         # something before the text
+        return PREFIXES[int(rng.integers(0, len(PREFIXES)))] + data
     if kind == 0 and b:                                   # flip bytes
         for _ in range(int(rng.integers(1, 4))):
             b[int(rng.integers(0, len(b)))] = FLIP_BYTES[int(rng.integers(0, len(FLIP_BYTES)))]

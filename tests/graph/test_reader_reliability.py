@@ -280,3 +280,170 @@ def test_csv_int64_extremes_that_fit_are_ids(tmp_path):
     p.write_text("a,b,c\n9223372036854775807,2,3\n")
     g = read_graph(p, columns=("a", "b", "c"))
     assert g.file_ids.tolist() == [2, 2**63 - 1] and g.weights.tolist() == [3]
+
+
+# ---------------------------------------------------------------- issue 41: text before the data
+#: one small graph in every text format: the arcs 1 -> 2 and 3 -> 4 in the file's ids
+SAME_GRAPH = {
+    "g.txt": "1 2\n3 4\n",
+    "g.csv": "1,2\n3,4\n",
+    "h.csv": "src,dst\n1,2\n3,4\n",
+    "g.tsv": "1\t2\n3\t4\n",
+    "g.mtx": MTX.format(field="pattern") + "4 4 2\n1 2\n3 4\n",
+    "g.gr": "p sp 4 2\na 1 2 7\na 3 4 7\n",
+}
+
+
+def arcs_in_file_ids(g):
+    src, dst = g.edges()
+    if g.file_ids is not None:
+        return sorted(zip(g.file_id_of(src).tolist(), g.file_id_of(dst.astype(np.int64)).tolist()))
+    return sorted(zip((src + g.id_base).tolist(), (dst.astype(np.int64) + g.id_base).tolist()))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("name", sorted(SAME_GRAPH))
+def test_utf8_byte_order_mark_is_skipped_by_every_reader(tmp_path, name, gz):
+    """A file saved with a UTF-8 byte-order mark (Excel's CSV, Notepad) is the same graph: the
+    first edge is not read as a header row, nor the header's first name as '\\ufeffsrc'."""
+    import gzip
+    data = SAME_GRAPH[name].encode("utf-8-sig")
+    p = tmp_path / (name + (".gz" if gz else ""))
+    p.write_bytes(gzip.compress(data) if gz else data)
+    columns = ("src", "dst") if name == "h.csv" else None
+    g = load_graph(p, cache=False, columns=columns)
+    assert arcs_in_file_ids(g) == [(1, 2), (3, 4)]
+
+
+@pytest.mark.parametrize("bom,encoding", [(b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+                                          (b"\xff\xfe\x00\x00", "UTF-32")])
+def test_utf16_text_is_an_error_saying_so(tmp_path, bom, encoding):
+    err = error_of(tmp_path, "w.txt", bom + "1 2\n".encode("utf-16-le"))
+    assert err.line == 1 and f"{encoding} text" in str(err) and "UTF-8" in str(err)
+
+
+@pytest.mark.parametrize("name,content,line", [
+    ("nul.txt", b"\x00" * 16, 1),
+    ("c.txt", b"\x01\x02\n1 2\n", 1),
+    ("c.csv", b"\x00\n1,2\n", 1),
+    ("c.tsv", b"# header\n \x1b \n1\t2\n", 2),
+    ("c.gr", b"c x\n\x01\np sp 2 1\na 1 2 3\n", 2),
+    ("p.gr", b"\x01p sp 2 1\na 1 2 3\n", 1),
+    ("c.mtx", MTX.format(field="pattern").encode() + b"% x\n\x01\n2 2 1\n1 2\n", 3),
+    ("m.mtx", MTX.format(field="pattern").encode() + b"\x01% x\n2 2 1\n1 2\n", 2),
+    ("z.mtx", MTX.format(field="pattern").encode() + b"2 2 0\n\x01\n", 3),
+    ("z.gr", b"p sp 2 0\n\x02\n", 2),
+    ("h.txt", b"# comment\n\x7f\x01\n1 2\n", 2),
+    ("late.txt", b"\n\n   \n\x01\n1 2\n", 4),
+])
+def test_control_bytes_before_the_first_data_line_are_errors(tmp_path, name, content, line):
+    """A line of control bytes before the data (or in a data section with no rows) is an
+    error naming its line, as the same line among the data is; it is not blank."""
+    err = error_of(tmp_path, name, content)
+    assert err.line == line and ("control byte" in str(err) or "0x7f" in str(err)
+                                 or "fields" in str(err)), str(err)
+
+
+def test_control_bytes_inside_a_comment_are_its_text(tmp_path):
+    p = tmp_path / "k.txt"
+    p.write_bytes(b"# made by \x01tool\x02\n1 2\n")
+    assert read_graph(p).num_edges == 1
+
+
+@pytest.mark.parametrize("name,text,line,found", [
+    ("m.csv", "1,2\n3 4\n5\t6\n", 2, "spaces"),
+    ("w.csv", "1,2,3\n4,5 6\n", 2, "spaces"),
+    ("t.csv", "1,2\n3\t4\n", 2, "a tab"),
+    ("c.tsv", "1\t2\n3,4\n", 2, "a comma"),
+    ("s.tsv", "1\t2\n3\t4\n5 6\n", 3, "spaces"),
+    ("w.tsv", "a\tb\tc\n1\t2\t3\n4\t5 6\n", 3, "spaces"),
+    ("sp.csv", "1 2\n3 4\n5\t6\n", 3, "a tab"),
+    ("cm.csv", "src dst\n1 2\n3,4\n", 3, "a comma"),
+])
+def test_a_delimited_file_uses_one_delimiter(tmp_path, name, text, line, found):
+    """The delimiter is the first data line's; another between two fields of a line is an
+    error naming the line (it used to be read as a blank, giving a graph)."""
+    err = error_of(tmp_path, name, text)
+    assert err.line == line and f"fields separated by {found}" in str(err), str(err)
+
+
+@pytest.mark.parametrize("name,text", [
+    ("b.csv", "1 , 2\n3,\t4\n\n5 ,6\n"),        # blanks around the delimiter
+    ("b.tsv", "1\t2\n3 \t 4\n\t\n\t \t\n5\t6\n"),  # lines of blanks and tabs are blank
+    ("i.tsv", "  1\t2\n\t\n3\t4  \n5\t6\n"),
+    ("s.csv", "1  2\n  3 4\n5 6\t\n"),           # spaces; a tab outside the fields
+])
+def test_one_delimiter_with_blanks_around_it_is_fine(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    assert arcs_in_file_ids(read_graph(p)) == [(1, 2), (3, 4), (5, 6)]
+
+
+def blank_gzip(path, *, before=b"", blank=b" ", after=b"", mib=256):
+    """A gzip file of ``before``, ``mib`` MiB of ``blank`` and ``after``: members of 16 MiB
+    of blanks compressed once and repeated (a gzip file may hold several members)."""
+    import gzip
+    member = gzip.compress(blank * ((16 << 20) // len(blank)), compresslevel=1)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(before))
+        for _ in range(mib // 16):
+            f.write(member)
+        f.write(gzip.compress(after))
+
+
+def test_a_gzip_of_blanks_is_read_in_bounded_memory(tmp_path):
+    """256 MiB of blanks around the text read under an address-space cap of 192 MiB beyond
+    what the process holds (they used to be held whole, twice); line numbers count the blank
+    lines all the same."""
+    cases = {
+        "spaces.txt.gz": dict(blank=b" "),
+        "lines.txt.gz": dict(blank=b"\n"),
+        "crlf.csv.gz": dict(blank=b" \t\r\n"),
+        "trailing.txt.gz": dict(before=b"1 2\n3 4\n", blank=b"\n "),
+        "middle.txt.gz": dict(before=b"1 2\n", blank=b" ", after=b"\n3 4\n"),
+        "middle_lines.tsv.gz": dict(before=b"1\t2\n", blank=b"\t\n", after=b"3\t4\n"),
+        "bad_after.txt.gz": dict(blank=b"\n", after=b"1 x\n"),
+        "bad_between.txt.gz": dict(before=b"1 2\n", blank=b"\n", after=b"3 x\n"),
+    }
+    for name, parts in cases.items():
+        blank_gzip(tmp_path / name, **parts)
+    script = textwrap.dedent(f"""
+        import json, resource
+        import numpy  # noqa: F401 (loaded before the cap)
+        from groute.graph import read_graph, GraphFormatError
+        def vm():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+        cap = vm() + (192 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        out = {{}}
+        for name in {sorted(cases)!r}:
+            try:
+                g = read_graph({str(tmp_path)!r} + "/" + name)
+                out[name] = [g.num_vertices, g.num_edges]
+            except GraphFormatError as e:
+                out[name] = [e.line, str(e)]
+            except BaseException as e:
+                out[name] = type(e).__name__ + ": " + str(e)
+        print(json.dumps(out))
+    """)
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=300, env=env,
+                       cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    lines = 256 << 20
+    assert out == {"spaces.txt.gz": [0, 0], "lines.txt.gz": [0, 0], "crlf.csv.gz": [0, 0],
+                   "trailing.txt.gz": [4, 2], "middle.txt.gz": [4, 2],
+                   "middle_lines.tsv.gz": [4, 2],
+                   "bad_after.txt.gz": [lines + 1, out["bad_after.txt.gz"][1]],
+                   "bad_between.txt.gz": [lines + 2, out["bad_between.txt.gz"][1]]}, out
+    assert "'x'" in out["bad_after.txt.gz"][1] and "'3 x'" in out["bad_between.txt.gz"][1]
+
+
+def test_a_matrix_market_file_that_ends_in_comments_says_it_has_no_size_line(tmp_path):
+    """It said "bad size line ... got ''", naming the line after the last."""
+    err = error_of(tmp_path, "c.mtx", MTX.format(field="pattern") + "% one\n% two\n")
+    assert err.line == 3 and "no size line" in str(err) and "got ''" not in str(err)

@@ -64,6 +64,7 @@ import numpy as np
 from groute.runtime.link import Link
 from groute.runtime.policies import first_available
 from groute.results import AppResult, complete_stats
+from groute.runtime.context import taking_turns
 from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import CCTuning
@@ -251,6 +252,7 @@ class ComponentsSolver(Solver):
         dev.stream.record().synchronize(self.ctx.timeout)
         return out["edges"]
 
+    @taking_turns
     def run(self) -> AppResult:
         if self.n == 0:
             return self._result(np.zeros(0, np.int64), 0.0, complete_stats(STATS_KEYS, {

@@ -47,6 +47,7 @@ import numpy as np
 
 from groute.graph.csr import kept_on
 from groute.results import AppResult, complete_stats
+from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
 
@@ -294,8 +295,7 @@ class IterateSolver(Solver):
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)
-            if n and k > n:
-                raise ValueError(f"{k} devices for a graph of {n} vertices: use {n} devices or fewer")
+            self._check_device_count(self.app, n)
             self._check_memory(iteration_bytes, graph)
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
@@ -435,6 +435,7 @@ class IterateSolver(Solver):
         return [p[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
 
     # running ------------------------------------------------------------------------------------
+    @taking_turns
     def run(self) -> AppResult:
         """One solve from the start values; the answer by position, normalised as asked, with
         the stats of :func:`stats_keys`."""

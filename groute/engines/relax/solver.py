@@ -41,6 +41,7 @@ from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from groute.results import AppResult, complete_stats
+from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver, source_position
 
 from .memory import traversal_bytes
@@ -231,9 +232,7 @@ class RelaxSolver(Solver):
     def _setup(self, graph, partition, mode, priority, delta, seed):
         k = self.ctx.num_devices
         n = graph.num_vertices
-        if k > max(n, 1):
-            raise ValueError(f"{self.app}: {k} devices but the graph has only {n} vertices; "
-                             f"use {max(n, 1)} devices or fewer")
+        self._check_device_count(self.app, n)
         if k == 1:
             self.part = _Identity(graph)
         else:
@@ -288,9 +287,11 @@ class RelaxSolver(Solver):
             else:
                 from .cpu_worker import CPUTraversalWorker as build
         # the partition's local graphs on this thread, the uploads on the devices' threads
-        shares = self.ctx.gather([
-            self.ctx.submit(i, build, self.part.local(i), lo=offsets[i], hi=offsets[i + 1], **args)
-            for i in range(self.ctx.num_devices)])
+        with self.ctx.exclusive():
+            shares = self.ctx.gather([
+                self.ctx.submit(i, build, self.part.local(i), lo=offsets[i], hi=offsets[i + 1],
+                                **args)
+                for i in range(self.ctx.num_devices)])
         if not self.use_peer:
             for worker in shares:
                 worker.set_delta(self.delta if self.priority else math.inf)
@@ -418,6 +419,7 @@ class RelaxSolver(Solver):
                              f"got {ceiling!r}")
         return int(ceiling) if self.kind == "int" else float(ceiling)
 
+    @taking_turns
     def run(self, source=None, *, sources=None, ceiling=None,
             predecessors=False) -> AppResult:
         """Relax from ``source``, one of the graph's own ids (as every answer is keyed; for a

@@ -1,0 +1,148 @@
+"""A fault on one device of K in the middle of a BFS, a PageRank, a CC and an operator loop
+(tests/faults.py runs each scenario and records what it saw):
+
+- a device function raises (CPU: a NumPy functor or a step on a virtual device; CUDA: a step
+  on the GPU's host side, a launch): the caller gets a DeviceError naming that device, the
+  original error its cause, within the timeout; the context runs the next run, right and in
+  its normal time (nothing of the failed run left running into it);
+- CUDA: a kernel traps (``__trap()``, an out-of-bounds guard through the operator API's CUDA
+  functor, or a trapping kernel launched on the GPU mid-run): the GPU's CUDA context is broken
+  for the rest of the process (a sticky error), so the caller gets a DeviceError naming it and
+  the CUDA error, the next run is refused at once saying the Context must be closed, closing
+  it returns within the timeout, and the same run on a new context of the other GPUs takes
+  its normal time (no GPU was left spinning). Each trap runs in a process of its own.
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from faults import APPS, FAULTY, run_in_subprocess, scenario
+from support import gpu_marks, need_gpus
+
+CPU_APPS = [a for a in APPS if a != "fused_loop"]          # no fused launches on CPU devices
+CUDA_APPS = [a for a in APPS if a != "async_loop"]        # (covered by the CPU tests)
+COUNTS = (2, 3, 4)
+
+
+def cuda_cases():
+    return [pytest.param(app, k, marks=gpu_marks(k), id=f"{app}-cuda-x{k}")
+            for app in CUDA_APPS for k in COUNTS]
+
+
+def assert_named_failure(seen, device, original):
+    """The run raised a DeviceError naming ``device``, ``original`` (a type name) in its chain
+    of causes, within the context's timeout."""
+    err = seen["error"]
+    assert err is not None, f"the faulty run did not fail: {seen}"
+    assert err["type"] in ("DeviceError", "StoppedByFailure") and err["device"] == device, seen
+    assert original in [t for t, _ in err["chain"]], seen
+    assert seen["error_after_s"] < seen["timeout"], seen
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", COUNTS)
+@pytest.mark.parametrize("app", CPU_APPS)
+def test_a_device_function_that_raises_on_one_cpu_device(app, k):
+    seen = scenario(app, "cpu", k, "raise", timeout=10)
+    assert_named_failure(seen, f"cpu:{FAULTY}", "InjectedFault")
+    assert seen["next_right"] and seen["close_error"] is None, seen
+    assert seen["next_s"] <= 5 * seen["normal_s"] + 1.0, seen
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("app, k", cuda_cases())
+def test_a_device_function_that_raises_on_one_gpu(app, k):
+    need_gpus(k)
+    seen = scenario(app, "cuda", k, "raise", timeout=30)
+    assert_named_failure(seen, f"cuda:{FAULTY}", "InjectedFault")
+    assert seen["next_right"] and seen["close_error"] is None, seen
+    assert seen["next_s"] <= 3 * seen["normal_s"] + 0.3, seen
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("app, k", cuda_cases())
+def test_a_kernel_that_traps_on_one_gpu(app, k):
+    need_gpus(k, physical=True)         # a trap breaks a whole GPU, every logical device on it
+    seen = run_in_subprocess(app, k, "trap")
+    err = seen["error"]
+    assert err is not None, f"the faulty run did not fail: {seen}"
+    assert err["type"] in ("DeviceError", "StoppedByFailure"), seen
+    assert err["device"] == f"cuda:{FAULTY}", seen
+    assert {"CUDARuntimeError", "CUDADriverError"} & {t for t, _ in err["chain"]}, seen
+    assert "close the Context" in err["message"], seen
+    assert seen["error_after_s"] < seen["timeout"], seen
+    refused = seen["next_refused"]
+    assert refused is not None and "close" in refused["message"], seen
+    assert seen["refused_after_s"] < 1.0 and seen["close_s"] < seen["timeout"], seen
+    assert seen["close_error"] is None, seen
+    assert seen["alone_right"], seen
+    assert seen["alone_after_s"] <= 2 * seen["alone_before_s"] + 0.5, seen
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+def test_the_faults_cuda_code_compiles(tmp_path):
+    """The trapping functors in the operator calls' kernels and in the fused loop's, and the
+    trapping kernel the GPU scenarios launch, compile (nvcc, no GPU needed)."""
+    import subprocess
+    from faults import TRAP, _loop_functor, _order_free_functor
+    from groute.operators import AdvanceStep
+    from support import compile_generated
+    from test_operators_loop import compile_loops
+    done = compile_generated([_loop_functor(), _order_free_functor()], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = compile_loops([((AdvanceStep(_loop_functor()),), "d")], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (tmp_path / "trap.cu").write_text(TRAP)
+    done = subprocess.run(["nvcc", "-arch=sm_90", "--ptx", str(tmp_path / "trap.cu"), "-o",
+                           str(tmp_path / "trap.ptx")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+class CUDARuntimeError(Exception):
+    """What CuPy raises for a failed CUDA call, told by name and ``status`` (no GPU here)."""
+
+    def __init__(self, status, text):
+        super().__init__(text)
+        self.status = status
+
+
+def test_a_sticky_cuda_error_breaks_its_device_and_the_context_says_to_close_it():
+    """The mechanism the trap scenarios rely on, without a GPU: a sticky CUDA error (found
+    through the causes) marks its device broken; a broken device refuses work at once; a
+    context with a broken device refuses the next run saying it must be closed, and closes."""
+    from types import MethodType, SimpleNamespace
+    from groute import Context, DeviceError
+    from groute.device import cuda
+    trap = CUDARuntimeError(719, "cudaErrorLaunchFailure: unspecified launch failure")
+    assert cuda.sticky_error(trap).startswith("a kernel that failed (a trap")
+    try:
+        raise DeviceError("cuda:1", "read-back failed") from trap
+    except DeviceError as err:
+        assert cuda.sticky_error(err) is not None
+    assert cuda.sticky_error(CUDARuntimeError(2, "cudaErrorMemoryAllocation")) is None
+    assert cuda.sticky_error(RuntimeError("unspecified launch failure")) is None
+
+    gpu = SimpleNamespace(name="cuda:1", broken=None)
+    gpu.note_failure = MethodType(cuda.CUDADevice.note_failure, gpu)
+    gpu.broken_note = MethodType(cuda.CUDADevice.broken_note, gpu)
+    with pytest.raises(DeviceError, match=r"^cuda:1: CUDARuntimeError: cudaErrorLaunchFailure") \
+            as info:
+        with cuda._failures_on(gpu):
+            raise trap
+    assert info.value.__cause__ is trap and "close the Context" in str(info.value)
+    ran = []
+    with pytest.raises(DeviceError, match="refused: .*close the Context"):
+        with cuda._failures_on(gpu):
+            ran.append(1)
+    assert not ran
+
+    ctx = Context(2, backend="cpu", timeout=5)
+    assert ctx.run(lambda d: d.index) == [0, 1]
+    ctx.devices[1].broken = gpu.broken              # as a GPU's note_failure sets it
+    with pytest.raises(RuntimeError, match=r"cpu:1 hit a sticky CUDA error.*close it"):
+        ctx.run(lambda d: d.index)
+    ctx.shutdown()
