@@ -28,7 +28,7 @@ STATS = 16
 #: the most devices the one-level merge takes (a bit each in ``STAT_REDO``)
 MAX_DEVICES = 32
 #: labels converted to int64 on the device per chunk of the download (a fixed staging buffer)
-LABEL_CHUNK = 1 << 22
+LABEL_CHUNK = 1 << 21
 
 
 # ------------------------------------------------------------------------------------------------

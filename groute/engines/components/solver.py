@@ -132,9 +132,10 @@ STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segm
 # which path can run
 # ------------------------------------------------------------------------------------------------
 def merge_tree(k):
-    """The merge tree of ``k`` devices' parent arrays, in order: ``(step, receiver, sender)``
-    for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each receiver ``j`` (a
-    multiple of ``2 * step``) merging the array of sender ``j + step``; device 0 merges last."""
+    """The segment path's merge tree of ``k`` devices' parent arrays, in order: ``(step,
+    receiver, sender)`` for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each
+    receiver ``j`` (a multiple of ``2 * step``) merging the array of sender ``j + step``; device
+    0 merges last."""
     step = 1
     while step < k:
         for j in range(0, k - step, 2 * step):
