@@ -72,9 +72,10 @@ def register(subparsers, common):
     p.add_argument("--sample-rounds", type=int, default=None, metavar="R",
                    help="Afforest: neighbours each vertex links to before the vote (default 2)")
     p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
-                   help="after sampling: 'kernel' splits sampling by rows, merges parent arrays "
-                        "by peer reads and links the rest in place; 'segments' compacts and routes "
-                        f"it (Groute's path); auto (default): {auto_help(CC.rules['rest'])}")
+                   help="after sampling: 'kernel' has every device link the rest of its own "
+                        "rows, then merges what each changed into the first device in one step; "
+                        "'segments' compacts and routes it (Groute's path); auto (default): "
+                        f"{auto_help(CC.rules['rest'])}")
     p.add_argument("--link", choices=CC_LINKS, default=None,
                    help="CUDA linking step (default mixed: hook in the first round, then "
                         "GAPBS's one-level CAS)")
