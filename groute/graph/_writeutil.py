@@ -29,4 +29,4 @@ def write_rows(f, columns, fmts, *, sep: str = " ", chunk: int = 1 << 18) -> Non
         flat = np.empty((end - begin) * len(cols), dtype=object)
         for k, c in enumerate(cols):
             flat[k::len(cols)] = c.tolist()
-        f.write(((line * (end - begin)) % tuple(flat)).encode("ascii"))
+        f.write(((line * (end - begin)) % tuple(flat)).encode("utf-8"))

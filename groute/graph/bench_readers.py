@@ -9,8 +9,9 @@ with a SNAP-style comment header. Run::
     python -m groute.graph.bench_readers [--dir DIR] [--repeat 3] [--json]
 
 It reports the median of ``--repeat`` runs for: parsing ``.txt``, parsing ``.txt.gz`` (both
-without the cache), loading from the ``.npz`` cache, and parsing the same graph (with weights)
-written as DIMACS ``.gr`` and Matrix Market ``.mtx``; it checks the graphs agree.
+without the cache), loading from the ``.npz`` cache, parsing the same graph (with weights)
+written as DIMACS ``.gr`` and Matrix Market ``.mtx``, and parsing it as a SNAP file of text ids
+(``v<id>``: :mod:`.text_ids`' path); it checks the graphs agree.
 """
 from __future__ import annotations
 
@@ -92,6 +93,15 @@ def run(directory: Path, repeat: int = 3, other_formats: bool = True) -> dict:
             assert g.num_edges == ref.num_edges and g.weights is not None
             results[f"parse_{fmt}_seconds"] = round(t, 3)
             results[f"parse_{fmt}_cpu_seconds"] = round(cpu[-1], 3)
+        text = ref.to_host()
+        text.file_ids = np.array([f"v{i}" for i in ref.file_ids.tolist()], dtype=object)
+        p = directory / "roadnet-like-text-ids.txt"
+        write_snap(text, p)
+        t, g = _median_time(lambda: read_graph(p), repeat, cpu)
+        assert g.num_edges == ref.num_edges and g.num_vertices == ref.num_vertices
+        assert g.file_ids.dtype == object
+        results["parse_text_ids_seconds"] = round(t, 3)
+        results["parse_text_ids_cpu_seconds"] = round(cpu[-1], 3)
     results.update(parse_txt_seconds=round(t_txt, 3), parse_gz_seconds=round(t_gz, 3),
                    first_load_with_cache_write_seconds=round(first, 3),
                    cache_load_seconds=round(t_cache, 3), parse_txt_cpu_seconds=round(cpu[0], 3),
@@ -130,6 +140,9 @@ def main(argv=None) -> int:
             if f"parse_{fmt}_seconds" in res:
                 print(f"  parse {fmt:6s}    {res[f'parse_{fmt}_seconds']:.2f} s wall, "
                       f"{res[f'parse_{fmt}_cpu_seconds']:.2f} s CPU (same graph, weights 1..64)")
+        if "parse_text_ids_seconds" in res:
+            print(f"  parse text ids  {res['parse_text_ids_seconds']:.2f} s wall, "
+                  f"{res['parse_text_ids_cpu_seconds']:.2f} s CPU (same .txt, ids v<id>)")
         print(f"  1-minute load average at the end: {res['load_average']}")
     return 0
 

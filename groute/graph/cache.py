@@ -8,7 +8,9 @@ when they differ, or the cache is unreadable, it is ignored and rewritten. The c
 the modification time, decides: a rewrite that keeps the size and restores the time (``cp -p``,
 ``rsync -t``, ``tar x``) is still seen. Hashing reads the file once at disk speed, a small
 fraction of the parse it saves. Writes are atomic (temporary file, then rename), so a killed
-process never leaves a half cache that looks complete.
+process never leaves a half cache that looks complete. A graph's integer ids are an array of the
+cache; text ids (an edge list's ``str`` ids, :mod:`.text_ids`) one UTF-8 buffer
+(:func:`text_id_bytes`), so a cache holds no pickles and is read with ``allow_pickle=False``.
 
 The cache directory (:func:`cache_root`) is ``$GROUTE_CACHE_DIR`` (``$GROUTE_DATA_DIR`` is read
 as an older name for it), else ``$XDG_CACHE_HOME/groute``, else ``~/.cache/groute``; downloads
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 
 CACHE_SUFFIX = ".groute-cache.npz"
 #: bump when the parsed representation or the key changes, so old caches are not trusted
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def cache_root() -> Path:
@@ -84,8 +86,36 @@ def source_key(source, options: dict) -> dict:
             "sha256": file_sha256(source).hexdigest(), "options": options}
 
 
+def text_id_bytes(labels: np.ndarray) -> np.ndarray:
+    """Text ids as a cache stores them: one UTF-8 buffer of the ids separated by newlines,
+    which no id a reader makes holds (it splits fields at blanks). Both ways are one C pass,
+    and the cache needs no pickles. ValueError for labels that are not all such text (a
+    NetworkX graph's tuples, say), which a file cache never holds."""
+    items = labels.tolist()
+    if not all(isinstance(x, str) for x in items):
+        raise ValueError("its vertex ids are not all text")
+    text = "\n".join(items)
+    if items and text.count("\n") != len(items) - 1:
+        raise ValueError("a vertex id holds a newline")
+    return np.frombuffer(text.encode("utf-8", errors="strict"), dtype=np.uint8)
+
+
+def text_ids_of(buffer: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` text ids :func:`text_id_bytes` stored in ``buffer`` (an object array of
+    ``str``); ValueError when the buffer holds another count or repeats an id."""
+    items = buffer.tobytes().decode("utf-8").split("\n") if n else []
+    if len(items) != n:
+        raise ValueError(f"{len(items)} text ids for {n} vertices")
+    if len(set(items)) != n:
+        raise ValueError("its text ids repeat")
+    out = np.empty(n, dtype=object)
+    out[:] = items
+    return out
+
+
 def save_graph_npz(g: CSRGraph, path: Path, key: dict) -> None:
-    """Write ``g`` and ``key`` atomically to ``path`` (uncompressed npz)."""
+    """Write ``g`` and ``key`` atomically to ``path`` (uncompressed npz). ValueError (before
+    anything is written) when ``g``'s ids are labels other than text (:func:`text_id_bytes`)."""
     g = g.to_host()
     meta = {"key": key, "directed": g.directed, "name": g.name, "id_base": g.id_base,
             "source": None if g.source is None else os.fspath(g.source)}
@@ -93,7 +123,9 @@ def save_graph_npz(g: CSRGraph, path: Path, key: dict) -> None:
               "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
     if g.weights is not None:
         arrays["weights"] = g.weights
-    if g.file_ids is not None:
+    if g.file_ids is not None and g.file_ids.dtype == object:
+        arrays["file_id_text"] = text_id_bytes(g.file_ids)
+    elif g.file_ids is not None:
         arrays["file_ids"] = g.file_ids
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=path.parent)
@@ -127,14 +159,17 @@ def load_graph_npz(path: Path, key: dict | None = None) -> CSRGraph | None:
             if key is not None and meta.get("key") != key:
                 log.info("cache %s is stale; ignoring it", path)
                 return None
+            file_ids = z["file_ids"] if "file_ids" in z.files else None
+            text = z["file_id_text"] if "file_id_text" in z.files else None
             g = CSRGraph(z["indptr"], z["indices"], z["weights"] if "weights" in z.files else None,
                          directed=meta["directed"], name=meta["name"], source=meta.get("source"),
-                         id_base=meta["id_base"],
-                         file_ids=z["file_ids"] if "file_ids" in z.files else None, validate=False)
+                         id_base=meta["id_base"], file_ids=file_ids, validate=False)
     except Exception as exc:  # a corrupt cache is never fatal: the source is still there
         log.warning("ignoring unreadable graph cache %s (%s)", path, exc)
         return None
     try:
+        if text is not None:
+            g.file_ids = text_ids_of(text, g.num_vertices)
         g.validate()
         if g.indices.dtype != index_dtype(g.num_vertices):
             raise ValueError(f"indices are {g.indices.dtype}, a graph of {g.num_vertices} "
@@ -162,6 +197,9 @@ def store_cached(source, options: dict, g: CSRGraph) -> Path | None:
     p = cache_path(source)
     try:
         save_graph_npz(g, p, source_key(source, options))
+    except ValueError as exc:
+        log.info("not caching %s: %s", source, exc)
+        return None
     except OSError as exc:
         log.warning("could not cache %s as %s (%s); the next load parses it again", source, p, exc)
         return None

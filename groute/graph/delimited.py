@@ -3,17 +3,25 @@
 The delimiter is sniffed from the first data line: a comma, else a tab, else spaces; every line
 separates its fields with that one delimiter (blanks around a comma or a tab are allowed), and a
 line that separates two fields otherwise (``3 4`` or ``3\t4`` in a file of commas) is an error
-naming it. A first line with a field that is not a number is a header row
-(``src,dst,weight``) and names the columns. ``#`` and ``%`` lines are comments, and a line of
-blanks is blank (a TSV file's too). ``columns`` picks the source, target and optional
-weight column, by 0-based position or by header name (``columns=("from", "to", "cost")``); by
-default a file of two columns is unweighted and one of three has weights in the third, and a
-wider file must say. Ids and weights follow the SNAP reader's rules (:mod:`.snap`): non-negative
-integer ids renumbered in increasing order and kept in ``g.file_ids``; int32 weights when all are
-integers, else float32. Fields are numbers without quotes or embedded blanks; an empty field is
-an error naming its line.
+naming it. ``#`` and ``%`` lines are comments, and a line of blanks is blank (a TSV file's too).
+
+The first data line is a header row (``src,dst,weight``), naming the columns, when one of its
+fields is not a number, unless the file has a weight column and this line's weight is a number
+(``A,B,3`` is an edge between the ids ``A`` and ``B``); ``header=True`` or ``False`` says so
+instead, which a file of two columns of text ids without a header row needs (its first line
+``A,B`` cannot be told from a header ``src,dst``). ``columns`` picks the source, target and
+optional weight column, by 0-based position or by header name (``columns=("from", "to",
+"cost")``); by default a file of two columns is unweighted and one of three has weights in the
+third, and a wider file must say.
+
+Ids and weights follow the SNAP reader's rules (:mod:`.snap`): integer ids renumbered in
+increasing order, or text ids (:mod:`.text_ids`) when some id is not an integer, kept in
+``g.file_ids``; int32 weights when all are integers, else float32. Fields are unquoted and
+hold no blanks; an empty field is an error naming its line.
 """
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 
@@ -22,6 +30,8 @@ from .errors import GraphFormatError
 from .snap import column_names, edge_list_graph, resolve_columns
 from .textio import (BLANKS, Table, Text, blank_comment_lines, first_data_line, is_number,
                      line_head, reader, split_header)
+
+log = logging.getLogger(__name__)
 
 
 def sniff_delimiter(line: bytes) -> bytes | None:
@@ -148,11 +158,63 @@ def _raise_other_delimiter(path, body, at, delim, line):
               f"one delimiter", line=line + body.count(b"\n", 0, at))
 
 
+def is_header_row(fields: list[bytes], columns, header: bool | None) -> bool:
+    """Whether the first data line, split into ``fields``, names the columns (see the module
+    docstring): ``header`` when it is given, else when a field is not a number, unless the
+    file has a weight column (three columns, or a third in ``columns``) and this line's field
+    there is a number: then it is an edge whose ids are text."""
+    if header is not None:
+        return bool(header) and bool(fields)
+    if columns is not None and any(isinstance(c, str) for c in columns):
+        return True
+    if not fields or all(is_number(f) for f in fields):
+        return False
+    cols = list(columns) if columns is not None else range(len(fields))
+    weight = cols[2] if len(cols) == 3 else None
+    return not (isinstance(weight, (int, np.integer)) and 0 <= weight < len(fields)
+                and is_number(fields[weight]))
+
+
 @reader
 def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negative: bool = False,
-                   text: Text) -> CSRGraph:
-    """Read a CSV/TSV edge list into a CSRGraph (see the module docstring); ``text``: the
-    file's :class:`~.textio.Text` when the caller has read it."""
+                   header: bool | None = None, text: Text) -> CSRGraph:
+    """Read a CSV/TSV edge list into a CSRGraph (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (optionally gzip-compressed).
+    columns : sequence of int or str, optional
+        The source, target and optional weight columns, by 0-based position or header name.
+    symmetric : bool
+        Store every edge in both directions (an undirected graph).
+    allow_negative : bool
+        Keep negative weights.
+    header : bool, optional
+        Whether the first data line names the columns; None decides by its fields
+        (:func:`is_header_row`).
+    text : Text, optional
+        The file's :class:`~.textio.Text` when the caller has read it.
+
+    Returns
+    -------
+    CSRGraph
+        With the file's ids in ``file_ids``: integers, or ``str`` when some id is not one.
+
+    Raises
+    ------
+    GraphFormatError
+        Naming the file and line of what is malformed.
+    ValueError
+        For ``columns`` named by header names with ``header=False``.
+
+    Examples
+    --------
+    >>> g = read_delimited("trips.csv", columns=("from", "to", "cost"))   # doctest: +SKIP
+    """
+    if header is False and columns is not None and any(isinstance(c, str) for c in columns):
+        raise ValueError(f"columns={tuple(columns)!r} names header columns, but header=False "
+                         "says the file has no header row: give 0-based positions")
     _, body, body_line = split_header(text, lambda l: line_head(l) in (b"#", b"%"), path=path)
     body = blank_comment_lines(body, b"#%")
     end = body.find(b"\n")
@@ -160,7 +222,7 @@ def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negativ
     delim = sniff_delimiter(first)
     fields = [f.strip(BLANKS) for f in (first.split(delim) if delim else first.split())]
     names = None
-    if fields and not all(is_number(f) for f in fields):
+    if is_header_row(fields, columns, header):
         names = [f.decode("latin-1") for f in fields]
         if any(not n for n in names):
             raise GraphFormatError(path, f"empty column name in the header row {first.decode('latin-1')[:60]!r}",
@@ -174,7 +236,7 @@ def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negativ
             begin, end = body.rfind(b"\n", 0, at) + 1, body.find(b"\n", at)
             line = body[begin:len(body) if end < 0 else end].decode("latin-1").strip()
             raise GraphFormatError(path, f"empty field in {line[:60]!r}: every field must hold "
-                                         f"a number", line=body_line + body.count(b"\n", 0, at))
+                                         f"a value", line=body_line + body.count(b"\n", 0, at))
     check_no_comma(path, body, delim, body_line)
     parsed = body.replace(delim, b" ") if delim and delim != b"\t" else body
     ncols = len(names) if names else len(first_data_line(parsed)) or 2
@@ -183,4 +245,10 @@ def read_delimited(path, *, columns=None, symmetric: bool = False, allow_negativ
                   names=column_names(ncols, cols, names), display=shown)
     check_one_delimiter(table, body, delim, body_line)
     del body, text, parsed, shown
-    return edge_list_graph(table, cols, symmetric=symmetric, allow_negative=allow_negative)
+    g = edge_list_graph(table, cols, symmetric=symmetric, allow_negative=allow_negative)
+    if names is not None and header is None and len(cols) == 2 and g.file_ids is not None \
+            and g.file_ids.dtype == object:
+        log.info("%s: its first line %r is read as a header row (the ids are text, so it "
+                 "could be an edge: header=False reads it as one)", path,
+                 first.decode("latin-1")[:60])
+    return g

@@ -57,17 +57,20 @@ def _sniff(path, head: bytes) -> str:
 
 
 def read_graph(path, *, format: str | None = None, symmetric: bool = False,
-               allow_negative: bool = False, columns=None) -> CSRGraph:
+               allow_negative: bool = False, columns=None, header: bool | None = None) -> CSRGraph:
     """Parse a graph file (no cache; see :func:`groute.graph.load_graph` for the cached path).
 
     ``symmetric`` stores edge lists in both directions (Matrix Market says its own symmetry and
     DIMACS is detected). ``columns``: the source, target and optional weight columns of an edge
-    list (CSV/TSV: positions or header names; SNAP: positions).
+    list (CSV/TSV: positions or header names; SNAP: positions). ``header``: whether a CSV/TSV
+    file's first data line is a header row (None: decided by its fields, see :mod:`.delimited`).
     """
     text = read_text(path)
     fmt = format or detect_format(path, text)
     if columns is not None and fmt not in ("snap", "csv"):
         raise ValueError(f"columns= applies to edge lists (CSV, TSV, SNAP), not {fmt} files")
+    if header is not None and fmt != "csv":
+        raise ValueError(f"header= applies to CSV and TSV files, not {fmt} files")
     if fmt == "mtx":
         g = read_mtx(path, allow_negative=allow_negative, text=text)
     elif fmt == "dimacs":
@@ -77,7 +80,7 @@ def read_graph(path, *, format: str | None = None, symmetric: bool = False,
                       text=text)
     elif fmt == "csv":
         g = read_delimited(path, symmetric=symmetric, allow_negative=allow_negative,
-                           columns=columns, text=text)
+                           columns=columns, header=header, text=text)
     else:
         raise ValueError(f"unknown graph format {fmt!r}: use one of {sorted(FORMATS)}")
     if symmetric and g.directed:

@@ -6,8 +6,8 @@ vertices by their *ids*, which are one of
 
 * ``base + position``: 0-based for generated graphs, edge arrays and scipy matrices; 1-based for
   Matrix Market and DIMACS files (ids as written in the file);
-* one label per position: SNAP's sparse integer ids, a CSV file's names, NetworkX node labels
-  (any hashable objects).
+* one label per position: an edge list's sparse integer ids, or its text ids (``str``, when
+  some id in the file is not an integer), NetworkX node labels (any hashable objects).
 
 :class:`VertexIds` is the one place that maps between the two; graphs and results carry one.
 """
@@ -134,5 +134,7 @@ class VertexIds:
             try:
                 out.append(index[key])
             except (KeyError, TypeError):       # TypeError: unhashable, so not a label either
-                raise KeyError(f"{what} {key!r} is not a vertex of {self.name}") from None
+                hint = (f" (its ids are text: {str(key)!r} is one)"
+                        if _is_int(key) and str(key) in index else "")
+                raise KeyError(f"{what} {key!r} is not a vertex of {self.name}{hint}") from None
         return np.asarray(out, dtype=np.int64) if many else out[0]

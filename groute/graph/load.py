@@ -34,7 +34,8 @@ GENERATOR_VERSION = 1
 def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
                cache: bool = True, symmetric: bool = False, format: str | None = None,
                backend: str = "auto", allow_negative: bool = False, columns=None,
-               weight: str | None = "weight", num_vertices: int | None = None) -> CSRGraph:
+               weight: str | None = "weight", num_vertices: int | None = None,
+               header: bool | None = None) -> CSRGraph:
     """Load or generate a graph; the result's arrays are NumPy arrays.
 
     ``source``: a path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``,
@@ -49,6 +50,9 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     seed. ``symmetric``: store SNAP edge lists (and any directed input) in both directions.
     ``columns``: the source, target and optional weight columns of an edge list (CSV/TSV:
     0-based positions or header names, e.g. ``("from", "to", "cost")``; SNAP: positions).
+    ``header``: whether a CSV/TSV file's first data line is a header row (None: a line with a
+    field that is not a number is one, unless its weight is a number; see docs/GRAPHS.md).
+    Edge lists whose ids are not all integers keep them as text (``str`` ids).
     ``cache``: read/write the binary caches in the user cache directory (``False``: neither
     read nor write). ``backend``: where generators run ("auto" uses a GPU
     through CuPy when there is one; the graph is the same either way).
@@ -60,7 +64,7 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
         path = Path(text).expanduser()
         if path.exists():
             g = _load_file(path, cache=cache, symmetric=symmetric, format=format,
-                           allow_negative=allow_negative, columns=columns)
+                           allow_negative=allow_negative, columns=columns, header=header)
         elif is_spec(text):
             g = _load_spec(text, seed=seed, cache=cache, backend=backend)
             if symmetric and g.directed:
@@ -74,7 +78,7 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
                     f"er:1e6:8), nor a downloaded dataset (see `groute data list` / `groute data get`)")
             path, sym = found
             g = _load_file(path, cache=cache, symmetric=symmetric or sym, format=None,
-                           allow_negative=allow_negative, columns=columns)
+                           allow_negative=allow_negative, columns=columns, header=header)
     if weighted is True and g.weights is None:
         g = g.with_weights(seed=0 if seed is None else seed)
     elif weighted is False and g.weights is not None:
@@ -82,18 +86,21 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     return g
 
 
-def _load_file(path: Path, *, cache, symmetric, format, allow_negative, columns) -> CSRGraph:
+def _load_file(path: Path, *, cache, symmetric, format, allow_negative, columns,
+               header) -> CSRGraph:
     options = {"format": format or detect_format(path), "symmetric": bool(symmetric),
                "allow_negative": bool(allow_negative)}
     if columns is not None:
         options["columns"] = [c if isinstance(c, str) else int(c) for c in columns]
+    if header is not None:
+        options["header"] = bool(header)
     if cache:
         g = _cache.load_cached(path, options)
         if g is not None:
             return g
     t0 = time.perf_counter()
     g = read_graph(path, format=options["format"], symmetric=symmetric,
-                   allow_negative=allow_negative, columns=columns)
+                   allow_negative=allow_negative, columns=columns, header=header)
     log.info("parsed %s in %.2f s: %s", path, time.perf_counter() - t0, g)
     if cache:
         _cache.store_cached(path, options, g)

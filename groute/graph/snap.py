@@ -1,16 +1,20 @@
 """SNAP edge lists (``.txt``, ``.el``, ``.edges``, ``.snap``, optionally ``.gz``).
 
 ``#`` (or ``%``) lines are comments, anywhere and indented or not. Each data line is
-``<src> <dst>`` (whitespace separated) or ``<src> <dst> <weight>``. Ids are arbitrary
-non-negative 64-bit integers, often sparse; they are renumbered to ``0..n-1`` in increasing id
-order and the original ids are kept in ``g.file_ids`` (so ``g.file_id_of(v)`` answers in the
-file's ids). Weights are int32 when every weight is written as an integer, else float32.
-Repeated arcs are merged (smallest weight kept); self loops are kept.
+``<src> <dst>`` (whitespace separated) or ``<src> <dst> <weight>``. When every id is an
+integer, ids are arbitrary non-negative 64-bit integers, often sparse; they are renumbered to
+``0..n-1`` in increasing id order and the original ids are kept in ``g.file_ids`` (so
+``g.file_id_of(v)`` answers in the file's ids). When some id is not an integer (``A``, ``1.5``),
+every id is its text (``str``, ``"7"`` too), numbered in the order the file first names them
+(:mod:`.text_ids`), as NetworkX's ``read_edgelist`` does. Weights are numbers: int32 when every
+weight is written as an integer, else float32. Repeated arcs are merged (smallest weight kept);
+self loops are kept.
 
 SNAP's header comments are honoured: ``# Undirected graph ...`` stores every edge in both
 directions (as ``symmetric=True`` does); ``# Nodes: N Edges: E`` is checked (exactly ``E`` edge
-lines) and, when every id is below ``N``, the graph has the vertices ``0..N-1``, so vertices in
-no edge (isolated) are kept. Otherwise edge lists are directed and hold the vertices that occur.
+lines, at most ``N`` distinct ids) and, when every id is an integer below ``N``, the graph has
+the vertices ``0..N-1``, so vertices in no edge (isolated) are kept. Otherwise edge lists are
+directed and hold the vertices that occur.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import numpy as np
 from .budget import check_vertices
 from .csr import CSRGraph
 from .errors import GraphFormatError
+from .text_ids import text_ids
 from .textio import (Table, Text, blank_comment_lines, first_data_line, line_head, reader,
                      split_header)
 from ._writeutil import open_text_out, write_rows
@@ -31,6 +36,9 @@ from .weights import check_weights, graph_name
 log = logging.getLogger(__name__)
 
 _COMMENT = (b"#", b"%")
+#: a text id the reader reads back as itself: no blanks nor control characters, and not a
+#: comment's start
+_TEXT_ID = re.compile(r"[^\x00-\x20\x7f#%][^\x00-\x20\x7f]*")
 EDGE_NAMES = ("source id", "target id", "weight")
 
 
@@ -130,18 +138,22 @@ def parse_header(path, header_lines) -> Header:
 def edge_list_graph(table: Table, cols, *, symmetric: bool, allow_negative: bool,
                     nodes: int | None = None, nodes_line: int | None = None) -> CSRGraph:
     """The graph of an edge-list table: columns ``cols`` are source id, target id and, if
-    there is a third, the weight. Shared by the SNAP and CSV readers."""
+    there is a third, the weight. Shared by the SNAP and CSV readers. Ids are integers when
+    every id field is one, else text (:mod:`.text_ids`)."""
     path = table.path
     cols = list(cols)
     ids, weights = _ids_and_weights(table, cols, allow_negative)
-    if ids.size and ids.min() < 0:
+    if ids is None:
+        file_ids, local = text_ids(table, cols)
+    elif ids.size and ids.min() < 0:
         neg = ids < 0
         r = int(np.argmax(neg.any(axis=1)))
         c = cols[int(np.argmax(neg[r]))]
         raise GraphFormatError(path, f"vertex ids must be >= 0, got {table.field(r, c)}",
                                line=table.line_of_row(r))
+    else:
+        file_ids, local = _compact_ids(ids)
     table.free()
-    file_ids, local = _compact_ids(ids)
     del ids
     if nodes is not None:
         file_ids, local = _announced_vertices(path, file_ids, local, nodes, nodes_line)
@@ -156,30 +168,34 @@ def edge_list_graph(table: Table, cols, *, symmetric: bool, allow_negative: bool
 
 
 def _ids_and_weights(table: Table, cols, allow_negative):
-    """Exact int64 ids; weights int32 when all are integers, else float32 (ids stay exact)."""
-    if len(cols) == 2:
-        return table.ints(cols), None
+    """Exact int64 ids, or None when some id field is not an integer (the ids are text);
+    weights int32 when all are integers, else float32 (ids stay exact)."""
     values = table.try_ints(cols)
+    if len(cols) == 2:
+        return values, None
     if values is not None:
         ids, w, dtype = values[:, :2], values[:, 2], np.int32
     else:
-        ids = table.ints(cols[:2])
-        w, dtype = table.floats(cols[2:])[:, 0], np.float32
+        ids = table.try_ints(cols[:2])
+        w = None if ids is not None else table.try_ints(cols[2:])   # int ids: real weights
+        w, dtype = (w[:, 0], np.int32) if w is not None else (table.floats(cols[2:])[:, 0],
+                                                              np.float32)
     return ids, check_weights(w, dtype, table=table, col=cols[2], allow_negative=allow_negative)
 
 
 def _announced_vertices(path, file_ids, local, nodes, line):
-    """Apply a header's vertex count: ids all below it make the vertices ``0..nodes-1``."""
+    """Apply a header's vertex count: integer ids all below it make the vertices ``0..nodes-1``."""
     if file_ids.size > nodes:
         raise GraphFormatError(path, f"the header announces {nodes} nodes but the edges name "
                                      f"{file_ids.size} distinct vertices", line=line)
     if file_ids.size == nodes:
         return file_ids, local
-    if file_ids.size == 0 or int(file_ids[-1]) < nodes:
+    if file_ids.dtype.kind == "i" and (file_ids.size == 0 or int(file_ids[-1]) < nodes):
         return np.arange(nodes, dtype=np.int64), file_ids[local]
-    log.info("%s: the header announces %d nodes, the edges name %d with ids up to %d; the "
-             "vertices in no edge cannot be placed and are left out", path, nodes, file_ids.size,
-             int(file_ids[-1]))
+    log.info("%s: the header announces %d nodes, the edges name %d%s; the vertices in no edge "
+             "cannot be placed and are left out", path, nodes, file_ids.size,
+             f" with ids up to {int(file_ids[-1])}" if file_ids.dtype.kind == "i" else
+             " (text ids)")
     return file_ids, local
 
 
@@ -205,7 +221,9 @@ def _compact_ids(ids):
 
 
 def write_snap(g: CSRGraph, path, *, file_ids: bool = True, comment: str = "") -> None:
-    """Write ``g`` as a SNAP edge list, every stored arc once (``file_ids`` writes the file's ids).
+    """Write ``g`` as a SNAP edge list, every stored arc once (``file_ids`` writes the graph's
+    own ids: integers, or text ids as their text; ValueError for other labels, or text with
+    blanks, which would not read back).
 
     The header says ``Directed``/``Undirected`` and ``# Nodes: N Edges: E``, which the reader
     honours, so a graph whose vertex ids are ``0..N-1`` comes back with its isolated vertices.
@@ -214,6 +232,13 @@ def write_snap(g: CSRGraph, path, *, file_ids: bool = True, comment: str = "") -
     src, dst = g.edges()
     dst = dst.astype(np.int64)
     if file_ids:
+        if g.file_ids is not None and g.file_ids.dtype == object:
+            bad = next((x for x in g.file_ids.tolist()
+                        if not isinstance(x, str) or not _TEXT_ID.fullmatch(x)), None)
+            if bad is not None:
+                raise ValueError(f"write_snap writes integer or text ids without blanks, and "
+                                 f"{g.name or 'the graph'} has the id {bad!r}: pass "
+                                 "file_ids=False to write positions")
         src, dst = g.file_id_of(src), g.file_id_of(dst)
     with open_text_out(path) as f:
         f.write(f"# {'Directed' if g.directed else 'Undirected'} graph: {g.name}\n".encode())
@@ -221,6 +246,7 @@ def write_snap(g: CSRGraph, path, *, file_ids: bool = True, comment: str = "") -
             f.write(f"# {c}\n".encode())
         f.write(f"# Nodes: {g.num_vertices} Edges: {g.num_edges}\n# FromNodeId\tToNodeId\n".encode())
         cols = [src, dst] + ([] if g.weights is None else [g.weights])
-        fmts = ["%d", "%d"] + ([] if g.weights is None else
-                               ["%d" if g.weights.dtype.kind in "iu" else "%.9g"])
+        fid = "%d" if np.asarray(src).dtype.kind in "iu" else "%s"      # text ids as written
+        fmts = [fid, fid] + ([] if g.weights is None else
+                             ["%d" if g.weights.dtype.kind in "iu" else "%.9g"])
         write_rows(f, cols, fmts, sep="\t")

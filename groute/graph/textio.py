@@ -427,10 +427,7 @@ class Table:
         if rows:
             self._check_fields()
         else:                                # nothing to parse, so nothing else finds these
-            control = np.flatnonzero(_CONTROL[self.buf])
-            if control.size:
-                line = int(self.lines.line_of(control[0]))
-                raise GraphFormatError(path, self._describe(line, [], np.int64), line=line)
+            self.check_no_control()
         if ntok != rows * ncols:
             line = int(self.lines.line_of(self.starts[rows * ncols]))
             self._raise_field_count(line)
@@ -444,6 +441,15 @@ class Table:
                 max(first_line - 1, 1)          # nothing after the header: its last line
             raise GraphFormatError(path, f"the header announces {expect_rows} {what} lines but the "
                                          f"file has only {rows} (truncated?)", line=end_line)
+
+    def check_no_control(self) -> None:
+        """Raise GraphFormatError naming the first line with a control byte (not whitespace).
+        The numeric parses reject control bytes themselves; a caller that takes fields as text
+        (:mod:`.text_ids`) or parses nothing calls this: the tokenizer reads them as blanks."""
+        control = np.flatnonzero(_CONTROL[self.buf])
+        if control.size:
+            line = int(self.lines.line_of(control[0]))
+            raise GraphFormatError(self.path, self._describe(line, [], np.int64), line=line)
 
     def free(self) -> None:
         """Drop the text and token arrays once no message needs them (before the graph is

@@ -171,7 +171,11 @@ BAD = [
     ("one.txt", "# c\n1 2\n3\n4 5\n", 3, "found 1"),
     ("four.txt", "1 2\n3 4 5 6\n", 2, "found 4"),
     ("neg.txt", "1 2\n-3 4\n", 2, ">= 0"),
-    ("text.txt", "1 2\n3 four\n", 2, "not a number"),
+    ("textw.txt", "1 2 1\n3 4 four\n", 2, "not a number: weight 'four'"),
+    ("textidw.txt", "a b 1\nb c 2\nc d x\n", 3, "not a number: weight 'x'"),
+    ("textidneg.txt", "a b 1\nb c -2\n", 2, "negative weight -2"),
+    ("textidcount.txt", "a b\nb c d\n", 2, "found 3"),
+    ("textidsnap.txt", "# Nodes: 2 Edges: 2\na b\nb c\n", 1, "announces 2 nodes"),
     ("negw.txt", "1 2 1\n3 4 -5\n", 2, "negative"),
     ("mixed.txt", "1 2 1\n3 4\n5 6 1\n", 2, "found 2"),
     ("snapcount.txt", "# Nodes: 4 Edges: 3\n1 2\n3 4\n", 3, "only 2"),
@@ -196,7 +200,7 @@ def test_malformed_input_names_file_and_line(tmp_path, name, content, line, frag
 def test_malformed_line_found_deep_in_a_big_file(tmp_path):
     rows = np.arange(200_000)
     text = "\n".join(f"{a} {a + 1}" for a in rows).split("\n")
-    text[123_456] = "7 8x"
+    text[123_456] = "7 8 x"          # a weight where the lines have none
     p = tmp_path / "big.txt"
     p.write_text("# header\n" + "\n".join(text) + "\n")
     with pytest.raises(GraphFormatError) as info:

@@ -2,9 +2,10 @@
 and a line, never a wrong graph, another exception, or memory beyond a cap.
 
 Valid files of every format (Matrix Market, DIMACS, SNAP, CSV and TSV: commas, tabs or spaces,
-with or without a header row) are written from small random graphs, then mutated (byte flips,
-insertions, truncations, huge declared sizes, hostile ids and weights, a byte-order mark, blank
-and control-byte lines before the text; seeded). Each case is read
+with or without a header row; edge lists with integer or text ids) are written from small random
+graphs, then mutated (byte flips, insertions, truncations, huge declared sizes, hostile ids and
+weights, an id made text, a byte-order mark, blank and control-byte lines before the text;
+seeded). Each case is read
 in a subprocess under an address-space limit; a graph that comes back is compared with an
 independent line-by-line parse of the documented grammar (below), which must accept the file and
 give the same arcs, weights and vertices.
@@ -109,6 +110,20 @@ def _weight(tok, real):
     return float(np.float32(v))
 
 
+def _edge_ids(toks):
+    """The vertex ids and each row's (source, target) of edge rows ``toks``: integers (>= 0,
+    64-bit) when every id field is an integer, the vertices in increasing order; else every id
+    its text (UTF-8), the vertices in the order the rows first name them."""
+    if all(INT.match(t[0]) and INT.match(t[1]) for t in toks):
+        pairs = [(_int(t[0], 0), _int(t[1], 0)) for t in toks]
+        return sorted({a for p in pairs for a in p}), pairs
+    try:
+        pairs = [(t[0].decode("utf-8"), t[1].decode("utf-8")) for t in toks]
+    except UnicodeDecodeError:
+        raise Invalid("an id that is not UTF-8") from None
+    return list(dict.fromkeys(a for p in pairs for a in p)), pairs
+
+
 def _arcs_min(arcs):
     out = {}
     for u, v, w in arcs:
@@ -137,17 +152,14 @@ def ref_snap(data):
     if edges is not None and len(toks) != edges:
         raise Invalid("edge count")
     real = ncols == 3 and not all(INT.match(t[2]) for t in toks)
-    arcs = []
-    for t in toks:
-        u, v = _int(t[0], 0), _int(t[1], 0)
-        arcs.append((u, v, _weight(t[2], real) if ncols == 3 else None))
+    ids, pairs = _edge_ids(toks)
+    arcs = [(u, v, _weight(t[2], real) if ncols == 3 else None) for (u, v), t in zip(pairs, toks)]
     if undirected:
         arcs += [(v, u, w) for u, v, w in arcs]
-    ids = sorted({a for a, _, _ in arcs} | {b for _, b, _ in arcs})
     if nodes is not None:
         if len(ids) > nodes:
             raise Invalid("nodes")
-        if len(ids) < nodes and (not ids or ids[-1] < nodes):
+        if len(ids) < nodes and (not ids or isinstance(ids[-1], int) and ids[-1] < nodes):
             ids = list(range(nodes))
     return ids, _arcs_min(arcs), not undirected
 
@@ -247,7 +259,8 @@ def ref_delimited(data):
     first = rows[0].rstrip(b"\r")
     delim = b"," if b"," in first else b"\t" if b"\t" in first else None
     names = [f.strip(bytes(range(33))) for f in (first.split(delim) if delim else first.split())]
-    if names and not all(_number(f) for f in names):
+    edge = len(names) == 3 and _number(names[2])          # a weight: text ids, not a header
+    if names and not all(_number(f) for f in names) and not edge:
         if not all(names):
             raise Invalid("empty column name")
         rows, ncols = rows[1:], len(names)
@@ -259,11 +272,8 @@ def ref_delimited(data):
     if any(len(t) != ncols for t in toks):
         raise Invalid("field count")
     real = ncols == 3 and not all(INT.match(t[2]) for t in toks)
-    arcs = []
-    for t in toks:
-        u, v = _int(t[0], 0), _int(t[1], 0)
-        arcs.append((u, v, _weight(t[2], real) if ncols == 3 else None))
-    ids = sorted({a for a, _, _ in arcs} | {b for _, b, _ in arcs})
+    ids, pairs = _edge_ids(toks)
+    arcs = [(u, v, _weight(t[2], real) if ncols == 3 else None) for (u, v), t in zip(pairs, toks)]
     return ids, _arcs_min(arcs), True
 
 
@@ -308,6 +318,9 @@ def valid_files(rng):
                 out.append((tmp.with_suffix(suffix).read_bytes(), suffix))
             for delim, suffix in ((",", ".csv"), ("\t", ".tsv"), (" ", ".csv")):
                 out.append((delimited_file(g, delim, rng), suffix))
+            labels = text_labels(n, rng)
+            out.append((delimited_file(g, ",", rng, labels), ".csv"))
+            out.append((delimited_file(g, " ", rng, labels, header=False), ".txt"))
             if weights is None:
                 u = CSRGraph.from_edges(src, dst, n).symmetrize()
                 write_snap(u, tmp.with_suffix(".txt"))
@@ -317,29 +330,41 @@ def valid_files(rng):
     return out
 
 
-def delimited_file(g, delim: str, rng) -> bytes:
-    """``g`` as a CSV/TSV file delimited by ``delim``: sparse ids, a header row or not, a
-    comment, blanks around the delimiter (commas and tabs) at random."""
+def text_labels(n: int, rng) -> list[str]:
+    """``n`` distinct text ids: names, UTF-8 text, and some that look like integers (a file
+    that mixes them has text ids throughout)."""
+    prefixes = ["v", "node_", "\u00e9", "", "x.", "\u20ac-", "1e"]
+    return [f"{prefixes[int(rng.integers(0, len(prefixes)))]}{i}" for i in range(n)]
+
+
+def delimited_file(g, delim: str, rng, labels=None, header=None) -> bytes:
+    """``g`` as an edge list delimited by ``delim``: sparse integer ids (or ``labels``), a header
+    row or not (``header``: at random), a comment, blanks around the delimiter (commas and
+    tabs) at random."""
     src, dst = g.edges()
-    ids = np.arange(g.num_vertices) * 3 + 7
+    ids = np.arange(g.num_vertices) * 3 + 7 if labels is None else labels
     rows = [[str(ids[a]), str(ids[b])] for a, b in zip(src.tolist(), dst.tolist())]
     if g.weights is not None:
         for row, w in zip(rows, g.weights.tolist()):
             row.append(str(w) if g.weights.dtype.kind == "i" else f"{w:.9g}")
     pad = " " if delim != " " and rng.random() < 0.5 else ""
     lines = [f"{pad}{delim}{pad}".join(row) for row in rows]
-    if rng.random() < 0.5:
+    with_header = rng.random() < 0.5 if header is None else header
+    if with_header:
         names = ["src", "dst", "weight"][:len(rows[0]) if rows else 2]
         lines.insert(0, delim.join(names))
     if rng.random() < 0.5:
         lines.insert(int(rng.integers(0, len(lines) + 1)), "# a comment, with a comma")
-    return ("\n".join(lines) + "\n").encode()
+    return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 HOSTILE_IDS = [b"9223372036854775808", b"-9223372036854775809", b"9223372036854775807",
                b"9007199254740993", b"100000000000000000000000", b"-1", b"0", b"+3", b"4294967296"]
 HOSTILE_WEIGHTS = [b"1e39", b"nan", b"NaN(1)", b"inf", b"-inf", b"-1", b"2147483648", b"1e400",
                    b"0x10", b"1_0", b"3.5", b"-0", b"1e-50", b".5", b"5."]
+#: ids that are not integers (an invalid UTF-8 byte and a control byte among them)
+TEXT_IDS = [b"A", b"node_7", b"x.5", b"1.5", b"0x10", b"\xc3\xa9t\xc3\xa9", b"\xe9", b"\xe2\x82\xac",
+            b"-", b"nan", b"a#b", b"1e3", b"\x7f"]
 HUGE_SIZES = [b"1000000000", b"4294967296", b"1099511627776", b"100000000000000000000"]
 FLIP_BYTES = list(b"0123456789-+.eE \t\n\r#%acpx,") + [0, 1, 11, 12, 127, 160, 255]
 #: what a mutation puts before a file's text: a byte-order mark, blank and control-byte lines
@@ -348,7 +373,7 @@ PREFIXES = [b"\xef\xbb\xbf", b"\n\n", b"  \t\r\n", b"\x01\n", b"\x00" * 4, b"\x1
 
 
 def mutate(data: bytes, rng) -> bytes:
-    kind = rng.integers(0, 7)
+    kind = rng.integers(0, 8)
     b = bytearray(data)
     if kind == 6:                                         # something before the text
         return PREFIXES[int(rng.integers(0, len(PREFIXES)))] + data
@@ -372,9 +397,9 @@ def mutate(data: bytes, rng) -> bytes:
             return data
         t = nums[int(rng.integers(0, len(nums)))]
         new = HUGE_SIZES[int(rng.integers(0, len(HUGE_SIZES)))]
-    else:                                                 # a hostile id or weight
+    else:                                                 # a hostile id or weight, a text id
         t = toks[int(rng.integers(0, len(toks)))]
-        pool = HOSTILE_IDS if kind == 4 else HOSTILE_WEIGHTS
+        pool = {4: HOSTILE_IDS, 5: HOSTILE_WEIGHTS, 7: TEXT_IDS}[int(kind)]
         new = pool[int(rng.integers(0, len(pool)))]
     return data[: t.start()] + new + data[t.end():]
 
@@ -385,7 +410,7 @@ def run_cases(directory: str, cases: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     os.environ["FUZZ_DIR"] = directory
     files = valid_files(rng)
-    failures, counts = [], {"graph": 0, "error": 0, "valid_rejected": 0}
+    failures, counts = [], {"graph": 0, "error": 0, "valid_rejected": 0, "text_ids": 0}
     for i in range(cases):
         data, suffix = files[int(rng.integers(0, len(files)))]
         if i >= len(files):
@@ -421,6 +446,7 @@ def run_cases(directory: str, cases: int, seed: int) -> dict:
             failures.append([i, suffix, data.decode("latin-1"), f"{type(exc).__name__}: {exc}"])
             continue
         counts["graph"] += 1
+        counts["text_ids"] += g.file_ids is not None and g.file_ids.dtype == object
         got = graph_view(g, suffix)
         if want is None:
             failures.append([i, suffix, data.decode("latin-1"), "accepted a file the grammar rejects"])
@@ -446,3 +472,4 @@ def test_reader_fuzz(tmp_path):
     assert res["nfail"] == 0, json.dumps(res["failures"], indent=1)[:6000]
     c = res["counts"]
     assert c["graph"] > CASES // 10 and c["error"] > CASES // 4, c      # both outcomes exercised
+    assert c["text_ids"] > CASES // 10, c

@@ -208,8 +208,8 @@ def test_csv_and_tsv(tmp_path, name, text, columns, want_w):
 def test_csv_errors_name_line_and_column(tmp_path):
     err = error_of(tmp_path, "x.csv", "src,dst,weight\n1,2,3\n2,,5\n")
     assert err.line == 3 and "empty field" in str(err)
-    err = error_of(tmp_path, "y.csv", "src,dst,weight\n1,2,3\n2,x,5\n")
-    assert err.line == 3 and "target id (dst)" in str(err)
+    err = error_of(tmp_path, "y.csv", "src,dst,weight\n1,2,3\n2,3,x\n")
+    assert err.line == 3 and "weight (weight) 'x'" in str(err)
     p = tmp_path / "w.csv"
     p.write_text("a,b,c,d\n1,2,3,4\n")
     with pytest.raises(GraphFormatError, match="columns="):
@@ -402,8 +402,8 @@ def test_a_gzip_of_blanks_is_read_in_bounded_memory(tmp_path):
         "trailing.txt.gz": dict(before=b"1 2\n3 4\n", blank=b"\n "),
         "middle.txt.gz": dict(before=b"1 2\n", blank=b" ", after=b"\n3 4\n"),
         "middle_lines.tsv.gz": dict(before=b"1\t2\n", blank=b"\t\n", after=b"3\t4\n"),
-        "bad_after.txt.gz": dict(blank=b"\n", after=b"1 x\n"),
-        "bad_between.txt.gz": dict(before=b"1 2\n", blank=b"\n", after=b"3 x\n"),
+        "bad_after.txt.gz": dict(blank=b"\n", after=b"1 2 x\n"),
+        "bad_between.txt.gz": dict(before=b"1 2 1\n", blank=b"\n", after=b"3 4 x\n"),
     }
     for name, parts in cases.items():
         blank_gzip(tmp_path / name, **parts)
@@ -440,7 +440,7 @@ def test_a_gzip_of_blanks_is_read_in_bounded_memory(tmp_path):
                    "middle_lines.tsv.gz": [4, 2],
                    "bad_after.txt.gz": [lines + 1, out["bad_after.txt.gz"][1]],
                    "bad_between.txt.gz": [lines + 2, out["bad_between.txt.gz"][1]]}, out
-    assert "'x'" in out["bad_after.txt.gz"][1] and "'3 x'" in out["bad_between.txt.gz"][1]
+    assert "'x'" in out["bad_after.txt.gz"][1] and "'3 4 x'" in out["bad_between.txt.gz"][1]
 
 
 def test_a_matrix_market_file_that_ends_in_comments_says_it_has_no_size_line(tmp_path):
