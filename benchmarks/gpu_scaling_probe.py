@@ -110,7 +110,8 @@ def main():
                         solver = SSSP(gw, ctx=ctx, mode=m, **part)
                         run = lambda: solver.run(source)  # noqa: E731
                     elif app == "pr":
-                        solver = PageRank(g, ctx=ctx, mode=mode, **part)
+                        solver = PageRank(g, ctx=ctx, mode=mode, **part, weight=None,
+                                          tol=1e-6 / g.num_vertices, max_iter=1000)
                         run = solver.run
                     else:
                         solver = CC(g, ctx=ctx)

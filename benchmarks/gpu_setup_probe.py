@@ -52,7 +52,8 @@ def build(app, g, ctx):
     if app == "pr":
         from groute.apps.pr import PageRank
         from groute.tuning import PageRankTuning
-        return PageRank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"))
+        return PageRank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"),
+                        weight=None, tol=1e-6 / g.num_vertices, max_iter=1000)
     if app == "cc":
         from groute.apps.cc import CC
         return CC(g, ctx=ctx)
@@ -82,7 +83,8 @@ def check_layout(spec, backend):
     want = host.sources(g)
     host.host_sources = None            # make the solver build them on the device
     with Context(2, backend=backend, timeout=300) as ctx:
-        with PageRank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins")) as s:
+        with PageRank(g, ctx=ctx, mode="bsp", tuning=PageRankTuning(bsp_kernel="bins"),
+                      weight=None) as s:
             got = np.concatenate([d.device.to_host(d.in_cols) for d in s.devs])
     return "equal" if np.array_equal(got, want) else "DIFFERENT"
 

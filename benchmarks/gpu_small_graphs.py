@@ -56,7 +56,8 @@ def main():
                              ("persistent_nodevcheck", {"persistent": True})):
             try:
                 tuning = dataclasses.replace(PageRankTuning.from_environment(), **knobs)
-                with PageRank(g, backend="cuda", devices=1, tuning=tuning) as pr:
+                with PageRank(g, backend="cuda", devices=1, tuning=tuning, weight=None,
+                              tol=1e-6 / g.num_vertices, max_iter=1000) as pr:
                     t, res = timed(pr.run, args.repeat)
                     l1 = float(np.abs(res.values - ref).sum()) if ref is not None else None
                     st = res.stats

@@ -1,7 +1,7 @@
 """The host-driven BSP engine: each operator is one bulk-synchronous step on every device.
 
-The graph is partitioned (:func:`groute.graph.partition_graph`; contiguous by default, METIS or
-random on request) and each device keeps its vertices' out-arcs and state
+The graph is partitioned (:func:`groute.graph.partition_graph`; METIS by default, as every
+solver, contiguous or random on request) and each device keeps its vertices' out-arcs and state
 (:class:`~groute.operators.part.DevicePart`). An operator runs on every device's host thread at
 once (:meth:`groute.Context.submit`); the host waits for all of them, which is the step's
 barrier, and reads the frontier's counts: an algorithm's loop ends when no device has work.
@@ -55,7 +55,7 @@ from dataclasses import replace
 import numpy as np
 
 from groute.runtime.context import ensure_context
-from groute.graph.partition import partition_graph
+from groute.graph.partition import DEFAULT_PARTITION, partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
@@ -103,18 +103,21 @@ def body_as_run(body, directed: bool) -> tuple:
 class BSPEngine(Engine):
     """See the module docstring. ``graph``: a :class:`~groute.graph.CSRGraph`; ``ctx`` a
     Context (else one is made from ``devices``, ``backend``, ``timeout`` and closed with the
-    engine); ``partition``: ``"contiguous"``, ``"metis"`` or ``"random"`` (``seed``); ``loop``:
+    engine); ``partition``: ``"metis"`` (the default), ``"contiguous"`` or ``"random"``
+(``seed``); ``loop``:
     how :func:`groute.operators.run_loop` runs (module docstring)."""
 
     name = "bsp"
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
-                 partition: str = "contiguous", seed: int = 0, tuning: BSPTuning | None = None,
+                 partition: str = DEFAULT_PARTITION, seed: int = 0,
+                 tuning: BSPTuning | None = None,
                  loop: str = "auto"):
         if loop not in LOOP_CHOICES:
             raise ValueError(f"loop must be one of {', '.join(LOOP_CHOICES)}; got {loop!r}")
         self.loop = loop
         graph = graph.to_host()
+        self.vertex_ids = None if graph.vertex_ids.is_positions else graph.vertex_ids
         self.tuning = tuning if tuning is not None else BSPTuning.from_environment()
         self.num_vertices = graph.num_vertices
         self.num_arcs = graph.num_edges
@@ -232,7 +235,7 @@ class BSPEngine(Engine):
         return Frontier(self, [DeviceFrontier(p.device, p.size, everything=True)
                                for p in self.parts])
 
-    def frontier(self, positions):
+    def frontier_at(self, positions):
         positions = np.asarray(positions, dtype=np.int64).reshape(-1)
         if positions.size and (positions.min() < 0 or positions.max() >= self.num_vertices):
             raise ValueError(f"frontier: positions must be in [0, {self.num_vertices}); got "

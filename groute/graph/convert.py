@@ -59,8 +59,9 @@ def from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
     ``None`` or no edge has that attribute, and an edge without it weighs 1 (NetworkX's rule).
     """
     adjacency = networkx_adjacency(G, weight=weight)
+    kind = f"the NetworkX {type(G).__name__}"   # as errors name it: "... not a vertex of ..."
     return csr_from_adjacency(adjacency, directed=G.is_directed(),
-                              name=str(G.name) if G.name else "networkx")
+                              name=f"{kind} {G.name!r}" if G.name else kind)
 
 
 class Adjacency:
@@ -172,7 +173,7 @@ def from_scipy(matrix) -> CSRGraph:
     m = matrix.tocsr()
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"an adjacency matrix must be square, got shape {m.shape}")
-    return CSRGraph.from_scipy(m, directed=not _symmetric(m), name="scipy")
+    return CSRGraph.from_scipy(m, directed=not _symmetric(m), name="the scipy matrix")
 
 
 def _symmetric(m) -> bool:
@@ -233,4 +234,4 @@ def from_arrays(src, dst, weights=None, *, num_vertices: int | None = None,
         if n <= hi:
             raise ValueError(f"num_vertices={num_vertices} but the arrays name vertex {hi}")
     return CSRGraph.from_edges(src.astype(xp.int64), dst.astype(xp.int64), n, weights,
-                               directed=directed, name="edges", xp=xp)
+                               directed=directed, name="the edge arrays", xp=xp)

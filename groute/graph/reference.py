@@ -14,8 +14,10 @@ PageRank definition (the one the apps implement)::
 i.e. dangling vertices spread their rank uniformly over all vertices. Iteration stops after the
 first step whose L1 change ``sum |r_{t+1} - r_t|`` is below ``tol`` (default 1e-6), or after
 ``max_iter`` steps (default 1000, with a warning logged). Repeated arcs count with multiplicity
-(graphs from load_graph have none); weights are ignored. The result sums to 1 (it is renormalised
-once at the end to remove rounding drift).
+(graphs from load_graph have none); weights are ignored unless ``weighted``, when ``outdeg`` is
+a vertex's out-weight and an arc carries ``r[u] * w / outdeg(u)`` (NetworkX's weighted
+PageRank). The result sums to 1 (it is renormalised once at the end to remove rounding
+drift).
 """
 from __future__ import annotations
 
@@ -72,19 +74,25 @@ def sssp(g: CSRGraph, source: int):
     return csgraph.dijkstra(m, directed=True, indices=s)
 
 
-def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 1000):
-    """PageRank by power iteration (float64, sums to 1); exact definition in the module docstring."""
+def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
+             weighted: bool = False):
+    """PageRank by power iteration (float64, sums to 1); exact definition in the module
+    docstring (``weighted``: on the graph's weights, if it has any)."""
     g = _host(g)
     n = g.num_vertices
     if n == 0:
         return np.zeros(0)
     if not 0 <= damping < 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
-    outdeg = g.degrees().astype(np.float64)
+    if weighted and g.weights is not None:
+        a = sp.csr_matrix((g.weights.astype(np.float64), g.indices, g.indptr), shape=(n, n))
+    else:
+        a = _pattern(g)
+    outdeg = np.asarray(a.sum(axis=1)).ravel()
     dangling = outdeg == 0
     inv = np.zeros(n)
     np.divide(1.0, outdeg, out=inv, where=~dangling)
-    at = _pattern(g).T.tocsr()               # in-arcs: row v lists the u with u -> v
+    at = a.T.tocsr()                         # in-arcs: row v lists the u with u -> v
     r = np.full(n, 1.0 / n)
     for it in range(1, max_iter + 1):
         new = at @ (r * inv)

@@ -43,7 +43,7 @@ REDUCTIONS = ("sum", "min", "max")
 def _engine_of(frontier, functor, what):
     if not isinstance(frontier, Frontier):
         raise TypeError(f"{what} takes a Frontier (from an engine: engine.all_vertices(), "
-                        f"engine.frontier(positions)), got {type(frontier).__name__}")
+                        f"engine.frontier(ids)), got {type(frontier).__name__}")
     if not isinstance(functor, Functor):
         raise TypeError(f"{what} takes a Functor, got {type(functor).__name__}")
     return frontier.engine
@@ -95,7 +95,7 @@ def reduce(frontier, state: str, op: str = "sum"):  # noqa: A001 - the operator'
     ``None``."""
     if not isinstance(frontier, Frontier):
         raise TypeError(f"reduce takes a Frontier (from an engine: engine.all_vertices(), "
-                        f"engine.frontier(positions)), got {type(frontier).__name__}")
+                        f"engine.frontier(ids)), got {type(frontier).__name__}")
     if not isinstance(state, str):
         raise TypeError(f"reduce: state must be the name of per-vertex state (a str), got "
                         f"{type(state).__name__}")

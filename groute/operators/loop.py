@@ -271,7 +271,7 @@ def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
     the loop without levels."""
     if not isinstance(frontier, Frontier):
         raise TypeError(f"run_loop: frontier must be a Frontier (from an engine: "
-                        f"engine.all_vertices(), engine.frontier(positions)); got "
+                        f"engine.all_vertices(), engine.frontier(ids)); got "
                         f"{type(frontier).__name__}")
     steps = check_loop(steps, scalars, level, "run_loop")
     if not any(s.produces for s in steps):

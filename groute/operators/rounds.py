@@ -211,10 +211,10 @@ def python_rounds(engine, seeds, body, *, index, total, scalars) -> RoundsResult
         for item in body:
             given = _given(item.steps, at, item.level)
             if isinstance(item, Compute):
-                where = engine.all_vertices() if item.over == "all" else engine.frontier([seed])
+                where = engine.all_vertices() if item.over == "all" else engine.frontier_at([seed])
                 compute(where, item.functor, **given)
             elif isinstance(item, Loop):
-                result = run_loop(engine.frontier([seed]), item.steps, level=item.level,
+                result = run_loop(engine.frontier_at([seed]), item.steps, level=item.level,
                                   start=item.start, max_levels=item.max_levels, keep=item.keep,
                                   **given)
                 levels_run += result.levels

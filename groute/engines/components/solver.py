@@ -141,8 +141,8 @@ class ComponentsSolver(Solver):
     #: the ``auto`` rules this solver decides by and the command line prints
     rules = COMPONENTS_RULES
 
-    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, afforest=True,
-                 rest="auto", tuning=None):
+    def __init__(self, graph, *, ctx=None, backend="auto", devices=None, timeout=None,
+                 afforest=True, rest="auto", tuning=None):
         self.graph = graph
         self.n = int(graph.num_vertices)
         if self.n >= 2**31:
@@ -154,7 +154,8 @@ class ComponentsSolver(Solver):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
         if rest == "kernel" and not afforest:
             raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
-        self._open_context(ctx, devices=devices, backend=backend, max_devices=self.n)
+        self._open_context(ctx, devices=devices, backend=backend, timeout=timeout,
+                           max_devices=self.n)
         try:
             self.k = len(self.ctx.devices)
             self._check_memory(components_bytes, graph)
