@@ -23,7 +23,7 @@ import numpy as np
 
 from groute import HOST, Router, by_key, first_available
 from groute.registry import command, public
-from groute.runtime.context import ensure_context
+from groute.runtime.kept import lease
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pbf.cu")
@@ -127,12 +127,11 @@ def pbf(data, predicate="even", *, ctx=None, segment_size: int = 1 << 20, num_bu
         raise ValueError(f"pbf filters a 1-D int32 array, got {data.ndim}-D {data.dtype}")
     if isinstance(segment_size, bool) or int(segment_size) < 1:
         raise ValueError(f"segment_size must be >= 1, got {segment_size}")
-    ctx, owned = ensure_context(ctx, devices=devices, backend=backend)
+    ctx, release = lease(ctx, devices=devices, backend=backend)
     try:
         return _run(ctx, data, pred, int(segment_size), num_buffers, static)
     finally:
-        if owned:
-            ctx.shutdown()
+        release()
 
 
 def _run(ctx, data, pred, seg, num_buffers, static):

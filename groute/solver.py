@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from groute.keywords import check_keywords, solver_options
-from groute.runtime.context import ensure_context
+from groute.runtime.kept import lease
 from groute.results import AppResult
 
 
@@ -72,7 +72,8 @@ class DeviceTimer:
 
 
 class Solver:
-    """Base of the app solvers: the context (borrowed, or created and owned), and shutdown.
+    """Base of the app solvers: the context (the caller's, or one leased from the kept contexts,
+    :mod:`groute.runtime.kept`, until :meth:`close`), and shutdown.
 
     Subclasses call :meth:`_open_context` in ``__init__`` and override :meth:`_release` to free
     what else they hold (worklists, links); ``close`` and ``with`` then do the right thing. A
@@ -82,7 +83,7 @@ class Solver:
     """
 
     ctx = None
-    _owns_ctx = False
+    _release_ctx = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -100,8 +101,8 @@ class Solver:
     def _open_context(self, ctx=None, *, devices=None, backend="auto", timeout=None,
                       max_devices=None):
         """``max_devices``: at most this many by default (the graph's vertex count)."""
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
-                                                  timeout=timeout, max_devices=max_devices)
+        self.ctx, self._release_ctx = lease(ctx, devices=devices, backend=backend,
+                                            timeout=timeout, max_devices=max_devices)
         return self.ctx
 
     def _check_memory(self, estimate, graph, *, weighted=False) -> None:
@@ -124,11 +125,12 @@ class Solver:
         """Free resources other than the context (default: none)."""
 
     def close(self) -> None:
-        """Release the solver; shut its context down if it created it. Idempotent."""
+        """Release the solver and its lease of a kept context (the caller's context stays the
+        caller's). Idempotent."""
         self._release()
-        if self._owns_ctx and self.ctx is not None:
-            self.ctx.shutdown()
-        self._owns_ctx = False
+        if self._release_ctx is not None:
+            self._release_ctx()
+            self._release_ctx = None
 
     def __enter__(self):
         return self

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from groute.nx_backend import devices, info
+from groute.runtime import kept
 from groute.nx_backend.graph import GrouteGraph, from_networkx, to_networkx
 from groute.nx_backend.interface import backend_interface
 
@@ -40,7 +41,7 @@ def registered():
     yield
     if quiet:
         nx.config.warnings_to_ignore.discard("cache")
-    devices.shutdown_all()
+    kept.shutdown_all()
     if added:
         del backends.backends["groute"], backends.backend_info["groute"]
         backends._loaded_backends.pop("groute", None)
@@ -556,16 +557,24 @@ def test_conversion_is_cached_until_the_graph_changes(on_devices):
     assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 1
 
 
+def _kept_context(count):
+    """The kept CPU context of ``count`` devices the backend leases (groute.runtime.kept: the
+    default timeout)."""
+    from groute.config import resolve_timeout
+    [ctx] = [c for key, (c, _) in kept._kept.items()
+             if key[:3] == ("cpu", count, resolve_timeout(None))]
+    return ctx
+
+
 def test_contexts_are_kept_and_replaced_after_a_failure(on_devices):
     G = nx.path_graph(5)
     nx.single_source_shortest_path_length(G, 0, backend="groute")
-    key = ("cpu", on_devices)
-    ctx = devices._contexts[key][0]
+    ctx = _kept_context(on_devices)
     nx.pagerank(G, backend="groute")
-    assert devices._contexts[key][0] is ctx
+    assert _kept_context(on_devices) is ctx
     ctx.fail("cpu0", RuntimeError("simulated failure"))
     assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 4
-    assert devices._contexts[key][0] is not ctx
+    assert _kept_context(on_devices) is not ctx
 
 
 def test_a_weighted_conversion_serves_unweighted_calls_unweighted(on_devices):

@@ -54,7 +54,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from groute.runtime.context import ensure_context
+from groute.runtime.kept import lease
 from groute.graph.partition import DEFAULT_PARTITION, partition_graph
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
@@ -108,6 +108,8 @@ class BSPEngine(Engine):
     how :func:`groute.operators.run_loop` runs (module docstring)."""
 
     name = "bsp"
+    #: ends the engine's lease of its context (:mod:`groute.runtime.kept`)
+    _release_ctx = None
 
     def __init__(self, graph, *, ctx=None, devices=None, backend="auto", timeout=None,
                  partition: str = DEFAULT_PARTITION, seed: int = 0,
@@ -122,9 +124,9 @@ class BSPEngine(Engine):
         self.num_vertices = graph.num_vertices
         self.num_arcs = graph.num_edges
         self.directed = graph.directed
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=devices, backend=backend,
-                                                  timeout=timeout,
-                                                  max_devices=max(graph.num_vertices, 1))
+        self.ctx, self._release_ctx = lease(ctx, devices=devices, backend=backend,
+                                            timeout=timeout,
+                                            max_devices=max(graph.num_vertices, 1))
         self._closed = False
         self._router = self._broadcast = None
         self._message_routers = {}          # words per message -> Router of (id, words) rows
@@ -165,11 +167,26 @@ class BSPEngine(Engine):
 
     # running a step on every device ------------------------------------------------------------
     def _on_device(self, fn):
-        """``fn()`` on the one device's host thread (the fused loops), its result here."""
-        return self.ctx.gather([self.ctx.submit(0, lambda device: fn())])[0]
+        """``fn()`` for the one device (the fused loops), its result here."""
+        return self._each(lambda device: fn())[0]
 
     def _each(self, fn, *per_device):
-        """``fn(device, *args_i)`` on every device's host thread; their results in order."""
+        """``fn(device, *args_i)`` for every device, on its host thread; their results in
+        order. One device has no other to overlap with, so its step runs on the caller's
+        thread: a hand-off to the host thread and back costs a step more than a small graph's
+        work (an algorithm runs thousands of steps), and the caller would only wait for it. A
+        failure is the same either way: the context stops and the caller gets a DeviceError
+        naming the device."""
+        if self.ctx.num_devices == 1:
+            device = self.ctx.devices[0]
+            self.ctx.ensure_running()
+            try:
+                with device.use():
+                    return [fn(device, *(a[0] for a in per_device))]
+            except Exception as exc:
+                self.ctx.fail(device.name, exc)
+                self.ctx.raise_failure()
+                raise
         futures = [self.ctx.submit(i, fn, *(a[i] for a in per_device))
                    for i in range(self.ctx.num_devices)]
         return self.ctx.gather(futures)
@@ -631,8 +648,9 @@ class BSPEngine(Engine):
                        *self._broadcast_rows.values()):
             if router is not None:
                 router.close()
-        if self._owns_ctx and self.ctx is not None:
-            self.ctx.shutdown()
+        if self._release_ctx is not None:
+            self._release_ctx()
+            self._release_ctx = None
 
     def __repr__(self):
         return (f"<BSPEngine {self.num_vertices:,} vertices on {self.ctx.num_devices} "

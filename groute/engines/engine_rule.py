@@ -25,7 +25,7 @@ ENGINE_RULE = Rule("engine", (
 
 def device_count(graph, options: dict) -> int:
     """How many devices an engine over ``graph`` built with ``options`` (``ctx``, ``devices``,
-    ``backend``) will have, as :func:`groute.runtime.context.ensure_context` resolves them."""
+    ``backend``) will have, as :func:`groute.runtime.kept.lease` resolves them."""
     ctx = options.get("ctx")
     if ctx is not None:
         return ctx.num_devices

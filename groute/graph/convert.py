@@ -33,7 +33,7 @@ def as_graph(obj, *, weight: str | None = "weight", num_vertices: int | None = N
     if isinstance(obj, CSRGraph):
         g = obj
     elif is_networkx(obj):
-        g = from_networkx(obj, weight=weight)
+        g = cached_from_networkx(obj, weight=weight)
     elif _is_scipy_sparse(obj):
         g = from_scipy(obj)
     elif isinstance(obj, tuple):
@@ -49,6 +49,28 @@ def is_networkx(obj) -> bool:
     """Whether ``obj`` is a NetworkX graph (checked without importing NetworkX)."""
     nx = sys.modules.get("networkx")
     return nx is not None and isinstance(obj, nx.Graph)
+
+
+#: the key of the conversions :func:`cached_from_networkx` keeps in ``G.__networkx_cache__``
+CACHE_KEY = "groute.graph"
+
+
+def cached_from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
+    """:func:`from_networkx`, kept in ``G.__networkx_cache__`` (by ``weight``) as NetworkX keeps
+    its backends' conversions, under the same switch (``nx.config.cache_converted_graphs``) and
+    with the same rule: NetworkX clears the cache when ``G`` changes through its methods, not
+    when an attribute is set in place (``G[u][v]["weight"] = 2``; clear it then with
+    ``G.__networkx_cache__.clear()``). A second call on the same graph skips the conversion, and
+    what solvers keep on the graph (in-arcs, partitions)."""
+    import networkx as nx
+    cache = getattr(G, "__networkx_cache__", None)
+    if cache is None or not nx.config.cache_converted_graphs:
+        return from_networkx(G, weight=weight)
+    kept = cache.setdefault(CACHE_KEY, {})
+    g = kept.get(weight)
+    if g is None:
+        g = kept[weight] = from_networkx(G, weight=weight)
+    return g
 
 
 def from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from .csr import CSRGraph
 
@@ -36,7 +34,17 @@ def _host(g: CSRGraph) -> CSRGraph:
     return g.to_host()
 
 
-def _pattern(g: CSRGraph) -> sp.csr_matrix:
+def _sparse():
+    """scipy.sparse and its csgraph, imported when a reference is computed: every algorithm
+    module imports this one (for its small helpers, :func:`canonical_labels`...), and SciPy's
+    import would cost the first groute call a sixth of a second."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+    return sp, csgraph
+
+
+def _pattern(g: CSRGraph):
+    sp, _ = _sparse()
     n = g.num_vertices
     return sp.csr_matrix((np.ones(g.num_edges, dtype=np.float64), g.indices, g.indptr), shape=(n, n))
 
@@ -51,6 +59,7 @@ def bfs(g: CSRGraph, source: int):
     """Hop distance from ``source`` along out-arcs (int32), -1 where unreachable."""
     g = _host(g)
     s = _check_source(g, source)
+    _, csgraph = _sparse()
     dist = csgraph.dijkstra(_pattern(g), directed=True, indices=s, unweighted=True)
     depth = np.full(g.num_vertices, -1, dtype=np.int32)
     reached = np.isfinite(dist)
@@ -70,6 +79,7 @@ def sssp(g: CSRGraph, source: int):
     w = np.ones(g.num_edges) if g.weights is None else g.weights.astype(np.float64)
     if w.size and float(w.min()) < 0:
         raise ValueError("sssp reference: negative edge weights are not allowed (Dijkstra)")
+    sp, csgraph = _sparse()
     m = sp.csr_matrix((w, g.indices, g.indptr), shape=(n, n))
     return csgraph.dijkstra(m, directed=True, indices=s)
 
@@ -85,6 +95,7 @@ def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: in
     if not 0 <= damping < 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     if weighted and g.weights is not None:
+        sp, _ = _sparse()
         a = sp.csr_matrix((g.weights.astype(np.float64), g.indices, g.indptr), shape=(n, n))
     else:
         a = _pattern(g)
@@ -140,6 +151,7 @@ def connected_components(g: CSRGraph):
     n = g.num_vertices
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    _, csgraph = _sparse()
     _, labels = csgraph.connected_components(_pattern(g), directed=True, connection="weak")
     return canonical_labels(labels)
 

@@ -466,14 +466,3 @@ class Context:
 
     def __repr__(self):
         return f"<Context {self.backend} x{len(self.devices)}: {', '.join(d.name for d in self.devices)}>"
-
-
-def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None, max_devices=None):
-    """Return ``(ctx, owned)``: the given context, or a new one the caller must shut down
-    (logical devices as ``GROUTE_LOGICAL_DEVICES`` says). ``max_devices`` caps the default
-    count (``devices=None``), e.g. at a graph's vertex count."""
-    if ctx is not None:
-        return ctx, False
-    if devices is None and max_devices is not None:
-        devices = default_device_count(backend, max_devices)
-    return Context(devices=devices, backend=backend, timeout=timeout), True
