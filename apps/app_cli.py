@@ -9,10 +9,13 @@ times and GTEPS check that the code runs, not how fast it would on that many GPU
 
 Vertex ids are the graph's own everywhere (ids as written in the file, CSV names): ``--source``
 takes one, and every output file names the vertices by them, with CC's component labels as the
-id of the component's representative. ``--output`` writes by suffix: ``.npy`` a structured array
-with fields ``id`` and the value (in the reader's vertex order), ``.npz`` arrays ``ids`` and
-``values``, ``.csv`` a header and ``id,value`` rows, ``.json`` an object with ``ids`` and
-``values`` (``null`` for infinite values), anything else text lines ``id value`` (SNAP style).
+id of the component's representative. ``--output`` writes by suffix (:data:`OUTPUT_FORMATS`):
+``.npy`` a structured array with fields ``id`` and the value (in the reader's vertex order),
+``.npz`` arrays ``ids`` and ``values``, ``.csv`` a header and ``id,value`` rows, ``.json`` an
+object with ``ids`` and ``values`` (``null`` for infinite values), ``.txt`` text lines ``id
+value`` (SNAP style); ``-`` writes those lines to standard output, and the summary then goes to
+standard error. An output the command could not write (another suffix, a missing or read-only
+directory) is refused before the graph is loaded.
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ import csv
 import json
 import logging
 import math
+import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,18 +39,32 @@ from groute.solver import source_position
 log = logging.getLogger(__name__)
 
 
+def advanced_group(p):
+    """The parser's "advanced" group, made on first use: how a run is scheduled on the devices
+    (engine, partition, kernels), options whose defaults choose by the graph and the devices,
+    apart from the options that say what is computed."""
+    for group in p._action_groups:
+        if group.title == "advanced":
+            return group
+    return p.add_argument_group("advanced", "how the run is scheduled on the devices; each "
+                                            "default chooses by the graph and the devices")
+
+
 def add_engine_options(p):
-    """The options of an app written on an engine (``groute.engines``): which engine runs it
-    (``auto``: ``groute.engines.ENGINE_RULE``, whose help this prints) and how the vertices
-    are split over the devices (``groute.graph.partition_graph``)."""
+    """The options of an app written on an engine (``groute.engines``), in the "advanced"
+    group: which engine runs it (``--mode``; ``auto``: ``groute.engines.ENGINE_RULE``, whose
+    help this prints) and how the vertices are split over the devices
+    (``groute.graph.partition_graph``)."""
     from groute.engines import ENGINE_CHOICES, ENGINE_RULE
-    p.add_argument("--engine", choices=ENGINE_CHOICES, default="bsp",
-                   help="bsp: every loop level by level; async: order-free loops without "
-                        "levels (groute.engines.ASYNC_LOOP_RULE); auto: "
-                        f"{auto_help(ENGINE_RULE)} (default bsp)")
-    p.add_argument("--partition", choices=("contiguous", "metis", "random"),
-                   default="contiguous", help="how vertices are split over devices "
-                                              "(default contiguous)")
+    from groute.graph.partition import DEFAULT_PARTITION, METHODS
+    advanced = advanced_group(p)
+    advanced.add_argument("--mode", choices=ENGINE_CHOICES, default="auto",
+                          help="bsp: every loop level by level; async: order-free loops "
+                               "without levels (groute.engines.ASYNC_LOOP_RULE); auto "
+                               f"(default): {auto_help(ENGINE_RULE)}")
+    advanced.add_argument("--partition", choices=METHODS, default=DEFAULT_PARTITION,
+                          help=f"how vertices are split over devices (default "
+                               f"{DEFAULT_PARTITION})")
 
 
 def add_graph_options(p, *, repeat_default=5,
@@ -64,7 +83,8 @@ def add_graph_options(p, *, repeat_default=5,
     p.add_argument("--verify", action="store_true", help=verify_help)
     p.add_argument("--output", default=None, metavar="FILE",
                    help="write the answer by the graph's vertex ids: .npy, .npz, .csv, .json, "
-                        "else text lines 'id value'")
+                        ".txt (lines 'id value'), or - for those lines on standard output "
+                        "(the summary then goes to standard error)")
     p.add_argument("--stats", action="store_true",
                    help="also print the graph, the timing details and the work counters")
     p.add_argument("--json", action="store_true",
@@ -77,11 +97,12 @@ def auto_help(rule) -> str:
     return rule.help().replace("%", "%%")
 
 
-def say(text: str = "") -> None:
-    """``print`` for the app commands: a closed stdout (``| head``) silences the rest of the
-    output instead of ending the command, so it still writes its ``--output``."""
+def say(text: str = "", file=None) -> None:
+    """``print`` for the app commands (to ``file``, default standard output): a closed stdout
+    (``| head``) silences the rest of the output instead of ending the command, so it still
+    writes its ``--output``."""
     try:
-        print(text, flush=True)
+        print(text, flush=True, file=file)
     except BrokenPipeError:
         drop_stdout()
 
@@ -96,10 +117,12 @@ def parse_columns(text: str) -> list:
 
 
 def load(args):
-    """The graph ``--graph`` names (with ``--symmetric``, ``--columns``), and the seconds it took."""
+    """The graph ``--graph`` names (with ``--symmetric``, ``--columns``), and the seconds it took;
+    first the outputs are checked (:func:`check_outputs`), so a run is never wasted on them."""
     from groute.graph import load_graph
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    check_outputs(args)
     options = {"seed": args.seed, "symmetric": args.symmetric, "cache": not args.no_cache}
     if args.columns is not None:
         options["columns"] = parse_columns(args.columns)
@@ -180,8 +203,10 @@ def gteps(arcs: int, seconds: float) -> float:
 def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_stats=()):
     """Print what the command found: ``line`` (and the verification, if any), or with
     ``--json`` one object of the ``facts``, the timing and the counters; ``--stats`` adds the
-    graph, ``extra_stats`` lines, the timing and the counters. ``verified``: ``(ok, detail)``."""
+    graph, ``extra_stats`` lines, the timing and the counters. ``verified``: ``(ok, detail)``.
+    To standard error when the answer goes to standard output (``--output -``)."""
     stats = runs.result.stats
+    out = sys.stderr if STDOUT in _outputs(args).values() else None
     if args.json:
         record = {"app": name, "graph": graph.name, "vertices": graph.num_vertices,
                   "arcs": graph.num_edges, "directed": graph.directed,
@@ -196,30 +221,30 @@ def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_st
         if verified is not None:
             record["verify"] = {"ok": verified[0], "detail": verified[1]}
         record["stats"] = stats
-        say(json.dumps(jsonable(record)))
+        say(json.dumps(jsonable(record)), out)
         return
-    say(line)
+    say(line, out)
     if verified is not None:
-        say(f"  verify: {verified[1]}")
+        say(f"  verify: {verified[1]}", out)
     if args.stats:
         kind = "directed" if graph.directed else "undirected"
         say(f"  graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
-            f"({kind}), loaded in {load_s:.2f} s; solver set up in {runs.setup_s:.2f} s")
+            f"({kind}), loaded in {load_s:.2f} s; solver set up in {runs.setup_s:.2f} s", out)
         if runs.devices_why is not None:
-            say(f"  devices: {runs.devices_why}")
+            say(f"  devices: {runs.devices_why}", out)
         for text in extra_stats:
-            say(f"  {text}")
-        say(runs.time_line())
-        print_stats(stats)
+            say(f"  {text}", out)
+        say(runs.time_line(), out)
+        print_stats(stats, file=out)
 
 
-def print_stats(stats, skip=()):
+def print_stats(stats, skip=(), file=None):
     for key, value in stats.items():
         if key in skip:
             continue
         if isinstance(value, dict) and len(value) > 8:
             value = f"{sum(value.values()):,} in total over {len(value)} entries"
-        say(f"  {key}: {value}")
+        say(f"  {key}: {value}", file)
 
 
 def jsonable(value):
@@ -265,13 +290,63 @@ def busiest_vertex(graph) -> int:
 
 
 # ------------------------------------------------------------------ output files
+#: what ``--output`` writes, by the file's suffix
+OUTPUT_FORMATS = {".npy": "a NumPy structured array (id, value)",
+                  ".npz": "NumPy arrays ids and values", ".csv": "a header and id,value rows",
+                  ".json": "an object with ids and values", ".txt": "text lines 'id value'"}
+#: ``--output -``: the text lines on standard output
+STDOUT = "-"
+
+
+def _outputs(args) -> dict:
+    """The command's output options that are set: option -> path."""
+    given = {"--output": getattr(args, "output", None),
+             "--predecessors": getattr(args, "predecessors", None)}
+    return {option: path for option, path in given.items() if path is not None}
+
+
+def check_outputs(args) -> None:
+    """Refuse, before anything runs, an output the command could not write: a suffix not in
+    :data:`OUTPUT_FORMATS` (the error lists them), a folder, a missing or read-only directory,
+    a read-only file, or standard output asked for twice."""
+    outputs = _outputs(args)
+    if list(outputs.values()).count(STDOUT) > 1:
+        raise ValueError(f"{' and '.join(outputs)} both ask for standard output ({STDOUT}); "
+                         f"send one of them to a file")
+    for option, text in outputs.items():
+        if text == STDOUT:
+            continue
+        path = Path(text)
+        if path.suffix.lower() not in OUTPUT_FORMATS:
+            formats = ", ".join(f"{suffix} ({what})" for suffix, what in OUTPUT_FORMATS.items())
+            raise ValueError(f"{option} {text}: groute writes {formats}, or text lines to "
+                             f"standard output with {option} {STDOUT}; got "
+                             f"{path.suffix or 'a name without a suffix'}")
+        if path.is_dir():
+            raise ValueError(f"{option} {text}: a directory, not a file")
+        folder = path.parent
+        if not folder.is_dir():
+            raise ValueError(f"{option} {text}: there is no directory {folder}")
+        if not os.access(path if path.exists() else folder, os.W_OK):
+            raise ValueError(f"{option} {text}: cannot write "
+                             f"{'the file' if path.exists() else f'into {folder}'}")
+
+
 def write_output(result, path, value_name: str = "value") -> None:
-    """Write ``result``'s answer by vertex id to ``path`` (formats: the module docstring)."""
-    path = Path(path)
+    """Write ``result``'s answer by vertex id to ``path`` (formats: the module docstring;
+    ``-``: text lines on standard output)."""
     ids = np.asarray(result.ids)
     values = np.asarray(result.values)
     if result.values_are_vertices:
         values = ids[values]
+    if path == STDOUT:
+        try:
+            _write_lines(sys.stdout, ids, values)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            drop_stdout()
+        return
+    path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".npy":
         np.save(path, _records(ids, values, value_name))
@@ -288,12 +363,17 @@ def write_output(result, path, value_name: str = "value") -> None:
             fh.write("\n")                  # a text file ends its last line
     else:
         with open(path, "w") as fh:
-            if ids.dtype.kind in "iu" and values.dtype.kind in "iuf":
-                fmt = "%d %d" if values.dtype.kind in "iu" else "%d %.10g"
-                np.savetxt(fh, np.rec.fromarrays([ids, values]), fmt=fmt)
-            else:
-                fh.writelines(f"{i} {v}\n" for i, v in zip(ids.tolist(), values.tolist()))
+            _write_lines(fh, ids, values)
     log.info("wrote %s values to %s", f"{values.size:,}", path)
+
+
+def _write_lines(fh, ids, values) -> None:
+    """Text lines ``id value`` (SNAP style)."""
+    if ids.dtype.kind in "iu" and values.dtype.kind in "iuf":
+        fmt = "%d %d" if values.dtype.kind in "iu" else "%d %.10g"
+        np.savetxt(fh, np.rec.fromarrays([ids, values]), fmt=fmt)
+    else:
+        fh.writelines(f"{i} {v}\n" for i, v in zip(ids.tolist(), values.tolist()))
 
 
 def _plain(a):

@@ -36,14 +36,14 @@ many. A directed graph counts ordered pairs; self-loops and isolated vertices ch
 from __future__ import annotations
 
 import math
-import random
 import time
 
 import numpy as np
 
+import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import load_graph
+from groute.graph import DEFAULT_PARTITION, load_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, Functor, Gather, Loop, Message,
                               Sweep, run_rounds)
 from groute.registry import algorithm
@@ -133,9 +133,10 @@ ACCUMULATE = Functor(
 
 class Betweenness(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` scores from a list of sources.
-    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
-    random), ``engine`` (bsp), ``loop``: how the forward and backward passes run (auto, fused,
-    python: ``groute.engines.LOOP_RULE``). ``forward_pass`` and ``backward_pass``: the steps
+    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous,
+    random; ``seed``), ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``),
+    ``loop``: how the forward and backward passes run (auto, fused, python:
+    ``groute.engines.LOOP_RULE``). ``forward_pass`` and ``backward_pass``: the steps
     of each pass (a subclass may give other directions, as the benchmarks compare them);
     :meth:`rounds`: a source's round (module docstring)."""
 
@@ -143,10 +144,10 @@ class Betweenness(EngineSolver):
     backward_pass = BACKWARD_PASS
 
     def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
-                 partition="contiguous", engine="bsp", loop="auto"):
+                 partition=DEFAULT_PARTITION, seed=0, mode="auto", loop="auto"):
         self.graph = graph
-        self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
-                                  timeout=timeout, partition=partition, loop=loop)
+        self.engine = make_engine(graph, mode, ctx=ctx, devices=devices, backend=backend,
+                                  timeout=timeout, partition=partition, seed=seed, loop=loop)
 
     def rounds(self) -> list:
         """What runs per source: start, forward, backward, accumulate (module docstring)."""
@@ -190,7 +191,7 @@ class Betweenness(EngineSolver):
         try:
             return [self.graph.vertex_of(i, "source") for i in ids]
         except KeyError as exc:
-            raise ValueError(f"sources: {exc.args[0]}") from None
+            raise groute.NodeNotFound(f"sources: {exc.args[0]}") from None
 
 
 
@@ -252,18 +253,57 @@ def sample_sources(n: int, k: int, seed=None) -> list | None:
 
 
 @algorithm("betweenness", solver=Betweenness, label="BC")
-def betweenness_centrality(graph, k=None, normalized=True, weight=None, endpoints=False,
-                           seed=None, *, sources=None, num_vertices=None,
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None, *, sources=None, num_vertices=None, symmetric=False,
                            **options) -> AppResult:
-    """The betweenness centrality of every vertex of ``graph`` (module docstring), as
-    ``networkx.betweenness_centrality`` with the same arguments.
+    """The betweenness centrality of every vertex (module docstring), as NetworkX's
+    ``betweenness_centrality`` with the same arguments.
 
-    ``graph``: anything :func:`groute.graph.load_graph` takes (a NetworkX graph, a scipy
-    matrix, ``(src, dst)`` arrays with ``num_vertices``, a file or spec, a CSRGraph).
-    ``k``: score from ``k`` sampled sources (``seed``: as NetworkX's). ``sources``: the source
-    vertices by id instead of a sample (rescaled as a sample of ``len(sources)``; all of them:
-    the exact scores). ``weight`` must be ``None``: weighted betweenness is not supported yet.
-    ``options`` as :class:`Betweenness`. ``result.to_dict()`` is ``{id: float}``.
+    Parameters
+    ----------
+    G : graph input
+        A NetworkX graph, a scipy sparse matrix, ``(src, dst)`` edge arrays, a file, a graph
+        spec or a :class:`~groute.graph.CSRGraph` (:func:`groute.graph.load_graph`).
+    k : int, optional
+        Score from ``k`` sources sampled as NetworkX samples them; None: every vertex.
+    normalized : bool, optional
+        Divide by the number of pairs of other vertices.
+    weight : None
+        Hop counts only: weighted betweenness (Dijkstra) is not in groute.
+    endpoints : bool, optional
+        Count a path's ends among the vertices it passes through.
+    seed : int, random.Random or NumPy generator, optional
+        The sample's random state, as NetworkX's: an integer draws NetworkX's sources.
+    sources : list of vertex ids, optional
+        The sources themselves instead of a sample (rescaled as a sample of that many).
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
+        ``timeout``, ``mode`` (the engine), ``partition``, ``loop`` (:class:`Betweenness`).
+
+    Returns
+    -------
+    AppResult
+        Float64 scores by position; ``result.to_dict()`` is ``{id: score}``.
+
+    Raises
+    ------
+    NotImplementedError
+        ``weight`` other than None.
+    ValueError
+        ``k`` out of range, or both ``k`` and ``sources``.
+    NodeNotFound
+        NetworkX's: a source that is not a vertex.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.path_graph(4)
+    >>> groute.betweenness_centrality(G, backend="cpu", devices=1).to_dict()
+    {0: 0.0, 1: 0.6666666666666666, 2: 0.6666666666666666, 3: 0.0}
     """
     if weight is not None:
         raise NotImplementedError(f"weight={weight!r}: weighted betweenness centrality is not "
@@ -272,7 +312,7 @@ def betweenness_centrality(graph, k=None, normalized=True, weight=None, endpoint
     if k is not None and sources is not None:
         raise ValueError("give k (a sample of sources) or sources (the sources themselves), "
                          "not both")
-    g = load_graph(graph, weight=None, num_vertices=num_vertices)
+    g = load_graph(G, weight=None, num_vertices=num_vertices, symmetric=symmetric)
     n = g.num_vertices
     if sources is None and k is not None:
         sample = sample_sources(n, k, seed)

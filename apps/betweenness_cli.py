@@ -23,7 +23,7 @@ from .betweenness import Betweenness, sample_sources
 
 @command
 def register(subparsers, common):
-    p = subparsers.add_parser("betweenness", parents=[common],
+    p = subparsers.add_parser("betweenness", aliases=["betweenness_centrality"], parents=[common],
                               help="betweenness centrality (Brandes; all or sampled sources)")
     add_graph_options(p, repeat_default=1,
                       verify_help="compare with networkx.betweenness_centrality on the same "
@@ -60,7 +60,7 @@ def _cli(args) -> int:
     g, load_s = load(args)
     sources = _sources(args, g)
     runs = run_solver(args, g, lambda where: Betweenness(
-        g, **where, partition=args.partition, engine=args.engine),
+        g, **where, partition=args.partition, mode=args.mode),
                       sources, normalized=args.normalized, endpoints=args.endpoints)
     res = runs.result
     bc = np.asarray(res.values)

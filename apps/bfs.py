@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from groute.engines import Relaxation, RelaxSolver, value_add
 from groute.engines.relax.memory import traversal_bytes
 from groute.registry import algorithm, command
@@ -39,44 +37,84 @@ class BFS(RelaxSolver):
         device, whose fused worker expands level by level already."""
         return math.inf if self.ctx.num_devices == 1 else 4
 
-    def run(self, source=None, *, sources=None, depth_limit=None, predecessors=False):
-        """As :meth:`RelaxSolver.run <groute.engines.RelaxSolver.run>`, with ``depth_limit``:
-        vertices more than that many hops from the sources are left unreached (-1) and the
-        frontier at that depth is not expanded, so the run does only the work inside the
-        limit (the engine's ``ceiling``)."""
+    def run(self, source=None, *, sources=None, cutoff=None, predecessors=False):
+        """As :meth:`RelaxSolver.run <groute.engines.RelaxSolver.run>`, with NetworkX's
+        ``cutoff``: vertices more than that many hops from the sources are left unreached
+        (-1) and the frontier at that depth is not expanded, so the run does only the work
+        inside it (the engine's ``ceiling``)."""
         return super().run(source, sources=sources, predecessors=predecessors,
-                           ceiling=self.check_depth_limit(depth_limit))
+                           ceiling=self.check_cutoff(cutoff))
 
-    def check_depth_limit(self, depth_limit):
-        """``depth_limit`` as an int >= 0, or None."""
-        if depth_limit is None:
+    def check_cutoff(self, cutoff):
+        """``cutoff`` as the last level a run reaches (an int >= 0), or None: NetworkX's
+        meaning, whose search expands while the level is below ``cutoff``, so a fractional
+        cutoff reaches the level above it and an infinite one every level."""
+        if cutoff is None:
             return None
-        if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-                or depth_limit < 0:
-            raise ValueError(f"{self.app}: depth_limit must be an int >= 0, got {depth_limit!r}")
-        return int(depth_limit)
+        number = isinstance(cutoff, (int, float)) or hasattr(cutoff, "__float__")
+        if isinstance(cutoff, bool) or not number or not float(cutoff) >= 0:
+            raise ValueError(f"{self.app}: cutoff must be a number >= 0 (hops), got {cutoff!r}")
+        return None if math.isinf(float(cutoff)) else math.ceil(cutoff)
 
 
 @algorithm("bfs", solver=BFS, label="BFS", needs_source=True, modes=("async", "bsp"),
            memory=traversal_bytes)
-def bfs(graph, source=None, *, sources=None, depth_limit=None, predecessors=False,
-        num_vertices=None, **kwargs):
-    """One-shot BFS from ``source``, one of the graph's own ids (a file's id, a NetworkX label),
-    or from every id of ``sources`` at once (depth to the nearest one).
+def bfs(G, source=None, cutoff=None, *, sources=None, predecessors=False, num_vertices=None,
+        symmetric=False, **options):
+    """Hops from ``source`` to every vertex it reaches, as NetworkX's
+    ``single_source_shortest_path_length(G, source, cutoff)``.
 
-    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
-    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
-    ``num_vertices``); weights are ignored. ``depth_limit``: leave vertices farther than that
-    many hops unreached (and do not expand the frontier at that depth), as NetworkX's
-    ``cutoff``; ``predecessors``: also a parent per reached vertex
-    (``result.to_predecessors()``, ``result.path_to(t)``). Other keyword options as
-    :class:`BFS`. ``result.to_dict()`` is ``{id: depth}`` over the vertices reached, as
-    NetworkX's ``single_source_shortest_path_length``.
+    Parameters
+    ----------
+    G : graph input
+        A NetworkX graph, a scipy sparse matrix, ``(src, dst)`` edge arrays, a file, a graph
+        spec or a :class:`~groute.graph.CSRGraph` (:func:`groute.graph.load_graph`); weights
+        are ignored.
+    source : vertex id
+        One of the graph's own ids (a NetworkX label, a file's id).
+    cutoff : number, optional
+        Leave vertices more than ``cutoff`` hops away unreached (and do not expand the
+        frontier there).
+    sources : list of vertex ids, optional
+        Start from all of them at once instead of ``source`` (hops to the nearest).
+    predecessors : bool, optional
+        Also a parent per reached vertex (``result.to_predecessors()``,
+        ``result.path_to(t)``).
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
+        ``timeout``, ``mode`` (``"auto"``, ``"bsp"``, ``"async"``), ``partition``, ``seed``,
+        and the traversal's own (``priority``, ``delta``, ``exchange``, ``tuning``,
+        ``worklist_tuning``: :class:`~groute.engines.RelaxSolver`).
+
+    Returns
+    -------
+    AppResult
+        Int32 depths by position (-1: not reached); ``result.to_dict()`` is ``{id: depth}``
+        over the vertices reached, as NetworkX's.
+
+    Raises
+    ------
+    NodeNotFound
+        NetworkX's (and a ValueError): ``source`` is not a vertex of ``G``.
+    ValueError
+        A negative ``cutoff``; both or neither of ``source`` and ``sources``.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.path_graph(5)
+    >>> groute.bfs(G, 0, backend="cpu", devices=1).to_dict()
+    {0: 0, 1: 1, 2: 2, 3: 3, 4: 4}
+    >>> groute.bfs(G, 0, cutoff=2, backend="cpu", devices=1).to_dict()
+    {0: 0, 1: 1, 2: 2}
     """
-    g = input_graph(graph, weight=None, num_vertices=num_vertices)
-    with BFS(g, **kwargs) as solver:
-        return solver.run(source, sources=sources, depth_limit=depth_limit,
-                          predecessors=predecessors)
+    g = input_graph(G, weight=None, num_vertices=num_vertices, symmetric=symmetric)
+    with BFS(g, **options) as solver:
+        return solver.run(source, sources=sources, cutoff=cutoff, predecessors=predecessors)
 
 
 @command

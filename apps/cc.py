@@ -9,9 +9,11 @@ memory) or routed to the devices as segments (Groute's design). The machinery is
 components engine, :mod:`groute.engines.components`; :class:`CC` is its solver under this
 app's name.
 
-``connected_components(graph)`` returns an :class:`~groute.results.AppResult` whose ``values``
-are the labels by position, with the graph's ids alongside; :class:`CC` uploads once and can
-run many times. Also the ``groute cc`` subcommand.
+``connected_components(G)`` (an undirected graph) and ``weakly_connected_components(G)`` (a
+directed one), as NetworkX's, return an :class:`~groute.results.AppResult` whose ``values`` are
+the labels by position, with the graph's ids alongside (``result.components()``: the sets
+NetworkX yields); :class:`CC` uploads once and can run many times, on either kind. Also the
+``groute cc`` subcommand.
 """
 from __future__ import annotations
 
@@ -21,12 +23,12 @@ import numpy as np
 
 from groute.engines.components import STATS_KEYS, ComponentsSolver
 from groute.engines.components.memory import components_bytes
-from groute.registry import algorithm, command
+from groute.registry import algorithm, command, public
 from groute.results import AppResult
 from groute.solver import input_graph
 from groute.tuning import CC_LINKS, CCTuning
 
-__all__ = ["CC", "STATS_KEYS", "connected_components"]
+__all__ = ["CC", "STATS_KEYS", "connected_components", "weakly_connected_components"]
 
 
 class CC(ComponentsSolver):
@@ -41,17 +43,106 @@ class CC(ComponentsSolver):
 
 
 @algorithm("cc", solver=CC, label="CC", takes_partition=False, memory=components_bytes)
-def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
-    """One-shot :class:`CC`: build, run once, close.
+def connected_components(G, *, num_vertices=None, symmetric=False, **options) -> AppResult:
+    """The connected components of the undirected graph ``G``, as NetworkX's
+    ``connected_components``.
 
-    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
-    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
-    ``num_vertices``). ``values`` are positions (the smallest in each weak component);
-    ``result.to_dict()`` maps every vertex id to its component representative's id.
+    Parameters
+    ----------
+    G : graph input
+        An undirected graph: a NetworkX ``Graph``, a symmetric scipy sparse matrix, a file or
+        a graph spec read as undirected, or any input with ``symmetric=True``
+        (:func:`groute.graph.load_graph`).
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways (edge arrays are directed otherwise).
+    **options
+        How it runs: ``backend``, ``devices``, ``ctx``, ``timeout``, and the engine's own
+        (``afforest``, ``rest``, ``tuning``: :class:`~groute.engines.ComponentsSolver`).
+
+    Returns
+    -------
+    AppResult
+        ``values``: the smallest position in each vertex's component; ``result.to_dict()``
+        maps every id to its component representative's id, ``result.components()`` lists
+        the components as sets of ids, as NetworkX yields them.
+
+    Raises
+    ------
+    GraphNotSupported
+        NetworkX's ``NetworkXNotImplemented``: ``G`` is directed (its components are
+        :func:`weakly_connected_components`).
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.Graph([(0, 1), (1, 2), (3, 4)])
+    >>> groute.connected_components(G, backend="cpu", devices=1).components()
+    [{0, 1, 2}, {3, 4}]
+    >>> groute.connected_components(([0, 3], [1, 4]), symmetric=True, backend="cpu",
+    ...                             devices=1).to_dict()
+    {0: 0, 1: 0, 2: 2, 3: 3, 4: 3}
     """
-    g = input_graph(graph, weight=None, num_vertices=num_vertices)
-    with CC(g, **kwargs) as solver:
+    g = input_graph(G, weight=None, num_vertices=num_vertices, symmetric=symmetric)
+    _check_direction(g, directed=False)
+    with CC(g, **options) as solver:
         return solver.run()
+
+
+@public(solver=CC)
+def weakly_connected_components(G, *, num_vertices=None, **options) -> AppResult:
+    """The weakly connected components of the directed graph ``G``, as NetworkX's
+    ``weakly_connected_components``: the components of ``G`` with its arcs read both ways.
+
+    Parameters
+    ----------
+    G : graph input
+        A directed graph: a NetworkX ``DiGraph``, a scipy sparse matrix, ``(src, dst)`` edge
+        arrays, a file or a graph spec read as directed (:func:`groute.graph.load_graph`).
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    **options
+        How it runs, as :func:`connected_components`.
+
+    Returns
+    -------
+    AppResult
+        As :func:`connected_components`.
+
+    Raises
+    ------
+    GraphNotSupported
+        NetworkX's ``NetworkXNotImplemented``: ``G`` is undirected (its components are
+        :func:`connected_components`).
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> D = nx.DiGraph([(0, 1), (2, 1), (3, 4)])
+    >>> groute.weakly_connected_components(D, backend="cpu", devices=1).components()
+    [{0, 1, 2}, {3, 4}]
+    """
+    g = input_graph(G, weight=None, num_vertices=num_vertices)
+    _check_direction(g, directed=True)
+    with CC(g, **options) as solver:
+        return solver.run()
+
+
+def _check_direction(graph, *, directed: bool) -> None:
+    """A GraphNotSupported error (NetworkX's ``NetworkXNotImplemented``) naming ``graph`` when
+    it is not ``directed`` as the function asks, saying which function takes it."""
+    if bool(graph.directed) == directed:
+        return
+    from groute.errors import GraphNotSupported
+    if graph.directed:
+        raise GraphNotSupported(
+            f"not implemented for directed type: {graph.name or 'the graph'} is directed; its "
+            f"weak components are groute.weakly_connected_components, or read it undirected "
+            f"with symmetric=True")
+    raise GraphNotSupported(
+        f"not implemented for undirected type: {graph.name or 'the graph'} is undirected; its "
+        f"components are groute.connected_components")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -59,26 +150,28 @@ def connected_components(graph, *, num_vertices=None, **kwargs) -> AppResult:
 # ------------------------------------------------------------------------------------------------
 @command
 def register(subparsers, common):
-    from groute.apps.app_cli import add_graph_options, auto_help
+    from groute.apps.app_cli import add_graph_options, advanced_group, auto_help
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
     add_graph_options(p)
-    p.add_argument("--segment-edges", type=float, default=None, metavar="E",
-                   help="edges per segment handed to devices (default: about 4 per device)")
-    p.add_argument("--buffers", type=int, default=None,
-                   help="receive buffers per device link (default 2)")
-    p.add_argument("--no-afforest", action="store_true",
-                   help="hook the whole edge list (no sampling phase, Groute's design)")
-    p.add_argument("--sample-rounds", type=int, default=None, metavar="R",
-                   help="Afforest: neighbours each vertex links to before the vote (default 2)")
-    p.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
-                   help="after sampling: 'kernel' has every device link the rest of its own "
-                        "rows, then merges what each changed into the first device in one step; "
-                        "'segments' compacts and routes it (Groute's path); auto (default): "
-                        f"{auto_help(CC.rules['rest'])}")
-    p.add_argument("--link", choices=CC_LINKS, default=None,
-                   help="CUDA linking step (default mixed: hook in the first round, then "
-                        "GAPBS's one-level CAS)")
+    advanced = advanced_group(p)
+    advanced.add_argument("--segment-edges", type=float, default=None, metavar="E",
+                          help="edges per segment handed to devices (default: about 4 per device)")
+    advanced.add_argument("--buffers", type=int, default=None,
+                          help="receive buffers per device link (default 2)")
+    advanced.add_argument("--no-afforest", action="store_true",
+                          help="hook the whole edge list (no sampling phase, Groute's design)")
+    advanced.add_argument("--sample-rounds", type=int, default=None, metavar="R",
+                          help="Afforest: neighbours each vertex links to before the vote "
+                               "(default 2)")
+    advanced.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
+                          help="after sampling: 'kernel' has every device link the rest of its "
+                               "own rows, then merges what each changed into the first device "
+                               "in one step; 'segments' compacts and routes it (Groute's path); "
+                               f"auto (default): {auto_help(CC.rules['rest'])}")
+    advanced.add_argument("--link", choices=CC_LINKS, default=None,
+                          help="CUDA linking step (default mixed: hook in the first round, then "
+                               "GAPBS's one-level CAS)")
     p.set_defaults(func=_cli)
 
 

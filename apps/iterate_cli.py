@@ -8,33 +8,45 @@ from __future__ import annotations
 import dataclasses
 
 from groute.engines.iterate.solver import MODES, PARTITIONS
+from groute.graph.partition import DEFAULT_PARTITION
 from groute.tuning import BSP_KERNELS, PageRankTuning
 
-from .app_cli import auto_help, gteps, report, write_output
+from .app_cli import advanced_group, auto_help, gteps, report, write_output
 
 
-def add_iteration_options(p, rules, *, what: str, tol_help: str):
-    """The engine's options on parser ``p``: mode, partition, tol, max iterations, push sweeps,
-    BSP kernel, in-place sweeps (``what``: the app's name in the help)."""
-    p.add_argument("--mode", choices=MODES + ("auto",), default="auto",
-                   help="bsp Jacobi sweeps, async residual push (the Groute paper's "
-                        f"variant), or auto (default): {auto_help(rules['mode'])}")
-    p.add_argument("--partition", choices=PARTITIONS, default="metis",
-                   help="vertex partitioner (default metis; bsp with the bins kernel cuts its "
-                        "degree order by arcs instead)")
-    p.add_argument("--tol", type=float, default=1e-6, help=tol_help)
-    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
-                   help=f"bsp: stop {what} after N iterations if not converged (async: after "
-                        "10*N sweeps per device; default 1000)")
-    p.add_argument("--sweeps", type=int, default=None,
-                   help="async: push sweeps per worklist round (default: "
-                        f"{auto_help(rules['sweeps'])})")
-    p.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
-                   help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned pull; "
-                        "coo, the COO pull pair; or auto (default): "
-                        f"{auto_help(rules['bsp_kernel'])}")
-    p.add_argument("--inplace", action="store_true",
-                   help="bsp on one device: Gauss-Seidel sweeps in place (fewer iterations)")
+def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-6,
+                          max_iter_default=1000):
+    """The engine's options on parser ``p``: tol and max iterations, then in the "advanced"
+    group mode, partition, push sweeps, BSP kernel, in-place sweeps (``what``: the app's name
+    in the help). ``tol_default`` None: :func:`tol_for` picks one by the graph."""
+    p.add_argument("--tol", type=float, default=tol_default, help=tol_help)
+    p.add_argument("--max-iter", type=int, default=max_iter_default, metavar="N",
+                   help=f"bsp: stop {what} after N iterations if not converged, with an error "
+                        f"(async: after 10*N sweeps per device; default {max_iter_default})")
+    advanced = advanced_group(p)
+    advanced.add_argument("--mode", choices=MODES + ("auto",), default="auto",
+                          help="bsp Jacobi sweeps, async residual push (the Groute paper's "
+                               f"variant), or auto (default): {auto_help(rules['mode'])}")
+    advanced.add_argument("--partition", choices=PARTITIONS, default=DEFAULT_PARTITION,
+                          help=f"vertex partitioner (default {DEFAULT_PARTITION}; bsp with the "
+                               "bins kernel cuts its degree order by arcs instead)")
+    advanced.add_argument("--sweeps", type=int, default=None,
+                          help="async: push sweeps per worklist round (default: "
+                               f"{auto_help(rules['sweeps'])})")
+    advanced.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
+                          help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned "
+                               "pull; coo, the COO pull pair; or auto (default): "
+                               f"{auto_help(rules['bsp_kernel'])}")
+    advanced.add_argument("--inplace", action="store_true",
+                          help="bsp on one device: Gauss-Seidel sweeps in place (fewer "
+                               "iterations)")
+
+
+def tol_for(args, graph) -> float:
+    """``--tol``, or when not given an L1 change of 1e-6 of the mass (``1e-6 / n`` per
+    vertex): NetworkX's default of 1e-6 per vertex allows an L1 change of ``n * 1e-6``, too
+    loose for a command's answer on a graph of millions of vertices."""
+    return args.tol if args.tol is not None else 1e-6 / max(int(graph.num_vertices), 1)
 
 
 def tuning_from(args) -> PageRankTuning:

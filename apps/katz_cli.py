@@ -37,13 +37,13 @@ def _cli(args) -> int:
     tuning = tuning_from(args)
     runs = run_solver(args, g, lambda where: Katz(
         g, **where, partition=args.partition, mode=args.mode, alpha=args.alpha, beta=args.beta,
-        normalized=not args.raw, tol=args.tol, seed=args.seed,
-        max_iterations=args.max_iterations, tuning=tuning))
+        normalized=not args.raw, tol=args.tol, seed=args.seed, max_iter=args.max_iter,
+        tuning=tuning))
     verified = None
     if args.verify:
         from groute.graph import reference
         ref = reference.katz(g, alpha=args.alpha, beta=args.beta, tol=min(args.tol, 1e-6) * 1e-3,
-                             max_iter=100 * args.max_iterations, normalized=not args.raw)
+                             max_iter=100 * args.max_iter, normalized=not args.raw)
         values = np.asarray(runs.result.values, dtype=np.float64)
         err = float(np.abs(values - ref).max() / max(float(np.abs(ref).max()), 1e-300))
         ok = err <= 1e-4

@@ -14,7 +14,7 @@ peel anything, so none runs.
 The peel at a fixed ``k`` is order-free (``run_loop(..., order="any")``): a vertex's degree only
 falls, the decrement from ``k + 1`` to ``k`` accepts it exactly once whichever arc comes first,
 and a decrement reaching a vertex already peeled at ``k`` changes no answer. So the async engine
-(``engine="async"`` or ``"auto"`` on several devices) may run each peel without levels (on CUDA
+(``mode="async"``, or ``"auto"`` on several devices) may run each peel without levels (on CUDA
 devices that write into each other's memory it leaves the peel, in any direction, to one fused
 launch per device, which pays no host step per level), and every engine gives the same core
 numbers.
@@ -29,9 +29,10 @@ import time
 
 import numpy as np
 
-from groute import AppResult, GraphNotSupported
+import groute
+from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import CSRGraph, load_graph
+from groute.graph import DEFAULT_PARTITION, CSRGraph, load_graph
 from groute.operators import AdvanceStep, ComputeStep, Functor, filter, reduce, run_loop
 from groute.registry import algorithm
 
@@ -82,24 +83,24 @@ LOSE_NEIGHBOUR = Functor(
 
 class KCore(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
-    ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis, random),
+    ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous, random; ``seed``),
     ``direction`` of the advances (push, pull, auto; push by default: a peel's visit accepts a
     vertex only on the decrement that takes it down to k, so a pulling candidate reads nearly
     all its arcs, where Beamer's rule counts on a pull stopping at the first frontier arc; the
-    push reads only the leaving vertices' arcs), ``engine`` (bsp, async, auto:
+    push reads only the leaving vertices' arcs), ``mode``: the engine (auto, bsp, async:
     ``groute.engines.ENGINE_RULE``), ``loop``: how the peel loop runs (auto, fused, python:
     ``groute.engines.LOOP_RULE``; on the async engine also async:
     ``groute.engines.ASYNC_LOOP_RULE``)."""
 
     def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
-                 partition="contiguous", direction=DEFAULT_DIRECTION, engine="bsp",
-                 loop="auto"):
+                 partition=DEFAULT_PARTITION, seed=0, direction=DEFAULT_DIRECTION,
+                 mode="auto", loop="auto"):
         self.graph = graph
         self.direction = direction
         undirected = _undirected(graph)
-        self.engine = make_engine(undirected, engine, ctx=ctx, devices=devices,
+        self.engine = make_engine(undirected, mode, ctx=ctx, devices=devices,
                                   backend=backend, timeout=timeout, partition=partition,
-                                  loop=loop)
+                                  seed=seed, loop=loop)
 
     def run(self) -> AppResult:
         eng = self.engine
@@ -136,7 +137,7 @@ def _undirected(graph):
     loops = np.flatnonzero(np.asarray(src) == np.asarray(dst))
     if loops.size:
         v = int(np.asarray(src)[loops[0]])
-        raise GraphNotSupported(
+        raise groute.GraphNotSupported(
             f"graph {graph.name or '(unnamed)'} has {loops.size} self-loop(s) (the first at "
             f"vertex {graph.file_id_of(v)!r}), which core_number does not permit, as NetworkX: "
             f"remove them first (NetworkX: G.remove_edges_from(nx.selfloop_edges(G)))")
@@ -148,14 +149,42 @@ def _undirected(graph):
 
 
 @algorithm("kcore", solver=KCore, label="k-core", self_loops=False)
-def core_number(graph, *, num_vertices=None, **options) -> AppResult:
-    """The core number of every vertex of ``graph`` (module docstring).
+def core_number(G, *, num_vertices=None, symmetric=False, **options) -> AppResult:
+    """The core number of every vertex, as NetworkX's ``core_number`` (module docstring).
 
-    ``graph``: anything :func:`groute.graph.load_graph` takes (a NetworkX graph, a scipy
-    matrix, ``(src, dst)`` arrays with ``num_vertices``, a file or spec, a CSRGraph); weights
-    are ignored. ``options`` as :class:`KCore`. ``result.to_dict()`` is ``{id: core number}``.
+    Parameters
+    ----------
+    G : graph input
+        A NetworkX graph, a scipy sparse matrix, ``(src, dst)`` edge arrays, a file, a graph
+        spec or a :class:`~groute.graph.CSRGraph` (:func:`groute.graph.load_graph`); weights
+        are ignored, and a directed graph's arcs count at both ends, as NetworkX's degree.
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
+        ``timeout``, ``mode`` (the engine: ``"auto"``, ``"bsp"``, ``"async"``), ``partition``,
+        ``seed``, and ``loop``, ``direction`` (:class:`KCore`).
+
+    Returns
+    -------
+    AppResult
+        Int32 core numbers by position; ``result.to_dict()`` is ``{id: core number}``.
+
+    Raises
+    ------
+    GraphNotSupported
+        NetworkX's ``NetworkXNotImplemented``: ``G`` has self-loops.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.Graph([(0, 1), (1, 2), (2, 0), (2, 3)])
+    >>> groute.core_number(G, backend="cpu", devices=1).to_dict()
+    {0: 2, 1: 2, 2: 2, 3: 1}
     """
-    g = load_graph(graph, weight=None, num_vertices=num_vertices)
+    g = load_graph(G, weight=None, num_vertices=num_vertices, symmetric=symmetric)
     if g.num_vertices == 0:
         return AppResult(np.zeros(0, np.int32), 0.0, {}, vertex_ids=g.vertex_ids)
     with KCore(g, **options) as solver:

@@ -10,29 +10,31 @@ import numpy as np
 
 from groute.registry import command
 
-from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
+from .app_cli import (add_engine_options, add_graph_options, advanced_group, load, report,
+                      run_solver, write_output)
 from .kcore import DEFAULT_DIRECTION, KCore
 
 
 @command
 def register(subparsers, common):
-    p = subparsers.add_parser("kcore", parents=[common],
+    p = subparsers.add_parser("kcore", aliases=["core_number"], parents=[common],
                               help="k-core decomposition (core number of every vertex)")
     add_graph_options(p, verify_help="compare with networkx.core_number (slow on millions of "
                                      "arcs)")
     add_engine_options(p)
-    p.add_argument("--direction", choices=("push", "pull", "auto"), default=DEFAULT_DIRECTION,
-                   help=f"the peel's direction (default {DEFAULT_DIRECTION}: a pulling "
-                        "candidate reads its arcs until it falls to k, where Beamer's rule counts on a pull stopping at "
-                        "the first frontier arc; auto: Beamer's rule, "
-                        "groute.operators.direction)")
+    advanced_group(p).add_argument(
+        "--direction", choices=("push", "pull", "auto"), default=DEFAULT_DIRECTION,
+        help=f"the peel's direction (default {DEFAULT_DIRECTION}: a pulling candidate reads its "
+             "arcs until it falls to k, where Beamer's rule counts on a pull stopping at the "
+             "first frontier arc; auto: Beamer's rule, groute.operators.direction)")
     p.set_defaults(func=_cli)
 
 
 def _cli(args) -> int:
     g, load_s = load(args)
     runs = run_solver(args, g, lambda where: KCore(g, **where, partition=args.partition,
-                                                  engine=args.engine, direction=args.direction))
+                                                  seed=args.seed, mode=args.mode,
+                                                  direction=args.direction))
     res = runs.result
     core = np.asarray(res.values)
     top = int(core.max()) if core.size else 0

@@ -27,7 +27,7 @@ import numpy as np
 
 from groute import HOST, Router, by_key, first_available
 from groute.registry import command, public
-from groute.runtime.context import ensure_context
+from groute.runtime.kept import lease
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pbf.cu")
@@ -124,19 +124,54 @@ class PBFResult:
 @public
 def pbf(data, predicate="even", *, ctx=None, segment_size: int = 1 << 20, num_buffers: int = 2,
         static: bool = False, backend="auto", devices=None) -> PBFResult:
-    """Keep the elements of ``data`` (int32) that satisfy ``predicate``, spread over devices."""
+    """Keep the elements of ``data`` that satisfy ``predicate``, spread over devices: Groute's
+    dataflow example (segments routed to whichever device frees a buffer first).
+
+    Parameters
+    ----------
+    data : array of int32
+        The elements, 1-D.
+    predicate : str or Predicate, optional
+        ``"even"``, ``"odd"``, ``"mod:M:R"`` (``x % M == R``), ...
+    ctx : Context, optional
+        The devices to run on (default: the kept context for ``backend`` and ``devices``).
+    segment_size : int, optional
+        Elements per segment the router hands out.
+    num_buffers : int, optional
+        Receive buffers per device link.
+    static : bool, optional
+        Split the data evenly up front instead of first-available routing.
+    backend : {"auto", "cuda", "cpu"}, optional
+    devices : int, optional
+
+    Returns
+    -------
+    PBFResult
+        ``values``: the kept elements (in no particular order), ``time_s``, ``stats``.
+
+    Raises
+    ------
+    ValueError
+        ``data`` not a 1-D int32 array, a bad ``segment_size`` or predicate.
+
+    Examples
+    --------
+    >>> import numpy as np, groute
+    >>> kept = groute.pbf(np.arange(10, dtype=np.int32), "mod:3:1", backend="cpu", devices=2)
+    >>> sorted(kept.values.tolist())
+    [1, 4, 7]
+    """
     pred = predicate if isinstance(predicate, Predicate) else parse_predicate(predicate)
     data = np.ascontiguousarray(data)
     if data.dtype != np.int32 or data.ndim != 1:
         raise ValueError(f"pbf filters a 1-D int32 array, got {data.ndim}-D {data.dtype}")
     if isinstance(segment_size, bool) or int(segment_size) < 1:
         raise ValueError(f"segment_size must be >= 1, got {segment_size}")
-    ctx, owned = ensure_context(ctx, devices=devices, backend=backend)
+    ctx, release = lease(ctx, devices=devices, backend=backend)
     try:
         return _run(ctx, data, pred, int(segment_size), num_buffers, static)
     finally:
-        if owned:
-            ctx.shutdown()
+        release()
 
 
 def _run(ctx, data, pred, seg, num_buffers, static):

@@ -1,24 +1,27 @@
-"""PageRank across devices, as a linear iteration.
+"""PageRank across devices, as a linear iteration, with NetworkX's parameters and meanings.
 
-PageRank is the linear iteration :data:`PAGERANK`: a vertex sends its rank split evenly over
-its out-arcs (``1 / outdeg``; a dangling vertex sends nothing), so the engines
-(:class:`groute.engines.IterateSolver`: BSP pull sweeps, the default, or asynchronous residual
-push) solve the "leaky" PageRank ``y = (1-d)/n + d P^T y`` and :class:`PageRank` returns
-``y / sum(y)``. With uniform teleport and dangling mass spread uniformly (the standard
-definition, ``groute.graph.reference.pagerank``) the PageRank vector is exactly proportional to
-``y``, so no device ever needs the global dangling sum during the run; with a personalization
-vector ``p`` the base term is ``(1-d) p`` and dangling mass follows ``p`` (NetworkX's default
-``dangling``), again proportional to ``y``. The stopping rule is relative: an iteration's L1
-change at most ``tol`` times the ranks' sum (async: every residual at most ``tol (1-d) / n``).
+PageRank is the linear iteration :data:`PAGERANK`: a vertex sends its rank split over its
+out-arcs (``1 / outdeg`` each; on a weighted graph in proportion to the arcs' weights, ``w /
+W`` with ``W`` the vertex's out-weight; a dangling vertex, without out-arcs or out-weight, sends
+nothing), so the engines (:class:`groute.engines.IterateSolver`: BSP pull sweeps, the default,
+or asynchronous residual push) solve the "leaky" PageRank ``y = (1-alpha) p + alpha P^T y``
+and :class:`PageRank` returns ``y / sum(y)``. With dangling mass spread as the teleport
+distribution ``p`` (uniform, or ``personalization``: NetworkX's default ``dangling``) the
+PageRank vector is exactly proportional to ``y``, so no device ever needs the global dangling
+sum during the run. A ``dangling`` distribution ``g`` of its own takes a second solve on the
+same set-up, ``z = g + alpha P^T z``: the PageRank vector is ``y + c z`` with ``c = alpha D(y)
+/ (1 - alpha D(z))`` (``D``: the sum over the dangling vertices), which satisfies NetworkX's
+equation exactly. The stopping rule is NetworkX's: an iteration's L1 change at most ``n * tol``
+of the ranks' sum (async: every residual at most ``tol (1-alpha)``).
 
-``pagerank(graph)`` returns an :class:`~groute.results.AppResult` of float64 ranks summing to
-1, with the graph's ids alongside. Also the ``groute pr`` subcommand.
+``pagerank(G)`` returns an :class:`~groute.results.AppResult` of float64 ranks summing to 1,
+with the graph's ids alongside. Also the ``groute pr`` subcommand (``groute pagerank``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from groute.engines import IterateSolver, LinearIteration
+from groute.engines import FixedPoint, IterateSolver, LinearIteration
 from groute.engines.iterate.memory import iteration_bytes
 from groute.engines.iterate.solver import stats_keys
 from groute.registry import algorithm, command
@@ -27,86 +30,209 @@ from groute.solver import input_graph
 
 #: PageRank: a vertex's rank split evenly over its out-arcs
 PAGERANK = LinearIteration(name="pagerank", share="x / (float)deg",
-                           share_numpy=lambda x, deg: x / np.maximum(deg, 1),
-                           stop="relative", alpha_name="damping")
-#: the keys of a PageRank result's ``stats`` (the engines', alpha named ``damping``)
+                           share_numpy=lambda x, deg: x / deg, stop="relative")
+#: the keys of a PageRank result's ``stats`` (the engines')
 STATS_KEYS = stats_keys(PAGERANK)
 
 
 class PageRank(IterateSolver):
     """PageRank of ``graph`` on the devices of a context; partition and upload once, run many
-    times. ``damping``: the damping factor d, in (0, 1). ``personalization``: personalized
-    PageRank, the teleport distribution (a dict keyed by the graph's ids, missing ids 0, or an
-    array by position; normalised; :func:`teleport_vector`): the random surfer restarts, and
-    dangling vertices' mass goes, in proportion to it (NetworkX's ``personalization`` with its
-    default ``dangling``); None: uniform. ``tol``: stop when an iteration's L1 change is at most
-    ``tol`` of the mass (async: residual bound ``tol (1-d) / n`` per vertex, so the L1 error is
-    at most ``tol`` of the mass). Other options (``mode``, ``partition``, ``max_iterations``,
-    ``tuning``, ...) as :class:`~groute.engines.IterateSolver`."""
+    times. The parameters are NetworkX's ``pagerank``'s, with its meanings and defaults:
+
+    ``alpha``: the damping factor, in (0, 1). ``personalization``: the teleport distribution
+    (a dict keyed by the graph's ids, missing ids 0, or an array by position; normalised:
+    :func:`distribution`); None: uniform. ``max_iter``: BSP iterations (async: ten times as
+    many push sweeps per device) before :meth:`run` raises
+    :class:`groute.errors.PowerIterationFailedConvergence`. ``tol``: stop when an iteration's
+    L1 change is at most ``n * tol`` of the ranks' sum. ``nstart``: the start values (as
+    ``personalization``; BSP only). ``weight``: None follows every out-arc alike; anything
+    else runs on the graph's weights (a one-shot call reads them from that edge attribute),
+    each >= 0; a graph whose arcs all weigh the same runs unweighted. ``dangling``: where the
+    rank of a vertex without out-arcs goes (as ``personalization``); None: as the teleport.
+
+    The engine's options (``mode``, ``partition``, ``tuning``, ``ctx``...) as
+    :class:`~groute.engines.IterateSolver`."""
 
     iteration = PAGERANK
-    app = "pr"
+    app = "pagerank"
 
-    def __init__(self, graph, *, damping=0.85, personalization=None, **options):
-        d = self._number("damping", damping)
+    def __init__(self, graph, *, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6,
+                 nstart=None, weight="weight", dangling=None, **options):
+        d = self._number("alpha", alpha)
         if not 0.0 < d < 1.0:
-            raise ValueError(f"damping must be in (0, 1), got {damping!r}")
-        self.damping = d
+            raise ValueError(f"pagerank: alpha must be in (0, 1), got {alpha!r}")
         n = int(graph.num_vertices)
         #: the teleport distribution by position (None: uniform)
-        self.teleport = None if personalization is None else teleport_vector(graph, personalization)
+        self.teleport = (None if personalization is None
+                         else distribution(graph, personalization, "personalization"))
+        start = (1.0 / max(n, 1) if nstart is None
+                 else distribution(graph, nstart, "nstart"))
+        weighted = weight is not None and _differ(graph.weights)
+        #: where a dangling vertex's rank goes, when not as the teleport (by position)
+        self.dangling = None
+        self._dangling_mask = None
+        if dangling is not None:
+            g = distribution(graph, dangling, "dangling")
+            p = self.teleport if self.teleport is not None else np.full(n, 1.0 / max(n, 1))
+            mask = _dangling_vertices(graph, weighted)
+            if mask.any() and not np.allclose(g, p, rtol=0, atol=1e-15):
+                self.dangling, self._dangling_mask = g, mask
         base = (1.0 - d) / max(n, 1) if self.teleport is None else (1.0 - d) * self.teleport
-        super().__init__(graph, alpha=d, base=base, start=1.0 / max(n, 1), normalize="sum",
-                         **options)
+        if self.dangling is not None and np.ndim(base) == 0:   # two solves: a base vector
+            base = np.full(n, base)
+        super().__init__(graph, FixedPoint(alpha=d, base=base, start=start, normalize="sum",
+                                           weighted=weighted),
+                         max_iter=max_iter, tol=tol, **options)
+
+    def run(self) -> AppResult:
+        """As :meth:`IterateSolver.run <groute.engines.IterateSolver.run>`; with a ``dangling``
+        distribution, the two solves of the module docstring (``stats`` of the first,
+        ``iterations`` and the time of both)."""
+        if self.dangling is None:
+            return super().run()
+        y, seconds, stats = self.solve()
+        self.check_converged(stats)
+        base = self.base_vector
+        self.set_base(self.dangling)
+        try:
+            z, more, second = self.solve()
+        finally:
+            self.set_base(base)
+        self.check_converged(second)
+        mask, d = self._dangling_mask, self.alpha
+        x = y + (d * y[mask].sum() / (1.0 - d * z[mask].sum())) * z
+        if stats["iterations"] is not None:
+            stats["iterations"] += second["iterations"]
+        return self._result(x / x.sum(), seconds + more, stats)
 
 
-def teleport_vector(graph, personalization) -> np.ndarray:
-    """``personalization`` (a dict keyed by the graph's ids, missing ids 0; or an array by
-    position) as a float64 distribution by position. Errors name the argument: an id that is
-    not a vertex, a negative or non-finite weight, a wrong length; all zero is a
-    ZeroDivisionError, as NetworkX raises."""
+def _differ(weights) -> bool:
+    """Whether ``weights`` (a graph's, or None) are not all the same: only then do they change
+    PageRank (equal weights split a rank as arc counts do)."""
+    if weights is None or len(weights) == 0:
+        return False
+    w = np.asarray(weights)
+    return not (bool(np.all(w == w[0])) and w[0] > 0)
+
+
+def _dangling_vertices(graph, weighted: bool) -> np.ndarray:
+    """By position: the vertices without out-arcs (weighted: without out-weight)."""
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    deg = np.diff(indptr)
+    if not weighted:
+        return deg == 0
+    rows = np.repeat(np.arange(deg.shape[0]), deg)
+    return np.bincount(rows, weights=np.asarray(graph.weights, np.float64),
+                       minlength=deg.shape[0]) == 0
+
+
+def distribution(graph, values, name: str) -> np.ndarray:
+    """``values`` (a dict keyed by the graph's ids, missing ids 0; or an array by position) as
+    a float64 distribution by position, as NetworkX reads ``personalization``, ``nstart`` and
+    ``dangling``. Errors name the argument ``name``: an id that is not a vertex, a negative or
+    non-finite weight, a wrong length; all zero is a ZeroDivisionError, as NetworkX raises."""
     n = int(graph.num_vertices)
-    if isinstance(personalization, dict):
+    if isinstance(values, dict):
         p = np.zeros(n, dtype=np.float64)
-        if personalization:
-            ids = list(personalization)
+        if values:
+            ids = list(values)
             try:
-                positions = [graph.vertex_of(i, "personalization key") for i in ids]
+                positions = [graph.vertex_of(i, f"{name} key") for i in ids]
             except KeyError as exc:
                 raise ValueError(exc.args[0]) from None
-            p[np.asarray(positions, dtype=np.int64)] = [float(personalization[i]) for i in ids]
+            p[np.asarray(positions, dtype=np.int64)] = [float(values[i]) for i in ids]
     else:
-        p = np.asarray(personalization, dtype=np.float64)
+        p = np.asarray(values, dtype=np.float64)
         if p.shape != (n,):
-            raise ValueError(f"personalization: an array needs one weight per vertex ({n}), got "
+            raise ValueError(f"{name}: an array needs one weight per vertex ({n}), got "
                              f"shape {p.shape}")
         p = p.copy()
     if n == 0:
         return p
     if not np.isfinite(p).all() or (p < 0).any():
         bad = int(np.flatnonzero(~np.isfinite(p) | (p < 0))[0])
-        raise ValueError(f"personalization: weights must be finite and >= 0 (vertex at "
+        raise ValueError(f"{name}: weights must be finite and >= 0 (vertex at "
                          f"position {bad} has {p[bad]})")
     total = p.sum()
     if total == 0 and n:
-        raise ZeroDivisionError("personalization: the weights sum to zero; give at least one "
+        raise ZeroDivisionError(f"{name}: the weights sum to zero; give at least one "
                                 "vertex a positive weight")
     return p / total
 
 
 @algorithm("pr", solver=PageRank, label="PageRank", modes=("async", "bsp"),
            memory=iteration_bytes)
-def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
-    """One-shot :class:`PageRank`: build, run once, close (``personalization=`` and the other
-    options as :class:`PageRank`).
+def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
+             weight="weight", dangling=None, *, num_vertices=None, symmetric=False,
+             **options) -> AppResult:
+    """The PageRank of every vertex, as NetworkX's ``pagerank`` with the same arguments.
 
-    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
-    NetworkX graph, a scipy sparse matrix, ``(src, dst)`` arrays with an optional
-    ``num_vertices``); weights are ignored (NetworkX: ``nx.pagerank(G, weight=None)``). Keyword
-    options as :class:`PageRank`. ``result.to_dict()`` is ``{id: rank}``.
+    Parameters
+    ----------
+    G : graph input
+        A NetworkX graph, a scipy sparse matrix, ``(src, dst[, weights])`` edge arrays, a file,
+        a graph spec or a :class:`~groute.graph.CSRGraph` (:func:`groute.graph.load_graph`).
+    alpha : float, optional
+        The damping factor, in (0, 1).
+    personalization : dict or array, optional
+        The teleport distribution: a dict keyed by vertex id (missing ids 0) or an array by
+        position; None: uniform.
+    max_iter : int, optional
+        Iterations before :class:`~groute.errors.PowerIterationFailedConvergence` is raised.
+    tol : float, optional
+        Stop when an iteration's L1 change is below ``len(G) * tol`` of the ranks' sum.
+    nstart : dict or array, optional
+        Start values (as ``personalization``).
+    weight : str or None, optional
+        The edge attribute holding the weights (an edge without it weighs 1); None:
+        unweighted. A file's or a matrix's values are its weights.
+    dangling : dict or array, optional
+        Where the rank of a vertex without out-edges goes (as ``personalization``); None: as
+        the teleport.
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
+        ``timeout``, ``mode`` (``"auto"``, ``"bsp"``, ``"async"``), ``partition``, ``seed``,
+        ``tuning`` (:class:`PageRank`).
+
+    Returns
+    -------
+    AppResult
+        Float64 ranks summing to 1; ``result.to_dict()`` is ``{id: rank}``.
+
+    Raises
+    ------
+    PowerIterationFailedConvergence
+        NetworkX's (and a :class:`groute.GrouteError`): no convergence within ``max_iter``.
+    GraphNotSupported
+        A NetworkX multigraph (NetworkX adds parallel edges up; groute keeps one arc).
+    ValueError
+        ``alpha`` outside (0, 1), a negative weight, a distribution naming no vertex.
+    ZeroDivisionError
+        A distribution whose weights sum to zero, as NetworkX.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3)])
+    >>> ranks = groute.pagerank(G, alpha=0.9, backend="cpu", devices=1).to_dict()
+    >>> ref = nx.pagerank(G, alpha=0.9)
+    >>> all(abs(ranks[v] - ref[v]) < 1e-4 for v in G)
+    True
+    >>> W = nx.Graph([("a", "b", {"weight": 3.0}), ("b", "c", {"weight": 1.0})])
+    >>> round(groute.pagerank(W, backend="cpu", devices=1).to_dict()["b"], 3)
+    0.486
     """
-    g = input_graph(graph, weight=None, num_vertices=num_vertices)
-    with PageRank(g, **kwargs) as solver:
+    g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric,
+                    multigraph="parallel edges add up in NetworkX's PageRank; groute keeps one "
+                               "arc per pair of vertices: pass nx.DiGraph(G) or nx.Graph(G) "
+                               "with the weights summed")
+    with PageRank(g, alpha=alpha, personalization=personalization, max_iter=max_iter,
+                  tol=tol, nstart=nstart, weight=weight, dangling=dangling,
+                  **options) as solver:
         return solver.run()
 
 
@@ -114,27 +240,37 @@ def pagerank(graph, *, num_vertices=None, **kwargs) -> AppResult:
 def register(subparsers, common):
     from .app_cli import add_graph_options
     from .iterate_cli import add_iteration_options
-    p = subparsers.add_parser("pr", parents=[common], help="PageRank across devices (async push or BSP)")
+    p = subparsers.add_parser("pr", aliases=["pagerank"], parents=[common],
+                              help="PageRank across devices (async push or BSP)")
     add_graph_options(p)
     add_iteration_options(p, PageRank.rules, what="PageRank",
-                          tol_help="async: residual bound tol*(1-d)/n per vertex; bsp: L1 "
-                                   "change (default 1e-6)")
-    p.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
+                          tol_help="stop when an iteration's L1 change is at most n*tol of the "
+                                   "ranks' sum (NetworkX's tol; async: residual bound "
+                                   "tol*(1-alpha) per vertex; default: 1e-6/n, an L1 change of "
+                                   "1e-6, where NetworkX's 1e-6 allows n*1e-6)",
+                          tol_default=None)
+    p.add_argument("--alpha", type=float, default=0.85, help="damping factor (default 0.85)")
+    p.add_argument("--unweighted", action="store_true",
+                   help="follow every out-arc alike (default: the graph's weights, if any, as "
+                        "NetworkX's weight='weight')")
     p.set_defaults(func=_cli)
 
 
 def _cli(args) -> int:
     from .app_cli import load, run_solver
-    from .iterate_cli import report_iteration, tuning_from
+    from .iterate_cli import report_iteration, tol_for, tuning_from
     g, load_s = load(args)
     tuning = tuning_from(args)
+    tol = tol_for(args, g)
+    weight = None if args.unweighted else "weight"
     runs = run_solver(args, g, lambda where: PageRank(
-        g, **where, partition=args.partition, mode=args.mode, damping=args.damping, tol=args.tol,
-        seed=args.seed, max_iterations=args.max_iterations, tuning=tuning))
+        g, **where, partition=args.partition, mode=args.mode, alpha=args.alpha, tol=tol,
+        seed=args.seed, max_iter=args.max_iter, weight=weight, tuning=tuning))
     verified = None
     if args.verify:
         from groute.graph import reference
-        ref = reference.pagerank(g, damping=args.damping, tol=min(args.tol, 1e-6) * 1e-2)
+        ref = reference.pagerank(g, damping=args.alpha, weighted=weight is not None,
+                                 tol=min(tol * g.num_vertices, 1e-6) * 1e-2)
         l1, linf = reference.pagerank_error(runs.result.values, ref)
         ok = l1 <= 1e-4
         verified = (ok, f"L1 {l1:.3e}, Linf {linf:.3e} vs reference power iteration "

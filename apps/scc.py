@@ -44,9 +44,10 @@ import time
 
 import numpy as np
 
-from groute import AppResult, GraphNotSupported
+import groute
+from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import load_graph, reference
+from groute.graph import DEFAULT_PARTITION, load_graph, reference
 from groute.operators import AdvanceStep, Functor, Message, advance, compute, filter, run_loop
 from groute.registry import algorithm
 
@@ -204,16 +205,17 @@ CLAIM_SCC = [AdvanceStep(CLAIM, over="in")]
 
 class SCC(EngineSolver):
     """Builds the engine once (partition, upload, the keys); :meth:`run` finds the components.
-    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (contiguous, metis,
-    random), ``engine`` (bsp), ``loop``: how the peels, the colouring and the claim run (auto,
-    fused, python: ``groute.engines.LOOP_RULE``). ``graph``: a directed CSRGraph."""
+    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous,
+    random; ``seed``), ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``),
+    ``loop``: how the peels, the colouring and the claim run (auto, fused, python:
+    ``groute.engines.LOOP_RULE``). ``graph``: a directed CSRGraph."""
 
     def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
-                 partition="contiguous", engine="bsp", loop="auto"):
+                 partition=DEFAULT_PARTITION, seed=0, mode="auto", loop="auto"):
         _check_directed(graph)
         self.graph = graph
-        self.engine = make_engine(graph, engine, ctx=ctx, devices=devices, backend=backend,
-                                  timeout=timeout, partition=partition, loop=loop)
+        self.engine = make_engine(graph, mode, ctx=ctx, devices=devices, backend=backend,
+                                  timeout=timeout, partition=partition, seed=seed, loop=loop)
         n = graph.num_vertices
         self.engine.state("key", np.int32,
                           values=np.random.default_rng(KEY_SEED).permutation(n))
@@ -261,23 +263,48 @@ class SCC(EngineSolver):
 def _check_directed(graph):
     """A GraphNotSupported error naming ``graph`` if it is undirected."""
     if not graph.directed:
-        raise GraphNotSupported(
+        raise groute.GraphNotSupported(
             f"graph {graph.name or '(unnamed)'} is undirected; strongly_connected_components "
             f"takes a directed graph, as NetworkX: the strongly connected components of an "
             f"undirected graph are its connected components (groute.connected_components)")
 
 
 @algorithm("scc", solver=SCC, label="SCC", directed=True)
-def strongly_connected_components(graph, *, num_vertices=None, **options) -> AppResult:
-    """The strongly connected components of the directed ``graph`` (module docstring).
+def strongly_connected_components(G, *, num_vertices=None, **options) -> AppResult:
+    """The strongly connected components of the directed graph ``G``, as NetworkX's
+    ``strongly_connected_components`` (module docstring).
 
-    ``graph``: anything :func:`groute.graph.load_graph` takes (a NetworkX DiGraph, a scipy
-    matrix, ``(src, dst)`` arrays with ``num_vertices``, a file or spec, a CSRGraph); weights
-    are ignored. ``options`` as :class:`SCC`. ``values``: the smallest position in each vertex's
-    component; ``result.to_dict()`` is ``{id: representative's id}``, ``result.components()``
-    the components as sets of ids.
+    Parameters
+    ----------
+    G : graph input
+        A directed graph: a NetworkX ``DiGraph``, a scipy sparse matrix, ``(src, dst)`` edge
+        arrays, a file, a graph spec or a :class:`~groute.graph.CSRGraph`
+        (:func:`groute.graph.load_graph`); weights are ignored.
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    **options
+        How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
+        ``timeout``, ``mode`` (the engine), ``partition``, ``seed``, ``loop`` (:class:`SCC`).
+
+    Returns
+    -------
+    AppResult
+        ``values``: the smallest position in each vertex's component; ``result.to_dict()`` is
+        ``{id: representative's id}``, ``result.components()`` the components as sets of ids.
+
+    Raises
+    ------
+    GraphNotSupported
+        NetworkX's ``NetworkXNotImplemented``: ``G`` is undirected.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> D = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3)])
+    >>> groute.strongly_connected_components(D, backend="cpu", devices=1).components()
+    [{0, 1, 2}, {3}]
     """
-    g = load_graph(graph, weight=None, num_vertices=num_vertices)
+    g = load_graph(G, weight=None, num_vertices=num_vertices)
     _check_directed(g)
     if g.num_vertices == 0:
         return AppResult(np.zeros(0, np.int64), 0.0, {"components": 0, "largest": 0},

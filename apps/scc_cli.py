@@ -28,7 +28,7 @@ def register(subparsers, common):
 def _cli(args) -> int:
     g, load_s = load(args)
     runs = run_solver(args, g, lambda where: SCC(g, **where, partition=args.partition,
-                                                engine=args.engine))
+                                                seed=args.seed, mode=args.mode))
     res = runs.result
     count, largest = res.stats["components"], res.stats["largest"]
     line = (f"scc {g.name}: {runs.median * 1e3:.3f} ms ({runs.where()}), {count:,} components, "

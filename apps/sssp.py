@@ -14,13 +14,15 @@ run; sums that overflow only on paths that are not shortest do not
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from groute.engines import Relaxation, RelaxSolver, value_add
 from groute.engines.relax.memory import traversal_bytes
 from groute.engines.relax.values import check_overflow
 from groute.registry import algorithm, command, public
-from groute.solver import input_graph
+from groute.solver import input_graph, source_position
 
 #: distance: every arc adds its weight
 DISTANCE = Relaxation(name="distance", cuda="value_add(d, w)", numpy=value_add, weighted=True)
@@ -49,43 +51,156 @@ class SSSP(RelaxSolver):
             check_overflow(self.graph, values, self.kind, self.app)
         return self._answer(values)
 
+    def run(self, source=None, *, sources=None, cutoff=None, predecessors=False):
+        """As :meth:`RelaxSolver.run <groute.engines.RelaxSolver.run>`, with NetworkX's
+        ``cutoff``: only distances at most ``cutoff`` are kept (the rest unreached, inf), and
+        a vertex past it is not expanded (the engine's ``ceiling``: the first value above
+        ``cutoff``)."""
+        result = super().run(source, sources=sources, predecessors=predecessors,
+                             ceiling=self._ceiling_above(cutoff))
+        if cutoff is None:
+            return result
+        beyond = np.asarray(result.values) > cutoff
+        if not beyond.any():
+            return result
+        values = np.where(beyond, self.unreached, result.values)
+        parents = result.predecessors
+        if parents is not None:
+            parents = np.where(beyond, -1, parents)
+        return dataclasses.replace(result, values=values, predecessors=parents,
+                                   device_values=None)
+
+    def _ceiling_above(self, cutoff):
+        """The least run value above ``cutoff`` (a number >= 0), or None."""
+        if cutoff is None:
+            return None
+        if isinstance(cutoff, bool) or not isinstance(cutoff, (int, float, np.integer,
+                                                               np.floating)) \
+                or not cutoff >= 0:
+            raise ValueError(f"{self.app}: cutoff must be a number >= 0 (a distance), got "
+                             f"{cutoff!r}")
+        if np.isinf(cutoff):
+            return None
+        if self.kind == "int":
+            return int(np.floor(cutoff)) + 1
+        return float(np.nextafter(np.float32(cutoff), np.float32(np.inf)))
+
 
 @algorithm("sssp", solver=SSSP, label="SSSP", needs_source=True, weighted=True,
            modes=("async", "bsp"), memory=traversal_bytes)
-def sssp(graph, source=None, *, sources=None, predecessors=False, weight="weight",
-         num_vertices=None, **kwargs):
-    """One-shot SSSP from ``source``, one of the graph's own ids (a file's id, a NetworkX label),
-    or from every id of ``sources`` at once (distance to the nearest one, as NetworkX's
-    ``multi_source_dijkstra_path_length``).
+def sssp(G, source=None, cutoff=None, weight="weight", *, sources=None, predecessors=False,
+         num_vertices=None, symmetric=False, **options):
+    """Shortest-path distances from ``source``, as NetworkX's
+    ``single_source_dijkstra_path_length(G, source, cutoff, weight)``.
 
-    ``graph``: anything :func:`~groute.solver.input_graph` takes (a path or spec, a CSRGraph, a
-    NetworkX graph whose ``weight`` edge attribute holds the weights, a scipy sparse matrix whose
-    values are the weights, ``(src, dst[, weights])`` arrays with an optional ``num_vertices``).
-    ``predecessors``: also a parent per reached vertex (``result.to_predecessors()``,
-    ``result.path_to(t)``). Other keyword options as :class:`SSSP`. ``result.to_dict()`` is
-    ``{id: distance}`` over the vertices reached, as NetworkX's
-    ``single_source_dijkstra_path_length``.
+    Parameters
+    ----------
+    G : graph input
+        A NetworkX graph, a scipy sparse matrix (its values the weights), ``(src, dst[,
+        weights])`` edge arrays, a file, a graph spec or a :class:`~groute.graph.CSRGraph`
+        (:func:`groute.graph.load_graph`). Weights are >= 0; a graph without weights weighs 1
+        per arc.
+    source : vertex id
+        One of the graph's own ids (a NetworkX label, a file's id).
+    cutoff : number, optional
+        Keep only distances at most ``cutoff`` (and do not expand past it).
+    weight : str or None, optional
+        The edge attribute holding the weights (an edge without it weighs 1); None: 1 per arc.
+    sources : list of vertex ids, optional
+        Start from all of them at once instead of ``source`` (distance to the nearest, as
+        NetworkX's ``multi_source_dijkstra_path_length``).
+    predecessors : bool, optional
+        Also a parent per reached vertex (``result.to_predecessors()``,
+        ``result.path_to(t)``).
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
+        ``timeout``, ``mode`` (``"auto"``, ``"bsp"``, ``"async"``), ``partition``, ``seed``,
+        and the traversal's own (``priority``, ``delta``, ``exchange``, ``tuning``,
+        ``worklist_tuning``: :class:`~groute.engines.RelaxSolver`).
+
+    Returns
+    -------
+    AppResult
+        Float64 distances by position (inf: not reached); ``result.to_dict()`` is ``{id:
+        distance}`` over the vertices reached, as NetworkX's.
+
+    Raises
+    ------
+    NodeNotFound
+        NetworkX's (and a ValueError): ``source`` is not a vertex of ``G``.
+    ValueError
+        A negative weight or ``cutoff``.
+    OverflowError
+        A shortest distance past what the weights' type holds (int32 or float32).
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.Graph([(0, 1, {"weight": 4}), (1, 2, {"weight": 1}), (0, 2, {"weight": 2})])
+    >>> groute.sssp(G, 0, backend="cpu", devices=1).to_dict()
+    {0: 0.0, 1: 3.0, 2: 2.0}
+    >>> groute.sssp(G, 0, cutoff=2, backend="cpu", devices=1).to_dict()
+    {0: 0.0, 2: 2.0}
     """
-    g = input_graph(graph, weight=weight, num_vertices=num_vertices)
-    with SSSP(g, **kwargs) as solver:
-        return solver.run(source, sources=sources, predecessors=predecessors)
+    g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
+    with SSSP(g, **options) as solver:
+        return solver.run(source, sources=sources, cutoff=cutoff, predecessors=predecessors)
 
 
-@public
-def shortest_path(graph, source, target, *, weight=None, num_vertices=None, **kwargs):
-    """The ids on a shortest path from ``source`` to ``target`` (both the graph's own ids),
-    source first, as NetworkX's ``shortest_path(G, source, target, weight)``: hops with
-    ``weight=None`` (BFS), else the ``weight`` edge attribute's sum (SSSP). NetworkX's
-    ``NetworkXNoPath`` when ``target`` is not reachable. Other keyword options as
-    :class:`SSSP` (or :class:`~groute.apps.bfs.BFS`)."""
+@public(solver=SSSP)
+def shortest_path(G, source, target, weight=None, method="dijkstra", *, num_vertices=None,
+                  symmetric=False, **options):
+    """The ids on a shortest path from ``source`` to ``target``, source first, as NetworkX's
+    ``shortest_path(G, source, target, weight, method)``.
+
+    Parameters
+    ----------
+    G : graph input
+        As :func:`sssp`.
+    source, target : vertex ids
+        The graph's own ids.
+    weight : str or None, optional
+        None: hops (BFS); else the edge attribute whose sum is minimised (SSSP).
+    method : {"dijkstra", "bellman-ford"}, optional
+        NetworkX's; with the weights >= 0 that groute takes, both find the same lengths.
+    num_vertices : int, optional
+        The vertex count of edge arrays.
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs, as :func:`sssp`.
+
+    Returns
+    -------
+    list
+        The ids on one shortest path (which of several equal ones is groute's choice).
+
+    Raises
+    ------
+    NodeNotFound
+        NetworkX's: ``source`` or ``target`` is not a vertex of ``G``.
+    NetworkXNoPath
+        NetworkX's: ``target`` is not reachable from ``source``.
+    ValueError
+        An unknown ``method``.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> groute.shortest_path(nx.path_graph(4), 0, 3, backend="cpu", devices=1)
+    [0, 1, 2, 3]
+    """
     from .bfs import BFS
-    g = input_graph(graph, weight=weight, num_vertices=num_vertices)
+    if method not in ("dijkstra", "bellman-ford"):
+        raise ValueError(f"method not supported: {method}")
+    g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     solver_class = BFS if weight is None else SSSP
-    try:
-        g.vertex_of(target, "target")           # a bad target fails before the run
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
-    with solver_class(g, **kwargs) as solver:
+    source_position(g, target, "target")        # a bad target fails before the run
+    with solver_class(g, **options) as solver:
         result = solver.run(source, predecessors=True)
     return result.path_to(target)
 

@@ -5,8 +5,8 @@ Market and DIMACS, the original id for SNAP edge lists, the name for CSV files, 
 generated graphs); without it the vertex with the most out-arcs is used. SSSP runs on the graph's
 weights, weight 1 on every arc of an unweighted graph (as the library does), or with
 ``--random-weights`` random integers 1..64. ``--sources`` starts from several ids at once
-(distance to the nearest), ``--depth-limit`` (BFS) leaves vertices farther than that many hops
-unreached, ``--predecessors FILE`` also writes each reached vertex's parent on a shortest path.
+(distance to the nearest), ``--cutoff`` leaves vertices farther than that (BFS: hops; SSSP: a
+distance) unreached, as NetworkX's ``cutoff``, ``--predecessors FILE`` also writes each reached vertex's parent on a shortest path.
 What is printed and the ``--output`` formats: :mod:`groute.apps.app_cli`. Unreachable vertices
 are -1 (BFS depth) or inf (SSSP distance).
 """
@@ -18,11 +18,12 @@ from types import SimpleNamespace
 import numpy as np
 
 from groute.engines.relax.solver import EXCHANGES, PARTITIONS
+from groute.graph.partition import DEFAULT_PARTITION
 from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
-from .app_cli import (add_graph_options, auto_help, busiest_vertex, gteps, load, parse_vertex,
-                      report, run_solver, write_output)
+from .app_cli import (add_graph_options, advanced_group, auto_help, busiest_vertex, gteps, load,
+                      parse_vertex, report, run_solver, write_output)
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -42,35 +43,44 @@ def register_app(subparsers, common, name, solver_cls):
                        help="several source vertices at once, comma-separated ids: each vertex "
                             "gets its distance to the nearest")
     if name == "bfs":
-        p.add_argument("--depth-limit", type=int, default=None, metavar="D",
+        p.add_argument("--cutoff", type=int, default=None, metavar="D",
                        help="leave vertices more than D hops from the sources unreached (-1) "
-                            "and do not expand the frontier at depth D")
+                            "and do not expand the frontier at depth D (NetworkX's cutoff)")
+    else:
+        p.add_argument("--cutoff", type=float, default=None, metavar="D",
+                       help="leave vertices farther than distance D from the sources "
+                            "unreached (inf) and do not expand past it (NetworkX's cutoff)")
     p.add_argument("--predecessors", default=None, metavar="FILE",
                    help="also write each reached vertex's parent on a shortest path, by id "
-                        "(formats as --output; sources and unreached vertices left out)")
+                        "(formats as --output, - for standard output; sources and unreached "
+                        "vertices left out)")
     if name == "sssp":
         p.add_argument("--random-weights", action="store_true",
                        help="run on random integer weights 1..64 (seeded by --seed) instead of "
                             "the graph's (default: the graph's weights, or 1 on every arc)")
-    p.add_argument("--partition", choices=PARTITIONS, default=None,
-                   help="how vertices are split over devices (default: metis; none for 1 device)")
     rules = solver_cls.rules
-    p.add_argument("--mode", choices=["auto", *MODES], default="auto",
-                   help="async: fused workers, asynchronous exchange; bsp: level-synchronous (BFS "
-                        f"pulls across devices); auto (default): {auto_help(rules['mode'])}")
-    p.add_argument("--no-priority", action="store_true",
-                   help="switch soft priority off (default: "
-                        f"{auto_help(rules['priority'])})")
-    p.add_argument("--delta", type=float, default=None,
-                   help="soft-priority step in value units (default: chosen from the graph)")
-    p.add_argument("--routing", choices=ROUTINGS, default=None,
-                   help="the worklist's routing (WorklistTuning.routing; default all2all; ring "
-                        "means the worklist runs)")
-    p.add_argument("--exchange", choices=EXCHANGES, default="auto",
-                   help="host (the worklist moves the items; in BSP it steers each level), peer "
-                        "(one launch per device for the whole run, exchange through peer memory; "
-                        "CUDA GPUs with NVLink between them) or auto (default): "
-                        f"{auto_help(rules['exchange'])}")
+    advanced = advanced_group(p)
+    advanced.add_argument("--mode", choices=["auto", *MODES], default="auto",
+                          help="async: fused workers, asynchronous exchange; bsp: "
+                               "level-synchronous (BFS pulls across devices); auto (default): "
+                               f"{auto_help(rules['mode'])}")
+    advanced.add_argument("--partition", choices=PARTITIONS, default=DEFAULT_PARTITION,
+                          help=f"how vertices are split over devices (default "
+                               f"{DEFAULT_PARTITION}; none for 1 device)")
+    advanced.add_argument("--no-priority", action="store_true",
+                          help="switch soft priority off (default: "
+                               f"{auto_help(rules['priority'])})")
+    advanced.add_argument("--delta", type=float, default=None,
+                          help="soft-priority step in value units (default: chosen from the "
+                               "graph)")
+    advanced.add_argument("--routing", choices=ROUTINGS, default=None,
+                          help="the worklist's routing (WorklistTuning.routing; default "
+                               "all2all; ring means the worklist runs)")
+    advanced.add_argument("--exchange", choices=EXCHANGES, default="auto",
+                          help="host (the worklist moves the items; in BSP it steers each "
+                               "level), peer (one launch per device for the whole run, exchange "
+                               "through peer memory; CUDA GPUs with NVLink between them) or "
+                               f"auto (default): {auto_help(rules['exchange'])}")
     p.set_defaults(func=lambda args: run_cli(args, name, solver_cls))
 
 
@@ -93,9 +103,9 @@ def run_cli(args, name, solver_cls):
         seeds = [busiest_vertex(graph) if args.source is None
                  else parse_vertex(graph, args.source, "--source")]
     seed_ids = [graph.file_id_of(s) for s in seeds]
-    depth_limit = getattr(args, "depth_limit", None)
-    if depth_limit is not None and depth_limit < 0:
-        raise ValueError(f"--depth-limit must be >= 0, got {depth_limit}")
+    cutoff = args.cutoff
+    if cutoff is not None and not cutoff >= 0:
+        raise ValueError(f"--cutoff must be >= 0, got {cutoff}")
     delta = args.delta
     if delta is not None and solver_cls.relaxation.weighted and graph.weights is not None \
             and np.asarray(graph.weights).dtype.kind in "iu":
@@ -104,29 +114,28 @@ def run_cli(args, name, solver_cls):
     worklist = dataclasses.replace(WorklistTuning.from_environment(),
                                    **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, graph, lambda where: solver_cls(
-        graph, **where, partition=args.partition or "metis", mode=args.mode,
+        graph, **where, partition=args.partition, mode=args.mode,
         priority=False if args.no_priority else "auto", delta=delta, seed=args.seed,
         exchange=args.exchange, worklist_tuning=worklist),
-        sources=seed_ids, predecessors=args.predecessors is not None,
-        **({} if depth_limit is None else {"depth_limit": depth_limit}))
+        sources=seed_ids, predecessors=args.predecessors is not None, cutoff=cutoff)
     res, median = runs.result, runs.median
     reached_mask = np.asarray(res.values) != res.unreached
     reached = int(np.count_nonzero(reached_mask))
     arcs = traversed_arcs(graph, reached_mask)
     source_id = seed_ids[0] if len(seed_ids) == 1 else seed_ids
     origin = seed_ids[0] if len(seed_ids) == 1 else f"{len(seed_ids)} sources"
-    if depth_limit is not None:
-        origin += f" (depth limit {depth_limit})"
+    if cutoff is not None:
+        origin += f" (cutoff {cutoff:g})"
     line = (f"{name} {graph.name} from {origin}: {median * 1e3:.3f} ms "
             f"({runs.where(res.stats['mode'])}), {reached:,} of {graph.num_vertices:,} vertices "
             f"reached, {arcs:,} arcs, {gteps(arcs, median):.3f} GTEPS")
     facts = {"source": source_id, "mode": res.stats["mode"], "reached": reached,
              "arcs_traversed": arcs, "gteps": gteps(arcs, median)}
-    if depth_limit is not None:
-        facts["depth_limit"] = depth_limit
+    if cutoff is not None:
+        facts["cutoff"] = cutoff
     if name == "sssp":
         facts["weights"] = weights
-    verified = verify(name, graph, seeds, res.values, depth_limit) if args.verify else None
+    verified = verify(name, graph, seeds, res.values, cutoff) if args.verify else None
     report(args, name, graph, load_s, runs, line, facts, verified,
            extra_stats=[f"weights: {weights}"] if name == "sssp" else ())
     if args.output:
@@ -152,19 +161,21 @@ def traversed_arcs(graph, reached_mask) -> int:
     return int(degrees[reached_mask].sum())
 
 
-def verify(name, graph, sources, values, depth_limit=None):
+def verify(name, graph, sources, values, cutoff=None):
     """``(ok, detail)``: ``values`` against :mod:`groute.graph.reference` from ``sources`` (the
-    least over them), cut at ``depth_limit`` (BFS)."""
+    least over them), cut at ``cutoff``."""
     from groute.graph import reference
     if name == "bfs":
         depths = [np.asarray(reference.bfs(graph, s), dtype=np.float64) for s in sources]
         least = np.min([np.where(d < 0, np.inf, d) for d in depths], axis=0)
-        if depth_limit is not None:
-            least[least > depth_limit] = np.inf
+        if cutoff is not None:
+            least[least > cutoff] = np.inf
         ref = np.where(np.isinf(least), -1, least).astype(np.int64)
         bad = np.flatnonzero(ref != values)
     else:
         ref = np.min([np.asarray(reference.sssp(graph, s)) for s in sources], axis=0)
+        if cutoff is not None:
+            ref[ref > cutoff] = np.inf
         close = np.isclose(values, ref, rtol=1e-5, atol=0) | (np.isinf(ref) & np.isinf(values))
         bad = np.flatnonzero(~close)
     if bad.size:

@@ -46,6 +46,12 @@ from groute.bench.peers import free_gpu_memory  # noqa: E402 - after the path is
 from groute.tuning import CCTuning, PageRankTuning  # noqa: E402
 
 
+def ACCURATE(g):
+    """PageRank's options for these checks: unweighted, to an L1 change of 1e-6 of the mass
+    (groute's ``tol`` is per vertex, as NetworkX's) within 1000 iterations."""
+    return {"weight": None, "tol": 1e-6 / g.num_vertices, "max_iter": 1000}
+
+
 def pr_tuning(**knobs):
     """PageRank's tuning from the environment (e.g. GROUTE_PR_TRACE=1), with ``knobs`` set."""
     return dataclasses.replace(PageRankTuning.from_environment(), **knobs)
@@ -206,7 +212,8 @@ def stage_correctness(ngpu, budget=float("inf")):
                         case = f"PR {mode} {g.name} x{k} {partition if k > 1 else ''}".strip()
 
                         def run_pr():
-                            with PageRank(g, ctx=ctx, mode=mode, partition=partition) as s:
+                            with PageRank(g, ctx=ctx, mode=mode, partition=partition,
+                                          **ACCURATE(g)) as s:
                                 res = s.run()
                                 again = s.run()
                             l1 = float(np.abs(res.values - pr_ref).sum())
@@ -219,7 +226,7 @@ def stage_correctness(ngpu, budget=float("inf")):
 
                     def run_pr_copies():
                         with PageRank(g, ctx=ctx, mode="bsp", partition="random",
-                                      tuning=pr_tuning(peer_writes=False)) as s:
+                                      tuning=pr_tuning(peer_writes=False), **ACCURATE(g)) as s:
                             res = s.run()
                         l1 = float(np.abs(res.values - pr_ref).sum())
                         record(case, l1 <= PR_MAX_L1 and res.stats["exchange"] == "peer copies",
@@ -367,7 +374,8 @@ def stage_timings(ngpu, specs, repeat, budget):
                         if what == "cc":
                             solver = CC(g, ctx=ctx)
                         else:
-                            solver = PageRank(g, ctx=ctx, mode=what[3:], partition="contiguous")
+                            solver = PageRank(g, ctx=ctx, mode=what[3:], partition="contiguous",
+                                              **ACCURATE(g))
                         setup = time.perf_counter() - t0
                         try:
                             solver.run()
@@ -430,8 +438,8 @@ def sweep_ms(solver, sweeps=32, per_device=False):
     last)."""
     import cupy
     devs = solver.devs if per_device else solver.devs[:1]
-    sweeps = min(sweeps, solver.max_iterations - 1)
-    base = (1.0 - solver.damping) / solver.n
+    sweeps = min(sweeps, solver.max_iter - 1)
+    base = (1.0 - solver.alpha) / solver.n
     marks = []
     for dev in devs:
         dev.device_check = False
@@ -480,7 +488,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
             ref = reference.pagerank(g, tol=1e-12)
             for name in names:
                 def one():
-                    with PageRank(g, ctx=ctx, mode="bsp", **opts(name)) as s:
+                    with PageRank(g, ctx=ctx, mode="bsp", **opts(name), **ACCURATE(g)) as s:
                         a, b = s.run(), s.run()
                     l1 = max(float(np.abs(a.values - ref).sum()), float(np.abs(b.values - ref).sum()))
                     det = bool(np.array_equal(a.values, b.values))
@@ -526,7 +534,7 @@ def stage_pr_variants(specs, repeat, budget, variants, scipy=True, check=True):
 
                 def ours():
                     t1 = time.perf_counter()
-                    with PageRank(g, ctx=ctx, mode="bsp", **opts(name)) as s:
+                    with PageRank(g, ctx=ctx, mode="bsp", **opts(name), **ACCURATE(g)) as s:
                         setup = time.perf_counter() - t1
                         s.run()
                         runs = [s.run() for _ in range(repeat)]
@@ -595,7 +603,8 @@ def stage_pr_scaling(specs, counts, kernels, repeat, budget, partition="contiguo
                     with Context(k, backend=BACKEND, timeout=120) as ctx:
                         t1 = time.perf_counter()
                         with PageRank(g, ctx=ctx, mode="bsp", partition=partition,
-                                      tuning=pr_tuning(bsp_kernel=kernel, **extra)) as s:
+                                      tuning=pr_tuning(bsp_kernel=kernel, **extra),
+                                      **ACCURATE(g)) as s:
                             setup = time.perf_counter() - t1
                             s.run()
                             runs = [s.run() for _ in range(repeat)]

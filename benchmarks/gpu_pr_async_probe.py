@@ -46,8 +46,8 @@ def main(argv=None):
         g = load_graph(spec, backend=args.backend)
         print(f"== {spec}: {g.num_vertices} vertices, {g.num_edges} arcs ({time.perf_counter() - t0:.1f} s)",
               flush=True)
-        with PageRank(g, devices=1, backend=args.backend, mode="bsp", tol=1e-10,
-                      max_iterations=400) as s:
+        with PageRank(g, devices=1, backend=args.backend, mode="bsp", weight=None,
+                      tol=1e-10 / g.num_vertices, max_iter=400) as s:
             ref = np.asarray(s.run().values, np.float64)
         indeg = np.bincount(np.asarray(g.indices), minlength=g.num_vertices)
         classes = [("in=0", indeg == 0), ("in 1-32", (indeg >= 1) & (indeg <= 32)),
@@ -59,7 +59,8 @@ def main(argv=None):
                     chosen["packet"] = None if packet == "default" else int(packet)
                     kw = {} if sweeps == "default" else {"sweeps": int(sweeps)}
                     with PageRank(g, devices=k, backend=args.backend, mode="async",
-                                  partition=args.partition, tuning=PageRankTuning(**kw)) as s:
+                                  partition=args.partition, tuning=PageRankTuning(**kw),
+                                  weight=None, tol=1e-6 / g.num_vertices, max_iter=1000) as s:
                         for rep in range(2):
                             t1 = time.perf_counter()
                             res = s.run()

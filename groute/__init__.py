@@ -18,8 +18,7 @@ import importlib  # noqa: E402
 import importlib.util  # noqa: E402
 
 from . import registry as _registry  # noqa: E402
-from .errors import (ContextStopped, DeviceError, GraphNotSupported, GrouteError,  # noqa: E402
-                     LinkClosed, WaitTimeout)
+from .errors import ContextStopped, DeviceError, GrouteError, LinkClosed, WaitTimeout  # noqa: E402
 from .runtime import (HOST, Context, Endpoint, Link, PendingSegment, Route, Router,  # noqa: E402
                       Segment, SendHandle, broadcast, by_key, by_owner, first_available, ring)
 
@@ -30,15 +29,19 @@ __version__ = "0.1.0"
 _registry.search("groute.apps")
 
 #: public names imported when first asked for: the result type the algorithms return (an
-#: algorithm written on the operators returns one too)
-_LAZY = {"AppResult": ("groute.results", "AppResult")}
+#: algorithm written on the operators returns one too), and the errors that are NetworkX's too
+#: (made with NetworkX, :data:`groute.errors.NETWORKX_TWINS`)
+_LAZY = {"AppResult": ("groute.results", "AppResult"),
+         "GraphNotSupported": ("groute.errors", "GraphNotSupported"),
+         "NodeNotFound": ("groute.errors", "NodeNotFound"),
+         "PowerIterationFailedConvergence": ("groute.errors", "PowerIterationFailedConvergence")}
 
 
 #: the names every ``from groute import *`` brings besides the registered functions
 _API = ["Context", "Endpoint", "HOST", "Link", "SendHandle", "Router", "Route", "Segment",
         "PendingSegment", "broadcast", "by_key", "by_owner", "first_available", "ring",
         "GrouteError", "DeviceError", "WaitTimeout", "ContextStopped", "LinkClosed",
-        "GraphNotSupported", "AppResult"]
+        "GraphNotSupported", "NodeNotFound", "PowerIterationFailedConvergence", "AppResult"]
 
 
 def __getattr__(name):

@@ -30,9 +30,8 @@ TOOLS = ("groute.commands.info", "groute.commands.demo", "groute.graph.cli",
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groute",
-        description="Asynchronous multi-GPU graph analytics (BFS, SSSP, PageRank, CC, k-core, "
-                    "SCC, betweenness, Katz) and "
-                    "dataflow primitives, on CUDA GPUs or CPU virtual devices.")
+        description=f"Asynchronous multi-GPU graph analytics ({registry.labels()}) and "
+                    f"dataflow primitives, on CUDA GPUs or CPU virtual devices.")
     parser.add_argument("--version", action="version", version=f"groute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = common_parser()

@@ -3,6 +3,12 @@
 Every error says what went wrong and, where it can, what to do about it. Device-thread failures
 are wrapped in :class:`DeviceError` naming the device, so a caller of a multi-device computation
 learns which device failed and why, instead of waiting forever.
+
+Where NetworkX has an exception for the same failure, groute raises one that is both a
+:class:`GrouteError` and NetworkX's (:data:`NETWORKX_TWINS`): ``except nx.NodeNotFound`` and
+``except groute.GrouteError`` both catch a missing source. Those classes are made when first
+asked for (``groute.errors.NodeNotFound``), since importing NetworkX costs a call that raises
+none of them a quarter of a second.
 """
 
 
@@ -40,7 +46,43 @@ class LinkClosed(GrouteError):
     """A send on a link that has been closed."""
 
 
-class GraphNotSupported(GrouteError, ValueError):
-    """An algorithm does not accept this kind of graph (where NetworkX raises
-    ``NetworkXNotImplemented``: e.g. ``core_number`` on a graph with self-loops). The message
-    names the graph and says what to do."""
+class _PowerIterationMessage:
+    """What :data:`NETWORKX_TWINS`' ``PowerIterationFailedConvergence`` adds to NetworkX's: a
+    message that says what to do, beside NetworkX's ``num_iterations``."""
+
+    def __init__(self, num_iterations: int, message: str | None = None):
+        Exception.__init__(self, message or f"power iteration failed to converge within "
+                                            f"{num_iterations} iterations")
+        self.num_iterations = num_iterations
+
+
+#: groute's name -> (NetworkX's exception it also is, the groute bases, what it means): the
+#: classes :func:`__getattr__` makes
+NETWORKX_TWINS = {
+    "GraphNotSupported": (
+        "NetworkXNotImplemented", (GrouteError, ValueError),
+        "An algorithm does not accept this kind of graph (NetworkX's ``NetworkXNotImplemented``: "
+        "``core_number`` on a graph with self-loops, ``connected_components`` on a directed "
+        "graph). The message names the graph and says what to do."),
+    "NodeNotFound": (
+        "NodeNotFound", (GrouteError, ValueError),
+        "A vertex id that is not a vertex of the graph (a source, a target): NetworkX's "
+        "``NodeNotFound``, and a ValueError. The message names the id and the graph."),
+    "PowerIterationFailedConvergence": (
+        "PowerIterationFailedConvergence", (_PowerIterationMessage, GrouteError),
+        "A power iteration (PageRank, Katz centrality) did not meet its stopping rule within "
+        "``max_iter`` iterations: NetworkX's ``PowerIterationFailedConvergence`` "
+        "(``num_iterations``), with what to do about it in the message."),
+}
+
+
+def __getattr__(name):
+    """The classes of :data:`NETWORKX_TWINS`, made on first use (NetworkX imported then)."""
+    if name not in NETWORKX_TWINS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import networkx as nx
+    theirs, bases, doc = NETWORKX_TWINS[name]
+    cls = type(name, (*bases, getattr(nx, theirs)),
+               {"__doc__": doc, "__module__": __name__, "__qualname__": name})
+    globals()[name] = cls
+    return cls

@@ -20,19 +20,29 @@ entry and its tests.
 What ``groute bench`` needs to check and compare an algorithm (references, peers, baselines)
 lives with the bench (:mod:`groute.bench.specs`), not here: this table says what an algorithm
 *is*.
+
+A registered function checks its keyword arguments before it runs: one it does not take is a
+TypeError naming the function the caller called and the closest name it does take
+(:func:`groute.keywords.check_keywords`), never a class or function inside it that the keywords
+reach. What it takes is its own parameters and, for its ``**options``, the keyword parameters
+of the solver class it builds (:func:`groute.keywords.solver_options`).
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import pkgutil
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
+from .keywords import check_keywords, solver_options
+
 #: what an algorithm's module uses: the decorators that register it
 __all__ = ["algorithm", "public", "command", "Algorithm", "ALGORITHMS", "FUNCTIONS", "COMMANDS",
-           "algorithm_named", "function", "search", "discover"]
+           "algorithm_named", "function", "labels", "search", "discover"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +165,25 @@ def _origin(entry) -> str:
     return f"{target.__module__}.{target.__qualname__}"
 
 
+def _checked(function: Callable, solver: type | None) -> Callable:
+    """``function`` with its keyword arguments checked (:func:`~groute.keywords.check_keywords`)
+    against its own parameters and, behind its ``**options``, ``solver``'s
+    (:func:`~groute.keywords.solver_options`)."""
+    params = inspect.signature(function).parameters.values()
+    own = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    passes_on = any(p.kind is p.VAR_KEYWORD for p in params)
+    accepted = None
+
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        nonlocal accepted
+        if accepted is None:
+            accepted = own | (solver_options(solver) if passes_on and solver else set())
+        check_keywords(function, kwargs, accepted)
+        return function(*args, **kwargs)
+    return checked
+
+
 def algorithm(name: str, *, solver: type, label: str | None = None, **facts):
     """Register the decorated one-shot function as the algorithm ``name``.
 
@@ -174,9 +203,10 @@ def algorithm(name: str, *, solver: type, label: str | None = None, **facts):
     -------
     callable
         A decorator that registers the function (also as ``groute.<function name>``) and
-        returns it unchanged.
+        returns it with its keyword arguments checked (module docstring).
     """
     def register(function):
+        function = _checked(function, solver)
         entry = Algorithm(name=name, label=label or name, solver=solver, function=function,
                           **facts)
         _add(ALGORITHMS, name, entry, "algorithm")
@@ -185,11 +215,15 @@ def algorithm(name: str, *, solver: type, label: str | None = None, **facts):
     return register
 
 
-def public(function):
-    """Offer the decorated function as ``groute.<its name>`` (a function without a solver
-    class: ``shortest_path``, ``pbf``)."""
-    _add(FUNCTIONS, function.__name__, function, "public function")
-    return function
+def public(function=None, *, solver: type | None = None):
+    """Offer the decorated function as ``groute.<its name>`` (a function that is not an
+    algorithm of the bench: ``shortest_path``, ``katz_centrality``, ``pbf``), with its keyword
+    arguments checked; ``@public(solver=S)`` when its ``**options`` go to the solver ``S``."""
+    def register(function):
+        function = _checked(function, solver)
+        _add(FUNCTIONS, function.__name__, function, "public function")
+        return function
+    return register if function is None else register(function)
 
 
 def command(register):
@@ -197,6 +231,12 @@ def command(register):
     ``groute`` command line (listed in ``groute --help`` by module name, after the tools)."""
     _add(COMMANDS, f"{register.__module__}.{register.__qualname__}", register, "command")
     return register
+
+
+def labels() -> str:
+    """The registered algorithms as tables print them (``BFS, SSSP, PageRank, ...``): what
+    ``groute --help`` and ``groute demo --help`` list, a new algorithm too."""
+    return ", ".join(entry.label for entry in ALGORITHMS.values())
 
 
 def algorithm_named(name: str) -> Algorithm:

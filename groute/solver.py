@@ -10,11 +10,14 @@ Vertex ids: the one-shot functions take any graph input :func:`input_graph` take
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 
 import numpy as np
 
-from groute.runtime.context import ensure_context
+from groute.keywords import check_keywords, solver_options
+from groute.runtime.kept import lease
 from groute.results import AppResult
 
 
@@ -81,14 +84,31 @@ def check_device_count(what: str, devices: int, num_vertices: int) -> None:
 
 
 class Solver:
-    """Base of the app solvers: the context (borrowed, or created and owned), and shutdown.
+    """Base of the app solvers: the context (the caller's, or one leased from the kept contexts,
+    :mod:`groute.runtime.kept`, until :meth:`close`), and shutdown.
 
     Subclasses call :meth:`_open_context` in ``__init__`` and override :meth:`_release` to free
-    what else they hold (worklists, links); ``close`` and ``with`` then do the right thing.
+    what else they hold (worklists, links); ``close`` and ``with`` then do the right thing. A
+    subclass whose ``__init__`` passes ``**options`` on to its base checks them first
+    (:func:`groute.keywords.check_keywords`), so an unknown keyword names the class the caller
+    built, not its base.
     """
 
     ctx = None
-    _owns_ctx = False
+    _release_ctx = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or not any(p.kind is p.VAR_KEYWORD
+                                   for p in inspect.signature(init).parameters.values()):
+            return
+
+        @functools.wraps(init)
+        def checked(self, *args, **options):
+            check_keywords(type(self).__name__, options, solver_options(type(self)))
+            init(self, *args, **options)
+        cls.__init__ = checked
 
     #: what ``devices="auto"`` reads: the engine family of :data:`groute.engines.device_rule.
     #: BREAK_EVEN_ARCS` this solver belongs to
@@ -108,8 +128,8 @@ class Solver:
             num_vertices=graph.num_vertices, num_arcs=graph.num_edges,
             directed=bool(getattr(graph, "directed", False)), estimate=estimate,
             weighted=weighted)
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=self.device_choice.devices,
-                                                  backend=backend, timeout=timeout)
+        self.ctx, self._release_ctx = lease(ctx, devices=self.device_choice.devices,
+                                            backend=backend, timeout=timeout)
         return self.ctx
 
     def _check_device_count(self, app: str, num_vertices: int) -> None:
@@ -136,11 +156,12 @@ class Solver:
         """Free resources other than the context (default: none)."""
 
     def close(self) -> None:
-        """Release the solver; shut its context down if it created it. Idempotent."""
+        """Release the solver and its lease of a kept context (the caller's context stays the
+        caller's). Idempotent."""
         self._release()
-        if self._owns_ctx and self.ctx is not None:
-            self.ctx.shutdown()
-        self._owns_ctx = False
+        if self._release_ctx is not None:
+            self._release_ctx()
+            self._release_ctx = None
 
     def __enter__(self):
         return self
@@ -149,21 +170,34 @@ class Solver:
         self.close()
 
 
-def input_graph(graph, *, weight=None, num_vertices=None):
+def input_graph(graph, *, weight=None, num_vertices=None, symmetric=False, multigraph=None):
     """The graph a one-shot app function runs on, from anything
     :func:`~groute.graph.load_graph` takes: a path or spec, a CSRGraph, a NetworkX graph (its
     ``weight`` edge attribute as weights), a scipy sparse matrix, or ``(src, dst[, weights])``
-    arrays with an optional ``num_vertices``."""
+    arrays with an optional ``num_vertices``; ``symmetric``: every arc both ways.
+    ``multigraph``: why the algorithm refuses a NetworkX multigraph (a
+    :class:`~groute.errors.GraphNotSupported` saying it), or None when it takes one."""
     from groute.graph import load_graph
-    return load_graph(graph, weight=weight, num_vertices=num_vertices)
+    if multigraph is not None and getattr(graph, "is_multigraph", lambda: False)():
+        from groute.errors import GraphNotSupported
+        raise GraphNotSupported(f"a NetworkX {type(graph).__name__}: {multigraph}")
+    return load_graph(graph, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
 
 
 def source_position(graph, source, what: str = "source") -> int:
-    """The position of the caller's ``source``, one of the graph's own ids; ValueError naming
-    it (as ``what``) when it is not a vertex."""
+    """The position of the caller's ``source``, one of the graph's own ids;
+    :class:`~groute.errors.NodeNotFound` (NetworkX's, and a ValueError) naming it (as
+    ``what``) and the graph when it is not a vertex."""
     if isinstance(source, (list, np.ndarray)):
         raise TypeError(f"{what} must be one vertex id, got {type(source).__name__}")
+    return vertex_position(graph, source, what)
+
+
+def vertex_position(graph, ident, what: str):
+    """``graph.vertex_of(ident, what)`` (one id, or an array of positions for a list), with a
+    missing id as :class:`~groute.errors.NodeNotFound` rather than a KeyError."""
     try:
-        return graph.vertex_of(source, what)
+        return graph.vertex_of(ident, what)
     except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
+        from groute.errors import NodeNotFound
+        raise NodeNotFound(exc.args[0]) from None

@@ -246,7 +246,7 @@ def test_the_rules_decide_and_their_help_says_so():
 
 def test_arguments_are_checked_by_name():
     g, _ = random_graph(60, 150, 4, False)
-    with pytest.raises(ValueError, match="engine must be one of bsp, async, auto; got 'asink'"):
+    with pytest.raises(ValueError, match="mode must be one of bsp, async, auto; got 'asink'"):
         make_engine(g, "asink", backend="cpu", devices=1)
     with pytest.raises(ValueError, match="loop must be one of auto, fused, python, async"):
         make_engine(g, "async", backend="cpu", devices=1, loop="later")
@@ -266,16 +266,16 @@ def test_arguments_are_checked_by_name():
 def test_kcore_on_the_async_engine_matches_networkx(backend, k, directed):
     for seed in range(3):
         g, G = random_graph(300, 1500, seed, directed)
-        res = groute.core_number(G, backend=backend, devices=k, engine="async", loop="async",
+        res = groute.core_number(G, backend=backend, devices=k, mode="async", loop="async",
                                  direction="push" if seed else "auto")
         assert res.to_dict() == nx.core_number(G)
         assert res.stats["loop"] == "async" and res.stats["engine"] == "async"
 
 
 @pytest.mark.timeout(120)
-def test_the_kcore_command_takes_the_engine(capsys):
+def test_the_kcore_command_takes_the_mode(capsys):
     assert main(["kcore", "--graph", "grid:12", "--backend", "cpu", "--devices", "2",
-                 "--engine", "auto", "--repeat", "1", "--json", "--verify"]) == 0
+                 "--mode", "auto", "--repeat", "1", "--json", "--verify"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["verify"]["ok"] and record["stats"]["engine"] == "async"
     assert record["stats"]["loop"] == "async" and record["max_core"] == 2
@@ -372,7 +372,8 @@ def test_a_functor_slower_than_the_timeout_is_named_as_the_cause():
     import threading
     g = load_graph("grid:20", cache=False)
     ctx = groute.Context(2, backend="cpu", timeout=1)
-    eng = make_engine(g, "async", ctx=ctx, tuning=AsyncTuning(chunk=8))
+    eng = make_engine(g, "async", ctx=ctx, partition="contiguous",   # vertex 0 on cpu:0
+                      tuning=AsyncTuning(chunk=8))
 
     def slow_on_cpu1(s, v):
         if threading.current_thread().name == "groute-cpu:1-host":

@@ -24,7 +24,7 @@ def double(app, *, wrong_from=None, raise_on_devices=None, seconds=1e-3):
     """A solver class for ``app`` answering from the reference; wrong from run ``wrong_from`` on."""
 
     class Double:
-        def __init__(self, graph, *, ctx, partition=None, mode=None, tol=None):
+        def __init__(self, graph, *, ctx, partition=None, mode=None, **spec_options):
             if raise_on_devices == ctx.num_devices:
                 raise RuntimeError(f"injected failure on {ctx.num_devices} devices")
             self.graph, self.runs, self.closed = graph, 0, False

@@ -144,7 +144,7 @@ def test_errors_name_the_argument():
         groute.betweenness_centrality(G, k=2, seed="x", backend="cpu")
     with pytest.raises(ValueError, match="sources: a vertex appears more than once"):
         groute.betweenness_centrality(G, sources=[1, 1], backend="cpu")
-    with pytest.raises(ValueError, match="sources: source 9 is not a vertex"):
+    with pytest.raises(groute.NodeNotFound, match="sources: source 9 is not a vertex"):
         groute.betweenness_centrality(G, sources=[9], backend="cpu")
 
 

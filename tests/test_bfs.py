@@ -326,10 +326,19 @@ def test_worklist_options_select_the_worklist(monkeypatch):
 
 
 @pytest.mark.timeout(60)
-def test_one_shot_run_leaves_no_threads(no_thread_leak):
+def test_one_shot_runs_leave_only_their_kept_context(no_thread_leak):
+    """A one-shot run's threads are its kept context's (groute.runtime.kept): a second run
+    starts none, and shutting the kept contexts down ends them all."""
+    from groute.runtime import kept
     g = load_graph("grid:8")
-    check(g, 0, backend="cpu", devices=3, partition="contiguous",
-          worklist_tuning=WorklistTuning(routing="ring"))
+    options = dict(backend="cpu", devices=3, partition="contiguous", timeout=31,
+                   worklist_tuning=WorklistTuning(routing="ring"))
+    runs_on = []
+    for _ in range(2):
+        check(g, 0, **options)
+        runs_on += [c for key, (c, _) in kept._kept.items() if key[:3] == ("cpu", 3, 31.0)]
+    assert len(runs_on) == 2 and runs_on[0] is runs_on[1]
+    kept.shutdown_all()
 
 
 @pytest.mark.timeout(120)

@@ -12,7 +12,10 @@ from functools import partial
 import numpy as np
 import pytest
 
-from groute.apps.cc import CC, connected_components
+import networkx as nx
+
+from groute.apps.cc import CC, connected_components as _connected_components
+from groute.apps.cc import weakly_connected_components
 from groute.engines.components.device import (KERNEL as UNION_FIND, STAT_REST_ARCS,
                                               STAT_REST_ROWS, STATS, compress_numpy, hook_numpy,
                                               reference_group, rest_numpy)
@@ -73,10 +76,28 @@ def test_reference_agrees_with_union_find():
         np.testing.assert_array_equal(reference.connected_components(g), union_find_labels(g))
 
 
+def connected_components(g, **options):
+    """The components NetworkX's names give ``g``: connected (undirected) or weakly connected
+    (directed), the same engine."""
+    run = weakly_connected_components if g.directed else _connected_components
+    return run(g, **options)
+
+
 def test_directed_graph_gives_weak_components():
+    """connected_components refuses a directed graph, as NetworkX's does;
+    weakly_connected_components takes it, and refuses an undirected one."""
     g = hand_graphs()["directed_weak"]
-    labels = connected_components(g, backend="cpu", devices=1).values
+    assert g.directed
+    with pytest.raises(nx.NetworkXNotImplemented, match="weakly_connected_components"):
+        _connected_components(g, backend="cpu", devices=1)
+    labels = weakly_connected_components(g, backend="cpu", devices=1).values
     assert labels.tolist() == [0, 0, 0, 0, 4, 4, 4, 7]
+    with pytest.raises(nx.NetworkXNotImplemented, match="undirected"):
+        weakly_connected_components(g.symmetrize(), backend="cpu", devices=1)
+    G = nx.DiGraph([(0, 1), (2, 1)])
+    assert nx.weakly_connected_components(G)   # NetworkX's answers and errors, the same
+    with pytest.raises(nx.NetworkXNotImplemented):
+        list(nx.connected_components(G))
 
 
 def check_path_stats(stats, rest, k, n):

@@ -181,20 +181,23 @@ def test_logical_devices_are_named_in_the_summary_and_the_json(capsys, monkeypat
     measurement: the summary line and ``--json`` say the devices are logical and how many GPUs
     they share. Stand-in: CPU virtual devices marked as logical devices on GPU 0."""
     import groute.solver
-    real = groute.solver.ensure_context
+    from groute.runtime.context import Context
+    marked = []
 
-    def on_one_gpu(*args, **kwargs):
-        ctx, owned = real(*args, **kwargs)
+    def on_one_gpu(ctx=None, *, devices=None, backend="auto", timeout=None):
+        ctx = Context(devices, backend=backend, timeout=timeout)     # not a kept one
         for d in ctx.devices:
             d.logical, d.gpu = True, 0
-        return ctx, owned
-    monkeypatch.setattr(groute.solver, "ensure_context", on_one_gpu)
+        marked.append(ctx)
+        return ctx, ctx.shutdown
+    monkeypatch.setattr(groute.solver, "lease", on_one_gpu)
     assert main(["bfs", "--graph", "grid:6", *RUN]) == 0
     line = capsys.readouterr().out.strip()
     assert ("ms (median of 1; 2 cpu devices (logical, sharing 1 GPU: for testing, not timing), "
             in line), line
     record = run_json(capsys, "cc", "--graph", "grid:6")
     assert record["logical"] is True and record["logical_gpus"] == 1
-    monkeypatch.setattr(groute.solver, "ensure_context", real)
+    monkeypatch.undo()
+    assert marked
     record = run_json(capsys, "cc", "--graph", "grid:6")
     assert record["logical"] is False and "logical_gpus" not in record

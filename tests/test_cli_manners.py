@@ -123,7 +123,7 @@ def test_default_devices_on_the_cpu_backend_is_one(app):
     edges = (np.array([0, 1]), np.array([1, 2]))
     run = {"bfs": lambda: bfs(edges, 0, backend="cpu"), "sssp": lambda: sssp(edges, 0, backend="cpu"),
            "pr": lambda: pagerank(edges, backend="cpu"),
-           "cc": lambda: connected_components(edges, backend="cpu")}[app]
+           "cc": lambda: connected_components(edges, symmetric=True, backend="cpu")}[app]
     devices = run().stats["devices"]           # a count (BFS, SSSP) or the devices' names
     assert (devices if isinstance(devices, int) else len(devices)) == 1
 

@@ -154,3 +154,16 @@ def test_the_operator_tutorial_functors_compile_for_cuda(tmp_path):
     assert {"reach", "peelable", "lose_neighbour", "lower_label"} <= functors.keys()
     done = compile_generated(list(functors.values()), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+def test_networkx_md_lists_every_public_function():
+    """docs/NETWORKX.md's table has a row for every groute.<function>, a new one too, and its
+    signature there is the function's own (NetworkX's parameters, as it takes them)."""
+    import inspect
+    from groute import registry
+    text = (DOCS / "NETWORKX.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)\((.*?)\)` \|", text, re.M))
+    for name, function in registry.FUNCTIONS.items():
+        assert name in rows, f"docs/NETWORKX.md has no row for groute.{name}"
+        shown = [p.strip() for p in rows[name].split(",") if p.strip()]
+        params = [p for p in inspect.signature(function).parameters.values()
+                  if p.kind is p.POSITIONAL_OR_KEYWORD]
+        assert shown == [str(p).replace("'", '"') for p in params], name

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from groute.nx_backend import devices, info
+from groute.runtime import kept
 from groute.nx_backend.graph import GrouteGraph, from_networkx, to_networkx
 from groute.nx_backend.interface import backend_interface
 
@@ -40,7 +41,7 @@ def registered():
     yield
     if quiet:
         nx.config.warnings_to_ignore.discard("cache")
-    devices.shutdown_all()
+    kept.shutdown_all()
     if added:
         del backends.backends["groute"], backends.backend_info["groute"]
         backends._loaded_backends.pop("groute", None)
@@ -425,9 +426,7 @@ def test_missing_source_errors(on_devices):
 # what groute cannot honour: NetworkX runs the call
 # ------------------------------------------------------------------------------------------------
 DECLINED = {
-    "personalization": (nx.pagerank, (), {"personalization": {0: 1}}),
     "nstart": (nx.pagerank, (), {"nstart": {0: 1}}),
-    "dangling": (nx.pagerank, (), {"dangling": {0: 1}}),
     "alpha=1": (nx.pagerank, (), {"alpha": 1.0}),
     "max_iter=0": (nx.pagerank, (), {"max_iter": 0}),
     "weight-fn": (nx.single_source_dijkstra_path_length, (0,), {"weight": lambda u, v, d: 2}),
@@ -494,13 +493,26 @@ def outcome(fn, *args, **kwargs):
         return type(exc)
 
 
-def test_pagerank_with_unequal_weights_falls_back():
-    G = nx.DiGraph([(0, 1, {"weight": 1}), (1, 2, {"weight": 2}), (2, 0, {"weight": 1})])
+@pytest.mark.parametrize("options", [
+    {}, {"personalization": {0: 1.0, 2: 3.0, "nope": 9.0}},
+    {"dangling": {2: 1.0}}, {"personalization": {1: 1.0}, "dangling": {0: 2.0, 3: 1.0}},
+    {"weight": None, "dangling": {3: 1.0}}], ids=str)
+def test_weighted_and_personalized_pagerank_run_on_groute(on_devices, options):
+    """Unequal weights, personalization and dangling are groute's now: the call runs on
+    the backend (no fallback) and answers as NetworkX (keys that are not nodes are ignored,
+    as NetworkX reads only the nodes')."""
+    G = nx.DiGraph([(0, 1, {"weight": 1}), (1, 2, {"weight": 2}), (2, 0, {"weight": 1}),
+                    (2, 1, {"weight": 0.5}), (1, 3, {"weight": 4})])
+    want = nx.pagerank(G, tol=1e-12, max_iter=1000, **options)
+    got = nx.pagerank(G, tol=1e-12, max_iter=1000, backend="groute", **options)
+    assert list(got) == list(want)
+    assert max(abs(got[k] - want[k]) for k in want) < 1e-9
+
+
+def test_pagerank_with_negative_weights_falls_back():
+    G = nx.DiGraph([(0, 1, {"weight": 1}), (1, 2, {"weight": -2}), (2, 0, {"weight": 1})])
     with pytest.raises(NotImplementedError):
         nx.pagerank(G, backend="groute")
-    with nx.config.backend_priority(algos=["groute"]):
-        assert nx.pagerank(G) == nx.pagerank(G, backend="networkx")
-    assert nx.pagerank(G, weight=None, backend="groute")       # the same graph, unweighted
 
 
 # ------------------------------------------------------------------------------------------------
@@ -549,16 +561,24 @@ def test_conversion_is_cached_until_the_graph_changes(on_devices):
     assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 1
 
 
+def _kept_context(count):
+    """The kept CPU context of ``count`` devices the backend leases (groute.runtime.kept: the
+    default timeout)."""
+    from groute.config import resolve_timeout
+    [ctx] = [c for key, (c, _) in kept._kept.items()
+             if key[:3] == ("cpu", count, resolve_timeout(None))]
+    return ctx
+
+
 def test_contexts_are_kept_and_replaced_after_a_failure(on_devices):
     G = nx.path_graph(5)
     nx.single_source_shortest_path_length(G, 0, backend="groute")
-    key = ("cpu", on_devices)
-    ctx = devices._contexts[key][0]
+    ctx = _kept_context(on_devices)
     nx.pagerank(G, backend="groute")
-    assert devices._contexts[key][0] is ctx
+    assert _kept_context(on_devices) is ctx
     ctx.fail("cpu0", RuntimeError("simulated failure"))
     assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 4
-    assert devices._contexts[key][0] is not ctx
+    assert _kept_context(on_devices) is not ctx
 
 
 def test_a_weighted_conversion_serves_unweighted_calls_unweighted(on_devices):

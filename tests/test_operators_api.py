@@ -199,7 +199,7 @@ def test_exchange_in_many_small_packets_through_few_buffers():
         BSPTuning(packet_size=3)
     g = random_graph(directed=True)
     tiny = BSPTuning(packet_size=4, num_buffers=1)
-    with make_engine(g, backend="cpu", devices=3, partition="random", tuning=tiny) as eng:
+    with make_engine(g, "bsp", backend="cpu", devices=3, partition="random", tuning=tiny) as eng:
         eng.state("hits", np.int32, 0)
         out = advance(eng.all_vertices(), COUNT_HITS)
         want = np.bincount(g.indices, minlength=g.num_vertices)

@@ -418,9 +418,8 @@ def test_the_apps_take_the_loop_option_and_report_it(k):
     from groute.apps.scc import SCC
     g, d = random_graph(), random_graph(directed=True)
     for loop in ("auto", "python"):
-        for solver in (KCore(g, backend="cpu", devices=k, loop=loop),
-                       Betweenness(g, backend="cpu", devices=k, loop=loop),
-                       SCC(d, backend="cpu", devices=k, loop=loop)):
+        on = dict(backend="cpu", devices=k, mode="bsp", loop=loop)     # the BSP engine's loops
+        for solver in (KCore(g, **on), Betweenness(g, **on), SCC(d, **on)):
             with solver:
                 stats = solver.run().stats
             assert stats["loop"] == "python" and stats["loops"] > 0, type(solver).__name__

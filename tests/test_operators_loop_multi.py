@@ -807,7 +807,7 @@ def test_kcore_and_scc_fuse_their_loops_on_several_devices(k):
     G.add_nodes_from(range(2000))
     G.add_edges_from(zip(src[keep].tolist(), dst[keep].tolist()))
     for engine in ("bsp", "auto"):
-        res = groute.core_number(G, backend="cuda", devices=k, engine=engine,
+        res = groute.core_number(G, backend="cuda", devices=k, mode=engine,
                                  partition="random")
         assert res.stats["loop"] == "fused", engine
         assert res.to_dict() == nx.core_number(G)

@@ -31,7 +31,7 @@ def accepting(name, body, **kwargs):
 @pytest.fixture
 def engine():
     ctx = Context(2, backend="cpu", timeout=20)
-    eng = make_engine(path_graph(), "async", ctx=ctx)
+    eng = make_engine(path_graph(), "async", ctx=ctx, partition="contiguous")   # 0..39 on cpu:0
     yield eng
     eng.close()
     ctx.close()

@@ -1,4 +1,4 @@
-"""BFS and SSSP options: several sources, BFS's depth limit, predecessors and
+"""BFS and SSSP options: several sources, NetworkX's cutoff, predecessors and
 ``groute.shortest_path``, against NetworkX on CPU virtual devices (1-4) and on CUDA devices."""
 import networkx as nx
 import numpy as np
@@ -55,27 +55,27 @@ CPU_ENGINES = [dict(devices=1), dict(devices=2, mode="async"), dict(devices=3, m
 
 @pytest.mark.parametrize("engine", CPU_ENGINES, ids=lambda e: "-".join(map(str, e.values())))
 @pytest.mark.parametrize("directed", [True, False])
-def test_bfs_sources_depth_limit_predecessors_cpu(engine, directed):
+def test_bfs_sources_cutoff_predecessors_cpu(engine, directed):
     G = random_graph(1 + directed, directed=directed, weights=False)
     with BFS(groute_graph(G), backend="cpu", partition="contiguous", **engine) as solver:
         for sources, limit in (([0], None), ([0, 9, 33, 71], None), ([5], 0), ([5], 1),
                                ([2, 40], 2), ([0, 9, 33], 3)):
-            res = solver.run(sources=sources, depth_limit=limit, predecessors=True)
+            res = solver.run(sources=sources, cutoff=limit, predecessors=True)
             ref = nx.multi_source_dijkstra_path_length(G, set(sources), cutoff=limit,
                                                        weight=hop_weight)
             assert res.to_dict() == ref, (sources, limit)
             check_parents(G, res, sources, None)
         if len(G) > 1:
-            one = solver.run(3, depth_limit=2)
+            one = solver.run(3, cutoff=2)
             assert one.to_dict() == nx.single_source_shortest_path_length(G, 3, cutoff=2)
 
 
-def test_depth_limit_cuts_the_work():
+def test_cutoff_cuts_the_work():
     """The frontier at the limit is not expanded: far fewer arcs than the whole run."""
     g = load_graph("grid:60")
     with BFS(g, backend="cpu", devices=1) as solver:
         full = solver.run(0)
-        cut = solver.run(0, depth_limit=5)
+        cut = solver.run(0, cutoff=5)
     assert np.count_nonzero(cut.values >= 0) == 21          # 1 + 2 + ... + 6 in a grid corner
     assert cut.values.max() == 5
     assert cut.stats["edges_traversed"] < full.stats["edges_traversed"] / 20
@@ -159,26 +159,24 @@ def test_errors_name_the_argument():
             solver.run()
         with pytest.raises(ValueError, match="sources is empty"):
             solver.run(sources=[])
-        with pytest.raises(ValueError, match="depth_limit must be an int >= 0"):
-            solver.run(0, depth_limit=-1)
+        with pytest.raises(ValueError, match="cutoff must be a number >= 0"):
+            solver.run(0, cutoff=-1)
         with pytest.raises(ValueError, match="not a vertex|no vertex"):
             solver.run(sources=[0, 17])
         with pytest.raises(ValueError, match="no predecessors"):
             solver.run(0).to_predecessors()
     with SSSP(groute_graph(G), backend="cpu", devices=1) as solver:
-        with pytest.raises(TypeError, match="depth_limit"):      # a BFS option only
-            solver.run(0, depth_limit=2)
-        with pytest.raises(ValueError, match="ceiling must be a value >= 0"):
-            solver.run(0, ceiling=-1)
+        with pytest.raises(ValueError, match="cutoff must be a number >= 0"):
+            solver.run(0, cutoff=-1)
 
 
-def test_cli_sources_depth_limit_predecessors(tmp_path, capsys):
+def test_cli_sources_cutoff_predecessors(tmp_path, capsys):
     out = tmp_path / "parents.csv"
     assert main(["bfs", "--graph", "grid:144", "--backend", "cpu", "--devices", "2",
-                 "--sources", "0,143", "--depth-limit", "3", "--verify", "--repeat", "1",
+                 "--sources", "0,143", "--cutoff", "3", "--verify", "--repeat", "1",
                  "--predecessors", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "2 sources (depth limit 3)" in text and "verify: ok" in text
+    assert "2 sources (cutoff 3)" in text and "verify: ok" in text
     rows = out.read_text().splitlines()
     assert rows[0] == "id,parent" and len(rows) - 1 == 2 * (2 + 3 + 4)   # depths 1..3 twice
     assert main(["sssp", "--graph", "grid:144", "--backend", "cpu", "--devices", "3",
@@ -210,7 +208,7 @@ GPU_ENGINES = [
 @pytest.mark.gpu
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("engine", GPU_ENGINES)
-def test_cuda_engines_sources_depth_limit_predecessors(engine):
+def test_cuda_engines_sources_cutoff_predecessors(engine):
     need_gpus(engine["devices"])
     cases = {"random": (random_graph(4, directed=False, n=400, p=0.01, weights=False), None),
              "grid": (nx.grid_2d_graph(30, 30), None)}
@@ -220,7 +218,7 @@ def test_cuda_engines_sources_depth_limit_predecessors(engine):
                  **engine) as solver:
             for sources, limit in ((srcs[:1], None), (srcs, None), (srcs[:1], 0), (srcs, 3),
                                    (srcs[:1], 7)):
-                res = solver.run(sources=sources, depth_limit=limit, predecessors=True)
+                res = solver.run(sources=sources, cutoff=limit, predecessors=True)
                 ref = nx.multi_source_dijkstra_path_length(G, set(sources), cutoff=limit,
                                                            weight=hop_weight)
                 assert res.to_dict() == ref, (name, sources, limit)

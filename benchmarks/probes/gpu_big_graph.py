@@ -130,7 +130,8 @@ def _solve(app, g, backend, source, pr_kernel):
     kwargs = {"backend": backend, "devices": 1}
     if app == "pr":
         tuning = dataclasses.replace(PageRankTuning.from_environment(), bsp_kernel=pr_kernel)
-        make = lambda: PageRank(g, tuning=tuning, **kwargs)  # noqa: E731
+        make = lambda: PageRank(g, tuning=tuning, weight=None,  # noqa: E731
+                                tol=1e-6 / g.num_vertices, max_iter=1000, **kwargs)
     else:
         make = lambda: {"bfs": BFS, "sssp": SSSP, "cc": CC}[app](g, **kwargs)  # noqa: E731
     t0 = time.perf_counter()

@@ -196,7 +196,8 @@ def main():
     for k in sorted({1, ngpu}):
         g = pr_graph
         with Context(k, backend="cuda") as ctx, PageRank(
-                g, ctx=ctx, mode="bsp", partition="contiguous",
+                g, ctx=ctx, mode="bsp", partition="contiguous", weight=None,
+                tol=1e-6 / g.num_vertices, max_iter=1000,
                 tuning=PageRankTuning(persistent=True, trace=True)) as s:
             s.run()
             calls.clear()

@@ -58,7 +58,7 @@ def main():
         for how, every in (("nouts 1", None), ("nouts 2, nothing exported", 0),
                            ("nouts 2, 1% exported", 100), ("nouts 1 again", None)):
             with Context(1, backend="cuda") as ctx, PageRank(
-                    g, ctx=ctx, mode="bsp",
+                    g, ctx=ctx, mode="bsp", weight=None, tol=1e-6 / g.num_vertices, max_iter=1000,
                     tuning=PageRankTuning(bsp_kernel="csc", persistent=True, trace=True)) as s:
                 if every is not None:
                     with_second_output(s.devs[0], every)

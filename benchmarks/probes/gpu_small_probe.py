@@ -56,7 +56,8 @@ def main():
                     try:
                         t = dataclasses.replace(PageRankTuning.from_environment(), bsp_kernel=kernel,
                                                 persistent=pers, trace=trace)
-                        with PageRank(g, backend="cuda", devices=1, tuning=t) as s:
+                        with PageRank(g, backend="cuda", devices=1, tuning=t, weight=None,
+                                      tol=1e-6 / g.num_vertices, max_iter=1000) as s:
                             ms, r = med(s, a.repeat)
                         st = r.stats
                         line(app="pr", kernel=kernel, persistent=pers, trace=trace, ms=ms,

@@ -81,9 +81,9 @@ def traversal(g, app, cls, src, repeat, rate, floor_ms):
     lonely = np.flatnonzero(np.diff(g.indptr) == 0)
     with cls(g, backend="cuda", devices=1) as s:
         if app == "bfs":
-            s.run(src, depth_limit=0)
-            ts = [s.run(src, depth_limit=0).time_s for _ in range(repeat)]
-            line(graph=g.name, app=app, fixed="depth_limit=0",
+            s.run(src, cutoff=0)
+            ts = [s.run(src, cutoff=0).time_s for _ in range(repeat)]
+            line(graph=g.name, app=app, fixed="cutoff=0",
                  ms=round(statistics.median(ts) * 1e3, 3))
         if lonely.size:
             ms0, r = timed(s, repeat, int(g.ids[int(lonely[0])]))
@@ -94,7 +94,8 @@ def traversal(g, app, cls, src, repeat, rate, floor_ms):
 def pagerank(g, repeat, rate, floor_ms):
     from groute.apps.pr import PageRank
     from groute.tuning import PageRankTuning
-    with PageRank(g, backend="cuda", devices=1) as s:
+    with PageRank(g, backend="cuda", devices=1, weight=None, tol=1e-6 / g.num_vertices,
+                  max_iter=1000) as s:
         ms, r = timed(s, repeat)
     st = r.stats
     it = st.get("iterations")
@@ -105,7 +106,8 @@ def pagerank(g, repeat, rate, floor_ms):
     for pers in (False, True):
         t = dataclasses.replace(PageRankTuning.from_environment(), persistent=pers, trace=pers)
         try:
-            with PageRank(g, backend="cuda", devices=1, tuning=t) as s:
+            with PageRank(g, backend="cuda", devices=1, tuning=t, weight=None,
+                          tol=1e-6 / g.num_vertices, max_iter=1000) as s:
                 ms2, r = timed(s, max(1, repeat // 2))
             it = r.stats.get("iterations")
             line(graph=g.name, app="pr", persistent=pers, ms=round(ms2, 3), iterations=it,

@@ -443,7 +443,7 @@ class SuiteRun:
     def _time_case(self, case, ctx, graph, source, ref):
         app = case["app"]
         algorithm, spec = APPS[app], spec_for(app)
-        kwargs = {"ctx": ctx, **spec.solver_options}
+        kwargs = {"ctx": ctx, **spec.options_for(graph)}
         if algorithm.takes_partition:
             kwargs["partition"] = self.partition
         if case["mode"] is not None:

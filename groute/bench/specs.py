@@ -50,8 +50,12 @@ class BenchSpec:
     reference: tuple[str, str] | None = None
     #: keyword arguments the reference and the baseline both take (PageRank's damping and tol)
     check_options: dict = field(default_factory=dict)
-    #: keyword arguments the harness gives the solver (PageRank's tol, as the reference's)
+    #: keyword arguments the harness gives the solver (PageRank's: unweighted, as the
+    #: reference and the peers are)
     solver_options: dict = field(default_factory=dict)
+    #: ``(module, function)``: ``options(graph)``, solver keyword arguments that depend on the
+    #: graph (PageRank's tol, per vertex as NetworkX's); None: none
+    graph_options: tuple[str, str] | None = None
     #: keyword arguments of every ``run`` (a sum over given sources rather than a rescaled
     #: estimate, say), so the answer is what the reference computes
     run_options: dict = field(default_factory=dict)
@@ -69,6 +73,19 @@ class BenchSpec:
     #: the floor model ``(module, function)``; None: the one-pass model
     floor: tuple[str, str] | None = None
 
+    def options_for(self, graph) -> dict:
+        """The solver's keyword arguments on ``graph``: :attr:`solver_options` and what
+        :attr:`graph_options` gives."""
+        if self.graph_options is None:
+            return dict(self.solver_options)
+        return {**self.solver_options, **load(self.graph_options)(graph)}
+
+
+def pagerank_options(graph) -> dict:
+    """PageRank's tolerance as the reference and the peers stop: an L1 change of
+    :data:`PR_TOL` (NetworkX's ``tol`` is per vertex) within 1000 iterations."""
+    return {"tol": PR_TOL / max(int(graph.num_vertices), 1), "max_iter": 1000}
+
 
 _PR = {"damping": PR_DAMPING, "tol": PR_TOL}
 
@@ -79,7 +96,8 @@ SPECS: dict[str, BenchSpec] = {
     "sssp": BenchSpec(verify="distances", reference=(_REFERENCE, "sssp"), dtype="float64",
                       baseline=(_BASELINES, "cupy_sssp")),
     "pr": BenchSpec(verify="ranks", reference=(_REFERENCE, "pagerank"), check_options=_PR,
-                    solver_options={"tol": PR_TOL}, dtype="float64",
+                    solver_options={"weight": None}, dtype="float64",
+                    graph_options=("groute.bench.specs", "pagerank_options"),
                     baseline=(_BASELINES, "cupy_pagerank"),
                     baseline_setup=(_BASELINES, "cupy_pagerank_setup")),
     "cc": BenchSpec(verify="partition", reference=(_REFERENCE, "connected_components"),

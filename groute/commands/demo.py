@@ -13,8 +13,10 @@ from ..cli_support import context_from_args
 
 
 def register(subparsers, common):
+    from .. import registry
     p = subparsers.add_parser("demo", parents=[common],
-                              help="run PBF and every algorithm on the shipped graph, verified")
+                              help=f"run PBF and every algorithm ({registry.labels()}) on the "
+                                   f"shipped graph, verified")
     p.add_argument("--graph", default=None, help="graph path or spec (default: the shipped graph)")
     p.set_defaults(func=run)
 
@@ -66,7 +68,7 @@ def run(args) -> int:
             if checks.sources:
                 at = choose_sources(g, checks.sources)
                 run_args = ([graph.file_id_of(int(v)) for v in at],)
-            with app.solver(g, ctx=ctx, **options, **checks.solver_options) as solver:
+            with app.solver(g, ctx=ctx, **options, **checks.options_for(g)) as solver:
                 solver.run(*run_args, **checks.run_options)  # warm-up: compiles kernels
                 r = solver.run(*run_args, **checks.run_options)
             verdict = verify(name, r.values, reference_result(name, g, at), g)

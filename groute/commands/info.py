@@ -1,9 +1,12 @@
 """``groute info``: the devices, their memory, the backend, and how they reach each other; and
-which devices are logical devices sharing a GPU (:mod:`groute.device.logical`)."""
+which devices are logical devices sharing a GPU (:mod:`groute.device.logical`), or what the CPU
+backend's virtual devices are."""
 from __future__ import annotations
 
 import json
+import os
 import platform
+import textwrap
 
 from ..cli_support import context_from_args
 
@@ -24,12 +27,24 @@ def describe(ctx) -> dict:
     info = {"backend": ctx.backend, "devices": devices, "logical": ctx.logical,
             "peer_access": ctx.peer_matrix().astype(int).tolist(),
             "links": link_kinds(ctx.devices), "python": platform.python_version()}
+    if ctx.backend == "cpu":
+        info["cpu_cores"] = os.cpu_count()
+        info["note"] = cpu_note(len(ctx.devices), info["cpu_cores"])
     if ctx.backend == "cuda":
         import cupy
         info["cupy"] = cupy.__version__
         info["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
         info["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
     return info
+
+
+def cpu_note(devices: int, cores: int | None) -> str:
+    """What the CPU backend's virtual devices are, for a reader who counts them as hardware."""
+    return (f"CPU virtual devices model a host's GPUs in NumPy, each with its own stream "
+            f"threads; all {devices} share this machine's {cores or 'unknown number of'} "
+            f"cores and memory, so several of them test multi-device code (exchange, "
+            f"asynchrony) and run no faster than one (ask for one with --devices 1 or "
+            f"devices=1)")
 
 
 def _gib(x):
@@ -46,6 +61,8 @@ def run(args) -> int:
     print(f"backend: {info['backend']} ({label}), {len(info['devices'])} device(s)")
     if "cupy" in info:
         print(f"cupy {info['cupy']}, CUDA runtime {info['cuda_runtime']}, driver {info['cuda_driver']}")
+    if "note" in info:
+        print(textwrap.fill(info["note"], 100))
     if info["logical"]:
         gpus = len({d["gpu"] for d in info["devices"] if "gpu" in d})
         print(f"logical devices over {gpus} GPU(s), sharing their memory and multiprocessors: "

@@ -21,8 +21,8 @@ other's memory; else the operator calls), and on the async engine first
 :data:`ASYNC_LOOP_RULE`, reported in
 ``stats["loop"]``.
 
-``make_engine(graph, engine="bsp", ...)`` builds one by name (:data:`ENGINES`); ``"auto"`` by
-:data:`ENGINE_RULE`. An engine cannot know the algorithm it will run, so ``auto`` does not
+``make_engine(graph, mode="auto", ...)`` builds one by name (:data:`ENGINES`) over any graph
+input the algorithms take; ``"auto"`` by :data:`ENGINE_RULE`. An engine cannot know the algorithm it will run, so ``auto`` does not
 guess it: it picks the async engine wherever there is more than one device, and that engine
 decides per loop.
 
@@ -48,29 +48,66 @@ from .bsp import BSPEngine
 from .components import ComponentsSolver
 from .engine_rule import ENGINE_CHOICES, ENGINE_RULE, choose_engine, engine_rule_help
 from .fused import LOOP_RULE, loop_rule_help
-from .iterate import IterateSolver, LinearIteration
+from .iterate import FixedPoint, IterateSolver, LinearIteration
 from .relax import Relaxation, RelaxSolver, value_add, value_inf
 
 #: name -> engine class
 ENGINES = {"bsp": BSPEngine, "async": AsyncEngine}
 
 
-def make_engine(graph, engine: str = "bsp", **options) -> Engine:
-    """The engine called ``engine`` over ``graph`` (a :class:`~groute.graph.CSRGraph`), or
-    with ``"auto"`` the one :data:`ENGINE_RULE` picks for the devices ``options`` ask for;
-    ``options`` as that engine's constructor (``ctx``, ``devices``, ``backend``,
-    ``partition``, ``loop``, ...)."""
-    if engine == "auto":
-        engine = choose_engine(graph, options).choice
+def make_engine(graph, mode: str = "auto", **options) -> Engine:
+    """The engine over ``graph`` that ``mode`` names (:data:`ENGINES`), or with ``"auto"`` the
+    one :data:`ENGINE_RULE` picks for the devices ``options`` ask for.
+
+    Parameters
+    ----------
+    graph : graph input
+        What every algorithm takes: a NetworkX graph, a scipy sparse matrix, ``(src, dst)``
+        edge arrays, a file, a graph spec or a :class:`~groute.graph.CSRGraph`
+        (:func:`groute.graph.load_graph`); the engine's frontiers take its ids.
+    mode : {"auto", "bsp", "async"}, optional
+        The engine, as the algorithms' ``mode`` chooses it.
+    **options
+        How it runs, as that engine's constructor: ``ctx``, ``devices``, ``backend``,
+        ``timeout``, ``partition``, ``seed``, ``loop``, ``tuning``.
+
+    Returns
+    -------
+    Engine
+        A :class:`BSPEngine` or :class:`AsyncEngine`; close it (or use ``with``).
+
+    Raises
+    ------
+    TypeError
+        An option no engine takes, naming ``make_engine`` and the closest one.
+    ValueError
+        An unknown ``mode``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from groute.engines import make_engine
+    >>> G = nx.Graph([("a", "b"), ("b", "c")])
+    >>> with make_engine(G, backend="cpu", devices=1) as engine:
+    ...     len(engine.frontier(["a", "c"]))
+    2
+    """
+    from groute.graph import CSRGraph, load_graph
+    from groute.keywords import check_keywords, solver_options
+    check_keywords(make_engine, options, set().union(*map(solver_options, ENGINES.values())))
+    if not isinstance(graph, CSRGraph):
+        graph = load_graph(graph)
+    if mode == "auto":
+        mode = choose_engine(graph, options).choice
     try:
-        cls = ENGINES[engine]
+        cls = ENGINES[mode]
     except KeyError:
-        raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}; got "
-                         f"{engine!r}") from None
+        raise ValueError(f"mode must be one of {', '.join(ENGINE_CHOICES)}; got "
+                         f"{mode!r}") from None
     return cls(graph, **options)
 
 
 __all__ = ["Engine", "EngineSolver", "BSPEngine", "AsyncEngine", "ENGINES", "ENGINE_CHOICES", "make_engine",
            "ENGINE_RULE", "engine_rule_help", "LOOP_RULE", "loop_rule_help",
            "ASYNC_LOOP_RULE", "async_loop_help", "Relaxation", "RelaxSolver", "value_add",
-           "value_inf", "LinearIteration", "IterateSolver", "ComponentsSolver"]
+           "value_inf", "LinearIteration", "FixedPoint", "IterateSolver", "ComponentsSolver"]

@@ -91,7 +91,19 @@ def decide_async_loop(facts: dict) -> Case:
 
 def async_loop_help() -> str:
     """:data:`ASYNC_LOOP_RULE` in words, and what ``levels`` then runs (the BSP engine's
-    :data:`~groute.engines.fused.LOOP_RULE`): what a command's help prints."""
+    :data:`~groute.engines.fused.LOOP_RULE`): what a command's help prints.
+
+    Returns
+    -------
+    str
+        Both rules' cases, in order, and why each.
+
+    Examples
+    --------
+    >>> from groute.engines import async_loop_help
+    >>> "order='any'" in async_loop_help()
+    True
+    """
     return f"{ASYNC_LOOP_RULE.help()} A loop left to levels runs as {LOOP_RULE.help()}"
 
 

@@ -28,11 +28,15 @@ from groute.operators.rounds import python_rounds
 
 class Engine(abc.ABC):
     """See the module docstring. ``num_vertices``: the input graph's; vertex *positions* below
-    are positions in the input graph (0..n-1, its own order), whatever the partition."""
+    are positions in the input graph (0..n-1, its own order), whatever the partition; its
+    *ids* are the graph's own (``vertex_ids``: a NetworkX graph's labels, a file's ids), which
+    :meth:`frontier` takes."""
 
     name: str = "engine"
     ctx = None
     num_vertices: int = 0
+    #: the graph's :class:`~groute.graph.ids.VertexIds` (None: the ids are the positions)
+    vertex_ids = None
 
     # state ---------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -53,8 +57,22 @@ class Engine(abc.ABC):
     def all_vertices(self):
         """A :class:`~groute.operators.Frontier` of every vertex."""
 
+    def frontier(self, ids):
+        """A :class:`~groute.operators.Frontier` of the vertices whose ids (the graph's own,
+        as every algorithm takes them) are ``ids``; :class:`~groute.errors.NodeNotFound`
+        naming the first that is not a vertex."""
+        if self.vertex_ids is None:
+            return self.frontier_at(ids)
+        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        try:
+            return self.frontier_at(self.vertex_ids.position_of(ids, "frontier id")
+                                    if ids else np.zeros(0, np.int64))
+        except KeyError as exc:
+            from groute.errors import NodeNotFound
+            raise NodeNotFound(exc.args[0]) from None
+
     @abc.abstractmethod
-    def frontier(self, positions):
+    def frontier_at(self, positions):
         """A :class:`~groute.operators.Frontier` of the vertices at ``positions``."""
 
     @abc.abstractmethod

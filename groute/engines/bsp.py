@@ -1,7 +1,7 @@
 """The host-driven BSP engine: each operator is one bulk-synchronous step on every device.
 
-The graph is partitioned (:func:`groute.graph.partition_graph`; contiguous by default, METIS or
-random on request) and each device keeps its vertices' out-arcs and state
+The graph is partitioned (:func:`groute.graph.partition_graph`; METIS by default, as every
+solver, contiguous or random on request) and each device keeps its vertices' out-arcs and state
 (:class:`~groute.operators.part.DevicePart`). An operator runs on every device's host thread at
 once (:meth:`groute.Context.submit`); the host waits for all of them, which is the step's
 barrier, and reads the frontier's counts: an algorithm's loop ends when no device has work.
@@ -54,8 +54,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from groute.runtime.context import ensure_context, taking_turns
-from groute.graph.partition import partition_graph
+from groute.graph.partition import DEFAULT_PARTITION, partition_graph
+from groute.runtime.context import taking_turns
+from groute.runtime.kept import lease
 from groute.solver import check_device_count
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
@@ -105,18 +106,23 @@ def body_as_run(body, directed: bool) -> tuple:
 class BSPEngine(Engine):
     """See the module docstring. ``graph``: a :class:`~groute.graph.CSRGraph`; ``ctx`` a
     Context (else one is made from ``devices``, ``backend``, ``timeout`` and closed with the
-    engine); ``partition``: ``"contiguous"``, ``"metis"`` or ``"random"`` (``seed``); ``loop``:
+    engine); ``partition``: ``"metis"`` (the default), ``"contiguous"`` or ``"random"``
+(``seed``); ``loop``:
     how :func:`groute.operators.run_loop` runs (module docstring)."""
 
     name = "bsp"
+    #: ends the engine's lease of its context (:mod:`groute.runtime.kept`)
+    _release_ctx = None
 
     def __init__(self, graph, *, ctx=None, devices="auto", backend="auto", timeout=None,
-                 partition: str = "contiguous", seed: int = 0, tuning: BSPTuning | None = None,
+                 partition: str = DEFAULT_PARTITION, seed: int = 0,
+                 tuning: BSPTuning | None = None,
                  loop: str = "auto"):
         if loop not in LOOP_CHOICES:
             raise ValueError(f"loop must be one of {', '.join(LOOP_CHOICES)}; got {loop!r}")
         self.loop = loop
         graph = graph.to_host()
+        self.vertex_ids = None if graph.vertex_ids.is_positions else graph.vertex_ids
         self.tuning = tuning if tuning is not None else BSPTuning.from_environment()
         self.num_vertices = graph.num_vertices
         self.num_arcs = graph.num_edges
@@ -125,8 +131,8 @@ class BSPEngine(Engine):
         self.device_choice = choose_devices(devices, ctx=ctx, backend=backend, engine="operators",
                                             num_vertices=graph.num_vertices,
                                             num_arcs=graph.num_edges, directed=graph.directed)
-        self.ctx, self._owns_ctx = ensure_context(ctx, devices=self.device_choice.devices,
-                                                  backend=backend, timeout=timeout)
+        self.ctx, self._release_ctx = lease(ctx, devices=self.device_choice.devices,
+                                            backend=backend, timeout=timeout)
         self._closed = False
         self._router = self._broadcast = None
         self._message_routers = {}          # words per message -> Router of (id, words) rows
@@ -168,15 +174,29 @@ class BSPEngine(Engine):
 
     # running a step on every device ------------------------------------------------------------
     def _on_device(self, fn):
-        """``fn()`` on the one device's host thread (the fused loops), its result here."""
-        with self.ctx.exclusive():
-            return self.ctx.gather([self.ctx.submit(0, lambda device: fn())])[0]
+        """``fn()`` for the one device (the fused loops), its result here."""
+        return self._each(lambda device: fn())[0]
 
     def _each(self, fn, *per_device):
-        """``fn(device, *args_i)`` on every device's host thread; their results in order. The
-        context's only computation while it runs (:meth:`~groute.Context.exclusive`): another
-        thread's steps on the same devices take their turn, before or after."""
+        """``fn(device, *args_i)`` for every device, on its host thread; their results in
+        order. The context's only computation while it runs (:meth:`~groute.Context.exclusive`):
+        another thread's steps on the same devices take their turn, before or after. One
+        device has no other to overlap with, so its step runs on the caller's thread: a
+        hand-off to the host thread and back costs a step more than a small graph's work (an
+        algorithm runs thousands of steps), and the caller would only wait for it. A failure is
+        the same either way: the context stops and the caller gets a DeviceError naming the
+        device."""
         with self.ctx.exclusive():
+            if self.ctx.num_devices == 1:
+                device = self.ctx.devices[0]
+                self.ctx.ensure_running()
+                try:
+                    with device.use():
+                        return [fn(device, *(a[0] for a in per_device))]
+                except Exception as exc:
+                    self.ctx.fail(device.name, exc)
+                    self.ctx.raise_failure()
+                    raise
             futures = [self.ctx.submit(i, fn, *(a[i] for a in per_device))
                        for i in range(self.ctx.num_devices)]
             return self.ctx.gather(futures)
@@ -242,7 +262,7 @@ class BSPEngine(Engine):
         return Frontier(self, [DeviceFrontier(p.device, p.size, everything=True)
                                for p in self.parts])
 
-    def frontier(self, positions):
+    def frontier_at(self, positions):
         positions = np.asarray(positions, dtype=np.int64).reshape(-1)
         if positions.size and (positions.min() < 0 or positions.max() >= self.num_vertices):
             raise ValueError(f"frontier: positions must be in [0, {self.num_vertices}); got "
@@ -642,8 +662,9 @@ class BSPEngine(Engine):
                        *self._broadcast_rows.values()):
             if router is not None:
                 router.close()
-        if self._owns_ctx and self.ctx is not None:
-            self.ctx.shutdown()
+        if self._release_ctx is not None:
+            self._release_ctx()
+            self._release_ctx = None
 
     def __repr__(self):
         return (f"<BSPEngine {self.num_vertices:,} vertices on {self.ctx.num_devices} "

@@ -41,5 +41,18 @@ def choose_engine(graph, options: dict) -> Case:
 
 
 def engine_rule_help() -> str:
-    """:data:`ENGINE_RULE` in words (what a command's help prints for ``--engine``)."""
+    """:data:`ENGINE_RULE` in words: what ``mode="auto"`` builds, as a command's help for
+    ``--mode`` prints it.
+
+    Returns
+    -------
+    str
+        The rule's cases, in order, and why each.
+
+    Examples
+    --------
+    >>> from groute.engines import engine_rule_help
+    >>> engine_rule_help().startswith("the first that applies: bsp where one device")
+    True
+    """
     return ENGINE_RULE.help()

@@ -124,7 +124,20 @@ def not_fused_because(facts: dict) -> str:
 
 
 def loop_rule_help() -> str:
-    """:data:`LOOP_RULE` in words (what a command's help prints for ``loop``)."""
+    """:data:`LOOP_RULE` in words: what ``loop="auto"`` runs a loop as, as a command's help
+    prints it.
+
+    Returns
+    -------
+    str
+        The rule's cases, in order, and why each.
+
+    Examples
+    --------
+    >>> from groute.engines import loop_rule_help
+    >>> "fused" in loop_rule_help() and "python" in loop_rule_help()
+    True
+    """
     return LOOP_RULE.help()
 
 

@@ -19,7 +19,7 @@ from .load import load_graph
 from .convert import as_graph
 from .spec import GraphSpec, is_spec, parse_spec
 from .generators import erdos_renyi, generate, grid, kronecker, rmat
-from .partition import LocalGraph, Partition, partition_graph
+from .partition import DEFAULT_PARTITION, LocalGraph, Partition, partition_graph
 from .cache import cache_root
 from . import reference
 
@@ -27,7 +27,8 @@ __all__ = [
     "CSRGraph", "GraphFormatError", "load_graph", "as_graph", "read_graph", "write_graph", "detect_format",
     "read_mtx", "write_mtx", "read_dimacs", "write_dimacs", "read_snap", "write_snap",
     "GraphSpec", "parse_spec", "is_spec", "generate", "kronecker", "rmat", "grid", "erdos_renyi",
-    "partition_graph", "Partition", "LocalGraph", "cache_root", "reference", "shipped_graph_path",
+    "partition_graph", "Partition", "LocalGraph", "DEFAULT_PARTITION", "cache_root", "reference",
+    "shipped_graph_path",
 ]
 
 

@@ -33,7 +33,7 @@ def as_graph(obj, *, weight: str | None = "weight", num_vertices: int | None = N
     if isinstance(obj, CSRGraph):
         g = obj
     elif is_networkx(obj):
-        g = from_networkx(obj, weight=weight)
+        g = cached_from_networkx(obj, weight=weight)
     elif _is_scipy_sparse(obj):
         g = from_scipy(obj)
     elif isinstance(obj, tuple):
@@ -51,6 +51,28 @@ def is_networkx(obj) -> bool:
     return nx is not None and isinstance(obj, nx.Graph)
 
 
+#: the key of the conversions :func:`cached_from_networkx` keeps in ``G.__networkx_cache__``
+CACHE_KEY = "groute.graph"
+
+
+def cached_from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
+    """:func:`from_networkx`, kept in ``G.__networkx_cache__`` (by ``weight``) as NetworkX keeps
+    its backends' conversions, under the same switch (``nx.config.cache_converted_graphs``) and
+    with the same rule: NetworkX clears the cache when ``G`` changes through its methods, not
+    when an attribute is set in place (``G[u][v]["weight"] = 2``; clear it then with
+    ``G.__networkx_cache__.clear()``). A second call on the same graph skips the conversion, and
+    what solvers keep on the graph (in-arcs, partitions)."""
+    import networkx as nx
+    cache = getattr(G, "__networkx_cache__", None)
+    if cache is None or not nx.config.cache_converted_graphs:
+        return from_networkx(G, weight=weight)
+    kept = cache.setdefault(CACHE_KEY, {})
+    g = kept.get(weight)
+    if g is None:
+        g = kept[weight] = from_networkx(G, weight=weight)
+    return g
+
+
 def from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
     """A NetworkX ``Graph``/``DiGraph`` (or multigraph: parallel edges keep their least weight)
     with its node labels as the vertex ids, in ``G.nodes`` order.
@@ -59,8 +81,9 @@ def from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
     ``None`` or no edge has that attribute, and an edge without it weighs 1 (NetworkX's rule).
     """
     adjacency = networkx_adjacency(G, weight=weight)
+    kind = f"the NetworkX {type(G).__name__}"   # as errors name it: "... not a vertex of ..."
     return csr_from_adjacency(adjacency, directed=G.is_directed(),
-                              name=str(G.name) if G.name else "networkx")
+                              name=f"{kind} {G.name!r}" if G.name else kind)
 
 
 class Adjacency:
@@ -172,7 +195,7 @@ def from_scipy(matrix) -> CSRGraph:
     m = matrix.tocsr()
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"an adjacency matrix must be square, got shape {m.shape}")
-    return CSRGraph.from_scipy(m, directed=not _symmetric(m), name="scipy")
+    return CSRGraph.from_scipy(m, directed=not _symmetric(m), name="the scipy matrix")
 
 
 def _symmetric(m) -> bool:
@@ -233,4 +256,4 @@ def from_arrays(src, dst, weights=None, *, num_vertices: int | None = None,
         if n <= hi:
             raise ValueError(f"num_vertices={num_vertices} but the arrays name vertex {hi}")
     return CSRGraph.from_edges(src.astype(xp.int64), dst.astype(xp.int64), n, weights,
-                               directed=directed, name="edges", xp=xp)
+                               directed=directed, name="the edge arrays", xp=xp)

@@ -2,7 +2,10 @@
 
 Resolution order for a string: an existing path; a generator spec (``kron:21``, see
 :mod:`.spec`); the name of a registered dataset already downloaded with ``groute data get``.
-Files go through the binary cache (:mod:`.cache`); generated graphs with more than
+Files go through the binary cache (:mod:`.cache`), and the last ones read stay in memory
+(:data:`RECENT_FILE_BYTES`) until the file changes (its size, modification or change time), so
+a second call on the same file in a process does not read it again; generated graphs with more
+than
 :data:`GENERATED_CACHE_MIN_ARCS` arcs are cached in ``<cache dir>/generated/`` since generating
 them again costs seconds to minutes on a CPU, up to :data:`GENERATED_CACHE_MAX_BYTES` of CSR
 arrays: a bigger graph would fill the disk (kron:26:32 is 17 GB) and generating it on a GPU is
@@ -14,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +33,12 @@ GENERATED_CACHE_MIN_ARCS = 4_000_000
 #: generated graphs whose CSR arrays take more bytes than this are not cached (see above)
 GENERATED_CACHE_MAX_BYTES = 4 << 30
 GENERATOR_VERSION = 1
+#: bytes of CSR arrays of the files read last that stay in memory for the next call on the same
+#: file (options and modification time alike): a graph's binary cache takes milliseconds to
+#: read per million arcs, more than a small run; a bigger graph is not kept
+RECENT_FILE_BYTES = 1 << 30
+_recent: dict[tuple, CSRGraph] = {}
+_recent_lock = threading.Lock()
 
 
 def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
@@ -94,6 +104,37 @@ def _load_file(path: Path, *, cache, symmetric, format, allow_negative, columns,
         options["columns"] = [c if isinstance(c, str) else int(c) for c in columns]
     if header is not None:
         options["header"] = bool(header)
+    if not cache:
+        return _read_file(path, options, cache=False)
+    # the change time too: a rewrite of the same size with the old modification time restored
+    # (cp -p, rsync -t, tar x) sets it to now
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns,
+           repr(sorted(options.items())))
+    with _recent_lock:
+        g = _recent.get(key)
+    if g is None:
+        g = _read_file(path, options, cache=True)
+        with _recent_lock:
+            _keep_recent(key, g)
+    return g
+
+
+def _keep_recent(key, g: CSRGraph) -> None:
+    """Keep ``g`` for the next call on its file, the oldest dropped past
+    :data:`RECENT_FILE_BYTES` (a graph bigger than that is not kept)."""
+    if g.nbytes > RECENT_FILE_BYTES:
+        return
+    _recent.pop(key, None)
+    _recent[key] = g
+    while sum(kept.nbytes for kept in _recent.values()) > RECENT_FILE_BYTES:
+        del _recent[next(iter(_recent))]
+
+
+def _read_file(path: Path, options: dict, *, cache: bool) -> CSRGraph:
+    """The graph of ``path`` through the binary cache (``cache``) or parsed."""
+    symmetric, allow_negative = options["symmetric"], options["allow_negative"]
+    columns, header = options.get("columns"), options.get("header")
     if cache:
         g = _cache.load_cached(path, options)
         if g is not None:

@@ -36,6 +36,8 @@ from .csr import CSRArrays, CSRGraph, host_array
 log = logging.getLogger(__name__)
 
 METHODS = ("metis", "contiguous", "random")
+#: the method every solver and engine splits a graph by unless told (``partition=``)
+DEFAULT_PARTITION = "metis"
 
 
 class LocalGraph(CSRArrays):
@@ -162,7 +164,7 @@ class Partition:
 _MEMO: "weakref.WeakKeyDictionary[CSRGraph, dict]" = weakref.WeakKeyDictionary()
 
 
-def partition_graph(g: CSRGraph, k: int, method: str = "metis", *, seed: int = 0,
+def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, seed: int = 0,
                     cache: bool = True, progress: bool = True) -> Partition:
     """Split ``g`` (host arrays) over ``k`` devices; see the module docstring.
 

@@ -14,16 +14,16 @@ PageRank definition (the one the apps implement)::
 i.e. dangling vertices spread their rank uniformly over all vertices. Iteration stops after the
 first step whose L1 change ``sum |r_{t+1} - r_t|`` is below ``tol`` (default 1e-6), or after
 ``max_iter`` steps (default 1000, with a warning logged). Repeated arcs count with multiplicity
-(graphs from load_graph have none); weights are ignored. The result sums to 1 (it is renormalised
-once at the end to remove rounding drift).
+(graphs from load_graph have none); weights are ignored unless ``weighted``, when ``outdeg`` is
+a vertex's out-weight and an arc carries ``r[u] * w / outdeg(u)`` (NetworkX's weighted
+PageRank). The result sums to 1 (it is renormalised once at the end to remove rounding
+drift).
 """
 from __future__ import annotations
 
 import logging
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from .csr import CSRGraph
 
@@ -34,7 +34,17 @@ def _host(g: CSRGraph) -> CSRGraph:
     return g.to_host()
 
 
-def _pattern(g: CSRGraph) -> sp.csr_matrix:
+def _sparse():
+    """scipy.sparse and its csgraph, imported when a reference is computed: every algorithm
+    module imports this one (for its small helpers, :func:`canonical_labels`...), and SciPy's
+    import would cost the first groute call a sixth of a second."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+    return sp, csgraph
+
+
+def _pattern(g: CSRGraph):
+    sp, _ = _sparse()
     n = g.num_vertices
     return sp.csr_matrix((np.ones(g.num_edges, dtype=np.float64), g.indices, g.indptr), shape=(n, n))
 
@@ -49,6 +59,7 @@ def bfs(g: CSRGraph, source: int):
     """Hop distance from ``source`` along out-arcs (int32), -1 where unreachable."""
     g = _host(g)
     s = _check_source(g, source)
+    _, csgraph = _sparse()
     dist = csgraph.dijkstra(_pattern(g), directed=True, indices=s, unweighted=True)
     depth = np.full(g.num_vertices, -1, dtype=np.int32)
     reached = np.isfinite(dist)
@@ -68,23 +79,31 @@ def sssp(g: CSRGraph, source: int):
     w = np.ones(g.num_edges) if g.weights is None else g.weights.astype(np.float64)
     if w.size and float(w.min()) < 0:
         raise ValueError("sssp reference: negative edge weights are not allowed (Dijkstra)")
+    sp, csgraph = _sparse()
     m = sp.csr_matrix((w, g.indices, g.indptr), shape=(n, n))
     return csgraph.dijkstra(m, directed=True, indices=s)
 
 
-def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 1000):
-    """PageRank by power iteration (float64, sums to 1); exact definition in the module docstring."""
+def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
+             weighted: bool = False):
+    """PageRank by power iteration (float64, sums to 1); exact definition in the module
+    docstring (``weighted``: on the graph's weights, if it has any)."""
     g = _host(g)
     n = g.num_vertices
     if n == 0:
         return np.zeros(0)
     if not 0 <= damping < 1:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
-    outdeg = g.degrees().astype(np.float64)
+    if weighted and g.weights is not None:
+        sp, _ = _sparse()
+        a = sp.csr_matrix((g.weights.astype(np.float64), g.indices, g.indptr), shape=(n, n))
+    else:
+        a = _pattern(g)
+    outdeg = np.asarray(a.sum(axis=1)).ravel()
     dangling = outdeg == 0
     inv = np.zeros(n)
     np.divide(1.0, outdeg, out=inv, where=~dangling)
-    at = _pattern(g).T.tocsr()               # in-arcs: row v lists the u with u -> v
+    at = a.T.tocsr()                         # in-arcs: row v lists the u with u -> v
     r = np.full(n, 1.0 / n)
     for it in range(1, max_iter + 1):
         new = at @ (r * inv)
@@ -132,6 +151,7 @@ def connected_components(g: CSRGraph):
     n = g.num_vertices
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    _, csgraph = _sparse()
     _, labels = csgraph.connected_components(_pattern(g), directed=True, connection="weak")
     return canonical_labels(labels)
 

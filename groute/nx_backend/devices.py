@@ -1,26 +1,19 @@
-"""The groute Context a backend call runs on: one per (device kind, device count), kept for the
-next call and shut down when the interpreter exits.
+"""The groute Context a backend call runs on: the kept context (:mod:`groute.runtime.kept`)
+for the device kind and count ``nx.config.backends.groute`` asks for, leased for the call.
 
 A NetworkX program calls the backend many times, often on small graphs; starting devices (and,
-on GPUs, peer access) for every call would cost more than many of the calls. Calls on one
-context take turns (a lock): two solvers on the same devices at once would only slow each
-other down, and a failure on one would stop the other. A context that a failure stopped is
-shut down and replaced at the next call.
+on GPUs, peer access) for every call would cost more than many of the calls.
 """
 from __future__ import annotations
 
-import atexit
-import threading
 from contextlib import contextmanager
 
 import networkx as nx
 
 from groute.engines.device_rule import choose_devices
 from groute.graph.partition import METHODS
-from groute.runtime.context import BACKENDS, Context, resolve_backend
-
-_contexts: dict[tuple[str, int], tuple[Context, threading.Lock]] = {}
-_guard = threading.Lock()
+from groute.runtime.context import BACKENDS, resolve_backend
+from groute.runtime.kept import lease
 
 
 def device_count(backend: str, devices: int | None, graph, engine: str) -> int:
@@ -55,33 +48,12 @@ def settings() -> tuple[str, int | None, str]:
 @contextmanager
 def devices_for(graph, engine: str):
     """``(ctx, partition)`` for one call of an ``engine``-family algorithm on ``graph`` (the
-    call's CSR graph), as ``nx.config.backends.groute`` says; the context is held for the
+    call's CSR graph), as ``nx.config.backends.groute`` says; the context is leased for the
     call."""
     backend, devices, partition = settings()
     backend = resolve_backend(backend)
-    key = (backend, device_count(backend, devices, graph, engine))
-    with _guard:
-        entry = _contexts.get(key)
-        if entry is None or entry[0].stopped:
-            entry = _contexts[key] = (Context(devices=key[1], backend=backend), threading.Lock())
-    ctx, lock = entry
-    with lock:
-        try:
-            yield ctx, partition
-        finally:
-            if ctx.stopped:         # a failure stopped it: the next call gets a fresh one
-                with _guard:
-                    if _contexts.get(key) is entry:
-                        del _contexts[key]
-                ctx.shutdown()
-
-
-@atexit.register
-def shutdown_all() -> None:
-    """Shut every kept context down (at exit; also for tests that change the device setup)."""
-    with _guard:
-        entries = list(_contexts.values())
-        _contexts.clear()
-    for ctx, lock in entries:
-        with lock:
-            ctx.shutdown()
+    ctx, release = lease(devices=device_count(backend, devices, graph, engine), backend=backend)
+    try:
+        yield ctx, partition
+    finally:
+        release()

@@ -31,10 +31,10 @@ FUNCTIONS = {
     "node_connected_component": "",
     "number_connected_components": "",
     "pagerank": (
-        "Without personalization, nstart or dangling, with alpha in (0, 1), tol > 0 and "
-        "max_iter >= 1, on a graph (not a multigraph) whose edges all weigh the same; "
-        "otherwise NetworkX runs the call. Convergence: groute's rule, an L1 change of at most "
-        "N * tol, as NetworkX's; values agree with NetworkX's within that tolerance."),
+        "With alpha in (0, 1), tol > 0 and max_iter >= 1, on a graph (not a multigraph) whose "
+        "weights are >= 0; personalization and dangling as dicts, no nstart; otherwise NetworkX "
+        "runs the call. Convergence: an L1 change of at most N * tol of the ranks' sum, as "
+        "NetworkX's; values agree with NetworkX's within that tolerance."),
     "shortest_path": (
         "With a source and a target (otherwise NetworkX runs the call). Unweighted on an "
         "undirected graph: NetworkX's path. A directed or weighted call: the path when it is "

@@ -43,7 +43,7 @@ REDUCTIONS = ("sum", "min", "max")
 def _engine_of(frontier, functor, what):
     if not isinstance(frontier, Frontier):
         raise TypeError(f"{what} takes a Frontier (from an engine: engine.all_vertices(), "
-                        f"engine.frontier(positions)), got {type(frontier).__name__}")
+                        f"engine.frontier(ids)), got {type(frontier).__name__}")
     if not isinstance(functor, Functor):
         raise TypeError(f"{what} takes a Functor, got {type(functor).__name__}")
     return frontier.engine
@@ -52,7 +52,53 @@ def _engine_of(frontier, functor, what):
 def advance(frontier, functor, direction: str = "push", *, over: str = "out", candidates=None,
             **scalars):
     """The frontier of the vertices ``functor`` accepted along the arcs out of ``frontier``
-    (``over="in"``: the arcs into it)."""
+    (``over="in"``: the arcs into it); the module docstring says how each direction visits.
+
+    Parameters
+    ----------
+    frontier : Frontier
+        From an engine (``engine.all_vertices()``, ``engine.frontier(ids)``) or an operator.
+    functor : Functor
+        What a visit of an arc's target does (CUDA body and NumPy callable), optionally with a
+        :class:`~groute.operators.functor.Message` from the source and a
+        :class:`~groute.operators.functor.Gather` of them.
+    direction : {"push", "pull", "auto"}, optional
+        Who walks the arcs: the frontier (push), every candidate (pull), or Beamer's rule.
+    over : {"out", "in"}, optional
+        The frontier's out-arcs, or its in-arcs (a backward step of a directed graph).
+    candidates : Frontier, optional
+        The vertices a pull may accept (default: every vertex).
+    **scalars
+        The functor's scalar parameters, by name.
+
+    Returns
+    -------
+    Frontier
+        The accepted vertices, each once.
+
+    Raises
+    ------
+    TypeError
+        ``frontier`` or ``functor`` of another type.
+    ValueError
+        A message pulled, ``over="in"`` not pushed, an unknown ``over``.
+
+    Examples
+    --------
+    >>> import numpy as np, networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import Functor, advance
+    >>> def claim(s, v):                       # NumPy: v holds the arcs' targets
+    ...     v = np.unique(v[s["depth"][v] < 0])
+    ...     s["depth"][v] = 1
+    ...     return v
+    >>> CLAIM = Functor(name="claim", params="int* depth",
+    ...                 cuda="return atomicCAS(&depth[v], -1, 1) == -1;", numpy=claim)
+    >>> with make_engine(nx.star_graph(3), backend="cpu", devices=1) as engine:
+    ...     engine.state("depth", np.int32, -1)
+    ...     advance(engine.frontier([0]), CLAIM).vertices().tolist()
+    [1, 2, 3]
+    """
     engine = _engine_of(frontier, functor, "advance")
     if over not in ARCS:
         raise ValueError(f"advance: over must be one of {', '.join(ARCS)}; got {over!r}")
@@ -80,22 +126,120 @@ def _vertex_step(frontier, functor, what):
 
 
 def filter(frontier, functor, **scalars):  # noqa: A001 - the operator's name in the literature
-    """The vertices of ``frontier`` that ``functor`` keeps."""
+    """The vertices of ``frontier`` that ``functor`` keeps.
+
+    Parameters
+    ----------
+    frontier : Frontier
+        From an engine or an operator.
+    functor : Functor
+        A test of one vertex: the CUDA body returns true to keep ``v``, the NumPy callable a
+        bool mask aligned with its ``v``; no message.
+    **scalars
+        The functor's scalar parameters, by name.
+
+    Returns
+    -------
+    Frontier
+        The kept vertices.
+
+    Raises
+    ------
+    TypeError
+        ``frontier`` or ``functor`` of another type, or a functor with a message.
+
+    Examples
+    --------
+    >>> import numpy as np, networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import Functor, filter
+    >>> BIG = Functor(name="big", params="const int* degree, int least",
+    ...               cuda="return degree[v] >= least;",
+    ...               numpy=lambda s, v: s["degree"][v] >= s["least"])
+    >>> with make_engine(nx.star_graph(3), backend="cpu", devices=1) as engine:
+    ...     engine.out_degree_state("degree")
+    ...     filter(engine.all_vertices(), BIG, least=2).vertices().tolist()
+    [0]
+    """
     return _vertex_step(frontier, functor, "filter").filter(frontier, functor, scalars)
 
 
 def compute(frontier, functor, **scalars) -> None:
-    """Run ``functor`` on every vertex of ``frontier``."""
+    """Run ``functor`` on every vertex of ``frontier``.
+
+    Parameters
+    ----------
+    frontier : Frontier
+        From an engine or an operator.
+    functor : Functor
+        What happens to one vertex (its CUDA body and NumPy callable write state); no message.
+    **scalars
+        The functor's scalar parameters, by name.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        ``frontier`` or ``functor`` of another type, or a functor with a message.
+
+    Examples
+    --------
+    >>> import numpy as np, networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import Functor, compute
+    >>> def mark(s, v):
+    ...     s["seen"][v] = s["value"]
+    >>> MARK = Functor(name="mark", params="int* seen, int value",
+    ...                cuda="seen[v] = value;", numpy=mark)
+    >>> with make_engine(nx.path_graph(["a", "b", "c"]), backend="cpu", devices=1) as engine:
+    ...     engine.state("seen", np.int32, 0)
+    ...     compute(engine.frontier(["b"]), MARK, value=7)
+    ...     engine.gather("seen").tolist()
+    [0, 7, 0]
+    """
     _vertex_step(frontier, functor, "compute").compute(frontier, functor, scalars)
 
 
 def reduce(frontier, state: str, op: str = "sum"):  # noqa: A001 - the operator's name
-    """The ``op`` (``"sum"``, ``"min"``, ``"max"``) of state ``state`` over the vertices of
-    ``frontier``, as a Python number; an empty frontier's sum is 0 and its min or max
-    ``None``."""
+    """The ``op`` of per-vertex state ``state`` over the vertices of ``frontier``.
+
+    Parameters
+    ----------
+    frontier : Frontier
+        From an engine or an operator.
+    state : str
+        The name of per-vertex state the engine holds.
+    op : {"sum", "min", "max"}, optional
+        The reduction (one read-back per device).
+
+    Returns
+    -------
+    int or float or None
+        A Python number; an empty frontier's sum is 0 and its min or max None.
+
+    Raises
+    ------
+    TypeError
+        ``frontier`` not a Frontier, ``state`` not a name.
+    ValueError
+        An unknown ``op``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import reduce
+    >>> with make_engine(nx.star_graph(3), backend="cpu", devices=1) as engine:
+    ...     engine.out_degree_state("degree")
+    ...     reduce(engine.all_vertices(), "degree", "max"), reduce(engine.frontier([]), "degree")
+    (3, 0)
+    """
     if not isinstance(frontier, Frontier):
         raise TypeError(f"reduce takes a Frontier (from an engine: engine.all_vertices(), "
-                        f"engine.frontier(positions)), got {type(frontier).__name__}")
+                        f"engine.frontier(ids)), got {type(frontier).__name__}")
     if not isinstance(state, str):
         raise TypeError(f"reduce: state must be the name of per-vertex state (a str), got "
                         f"{type(state).__name__}")

@@ -266,12 +266,62 @@ def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
              max_levels: int | None = None, keep: bool = False, order: str = "levels",
              **scalars) -> LoopResult:
     """Run ``steps`` level after level from ``frontier`` until the frontier is empty or
-    ``max_levels`` levels ran (module docstring); ``keep``: keep every level's frontier;
-    ``order="any"``: the answer does not depend on the order of visits, so an engine may run
-    the loop without levels."""
+    ``max_levels`` levels ran (module docstring): a whole ``while frontier:`` loop in one call,
+    which an engine may run without the host between levels.
+
+    Parameters
+    ----------
+    frontier : Frontier
+        The first level's frontier.
+    steps : list
+        :class:`ComputeStep`, :class:`FilterStep` and :class:`AdvanceStep` in order; the
+        frontier the last filter or advance of a level makes is the next level's.
+    level : str, optional
+        The scalar that takes each level's number plus ``start``.
+    start : int, optional
+        The first level's number.
+    max_levels : int, optional
+        Stop after this many levels (default: when the frontier is empty).
+    keep : bool, optional
+        Keep every level's frontier (``result.frontiers``, for :func:`sweep`).
+    order : {"levels", "any"}, optional
+        ``"any"``: the answer does not depend on the order of visits, so an engine may run
+        the loop without levels.
+    **scalars
+        The steps' scalar parameters, by name.
+
+    Returns
+    -------
+    LoopResult
+        ``levels`` run, the ``frontier`` left, the kept ``frontiers`` (:class:`Levels`).
+
+    Raises
+    ------
+    TypeError
+        ``frontier`` not a Frontier, a step of another type.
+    ValueError
+        No step makes a frontier, a bad count or ``order``.
+
+    Examples
+    --------
+    >>> import numpy as np, networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import AdvanceStep, Functor, run_loop
+    >>> def claim(s, v):
+    ...     v = np.unique(v[s["depth"][v] < 0])
+    ...     s["depth"][v] = s["d"] + 1
+    ...     return v
+    >>> CLAIM = Functor(name="claim_level", params="int* depth, int d",
+    ...                 cuda="return atomicCAS(&depth[v], -1, d + 1) == -1;", numpy=claim)
+    >>> with make_engine(nx.path_graph(4), backend="cpu", devices=1) as engine:
+    ...     engine.state("depth", np.int32, values=np.array([0, -1, -1, -1]))
+    ...     done = run_loop(engine.frontier([0]), [AdvanceStep(CLAIM)], level="d")
+    ...     engine.gather("depth").tolist()
+    [0, 1, 2, 3]
+    """
     if not isinstance(frontier, Frontier):
         raise TypeError(f"run_loop: frontier must be a Frontier (from an engine: "
-                        f"engine.all_vertices(), engine.frontier(positions)); got "
+                        f"engine.all_vertices(), engine.frontier(ids)); got "
                         f"{type(frontier).__name__}")
     steps = check_loop(steps, scalars, level, "run_loop")
     if not any(s.produces for s in steps):
@@ -289,10 +339,56 @@ def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
 
 def sweep(levels, steps, *, level: str | None = None, start: int = 0, reverse: bool = False,
           **scalars) -> None:
-    """Run ``steps`` on each frontier of ``levels`` (:class:`Levels` from ``run_loop(...,
-    keep=True)``, or a slice of it), one level after the other (``reverse``: the last first);
-    ``level``: the scalar that takes each level's number plus ``start``. The steps' new
-    frontiers are dropped."""
+    """Run ``steps`` on each frontier of ``levels``, one level after the other: a backward
+    pass over the levels a forward loop kept (betweenness's dependencies).
+
+    Parameters
+    ----------
+    levels : Levels
+        From ``run_loop(..., keep=True)``, or a slice of it (levels keep their numbers).
+    steps : list
+        As :func:`run_loop`'s; the frontiers they make are dropped.
+    level : str, optional
+        The scalar that takes each level's number plus ``start``.
+    start : int, optional
+        Added to each level's number.
+    reverse : bool, optional
+        The last level first.
+    **scalars
+        The steps' scalar parameters, by name.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        ``levels`` not kept levels, a step of another type.
+
+    Examples
+    --------
+    >>> import numpy as np, networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import AdvanceStep, ComputeStep, Functor, run_loop, sweep
+    >>> def claim(s, v):
+    ...     v = np.unique(v[s["depth"][v] < 0])
+    ...     s["depth"][v] = 0
+    ...     return v
+    >>> CLAIM = Functor(name="claim_kept", params="int* depth",
+    ...                 cuda="return atomicCAS(&depth[v], -1, 0) == -1;", numpy=claim)
+    >>> def order(s, v):
+    ...     s["seen"][v] = s["seen"].max() + 1
+    >>> ORDER = Functor(name="order", params="int* seen",
+    ...                 cuda="seen[v] = 1;", numpy=order)
+    >>> with make_engine(nx.path_graph(3), backend="cpu", devices=1) as engine:
+    ...     engine.state("depth", np.int32, values=np.array([0, -1, -1]))
+    ...     engine.state("seen", np.int32, 0)
+    ...     kept = run_loop(engine.frontier([0]), [AdvanceStep(CLAIM)], keep=True).frontiers
+    ...     sweep(kept, [ComputeStep(ORDER)], reverse=True)
+    ...     engine.gather("seen").tolist()          # the deepest level first
+    [3, 2, 1]
+    """
     if not isinstance(levels, Levels):
         raise TypeError(f"sweep: levels must be the Levels of run_loop(..., keep=True); got "
                         f"{type(levels).__name__}")

@@ -176,9 +176,59 @@ def check_rounds(body, scalars: dict, index: str | None, total: str | None) -> t
 
 def run_rounds(engine, seeds, body, *, index: str | None = None, total: str | None = None,
                **scalars) -> RoundsResult:
-    """One round of ``body`` per seed (positions in the input graph), in order (module
-    docstring); ``index``: the scalar that takes the round's number, ``total``: the one that
-    takes the vertices the last kept Loop kept."""
+    """One round of ``body`` per seed, in order (module docstring): what an algorithm runs
+    once per source (betweenness), which an engine may run without the host between rounds.
+
+    Parameters
+    ----------
+    engine : Engine
+        From :func:`groute.engines.make_engine`.
+    seeds : array of int
+        The seeds as positions in the input graph (``engine.vertex_ids`` maps a graph's ids
+        to them).
+    body : list
+        :class:`Compute`, :class:`Loop` and :class:`Sweep` items, run in order for each seed.
+    index : str, optional
+        The scalar that takes the round's number.
+    total : str, optional
+        The scalar that takes the vertices the last kept Loop kept.
+    **scalars
+        The body's scalar parameters, by name.
+
+    Returns
+    -------
+    RoundsResult
+        ``rounds`` run, ``levels`` over all of them, the ``deepest`` round's levels.
+
+    Raises
+    ------
+    TypeError
+        Not an engine, seeds that are not positions, a body of other items.
+    ValueError
+        A seed outside the graph.
+
+    Examples
+    --------
+    >>> import numpy as np, networkx as nx
+    >>> from groute.engines import make_engine
+    >>> from groute.operators import AdvanceStep, Compute, Functor, Loop, run_rounds
+    >>> def claim(s, v):
+    ...     v = np.unique(v[s["seen"][v] != s["round"]])
+    ...     s["seen"][v] = s["round"]
+    ...     return v
+    >>> CLAIM = Functor(name="claim_round", params="int* seen, int round",
+    ...                 cuda="return atomicExch(&seen[v], round) != round;", numpy=claim)
+    >>> def start(s, v):
+    ...     s["seen"][v] = s["round"]
+    >>> START = Functor(name="start_round", params="int* seen, int round",
+    ...                 cuda="seen[v] = round;", numpy=start)
+    >>> with make_engine(nx.path_graph(4), backend="cpu", devices=1) as engine:
+    ...     engine.state("seen", np.int32, -1)
+    ...     done = run_rounds(engine, [0, 3], [Compute(START, over="seed"),
+    ...                                         Loop([AdvanceStep(CLAIM)])], index="round")
+    ...     done.rounds, done.levels
+    (2, 8)
+    """
     if not callable(getattr(engine, "run_rounds", None)) or not hasattr(engine, "frontier"):
         raise TypeError(f"run_rounds: engine must be an engine (groute.engines.make_engine); "
                         f"got {type(engine).__name__}")
@@ -211,10 +261,10 @@ def python_rounds(engine, seeds, body, *, index, total, scalars) -> RoundsResult
         for item in body:
             given = _given(item.steps, at, item.level)
             if isinstance(item, Compute):
-                where = engine.all_vertices() if item.over == "all" else engine.frontier([seed])
+                where = engine.all_vertices() if item.over == "all" else engine.frontier_at([seed])
                 compute(where, item.functor, **given)
             elif isinstance(item, Loop):
-                result = run_loop(engine.frontier([seed]), item.steps, level=item.level,
+                result = run_loop(engine.frontier_at([seed]), item.steps, level=item.level,
                                   start=item.start, max_levels=item.max_levels, keep=item.keep,
                                   **given)
                 levels_run += result.levels

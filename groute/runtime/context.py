@@ -586,11 +586,3 @@ def taking_turns(method):
             return method(self, *args, **kwargs)
     return one_at_a_time
 
-
-def ensure_context(ctx=None, *, devices=None, backend="auto", timeout=None):
-    """Return ``(ctx, owned)``: the given context, or a new one of ``devices`` (None: as
-    :class:`Context` takes it) that the caller must shut down (logical devices as
-    ``GROUTE_LOGICAL_DEVICES`` says)."""
-    if ctx is not None:
-        return ctx, False
-    return Context(devices=devices, backend=backend, timeout=timeout), True

@@ -12,7 +12,10 @@ SHARED_GRAPHS = Path(__file__).resolve().parents[2] / ".." / "shared" / "graphs"
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path, monkeypatch):
-    """Every test gets its own cache dir, so nothing is written to ~/.cache."""
+    """Every test gets its own cache dir, so nothing is written to ~/.cache, and no graph
+    another test loaded is kept in memory (a load reads its file or the cache)."""
+    import groute.graph.load
+    monkeypatch.setattr(groute.graph.load, "_recent", {})
     d = tmp_path / "groute-cache"
     monkeypatch.setenv("GROUTE_CACHE_DIR", str(d))
     monkeypatch.delenv("GROUTE_DATA_DIR", raising=False)

@@ -186,8 +186,8 @@ class ComponentsSolver(Solver):
 
     engine_family = "components"
 
-    def __init__(self, graph, *, ctx=None, backend="auto", devices="auto", afforest=True,
-                 rest="auto", tuning=None, timeout=None):
+    def __init__(self, graph, *, ctx=None, backend="auto", devices="auto", timeout=None,
+                 afforest=True, rest="auto", tuning=None):
         self.graph = graph
         self.n = int(graph.num_vertices)
         if self.n >= 2**31:

@@ -39,6 +39,18 @@ MAX_OUTPUTS = 8
 SPIN_S = 0.25
 
 
+def packed_arcs(ends, factors):
+    """Arcs as the CUDA kernels read them (iterate.cu ``arc_t``): the ends (int32) as they are,
+    or with a weighted graph's ``factors`` an ``(m, 2)`` int32 array of each arc's end and its
+    factor's float32 bits (iterate.cu ``ARC_WEIGHTS``: one 8-byte load per arc)."""
+    if factors is None:
+        return ends
+    out = np.empty((len(ends), 2), np.int32)
+    out[:, 0] = ends
+    out[:, 1] = np.asarray(factors, dtype=np.float32).view(np.int32)
+    return out
+
+
 def _sync_host(device, array, spin=False):
     """A host copy of ``array`` after everything queued on the compute stream has finished
     (``spin``: poll the event without back-off first, see :data:`SPIN_S`; the BSP checks use
@@ -57,8 +69,10 @@ class IterationDevice:
     <groute.engines.iterate.iteration.LinearIteration.bound>`). ``base``: the base term of this
     device's vertices in its order (host array, personalized PageRank's ``(1-d) p[v]``; None:
     the uniform value the steps are given), compiled into its own kernels (iterate.cu
-    ``BASE_VECTOR``). The solver sets :attr:`y0` and :attr:`contrib0`, the start of a BSP run,
-    before the first."""
+    ``BASE_VECTOR``). A weighted shard (``shard.weighted``) compiles the kernels whose arcs carry
+    their factors (iterate.cu ``ARC_WEIGHTS``). The solver sets :attr:`y0` and :attr:`contrib0`,
+    the start of a BSP run, before the first (and :attr:`y_start`, this device's start values,
+    when they are not all :attr:`y0`)."""
 
     def __init__(self, device, shard: Shard, n: int, mode: str, alpha: float, k: int,
                  tuning: PageRankTuning, iteration: LinearIteration, *, kernel: str = "csc",
@@ -72,6 +86,8 @@ class IterationDevice:
         self.fdt = np.float32 if self.cuda else np.float64
         self.stream = device.compute_stream
         self.trace = None
+        self.weighted = shard.weighted
+        self.y_start = None
         if mode == "bsp":
             self.bins = kernel == "bins"
             self.fused = kernel == "csc" or self.bins
@@ -103,8 +119,10 @@ class IterationDevice:
                     hub_degree=self.hub_degree, lane_arcs=int(tuning.lane_arcs))
                 self.num_tasks = int(task_row.shape[0])
             self.csc_kernel = csc       # the fused kernel's name (64: int64 in-arc offsets)
-        #: iterate.cu's compile options: the base vector's kernels where there is one
-        self.options = ("-DBASE_VECTOR=1",) if base is not None else ()
+        #: iterate.cu's compile options: the base vector's kernels where there is one, the
+        #: weighted arcs' on a weighted graph
+        self.options = ((("-DBASE_VECTOR=1",) if base is not None else ())
+                        + (("-DARC_WEIGHTS=1",) if self.weighted else ()))
         #: the generated header's folder (the iteration's arc_share and STOP_RULE)
         self.include = (iteration.include_dir,) if self.cuda else ()
         if self.cuda:
@@ -143,7 +161,10 @@ class IterationDevice:
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
         self.base = None if base is None else up(np.asarray(base).astype(self.fdt))
         if mode == "bsp":
-            self.in_cols = up(shard.in_cols)
+            # CUDA: the arcs as iterate.cu reads them; NumPy: the sources, and the factors
+            self.in_cols = up(packed_arcs(shard.in_cols, shard.in_factors) if self.cuda
+                              else shard.in_cols)
+            self.in_factors = None if self.cuda else shard.in_factors
             if self.cuda and self.fused:
                 self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
                 if self.bins:
@@ -162,7 +183,10 @@ class IterationDevice:
             self.stats = None       # [iteration][diff, mass] (see alloc_stats)
             self.stats_of = None    # every device's stats, in device order (see set_check_group)
         else:
-            self.out_indptr, self.out_indices = up(shard.out_indptr), up(shard.out_indices)
+            self.out_indptr = up(shard.out_indptr)
+            self.out_indices = up(packed_arcs(shard.out_indices, shard.out_factors) if self.cuda
+                                  else shard.out_indices)
+            self.out_factors = None if self.cuda else shard.out_factors
             self.rank = device.zeros(self.n_local, np.float64)
             self.residual = device.zeros(self.n_local, self.fdt)
             # float64 on both backends: a round's sums lost small late terms in float32 (iterate.cu)
@@ -206,8 +230,8 @@ class IterationDevice:
             xp = self.device.xp
             with self.device.use():
                 used = xp.zeros(max(self.n, 1), dtype=bool)[:self.n]
-                if self.num_in:
-                    used[self.in_cols] = True
+                if self.num_in:     # the sources (a weighted CUDA shard's first column)
+                    used[self.in_cols[:, 0] if self.in_cols.ndim == 2 else self.in_cols] = True
                 self._reads = np.asarray(self.device.to_host(used), dtype=bool)
         return self._reads
 
@@ -364,13 +388,28 @@ class IterationDevice:
                 fn = self.kernels["reset"]
                 self._reset_launch = lambda: fn(grid, (BLOCK,), args)
             self.stream.submit(self._reset_launch)
+            if self.y_start is not None:
+                self.stream.copy(self.y, self.y_start)
             return
 
         def reset():
-            self.y.fill(y0)
+            if self.y_start is None:
+                self.y.fill(y0)
+            else:
+                self.y[...] = self.y_start
             self.contrib[0][...] = self.contrib0
             self.stats.fill(0)
         self.stream.submit(reset)
+
+    def set_base(self, base):
+        """Replace this device's base vector (host values in its order) before the next run;
+        the kernels read it where it is (a solver built with a base vector)."""
+        upload = self.device.asarray(np.asarray(base).astype(self.fdt))
+        if self.cuda:       # the upload ran on the legacy stream: let it land
+            with self.device.use():
+                self.device.xp.cuda.runtime.deviceSynchronize()
+        self.stream.copy(self.base, upload)
+        self._base_upload = upload      # held until the copy has run
 
     def bsp_step(self, t: int, base: float):
         """Iteration ``t``: pull from contrib[t % 2], write own slice of contrib[(t+1) % 2] (in
@@ -398,7 +437,7 @@ class IterationDevice:
                 ynew = np.empty(nl, self.fdt)
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     ra, rb = int(ip[a]), int(ip[b])
-                    acc = np.bincount(self.in_rows[ra:rb] - a, weights=src[self.in_cols[ra:rb]],
+                    acc = np.bincount(self.in_rows[ra:rb] - a, weights=self._pulled(src, ra, rb),
                                       minlength=b - a)
                     ynew[a:b] = base_v[a:b] + self.alpha * acc
                     src[lo + a:lo + b] = ynew[a:b] * self.inv_outdeg[a:b]
@@ -422,7 +461,8 @@ class IterationDevice:
             def launch():
                 if self.converged_before(t):
                     return
-                acc = np.bincount(self.in_rows, weights=src[self.in_cols], minlength=self.n_local)
+                acc = np.bincount(self.in_rows, weights=self._pulled(src, 0, self.num_in),
+                                  minlength=self.n_local)
                 ynew = self._base_value(base) + self.alpha * acc
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
@@ -432,6 +472,11 @@ class IterationDevice:
                 for out, idx in zip(outs[1:], self.need_idx[1:]):
                     out[self.lo + idx] = c[idx]
         self.stream.submit(launch)
+
+    def _pulled(self, src, a: int, b: int):
+        """NumPy: what in-arcs ``[a, b)`` bring from the contribution vector ``src``."""
+        got = src[self.in_cols[a:b]]
+        return got if self.in_factors is None else got * self.in_factors[a:b]
 
     def persistent_launch(self, t_end: int, base: float, y0: float, gbar_ptr: int, gbase: int,
                           k: int, timeout_ns: int):
@@ -550,7 +595,7 @@ class IterationDevice:
             targets = ix[eids].astype(np.int64)
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(deg > 0, self.iteration.share_numpy(d * r, deg), 0.0)
-            vals = share[owner]
+            vals = share[owner] if self.out_factors is None else share[owner] * self.out_factors[eids]
             lt = targets - lo
             local = (lt >= 0) & (lt < nl)
             self.residual += np.bincount(lt[local], weights=vals[local], minlength=nl)

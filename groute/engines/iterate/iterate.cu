@@ -11,11 +11,34 @@
 #include "iteration.cuh"
 #define FULL_MASK 0xffffffffu
 
+// What an arc carries. Unweighted (the default), an arc is its other end's global id and
+// carries the share of that vertex's value as it is. With ARC_WEIGHTS (a weighted iteration,
+// weighted PageRank) it is an int2: the id, and the float bits of the arc's factor, which the
+// share is multiplied by (the host computes it: the weight times the share of the vertex's
+// weighted out-degree over that of its arc count, LinearIteration.arc_factors), so the
+// per-vertex shares, the pull's inv_outdeg and the push's arc_share, are the same either way.
+#ifndef ARC_WEIGHTS
+#define ARC_WEIGHTS 0
+#endif
+#if ARC_WEIGHTS
+typedef int2 arc_t;
+__device__ __forceinline__ int arc_end(arc_t a) { return a.x; }
+__device__ __forceinline__ float arc_carries(arc_t a, float share) {
+    return share * __int_as_float(a.y);
+}
+__device__ __forceinline__ arc_t no_arc() { return make_int2(-1, 0); }
+#else
+typedef int arc_t;
+__device__ __forceinline__ int arc_end(arc_t a) { return a; }
+__device__ __forceinline__ float arc_carries(arc_t, float share) { return share; }
+__device__ __forceinline__ arc_t no_arc() { return -1; }
+#endif
+
 // BSP pull, edge-balanced: the in-arcs of this device's vertices as COO sorted by row
-// (rows: local target ids, cols: global source ids). Each warp takes 32 consecutive arcs, sums
+// (rows: local target ids, cols: the arcs, from global source ids). Each warp takes 32 consecutive arcs, sums
 // the contributions of equal rows with a segmented warp scan and issues one atomicAdd per row
 // segment, so a hub costs one atomic per 32 arcs and a low-degree row one per row.
-extern "C" __global__ void pr_pull(const int* __restrict__ rows, const int* __restrict__ cols,
+extern "C" __global__ void pr_pull(const int* __restrict__ rows, const arc_t* __restrict__ cols,
                                    long long m, const float* __restrict__ contrib,
                                    float* __restrict__ acc) {
     const int lane = threadIdx.x & 31;
@@ -27,7 +50,8 @@ extern "C" __global__ void pr_pull(const int* __restrict__ rows, const int* __re
         float v = 0.0f;
         if (e < m) {
             row = rows[e];
-            v = __ldg(contrib + cols[e]);
+            const arc_t a = cols[e];
+            v = arc_carries(a, __ldg(contrib + arc_end(a)));
         }
         // rows are sorted, so equal rows are adjacent: a Hillis-Steele scan restricted to them
         for (int off = 1; off < 32; off <<= 1) {
@@ -196,8 +220,9 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 }
 
 // BSP pull, fused (one kernel per iteration): the in-arcs of this device's vertices as CSC
-// (indptr: local arc offsets per owned vertex; sources: global ids), so an arc costs one 4-byte
-// source id plus one 4-byte gather of contrib[source] = y[source] / outdeg[source]. A warp takes
+// (indptr: local arc offsets per owned vertex; sources: the arcs, from global ids), so an arc
+// costs one 4-byte source id (8 with ARC_WEIGHTS) plus one 4-byte gather of contrib[source] =
+// y[source] / outdeg[source]. A warp takes
 // 32 * K consecutive vertices per step, K per lane (K independent load chains in flight: the
 // kernel is latency-bound otherwise); all indptr / y / 1/outdeg loads, then the first 4 source
 // ids of every small vertex, then their gathers are issued before any is used. A lane sums the
@@ -229,9 +254,14 @@ __device__ __forceinline__ float pr_load(const float* p) {
 #endif
 }
 
+// What in-arc a brings from contrib (its source's share, as the arc carries it).
+__device__ __forceinline__ float arc_pull(arc_t a, const float* contrib) {
+    return arc_carries(a, pr_load(contrib + arc_end(a)));
+}
+
 template <int K, typename IDX>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
-                                            const int* __restrict__ sources, const float* contrib,
+                                            const arc_t* __restrict__ sources, const float* contrib,
                                             base_t base, float damping, float* __restrict__ y,
                                             const float* __restrict__ inv_outdeg,
                                             const unsigned long long* __restrict__ outs, int nouts,
@@ -255,23 +285,23 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
             if (v < n_local) { s[k] = indptr[v]; e[k] = indptr[v + 1]; yo[k] = y[v]; iv[k] = inv_outdeg[v]; }
             small[k] = e[k] - s[k] <= (IDX)small_degree;
         }
-        int a[K][4];
+        arc_t a[K][4];
 #pragma unroll
         for (int k = 0; k < K; ++k)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                a[k][j] = (small[k] && s[k] + j < e[k]) ? sources[s[k] + j] : -1;
+                a[k][j] = (small[k] && s[k] + j < e[k]) ? sources[s[k] + j] : no_arc();
         float f[K][4];
 #pragma unroll
         for (int k = 0; k < K; ++k)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                f[k][j] = a[k][j] >= 0 ? pr_load(contrib + a[k][j]) : 0.0f;
+                f[k][j] = arc_end(a[k][j]) >= 0 ? arc_pull(a[k][j], contrib) : 0.0f;
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             sum[k] = (f[k][0] + f[k][1]) + (f[k][2] + f[k][3]);
             if (small[k])
-                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += pr_load(contrib + sources[i]);
+                for (IDX i = s[k] + 4; i < e[k]; ++i) sum[k] += arc_pull(sources[i], contrib);
         }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
@@ -281,7 +311,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
                 big &= big - 1;
                 const IDX bs = __shfl_sync(FULL_MASK, s[k], src), be = __shfl_sync(FULL_MASK, e[k], src);
                 float part = 0.0f;
-                for (IDX i = bs + lane; i < be; i += 32) part += pr_load(contrib + sources[i]);
+                for (IDX i = bs + lane; i < be; i += 32) part += arc_pull(sources[i], contrib);
                 for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(FULL_MASK, part, off);
                 if (lane == src) sum[k] = part;
             }
@@ -307,7 +337,7 @@ __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* 
                       int nexports
 #define PR_CSC_KERNEL(NAME, K, IDX, MIN_BLOCKS_UNUSED)                                             \
 extern "C" __global__ void __launch_bounds__(256) NAME(                                            \
-        int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
+        int n_local, int offset, const IDX* __restrict__ indptr, const arc_t* __restrict__ sources,  \
         const float* contrib, base_t base, float damping, float* __restrict__ y,                   \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
         int nouts, const unsigned char* __restrict__ need, EXPORT_PARAMS, double* stats,           \
@@ -361,7 +391,7 @@ template <typename IDX>
 __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__ task_row,
                                              const int* __restrict__ task_info,
                                              const IDX* __restrict__ indptr,
-                                             const int* __restrict__ sources,
+                                             const arc_t* __restrict__ sources,
                                              const float* contrib, base_t base,
                                              float damping, float* __restrict__ y,
                                              const float* __restrict__ inv_outdeg,
@@ -380,8 +410,9 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
             hot4[i] = __ldcg(src4 + i);     // through L2, as pr_load
         __syncthreads();
     }
-    auto gather = [&](int c) -> float {
-        return c < 0 ? 0.0f : (c < nhot ? hot[c] : pr_load(contrib + c));
+    auto gather = [&](arc_t a) -> float {
+        const int c = arc_end(a);
+        return c < 0 ? 0.0f : arc_carries(a, c < nhot ? hot[c] : pr_load(contrib + c));
     };
     float* const out0 = reinterpret_cast<float*>(outs[0]) + offset;
     auto store = [&](int row, float c) { pr_store(out0 + row, outs, nouts, need, offset, row, c); };
@@ -406,9 +437,9 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
             const IDX a1 = a0 + len < e ? a0 + len : e;
             float sum = 0.0f;
             for (IDX a = a0 + lane; a < a1; a += 32 * 8) {
-                int c[8];
+                arc_t c[8];
 #pragma unroll
-                for (int q = 0; q < 8; ++q) c[q] = a + q * 32 < a1 ? __ldg(sources + a + q * 32) : -1;
+                for (int q = 0; q < 8; ++q) c[q] = a + q * 32 < a1 ? __ldg(sources + a + q * 32) : no_arc();
                 float f[8];
 #pragma unroll
                 for (int q = 0; q < 8; ++q) f[q] = gather(c[q]);
@@ -451,13 +482,13 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
                 }
                 const IDX len = (e[0] - s[0]) > (e[1] - s[1]) ? (e[0] - s[0]) : (e[1] - s[1]);
                 for (IDX o = sub; o < len; o += 4 * G) {    // rows of a bucket: similar trip counts
-                    int c[2][4];
+                    arc_t c[2][4];
 #pragma unroll
                     for (int k = 0; k < 2; ++k)
 #pragma unroll
                         for (int q = 0; q < 4; ++q) {
                             const IDX a = s[k] + o + q * G;
-                            c[k][q] = a < e[k] ? __ldg(sources + a) : -1;
+                            c[k][q] = a < e[k] ? __ldg(sources + a) : no_arc();
                         }
                     float f[2][4];
 #pragma unroll
@@ -485,7 +516,7 @@ __device__ __forceinline__ void pr_bins_body(int ntasks, const int* __restrict__
 #define PR_BINS_KERNEL(NAME, IDX)                                                                  \
 extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                                        \
         int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
-        const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
+        const IDX* __restrict__ indptr, const arc_t* __restrict__ sources,                           \
         const float* __restrict__ contrib, base_t base, float damping, float* __restrict__ y,      \
         const float* __restrict__ inv_outdeg, const unsigned long long* __restrict__ outs,         \
         int nouts, const unsigned char* __restrict__ need, int offset, float* part, int* cnt,      \
@@ -635,7 +666,7 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
 // parity of the vector written), stats[t_end][2] (row t: iteration t).
 #define PR_CSC_PERSISTENT(NAME, K, IDX, MIN_BLOCKS)                                                \
 extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) NAME(                                \
-        int n_local, int offset, const IDX* __restrict__ indptr, const int* __restrict__ sources,  \
+        int n_local, int offset, const IDX* __restrict__ indptr, const arc_t* __restrict__ sources,  \
         const unsigned long long* __restrict__ contribs, base_t base, float damping,               \
         float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
         const unsigned long long* __restrict__ outs, int nouts,                                    \
@@ -666,7 +697,7 @@ PR_CSC_FORMS(PR_CSC_PERSISTENT, _persistent_k)
 #define PR_BINS_PERSISTENT(NAME, IDX)                                                              \
 extern "C" __global__ void __launch_bounds__(1024, 1) NAME(                                        \
         int ntasks, const int* __restrict__ task_row, const int* __restrict__ task_info,           \
-        const IDX* __restrict__ indptr, const int* __restrict__ sources,                           \
+        const IDX* __restrict__ indptr, const arc_t* __restrict__ sources,                           \
         const unsigned long long* __restrict__ contribs, base_t base, float damping,               \
         float* __restrict__ y, const float* __restrict__ inv_outdeg,                               \
         const unsigned long long* __restrict__ outs, int nouts,                                    \
@@ -698,15 +729,17 @@ PR_BINS_PERSISTENT(pr_bins64_persistent, long long)
 // lanes. counters[0] += vertices pushed, counters[1] += arcs pushed.
 #define SMALL_DEGREE 8
 
-__device__ __forceinline__ void push_arc(int w, float c, int offset, int n_local,
+__device__ __forceinline__ void push_arc(arc_t a, float share, int offset, int n_local,
                                          float* residual, double* remote_acc) {
+    const int w = arc_end(a);
+    const float c = arc_carries(a, share);
     const int lw = w - offset;
     if (lw >= 0 && lw < n_local) atomicAdd(residual + lw, c);
     else atomicAdd(remote_acc + w, (double)c);
 }
 
 extern "C" __global__ void pr_push(int n_local, int offset, const long long* __restrict__ indptr,
-                                   const int* __restrict__ indices, float damping, float eps,
+                                   const arc_t* __restrict__ indices, float damping, float eps,
                                    float* __restrict__ residual, double* __restrict__ rank,
                                    double* __restrict__ remote_acc,
                                    unsigned long long* __restrict__ counters) {

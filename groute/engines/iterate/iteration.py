@@ -19,17 +19,24 @@ twice where they need code:
   C form for every vertex it pushes; the pull kernels read ``share_numpy(1.0, outdeg)`` as an
   array (PageRank's ``1 / outdeg``), so the two forms must agree.
 - ``stop``: the stopping rule's measure, ``"relative"`` (the L1 change of an iteration at most
-  ``tol`` times the values' sum: PageRank) or ``"absolute"`` (at most ``tol`` times the vertex
-  count: NetworkX's Katz and power iterations). The asynchronous mode stops each vertex's
-  residual at the matching bound per vertex.
-- ``alpha_name``: what the algorithm calls ``alpha`` (``"damping"`` for PageRank), for its
-  errors and its ``stats``.
+  ``n * tol`` times the values' sum: NetworkX's PageRank, whose iterate sums to 1) or
+  ``"absolute"`` (at most ``n * tol``: NetworkX's Katz). ``tol`` is per vertex in both, as
+  NetworkX's. The asynchronous mode stops each vertex's residual at the matching bound per
+  vertex.
+- ``alpha_name``: what the algorithm calls ``alpha``, for its errors and its ``stats``.
+
+A weighted graph changes only what an arc carries: the share of a vertex's value that an arc
+carries is its weight times the share of the vertex's *weighted* out-degree (PageRank:
+``w / sum of the vertex's out-weights``; Katz: ``w``). The kernels keep the shares by arc count
+and multiply each arc's by a factor the host computes once (:meth:`LinearIteration.arc_factors`),
+so one compiled form of every kernel serves both (iterate.cu ``ARC_WEIGHTS``).
 
 Both become a small header generated per iteration (:meth:`LinearIteration.header`:
 ``arc_share`` and ``STOP_RULE``), which the kernels include, so their inner loops call them
 inlined; two iterations never share a compiled module (the header's folder is named by its
 content, and the module cache keys on it). The numbers (``alpha``, ``base``, the start values,
-``tol``) and the answer's normalisation are the solver's options.
+``tol``) and the answer's normalisation are a :class:`FixedPoint`, which the app's solver gives
+the engine.
 """
 from __future__ import annotations
 
@@ -60,6 +67,23 @@ __device__ __forceinline__ float arc_share(float x, long long deg) {{
 // function compiles to other (equivalent) instructions.
 #define STOP_RULE(diff, mass, tol) {rule}
 """
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """The numbers of one fixed point ``y = base + alpha A^T (scale * y)`` that an app's solver
+    gives the engine (:class:`~groute.engines.iterate.solver.IterateSolver`), as distinct from
+    how it is run (the engine's options): ``alpha`` (>= 0); ``base``, one value for every vertex
+    or an array of one per vertex by position; ``start``, every vertex's value before the first
+    BSP iteration, one value or an array by position (NetworkX's ``nstart``); ``normalize``,
+    what the answer is scaled to (``"sum"``, ``"l2"`` or None); ``weighted``: run on the
+    graph's weights (:meth:`LinearIteration.arc_factors`)."""
+
+    alpha: float
+    base: object
+    start: object = 0.0
+    normalize: str | None = None
+    weighted: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,9 +126,32 @@ class LinearIteration:
         return np.where(outdeg > 0, s, 0.0)
 
     def bound(self, tol: float, n: int) -> float:
-        """``tol`` as the stopping rule takes it: as given (relative) or times the vertex count
-        ``n`` (absolute)."""
-        return float(tol) if self.stop == "relative" else float(tol) * int(n)
+        """``tol`` (per vertex, as NetworkX's) as the stopping rule takes it: times the vertex
+        count ``n``."""
+        return float(tol) * int(n)
+
+    def arc_factors(self, indptr, weights) -> np.ndarray:
+        """What each arc multiplies its source's share by on a weighted graph (float64, one per
+        arc of the CSR ``indptr``, ``weights`` aligned with its arcs): the arc's weight times
+        the share of its source's weighted out-degree over the share of its arc count, so that
+        the arc carries ``share(x, weighted out-degree) * w`` (PageRank: ``x * w / W``). A
+        source whose weights sum to 0 sends nothing (NetworkX's dangling vertex). Raises
+        ValueError naming the first weight that is negative or not finite."""
+        indptr = np.asarray(indptr, dtype=np.int64)
+        w = np.asarray(weights, dtype=np.float64)
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            arc = int(np.flatnonzero(bad)[0])
+            row = int(np.searchsorted(indptr, arc, side="right")) - 1
+            raise ValueError(f"{self.name}: weights must be finite and >= 0 (the arc from the "
+                             f"vertex at position {row} has weight {w[arc]})")
+        deg = np.diff(indptr)
+        rows = np.repeat(np.arange(deg.shape[0]), deg)
+        total = np.bincount(rows, weights=w, minlength=deg.shape[0])
+        by_count = self.scale(deg)
+        ratio = np.zeros(deg.shape[0])
+        np.divide(self.scale(total), by_count, out=ratio, where=by_count > 0)
+        return w * ratio[rows]
 
     def stopped(self, diff, mass, bound):
         """The stopping rule over NumPy values (the host's twin of the kernels' ``STOP_RULE``):

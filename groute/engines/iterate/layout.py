@@ -28,15 +28,23 @@ class Shard:
     row; made on first use: the fused CUDA kernels never ask); ``inv_outdeg``: the per-source
     share of the owned vertices (:meth:`LinearIteration.scale
     <groute.engines.iterate.iteration.LinearIteration.scale>`: PageRank's 1/outdeg, 0 if
-    dangling).
+    dangling). On a weighted graph ``out_factors`` and ``in_factors`` are what each out-arc and
+    in-arc multiplies its source's share by (:meth:`LinearIteration.arc_factors
+    <groute.engines.iterate.iteration.LinearIteration.arc_factors>`, float64, aligned with
+    ``out_indices`` and ``in_cols``); None unweighted.
     """
 
     def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_cols=None,
-                 in_indptr=None):
+                 in_indptr=None, *, out_factors=None, in_factors=None):
         self.lo, self.hi = int(lo), int(hi)
         self.out_indptr, self.out_indices = out_indptr, out_indices
         self.inv_outdeg = inv_outdeg
         self._in_rows, self.in_cols, self.in_indptr = None, in_cols, in_indptr
+        self.out_factors, self.in_factors = out_factors, in_factors
+
+    @property
+    def weighted(self) -> bool:
+        return self.in_factors is not None or self.out_factors is not None
 
     @property
     def n_local(self) -> int:
@@ -72,6 +80,25 @@ def transpose_arcs(indptr, indices, *, symmetric: bool = False):
         return indptr, np.asarray(indices).astype(np.int32, copy=False)
     from groute.graph.arcs import in_arcs
     return in_arcs(indptr, np.asarray(indices))
+
+
+def transpose_with_arcs(indptr, indices, rank=None):
+    """The in-arcs of a graph (optionally relabelled by ``rank``, old id -> new id, as
+    :func:`groute.graph.arcs.in_arcs`) with where each came from: ``(in_indptr int64, sources
+    int32, arcs int64)``, each row's sources ascending, ``arcs[i]`` the position among the
+    out-arcs of in-arc ``i``: what carries an arc's weight across the transpose (weighted
+    iterations; a host sort, which the unweighted set-up does without)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    dst = np.asarray(indices, dtype=np.int64)
+    if rank is not None:
+        rank = np.asarray(rank, dtype=np.int64)
+        src, dst = rank[src], rank[dst]
+    arcs = np.lexsort((src, dst))
+    in_indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=in_indptr[1:])
+    return in_indptr, src[arcs].astype(np.int32), arcs
 
 
 def degree_buckets(deg):
@@ -244,27 +271,35 @@ def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
 
 
 def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None,
-                scale=None):
+                scale=None, factors=None):
     """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``
     (``transposed``: :func:`transpose_arcs` of the same graph, when already computed;
-    ``scale``: the per-source share by out-degree, :func:`inverse_degrees` when None)."""
+    ``scale``: the per-source share by out-degree, :func:`inverse_degrees` when None;
+    ``factors``: a weighted graph's arc factors, one per out-arc, which the shards carry on
+    both sides of the transpose)."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
     inv = (scale or inverse_degrees)(np.diff(indptr))
-    if with_in_arcs:
+    in_factors = None
+    if with_in_arcs and factors is not None:
+        t_indptr, t_sources, arcs = transpose_with_arcs(indptr, indices)
+        in_factors = np.asarray(factors)[arcs]
+    elif with_in_arcs:
         t_indptr, t_sources = transposed if transposed is not None else transpose_arcs(indptr, indices)
     shards = []
     for i in range(len(offsets) - 1):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
         out_indptr = indptr[lo:hi + 1] - indptr[lo]
         out_indices = np.ascontiguousarray(indices[indptr[lo]:indptr[hi]], dtype=np.int32)
-        cols = in_indptr = None
+        cols = in_indptr = in_part = None
         if with_in_arcs:
             a, b = int(t_indptr[lo]), int(t_indptr[hi])
             in_indptr = t_indptr[lo:hi + 1] - a
             cols = np.ascontiguousarray(t_sources[a:b], dtype=np.int32)
+            in_part = None if in_factors is None else in_factors[a:b]
+        out_part = None if factors is None else np.asarray(factors)[indptr[lo]:indptr[hi]]
         shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), cols,
-                            in_indptr))
+                            in_indptr, out_factors=out_part, in_factors=in_part))
     return shards
 
 
@@ -275,12 +310,22 @@ def inverse_degrees(outdeg):
     return inv
 
 
-def bins_shards(graph, layout: BinsLayout, offsets, devices, scale=None):
+def bins_shards(graph, layout: BinsLayout, offsets, devices, scale=None, factors=None):
     """One BSP :class:`Shard` (in-arcs only) per device of the ``"bins"`` layout cut at
-    ``offsets``; the sources come from :func:`bins_in_cols` (``scale`` as
-    :func:`make_shards`)."""
-    cols = bins_in_cols(graph, layout, offsets, devices)
+    ``offsets``; the sources come from :func:`bins_in_cols`, or with a weighted graph's
+    ``factors`` (one per out-arc of ``graph``) from :func:`transpose_with_arcs` on the host
+    (``scale`` as :func:`make_shards`)."""
     inv = (scale or inverse_degrees)(layout.out_degrees)
     ip = layout.in_indptr
-    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), c, ip[lo:hi + 1] - ip[lo])
-            for lo, hi, c in zip(offsets[:-1], offsets[1:], cols)]
+    bounds = list(zip(offsets[:-1], offsets[1:]))
+    if factors is None:
+        cols = bins_in_cols(graph, layout, offsets, devices)
+        parts = [None] * len(bounds)
+    else:
+        _, src, arcs = transpose_with_arcs(graph.indptr, graph.indices, layout.rank)
+        in_factors = np.asarray(factors)[arcs]
+        cols = [src[ip[lo]:ip[hi]] for lo, hi in bounds]
+        parts = [in_factors[ip[lo]:ip[hi]] for lo, hi in bounds]
+    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), c, ip[lo:hi + 1] - ip[lo],
+                  in_factors=f)
+            for (lo, hi), c, f in zip(bounds, cols, parts)]

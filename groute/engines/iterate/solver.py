@@ -13,11 +13,12 @@ dangling sum during the run).
   Contributions to vertices of other devices are summed into a dense per-device accumulator and
   sent, one ``(vertex, value)`` item per destination vertex, through the distributed worklist
   (:mod:`groute.worklist`), which also detects termination. Each vertex ends with residual <=
-  eps: ``tol`` times the mean base per vertex (relative stop; PageRank's ``tol (1-d) / n``, so
-  the L1 error of ``y`` is at most ``tol`` times its mass) or ``tol`` (absolute stop).
+  eps: ``n * tol`` times the mean base per vertex (relative stop; PageRank's ``tol (1-d)``, so
+  the L1 error of ``y`` is at most ``n * tol`` times its mass) or ``tol`` (absolute stop).
 * ``mode="bsp"``: topology-driven, pull-based Jacobi sweeps over the transposed graph (every
-  vertex every iteration, no host sync per iteration: the stopping rule, ``sum |y' - y| <= tol
-  * sum y'`` (relative) or ``<= tol * n`` (absolute), is checked every few iterations). Each
+  vertex every iteration, no host sync per iteration: the stopping rule, ``sum |y' - y| <= n *
+  tol * sum y'`` (relative) or ``<= n * tol`` (absolute), ``tol`` per vertex as NetworkX's, is
+  checked every few iterations). Each
   device owns a range of vertices; after each iteration its kernel stores the new ``scale * y``
   of the vertices a peer's in-arcs read straight into that peer's copy (peer access), or copies
   its whole slice. The degree-binned kernel (``"bins"``, power-law graphs) renumbers the
@@ -40,25 +41,25 @@ vectorised NumPy on the devices' streams).
 """
 from __future__ import annotations
 
-import logging
 import time
 
 import numpy as np
 
 from groute.graph.csr import kept_on
+from groute.graph.partition import DEFAULT_PARTITION
+from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
 from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
 
 from .device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, IterationDevice, PushWorker
-from .iteration import LinearIteration
+from .iteration import FixedPoint, LinearIteration
 from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                      transpose_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
 
-log = logging.getLogger(__name__)
 MODES = ("async", "bsp")
 #: what the answer is scaled to: ``"sum"`` (sum 1; all zero: uniform), ``"l2"`` (unit
 #: Euclidean norm; all zero: as it is), None (as computed)
@@ -67,10 +68,9 @@ NORMALIZATIONS = ("sum", "l2", None)
 HEAVY_DEGREE = 32
 #: below this many arcs a graph is small for the ``bsp_kernel`` rule (``small_with_hubs``)
 SMALL_ARCS = 1 << 22
-PARTITIONS = ("metis", "contiguous", "random")
 #: the keys of a result's ``stats``, in both modes (None where a key does not apply to the mode
-#: or kernel that ran); ``alpha`` is named as the iteration calls it (:func:`stats_keys`:
-#: PageRank's ``damping``). Both: mode, devices, partition (None when none ran), layout,
+#: or kernel that ran); ``alpha`` is named as the iteration calls it (:func:`stats_keys`).
+#: Both: mode, devices, partition (None when none ran), layout,
 #: vertices_per_device, alpha, tol, bytes_sent between devices, converged (async: every
 #: residual fell to eps within the sweep budget). BSP: iterations, converged_at, kernel (as
 #: run), bsp_kernel (as chosen), inplace, device_check, check_every, persistent and
@@ -129,7 +129,7 @@ def default_sweeps(graph, k: int, backend: str) -> int:
 
 
 def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool,
-                           peer_writes=None) -> str | None:
+                           peer_writes=None, start_vector: bool = False) -> str | None:
     """Why the persistent BSP kernels cannot run with these options on ``ctx`` (None when they
     can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
     rule on the device and storing the values the peers read into the peers' vectors, on
@@ -150,17 +150,22 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     if peer_writes is False and len(ctx.devices) > 1:
         return ("peer_writes=False (slices copied by the host between iterations) has no "
                 "persistent form: its kernels store into the peers")
+    if start_vector:
+        return ("start values per vertex (nstart) have no persistent form: its kernels start "
+                "every vertex alike")
     return None
 
 
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
-                      device_check: bool, peer_writes=None) -> tuple[bool, str | None]:
+                      device_check: bool, peer_writes=None,
+                      start_vector: bool = False) -> tuple[bool, str | None]:
     """``PageRankTuning.persistent`` resolved (True, False or ``"auto"``): (on, why not).
     ``True`` where it cannot run is a ValueError naming the reason; ``"auto"`` follows the
     ``persistent`` rule of :mod:`groute.engines.iterate.rules`."""
     if requested is False:
         return False, "persistent=False"
-    why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes)
+    why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes,
+                                 start_vector)
     if requested is True:
         if why is not None:
             raise ValueError(f"persistent=True cannot run here: {why}")
@@ -180,18 +185,20 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
 class IterateSolver(Solver):
     """A :class:`~.iteration.LinearIteration` on ``graph`` over the devices of a context;
     partition and upload once, run many times. An app subclasses it with its
-    :attr:`iteration` and its own options mapped onto these (PageRank's ``damping`` and
-    ``personalization``, Katz's ``alpha`` and ``beta``).
+    :attr:`iteration`, and gives the engine the numbers of its fixed point as a
+    :class:`~.iteration.FixedPoint` made from its own options (PageRank's ``alpha``,
+    ``personalization``, ``nstart``, ``weight``; Katz's ``alpha``, ``beta``...); the keyword
+    options below are how it runs, the same for every app.
 
-    ``alpha``: the factor of ``A^T`` (>= 0). ``base``: the base term, one value for every
-    vertex or an array of one per vertex by position (>= 0 for ``mode="async"``, whose
-    residual test is one-sided). ``start``: every vertex's value before the first BSP
-    iteration. ``normalize``: what :meth:`run` scales the answer to (:data:`NORMALIZATIONS`).
-    ``mode``: ``"auto"`` (default: ``"bsp"``, see the module docstring), ``"bsp"`` or
-    ``"async"``. ``tol``: the stopping rule's (the iteration's ``stop`` says relative or
-    absolute; async: the residual bound per vertex it implies). ``max_iterations``: BSP's bound
-    on iterations (async: on each device's push sweeps, ten times it); a run that hits it
-    returns with ``stats["converged"]`` False and a warning logged. ``partition`` and
+    ``problem`` (a :class:`~.iteration.FixedPoint`): ``alpha`` >= 0; ``base`` (>= 0 for
+    ``mode="async"``, whose residual test is one-sided); ``start`` (BSP; an array of start
+    values has no persistent form, and async starts from the base); ``normalize``
+    (:data:`NORMALIZATIONS`); ``weighted``: on the graph's weights. ``mode``: ``"auto"``
+    (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``. ``tol``: the
+    stopping rule's, per vertex as NetworkX's (the iteration's ``stop`` says relative or
+    absolute; async: the residual bound per vertex it implies). ``max_iter``: BSP's bound on
+    iterations (async: on each device's push sweeps, ten times it); a run that hits it raises
+    :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's). ``partition`` and
     ``seed``: how vertices are split over several devices. ``run`` returns the stats keys of
     :func:`stats_keys` in both modes.
 
@@ -253,12 +260,17 @@ class IterateSolver(Solver):
 
     engine_family = "iterate"
 
-    def __init__(self, graph, *, alpha, base, start=0.0, normalize=None, ctx=None,
-                 backend="auto", devices="auto", partition="metis", mode="auto", tol=1e-6, seed=0,
-                 max_iterations=1000, tuning=None, timeout=None):
+    def __init__(self, graph, problem: FixedPoint, /, *, ctx=None, backend="auto", devices="auto",
+                 timeout=None, partition=DEFAULT_PARTITION, mode="auto", tol=1e-6,
+                 max_iter=1000, seed=0, tuning=None):
         if not isinstance(self.iteration, LinearIteration):
             raise TypeError(f"{type(self).__name__}.iteration must be a LinearIteration, got "
                             f"{type(self.iteration).__name__}")
+        if not isinstance(problem, FixedPoint):
+            raise TypeError(f"{type(self).__name__}: the problem must be a FixedPoint, got "
+                            f"{type(problem).__name__}")
+        alpha, base, start, normalize = (problem.alpha, problem.base, problem.start,
+                                         problem.normalize)
         if mode not in MODES + ("auto",):
             raise ValueError(f"mode must be one of {', '.join(MODES + ('auto',))}; got {mode!r}")
         if mode == "auto":
@@ -267,36 +279,41 @@ class IterateSolver(Solver):
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
         if not self._number("tol", tol) > 0.0:
             raise ValueError(f"tol must be > 0, got {tol!r}")
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)):
-            raise TypeError(f"{self.app}: max_iterations must be an int, got {max_iterations!r}")
-        if max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {max_iterations!r}")
+        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
+            raise TypeError(f"{self.app}: max_iter must be an int, got {max_iter!r}")
+        if max_iter < 1:
+            raise ValueError(f"{self.app}: max_iter must be >= 1, got {max_iter!r}")
         name = self.iteration.alpha_name
         if not (np.isfinite(self._number(name, alpha)) and float(alpha) >= 0.0):
             raise ValueError(f"{self.app}: {name} must be finite and >= 0, got {alpha!r}")
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"{self.app}: normalize must be one of {NORMALIZATIONS}; got "
                              f"{normalize!r}")
-        if not np.isfinite(self._number("start", start)):
-            raise ValueError(f"{self.app}: start must be finite, got {start!r}")
         tuning = self.tuning = tuning if tuning is not None else PageRankTuning.from_environment()
         bsp_kernel, inplace = tuning.bsp_kernel, tuning.inplace
         peer_writes, device_check = tuning.peer_writes, tuning.device_check
         self.graph = graph
         self.mode, self.alpha, self.tol = mode, float(alpha), float(tol)
-        self.start, self.normalize = float(start), normalize
-        self.max_iterations = int(max_iterations)
+        self.normalize = normalize
+        self.max_iter = int(max_iter)
         self.partition_method = partition
         n = self.n = int(graph.num_vertices)
         #: the base term: one value (``base_vector`` None) or one per vertex by position
         self.base_value, self.base_vector = self._check_base(base, n, mode)
+        #: the start values: one value (``start_vector`` None) or one per vertex by position
+        self.start, self.start_vector = self._check_vector("start", start, n, False)
+        if self.start_vector is not None and mode == "async":
+            raise ValueError(f"{self.app}: start values per vertex (nstart) apply to "
+                             f"mode='bsp'; the asynchronous push starts from the base")
+        weights = graph.weights if problem.weighted else None
+        self.weighted = weights is not None
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
-                           estimate=iteration_bytes)
+                           estimate=iteration_bytes, weighted=self.weighted)
         self._worklist = None
         try:
             k = self.k = len(self.ctx.devices)
             self._check_device_count(self.app, n)
-            self._check_memory(iteration_bytes, graph)
+            self._check_memory(iteration_bytes, graph, weighted=self.weighted)
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
@@ -306,7 +323,7 @@ class IterateSolver(Solver):
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
-                None if peer_writes is None else bool(peer_writes))
+                None if peer_writes is None else bool(peer_writes), self.start_vector is not None)
             self._order = None      # "bins": new vertex id -> the graph's id
             self.partition = None
             transposed = None
@@ -316,15 +333,17 @@ class IterateSolver(Solver):
                 self._order = layout.order
                 offsets = degree_split(layout.in_indptr, k)
                 self.layout = "degree order" if k == 1 else "degree-split"
+                factors = (None if weights is None
+                           else self.iteration.arc_factors(graph.indptr, weights))
                 shards = bins_shards(graph, layout, offsets, self.ctx.devices,
-                                     scale=self.iteration.scale)
+                                     scale=self.iteration.scale, factors=factors)
             else:
                 if k == 1:
                     offsets = np.array([0, n], np.int64)
                     indptr, indices = graph.indptr, graph.indices
                     self.layout = None
-                    if mode == "bsp":           # kept on the graph: later solvers skip the work
-                        transposed = kept_on(graph, "_pr_in_arcs",
+                    if mode == "bsp" and weights is None:   # kept on the graph: later solvers
+                        transposed = kept_on(graph, "_pr_in_arcs",  # skip the work
                                              lambda: transpose_arcs(indptr, indices,
                                                                     symmetric=not graph.directed))
                 else:
@@ -332,10 +351,14 @@ class IterateSolver(Solver):
                     self.partition = partition_graph(graph, k, method=partition, seed=seed)
                     offsets = np.asarray(self.partition.offsets, np.int64)
                     indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
+                    if weights is not None:
+                        weights = self.partition.graph.weights
                     self.layout = f"{partition} partition"
+                factors = (None if weights is None
+                           else self.iteration.arc_factors(indptr, weights))
                 shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
                                      with_in_arcs=mode == "bsp", transposed=transposed,
-                                     scale=self.iteration.scale)
+                                     scale=self.iteration.scale, factors=factors)
             self.offsets = offsets
             # every device reaches every other's memory and has a bit in the need masks: the
             # peer stores, and the device-side check (it reads every peer's stats), can run
@@ -349,16 +372,20 @@ class IterateSolver(Solver):
                          for d, s, b in zip(self.ctx.devices, shards, bases)]
             if mode == "bsp":
                 inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
-                for d in self.devs:     # every run starts from these (IterationDevice.bsp_reset)
-                    d.y0 = self.start
-                    d.contrib0 = d.device.asarray((inv * self.start).astype(d.fdt))
+                starts = self._in_order(self.start_vector, offsets)
+                whole = self.start if self.start_vector is None else np.concatenate(starts)
+                for d, own in zip(self.devs, starts):   # every run starts from these
+                    d.y0 = self.start                   # (IterationDevice.bsp_reset)
+                    d.contrib0 = d.device.asarray((inv * whole).astype(d.fdt))
+                    if own is not None:
+                        d.y_start = d.device.asarray(own.astype(d.fdt))
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
                 for i, dev in enumerate(self.devs):
                     others = [p for j, p in enumerate(self.devs) if j != i]
                     dev.set_outputs([dev] + (others if self.peer_writes else []))
                 for dev in self.devs:
                     dev.set_copies(self.devs)
-                    dev.alloc_stats(self.max_iterations)
+                    dev.alloc_stats(self.max_iter)
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
             if self.persistent:     # device 0's cross-device barrier counter, where it stands
@@ -373,7 +400,7 @@ class IterateSolver(Solver):
             if mode == "async":
                 self.sweeps = (int(tuning.sweeps) if tuning.sweeps
                                else default_sweeps(graph, k, self.ctx.backend))
-                self.workers = [PushWorker(d, i, offsets, self.sweeps, 10 * self.max_iterations)
+                self.workers = [PushWorker(d, i, offsets, self.sweeps, 10 * self.max_iter)
                                 for i, d in enumerate(self.devs)]
                 if k > 1:
                     from groute.worklist import DistributedWorklist
@@ -400,22 +427,26 @@ class IterateSolver(Solver):
     def _check_base(self, base, n: int, mode: str):
         """``base`` as (one value, None) or (None, float64 array by position); errors name the
         argument (:attr:`base_name`)."""
-        name = self.base_name
-        sign = " and >= 0 in async mode" if mode == "async" else ""
-        if np.ndim(base) == 0:
-            value = self._number(name, base)
-            if not np.isfinite(value) or (mode == "async" and value < 0):
-                raise ValueError(f"{self.app}: {name} must be finite{sign}, got {base!r}")
-            return value, None
+        return self._check_vector(self.base_name, base, n, mode == "async")
+
+    def _check_vector(self, name: str, value, n: int, nonnegative: bool):
+        """``value`` (one number, or one per vertex by position) as (value, None) or (0.0,
+        float64 array); errors name the argument ``name``."""
+        sign = " and >= 0 in async mode" if nonnegative else ""
+        if np.ndim(value) == 0:
+            number = self._number(name, value)
+            if not np.isfinite(number) or (nonnegative and number < 0):
+                raise ValueError(f"{self.app}: {name} must be finite{sign}, got {value!r}")
+            return number, None
         try:
-            vec = np.asarray(base, dtype=np.float64)
+            vec = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError(f"{self.app}: {name} must be a number or one number per vertex, "
-                            f"got {base!r}") from None
+                            f"got {value!r}") from None
         if vec.shape != (n,):
             raise ValueError(f"{self.app}: {name} needs one value per vertex ({n}), got shape "
                              f"{vec.shape}")
-        bad = ~np.isfinite(vec) | ((vec < 0) if mode == "async" else False)
+        bad = ~np.isfinite(vec) | ((vec < 0) if nonnegative else False)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{self.app}: {name} must be finite{sign} (vertex at position {i} "
@@ -423,28 +454,69 @@ class IterateSolver(Solver):
         return 0.0, vec
 
     def _base_shares(self, offsets):
-        """Per device, the base vector's values of its vertices in the solver's order (the
-        degree order, the partition's, or the graph's), or None each without a base vector."""
-        if self.base_vector is None:
+        """Per device, the base vector's values of its vertices in the solver's order, or None
+        each without a base vector."""
+        return self._in_order(self.base_vector, offsets)
+
+    def _in_order(self, by_position, offsets):
+        """Per device, the values of its vertices of ``by_position`` (an array by position, or
+        None: None each) in the solver's order (the degree order, the partition's, or the
+        graph's)."""
+        if by_position is None:
             return [None] * (len(offsets) - 1)
-        p = self.base_vector
+        p = by_position
         if self._order is not None:
             p = p[self._order]
         elif self.partition is not None:
             p = np.asarray(self.partition.to_new(p))
         return [p[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
 
+    def set_base(self, base) -> None:
+        """Solve with another base vector from the next run on (an array by position, checked
+        as ``base`` is): what a solver built with a base vector may change without its set-up
+        (PageRank's second solve for a ``dangling`` distribution)."""
+        if self.base_vector is None:
+            raise ValueError(f"{self.app}: set_base needs a solver built with a base vector")
+        _, self.base_vector = self._check_base(base, self.n, self.mode)
+        for dev, share in zip(self.devs, self._base_shares(self.offsets)):
+            dev.set_base(share)
+
     # running ------------------------------------------------------------------------------------
     @taking_turns
     def run(self) -> AppResult:
         """One solve from the start values; the answer by position, normalised as asked, with
-        the stats of :func:`stats_keys`."""
+        the stats of :func:`stats_keys`. Raises
+        :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's) when the stopping
+        rule was not met within ``max_iter``."""
+        values, seconds, stats = self.solve()
+        self.check_converged(stats)
+        return self._result(normalized(values, self.normalize), seconds, stats)
+
+    def check_converged(self, stats) -> None:
+        """Raise :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's, with
+        ``max_iter``) where a solve's ``stats`` say it did not converge."""
+        if stats["converged"] is not False:
+            return
+        from groute.errors import PowerIterationFailedConvergence
+        done = (f"{stats['iterations']} iterations" if stats["mode"] == "bsp"
+                else f"{10 * self.max_iter} push sweeps per device")
+        raise PowerIterationFailedConvergence(self.max_iter, (
+            f"{self.app}: no convergence to tol {self.tol:g} in {done} (mode {stats['mode']})"
+            f"{self.divergence_hint()}; raise max_iter (got {self.max_iter}) or tol"))
+
+    def divergence_hint(self) -> str:
+        """What the app adds to a failed convergence's message (Katz: when alpha is too big)."""
+        return ""
+
+    def solve(self) -> tuple[np.ndarray, float, dict]:
+        """One solve from the start values, not normalised and not checked: ``(values by
+        position, seconds, stats)``."""
         keys = stats_keys(self.iteration)
         if self.n == 0:
-            return self._result(np.zeros(0), 0.0, complete_stats(keys, {
+            return np.zeros(0), 0.0, complete_stats(keys, {
                 "mode": self.mode, "devices": [d.device.name for d in self.devs],
                 self.iteration.alpha_name: self.alpha, "tol": self.tol, "bytes_sent": 0,
-                "iterations": 0 if self.mode == "bsp" else None}))
+                "iterations": 0 if self.mode == "bsp" else None, "converged": True})
         with DeviceTimer(self.ctx) as timer:
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
         if self.mode == "bsp" and self.persistent:
@@ -455,7 +527,6 @@ class IterateSolver(Solver):
             values = np.concatenate([d.push_values() for d in self.devs])
         if self._order is not None:
             values = _unpermute(values, self._order)
-        values = normalized(values, self.normalize)
         if self.partition is not None:
             values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.device.name for d in self.devs], mode=self.mode,
@@ -463,7 +534,7 @@ class IterateSolver(Solver):
                      layout=self.layout,
                      vertices_per_device=[d.n_local for d in self.devs], tol=self.tol)
         stats[self.iteration.alpha_name] = self.alpha
-        return self._result(values, timer.seconds, complete_stats(keys, stats))
+        return values, timer.seconds, complete_stats(keys, stats)
 
     def _run_bsp(self) -> dict:
         k = self.k
@@ -475,23 +546,20 @@ class IterateSolver(Solver):
         if self.persistent:     # the kernels start with bsp_reset's work themselves
             t, rows = self._run_persistent(base, self.start)
             converged_at = self._check_stats(0, t, history, converged_at, rows)
-            if converged_at not in (t, None) or (converged_at is None and t < self.max_iterations):
+            if converged_at not in (t, None) or (converged_at is None and t < self.max_iter):
                 raise RuntimeError(f"persistent {self.app}: the kernels stopped after {t} iterations "
                                    f"but the host finds the stopping rule first met at "
                                    f"{converged_at} (stats of every device, device order)")
         else:
             for dev in self.devs:
                 dev.bsp_reset()
-        while t < self.max_iterations and converged_at is None:
-            batch_end = min(t + self.check_every, self.max_iterations)
+        while t < self.max_iter and converged_at is None:
+            batch_end = min(t + self.check_every, self.max_iter)
             for it in range(t, batch_end):
                 self._bsp_iteration(it, base, done_events)
             converged_at = self._check_stats(t, batch_end, history, converged_at)
             t = batch_end
-        if converged_at is None:
-            log.warning("%s (bsp) did not converge to tol %g in %d iterations (last change %g)",
-                        self.app, self.tol, t, history[-1] if history else float("nan"))
-        elif self.devs[0].device_check:     # the kernels skipped the iterations after convergence
+        if converged_at is not None and self.devs[0].device_check:     # the kernels skipped the iterations after convergence
             t = converged_at
             history = history[:t]
         if self.peer_writes:
@@ -541,7 +609,7 @@ class IterateSolver(Solver):
         from groute.engines.peer_barrier import timeout_ns
         bar = self._barrier
         launched, failure = bar.launch_each(
-            lambda i, _: self.devs[i].persistent_launch(self.max_iterations, base, y0, bar.ptr,
+            lambda i, _: self.devs[i].persistent_launch(self.max_iter, base, y0, bar.ptr,
                                                         bar.base, self.k, timeout_ns()))
         for i in launched:
             self.devs[i].persistent_fetch()
@@ -595,9 +663,9 @@ class IterateSolver(Solver):
                 done_events[i] = dev.stream.record()
 
     def _run_async(self) -> dict:
-        if self.iteration.stop == "relative":    # tol times the mean base per vertex
+        if self.iteration.stop == "relative":    # n * tol times the mean base per vertex
             mean = self.base_value if self.base_vector is None else float(self.base_vector.mean())
-            eps = self.tol * mean
+            eps = self.iteration.bound(self.tol, self.n) * mean
         else:
             eps = self.tol
         for w in self.workers:
@@ -614,9 +682,6 @@ class IterateSolver(Solver):
         else:
             wl = self._worklist.run(self.workers, mode="async")
         converged = not any(w.exhausted for w in self.workers)
-        if not converged:
-            log.warning("%s (async) did not converge to tol %g in %d push sweeps per device",
-                        self.app, self.tol, 10 * self.max_iterations)
         return {"rounds": wl["rounds"], "sweeps_per_round": self.sweeps,
                 "vertices_pushed_per_device": [w.pushed for w in self.workers],
                 "arcs_pushed_per_device": [w.arcs for w in self.workers],
@@ -639,7 +704,9 @@ def normalized(values, how):
     """``values`` scaled as ``how`` says (:data:`NORMALIZATIONS`)."""
     if how == "sum":
         total = values.sum()
-        return values / total if total > 0 else np.full(values.shape[0], 1.0 / values.shape[0])
+        if total > 0 or values.shape[0] == 0:
+            return values / total if total > 0 else values
+        return np.full(values.shape[0], 1.0 / values.shape[0])
     if how == "l2":
         with np.errstate(over="ignore", invalid="ignore"):
             norm = float(np.linalg.norm(values))

@@ -142,10 +142,30 @@ class Relaxation:
 
 
 def value_add(d, w):
-    """``value_add`` of the kernels over arrays (NumPy or CuPy, as ``d``): ``d`` (int32 or
-    float32 values) plus ``w`` (array or scalar) in the values' type; int sums saturate one
-    below "unreached" (:data:`~groute.engines.relax.values.INT_SATURATED`), float sums past
-    float32's range are ``inf``."""
+    """``value_add`` of the kernels over arrays: what a relaxation's NumPy form offers along
+    an arc, ``d`` plus ``w`` in the values' type.
+
+    Parameters
+    ----------
+    d : array
+        Values, int32 or float32 (NumPy or CuPy).
+    w : array or scalar
+        What each arc adds (its weight, or 1).
+
+    Returns
+    -------
+    array
+        ``d + w`` as ``d``'s type: int sums saturate one below "unreached"
+        (:data:`~groute.engines.relax.values.INT_SATURATED`), float sums past float32's range
+        are ``inf``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from groute.engines import value_add
+    >>> value_add(np.array([0, 2_147_483_640], np.int32), 100).tolist()
+    [100, 2147483646]
+    """
     xp = array_module(d)
     if d.dtype.kind == "f":
         with np.errstate(over="ignore"):
@@ -155,5 +175,23 @@ def value_add(d, w):
 
 
 def value_inf(d):
-    """``VALUE_INF`` (unreached) in the type of the values ``d``: offering it offers nothing."""
+    """``VALUE_INF`` (unreached) in the type of the values ``d``: offering it offers nothing.
+
+    Parameters
+    ----------
+    d : array
+        Values, int32 or float32.
+
+    Returns
+    -------
+    numpy scalar
+        The largest int32 for int values, float32 ``inf`` for float ones.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from groute.engines import value_inf
+    >>> int(value_inf(np.zeros(2, np.int32))), float(value_inf(np.zeros(2, np.float32)))
+    (2147483647, inf)
+    """
     return infinity("float" if d.dtype.kind == "f" else "int")

@@ -37,6 +37,8 @@ import numpy as np
 
 from groute.graph.arrays import array_module
 from groute.graph.csr import kept_on
+from groute.graph.partition import DEFAULT_PARTITION
+from groute.graph.partition import METHODS as PARTITIONS
 from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
@@ -52,7 +54,6 @@ from .values import overflow_possible
 
 log = logging.getLogger(__name__)
 
-PARTITIONS = ("metis", "contiguous", "random")
 EXCHANGES = ("auto", "host", "peer")
 #: the keys of a relaxation result's ``stats``, on every engine: the run's choices (app, mode,
 #: routing: None on the peer path, exchange: None on one device's worklist, priority, delta,
@@ -160,8 +161,8 @@ class RelaxSolver(Solver):
 
     engine_family = "relax"
 
-    def __init__(self, graph, *, ctx=None, backend="auto", devices="auto", partition="metis",
-                 mode="auto", priority="auto", delta=None, seed=0, timeout=None,
+    def __init__(self, graph, *, ctx=None, backend="auto", devices="auto", timeout=None,
+                 partition=DEFAULT_PARTITION, mode="auto", seed=0, priority="auto", delta=None,
                  exchange="auto", tuning=None, worklist_tuning=None):
         relaxation = self.relaxation
         if not isinstance(relaxation, Relaxation):

@@ -1,0 +1,141 @@
+"""The command line as a NetworkX user meets it (issue 39): ``--output -`` and bad outputs
+refused before the run, the Python names as subcommands, the engine options in one "advanced"
+group, every algorithm in ``groute --help``, what CPU virtual devices are."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from groute import registry
+from groute.cli import build_parser, main
+
+pytestmark = pytest.mark.timeout(120)
+
+RUN = ["--backend", "cpu", "--devices", "1", "--repeat", "1"]
+
+
+def test_output_dash_writes_the_answer_to_stdout_and_the_summary_to_stderr(capsys):
+    assert main(["bfs", "--graph", "grid:5", "--source", "0", "--output", "-", *RUN]) == 0
+    out, err = capsys.readouterr()
+    rows = [line.split() for line in out.splitlines()]
+    assert len(rows) == 25 and all(len(r) == 2 for r in rows)
+    assert dict((int(v), int(d)) for v, d in rows)[24] == 8
+    assert err.startswith("bfs grid:5 from 0:")
+    assert main(["pr", "--graph", "grid:5", "--output", "-", "--json", *RUN]) == 0
+    out, err = capsys.readouterr()
+    assert sum(float(line.split()[1]) for line in out.splitlines()) == pytest.approx(1.0)
+    assert json.loads(err)["app"] == "pr"
+    assert main(["bfs", "--graph", "grid:5", "--output", "-", "--predecessors", "-",
+                 *RUN]) == 1
+    assert "both ask for standard output" in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Loading the graph (the first step of a run) fails the test: a refused output must be
+    refused before it."""
+    import groute.graph
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the graph was loaded before the output was checked")
+    monkeypatch.setattr(groute.graph, "load_graph", loaded)
+
+
+@pytest.mark.parametrize("command", ["bfs", "sssp", "pr", "katz", "cc", "kcore", "scc",
+                                     "betweenness"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(command, tmp_path, no_run,
+                                                                    capsys):
+    missing = tmp_path / "no" / "such" / "dir" / "answer.csv"
+    assert main([command, "--graph", "grid:5", "--output", str(missing), *RUN]) == 1
+    err = capsys.readouterr().err
+    assert f"groute {command}: error: --output {missing}: there is no directory" in err
+    folder = tmp_path / "answer.csv"
+    folder.mkdir()
+    assert main([command, "--graph", "grid:5", "--output", str(folder), *RUN]) == 1
+    assert f"--output {folder}: a directory, not a file" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="root writes into a read-only directory")
+def test_a_read_only_directory_is_refused_before_the_run(tmp_path, no_run, capsys):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        assert main(["cc", "--graph", "grid:5", "--output", str(folder / "c.csv"), *RUN]) == 1
+        assert "cannot write into" in capsys.readouterr().err
+    finally:
+        folder.chmod(0o700)
+
+
+def test_an_unknown_suffix_is_refused_listing_the_formats(tmp_path, no_run, capsys):
+    for name in ("answer.dat", "answer"):
+        assert main(["sssp", "--graph", "grid:5", "--output", str(tmp_path / name),
+                     *RUN]) == 1
+        err = capsys.readouterr().err
+        for suffix in (".npy", ".npz", ".csv", ".json", ".txt", "--output -"):
+            assert suffix in err, (name, suffix)
+    assert main(["bfs", "--graph", "grid:5", "--predecessors", str(tmp_path / "p.out"),
+                 *RUN]) == 1
+    assert "--predecessors" in capsys.readouterr().err
+
+
+def test_a_txt_output_is_the_text_lines(tmp_path):
+    path = tmp_path / "depths.txt"
+    assert main(["bfs", "--graph", "grid:4", "--source", "0", "--output", str(path), *RUN]) == 0
+    rows = np.loadtxt(path, dtype=np.int64)
+    assert rows.shape == (16, 2) and rows[15].tolist() == [15, 6]
+
+
+@pytest.mark.parametrize("alias, name", [("pagerank", "pr"), ("core_number", "kcore"),
+                                         ("betweenness_centrality", "betweenness")])
+def test_the_python_names_are_subcommands(alias, name, capsys):
+    assert main([alias, "--graph", "grid:5", "--json", *RUN]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert main([name, "--graph", "grid:5", "--json", *RUN]) == 0
+    theirs = json.loads(capsys.readouterr().out)
+    assert mine["app"] == theirs["app"] == name
+
+
+def _subparsers():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return parser, action.choices
+
+
+#: the options that say how a run is scheduled, not what it computes
+ADVANCED = {"--mode", "--partition", "--no-priority", "--delta", "--routing", "--exchange",
+            "--sweeps", "--bsp-kernel", "--inplace", "--direction", "--segment-edges",
+            "--buffers", "--no-afforest", "--sample-rounds", "--rest", "--link"}
+
+
+@pytest.mark.parametrize("command", ["bfs", "sssp", "pr", "katz", "cc", "kcore", "scc",
+                                     "betweenness"])
+def test_the_engine_options_are_in_one_advanced_group(command):
+    _, commands = _subparsers()
+    sub = commands[command]
+    groups = {g.title: {s for a in g._group_actions for s in a.option_strings}
+              for g in sub._action_groups}
+    assert [g.title for g in sub._action_groups].count("advanced") == 1
+    everywhere = set().union(*groups.values())
+    assert everywhere & ADVANCED and everywhere & ADVANCED <= groups["advanced"], command
+    assert groups["advanced"] <= ADVANCED, command
+
+
+def test_the_help_lists_every_registered_algorithm(capsys):
+    parser, commands = _subparsers()
+    top = " ".join(parser.format_help().split())
+    demo = " ".join(commands["demo"].format_help().split()) + top
+    for entry in registry.ALGORITHMS.values():
+        assert entry.label in top and entry.label in demo, entry.name
+
+
+def test_info_says_what_cpu_virtual_devices_are(capsys):
+    assert main(["info", "--backend", "cpu", "--devices", "3"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"all 3 share this machine's {os.cpu_count()} cores" in out
+    assert "run no faster than one" in out
+    assert main(["info", "--backend", "cpu", "--devices", "2", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["cpu_cores"] == os.cpu_count() and "virtual devices" in info["note"]

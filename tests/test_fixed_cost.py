@@ -1,0 +1,168 @@
+"""A one-shot call's fixed cost (issue 39): what a call on a small graph pays besides its run.
+A call given no context leases a kept one (groute.runtime.kept), so a second call starts no
+thread; a one-device BSP engine runs its steps on the caller's thread; a NetworkX graph's
+conversion and a file's graph are kept for the next call until they change; the first call
+imports neither NetworkX nor SciPy's csgraph. ``benchmarks/gpu_fixed_cost.py`` measures the
+same on GPUs."""
+import subprocess
+import sys
+import threading
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import groute
+from groute.engines import make_engine
+from groute.errors import DeviceError
+from groute.graph import convert, load, load_graph
+from groute.operators import Functor, compute
+from groute.runtime import kept
+
+pytestmark = pytest.mark.timeout(120)
+
+CPU = dict(backend="cpu", devices=1)
+
+
+@pytest.fixture
+def fresh_kept():
+    kept.shutdown_all()
+    yield
+    kept.shutdown_all()
+
+
+def test_a_lease_reuses_the_kept_context(fresh_kept):
+    ctx, release = kept.lease(backend="cpu", devices=2, timeout=17)
+    release()
+    release()                                   # idempotent
+    again, release_again = kept.lease(backend="cpu", devices=2, timeout=17)
+    assert again is ctx
+    busy, release_busy = kept.lease(backend="cpu", devices=2, timeout=17)
+    assert busy is not ctx                      # held: a context of its own, shut at release
+    release_busy()
+    assert busy._closed and not ctx._closed
+    release_again()
+    mine = groute.Context(1, backend="cpu")
+    given, release_given = kept.lease(mine)
+    assert given is mine
+    release_given()
+    assert not mine._closed                     # the caller's stays the caller's
+    mine.shutdown()
+
+
+def test_a_stopped_or_shut_kept_context_is_replaced(fresh_kept):
+    ctx, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    ctx.fail("cpu:0", RuntimeError("simulated"))
+    release()
+    assert ctx._closed
+    other, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    assert other is not ctx and not other.stopped
+    release()
+    other.shutdown()                            # its user shut it: the next lease replaces it
+    third, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    assert third is not other and not third._closed
+    release()
+
+
+def _starts(monkeypatch):
+    """A list that grows by one name per thread started from now on."""
+    started = []
+    start = threading.Thread.start
+
+    def counting(self):
+        started.append(self.name)
+        return start(self)
+    monkeypatch.setattr(threading.Thread, "start", counting)
+    return started
+
+
+@pytest.mark.parametrize("call", [
+    lambda G: groute.bfs(G, 0, **CPU), lambda G: groute.pagerank(G, **CPU),
+    lambda G: groute.connected_components(G, **CPU), lambda G: groute.core_number(G, **CPU),
+    lambda G: groute.betweenness_centrality(G, **CPU)],
+    ids=["bfs", "pagerank", "cc", "core_number", "betweenness"])
+def test_a_second_call_starts_no_thread(call, monkeypatch):
+    G = nx.karate_club_graph()
+    call(G)
+    started = _starts(monkeypatch)
+    call(G)
+    assert started == []
+
+
+def test_one_device_steps_run_on_the_callers_thread_and_fail_as_on_a_device():
+    where = []
+
+    def visit(s, v):
+        where.append(threading.current_thread())
+        if s["fail"]:
+            raise ZeroDivisionError("visit gave up")
+    VISIT = Functor(name="where", params="int fail", cuda="", numpy=visit)
+    with make_engine(nx.path_graph(4), "bsp", **CPU) as engine:
+        compute(engine.all_vertices(), VISIT, fail=0)
+        assert where == [threading.current_thread()]
+        with pytest.raises(DeviceError, match="cpu:0: ZeroDivisionError: visit gave up") as exc:
+            compute(engine.all_vertices(), VISIT, fail=1)
+        assert isinstance(exc.value.__cause__, ZeroDivisionError)
+        compute(engine.all_vertices(), VISIT, fail=0)     # the context runs again
+        assert len(where) == 3
+
+
+def test_a_networkx_graph_is_converted_once_until_it_changes(monkeypatch):
+    conversions = []
+    convert_now = convert.from_networkx
+    monkeypatch.setattr(convert, "from_networkx",
+                        lambda G, **kw: conversions.append(kw) or convert_now(G, **kw))
+    G = nx.path_graph(5)
+    assert groute.bfs(G, 0, **CPU).to_dict()[4] == 4
+    assert groute.bfs(G, 0, **CPU).to_dict()[4] == 4
+    assert len(conversions) == 1
+    groute.sssp(G, 0, **CPU)                    # weight="weight": its own conversion
+    assert len(conversions) == 2
+    G.add_edge(0, 4)                            # NetworkX clears its cache: converted again
+    assert groute.bfs(G, 0, **CPU).to_dict()[4] == 1
+    assert len(conversions) == 3
+    with nx.config(cache_converted_graphs=False):
+        groute.bfs(G, 0, **CPU)
+        groute.bfs(G, 0, **CPU)
+    assert len(conversions) == 5
+
+
+def test_a_file_is_read_once_per_process_until_it_changes(tmp_path, monkeypatch):
+    reads = []
+    read_now = load._read_file
+    monkeypatch.setattr(load, "_read_file",
+                        lambda *a, **kw: reads.append(a) or read_now(*a, **kw))
+    path = tmp_path / "g.txt"
+    path.write_text("1 2\n2 3\n")
+    first = load_graph(path)
+    assert load_graph(path) is first and len(reads) == 1
+    assert load_graph(path, symmetric=True) is not first and len(reads) == 2
+    path.write_text("1 2\n2 3\n3 4\n")
+    assert load_graph(path).num_edges == 3 and len(reads) == 3
+    monkeypatch.setattr(load, "RECENT_FILE_BYTES", 8)       # too big to keep
+    big = tmp_path / "big.txt"
+    big.write_text("1 2\n2 3\n")
+    assert load_graph(big) is not load_graph(big)
+
+
+def test_a_first_call_imports_neither_networkx_nor_csgraph():
+    script = ("import sys, numpy as np, groute\n"
+              "groute.bfs((np.array([0, 1]), np.array([1, 2])), 0, backend='cpu', devices=1)\n"
+              "print(sorted(m for m in ('networkx', 'scipy.sparse.csgraph') "
+              "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_shared_arrays_of_a_kept_graph_are_not_changed_by_a_run():
+    """A graph kept for the next call is shared by the calls: a run must not change it."""
+    G = nx.gnp_random_graph(40, 0.1, seed=3, directed=True)
+    g = convert.cached_from_networkx(G, weight=None)
+    before = (g.indptr.copy(), g.indices.copy())
+    for call in (groute.bfs, groute.sssp):
+        call(G, 0, **CPU)
+    groute.pagerank(G, weight=None, **CPU)
+    groute.strongly_connected_components(G, **CPU)
+    assert convert.cached_from_networkx(G, weight=None) is g
+    assert np.array_equal(g.indptr, before[0]) and np.array_equal(g.indices, before[1])
