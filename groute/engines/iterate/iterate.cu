@@ -214,20 +214,7 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // the peers store into them), and L2 is where those stores land, so no stale L1 line is read.
 // The read-only path (__ldg) fills L1 lines the random gathers rarely reuse, and plain loads
 // make the persistent kernels spill (docs/PR_CC.md compares the three).
-// PR_GATHER_LOAD, a compile-time define: 1 __ldcg (default), 0 a plain load,
-// 3 __ldg (the read-only path: wrong when contrib changes during a launch).
-#ifndef PR_GATHER_LOAD
-#define PR_GATHER_LOAD 1
-#endif
-__device__ __forceinline__ float pr_load(const float* p) {
-#if PR_GATHER_LOAD == 3
-    return __ldg(p);
-#elif PR_GATHER_LOAD == 0
-    return *p;
-#else
-    return __ldcg(p);
-#endif
-}
+__device__ __forceinline__ float pr_load(const float* p) { return __ldcg(p); }
 
 template <int K, typename IDX>
 __device__ __forceinline__ void pr_csc_body(int n_local, int offset, const IDX* __restrict__ indptr,
