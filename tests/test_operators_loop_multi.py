@@ -383,9 +383,13 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
             assert f"advance_gather_big(groute_r.{graph}, groute_pf," in pull
         decide = code[:code.index("if (groute_pull) {")]
         if steps[i].direction == "auto":
-            assert in_order(decide, ["groute_meet_sums(groute_r, groute_all)) return -1;",
-                                      "direction_next(", "groute_all[0], groute_r.vertices,",
-                                      "groute_r.arcs,"])
+            assert in_order(decide, ["groute_scout_add(",
+                                      "groute_meet_sums(groute_r, groute_all, groute_scouted)) "
+                                      "return -1;", "direction_next(",
+                                      "groute_all[0], groute_r.vertices,", "groute_r.arcs,"])
+            # the meeting opens with a grid barrier, after which its adder reads the scout's
+            # sum: no barrier of the scout's own before it
+            assert "groute_scout(" not in decide and "grid_barrier" not in decide
         else:
             assert "groute_meet_sums" not in decide
             assert "const bool groute_pull = true;" in decide

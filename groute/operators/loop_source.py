@@ -225,15 +225,22 @@ __device__ __forceinline__ void groute_push(GrouteRun& r, const G& g, const F& f
 }}
 // Beamer's scout: the arcs of the frontier q (n vertices) in g, summed over the grid into a ring
 // of two sums (GROUTE_SCOUT; the other zeroed for the next scout; its last readers read it
-// before the barriers of the step since).
+// before the barriers of the step since). groute_scout_add adds this thread's arcs and returns
+// the sum's word, complete after the next grid barrier; groute_scout passes one and reads it.
 template <class G>
-__device__ __forceinline__ long long groute_scout(GrouteRun& r, const G& g, const int* q,
-                                                  long long n) {{
+__device__ __forceinline__ int groute_scout_add(GrouteRun& r, const G& g, const int* q,
+                                                long long n) {{
     const int sum = GROUTE_SCOUT + (r.scouts & 1);
     if (r.tid == 0) r.own()[GROUTE_SCOUT + ((r.scouts + 1) & 1)] = 0ull;
     count_frontier_arcs(g, q, n, r.tid, r.nthreads, r.lane, r.own(), sum);
-    grid_barrier(r.bar, r.bar_target);
     ++r.scouts;
+    return sum;
+}}
+template <class G>
+__device__ __forceinline__ long long groute_scout(GrouteRun& r, const G& g, const int* q,
+                                                  long long n) {{
+    const int sum = groute_scout_add(r, g, q, n);
+    grid_barrier(r.bar, r.bar_target);
     return (long long)__ldcg(&r.own()[sum]);
 }}
 // Whether a kept loop's store has no room for the level after `level`, which starts at `at`:
@@ -310,10 +317,12 @@ _AUTO = r"""        const bool groute_pull = direction_next(
 
 # On several devices: the same rule on the frontier summed over the devices at a meeting (its
 # arcs counted while pushing, before the meeting tells whether it is big enough to scout), so
-# every device takes the same direction and comes to the same meetings.
-_MULTI_AUTO = r"""        long long groute_all[2] = {{groute_n, groute_r.pulling_{i} ? 0ll
-            : groute_scout(groute_r, groute_r.{push_graph}, groute_q, groute_n)}};
-        if (!groute_meet_sums(groute_r, groute_all)) return -1;
+# every device takes the same direction and comes to the same meetings. The scout's sum is
+# complete after the meeting's first grid barrier, where the thread that adds it reads it.
+_MULTI_AUTO = r"""        long long groute_all[2] = {{groute_n, 0}};
+        const int groute_scouted = groute_r.pulling_{i} ? -1
+            : groute_scout_add(groute_r, groute_r.{push_graph}, groute_q, groute_n);
+        if (!groute_meet_sums(groute_r, groute_all, groute_scouted)) return -1;
         const bool groute_pull = direction_next(
             groute_r.pulling_{i}, groute_r.explored_{i}, groute_all[0], groute_r.vertices,
             groute_r.arcs, [&]() {{ return groute_all[1]; }});
@@ -735,13 +744,17 @@ __device__ __forceinline__ void groute_send(const InboxTable& t, int parity,
 // into `v` (through this device's peer control block, from word `at`). Device 0 zeroes slot
 // `(seq + 1) % 3` there: its last readers read it two meetings of the ring ago, right after
 // that meeting and before they came to the next one, which device 0 has passed; nobody adds to
-// it before this meeting passes. False when a device did not come in time: every block of this
+// it before this meeting passes. `late` (>= 0): the last value is instead this device's word
+// `late` of the loop's own words, complete only after the meeting's first grid barrier (a
+// scout's sum), read there. False when a device did not come in time: every block of this
 // device sees the flag after the same barrier, so all of them leave.
 __device__ __forceinline__ bool groute_meet_ring(GrouteRun& r, unsigned long long* ring,
-                                                 int width, int seq, long long* v, int at) {
+                                                 int width, int seq, long long* v, int at,
+                                                 int late = -1) {
     unsigned long long* slot = ring ? ring + (seq % 3) * width : nullptr;
     protocol_meet(r.tid == 0, r.ctl, r.bar_target, r.gbar, r.gtarget, r.k, r.timeout_ns, [=]() {
         if (!ring) return;
+        if (late >= 0) v[width - 1] = (long long)__ldcg(&r.own()[late]);
         for (int w = 0; w < width; ++w) {
             if (r.me == 0) ring[((seq + 1) % 3) * width + w] = 0ull;
             if (v[w] > 0) atomicAdd_system(&slot[w], (unsigned long long)v[w]);
@@ -771,10 +784,11 @@ __device__ __forceinline__ bool groute_meet_level(GrouteRun& r, long long* v) {
     return groute_meet_ring(r, r.gbar + GROUTE_G_LEVELS, 2, r.levels_met++, v, GROUTE_P_TOTAL);
 }
 
-// An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]) summed over the
-// devices into v, so every device decides the direction alike. False: a device did not come.
-__device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v) {
-    return groute_meet_ring(r, r.gbar + GROUTE_G_SUMS, 2, r.sums++, v, GROUTE_P_SUMS);
+// An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]; `scouted` >= 0:
+// the arcs are that scout's sum, groute_scout_add's) summed over the devices into v, so every
+// device decides the direction alike. False: a device did not come.
+__device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v, int scouted = -1) {
+    return groute_meet_ring(r, r.gbar + GROUTE_G_SUMS, 2, r.sums++, v, GROUTE_P_SUMS, scouted);
 }
 
 // The arguments every kernel on several devices takes after GROUTE_RUN_ARGS (every device's
