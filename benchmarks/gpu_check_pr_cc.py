@@ -143,18 +143,6 @@ def stage_compile(ngpu):
                           flush=True)
 
 
-def use_cu_defines(defines):
-    """Compile every .cu file with ``-D`` each of ``defines`` (``NAME=VALUE``): the probe hooks
-    of the kernels (e.g. iterate.cu's PR_GATHER_LOAD), timed without editing the source."""
-    import groute.kernels as kernels
-    plain = kernels.load_module
-    extra = tuple(f"-D{d}" for d in defines)
-
-    def load_module(path, *, options=(), **kwargs):
-        return plain(path, options=(*options, *extra), **kwargs)
-    kernels.load_module = load_module
-
-
 def small_graphs():
     from groute.graph import CSRGraph, load_graph
     from support import SHARED_GRAPHS
@@ -764,16 +752,10 @@ def main():
     ap.add_argument("--no-scipy", action="store_true",
                     help="--pr-variants on a GPU: check the big graphs against the cuSPARSE "
                          "answer (float64, the reference's algorithm) instead of running scipy")
-    ap.add_argument("--cu-defines", default="", metavar="NAME=VALUE,...",
-                    help="compile the kernels with these -D macros (probe hooks such as iterate.cu's "
-                         "PR_GATHER_LOAD)")
     ap.add_argument("--dry-run", action="store_true",
                     help="run the stages on 4 CPU virtual devices (tests this script without a GPU)")
     args = ap.parse_args()
     global BACKEND
-    if args.cu_defines:
-        use_cu_defines([d for d in args.cu_defines.split(",") if d])
-        RESULTS["cu_defines"] = args.cu_defines
     scaling = None
     if args.pr_scaling is not None:
         def scaling(ngpu):

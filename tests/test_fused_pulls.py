@@ -180,7 +180,7 @@ def test_the_pull_sets_tests_and_clears_the_frontiers_bits_between_barriers():
                  "advance_pull(groute_r.in, groute_g, groute_r.n_local",
                  "grid_barrier(groute_r.bar, groute_r.bar_target);",
                  "groute_zero_words(groute_r, groute_front, groute_q, groute_n);",
-                 f"++groute_r.ctl[{PULLS}];"]
+                 "++groute_r.own()[GROUTE_PULLS];"]
         assert in_order(pull, order), pull
         assert "groute_front = groute_r.bits + 2 * groute_r.words" in pull
         assert "GroutePull0 groute_g{groute_front, groute_p.groute_cand_0, groute_to" in pull
@@ -200,7 +200,7 @@ def test_the_pull_sets_tests_and_clears_the_frontiers_bits_between_barriers():
     assert re.search(r"return \(cand == nullptr \|\| bitmap_test\(cand, \(int\)v\)\) && "
                      r"groute_wants_0\(", gather)
     assert re.search(r"groute_front,\s+groute_p\.groute_cand_0, groute_acc", _step_code(gather, 0))
-    assert f"++groute_r.ctl[{PULLS}];" in _step_code(gather, 0)
+    assert "++groute_r.own()[GROUTE_PULLS];" in _step_code(gather, 0)
 
 
 def test_which_steps_read_in_arcs_candidates_and_leave_bits():

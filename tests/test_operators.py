@@ -97,7 +97,7 @@ def test_include_resolution_prefers_the_including_folder(tmp_path):
 
 @pytest.mark.parametrize("header", ["values.cuh", "appends.cuh", "frontier.cuh", "advance.cuh",
                                     "direction.cuh", "partition.cuh", "barriers.cuh",
-                                    "peer_memory.cuh"])
+                                    "persistent.cuh", "peer_memory.cuh"])
 def test_headers_ship_with_the_package(header):
     assert (OPERATORS / header).is_file()
 

@@ -306,7 +306,7 @@ def compile_sources(texts, names, tmp_path):
     from groute.kernels import HEADER_DIRS
     from groute.operators import direction
     lines = ['#include "advance.cuh"', '#include "combine.cuh"', '#include "direction.cuh"',
-             '#include "frontier.cuh"', '#include "barriers.cuh"', '#include "inbox.cuh"']
+             '#include "frontier.cuh"', '#include "persistent.cuh"', '#include "inbox.cuh"']
     for i, text in enumerate(texts):
         kernels = re.findall(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", text)
         assert kernels == names
@@ -975,10 +975,11 @@ def test_a_resumed_launch_gives_the_loop_the_total_its_skipped_items_set():
     assert "long long groute_kept_total0" in head
     assert re.search(r"groute_kept_total = groute_kept_total0;\s*groute_p\.reached = "
                      r"\(long long\)\(groute_kept_total\);", head), head
-    exits = re.findall(r"groute_result\(groute_ctl, groute_round, 2\);(.*?)return;", kernel,
+    exits = re.findall(r"protocol_result\(groute_ctl, groute_round, 2\);(.*?)return;", kernel,
                        re.S)
-    assert len(exits) == 2 and all("groute_ctl[13] = (unsigned long long)groute_kept_total;" in e
-                                   for e in exits)
+    assert len(exits) == 2 and all(
+        "groute_r.own()[GROUTE_KEPT_TOTAL] = (unsigned long long)groute_kept_total;" in e
+        for e in exits)
     assert kernel.count("groute_kept_total = groute_at;") == 2
 
 

@@ -33,19 +33,20 @@ import groute
 from groute.engines import make_engine
 from groute.engines.async_engine import AsyncEngine, decide_async_loop, loop_facts
 from groute.engines.bsp import body_as_run, steps_as_run
-from groute.engines.fused import FusedLoops, LaunchEnd, decide_loop, not_fused_because
-from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, P_ABORT, P_CROSSED, P_FULL,
-                                        PCTL_WORDS, T_CAP, T_COUNT, T_IDS, T_K,
+from groute.engines.fused import CTL_WORDS, FusedLoops, LaunchEnd, decide_loop, not_fused_because
+from groute.engines.fused_multi import (GLOBAL_WORDS, MAX_DEVICES, P_FULL, PCTL_WORDS, T_CAP, T_COUNT, T_IDS, T_K,
                                         T_MSGS, T_OFF, TABLE_WORDS, Inboxes, MultiFusedLoops,
                                         Published, arc_matrix, inbox_bytes, inbox_capacity,
                                         pull_words, published_bytes, rounds_bytes,
                                         store_bytes)
+from groute.engines.protocol import MEETING_WORDS, PROTO_RESULT, PROTOCOL_WORDS
 from groute.graph import CSRGraph
 from groute.graph.partition import partition_graph
 from groute.operators import (AdvanceStep, Compute, ComputeStep, FilterStep, Functor, Levels,
                               Loop, Message, Sweep, compute, run_loop, run_rounds, sweep)
-from groute.operators.loop_source import (EMPTIED, PULLS, STORE_FULL, multi_source, pull_steps,
-                                          rounds_source, source)
+from groute.operators.loop_source import (AT, COUNT, EMPTIED, ITEM, KEPT_TOTAL, LEVEL, PULLS,
+                                          STORE_FULL, multi_source, pull_steps, rounds_source,
+                                          source)
 from groute.operators.rounds import RoundsResult, body_steps
 from support import busiest, gpu_marks, in_order, need_gpus
 from test_fused_pulls import (CLAIM_ALLOWED, DIRECTIONS, HIT, SOME, _hits_reference,
@@ -372,7 +373,7 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
             "if (!groute_meet(groute_r)) return -1;",
             "advance_gather(" if gathers else "advance_pull(groute_r.in, groute_g,",
             "grid_barrier(groute_r.bar, groute_r.bar_target);",
-            "groute_unpublish(groute_r, groute_front);", f"++groute_r.ctl[{PULLS}];"]), i
+            "groute_unpublish(groute_r, groute_front);", "++groute_r.own()[GROUTE_PULLS];"]), i
         assert f"groute_pull_bits(groute_r, {slots.index(i)}, groute_r.me)" in code
         assert "inbox" not in pull and "groute_send" not in pull
         if gathers:
@@ -382,9 +383,13 @@ def test_a_pull_on_several_devices_publishes_meets_pulls_then_clears_its_copy():
             assert f"advance_gather_big(groute_r.{graph}, groute_pf," in pull
         decide = code[:code.index("if (groute_pull) {")]
         if steps[i].direction == "auto":
-            assert in_order(decide, ["groute_meet_sums(groute_r, groute_all)) return -1;",
-                                      "direction_next(", "groute_all[0], groute_r.vertices,",
-                                      "groute_r.arcs,"])
+            assert in_order(decide, ["groute_scout_add(",
+                                      "groute_meet_sums(groute_r, groute_all, groute_scouted)) "
+                                      "return -1;", "direction_next(",
+                                      "groute_all[0], groute_r.vertices,", "groute_r.arcs,"])
+            # the meeting opens with a grid barrier, after which its adder reads the scout's
+            # sum: no barrier of the scout's own before it
+            assert "groute_scout(" not in decide and "grid_barrier" not in decide
         else:
             assert "groute_meet_sums" not in decide
             assert "const bool groute_pull = true;" in decide
@@ -413,7 +418,7 @@ def test_a_kept_loop_stops_every_device_at_once_and_a_sweep_meets_after_each_lev
         "groute_run_level(", "groute_store_full(\n            groute_keep, groute_level + 1, "
         "groute_next_at + groute_n,", "groute_meet_level(groute_r, groute_sums)",
         "groute_total = groute_sums[0];", "groute_full = groute_sums[1];", "++groute_level;",
-        "groute_offsets[groute_level + 1] = groute_at + groute_n;", "groute_ctl[8] ="])
+        "groute_offsets[groute_level + 1] = groute_at + groute_n;", "groute_r.own()[GROUTE_AT] ="])
     swept = text[text.index("void __launch_bounds__(256) groute_sweep_multi("):]
     assert in_order(swept, [
         "if (groute_begin(groute_r, 0) < 0) {", "groute_run_level(",
@@ -498,7 +503,8 @@ def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops
         "// item 1: Loop", "&& groute_resume_level > 0;", ": groute_seed_n;",
         "long long groute_total = groute_resume ? groute_total0 : 1, groute_full = 0;",
         "while (groute_total > 0)", "groute_meet_level(groute_r, groute_sums)",
-        "if (groute_status == 3) {", "if (groute_status == 2) {", "groute_ctl[13] =",
+        "if (groute_status == 3) {", "if (groute_status == 2) {",
+        "groute_r.own()[GROUTE_KEPT_TOTAL] =",
         "groute_crossed(groute_r, groute_gbase);", "return;",
         "long long groute_kept_sums[2] = {groute_at, 0};",
         "if (!groute_meet_sums(groute_r, groute_kept_sums)) {",
@@ -506,7 +512,7 @@ def test_rounds_on_several_devices_meet_as_loops_and_sweeps_and_sum_a_kept_loops
         "groute_p.reached = (double)(groute_kept_total);", "// item 2: Sweep",
         "int groute_status = 0;", "if (groute_left < 0 || !groute_meet(groute_r)) {",
         "if (groute_status == 3) {", "// item 3: Sweep",
-        "groute_result(groute_ctl, groute_rounds, 0);",
+        "protocol_result(groute_ctl, groute_rounds, 0);",
         "groute_crossed(groute_r, groute_gbase);"]), kernel
     # the first meeting; the Loop's failed meeting, full store and failed total; two Sweeps'
     # failed meetings; the end
@@ -1157,20 +1163,22 @@ def test_the_stores_seeds_and_tally_made_are_the_bytes_counted():
 
 
 def test_the_host_reads_where_a_launch_stopped_and_grows_the_store():
-    """A control block's words as the kernels write them (loop_source's ctl: [6] the levels
-    run and the status as two int32, [7] the last level's count, [8] its place in the store,
-    [11..13] the rounds' resume point, [14] the levels pulled): where the launch stopped, its
-    pulls counted; a full store grown keeps what it held and the offsets up to the level; the
-    rounds' tally read as levels per item, a Loop's deepest, and the operator counters."""
+    """A control block's words as the kernels write them (loop_source's ctl: the protocol's,
+    the levels run and the status among them, then the loop's own: the last level's count, its
+    place in the store, the rounds' resume point, the levels pulled): where the launch stopped,
+    its pulls counted; a full store grown keeps what it held and the offsets up to the level;
+    the rounds' tally read as levels per item, a Loop's deepest, and the operator counters."""
     stats = {"pull_advances": 1, "advances": 0, "computes": 0, "filters": 0}
     loops = _host_loops(10, stats)
-    words = np.zeros(16, np.uint64).view(_HostArray)
-    words[6:7].view(np.int32)[:] = [5, STORE_FULL]
-    words[7], words[8], words[11], words[12], words[13], words[PULLS] = 4, 20, 2, 3, 77, 6
+    words = np.zeros(CTL_WORDS, np.uint64).view(_HostArray)
+    result = words[PROTO_RESULT:PROTO_RESULT + 1].view(np.int32)    # what ran, why it stopped
+    result[:] = 5, STORE_FULL
+    own = words[PROTOCOL_WORDS:]
+    own[COUNT], own[AT], own[ITEM], own[LEVEL], own[KEPT_TOTAL], own[PULLS] = 4, 20, 2, 3, 77, 6
     end = loops._end(words)
     assert end == LaunchEnd(5, STORE_FULL, 4, 20, 2, 3, 77) and end.full
     assert stats["pull_advances"] == 7
-    words[6:7].view(np.int32)[1] = EMPTIED
+    result[1] = EMPTIED
     assert not LaunchEnd.of(words).full
     store = loops._new_store(np.arange(10, dtype=np.int32), 10)
     store[0][10:24] = np.arange(100, 114)
@@ -1267,10 +1275,11 @@ def test_the_pull_table_holds_what_the_kernel_reads_where_it_reads_it():
     text = multi_source([AdvanceStep(CLAIM, "auto"), AdvanceStep(SIGMA, "pull")], "d", "test")
     assert "r.pulls[2 * slot * INBOX_MAX_DEVICES + j]" in text
     assert "r.pulls[(2 * slot + 1) * INBOX_MAX_DEVICES + j]" in text
-    assert int(re.search(r"#define GROUTE_G_WORDS (\d+)", text)[1]) == GLOBAL_WORDS
-    # the peer control block: the words the host reads, and its length (the last pair of sums)
+    assert re.search(r"#define GROUTE_G_WORDS \(MEETING_WORDS \+ (\d+)\)", text)[1] == \
+        str(GLOBAL_WORDS - MEETING_WORDS)
+    # the peer control block: the word the host reads, and its length (the last pair of sums)
     words = {name: int(n) for name, n in re.findall(r"#define GROUTE_P_(\w+) (\d+)", text)}
-    assert (words["ABORT"], words["CROSSED"], words["FULL"]) == (P_ABORT, P_CROSSED, P_FULL)
+    assert words["FULL"] == P_FULL
     assert max(words.values()) + 2 == PCTL_WORDS
     held = Published.__new__(Published)
     held.words = [2, 0]

@@ -13,6 +13,7 @@ import pytest
 
 import groute.engines.peer_barrier as peer_barrier
 from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident, unavailable
+from groute.engines.protocol import ABORT_OWN, ABORT_TIMEOUT, LaunchStop
 from groute.device.logical import Placement, place, sm_share
 from groute import Context
 from groute.graph import load_graph
@@ -70,25 +71,35 @@ def test_launch_each_stops_at_the_first_failure_and_returns_it(ctx):
     assert bar.launch_each(lambda i, dev: None) == ([0, 1, 2], None)
 
 
+def _stops(crossed, abort=None):
+    """A LaunchStop per device: ``crossed`` meetings each, ``abort[i]`` its abort reason."""
+    abort = abort or [0] * len(crossed)
+    return [LaunchStop(f"dev{i}", a, c, 3, 0) for i, (c, a) in enumerate(zip(crossed, abort))]
+
+
 @pytest.mark.timeout(30)
 def test_finish_settles_then_raises_the_failure_or_names_who_gave_up(ctx, monkeypatch):
     monkeypatch.setattr(peer_barrier, "BARRIER_TIMEOUT_S", 0.5)
     block = np.full(1, 7, np.uint64)
     bar = CrossDeviceBarrier(ctx.devices, block)
     names = dict(what="peer bfs", instead="exchange='host'")
-    bar.finish([2, 2, 2], **names)
+    bar.finish(_stops([2, 2, 2]), **names)
     assert bar.base == 6 and block.all()        # a good run: the counter goes on
-    bar.finish([2, 2, 2], ok=False, **names)    # the app's own check failed: zeroed, no raise
+    bar.finish(_stops([2, 2, 2]), ok=False, **names)    # the app's check failed: zeroed, no raise
     assert bar.base == 0 and not block.any()
     bar.base = 6
     with pytest.raises(RuntimeError, match=r"^peer bfs: dev1, dev2 waited more than 0.5 s at a "
                                            r"cross-device barrier .*use exchange='host'$"):
-        bar.finish([2, 1, 1], aborted=["dev1", "dev2"], **names)
+        bar.finish(_stops([2, 1, 1], [0, ABORT_TIMEOUT, ABORT_TIMEOUT]), **names)
     assert bar.base == 0
     bar.base = 6
     with pytest.raises(KeyError, match="no room"):  # a failed launch first, as it was raised
-        bar.finish([2], failure=KeyError("no room"), aborted=["dev0"], **names)
+        bar.finish(_stops([2], [ABORT_TIMEOUT]), failure=KeyError("no room"), **names)
     assert bar.base == 0
+    # a kernel's own abort reason settles as a good run here: the app checks and raises for it
+    bar.base = 6
+    bar.finish(_stops([2, 2, 2], [ABORT_OWN] * 3), **names)
+    assert bar.base == 12
 
 
 class FakeResidentDevice:

@@ -181,7 +181,7 @@ class _Barrier:
             launch(i, dev)
         return list(range(len(self.devices))), None
 
-    def finish(self, crossed, *, ok, **_):
+    def finish(self, stops, *, ok, **_):
         self.finished.append(ok)
 
 
@@ -215,10 +215,11 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged():
     launches every device from them and consumes them (a second run() raises again);
     run(seeds) stages them itself; a prepare that fails leaves nothing staged."""
     from groute.engines import peer_barrier
-    from groute.engines.relax.linked import L_INT, L_STOP, L_U64, LinkedTraversal
+    from groute.engines.protocol import PROTO_RESULT, PROTOCOL_WORDS
+    from groute.engines.relax.linked import L_INT, L_U64, STOP_DONE, LinkedTraversal
 
-    def finished(out):          # a device's link state: it stopped because the work ran out
-        out[L_U64:].view(np.int32)[L_STOP:L_STOP + 3] = 1
+    def finished(out):          # a device's control block: it stopped because the work ran out
+        out[PROTO_RESULT:PROTO_RESULT + 1].view(np.int32)[1] = STOP_DONE
 
     t = LinkedTraversal.__new__(LinkedTraversal)
     t.app, t.k, t.cap, t.max_rounds, t._staged = "bfs", 2, 1 << 16, 10, False
@@ -226,7 +227,7 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged():
     t.workers = [_LinkedWorker(), _LinkedWorker()]
     t.barrier = _Barrier(t.devices)
     t.state = [_Readback(finished) for _ in range(2)]
-    t.state_host = [np.zeros(L_U64 + L_INT // 2, np.uint64) for _ in range(2)]
+    t.state_host = [np.zeros(PROTOCOL_WORDS + L_U64 + L_INT // 2, np.uint64) for _ in range(2)]
     t.counters_pinned = [np.zeros(16, np.int64) for _ in range(2)]
     t.counters_host = [{}, {}]
     launches = []
@@ -262,7 +263,7 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     seeds and consumes them (a second run() raises again); run(seeds) stages them itself; a
     prepare refused (a ceiling without a unit relaxation) leaves nothing staged."""
     from groute.engines import peer_barrier
-    from groute.engines.relax.peer import COUNTERS, CTL_SIZE, PeerTraversal
+    from groute.engines.relax.peer import COUNTERS, CTL_WORDS, PeerTraversal
 
     t = PeerTraversal.__new__(PeerTraversal)
     t.app, t.kernel, t.k, t.unit, t.max_rounds, t._staged = "bfs", "peer_bfs", 2, True, 10, None
@@ -270,7 +271,7 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     t.devices = [_Device("cuda:0"), _Device("cuda:1")]
     t.barrier = _Barrier(t.devices)
     t.state = [_Readback(lambda out: out.fill(0)) for _ in range(2)]
-    t.state_host = [np.zeros(COUNTERS + CTL_SIZE // 2, np.uint64) for _ in range(2)]
+    t.state_host = [np.zeros(COUNTERS + CTL_WORDS, np.uint64) for _ in range(2)]
     t.counters_host = [{}, {}]
     t.trace = [None, None]
     staged_seeds, launches = [], []

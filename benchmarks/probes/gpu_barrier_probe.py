@@ -9,9 +9,10 @@ one-barrier broadcast variant, so the cost can be attributed before changing the
 
     python benchmarks/probes/gpu_barrier_probe.py [--iters 2000] [--headers DIR ...]
 
-``--headers``: folders holding another ``barriers.cuh`` (e.g. an older commit's, from ``git
-show REV:groute/operators/barriers.cuh``), each timed in the same run after the checkout's own,
-so a change to the barrier is measured before and after on one machine.
+``--headers``: folders holding another checkout's ``persistent.cuh`` and ``barriers.cuh`` (from
+``git show REV:groute/operators/...``; the first includes the second from its own folder),
+each timed in the same run after the checkout's own, so a change to the barrier or the meeting
+is measured before and after on one machine.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 SOURCE = r"""
-#include "barriers.cuh"
+#include "persistent.cuh"
 // n_bar barriers in a row, nothing between them
 extern "C" __global__ void bar_loop(int n_bar, unsigned int* count) {
     unsigned int target = 0;
@@ -83,7 +84,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--headers", nargs="*", default=[],
-                    help="folders with another barriers.cuh, timed after the checkout's own")
+                    help="folders with another persistent.cuh and barriers.cuh, timed after "
+                         "the checkout's own")
     ap.add_argument("--spins", default="0,32,128", help="SPIN_NS values, comma separated")
     args = ap.parse_args()
     import cupy
@@ -94,7 +96,8 @@ def main():
     print(f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}: {sms} SMs", flush=True)
 
     def module(spin, first):
-        # the first folder wins the search for barriers.cuh; the rest come from the checkout
+        # the first folder wins the search for persistent.cuh (and so its barriers.cuh); the
+        # rest come from the checkout
         return cupy.RawModule(code=SOURCE, options=("-std=c++17", f"-I{first}", f"-I{inc}",
                                                     f"-DSPIN_NS={spin}"),
                               enable_cooperative_groups=True)
@@ -114,7 +117,7 @@ def main():
     stats = cupy.ones(args.iters + 1, np.float64)
     for first, spin in [(h, int(sp)) for h in [str(inc), *args.headers]
                         for sp in args.spins.split(",")]:
-        print(f"barriers.cuh from {first}", flush=True)
+        print(f"persistent.cuh and barriers.cuh from {first}", flush=True)
         m = module(spin, first)
         loop, two, one = (m.get_function(n) for n in ("bar_loop", "two_bar_protocol", "one_bar_protocol"))
         for block in (256, 512, 1024):

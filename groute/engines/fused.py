@@ -6,7 +6,8 @@ level scalar; cached by the hash of the source, as the operators' own kernels) f
 grid: blocks per SM from :func:`groute.kernels.resident_blocks_per_sm` times the device's
 multiprocessors, launched cooperatively, so the grid barrier between steps cannot deadlock.
 The host launches once and reads the control block once (levels run, why it stopped, the
-last frontier's count). With ``keep`` the levels' queues stay on the device back to back with
+last frontier's count: the protocol's words of every persistent kernel,
+:mod:`groute.engines.protocol`, and the loop's own). With ``keep`` the levels' queues stay on the device back to back with
 their offsets (:class:`DeviceLevels`); when that store fills, the host grows it and launches
 again from the level it reached. A step's candidates frontier, where the kernels read it, goes
 to them as a bitmap made once per call. Rounds (``run_rounds``) are one launch of ``groute_rounds`` for
@@ -32,6 +33,7 @@ from groute.operators import loop_source
 from groute.operators.direction import compile_options
 from groute.operators.generated import write_source
 
+from .protocol import PROTOCOL_WORDS, LaunchStop, own_words
 from .rules import FACTS, Case, Rule, said
 
 #: the facts :data:`LOOP_RULE` asks besides the library's (``cuda``, ``one_device``,
@@ -81,11 +83,16 @@ _LOOP_KERNELS = ("groute_loop", "groute_sweep")
 TALLY_WORDS = 2
 
 
+#: uint64 words of a fused loop's control block: the protocol's, then the loop's own
+CTL_WORDS = PROTOCOL_WORDS + loop_source.LOOP_WORDS
+
+
 class LaunchEnd(NamedTuple):
     """Where a launch stopped, as the host reads it from its control block's words
-    (loop_source's ``ctl``), on one device or on each of several."""
+    (loop_source's ``ctl``: the protocol's, :class:`~groute.engines.protocol.LaunchStop`, and
+    the loop's own), on one device or on each of several."""
     ran: int            # levels run (rounds: the round it reached)
-    status: int         # why it stopped: loop_source.EMPTIED, MAX_LEVELS, STORE_FULL
+    status: int         # why it stopped: loop_source.EMPTIED, MAX_LEVELS, STORE_FULL, ABORTED
     count: int          # the last level's vertices
     at: int             # where that level starts in the store (kept levels, rounds)
     item: int           # rounds stopped by a full store: the item and level to go on from,
@@ -94,9 +101,10 @@ class LaunchEnd(NamedTuple):
 
     @classmethod
     def of(cls, words) -> "LaunchEnd":
-        ran, status = (int(x) for x in words[6:7].view(np.int32))
-        return cls(ran, status, int(words[7]), int(words[8]), int(words[11]), int(words[12]),
-                   int(words[13]))
+        stop, own = LaunchStop.read("", words), own_words(words)
+        return cls(stop.ran, stop.status, *(int(own[i]) for i in (
+            loop_source.COUNT, loop_source.AT, loop_source.ITEM, loop_source.LEVEL,
+            loop_source.KEPT_TOTAL)))
 
     @property
     def full(self) -> bool:
@@ -231,7 +239,7 @@ class FusedLoops:
         arcs_in = self._in_part() if loop_source.needs_in_arcs(steps) else part
         gathering = loop_source.gathering(steps)
         with part.device.use(), part.device.compute_stream.raw:
-            ctl = xp.zeros(loop_source.CTL_WORDS, np.uint64)
+            ctl = xp.zeros(CTL_WORDS, np.uint64)
             bits = xp.zeros(3 * words_for(n) + 1, np.uint32)
             # each gathering step's accumulators, at its identity (its finish resets them)
             acc = self._scratch("loop_gather_acc", max(len(gathering), 1) * max(n, 1), np.uint64)
@@ -281,7 +289,7 @@ class FusedLoops:
     def _pulled(self, words) -> None:
         """The levels a launch's advances pulled (its control block ``words``), counted as the
         operator calls count them."""
-        self.engine.stats["pull_advances"] += int(words[loop_source.PULLS])
+        self.engine.stats["pull_advances"] += int(own_words(words)[loop_source.PULLS])
 
     def _end(self, ctl) -> LaunchEnd:
         """Where the launch that wrote the control block ``ctl`` stopped (read once, after

@@ -90,6 +90,7 @@ from groute.operators.loop import AdvanceStep, LoopResult, frontier_list
 from groute.operators.rounds import RoundsResult, body_steps
 
 from .fused import TALLY_WORDS, DeviceLevels, FusedLoops, LaunchEnd
+from .protocol import MEETING_WORDS, LaunchStop
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,10 @@ KERNELS = (KERNEL, SWEEP_KERNEL)
 #: the kernel of a rounds module on several devices (loop_source.rounds_source's multi)
 ROUNDS_KERNEL = "groute_rounds_multi"
 #: uint64 words of a device's peer control block; what the host reads of it (loop_source's
-#: ``GROUTE_P_*``: a meeting timed out, the meetings passed, an inbox was full)
-PCTL_WORDS = 9
-P_ABORT, P_CROSSED, P_FULL = 2, 3, 4
+#: ``GROUTE_P_*``: an inbox was full; whether a meeting timed out and the meetings passed are
+#: the control block's protocol words)
+PCTL_WORDS = 7
+P_FULL = 2
 #: uint64 words of an ``InboxTable`` (``inbox.cuh``, which checks this layout when compiled):
 #: ``off`` at 0, ``cap`` at 9, ``ids`` at 17, ``msgs`` at 33, ``count`` at 49, ``k`` at 57
 TABLE_WORDS = 58
@@ -109,11 +111,11 @@ T_OFF, T_CAP, T_IDS, T_MSGS, T_COUNT, T_K = 0, 9, 17, 33, 49, 57
 #: the devices an ``InboxTable`` holds (``inbox.cuh``'s ``INBOX_MAX_DEVICES``; the persistent
 #: kernels' limit, :data:`groute.engines.peer_barrier.MAX_DEVICES`)
 MAX_DEVICES = 8
-#: uint64 words of device 0's block: the cross-device barrier's counter, the ring of three pairs
-#: of level sums (the frontier, the stores that fill), the ring of three pairs of sums an
+#: uint64 words of device 0's meeting block: the protocol's (the counter), the ring of three
+#: pairs of level sums (the frontier, the stores that fill), the ring of three pairs of sums an
 #: ``"auto"`` advance decides by (loop_source's ``GROUTE_G_*``: ``groute_meet_level``,
 #: ``groute_meet_sums``)
-GLOBAL_WORDS = 13
+GLOBAL_WORDS = MEETING_WORDS + 12
 #: arcs counted at once by :func:`arc_matrix` (bounded temporaries on big graphs)
 CHUNK_ARCS = 1 << 22
 
@@ -458,11 +460,10 @@ class MultiFusedLoops:
             raise
         ctls, flags = [c for c, _ in done], [f for _, f in done]
         names = [dev.name for dev in self.devices]
-        aborted = [name for name, f in zip(names, flags) if f[P_ABORT]]
         full = [name for name, f in zip(names, flags) if f[P_FULL]]
         ends = [LaunchEnd.of(c) for c in ctls]
         agree = len({(e.ran, e.status) for e in ends}) == 1
-        barrier.finish([int(f[P_CROSSED]) for f in flags], aborted=aborted,
+        barrier.finish([LaunchStop.read(name, c) for name, c in zip(names, ctls)],
                        ok=not full and agree, what=f"{where} on {k} devices",
                        instead="loop='python'")
         if full:

@@ -1,21 +1,28 @@
-"""The host side of the cross-device barrier that persistent kernels meet at
-(``cross_device_wait`` in ``groute/operators/barriers.cuh``): launching one grid per device and
-keeping track of the counter.
+"""The host side of the persistent protocol (``groute/operators/persistent.cuh``): launching one
+grid per device, reading where each launch stopped, keeping track of the meeting counter, and
+raising with the device and the reason when a launch failed or a device gave up.
 
-The counter lives in device 0's memory and only grows: at every barrier each of the ``k``
-devices adds one, and a run that starts with the counter at ``base`` waits for ``base + k * b``
-at its ``b``-th barrier. So the host never zeroes it between runs (that would cost a launch and
-a sync per run); it adds what the run crossed to ``base``, read from the devices' own control
-words. Only when a run failed, or the devices disagree on how many barriers they crossed, does
-the counter stand somewhere unknown: then every device is waited for and the block is zeroed.
+Where each launch stopped is read from its control block by
+:class:`groute.engines.protocol.LaunchStop` (the block's layout: :mod:`groute.engines.protocol`),
+which :meth:`CrossDeviceBarrier.finish` takes.
 
-Used by the relaxation engines' persistent kernels (:mod:`groute.engines.relax.peer`, and the
-linked workers), the persistent BSP kernels of the linear
-iteration engines (:mod:`groute.engines.iterate`) and the fused loops on several devices
+The meeting counter lives in device 0's memory (the first
+:data:`~groute.engines.protocol.MEETING_WORDS` of the block :class:`CrossDeviceBarrier` holds; a
+kernel's own device-0 words follow) and only grows: at every
+meeting each of the ``k`` devices adds one, and a run that starts with the counter at ``base``
+waits for ``base + k * b`` at its ``b``-th meeting. So the host never zeroes it between runs
+(that would cost a launch and a sync per run); it adds what the run crossed to ``base``, read
+from the devices' control blocks. Only when a run failed, or the devices disagree on how many
+meetings they passed, does the counter stand somewhere unknown: then every device is waited for
+and the block is zeroed.
+
+Used by every persistent kernel on several devices: the relaxation engines'
+(:mod:`groute.engines.relax.peer`, and the linked workers), the persistent BSP kernels of the
+linear iteration engines (:mod:`groute.engines.iterate`) and the fused loops on several devices
 (:mod:`groute.engines.fused_multi`, which launch on each device's host thread and call
-:meth:`CrossDeviceBarrier.after_launch`), which also share
-:func:`unavailable` (where these kernels can run), :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``, through :mod:`groute.tuning`) and
-the end of a run (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed
+:meth:`CrossDeviceBarrier.after_launch`), which also share :func:`unavailable` (where these
+kernels can run), :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``, through
+:mod:`groute.tuning`) and the end of a run (:meth:`CrossDeviceBarrier.finish`: settle the counter, raise for a failed
 launch or a device that gave up).
 
 Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
@@ -36,7 +43,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-
 from groute.tuning import setting
 
 log = logging.getLogger(__name__)
@@ -52,8 +58,6 @@ WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;
 #: below the idleness after which the links were seen to fall asleep)
 WAKE_AFTER_S = 0.01
-
-
 def unavailable(ctx) -> str | None:
     """Why kernels that meet at the cross-device barrier cannot run on ``ctx`` (None when they
     can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
@@ -158,7 +162,7 @@ class CrossDeviceBarrier:
             self.devices[i].compute_stream.wait_event(event)
 
     def settle(self, crossed, ok: bool = True) -> None:
-        """After a run: ``crossed`` holds each launched device's count of barriers crossed.
+        """After a run: ``crossed`` holds each launched device's count of meetings passed.
         Advance ``base`` when the run was ``ok`` and they agree, else :meth:`reset`."""
         self._last_end = time.perf_counter()
         crossed = set(int(c) for c in crossed)
@@ -167,19 +171,22 @@ class CrossDeviceBarrier:
         else:
             self.reset()
 
-    def finish(self, crossed, *, failure=None, aborted=(), ok: bool = True, what: str,
+    def finish(self, stops, *, failure=None, ok: bool = True, what: str,
                instead: str) -> None:
-        """End a run: :meth:`settle` it as good only if no launch failed (``failure``: what
-        :meth:`launch_each` returned), no device gave up at a barrier (``aborted``: their
-        names) and the app's own checks are ``ok``; then raise ``failure``, or a RuntimeError
-        naming the devices that waited in vain (``what``: its subject; ``instead``: the option
-        that runs without the barrier). The app raises for its own failed checks after this."""
-        self.settle(crossed, ok=ok and failure is None and not aborted)
+        """End a run from where each launched device stopped (``stops``: a
+        :class:`LaunchStop` per launched device): :meth:`settle` it as good only if no launch
+        failed (``failure``: what :meth:`launch_each` returned), no device gave up waiting at
+        a meeting and the app's own checks are ``ok``; then raise ``failure``, or a
+        RuntimeError naming the devices that waited in vain (``what``: its subject;
+        ``instead``: the option that runs without the meetings). The app raises for its own
+        failed checks (its own abort reasons among them) after this."""
+        waited = [stop.device for stop in stops if stop.timed_out]
+        self.settle([stop.crossed for stop in stops], ok=ok and failure is None and not waited)
         if failure is not None:
             raise failure
-        if aborted:
+        if waited:
             raise RuntimeError(
-                f"{what}: {', '.join(aborted)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
+                f"{what}: {', '.join(waited)} waited more than {BARRIER_TIMEOUT_S:g} s at a "
                 f"cross-device barrier (another device stopped or never started); set "
                 f"GROUTE_PEER_BARRIER_TIMEOUT or use {instead}")
 

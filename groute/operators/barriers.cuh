@@ -1,8 +1,7 @@
-// Barriers of the persistent kernels that loop inside one launch per device: a grid-wide
-// barrier for a resident grid (and its reset at exit: grid_exit) and a cross-device barrier in
-// device 0's memory with a timeout. Every persistent kernel (traversal, PageRank) meets this way.
+// The grid-wide barrier of the persistent kernels that loop inside one launch per device, for a
+// resident grid, and its reset at exit (grid_exit). Where devices meet each other:
+// persistent.cuh.
 #pragma once
-#include "peer_memory.cuh"
 
 // A grid-wide barrier for a resident grid (the host sizes it so and launches it cooperatively
 // when it can, which guarantees residency). Arrivals only ever increase: barrier number b of a
@@ -71,23 +70,3 @@ __device__ __forceinline__ void grid_exit(int* bar_word, int* exit_word) {
     }
 }
 
-
-// The cross-device part of a barrier of k devices, for one thread per device (thread 0 of
-// block 0, after a grid barrier, so the release below carries the whole grid's writes:
-// release is cumulative). `gbar` (device 0's memory) only ever grows: the host passes where
-// it stands when the launch starts and `gtarget` follows it, k arrivals per barrier, so
-// nothing is reset between barriers or launches. The acquired writes of the other devices
-// reach this device's other blocks through a grid barrier after the call. Returns false when
-// the others did not all arrive within timeout_ns (a device stopped or never started): the
-// caller sets its abort flag, leaves, and the host raises.
-__device__ __forceinline__ bool cross_device_wait(unsigned long long* gbar,
-                                                  unsigned long long& gtarget, int k,
-                                                  long long timeout_ns) {
-    gtarget += k;
-    red_add_release_sys(gbar, 1ull);
-    const unsigned long long t0 = global_timer();
-    while (ld_acquire_sys(gbar) < gtarget) {
-        if (global_timer() - t0 > (unsigned long long)timeout_ns) return false;
-    }
-    return true;
-}

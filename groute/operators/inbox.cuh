@@ -2,8 +2,8 @@
 // another device owns, and its message) straight into the owner's inbox in the owner's memory
 // through a peer pointer (NVLink; one GPU's own memory for logical devices), reserving the slot
 // with a system-scope atomic on the owner's count. No host step moves anything. The owner reads
-// its inbox after a cross-device barrier (barriers.cuh: a grid barrier, then its system-scope
-// release and acquire), which orders every append before the read.
+// its inbox after a meeting of the devices (persistent.cuh: a grid barrier, then its
+// system-scope release and acquire), which orders every append before the read.
 //
 // Each device has two inboxes, by parity: the fused loop on several devices sends a step's items
 // to the inbox of that step's parity while the owner may still be reading the other parity's

@@ -45,16 +45,18 @@ where its kernels read it (:func:`reads_candidates`: a gather's, a first-accept 
 bitmap the host passes as a kernel argument (``groute_cand_<step>``, after the functors'
 parameters; null for every vertex).
 
-The control block ``ctl`` (uint64 words, zeroed by the host for every launch):
-``[0..2]`` the hub reservations of a ring of three producing steps, ``[3..4]`` their output
-counts (int32), ``[5]`` the grid barrier's word, ``[6]`` levels run and the status (int32:
-:data:`EMPTIED`, :data:`MAX_LEVELS`, :data:`STORE_FULL`), ``[7]`` the last frontier's count,
-``[8]`` (``keep``) where it starts in the store, ``[9..10]`` a ring of two sums of a scouted
-frontier's arcs (``"auto"``: the scout zeroes the other), ``[14]`` (:data:`PULLS`) the levels
-an advance pulled (thread 0 counts them; the host adds them to the engine's
-``pull_advances``). A producing step writes count and reservation slot ``ring % 3`` and
-zeroes slot ``(ring + 1) % 3``, which nobody reads any more: its count was read before the
-previous step began. A push's bitmap (two, alternating from advance to advance) is cleaned
+The control block ``ctl`` (uint64 words, zeroed by the host for every launch) is every
+persistent kernel's (``persistent.cuh``): the protocol's words first (the grid barrier's, and
+what the host reads of every launch: the levels or rounds run, and the status,
+:data:`EMPTIED`, :data:`MAX_LEVELS`, :data:`STORE_FULL` or :data:`ABORTED`), then the loop's own
+(``groute_r.own()``, at the offsets :data:`RESERVE` ... :data:`PULLS`): the hub reservations of a
+ring of three producing steps, their output counts (three int32), the last frontier's count,
+(``keep``) where it starts in the store, a ring of two sums of a scouted frontier's arcs
+(``"auto"``: the scout zeroes the other), where rounds stopped by a full store go on (the item,
+the level, the vertices the kept Loop before it kept), the levels an advance pulled (thread 0
+counts them; the host adds them to the engine's ``pull_advances``). A producing step writes
+count and reservation slot ``ring % 3`` and zeroes slot ``(ring + 1) % 3``, which nobody reads
+any more: its count was read before the previous step began. A push's bitmap (two, alternating from advance to advance) is cleaned
 in the phase after it, by zeroing the words of the vertices it output (the frontier that phase
 reads), so no phase clears a whole bitmap. That phase's threads write their own output while
 others still read the buffer being cleared from, so it must not be that buffer: a loop's next
@@ -72,8 +74,8 @@ part of the frontier, or of a kept level (local positions; its vertices are the 
 ``[first, end)``), with the exchange spliced into each advance. Its push visits an owned target at once and appends
 another device's, with the message, into the owner's inbox in the owner's memory
 (``inbox.cuh``: a slot reserved by a system-scope atomic on the owner's count); then the
-devices meet (``groute_meet``: a grid barrier, ``cross_device_wait`` by one thread, a grid
-barrier) and each visits its inbox with the visit of an owned target (a gathering push:
+devices meet (``groute_meet``: ``persistent.cuh``'s meeting, a grid barrier, one thread's
+arrival and wait, a grid barrier) and each visits its inbox with the visit of an owned target (a gathering push:
 deposits it), and after the step's last grid barrier empties it. Consecutive advance steps
 use the two inboxes in turn (``groute_r.adv & 1``), so a peer's next step never appends to an
 inbox its owner still reads or has not emptied yet. A pull (first-accept or gathering) reads
@@ -92,10 +94,10 @@ the devices meet again, adding their frontier's size and whether their store of 
 has room for another level (``groute_store_full``) to a ring of three pairs of sums in device
 0's memory (``groute_meet_level``); every device reads the same sums and so runs the same
 levels and meetings, and stops at the same level when a store fills (the status
-:data:`ABORTED`: a device did not come to a meeting in time). A sweep's devices meet after
-each level. The peer control block
-(``GROUTE_P_*``) holds the inbox counts, the flags, the meetings passed and the sums read,
-which the host reads once.
+:data:`ABORTED`: a device did not come to a meeting in time; the control block's protocol
+words say which, and the meetings passed). A sweep's devices meet after each level. The peer
+control block (``GROUTE_P_*``) holds the inbox counts, the flag of a full inbox and the sums
+read, which the host reads once.
 """
 from __future__ import annotations
 
@@ -105,21 +107,28 @@ from .rounds import Compute, Loop, body_steps
 
 #: threads per block of the fused kernels
 BLOCK = 256
-#: uint64 words of the control block
-CTL_WORDS = 16
-#: why ``groute_loop`` stopped (``ctl[6]``'s second int32; ``ABORTED``: on several devices, a
-#: device did not come to a meeting in time)
+#: why ``groute_loop`` stopped (the status of the control block's RESULT, ``persistent.cuh``;
+#: ``ABORTED``: on several devices, a device did not come to a meeting in time)
 EMPTIED, MAX_LEVELS, STORE_FULL, ABORTED = 0, 1, 2, 3
-#: the control block's word that counts the levels an advance pulled (the engine's
-#: ``pull_advances``)
-PULLS = 14
+#: the loop's own words of the control block (uint64, after the protocol's): the hub
+#: reservations (3), the output counts (3 int32), the last frontier's count, where it starts in
+#: the store, the scout's ring of two sums, where rounds stopped by a full store go on (item,
+#: level, the kept total), the levels an advance pulled (the engine's ``pull_advances``)
+RESERVE, COUNTS, COUNT, AT, SCOUT, ITEM, LEVEL, KEPT_TOTAL, PULLS = 0, 3, 5, 6, 7, 9, 10, 11, 12
+#: uint64 words of the loop's own part of the control block
+LOOP_WORDS = 13
 
 _PRELUDE = r"""// generated by groute.operators.loop_source: {title}
 #include "advance.cuh"
 #include "combine.cuh"
 #include "direction.cuh"
 #include "frontier.cuh"
-#include "barriers.cuh"
+#include "persistent.cuh"
+
+// The loop's own words of the control block, after the protocol's (persistent.cuh).
+enum GrouteWord {{ GROUTE_RESERVE = {RESERVE}, GROUTE_COUNTS = {COUNTS}, GROUTE_COUNT = {COUNT},
+                  GROUTE_AT = {AT}, GROUTE_SCOUT = {SCOUT}, GROUTE_ITEM = {ITEM},
+                  GROUTE_LEVEL = {LEVEL}, GROUTE_KEPT_TOTAL = {KEPT_TOTAL}, GROUTE_PULLS = {PULLS} }};
 
 struct GrouteGraph {{
     const long long* indptr; const int* indices;
@@ -130,8 +139,9 @@ struct GrouteGraph {{
 struct GrouteParams {{
 {members}}};
 
-// One thread's view of the launch: where it is in the grid, the barrier, the ring of output
-// counts and hub reservations, the bitmaps, the steps' buffers, the arcs.
+// One thread's view of the launch: where it is in the grid, the barrier, the control block and
+// its own words (the ring of output counts and hub reservations), the bitmaps, the steps'
+// buffers, the arcs.
 struct GrouteRun {{
     long long tid, nthreads, warp, nwarps; int lane;
     unsigned int* bar; unsigned int bar_target;
@@ -141,7 +151,9 @@ struct GrouteRun {{
     int* bufs; long long n_local;
     GrouteGraph out, in;
     unsigned long long* gather_acc; int scouts;
-{run_members}}};
+{run_members}    // the loop's own words of the control block (a member instead costs registers)
+    __device__ __forceinline__ unsigned long long* own() const {{ return ctl + PROTOCOL_WORDS; }}
+}};
 
 #define GROUTE_RUN_ARGS const long long* groute_indptr, const int* groute_indices, \
     const long long* groute_in_indptr, const int* groute_in_indices, \
@@ -154,10 +166,10 @@ struct GrouteRun {{
     groute_r.warp = groute_r.tid >> 5; \
     groute_r.nwarps = groute_r.nthreads >> 5; \
     groute_r.lane = threadIdx.x & 31; \
-    groute_r.bar = (unsigned int*)(groute_ctl + 5); \
+    groute_r.bar = (unsigned int*)(groute_ctl + PROTO_GRID); \
     groute_r.bar_target = 0; \
     groute_r.ctl = groute_ctl; \
-    groute_r.counts = (int*)(groute_ctl + 3); \
+    groute_r.counts = (int*)(groute_r.own() + GROUTE_COUNTS); \
     groute_r.bits = groute_bits; \
     groute_r.words = (groute_n_local + 31) / 32; \
     groute_r.ring = 0; \
@@ -168,9 +180,9 @@ struct GrouteRun {{
     groute_r.bufs = groute_bufs; \
     groute_r.n_local = groute_n_local; \
     groute_r.out = GrouteGraph{{groute_indptr, groute_indices, groute_big_items, \
-                                groute_big_first_chunk, groute_ctl}}; \
+                                groute_big_first_chunk, groute_r.own() + GROUTE_RESERVE}}; \
     groute_r.in = GrouteGraph{{groute_in_indptr, groute_in_indices, groute_big_items, \
-                               groute_big_first_chunk, groute_ctl}}; \
+                               groute_big_first_chunk, groute_r.own() + GROUTE_RESERVE}}; \
     groute_r.gather_acc = groute_gather_acc; \
     groute_r.scouts = 0;
 
@@ -193,7 +205,7 @@ __device__ __forceinline__ int groute_produce_begin(GrouteRun& r) {{
     const int slot = r.ring % 3;
     if (r.tid == 0) {{
         r.counts[(r.ring + 1) % 3] = 0;
-        r.ctl[(r.ring + 1) % 3] = 0ull;
+        r.own()[GROUTE_RESERVE + (r.ring + 1) % 3] = 0ull;
     }}
     groute_clear(r);
     return slot;
@@ -209,20 +221,27 @@ __device__ __forceinline__ void groute_push(GrouteRun& r, const G& g, const F& f
     else
         advance_push(g, f, q, n, slot, r.warp, r.nwarps, r.lane, processed, edges);
     grid_barrier(r.bar, r.bar_target);
-    advance_push_big(g, f, __ldcg(&r.ctl[slot]), r.warp, r.nwarps, r.lane);
+    advance_push_big(g, f, __ldcg(&r.own()[GROUTE_RESERVE + slot]), r.warp, r.nwarps, r.lane);
 }}
 // Beamer's scout: the arcs of the frontier q (n vertices) in g, summed over the grid into a ring
-// of two sums in ctl[9..10] (the other zeroed for the next scout; its last readers read it
-// before the barriers of the step since).
+// of two sums (GROUTE_SCOUT; the other zeroed for the next scout; its last readers read it
+// before the barriers of the step since). groute_scout_add adds this thread's arcs and returns
+// the sum's word, complete after the next grid barrier; groute_scout passes one and reads it.
+template <class G>
+__device__ __forceinline__ int groute_scout_add(GrouteRun& r, const G& g, const int* q,
+                                                long long n) {{
+    const int sum = GROUTE_SCOUT + (r.scouts & 1);
+    if (r.tid == 0) r.own()[GROUTE_SCOUT + ((r.scouts + 1) & 1)] = 0ull;
+    count_frontier_arcs(g, q, n, r.tid, r.nthreads, r.lane, r.own(), sum);
+    ++r.scouts;
+    return sum;
+}}
 template <class G>
 __device__ __forceinline__ long long groute_scout(GrouteRun& r, const G& g, const int* q,
                                                   long long n) {{
-    const int sum = 9 + (r.scouts & 1);
-    if (r.tid == 0) r.ctl[9 + ((r.scouts + 1) & 1)] = 0ull;
-    count_frontier_arcs(g, q, n, r.tid, r.nthreads, r.lane, r.ctl, sum);
+    const int sum = groute_scout_add(r, g, q, n);
     grid_barrier(r.bar, r.bar_target);
-    ++r.scouts;
-    return (long long)__ldcg(&r.ctl[sum]);
+    return (long long)__ldcg(&r.own()[sum]);
 }}
 // Whether a kept loop's store has no room for the level after `level`, which starts at `at`:
 // its offset and at most every one of this device's vertices (the host launches with room for
@@ -237,13 +256,6 @@ __device__ __forceinline__ long long groute_produce_end(GrouteRun& r, int slot) 
     grid_barrier(r.bar, r.bar_target);
     ++r.ring;
     return (long long)__ldcg(&r.counts[slot]);
-}}
-// What a launch tells the host in ctl[6] (two int32): the levels or rounds it ran, and why it
-// stopped (EMPTIED, MAX_LEVELS, STORE_FULL, ABORTED).
-__device__ __forceinline__ void groute_result(unsigned long long* ctl, int ran, int status) {{
-    int* const words = (int*)(ctl + 6);
-    words[0] = ran;
-    words[1] = status;
 }}
 """
 
@@ -305,10 +317,12 @@ _AUTO = r"""        const bool groute_pull = direction_next(
 
 # On several devices: the same rule on the frontier summed over the devices at a meeting (its
 # arcs counted while pushing, before the meeting tells whether it is big enough to scout), so
-# every device takes the same direction and comes to the same meetings.
-_MULTI_AUTO = r"""        long long groute_all[2] = {{groute_n, groute_r.pulling_{i} ? 0ll
-            : groute_scout(groute_r, groute_r.{push_graph}, groute_q, groute_n)}};
-        if (!groute_meet_sums(groute_r, groute_all)) return -1;
+# every device takes the same direction and comes to the same meetings. The scout's sum is
+# complete after the meeting's first grid barrier, where the thread that adds it reads it.
+_MULTI_AUTO = r"""        long long groute_all[2] = {{groute_n, 0}};
+        const int groute_scouted = groute_r.pulling_{i} ? -1
+            : groute_scout_add(groute_r, groute_r.{push_graph}, groute_q, groute_n);
+        if (!groute_meet_sums(groute_r, groute_all, groute_scouted)) return -1;
         const bool groute_pull = direction_next(
             groute_r.pulling_{i}, groute_r.explored_{i}, groute_all[0], groute_r.vertices,
             groute_r.arcs, [&]() {{ return groute_all[1]; }});
@@ -330,10 +344,11 @@ _GATHER = r"""    {{  // step {i}: gathering advance({name}) over the {over}-arc
                            groute_r.warp, groute_r.nwarps, groute_r.lane, groute_processed,
                            groute_edges);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-            advance_gather_big(groute_r.{pull_graph}, {pf}, __ldcg(&groute_r.ctl[groute_slot]),
+            advance_gather_big(groute_r.{pull_graph}, {pf},
+                               __ldcg(&groute_r.own()[GROUTE_RESERVE + groute_slot]),
                                groute_r.warp, groute_r.nwarps, groute_r.lane);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-{unpublish}            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
+{unpublish}            if (groute_r.tid == 0) ++groute_r.own()[GROUTE_PULLS];
         }} else {{
             groute_push(groute_r, groute_r.{push_graph}, groute_f, groute_q, groute_n, groute_slot,
                         groute_processed, groute_edges);
@@ -417,7 +432,7 @@ _FIRST_ACCEPT = r"""    {{  // step {i}: advance({name}) over the out-arcs, {dir
 {publish}            advance_pull(groute_r.in, groute_g, groute_r.n_local, groute_r.tid, groute_r.nthreads,
                          groute_processed, groute_edges);
             grid_barrier(groute_r.bar, groute_r.bar_target);
-{unpublish}            if (groute_r.tid == 0) ++groute_r.ctl[{PULLS}];
+{unpublish}            if (groute_r.tid == 0) ++groute_r.own()[GROUTE_PULLS];
         }} else {{
 {push}        }}
         groute_n = groute_produce_end(groute_r, groute_slot);
@@ -536,9 +551,9 @@ extern "C" __global__ void __launch_bounds__({block}) groute_loop{multi}(
     GROUTE_RUN_INIT
 {peer_init}    GrouteParams groute_p{{{param_names}}};
 {begin}{loop_levels}    if (groute_r.tid == 0) {{
-        groute_result(groute_ctl, groute_level - groute_level0, {status});
-        groute_ctl[7] = (unsigned long long)groute_n;
-        groute_ctl[8] = (unsigned long long)groute_at;
+        protocol_result(groute_ctl, groute_level - groute_level0, {status});
+        groute_r.own()[GROUTE_COUNT] = (unsigned long long)groute_n;
+        groute_r.own()[GROUTE_AT] = (unsigned long long)groute_at;
 {crossed}    }}
 }}
 """
@@ -594,15 +609,15 @@ extern "C" __global__ void __launch_bounds__({block}) groute_rounds{multi}(
         grid_barrier(groute_r.bar, groute_r.bar_target);
 {set_index}{items}    }}
     if (groute_r.tid == 0) {{
-        groute_result(groute_ctl, groute_rounds, {EMPTIED});
+        protocol_result(groute_ctl, groute_rounds, {EMPTIED});
 {crossed}    }}
 }}
 """
 
 # A Loop from the round's seed; its levels run and deepest level go to the tally. When the
-# store fills, the launch ends there (ctl: [6] the round and the status, [7] the frontier's
-# count, [8] where it starts, [11] the item, [12] the level, [13] the vertices the kept Loop
-# before it kept) and the host launches again from that level with a bigger store. After it,
+# store fills, the launch ends there (the control block: the round and the status, the
+# frontier's count, where it starts, the item, the level, the vertices the kept Loop before it
+# kept) and the host launches again from that level with a bigger store. After it,
 # a barrier: the store's offsets are read next, and ({flush}: leaves_clear) the bits of the
 # last frontier are cleared before it. On several devices ({declare}: the level's size over
 # the devices, 1 for the seed, and whether a store is full; {aborted}: a device that did not
@@ -627,12 +642,12 @@ _ROUND_LOOP = r"""        if (groute_from <= {j}) {{  // item {j}: Loop
             }}
 {aborted}            if (groute_status == {STORE_FULL}) {{
                 if (groute_r.tid == 0) {{
-                    groute_result(groute_ctl, groute_round, {STORE_FULL});
-                    groute_ctl[7] = (unsigned long long)groute_n;
-                    groute_ctl[8] = (unsigned long long)groute_at;
-                    groute_ctl[11] = {j};
-                    groute_ctl[12] = (unsigned long long)groute_level;
-                    groute_ctl[13] = (unsigned long long)groute_kept_total;
+                    protocol_result(groute_ctl, groute_round, {STORE_FULL});
+                    groute_r.own()[GROUTE_COUNT] = (unsigned long long)groute_n;
+                    groute_r.own()[GROUTE_AT] = (unsigned long long)groute_at;
+                    groute_r.own()[GROUTE_ITEM] = {j};
+                    groute_r.own()[GROUTE_LEVEL] = (unsigned long long)groute_level;
+                    groute_r.own()[GROUTE_KEPT_TOTAL] = (unsigned long long)groute_kept_total;
 {crossed}                }}
                 return;
             }}
@@ -663,7 +678,7 @@ _SWEEP_FLUSH = r"""            if (groute_r.clear_n) {
 # launch, the round it was in and the status ABORTED for the host, which raises.
 _ROUND_STOP = r"""            if ({failed}) {{
                 if (groute_r.tid == 0) {{
-                    groute_result(groute_ctl, {round}, {ABORTED});
+                    protocol_result(groute_ctl, {round}, {ABORTED});
                     groute_crossed(groute_r, groute_gbase);
                 }}
                 return;
@@ -689,8 +704,8 @@ _ROUND_COMPUTE = r"""        if (groute_from <= {j}) {{  // item {j}: Compute on
 
 # What every thread of a launch on several devices adds to GrouteRun (set by the kernel).
 _PEER_RUN = r"""    // on several devices: every device's inboxes, this device's peer control block and
-    // index, the devices, its vertices' global ids, the cross-device barrier in device 0's
-    // memory (its counter, then the rings of sums: GROUTE_G_*), its target, the wait limit;
+    // index, the devices, its vertices' global ids, device 0's meeting block (persistent.cuh's
+    // counter, then the rings of sums: GROUTE_G_*), the counter's target, the wait limit;
     // the pull table (every device's copies of a pull's frontier), the graph's vertices and
     // arcs (Beamer's rule), the meetings that summed an "auto" advance's frontier
     const InboxTable* inbox = nullptr; unsigned long long* pctl = nullptr; int me = 0, k = 1;
@@ -703,16 +718,14 @@ _PEER_RUN = r"""    // on several devices: every device's inboxes, this device's
 _MULTI_PRELUDE = r"""
 // The words of this device's peer control block (groute/engines/fused_multi.py reads them).
 #define GROUTE_P_INBOX 0    // [0], [1]: this device's inbox counts by parity (InboxTable::count)
-#define GROUTE_P_ABORT 2    // 1: a meeting timed out (a device stopped or never started)
-#define GROUTE_P_CROSSED 3  // the cross-device barriers this launch passed
-#define GROUTE_P_FULL 4     // 1: an inbox was full and an item was dropped
-#define GROUTE_P_TOTAL 5    // [5], [6]: the last level's frontier and full stores, summed
-#define GROUTE_P_SUMS 7     // [7], [8]: the last "auto" advance's frontier and arcs, summed
-// The words of device 0's block (groute_gbar): the cross-device barrier's counter, then a ring
-// of three pairs of level sums, then a ring of three pairs of sums for the "auto" advances.
-#define GROUTE_G_LEVELS 1
-#define GROUTE_G_SUMS 7
-#define GROUTE_G_WORDS 13
+#define GROUTE_P_FULL 2     // 1: an inbox was full and an item was dropped
+#define GROUTE_P_TOTAL 3    // [3], [4]: the last level's frontier and full stores, summed
+#define GROUTE_P_SUMS 5     // [5], [6]: the last "auto" advance's frontier and arcs, summed
+// The words of device 0's meeting block (groute_gbar): the protocol's (persistent.cuh), then a
+// ring of three pairs of level sums, then a ring of three pairs of sums for the "auto" advances.
+#define GROUTE_G_LEVELS MEETING_WORDS
+#define GROUTE_G_SUMS (MEETING_WORDS + 6)
+#define GROUTE_G_WORDS (MEETING_WORDS + 12)
 
 // A push's target v (a global id) that another device owns: to its owner's inbox of `parity`
 // with its message; a full inbox (which the host's sizing rules out) raises this device's flag.
@@ -723,36 +736,34 @@ __device__ __forceinline__ void groute_send(const InboxTable& t, int parity,
         pctl[GROUTE_P_FULL] = 1ull;
 }
 
-// Meet every block of every device: a grid barrier (this device's writes, its appends into the
-// peers' inboxes and its published frontiers among them, are done), then thread 0 of block 0
-// arrives at the cross-device barrier in device 0's memory (its system-scope release carries
-// the grid's writes: release is cumulative) and waits for the others, then a grid barrier
-// passes what it acquired on to every block. With a `ring` (three slots of `width` words in
-// device 0's memory): first add this device's values `v` into slot `seq % 3` and, after the
-// meeting, every block reads the sums over the devices into `v` (through this device's peer
-// control block, from word `at`). Device 0 zeroes slot `(seq + 1) % 3` there: its last
-// readers read it two meetings of the ring ago, right after that meeting and before they came
-// to the next one, which device 0 has passed; nobody adds to it before this meeting passes.
-// False when a device did not come in time: every block of this device sees the flag after
-// the same barrier, so all of them leave.
+// Meet every block of every device (persistent.cuh's protocol_meet: a grid barrier, by which
+// this device's writes, its appends into the peers' inboxes and its published frontiers among
+// them, are done; one thread's arrival and wait on device 0's counter; a grid barrier). With a
+// `ring` (three slots of `width` words in device 0's memory): first add this device's values
+// `v` into slot `seq % 3` and, after the meeting, every block reads the sums over the devices
+// into `v` (through this device's peer control block, from word `at`). Device 0 zeroes slot
+// `(seq + 1) % 3` there: its last readers read it two meetings of the ring ago, right after
+// that meeting and before they came to the next one, which device 0 has passed; nobody adds to
+// it before this meeting passes. `late` (>= 0): the last value is instead this device's word
+// `late` of the loop's own words, complete only after the meeting's first grid barrier (a
+// scout's sum), read there. False when a device did not come in time: every block of this
+// device sees the flag after the same barrier, so all of them leave.
 __device__ __forceinline__ bool groute_meet_ring(GrouteRun& r, unsigned long long* ring,
-                                                 int width, int seq, long long* v, int at) {
-    grid_barrier(r.bar, r.bar_target);
+                                                 int width, int seq, long long* v, int at,
+                                                 int late = -1) {
     unsigned long long* slot = ring ? ring + (seq % 3) * width : nullptr;
-    if (r.tid == 0) {
-        if (ring) {
-            for (int w = 0; w < width; ++w) {
-                if (r.me == 0) ring[((seq + 1) % 3) * width + w] = 0ull;
-                if (v[w] > 0) atomicAdd_system(&slot[w], (unsigned long long)v[w]);
-            }
+    protocol_meet(r.tid == 0, r.ctl, r.bar_target, r.gbar, r.gtarget, r.k, r.timeout_ns, [=]() {
+        if (!ring) return;
+        if (late >= 0) v[width - 1] = (long long)__ldcg(&r.own()[late]);
+        for (int w = 0; w < width; ++w) {
+            if (r.me == 0) ring[((seq + 1) % 3) * width + w] = 0ull;
+            if (v[w] > 0) atomicAdd_system(&slot[w], (unsigned long long)v[w]);
         }
-        if (!cross_device_wait(r.gbar, r.gtarget, r.k, r.timeout_ns))
-            r.pctl[GROUTE_P_ABORT] = 1ull;
-        else if (ring)
+    }, [=](bool met) {
+        if (met && ring)
             for (int w = 0; w < width; ++w) r.pctl[at + w] = ld_acquire_sys(&slot[w]);
-    }
-    grid_barrier(r.bar, r.bar_target);
-    if (__ldcg(&r.pctl[GROUTE_P_ABORT])) return false;
+    });
+    if (protocol_aborted(r.ctl)) return false;
     if (ring)
         for (int w = 0; w < width; ++w) v[w] = (long long)__ldcg(&r.pctl[at + w]);
     return true;
@@ -773,16 +784,17 @@ __device__ __forceinline__ bool groute_meet_level(GrouteRun& r, long long* v) {
     return groute_meet_ring(r, r.gbar + GROUTE_G_LEVELS, 2, r.levels_met++, v, GROUTE_P_TOTAL);
 }
 
-// An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]) summed over the
-// devices into v, so every device decides the direction alike. False: a device did not come.
-__device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v) {
-    return groute_meet_ring(r, r.gbar + GROUTE_G_SUMS, 2, r.sums++, v, GROUTE_P_SUMS);
+// An "auto" advance's meeting: this device's frontier and its arcs (v[0], v[1]; `scouted` >= 0:
+// the arcs are that scout's sum, groute_scout_add's) summed over the devices into v, so every
+// device decides the direction alike. False: a device did not come.
+__device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v, int scouted = -1) {
+    return groute_meet_ring(r, r.gbar + GROUTE_G_SUMS, 2, r.sums++, v, GROUTE_P_SUMS, scouted);
 }
 
 // The arguments every kernel on several devices takes after GROUTE_RUN_ARGS (every device's
-// inboxes, this device's peer control block and index, the cross-device barrier's counter in
-// device 0's memory and its target, the wait limit, the pull table, the graph's arcs), and
-// what they set in groute_r.
+// inboxes, this device's peer control block and index, device 0's meeting block and where its
+// counter stands, the wait limit, the pull table, the graph's arcs), and what they set in
+// groute_r.
 #define GROUTE_PEER_ARGS const InboxTable* groute_inbox, unsigned long long* groute_pctl, \
     int groute_me, unsigned long long* groute_gbar, unsigned long long groute_gbase, \
     long long groute_timeout_ns, const unsigned long long* groute_pulls, long long groute_arcs
@@ -800,20 +812,21 @@ __device__ __forceinline__ bool groute_meet_sums(GrouteRun& r, long long* v) {
     groute_r.vertices = groute_inbox->off[groute_r.k]; \
     groute_r.arcs = groute_arcs;
 
-// The end of a launch (thread 0): the cross-device barriers it passed, for the host.
+// The end of a launch (thread 0): the meetings it passed, for the host.
 __device__ __forceinline__ void groute_crossed(const GrouteRun& r, unsigned long long base) {
-    r.pctl[GROUTE_P_CROSSED] = (r.gtarget - base) / (unsigned long long)r.k;
+    protocol_crossed(r.ctl, r.gtarget, base, r.k);
 }
 
-// The start of a launch: this device's inbox counts and flags zeroed (device 0: the rings of
-// sums too) before the first meeting, after which the others may send to it and add. Returns
-// the first frontier's size over the devices (the host's), or -1 when a device did not come.
+// The start of a launch: this device's inbox counts and flag zeroed (device 0: the rings of
+// sums too) before the first meeting, after which the others may send to it and add (the host
+// zeroed the control block). Returns the first frontier's size over the devices (the host's),
+// or -1 when a device did not come.
 __device__ __forceinline__ long long groute_begin(GrouteRun& r, long long total) {
     if (r.tid == 0) {
         r.pctl[GROUTE_P_INBOX] = r.pctl[GROUTE_P_INBOX + 1] = 0ull;
-        r.pctl[GROUTE_P_ABORT] = r.pctl[GROUTE_P_FULL] = 0ull;
+        r.pctl[GROUTE_P_FULL] = 0ull;
         if (r.me == 0)
-            for (int w = 1; w < GROUTE_G_WORDS; ++w) r.gbar[w] = 0ull;
+            for (int w = GROUTE_G_LEVELS; w < GROUTE_G_WORDS; ++w) r.gbar[w] = 0ull;
     }
     return groute_meet(r) ? total : -1;
 }
@@ -948,7 +961,7 @@ _SWEEP_MULTI = r"""    int groute_status = {EMPTIED};
     }} else {{
 {sweep_levels}    }}
     if (groute_r.tid == 0) {{
-        groute_result(groute_ctl, groute_hi - groute_lo, groute_status);
+        protocol_result(groute_ctl, groute_hi - groute_lo, groute_status);
         groute_crossed(groute_r, groute_gbase);
     }}
 """
@@ -1222,7 +1235,9 @@ def _module(groups, all_steps, where, title, multi=False) -> tuple[str, dict]:
     fields.update(block=BLOCK, comma_decls=f", {decls}" if decls else "",
                   param_names=", ".join(names), params=params)
     head = (('#include "inbox.cuh"\n' if multi else "")
-            + _PRELUDE.format(title=title, members=members, run_members="".join(run_members))
+            + _PRELUDE.format(title=title, members=members, run_members="".join(run_members),
+                              RESERVE=RESERVE, COUNTS=COUNTS, COUNT=COUNT, AT=AT, SCOUT=SCOUT,
+                              ITEM=ITEM, LEVEL=LEVEL, KEPT_TOTAL=KEPT_TOTAL, PULLS=PULLS)
             + (_MULTI_PRELUDE if multi else "") + "".join(parts) + "".join(code))
     return head, fields
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .iteration import LinearIteration
 from .layout import Shard, bins_tasks
+from groute.engines.protocol import PROTOCOL_WORDS
 from groute.graph.arrays import arc_dtype
 from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
@@ -23,8 +24,8 @@ BLOCK = 256
 #: block may opt into on Hopper GPUs; less where the device allows less)
 BINS_BLOCK = 1024
 BINS_HOT = 57344
-#: iterate.cu PersistCtl: the control words of a persistent launch
-P_ABORT, P_ITERS, P_CROSS, P_CTL = 1, 2, 5, 8
+#: uint64 words of a persistent launch's control block: the protocol's, then iterate.cu's P_STOP
+CTL_WORDS = PROTOCOL_WORDS + 1
 #: iterate.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced
 #: (PageRankTuning.trace)
 TRACE_ITERATIONS = 256
@@ -213,7 +214,7 @@ class IterationDevice:
         self.kernels["persistent"] = fn
         self.persistent_name = pname
         self.persistent_blocks = max(1, blocks)
-        self.ctl = self.device.zeros(P_CTL, np.int32)
+        self.ctl = self.device.zeros(CTL_WORDS, np.uint64)
         self._persist_args = self._persist_key = self._persist_done = None
         # PageRankTuning.trace: 4 global-timer stamps per iteration (iterate.cu bsp_persistent)
         self.trace = self.device.zeros(4 * TRACE_ITERATIONS, np.uint64) if trace else None
@@ -301,7 +302,7 @@ class IterationDevice:
         if self.cuda and self.bins:     # per iteration: the next task to take
             self.task_next = self.device.empty(max_iterations, np.int32)
         if self.persistent:     # where a persistent run's control words and stats land
-            self._persist_host = (self.device.host_buffer(P_CTL, np.int32),
+            self._persist_host = (self.device.host_buffer(CTL_WORDS, np.uint64),
                                   self.device.host_buffer((max_iterations, 2), np.float64))
 
     def set_check_group(self, devs):

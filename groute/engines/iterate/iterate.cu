@@ -7,7 +7,7 @@
 // and the stopping rule use arc_share and STOP_RULE of the iteration's generated header
 // (iteration.cuh, LinearIteration.header). The kernel names keep the prefix pr_ of PageRank,
 // the family's first instance.
-#include "barriers.cuh"
+#include "persistent.cuh"
 #include "iteration.cuh"
 #define FULL_MASK 0xffffffffu
 
@@ -239,20 +239,7 @@ __device__ __forceinline__ bool bsp_converged(const unsigned long long* __restri
 // the peers store into them), and L2 is where those stores land, so no stale L1 line is read.
 // The read-only path (__ldg) fills L1 lines the random gathers rarely reuse, and plain loads
 // make the persistent kernels spill (docs/PR_CC.md compares the three).
-// PR_GATHER_LOAD, a compile-time define: 1 __ldcg (default), 0 a plain load,
-// 3 __ldg (the read-only path: wrong when contrib changes during a launch).
-#ifndef PR_GATHER_LOAD
-#define PR_GATHER_LOAD 1
-#endif
-__device__ __forceinline__ float pr_load(const float* p) {
-#if PR_GATHER_LOAD == 3
-    return __ldg(p);
-#elif PR_GATHER_LOAD == 0
-    return *p;
-#else
-    return __ldcg(p);
-#endif
-}
+__device__ __forceinline__ float pr_load(const float* p) { return __ldcg(p); }
 
 // What in-arc a brings from contrib (its source's share, as the arc carries it).
 __device__ __forceinline__ float arc_pull(arc_t a, const float* contrib) {
@@ -536,28 +523,22 @@ PR_BINS_KERNEL(pr_bins64, long long)
 // (bsp_reset_body) behind a grid barrier. Iteration t is the per-iteration kernel's body (the
 // same function, coherent loads: see pr_load) reading contribs[t & 1] and storing into the
 // vectors of outs[(t + 1) & 1] ("bins" through the need masks; "csc" its own vector, then, after
-// a grid barrier, the export lists into the peers': pr_export, and a grid barrier), then one
-// barrier of every block of every device (barriers.cuh): a
-// grid barrier (this device's sweep, its peer stores and its stats row t are done), the
-// cross-device arrival and wait of block 0's thread 0 on device 0's counter gbar (system-scope
-// release and acquire: the peers' stores and rows are visible after it), the stopping rule of
-// row t over every device's stats (bsp_rule: the same rows, order and arithmetic on every
-// device, so all stop after the same iteration), and a grid barrier that hands the decision
-// and the acquired writes to the other blocks. One barrier per iteration is enough for the two
-// vectors: a peer's stores of iteration t + 1 go to the vector this device read in iteration t,
-// which it finished before it arrived at barrier t.
-// ctl (this device's, int32): see PersistCtl; the host reads it after the launch. A wait longer
-// than timeout_ns sets P_ABORT and every device leaves within one more timeout (the others
-// then wait at the next barrier in vain); the host raises and resets gbar.
-enum PersistCtl {
-    P_BAR = 0,      // grid barrier arrivals (monotonic within a launch; the last block out zeroes it)
-    P_ABORT = 1,    // 1: a cross-device wait timed out
-    P_ITERS = 2,    // iterations this launch ran (the last one met the rule, unless t_end came first)
-    P_STOP = 3,     // block 0's decision at the last barrier: 0 go on, 1 converged, 2 abort
-    P_EXIT = 4,     // blocks that left
-    P_CROSS = 5,    // cross-device barriers this launch passed
-    P_CTL = 8
-};
+// a grid barrier, the export lists into the peers': pr_export), then one meeting of every
+// block of every device (persistent.cuh's protocol_meet): a grid barrier (this device's
+// sweep, its peer stores and its stats row t are done), the arrival and wait of block 0's
+// thread 0 on device 0's meeting counter gbar (system-scope release and acquire: the peers'
+// stores and rows are visible after it), the stopping rule of row t over every device's stats
+// (bsp_rule: the same rows, order and arithmetic on every device, so all stop after the same
+// iteration), and a grid barrier that hands the decision and the acquired writes to the other
+// blocks. One meeting per iteration is enough for the two vectors: a peer's stores of
+// iteration t + 1 go to the vector this device read in iteration t, which it finished before it
+// arrived at meeting t.
+// ctl (this device's control block, persistent.cuh: RAN the iterations this launch ran, the
+// last one met the rule unless t_end came first), then P_STOP, the leader's decision at the
+// last meeting: 0 go on, 1 converged, 2 abort. The host reads it after the launch. A wait longer
+// than timeout_ns sets ABORT and every device leaves within one more timeout (the others then
+// wait at the next meeting in vain); the host raises and resets gbar.
+enum PersistWord { P_STOP = PROTOCOL_WORDS };
 
 // PageRankTuning.trace (GROUTE_PR_TRACE=1; trace != nullptr): block 0's thread 0 stamps 4 global-timer values per
 // iteration for the first TRACE_ITERATIONS: sweep start, this device's grid barrier passed,
@@ -589,7 +570,7 @@ __device__ __forceinline__ void pr_export(const unsigned long long* __restrict__
 }
 
 template <class Reset, class Export, class Sweep>
-__device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
+__device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, unsigned long long* ctl,
                                                unsigned long long* gbar, unsigned long long gbase,
                                                int k, long long timeout_ns,
                                                unsigned long long* trace,
@@ -600,55 +581,51 @@ __device__ __forceinline__ void bsp_persistent(int t_begin, int t_end, int* ctl,
     unsigned int bar = 0;
     unsigned long long gtarget = gbase;
     const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
-    if (leader) ctl[P_ABORT] = 0;
+    if (leader) protocol_begin(ctl);
     // this device's own state only (vector 0, y, the stats rows): the peers' stores of
-    // iteration 0 go to vector 1, those of iteration 1 to vector 0 but after barrier 0, which
+    // iteration 0 go to vector 1, those of iteration 1 to vector 0 but after meeting 0, which
     // this device passes only after this
     reset();
-    grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+    protocol_barrier(ctl, bar);
     int t = t_begin;
     while (t < t_end) {
         if (leader) trace_stamp(trace, t - t_begin, 0);
         sweep(t);
-        grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        protocol_barrier(ctl, bar);
         if (nexports > 0) {     // the same on every block: the peers' values, then meet again
             export_to_peers(t);
-            grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+            protocol_barrier(ctl, bar);
         }
-        if (leader) {
-            trace_stamp(trace, t - t_begin, 1);
-            int stop = 0;
-            if (!cross_device_wait(gbar, gtarget, k, timeout_ns)) {
-                ctl[P_ABORT] = 1;
-                stop = 2;
-            } else {
+        protocol_meet_past_barrier(leader, ctl, bar, gbar, gtarget, k, timeout_ns,
+                      [=]() { trace_stamp(trace, t - t_begin, 1); }, [=](bool met) {
+            int stop = 2;
+            if (met) {
                 trace_stamp(trace, t - t_begin, 2);
-                if (bsp_rule(stats_of, nstats, t, tol)) stop = 1;
+                stop = bsp_rule(stats_of, nstats, t, tol) ? 1 : 0;
             }
             ctl[P_STOP] = stop;
-        }
-        grid_barrier((unsigned int*)&ctl[P_BAR], bar);
+        });
         if (leader) trace_stamp(trace, t - t_begin, 3);
         ++t;
-        // written by the leader between the two barriers; rewritten only after every block
-        // has arrived at the next iteration's first barrier, i.e. after this read
+        // written by the leader between the meeting's two grid barriers; rewritten only after
+        // every block has arrived at the next meeting's first one, i.e. after this read
         if (__ldcg(&ctl[P_STOP])) break;
     }
     if (leader) {
-        ctl[P_ITERS] = t - t_begin;
-        ctl[P_CROSS] = (int)((gtarget - gbase) / (unsigned long long)k);
+        protocol_result(ctl, t - t_begin, 0);
+        protocol_crossed(ctl, gtarget, gbase, k);
     }
-    grid_exit(&ctl[P_BAR], &ctl[P_EXIT]);
+    protocol_exit(ctl);
 }
 
-// The arguments every persistent kernel adds: iterations [t_begin, t_end), its control words,
-// device 0's barrier counter and where it stands, the device count, the wait limit, the trace
+// The arguments every persistent kernel adds: iterations [t_begin, t_end), its control block,
+// device 0's meeting counter and where it stands, the device count, the wait limit, the trace
 // (null: off), and what bsp_reset_body needs at the start of a run (t_begin == 0): the start
 // value y0, the start contributions contrib0 of all n_total vertices, the rows of y and the
 // hub counters ("bins").
 // (The host always starts at t_begin = 0. The parameter stays: without it nvcc spilled the
 // iteration counter in pr_csc32_persistent_k2, which slowed the sweep; docs/PR_CC.md.)
-#define PERSIST_PARAMS int t_begin, int t_end, int* ctl, unsigned long long* gbar,                \
+#define PERSIST_PARAMS int t_begin, int t_end, unsigned long long* ctl, unsigned long long* gbar, \
                        unsigned long long gbase, int k, long long timeout_ns,                      \
                        unsigned long long* trace, float y0, const float* __restrict__ contrib0,    \
                        int n_total, int y_rows, int n_hubs

@@ -53,7 +53,7 @@ from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
 
-from .device import MAX_OUTPUTS, P_ABORT, P_CROSS, P_ITERS, IterationDevice, PushWorker
+from .device import MAX_OUTPUTS, IterationDevice, PushWorker
 from .iteration import FixedPoint, LinearIteration
 from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                      transpose_arcs)
@@ -388,11 +388,12 @@ class IterateSolver(Solver):
                     dev.alloc_stats(self.max_iter)
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
-            if self.persistent:     # device 0's cross-device barrier counter, where it stands
+            if self.persistent:     # device 0's meeting block: the counter, where it stands
                 from groute.engines.peer_barrier import CrossDeviceBarrier
+                from groute.engines.protocol import MEETING_WORDS
                 with self.devs[0].device.use():
-                    self._barrier = CrossDeviceBarrier(self.ctx.devices,
-                                                       self.devs[0].device.zeros(1, np.uint64))
+                    self._barrier = CrossDeviceBarrier(
+                        self.ctx.devices, self.devs[0].device.zeros(MEETING_WORDS, np.uint64))
             check_every = tuning.check_every
             if check_every is None:
                 check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
@@ -603,10 +604,11 @@ class IterateSolver(Solver):
     def _run_persistent(self, base, y0) -> tuple[int, list]:
         """One persistent launch per device for the whole run (iterate.cu ``bsp_persistent``);
         returns the iterations run and each device's stats rows (host). Raises when a device
-        gave up at the cross-device barrier (a peer stopped or never started) or the devices
-        disagree; the barrier counter is then reset (after every device has finished), so the
-        next run starts clean."""
+        gave up at a meeting (a peer stopped or never started) or the devices disagree; the
+        meeting counter is then reset (after every device has finished), so the next run
+        starts clean."""
         from groute.engines.peer_barrier import timeout_ns
+        from groute.engines.protocol import LaunchStop
         bar = self._barrier
         launched, failure = bar.launch_each(
             lambda i, _: self.devs[i].persistent_launch(self.max_iter, base, y0, bar.ptr,
@@ -614,14 +616,14 @@ class IterateSolver(Solver):
         for i in launched:
             self.devs[i].persistent_fetch()
         results = [self.devs[i].persistent_result() for i in launched]
-        ctl = [c for c, _ in results]
-        aborted = [self.devs[i].device.name for i, c in zip(launched, ctl) if c[P_ABORT] == 1]
-        iterations = {int(c[P_ITERS]) for c in ctl}
-        bar.finish([c[P_CROSS] for c in ctl], failure=failure, aborted=aborted,
-                   ok=len(iterations) == 1, what=f"persistent {self.app}", instead="persistent=False")
+        stops = [LaunchStop.read(self.devs[i].device.name, c)
+                 for i, (c, _) in zip(launched, results)]
+        iterations = {stop.ran for stop in stops}
+        bar.finish(stops, failure=failure, ok=len(iterations) == 1,
+                   what=f"persistent {self.app}", instead="persistent=False")
         if len(iterations) != 1:
             raise RuntimeError(f"persistent {self.app}: the devices ran different iteration counts "
-                               f"{[int(c[P_ITERS]) for c in ctl]}")
+                               f"{[stop.ran for stop in stops]}")
         t = iterations.pop()
         return t, [rows for _, rows in results]
 

@@ -33,11 +33,15 @@
 //   the receiver's later add is ordered after the sender's on W) and whenever its GPU is idle.
 //   W then counts each GPU as it stood at its last add, which never hides work: what a GPU
 //   received since then is still counted by its senders. The source's owner adds its first
-//   item before the GPUs meet once at the start (the only cross-device barrier). A GPU with no
-//   queued work, no far items and an empty inbox range reads W; at 0 nothing is queued or in
-//   flight anywhere, and it stops after the round. An idle GPU that sees W > 0 for longer than
-//   the barrier timeout (a peer stopped) gives up and tells the others: the host raises.
+//   item before the GPUs meet once at the start (the only meeting: persistent.cuh, whose
+//   control block each GPU reports in). A GPU with no queued work, no far items and an empty
+//   inbox range reads W; at 0 nothing is queued or in flight anywhere, and it stops after the
+//   round. An idle GPU that sees W > 0 for longer than the meeting timeout (a peer stopped)
+//   gives up and tells the others (persistent.cuh's GAVE_UP flag): the host raises.
+// The grid barrier between rounds is the fused worker's (fused.cu's grid_sync on its own
+// control words, which it shares with one GPU), so the protocol's GRID and EXIT words stay 0.
 #include "fused.cuh"
+#include "persistent.cuh"
 
 #define LINK_MAX 8
 
@@ -59,11 +63,14 @@ enum LinkU64 {
 };
 enum LinkInt {
     L_OUTR = 0,             // [3][LINK_MAX] positions reserved in round r for owner j
-    L_STOP = 24,            // [3] 0 go on, 1 done, 2 gave up (timeout), 3 round cap
-    L_ABORT = 27,           // 1: the start barrier or the wait for W timed out
-    L_CROSS = 28,           // cross-device barriers passed (1 after the start)
-    L_INT = 32
+    L_STOP = 24,            // [3] 0 go on, else why it stops (LinkStop)
+    L_INT = 28
 };
+// Why a GPU stops (the status of its control block's RESULT): the work ran out everywhere, it
+// gave up (it timed out, ABORT says so, or another GPU gave up), or it ran max_rounds rounds.
+enum LinkStop { STOP_DONE = 1, STOP_GAVE_UP = 2, STOP_ROUNDS = 3 };
+// ABORT's reason of the kernel's own: this GPU ran max_rounds rounds
+#define ABORT_ROUNDS ABORT_OWN
 
 struct Links {
     long long* ring_out[LINK_MAX];                    // owner j's ring for this GPU's items
@@ -72,9 +79,9 @@ struct Links {
     long long* ring_in;                               // this GPU's rings, sender s at s * cap
     unsigned long long* lu;
     int* li;
-    unsigned long long* gbar;                         // GPU 0: cross-device barrier counter
+    unsigned long long* ctl;                          // this GPU's control block (persistent.cuh)
+    unsigned long long* meeting;                      // GPU 0: the meeting block
     unsigned long long* work;                         // GPU 0: W (two's complement)
-    unsigned long long* gave_up;                      // GPU 0: set by a GPU that stops early
     long long cap;                                    // ring capacity (items, a power of two)
     int me;
     int k;
@@ -170,23 +177,24 @@ __device__ void keep_books(const Links& lk, Keeper& kp, int r, int cur_n, bool i
         __stcg(&lk.lu[L_IN_BEGIN + next * LINK_MAX + j], b);
         __stcg(&lk.lu[L_IN_END + next * LINK_MAX + j], e);
     }
-    int stop = r + 1 >= max_rounds ? 3 : 0;
+    int stop = r + 1 >= max_rounds ? STOP_ROUNDS : 0;
     if (idle) {
         lk.lu[L_IDLE] += 1;
         const unsigned long long now_ns = global_timer();
         if (kp.idle_since == 0) kp.idle_since = now_ns;
         if (ld_acquire_sys(lk.work) == 0) {
-            stop = 1;
-        } else if (ld_acquire_sys(lk.gave_up)) {
-            stop = 2;                           // another GPU stopped: W will not reach 0
+            stop = STOP_DONE;
+        } else if (protocol_gave_up(lk.meeting)) {
+            stop = STOP_GAVE_UP;                // another GPU stopped: W will not reach 0
         } else if (now_ns - kp.idle_since > (unsigned long long)timeout_ns) {
-            stop = 2;
-            lk.li[L_ABORT] = 1;
+            stop = STOP_GAVE_UP;
+            protocol_abort(lk.ctl, lk.meeting, ABORT_TIMEOUT);
         }
     } else {
         kp.idle_since = 0;
     }
-    if (stop >= 2) st_relaxed_sys64(lk.gave_up, 1ull);
+    // a round cap is this GPU's alone (its rounds are its own): it tells the others
+    if (stop == STOP_ROUNDS) protocol_abort(lk.ctl, lk.meeting, ABORT_ROUNDS);
     __stcg(&lk.li[L_STOP + next], stop);
 }
 
@@ -197,7 +205,8 @@ __device__ __forceinline__ void warp_add(unsigned long long* p, long long v, int
 }
 
 // One launch per GPU for the whole run. The host has reset this GPU's state (dist, in_near,
-// sent_best, ctl, counters, lu with every limit at cap, li) and queued the source on its owner.
+// sent_best, the worker's control words and counters, its control block (persistent.cuh),
+// lu with every limit at cap, li) and queued the source on its owner.
 // delta: soft-priority step and first threshold (VALUE_INF: none); filter: read before the
 // atomicMin (wide grids).
 extern "C" __global__ void RESIDENT_BOUNDS
@@ -231,13 +240,11 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int d
         const int first = a.ctl[NEAR_COUNT];
         if (first) atomicAdd_system(lk.work, (unsigned long long)first);
         unsigned long long gtarget = gbase;
-        if (!cross_device_wait(lk.gbar, gtarget, lk.k, timeout_ns)) {
-            lk.li[L_ABORT] = 1;
-            lk.li[L_STOP] = 2;
-            st_relaxed_sys64(lk.gave_up, 1ull);
-        } else {
-            lk.li[L_CROSS] = 1;
+        if (!protocol_arrive(lk.ctl, lk.meeting, gtarget, lk.k, timeout_ns)) {
+            lk.li[L_STOP] = STOP_GAVE_UP;
+            protocol_abort(lk.ctl, lk.meeting, ABORT_TIMEOUT);      // the others stop too
         }
+        protocol_crossed(lk.ctl, gtarget, gbase, lk.k);
     }
     grid_sync(a, bar);
     while (true) {
@@ -300,7 +307,7 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int d
         ++r;
     }
     fold_counters(a, processed, edges, deferrals, lane);
-    if (keeper) a.counters[TOTAL_ROUNDS] += r;     // (the host reads no other control word)
+    if (keeper) protocol_result(lk.ctl, r, __ldcg(&lk.li[L_STOP + r % 3]));
     grid_exit(&a.ctl[BARRIER_COUNT], &a.ctl[EXIT_COUNT]);
 }
 

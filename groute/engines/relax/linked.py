@@ -17,8 +17,9 @@ The per-device state is the worklist path's :class:`~groute.engines.relax.cuda_w
 (rows, values, near and far queues, control block; its outboxes are left at one slot each,
 unused); this module adds per device its inbox rings (``capacity`` items per sender: the
 largest part's vertex count, at least 2^16 and at most 2^22, rounded up to a power of two; a
-full ring only slows its sender) and two small link-state arrays, and on device 0 a block
-with the cross-device barrier counter, the work counter and the "a device gave up" flag. A
+full ring only slows its sender), its control block (:mod:`groute.engines.protocol`) and two
+small link-state arrays, and on device 0 the meeting block (the meeting counter and the "a
+device gave up" flag of every persistent kernel, then the work counter). A
 full ring is back-pressure, not loss: the sender keeps the vertex queued and offers it again
 next round.
 
@@ -37,20 +38,23 @@ import numpy as np
 
 from groute.engines import peer_barrier
 from groute.engines.peer_barrier import CrossDeviceBarrier, launch_resident
+from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS, LaunchStop
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
-from .cuda_worker import (BLOCK, DEFERRALS, EDGES, PROCESSED, TOTAL_ROUNDS, _bits,
-                             traversal_options)
+from .cuda_worker import BLOCK, DEFERRALS, EDGES, PROCESSED, _bits, traversal_options
 
 log = logging.getLogger(__name__)
 
 KERNEL = Path(__file__).with_name("linked.cu")
-#: linked.cu: LINK_MAX, LinkU64, LinkInt
+#: linked.cu: LINK_MAX, LinkU64, LinkInt, LinkStop (the status in the control block's RESULT)
 LINK_MAX = 8
 L_SENT, L_FULL, L_RECEIVED, L_IDLE, L_PUBLISHED, L_LIM, L_U64 = 99, 100, 101, 102, 103, 104, 128
-L_STOP, L_ABORT, L_CROSS, L_INT = 24, 27, 28, 32
-#: device 0's block: cross-device barrier counter, work counter, gave-up flag
-GBAR, WORK, GAVE_UP, GLOBAL_SIZE = 0, 1, 2, 4
+L_INT = 28
+STOP_DONE, STOP_ROUNDS = 1, 3
+#: device 0's meeting block: the protocol's words (the meeting counter, the gave-up flag), then
+#: the work counter
+WORK = MEETING_WORDS
+GLOBAL_SIZE = MEETING_WORDS + 1
 #: ring capacity per (sender, owner) pair, in items, unless given
 MIN_CAPACITY, MAX_CAPACITY = 1 << 16, 1 << 22
 
@@ -89,9 +93,9 @@ class LinkedTraversal:
         self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, unit),
                         "-DBATCH=1")
         self.include = (relaxation.include_dir,)
-        self.fns, self.blocks, self.rings, self.lu, self.li = [], [], [], [], []
-        # per device: its link words (lu, li) as views of one buffer, read back with the
-        # worker's counters into pinned memory once per run
+        self.fns, self.blocks, self.rings, self.lu, self.li, self.ctl = [], [], [], [], [], []
+        # per device: its control block (persistent.cuh) and link words (lu, li) as views of
+        # one buffer, read back with the worker's counters into pinned memory once per run
         self.state, self.state_host, self.counters_pinned = [], [], []
         cap_blocks = tuning.linked_blocks
         for w, dev in zip(self.workers, self.devices):
@@ -104,10 +108,11 @@ class LinkedTraversal:
                 want = cap_blocks or w.narrow_blocks
                 self.blocks.append(max(1, min(want, resident)))  # block 0's warp 0: the books
                 self.rings.append(cupy.empty(self.k * self.cap, dtype=np.int64))
-                state = cupy.zeros(L_U64 + L_INT // 2, dtype=np.uint64)
+                state = cupy.zeros(PROTOCOL_WORDS + L_U64 + L_INT // 2, dtype=np.uint64)
                 self.state.append(state)
-                self.lu.append(state[:L_U64])
-                self.li.append(state[L_U64:].view(np.int32))
+                self.ctl.append(state[:PROTOCOL_WORDS])
+                self.lu.append(state[PROTOCOL_WORDS:PROTOCOL_WORDS + L_U64])
+                self.li.append(state[PROTOCOL_WORDS + L_U64:].view(np.int32))
                 self.state_host.append(dev.host_buffer(state.shape, np.uint64))
                 self.counters_pinned.append(dev.host_buffer(w.counters_dev.shape,
                                                             w.counters_dev.dtype))
@@ -143,9 +148,8 @@ class LinkedTraversal:
             ("commit_out", (np.uint64, LINK_MAX), np.array(commit_out, np.uint64)),
             ("consumed_at", (np.uint64, LINK_MAX), np.array(consumed_at, np.uint64)),
             ("ring_in", np.uint64, self.rings[i].data.ptr), ("lu", np.uint64, self.lu[i].data.ptr),
-            ("li", np.uint64, self.li[i].data.ptr),
-            ("gbar", np.uint64, g + GBAR * u64), ("work", np.uint64, g + WORK * u64),
-            ("gave_up", np.uint64, g + GAVE_UP * u64),
+            ("li", np.uint64, self.li[i].data.ptr), ("ctl", np.uint64, self.ctl[i].data.ptr),
+            ("meeting", np.uint64, g), ("work", np.uint64, g + WORK * u64),
             ("cap", np.int64, self.cap), ("me", np.int32, i), ("k", np.int32, self.k),
         ]
         return pack_struct(fields)
@@ -201,22 +205,20 @@ class LinkedTraversal:
                 self.workers[i].counters_dev.get(out=self.counters_pinned[i])
             self.devices[i].compute_stream.submit(read)
         # copies out of the pinned buffers, which the next run reuses
-        lu = [self.state_host[i][:L_U64].copy() for i in launched]
-        li = [self.state_host[i][L_U64:].view(np.int32).copy() for i in launched]
+        stops = [LaunchStop.read(self.devices[i].name, self.state_host[i]) for i in launched]
+        lu = [self.state_host[i][PROTOCOL_WORDS:PROTOCOL_WORDS + L_U64].copy() for i in launched]
         counters = [self.counters_pinned[i].copy() for i in launched]
-        stops = [int(x[L_STOP:L_STOP + 3].max()) for x in li]
-        aborted = [self.devices[i].name for i, x in zip(launched, li) if x[L_ABORT]]
-        capped = any(s == 3 for s in stops)
-        done = not capped and all(s == 1 for s in stops)   # finish checks failure and aborted
-        self.barrier.finish([int(x[L_CROSS]) for x in li], failure=failure, aborted=aborted,
-                            ok=done, what=f"linked {self.app}", instead="exchange='host'")
+        capped = any(stop.status == STOP_ROUNDS for stop in stops)
+        done = not capped and all(stop.status == STOP_DONE for stop in stops)
+        self.barrier.finish(stops, failure=failure, ok=done, what=f"linked {self.app}",
+                            instead="exchange='host'")
         if capped:
             raise RuntimeError(f"linked {self.app}: no result after {self.max_rounds} rounds on a "
                                f"device (TraversalTuning.max_rounds)")
         if not done:
             raise RuntimeError(f"linked {self.app}: a device stopped before the others finished "
-                               f"(stop words {stops})")
-        rounds = [int(c[TOTAL_ROUNDS]) for c in counters]
+                               f"(stop words {[stop.status for stop in stops]})")
+        rounds = [stop.ran for stop in stops]
         for i, c in enumerate(counters):
             self.counters_host[i] = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
                                      "rounds": rounds[i], "pull_rounds": 0, "launches": 1,

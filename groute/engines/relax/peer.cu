@@ -7,7 +7,7 @@
 //
 // Device `me` owns the vertices [off[me], off[me+1]) (renumbered ids) and their rows.
 //
-// peer_bfs: the frontier of level L is queue[L & 1] with count ctl[CNT + L % 3]. Per level,
+// peer_bfs: the frontier of level L is queue[L & 1] with count own(ctl)[CNT + L % 3]. Per level,
 // every device:
 //   A. adds its frontier size and out-arcs to the global sums (on device 0) and meets the others;
 //      all then read the same sums and take the same decision: done, push or pull (Beamer's
@@ -50,12 +50,11 @@
 //
 // Each kernel resets its own state first (values, bitmaps, counters, queue counts, the
 // sources); peers touch it only after the first cross-device barrier, which this device reaches
-// after its reset. The barrier counter on device 0 only grows: the host passes where it stands.
-// Cross-device barrier: after a grid barrier, thread 0 of block 0 releases its device's writes
-// at system scope with an arrival on device 0's counter, polls it with acquire loads and then
-// opens a second grid barrier, which passes the acquired writes on to the other blocks. A poll
-// that waits longer than the timeout sets ABORT, the device stops, and the host raises.
+// after its reset. The devices meet, give up and report as every persistent kernel does
+// (persistent.cuh): the control block, the meeting on device 0's counter with the sums of a
+// level added before the arrival and read after it (cross_sync), the timeout.
 #include "fused.cuh"
+#include "persistent.cuh"
 
 #define MAX_DEVICES 8
 // Per level, thread 0 of block 0 stamps the global timer (ns): BFS when the level starts, when
@@ -66,16 +65,19 @@
 // four resident blocks per SM (at most 64 registers): the occupancy the BFS kernel is tuned for
 #define MIN_BLOCKS 4
 
-enum PeerCtl {
+// The control block (persistent.cuh): the protocol's words (RAN: the levels or rounds run), then
+// these int32 words of the kernel's own (own(ctl)).
+enum PeerWord {
     CNT = 0,            // 3 slots (level % 3): frontier size; BFS peers add to the next one
-    PBAR = 3,           // grid barrier arrivals (monotonic within a launch)
-    PABORT = 4,         // 1: a cross-device wait timed out; 2: SSSP ran max_rounds rounds
-    PLEVELS = 5,        // levels run (written at the end)
-    PADVANCES = 6,      // SSSP: threshold advances (written at the end)
-    PEXIT = 10,         // blocks that left (the last one resets PBAR)
-    PRECV = 11,         // BFS: a peer put offers into this device's inbox this level
-    PCROSS = 12,        // cross-device barriers this launch passed (written at the end; 2 ints)
+    PRECV = 3,          // BFS: a peer put offers into this device's inbox this level
+    PADVANCES = 4,      // SSSP: threshold advances (written at the end)
+    PEER_WORDS = 8
 };
+// ABORT's reason of the kernel's own: SSSP ran max_rounds rounds (every device at once)
+#define ABORT_ROUNDS ABORT_OWN
+__device__ __forceinline__ int* own(unsigned long long* ctl) {
+    return (int*)(ctl + PROTOCOL_WORDS);
+}
 // Global sums of a level: frontier vertices; BFS: the frontier's out-arcs (pull_ok only), SSSP:
 // improvements; SSSP: deferred active vertices; SSSP: least value among the active vertices (a
 // min, not a sum)
@@ -87,21 +89,23 @@ enum PeerCounter { BIGRES = 12,   // 3 slots (level % 3): (big vertices << 40) |
                    LSUM = 15,     // 3 x NSUM (level % 3): this device's share of the sums
                    TOTALS = 27,   // NSUM: the last level's global sums, copied from device 0
                    REMOTE_OFFERS = 31, BITMAP_WORDS = 32, RECEIVED = 33, PEER_COUNTERS = 34 };
-// device 0's global block (64-bit words): arrivals, then per level % 3 the NSUM sums
-enum Global { GBAR = 0, GSUM = 1, GLOBAL_SIZE = 16 };
+// device 0's meeting block (64-bit words): the protocol's, then per level % 3 the NSUM sums
+enum Global { GSUM = MEETING_WORDS, GLOBAL_SIZE = 16 };
+static_assert(GSUM + 3 * NSUM <= GLOBAL_SIZE, "peer.cu: the sums outgrow device 0's block");
 
 struct PeerArgs {
     const long long* indptr; const int* indices; const weight_t* weights;
     int* dist; int* queue0;
     int* queue1;                // BFS only (SSSP: null)
-    int* ctl; unsigned long long* counters;
+    unsigned long long* ctl;    // the control block (persistent.cuh, then PeerWord)
+    unsigned long long* counters;
     unsigned int* rep;          // BFS: replicated frontier bitmap: region j at word rep_base[j]
     unsigned int* sent;         // BFS: bit per global vertex: remote vertices this device offered
     unsigned int* inbox;        // bit per own vertex, offered by peers; SSSP: two (round & 1)
     unsigned int* active;       // SSSP: bit per own vertex improved by this device or deferred
     int* sent_best;             // SSSP, several devices: least value sent per global vertex
                                 // (BFS: null)
-    unsigned long long* global; // on device 0
+    unsigned long long* global; // on device 0: the meeting block
     long long* big_items; int* big_first_chunk;
     unsigned long long* trace;  // TRACE_LEVELS x 4 global-timer stamps of block 0 (see below)
     long long num_arcs;         // out-arcs of the whole graph
@@ -110,7 +114,7 @@ struct PeerArgs {
     int has_big;                // some own vertex has more than WARP_EDGES arcs
     int off[MAX_DEVICES + 1];
     int rep_base[MAX_DEVICES];
-    int* peer_ctl[MAX_DEVICES]; unsigned int* peer_rep[MAX_DEVICES];
+    unsigned long long* peer_ctl[MAX_DEVICES]; unsigned int* peer_rep[MAX_DEVICES];
     unsigned int* peer_inbox[MAX_DEVICES];
     int* peer_dist[MAX_DEVICES];
 };
@@ -148,8 +152,8 @@ struct PeerThread {
     int lane;
     int me, lo, n_local, words_me;   // this device owns [lo, lo + n_local): words_me bitmap words
     unsigned int bar;                // grid_barrier's target
-    unsigned long long gtarget;      // cross_device_wait's target (from where the host says)
-    long long timeout_ns;            // how long cross_device_wait waits (the host's, per run)
+    unsigned long long gtarget;      // the meeting counter's target (from where the host says)
+    long long timeout_ns;            // how long a meeting waits (the host's, per run)
     // the counters `finish` folds (received: BFS only, deferred: SSSP only)
     unsigned long long processed, edges, offers, received, deferred;
 };
@@ -195,39 +199,37 @@ __device__ __forceinline__ void begin_run(const PeerArgs& a, long long tid, unsi
                                           int first_count, bool global_sums) {
     if (tid < PEER_COUNTERS) a.counters[tid] = 0;
     if (tid == 0) {
-        a.ctl[CNT] = first_count;
-        a.ctl[CNT + 1] = 0;
-        a.ctl[PRECV] = 0;
-        a.ctl[PABORT] = 0;
+        own(a.ctl)[CNT] = first_count;
+        own(a.ctl)[CNT + 1] = 0;
+        own(a.ctl)[PRECV] = 0;
+        protocol_begin(a.ctl);
     }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], bar);
+    protocol_barrier(a.ctl, bar);
     if (tid == 0) {
         reset_sums(a, 0, global_sums);
         reset_sums(a, 1, global_sums);
     }
 }
 
-// Meet every block of every device. `sums`: first add this device's share of level slot
-// `slot` (LSUM, complete after the first grid barrier) to the global sums, afterwards copy the
-// totals into TOTALS, where every thread reads them after the second grid barrier.
+// Meet every block of every device (persistent.cuh's protocol_meet). `sums`: first add this
+// device's share of level slot `slot` (LSUM, complete after the meeting's first grid barrier)
+// to the global sums, afterwards copy the totals into TOTALS, where every thread reads them
+// after the second grid barrier.
 __device__ void cross_sync(const PeerArgs& a, PeerThread& t, int sums, int slot) {
-    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+    protocol_meet(t.tid == 0, a.ctl, t.bar, a.global, t.gtarget, a.k, t.timeout_ns, [=]() {
+        if (!sums) return;
         unsigned long long* g = a.global + GSUM + NSUM * slot;
-        if (sums) {
-            for (int f = 0; f < NSUM; ++f) {
-                const unsigned long long x = __ldcg(&a.counters[LSUM + NSUM * slot + f]);
-                // system scope: every device adds into device 0's words at once
-                if (f == SMIN) { if (x != NO_MIN) atomicMin_system(&g[f], x); }
-                else if (x) atomicAdd_system(&g[f], x);
-            }
+        for (int f = 0; f < NSUM; ++f) {
+            const unsigned long long x = __ldcg(&a.counters[LSUM + NSUM * slot + f]);
+            // system scope: every device adds into device 0's words at once
+            if (f == SMIN) { if (x != NO_MIN) atomicMin_system(&g[f], x); }
+            else if (x) atomicAdd_system(&g[f], x);
         }
-        // the release orders the grid's writes (barrier above) first
-        if (!cross_device_wait(&a.global[GBAR], t.gtarget, a.k, t.timeout_ns)) a.ctl[PABORT] = 1;
-        if (sums)
-            for (int f = 0; f < NSUM; ++f) a.counters[TOTALS + f] = ld_acquire_sys(&g[f]);
-    }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+    }, [=](bool) {
+        if (!sums) return;
+        const unsigned long long* g = a.global + GSUM + NSUM * slot;
+        for (int f = 0; f < NSUM; ++f) a.counters[TOTALS + f] = ld_acquire_sys(&g[f]);
+    });
 }
 
 // Push expansion of the frontier `cur` (nf own vertices, level slot `slot`): visit(e, value)
@@ -245,13 +247,13 @@ __device__ __forceinline__ void expand_push(const PeerArgs& a, PeerThread& t, co
     else
         advance_push(a, f, cur, nf, BIGRES + slot, t.warp, t.nwarps, t.lane, t.processed, t.edges);
     if (!a.has_big) return;          // nothing reserved: no barrier, no round trip
-    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+    protocol_barrier(a.ctl, t.bar);
     advance_push_big(a, f, __ldcg(&a.counters[BIGRES + slot]), t.warp, t.nwarps, t.lane);
 }
 
-// The exit protocol both kernels share: fold the thread's counters (one atomic per warp),
-// record the levels and the cross-device barriers passed (`gbase`: the host's start value of
-// the cross-device barrier); the last block to leave resets the grid barrier for the next launch.
+// The exit both kernels share: fold the thread's counters (one atomic per warp), report the
+// levels and the meetings passed (`gbase`: where the host said the meeting counter stood);
+// the last block to leave resets the grid barrier for the next launch (persistent.cuh).
 __device__ void finish(const PeerArgs& a, const PeerThread& t, int levels, unsigned long long gbase) {
     unsigned long long processed = t.processed, edges = t.edges, offers = t.offers,
                        received = t.received, deferred = t.deferred;
@@ -270,11 +272,11 @@ __device__ void finish(const PeerArgs& a, const PeerThread& t, int levels, unsig
         if (deferred) atomicAdd(&a.counters[DEFERRALS], deferred);
     }
     if (t.tid == 0) {
-        a.ctl[PLEVELS] = levels;
-        *(unsigned long long*)&a.ctl[PCROSS] = (t.gtarget - gbase) / (unsigned long long)a.k;
+        protocol_result(a.ctl, levels, 0);
+        protocol_crossed(a.ctl, t.gtarget, gbase, a.k);
         a.counters[TOTAL_ROUNDS] += (unsigned long long)levels;
     }
-    grid_exit(&a.ctl[PBAR], &a.ctl[PEXIT]);
+    protocol_exit(a.ctl);
 }
 
 // ------------------------------------------------------------------------------------ BFS
@@ -286,7 +288,7 @@ __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c
     if (j == a.me) {
         if (*(volatile int*)&a.dist[lv] != INT_INF) return;
         if (atomicCAS(&a.dist[lv], INT_INF, c) != INT_INF) return;
-        queue_push(next, &a.ctl[CNT + nslot], lv);
+        queue_push(next, &own(a.ctl)[CNT + nslot], lv);
         return;
     }
     if (!bitmap_claim(a.sent, v)) return;
@@ -337,7 +339,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
         a.dist[seeds[i]] = 0;
         a.queue0[i] = seeds[i];
     }
-    grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+    protocol_barrier(a.ctl, t.bar);
     long long explored = 0;
     bool pulling = false;
     int L = 0;
@@ -346,13 +348,13 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
         const int slot = L % 3, nslot = (L + 1) % 3;
         const bool stamp = t.tid == 0 && L < TRACE_LEVELS && a.trace != nullptr;
         if (stamp) a.trace[4 * L] = global_timer();
-        const int nf = __ldcg(&a.ctl[CNT + slot]);
+        const int nf = __ldcg(&own(a.ctl)[CNT + slot]);
         int* cur = (L & 1) ? a.queue1 : a.queue0;
         int* next = (L & 1) ? a.queue0 : a.queue1;
         if (t.tid == 0) {
             // slots of level L + 2, last read during level L - 1 (device 0 is past C of
             // level L - 1, so every device has read the sums of A of level L - 1)
-            a.ctl[CNT + (L + 2) % 3] = 0;
+            own(a.ctl)[CNT + (L + 2) % 3] = 0;
             a.counters[BIGRES + (L + 2) % 3] = 0;
             reset_sums(a, (L + 2) % 3, true);
             a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
@@ -363,7 +365,7 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
             count_frontier_arcs(a, cur, nf, t.tid, t.nthreads, t.lane, a.counters,
                                 LSUM + NSUM * slot + SARCS);
         cross_sync(a, t, 1, slot);
-        if (__ldcg(&a.ctl[PABORT])) break;
+        if (protocol_aborted(a.ctl)) break;
         const long long g_verts = (long long)__ldcg(&a.counters[TOTALS + SVERTS]);
         if (stamp) a.trace[4 * L + 1] = global_timer();
         if (g_verts == 0 || L >= max_level) break;
@@ -379,9 +381,9 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
             // B. this device's frontier as bits, into its region of every device's bitmap
             unsigned int* mine = a.rep + s.rep_base[t.me];
             for (long long w = t.tid; w < t.words_me; w += t.nthreads) mine[w] = 0u;
-            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+            protocol_barrier(a.ctl, t.bar);
             queue_to_bitmap(cur, nf, mine, t.tid, t.nthreads);
-            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+            protocol_barrier(a.ctl, t.bar);
             for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
                 const unsigned int bits = __ldcg(&mine[w]);
                 for (int j = 0; j < a.k; ++j)
@@ -389,10 +391,10 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
             }
             if (t.tid == 0) a.counters[BITMAP_WORDS] += (unsigned long long)t.words_me * (a.k - 1);
             cross_sync(a, t, 0, 0);
-            if (__ldcg(&a.ctl[PABORT])) break;
+            if (protocol_aborted(a.ctl)) break;
             if (stamp) a.trace[4 * L + 2] = global_timer();
             // every unreached own vertex looks for a parent in the frontier
-            PullBitmap f{a, s, c, next, &a.ctl[CNT + nslot]};
+            PullBitmap f{a, s, c, next, &own(a.ctl)[CNT + nslot]};
             advance_pull(a, f, t.n_local, t.tid, t.nthreads, t.processed, t.edges);
             if (t.tid == 0) a.counters[PULL_ROUNDS] += 1;
         } else {
@@ -404,18 +406,18 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
             // raise RECEIVED at every device this block offered vertices to
             __syncthreads();
             if (threadIdx.x < a.k && s.offered[threadIdx.x]) {
-                a.peer_ctl[threadIdx.x][PRECV] = 1;
+                own(a.peer_ctl[threadIdx.x])[PRECV] = 1;
                 s.offered[threadIdx.x] = 0;
             }
         }
         // C. every device's appends into the next queues have landed
         if (a.trace != nullptr && L < TRACE_LEVELS) {     // uniform: every block or none
-            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+            protocol_barrier(a.ctl, t.bar);
             if (stamp) a.trace[4 * L + 3] = global_timer();
         }
         cross_sync(a, t, 0, 0);
-        if (__ldcg(&a.ctl[PABORT])) break;
-        if (__ldcg(&a.ctl[PRECV])) {
+        if (protocol_aborted(a.ctl)) break;
+        if (__ldcg(&own(a.ctl)[PRECV])) {
             // claim what the peers offered: unreached vertices get depth L + 1
             for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
                 unsigned int bits = __ldcg(&a.inbox[w]);
@@ -427,13 +429,13 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
                     if (*(volatile int*)&a.dist[v] != INT_INF) continue;
                     a.dist[v] = c;
                     ++t.received;
-                    queue_push(next, &a.ctl[CNT + nslot], v);
+                    queue_push(next, &own(a.ctl)[CNT + nslot], v);
                 }
             }
-            grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
+            protocol_barrier(a.ctl, t.bar);
             // peers raise it again only after the next cross-device barrier, which this
             // device reaches after this
-            if (t.tid == 0) a.ctl[PRECV] = 0;
+            if (t.tid == 0) own(a.ctl)[PRECV] = 0;
         }
     }
     finish(a, t, L, gbase);
@@ -491,9 +493,9 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
     int advances = 0;
     int R = 0;
     for (;; ++R) {
-        if (__ldcg(&a.ctl[PABORT])) break;
+        if (protocol_aborted(a.ctl)) break;
         if (R >= max_rounds) {
-            if (t.tid == 0) a.ctl[PABORT] = 2;
+            if (t.tid == 0) a.ctl[PROTO_ABORT] = ABORT_ROUNDS;
             break;
         }
         // the meeting of round R - 1 has passed: every offer of round R - 1 is in inbox[(R-1) & 1]
@@ -503,7 +505,7 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
         if (t.tid == 0) {
             // slots of round R + 1, last read at the meeting of round R - 2 (device 0 is past
             // the meeting of round R - 1, so every device has read the totals of R - 2)
-            a.ctl[CNT + (R + 1) % 3] = 0;
+            own(a.ctl)[CNT + (R + 1) % 3] = 0;
             a.counters[BIGRES + (R + 1) % 3] = 0;
             reset_sums(a, (R + 1) % 3, true);
         }
@@ -533,15 +535,15 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
                 }
                 if (keep != mine) a.active[w] = keep;
             }
-            int slot_at = warp_reserve(&a.ctl[CNT + slot], __popc(take), t.lane);
+            int slot_at = warp_reserve(&own(a.ctl)[CNT + slot], __popc(take), t.lane);
             while (take) {
                 const int b = __ffs(take) - 1;
                 take &= take - 1;
                 a.queue0[slot_at++] = (int)(w << 5) + b;
             }
         }
-        grid_barrier((unsigned int*)&a.ctl[PBAR], t.bar);
-        const int nf = __ldcg(&a.ctl[CNT + slot]);
+        protocol_barrier(a.ctl, t.bar);
+        const int nf = __ldcg(&own(a.ctl)[CNT + slot]);
         if (stamp) a.trace[4 * R + 1] = a.trace[4 * R + 2] = global_timer();
         // expand: the frontier's arcs, with the value each vertex has now
         unsigned long long improved = 0;
@@ -564,7 +566,7 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
         if (t.tid == 0) a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
         if (stamp) a.trace[4 * R + 3] = global_timer();
         cross_sync(a, t, 1, slot);
-        if (__ldcg(&a.ctl[PABORT])) break;
+        if (protocol_aborted(a.ctl)) break;
         if (__ldcg(&a.counters[TOTALS + SIMPROVED]) == 0 && __ldcg(&a.counters[TOTALS + SFAR]) == 0)
             break;
         // the least active value: every active bit was deferred at this scan or set by an
@@ -577,8 +579,8 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
             ++advances;
         }
     }
-    if (t.tid == 0) a.ctl[PADVANCES] = advances;
-    finish(a, t, __ldcg(&a.ctl[PABORT]) ? R : R + 1, gbase);
+    if (t.tid == 0) own(a.ctl)[PADVANCES] = advances;
+    finish(a, t, protocol_aborted(a.ctl) ? R : R + 1, gbase);
 }
 
 // The host builds PeerArgs as a NumPy record; this lets it check the layout matches.

@@ -36,6 +36,7 @@ import numpy as np
 
 from groute.engines import peer_barrier
 from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
+from groute.engines.protocol import ABORT_OWN, PROTOCOL_WORDS, LaunchStop, own_words
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.tuning import TraversalTuning
 
@@ -45,8 +46,11 @@ log = logging.getLogger(__name__)
 
 KERNEL = Path(__file__).with_name("peer.cu")
 BLOCK = 256
-#: peer.cu: PeerCtl, PeerCounter, Global
-PABORT, PLEVELS, PADVANCES, PCROSS, CTL_SIZE = 4, 5, 6, 12, 16
+#: peer.cu: PeerWord (int32 words after the protocol's in the control block), ABORT_ROUNDS,
+#: PeerCounter, Global
+PADVANCES, PEER_WORDS = 4, 8
+CTL_WORDS = PROTOCOL_WORDS + PEER_WORDS // 2
+ABORT_ROUNDS = ABORT_OWN
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
 TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
 GLOBAL_SIZE = 16
@@ -121,10 +125,10 @@ class PeerTraversal:
                 fn = module.get_function(self.kernel)
                 self.fns.append(fn)
                 # counters and control block in one buffer: one read-back per run
-                state = cupy.zeros(COUNTERS + CTL_SIZE // 2, np.uint64)
+                state = cupy.zeros(COUNTERS + CTL_WORDS, np.uint64)
                 self.state.append(state)
                 self.counters.append(state[:COUNTERS])
-                self.ctl.append(state[COUNTERS:].view(np.int32))
+                self.ctl.append(state[COUNTERS:])
                 self.rep.append(cupy.zeros(max(int(words.sum()), 1) if not sssp else 1, np.uint32))
                 self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1) if not sssp else 1, np.uint32))
                 # SSSP: two halves, offers of even and odd rounds
@@ -135,15 +139,15 @@ class PeerTraversal:
                 blocks = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 cap = tuning.peer_blocks
                 self.blocks.append(min(blocks, cap) if cap else blocks)
-        with self.devices[0].use():         # the counter, then the global sums (GLOBAL_SIZE)
+        with self.devices[0].use():         # the meeting block: counter, global sums
             self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
         for dev in self.devices:            # the zeroed buffers are in place before any launch
             with dev.use():
                 cupy.cuda.runtime.deviceSynchronize()
         self.state_host = []
         for _ in self.devices:
-            mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_SIZE // 2) * 8)
-            self.state_host.append(np.frombuffer(mem, np.uint64, COUNTERS + CTL_SIZE // 2))
+            mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_WORDS) * 8)
+            self.state_host.append(np.frombuffer(mem, np.uint64, COUNTERS + CTL_WORDS))
         self.args = []
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
@@ -231,12 +235,11 @@ class PeerTraversal:
         for i in launched:
             dev = self.devices[i]
             dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
-        ctl = [h[COUNTERS:].view(np.int32) for h in self.state_host]
-        aborted = [self.devices[i].name for i in launched if ctl[i][PABORT] == 1]
-        capped = any(ctl[i][PABORT] == 2 for i in launched)
-        self.barrier.finish([ctl[i][PCROSS:PCROSS + 2].view(np.uint64)[0] for i in launched],
-                            failure=failure, aborted=aborted, ok=not capped,
-                            what=f"peer {self.app}", instead="exchange='host'")
+        stops = [LaunchStop.read(self.devices[i].name, self.state_host[i][COUNTERS:])
+                 for i in launched]
+        capped = any(stop.abort == ABORT_ROUNDS for stop in stops)
+        self.barrier.finish(stops, failure=failure, ok=not capped, what=f"peer {self.app}",
+                            instead="exchange='host'")
         if capped:
             t = [int(x) for x in self.state_host[0][TOTALS:TOTALS + 4]]
             raise RuntimeError(
@@ -244,7 +247,7 @@ class PeerTraversal:
                 f"(TraversalTuning.max_rounds); "
                 f"last round: frontier {t[0]}, improvements {t[1]}, deferred {t[2]}, least value "
                 f"bits {t[3]:#x}")
-        levels = [int(c[PLEVELS]) for c in ctl]
+        levels = [stop.ran for stop in stops]
         offers, words, received = [], [], []
         for i, c in enumerate(self.state_host):
             offers.append(int(c[REMOTE_OFFERS]))
@@ -261,7 +264,8 @@ class PeerTraversal:
                # bitmap word is 4 bytes stored into each peer's copy; SSSP: an offer is two
                # 4-byte reductions (min on the distance, or of the inbox bit)
                "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words),
-               "threshold_advances": 0 if self.unit else int(ctl[0][PADVANCES]),
+               "threshold_advances": 0 if self.unit else int(
+                   own_words(self.state_host[0][COUNTERS:]).view(np.int32)[PADVANCES]),
                "pull_levels": int(self.counters_host[0]["pull_rounds"]),
                "bsp_levels": max(levels), "exchange": "peer", "items_received": received}
         if self.trace[0] is not None:
