@@ -165,10 +165,10 @@ def register(subparsers, common):
                           help="Afforest: neighbours each vertex links to before the vote "
                                "(default 2)")
     advanced.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
-                          help="after sampling: 'kernel' has every device link the rest of its "
-                               "own rows, then merges what each changed into the first device "
-                               "in one step; 'segments' compacts and routes it (Groute's path); "
-                               f"auto (default): {auto_help(CC.rules['rest'])}")
+                          help="after sampling: 'kernel' splits sampling by rows, merges parent "
+                               "arrays by peer reads and links the rest in place; 'segments' "
+                               "compacts and routes it (Groute's path); auto (default): "
+                               f"{auto_help(CC.rules['rest'])}")
     advanced.add_argument("--link", choices=CC_LINKS, default=None,
                           help="CUDA linking step (default mixed: hook in the first round, then "
                                "GAPBS's one-level CAS)")

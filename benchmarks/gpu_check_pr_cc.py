@@ -112,8 +112,7 @@ def stage_compile(ngpu):
                                          "pr_bins32", "pr_bins64"] +
                                         [f"pr_csc{w}_k{k}" for w in (32, 64) for k in (1, 2, 4)],
                union_find_cu: ["cc_init", "cc_hook", "cc_merge", "cc_compress", "cc_link_round",
-                               "cc_sample_mode", "cc_link_rest", "cc_publish", "cc_merge_diffs",
-                               "cc_repair"]}
+                               "cc_sample_mode", "cc_link_rest"]}
     for gpu in range(ngpu):
         with cupy.cuda.Device(gpu):
             for path, names in kernels.items():

@@ -1,8 +1,7 @@
 """Host-side layout of the connected components engine's graph
 (:mod:`groute.engines.components.solver`): the edge list of Groute's design, the symmetric CSR
 that Afforest samples, the arcs its sampling rounds leave (and their bitmap), the cut of the rows
-across devices and each device's voters, the bitmaps the kernels read (packing, members, tests),
-the edge count, and the edges left after sampling.
+across devices, the edge count, and the edges left after sampling.
 Pure NumPy (:func:`remaining_edges` takes the array module: it also runs on a device's arrays):
 no solver or device state, so each piece is testable on its own.
 """
@@ -75,43 +74,10 @@ def split_rows(indptr, k, rounds) -> np.ndarray:
 def late_bitmap(indptr, rounds) -> np.ndarray:
     """uint32 words, bit ``u % 32`` of word ``u // 32`` set when vertex ``u`` has arcs from slot
     ``rounds`` on (more than ``rounds`` neighbours)."""
-    return bitmap_words(np.diff(np.asarray(indptr, dtype=np.int64)) > rounds)
-
-
-def bitmap_words(mask) -> np.ndarray:
-    """A bool mask as uint32 words (at least one), bit ``i % 32`` of word ``i // 32`` set where
-    ``mask[i]``: the layout of every bitmap the kernels read (``union_find.cu``)."""
-    bits = np.packbits(np.asarray(mask, dtype=bool), bitorder="little")
+    bits = np.packbits(np.diff(np.asarray(indptr, dtype=np.int64)) > rounds, bitorder="little")
     words = np.zeros(4 * max(1, -(-bits.shape[0] // 4)), np.uint8)
     words[:bits.shape[0]] = bits
     return words.view("<u4").astype(np.uint32)
-
-
-def bitmap_members(words, n) -> np.ndarray:
-    """The positions (int32) of the set bits of ``words`` below ``n``, ascending."""
-    bits = np.unpackbits(np.asarray(words, dtype="<u4").view(np.uint8), bitorder="little")
-    return np.flatnonzero(bits[:n]).astype(np.int32)
-
-
-def bitmap_has(words, ids) -> np.ndarray:
-    """Whether the bit of each of ``ids`` is set in ``words`` (a bool array like ``ids``)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    return ((np.asarray(words, dtype=np.uint32)[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1) == 1
-
-
-def vote_samples(offsets, num_samples, seed=0x5EED):
-    """Each device's voters for its giant: ``num_samples`` random vertices of its own rows
-    (``offsets[d] .. offsets[d + 1] - 1``; of the whole graph when it has none), int32, the
-    same for every solver of the graph. One device draws what every device count's first device
-    would draw from ``[0, n)``."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n = int(offsets[-1])
-    rng = np.random.default_rng(seed)
-    out = []
-    for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        lo, hi = (lo, hi) if hi > lo else (0, max(n, 1))
-        out.append(rng.integers(lo, hi, int(num_samples), dtype=np.int64).astype(np.int32))
-    return out
 
 
 def undirected_edge_count(indptr, indices, chunk=LOOP_CHUNK_ARCS) -> int:

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from groute.memory import DeviceBytes, rows_bytes, share
 
-from .device import LABEL_CHUNK
-
 
 def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
                      devices: int = 1) -> DeviceBytes:
-    """Afforest in place (:mod:`groute.engines.components.solver`) on its fullest device, the
-    first: its rows of the symmetric CSR (a directed graph's arcs both ways: up to ``2 m``) and
-    their late-arc bitmap, a parent per vertex of the whole graph, with several devices the two
-    bitmaps of every vertex it publishes, and the staging buffer of the labels' download."""
+    """Afforest in place (:mod:`groute.engines.components.device`): each device's rows of the
+    symmetric CSR (a directed graph's arcs both ways: up to ``2 m``) and a parent per vertex of
+    the whole graph; the first device also the late-arc bitmap."""
     k = max(int(devices), 1)
     arcs = 2 * int(m) if directed else int(m)
     nl, ml = share(n, k), share(arcs, k)
     parts = rows_bytes(nl, ml)
-    parts.update({"parents": 4 * int(n), "late-arc bitmap": 4 * share(nl, 32),
-                  "label staging": 8 * min(max(int(n), 1), LABEL_CHUNK)})
-    if k > 1:
-        parts["published bitmaps"] = 2 * 4 * share(n, 32)
+    parts.update({"parents": 4 * int(n), "late-arc bitmap": 4 * share(n, 32)})
     return DeviceBytes(parts)

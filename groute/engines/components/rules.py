@@ -14,7 +14,7 @@ COMPONENTS_RULES = {
     "rest": Rule("rest", (
         Case(("not peer_access",), "segments", "the edges left after sampling compacted and "
                                                "routed to the devices, Groute's path"),
-        Case((), "kernel", "every device samples and links the rest of its own rows, then "
-                           "one merge into the first device by peer reads"),
+        Case((), "kernel", "sampling split by rows, parent arrays merged by peer reads, the "
+                           "rest linked in place"),
     ), FACTS),
 }

@@ -1,74 +1,37 @@
 """The connected components engine: weak components by union-find across devices, Afforest
 sampling, then in place or through segments.
 
-**Default (``rest="auto"``): every device samples, votes and links the rest of its own rows;
-one merge.** Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are
-symmetrised once, at set-up, which gives the *weak* components), spread over ``K`` devices:
+**Default (``rest="auto"``): sampling split by rows, tree merge by peer reads, rest in place.**
+Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are symmetrised once,
+at set-up, which gives the *weak* components), spread over the devices:
 
-0. *Layout.* The vertices are cut into one contiguous range per device (balanced by a visit
-   plus one link per sampling round). Each device holds its rows' slice of the CSR, which of
-   them have arcs after the sampled ones (a bit each), its own voters (random vertices of its
-   rows) and a full-size parent array (``parent[v] <= v``; a CAS links the larger root under
-   the smaller). The parent array is the one array of every vertex a device holds: its rows
-   link to any vertex. With several devices each also holds two bitmaps of every vertex (what
-   it publishes, step 4).
-1. *Reset and sampling.* Each device resets its array, then links each of its vertices to its
-   first ``sample_rounds`` neighbours (a round each, its rows compressed after each): no
-   communication.
-2. *Vote.* Each device's voters vote for the most frequent root in its own array: its *giant*
-   ``g_d``.
-3. *Rest.* Each device links the arcs from slot ``sample_rounds`` on of its rows whose vertex
-   is not in ``g_d``'s tree. That is Afforest's saving: on power-law and mesh graphs almost
-   every row is in the giant's tree after two rounds.
-4. *Publish* (``K > 1``). Each device compresses its whole array and marks every vertex in
-   one of two bitmaps: in its giant's tree (root ``rho_d``; the root too, so the bitmap holds
-   every row the rest skipped), or in another tree and not its root.
-5. *Merge* (the first device, one kernel, after the others' publish events, no host round
-   trip): for every other device ``j`` at once, each giant bit ``v`` hooks ``(v, rho_j)`` and
-   each other bit hooks ``(v, parent_j[v])``, read over NVLink; a hook walks both ends to their
-   roots in the first device's array and links only where they differ (a CAS, so the senders'
-   hooks interleave safely: one level, not a tree). Only what differs moves: two bits per
-   vertex and sender, plus a parent per vertex outside the sender's giant. The kernel's last
-   block then finds each device's ``rho_d`` in the merged forest: the root most devices share
-   is the reference giant, and a device whose giant lies elsewhere is marked for the repair.
-6. *Repair* (the first device). The arcs from slot ``sample_rounds`` on of the rows the marked
-   devices skipped (their published giant trees), read over NVLink, linked. Where the graph has
-   a giant no device is marked and the kernel returns at once.
-7. *Final compression* (the first device, every vertex): ``parent[v]`` is then the smallest
-   vertex id of ``v``'s component, the canonical label, equal to
-   ``groute.graph.reference.connected_components``; it also counts the giant's component. The
-   labels are converted to int64 on the device and downloaded after the timer.
+0. The vertices are cut into one contiguous range per device (balanced by a visit plus one link
+   per sampling round), and each device holds its rows' slice of the CSR and a full-size parent
+   array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
+1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
+   each, compressed after each) in its own parent array: no communication.
+2. The parent arrays are merged in a tree (device 1 into 0, 3 into 2, then 2 into 0, ...): the
+   receiver's kernel reads the sender's array directly over NVLink (peer access; ordered by an
+   event, no host round trip) and hooks every ``(v, other[v])``, then compresses.
+3. On the first device ``num_samples`` random vertices vote for the most frequent root, the
+   *giant*, and one kernel links the arcs from slot ``sample_rounds`` on of every vertex *not* in
+   the giant's tree (an arc both of whose ends are in the giant's tree joins nothing; any other
+   arc is also an arc of its non-giant end, since the adjacency is symmetric), reading the other
+   devices' rows over NVLink. That work is tiny on power-law and mesh graphs (a few dozen edges
+   after two rounds), so it is not routed anywhere: the stats say ``routed: False`` and count it
+   (``rest_rows``, ``rest_arcs``).
+4. After the last compression ``parent[v]`` is the smallest vertex id of v's component: the
+   canonical label, equal to ``groute.graph.reference.connected_components``.
 
-With one device, steps 1-3 and 7 are the single-GPU Afforest in place. The host only queues
-kernels and events on the devices' streams and waits once at the end.
-
-*Why the merged forest gives the components.* Every link joins two vertices of one component
-(the two ends of an arc, or a vertex and its root in some device's forest), so no two components
-are ever joined. Conversely the merge gives the first device every device's forest (each tree
-arrives as its non-root members, each hooked to that tree's root), so the merged forest holds
-every sampled arc, every arc a rest linked and every arc the repair linked. An arc ``(u, v)``
-left out was skipped by ``u``'s device ``d`` (``u`` in ``g_d``'s tree, so ``u ~ rho_d``) and,
-the adjacency being symmetric, its twin ``(v, u)`` by ``v``'s device ``e`` (``v ~ rho_e``). If
-``d`` and ``e`` are both in the reference group, ``rho_d`` and ``rho_e`` have one root in the
-merged forest, so ``u ~ v``; if not, the repair linked every late arc of the rows one of them
-skipped, ``(u, v)`` or ``(v, u)``. So the ends of every arc are joined, the trees are the
-components, and since a hook puts the larger root under the smaller each root is its
-component's smallest vertex. The check in step 5 is what keeps this sound with one giant per
-device: two devices' giants can be different trees of one component joined only by arcs both
-skipped (a path 0-1-2-3 cut ``{0, 1} | {2, 3}`` with no sampling round and giants 1 and 2), and
-the merged forest, holding every device's sampled links, is the strongest evidence that they
-are one tree. Afforest's premise (the sampled links already put most of the giant component in
-one tree) makes that the rule on the graphs this path is for.
-
-Costs per run (figures for kron and grid graphs on H200s: ``docs/notes/cc_one_level_merge.md``):
-each device two passes over every vertex (reset, publish) and its own share of the links and
-the rest; the first device also the merge (two bitmap words per 32 vertices and sender, read
-over NVLink, and a hook per vertex the others changed) and the final compression. Why this is
-the default: sampling and the rest divide by the devices and the merge is one level of
-coalesced, mostly local work, while Groute's segment path below spends most of its time on the
-first device compacting every arc left after sampling. It needs the first device to read every
-other's memory (every CUDA pair on an NVLink machine; the CPU backend's virtual devices read
-each other's arrays after the same events); ``"auto"`` falls back to segments without it.
+The host only queues kernels and events on every device's stream and waits once at the end. With
+one device this is the single-GPU Afforest in place. Why this is the default: the segment path
+below spends most of its time on the first device compacting every arc left after sampling, down
+to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
+faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
+splits across devices, while a merge is one coalesced pass over a peer's array plus hooks that
+mostly find one root. It needs peer access between the devices that read each other (every
+CUDA pair on an NVLink machine; the CPU backend's virtual devices read each other's arrays
+after the same events); ``"auto"`` falls back to segments without it.
 
 **Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
 as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
@@ -84,11 +47,11 @@ as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
 
 With one device the segments are processed in place (no copy).
 
-This module holds which path can run and the solver; which path ``auto`` picks is
-:data:`~groute.engines.components.rules.COMPONENTS_RULES`. The host-side layout (edge list,
-symmetric CSR, late arcs, the cut of the rows, the voters, bitmaps, the edges left after
-sampling) is :mod:`groute.engines.components.layout`; each device's arrays and operations, the
-only backend-specific code, are :mod:`groute.engines.components.device` (CUDA kernels in
+This module holds which path can run (the merge tree and its peer reads) and the solver; which
+path ``auto`` picks is :data:`~groute.engines.components.rules.COMPONENTS_RULES`. The host-side
+layout (edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling)
+is :mod:`groute.engines.components.layout`; each device's parent array and operations, the only
+backend-specific code, are :mod:`groute.engines.components.device` (CUDA kernels in
 ``union_find.cu``; the CPU backend hooks with vectorised NumPy: ``np.minimum.at`` on roots, then
 pointer jumping).
 """
@@ -106,10 +69,9 @@ from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import CCTuning
 
-from .device import (MAX_DEVICES, STAT_GIANT_SIZE, STAT_OTHER_BITS, STAT_REDO, STAT_REMOTE_ARCS,
-                     STAT_REMOTE_ROWS, STAT_REST_ARCS, STAT_REST_ROWS, DeviceCC)
-from .layout import (edge_count, edge_list, late_arcs, remaining_edges, split_rows,
-                     symmetric_csr, vote_samples)
+from .device import DeviceCC
+from .layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges, split_rows,
+                     symmetric_csr)
 from .memory import components_bytes
 from .rules import COMPONENTS_RULES
 
@@ -117,26 +79,23 @@ from .rules import COMPONENTS_RULES
 #: to the path that ran): devices, mode ("afforest" or "edge-list"), rest ("kernel", "segments";
 #: None for the edge list), routed (whether edges went through the router), edges hooked from the
 #: edge list or the compacted rest (None in place), graph_edges, segments and segment_edges,
-#: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds (levels of
-#: merges one after the other), bytes_moved between devices, sample_rounds, giant_root and
-#: giant_size (Afforest), rest_rows, rest_arcs and rest_remote_arcs (in place: what the rests and
-#: the repair linked, and of it what the first device read from another), repaired_devices (in
-#: place: the devices whose skipped rows the repair linked), phase_seconds (segments: host
+#: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds, bytes_moved
+#: between devices, sample_rounds, giant_root and giant_size (Afforest), rest_rows, rest_arcs
+#: and rest_remote_arcs (in place: what the rest kernel linked), phase_seconds (segments: host
 #: clock at the end of each phase)
 STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segments",
               "segment_edges", "edges_per_device", "segments_per_device", "rows_per_device",
               "merge_rounds", "bytes_moved", "sample_rounds", "giant_root", "giant_size",
-              "rest_rows", "rest_arcs", "rest_remote_arcs", "repaired_devices", "phase_seconds")
+              "rest_rows", "rest_arcs", "rest_remote_arcs", "phase_seconds")
 
 
 # ------------------------------------------------------------------------------------------------
 # which path can run
 # ------------------------------------------------------------------------------------------------
 def merge_tree(k):
-    """The segment path's merge tree of ``k`` devices' parent arrays, in order: ``(step,
-    receiver, sender)`` for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each
-    receiver ``j`` (a multiple of ``2 * step``) merging the array of sender ``j + step``; device
-    0 merges last."""
+    """The merge tree of ``k`` devices' parent arrays, in order: ``(step, receiver, sender)``
+    for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each receiver ``j`` (a
+    multiple of ``2 * step``) merging the array of sender ``j + step``; device 0 merges last."""
     step = 1
     while step < k:
         for j in range(0, k - step, 2 * step):
@@ -145,14 +104,13 @@ def merge_tree(k):
 
 
 def peer_path_unavailable(devices) -> str | None:
-    """Why the in-place path (module docstring) cannot run on ``devices``: its merge and repair
-    need the first device to read every other's arrays and rows, and it takes at most
-    :data:`~groute.engines.components.device.MAX_DEVICES` devices."""
-    if len(devices) > MAX_DEVICES:
-        return f"{len(devices)} devices are more than the in-place merge takes ({MAX_DEVICES})"
-    for other in devices[1:]:
-        if not devices[0].can_access_peer(other):
-            return f"{devices[0].name} cannot access {other.name}'s memory (no peer access)"
+    """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
+    device to read every other's rows and each merge receiver its sender's parent array."""
+    k = len(devices)
+    pairs = {(0, d) for d in range(1, k)} | {(r, s) for _, r, s in merge_tree(k)}
+    for a, b in sorted(pairs):
+        if not devices[a].can_access_peer(devices[b]):
+            return f"{devices[a].name} cannot access {devices[b].name}'s memory (no peer access)"
     return None
 
 
@@ -163,11 +121,11 @@ class ComponentsSolver(Solver):
     """Weak connected components of ``graph``; upload once, :meth:`run` many times. An app
     subclasses it under its own name (:class:`groute.apps.cc.CC`).
 
-    ``rest``: ``"auto"`` (default: ``"kernel"`` where the first device can read the others'
-    memory, every pair of an NVLink machine and the CPU backend, else ``"segments"``);
-    ``"kernel"``: every device samples, votes and links the rest of its own rows in place, then
-    one merge into the first device (module docstring); ``"segments"``: Groute's path, the first
-    device samples, compacts what is left and routes it as segments.
+    ``rest``: ``"auto"`` (default: ``"kernel"`` where the devices can read each other's memory,
+    every pair of an NVLink machine and the CPU backend, else ``"segments"``); ``"kernel"``:
+    sampling split by rows, tree merge by peer reads, the rest linked in place on the first
+    device (module docstring; the fastest on one and two GPUs); ``"segments"``: Groute's path,
+    the first device samples, compacts what is left and routes it as segments.
     ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
     design). ``run`` returns the stats keys of :data:`STATS_KEYS` whatever path ran.
 
@@ -216,17 +174,20 @@ class ComponentsSolver(Solver):
             if rest == "auto":
                 rest = self.rules["rest"].decide({"peer_access": lambda: why is None}).choice
             self.path = rest if self.afforest else "edge-list"
-            self.devs = [DeviceCC(d, self.n, labels=i == 0) for i, d in enumerate(self.ctx.devices)]
+            self.devs = [DeviceCC(d, self.n) for d in self.ctx.devices]
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
             if self.afforest:
                 indptr, indices = symmetric_csr(graph)
                 self.m = int(indices.shape[0]) if graph.directed else edge_count(graph, indptr, indices)
+                rng = np.random.default_rng(0x5EED)
+                self.samples = source.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
+                                                           dtype=np.int64).astype(np.int32))
+                self.giant = source.asarray(np.zeros(1, np.int32))
                 if self.path == "kernel":
-                    self._setup_rows(indptr, indices, num_samples)
+                    self._setup_rows(indptr, indices, cuda)
                 else:
                     self.devs[0].set_rows(0, indptr, indices)
-                    self.devs[0].set_samples(vote_samples(self.offsets, num_samples)[0])
                     src, dst = late_arcs(indptr, indices, self.rounds)
                     self.late_src, self.late_dst = source.asarray(src), source.asarray(dst)
             else:
@@ -246,21 +207,28 @@ class ComponentsSolver(Solver):
             self.close()
             raise
 
-    def _setup_rows(self, indptr, indices, num_samples):
-        """The in-place path: each device's rows (with what its rest reads) and voters; with
-        several devices the bitmaps they publish, and on the first device the addresses of
-        every device's arrays."""
+    def _setup_rows(self, indptr, indices, cuda):
+        """The in-place path: each device's rows, and on the first device what its rest kernel
+        needs to reach every device's rows."""
         self.offsets = split_rows(indptr, self.k, self.rounds)
-        samples = vote_samples(self.offsets, num_samples)
+        lists = []
         for d, dev in enumerate(self.devs):
             lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
-            dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]],
-                         late_from=self.rounds)
-            dev.set_samples(samples[d])
-        if self.k > 1:
-            for dev in self.devs:
-                dev.prepare_merge()
-            self.devs[0].connect(self.devs)
+            ip = indptr[lo:hi + 1] - indptr[lo]
+            dev.set_rows(lo, ip, indices[indptr[lo]:indptr[hi]])
+            if not cuda:   # CPU: the late arcs of this device's rows, kept in its memory
+                src, dst = late_arcs(ip, dev.indices, self.rounds)
+                lists.append((dev.device.asarray(src + np.int32(lo)), dev.device.asarray(dst)))
+        first = self.devs[0].device
+        if cuda:
+            table = np.array([d.indptr.data.ptr for d in self.devs] +
+                             [d.indices.data.ptr for d in self.devs], dtype=np.uint64)
+            self.rest = (first.asarray(table), first.asarray(self.offsets.astype(np.int32)),
+                         self.k, first.asarray(late_bitmap(indptr, self.rounds)))
+            self.counters = first.asarray(np.zeros(4, np.uint64))
+        else:
+            self.rest = lists
+            self.counters = first.asarray(np.zeros(4, np.int64))
 
     def _sample(self):
         """Afforest's sampling phase on the first device: link rounds, compress, vote."""
@@ -269,7 +237,7 @@ class ComponentsSolver(Solver):
         for r in range(self.rounds):
             dev.link_round(r, self._light(r))
             dev.compress()
-        dev.sample_mode()
+        dev.sample_mode(self.samples, self.giant)
 
     def _light(self, r):
         """Whether round ``r`` (``sample_rounds``: the rest) links lightly (CUDA only)."""
@@ -280,7 +248,7 @@ class ComponentsSolver(Solver):
         dev = self.devs[0]
         out = {}
         dev.stream.submit(lambda: out.__setitem__("edges", remaining_edges(
-            dev.device.xp, dev.parent, self.late_src, self.late_dst, dev.giant)))
+            dev.device.xp, dev.parent, self.late_src, self.late_dst, self.giant)))
         dev.stream.record().synchronize(self.ctx.timeout)
         return out["edges"]
 
@@ -296,48 +264,52 @@ class ComponentsSolver(Solver):
 
     # ---------------------------------------------------------------- default: in place
     def _run_in_place(self) -> AppResult:
-        k, devs, first = self.k, self.devs, self.devs[0]
-        late, light = self.rounds, self._light(self.rounds)
+        k, devs = self.k, self.devs
+        tree = list(merge_tree(k))
+        receivers = {(step, j) for step, j, _ in tree}
+
+        def receives(j, step):
+            # Only a device that receives at `step` compresses before it: a merge hooks
+            # (v, other[v]) with any ancestor as other[v], so a sender need not compress its
+            # array first (its last compression would sit on the critical path);
+            # a receiver's compressed array makes its root walks one hop.
+            return (step, j) in receivers
+
         with DeviceTimer(self.ctx) as timer:
             for dev in devs:
                 dev.reset()
             for r in range(self.rounds):          # interleaved so every device starts at once
-                for dev in devs:
+                for j, dev in enumerate(devs):
                     dev.link_round(r, self._light(r))
-                    dev.compress(rows_only=True)
-            for dev in devs:
-                dev.sample_mode()
-                dev.link_rest(late, light)
-                if k > 1:
-                    dev.publish()
+                    if r + 1 < self.rounds or k == 1 or receives(j, 1):
+                        dev.compress()
             if k > 1:
-                for dev in devs[1:]:
-                    first.stream.wait_event(dev.stream.record())
-                first.merge_diffs()
-                first.repair(late, light)
-            first.compress(count=True)
-        labels = first.labels()
-        per = np.array([dev.read_stats() for dev in devs])
-        total = per.sum(axis=0)
-        redo = int(per[0, STAT_REDO])
-        words = -(-self.n // 32)
+                events = [dev.stream.record() for dev in devs]
+                for step, j, sender in tree:
+                    recv = devs[j]
+                    recv.stream.wait_event(events[sender])
+                    recv.merge_peer(devs[sender])
+                    if 2 * step >= k or receives(j, 2 * step):
+                        recv.compress()           # the last merge: the vote needs roots
+                    events[j] = recv.stream.record()
+            first = devs[0]
+            first.sample_mode(self.samples, self.giant)
+            first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
+            first.compress()
+        labels = first.device.to_host(first.parent).astype(np.int64)
+        rows, arcs, remote_rows, remote_arcs = (int(x) for x in first.device.to_host(self.counters))
+        giant = int(first.device.to_host(self.giant)[0])
         stats = {"devices": [d.device.name for d in devs], "edges": None,
                  "graph_edges": self.m, "segments": 0, "segment_edges": None,
                  "edges_per_device": [None] * k, "segments_per_device": [0] * k,
                  "rows_per_device": np.diff(self.offsets).tolist(),
-                 "merge_rounds": int(k > 1),
-                 # the first device's reads of the others: two bitmaps each, the parent of every
-                 # vertex they publish outside their giant, the rows the repair linked
-                 "bytes_moved": int((k - 1) * 8 * words + 4 * total[STAT_OTHER_BITS]
-                                    - 4 * per[0, STAT_OTHER_BITS]
-                                    + 16 * total[STAT_REMOTE_ROWS] + 4 * total[STAT_REMOTE_ARCS]),
-                 "mode": "afforest", "sample_rounds": self.rounds,
-                 "giant_root": int(first.device.to_host(first.giant)[0]),
-                 "giant_size": int(per[0, STAT_GIANT_SIZE]),
-                 "rest": "kernel", "routed": False, "rest_rows": int(total[STAT_REST_ROWS]),
-                 "rest_arcs": int(total[STAT_REST_ARCS]),
-                 "rest_remote_arcs": int(total[STAT_REMOTE_ARCS]),
-                 "repaired_devices": [d for d in range(k) if (redo >> d) & 1]}
+                 "merge_rounds": int(np.ceil(np.log2(k))) if k > 1 else 0,
+                 # parent arrays read by the merges; indptr pairs and arcs of the rest read remotely
+                 "bytes_moved": int(4 * self.n * (k - 1) + 16 * remote_rows + 4 * remote_arcs),
+                 "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
+                 "giant_size": int(np.count_nonzero(labels == labels[giant])),
+                 "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
+                 "rest_remote_arcs": remote_arcs}
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
                             values_are_vertices=True)
 
@@ -379,15 +351,12 @@ class ComponentsSolver(Solver):
                     dev.compress()
                 else:
                     self._run_multi(router, merge_links, edges, segs, edges_per, segs_per, phases, t0)
-                if self.afforest:
-                    self.devs[0].compress(count=True)
         finally:
             if router is not None:
                 router.close()
             for link in merge_links.values():
                 link.close()
-        first = self.devs[0]
-        labels = first.labels()
+        labels = self.devs[0].device.to_host(self.devs[0].parent).astype(np.int64)
         seg_bytes = 8 * sum(edges_per[1:]) if k > 1 else 0
         stats = {"devices": [d.device.name for d in self.devs], "edges": hooked,
                  "graph_edges": self.m, "segments": sum(segs_per),
@@ -399,9 +368,10 @@ class ComponentsSolver(Solver):
                  # is synchronised there; per device: segments hooked, merges done)
                  "phase_seconds": phases}
         if self.afforest:
-            stats.update(mode="afforest", sample_rounds=self.rounds,
-                         giant_root=int(first.device.to_host(first.giant)[0]),
-                         giant_size=int(first.read_stats()[STAT_GIANT_SIZE]), rest="segments")
+            giant = int(self.devs[0].device.to_host(self.giant)[0])
+            stats.update(mode="afforest", sample_rounds=self.rounds, giant_root=giant,
+                         giant_size=int(np.count_nonzero(labels == labels[giant])),
+                         rest="segments")
         else:
             stats["mode"] = "edge-list"
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
