@@ -797,7 +797,7 @@ def build(app, graphs: Graphs, ctx, mode, partition, tuning=None):
     from groute.bench.suite import APPS
     a, spec = APPS[app], spec_for(app)
     g = graphs.for_app(app)
-    kwargs = {"ctx": ctx, **spec.solver_options}
+    kwargs = {"ctx": ctx, **spec.options_for(g)}
     if a.takes_partition:
         kwargs["partition"] = partition
     if mode is not None:
