@@ -77,8 +77,16 @@ def test_a_kernel_that_traps_on_one_gpu(app, k):
     assert refused is not None and "close" in refused["message"], seen
     assert seen["refused_after_s"] < 1.0 and seen["close_s"] < seen["timeout"], seen
     assert seen["close_error"] is None, seen
-    assert seen["alone_right"], seen
-    assert seen["alone_after_s"] <= 2 * seen["alone_before_s"] + 0.5, seen
+    # the trap leaves this process's CUDA runtime unusable, peers of the faulty GPU included:
+    # a new Context in it either works or says to start a new process, naming a device
+    fresh = seen["new_context_error"]
+    assert fresh is None or (fresh["type"] == "DeviceError"
+                             and "start a new process" in fresh["message"]), seen
+    # a new process finds every GPU, the faulty one too, right and in normal time: nothing was
+    # left spinning
+    again = run_in_subprocess(app, k, "again")
+    assert again["right"], again
+    assert again["s"] <= 2 * seen["normal_s"] + 0.5, (again, seen)
 
 
 @pytest.mark.timeout(600)
@@ -146,3 +154,33 @@ def test_a_sticky_cuda_error_breaks_its_device_and_the_context_says_to_close_it(
     with pytest.raises(RuntimeError, match=r"cpu:1 hit a sticky CUDA error.*close it"):
         ctx.run(lambda d: d.index)
     ctx.shutdown()
+
+
+def test_a_device_that_cannot_start_after_a_sticky_error_says_to_start_a_new_process(
+        monkeypatch):
+    """After a trap, this process's CUDA runtime fails every call, on the faulty GPU's peers
+    too (seen on 4 H200s: a new Context on the other GPUs failed creating a stream): starting
+    a device then raises a DeviceError naming it that says to start a new process, not CuPy's
+    bare error; an error that is not sticky passes through as it is."""
+    import contextlib
+    from types import SimpleNamespace
+    from groute import DeviceError
+    from groute.device import cuda
+
+    def fake_cupy(error):
+        def stream(non_blocking):
+            raise error
+        runtime = SimpleNamespace(getDeviceProperties=lambda gpu: {"multiProcessorCount": 132})
+        return SimpleNamespace(cuda=SimpleNamespace(runtime=runtime, Stream=stream,
+                                                    Device=lambda gpu: contextlib.nullcontext()))
+    monkeypatch.setattr(cuda, "cuda_device_count", lambda: 2)
+    trap = CUDARuntimeError(719, "cudaErrorLaunchFailure: unspecified launch failure")
+    monkeypatch.setattr(cuda, "_cupy", lambda: fake_cupy(trap))
+    with pytest.raises(DeviceError, match=r"^cuda:0: cannot start: a kernel that failed .*start "
+                                          r"a new process") as info:
+        cuda.CUDADevice(0)
+    assert info.value.__cause__ is trap
+    other = CUDARuntimeError(2, "cudaErrorMemoryAllocation: out of memory")
+    monkeypatch.setattr(cuda, "_cupy", lambda: fake_cupy(other))
+    with pytest.raises(CUDARuntimeError, match="out of memory"):
+        cuda.CUDADevice(0)

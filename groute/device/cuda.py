@@ -279,8 +279,18 @@ class CUDADevice(Device):
         self.stop_event = stop_event or threading.Event()
         self.on_error = on_error
         self._peers: set[int] = set()
-        self.compute_stream = CUDAStream(self, "compute")
-        self.copy_stream = CUDAStream(self, "copy")
+        try:
+            self.compute_stream = CUDAStream(self, "compute")
+            self.copy_stream = CUDAStream(self, "copy")
+        except Exception as exc:
+            why = sticky_error(exc)
+            if why is None:
+                raise
+            # a kernel fault earlier in this process (on this GPU, or one a kernel of this
+            # GPU read through peer memory) left the CUDA runtime in a sticky error
+            raise DeviceError(self.name, f"cannot start: {why}; a kernel fault earlier in this "
+                                         f"process left its CUDA runtime unusable: start a new "
+                                         f"process") from exc
 
     def use(self):
         return _cupy().cuda.Device(self.gpu)
