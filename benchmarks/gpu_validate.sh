@@ -34,7 +34,7 @@ stage info 60 python3 -m groute info
 stage tests ${TESTS_LIMIT:-420} python3 -m pytest -m "${TEST_MARKS:-gpu or multigpu}" -q -p no:cacheprovider --timeout 240 tests
 stage demo ${DEMO_LIMIT:-120} python3 -m groute demo
 stage topo ${TOPO_LIMIT:-240} python3 -m groute topo all --json "$OUT/topo.json" --plot "$OUT/plots" --markdown "$OUT/topo.md"
-stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 benchmarks/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
+stage prcc ${PRCC_LIMIT:-400} env OUT="$OUT" python3 benchmarks/probes/gpu_check_pr_cc.py --budget ${PRCC_BUDGET:-240}
 stage bench ${BENCH_LIMIT:-560} python3 -m groute bench ${BENCH_ARGS:---preset quick} --json "$OUT/bench.json" --markdown "$OUT/bench.md" --plot "$OUT/bench_plots"
 stage newapps ${NEWAPPS_LIMIT:-200} python3 -m groute bench --apps kcore,scc --graphs ${NEWAPPS_GRAPHS:-kron:21,grid:4900} --devices 1 --peers scipy,igraph,networkx --repeat 3 --warmup 1 --peer-repeat 1 --max-case-seconds 22 --reference auto --json "$OUT/newapps.json" --markdown "$OUT/newapps.md"
 stage bc ${BC_LIMIT:-60} sh -c "python3 -m groute bench --apps betweenness --graphs ${BC_GRAPHS:-kron:16} --devices 1 --peers igraph --repeat 3 --max-case-seconds 3 --json '$OUT/bc.json' --markdown '$OUT/bc.md' && python3 -m groute betweenness --graph kron:21 --k 64 --repeat 3"

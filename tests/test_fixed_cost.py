@@ -2,7 +2,7 @@
 A call given no context leases a kept one (groute.runtime.kept), so a second call starts no
 thread; a one-device BSP engine runs its steps on the caller's thread; a NetworkX graph's
 conversion and a file's graph are kept for the next call until they change; the first call
-imports neither NetworkX nor SciPy's csgraph. ``benchmarks/gpu_fixed_cost.py`` measures the
+imports neither NetworkX nor SciPy's csgraph. ``benchmarks/probes/gpu_fixed_cost.py`` measures the
 same on GPUs."""
 import subprocess
 import sys

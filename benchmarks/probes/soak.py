@@ -3,7 +3,7 @@
 
 Run from the repository root; on 4 GPUs (the device tool's ``nvidia-h200-x4``)::
 
-    python benchmarks/soak.py --runs 1000 --backends cuda,cpu --devices 1,2,3,4
+    python benchmarks/probes/soak.py --runs 1000 --backends cuda,cpu --devices 1,2,3,4
 
 Each run picks, seeded, an app (BFS, SSSP, PageRank, CC, k-core, an operator loop run as the
 operator calls or fused, an order-free loop on the async engine), a backend, a device count and
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import groute  # noqa: E402 - after the path is set

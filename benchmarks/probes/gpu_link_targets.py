@@ -2,7 +2,7 @@
 
 Run on 4 GPUs (``nvidia-h200-x4``), from the repository root::
 
-    python benchmarks/gpu_link_targets.py --json link_targets.json
+    python benchmarks/probes/gpu_link_targets.py --json link_targets.json
 
 It runs ``groute topo packets`` (256 MiB buffer; packets of 4 KiB, 64 KiB, 1 MiB and 16 MiB),
 ``groute topo broadcast`` (1 MiB and 16 MiB from device 0 to the 3 others) and PBF on 1e9

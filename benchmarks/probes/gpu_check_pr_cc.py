@@ -3,9 +3,9 @@
 
 Run from the repository root on a machine with CUDA GPUs (CuPy installed; pymetis not needed)::
 
-    python benchmarks/gpu_check_pr_cc.py                 # everything, about 5 minutes on 4 x H200
-    python benchmarks/gpu_check_pr_cc.py --quick         # compile + correctness only (< 1 minute)
-    python benchmarks/gpu_check_pr_cc.py --big grid:4900 --repeat 3 --budget 300
+    python benchmarks/probes/gpu_check_pr_cc.py                 # everything, about 5 minutes on 4 x H200
+    python benchmarks/probes/gpu_check_pr_cc.py --quick         # compile + correctness only (< 1 minute)
+    python benchmarks/probes/gpu_check_pr_cc.py --big grid:4900 --repeat 3 --budget 300
 
 Stages, in order, so a broken kernel shows up in the first seconds:
 
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 

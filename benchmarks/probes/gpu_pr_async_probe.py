@@ -4,7 +4,7 @@ For each graph: a reference (BSP on one device, tight tol), then async runs on 1
 under several settings (packet size, sweeps). Prints per run: the L1 error of the normalised
 ranks, the unnormalised mass (rank + residual summed), the largest final residual against eps,
 items sent, and the error split by owning device and by in-degree class. Not a test: run it by
-hand, e.g. ``python benchmarks/gpu_pr_async_probe.py --graphs kron:23 --devices 1,2``.
+hand, e.g. ``python benchmarks/probes/gpu_pr_async_probe.py --graphs kron:23 --devices 1,2``.
 """
 from __future__ import annotations
 

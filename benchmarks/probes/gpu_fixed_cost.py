@@ -9,9 +9,9 @@ process warms the caches a second one finds (the graph's binary cache, CuPy's ke
 as a user's second program would, so the summary is the median over the later processes. The
 target (issue 39): a second call on the same graph within 10 ms of its run.
 
-    python benchmarks/gpu_fixed_cost.py --graph /path/to/dblp-2010.mtx.gz --source 1
-    python benchmarks/gpu_fixed_cost.py                    # a generated graph of that size
-    python benchmarks/gpu_fixed_cost.py --backend cpu --devices 1   # the same on CPU devices
+    python benchmarks/probes/gpu_fixed_cost.py --graph /path/to/dblp-2010.mtx.gz --source 1
+    python benchmarks/probes/gpu_fixed_cost.py                    # a generated graph of that size
+    python benchmarks/probes/gpu_fixed_cost.py --backend cpu --devices 1   # the same on CPU devices
 
 Prints one JSON line per process and a summary line; exits 1 when the target is missed.
 """
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the target: a call after the first costs at most this much more than its run
 TARGET_S = 0.010
 #: a stand-in for dblp-2010 (326,186 vertices, 1.6M arcs) when no file is given
