@@ -43,8 +43,8 @@ def cpu_note(devices: int, cores: int | None) -> str:
     return (f"CPU virtual devices model a host's GPUs in NumPy, each with its own stream "
             f"threads; all {devices} share this machine's {cores or 'unknown number of'} "
             f"cores and memory, so several of them test multi-device code (exchange, "
-            f"asynchrony) and run no faster than one (ask for one with --devices 1 or "
-            f"devices=1)")
+            f"asynchrony) and run no faster than one: the algorithms' default "
+            f"(--devices auto) runs on one")
 
 
 def _gib(x):
