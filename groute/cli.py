@@ -23,7 +23,8 @@ from .errors import GrouteError
 
 #: the modules of groute's own tools, each with a ``register(subparsers, common)``, in the order
 #: ``groute --help`` lists them (before the algorithms)
-TOOLS = ("groute.commands.info", "groute.commands.demo", "groute.graph.cli",
+TOOLS = ("groute.commands.info", "groute.commands.demo", "groute.commands.launch",
+         "groute.commands.partition", "groute.graph.cli",
          "groute.topology.cli", "groute.bench.cli")
 
 

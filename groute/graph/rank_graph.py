@@ -1,0 +1,74 @@
+"""RankGraph: one rank's range of rows of a graph split by contiguous ranges (how it is
+loaded: :mod:`groute.graph.ranked`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .csr import CSRGraph
+from .ids import VertexIds
+from .partition import LocalGraph
+
+
+class RankGraph:
+    """Rank ``rank``'s rows of a graph split by ranges (module docstring). Global facts
+    (``num_vertices``, ``num_edges``, ``directed``, ``name``, ids) are the whole graph's;
+    ``part`` (a :class:`~groute.graph.partition.LocalGraph`) holds this rank's rows, whose
+    targets are global vertex ids; ``offsets`` bound every rank's range."""
+
+    def __init__(self, part: LocalGraph, offsets, *, num_edges: int, name: str, id_base: int = 0,
+                 labels=None):
+        self.part = part
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.rank = part.part
+        self.num_vertices = int(self.offsets[-1])
+        self.num_edges = int(num_edges)
+        self.directed = bool(part.directed)
+        self.name = name
+        self.id_base = int(id_base)
+        self.file_ids = labels
+        self.vertex_ids = VertexIds(self.num_vertices, base=self.id_base, labels=labels, name=name)
+
+    @property
+    def num_parts(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def first(self) -> int:
+        return self.part.first
+
+    @property
+    def end(self) -> int:
+        return self.part.end
+
+    @property
+    def weights(self):
+        """This rank's arcs' weights (None when the graph has none)."""
+        return self.part.weights
+
+    def to_host(self) -> "RankGraph":
+        return self
+
+    def vertex_of(self, ident, what: str = "id"):
+        return self.vertex_ids.position_of(ident, what)
+
+    def file_id_of(self, v):
+        return self.vertex_ids.id_of(v)
+
+    def gather(self, ranks) -> CSRGraph:
+        """The whole graph, put together from every rank's rows (a collective: every rank
+        calls it and gets the graph; for checks and small graphs)."""
+        p = self.part
+        degrees = np.concatenate(ranks.allgatherv(np.diff(np.asarray(p.indptr)).astype(np.int64)))
+        indptr = np.zeros(self.num_vertices + 1, dtype=np.int64)
+        np.cumsum(degrees, out=indptr[1:])
+        indices = np.concatenate(ranks.allgatherv(np.asarray(p.indices, dtype=np.int32)))
+        weights = None
+        if p.weights is not None:
+            weights = np.concatenate(ranks.allgatherv(np.asarray(p.weights)))
+        return CSRGraph(indptr, indices, weights, directed=self.directed, name=self.name,
+                        id_base=self.id_base, file_ids=self.file_ids)
+
+    def __repr__(self):
+        return (f"RankGraph({self.name!r}: rank {self.rank} of {self.num_parts} holds vertices "
+                f"[{self.first}, {self.end}) of {self.num_vertices:,}, {self.part.num_edges:,} of "
+                f"{self.num_edges:,} arcs)")

@@ -1,0 +1,133 @@
+"""Graphs loaded by ranks: each process of an MPI job holds only its range of rows.
+
+On a :class:`~groute.runtime.rank_context.RankContext` of ``K`` ranks, rank ``r`` owns the
+vertices ``[offsets[r], offsets[r + 1])`` of the contiguous split
+(:func:`groute.graph.partition.contiguous_offsets`: ranges of about equal arc counts, exactly
+the ranges ``partition_graph(g, K, "contiguous")`` gives the whole graph) and holds their
+out-arcs, nothing else of the graph (:class:`RankGraph`). How a rank gets its rows without
+the whole graph (:func:`load_ranked`):
+
+- a random spec (``kron``, ``rmat``, ``er``): its edge stream is counter-based, so a rank
+  replays it and keeps the arcs leaving its range (:func:`groute.graph.bucketed.range_rows`);
+  first the rows of an equal share of the vertices, whose degrees every rank then shares to
+  cut the arc-balanced ranges, then its own range's. Memory: the rank's share (and one
+  degree per vertex of the graph while the ranges are cut); time: every rank replays the
+  whole stream (an R-MAT edge's source is random), twice;
+- a ``grid``: every choice is a function of a vertex's id, so a rank computes its rows alone;
+- a file: from a part set written once by ``groute partition`` (:mod:`.part_set`), each rank
+  reading its own part's file.
+
+The ranks' rows together are the whole graph's, bit for bit (weights too: ``weighted=True``
+hashes each arc's ends as :meth:`~groute.graph.CSRGraph.with_weights` does);
+:meth:`RankGraph.gather` puts them together again, for checks.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import part_set
+from .bucketed import range_rows
+from .csr import pair_weights
+from .generators import edge_stream, grid_rows, spec_params
+from .partition import LocalGraph, contiguous_offsets
+from .rank_graph import RankGraph
+from .spec import is_spec, parse_spec
+
+
+def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None = None,
+                symmetric: bool = False) -> RankGraph:
+    """This rank's :class:`RankGraph` of ``source``: a random spec, a grid spec, or a part set
+    written by ``groute partition`` (module docstring). ``seed``: the generator seed for a spec
+    that sets none, and the random weights' seed; ``weighted``: True adds random weights where
+    the graph has none, False drops them (None keeps what it has). A collective: every rank
+    calls it with the same arguments.
+
+    Raises
+    ------
+    ValueError
+        For a file that is not a part set (saying how to write one), ``symmetric`` on a graph
+        loaded by ranks, or a part set of another number of parts than there are ranks.
+    """
+    text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    if text is None:
+        raise TypeError(f"a graph loaded by ranks comes from a spec or a part set, got "
+                        f"{type(source).__name__}")
+    if symmetric:
+        raise ValueError("symmetric=True (--symmetric) is not applied to a graph loaded by ranks: "
+                         "write the part set from the symmetric graph (groute partition "
+                         "--symmetric)")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        g = part_set.read_part(path, ranks.rank, ranks.size)
+    elif path.exists():
+        raise ValueError(f"{text}: a file is read by ranks from a part set, one file per rank; "
+                         f"write it once with: groute partition --graph {text} --parts "
+                         f"{ranks.size} --out DIR, then give DIR as the graph")
+    elif is_spec(text):
+        g = _generate(text, ranks, seed)
+    else:
+        raise FileNotFoundError(f"{text!r} is neither a part set (a folder written by groute "
+                                f"partition) nor a graph spec (kron:21, rmat:20, grid:4900, "
+                                f"er:1e6:8)")
+    if weighted is True and g.weights is None:
+        g = _with_weights(g, 0 if seed is None else seed)
+    elif weighted is False and g.weights is not None:
+        g = RankGraph(_local(g.part, g.part.indptr, g.part.indices, None), g.offsets,
+                      num_edges=g.num_edges, name=g.name, id_base=g.id_base, labels=g.file_ids)
+    return g
+
+
+def _local(like: LocalGraph, indptr, indices, weights) -> LocalGraph:
+    return LocalGraph(like.part, like.first, indptr, indices, weights,
+                      num_global_vertices=like.num_global_vertices, directed=like.directed,
+                      name=like.name)
+
+
+def _with_weights(g: RankGraph, seed: int) -> RankGraph:
+    p = g.part
+    src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(np.asarray(p.indptr)))
+    w = pair_weights(src, p.indices, g.num_vertices, seed)
+    return RankGraph(_local(p, p.indptr, p.indices, w), g.offsets, num_edges=g.num_edges,
+                     name=g.name, id_base=g.id_base, labels=g.file_ids)
+
+
+def _generate(text: str, ranks, seed) -> RankGraph:
+    """The rows of this rank's range of a generated graph (module docstring)."""
+    s = parse_spec(text)
+    p = spec_params(s, seed)
+    k, r = ranks.size, ranks.rank
+    if s.kind == "grid":
+        height, width = p["rows"], p["cols"]
+        n, symmetric = height * width, True
+
+        def build(lo, hi):
+            return grid_rows(height, width, lo, hi, drop=p["drop"], seed=p["seed"], low=p["low"],
+                             high=p["high"])
+    else:
+        stream, n, symmetric = edge_stream(s.kind, p)
+
+        def build(lo, hi):
+            return (*range_rows(stream, n, lo, hi, symmetric=symmetric), None)
+    if k > max(n, 1):
+        raise ValueError(f"{text}: {k} ranks for a graph of {n} vertices; every rank owns at "
+                         f"least one vertex")
+    share = (n * r // k, n * (r + 1) // k)
+    rows = build(*share)
+    degrees = np.concatenate(ranks.allgatherv(np.diff(rows[0]).astype(np.int64),
+                                              what=f"the degrees of {text}"))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degrees, out=indptr[1:])
+    del degrees
+    offsets = contiguous_offsets(indptr, k)
+    m = int(indptr[-1])
+    del indptr
+    lo, hi = int(offsets[r]), int(offsets[r + 1])
+    if (lo, hi) != share:
+        rows = build(lo, hi)
+    ip, indices, weights = rows
+    part = LocalGraph(r, lo, ip, np.asarray(indices, dtype=np.int32), weights,
+                      num_global_vertices=n, directed=not symmetric, name=f"{text}[{r}]")
+    return RankGraph(part, offsets, num_edges=m, name=text)
