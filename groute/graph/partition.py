@@ -168,10 +168,15 @@ def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, see
                     cache: bool = True, progress: bool = True) -> Partition:
     """Split ``g`` (host arrays) over ``k`` devices; see the module docstring.
 
+    A graph loaded by ranks (:class:`~groute.graph.rank_graph.RankGraph`) is split by its
+    ranges whatever the method (:class:`~groute.graph.rank_graph.RangeSplit`).
+
     Raises ValueError for k < 1, k > |V| or an unknown method, and ImportError with the pip
     command when METIS is asked for but pymetis is not installed. The same graph object asked
     for the same split again gets the same :class:`Partition` back (treat it as read-only).
     """
+    if hasattr(g, "split_by_ranges"):           # a RankGraph: split by its ranges
+        return g.split_by_ranges(k, method)
     key = (int(k), method, int(seed))
     try:
         memo = _MEMO.setdefault(g, {})

@@ -2,12 +2,15 @@
 loaded: :mod:`groute.graph.ranked`)."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from .csr import CSRGraph
 from .ids import VertexIds
 from .partition import LocalGraph
 
+log = logging.getLogger(__name__)
 
 class RankGraph:
     """Rank ``rank``'s rows of a graph split by ranges (module docstring). Global facts
@@ -54,6 +57,18 @@ class RankGraph:
     def file_id_of(self, v):
         return self.vertex_ids.id_of(v)
 
+    def split_by_ranges(self, k: int, method: str = "contiguous") -> "RangeSplit":
+        """The split of this graph over ``k`` devices: its ranges (``method`` cannot change
+        that, and is logged when it asks otherwise); ValueError unless ``k`` is its part
+        count."""
+        if int(k) != self.num_parts:
+            raise ValueError(f"{self.name} was loaded by {self.num_parts} ranks, split into {k} "
+                             f"parts; a graph loaded by ranks runs on a context of as many "
+                             f"devices")
+        if method != RangeSplit.method:
+            log.info("%s was loaded by ranks: split by its ranges, not %s", self.name, method)
+        return RangeSplit(self)
+
     def gather(self, ranks) -> CSRGraph:
         """The whole graph, put together from every rank's rows (a collective: every rank
         calls it and gets the graph; for checks and small graphs)."""
@@ -72,3 +87,39 @@ class RankGraph:
         return (f"RankGraph({self.name!r}: rank {self.rank} of {self.num_parts} holds vertices "
                 f"[{self.first}, {self.end}) of {self.num_vertices:,}, {self.part.num_edges:,} of "
                 f"{self.num_edges:,} arcs)")
+
+
+class RangeSplit:
+    """How a :class:`RankGraph` is split over the devices of its job: by its ranges, vertices
+    keeping their ids (what :func:`groute.graph.partition_graph` gives for one). It answers
+    what a :class:`~groute.graph.partition.Partition` does, but :meth:`local` holds only this
+    rank's part."""
+
+    method = "contiguous"
+
+    def __init__(self, graph: RankGraph):
+        self.graph = graph
+        self.offsets = graph.offsets
+        self.stats = {"method": self.method, "identity": True, "num_parts": graph.num_parts}
+
+    @property
+    def num_parts(self) -> int:
+        return self.graph.num_parts
+
+    def part_range(self, i: int) -> tuple[int, int]:
+        return int(self.offsets[i]), int(self.offsets[i + 1])
+
+    def local(self, i: int) -> LocalGraph:
+        if i != self.graph.rank:
+            raise ValueError(f"part {i} of {self.graph.name} is rank {i}'s; rank "
+                             f"{self.graph.rank} holds part {self.graph.rank} only")
+        return self.graph.part
+
+    def owner_of_new(self, ids):
+        return np.searchsorted(self.offsets, ids, side="right") - 1
+
+    def to_original(self, values):
+        return values
+
+    def to_new(self, values):
+        return values
