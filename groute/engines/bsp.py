@@ -64,7 +64,7 @@ from groute.operators.loop import AdvanceStep, python_loop, python_sweep
 from groute.operators.loop_source import needs_in_arcs
 from groute.operators.rounds import Compute, body_steps, python_rounds
 from groute.operators.part import DevicePart
-from groute.runtime.policies import BROADCAST, Route, by_owner
+from groute.runtime.policies import by_owner, to_the_others
 from groute.runtime.router import Router
 from groute.tuning import BSPTuning
 
@@ -75,11 +75,6 @@ from .fused_multi import MultiFusedLoops
 
 log = logging.getLogger(__name__)
 DIRECTIONS = ("push", "pull", "auto")
-
-
-def to_the_others(segment, source, destinations):
-    """Routing policy of the pull's frontier exchange: every device but the sender."""
-    return Route(tuple(d for d in destinations if d != source), BROADCAST)
 
 
 def steps_as_run(steps, directed: bool) -> tuple:
