@@ -57,6 +57,12 @@ class RankGraph:
     def file_id_of(self, v):
         return self.vertex_ids.id_of(v)
 
+    def edges(self):
+        """This rank's arcs as COO ``(src, dst)`` (src int64: global ids)."""
+        p = self.part
+        return (np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(np.asarray(p.indptr))),
+                p.indices)
+
     def split_by_ranges(self, k: int, method: str = "contiguous") -> "RangeSplit":
         """The split of this graph over ``k`` devices: its ranges (``method`` cannot change
         that, and is logged when it asks otherwise); ValueError unless ``k`` is its part
@@ -89,6 +95,13 @@ class RankGraph:
                 f"{self.num_edges:,} arcs)")
 
 
+class _Same:
+    """The identity as an index: ``_Same()[positions]`` is ``positions`` (an array)."""
+
+    def __getitem__(self, positions):
+        return np.asarray(positions, dtype=np.int64)
+
+
 class RangeSplit:
     """How a :class:`RankGraph` is split over the devices of its job: by its ranges, vertices
     keeping their ids (what :func:`groute.graph.partition_graph` gives for one). It answers
@@ -96,9 +109,12 @@ class RangeSplit:
     rank's part."""
 
     method = "contiguous"
+    #: old id -> new id and back: the same (a RangeSplit renumbers nothing)
+    perm = iperm = None
 
     def __init__(self, graph: RankGraph):
         self.graph = graph
+        self.perm = self.iperm = _Same()
         self.offsets = graph.offsets
         self.stats = {"method": self.method, "identity": True, "num_parts": graph.num_parts}
 
