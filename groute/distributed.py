@@ -72,3 +72,38 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
     'load_graph'
     """
     return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted)
+
+
+#: the command line's context when it runs as several processes (:func:`job_context`)
+_job = None
+
+
+def job_context(timeout=None) -> Context:
+    """The context of a command run as several processes (``mpiexec -n K python -m groute
+    ...``): made on the first call, the same one after; the command line shuts it down at
+    its end (:func:`close_job`) or ends the job after a failure (:func:`end_job`)."""
+    global _job
+    if _job is None:
+        _job = Context(timeout=timeout)
+    return _job
+
+
+def job_rank() -> int | None:
+    """This process's rank in the command line's job; None when it runs as one process."""
+    return None if _job is None else _job.rank
+
+
+def end_job(code: int = 1) -> None:
+    """After an error: end every process of the command line's job (rank 0 first, so that
+    its report is printed; :meth:`RankContext.end_job <groute.runtime.rank_context.RankContext.end_job>`).
+    Nothing when there is no job."""
+    if _job is not None:
+        _job.end_job(code)
+
+
+def close_job() -> None:
+    """Shut the command line's context down (every rank at its normal end)."""
+    global _job
+    if _job is not None:
+        job, _job = _job, None
+        job.shutdown()

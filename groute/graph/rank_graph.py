@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from .csr import CSRGraph
+from .csr import CSRGraph, pair_weights
 from .ids import VertexIds
 from .partition import LocalGraph
 
@@ -30,6 +30,8 @@ class RankGraph:
         self.id_base = int(id_base)
         self.file_ids = labels
         self.vertex_ids = VertexIds(self.num_vertices, base=self.id_base, labels=labels, name=name)
+        #: the ranks that loaded it (set by the loader that has them; None otherwise)
+        self.ranks = None
 
     @property
     def num_parts(self) -> int:
@@ -56,6 +58,20 @@ class RankGraph:
 
     def file_id_of(self, v):
         return self.vertex_ids.id_of(v)
+
+    def with_weights(self, seed: int = 0, low: int = 1, high: int = 64) -> "RankGraph":
+        """This part with the random weights :meth:`CSRGraph.with_weights
+        <groute.graph.CSRGraph.with_weights>` gives the whole graph's arcs."""
+        src, dst = self.edges()
+        p = self.part
+        part = LocalGraph(p.part, p.first, p.indptr, p.indices,
+                          pair_weights(src, dst, self.num_vertices, seed, low, high),
+                          num_global_vertices=p.num_global_vertices, directed=p.directed,
+                          name=p.name)
+        out = RankGraph(part, self.offsets, num_edges=self.num_edges, name=self.name,
+                        id_base=self.id_base, labels=self.file_ids)
+        out.ranks = self.ranks
+        return out
 
     def edges(self):
         """This rank's arcs as COO ``(src, dst)`` (src int64: global ids)."""

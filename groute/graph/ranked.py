@@ -30,7 +30,6 @@ import numpy as np
 
 from . import part_set
 from .bucketed import range_rows
-from .csr import pair_weights
 from .generators import edge_stream, grid_rows, spec_params
 from .partition import LocalGraph, contiguous_offsets
 from .rank_graph import RankGraph
@@ -73,10 +72,11 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
                                 f"partition) nor a graph spec (kron:21, rmat:20, grid:4900, "
                                 f"er:1e6:8)")
     if weighted is True and g.weights is None:
-        g = _with_weights(g, 0 if seed is None else seed)
+        g = g.with_weights(seed=0 if seed is None else seed)
     elif weighted is False and g.weights is not None:
         g = RankGraph(_local(g.part, g.part.indptr, g.part.indices, None), g.offsets,
                       num_edges=g.num_edges, name=g.name, id_base=g.id_base, labels=g.file_ids)
+    g.ranks = ranks
     return g
 
 
@@ -84,14 +84,6 @@ def _local(like: LocalGraph, indptr, indices, weights) -> LocalGraph:
     return LocalGraph(like.part, like.first, indptr, indices, weights,
                       num_global_vertices=like.num_global_vertices, directed=like.directed,
                       name=like.name)
-
-
-def _with_weights(g: RankGraph, seed: int) -> RankGraph:
-    p = g.part
-    src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(np.asarray(p.indptr)))
-    w = pair_weights(src, p.indices, g.num_vertices, seed)
-    return RankGraph(_local(p, p.indptr, p.indices, w), g.offsets, num_edges=g.num_edges,
-                     name=g.name, id_base=g.id_base, labels=g.file_ids)
 
 
 def _generate(text: str, ranks, seed) -> RankGraph:

@@ -106,9 +106,7 @@ class _Partitioned:
         return int(self.to_new_ids([v])[0])
 
     def to_new_ids(self, positions):
-        positions = np.asarray(positions, dtype=np.int64)
-        perm = getattr(self.p, "perm", None)      # None: a graph's ranges (ids kept)
-        return positions if perm is None else np.asarray(perm, dtype=np.int64)[positions]
+        return np.asarray(self.p.perm[np.asarray(positions, dtype=np.int64)], dtype=np.int64)
 
 
 def rules_for(relaxation: Relaxation) -> dict:
