@@ -107,9 +107,13 @@ def read_part(folder, rank: int, size: int):
                          f"partition --parts {size}")
     offsets = np.asarray(manifest["offsets"], dtype=np.int64)
     path = part_file(folder, rank, size)
-    with np.load(path, allow_pickle=False) as z:
-        indptr, indices = z["indptr"], z["indices"]
-        weights = z["weights"] if "weights" in z.files else None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            indptr, indices = z["indptr"], z["indices"]
+            weights = z["weights"] if "weights" in z.files else None
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{path}: not a part file as groute partition writes them ({exc}); "
+                         f"write the part set again") from None
     lo, hi = int(offsets[rank]), int(offsets[rank + 1])
     if indptr.shape != (hi - lo + 1,):
         raise ValueError(f"{path}: {indptr.shape[0] - 1} rows, but the manifest gives part "
