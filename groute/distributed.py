@@ -67,9 +67,11 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
 
     Examples
     --------
-    >>> from groute import distributed
-    >>> distributed.load_graph.__name__
-    'load_graph'
+    In a program run as K processes (the module docstring)::
+
+        with distributed.Context() as ctx:
+            graph = distributed.load_graph("grid:1000", ctx)
+            print(ctx.rank, graph.first, graph.end)     # this rank's vertex range
     """
     return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted)
 

@@ -36,7 +36,7 @@ def as_graph(obj, *, weight: str | None = "weight", num_vertices: int | None = N
     elif isinstance(obj, RankGraph):        # one rank's part: taken as it is
         if symmetric and obj.directed:
             raise ValueError(f"{obj.name} was loaded by ranks: write its part set from the "
-                             f"symmetric graph (groute partition --symmetric)")
+                             f"symmetric graph (groute.graph.part_set.write_part_set)")
         return obj
     elif is_networkx(obj):
         g = cached_from_networkx(obj, weight=weight)

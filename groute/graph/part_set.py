@@ -46,7 +46,7 @@ def write_part_set(graph, parts: int, folder) -> dict:
     n = graph.num_vertices
     parts = int(parts)
     if not 1 <= parts <= max(n, 1):
-        raise ValueError(f"--parts must be between 1 and the vertex count ({n}), got {parts}")
+        raise ValueError(f"parts must be between 1 and the vertex count ({n}), got {parts}")
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder}: not a folder")
@@ -103,8 +103,8 @@ def read_part(folder, rank: int, size: int):
     manifest = read_manifest(folder)
     if manifest["parts"] != size:
         raise ValueError(f"{folder} holds {manifest['parts']} parts for a job of {size} ranks; "
-                         f"run {manifest['parts']} ranks, or write {size} parts with groute "
-                         f"partition --parts {size}")
+                         f"run {manifest['parts']} ranks, or write the set again in {size} "
+                         f"parts (write_part_set, the command groute partition)")
     offsets = np.asarray(manifest["offsets"], dtype=np.int64)
     path = part_file(folder, rank, size)
     try:

@@ -55,16 +55,17 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
         raise TypeError(f"a graph loaded by ranks comes from a spec or a part set, got "
                         f"{type(source).__name__}")
     if symmetric:
-        raise ValueError("symmetric=True (--symmetric) is not applied to a graph loaded by ranks: "
-                         "write the part set from the symmetric graph (groute partition "
-                         "--symmetric)")
+        raise ValueError("symmetric=True is not applied to a graph loaded by ranks: write the "
+                         "part set from the symmetric graph (groute.graph.part_set."
+                         "write_part_set of it, or the command groute partition)")
     path = Path(text).expanduser()
     if path.is_dir():
         g = part_set.read_part(path, ranks.rank, ranks.size)
     elif path.exists():
         raise ValueError(f"{text}: a file is read by ranks from a part set, one file per rank; "
-                         f"write it once with: groute partition --graph {text} --parts "
-                         f"{ranks.size} --out DIR, then give DIR as the graph")
+                         f"write it once in {ranks.size} parts (groute.graph.part_set."
+                         f"write_part_set, or the command groute partition) and give its "
+                         f"folder as the graph")
     elif is_spec(text):
         g = _generate(text, ranks, seed)
     else:

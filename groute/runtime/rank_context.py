@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from ..errors import ContextStopped, RankFailed
+from ..errors import RankFailed
 from ..waiting import POLL_INTERVAL
 from .context import Context
 from .ranks import Ranks
@@ -233,7 +233,11 @@ class RankContext(Context):
         self.ranks.abort(code)
 
     def shutdown(self) -> None:
+        """As :meth:`Context.shutdown <groute.runtime.context.Context.shutdown>`, after the
+        failure watch has stopped (it calls MPI, which the interpreter's exit finalises)."""
         self._watching = False
+        if threading.current_thread() is not self._watch:
+            self._watch.join(4 * POLL_INTERVAL)
         super().shutdown()
 
     close = shutdown
@@ -242,4 +246,4 @@ class RankContext(Context):
         return f"<RankContext rank {self.rank} of {self.ranks.size}: {self.local_device.name}>"
 
 
-__all__ = ["RankContext", "RemoteDevice", "ContextStopped"]
+__all__ = ["RankContext", "RemoteDevice"]
