@@ -88,9 +88,6 @@ class RemoteDevice:
     def note_failure(self, exc) -> None:
         pass
 
-    def broken_note(self) -> str:
-        return ""
-
     def can_access_peer(self, other) -> bool:
         return False
 

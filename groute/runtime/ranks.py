@@ -176,20 +176,6 @@ class Ranks:
         return [recv[a:a + n].view(array.dtype).reshape((n // max(row, 1), *shape))
                 for a, n in zip(displs, sizes)]
 
-    def gather(self, obj, root: int = 0, what: str = "a gather"):
-        """Every rank's ``obj`` (pickled) on ``root``, a list in rank order; None elsewhere."""
-        data = np.frombuffer(pickle.dumps(obj, protocol=5), np.uint8)
-        sizes = np.empty(self.size, np.int64) if self.rank == root else None
-        self._wait(self.comm.Igather(np.array([data.size], np.int64), sizes, root=root), what)
-        if self.rank != root:
-            self._wait(self.comm.Igatherv(data, None, root=root), what)
-            return None
-        recv = np.empty(int(sizes.sum()), np.uint8)
-        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self._wait(self.comm.Igatherv(data, [recv, sizes, displs, self.MPI.BYTE], root=root),
-                   what)
-        return [pickle.loads(recv[a:a + n].tobytes()) for a, n in zip(displs, sizes)]
-
     def bcast(self, obj, root: int = 0, what: str = "a broadcast"):
         """``root``'s ``obj`` on every rank."""
         data = pickle.dumps(obj, protocol=5) if self.rank == root else b""
