@@ -100,7 +100,9 @@ def auto_help(rule) -> str:
 def say(text: str = "", file=None) -> None:
     """``print`` for the app commands (to ``file``, default standard output): a closed stdout
     (``| head``) silences the rest of the output instead of ending the command, so it still
-    writes its ``--output``."""
+    writes its ``--output``. In a job of several processes, rank 0 prints (:func:`job`)."""
+    if _part is not None and _part.rank != 0:
+        return
     try:
         print(text, flush=True, file=file)
     except BrokenPipeError:
@@ -116,13 +118,72 @@ def parse_columns(text: str) -> list:
     return [int(c) if c.isdigit() else c for c in cols]
 
 
+# ------------------------------------------------------------------ several processes
+#: this process's part of the graph when the command runs as several processes (:func:`job`)
+_part = None
+
+
+def job(args):
+    """The context of a command run as several MPI processes (``mpiexec -n K python -m groute
+    ...``, or ``groute launch``), made on first use; None when it runs as one process. Then
+    every process loads only its part of the graph (:func:`load`), the solver runs on this
+    context, rank 0 prints and checks (:func:`checked`), and ``--output`` is written by every
+    rank for its own vertices (:func:`write_output`)."""
+    from groute import distributed
+    if not distributed.launched():
+        return None
+    return distributed.job_context(args.timeout)
+
+
+def _load_part(args, ctx):
+    """This rank's part of ``--graph`` (docs/DISTRIBUTED.md), kept for the outputs."""
+    global _part
+    from groute.graph.ranked import load_ranked
+    if args.symmetric or args.columns is not None:
+        raise ValueError("--symmetric and --columns read a file whole: across processes, write "
+                         "a part set from it once (groute partition --graph FILE --symmetric "
+                         "...) and give its folder as --graph")
+    graph = load_ranked(args.graph, ctx.ranks, seed=args.seed)
+    _part = graph
+    return graph
+
+
+def checked(args, graph, check):
+    """``check(graph)``, an answer's verification ``(ok, detail)``; across processes (a graph
+    loaded by ranks) on rank 0 over the whole graph, read there for the check only, and its
+    verdict on every rank."""
+    ranks = getattr(graph, "ranks", None)
+    if ranks is None:
+        return check(graph)
+    verdict = None
+    if ranks.rank == 0:
+        from groute.graph import load_graph
+        verdict = check(load_graph(args.graph, seed=args.seed, cache=not args.no_cache))
+    return ranks.bcast(verdict, what="the verification")
+
+
+def out_degrees(graph) -> np.ndarray:
+    """Every vertex's out-degree (int64, by position): across processes, every rank's."""
+    ranks = getattr(graph, "ranks", None)
+    if ranks is None:
+        return np.diff(np.asarray(graph.indptr))
+    return np.concatenate(ranks.allgatherv(np.diff(np.asarray(graph.part.indptr)),
+                                           what="the out-degrees"))
+
+
 def load(args):
     """The graph ``--graph`` names (with ``--symmetric``, ``--columns``), and the seconds it took;
-    first the outputs are checked (:func:`check_outputs`), so a run is never wasted on them."""
+    first the outputs are checked (:func:`check_outputs`), so a run is never wasted on them.
+    Run as several processes, this rank's part of it (:func:`job`)."""
     from groute.graph import load_graph
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
     check_outputs(args)
+    ctx = job(args)
+    if ctx is not None:
+        t0 = time.perf_counter()
+        graph = _load_part(args, ctx)
+        return graph, time.perf_counter() - t0
     options = {"seed": args.seed, "symmetric": args.symmetric, "cache": not args.no_cache}
     if args.columns is not None:
         options["columns"] = parse_columns(args.columns)
@@ -176,7 +237,9 @@ def run_solver(args, graph, build, *run_args, **run_kwargs) -> TimedRuns:
     chooses ``--devices auto``'s count and owns its context), run
     ``solver.run(*run_args, **run_kwargs)`` once to warm up and ``--repeat`` times timed, then
     close the solver and its context (also on failure)."""
-    where = {"devices": args.devices, "backend": args.backend, "timeout": args.timeout}
+    ctx = job(args)
+    where = ({"ctx": ctx} if ctx is not None else
+             {"devices": args.devices, "backend": args.backend, "timeout": args.timeout})
     t0 = time.perf_counter()
     solver = build(where)
     setup = time.perf_counter() - t0
@@ -286,7 +349,7 @@ def busiest_vertex(graph) -> int:
     the graph (the first vertex of a generated graph is often isolated)."""
     if graph.num_vertices == 0:
         return 0
-    return int(np.argmax(np.diff(np.asarray(graph.indptr))))
+    return int(np.argmax(out_degrees(graph)))
 
 
 # ------------------------------------------------------------------ output files
@@ -339,6 +402,12 @@ def write_output(result, path, value_name: str = "value") -> None:
     values = np.asarray(result.values)
     if result.values_are_vertices:
         values = ids[values]
+    if _part is not None:           # several processes: each writes its own vertices
+        ids, values = ids[_part.first:_part.end], values[_part.first:_part.end]
+        if path == STDOUT:
+            raise ValueError(f"{path}: across processes every rank writes its own vertices' "
+                             f"answers to a file of its own; give a file name")
+        path = rank_path(path, _part.rank, _part.num_parts)
     if path == STDOUT:
         try:
             _write_lines(sys.stdout, ids, values)
@@ -365,6 +434,13 @@ def write_output(result, path, value_name: str = "value") -> None:
         with open(path, "w") as fh:
             _write_lines(fh, ids, values)
     log.info("wrote %s values to %s", f"{values.size:,}", path)
+
+
+def rank_path(path, rank: int, ranks: int) -> Path:
+    """Where rank ``rank`` of ``ranks`` writes its part of an ``--output`` ``path``:
+    ``dist.part-1-of-4.npz`` for ``dist.npz``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.part-{rank}-of-{ranks}{path.suffix}")
 
 
 def _write_lines(fh, ids, values) -> None:

@@ -175,8 +175,16 @@ def register(subparsers, common):
     p.set_defaults(func=_cli)
 
 
+def _verify(g, labels):
+    from groute.graph import reference
+    ref = reference.connected_components(g)
+    ok = bool(np.array_equal(labels, ref))
+    return (ok, "OK (exact match with scipy weak components)" if ok
+            else "FAILED: " + reference.mismatch_report(labels, ref))
+
+
 def _cli(args) -> int:
-    from groute.apps.app_cli import load, report, run_solver, write_output
+    from groute.apps.app_cli import checked, load, report, run_solver, write_output
     g, load_s = load(args)
     given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
              "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
@@ -194,11 +202,7 @@ def _cli(args) -> int:
     facts = {"components": int(roots.size), "largest": largest, "edges": runs.solver.m}
     verified = None
     if args.verify:
-        from groute.graph import reference
-        ref = reference.connected_components(g)
-        ok = bool(np.array_equal(labels, ref))
-        verified = (ok, "OK (exact match with scipy weak components)" if ok
-                    else "FAILED: " + reference.mismatch_report(labels, ref))
+        verified = checked(args, g, lambda whole: _verify(whole, labels))
     report(args, "cc", g, load_s, runs, line, facts, verified,
            extra_stats=[f"edges: {runs.solver.m:,}"])
     if args.output:

@@ -10,7 +10,7 @@ import numpy as np
 
 from groute.registry import command
 
-from .app_cli import (add_engine_options, add_graph_options, advanced_group, load, report,
+from .app_cli import (add_engine_options, add_graph_options, advanced_group, checked, load, report,
                       run_solver, write_output)
 from .kcore import DEFAULT_DIRECTION, KCore
 
@@ -44,7 +44,7 @@ def _cli(args) -> int:
             f"{res.stats['rounds']:,} rounds")
     verified = None
     if args.verify:
-        verified = _verify(g, res)
+        verified = checked(args, g, lambda whole: _verify(whole, res))
     report(args, "kcore", g, load_s, runs, line,
            {"max_core": top, "max_core_vertices": in_top}, verified)
     if args.output:

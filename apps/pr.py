@@ -256,8 +256,18 @@ def register(subparsers, common):
     p.set_defaults(func=_cli)
 
 
+def _verify(g, values, alpha, weighted, tol):
+    from groute.graph import reference
+    ref = reference.pagerank(g, damping=alpha, weighted=weighted,
+                             tol=min(tol * g.num_vertices, 1e-6) * 1e-2)
+    l1, linf = reference.pagerank_error(values, ref)
+    ok = l1 <= 1e-4
+    return ok, (f"L1 {l1:.3e}, Linf {linf:.3e} vs reference power iteration "
+                f"-> {'OK (L1 <= 1e-4)' if ok else 'FAILED (L1 > 1e-4)'}")
+
+
 def _cli(args) -> int:
-    from .app_cli import load, run_solver
+    from .app_cli import checked, load, run_solver
     from .iterate_cli import report_iteration, tol_for, tuning_from
     g, load_s = load(args)
     tuning = tuning_from(args)
@@ -268,11 +278,6 @@ def _cli(args) -> int:
         seed=args.seed, max_iter=args.max_iter, weight=weight, tuning=tuning))
     verified = None
     if args.verify:
-        from groute.graph import reference
-        ref = reference.pagerank(g, damping=args.alpha, weighted=weight is not None,
-                                 tol=min(tol * g.num_vertices, 1e-6) * 1e-2)
-        l1, linf = reference.pagerank_error(runs.result.values, ref)
-        ok = l1 <= 1e-4
-        verified = (ok, f"L1 {l1:.3e}, Linf {linf:.3e} vs reference power iteration "
-                        f"-> {'OK (L1 <= 1e-4)' if ok else 'FAILED (L1 > 1e-4)'}")
+        verified = checked(args, g, lambda whole: _verify(whole, runs.result.values, args.alpha,
+                                                          weight is not None, tol))
     return report_iteration(args, "pr", g, load_s, runs, verified, "rank")

@@ -22,8 +22,8 @@ from groute.graph.partition import DEFAULT_PARTITION
 from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
-from .app_cli import (add_graph_options, advanced_group, auto_help, busiest_vertex, gteps, load,
-                      parse_vertex, report, run_solver, write_output)
+from .app_cli import (add_graph_options, advanced_group, auto_help, busiest_vertex, checked,
+                      gteps, load, out_degrees, parse_vertex, report, run_solver, write_output)
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -135,7 +135,11 @@ def run_cli(args, name, solver_cls):
         facts["cutoff"] = cutoff
     if name == "sssp":
         facts["weights"] = weights
-    verified = verify(name, graph, seeds, res.values, cutoff) if args.verify else None
+    random_weights = name == "sssp" and args.random_weights
+    # (across processes the check reads the whole graph again: the same weights on it)
+    verified = checked(args, graph, lambda g: verify(
+        name, g.with_weights(seed=args.seed) if random_weights and g is not graph else g,
+        seeds, res.values, cutoff)) if args.verify else None
     report(args, name, graph, load_s, runs, line, facts, verified,
            extra_stats=[f"weights: {weights}"] if name == "sssp" else ())
     if args.output:
@@ -157,8 +161,7 @@ def parent_table(result):
 def traversed_arcs(graph, reached_mask) -> int:
     """The arcs a traversal from one source expands: the out-arcs of every vertex it reached
     (Graph500's count, what GTEPS is made of; none from an isolated source)."""
-    degrees = np.diff(np.asarray(graph.indptr))
-    return int(degrees[reached_mask].sum())
+    return int(out_degrees(graph)[reached_mask].sum())
 
 
 def verify(name, graph, sources, values, cutoff=None):

@@ -23,7 +23,8 @@ from .errors import GrouteError
 
 #: the modules of groute's own tools, each with a ``register(subparsers, common)``, in the order
 #: ``groute --help`` lists them (before the algorithms)
-TOOLS = ("groute.commands.info", "groute.commands.demo", "groute.graph.cli",
+TOOLS = ("groute.commands.info", "groute.commands.demo", "groute.commands.launch",
+         "groute.commands.partition", "groute.graph.cli",
          "groute.topology.cli", "groute.bench.cli")
 
 
@@ -66,18 +67,43 @@ def main(argv=None) -> int:
             from .config import set_default_timeout
             set_default_timeout(args.timeout)
         with _cache_scope(args):
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        _close_job()
+        return code
     except BrokenPipeError:                     # the reader went away (| head): not an error
         drop_stdout()
         return 0
     except (GrouteError, ValueError, OSError, RuntimeError) as exc:
         if args.verbose:
+            _end_job(f"groute {args.command}: error: {exc}", traceback=True)
             raise
-        print(f"groute {args.command}: error: {exc}", file=sys.stderr)
+        _end_job(f"groute {args.command}: error: {exc}")
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _close_job():
+    """A command run as several processes (``mpiexec``) shuts its context down at its end."""
+    if "groute.distributed" in sys.modules:
+        sys.modules["groute.distributed"].close_job()
+
+
+def _end_job(message: str, traceback: bool = False):
+    """Print a command's error (each process of a job, naming its rank) and, in a job, end
+    every process: ranks cannot meet again after one left a step (groute.distributed)."""
+    dist = sys.modules.get("groute.distributed")
+    rank = dist.job_rank() if dist is not None else None
+    if rank is None:
+        if not traceback:
+            print(message, file=sys.stderr)
+        return
+    if traceback:
+        import traceback as tb
+        tb.print_exc()
+    print(f"[rank {rank}] {message}", file=sys.stderr, flush=True)
+    dist.end_job(1)
 
 
 if __name__ == "__main__":

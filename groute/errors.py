@@ -42,6 +42,17 @@ class StoppedByFailure(DeviceError, ContextStopped):
     :class:`ContextStopped` (what was waited for did not happen)."""
 
 
+class RankFailed(DeviceError):
+    """A failure on another rank of a distributed context (:mod:`groute.distributed`):
+    ``device`` names that rank's device and rank (``"cpu:1 (rank 1)"``), ``rank`` the rank, ``error`` the original
+    exception's type name; the message carries the original message."""
+
+    def __init__(self, notice):
+        super().__init__(notice.device, f"{notice.error}: {notice.message}")
+        self.rank = notice.rank
+        self.error = notice.error
+
+
 class LinkClosed(GrouteError):
     """A send on a link that has been closed."""
 

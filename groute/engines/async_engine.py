@@ -126,6 +126,9 @@ class AsyncEngine(BSPEngine):
                             f"got {type(tuning).__name__}")
         self.async_mode = loop
         self._active = None          # the AsyncLoop running now (arrivals wake its devices)
+        if getattr(options.get("ctx"), "ranks", None) is not None:
+            raise ValueError("the async engine does not run across processes yet (its loops need "
+                             "items in flight between devices); use mode='bsp' or 'auto'")
         super().__init__(graph, loop="auto" if loop == "async" else loop,
                          tuning=tuning if tuning is not None else AsyncTuning.from_environment(),
                          **options)

@@ -64,7 +64,7 @@ from groute.operators.loop import AdvanceStep, python_loop, python_sweep
 from groute.operators.loop_source import needs_in_arcs
 from groute.operators.rounds import Compute, body_steps, python_rounds
 from groute.operators.part import DevicePart
-from groute.runtime.policies import BROADCAST, Route, by_owner
+from groute.runtime.policies import by_owner, to_the_others
 from groute.runtime.router import Router
 from groute.tuning import BSPTuning
 
@@ -75,11 +75,6 @@ from .fused_multi import MultiFusedLoops
 
 log = logging.getLogger(__name__)
 DIRECTIONS = ("push", "pull", "auto")
-
-
-def to_the_others(segment, source, destinations):
-    """Routing policy of the pull's frontier exchange: every device but the sender."""
-    return Route(tuple(d for d in destinations if d != source), BROADCAST)
 
 
 def steps_as_run(steps, directed: bool) -> tuple:
@@ -101,6 +96,23 @@ def body_as_run(body, directed: bool) -> tuple:
         return tuple(body)
     return tuple(item if isinstance(item, Compute)
                  else replace(item, steps=steps_as_run(item.steps, directed)) for item in body)
+
+
+class RemotePart:
+    """A device's part of a frontier where another process drives that device (a
+    RankContext): its vertex count, which every rank needs (a loop ends when no device has
+    work), and nothing else."""
+
+    everything = False
+
+    def __init__(self, count: int):
+        self.count = int(count)
+
+    def to_bitmap(self):
+        return self
+
+    def to_queue(self):
+        return self
 
 
 class BSPEngine(Engine):
@@ -141,6 +153,10 @@ class BSPEngine(Engine):
         try:
             k = self.ctx.num_devices
             check_device_count(f"the {self.name} engine", k, graph.num_vertices)
+            if self.ctx.ranks is not None and not hasattr(graph, "split_by_ranges"):
+                raise ValueError(f"the {self.name} engine on a context spanning processes runs "
+                                 f"a graph loaded by ranks (groute.distributed.load_graph), "
+                                 f"each process holding its range; got {type(graph).__name__}")
             self.partition = partition_graph(graph, k, partition, seed=seed)
             self.parts = self._each(self._upload, range(k))
             if k > 1:
@@ -201,6 +217,18 @@ class BSPEngine(Engine):
                        for i in range(self.ctx.num_devices)]
             return self.ctx.gather(futures)
 
+    def _frontier(self, parts, direction="push") -> Frontier:
+        """A Frontier of the devices' ``parts`` (on a RankContext this rank's, the others'
+        None): the other processes' parts become :class:`RemotePart` s of their counts."""
+        counts = self.ctx.share([None if p is None else p.count for p in parts],
+                                "the frontier's counts")
+        return Frontier(self, [RemotePart(c) if p is None else p for p, c in zip(parts, counts)],
+                        direction)
+
+    def _shared(self, values, what: str) -> list:
+        """Every device's entry of ``values`` (:meth:`~groute.Context.share`)."""
+        return self.ctx.share(values, what)
+
     def _upload(self, device, i):
         local = self.partition.local(i)
         with device.use():
@@ -253,14 +281,17 @@ class BSPEngine(Engine):
         self._each(make, self.parts)
 
     def gather(self, name):
-        pieces = self._each(lambda device, part: device.to_host(part.state[name]), self.parts)
+        pieces = self._shared(self._each(lambda device, part: device.to_host(part.state[name]),
+                                         self.parts), f"the state {name!r}")
         new = np.concatenate(pieces) if pieces else np.zeros(0)
         return self.partition.to_original(new)
 
     # frontiers ---------------------------------------------------------------------------------
     def all_vertices(self):
-        return Frontier(self, [DeviceFrontier(p.device, p.size, everything=True)
-                               for p in self.parts])
+        return Frontier(self, [RemotePart(hi - lo) if p is None else
+                               DeviceFrontier(p.device, p.size, everything=True)
+                               for p, lo, hi in zip(self.parts, self.partition.offsets[:-1],
+                                                    self.partition.offsets[1:])])
 
     def frontier_at(self, positions):
         positions = np.asarray(positions, dtype=np.int64).reshape(-1)
@@ -274,12 +305,13 @@ class BSPEngine(Engine):
             with device.use():
                 return DeviceFrontier(device, part.size,
                                       queue=device.asarray(mine.astype(np.int32)))
-        return Frontier(self, self._each(make, self.parts))
+        return self._frontier(self._each(make, self.parts))
 
     def positions_of(self, frontier):
         self._check(frontier, "positions_of")
-        new = np.concatenate([p.positions() + part.first
-                              for p, part in zip(frontier.parts, self.parts)])
+        new = np.concatenate(self._shared([None if part is None else p.positions() + part.first
+                                           for p, part in zip(frontier.parts, self.parts)],
+                                          "the frontier's vertices"))
         return np.sort(self.partition.iperm[new])
 
     # the operators ----------------------------------------------------------------------------------
@@ -301,13 +333,14 @@ class BSPEngine(Engine):
             values = functor.bind(part.state, scalars, where)
             return self._ops(part).filter(part, fr, functor, values, where)
         self.stats["filters"] += 1
-        return Frontier(self, self._each(run, self.parts, frontier.parts), frontier.direction)
+        return self._frontier(self._each(run, self.parts, frontier.parts), frontier.direction)
 
     def reduce(self, frontier, state, op):
         self._check(frontier, "reduce")
-        if any(state not in part.state for part in self.parts):
+        held = [part for part in self.parts if part is not None]     # this process's
+        if any(state not in part.state for part in held):
             raise ValueError(f"reduce: no state named {state!r} (the engine holds "
-                             f"{sorted(self.parts[0].state) or 'none'})")
+                             f"{sorted(held[0].state) or 'none'})")
 
         def run(device, part, fr):
             if not len(fr):
@@ -317,7 +350,8 @@ class BSPEngine(Engine):
                 picked = values if fr.everything else values[fr.queue[:fr.count]]
                 one = getattr(device.xp, op)(picked)
                 return one.item()                       # the device's share, to the host
-        shares = [x for x in self._each(run, self.parts, frontier.parts) if x is not None]
+        shares = [x for x in self._shared(self._each(run, self.parts, frontier.parts),
+                                          f"the devices' {op}s") if x is not None]
         if not shares:
             return 0 if op == "sum" else None
         return {"sum": sum, "min": min, "max": max}[op](shares)
@@ -338,17 +372,25 @@ class BSPEngine(Engine):
             self.stats["pull_advances"] += 1
             # the candidates read the arcs from the frontier: over out-arcs, their in-arcs
             rows = self._in_arc_parts() if over == "out" else self.parts
-            return Frontier(self, self._pull(rows, frontier, functor, candidates, scalars, where),
-                            "pull")
+            return self._frontier(self._pull(rows, frontier, functor, candidates, scalars,
+                                             where), "pull")
         parts = self.parts if over == "out" else self._in_arc_parts()
-        return Frontier(self, self._push(parts, frontier, functor, scalars, where, candidates),
-                        "push")
+        return self._frontier(self._push(parts, frontier, functor, scalars, where, candidates),
+                              "push")
 
     def _in_arc_parts(self):
         """Every device's part with its vertices' in-arcs as rows (built on first use)."""
         if self._in_parts is None:
             if not self.directed:
                 self._in_parts = self.parts
+            elif self.ctx.ranks is not None:     # from every rank's out-arcs
+                from groute.graph.ranked import ranked_in_arcs
+                rows, sources, _ = ranked_in_arcs(self.partition.graph, self.ctx.ranks)
+
+                def upload(device, part):
+                    with device.use():
+                        return part.with_arcs(device.asarray(rows), device.asarray(sources))
+                self._in_parts = self._each(upload, self.parts)
             else:
                 transposed = self.partition.graph.transpose()
 
@@ -425,8 +467,9 @@ class BSPEngine(Engine):
             def count(device, part, fr, cd):
                 ops = self._ops(part)
                 return ops.arcs(part, fr), part.num_arcs if cd is None else ops.arcs(part, cd)
-            front_arcs, unexplored = (int(x) for x in
-                                      np.sum(self._each(count, self.parts, frontier.parts, cand), axis=0))
+            counts = self._shared(self._each(count, self.parts, frontier.parts, cand),
+                                  "the frontier's arcs")
+            front_arcs, unexplored = (int(x) for x in np.sum(counts, axis=0))
         return "pull" if state.next(front, front_arcs, unexplored) else "push"
 
     def _push(self, parts, frontier, functor, scalars, where, candidates=None):
@@ -448,10 +491,14 @@ class BSPEngine(Engine):
             return acc, values, sends, int(remote.shape[0])
 
         first = self._each(visit_and_send, parts, frontier.parts, cand)
-        self.stats["exchanged_ids"] += sum(r[3] for r in first)
+        if router is not None:
+            router.flush()          # delivered (a RankRouter's exchange; else a no-op)
+        sent = self._shared([None if r is None else (r[3], [j for j, _ in r[2]]) for r in first],
+                            "the exchange's counts")
+        self.stats["exchanged_ids"] += sum(ids for ids, _ in sent)
         expected = np.zeros(len(self.parts), np.int64)
-        for _, _, sends, _ in first:
-            for j, _ in sends:
+        for _, owners in sent:
+            for j in owners:
                 expected[j] += 1
 
         def receive_and_visit(device, part, step, waiting):
@@ -489,8 +536,11 @@ class BSPEngine(Engine):
 
         first = self._each(send_frontier, rows, frontier.parts)
         if router is not None:
+            router.flush()          # delivered (a RankRouter's exchange; else a no-op)
             self.stats["broadcast_ids"] += len(frontier) * (len(rows) - 1)
-        expected = [sum(1 for j, step in enumerate(first) if step[3] and j != i)
+        sent = self._shared([None if step is None else bool(step[3]) for step in first],
+                            "who sent a frontier")
+        expected = [sum(1 for j, did in enumerate(sent) if did and j != i)
                     for i in range(len(rows))]
 
         def gather_and_pull(device, part, step, waiting, cd):

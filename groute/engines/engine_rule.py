@@ -17,6 +17,8 @@ ENGINE_CHOICES = ("bsp", "async", "auto")
 #: what ``engine="auto"`` builds: the first case whose facts hold
 ENGINE_RULE = Rule("engine", (
     Case(("one_device",), "bsp", "one device has no exchange to overlap with its work"),
+    Case(("processes",), "bsp", "between processes the operators exchange level by level "
+                                "(the async engine's loops need items in flight between devices)"),
     Case((), "async", "the BSP engine's operators and level loops, and every loop declared "
                       "order='any' run without levels where the async loop rule allows"),
 ))
@@ -37,7 +39,9 @@ def device_count(graph, options: dict) -> int:
 
 def choose_engine(graph, options: dict) -> Case:
     """The case of :data:`ENGINE_RULE` for an engine over ``graph`` with ``options``."""
-    return ENGINE_RULE.decide({"one_device": lambda: device_count(graph, options) == 1})
+    return ENGINE_RULE.decide({
+        "one_device": lambda: device_count(graph, options) == 1,
+        "processes": lambda: getattr(options.get("ctx"), "ranks", None) is not None})
 
 
 def engine_rule_help() -> str:

@@ -25,6 +25,8 @@ from typing import Any, Callable, Mapping
 #: in a case), and what it means where the words alone do not say it (printed once per help)
 FACTS: dict[str, tuple[str, str, str | None]] = {
     "one_device": ("one device", "several devices", None),
+    "processes": ("devices in several processes", "devices in one process",
+                  "several processes: a context spanning MPI ranks (groute.distributed)"),
     "peer": ("the peer kernels can run", "the peer kernels cannot run",
              "the peer kernels run on CUDA GPUs with NVLink between all of them, unless the host "
              "worklist is asked for (exchange host, or a worklist option given)"),

@@ -121,6 +121,27 @@ def _bucket_keys(stream, lo, hi, n, capacity, symmetric, xp, whole):
     return sorted_unique(keys[:filled], xp, overwrite=True)
 
 
+def range_rows(stream, n: int, lo: int, hi: int, *, symmetric: bool):
+    """``(indptr, indices)`` (host, ``indptr`` from 0) of the rows of vertices ``[lo, hi)`` of
+    the graph :func:`csr_by_buckets` builds from ``stream``: the same rows, from one replay
+    that keeps only the arcs leaving the range (one rank's part, :mod:`groute.graph.ranked`).
+    Memory: the range's candidate arcs, not the graph's."""
+    nn, ulo, uhi = np.uint64(n), np.uint64(lo), np.uint64(hi)
+    chunks = []
+    for src, dst in stream():
+        for s, d in (((src, dst), (dst, src)) if symmetric else ((src, dst),)):
+            keep = (s >= ulo) & (s < uhi)
+            chunks.append((s[keep] - ulo) * nn + d[keep])
+    keys = sorted_unique(np.concatenate(chunks) if chunks else np.zeros(0, np.uint64), np,
+                         overwrite=True)
+    del chunks
+    rows = keys // nn
+    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows.view(np.int64), minlength=hi - lo), out=indptr[1:])
+    keys -= rows * nn
+    return indptr, keys.astype(np.int32)
+
+
 #: keys turned into row counts and targets per step (bounded temporaries)
 WRITE_STEP = 1 << 24
 

@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 
+from .rank_graph import RankGraph
 from .csr import CSRGraph, array_module
 
 #: what :func:`as_graph` takes, for its TypeError
@@ -32,6 +33,11 @@ def as_graph(obj, *, weight: str | None = "weight", num_vertices: int | None = N
                          f"got it with a {type(obj).__name__}")
     if isinstance(obj, CSRGraph):
         g = obj
+    elif isinstance(obj, RankGraph):        # one rank's part: taken as it is
+        if symmetric and obj.directed:
+            raise ValueError(f"{obj.name} was loaded by ranks: write its part set from the "
+                             f"symmetric graph (groute.graph.part_set.write_part_set)")
+        return obj
     elif is_networkx(obj):
         g = cached_from_networkx(obj, weight=weight)
     elif _is_scipy_sparse(obj):

@@ -156,6 +156,17 @@ class CSRArrays:
         return self.indptr[1:] - self.indptr[:-1]
 
 
+
+def pair_weights(src, dst, n: int, seed: int = 0, low: int = 1, high: int = 64, xp=np):
+    """The random integer weights (int32, in ``[low, high]``) of :meth:`CSRGraph.with_weights`
+    for the arcs ``src -> dst`` of a graph of ``n`` vertices: a hash of the unordered pair and
+    the seed, so any subset of a graph's arcs (one rank's rows) gets the weights the whole
+    graph gives them."""
+    nn = xp.uint64(max(int(n), 1))
+    src, dst = xp.asarray(src).astype(xp.int64), xp.asarray(dst).astype(xp.int64)
+    pair = xp.minimum(src, dst).astype(xp.uint64) * nn + xp.maximum(src, dst).astype(xp.uint64)
+    return _rng.bounded(_rng.hash_counters(pair, seed, 0x5EED, xp), low, high, xp).astype(xp.int32)
+
 class CSRGraph(CSRArrays):
     """A graph in CSR form, validated on construction (see the module docstring).
 
@@ -508,7 +519,6 @@ class CSRGraph(CSRArrays):
         w = gx.empty(m, dtype=gx.int32)
         host_ip = self.indptr if gx is np else self.indptr.get()
         step = WEIGHT_CHUNK_ARCS if xp is np else WEIGHT_CHUNK_ARCS * 64
-        nn = xp.uint64(max(n, 1))
         for r, e in row_chunks(host_ip, 0, n, step):
             a, b = int(host_ip[r]), int(host_ip[e])
             if a == b:
@@ -516,10 +526,8 @@ class CSRGraph(CSRArrays):
             ip = xp.asarray(host_ip[r:e + 1] - a) if xp is not gx else self.indptr[r:e + 1] - a
             src = arc_rows(ip, b - a, xp=xp, dtype=np.int64) + r
             dst = xp.asarray(self.indices[a:b]).astype(xp.int64)
-            pair = xp.minimum(src, dst).astype(xp.uint64) * nn + xp.maximum(src, dst).astype(xp.uint64)
+            chunk = pair_weights(src, dst, n, seed, low, high, xp)
             del src, dst
-            chunk = _rng.bounded(_rng.hash_counters(pair, seed, 0x5EED, xp), low, high,
-                                 xp).astype(xp.int32)
             if gx is np and xp is not np:
                 chunk.get(out=w[a:b])
             else:

@@ -110,6 +110,20 @@ def _rmat_stream(scale, edge_factor, a, b, c, *, seed, xp, chunk, permute):
     return stream
 
 
+def _er_stream(n, m, seed, xp, chunk):
+    """The replayable stream of :func:`erdos_renyi`'s ``m`` edges (self loops dropped)."""
+    step = _chunk_size(xp, chunk) * 16
+
+    def stream():
+        for start in range(0, m, step):
+            k = min(step, m - start)
+            src = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_SRC, xp), 0, n - 1, xp).astype(xp.uint64)
+            dst = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_DST, xp), 0, n - 1, xp).astype(xp.uint64)
+            keep = src != dst
+            yield src[keep], dst[keep]
+    return stream
+
+
 def kronecker(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19,
               c: float = 0.19, *, seed: int = 0, xp=None, backend: str | None = None,
               chunk: int | None = None, name: str | None = None, buckets: int | None = None,
@@ -154,15 +168,7 @@ def erdos_renyi(n: int, avg_degree: float, *, seed: int = 0, xp=None, backend: s
     xp = rng.get_xp(backend, xp)
     n = int(n)
     m = int(round(n * avg_degree / 2))
-    step = _chunk_size(xp, chunk) * 16
-
-    def stream():
-        for start in range(0, m, step):
-            k = min(step, m - start)
-            src = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_SRC, xp), 0, n - 1, xp).astype(xp.uint64)
-            dst = rng.bounded(rng.random_bits(start, k, seed, _STREAM_ER_DST, xp), 0, n - 1, xp).astype(xp.uint64)
-            keep = src != dst
-            yield src[keep], dst[keep]
+    stream = _er_stream(n, m, seed, xp, chunk)
     return _bucketed_graph(stream, n, 2 * m, xp, symmetric=True,
                            name=name or f"er:{n}:{avg_degree:g}", buckets=buckets, on_host=on_host)
 
@@ -182,49 +188,85 @@ def grid(rows: int, cols: int | None = None, *, drop: float = 0.1, seed: int = 0
     """
     xp = rng.get_xp(backend, xp)
     cols = rows if cols is None else cols
+    indptr, indices, weights = grid_rows(rows, cols, 0, rows * cols, drop=drop, seed=seed,
+                                         low=low, high=high, xp=xp)
+    return CSRGraph(indptr, indices, weights, directed=False,
+                    name=name or (f"grid:{rows}" if rows == cols else f"grid:{rows}x{cols}"),
+                    validate=False)
+
+
+def grid_rows(rows: int, cols: int, lo: int, hi: int, *, drop: float = 0.1, seed: int = 0,
+              low: int = 1, high: int = 64, xp=np):
+    """``(indptr, indices, weights)`` of the rows of vertices ``[lo, hi)`` of :func:`grid`'s
+    graph (``indptr`` from 0): every random choice is a function of a vertex's id, so a range
+    needs only its own vertices and the row of vertices below it."""
     n = rows * cols
-    v = xp.arange(n, dtype=xp.int64)
+    end = min(hi + cols, n)             # the range's vertices and the row below them
+    v = xp.arange(lo, end, dtype=xp.int64)
+    span = end - lo
     r, c = v // cols, v % cols
     has_h = c >= 1                      # edge (v-1, v) exists in the lattice
     has_v = r >= 1                      # edge (v-cols, v)
     total = int(rows * (cols - 1) + cols * (rows - 1))
     tree = max(n - 1, 0)
     p_drop = 0.0 if total == tree else min(1.0, drop * total / (total - tree))
-    coin = (rng.random_bits(0, n, seed, _STREAM_GRID_TREE, xp) >> xp.uint64(63)) == 1
+    coin = (rng.random_bits(lo, span, seed, _STREAM_GRID_TREE, xp) >> xp.uint64(63)) == 1
     parent_left = has_h & (~has_v | coin)
     parent_up = has_v & ~parent_left
     # edge ids: 2v for the horizontal edge ending at v, 2v+1 for the vertical one
     limit = xp.uint64(int(p_drop * 2**53))
-    drop_h = (rng.random_bits(0, n, seed, _STREAM_GRID_DROP, xp) >> xp.uint64(11)) < limit
+    drop_h = (rng.random_bits(lo, span, seed, _STREAM_GRID_DROP, xp) >> xp.uint64(11)) < limit
     drop_v = (rng.hash_counters(v.astype(xp.uint64) + xp.uint64(n), seed, _STREAM_GRID_DROP, xp)
               >> xp.uint64(11)) < limit
     keep_h = has_h & (parent_left | ~drop_h)
     keep_v = has_v & (parent_up | ~drop_v)
     del drop_h, drop_v, coin, parent_left, parent_up, has_h, has_v
-    w_h = rng.bounded(rng.random_bits(0, n, seed, _STREAM_GRID_W, xp), low, high, xp).astype(xp.int32)
+    w_h = rng.bounded(rng.random_bits(lo, span, seed, _STREAM_GRID_W, xp), low, high, xp).astype(xp.int32)
     w_v = rng.bounded(rng.hash_counters(v.astype(xp.uint64) + xp.uint64(n), seed, _STREAM_GRID_W, xp),
                       low, high, xp).astype(xp.int32)
+    m = hi - lo
     # Neighbour slots in increasing id order: up, left, right, down -> rows come out sorted.
     false = xp.zeros(1, dtype=bool)
-    mask = xp.stack([keep_v,
-                     keep_h,
-                     xp.concatenate([keep_h[1:], false]) & (c < cols - 1),
-                     xp.concatenate([keep_v[cols:], xp.zeros(min(cols, n), dtype=bool)])], axis=1)
+    mask = xp.stack([keep_v[:m],
+                     keep_h[:m],
+                     xp.concatenate([keep_h[1:], false])[:m] & (c[:m] < cols - 1),
+                     xp.concatenate([keep_v[cols:], xp.zeros(cols, dtype=bool)])[:m]], axis=1)
     it = index_dtype(n)
+    v, own = v[:m], slice(0, m)
     nbr = xp.stack([v - cols, v - 1, v + 1, v + cols], axis=1).astype(it)
     zero_w = xp.zeros(1, dtype=xp.int32)
-    wts = xp.stack([w_v, w_h, xp.concatenate([w_h[1:], zero_w]),
-                    xp.concatenate([w_v[cols:], xp.zeros(min(cols, n), dtype=xp.int32)])], axis=1)
+    wts = xp.stack([w_v[own], w_h[own], xp.concatenate([w_h[1:], zero_w])[:m],
+                    xp.concatenate([w_v[cols:], xp.zeros(cols, dtype=xp.int32)])[:m]], axis=1)
     del w_h, w_v, keep_h, keep_v, r, c
     counts = mask.sum(axis=1)
-    indptr = xp.zeros(n + 1, dtype=xp.int64)
+    indptr = xp.zeros(m + 1, dtype=xp.int64)
     indptr[1:] = xp.cumsum(counts)
     flat = mask.ravel()
-    indices = nbr.ravel()[flat]
-    weights = wts.ravel()[flat]
-    return CSRGraph(indptr, indices, weights, directed=False,
-                    name=name or (f"grid:{rows}" if rows == cols else f"grid:{rows}x{cols}"),
-                    validate=False)
+    return indptr, nbr.ravel()[flat], wts.ravel()[flat]
+
+
+def edge_stream(kind: str, p: dict, *, xp=np, chunk: int | None = None):
+    """``(stream, n, symmetric)`` of a random spec's graph (``kind`` ``kron``, ``rmat`` or
+    ``er``, parameters ``p`` as :func:`spec_params` gives them): the replayable edge stream it
+    is built from (:mod:`.bucketed`), so that one range of rows can be built alone
+    (:func:`groute.graph.bucketed.range_rows`)."""
+    if kind in ("kron", "rmat"):
+        permute = True if kind == "kron" else bool(p["perm"])
+        stream = _rmat_stream(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp,
+                              chunk=chunk, permute=permute)
+        return stream, 1 << p["scale"], kind == "kron" or bool(p["sym"])
+    if kind == "er":
+        n = int(p["n"])
+        return _er_stream(n, int(round(n * p["avg_degree"] / 2)), p["seed"], xp, chunk), n, True
+    raise ValueError(f"{kind}: no edge stream (the random specs kron, rmat and er have one)")
+
+
+def spec_params(s: GraphSpec, seed: int | None = None) -> dict:
+    """The generator parameters of spec ``s``, ``seed`` used where the spec sets none."""
+    p = dict(s.params)
+    if seed is not None and "seed=" not in s.text.replace(" ", ""):
+        p["seed"] = int(seed)
+    return p
 
 
 def generate(spec, *, xp=None, backend: str | None = "auto", seed: int | None = None,
@@ -233,9 +275,7 @@ def generate(spec, *, xp=None, backend: str | None = "auto", seed: int | None = 
     spec has none of its own. The result is on ``xp`` (NumPy unless a GPU backend is chosen),
     or in host memory with ``on_host`` (the random graphs are then built there directly)."""
     s = spec if isinstance(spec, GraphSpec) else parse_spec(spec)
-    p = dict(s.params)
-    if seed is not None and "seed=" not in s.text.replace(" ", ""):
-        p["seed"] = int(seed)
+    p = spec_params(s, seed)
     xp = rng.get_xp(backend, xp)
     label = name or s.text or s.canonical
     if s.kind == "kron":

@@ -48,7 +48,8 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
                header: bool | None = None) -> CSRGraph:
     """Load or generate a graph; the result's arrays are NumPy arrays.
 
-    ``source``: a path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``,
+    ``source``: a part set's folder (written by ``groute partition``; every part is read), a
+    path (``.mtx[.gz]``, ``.gr[.gz]``, SNAP ``.txt/.el/.edges[.gz]``,
     ``.csv/.tsv[.gz]``, else sniffed), a spec (``kron:21``, ``grid:4900``...), a downloaded
     dataset's name, or a graph object: a CSRGraph, a NetworkX Graph/DiGraph (node labels become
     the vertex ids; ``weight`` names the edge attribute read as weights), a scipy sparse matrix,
@@ -72,7 +73,10 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     else:
         text = os.fspath(source)
         path = Path(text).expanduser()
-        if path.exists():
+        if path.is_dir():
+            from .part_set import read_whole
+            g = read_whole(path)
+        elif path.exists():
             g = _load_file(path, cache=cache, symmetric=symmetric, format=format,
                            allow_negative=allow_negative, columns=columns, header=header)
         elif is_spec(text):

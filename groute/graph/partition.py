@@ -168,10 +168,15 @@ def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, see
                     cache: bool = True, progress: bool = True) -> Partition:
     """Split ``g`` (host arrays) over ``k`` devices; see the module docstring.
 
+    A graph loaded by ranks (:class:`~groute.graph.rank_graph.RankGraph`) is split by its
+    ranges whatever the method (:class:`~groute.graph.rank_graph.RangeSplit`).
+
     Raises ValueError for k < 1, k > |V| or an unknown method, and ImportError with the pip
     command when METIS is asked for but pymetis is not installed. The same graph object asked
     for the same split again gets the same :class:`Partition` back (treat it as read-only).
     """
+    if hasattr(g, "split_by_ranges"):           # a RankGraph: split by its ranges
+        return g.split_by_ranges(k, method)
     key = (int(k), method, int(seed))
     try:
         memo = _MEMO.setdefault(g, {})
@@ -308,19 +313,28 @@ def _cut_counts(indptr, indices, offsets, chunk_arcs: int | None = None):
     return cut, boundary
 
 
-def _contiguous_owner(g: CSRGraph, k: int):
-    """Vertex ranges with (about) equal arc counts; every part gets at least one vertex."""
-    n, m = g.num_vertices, g.num_edges
+def contiguous_offsets(indptr, k: int) -> np.ndarray:
+    """The bounds (int64, ``k + 1``) of ``k`` vertex ranges with (about) equal arc counts, every
+    range at least one vertex, for the graph whose row pointers are ``indptr``: the contiguous
+    split, which a rank also computes for a graph it holds only a range of
+    (:mod:`groute.graph.ranked`)."""
+    indptr = np.asarray(indptr)
+    n, m = int(indptr.shape[0]) - 1, int(indptr[-1])
     if m == 0:
         bounds = (np.arange(1, k, dtype=np.int64) * n) // k
     else:
         targets = (np.arange(1, k, dtype=np.int64) * m) // k
-        bounds = np.searchsorted(g.indptr, targets, side="left").astype(np.int64)
+        bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
     i = np.arange(1, k, dtype=np.int64)
     bounds = np.clip(bounds, i, n - (k - i))
     bounds = np.maximum.accumulate(bounds - i) + i          # strictly increasing
-    owner = np.zeros(n, dtype=np.int32)
-    owner[bounds] = 1
+    return np.concatenate([[0], bounds, [n]]).astype(np.int64)
+
+
+def _contiguous_owner(g: CSRGraph, k: int):
+    """Vertex ranges with (about) equal arc counts (:func:`contiguous_offsets`)."""
+    owner = np.zeros(g.num_vertices, dtype=np.int32)
+    owner[contiguous_offsets(g.indptr, k)[1:-1]] = 1
     return np.cumsum(owner, dtype=np.int32)
 
 

@@ -258,6 +258,21 @@ class Context:
     def __iter__(self):
         return iter(self.devices)
 
+    #: the MPI ranks this context spans (:class:`~groute.runtime.rank_context.RankContext`);
+    #: None: every device is this process's
+    ranks = None
+
+    def is_local(self, index: int) -> bool:
+        """Whether device ``index`` is driven by this process (always, but on a
+        :class:`~groute.runtime.rank_context.RankContext`)."""
+        return True
+
+    def share(self, values, what: str = "the devices' values") -> list:
+        """Every device's entry of ``values`` (a list over the devices, as a run returns
+        them). Here every device is this process's, so ``values`` itself; a
+        :class:`~groute.runtime.rank_context.RankContext` fills in the other ranks' entries."""
+        return list(values)
+
     def peer_matrix(self) -> np.ndarray:
         """``m[i, j]`` is True when device i can reach device j's memory directly."""
         n = len(self.devices)

@@ -23,12 +23,15 @@ class Endpoint:
 
     @staticmethod
     def of(x) -> "Endpoint":
-        """Accept an Endpoint, a Device, or the string ``"host"``."""
+        """Accept an Endpoint, a Device (another rank's too: a
+        :class:`~groute.runtime.rank_context.RemoteDevice`), or the string ``"host"``."""
         if isinstance(x, Endpoint):
             return x
         if x is None or (isinstance(x, str) and x == "host"):
             return HOST
         if hasattr(x, "backend") and hasattr(x, "compute_stream"):
+            return Endpoint(x)
+        if getattr(x, "local", None) is False:      # a device another rank drives
             return Endpoint(x)
         raise TypeError(f"not an endpoint: {x!r} (expected a Device, 'host' or an Endpoint)")
 

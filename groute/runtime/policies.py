@@ -54,6 +54,11 @@ def broadcast(segment, source, destinations):
     return Route(tuple(destinations), BROADCAST)
 
 
+def to_the_others(segment, source, destinations):
+    """Every destination but the sender's own (a frontier or a slice every other device needs)."""
+    return Route(tuple(d for d in destinations if d != source), BROADCAST)
+
+
 def first_available(segment, source, destinations):
     """Whichever destination frees a buffer first (load balancing by availability)."""
     return list(destinations)
@@ -95,4 +100,4 @@ def reach(policy, source, destinations) -> tuple:
 
 
 POLICIES = {"broadcast": broadcast, "first_available": first_available, "by_owner": by_owner,
-            "ring": ring}
+            "ring": ring, "to_the_others": to_the_others}

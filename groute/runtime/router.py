@@ -118,7 +118,15 @@ class Router:
     """See the module docstring. ``policy`` is a function (see :mod:`groute.runtime.policies`);
     ``pairs``: the (input, output) index pairs to join with a link (None: every pair);
     ``batching``: the outputs' receivers take segments of several packets (see
-    :class:`~groute.runtime.link.Link`)."""
+    :class:`~groute.runtime.link.Link`). Over the devices of a
+    :class:`~groute.runtime.rank_context.RankContext` (``ctx``) it is a
+    :class:`~groute.runtime.rank_router.RankRouter`, whose data plane is MPI."""
+
+    def __new__(cls, *args, ctx=None, **kwargs):
+        if ctx is not None and ctx.ranks is not None:
+            from .rank_router import RankRouter
+            return RankRouter(*args, ctx=ctx, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, inputs, outputs, policy, *, packet_size: int, num_buffers: int = 2,
                  dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None,
@@ -212,6 +220,11 @@ class Router:
         for link in self.links[i]:
             if link is not None:
                 link.close()
+
+    def flush(self) -> None:
+        """Deliver the segments sent so far: here the links deliver as they go, so nothing;
+        a :class:`~groute.runtime.rank_router.RankRouter` moves every rank's sends at its
+        flush, which a bulk-synchronous step calls between its sends and its receives."""
 
     def close(self):
         """Close every input: queued segments still arrive, then outputs end."""

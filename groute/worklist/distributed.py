@@ -13,6 +13,12 @@ both backends; only the worker's hot loops differ. A round on device ``i``:
 
 Termination and priority bookkeeping live in :class:`~groute.worklist.counter.WorkCounter`.
 BSP mode runs the same workers level-synchronously: one round each, barrier, exchange, barrier.
+Over the ranks of a :class:`~groute.runtime.rank_context.RankContext` (one process per device)
+the same BSP loop runs on each rank's device: the Router is a
+:class:`~groute.runtime.rank_router.RankRouter`, whose flush after the level's sends delivers
+them, and the counter a :class:`~groute.worklist.rank_counter.RankWorkCounter`, whose barriers
+share the devices' counts; the asynchronous loop and the ring need items in flight between
+processes, which this exchange does not have (docs/DISTRIBUTED.md).
 An app whose levels need steps of their own (BFS switching every device to pull at once) passes
 a level hook (:mod:`groute.worklist.levels`); the worklist itself knows no algorithm.
 """
@@ -27,6 +33,7 @@ from ..errors import WaitTimeout
 from ..runtime.policies import by_owner, reach, ring
 from ..runtime.router import Router
 from .counter import WorkCounter
+from .rank_counter import RankWorkCounter
 from .items import ITEM_DTYPE
 from .queue import WorkQueue
 from .worker import call_on_stream
@@ -108,6 +115,11 @@ class DistributedWorklist:
             raise ValueError(f"need one worker per device ({self.k}), got {len(workers)}")
         if level_hook is not None and mode != "bsp":
             raise ValueError(f"level_hook runs between the levels of mode='bsp'; got mode={mode!r}")
+        ranks = self.ctx.ranks
+        if ranks is not None and (mode != "bsp" or self.routing != "all2all" or level_hook):
+            raise ValueError(f"across processes the worklist runs mode='bsp' with routing "
+                             f"'all2all' and no level hook; got mode={mode!r}, routing="
+                             f"{self.routing!r}{', a level hook' if level_hook else ''}")
         router = self.router
         if router is not None and any(link.finished for _, _, link in router.each_link()):
             self.ctx.ensure_running()   # a failed run ended them: reset the context first
@@ -117,8 +129,10 @@ class DistributedWorklist:
             raise RuntimeError("worklist inboxes are not empty from a previous run")
         if mode == "bsp":
             threshold = delta = math.inf
-        counter = WorkCounter(self.k, threshold=threshold, delta=delta,
-                              stop=self.ctx.stop_event, timeout=self.ctx.timeout)
+        counting = dict(threshold=threshold, delta=delta, stop=self.ctx.stop_event,
+                        timeout=self.ctx.timeout)
+        counter = (WorkCounter(self.k, **counting) if ranks is None
+                   else RankWorkCounter(self.k, ranks=ranks, **counting))
         self._counter = counter
         self.stats = {"mode": mode, "routing": self.routing, "rounds": [0] * self.k,
                       "items_sent": {}, "items_forwarded": [0] * self.k, "bytes_moved": 0,
@@ -129,7 +143,8 @@ class DistributedWorklist:
         starts = self.ctx.gather([self.ctx.submit(i, lambda dev, w=w: w.start(threshold))
                                   for i, w in enumerate(workers)])
         for i, work in enumerate(starts):
-            counter.report(i, work)
+            if work is not None:           # None: a device another rank drives
+                counter.report(i, work)
         # host seconds per device in each phase of the BSP loop (advance includes the kernels:
         # its read-back waits for them; share: the level hook's steps between levels)
         self.stats["phase_seconds"] = [dict.fromkeys(("advance", "send", "barrier", "exchange", "share"), 0.0)
@@ -152,7 +167,24 @@ class DistributedWorklist:
                 self.stats["bytes_moved"] += n * ITEM_DTYPE.itemsize
         if level_hook is not None:
             self.stats.update(level_hook.stats)
+        if ranks is not None:
+            self._share_stats()
         return self.stats
+
+    def _share_stats(self):
+        """On a RankContext: every rank's counts of its own device, on every rank."""
+        mine = self.ctx.rank
+        everyone = self.ctx.share([self.stats if i == mine else None for i in range(self.k)],
+                                  "the worklist's counts")
+        self.stats["rounds"] = [s["rounds"][i] for i, s in enumerate(everyone)]
+        self.stats["items_forwarded"] = [s["items_forwarded"][i] for i, s in enumerate(everyone)]
+        self.stats["items_sent"] = {link: n for i, s in enumerate(everyone)     # by the sender
+                                    for link, n in s["items_sent"].items()
+                                    if link.startswith(f"{i}->")}
+        self.stats["bytes_moved"] = sum(s["bytes_moved"] for s in everyone)
+        for key in ("phase_seconds", "advance_seconds"):
+            self.stats[key] = [s[key][i] for i, s in enumerate(everyone)]
+        self.stats["bsp_levels"] = everyone[0]["bsp_levels"]
 
     # the asynchronous loop ------------------------------------------------------------------
     def _async_loop(self, device, i, workers, counter: WorkCounter, max_rounds, hook):
@@ -205,6 +237,8 @@ class DistributedWorklist:
             self._send(device, i, counter, work, outbox, forward, sends)
             t2 = clock()
             counter.barrier()                         # everything of this level has been sent
+            if self.router is not None:
+                self.router.flush()                   # delivered (a RankRouter's exchange)
             t3 = clock()
             while True:                               # exchange until nothing is in transit
                 counter.wait_until(lambda: self._has_input(i) or counter.in_transit == 0,

@@ -157,6 +157,7 @@ class ComponentsSolver(Solver):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
         if rest == "kernel" and not afforest:
             raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
+        self._merges = self._spread = None   # across processes: the parent arrays' Routers
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
                            estimate=components_bytes)
         try:
@@ -167,17 +168,26 @@ class ComponentsSolver(Solver):
             self.afforest = bool(afforest)
             self.rounds = int(sample_rounds)
             self.link = link
-            why = peer_path_unavailable(self.ctx.devices)
+            ranked = self.ctx.ranks is not None
+            #: the indices of the devices this process drives (all, but on a RankContext)
+            self._here = [i for i in range(self.k) if self.ctx.is_local(i)]
+            if ranked and (rest == "segments" or not afforest):
+                raise ValueError("across processes CC runs in place (rest='kernel' or 'auto', "
+                                 "afforest=True): the segments path routes the edge list from "
+                                 "one device, which no process of the job holds")
+            why = None if ranked else peer_path_unavailable(self.ctx.devices)
             if rest == "kernel" and why:
                 raise ValueError(f"rest='kernel' reads other devices' memory, but {why}; "
                                  f"use rest='segments'")
             if rest == "auto":
                 rest = self.rules["rest"].decide({"peer_access": lambda: why is None}).choice
             self.path = rest if self.afforest else "edge-list"
-            self.devs = [DeviceCC(d, self.n) for d in self.ctx.devices]
+            self.devs = [DeviceCC(self.ctx.devices[i], self.n) for i in self._here]
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
-            if self.afforest:
+            if ranked:
+                self._setup_ranks(graph, num_samples)
+            elif self.afforest:
                 indptr, indices = symmetric_csr(graph)
                 self.m = int(indices.shape[0]) if graph.directed else edge_count(graph, indptr, indices)
                 rng = np.random.default_rng(0x5EED)
@@ -230,6 +240,86 @@ class ComponentsSolver(Solver):
             self.rest = lists
             self.counters = first.asarray(np.zeros(4, np.int64))
 
+    def _setup_ranks(self, graph, num_samples):
+        """Across processes (a RankContext and a graph loaded by ranks): this rank's rows of
+        the undirected graph (a directed graph's in-arcs come from every rank's out-arcs), the
+        late arcs its rest links, the voters (the same on every rank), and the Routers the
+        parent arrays go through: to their merge-tree receiver, and rank 0's to every rank."""
+        from groute.graph.ranked import ranked_in_arcs
+        from groute.runtime.policies import by_owner, to_the_others
+        p = graph.part
+        indptr = np.asarray(p.indptr, np.int64)
+        indices = np.asarray(p.indices, np.int32)
+        src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(indptr))
+        if graph.directed:      # both ways, without loops, each row sorted by neighbour
+            in_indptr, sources, _ = ranked_in_arcs(graph, self.ctx.ranks)
+            in_src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(in_indptr))
+            s2 = np.concatenate([src, in_src])
+            d2 = np.concatenate([indices, sources]).astype(np.int64)
+            keep = s2 != d2
+            s2, d2 = s2[keep], d2[keep]
+            order = np.lexsort((d2, s2))
+            indptr = np.zeros(p.num_vertices + 1, np.int64)
+            np.cumsum(np.bincount(s2 - p.first, minlength=p.num_vertices), out=indptr[1:])
+            indices = d2[order].astype(np.int32)
+            self.m = graph.num_edges
+        else:                   # each edge stored twice, a loop once
+            mine = int(np.count_nonzero(src < indices) + np.count_nonzero(src == indices))
+            self.m = int(self.ctx.ranks.allreduce(mine))
+        self.offsets = np.asarray(graph.offsets, np.int64)
+        dev = self.devs[0]
+        dev.set_rows(p.first, indptr, indices)
+        late_src, late_dst = late_arcs(indptr, dev.indices, self.rounds)
+        self.rest = [(dev.device.asarray(late_src + np.int32(p.first)), dev.device.asarray(late_dst))]
+        self.counters = dev.device.asarray(np.zeros(4, np.int64))
+        rng = np.random.default_rng(0x5EED)
+        self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
+                                                       dtype=np.int64).astype(np.int32))
+        self.giant = dev.device.asarray(np.zeros(1, np.int32))
+        devices = self.ctx.devices
+        self._merges = Router(devices, devices, by_owner, packet_size=max(self.n, 1),
+                              dtype=np.int32, ctx=self.ctx, name="cc-merge")
+        self._spread = Router(devices, devices, to_the_others, packet_size=max(self.n, 1),
+                              dtype=np.int32, ctx=self.ctx, name="cc-spread")
+
+    def _merge_across_ranks(self):
+        """The merge tree of :func:`merge_tree` across processes: at each step the senders'
+        parent arrays go to their receivers through the Router (one flush per step, every
+        rank), and each receiver merges what came."""
+        me, dev, router = self._here[0], self.devs[0], self._merges
+        steps = {}
+        for step, receiver, sender in merge_tree(self.k):
+            steps.setdefault(step, []).append((receiver, sender))
+        for step in sorted(steps):
+            for receiver, sender in steps[step]:
+                if sender == me:
+                    dev.stream.record().synchronize(self.ctx.timeout)
+                    router.inputs[me].send(dev.parent, metadata={"owner": receiver})
+            router.flush()
+            while (pending := router.outputs[me].poll()) is not None:
+                dev.merge(pending.data)
+                dev.compress()
+
+    def _from_first_rank(self):
+        """Every rank's parent array made rank 0's (after a merge tree: the whole graph's so
+        far): rank 0 sends it to every other rank, which merges it into a fresh array."""
+        me, dev, router = self._here[0], self.devs[0], self._spread
+        if me == 0:
+            dev.stream.record().synchronize(self.ctx.timeout)
+            router.inputs[0].send(dev.parent)
+        router.flush()
+        pending = router.outputs[me].poll()
+        if pending is not None:
+            dev.reset()
+            dev.merge(pending.data)
+            dev.compress()
+
+    def _release(self):
+        for router in (self._merges, self._spread):
+            if router is not None:
+                router.close()
+        self._merges = self._spread = None
+
     def _sample(self):
         """Afforest's sampling phase on the first device: link rounds, compress, vote."""
         dev = self.devs[0]
@@ -264,6 +354,8 @@ class ComponentsSolver(Solver):
 
     # ---------------------------------------------------------------- default: in place
     def _run_in_place(self) -> AppResult:
+        if self.ctx.ranks is not None:
+            return self._run_across_ranks()
         k, devs = self.k, self.devs
         tree = list(merge_tree(k))
         receivers = {(step, j) for step, j, _ in tree}
@@ -310,6 +402,45 @@ class ComponentsSolver(Solver):
                  "giant_size": int(np.count_nonzero(labels == labels[giant])),
                  "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
                  "rest_remote_arcs": remote_arcs}
+        return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
+                            values_are_vertices=True)
+
+    def _run_across_ranks(self) -> AppResult:
+        """The in-place path across processes: every rank samples its rows into its parent
+        array, the arrays are merged in the tree into rank 0's, which goes to every rank; each
+        votes for the same giant and links the rest of its own rows against that one snapshot
+        (the same arcs a process of every row would keep), and a second merge tree collects
+        those links into rank 0's array, the answer every rank gets."""
+        dev, ranks = self.devs[0], self.ctx.ranks
+        with DeviceTimer(self.ctx) as timer:
+            dev.reset()
+            for r in range(self.rounds):
+                dev.link_round(r, self._light(r))
+                dev.compress()
+            self._merge_across_ranks()
+            self._from_first_rank()
+            dev.sample_mode(self.samples, self.giant)
+            dev.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
+                          self.counters)
+            dev.compress()
+            self._merge_across_ranks()
+            dev.stream.record().synchronize(self.ctx.timeout)
+        labels = ranks.bcast(dev.device.to_host(dev.parent).astype(np.int64) if ranks.rank == 0
+                             else None, what="the components")
+        rows, arcs = (int(x) for x in ranks.allreduce(dev.device.to_host(self.counters)[:2]))
+        giant = int(dev.device.to_host(self.giant)[0])
+        k = self.k
+        stats = {"devices": [d.name for d in self.ctx.devices], "edges": None,
+                 "graph_edges": self.m, "segments": 0, "segment_edges": None,
+                 "edges_per_device": [None] * k, "segments_per_device": [0] * k,
+                 "rows_per_device": np.diff(self.offsets).tolist(),
+                 "merge_rounds": 2 * int(np.ceil(np.log2(k))) if k > 1 else 0,
+                 # the parent arrays of two merge trees and of rank 0's to every rank
+                 "bytes_moved": int(4 * self.n * 3 * (k - 1)),
+                 "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
+                 "giant_size": int(np.count_nonzero(labels == labels[giant])),
+                 "rest": "kernel", "routed": True, "rest_rows": rows, "rest_arcs": arcs,
+                 "rest_remote_arcs": 0}
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
                             values_are_vertices=True)
 

@@ -310,8 +310,13 @@ class IterateSolver(Solver):
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
                            estimate=iteration_bytes, weighted=self.weighted)
         self._worklist = None
+        self._slices = None     # across processes: the Router the slices go through
         try:
             k = self.k = len(self.ctx.devices)
+            #: the indices of the devices this process drives (all, but on a RankContext)
+            self._here = [i for i in range(k) if self.ctx.is_local(i)]
+            if self.ctx.ranks is not None:
+                bsp_kernel = self._across_ranks(mode, bsp_kernel, bool(inplace))
             self._check_device_count(self.app, n)
             self._check_memory(iteration_bytes, graph, weighted=self.weighted)
             t0 = time.perf_counter()
@@ -337,6 +342,11 @@ class IterateSolver(Solver):
                            else self.iteration.arc_factors(graph.indptr, weights))
                 shards = bins_shards(graph, layout, offsets, self.ctx.devices,
                                      scale=self.iteration.scale, factors=factors)
+            elif self.ctx.ranks is not None:       # this process's range of a graph
+                self.partition = graph.split_by_ranges(k, partition)
+                offsets = np.asarray(graph.offsets, np.int64)
+                self.layout = "ranges"
+                shards = self._rank_shards(graph, mode, weights)
             else:
                 if k == 1:
                     offsets = np.array([0, n], np.int64)
@@ -364,15 +374,17 @@ class IterateSolver(Solver):
             # peer stores, and the device-side check (it reads every peer's stats), can run
             can = (mode == "bsp" and k <= MAX_OUTPUTS
                    and bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool))))
-            bases = self._base_shares(offsets)
+            bases = self._mine(self._base_shares(offsets))
             bound = self.iteration.bound(self.tol, n)
             self.devs = [IterationDevice(d, s, n, mode, self.alpha, k, tuning, self.iteration,
                                          kernel=bsp_kernel, device_check=bool(device_check) and can,
                                          tol=bound, persistent=self.persistent, base=b)
-                         for d, s, b in zip(self.ctx.devices, shards, bases)]
+                         for d, s, b in zip(self._mine(self.ctx.devices), shards, bases)]
             if mode == "bsp":
-                inv = np.concatenate([s.inv_outdeg for s in shards]) if n else np.zeros(0)
-                starts = self._in_order(self.start_vector, offsets)
+                inv = (np.concatenate(self._everyone([s.inv_outdeg for s in shards],
+                                                     "the vertices' shares")) if n
+                       else np.zeros(0))
+                starts = self._mine(self._in_order(self.start_vector, offsets))
                 whole = self.start if self.start_vector is None else np.concatenate(starts)
                 for d, own in zip(self.devs, starts):   # every run starts from these
                     d.y0 = self.start                   # (IterationDevice.bsp_reset)
@@ -388,6 +400,12 @@ class IterateSolver(Solver):
                     dev.alloc_stats(self.max_iter)
                 for dev in self.devs:
                     dev.set_check_group(self.devs)
+                if self.ctx.ranks is not None:
+                    from groute.runtime.policies import to_the_others
+                    from groute.runtime.router import Router
+                    self._slices = Router(self.ctx.devices, self.ctx.devices, to_the_others,
+                                          packet_size=max(n, 1), dtype=self.devs[0].fdt,
+                                          ctx=self.ctx, name=f"{self.app}-slices")
             if self.persistent:     # device 0's meeting block: the counter, where it stands
                 from groute.engines.peer_barrier import CrossDeviceBarrier
                 from groute.engines.protocol import MEETING_WORDS
@@ -395,8 +413,10 @@ class IterateSolver(Solver):
                     self._barrier = CrossDeviceBarrier(
                         self.ctx.devices, self.devs[0].device.zeros(MEETING_WORDS, np.uint64))
             check_every = tuning.check_every
-            if check_every is None:
-                check_every = 8 if getattr(self.devs[0], "device_check", False) else 4
+            if check_every is None:     # across processes: the host checks every iteration,
+                # so the run stops where the devices' own check would have
+                check_every = (1 if self.ctx.ranks is not None else
+                               8 if getattr(self.devs[0], "device_check", False) else 4)
             self.check_every = int(check_every)
             if mode == "async":
                 self.sweeps = (int(tuning.sweeps) if tuning.sweeps
@@ -415,6 +435,53 @@ class IterateSolver(Solver):
         except BaseException:
             self.close()
             raise
+
+    def _across_ranks(self, mode: str, bsp_kernel: str, inplace: bool) -> str:
+        """On a RankContext (one process per device): the kernel that runs (the NumPy sweeps
+        over each range's in-arcs: "csc"); ValueError for what does not run across processes
+        (the asynchronous push, the "bins" layout cut from the whole graph's degree order,
+        Gauss-Seidel sweeps)."""
+        if mode != "bsp":
+            raise ValueError(f"{self.app}: mode={mode!r} does not run across processes yet; "
+                             f"use mode='bsp' or 'auto'")
+        if bsp_kernel == "bins" or inplace:
+            raise ValueError(f"{self.app}: {'inplace=True' if inplace else 'bsp_kernel=bins'} "
+                             f"does not run across processes (each holds only its range)")
+        return "csc"
+
+    def _rank_shards(self, graph, mode: str, weights):
+        """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
+        BSP its vertices' in-arcs, from every rank's out-arcs where the graph is directed or
+        the arcs carry factors (:func:`groute.graph.ranked.ranked_in_arcs`)."""
+        from groute.graph.ranked import ranked_in_arcs
+        from .layout import Shard, inverse_degrees
+        p = graph.part
+        indptr = np.asarray(p.indptr, np.int64)
+        indices = np.ascontiguousarray(p.indices, dtype=np.int32)
+        factors = None if weights is None else self.iteration.arc_factors(indptr, weights)
+        inv = (self.iteration.scale or inverse_degrees)(np.diff(indptr))
+        cols = in_indptr = in_factors = None
+        if mode == "bsp" and (graph.directed or factors is not None):
+            in_indptr, cols, in_factors = ranked_in_arcs(graph, self.ctx.ranks, factors)
+        elif mode == "bsp":                     # symmetric: its in-arcs are its out-arcs
+            in_indptr, cols = indptr, indices
+        return [Shard(p.first, p.end, indptr, indices, inv, cols, in_indptr,
+                      out_factors=factors, in_factors=in_factors)]
+
+    def _mine(self, per_device: list) -> list:
+        """The entries of ``per_device`` (one per device) of the devices this process drives,
+        in the order of :attr:`devs`."""
+        return [per_device[i] for i in self._here]
+
+    def _everyone(self, mine: list, what: str) -> list:
+        """Every device's value, from ``mine`` (one per device of :attr:`devs`): the other
+        processes' too on a RankContext (:meth:`~groute.runtime.context.Context.share`)."""
+        if self.ctx.ranks is None:
+            return list(mine)
+        entries = [None] * self.k
+        for i, value in zip(self._here, mine):
+            entries[i] = value
+        return self.ctx.share(entries, what)
 
     def _number(self, name: str, value) -> float:
         """``value`` as a float; a TypeError naming the argument where it is no number."""
@@ -479,7 +546,7 @@ class IterateSolver(Solver):
         if self.base_vector is None:
             raise ValueError(f"{self.app}: set_base needs a solver built with a base vector")
         _, self.base_vector = self._check_base(base, self.n, self.mode)
-        for dev, share in zip(self.devs, self._base_shares(self.offsets)):
+        for dev, share in zip(self.devs, self._mine(self._base_shares(self.offsets))):
             dev.set_base(share)
 
     # running ------------------------------------------------------------------------------------
@@ -523,17 +590,18 @@ class IterateSolver(Solver):
         if self.mode == "bsp" and self.persistent:
             stats["iteration_trace"] = self._trace_summary(stats["iterations"])
         if self.mode == "bsp":
-            values = np.concatenate([d.bsp_values() for d in self.devs])
+            values = np.concatenate(self._everyone([d.bsp_values() for d in self.devs],
+                                                   "the values"))
         else:
             values = np.concatenate([d.push_values() for d in self.devs])
         if self._order is not None:
             values = _unpermute(values, self._order)
         if self.partition is not None:
             values = np.asarray(self.partition.to_original(values), dtype=np.float64)
-        stats.update(devices=[d.device.name for d in self.devs], mode=self.mode,
+        stats.update(devices=[d.name for d in self.ctx.devices], mode=self.mode,
                      partition=self.partition_method if self.partition is not None else None,
                      layout=self.layout,
-                     vertices_per_device=[d.n_local for d in self.devs], tol=self.tol)
+                     vertices_per_device=np.diff(self.offsets).tolist(), tol=self.tol)
         stats[self.iteration.alpha_name] = self.alpha
         return values, timer.seconds, complete_stats(keys, stats)
 
@@ -566,7 +634,7 @@ class IterateSolver(Solver):
         if self.peer_writes:
             per_iteration = sum(dev.peer_stores * np.dtype(dev.fdt).itemsize for dev in self.devs)
         else:
-            per_iteration = sum(dev.n_local * np.dtype(dev.fdt).itemsize for dev in self.devs) * (k - 1)
+            per_iteration = self.n * np.dtype(self.devs[0].fdt).itemsize * (k - 1)
         dev0 = self.devs[0]
         kernel = ("bins" if dev0.bins else f"csc k{dev0.lanes_k}" if dev0.fused else "coo") \
             if dev0.cuda else "numpy"
@@ -576,7 +644,8 @@ class IterateSolver(Solver):
                 "persistent": self.persistent, "persistent_reason": self.persistent_reason,
                 "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
-                "arcs_per_device": [dev.num_in for dev in self.devs],
+                "arcs_per_device": self._everyone([dev.num_in for dev in self.devs],
+                                                  "the arcs per device"),
                 "bytes_sent": int(t * per_iteration) if k > 1 else 0}
 
     def _check_stats(self, t0, t1, history, converged_at, rows=None):
@@ -587,7 +656,8 @@ class IterateSolver(Solver):
         if t1 <= t0:
             return converged_at
         if rows is None:
-            rows = [dev.bsp_stats(t0, t1) for dev in self.devs]
+            rows = self._everyone([dev.bsp_stats(t0, t1) for dev in self.devs],
+                                  "the iterations' sums")
         else:
             rows = [r[t0:t1] for r in rows]
         parts = rows[0].copy()
@@ -663,6 +733,22 @@ class IterateSolver(Solver):
                 for dst, src in dev.copies[par]:
                     dev.stream.copy(dst, src)
                 done_events[i] = dev.stream.record()
+        if self._slices is not None:
+            self._exchange_slices((t + 1) % 2)
+
+    def _exchange_slices(self, par: int) -> None:
+        """Across processes, after an iteration: this process's slice of the contribution
+        vector it wrote (parity ``par``) to every other, and theirs into its own (through the
+        Router's flush: one alltoallv); the slices are the devices' copies of one process."""
+        router, dev, me = self._slices, self.devs[0], self._here[0]
+        dev.stream.record().synchronize(self.ctx.timeout)
+        vector = dev.contrib[par % len(dev.contrib)]
+        router.inputs[me].send(vector[dev.lo:dev.hi])
+        router.flush()
+        for _ in range(self.k - 1):
+            pending = router.outputs[me].poll()
+            source = int(pending.source.device.index)
+            vector[self.offsets[source]:self.offsets[source + 1]] = pending.data
 
     def _run_async(self) -> dict:
         if self.iteration.stop == "relative":    # n * tol times the mean base per vertex
@@ -691,6 +777,9 @@ class IterateSolver(Solver):
                 "eps": eps, "converged": converged}
 
     def _release(self):
+        if self._slices is not None:
+            self._slices.close()
+            self._slices = None
         if self._worklist is not None:
             self._worklist.close()
             self._worklist = None

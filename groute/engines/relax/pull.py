@@ -40,8 +40,11 @@ class PullSteps:
 
 def pull_levels(mode, workers):
     """The level hook for a run of ``workers``: :class:`PullLevels` where every device can pull
-    in a BSP run over several devices, else None."""
-    if mode == "bsp" and len(workers) > 1 and all(w.can_pull for w in workers):
+    in a BSP run over several devices, else None; None too where a worker is another
+    process's (None, a RankContext's: the flags are copied between the devices' memory, which
+    processes do not share)."""
+    if mode == "bsp" and len(workers) > 1 and all(w is not None and w.can_pull
+                                                  for w in workers):
         return PullLevels(workers)
     return None
 

@@ -103,10 +103,10 @@ class _Partitioned:
         return self.p.to_original(values)
 
     def to_new_id(self, v):
-        return int(np.asarray(self.p.perm)[v])
+        return int(self.to_new_ids([v])[0])
 
     def to_new_ids(self, positions):
-        return np.asarray(self.p.perm, dtype=np.int64)[np.asarray(positions, dtype=np.int64)]
+        return np.asarray(self.p.perm[np.asarray(positions, dtype=np.int64)], dtype=np.int64)
 
 
 def rules_for(relaxation: Relaxation) -> dict:
@@ -239,6 +239,8 @@ class RelaxSolver(Solver):
         else:
             from groute.graph import partition_graph
             self.part = _Partitioned(partition_graph(graph, k, method=partition, seed=seed))
+        if self.ctx.ranks is not None:
+            mode = self._across_ranks(mode, graph)
         if mode == "auto":
             mode = self.auto_mode(graph)
         self.mode = mode
@@ -261,6 +263,20 @@ class RelaxSolver(Solver):
         else:
             self.worklist = DistributedWorklist(self.ctx, routing=wl.routing,
                                                 packet_size=wl.packet_size or self._packet_size(n))
+
+    def _across_ranks(self, mode, graph):
+        """On a RankContext (one process per device) the worklist runs level by level
+        (:mod:`groute.worklist.distributed`): ``mode`` "auto" is "bsp", "async" a ValueError.
+        The overflow check of the values takes every rank's largest weight."""
+        if mode == "async":
+            raise ValueError(f"{self.app}: mode='async' does not run across processes yet (the "
+                             f"worklist's exchange between ranks is level by level); use "
+                             f"mode='bsp' or 'auto'")
+        if self.weighted_values:
+            w = np.asarray(graph.weights)
+            top = self.ctx.ranks.allreduce(w.max() if w.size else 0, "max")
+            self.overflow_possible = overflow_possible(graph.num_vertices, top, self.kind)
+        return "bsp"
 
     def _device_shares(self, graph, flush_items):
         """Every device's part of the solver, built on the devices' threads at once: on the peer
@@ -290,12 +306,13 @@ class RelaxSolver(Solver):
         # the partition's local graphs on this thread, the uploads on the devices' threads
         with self.ctx.exclusive():
             shares = self.ctx.gather([
-                self.ctx.submit(i, build, self.part.local(i), lo=offsets[i], hi=offsets[i + 1],
-                                **args)
+                self.ctx.submit(i, build, self.part.local(i) if self.ctx.is_local(i) else None,
+                                lo=offsets[i], hi=offsets[i + 1], **args)
                 for i in range(self.ctx.num_devices)])
         if not self.use_peer:
             for worker in shares:
-                worker.set_delta(self.delta if self.priority else math.inf)
+                if worker is not None:          # None: another rank's device
+                    worker.set_delta(self.delta if self.priority else math.inf)
         return shares
 
     def peer_unavailable(self):
@@ -435,6 +452,9 @@ class RelaxSolver(Solver):
         which parent)."""
         seeds = self.check_sources(source, sources)
         limit = self.check_ceiling(ceiling)
+        if predecessors and self.ctx.ranks is not None:
+            raise ValueError(f"{self.app}: predecessors are found over the whole graph, which "
+                             f"no process of a distributed run holds; run without them")
         new_seeds = self.part.to_new_ids(seeds)
         if self.peer is not None:
             self.peer.prepare(new_seeds, limit)
@@ -443,16 +463,20 @@ class RelaxSolver(Solver):
             counters = self.peer.counters_host
         else:
             for w in self.workers:
-                w.set_source(new_seeds, limit)
+                if w is not None:
+                    w.set_source(new_seeds, limit)
             threshold = self.delta if self.priority else math.inf
             with DeviceTimer(self.ctx) as timer:
                 wl = self.worklist.run(self.workers, mode=self.mode, threshold=threshold,
                                        delta=self.delta,
                                        max_rounds=self.worklist_tuning.rounds_per_launch,
                                        level_hook=pull_levels(self.mode, self.workers))
-            counters = [w.collect_counters() for w in self.workers]
-        raw = [w.values() for w in self.workers]
-        values = np.concatenate([dev.to_host(r) for dev, r in zip(self.ctx.devices, raw)])
+            counters = self.ctx.share([None if w is None else w.collect_counters() for w in self.workers],
+                                      "the workers' counters")
+        raw = [None if w is None else w.values() for w in self.workers]
+        values = np.concatenate(self.ctx.share(
+            [r if r is None else dev.to_host(r) for dev, r in zip(self.ctx.devices, raw)],
+            "the values"))
         values = np.asarray(self.part.to_original(values))
         answer = self._finish(values)       # its checks first: no parents of a failed run
         parents = self._parents(raw, values, seeds) if predecessors else None

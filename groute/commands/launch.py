@@ -1,0 +1,84 @@
+"""``groute launch -n K -- COMMAND ...``: run a groute command (or a Python program) as K MPI
+processes, one device each, for people who have never used MPI.
+
+It finds ``mpiexec`` (the one the ``mpich`` wheel put beside this Python, else the first on
+``PATH``: a site's own MPI), checks that this Python can import ``mpi4py``, and runs
+``mpiexec -n K [-hosts H1,H2] PYTHON -m groute COMMAND ...`` (or ``PYTHON PROGRAM.py ...`` when
+the command is a ``.py`` file) with this environment, returning its exit code. A missing MPI
+is one line saying what to install.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..cli_support import positive_int
+from ..runtime.ranks import INSTALL_HINT
+
+
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` to start ranks with: beside this Python (a virtual environment's, where
+    ``pip install 'groute[mpi]'`` puts the mpich wheel's), else the first on ``PATH``; None if
+    neither exists."""
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which("mpiexec")
+
+
+def launch_command(ranks: int, command, *, hosts=None, mpiexec=None) -> list[str]:
+    """The ``mpiexec`` command line that runs ``command`` (groute's arguments, or a ``.py``
+    program and its arguments) as ``ranks`` processes (on ``hosts``, a list of host names).
+
+    Raises
+    ------
+    FileNotFoundError
+        When no ``mpiexec`` is found, or this Python cannot import ``mpi4py``: what to install.
+    ValueError
+        When ``command`` is empty.
+    """
+    if not command:
+        raise ValueError("groute launch needs a command after --, e.g. groute launch -n 2 -- bfs "
+                         "--graph kron:10 --verify")
+    exe = mpiexec or find_mpiexec()
+    if exe is None:
+        raise FileNotFoundError(f"no mpiexec beside {sys.executable} or on PATH: {INSTALL_HINT}")
+    if importlib.util.find_spec("mpi4py") is None:
+        raise FileNotFoundError(f"{sys.executable} cannot import mpi4py: {INSTALL_HINT}")
+    line = [exe, "-n", str(int(ranks))]
+    if hosts:
+        line += ["-hosts", ",".join(hosts)]
+    if command[0].endswith(".py"):
+        return line + [sys.executable, *command]
+    return line + [sys.executable, "-m", "groute", *command]
+
+
+def register(subparsers, common):
+    p = subparsers.add_parser(
+        "launch", help="run a command as K MPI processes, one device each (wraps mpiexec)",
+        description="Run a groute command (bfs, sssp, pr, cc, kcore, ...) or a Python program "
+                    "as K processes over MPI, each driving one device and loading only its part "
+                    "of the graph: groute launch -n 4 -- bfs --graph kron:20 --verify. Needs "
+                    f"an MPI: {INSTALL_HINT}.")
+    p.add_argument("-n", "--ranks", type=positive_int, required=True, metavar="K",
+                   help="processes to start (one device each)")
+    p.add_argument("--hosts", default=None, metavar="H1,H2",
+                   help="comma-separated hosts to spread the processes over (mpiexec -hosts)")
+    p.add_argument("--print", action="store_true", dest="print_only",
+                   help="print the mpiexec command line instead of running it")
+    p.add_argument("program", nargs="*", metavar="-- COMMAND",
+                   help="a groute command and its options, or a .py program and its arguments")
+    p.set_defaults(func=run, verbose=False, timeout=None)
+
+
+def run(args) -> int:
+    hosts = [h for h in args.hosts.split(",") if h] if args.hosts else None
+    line = launch_command(args.ranks, args.program, hosts=hosts)
+    if args.print_only:
+        print(" ".join(line))
+        return 0
+    return subprocess.call(line)

@@ -1,0 +1,157 @@
+"""RankGraph: one rank's range of rows of a graph split by contiguous ranges (how it is
+loaded: :mod:`groute.graph.ranked`)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .csr import CSRGraph, pair_weights
+from .ids import VertexIds
+from .partition import LocalGraph
+
+log = logging.getLogger(__name__)
+
+class RankGraph:
+    """Rank ``rank``'s rows of a graph split by ranges (module docstring). Global facts
+    (``num_vertices``, ``num_edges``, ``directed``, ``name``, ids) are the whole graph's;
+    ``part`` (a :class:`~groute.graph.partition.LocalGraph`) holds this rank's rows, whose
+    targets are global vertex ids; ``offsets`` bound every rank's range."""
+
+    def __init__(self, part: LocalGraph, offsets, *, num_edges: int, name: str, id_base: int = 0,
+                 labels=None):
+        self.part = part
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.rank = part.part
+        self.num_vertices = int(self.offsets[-1])
+        self.num_edges = int(num_edges)
+        self.directed = bool(part.directed)
+        self.name = name
+        self.id_base = int(id_base)
+        self.file_ids = labels
+        self.vertex_ids = VertexIds(self.num_vertices, base=self.id_base, labels=labels, name=name)
+        #: the ranks that loaded it (set by the loader that has them; None otherwise)
+        self.ranks = None
+
+    @property
+    def num_parts(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def first(self) -> int:
+        return self.part.first
+
+    @property
+    def end(self) -> int:
+        return self.part.end
+
+    @property
+    def weights(self):
+        """This rank's arcs' weights (None when the graph has none)."""
+        return self.part.weights
+
+    def to_host(self) -> "RankGraph":
+        return self
+
+    def vertex_of(self, ident, what: str = "id"):
+        return self.vertex_ids.position_of(ident, what)
+
+    def file_id_of(self, v):
+        return self.vertex_ids.id_of(v)
+
+    def with_weights(self, seed: int = 0, low: int = 1, high: int = 64) -> "RankGraph":
+        """This part with the random weights :meth:`CSRGraph.with_weights
+        <groute.graph.CSRGraph.with_weights>` gives the whole graph's arcs."""
+        src, dst = self.edges()
+        p = self.part
+        part = LocalGraph(p.part, p.first, p.indptr, p.indices,
+                          pair_weights(src, dst, self.num_vertices, seed, low, high),
+                          num_global_vertices=p.num_global_vertices, directed=p.directed,
+                          name=p.name)
+        out = RankGraph(part, self.offsets, num_edges=self.num_edges, name=self.name,
+                        id_base=self.id_base, labels=self.file_ids)
+        out.ranks = self.ranks
+        return out
+
+    def edges(self):
+        """This rank's arcs as COO ``(src, dst)`` (src int64: global ids)."""
+        p = self.part
+        return (np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(np.asarray(p.indptr))),
+                p.indices)
+
+    def split_by_ranges(self, k: int, method: str = "contiguous") -> "RangeSplit":
+        """The split of this graph over ``k`` devices: its ranges (``method`` cannot change
+        that, and is logged when it asks otherwise); ValueError unless ``k`` is its part
+        count."""
+        if int(k) != self.num_parts:
+            raise ValueError(f"{self.name} was loaded by {self.num_parts} ranks, split into {k} "
+                             f"parts; a graph loaded by ranks runs on a context of as many "
+                             f"devices")
+        if method != RangeSplit.method:
+            log.info("%s was loaded by ranks: split by its ranges, not %s", self.name, method)
+        return RangeSplit(self)
+
+    def gather(self, ranks) -> CSRGraph:
+        """The whole graph, put together from every rank's rows (a collective: every rank
+        calls it and gets the graph; for checks and small graphs)."""
+        p = self.part
+        degrees = np.concatenate(ranks.allgatherv(np.diff(np.asarray(p.indptr)).astype(np.int64)))
+        indptr = np.zeros(self.num_vertices + 1, dtype=np.int64)
+        np.cumsum(degrees, out=indptr[1:])
+        indices = np.concatenate(ranks.allgatherv(np.asarray(p.indices, dtype=np.int32)))
+        weights = None
+        if p.weights is not None:
+            weights = np.concatenate(ranks.allgatherv(np.asarray(p.weights)))
+        return CSRGraph(indptr, indices, weights, directed=self.directed, name=self.name,
+                        id_base=self.id_base, file_ids=self.file_ids)
+
+    def __repr__(self):
+        return (f"RankGraph({self.name!r}: rank {self.rank} of {self.num_parts} holds vertices "
+                f"[{self.first}, {self.end}) of {self.num_vertices:,}, {self.part.num_edges:,} of "
+                f"{self.num_edges:,} arcs)")
+
+
+class _Same:
+    """The identity as an index: ``_Same()[positions]`` is ``positions`` (an array)."""
+
+    def __getitem__(self, positions):
+        return np.asarray(positions, dtype=np.int64)
+
+
+class RangeSplit:
+    """How a :class:`RankGraph` is split over the devices of its job: by its ranges, vertices
+    keeping their ids (what :func:`groute.graph.partition_graph` gives for one). It answers
+    what a :class:`~groute.graph.partition.Partition` does, but :meth:`local` holds only this
+    rank's part."""
+
+    method = "contiguous"
+    #: old id -> new id and back: the same (a RangeSplit renumbers nothing)
+    perm = iperm = None
+
+    def __init__(self, graph: RankGraph):
+        self.graph = graph
+        self.perm = self.iperm = _Same()
+        self.offsets = graph.offsets
+        self.stats = {"method": self.method, "identity": True, "num_parts": graph.num_parts}
+
+    @property
+    def num_parts(self) -> int:
+        return self.graph.num_parts
+
+    def part_range(self, i: int) -> tuple[int, int]:
+        return int(self.offsets[i]), int(self.offsets[i + 1])
+
+    def local(self, i: int) -> LocalGraph:
+        if i != self.graph.rank:
+            raise ValueError(f"part {i} of {self.graph.name} is rank {i}'s; rank "
+                             f"{self.graph.rank} holds part {self.graph.rank} only")
+        return self.graph.part
+
+    def owner_of_new(self, ids):
+        return np.searchsorted(self.offsets, ids, side="right") - 1
+
+    def to_original(self, values):
+        return values
+
+    def to_new(self, values):
+        return values

@@ -1,0 +1,246 @@
+"""RankContext: a Context spanning the ranks of an MPI job, one CPU virtual device per rank.
+
+Every rank runs the same program (SPMD) on a context of ``K`` devices, K the number of ranks:
+device ``r`` is rank ``r``'s own CPU virtual device, with its host thread and streams as in a
+:class:`~groute.runtime.context.Context`; the others are :class:`RemoteDevice` stand-ins that
+name the rank driving them. What runs on a device is submitted on that device's rank: here
+:meth:`RankContext.submit` runs the local device's function and gives a remote device's entry
+as ``None`` (its rank runs it), so a loop over the devices runs each device's share exactly
+once in the job. Host values every rank needs (counts, sums, decisions) come from
+:meth:`~groute.runtime.context.Context.share`, data between devices from a
+:class:`~groute.runtime.rank_router.RankRouter` (what a :class:`~groute.runtime.router.Router`
+over a RankContext is), both through MPI (:mod:`groute.runtime.ranks`).
+
+Failure: a device function that raises on rank ``r`` stops rank ``r``'s context as always,
+and a notice goes to every other rank; each rank watches for notices (a thread polling every
+:data:`~groute.waiting.POLL_INTERVAL`) and stops its context with a
+:class:`~groute.errors.RankFailed` naming the rank, its device and the original error. So every
+rank's waits give up within a poll interval, and every rank raises the same failure. A rank
+that dies without a word is noticed by the others' timeout (each collective is bounded). Ranks
+cannot meet again after a step some left midway, so a stopped RankContext is not reset: the
+job ends (:meth:`RankContext.end_job`, which the command line calls).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import sys
+import threading
+import time
+
+from ..errors import RankFailed
+from ..waiting import POLL_INTERVAL
+from .context import Context
+from .ranks import Ranks
+
+log = logging.getLogger(__name__)
+
+#: seconds a rank other than 0 waits, after a failure, for rank 0 to end the job (so rank 0's
+#: report is printed) before ending it itself
+END_GRACE_S = 2.0
+
+
+class NotOnThisRank(AttributeError):
+    """What a remote device was asked for is on another rank's device."""
+
+
+class RemoteDevice:
+    """Device ``index`` of a RankContext, driven by rank ``index``: a name and what the
+    context's bookkeeping asks of every device (nothing to drain, close or synchronise here).
+    Anything else (memory, streams) is on its rank, and asking for it here says so."""
+
+    backend = "cpu"
+    broken = None
+    user_code = None
+    local = False
+
+    def __init__(self, index: int, here: int, stop_event):
+        self.index = index
+        self.rank = index
+        self._here = here
+        self.stop_event = stop_event
+        self.timeout = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.index}"
+
+    def __getattr__(self, attr):
+        raise NotOnThisRank(f"{self.backend}:{self.index} is driven by rank {self.index}; rank "
+                            f"{self._here} holds only {self.backend}:{self._here} (asked for "
+                            f"{attr!r})")
+
+    def __repr__(self):
+        return f"<RemoteDevice {self.name} on rank {self.rank}>"
+
+    def drain(self, timeout) -> bool:
+        return True
+
+    def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def clear_failure(self, timeout=None) -> None:
+        pass
+
+    def note_failure(self, exc) -> None:
+        pass
+
+    def can_access_peer(self, other) -> bool:
+        return False
+
+
+class _RemoteHost:
+    """The host-thread slot of a remote device: never busy here."""
+
+    running = None
+    _thread = None
+
+    def wait_idle(self, timeout) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+    def join(self, timeout) -> bool:
+        return True
+
+
+class RankContext(Context):
+    """A Context over the ranks of ``comm`` (default ``MPI.COMM_WORLD``); see the module
+    docstring. ``timeout`` bounds every wait, collectives included (default: groute's).
+
+    Examples
+    --------
+    Run with ``mpiexec -n 2 python prog.py`` (or ``groute launch -n 2 -- prog.py``)::
+
+        from groute.distributed import Context
+        with Context() as ctx:
+            ranks = ctx.run(lambda device: device.name)   # ['cpu:0', None] on rank 0
+            everyone = ctx.share(ranks)                   # ['cpu:0', 'cpu:1'] on every rank
+    """
+
+    def __init__(self, comm=None, *, timeout=None):
+        self._announced = False
+        self._watching = False
+        ranks = Ranks(comm, timeout=timeout)
+        super().__init__(devices=[ranks.rank], backend="cpu", timeout=timeout)
+        ranks.stop = self.stop_event
+        self.ranks = ranks
+        self.rank = ranks.rank
+        local = self.devices[0]
+        self.devices = [local if i == ranks.rank else RemoteDevice(i, ranks.rank, self.stop_event)
+                        for i in range(ranks.size)]
+        for dev in self.devices:
+            dev.timeout = self.timeout
+        host = self._workers[0]
+        self._workers = [host if i == ranks.rank else _RemoteHost() for i in range(ranks.size)]
+        self._watching = True
+        self._watch = threading.Thread(target=self._watch_notices, daemon=True,
+                                       name=f"groute-rank{ranks.rank}-notices")
+        self._watch.start()
+        log.info("rank context: rank %d of %d", ranks.rank, ranks.size)
+
+    # facts -----------------------------------------------------------------------------------
+    @property
+    def local_device(self):
+        """This rank's device."""
+        return self.devices[self.rank]
+
+    def is_local(self, index: int) -> bool:
+        return index == self.rank
+
+    def share(self, values, what: str = "the devices' values") -> list:
+        """Every device's entry of ``values`` (a list over the devices, whose remote entries
+        this rank does not have), on every rank: the local entry goes to every other rank."""
+        return self.ranks.allgather(values[self.rank], what=f"sharing {what}")
+
+    # running ----------------------------------------------------------------------------------
+    def _worker_threads(self):
+        return [w._thread for w in self._workers if w._thread is not None]
+
+    def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
+        """Run ``fn(device, ...)`` on this rank's device; a remote device's entry is a done
+        future of ``None`` (its own rank runs it)."""
+        if self.is_local(device_index):
+            return super().submit(device_index, fn, *args, **kwargs)
+        future = cf.Future()
+        future.set_result(None)
+        future.device = self.devices[device_index].name
+        return future
+
+    def synchronize(self, timeout=None, *, spin: float = 0.0):
+        """Wait for this rank's device, then for every rank to have done so: a host clock
+        around a step then times the whole job's step."""
+        super().synchronize(timeout, spin=spin)
+        self.ranks.barrier("the ranks to synchronise their devices")
+
+    # failure ----------------------------------------------------------------------------------
+    def fail(self, device_name: str, exc: BaseException) -> None:
+        if device_name == self.local_device.name:
+            device_name = f"{device_name} (rank {self.rank})"
+        super().fail(device_name, exc)
+        if self._error is not None and not self._announced \
+                and not isinstance(self._error, RankFailed):
+            self._announced = True
+            try:
+                self.ranks.announce(self._error_device, self._error)
+            except Exception as sending:  # noqa: BLE001 - the others time out instead
+                log.error("rank %d could not tell the other ranks of its failure: %s",
+                          self.rank, sending)
+
+    def _watch_notices(self):
+        while self._watching:
+            try:
+                notice = self.ranks.notice()
+            except Exception as exc:  # noqa: BLE001 - MPI finalised under us: stop watching
+                log.debug("rank %d stops watching for failure notices: %s", self.rank, exc)
+                return
+            if notice is not None:
+                self._announced = True      # the failure is another rank's, told already
+                self.fail(f"{notice.device}", RankFailed(notice))
+                continue
+            time.sleep(POLL_INTERVAL)
+
+    def reset(self, timeout=None) -> None:
+        """A stopped RankContext cannot run again (module docstring): RuntimeError naming the
+        failure; a context that is not stopped needs nothing."""
+        self._usable()
+        if not self.stopped:
+            return
+        why = (f"{self._error_device} failed ({type(self._error).__name__}: {self._error})"
+               if self._error is not None else "it was stopped")
+        raise RuntimeError(f"this distributed context cannot run again: {why}, and ranks cannot "
+                           f"meet again after a step some of them left; end the job "
+                           f"(RankContext.end_job)")
+
+    def end_job(self, code: int = 1) -> None:
+        """End every rank's process after a failure (``MPI_Abort``): rank 0 at once (after
+        what it printed), the others after :data:`END_GRACE_S` unless rank 0's abort ended
+        them first, so that rank 0's report is the one printed."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        if self.rank != 0:
+            time.sleep(END_GRACE_S)
+        self.ranks.abort(code)
+
+    def shutdown(self) -> None:
+        """As :meth:`Context.shutdown <groute.runtime.context.Context.shutdown>`, after the
+        failure watch has stopped (it calls MPI, which the interpreter's exit finalises)."""
+        self._watching = False
+        if threading.current_thread() is not self._watch:
+            self._watch.join(4 * POLL_INTERVAL)
+        super().shutdown()
+
+    close = shutdown
+
+    def __repr__(self):
+        return f"<RankContext rank {self.rank} of {self.ranks.size}: {self.local_device.name}>"
+
+
+__all__ = ["RankContext", "RemoteDevice"]

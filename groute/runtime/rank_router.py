@@ -1,0 +1,241 @@
+"""RankRouter: a Router whose devices are the ranks of a RankContext; its data plane is MPI.
+
+A :class:`~groute.runtime.router.Router` made over a
+:class:`~groute.runtime.rank_context.RankContext` is one of these: the same ports, policies
+and counters, so an engine written against a Router runs across processes unchanged. This
+rank has one input and one output (its own device's); a segment sent into the input is routed
+by the policy, as always, and waits in this rank's outbox for its destination; a segment for
+this rank's own output arrives at once.
+
+Delivery is bulk-synchronous: :meth:`RankRouter.flush` (which every rank calls at the same
+step; on a Router of one process it is a no-op, its links deliver as they go) sends every
+outbox with one ``MPI_Alltoallv`` of the rows and one of their headers (rows and metadata per
+segment), after which every segment routed to this rank is at its output, in the order of
+the sending ranks and, from each, of the sends. A send's handle is done once its segment has
+left (at the flush). Segments are host arrays here (the CPU backend); a received segment is
+read in place and its release gives nothing back (MPI's buffers are its own).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from ..config import resolve_timeout
+from ..errors import LinkClosed
+from ..waiting import wait_for
+from .endpoint import Endpoint
+from .policies import BROADCAST, as_route
+from .segment import PendingSegment, Segment, SegmentReceiver
+
+
+class _Sent:
+    """The handle of a send on a RankRouter: done once the segment left at a flush."""
+
+    def __init__(self):
+        self._done = threading.Event()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout=None, stop=None) -> None:
+        wait_for(self._done.is_set, what="a send to leave at the RankRouter's flush",
+                 timeout=timeout, stop=stop)
+
+
+class _Input:
+    """Input port ``index``: this rank's sends (another rank's input is that rank's)."""
+
+    def __init__(self, router, index):
+        self.router = router
+        self.index = index
+        self.endpoint = router.input_endpoints[index]
+
+    def send(self, data, *, event=None, metadata=None):
+        return self.router._route(self.index, data, metadata)
+
+    def close(self):
+        self.router.close()
+
+
+class _Output(SegmentReceiver):
+    """Output port ``index``: the segments routed to this rank's device."""
+
+    def __init__(self, router, index):
+        self.router = router
+        self.index = index
+        self.endpoint = router.output_endpoints[index]
+        self._cond = threading.Condition()
+        self._queue = collections.deque()
+        self._listeners = []
+        self.received = 0
+
+    def add_arrival_listener(self, fn) -> None:
+        self._listeners.append(fn)
+
+    def _deliver(self, segments):
+        with self._cond:
+            self._queue.extend(segments)
+            self.received += len(segments)
+            self._cond.notify_all()
+        if segments:
+            for fn in self._listeners:
+                fn()
+
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def poll(self):
+        with self._cond:
+            return self._queue.popleft() if self._queue else None
+
+    def receive(self, timeout=None):
+        """The next segment routed here, waiting (bounded) for a flush to bring one; None once
+        the router is closed and every segment taken."""
+        router = self.router
+        with self._cond:
+            wait_for(lambda: self._queue or router.closed, cond=self._cond,
+                     timeout=timeout if timeout is not None else router.timeout,
+                     stop=router.stop, what=f"a segment at {router.name} output {self.index} "
+                                            f"(delivered at its flush)")
+            return self._queue.popleft() if self._queue else None
+
+
+class _LinkState:
+    """What a Router's callers ask of each link (ended, closed): one rank pair's state."""
+
+    def __init__(self, router):
+        self._router = router
+
+    @property
+    def finished(self) -> bool:
+        return self._router.closed
+
+    @property
+    def closed(self) -> bool:
+        return self._router.closed
+
+    def join(self, timeout=None) -> bool:
+        return True
+
+
+class RankRouter:
+    """See the module docstring; made by ``Router(...)`` when ``ctx`` is a RankContext, with
+    the Router's arguments (``packet_size``, ``num_buffers`` and ``batching`` do not apply: a
+    flush moves whole segments)."""
+
+    def __init__(self, inputs, outputs, policy, *, packet_size: int = 0, num_buffers: int = 2,
+                 dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None,
+                 batching: bool = False):
+        if not callable(policy):
+            raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
+                            f"got {policy!r}")
+        self.ctx = ctx
+        self.ranks = ctx.ranks
+        self.input_endpoints = [Endpoint.of(x) for x in inputs]
+        self.output_endpoints = [Endpoint.of(x) for x in outputs]
+        if not self.input_endpoints or not self.output_endpoints:
+            raise ValueError("a Router needs at least one input and one output")
+        self.policy = policy
+        self.name = name
+        self.dtype = np.dtype(dtype)
+        self.item_shape = tuple(item_shape)
+        self.timeout = resolve_timeout(ctx.timeout)
+        self.stop = ctx.stop_event
+        self.closed = False
+        shape = (len(self.input_endpoints), len(self.output_endpoints))
+        self.pairs = ({(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None
+                      else {(int(i), int(j)) for i, j in pairs})
+        self.inputs = [_Input(self, i) for i in range(shape[0])]
+        self.outputs = [_Output(self, j) for j in range(shape[1])]
+        self._rank_of_output = [self._rank(e) for e in self.output_endpoints]
+        self._rank_of_input = [self._rank(e) for e in self.input_endpoints]
+        self._outbox = [[] for _ in range(self.ranks.size)]   # (output, rows, metadata, handle)
+        self._lock = threading.Lock()
+        self._state = _LinkState(self)
+        self.routed = np.zeros(shape, dtype=np.int64)
+        self.routed_elements = np.zeros(shape, dtype=np.int64)
+
+    def _rank(self, endpoint):
+        if endpoint.is_host:
+            raise ValueError(f"{self.name}: a RankRouter joins devices (ranks); the host of each "
+                             f"rank is that rank's own")
+        return int(endpoint.device.index)
+
+    def each_link(self):
+        """``(i, j, state)`` for every pair with this rank at one end (the others' pairs are
+        theirs)."""
+        here = self.ranks.rank
+        return [(i, j, self._state) for i, j in sorted(self.pairs)
+                if here in (self._rank_of_input[i], self._rank_of_output[j])]
+
+    def links_to(self, j):
+        return [self._state for i, jj in self.pairs if jj == j]
+
+    # sending ------------------------------------------------------------------------------------
+    def _route(self, i, data, metadata):
+        if self._rank_of_input[i] != self.ranks.rank:
+            raise ValueError(f"{self.name}: input {i} is rank {self._rank_of_input[i]}'s; rank "
+                             f"{self.ranks.rank} sends from its own input")
+        if self.closed:
+            raise LinkClosed(f"{self.name} is closed; no more sends")
+        data = np.asarray(data)
+        if data.dtype != self.dtype or tuple(data.shape[1:]) != self.item_shape:
+            raise ValueError(f"{self.name}: carries {self.dtype} rows of shape {self.item_shape}, "
+                             f"got {data.dtype} rows of shape {tuple(data.shape[1:])}")
+        segment = Segment(data, dict(metadata or {}))
+        who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
+        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)
+        dests = route.destinations if route.strategy == BROADCAST else route.destinations[:1]
+        if not dests:
+            raise ValueError(f"{who} allowed no destination for a segment from input {i}")
+        handle = _Sent()
+        for j in dests:
+            if not 0 <= j < len(self.outputs) or (i, j) not in self.pairs:
+                raise ValueError(f"{self.name}: policy chose output {j} for input {i}, which "
+                                 f"has no link there")
+            self.routed[i, j] += 1
+            self.routed_elements[i, j] += int(data.shape[0])
+            with self._lock:
+                self._outbox[self._rank_of_output[j]].append((j, data, segment.metadata, handle))
+        return handle
+
+    def flush(self) -> None:
+        """Deliver every rank's outbox (collective: every rank calls it at the same step; see
+        the module docstring)."""
+        with self._lock:
+            outbox, self._outbox = self._outbox, [[] for _ in range(self.ranks.size)]
+        headers = [[(j, int(rows.shape[0]), meta) for j, rows, meta, _ in box] for box in outbox]
+        data = [np.concatenate([rows for _, rows, _, _ in box]) if box
+                else np.zeros((0, *self.item_shape), self.dtype) for box in outbox]
+        what = f"{self.name}'s exchange"
+        got_headers = self.ranks.alltoall(headers, what=what)
+        got = self.ranks.alltoallv(data, self.dtype, self.item_shape, what=what)
+        for box in outbox:
+            for _, _, _, handle in box:
+                handle._done.set()
+        arrived = collections.defaultdict(list)
+        for source, (heads, rows) in enumerate(zip(got_headers, got)):
+            at = 0
+            for j, n, meta in heads:
+                arrived[j].append(PendingSegment(rows[at:at + n], None, meta,
+                                                 source=self.input_endpoints[source]
+                                                 if source < len(self.input_endpoints) else None))
+                at += n
+        for j, segments in arrived.items():
+            self.outputs[j]._deliver(segments)
+
+    # life ------------------------------------------------------------------------------------------
+    def close(self):
+        """No more sends; receivers see the end once they took what arrived."""
+        self.closed = True
+        for out in self.outputs:
+            with out._cond:
+                out._cond.notify_all()
+
+    def join(self, timeout=None) -> bool:
+        return True
+
+    def __repr__(self):
+        return f"<RankRouter {self.name} rank {self.ranks.rank} of {self.ranks.size}>"

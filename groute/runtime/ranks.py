@@ -1,0 +1,214 @@
+"""Ranks: the processes of an MPI job as one group, with bounded collectives and failure notices.
+
+groute runs one process per device across processes and hosts (docs/DISTRIBUTED.md): rank
+``r`` drives device ``r``. This module is the only one that talks to MPI (through
+``mpi4py``, imported on first use). It gives the rest of groute what a
+:class:`~groute.runtime.rank_context.RankContext` needs:
+
+- collectives that never wait forever: every one is MPI's non-blocking form (``Iallreduce``,
+  ``Ialltoallv``, ...) polled with :func:`groute.waiting.wait_for`, so it gives up at the
+  context's stop flag (a failure anywhere) or its timeout (a rank that died or never came),
+  naming what it waited for and which rank waited;
+- failure notices: a rank whose device failed tells every other rank (rank, device, the
+  original error) on a communicator of its own, and :meth:`Ranks.notice` reads the notices
+  that arrived, without waiting.
+
+Python objects travel pickled (small control data: counts, stats, decisions); arrays travel as
+typed buffers. The communicators are duplicates of the one given (``MPI.COMM_WORLD`` by
+default), so groute's messages never match the program's own.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import resolve_timeout
+from ..waiting import wait_for
+
+#: the message tag of a failure notice
+NOTICE_TAG = 77
+#: environment variables a process manager sets in the processes it starts: MPICH's hydra
+#: (PMI), Open MPI, PMIx, Slurm
+LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
+INSTALL_HINT = "pip install 'groute[mpi]' (mpi4py and the mpich wheel), or mpi4py built for your site's MPI"
+
+
+def mpi():
+    """The ``mpi4py.MPI`` module, or an ImportError that says how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError(f"groute over several processes needs mpi4py and an MPI library: "
+                          f"{INSTALL_HINT} ({exc})") from exc
+    return MPI
+
+
+def launched_size() -> int:
+    """How many processes the MPI launcher that started this one started (1 when none did),
+    from its environment, without starting MPI."""
+    for name in LAUNCHER_SIZE_VARIABLES:
+        text = os.environ.get(name, "")
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+    return 1
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A failure on another rank: where, and the original error's type and message."""
+
+    rank: int
+    device: str
+    error: str
+    message: str
+
+    def __str__(self):
+        return f"{self.error}: {self.message}"
+
+
+_OPS = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+
+
+class Ranks:
+    """The ranks of ``comm`` (default ``MPI.COMM_WORLD``); see the module docstring.
+
+    ``timeout`` bounds every collective (seconds; default: groute's); ``stop`` (a
+    :class:`~groute.waiting.StopSignal`) ends a collective early when set.
+    """
+
+    def __init__(self, comm=None, *, timeout=None, stop=None):
+        MPI = mpi()
+        if not MPI.Is_initialized():
+            MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            raise RuntimeError("groute's ranks call MPI from several threads (a device's host "
+                               "thread and the failure watch), but MPI was started without "
+                               "MPI_THREAD_MULTIPLE; let mpi4py start it (its default) or "
+                               "start it with MPI.Init_thread(MPI.THREAD_MULTIPLE)")
+        self.MPI = MPI
+        base = comm if comm is not None else MPI.COMM_WORLD
+        self.comm = base.Dup()
+        self.notices = base.Dup()
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self.timeout = resolve_timeout(timeout)
+        self.stop = stop
+        self._sent = []              # failure notices still in flight
+
+    def __repr__(self):
+        return f"<Ranks {self.rank} of {self.size}>"
+
+    # waiting --------------------------------------------------------------------------------
+    def _wait(self, request, what: str):
+        wait_for(request.Test, timeout=self.timeout, stop=self.stop,
+                 what=f"{what} on rank {self.rank} of {self.size} (a rank that failed, died or "
+                      f"runs another step)")
+
+    # collectives --------------------------------------------------------------------------------
+    def barrier(self, what: str = "a barrier") -> None:
+        """Every rank meets."""
+        self._wait(self.comm.Ibarrier(), what)
+
+    def allreduce(self, values, op: str = "sum", what: str = "an allreduce"):
+        """``values`` (a number or an array) combined over the ranks by ``op`` (``"sum"``,
+        ``"min"``, ``"max"``); the same shape and type back."""
+        scalar = np.ndim(values) == 0
+        send = np.ascontiguousarray(np.atleast_1d(np.asarray(values)))
+        recv = np.empty_like(send)
+        self._wait(self.comm.Iallreduce(send, recv, op=getattr(self.MPI, _OPS[op])), what)
+        return recv[0].item() if scalar else recv
+
+    def allgather(self, obj, what: str = "an allgather") -> list:
+        """Every rank's ``obj`` (pickled), in rank order."""
+        return [pickle.loads(b) for b in self._allgather_bytes(pickle.dumps(obj, protocol=5), what)]
+
+    def _allgather_bytes(self, data: bytes, what):
+        sizes = np.empty(self.size, np.int64)
+        self._wait(self.comm.Iallgather(np.array([len(data)], np.int64), sizes), what)
+        recv = np.empty(int(sizes.sum()), np.uint8)
+        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self._wait(self.comm.Iallgatherv(np.frombuffer(data, np.uint8),
+                                         [recv, sizes, displs, self.MPI.BYTE]), what)
+        return [recv[a:a + n].tobytes() for a, n in zip(displs, sizes)]
+
+    def alltoall(self, objs, what: str = "an alltoall") -> list:
+        """``objs[j]`` (pickled) to rank ``j``; what every rank sent here, in rank order."""
+        if len(objs) != self.size:
+            raise ValueError(f"alltoall takes one object per rank ({self.size}), got {len(objs)}")
+        payloads = [np.frombuffer(pickle.dumps(o, protocol=5), np.uint8) for o in objs]
+        return [pickle.loads(p.tobytes()) for p in self.alltoallv(payloads, np.uint8, what=what)]
+
+    def alltoallv(self, arrays, dtype, item_shape=(), what: str = "an alltoallv") -> list:
+        """``arrays[j]`` (rows of ``item_shape``, of ``dtype``) to rank ``j``; the arrays every
+        rank sent here, in rank order (MPI's ``Alltoallv``)."""
+        if len(arrays) != self.size:
+            raise ValueError(f"alltoallv takes one array per rank ({self.size}), got {len(arrays)}")
+        dtype = np.dtype(dtype)
+        row = int(np.prod(item_shape, dtype=np.int64)) * dtype.itemsize
+        flat = [np.ascontiguousarray(a, dtype=dtype).reshape(-1).view(np.uint8) for a in arrays]
+        counts = np.array([f.size for f in flat], np.int64)
+        got = np.empty(self.size, np.int64)
+        self._wait(self.comm.Ialltoall(counts, got), what)
+        send = np.concatenate(flat) if flat else np.zeros(0, np.uint8)
+        recv = np.empty(int(got.sum()), np.uint8)
+        sdispl = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rdispl = np.concatenate([[0], np.cumsum(got)[:-1]])
+        byte = self.MPI.BYTE
+        self._wait(self.comm.Ialltoallv([send, counts, sdispl, byte], [recv, got, rdispl, byte]),
+                   what)
+        return [recv[a:a + n].view(dtype).reshape((n // max(row, 1), *item_shape))
+                for a, n in zip(rdispl, got)]
+
+    def allgatherv(self, array, what: str = "an allgatherv") -> list:
+        """Every rank's ``array`` (of one dtype and row shape on every rank), in rank order."""
+        array = np.ascontiguousarray(array)
+        sizes = np.empty(self.size, np.int64)
+        self._wait(self.comm.Iallgather(np.array([array.nbytes], np.int64), sizes), what)
+        recv = np.empty(int(sizes.sum()), np.uint8)
+        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self._wait(self.comm.Iallgatherv(array.reshape(-1).view(np.uint8),
+                                         [recv, sizes, displs, self.MPI.BYTE]), what)
+        shape = array.shape[1:]
+        row = int(np.prod(shape, dtype=np.int64)) * array.dtype.itemsize
+        return [recv[a:a + n].view(array.dtype).reshape((n // max(row, 1), *shape))
+                for a, n in zip(displs, sizes)]
+
+    def bcast(self, obj, root: int = 0, what: str = "a broadcast"):
+        """``root``'s ``obj`` on every rank."""
+        data = pickle.dumps(obj, protocol=5) if self.rank == root else b""
+        size = np.array([len(data)], np.int64)
+        self._wait(self.comm.Ibcast(size, root=root), what)
+        buf = np.frombuffer(data, np.uint8).copy() if self.rank == root \
+            else np.empty(int(size[0]), np.uint8)
+        self._wait(self.comm.Ibcast(buf, root=root), what)
+        return pickle.loads(buf.tobytes())
+
+    # failures -------------------------------------------------------------------------------------
+    def announce(self, device: str, exc: BaseException) -> None:
+        """Tell every other rank that ``device`` (this rank's) failed with ``exc``. Returns at
+        once: the notices go out while this rank unwinds."""
+        notice = Notice(self.rank, device, type(exc).__name__, str(exc))
+        data = pickle.dumps(notice, protocol=5)
+        for r in range(self.size):
+            if r != self.rank:
+                self._sent.append(self.notices.Isend(np.frombuffer(data, np.uint8), dest=r,
+                                                     tag=NOTICE_TAG))
+        self._sent = [req for req in self._sent if not req.Test()]
+
+    def notice(self) -> Notice | None:
+        """A failure notice from another rank that has arrived, or None (never waits)."""
+        status = self.MPI.Status()
+        message = self.notices.improbe(source=self.MPI.ANY_SOURCE, tag=NOTICE_TAG, status=status)
+        if message is None:
+            return None
+        buf = np.empty(status.Get_count(self.MPI.BYTE), np.uint8)
+        message.Recv(buf)
+        return pickle.loads(buf.tobytes())
+
+    def abort(self, code: int = 1) -> None:
+        """End every process of the job now (``MPI_Abort``): what a job whose ranks cannot
+        meet again does last."""
+        self.comm.Abort(code)

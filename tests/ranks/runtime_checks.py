@@ -1,0 +1,55 @@
+"""Run as several MPI processes by tests/test_distributed_runtime.py: a RankContext's
+collectives and RankRouter, and a failure on one rank (``fail R``)."""
+import sys
+import time
+
+import numpy as np
+
+from groute.distributed import Context
+from groute.runtime.policies import by_owner
+from groute.runtime.router import Router
+
+
+def collectives(ctx):
+    k, r = ctx.num_devices, ctx.rank
+    names = ctx.share(ctx.run(lambda device: device.name))
+    assert names == [f"cpu:{i}" for i in range(k)], names
+    assert ctx.ranks.allreduce(r + 1) == k * (k + 1) // 2
+    assert ctx.ranks.allreduce(np.array([r, -r]), "max").tolist() == [k - 1, 0]
+    router = Router(ctx.devices, ctx.devices, by_owner, packet_size=4, ctx=ctx, name="check",
+                    item_shape=(2,))
+    for j in range(k):     # rank r sends j + 1 rows of (r, j) to rank j, and two to itself
+        router.inputs[r].send(np.full((j + 1, 2), [r, j], np.int32), metadata={"owner": j})
+    router.flush()
+    got = []
+    while (pending := router.outputs[r].poll()) is not None:
+        got.append(pending.data)
+    assert [g.shape for g in got] == [(r + 1, 2)] * k, [g.shape for g in got]
+    assert [int(g[0, 0]) for g in got] == list(range(k))      # in the order of the ranks
+    assert all((g[:, 1] == r).all() for g in got)
+    router.close()
+    print(f"rank {r}: collectives ok", flush=True)
+
+
+def fail(ctx, bad):
+    def step(device):
+        if device.index == bad:
+            time.sleep(0.2)
+            raise ZeroDivisionError("injected failure")
+        ctx.ranks.barrier("a step the failed rank never reaches")
+    t0 = time.monotonic()
+    try:
+        ctx.run(step)
+    except Exception as exc:  # noqa: BLE001 - what every rank raises is the test's subject
+        print(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
+              f"{type(exc).__name__}: {exc}", flush=True)
+        ctx.end_job(3)
+    print(f"rank {ctx.rank} did not raise", flush=True)
+
+
+if __name__ == "__main__":
+    with Context(timeout=float(sys.argv[-1])) as ctx:
+        if sys.argv[1] == "collectives":
+            collectives(ctx)
+        else:
+            fail(ctx, int(sys.argv[2]))

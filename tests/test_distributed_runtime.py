@@ -1,0 +1,30 @@
+"""A Context spanning MPI ranks (groute.distributed): its collectives and Router, and a failure
+on one rank stopping every rank with the rank, device and error named; run as real processes
+(mpiexec -n 2 and -n 3) under timeouts."""
+import re
+
+import pytest
+
+from mpi_support import needs_mpi, program, run_ranks
+
+pytestmark = needs_mpi
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_collectives_and_the_rank_router(n):
+    done = run_ranks(n, [program("runtime_checks.py"), "collectives", 20], timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert sorted(re.findall(r"rank \d: collectives ok", done.stdout)) == \
+        [f"rank {r}: collectives ok" for r in range(n)]
+
+
+def test_a_failing_rank_stops_every_rank_naming_it():
+    done = run_ranks(3, [program("runtime_checks.py"), "fail", 1, 20], timeout=60)
+    assert done.returncode != 0
+    raised = dict(re.findall(r"rank (\d) raised after ([\d.]+) s: .*", done.stdout))
+    # rank 0 reports first (the others wait for it to end the job), naming rank 1 and the error
+    assert "0" in raised, done.stdout + done.stderr
+    assert re.search(r"rank 0 raised after [\d.]+ s: RankFailed: cpu:1 \(rank 1\): "
+                     r"ZeroDivisionError: injected failure", done.stdout), done.stdout
+    assert float(raised["0"]) < 5           # within a few poll intervals, not the timeout
+    assert "did not raise" not in done.stdout

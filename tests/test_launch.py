@@ -1,0 +1,45 @@
+"""``groute launch``: mpiexec for people who have never used MPI; a missing MPI is one clear
+line."""
+import subprocess
+import sys
+
+import pytest
+
+from groute.cli import main
+from groute.commands import launch
+
+from mpi_support import ROOT, needs_mpi, program
+
+
+def test_the_command_line_it_runs(capsys):
+    assert main(["launch", "-n", "3", "--hosts", "a,b", "--print", "--", "bfs", "--graph",
+                 "kron:10"]) == 0
+    line = capsys.readouterr().out.split()
+    assert line[1:5] == ["-n", "3", "-hosts", "a,b"]
+    assert line[5:] == [sys.executable, "-m", "groute", "bfs", "--graph", "kron:10"]
+    assert launch.launch_command(2, ["prog.py", "x"], mpiexec="mpx") == \
+        ["mpx", "-n", "2", sys.executable, "prog.py", "x"]
+
+
+def test_a_missing_mpiexec_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert launch.find_mpiexec() is None
+    assert main(["launch", "-n", "2", "--", "bfs", "--graph", "kron:10"]) == 1
+    err = capsys.readouterr().err
+    assert "groute launch: error: no mpiexec beside" in err and "groute[mpi]" in err
+
+
+def test_a_command_is_needed(capsys):
+    assert main(["launch", "-n", "2"]) == 1
+    assert "needs a command after --" in capsys.readouterr().err
+
+
+@needs_mpi
+def test_it_runs_a_program_as_ranks():
+    done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
+                           str(program("runtime_checks.py")), "collectives", "20"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("collectives ok") == 2
