@@ -158,10 +158,12 @@ class Solver:
     def close(self) -> None:
         """Release the solver and its lease of a kept context (the caller's context stays the
         caller's). Idempotent."""
-        self._release()
-        if self._release_ctx is not None:
-            self._release_ctx()
-            self._release_ctx = None
+        try:
+            self._release()
+        finally:            # a failed clean-up must not keep a kept context leased forever
+            if self._release_ctx is not None:
+                self._release_ctx()
+                self._release_ctx = None
 
     def __enter__(self):
         return self

@@ -154,3 +154,21 @@ def test_auto_targets_judge_every_graph_with_auto_cases():
     assert set(rows) == {"a", "b"}
     assert rows["a"]["met"] is True and rows["a"]["ours"] == 1.0
     assert rows["b"]["met"] is False and abs(rows["b"]["ours"] - 1 / 1.2) < 1e-12
+
+
+def test_a_mode_target_is_left_out_when_that_mode_did_not_run():
+    """``--modes bsp``: the "4 GPUs (async)" targets of grid:4900 are not judged (no row),
+    rather than reported as missed."""
+    from groute.bench.targets import evaluate
+    cases = [dict(app="bfs", graph="grid:4900", devices=d, mode="bsp", status="ok", time_s=t)
+             for d, t in ((1, 0.04), (4, 0.05))]
+    results = {"cases": cases, "peers": [], "backend": "cuda",
+               "machine": {"gpus": [{"name": "NVIDIA H200"}] * 4}}
+    rows = [r for r in evaluate(results) if r["target"]["issue"] == 37
+            and r["target"]["graph"] == "grid:4900"]
+    assert rows == []
+    cases.append(dict(app="bfs", graph="grid:4900", devices=4, mode="async", status="ok",
+                      time_s=0.03))
+    (row,) = [r for r in evaluate(results) if r["target"]["issue"] == 37
+              and r["target"]["graph"] == "grid:4900"]
+    assert row["met"] is True and row["target"]["mode"] == "async"

@@ -104,3 +104,25 @@ def test_the_command_line_says_what_it_chose(capsys):
     assert "2 cpu devices" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["cc", "--graph", "grid:6", "--devices", "many"])
+
+
+def test_families_without_an_estimate_have_no_fits_case_and_the_help_says_so():
+    from groute.engines.device_rule import FAMILY_ESTIMATES, summary
+    for family, estimate in FAMILY_ESTIMATES.items():
+        assert ("does not fit one GPU" in devices_rule(family).help()) == (estimate is not None)
+    assert "the operator-API algorithms never" in summary()
+
+
+def test_the_family_estimate_is_asked_when_the_caller_gives_none(four_gpus):
+    """The NetworkX backend and the engines decide without passing an estimate: the family's
+    is used, so a graph too big for one GPU runs on all of them there too."""
+    four_gpus["free"] = 1 << 20
+    assert choose("relax", 10**6, vertices=10**5).devices == 4
+    assert choose("operators", 10**6, vertices=10**5).devices == 1
+
+
+def test_a_numpy_device_count_is_a_count():
+    import numpy as np
+    from groute.apps.bfs import bfs
+    g = load_graph("grid:6")
+    assert bfs(g, 0, backend="cpu", devices=np.int64(2)).stats["devices"] == 2

@@ -166,3 +166,25 @@ def test_the_shared_arrays_of_a_kept_graph_are_not_changed_by_a_run():
     groute.strongly_connected_components(G, **CPU)
     assert convert.cached_from_networkx(G, weight=None) is g
     assert np.array_equal(g.indptr, before[0]) and np.array_equal(g.indices, before[1])
+
+
+def test_a_failed_clean_up_still_ends_the_lease():
+    """A solver whose own clean-up raises still hands its kept context back, so the next call
+    gets the kept one (not a private context for ever after)."""
+    import pytest as _pytest
+    from groute.apps.bfs import BFS
+    from groute.graph import load_graph
+    g = load_graph("grid:5")
+    solver = BFS(g, backend="cpu", devices=1, timeout=17)
+    kept_ctx = solver.ctx
+
+    def broken():
+        raise RuntimeError("clean-up failed")
+    solver._release = broken
+    with _pytest.raises(RuntimeError, match="clean-up failed"):
+        solver.close()
+    again = BFS(g, backend="cpu", devices=1, timeout=17)
+    try:
+        assert again.ctx is kept_ctx
+    finally:
+        again.close()

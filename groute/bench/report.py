@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..machine import summary_line
 from .fmt import fmt_bytes, fmt_ratio, fmt_seconds
-from .specs import PR_TOL, hook_name, spec_for
+from .specs import PR_DAMPING, PR_TOL, hook_name, spec_for
 from .suite import APPS, OK, PR_MAX_L1, SKIP, app_label, mode_label
 from .targets import TARGET_GPU, evaluate as evaluate_targets
 
@@ -138,7 +138,7 @@ def markdown(results: dict, *, heading_level: int = 2) -> str:
               "first and last run; **FAIL** = wrong answer "
               "(never timed); **ERROR** = raised; "
               "skip = not runnable here; n/a = app not in this checkout.",
-              f"- PageRank: damping 0.85, tolerance {PR_TOL:g} passed to our app and the peers; "
+              f"- PageRank: damping {PR_DAMPING:g}, tolerance {PR_TOL:g} passed to our app and the peers; "
               f"passes when the L1 distance to the reference is <= {PR_MAX_L1:g}.",
               "- time / floor: our time over the one-device floor (the CSR read once plus one "
               "4-byte answer per vertex written, unless the app's line below says otherwise, at "

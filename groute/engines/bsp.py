@@ -117,10 +117,10 @@ class RemotePart:
 
 class BSPEngine(Engine):
     """See the module docstring. ``graph``: a :class:`~groute.graph.CSRGraph`; ``ctx`` a
-    Context (else one is made from ``devices``, ``backend``, ``timeout`` and closed with the
-    engine); ``partition``: ``"metis"`` (the default), ``"contiguous"`` or ``"random"``
-(``seed``); ``loop``:
-    how :func:`groute.operators.run_loop` runs (module docstring)."""
+    Context (else a kept one of ``devices``, ``"auto"`` by :mod:`groute.engines.device_rule`,
+    ``backend`` and ``timeout`` is leased until :meth:`close`: :mod:`groute.runtime.kept`);
+    ``partition``: ``"metis"`` (the default), ``"contiguous"`` or ``"random"`` (``seed``);
+    ``loop``: how :func:`groute.operators.run_loop` runs (module docstring)."""
 
     name = "bsp"
     #: ends the engine's lease of its context (:mod:`groute.runtime.kept`)
@@ -708,13 +708,15 @@ class BSPEngine(Engine):
         if self._closed:
             return
         self._closed = True
-        for router in (self._router, self._broadcast, *self._message_routers.values(),
-                       *self._broadcast_rows.values()):
-            if router is not None:
-                router.close()
-        if self._release_ctx is not None:
-            self._release_ctx()
-            self._release_ctx = None
+        try:
+            for router in (self._router, self._broadcast, *self._message_routers.values(),
+                           *self._broadcast_rows.values()):
+                if router is not None:
+                    router.close()
+        finally:            # a failed clean-up must not keep a kept context leased forever
+            if self._release_ctx is not None:
+                self._release_ctx()
+                self._release_ctx = None
 
     def __repr__(self):
         return (f"<BSPEngine {self.num_vertices:,} vertices on {self.ctx.num_devices} "

@@ -24,6 +24,16 @@ BREAK_EVEN_ARCS = {
     "operators": None,               # k-core, SCC, betweenness ... (the operator API's engines)
 }
 
+#: each family's memory estimate of one device's share, ``(module, function)``: what the rule's
+#: "does not fit one GPU" asks when the caller gives none (None: the family has no estimate, so
+#: its rule has no such case)
+FAMILY_ESTIMATES = {
+    "relax": ("groute.engines.relax.memory", "traversal_bytes"),
+    "iterate": ("groute.engines.iterate.memory", "iteration_bytes"),
+    "components": ("groute.engines.components.memory", "components_bytes"),
+    "operators": None,
+}
+
 #: what each engine family runs, as the help names it
 FAMILY_NAMES = {"relax": "BFS and SSSP", "iterate": "PageRank and Katz",
                 "components": "connected components", "operators": "the operator-API algorithms"}
@@ -36,8 +46,9 @@ def summary() -> str:
     """Every family's rule in one sentence (what ``--devices`` prints)."""
     sizes = "; ".join(f"{FAMILY_NAMES[f]} from {a:,} arcs" if a else
                       f"{FAMILY_NAMES[f]} never" for f, a in BREAK_EVEN_ARCS.items())
-    return (f"every GPU where several were measured faster ({sizes}) or where the graph does "
-            f"not fit one GPU, else one GPU; one CPU virtual device")
+    estimated = ", ".join(FAMILY_NAMES[f] for f, e in FAMILY_ESTIMATES.items() if e)
+    return (f"every GPU where several were measured faster ({sizes}), or, for {estimated}, "
+            f"where the graph does not fit one GPU; else one GPU; one CPU virtual device")
 
 
 def devices_rule(engine: str) -> Rule:
@@ -56,8 +67,9 @@ def devices_rule(engine: str) -> Rule:
         Case(("not cuda",), 1, "several CPU virtual devices share the host's cores: a testing "
                                "mode, asked for with devices=K"),
         Case(("not several_gpus",), 1, "nothing to split over"),
-        Case(("not fits_one",), "all", "several GPUs hold what one cannot"),
     ]
+    if FAMILY_ESTIMATES[engine] is not None:
+        cases.append(Case(("not fits_one",), "all", "several GPUs hold what one cannot"))
     if arcs is not None:
         cases.append(Case(("pays",), "all", "measured faster on every GPU there"))
         cases.append(Case((), 1, "one GPU is faster: a run on several pays a launch per device "
@@ -98,7 +110,8 @@ def choose_devices(devices, *, ctx=None, backend: str = "auto", engine: str, num
     directed : bool
         Whether the graph is directed (for the estimate).
     estimate : callable, optional
-        The solver's memory estimate ``estimate(n, m, *, weighted, directed, devices)``.
+        The solver's memory estimate ``estimate(n, m, *, weighted, directed, devices)``
+        (default: its family's, :data:`FAMILY_ESTIMATES`).
     weighted : bool
         Whether the solver reads weights (for the estimate).
 
@@ -117,6 +130,10 @@ def choose_devices(devices, *, ctx=None, backend: str = "auto", engine: str, num
     from groute.runtime.context import resolve_backend
     from groute.device import cuda_device_count
 
+    if estimate is None and FAMILY_ESTIMATES[engine] is not None:
+        import importlib
+        module, name = FAMILY_ESTIMATES[engine]
+        estimate = getattr(importlib.import_module(module), name)
     resolved = resolve_backend(backend)
     gpus = cuda_device_count() if resolved == "cuda" else 0
     n, m = int(num_vertices), int(num_arcs)

@@ -141,13 +141,12 @@ def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-def default_device_count(backend: str, limit: int | None = None) -> int:
-    """How many devices ``devices=None`` means on ``backend``: every GPU, or
-    :data:`DEFAULT_CPU_DEVICES` CPU virtual devices; at most ``limit`` (e.g. a graph's vertex
-    count, so that every device owns something) and at least one."""
+def default_device_count(backend: str) -> int:
+    """How many devices a :class:`Context`'s ``devices=None`` means on ``backend``: every GPU,
+    or :data:`DEFAULT_CPU_DEVICES` CPU virtual devices (the algorithms choose their own count:
+    :mod:`groute.engines.device_rule`)."""
     backend = resolve_backend(backend)
-    count = cuda_device_count() if backend == "cuda" else DEFAULT_CPU_DEVICES
-    return max(1, count if limit is None else min(count, int(limit)))
+    return max(1, cuda_device_count() if backend == "cuda" else DEFAULT_CPU_DEVICES)
 
 
 class Context:

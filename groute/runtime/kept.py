@@ -14,6 +14,7 @@ user shut down, is shut down and replaced.
 from __future__ import annotations
 
 import atexit
+import numbers
 import threading
 from typing import Callable
 
@@ -35,7 +36,8 @@ def lease(ctx=None, *, devices=None, backend="auto", timeout=None
     backend = resolve_backend(backend)
     if devices is None or devices == "auto":
         devices = default_device_count(backend)
-    which = int(devices) if isinstance(devices, int) else tuple(int(d) for d in devices)
+    which = (int(devices) if isinstance(devices, numbers.Integral)
+             else tuple(int(d) for d in devices))
     key = (backend, which, resolve_timeout(timeout), logical_devices_requested(None))
     with _guard:
         entry = _kept.get(key)
