@@ -27,7 +27,8 @@ from ..errors import LinkClosed
 from ..waiting import wait_for
 from .endpoint import Endpoint
 from .policies import BROADCAST, as_route
-from .segment import PendingSegment, Segment, SegmentReceiver
+from .router_output import RouterOutput
+from .segment import PendingSegment, Segment
 
 
 class _Sent:
@@ -59,47 +60,18 @@ class _Input:
         self.router.close()
 
 
-class _Output(SegmentReceiver):
-    """Output port ``index``: the segments routed to this rank's device."""
+class _Output(RouterOutput):
+    """Output port ``index``: the segments routed to this rank's device, delivered at each
+    flush; the stream ends when the router closes."""
 
-    def __init__(self, router, index):
-        self.router = router
-        self.index = index
-        self.endpoint = router.output_endpoints[index]
-        self._cond = threading.Condition()
-        self._queue = collections.deque()
-        self._listeners = []
-        self.received = 0
+    def _finished(self):
+        return self.router.closed
 
-    def add_arrival_listener(self, fn) -> None:
-        self._listeners.append(fn)
+    def _waiting_for(self) -> str:
+        return f"{super()._waiting_for()} (delivered at its flush)"
 
-    def _deliver(self, segments):
-        with self._cond:
-            self._queue.extend(segments)
-            self.received += len(segments)
-            self._cond.notify_all()
-        if segments:
-            for fn in self._listeners:
-                fn()
-
-    def pending(self) -> int:
-        return len(self._queue)
-
-    def poll(self):
-        with self._cond:
-            return self._queue.popleft() if self._queue else None
-
-    def receive(self, timeout=None):
-        """The next segment routed here, waiting (bounded) for a flush to bring one; None once
-        the router is closed and every segment taken."""
-        router = self.router
-        with self._cond:
-            wait_for(lambda: self._queue or router.closed, cond=self._cond,
-                     timeout=timeout if timeout is not None else router.timeout,
-                     stop=router.stop, what=f"a segment at {router.name} output {self.index} "
-                                            f"(delivered at its flush)")
-            return self._queue.popleft() if self._queue else None
+    def _end(self):
+        return None
 
 
 class _LinkState:

@@ -13,18 +13,18 @@ once, so the destinations are served concurrently, straight from the source.
 """
 from __future__ import annotations
 
-import collections
 import threading
 
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import ContextStopped, WaitTimeout
+from ..errors import WaitTimeout
 from ..waiting import wait_for
 from .endpoint import Endpoint
 from .link import Link, SendHandle
 from .policies import AVAILABILITY, BROADCAST, as_route
-from .segment import Segment, SegmentReceiver
+from .router_output import RouterOutput
+from .segment import Segment
 
 
 class _MultiHandle:
@@ -54,64 +54,6 @@ class RouterInput:
 
     def close(self):
         self.router._close_input(self.index)
-
-
-class RouterOutput(SegmentReceiver):
-    """Output port ``index``: receives the segments routed to its endpoint, from any input."""
-
-    def __init__(self, router: "Router", index: int):
-        self.router = router
-        self.index = index
-        self.endpoint = router.output_endpoints[index]
-        self._cond = threading.Condition()
-        self._queue = collections.deque()
-        self._ended = 0
-        self._listeners = []
-        self.received = 0
-
-    def add_arrival_listener(self, fn) -> None:
-        """Call ``fn()`` after each segment arrives here, outside this output's lock (for a
-        receiver that sleeps on a condition of its own and polls)."""
-        self._listeners.append(fn)
-
-    def _deliver(self, batch):
-        """A link hands over ``batch`` (a list of PendingSegments), or ends (None)."""
-        with self._cond:
-            if batch is None:
-                self._ended += 1
-            else:
-                self._queue.extend(batch)
-                self.received += len(batch)
-            self._cond.notify_all()
-        if batch:
-            for fn in self._listeners:
-                fn()
-
-    def pending(self) -> int:
-        """Segments that arrived and are not taken yet (a snapshot, taken without the lock)."""
-        return len(self._queue)
-
-    def _finished(self):
-        return self._ended >= len(self.router.links_to(self.index))
-
-    def receive(self, timeout=None):
-        """Next PendingSegment routed here, or ``None`` when every input is closed and drained."""
-        with self._cond:
-            wait_for(lambda: self._queue or self._finished(), cond=self._cond,
-                     timeout=timeout if timeout is not None else self.router.timeout,
-                     stop=self.router.stop, what=f"a segment at {self.router.name} output {self.index}")
-            if self._queue:
-                return self._queue.popleft()
-        errors = [l._error for l in self.router.links_to(self.index) if l._error is not None]
-        if errors:
-            raise errors[0]
-        if not all(l.closed for l in self.router.links_to(self.index)):
-            raise ContextStopped(f"{self.router.name} output {self.index} stopped before its inputs closed")
-        return None
-
-    def poll(self):
-        with self._cond:
-            return self._queue.popleft() if self._queue else None
 
 
 class Router:

@@ -116,7 +116,7 @@ class SegmentReceiver:
     """``for pending in x``: :meth:`receive` until it returns ``None`` (closed and drained).
     One loop for every receiving end that has ``receive()``: a :class:`~groute.runtime.link.Link`, a
     :class:`~groute.runtime.device_link.DeviceLink` and a router's
-    output (:class:`groute.runtime.router.RouterOutput`)."""
+    output (:class:`groute.runtime.router_output.RouterOutput`)."""
 
     def __iter__(self):
         while True:

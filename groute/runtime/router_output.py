@@ -1,0 +1,76 @@
+"""A Router's output port: where the segments routed to one endpoint arrive, from any input
+(:class:`~groute.runtime.router.Router`), or from any rank at a flush
+(:class:`~groute.runtime.rank_router.RankRouter`, which ends its stream its own way)."""
+from __future__ import annotations
+
+import collections
+import threading
+
+from ..errors import ContextStopped
+from ..waiting import wait_for
+from .segment import SegmentReceiver
+
+
+class RouterOutput(SegmentReceiver):
+    """Output port ``index``: receives the segments routed to its endpoint, from any input."""
+
+    def __init__(self, router: "Router", index: int):
+        self.router = router
+        self.index = index
+        self.endpoint = router.output_endpoints[index]
+        self._cond = threading.Condition()
+        self._queue = collections.deque()
+        self._ended = 0
+        self._listeners = []
+        self.received = 0
+
+    def add_arrival_listener(self, fn) -> None:
+        """Call ``fn()`` after each segment arrives here, outside this output's lock (for a
+        receiver that sleeps on a condition of its own and polls)."""
+        self._listeners.append(fn)
+
+    def _deliver(self, batch):
+        """A link hands over ``batch`` (a list of PendingSegments), or ends (None)."""
+        with self._cond:
+            if batch is None:
+                self._ended += 1
+            else:
+                self._queue.extend(batch)
+                self.received += len(batch)
+            self._cond.notify_all()
+        if batch:
+            for fn in self._listeners:
+                fn()
+
+    def pending(self) -> int:
+        """Segments that arrived and are not taken yet (a snapshot, taken without the lock)."""
+        return len(self._queue)
+
+    def _finished(self):
+        return self._ended >= len(self.router.links_to(self.index))
+
+    def _waiting_for(self) -> str:
+        return f"a segment at {self.router.name} output {self.index}"
+
+    def receive(self, timeout=None):
+        """Next PendingSegment routed here, or ``None`` when every input is closed and drained."""
+        with self._cond:
+            wait_for(lambda: self._queue or self._finished(), cond=self._cond,
+                     timeout=timeout if timeout is not None else self.router.timeout,
+                     stop=self.router.stop, what=self._waiting_for())
+            if self._queue:
+                return self._queue.popleft()
+        return self._end()
+
+    def _end(self):
+        """``receive``'s answer once the stream is over: None, or what ended a link."""
+        errors = [l._error for l in self.router.links_to(self.index) if l._error is not None]
+        if errors:
+            raise errors[0]
+        if not all(l.closed for l in self.router.links_to(self.index)):
+            raise ContextStopped(f"{self.router.name} output {self.index} stopped before its inputs closed")
+        return None
+
+    def poll(self):
+        with self._cond:
+            return self._queue.popleft() if self._queue else None
