@@ -5,7 +5,6 @@ NetworkX's own test suite through the backend is tests/test_nx_suite.py.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import random
 import re
 import tomllib
@@ -16,43 +15,12 @@ import numpy as np
 import pytest
 
 from groute.nx_backend import devices, info
+from nx_support import on_devices, registered  # noqa: F401 (fixtures)
 from groute.runtime import kept
 from groute.nx_backend.graph import GrouteGraph, from_networkx, to_networkx
 from groute.nx_backend.interface import backend_interface
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def registered():
-    """The backend as NetworkX sees it once groute is installed (entry points); registered
-    here by hand where this checkout is not the installed one."""
-    from networkx.utils import backends
-    added = "groute" not in backends.backends
-    if added:
-        backends.backends["groute"] = importlib.metadata.EntryPoint(
-            name="groute", value="groute.nx_backend.interface:backend_interface",
-            group="networkx.backends")
-        backends.backend_info["groute"] = info.get_info()
-        nx.config.backends = nx.utils.Config(groute=nx.utils.Config(**info.DEFAULT_CONFIG),
-                                              **nx.config.backends)
-    quiet = "cache" not in nx.config.warnings_to_ignore     # NetworkX's note on cache hits
-    nx.config.warnings_to_ignore.add("cache")
-    yield
-    if quiet:
-        nx.config.warnings_to_ignore.discard("cache")
-    kept.shutdown_all()
-    if added:
-        del backends.backends["groute"], backends.backend_info["groute"]
-        backends._loaded_backends.pop("groute", None)
-
-
-@pytest.fixture(params=[1, 2], ids=["1dev", "2dev"])
-def on_devices(request):
-    """Every answer on one and on two CPU virtual devices."""
-    cfg = nx.config.backends.groute
-    with cfg(backend="cpu", devices=request.param, partition="metis"):
-        yield request.param
 
 
 def graphs():
@@ -92,7 +60,7 @@ def test_entry_points_name_the_interface_and_info():
 def test_interface_has_every_listed_function():
     from groute.nx_backend import algorithms
     for name in info.FUNCTIONS:
-        assert getattr(backend_interface, name) is getattr(algorithms, name)
+        assert getattr(backend_interface, name) is algorithms.function(name)
         assert callable(getattr(nx, name))      # a NetworkX function of that name
 
 

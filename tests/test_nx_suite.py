@@ -5,7 +5,8 @@ dispatchable call converts its graphs to the backend's and calls the backend's f
 ``can_run`` allows (with ``NETWORKX_FALLBACK_TO_NX``, NetworkX's own function elsewhere). The
 run happens in a subprocess (NetworkX reads those variables when pytest starts) on two CPU
 virtual devices, and must pass with the backend actually called for each implemented function.
-Expected failures, if any, are listed once in ``groute.nx_backend.interface.EXPECTED_FAILURES``.
+Expected failures, if any, are listed by each family module of ``groute.nx_backend.algorithms``
+(``EXPECTED_FAILURES``).
 """
 from __future__ import annotations
 
@@ -17,21 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from groute.nx_backend import algorithms
 from groute.nx_backend.info import FUNCTIONS
 
-#: the NetworkX test modules of the implemented functions
-MODULES = [
-    "networkx.algorithms.shortest_paths.tests.test_unweighted",
-    "networkx.algorithms.shortest_paths.tests.test_weighted",
-    "networkx.algorithms.shortest_paths.tests.test_generic",
-    "networkx.algorithms.traversal.tests.test_bfs",
-    "networkx.algorithms.link_analysis.tests.test_pagerank",
-    "networkx.algorithms.components.tests.test_connected",
-    "networkx.algorithms.components.tests.test_weakly_connected",
-    "networkx.algorithms.components.tests.test_strongly_connected",
-    "networkx.algorithms.centrality.tests.test_betweenness_centrality",
-    "networkx.algorithms.tests.test_core",
-]
+#: the NetworkX test modules of the implemented functions (each family module names its own)
+MODULES = algorithms.nx_test_modules()
 
 #: run in the subprocess: two devices, count the calls NetworkX gives the backend
 RUNNER = """

@@ -10,7 +10,8 @@ imported and therefore imports nothing heavy.
 * :mod:`.graph`: :class:`~.graph.GrouteGraph`, a converted graph (groute's CSR, the node
   labels, NetworkX's adjacency order), and the conversions both ways;
 * :mod:`.devices`: one groute Context per configuration, reused across calls;
-* :mod:`.algorithms`: the implementations and, per function, when groute can honour the call;
+* :mod:`.algorithms`: the implementations, one module per NetworkX family, and, per function,
+  when groute can honour the call;
 * :mod:`.interface`: what NetworkX loads.
 
 docs/NETWORKX.md says what is implemented, how to configure it and its limits.

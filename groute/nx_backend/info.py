@@ -18,23 +18,12 @@ from __future__ import annotations
 #: the NetworkX functions the backend implements, with what a reader of their docs should know
 #: (NetworkX shows these notes under "Additional backend implementations")
 FUNCTIONS = {
-    "betweenness_centrality": (
-        "Unweighted (weight=None; a weight and NetworkX runs the call). k sources drawn by "
-        "NetworkX's own seed.sample(list(G), k), so the same sources for any seed NetworkX "
-        "takes; scores equal NetworkX's up to floating-point summation order."),
+    # --- traversal (groute/nx_backend/algorithms/traversal.py) ---
     "bfs_layers": "One source (several: NetworkX runs the call). Layers in NetworkX's order.",
     "bfs_predecessors": (
         "Without sort_neighbors. NetworkX's order and NetworkX's choice of predecessor."),
-    "connected_components": "Components in NetworkX's order.",
-    "core_number": "",
-    "is_connected": "",
-    "node_connected_component": "",
-    "number_connected_components": "",
-    "pagerank": (
-        "With alpha in (0, 1), tol > 0 and max_iter >= 1, on a graph (not a multigraph) whose "
-        "weights are >= 0; personalization and dangling as dicts, no nstart; otherwise NetworkX "
-        "runs the call. Convergence: an L1 change of at most N * tol of the ranks' sum, as "
-        "NetworkX's; values agree with NetworkX's within that tolerance."),
+
+    # --- shortest_paths (groute/nx_backend/algorithms/shortest_paths.py) ---
     "shortest_path": (
         "With a source and a target (otherwise NetworkX runs the call). Unweighted on an "
         "undirected graph: NetworkX's path. A directed or weighted call: the path when it is "
@@ -48,10 +37,44 @@ FUNCTIONS = {
         "other weights, or a weight function, and NetworkX runs the call. Nodes at equal "
         "distance may come in another order than NetworkX's."),
     "single_source_shortest_path_length": "Nodes in NetworkX's order.",
+
+    # --- distance_measures (groute/nx_backend/algorithms/distance_measures.py) ---
+
+    # --- components (groute/nx_backend/algorithms/components.py) ---
+    "connected_components": "Components in NetworkX's order.",
+    "is_connected": "",
+    "node_connected_component": "",
+    "number_connected_components": "",
     "strongly_connected_components": (
         "Components in NetworkX's order (its Tarjan's), which groute replays on the host with "
         "a sequential depth-first pass over the arcs unless the graph is strongly connected."),
     "weakly_connected_components": "Components in NetworkX's order.",
+
+    # --- cores (groute/nx_backend/algorithms/cores.py) ---
+    "core_number": "",
+
+    # --- structure (groute/nx_backend/algorithms/structure.py) ---
+
+    # --- cluster (groute/nx_backend/algorithms/cluster.py) ---
+
+    # --- link_prediction (groute/nx_backend/algorithms/link_prediction.py) ---
+
+    # --- centrality (groute/nx_backend/algorithms/centrality.py) ---
+    "betweenness_centrality": (
+        "Unweighted (weight=None; a weight and NetworkX runs the call). k sources drawn by "
+        "NetworkX's own seed.sample(list(G), k), so the same sources for any seed NetworkX "
+        "takes; scores equal NetworkX's up to floating-point summation order."),
+
+    # --- link_analysis (groute/nx_backend/algorithms/link_analysis.py) ---
+    "pagerank": (
+        "With alpha in (0, 1), tol > 0 and max_iter >= 1, on a graph (not a multigraph) whose "
+        "weights are >= 0; personalization and dangling as dicts, no nstart; otherwise NetworkX "
+        "runs the call. Convergence: an L1 change of at most N * tol of the ranks' sum, as "
+        "NetworkX's; values agree with NetworkX's within that tolerance."),
+
+    # --- community (groute/nx_backend/algorithms/community.py) ---
+
+    # --- trees (groute/nx_backend/algorithms/trees.py) ---
 }
 
 #: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the

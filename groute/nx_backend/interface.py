@@ -13,9 +13,8 @@ from . import algorithms
 from .graph import from_networkx, to_networkx
 from .info import FUNCTIONS
 
-#: NetworkX tests expected to fail through this backend: {"file.py:Class.test" or
-#: "file.py:test": reason}. Each is a documented limit (docs/NETWORKX.md), not a wrong answer.
-EXPECTED_FAILURES: dict[str, str] = {}
+#: NetworkX tests expected to fail through this backend (every family's, :mod:`.algorithms`)
+EXPECTED_FAILURES = algorithms.expected_failures()
 
 
 class BackendInterface:
@@ -28,7 +27,7 @@ class BackendInterface:
     def can_run(name, args, kwargs):
         """True, or why not (NetworkX then runs the call itself): the function's rule on the
         call's arguments. Arguments that do not fit the signature are NetworkX's to reject."""
-        fn = getattr(algorithms, name, None)
+        fn = algorithms.function(name)
         check = getattr(fn, "can_run", None)
         if check is None:
             return fn is not None
@@ -58,6 +57,6 @@ def _test_name(item) -> str:
 
 
 for _name in FUNCTIONS:
-    setattr(BackendInterface, _name, staticmethod(getattr(algorithms, _name)))
+    setattr(BackendInterface, _name, staticmethod(algorithms.function(_name)))
 
 backend_interface = BackendInterface()

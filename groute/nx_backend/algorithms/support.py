@@ -1,0 +1,126 @@
+"""What the backend's algorithm modules share: the ``can_run`` rule decorator, groute's BFS, SSSP
+and components runs on a converted graph, BFS layers in NetworkX's order, and how weights are
+read and summed exactly."""
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+
+from groute import registry
+
+from ..devices import devices_for
+from ..order import layers_in_order
+
+#: the largest sum of integral weights float32 distances hold exactly (2**24)
+FLOAT32_EXACT = 1 << 24
+#: the largest sum of integer weights int32 distances hold (2**31 - 1)
+INT32_MAX = (1 << 31) - 1
+
+
+def rule(check):
+    """Attach ``check(arguments) -> True | reason`` as the function's ``can_run`` rule;
+    ``arguments`` are the call's arguments by name, defaults filled in."""
+    def attach(fn):
+        fn.can_run = check
+        return fn
+    return attach
+
+
+def depths(G, source: int) -> np.ndarray:
+    """Hops from position ``source`` (groute's BFS; -1: not reached)."""
+    BFS = registry.algorithm_named("bfs").solver
+    with devices_for(G.csr, "relax") as (ctx, partition):
+        with BFS(G.csr, ctx=ctx, partition=partition) as solver:
+            return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.int64)
+
+
+def distances(G, source: int) -> np.ndarray:
+    """Weighted distances from position ``source`` (groute's SSSP; inf: not reached)."""
+    SSSP = registry.algorithm_named("sssp").solver
+    with devices_for(G.csr, "relax") as (ctx, partition):
+        with SSSP(G.csr, ctx=ctx, partition=partition) as solver:
+            return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.float64)
+
+
+def component_labels(G) -> np.ndarray:
+    """Every position's component label: the smallest position in its (weak) component (the
+    library's connected components engine, imported on first use like the apps' solvers)."""
+    from groute.engines.components import ComponentsSolver
+    with devices_for(G.csr, "components") as (ctx, _):
+        with ComponentsSolver(G.csr, ctx=ctx) as solver:
+            return np.asarray(solver.run().values, dtype=np.int64)
+
+
+def source_layers(G, source: int, last=None, parents=None) -> list[np.ndarray]:
+    return layers_from(G, depths(G, source), source, last, parents)
+
+
+def layers_from(G, depth, source: int, last=None, parents=None) -> list[np.ndarray]:
+    return layers_in_order(depth, np.asarray(G.csr.indptr), G.adjacency_indices,
+                           np.array([source]), last, parents)
+
+
+def levels_within(cutoff) -> int | None:
+    """The last BFS level NetworkX reaches with ``cutoff`` (it expands while cutoff > level)."""
+    if cutoff is None:
+        return None
+    if cutoff != cutoff:        # NaN: no comparison holds, only the source
+        return 0
+    return max(0, math.ceil(cutoff)) if cutoff != math.inf else None
+
+
+def lengths(G, layers) -> dict:
+    out = {}
+    for d, layer in enumerate(layers):
+        out.update(dict.fromkeys(G.labels_of(layer), d))
+    return out
+
+
+def not_a_node(G, node):
+    """NetworkX's error for a BFS from ``node`` that is not in ``G`` (``G.neighbors``'s)."""
+    hash(node)      # an unhashable node: TypeError, as NetworkX's set of seen nodes raises
+    kind = "digraph" if G.is_directed() else "graph"
+    return nx.NetworkXError(f"The node {node} is not in the {kind}.")
+
+
+def weight_is_attribute(args):
+    return "a weight function has no groute form" if callable(args["weight"]) else True
+
+
+def weights_of(G, weight):
+    """The weights a call with ``weight`` reads from ``G``, None when unweighted. NetworkX may
+    hand a call that reads no weight a graph converted with weights (its cache serves any
+    conversion that holds what the call needs), so the call's ``weight`` decides."""
+    if weight is None:
+        return None
+    if G.weight != weight:
+        raise NotImplementedError(f"the graph was converted with weight={G.weight!r}, the call "
+                                  f"reads {weight!r}")
+    return G.weights
+
+
+def exact_weights(G, weight) -> str:
+    """How groute sums ``G``'s ``weight`` exactly: "int" (integers), "float" (integral
+    reals), "unit" (no weights); raises NotImplementedError when it cannot (negative, real or
+    too big weights: NetworkX runs the call, with its own errors for negative ones)."""
+    w = weights_of(G, weight)
+    if w is None:
+        return "unit"
+    if w.dtype.kind == "b":
+        raise NotImplementedError("boolean weights: NetworkX runs the call")
+    if w.size and not bool(np.all(np.isfinite(w))):
+        raise NotImplementedError("weights that are not finite: NetworkX runs the call")
+    if w.size and float(w.min()) < 0:
+        raise NotImplementedError("negative weights: NetworkX runs the call (and says what it "
+                                  "finds)")
+    total = float(w.sum()) if w.dtype.kind == "f" else int(w.sum())
+    if w.dtype.kind == "f":
+        if not bool(np.all(w == np.floor(w))) or total >= FLOAT32_EXACT:
+            raise NotImplementedError("real weights (groute sums them in float32): NetworkX "
+                                      "runs the call")
+        return "float"
+    if total > INT32_MAX:
+        raise NotImplementedError("integer weights whose sum passes int32: NetworkX runs the call")
+    return "int"
