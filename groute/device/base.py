@@ -28,6 +28,16 @@ class Event(abc.ABC):
         that wait on short GPU work often (a sleep of up to 2 ms would leave the GPU idle).
         Backends whose events signal the waiter directly ignore it."""
 
+    @classmethod
+    def wait_all(cls, events, timeout=None, *, spin: float = 0.0) -> None:
+        """Block until every one of ``events`` (this backend's, of any devices) is done; raises
+        as :meth:`synchronize` for the first that fails. This version waits for them one after
+        the other, which is right where a failure on one device reaches every waiter (the CPU
+        backend's stopped context); a backend where one device's failure can leave another's
+        event pending forever polls them together (CUDA)."""
+        for event in events:
+            event.synchronize(timeout, spin=spin)
+
 
 class Stream(abc.ABC):
     """An ordered queue of work on one device."""
@@ -127,6 +137,10 @@ class Device(abc.ABC):
         :meth:`groute.Context.reset`). A backend whose streams remember a failure (CPU) forgets
         it once the queued work has drained; on CUDA a failed call raised in its caller and
         there is nothing to clear."""
+
+    #: the devices of this device's context, itself included (set by the context): a wait on
+    #: this device that another one's failure can block forever watches them (CUDA)
+    siblings: tuple = ()
 
     #: why this device can run nothing more in this process (a CUDA context hit by a sticky
     #: error: a kernel trapped or faulted), or None while it can

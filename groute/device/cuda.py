@@ -74,12 +74,82 @@ class CUDAEvent(Event):
                     if self.raw.done:
                         return
                     time.sleep(0)
-            wait_for(lambda: self.raw.done, what=f"a CUDA event on {self.device.name}",
+            watch = _SiblingWatch(self.device)
+            wait_for(lambda: self.raw.done or watch(), what=f"a CUDA event on {self.device.name}",
                      timeout=timeout if timeout is not None else self.device.timeout,
                      stop=self.device.stop_event)
         except _cupy().cuda.runtime.CUDARuntimeError as exc:
-            self.device.note_failure(exc)
-            raise DeviceError(self.device.name, f"{exc}{self.device.broken_note()}") from exc
+            raise self._failure(exc) from exc
+
+    def _failure(self, exc) -> DeviceError:
+        self.device.note_failure(exc)
+        return DeviceError(self.device.name, f"{exc}{self.device.broken_note()}")
+
+    @classmethod
+    def wait_all(cls, events, timeout=None, *, spin: float = 0.0) -> None:
+        """Poll every event in one loop: a kernel fault on one GPU can leave another GPU's
+        work waiting forever (on an event of the faulty GPU's stream, or at a meeting), so
+        waiting for the devices in turn would time out on a healthy one instead of raising the
+        faulty one's error at once."""
+        pending = list(events)
+        if not pending:
+            return
+        runtime_error = _cupy().cuda.runtime.CUDARuntimeError
+
+        def all_done() -> bool:
+            still = []
+            for event in pending:
+                try:
+                    if not event.raw.done:
+                        still.append(event)
+                except runtime_error as exc:
+                    raise event._failure(exc) from exc
+            pending[:] = still
+            return not still
+
+        end = time.perf_counter() + spin
+        while time.perf_counter() < end:
+            if all_done():
+                return
+            time.sleep(0)
+        first = pending[0].device
+        names = ", ".join(sorted({event.device.name for event in pending}))
+        wait_for(all_done, what=f"CUDA events on {names}",
+                 timeout=timeout if timeout is not None else first.timeout, stop=first.stop_event)
+
+
+class _SiblingWatch:
+    """Called while a wait on ``device`` polls: past :data:`SIBLING_CHECK_S`, and every as
+    long again, asks the streams of the device's siblings whether they failed, and raises the
+    failed one's DeviceError. A kernel that traps on one GPU can leave another GPU's work
+    waiting forever (on an event of the faulty GPU's stream, at a meeting of the persistent
+    kernels), so a wait on the healthy GPU would otherwise end only at the timeout, naming the
+    wrong device. Returns False (the wait goes on) while every sibling is healthy."""
+
+    def __init__(self, device):
+        self.others = [d for d in device.siblings if d is not device and d.broken is None]
+        self.next = time.perf_counter() + SIBLING_CHECK_S
+
+    def __call__(self) -> bool:
+        if not self.others or time.perf_counter() < self.next:
+            return False
+        self.next = time.perf_counter() + SIBLING_CHECK_S
+        runtime = _cupy().cuda.runtime
+        for dev in self.others:
+            for stream in (dev.compute_stream, dev.copy_stream):
+                try:
+                    with dev.use():
+                        runtime.streamQuery(stream.raw.ptr)
+                except runtime.CUDARuntimeError as exc:
+                    if sticky_error(exc) is not None:
+                        dev.note_failure(exc)
+                        raise DeviceError(dev.name, f"{exc}{dev.broken_note()}") from exc
+        return False
+
+
+#: seconds a wait on one GPU polls before it first checks the context's other GPUs for a
+#: failure (:class:`_SiblingWatch`), and between checks
+SIBLING_CHECK_S = 0.05
 
 
 class CUDAStream(Stream):
@@ -410,7 +480,9 @@ class CUDADevice(Device):
         if self.broken is None:
             return ""
         return (f" ({self.name} {self.broken}: its CUDA context can run nothing more in this "
-                f"process; close the Context)")
+                f"process; the faulting kernel may have run on another GPU of this process, "
+                f"whose fault CUDA also reports on the GPUs that share memory with it; close "
+                f"the Context)")
 
     def drain(self, timeout: float) -> bool:
         """Wait for the compute and copy streams (see :meth:`Device.drain`); a broken device

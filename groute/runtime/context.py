@@ -195,6 +195,8 @@ class Context:
                                     on_error=self._stream_failed)
                 dev.timeout = self.timeout
                 self.devices.append(dev)
+            for dev in self.devices:
+                dev.siblings = tuple(self.devices)
             if self.backend == "cuda":
                 self._enable_peer_access()
         except BaseException:
@@ -545,8 +547,11 @@ class Context:
         the work."""
         if threading.current_thread() not in self._worker_threads():
             self.ensure_running()
-        for dev in self.devices:
-            dev.synchronize(timeout or self.timeout, spin=spin)
+        if not self.devices:
+            return
+        events = [stream.record() for dev in self.devices
+                  for stream in (dev.compute_stream, dev.copy_stream)]
+        type(events[0]).wait_all(events, timeout or self.timeout, spin=spin)
 
     # shutdown -----------------------------------------------------------------------------------
     def shutdown(self) -> None:
