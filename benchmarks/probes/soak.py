@@ -105,7 +105,7 @@ class Answers:
             elif app == "sssp":
                 value = reference.sssp(g, s)
             elif app == "pagerank":
-                value = reference.pagerank(g)
+                value = reference.pagerank(g, weighted=True)    # as groute.pagerank: weight="weight"
             elif app == "cc":
                 value = reference.connected_components(g)
             else:
@@ -150,7 +150,7 @@ def run_once(app, g, source, ctx):
     if app == "sssp":
         return groute.sssp(g, source, ctx=ctx).values
     if app == "pagerank":
-        return groute.pagerank(g, ctx=ctx).values
+        return groute.pagerank(g, ctx=ctx, tol=1e-9).values     # tol is per vertex
     if app == "cc":
         return groute.connected_components(g, ctx=ctx).values
     if app == "kcore":
