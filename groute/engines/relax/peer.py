@@ -223,8 +223,9 @@ class PeerTraversal:
         """Traverse from what :meth:`prepare` staged, or from ``sources_new`` (then staged
         here first, with ``max_level``); values land in the arrays' ``dist``.
 
-        One launch per device (each kernel resets its own state first), then one read-back
-        of each device's counters; nothing else runs on the host in between."""
+        One launch per device (each kernel resets its own state first), then each device's
+        counters copied back into pinned memory, every copy queued before the host waits for
+        them together; nothing else runs on the host in between."""
         if sources_new is not None:
             self.prepare(sources_new, max_level)
         if self._staged is None:
@@ -232,9 +233,13 @@ class PeerTraversal:
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, dev))
         self._staged = None
+        copied = []
         for i in launched:
-            dev = self.devices[i]
-            dev.compute_stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i]))
+            stream = self.devices[i].compute_stream
+            stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i], blocking=False))
+            copied.append(stream.record())
+        if copied:
+            type(copied[0]).wait_all(copied)
         stops = [LaunchStop.read(self.devices[i].name, self.state_host[i][COUNTERS:])
                  for i in launched]
         capped = any(stop.abort == ABORT_ROUNDS for stop in stops)
