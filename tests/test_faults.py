@@ -7,10 +7,11 @@
   its normal time (nothing of the failed run left running into it);
 - CUDA: a kernel traps (``__trap()``, an out-of-bounds guard through the operator API's CUDA
   functor, or a trapping kernel launched on the GPU mid-run): the GPU's CUDA context is broken
-  for the rest of the process (a sticky error), so the caller gets a DeviceError naming it and
-  the CUDA error, the next run is refused at once saying the Context must be closed, closing
-  it returns within the timeout, and the same run on a new context of the other GPUs takes
-  its normal time (no GPU was left spinning). Each trap runs in a process of its own.
+  for the rest of the process (a sticky error, which CUDA also reports on the GPUs that touched
+  its memory), so the caller gets, within the timeout, a DeviceError naming a GPU of the run
+  and the CUDA error, the next run is refused at once saying the Context must be closed,
+  closing it returns within the timeout, and the same run in a new process, on every GPU,
+  takes its normal time (no GPU was left spinning). Each trap runs in a process of its own.
 """
 from __future__ import annotations
 
