@@ -9,6 +9,7 @@ take, which :func:`solver_options` finds on the class the options go to.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 from typing import Callable
 
@@ -20,11 +21,12 @@ OTHER_LIBRARIES = {"damping": "alpha", "niter": "max_iter", "eps": "tol", "epsil
                    "depth_limit": "cutoff", "weights": "weight", "directed": "symmetric"}
 
 
-def solver_options(cls: type) -> set[str]:
+@functools.cache
+def solver_options(cls: type) -> frozenset[str]:
     """The keyword arguments ``cls(graph, ...)`` takes: the keyword parameters of its
     ``__init__`` and, while that passes ``**options`` on, of the ``__init__`` it passes them to
     (the next one up its classes). Positional-only parameters (what a subclass gives its base
-    itself) are not among them."""
+    itself) are not among them. Computed once per class (a solver is built per call)."""
     names: set[str] = set()
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
@@ -36,7 +38,7 @@ def solver_options(cls: type) -> set[str]:
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             break
     names.discard("graph")
-    return names
+    return frozenset(names)
 
 
 def check_keywords(function: Callable | str, given, accepted) -> None:
