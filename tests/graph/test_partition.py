@@ -304,3 +304,16 @@ def test_metis_output_redirections_of_two_threads_leave_stdout_where_it_was():
         for fd, copy in zip((1, 2), keep):
             os.dup2(copy, fd)
             os.close(copy)
+
+
+def test_to_original_skips_the_gather_when_nothing_was_renumbered():
+    """A contiguous partition (and one part) keeps every vertex's id: the answer is returned
+    as it is, no pass over it; a renumbering partition still gathers."""
+    g = load_graph("kron:8")
+    values = np.arange(g.num_vertices)
+    same = partition_graph(g, 3, "contiguous")
+    assert same.stats["identity"] and same.to_original(values) is values
+    moved = partition_graph(g, 3, "random", seed=1)
+    assert not moved.stats["identity"]
+    out = moved.to_original(values)
+    assert out is not values and np.array_equal(out, values[moved.perm])
