@@ -50,6 +50,35 @@ def test_a_lease_reuses_the_kept_context(fresh_kept):
     mine.shutdown()
 
 
+def test_a_lease_never_gets_a_kept_context_retired_while_it_took_the_lock(fresh_kept):
+    """Between finding the kept context and taking its lock, another thread may retire it (a
+    failure stopped it, and that thread's lease replaced it): the lease then gets the new
+    one, never the stopped one."""
+    ctx, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    release()
+    [key] = list(kept._kept)
+    entry = kept._kept[key]
+
+    class RetiredMeanwhile:
+        """The kept context's lock, which another thread's failure beats to it once."""
+        def __init__(self):
+            self.lock, self.first = entry[1], True
+
+        def acquire(self, blocking=True):
+            if self.first:
+                self.first = False
+                ctx.fail("cpu:0", RuntimeError("another thread's run failed"))
+            return self.lock.acquire(blocking)
+
+        def release(self):
+            self.lock.release()
+
+    kept._kept[key] = (ctx, RetiredMeanwhile())
+    got, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    assert got is not ctx and not got.stopped
+    release()
+
+
 def test_a_stopped_or_shut_kept_context_is_replaced(fresh_kept):
     ctx, release = kept.lease(backend="cpu", devices=1, timeout=17)
     ctx.fail("cpu:0", RuntimeError("simulated"))

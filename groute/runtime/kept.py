@@ -39,18 +39,23 @@ def lease(ctx=None, *, devices=None, backend="auto", timeout=None
     which = (int(devices) if isinstance(devices, numbers.Integral)
              else tuple(int(d) for d in devices))
     key = (backend, which, resolve_timeout(timeout), logical_devices_requested(None))
-    with _guard:
-        entry = _kept.get(key)
-        if entry is None or entry[0].stopped or entry[0]._closed:
-            stale = entry
-            entry = _kept[key] = (Context(devices=devices, backend=backend, timeout=timeout),
-                                  threading.Lock())
-            if stale is not None:
-                _retire(stale)
-    kept, lock = entry
-    if not lock.acquire(blocking=False):        # held by another solver: one of its own
-        own = Context(devices=devices, backend=backend, timeout=timeout)
-        return own, _once(own.shutdown)
+    while True:
+        with _guard:
+            entry = _kept.get(key)
+            if entry is None or entry[0].stopped or entry[0]._closed:
+                stale = entry
+                entry = _kept[key] = (Context(devices=devices, backend=backend,
+                                              timeout=timeout), threading.Lock())
+                if stale is not None:
+                    _retire(stale)
+        kept, lock = entry
+        if not lock.acquire(blocking=False):        # held by another solver: one of its own
+            own = Context(devices=devices, backend=backend, timeout=timeout)
+            return own, _once(own.shutdown)
+        with _guard:        # still the kept one: another thread may have retired it meanwhile
+            if _kept.get(key) is entry and not (kept.stopped or kept._closed):
+                break
+        lock.release()
 
     def release():
         try:
