@@ -93,7 +93,7 @@ class _Table(Mapping):
 
     def __iter__(self):
         discover()
-        return iter(self._entries)
+        return iter(list(self._entries))    # a module registering while the caller iterates
 
     def __len__(self):
         discover()
