@@ -52,10 +52,26 @@ FUNCTIONS = {
 
     # --- cores (groute/nx_backend/algorithms/cores.py) ---
     "core_number": "",
+    "k_core": "",
+    "k_corona": (
+        "With a core_number dict given, one holding an integer for every node of G (otherwise "
+        "NetworkX runs the call)."),
+    "k_crust": "",
+    "k_shell": "",
+    "k_truss": (
+        "Support peeling rounds on the devices, each device holding a copy of the graph's rows "
+        "(the intersect operator)."),
 
     # --- structure (groute/nx_backend/algorithms/structure.py) ---
 
     # --- cluster (groute/nx_backend/algorithms/cluster.py) ---
+    "average_clustering": "As clustering.",
+    "clustering": (
+        "Unweighted and weighted, undirected and directed. Weighted coefficients multiply the "
+        "cube roots of the normalised weights (NetworkX takes the cube root of their product): "
+        "equal up to floating-point rounding."),
+    "transitivity": "",
+    "triangles": "",
 
     # --- link_prediction (groute/nx_backend/algorithms/link_prediction.py) ---
 
