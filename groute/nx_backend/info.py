@@ -43,8 +43,12 @@ FUNCTIONS = {
     # --- components (groute/nx_backend/algorithms/components.py) ---
     "connected_components": "Components in NetworkX's order.",
     "is_connected": "",
+    "is_strongly_connected": "",
+    "is_weakly_connected": "",
     "node_connected_component": "",
     "number_connected_components": "",
+    "number_strongly_connected_components": "",
+    "number_weakly_connected_components": "",
     "strongly_connected_components": (
         "Components in NetworkX's order (its Tarjan's), which groute replays on the host with "
         "a sequential depth-first pass over the arcs unless the graph is strongly connected."),
@@ -63,6 +67,15 @@ FUNCTIONS = {
         "(the intersect operator)."),
 
     # --- structure (groute/nx_backend/algorithms/structure.py) ---
+    "color": (
+        "The nodes with a neighbour come first, in G's order, then the isolated nodes "
+        "(NetworkX's order of the first follows its traversal)."),
+    "is_bipartite": "",
+    "is_isolate": "",
+    "isolates": "",
+    "number_of_isolates": "",
+    "overall_reciprocity": "Not on multigraphs (NetworkX runs the call).",
+    "reciprocity": "Not on multigraphs (NetworkX runs the call).",
 
     # --- cluster (groute/nx_backend/algorithms/cluster.py) ---
     "average_clustering": "As clustering.",
@@ -74,6 +87,9 @@ FUNCTIONS = {
     "triangles": "",
 
     # --- link_prediction (groute/nx_backend/algorithms/link_prediction.py) ---
+    "jaccard_coefficient": (
+        "A generator, as NetworkX's, computed a batch of pairs at a time on the devices; the "
+        "default ebunch (every non-edge) in NetworkX's order."),
 
     # --- centrality (groute/nx_backend/algorithms/centrality.py) ---
     "betweenness_centrality": (
