@@ -104,6 +104,15 @@ def test_negative_and_integer_weights(on_devices):
              nx.clustering(H, weight="weight"))
 
 
+def test_a_largest_weight_of_zero_is_networkx_s_to_divide_by(on_devices):
+    G = nx.complete_graph(4)
+    nx.set_edge_attributes(G, 0, "weight")
+    with pytest.raises(NotImplementedError):        # NetworkX runs such a call
+        nx.clustering(G, weight="weight", backend="groute")
+    with pytest.raises(ZeroDivisionError):
+        nx.clustering(G, weight="weight")
+
+
 def test_graphs_without_triangles_or_nodes(on_devices):
     """Zero coefficients stay ints, as NetworkX's; the empty graph's errors are NetworkX's."""
     star = nx.star_graph(4)

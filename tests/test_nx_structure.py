@@ -227,3 +227,18 @@ def test_calls_after_a_kept_conversion_read_their_weights(on_devices):
             nx.single_source_dijkstra_path_length(G, 0, weight="cost", backend="networkx")
     finally:
         nx.config.backend_priority.algos = saved
+
+
+@pytest.mark.timeout(200)
+def test_the_functors_compile_for_cuda(tmp_path):
+    """The advances' CUDA bodies (k_corona's count, the isolates' degrees, the colour clash)
+    compile (nvcc, no GPU needed)."""
+    import shutil
+    from groute.nx_backend.algorithms import cores, structure
+    from support import compile_generated
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc to compile without a GPU")
+    functors = [cores.IN_CORE, cores.COUNT_INSIDE, structure.COUNT_ARC, structure.ALONE,
+                structure.CLASH]
+    done = compile_generated(functors, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]

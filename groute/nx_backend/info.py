@@ -82,7 +82,8 @@ FUNCTIONS = {
     "clustering": (
         "Unweighted and weighted, undirected and directed. Weighted coefficients multiply the "
         "cube roots of the normalised weights (NetworkX takes the cube root of their product): "
-        "equal up to floating-point rounding."),
+        "equal up to floating-point rounding. A largest weight of 0 (NetworkX divides by it): "
+        "NetworkX runs the call."),
     "transitivity": "",
     "triangles": "",
 

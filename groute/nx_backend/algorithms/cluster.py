@@ -61,7 +61,11 @@ def _cube_roots(G, weight) -> np.ndarray:
     w = weights_of(G, weight)
     if w is None or not w.size:
         return np.ones(G.csr.num_edges)
-    w = w.astype(np.float64) / max(w.tolist())
+    largest = max(w.tolist())
+    if largest == 0:
+        raise NotImplementedError("the largest weight is 0, which NetworkX divides by (and "
+                                  "raises where it does): NetworkX runs the call")
+    w = w.astype(np.float64) / largest
     return _in_row_order(G, np.cbrt(w))
 
 

@@ -80,7 +80,7 @@ def _in_core(s, v):
 
 
 #: a vertex of the k-core
-IN_CORE = Functor(name="in_core", params="const int* core, int k",
+IN_CORE = Functor(name="nx_in_core", params="const int* core, int k",
                   cuda="return core[v] >= k;", numpy=_in_core)
 
 
@@ -90,7 +90,7 @@ def _count_inside(s, v):
 
 
 #: an arc from the k-core: its source has one more neighbour in it
-COUNT_INSIDE = Functor(name="count_inside", params="int* inside",
+COUNT_INSIDE = Functor(name="nx_count_inside", params="int* inside",
                        cuda="atomicAdd(&inside[v], 1); return false;", numpy=_count_inside)
 
 

@@ -30,11 +30,11 @@ def _count_arc(s, v):
 
 
 #: an arc into ``v``: one more to its degree (a directed graph's in-arcs)
-COUNT_ARC = Functor(name="count_arc", params="int* degree",
+COUNT_ARC = Functor(name="nx_count_arc", params="int* degree",
                     cuda="atomicAdd(&degree[v], 1); return false;", numpy=_count_arc)
 
 #: no arc at all
-ALONE = Functor(name="alone", params="const int* degree", cuda="return degree[v] == 0;",
+ALONE = Functor(name="nx_alone", params="const int* degree", cuda="return degree[v] == 0;",
                 numpy=lambda s, v: s["degree"][v] == 0)
 
 
@@ -135,7 +135,7 @@ def _clash(s, v, m):
 
 
 #: an arc between two nodes of one colour: the graph is not bipartite
-CLASH = Functor(name="clash", params="const int* colour",
+CLASH = Functor(name="nx_colour_clash", params="const int* colour",
                 message=Message("int", cuda="colour[u]", numpy=lambda s, u: s["colour"][u]),
                 cuda="return colour[v] == m;", numpy=_clash)
 
