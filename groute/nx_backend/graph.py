@@ -34,8 +34,7 @@ class GrouteGraph:
 
     __networkx_backend__ = "groute"
 
-    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None,
-                 nx_graph=None):
+    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None):
         self.csr = csr
         self.nodes = adjacency.nodes
         self.adjacency_indices = adjacency.indices
@@ -45,7 +44,7 @@ class GrouteGraph:
         self.directed = bool(directed)
         self.multigraph = bool(multigraph)
         self.graph = dict(graph or {})
-        self.nx_graph = nx_graph
+        self.nx_graph = None
 
     # what NetworkX's decorators (not_implemented_for, ...) ask of a graph
     def is_directed(self) -> bool:
