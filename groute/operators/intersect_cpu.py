@@ -4,7 +4,8 @@ The same results as the CUDA kernels (``intersect.cu``), found differently: ever
 sorted, so the arcs of a graph are sorted by the key ``row * n + target``, and an element ``w``
 of one row is in row ``v`` exactly when ``v * n + w`` is one of those keys (a ``searchsorted``
 over them). Each call walks chunks of at most :data:`CHUNK` probes, so its temporaries stay
-bounded whatever the graph.
+bounded whatever the graph. The kernels take the device first, as the CUDA launches
+(:mod:`.intersect_cuda`) need it, so :mod:`.intersect` calls either alike.
 """
 from __future__ import annotations
 
