@@ -26,7 +26,10 @@ class GrouteGraph:
     (the rows are ``csr.indptr``'s), from which the backend rebuilds NetworkX's visiting order;
     ``weight``: the edge attribute read as the weight (None: unweighted) and ``weights`` its
     values in adjacency order with their own type (int64 or float64; None when no edge has
-    the attribute); ``graph``: ``G.graph``, the graph attributes.
+    the attribute); ``graph``: ``G.graph``, the graph attributes; ``nx_graph``: the NetworkX
+    graph itself, kept by a conversion that was asked to preserve every attribute (NetworkX
+    asks it of the functions that return a subgraph, such as ``k_core``, which copy the
+    subgraph's attributes from it as NetworkX does), else None.
     """
 
     __networkx_backend__ = "groute"
@@ -41,6 +44,7 @@ class GrouteGraph:
         self.directed = bool(directed)
         self.multigraph = bool(multigraph)
         self.graph = dict(graph or {})
+        self.nx_graph = None
 
     # what NetworkX's decorators (not_implemented_for, ...) ask of a graph
     def is_directed(self) -> bool:
@@ -110,14 +114,22 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
                   graph_name=None) -> GrouteGraph:
     """``convert_from_nx``: ``G`` with at most one edge attribute, numeric, defaulting to 1
     (NetworkX's weight rule). A conversion groute cannot make raises NotImplementedError, so
-    that NetworkX runs the call itself (and remembers the failure in the cache)."""
+    that NetworkX runs the call itself (and remembers the failure in the cache).
+
+    Asked to preserve every edge or node attribute (the request of the functions that return a
+    subgraph), the conversion keeps ``G`` itself as ``nx_graph``, and its weights are those of
+    ``"weight"``, NetworkX's default attribute, when they are numbers: NetworkX's cache hands a
+    conversion that preserved everything to any later call on the same graph, and a weighted
+    call most often reads ``"weight"``; one that reads another attribute from it finds the
+    weights missing and NetworkX runs it (:func:`.algorithms.support.weights_of`)."""
     what = f" for {name}()" if name else ""
     if not isinstance(G, nx.Graph):
         raise TypeError(f"{graph_name or 'G'}{what} must be a NetworkX graph; got "
                         f"{type(G).__name__}")
-    if preserve_edge_attrs or preserve_node_attrs or node_attrs:
-        raise NotImplementedError(f"groute keeps no node attributes and at most one edge "
-                                  f"attribute{what}")
+    if node_attrs:
+        raise NotImplementedError(f"groute keeps no node attributes{what}")
+    if preserve_edge_attrs or preserve_node_attrs:
+        return _keeping_the_graph(G, edge_attrs, graph_name)
     weight = None
     if edge_attrs:
         if len(edge_attrs) > 1:
@@ -138,6 +150,21 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
         raise AssertionError("the adjacency of a NetworkX graph holds no repeated arc")
     return GrouteGraph(adjacency, csr, directed=G.is_directed(), multigraph=G.is_multigraph(),
                        weight=weight, graph=G.graph if preserve_graph_attrs else None)
+
+
+def _keeping_the_graph(G, edge_attrs, graph_name) -> GrouteGraph:
+    """The conversion of a call that preserves every attribute (:func:`from_networkx`)."""
+    if edge_attrs is not None:
+        converted = from_networkx(G, edge_attrs=edge_attrs, preserve_graph_attrs=True,
+                                  graph_name=graph_name)
+    else:
+        try:
+            converted = from_networkx(G, edge_attrs={"weight": 1}, preserve_graph_attrs=True,
+                                      graph_name=graph_name)
+        except NotImplementedError:     # "weight" is no number here: the structure alone
+            converted = from_networkx(G, preserve_graph_attrs=True, graph_name=graph_name)
+    converted.nx_graph = G
+    return converted
 
 
 def to_networkx(obj, *, name=None):

@@ -43,8 +43,12 @@ FUNCTIONS = {
     # --- components (groute/nx_backend/algorithms/components.py) ---
     "connected_components": "Components in NetworkX's order.",
     "is_connected": "",
+    "is_strongly_connected": "",
+    "is_weakly_connected": "",
     "node_connected_component": "",
     "number_connected_components": "",
+    "number_strongly_connected_components": "",
+    "number_weakly_connected_components": "",
     "strongly_connected_components": (
         "Components in NetworkX's order (its Tarjan's), which groute replays on the host with "
         "a sequential depth-first pass over the arcs unless the graph is strongly connected."),
@@ -52,12 +56,41 @@ FUNCTIONS = {
 
     # --- cores (groute/nx_backend/algorithms/cores.py) ---
     "core_number": "",
+    "k_core": "",
+    "k_corona": (
+        "With a core_number dict given, one holding an integer for every node of G (otherwise "
+        "NetworkX runs the call)."),
+    "k_crust": "",
+    "k_shell": "",
+    "k_truss": (
+        "Support peeling rounds on the devices, each device holding a copy of the graph's rows "
+        "(the intersect operator)."),
 
     # --- structure (groute/nx_backend/algorithms/structure.py) ---
+    "color": (
+        "The nodes with a neighbour come first, in G's order, then the isolated nodes "
+        "(NetworkX's order of the first follows its traversal)."),
+    "is_bipartite": "",
+    "is_isolate": "",
+    "isolates": "",
+    "number_of_isolates": "",
+    "overall_reciprocity": "Not on multigraphs (NetworkX runs the call).",
+    "reciprocity": "Not on multigraphs (NetworkX runs the call).",
 
     # --- cluster (groute/nx_backend/algorithms/cluster.py) ---
+    "average_clustering": "As clustering.",
+    "clustering": (
+        "Unweighted and weighted, undirected and directed. Weighted coefficients multiply the "
+        "cube roots of the normalised weights (NetworkX takes the cube root of their product): "
+        "equal up to floating-point rounding. A largest weight of 0 (NetworkX divides by it): "
+        "NetworkX runs the call."),
+    "transitivity": "",
+    "triangles": "",
 
     # --- link_prediction (groute/nx_backend/algorithms/link_prediction.py) ---
+    "jaccard_coefficient": (
+        "A generator, as NetworkX's, computed a batch of pairs at a time on the devices; the "
+        "default ebunch (every non-edge) in NetworkX's order."),
 
     # --- centrality (groute/nx_backend/algorithms/centrality.py) ---
     "betweenness_centrality": (

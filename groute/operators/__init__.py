@@ -19,7 +19,10 @@ The public API (:data:`__all__`), what an algorithm is written with:
   (:mod:`groute.operators.loop`);
 - :func:`run_rounds`: the same body of :class:`Loop`, :class:`Sweep` and :class:`Compute`
   items once per seed (nested loops), which an engine may run in one launch, returning a
-  :class:`RoundsResult` (:mod:`groute.operators.rounds`).
+  :class:`RoundsResult` (:mod:`groute.operators.rounds`);
+- :class:`Intersection`: every device's copy of a graph's sorted rows, intersected: triangles
+  by the forward algorithm, the neighbours pairs of vertices share, k-truss peeling rounds,
+  reciprocated arcs (:mod:`groute.operators.intersect`).
 
 The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` is the
 tutorial (a first algorithm, k-core), ``docs/OPERATORS_REFERENCE.md`` the reference.
@@ -34,6 +37,7 @@ load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``
 from .api import ARCS, DIRECTIONS, REDUCTIONS, advance, compute, filter, reduce
 from .frontier import DeviceFrontier, Frontier
 from .functor import Functor, Gather, Message
+from .intersect import Intersection
 from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
 from .rounds import Compute, Loop, RoundsResult, Sweep, run_rounds
 
@@ -41,4 +45,4 @@ __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advanc
            "reduce", "REDUCTIONS",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
-           "RoundsResult"]
+           "RoundsResult", "Intersection"]

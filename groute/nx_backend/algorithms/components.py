@@ -47,6 +47,14 @@ def is_connected(G):
     return bool(np.all(component_labels(G) == 0))
 
 
+def is_weakly_connected(G):
+    return is_connected(G)          # a directed graph's labels are its weak components'
+
+
+def number_weakly_connected_components(G):
+    return number_connected_components(G)
+
+
 def node_connected_component(G, n):
     hash(n)         # an unhashable node: TypeError, as NetworkX's set of seen nodes raises
     if n not in G:
@@ -61,6 +69,19 @@ def _strong_labels(G) -> np.ndarray:
     with devices_for(G.csr, "operators") as (ctx, partition):
         result = run(G.csr, ctx=ctx, partition=partition)
     return np.asarray(result.values, dtype=np.int64)
+
+
+def is_strongly_connected(G):
+    if not len(G):
+        raise nx.NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
+    return bool(np.all(_strong_labels(G) == 0))
+
+
+def number_strongly_connected_components(G):
+    if not len(G):
+        return 0
+    labels = _strong_labels(G)
+    return int(np.count_nonzero(labels == np.arange(labels.shape[0])))
 
 
 def _tarjan_order(G, labels) -> list[int]:

@@ -85,6 +85,31 @@ def not_a_node(G, node):
     return nx.NetworkXError(f"The node {node} is not in the {kind}.")
 
 
+def nbunch_iter(G, nbunch=None):
+    """NetworkX's ``G.nbunch_iter(nbunch)``: every node (None), the one node ``nbunch``, or the
+    nodes of the container ``nbunch`` that are in ``G``, lazily, with NetworkX's errors."""
+    if nbunch is None:
+        return iter(G.nodes)
+    if nbunch in G:
+        return iter([nbunch])
+
+    def bunch_iter(nlist):
+        try:
+            for n in nlist:
+                if n in G.index:
+                    yield n
+        except TypeError as err:
+            exc, message = err, err.args[0]
+            if "iter" in message:
+                exc = nx.NetworkXError("nbunch is not a node or a sequence of nodes.")
+            if "object is not iterable" in message:
+                exc = nx.NetworkXError(f"Node {nbunch} is not in the graph.")
+            if "hashable" in message:
+                exc = nx.NetworkXError(f"Node {n} in sequence nbunch is not a valid node.")
+            raise exc
+    return bunch_iter(nbunch)
+
+
 def weight_is_attribute(args):
     return "a weight function has no groute form" if callable(args["weight"]) else True
 
