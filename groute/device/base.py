@@ -226,6 +226,11 @@ class Device(abc.ABC):
     def can_access_peer(self, other: "Device") -> bool:
         return False
 
+    def record_all(self) -> list:
+        """An event on each of the device's streams, for a caller that waits for several
+        devices at once (:meth:`Event.wait_all`)."""
+        return [self.compute_stream.record(), self.copy_stream.record()]
+
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         """Wait for both streams (``spin``: as :meth:`Event.synchronize`)."""
         self.compute_stream.synchronize(timeout, spin=spin)

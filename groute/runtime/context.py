@@ -547,11 +547,9 @@ class Context:
         the work."""
         if threading.current_thread() not in self._worker_threads():
             self.ensure_running()
-        if not self.devices:
-            return
-        events = [stream.record() for dev in self.devices
-                  for stream in (dev.compute_stream, dev.copy_stream)]
-        type(events[0]).wait_all(events, timeout or self.timeout, spin=spin)
+        events = [event for dev in self.devices for event in dev.record_all()]
+        if events:
+            type(events[0]).wait_all(events, timeout or self.timeout, spin=spin)
 
     # shutdown -----------------------------------------------------------------------------------
     def shutdown(self) -> None:

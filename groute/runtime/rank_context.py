@@ -79,6 +79,9 @@ class RemoteDevice:
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         pass
 
+    def record_all(self) -> list:
+        return []
+
     def close(self) -> None:
         pass
 
