@@ -8,7 +8,10 @@ receiver, a kernel on ``dst`` (``receiver="device"``) or the host (``receiver="h
 :meth:`DeviceLink.receive`), waits on the flag, reads, and hands the slot back by writing a word
 in the sender's memory. Back-pressure is the same as a host-initiated Link's: a sender waits
 for a slot its receiver has released. The protocol (slots, flags, counters, the end and the
-stop) is written out in ``groute/runtime/link.cuh``, the header CUDA kernels include.
+stop) is written out in ``groute/runtime/link.cuh``, the header CUDA kernels include. A large
+packet is written by a group of blocks, each a share, and published once by the last of them
+(``groute_link_send_part``; ``groute_link_send_grid`` moves a whole buffer so), since one block
+writes a fraction of what NVLink carries; :meth:`DeviceLink.grid_shape` sizes the grid.
 
 The CPU backend runs the same protocol on NumPy arrays: a "kernel" is a function on a device's
 stream thread, which sends and receives through :attr:`DeviceLink.tx` and
