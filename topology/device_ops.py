@@ -166,10 +166,12 @@ def link_receive(stream, link, words: int, first: int, dst=None, part_bytes: int
 def _link_grid(device, link, words: int, part_bytes) -> tuple[int, int]:
     """``(blocks, parts)`` of a link kernel moving ``words``: the link's
     :meth:`~groute.runtime.device_link.DeviceLink.grid_shape` within half the device's grid (the
-    other half for the kernel at the link's other end when both share a GPU)."""
+    other half for the kernel at the link's other end when both share a GPU); a CPU device's
+    "kernel" is one thread, one block."""
     packets = max(1, -(-words // link.packet_size))
+    blocks = max(1, _grid(device) // 2) if device.backend == "cuda" else 1
     extra = {} if part_bytes is None else {"part_bytes": part_bytes}
-    return link.grid_shape(packets, max(1, _grid(device) // 2), **extra)
+    return link.grid_shape(packets, blocks, **extra)
 
 
 class AccessPlan:

@@ -16,7 +16,8 @@ whether the target is met. The full topo tables follow (``--markdown`` writes th
 per block (:meth:`groute.runtime.device_link.DeviceLink.grid_shape`) at 64 KiB, 1 MiB and 16 MiB
 packets, beside the kernel push. ``--before DIR`` first runs the same measurement from another
 checkout (``DIR``, e.g. ``git archive <commit> | tar -x -C .before``: its own copy of this
-script, with the options both know), then this one, and prints the targets side by side::
+script, with the options both know; ``BEFORE_COMMIT`` labels it), then this one, and prints the
+targets side by side::
 
     python benchmarks/probes/gpu_link_targets.py --before .before --repeat 5 --pbf-size 1e8
 """
@@ -111,7 +112,7 @@ def _run_before(args) -> dict | None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(tree)] + [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                        if x and Path(x).resolve() != Path.cwd().resolve()]))
-    env.setdefault("GROUTE_COMMIT", "before")
+    env["GROUTE_COMMIT"] = os.environ.get("BEFORE_COMMIT", "before")   # its label in the report
     print(f"=== before: {script} ===", flush=True)
     done = subprocess.run([sys.executable, str(script), *options], cwd=tree, env=env)
     print(f"=== before: exit status {done.returncode}; now this checkout ===", flush=True)
