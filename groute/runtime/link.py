@@ -30,6 +30,13 @@ context stops, and turns a receiver that holds every buffer for longer than the 
 :class:`WaitTimeout`. Waking a thread costs a scheduler round trip and a GIL hand-off, so the
 callers do the common work themselves.
 
+A packet costs the host a copy call and an event record, no more: no device is made current
+(the copy and the record name their stream), the buffers a release frees are taken in the same
+lock hold as the release, and a copy plan is made once for consecutive sends of one array.
+:func:`send_all` sends one array on several links (a Router's broadcast): the links that share
+a copy stream (one router input's) and have room take it together, one wait for the producer,
+their copies one after another and one event for all of them.
+
 One pump thread serves every link whose copies a device issues (:class:`_Pump`), so host
 threads grow with the number of devices, not with the number of links (a router or worklist
 over K devices has K*(K-1) links). Each link keeps its own copy stream where streams are cheap
