@@ -149,6 +149,130 @@ def test_a_stop_makes_waiting_kernels_give_up():
         assert full.join(5) and empty.join(5)
 
 
+class _Slow:
+    """An array whose slicing (what a part reads to write its share) first sleeps ``delay``: a
+    part that lags the others, so a packet published or released before its last part would
+    show."""
+
+    def __init__(self, array, delay):
+        self.array, self.delay, self.shape = array, delay, array.shape
+
+    def __getitem__(self, key):
+        import time
+        time.sleep(self.delay)
+        return self.array[key]
+
+
+@pytest.mark.timeout(60)
+def test_a_packet_written_by_several_blocks_is_published_once_after_the_last():
+    """Two groups of three "blocks" (threads) send 12 packets of 9 items through 2 slots, each
+    block its share of each packet (send_part); one block of each group lags. The receiver sees
+    every packet whole (published after its last share, not at the first), in order, once."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=9, num_buffers=2, ctx=ctx, initiated="device", receiver="host")
+        data = np.arange(12 * 9, dtype=np.int32) + 1
+        groups, parts = 2, 3
+
+        def block(group, part):
+            for i in range(group, 12, groups):
+                packet = data[i * 9:(i + 1) * 9]
+                link.tx.send_part(i, _Slow(packet, 0.01) if part == 1 else packet, i, part, parts)
+        blocks = [threading.Thread(target=block, args=(g, p)) for g in range(groups) for p in range(parts)]
+        for t in blocks:
+            t.start()
+        got = []
+        for _ in range(12):
+            pending = link.receive(timeout=5)
+            got.append((pending.metadata["tag"], pending.data.copy()))
+            pending.release()
+        for t in blocks:
+            t.join(10)
+        assert [tag for tag, _ in got] == list(range(12))
+        np.testing.assert_array_equal(np.concatenate([items for _, items in got]), data)
+        assert link._written.tolist() == [0, 0]       # each slot's count starts again at 0
+        link.close(a.copy_stream)
+
+
+@pytest.mark.timeout(60)
+def test_a_slot_read_by_several_blocks_goes_back_after_the_last():
+    """Three receiving "blocks" read shares of each packet and release_part it; one lags. With
+    one slot, the sender's next packet would overwrite the lagging share if the slot went back
+    at the first release: every share read must be the packet's own."""
+    import time
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=6, num_buffers=1, ctx=ctx, initiated="device")
+        data = np.arange(8 * 6, dtype=np.int32) * 5
+        out = np.zeros_like(data)
+        parts = 3
+
+        def block(part):
+            for n in range(8):
+                items, tag = link.rx.receive(n)
+                if part == 2:
+                    time.sleep(0.01)
+                lo, hi = part * 2, part * 2 + 2
+                out[tag * 6 + lo:tag * 6 + hi] = items[lo:hi]
+                link.rx.release_part(n, parts)
+        readers = [threading.Thread(target=block, args=(p,)) for p in range(parts)]
+        for t in readers:
+            t.start()
+        for off in range(0, data.size, 6):
+            link.tx.send(data[off:off + 6], tag=off // 6)
+        for t in readers:
+            t.join(10)
+        np.testing.assert_array_equal(out, data)
+        assert link._taken.tolist() == [0]
+        link.close(a.copy_stream)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("parts", [1, 4])
+def test_grid_messages_follow_one_another_through_the_link(parts):
+    """send_grid / receive_grid (the grid functions of link.cuh, the blocks one after another
+    here): two messages of 23 and 7 items in packets of 5 through 2 slots, the second numbered
+    after the first; a receiver that waits for more than was sent learns that the link ended."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=5, num_buffers=2, ctx=ctx, initiated="device")
+        first, second = np.arange(23, dtype=np.int32), np.arange(7, dtype=np.int32) - 50
+        out1, out2 = np.zeros_like(first), np.zeros_like(second)
+        b.compute_stream.submit(link.rx.receive_grid, 0, out1, 23, parts)
+        b.compute_stream.submit(link.rx.receive_grid, 5, out2, 7, parts)
+        a.compute_stream.submit(link.tx.send_grid, 0, first, parts)
+        a.compute_stream.submit(link.tx.send_grid, 5, second, parts)
+        link.close()
+        b.compute_stream.synchronize(10)
+        np.testing.assert_array_equal(out1, first)
+        np.testing.assert_array_equal(out2, second)
+        assert int(link._head[0]) == 7 and int(link._tail[0]) == 7
+        assert link.rx.receive_grid(7, None, 1, parts) is False   # closed after 7 packets
+        assert link.join(5)
+
+
+def test_grid_shape_splits_large_packets_over_blocks(cpu_ctx):
+    """One block per packet and a packet per slot for small packets; shares of PART_BYTES for
+    large ones, half the slots in flight; never more blocks than allowed."""
+    from groute.runtime.device_link import PART_BYTES
+    a, b = cpu_ctx.devices[:2]
+    small = Link(a, b, 1024, 64, ctx=cpu_ctx, initiated="device")         # 4 KiB
+    mid = Link(a, b, 16 * 1024, 64, ctx=cpu_ctx, initiated="device")      # 64 KiB
+    large = Link(a, b, 4 << 20, 4, ctx=cpu_ctx, initiated="device")       # 16 MiB
+    assert small.grid_shape(1024, 528) == (64, 1)
+    assert small.grid_shape(3, 528) == (3, 1)
+    assert mid.grid_shape(1024, 528) == (32 * 16, 16)
+    assert large.grid_shape(16, 528) == (528, 528)
+    assert large.grid_shape(16, 528, part_bytes=large.packet_bytes) == (4, 1)
+    assert mid.grid_shape(1024, 8) == (8, 8)            # one group of every block allowed
+    assert mid.packet_bytes // 16 == PART_BYTES
+    for bad in ({"packets": 0, "blocks": 4}, {"packets": 1, "blocks": 0}):
+        with pytest.raises(ValueError, match=next(iter(k for k, v in bad.items() if v == 0))):
+            mid.grid_shape(**bad)
+    for link in (small, mid, large):
+        link.close()
+
+
 def test_bad_device_links_are_clear_errors(cpu_ctx):
     from groute import HOST
     a, b = cpu_ctx.devices[:2]
@@ -167,8 +291,8 @@ def test_bad_device_links_are_clear_errors(cpu_ctx):
 
 
 def test_the_header_and_the_link_kernels_compile(tmp_path):
-    """link.cuh, the runtime's kernels and the benchmark's compile with nvcc (no GPU needed),
-    the struct's field offsets as device_link.py packs them."""
+    """link.cuh, the runtime's kernels, the benchmark's and the GPU tests' compile with nvcc (no
+    GPU needed), the struct's field offsets as device_link.py packs them."""
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc")
     from groute.kernels import include_options
@@ -176,7 +300,9 @@ def test_the_header_and_the_link_kernels_compile(tmp_path):
     check = tmp_path / "offsets.cu"
     check.write_text('#include <cstddef>\n#include "link.cuh"\n' + "".join(
         f'static_assert(offsetof(groute_link, {f}) == {8 * i}, "{f}");\n' for i, f in enumerate(FIELDS)))
-    for source in (check, ROOT / "groute/runtime/link_kernels.cu", ROOT / "topology/link_kernels.cu"):
+    user = tmp_path / "user_kernels.cu"
+    user.write_text(USER_KERNELS)
+    for source in (check, ROOT / "groute/runtime/link_kernels.cu", ROOT / "topology/link_kernels.cu", user):
         done = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", *include_options(), "-c",
                                str(source), "-o", str(tmp_path / "out.o")],
                               capture_output=True, text=True, timeout=300)
@@ -216,6 +342,16 @@ extern "C" __global__ void receive(const groute_link* link, int* dst) {
         groute_link_release_block(*link, mine);
     }
 }
+// the grid sends (receives and places) a message of n items as packets first, first + 1, ...,
+// `parts` blocks per packet
+extern "C" __global__ void send_grid(const groute_link* link, const int* src, unsigned long long n,
+                                     unsigned long long first, unsigned long long parts) {
+    groute_link_send_grid(*link, first, src, n, parts);
+}
+extern "C" __global__ void receive_grid(const groute_link* link, int* dst, unsigned long long n,
+                                        unsigned long long first, unsigned long long parts) {
+    groute_link_receive_grid(*link, first, dst, n, parts);
+}
 '''
 
 
@@ -252,6 +388,51 @@ def test_cuda_user_kernels_send_through_the_link(backend, receiver):
         np.testing.assert_array_equal(b.to_host(dst), data)
         assert link.join(10)
         link.check()
+    finally:
+        ctx.shutdown()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", [pytest.param("cuda", marks=gpu_marks(2))])
+@pytest.mark.parametrize("packet_size, part_bytes", [(1000, 256), (1 << 18, None)])
+def test_cuda_grids_send_and_place_packets_written_by_many_blocks(backend, packet_size, part_bytes):
+    """groute_link_send_grid / _receive_grid with several blocks per packet (uneven shares of
+    4000-byte packets; 1 MiB packets in shares of grid_shape's default): two messages, the second
+    numbered after the first, arrive in place through fewer slots than packets."""
+    import cupy
+    from groute.kernels import include_options
+    ctx = context_or_skip(backend, 2, timeout=20)
+    try:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=packet_size, num_buffers=4, ctx=ctx, initiated="device")
+        messages = [np.arange(n, dtype=np.int32) * 3 + k for k, n in
+                    enumerate((9 * packet_size + 17, 5 * packet_size))]
+        options = ("-std=c++17", *include_options())
+        with a.use():
+            send = cupy.RawKernel(USER_KERNELS, "send_grid", options=options)
+        with b.use():
+            receive = cupy.RawKernel(USER_KERNELS, "receive_grid", options=options)
+        extra = {} if part_bytes is None else {"part_bytes": part_bytes}
+        first, outs = 0, []
+        for data in messages:
+            packets = -(-data.size // packet_size)
+            blocks, parts = link.grid_shape(packets, 256, **extra)
+            assert parts > 1
+            with a.use():
+                src = a.asarray(data)
+            with b.use():
+                outs.append(b.zeros(data.size, np.int32))
+            args = (np.uint64(data.size), np.uint64(first), np.uint64(parts))
+            b.compute_stream.submit(receive, (blocks,), (256,), (link.rx, outs[-1], *args))
+            a.compute_stream.submit(send, (blocks,), (256,), (link.tx, src, *args))
+            first += packets
+        link.close()
+        b.compute_stream.synchronize(20)
+        for data, out in zip(messages, outs):
+            np.testing.assert_array_equal(b.to_host(out), data)
+        assert link.join(10)
+        link.check()
+        assert int(link._head.get()[0]) == first
     finally:
         ctx.shutdown()
 

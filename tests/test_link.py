@@ -571,3 +571,102 @@ def test_cuda_link_records_each_slot_event_again():
         a.copy_stream.copy_plan(plan_dst, src)(1, 3, 2)
         a.copy_stream.synchronize()
         np.testing.assert_array_equal(b.to_host(plan_dst)[1:3], [[6, 7], [8, 9]])
+
+
+@pytest.mark.timeout(60)
+def test_send_all_serves_idle_links_together_and_queues_the_others():
+    """send_all: the links of one copy stream that are idle with room take the send together,
+    with one handle and one event for all their packets; a link whose buffer is held gets its
+    own queued send, which its release issues. Every receiver gets the data and metadata."""
+    from groute.runtime.link import send_all
+    with Context(4, backend="cpu", timeout=10) as ctx:
+        a, *dests = ctx.devices
+        links = [Link(a, d, packet_size=4, num_buffers=2, ctx=ctx) for d in dests]
+        held = links[2].send(a.asarray(np.arange(8, dtype=np.int32)))    # both of its buffers
+        held.wait(5)
+        data = np.arange(6, dtype=np.int32) + 100
+        handles = send_all(links, a.asarray(data), metadata={"tag": 7})
+        assert len(handles) == 2                                          # together, then links[2]
+        for link in links[:2]:
+            parts = [link.receive(timeout=5) for _ in range(2)]
+            assert all(p.event is handles[0].event for p in parts)
+            assert [p.metadata["offset"] for p in parts] == [0, 4] and parts[1].metadata["last"]
+            assert all(p.metadata["tag"] == 7 for p in parts)
+            np.testing.assert_array_equal(np.concatenate([_host_copy(p.wait().data) for p in parts]), data)
+            for p in parts:
+                p.release()
+        assert not handles[1].done() and links[2].stats["packets"] == 2      # queued: no free buffer
+        for p in [links[2].receive(timeout=5) for _ in range(2)]:
+            p.release()                                                   # frees room: issues the queued send
+        got = [links[2].receive(timeout=5) for _ in range(2)]
+        np.testing.assert_array_equal(np.concatenate([_host_copy(p.wait().data) for p in got]), data)
+        handles[1].wait(5)
+        assert [link.stats["segments"] for link in links] == [1, 1, 2]
+        links[1].close()
+        with pytest.raises(LinkClosed):
+            send_all(links[:2], a.asarray(data))
+        assert _host_copy(links[0].receive(timeout=5).wait().data).tolist() == data[:4].tolist()
+
+
+def test_the_per_packet_path_makes_no_device_current(monkeypatch):
+    """Issuing a packet selects no device (a copy and a record name their stream; making a CUDA
+    device current costs runtime calls per packet)."""
+    with cpu_link(packet_size=2, num_buffers=2) as (ctx, link):
+        a = ctx.devices[0]
+        data = a.asarray(np.arange(40, dtype=np.int32))
+        made_current = []
+        monkeypatch.setattr(type(a), "use", lambda self: made_current.append(self) or contextlib.nullcontext())
+        link.send(data)
+        out, _ = _drain_n(link, 20)
+        np.testing.assert_array_equal(np.concatenate(out), np.arange(40))
+        assert made_current == []
+
+
+def test_sends_of_the_same_array_share_one_copy_plan(monkeypatch):
+    """A copy plan (addresses, the kind of copy) is made once for consecutive sends of one array,
+    and again for another array."""
+    with cpu_link(packet_size=4, num_buffers=4) as (ctx, link):
+        a = ctx.devices[0]
+        plans = []
+        real = type(link.stream).copy_plan
+        monkeypatch.setattr(type(link.stream), "copy_plan",
+                            lambda self, dst, src: plans.append(src) or real(self, dst, src))
+        one, other = a.asarray(np.arange(4, dtype=np.int32)), a.asarray(np.arange(4, dtype=np.int32) + 9)
+        for data in (one, one, one, other):
+            link.send(data)
+            p = link.receive(timeout=5)
+            p.wait()
+            p.release()
+        assert [x is one for x in plans] == [True, False]
+
+
+def _drain_n(link, packets):
+    out, metas = [], []
+    for _ in range(packets):
+        p = link.receive(timeout=5)
+        out.append(_host_copy(p.wait().data))
+        metas.append(p.metadata)
+        p.release()
+    return out, metas
+
+
+def test_link_streams_of_one_share_key_are_one_given_back_with_the_last(monkeypatch):
+    """Device.link_stream(share=key), as CUDA devices have it: every link passing the key gets
+    one stream, given back once the last of them gives it back; other keys and no key get
+    their own. (A CPU device shares one stream among all its links anyway.)"""
+    from groute.device.base import Device
+    with Context(1, backend="cpu") as ctx:
+        dev = ctx.devices[0]
+        given_back = []
+        real = type(dev).release_stream
+        monkeypatch.setattr(type(dev), "release_stream",
+                            lambda self, s: given_back.append(s) or real(self, s))
+        key = object()
+        one, two = Device.link_stream(dev, "x", share=key), Device.link_stream(dev, "y", share=key)
+        other, alone = Device.link_stream(dev, "z", share=object()), Device.link_stream(dev, "w")
+        assert one is two and len({id(one), id(other), id(alone)}) == 3
+        Device.release_link_stream(dev, one)
+        assert given_back == []
+        for stream in (two, other, alone):
+            Device.release_link_stream(dev, stream)
+        assert given_back == [one, other, alone] and not dev._shared_link_streams

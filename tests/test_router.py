@@ -217,3 +217,37 @@ def test_a_batching_router_hands_its_outputs_runs_of_packets():
             for p in got:
                 p.release()
         assert all(link.stats["copies"] == 1 for _, _, link in router.each_link())
+
+
+@pytest.mark.timeout(60)
+def test_a_broadcast_from_a_device_goes_as_one_sequence_with_one_event(ctx):
+    """A broadcasting policy's links from one device share a copy stream; a broadcast that finds
+    every destination idle with room is one handle (one event for every copy, of every packet);
+    one that finds none queues a send per destination; each destination gets every segment in
+    order, with its metadata."""
+    from groute.runtime.policies import broadcasts
+    assert broadcasts(broadcast) and not broadcasts(first_available)
+    a = ctx.devices[0]
+    router = Router([a], ctx.devices, broadcast, packet_size=8, num_buffers=2, ctx=ctx)
+    assert len({id(link.stream) for _, _, link in router.each_link()}) == 1
+    two_packets = np.arange(12, dtype=np.int32)
+    one_packet = np.arange(8, dtype=np.int32) + 50
+    first = router.inputs[0].send(a.asarray(two_packets), metadata={"n": 0})
+    assert len(first.handles) == 1
+    second = router.inputs[0].send(a.asarray(one_packet), metadata={"n": 1})   # no room left
+    assert len(second.handles) == 3
+    got = []
+    threads = [threading.Thread(target=_collect, args=(router, j, got)) for j in range(3)]
+    for t in threads:
+        t.start()
+    router.close()
+    for t in threads:
+        t.join(20)
+    for j in range(3):
+        mine = [(meta["n"], data) for jj, data, meta in got if jj == j]
+        assert [n for n, _ in mine] == [0, 0, 1]
+        np.testing.assert_array_equal(np.concatenate([d for _, d in mine]),
+                                      np.concatenate([two_packets, one_packet]))
+    assert router.routed.tolist() == [[2, 2, 2]] and router.routed_elements.tolist() == [[20, 20, 20]]
+    first.wait(5)
+    second.wait(5)

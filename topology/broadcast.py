@@ -18,10 +18,13 @@ Eight ways, four pairs of host-managed versus device-initiated:
   per destination sends the pieces, a kernel on each destination places them).
 
 Raw methods and device Links are gated (see :mod:`groute.topology.timing`); host-initiated Link
-and Router methods are not, because their host work is part of what they cost. Every
-destination is checked after the last run (the Router's: its receive buffers).
+and Router methods are not, because their host work is part of what they cost (their records
+carry ``host_us``, the host's time in the step). Every destination is checked after the last
+run (the Router's: its receive buffers).
 """
 from __future__ import annotations
+
+import statistics
 
 from groute import Link, Router, broadcast as broadcast_policy
 
@@ -33,6 +36,9 @@ from .timing import Clock, measure
 
 METHODS = ("copies", "kernels", "ring copies", "ring kernels", "Links", "Link ring", "Router",
            "device Links")
+#: the methods whose host work is part of their cost: their records carry ``host_us``, the
+#: host's time in the step (issuing, and what the receivers' threads take of the GIL meanwhile)
+HOST_PATHS = ("Links", "Link ring", "Router")
 
 
 def run(ctx, settings, progress) -> BenchResult:
@@ -154,12 +160,15 @@ def run(ctx, settings, progress) -> BenchResult:
                         for dev in dests:
                             device_ops.check_equal(d[dev.index], expected[:words],
                                                    f"broadcast by {method} to {dev.name}")
+                    extra = {"host_us": statistics.median(samples.host_seconds) * 1e6} \
+                        if method in HOST_PATHS else {}
                     rec = record("broadcast", method, samples, size, src=root.name, dst="all",
                                  destinations=len(dests), aggregate_gbps=size * len(dests) / samples.median / 1e9,
                                  initiated="device" if "kernel" in method else "host",
-                                 shape="ring" if "ring" in method else "direct", chunk_bytes=cw * 4)
+                                 shape="ring" if "ring" in method else "direct", chunk_bytes=cw * 4, **extra)
                     result.records.append(rec)
-                    line.append(f"{method} {samples.median * 1e3:.3f} ms")
+                    line.append(f"{method} {samples.median * 1e3:.3f} ms"
+                                + (f" (host {extra['host_us']:.0f} us)" if extra else ""))
             finally:
                 close_links(links + chain)
                 for link, rs in zip(device_links, root_streams):

@@ -130,55 +130,48 @@ def device_copy(stream, dst, src) -> None:
         stream.submit(np.copyto, dst, src)
 
 
-def link_send(stream, link, src, first: int) -> None:
-    """The stream's device sends all of ``src`` through the device-initiated ``link``, one
-    packet per part, tagged with the part's number (CUDA: ``link_send_words``; CPU: the same
-    loop through ``link.tx``). ``first``: the packets the link carried before."""
-    words, per = int(src.shape[0]), link.packet_size
-    packets = -(-words // per)
+def link_send(stream, link, src, first: int, part_bytes: int | None = None) -> None:
+    """The stream's device sends all of ``src`` through the device-initiated ``link`` as the
+    packets ``first``, ``first + 1``, ... (``first``: the packets the link carried before), each
+    written by a group of blocks (``link_send_words``, ``groute_link_send_grid``; CPU: the same
+    through ``link.tx``). ``part_bytes``: the least share of a packet a block writes
+    (:meth:`~groute.runtime.device_link.DeviceLink.grid_shape`'s default when None)."""
+    words = int(src.shape[0])
+    blocks, parts = _link_grid(stream.device, link, words, part_bytes)
     if stream.device.backend == "cuda":
         _launch(stream, "link_send_words", link.tx, src, np.uint64(words), np.uint64(first),
-                path=LINK_KERNELS, blocks=_link_blocks(stream.device, link, packets))
-        return
-
-    def send():
-        tx = link.tx
-        while (n := tx.claim(first + packets)) is not None:
-            part = n - first
-            count = min(per, words - part * per)
-            tx.acquire(n)[:count] = src[part * per:part * per + count]
-            tx.publish(n, count, part)
-    stream.submit(send)
+                np.uint64(parts), path=LINK_KERNELS, blocks=blocks)
+    else:
+        stream.submit(link.tx.send_grid, first, src, parts)
 
 
-def link_receive(stream, link, words: int, first: int, dst=None) -> None:
+def link_receive(stream, link, words: int, first: int, dst=None, part_bytes: int | None = None) -> None:
     """The stream's device receives the ``words`` that :func:`link_send` sends: each packet is
-    copied to its place in ``dst`` (when given), then released."""
-    per = link.packet_size
-    packets = -(-words // per)
+    copied to its place in ``dst`` by a group of blocks (the sender's shape), or, without
+    ``dst``, handed back by one block each (the transfer path alone), and released."""
+    if dst is None:
+        part_bytes = link.packet_bytes
+    blocks, parts = _link_grid(stream.device, link, words, part_bytes)
     if stream.device.backend == "cuda":
         _launch(stream, "link_receive_words", link.rx, dst if dst is not None else np.uint64(0),
-                np.uint64(words), np.uint64(first), path=LINK_KERNELS,
-                blocks=_link_blocks(stream.device, link, packets))
+                np.uint64(words), np.uint64(first), np.uint64(parts), path=LINK_KERNELS, blocks=blocks)
         return
 
     def receive():
-        rx = link.rx
-        while (n := rx.claim(first + packets)) is not None:
-            got = rx.receive(n)
-            if got is None:
-                raise RuntimeError(f"{link.name} ended before packet {n}")
-            items, part = got
-            if dst is not None:
-                dst[part * per:part * per + items.shape[0]] = items
-            rx.release(n)
+        if not link.rx.receive_grid(first, dst, words, parts):
+            raise RuntimeError(f"{link.name} ended before the message of {words} words from packet {first} had arrived")
     stream.submit(receive)
 
 
-def _link_blocks(device, link, packets: int) -> int:
-    """Blocks that send or receive at once: one per slot (more would only wait for slots), at
-    most a full device."""
-    return max(1, min(link.num_buffers, packets, _grid(device)))
+def _link_grid(device, link, words: int, part_bytes) -> tuple[int, int]:
+    """``(blocks, parts)`` of a link kernel moving ``words``: the link's
+    :meth:`~groute.runtime.device_link.DeviceLink.grid_shape` within half the device's grid (the
+    other half for the kernel at the link's other end when both share a GPU); a CPU device's
+    "kernel" is one thread, one block."""
+    packets = max(1, -(-words // link.packet_size))
+    blocks = max(1, _grid(device) // 2) if device.backend == "cuda" else 1
+    extra = {} if part_bytes is None else {"part_bytes": part_bytes}
+    return link.grid_shape(packets, blocks, **extra)
 
 
 class AccessPlan:

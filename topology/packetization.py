@@ -124,10 +124,11 @@ def run(ctx, settings, progress) -> BenchResult:
     return result
 
 
-def _device_link(ctx, clock, place_stream, s, d, pw, buffers, expected, reps, name):
+def _device_link(ctx, clock, place_stream, s, d, pw, buffers, expected, reps, name, part_bytes=None):
     """Time ``s`` through a device-initiated Link from ``clock``'s device to ``place_stream``'s,
     kernels at both ends (the receiver only releases: the transfer path alone); then an
-    untimed run whose receiver places every packet into ``d``, checked."""
+    untimed run whose receiver places every packet into ``d``, checked. ``part_bytes``: the
+    least share of a packet one block writes (None: the link's default)."""
     from groute import Link
     a, b = clock.device, place_stream.device
     total = int(s.shape[0])
@@ -137,8 +138,8 @@ def _device_link(ctx, clock, place_stream, s, d, pw, buffers, expected, reps, na
 
     def step(start, dest=None):
         place_stream.wait_event(start)
-        device_ops.link_receive(place_stream, link, total, sent[0], dest)
-        device_ops.link_send(clock.stream, link, s, sent[0])
+        device_ops.link_receive(place_stream, link, total, sent[0], dest, part_bytes=part_bytes)
+        device_ops.link_send(clock.stream, link, s, sent[0], part_bytes=part_bytes)
         sent[0] += packets
         return [place_stream.record()]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import threading
 import time
 
 
@@ -96,6 +97,10 @@ class CopyPlan:
         self.stream.copy(self.dst[dst_row:dst_row + rows], self.src[src_row:src_row + rows])
 
 
+#: guards every device's shared link streams (taken when a link is made or ends, not per packet)
+_SHARED_LOCK = threading.Lock()
+
+
 class Device(abc.ABC):
     """One compute device: a GPU, or a CPU virtual device."""
 
@@ -122,14 +127,39 @@ class Device(abc.ABC):
     def release_stream(self, stream: Stream) -> None:
         """Give back a stream from :meth:`new_stream` once its queued work is done."""
 
-    def link_stream(self, name: str = "") -> Stream:
+    #: the streams of :meth:`link_stream` that links share: ``{share: [stream, users]}``
+    _shared_link_streams: dict | None = None
+
+    def link_stream(self, name: str = "", *, share=None) -> Stream:
         """The stream a :class:`~groute.runtime.link.Link` issues its copies on. Here a fresh one per
         link, so that transfers on different links overlap (CUDA); a backend whose streams are
-        threads shares one (CPU)."""
-        return self.new_stream(name)
+        threads shares one (CPU). ``share``: a key (any hashable); the links that pass the same
+        key issue on one stream, given back when the last of them gives it back (a router
+        input's links, so that a broadcast issues its copies one after another, with one event
+        for them all)."""
+        if share is None:
+            return self.new_stream(name)
+        with _SHARED_LOCK:
+            if self._shared_link_streams is None:
+                self._shared_link_streams = {}
+            entry = self._shared_link_streams.get(share)
+            if entry is None:
+                entry = self._shared_link_streams[share] = [self.new_stream(name), 0]
+            entry[1] += 1
+            return entry[0]
 
     def release_link_stream(self, stream: Stream) -> None:
-        """Give back a stream from :meth:`link_stream` once its link has drained."""
+        """Give back a stream from :meth:`link_stream` once its link has drained (a shared one
+        goes back with its last link)."""
+        with _SHARED_LOCK:
+            shared = self._shared_link_streams or {}
+            for key, entry in shared.items():
+                if entry[0] is stream:
+                    entry[1] -= 1
+                    if entry[1] > 0:
+                        return
+                    del shared[key]
+                    break
         self.release_stream(stream)
 
     def clear_failure(self, timeout=None) -> None:

@@ -194,11 +194,11 @@ class CPUDevice(Device):
                 self._streams.remove(stream)
         stream.close()  # queued work still runs first; the thread then exits
 
-    def link_stream(self, name: str = "") -> CPUStream:
-        """One stream for every Link this device copies for, made on first use: a stream is a
-        thread here, and a stream per link would make threads grow with the square of the
-        number of devices. Its thread plays the device's copy engine; packets of one link stay
-        in order, and links only share its time."""
+    def link_stream(self, name: str = "", *, share=None) -> CPUStream:
+        """One stream for every Link this device copies for, made on first use (so ``share``
+        changes nothing): a stream is a thread here, and a stream per link would make threads
+        grow with the square of the number of devices. Its thread plays the device's copy
+        engine; packets of one link stay in order, and links only share its time."""
         with self._lock:
             if self._links_stream is None:
                 self._links_stream = CPUStream(self, "links")

@@ -158,6 +158,8 @@ class CUDAStream(Stream):
         self.name = name
         with device.use():
             self.raw = _cupy().cuda.Stream(non_blocking=True)
+        self._ptr = int(self.raw.ptr)
+        self._event_record = _cupy().cuda.runtime.eventRecord   # a Link records per packet
         self._staging = None  # pinned buffer for host-staged copies without peer access
         self._staging_bytes = 0
 
@@ -176,7 +178,7 @@ class CUDAStream(Stream):
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it
-            _cupy().cuda.runtime.eventRecord(event.raw.ptr, self.raw.ptr)
+            self._event_record(event.raw.ptr, self._ptr)
             return event
         cupy = _cupy()
         with _failures_on(self.device), self.device.use():

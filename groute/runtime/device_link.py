@@ -8,7 +8,10 @@ receiver, a kernel on ``dst`` (``receiver="device"``) or the host (``receiver="h
 :meth:`DeviceLink.receive`), waits on the flag, reads, and hands the slot back by writing a word
 in the sender's memory. Back-pressure is the same as a host-initiated Link's: a sender waits
 for a slot its receiver has released. The protocol (slots, flags, counters, the end and the
-stop) is written out in ``groute/runtime/link.cuh``, the header CUDA kernels include.
+stop) is written out in ``groute/runtime/link.cuh``, the header CUDA kernels include. A large
+packet is written by a group of blocks, each a share, and published once by the last of them
+(``groute_link_send_part``; ``groute_link_send_grid`` moves a whole buffer so), since one block
+writes a fraction of what NVLink carries; :meth:`DeviceLink.grid_shape` sizes the grid.
 
 The CPU backend runs the same protocol on NumPy arrays: a "kernel" is a function on a device's
 stream thread, which sends and receives through :attr:`DeviceLink.tx` and
@@ -42,8 +45,11 @@ from .segment import PendingSegment, SegmentReceiver, positive_int
 #: the host's own kernels on the link (close; the layout check)
 KERNELS = Path(__file__).with_name("link_kernels.cu")
 #: the fields of ``struct groute_link`` (link.cuh), in order, each 8 bytes
-FIELDS = ("slots", "ready", "count", "tag", "freed", "head", "tail", "end", "status",
-          "packet_bytes", "item_bytes", "num_buffers", "timeout_ns")
+FIELDS = ("slots", "ready", "count", "tag", "freed", "head", "tail", "end", "status", "written",
+          "taken", "packet_bytes", "item_bytes", "num_buffers", "timeout_ns")
+#: the least of a packet's bytes that one block of a group writes or reads (a 16-byte vector for
+#: each thread of a 256-thread block): smaller packets go one block each
+PART_BYTES = 4096
 RECEIVERS = ("device", "host")
 OPEN, STOPPED, TIMED_OUT = 0, 1, 2        # the status word
 _IDS = itertools.count()
@@ -72,6 +78,8 @@ class DeviceLink(SegmentReceiver):
         self.receiver = receiver
         self.dtype = np.dtype(dtype)
         self.item_shape = tuple(item_shape)
+        #: a slot's bytes (a packet's items times an item's bytes)
+        self.packet_bytes = self.packet_size * self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
@@ -84,12 +92,14 @@ class DeviceLink(SegmentReceiver):
         # ready, count, tag per slot and the end word: where the receiver polls
         self._flags = b.mapped_host_buffer(3 * k + 1, np.uint64) if receiver == "host" \
             else b.zeros(3 * k + 1, np.uint64)
-        self._sender_words = a.zeros(k + 1, np.uint64)      # freed per slot, head
-        self._tail = b.zeros(1, np.uint64)
+        self._sender_words = a.zeros(2 * k + 1, np.uint64)      # freed and written per slot, head
+        self._receiver_words = b.zeros(k + 1, np.uint64)        # taken per slot, tail
         self._status = a.mapped_host_buffer(1, np.int32)
         self._ready, self._count, self._tag = (self._flags[i * k:(i + 1) * k] for i in range(3))
         self._end = self._flags[3 * k:]
-        self._freed, self._head = self._sender_words[:k], self._sender_words[k:]
+        self._freed, self._written = self._sender_words[:k], self._sender_words[k:2 * k]
+        self._head = self._sender_words[2 * k:]
+        self._taken, self._tail = self._receiver_words[:k], self._receiver_words[k:]
         if a.backend == "cuda":
             self._sync_zeroed()
         self.tx, self.rx = self._describe()
@@ -110,6 +120,51 @@ class DeviceLink(SegmentReceiver):
     def __repr__(self):
         return f"<DeviceLink {self.name} P={self.packet_size} B={self.num_buffers} receiver={self.receiver}>"
 
+    def grid_shape(self, packets: int, blocks: int, *, part_bytes: int = PART_BYTES) -> tuple[int, int]:
+        """The grid of a kernel that sends a message of ``packets`` packets with
+        ``groute_link_send_grid`` (or receives it with ``groute_link_receive_grid``) in at most
+        ``blocks`` blocks: ``(grid blocks, parts)``, ``parts`` the blocks that write (read) each
+        packet.
+
+        A packet is split into shares of at least ``part_bytes`` (one share per block, at most
+        ``blocks``): one block alone reaches a fraction of NVLink, a grid the whole of it. With
+        one block per packet, one packet per slot is in flight (more blocks would wait for
+        slots); with several, half the slots, so that a group's next slot is released while it
+        writes the packet before. A receiver that only hands the slots back passes
+        ``part_bytes=link.packet_bytes`` (one block per packet).
+
+        Parameters
+        ----------
+        packets : int
+            The message's packets.
+        blocks : int
+            The most blocks the kernel may have (what the device keeps resident beside the
+            other kernels that run meanwhile: the receiver's, on one GPU).
+        part_bytes : int
+            The least share of a packet one block takes.
+
+        Returns
+        -------
+        tuple of int
+            The kernel's blocks and the ``parts`` argument of the grid functions.
+
+        Examples
+        --------
+        >>> from groute import Context, Link
+        >>> with Context(2, backend="cpu") as ctx:
+        ...     link = Link(*ctx.devices, 1 << 18, 4, ctx=ctx, initiated="device")  # 1 MiB
+        ...     shapes = link.grid_shape(64, 512), link.grid_shape(64, 512, part_bytes=1 << 20)
+        ...     link.close()
+        >>> shapes
+        ((512, 256), (4, 1))
+        """
+        packets, blocks, part_bytes = (positive_int(n, v) for n, v in
+                                       (("packets", packets), ("blocks", blocks), ("part_bytes", part_bytes)))
+        parts = max(1, min(blocks, self.packet_bytes // part_bytes))
+        in_flight = self.num_buffers if parts == 1 else max(1, self.num_buffers // 2)
+        groups = max(1, min(packets, in_flight, blocks // parts))
+        return groups * parts, parts
+
     def _sync_zeroed(self):
         """CuPy zeroes on the current stream; the link's kernels run on others."""
         for dev in {self.src.device, self.dst.device}:
@@ -128,7 +183,8 @@ class DeviceLink(SegmentReceiver):
                   "count": b.address(self._count), "tag": b.address(self._tag),
                   "freed": a.address(self._freed), "head": a.address(self._head),
                   "tail": b.address(self._tail), "end": b.address(self._end),
-                  "status": a.address(self._status),
+                  "status": a.address(self._status), "written": a.address(self._written),
+                  "taken": b.address(self._taken),
                   "packet_bytes": self.packet_size * item_bytes, "item_bytes": item_bytes,
                   "num_buffers": self.num_buffers, "timeout_ns": int(self.timeout * 1e9)}
         rec = pack_struct([(f, np.uint64, values[f]) for f in FIELDS])
@@ -329,6 +385,32 @@ class LinkSender:
         self.publish(n, count, tag)
         return n
 
+    def send_part(self, n: int, data, tag: int, part: int, parts: int) -> None:
+        """Block ``part`` of the ``parts`` that send packet ``n`` (``data``: its items)
+        together (``groute_link_send_part``): write this part's share of the items into the
+        slot, and the last part to finish publishes."""
+        link = self.link
+        count = int(data.shape[0])
+        if not 0 <= count <= link.packet_size:
+            raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got {count}")
+        lo, hi = _share(count, part, parts)
+        self.acquire(n)[lo:hi] = data[lo:hi]
+        if _arrive(self._lock, link._written, n % link.num_buffers, parts):
+            self.publish(n, count, tag)
+
+    def send_grid(self, first: int, data, parts: int) -> None:
+        """The grid sends ``data`` as packets ``first``, ``first + 1``, ... (the i-th tagged
+        i), each written by ``parts`` blocks (``groute_link_send_grid``; here the blocks run
+        one after another, packet by packet)."""
+        link = self.link
+        per = link.packet_size
+        packets = -(-int(data.shape[0]) // per)
+        with self._lock:
+            link._head[0] = max(int(link._head[0]), first + packets)
+        for i in range(packets):
+            for part in range(parts):
+                self.send_part(first + i, data[i * per:(i + 1) * per], i, part, parts)
+
     def close(self) -> None:
         """What the close kernel does: publish the number of packets sent."""
         self.link._end[0] = self.link._head[0] + 1
@@ -368,6 +450,50 @@ class LinkReceiver:
     def release(self, n: int) -> None:
         """Done reading packet ``n``: its slot goes back to the sender."""
         self.link._freed[n % self.link.num_buffers] = n + 1
+
+    def release_part(self, n: int, parts: int) -> None:
+        """One of the ``parts`` blocks that read packet ``n`` is done
+        (``groute_link_release_part``): the last of them releases the slot."""
+        if _arrive(self._lock, self.link._taken, n % self.link.num_buffers, parts):
+            self.release(n)
+
+    def receive_grid(self, first: int, dst, count: int, parts: int) -> bool:
+        """The grid receives the ``count`` items that :meth:`LinkSender.send_grid` sends from
+        packet ``first`` on, each packet read by ``parts`` blocks, which place their shares in
+        ``dst`` (None: only release); False when the link ended before the message did
+        (``groute_link_receive_grid``)."""
+        link = self.link
+        per = link.packet_size
+        packets = -(-count // per)
+        with self._lock:
+            link._tail[0] = max(int(link._tail[0]), first + packets)
+        for i in range(packets):
+            got = self.receive(first + i)
+            if got is None:
+                return False
+            items = got[0]
+            for part in range(parts):
+                if dst is not None:
+                    lo, hi = _share(int(items.shape[0]), part, parts)
+                    dst[i * per + lo:i * per + hi] = items[lo:hi]
+                self.release_part(first + i, parts)
+        return True
+
+
+def _share(count: int, part: int, parts: int) -> tuple[int, int]:
+    """The items ``[lo, hi)`` of a packet of ``count`` that part ``part`` of ``parts`` takes
+    (``groute_link_share``, in items rather than 16-byte vectors)."""
+    per = -(-count // parts)
+    return min(count, part * per), min(count, (part + 1) * per)
+
+
+def _arrive(lock, counter, slot: int, parts: int) -> bool:
+    """A part arrives at ``counter[slot]`` (``groute_link_arrive``): True for the last of the
+    ``parts``, which resets the counter for the slot's next packet."""
+    with lock:
+        done = int(counter[slot]) + 1
+        counter[slot] = 0 if done == parts else done
+    return done == parts
 
 
 def _wait(link, predicate, what):

@@ -30,6 +30,13 @@ context stops, and turns a receiver that holds every buffer for longer than the 
 :class:`WaitTimeout`. Waking a thread costs a scheduler round trip and a GIL hand-off, so the
 callers do the common work themselves.
 
+A packet costs the host a copy call and an event record, no more: no device is made current
+(the copy and the record name their stream), the buffers a release frees are taken in the same
+lock hold as the release, and a copy plan is made once for consecutive sends of one array.
+:func:`send_all` sends one array on several links (a Router's broadcast): the links that share
+a copy stream (one router input's) and have room take it together, one wait for the producer,
+their copies one after another and one event for all of them.
+
 One pump thread serves every link whose copies a device issues (:class:`_Pump`), so host
 threads grow with the number of devices, not with the number of links (a router or worklist
 over K devices has K*(K-1) links). Each link keeps its own copy stream where streams are cheap
@@ -150,7 +157,7 @@ class Link(SegmentReceiver):
 
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src",
-                 batching: bool = False, initiated: str = "host"):
+                 batching: bool = False, share_stream=None, initiated: str = "host"):
         self.packet_size = positive_int("packet_size", packet_size)
         self.num_buffers = positive_int("num_buffers", num_buffers)
         self.src = Endpoint.of(src)
@@ -167,7 +174,7 @@ class Link(SegmentReceiver):
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
         self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
             else self.dst.device
-        self.stream = copier.link_stream(f"{self.name}")
+        self.stream = copier.link_stream(f"{self.name}", share=share_stream)
         self.stop = copier.stop_event
         p, b = self.packet_size, self.num_buffers
         shape = (p * b, *self.item_shape)
@@ -180,6 +187,7 @@ class Link(SegmentReceiver):
         self._after = [None] * b         # what the next copy into each slot must wait for
         self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
         self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        self._plan = None                # (the last array sent, its copy plan into the slots)
 
         # receivers wait on _arrival; the pump is woken through its own condition (_wake_pump)
         self._lock = threading.Lock()
@@ -231,7 +239,8 @@ class Link(SegmentReceiver):
                 # buffer is held (the release that frees one issues the next packet).
                 return handle
             self._issuing = True
-        self._issue_and_yield(self.num_buffers, raise_errors=True)
+            work = self._take_next(None, None, self.num_buffers)
+        self._issue_and_yield(self.num_buffers, raise_errors=True, work=work)
         return handle
 
     def _check_data(self, data):
@@ -283,35 +292,43 @@ class Link(SegmentReceiver):
         head = self._sends[0]
         return bool(self._free) or head.offset >= head.size   # an empty send needs no buffer
 
-    def _issue_and_yield(self, budget, *, raise_errors):
+    def _take_next(self, head, batch, budget):
+        """The token holder's step, lock held: hand ``batch`` over, retire ``head`` once every
+        packet of it is issued, and take the free buffers for the next (at most ``budget``)
+        packets: ``(send, runs, packets)``. With nothing to issue now, give the token back:
+        ``(None, wake, 0)``, ``wake`` true when work is left that nobody will pick up (the
+        caller used its share) or a closed link is now drained: the pump's turn."""
+        if batch and self._deliver is None:
+            self._received.extend(batch)
+            self._arrival.notify_all()
+        if head is not None and head.offset >= head.size and self._sends and self._sends[0] is head:
+            self._sends.popleft()
+        head = self._sends[0] if self._sends and not self._done else None
+        k = left = 0
+        if head is not None and budget > 0:
+            left = -(-(head.size - head.offset) // self.packet_size)
+            k = min(left, budget, len(self._free))
+        if head is None or budget <= 0 or (left and not k):
+            self._issuing = False
+            return None, self._can_issue() or (self._closed and not self._sends), 0
+        self._reserved -= k
+        return head, self._take(k), k
+
+    def _issue_and_yield(self, budget, *, raise_errors, work=None):
         """Holding the token: issue up to ``budget`` queued packets in order, without waiting
-        for a buffer, hand the packets over, then give the token back."""
-        p = self.packet_size
-        head, batch, wake = None, None, False
+        for a buffer, hand the packets over, then give the token back. ``work``: the first
+        step (:meth:`_take_next`), taken in the caller's own hold of the lock."""
+        head, batch = None, None
         try:
             while True:
-                with self._lock:
-                    # one lock hold: hand over the last batch, retire a finished send, take the
-                    # next buffers or give the token back
-                    if batch and self._deliver is None:
-                        self._received.extend(batch)
-                        self._arrival.notify_all()
-                    if head is not None and head.offset >= head.size and self._sends \
-                            and self._sends[0] is head:
-                        self._sends.popleft()
-                    head = self._sends[0] if self._sends and not self._done else None
-                    k = left = 0
-                    if head is not None and budget > 0:
-                        left = -(-(head.size - head.offset) // p)
-                        k = min(left, budget, len(self._free))
-                    if head is None or budget <= 0 or (left and not k):
-                        self._issuing = False
-                        # work left that nobody will pick up (this caller used its share), or a
-                        # closed link now drained: the pump's turn
-                        wake = self._can_issue() or (self._closed and not self._sends)
-                        break
-                    self._reserved -= k
-                    runs = self._take(k)
+                if work is None:
+                    with self._lock:
+                        work = self._take_next(head, batch, budget)
+                head, runs, k = work
+                work = None
+                if head is None:
+                    wake = runs
+                    break
                 budget -= k
                 batch = self._issue(head, runs)
         except BaseException as exc:  # noqa: BLE001 - the link is broken; tell everyone
@@ -343,12 +360,12 @@ class Link(SegmentReceiver):
     def _issue(self, entry, runs):
         """Copy the next packets of ``entry`` into the slot ``runs`` (one copy each); return
         their PendingSegments for the caller to hand over (a ``deliver`` callback gets them
-        here). Only the token holder calls this."""
+        here). Only the token holder calls this. No device is made current: a copy names its
+        stream, and the stream calls that need their device select it themselves."""
         batch = []
         try:
             if runs:
-                with self._copier.use():
-                    self._copy_runs(entry, runs, batch)
+                self._copy_runs(entry, runs, batch)
         except BaseException:
             if batch:  # a failure part-way: what is already on the stream still arrives
                 self._hand_over(batch)
@@ -356,54 +373,76 @@ class Link(SegmentReceiver):
         if entry.offset >= entry.size:
             self.stats["segments"] += 1
             entry.handle._finish(entry.last)
-            self._hold_source(entry)
+            self._hold_source(entry.last, entry.data)
         if self._deliver is not None:
             self._deliver(batch)
             return None
         return batch
 
     def _copy_runs(self, entry, runs, batch):
-        """The copies of :meth:`_issue`, with the copying device current; each run's
-        PendingSegment goes into ``batch`` as soon as its copy is on the stream."""
-        stream, size, p = self.stream, entry.size, self.packet_size
+        """The copies of :meth:`_issue`, an event each (the slot's, recorded again); each
+        run's PendingSegment goes into ``batch`` as soon as its copy is on the stream."""
+        stream, p, events = self.stream, self.packet_size, self._events
         if entry.packet == 0 and entry.event is not None:
             stream.wait_event(entry.event)
         if entry.plan is None:
-            entry.plan = stream.copy_plan(self._ring, entry.data)
-        plan, after, events, stats = entry.plan, self._after, self._events, self.stats
+            entry.plan = self._plan_for(entry.data)
         for first, n in runs:
-            waited = None
-            for i in range(first, first + n):
-                if after[i] is not None:
-                    if after[i] is not waited:   # a batch's slots share their release's event
-                        waited = after[i]
-                        stream.wait_event(waited)
-                    after[i] = None
             off = entry.offset
-            m = min(n * p, size - off)
-            plan(first * p, off, m)
-            event = events[first] = stream.record(events[first])
-            for i in range(first, first + n):
-                self._copy_events[i] = event
-            entry.last = event
+            m = min(n * p, entry.size - off)
+            self._copy_run(entry.plan, first, n, off, m)
+            event = entry.last = events[first] = stream.record(events[first])
+            batch.append(self._arrived(first, n, off, m, entry.packet, entry.size, entry.metadata, event))
             entry.offset = off + m
-            if n == 1:
-                data = self._slots[first] if m == p else self._slots[first][:m]
-                release = self._releases[first]
-            else:
-                data = self._ring[first * p:first * p + m]
-                release = functools.partial(self._release, first, n)
-            batch.append(PendingSegment(data, event, entry.metadata, release=release, source=self.src,
-                                        packet=(off, entry.packet, n if self.batching else 0,
-                                                off + m >= size, size)))
             entry.packet += n
-            stats["copies"] += 1
-            stats["packets"] += n
-            stats["elements"] += m
-            stats["bytes"] += m * self._row_bytes
 
-    def _hold_source(self, entry):
-        """Keep a send's source array alive until its copies are done (token holder only).
+    def _plan_for(self, data):
+        """The copy plan from ``data`` into the receive slots, made once for consecutive sends
+        of the same array (kept, with the array, until another is sent or the link ends).
+        Token holder only."""
+        cached = self._plan
+        if cached is not None and cached[0] is data:
+            return cached[1]
+        plan = self.stream.copy_plan(self._ring, data)
+        self._plan = (data, plan)
+        return plan
+
+    def _copy_run(self, plan, first, n, off, m):
+        """Copy ``m`` rows of a send from row ``off`` into the slots ``first``.. ``first + n - 1``,
+        once what their releases wait for is done. Token holder only."""
+        stream, after = self.stream, self._after
+        waited = None
+        for i in range(first, first + n):
+            if after[i] is not None:
+                if after[i] is not waited:   # a batch's slots share their release's event
+                    waited = after[i]
+                    stream.wait_event(waited)
+                after[i] = None
+        plan(first * self.packet_size, off, m)
+
+    def _arrived(self, first, n, off, m, packet, size, metadata, event):
+        """The PendingSegment of the rows ``off``.. ``off + m`` of a send of ``size`` (from its
+        packet number ``packet``) that ``event`` completes in the slots ``first``.."""
+        p = self.packet_size
+        for i in range(first, first + n):
+            self._copy_events[i] = event
+        if n == 1:
+            data = self._slots[first] if m == p else self._slots[first][:m]
+            release = self._releases[first]
+        else:
+            data = self._ring[first * p:first * p + m]
+            release = functools.partial(self._release, first, n)
+        stats = self.stats
+        stats["copies"] += 1
+        stats["packets"] += n
+        stats["elements"] += m
+        stats["bytes"] += m * self._row_bytes
+        return PendingSegment(data, event, metadata, release=release, source=self.src,
+                              packet=(off, packet, n if self.batching else 0, off + m >= size, size))
+
+    def _hold_source(self, event, data):
+        """Keep a send's source array alive until ``event`` (its last copy) is done (token
+        holder only).
 
         A caller may drop its last reference as soon as ``send`` returns; a pooling allocator
         (CuPy's) would then hand the memory out again, on another stream, while the copy still
@@ -411,8 +450,33 @@ class Link(SegmentReceiver):
         flight = self._in_flight
         while flight and _finished(flight[0][0]):
             flight.popleft()
-        if entry.last is not None:
-            flight.append((entry.last, entry.data))
+        if event is not None:
+            flight.append((event, data))
+
+    # sending with other links (send_all) ------------------------------------------------------
+    def _take_all(self, packets):
+        """For a send served together with other links' (:func:`send_all`): when this link is
+        open and idle (no token holder, nothing queued) with a free buffer for each of
+        ``packets``, take the token and the buffers: their runs; else None."""
+        with self._lock:
+            if self._closed or self._error is not None or self._done or self._issuing \
+                    or self._sends or len(self._free) < packets:
+                return None
+            self._issuing = True
+            return self._take(packets)
+
+    def _hand_over_and_yield(self, batch):
+        """After a send served together with other links': hand ``batch`` over and give the
+        token back, issuing first what was queued meanwhile."""
+        if self._deliver is not None:
+            self._deliver(batch)
+            batch = None
+        with self._lock:
+            work = self._take_next(None, batch, self.num_buffers)
+        if work[0] is not None:
+            self._issue_and_yield(self.num_buffers, raise_errors=False, work=work)
+        elif work[1]:
+            self._pump.wake(self)
 
     def _release(self, index, count, after=None):
         # The next copy into these slots goes on the same stream as the copy that filled them,
@@ -425,11 +489,12 @@ class Link(SegmentReceiver):
                 self._is_free[i] = 1
             self._free.extend(range(index, index + count))
             self._released += 1
-            issue = self._can_issue()
-            if issue:
+            work = None
+            if self._can_issue():   # the next queued packet goes into this buffer, from here
                 self._issuing = True
-        if issue:  # the next queued packet goes into this buffer now, from this thread
-            self._issue_and_yield(self.num_buffers, raise_errors=False)
+                work = self._take_next(None, None, self.num_buffers)
+        if work is not None:
+            self._issue_and_yield(self.num_buffers, raise_errors=False, work=work)
         for cond in self._room_listeners:
             with cond:
                 cond.notify_all()
@@ -502,6 +567,7 @@ class Link(SegmentReceiver):
                 log.error("%s: giving its stream back failed: %s", self.name, exc)
         with self._lock:
             self._done = True
+            self._plan = None
             for entry in self._sends:
                 entry.handle._fail(self._error or LinkClosed(f"{self.name} stopped"))
             self._sends.clear()
@@ -561,3 +627,108 @@ class Link(SegmentReceiver):
                     return False
                 self._arrival.wait(min(remaining, POLL_INTERVAL))
         return True
+
+
+def send_all(links, data, *, event=None, metadata=None) -> list:
+    """Send ``data`` on every link of ``links`` (a broadcast: links of one dtype and item shape).
+
+    What :meth:`Link.send` on each does, with less host work per destination: the links that
+    issue on one stream (those of a router input, :meth:`~groute.device.base.Device.link_stream`'s
+    ``share``) and are idle with a free buffer for every packet take their buffers at once;
+    their copies go on that stream one after another, after one wait for ``event``, and one
+    event recorded after the last completes every packet of them (never less than its own
+    copy). Every other link gets :meth:`Link.send`.
+
+    Parameters
+    ----------
+    links : list of Link
+        The destinations' links, all from one source.
+    data : array
+        The elements to send (on the source endpoint).
+    event : Event, optional
+        The copies wait for it (the work that produced ``data``).
+    metadata : dict, optional
+        What every receiver's PendingSegments carry.
+
+    Returns
+    -------
+    list of SendHandle
+        One for the links served together (first, when there are any), then one per other
+        link; ``data`` may be overwritten once all are done.
+
+    Raises
+    ------
+    LinkClosed
+        A link is closed (the links before it in ``links`` have sent).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from groute import Context, Link
+    >>> from groute.runtime.link import send_all
+    >>> with Context(3, backend="cpu") as ctx:
+    ...     a, b, c = ctx.devices
+    ...     links = [Link(a, d, 4, ctx=ctx) for d in (b, c)]
+    ...     handles = send_all(links, a.asarray(np.arange(3, dtype=np.int32)))
+    ...     got = [link.receive(timeout=5).wait().data.tolist() for link in links]
+    ...     for link in links:
+    ...         link.close()
+    >>> len(handles), got
+    (1, [[0, 1, 2], [0, 1, 2]])
+    """
+    links = list(links)
+    if not links:
+        return []
+    lead = links[0]
+    data = lead._check_data(data)
+    size = int(data.shape[0])
+    packets = -(-size // lead.packet_size)
+    meta = dict(metadata) if metadata else {}
+    together, alone = [], []
+    for link in links:
+        runs = None
+        if packets and link.stream is lead.stream and link.packet_size == lead.packet_size:
+            runs = link._take_all(packets)
+        if runs is None:
+            alone.append(link)
+        else:
+            together.append((link, runs))
+    handles = [_send_together(together, data, size, event, meta)] if together else []
+    handles.extend(link.send(data, event=event, metadata=meta) for link in alone)
+    return handles
+
+
+def _send_together(together, data, size, event, metadata) -> SendHandle:
+    """The copies of :func:`send_all` for ``together``, ``(link, runs)`` pairs whose tokens and
+    buffers are taken: one wait, the copies, one event; then each link hands its packets over
+    and gives its token back."""
+    first_link, first_runs = together[0]
+    stream, p = first_link.stream, first_link.packet_size
+    try:
+        if event is not None:
+            stream.wait_event(event)
+        for link, runs in together:
+            plan, off = link._plan_for(data), 0
+            for first, n in runs:
+                m = min(n * p, size - off)
+                link._copy_run(plan, first, n, off, m)
+                off += m
+        slot, events = first_runs[0][0], first_link._events
+        done = events[slot] = stream.record(events[slot])
+    except BaseException as exc:  # noqa: BLE001 - the links are broken; tell everyone
+        for link, _ in together:
+            link._fail(exc)
+        raise
+    handle = SendHandle(size)
+    handle._finish(done)
+    first_link._hold_source(done, data)
+    for link, runs in together:
+        batch, off, packet = [], 0, 0
+        for first, n in runs:
+            m = min(n * p, size - off)
+            batch.append(link._arrived(first, n, off, m, packet, size, metadata, done))
+            off += m
+            packet += n
+        link.stats["segments"] += 1
+        link._hand_over_and_yield(batch)
+    return handle

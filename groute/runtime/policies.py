@@ -59,6 +59,19 @@ def to_the_others(segment, source, destinations):
     return Route(tuple(d for d in destinations if d != source), BROADCAST)
 
 
+broadcast.broadcasts = True
+to_the_others.broadcasts = True
+
+
+def broadcasts(policy) -> bool:
+    """True for a policy whose every answer is a broadcast, as it says in a ``broadcasts``
+    attribute (:func:`broadcast`, :func:`to_the_others`): a router gives the links of each of its
+    inputs one copy stream, so that a broadcast's copies go out one after another with one
+    event (:func:`groute.runtime.link.send_all`). Any policy may still answer with a
+    broadcast Route; without the attribute its copies go on each link's own stream."""
+    return bool(getattr(policy, "broadcasts", False))
+
+
 def first_available(segment, source, destinations):
     """Whichever destination frees a buffer first (load balancing by availability)."""
     return list(destinations)

@@ -8,8 +8,10 @@ policy picks output ``j`` and the link ``i -> j`` copies straight from the sourc
 destination; a policy that picks an output input ``i`` has no link to is an error. With an availability
 route the router waits until one of the allowed links has a free receive buffer and uses the
 first such one, which is how "send to the first free device" load balancing works. A broadcast
-sends on every allowed link before it returns: each link issues its copies on its own stream at
-once, so the destinations are served concurrently, straight from the source.
+sends on every allowed link before it returns, straight from the source: with a broadcasting
+policy (:func:`~groute.runtime.policies.broadcasts`) the links of one input share a copy stream,
+and a broadcast issues its copies there one after another with one event for all of them
+(:func:`~groute.runtime.link.send_all`); the copies of other links go on their own streams.
 """
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ from ..config import resolve_timeout
 from ..errors import WaitTimeout
 from ..waiting import wait_for
 from .endpoint import Endpoint
-from .link import Link, SendHandle
-from .policies import AVAILABILITY, BROADCAST, as_route
+from .link import Link, SendHandle, send_all
+from .policies import AVAILABILITY, BROADCAST, as_route, broadcasts
 from .router_output import RouterOutput
 from .segment import Segment
 
@@ -96,10 +98,12 @@ class Router:
             if not (0 <= i < shape[0] and 0 <= j < shape[1]):
                 raise ValueError(f"{name}: pair ({i}, {j}) names no input and output "
                                  f"({shape[0]} inputs, {shape[1]} outputs)")
+        # a broadcasting policy's links from one input share a copy stream (see send_all)
+        shares = [object() if broadcasts(policy) else None for _ in self.input_endpoints]
         #: ``links[i][j]``: the link from input i to output j (None where ``pairs`` has none)
         self.links = [[Link(src, dst, packet_size, num_buffers, dtype=dtype, item_shape=item_shape,
                             ctx=ctx, name=f"{name}[{i}->{j}]", deliver=self.outputs[j]._deliver,
-                            batching=batching)
+                            batching=batching, share_stream=shares[i])
                        if (i, j) in wanted else None
                        for j, dst in enumerate(self.output_endpoints)]
                       for i, src in enumerate(self.input_endpoints)]
@@ -130,8 +134,12 @@ class Router:
                 raise ValueError(f"{self.name}: policy chose output {j} for input {i}, which has "
                                  f"no link there (the router's pairs)")
         if route.strategy == BROADCAST:
-            handles = [self._send(i, j, data, event, metadata) for j in dests]
-            return _MultiHandle(handles)
+            size = int(data.shape[0])
+            for j in dests:
+                self.routed[i, j] += 1
+                self.routed_elements[i, j] += size
+            return _MultiHandle(send_all([self.links[i][j] for j in dests], data, event=event,
+                                         metadata=metadata))
         if route.strategy == AVAILABILITY and len(dests) > 1:
             chosen = []
 
