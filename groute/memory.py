@@ -8,26 +8,34 @@ An estimate (the engines' and apps' own: the relaxation engines'
 the arrays the solver's default path keeps on its largest device for the solver's life, by
 name, for a graph of ``n`` vertices and ``m`` arcs split over ``devices`` devices (balanced
 parts: :func:`share` of each): the CSR rows it uploads (:func:`rows_bytes`) and its per-vertex
-arrays; :func:`check_fits` raises :class:`GraphTooLarge` when they will not fit. Set-up temporaries that fall back to the host
-when a device is short (PageRank's in-arc sort on the GPU) are left out; the bench
-(``groute bench``) records the measured peak beside the estimate, so the two can be compared.
-Arc offsets are 8 bytes (int64: they pass 2**31 on big graphs), vertex ids and per-vertex values
-4 bytes.
+arrays, and where a set-up builds something in the device's memory (PageRank's in-arcs) the
+arrays live at that set-up's peak; :func:`check_fits` raises :class:`GraphTooLarge` when the
+larger of the two will not fit. The bench (``groute bench``) records the measured peak beside
+the estimate, so the two can be compared (docs/PERFORMANCE.md, "Memory"). Arc offsets are 8
+bytes (int64: they pass 2**31 on big graphs), vertex ids and per-vertex values 4 bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class DeviceBytes:
-    """Bytes one device needs, by array (``parts``), and their sum (:attr:`total`)."""
+    """Bytes one device needs, by array: ``parts``, what it keeps for the solver's life;
+    ``setup``, every array live at the peak of its set-up, where the set-up builds something
+    in the device's memory (empty where it only uploads). :attr:`total` is the larger sum,
+    what must fit, and :attr:`peak_parts` the arrays of that moment."""
 
     parts: dict
+    setup: dict = field(default_factory=dict)
+
+    @property
+    def peak_parts(self) -> dict:
+        return self.setup if sum(self.setup.values()) > sum(self.parts.values()) else self.parts
 
     @property
     def total(self) -> int:
-        return int(sum(self.parts.values()))
+        return int(sum(self.peak_parts.values()))
 
 
 class GraphTooLarge(MemoryError):
@@ -88,7 +96,7 @@ def check_fits(devices, need: DeviceBytes, what: str) -> None:
         allowed = free // shared_by
         if need.total <= allowed:
             continue
-        biggest = sorted(need.parts.items(), key=lambda kv: -kv[1])[:3]
+        biggest = sorted(need.peak_parts.items(), key=lambda kv: -kv[1])[:3]
         listed = ", ".join(f"{name} {_gib(b)}" for name, b in biggest)
         name = getattr(device, "name", "a device")
         if shared_by > 1:

@@ -221,6 +221,33 @@ def test_estimates_grow_with_the_graph_and_the_csr_dominates_big_traversals():
     assert components_bytes(100, 1000, directed=True).parts["indices (int32)"] == 8000
 
 
+def test_pagerank_estimate_counts_the_set_up_peak_and_the_vectors_over_all_vertices():
+    """The in-arcs' build in a device's memory (its share, a next slot per owned row, every
+    vertex's new id, one step of temporaries) is the set-up's peak where it passes the arrays
+    kept; those include the start's contribution vector, and on several devices the peer
+    masks and export lists. The error before uploading names the arrays of the peak."""
+    from groute.graph.arcs import IN_ARC_STEP_ARCS, IN_ARC_STEP_BYTES
+    n, m = 2**20, 2**24
+    one = iteration_bytes(n, m)
+    assert one.parts["start contributions"] == 4 * n
+    assert one.setup["new ids (int32)"] == 4 * n
+    assert one.setup["build step"] == IN_ARC_STEP_BYTES * IN_ARC_STEP_ARCS["cupy"]
+    assert one.total == max(sum(one.parts.values()), sum(one.setup.values()))
+    four = iteration_bytes(n, m, devices=4)
+    assert four.setup["in-arc sources (int32)"] == m            # a quarter of 4 bytes per arc
+    assert four.parts["peer masks"] == n // 4
+    few_vertices = iteration_bytes(1000, m)                     # the build outweighs the kept
+    assert few_vertices.peak_parts is few_vertices.setup
+    assert few_vertices.total == sum(few_vertices.setup.values())
+
+
+def test_traversal_estimate_counts_the_worklists_receive_buffers():
+    n, m = 2**20, 2**24
+    four = relax_memory.traversal_bytes(n, m, devices=4)
+    assert four.parts["receive buffers (int64)"] == 8 * 3 * 3 * 2**20
+    assert "receive buffers (int64)" not in relax_memory.traversal_bytes(n, m).parts
+
+
 def test_pagerank_offsets_widen_past_2_31_in_arcs():
     small = iteration_bytes(1000, 2**31 - 1)
     big = iteration_bytes(1000, 2**31)

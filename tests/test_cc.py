@@ -302,10 +302,10 @@ def test_rest_keeps_edges_decided_on_one_snapshot():
     would find 1 in the giant's tree by then, drop 1 -> 3 and leave 3 alone."""
     parent = np.array([0, 1, 1, 3], np.int32)
     giant = np.zeros(1, np.int32)
-    first = (np.array([2, 3], np.int32), np.array([0, 1], np.int32))
-    second = (np.array([1], np.int32), np.array([3], np.int32))
+    first = (2, np.array([0, 1, 2], np.int64), np.array([0, 1], np.int32))    # rows 2, 3
+    second = (1, np.array([0, 1], np.int64), np.array([3], np.int32))         # row 1
     count = np.zeros(4, np.int64)
-    rest_numpy(parent, [first, second], giant, count)
+    rest_numpy(parent, [first, second], 0, giant, count)
     assert parent.tolist() == [0, 0, 0, 0]
     assert count.tolist() == [3, 3, 1, 1]
 

@@ -7,6 +7,7 @@ import pytest
 
 from groute.apps import pr
 from groute.engines.iterate.layout import make_shards
+from groute.graph.arcs import in_arcs
 from groute.engines.iterate.solver import default_sweeps
 from groute import Context
 from groute.graph import load_graph, reference
@@ -204,15 +205,31 @@ def test_solver_runs_repeatedly_with_the_same_answer():
         assert a.time_s > 0
 
 
-def test_shards_cover_every_arc_once():
-    g = random_graphs()["kron:9"]
-    offsets = np.array([0, 100, 101, 400, g.num_vertices])
-    shards = make_shards(g.indptr, g.indices, offsets, with_in_arcs=True)
-    assert sum(s.out_indices.size for s in shards) == g.num_edges
+@pytest.mark.parametrize("spec", ["kron:9", "rmat:8"])
+def test_shards_cover_every_arc_once(spec):
+    """BSP shards (in-arcs built on each CPU device) and async shards (out-arcs) of four
+    ranges, one empty-ish: every arc in exactly one shard, the CSC offsets matching the COO
+    rows (sorted by row, local ids) the CUDA COO pull reads."""
+    from groute.engines.iterate.layout import in_degrees, shard_in_arcs
+    g = load_graph(spec, cache=False)
+    n = g.num_vertices
+    offsets = np.array([0, n // 5, n // 5 + 1, n // 2, n])
+    with Context(4, backend="cpu", timeout=20) as ctx:
+        built = [shard_in_arcs(d, g.indptr, g.indices, (offsets[i], offsets[i + 1]),
+                               in_degrees=in_degrees(g), symmetric=not g.directed)
+                 for i, d in enumerate(ctx.devices)]
+        shards = make_shards(g.indptr, g.indices, offsets, devices=ctx.devices, in_arcs=built)
+        pushes = make_shards(g.indptr, g.indices, offsets)
+    assert sum(s.out_indices.size for s in pushes) == g.num_edges
+    assert all(s.in_cols is None for s in pushes)
     assert sum(s.in_rows.size for s in shards) == g.num_edges
-    for s in shards:                                     # CSC offsets of the same arcs
+    src = np.repeat(np.arange(g.num_vertices), np.diff(g.indptr))
+    arcs = set(zip(src.tolist(), g.indices.tolist()))
+    for s, d in zip(shards, ctx.devices):                 # CSC offsets of the same arcs
+        assert s.device is d and s.out_indices is None
         assert s.in_indptr[0] == 0 and s.in_indptr[-1] == s.in_cols.size
         np.testing.assert_array_equal(np.diff(s.in_indptr), np.bincount(s.in_rows, minlength=s.n_local))
+        assert set(zip(s.in_cols.tolist(), (s.in_rows + s.lo).tolist())) <= arcs
     for s in shards:
         assert np.all(np.diff(s.in_rows) >= 0)          # sorted by row for the pull kernel
         assert s.in_rows.size == 0 or (s.in_rows.min() >= 0 and s.in_rows.max() < s.n_local)
@@ -595,7 +612,8 @@ def test_bins_tasks_cover_every_row_and_arc_once(spec, opts):
     layout = bins_layout(g)
     order = layout.order
     assert np.all(np.diff(degree_buckets(indeg[order])) <= 0)
-    t_ip, t_src = layout.in_indptr, layout.sources(g)
+    t_ip, t_src = in_arcs(g.indptr, g.indices, layout.rank, in_degrees=layout.in_degrees)
+    np.testing.assert_array_equal(t_ip, layout.in_indptr)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
     src = np.repeat(np.arange(n), np.diff(g.indptr))
@@ -652,9 +670,10 @@ def test_bins_layout_equals_the_previous_construction(spec):
     new = BinsLayout(g)
     np.testing.assert_array_equal(new.order, order)
     np.testing.assert_array_equal(new.in_indptr, t_indptr)
-    np.testing.assert_array_equal(new.sources(g), t_sources)
+    sources = in_arcs(g.indptr, g.indices, new.rank, in_degrees=new.in_degrees)[1]
+    np.testing.assert_array_equal(sources, t_sources)
     np.testing.assert_array_equal(new.out_degrees, np.diff(r_indptr))
-    assert new.sources(g).dtype == np.int32
+    assert sources.dtype == np.int32
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
@@ -777,28 +796,6 @@ def test_without_peer_access_the_host_checks(monkeypatch):
         check(res.values, g)
     with Context(1, backend="cpu", timeout=20) as one:
         assert pagerank(g, ctx=one, **opts).stats["device_check"] is True
-
-
-def test_bins_in_cols_builds_on_the_host_when_the_device_is_short_of_memory():
-    """A CUDA device with less free memory than the in-arcs' sort needs gets host slices (no
-    CuPy touched), the same arrays as the CPU build."""
-    from groute.engines.iterate.layout import BINS_BUILD_BYTES_PER_ARC, BinsLayout, bins_in_cols, degree_split
-
-    class ShortDevice:
-        backend = "cuda"
-        name = "short"
-
-        def memory_info(self):
-            return BINS_BUILD_BYTES_PER_ARC * g.num_edges - 1, 1 << 40
-
-    g = load_graph("kron:9", cache=False)
-    layout = BinsLayout(g)
-    offsets = degree_split(layout.in_indptr, 2)
-    cols = bins_in_cols(g, layout, offsets, [ShortDevice(), ShortDevice()])
-    want = BinsLayout(g).sources(g)
-    np.testing.assert_array_equal(np.concatenate(cols), want)
-    assert [c.shape[0] for c in cols] == [int(layout.in_indptr[offsets[1]]),
-                                          g.num_edges - int(layout.in_indptr[offsets[1]])]
 
 
 # ------------------------------------------------------------------------------------------------

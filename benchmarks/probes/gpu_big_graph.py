@@ -28,7 +28,6 @@ One JSON line per case (``{"case": ..., "ok": ...}``) on stdout, and all of them
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -120,17 +119,15 @@ def _gib(b):
     return None if b is None else round(b / 2**30, 2)
 
 
-def _solve(app, g, backend, source, pr_kernel):
+def _solve(app, g, backend, source):
     """``(values as NumPy, setup_s, run_s, stats, memory)`` of one solver on one device."""
     from groute.apps.bfs import BFS
     from groute.apps.cc import CC
     from groute.apps.pr import PageRank
     from groute.apps.sssp import SSSP
-    from groute.tuning import PageRankTuning
     kwargs = {"backend": backend, "devices": 1}
     if app == "pr":
-        tuning = dataclasses.replace(PageRankTuning.from_environment(), bsp_kernel=pr_kernel)
-        make = lambda: PageRank(g, tuning=tuning, weight=None,  # noqa: E731
+        make = lambda: PageRank(g, weight=None,  # noqa: E731
                                 tol=1e-6 / g.num_vertices, max_iter=1000, **kwargs)
     else:
         make = lambda: {"bfs": BFS, "sssp": SSSP, "cc": CC}[app](g, **kwargs)  # noqa: E731
@@ -276,15 +273,7 @@ def main(argv=None):
             if free is not None and need > free:
                 run.record(app, False, status="does not fit", **rec)
                 continue
-            pr_kernel = "auto"
-            # the "bins" layout sorts the in-arcs on the GPU when it has room, else on the
-            # host (minutes past 2**31 arcs): then the "csc" kernel, which needs no sort
-            if app == "pr" and free is not None:
-                from groute.engines.iterate.layout import BINS_BUILD_BYTES_PER_ARC
-                if free < BINS_BUILD_BYTES_PER_ARC * g.num_edges + need:
-                    pr_kernel = "csc"
-            rec["pr_kernel"] = pr_kernel if app == "pr" else None
-            values, setup_s, run_s, stats, memory = _solve(app, graph, backend, source, pr_kernel)
+            values, setup_s, run_s, stats, memory = _solve(app, graph, backend, source)
             _release_gpu(backend)
             peak = memory.get("peak_bytes")
             csr = csr_bytes(g.num_vertices, g.num_edges, weighted=app == "sssp")

@@ -2,8 +2,10 @@
 
 On a billion-arc graph these passes are most of what a multi-device solver's set-up costs, so
 each is one linear pass or one sort of packed 64-bit keys, with no per-arc int64 temporaries it
-can do without (docs/GRAPHS.md, "Set-up passes"). The same code runs on the host (NumPy, the CPU backend and CI) and on a CUDA device
-(CuPy, where a sort of a billion keys takes a fraction of a second); both give identical arrays.
+can do without (docs/GRAPHS.md, "Set-up passes"). The same code runs on the host (NumPy, the
+CPU backend and CI) and on a CUDA device (CuPy, where a sort of a billion keys takes a fraction
+of a second); both give identical arrays. The transpose (:func:`in_arcs`) builds one range of
+rows at a time from steps of the arcs, so a device holds its own share and no more.
 """
 from __future__ import annotations
 
@@ -55,31 +57,164 @@ def _rows_by_scan(indptr, m: int, dtype, xp):
     return xp.cumsum(marks[:m], dtype=dtype)
 
 
-#: arcs per step when :func:`in_arcs` ORs the targets into the keys on the host (cache-sized
+#: arcs per step when :func:`relabelled_arcs` ORs the targets into the keys on the host (cache-sized
 #: temporaries: a fresh billion-entry one costs more in page faults than the gather itself)
 KEY_CHUNK_ARCS = 1 << 18
 
 
-def in_arcs(indptr, indices, rank=None, *, in_degrees=None, xp=None):
-    """The in-arcs of a graph, optionally relabelled: ``(in_indptr int64, sources int32)`` with
-    each row's sources ascending (a CSR -> CSC transpose).
+#: arcs one step of :func:`in_arcs` reads, per array module: a few cache-sized steps on the
+#: host, and on a GPU steps large enough that their launches cost little beside their work.
+#: A step's temporaries are at most :data:`IN_ARC_STEP_BYTES` bytes per arc it reads.
+IN_ARC_STEP_ARCS = {"numpy": 1 << 16, "cupy": 1 << 22}
+#: the most bytes per arc one step of :func:`in_arcs` holds beside its result (the step's
+#: targets, rows and mask, its packed keys and their sort, the rows and positions they give)
+IN_ARC_STEP_BYTES = 64
 
-    With ``rank`` (int, old id -> new id) the result is the transpose of the graph whose
-    vertex ``v`` is renamed ``rank[v]``: row ``rank[v]`` lists ``rank[u]`` for every arc
-    ``u -> v``. ``in_degrees``: the in-degree of every NEW id when the caller already has it
-    (saves a scatter over the arcs). Arrays may be NumPy or CuPy (``xp``); see
-    :func:`_sorted_arcs` for how. A plain transpose on the host (NumPy, no ``rank``) is
-    scipy's linear-time CSR -> CSC instead: the same arrays, several times faster than the sort.
+
+def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=None,
+            out=None, xp=None, step_arcs=None):
+    """The in-arcs of the vertices ``rows = (lo, hi)`` (default: all) of a graph, optionally
+    relabelled, built in the memory of their result: ``(in_indptr, sources[, carried])``.
+
+    ``indptr``/``indices``: the graph's CSR, host (NumPy) arrays; ``rank`` (host, old id ->
+    new id, or None): the result is the transpose of the graph whose vertex ``v`` is renamed
+    ``rank[v]``, row ``rank[v]`` listing ``rank[u]`` for every arc ``u -> v``; ``rows`` are new
+    ids. ``in_indptr`` (int64, host) are the rows' arc offsets from 0; ``sources`` (int32,
+    ``xp``'s: built where the caller runs it, e.g. on the device that keeps them) list each
+    row's sources ascending (repeated arcs repeat). ``in_degrees`` (host, every new id's):
+    when the caller has them (else one pass over the arcs counts them). ``payload`` (host,
+    one value per arc of ``indices``) is carried along: ``carried[i]`` is the payload of the
+    arc that became in-arc ``i``, repeated arcs in their order among the out-arcs. ``out``:
+    ``(sources, carried)`` arrays (or views, e.g. the two columns of an interleaved array) to
+    fill instead of new ones.
+
+    A stable counting sort: the graph's arcs are read in steps of about ``step_arcs`` arcs
+    (:data:`IN_ARC_STEP_ARCS`), those entering ``rows`` sorted by (row, source) within the step
+    and placed at their rows' next free slots; with ``rank``, each row is then sorted by source
+    in steps of rows (a row comes from several steps, which relabelling leaves out of order).
+    Beside the result the memory is the rows' next slots (8 bytes per row), ``rank`` on
+    ``xp`` (4 bytes per vertex) and one step's temporaries (:data:`IN_ARC_STEP_BYTES` per arc
+    of a step, or of the longest row): no array of the whole graph's arcs, so that each
+    device builds its own share. Raises ValueError past 2**31 vertices (int32 sources).
     """
-    xp = xp or array_module(indices)
-    if xp is np and rank is None:
-        import scipy.sparse as sp
-        n, m = int(indptr.shape[0]) - 1, int(indices.shape[0])
-        if n >= 2**31:
-            raise ValueError(f"in_arcs: {n} vertices; the host transpose needs fewer than 2**31")
-        csc = sp.csr_matrix((np.ones(m, np.bool_), indices, indptr), shape=(n, n)).tocsc()
-        return csc.indptr.astype(np.int64), csc.indices.astype(np.int32, copy=False)
-    return _sorted_arcs(indptr, indices, rank, by_target=True, counts=in_degrees, xp=xp)
+    xp = xp or np
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices)
+    n = int(indptr.shape[0]) - 1
+    if n >= 2**31:
+        raise ValueError(f"in_arcs: {n} vertices; int32 sources need fewer than 2**31")
+    lo, hi = (0, n) if rows is None else (int(rows[0]), int(rows[1]))
+    if not 0 <= lo <= hi <= n:
+        raise ValueError(f"in_arcs: rows [{lo}, {hi}) are not rows of a graph of {n} vertices")
+    if in_degrees is None:
+        in_degrees = _in_degrees(indices, n, rank)
+    in_indptr = np.zeros(hi - lo + 1, np.int64)
+    np.cumsum(np.asarray(in_degrees[lo:hi], np.int64), out=in_indptr[1:])
+    total = int(in_indptr[-1])
+    if out is None:
+        sources = xp.empty(total, np.int32)
+        carried = None if payload is None else xp.empty(total, np.asarray(payload).dtype)
+    else:
+        sources, carried = out
+    step = int(step_arcs or IN_ARC_STEP_ARCS.get(xp.__name__, IN_ARC_STEP_ARCS["cupy"]))
+    ranks = None if rank is None else xp.asarray(rank)
+    slot = xp.array(in_indptr[:-1])            # each row's next free slot (a copy)
+    for a, b, first, local in _arc_steps(indptr, step):
+        targets = xp.asarray(indices[a:b])
+        if ranks is not None:
+            targets = ranks[targets]
+        keep = (targets >= lo) & (targets < hi)
+        row = (targets[keep] - lo).astype(xp.uint64)
+        if not row.shape[0]:
+            continue
+        del targets
+        src = (arc_rows(xp.asarray(local), b - a, xp=xp, dtype=np.int32) + np.int32(first))[keep]
+        if ranks is not None:
+            src = ranks[src]
+        keys = (row << xp.uint64(32)) | src.astype(xp.uint64)
+        del row, src
+        pay = None
+        if payload is not None:
+            order = xp.argsort(keys, kind="stable")
+            keys = keys[order]
+            pay = xp.asarray(payload[a:b])[keep][order]
+            del order
+        else:
+            keys.sort()
+        del keep
+        row = (keys >> xp.uint64(32)).astype(xp.int64)
+        # the k-th arc of a row in this step goes k slots after the row's next free slot
+        pos = slot[row] + (xp.arange(row.shape[0], dtype=xp.int64)
+                           - xp.searchsorted(row, row, side="left"))
+        sources[pos] = _low_halves(keys, xp)
+        if pay is not None:
+            carried[pos] = pay
+        last = xp.flatnonzero(xp.concatenate((row[1:] != row[:-1], xp.ones(1, dtype=bool))))
+        slot[row[last]] = pos[last] + 1
+        del keys, row, pos, pay, last
+    del slot, ranks
+    if rank is not None:
+        _sort_rows(in_indptr, sources, carried, step, xp)
+    return (in_indptr, sources) if payload is None else (in_indptr, sources, carried)
+
+
+def _in_degrees(indices, n: int, rank):
+    """The in-degree of every new id (host): a scatter over the targets, no per-arc
+    temporary (``np.add.at``, where a bincount would first widen the ids to 64 bits)."""
+    counts = np.zeros(n, np.int64)
+    np.add.at(counts, indices, 1)
+    if rank is None:
+        return counts
+    new = np.empty(n, np.int64)
+    new[np.asarray(rank)] = counts
+    return new
+
+
+def _arc_steps(indptr, step: int):
+    """Arcs ``[a, b)`` of a host CSR in steps of at most ``step`` (a long row spans several):
+    ``(a, b, first row, its rows' offsets from a, clipped to the step)``."""
+    m = int(indptr[-1])
+    for a in range(0, m, step):
+        b = min(a + step, m)
+        first = int(np.searchsorted(indptr, a, side="right")) - 1
+        end = int(np.searchsorted(indptr, b, side="left"))
+        yield a, b, first, np.clip(indptr[first:end + 1], a, b) - a
+
+
+def _low_halves(keys, xp):
+    """The low 32 bits of uint64 ``keys`` as int32 (no 64-bit temporary on little-endian
+    machines)."""
+    if sys.byteorder == "little":
+        return keys.view(xp.uint32)[0::2].astype(xp.int32)
+    return (keys & xp.uint64(0xFFFFFFFF)).astype(xp.int32)
+
+
+def _sort_rows(in_indptr, sources, carried, step: int, xp) -> None:
+    """Sort each row of ``sources`` (offsets ``in_indptr``, host) ascending, in place, in
+    steps of rows of about ``step`` arcs (a longer row alone), carrying ``carried`` along
+    (stable: equal sources keep their order)."""
+    n = int(in_indptr.shape[0]) - 1
+    for r, e in row_chunks(in_indptr, 0, n, step):
+        a, b = int(in_indptr[r]), int(in_indptr[e])
+        if b - a < 2:
+            continue
+        if e - r == 1:                      # one row: its sources are the keys
+            if carried is None:
+                sources[a:b] = xp.sort(sources[a:b])
+                continue
+            order = xp.argsort(sources[a:b], kind="stable")
+        else:
+            row = arc_rows(xp.asarray(in_indptr[r:e + 1] - a), b - a, xp=xp, dtype=np.int32)
+            keys = (row.astype(xp.uint64) << xp.uint64(32)) | sources[a:b].astype(xp.uint64)
+            del row
+            if carried is None:
+                keys.sort()
+                sources[a:b] = _low_halves(keys, xp)
+                continue
+            order = xp.argsort(keys, kind="stable")
+            del keys
+        sources[a:b] = sources[a:b][order]
+        carried[a:b] = carried[a:b][order]
 
 
 def relabelled_arcs(indptr, indices, rank, weights=None, *, xp=None):
@@ -88,18 +223,17 @@ def relabelled_arcs(indptr, indices, rank, weights=None, *, xp=None):
     the CSR that ``CSRGraph.relabel`` builds; ``weights`` (int32 / float32 as the graph stores
     them, or None) come back aligned. None when a vertex id twice plus the weights' bits do not
     fit the 64-bit keys (then the caller sorts another way)."""
-    return _sorted_arcs(indptr, indices, rank, by_target=False, counts=None, xp=xp,
-                        weights=weights)
+    return _sorted_arcs(indptr, indices, rank, xp=xp, weights=weights)
 
 
-def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
-    """Arcs ``u -> v`` of a CSR as keys ``row | other end | weight code`` (row: the new target
-    when ``by_target``, else the new source), sorted: each row's other ends come out ascending,
-    equal arcs by weight. Returns ``(row offsets, other ends[, weights])``.
+def _sorted_arcs(indptr, indices, rank, *, xp, weights=None):
+    """Arcs ``u -> v`` of a CSR as keys ``new source | new target | weight code``, sorted:
+    each row's targets come out ascending, equal arcs by weight. Returns ``(row offsets,
+    targets[, weights])``.
 
     One sort of packed 64-bit keys: equal keys are equal arcs, so the result does not depend on
     the sort algorithm or the backend. On the host the per-arc row is a repeat of the rank by
-    out-degree and the other ends are ORed in by cache-sized chunks, so the keys (and a
+    out-degree and the targets are ORed in by cache-sized chunks, so the keys (and a
     weighted graph's weight codes) are the only arc-sized temporaries.
     """
     xp = xp or array_module(indices)
@@ -117,15 +251,14 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
     r = xp.arange(n, dtype=xp.uint64) if rank is None else rank.astype(xp.uint64)
     row_part = r << xp.uint64(end_bits + wbits)
     end_part = r << xp.uint64(wbits) if wbits else r
-    src_part, dst_part = (end_part, row_part) if by_target else (row_part, end_part)
     if xp is np:
-        keys = np.repeat(src_part, np.diff(indptr))
+        keys = np.repeat(row_part, np.diff(indptr))
     else:
-        keys = src_part[arc_rows(indptr, m, xp=xp, dtype=index_dtype(n))]
+        keys = row_part[arc_rows(indptr, m, xp=xp, dtype=index_dtype(n))]
     step = KEY_CHUNK_ARCS if xp is np else max(m, 1)
     for s in range(0, m, step):
-        keys[s:s + step] |= dst_part[indices[s:s + step]]
-    del row_part, end_part, src_part, dst_part
+        keys[s:s + step] |= end_part[indices[s:s + step]]
+    del row_part, end_part
     if codes is not None:
         keys |= codes
         del codes
@@ -136,15 +269,8 @@ def _sorted_arcs(indptr, indices, rank, *, by_target, counts, xp, weights=None):
     else:
         ends = ((keys >> xp.uint64(wbits)) & xp.uint64((1 << end_bits) - 1)).astype(out_dtype)
     w = None if weights is None else decode(keys & xp.uint64((1 << wbits) - 1))
-    if counts is not None:
-        counts = xp.asarray(counts)
-    elif not by_target:                 # row rank[v] has v's out-degree
-        counts = xp.zeros(n, xp.int64)
-        counts[r.astype(xp.int64)] = xp.diff(indptr)
-    elif m:
-        counts = xp.bincount((keys >> xp.uint64(end_bits + wbits)).astype(xp.int64), minlength=n)
-    else:
-        counts = xp.zeros(n, xp.int64)
+    counts = xp.zeros(n, xp.int64)      # row rank[v] has v's out-degree
+    counts[r.astype(xp.int64)] = xp.diff(indptr)
     del keys
     row_ptr = xp.zeros(n + 1, dtype=xp.int64)
     row_ptr[1:] = xp.cumsum(counts)

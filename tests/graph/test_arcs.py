@@ -37,32 +37,90 @@ def graphs():
     return out
 
 
-@pytest.mark.parametrize("chunk", [3, 1 << 18])
+def row_ranges(n):
+    return [(0, n), (0, n // 3), (n // 3, n), (n // 2, n // 2)]
+
+
+@pytest.mark.parametrize("step", [1, 3, 1 << 16])
 @pytest.mark.parametrize("name", sorted(graphs()))
 @pytest.mark.parametrize("relabel", ["identity", "random", "reverse"])
-def test_in_arcs_equal_scipy_transpose_of_the_relabelled_graph(name, relabel, chunk, monkeypatch):
-    from groute.graph import arcs
-    monkeypatch.setattr(arcs, "KEY_CHUNK_ARCS", chunk)
+def test_in_arcs_equal_scipy_transpose_of_the_relabelled_graph(name, relabel, step):
+    """Every range of rows, in steps of 1 arc (a row spans many steps), 3 and more than the
+    graph: the rows of scipy's transpose of the relabelled graph, int32 sources ascending;
+    the in-degrees given or counted."""
     g = graphs()[name]
     n = g.num_vertices
     rank = {"identity": None, "random": np.random.default_rng(7).permutation(n),
             "reverse": np.arange(n)[::-1].copy()}[relabel]
     ip, ix = (g.indptr, g.indices) if rank is None else relabelled(g, rank)
     want_ip, want_src = scipy_transpose(ip, ix, n)
-    got_ip, got_src = in_arcs(g.indptr, g.indices, rank)
-    assert got_ip.dtype == np.int64 and got_src.dtype == np.int32
-    np.testing.assert_array_equal(got_ip, want_ip)
-    np.testing.assert_array_equal(got_src, want_src)
-    # the packed-key sort (what CuPy runs; the host takes scipy for a plain transpose)
-    sort_ip, sort_src = arcs._sorted_arcs(g.indptr, g.indices, rank, by_target=True,
-                                          counts=None, xp=np)
-    np.testing.assert_array_equal(sort_ip, want_ip)
-    np.testing.assert_array_equal(sort_src, want_src)
-    # with the in-degrees given (the caller's cache) the same arrays
-    indeg = np.diff(want_ip)
-    got_ip2, got_src2 = in_arcs(g.indptr, g.indices, rank, in_degrees=indeg)
-    np.testing.assert_array_equal(got_ip2, want_ip)
-    np.testing.assert_array_equal(got_src2, want_src)
+    for lo, hi in row_ranges(n):
+        for indeg in (None, np.diff(want_ip)):
+            got_ip, got_src = in_arcs(g.indptr, g.indices, rank, rows=(lo, hi),
+                                      in_degrees=indeg, step_arcs=step)
+            assert got_ip.dtype == np.int64 and got_src.dtype == np.int32
+            np.testing.assert_array_equal(got_ip, want_ip[lo:hi + 1] - want_ip[lo])
+            np.testing.assert_array_equal(got_src, want_src[want_ip[lo]:want_ip[hi]])
+
+
+@pytest.mark.parametrize("step", [1, 5, 1 << 16])
+@pytest.mark.parametrize("name", sorted(graphs()))
+@pytest.mark.parametrize("relabel", ["identity", "random"])
+def test_in_arcs_carry_each_arcs_payload(name, relabel, step):
+    """A payload (here each arc's id) follows its arc: in-arc ``i`` carries the id of an arc
+    from its source to its row, repeated arcs in their order among the out-arcs; also filled
+    into the two columns of one interleaved array (``out``: how a CUDA device packs a
+    weighted graph's arcs)."""
+    g = graphs()[name]
+    n = g.num_vertices
+    rank = None if relabel == "identity" else np.random.default_rng(7).permutation(n)
+    r = np.arange(n) if rank is None else rank
+    arc_ids = np.arange(g.num_edges, dtype=np.int32)
+    tails = np.repeat(np.arange(n), np.diff(g.indptr))
+    for lo, hi in row_ranges(n):
+        want_ip, want_src = in_arcs(g.indptr, g.indices, rank, rows=(lo, hi))
+        ip, src, ids = in_arcs(g.indptr, g.indices, rank, rows=(lo, hi), payload=arc_ids,
+                               step_arcs=step)
+        np.testing.assert_array_equal(ip, want_ip)
+        np.testing.assert_array_equal(src, want_src)
+        assert ids.dtype == np.int32
+        row = np.repeat(np.arange(lo, hi), np.diff(ip))
+        np.testing.assert_array_equal(r[tails[ids]], src)
+        np.testing.assert_array_equal(r[g.indices[ids]], row)
+        same = (row[1:] == row[:-1]) & (src[1:] == src[:-1])
+        assert np.all(ids[1:][same] > ids[:-1][same])
+        pairs = np.full((src.shape[0], 2), -1, np.int32)
+        in_arcs(g.indptr, g.indices, rank, rows=(lo, hi), payload=arc_ids,
+                out=(pairs[:, 0], pairs[:, 1]), step_arcs=step)
+        np.testing.assert_array_equal(pairs[:, 0], src)
+        np.testing.assert_array_equal(pairs[:, 1], ids)
+
+
+def test_in_arcs_hold_one_share_and_step_temporaries(monkeypatch):
+    """The transpose of one quarter of the rows peaks (tracemalloc) at its own arrays plus
+    the rows' next slots, ``rank`` and one step's temporaries: no array of the whole graph's
+    arcs (about 4 bytes per arc of the result where a sort of the graph's keys held 8 per
+    arc of the graph, 32 on a GPU)."""
+    import tracemalloc
+    from groute.graph import arcs
+    g = load_graph("kron:14", cache=False)
+    n, m = g.num_vertices, g.num_edges
+    rank = np.random.default_rng(1).permutation(n).astype(np.int32)
+    indeg = np.zeros(n, np.int64)
+    np.add.at(indeg, rank[g.indices], 1)
+    step = 1 << 12
+    lo, hi = n // 4, n // 2
+    tracemalloc.start()
+    try:
+        ip, src = in_arcs(g.indptr, g.indices, rank, rows=(lo, hi), in_degrees=indeg,
+                          step_arcs=step)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    share = 4 * src.shape[0] + 8 * (hi - lo + 1)
+    assert src.shape[0] < m / 2
+    assert peak <= share + 8 * (hi - lo) + arcs.IN_ARC_STEP_BYTES * step + (1 << 16), \
+        (peak, share, m)
 
 
 def test_arc_rows_and_self_loops():
@@ -95,29 +153,44 @@ def test_rows_by_scan_equals_repeat(degrees, dtype, wide_marks, monkeypatch):
     np.testing.assert_array_equal(got, want)
 
 
-def test_too_many_vertices_for_packed_keys():
+def test_too_many_vertices_for_int32_sources():
     huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32 + 1,), strides=(0,))
     rank = np.lib.stride_tricks.as_strided(np.zeros(1, np.int64), shape=(2**32,), strides=(0,))
-    with pytest.raises(ValueError, match="2\\*\\*32"):
-        in_arcs(huge, np.zeros(0, np.int32), rank)
-    with pytest.raises(ValueError, match="2\\*\\*31"):
-        in_arcs(huge, np.zeros(0, np.int32))
+    for r in (rank, None):
+        with pytest.raises(ValueError, match="2\\*\\*31"):
+            in_arcs(huge, np.zeros(0, np.int32), r)
+
+
+def test_rows_out_of_range():
+    g = graphs()["kron:9"]
+    with pytest.raises(ValueError, match=r"rows \[3, 1\)"):
+        in_arcs(g.indptr, g.indices, rows=(3, 1))
 
 
 @pytest.mark.gpu
 def test_cupy_in_arcs_equal_numpy():
+    """The same code on a GPU (CuPy): the same arrays, payload carried, also filled into an
+    interleaved array's columns (a weighted graph's packed arcs)."""
     from tests.graph.conftest import cupy_or_skip
     cp = cupy_or_skip()
     for name, g in graphs().items():
         n = g.num_vertices
+        ids = np.arange(g.num_edges, dtype=np.int32)
         for rank in (None, np.random.default_rng(1).permutation(n).astype(np.int32)):
-            want = in_arcs(g.indptr, g.indices, rank)
-            got = in_arcs(cp.asarray(g.indptr), cp.asarray(g.indices),
-                          None if rank is None else cp.asarray(rank))
-            np.testing.assert_array_equal(cp.asnumpy(got[0]), want[0], err_msg=name)
-            np.testing.assert_array_equal(cp.asnumpy(got[1]), want[1], err_msg=name)
-            np.testing.assert_array_equal(cp.asnumpy(arc_rows(cp.asarray(g.indptr))),
-                                          arc_rows(g.indptr), err_msg=name)
+            for lo, hi in row_ranges(n):
+                want = in_arcs(g.indptr, g.indices, rank, rows=(lo, hi), payload=ids)
+                got = in_arcs(g.indptr, g.indices, rank, rows=(lo, hi), payload=ids, xp=cp,
+                              step_arcs=7)
+                np.testing.assert_array_equal(got[0], want[0], err_msg=name)
+                np.testing.assert_array_equal(cp.asnumpy(got[1]), want[1], err_msg=name)
+                np.testing.assert_array_equal(cp.asnumpy(got[2]), want[2], err_msg=name)
+                pairs = cp.empty((want[1].shape[0], 2), np.int32)
+                in_arcs(g.indptr, g.indices, rank, rows=(lo, hi), payload=ids,
+                        out=(pairs[:, 0], pairs[:, 1]), xp=cp, step_arcs=7)
+                np.testing.assert_array_equal(cp.asnumpy(pairs[:, 0]), want[1], err_msg=name)
+                np.testing.assert_array_equal(cp.asnumpy(pairs[:, 1]), want[2], err_msg=name)
+        np.testing.assert_array_equal(cp.asnumpy(arc_rows(cp.asarray(g.indptr))),
+                                      arc_rows(g.indptr), err_msg=name)
 
 
 @pytest.mark.parametrize("name", sorted(graphs()))

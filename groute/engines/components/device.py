@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .layout import remaining_edges
+from groute.graph.arcs import row_chunks
+
+from .layout import late_arcs, remaining_edges
 
 KERNEL = Path(__file__).with_name("union_find.cu")
 BLOCK = 256
@@ -144,8 +146,8 @@ class DeviceCC:
     def link_rest(self, rest, r, giant, light, count):
         """The arcs from slot ``r`` on of every vertex outside the giant's tree, every device's
         rows (``rest``: CUDA, ``(pointer table, offsets, k, late bitmap)``; CPU, one
-        ``(src, dst)`` list of those arcs per device). ``count`` (zeroed here) receives rows,
-        arcs, rows of other devices, their arcs."""
+        ``(first vertex, indptr, indices)`` per device, its rows). ``count`` (zeroed here)
+        receives rows, arcs, rows of other devices, their arcs."""
         if self.cuda:
             table, off, k, late = rest
 
@@ -158,7 +160,7 @@ class DeviceCC:
                                                        self.parent, count))
             self.stream.submit(run)
         else:
-            self.stream.submit(rest_numpy, self.parent, rest, giant, count)
+            self.stream.submit(rest_numpy, self.parent, rest, r, giant, count)
 
     def compress(self):
         if self.cuda:
@@ -168,24 +170,34 @@ class DeviceCC:
         # the NumPy hook leaves the array compressed already
 
 
-def rest_numpy(parent, lists, giant, count):
-    """CPU rest: hook the arcs of ``lists`` (one ``(src, dst)`` per device) whose source is not in
-    the giant's tree. Which arcs to keep (each undirected edge once) is decided on one snapshot
-    of ``parent`` for all lists, before any hooking: deciding list by list could drop an edge
-    whose twin an earlier list left to it and whose end then joined the giant."""
+#: arcs of the rows one step of :func:`rest_numpy` reads
+REST_STEP_ARCS = 1 << 16
+
+
+def rest_numpy(parent, rows, rounds, giant, count):
+    """CPU rest: hook the arcs from slot ``rounds`` on of every device's rows (``rows``: one
+    ``(first vertex, indptr, indices)`` per device) whose source is not in the giant's tree,
+    read from the rows in steps of about :data:`REST_STEP_ARCS` arcs (as the CUDA kernel reads
+    them in place: no list of the late arcs is kept). Which arcs to keep (each undirected
+    edge once) is decided on one snapshot of ``parent`` for all devices' arcs, before any
+    hooking: deciding device by device could drop an edge whose twin an earlier device left
+    to it and whose end then joined the giant."""
     g = giant[0]
     count[:] = 0
     keep = []
-    for d, (src, dst) in enumerate(lists):
-        out = parent[src] != g
-        arcs = int(np.count_nonzero(out))
-        rows = int(np.unique(src[out]).size) if arcs else 0
-        count[0] += rows
-        count[1] += arcs
-        if d:
-            count[2] += rows
-            count[3] += arcs
-        keep.append(remaining_edges(np, parent, src, dst, giant))
+    for d, (lo, indptr, indices) in enumerate(rows):
+        for r, e in row_chunks(indptr, 0, int(indptr.shape[0]) - 1, REST_STEP_ARCS):
+            a, b = int(indptr[r]), int(indptr[e])
+            src, dst = late_arcs(indptr[r:e + 1] - a, indices[a:b], rounds)
+            src += np.int32(lo + r)
+            out = parent[src] != g
+            arcs = int(np.count_nonzero(out))
+            found = int(np.unique(src[out]).size) if arcs else 0
+            count[0] += found
+            count[1] += arcs
+            if d:
+                count[2] += found
+                count[3] += arcs
+            keep.append(remaining_edges(np, parent, src, dst, giant))
     edges = np.concatenate(keep) if keep else np.zeros((0, 2), np.int32)
     hook_numpy(parent, edges[:, 0], edges[:, 1])
-

@@ -221,14 +221,9 @@ class ComponentsSolver(Solver):
         """The in-place path: each device's rows, and on the first device what its rest kernel
         needs to reach every device's rows."""
         self.offsets = split_rows(indptr, self.k, self.rounds)
-        lists = []
         for d, dev in enumerate(self.devs):
             lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
-            ip = indptr[lo:hi + 1] - indptr[lo]
-            dev.set_rows(lo, ip, indices[indptr[lo]:indptr[hi]])
-            if not cuda:   # CPU: the late arcs of this device's rows, kept in its memory
-                src, dst = late_arcs(ip, dev.indices, self.rounds)
-                lists.append((dev.device.asarray(src + np.int32(lo)), dev.device.asarray(dst)))
+            dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
         first = self.devs[0].device
         if cuda:
             table = np.array([d.indptr.data.ptr for d in self.devs] +
@@ -236,8 +231,8 @@ class ComponentsSolver(Solver):
             self.rest = (first.asarray(table), first.asarray(self.offsets.astype(np.int32)),
                          self.k, first.asarray(late_bitmap(indptr, self.rounds)))
             self.counters = first.asarray(np.zeros(4, np.uint64))
-        else:
-            self.rest = lists
+        else:   # CPU: the rest reads every device's rows where they are
+            self.rest = [(d.lo, d.indptr, d.indices) for d in self.devs]
             self.counters = first.asarray(np.zeros(4, np.int64))
 
     def _setup_ranks(self, graph, num_samples):
@@ -269,8 +264,7 @@ class ComponentsSolver(Solver):
         self.offsets = np.asarray(graph.offsets, np.int64)
         dev = self.devs[0]
         dev.set_rows(p.first, indptr, indices)
-        late_src, late_dst = late_arcs(indptr, dev.indices, self.rounds)
-        self.rest = [(dev.device.asarray(late_src + np.int32(p.first)), dev.device.asarray(late_dst))]
+        self.rest = [(p.first, dev.indptr, dev.indices)]
         self.counters = dev.device.asarray(np.zeros(4, np.int64))
         rng = np.random.default_rng(0x5EED)
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),

@@ -13,6 +13,7 @@ import numpy as np
 from .iteration import LinearIteration
 from .layout import Shard, bins_tasks
 from groute.engines.protocol import PROTOCOL_WORDS
+from groute.graph.arcs import row_chunks
 from groute.graph.arrays import arc_dtype
 from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
@@ -33,6 +34,9 @@ TRACE_ITERATIONS = 256
 #: :meth:`IterationDevice.set_outputs`) holds one uint8 bit mask per vertex
 MAX_OUTPUTS = 8
 
+
+#: in-arcs one step of a NumPy sweep reads (:meth:`IterationDevice._sums`)
+SWEEP_STEP_ARCS = 1 << 16
 
 #: seconds a BSP convergence check polls its CUDA event without back-off before the normal
 #: wait: the general wait's back-off grows to sleeps long enough to leave the GPU idle at
@@ -163,9 +167,12 @@ class IterationDevice:
         self.base = None if base is None else up(np.asarray(base).astype(self.fdt))
         if mode == "bsp":
             # CUDA: the arcs as iterate.cu reads them; NumPy: the sources, and the factors
-            self.in_cols = up(packed_arcs(shard.in_cols, shard.in_factors) if self.cuda
-                              else shard.in_cols)
-            self.in_factors = None if self.cuda else shard.in_factors
+            if shard.device is device:      # built in this device's memory in that form
+                self.in_cols, self.in_factors = shard.in_cols, shard.in_factors
+            else:
+                self.in_cols = up(packed_arcs(shard.in_cols, shard.in_factors) if self.cuda
+                                  else shard.in_cols)
+                self.in_factors = None if self.cuda else shard.in_factors
             if self.cuda and self.fused:
                 self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
                 if self.bins:
@@ -173,9 +180,10 @@ class IterationDevice:
                     self.part = device.zeros(max(self.num_tasks, 1), np.float32)
                     self.hub_count = device.zeros(max(hub_rows, 1), np.int32)
             else:
-                self.in_rows = up(shard.in_rows)
+                # CUDA: pr_pull reads each arc's row and sums into acc; the NumPy sweeps sum
+                # row by row from the offsets (_sums)
+                self.in_rows = up(shard.in_rows) if self.cuda else None
                 self.in_indptr = shard.in_indptr if not self.cuda else None
-                # pr_pull's sums (CUDA); the NumPy sweeps sum with np.bincount
                 self.acc = device.zeros(self.n_local, self.fdt) if self.cuda else None
             self.y = device.zeros(self.n_local, self.fdt)
             # Jacobi: read one vector, write the other; in place (Gauss-Seidel): one vector
@@ -432,15 +440,12 @@ class IterationDevice:
             def launch():
                 if self.converged_before(t):
                     return
-                ip, nl, lo = self.in_indptr, self.n_local, self.lo
+                nl, lo = self.n_local, self.lo
                 base_v = np.broadcast_to(self._base_value(base), (nl,))
                 bounds = np.linspace(0, nl, min(nl, 8) + 1).astype(np.int64)
                 ynew = np.empty(nl, self.fdt)
                 for a, b in zip(bounds[:-1], bounds[1:]):
-                    ra, rb = int(ip[a]), int(ip[b])
-                    acc = np.bincount(self.in_rows[ra:rb] - a, weights=self._pulled(src, ra, rb),
-                                      minlength=b - a)
-                    ynew[a:b] = base_v[a:b] + self.alpha * acc
+                    ynew[a:b] = base_v[a:b] + self.alpha * self._sums(src, a, b)
                     src[lo + a:lo + b] = ynew[a:b] * self.inv_outdeg[a:b]
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
@@ -462,9 +467,7 @@ class IterationDevice:
             def launch():
                 if self.converged_before(t):
                     return
-                acc = np.bincount(self.in_rows, weights=self._pulled(src, 0, self.num_in),
-                                  minlength=self.n_local)
-                ynew = self._base_value(base) + self.alpha * acc
+                ynew = self._base_value(base) + self.alpha * self._sums(src, 0, self.n_local)
                 stats[0] = np.abs(ynew - self.y).sum()
                 stats[1] = ynew.sum()
                 self.y[:] = ynew
@@ -473,6 +476,19 @@ class IterationDevice:
                 for out, idx in zip(outs[1:], self.need_idx[1:]):
                     out[self.lo + idx] = c[idx]
         self.stream.submit(launch)
+
+    def _sums(self, src, a: int, b: int):
+        """NumPy: for each local row of ``[a, b)`` the sum of what its in-arcs bring from the
+        contribution vector ``src``, in arc order, taken in steps of whole rows of about
+        :data:`SWEEP_STEP_ARCS` arcs so that a sweep's temporaries stay that small whatever
+        the graph."""
+        ip = self.in_indptr
+        acc = np.empty(b - a, np.float64)
+        for r, e in row_chunks(ip, a, b, SWEEP_STEP_ARCS):
+            rows = np.repeat(np.arange(e - r, dtype=np.int32), np.diff(ip[r:e + 1]))
+            acc[r - a:e - a] = np.bincount(rows, weights=self._pulled(src, int(ip[r]), int(ip[e])),
+                                           minlength=e - r)
+        return acc
 
     def _pulled(self, src, a: int, b: int):
         """NumPy: what in-arcs ``[a, b)`` bring from the contribution vector ``src``."""

@@ -1,7 +1,8 @@
-"""Host-side layout of a linear iteration's arcs (:mod:`groute.engines.iterate`): the per-device
-:class:`Shard`, the transposed arcs, and the ``"bins"`` kernel's degree order, its cut across
-devices and its static task list. Pure NumPy (CuPy only to build the billion-sized sources on a device): no solver or
-device state, so each piece is testable on its own.
+"""The layout of a linear iteration's arcs (:mod:`groute.engines.iterate`): the per-device
+:class:`Shard`, each device's in-arcs (:func:`shard_in_arcs`, built in that device's memory:
+the only piece that touches a device), and the ``"bins"`` kernel's degree order, its cut
+across devices and its static task list. No solver state, so each piece is testable on its
+own.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import logging
 
 import numpy as np
 
-from groute.graph.arcs import arc_rows
+from groute.graph.arcs import arc_rows, in_arcs
 from groute.graph.csr import kept_on
 
 log = logging.getLogger(__name__)
@@ -22,28 +23,37 @@ class Shard:
 
     ``out_indptr``/``out_indices``: the out-arcs of the owned vertices (targets are global ids;
     the asynchronous mode's, None for BSP); ``in_indptr``/``in_cols``: the in-arcs of the owned
-    vertices as CSC (local arc offsets per owned vertex, global sources), only for BSP;
-    ``in_cols`` is a host array, or already on the device that gets the shard (the CUDA "bins"
-    set-up builds it there); ``in_rows``: the same arcs' local targets (the COO form, sorted by
-    row; made on first use: the fused CUDA kernels never ask); ``inv_outdeg``: the per-source
-    share of the owned vertices (:meth:`LinearIteration.scale
-    <groute.engines.iterate.iteration.LinearIteration.scale>`: PageRank's 1/outdeg, 0 if
-    dangling). On a weighted graph ``out_factors`` and ``in_factors`` are what each out-arc and
-    in-arc multiplies its source's share by (:meth:`LinearIteration.arc_factors
-    <groute.engines.iterate.iteration.LinearIteration.arc_factors>`, float64, aligned with
+    vertices as CSC (local arc offsets per owned vertex, host; global sources), only for BSP;
+    ``in_rows``: the same arcs' local targets (the COO form, sorted by row; made on first use:
+    only the CUDA COO pull asks); ``inv_outdeg``: the per-source share of the owned vertices
+    (:meth:`LinearIteration.scale <groute.engines.iterate.iteration.LinearIteration.scale>`:
+    PageRank's 1/outdeg, 0 if dangling). On a weighted graph ``out_factors`` and
+    ``in_factors`` are what each out-arc and in-arc multiplies its source's share by
+    (:meth:`LinearIteration.arc_factors
+    <groute.engines.iterate.iteration.LinearIteration.arc_factors>`, aligned with
     ``out_indices`` and ``in_cols``); None unweighted.
+
+    ``in_cols`` and ``in_factors`` are host arrays, or with ``device`` already in that
+    device's memory as its kernels read them (:func:`shard_in_arcs`: CUDA, int32 sources or
+    the packed ``(source, factor)`` pairs, ``in_factors`` None; NumPy, int32 sources and
+    float64 factors).
     """
 
     def __init__(self, lo, hi, out_indptr, out_indices, inv_outdeg, in_cols=None,
-                 in_indptr=None, *, out_factors=None, in_factors=None):
+                 in_indptr=None, *, out_factors=None, in_factors=None, device=None,
+                 weighted=None):
         self.lo, self.hi = int(lo), int(hi)
         self.out_indptr, self.out_indices = out_indptr, out_indices
         self.inv_outdeg = inv_outdeg
         self._in_rows, self.in_cols, self.in_indptr = None, in_cols, in_indptr
         self.out_factors, self.in_factors = out_factors, in_factors
+        self.device = device
+        self._weighted = weighted
 
     @property
     def weighted(self) -> bool:
+        if self._weighted is not None:
+            return self._weighted
         return self.in_factors is not None or self.out_factors is not None
 
     @property
@@ -69,36 +79,6 @@ def in_degrees(graph):
         np.add.at(counts, np.asarray(graph.indices), 1)
         return counts
     return kept_on(graph, "_in_degrees", compute)
-
-
-def transpose_arcs(indptr, indices, *, symmetric: bool = False):
-    """The in-arcs of every vertex: ``(indptr int64, sources int32)`` of the transposed graph,
-    each row's sources ascending (:func:`groute.graph.arcs.in_arcs`). A ``symmetric`` graph
-    (undirected: rows sorted, every arc both ways) is its own transpose: its arrays, no copy."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    if symmetric:
-        return indptr, np.asarray(indices).astype(np.int32, copy=False)
-    from groute.graph.arcs import in_arcs
-    return in_arcs(indptr, np.asarray(indices))
-
-
-def transpose_with_arcs(indptr, indices, rank=None):
-    """The in-arcs of a graph (optionally relabelled by ``rank``, old id -> new id, as
-    :func:`groute.graph.arcs.in_arcs`) with where each came from: ``(in_indptr int64, sources
-    int32, arcs int64)``, each row's sources ascending, ``arcs[i]`` the position among the
-    out-arcs of in-arc ``i``: what carries an arc's weight across the transpose (weighted
-    iterations; a host sort, which the unweighted set-up does without)."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n = indptr.shape[0] - 1
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    dst = np.asarray(indices, dtype=np.int64)
-    if rank is not None:
-        rank = np.asarray(rank, dtype=np.int64)
-        src, dst = rank[src], rank[dst]
-    arcs = np.lexsort((src, dst))
-    in_indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=in_indptr[1:])
-    return in_indptr, src[arcs].astype(np.int32), arcs
 
 
 def degree_buckets(deg):
@@ -146,10 +126,10 @@ def degree_split(in_indptr, k: int, row_cost: float = BINS_ROW_COST):
 
 class BinsLayout:
     """The ``"bins"`` kernel's renumbering of a graph (see :func:`bins_layout`): ``order`` (new
-    id -> the graph's id), ``rank`` (the inverse; int32 below 2**31 vertices), ``in_indptr``
-    (in-arc offsets in the new order) and ``out_degrees`` (out-degree of each new id). The
-    in-arcs' sources (:meth:`sources`) are the one billion-entry array: built on the host once
-    and kept here, or on a CUDA device for each solver (:func:`bins_in_cols`)."""
+    id -> the graph's id), ``rank`` (the inverse; int32 below 2**31 vertices), ``in_degrees``
+    and ``in_indptr`` (in-degrees and in-arc offsets in the new order) and ``out_degrees``
+    (out-degree of each new id): vertex-sized host arrays. The in-arcs themselves are built
+    by each device for its own range (:func:`shard_in_arcs`)."""
 
     def __init__(self, graph):
         n = int(graph.num_vertices)
@@ -161,22 +141,6 @@ class BinsLayout:
         self.in_indptr = np.zeros(n + 1, np.int64)
         np.cumsum(self.in_degrees, out=self.in_indptr[1:])
         self.out_degrees = np.diff(np.asarray(graph.indptr, dtype=np.int64))[self.order]
-        self.host_sources = None
-
-    def sources(self, graph, xp=np):
-        """The in-arcs' sources in the new ids, every row ascending (int32), computed with
-        ``xp`` (NumPy, or CuPy on the current device, where ``graph``'s arrays are uploaded
-        for it); the host result is kept in :attr:`host_sources`."""
-        if xp is np and self.host_sources is not None:
-            return self.host_sources
-        from groute.graph.arcs import in_arcs
-        indptr = xp.asarray(np.asarray(graph.indptr, np.int64))
-        indices = xp.asarray(np.asarray(graph.indices))
-        _, src = in_arcs(indptr, indices, xp.asarray(self.rank),
-                         in_degrees=xp.asarray(self.in_degrees), xp=xp)
-        if xp is np:
-            self.host_sources = src
-        return src
 
 
 def bins_layout(graph) -> BinsLayout:
@@ -184,48 +148,6 @@ def bins_layout(graph) -> BinsLayout:
     in-degrees, computed once and kept on the graph object (``graph._pr_bins``; solvers for 1 or
     several devices share it)."""
     return kept_on(graph, "_pr_bins", lambda: BinsLayout(graph))
-
-
-#: device memory the CuPy build of the "bins" in-arcs needs at its peak, in bytes per arc: the
-#: int32 targets, the 8-byte keys and their sort buffer, the arcs' rows while they are made
-BINS_BUILD_BYTES_PER_ARC = 32
-
-
-def bins_in_cols(graph, layout: BinsLayout, offsets, devices):
-    """Each device's slice of the in-arcs' sources for the ranges ``offsets`` of the new ids,
-    ready for ``device.asarray``: host views on the CPU backend (or when the host already has
-    them, or when the first device has less than :data:`BINS_BUILD_BYTES_PER_ARC` free per
-    arc); on CUDA devices built on the first device (CuPy: upload the graph, then one sort of
-    a billion packed keys, far faster on a GPU than on the host) and copied to the others, so
-    nothing billion-sized crosses PCIe twice."""
-    ip = layout.in_indptr
-    bounds = [(int(ip[lo]), int(ip[hi])) for lo, hi in zip(offsets[:-1], offsets[1:])]
-    first = devices[0]
-    m = int(ip[-1])
-    if first.backend != "cuda" or layout.host_sources is not None or \
-            first.memory_info()[0] < BINS_BUILD_BYTES_PER_ARC * m:
-        if first.backend == "cuda" and layout.host_sources is None:
-            log.info("bins layout: %s has too little free memory for the in-arcs' sort "
-                     "(%d arcs); building them on the host", first.name, m)
-        src = layout.sources(graph)
-        return [src[a:b] for a, b in bounds]
-    with first.use():
-        src = layout.sources(graph, first.xp)
-    if len(devices) == 1:
-        out = [src]
-    else:
-        out = []
-        for dev, (a, b) in zip(devices, bounds):
-            with dev.use():
-                part = dev.xp.empty(b - a, src.dtype)
-                if b > a:
-                    part.data.copy_from_device(src[a:b].data, (b - a) * src.itemsize)
-                dev.xp.cuda.runtime.deviceSynchronize()     # before src's memory is reused
-            out.append(part)
-    del src
-    with first.use():       # the sort's temporaries (tens of GB on kron:25) back to the driver
-        first.xp.get_default_memory_pool().free_all_blocks()
-    return out
 
 
 def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
@@ -270,36 +192,75 @@ def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):
             hub_rows)
 
 
-def make_shards(indptr, indices, offsets, *, with_in_arcs: bool, transposed=None,
-                scale=None, factors=None):
-    """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``
-    (``transposed``: :func:`transpose_arcs` of the same graph, when already computed;
-    ``scale``: the per-source share by out-degree, :func:`inverse_degrees` when None;
-    ``factors``: a weighted graph's arc factors, one per out-arc, which the shards carry on
-    both sides of the transpose)."""
+def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, factors=None,
+                  symmetric=False):
+    """``device``'s in-arcs of the new ids ``rows = (lo, hi)`` of a graph (host CSR ``indptr``,
+    ``indices``; ``rank``: old id -> new id, None when the ids are already new), built in the
+    device's memory as its kernels read them (:func:`groute.graph.arcs.in_arcs`, on the
+    device's array module: no whole-graph array on any device; afterwards the step's
+    temporaries go back to the driver): ``(in_indptr, cols, in_factors)``.
+
+    ``in_indptr`` (int64, host): the rows' arc offsets from 0. Unweighted, ``cols`` are the
+    int32 sources; with ``factors`` (one per out-arc; float32 for a CUDA device, float64 for
+    NumPy) a CUDA device gets the ``(m, 2)`` int32 pairs of each in-arc's source and its
+    factor's bits (iterate.cu ``ARC_WEIGHTS``) and ``in_factors`` None, a NumPy one the
+    sources and the factors apart. ``in_degrees`` (host, every new id's) must be given unless
+    the graph is ``symmetric`` and unweighted and not relabelled: its own transpose, whose
+    in-arcs are its rows' out-arcs (copied as they are)."""
+    lo, hi = int(rows[0]), int(rows[1])
+    indptr = np.asarray(indptr, dtype=np.int64)
+    cuda = device.backend == "cuda"
+    with device.use():
+        if symmetric and rank is None and factors is None:
+            a, b = int(indptr[lo]), int(indptr[hi])
+            cols = device.asarray(np.asarray(indices[a:b]).astype(np.int32, copy=False))
+            return indptr[lo:hi + 1] - a, cols, None
+        xp = device.xp
+        if factors is None:
+            in_indptr, cols = in_arcs(indptr, indices, rank, rows=(lo, hi),
+                                      in_degrees=in_degrees, xp=xp)
+            in_factors = None
+        elif cuda:          # the pairs filled in place: no second copy of the arcs
+            cols = xp.empty((int(np.sum(in_degrees[lo:hi])), 2), np.int32)
+            bits = np.asarray(factors, np.float32).view(np.int32)
+            in_indptr, _, _ = in_arcs(indptr, indices, rank, rows=(lo, hi),
+                                      in_degrees=in_degrees, payload=bits,
+                                      out=(cols[:, 0], cols[:, 1]), xp=xp)
+            in_factors = None
+        else:
+            in_indptr, cols, in_factors = in_arcs(indptr, indices, rank, rows=(lo, hi),
+                                                  in_degrees=in_degrees, payload=factors,
+                                                  xp=xp)
+        if cuda:
+            xp.get_default_memory_pool().free_all_blocks()
+    return in_indptr, cols, in_factors
+
+
+def make_shards(indptr, indices, offsets, *, devices=None, in_arcs=None, scale=None,
+                factors=None):
+    """Cut a CSR graph into one :class:`Shard` per range ``[offsets[i], offsets[i+1])``: for
+    BSP its in-arcs (``in_arcs``: per range, what :func:`shard_in_arcs` built on
+    ``devices[i]``, the device that gets the shard), else (``in_arcs`` None, the asynchronous
+    mode) its out-arcs, views of the graph's (with ``factors``' slices: a weighted graph's arc
+    factors, one per out-arc). ``scale``: the per-source share by out-degree,
+    :func:`inverse_degrees` when None."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
     inv = (scale or inverse_degrees)(np.diff(indptr))
-    in_factors = None
-    if with_in_arcs and factors is not None:
-        t_indptr, t_sources, arcs = transpose_with_arcs(indptr, indices)
-        in_factors = np.asarray(factors)[arcs]
-    elif with_in_arcs:
-        t_indptr, t_sources = transposed if transposed is not None else transpose_arcs(indptr, indices)
     shards = []
     for i in range(len(offsets) - 1):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
-        out_indptr = indptr[lo:hi + 1] - indptr[lo]
-        out_indices = np.ascontiguousarray(indices[indptr[lo]:indptr[hi]], dtype=np.int32)
-        cols = in_indptr = in_part = None
-        if with_in_arcs:
-            a, b = int(t_indptr[lo]), int(t_indptr[hi])
-            in_indptr = t_indptr[lo:hi + 1] - a
-            cols = np.ascontiguousarray(t_sources[a:b], dtype=np.int32)
-            in_part = None if in_factors is None else in_factors[a:b]
-        out_part = None if factors is None else np.asarray(factors)[indptr[lo]:indptr[hi]]
-        shards.append(Shard(lo, hi, out_indptr, out_indices, inv[lo:hi].copy(), cols,
-                            in_indptr, out_factors=out_part, in_factors=in_part))
+        if in_arcs is not None:
+            in_indptr, cols, in_factors = in_arcs[i]
+            shards.append(Shard(lo, hi, None, None, inv[lo:hi].copy(), cols, in_indptr,
+                                in_factors=in_factors, device=devices[i],
+                                weighted=factors is not None))
+            continue
+        a, b = int(indptr[lo]), int(indptr[hi])
+        shards.append(Shard(lo, hi, indptr[lo:hi + 1] - a,
+                            np.asarray(indices[a:b]).astype(np.int32, copy=False),
+                            inv[lo:hi].copy(),
+                            out_factors=None if factors is None else np.asarray(factors)[a:b]))
     return shards
 
 
@@ -310,22 +271,12 @@ def inverse_degrees(outdeg):
     return inv
 
 
-def bins_shards(graph, layout: BinsLayout, offsets, devices, scale=None, factors=None):
-    """One BSP :class:`Shard` (in-arcs only) per device of the ``"bins"`` layout cut at
-    ``offsets``; the sources come from :func:`bins_in_cols`, or with a weighted graph's
-    ``factors`` (one per out-arc of ``graph``) from :func:`transpose_with_arcs` on the host
-    (``scale`` as :func:`make_shards`)."""
+def bins_shards(layout: BinsLayout, offsets, devices, in_arcs, scale=None, weighted=False):
+    """One BSP :class:`Shard` per device of the ``"bins"`` layout cut at ``offsets``, its
+    in-arcs what :func:`shard_in_arcs` built on it (``in_arcs``, per device; relabelled by
+    ``layout.rank``); ``scale`` as :func:`make_shards`; ``weighted``: the arcs carry factors."""
     inv = (scale or inverse_degrees)(layout.out_degrees)
-    ip = layout.in_indptr
-    bounds = list(zip(offsets[:-1], offsets[1:]))
-    if factors is None:
-        cols = bins_in_cols(graph, layout, offsets, devices)
-        parts = [None] * len(bounds)
-    else:
-        _, src, arcs = transpose_with_arcs(graph.indptr, graph.indices, layout.rank)
-        in_factors = np.asarray(factors)[arcs]
-        cols = [src[ip[lo]:ip[hi]] for lo, hi in bounds]
-        parts = [in_factors[ip[lo]:ip[hi]] for lo, hi in bounds]
-    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), c, ip[lo:hi + 1] - ip[lo],
-                  in_factors=f)
-            for (lo, hi), c, f in zip(bounds, cols, parts)]
+    return [Shard(lo, hi, None, None, inv[lo:hi].copy(), cols, in_indptr,
+                  in_factors=in_factors, device=device, weighted=weighted)
+            for lo, hi, device, (in_indptr, cols, in_factors)
+            in zip(offsets[:-1], offsets[1:], devices, in_arcs)]

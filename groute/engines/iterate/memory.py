@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.arcs import IN_ARC_STEP_ARCS, IN_ARC_STEP_BYTES
 from groute.graph.arrays import arc_dtype
 from groute.memory import DeviceBytes, share
 
@@ -12,13 +13,27 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
                     devices: int = 1) -> DeviceBytes:
     """The BSP pull (:mod:`groute.engines.iterate.device`): the in-arc rows (offsets int64 once
     a device's in-arcs pass 2**31, else int32), the per-source share (PageRank's 1/outdeg) and
-    the values of the owned vertices, and two contribution vectors over all vertices
-    (float32); ``weighted``: every in-arc carries its factor beside its source (8 bytes)."""
+    the values of the owned vertices, and three vectors over all vertices (float32: the two
+    contribution vectors and the start's); on several devices a byte per owned vertex saying
+    which peers read it and the lists of those it stores into them (at most every owned vertex
+    for every peer). ``weighted``: every in-arc carries its factor beside its source (8 bytes).
+
+    The set-up's peak is the in-arcs' build in the device's memory
+    (:func:`groute.engines.iterate.layout.shard_in_arcs`): the in-arcs, each owned row's next
+    slot (int64), every vertex's new id (the degree order's relabelling, int32) and one step's
+    temporaries (:data:`groute.graph.arcs.IN_ARC_STEP_BYTES` per arc of a step)."""
     k = max(int(devices), 1)
     nl, ml = share(n, k), share(m, k)
     offset = np.dtype(arc_dtype(ml)).itemsize
     arcs = ("in-arcs (int32 source, float32 factor)", 8) if weighted else \
         ("in-arc sources (int32)", 4)
     parts = {"in-arc offsets": offset * (nl + 1), arcs[0]: arcs[1] * ml,
-             "shares (1/outdeg)": 4 * nl, "values": 4 * nl, "contributions (2)": 8 * int(n)}
-    return DeviceBytes(parts)
+             "shares (1/outdeg)": 4 * nl, "values": 4 * nl, "contributions (2)": 8 * int(n),
+             "start contributions": 4 * int(n)}
+    if k > 1:
+        parts["peer masks"] = nl
+        parts["export lists (int32)"] = 4 * nl * (k - 1)
+    step = min(int(IN_ARC_STEP_ARCS["cupy"]), int(m))
+    setup = {arcs[0]: arcs[1] * ml, "next slot per row (int64)": 8 * nl,
+             "new ids (int32)": 4 * int(n), "build step": IN_ARC_STEP_BYTES * step}
+    return DeviceBytes(parts, setup)

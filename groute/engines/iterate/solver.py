@@ -45,7 +45,6 @@ import time
 
 import numpy as np
 
-from groute.graph.csr import kept_on
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
@@ -56,7 +55,7 @@ from groute.tuning import PageRankTuning
 from .device import MAX_OUTPUTS, IterationDevice, PushWorker
 from .iteration import FixedPoint, LinearIteration
 from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
-                     transpose_arcs)
+                     shard_in_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
 
@@ -331,7 +330,6 @@ class IterateSolver(Solver):
                 None if peer_writes is None else bool(peer_writes), self.start_vector is not None)
             self._order = None      # "bins": new vertex id -> the graph's id
             self.partition = None
-            transposed = None
             if mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
@@ -340,34 +338,38 @@ class IterateSolver(Solver):
                 self.layout = "degree order" if k == 1 else "degree-split"
                 factors = (None if weights is None
                            else self.iteration.arc_factors(graph.indptr, weights))
-                shards = bins_shards(graph, layout, offsets, self.ctx.devices,
-                                     scale=self.iteration.scale, factors=factors)
+                built = self._in_arcs_on_devices(graph, offsets, rank=layout.rank,
+                                                 in_degrees=layout.in_degrees, factors=factors)
+                shards = bins_shards(layout, offsets, self.ctx.devices, built,
+                                     scale=self.iteration.scale, weighted=factors is not None)
             elif self.ctx.ranks is not None:       # this process's range of a graph
                 self.partition = graph.split_by_ranges(k, partition)
                 offsets = np.asarray(graph.offsets, np.int64)
                 self.layout = "ranges"
                 shards = self._rank_shards(graph, mode, weights)
             else:
+                own = graph
+                self.layout = None
                 if k == 1:
                     offsets = np.array([0, n], np.int64)
-                    indptr, indices = graph.indptr, graph.indices
-                    self.layout = None
-                    if mode == "bsp" and weights is None:   # kept on the graph: later solvers
-                        transposed = kept_on(graph, "_pr_in_arcs",  # skip the work
-                                             lambda: transpose_arcs(indptr, indices,
-                                                                    symmetric=not graph.directed))
                 else:
                     from groute.graph import partition_graph
                     self.partition = partition_graph(graph, k, method=partition, seed=seed)
                     offsets = np.asarray(self.partition.offsets, np.int64)
-                    indptr, indices = self.partition.graph.indptr, self.partition.graph.indices
+                    own = self.partition.graph
                     if weights is not None:
-                        weights = self.partition.graph.weights
+                        weights = own.weights
                     self.layout = f"{partition} partition"
                 factors = (None if weights is None
-                           else self.iteration.arc_factors(indptr, weights))
-                shards = make_shards(np.asarray(indptr), np.asarray(indices), offsets,
-                                     with_in_arcs=mode == "bsp", transposed=transposed,
+                           else self.iteration.arc_factors(own.indptr, weights))
+                built = None
+                if mode == "bsp":
+                    symmetric = not own.directed and factors is None
+                    built = self._in_arcs_on_devices(
+                        own, offsets, in_degrees=None if symmetric else in_degrees(own),
+                        factors=factors, symmetric=symmetric)
+                shards = make_shards(own.indptr, own.indices, offsets,
+                                     devices=self.ctx.devices, in_arcs=built,
                                      scale=self.iteration.scale, factors=factors)
             self.offsets = offsets
             # every device reaches every other's memory and has a bit in the need masks: the
@@ -435,6 +437,20 @@ class IterateSolver(Solver):
         except BaseException:
             self.close()
             raise
+
+    def _in_arcs_on_devices(self, graph, offsets, *, factors=None, **options) -> list:
+        """Each device's in-arcs of its range of ``offsets`` (:func:`~.layout.shard_in_arcs`
+        of ``graph``'s arcs, ``options`` its), each built in its device's memory, on the
+        devices' threads at once. ``factors`` (float64, one per arc) go to a CUDA device as
+        float32, as its kernels read them."""
+        if factors is not None and self.ctx.backend == "cuda":
+            factors = np.asarray(factors, np.float32)
+        with self.ctx.exclusive():
+            return self.ctx.gather([
+                self.ctx.submit(i, shard_in_arcs, graph.indptr, graph.indices,
+                                (int(offsets[i]), int(offsets[i + 1])), factors=factors,
+                                **options)
+                for i in range(self.k)])
 
     def _across_ranks(self, mode: str, bsp_kernel: str, inplace: bool) -> str:
         """On a RankContext (one process per device): the kernel that runs (the NumPy sweeps

@@ -56,9 +56,11 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.inf = infinity(kind)
         self.indptr = np.asarray(local.indptr, dtype=np.int64)
         self.num_arcs = int(self.indptr[-1]) if self.indptr.size else 0
-        self.indices = np.asarray(local.indices, dtype=np.int64)
+        # the rows as the graph stores them (no copy; ids int32 below 2**31 vertices, weights
+        # int32 or float32): a round widens only the arcs it reads
+        self.indices = np.asarray(local.indices)
         self.weights = None if not weighted else np.asarray(local.weights).astype(
-            np.int64 if kind == "int" else np.float32)
+            np.int32 if kind == "int" else np.float32, copy=False)
         self.relaxation = relaxation
         self.dist = np.full(self.n_local, self.inf, dtype=self.inf.dtype)
         self.sent_best = np.full(num_vertices, self.inf, dtype=self.inf.dtype)
@@ -138,7 +140,7 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         self.counters["edges"] += int(eidx.size)
         if eidx.size == 0:
             return
-        targets = self.indices[eidx]
+        targets = self.indices[eidx].astype(np.int64)
         cand = self._offered(self.dist[f][owner_pos], eidx)
         local = (targets >= self.lo) & (targets < self.hi)
         t, v = _min_per_target(targets[local] - self.lo, cand[local])
@@ -160,7 +162,10 @@ class CPUTraversalWorker(PullSteps, StreamWorker):
         that reads none)."""
         if not self.relaxation.weighted:
             return self.relaxation.numpy(d, None)
-        return self.relaxation.numpy(d, 1 if self.weights is None else self.weights[eidx])
+        if self.weights is None:
+            return self.relaxation.numpy(d, 1)
+        w = self.weights[eidx]      # int sums in 64 bits (_as_value saturates them)
+        return self.relaxation.numpy(d, w.astype(np.int64) if self.kind == "int" else w)
 
     def _as_value(self, v):
         """Candidates as stored values (the relaxation's :func:`~.relaxation.value_add`

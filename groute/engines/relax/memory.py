@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from groute.memory import DeviceBytes, rows_bytes, share
 
+#: packets of items each device can hold from each peer (the worklist's link buffers)
+RECEIVE_BUFFERS = 3
+
+
+def packet_items(n: int) -> int:
+    """Items per packet of the relaxation solver's worklist for a graph of ``n`` vertices."""
+    return int(min(max(int(n), 1024), 1 << 20))
+
 
 def traversal_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
                     devices: int = 1) -> DeviceBytes:
     """The relaxation engines (:mod:`groute.engines.relax.cuda_worker`): the rows, weights
     where the arcs carry them, the values, two near queues, the hub slots, the near marks and
     two far queues of ``n_local`` each; on several devices the best value sent per vertex, the
-    outboxes and (symmetric, unweighted) every device's frontier flags."""
+    outboxes, the worklist's receive buffers (three packets of int64 items from each peer) and
+    (symmetric, unweighted) every device's frontier flags."""
     k = max(int(devices), 1)
     nl, ml = share(n, k), share(m, k)
     parts = rows_bytes(nl, ml)
@@ -21,6 +30,7 @@ def traversal_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     if k > 1:
         parts["best value sent"] = 4 * int(n)
         parts["outboxes (int64)"] = 8 * k * nl
+        parts["receive buffers (int64)"] = 8 * RECEIVE_BUFFERS * (k - 1) * packet_items(n)
         if not directed and not weighted:
             parts["frontier flags"] = int(n)
     return DeviceBytes(parts)

@@ -46,7 +46,7 @@ from groute.results import AppResult, complete_stats
 from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver, source_position
 
-from .memory import traversal_bytes
+from .memory import RECEIVE_BUFFERS, packet_items, traversal_bytes
 from .pull import pull_levels
 from .relaxation import Relaxation
 from .rules import UNIT_STEP_RULES, WEIGHTED_RULES
@@ -262,7 +262,8 @@ class RelaxSolver(Solver):
             self.peer = self._peer_traversal(graph)
         else:
             self.worklist = DistributedWorklist(self.ctx, routing=wl.routing,
-                                                packet_size=wl.packet_size or self._packet_size(n))
+                                                packet_size=wl.packet_size or packet_items(n),
+                                                num_buffers=RECEIVE_BUFFERS)
 
     def _across_ranks(self, mode, graph):
         """On a RankContext (one process per device) the worklist runs level by level
@@ -381,9 +382,6 @@ class RelaxSolver(Solver):
                              symmetric=not getattr(graph, "directed", True), app=self.app,
                              relaxation=self.relaxation, kind=self.kind,
                              weighted=self.weighted_values, delta=delta, tuning=self.tuning)
-
-    def _packet_size(self, n):
-        return int(min(max(n, 1024), 1 << 20))
 
     def _pick_delta(self, graph, delta):
         if not self.priority:
