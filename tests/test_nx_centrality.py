@@ -340,3 +340,56 @@ def test_the_centrality_kernels_compile(tmp_path):
         done = compile_sources([rounds_source(body, None, None, "test", multi=multi)
                                 for body in bodies], [name], tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("app", ["closeness.py", "power_iteration.py"])
+def test_the_apps_import_only_groute_public_names(app):
+    from pathlib import Path
+
+    from support import check_imports_only_public_names
+    check_imports_only_public_names(Path(__file__).resolve().parents[1] / "apps" / app)
+
+
+def test_the_groute_functions_on_three_devices_and_their_errors():
+    """The groute functions the backend calls, directly: on three CPU devices of the async
+    engine with a random partition, ``sources=`` instead of a sample, and errors that name the
+    argument."""
+    import groute
+    G = weighted(nx.gnm_random_graph(30, 60, seed=6), "int")
+    run = dict(backend="cpu", devices=3, mode="async", partition="random")
+    got = groute.edge_betweenness_centrality(G, weight="w", sources=[0, 3], **run)
+    want = nx.edge_betweenness_centrality(G, weight="w", k=2, seed=FixedSample([0, 3]))
+    close(dict(sorted(got.items())), dict(sorted(want.items())), 1e-9)   # in the CSR's order
+    got = groute.betweenness_centrality(G, weight="w", sources=[0, 3], normalized=False,
+                                        **run).to_dict()
+    want = nx.betweenness_centrality(G, weight="w", k=2, normalized=False,
+                                     seed=FixedSample([0, 3]))
+    close(got, want, 1e-9)
+    close(groute.closeness_centrality(G, distance="w", **run).to_dict(),
+          nx.closeness_centrality(G, distance="w"), 1e-12)
+    with pytest.raises(ValueError, match="one per arc"):
+        groute.closeness_centrality(G, distance="w", arc_weights=[1.0], **run)
+    with pytest.raises(ValueError, match="lengths must be finite and >= 0"):
+        groute.closeness_centrality(G, distance="w", arc_weights=-np.ones(120), **run)
+    with pytest.raises(ValueError, match="lengths must be finite and > 0"):
+        groute.edge_betweenness_centrality(G, weight="w", arc_weights=np.zeros(120), **run)
+    with pytest.raises(groute.NodeNotFound, match="sources: source 99"):
+        groute.edge_betweenness_centrality(G, sources=[99], **run)
+    with pytest.raises(ValueError, match="nstart"):
+        groute.hits(G, nstart={0: 1}, **run)
+    with pytest.raises(ValueError, match="null graph"):
+        groute.eigenvector_centrality(nx.Graph(), **run)
+    with pytest.raises(ValueError, match="nstart: a dict needs a value for every vertex"):
+        groute.eigenvector_centrality(G, nstart={0: 1.0}, **run)
+
+
+class FixedSample(random.Random):
+    """A random state whose sample is the given nodes (NetworkX's betweenness draws
+    ``seed.sample(list(G), k)``)."""
+
+    def __init__(self, nodes):
+        super().__init__(0)
+        self.nodes = nodes
+
+    def sample(self, population, k):
+        return list(self.nodes)
