@@ -14,8 +14,9 @@ own devices, and no search needs a sum of its own:
   source in an ``unsigned long long`` per vertex. A level pushes each frontier vertex's bits of
   the sources whose search reached it last level (the message) along its out-arcs; a target
   keeps the bits it has not seen (an atomic or) and joins the next level, where it adds the
-  level times their count to ``t`` and their count to ``r``. One ``run_loop`` per batch of 64:
-  one launch per batch on one CUDA device, no host step per source or per level.
+  level times their count to ``t`` and their count to ``r``. A batch is the sources among 64
+  consecutive positions (each its bit: its position mod 64); one ``run_loop`` per batch, one
+  launch per batch on one CUDA device, no host step per source or per level.
 - ``distance``: on the subdivided graph (:mod:`groute.operators.arc_vertices`: an arc's
   length is the state of a vertex on it, paid on entering it), a search per source as a round
   of :func:`~groute.operators.run_rounds` (every round one launch on one CUDA device): a
@@ -212,8 +213,11 @@ class Closeness(EngineSolver):
             eng.state(name, np.uint64, 0)
         eng.state("total", np.int64, 0)
         everyone = eng.all_vertices()
-        for first in range(0, order.size, BATCH):
-            batch = eng.frontier_at(order[first:first + BATCH])
+        # a batch: the sources of one block of 64 positions, whose slots (position % 64) differ
+        order = np.sort(order)
+        starts = np.flatnonzero(np.diff(order // BATCH, prepend=-1))
+        for batch in np.split(order, starts[1:]):
+            batch = eng.frontier_at(batch)
             compute(everyone, CLEAR)
             compute(batch, BEGIN)
             run_loop(batch, [AdvanceStep(SPREAD, over=over), ComputeStep(SETTLE)], level="d",
