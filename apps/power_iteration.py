@@ -72,11 +72,9 @@ def _sum_into(src: str, dst: str, arcs_only: bool) -> Functor:
         numpy=_add_message(dst))
 
 
-def _carry_body(src):
-    def body(s, v, m):
-        s["carried"][v] = s["weight"][v] * m
-        return v[:0]
-    return body
+def _carried(s, v, m):
+    s["carried"][v] = s["weight"][v] * m
+    return v[:0]
 
 
 @lru_cache(maxsize=None)
@@ -89,7 +87,7 @@ def _carry(src: str) -> Functor:
         message=Message("double", cuda=f"{src}[u]", numpy=lambda s, u: s[src][u]),
         gather=Gather("sum", cuda="input[v] == 0", numpy=lambda s, v: s["input"][v] == 0),
         cuda="carried[v] = weight[v] * m;",
-        numpy=_carry_body(src))
+        numpy=_carried)
 
 
 def _set_body(dst, plus):
