@@ -13,7 +13,7 @@ from groute.engines import make_engine
 from groute.operators import Functor, Message, advance
 
 from ..devices import devices_for
-from .support import rule, weights_of
+from .support import rule, weight_is_attribute, weights_of
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.centrality.tests.test_betweenness_centrality',
@@ -29,10 +29,6 @@ EXPECTED_FAILURES: dict[str, str] = {}
 
 # ----------------------------------------------------------------------------------------------
 # what the rules share
-def _plain_weight(args, name="weight"):
-    return "a weight function has no groute form" if callable(args[name]) else True
-
-
 def _simple(args):
     if args["G"].is_multigraph():
         return ("a multigraph's parallel edges count in NetworkX's degree; groute's "
@@ -136,7 +132,7 @@ def out_degree_centrality(G):
 
 # ----------------------------------------------------------------------------------------------
 # closeness
-@rule(lambda args: _plain_weight(args, "distance"))
+@rule(lambda args: weight_is_attribute({"weight": args["distance"]}))
 def closeness_centrality(G, u=None, distance=None, wf_improved=True):
     """groute's closeness: 64-source breadth-first batches, or by lengths (>= 0, exact
     float64) Bellman-Ford rounds on the subdivided graph; with ``u``, one search over the
@@ -158,7 +154,7 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True):
 
 # ----------------------------------------------------------------------------------------------
 # betweenness
-@rule(_plain_weight)
+@rule(weight_is_attribute)
 def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
                            seed=None):
     """Brandes' scores from groute (by lengths > 0: on the subdivided graph), with NetworkX's
@@ -183,7 +179,7 @@ def _edge_rule(args):
     if args["G"].is_multigraph():
         return ("NetworkX keys a multigraph's edge scores by edge key; groute's conversion "
                 "keeps one arc per pair of nodes")
-    return _plain_weight(args)
+    return weight_is_attribute(args)
 
 
 @rule(_edge_rule)
@@ -229,7 +225,7 @@ def _eigenvector_rule(args):
         return "tol that is not a number"
     if args["nstart"] is not None and not _whole_dict(args["nstart"], args["G"]):
         return "an nstart that is not a dict of every node"
-    return _plain_weight(args)
+    return weight_is_attribute(args)
 
 
 @rule(_eigenvector_rule)
@@ -271,7 +267,7 @@ def _katz_rule(args):
         return "groute's Katz takes tol > 0"
     if args["nstart"] is not None and not _whole_dict(args["nstart"], G):
         return "an nstart that is not a dict of every node"
-    return _plain_weight(args)
+    return weight_is_attribute(args)
 
 
 @rule(_katz_rule)
