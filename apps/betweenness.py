@@ -480,7 +480,7 @@ class ArcBetweenness(EngineSolver):
         score, stats = self.sums(order, endpoints=endpoints)
         sampled = None if order is None or order.size == self.n else order
         bc = _rescale(score[:self.n], self.n, normalized=normalized,
-                     directed=self.graph.directed, endpoints=endpoints, sampled=sampled)
+                      directed=self.graph.directed, endpoints=endpoints, sampled=sampled)
         return AppResult(bc, time.perf_counter() - t0, stats,
                          vertex_ids=getattr(self.graph, "vertex_ids", None))
 
@@ -491,16 +491,15 @@ class ArcBetweenness(EngineSolver):
         score, _ = self.sums(order)
         k = None if order is None or order.size == self.n else order
         return _rescale(score[self.n:], self.n, normalized=normalized,
-                       directed=self.graph.directed, endpoints=True, sampled=k)
+                        directed=self.graph.directed, endpoints=True, sampled=k)
 
 
-def edge_sums(graph, arc_scores, heads=None):
-    """``(tails, heads, scores)`` of the graph's edges: every arc of a directed graph; an
-    undirected graph's arcs ``u -> v`` with ``u <= v``, each scored with its reverse arc's
-    score added. ``heads``: the arcs' heads in the order of ``arc_scores`` (default: the
-    graph's ``indices``; rows as ``graph.indptr``)."""
+def edge_sums(graph, arc_scores):
+    """``(tails, heads, scores)`` of the graph's edges, from ``arc_scores`` (one per arc in the
+    graph's order): every arc of a directed graph; an undirected graph's arcs ``u -> v`` with
+    ``u <= v``, each scored with its reverse arc's score added."""
     indptr = np.asarray(graph.indptr, dtype=np.int64)
-    heads = np.asarray(graph.indices if heads is None else heads, dtype=np.int64)
+    heads = np.asarray(graph.indices, dtype=np.int64)
     tails = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), np.diff(indptr))
     scores = np.asarray(arc_scores, dtype=np.float64)
     if graph.directed:
