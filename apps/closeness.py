@@ -35,7 +35,8 @@ import time
 
 import numpy as np
 
-from groute import AppResult, NodeNotFound
+import groute
+from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, load_graph
 from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute, ComputeStep,
@@ -233,7 +234,7 @@ class Closeness(EngineSolver):
             try:
                 source = self.graph.vertex_of(u, "u")
             except KeyError as exc:
-                raise NodeNotFound(exc.args[0]) from None
+                raise groute.NodeNotFound(exc.args[0]) from None
             over = "in" if self.graph.directed else "out"
             self.sums([source], over=over)
             eng = self.engine
@@ -321,7 +322,7 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True, *, arc_weig
     weights = None if distance is None else arc_values(g, arc_weights)
     if g.num_vertices == 0:
         if u is not None:
-            raise NodeNotFound(f"u {u!r} is not a vertex of the empty graph")
+            raise groute.NodeNotFound(f"u {u!r} is not a vertex of the empty graph")
         return AppResult(np.zeros(0), 0.0, {}, vertex_ids=g.vertex_ids)
     with Closeness(g, weights=weights, **options) as solver:
         return solver.run(u, wf_improved=wf_improved)

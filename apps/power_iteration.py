@@ -40,7 +40,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from groute import AppResult, PowerIterationFailedConvergence
+import groute
+from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, load_graph
 from groute.operators import (Functor, Gather, Message, advance, arc_values, compute, filter,
@@ -233,7 +234,7 @@ class Eigenvector(AdjacencyProducts):
                 stats = dict(self.engine.stats, iterations=iteration)
                 return AppResult(self.gather("x"), time.perf_counter() - t0, stats,
                                  vertex_ids=getattr(self.graph, "vertex_ids", None))
-        raise PowerIterationFailedConvergence(
+        raise groute.PowerIterationFailedConvergence(
             int(max_iter), f"eigenvector_centrality: the power iteration did not converge "
                            f"within {max_iter} iterations (an L1 change below {bound:g})")
 
@@ -352,7 +353,7 @@ class Hits(AdjacencyProducts):
         after ``max_iter + 2`` iterations without an L1 change below ``tol`` (at once for
         ``max_iter <= 0``, as NetworkX)."""
         if max_iter <= 0:
-            raise PowerIterationFailedConvergence(int(max_iter))
+            raise groute.PowerIterationFailedConvergence(int(max_iter))
         t0 = time.perf_counter()
         self.engine.reset_counters()
         self.state("x", np.full(self.n, 1.0 / self.n))
@@ -366,7 +367,7 @@ class Hits(AdjacencyProducts):
             if reduce(self.inputs, "diff", "sum") < tol:
                 break
             if iteration > max_iter:
-                raise PowerIterationFailedConvergence(
+                raise groute.PowerIterationFailedConvergence(
                     int(max_iter), f"hits: the power iteration did not converge within "
                                    f"{iteration + 1} iterations (max_iter={max_iter}: an L1 "
                                    f"change below {tol:g})")
