@@ -1,15 +1,17 @@
-"""Betweenness centrality (Brandes), written only on groute's public operator API
-(docs/OPERATORS.md).
+"""Betweenness centrality (Brandes) of vertices and of edges, by hops and by lengths, written
+only on groute's public operator API (docs/OPERATORS.md).
 
 ``betweenness_centrality(graph, k=None, normalized=True, weight=None, endpoints=False,
 seed=None, *, sources=None)``: as NetworkX's ``betweenness_centrality``, the share of
 shortest paths between other pairs of vertices that pass through each vertex.
-``result.to_dict()`` is ``{id: float}``.
+``result.to_dict()`` is ``{id: float}``. ``edge_betweenness_centrality(graph, k=None,
+normalized=True, weight=None, seed=None, *, sources=None)``: as NetworkX's, the share through
+each edge, ``{(u, v): float}``.
 
-Per source ``s`` (Brandes' algorithm, unweighted), one *round* of :func:`run_rounds` (every
-source's round in one call; on one CUDA device every round in one persistent launch, on
-several that write into each other's memory one launch per device, with no host step between
-sources, ``groute.engines.LOOP_RULE``):
+**By hops** (:class:`Betweenness`, vertices only). Per source ``s``, one *round* of
+:func:`run_rounds` (every source's round in one call; on one CUDA device every round in one
+persistent launch, on several that write into each other's memory one launch per device, with
+no host step between sources, ``groute.engines.LOOP_RULE``):
 
 - start: ``s`` on level 0 with one shortest path (a ``Compute`` on the round's seed);
 - forward, level by level (a ``Loop``, every level kept): a gathering ``advance`` from
@@ -28,10 +30,41 @@ sources, ``groute.engines.LOOP_RULE``):
   ``delta`` joins the scores (``endpoints``: NetworkX's ``_accumulate_endpoints``, with the
   round's ``reached``, the vertices over its levels) and the state is reset for the next source.
 
+**By lengths, and edges** (:class:`ArcBetweenness`). Both need a value per arc (its length, its
+score) and the operators keep state per vertex, so they run on the subdivided graph
+(:mod:`groute.operators.arc_vertices`): arc ``e`` becomes an *arc vertex* ``n + e`` between its
+tail and its head, holding the arc's length (1 for hops; paid on entering it) and collecting
+the arc's score. Shortest paths, their lengths (float64, summed along each path as NetworkX's
+Dijkstra sums them) and their counts are the input's. Per source ``s``, one round:
+
+1. distances: Bellman-Ford from ``s`` (:data:`groute.operators.DISTANCE`), every level kept;
+2. the shortest-path DAG: over those levels, each reached vertex tells its in-neighbours its
+   distance (an advance over in-arcs), and an arc vertex whose distance equals its head's is
+   *tight* (its out-arc is on a shortest path; an input vertex's out-arcs always are, its arc
+   vertices' distance being its own plus their length); then each reached vertex, once (a
+   filter marks it), counts itself into the *pending* count of its tight out-arcs' heads;
+3. path counts in DAG order (Kahn's algorithm, a Loop whose levels are kept): from ``s``, each
+   vertex sends its count ``sigma`` along its tight out-arcs; the head adds it (an atomic add)
+   and, at its last pending arc (an atomic decrement to 0), joins the next level. Every arc of
+   the DAG goes from a level to a later one;
+4. dependencies, deepest level first (a Sweep over in-arcs): each vertex ``w`` sends ``(t[w] +
+   delta[w]) / sigma[w]`` (``t`` 1 for an input vertex, 0 for an arc vertex: only the input's
+   vertices are targets) to its tight in-arcs' tails, which add it up; ``delta = sigma`` times
+   that sum. An arc vertex's ``delta`` is its arc's share of the paths from ``s``, an input
+   vertex's its own (NetworkX's ``_accumulate_edges``);
+5. a Sweep over the kept levels adds the ``delta`` to the scores (``endpoints``: the source's
+   own ``delta`` is the number of targets it reached) and clears the state for the next source.
+
+The lengths must be > 0 (NetworkX's note: zero-length edges make infinitely many shortest paths,
+its answer then depending on its search order). An undirected edge's score is its two arcs'
+sum. ``betweenness_centrality`` with a ``weight`` whose values are not all 1 runs here, as does
+every ``edge_betweenness_centrality``.
+
 Rescaling is NetworkX's ``_rescale`` (3.6), including its rules for sampled sources: ``k``
 sources drawn as NetworkX draws them (``seed.sample(list(G), k)``: with an integer ``seed`` a
 NetworkX graph gets the same sources), or ``sources`` given by id, rescaled as a sample of that
-many. A directed graph counts ordered pairs; self-loops and isolated vertices change nothing.
+many (edges: with endpoints, as NetworkX rescales them). A directed graph counts ordered pairs;
+self-loops and isolated vertices change nothing.
 """
 from __future__ import annotations
 
@@ -44,9 +77,10 @@ import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, load_graph
-from groute.operators import (AdvanceStep, Compute, ComputeStep, Functor, Gather, Loop, Message,
-                              Sweep, run_rounds)
-from groute.registry import algorithm
+from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute, ComputeStep,
+                              FilterStep, Functor, Gather, Loop, Message, Sweep, arc_values,
+                              run_rounds, subdivided)
+from groute.registry import algorithm, public
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1
@@ -164,7 +198,7 @@ class Betweenness(EngineSolver):
         dependencies summed over ``sources`` as they are (Brandes' sum, neither normalised nor
         halved on undirected graphs), as a benchmark compares them."""
         eng, n = self.engine, self.engine.num_vertices
-        order = np.arange(n) if sources is None else _distinct(self._positions(sources), n)
+        order = np.arange(n) if sources is None else _source_positions(self.graph, sources)
         sampled = None if order.size == n else order
         eng.reset_counters()
         t0 = time.perf_counter()
@@ -183,16 +217,20 @@ class Betweenness(EngineSolver):
                      max_depth=max(done.deepest - 1, 0))
         return AppResult(bc, seconds, stats, vertex_ids=getattr(self.graph, "vertex_ids", None))
 
-    def _positions(self, sources) -> list:
-        if isinstance(sources, (str, bytes)) or not hasattr(sources, "__iter__"):
-            raise TypeError(f"sources must be a list of vertex ids, got "
-                            f"{type(sources).__name__}")
-        ids = sources.tolist() if isinstance(sources, np.ndarray) else list(sources)
-        try:
-            return [self.graph.vertex_of(i, "source") for i in ids]
-        except KeyError as exc:
-            raise groute.NodeNotFound(f"sources: {exc.args[0]}") from None
 
+
+
+def _source_positions(graph, sources) -> np.ndarray:
+    """The positions of ``sources`` (the graph's own vertex ids, each once)."""
+    if isinstance(sources, (str, bytes)) or not hasattr(sources, "__iter__"):
+        raise TypeError(f"sources must be a list of vertex ids, got "
+                        f"{type(sources).__name__}")
+    ids = sources.tolist() if isinstance(sources, np.ndarray) else list(sources)
+    try:
+        positions = [graph.vertex_of(i, "source") for i in ids]
+    except KeyError as exc:
+        raise groute.NodeNotFound(f"sources: {exc.args[0]}") from None
+    return _distinct(positions, int(graph.num_vertices))
 
 
 def _distinct(sources, n) -> np.ndarray:
@@ -252,10 +290,234 @@ def sample_sources(n: int, k: int, seed=None) -> list | None:
     return rng.sample(range(n), int(k))
 
 
+# ---------------------------------------------------- by lengths, and edges: the subdivided graph
+def _path_start(s, v):
+    s["dist"][v] = 0.0
+    s["sigma"][v] = 1.0
+
+
+#: a source: distance 0, one shortest path (to itself)
+PATH_START = Functor(name="path_dag_start", params="double* dist, double* sigma",
+                cuda="dist[v] = 0.0;\nsigma[v] = 1.0;", numpy=_path_start)
+
+
+def _tighten(s, v, m):
+    arc = s["arc"][v] != 0
+    s["tight"][v] = np.where(arc, s["dist"][v] == m, True).astype(np.int32)
+    return v[:0]
+
+
+#: a reached vertex tells its in-neighbours its distance: an arc vertex is tight when its
+#: distance is its head's; an input vertex (the tail of a reached arc vertex) always is
+TIGHTEN = Functor(
+    name="path_dag_tighten", params="const double* dist, const int* arc, int* tight",
+    message=Message("double", cuda="dist[u]", numpy=lambda s, u: s["dist"][u]),
+    cuda="tight[v] = arc[v] ? (dist[v] == m ? 1 : 0) : 1;",
+    numpy=_tighten)
+
+
+def _first(s, v):
+    fresh = s["counted"][v] == 0
+    s["counted"][v] = 1
+    return fresh
+
+
+#: a reached vertex the Bellman-Ford levels hold more than once counts its arcs once
+FIRST = Functor(name="path_dag_first", params="int* counted",
+                cuda="if (counted[v]) return false;\ncounted[v] = 1;\nreturn true;",
+                numpy=_first)
+
+
+def _count(s, v, m):
+    np.add.at(s["pending"], v[m != 0], 1)
+    return v[:0]
+
+
+#: each tight arc adds one to its head's pending arcs
+COUNT = Functor(
+    name="path_dag_count", params="int* pending, const int* tight",
+    message=Message("int", cuda="tight[u]", numpy=lambda s, u: s["tight"][u]),
+    cuda="if (m) atomicAdd(&pending[v], 1);",
+    numpy=_count)
+
+
+def _paths(s, v, m):
+    on = m >= 0
+    v, m = v[on], m[on]
+    np.add.at(s["sigma"], v, m)
+    hit, times = np.unique(v, return_counts=True)
+    s["pending"][hit] -= times.astype(np.int32)
+    return hit[s["pending"][hit] == 0]
+
+
+#: Kahn's step: a tight arc carries its tail's path count to its head (-1 on an arc that is not
+#: tight), which joins the next level when its last pending arc arrived
+PATHS = Functor(
+    name="path_dag_paths", params="double* sigma, int* pending, const int* tight",
+    message=Message("double", cuda="tight[u] ? sigma[u] : -1.0",
+                    numpy=lambda s, u: np.where(s["tight"][u] != 0, s["sigma"][u], -1.0)),
+    cuda="if (m < 0.0) return false;\n"
+         "atomicAdd(&sigma[v], m);\n"
+         "return atomicSub(&pending[v], 1) == 1;",
+    numpy=_paths)
+
+
+def _share(s, u):
+    target = np.where(s["arc"][u] != 0, 0.0, 1.0)
+    return (target + s["sigma"][u] * s["acc"][u]) / s["sigma"][u]
+
+
+def _depend(s, v, m):
+    on = s["tight"][v] != 0
+    np.add.at(s["acc"], v[on], m[on])
+    return v[:0]
+
+
+#: a vertex whose dependency is final sends (t + delta) / sigma to the tails of its tight
+#: in-arcs, which sum it (delta = sigma * acc)
+DEPEND = Functor(
+    name="path_dag_depend",
+    params="const double* sigma, double* acc, const int* arc, const int* tight",
+    message=Message("double", cuda="((arc[u] ? 0.0 : 1.0) + sigma[u] * acc[u]) / sigma[u]",
+                    numpy=_share),
+    cuda="if (tight[v]) atomicAdd(&acc[v], m);",
+    numpy=_depend)
+
+
+def _arc_accumulate(s, v):
+    delta = s["sigma"][v] * s["acc"][v]
+    arc = s["arc"][v] != 0
+    if s["level"] > 0:
+        delta = delta + np.where(arc, 0.0, float(s["endpoints"]))
+    elif not s["endpoints"]:
+        delta = np.where(arc, delta, 0.0)
+    s["score"][v] += delta
+    s["dist"][v] = DISTANCE_UNREACHED
+    for name in ("sigma", "acc"):
+        s[name][v] = 0.0
+    for name in ("tight", "counted"):
+        s[name][v] = 0
+
+
+#: after a source, on each vertex it reached: the dependency joins the score (the source's own
+#: only with endpoints: the targets it reached; with endpoints an input vertex counts the path
+#: ending at it too), and the state is cleared for the next source
+ARC_ACCUMULATE = Functor(
+    name="path_dag_accumulate",
+    params="double* dist, double* sigma, double* acc, int* tight, int* counted, double* score, "
+           "const int* arc, int level, int endpoints",
+    cuda="double delta = sigma[v] * acc[v];\n"
+         "if (level > 0) { if (!arc[v] && endpoints) delta += 1.0; }\n"
+         "else if (!endpoints) delta = 0.0;\n"
+         "score[v] += delta;\n"
+         "dist[v] = -1.0;\n"
+         "sigma[v] = 0.0;\n"
+         "acc[v] = 0.0;\n"
+         "tight[v] = 0;\n"
+         "counted[v] = 0;",
+    numpy=_arc_accumulate)
+
+#: one source's round on the subdivided graph (module docstring)
+ARC_ROUND = [Compute(PATH_START, over="seed"),
+             Loop([AdvanceStep(DISTANCE, "auto")], keep=True),
+             Sweep([AdvanceStep(TIGHTEN, over="in")]),
+             Sweep([FilterStep(FIRST), AdvanceStep(COUNT)]),
+             Loop([AdvanceStep(PATHS)], keep=True),
+             Sweep([AdvanceStep(DEPEND, over="in")], reverse=True, skip=1),
+             Sweep([ComputeStep(ARC_ACCUMULATE)], level="level")]
+
+
+class ArcBetweenness(EngineSolver):
+    """Brandes' algorithm on the subdivided graph (module docstring). Builds the engine over it
+    once (partition, upload); :meth:`sums` runs the rounds, :meth:`run` scores the vertices,
+    :meth:`edge_scores` the edges. ``weights``:
+    None (hops) or one length > 0 per arc of ``graph`` in its order (float64). Options:
+    ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous, random;
+    ``seed``), ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``),
+    ``loop``: how the rounds run (auto, fused, python: ``groute.engines.LOOP_RULE``)."""
+
+    def __init__(self, graph, *, weights=None, ctx=None, devices="auto", backend="auto",
+                 timeout=None, partition=DEFAULT_PARTITION, seed=0, mode="auto", loop="auto"):
+        self.graph = graph
+        self.n = n = int(graph.num_vertices)
+        m = int(graph.num_edges)
+        lengths = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
+        if lengths.shape != (m,):
+            raise ValueError(f"betweenness: weights must have one length per arc ({m}), got "
+                             f"shape {lengths.shape}")
+        if m and not (bool(np.all(np.isfinite(lengths))) and lengths.min() > 0):
+            raise ValueError("betweenness: the lengths must be finite and > 0 (a zero length "
+                             "makes infinitely many shortest paths)")
+        run_on = subdivided(graph.indptr, graph.indices, name=graph.name)
+        self.engine = eng = make_engine(run_on, mode, ctx=ctx, devices=devices, backend=backend,
+                                        timeout=timeout, partition=partition, seed=seed,
+                                        loop=loop)
+        arc = np.zeros(n + m, np.int32)
+        arc[n:] = 1
+        eng.state("arc", np.int32, values=arc)
+        eng.state("cost", np.float64, values=np.concatenate([np.zeros(n), lengths]))
+
+    def sums(self, sources=None, *, endpoints=False) -> tuple[np.ndarray, dict]:
+        """Brandes' sums over the rounds from ``sources`` (positions; None: every vertex), by
+        position in the subdivided graph (the input's vertices, then its arcs), and the stats."""
+        eng = self.engine
+        order = np.arange(self.n) if sources is None else np.asarray(sources, np.int64)
+        eng.reset_counters()
+        eng.state("dist", np.float64, DISTANCE_UNREACHED)
+        for name in ("sigma", "acc", "score"):
+            eng.state(name, np.float64, 0.0)
+        for name in ("tight", "counted", "pending"):
+            eng.state(name, np.int32, 0)
+        done = run_rounds(eng, order, ARC_ROUND, endpoints=int(bool(endpoints)))
+        return eng.gather("score"), dict(eng.stats, sources=done.rounds, levels=done.levels)
+
+    def run(self, sources=None, *, normalized=True, endpoints=False) -> AppResult:
+        """The vertices' betweenness over the shortest paths from ``sources`` (distinct vertex
+        ids; None: every vertex; fewer are rescaled as NetworkX rescales a sample of that
+        many)."""
+        t0 = time.perf_counter()
+        order = None if sources is None else _source_positions(self.graph, sources)
+        score, stats = self.sums(order, endpoints=endpoints)
+        sampled = None if order is None or order.size == self.n else order
+        bc = _rescale(score[:self.n], self.n, normalized=normalized,
+                      directed=self.graph.directed, endpoints=endpoints, sampled=sampled)
+        return AppResult(bc, time.perf_counter() - t0, stats,
+                         vertex_ids=getattr(self.graph, "vertex_ids", None))
+
+    def edge_scores(self, sources=None, *, normalized=True) -> np.ndarray:
+        """Every arc's betweenness, in the graph's arc order (an undirected edge's score is
+        its two arcs' sum: :func:`edge_sums`), rescaled as NetworkX's edge betweenness."""
+        order = None if sources is None else _source_positions(self.graph, sources)
+        score, _ = self.sums(order)
+        k = None if order is None or order.size == self.n else order
+        return _rescale(score[self.n:], self.n, normalized=normalized,
+                        directed=self.graph.directed, endpoints=True, sampled=k)
+
+
+def edge_sums(graph, arc_scores):
+    """``(tails, heads, scores)`` of the graph's edges, from ``arc_scores`` (one per arc in the
+    graph's order): every arc of a directed graph; an undirected graph's arcs ``u -> v`` with
+    ``u <= v``, each scored with its reverse arc's score added."""
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    heads = np.asarray(graph.indices, dtype=np.int64)
+    tails = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), np.diff(indptr))
+    scores = np.asarray(arc_scores, dtype=np.float64)
+    if graph.directed:
+        return tails, heads, scores
+    # the reverse of arc (u, v) is the arc (v, u): match them by their (tail, head) keys
+    n = max(int(graph.num_vertices), 1)
+    keys = tails * n + heads
+    order = np.argsort(keys, kind="stable")
+    reverse = order[np.searchsorted(keys[order], heads * n + tails)]
+    once = tails <= heads
+    total = np.where(tails == heads, scores, scores + scores[reverse])
+    return tails[once], heads[once], total[once]
+
+
 @algorithm("betweenness", solver=Betweenness, label="BC")
 def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
-                           seed=None, *, sources=None, num_vertices=None, symmetric=False,
-                           **options) -> AppResult:
+                           seed=None, *, sources=None, arc_weights=None, num_vertices=None,
+                           symmetric=False, **options) -> AppResult:
     """The betweenness centrality of every vertex (module docstring), as NetworkX's
     ``betweenness_centrality`` with the same arguments.
 
@@ -268,21 +530,26 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
         Score from ``k`` sources sampled as NetworkX samples them; None: every vertex.
     normalized : bool, optional
         Divide by the number of pairs of other vertices.
-    weight : None
-        Hop counts only: weighted betweenness (Dijkstra) is not in groute.
+    weight : str or None, optional
+        The edge attribute holding the edges' lengths (> 0; an edge without it: 1): shortest
+        paths by length (:class:`ArcBetweenness`); None: hops.
     endpoints : bool, optional
         Count a path's ends among the vertices it passes through.
     seed : int, random.Random or NumPy generator, optional
         The sample's random state, as NetworkX's: an integer draws NetworkX's sources.
     sources : list of vertex ids, optional
         The sources themselves instead of a sample (rescaled as a sample of that many).
+    arc_weights : array of float, optional
+        With ``weight``: one length per arc of ``G``'s CSR graph in its order, read instead of
+        the graph's weights (kept in float32 by a :class:`~groute.graph.CSRGraph`).
     num_vertices : int, optional
         The vertex count of edge arrays (default: the largest id plus one).
     symmetric : bool, optional
         Read every arc of the input both ways.
     **options
         How it runs, as every groute algorithm: ``backend``, ``devices``, ``ctx``,
-        ``timeout``, ``mode`` (the engine), ``partition``, ``loop`` (:class:`Betweenness`).
+        ``timeout``, ``mode`` (the engine), ``partition``, ``loop`` (:class:`Betweenness`;
+        by lengths :class:`ArcBetweenness`).
 
     Returns
     -------
@@ -291,10 +558,8 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
 
     Raises
     ------
-    NotImplementedError
-        ``weight`` other than None.
     ValueError
-        ``k`` out of range, or both ``k`` and ``sources``.
+        ``k`` out of range, or both ``k`` and ``sources``; a length that is not > 0.
     NodeNotFound
         NetworkX's: a source that is not a vertex.
 
@@ -304,20 +569,93 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     >>> G = nx.path_graph(4)
     >>> groute.betweenness_centrality(G, backend="cpu", devices=1).to_dict()
     {0: 0.0, 1: 0.6666666666666666, 2: 0.6666666666666666, 3: 0.0}
+    >>> W = nx.Graph([(0, 1, {"weight": 1}), (1, 2, {"weight": 1}), (0, 2, {"weight": 3})])
+    >>> groute.betweenness_centrality(W, weight="weight", backend="cpu", devices=1).to_dict()
+    {0: 0.0, 1: 1.0, 2: 0.0}
     """
-    if weight is not None:
-        raise NotImplementedError(f"weight={weight!r}: weighted betweenness centrality is not "
-                                  f"supported yet; pass weight=None (hop counts), or use "
-                                  f"networkx.betweenness_centrality for weighted paths")
     if k is not None and sources is not None:
         raise ValueError("give k (a sample of sources) or sources (the sources themselves), "
                          "not both")
-    g = load_graph(G, weight=None, num_vertices=num_vertices, symmetric=symmetric)
+    g = load_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     n = g.num_vertices
     if sources is None and k is not None:
         sample = sample_sources(n, k, seed)
         sources = None if sample is None else [g.file_id_of(p) for p in sample]
     if n == 0:
         return AppResult(np.zeros(0), 0.0, {}, vertex_ids=g.vertex_ids)
+    weights = None if weight is None else arc_values(g, arc_weights)
+    if weights is not None:
+        with ArcBetweenness(g, weights=weights, **options) as solver:
+            return solver.run(sources, normalized=normalized, endpoints=endpoints)
     with Betweenness(g, **options) as solver:
         return solver.run(sources, normalized=normalized, endpoints=endpoints)
+
+
+@public(solver=ArcBetweenness)
+def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None, *,
+                                sources=None, arc_weights=None, num_vertices=None,
+                                symmetric=False, **options) -> dict:
+    """The betweenness centrality of every edge (module docstring), as NetworkX's
+    ``edge_betweenness_centrality`` with the same arguments.
+
+    Parameters
+    ----------
+    G : graph input
+        A NetworkX graph, a scipy sparse matrix, ``(src, dst[, weights])`` edge arrays, a file,
+        a graph spec or a :class:`~groute.graph.CSRGraph` (:func:`groute.graph.load_graph`).
+    k : int, optional
+        Score from ``k`` sources sampled as NetworkX samples them; None: every vertex.
+    normalized : bool, optional
+        Divide by the number of (source, target) pairs.
+    weight : str or None, optional
+        The edge attribute holding the edges' lengths (> 0; an edge without it: 1); None: hops.
+    seed : int, random.Random or NumPy generator, optional
+        The sample's random state, as NetworkX's.
+    sources : list of vertex ids, optional
+        The sources themselves instead of a sample (rescaled as a sample of that many).
+    arc_weights : array of float, optional
+        With ``weight``: one length per arc of ``G``'s CSR graph in its order, read instead of
+        the graph's weights (kept in float32 by a :class:`~groute.graph.CSRGraph`).
+    num_vertices : int, optional
+        The vertex count of edge arrays (default: the largest id plus one).
+    symmetric : bool, optional
+        Read every arc of the input both ways.
+    **options
+        How it runs: ``backend``, ``devices``, ``ctx``, ``timeout``, ``mode``, ``partition``,
+        ``loop`` (:class:`ArcBetweenness`).
+
+    Returns
+    -------
+    dict
+        ``{(u, v): score}`` over the graph's edges (an undirected edge once, its ends in
+        vertex order), as NetworkX's.
+
+    Raises
+    ------
+    ValueError
+        A length that is not > 0; ``k`` out of range, or both ``k`` and ``sources``.
+    NodeNotFound
+        NetworkX's: a source that is not a vertex.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> groute.edge_betweenness_centrality(nx.path_graph(3), normalized=False, backend="cpu",
+    ...                                    devices=1)
+    {(0, 1): 2.0, (1, 2): 2.0}
+    """
+    if k is not None and sources is not None:
+        raise ValueError("give k (a sample of sources) or sources (the sources themselves), "
+                         "not both")
+    g = load_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
+    if sources is None and k is not None:
+        sample = sample_sources(g.num_vertices, k, seed)
+        sources = None if sample is None else [g.file_id_of(p) for p in sample]
+    if g.num_edges == 0:
+        return {}
+    weights = None if weight is None else arc_values(g, arc_weights)
+    with ArcBetweenness(g, weights=weights, **options) as solver:
+        scores = solver.edge_scores(sources, normalized=normalized)
+    tails, heads, values = edge_sums(g, scores)
+    ids = g.ids
+    return dict(zip(zip(ids[tails].tolist(), ids[heads].tolist()), values.tolist()))

@@ -134,8 +134,9 @@ def test_small_and_empty_graphs():
 
 def test_errors_name_the_argument():
     G = nx.path_graph(4)
-    with pytest.raises(NotImplementedError, match="weight='weight'.*not supported"):
-        groute.betweenness_centrality(G, weight="weight", backend="cpu")
+    nx.set_edge_attributes(G, 0, "length")
+    with pytest.raises(ValueError, match="lengths must be finite and > 0"):
+        groute.betweenness_centrality(G, weight="length", backend="cpu")
     with pytest.raises(ValueError, match="k .*or sources"):
         groute.betweenness_centrality(G, k=2, sources=[0], backend="cpu")
     with pytest.raises(ValueError, match="k must be between 1 and the number of vertices"):

@@ -408,7 +408,7 @@ DECLINED = {
     "path-no-source": (nx.shortest_path, (), {"target": 3}),
     "path-bellman-ford": (nx.shortest_path, (0, 3), {"weight": "weight",
                                                    "method": "bellman-ford"}),
-    "bc-weight": (nx.betweenness_centrality, (), {"weight": "weight"}),
+    "bc-weight-fn": (nx.betweenness_centrality, (), {"weight": lambda u, v, d: 2}),
 }
 
 

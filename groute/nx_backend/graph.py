@@ -95,6 +95,13 @@ class GrouteGraph:
         return indptr, arcs, self.arc_rows
 
     @cached_property
+    def csr_arcs(self) -> np.ndarray:
+        """Arc ``i`` of ``csr`` (whose rows are sorted) is arc ``csr_arcs[i]`` of
+        :attr:`adjacency_indices` and :attr:`weights`: ``weights[csr_arcs]`` are the weights
+        in ``csr``'s order, exact (``csr`` keeps them in float32)."""
+        return np.lexsort((self.adjacency_indices, self.arc_rows))
+
+    @cached_property
     def has_self_loops(self) -> bool:
         return bool(np.any(self.arc_rows == self.adjacency_indices))
 

@@ -94,11 +94,35 @@ FUNCTIONS = {
 
     # --- centrality (groute/nx_backend/algorithms/centrality.py) ---
     "betweenness_centrality": (
-        "Unweighted (weight=None; a weight and NetworkX runs the call). k sources drawn by "
-        "NetworkX's own seed.sample(list(G), k), so the same sources for any seed NetworkX "
-        "takes; scores equal NetworkX's up to floating-point summation order."),
+        "weight: lengths > 0 (other weights, or a weight function, and NetworkX runs the "
+        "call), summed exactly as NetworkX's Dijkstra sums them. k sources drawn by NetworkX's "
+        "own seed.sample(list(G), k), so the same sources for any seed NetworkX takes; scores "
+        "equal NetworkX's up to floating-point summation order."),
+    "closeness_centrality": (
+        "Every node from 64-source breadth-first batches (or, with distance, one search per "
+        "source on lengths >= 0); with u, one search over the in-arcs. NetworkX's values up "
+        "to floating-point summation order."),
+    "degree_centrality": "Not on a multigraph (its parallel edges count in NetworkX's degree).",
+    "edge_betweenness_centrality": (
+        "Not on a multigraph; weight: lengths > 0. NetworkX's sources, keys and order; scores "
+        "equal NetworkX's up to floating-point summation order."),
+    "eigenvector_centrality": (
+        "NetworkX's power iteration and stopping rule, in float64; nstart a dict of every "
+        "node."),
+    "in_degree_centrality": "Not on a multigraph.",
+    "katz_centrality": (
+        "alpha >= 0, tol > 0, beta a number or a dict of every node, nstart a dict of every "
+        "node, weights >= 0. NetworkX's iteration and stopping rule (values within its "
+        "tolerance; float32 on CUDA devices)."),
+    "out_degree_centrality": "Not on a multigraph.",
 
     # --- link_analysis (groute/nx_backend/algorithms/link_analysis.py) ---
+    "hits": (
+        "No nstart, normalized=True, not a multigraph, weights >= 0. NetworkX's own power "
+        "iteration (_hits_scipy: tol on the L1 change, at most max_iter + 2 iterations) "
+        "where NetworkX calls ARPACK: the same vectors within tol wherever the largest "
+        "singular value is simple; a graph whose iteration converges slowly raises "
+        "PowerIterationFailedConvergence where ARPACK might not."),
     "pagerank": (
         "With alpha in (0, 1), tol > 0 and max_iter >= 1, on a graph (not a multigraph) whose "
         "weights are >= 0; personalization and dangling as dicts, no nstart; otherwise NetworkX "

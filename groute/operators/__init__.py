@@ -17,6 +17,9 @@ The public API (:data:`__all__`), what an algorithm is written with:
   host between levels (one persistent launch on one CUDA device), returning a
   :class:`LoopResult` (and, kept, the :class:`Levels`); :func:`sweep`: steps over kept levels
   (:mod:`groute.operators.loop`);
+- :func:`subdivided`: the graph with a vertex on every arc, where values on arcs (weights,
+  scores per edge) are vertex state, :func:`arc_values` (an input's as float64), and
+  :data:`DISTANCE`, shortest paths by length on it (:mod:`groute.operators.arc_vertices`);
 - :func:`run_rounds`: the same body of :class:`Loop`, :class:`Sweep` and :class:`Compute`
   items once per seed (nested loops), which an engine may run in one launch, returning a
   :class:`RoundsResult` (:mod:`groute.operators.rounds`);
@@ -40,9 +43,11 @@ from .functor import Functor, Gather, Message
 from .intersect import Intersection
 from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
 from .rounds import Compute, Loop, RoundsResult, Sweep, run_rounds
+from .arc_vertices import DISTANCE, DISTANCE_UNREACHED, arc_values, subdivided
 
 __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
            "reduce", "REDUCTIONS",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
-           "RoundsResult", "Intersection"]
+           "RoundsResult", "Intersection", "subdivided", "arc_values", "DISTANCE",
+           "DISTANCE_UNREACHED"]

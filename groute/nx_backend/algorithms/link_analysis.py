@@ -1,6 +1,7 @@
-"""Link analysis: PageRank with NetworkX's parameters on groute's PageRank."""
+"""Link analysis: PageRank and HITS with NetworkX's parameters on groute's PageRank and HITS."""
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 
 from groute import registry
@@ -9,7 +10,8 @@ from ..devices import devices_for
 from .support import rule, weights_of
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
-NX_TEST_MODULES = ['networkx.algorithms.link_analysis.tests.test_pagerank']
+NX_TEST_MODULES = ['networkx.algorithms.link_analysis.tests.test_pagerank',
+                   'networkx.algorithms.link_analysis.tests.test_hits']
 
 #: NetworkX tests of these functions expected to fail through the backend: {"file.py:Class.test"
 #: or "file.py:test": reason}; each a documented limit (docs/NETWORKX.md), not a wrong answer
@@ -67,3 +69,47 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
                       dangling=_by_node(G, dangling)) as solver:
             result = solver.run()
     return dict(zip(G.nodes, np.asarray(result.values, dtype=np.float64).tolist()))
+
+
+def _hits_rule(args):
+    if args["nstart"] is not None:
+        return ("nstart changes no answer, only the iterations, and groute's power iteration "
+                "starts from every node alike")
+    if args["normalized"] is not True:
+        return ("unnormalised, NetworkX's vectors carry the sign ARPACK happens to give "
+                "them")
+    G = args["G"]
+    if G.is_multigraph():
+        return "parallel edges add up in NetworkX's HITS; groute's conversion keeps one arc"
+    if len(G) == 1:
+        return "NetworkX's ARPACK needs two nodes (it raises its own error)"
+    max_iter, tol = args["max_iter"], args["tol"]
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
+        return "max_iter that is not an int"
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+        return "tol that is not a number"
+    return True
+
+
+@rule(_hits_rule)
+def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
+    """groute's HITS: NetworkX's own power iteration of ``A^T A`` (``_hits_scipy``'s rule and
+    iteration count) where NetworkX asks ARPACK for the singular vector; the same vectors
+    wherever the largest singular value is simple."""
+    if len(G) == 0:
+        return {}, {}
+    if max_iter <= 0:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    w = weights_of(G, "weight")
+    if w is not None:
+        w = np.asarray(w, dtype=np.float64)[G.csr_arcs]
+    if G.csr.num_edges == 0 or (w is not None and not (bool(np.all(np.isfinite(w)))
+                                                       and w.min() >= 0 and w.max() > 0)):
+        raise NotImplementedError("no arcs, or weights that are negative, not finite or all 0: "
+                                  "NetworkX runs the call (and says what ARPACK finds)")
+    run = registry.function("hits")
+    with devices_for(G.csr, "operators") as (ctx, partition):
+        hubs, authorities = run(G.csr, int(max_iter), float(tol), arc_weights=w, ctx=ctx,
+                                partition=partition)
+    return (dict(zip(G.nodes, np.asarray(hubs.values, np.float64).tolist())),
+            dict(zip(G.nodes, np.asarray(authorities.values, np.float64).tolist())))
