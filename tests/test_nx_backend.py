@@ -512,8 +512,6 @@ def test_conversions_ask_for_one_numeric_attribute():
     with pytest.raises(NotImplementedError):
         from_networkx(G, edge_attrs={"a": 0})
     with pytest.raises(NotImplementedError):
-        from_networkx(G, preserve_edge_attrs=True)
-    with pytest.raises(NotImplementedError):
         from_networkx(G, node_attrs={"x": None})
 
 

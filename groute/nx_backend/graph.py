@@ -8,6 +8,7 @@ for that to be right: a result that depends only on ``G`` and the attributes ask
 """
 from __future__ import annotations
 
+import itertools
 from functools import cached_property
 
 import networkx as nx
@@ -27,11 +28,19 @@ class GrouteGraph:
     ``weight``: the edge attribute read as the weight (None: unweighted) and ``weights`` its
     values in adjacency order with their own type (int64 or float64; None when no edge has
     the attribute); ``graph``: ``G.graph``, the graph attributes.
+
+    Where a call keeps every edge attribute (``preserve_edge_attrs``: a spanning tree's edges
+    come with their data), and for every multigraph (whose edges a function may name by key),
+    ``edge_data`` holds each arc's data as NetworkX stores it, aligned with
+    :attr:`adjacency_indices` (a dict; a multigraph's ``{key: dict}``), else None; likewise
+    ``node_data`` each node's dict where node attributes are kept. ``networkx_class`` is the
+    class of ``G``, for a function that returns a graph of it.
     """
 
     __networkx_backend__ = "groute"
 
-    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None):
+    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None,
+                 edge_data=None, node_data=None, networkx_class=None):
         self.csr = csr
         self.nodes = adjacency.nodes
         self.adjacency_indices = adjacency.indices
@@ -41,6 +50,11 @@ class GrouteGraph:
         self.directed = bool(directed)
         self.multigraph = bool(multigraph)
         self.graph = dict(graph or {})
+        self.edge_data = edge_data
+        self.node_data = node_data
+        self.networkx_class = networkx_class or {
+            (False, False): nx.Graph, (True, False): nx.DiGraph,
+            (False, True): nx.MultiGraph, (True, True): nx.MultiDiGraph}[(directed, multigraph)]
 
     # what NetworkX's decorators (not_implemented_for, ...) ask of a graph
     def is_directed(self) -> bool:
@@ -109,17 +123,22 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
                   preserve_node_attrs=False, preserve_graph_attrs=False, name=None,
                   graph_name=None) -> GrouteGraph:
     """``convert_from_nx``: ``G`` with at most one edge attribute, numeric, defaulting to 1
-    (NetworkX's weight rule). A conversion groute cannot make raises NotImplementedError, so
-    that NetworkX runs the call itself (and remembers the failure in the cache)."""
+    (NetworkX's weight rule), as the weight; with ``preserve_edge_attrs`` every edge's data
+    as well (and ``"weight"`` read as the weight where it is numeric: NetworkX's cache serves
+    any later call from such a conversion), with ``preserve_node_attrs`` every node's. A
+    conversion groute cannot make raises NotImplementedError, so that NetworkX runs the call
+    itself (and remembers the failure in the cache)."""
     what = f" for {name}()" if name else ""
     if not isinstance(G, nx.Graph):
         raise TypeError(f"{graph_name or 'G'}{what} must be a NetworkX graph; got "
                         f"{type(G).__name__}")
-    if preserve_edge_attrs or preserve_node_attrs or node_attrs:
-        raise NotImplementedError(f"groute keeps no node attributes and at most one edge "
-                                  f"attribute{what}")
+    if node_attrs:
+        raise NotImplementedError(f"groute keeps a node attribute only with all of them"
+                                  f"{what}")
     weight = None
-    if edge_attrs:
+    if preserve_edge_attrs:
+        weight = "weight"
+    elif edge_attrs:
         if len(edge_attrs) > 1:
             raise NotImplementedError(f"groute keeps one edge attribute{what}; asked for "
                                       f"{sorted(map(repr, edge_attrs))}")
@@ -128,28 +147,38 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
             raise NotImplementedError(f"groute weighs an edge without {weight!r} 1; asked for "
                                       f"{default!r}{what}")
     try:
-        adjacency = networkx_adjacency(G, weight=weight)
-        csr = csr_from_adjacency(adjacency, directed=G.is_directed(),
-                                 name=str(G.name) if G.name else "networkx")
+        adjacency, csr = _arcs(G, weight)
     except ValueError as exc:       # a weight that is not a number, or past int32
-        raise NotImplementedError(f"groute cannot convert {graph_name or 'G'}{what}: "
-                                  f"{exc}") from exc
+        if not preserve_edge_attrs:
+            raise NotImplementedError(f"groute cannot convert {graph_name or 'G'}{what}: "
+                                      f"{exc}") from exc
+        weight, (adjacency, csr) = None, _arcs(G, None)
     if csr.num_edges != adjacency.indices.shape[0]:
         raise AssertionError("the adjacency of a NetworkX graph holds no repeated arc")
+    edge_data = node_data = None
+    if preserve_edge_attrs or G.is_multigraph():
+        edge_data = list(itertools.chain.from_iterable(r.values() for r in G._adj.values()))
+    if preserve_node_attrs:
+        node_data = [G._node[u] for u in adjacency.nodes]
     return GrouteGraph(adjacency, csr, directed=G.is_directed(), multigraph=G.is_multigraph(),
-                       weight=weight, graph=G.graph if preserve_graph_attrs else None)
+                       weight=weight, graph=G.graph if preserve_graph_attrs else None,
+                       edge_data=edge_data, node_data=node_data, networkx_class=type(G))
+
+
+def _arcs(G, weight):
+    """``G``'s :class:`~groute.graph.convert.Adjacency` with ``weight`` and its CSR graph."""
+    adjacency = networkx_adjacency(G, weight=weight)
+    return adjacency, csr_from_adjacency(adjacency, directed=G.is_directed(),
+                                         name=str(G.name) if G.name else "networkx")
 
 
 def to_networkx(obj, *, name=None):
-    """``convert_to_nx``: a :class:`GrouteGraph` as a NetworkX graph of the same kind (a
+    """``convert_to_nx``: a :class:`GrouteGraph` as a NetworkX graph of its class (a
     multigraph's parallel edges come back as one edge of their least weight); any other
     result (dicts, sets, generators) as it is."""
     if not isinstance(obj, GrouteGraph):
         return obj
-    cls = {(False, False): nx.Graph, (True, False): nx.DiGraph,
-           (False, True): nx.MultiGraph, (True, True): nx.MultiDiGraph}[
-        (obj.directed, obj.multigraph)]
-    G = cls()
+    G = obj.networkx_class()
     G.graph.update(obj.graph)
     G.add_nodes_from(obj.nodes)
     src = obj.arc_rows

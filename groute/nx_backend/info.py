@@ -94,6 +94,13 @@ FUNCTIONS = {
     # --- community (groute/nx_backend/algorithms/community.py) ---
 
     # --- trees (groute/nx_backend/algorithms/trees.py) ---
+    "minimum_spanning_edges": (
+        "algorithm='kruskal' (Kruskal's answer and order, found by Borůvka's algorithm on the "
+        "devices); the others, a weight function or a NaN weight without ignore_nan, and "
+        "NetworkX runs the call."),
+    "maximum_spanning_edges": "As minimum_spanning_edges.",
+    "minimum_spanning_tree": "As minimum_spanning_edges: NetworkX's tree, its attributes too.",
+    "maximum_spanning_tree": "As minimum_spanning_edges: NetworkX's tree, its attributes too.",
 }
 
 #: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the
