@@ -77,6 +77,8 @@ def test_bfs_edges_yield_the_source_as_the_caller_named_it(on_devices):
     got = list(nx.bfs_edges(G, 1.0, backend="groute"))
     assert got == list(nx.bfs_edges(G, 1.0)) == [(1, 0), (1, 2), (2, 3)]
     assert [type(u) for u, _ in got] == [float, float, int]
+    got = list(nx.bfs_predecessors(G, 1.0, backend="groute"))
+    assert got == list(nx.bfs_predecessors(G, 1.0)) and type(got[0][1]) is float
     assert list(nx.bfs_successors(nx.empty_graph(2), 0, backend="groute")) == [(0, [])]
 
 
@@ -85,6 +87,16 @@ def test_descendants_and_ancestors(on_devices, name, G):
     for source in list(G)[:4]:
         assert nx.descendants(G, source, backend="groute") == nx.descendants(G, source)
         assert nx.ancestors(G, source, backend="groute") == nx.ancestors(G, source)
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=IDS)
+def test_descendants_at_distance(on_devices, name, G):
+    for source in list(G)[:2]:
+        for distance in (0, 1, 2, 2.0, 2.5, -1, "2", math.inf, math.nan):
+            assert nx.descendants_at_distance(G, source, distance, backend="groute") == \
+                nx.descendants_at_distance(G, source, distance)
+    assert outcome(nx.descendants_at_distance, G, "nope", 1, backend="groute") == \
+        outcome(nx.descendants_at_distance, G, "nope", 1)
 
 
 def test_traversal_errors_are_networkx(on_devices):
@@ -109,6 +121,32 @@ def test_has_path(on_devices, name, G):
         assert nx.has_path(G, s, t, backend="groute") is nx.has_path(G, s, t)
     for s, t in [(nodes[0], "nope"), ("nope", nodes[0])]:
         assert outcome(nx.has_path, G, s, t, backend="groute") == outcome(nx.has_path, G, s, t)
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=IDS)
+@pytest.mark.parametrize("cutoff", [None, 1, 2.5])
+def test_single_source_paths_are_networkx_s(on_devices, name, G, cutoff):
+    for source in list(G)[:3]:
+        got = nx.single_source_shortest_path(G, source, cutoff=cutoff, backend="groute")
+        assert list(got.items()) == \
+            list(nx.single_source_shortest_path(G, source, cutoff=cutoff).items())
+    assert outcome(nx.single_source_shortest_path, G, "nope", backend="groute") == \
+        outcome(nx.single_source_shortest_path, G, "nope")
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=IDS)
+@pytest.mark.parametrize("kind", [None, "int", "float"])
+def test_path_lengths_between_two_nodes(on_devices, name, G, kind):
+    H = G if kind is None else weighted(G, kind)
+    nodes = list(H)
+    rng = random.Random(2)
+    pairs = [(rng.choice(nodes), rng.choice(nodes)) for _ in range(5)]
+    pairs += [(nodes[0], nodes[0]), (nodes[0], "nope"), ("nope", nodes[0]), ("nope", "nope"),
+              (nodes[0], [1])]
+    for fn in (nx.dijkstra_path_length, nx.bellman_ford_path_length):
+        for s, t in pairs:
+            got, want = outcome(fn, H, s, t, backend="groute"), outcome(fn, H, s, t)
+            assert got == want and type(got) is type(want), (fn, s, t)
 
 
 @pytest.mark.parametrize("name,G", GRAPHS, ids=IDS)

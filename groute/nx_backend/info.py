@@ -28,6 +28,7 @@ FUNCTIONS = {
     "bfs_tree": "As bfs_edges: NetworkX's tree.",
     "bfs_successors": "Without sort_neighbors. NetworkX's pairs, in its order.",
     "descendants": "",
+    "descendants_at_distance": "",
     "ancestors": "A BFS over the reversed arcs.",
 
     # --- shortest_paths (groute/nx_backend/algorithms/shortest_paths.py) ---
@@ -50,6 +51,10 @@ FUNCTIONS = {
     "all_pairs_shortest_path_length": (
         "Sources in batches, each on one BFS solver kept open; every dict in NetworkX's order."),
     "has_path": "With a source and a target.",
+    "single_source_shortest_path": (
+        "NetworkX's paths (its choice among equally short ones), in its order."),
+    "dijkstra_path_length": "Weights as single_source_dijkstra_path_length.",
+    "bellman_ford_path_length": "Weights as single_source_bellman_ford_path_length.",
     "single_source_bellman_ford_path_length": (
         "Weights as single_source_dijkstra_path_length (negative ones: NetworkX runs the "
         "call). Unweighted, nodes in NetworkX's order; weighted, by distance."),

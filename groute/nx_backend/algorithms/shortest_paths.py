@@ -11,7 +11,8 @@ from groute.graph.arcs import arcs_of_rows
 
 from ..order import layers_in_order
 from .support import (depths, distances, exact_weights, layers_from, lengths, levels_within,
-                      reversed_csr, rule, source_layers, traversals, weight_is_attribute)
+                      reversed_csr, rule, source_layers, traversals, tree_edges,
+                      weight_is_attribute)
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.shortest_paths.tests.test_unweighted', 'networkx.algorithms.shortest_paths.tests.test_weighted', 'networkx.algorithms.shortest_paths.tests.test_generic']
@@ -247,3 +248,59 @@ def single_source_bellman_ford_path_length(G, source, weight="weight"):
     if source not in G:
         raise nx.NodeNotFound(f"Source {source} not in G")
     return _dijkstra_lengths(G, source, None, weight)
+
+
+def single_source_shortest_path(G, source, cutoff=None):
+    """NetworkX's paths: each node's is its BFS parent's (NetworkX's choice of parent) and
+    itself, the nodes in NetworkX's order."""
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} not in G")
+    paths = {source: [source]}
+    for parent, child in tree_edges(G, source, cutoff):
+        paths[child] = paths[parent] + [child]
+    return paths
+
+
+def _length_to(G, source, target, weight):
+    """The length of a shortest path from ``source`` to ``target`` (both nodes, ``target``
+    possibly not): hops where the weights are none, else the weighted distance as
+    :func:`single_source_dijkstra_path_length` sums it; None where ``target`` is not reached."""
+    hash(target)            # NetworkX's TypeError for an unhashable target
+    kind = exact_weights(G, weight)
+    if target not in G:
+        return None
+    s, t = G.position(source), G.position(target)
+    if kind == "unit":
+        depth = int(depths(G, s)[t])
+        return None if depth < 0 else depth
+    dist = float(distances(G, s)[t])
+    if not math.isfinite(dist):
+        return None
+    return dist if kind == "float" else int(dist)
+
+
+@rule(weight_is_attribute)
+def dijkstra_path_length(G, source, target, weight="weight"):
+    if source not in G:
+        raise nx.NodeNotFound(f"Node {source} not found in graph")
+    if source == target:
+        return 0
+    length = _length_to(G, source, target, weight)
+    if length is None:
+        raise nx.NetworkXNoPath(f"Node {target} not reachable from {source}")
+    return length
+
+
+@rule(weight_is_attribute)
+def bellman_ford_path_length(G, source, target, weight="weight"):
+    """Weights >= 0, as :func:`single_source_bellman_ford_path_length`."""
+    if source == target:
+        if source not in G:
+            raise nx.NodeNotFound(f"Node {source} not found in graph")
+        return 0
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} not in G")
+    length = _length_to(G, source, target, weight)
+    if length is None:
+        raise nx.NetworkXNoPath(f"node {target} not reachable from {source}")
+    return length

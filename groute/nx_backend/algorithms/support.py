@@ -86,6 +86,22 @@ def layers_from(G, depth, source: int, last=None, parents=None) -> list[np.ndarr
                            np.array([source]), last, parents)
 
 
+def tree_edges(G, source, depth_limit) -> list[tuple]:
+    """NetworkX's ``bfs_edges`` as a list: each layer's ``(parent, child)`` pairs in NetworkX's
+    visiting order, the parent its (NetworkX's ``bfs_predecessors``); the first layer's parent is
+    ``source`` as the caller named it, as NetworkX yields it."""
+    if source not in G:
+        raise not_a_node(G, source)
+    parents = []
+    layers = source_layers(G, G.position(source), levels_within(depth_limit), parents)
+    edges = []
+    for d, (layer, parent) in enumerate(zip(layers[1:], parents)):
+        children = G.labels_of(layer)
+        edges.extend(zip([source] * len(children) if d == 0 else G.labels_of(parent),
+                         children))
+    return edges
+
+
 def levels_within(cutoff) -> int | None:
     """The last BFS level NetworkX reaches with ``cutoff`` (it expands while cutoff > level)."""
     if cutoff is None:

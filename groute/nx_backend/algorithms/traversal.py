@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import networkx as nx
 import numpy as np
 
-from .support import (depths, levels_within, not_a_node, reversed_csr, rule, source_layers,
-                      traversals)
+from .support import (depths, not_a_node, reversed_csr, rule, source_layers, traversals,
+                      tree_edges)
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.traversal.tests.test_bfs',
@@ -61,12 +61,7 @@ def bfs_predecessors(G, source, depth_limit=None, sort_neighbors=None):
     """NetworkX's parents (the first node of the previous layer, in its visiting order, with
     an arc to the node) rebuilt from groute's depths, not groute's own parents: any
     neighbour one layer up is a valid BFS parent, NetworkX's is one in particular."""
-    if source not in G:
-        raise not_a_node(G, source)
-    parents = []
-    layers = source_layers(G, G.position(source), levels_within(depth_limit), parents)
-    for layer, parent in zip(layers[1:], parents):
-        yield from zip(G.labels_of(layer), G.labels_of(parent))
+    yield from ((child, parent) for parent, child in tree_edges(G, source, depth_limit))
 
 
 def _tree_rule(args):
@@ -78,33 +73,17 @@ def _tree_rule(args):
     return _no_sorting(args)
 
 
-def _tree_edges(G, source, depth_limit) -> list[tuple]:
-    """NetworkX's ``bfs_edges`` as a list: each layer's ``(parent, child)`` pairs in NetworkX's
-    visiting order, the parent its (:func:`bfs_predecessors`); the first layer's parent is
-    ``source`` as the caller named it, as NetworkX yields it."""
-    if source not in G:
-        raise not_a_node(G, source)
-    parents = []
-    layers = source_layers(G, G.position(source), levels_within(depth_limit), parents)
-    edges = []
-    for d, (layer, parent) in enumerate(zip(layers[1:], parents)):
-        children = G.labels_of(layer)
-        edges.extend(zip([source] * len(children) if d == 0 else G.labels_of(parent),
-                         children))
-    return edges
-
-
 @rule(_tree_rule)
 def bfs_edges(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
     """NetworkX's edges of the breadth-first tree, in its order, from groute's depths."""
-    yield from _tree_edges(G, source, depth_limit)
+    yield from tree_edges(G, source, depth_limit)
 
 
 @rule(_tree_rule)
 def bfs_tree(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
     T = nx.DiGraph()
     T.add_node(source)
-    T.add_edges_from(_tree_edges(G, source, depth_limit))
+    T.add_edges_from(tree_edges(G, source, depth_limit))
     return T
 
 
@@ -113,7 +92,7 @@ def bfs_successors(G, source, depth_limit=None, sort_neighbors=None):
     """NetworkX's ``(parent, children)`` pairs: its tree edges grouped by parent, as NetworkX
     groups them (the source's pair comes even when it has no child)."""
     parent, children = source, []
-    for p, c in _tree_edges(G, source, depth_limit):
+    for p, c in tree_edges(G, source, depth_limit):
         if p == parent:
             children.append(c)
             continue
@@ -122,7 +101,24 @@ def bfs_successors(G, source, depth_limit=None, sort_neighbors=None):
     yield parent, children
 
 
+def descendants_at_distance(G, source, distance):
+    """The nodes ``distance`` hops from ``source``: groute's BFS, cut off there."""
+    if source not in G:
+        raise nx.NetworkXError(f"The node {source} is not in the graph.")
+    try:
+        d = int(distance)
+    except (TypeError, ValueError, OverflowError):
+        return set()
+    if d != distance or d < 0:      # NetworkX compares each layer's number with it
+        return set()
+    if d == 0:
+        return {source}             # as the caller named it, as NetworkX's first layer
+    depth = depths(G, G.position(source), d)
+    return set(G.labels_of(np.flatnonzero(depth == d)))
+
+
 def descendants(G, source):
+    """The nodes ``source`` reaches: groute's BFS."""
     if source not in G:
         raise not_a_node(G, source)
     return set(G.labels_of(np.flatnonzero(depths(G, G.position(source)) > 0)))
