@@ -417,3 +417,22 @@ def test_boruvka_kernels_compile(tmp_path):
                 boruvka.SPREAD_LABEL, boruvka.CHOSEN, boruvka.JOIN, boruvka.RESET]
     done = compile_generated(functors, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.multigpu
+@pytest.mark.parametrize("devices", [2, 4])
+def test_on_several_gpus(devices):
+    """Borůvka's rounds as one fused launch per GPU and loop, eccentricity and the BFS trees on
+    the relaxation engines across GPUs: NetworkX's answers."""
+    G = weighted(nx.connected_watts_strogatz_graph(300, 6, 0.2, seed=4), "int", 4, high=5)
+    P = nx.path_graph(200)
+    with nx.config.backends.groute(backend="cuda", devices=devices):
+        for H in (G, P):
+            assert list(nx.minimum_spanning_edges(H, backend="groute")) == \
+                list(nx.minimum_spanning_edges(H))
+        assert nx.eccentricity(G, v=list(G)[:20], backend="groute") == \
+            nx.eccentricity(G, v=list(G)[:20])
+        assert nx.eccentricity(G, v=list(G)[:5], weight="weight", backend="groute") == \
+            nx.eccentricity(G, v=list(G)[:5], weight="weight")
+        assert list(nx.bfs_edges(G, 0, backend="groute")) == list(nx.bfs_edges(G, 0))
+        assert nx.ancestors(G, 7, backend="groute") == nx.ancestors(G, 7)
