@@ -8,6 +8,7 @@ for that to be right: a result that depends only on ``G`` and the attributes ask
 """
 from __future__ import annotations
 
+import itertools
 from functools import cached_property
 
 import networkx as nx
@@ -26,15 +27,22 @@ class GrouteGraph:
     (the rows are ``csr.indptr``'s), from which the backend rebuilds NetworkX's visiting order;
     ``weight``: the edge attribute read as the weight (None: unweighted) and ``weights`` its
     values in adjacency order with their own type (int64 or float64; None when no edge has
-    the attribute); ``graph``: ``G.graph``, the graph attributes; ``nx_graph``: the NetworkX
-    graph itself, kept by a conversion that was asked to preserve every attribute (NetworkX
-    asks it of the functions that return a subgraph, such as ``k_core``, which copy the
-    subgraph's attributes from it as NetworkX does), else None.
+    the attribute); ``graph``: ``G.graph``, the graph attributes.
+
+    ``nx_graph``: the caller's NetworkX graph itself, kept (a reference, no copy) by a
+    conversion asked to preserve every edge or node attribute (NetworkX asks it of the
+    functions that return a subgraph or a graph with the edges' data: ``k_core``, a spanning
+    tree) and for every multigraph (whose edges a function may name by key), else None; from it
+    ``edge_data`` is each arc's data as NetworkX stores it, aligned with
+    :attr:`adjacency_indices` (a dict; a multigraph's ``{key: dict}``), and ``node_data`` each
+    node's dict (both None without it). ``networkx_class`` is the class of ``G``, for a
+    function that returns a graph of it.
     """
 
     __networkx_backend__ = "groute"
 
-    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None):
+    def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None,
+                 nx_graph=None):
         self.csr = csr
         self.nodes = adjacency.nodes
         self.adjacency_indices = adjacency.indices
@@ -44,7 +52,25 @@ class GrouteGraph:
         self.directed = bool(directed)
         self.multigraph = bool(multigraph)
         self.graph = dict(graph or {})
-        self.nx_graph = None
+        self.nx_graph = nx_graph
+        self.networkx_class = type(nx_graph) if nx_graph is not None else {
+            (False, False): nx.Graph, (True, False): nx.DiGraph,
+            (False, True): nx.MultiGraph, (True, True): nx.MultiDiGraph}[(directed, multigraph)]
+
+    @cached_property
+    def edge_data(self) -> list | None:
+        """Each arc's data dict in adjacency order (see the class docstring), or None."""
+        if self.nx_graph is None:
+            return None
+        return list(itertools.chain.from_iterable(r.values()
+                                                  for r in self.nx_graph._adj.values()))
+
+    @cached_property
+    def node_data(self) -> list | None:
+        """Each node's data dict in ``nodes`` order, or None."""
+        if self.nx_graph is None:
+            return None
+        return [self.nx_graph._node[u] for u in self.nodes]
 
     # what NetworkX's decorators (not_implemented_for, ...) ask of a graph
     def is_directed(self) -> bool:
@@ -120,25 +146,22 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
                   preserve_node_attrs=False, preserve_graph_attrs=False, name=None,
                   graph_name=None) -> GrouteGraph:
     """``convert_from_nx``: ``G`` with at most one edge attribute, numeric, defaulting to 1
-    (NetworkX's weight rule). A conversion groute cannot make raises NotImplementedError, so
-    that NetworkX runs the call itself (and remembers the failure in the cache).
-
-    Asked to preserve every edge or node attribute (the request of the functions that return a
-    subgraph), the conversion keeps ``G`` itself as ``nx_graph``, and its weights are those of
-    ``"weight"``, NetworkX's default attribute, when they are numbers: NetworkX's cache hands a
-    conversion that preserved everything to any later call on the same graph, and a weighted
-    call most often reads ``"weight"``; one that reads another attribute from it finds the
-    weights missing and NetworkX runs it (:func:`.algorithms.support.weights_of`)."""
+    (NetworkX's weight rule), as the weight; with ``preserve_edge_attrs`` every edge's data
+    as well (and ``"weight"`` read as the weight where it is numeric: NetworkX's cache serves
+    any later call from such a conversion), with ``preserve_node_attrs`` every node's. A
+    conversion groute cannot make raises NotImplementedError, so that NetworkX runs the call
+    itself (and remembers the failure in the cache)."""
     what = f" for {name}()" if name else ""
     if not isinstance(G, nx.Graph):
         raise TypeError(f"{graph_name or 'G'}{what} must be a NetworkX graph; got "
                         f"{type(G).__name__}")
     if node_attrs:
-        raise NotImplementedError(f"groute keeps no node attributes{what}")
-    if preserve_edge_attrs or preserve_node_attrs:
-        return _keeping_the_graph(G, edge_attrs, graph_name)
+        raise NotImplementedError(f"groute keeps a node attribute only with all of them"
+                                  f"{what}")
     weight = None
-    if edge_attrs:
+    if preserve_edge_attrs:
+        weight = "weight"
+    elif edge_attrs:
         if len(edge_attrs) > 1:
             raise NotImplementedError(f"groute keeps one edge attribute{what}; asked for "
                                       f"{sorted(map(repr, edge_attrs))}")
@@ -147,43 +170,34 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
             raise NotImplementedError(f"groute weighs an edge without {weight!r} 1; asked for "
                                       f"{default!r}{what}")
     try:
-        adjacency = networkx_adjacency(G, weight=weight)
-        csr = csr_from_adjacency(adjacency, directed=G.is_directed(),
-                                 name=str(G.name) if G.name else "networkx")
+        adjacency, csr = _arcs(G, weight)
     except ValueError as exc:       # a weight that is not a number, or past int32
-        raise NotImplementedError(f"groute cannot convert {graph_name or 'G'}{what}: "
-                                  f"{exc}") from exc
+        if not preserve_edge_attrs:
+            raise NotImplementedError(f"groute cannot convert {graph_name or 'G'}{what}: "
+                                      f"{exc}") from exc
+        weight, (adjacency, csr) = None, _arcs(G, None)
     if csr.num_edges != adjacency.indices.shape[0]:
         raise AssertionError("the adjacency of a NetworkX graph holds no repeated arc")
+    keep = preserve_edge_attrs or preserve_node_attrs or G.is_multigraph()
     return GrouteGraph(adjacency, csr, directed=G.is_directed(), multigraph=G.is_multigraph(),
-                       weight=weight, graph=G.graph if preserve_graph_attrs else None)
+                       weight=weight, graph=G.graph if preserve_graph_attrs else None,
+                       nx_graph=G if keep else None)
 
 
-def _keeping_the_graph(G, edge_attrs, graph_name) -> GrouteGraph:
-    """The conversion of a call that preserves every attribute (:func:`from_networkx`)."""
-    if edge_attrs is not None:
-        converted = from_networkx(G, edge_attrs=edge_attrs, preserve_graph_attrs=True,
-                                  graph_name=graph_name)
-    else:
-        try:
-            converted = from_networkx(G, edge_attrs={"weight": 1}, preserve_graph_attrs=True,
-                                      graph_name=graph_name)
-        except NotImplementedError:     # "weight" is no number here: the structure alone
-            converted = from_networkx(G, preserve_graph_attrs=True, graph_name=graph_name)
-    converted.nx_graph = G
-    return converted
+def _arcs(G, weight):
+    """``G``'s :class:`~groute.graph.convert.Adjacency` with ``weight`` and its CSR graph."""
+    adjacency = networkx_adjacency(G, weight=weight)
+    return adjacency, csr_from_adjacency(adjacency, directed=G.is_directed(),
+                                         name=str(G.name) if G.name else "networkx")
 
 
 def to_networkx(obj, *, name=None):
-    """``convert_to_nx``: a :class:`GrouteGraph` as a NetworkX graph of the same kind (a
+    """``convert_to_nx``: a :class:`GrouteGraph` as a NetworkX graph of its class (a
     multigraph's parallel edges come back as one edge of their least weight); any other
     result (dicts, sets, generators) as it is."""
     if not isinstance(obj, GrouteGraph):
         return obj
-    cls = {(False, False): nx.Graph, (True, False): nx.DiGraph,
-           (False, True): nx.MultiGraph, (True, True): nx.MultiDiGraph}[
-        (obj.directed, obj.multigraph)]
-    G = cls()
+    G = obj.networkx_class()
     G.graph.update(obj.graph)
     G.add_nodes_from(obj.nodes)
     src = obj.arc_rows

@@ -22,6 +22,14 @@ FUNCTIONS = {
     "bfs_layers": "One source (several: NetworkX runs the call). Layers in NetworkX's order.",
     "bfs_predecessors": (
         "Without sort_neighbors. NetworkX's order and NetworkX's choice of predecessor."),
+    "bfs_edges": (
+        "Without sort_neighbors; reverse=True on an undirected graph only (a directed graph's "
+        "G.pred order is not kept, so NetworkX runs the call). NetworkX's edges, in its order."),
+    "bfs_tree": "As bfs_edges: NetworkX's tree.",
+    "bfs_successors": "Without sort_neighbors. NetworkX's pairs, in its order.",
+    "descendants": "",
+    "descendants_at_distance": "",
+    "ancestors": "A BFS over the reversed arcs.",
 
     # --- shortest_paths (groute/nx_backend/algorithms/shortest_paths.py) ---
     "shortest_path": (
@@ -37,8 +45,24 @@ FUNCTIONS = {
         "other weights, or a weight function, and NetworkX runs the call. Nodes at equal "
         "distance may come in another order than NetworkX's."),
     "single_source_shortest_path_length": "Nodes in NetworkX's order.",
+    "single_target_shortest_path_length": (
+        "A BFS over the reversed arcs. Nodes in NetworkX's order on an undirected graph; on a "
+        "directed one in the order of the nodes' in-arcs (NetworkX's follows G.pred)."),
+    "all_pairs_shortest_path_length": (
+        "Sources in batches, each on one BFS solver kept open; every dict in NetworkX's order."),
+    "has_path": "With a source and a target.",
+    "single_source_shortest_path": (
+        "NetworkX's paths (its choice among equally short ones), in its order."),
+    "dijkstra_path_length": "Weights as single_source_dijkstra_path_length.",
+    "bellman_ford_path_length": "Weights as single_source_bellman_ford_path_length.",
+    "single_source_bellman_ford_path_length": (
+        "Weights as single_source_dijkstra_path_length (negative ones: NetworkX runs the "
+        "call). Unweighted, nodes in NetworkX's order; weighted, by distance."),
 
     # --- distance_measures (groute/nx_backend/algorithms/distance_measures.py) ---
+    "eccentricity": (
+        "Without sp; weight=None (hops) or weights as single_source_dijkstra_path_length. One "
+        "solver kept open across the nodes asked for."),
 
     # --- components (groute/nx_backend/algorithms/components.py) ---
     "connected_components": "Components in NetworkX's order.",
@@ -132,6 +156,13 @@ FUNCTIONS = {
     # --- community (groute/nx_backend/algorithms/community.py) ---
 
     # --- trees (groute/nx_backend/algorithms/trees.py) ---
+    "minimum_spanning_edges": (
+        "algorithm='kruskal' (Kruskal's answer and order, found by Borůvka's algorithm on the "
+        "devices); the others, a weight function or a NaN weight without ignore_nan, and "
+        "NetworkX runs the call."),
+    "maximum_spanning_edges": "As minimum_spanning_edges.",
+    "minimum_spanning_tree": "As minimum_spanning_edges: NetworkX's tree, its attributes too.",
+    "maximum_spanning_tree": "As minimum_spanning_edges: NetworkX's tree, its attributes too.",
 }
 
 #: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the

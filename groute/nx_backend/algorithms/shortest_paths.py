@@ -9,8 +9,10 @@ import numpy as np
 
 from groute.graph.arcs import arcs_of_rows
 
-from .support import (depths, distances, exact_weights, layers_from, lengths, levels_within, rule,
-                      source_layers, weight_is_attribute)
+from ..order import layers_in_order
+from .support import (depths, distances, exact_weights, layers_from, lengths, levels_within,
+                      reversed_csr, rule, source_layers, traversals, tree_edges,
+                      weight_is_attribute)
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.shortest_paths.tests.test_unweighted', 'networkx.algorithms.shortest_paths.tests.test_weighted', 'networkx.algorithms.shortest_paths.tests.test_generic']
@@ -182,3 +184,123 @@ def _only_shortest_path(G, dist, weights, s: int, t: int):
                                       "follows its own search order, so NetworkX runs the call")
         path.append(int(v[0]))
     return path[::-1]
+
+
+def _both_ends(args):
+    if args["source"] is None or args["target"] is None:
+        return "without a source or a target NetworkX's shortest_path answers for every node"
+    return True
+
+
+@rule(_both_ends)
+def has_path(G, source, target):
+    """Whether groute's BFS from ``source`` reaches ``target``; NetworkX's errors (its
+    ``shortest_path``'s) for a missing node."""
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} is not in G")
+    if target not in G:
+        raise nx.NodeNotFound(f"Target {target} is not in G")
+    return bool(depths(G, G.position(source))[G.position(target)] >= 0)
+
+
+def single_target_shortest_path_length(G, target, cutoff=None):
+    """Hops to ``target``: groute's BFS over the reversed arcs, nodes in NetworkX's order on an
+    undirected graph (on a directed one NetworkX reads G.pred, in the order its edges were
+    added, which the conversion does not keep: there the order follows the nodes')."""
+    if target not in G:
+        raise nx.NodeNotFound(f"Target {target} is not in G")
+    t = G.position(target)
+    last = levels_within(cutoff)
+    if not G.is_directed():
+        return lengths(G, source_layers(G, t, last))
+    with traversals(G, "bfs", reversed_csr(G)) as run:
+        depth = run(t, last)
+    indptr, arcs, rows = G.in_arcs
+    return lengths(G, layers_in_order(depth, indptr, rows[arcs], np.array([t]), last))
+
+
+#: how many values one batch of all_pairs_shortest_path_length's sources holds at most
+#: (int64 depths over every node, per source)
+PAIRS_BATCH_VALUES = 1 << 21
+
+
+def all_pairs_shortest_path_length(G, cutoff=None):
+    """Every node's ``single_source_shortest_path_length``, in NetworkX's order of nodes and of
+    each dict. The sources run in batches on one BFS solver kept open across a batch (its
+    kernels, no host step per level); a batch is answered before the next runs, so a caller
+    that stops early pays for one batch more at most."""
+    last = levels_within(cutoff)
+    batch = max(1, PAIRS_BATCH_VALUES // max(1, len(G)))
+    for first in range(0, len(G), batch):
+        sources = range(first, min(len(G), first + batch))
+        with traversals(G, "bfs") as run:
+            found = [run(s, last) for s in sources]
+        for s, depth in zip(sources, found):
+            yield G.nodes[s], lengths(G, layers_from(G, depth, s, last))
+
+
+@rule(weight_is_attribute)
+def single_source_bellman_ford_path_length(G, source, weight="weight"):
+    """Distances from ``source`` on groute's SSSP: weights >= 0 as
+    :func:`single_source_dijkstra_path_length` (negative weights, where Bellman-Ford differs,
+    and NetworkX runs the call). Unweighted, nodes in NetworkX's order (its queue then visits
+    breadth-first); weighted, by distance."""
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} not in G")
+    return _dijkstra_lengths(G, source, None, weight)
+
+
+def single_source_shortest_path(G, source, cutoff=None):
+    """NetworkX's paths: each node's is its BFS parent's (NetworkX's choice of parent) and
+    itself, the nodes in NetworkX's order."""
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} not in G")
+    paths = {source: [source]}
+    for parent, child in tree_edges(G, source, cutoff):
+        paths[child] = paths[parent] + [child]
+    return paths
+
+
+def _length_to(G, source, target, weight):
+    """The length of a shortest path from ``source`` to ``target`` (both nodes, ``target``
+    possibly not): hops where the weights are none, else the weighted distance as
+    :func:`single_source_dijkstra_path_length` sums it; None where ``target`` is not reached."""
+    hash(target)            # NetworkX's TypeError for an unhashable target
+    kind = exact_weights(G, weight)
+    if target not in G:
+        return None
+    s, t = G.position(source), G.position(target)
+    if kind == "unit":
+        depth = int(depths(G, s)[t])
+        return None if depth < 0 else depth
+    dist = float(distances(G, s)[t])
+    if not math.isfinite(dist):
+        return None
+    return dist if kind == "float" else int(dist)
+
+
+@rule(weight_is_attribute)
+def dijkstra_path_length(G, source, target, weight="weight"):
+    if source not in G:
+        raise nx.NodeNotFound(f"Node {source} not found in graph")
+    if source == target:
+        return 0
+    length = _length_to(G, source, target, weight)
+    if length is None:
+        raise nx.NetworkXNoPath(f"Node {target} not reachable from {source}")
+    return length
+
+
+@rule(weight_is_attribute)
+def bellman_ford_path_length(G, source, target, weight="weight"):
+    """Weights >= 0, as :func:`single_source_bellman_ford_path_length`."""
+    if source == target:
+        if source not in G:
+            raise nx.NodeNotFound(f"Node {source} not found in graph")
+        return 0
+    if source not in G:
+        raise nx.NodeNotFound(f"Source {source} not in G")
+    length = _length_to(G, source, target, weight)
+    if length is None:
+        raise nx.NetworkXNoPath(f"node {target} not reachable from {source}")
+    return length

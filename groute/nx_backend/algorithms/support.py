@@ -4,11 +4,13 @@ read and summed exactly."""
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import networkx as nx
 import numpy as np
 
 from groute import registry
+from groute.graph.csr import kept_on
 
 from ..devices import devices_for
 from ..order import layers_in_order
@@ -28,20 +30,42 @@ def rule(check):
     return attach
 
 
-def depths(G, source: int) -> np.ndarray:
-    """Hops from position ``source`` (groute's BFS; -1: not reached)."""
-    BFS = registry.algorithm_named("bfs").solver
-    with devices_for(G.csr, "relax") as (ctx, partition):
-        with BFS(G.csr, ctx=ctx, partition=partition) as solver:
-            return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.int64)
+@contextmanager
+def traversals(G, app: str = "bfs", csr=None):
+    """``run(position, cutoff=None)``: groute's BFS (``app="bfs"``: hops as int64, -1 where
+    not reached) or SSSP (``"sssp"``: distances as float64, inf where not reached) from one
+    position of ``csr`` (default ``G.csr``; :func:`reversed_csr` searches along in-arcs),
+    ``cutoff`` as the solver's. The solver is built once and kept open for every run inside
+    the block: its partition, its devices' copy of the graph and its compiled kernels serve
+    each source, and each run is the solver's whole traversal on the devices (on a GPU its
+    kernels, no host step per level), read back once."""
+    csr = G.csr if csr is None else csr
+    Solver = registry.algorithm_named(app).solver
+    dtype = np.int64 if app == "bfs" else np.float64
+    with devices_for(csr, "relax") as (ctx, partition):
+        with Solver(csr, ctx=ctx, partition=partition) as solver:
+            def run(position: int, cutoff=None) -> np.ndarray:
+                result = solver.run(csr.file_id_of(position), cutoff=cutoff)
+                return np.asarray(result.values, dtype=dtype)
+            yield run
+
+
+def reversed_csr(G):
+    """``G.csr`` with every arc turned around (a directed graph's in-arcs as rows; an
+    undirected graph's own), made once per converted graph."""
+    return kept_on(G.csr, "_nx_reversed", G.csr.transpose)
+
+
+def depths(G, source: int, cutoff: int | None = None) -> np.ndarray:
+    """Hops from position ``source`` (groute's BFS; -1: not reached, or past ``cutoff``)."""
+    with traversals(G, "bfs") as run:
+        return run(source, cutoff)
 
 
 def distances(G, source: int) -> np.ndarray:
     """Weighted distances from position ``source`` (groute's SSSP; inf: not reached)."""
-    SSSP = registry.algorithm_named("sssp").solver
-    with devices_for(G.csr, "relax") as (ctx, partition):
-        with SSSP(G.csr, ctx=ctx, partition=partition) as solver:
-            return np.asarray(solver.run(G.csr.file_id_of(source)).values, dtype=np.float64)
+    with traversals(G, "sssp") as run:
+        return run(source)
 
 
 def component_labels(G) -> np.ndarray:
@@ -54,12 +78,28 @@ def component_labels(G) -> np.ndarray:
 
 
 def source_layers(G, source: int, last=None, parents=None) -> list[np.ndarray]:
-    return layers_from(G, depths(G, source), source, last, parents)
+    return layers_from(G, depths(G, source, last), source, last, parents)
 
 
 def layers_from(G, depth, source: int, last=None, parents=None) -> list[np.ndarray]:
     return layers_in_order(depth, np.asarray(G.csr.indptr), G.adjacency_indices,
                            np.array([source]), last, parents)
+
+
+def tree_edges(G, source, depth_limit) -> list[tuple]:
+    """NetworkX's ``bfs_edges`` as a list: each layer's ``(parent, child)`` pairs in NetworkX's
+    visiting order, the parent its (NetworkX's ``bfs_predecessors``); the first layer's parent is
+    ``source`` as the caller named it, as NetworkX yields it."""
+    if source not in G:
+        raise not_a_node(G, source)
+    parents = []
+    layers = source_layers(G, G.position(source), levels_within(depth_limit), parents)
+    edges = []
+    for d, (layer, parent) in enumerate(zip(layers[1:], parents)):
+        children = G.labels_of(layer)
+        edges.extend(zip([source] * len(children) if d == 0 else G.labels_of(parent),
+                         children))
+    return edges
 
 
 def levels_within(cutoff) -> int | None:
