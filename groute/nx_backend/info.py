@@ -73,6 +73,12 @@ FUNCTIONS = {
         "NetworkX's; values agree with NetworkX's within that tolerance."),
 
     # --- community (groute/nx_backend/algorithms/community.py) ---
+    "louvain_communities": (
+        "Not on a multigraph. Parallel local moves (independent sets of the vertices that "
+        "gain, by random priorities from seed) instead of NetworkX's sequential ones: other "
+        "communities of the same modularity, the same ones for a seed on any device count."),
+    "louvain_partitions": "As louvain_communities.",
+    "modularity": "Not on a multigraph.",
 
     # --- trees (groute/nx_backend/algorithms/trees.py) ---
 }

@@ -19,7 +19,10 @@ The public API (:data:`__all__`), what an algorithm is written with:
   (:mod:`groute.operators.loop`);
 - :func:`run_rounds`: the same body of :class:`Loop`, :class:`Sweep` and :class:`Compute`
   items once per seed (nested loops), which an engine may run in one launch, returning a
-  :class:`RoundsResult` (:mod:`groute.operators.rounds`).
+  :class:`RoundsResult` (:mod:`groute.operators.rounds`);
+- :mod:`~groute.operators.keyed`: reductions by key (per vertex over its arcs grouped by the
+  neighbours' keys, per key over the vertices; tables of keys on every device), what community
+  detection is made of.
 
 The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` is the
 tutorial (a first algorithm, k-core), ``docs/OPERATORS_REFERENCE.md`` the reference.
@@ -31,6 +34,7 @@ items), ``appends.cuh`` (warp-aggregated reservations), ``frontier.cuh`` (queue 
 load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``barriers.cuh``,
 ``peer_memory.cuh``. The kernels generated around a functor are :mod:`groute.operators.generated`.
 """
+from . import keyed
 from .api import ARCS, DIRECTIONS, REDUCTIONS, advance, compute, filter, reduce
 from .frontier import DeviceFrontier, Frontier
 from .functor import Functor, Gather, Message
@@ -41,4 +45,4 @@ __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advanc
            "reduce", "REDUCTIONS",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
-           "RoundsResult"]
+           "RoundsResult", "keyed"]
