@@ -80,7 +80,7 @@ PRIORITY = Functor(
     name="louvain_priority", params="long long* prio, const long long* pos, long long salt, "
                                     "long long iteration",
     cuda="unsigned long long z = (unsigned long long)pos[v] * 0xBF58476D1CE4E5B9ull\n"
-         "    + ((unsigned long long)salt + ((unsigned long long)round + 1ull)"
+         "    + ((unsigned long long)salt + ((unsigned long long)iteration + 1ull)"
          " * 0x9E3779B97F4A7C15ull);\n"
          "z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;\n"
          "z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;\n"
@@ -186,7 +186,7 @@ def gain(s, v, k, w):
     kout, kin = s["kout"][v], s["kin"][v]
     s_out = s["s_out"][k] - mine * kout
     s_in = s["s_in"][k] - mine * kin
-    m = s["m"]
+    m = s["size"]
     return w / m - s["resolution"] * (kout * s_in + kin * s_out) / (m * m)
 
 
@@ -198,6 +198,70 @@ def same_community(s, v, u):
 def left_community(s, v, u):
     """The arcs into the community a vertex left (``kept``: its community before the move)."""
     return s["comm_of"][u] == s["kept"][v]
+
+
+def same_group(s, v, u):
+    """The arcs inside a refined group."""
+    return s["ref_of"][u] == s["ref"][v]
+
+
+def _outside(s, v):
+    s["ext"][v] = s["wc"][v] - s["ext"][v]
+
+
+#: a vertex's weight to the rest of its community outside its refined group (``ext`` held its
+#: weight inside the group)
+OUTSIDE = Functor(name="leiden_outside", params="double* ext, const double* wc",
+                  cuda="ext[v] = wc[v] - ext[v];", numpy=_outside)
+
+
+def _refinable(s, v):
+    k = s["kout"][v] + s["kin"][v]
+    c = s["comm"][v]
+    total = s["s_out"][c] + s["s_in"][c]
+    return (s["r_size"][s["ref"][v]] == 1.0) & \
+        (s["wc"][v] >= s["resolution"] * k * (total - k) / (2 * s["size"]))
+
+
+#: still alone in its refined group, and well connected to its community: E(v, C - v) >=
+#: resolution * k_v (K_C - k_v) / 2m
+REFINABLE = Functor(
+    name="leiden_refinable",
+    params="const int* ref, const int* comm, const double* r_size, const double* wc, "
+           "const double* kout, const double* kin, const double* s_out, const double* s_in, "
+           "double size, double resolution",
+    cuda="const double k = kout[v] + kin[v];\n"
+         "const double total = s_out[comm[v]] + s_in[comm[v]];\n"
+         "return r_size[ref[v]] == 1.0\n"
+         "    && wc[v] >= resolution * k * (total - k) / (2.0 * size);",
+    numpy=_refinable)
+
+
+def _join(s, v):
+    s["ref"][v] = s["choice"][v]
+
+
+#: the join of a refined group
+JOIN = Functor(name="leiden_join", params="int* ref, const int* choice",
+               cuda="ref[v] = choice[v];", numpy=_join)
+
+
+def refined_gain(s, v, k, w):
+    """:func:`gain` for a join of the refined group ``k`` (``-inf`` where the group is not well
+    connected to the rest of its community: E(T, C - T) < resolution * K_T (K_C - K_T) /
+    2m)."""
+    xp = s["xp"]
+    mine = s["ref"][v] == k
+    kout, kin = s["kout"][v], s["kin"][v]
+    share = mine.astype(np.float64)
+    m, resolution = s["size"], s["resolution"]
+    score = w / m - resolution * (kout * (s["r_in"][k] - share * kin)
+                                  + kin * (s["r_out"][k] - share * kout)) / (m * m)
+    group = s["r_out"][k] + s["r_in"][k]
+    c = s["comm"][v]
+    total = s["s_out"][c] + s["s_in"][c]
+    connected = s["r_ext"][k] >= resolution * group * (total - group) / (2 * m)
+    return xp.where(mine | connected, score, -xp.inf)
 
 
 @dataclass
@@ -268,7 +332,7 @@ class _Level:
         keyed.arc_state(eng, "w", level.w_out + level.w_in)
         n = level.num_vertices
         eng.state(POSITIONS, np.int64, values=np.arange(n, dtype=np.int64))
-        for name in ("kout", "kin", "inside", "left", "product"):
+        for name in ("kout", "kin", "inside", "left", "product", "wc", "ext"):
             eng.state(name, np.float64)
         for name in ("comm", "choice", "kept", "mark"):
             eng.state(name, np.int32)
@@ -330,7 +394,7 @@ class _Level:
         for iteration in range(MAX_ITERATIONS):
             gaining = keyed.best_key(weighed, "comm_of", own="comm", into="choice",
                                      weight="w", score=gain, where=where, loops=False,
-                                     m=m, resolution=resolution)
+                                     size=m, resolution=resolution)
             if not gaining:
                 if whole:
                     break
@@ -363,15 +427,51 @@ class _Level:
         """Every vertex's community, by position (host)."""
         return self.engine.gather("comm").astype(np.int64)
 
-    def aggregate(self, comm) -> tuple[LevelGraph, np.ndarray]:
-        """The graph of the communities ``comm`` (the state's, by position): a vertex per
-        community, in the order of their keys, its self-loop the weight inside it; and each
-        vertex's new position."""
-        keys, new = np.unique(comm, return_inverse=True)
+    def aggregate(self, keys, state="comm", table="comm_of") -> tuple[LevelGraph, np.ndarray]:
+        """The graph of the groups ``keys`` (the ``state``'s, by position; ``table`` holds them
+        by global id): a vertex per group, in the order of their keys, its self-loop the
+        weight inside it; and each vertex's new position."""
+        distinct, new = np.unique(keys, return_inverse=True)
         everyone = self.engine.all_vertices()
-        a, b, (w_out, w_in) = keyed.key_pair_sums(everyone, "comm", "comm_of", ["w_out", "w_in"])
-        return _from_arcs(keys.shape[0], np.searchsorted(keys, a), np.searchsorted(keys, b),
-                          w_out, w_in), new
+        a, b, (w_out, w_in) = keyed.key_pair_sums(everyone, state, table, ["w_out", "w_in"])
+        return _from_arcs(distinct.shape[0], np.searchsorted(distinct, a),
+                          np.searchsorted(distinct, b), w_out, w_in), new
+
+    def refine(self, resolution: float, salt: int) -> np.ndarray:
+        """Leiden's refinement of the communities (``comm``): every vertex starts alone
+        (``ref``), and a vertex still alone that is well connected to its community joins the
+        refined group within that community whose join gains the most modularity, among those
+        well connected to the rest of the community (Traag, Waltman and van Eck 2019, with the
+        greedy choice); independent sets of such vertices at once, as the moves. Returns the
+        refined groups by position."""
+        eng = self.engine
+        everyone = eng.all_vertices()
+        m, resolution = self.m, float(resolution)
+        n = self.level.num_vertices
+        eng.state("ref", np.int32, values=np.arange(n))
+        eng.state("one", np.float64, 1.0)
+        keyed.arc_sums(everyone, weight="w", into="wc", where=same_community, loops=False)
+        keyed.share(everyone, "ref", into="ref_of")
+        for iteration in range(MAX_ITERATIONS):
+            keyed.key_totals(everyone, "kout", "ref", into="r_out")
+            keyed.key_totals(everyone, "kin", "ref", into="r_in")
+            keyed.key_totals(everyone, "one", "ref", into="r_size")
+            keyed.arc_sums(everyone, weight="w", into="ext", where=same_group, loops=False)
+            compute(everyone, OUTSIDE)
+            keyed.key_totals(everyone, "ext", "ref", into="r_ext")
+            alone = filter(everyone, REFINABLE, size=m, resolution=resolution)
+            gaining = keyed.best_key(alone, "ref_of", own="ref", into="choice", weight="w",
+                                     score=refined_gain, where=same_community, loops=False,
+                                     size=m, resolution=resolution)
+            if not gaining:
+                break
+            compute(everyone, RESET)
+            compute(gaining, PRIORITY, salt=salt, iteration=iteration)
+            advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
+            movers = filter(gaining, MOVES)
+            compute(movers, JOIN)
+            keyed.share(movers, "ref", into="ref_of")
+        return eng.gather("ref").astype(np.int64)
 
 
 def salt_of(seed) -> int:
@@ -460,6 +560,49 @@ class Louvain:
                 return
             mod = after
 
+    def leiden_partitions(self, resolution=1, seed=None):
+        """Leiden's levels (``leiden_partitions``, which NetworkX leaves to backends): each the
+        local moves from the last level's communities, then their refinement, whose groups
+        become the next level's vertices (starting in their communities); a generator of every
+        level's communities as :meth:`partitions`, until a level moves nothing (the first is
+        always yielded)."""
+        n = self.graph.num_vertices
+        started = time.perf_counter()
+        members = np.arange(n, dtype=np.int64)
+        if self.first.csr.num_edges == 0:
+            yield self._result(members, started, 0)
+            return
+        if self.first.total == 0:
+            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+        salt = salt_of(seed)
+        level, start = self.first, None
+        for depth in range(1, n + 1):
+            with self._context(level) as ctx:
+                stage = _Level(level, ctx, self.partition)
+                try:
+                    stage.start(start)
+                    _, _, moved = stage.move(resolution, salt + 2 * depth)
+                    comm = stage.communities()
+                    if moved:
+                        refined = stage.refine(resolution, salt + 2 * depth + 1)
+                        level, new = stage.aggregate(refined, "ref", "ref_of")
+                finally:
+                    stage.close()
+            if depth > 1 and not moved:
+                return
+            yield self._result(comm[members], started, depth)
+            if not moved:
+                return
+            # the next level's vertices (the refined groups) start in their communities, each
+            # community keyed by its first group
+            groups = int(new.max()) + 1
+            community = np.zeros(groups, dtype=np.int64)
+            community[new] = comm
+            first = np.full(int(comm.max()) + 1, groups, dtype=np.int64)
+            np.minimum.at(first, community, np.arange(groups))
+            start = first[community]
+            members = new[members]
+
     def modularity(self, labels, resolution=1) -> float:
         """NetworkX's modularity of the communities ``labels`` (a key per position, each a
         position of the graph)."""
@@ -475,13 +618,20 @@ class Louvain:
                 stage.close()
 
     def _result(self, members, started, levels) -> AppResult:
-        """The communities as an AppResult: each vertex's value the smallest position in its
-        community (``components()`` lists them in that order)."""
-        first = np.full(int(members.max(initial=-1)) + 1, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(first, members, np.arange(members.shape[0], dtype=np.int64))
-        return AppResult(first[members], time.perf_counter() - started, {"levels": levels},
-                         vertex_ids=getattr(self.graph, "vertex_ids", None),
+        """The communities ``members`` (a group per position) as an AppResult."""
+        return AppResult(first_members(members), time.perf_counter() - started,
+                         {"levels": levels}, vertex_ids=getattr(self.graph, "vertex_ids", None),
                          values_are_vertices=True)
+
+
+def first_members(groups) -> np.ndarray:
+    """Each position's group (non-negative ints) as the smallest position in it: the labels of
+    an AppResult whose ``components()`` lists the groups in the order of their first vertex, as
+    NetworkX lists communities."""
+    groups = np.asarray(groups, dtype=np.int64)
+    first = np.full(int(groups.max(initial=-1)) + 1, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, groups, np.arange(groups.shape[0], dtype=np.int64))
+    return first[groups]
 
 
 def _graph(G, weight, options):
@@ -657,3 +807,104 @@ def partition_labels(graph, communities) -> np.ndarray:
         missing = graph.ids[int(np.flatnonzero(labels < 0)[0])]
         raise ValueError(f"communities is not a partition: vertex {missing!r} is in none")
     return labels
+
+
+def _undirected(G, weight, options, name):
+    solver = _graph(G, weight, options)
+    if solver.graph.directed:
+        from groute.errors import GraphNotSupported
+        raise GraphNotSupported(f"{name} takes an undirected graph, as NetworkX's; got "
+                                f"{solver.graph.name or 'a directed graph'}")
+    return solver
+
+
+@public(solver=Louvain)
+def leiden_partitions(G, weight="weight", resolution=1, seed=None, **options):
+    """Every level's communities by Leiden's algorithm, as NetworkX's ``leiden_partitions``
+    (which NetworkX leaves to backends): Louvain's moves, then a refinement of each community
+    into well-connected groups, which become the next level's vertices.
+
+    Parameters
+    ----------
+    G : graph input
+        As :func:`louvain_partitions`, undirected.
+    weight : str or None, optional
+        The edge attribute holding the weights; None: every edge weighs 1.
+    resolution : float, optional
+        Below 1 favours larger communities, above 1 smaller ones.
+    seed : int, random.Random or None, optional
+        Where the moves' random priorities come from (NetworkX's ``seed``).
+    **options
+        How it runs (:class:`Louvain`).
+
+    Returns
+    -------
+    generator of AppResult
+        A level's communities each (``result.components()``).
+
+    Raises
+    ------
+    GraphNotSupported
+        A directed graph or a NetworkX multigraph (NetworkX's ``NetworkXNotImplemented``).
+    ZeroDivisionError
+        Edges whose weights add up to 0.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.barbell_graph(5, 0)
+    >>> [p.components() for p in groute.leiden_partitions(G, seed=1, backend="cpu", devices=1)]
+    [[{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}]]
+    """
+    return _undirected(G, weight, options, "leiden_partitions").leiden_partitions(resolution,
+                                                                                   seed)
+
+
+@public(solver=Louvain)
+def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=None,
+                       **options) -> AppResult:
+    """Communities by Leiden's algorithm, as NetworkX's ``leiden_communities``: the last level
+    of :func:`leiden_partitions` (at most ``max_level`` of them).
+
+    Parameters
+    ----------
+    G : graph input
+        As :func:`louvain_partitions`, undirected.
+    weight : str or None, optional
+        The edge attribute holding the weights; None: every edge weighs 1.
+    resolution : float, optional
+        Below 1 favours larger communities, above 1 smaller ones.
+    max_level : int or None, optional
+        The most levels run (> 0).
+    seed : int, random.Random or None, optional
+        Where the moves' random priorities come from.
+    **options
+        How it runs (:class:`Louvain`).
+
+    Returns
+    -------
+    AppResult
+        ``result.components()``: the communities as sets of ids.
+
+    Raises
+    ------
+    ValueError
+        ``max_level`` not positive (NetworkX's message).
+    GraphNotSupported
+        A directed graph or a NetworkX multigraph.
+
+    Examples
+    --------
+    >>> import networkx as nx, groute
+    >>> G = nx.connected_caveman_graph(3, 4)
+    >>> groute.leiden_communities(G, seed=7, backend="cpu", devices=1).components()
+    [{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}]
+    """
+    if max_level is not None and max_level <= 0:
+        raise ValueError("max_level argument must be a positive integer or None")
+    last = None
+    for level, found in enumerate(leiden_partitions(G, weight, resolution, seed, **options), 1):
+        last = found
+        if level == max_level:
+            break
+    return last

@@ -78,7 +78,17 @@ FUNCTIONS = {
         "gain, by random priorities from seed) instead of NetworkX's sequential ones: other "
         "communities of the same modularity, the same ones for a seed on any device count."),
     "louvain_partitions": "As louvain_communities.",
+    "leiden_communities": (
+        "Not on a multigraph. Louvain's parallel moves, then each community refined into "
+        "well-connected groups (the greedy refinement: a lone vertex joins the group it gains "
+        "most by), whose graph is the next level's; the same communities for a seed on any "
+        "device count."),
+    "leiden_partitions": "As leiden_communities.",
     "modularity": "Not on a multigraph.",
+    "label_propagation_communities": (
+        "Not on a multigraph. NetworkX's communities: its greedy colouring, computed in "
+        "parallel (Jones-Plassmann in its largest-first order), then its semi-synchronous "
+        "updates, a colour at a time."),
 
     # --- trees (groute/nx_backend/algorithms/trees.py) ---
 }

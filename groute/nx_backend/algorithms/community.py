@@ -24,6 +24,8 @@ from .support import rule, weights_of
 NX_TEST_MODULES: list[str] = [
     "networkx.algorithms.community.tests.test_louvain",
     "networkx.algorithms.community.tests.test_quality",
+    "networkx.algorithms.community.tests.test_leiden",
+    "networkx.algorithms.community.tests.test_label_propagation",
 ]
 
 #: the reason of the NetworkX tests that expect NetworkX's own sequence of moves
@@ -45,12 +47,14 @@ EXPECTED_FAILURES: dict[str, str] = {
 }
 
 
-def _options() -> dict:
-    """How a call runs, as ``nx.config.backends.groute`` says: each level of Louvain leases its
-    own devices (at most one per vertex of the level)."""
+def _options(G) -> dict:
+    """How a call on ``G`` runs, as ``nx.config.backends.groute`` says (at most a device per
+    node; each level of Louvain and Leiden leases its own devices, at most one per vertex of
+    the level)."""
     backend, devices, partition = settings()
     return {"backend": resolve_backend(backend),
-            "devices": "auto" if devices is None else devices, "partition": partition}
+            "devices": "auto" if devices is None else min(devices, max(len(G), 1)),
+            "partition": partition}
 
 
 def _arc_weights(G, weight):
@@ -96,7 +100,7 @@ def louvain_partitions(G, weight="weight", resolution=1, threshold=0.0000001, se
     lists of sets."""
     run = registry.function("louvain_partitions")
     for result in run(G.csr, resolution=resolution, threshold=threshold, seed=seed,
-                      **_weighted(G, weight), **_options()):
+                      **_weighted(G, weight), **_options(G)):
         yield _sets(result)
 
 
@@ -106,7 +110,37 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001, m
     """The last level of :func:`louvain_partitions` (at most ``max_level``)."""
     run = registry.function("louvain_communities")
     return _sets(run(G.csr, resolution=resolution, threshold=threshold, max_level=max_level,
-                     seed=seed, **_weighted(G, weight), **_options()))
+                     seed=seed, **_weighted(G, weight), **_options(G)))
+
+
+def _leiden_arguments(args):
+    G = args["G"]
+    if G.is_multigraph():
+        return ("NetworkX adds up the weights of parallel edges; groute's conversion keeps one "
+                "edge of their least weight")
+    if callable(args["weight"]):
+        return "a weight function has no groute form"
+    if not _is_number(args["resolution"]):
+        return "resolution that is not a real number"
+    return True
+
+
+@rule(_leiden_arguments)
+def leiden_partitions(G, weight="weight", resolution=1, seed=None):
+    """Every level's communities by Leiden's algorithm (groute's ``leiden_partitions``), as a
+    generator of lists of sets; NetworkX has no implementation of its own."""
+    run = registry.function("leiden_partitions")
+    for result in run(G.csr, resolution=resolution, seed=seed, **_weighted(G, weight),
+                      **_options(G)):
+        yield _sets(result)
+
+
+@rule(_leiden_arguments)
+def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=None):
+    """The last level of :func:`leiden_partitions` (at most ``max_level``)."""
+    run = registry.function("leiden_communities")
+    return _sets(run(G.csr, resolution=resolution, max_level=max_level, seed=seed,
+                     **_weighted(G, weight), **_options(G)))
 
 
 def _modularity_arguments(args):
@@ -131,4 +165,20 @@ def modularity(G, communities, weight="weight", resolution=1):
     if not len(G) == len(members) == sum(len(c) for c in communities):     # NetworkX's test
         raise NotAPartition(G, communities)
     run = registry.function("modularity")
-    return run(G.csr, communities, resolution=resolution, **_weighted(G, weight), **_options())
+    return run(G.csr, communities, resolution=resolution, **_weighted(G, weight), **_options(G))
+
+
+def _simple(args):
+    if args["G"].is_multigraph():
+        return ("NetworkX orders the nodes by degree, which counts every parallel edge; "
+                "groute's conversion keeps one edge")
+    return True
+
+
+@rule(_simple)
+def label_propagation_communities(G):
+    """NetworkX's communities (groute's ``label_propagation_communities``: the same colouring
+    and updates), as NetworkX's ``dict_values`` of sets, in its order."""
+    run = registry.function("label_propagation_communities")
+    found = run(G.csr, **_options(G))
+    return dict(enumerate(_sets(found))).values()
