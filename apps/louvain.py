@@ -100,17 +100,18 @@ RESET = Functor(name="louvain_reset", params="long long* prio, long long* top",
 
 
 def _top(s, v, m):
-    s["top"][v] = m
+    s["top"][v] = np.maximum(s["top"][v], m)
     return v[:0]
 
 
 #: every gaining vertex's largest priority among its gaining neighbours (itself too, through
-#: a self-loop)
+#: a self-loop); an advance along the in-arcs as well adds the other neighbours of a directed
+#: graph
 NEIGHBOUR_TOP = Functor(
     name="louvain_top", params="long long* top, const long long* prio",
     message=Message("long long", cuda="prio[u]", numpy=lambda s, u: s["prio"][u]),
     gather=Gather("max", cuda="prio[v] >= 0", numpy=lambda s, v: s["prio"][v] >= 0),
-    cuda="top[v] = m; return false;", numpy=_top)
+    cuda="if (m > top[v]) top[v] = m;\nreturn false;", numpy=_top)
 
 #: moves now: no gaining neighbour has a higher priority (priorities are unique)
 MOVES = Functor(name="louvain_moves", params="const long long* prio, const long long* top",

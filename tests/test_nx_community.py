@@ -304,6 +304,71 @@ def test_label_propagation_refuses_what_networkx_refuses():
                                              devices=1)
 
 
+def stable(G, communities, weight=None, both_ways=False):
+    """Every node's community is among the most frequent of its neighbours' (weighted; a
+    directed graph's successors, or both ways)."""
+    where = {u: i for i, c in enumerate(communities) for u in c}
+    for u in G:
+        counts = {}
+        arcs = list(G.out_edges(u, data=True) if G.is_directed() else G.edges(u, data=True))
+        if both_ways and G.is_directed():
+            arcs += [(x, y, d) for y, x, d in G.in_edges(u, data=True)]
+        for _, x, d in arcs:
+            counts[where[x]] = counts.get(where[x], 0) + (1 if weight is None else d.get(weight, 1))
+        if counts and counts.get(where[u], 0) < max(counts.values()):
+            return False
+    return True
+
+
+def propagation_graphs():
+    weighted = nx.karate_club_graph()
+    rings = nx.ring_of_cliques(12, 6)
+    rings.add_edges_from((i, i) for i in range(0, 72, 7))
+    strings = nx.relabel_nodes(nx.les_miserables_graph(), lambda x: x + "!")
+    return [("karate", weighted), ("rings-loops", rings), ("strings", strings),
+            ("directed", nx.gn_graph(150, seed=3)), ("lfr", lfr()),
+            ("bipartite", nx.complete_bipartite_graph(20, 20)), ("null", nx.null_graph())]
+
+
+@pytest.mark.parametrize("name, G", propagation_graphs(), ids=[n for n, _ in propagation_graphs()])
+def test_asynchronous_propagation_settles_as_networkx_s(on_devices, name, G):
+    for weight in (None, "weight"):
+        found = nx.community.asyn_lpa_communities(G, weight=weight, seed=3, backend="groute")
+        assert not isinstance(found, list)                  # a generator, as NetworkX's
+        found = list(found)
+        assert all(isinstance(c, set) for c in found)
+        assert (is_partition(G, found) and stable(G, found, weight)) or not len(G)
+        assert found == list(nx.community.asyn_lpa_communities(G, weight=weight, seed=3,
+                                                               backend="groute"))
+        fast = list(nx.community.fast_label_propagation_communities(G, weight=weight, seed=3,
+                                                                    backend="groute"))
+        assert (is_partition(G, fast) and stable(G, fast, weight, both_ways=True)) or not len(G)
+
+
+def test_propagation_finds_networkx_s_communities_where_they_are_certain():
+    """The ground truths of NetworkX's tests of both."""
+    cliques = nx.Graph(["ab", "AB", "AC", "BC", "12", "13", "14", "23", "24", "34"])
+    cases = [(nx.star_graph(30), [set(range(31))]), (nx.complete_graph(30), [set(range(30))]),
+             (nx.complete_bipartite_graph(15, 15), [set(range(30))]),
+             (nx.ring_of_cliques(20, 8), [set(range(8 * i, 8 * i + 8)) for i in range(20)]),
+             (cliques, [set("ab"), set("ABC"), set("1234")]),
+             (nx.empty_graph(4), [{0}, {1}, {2}, {3}])]
+    for G, truth in cases:
+        key = sorted(map(sorted, truth))
+        for fn in (nx.community.asyn_lpa_communities,
+                   nx.community.fast_label_propagation_communities):
+            assert sorted(map(sorted, fn(G, seed=5, backend="groute"))) == key
+
+
+def test_propagation_declines_multigraphs_networkx_counts():
+    M = nx.MultiGraph([(0, 1), (0, 1), (1, 2)])
+    with pytest.raises(NotImplementedError, match="for the given arguments"):
+        list(nx.community.fast_label_propagation_communities(M, backend="groute"))
+    with pytest.raises(NotImplementedError, match="for the given arguments"):
+        list(nx.community.asyn_lpa_communities(M, weight="weight", backend="groute"))
+    assert is_partition(M, list(nx.community.asyn_lpa_communities(M, backend="groute")))
+
+
 # ------------------------------------------------------------------------------------------------
 # the functors' CUDA
 # ------------------------------------------------------------------------------------------------
@@ -314,6 +379,6 @@ def test_the_functors_compile(tmp_path):
     from groute.operators import Functor
     functors = [f for module in (louvain, label_propagation) for f in vars(module).values()
                 if isinstance(f, Functor)]
-    assert len(functors) >= 15
+    assert len(functors) >= 20
     done = compile_generated(functors, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -89,6 +89,14 @@ FUNCTIONS = {
         "Not on a multigraph. NetworkX's communities: its greedy colouring, computed in "
         "parallel (Jones-Plassmann in its largest-first order), then its semi-synchronous "
         "updates, a colour at a time."),
+    "asyn_lpa_communities": (
+        "Not on a multigraph with a weight. Independent sets of the vertices whose label is "
+        "not among their neighbours' most frequent update at once, in an order drawn from "
+        "seed, taking the smallest such label (NetworkX: one at a time, a random one): a "
+        "stable labelling as NetworkX's, not necessarily the same one."),
+    "fast_label_propagation_communities": (
+        "Not on a multigraph. As asyn_lpa_communities over fast label propagation's queue "
+        "(a vertex keeps its label while it is among the most frequent)."),
 
     # --- trees (groute/nx_backend/algorithms/trees.py) ---
 }

@@ -182,3 +182,36 @@ def label_propagation_communities(G):
     run = registry.function("label_propagation_communities")
     found = run(G.csr, **_options(G))
     return dict(enumerate(_sets(found))).values()
+
+
+def _asyn_arguments(args):
+    if args["G"].is_multigraph() and args["weight"] is not None:
+        return ("NetworkX adds up the weights of parallel edges; groute's conversion keeps one "
+                "edge of their least weight")
+    if callable(args["weight"]):
+        return "a weight function has no groute form"
+    return True
+
+
+@rule(_asyn_arguments)
+def asyn_lpa_communities(G, weight=None, seed=None):
+    """Asynchronous label propagation (groute's ``asyn_lpa_communities``), as NetworkX's
+    generator of sets."""
+    run = registry.function("asyn_lpa_communities")
+    yield from _sets(run(G.csr, seed=seed, **_weighted(G, weight), **_options(G)))
+
+
+def _fast_arguments(args):
+    if args["G"].is_multigraph():
+        return "NetworkX counts every parallel edge; groute's conversion keeps one edge"
+    if callable(args["weight"]):
+        return "a weight function has no groute form"
+    return True
+
+
+@rule(_fast_arguments)
+def fast_label_propagation_communities(G, *, weight=None, seed=None):
+    """Fast label propagation (groute's ``fast_label_propagation_communities``), as NetworkX's
+    generator of sets."""
+    run = registry.function("fast_label_propagation_communities")
+    yield from _sets(run(G.csr, seed=seed, **_weighted(G, weight), **_options(G)))
