@@ -150,6 +150,16 @@ def group(hi, lo, values, xp):
             (heads & xp.uint64(0xFFFFFFFF)).astype(xp.int64), sums)
 
 
+def scatter(xp, op: str, out, index, values) -> None:
+    """``out[index] = op(out[index], values)`` with repeats combined (``op``: "max", "min"):
+    NumPy's ``maximum.at``/``minimum.at``, CuPy's scatter (atomics)."""
+    if xp is np:
+        (np.maximum if op == "max" else np.minimum).at(out, index, values)
+    else:
+        import cupyx
+        (cupyx.scatter_max if op == "max" else cupyx.scatter_min)(out, index, values)
+
+
 def first_of_rows(row, xp):
     """The positions where a new row starts in ``row`` (sorted)."""
     n = int(row.shape[0])
@@ -208,12 +218,12 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
         # the best score per row, then among the rows' best the least rank: the row's own key
         # (-1), then the key (or, for "largest", the key's distance below the largest)
         top = xp.full(rows.shape[0], -xp.inf, xp.float64)
-        xp.maximum.at(top, g_row, values)
+        scatter(xp, "max", top, g_row, values)
         best = values == top[g_row]
         rank = xp.where(g_key == mine[g_row], -1,
                         g_key if ties == "smallest" else KEY_LIMIT - 1 - g_key).astype(xp.int32)
         pick = xp.full(rows.shape[0], KEY_LIMIT - 1, xp.int32)
-        xp.minimum.at(pick, g_row[best], rank[best])
+        scatter(xp, "min", pick, g_row[best], rank[best])
         pick = pick.astype(xp.int64)
         chosen = xp.where(pick < 0, mine, pick if ties == "smallest" else KEY_LIMIT - 1 - pick)
         out = table(part, into)
