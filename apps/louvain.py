@@ -19,8 +19,9 @@ gains or an iteration's moves gain nothing (then they are undone): a local optim
 sequential algorithm's, reached in a different order. The communities' totals and every
 vertex's community live in tables on every device (:func:`~groute.operators.keyed.key_totals`,
 :func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
-join (:func:`~groute.operators.keyed.key_pair_sums`): the next level's graph, a vertex per
-community, which runs on as many of the devices as it has vertices.
+join (:func:`~groute.operators.keyed.key_pair_sums`, summed on the devices, the pairs' CSR
+assembled on the host): the next level's graph, a vertex per community, which runs on as many
+of the devices as it has vertices.
 
 The same seed gives the same communities on any number of devices of either backend (up to
 ties that the order of floating-point sums decides). NetworkX moves the vertices one at a time
@@ -48,6 +49,7 @@ from groute.engines import make_engine
 from groute.engines.device_rule import choose_devices
 from groute.graph import DEFAULT_PARTITION, CSRGraph
 from groute.operators import Functor, Gather, Message, advance, compute, filter, keyed, reduce
+from groute.operators import keyed_ops
 from groute.registry import public
 from groute.runtime.kept import lease
 from groute.solver import input_graph
@@ -296,7 +298,6 @@ def _from_arcs(n: int, src, dst, w_out, w_in) -> LevelGraph:
 
 def keyed_group(a, b, values):
     """Distinct ``(a, b)`` pairs sorted, with each of ``values`` summed per pair (host)."""
-    from groute.operators import keyed_ops
     return keyed_ops.group(np.asarray(a, np.int64), np.asarray(b, np.int64), values, np)
 
 
@@ -373,10 +374,9 @@ class _Level:
         m = self.m
         return reduce(everyone, "inside") / (2 * m) - resolution * self.products() / (m * m)
 
-    def move(self, resolution: float, salt: int, where=None):
-        """Local moves to a local optimum (module docstring); ``where`` restricts the arcs a
-        vertex weighs (Leiden's refinement). Returns the modularity before and after, and
-        whether any vertex moved for good.
+    def move(self, resolution: float, salt: int):
+        """Local moves to a local optimum (module docstring). Returns the modularity before
+        and after, and whether any vertex moved for good.
 
         An iteration weighs the vertices that gained last time and the neighbours of those
         that moved (the others' neighbourhoods are as they were, only the communities' totals
@@ -394,8 +394,8 @@ class _Level:
         weighed, whole = everyone, True
         for iteration in range(MAX_ITERATIONS):
             gaining = keyed.best_key(weighed, "comm_of", own="comm", into="choice",
-                                     weight="w", score=gain, where=where, loops=False,
-                                     size=m, resolution=resolution)
+                                     weight="w", score=gain, loops=False, size=m,
+                                     resolution=resolution)
             if not gaining:
                 if whole:
                     break
@@ -480,8 +480,8 @@ def salt_of(seed) -> int:
     ``random.Random`` or its wrapper of a NumPy generator), an int, or None (the global
     ``random``)."""
     if seed is None:
-        seed = random._inst
-    elif isinstance(seed, numbers.Integral):
+        return random.randrange(1 << 62)
+    if isinstance(seed, numbers.Integral):
         seed = random.Random(int(seed))
     return int(seed.randrange(1 << 62))
 

@@ -16,7 +16,7 @@ import scipy.io
 
 import groute
 from nx_support import on_devices, registered  # noqa: F401 (fixtures)
-from support import SHARED_GRAPHS, compile_generated
+from support import SHARED_GRAPHS, compile_generated, device_cases
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -136,6 +136,22 @@ def test_the_same_seed_gives_the_same_communities_on_any_device_count():
     with nx.config.backends.groute(backend="cpu", devices=1):
         other = nx.community.louvain_communities(G, seed=12, backend="groute")
     assert other != found[0]                                # the seed matters
+
+
+@pytest.mark.parametrize("backend, k", device_cases([2, 4]))
+def test_several_devices_of_either_backend_find_what_one_finds(backend, k):
+    """groute's functions on several devices (CUDA ones too): Louvain's and Leiden's
+    communities as one CPU device's (up to ties the order of floating-point sums decides,
+    hence the modularity), label propagation's exactly."""
+    G = lfr()
+    for fn in (groute.louvain_communities, groute.leiden_communities):
+        one = fn(G, seed=3, backend="cpu", devices=1).components()
+        several = fn(G, seed=3, backend=backend, devices=k).components()
+        assert is_partition(G, several)
+        assert q(G, several) == pytest.approx(q(G, one), rel=0.01)
+    one = groute.label_propagation_communities(G, backend="cpu", devices=1).components()
+    assert groute.label_propagation_communities(G, backend=backend,
+                                                devices=k).components() == one
 
 
 def louvain_ratio(G, seeds, **kwargs):
