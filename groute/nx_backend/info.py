@@ -154,6 +154,30 @@ FUNCTIONS = {
         "NetworkX's; values agree with NetworkX's within that tolerance."),
 
     # --- community (groute/nx_backend/algorithms/community.py) ---
+    "louvain_communities": (
+        "Not on a multigraph. Parallel local moves (independent sets of the vertices that "
+        "gain, by random priorities from seed) instead of NetworkX's sequential ones: other "
+        "communities of the same modularity, the same ones for a seed on any device count."),
+    "louvain_partitions": "As louvain_communities.",
+    "leiden_communities": (
+        "Not on a multigraph. Louvain's parallel moves, then each community refined into "
+        "well-connected groups (the greedy refinement: a lone vertex joins the group it gains "
+        "most by), whose graph is the next level's; the same communities for a seed on any "
+        "device count."),
+    "leiden_partitions": "As leiden_communities.",
+    "modularity": "Not on a multigraph.",
+    "label_propagation_communities": (
+        "Not on a multigraph. NetworkX's communities: its greedy colouring, computed in "
+        "parallel (Jones-Plassmann in its largest-first order), then its semi-synchronous "
+        "updates, a colour at a time."),
+    "asyn_lpa_communities": (
+        "Not on a multigraph with a weight. Independent sets of the vertices whose label is "
+        "not among their neighbours' most frequent update at once, in an order drawn from "
+        "seed, taking the smallest such label (NetworkX: one at a time, a random one): a "
+        "stable labelling as NetworkX's, not necessarily the same one."),
+    "fast_label_propagation_communities": (
+        "Not on a multigraph. As asyn_lpa_communities over fast label propagation's queue "
+        "(a vertex keeps its label while it is among the most frequent)."),
 
     # --- trees (groute/nx_backend/algorithms/trees.py) ---
     "minimum_spanning_edges": (

@@ -26,6 +26,9 @@ The public API (:data:`__all__`), what an algorithm is written with:
 - :class:`Intersection`: every device's copy of a graph's sorted rows, intersected: triangles
   by the forward algorithm, the neighbours pairs of vertices share, k-truss peeling rounds,
   reciprocated arcs (:mod:`groute.operators.intersect`).
+- :mod:`~groute.operators.keyed`: reductions by key (per vertex over its arcs grouped by the
+  neighbours' keys, per key over the vertices; tables of keys on every device), what community
+  detection is made of.
 
 The engines (:mod:`groute.engines`) run them across devices. ``docs/OPERATORS.md`` is the
 tutorial (a first algorithm, k-core), ``docs/OPERATORS_REFERENCE.md`` the reference.
@@ -37,6 +40,7 @@ items), ``appends.cuh`` (warp-aggregated reservations), ``frontier.cuh`` (queue 
 load-balanced advance), ``direction.cuh`` (Beamer's rule), ``partition.cuh``, ``barriers.cuh``,
 ``peer_memory.cuh``. The kernels generated around a functor are :mod:`groute.operators.generated`.
 """
+from . import keyed
 from .api import ARCS, DIRECTIONS, REDUCTIONS, advance, compute, filter, reduce
 from .frontier import DeviceFrontier, Frontier
 from .functor import Functor, Gather, Message
@@ -50,4 +54,4 @@ __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advanc
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
            "RoundsResult", "Intersection", "subdivided", "arc_values", "DISTANCE",
-           "DISTANCE_UNREACHED"]
+           "DISTANCE_UNREACHED", "keyed"]

@@ -1,0 +1,315 @@
+"""The reductions by key on one device (:mod:`groute.operators.keyed`), written once as array
+code: NumPy on a CPU virtual device, CuPy on a CUDA device (``xp``).
+
+Every operation here is a grouping by a packed 64-bit key, the row's index in the upper half
+and the key in the lower: one sort of the keys (CUB's radix sort under CuPy), the groups'
+starts where a key differs from the one before, and their sums by ``bincount`` over the group
+numbers. A per-row choice among a row's groups is a scatter (``maximum.at``, ``minimum.at``:
+atomics under CuPy) of the groups' scores and tie ranks into the rows, or, for the smallest
+key not taken, the first gap in each row's sorted keys. So the work is a few passes and a sort
+over the arcs read, whatever the degrees: a hub's arcs are sorted with everyone else's, and no
+device code is written per operation.
+
+The arcs of a frontier's rows come from the device's CSR (``part.indptr``, ``part.indices``:
+global ids; :class:`Arcs`); the per-arc values an algorithm gives
+(:func:`groute.operators.keyed.arc_state`) live in ``part.scratch["arc_state"]``, aligned with
+``part.indices``.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from groute.graph.arcs import arc_rows
+
+#: a key takes the lower 32 bits of a packed group key, a row the upper 32
+KEY_LIMIT = 2**31
+
+
+def on_stream(part):
+    """The device current and, on CUDA, its compute stream current for CuPy's operations, so
+    they are ordered with the operators' kernels."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(part.device.use())
+    if part.device.backend == "cuda":
+        stack.enter_context(part.device.compute_stream.raw)
+    return stack
+
+
+def rows_of(part, frontier, xp):
+    """The frontier's local positions as int64 (every owned vertex for ``everything``)."""
+    if frontier.everything:
+        return xp.arange(part.size, dtype=xp.int64)
+    return frontier.queue[:frontier.count].astype(xp.int64)
+
+
+class Arcs:
+    """The arcs of a frontier's rows that an operation counts: ``rows`` (local positions,
+    int64), per arc ``r`` (its row's index in ``rows``), ``v`` (its row, a local position) and
+    ``u`` (its other end, a global id), and ``ids`` (the arcs' positions in the device's CSR;
+    None: every arc, in order)."""
+
+    def __init__(self, rows, ids, r, v, u):
+        self.rows, self.ids, self.r, self.v, self.u = rows, ids, r, v, u
+
+    @classmethod
+    def of(cls, part, frontier, xp) -> "Arcs":
+        """Every arc of the frontier's rows: for a frontier of every vertex the device's arcs
+        as they are; else arc ``j``'s row is the one whose run of arcs covers ``j`` (a search
+        over the running sum of the rows' arc counts; CuPy's repeat takes no per-element
+        counts)."""
+        rows = rows_of(part, frontier, xp)
+        if frontier.everything:
+            m = int(part.indices.shape[0])
+            r = arc_rows(part.indptr, m, xp=xp, dtype=np.int32)
+            return cls(rows, None, r, r, part.indices)
+        starts = part.indptr[rows]
+        counts = part.indptr[rows + 1] - starts
+        ends = xp.cumsum(counts)
+        total = int(ends[-1]) if rows.shape[0] else 0
+        j = xp.arange(total, dtype=xp.int64)
+        r = xp.searchsorted(ends, j, side="right")
+        ids = starts[r] + j - (ends[r] - counts[r])
+        return cls(rows, ids, r, rows[r], part.indices[ids])
+
+    def keep(self, mask) -> "Arcs":
+        ids = xp_nonzero(mask) if self.ids is None else self.ids[mask]
+        return Arcs(self.rows, ids, self.r[mask], self.v[mask], self.u[mask])
+
+    def values(self, part, name: str):
+        """The per-arc values ``name`` (:func:`groute.operators.keyed.arc_state`) of these
+        arcs."""
+        held = part.scratch.get("arc_state", {})
+        if name not in held:
+            raise KeyError(f"no arc state named {name!r} (keyed.arc_state(engine, {name!r}, "
+                           f"values) holds it; held: {sorted(held) or 'none'})")
+        return held[name] if self.ids is None else held[name][self.ids]
+
+
+def xp_nonzero(mask):
+    """The positions where ``mask`` holds (NumPy or CuPy)."""
+    return mask.nonzero()[0]
+
+
+def table(part, name: str):
+    """The state or table ``name`` (a KeyError naming what the device holds)."""
+    if name not in part.state:
+        raise KeyError(f"no state or table named {name!r} (held: {sorted(part.state) or 'none'})")
+    return part.state[name]
+
+
+def bound(part, scalars: dict, xp) -> dict:
+    """What a keyed step's callables read: the device's state and tables by name, the call's
+    scalars, ``xp`` (the array module) and ``first`` (the global id of local position 0)."""
+    return {**part.state, **scalars, "xp": xp, "first": part.first}
+
+
+def selected_arcs(part, frontier, s, where, loops: bool, xp) -> Arcs:
+    """The arcs of the frontier's rows that count: ``where(s, v, u)`` keeps some;
+    ``loops=False`` drops ``v -> v``."""
+    arcs = Arcs.of(part, frontier, xp)
+    keep = None
+    if not loops:
+        keep = arcs.u != arcs.v + part.first
+    if where is not None:
+        mask = checked(where(s, arcs.v, arcs.u), arcs.u.shape, "where", np.bool_, xp)
+        keep = mask if keep is None else keep & mask
+    return arcs if keep is None else arcs.keep(keep)
+
+
+def checked(out, shape, what: str, kind, xp):
+    """A callable's answer as an array of ``shape`` (a ValueError naming the callable when it
+    is not one)."""
+    out = xp.asarray(out)
+    if out.shape != shape:
+        raise ValueError(f"the {what} callable returned shape {out.shape}, expected {shape}")
+    if kind is np.bool_ and out.dtype != np.bool_:
+        raise ValueError(f"the {what} callable returned {out.dtype}, expected a bool mask")
+    return out
+
+
+def group(hi, lo, values, xp):
+    """Groups of equal ``(hi, lo)`` pairs (non-negative, below 2**31 and 2**32): their ``hi``,
+    ``lo`` (int64, sorted by hi then lo) and, per array of ``values`` (aligned with the pairs;
+    None counts one each), the sum over each group (float64)."""
+    packed = (hi.astype(xp.uint64) << xp.uint64(32)) | lo.astype(xp.uint64)
+    order = xp.argsort(packed)          # equal keys are one group whatever their order
+    packed = packed[order]
+    n = int(packed.shape[0])
+    starts = xp.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = packed[1:] != packed[:-1]
+    number = xp.cumsum(starts) - 1
+    heads = packed[starts]
+    groups = int(heads.shape[0])
+    sums = [xp.bincount(number, minlength=groups).astype(xp.float64) if w is None else
+            xp.bincount(number, weights=w[order].astype(xp.float64), minlength=groups)
+            for w in values]
+    return ((heads >> xp.uint64(32)).astype(xp.int64),
+            (heads & xp.uint64(0xFFFFFFFF)).astype(xp.int64), sums)
+
+
+def scatter(xp, op: str, out, index, values) -> None:
+    """``out[index] = op(out[index], values)`` with repeats combined (``op``: "max", "min"):
+    NumPy's ``maximum.at``/``minimum.at``, CuPy's scatter (atomics)."""
+    if xp is np:
+        (np.maximum if op == "max" else np.minimum).at(out, index, values)
+    else:
+        import cupyx
+        (cupyx.scatter_max if op == "max" else cupyx.scatter_min)(out, index, values)
+
+
+def first_of_rows(row, xp):
+    """The positions where a new row starts in ``row`` (sorted)."""
+    n = int(row.shape[0])
+    starts = xp.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = row[1:] != row[:-1]
+    return xp.flatnonzero(starts)
+
+
+def keys_of(part, name: str, u, xp):
+    """The keys the table ``name`` gives the global ids ``u`` (int64), checked below 2**31."""
+    keys = table(part, name)[u].astype(xp.int64, copy=False)
+    if keys.shape[0] and int(keys.max()) >= KEY_LIMIT:
+        raise ValueError(f"table {name!r} holds a key >= 2**31; keys must be below it")
+    return keys
+
+
+# --- the operations ----------------------------------------------------------------------------
+def arc_sums(part, frontier, weight, where, loops, into, scalars):
+    """``into[v]`` = the sum of ``weight`` (None: 1) over the counted arcs of each row ``v``."""
+    xp = part.device.xp
+    with on_stream(part):
+        s = bound(part, scalars, xp)
+        arcs = selected_arcs(part, frontier, s, where, loops, xp)
+        w = None if weight is None else arcs.values(part, weight).astype(xp.float64)
+        sums = xp.bincount(arcs.r, weights=w, minlength=arcs.rows.shape[0]).astype(xp.float64)
+        table(part, into)[arcs.rows] = sums
+
+
+def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, scalars):
+    """Each row's best key among its counted arcs' other ends' keys (and its own key, counted
+    even without an arc): ``into[v]`` gets it; returns the rows whose best is not their own
+    (local int32 positions). The best has the greatest score (``score(s, v, k, w)``: ``w`` the
+    sum of the arcs' weights to key ``k``; None: ``w`` itself); ties go to the row's own key,
+    then to the smallest (``ties="smallest"``) or largest key."""
+    xp = part.device.xp
+    with on_stream(part):
+        s = bound(part, scalars, xp)
+        arcs = selected_arcs(part, frontier, s, where, loops, xp)
+        rows, r = arcs.rows, arcs.r
+        keys = keys_of(part, key, arcs.u, xp)
+        mine = table(part, own)[rows].astype(xp.int64)
+        w = None if weight is None else arcs.values(part, weight)
+        counted = keys >= 0
+        every = xp.arange(rows.shape[0], dtype=xp.int64)
+        hi = xp.concatenate([r[counted], every])
+        lo = xp.concatenate([keys[counted], mine])
+        weights = None if w is None else xp.concatenate([w[counted].astype(xp.float64),
+                                                         xp.zeros(rows.shape[0], xp.float64)])
+        ones = xp.concatenate([xp.ones(int(counted.sum()), xp.float64),
+                               xp.zeros(rows.shape[0], xp.float64)])
+        g_row, g_key, (g_sum,) = group(hi, lo, [ones if weights is None else weights], xp)
+        v = rows[g_row]
+        values = g_sum if score is None else checked(score(s, v, g_key, g_sum), g_sum.shape,
+                                                     "score", None, xp).astype(xp.float64)
+        # the best score per row, then among the rows' best the least rank: the row's own key
+        # (-1), then the key (or, for "largest", the key's distance below the largest)
+        top = xp.full(rows.shape[0], -xp.inf, xp.float64)
+        scatter(xp, "max", top, g_row, values)
+        best = values == top[g_row]
+        rank = xp.where(g_key == mine[g_row], -1,
+                        g_key if ties == "smallest" else KEY_LIMIT - 1 - g_key).astype(xp.int32)
+        pick = xp.full(rows.shape[0], KEY_LIMIT - 1, xp.int32)
+        scatter(xp, "min", pick, g_row[best], rank[best])
+        pick = pick.astype(xp.int64)
+        chosen = xp.where(pick < 0, mine, pick if ties == "smallest" else KEY_LIMIT - 1 - pick)
+        out = table(part, into)
+        out[rows] = chosen.astype(out.dtype)
+        return rows[chosen != mine].astype(xp.int32)
+
+
+def smallest_missing_key(part, frontier, key, where, loops, into, scalars):
+    """``into[v]`` = the smallest key >= 0 that none of row ``v``'s counted arcs' other ends
+    has (keys < 0 are no key): a greedy colour."""
+    xp = part.device.xp
+    with on_stream(part):
+        s = bound(part, scalars, xp)
+        arcs = selected_arcs(part, frontier, s, where, loops, xp)
+        rows, r = arcs.rows, arcs.r
+        keys = keys_of(part, key, arcs.u, xp)
+        counted = keys >= 0
+        g_row, g_key, _ = group(r[counted], keys[counted], [], xp)
+        free = xp.bincount(g_row, minlength=rows.shape[0]).astype(xp.int64)
+        if g_row.shape[0]:
+            rank = xp.arange(g_row.shape[0], dtype=xp.int64) - \
+                xp.searchsorted(g_row, g_row, side="left")
+            gaps = xp.flatnonzero(g_key != rank)
+            firsts = gaps[first_of_rows(g_row[gaps], xp)]
+            free[g_row[firsts]] = rank[firsts]
+        out = table(part, into)
+        out[rows] = free.astype(out.dtype)
+
+
+def key_pair_sums(part, frontier, key, other, weights, scalars):
+    """The device's groups of arcs by (the row's ``key`` state, the other end's ``other``
+    table), with the sums of each of ``weights``, as host arrays ``(a, b, [sums])``."""
+    xp = part.device.xp
+    with on_stream(part):
+        s = bound(part, scalars, xp)
+        arcs = selected_arcs(part, frontier, s, None, True, xp)
+        a = table(part, key)[arcs.v].astype(xp.int64)
+        b = keys_of(part, other, arcs.u, xp)
+        if a.shape[0] and int(a.max()) >= KEY_LIMIT:
+            raise ValueError(f"state {key!r} holds a key >= 2**31; keys must be below it")
+        ga, gb, sums = group(a, b, [arcs.values(part, w) for w in weights], xp)
+        return (part.device.to_host(ga), part.device.to_host(gb),
+                [part.device.to_host(x) for x in sums])
+
+
+def partial_totals(part, frontier, value, key, num_keys):
+    """This device's share of the per-key totals: the sum of ``value`` over the frontier's
+    rows by their ``key`` (a float64 array of ``num_keys``)."""
+    xp = part.device.xp
+    with on_stream(part):
+        rows = rows_of(part, frontier, xp)
+        keys = table(part, key)[rows].astype(xp.int64)
+        if keys.shape[0] and (int(keys.min()) < 0 or int(keys.max()) >= num_keys):
+            raise ValueError(f"state {key!r} holds a key outside [0, {num_keys})")
+        return xp.bincount(keys, weights=table(part, value)[rows].astype(xp.float64),
+                           minlength=num_keys)
+
+
+def frontier_values(part, frontier, state):
+    """The global ids of the frontier's rows and their ``state`` values (device arrays)."""
+    xp = part.device.xp
+    with on_stream(part):
+        rows = rows_of(part, frontier, xp)
+        return rows + part.first, table(part, state)[rows]
+
+
+def hold_table(part, name, size, dtype, fill):
+    """The table ``name`` over ``size`` entries, made (``fill``) when it is not held with that
+    size and dtype."""
+    held = part.state.get(name)
+    if held is None or held.shape[0] != size or held.dtype != dtype:
+        with on_stream(part):
+            held = part.state[name] = part.device.xp.full(size, fill, dtype)
+    return held
+
+
+def write_table(part, name, ids, values):
+    """``table[ids] = values`` (host or device arrays)."""
+    xp = part.device.xp
+    with on_stream(part):
+        held = part.state[name]
+        held[xp.asarray(ids)] = xp.asarray(values).astype(held.dtype)
+
+
+def put_table(part, name, values):
+    """The table ``name`` becomes ``values`` (a host array, or this device's own array)."""
+    xp = part.device.xp
+    with on_stream(part):
+        part.state[name] = xp.asarray(values)
