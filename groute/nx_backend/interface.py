@@ -3,7 +3,8 @@
 Its attributes are the functions of :data:`.info.FUNCTIONS` (from :mod:`.algorithms`), the
 conversions (:mod:`.graph`), ``can_run`` (each function's rule) and ``on_start_tests``, the
 hook through which NetworkX's own test suite, run through this backend, learns which of its
-tests are expected to fail and why.
+tests are expected to fail and why. Every refusal, by a rule, the conversion or a function,
+goes through :mod:`.refusal` (logged; an error where falling back to NetworkX is off).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import inspect
 from . import algorithms
 from .graph import from_networkx, to_networkx
 from .info import FUNCTIONS
+from .refusal import refuse, refusing
 
 #: NetworkX tests expected to fail through this backend (every family's, :mod:`.algorithms`)
 EXPECTED_FAILURES = algorithms.expected_failures()
@@ -20,13 +22,14 @@ EXPECTED_FAILURES = algorithms.expected_failures()
 class BackendInterface:
     """The backend NetworkX dispatches to (``backend="groute"``)."""
 
-    convert_from_nx = staticmethod(from_networkx)
+    convert_from_nx = staticmethod(refusing(from_networkx))
     convert_to_nx = staticmethod(to_networkx)
 
     @staticmethod
     def can_run(name, args, kwargs):
-        """True, or why not (NetworkX then runs the call itself): the function's rule on the
-        call's arguments. Arguments that do not fit the signature are NetworkX's to reject."""
+        """True, or why not (NetworkX then runs the call itself; :func:`.refusal.refuse`): the
+        function's rule on the call's arguments. Arguments that do not fit the signature are
+        NetworkX's to reject (its run of the call raises NetworkX's TypeError)."""
         fn = algorithms.function(name)
         check = getattr(fn, "can_run", None)
         if check is None:
@@ -36,7 +39,10 @@ class BackendInterface:
         except TypeError as exc:
             return f"arguments do not match {name}(): {exc}"
         bound.apply_defaults()
-        return check(bound.arguments)
+        verdict = check(bound.arguments)
+        if verdict is True:
+            return True
+        return refuse(name, verdict if isinstance(verdict, str) else "its can_run rule declines")
 
     @staticmethod
     def on_start_tests(items):
@@ -57,6 +63,6 @@ def _test_name(item) -> str:
 
 
 for _name in FUNCTIONS:
-    setattr(BackendInterface, _name, staticmethod(algorithms.function(_name)))
+    setattr(BackendInterface, _name, staticmethod(refusing(algorithms.function(_name), _name)))
 
 backend_interface = BackendInterface()
