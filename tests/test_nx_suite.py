@@ -62,6 +62,11 @@ FAKE = {
         def test_skipped():
             pytest.skip("not here")
         """,
+    # a test of the same name in another file (NetworkX's node ids do not name the file)
+    "test_twin.py": """
+        def test_skipped():
+            assert True
+        """,
 }
 
 
@@ -77,15 +82,15 @@ def known_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(root))
         mp.setenv("PYTHONPATH", str(root))
-        return suite.run(["groute_fake_nx_tests.test_known"], max_cases=3, workers=1,
-                         timeout=240)
+        return suite.run(["groute_fake_nx_tests.test_known", "groute_fake_nx_tests.test_twin"],
+                         max_cases=3, workers=1, timeout=240)
 
 
 @pytest.mark.timeout(300)
 def test_runner_counts_outcomes_calls_and_refusals(known_run):
     report = known_run
-    assert report.outcomes == {"passed": 5, "failed": 2, "skipped": 1}
-    assert report.run == 7 and report.cases_left_out == 4
+    assert report.outcomes == {"passed": 6, "failed": 2, "skipped": 1}
+    assert report.run == 8 and report.cases_left_out == 4
     assert report.calls["single_source_shortest_path_length"] == 1
     assert report.refused == {"pagerank": 1}
     assert report.reached == 1
@@ -93,7 +98,7 @@ def test_runner_counts_outcomes_calls_and_refusals(known_run):
         "test_known.py:test_fails", "test_known.py:test_listed_but_passes"]
     assert any("XPASS(strict)" in f["message"] for f in report.failures)
     assert report.returncode == 1
-    assert "7 run" in report.summary() and "4 cases" in report.summary()
+    assert "8 run" in report.summary() and "4 cases" in report.summary()
     assert "| `pagerank` | 0 | 1 |" in report.markdown()
 
 

@@ -233,8 +233,8 @@ class _Recorder:
         from . import refusal
         self.config = config
         self.max_cases = config.getoption("--groute-max-cases")
-        config_ = nx.config.backends.groute
-        config_.backend, config_.devices = BACKEND, DEVICES
+        groute = nx.config.backends.groute
+        groute.backend, groute.devices = BACKEND, DEVICES
         self.counter = _Counter()
         nx_log = logging.getLogger("networkx")      # its DEBUG log names each backend call
         nx_log.setLevel(logging.DEBUG)
@@ -242,7 +242,7 @@ class _Recorder:
         nx_log.propagate = False
         logging.getLogger(refusal.__name__).setLevel(logging.INFO)
         logging.getLogger(refusal.__name__).addHandler(self.counter)
-        self.phases = collections.defaultdict(dict)     # nodeid -> {when: report}
+        self.phases = collections.defaultdict(dict)     # (file, node id) -> {when: report}
         self.group_sizes = {}                           # parametrised test -> its cases
 
     # in the process that runs the tests ---------------------------------------------------
@@ -251,7 +251,7 @@ class _Recorder:
         groups = collections.defaultdict(list)
         for item in items:
             if getattr(item, "callspec", None) is not None:
-                groups[item.nodeid.split("[", 1)[0]].append(item)
+                groups[_group(item)].append(item)
         dropped = set()
         for cases in groups.values():
             if self.max_cases and len(cases) > self.max_cases:
@@ -273,7 +273,7 @@ class _Recorder:
         if call.when != "teardown":
             return
         from .interface import expected_failure, nx_test_key
-        group = item.nodeid.split("[", 1)[0]
+        group = _group(item)
         item.user_properties.append(("groute", {
             "test": nx_test_key(item), "expected": expected_failure(item),
             "calls": dict(self.counter.calls), "refused": dict(self.counter.refused),
@@ -281,7 +281,8 @@ class _Recorder:
 
     # where the reports arrive ---------------------------------------------------------------
     def pytest_runtest_logreport(self, report):
-        self.phases[report.nodeid][report.when] = report
+        # a NetworkX test's node id has no file (it lies outside the rootdir): the file too
+        self.phases[(report.location[0], report.nodeid)][report.when] = report
 
     def pytest_sessionfinish(self, session):
         path = self.config.getoption("--groute-report")
@@ -313,6 +314,12 @@ class _Recorder:
                 "refused": dict(refused), "failures": failures,
                 "expected_seen": sorted(expected_seen),
                 "cases_left_out": sum(size - ran for size, ran in groups.values())}
+
+
+def _group(item) -> str:
+    """The parametrised test of which ``item`` is a case: its file and node id less the
+    parameters (a NetworkX test's node id alone does not name its file)."""
+    return f"{item.location[0]}::{item.nodeid.split('[', 1)[0]}"
 
 
 def evenly(n: int, k: int) -> set[int]:
