@@ -233,8 +233,8 @@ class _Recorder:
         from . import refusal
         self.config = config
         self.max_cases = config.getoption("--groute-max-cases")
-        groute = nx.config.backends.groute
-        groute.backend, groute.devices = BACKEND, DEVICES
+        settings = nx.config.backends.groute
+        settings.backend, settings.devices = BACKEND, DEVICES
         self.counter = _Counter()
         nx_log = logging.getLogger("networkx")      # its DEBUG log names each backend call
         nx_log.setLevel(logging.DEBUG)
