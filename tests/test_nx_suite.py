@@ -7,6 +7,7 @@ on a small test package of known outcomes.
 """
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from types import SimpleNamespace
 
@@ -70,9 +71,14 @@ FAKE = {
 }
 
 
-@pytest.fixture(scope="module")
-def known_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=[1, 2], ids=["one-process", "two-xdist-workers"])
+def known_run(request, tmp_path_factory):
+    """The known-outcome package's run, in one pytest process and on two xdist workers (each
+    test's counts then travel in its report)."""
     registered_or_skip()
+    workers = request.param
+    if workers > 1 and importlib.util.find_spec("xdist") is None:
+        pytest.skip("pytest-xdist is not installed")
     root = tmp_path_factory.mktemp("fake")
     package = root / "groute_fake_nx_tests"
     package.mkdir()
@@ -83,7 +89,7 @@ def known_run(tmp_path_factory):
         mp.syspath_prepend(str(root))
         mp.setenv("PYTHONPATH", str(root))
         return suite.run(["groute_fake_nx_tests.test_known", "groute_fake_nx_tests.test_twin"],
-                         max_cases=3, workers=1, timeout=240)
+                         max_cases=3, workers=workers, timeout=240)
 
 
 @pytest.mark.timeout(300)
