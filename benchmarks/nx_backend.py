@@ -59,10 +59,16 @@ def equal(got, want) -> bool:
 
 
 def close(rtol: float) -> Callable:
-    """Dicts of the same keys whose values agree within ``rtol`` (relative)."""
+    """Answers equal but for numbers, which agree within ``rtol`` (relative): dicts of the
+    same keys, lists and tuples of the same length, compared item by item."""
     def same(got, want):
-        return got.keys() == want.keys() and all(
-            abs(got[k] - w) <= rtol * max(abs(w), abs(got[k])) + 1e-12 for k, w in want.items())
+        if isinstance(want, dict):
+            return got.keys() == want.keys() and all(same(got[k], w) for k, w in want.items())
+        if isinstance(want, (list, tuple)):
+            return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want))
+        if isinstance(want, float):
+            return abs(got - want) <= rtol * max(abs(want), abs(got)) + 1e-12
+        return got == want
     return same
 
 

@@ -89,3 +89,10 @@ def test_a_declined_call_fails_the_run_with_its_reason(monkeypatch, tmp_path):
     assert code == 1
     [row] = json.loads(out.read_text())["rows"]
     assert row["answer"].startswith("declined: nstart") and row["failed"]
+
+
+def test_close_answers_compare_numbers_within_tolerance_and_the_rest_exactly():
+    close = load_script().close(1e-6)
+    assert close({1: 1.0, 2: [(3, 4, 0.5)]}, {1: 1.0 + 1e-9, 2: [(3, 4, 0.5 - 1e-9)]})
+    assert not close({1: 1.0}, {1: 1.01}) and not close({1: 1.0}, {2: 1.0})
+    assert not close([(3, 4, 0.5)], [(3, 5, 0.5)]) and not close((1.0,), (1.0, 2.0))
