@@ -57,6 +57,27 @@ class LinkClosed(GrouteError):
     """A send on a link that has been closed."""
 
 
+class NotRunOnGroute(GrouteError, RuntimeError):
+    """A NetworkX call that the backend (``backend="groute"``, or groute first in
+    ``nx.config.backend_priority``) does not run with the arguments or graph it was given, while
+    ``nx.config.backends.groute.fallback_to_nx`` is False, so NetworkX does not run it instead.
+
+    ``function`` names the NetworkX function, ``reason`` says why groute declined. Not a
+    NotImplementedError, which NetworkX's dispatcher answers by running the call itself (it is
+    a RuntimeError, as NotImplementedError is).
+    """
+
+    def __init__(self, function: str, reason: str):
+        super().__init__(f"groute does not run {function}() here: {reason} "
+                         f"(nx.config.backends.groute.fallback_to_nx is False, so NetworkX does "
+                         f"not run it instead; set it to True to let NetworkX run such calls)")
+        self.function = function
+        self.reason = reason
+
+    def __reduce__(self):
+        return type(self), (self.function, self.reason)
+
+
 class _PowerIterationMessage:
     """What :data:`NETWORKX_TWINS`' ``PowerIterationFailedConvergence`` adds to NetworkX's: a
     message that says what to do, beside NetworkX's ``num_iterations``."""

@@ -10,12 +10,10 @@ two CPU virtual devices, and on one CUDA GPU (marked ``gpu``: skipped without on
 """
 from __future__ import annotations
 
-import importlib.metadata
-
 import networkx as nx
 import pytest
 
-from groute.nx_backend import info
+from groute.nx_backend import registration
 from groute.runtime import kept
 
 
@@ -23,15 +21,7 @@ from groute.runtime import kept
 def registered():
     """The backend as NetworkX sees it once groute is installed (entry points); registered
     here by hand where this checkout is not the installed one."""
-    from networkx.utils import backends
-    added = "groute" not in backends.backends
-    if added:
-        backends.backends["groute"] = importlib.metadata.EntryPoint(
-            name="groute", value="groute.nx_backend.interface:backend_interface",
-            group="networkx.backends")
-        backends.backend_info["groute"] = info.get_info()
-        nx.config.backends = nx.utils.Config(groute=nx.utils.Config(**info.DEFAULT_CONFIG),
-                                              **nx.config.backends)
+    added = registration.register()
     quiet = "cache" not in nx.config.warnings_to_ignore     # NetworkX's note on cache hits
     nx.config.warnings_to_ignore.add("cache")
     yield
@@ -39,8 +29,7 @@ def registered():
         nx.config.warnings_to_ignore.discard("cache")
     kept.shutdown_all()
     if added:
-        del backends.backends["groute"], backends.backend_info["groute"]
-        backends._loaded_backends.pop("groute", None)
+        registration.unregister()
 
 
 @pytest.fixture(params=[("cpu", 1), ("cpu", 2), pytest.param(("cuda", 1), marks=pytest.mark.gpu)],

@@ -54,13 +54,14 @@ def test_entry_points_name_the_interface_and_info():
     got = info.get_info()
     assert got["backend_name"] == "groute"
     assert set(got["functions"]) == set(info.FUNCTIONS)
-    assert got["default_config"] == {"backend": "auto", "devices": None, "partition": "metis"}
+    assert got["default_config"] == {"backend": "auto", "devices": None, "partition": "metis",
+                                     "fallback_to_nx": True}
 
 
 def test_interface_has_every_listed_function():
     from groute.nx_backend import algorithms
     for name in info.FUNCTIONS:
-        assert getattr(backend_interface, name) is algorithms.function(name)
+        assert getattr(backend_interface, name).__wrapped__ is algorithms.function(name)
         # a NetworkX function dispatched by that name (bipartite.color's is "color")
         assert name in nx.utils.backends._registered_algorithms
 

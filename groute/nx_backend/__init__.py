@@ -12,7 +12,10 @@ imported and therefore imports nothing heavy.
 * :mod:`.devices`: one groute Context per configuration, reused across calls;
 * :mod:`.algorithms`: the implementations, one module per NetworkX family, and, per function,
   when groute can honour the call;
-* :mod:`.interface`: what NetworkX loads.
+* :mod:`.interface`: what NetworkX loads;
+* :mod:`.refusal`: a call groute declines, logged, and an error where falling back is off;
+* :mod:`.registration`: the entry points' registration, by hand, for a checkout not installed;
+* :mod:`.suite`: NetworkX's own tests run through the backend, counted.
 
 docs/NETWORKX.md says what is implemented, how to configure it and its limits.
 """

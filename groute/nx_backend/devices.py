@@ -3,10 +3,12 @@ for the device kind and count ``nx.config.backends.groute`` asks for, leased for
 
 A NetworkX program calls the backend many times, often on small graphs; starting devices (and,
 on GPUs, peer access) for every call would cost more than many of the calls.
+:func:`settings` reads and checks the whole of ``nx.config.backends.groute``.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -27,11 +29,21 @@ def device_count(backend: str, devices: int | None, graph, engine: str) -> int:
     return max(1, min(int(count), int(graph.num_vertices)))
 
 
-def settings() -> tuple[str, int | None, str]:
-    """``nx.config.backends.groute`` as ``(backend, devices, partition)``, checked (NetworkX
-    stores what it is given; a bad value is a ValueError naming the setting)."""
+class Settings(NamedTuple):
+    """``nx.config.backends.groute``, checked (:func:`settings`)."""
+
+    backend: str
+    devices: int | None
+    partition: str
+    fallback_to_nx: bool
+
+
+def settings() -> Settings:
+    """``nx.config.backends.groute``, checked (NetworkX stores what it is given; a bad value
+    is a ValueError naming the setting)."""
     config = nx.config.backends.groute
     backend, devices, partition = config["backend"], config["devices"], config["partition"]
+    fallback_to_nx = config["fallback_to_nx"]
     if backend not in BACKENDS:
         raise ValueError(f"nx.config.backends.groute.backend must be one of "
                          f"{', '.join(BACKENDS)}; got {backend!r}")
@@ -42,7 +54,10 @@ def settings() -> tuple[str, int | None, str]:
     if partition not in METHODS:
         raise ValueError(f"nx.config.backends.groute.partition must be one of "
                          f"{', '.join(METHODS)}; got {partition!r}")
-    return backend, devices, partition
+    if not isinstance(fallback_to_nx, bool):
+        raise ValueError(f"nx.config.backends.groute.fallback_to_nx must be True or False; "
+                         f"got {fallback_to_nx!r}")
+    return Settings(backend, devices, partition, fallback_to_nx)
 
 
 @contextmanager
@@ -50,10 +65,11 @@ def devices_for(graph, engine: str):
     """``(ctx, partition)`` for one call of an ``engine``-family algorithm on ``graph`` (the
     call's CSR graph), as ``nx.config.backends.groute`` says; the context is leased for the
     call."""
-    backend, devices, partition = settings()
-    backend = resolve_backend(backend)
-    ctx, release = lease(devices=device_count(backend, devices, graph, engine), backend=backend)
+    chosen = settings()
+    backend = resolve_backend(chosen.backend)
+    ctx, release = lease(devices=device_count(backend, chosen.devices, graph, engine),
+                         backend=backend)
     try:
-        yield ctx, partition
+        yield ctx, chosen.partition
     finally:
         release()

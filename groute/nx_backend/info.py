@@ -4,14 +4,18 @@ NetworkX calls :func:`get_info` at the end of its own import, so this module imp
 NetworkX included: a program whose first import of NetworkX comes through groute would
 otherwise find this module half-initialised when NetworkX calls back.
 
-``nx.config.backends.groute`` (``backend``, ``devices``, ``partition``):
+``nx.config.backends.groute`` (``backend``, ``devices``, ``partition``, ``fallback_to_nx``):
 
 * ``backend``: "auto" (CUDA GPUs when CuPy finds one, else CPU virtual devices), "cuda" or
   "cpu";
 * ``devices``: how many devices one call uses (at most the graph's node count); None: every
   GPU, or one CPU virtual device (more of them test groute's multi-device code on a CPU but
   run no faster);
-* ``partition``: how a graph is split over several devices.
+* ``partition``: how a graph is split over several devices;
+* ``fallback_to_nx``: whether a call groute implements but declines (its ``can_run`` rule, the
+  conversion or the function says why) runs on NetworkX (True) or raises
+  :class:`groute.errors.NotRunOnGroute` naming the function and the reason (False); either
+  way the reason is logged at INFO (:mod:`.refusal`).
 """
 from __future__ import annotations
 
@@ -191,7 +195,8 @@ FUNCTIONS = {
 
 #: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the
 #: values where a call reads them
-DEFAULT_CONFIG = {"backend": "auto", "devices": None, "partition": "metis"}
+DEFAULT_CONFIG = {"backend": "auto", "devices": None, "partition": "metis",
+                  "fallback_to_nx": True}
 
 
 def get_info() -> dict:

@@ -51,10 +51,10 @@ def _options(G) -> dict:
     """How a call on ``G`` runs, as ``nx.config.backends.groute`` says (at most a device per
     node; each level of Louvain and Leiden leases its own devices, at most one per vertex of
     the level)."""
-    backend, devices, partition = settings()
-    return {"backend": resolve_backend(backend),
-            "devices": "auto" if devices is None else min(devices, max(len(G), 1)),
-            "partition": partition}
+    chosen = settings()
+    return {"backend": resolve_backend(chosen.backend),
+            "devices": "auto" if chosen.devices is None else min(chosen.devices, max(len(G), 1)),
+            "partition": chosen.partition}
 
 
 def _arc_weights(G, weight):
