@@ -56,6 +56,11 @@ TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
 GLOBAL_SIZE = 16
 TRACE_LEVELS = 64
 
+#: seconds the host polls the launches' read-backs without sleeping: the run ends when they
+#: land, and a sleeping wait's back-off (up to 2 ms a sleep) would add up to that to a run of
+#: a few milliseconds
+READBACK_SPIN_S = 0.25
+
 
 def arrays_needed(unit: bool) -> dict:
     """The :class:`~groute.engines.relax.cuda_worker.CUDATraversalArrays` options the kernel of
@@ -239,7 +244,7 @@ class PeerTraversal:
             stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i], blocking=False))
             copied.append(stream.record())
         if copied:
-            type(copied[0]).wait_all(copied)
+            type(copied[0]).wait_all(copied, spin=READBACK_SPIN_S)
         stops = [LaunchStop.read(self.devices[i].name, self.state_host[i][COUNTERS:])
                  for i in launched]
         capped = any(stop.abort == ABORT_ROUNDS for stop in stops)
