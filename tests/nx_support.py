@@ -41,3 +41,12 @@ def on_devices(request):
     cfg = nx.config.backends.groute
     with cfg(backend=backend, devices=count, partition="metis"):
         yield count
+
+
+@pytest.fixture(params=[1, 2], ids=["1dev", "2dev"])
+def on_cpu_devices(request):
+    """One and two CPU virtual devices only: answers checked to float64's precision (a GPU's
+    PageRank computes in float32: ``test_pagerank_on_a_gpu_in_float32``)."""
+    cfg = nx.config.backends.groute
+    with cfg(backend="cpu", devices=request.param, partition="metis"):
+        yield request.param

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from groute.nx_backend import devices, info
-from nx_support import on_devices, registered  # noqa: F401 (fixtures)
+from nx_support import on_cpu_devices, on_devices, registered  # noqa: F401 (fixtures)
 from groute.runtime import kept
 from groute.nx_backend.graph import GrouteGraph, from_networkx, to_networkx
 from groute.nx_backend.interface import backend_interface
@@ -197,7 +197,7 @@ def test_connected_graph_and_null_graph(on_devices):
 
 @pytest.mark.parametrize("name,G", GRAPHS, ids=[n for n, _ in GRAPHS])
 @pytest.mark.parametrize("alpha", [0.85, 0.5])
-def test_pagerank_matches_networkx(on_devices, name, G, alpha):
+def test_pagerank_matches_networkx(on_cpu_devices, name, G, alpha):
     want = nx.pagerank(G, alpha=alpha, tol=1e-12, max_iter=1000)
     got = nx.pagerank(G, alpha=alpha, tol=1e-12, max_iter=1000, backend="groute")
     assert list(got) == list(want)
@@ -205,7 +205,7 @@ def test_pagerank_matches_networkx(on_devices, name, G, alpha):
     assert max(abs(got[k] - want[k]) for k in want) < 1e-9
 
 
-def test_pagerank_edges_of_one_weight_are_unweighted(on_devices):
+def test_pagerank_edges_of_one_weight_are_unweighted(on_cpu_devices):
     G = nx.gnm_random_graph(40, 100, seed=1, directed=True)
     nx.set_edge_attributes(G, 3.0, "weight")
     want = nx.pagerank(G, tol=1e-12)
@@ -467,7 +467,7 @@ def outcome(fn, *args, **kwargs):
     {}, {"personalization": {0: 1.0, 2: 3.0, "nope": 9.0}},
     {"dangling": {2: 1.0}}, {"personalization": {1: 1.0}, "dangling": {0: 2.0, 3: 1.0}},
     {"weight": None, "dangling": {3: 1.0}}], ids=str)
-def test_weighted_and_personalized_pagerank_run_on_groute(on_devices, options):
+def test_weighted_and_personalized_pagerank_run_on_groute(on_cpu_devices, options):
     """Unequal weights, personalization and dangling are groute's now: the call runs on
     the backend (no fallback) and answers as NetworkX (keys that are not nodes are ignored,
     as NetworkX reads only the nodes')."""
@@ -538,15 +538,15 @@ def _kept_context(count):
     return ctx
 
 
-def test_contexts_are_kept_and_replaced_after_a_failure(on_devices):
+def test_contexts_are_kept_and_replaced_after_a_failure(on_cpu_devices):
     G = nx.path_graph(5)
     nx.single_source_shortest_path_length(G, 0, backend="groute")
-    ctx = _kept_context(on_devices)
+    ctx = _kept_context(on_cpu_devices)
     nx.pagerank(G, backend="groute")
-    assert _kept_context(on_devices) is ctx
+    assert _kept_context(on_cpu_devices) is ctx
     ctx.fail("cpu0", RuntimeError("simulated failure"))
     assert nx.single_source_shortest_path_length(G, 0, backend="groute")[4] == 4
-    assert _kept_context(on_devices) is not ctx
+    assert _kept_context(on_cpu_devices) is not ctx
 
 
 def test_a_weighted_conversion_serves_unweighted_calls_unweighted(on_devices):
@@ -576,7 +576,7 @@ def test_documented_examples_run(doc, on_devices):
         nx.config.backend_priority.algos = saved
 
 
-def test_pagerank_runs_networkx_power_iteration_whatever_pagerank_auto_picks(on_devices,
+def test_pagerank_runs_networkx_power_iteration_whatever_pagerank_auto_picks(on_cpu_devices,
                                                                             monkeypatch):
     """NetworkX's max_iter and tol count power iterations: the backend asks for BSP itself."""
     from groute.apps.auto_rules import PR_RULES, Case, Rule
@@ -587,3 +587,21 @@ def test_pagerank_runs_networkx_power_iteration_whatever_pagerank_auto_picks(on_
     assert max(abs(got[k] - want[k]) for k in want) < 1e-9
     with pytest.raises(nx.PowerIterationFailedConvergence):
         nx.pagerank(G, tol=1e-15, max_iter=2, backend="groute")
+
+
+@pytest.mark.gpu
+def test_pagerank_on_a_gpu_in_float32():
+    """On a GPU PageRank computes in float32: NetworkX's tolerance is met at the default tol
+    (an L1 change of N * tol), and a tol below float32's reach is NetworkX's to run (the call
+    falls back, or raises with fallback_to_nx off) rather than failing to converge."""
+    from groute.errors import NotRunOnGroute
+    G = nx.gnm_random_graph(60, 200, seed=2, directed=True)
+    with nx.config.backends.groute(backend="cuda", devices=1):
+        want = nx.pagerank(G)
+        got = nx.pagerank(G, backend="groute")
+        assert list(got) == list(want)
+        assert sum(abs(got[k] - want[k]) for k in want) <= 2 * len(G) * 1e-6
+        assert nx.pagerank(G, tol=1e-12, backend="groute") == nx.pagerank(G, tol=1e-12)
+        with nx.config.backends.groute(fallback_to_nx=False):
+            with pytest.raises(NotRunOnGroute, match="float32"):
+                nx.pagerank(G, tol=1e-12, backend="groute")

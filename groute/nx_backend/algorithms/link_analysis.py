@@ -5,8 +5,9 @@ import networkx as nx
 import numpy as np
 
 from groute import registry
+from groute.runtime.context import resolve_backend
 
-from ..devices import devices_for
+from ..devices import devices_for, settings
 from .support import rule, weights_of
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
@@ -46,6 +47,11 @@ def _by_node(G, values):
     return None if values is None else {u: v for u, v in values.items() if u in G}
 
 
+#: the least L1 change of the ranks (relative to their sum) that PageRank's float32 iteration on
+#: a GPU can tell from its rounding (a few units in the last place of every rank together)
+FLOAT32_L1 = 1e-6
+
+
 @rule(_plain_pagerank)
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
              weight="weight", dangling=None):
@@ -59,6 +65,10 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
     if w is not None and w.size and not (bool(np.all(np.isfinite(w))) and float(w.min()) >= 0):
         raise NotImplementedError("weights that are negative or not finite: NetworkX runs the "
                                   "call")
+    if N * float(tol) < FLOAT32_L1 and resolve_backend(settings().backend) == "cuda":
+        raise NotImplementedError(
+            f"tol={tol:g} asks for an L1 change of {N * float(tol):.3g}, below what PageRank in "
+            f"float32 on a GPU reaches ({FLOAT32_L1:g}): NetworkX runs the call")
     with devices_for(G.csr, "iterate") as (ctx, partition):
         # NetworkX's power iteration is BSP; groute raises NetworkX's
         # PowerIterationFailedConvergence after max_iter iterations
