@@ -102,7 +102,9 @@ def table(part, name: str):
 def bound(part, scalars: dict, xp) -> dict:
     """What a keyed step's callables read: the device's state and tables by name, the call's
     scalars, ``xp`` (the array module) and ``first`` (the global id of local position 0)."""
-    return {**part.state, **scalars, "xp": xp, "first": part.first}
+    on_device = {name: xp.asarray(v) if isinstance(v, np.ndarray) else v
+                 for name, v in scalars.items()}     # a host array: the device's copy
+    return {**part.state, **on_device, "xp": xp, "first": part.first}
 
 
 def selected_arcs(part, frontier, s, where, loops: bool, xp) -> Arcs:
@@ -152,12 +154,26 @@ def group(hi, lo, values, xp):
 
 def scatter(xp, op: str, out, index, values) -> None:
     """``out[index] = op(out[index], values)`` with repeats combined (``op``: "max", "min"):
-    NumPy's ``maximum.at``/``minimum.at``, CuPy's scatter (atomics)."""
+    NumPy's ``maximum.at``/``minimum.at``, CuPy's scatter (atomics). Integers only: CuPy's
+    float scatter does not always give back one of the values exactly (:func:`row_max`)."""
     if xp is np:
         (np.maximum if op == "max" else np.minimum).at(out, index, values)
     else:
         import cupyx
         (cupyx.scatter_max if op == "max" else cupyx.scatter_min)(out, index, values)
+
+
+def row_max(values, row, rows: int, xp):
+    """Per row (``row[i]`` is value ``i``'s, every row has one), the greatest of its float
+    ``values``, exactly one of them: their positions in sorted order are scattered as integers,
+    since a float scatter on a GPU may not return a value bit for bit, and a best chosen by
+    equality with it would then be none."""
+    order = xp.argsort(values)
+    position = xp.empty(values.shape[0], xp.int64)
+    position[order] = xp.arange(values.shape[0], dtype=xp.int64)
+    top = xp.full(int(rows), -1, xp.int64)
+    scatter(xp, "max", top, row, position)
+    return values[order[top]]
 
 
 def first_of_rows(row, xp):
@@ -217,9 +233,7 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
                                                      "score", None, xp).astype(xp.float64)
         # the best score per row, then among the rows' best the least rank: the row's own key
         # (-1), then the key (or, for "largest", the key's distance below the largest)
-        top = xp.full(rows.shape[0], -xp.inf, xp.float64)
-        scatter(xp, "max", top, g_row, values)
-        best = values == top[g_row]
+        best = values == row_max(values, g_row, rows.shape[0], xp)[g_row]
         rank = xp.where(g_key == mine[g_row], -1,
                         g_key if ties == "smallest" else KEY_LIMIT - 1 - g_key).astype(xp.int32)
         pick = xp.full(rows.shape[0], KEY_LIMIT - 1, xp.int32)
