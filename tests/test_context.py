@@ -395,3 +395,26 @@ def test_a_wait_timed_out_on_a_device_running_user_code_names_that_code():
     assert "a packet from cpu:1" in str(err.__cause__.__cause__)
     assert ctx.run(lambda d: d.user_code) == [None, None]       # and the context runs again
     ctx.shutdown()
+
+
+@pytest.mark.timeout(30)
+def test_reset_waits_for_work_still_queued_behind_a_peers_event():
+    """A stream that has not failed may still hold work of the stopped run: here a wait for a
+    peer's event whose stream fails only later. Reset drains every stream, failed or not,
+    before clearing the failures, so that failure does not land in the next run."""
+    import threading
+    from groute import Context
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        d0, d1 = ctx.devices
+        gate = threading.Event()
+
+        def fails_later():
+            gate.wait(5)
+            raise RuntimeError("a step of the stopped run, failing late")
+        d1.compute_stream.submit(fails_later)
+        d0.compute_stream.wait_event(d1.compute_stream.record())
+        ctx.fail("cpu:1", RuntimeError("the run failed"))
+        threading.Timer(0.3, gate.set).start()
+        ctx.reset()
+        ctx.synchronize()           # the late failure was the stopped run's, drained by reset
+        assert ctx.run(lambda device: device.index) == [0, 1]

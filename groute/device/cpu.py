@@ -208,6 +208,20 @@ class CPUDevice(Device):
     def release_link_stream(self, stream: CPUStream) -> None:
         """The shared links stream stays until the device closes."""
 
+    def drain(self, timeout: float) -> bool:
+        """Wait for the work queued on every stream of this device to end (see
+        :meth:`Device.drain`), failed or not: a stream that has not failed may still hold a
+        wait for another stream's event from the stopped run, which would fail it after its
+        failure was cleared. False when that has not happened within ``timeout``."""
+        deadline = time.monotonic() + max(float(timeout), 0.0)
+        with self._lock:
+            markers = [stream.record() for stream in self._streams if not stream._closed]
+        for marker in markers:
+            if not marker._gate.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                return False
+            marker._gate.release()
+        return True
+
     def clear_failure(self, timeout=None) -> None:
         limit = resolve_timeout(timeout if timeout is not None else self.timeout)
         deadline = time.monotonic() + limit
