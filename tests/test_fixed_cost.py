@@ -76,6 +76,40 @@ def test_a_lease_never_gets_a_kept_context_retired_while_it_took_the_lock(fresh_
     kept._kept[key] = (ctx, RetiredMeanwhile())
     got, release = kept.lease(backend="cpu", devices=1, timeout=17)
     assert got is not ctx and not got.stopped
+    assert ctx._closed          # the retired one is shut down, not left with its threads
+    release()
+
+
+def test_a_kept_context_retired_while_leased_is_shut_down(fresh_kept):
+    """Another thread retires the kept context (replacing it) while this lease holds its lock,
+    so that retirement cannot shut it: the lease, finding it no longer kept, shuts it down
+    rather than leaving its threads running."""
+    ctx, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    release()
+    [key] = list(kept._kept)
+    real = kept._kept[key][1]
+
+    class RetiredWhileHeld:
+        def __init__(self):
+            self.first = True
+
+        def acquire(self, blocking=True):
+            got = real.acquire(blocking)
+            if self.first and got:      # the other thread, while this one holds the lock
+                self.first = False
+                ctx.fail("cpu:0", RuntimeError("another thread's run failed"))
+                stale = kept._kept[key]
+                kept._kept[key] = (groute.Context(1, backend="cpu", timeout=17), threading.Lock())
+                kept._retire(stale)     # cannot take the lock: left to the holder
+                assert not ctx._closed
+            return got
+
+        def release(self):
+            real.release()
+
+    kept._kept[key] = (ctx, RetiredWhileHeld())
+    got, release = kept.lease(backend="cpu", devices=1, timeout=17)
+    assert got is not ctx and ctx._closed
     release()
 
 

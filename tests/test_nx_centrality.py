@@ -14,7 +14,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from nx_support import on_devices, registered  # noqa: F401 (fixtures)
+from nx_support import on_cpu_devices, on_devices, registered  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -393,3 +393,16 @@ class FixedSample(random.Random):
 
     def sample(self, population, k):
         return list(self.nodes)
+
+
+def test_edge_betweenness_of_every_node_leaves_networkx_random_state(on_cpu_devices):
+    """k == len(G): NetworkX's edge betweenness still draws its sample (its vertex betweenness
+    does not), so the caller's generator moves the same on both."""
+    import random
+    G = nx.karate_club_graph()
+    ours, theirs = random.Random(5), random.Random(5)
+    got = nx.edge_betweenness_centrality(G, k=len(G), seed=ours, backend="groute")
+    want = nx.edge_betweenness_centrality(G, k=len(G), seed=theirs, backend="networkx")
+    assert ours.random() == theirs.random()
+    assert got.keys() == want.keys()
+    assert all(abs(got[e] - want[e]) < 1e-9 for e in want)

@@ -15,7 +15,7 @@ import pytest
 import scipy.io
 
 import groute
-from nx_support import on_devices, registered  # noqa: F401 (fixtures)
+from nx_support import on_cpu_devices, on_devices, registered  # noqa: F401 (fixtures)
 from support import SHARED_GRAPHS, compile_generated, device_cases
 
 pytestmark = pytest.mark.timeout(300)
@@ -398,3 +398,23 @@ def test_the_functors_compile(tmp_path):
     assert len(functors) >= 20
     done = compile_generated(functors, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("fn", ["louvain_partitions", "asyn_lpa_communities",
+                                "fast_label_propagation_communities"])
+def test_a_refusal_comes_at_the_call_not_when_iterating(on_cpu_devices, fn):
+    """A generator NetworkX function's refusal (weights the cached conversion does not hold)
+    must come while NetworkX's dispatcher is still on the call: NetworkX then runs it, or with
+    fallback_to_nx off the caller gets NotRunOnGroute; never a bare NotImplementedError from
+    the iteration."""
+    from groute.errors import NotRunOnGroute
+    G = nx.karate_club_graph()
+    nx.set_edge_attributes(G, 2.0, "w2")
+    nx.k_core(G, backend="groute")      # caches a conversion that keeps every attribute
+    call = getattr(nx.community, fn)
+    want = list(call(G, weight="w2", seed=1, backend="networkx"))
+    with nx.config.backend_priority(algos=["groute"]):     # groute first, NetworkX after
+        assert list(call(G, weight="w2", seed=1)) == want
+        with nx.config.backends.groute(fallback_to_nx=False):
+            with pytest.raises(NotRunOnGroute):
+                list(call(G, weight="w2", seed=1))

@@ -55,7 +55,10 @@ def lease(ctx=None, *, devices=None, backend="auto", timeout=None
         with _guard:        # still the kept one: another thread may have retired it meanwhile
             if _kept.get(key) is entry and not (kept.stopped or kept._closed):
                 break
+            retired = _kept.get(key) is not entry
         lock.release()
+        if retired:         # its retirement found it leased (by this thread): shut it now
+            _retire(entry)
 
     def release():
         try:

@@ -52,12 +52,15 @@ def _exact_weights(G, weight, *, positive: bool):
     return w
 
 
-def _sources(G, k, seed):
-    """The sources NetworkX's betweenness draws, as the CSR's ids (None: every node)."""
-    if k == len(G):     # NetworkX: every node, and the generator left alone
+def _sources(G, k, seed, *, draws_every_node: bool = False):
+    """The sources NetworkX's betweenness draws, as the CSR's ids (None: every node). With
+    ``k == len(G)`` NetworkX's vertex betweenness takes every node and leaves the generator
+    alone; its edge betweenness (``draws_every_node``) still draws them all, which moves the
+    caller's random state: drawn here too."""
+    if k == len(G) and not draws_every_node:
         k = None
     sources = None if k is None else seed.sample(list(G.nodes), k)
-    if sources is None:
+    if sources is None or len(sources) == len(G):
         return None
     return [G.csr.file_id_of(G.position(u)) for u in sources]
 
@@ -186,7 +189,7 @@ def _edge_rule(args):
 def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None):
     """groute's edge betweenness (Brandes on the subdivided graph), NetworkX's sources as
     :func:`betweenness_centrality` draws them, keyed and ordered as ``G.edges()``."""
-    sources = _sources(G, k, seed)
+    sources = _sources(G, k, seed, draws_every_node=True)
     tails = G.arc_rows
     heads = G.adjacency_indices
     once = slice(None) if G.is_directed() else tails <= heads

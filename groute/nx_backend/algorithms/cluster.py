@@ -49,15 +49,10 @@ def _loops(G) -> np.ndarray:
     return loops
 
 
-def _in_row_order(G, values):
-    """Per-arc ``values`` in adjacency order (``G.weights``'s) put in the CSR's order (rows
-    sorted by target)."""
-    return values[np.lexsort((G.adjacency_indices, G.arc_rows))]
-
-
-def _cube_roots(G, weight) -> np.ndarray:
-    """Per arc, in the CSR's order: ``cbrt(w / max w)``, NetworkX's normalised weight (1 where
-    an edge has none, and for every edge when none has one)."""
+def _cube_roots(G, weight, *, csr_order: bool = True) -> np.ndarray:
+    """Per arc, in the CSR's order (``csr_order``; else ``G``'s adjacency order):
+    ``cbrt(w / max w)``, NetworkX's normalised weight (1 where an edge has none, and for every
+    edge when none has one)."""
     w = weights_of(G, weight)
     if w is None or not w.size:
         return np.ones(G.csr.num_edges)
@@ -65,8 +60,8 @@ def _cube_roots(G, weight) -> np.ndarray:
     if largest == 0:
         raise NotImplementedError("the largest weight is 0, which NetworkX divides by (and "
                                   "raises where it does): NetworkX runs the call")
-    w = w.astype(np.float64) / largest
-    return _in_row_order(G, np.cbrt(w))
+    roots = np.cbrt(w.astype(np.float64) / largest)
+    return roots[G.csr_arcs] if csr_order else roots
 
 
 def _undirected_triangles(G, weight) -> np.ndarray:
@@ -81,8 +76,7 @@ def _directed_triangles(G, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     left out). The undirected form carries ``S_ij = C_ij + C_ji`` on both arcs of a pair."""
     n = len(G)
     src, dst = G.arc_rows, G.adjacency_indices
-    c = np.ones(src.shape[0]) if weight is None else \
-        _cube_roots(G, weight)[np.argsort(np.lexsort((dst, src)))]   # adjacency order
+    c = np.ones(src.shape[0]) if weight is None else _cube_roots(G, weight, csr_order=False)
     keep = src != dst
     src, dst, c = src[keep], dst[keep], c[keep]
     pair = np.minimum(src, dst) * n + np.maximum(src, dst)

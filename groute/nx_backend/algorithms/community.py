@@ -63,8 +63,7 @@ def _arc_weights(G, weight):
     w = weights_of(G, weight)
     if w is None:
         return None
-    order = np.lexsort((G.adjacency_indices, G.arc_rows))     # adjacency order -> CSR order
-    return np.asarray(w, dtype=np.float64)[order]
+    return np.asarray(w, dtype=np.float64)[G.csr_arcs]       # adjacency order -> CSR order
 
 
 def _weighted(G, weight) -> dict:
@@ -99,9 +98,9 @@ def louvain_partitions(G, weight="weight", resolution=1, threshold=0.0000001, se
     """Every level's communities (groute's ``louvain_partitions``), as NetworkX's generator of
     lists of sets."""
     run = registry.function("louvain_partitions")
-    for result in run(G.csr, resolution=resolution, threshold=threshold, seed=seed,
-                      **_weighted(G, weight), **_options(G)):
-        yield _sets(result)
+    options = {**_weighted(G, weight), **_options(G)}   # refused here, before any iteration
+    levels = run(G.csr, resolution=resolution, threshold=threshold, seed=seed, **options)
+    return (_sets(result) for result in levels)
 
 
 @rule(_louvain_arguments)
@@ -130,9 +129,8 @@ def leiden_partitions(G, weight="weight", resolution=1, seed=None):
     """Every level's communities by Leiden's algorithm (groute's ``leiden_partitions``), as a
     generator of lists of sets; NetworkX has no implementation of its own."""
     run = registry.function("leiden_partitions")
-    for result in run(G.csr, resolution=resolution, seed=seed, **_weighted(G, weight),
-                      **_options(G)):
-        yield _sets(result)
+    options = {**_weighted(G, weight), **_options(G)}   # refused here, before any iteration
+    return (_sets(result) for result in run(G.csr, resolution=resolution, seed=seed, **options))
 
 
 @rule(_leiden_arguments)
@@ -198,7 +196,8 @@ def asyn_lpa_communities(G, weight=None, seed=None):
     """Asynchronous label propagation (groute's ``asyn_lpa_communities``), as NetworkX's
     generator of sets."""
     run = registry.function("asyn_lpa_communities")
-    yield from _sets(run(G.csr, seed=seed, **_weighted(G, weight), **_options(G)))
+    communities = _sets(run(G.csr, seed=seed, **_weighted(G, weight), **_options(G)))
+    return (c for c in communities)     # NetworkX's generator, the work done (and refused) now
 
 
 def _fast_arguments(args):
@@ -214,4 +213,5 @@ def fast_label_propagation_communities(G, *, weight=None, seed=None):
     """Fast label propagation (groute's ``fast_label_propagation_communities``), as NetworkX's
     generator of sets."""
     run = registry.function("fast_label_propagation_communities")
-    yield from _sets(run(G.csr, seed=seed, **_weighted(G, weight), **_options(G)))
+    communities = _sets(run(G.csr, seed=seed, **_weighted(G, weight), **_options(G)))
+    return (c for c in communities)     # NetworkX's generator, the work done (and refused) now
