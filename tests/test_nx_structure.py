@@ -234,11 +234,11 @@ def test_the_functors_compile_for_cuda(tmp_path):
     """The advances' CUDA bodies (k_corona's count, the isolates' degrees, the colour clash)
     compile (nvcc, no GPU needed)."""
     import shutil
-    from groute.nx_backend.algorithms import cores, structure
+    from groute.nx_backend.algorithms import cores, structure, support as backend_support
     from support import compile_generated
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc to compile without a GPU")
-    functors = [cores.IN_CORE, cores.COUNT_INSIDE, structure.COUNT_ARC, structure.ALONE,
+    functors = [cores.IN_CORE, backend_support.COUNT_ARRIVAL, structure.ALONE,
                 structure.CLASH]
     done = compile_generated(functors, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -12,6 +12,7 @@ from groute.operators import Functor, Intersection, advance, filter
 
 from ..devices import devices_for
 from ..graph import to_networkx
+from .support import COUNT_ARRIVAL
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.tests.test_core']
@@ -84,16 +85,6 @@ IN_CORE = Functor(name="nx_in_core", params="const int* core, int k",
                   cuda="return core[v] >= k;", numpy=_in_core)
 
 
-def _count_inside(s, v):
-    np.add.at(s["inside"], v, 1)
-    return v[:0]
-
-
-#: an arc from the k-core: its source has one more neighbour in it
-COUNT_INSIDE = Functor(name="nx_count_inside", params="int* inside",
-                       cuda="atomicAdd(&inside[v], 1); return false;", numpy=_count_inside)
-
-
 def _neighbours_in_core(G, core, k: int) -> np.ndarray:
     """Per position, how many of its neighbours (NetworkX's ``G[v]``: a directed graph's
     successors) have a core number of at least ``k``: one advance from the k-core along the
@@ -101,9 +92,9 @@ def _neighbours_in_core(G, core, k: int) -> np.ndarray:
     with devices_for(G.csr, "operators") as (ctx, partition):
         with make_engine(G.csr, "bsp", ctx=ctx, partition=partition) as engine:
             engine.state("core", np.int32, values=core)
-            engine.state("inside", np.int32, 0)
-            advance(filter(engine.all_vertices(), IN_CORE, k=k), COUNT_INSIDE, over="in")
-            return engine.gather("inside")
+            engine.state("count", np.int32, 0)
+            advance(filter(engine.all_vertices(), IN_CORE, k=k), COUNT_ARRIVAL, over="in")
+            return engine.gather("count")
 
 
 def k_corona(G, k, core_number=None):

@@ -11,7 +11,7 @@ from groute.engines import make_engine
 from groute.operators import Functor, Intersection, Message, advance, filter
 
 from ..devices import devices_for
-from .support import component_labels, nbunch_iter, rule
+from .support import COUNT_ARRIVAL, component_labels, nbunch_iter, rule
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.tests.test_isolate',
@@ -24,18 +24,9 @@ EXPECTED_FAILURES: dict[str, str] = {}
 
 
 # --- isolates ---------------------------------------------------------------------------------
-def _count_arc(s, v):
-    np.add.at(s["degree"], v, 1)
-    return v[:0]
-
-
-#: an arc into ``v``: one more to its degree (a directed graph's in-arcs)
-COUNT_ARC = Functor(name="nx_count_arc", params="int* degree",
-                    cuda="atomicAdd(&degree[v], 1); return false;", numpy=_count_arc)
-
 #: no arc at all
-ALONE = Functor(name="nx_alone", params="const int* degree", cuda="return degree[v] == 0;",
-                numpy=lambda s, v: s["degree"][v] == 0)
+ALONE = Functor(name="nx_alone", params="const int* count", cuda="return count[v] == 0;",
+                numpy=lambda s, v: s["count"][v] == 0)
 
 
 def _isolated(G) -> np.ndarray:
@@ -45,10 +36,10 @@ def _isolated(G) -> np.ndarray:
         return np.zeros(0, np.int64)
     with devices_for(G.csr, "operators") as (ctx, partition):
         with make_engine(G.csr, "bsp", ctx=ctx, partition=partition) as engine:
-            engine.out_degree_state("degree")
+            engine.out_degree_state("count")
             every = engine.all_vertices()
             if G.is_directed():
-                advance(every, COUNT_ARC)
+                advance(every, COUNT_ARRIVAL)
             return engine.positions_of(filter(every, ALONE))
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from groute import registry
 from groute.graph.csr import kept_on
+from groute.operators import Functor
 
 from ..devices import devices_for
 from ..order import layers_in_order
@@ -189,3 +190,13 @@ def exact_weights(G, weight) -> str:
     if total > INT32_MAX:
         raise NotImplementedError("integer weights whose sum passes int32: NetworkX runs the call")
     return "int"
+
+
+def _count_arrival(s, v):
+    np.add.at(s["count"], v, 1)
+    return v[:0]
+
+
+#: an arc into ``v`` adds one to its int32 state ``count`` (in-degrees, neighbours in a core)
+COUNT_ARRIVAL = Functor(name="nx_count_arrival", params="int* count",
+                        cuda="atomicAdd(&count[v], 1); return false;", numpy=_count_arrival)
