@@ -28,7 +28,7 @@ import numpy as np
 from groute import AppResult
 from groute.engines import make_engine
 from groute.graph import DEFAULT_PARTITION
-from groute.operators import Functor, Message, advance, compute, filter, keyed
+from groute.operators import Functor, Message, advance, arc_values, compute, filter, keyed
 from groute.apps.louvain import (MOVES, NEIGHBOUR_TOP, PRIORITY, RESET, first_members,
                                  level_graph, salt_of)
 from groute.registry import public
@@ -242,12 +242,11 @@ def asynchronous(engine, graph, *, weighted: bool, salt: int, queue: bool,
 
 
 def _weights(graph, weight, arc_weights):
-    """The weights a function reads, float64 per arc of ``graph`` (None: counts)."""
-    if arc_weights is not None:
-        return np.asarray(arc_weights, dtype=np.float64)
-    if weight is None or graph.weights is None:
+    """The weights a function reads, float64 per arc of ``graph`` (None: counts):
+    ``arc_weights`` when given, else the graph's own where ``weight`` names them."""
+    if arc_weights is None and weight is None:
         return None
-    return np.asarray(graph.weights, dtype=np.float64)
+    return arc_values(graph, arc_weights)
 
 
 @public(solver=LabelPropagation)
