@@ -79,21 +79,30 @@ def _is_number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def _louvain_arguments(args):
-    G = args["G"]
-    if G.is_multigraph():
-        return ("NetworkX adds up the weights of parallel edges; groute's conversion keeps one "
-                "edge of their least weight")
-    if callable(args["weight"]):
-        return "a weight function has no groute form"
-    if not _is_number(args["resolution"]):
-        return "resolution that is not a real number"
-    if "threshold" in args and not _is_number(args["threshold"]):
-        return "threshold that is not a real number"
-    return True
+#: why a multigraph is NetworkX's to run: its parallel edges' weights add up (or count), where
+#: groute's conversion keeps one edge of their least weight
+PARALLEL_EDGES_ADD_UP = ("NetworkX adds up the weights of parallel edges; groute's conversion "
+                         "keeps one edge of their least weight")
 
 
-@rule(_louvain_arguments)
+def _arguments(multigraph: str = PARALLEL_EDGES_ADD_UP, *, weighted_only: bool = False):
+    """A community function's ``can_run`` rule: a multigraph is NetworkX's (``multigraph``
+    says why; ``weighted_only``: only when the call reads weights), and so are a weight
+    function and a ``resolution`` or ``threshold`` (where the function takes them) that is not
+    a real number."""
+    def check(args):
+        if args["G"].is_multigraph() and not (weighted_only and args["weight"] is None):
+            return multigraph
+        if callable(args.get("weight")):
+            return "a weight function has no groute form"
+        for name in ("resolution", "threshold"):
+            if name in args and not _is_number(args[name]):
+                return f"{name} that is not a real number"
+        return True
+    return check
+
+
+@rule(_arguments())
 def louvain_partitions(G, weight="weight", resolution=1, threshold=0.0000001, seed=None):
     """Every level's communities (groute's ``louvain_partitions``), as NetworkX's generator of
     lists of sets."""
@@ -103,7 +112,7 @@ def louvain_partitions(G, weight="weight", resolution=1, threshold=0.0000001, se
     return (_sets(result) for result in levels)
 
 
-@rule(_louvain_arguments)
+@rule(_arguments())
 def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001, max_level=None,
                         seed=None):
     """The last level of :func:`louvain_partitions` (at most ``max_level``)."""
@@ -112,19 +121,7 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001, m
                      seed=seed, **_weighted(G, weight), **_options(G)))
 
 
-def _leiden_arguments(args):
-    G = args["G"]
-    if G.is_multigraph():
-        return ("NetworkX adds up the weights of parallel edges; groute's conversion keeps one "
-                "edge of their least weight")
-    if callable(args["weight"]):
-        return "a weight function has no groute form"
-    if not _is_number(args["resolution"]):
-        return "resolution that is not a real number"
-    return True
-
-
-@rule(_leiden_arguments)
+@rule(_arguments())
 def leiden_partitions(G, weight="weight", resolution=1, seed=None):
     """Every level's communities by Leiden's algorithm (groute's ``leiden_partitions``), as a
     generator of lists of sets; NetworkX has no implementation of its own."""
@@ -133,7 +130,7 @@ def leiden_partitions(G, weight="weight", resolution=1, seed=None):
     return (_sets(result) for result in run(G.csr, resolution=resolution, seed=seed, **options))
 
 
-@rule(_leiden_arguments)
+@rule(_arguments())
 def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=None):
     """The last level of :func:`leiden_partitions` (at most ``max_level``)."""
     run = registry.function("leiden_communities")
@@ -141,19 +138,8 @@ def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=No
                      **_weighted(G, weight), **_options(G)))
 
 
-def _modularity_arguments(args):
-    G = args["G"]
-    if G.is_multigraph():
-        return ("NetworkX counts every parallel edge; groute's conversion keeps one edge of "
-                "their least weight")
-    if callable(args["weight"]):
-        return "a weight function has no groute form"
-    if not _is_number(args["resolution"]):
-        return "resolution that is not a real number"
-    return True
-
-
-@rule(_modularity_arguments)
+@rule(_arguments("NetworkX counts every parallel edge; groute's conversion keeps one edge of "
+                 "their least weight"))
 def modularity(G, communities, weight="weight", resolution=1):
     """NetworkX's modularity (groute's ``modularity``), with its ``NotAPartition``."""
     from networkx.algorithms.community.quality import NotAPartition
@@ -166,14 +152,8 @@ def modularity(G, communities, weight="weight", resolution=1):
     return run(G.csr, communities, resolution=resolution, **_weighted(G, weight), **_options(G))
 
 
-def _simple(args):
-    if args["G"].is_multigraph():
-        return ("NetworkX orders the nodes by degree, which counts every parallel edge; "
-                "groute's conversion keeps one edge")
-    return True
-
-
-@rule(_simple)
+@rule(_arguments("NetworkX orders the nodes by degree, which counts every parallel edge; "
+                 "groute's conversion keeps one edge"))
 def label_propagation_communities(G):
     """NetworkX's communities (groute's ``label_propagation_communities``: the same colouring
     and updates), as NetworkX's ``dict_values`` of sets, in its order."""
@@ -182,16 +162,7 @@ def label_propagation_communities(G):
     return dict(enumerate(_sets(found))).values()
 
 
-def _asyn_arguments(args):
-    if args["G"].is_multigraph() and args["weight"] is not None:
-        return ("NetworkX adds up the weights of parallel edges; groute's conversion keeps one "
-                "edge of their least weight")
-    if callable(args["weight"]):
-        return "a weight function has no groute form"
-    return True
-
-
-@rule(_asyn_arguments)
+@rule(_arguments(weighted_only=True))
 def asyn_lpa_communities(G, weight=None, seed=None):
     """Asynchronous label propagation (groute's ``asyn_lpa_communities``), as NetworkX's
     generator of sets."""
@@ -200,15 +171,7 @@ def asyn_lpa_communities(G, weight=None, seed=None):
     return (c for c in communities)     # NetworkX's generator, the work done (and refused) now
 
 
-def _fast_arguments(args):
-    if args["G"].is_multigraph():
-        return "NetworkX counts every parallel edge; groute's conversion keeps one edge"
-    if callable(args["weight"]):
-        return "a weight function has no groute form"
-    return True
-
-
-@rule(_fast_arguments)
+@rule(_arguments("NetworkX counts every parallel edge; groute's conversion keeps one edge"))
 def fast_label_propagation_communities(G, *, weight=None, seed=None):
     """Fast label propagation (groute's ``fast_label_propagation_communities``), as NetworkX's
     generator of sets."""
