@@ -186,19 +186,20 @@ SQUARE = Functor(name="eigenvector_square", params="const double* y, double* sq"
                  cuda="sq[v] = y[v] * y[v];", numpy=_square)
 
 
-def _normalize(s, v):
-    y = s["y"][v] / s["norm"]
+def _scale(s, v):
+    y = s["y"][v] / s["by"]
     s["diff"][v] = np.abs(y - s["x"][v])
     s["x"][v] = y
 
 
-#: the next iterate: the product over its norm, and how far each vertex moved
-NORMALIZE = Functor(
-    name="eigenvector_normalize", params="double* x, const double* y, double* diff, double norm",
-    cuda="const double next = y[v] / norm;\n"
+#: the next iterate: the product divided by ``by`` (eigenvector centrality: its norm; HITS: its
+#: largest entry), and how far each vertex moved
+SCALE = Functor(
+    name="power_iteration_scale", params="double* x, const double* y, double* diff, double by",
+    cuda="const double next = y[v] / by;\n"
          "diff[v] = fabs(next - x[v]);\n"
          "x[v] = next;",
-    numpy=_normalize)
+    numpy=_scale)
 
 
 class Eigenvector(AdjacencyProducts):
@@ -229,7 +230,7 @@ class Eigenvector(AdjacencyProducts):
             self.times("x", "y", plus="x")
             compute(self.inputs, SQUARE)
             norm = math.sqrt(reduce(self.inputs, "sq", "sum")) or 1.0
-            compute(self.inputs, NORMALIZE, norm=norm)
+            compute(self.inputs, SCALE, by=norm)
             if reduce(self.inputs, "diff", "sum") < bound:
                 stats = dict(self.engine.stats, iterations=iteration)
                 return AppResult(self.gather("x"), time.perf_counter() - t0, stats,
@@ -318,21 +319,6 @@ def eigenvector_centrality(G, max_iter=100, tol=1.0e-6, nstart=None, weight=None
 
 
 # ----------------------------------------------------------------------------------------- HITS
-def _by_largest(s, v):
-    x = s["y"][v] / s["top"]
-    s["diff"][v] = np.abs(x - s["x"][v])
-    s["x"][v] = x
-
-
-#: the next iterate: the product over its largest entry, and how far each vertex moved
-BY_LARGEST = Functor(
-    name="hits_by_largest", params="double* x, const double* y, double* diff, double top",
-    cuda="const double next = y[v] / top;\n"
-         "diff[v] = fabs(next - x[v]);\n"
-         "x[v] = next;",
-    numpy=_by_largest)
-
-
 def _authority_square(s, v):
     s["diff"][v] = s["x"][v] * s["x"][v]
 
@@ -363,7 +349,7 @@ class Hits(AdjacencyProducts):
         while True:
             self.times("x", "h", transposed=False)
             self.times("h", "y")
-            compute(self.inputs, BY_LARGEST, top=reduce(self.inputs, "y", "max"))
+            compute(self.inputs, SCALE, by=reduce(self.inputs, "y", "max"))
             if reduce(self.inputs, "diff", "sum") < tol:
                 break
             if iteration > max_iter:

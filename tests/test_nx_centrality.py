@@ -321,7 +321,7 @@ def test_the_centrality_kernels_compile(tmp_path):
 
     functors = [ARRIVE, C.SPREAD, C.SETTLE, C.CLEAR, C.BEGIN, C.ADD, C.START, DISTANCE,
                 B.PATH_START, B.TIGHTEN, B.FIRST, B.COUNT, B.PATHS, B.DEPEND, B.ARC_ACCUMULATE,
-                P.SQUARE, P.NORMALIZE, P.BY_LARGEST, P.AUTHORITY_SQUARE, P.INPUT, P.ARC,
+                P.SQUARE, P.SCALE, P.AUTHORITY_SQUARE, P.INPUT, P.ARC,
                 P._sum_into("x", "y", False), P._sum_into("carried", "y", True),
                 P._carry("x"), P._start("y", "x"), P._start("h", None)]
     done = compile_generated(functors, tmp_path)

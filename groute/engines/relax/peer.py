@@ -57,8 +57,8 @@ GLOBAL_SIZE = 16
 TRACE_LEVELS = 64
 
 #: seconds the host polls the launches' read-backs without sleeping: the run ends when they
-#: land, and a sleeping wait's back-off (up to 2 ms a sleep) would add up to that to a run of
-#: a few milliseconds
+#: land, and the back-off of a sleeping wait (groute.waiting.wait_for, whose sleeps grow to
+#: milliseconds) would add that much to a run of a few milliseconds
 READBACK_SPIN_S = 0.25
 
 
