@@ -331,6 +331,28 @@ def test_cuda_context_basics():
 
 
 @pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_cuda_to_host_waits_for_the_compute_streams_kernels():
+    """An array written by a kernel still queued behind a slow one on the compute stream reads
+    back as written (a copy on CuPy's default stream would read it before)."""
+    import cupy
+    spin = cupy.RawKernel(r"""
+    extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64();
+        while (clock64() - start < cycles) { }
+    }""", "spin")
+    with Context(1, backend="cuda") as ctx:
+        d = ctx.devices[0]
+        for _ in range(3):
+            with d.use(), d.compute_stream.raw:
+                y = cupy.zeros(1 << 20, np.int32)
+                d.compute_stream.synchronize()
+                spin((1,), (1,), (np.int64(200_000_000),))     # about 0.1 s
+                y += cupy.arange(1 << 20, dtype=np.int32)
+            np.testing.assert_array_equal(d.to_host(y), np.arange(1 << 20))
+
+
+@pytest.mark.gpu
 def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):

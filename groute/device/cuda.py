@@ -384,7 +384,10 @@ class CUDADevice(Device):
             return out
 
     def to_host(self, array):
-        with self.use():
+        """A NumPy copy, made after the work queued on the compute stream: CuPy's default
+        stream does not wait for a non-blocking stream, so a copy issued there could read an
+        array before the kernel that writes it has run."""
+        with self.use(), self.compute_stream.raw:
             return self.xp.asnumpy(array)
 
     def host_buffer(self, shape, dtype):
