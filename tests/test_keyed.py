@@ -71,9 +71,10 @@ def test_arc_sums_count_and_weigh_the_arcs_kept(backend, k, partition):
     assert np.array_equal(count, np.diff(g.indptr).astype(float))
 
 
-def on_host(array):
-    """A device's array on the host (a CuPy array is copied back; a NumPy one is itself)."""
-    return array.get() if hasattr(array, "get") else np.asarray(array)
+def on_host(part, name):
+    """A part's state array on the host, copied after the device's queued kernels (a plain
+    CuPy ``.get()`` runs on CuPy's default stream, which does not wait for them)."""
+    return np.asarray(part.device.to_host(part.state[name]))
 
 
 @pytest.mark.parametrize("backend, k, partition", CASES)
@@ -89,9 +90,9 @@ def test_share_and_key_totals_reach_every_device(backend, k, partition):
         eng.state("key", np.int32, values=key + 100)
         keyed.share(eng.frontier(chosen), "key", into="key_of")        # only those change
         keyed.key_totals(eng.frontier(chosen), "value", "key", into="totals", num_keys=120)
-        tables = [eng.partition.to_original(on_host(part.state["key_of"]))
+        tables = [eng.partition.to_original(on_host(part, "key_of"))
                   for part in eng.parts]
-        totals = [on_host(part.state["totals"]) for part in eng.parts]
+        totals = [on_host(part, "totals") for part in eng.parts]
     want = key.copy()
     want[chosen] += 100
     for table in tables:

@@ -336,8 +336,9 @@ def drive_workers_by_hand(workers, source_new, delta):
                 _, out = w.advance(thr, max_rounds=None, self_advance=False)
                 moved = True
                 for j, arr in enumerate(out):
-                    if arr is not None:
-                        pending[j].append(arr.copy())
+                    if arr is not None:     # copied on the stream absorb reads it from
+                        with w.device.use(), w.device.compute_stream.raw:
+                            pending[j].append(arr.copy())
         for j, items in enumerate(pending):
             if items:
                 workers[j].absorb(items, thr)
