@@ -118,8 +118,9 @@ def test_the_faults_cuda_code_compiles(tmp_path):
 class CUDARuntimeError(Exception):
     """What CuPy raises for a failed CUDA call, told by name and ``status`` (no GPU here)."""
 
-    def __init__(self, status, text):
-        super().__init__(text)
+    def __init__(self, status, text=None):
+        super().__init__(text or {719: "cudaErrorLaunchFailure: unspecified launch failure"}
+                         .get(status, f"cudaError {status}"))     # CuPy's words for the status
         self.status = status
 
 
@@ -192,8 +193,9 @@ def test_a_device_that_cannot_start_after_a_sticky_error_says_to_start_a_new_pro
 
 
 def _fake_gpus(monkeypatch, trapped: int, count: int = 3):
-    """``count`` fake GPUs of one context whose work never ends; GPU ``trapped``'s streams
-    report a trap (a sticky error) when asked, as a real GPU's do after ``__trap()``."""
+    """``count`` fake GPUs of one context whose work never ends; GPU ``trapped``'s events and
+    streams report a trap (a sticky error) when queried, as a real GPU's do after ``__trap()``:
+    CuPy's queries return CUDA's status (719) and ``Event.done`` reads it as not done."""
     import contextlib
     import threading
     from types import SimpleNamespace
@@ -206,16 +208,13 @@ def _fake_gpus(monkeypatch, trapped: int, count: int = 3):
 
         @property
         def done(self):
-            if self.gpu == trapped:
-                raise trap
-            return False
+            return query(self.ptr) == 0        # CuPy's Event.done
 
-    def stream_query(ptr):
-        if ptr == trapped:
-            raise trap
-        return 600      # cudaErrorNotReady: still running
+    def query(ptr):
+        return 719 if ptr == trapped else 600   # a trap; cudaErrorNotReady: still running
 
-    runtime = SimpleNamespace(CUDARuntimeError=CUDARuntimeError, streamQuery=stream_query)
+    runtime = SimpleNamespace(CUDARuntimeError=CUDARuntimeError, streamQuery=query,
+                              eventQuery=query)
     monkeypatch.setattr(cuda, "_cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(
         runtime=runtime)))
     stop = threading.Event()
@@ -245,7 +244,8 @@ def test_a_wait_on_a_healthy_gpu_raises_a_peer_gpus_trap_at_once(monkeypatch):
                                           r"Context") as info:
         events[0].synchronize()
     assert time.perf_counter() - t0 < 1.0
-    assert info.value.__cause__ is trap and events[2].device.broken is not None
+    assert info.value.__cause__.status == trap.status == 719
+    assert events[2].device.broken is not None
     assert events[1].device.broken is None
 
 
@@ -260,4 +260,4 @@ def test_waiting_for_every_gpu_raises_the_failed_ones_error_at_once(monkeypatch)
     t0 = time.perf_counter()
     with pytest.raises(DeviceError, match=r"^cuda:1: ") as info:
         cuda.CUDAEvent.wait_all(events, timeout=5.0)
-    assert time.perf_counter() - t0 < 1.0 and info.value.__cause__ is trap
+    assert time.perf_counter() - t0 < 1.0 and info.value.__cause__.status == 719

@@ -49,6 +49,24 @@ def _cupy():
     return cupy
 
 
+#: cudaErrorNotReady: what CUDA's query of an event or a stream returns while its work runs
+NOT_READY = 600
+
+
+def finished(query, ptr) -> bool:
+    """Whether the CUDA event or stream at ``ptr`` has finished its work, by ``query`` (CuPy's
+    ``runtime.eventQuery`` or ``runtime.streamQuery``, which return CUDA's status instead of
+    raising it): True for cudaSuccess, False while the work runs, and any other status raised
+    as CuPy's ``CUDARuntimeError``. CuPy's ``Event.done`` is ``status == 0``, so a GPU whose
+    kernel trapped would read as forever busy; this tells the fault instead."""
+    status = query(ptr)
+    if status == 0:
+        return True
+    if status == NOT_READY:
+        return False
+    raise _cupy().cuda.runtime.CUDARuntimeError(status)
+
+
 def cuda_device_count() -> int:
     """Number of CUDA devices CuPy can use (0 when CuPy or a driver is missing)."""
     try:
@@ -64,18 +82,19 @@ class CUDAEvent(Event):
         self.raw = raw
 
     def query(self) -> bool:
-        return bool(self.raw.done)
+        """Whether the event's work has finished; a fault on its GPU raises (:func:`finished`)."""
+        return finished(_cupy().cuda.runtime.eventQuery, self.raw.ptr)
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         try:
             if spin > 0:  # poll without back-off, yielding the GIL between queries
                 end = time.perf_counter() + spin
                 while time.perf_counter() < end:
-                    if self.raw.done:
+                    if self.query():
                         return
                     time.sleep(0)
             watch = _SiblingWatch(self.device)
-            wait_for(lambda: self.raw.done or watch(), what=f"a CUDA event on {self.device.name}",
+            wait_for(lambda: self.query() or watch(), what=f"a CUDA event on {self.device.name}",
                      timeout=timeout if timeout is not None else self.device.timeout,
                      stop=self.device.stop_event)
         except _cupy().cuda.runtime.CUDARuntimeError as exc:
@@ -100,7 +119,7 @@ class CUDAEvent(Event):
             still = []
             for event in pending:
                 try:
-                    if not event.raw.done:
+                    if not event.query():
                         still.append(event)
                 except runtime_error as exc:
                     raise event._failure(exc) from exc
@@ -114,7 +133,8 @@ class CUDAEvent(Event):
             time.sleep(0)
         first = pending[0].device
         names = ", ".join(sorted({event.device.name for event in pending}))
-        wait_for(all_done, what=f"CUDA events on {names}",
+        watch = _SiblingWatch(first, itself=True)
+        wait_for(lambda: all_done() or watch(), what=f"CUDA events on {names}",
                  timeout=timeout if timeout is not None else first.timeout, stop=first.stop_event)
 
 
@@ -124,10 +144,13 @@ class _SiblingWatch:
     failed one's DeviceError. A kernel that traps on one GPU can leave another GPU's work
     waiting forever (on an event of the faulty GPU's stream, at a meeting of the persistent
     kernels), so a wait on the healthy GPU would otherwise end only at the timeout, naming the
-    wrong device. Returns False (the wait goes on) while every sibling is healthy."""
+    wrong device. Returns False (the wait goes on) while every sibling is healthy.
+    ``itself``: the device's own streams are asked too (a joint wait over several devices,
+    whose event queries need not report a fault the stream queries do)."""
 
-    def __init__(self, device):
-        self.others = [d for d in device.siblings if d is not device and d.broken is None]
+    def __init__(self, device, *, itself: bool = False):
+        self.others = [d for d in device.siblings
+                       if (itself or d is not device) and d.broken is None]
         self.next = time.perf_counter() + SIBLING_CHECK_S
 
     def __call__(self) -> bool:
@@ -139,7 +162,7 @@ class _SiblingWatch:
             for stream in (dev.compute_stream, dev.copy_stream):
                 try:
                     with dev.use():
-                        runtime.streamQuery(stream.raw.ptr)
+                        finished(runtime.streamQuery, stream.raw.ptr)
                 except runtime.CUDARuntimeError as exc:
                     if sticky_error(exc) is not None:
                         dev.note_failure(exc)
@@ -499,7 +522,7 @@ class CUDADevice(Device):
         try:
             for stream in (self.compute_stream, self.copy_stream):
                 event = stream.record()
-                wait_for(lambda: event.raw.done, what=f"{self.name}'s {stream.name} stream",
+                wait_for(event.query, what=f"{self.name}'s {stream.name} stream",
                          timeout=max(deadline - time.monotonic(), 1e-3))
         except Exception as exc:  # noqa: BLE001 - told to the caller as False
             self.note_failure(exc)
