@@ -82,8 +82,13 @@ class CUDAEvent(Event):
         self.raw = raw
 
     def query(self) -> bool:
-        """Whether the event's work has finished; a fault on its GPU raises (:func:`finished`)."""
-        return finished(_cupy().cuda.runtime.eventQuery, self.raw.ptr)
+        """Whether the event's work has finished; a fault on its GPU (:func:`finished`) raises
+        a DeviceError naming the device."""
+        runtime = _cupy().cuda.runtime
+        try:
+            return finished(runtime.eventQuery, self.raw.ptr)
+        except runtime.CUDARuntimeError as exc:
+            raise self._failure(exc) from exc
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         try:
@@ -113,18 +118,10 @@ class CUDAEvent(Event):
         pending = list(events)
         if not pending:
             return
-        runtime_error = _cupy().cuda.runtime.CUDARuntimeError
 
-        def all_done() -> bool:
-            still = []
-            for event in pending:
-                try:
-                    if not event.query():
-                        still.append(event)
-                except runtime_error as exc:
-                    raise event._failure(exc) from exc
-            pending[:] = still
-            return not still
+        def all_done() -> bool:         # a faulty GPU's event raises its DeviceError
+            pending[:] = [event for event in pending if not event.query()]
+            return not pending
 
         end = time.perf_counter() + spin
         while time.perf_counter() < end:
