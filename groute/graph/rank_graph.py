@@ -32,6 +32,9 @@ class RankGraph:
         self.vertex_ids = VertexIds(self.num_vertices, base=self.id_base, labels=labels, name=name)
         #: the ranks that loaded it (set by the loader that has them; None otherwise)
         self.ranks = None
+        #: every rank's host memory while loading (:class:`~groute.graph.ranked.LoadMemory`),
+        #: when the loader measured it
+        self.load_memory = None
 
     @property
     def num_parts(self) -> int:
@@ -70,7 +73,7 @@ class RankGraph:
                           name=p.name)
         out = RankGraph(part, self.offsets, num_edges=self.num_edges, name=self.name,
                         id_base=self.id_base, labels=self.file_ids)
-        out.ranks = self.ranks
+        out.ranks, out.load_memory = self.ranks, self.load_memory
         return out
 
     def edges(self):
