@@ -127,3 +127,28 @@ def test_a_range_peaks_at_its_candidates_not_their_keys():
     assert indices.shape[0] < candidates
     assert peak.bytes < 4 * candidates + 8 * indptr.shape[0] + (12 << 20)
     assert peak.bytes < 8 * candidates
+
+
+def test_a_parts_weights_are_the_whole_graphs_hashed_in_chunks():
+    """A rank's random weights are the whole graph's for its arcs, hashed in row-aligned
+    chunks: no arc-sized int64 temporaries beside the part."""
+    from groute.graph.partition import LocalGraph
+    from groute.graph.rank_graph import RankGraph
+    whole = load_graph("kron:12", cache=False)
+    lo, hi = 1000, 3000
+    a, b = int(whole.indptr[lo]), int(whole.indptr[hi])
+    part = LocalGraph(1, lo, whole.indptr[lo:hi + 1] - a, whole.indices[a:b], None,
+                      num_global_vertices=whole.num_vertices, directed=False, name="kron:12[1]")
+    g = RankGraph(part, [0, lo, hi, whole.num_vertices], num_edges=whole.num_edges,
+                  name="kron:12")
+    assert np.array_equal(g.with_weights(seed=3).weights, whole.with_weights(seed=3).weights[a:b])
+    n, arcs = 1 << 20, 6 << 20                   # a big part: 6M arcs from vertex 5000 on
+    gen = np.random.default_rng(1)
+    indptr = np.concatenate([[0], np.sort(gen.integers(0, arcs, n - 1)), [arcs]])
+    big = RankGraph(LocalGraph(1, 5000, indptr, gen.integers(0, n, arcs, dtype=np.int32), None,
+                               num_global_vertices=n + 5000, directed=True, name="big[1]"),
+                    [0, 5000, n + 5000], num_edges=2 * arcs, name="big")
+    with TracedPeak() as peak:
+        weights = big.with_weights(seed=1).weights
+    assert weights.shape == (arcs,) and weights.dtype == np.int32
+    assert peak.bytes < 4 * arcs + (96 << 20)        # the weights and one chunk's arrays
