@@ -57,8 +57,6 @@ class StreamRows:
     generates at most; ``parts``: how many ranges the graph is loaded in (the ranks).
     """
 
-    columns = ("degree", "candidates")
-
     def __init__(self, stream, n: int, *, symmetric: bool, edges: int, parts: int):
         if n > 2**31:
             raise ValueError(f"a graph loaded by ranges has at most 2^31 vertices (int32 "
@@ -95,11 +93,9 @@ class StreamRows:
         bounds = bucket_bounds(slots, self.budget)
         # a bucket's candidates lie from its rows' first arc on, past its rows' end by its
         # repeats: the last buckets' repeats may pass the range's arcs
-        reach = max((int(indptr[a]) + int(slots[a:b].sum())
-                     for a, b in zip(bounds[:-1], bounds[1:])), default=0)
-        indices = np.empty(max(arcs, reach), dtype=np.int32)
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            stop = int(indptr[a]) + int(slots[a:b].sum())
+        stops = [int(indptr[a]) + int(slots[a:b].sum()) for a, b in zip(bounds[:-1], bounds[1:])]
+        indices = np.empty(max([arcs, *stops]), dtype=np.int32)
+        for a, b, stop in zip(bounds[:-1], bounds[1:], stops):
             _starts(slots[a:b], int(indptr[a]))
             fill_rows(self.stream, lo + a, lo + b, slots[a:b], indices, stop,
                       symmetric=self.symmetric)
@@ -192,8 +188,6 @@ class GridRows:
     """The rows of :func:`groute.graph.generators.grid`'s graph (module docstring);
     ``params``: the keyword arguments of :func:`~groute.graph.generators.grid_rows` besides the
     range (``rows``, ``cols``, ``drop``, ``seed``, ``low``, ``high``)."""
-
-    columns = ("degree",)
 
     def __init__(self, params: dict):
         self.params = dict(params)
