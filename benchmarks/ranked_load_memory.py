@@ -18,8 +18,8 @@ For each graph, in order, every rank loads its part (``groute.distributed.load_g
   MPI and the graphs before included).
 
 Rank 0 prints one line per rank and graph, then one JSON object per graph (``--json FILE``
-also writes them all). ``--no-trace`` loads without tracemalloc (it slows the load by about
-half), leaving the resident figures.
+also writes them all). ``--no-trace`` loads without tracemalloc (it slows the load, by up to
+half on a busy host), leaving the resident figures.
 """
 from __future__ import annotations
 

@@ -31,9 +31,8 @@ from ..waiting import wait_for
 #: the message tag of a failure notice
 NOTICE_TAG = 77
 #: ``Test`` calls per poll of a collective: MPI moves a large message a piece per call (MPICH's
-#: shared-memory pipeline copies some kilobytes), so a single ``Test`` per step of the waits'
-#: back-off would move a few megabytes a second; a burst of calls costs microseconds when
-#: there is nothing to do
+#: shared-memory pipeline), so a single ``Test`` per step of the waits' back-off would crawl
+#: through it; a burst of calls costs little when there is nothing to do
 TESTS_PER_POLL = 128
 #: environment variables a process manager sets in the processes it starts: MPICH's hydra
 #: (PMI), Open MPI, PMIx, Slurm
