@@ -86,7 +86,9 @@ def add_graph_options(p, *, repeat_default=5,
                         ".txt (lines 'id value'), or - for those lines on standard output "
                         "(the summary then goes to standard error)")
     p.add_argument("--stats", action="store_true",
-                   help="also print the graph, the timing details and the work counters")
+                   help="also print the graph, the timing details and the work counters "
+                        "(across processes, also every rank's host memory while loading, "
+                        "traced: the load takes longer)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (summary, counters, verification) instead of text")
 
@@ -136,14 +138,16 @@ def job(args):
 
 
 def _load_part(args, ctx):
-    """This rank's part of ``--graph`` (docs/DISTRIBUTED.md), kept for the outputs."""
+    """This rank's part of ``--graph`` (docs/DISTRIBUTED.md), kept for the outputs; with
+    ``--stats``, every rank's host memory while loading is traced (the load is slower for it)
+    and :func:`report` prints it."""
     global _part
     from groute.graph.ranked import load_ranked
     if args.symmetric or args.columns is not None:
         raise ValueError("--symmetric and --columns read a file whole: across processes, write "
                          "a part set from it once (groute partition --graph FILE --symmetric "
                          "...) and give its folder as --graph")
-    graph = load_ranked(args.graph, ctx.ranks, seed=args.seed)
+    graph = load_ranked(args.graph, ctx.ranks, seed=args.seed, measure=args.stats)
     _part = graph
     return graph
 
@@ -266,7 +270,8 @@ def gteps(arcs: int, seconds: float) -> float:
 def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_stats=()):
     """Print what the command found: ``line`` (and the verification, if any), or with
     ``--json`` one object of the ``facts``, the timing and the counters; ``--stats`` adds the
-    graph, ``extra_stats`` lines, the timing and the counters. ``verified``: ``(ok, detail)``.
+    graph (across processes, every rank's host memory while loading), ``extra_stats`` lines,
+    the timing and the counters. ``verified``: ``(ok, detail)``.
     To standard error when the answer goes to standard output (``--output -``)."""
     stats = runs.result.stats
     out = sys.stderr if STDOUT in _outputs(args).values() else None
@@ -283,6 +288,8 @@ def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_st
             record["logical_gpus"] = runs.logical_gpus
         if verified is not None:
             record["verify"] = {"ok": verified[0], "detail": verified[1]}
+        if getattr(graph, "load_memory", None) is not None:
+            record["load_memory"] = graph.load_memory.as_dict()
         record["stats"] = stats
         say(json.dumps(jsonable(record)), out)
         return
@@ -293,6 +300,9 @@ def report(args, name, graph, load_s, runs, line, facts, verified=None, extra_st
         kind = "directed" if graph.directed else "undirected"
         say(f"  graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs "
             f"({kind}), loaded in {load_s:.2f} s; solver set up in {runs.setup_s:.2f} s", out)
+        if getattr(graph, "load_memory", None) is not None:    # several processes
+            for text in graph.load_memory.lines():
+                say(f"  {text}", out)
         if runs.devices_why is not None:
             say(f"  devices: {runs.devices_why}", out)
         for text in extra_stats:

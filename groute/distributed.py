@@ -38,7 +38,8 @@ def launched() -> bool:
     return launched_size() > 1
 
 
-def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = None) -> RankGraph:
+def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = None,
+               measure: bool = False) -> RankGraph:
     """This rank's part of the graph ``source`` (a spec such as ``kron:20`` or ``grid:1000``,
     or a part set written by ``groute partition``) for the devices of ``ctx`` (a
     :class:`Context`); see :func:`groute.graph.ranked.load_ranked`.
@@ -53,6 +54,9 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
         The generator seed of a spec that sets none, and the seed of random weights.
     weighted : bool, optional
         True adds random integer weights where the graph has none; False drops them.
+    measure : bool
+        Trace every rank's host memory while it loads: the graph's ``load_memory``
+        (:class:`groute.graph.ranked.LoadMemory`; docs/DISTRIBUTED.md, "Loading").
 
     Returns
     -------
@@ -73,7 +77,7 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
             graph = distributed.load_graph("grid:1000", ctx)
             print(ctx.rank, graph.first, graph.end)     # this rank's vertex range
     """
-    return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted)
+    return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted, measure=measure)
 
 
 #: the command line's context when it runs as several processes (:func:`job_context`)

@@ -2,6 +2,7 @@
 operator API's BSP engine) on a distributed context of 2 and 3 ranks equal the one-process
 answers; the commands under mpiexec and groute launch verify on rank 0 and write per rank; a
 rank whose part cannot be read stops the job naming it."""
+import json
 import re
 import subprocess
 import sys
@@ -34,6 +35,28 @@ def test_the_commands_verify_on_rank_zero(app):
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("verify:") == 1, done.stdout           # rank 0 prints
     assert "2 cpu devices" in done.stdout and "FAILED" not in done.stdout
+
+
+def test_stats_print_every_ranks_memory_while_loading():
+    """--stats across processes: rank 0 prints every rank's traced loading peak and resident
+    peak against the whole graph's CSR (sssp: the weighted graph keeps the figures); --json
+    --stats carries them."""
+    done = run_ranks(3, ["-m", "groute", "sssp", "--graph", "kron:10", "--stats", "--repeat",
+                         "1"], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("loading memory per rank") == 1, done.stdout
+    ranks = re.findall(r"rank (\d): traced [\d.]+ MiB \(([\d.]+)x the CSR\), resident [\d.]+ "
+                       r"MiB; holds [\d,]+ vertices", done.stdout)
+    assert [r for r, _ in ranks] == ["0", "1", "2"], done.stdout
+    largest = float(re.search(r"largest rank: traced ([\d.]+)x the CSR", done.stdout)[1])
+    assert largest == max(float(x) for _, x in ranks) > 0
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "grid:20", "--stats", "--json",
+                         "--repeat", "1"], timeout=120)
+    assert done.returncode == 0, done.stderr
+    memory = json.loads(done.stdout)["load_memory"]
+    assert len(memory["ranks"]) == 2 and memory["csr_bytes"] > 0
+    assert sum(r["arcs"] for r in memory["ranks"]) == json.loads(done.stdout)["arcs"]
+    assert all(r["traced_bytes"] > 0 and r["max_rss_bytes"] > 0 for r in memory["ranks"])
 
 
 def test_every_rank_writes_its_own_vertices(tmp_path):

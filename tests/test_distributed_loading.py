@@ -30,6 +30,24 @@ def test_generated_parts_put_together_are_the_whole_graph(n):
 
 
 @needs_mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_each_rank_loads_within_the_stated_memory_bound(n, tmp_path):
+    """Every rank's traced loader peak is within docs/DISTRIBUTED.md's bound (a generated
+    graph: its share of the candidate arcs at 4 bytes each, a few int64 per vertex of its
+    share and range, one chunk's working arrays; a part set: its part's CSR), on graphs big
+    enough that the graph's terms outweigh the rest."""
+    parts = tmp_path / "kron16"
+    write_part_set(load_graph("kron:16", cache=False), n, parts)
+    graphs = ["kron:18", "grid:700", str(parts)]
+    done = run_ranks(n, [program("load_memory_checks.py"), *graphs], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "OVER" not in done.stdout, done.stdout
+    for graph in graphs:
+        assert len(re.findall(rf"{re.escape(graph)}: within the bound", done.stdout)) == n, \
+            done.stdout
+
+
+@needs_mpi
 def test_a_part_set_is_read_one_part_per_rank(tmp_path):
     folder = tmp_path / "power"
     graph = ROOT / "groute" / "data" / "power.mtx.gz"

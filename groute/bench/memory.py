@@ -32,8 +32,8 @@ import gc
 
 import logging
 import threading
-import tracemalloc
 
+from groute import host_peak
 from groute.graph.budget import csr_bytes, proc_status_kib
 
 log = logging.getLogger(__name__)
@@ -100,40 +100,27 @@ class PoolPeak:
                 "total_bytes": sum(per), "per_device_bytes": per}
 
 
-class TracedPeak:
+class TracedPeak(host_peak.TracedPeak):
     """Peak bytes of host allocations traced by :mod:`tracemalloc` (NumPy's arrays included)
     over set-up and the first run: the CPU backend's counterpart of :class:`PoolPeak`."""
 
     where = "host"
     method = "tracemalloc peak over set-up and the first run"
 
-    def __init__(self):
-        self.peak = None
-        self._was_tracing = False
-        self._base = 0
-
-    def start(self):
-        self._was_tracing = tracemalloc.is_tracing()
-        if self._was_tracing:
-            self._base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-        else:
-            tracemalloc.start()
-        return self
+    @property
+    def peak(self):
+        return self.bytes
 
     def first_run_done(self):
-        if self.peak is None:
-            self.peak = max(tracemalloc.get_traced_memory()[1] - self._base, 0)
-            if not self._was_tracing:
-                tracemalloc.stop()
+        self.stop()
 
     def after_run(self):
         pass
 
     def finish(self) -> dict:
-        self.first_run_done()
-        return {"where": self.where, "method": self.method, "peak_bytes": int(self.peak),
-                "total_bytes": int(self.peak), "per_device_bytes": None}
+        peak = self.stop()
+        return {"where": self.where, "method": self.method, "peak_bytes": int(peak),
+                "total_bytes": int(peak), "per_device_bytes": None}
 
 
 def case_probe(backend: str, devices):

@@ -63,33 +63,44 @@ def bucket_bounds(counts, limit: int) -> list[int]:
     """Vertex bounds ``[0, b1, ..., n]`` of consecutive ranges whose candidate counts (host
     int64, one per vertex) sum to at most ``limit`` each, or a single vertex each where one
     vertex alone has more."""
-    n = int(counts.shape[0])
-    ends = np.cumsum(counts, dtype=np.int64)
+    return prefix_bounds(np.cumsum(counts, dtype=np.int64), limit)
+
+
+def prefix_bounds(ends, limit: int, base: int = 0) -> list[int]:
+    """:func:`bucket_bounds` of the counts whose running sums are ``ends`` (ascending, host
+    int64, ``ends[i]`` the sum up to and including vertex ``i``, counted from ``base``)."""
+    n = int(ends.shape[0])
     bounds = [0]
     while bounds[-1] < n:
         lo = bounds[-1]
-        base = int(ends[lo - 1]) if lo else 0
-        hi = int(np.searchsorted(ends, base + limit, side="right"))
+        start = int(ends[lo - 1]) if lo else base
+        hi = lo + int(np.searchsorted(ends[lo:], start + limit, side="right"))
         bounds.append(min(max(hi, lo + 1), n))
     return bounds
 
 
-def _candidate_counts(stream, n, symmetric, xp):
-    """Candidate arcs per source vertex (with repeats): one replay of the stream. Sources are
-    counted in batches of at least ``n`` (a bincount costs ``n`` whatever it counts)."""
-    counts = xp.zeros(n, dtype=xp.int64)
+def candidate_counts(stream, n, symmetric, xp, lo: int = 0, hi: int | None = None):
+    """Candidate arcs (with repeats) per source vertex of ``[lo, hi)`` (default: every vertex),
+    int64 on the host: one replay of the stream. Sources are counted in batches of at least
+    the range's width (a bincount costs the width whatever it counts)."""
+    hi = n if hi is None else hi
+    width, whole = hi - lo, lo == 0 and hi == n
+    ulo, uhi = xp.uint64(lo), xp.uint64(hi)
+    counts = xp.zeros(width, dtype=xp.int64)
     batch, held = [], 0
 
     def flush():
         nonlocal counts
         if batch:
-            counts += xp.bincount(xp.concatenate(batch).astype(xp.int64), minlength=n)
+            counts += xp.bincount(xp.concatenate(batch).view(xp.int64), minlength=width)
             batch.clear()
     for src, dst in stream():
         for ends in ((src, dst) if symmetric else (src,)):
+            if not whole:
+                ends = ends[(ends >= ulo) & (ends < uhi)] - ulo
             batch.append(ends)
             held += int(ends.shape[0])
-        if held >= n:
+        if held >= width:
             flush()
             held = 0
     flush()
@@ -121,27 +132,6 @@ def _bucket_keys(stream, lo, hi, n, capacity, symmetric, xp, whole):
     return sorted_unique(keys[:filled], xp, overwrite=True)
 
 
-def range_rows(stream, n: int, lo: int, hi: int, *, symmetric: bool):
-    """``(indptr, indices)`` (host, ``indptr`` from 0) of the rows of vertices ``[lo, hi)`` of
-    the graph :func:`csr_by_buckets` builds from ``stream``: the same rows, from one replay
-    that keeps only the arcs leaving the range (one rank's part, :mod:`groute.graph.ranked`).
-    Memory: the range's candidate arcs, not the graph's."""
-    nn, ulo, uhi = np.uint64(n), np.uint64(lo), np.uint64(hi)
-    chunks = []
-    for src, dst in stream():
-        for s, d in (((src, dst), (dst, src)) if symmetric else ((src, dst),)):
-            keep = (s >= ulo) & (s < uhi)
-            chunks.append((s[keep] - ulo) * nn + d[keep])
-    keys = sorted_unique(np.concatenate(chunks) if chunks else np.zeros(0, np.uint64), np,
-                         overwrite=True)
-    del chunks
-    rows = keys // nn
-    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows.view(np.int64), minlength=hi - lo), out=indptr[1:])
-    keys -= rows * nn
-    return indptr, keys.astype(np.int32)
-
-
 #: keys turned into row counts and targets per step (bounded temporaries)
 WRITE_STEP = 1 << 24
 
@@ -163,9 +153,9 @@ def csr_by_buckets(stream, n: int, max_candidates: int, *, symmetric: bool, xp,
     if buckets is None:
         limit = bucket_budget(xp, csr_bytes if out_xp is xp else 0,
                               csr_bytes if xp is np else None)
-        counts = None if max_candidates <= limit else _candidate_counts(stream, n, symmetric, xp)
+        counts = None if max_candidates <= limit else candidate_counts(stream, n, symmetric, xp)
     else:
-        counts = _candidate_counts(stream, n, symmetric, xp) if buckets > 1 else None
+        counts = candidate_counts(stream, n, symmetric, xp) if buckets > 1 else None
         limit = -(-int(counts.sum()) // int(buckets)) if counts is not None else max_candidates
     if counts is None:
         bounds, sizes = [0, n], [max_candidates]

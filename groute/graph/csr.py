@@ -167,6 +167,35 @@ def pair_weights(src, dst, n: int, seed: int = 0, low: int = 1, high: int = 64, 
     pair = xp.minimum(src, dst).astype(xp.uint64) * nn + xp.maximum(src, dst).astype(xp.uint64)
     return _rng.bounded(_rng.hash_counters(pair, seed, 0x5EED, xp), low, high, xp).astype(xp.int32)
 
+def rows_pair_weights(indptr, indices, n: int, seed: int = 0, low: int = 1, high: int = 64, *,
+                      first: int = 0, xp=None):
+    """:func:`pair_weights` of the arcs of rows ``indptr`` (from 0), ``indices`` (global
+    targets), the rows of vertices ``first, first + 1, ...`` of a graph of ``n`` vertices:
+    int32, on the rows' module. Computed in row-aligned chunks of about
+    :data:`WEIGHT_CHUNK_ARCS` arcs (no arc-sized int64 temporaries), on ``xp`` (default: the
+    rows' module; CuPy for host rows hashes on the GPU, chunk by chunk)."""
+    gx = array_module(indices)
+    xp = xp or gx
+    host_ip = indptr if gx is np else indptr.get()
+    rows = int(host_ip.shape[0]) - 1
+    w = gx.empty(int(host_ip[-1]), dtype=gx.int32)
+    step = WEIGHT_CHUNK_ARCS if xp is np else WEIGHT_CHUNK_ARCS * 64
+    for r, e in row_chunks(host_ip, 0, rows, step):
+        a, b = int(host_ip[r]), int(host_ip[e])
+        if a == b:
+            continue
+        ip = xp.asarray(host_ip[r:e + 1] - a) if xp is not gx else indptr[r:e + 1] - a
+        src = arc_rows(ip, b - a, xp=xp, dtype=np.int64) + (first + r)
+        dst = xp.asarray(indices[a:b]).astype(xp.int64)
+        chunk = pair_weights(src, dst, n, seed, low, high, xp)
+        del src, dst
+        if gx is np and xp is not np:
+            chunk.get(out=w[a:b])
+        else:
+            w[a:b] = chunk if xp is gx else gx.asarray(chunk)
+    return w
+
+
 class CSRGraph(CSRArrays):
     """A graph in CSR form, validated on construction (see the module docstring).
 
@@ -513,25 +542,8 @@ class CSRGraph(CSRArrays):
         the graph's module; CuPy for a host graph hashes on the GPU, chunk by chunk); the
         weights live where the graph's arrays do.
         """
-        gx = self.xp
-        xp = xp or gx
-        n, m = self.num_vertices, self.num_edges
-        w = gx.empty(m, dtype=gx.int32)
-        host_ip = self.indptr if gx is np else self.indptr.get()
-        step = WEIGHT_CHUNK_ARCS if xp is np else WEIGHT_CHUNK_ARCS * 64
-        for r, e in row_chunks(host_ip, 0, n, step):
-            a, b = int(host_ip[r]), int(host_ip[e])
-            if a == b:
-                continue
-            ip = xp.asarray(host_ip[r:e + 1] - a) if xp is not gx else self.indptr[r:e + 1] - a
-            src = arc_rows(ip, b - a, xp=xp, dtype=np.int64) + r
-            dst = xp.asarray(self.indices[a:b]).astype(xp.int64)
-            chunk = pair_weights(src, dst, n, seed, low, high, xp)
-            del src, dst
-            if gx is np and xp is not np:
-                chunk.get(out=w[a:b])
-            else:
-                w[a:b] = chunk if xp is gx else gx.asarray(chunk)
+        w = rows_pair_weights(self.indptr, self.indices, self.num_vertices, seed, low, high,
+                              xp=xp)
         return self._like(self.indptr, self.indices, w)
 
     def without_weights(self) -> "CSRGraph":

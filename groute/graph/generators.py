@@ -98,13 +98,14 @@ def _rmat_stream(scale, edge_factor, a, b, c, *, seed, xp, chunk, permute):
     """A replayable stream of R-MAT edges ``(src, dst)`` (relabelled when ``permute``), self
     loops dropped: what :func:`kronecker` and :func:`rmat` build their CSR from."""
     n = 1 << scale
-    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp).astype(xp.uint64) if permute else None
+    # the relabelling is held by every replayer, so it is kept in 4 bytes per vertex
+    perm = rng.random_permutation(n, seed, _STREAM_PERM, xp, dtype=xp.uint32) if permute else None
 
     def stream():
         for src, dst in rmat_edge_chunks(scale, edge_factor * n, a, b, c, seed=seed, xp=xp,
                                          chunk=chunk):
             if perm is not None:
-                src, dst = perm[src], perm[dst]
+                src, dst = perm[src].astype(xp.uint64), perm[dst].astype(xp.uint64)
             keep = src != dst
             yield src[keep], dst[keep]
     return stream
@@ -246,18 +247,21 @@ def grid_rows(rows: int, cols: int, lo: int, hi: int, *, drop: float = 0.1, seed
 
 
 def edge_stream(kind: str, p: dict, *, xp=np, chunk: int | None = None):
-    """``(stream, n, symmetric)`` of a random spec's graph (``kind`` ``kron``, ``rmat`` or
-    ``er``, parameters ``p`` as :func:`spec_params` gives them): the replayable edge stream it
-    is built from (:mod:`.bucketed`), so that one range of rows can be built alone
-    (:func:`groute.graph.bucketed.range_rows`)."""
+    """``(stream, n, symmetric, edges)`` of a random spec's graph (``kind`` ``kron``, ``rmat``
+    or ``er``, parameters ``p`` as :func:`spec_params` gives them): the replayable edge stream
+    it is built from (:mod:`.bucketed`), so that one range of rows can be built alone
+    (:mod:`groute.graph.ranged_rows`), and how many edges the stream generates (self loops
+    included: an upper bound on what it yields)."""
     if kind in ("kron", "rmat"):
         permute = True if kind == "kron" else bool(p["perm"])
         stream = _rmat_stream(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp,
                               chunk=chunk, permute=permute)
-        return stream, 1 << p["scale"], kind == "kron" or bool(p["sym"])
+        n = 1 << p["scale"]
+        return stream, n, kind == "kron" or bool(p["sym"]), p["ef"] * n
     if kind == "er":
         n = int(p["n"])
-        return _er_stream(n, int(round(n * p["avg_degree"] / 2)), p["seed"], xp, chunk), n, True
+        m = int(round(n * p["avg_degree"] / 2))
+        return _er_stream(n, m, p["seed"], xp, chunk), n, True, m
     raise ValueError(f"{kind}: no edge stream (the random specs kron, rmat and er have one)")
 
 

@@ -322,14 +322,44 @@ def contiguous_offsets(indptr, k: int) -> np.ndarray:
     """The bounds (int64, ``k + 1``) of ``k`` vertex ranges with (about) equal arc counts, every
     range at least one vertex, for the graph whose row pointers are ``indptr``: the contiguous
     split, which a rank also computes for a graph it holds only a range of
-    (:mod:`groute.graph.ranked`)."""
+    (:mod:`groute.graph.ranked`, from its share of the row pointers: :func:`contiguous_cuts`)."""
     indptr = np.asarray(indptr)
     n, m = int(indptr.shape[0]) - 1, int(indptr[-1])
+    cuts = np.searchsorted(indptr, contiguous_targets(m, k), side="left")
+    return offsets_from_cuts(cuts, n, m, k)
+
+
+def contiguous_targets(m: int, k: int) -> np.ndarray:
+    """The arc counts at which the contiguous split of ``m`` arcs into ``k`` ranges cuts: the
+    ``k - 1`` values ``j * m // k``."""
+    return (np.arange(1, k, dtype=np.int64) * m) // k
+
+
+def contiguous_cuts(indptr_part, first: int, m: int, k: int) -> np.ndarray:
+    """Where the contiguous split cuts, as far as a consecutive piece of the row pointers
+    tells: ``indptr_part`` is ``indptr[first:first + len]`` of a graph of ``m`` arcs; for each
+    of :func:`contiguous_targets` the vertex ``np.searchsorted(indptr, target, "left")`` of the
+    whole ``indptr`` where the piece decides it (the target is in ``(indptr_part[0],
+    indptr_part[-1]]``, or ``first`` is 0 and the target is 0), else -1. Pieces that cover the
+    row pointers with overlapping ends decide every cut once: their maximum is the whole
+    graph's search."""
+    piece = np.asarray(indptr_part)
+    targets = contiguous_targets(m, k)
+    found = first + np.searchsorted(piece, targets, side="left")
+    mine = (targets > piece[0]) & (targets <= piece[-1]) if piece.shape[0] else targets < 0
+    if first == 0:
+        mine |= targets == 0
+    return np.where(mine, found, -1).astype(np.int64)
+
+
+def offsets_from_cuts(cuts, n: int, m: int, k: int) -> np.ndarray:
+    """:func:`contiguous_offsets` from its searches ``cuts`` (one vertex per target of
+    :func:`contiguous_targets`) for a graph of ``n`` vertices and ``m`` arcs: without arcs,
+    equal vertex counts; every range made at least one vertex."""
     if m == 0:
         bounds = (np.arange(1, k, dtype=np.int64) * n) // k
     else:
-        targets = (np.arange(1, k, dtype=np.int64) * m) // k
-        bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+        bounds = np.asarray(cuts, dtype=np.int64)
     i = np.arange(1, k, dtype=np.int64)
     bounds = np.clip(bounds, i, n - (k - i))
     bounds = np.maximum.accumulate(bounds - i) + i          # strictly increasing

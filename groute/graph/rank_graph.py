@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from .csr import CSRGraph, pair_weights
+from .csr import CSRGraph, rows_pair_weights
 from .ids import VertexIds
 from .partition import LocalGraph
 
@@ -32,6 +32,9 @@ class RankGraph:
         self.vertex_ids = VertexIds(self.num_vertices, base=self.id_base, labels=labels, name=name)
         #: the ranks that loaded it (set by the loader that has them; None otherwise)
         self.ranks = None
+        #: every rank's host memory while loading (:class:`~groute.graph.ranked.LoadMemory`),
+        #: when the loader measured it
+        self.load_memory = None
 
     @property
     def num_parts(self) -> int:
@@ -62,15 +65,15 @@ class RankGraph:
     def with_weights(self, seed: int = 0, low: int = 1, high: int = 64) -> "RankGraph":
         """This part with the random weights :meth:`CSRGraph.with_weights
         <groute.graph.CSRGraph.with_weights>` gives the whole graph's arcs."""
-        src, dst = self.edges()
         p = self.part
         part = LocalGraph(p.part, p.first, p.indptr, p.indices,
-                          pair_weights(src, dst, self.num_vertices, seed, low, high),
+                          rows_pair_weights(np.asarray(p.indptr), np.asarray(p.indices),
+                                            self.num_vertices, seed, low, high, first=p.first),
                           num_global_vertices=p.num_global_vertices, directed=p.directed,
                           name=p.name)
         out = RankGraph(part, self.offsets, num_edges=self.num_edges, name=self.name,
                         id_base=self.id_base, labels=self.file_ids)
-        out.ranks = self.ranks
+        out.ranks, out.load_memory = self.ranks, self.load_memory
         return out
 
     def edges(self):

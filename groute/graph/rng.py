@@ -75,21 +75,36 @@ def bounded(bits, low: int, high: int, xp=np):
     return (top * xp.uint64(span) >> xp.uint64(32)).astype(xp.int64) + int(low)
 
 
-def random_permutation(n: int, seed: int, stream: int, xp=np):
-    """A random permutation of ``0..n-1`` (int64), identical on every backend.
+#: counters hashed per step while a permutation's keys are made (bounded temporaries)
+PERMUTATION_STEP = 1 << 20
+
+
+def random_permutation(n: int, seed: int, stream: int, xp=np, dtype=None):
+    """A random permutation of ``0..n-1`` (``dtype``, default int64), identical on every
+    backend.
 
     Sorting keys that are unique by construction (random high bits, the index in the low bits)
-    makes the result independent of the sort algorithm's stability.
+    makes the result independent of the sort algorithm's stability. The keys are made in
+    steps and sorted in place, so the peak is the keys and the result (8 bytes per element
+    plus the result's own), not several key-sized temporaries.
     """
+    dtype = xp.int64 if dtype is None else dtype
     if n <= 1:
-        return xp.arange(n, dtype=xp.int64)
+        return xp.arange(n, dtype=dtype)
     bits = max(1, int(n - 1).bit_length())
-    keys = random_bits(0, n, seed, stream, xp)
-    keys >>= xp.uint64(bits)
-    keys <<= xp.uint64(bits)
-    keys |= xp.arange(n, dtype=xp.uint64)
-    keys = xp.sort(keys)
-    return (keys & xp.uint64((1 << bits) - 1)).astype(xp.int64)
+    high, low = xp.uint64(bits), xp.uint64((1 << bits) - 1)
+    keys = xp.empty(n, dtype=xp.uint64)
+    for start in range(0, n, PERMUTATION_STEP):
+        stop = min(start + PERMUTATION_STEP, n)
+        part = random_bits(start, stop - start, seed, stream, xp)
+        part >>= high
+        part <<= high
+        part |= xp.arange(start, stop, dtype=xp.uint64)
+        keys[start:stop] = part
+    del part
+    keys.sort()
+    keys &= low
+    return keys.astype(dtype)
 
 
 def get_xp(backend: str | None = None, xp=None):

@@ -30,6 +30,10 @@ from ..waiting import wait_for
 
 #: the message tag of a failure notice
 NOTICE_TAG = 77
+#: ``Test`` calls per poll of a collective: MPI moves a large message a piece per call (MPICH's
+#: shared-memory pipeline), so a single ``Test`` per step of the waits' back-off would crawl
+#: through it; a burst of calls costs little when there is nothing to do
+TESTS_PER_POLL = 128
 #: environment variables a process manager sets in the processes it starts: MPICH's hydra
 #: (PMI), Open MPI, PMIx, Slurm
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
@@ -103,7 +107,9 @@ class Ranks:
 
     # waiting --------------------------------------------------------------------------------
     def _wait(self, request, what: str):
-        wait_for(request.Test, timeout=self.timeout, stop=self.stop,
+        def done() -> bool:
+            return any(request.Test() for _ in range(TESTS_PER_POLL))
+        wait_for(done, timeout=self.timeout, stop=self.stop,
                  what=f"{what} on rank {self.rank} of {self.size} (a rank that failed, died or "
                       f"runs another step)")
 

@@ -25,9 +25,17 @@ def test_rng_streams_and_bounds():
     assert counts.min() > 19_000                                          # roughly uniform
     p = rng.random_permutation(1000, 5, 1)
     assert sorted(p.tolist()) == list(range(1000)) and not np.array_equal(p, np.arange(1000))
+    assert p.dtype == np.int64
     bits = rng.random_bits(0, 200_000, 9, 9)
     ones = np.unpackbits(bits.view(np.uint8)).mean()
     assert abs(ones - 0.5) < 0.002
+
+
+def test_a_permutation_is_the_same_in_any_steps_and_dtype(monkeypatch):
+    want = rng.random_permutation(1000, 5, 1)
+    monkeypatch.setattr(rng, "PERMUTATION_STEP", 7)
+    small = rng.random_permutation(1000, 5, 1, dtype=np.uint32)
+    assert small.dtype == np.uint32 and np.array_equal(small, want)
 
 
 def test_spec_grammar():
