@@ -17,7 +17,7 @@ APPS = ("bfs", "sssp", "pagerank", "cc", "kcore")
 
 @pytest.mark.parametrize("n, graphs", [(2, ["kron:8", "grid:9"]), (3, ["rmat:7", "er:200:4"])])
 def test_every_app_answers_as_one_process(n, graphs):
-    done = run_ranks(n, [program("app_checks.py"), *graphs], timeout=240)
+    done = run_ranks(n, [program("app_checks.py"), "--backend", "cpu", *graphs], timeout=240)
     assert done.returncode == 0, done.stderr
     assert "DIFFERENT" not in done.stdout, done.stdout
     for spec in graphs:
@@ -29,8 +29,8 @@ def test_every_app_answers_as_one_process(n, graphs):
 
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])
 def test_the_commands_verify_on_rank_zero(app):
-    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1"],
-                     timeout=120)
+    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1",
+                         "--backend", "cpu"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("verify:") == 1, done.stdout           # rank 0 prints
     assert "2 cpu devices" in done.stdout and "FAILED" not in done.stdout
@@ -39,7 +39,7 @@ def test_the_commands_verify_on_rank_zero(app):
 def test_every_rank_writes_its_own_vertices(tmp_path):
     out = tmp_path / "depth.npz"
     done = run_ranks(3, ["-m", "groute", "bfs", "--graph", "kron:8", "--source", "5",
-                         "--repeat", "1", "--output", out], timeout=120)
+                         "--repeat", "1", "--output", out, "--backend", "cpu"], timeout=120)
     assert done.returncode == 0, done.stderr
     parts = [np.load(tmp_path / f"depth.part-{r}-of-3.npz") for r in range(3)]
     ids = np.concatenate([p["ids"] for p in parts])

@@ -12,14 +12,14 @@ pytestmark = needs_mpi
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_collectives_and_the_rank_router(n):
-    done = run_ranks(n, [program("runtime_checks.py"), "collectives", 20], timeout=60)
+    done = run_ranks(n, [program("runtime_checks.py"), "cpu", "collectives", 20], timeout=60)
     assert done.returncode == 0, done.stderr
-    assert sorted(re.findall(r"rank \d: collectives ok", done.stdout)) == \
-        [f"rank {r}: collectives ok" for r in range(n)]
+    assert sorted(re.findall(r"rank \d: collectives ok over (?:mpi|nccl)", done.stdout)) == \
+        [f"rank {r}: collectives ok over mpi" for r in range(n)]
 
 
 def test_a_failing_rank_stops_every_rank_naming_it():
-    done = run_ranks(3, [program("runtime_checks.py"), "fail", 1, 20], timeout=60)
+    done = run_ranks(3, [program("runtime_checks.py"), "cpu", "fail", 1, 20], timeout=60)
     assert done.returncode != 0
     raised = dict(re.findall(r"rank (\d) raised after ([\d.]+) s: .*", done.stdout))
     # rank 0 reports first (the others wait for it to end the job), naming rank 1 and the error

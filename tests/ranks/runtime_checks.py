@@ -1,5 +1,6 @@
-"""Run as several MPI processes by tests/test_distributed_runtime.py: a RankContext's
-collectives and RankRouter, and a failure on one rank (``fail R``)."""
+"""Run as several MPI processes by tests/test_distributed_runtime.py (the CPU backend) and
+tests/test_distributed_gpu.py (CUDA): a RankContext's collectives and RankRouter
+(``BACKEND collectives TIMEOUT``), and a failure on one rank (``BACKEND fail R TIMEOUT``)."""
 import sys
 import time
 
@@ -13,7 +14,7 @@ from groute.runtime.router import Router
 def collectives(ctx):
     k, r = ctx.num_devices, ctx.rank
     names = ctx.share(ctx.run(lambda device: device.name))
-    assert names == [f"cpu:{i}" for i in range(k)], names
+    assert names == [f"{ctx.backend}:{i}" for i in range(k)], names
     assert ctx.ranks.allreduce(r + 1) == k * (k + 1) // 2
     assert ctx.ranks.allreduce(np.array([r, -r]), "max").tolist() == [k - 1, 0]
     router = Router(ctx.devices, ctx.devices, by_owner, packet_size=4, ctx=ctx, name="check",
@@ -22,13 +23,14 @@ def collectives(ctx):
         router.inputs[r].send(np.full((j + 1, 2), [r, j], np.int32), metadata={"owner": j})
     router.flush()
     got = []
-    while (pending := router.outputs[r].poll()) is not None:
-        got.append(pending.data)
+    while (pending := router.outputs[r].poll()) is not None:     # the rows, once they landed
+        got.append(ctx.local_device.to_host(pending.wait(ctx.timeout).data))
+        pending.release()
     assert [g.shape for g in got] == [(r + 1, 2)] * k, [g.shape for g in got]
     assert [int(g[0, 0]) for g in got] == list(range(k))      # in the order of the ranks
     assert all((g[:, 1] == r).all() for g in got)
     router.close()
-    print(f"rank {r}: collectives ok", flush=True)
+    print(f"rank {r}: collectives ok over {ctx.transport}", flush=True)
 
 
 def fail(ctx, bad):
@@ -48,8 +50,8 @@ def fail(ctx, bad):
 
 
 if __name__ == "__main__":
-    with Context(timeout=float(sys.argv[-1])) as ctx:
-        if sys.argv[1] == "collectives":
+    with Context(backend=sys.argv[1], timeout=float(sys.argv[-1])) as ctx:
+        if sys.argv[2] == "collectives":
             collectives(ctx)
         else:
-            fail(ctx, int(sys.argv[2]))
+            fail(ctx, int(sys.argv[3]))
