@@ -66,8 +66,9 @@ def unavailable(ctx) -> str | None:
     built yet: docs/DISTRIBUTED.md)."""
     if ctx.backend != "cuda":
         return "it needs CUDA devices (this context has CPU virtual devices)"
-    if ctx.ranks is not None and ctx.ranks.size > 1:
-        return (f"the devices are {ctx.ranks.size} processes' (a context spanning MPI ranks), "
+    ranks = getattr(ctx, "ranks", None)
+    if ranks is not None and ranks.size > 1:
+        return (f"the devices are {ranks.size} processes' (a context spanning MPI ranks), "
                 f"and a kernel reaches another process's memory only through CUDA IPC, which "
                 f"groute does not use yet")
     devs = ctx.devices

@@ -1,6 +1,8 @@
 """Run as several MPI processes by tests/test_distributed_runtime.py (the CPU backend) and
 tests/test_distributed_gpu.py (CUDA): a RankContext's collectives and RankRouter
-(``BACKEND collectives TIMEOUT``), and a failure on one rank (``BACKEND fail R TIMEOUT``)."""
+(``BACKEND collectives TIMEOUT``), a failure on one rank in a step (``BACKEND fail R
+TIMEOUT``), and one in the middle of a flush, after the headers went and before its rows do,
+while the others wait for them in the transport (``BACKEND fail-in-flush R TIMEOUT``)."""
 import sys
 import time
 
@@ -39,6 +41,28 @@ def fail(ctx, bad):
             time.sleep(0.2)
             raise ZeroDivisionError("injected failure")
         ctx.ranks.barrier("a step the failed rank never reaches")
+    stops_every_rank(ctx, step)
+
+
+def fail_in_flush(ctx, bad):
+    router = Router(ctx.devices, ctx.devices, by_owner, packet_size=4, ctx=ctx, name="faulty",
+                    item_shape=(2,))
+    if ctx.rank == bad:
+        def exchange(*args):
+            time.sleep(0.2)
+            raise ZeroDivisionError("injected failure in the transport")
+        router.transport.exchange = exchange
+
+    def step(device):           # on the device's host thread, as an engine's level runs
+        k, r = ctx.num_devices, ctx.rank
+        rows = ctx.local_device.asarray(np.full((1000, 2), r, np.int32))
+        for j in range(k):
+            router.inputs[r].send(rows, metadata={"owner": j})
+        router.flush()
+    stops_every_rank(ctx, step)
+
+
+def stops_every_rank(ctx, step):
     t0 = time.monotonic()
     try:
         ctx.run(step)
@@ -53,5 +77,7 @@ if __name__ == "__main__":
     with Context(backend=sys.argv[1], timeout=float(sys.argv[-1])) as ctx:
         if sys.argv[2] == "collectives":
             collectives(ctx)
-        else:
+        elif sys.argv[2] == "fail":
             fail(ctx, int(sys.argv[3]))
+        else:
+            fail_in_flush(ctx, int(sys.argv[3]))
