@@ -259,7 +259,7 @@ class Context:
     def gpu_count(self) -> int:
         """How many GPUs the devices run on (0 on the CPU backend; fewer than the devices
         where logical devices share them)."""
-        return len({d.gpu for d in self.devices}) if self.backend == "cuda" else 0
+        return len({d.gpu for d in self.devices if getattr(d, "gpu", None) is not None})
 
     def __len__(self):
         return len(self.devices)
