@@ -11,17 +11,26 @@
 #             --backend cuda --devices $RANKS --repeat 5 --json` (threads), one JSON line each in
 #             $OUT/time/APP-G-{nccl,mpi,threads}.json (nvidia-h200-x4)
 # Defaults: APPS="bfs sssp pr cc", GRAPHS="kron:21", RANKS=4, RUN_LIMIT=240 (seconds per run).
-# mpi4py and the mpich wheel must import here: stage them into .whl/ with the other wheels
-# (benchmarks/README.md) where the machine lacks them.
+# Where the machine lacks mpi4py and an MPI, stage the mpi4py and mpich wheels for its Python
+# into .whl/ beside the others (benchmarks/README.md): they are installed under a prefix of
+# their own (the mpich wheel's libmpi and mpiexec are data files, which pip's --target drops),
+# and mpi4py is pointed at that libmpi (MPI4PY_LIBMPI).
 set -u
 OUT=${OUT:-/tmp/groute-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
-else
-  export PYTHONPATH=$PWD
+export PYTHONPATH=$PWD
+pip_offline() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade "$@"; }
+others=$(ls .whl/*.whl 2>/dev/null | grep -v -e '/mpich-' -e '/mpi4py-' || true)
+if [ -n "$others" ]; then
+  pip_offline --target /tmp/site $others && export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
+mpi=$(ls .whl/mpich-*.whl .whl/mpi4py-*.whl 2>/dev/null || true)
+if [ -n "$mpi" ]; then
+  pip_offline --prefix /tmp/mpi $mpi
+  export PATH=/tmp/mpi/bin:$PATH MPI4PY_LIBMPI=/tmp/mpi/lib
+  export PYTHONPATH=$(ls -d /tmp/mpi/lib/python3*/site-packages | head -1):$PYTHONPATH
+fi
+python3 -c "import mpi4py" 2>/dev/null || echo "no mpi4py here: the multi-process tests skip and 'time' fails (stage the wheels, above)"
 stages=${1:-one}
 summary=()
 stage() {  # name limit_s command...

@@ -51,7 +51,7 @@ def test_every_rank_writes_its_own_vertices(tmp_path):
 
 def test_groute_launch_runs_a_command():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--", "cc",
-                           "--graph", "grid:6", "--verify", "--repeat", "1"],
+                           "--graph", "grid:6", "--verify", "--repeat", "1", "--backend", "cpu"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "verify: OK" in done.stdout
@@ -65,13 +65,14 @@ def test_a_rank_that_cannot_read_its_part_stops_the_job(tmp_path):
     assert written.returncode == 0, written.stderr
     (folder / "part-1-of-3.npz").write_bytes(b"not a part")
     done = run_ranks(3, ["-m", "groute", "bfs", "--graph", folder, "--repeat", "1",
-                         "--timeout", "20"], timeout=120)
+                         "--timeout", "20", "--backend", "cpu"], timeout=120)
     assert done.returncode != 0
     assert re.search(r"\[rank 1\] groute bfs: error: .*part-1-of-3\.npz", done.stderr), \
         done.stderr
 
 
 def test_options_that_need_the_whole_file_are_refused():
-    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "kron:6", "--symmetric"], timeout=60)
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "kron:6", "--symmetric",
+                         "--backend", "cpu"], timeout=60)
     assert done.returncode != 0
     assert "write a part set from it once" in done.stderr
