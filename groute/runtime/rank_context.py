@@ -5,13 +5,15 @@ device ``r`` is rank ``r``'s own device, with its host thread and streams as in 
 :class:`~groute.runtime.context.Context`: a CPU virtual device, or on CUDA the GPU of its place
 among the job's processes on its host (:func:`~groute.device.logical.place_rank`: ranks share
 the GPUs round-robin where there are more of them than GPUs); the others are
-:class:`RemoteDevice` stand-ins that name the rank driving them. What runs on a device is submitted on that device's rank: here
-:meth:`RankContext.submit` runs the local device's function and gives a remote device's entry
-as ``None`` (its rank runs it), so a loop over the devices runs each device's share exactly
-once in the job. Host values every rank needs (counts, sums, decisions) come from
-:meth:`~groute.runtime.context.Context.share`, data between devices from a
+:class:`RemoteDevice` stand-ins that name the rank driving them. What runs on a device is
+submitted on that device's rank: here :meth:`RankContext.submit` runs the local device's
+function and gives a remote device's entry as ``None`` (its rank runs it), so a loop over the
+devices runs each device's share exactly once in the job. Host values every rank needs
+(counts, sums, decisions) come from :meth:`~groute.runtime.context.Context.share`, through
+MPI (:mod:`groute.runtime.ranks`), data between devices from a
 :class:`~groute.runtime.rank_router.RankRouter` (what a :class:`~groute.runtime.router.Router`
-over a RankContext is), both through MPI (:mod:`groute.runtime.ranks`).
+over a RankContext is), through the context's transport
+(:mod:`groute.runtime.rank_transport`).
 
 Failure: a device function that raises on rank ``r`` stops rank ``r``'s context as always,
 and a notice goes to every other rank; each rank watches for notices (a thread polling every
