@@ -134,7 +134,7 @@ def job(args):
     from groute import distributed
     if not distributed.launched():
         return None
-    return distributed.job_context(args.timeout)
+    return distributed.job_context(args.timeout, args.backend)
 
 
 def _load_part(args, ctx):
@@ -256,8 +256,7 @@ def run_solver(args, graph, build, *run_args, **run_kwargs) -> TimedRuns:
             times.append(res.time_s)
     finally:
         solver.close()
-    logical_gpus = (len({d.gpu for d in ctx.devices}) if getattr(ctx, "logical", False)
-                    else None)
+    logical_gpus = ctx.gpu_count if getattr(ctx, "logical", False) else None
     return TimedRuns(res, statistics.median(times), times, setup, solver, len(ctx.devices),
                      ctx.backend, logical_gpus)
 

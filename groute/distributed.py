@@ -2,7 +2,8 @@
 
 Start a program as K processes (``mpiexec -n K python prog.py``, or ``groute launch -n K --
 prog.py``); in each, :class:`Context` is a context of K devices of which this process drives
-one (rank ``r``: device ``r``), and :func:`load_graph` loads this rank's part of a graph only.
+one (rank ``r``: device ``r``, a CPU virtual device or, with ``backend="cuda"``, the GPU of its
+place on its host), and :func:`load_graph` loads this rank's part of a graph only.
 The algorithms run on such a context unchanged (``groute.bfs(graph, source, ctx=ctx)``, the
 solvers, the operator API's BSP engine): what crosses devices goes through the runtime's
 Router and the context's collectives, which here are MPI's. Answers come back whole on every
@@ -16,7 +17,7 @@ Examples
     import groute
     from groute import distributed
 
-    with distributed.Context() as ctx:
+    with distributed.Context(backend="cuda") as ctx:      # one GPU per rank
         graph = distributed.load_graph("kron:16", ctx)     # this rank's rows only
         depth = groute.bfs(graph, 0, ctx=ctx)              # the whole answer, on every rank
         if ctx.rank == 0:
@@ -84,13 +85,14 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
 _job = None
 
 
-def job_context(timeout=None) -> Context:
+def job_context(timeout=None, backend: str = "auto") -> Context:
     """The context of a command run as several processes (``mpiexec -n K python -m groute
-    ...``): made on the first call, the same one after; the command line shuts it down at
-    its end (:func:`close_job`) or ends the job after a failure (:func:`end_job`)."""
+    ...``) on ``backend`` (its ``--backend``): made on the first call, the same one after; the
+    command line shuts it down at its end (:func:`close_job`) or ends the job after a failure
+    (:func:`end_job`)."""
     global _job
     if _job is None:
-        _job = Context(timeout=timeout)
+        _job = Context(backend=backend, timeout=timeout)
     return _job
 
 

@@ -83,8 +83,9 @@ def check_fits(devices, need: DeviceBytes, what: str) -> None:
 
     Logical devices (:mod:`groute.device.logical`) that share a GPU share its free memory and
     its CuPy pool, both counted per GPU: each may use the GPU's free bytes divided by how many
-    of ``devices`` are on it, so that together they fit rather than the last to allocate
-    running out of memory half way through the upload."""
+    devices are on it (of ``devices``, or of the processes whose devices share it: a device's
+    ``sharing``), so that together they fit rather than the last to allocate running out of
+    memory half way through the upload."""
     sharing: dict = {}
     for device in devices:
         sharing[_gpu_of(device)] = sharing.get(_gpu_of(device), 0) + 1
@@ -92,7 +93,7 @@ def check_fits(devices, need: DeviceBytes, what: str) -> None:
         free = free_device_bytes(device)
         if free is None:
             continue
-        shared_by = sharing[_gpu_of(device)]
+        shared_by = max(sharing[_gpu_of(device)], int(getattr(device, "sharing", 1)))
         allowed = free // shared_by
         if need.total <= allowed:
             continue

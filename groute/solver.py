@@ -139,11 +139,13 @@ class Solver:
     def _check_memory(self, estimate, graph, *, weighted=False) -> None:
         """Raise :class:`~groute.memory.GraphTooLarge` before anything is uploaded when
         ``estimate`` (a function returning :class:`~groute.memory.DeviceBytes`) says ``graph``
-        will not fit the context's devices."""
+        will not fit the context's devices (those of this process: on a context spanning
+        processes each checks its own)."""
         from groute.memory import check_fits
         need = estimate(int(graph.num_vertices), int(graph.num_edges), weighted=weighted,
                         directed=bool(graph.directed), devices=len(self.ctx.devices))
-        check_fits(self.ctx.devices, need, f"{type(self).__name__} on {graph.name or 'the graph'} "
+        mine = [d for i, d in enumerate(self.ctx.devices) if self.ctx.is_local(i)]
+        check_fits(mine, need, f"{type(self).__name__} on {graph.name or 'the graph'} "
                                            f"({int(graph.num_vertices):,} vertices, "
                                            f"{int(graph.num_edges):,} arcs)")
 

@@ -92,6 +92,13 @@ def _yes_no(text: str) -> bool:
     raise ValueError("expected 1 or 0")
 
 
+def _rank_transport(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("auto", "mpi", "nccl"):
+        raise ValueError("expected auto, mpi or nccl")
+    return value
+
+
 @dataclass(frozen=True)
 class Variable:
     """One ``GROUTE_*`` environment variable: how its text is read, its value when unset, what
@@ -111,6 +118,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GROUTE_LOGICAL_DEVICES", _yes_no, False,
              "run more CUDA devices than there are GPUs as logical devices, for testing "
              "(groute.config)"),
+    Variable("GROUTE_RANK_TRANSPORT", _rank_transport, "auto",
+             "how a distributed context's ranks move rows: auto (NCCL where every rank has a "
+             "GPU of its own, else MPI), mpi or nccl (groute.runtime.rank_transport)"),
     Variable("GROUTE_CACHE_DIR", _text, None,
              "the graph, partition and download cache directory (groute.graph.cache)"),
     Variable("GROUTE_DATA_DIR", _text, None,

@@ -62,10 +62,12 @@ class FakePeerDevice:
         return self.atomics
 
 
-def fake_peer_context(k: int, *, peers=True, atomics=True, backend="cuda"):
+def fake_peer_context(k: int, *, peers=True, atomics=True, backend="cuda", ranks=None):
     """A stand-in Context of ``k`` :class:`FakePeerDevice` (``fake0``, ``fake1``...): what the
-    checks of where the persistent kernels can run read from one, without any GPU."""
-    return SimpleNamespace(backend=backend,
+    checks of where the persistent kernels can run read from one, without any GPU.
+    ``ranks``: the number of processes it spans (None: one, not a RankContext)."""
+    return SimpleNamespace(backend=backend, ranks=None if ranks is None else SimpleNamespace(
+                               size=ranks),
                            devices=[FakePeerDevice(f"fake{i}", peers, atomics) for i in range(k)])
 
 

@@ -306,6 +306,17 @@ def test_logical_devices_on_one_gpu_split_its_free_memory():
         library_memory.check_fits(mixed, need, "BFS on g")
 
 
+def test_a_ranks_device_sharing_its_gpu_with_other_processes_gets_its_share():
+    """A rank's device (one per process) whose GPU other ranks of its host share: only it is
+    in the list, its ``sharing`` says how many processes split the GPU's free memory."""
+    need = relax_memory.traversal_bytes(1000, 100_000)
+    alone = FakeLogicalDevice(1, 0, 3 * need.total // 2)
+    library_memory.check_fits([alone], need, "BFS on g")
+    alone.sharing = 2
+    with pytest.raises(library_memory.GraphTooLarge, match=r"cuda:1 is one of 2 .* sharing GPU 0"):
+        library_memory.check_fits([alone], need, "BFS on g")
+
+
 @pytest.mark.parametrize("solver, args", [("BFS", (0,)), ("PageRank", ()), ("CC", ())])
 def test_solvers_refuse_a_graph_that_will_not_fit_before_uploading(monkeypatch, solver, args):
     import groute.apps.bfs

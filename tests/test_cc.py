@@ -288,6 +288,11 @@ def test_late_bitmap_and_edge_count():
     assert words.dtype == np.uint32 and words.size == 2
     bits = [(int(words[u // 32]) >> (u % 32)) & 1 for u in range(40)]
     assert bits == [int(d > 1) for d in deg]
+    # a rank's rows (vertices 33..36 of 70): only their bits, at their places in the whole
+    part = late_bitmap(indptr[33:38] - indptr[33], 1, first=33, n=70)
+    assert part.size == 3
+    bits = [(int(part[u // 32]) >> (u % 32)) & 1 for u in range(70)]
+    assert bits == [int(33 <= u < 37 and deg[u] > 1) for u in range(70)]
     g = graph_from(6, [(0, 1), (1, 2), (2, 2), (3, 4), (5, 5)])   # loops are no edges
     indptr, indices = symmetric_csr(g)
     want = int(np.count_nonzero(np.repeat(np.arange(6), np.diff(indptr)) < indices))

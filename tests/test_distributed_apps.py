@@ -18,7 +18,7 @@ APPS = ("bfs", "sssp", "pagerank", "cc", "kcore")
 
 @pytest.mark.parametrize("n, graphs", [(2, ["kron:8", "grid:9"]), (3, ["rmat:7", "er:200:4"])])
 def test_every_app_answers_as_one_process(n, graphs):
-    done = run_ranks(n, [program("app_checks.py"), *graphs], timeout=240)
+    done = run_ranks(n, [program("app_checks.py"), "--backend", "cpu", *graphs], timeout=240)
     assert done.returncode == 0, done.stderr
     assert "DIFFERENT" not in done.stdout, done.stdout
     for spec in graphs:
@@ -30,8 +30,8 @@ def test_every_app_answers_as_one_process(n, graphs):
 
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])
 def test_the_commands_verify_on_rank_zero(app):
-    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1"],
-                     timeout=120)
+    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1",
+                         "--backend", "cpu"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("verify:") == 1, done.stdout           # rank 0 prints
     assert "2 cpu devices" in done.stdout and "FAILED" not in done.stdout
@@ -62,7 +62,7 @@ def test_stats_print_every_ranks_memory_while_loading():
 def test_every_rank_writes_its_own_vertices(tmp_path):
     out = tmp_path / "depth.npz"
     done = run_ranks(3, ["-m", "groute", "bfs", "--graph", "kron:8", "--source", "5",
-                         "--repeat", "1", "--output", out], timeout=120)
+                         "--repeat", "1", "--output", out, "--backend", "cpu"], timeout=120)
     assert done.returncode == 0, done.stderr
     parts = [np.load(tmp_path / f"depth.part-{r}-of-3.npz") for r in range(3)]
     ids = np.concatenate([p["ids"] for p in parts])
@@ -74,7 +74,7 @@ def test_every_rank_writes_its_own_vertices(tmp_path):
 
 def test_groute_launch_runs_a_command():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--", "cc",
-                           "--graph", "grid:6", "--verify", "--repeat", "1"],
+                           "--graph", "grid:6", "--verify", "--repeat", "1", "--backend", "cpu"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "verify: OK" in done.stdout
@@ -88,13 +88,14 @@ def test_a_rank_that_cannot_read_its_part_stops_the_job(tmp_path):
     assert written.returncode == 0, written.stderr
     (folder / "part-1-of-3.npz").write_bytes(b"not a part")
     done = run_ranks(3, ["-m", "groute", "bfs", "--graph", folder, "--repeat", "1",
-                         "--timeout", "20"], timeout=120)
+                         "--timeout", "20", "--backend", "cpu"], timeout=120)
     assert done.returncode != 0
     assert re.search(r"\[rank 1\] groute bfs: error: .*part-1-of-3\.npz", done.stderr), \
         done.stderr
 
 
 def test_options_that_need_the_whole_file_are_refused():
-    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "kron:6", "--symmetric"], timeout=60)
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "kron:6", "--symmetric",
+                         "--backend", "cpu"], timeout=60)
     assert done.returncode != 0
     assert "write a part set from it once" in done.stderr

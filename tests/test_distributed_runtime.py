@@ -12,14 +12,14 @@ pytestmark = needs_mpi
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_collectives_and_the_rank_router(n):
-    done = run_ranks(n, [program("runtime_checks.py"), "collectives", 20], timeout=60)
+    done = run_ranks(n, [program("runtime_checks.py"), "cpu", "collectives", 20], timeout=60)
     assert done.returncode == 0, done.stderr
-    assert sorted(re.findall(r"rank \d: collectives ok", done.stdout)) == \
-        [f"rank {r}: collectives ok" for r in range(n)]
+    assert sorted(re.findall(r"rank \d: collectives ok over (?:mpi|nccl)", done.stdout)) == \
+        [f"rank {r}: collectives ok over mpi" for r in range(n)]
 
 
 def test_a_failing_rank_stops_every_rank_naming_it():
-    done = run_ranks(3, [program("runtime_checks.py"), "fail", 1, 20], timeout=60)
+    done = run_ranks(3, [program("runtime_checks.py"), "cpu", "fail", 1, 20], timeout=60)
     assert done.returncode != 0
     raised = dict(re.findall(r"rank (\d) raised after ([\d.]+) s: .*", done.stdout))
     # rank 0 reports first (the others wait for it to end the job), naming rank 1 and the error
@@ -28,3 +28,17 @@ def test_a_failing_rank_stops_every_rank_naming_it():
                      r"ZeroDivisionError: injected failure", done.stdout), done.stdout
     assert float(raised["0"]) < 5           # within a few poll intervals, not the timeout
     assert "did not raise" not in done.stdout
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_rank_failing_in_a_flush_stops_the_ranks_waiting_for_its_rows(n):
+    """Rank 1 fails after the flush's headers went, before its rows: the others, waiting for
+    them in the transport, give up at its notice, naming it."""
+    done = run_ranks(n, [program("runtime_checks.py"), "cpu", "fail-in-flush", 1, 20],
+                     timeout=60)
+    assert done.returncode != 0
+    assert re.search(r"rank 0 raised after ([\d.]+) s: RankFailed: cpu:1 \(rank 1\): "
+                     r"ZeroDivisionError: injected failure in the transport", done.stdout), \
+        done.stdout + done.stderr
+    took = float(re.search(r"rank 0 raised after ([\d.]+) s", done.stdout)[1])
+    assert took < 5 and "did not raise" not in done.stdout

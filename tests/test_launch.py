@@ -38,7 +38,7 @@ def test_a_command_is_needed(capsys):
 @needs_mpi
 def test_it_runs_a_program_as_ranks():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
-                           str(program("runtime_checks.py")), "collectives", "20"],
+                           str(program("runtime_checks.py")), "cpu", "collectives", "20"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr

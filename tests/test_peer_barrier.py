@@ -27,6 +27,9 @@ def test_peer_unavailable_names_the_reason():
     assert "no peer access" in unavailable(fake_peer_context(2, peers=False))
     assert "no NVLink" in unavailable(fake_peer_context(2, atomics=False))
     assert f"1 to {MAX_DEVICES}" in unavailable(fake_peer_context(MAX_DEVICES + 1))
+    # devices of other processes: out of the kernels' reach until CUDA IPC maps them here
+    assert "CUDA IPC" in unavailable(fake_peer_context(2, ranks=2))
+    assert unavailable(fake_peer_context(1, ranks=1)) is None
 
 
 @pytest.fixture

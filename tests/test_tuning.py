@@ -22,7 +22,7 @@ SAMPLES = {"GROUTE_TIMEOUT": ("7.5", 7.5), "GROUTE_DATA_DIR": ("/tmp/x ", "/tmp/
            "GROUTE_PEER_BLOCKS": ("264", 264), "GROUTE_LINKED_BLOCKS": ("66", 66),
            "GROUTE_PEER_MAX_ROUNDS": ("9", 9), "GROUTE_PEER_TRACE": ("1", True),
            "GROUTE_PR_TRACE": ("1", True), "GROUTE_LOGICAL_DEVICES": ("yes", True),
-           "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c")}
+           "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c"), "GROUTE_RANK_TRANSPORT": (" NCCL", "nccl")}
 
 
 def test_every_variable_is_read_and_sets_its_field():
@@ -60,7 +60,8 @@ def test_unset_and_empty_mean_the_default():
                                         ("GROUTE_PEER_TRACE", "yes"),
                                         ("GROUTE_PEER_BARRIER_TIMEOUT", "-1"),
                                         ("GROUTE_TIMEOUT", "inf"),
-                                        ("GROUTE_PEER_MAX_ROUNDS", "0")])
+                                        ("GROUTE_PEER_MAX_ROUNDS", "0"),
+                                        ("GROUTE_RANK_TRANSPORT", "ucx")])
 def test_a_bad_value_names_the_variable(name, text):
     with pytest.raises(ValueError, match=f"environment variable {name}={text!r}"):
         read_environment({name: text})

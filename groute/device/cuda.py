@@ -442,6 +442,12 @@ class CUDADevice(Device):
                        gpu_multiprocessors=int(props["multiProcessorCount"]))
         return out
 
+    def pci_bus_id(self) -> str:
+        """The PCI bus id of this device's GPU (``0000:3B:00.0``): what tells two processes of
+        one host whether they run on the same GPU, whatever ``CUDA_VISIBLE_DEVICES`` numbered
+        it in each."""
+        return str(_cupy().cuda.runtime.deviceGetPCIBusId(self.gpu))
+
     def same_gpu(self, other) -> bool:
         """True for another device of this context on this one's GPU (logical devices)."""
         return isinstance(other, CUDADevice) and other is not self and other.gpu == self.gpu

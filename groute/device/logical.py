@@ -14,6 +14,11 @@ fit side by side; a GPU with fewer multiprocessors than logical devices is refus
 
 This is a correctness mode: devices that share a GPU share its bandwidth and compute, so times
 taken on them say nothing about scaling (``groute bench`` refuses them).
+
+One process per device (a :class:`~groute.runtime.rank_context.RankContext`) places its one
+device the same way: device ``r`` (rank ``r``'s) on the GPU of its rank among the processes of
+its host (:func:`place_rank`). There the device's number is the rank's, not a CUDA ordinal, so
+a whole GPU under another number is not a logical device; ranks that share a GPU are.
 """
 from __future__ import annotations
 
@@ -27,11 +32,14 @@ class Placement:
     index: int
     gpu: int
     sharing: int
+    #: the index is a rank's device number (:func:`place_rank`), not a CUDA ordinal
+    by_rank: bool = False
 
     @property
     def logical(self) -> bool:
-        """True unless the device is a whole GPU under its own ordinal."""
-        return self.sharing > 1 or self.gpu != self.index
+        """True unless the device is a whole GPU under its own ordinal (a rank's device: a
+        whole GPU under any number)."""
+        return self.sharing > 1 or (self.gpu != self.index and not self.by_rank)
 
 
 def place(indices, gpus: int, *, logical: bool) -> list[Placement]:
@@ -54,6 +62,27 @@ def place(indices, gpus: int, *, logical: bool) -> list[Placement]:
     for g in gpu_of.values():
         counts[g] = counts.get(g, 0) + 1
     return [Placement(i, gpu_of[i], counts[gpu_of[i]]) for i in indices]
+
+
+def place_rank(index: int, local_rank: int, local_size: int, gpus: int) -> Placement:
+    """Where rank ``index``'s device runs: on GPU ``local_rank % gpus`` of its host, where
+    ``local_rank`` is its place among the ``local_size`` processes of the job on that host
+    (MPI's shared-memory split). More processes than GPUs share them round-robin, as logical
+    devices do (``sharing``: how many of the host's processes run on that GPU).
+
+    Examples
+    --------
+    >>> place_rank(5, 1, 4, 2)          # the host's second process of four, two GPUs
+    Placement(index=5, gpu=1, sharing=2, by_rank=True)
+    """
+    if gpus < 1:
+        raise ValueError("no CUDA GPU to place the rank's device on")
+    if not 0 <= local_rank < local_size:
+        raise ValueError(f"local rank {local_rank} is not among the host's {local_size} "
+                         f"processes")
+    gpu = local_rank % gpus
+    sharing = len(range(gpu, local_size, gpus))
+    return Placement(int(index), gpu, sharing, by_rank=True)
 
 
 def sm_share(multiprocessors: int, placement: Placement) -> int:

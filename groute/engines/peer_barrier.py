@@ -60,10 +60,17 @@ WAKE_BYTES = 2 << 20
 WAKE_AFTER_S = 0.01
 def unavailable(ctx) -> str | None:
     """Why kernels that meet at the cross-device barrier cannot run on ``ctx`` (None when they
-    can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
-    memory with native atomics (NVLink)."""
+    can): they need CUDA devices of this process, at most :data:`MAX_DEVICES`, each reaching
+    every other's memory with native atomics (NVLink). Devices of other processes (a context
+    spanning MPI ranks) are out of reach until their memory is mapped here (CUDA IPC, not
+    built yet: docs/DISTRIBUTED.md)."""
     if ctx.backend != "cuda":
         return "it needs CUDA devices (this context has CPU virtual devices)"
+    ranks = getattr(ctx, "ranks", None)
+    if ranks is not None and ranks.size > 1:
+        return (f"the devices are {ranks.size} processes' (a context spanning MPI ranks), "
+                f"and a kernel reaches another process's memory only through CUDA IPC, which "
+                f"groute does not use yet")
     devs = ctx.devices
     if not 1 <= len(devs) <= MAX_DEVICES:
         return f"it runs on 1 to {MAX_DEVICES} devices (got {len(devs)})"

@@ -182,8 +182,7 @@ class Context:
         if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
             raise ValueError(f"backend='cpu' runs at most {MAX_CPU_DEVICES} virtual devices "
                              f"(all-to-all exchange makes K*(K-1) links); got {len(indices)}")
-        placements = (place(indices, cuda_device_count(), logical=logical)
-                      if self.backend == "cuda" else None)
+        placements = self._placements(indices, logical) if self.backend == "cuda" else None
         try:
             for n, i in enumerate(indices):
                 if self.backend == "cuda":
@@ -233,6 +232,12 @@ class Context:
                 raise ValueError(f"device index {min(indices)} does not exist (indices are >= 0)")
         return indices
 
+    def _placements(self, indices, logical: bool) -> list:
+        """Where each CUDA device of ``indices`` runs (:func:`~groute.device.logical.place`);
+        a context of one process per device places its one device by its rank
+        (:class:`~groute.runtime.rank_context.RankContext`)."""
+        return place(indices, cuda_device_count(), logical=logical)
+
     def _enable_peer_access(self):
         for a in self.devices:
             for b in self.devices:
@@ -249,6 +254,12 @@ class Context:
         """True when some device is a logical device (:mod:`groute.device.logical`): times
         taken on this context say nothing about how the work scales."""
         return any(getattr(d, "logical", False) for d in self.devices)
+
+    @property
+    def gpu_count(self) -> int:
+        """How many GPUs the devices run on (0 on the CPU backend; fewer than the devices
+        where logical devices share them)."""
+        return len({d.gpu for d in self.devices if getattr(d, "gpu", None) is not None})
 
     def __len__(self):
         return len(self.devices)

@@ -1,15 +1,19 @@
-"""RankContext: a Context spanning the ranks of an MPI job, one CPU virtual device per rank.
+"""RankContext: a Context spanning the ranks of an MPI job, one device per rank.
 
 Every rank runs the same program (SPMD) on a context of ``K`` devices, K the number of ranks:
-device ``r`` is rank ``r``'s own CPU virtual device, with its host thread and streams as in a
-:class:`~groute.runtime.context.Context`; the others are :class:`RemoteDevice` stand-ins that
-name the rank driving them. What runs on a device is submitted on that device's rank: here
-:meth:`RankContext.submit` runs the local device's function and gives a remote device's entry
-as ``None`` (its rank runs it), so a loop over the devices runs each device's share exactly
-once in the job. Host values every rank needs (counts, sums, decisions) come from
-:meth:`~groute.runtime.context.Context.share`, data between devices from a
+device ``r`` is rank ``r``'s own device, with its host thread and streams as in a
+:class:`~groute.runtime.context.Context`: a CPU virtual device, or on CUDA the GPU of its place
+among the job's processes on its host (:func:`~groute.device.logical.place_rank`: ranks share
+the GPUs round-robin where there are more of them than GPUs); the others are
+:class:`RemoteDevice` stand-ins that name the rank driving them. What runs on a device is
+submitted on that device's rank: here :meth:`RankContext.submit` runs the local device's
+function and gives a remote device's entry as ``None`` (its rank runs it), so a loop over the
+devices runs each device's share exactly once in the job. Host values every rank needs
+(counts, sums, decisions) come from :meth:`~groute.runtime.context.Context.share`, through
+MPI (:mod:`groute.runtime.ranks`), data between devices from a
 :class:`~groute.runtime.rank_router.RankRouter` (what a :class:`~groute.runtime.router.Router`
-over a RankContext is), both through MPI (:mod:`groute.runtime.ranks`).
+over a RankContext is), through the context's transport
+(:mod:`groute.runtime.rank_transport`).
 
 Failure: a device function that raises on rank ``r`` stops rank ``r``'s context as always,
 and a notice goes to every other rank; each rank watches for notices (a thread polling every
@@ -19,6 +23,12 @@ rank's waits give up within a poll interval, and every rank raises the same fail
 that dies without a word is noticed by the others' timeout (each collective is bounded). Ranks
 cannot meet again after a step some left midway, so a stopped RankContext is not reset: the
 job ends (:meth:`RankContext.end_job`, which the command line calls).
+
+At start-up the ranks tell each other where they run (backend, host, GPU; one allgather):
+they must agree on the backend, and the transport every RankRouter of the context moves its
+rows with is chosen from it, the same on every rank
+(:func:`~groute.runtime.rank_transport.choose_transport`): NCCL where every rank has a GPU of
+its own, else MPI (staged through the host on CUDA).
 """
 from __future__ import annotations
 
@@ -28,9 +38,14 @@ import sys
 import threading
 import time
 
+from ..device import cuda_device_count
+from ..device import nccl
+from ..device.logical import place_rank
 from ..errors import RankFailed
+from ..tuning import setting
 from ..waiting import POLL_INTERVAL
 from .context import Context
+from .rank_transport import MpiTransport, NcclTransport, RankPlace, choose_transport
 from .ranks import Ranks
 
 log = logging.getLogger(__name__)
@@ -49,14 +64,14 @@ class RemoteDevice:
     context's bookkeeping asks of every device (nothing to drain, close or synchronise here).
     Anything else (memory, streams) is on its rank, and asking for it here says so."""
 
-    backend = "cpu"
     broken = None
     user_code = None
     local = False
 
-    def __init__(self, index: int, here: int, stop_event):
+    def __init__(self, index: int, here: int, stop_event, backend: str = "cpu"):
         self.index = index
         self.rank = index
+        self.backend = backend
         self._here = here
         self.stop_event = stop_event
         self.timeout = None
@@ -113,44 +128,114 @@ class _RemoteHost:
 
 class RankContext(Context):
     """A Context over the ranks of ``comm`` (default ``MPI.COMM_WORLD``); see the module
-    docstring. ``timeout`` bounds every wait, collectives included (default: groute's).
+    docstring. ``backend``: ``"auto"`` (CUDA where CuPy finds a GPU, else the CPU; every rank
+    must come to the same), ``"cuda"`` or ``"cpu"``. ``timeout`` bounds every wait,
+    collectives included (default: groute's). ``transport``: how the RankRouters move rows,
+    ``"auto"``, ``"mpi"`` or ``"nccl"`` (None: ``GROUTE_RANK_TRANSPORT``, default auto).
 
     Examples
     --------
     Run with ``mpiexec -n 2 python prog.py`` (or ``groute launch -n 2 -- prog.py``)::
 
         from groute.distributed import Context
-        with Context() as ctx:
+        with Context(backend="cpu") as ctx:
             ranks = ctx.run(lambda device: device.name)   # ['cpu:0', None] on rank 0
             everyone = ctx.share(ranks)                   # ['cpu:0', 'cpu:1'] on every rank
     """
 
-    def __init__(self, comm=None, *, timeout=None):
+    def __init__(self, comm=None, *, backend: str = "auto", timeout=None, transport=None):
         self._announced = False
         self._watching = False
+        self._places = None
+        self._nccl = None
         ranks = Ranks(comm, timeout=timeout)
-        super().__init__(devices=[ranks.rank], backend="cpu", timeout=timeout)
+        self.ranks = ranks          # before the devices: this rank's is placed by it
+        super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event
-        self.ranks = ranks
         self.rank = ranks.rank
         local = self.devices[0]
-        self.devices = [local if i == ranks.rank else RemoteDevice(i, ranks.rank, self.stop_event)
+        self.devices = [local if i == ranks.rank else
+                        RemoteDevice(i, ranks.rank, self.stop_event, self.backend)
                         for i in range(ranks.size)]
         for dev in self.devices:
             dev.timeout = self.timeout
         host = self._workers[0]
         self._workers = [host if i == ranks.rank else _RemoteHost() for i in range(ranks.size)]
+        try:
+            self._meet(transport if transport is not None else setting("GROUTE_RANK_TRANSPORT"))
+        except BaseException:
+            super().shutdown()
+            raise
         self._watching = True
         self._watch = threading.Thread(target=self._watch_notices, daemon=True,
                                        name=f"groute-rank{ranks.rank}-notices")
         self._watch.start()
-        log.info("rank context: rank %d of %d", ranks.rank, ranks.size)
+        log.info("rank context: rank %d of %d on %s, %s; transport %s (%s)", ranks.rank,
+                 ranks.size, ranks.host, self._where(), self.transport, self.transport_why)
+
+    def _placements(self, indices, logical: bool) -> list:
+        """This rank's device on the GPU of its place among its host's processes (module
+        docstring); ``logical`` does not apply: ranks share GPUs as they must."""
+        ranks = self.ranks
+        return [place_rank(indices[0], ranks.local_rank, ranks.local_size, cuda_device_count())]
+
+    def _meet(self, asked: str) -> None:
+        """Tell the other ranks where this one runs, hear where they do (one allgather), check
+        that they agree on the backend, choose the transport and, for NCCL, make the
+        communicator (every rank at once)."""
+        ranks, local = self.ranks, self.local_device
+        cuda = self.backend == "cuda"
+        mine = RankPlace(self.backend, ranks.host, local.pci_bus_id() if cuda else None,
+                         (nccl.unavailable() if cuda and ranks.size > 1 else None))
+        places = ranks.allgather(mine, what="where the ranks run")
+        backends = {p.backend for p in places}
+        if len(backends) > 1:
+            which = ", ".join(f"rank {r} {p.backend}" for r, p in enumerate(places))
+            raise ValueError(f"the ranks of a distributed context must run one backend, but "
+                             f"{which}; pass the same backend to every rank (backend='cpu' "
+                             f"where some host has no GPU)")
+        self._places = places
+        self.transport, self.transport_why = choose_transport(asked, places)
+        if self.transport == "nccl":
+            uid = ranks.bcast(nccl.unique_id() if ranks.rank == 0 else None,
+                              what="the NCCL communicator's id")
+            self._nccl = nccl.Communicator(ranks.size, uid, ranks.rank, local)
+
+    def open_transport(self):
+        """A new transport for one RankRouter (its own receive buffers): the context's
+        choice (:attr:`transport`)."""
+        options = dict(timeout=self.timeout, stop=self.stop_event)
+        if self.transport == "nccl":
+            return NcclTransport(self.ranks, self.local_device, self._nccl, **options)
+        return MpiTransport(self.ranks, self.local_device, staged=self.backend == "cuda",
+                            **options)
+
+    def _where(self) -> str:
+        device = self.local_device
+        if self.backend != "cuda":
+            return device.name
+        shared = f", shared by {device.sharing} ranks" if device.sharing > 1 else ""
+        return f"{device.name} on GPU {device.gpu}{shared}"
 
     # facts -----------------------------------------------------------------------------------
     @property
     def local_device(self):
         """This rank's device."""
         return self.devices[self.rank]
+
+    @property
+    def logical(self) -> bool:
+        """True when some ranks share a GPU (every rank says the same): times taken on this
+        context say nothing about how the work scales."""
+        if self._places is None:        # while the devices are made
+            return super().logical
+        gpus = [(p.host, p.gpu) for p in self._places if p.gpu is not None]
+        return len(set(gpus)) < len(gpus)
+
+    @property
+    def gpu_count(self) -> int:
+        """How many GPUs the job's devices run on, over every host (0 on the CPU backend)."""
+        return len({(p.host, p.gpu) for p in self._places or () if p.gpu is not None})
 
     def is_local(self, index: int) -> bool:
         return index == self.rank
@@ -234,16 +319,26 @@ class RankContext(Context):
 
     def shutdown(self) -> None:
         """As :meth:`Context.shutdown <groute.runtime.context.Context.shutdown>`, after the
-        failure watch has stopped (it calls MPI, which the interpreter's exit finalises)."""
+        failure watch has stopped (it calls MPI, which the interpreter's exit finalises); an
+        NCCL communicator is freed, or aborted after a failure (its peers may be gone)."""
         self._watching = False
         if threading.current_thread() is not self._watch:
             self._watch.join(4 * POLL_INTERVAL)
-        super().shutdown()
+        try:
+            super().shutdown()
+        finally:
+            if self._nccl is not None:
+                comm, self._nccl = self._nccl, None
+                if self._error is not None:
+                    comm.abort()
+                else:
+                    comm.close()
 
     close = shutdown
 
     def __repr__(self):
-        return f"<RankContext rank {self.rank} of {self.ranks.size}: {self.local_device.name}>"
+        return (f"<RankContext rank {self.rank} of {self.ranks.size}: {self._where()}, "
+                f"transport {self.transport}>")
 
 
 __all__ = ["RankContext", "RemoteDevice"]

@@ -1,19 +1,25 @@
-"""RankRouter: a Router whose devices are the ranks of a RankContext; its data plane is MPI.
+"""RankRouter: a Router whose devices are the ranks of a RankContext; data moves at its flush.
 
 A :class:`~groute.runtime.router.Router` made over a
 :class:`~groute.runtime.rank_context.RankContext` is one of these: the same ports, policies
 and counters, so an engine written against a Router runs across processes unchanged. This
 rank has one input and one output (its own device's); a segment sent into the input is routed
-by the policy, as always, and waits in this rank's outbox for its destination; a segment for
-this rank's own output arrives at once.
+by the policy, as always, and waits in this rank's outbox for its destination's rank (this
+one's own too).
 
 Delivery is bulk-synchronous: :meth:`RankRouter.flush` (which every rank calls at the same
 step; on a Router of one process it is a no-op, its links deliver as they go) sends every
-outbox with one ``MPI_Alltoallv`` of the rows and one of their headers (rows and metadata per
-segment), after which every segment routed to this rank is at its output, in the order of
-the sending ranks and, from each, of the sends. A send's handle is done once its segment has
-left (at the flush). Segments are host arrays here (the CPU backend); a received segment is
-read in place and its release gives nothing back (MPI's buffers are its own).
+outbox: one ``alltoall`` of their headers (destination, rows and metadata per segment), then
+the rows through the context's transport (:mod:`~groute.runtime.rank_transport`: MPI, staged
+through the host on CUDA, or NCCL between GPUs), after which every segment routed to this
+rank, itself included, is at its output, in the order of the sending ranks and, from each, of
+the sends. A send's handle is done once its segment has left (at the flush).
+
+Segments are arrays of this rank's device (NumPy on the CPU backend, CuPy on CUDA), as a
+Router's are: a received segment's ``event`` is the one after which its rows are in place
+(None on the CPU backend), so a receiver orders its work after it (``wait_on`` its stream);
+its release gives its receive buffer back to the router's pool (nothing on the CPU backend,
+where the rows are MPI's own buffer).
 """
 from __future__ import annotations
 
@@ -54,7 +60,9 @@ class _Input:
         self.endpoint = router.input_endpoints[index]
 
     def send(self, data, *, event=None, metadata=None):
-        return self.router._route(self.index, data, metadata)
+        """Route ``data`` (rows of this rank's device, written before ``event``, if given);
+        it leaves at the router's next flush."""
+        return self.router._route(self.index, data, event, metadata)
 
     def close(self):
         self.router.close()
@@ -123,7 +131,10 @@ class RankRouter:
         self.outputs = [_Output(self, j) for j in range(shape[1])]
         self._rank_of_output = [self._rank(e) for e in self.output_endpoints]
         self._rank_of_input = [self._rank(e) for e in self.input_endpoints]
-        self._outbox = [[] for _ in range(self.ranks.size)]   # (output, rows, metadata, handle)
+        self._outbox = [[] for _ in range(self.ranks.size)]   # (output, rows, meta, handle, event)
+        self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        #: moves the rows at a flush (its receive buffers are this router's)
+        self.transport = ctx.open_transport()
         self._lock = threading.Lock()
         self._state = _LinkState(self)
         self.routed = np.zeros(shape, dtype=np.int64)
@@ -146,13 +157,27 @@ class RankRouter:
         return [self._state for i, jj in self.pairs if jj == j]
 
     # sending ------------------------------------------------------------------------------------
-    def _route(self, i, data, metadata):
+    def _rows(self, data):
+        """``data`` as contiguous rows in this rank's device memory (a host array sent from a
+        CUDA device is uploaded; a strided CuPy view is refused: its copy would run on no
+        stream of the device)."""
+        device = self.ctx.local_device
+        if isinstance(data, np.ndarray) or device.xp is np or not hasattr(data, "flags"):
+            data = np.ascontiguousarray(data)
+            return data if device.xp is np else device.asarray(data)
+        if not data.flags.c_contiguous:
+            raise ValueError(f"{self.name}: sends contiguous rows from {device.name}; got a "
+                             f"strided view (send a contiguous copy, made on the device's "
+                             f"compute stream)")
+        return data
+
+    def _route(self, i, data, event, metadata):
         if self._rank_of_input[i] != self.ranks.rank:
             raise ValueError(f"{self.name}: input {i} is rank {self._rank_of_input[i]}'s; rank "
                              f"{self.ranks.rank} sends from its own input")
         if self.closed:
             raise LinkClosed(f"{self.name} is closed; no more sends")
-        data = np.asarray(data)
+        data = self._rows(data)
         if data.dtype != self.dtype or tuple(data.shape[1:]) != self.item_shape:
             raise ValueError(f"{self.name}: carries {self.dtype} rows of shape {self.item_shape}, "
                              f"got {data.dtype} rows of shape {tuple(data.shape[1:])}")
@@ -170,7 +195,8 @@ class RankRouter:
             self.routed[i, j] += 1
             self.routed_elements[i, j] += int(data.shape[0])
             with self._lock:
-                self._outbox[self._rank_of_output[j]].append((j, data, segment.metadata, handle))
+                self._outbox[self._rank_of_output[j]].append((j, data, segment.metadata, handle,
+                                                               event))
         return handle
 
     def flush(self) -> None:
@@ -178,23 +204,32 @@ class RankRouter:
         the module docstring)."""
         with self._lock:
             outbox, self._outbox = self._outbox, [[] for _ in range(self.ranks.size)]
-        headers = [[(j, int(rows.shape[0]), meta) for j, rows, meta, _ in box] for box in outbox]
-        data = [np.concatenate([rows for _, rows, _, _ in box]) if box
-                else np.zeros((0, *self.item_shape), self.dtype) for box in outbox]
         what = f"{self.name}'s exchange"
+        headers = [[(j, int(rows.shape[0]), meta) for j, rows, meta, _, _ in box]
+                   for box in outbox]
         got_headers = self.ranks.alltoall(headers, what=what)
-        got = self.ranks.alltoallv(data, self.dtype, self.item_shape, what=what)
+        row = self._row_bytes
+        blocks = [[rows.reshape(-1).view(np.uint8) for _, rows, _, _, _ in box] for box in outbox]
+        incoming = [[n * row for _, n, _ in heads] for heads in got_headers]
+        after = list({id(e): e for box in outbox for *_, e in box if e is not None}.values())
+        got = self.transport.exchange(blocks, incoming, after, what)
         for box in outbox:
-            for _, _, _, handle in box:
+            for _, _, _, handle, _ in box:
                 handle._done.set()
         arrived = collections.defaultdict(list)
-        for source, (heads, rows) in enumerate(zip(got_headers, got)):
-            at = 0
+        release = got.lease.release if got.lease is not None else None
+        count = 0
+        for source, heads in enumerate(got_headers):
+            data, at = got.per_rank[source], 0
             for j, n, meta in heads:
-                arrived[j].append(PendingSegment(rows[at:at + n], None, meta,
+                rows = data[at:at + n * row].view(self.dtype).reshape((n, *self.item_shape))
+                arrived[j].append(PendingSegment(rows, got.event, meta, release=release,
                                                  source=self.input_endpoints[source]
                                                  if source < len(self.input_endpoints) else None))
-                at += n
+                at += n * row
+                count += 1
+        if got.lease is not None:
+            got.lease.share(count)
         for j, segments in arrived.items():
             self.outputs[j]._deliver(segments)
 
@@ -210,4 +245,5 @@ class RankRouter:
         return True
 
     def __repr__(self):
-        return f"<RankRouter {self.name} rank {self.ranks.rank} of {self.ranks.size}>"
+        return (f"<RankRouter {self.name} rank {self.ranks.rank} of {self.ranks.size} over "
+                f"{self.transport.name}>")

@@ -98,6 +98,12 @@ class Ranks:
         self.notices = base.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        # this process's place among the job's processes on its host: which GPU it takes
+        host = base.Split_type(MPI.COMM_TYPE_SHARED)
+        self.local_rank, self.local_size = host.Get_rank(), host.Get_size()
+        host.Free()
+        #: the name of this process's host (MPI's processor name)
+        self.host = MPI.Get_processor_name()
         self.timeout = resolve_timeout(timeout)
         self.stop = stop
         self._sent = []              # failure notices still in flight
@@ -160,13 +166,25 @@ class Ranks:
         self._wait(self.comm.Ialltoall(counts, got), what)
         send = np.concatenate(flat) if flat else np.zeros(0, np.uint8)
         recv = np.empty(int(got.sum()), np.uint8)
-        sdispl = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self.alltoallv_bytes(send, counts, recv, got, what)
         rdispl = np.concatenate([[0], np.cumsum(got)[:-1]])
-        byte = self.MPI.BYTE
-        self._wait(self.comm.Ialltoallv([send, counts, sdispl, byte], [recv, got, rdispl, byte]),
-                   what)
         return [recv[a:a + n].view(dtype).reshape((n // max(row, 1), *item_shape))
                 for a, n in zip(rdispl, got)]
+
+    def alltoallv_bytes(self, send, send_counts, recv, recv_counts,
+                        what: str = "an alltoallv") -> None:
+        """MPI's ``Alltoallv`` of bytes whose counts both sides know already: ``send``'s
+        first ``send_counts[0]`` bytes to rank 0, the next ``send_counts[1]`` to rank 1, ...;
+        ``recv`` (host memory, at least ``sum(recv_counts)`` bytes) filled with
+        ``recv_counts[s]`` bytes from each rank ``s`` in rank order. The buffers may be larger
+        than the counts (staging buffers that grow)."""
+        send_counts = np.asarray(send_counts, np.int64)
+        recv_counts = np.asarray(recv_counts, np.int64)
+        sdispl = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
+        rdispl = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
+        byte = self.MPI.BYTE
+        self._wait(self.comm.Ialltoallv([send, send_counts, sdispl, byte],
+                                        [recv, recv_counts, rdispl, byte]), what)
 
     def allgatherv(self, array, what: str = "an allgatherv") -> list:
         """Every rank's ``array`` (of one dtype and row shape on every rank), in rank order."""

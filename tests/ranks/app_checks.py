@@ -1,5 +1,7 @@
-"""Run as several MPI processes by tests/test_distributed_apps.py: every app on a
-distributed context (each rank loading its part) against the same app in one process."""
+"""Run as several MPI processes by tests/test_distributed_apps.py (``--backend cpu``) and
+tests/test_distributed_gpu.py (``--backend cuda``): every app on a distributed context (each
+rank loading its part) against the same app in one process on one device of that backend.
+``app_checks.py --backend B SPEC...``; each rank prints its transport first."""
 import sys
 
 import numpy as np
@@ -18,21 +20,31 @@ APPS = {
 }
 
 
-def close(app, a, b) -> bool:
+#: PageRank's L1 distance from one process's answer: float64 sums on the CPU backend, float32
+#: on CUDA (added in another order across processes)
+PAGERANK_L1 = {"cpu": 1e-9, "cuda": 1e-4}
+
+
+def close(app, a, b, backend) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     if app == "pagerank":
-        return a.shape == b.shape and float(np.abs(a - b).sum()) < 1e-9
+        return a.shape == b.shape and float(np.abs(a - b).sum()) < PAGERANK_L1[backend]
     return np.array_equal(a, b)
 
 
-with distributed.Context(timeout=60) as ctx:
-    for spec in sys.argv[1:]:
+if sys.argv[1] != "--backend":
+    sys.exit("usage: app_checks.py --backend cpu|cuda SPEC...")
+backend, specs = sys.argv[2], sys.argv[3:]
+with distributed.Context(backend=backend, timeout=60) as ctx:
+    print(f"rank {ctx.rank} transport {ctx.transport}", flush=True)
+    for spec in specs:
         part = distributed.load_graph(spec, ctx)
         whole = load_graph(spec)
         for app, run in APPS.items():
             if app == "kcore" and part.directed:
                 continue
             got = run(part, ctx=ctx)
-            want = run(whole, backend="cpu", devices=1)
-            print(f"rank {ctx.rank} {app} {spec}: "
-                  f"{'same' if close(app, got.values, want.values) else 'DIFFERENT'}", flush=True)
+            want = run(whole, backend=backend, devices=1)
+            same = close(app, got.values, want.values, backend)
+            print(f"rank {ctx.rank} {app} {spec}: {'same' if same else 'DIFFERENT'}",
+                  flush=True)

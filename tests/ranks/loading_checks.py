@@ -13,7 +13,7 @@ def same(a, b) -> bool:
     return a is None and b is None or (a is not None and b is not None and np.array_equal(a, b))
 
 
-with distributed.Context(timeout=30) as ctx:
+with distributed.Context(backend="cpu", timeout=30) as ctx:
     for source in sys.argv[1:]:
         weighted = True if source.startswith("er:") else None
         part = distributed.load_graph(source, ctx, weighted=weighted)

@@ -1,5 +1,8 @@
-"""Run as several MPI processes by tests/test_distributed_runtime.py: a RankContext's
-collectives and RankRouter, and a failure on one rank (``fail R``)."""
+"""Run as several MPI processes by tests/test_distributed_runtime.py (the CPU backend) and
+tests/test_distributed_gpu.py (CUDA): a RankContext's collectives and RankRouter
+(``BACKEND collectives TIMEOUT``), a failure on one rank in a step (``BACKEND fail R
+TIMEOUT``), and one in the middle of a flush, after the headers went and before its rows do,
+while the others wait for them in the transport (``BACKEND fail-in-flush R TIMEOUT``)."""
 import sys
 import time
 
@@ -13,7 +16,7 @@ from groute.runtime.router import Router
 def collectives(ctx):
     k, r = ctx.num_devices, ctx.rank
     names = ctx.share(ctx.run(lambda device: device.name))
-    assert names == [f"cpu:{i}" for i in range(k)], names
+    assert names == [f"{ctx.backend}:{i}" for i in range(k)], names
     assert ctx.ranks.allreduce(r + 1) == k * (k + 1) // 2
     assert ctx.ranks.allreduce(np.array([r, -r]), "max").tolist() == [k - 1, 0]
     router = Router(ctx.devices, ctx.devices, by_owner, packet_size=4, ctx=ctx, name="check",
@@ -22,13 +25,14 @@ def collectives(ctx):
         router.inputs[r].send(np.full((j + 1, 2), [r, j], np.int32), metadata={"owner": j})
     router.flush()
     got = []
-    while (pending := router.outputs[r].poll()) is not None:
-        got.append(pending.data)
+    while (pending := router.outputs[r].poll()) is not None:     # the rows, once they landed
+        got.append(ctx.local_device.to_host(pending.wait(ctx.timeout).data))
+        pending.release()
     assert [g.shape for g in got] == [(r + 1, 2)] * k, [g.shape for g in got]
     assert [int(g[0, 0]) for g in got] == list(range(k))      # in the order of the ranks
     assert all((g[:, 1] == r).all() for g in got)
     router.close()
-    print(f"rank {r}: collectives ok", flush=True)
+    print(f"rank {r}: collectives ok over {ctx.transport}", flush=True)
 
 
 def fail(ctx, bad):
@@ -37,6 +41,28 @@ def fail(ctx, bad):
             time.sleep(0.2)
             raise ZeroDivisionError("injected failure")
         ctx.ranks.barrier("a step the failed rank never reaches")
+    stops_every_rank(ctx, step)
+
+
+def fail_in_flush(ctx, bad):
+    router = Router(ctx.devices, ctx.devices, by_owner, packet_size=4, ctx=ctx, name="faulty",
+                    item_shape=(2,))
+    if ctx.rank == bad:
+        def exchange(*args):
+            time.sleep(0.2)
+            raise ZeroDivisionError("injected failure in the transport")
+        router.transport.exchange = exchange
+
+    def step(device):           # on the device's host thread, as an engine's level runs
+        k, r = ctx.num_devices, ctx.rank
+        rows = ctx.local_device.asarray(np.full((1000, 2), r, np.int32))
+        for j in range(k):
+            router.inputs[r].send(rows, metadata={"owner": j})
+        router.flush()
+    stops_every_rank(ctx, step)
+
+
+def stops_every_rank(ctx, step):
     t0 = time.monotonic()
     try:
         ctx.run(step)
@@ -48,8 +74,10 @@ def fail(ctx, bad):
 
 
 if __name__ == "__main__":
-    with Context(timeout=float(sys.argv[-1])) as ctx:
-        if sys.argv[1] == "collectives":
+    with Context(backend=sys.argv[1], timeout=float(sys.argv[-1])) as ctx:
+        if sys.argv[2] == "collectives":
             collectives(ctx)
+        elif sys.argv[2] == "fail":
+            fail(ctx, int(sys.argv[3]))
         else:
-            fail(ctx, int(sys.argv[2]))
+            fail_in_flush(ctx, int(sys.argv[3]))

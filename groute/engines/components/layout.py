@@ -71,10 +71,17 @@ def split_rows(indptr, k, rounds) -> np.ndarray:
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)
 
 
-def late_bitmap(indptr, rounds) -> np.ndarray:
+def late_bitmap(indptr, rounds, *, first: int = 0, n: int | None = None) -> np.ndarray:
     """uint32 words, bit ``u % 32`` of word ``u // 32`` set when vertex ``u`` has arcs from slot
-    ``rounds`` on (more than ``rounds`` neighbours)."""
-    bits = np.packbits(np.diff(np.asarray(indptr, dtype=np.int64)) > rounds, bitorder="little")
+    ``rounds`` on (more than ``rounds`` neighbours). ``indptr``: the rows of vertices
+    ``first, first + 1, ...`` of a graph of ``n`` vertices (default: all of them, from 0); the
+    other vertices' bits stay clear."""
+    late = np.diff(np.asarray(indptr, dtype=np.int64)) > rounds
+    if first or (n is not None and n != late.shape[0]):
+        whole = np.zeros(late.shape[0] + first if n is None else n, bool)
+        whole[first:first + late.shape[0]] = late
+        late = whole
+    bits = np.packbits(late, bitorder="little")
     words = np.zeros(4 * max(1, -(-bits.shape[0] // 4)), np.uint8)
     words[:bits.shape[0]] = bits
     return words.view("<u4").astype(np.uint32)

@@ -224,15 +224,24 @@ class ComponentsSolver(Solver):
         for d, dev in enumerate(self.devs):
             lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
+        self._set_rest(self.devs, lambda: late_bitmap(indptr, self.rounds))
+
+    def _set_rest(self, held, late):
+        """What the first device's rest (:meth:`DeviceCC.link_rest`) reads, and its counters:
+        the rows of ``held`` (one :class:`DeviceCC` per device, None for a device another
+        process drives, whose rows it does not link). CUDA: a table of the rows' addresses (0
+        for the others'), the offsets and ``late()``, the bitmap of the vertices with arcs
+        past the sampling rounds (only held rows have any); CPU: the held rows."""
         first = self.devs[0].device
-        if cuda:
-            table = np.array([d.indptr.data.ptr for d in self.devs] +
-                             [d.indices.data.ptr for d in self.devs], dtype=np.uint64)
+        if first.backend == "cuda":
+            table = np.array([0 if d is None else first.address(d.indptr) for d in held] +
+                             [0 if d is None else first.address(d.indices) for d in held],
+                             dtype=np.uint64)
             self.rest = (first.asarray(table), first.asarray(self.offsets.astype(np.int32)),
-                         self.k, first.asarray(late_bitmap(indptr, self.rounds)))
+                         len(held), first.asarray(late()))
             self.counters = first.asarray(np.zeros(4, np.uint64))
-        else:   # CPU: the rest reads every device's rows where they are
-            self.rest = [(d.lo, d.indptr, d.indices) for d in self.devs]
+        else:
+            self.rest = [(d.lo, d.indptr, d.indices) for d in held if d is not None]
             self.counters = first.asarray(np.zeros(4, np.int64))
 
     def _setup_ranks(self, graph, num_samples):
@@ -264,8 +273,8 @@ class ComponentsSolver(Solver):
         self.offsets = np.asarray(graph.offsets, np.int64)
         dev = self.devs[0]
         dev.set_rows(p.first, indptr, indices)
-        self.rest = [(p.first, dev.indptr, dev.indices)]
-        self.counters = dev.device.asarray(np.zeros(4, np.int64))
+        self._set_rest([dev if i == self._here[0] else None for i in range(self.k)],
+                       lambda: late_bitmap(indptr, self.rounds, first=p.first, n=self.n))
         rng = np.random.default_rng(0x5EED)
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
                                                        dtype=np.int64).astype(np.int32))
@@ -291,8 +300,9 @@ class ComponentsSolver(Solver):
                     router.inputs[me].send(dev.parent, metadata={"owner": receiver})
             router.flush()
             while (pending := router.outputs[me].poll()) is not None:
-                dev.merge(pending.data)
+                dev.merge(pending.wait_on(dev.stream).data)
                 dev.compress()
+                pending.release(after=dev.stream.record())
 
     def _from_first_rank(self):
         """Every rank's parent array made rank 0's (after a merge tree: the whole graph's so
@@ -305,8 +315,9 @@ class ComponentsSolver(Solver):
         pending = router.outputs[me].poll()
         if pending is not None:
             dev.reset()
-            dev.merge(pending.data)
+            dev.merge(pending.wait_on(dev.stream).data)
             dev.compress()
+            pending.release(after=dev.stream.record())
 
     def _release(self):
         for router in (self._merges, self._spread):
@@ -421,7 +432,8 @@ class ComponentsSolver(Solver):
             dev.stream.record().synchronize(self.ctx.timeout)
         labels = ranks.bcast(dev.device.to_host(dev.parent).astype(np.int64) if ranks.rank == 0
                              else None, what="the components")
-        rows, arcs = (int(x) for x in ranks.allreduce(dev.device.to_host(self.counters)[:2]))
+        rows, arcs = (int(x) for x in ranks.allreduce(
+            dev.device.to_host(self.counters)[:2].astype(np.int64)))
         giant = int(dev.device.to_host(self.giant)[0])
         k = self.k
         stats = {"devices": [d.name for d in self.ctx.devices], "edges": None,

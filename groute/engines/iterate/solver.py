@@ -430,7 +430,7 @@ class IterateSolver(Solver):
                     self._worklist = DistributedWorklist(
                         self.ctx, packet_size=max(1024, min(1 << 20, n)))
             if self.ctx.backend == "cuda":  # uploads ran on the legacy stream: let them land
-                for dev in self.ctx.devices:
+                for dev in self._mine(self.ctx.devices):
                     with dev.use():
                         dev.xp.cuda.runtime.deviceSynchronize()
             self.setup_s = time.perf_counter() - t0
@@ -755,16 +755,21 @@ class IterateSolver(Solver):
     def _exchange_slices(self, par: int) -> None:
         """Across processes, after an iteration: this process's slice of the contribution
         vector it wrote (parity ``par``) to every other, and theirs into its own (through the
-        Router's flush: one alltoallv); the slices are the devices' copies of one process."""
+        Router's flush), copied on the device's stream once they landed; the slices are the
+        devices' copies of one process."""
         router, dev, me = self._slices, self.devs[0], self._here[0]
-        dev.stream.record().synchronize(self.ctx.timeout)
+        stream = dev.stream
         vector = dev.contrib[par % len(dev.contrib)]
-        router.inputs[me].send(vector[dev.lo:dev.hi])
+        router.inputs[me].send(vector[dev.lo:dev.hi], event=stream.record())
         router.flush()
-        for _ in range(self.k - 1):
-            pending = router.outputs[me].poll()
+        received = [router.outputs[me].poll() for _ in range(self.k - 1)]
+        for pending in received:
             source = int(pending.source.device.index)
-            vector[self.offsets[source]:self.offsets[source + 1]] = pending.data
+            pending.wait_on(stream)
+            stream.copy(vector[self.offsets[source]:self.offsets[source + 1]], pending.data)
+        done = stream.record()
+        for pending in received:
+            pending.release(after=done)
 
     def _run_async(self) -> dict:
         if self.iteration.stop == "relative":    # n * tol times the mean base per vertex

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# One process per GPU (groute.distributed on CUDA) on a GPU machine: its tests, and 4 ranks
+# timed against 4 threads of one process. Logs under $OUT, packed into $OUT/results.tgz.
+#   bash benchmarks/gpu_ranks.sh STAGES     STAGES: comma list of
+#     cpu     the multi-process tests of the CPU backend and the transport's unit tests
+#     one     the `gpu` tests of tests/test_distributed_gpu.py: 2 ranks sharing GPU 0 over the
+#             MPI transport (nvidia-h200)
+#     multi   its `multigpu` tests: 2 and 4 ranks, one per GPU, over NCCL (nvidia-h200-x4)
+#     time    for each of APPS on each of GRAPHS: `groute launch -n $RANKS -- APP --graph G
+#             --backend cuda --repeat 5 --json` over NCCL and over MPI, and `groute APP --graph G
+#             --backend cuda --devices $RANKS --repeat 5 --json` (threads), one JSON line each in
+#             $OUT/time/APP-G-{nccl,mpi,threads}.json (nvidia-h200-x4)
+# Defaults: APPS="bfs sssp pr cc", GRAPHS="kron:21", RANKS=4, RUN_LIMIT=240 (seconds per run).
+# Where the machine lacks mpi4py and an MPI, stage the mpi4py and mpich wheels for its Python
+# into .whl/ beside the others (benchmarks/README.md): they are installed under a prefix of
+# their own (the mpich wheel's libmpi and mpiexec are data files, which pip's --target drops),
+# and mpi4py is pointed at that libmpi (MPI4PY_LIBMPI).
+set -u
+OUT=${OUT:-/tmp/groute-out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+export PYTHONPATH=$PWD
+pip_offline() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade "$@"; }
+others=$(ls .whl/*.whl 2>/dev/null | grep -v -e '/mpich-' -e '/mpi4py-' || true)
+if [ -n "$others" ]; then
+  pip_offline --target /tmp/site $others && export PYTHONPATH=/tmp/site:$PYTHONPATH
+fi
+mpi=$(ls .whl/mpich-*.whl .whl/mpi4py-*.whl 2>/dev/null || true)
+if [ -n "$mpi" ]; then
+  pip_offline --prefix /tmp/mpi $mpi
+  export PATH=/tmp/mpi/bin:$PATH MPI4PY_LIBMPI=/tmp/mpi/lib
+  export PYTHONPATH=$(ls -d /tmp/mpi/lib/python3*/site-packages | head -1):$PYTHONPATH
+fi
+python3 -c "import mpi4py" 2>/dev/null || echo "no mpi4py here: the multi-process tests skip and 'time' fails (stage the wheels, above)"
+stages=${1:-one}
+summary=()
+stage() {  # name limit_s command...
+  local name=$1 limit=$2; shift 2
+  case ",$stages," in *",$name,"*) ;; *) return;; esac
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-6s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - t0)))")
+  echo "=== $name (rc=$rc) ==="; tail -n "${TAIL:-25}" "$OUT/$name.log"
+}
+timings() {
+  mkdir -p "$OUT/time"
+  local app graph rc
+  for graph in ${GRAPHS:-kron:21}; do
+    for app in ${APPS:-bfs sssp pr cc}; do
+      local base="$OUT/time/$app-${graph//:/_}"
+      for transport in nccl mpi; do
+        GROUTE_RANK_TRANSPORT=$transport timeout "${RUN_LIMIT:-240}" python3 -m groute launch \
+          -n "${RANKS:-4}" -- "$app" --graph "$graph" --backend cuda --repeat 5 --json \
+          > "$base-$transport.json" 2> "$base-$transport.err"
+        rc=$?; echo "$app $graph ranks/$transport rc=$rc"
+      done
+      timeout "${RUN_LIMIT:-240}" python3 -m groute "$app" --graph "$graph" --backend cuda \
+        --devices "${RANKS:-4}" --repeat 5 --json > "$base-threads.json" 2> "$base-threads.err"
+      rc=$?; echo "$app $graph threads rc=$rc"
+    done
+  done
+  python3 - "$OUT/time" <<'EOF'
+import json, pathlib, sys
+rows = []
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    try:
+        run = json.loads(path.read_text().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        rows.append(f"{path.stem:32s} no result (see {path.with_suffix('.err').name})")
+        continue
+    rows.append(f"{path.stem:32s} median {run['time_s']:.4f} s (load {run['load_s']:.2f} s, "
+                f"set-up {run['setup_s']:.2f} s) on {run['devices']} {run['backend']} devices")
+print("\n".join(rows))
+EOF
+}
+stage cpu 560 python3 -m pytest -q -p no:cacheprovider --timeout 240 -m "not gpu and not multigpu" \
+  tests/test_rank_transport.py tests/test_distributed_runtime.py tests/test_distributed_apps.py
+stage one 560 python3 -m pytest -q -rfs -p no:cacheprovider --timeout 450 -m "gpu and not multigpu" \
+  tests/test_distributed_gpu.py
+stage multi 560 python3 -m pytest -q -rfs -p no:cacheprovider --timeout 450 -m multigpu \
+  tests/test_distributed_gpu.py
+stage time 580 timings
+echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+# the device tool returns a few files: pack everything into one archive
+(cd "$OUT" && tar czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)

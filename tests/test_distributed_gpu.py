@@ -1,0 +1,120 @@
+"""One process per GPU (groute.distributed with backend="cuda"), as real processes under
+mpiexec: every app's answers equal one process's on one GPU, the RankRouter's rows arrive in
+order, and a rank that fails, in a step or in the middle of a flush, stops every rank naming
+it. ``gpu``: two ranks sharing GPU 0 (``CUDA_VISIBLE_DEVICES=0``), so the MPI transport
+(staged through the host) whatever the machine; ``multigpu``: one rank per GPU on 2 and 4
+GPUs, over NCCL (``GROUTE_RANK_TRANSPORT=nccl``, which refuses to run otherwise)."""
+import re
+
+import pytest
+
+from mpi_support import needs_mpi, program, run_ranks
+from support import need_gpus
+
+pytestmark = needs_mpi
+APPS = ("bfs", "sssp", "pagerank", "cc", "kcore")
+GRAPHS = ["kron:8", "grid:9"]
+#: two ranks on GPU 0, whatever else the machine has: the MPI transport
+SHARED = {"CUDA_VISIBLE_DEVICES": "0", "GROUTE_RANK_TRANSPORT": "auto"}
+NCCL = {"GROUTE_RANK_TRANSPORT": "nccl"}
+
+
+def check_apps(n, env):
+    done = run_ranks(n, [program("app_checks.py"), "--backend", "cuda", *GRAPHS], timeout=420,
+                     env=env)
+    assert done.returncode == 0, done.stderr
+    assert "DIFFERENT" not in done.stdout, done.stdout
+    for spec in GRAPHS:
+        for app in APPS:
+            seen = len(re.findall(rf"rank \d {app} {re.escape(spec)}: same", done.stdout))
+            assert seen == n, (app, spec, done.stdout)
+    return set(re.findall(r"rank \d transport (\w+)", done.stdout))
+
+
+def check_collectives(n, env):
+    done = run_ranks(n, [program("runtime_checks.py"), "cuda", "collectives", 60], timeout=180,
+                     env=env)
+    assert done.returncode == 0, done.stderr
+    assert len(re.findall(r"rank \d: collectives ok over (?:mpi|nccl)", done.stdout)) == n
+    return set(re.findall(r"collectives ok over (\w+)", done.stdout))
+
+
+def check_failure(n, how, env):
+    done = run_ranks(n, [program("runtime_checks.py"), "cuda", how, 1, 60], timeout=180, env=env)
+    assert done.returncode != 0
+    error = ("injected failure in the transport" if how == "fail-in-flush"
+             else "injected failure")
+    found = re.search(rf"rank 0 raised after ([\d.]+) s: RankFailed: cuda:1 \(rank 1\): "
+                      rf"ZeroDivisionError: {error}", done.stdout)
+    assert found, done.stdout + done.stderr
+    assert float(found[1]) < 10 and "did not raise" not in done.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(450)
+def test_two_ranks_sharing_a_gpu_answer_as_one_process():
+    need_gpus(1, physical=True)
+    assert check_apps(2, SHARED) == {"mpi"}
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(200)
+def test_two_ranks_sharing_a_gpu_route_rows_in_order():
+    need_gpus(1, physical=True)
+    assert check_collectives(2, SHARED) == {"mpi"}
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("how", ["fail", "fail-in-flush"])
+def test_a_failing_rank_on_a_shared_gpu_stops_the_job_naming_it(how):
+    need_gpus(1, physical=True)
+    check_failure(2, how, SHARED)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(200)
+def test_nccl_is_refused_for_ranks_sharing_a_gpu():
+    need_gpus(1, physical=True)
+    done = run_ranks(2, [program("runtime_checks.py"), "cuda", "collectives", 60], timeout=180,
+                     env={**SHARED, **NCCL})
+    assert done.returncode != 0
+    assert "GROUTE_RANK_TRANSPORT=nccl cannot run here: ranks 0 and 1 share GPU" in done.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("app", ["bfs", "pr"])
+def test_the_commands_run_on_gpu_ranks(app):
+    need_gpus(1, physical=True)
+    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1",
+                         "--backend", "cuda"], timeout=240, env=SHARED)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("verify:") == 1 and "FAILED" not in done.stdout, done.stdout
+    assert "2 cuda devices (logical, sharing 1 GPU" in done.stdout, done.stdout
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(450)
+@pytest.mark.parametrize("n", [2, 4])
+def test_one_rank_per_gpu_over_nccl_answers_as_one_process(n):
+    need_gpus(n, physical=True)
+    assert check_apps(n, NCCL) == {"nccl"}
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("n", [2, 4])
+def test_one_rank_per_gpu_over_nccl_routes_rows_in_order(n):
+    need_gpus(n, physical=True)
+    assert check_collectives(n, NCCL) == {"nccl"}
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("how", ["fail", "fail-in-flush"])
+def test_a_failing_rank_over_nccl_stops_the_job_naming_it(how):
+    """fail-in-flush: the others wait for its rows in an NCCL group, give up at its notice
+    and abort their communicators."""
+    need_gpus(2, physical=True)
+    check_failure(2, how, NCCL)
