@@ -390,27 +390,38 @@ class CUDADevice(Device):
     def use(self):
         return _cupy().cuda.Device(self.gpu)
 
+    @contextmanager
+    def on_compute(self):
+        """This GPU current and its compute stream CuPy's current stream (see
+        :meth:`Device.on_compute`): the compute stream is non-blocking, so CuPy work left on
+        the default stream is not ordered with its kernels in either direction, and memory
+        CuPy allocated on the default stream goes back to that stream's pool, to be reused
+        there while a compute kernel may still read it."""
+        with _cupy().cuda.Device(self.gpu), self.compute_stream.raw:
+            yield
+
     def new_stream(self, name: str = "") -> CUDAStream:
         return CUDAStream(self, name or "stream")
 
     def empty(self, shape, dtype):
-        with self.use():
+        with self.on_compute():
             return self.xp.empty(shape, dtype)
 
     def asarray(self, host_array):
-        # synchronous, as the interface promises: CuPy uploads pageable memory on the current
-        # stream and may return before the data lands, and a copy on another (non-blocking)
-        # stream, e.g. a Link's, would not wait for it
-        with self.use():
+        """The upload is queued on the compute stream, so the kernels queued after it read the
+        data and its memory belongs to that stream's pool; then waited for (synchronous, as
+        the interface promises): CuPy uploads pageable memory asynchronously, and a copy on
+        another non-blocking stream, e.g. a Link's, would not wait for it."""
+        with self.on_compute():
             out = self.xp.asarray(host_array)
-            _cupy().cuda.get_current_stream().synchronize()
+            self.compute_stream.raw.synchronize()
             return out
 
     def to_host(self, array):
         """A NumPy copy, made after the work queued on the compute stream: CuPy's default
         stream does not wait for a non-blocking stream, so a copy issued there could read an
         array before the kernel that writes it has run."""
-        with self.use(), self.compute_stream.raw:
+        with self.on_compute():
             return self.xp.asnumpy(array)
 
     def host_buffer(self, shape, dtype):

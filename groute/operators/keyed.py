@@ -123,9 +123,8 @@ def arc_state(engine, name: str, values) -> None:
 
     def upload(part):
         a, b = int(indptr[part.first]), int(indptr[part.end])
-        with keyed_ops.on_stream(part):
-            part.scratch.setdefault("arc_state", {})[name] = part.device.asarray(
-                np.ascontiguousarray(values[a:b]))
+        part.scratch.setdefault("arc_state", {})[name] = part.device.asarray(
+            np.ascontiguousarray(values[a:b]))
     _each(engine, upload)
 
 

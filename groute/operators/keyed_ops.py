@@ -17,24 +17,12 @@ global ids; :class:`Arcs`); the per-arc values an algorithm gives
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from groute.graph.arcs import arc_rows
 
 #: a key takes the lower 32 bits of a packed group key, a row the upper 32
 KEY_LIMIT = 2**31
-
-
-def on_stream(part):
-    """The device current and, on CUDA, its compute stream current for CuPy's operations, so
-    they are ordered with the operators' kernels."""
-    stack = contextlib.ExitStack()
-    stack.enter_context(part.device.use())
-    if part.device.backend == "cuda":
-        stack.enter_context(part.device.compute_stream.raw)
-    return stack
 
 
 def rows_of(part, frontier, xp):
@@ -197,7 +185,7 @@ def keys_of(part, name: str, u, xp):
 def arc_sums(part, frontier, weight, where, loops, into, scalars):
     """``into[v]`` = the sum of ``weight`` (None: 1) over the counted arcs of each row ``v``."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp)
         w = None if weight is None else arcs.values(part, weight).astype(xp.float64)
@@ -212,7 +200,7 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
     sum of the arcs' weights to key ``k``; None: ``w`` itself); ties go to the row's own key,
     then to the smallest (``ties="smallest"``) or largest key."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp)
         rows, r = arcs.rows, arcs.r
@@ -249,7 +237,7 @@ def smallest_missing_key(part, frontier, key, where, loops, into, scalars):
     """``into[v]`` = the smallest key >= 0 that none of row ``v``'s counted arcs' other ends
     has (keys < 0 are no key): a greedy colour."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp)
         rows, r = arcs.rows, arcs.r
@@ -271,7 +259,7 @@ def key_pair_sums(part, frontier, key, other, weights, scalars):
     """The device's groups of arcs by (the row's ``key`` state, the other end's ``other``
     table), with the sums of each of ``weights``, as host arrays ``(a, b, [sums])``."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, None, True, xp)
         a = table(part, key)[arcs.v].astype(xp.int64)
@@ -287,7 +275,7 @@ def partial_totals(part, frontier, value, key, num_keys):
     """This device's share of the per-key totals: the sum of ``value`` over the frontier's
     rows by their ``key`` (a float64 array of ``num_keys``)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         rows = rows_of(part, frontier, xp)
         keys = table(part, key)[rows].astype(xp.int64)
         if keys.shape[0] and (int(keys.min()) < 0 or int(keys.max()) >= num_keys):
@@ -299,7 +287,7 @@ def partial_totals(part, frontier, value, key, num_keys):
 def frontier_values(part, frontier, state):
     """The global ids of the frontier's rows and their ``state`` values (device arrays)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         rows = rows_of(part, frontier, xp)
         return rows + part.first, table(part, state)[rows]
 
@@ -309,7 +297,7 @@ def hold_table(part, name, size, dtype, fill):
     size and dtype."""
     held = part.state.get(name)
     if held is None or held.shape[0] != size or held.dtype != dtype:
-        with on_stream(part):
+        with part.device.on_compute():
             held = part.state[name] = part.device.xp.full(size, fill, dtype)
     return held
 
@@ -317,7 +305,7 @@ def hold_table(part, name, size, dtype, fill):
 def write_table(part, name, ids, values):
     """``table[ids] = values`` (host or device arrays)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         held = part.state[name]
         held[xp.asarray(ids)] = xp.asarray(values).astype(held.dtype)
 
@@ -325,5 +313,5 @@ def write_table(part, name, ids, values):
 def put_table(part, name, values):
     """The table ``name`` becomes ``values`` (a host array, or this device's own array)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         part.state[name] = xp.asarray(values)

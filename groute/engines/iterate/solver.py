@@ -429,7 +429,9 @@ class IterateSolver(Solver):
                     from groute.worklist import DistributedWorklist
                     self._worklist = DistributedWorklist(
                         self.ctx, packet_size=max(1024, min(1 << 20, n)))
-            if self.ctx.backend == "cuda":  # uploads ran on the legacy stream: let them land
+            if self.ctx.backend == "cuda":
+                # what set-up queued on each device's compute stream lands before any device's
+                # first launch: another device's kernels read some of it (the meeting block)
                 for dev in self.ctx.devices:
                     with dev.use():
                         dev.xp.cuda.runtime.deviceSynchronize()
@@ -764,7 +766,8 @@ class IterateSolver(Solver):
         for _ in range(self.k - 1):
             pending = router.outputs[me].poll()
             source = int(pending.source.device.index)
-            vector[self.offsets[source]:self.offsets[source + 1]] = pending.data
+            with dev.device.on_compute():      # before the next iteration's kernels read it
+                vector[self.offsets[source]:self.offsets[source + 1]] = pending.data
 
     def _run_async(self) -> dict:
         if self.iteration.stop == "relative":    # n * tol times the mean base per vertex
