@@ -409,13 +409,15 @@ class CUDADevice(Device):
 
     def asarray(self, host_array):
         """The upload is queued on the compute stream, so the kernels queued after it read the
-        data and its memory belongs to that stream's pool; then waited for (synchronous, as
-        the interface promises): CuPy uploads pageable memory asynchronously, and a copy on
-        another non-blocking stream, e.g. a Link's, would not wait for it."""
+        data and its memory belongs to that stream's pool; then waited for, with the work
+        queued before it (synchronous, as the interface promises): CuPy uploads pageable
+        memory asynchronously, and a copy on another non-blocking stream, e.g. a Link's, would
+        not wait for it. A bounded wait: a kernel queued before that waits for something this
+        thread has yet to do times out instead of hanging."""
         with self.on_compute():
             out = self.xp.asarray(host_array)
-            self.compute_stream.raw.synchronize()
-            return out
+        self.compute_stream.synchronize()
+        return out
 
     def to_host(self, array):
         """A NumPy copy, made after the work queued on the compute stream: CuPy's default

@@ -168,7 +168,7 @@ class DeviceLink(SegmentReceiver):
         """The link's words are zeroed on their devices' compute streams; its kernels and
         copies also run on others (and the other device's), which do not wait for them."""
         for dev in {self.src.device, self.dst.device}:
-            dev.compute_stream.raw.synchronize()
+            dev.compute_stream.synchronize()
 
     def _describe(self):
         """``(tx, rx)``: CUDA, the ``groute_link`` struct in the sender's and the receiver's

@@ -526,7 +526,7 @@ class RelaxSolver(Solver):
         dev = self.ctx.devices[0]
         with dev.on_compute():
             out = self._answer(raw[0])
-            dev.compute_stream.raw.synchronize()    # the caller's CuPy work may follow on any stream
+        dev.compute_stream.synchronize()    # the caller's CuPy work may follow on any stream
         return out
 
     def _stats(self, wl, counters):
