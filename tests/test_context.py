@@ -368,6 +368,24 @@ def test_cuda_uploads_and_fills_are_ordered_with_the_compute_streams_kernels():
 
 
 @pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_cuda_a_host_to_host_copy_comes_after_the_streams_earlier_copies():
+    """A copy between two host arrays on a CUDA stream runs in its order: after a copy into its
+    source queued behind a slow kernel (run at once, it would copy the source's old bytes)."""
+    with Context(1, backend="cuda") as ctx:
+        d = ctx.devices[0]
+        n = 1 << 20
+        x = d.asarray(np.arange(n, dtype=np.int32))
+        staged, out = d.host_buffer(n, np.int32), np.zeros(n, np.int32)
+        staged[:] = -1
+        spin(d, "compute", 0.1)
+        d.compute_stream.copy(staged, x)
+        d.compute_stream.copy(out, staged)
+        d.compute_stream.synchronize()
+        np.testing.assert_array_equal(out, np.arange(n))
+
+
+@pytest.mark.gpu
 def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):

@@ -241,8 +241,9 @@ class CUDAStream(Stream):
         runtime = cupy.cuda.runtime
         dst_dev, src_dev = _device_of(dst), _device_of(src)
         with self.device.use():
-            if dst_dev is None and src_dev is None:
-                self.submit(np.copyto, dst, src.reshape(dst.shape))  # host to host
+            if dst_dev is None and src_dev is None:     # host to host: on this thread, so
+                self.synchronize()                      # after the stream's earlier work
+                np.copyto(dst, src.reshape(dst.shape))
             elif dst_dev is None:
                 runtime.memcpyAsync(dst.ctypes.data, src.data.ptr, nbytes, _D2H, self.ptr)
             elif src_dev is None:

@@ -230,7 +230,7 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
         outside = total[num_keys]
     if outside:
         raise ValueError(f"key_totals: state {key!r} holds {int(outside)} key(s) outside "
-                         f"[0, {num_keys}) (num_keys={num_keys})")
+                         f"[0, {num_keys}); keys are >= 0 and num_keys above the largest")
     _each(engine, lambda part: keyed_ops.put_table(part, into, total[:num_keys]))
 
 
