@@ -354,7 +354,6 @@ def test_cuda_uploads_and_fills_are_ordered_with_the_compute_streams_kernels():
     """Device.asarray, zeros and full run on the compute stream: behind a slow kernel on
     CuPy's default stream they are not held back, and a kernel queued after them on the
     compute stream reads what they wrote (on the default stream they would land after it)."""
-    import cupy
     with Context(1, backend="cuda") as ctx:
         d = ctx.devices[0]
         n = 1 << 20
