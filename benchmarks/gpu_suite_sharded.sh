@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
-# The GPU tests in two stages that together are exactly `-m "gpu or multigpu"`, for a device
-# call on a machine of several GPUs:
+# The GPU tests in stages, for a device call on a machine of one or several GPUs. `single` and
+# `multi` together are exactly `-m "gpu or multigpu"`; `contended` runs the one-GPU tests again
+# as a busy, shared GPU runs them:
 #
 #   bash benchmarks/gpu_suite_sharded.sh single     # `gpu and not multigpu`: one pytest per GPU
 #   bash benchmarks/gpu_suite_sharded.sh multi P N  # `multigpu`: slice P of N of the test files,
 #                                                   # every GPU visible, one test at a time
+#   bash benchmarks/gpu_suite_sharded.sh contended  # `gpu and not multigpu`: 4 pytest workers
+#                                                   # (pytest-xdist -n 4) sharing GPU 0
 #
 # `single` runs the one-GPU tests sharded by file over the GPUs (shard i sees only GPU i, so
 # the shards never share a GPU); `multi` runs the tests that need several GPUs as gpu_suite.sh
-# does. Logs go to $OUT (or out/) as suite-single-<i>.log / suite-multi-<P>.log; the exit
-# status is non-zero when any shard failed. LIMIT (seconds, default 560) bounds a stage,
-# TEST_TIMEOUT (default 200) each test.
+# does. `contended` puts four test processes on GPU 0 at once: each one's kernels wait behind
+# the others', so CuPy work left on CuPy's default stream instead of a device's compute stream
+# (which does not wait for it) reads or writes an array at the wrong time: the race class that
+# only this stage shows (tests/test_streams.py provokes it on purpose, the rest by chance).
+#
+# Every stage prints its 25 slowest tests (pytest --durations=25: the tests to shorten when a
+# stage runs past LIMIT). Logs go to $OUT (or out/) as suite-single-<i>.log,
+# suite-multi-<P>.log, suite-contended.log; the exit status is non-zero when any shard failed.
+# LIMIT (seconds, default 560) bounds a stage, TEST_TIMEOUT (default 200) each test.
 set -uo pipefail
-stage=${1:?usage: gpu_suite_sharded.sh single | multi PART PARTS}
+usage="usage: gpu_suite_sharded.sh single | multi PART PARTS | contended"
+stage=${1:?$usage}
 cd "$(dirname "$0")/.."
 logs=${OUT:-out}
 mkdir -p "$logs"
 files() { LC_ALL=C ls tests/test_*.py tests/graph/test_*.py | LC_ALL=C sort; }
-run() { timeout "${LIMIT:-560}" python3 -m pytest -q -rfs -p no:cacheprovider \
+run() { timeout "${LIMIT:-560}" python3 -m pytest -q -rfs -p no:cacheprovider --durations=25 \
             --timeout "${TEST_TIMEOUT:-200}" "$@"; }
+# the durations block of a log (header and its 25 lines), then its failures
+report() {
+    grep -A 25 -E "slowest [0-9]+ durations" "$1"
+    grep -E "^(FAILED|ERROR)" "$1" | head -40
+}
 case "$stage" in
 single)
     gpus=$(nvidia-smi -L | wc -l)
@@ -35,17 +50,25 @@ single)
         # 5: no test collected in this shard
         if [[ $rc -ne 0 && $rc -ne 5 ]]; then status=1; fi
         echo "shard $i (GPU $i): exit $rc; $(tail -1 "$logs/suite-single-$i.log")"
+        report "$logs/suite-single-$i.log"
     done
     exit $status ;;
 multi)
-    part=${2:?usage: gpu_suite_sharded.sh multi PART PARTS}
-    parts=${3:?usage: gpu_suite_sharded.sh multi PART PARTS}
+    part=${2:?$usage}
+    parts=${3:?$usage}
     slice=$(files | awk -v p="$part" -v n="$parts" '(NR - 1) % n == p - 1')
     run -m multigpu $slice > "$logs/suite-multi-$part.log" 2>&1
     rc=$?
     echo "multi $part of $parts: exit $rc; $(tail -1 "$logs/suite-multi-$part.log")"
-    grep -E "^(FAILED|ERROR)" "$logs/suite-multi-$part.log" | head -40
+    report "$logs/suite-multi-$part.log"
+    [[ $rc -eq 0 || $rc -eq 5 ]] ;;
+contended)
+    CUDA_VISIBLE_DEVICES=0 run -n 4 -m "gpu and not multigpu" $(files) \
+        > "$logs/suite-contended.log" 2>&1
+    rc=$?
+    echo "contended (4 workers on GPU 0): exit $rc; $(tail -1 "$logs/suite-contended.log")"
+    report "$logs/suite-contended.log"
     [[ $rc -eq 0 || $rc -eq 5 ]] ;;
 *)
-    echo "usage: gpu_suite_sharded.sh single | multi PART PARTS" >&2; exit 2 ;;
+    echo "$usage" >&2; exit 2 ;;
 esac

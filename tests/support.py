@@ -48,6 +48,31 @@ def device_cases(counts):
     return out
 
 
+#: one thread that spins for ``cycles`` clock cycles (:func:`spin`)
+SPIN_KERNEL = r"""
+extern "C" __global__ void groute_test_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}"""
+
+
+def spin(device, stream: str = "compute", seconds: float = 0.2):
+    """Queue one block spinning about ``seconds`` on ``device``'s compute stream
+    (``stream="compute"``) or on CuPy's default stream of its GPU (``"default"``). Work queued
+    behind it on that stream waits; work on the other does not (the compute stream is
+    non-blocking), so CuPy work groute left on the wrong stream reads an array before the
+    kernel that writes it ran ("compute" busy), or writes one after a kernel read it
+    ("default" busy): the race a busy, shared GPU shows."""
+    import cupy
+    with device.use():
+        props = cupy.cuda.runtime.getDeviceProperties(device.gpu)
+        cycles = int(seconds * (props.get("clockRate") or 2_000_000) * 1e3)     # kHz
+        kernel = cupy.RawKernel(SPIN_KERNEL, "groute_test_spin")
+        target = (device.compute_stream.raw if stream == "compute"
+                  else cupy.cuda.get_current_stream())      # none entered: CuPy's default
+        kernel((1,), (1,), (np.int64(cycles),), stream=target)
+
+
 class FakePeerDevice:
     """Enough of a CUDA device for :func:`groute.engines.peer_barrier.unavailable`: a name, and whether
     it reaches every other device's memory (``peers``) with native atomics (``atomics``)."""

@@ -7,6 +7,7 @@ import pytest
 
 from groute import HOST, Context, DeviceError, Link, Router, first_available
 from groute.errors import ContextStopped, StoppedByFailure, WaitTimeout
+from support import spin
 
 
 @pytest.mark.timeout(30)
@@ -336,20 +337,51 @@ def test_cuda_to_host_waits_for_the_compute_streams_kernels():
     """An array written by a kernel still queued behind a slow one on the compute stream reads
     back as written (a copy on CuPy's default stream would read it before)."""
     import cupy
-    spin = cupy.RawKernel(r"""
-    extern "C" __global__ void spin(long long cycles) {
-        long long start = clock64();
-        while (clock64() - start < cycles) { }
-    }""", "spin")
     with Context(1, backend="cuda") as ctx:
         d = ctx.devices[0]
         for _ in range(3):
-            with d.use(), d.compute_stream.raw:
-                y = cupy.zeros(1 << 20, np.int32)
-                d.compute_stream.synchronize()
-                spin((1,), (1,), (np.int64(200_000_000),))     # about 0.1 s
+            y = d.zeros(1 << 20, np.int32)
+            d.compute_stream.synchronize()
+            spin(d, "compute", 0.1)
+            with d.on_compute():
                 y += cupy.arange(1 << 20, dtype=np.int32)
             np.testing.assert_array_equal(d.to_host(y), np.arange(1 << 20))
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_cuda_uploads_and_fills_are_ordered_with_the_compute_streams_kernels():
+    """Device.asarray, zeros and full run on the compute stream: behind a slow kernel on
+    CuPy's default stream they are not held back, and a kernel queued after them on the
+    compute stream reads what they wrote (on the default stream they would land after it)."""
+    with Context(1, backend="cuda") as ctx:
+        d = ctx.devices[0]
+        n = 1 << 20
+        for _ in range(3):
+            spin(d, "default", 0.1)
+            x = d.asarray(np.arange(n, dtype=np.int32))
+            zero, seven = d.zeros(n, np.int32), d.full(n, 7, np.int32)
+            with d.on_compute():
+                total = x + zero + seven
+            np.testing.assert_array_equal(d.to_host(total), np.arange(n) + 7)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_cuda_a_host_to_host_copy_comes_after_the_streams_earlier_copies():
+    """A copy between two host arrays on a CUDA stream runs in its order: after a copy into its
+    source queued behind a slow kernel (run at once, it would copy the source's old bytes)."""
+    with Context(1, backend="cuda") as ctx:
+        d = ctx.devices[0]
+        n = 1 << 20
+        x = d.asarray(np.arange(n, dtype=np.int32))
+        staged, out = d.host_buffer(n, np.int32), np.zeros(n, np.int32)
+        staged[:] = -1
+        spin(d, "compute", 0.1)
+        d.compute_stream.copy(staged, x)
+        d.compute_stream.copy(out, staged)
+        d.compute_stream.synchronize()
+        np.testing.assert_array_equal(out, np.arange(n))
 
 
 @pytest.mark.gpu

@@ -195,6 +195,82 @@ def test_key_pair_sums_build_the_graph_of_the_keys(backend, k, partition):
     assert np.array_equal(counts, [want[p][1] for p in pairs])
 
 
+@pytest.mark.parametrize("backend, k", device_cases([1, 3]))
+def test_keys_out_of_their_range_are_named(backend, k):
+    """key_totals counts the keys outside ``[0, num_keys)`` on the devices and names the state
+    (one device and several: the count read alone, or with the partial totals); a table whose
+    dtype holds keys >= 2**31 is checked where it is read."""
+    g, _, _, _ = random_graph()
+    team = np.arange(N) % 4
+    team[[5, 50]] = -1
+    wide = np.where(np.arange(N) == 7, 2**31, 0)      # vertex 7 has arcs
+    with engine(g, backend, k, "random") as eng:
+        eng.out_degree_state("degree")
+        eng.state("team", np.int32, values=team)
+        everyone = eng.all_vertices()
+        outside = int(np.count_nonzero((team < 0) | (team >= 3)))
+        with pytest.raises(ValueError, match=rf"key_totals: state 'team' holds {outside} "
+                                             rf"key\(s\) outside \[0, 3\)"):
+            keyed.key_totals(everyone, "degree", "team", into="sizes", num_keys=3)
+        eng.state("wide", np.int64, values=wide)
+        keyed.share(everyone, "wide", into="wide_of")
+        eng.state("best", np.int32)
+        with pytest.raises(Exception, match=r"table 'wide_of' holds a key >= 2\*\*31"):
+            keyed.best_key(everyone, "wide_of", own="team", into="best")
+
+
+def readbacks(monkeypatch) -> list:
+    """A list that grows by one at each copy CuPy makes to the host and waits for (an
+    ``ndarray.get``: ``int()``, ``.item()``, a mask's count, ``cupy.asnumpy``), which CuPy
+    declares to ``cupy._core.syncdetect``."""
+    from cupy._core import syncdetect
+    seen, declare = [], syncdetect._declare_synchronize
+    monkeypatch.setattr(syncdetect, "_declare_synchronize",
+                        lambda: (seen.append(1), declare())[1])
+    return seen
+
+
+@pytest.mark.gpu
+def test_key_totals_on_one_gpu_reads_back_only_the_count_outside_the_range(monkeypatch):
+    """The totals stay on the device; the one read-back is the count of keys outside
+    ``[0, num_keys)``: no check of the keys' least and greatest, no ``cupy.bincount`` (which
+    reads both back)."""
+    g, _, _, _ = random_graph()
+    team = np.arange(N) % 4
+    with engine(g, "cuda", 1, "random") as eng:
+        eng.out_degree_state("degree")
+        eng.state("team", np.int32, values=team)
+        everyone = eng.all_vertices()
+        seen = readbacks(monkeypatch)
+        keyed.key_totals(everyone, "degree", "team", into="sizes", num_keys=4)
+        assert len(seen) == 1
+        sizes = on_host(eng.parts[0], "sizes")
+    np.testing.assert_array_equal(sizes, np.bincount(team, weights=np.diff(g.indptr)))
+
+
+@pytest.mark.gpu
+def test_a_key_table_of_int32_is_read_without_a_range_check(monkeypatch):
+    """An int32 table cannot hold a key >= 2**31: its keys are used as they are, with no
+    read-back; an int64 table's are checked (one read-back)."""
+    import cupy
+    from groute.operators import keyed_ops
+    g, _, _, _ = random_graph()
+    with engine(g, "cuda", 1, "random") as eng:
+        everyone = eng.all_vertices()
+        for name, dtype in (("narrow", np.int32), ("wide", np.int64)):
+            eng.state(name, dtype, values=np.arange(N) % 5)
+            keyed.share(everyone, name, into=f"{name}_of")
+        part = eng.parts[0]
+        with part.device.on_compute():
+            u = part.indices.astype(cupy.int64)
+        seen = readbacks(monkeypatch)
+        with part.device.on_compute():
+            keyed_ops.keys_of(part, "narrow_of", u, cupy)
+            assert len(seen) == 0
+            keyed_ops.keys_of(part, "wide_of", u, cupy)
+            assert len(seen) == 1
+
+
 def test_errors_name_the_problem():
     g, _, _, w = random_graph()
     with make_engine(g, "bsp", backend="cpu", devices=1) as eng:

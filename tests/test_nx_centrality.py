@@ -315,11 +315,10 @@ def test_the_centrality_kernels_compile(tmp_path):
     from groute.apps import betweenness as B
     from groute.apps import closeness as C
     from groute.apps import power_iteration as P
-    from groute.nx_backend.algorithms.centrality import ARRIVE
     from groute.operators import DISTANCE, AdvanceStep, Compute, ComputeStep, Loop, Sweep
     from groute.operators.loop_source import multi_source, rounds_source, source
 
-    functors = [ARRIVE, C.SPREAD, C.SETTLE, C.CLEAR, C.BEGIN, C.ADD, C.START, DISTANCE,
+    functors = [C.SPREAD, C.SETTLE, C.CLEAR, C.BEGIN, C.ADD, C.START, DISTANCE,
                 B.PATH_START, B.TIGHTEN, B.FIRST, B.COUNT, B.PATHS, B.DEPEND, B.ARC_ACCUMULATE,
                 P.SQUARE, P.SCALE, P.AUTHORITY_SQUARE, P.INPUT, P.ARC,
                 P._sum_into("x", "y", False), P._sum_into("carried", "y", True),

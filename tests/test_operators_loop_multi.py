@@ -1136,8 +1136,7 @@ def _host_loops(size, stats=None):
         return lambda *args: fn(*args).view(_HostArray)
     xp = SimpleNamespace(empty=made(np.empty), zeros=made(np.zeros),
                          asarray=made(lambda a: np.array(a)))
-    device = SimpleNamespace(xp=xp, use=contextlib.nullcontext,
-                             compute_stream=SimpleNamespace(raw=contextlib.nullcontext()))
+    device = SimpleNamespace(xp=xp, use=contextlib.nullcontext, on_compute=contextlib.nullcontext)
     loops = FusedLoops.__new__(FusedLoops)
     loops.engine = SimpleNamespace(stats=stats if stats is not None else {})
     loops.part = SimpleNamespace(size=size, device=device)

@@ -56,10 +56,10 @@ def to_numpy(array) -> np.ndarray:
 
 
 def sync(device) -> None:
-    """Wait for work CuPy put on ``device``'s default stream (fills, zeroing) to finish.
-
-    The runtime's streams are non-blocking, so they do not order against CuPy's default stream.
-    """
+    """Wait for everything queued on ``device``, on every stream: the zeroing of
+    :meth:`~groute.device.base.Device.zeros` (its compute stream) and the fills CuPy puts on
+    its default stream (:func:`fill_pattern`, :func:`clear`). The runtime's streams are
+    non-blocking, so no stream a benchmark copies on orders against them by itself."""
     if device.backend == "cuda":
         import cupy
         with device.use():

@@ -285,7 +285,9 @@ class SuiteRun:
         if self.backend == "cuda":
             try:
                 ctx = self._context(self._first_count())
-                return graph.to_device(ctx.devices[0]).with_weights(seed=WEIGHT_SEED).to_host()
+                device = ctx.devices[0]
+                with device.on_compute():   # the stream the device graph's to_host reads after
+                    return graph.to_device(device).with_weights(seed=WEIGHT_SEED).to_host()
             except Exception as exc:
                 log.info("weights on the GPU failed (%s); hashing them on the CPU", exc)
                 free_gpu_memory()

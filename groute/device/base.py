@@ -191,6 +191,14 @@ class Device(abc.ABC):
         """Context manager making this the current device for array allocation (CUDA only)."""
         return contextlib.nullcontext()
 
+    def on_compute(self):
+        """Context manager for array work (allocation, copies, arithmetic, read-backs through
+        the array module) on arrays that this device's kernels write or read: this device
+        current and, on CUDA, its compute stream the array module's current stream, so the
+        work is ordered with the kernels queued there (and freed memory goes back to the
+        stream that used it). A no-op on the CPU backend, whose arrays are NumPy's."""
+        return self.use()
+
     #: ``(what, since)``: the user's code the device's host thread runs now (``what`` names
     #: it), since ``time.monotonic()`` ``since``; None while it runs groute's own
     user_code = None
@@ -212,11 +220,11 @@ class Device(abc.ABC):
     def empty(self, shape, dtype): ...
 
     def zeros(self, shape, dtype):
-        with self.use():
+        with self.on_compute():
             return self.xp.zeros(shape, dtype)
 
     def full(self, shape, value, dtype):
-        with self.use():
+        with self.on_compute():
             return self.xp.full(shape, value, dtype)
 
     @abc.abstractmethod

@@ -238,8 +238,9 @@ class CUDAStream(Stream):
         runtime = cupy.cuda.runtime
         dst_dev, src_dev = _device_of(dst), _device_of(src)
         with self.device.use():
-            if dst_dev is None and src_dev is None:
-                self.submit(np.copyto, dst, src.reshape(dst.shape))  # host to host
+            if dst_dev is None and src_dev is None:     # host to host: on this thread, so
+                self.synchronize()                      # after the stream's earlier work
+                np.copyto(dst, src.reshape(dst.shape))
             elif dst_dev is None:
                 runtime.memcpyAsync(dst.ctypes.data, src.data.ptr, nbytes, _D2H, self.ptr)
             elif src_dev is None:
@@ -387,27 +388,40 @@ class CUDADevice(Device):
     def use(self):
         return _cupy().cuda.Device(self.gpu)
 
+    @contextmanager
+    def on_compute(self):
+        """This GPU current and its compute stream CuPy's current stream (see
+        :meth:`Device.on_compute`): the compute stream is non-blocking, so CuPy work left on
+        the default stream is not ordered with its kernels in either direction, and memory
+        CuPy allocated on the default stream goes back to that stream's pool, to be reused
+        there while a compute kernel may still read it."""
+        with _cupy().cuda.Device(self.gpu), self.compute_stream.raw:
+            yield
+
     def new_stream(self, name: str = "") -> CUDAStream:
         return CUDAStream(self, name or "stream")
 
     def empty(self, shape, dtype):
-        with self.use():
+        with self.on_compute():
             return self.xp.empty(shape, dtype)
 
     def asarray(self, host_array):
-        # synchronous, as the interface promises: CuPy uploads pageable memory on the current
-        # stream and may return before the data lands, and a copy on another (non-blocking)
-        # stream, e.g. a Link's, would not wait for it
-        with self.use():
+        """The upload is queued on the compute stream, so the kernels queued after it read the
+        data and its memory belongs to that stream's pool; then waited for, with the work
+        queued before it (synchronous, as the interface promises): CuPy uploads pageable
+        memory asynchronously, and a copy on another non-blocking stream, e.g. a Link's, would
+        not wait for it. A bounded wait: a kernel queued before that waits for something this
+        thread has yet to do times out instead of hanging."""
+        with self.on_compute():
             out = self.xp.asarray(host_array)
-            _cupy().cuda.get_current_stream().synchronize()
-            return out
+        self.compute_stream.synchronize()
+        return out
 
     def to_host(self, array):
         """A NumPy copy, made after the work queued on the compute stream: CuPy's default
         stream does not wait for a non-blocking stream, so a copy issued there could read an
         array before the kernel that writes it has run."""
-        with self.use(), self.compute_stream.raw:
+        with self.on_compute():
             return self.xp.asnumpy(array)
 
     def host_buffer(self, shape, dtype):

@@ -57,7 +57,7 @@ class LocalWorklist:
 
     def take(self, limit: int) -> DeviceFrontier:
         device, xp = self.part.device, self.part.device.xp
-        with device.use(), self.engine._on_stream(self.part):
+        with device.on_compute():
             whole = self.arrays[0] if len(self.arrays) == 1 else xp.concatenate(self.arrays)
             rest = whole[limit:]
             chunk = xp.unique(whole[:limit]).astype(np.int32)
@@ -149,7 +149,7 @@ class AsyncLoop:
     def _steps(self, part, ops, values, front, first, tally):
         """Steps ``first..`` on ``front`` (local positions of ``part``); the frontier the last
         leaves and ``[(step, owner, ids)]``, the targets other devices own."""
-        eng, outgoing = self.engine, []
+        outgoing = []
         for j in range(first, len(self.steps)):
             if not front.count:
                 break
@@ -164,7 +164,7 @@ class AsyncLoop:
                 out, remote, msgs = ops.push(rows, front, step.functor, values[j], WHERE)
                 tally["advances"] += 1
                 if self.routers[j] is not None and remote.shape[0]:
-                    with eng._on_stream(part):
+                    with part.device.on_compute():
                         groups = rows.split_by_owner(remote, part.device.xp, msgs)
                     outgoing += [(j, owner, ids) for owner, ids in groups]
                 front = ops.finish(rows, out)
@@ -191,11 +191,11 @@ class AsyncLoop:
             ids, msgs = [], []
             for pending in packets:
                 eng._arrived(part, pending)
-                with eng._on_stream(part):
+                with part.device.on_compute():
                     a, m = rows.unpack_rows(pending.data, functor.message, xp)
                 ids.append(a)
                 msgs.append(m)
-            with eng._on_stream(part):
+            with part.device.on_compute():
                 ids = ids[0] if len(ids) == 1 else xp.concatenate(ids)
                 msgs = None if functor.message is None else (
                     msgs[0] if len(msgs) == 1 else xp.concatenate(msgs))

@@ -48,7 +48,6 @@ the last of them.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import replace
 
@@ -241,13 +240,6 @@ class BSPEngine(Engine):
     def _ops(part):
         return cuda_ops if part.device.backend == "cuda" else cpu_ops
 
-    @staticmethod
-    def _on_stream(part):
-        """The device's compute stream, current for CuPy's own operations (CUDA)."""
-        if part.device.backend == "cuda":
-            return part.device.compute_stream.raw
-        return contextlib.nullcontext()
-
     def _check(self, frontier, what):
         if not isinstance(frontier, Frontier) or frontier.engine is not self:
             raise ValueError(f"{what}: the frontier belongs to another engine (or is not a "
@@ -265,18 +257,16 @@ class BSPEngine(Engine):
                                  f"has {self.num_vertices} vertices")
             new = self.partition.to_new(values).astype(dtype, copy=False)
 
-        def make(device, part):
-            with device.use(), self._on_stream(part):    # before the kernels that read it
-                if values is None:
-                    part.state[name] = device.full(part.size, fill, dtype)
-                else:
-                    part.state[name] = device.asarray(
-                        np.ascontiguousarray(new[part.first:part.end]))
+        def make(device, part):     # both on the compute stream, before its kernels
+            if values is None:
+                part.state[name] = device.full(part.size, fill, dtype)
+            else:
+                part.state[name] = device.asarray(np.ascontiguousarray(new[part.first:part.end]))
         self._each(make, self.parts)
 
     def out_degree_state(self, name, dtype=np.int32):
         def make(device, part):
-            with device.use(), self._on_stream(part):
+            with device.on_compute():
                 part.state[name] = (part.indptr[1:] - part.indptr[:-1]).astype(dtype)
         self._each(make, self.parts)
 
@@ -346,7 +336,7 @@ class BSPEngine(Engine):
             if not len(fr):
                 return None
             values = part.state[state]
-            with device.use(), self._on_stream(part):
+            with device.on_compute():
                 picked = values if fr.everything else values[fr.queue[:fr.count]]
                 one = getattr(device.xp, op)(picked)
                 return one.item()                       # the device's share, to the host
@@ -482,7 +472,7 @@ class BSPEngine(Engine):
             acc, remote, msgs = ops.push(part, fr, functor, values, where, cd)
             sends = []
             if router is not None and remote.shape[0]:
-                with self._on_stream(part):
+                with device.on_compute():
                     groups = part.split_by_owner(remote, device.xp, msgs)
                 event = device.compute_stream.record() if device.backend == "cuda" else None
                 sends = [(j, router.inputs[part.index].send(data, event=event,
@@ -505,7 +495,7 @@ class BSPEngine(Engine):
             acc, values, sends, _ = step
             ops = self._ops(part)
             for pending in self._receive(router, part, waiting):
-                with self._on_stream(part):
+                with device.on_compute():
                     ids, msgs = part.unpack_rows(pending.data, functor.message, device.xp)
                     ops.apply(part, acc, ids, msgs, functor, values, where)
                 self._release(part, pending)
@@ -528,7 +518,7 @@ class BSPEngine(Engine):
                 ops.frontier_messages(part, fr, functor, values, where)
             sends = []
             if router is not None and fr.count:
-                with self._on_stream(part):
+                with device.on_compute():
                     data = ids if msgs is None else part.pack_rows(ids, msgs, device.xp)
                 event = device.compute_stream.record() if device.backend == "cuda" else None
                 sends = [router.inputs[part.index].send(data, event=event)]
@@ -548,7 +538,7 @@ class BSPEngine(Engine):
             ops = self._ops(part)
             arrays, tables = [ids], [msgs]
             for pending in self._receive(router, part, waiting):
-                with self._on_stream(part):
+                with device.on_compute():
                     got, got_msgs = part.unpack_rows(device.xp.array(pending.data, copy=True),
                                                      message, device.xp)
                 arrays.append(got)

@@ -167,7 +167,7 @@ class DeviceLevels:
         if self._host is None:
             self._host = []
             for part, offsets in zip(self.parts, self.offsets):
-                with part.device.use(), part.device.compute_stream.raw:  # after the launches
+                with part.device.on_compute():  # after the launches
                     self._host.append(offsets[:self.count + 1].get())
         return self._host
 
@@ -219,7 +219,7 @@ class FusedLoops:
         fns, blocks = self._kernels(text, names)
         device = self.part.device
         from .peer_barrier import launch_resident     # reads the environment: on first use
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             blocks[name] = launch_resident(fns[name], blocks[name], loop_source.BLOCK, args,
                                            device=device, kernel=name)
 
@@ -228,7 +228,7 @@ class FusedLoops:
         part = self.part
         buf = part.scratch.get(name)
         if buf is None or buf.shape[0] < size:
-            with part.device.use(), part.device.compute_stream.raw:
+            with part.device.on_compute():
                 buf = part.scratch[name] = part.device.xp.empty(max(int(size), 1), dtype)
         return buf
 
@@ -238,7 +238,7 @@ class FusedLoops:
         n = part.size
         arcs_in = self._in_part() if loop_source.needs_in_arcs(steps) else part
         gathering = loop_source.gathering(steps)
-        with part.device.use(), part.device.compute_stream.raw:
+        with part.device.on_compute():
             ctl = xp.zeros(CTL_WORDS, np.uint64)
             bits = xp.zeros(3 * words_for(n) + 1, np.uint32)
             # each gathering step's accumulators, at its identity (its finish resets them)
@@ -295,7 +295,7 @@ class FusedLoops:
         """Where the launch that wrote the control block ``ctl`` stopped (read once, after
         it), its pulls counted."""
         device = self.part.device
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             words = ctl.get()
         self._pulled(words)
         return LaunchEnd.of(words)
@@ -347,7 +347,7 @@ class FusedLoops:
             return DeviceFrontier.empty(device, part.size)
         buffers = common[8]
         which = loop_source.buffers(steps) - 2 + (1 if levels % 2 else 0)
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             last = buffers[which * part.size: which * part.size + count].copy()
         return DeviceFrontier(device, part.size, queue=last, count=count)
 
@@ -365,7 +365,7 @@ class FusedLoops:
         if any(loop_source.may_pull(s) for s in steps):
             # the only read-back of a sweep, and only where a step may pull: how many did
             device = self.part.device
-            with device.use(), device.compute_stream.raw:
+            with device.on_compute():
                 self._pulled(ctl.get())
 
     def run_rounds(self, seeds, body, *, index, total, scalars) -> RoundsResult:
@@ -398,7 +398,7 @@ class FusedLoops:
         the device: the seeds, a store (:meth:`_empty_store`'s tuple; the kernel writes level
         0, the seed, and its offset per round) and the tally of levels per item (zeroed)."""
         device = self.part.device
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             ids = device.xp.asarray(np.asarray(seeds, np.int32))
             store = self._empty_store(1)
             tally = device.xp.zeros(TALLY_WORDS * items, np.int64)
@@ -408,7 +408,7 @@ class FusedLoops:
         """The result of ``rounds`` rounds of ``body`` from the tally of levels per item (read
         once, at the end), and the operator counters as if each level had called the steps."""
         device = self.part.device
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             counts = tally.get()
         levels = deepest = 0
         for j, item in enumerate(body):
@@ -436,7 +436,7 @@ class FusedLoops:
         offsets_capacity)``."""
         device = self.part.device
         capacity = self.store_room(count, self.part.size)
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             store = device.xp.empty(capacity, np.int32)
             offsets = device.xp.zeros(self.OFFSETS, np.int64)
         return store, offsets, capacity, self.OFFSETS
@@ -446,7 +446,7 @@ class FusedLoops:
         level 0, and its offsets (:meth:`_empty_store`'s tuple)."""
         device = self.part.device
         store = self._empty_store(count)
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             store[0][:count] = queue[:count]
             store[1][1] = count
         return store
@@ -464,7 +464,7 @@ class FusedLoops:
         room for at least one more level of every vertex, twice as much where that is more."""
         device = self.part.device
         xp = device.xp
-        with device.use(), device.compute_stream.raw:
+        with device.on_compute():
             capacity = max(2 * capacity, used + 2 * self.part.size + 1)
             bigger = xp.empty(capacity, np.int32)
             bigger[:used] = store[:used]

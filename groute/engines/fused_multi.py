@@ -158,7 +158,7 @@ class Inboxes:
         self.ids, self.msgs, self.pctl = [], [], []
         for dev, cap in zip(devices, self.caps):
             ids, msgs = self.sizes(max(int(cap), 1), words)
-            with dev.use(), dev.compute_stream.raw:     # before the launches that use them
+            with dev.on_compute():     # before the launches that use them
                 self.ids.append([dev.xp.empty(ids, np.int32) for _ in range(2)])
                 self.msgs.append([dev.xp.empty(msgs, np.uint32) for _ in range(2)]
                                  if words else None)
@@ -245,7 +245,7 @@ class Published:
         self.devices, self.words = devices, [int(w) for w in words]
         self.bits, self.msgs = [], []
         for dev in devices:
-            with dev.use(), dev.compute_stream.raw:     # before the launches that use them
+            with dev.on_compute():     # before the launches that use them
                 sizes = [self.sizes(n, w) for w in self.words]
                 self.bits.append([dev.xp.zeros(max(b, 1), np.uint32) for b, _ in sizes])
                 self.msgs.append([dev.xp.empty(max(m, 1), np.uint32) if m else None
@@ -282,7 +282,7 @@ class Published:
         publish into them only after the launch's first meeting). A launch leaves them zeroed
         (each pull clears its copy) unless it failed half way, which this undoes."""
         dev = self.devices[i]
-        with dev.use(), dev.compute_stream.raw:
+        with dev.on_compute():
             for bits in self.bits[i]:
                 bits.fill(0)
 
@@ -392,7 +392,7 @@ class MultiFusedLoops:
         from .peer_barrier import CrossDeviceBarrier     # reads the environment: on first use
         if self._barrier is None:
             dev = self.devices[0]
-            with dev.use(), dev.compute_stream.raw:
+            with dev.on_compute():
                 block = dev.xp.zeros(GLOBAL_WORDS, np.uint64)
             dev.compute_stream.record().synchronize()  # zero before any device's launch
             self._barrier = CrossDeviceBarrier(self.devices, block)
@@ -445,7 +445,7 @@ class MultiFusedLoops:
                 barrier.after_launch(i)
 
         def read_back(device, i, ready):
-            with device.use(), device.compute_stream.raw:     # after the launch
+            with device.on_compute():     # after the launch
                 return ready[1].get(), inbox.pctl[i].get()
 
         # every launch is queued before any host thread waits for one: a device's grid waits

@@ -551,7 +551,13 @@ class CSRGraph(CSRArrays):
 
     # ------------------------------------------------------------------ devices
     def to_device(self, device) -> "CSRGraph":
-        """A copy whose arrays live on ``device`` (anything with ``.asarray(np_array)``)."""
+        """A copy whose arrays live on ``device`` (anything with ``.asarray(np_array)``).
+
+        The copy's methods run their array work on the array module's current stream, and
+        :meth:`to_host` copies back through ``device.to_host``; on a CUDA
+        :class:`~groute.device.base.Device` that reads after the device's compute stream, so
+        call them under ``device.on_compute()`` (CuPy's default stream does not wait for
+        it)."""
         host = self.to_host()
         g = CSRGraph(device.asarray(host.indptr), device.asarray(host.indices),
                      None if host.weights is None else device.asarray(host.weights),

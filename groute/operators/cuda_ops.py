@@ -32,7 +32,7 @@ def _scratch(part, name, shape, dtype):
     """A buffer kept between calls (grown when too small)."""
     buf = part.scratch.get(name)
     if buf is None or buf.shape[0] < shape:
-        with part.device.use():
+        with part.device.on_compute():
             buf = part.scratch[name] = _xp(part).empty(max(int(shape), 1), dtype)
     return buf
 
@@ -49,7 +49,7 @@ class _Output:
         gather = functor.gather if functor is not None else None
         self.functor, self.values = (functor, values) if gather is not None else (None, None)
         self.acc = self.cand = NULL
-        with part.device.use(), part.device.compute_stream.raw:
+        with part.device.on_compute():
             self.queue = xp.empty(max(part.size, 1), np.int32)
             self.count = xp.zeros(1, np.int32)
             self.bits = xp.zeros(words_for(part.size), np.uint32)
@@ -88,7 +88,7 @@ def push(part, frontier, functor, values, where, candidates=None):
     message = functor.message
     remote_msg = NULL if message is None else \
         _scratch(part, f"remote_msg_{message.dtype.str}", part.num_arcs, message.dtype)
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         remote_count = _xp(part).zeros(1, np.int32)
         counters = _xp(part).zeros(2, np.uint64)
     big_items = _scratch(part, "big_items", max(n, 1), np.int64)
@@ -117,7 +117,7 @@ def apply(part, out, items, msgs, functor, values, where):
     n = int(items.shape[0])
     if n:
         xp = _xp(part)
-        with part.device.use(), part.device.compute_stream.raw:
+        with part.device.on_compute():
             items = xp.ascontiguousarray(items)
             msgs = NULL if msgs is None else xp.ascontiguousarray(msgs)
         launch(part.device, generated.kernels(functor, where)["apply_k"], n,
@@ -134,7 +134,7 @@ def finish(part, out) -> DeviceFrontier:
         # a copy of the n entries, so the output's buffer of every owned vertex goes back to
         # the pool: an algorithm that keeps its frontiers (betweenness keeps every level)
         # holds what they hold, not a vertex-sized buffer per frontier
-        with part.device.use(), part.device.compute_stream.raw:
+        with part.device.on_compute():
             queue = queue.copy()
     return DeviceFrontier(part.device, part.size, queue=queue, count=n)
 
@@ -142,13 +142,13 @@ def finish(part, out) -> DeviceFrontier:
 def pull(part, front, candidates, functor, values, where):
     out = _Output(part)
     cand = NULL if candidates is None else candidates.to_bitmap().bitmap
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         counters = _xp(part).zeros(2, np.uint64)
     if part.size:
         launch(part.device, generated.kernels(functor, where)["advance_pull_k"], part.size,
                (part.indptr, part.indices, np.int64(part.size), front, cand, out.queue,
                 out.count, counters, *_params(functor, values)), BLOCK)
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         edges = int(counters[1].get())
     return finish(part, out), edges
 
@@ -159,7 +159,7 @@ def gather_pull(part, front, table, candidates, functor, values, where):
     read."""
     k = generated.kernels(functor, where)
     out = _Output(part, functor, values, candidates, where)
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         counters = _xp(part).zeros(2, np.uint64)
     big = (_scratch(part, "big_items", max(part.size, 1), np.int64),
            _scratch(part, "big_first_chunk", max(part.size, 1), np.int32))
@@ -169,7 +169,7 @@ def gather_pull(part, front, table, candidates, functor, values, where):
         launch(part.device, k["gather_pull_big_k"], part.device.multiprocessors * 2048, args,
                BLOCK)
     frontier = finish(part, out)
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         edges = int(counters[1].get())
     return frontier, edges
 
@@ -178,7 +178,7 @@ def frontier_messages(part, frontier, functor, values, where):
     """The functor's message at each vertex of ``frontier`` (``message_k``), aligned with its
     queue."""
     n = frontier.count
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         msgs = _xp(part).empty(n, functor.message.dtype)
     if n:
         launch(part.device, generated.kernels(functor, where)["message_k"], n,
@@ -189,7 +189,7 @@ def frontier_messages(part, frontier, functor, values, where):
 def message_table(part, id_arrays, msg_arrays, dtype):
     """The messages of the global ids ``id_arrays`` in one array over every global id."""
     xp = _xp(part)
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         table = xp.zeros(max(part.num_global, 1), dtype)
         for ids, msgs in zip(id_arrays, msg_arrays):
             if ids.shape[0]:
@@ -200,14 +200,14 @@ def message_table(part, id_arrays, msg_arrays, dtype):
 def membership(part, id_arrays):
     """A bitmap over every global id with the bits of ``id_arrays`` (global ids) set."""
     xp = _xp(part)
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         ids = xp.concatenate([xp.asarray(a) for a in id_arrays]) if id_arrays \
             else xp.zeros(0, np.int32)
     return queue_to_bitmap(part.device, ids, part.num_global)
 
 
 def global_ids(part, frontier):
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         return frontier.queue + np.int32(part.first)
 
 
@@ -233,5 +233,5 @@ def arcs(part, frontier) -> int:
     if frontier.everything:
         return part.num_arcs
     q = frontier.queue
-    with part.device.use(), part.device.compute_stream.raw:
+    with part.device.on_compute():
         return int((part.indptr[q + 1] - part.indptr[q]).sum().get())

@@ -49,7 +49,7 @@ class DeviceFrontier:
 
     @classmethod
     def empty(cls, device, size):
-        return cls(device, size, queue=_zeros(device, 0, np.int32), count=0)
+        return cls(device, size, queue=device.zeros(0, np.int32), count=0)
 
     @property
     def form(self) -> str:
@@ -131,7 +131,7 @@ def queue_to_bitmap(device, queue, n: int):
         bits = np.zeros(words_for(n) * 32, dtype=bool)
         bits[queue] = True
         return np.packbits(bits, bitorder="little").view(np.uint32)
-    words = _zeros(device, words_for(n), np.uint32)
+    words = device.zeros(words_for(n), np.uint32)
     if queue.shape[0]:
         launch(device, generated.frontier_kernels()["queue_to_bitmap_k"], queue.shape[0],
                (queue, np.int64(queue.shape[0]), words))
@@ -143,7 +143,7 @@ def bitmap_to_queue(device, words, n: int):
     if device.backend == "cpu":
         bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:n]
         return np.flatnonzero(bits).astype(np.int32)
-    with device.use(), device.compute_stream.raw:
+    with device.on_compute():
         queue = device.xp.empty(n, np.int32)
         count = device.xp.zeros(1, np.int32)
     launch(device, generated.frontier_kernels()["bitmap_to_queue_k"], n,
@@ -157,27 +157,19 @@ def launch(device, kernel, threads: int, args, block: int = 256):
     at once)."""
     sms = device.multiprocessors
     blocks = max(1, min(-(-int(threads) // block), sms * (2048 // block)))
-    with device.use(), device.compute_stream.raw:
+    with device.on_compute():
         kernel((blocks,), (block,), args)
 
 
 def read_count(device, count) -> int:
     """A device counter's value (waits for the compute stream)."""
-    with device.use(), device.compute_stream.raw:
+    with device.on_compute():
         return int(count.get()[0])
 
 
 def _arange(device, n):
     if device.backend == "cpu":
         return np.arange(n, dtype=np.int32)
-    with device.use(), device.compute_stream.raw:   # ordered before the kernels that read it
+    with device.on_compute():
         return device.xp.arange(n, dtype=np.int32)
 
-
-def _zeros(device, n, dtype):
-    if device.backend == "cpu":
-        return np.zeros(n, dtype)
-    # on the compute stream: the kernels that fill or read it are launched there, and a
-    # non-blocking stream does not wait for CuPy's default one
-    with device.use(), device.compute_stream.raw:
-        return device.xp.zeros(n, dtype)

@@ -30,8 +30,6 @@ vertex position. docs/OPERATORS.md ("Intersections") has an example.
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from groute.graph.partition import contiguous_offsets
@@ -55,12 +53,6 @@ class _Rows:
     @property
     def ops(self):
         return intersect_cuda if self.device.backend == "cuda" else intersect_cpu
-
-    def stream(self):
-        """The compute stream current for CuPy's own operations (CUDA)."""
-        if self.device.backend == "cuda":
-            return self.device.compute_stream.raw
-        return contextlib.nullcontext()
 
     def arc_range(self, indptr=None) -> tuple[int, int]:
         indptr = self.indptr if indptr is None else indptr
@@ -118,10 +110,9 @@ class Intersection:
         bounds = contiguous_offsets(indptr, k) if n else np.zeros(k + 1, np.int64)
 
         def upload(device, i):
-            with device.use():
-                return _Rows(device, bounds[i], bounds[i + 1], device.asarray(indptr),
-                             device.asarray(indices),
-                             None if values is None else device.asarray(values))
+            return _Rows(device, bounds[i], bounds[i + 1], device.asarray(indptr),
+                         device.asarray(indices),
+                         None if values is None else device.asarray(values))
         self._rows = self._each(upload, range(k))
 
     # running on every device --------------------------------------------------------------
@@ -136,7 +127,7 @@ class Intersection:
     def _on_rows(self, fn, *per_device):
         """``fn(rows, *args_i)`` on every device's copy, its compute stream current."""
         def run(device, rows, *args):
-            with rows.stream():
+            with device.on_compute():
                 return fn(rows, *args)
         return self._each(run, self._rows, *per_device)
 
@@ -200,8 +191,7 @@ class Intersection:
         pieces = [(a[x:y], b[x:y]) for x, y in zip(cuts[:-1], cuts[1:])]
 
         def run(rows, pair):
-            with rows.device.use():
-                x, y = (rows.device.asarray(p.astype(np.int32)) for p in pair)
+            x, y = (rows.device.asarray(p.astype(np.int32)) for p in pair)
             out = rows.ops.common(rows.device, rows.indptr, rows.indices, x, y, exclude_ends)
             return rows.device.to_host(out)
         return np.concatenate(self._on_rows(run, pieces)).astype(np.int64, copy=False)
@@ -252,8 +242,7 @@ class Intersection:
 
         def drop(rows):
             xp = rows.xp
-            with rows.device.use():
-                gone = rows.device.asarray(both)
+            gone = rows.device.asarray(both)
             m = int(rows.indices.shape[0])
             src = rows.ops.arc_rows(rows.indptr, 0, m)
             keys = src * n + rows.indices

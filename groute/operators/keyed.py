@@ -123,9 +123,8 @@ def arc_state(engine, name: str, values) -> None:
 
     def upload(part):
         a, b = int(indptr[part.first]), int(indptr[part.end])
-        with keyed_ops.on_stream(part):
-            part.scratch.setdefault("arc_state", {})[name] = part.device.asarray(
-                np.ascontiguousarray(values[a:b]))
+        part.scratch.setdefault("arc_state", {})[name] = part.device.asarray(
+            np.ascontiguousarray(values[a:b]))
     _each(engine, upload)
 
 
@@ -219,13 +218,20 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     num_keys = engine.num_vertices if num_keys is None else int(num_keys)
     partials = _each(engine, lambda part, fr: keyed_ops.partial_totals(part, fr, value, key,
                                                                        num_keys), frontier.parts)
+    # each partial's last entry counts the keys outside the range: read with the partials
+    # where they come to the host anyway, else (one device) alone, one read-back
     if len(partials) == 1:
-        _each(engine, lambda part: keyed_ops.put_table(part, into, partials[0]))
-        return
-    total = np.zeros(num_keys, np.float64)
-    for part, partial in zip(engine.parts, partials):
-        total += part.device.to_host(partial)
-    _each(engine, lambda part: keyed_ops.put_table(part, into, total))
+        total = partials[0]
+        outside = engine.parts[0].device.to_host(total[num_keys:])[0]
+    else:
+        total = np.zeros(num_keys + 1, np.float64)
+        for part, partial in zip(engine.parts, partials):
+            total += part.device.to_host(partial)
+        outside = total[num_keys]
+    if outside:
+        raise ValueError(f"key_totals: state {key!r} holds {int(outside)} key(s) outside "
+                         f"[0, {num_keys}); keys are >= 0 and num_keys above the largest")
+    _each(engine, lambda part: keyed_ops.put_table(part, into, total[:num_keys]))
 
 
 def arc_sums(frontier, *, weight: str | None = None, into: str, where=None, loops: bool = True,

@@ -3,8 +3,8 @@ code: NumPy on a CPU virtual device, CuPy on a CUDA device (``xp``).
 
 Every operation here is a grouping by a packed 64-bit key, the row's index in the upper half
 and the key in the lower: one sort of the keys (CUB's radix sort under CuPy), the groups'
-starts where a key differs from the one before, and their sums by ``bincount`` over the group
-numbers. A per-row choice among a row's groups is a scatter (``maximum.at``, ``minimum.at``:
+starts where a key differs from the one before, and their sums by a scatter-add over the
+group numbers (:func:`scatter_sum`: nothing read back to the host). A per-row choice among a row's groups is a scatter (``maximum.at``, ``minimum.at``:
 atomics under CuPy) of the groups' scores and tie ranks into the rows, or, for the smallest
 key not taken, the first gap in each row's sorted keys. So the work is a few passes and a sort
 over the arcs read, whatever the degrees: a hub's arcs are sorted with everyone else's, and no
@@ -17,24 +17,12 @@ global ids; :class:`Arcs`); the per-arc values an algorithm gives
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from groute.graph.arcs import arc_rows
 
 #: a key takes the lower 32 bits of a packed group key, a row the upper 32
 KEY_LIMIT = 2**31
-
-
-def on_stream(part):
-    """The device current and, on CUDA, its compute stream current for CuPy's operations, so
-    they are ordered with the operators' kernels."""
-    stack = contextlib.ExitStack()
-    stack.enter_context(part.device.use())
-    if part.device.backend == "cuda":
-        stack.enter_context(part.device.compute_stream.raw)
-    return stack
 
 
 def rows_of(part, frontier, xp):
@@ -74,8 +62,11 @@ class Arcs:
         return cls(rows, ids, r, rows[r], part.indices[ids])
 
     def keep(self, mask) -> "Arcs":
-        ids = xp_nonzero(mask) if self.ids is None else self.ids[mask]
-        return Arcs(self.rows, ids, self.r[mask], self.v[mask], self.u[mask])
+        """The arcs ``mask`` keeps: their positions found once (one read-back of their count
+        under CuPy, where indexing each array by the mask would read it back for each)."""
+        kept = xp_nonzero(mask)
+        ids = kept if self.ids is None else self.ids[kept]
+        return Arcs(self.rows, ids, self.r[kept], self.v[kept], self.u[kept])
 
     def values(self, part, name: str):
         """The per-arc values ``name`` (:func:`groute.operators.keyed.arc_state`) of these
@@ -145,9 +136,7 @@ def group(hi, lo, values, xp):
     number = xp.cumsum(starts) - 1
     heads = packed[starts]
     groups = int(heads.shape[0])
-    sums = [xp.bincount(number, minlength=groups).astype(xp.float64) if w is None else
-            xp.bincount(number, weights=w[order].astype(xp.float64), minlength=groups)
-            for w in values]
+    sums = [scatter_sum(xp, number, None if w is None else w[order], groups) for w in values]
     return ((heads >> xp.uint64(32)).astype(xp.int64),
             (heads & xp.uint64(0xFFFFFFFF)).astype(xp.int64), sums)
 
@@ -185,11 +174,28 @@ def first_of_rows(row, xp):
     return xp.flatnonzero(starts)
 
 
+def holds_keys_past_limit(dtype) -> bool:
+    """Whether an array of ``dtype`` can hold a key >= :data:`KEY_LIMIT` (an int32 table, what
+    algorithms keep keys in, cannot: its keys need no check, and no read-back)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return False
+    return not (dtype.kind in "iu" and np.iinfo(dtype).max < KEY_LIMIT)
+
+
+def check_below_limit(keys, held_dtype, what: str) -> None:
+    """A ValueError naming ``what`` (the state or table) when ``keys`` (int64, from an array of
+    ``held_dtype``) hold one >= :data:`KEY_LIMIT`; read back only where the dtype allows one."""
+    if holds_keys_past_limit(held_dtype) and keys.shape[0] and int(keys.max()) >= KEY_LIMIT:
+        raise ValueError(f"{what} holds a key >= 2**31; keys must be below it")
+
+
 def keys_of(part, name: str, u, xp):
-    """The keys the table ``name`` gives the global ids ``u`` (int64), checked below 2**31."""
-    keys = table(part, name)[u].astype(xp.int64, copy=False)
-    if keys.shape[0] and int(keys.max()) >= KEY_LIMIT:
-        raise ValueError(f"table {name!r} holds a key >= 2**31; keys must be below it")
+    """The keys the table ``name`` gives the global ids ``u`` (int64), checked below 2**31
+    (:func:`check_below_limit`)."""
+    held = table(part, name)
+    keys = held[u].astype(xp.int64, copy=False)
+    check_below_limit(keys, held.dtype, f"table {name!r}")
     return keys
 
 
@@ -197,12 +203,11 @@ def keys_of(part, name: str, u, xp):
 def arc_sums(part, frontier, weight, where, loops, into, scalars):
     """``into[v]`` = the sum of ``weight`` (None: 1) over the counted arcs of each row ``v``."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp)
-        w = None if weight is None else arcs.values(part, weight).astype(xp.float64)
-        sums = xp.bincount(arcs.r, weights=w, minlength=arcs.rows.shape[0]).astype(xp.float64)
-        table(part, into)[arcs.rows] = sums
+        w = None if weight is None else arcs.values(part, weight)
+        table(part, into)[arcs.rows] = scatter_sum(xp, arcs.r, w, arcs.rows.shape[0])
 
 
 def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, scalars):
@@ -212,7 +217,7 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
     sum of the arcs' weights to key ``k``; None: ``w`` itself); ties go to the row's own key,
     then to the smallest (``ties="smallest"``) or largest key."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp)
         rows, r = arcs.rows, arcs.r
@@ -249,14 +254,14 @@ def smallest_missing_key(part, frontier, key, where, loops, into, scalars):
     """``into[v]`` = the smallest key >= 0 that none of row ``v``'s counted arcs' other ends
     has (keys < 0 are no key): a greedy colour."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp)
         rows, r = arcs.rows, arcs.r
         keys = keys_of(part, key, arcs.u, xp)
         counted = keys >= 0
         g_row, g_key, _ = group(r[counted], keys[counted], [], xp)
-        free = xp.bincount(g_row, minlength=rows.shape[0]).astype(xp.int64)
+        free = scatter_sum(xp, g_row, None, rows.shape[0]).astype(xp.int64)
         if g_row.shape[0]:
             rank = xp.arange(g_row.shape[0], dtype=xp.int64) - \
                 xp.searchsorted(g_row, g_row, side="left")
@@ -271,13 +276,13 @@ def key_pair_sums(part, frontier, key, other, weights, scalars):
     """The device's groups of arcs by (the row's ``key`` state, the other end's ``other``
     table), with the sums of each of ``weights``, as host arrays ``(a, b, [sums])``."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, None, True, xp)
-        a = table(part, key)[arcs.v].astype(xp.int64)
+        held = table(part, key)
+        a = held[arcs.v].astype(xp.int64)
         b = keys_of(part, other, arcs.u, xp)
-        if a.shape[0] and int(a.max()) >= KEY_LIMIT:
-            raise ValueError(f"state {key!r} holds a key >= 2**31; keys must be below it")
+        check_below_limit(a, held.dtype, f"state {key!r}")
         ga, gb, sums = group(a, b, [arcs.values(part, w) for w in weights], xp)
         return (part.device.to_host(ga), part.device.to_host(gb),
                 [part.device.to_host(x) for x in sums])
@@ -285,21 +290,39 @@ def key_pair_sums(part, frontier, key, other, weights, scalars):
 
 def partial_totals(part, frontier, value, key, num_keys):
     """This device's share of the per-key totals: the sum of ``value`` over the frontier's
-    rows by their ``key`` (a float64 array of ``num_keys``)."""
+    rows by their ``key``, a float64 array of ``num_keys + 1`` whose last entry counts the
+    rows whose key is outside ``[0, num_keys)`` (their values summed nowhere). Nothing is read
+    back here: the caller reads that count with the totals, or alone on one device
+    (:func:`groute.operators.keyed.key_totals`)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         rows = rows_of(part, frontier, xp)
         keys = table(part, key)[rows].astype(xp.int64)
-        if keys.shape[0] and (int(keys.min()) < 0 or int(keys.max()) >= num_keys):
-            raise ValueError(f"state {key!r} holds a key outside [0, {num_keys})")
-        return xp.bincount(keys, weights=table(part, value)[rows].astype(xp.float64),
-                           minlength=num_keys)
+        outside = (keys < 0) | (keys >= num_keys)
+        values = table(part, value)[rows].astype(xp.float64)
+        return scatter_sum(xp, xp.where(outside, num_keys, keys),
+                           xp.where(outside, 1.0, values), num_keys + 1)
+
+
+def scatter_sum(xp, index, values, size: int):
+    """``out[i]`` = the sum of the ``values`` (None: one each) whose ``index`` is ``i``, every
+    index in ``[0, size)``; float64. NumPy's ``bincount``; under CuPy a scatter-add (atomics),
+    since CuPy's ``bincount`` reads the indices' least and greatest back to the host (two
+    read-backs a call)."""
+    values = None if values is None else values.astype(xp.float64, copy=False)
+    if xp is np:
+        return np.bincount(index, weights=values, minlength=size).astype(np.float64, copy=False)
+    import cupyx
+    out = xp.zeros(size, xp.float64)
+    cupyx.scatter_add(out, index, xp.ones(index.shape[0], xp.float64) if values is None
+                      else values)
+    return out
 
 
 def frontier_values(part, frontier, state):
     """The global ids of the frontier's rows and their ``state`` values (device arrays)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         rows = rows_of(part, frontier, xp)
         return rows + part.first, table(part, state)[rows]
 
@@ -309,7 +332,7 @@ def hold_table(part, name, size, dtype, fill):
     size and dtype."""
     held = part.state.get(name)
     if held is None or held.shape[0] != size or held.dtype != dtype:
-        with on_stream(part):
+        with part.device.on_compute():
             held = part.state[name] = part.device.xp.full(size, fill, dtype)
     return held
 
@@ -317,7 +340,7 @@ def hold_table(part, name, size, dtype, fill):
 def write_table(part, name, ids, values):
     """``table[ids] = values`` (host or device arrays)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         held = part.state[name]
         held[xp.asarray(ids)] = xp.asarray(values).astype(held.dtype)
 
@@ -325,5 +348,5 @@ def write_table(part, name, ids, values):
 def put_table(part, name, values):
     """The table ``name`` becomes ``values`` (a host array, or this device's own array)."""
     xp = part.device.xp
-    with on_stream(part):
+    with part.device.on_compute():
         part.state[name] = xp.asarray(values)

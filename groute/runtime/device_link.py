@@ -86,8 +86,7 @@ class DeviceLink(SegmentReceiver):
         self.stop = a.stop_event
         self._copier = a
         p, k = self.packet_size, self.num_buffers
-        with b.use():
-            self._ring = b.empty((p * k, *self.item_shape), self.dtype)
+        self._ring = b.empty((p * k, *self.item_shape), self.dtype)
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(k)]
         # ready, count, tag per slot and the end word: where the receiver polls
         self._flags = b.mapped_host_buffer(3 * k + 1, np.uint64) if receiver == "host" \
@@ -166,10 +165,10 @@ class DeviceLink(SegmentReceiver):
         return groups * parts, parts
 
     def _sync_zeroed(self):
-        """CuPy zeroes on the current stream; the link's kernels run on others."""
+        """The link's words are zeroed on their devices' compute streams; its kernels and
+        copies also run on others (and the other device's), which do not wait for them."""
         for dev in {self.src.device, self.dst.device}:
-            with dev.use():
-                dev.xp.cuda.get_current_stream().synchronize()
+            dev.compute_stream.synchronize()
 
     def _describe(self):
         """``(tx, rx)``: CUDA, the ``groute_link`` struct in the sender's and the receiver's

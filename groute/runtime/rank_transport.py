@@ -29,7 +29,6 @@ segment made from it has been released. Its buffers are grown, never shrunk.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass
 
@@ -169,19 +168,14 @@ class ReceivePool:
                 self.stream.wait_event(event)
             return _Lease(self, buffer)
         size = _grown(nbytes)
-        with self.device.use(), self._current():
-            buffer = self.device.empty(size, np.uint8)
+        buffer = self.device.empty(size, np.uint8)     # on the compute stream: CuPy's pool
+        # reuses a dropped buffer's memory in that stream's order only
         with self._lock:
             self.made += 1
             if size > self.size:
                 self.size = size
                 self._free.clear()      # smaller than what a flush may need now
         return _Lease(self, buffer)
-
-    def _current(self):
-        """The pool's stream made current while allocating: CuPy's memory pool then reuses a
-        dropped buffer's memory in that stream's order only (CUDA); nothing to do on the CPU."""
-        return self.stream.raw if self.device.backend == "cuda" else contextlib.nullcontext()
 
     def _give_back(self, buffer, after) -> None:
         with self._lock:

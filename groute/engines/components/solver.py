@@ -208,10 +208,6 @@ class ComponentsSolver(Solver):
                 segment_edges = max(1 << 16, -(-self.m // (4 * self.k)))
             self.segment_edges = int(segment_edges)
             self.num_buffers = int(num_buffers)
-            if cuda:  # uploads ran on the legacy stream
-                for dev in self.devs:
-                    with dev.device.use():
-                        dev.device.xp.cuda.runtime.deviceSynchronize()
             self.setup_s = time.perf_counter() - t0
         except BaseException:
             self.close()

@@ -237,7 +237,7 @@ class IterationDevice:
         filtering every peer's arcs for every device would pass over them k times."""
         if getattr(self, "_reads", None) is None:
             xp = self.device.xp
-            with self.device.use():
+            with self.device.on_compute():      # after the kernels that built the arcs
                 used = xp.zeros(max(self.n, 1), dtype=bool)[:self.n]
                 if self.num_in:     # the sources (a weighted CUDA shard's first column)
                     used[self.in_cols[:, 0] if self.in_cols.ndim == 2 else self.in_cols] = True
@@ -414,9 +414,6 @@ class IterationDevice:
         """Replace this device's base vector (host values in its order) before the next run;
         the kernels read it where it is (a solver built with a base vector)."""
         upload = self.device.asarray(np.asarray(base).astype(self.fdt))
-        if self.cuda:       # the upload ran on the legacy stream: let it land
-            with self.device.use():
-                self.device.xp.cuda.runtime.deviceSynchronize()
         self.stream.copy(self.base, upload)
         self._base_upload = upload      # held until the copy has run
 
@@ -626,7 +623,7 @@ class IterationDevice:
         from groute.worklist import pack as pack_items
         if self.cuda:
             xp = self.device.xp
-            with self.device.use():
+            with self.device.on_compute():
                 if self.out_items is None:
                     self.out_items = [None if r is None else xp.empty(max(r[1] - r[0], 1), np.int64)
                                       for r in ranges]

@@ -210,7 +210,7 @@ def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, 
     lo, hi = int(rows[0]), int(rows[1])
     indptr = np.asarray(indptr, dtype=np.int64)
     cuda = device.backend == "cuda"
-    with device.use():
+    with device.on_compute():      # built where the device's kernels will read them
         if symmetric and rank is None and factors is None:
             a, b = int(indptr[lo]), int(indptr[hi])
             cols = device.asarray(np.asarray(indices[a:b]).astype(np.int32, copy=False))

@@ -429,7 +429,9 @@ class IterateSolver(Solver):
                     from groute.worklist import DistributedWorklist
                     self._worklist = DistributedWorklist(
                         self.ctx, packet_size=max(1024, min(1 << 20, n)))
-            if self.ctx.backend == "cuda":  # uploads ran on the legacy stream: let them land
+            if self.ctx.backend == "cuda":
+                # what set-up queued on each device's compute stream lands before any device's
+                # first launch: another device's kernels read some of it (the meeting block)
                 for dev in self._mine(self.ctx.devices):
                     with dev.use():
                         dev.xp.cuda.runtime.deviceSynchronize()

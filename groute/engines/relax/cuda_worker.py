@@ -115,7 +115,7 @@ class CUDATraversalArrays:
             raise ValueError(f"the CUDA traversal supports up to {MAX_DEVICES} devices")
         self.inf_bits = _bits(math.inf, kind)
         xp = device.xp
-        with device.use():
+        with device.on_compute():      # uploads and allocations ordered before the kernels
             n = max(self.n_local, 1)
             indptr = np.asarray(local.indptr, dtype=np.int64)
             # any vertex above WARP_EDGES (fused.cuh) arcs: only then do rounds read the
@@ -169,7 +169,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         batch = tuning.batch if tuning.batch is not None else self.k == 1
         self.include = (relaxation.include_dir,)
         options = fused_options(kind, weighted, unit, tuning, batch)
-        with device.use():
+        with device.on_compute():
             module = self._load(options)
             self.traverse = module.get_function("traverse")
             self.absorb_kernel = module.get_function("absorb")
@@ -195,7 +195,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
             if not tuning.adaptive:
                 self.narrow_blocks = self.blocks
             self.wide = False
-        with device.use():
+        with device.on_compute():
             rec = self._pack_args()
             self._check_layout(module, rec)
             self.args = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
@@ -384,7 +384,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         return int((self.indptr[q + 1] - self.indptr[q]).sum())
 
     def collect_counters(self):
-        c = self.counters_dev.get()
+        c = self.device.to_host(self.counters_dev)
         self.counters = {"processed": int(c[PROCESSED]), "edges": int(c[EDGES]),
                          "deferrals": int(c[DEFERRALS]), "rounds": int(c[TOTAL_ROUNDS]),
                          "launches": self.launches, "reshapes": self.reshapes,

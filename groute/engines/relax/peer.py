@@ -124,7 +124,7 @@ class PeerTraversal:
         self.rep, self.sent, self.inbox, self.active, self.trace = [], [], [], [], []
         sssp = not self.unit
         for i, dev in enumerate(self.devices):
-            with dev.use():
+            with dev.on_compute():
                 module = load_module(KERNEL, options=self.options, cooperative=True,
                                      include=self.include)
                 fn = module.get_function(self.kernel)
@@ -144,7 +144,7 @@ class PeerTraversal:
                 blocks = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 cap = tuning.peer_blocks
                 self.blocks.append(min(blocks, cap) if cap else blocks)
-        with self.devices[0].use():         # the meeting block: counter, global sums
+        with self.devices[0].on_compute():  # the meeting block: counter, global sums
             self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
         for dev in self.devices:            # the zeroed buffers are in place before any launch
             with dev.use():
@@ -156,7 +156,7 @@ class PeerTraversal:
         self.args = []
         for i, dev in enumerate(self.devices):
             rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
-            with dev.use():
+            with dev.on_compute():      # the upload ordered before the launches that read it
                 if i == 0:      # one compiler, one layout: checked once (the module is cached)
                     layout = load_module(KERNEL, options=self.options, cooperative=True,
                                          include=self.include)
@@ -286,8 +286,7 @@ class PeerTraversal:
         """Per level of device ``i``: microseconds in A (BFS: sums and decision; SSSP: the
         scan of the active bits), B (BFS: bitmap exchange; 0 on push levels and in SSSP), the
         expansion, and C (waiting for the others; SSSP: with the sums and decision)."""
-        with self.devices[i].use():
-            t = self.trace[i].get().astype(np.int64).reshape(TRACE_LEVELS, 4)
+        t = self.devices[i].to_host(self.trace[i]).astype(np.int64).reshape(TRACE_LEVELS, 4)
         rows = []
         for L in range(min(levels, TRACE_LEVELS)):
             # the last level's end: the next level's start where one was stamped

@@ -492,7 +492,7 @@ class RelaxSolver(Solver):
         offered = relax.numpy if relax.weighted else (lambda d, w: relax.numpy(d, None))
         if self.ctx.backend == "cuda" and self.ctx.num_devices == 1:
             w, dev = self.workers[0], self.ctx.devices[0]
-            with dev.use():
+            with dev.on_compute():
                 weights = w.weights if self.weighted_values else None
                 seeds_dev = dev.xp.asarray(seeds)
                 out = parents(w.indptr, w.indices, weights, raw[0], seeds_dev, unreached,
@@ -524,9 +524,9 @@ class RelaxSolver(Solver):
         if self.ctx.backend != "cuda" or self.ctx.num_devices != 1:
             return None
         dev = self.ctx.devices[0]
-        with dev.use():
+        with dev.on_compute():
             out = self._answer(raw[0])
-            dev.xp.cuda.get_current_stream().synchronize()
+        dev.compute_stream.synchronize()    # the caller's CuPy work may follow on any stream
         return out
 
     def _stats(self, wl, counters):

@@ -2,7 +2,8 @@
 eigenvector and Katz centrality, with NetworkX's arguments, answers and errors, on groute's
 algorithms (``groute.closeness_centrality``, ``groute.betweenness_centrality``,
 ``groute.edge_betweenness_centrality``, ``groute.eigenvector_centrality``,
-``groute.katz_centrality``) and, for the degrees, one advance of the operator API."""
+``groute.katz_centrality``) and, for the degrees, the engine's rows and one advance of the
+operator API (:func:`~.support.degree_state`)."""
 from __future__ import annotations
 
 import networkx as nx
@@ -10,10 +11,9 @@ import numpy as np
 
 from groute import registry
 from groute.engines import make_engine
-from groute.operators import Functor, Message, advance
 
 from ..devices import devices_for
-from .support import rule, weight_is_attribute, weights_of
+from .support import degree_state, rule, weight_is_attribute, weights_of
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.centrality.tests.test_betweenness_centrality',
@@ -71,36 +71,19 @@ def _by_node(G, values):
 
 # ----------------------------------------------------------------------------------------------
 # degrees
-def _arrive(s, v, m):
-    np.add.at(s["degree"], v, np.where(s["twice"] & (m == s["key"][v]), 2, 1))
-    return v[:0]
-
-
-#: every arc adds one to its head's degree (a self-loop of an undirected graph two: NetworkX's
-#: degree counts both of its ends)
-ARRIVE = Functor(
-    name="degree_arrive", params="long long* degree, const long long* key, int twice",
-    message=Message("long long", cuda="key[u]", numpy=lambda s, u: s["key"][u]),
-    cuda="atomicAdd((unsigned long long*)&degree[v], "
-         "(unsigned long long)((twice && m == key[v]) ? 2 : 1));",
-    numpy=_arrive)
-
-
 def _degrees(G, *, out: bool, into: bool) -> np.ndarray:
-    """Every node's out-degree (``out``) plus its in-degree (``into``; an undirected graph's
-    degree, self-loops twice), by position, counted on the devices."""
+    """Every node's out-degree (``out``) plus its in-degree (``into``), by position, counted on
+    the devices (:func:`~.support.degree_state`); an undirected graph's self-loop, listed once
+    in its row, counts twice in NetworkX's degree."""
     g = G.csr
     with devices_for(g, "operators") as (ctx, partition):
         with make_engine(g, "bsp", ctx=ctx, partition=partition) as eng:
-            if out:
-                eng.out_degree_state("degree", np.int64)
-            else:
-                eng.state("degree", np.int64, 0)
-            if into:
-                eng.state("key", np.int64, values=np.arange(len(G)))
-                everyone = eng.all_vertices()
-                advance(everyone, ARRIVE, twice=int(not G.is_directed()))
-            return eng.gather("degree")
+            degree_state(eng, out=out, into=into)
+            degree = eng.gather("count").astype(np.int64)
+    if not G.is_directed() and G.has_self_loops:
+        loops = G.arc_rows[G.arc_rows == G.adjacency_indices]
+        degree += np.bincount(loops, minlength=len(G))
+    return degree
 
 
 def _centrality(G, degree):
@@ -114,9 +97,7 @@ def degree_centrality(G):
     """NetworkX's ``d / (n - 1)`` of every node's degree (a directed graph's in plus out)."""
     if len(G) <= 1:
         return _centrality(G, None)
-    if G.is_directed():
-        return _centrality(G, _degrees(G, out=True, into=True))
-    return _centrality(G, _degrees(G, out=False, into=True))
+    return _centrality(G, _degrees(G, out=True, into=G.is_directed()))
 
 
 @rule(_simple)

@@ -11,7 +11,7 @@ from groute.engines import make_engine
 from groute.operators import Functor, Intersection, Message, advance, filter
 
 from ..devices import devices_for
-from .support import COUNT_ARRIVAL, component_labels, nbunch_iter, rule
+from .support import component_labels, degree_state, nbunch_iter, rule
 
 #: NetworkX's test modules that exercise this module's functions (tests/test_nx_suite.py)
 NX_TEST_MODULES = ['networkx.algorithms.tests.test_isolate',
@@ -36,11 +36,8 @@ def _isolated(G) -> np.ndarray:
         return np.zeros(0, np.int64)
     with devices_for(G.csr, "operators") as (ctx, partition):
         with make_engine(G.csr, "bsp", ctx=ctx, partition=partition) as engine:
-            engine.out_degree_state("count")
-            every = engine.all_vertices()
-            if G.is_directed():
-                advance(every, COUNT_ARRIVAL)
-            return engine.positions_of(filter(every, ALONE))
+            degree_state(engine, out=True, into=G.is_directed())
+            return engine.positions_of(filter(engine.all_vertices(), ALONE))
 
 
 def isolates(G):

@@ -11,7 +11,7 @@ import numpy as np
 
 from groute import registry
 from groute.graph.csr import kept_on
-from groute.operators import Functor
+from groute.operators import Functor, advance
 
 from ..devices import devices_for
 from ..order import layers_in_order
@@ -200,3 +200,16 @@ def _count_arrival(s, v):
 #: an arc into ``v`` adds one to its int32 state ``count`` (in-degrees, neighbours in a core)
 COUNT_ARRIVAL = Functor(name="nx_count_arrival", params="int* count",
                         cuda="atomicAdd(&count[v], 1); return false;", numpy=_count_arrival)
+
+
+def degree_state(engine, *, out: bool, into: bool) -> None:
+    """Int32 state ``count`` of ``engine``: each vertex's out-degree (``out``: the engine's
+    ``out_degree_state``, its row's length) plus its in-degree (``into``: one advance of
+    :data:`COUNT_ARRIVAL` over every arc), on the devices. The degrees the backend's
+    algorithms read (isolates, the degree centralities), counted one way."""
+    if out:
+        engine.out_degree_state("count")
+    else:
+        engine.state("count", np.int32, 0)
+    if into:
+        advance(engine.all_vertices(), COUNT_ARRIVAL)
