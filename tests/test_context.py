@@ -385,6 +385,24 @@ def test_cuda_a_host_to_host_copy_comes_after_the_streams_earlier_copies():
 
 
 @pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_cuda_to_host_behind_a_kernel_that_does_not_end_times_out_naming_the_device():
+    """A read-back waits for the compute stream's work with the bounded wait: a kernel that
+    runs past the context's timeout (one waiting for this thread would never end) makes it
+    raise, naming the device, instead of blocking the thread."""
+    from support import spin
+    with Context(1, backend="cuda", timeout=0.5) as ctx:
+        d = ctx.devices[0]
+        x = d.zeros(4, np.int32)
+        spin(d, "compute", 3.0)
+        t0 = time.monotonic()
+        with pytest.raises((WaitTimeout, DeviceError), match="cuda:0"):
+            d.to_host(x)
+        assert time.monotonic() - t0 < 2.0
+        d.compute_stream.synchronize(timeout=10)
+
+
+@pytest.mark.gpu
 def test_cuda_bad_device_index():
     from groute.device import cuda_device_count
     with pytest.raises(ValueError, match="does not exist"):

@@ -453,3 +453,21 @@ def test_the_user_guides_cuda_kernels_compile(tmp_path):
                                str(source), "-o", str(tmp_path / "out.o")],
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_a_device_link_is_made_while_a_kernel_runs_on_the_compute_stream():
+    """A link's words are made on the copy stream: making one does not wait for a kernel
+    already running on either device's compute stream (one that waits for this link would
+    never end)."""
+    import time
+    from support import spin
+    with context_or_skip("cuda", 1, timeout=5) as ctx:
+        dev = ctx.devices[0]
+        spin(dev, "compute", 2.0)
+        t0 = time.perf_counter()
+        link = Link(dev, dev, packet_size=4, num_buffers=2, ctx=ctx, initiated="device")
+        assert time.perf_counter() - t0 < 1.0
+        link.close()
+        dev.compute_stream.synchronize()

@@ -72,6 +72,26 @@ def test_a_ranks_gpu_is_its_place_on_its_host():
         place_rank(0, 0, 1, 0)
 
 
+def test_ranks_that_each_see_one_gpu_of_their_own_do_not_share_it(monkeypatch):
+    """A launcher that shows each process only its own GPU numbers every one 0: the ranks on
+    one host then have local ranks 0 and 1 and one GPU each, and share nothing (told by the
+    GPUs' bus ids); two ranks on one GPU's bus id share it."""
+    from types import SimpleNamespace
+    from groute.runtime import rank_context
+    monkeypatch.setattr(rank_context, "cuda_device_count", lambda: 1)
+
+    def placed(rank, gpus_of_ranks):
+        ctx = SimpleNamespace(ranks=SimpleNamespace(rank=rank, local_rank=rank, local_size=2),
+                              _gpus_of_ranks=gpus_of_ranks)
+        (p,) = rank_context.RankContext._placements(ctx, [rank], False)
+        return p.gpu, p.sharing, p.logical
+
+    own = [("host", "0000:1B:00.0"), ("host", "0000:43:00.0")]
+    assert [placed(r, own) for r in range(2)] == [(0, 1, False), (0, 1, False)]
+    shared = [("host", "0000:1B:00.0")] * 2
+    assert [placed(r, shared) for r in range(2)] == [(0, 2, True), (0, 2, True)]
+
+
 # -------------------------------------------------------------------------------- the pool
 @pytest.fixture
 def device():

@@ -167,6 +167,11 @@ class _SiblingWatch:
         return False
 
 
+#: seconds :meth:`CUDADevice.to_host` polls for the compute stream's work without sleeping
+#: before the back-off wait (read-backs are on every level's path; a sleep of up to 2 ms would
+#: leave the GPU idle after short work)
+TO_HOST_SPIN_S = 0.05
+
 #: seconds a wait on one GPU polls before it first checks the context's other GPUs for a
 #: failure (:class:`_SiblingWatch`), and between checks
 SIBLING_CHECK_S = 0.05
@@ -420,9 +425,13 @@ class CUDADevice(Device):
     def to_host(self, array):
         """A NumPy copy, made after the work queued on the compute stream: CuPy's default
         stream does not wait for a non-blocking stream, so a copy issued there could read an
-        array before the kernel that writes it has run."""
-        with self.on_compute():
-            return self.xp.asnumpy(array)
+        array before the kernel that writes it has run. That work is waited for first by the
+        bounded, fault-aware wait (:meth:`Stream.synchronize`: a kernel that waits for this
+        thread times out, and a fault names this device); the copy then waits for itself."""
+        with _failures_on(self):
+            self.compute_stream.synchronize(spin=TO_HOST_SPIN_S)
+            with self.on_compute():
+                return self.xp.asnumpy(array)
 
     def host_buffer(self, shape, dtype):
         import cupyx
@@ -457,10 +466,8 @@ class CUDADevice(Device):
         return out
 
     def pci_bus_id(self) -> str:
-        """The PCI bus id of this device's GPU (``0000:3B:00.0``): what tells two processes of
-        one host whether they run on the same GPU, whatever ``CUDA_VISIBLE_DEVICES`` numbered
-        it in each."""
-        return str(_cupy().cuda.runtime.deviceGetPCIBusId(self.gpu))
+        """The PCI bus id of this device's GPU (:func:`pci_bus_id`)."""
+        return pci_bus_id(self.gpu)
 
     def same_gpu(self, other) -> bool:
         """True for another device of this context on this one's GPU (logical devices)."""
@@ -560,6 +567,13 @@ def mapped_host_array(shape, dtype) -> np.ndarray:
     array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), dtype, count).reshape(shape)
     array[...] = 0
     return array
+
+
+def pci_bus_id(gpu: int) -> str:
+    """The PCI bus id of CUDA ordinal ``gpu`` (``0000:3B:00.0``): what tells two processes of
+    one host whether they run on the same GPU, whatever ``CUDA_VISIBLE_DEVICES`` numbered it
+    in each."""
+    return str(_cupy().cuda.runtime.deviceGetPCIBusId(int(gpu)))
 
 
 def device_address(array) -> int:

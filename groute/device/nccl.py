@@ -9,6 +9,7 @@ from where the ranks run (:func:`groute.runtime.rank_transport.choose_transport`
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 
@@ -60,6 +61,7 @@ class Communicator:
         with device.use():
             self._comm = nccl.NcclCommunicator(int(size), tuple(uid), int(rank))
         self.aborted = False
+        self._ending = threading.Lock()     # abort may come from another thread (a failure)
 
     @contextmanager
     def group(self):
@@ -83,17 +85,28 @@ class Communicator:
 
     def check(self) -> None:
         """Raise the error NCCL found since (``NcclError``: a peer that failed, a network
-        error), if any; nothing otherwise. Never waits."""
-        self._comm.check_async_error()
+        error), if any; nothing otherwise. Never waits. A status CuPy's table of NCCL's errors
+        lacks (a newer NCCL's, e.g. ncclRemoteError) would come out of CuPy as a KeyError: it
+        is raised as a RuntimeError naming the status instead."""
+        try:
+            self._comm.check_async_error()
+        except KeyError as exc:
+            raise RuntimeError(f"NCCL reported an error of status {exc.args[0] if exc.args else '?'}"
+                               f" (a peer failed or the network broke)") from exc
 
     def abort(self) -> None:
         """End the communicator now, its operations in flight included (``ncclCommAbort``):
-        what a rank that gave up waiting does, so that no kernel of it waits on a dead peer."""
-        if not self.aborted:
-            self.aborted = True
-            self._comm.abort()
+        what a rank that gave up waiting does, so that no kernel of it waits on a dead peer,
+        and what a failure does from another thread (a host thread held in ``ncclGroupEnd``
+        by a peer that is gone returns). Once only."""
+        with self._ending:
+            if not self.aborted:
+                self.aborted = True
+                self._comm.abort()
 
     def close(self) -> None:
         """Free the communicator after its last operation ended."""
-        if not self.aborted:
-            self._comm.destroy()
+        with self._ending:
+            if not self.aborted:
+                self.aborted = True
+                self._comm.destroy()

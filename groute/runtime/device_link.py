@@ -56,6 +56,21 @@ _IDS = itertools.count()
 _layout_checked: set = set()
 
 
+def _link_words(device, *, zeros: int | None = None, values=None):
+    """A link's uint64 words on ``device``: ``zeros`` of them, or a copy of ``values``. On CUDA
+    made on the device's copy stream and waited for there (bounded): the link's kernels and
+    copies run on other streams, which would not wait for them, and a link may be made while
+    a kernel that is to use it already runs on the compute stream, which must not be waited
+    for."""
+    if device.backend != "cuda":
+        return device.zeros(zeros, np.uint64) if values is None else device.asarray(values)
+    with device.use(), device.copy_stream.raw:
+        words = (device.xp.zeros(zeros, np.uint64) if values is None
+                 else device.xp.asarray(values))
+    device.copy_stream.synchronize()
+    return words
+
+
 class DeviceLink(SegmentReceiver):
     """See the module docstring. ``receiver``: ``"device"`` (kernels on ``dst`` receive, through
     :attr:`rx`) or ``"host"`` (:meth:`receive` on the host; on CUDA the flags then live in
@@ -90,17 +105,15 @@ class DeviceLink(SegmentReceiver):
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(k)]
         # ready, count, tag per slot and the end word: where the receiver polls
         self._flags = b.mapped_host_buffer(3 * k + 1, np.uint64) if receiver == "host" \
-            else b.zeros(3 * k + 1, np.uint64)
-        self._sender_words = a.zeros(2 * k + 1, np.uint64)      # freed and written per slot, head
-        self._receiver_words = b.zeros(k + 1, np.uint64)        # taken per slot, tail
+            else _link_words(b, zeros=3 * k + 1)
+        self._sender_words = _link_words(a, zeros=2 * k + 1)    # freed and written per slot, head
+        self._receiver_words = _link_words(b, zeros=k + 1)      # taken per slot, tail
         self._status = a.mapped_host_buffer(1, np.int32)
         self._ready, self._count, self._tag = (self._flags[i * k:(i + 1) * k] for i in range(3))
         self._end = self._flags[3 * k:]
         self._freed, self._written = self._sender_words[:k], self._sender_words[k:2 * k]
         self._head = self._sender_words[2 * k:]
         self._taken, self._tail = self._receiver_words[:k], self._receiver_words[k:]
-        if a.backend == "cuda":
-            self._sync_zeroed()
         self.tx, self.rx = self._describe()
         # the host's releases: the slot's next number written into ``freed`` on a stream of the
         # sender, after what the release waits for
@@ -164,12 +177,6 @@ class DeviceLink(SegmentReceiver):
         groups = max(1, min(packets, in_flight, blocks // parts))
         return groups * parts, parts
 
-    def _sync_zeroed(self):
-        """The link's words are zeroed on their devices' compute streams; its kernels and
-        copies also run on others (and the other device's), which do not wait for them."""
-        for dev in {self.src.device, self.dst.device}:
-            dev.compute_stream.synchronize()
-
     def _describe(self):
         """``(tx, rx)``: CUDA, the ``groute_link`` struct in the sender's and the receiver's
         memory; CPU, the protocol's two ends as objects."""
@@ -189,7 +196,7 @@ class DeviceLink(SegmentReceiver):
         rec = pack_struct([(f, np.uint64, values[f]) for f in FIELDS])
         self._check_layout(a, rec)
         words = np.frombuffer(rec.tobytes(), np.uint64)
-        return a.asarray(words), b.asarray(words)
+        return _link_words(a, values=words), _link_words(b, values=words)
 
     @staticmethod
     def _check_layout(device, rec):

@@ -33,12 +33,14 @@ its own, else MPI (staged through the host on CUDA).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import logging
 import sys
 import threading
 import time
 
 from ..device import cuda_device_count
+from ..device.cuda import pci_bus_id
 from ..device import nccl
 from ..device.logical import place_rank
 from ..errors import RankFailed
@@ -126,6 +128,15 @@ class _RemoteHost:
         return True
 
 
+def _gpu_of(backend: str, ranks):
+    """``(host, PCI bus id)`` of the GPU this rank's device would run on, or None where it
+    runs no GPU (the CPU backend, or ``"auto"`` finding none)."""
+    gpus = cuda_device_count()
+    if backend == "cpu" or gpus < 1:
+        return None
+    return ranks.host, pci_bus_id(ranks.local_rank % gpus)
+
+
 class RankContext(Context):
     """A Context over the ranks of ``comm`` (default ``MPI.COMM_WORLD``); see the module
     docstring. ``backend``: ``"auto"`` (CUDA where CuPy finds a GPU, else the CPU; every rank
@@ -150,6 +161,10 @@ class RankContext(Context):
         self._nccl = None
         ranks = Ranks(comm, timeout=timeout)
         self.ranks = ranks          # before the devices: this rank's is placed by it
+        # every rank says which GPU it would run on (one allgather on every rank, whatever its
+        # backend, so the collectives stay matched): the ranks on one GPU share it
+        self._gpus_of_ranks = ranks.allgather(_gpu_of(backend, ranks),
+                                              what="which GPU each rank runs on")
         super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event
         self.rank = ranks.rank
@@ -175,9 +190,13 @@ class RankContext(Context):
 
     def _placements(self, indices, logical: bool) -> list:
         """This rank's device on the GPU of its place among its host's processes (module
-        docstring); ``logical`` does not apply: ranks share GPUs as they must."""
+        docstring), shared by as many devices as ranks run on that GPU (told by host and bus
+        id: a launcher that shows each process only its own GPU numbers every one 0);
+        ``logical`` does not apply: ranks share GPUs as they must."""
         ranks = self.ranks
-        return [place_rank(indices[0], ranks.local_rank, ranks.local_size, cuda_device_count())]
+        placed = place_rank(indices[0], ranks.local_rank, ranks.local_size, cuda_device_count())
+        mine = self._gpus_of_ranks[ranks.rank]
+        return [dataclasses.replace(placed, sharing=self._gpus_of_ranks.count(mine))]
 
     def _meet(self, asked: str) -> None:
         """Tell the other ranks where this one runs, hear where they do (one allgather), check
@@ -270,6 +289,8 @@ class RankContext(Context):
         if device_name == self.local_device.name:
             device_name = f"{device_name} (rank {self.rank})"
         super().fail(device_name, exc)
+        if self._error is not None and self._nccl is not None:
+            self._nccl.abort()          # frees this rank's threads held in an NCCL group
         if self._error is not None and not self._announced \
                 and not isinstance(self._error, RankFailed):
             self._announced = True

@@ -170,17 +170,30 @@ class ReceivePool:
         size = _grown(nbytes)
         buffer = self.device.empty(size, np.uint8)     # on the compute stream: CuPy's pool
         # reuses a dropped buffer's memory in that stream's order only
+        dropped = []
         with self._lock:
             self.made += 1
             if size > self.size:
                 self.size = size
-                self._free.clear()      # smaller than what a flush may need now
+                dropped, self._free = self._free, []    # smaller than a flush may need now
+        for _, after in dropped:
+            self._dropped(after)
         return _Lease(self, buffer)
 
     def _give_back(self, buffer, after) -> None:
         with self._lock:
-            if buffer.size >= self.size:
+            kept = buffer.size >= self.size
+            if kept:
                 self._free.append((buffer, list(after)))
+        if not kept:
+            self._dropped(after)
+
+    def _dropped(self, after) -> None:
+        """A buffer dropped after ``after`` (its last readers' events): its memory goes back
+        to CuPy's pool in the stream's order, so the stream waits for those readers first
+        (a reader on another stream could otherwise see it reused)."""
+        for event in after:
+            self.stream.wait_event(event)
 
 
 @dataclass
