@@ -13,7 +13,7 @@ import pytest
 from mpi_support import ROOT, needs_mpi, program, run_ranks
 
 pytestmark = needs_mpi
-APPS = ("bfs", "sssp", "pagerank", "cc", "kcore")
+APPS = ("bfs", "sssp", "pagerank", "cc", "kcore", "bfs-parents", "sssp-parents")
 
 
 @pytest.mark.parametrize("n, graphs", [(2, ["kron:8", "grid:9"]), (3, ["rmat:7", "er:200:4"])])

@@ -450,9 +450,6 @@ class RelaxSolver(Solver):
         which parent)."""
         seeds = self.check_sources(source, sources)
         limit = self.check_ceiling(ceiling)
-        if predecessors and self.ctx.ranks is not None:
-            raise ValueError(f"{self.app}: predecessors are found over the whole graph, which "
-                             f"no process of a distributed run holds; run without them")
         new_seeds = self.part.to_new_ids(seeds)
         if self.peer is not None:
             self.peer.prepare(new_seeds, limit)
@@ -485,7 +482,9 @@ class RelaxSolver(Solver):
     def _parents(self, raw, values, seeds):
         """The parents of :func:`~groute.engines.relax.parents.parents` from the run's values
         (as the kernels computed them) and the relaxation's ``numpy``: on one CUDA device over
-        its arrays there, else on the host over the graph."""
+        its arrays there, else on the host over the graph; across processes over this rank's
+        rows, the ranks' proposals met by an elementwise minimum (every rank gets the whole
+        graph's parents, the ones one process finds)."""
         from .parents import parents
         unreached = infinity(self.kind)
         relax = self.relaxation
@@ -498,12 +497,17 @@ class RelaxSolver(Solver):
                 out = parents(w.indptr, w.indices, weights, raw[0], seeds_dev, unreached,
                               offered=offered, xp=dev.xp)
                 return dev.xp.asnumpy(out)
-        g = self.graph
+        g, first, combine = self.graph, 0, None
+        if self.ctx.ranks is not None:      # a RankGraph: this rank's rows, global targets
+            ranks = self.ctx.ranks
+            g, first = g.part, g.first
+            combine = lambda proposed: ranks.allreduce(proposed, "min",  # noqa: E731
+                                                       what="the parents' proposals")
         weights = None
         if self.weighted_values:
             weights = np.asarray(g.weights).astype(np.int64 if self.kind == "int" else np.float32)
         return parents(np.asarray(g.indptr), np.asarray(g.indices), weights, values, seeds,
-                       unreached, offered=offered, xp=np)
+                       unreached, offered=offered, xp=np, first=first, combine=combine)
 
     def _finish(self, values):
         """The answer from the workers' values, in position order (apps add their checks:
