@@ -4,14 +4,15 @@
 # as a busy, shared GPU runs them:
 #
 #   bash benchmarks/gpu_suite_sharded.sh single     # `gpu and not multigpu`: one pytest per GPU
-#   bash benchmarks/gpu_suite_sharded.sh multi P N  # `multigpu`: slice P of N of the test files,
+#   bash benchmarks/gpu_suite_sharded.sh multi P N  # `multigpu`: slice P of N of the tests,
 #                                                   # every GPU visible, one test at a time
 #   bash benchmarks/gpu_suite_sharded.sh contended  # `gpu and not multigpu`: 4 pytest workers
 #                                                   # (pytest-xdist -n 4) sharing GPU 0
 #
 # `single` runs the one-GPU tests sharded by file over the GPUs (shard i sees only GPU i, so
-# the shards never share a GPU); `multi` runs the tests that need several GPUs as gpu_suite.sh
-# does. `contended` puts four test processes on GPU 0 at once: each one's kernels wait behind
+# the shards never share a GPU); `multi` runs the tests that need several GPUs, dealt to the
+# slices one test at a time in collection order (a test's 2-, 3- and 4-device cases land in
+# different slices, so the slices take about equal time). `contended` puts four test processes on GPU 0 at once: each one's kernels wait behind
 # the others', so CuPy work left on CuPy's default stream instead of a device's compute stream
 # (which does not wait for it) reads or writes an array at the wrong time: the race class that
 # only this stage shows (tests/test_streams.py provokes it on purpose, the rest by chance).
@@ -19,7 +20,9 @@
 # Every stage prints its 25 slowest tests (pytest --durations=25: the tests to shorten when a
 # stage runs past LIMIT). Logs go to $OUT (or out/) as suite-single-<i>.log,
 # suite-multi-<P>.log, suite-contended.log; the exit status is non-zero when any shard failed.
-# LIMIT (seconds, default 560) bounds a stage, TEST_TIMEOUT (default 200) each test.
+# LIMIT (seconds, default 560) bounds a stage, TEST_TIMEOUT (default 200) each test. A stage
+# that reaches LIMIT is interrupted (SIGINT, then killed 20 s later), so pytest still prints
+# what ran, its failures and durations.
 set -uo pipefail
 usage="usage: gpu_suite_sharded.sh single | multi PART PARTS | contended"
 stage=${1:?$usage}
@@ -27,7 +30,7 @@ cd "$(dirname "$0")/.."
 logs=${OUT:-out}
 mkdir -p "$logs"
 files() { LC_ALL=C ls tests/test_*.py tests/graph/test_*.py | LC_ALL=C sort; }
-run() { timeout "${LIMIT:-560}" python3 -m pytest -q -rfs -p no:cacheprovider --durations=25 \
+run() { timeout -s INT -k 20 "${LIMIT:-560}" python3 -m pytest -q -rfs -p no:cacheprovider --durations=25 \
             --timeout "${TEST_TIMEOUT:-200}" "$@"; }
 # the durations block of a log (header and its 25 lines), then its failures
 report() {
@@ -56,8 +59,10 @@ single)
 multi)
     part=${2:?$usage}
     parts=${3:?$usage}
-    slice=$(files | awk -v p="$part" -v n="$parts" '(NR - 1) % n == p - 1')
-    run -m multigpu $slice > "$logs/suite-multi-$part.log" 2>&1
+    # test ids hold spaces and quotes (parameters): one array element per line
+    mapfile -t slice < <(python3 -m pytest --collect-only -q -p no:cacheprovider -m multigpu \
+        $(files) 2>/dev/null | grep '::' | awk -v p="$part" -v n="$parts" '(NR - 1) % n == p - 1')
+    run -m multigpu "${slice[@]}" > "$logs/suite-multi-$part.log" 2>&1
     rc=$?
     echo "multi $part of $parts: exit $rc; $(tail -1 "$logs/suite-multi-$part.log")"
     report "$logs/suite-multi-$part.log"
