@@ -59,9 +59,17 @@ single)
 multi)
     part=${2:?$usage}
     parts=${3:?$usage}
-    # test ids hold spaces and quotes (parameters): one array element per line
-    mapfile -t slice < <(python3 -m pytest --collect-only -q -p no:cacheprovider -m multigpu \
-        $(files) 2>/dev/null | grep '::' | awk -v p="$part" -v n="$parts" '(NR - 1) % n == p - 1')
+    # test ids hold spaces and quotes (parameters): one array element per line; a collection
+    # error (a file that does not import) stops the stage instead of leaving its tests out
+    if ! python3 -m pytest --collect-only -q -p no:cacheprovider -m multigpu $(files) \
+            > "$logs/collect-multi.log" 2>&1; then
+        echo "collecting the multigpu tests failed:"; tail -30 "$logs/collect-multi.log"; exit 1
+    fi
+    mapfile -t slice < <(grep -E '^tests/[^[:space:]]*::' "$logs/collect-multi.log" |
+                         awk -v p="$part" -v n="$parts" '(NR - 1) % n == p - 1')
+    if [[ ${#slice[@]} -eq 0 ]]; then
+        echo "multi $part of $parts: no test in this slice"; exit 0
+    fi
     run -m multigpu "${slice[@]}" > "$logs/suite-multi-$part.log" 2>&1
     rc=$?
     echo "multi $part of $parts: exit $rc; $(tail -1 "$logs/suite-multi-$part.log")"

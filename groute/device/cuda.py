@@ -428,6 +428,8 @@ class CUDADevice(Device):
         array before the kernel that writes it has run. That work is waited for first by the
         bounded, fault-aware wait (:meth:`Stream.synchronize`: a kernel that waits for this
         thread times out, and a fault names this device); the copy then waits for itself."""
+        if isinstance(array, np.ndarray):   # host memory already (mapped buffers too)
+            return array
         with _failures_on(self):
             self.compute_stream.synchronize(spin=TO_HOST_SPIN_S)
             with self.on_compute():

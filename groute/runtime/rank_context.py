@@ -130,11 +130,17 @@ class _RemoteHost:
 
 def _gpu_of(backend: str, ranks):
     """``(host, PCI bus id)`` of the GPU this rank's device would run on, or None where it
-    runs no GPU (the CPU backend, or ``"auto"`` finding none)."""
-    gpus = cuda_device_count()
-    if backend == "cpu" or gpus < 1:
+    runs no GPU (the CPU backend, or ``"auto"`` finding none). A failure to read it is
+    returned (as text), not raised: every rank must still reach the allgather."""
+    if backend == "cpu":
         return None
-    return ranks.host, pci_bus_id(ranks.local_rank % gpus)
+    gpus = cuda_device_count()
+    if gpus < 1:
+        return None
+    try:
+        return ranks.host, pci_bus_id(ranks.local_rank % gpus)
+    except Exception as exc:  # noqa: BLE001 - raised by every rank after the allgather
+        return f"rank {ranks.rank} could not read its GPU's bus id: {type(exc).__name__}: {exc}"
 
 
 class RankContext(Context):
@@ -165,6 +171,9 @@ class RankContext(Context):
         # backend, so the collectives stay matched): the ranks on one GPU share it
         self._gpus_of_ranks = ranks.allgather(_gpu_of(backend, ranks),
                                               what="which GPU each rank runs on")
+        failed = [g for g in self._gpus_of_ranks if isinstance(g, str)]
+        if failed:
+            raise RuntimeError("; ".join(failed))
         super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event
         self.rank = ranks.rank
@@ -289,8 +298,6 @@ class RankContext(Context):
         if device_name == self.local_device.name:
             device_name = f"{device_name} (rank {self.rank})"
         super().fail(device_name, exc)
-        if self._error is not None and self._nccl is not None:
-            self._nccl.abort()          # frees this rank's threads held in an NCCL group
         if self._error is not None and not self._announced \
                 and not isinstance(self._error, RankFailed):
             self._announced = True

@@ -58,6 +58,8 @@ def parents(indptr, indices, weights, dist, seeds, unreached, *, offered=value_a
                 combine, xp)
     # arcs offering the tail's own value: parents that already hang on the tree, round by round
     level = cand & (tail_value == value[heads])
+    if not _anywhere(bool(level.any()), combine):
+        return out
     while True:
         settled = (out >= 0) | is_seed
         ready = level & settled[tails] & ~settled[heads]
@@ -91,6 +93,13 @@ def _take_first(out, proposed, combine, xp) -> bool:
     got = proposed != NONE
     if not bool(got.any()):
         return False
-    out[got] = proposed[got]
+    xp.copyto(out, proposed, where=got)     # no count of the mask (a scan on CuPy)
     return True
+
+
+def _anywhere(flag: bool, combine) -> bool:
+    """Whether ``flag`` holds for any holder of rows (``combine``: their minimum)."""
+    if combine is None:
+        return flag
+    return int(combine(np.array([0 if flag else 1], np.int64))[0]) == 0
 
