@@ -168,8 +168,8 @@ class _SiblingWatch:
 
 
 #: seconds :meth:`CUDADevice.to_host` polls for the compute stream's work without sleeping
-#: before the back-off wait (read-backs are on every level's path; a sleep of up to 2 ms would
-#: leave the GPU idle after short work)
+#: before the back-off wait (read-backs are on every level's path; a back-off sleep would leave
+#: the GPU idle after short work)
 TO_HOST_SPIN_S = 0.05
 
 #: seconds a wait on one GPU polls before it first checks the context's other GPUs for a
