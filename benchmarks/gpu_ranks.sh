@@ -32,16 +32,8 @@ if [ -n "$mpi" ]; then
 fi
 python3 -c "import mpi4py" 2>/dev/null || echo "no mpi4py here: the multi-process tests skip and 'time' fails (stage the wheels, above)"
 stages=${1:-one}
-summary=()
-stage() {  # name limit_s command...
-  local name=$1 limit=$2; shift 2
-  case ",$stages," in *",$name,"*) ;; *) return;; esac
-  local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  summary+=("$(printf '%-6s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - t0)))")
-  echo "=== $name (rc=$rc) ==="; tail -n "${TAIL:-25}" "$OUT/$name.log"
-}
+STAGE_TAIL=25
+source "$(dirname "$0")/stages.sh"
 timings() {
   mkdir -p "$OUT/time"
   local app graph rc
@@ -80,6 +72,6 @@ stage one 560 python3 -m pytest -q -rfs -p no:cacheprovider --timeout 450 -m "gp
 stage multi 560 python3 -m pytest -q -rfs -p no:cacheprovider --timeout 450 -m multigpu \
   tests/test_distributed_gpu.py
 stage time 580 timings
-echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+stage_summary
 # the device tool returns a few files: pack everything into one archive
-(cd "$OUT" && tar czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)
+pack_results

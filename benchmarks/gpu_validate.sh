@@ -21,16 +21,7 @@ else
 fi
 export GROUTE_COMMIT=${GROUTE_COMMIT:-}   # empty: groute.machine asks git
 stages=${1:-info,tests,demo,topo}
-summary=()
-stage() {  # name limit_s command...
-  local name=$1 limit=$2; shift 2
-  case ",$stages," in *",$name,"*) ;; *) return;; esac
-  local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  summary+=("$(printf '%-6s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - t0)))")
-  echo "=== $name (rc=$rc) ==="; tail -n "${TAIL:-15}" "$OUT/$name.log"
-}
+source "$(dirname "$0")/stages.sh"
 stage info 60 python3 -m groute info
 stage tests ${TESTS_LIMIT:-420} python3 -m pytest -m "${TEST_MARKS:-gpu or multigpu}" -q -p no:cacheprovider --timeout 240 tests
 stage demo ${DEMO_LIMIT:-120} python3 -m groute demo
@@ -41,6 +32,5 @@ stage newapps ${NEWAPPS_LIMIT:-200} python3 -m groute bench --apps kcore,scc --g
 stage bc ${BC_LIMIT:-60} sh -c "python3 -m groute bench --apps betweenness --graphs ${BC_GRAPHS:-kron:16} --devices 1 --peers igraph --repeat 3 --max-case-seconds 3 --json '$OUT/bc.json' --markdown '$OUT/bc.md' && python3 -m groute betweenness --graph kron:21 --k 64 --repeat 3"
 stage nx ${NX_LIMIT:-360} sh -c "python3 benchmarks/nx_backend.py --backends cuda --edges ${NX_EDGES:-1e4,1e5,1e6} --nx-budget ${NX_BUDGET:-10} --json '$OUT/nx_cuda.json' --markdown '$OUT/nx_cuda.md'; cuda=\$?; python3 benchmarks/nx_backend.py --backends cpu --edges ${NX_CPU_EDGES:-1e5} --nx-budget ${NX_BUDGET:-10} --repeat 2 --json '$OUT/nx_cpu.json' --markdown '$OUT/nx_cpu.md' && exit \$cuda"
 stage big ${BIG_LIMIT:-540} python3 benchmarks/probes/gpu_big_graph.py --graph "${BIG_GRAPH:-kron:26:32}" --json "$OUT/big.json"
-echo "=== summary ==="; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
-# the device tool returns at most 8 files: pack everything into one archive
-(cd "$OUT" && tar czf /tmp/results.tgz --exclude=results.tgz . && rm -rf ./* && mv /tmp/results.tgz .)
+stage_summary
+pack_results
