@@ -19,7 +19,7 @@ SITE=${SITE:-/tmp/site}
 export PYTHONUNBUFFERED=1 GROUTE_CACHE_DIR=${GROUTE_CACHE_DIR:-/tmp/groute-cache}
 bench() {  # label tree
   local label=$1 tree=$2
-  (cd "$tree" && PYTHONPATH="$SITE:$PWD" GROUTE_COMMIT="${3:-}" timeout "$LIMIT" \
+  (cd "$tree" && PYTHONPATH="$PWD:$SITE" GROUTE_COMMIT="${3:-}" timeout "$LIMIT" \
      python3 -m groute bench --apps "$APPS" --graphs "$GRAPHS" --devices 1 --peers none \
      --reference "$REFERENCE" --repeat "$REPEAT" --max-case-seconds 3 --quiet "${@:4}" \
      --json "$OUT/$label.json" --markdown "$OUT/$label.md") > "$OUT/$label.log" 2>&1

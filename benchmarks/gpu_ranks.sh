@@ -22,13 +22,13 @@ export PYTHONPATH=$PWD
 pip_offline() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade "$@"; }
 others=$(ls .whl/*.whl 2>/dev/null | grep -v -e '/mpich-' -e '/mpi4py-' || true)
 if [ -n "$others" ]; then
-  pip_offline --target /tmp/site $others && export PYTHONPATH=/tmp/site:$PYTHONPATH
+  pip_offline --target /tmp/site $others && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
 mpi=$(ls .whl/mpich-*.whl .whl/mpi4py-*.whl 2>/dev/null || true)
 if [ -n "$mpi" ]; then
   pip_offline --prefix /tmp/mpi $mpi
   export PATH=/tmp/mpi/bin:$PATH MPI4PY_LIBMPI=/tmp/mpi/lib
-  export PYTHONPATH=$(ls -d /tmp/mpi/lib/python3*/site-packages | head -1):$PYTHONPATH
+  export PYTHONPATH=$PYTHONPATH:$(ls -d /tmp/mpi/lib/python3*/site-packages | head -1)
 fi
 python3 -c "import mpi4py" 2>/dev/null || echo "no mpi4py here: the multi-process tests skip and 'time' fails (stage the wheels, above)"
 stages=${1:-one}

@@ -15,7 +15,7 @@ OUT=${OUT:-/tmp/groute-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD
+  export PYTHONPATH=$PWD:/tmp/site
 else
   export PYTHONPATH=$PWD
 fi
