@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from mpi_support import ROOT, needs_mpi, program, run_ranks
+from mpi_support import ROOT, needs_mpi, program, rank_environment, run_ranks
 
 pytestmark = needs_mpi
 APPS = ("bfs", "sssp", "pagerank", "cc", "kcore", "bfs-parents", "sssp-parents")
@@ -75,7 +75,8 @@ def test_every_rank_writes_its_own_vertices(tmp_path):
 def test_groute_launch_runs_a_command():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--", "cc",
                            "--graph", "grid:6", "--verify", "--repeat", "1", "--backend", "cpu"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env=rank_environment())
     assert done.returncode == 0, done.stderr
     assert "verify: OK" in done.stdout
 

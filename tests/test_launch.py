@@ -8,7 +8,7 @@ import pytest
 from groute.cli import main
 from groute.commands import launch
 
-from mpi_support import ROOT, needs_mpi, program
+from mpi_support import ROOT, needs_mpi, program, rank_environment
 
 
 def test_the_command_line_it_runs(capsys):
@@ -40,6 +40,6 @@ def test_it_runs_a_program_as_ranks():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
                            str(program("runtime_checks.py")), "cpu", "collectives", "20"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                          env=rank_environment())
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("collectives ok") == 2

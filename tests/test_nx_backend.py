@@ -66,6 +66,21 @@ def test_interface_has_every_listed_function():
         assert name in nx.utils.backends._registered_algorithms
 
 
+def test_registering_again_after_unregistering_works():
+    """A checkout run from ``PYTHONPATH`` registers the backend by hand in every test module
+    (nx_support) and unregisters it after: the second module's registration must find the
+    first one's configuration and keep it, and dispatch must work again."""
+    from groute.nx_backend import registration
+    was = "groute" in nx.utils.backends.backends
+    for _ in range(2):
+        registration.unregister()
+        assert registration.register() is True
+        assert nx.single_source_shortest_path_length(nx.path_graph(3), 0,
+                                                     backend="groute") == {0: 0, 1: 1, 2: 2}
+    if not was:
+        registration.unregister()
+
+
 @pytest.mark.parametrize("key,value", [("backend", "gpu"), ("devices", 0), ("devices", 1.5),
                                        ("devices", True), ("partition", "hash")])
 def test_config_bad_values_are_named(key, value):

@@ -37,8 +37,9 @@ def register() -> bool:
         name="groute", value="groute.nx_backend.interface:backend_interface",
         group="networkx.backends")
     backends.backend_info["groute"] = info.get_info()
-    nx.config.backends = nx.utils.Config(groute=nx.utils.Config(**info.DEFAULT_CONFIG),
-                                         **nx.config.backends)
+    if "groute" not in nx.config.backends:      # kept from an earlier register()
+        nx.config.backends = nx.utils.Config(groute=nx.utils.Config(**info.DEFAULT_CONFIG),
+                                             **nx.config.backends)
     return True
 
 
