@@ -81,6 +81,23 @@ def test_registering_again_after_unregistering_works():
         registration.unregister()
 
 
+def test_registering_where_networkx_found_no_backend_dispatches():
+    """A GPU machine's copy of the tree (``PYTHONPATH``, nothing installed): NetworkX imported
+    without any backend's entry point must still dispatch to groute once it is registered by
+    hand (a subprocess, so its NetworkX finds no entry point)."""
+    import subprocess
+    import sys
+    code = ("import importlib.metadata as m; m.entry_points = lambda **kw: ();"
+            "import networkx as nx; from networkx.utils import backends as b;"
+            "assert not b.backends, b.backends;"
+            "from groute.nx_backend import registration; assert registration.register();"
+            "print(nx.single_source_shortest_path_length(nx.path_graph(3), 0, backend='groute'))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "{0: 0, 1: 1, 2: 2}"
+
+
 @pytest.mark.parametrize("key,value", [("backend", "gpu"), ("devices", 0), ("devices", 1.5),
                                        ("devices", True), ("partition", "hash")])
 def test_config_bad_values_are_named(key, value):

@@ -37,6 +37,11 @@ def register() -> bool:
         name="groute", value="groute.nx_backend.interface:backend_interface",
         group="networkx.backends")
     backends.backend_info["groute"] = info.get_info()
+    # NetworkX that found no backend at import dispatches nothing (a class attribute chosen
+    # then): switch it to the dispatching call its entry points would have chosen
+    dispatchable = backends._dispatchable
+    if dispatchable.__call__ is getattr(dispatchable, "_call_if_no_backends_installed", None):
+        dispatchable.__call__ = dispatchable._call_if_any_backends_installed
     if "groute" not in nx.config.backends:      # kept from an earlier register()
         nx.config.backends = nx.utils.Config(groute=nx.utils.Config(**info.DEFAULT_CONFIG),
                                              **nx.config.backends)
