@@ -151,26 +151,29 @@ __device__ __forceinline__ void groute_link_release(const groute_link& l, unsign
 }
 
 // A block copies `bytes` from `src` to `dst` (which do not overlap), as 16-byte vectors when both
-// allow it, four loads in flight per thread before their stores.
-__device__ __forceinline__ void groute_link_copy_block(void* __restrict__ dst, const void* __restrict__ src,
+// allow it, four loads in flight per thread before their stores. The loads go to L2 (__ldcg), not
+// through the read-only or L1 path: a slot is rewritten by the sender while the kernel runs, and
+// a line of its earlier packet held there would be read as this one's.
+__device__ __forceinline__ void groute_link_copy_block(void* __restrict__ dst, const void* src,
                                                        unsigned long long bytes) {
     unsigned long long i = threadIdx.x;
     if ((((unsigned long long)dst | (unsigned long long)src) & 15ull) == 0) {
         int4* __restrict__ d = static_cast<int4*>(dst);
-        const int4* __restrict__ s = static_cast<const int4*>(src);
+        const int4* s = static_cast<const int4*>(src);
         const unsigned long long vectors = bytes / 16, step = blockDim.x;
         for (; i + 3 * step < vectors; i += 4 * step) {
-            const int4 a = s[i], b = s[i + step], c = s[i + 2 * step], e = s[i + 3 * step];
+            const int4 a = __ldcg(s + i), b = __ldcg(s + i + step), c = __ldcg(s + i + 2 * step),
+                       e = __ldcg(s + i + 3 * step);
             d[i] = a;
             d[i + step] = b;
             d[i + 2 * step] = c;
             d[i + 3 * step] = e;
         }
-        for (; i < vectors; i += step) d[i] = s[i];
+        for (; i < vectors; i += step) d[i] = __ldcg(s + i);
         i = vectors * 16 + threadIdx.x;
     }
     for (; i < bytes; i += blockDim.x)
-        static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
+        static_cast<char*>(dst)[i] = __ldcg(static_cast<const char*>(src) + i);
 }
 
 // The whole block sends `count` items (at most a packet) from `src` as packet n, tagged `tag`,
