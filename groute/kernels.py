@@ -152,6 +152,17 @@ def get_kernel(path, name, **kwargs):
         raise KernelCompileError(_explain(Path(path), Path(path).read_text(), str(exc))) from None
 
 
+def preload(*kernels) -> None:
+    """Load ``kernels`` (CuPy ``RawKernel``s) onto the current GPU now, before any of them runs.
+
+    CUDA loads a kernel when it is first launched (lazy loading), and loading may wait until
+    the GPU's running kernels end. Kernels that wait for each other, e.g. the sender and the
+    receiver of a device-initiated Link on one GPU (logical devices), would then never run
+    together: load them all first. Reading a kernel's attributes compiles and loads it."""
+    for kernel in kernels:
+        kernel.attributes    # noqa: B018 - read for its effect: the kernel is loaded
+
+
 _ERR = re.compile(r"\((\d+)\): (error|warning)[^:]*: (.*)")
 
 

@@ -362,7 +362,7 @@ def test_cuda_user_kernels_send_through_the_link(backend, receiver):
     """A user's RawKernel (include_options) sends from several blocks; kernels or the host
     receive; the bytes arrive in place, the link ends at the close."""
     import cupy
-    from groute.kernels import include_options
+    from groute.kernels import include_options, preload
     ctx = context_or_skip(backend, 2, timeout=20)
     try:
         a, b = ctx.devices
@@ -371,9 +371,11 @@ def test_cuda_user_kernels_send_through_the_link(backend, receiver):
         with a.use():
             src, next_part = a.asarray(data), a.zeros(1, np.uint64)
             send = cupy.RawKernel(USER_KERNELS, "send", options=("-std=c++17", *include_options()))
+            preload(send)       # both loaded before either runs (device_link's docstring)
         with b.use():
             dst = b.zeros(data.size, np.int32)
             receive = cupy.RawKernel(USER_KERNELS, "receive", options=("-std=c++17", *include_options()))
+            preload(receive)
         if receiver == "device":
             b.compute_stream.submit(receive, (8,), (256,), (link.rx, dst))
         a.compute_stream.submit(send, (6,), (256,), (link.tx, src, np.uint64(data.size),
@@ -400,7 +402,7 @@ def test_cuda_grids_send_and_place_packets_written_by_many_blocks(backend, packe
     4000-byte packets; 1 MiB packets in shares of grid_shape's default): two messages, the second
     numbered after the first, arrive in place through fewer slots than packets."""
     import cupy
-    from groute.kernels import include_options
+    from groute.kernels import include_options, preload
     ctx = context_or_skip(backend, 2, timeout=20)
     try:
         a, b = ctx.devices
@@ -410,8 +412,10 @@ def test_cuda_grids_send_and_place_packets_written_by_many_blocks(backend, packe
         options = ("-std=c++17", *include_options())
         with a.use():
             send = cupy.RawKernel(USER_KERNELS, "send_grid", options=options)
+            preload(send)
         with b.use():
             receive = cupy.RawKernel(USER_KERNELS, "receive_grid", options=options)
+            preload(receive)
         extra = {} if part_bytes is None else {"part_bytes": part_bytes}
         first, outs = 0, []
         for data in messages:

@@ -18,7 +18,10 @@ stream thread, which sends and receives through :attr:`DeviceLink.tx` and
 :attr:`DeviceLink.rx` (:class:`LinkSender`, :class:`LinkReceiver`, the device functions of the
 header as methods), so CI runs the protocol, races included. On CUDA ``tx`` and ``rx`` are the
 link's description in the sender's and the receiver's memory, the argument a kernel takes as
-``const groute_link*``.
+``const groute_link*``. Load a link's sending and receiving kernels before the first of them
+runs (:func:`groute.kernels.preload`): CUDA loads a kernel at its first launch and may wait for
+the running kernels to end first, so a receiver already waiting on one GPU would keep its
+sender from ever starting.
 
 Closing (:meth:`DeviceLink.close`, after the sending kernels in stream order) tells the
 receivers how many packets there were. The link watches its context (through the pump of its
