@@ -464,11 +464,14 @@ def test_the_user_guides_cuda_kernels_compile(tmp_path):
 def test_a_device_link_is_made_while_a_kernel_runs_on_the_compute_stream():
     """A link's words are made on the copy stream: making one does not wait for a kernel
     already running on either device's compute stream (one that waits for this link would
-    never end)."""
+    never end). The first link made on the GPU, before the kernel, loads the link's kernels
+    (which may wait for running kernels: device_link's docstring)."""
     import time
     from support import spin
     with context_or_skip("cuda", 1, timeout=5) as ctx:
         dev = ctx.devices[0]
+        Link(dev, dev, packet_size=4, num_buffers=2, ctx=ctx, initiated="device").close()
+        dev.compute_stream.synchronize()
         spin(dev, "compute", 2.0)
         t0 = time.perf_counter()
         link = Link(dev, dev, packet_size=4, num_buffers=2, ctx=ctx, initiated="device")

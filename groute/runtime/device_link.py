@@ -21,7 +21,8 @@ link's description in the sender's and the receiver's memory, the argument a ker
 ``const groute_link*``. Load a link's sending and receiving kernels before the first of them
 runs (:func:`groute.kernels.preload`): CUDA loads a kernel at its first launch and may wait for
 the running kernels to end first, so a receiver already waiting on one GPU would keep its
-sender from ever starting.
+sender from ever starting. For the same reason the first device link made on a GPU (which loads
+the link's own kernels) may wait for the kernels running there; later ones do not.
 
 Closing (:meth:`DeviceLink.close`, after the sending kernels in stream order) tells the
 receivers how many packets there were. The link watches its context (through the pump of its
@@ -118,6 +119,9 @@ class DeviceLink(SegmentReceiver):
         self._head = self._sender_words[2 * k:]
         self._taken, self._tail = self._receiver_words[:k], self._receiver_words[k:]
         self.tx, self.rx = self._describe()
+        # loaded now, not at close(): loading a kernel may wait for the GPU's running kernels,
+        # among them, by then, a receiver that waits for this close
+        self._close_kernel = self._load_close_kernel(a)
         # the host's releases: the slot's next number written into ``freed`` on a stream of the
         # sender, after what the release waits for
         self._release_stream = a.link_stream(f"{self.name}-release")
@@ -202,6 +206,17 @@ class DeviceLink(SegmentReceiver):
         return _link_words(a, values=words), _link_words(b, values=words)
 
     @staticmethod
+    def _load_close_kernel(device):
+        """The close kernel on CUDA (None on the CPU backend), loaded onto ``device``."""
+        if device.backend != "cuda":
+            return None
+        from ..kernels import get_kernel, preload
+        with device.use():
+            kernel = get_kernel(KERNELS, "groute_link_close")
+            preload(kernel)
+        return kernel
+
+    @staticmethod
     def _check_layout(device, rec):
         if device.gpu in _layout_checked:
             return
@@ -219,9 +234,7 @@ class DeviceLink(SegmentReceiver):
         stream = stream if stream is not None else a.compute_stream
         with a.use():
             if a.backend == "cuda":
-                from ..kernels import get_kernel
-                kernel = get_kernel(KERNELS, "groute_link_close")
-                stream.submit(kernel, (1,), (1,), (self.tx,))
+                stream.submit(self._close_kernel, (1,), (1,), (self.tx,))
             else:
                 stream.submit(self.tx.close)
             self._close_event = stream.record()
