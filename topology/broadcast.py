@@ -129,6 +129,8 @@ def run(ctx, settings, progress) -> BenchResult:
             device_links = [Link(root, dev, cw, settings.link_buffers(cw * 4), ctx=ctx,
                                  initiated="device", name=f"topo-bcast-dev-{dev.name}")
                             for dev in dests] if reach_all else []
+            if device_links:
+                device_ops.preload_link_kernels(root, *dests)
             sent = [0]
 
             def via_device_links(start):

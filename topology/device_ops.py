@@ -100,6 +100,18 @@ def _kernel(device, name: str, path=KERNELS):
         return get_kernel(path, name)
 
 
+def preload_link_kernels(*devices) -> None:
+    """Load the device-link kernels onto each CUDA device in ``devices`` now: a receiver
+    launched first waits for its sender, and loading the sender's kernel at its first launch
+    could wait for that receiver (:func:`groute.kernels.preload`)."""
+    from groute.kernels import preload
+    for device in devices:
+        if device.backend == "cuda":
+            with device.use():
+                preload(*(_kernel(device, name, LINK_KERNELS)
+                          for name in ("link_send_words", "link_receive_words")))
+
+
 def _grid(device) -> int:
     if device.index not in _blocks:
         sms = int(device.properties().get("multiprocessors") or 80)

@@ -134,6 +134,7 @@ def _device_link(ctx, clock, place_stream, s, d, pw, buffers, expected, reps, na
     total = int(s.shape[0])
     packets = -(-total // pw)
     link = Link(a, b, pw, buffers, ctx=ctx, name=name, initiated="device")
+    device_ops.preload_link_kernels(a, b)
     sent = [0]
 
     def step(start, dest=None):

@@ -300,7 +300,10 @@ class DeviceLink(SegmentReceiver):
     def receive(self, timeout=None):
         """The next packet as a :class:`PendingSegment` (its data already in place: no event),
         with metadata ``packet`` (its number) and ``tag`` (the sender's); ``None`` once the link
-        is closed and every packet was received. For ``receiver="host"`` links."""
+        is closed and every packet was received. For ``receiver="host"`` links. Where the
+        sender shares the receiver's GPU, release a packet before running CuPy work on it that
+        this process has not run yet: loading that kernel may wait for the sender, which
+        waits for the release."""
         if self.receiver != "host":
             raise RuntimeError(f"{self.name}: kernels receive on this link (receiver='device', "
                                f"through link.rx); make it with receiver='host' to receive on "

@@ -207,11 +207,14 @@ class IterationDevice:
         """The persistent form of kernel ``name`` (iterate.cu: ``<name>_persistent``; csc: before
         the ``_k`` suffix), compiled for cooperative launch, and its grid: every block resident
         (bins: one per SM, as the per-iteration kernel), no more blocks than there is work."""
-        from groute.kernels import load_module, resident_blocks_per_sm
+        from groute.kernels import load_module, preload, resident_blocks_per_sm
         pname = name + "_persistent" if self.bins else name.replace("_k", "_persistent_k")
         with self.device.use():
             fn = load_module(KERNEL, options=self.options, cooperative=True,
                              include=self.include).get_function(pname)
+            # loaded here, at set-up: at the launch, devices sharing a GPU (logical devices)
+            # may launch different forms, and loading one may wait for a running one
+            preload(fn)
             if self.bins:
                 if self.nhot:
                     fn.max_dynamic_shared_size_bytes = self.hot_max * 4

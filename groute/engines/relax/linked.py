@@ -157,7 +157,7 @@ class LinkedTraversal:
     # ------------------------------------------------------------------ running
     def _reset(self, i):
         """Device ``i``'s state for the staged run, on its compute stream (so before its
-        launch; peers touch it only after the start barrier): the worker's
+        launch; peers touch it only after the start meeting): the worker's
         (:meth:`~groute.engines.relax.cuda_worker.CUDATraversalWorker.reset_state`, from the
         seeds :meth:`prepare` gave it), then the links'."""
         self.workers[i].reset_state(self.delta)
@@ -166,7 +166,6 @@ class LinkedTraversal:
 
     def _launch(self, i, timeout_ns):
         w = self.workers[i]
-        self._reset(i)
         # read before the atomicMin on wide grids only, as the fused worker does
         wide = self.blocks[i] > w.narrow_blocks
         args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.max_rounds),
@@ -196,6 +195,11 @@ class LinkedTraversal:
         if not self._staged:
             raise RuntimeError(f"linked {self.app}: run() without prepare(): no seeds staged")
         timeout_ns = self._timeout_ns
+        # every device reset before the first launch: a reset may load a kernel (the seeds'
+        # placement), and loading waits for the kernels running on that GPU, which on a GPU
+        # shared by several devices would be a launched peer waiting for this device
+        for i, dev in enumerate(self.devices):
+            dev.compute_stream.submit(self._reset, i)
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, timeout_ns))
         self._staged = False
