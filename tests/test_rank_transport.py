@@ -5,9 +5,11 @@ collectives and a fake NCCL communicator that moves bytes on the devices' stream
 kernels would (a receive waits on its stream for the peer's send). The real MPI path runs
 under mpiexec (tests/test_distributed_*.py); the CUDA paths in tests/test_distributed_gpu.py."""
 import collections
+import contextlib
 import concurrent.futures as cf
 import ctypes
 import threading
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -232,6 +234,10 @@ class FakeContext:
     def open_transport(self):
         return self._make(self)
 
+    def fail(self, device_name, exc):
+        self.failed = (device_name, exc)
+        self.stop_event.set()
+
 
 def mpi(staged):
     return lambda ctx: MpiTransport(ctx.ranks, ctx.local_device, staged=staged,
@@ -393,3 +399,89 @@ def test_a_timeout_or_an_nccl_error_aborts_the_communicator(devices):
     with pytest.raises(RuntimeError, match="a peer died"):
         exchange()
     assert comm.aborted
+
+
+def test_connecting_sends_a_byte_to_and_from_every_other_rank_in_one_group(devices):
+    """What RankContext does at start-up on NCCL: every pair meets once, while every rank is
+    there, so that no later exchange runs NCCL's unbounded first handshake."""
+    world = World(3)
+    comms = [FakeComm(world, r) for r in range(3)]
+    as_ranks(3, lambda r: NcclTransport(FakeRanks(world, r), devices[r], comms[r], timeout=10,
+                                        stop=StopSignal()).connect())
+    for r, comm in enumerate(comms):
+        peers = [p for p in range(3) if p != r]
+        assert comm.calls[0] == ("group",) and comm.calls[-1] == ("end",)
+        assert [c[:3] for c in comm.calls[1:-1]] == [c for p in peers for c in
+                                                     (("send", 1, p), ("recv", 1, p))]
+        assert not comm.aborted
+
+
+def test_a_connection_that_never_comes_aborts_and_raises(devices):
+    comm = FakeComm(World(2), 0)
+    transport = NcclTransport(FakeRanks(World(2), 0), devices[0], comm, timeout=0.3,
+                              stop=StopSignal())
+    with pytest.raises(WaitTimeout, match="connecting every pair of ranks"):
+        transport.connect()
+    assert comm.aborted
+
+
+def test_a_failed_flush_stops_the_context_naming_this_rank(devices):
+    """A flush on the caller's thread (the BSP engine's) that fails tells the context, which
+    tells the other ranks; a failure the context knows already is not told again."""
+    world = World(2)
+    comm = FakeComm(world, 0)
+    comm.error = RuntimeError("NCCL_ERROR_REMOTE_ERROR: a peer died")
+    ctx = FakeContext(FakeRanks(world, 0), devices[0], nccl([comm, None]))
+    router = RankRouter(ctx.devices, ctx.devices, by_owner, ctx=ctx, name="failing")
+    router.inputs[0].send(np.arange(4, dtype=np.int32), metadata={"owner": 1})
+    threading.Thread(target=lambda: world.alltoall(1, [[], []]), daemon=True).start()
+    with pytest.raises(RuntimeError, match="a peer died"):
+        router.flush()
+    assert ctx.failed[0] == devices[0].name and "a peer died" in str(ctx.failed[1])
+
+
+class _FakeNcclModule:
+    """CuPy's ``cupy.cuda.nccl`` as far as :class:`groute.device.nccl.Communicator` uses it,
+    with a communicator whose making blocks (a rank that never joins) or fails."""
+    NCCL_UINT8 = 1
+
+    def __init__(self, make):
+        self.NcclCommunicator = make
+
+
+class _GPU:
+    gpu = 3
+
+    def use(self):
+        return contextlib.nullcontext()
+
+    def pci_bus_id(self):
+        return "0000:3B:00.0"
+
+
+def test_a_communicator_no_rank_joins_raises_naming_the_gpu_within_the_timeout(monkeypatch):
+    from groute.device import nccl
+    never = threading.Event()
+    monkeypatch.setattr(nccl, "_nccl", lambda: _FakeNcclModule(lambda *a: never.wait()))
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"rank 1 of 2 on GPU 3 \(0000:3B:00.0\): the NCCL "
+                                           r"communicator was not made within 0.3 s"):
+        nccl.Communicator(2, b"id", 1, _GPU(), timeout=0.3)
+    assert time.monotonic() - t0 < 5
+    never.set()
+
+
+def test_a_communicator_gets_the_id_as_cupy_made_it_and_raises_what_making_it_raised(monkeypatch):
+    from groute.device import nccl
+    seen = []
+
+    def make(size, uid, rank):
+        seen.append((size, uid, rank))
+        if rank == 1:
+            raise RuntimeError("NCCL_ERROR_SYSTEM_ERROR")
+        return object()
+    monkeypatch.setattr(nccl, "_nccl", lambda: _FakeNcclModule(make))
+    assert not nccl.Communicator(2, b"\x01id", 0, _GPU(), timeout=5).aborted
+    with pytest.raises(RuntimeError, match="NCCL_ERROR_SYSTEM_ERROR"):
+        nccl.Communicator(2, b"\x01id", 1, _GPU(), timeout=5)
+    assert seen == [(2, b"\x01id", 0), (2, b"\x01id", 1)]     # bytes, as CuPy 14 makes it

@@ -12,6 +12,10 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
+from ..config import resolve_timeout
+from ..errors import WaitTimeout
+from ..waiting import wait_for
+
 
 def _nccl():
     from cupy.cuda import nccl
@@ -44,22 +48,47 @@ def unavailable() -> str | None:
     return None
 
 
-def unique_id() -> tuple:
-    """A new communicator's id (made on one rank, sent to the others: ``Ranks.bcast``)."""
-    return tuple(_nccl().get_unique_id())
+def unique_id():
+    """A new communicator's id (made on one rank, sent to the others: ``Ranks.bcast``), as
+    CuPy makes it and its communicator takes it back: ``bytes`` from CuPy 14, a tuple of ints
+    before."""
+    return _nccl().get_unique_id()
 
 
 class Communicator:
     """Rank ``rank`` of ``size`` in the NCCL communicator ``uid`` names, on ``device``'s GPU.
-    Made by every rank at once (NCCL's ``ncclCommInitRank`` returns once all have joined)."""
+    Made by every rank at once: NCCL's ``ncclCommInitRank`` returns once all have joined, and
+    waits for them without a limit, so it runs on a thread of its own and a rank that is not
+    joined within ``timeout`` seconds raises here, naming the GPU (the job then ends: the
+    thread may stay blocked in NCCL)."""
 
-    def __init__(self, size: int, uid, rank: int, device):
+    def __init__(self, size: int, uid, rank: int, device, *, timeout=None):
         nccl = _nccl()
         self._nccl = nccl
         self._uint8 = nccl.NCCL_UINT8
         self.device = device
-        with device.use():
-            self._comm = nccl.NcclCommunicator(int(size), tuple(uid), int(rank))
+        made: dict = {}
+
+        def make():
+            try:
+                with device.use():
+                    made["comm"] = nccl.NcclCommunicator(int(size), uid, int(rank))
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
+                made["error"] = exc
+        maker = threading.Thread(target=make, daemon=True, name=f"groute-nccl-init-{rank}")
+        maker.start()
+        try:
+            wait_for(lambda: not maker.is_alive(), timeout=timeout,
+                     what=f"rank {rank} of {size} to join the NCCL communicator")
+        except WaitTimeout as exc:
+            raise RuntimeError(f"rank {rank} of {size} on GPU {device.gpu} "
+                               f"({device.pci_bus_id()}): the NCCL communicator was not made "
+                               f"within {resolve_timeout(timeout):g} s "
+                               f"(a rank failed or never joined; NCCL_DEBUG=WARN says more)"
+                               ) from exc
+        if "error" in made:
+            raise made["error"]
+        self._comm = made["comm"]
         self.aborted = False
         self._ending = threading.Lock()     # abort may come from another thread (a failure)
 
@@ -89,7 +118,10 @@ class Communicator:
         lacks (a newer NCCL's, e.g. ncclRemoteError) would come out of CuPy as a KeyError: it
         is raised as a RuntimeError naming the status instead."""
         try:
-            self._comm.check_async_error()
+            with self._ending:              # not while another thread aborts it
+                if self.aborted:
+                    return
+                self._comm.check_async_error()
         except KeyError as exc:
             raise RuntimeError(f"NCCL reported an error of status {exc.args[0] if exc.args else '?'}"
                                f" (a peer failed or the network broke)") from exc

@@ -128,6 +128,11 @@ class _RemoteHost:
         return True
 
 
+def _set_device(gpu: int) -> None:
+    from cupy.cuda import runtime
+    runtime.setDevice(int(gpu))
+
+
 def _gpu_of(backend: str, ranks):
     """``(host, PCI bus id)`` of the GPU this rank's device would run on, or None where it
     runs no GPU (the CPU backend, or ``"auto"`` finding none). A failure to read it is
@@ -185,6 +190,13 @@ class RankContext(Context):
             dev.timeout = self.timeout
         host = self._workers[0]
         self._workers = [host if i == ranks.rank else _RemoteHost() for i in range(ranks.size)]
+        if self.backend == "cuda":
+            # this rank's GPU current on its threads: CuPy's device scope restores the
+            # thread's previous device on exit, GPU 0 by default, which would then hold a CUDA
+            # context (memory) of every rank and any array made outside a device's scope
+            gpu = local.gpu
+            _set_device(gpu)
+            host.submit(lambda: _set_device(gpu)).result(timeout=self.timeout)
         try:
             self._meet(transport if transport is not None else setting("GROUTE_RANK_TRANSPORT"))
         except BaseException:
@@ -227,7 +239,12 @@ class RankContext(Context):
         if self.transport == "nccl":
             uid = ranks.bcast(nccl.unique_id() if ranks.rank == 0 else None,
                               what="the NCCL communicator's id")
-            self._nccl = nccl.Communicator(ranks.size, uid, ranks.rank, local)
+            self._nccl = nccl.Communicator(ranks.size, uid, ranks.rank, local,
+                                           timeout=self.timeout)
+            # every pair connected now, while every rank is here: NCCL connects a pair at
+            # its first exchange, with a handshake no timeout or stop ends, which would hold
+            # a healthy rank for good if its peer had failed before that first exchange
+            self.open_transport().connect()
 
     def open_transport(self):
         """A new transport for one RankRouter (its own receive buffers): the context's
@@ -352,12 +369,16 @@ class RankContext(Context):
         self._watching = False
         if threading.current_thread() is not self._watch:
             self._watch.join(4 * POLL_INTERVAL)
+        broke = False
         try:
             super().shutdown()
+        except BaseException:
+            broke = True        # a worker may still be inside NCCL: freeing would wait for it
+            raise
         finally:
             if self._nccl is not None:
                 comm, self._nccl = self._nccl, None
-                if self._error is not None:
+                if self._error is not None or broke:
                     comm.abort()
                 else:
                     comm.close()

@@ -201,7 +201,17 @@ class RankRouter:
 
     def flush(self) -> None:
         """Deliver every rank's outbox (collective: every rank calls it at the same step; see
-        the module docstring)."""
+        the module docstring). A failure here, the first this rank knows of, stops the
+        context and so tells the other ranks (a flush may run on the caller's thread, outside
+        the context's device work, which would tell them itself)."""
+        try:
+            self._flush()
+        except BaseException as exc:
+            if not self.ctx.stop_event.is_set():
+                self.ctx.fail(self.ctx.local_device.name, exc)
+            raise
+
+    def _flush(self) -> None:
         with self._lock:
             outbox, self._outbox = self._outbox, [[] for _ in range(self.ranks.size)]
         what = f"{self.name}'s exchange"

@@ -294,6 +294,26 @@ class NcclTransport:
         self.stream = device.compute_stream
         self.pool = ReceivePool(device, self.stream)
 
+    def connect(self) -> None:
+        """A byte to and from every other rank, waited for: NCCL connects a pair of ranks at
+        their first send or receive, in a handshake between the two hosts' threads that no
+        timeout bounds; made at start-up, while every rank is there (RankContext), it is never
+        a later exchange's."""
+        k, me, device = self.ranks.size, self.ranks.rank, self.device
+        if k < 2:
+            return
+        out, got = device.zeros(k, np.uint8), device.zeros(k, np.uint8)
+        try:
+            with self.comm.group():
+                for peer in range(k):
+                    if peer != me:
+                        self.comm.send(device.address(out[peer:peer + 1]), 1, peer, self.stream)
+                        self.comm.recv(device.address(got[peer:peer + 1]), 1, peer, self.stream)
+            self._wait(self.stream.record(), "connecting every pair of ranks")
+        except BaseException:
+            self.comm.abort()
+            raise
+
     def exchange(self, blocks, incoming, after, what: str) -> Received:
         """As :meth:`MpiTransport.exchange`: the same arguments and answer."""
         if self.comm.aborted:
