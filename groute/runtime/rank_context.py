@@ -190,14 +190,14 @@ class RankContext(Context):
             dev.timeout = self.timeout
         host = self._workers[0]
         self._workers = [host if i == ranks.rank else _RemoteHost() for i in range(ranks.size)]
-        if self.backend == "cuda":
-            # this rank's GPU current on its threads: CuPy's device scope restores the
-            # thread's previous device on exit, GPU 0 by default, which would then hold a CUDA
-            # context (memory) of every rank and any array made outside a device's scope
-            gpu = local.gpu
-            _set_device(gpu)
-            host.submit(lambda: _set_device(gpu)).result(timeout=self.timeout)
         try:
+            if self.backend == "cuda":
+                # this rank's GPU current on its threads: CuPy's device scope restores the
+                # thread's previous device on exit, GPU 0 by default, which would then hold a
+                # CUDA context (memory) of every rank and any array made outside a scope
+                gpu = local.gpu
+                _set_device(gpu)
+                host.submit(lambda: _set_device(gpu)).result(timeout=self.timeout)
             self._meet(transport if transport is not None else setting("GROUTE_RANK_TRANSPORT"))
         except BaseException:
             super().shutdown()
