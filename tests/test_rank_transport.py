@@ -427,7 +427,7 @@ def test_a_connection_that_never_comes_aborts_and_raises(devices):
 
 def test_a_failed_flush_stops_the_context_naming_this_rank(devices):
     """A flush on the caller's thread (the BSP engine's) that fails tells the context, which
-    tells the other ranks; a failure the context knows already is not told again."""
+    tells the other ranks."""
     world = World(2)
     comm = FakeComm(world, 0)
     comm.error = RuntimeError("NCCL_ERROR_REMOTE_ERROR: a peer died")
@@ -462,6 +462,7 @@ class _GPU:
 def test_a_communicator_no_rank_joins_raises_naming_the_gpu_within_the_timeout(monkeypatch):
     from groute.device import nccl
     never = threading.Event()
+    monkeypatch.setattr("groute.device.cuda.make_current", lambda gpu: None)
     monkeypatch.setattr(nccl, "_nccl", lambda: _FakeNcclModule(lambda *a: never.wait()))
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match=r"rank 1 of 2 on GPU 3 \(0000:3B:00.0\): the NCCL "
@@ -480,6 +481,7 @@ def test_a_communicator_gets_the_id_as_cupy_made_it_and_raises_what_making_it_ra
         if rank == 1:
             raise RuntimeError("NCCL_ERROR_SYSTEM_ERROR")
         return object()
+    monkeypatch.setattr("groute.device.cuda.make_current", lambda gpu: None)
     monkeypatch.setattr(nccl, "_nccl", lambda: _FakeNcclModule(make))
     assert not nccl.Communicator(2, b"\x01id", 0, _GPU(), timeout=5).aborted
     with pytest.raises(RuntimeError, match="NCCL_ERROR_SYSTEM_ERROR"):

@@ -224,7 +224,8 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged():
     """LinkedTraversal on stand-ins for its workers, barrier and launch: run() before prepare()
     raises naming it; prepare() gives every worker the seeds and launches nothing; run()
     launches every device from them and consumes them (a second run() raises again);
-    run(seeds) stages them itself; a prepare that fails leaves nothing staged."""
+    run(seeds) stages them itself; a prepare that fails leaves nothing staged; every device
+    is reset before the first launch."""
     from groute.engines import peer_barrier
     from groute.engines.protocol import PROTO_RESULT, PROTOCOL_WORDS
     from groute.engines.relax.linked import L_INT, L_U64, STOP_DONE, LinkedTraversal
@@ -241,8 +242,10 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged():
     t.state_host = [np.zeros(PROTOCOL_WORDS + L_U64 + L_INT // 2, np.uint64) for _ in range(2)]
     t.counters_pinned = [np.zeros(16, np.int64) for _ in range(2)]
     t.counters_host = [{}, {}]
-    launches = []
-    t._launch = lambda i, timeout_ns: launches.append((i, timeout_ns, t.workers[i].sources[-1]))
+    launches, order = [], []
+    t._launch = lambda i, timeout_ns: (order.append(("launch", i)),
+                                       launches.append((i, timeout_ns, t.workers[i].sources[-1])))
+    t._reset = lambda i: order.append(("reset", i))
 
     with pytest.raises(RuntimeError, match=r"linked bfs: run\(\) without prepare\(\)"):
         t.run()
@@ -252,6 +255,9 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged():
     stats = t.run()
     timeout = peer_barrier.timeout_ns()
     assert launches == [(0, timeout, ([3, 1], 5)), (1, timeout, ([3, 1], 5))]
+    # every device reset before the first launch (a reset may load a kernel, which may wait
+    # for the kernels already running on that GPU: a launched peer waiting for this device)
+    assert order == [("reset", 0), ("reset", 1), ("launch", 0), ("launch", 1)]
     assert stats["exchange"] == "peer" and t.barrier.finished == [True]
     with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
         t.run()

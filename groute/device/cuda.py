@@ -571,6 +571,14 @@ def mapped_host_array(shape, dtype) -> np.ndarray:
     return array
 
 
+def make_current(gpu: int) -> None:
+    """Make CUDA ordinal ``gpu`` the calling thread's current device for good (not a scope):
+    CuPy's device scope restores the thread's previous device on exit, GPU 0 for a thread that
+    never chose, and making a device current opens its CUDA context (memory), so a process
+    that runs on one GPU other than 0 sets it on each of its threads first."""
+    _cupy().cuda.runtime.setDevice(int(gpu))
+
+
 def pci_bus_id(gpu: int) -> str:
     """The PCI bus id of CUDA ordinal ``gpu`` (``0000:3B:00.0``): what tells two processes of
     one host whether they run on the same GPU, whatever ``CUDA_VISIBLE_DEVICES`` numbered it

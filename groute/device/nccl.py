@@ -71,8 +71,9 @@ class Communicator:
 
         def make():
             try:
-                with device.use():
-                    made["comm"] = nccl.NcclCommunicator(int(size), uid, int(rank))
+                from .cuda import make_current
+                make_current(device.gpu)        # not a scope: its exit would choose GPU 0
+                made["comm"] = nccl.NcclCommunicator(int(size), uid, int(rank))
             except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
                 made["error"] = exc
         maker = threading.Thread(target=make, daemon=True, name=f"groute-nccl-init-{rank}")
@@ -114,13 +115,16 @@ class Communicator:
 
     def check(self) -> None:
         """Raise the error NCCL found since (``NcclError``: a peer that failed, a network
-        error), if any; nothing otherwise. Never waits. A status CuPy's table of NCCL's errors
+        error), or that it was aborted; nothing otherwise. Waits only for an abort under
+        way on another thread. A status CuPy's table of NCCL's errors
         lacks (a newer NCCL's, e.g. ncclRemoteError) would come out of CuPy as a KeyError: it
         is raised as a RuntimeError naming the status instead."""
         try:
             with self._ending:              # not while another thread aborts it
                 if self.aborted:
-                    return
+                    raise RuntimeError(f"the NCCL communicator on GPU {self.device.gpu} was "
+                                       f"aborted (a failure or a shutdown elsewhere in this "
+                                       f"rank): what it was moving did not all arrive")
                 self._comm.check_async_error()
         except KeyError as exc:
             raise RuntimeError(f"NCCL reported an error of status {exc.args[0] if exc.args else '?'}"

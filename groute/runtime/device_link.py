@@ -301,9 +301,9 @@ class DeviceLink(SegmentReceiver):
         """The next packet as a :class:`PendingSegment` (its data already in place: no event),
         with metadata ``packet`` (its number) and ``tag`` (the sender's); ``None`` once the link
         is closed and every packet was received. For ``receiver="host"`` links. Where the
-        sender shares the receiver's GPU, release a packet before running CuPy work on it that
-        this process has not run yet: loading that kernel may wait for the sender, which
-        waits for the release."""
+        sender shares the receiver's GPU, copy out what you need with work this process has
+        run before (a copy), release, then run new CuPy work on the copy: loading a kernel not
+        yet loaded may wait for the sender, which waits for the release."""
         if self.receiver != "host":
             raise RuntimeError(f"{self.name}: kernels receive on this link (receiver='device', "
                                f"through link.rx); make it with receiver='host' to receive on "

@@ -40,7 +40,7 @@ import threading
 import time
 
 from ..device import cuda_device_count
-from ..device.cuda import pci_bus_id
+from ..device.cuda import make_current, pci_bus_id
 from ..device import nccl
 from ..device.logical import place_rank
 from ..errors import RankFailed
@@ -128,11 +128,6 @@ class _RemoteHost:
         return True
 
 
-def _set_device(gpu: int) -> None:
-    from cupy.cuda import runtime
-    runtime.setDevice(int(gpu))
-
-
 def _gpu_of(backend: str, ranks):
     """``(host, PCI bus id)`` of the GPU this rank's device would run on, or None where it
     runs no GPU (the CPU backend, or ``"auto"`` finding none). A failure to read it is
@@ -179,6 +174,9 @@ class RankContext(Context):
         failed = [g for g in self._gpus_of_ranks if isinstance(g, str)]
         if failed:
             raise RuntimeError("; ".join(failed))
+        on_gpu = self._gpus_of_ranks[ranks.rank] is not None and backend != "cpu"
+        if on_gpu:      # before any CUDA work of this thread (cuda.make_current)
+            make_current(ranks.local_rank % cuda_device_count())
         super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event
         self.rank = ranks.rank
@@ -191,13 +189,9 @@ class RankContext(Context):
         host = self._workers[0]
         self._workers = [host if i == ranks.rank else _RemoteHost() for i in range(ranks.size)]
         try:
-            if self.backend == "cuda":
-                # this rank's GPU current on its threads: CuPy's device scope restores the
-                # thread's previous device on exit, GPU 0 by default, which would then hold a
-                # CUDA context (memory) of every rank and any array made outside a scope
+            if self.backend == "cuda":      # the device's host thread too
                 gpu = local.gpu
-                _set_device(gpu)
-                host.submit(lambda: _set_device(gpu)).result(timeout=self.timeout)
+                host.submit(lambda: make_current(gpu)).result(timeout=self.timeout)
             self._meet(transport if transport is not None else setting("GROUTE_RANK_TRANSPORT"))
         except BaseException:
             super().shutdown()
@@ -239,8 +233,18 @@ class RankContext(Context):
         if self.transport == "nccl":
             uid = ranks.bcast(nccl.unique_id() if ranks.rank == 0 else None,
                               what="the NCCL communicator's id")
-            self._nccl = nccl.Communicator(ranks.size, uid, ranks.rank, local,
-                                           timeout=self.timeout)
+            try:
+                self._nccl = nccl.Communicator(ranks.size, uid, ranks.rank, local,
+                                               timeout=self.timeout)
+                mine_failed = None
+            except Exception as exc:  # noqa: BLE001 - every rank hears it, then all raise
+                mine_failed = f"rank {ranks.rank}: {type(exc).__name__}: {exc}"
+            failed = [f for f in ranks.allgather(mine_failed, what="the NCCL communicator "
+                                                 "made on every rank") if f]
+            if failed:
+                if self._nccl is not None:
+                    self._nccl.abort()
+                raise RuntimeError("the NCCL communicator could not be made: " + "; ".join(failed))
             # every pair connected now, while every rank is here: NCCL connects a pair at
             # its first exchange, with a handshake no timeout or stop ends, which would hold
             # a healthy rank for good if its peer had failed before that first exchange
@@ -369,6 +373,10 @@ class RankContext(Context):
         self._watching = False
         if threading.current_thread() is not self._watch:
             self._watch.join(4 * POLL_INTERVAL)
+        if self._nccl is not None and self._error is not None:
+            # first: a worker held in an NCCL group by a failed peer returns, not at the
+            # end of the workers' timeout
+            self._nccl.abort()
         broke = False
         try:
             super().shutdown()
@@ -379,7 +387,7 @@ class RankContext(Context):
             if self._nccl is not None:
                 comm, self._nccl = self._nccl, None
                 if self._error is not None or broke:
-                    comm.abort()
+                    comm.abort()        # once only: a no-op after the abort above
                 else:
                     comm.close()
 

@@ -29,7 +29,7 @@ import threading
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import LinkClosed
+from ..errors import LinkClosed, WaitTimeout
 from ..waiting import wait_for
 from .endpoint import Endpoint
 from .policies import BROADCAST, as_route
@@ -201,11 +201,15 @@ class RankRouter:
 
     def flush(self) -> None:
         """Deliver every rank's outbox (collective: every rank calls it at the same step; see
-        the module docstring). A failure here, the first this rank knows of, stops the
-        context and so tells the other ranks (a flush may run on the caller's thread, outside
-        the context's device work, which would tell them itself)."""
+        the module docstring). A failure of this rank's own here, the first it knows of,
+        stops the context and so tells the other ranks (a flush may run on the caller's
+        thread, outside the context's device work, which would tell them itself); a wait that
+        timed out is not told as this rank's failure: a peer that died silently makes every
+        rank's wait time out."""
         try:
             self._flush()
+        except WaitTimeout:
+            raise
         except BaseException as exc:
             if not self.ctx.stop_event.is_set():
                 self.ctx.fail(self.ctx.local_device.name, exc)

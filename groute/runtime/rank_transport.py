@@ -296,20 +296,41 @@ class NcclTransport:
 
     def connect(self) -> None:
         """A byte to and from every other rank, waited for: NCCL connects a pair of ranks at
-        their first send or receive, in a handshake between the two hosts' threads that no
+        their first send or receive, in a handshake between the two ranks' threads that no
         timeout bounds; made at start-up, while every rank is there (RankContext), it is never
-        a later exchange's."""
+        a later exchange's. The handshake runs on a thread of its own, so that a rank missing
+        from it still ends in the context's timeout (the communicator is then aborted, which
+        also frees that thread)."""
         k, me, device = self.ranks.size, self.ranks.rank, self.device
         if k < 2:
             return
         out, got = device.zeros(k, np.uint8), device.zeros(k, np.uint8)
+        done: dict = {}
+
+        def handshake():
+            try:
+                if device.backend == "cuda":
+                    from ..device.cuda import make_current
+                    make_current(device.gpu)    # this thread's first CUDA work: not GPU 0
+                with self.comm.group():
+                    for peer in range(k):
+                        if peer != me:
+                            self.comm.send(device.address(out[peer:peer + 1]), 1, peer,
+                                           self.stream)
+                            self.comm.recv(device.address(got[peer:peer + 1]), 1, peer,
+                                           self.stream)
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
+                done["error"] = exc
+        thread = threading.Thread(target=handshake, daemon=True,
+                                  name=f"groute-nccl-connect-{me}")
+        thread.start()
+        what = "connecting every pair of ranks"
         try:
-            with self.comm.group():
-                for peer in range(k):
-                    if peer != me:
-                        self.comm.send(device.address(out[peer:peer + 1]), 1, peer, self.stream)
-                        self.comm.recv(device.address(got[peer:peer + 1]), 1, peer, self.stream)
-            self._wait(self.stream.record(), "connecting every pair of ranks")
+            wait_for(lambda: not thread.is_alive(), timeout=self.timeout, stop=self.stop,
+                     what=f"{what}: NCCL's handshakes of rank {me} of {k}")
+            if "error" in done:
+                raise done["error"]
+            self._wait(self.stream.record(), what)
         except BaseException:
             self.comm.abort()
             raise
