@@ -162,11 +162,15 @@ class DeviceCC:
         else:
             self.stream.submit(rest_numpy, self.parent, rest, r, giant, count)
 
-    def compress(self):
+    def compress(self, rows_only: bool = False):
+        """Point every vertex at its root; ``rows_only``: only this device's rows, the vertices
+        its next sampling round starts from (O(n / K) instead of O(n) on K devices; the others
+        keep valid, longer paths)."""
+        lo, hi = (self.lo, self.lo + self.rows) if rows_only else (0, self.n)
         if self.cuda:
-            if self.n:
+            if hi > lo:
                 self.stream.submit(lambda: self.kernels["cc_compress"](
-                    self._grid(self.n), (BLOCK,), (np.int32(self.n), self.parent)))
+                    self._grid(hi - lo), (BLOCK,), (np.int32(lo), np.int32(hi), self.parent)))
         # the NumPy hook leaves the array compressed already
 
 

@@ -9,7 +9,8 @@ at set-up, which gives the *weak* components), spread over the devices:
    per sampling round), and each device holds its rows' slice of the CSR and a full-size parent
    array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
 1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
-   each, compressed after each) in its own parent array: no communication.
+   each, its own rows compressed after each: O(n / K), not O(n)) in its own parent array: no
+   communication.
 2. The parent arrays are merged in a tree (device 1 into 0, 3 into 2, then 2 into 0, ...): the
    receiver's kernel reads the sender's array directly over NVLink (peer access; ordered by an
    event, no host round trip) and hooks every ``(v, other[v])``, then compresses.
@@ -374,8 +375,12 @@ class ComponentsSolver(Solver):
             for r in range(self.rounds):          # interleaved so every device starts at once
                 for j, dev in enumerate(devs):
                     dev.link_round(r, self._light(r))
-                    if r + 1 < self.rounds or k == 1 or receives(j, 1):
+                    if k == 1:
                         dev.compress()
+                    elif r + 1 < self.rounds or receives(j, 1):
+                        # only the rows: the next round starts from them, and a merge's
+                        # hooks walk to the roots from any vertex
+                        dev.compress(rows_only=True)
             if k > 1:
                 events = [dev.stream.record() for dev in devs]
                 for step, j, sender in tree:

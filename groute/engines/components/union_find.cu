@@ -68,9 +68,11 @@ extern "C" __global__ void cc_merge(const int* __restrict__ other, int n, int* p
     }
 }
 
-// Full path compression (pointer jumping until every vertex points at its root).
-extern "C" __global__ void cc_compress(int n, int* parent) {
-    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+// Path compression of the vertices lo .. hi - 1 (pointer jumping until each points at its root):
+// all of them (0, n), or a device's own rows, the only ones its next sampling round starts from.
+// Any ancestor is a valid parent, so the vertices left out stay correct, only less shallow.
+extern "C" __global__ void cc_compress(int lo, int hi, int* parent) {
+    for (int v = lo + blockIdx.x * blockDim.x + threadIdx.x; v < hi; v += gridDim.x * blockDim.x) {
         int p = load(parent + v);
         int pp = load(parent + p);
         while (p != pp) {
