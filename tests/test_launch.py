@@ -21,6 +21,21 @@ def test_the_command_line_it_runs(capsys):
         ["mpx", "-n", "2", sys.executable, "prog.py", "x"]
 
 
+@pytest.mark.parametrize("says,flag", [("mpiexec (OpenRTE) 4.1.6\nReport bugs to "
+                                        "http://www.open-mpi.org/community/help/", "--host"),
+                                       ("HYDRA build details:\n    Version: 4.2.0", "-hosts"),
+                                       (None, "-hosts")])
+def test_hosts_go_as_the_mpiexec_found_takes_them(tmp_path, says, flag):
+    """Open MPI's mpiexec (the GPU image's) takes --host, MPICH's Hydra -hosts: told by what
+    ``mpiexec --version`` prints (a launcher that cannot say is taken for MPICH's)."""
+    exe = tmp_path / "mpiexec"
+    exe.write_text("#!/bin/sh\n" + (f"printf '%s\\n' '{says}'\n" if says else "exit 1\n"))
+    exe.chmod(0o755)
+    line = launch.launch_command(2, ["bfs"], hosts=["a", "b"], mpiexec=str(exe))
+    assert line[3:5] == [flag, "a,b"]
+    assert launch.is_open_mpi(str(exe)) is (flag == "--host")
+
+
 def test_a_missing_mpiexec_is_a_clear_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))

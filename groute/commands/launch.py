@@ -3,8 +3,8 @@ processes, one device each, for people who have never used MPI.
 
 It finds ``mpiexec`` (the one the ``mpich`` wheel put beside this Python, else the first on
 ``PATH``: a site's own MPI), checks that this Python can import ``mpi4py``, and runs
-``mpiexec -n K [-hosts H1,H2] PYTHON -m groute COMMAND ...`` (or ``PYTHON PROGRAM.py ...`` when
-the command is a ``.py`` file) with this environment, returning its exit code. A missing MPI
+``mpiexec -n K [-hosts H1,H2] PYTHON -m groute COMMAND ...`` (Open MPI's ``--host`` where the
+``mpiexec`` is Open MPI's; ``PYTHON PROGRAM.py ...`` when the command is a ``.py`` file) with this environment, returning its exit code. A missing MPI
 is one line saying what to install.
 """
 from __future__ import annotations
@@ -30,6 +30,17 @@ def find_mpiexec() -> str | None:
     return shutil.which("mpiexec")
 
 
+def is_open_mpi(mpiexec: str) -> bool:
+    """Whether ``mpiexec`` is Open MPI's (its options differ from MPICH's: ``--host``, not
+    ``-hosts``), told by what ``mpiexec --version`` prints; False where it says nothing."""
+    try:
+        done = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    said = (done.stdout + done.stderr).lower()
+    return any(mark in said for mark in ("open mpi", "openrte", "open-mpi"))  # 5.x, 4.x, url
+
+
 def launch_command(ranks: int, command, *, hosts=None, mpiexec=None) -> list[str]:
     """The ``mpiexec`` command line that runs ``command`` (groute's arguments, or a ``.py``
     program and its arguments) as ``ranks`` processes (on ``hosts``, a list of host names).
@@ -50,8 +61,8 @@ def launch_command(ranks: int, command, *, hosts=None, mpiexec=None) -> list[str
     if importlib.util.find_spec("mpi4py") is None:
         raise FileNotFoundError(f"{sys.executable} cannot import mpi4py: {INSTALL_HINT}")
     line = [exe, "-n", str(int(ranks))]
-    if hosts:
-        line += ["-hosts", ",".join(hosts)]
+    if hosts:       # MPICH's Hydra, the mpich wheel's: -hosts; Open MPI: --host
+        line += ["--host" if is_open_mpi(exe) else "-hosts", ",".join(hosts)]
     if command[0].endswith(".py"):
         return line + [sys.executable, *command]
     return line + [sys.executable, "-m", "groute", *command]
