@@ -252,22 +252,6 @@ def test_cpu_devices_wake_no_links(ctx):
     assert bar._wake is None and bar._woken == {}
 
 
-@pytest.mark.timeout(30)
-def test_a_wake_ahead_serves_the_next_launch_only(ctx):
-    """An app's staging wakes the links ahead (wake_ahead): the next launch issues no wake of
-    its own, the one after does again."""
-    bar = CrossDeviceBarrier(ctx.devices, np.zeros(1, np.uint64))
-    woke = []
-    bar.wake_links = lambda: woke.append(len(woke))
-    bar.launch_each(lambda i, dev: None)
-    assert len(woke) == 1
-    bar.wake_ahead()
-    assert len(woke) == 2
-    assert bar.launch_each(lambda i, dev: None) == ([0, 1, 2], None) and len(woke) == 2
-    bar.launch_each(lambda i, dev: None)
-    assert len(woke) == 3
-
-
 @pytest.mark.gpu
 @pytest.mark.multigpu
 @pytest.mark.timeout(120)

@@ -181,14 +181,11 @@ class _Device:
 
 
 class _Barrier:
-    """CrossDeviceBarrier's ``wake_ahead`` (counted), ``launch_each`` (every launch succeeds)
-    and ``finish`` (records whether the run was ``ok``)."""
+    """CrossDeviceBarrier's ``launch_each`` (every launch succeeds) and ``finish`` (records
+    whether the run was ``ok``)."""
 
     def __init__(self, devices):
-        self.devices, self.finished, self.woken_ahead = devices, [], 0
-
-    def wake_ahead(self):
-        self.woken_ahead += 1
+        self.devices, self.finished = devices, []
 
     def launch_each(self, launch):
         for i, dev in enumerate(self.devices):
@@ -255,7 +252,6 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged():
     assert launches == [] and all(w.sources == [] for w in t.workers)
     t.prepare([3, 1], ceiling=5)
     assert all(w.sources == [([3, 1], 5)] for w in t.workers) and launches == []
-    assert t.barrier.woken_ahead == 1          # the links' wake staged with the seeds
     stats = t.run()
     timeout = peer_barrier.timeout_ns()
     assert launches == [(0, timeout, ([3, 1], 5)), (1, timeout, ([3, 1], 5))]

@@ -26,8 +26,7 @@ kernels can run), :data:`BARRIER_TIMEOUT_S` (``GROUTE_PEER_BARRIER_TIMEOUT``, th
 launch or a device that gave up).
 
 Before every launch of several devices, :meth:`CrossDeviceBarrier.launch_each` wakes NVLink
-(:meth:`~CrossDeviceBarrier.wake_links`; an app's staging may do it ahead of its timed run,
-:meth:`~CrossDeviceBarrier.wake_ahead`): the links drop to a low-power state when the GPUs
+(:meth:`~CrossDeviceBarrier.wake_links`): the links drop to a low-power state when the GPUs
 leave them idle for a few tens of milliseconds, and the first kernel traffic after that is many
 times slower. The apps' host work between two runs (the answer's download and renumbering) is
 longer than that, so every run would meet sleeping links and pay for it at its first
@@ -102,7 +101,6 @@ class CrossDeviceBarrier:
         self._wake = None   # per device, WAKE_BYTES to copy (allocated at the first launch;
                             # () once waking failed: not tried again)
         self._woken = {}    # device index -> event after its wake copy, for launch_each
-        self._ahead = None  # perf_counter of a wake_ahead() the next launch has not used
         self._last_end = -math.inf  # perf_counter when the last run was settled
 
     @property
@@ -140,16 +138,8 @@ class CrossDeviceBarrier:
             log.warning("waking the links before the launches failed (%s); not tried again", exc)
             self._wake, self._woken = (), {}
 
-    def wake_ahead(self) -> None:
-        """:meth:`wake_links` now, for the next :meth:`launch_each`, which then issues none:
-        for an app's staging before its timed run (the copies are a host cost of their own,
-        ahead of the first launch; the links only need to be awake when the kernels meet)."""
-        self.wake_links()
-        self._ahead = time.perf_counter()
-
     def launch_each(self, launch, order=None):
-        """Wake the links (:meth:`wake_links`, unless :meth:`wake_ahead` did since the last
-        launch), then call ``launch(i, device)`` for every
+        """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
         device in ``order`` (indices; default 0 to k - 1: benchmarks/probes/gpu_launch_probe.py
         times the reverse), stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
@@ -157,9 +147,7 @@ class CrossDeviceBarrier:
         each launch the device's compute stream waits for its wake copy: whatever it runs
         next (the read-back) also finds the copy done, and the buffers are never freed under
         a copy in flight."""
-        if self._ahead is None or time.perf_counter() - self._ahead > WAKE_AFTER_S:
-            self.wake_links()       # none ahead, or long enough ago for the links to sleep
-        self._ahead = None
+        self.wake_links()
         launched, failure = [], None
         try:
             for i in (range(len(self.devices)) if order is None else order):

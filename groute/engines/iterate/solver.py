@@ -603,9 +603,6 @@ class IterateSolver(Solver):
                 "mode": self.mode, "devices": [d.device.name for d in self.devs],
                 self.iteration.alpha_name: self.alpha, "tol": self.tol, "bytes_sent": 0,
                 "iterations": 0 if self.mode == "bsp" else None, "converged": True})
-        barrier = getattr(self, "_barrier", None)
-        if self.mode == "bsp" and self.persistent and barrier is not None:
-            barrier.wake_ahead()    # the links' wake copies: not before the first launch
         with DeviceTimer(self.ctx) as timer:
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
         if self.mode == "bsp" and self.persistent:

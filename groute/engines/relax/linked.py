@@ -185,7 +185,6 @@ class LinkedTraversal:
         for w in self.workers:
             w.set_source(sources_new, ceiling)
         self._timeout_ns = peer_barrier.timeout_ns()
-        self.barrier.wake_ahead()   # the links' wake copies too: not before the first launch
         self._staged = True
 
     def run(self, sources_new=None, ceiling=None) -> dict:

@@ -222,7 +222,6 @@ class PeerTraversal:
         staged = [None] * self.k
         for i, dev in enumerate(self.devices):
             dev.compute_stream.submit(self._stage, staged, i, seeds[i])
-        self.barrier.wake_ahead()   # the links' wake copies too: not before the first launch
         self._staged = staged       # only once every device has its seeds
 
     def run(self, sources_new=None, max_level: int | None = None) -> dict:
