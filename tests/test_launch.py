@@ -11,7 +11,9 @@ from groute.commands import launch
 from mpi_support import ROOT, needs_mpi, program, rank_environment
 
 
-def test_the_command_line_it_runs(capsys):
+def test_the_command_line_it_runs(capsys, monkeypatch):
+    monkeypatch.setattr(launch, "is_open_mpi", lambda exe: False)   # the mpich wheel's
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
     assert main(["launch", "-n", "3", "--hosts", "a,b", "--print", "--", "bfs", "--graph",
                  "kron:10"]) == 0
     line = capsys.readouterr().out.split()
@@ -21,19 +23,30 @@ def test_the_command_line_it_runs(capsys):
         ["mpx", "-n", "2", sys.executable, "prog.py", "x"]
 
 
-@pytest.mark.parametrize("says,flag", [("mpiexec (OpenRTE) 4.1.6\nReport bugs to "
-                                        "http://www.open-mpi.org/community/help/", "--host"),
-                                       ("HYDRA build details:\n    Version: 4.2.0", "-hosts"),
-                                       (None, "-hosts")])
-def test_hosts_go_as_the_mpiexec_found_takes_them(tmp_path, says, flag):
-    """Open MPI's mpiexec (the GPU image's) takes --host, MPICH's Hydra -hosts: told by what
-    ``mpiexec --version`` prints (a launcher that cannot say is taken for MPICH's)."""
+@pytest.mark.parametrize("says,open_mpi", [("mpiexec (OpenRTE) 4.1.6\nReport bugs to "
+                                            "http://www.open-mpi.org/community/help/", True),
+                                            ("mpiexec (Open MPI) 5.0.3", True),
+                                            ("HYDRA build details:\n    Version: 4.2.0", False),
+                                            (None, False)])
+def test_the_mpiexec_found_is_told_by_what_it_prints(tmp_path, says, open_mpi):
+    """Open MPI's mpiexec (the GPU image's) or MPICH's Hydra, by ``mpiexec --version`` (a
+    launcher that cannot say is taken for MPICH's)."""
     exe = tmp_path / "mpiexec"
     exe.write_text("#!/bin/sh\n" + (f"printf '%s\\n' '{says}'\n" if says else "exit 1\n"))
     exe.chmod(0o755)
-    line = launch.launch_command(2, ["bfs"], hosts=["a", "b"], mpiexec=str(exe))
-    assert line[3:5] == [flag, "a,b"]
-    assert launch.is_open_mpi(str(exe)) is (flag == "--host")
+    assert launch.is_open_mpi(str(exe)) is open_mpi
+
+
+def test_hosts_go_as_each_mpiexec_takes_them(monkeypatch):
+    """Hydra deals the ranks out over -hosts; Open MPI needs each host's slots (--host a:S):
+    one slot each would refuse 8 ranks on 2 hosts."""
+    assert launch.host_options(8, ["a", "b"], open_mpi=False) == ["-hosts", "a,b"]
+    assert launch.host_options(8, ["a", "b"], open_mpi=True) == ["--host", "a:4,b:4"]
+    assert launch.host_options(5, ["a", "b"], open_mpi=True) == ["--host", "a:3,b:3"]
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(launch, "is_open_mpi", lambda exe: True)
+    assert launch.launch_command(4, ["bfs"], hosts=["a", "b"], mpiexec="mpx")[:5] == \
+        ["mpx", "-n", "4", "--host", "a:2,b:2"]
 
 
 def test_a_missing_mpiexec_is_a_clear_error(monkeypatch, tmp_path, capsys):

@@ -34,11 +34,22 @@ def is_open_mpi(mpiexec: str) -> bool:
     """Whether ``mpiexec`` is Open MPI's (its options differ from MPICH's: ``--host``, not
     ``-hosts``), told by what ``mpiexec --version`` prints; False where it says nothing."""
     try:
-        done = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=20)
+        done = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                              errors="replace", stdin=subprocess.DEVNULL, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return False
     said = (done.stdout + done.stderr).lower()
     return any(mark in said for mark in ("open mpi", "openrte", "open-mpi"))  # 5.x, 4.x, url
+
+
+def host_options(ranks: int, hosts, *, open_mpi: bool) -> list[str]:
+    """The options that spread ``ranks`` processes over ``hosts``: MPICH's Hydra (the mpich
+    wheel's ``mpiexec``) deals them out round-robin (``-hosts a,b``); Open MPI gives a host one
+    slot unless told more (``--host a:S,b:S``, S the ranks per host rounded up)."""
+    if not open_mpi:
+        return ["-hosts", ",".join(hosts)]
+    slots = -(-int(ranks) // len(hosts))
+    return ["--host", ",".join(f"{h}:{slots}" for h in hosts)]
 
 
 def launch_command(ranks: int, command, *, hosts=None, mpiexec=None) -> list[str]:
@@ -61,8 +72,8 @@ def launch_command(ranks: int, command, *, hosts=None, mpiexec=None) -> list[str
     if importlib.util.find_spec("mpi4py") is None:
         raise FileNotFoundError(f"{sys.executable} cannot import mpi4py: {INSTALL_HINT}")
     line = [exe, "-n", str(int(ranks))]
-    if hosts:       # MPICH's Hydra, the mpich wheel's: -hosts; Open MPI: --host
-        line += ["--host" if is_open_mpi(exe) else "-hosts", ",".join(hosts)]
+    if hosts:
+        line += host_options(ranks, hosts, open_mpi=is_open_mpi(exe))
     if command[0].endswith(".py"):
         return line + [sys.executable, *command]
     return line + [sys.executable, "-m", "groute", *command]
@@ -78,7 +89,8 @@ def register(subparsers, common):
     p.add_argument("-n", "--ranks", type=positive_int, required=True, metavar="K",
                    help="processes to start (one device each)")
     p.add_argument("--hosts", default=None, metavar="H1,H2",
-                   help="comma-separated hosts to spread the processes over (mpiexec -hosts)")
+                   help="comma-separated hosts to spread the processes over (mpiexec -hosts, or Open "
+                        "MPI's --host with the slots per host)")
     p.add_argument("--print", action="store_true", dest="print_only",
                    help="print the mpiexec command line instead of running it")
     p.add_argument("program", nargs="*", metavar="-- COMMAND",

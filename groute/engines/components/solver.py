@@ -365,8 +365,9 @@ class ComponentsSolver(Solver):
         def receives(j, step):
             # Only a device that receives at `step` compresses before it: a merge hooks
             # (v, other[v]) with any ancestor as other[v], so a sender need not compress its
-            # array first (its last compression would sit on the critical path);
-            # a receiver's compressed array makes its root walks one hop.
+            # array first (its last compression would sit on the critical path); a receiver
+            # compresses its own rows (one-hop root walks from them; from other vertices the
+            # walks are longer), and the last receiver, device 0, everything.
             return (step, j) in receivers
 
         with DeviceTimer(self.ctx) as timer:
