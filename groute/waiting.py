@@ -63,3 +63,25 @@ def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None
         else:
             time.sleep(min(delay, remaining, POLL_INTERVAL))
             delay = min(delay * 2, 2e-3)
+
+
+def run_bounded(fn, *, what: str, timeout=None, stop: threading.Event | None = None,
+                name: str = "groute-bounded"):
+    """``fn()`` for a call that waits without a limit of its own (a library's blocking call
+    that releases the GIL, e.g. NCCL's): run on a daemon thread of its own, waited for as
+    :func:`wait_for` waits; its result, or what it raised. Past ``timeout`` (or at ``stop``)
+    the wait raises while the thread may stay blocked: the caller then ends what ``fn`` waits
+    on (an abort) or the process."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
+            out["error"] = exc
+    thread = threading.Thread(target=run, daemon=True, name=name)
+    thread.start()
+    wait_for(lambda: not thread.is_alive(), what=what, timeout=timeout, stop=stop)
+    if "error" in out:
+        raise out["error"]
+    return out["result"]

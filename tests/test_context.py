@@ -59,6 +59,25 @@ def test_waits_are_bounded():
         gate.set()
 
 
+def test_a_bounded_run_gives_the_result_the_error_or_up_at_its_timeout():
+    """run_bounded: a blocking call of a library (NCCL's) on a thread of its own, waited for
+    within the timeout; what it returns or raises comes back on the caller's thread."""
+    from groute.waiting import StopSignal, run_bounded
+    assert run_bounded(lambda: 7, what="seven", timeout=5) == 7
+    with pytest.raises(KeyError, match="inside"):
+        run_bounded(lambda: {}["inside"], what="a failing call", timeout=5)
+    never = threading.Event()
+    t0 = time.monotonic()
+    with pytest.raises(WaitTimeout, match="timed out after 0.2 s waiting for a stuck call"):
+        run_bounded(never.wait, what="a stuck call", timeout=0.2)
+    stop = StopSignal()
+    threading.Timer(0.2, stop.set).start()
+    with pytest.raises(ContextStopped):
+        run_bounded(never.wait, what="a stuck call", timeout=30, stop=stop)
+    assert time.monotonic() - t0 < 5
+    never.set()
+
+
 def test_shutdown_twice_is_harmless_and_threads_end(no_thread_leak):
     ctx = Context(3, backend="cpu")
     ctx.run(lambda d: d.compute_stream.synchronize())

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from ..config import resolve_timeout
 from ..errors import WaitTimeout
-from ..waiting import wait_for
+from ..waiting import run_bounded
 
 
 def _nccl():
@@ -67,29 +67,19 @@ class Communicator:
         self._nccl = nccl
         self._uint8 = nccl.NCCL_UINT8
         self.device = device
-        made: dict = {}
-
         def make():
-            try:
-                from .cuda import make_current
-                make_current(device.gpu)        # not a scope: its exit would choose GPU 0
-                made["comm"] = nccl.NcclCommunicator(int(size), uid, int(rank))
-            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
-                made["error"] = exc
-        maker = threading.Thread(target=make, daemon=True, name=f"groute-nccl-init-{rank}")
-        maker.start()
+            from .cuda import make_current
+            make_current(device.gpu)        # not a scope: its exit would choose GPU 0
+            return nccl.NcclCommunicator(int(size), uid, int(rank))
         try:
-            wait_for(lambda: not maker.is_alive(), timeout=timeout,
-                     what=f"rank {rank} of {size} to join the NCCL communicator")
+            self._comm = run_bounded(make, timeout=timeout, name=f"groute-nccl-init-{rank}",
+                                     what=f"rank {rank} of {size} to join the NCCL communicator")
         except WaitTimeout as exc:
             raise RuntimeError(f"rank {rank} of {size} on GPU {device.gpu} "
                                f"({device.pci_bus_id()}): the NCCL communicator was not made "
                                f"within {resolve_timeout(timeout):g} s "
                                f"(a rank failed or never joined; NCCL_DEBUG=WARN says more)"
                                ) from exc
-        if "error" in made:
-            raise made["error"]
-        self._comm = made["comm"]
         self.aborted = False
         self._ending = threading.Lock()     # abort may come from another thread (a failure)
 

@@ -174,8 +174,8 @@ class RankContext(Context):
         failed = [g for g in self._gpus_of_ranks if isinstance(g, str)]
         if failed:
             raise RuntimeError("; ".join(failed))
-        on_gpu = self._gpus_of_ranks[ranks.rank] is not None and backend != "cpu"
-        if on_gpu:      # before any CUDA work of this thread (cuda.make_current)
+        if self._gpus_of_ranks[ranks.rank] is not None:   # a GPU: current before any CUDA
+            # work of this thread (cuda.make_current)
             make_current(ranks.local_rank % cuda_device_count())
         super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..waiting import wait_for
+from ..waiting import run_bounded, wait_for
 
 #: ``GROUTE_RANK_TRANSPORT`` values
 TRANSPORTS = ("auto", "mpi", "nccl")
@@ -305,31 +305,21 @@ class NcclTransport:
         if k < 2:
             return
         out, got = device.zeros(k, np.uint8), device.zeros(k, np.uint8)
-        done: dict = {}
 
         def handshake():
-            try:
-                if device.backend == "cuda":
-                    from ..device.cuda import make_current
-                    make_current(device.gpu)    # this thread's first CUDA work: not GPU 0
-                with self.comm.group():
-                    for peer in range(k):
-                        if peer != me:
-                            self.comm.send(device.address(out[peer:peer + 1]), 1, peer,
-                                           self.stream)
-                            self.comm.recv(device.address(got[peer:peer + 1]), 1, peer,
-                                           self.stream)
-            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
-                done["error"] = exc
-        thread = threading.Thread(target=handshake, daemon=True,
-                                  name=f"groute-nccl-connect-{me}")
-        thread.start()
+            if device.backend == "cuda":
+                from ..device.cuda import make_current
+                make_current(device.gpu)        # this thread's first CUDA work: not GPU 0
+            with self.comm.group():
+                for peer in range(k):
+                    if peer != me:
+                        self.comm.send(device.address(out[peer:peer + 1]), 1, peer, self.stream)
+                        self.comm.recv(device.address(got[peer:peer + 1]), 1, peer, self.stream)
         what = "connecting every pair of ranks"
         try:
-            wait_for(lambda: not thread.is_alive(), timeout=self.timeout, stop=self.stop,
-                     what=f"{what}: NCCL's handshakes of rank {me} of {k}")
-            if "error" in done:
-                raise done["error"]
+            run_bounded(handshake, timeout=self.timeout, stop=self.stop,
+                        name=f"groute-nccl-connect-{me}",
+                        what=f"{what}: NCCL's handshakes of rank {me} of {k}")
             self._wait(self.stream.record(), what)
         except BaseException:
             self.comm.abort()
