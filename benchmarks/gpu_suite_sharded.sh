@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_suite_sharded.sh single     # `gpu and not multigpu`: one pytest per GPU
 #   bash benchmarks/gpu_suite_sharded.sh multi P N  # `multigpu`: slice P of N of the tests,
 #                                                   # every GPU visible, one test at a time
+#                                                   # (WORKERS=k: k pytest workers at once)
 #   bash benchmarks/gpu_suite_sharded.sh contended  # `gpu and not multigpu`: 4 pytest workers
 #                                                   # (pytest-xdist -n 4) sharing GPU 0
 #
@@ -70,7 +71,9 @@ multi)
     if [[ ${#slice[@]} -eq 0 ]]; then
         echo "multi $part of $parts: no test in this slice"; exit 0
     fi
-    run -m multigpu "${slice[@]}" > "$logs/suite-multi-$part.log" 2>&1
+    workers=()
+    if [[ ${WORKERS:-1} -gt 1 ]]; then workers=(-n "$WORKERS"); fi
+    run "${workers[@]}" -m multigpu "${slice[@]}" > "$logs/suite-multi-$part.log" 2>&1
     rc=$?
     echo "multi $part of $parts: exit $rc; $(tail -1 "$logs/suite-multi-$part.log")"
     report "$logs/suite-multi-$part.log"
