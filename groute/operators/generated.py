@@ -15,6 +15,7 @@ file, ``frontier_ops.cu``.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from .direction import compile_options
@@ -349,22 +350,46 @@ def write_source(text: str) -> Path:
 
 
 def kernels(functor, where: str):
-    """``name -> RawKernel`` of ``functor``'s module, compiled for the current device (cached by
-    :func:`groute.kernels.load_module`)."""
+    """``name -> RawKernel`` of ``functor``'s module, compiled for the current device.
+
+    Every operator call asks for its kernels, so the answer is remembered per (functor, call
+    site, device, options) in this process: writing the source, hashing it and looking the
+    file up again would otherwise cost each launch more than the launch itself. The module is
+    compiled and cached once by :func:`groute.kernels.load_module`."""
+    import cupy
+    return _loaded_kernels(functor, where, cupy.cuda.Device().id, compile_options())
+
+
+@functools.lru_cache(maxsize=4096)
+def _loaded_kernels(functor, where: str, device: int, options: tuple):
+    """:func:`kernels` for one key (``device``: the current one, which load_module compiles
+    for)."""
     from groute.kernels import load_module
-    module = load_module(source_path(functor, where), options=compile_options())
-    return _Kernels(module)
+    return _Kernels(load_module(source_path(functor, where), options=options))
 
 
 def frontier_kernels():
-    """The frontier conversions (``frontier_ops.cu``), compiled for the current device."""
+    """The frontier conversions (``frontier_ops.cu``), compiled for the current device (looked
+    up once per device, as :func:`kernels`)."""
+    import cupy
+    return _frontier_kernels(cupy.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=None)
+def _frontier_kernels(device: int):
     from groute.kernels import load_module
     return _Kernels(load_module(FRONTIER_OPS))
 
 
 class _Kernels:
+    """A module's kernels by name, each looked up once."""
+
     def __init__(self, module):
         self._module = module
+        self._functions = {}
 
     def __getitem__(self, name):
-        return self._module.get_function(name)
+        function = self._functions.get(name)
+        if function is None:
+            function = self._functions.setdefault(name, self._module.get_function(name))
+        return function
