@@ -145,11 +145,24 @@ def test_best_key_matches_the_reference(backend, k, partition, ties):
                        loops=False, ties=ties, bias=bias,
                        score=lambda s, v, kk, x: x - s["bias"][kk])
         weighed = eng.gather("best")
+        # a NaN score never wins (it scores as -inf), on some vertices' arcs to some of them
+        keyed.best_key(eng.frontier(some(N, 5)), "key_of", own="own", into="best",
+                       weight="w", ties=ties, where=lambda s, v, u: s["key_of"][u] != 5,
+                       score=lambda s, v, kk, x: s["xp"].where(kk == 3, s["xp"].nan, x))
+        nan_scored = eng.gather("best")
     want = reference_best(rows, cols, np.ones_like(w), key, own, lambda v, kk, x: x, ties, True)
     assert np.array_equal(counted, want)
     assert np.array_equal(moved_counted, np.flatnonzero(want != own))
     want = reference_best(rows, cols, w, key, own, lambda v, kk, x: x - bias[kk], ties, False)
     assert np.array_equal(weighed, want)
+    chosen = some(N, 5)
+    want_nan = reference_best(rows, cols, w, key, own,
+                              lambda v, kk, x: -np.inf if kk == 3 else x, ties, True,
+                              where=key[cols] != 5)
+    # the vertices outside the frontier keep the last call's choice
+    assert np.array_equal(nan_scored[chosen], want_nan[chosen])
+    outside = np.setdiff1d(np.arange(N), chosen)
+    assert np.array_equal(nan_scored[outside], weighed[outside])
 
 
 @pytest.mark.parametrize("backend, k, partition", CASES)

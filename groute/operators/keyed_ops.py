@@ -4,11 +4,14 @@ code: NumPy on a CPU virtual device, CuPy on a CUDA device (``xp``).
 Every operation here is a grouping by a packed 64-bit key, the row's index in the upper half
 and the key in the lower: one sort of the keys (CUB's radix sort under CuPy), the groups'
 starts where a key differs from the one before, and their sums by a scatter-add over the
-group numbers (:func:`scatter_sum`: nothing read back to the host). A per-row choice among a row's groups is a scatter (``maximum.at``, ``minimum.at``:
-atomics under CuPy) of the groups' scores and tie ranks into the rows, or, for the smallest
-key not taken, the first gap in each row's sorted keys. So the work is a few passes and a sort
-over the arcs read, whatever the degrees: a hub's arcs are sorted with everyone else's, and no
-device code is written per operation.
+group numbers (:func:`scatter_sum`: nothing read back to the host). A per-row choice among
+a row's groups (:func:`best_of_rows`) is ``maximum.at``/``minimum.at`` of the groups' scores
+and tie ranks on a CPU device and one GPU thread per row over its (contiguous) groups on a
+CUDA device (:mod:`groute.operators.keyed_cuda`); for the smallest key not taken, the first
+gap in each row's sorted keys. So the work is a few passes and a sort over the arcs read,
+whatever the degrees: a hub's arcs are sorted with everyone else's. An arc that an operation
+does not count is weighed by zero where a sum allows it, rather than left out, which on a GPU
+would read the count of those left back to the host.
 
 The arcs of a frontier's rows come from the device's CSR (``part.indptr``, ``part.indices``:
 global ids; :class:`Arcs`); the per-arc values an algorithm gives
@@ -38,8 +41,11 @@ class Arcs:
     ``u`` (its other end, a global id), and ``ids`` (the arcs' positions in the device's CSR;
     None: every arc, in order)."""
 
-    def __init__(self, rows, ids, r, v, u):
+    def __init__(self, rows, ids, r, v, u, mask=None):
         self.rows, self.ids, self.r, self.v, self.u = rows, ids, r, v, u
+        #: the arcs that count (a bool array), where the consumer weighs them by it instead of
+        #: keeping them (:meth:`masked`); None: every one
+        self.mask = mask
 
     @classmethod
     def of(cls, part, frontier, xp) -> "Arcs":
@@ -49,8 +55,7 @@ class Arcs:
         counts)."""
         rows = rows_of(part, frontier, xp)
         if frontier.everything:
-            m = int(part.indices.shape[0])
-            r = arc_rows(part.indptr, m, xp=xp, dtype=np.int32)
+            r = every_arc_row(part, xp)
             return cls(rows, None, r, r, part.indices)
         starts = part.indptr[rows]
         counts = part.indptr[rows + 1] - starts
@@ -60,6 +65,12 @@ class Arcs:
         r = xp.searchsorted(ends, j, side="right")
         ids = starts[r] + j - (ends[r] - counts[r])
         return cls(rows, ids, r, rows[r], part.indices[ids])
+
+    def masked(self, mask) -> "Arcs":
+        """These arcs with only ``mask``'s counting (nothing read back: the consumer weighs
+        each arc by the mask, :attr:`mask`)."""
+        both = mask if self.mask is None else self.mask & mask
+        return Arcs(self.rows, self.ids, self.r, self.v, self.u, both)
 
     def keep(self, mask) -> "Arcs":
         """The arcs ``mask`` keeps: their positions found once (one read-back of their count
@@ -76,6 +87,17 @@ class Arcs:
             raise KeyError(f"no arc state named {name!r} (keyed.arc_state(engine, {name!r}, "
                            f"values) holds it; held: {sorted(held) or 'none'})")
         return held[name] if self.ids is None else held[name][self.ids]
+
+
+def every_arc_row(part, xp):
+    """The row of each of the device's arcs (int32), computed once per device graph: every
+    keyed operation over all vertices reads it."""
+    held = part.scratch.get("arc_rows")
+    if held is None or held[0] is not part.indptr:
+        held = part.scratch["arc_rows"] = (
+            part.indptr, arc_rows(part.indptr, int(part.indices.shape[0]), xp=xp,
+                                  dtype=np.int32))
+    return held[1]
 
 
 def xp_nonzero(mask):
@@ -98,9 +120,11 @@ def bound(part, scalars: dict, xp) -> dict:
     return {**part.state, **on_device, "xp": xp, "first": part.first}
 
 
-def selected_arcs(part, frontier, s, where, loops: bool, xp) -> Arcs:
+def selected_arcs(part, frontier, s, where, loops: bool, xp, *, compact: bool = True) -> Arcs:
     """The arcs of the frontier's rows that count: ``where(s, v, u)`` keeps some;
-    ``loops=False`` drops ``v -> v``."""
+    ``loops=False`` drops ``v -> v``. ``compact=False``: every arc, with the ones that count
+    marked (:meth:`Arcs.masked`), for a consumer that weighs them by the mark (a sum adds
+    zeros) instead of reading their count back to the host."""
     arcs = Arcs.of(part, frontier, xp)
     keep = None
     if not loops:
@@ -108,7 +132,9 @@ def selected_arcs(part, frontier, s, where, loops: bool, xp) -> Arcs:
     if where is not None:
         mask = checked(where(s, arcs.v, arcs.u), arcs.u.shape, "where", np.bool_, xp)
         keep = mask if keep is None else keep & mask
-    return arcs if keep is None else arcs.keep(keep)
+    if keep is None:
+        return arcs
+    return arcs.keep(keep) if compact else arcs.masked(keep)
 
 
 def checked(out, shape, what: str, kind, xp):
@@ -139,30 +165,6 @@ def group(hi, lo, values, xp):
     sums = [scatter_sum(xp, number, None if w is None else w[order], groups) for w in values]
     return ((heads >> xp.uint64(32)).astype(xp.int64),
             (heads & xp.uint64(0xFFFFFFFF)).astype(xp.int64), sums)
-
-
-def scatter(xp, op: str, out, index, values) -> None:
-    """``out[index] = op(out[index], values)`` with repeats combined (``op``: "max", "min"):
-    NumPy's ``maximum.at``/``minimum.at``, CuPy's scatter (atomics). Integers only: CuPy's
-    float scatter does not always give back one of the values exactly (:func:`row_max`)."""
-    if xp is np:
-        (np.maximum if op == "max" else np.minimum).at(out, index, values)
-    else:
-        import cupyx
-        (cupyx.scatter_max if op == "max" else cupyx.scatter_min)(out, index, values)
-
-
-def row_max(values, row, rows: int, xp):
-    """Per row (``row[i]`` is value ``i``'s, every row has one), the greatest of its float
-    ``values``, exactly one of them: their positions in sorted order are scattered as integers,
-    since a float scatter on a GPU may not return a value bit for bit, and a best chosen by
-    equality with it would then be none."""
-    order = xp.argsort(values)
-    position = xp.empty(values.shape[0], xp.int64)
-    position[order] = xp.arange(values.shape[0], dtype=xp.int64)
-    top = xp.full(int(rows), -1, xp.int64)
-    scatter(xp, "max", top, row, position)
-    return values[order[top]]
 
 
 def first_of_rows(row, xp):
@@ -205,8 +207,10 @@ def arc_sums(part, frontier, weight, where, loops, into, scalars):
     xp = part.device.xp
     with part.device.on_compute():
         s = bound(part, scalars, xp)
-        arcs = selected_arcs(part, frontier, s, where, loops, xp)
+        arcs = selected_arcs(part, frontier, s, where, loops, xp, compact=False)
         w = None if weight is None else arcs.values(part, weight)
+        if arcs.mask is not None:
+            w = arcs.mask.astype(xp.float64) if w is None else xp.where(arcs.mask, w, 0.0)
         table(part, into)[arcs.rows] = scatter_sum(xp, arcs.r, w, arcs.rows.shape[0])
 
 
@@ -219,35 +223,50 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
     xp = part.device.xp
     with part.device.on_compute():
         s = bound(part, scalars, xp)
-        arcs = selected_arcs(part, frontier, s, where, loops, xp)
+        arcs = selected_arcs(part, frontier, s, where, loops, xp, compact=False)
         rows, r = arcs.rows, arcs.r
         keys = keys_of(part, key, arcs.u, xp)
         mine = table(part, own)[rows].astype(xp.int64)
-        w = None if weight is None else arcs.values(part, weight)
-        counted = keys >= 0
+        counted = keys >= 0 if arcs.mask is None else arcs.mask & (keys >= 0)
+        # an arc that does not count adds nothing to its row's own key (always a candidate):
+        # the same groups as leaving it out, without reading the count back
+        w = counted.astype(xp.float64) if weight is None else \
+            xp.where(counted, arcs.values(part, weight), 0.0)
         every = xp.arange(rows.shape[0], dtype=xp.int64)
-        hi = xp.concatenate([r[counted], every])
-        lo = xp.concatenate([keys[counted], mine])
-        weights = None if w is None else xp.concatenate([w[counted].astype(xp.float64),
-                                                         xp.zeros(rows.shape[0], xp.float64)])
-        ones = xp.concatenate([xp.ones(int(counted.sum()), xp.float64),
-                               xp.zeros(rows.shape[0], xp.float64)])
-        g_row, g_key, (g_sum,) = group(hi, lo, [ones if weights is None else weights], xp)
+        hi = xp.concatenate([r.astype(xp.int64), every])
+        lo = xp.concatenate([xp.where(counted, keys, mine[r]), mine])
+        g_row, g_key, (g_sum,) = group(hi, lo, [xp.concatenate([w, xp.zeros(rows.shape[0])])],
+                                       xp)
         v = rows[g_row]
         values = g_sum if score is None else checked(score(s, v, g_key, g_sum), g_sum.shape,
                                                      "score", None, xp).astype(xp.float64)
-        # the best score per row, then among the rows' best the least rank: the row's own key
-        # (-1), then the key (or, for "largest", the key's distance below the largest)
-        best = values == row_max(values, g_row, rows.shape[0], xp)[g_row]
-        rank = xp.where(g_key == mine[g_row], -1,
-                        g_key if ties == "smallest" else KEY_LIMIT - 1 - g_key).astype(xp.int32)
-        pick = xp.full(rows.shape[0], KEY_LIMIT - 1, xp.int32)
-        scatter(xp, "min", pick, g_row[best], rank[best])
-        pick = pick.astype(xp.int64)
-        chosen = xp.where(pick < 0, mine, pick if ties == "smallest" else KEY_LIMIT - 1 - pick)
+        chosen = best_of_rows(g_row, g_key, values, mine, ties, xp)
         out = table(part, into)
         out[rows] = chosen.astype(out.dtype)
         return rows[chosen != mine].astype(xp.int32)
+
+
+def best_of_rows(g_row, g_key, values, mine, ties: str, xp):
+    """Per row (``g_row`` sorted, every row ``0..len(mine)-1`` with a group, its own key's
+    among them), the key of its greatest value; ties to the row's own key (``mine``), then the
+    smallest (``ties="smallest"``) or largest key; a NaN value scores as -inf. Array code on a
+    CPU device; on a GPU one thread per row over its groups (:file:`keyed.cu`), which reads
+    nothing back and compares the values themselves, where a scatter of floats might not give
+    one of them back bit for bit."""
+    rows = int(mine.shape[0])
+    values = xp.where(xp.isnan(values), -xp.inf, values)
+    if xp is not np:
+        from .keyed_cuda import best_of_rows as on_gpu
+        return on_gpu(g_row, g_key, values, mine, ties == "largest")
+    top = np.full(rows, -np.inf)
+    np.maximum.at(top, g_row, values)
+    best = values == top[g_row]
+    rank = xp.where(g_key == mine[g_row], -1,
+                    g_key if ties == "smallest" else KEY_LIMIT - 1 - g_key).astype(xp.int32)
+    pick = xp.full(rows, KEY_LIMIT - 1, xp.int32)
+    np.minimum.at(pick, g_row[best], rank[best])
+    pick = pick.astype(xp.int64)
+    return xp.where(pick < 0, mine, pick if ties == "smallest" else KEY_LIMIT - 1 - pick)
 
 
 def smallest_missing_key(part, frontier, key, where, loops, into, scalars):
