@@ -152,7 +152,8 @@ def group(hi, lo, values, xp):
     """Groups of equal ``(hi, lo)`` pairs (non-negative, below 2**31 and 2**32): their ``hi``,
     ``lo`` (int64, sorted by hi then lo) and, per array of ``values`` (aligned with the pairs;
     None counts one each), the sum over each group (float64)."""
-    packed = (hi.astype(xp.uint64) << xp.uint64(32)) | lo.astype(xp.uint64)
+    # int64 holds the pair (hi < 2**31): no casts to and from an unsigned type
+    packed = hi.astype(xp.int64, copy=False) * (1 << 32) + lo.astype(xp.int64, copy=False)
     order = xp.argsort(packed)          # equal keys are one group whatever their order
     packed = packed[order]
     n = int(packed.shape[0])
@@ -163,8 +164,7 @@ def group(hi, lo, values, xp):
     heads = packed[starts]
     groups = int(heads.shape[0])
     sums = [scatter_sum(xp, number, None if w is None else w[order], groups) for w in values]
-    return ((heads >> xp.uint64(32)).astype(xp.int64),
-            (heads & xp.uint64(0xFFFFFFFF)).astype(xp.int64), sums)
+    return heads >> 32, heads & 0xFFFFFFFF, sums
 
 
 def first_of_rows(row, xp):
