@@ -61,6 +61,13 @@ MAX_ITERATIONS = 10_000
 #: the position that becomes each vertex's first community, and its random priority's tail
 POSITIONS = "pos"
 
+#: a level of fewer arcs runs on one CPU virtual device when groute chooses the backend
+#: (``backend="auto"``, devices not named): a level is a few hundred iterations of about twenty
+#: operator calls, each costing a GPU 50 µs to 2 ms of host time (launches, read-backs) whatever
+#: the level's size, while NumPy's whole work on so few arcs costs less; on one H200's host the
+#: two meet near 40,000 arcs (docs/NETWORKX.md, "Community detection, measured apart")
+HOST_LEVEL_ARCS = 40_000
+
 
 def _mix(salt: int, iteration: int, pos):
     """splitmix64 of (salt, iteration, position) as NumPy's uint64 arithmetic wraps it."""
@@ -475,6 +482,15 @@ class _Level:
         return eng.gather("ref").astype(np.int64)
 
 
+def level_backend(backend: str, devices, num_arcs: int) -> str:
+    """The backend a level of ``num_arcs`` arcs runs on: ``"cpu"`` below
+    :data:`HOST_LEVEL_ARCS` when the caller left both the backend and the devices to groute
+    (``backend="auto"``, ``devices`` None or ``"auto"``), else ``backend`` as given."""
+    if backend == "auto" and devices in (None, "auto") and num_arcs < HOST_LEVEL_ARCS:
+        return "cpu"
+    return backend
+
+
 def salt_of(seed) -> int:
     """A 62-bit salt drawn from ``seed`` as NetworkX gives it (``py_random_state``: a
     ``random.Random`` or its wrapper of a NumPy generator), an int, or None (the global
@@ -492,7 +508,9 @@ class Louvain:
     per arc, in its CSR order: exact where the graph's own are float32); each level on a
     context of ``ctx``'s devices (at most one per vertex of the level), or of ``devices``
     (``"auto"``: :mod:`groute.engines.device_rule`) on ``backend``, leased per level;
-    ``partition`` splits each level's graph."""
+    ``partition`` splits each level's graph. With the backend and the devices left to groute,
+    a level of fewer than :data:`HOST_LEVEL_ARCS` arcs runs on the host (:func:`level_backend`;
+    ``stats["backends"]`` of a result names each level's)."""
 
     def __init__(self, graph, *, weighted=True, arc_weights=None, ctx=None, devices="auto",
                  backend="auto", timeout=None, partition: str = DEFAULT_PARTITION):
@@ -502,12 +520,17 @@ class Louvain:
         self.first = level_graph(self.graph, arc_weights)
         self.ctx, self.devices, self.backend = ctx, devices, backend
         self.timeout, self.partition = timeout, partition
+        #: the backend each level ran on, in order (the host's for small levels:
+        #: :func:`level_backend`)
+        self.backends: list[str] = []
 
     @contextlib.contextmanager
     def _context(self, level: LevelGraph):
-        """A context for ``level``: no more devices than it has vertices."""
+        """A context for ``level``: no more devices than it has vertices; on the host when
+        :func:`level_backend` says so. Each level's backend is kept in ``self.backends``."""
         n = max(level.num_vertices, 1)
         if self.ctx is not None:
+            self.backends.append(self.ctx.backend)
             if self.ctx.num_devices <= n:
                 yield self.ctx
                 return
@@ -515,11 +538,13 @@ class Louvain:
             ctx, release = lease(devices=indices, backend=self.ctx.backend,
                                  timeout=self.ctx.timeout)
         else:
-            devices = choose_devices(self.devices, backend=self.backend, engine="operators",
+            backend = level_backend(self.backend, self.devices, level.csr.num_edges)
+            devices = choose_devices(self.devices, backend=backend, engine="operators",
                                      num_vertices=n, num_arcs=level.csr.num_edges).devices
             devices = (min(int(devices), n) if isinstance(devices, numbers.Integral)
                        else tuple(devices)[:n])
-            ctx, release = lease(devices=devices, backend=self.backend, timeout=self.timeout)
+            ctx, release = lease(devices=devices, backend=backend, timeout=self.timeout)
+            self.backends.append(ctx.backend)
         try:
             yield ctx
         finally:
@@ -533,6 +558,7 @@ class Louvain:
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)      # each vertex's vertex at this level
+        self.backends = []
         if self.first.csr.num_edges == 0:
             yield self._result(members, started, 0)
             return
@@ -570,6 +596,7 @@ class Louvain:
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)
+        self.backends = []
         if self.first.csr.num_edges == 0:
             yield self._result(members, started, 0)
             return
@@ -621,7 +648,8 @@ class Louvain:
     def _result(self, members, started, levels) -> AppResult:
         """The communities ``members`` (a group per position) as an AppResult."""
         return AppResult(first_members(members), time.perf_counter() - started,
-                         {"levels": levels}, vertex_ids=getattr(self.graph, "vertex_ids", None),
+                         {"levels": levels, "backends": list(self.backends)},
+                         vertex_ids=getattr(self.graph, "vertex_ids", None),
                          values_are_vertices=True)
 
 

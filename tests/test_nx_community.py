@@ -138,6 +138,34 @@ def test_the_same_seed_gives_the_same_communities_on_any_device_count():
     assert other != found[0]                                # the seed matters
 
 
+def test_small_levels_run_on_the_host_only_where_groute_chooses():
+    from groute.apps.louvain import HOST_LEVEL_ARCS, level_backend
+    small, big = HOST_LEVEL_ARCS - 1, HOST_LEVEL_ARCS
+    assert level_backend("auto", None, small) == "cpu"
+    assert level_backend("auto", "auto", small) == "cpu"
+    assert level_backend("auto", None, big) == "auto"
+    assert level_backend("auto", 2, small) == "auto"        # devices named: as asked
+    assert level_backend("cuda", None, small) == "cuda"     # the backend named: as asked
+    found = groute.louvain_communities(lfr(), seed=3, backend="cpu", devices=1)
+    assert found.stats["backends"] and set(found.stats["backends"]) == {"cpu"}
+    assert len(found.stats["backends"]) >= found.stats["levels"]
+
+
+@pytest.mark.gpu
+def test_a_gpu_leaves_the_small_levels_to_the_host(monkeypatch):
+    import groute.apps.louvain as louvain
+    G = lfr()                                   # 1,166 arcs at the first level
+    monkeypatch.setattr(louvain, "HOST_LEVEL_ARCS", 600)
+    mixed = groute.louvain_communities(G, seed=3)           # backend and devices left to groute
+    on_gpu = groute.louvain_communities(G, seed=3, backend="cuda")
+    assert mixed.stats["backends"][0] == "cuda" and "cpu" in mixed.stats["backends"]
+    assert set(on_gpu.stats["backends"]) == {"cuda"}
+    assert q(G, mixed.components()) == pytest.approx(q(G, on_gpu.components()), rel=0.01)
+    with nx.config.backends.groute(backend="auto", devices=None):
+        dispatched = nx.community.louvain_communities(G, seed=3, backend="groute")
+    assert q(G, dispatched) == pytest.approx(q(G, mixed.components()), rel=0.01)
+
+
 @pytest.mark.parametrize("backend, k", device_cases([2, 4]))
 def test_several_devices_of_either_backend_find_what_one_finds(backend, k):
     """groute's functions on several devices (CUDA ones too): Louvain's and Leiden's

@@ -57,6 +57,12 @@ def _options(G) -> dict:
             "partition": chosen.partition}
 
 
+def _level_options(G) -> dict:
+    """:func:`_options` for Louvain, Leiden and modularity, the backend as configured: left at
+    ``"auto"``, their levels of few arcs run on the host (``groute.apps.louvain.level_backend``)."""
+    return {**_options(G), "backend": settings().backend}
+
+
 def _arc_weights(G, weight):
     """``weight``'s values as float64 per arc of ``G.csr`` (its rows sorted), None for unit
     weights."""
@@ -107,7 +113,7 @@ def louvain_partitions(G, weight="weight", resolution=1, threshold=0.0000001, se
     """Every level's communities (groute's ``louvain_partitions``), as NetworkX's generator of
     lists of sets."""
     run = registry.function("louvain_partitions")
-    options = {**_weighted(G, weight), **_options(G)}   # refused here, before any iteration
+    options = {**_weighted(G, weight), **_level_options(G)}   # refused here, before any iteration
     levels = run(G.csr, resolution=resolution, threshold=threshold, seed=seed, **options)
     return (_sets(result) for result in levels)
 
@@ -118,7 +124,7 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001, m
     """The last level of :func:`louvain_partitions` (at most ``max_level``)."""
     run = registry.function("louvain_communities")
     return _sets(run(G.csr, resolution=resolution, threshold=threshold, max_level=max_level,
-                     seed=seed, **_weighted(G, weight), **_options(G)))
+                     seed=seed, **_weighted(G, weight), **_level_options(G)))
 
 
 @rule(_arguments())
@@ -126,7 +132,7 @@ def leiden_partitions(G, weight="weight", resolution=1, seed=None):
     """Every level's communities by Leiden's algorithm (groute's ``leiden_partitions``), as a
     generator of lists of sets; NetworkX has no implementation of its own."""
     run = registry.function("leiden_partitions")
-    options = {**_weighted(G, weight), **_options(G)}   # refused here, before any iteration
+    options = {**_weighted(G, weight), **_level_options(G)}   # refused here, before any iteration
     return (_sets(result) for result in run(G.csr, resolution=resolution, seed=seed, **options))
 
 
@@ -135,7 +141,7 @@ def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=No
     """The last level of :func:`leiden_partitions` (at most ``max_level``)."""
     run = registry.function("leiden_communities")
     return _sets(run(G.csr, resolution=resolution, max_level=max_level, seed=seed,
-                     **_weighted(G, weight), **_options(G)))
+                     **_weighted(G, weight), **_level_options(G)))
 
 
 @rule(_arguments("NetworkX counts every parallel edge; groute's conversion keeps one edge of "
@@ -149,7 +155,8 @@ def modularity(G, communities, weight="weight", resolution=1):
     if not len(G) == len(members) == sum(len(c) for c in communities):     # NetworkX's test
         raise NotAPartition(G, communities)
     run = registry.function("modularity")
-    return run(G.csr, communities, resolution=resolution, **_weighted(G, weight), **_options(G))
+    return run(G.csr, communities, resolution=resolution, **_weighted(G, weight),
+               **_level_options(G))
 
 
 @rule(_arguments("NetworkX orders the nodes by degree, which counts every parallel edge; "
