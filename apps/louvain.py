@@ -63,9 +63,9 @@ POSITIONS = "pos"
 
 #: a level of fewer arcs runs on one CPU virtual device when groute chooses the backend
 #: (``backend="auto"``, devices not named): a level is a few hundred iterations of about twenty
-#: operator calls, each costing a GPU 50 µs to 2 ms of host time (launches, read-backs) whatever
-#: the level's size, while NumPy's whole work on so few arcs costs less; on one H200's host the
-#: two meet near 40,000 arcs (docs/NETWORKX.md, "Community detection, measured apart")
+#: operator calls, each of which costs a GPU a launch or a read-back of host time whatever the
+#: level's size, while NumPy's whole work on so few arcs costs less; where the two meet was
+#: measured on an H200 and its host (docs/NETWORKX.md, "Community detection, measured apart")
 HOST_LEVEL_ARCS = 40_000
 
 
@@ -483,9 +483,28 @@ class _Level:
 
 
 def level_backend(backend: str, devices, num_arcs: int) -> str:
-    """The backend a level of ``num_arcs`` arcs runs on: ``"cpu"`` below
-    :data:`HOST_LEVEL_ARCS` when the caller left both the backend and the devices to groute
-    (``backend="auto"``, ``devices`` None or ``"auto"``), else ``backend`` as given."""
+    """The backend a Louvain or Leiden level runs on.
+
+    Parameters
+    ----------
+    backend : str
+        The caller's backend (``"auto"``, ``"cuda"`` or ``"cpu"``).
+    devices : int, sequence, "auto" or None
+        The caller's devices.
+    num_arcs : int
+        The level's arcs.
+
+    Returns
+    -------
+    str
+        ``"cpu"`` below :data:`HOST_LEVEL_ARCS` arcs when the caller left both the backend and
+        the devices to groute, else ``backend`` as given.
+
+    Examples
+    --------
+    >>> level_backend("auto", None, 100), level_backend("cuda", None, 100)
+    ('cpu', 'cuda')
+    """
     if backend == "auto" and devices in (None, "auto") and num_arcs < HOST_LEVEL_ARCS:
         return "cpu"
     return backend
@@ -520,17 +539,16 @@ class Louvain:
         self.first = level_graph(self.graph, arc_weights)
         self.ctx, self.devices, self.backend = ctx, devices, backend
         self.timeout, self.partition = timeout, partition
-        #: the backend each level ran on, in order (the host's for small levels:
-        #: :func:`level_backend`)
-        self.backends: list[str] = []
 
     @contextlib.contextmanager
-    def _context(self, level: LevelGraph):
+    def _context(self, level: LevelGraph, backends: list | None = None):
         """A context for ``level``: no more devices than it has vertices; on the host when
-        :func:`level_backend` says so. Each level's backend is kept in ``self.backends``."""
+        :func:`level_backend` says so. Its backend is appended to ``backends`` (a run's list,
+        for its results' stats)."""
+        backends = [] if backends is None else backends
         n = max(level.num_vertices, 1)
         if self.ctx is not None:
-            self.backends.append(self.ctx.backend)
+            backends.append(self.ctx.backend)
             if self.ctx.num_devices <= n:
                 yield self.ctx
                 return
@@ -544,7 +562,7 @@ class Louvain:
             devices = (min(int(devices), n) if isinstance(devices, numbers.Integral)
                        else tuple(devices)[:n])
             ctx, release = lease(devices=devices, backend=backend, timeout=self.timeout)
-            self.backends.append(ctx.backend)
+            backends.append(ctx.backend)
         try:
             yield ctx
         finally:
@@ -558,16 +576,16 @@ class Louvain:
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)      # each vertex's vertex at this level
-        self.backends = []
+        backends: list[str] = []         # each level's, in order
         if self.first.csr.num_edges == 0:
-            yield self._result(members, started, 0)
+            yield self._result(members, started, 0, backends)
             return
         if self.first.total == 0:
             raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
         salt = salt_of(seed)
         level, mod = self.first, None
         for depth in range(1, n + 1):
-            with self._context(level) as ctx:
+            with self._context(level, backends) as ctx:
                 stage = _Level(level, ctx, self.partition)
                 try:
                     stage.start()
@@ -582,7 +600,7 @@ class Louvain:
             elif not moved:
                 return
             members = new[members]
-            yield self._result(members, started, depth)
+            yield self._result(members, started, depth, backends)
             if after - mod <= threshold:
                 return
             mod = after
@@ -596,16 +614,16 @@ class Louvain:
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)
-        self.backends = []
+        backends: list[str] = []         # each level's, in order
         if self.first.csr.num_edges == 0:
-            yield self._result(members, started, 0)
+            yield self._result(members, started, 0, backends)
             return
         if self.first.total == 0:
             raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
         salt = salt_of(seed)
         level, start = self.first, None
         for depth in range(1, n + 1):
-            with self._context(level) as ctx:
+            with self._context(level, backends) as ctx:
                 stage = _Level(level, ctx, self.partition)
                 try:
                     stage.start(start)
@@ -618,7 +636,7 @@ class Louvain:
                     stage.close()
             if depth > 1 and not moved:
                 return
-            yield self._result(comm[members], started, depth)
+            yield self._result(comm[members], started, depth, backends)
             if not moved:
                 return
             # the next level's vertices (the refined groups) start in their communities, each
@@ -645,10 +663,11 @@ class Louvain:
             finally:
                 stage.close()
 
-    def _result(self, members, started, levels) -> AppResult:
-        """The communities ``members`` (a group per position) as an AppResult."""
+    def _result(self, members, started, levels, backends) -> AppResult:
+        """The communities ``members`` (a group per position) as an AppResult; ``backends``:
+        the backend of each level run so far."""
         return AppResult(first_members(members), time.perf_counter() - started,
-                         {"levels": levels, "backends": list(self.backends)},
+                         {"levels": levels, "backends": list(backends)},
                          vertex_ids=getattr(self.graph, "vertex_ids", None),
                          values_are_vertices=True)
 

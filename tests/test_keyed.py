@@ -106,16 +106,18 @@ def reference_best(rows, cols, w, key, own, score, ties, loops, where=None):
     """Each vertex's best key, as best_key promises, by plain Python."""
     best = own.copy()
     for v in range(N):
-        sums = {int(own[v]): 0.0}
+        mine = int(own[v]) if own[v] >= 0 else None      # None: no key of its own
+        sums = {} if mine is None else {mine: 0.0}
         for j in np.flatnonzero(rows == v):
             u = cols[j]
             if (not loops and u == v) or key[u] < 0 or (where is not None and not where[j]):
                 continue
             sums[int(key[u])] = sums.get(int(key[u]), 0.0) + w[j]
         scored = {k: score(v, k, x) for k, x in sums.items()}
+        scored[mine] = scored.get(mine, -np.inf)        # staying keyless scores -inf
         top = max(scored.values())
         winners = [k for k, x in scored.items() if x == top]
-        if own[v] in winners:
+        if mine in winners:
             best[v] = own[v]
         else:
             best[v] = min(winners) if ties == "smallest" else max(winners)
@@ -128,6 +130,7 @@ def test_best_key_matches_the_reference(backend, k, partition, ties):
     g, rows, cols, w = random_graph()
     key = np.where(np.arange(N) % 9 == 0, -1, np.arange(N) % 7)     # some have no key
     own = (np.arange(N) * 5) % 7
+    own[[3, 40, 77]] = -1                                            # some have none of their own
     bias = np.linspace(0.0, 1.0, 7)
     with engine(g, backend, k, partition) as eng:
         keyed.arc_state(eng, "w", w)
@@ -230,6 +233,9 @@ def test_keys_out_of_their_range_are_named(backend, k):
         eng.state("best", np.int32)
         with pytest.raises(Exception, match=r"table 'wide_of' holds a key >= 2\*\*31"):
             keyed.best_key(everyone, "wide_of", own="team", into="best")
+        # the arcs an operation does not count may lead anywhere
+        keyed.best_key(everyone, "wide_of", own="team", into="best",
+                       where=lambda s, v, u: s["wide_of"][u] < 2**31)
 
 
 def readbacks(monkeypatch) -> list:

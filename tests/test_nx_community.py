@@ -151,10 +151,31 @@ def test_small_levels_run_on_the_host_only_where_groute_chooses():
     assert len(found.stats["backends"]) >= found.stats["levels"]
 
 
+def test_the_backend_leaves_the_level_backend_to_groute_unless_configured(monkeypatch):
+    """Louvain, Leiden and modularity get the configured backend as it is ("auto" stays
+    "auto", so that their small levels may run on the host); the devices as configured."""
+    import groute.apps.louvain as louvain
+    seen = []
+    real = louvain.Louvain.__init__
+
+    def spy(self, graph, **options):
+        seen.append((options["backend"], options["devices"]))
+        real(self, graph, **options)
+    monkeypatch.setattr(louvain.Louvain, "__init__", spy)
+    G = nx.karate_club_graph()
+    with nx.config.backends.groute(backend="auto", devices=None):
+        nx.community.louvain_communities(G, seed=1, backend="groute")
+        nx.community.modularity(G, [set(range(17)), set(range(17, 34))], backend="groute")
+        nx.community.leiden_communities(G, seed=1, backend="groute")
+    with nx.config.backends.groute(backend="cpu", devices=2):
+        nx.community.louvain_communities(G, seed=1, backend="groute")
+    assert seen == [("auto", "auto")] * 3 + [("cpu", 2)]
+
+
 @pytest.mark.gpu
 def test_a_gpu_leaves_the_small_levels_to_the_host(monkeypatch):
     import groute.apps.louvain as louvain
-    G = lfr()                                   # 1,166 arcs at the first level
+    G = lfr()                                   # 1,156 arcs at the first level
     monkeypatch.setattr(louvain, "HOST_LEVEL_ARCS", 600)
     mixed = groute.louvain_communities(G, seed=3)           # backend and devices left to groute
     on_gpu = groute.louvain_communities(G, seed=3, backend="cuda")

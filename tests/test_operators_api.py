@@ -221,6 +221,28 @@ def test_generated_push_functor_reads_parameters_not_its_own_members():
     assert "remote_count, remote_msg, groute_acc, groute_cand, {value, t, edges, a, e, p}}" in text
 
 
+def test_a_functor_s_kernels_are_found_by_what_its_source_is_made_of():
+    """The compiled kernels are remembered by what the CUDA source reads: functors that differ
+    only in their NumPy callables share them (and an unhashable callable is no obstacle), any
+    difference in the source does not."""
+    from dataclasses import replace
+
+    from groute.operators.generated import source, source_key
+
+    class Unhashable:
+        __hash__ = None
+
+        def step(self, s, v):
+            return v
+
+    key = source_key(SQUARE)
+    twin = replace(SQUARE, numpy=Unhashable().step)
+    assert source_key(twin) == key and hash(source_key(twin)) == hash(key)
+    for changed in (replace(SQUARE, name="other"), replace(SQUARE, cuda=SQUARE.cuda + " ")):
+        assert source_key(changed) != key
+    assert source(twin, "test") == source(SQUARE, "test")
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 def test_generated_kernels_compile(tmp_path):
     from groute.operators.generated import FRONTIER_OPS

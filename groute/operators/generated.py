@@ -352,20 +352,33 @@ def write_source(text: str) -> Path:
 def kernels(functor, where: str):
     """``name -> RawKernel`` of ``functor``'s module, compiled for the current device.
 
-    Every operator call asks for its kernels, so the answer is remembered per (functor, call
-    site, device, options) in this process: writing the source, hashing it and looking the
-    file up again would otherwise cost each launch more than the launch itself. The module is
-    compiled and cached once by :func:`groute.kernels.load_module`."""
+    Every operator call asks for its kernels, so the answer is remembered per (what the
+    functor's source is made of, call site, device, options) in this process: writing the
+    source, hashing it and looking the file up again would otherwise cost each launch more than
+    the launch itself. The module is compiled and cached once by
+    :func:`groute.kernels.load_module`."""
     import cupy
-    return _loaded_kernels(functor, where, cupy.cuda.Device().id, compile_options())
+    options = compile_options()
+    key = (source_key(functor), where, cupy.cuda.Device().id, options)
+    found = _loaded.get(key)
+    if found is None:
+        from groute.kernels import load_module
+        found = _loaded.setdefault(key, _Kernels(load_module(source_path(functor, where),
+                                                             options=options)))
+    return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _loaded_kernels(functor, where: str, device: int, options: tuple):
-    """:func:`kernels` for one key (``device``: the current one, which load_module compiles
-    for)."""
-    from groute.kernels import load_module
-    return _Kernels(load_module(source_path(functor, where), options=options))
+#: :func:`kernels`' answers by key
+_loaded: dict = {}
+
+
+def source_key(functor) -> tuple:
+    """What :func:`source` makes of a functor: its name, parameters, CUDA bodies and its
+    message's and gather's (not the NumPy callables, which the CUDA source never reads)."""
+    message, gather = functor.message, functor.gather
+    return (functor.name, functor.params, functor.cuda,
+            None if message is None else (message.ctype, message.cuda),
+            None if gather is None else (gather.op, gather.cuda))
 
 
 def frontier_kernels():

@@ -283,7 +283,8 @@ def best_key(frontier, key: str, *, own: str, into: str, weight: str | None = No
     The arcs ``v -> u`` that ``where`` keeps are grouped by ``key[u]`` (keys < 0 count for
     none) and each group's ``weight`` summed (None: the arcs counted): ``w``. A key's score is
     ``score(s, v, k, w)`` (default: ``w``); the best has the greatest score, ties going to the
-    vertex's own key, then to the ``"smallest"`` (or ``"largest"``) key. A segmented reduction
+    vertex's own key, then to the ``"smallest"`` (or ``"largest"``) key. A NaN score counts as
+    -inf. A vertex without a key of its own (-1) keeps none unless some key scores above -inf. A segmented reduction
     by (vertex, key) and an argmax per vertex, deterministic for given scores whatever the
     devices.
 

@@ -6,7 +6,7 @@ and the key in the lower: one sort of the keys (CUB's radix sort under CuPy), th
 starts where a key differs from the one before, and their sums by a scatter-add over the
 group numbers (:func:`scatter_sum`: nothing read back to the host). A per-row choice among
 a row's groups (:func:`best_of_rows`) is ``maximum.at``/``minimum.at`` of the groups' scores
-and tie ranks on a CPU device and one GPU thread per row over its (contiguous) groups on a
+and tie ranks on a CPU device and one GPU warp per row over its (contiguous) groups on a
 CUDA device (:mod:`groute.operators.keyed_cuda`); for the smallest key not taken, the first
 gap in each row's sorted keys. So the work is a few passes and a sort over the arcs read,
 whatever the degrees: a hub's arcs are sorted with everyone else's. An arc that an operation
@@ -26,6 +26,10 @@ from groute.graph.arcs import arc_rows
 
 #: a key takes the lower 32 bits of a packed group key, a row the upper 32
 KEY_LIMIT = 2**31
+
+#: the own candidate of a row without a key (-1) in :func:`best_key`'s groups: above every key,
+#: below 2**32
+NONE = KEY_LIMIT
 
 
 def rows_of(part, frontier, xp):
@@ -192,12 +196,14 @@ def check_below_limit(keys, held_dtype, what: str) -> None:
         raise ValueError(f"{what} holds a key >= 2**31; keys must be below it")
 
 
-def keys_of(part, name: str, u, xp):
+def keys_of(part, name: str, u, xp, where=None):
     """The keys the table ``name`` gives the global ids ``u`` (int64), checked below 2**31
-    (:func:`check_below_limit`)."""
+    (:func:`check_below_limit`) where ``where`` holds (None: everywhere): an arc an operation
+    does not count may lead to any value."""
     held = table(part, name)
     keys = held[u].astype(xp.int64, copy=False)
-    check_below_limit(keys, held.dtype, f"table {name!r}")
+    check_below_limit(keys if where is None else xp.where(where, keys, -1), held.dtype,
+                      f"table {name!r}")
     return keys
 
 
@@ -219,14 +225,17 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
     even without an arc): ``into[v]`` gets it; returns the rows whose best is not their own
     (local int32 positions). The best has the greatest score (``score(s, v, k, w)``: ``w`` the
     sum of the arcs' weights to key ``k``; None: ``w`` itself); ties go to the row's own key,
-    then to the smallest (``ties="smallest"``) or largest key."""
+    then to the smallest (``ties="smallest"``) or largest key. A row without a key of its own
+    (-1) keeps none unless a neighbour's key scores above -inf: its own candidate is
+    :data:`NONE`, scored -inf, never shown to ``score``."""
     xp = part.device.xp
     with part.device.on_compute():
         s = bound(part, scalars, xp)
         arcs = selected_arcs(part, frontier, s, where, loops, xp, compact=False)
         rows, r = arcs.rows, arcs.r
-        keys = keys_of(part, key, arcs.u, xp)
+        keys = keys_of(part, key, arcs.u, xp, where=arcs.mask)
         mine = table(part, own)[rows].astype(xp.int64)
+        held = xp.where(mine >= 0, mine, NONE)
         counted = keys >= 0 if arcs.mask is None else arcs.mask & (keys >= 0)
         # an arc that does not count adds nothing to its row's own key (always a candidate):
         # the same groups as leaving it out, without reading the count back
@@ -234,13 +243,19 @@ def best_key(part, frontier, key, own, weight, score, where, loops, ties, into, 
             xp.where(counted, arcs.values(part, weight), 0.0)
         every = xp.arange(rows.shape[0], dtype=xp.int64)
         hi = xp.concatenate([r.astype(xp.int64), every])
-        lo = xp.concatenate([xp.where(counted, keys, mine[r]), mine])
+        lo = xp.concatenate([xp.where(counted, keys, held[r]), held])
         g_row, g_key, (g_sum,) = group(hi, lo, [xp.concatenate([w, xp.zeros(rows.shape[0])])],
                                        xp)
+        none = g_key == NONE
         v = rows[g_row]
-        values = g_sum if score is None else checked(score(s, v, g_key, g_sum), g_sum.shape,
-                                                     "score", None, xp).astype(xp.float64)
-        chosen = best_of_rows(g_row, g_key, values, mine, ties, xp)
+        if score is None:
+            values = g_sum
+        else:
+            values = checked(score(s, v, xp.where(none, 0, g_key), g_sum), g_sum.shape,
+                             "score", None, xp).astype(xp.float64)
+        values = xp.where(none, -xp.inf, values)
+        chosen = best_of_rows(g_row, g_key, values, held, ties, xp)
+        chosen = xp.where(chosen == NONE, -1, chosen)
         out = table(part, into)
         out[rows] = chosen.astype(out.dtype)
         return rows[chosen != mine].astype(xp.int32)
@@ -250,7 +265,7 @@ def best_of_rows(g_row, g_key, values, mine, ties: str, xp):
     """Per row (``g_row`` sorted, every row ``0..len(mine)-1`` with a group, its own key's
     among them), the key of its greatest value; ties to the row's own key (``mine``), then the
     smallest (``ties="smallest"``) or largest key; a NaN value scores as -inf. Array code on a
-    CPU device; on a GPU one thread per row over its groups (:file:`keyed.cu`), which reads
+    CPU device; on a GPU one warp per row over its groups (:file:`keyed.cu`), which reads
     nothing back and compares the values themselves, where a scatter of floats might not give
     one of them back bit for bit."""
     rows = int(mine.shape[0])
