@@ -1,8 +1,10 @@
 """A linear iteration's per-device state and operations (:mod:`groute.engines.iterate`): one
 :class:`IterationDevice` per device holds its arrays and runs the BSP and asynchronous steps on
 them, as CUDA kernels (``iterate.cu``, with the iteration's generated header) or
-vectorised NumPy on the device's stream; :class:`PushWorker` is what the distributed worklist
-drives in the asynchronous mode. The only backend-specific code of the engines.
+vectorised NumPy on the device's stream, or launches a whole run as one persistent kernel
+(BSP's, and the asynchronous push's ``pr_async_persistent``); :class:`PushWorker` is what the
+distributed worklist drives in the host-driven asynchronous mode. The only backend-specific
+code of the engines.
 """
 from __future__ import annotations
 

@@ -10,11 +10,18 @@ dangling sum during the run).
 * ``mode="async"`` (Whang et al.'s data-driven push, the variant Groute evaluates): every vertex
   holds a value and a residual (``base`` at the start); one whose residual exceeds ``eps`` adds
   it to its value and pushes ``arc_share(alpha r, outdeg)`` to its out-neighbours.
-  Contributions to vertices of other devices are summed into a dense per-device accumulator and
-  sent, one ``(vertex, value)`` item per destination vertex, through the distributed worklist
-  (:mod:`groute.worklist`), which also detects termination. Each vertex ends with residual <=
-  eps: ``n * tol`` times the mean base per vertex (relative stop; PageRank's ``tol (1-d)``, so
-  the L1 error of ``y`` is at most ``n * tol`` times its mass) or ``tol`` (absolute stop).
+  Contributions to vertices of other devices are summed into a dense per-device accumulator.
+  On CUDA devices that reach each other's memory (:func:`choose_persistent`) one persistent
+  kernel per device runs the whole solve (iterate.cu ``pr_async_persistent``): it adds the
+  accumulator into the owners' residuals through peer memory every round, and every
+  ``check_every`` rounds the devices stop together when the residuals' sum meets the stopping
+  rule, BSP's measure (the residual is the L1 change of the Jacobi step from the values), with
+  the threshold of :func:`push_thresholds`. Otherwise the host drives rounds of ``sweeps``
+  sweeps and sends one ``(vertex, value)`` item per destination vertex through the distributed
+  worklist (:mod:`groute.worklist`), which also detects termination; each vertex ends with
+  residual <= eps: ``n * tol`` times the mean base per vertex (relative stop; PageRank's ``tol
+  (1-d)``, so the L1 error of ``y`` is at most ``n * tol`` times its mass) or ``tol`` (absolute
+  stop).
 * ``mode="bsp"``: topology-driven, pull-based Jacobi sweeps over the transposed graph (every
   vertex every iteration, no host sync per iteration: the stopping rule, ``sum |y' - y| <= n *
   tol * sum y'`` (relative) or ``<= n * tol`` (absolute), ``tol`` per vertex as NetworkX's, is
@@ -78,7 +85,9 @@ SMALL_ARCS = 1 << 22
 #: persistent_reason (why it is off), exchange (peer stores or copies; None on one device),
 #: l1_change (the last iteration's), arcs_per_device, iteration_trace (persistent runs with
 #: ``PageRankTuning.trace``). Async: rounds, sweeps_per_round, vertices_pushed_per_device,
-#: arcs_pushed_per_device, items_sent, eps.
+#: arcs_pushed_per_device, items_sent, eps (the push threshold; the persistent kernel's at the
+#: start), persistent and persistent_reason; the persistent kernel also check_every (rounds
+#: between its decisions) and l1_change (the residuals over the mass at the last one).
 STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "alpha", "tol",
               "bytes_sent", "iterations", "converged_at", "converged", "kernel", "bsp_kernel",
               "inplace", "device_check", "check_every", "persistent", "persistent_reason",
@@ -243,7 +252,8 @@ class IterateSolver(Solver):
     (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``. ``tol``: the
     stopping rule's, per vertex as NetworkX's (the iteration's ``stop`` says relative or
     absolute; async: the residual bound per vertex it implies). ``max_iter``: BSP's bound on
-    iterations (async: on each device's push sweeps, ten times it); a run that hits it raises
+    iterations (async: on each device's push sweeps or the persistent kernel's rounds, ten
+    times it); a run that hits it raises
     :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's). ``partition`` and
     ``seed``: how vertices are split over several devices. ``run`` returns the stats keys of
     :func:`stats_keys` in both modes.
@@ -251,11 +261,12 @@ class IterateSolver(Solver):
     ``tuning``: a :class:`~groute.tuning.PageRankTuning` (None:
     ``PageRankTuning.from_environment()``); its fields change how fast the answer comes:
 
-    * ``sweeps``: push sweeps per worklist round (async; default :func:`default_sweeps`);
-      ``check_every``: iterations between convergence checks by the host (BSP; default 8 with
-      ``device_check``, else 4); ``peer_writes``: BSP stores each device's slice straight into
-      the peers' vectors from the kernel (default: when every pair has peer access) instead of
-      copying.
+    * ``sweeps``: push sweeps per worklist round (the host-driven async push; default
+      :func:`default_sweeps`); ``check_every``: iterations between convergence checks by the
+      host (BSP; default 8 with ``device_check``, else 4), rounds between the devices' stopping
+      decisions (the persistent push kernel; default 4); ``peer_writes``: BSP stores each
+      device's slice straight into the peers' vectors from the kernel (default: when every pair
+      has peer access) instead of copying (False: the async push runs host-driven).
     * ``bsp_kernel`` (CUDA): ``"auto"`` (default: :func:`choose_bsp_kernel`), ``"csc"`` (one
       fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a fused pull over
       the vertices relabelled by in-degree, for skewed degrees; the relabelling is internal,
@@ -292,7 +303,9 @@ class IterateSolver(Solver):
       longer than :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` at the barrier makes the run
       raise. "auto" turns it on only where :func:`choose_persistent` allows
       (``stats["persistent"]``, and ``stats["persistent_reason"]`` when it is off); ``trace``
-      times its iterations (``stats["iteration_trace"]``).
+      times its iterations (``stats["iteration_trace"]``). In ``mode="async"`` the same option
+      chooses the persistent push kernel (iterate.cu ``pr_async_persistent``: CUDA devices with
+      peer access and native atomics, one device too), which "auto" runs wherever it can.
     """
 
     #: the iteration this solver runs (an app's subclass sets it)
