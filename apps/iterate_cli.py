@@ -22,7 +22,8 @@ def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-
     p.add_argument("--tol", type=float, default=tol_default, help=tol_help)
     p.add_argument("--max-iter", type=int, default=max_iter_default, metavar="N",
                    help=f"bsp: stop {what} after N iterations if not converged, with an error "
-                        f"(async: after 10*N sweeps per device; default {max_iter_default})")
+                        f"(async: after 10*N sweeps or rounds per device; default "
+                        f"{max_iter_default})")
     advanced = advanced_group(p)
     advanced.add_argument("--mode", choices=MODES + ("auto",), default="auto",
                           help="bsp Jacobi sweeps, async residual push (the Groute paper's "
@@ -31,7 +32,7 @@ def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-
                           help=f"vertex partitioner (default {DEFAULT_PARTITION}; bsp with the "
                                "bins kernel cuts its degree order by arcs instead)")
     advanced.add_argument("--sweeps", type=int, default=None,
-                          help="async: push sweeps per worklist round (default: "
+                          help="async, host-driven: push sweeps per worklist round (default: "
                                f"{auto_help(rules['sweeps'])})")
     advanced.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
                           help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned "

@@ -34,10 +34,11 @@ class Katz(IterateSolver):
     """Katz centrality of ``graph`` on the devices of a context, with NetworkX's parameters.
     ``alpha``: the attenuation factor (>= 0; converges below ``1 / lambda_max``). ``beta``: the
     base term, one number, a dict keyed by the graph's ids with a value for every vertex, or an
-    array by position. ``max_iter``: the iterations (async: ten times as many push sweeps per
-    device) before :meth:`run` raises :class:`groute.errors.PowerIterationFailedConvergence`.
-    ``tol``: stop at the first iteration whose L1 change is below ``n * tol`` (async: every
-    residual at most ``tol``). ``nstart``: start values (as ``beta``; default 0). ``normalized``:
+    array by position. ``max_iter``: the iterations (async: ten times as many push sweeps or
+    rounds per device) before :meth:`run` raises
+    :class:`groute.errors.PowerIterationFailedConvergence`. ``tol``: stop at the first iteration
+    whose L1 change is below ``n * tol`` (async: the residuals' sum below it where the GPUs run
+    the persistent push kernel, host-driven every residual at most ``tol``). ``nstart``: start values (as ``beta``; default 0). ``normalized``:
     scale the answer to unit Euclidean norm. ``weight``: None counts every arc as 1; anything
     else runs on the graph's weights. Other options as :class:`~groute.engines.IterateSolver`."""
 

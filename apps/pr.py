@@ -12,7 +12,8 @@ sum during the run. A ``dangling`` distribution ``g`` of its own takes a second 
 same set-up, ``z = g + alpha P^T z``: the PageRank vector is ``y + c z`` with ``c = alpha D(y)
 / (1 - alpha D(z))`` (``D``: the sum over the dangling vertices), which satisfies NetworkX's
 equation exactly. The stopping rule is NetworkX's: an iteration's L1 change at most ``n * tol``
-of the ranks' sum (async: every residual at most ``tol (1-alpha)``).
+of the ranks' sum (async: the same L1 rule on the residuals' sum where the GPUs run the
+persistent push kernel, else every residual at most ``tol (1-alpha)``).
 
 ``pagerank(G)`` returns an :class:`~groute.results.AppResult` of float64 ranks summing to 1,
 with the graph's ids alongside. Also the ``groute pr`` subcommand (``groute pagerank``).
@@ -42,7 +43,7 @@ class PageRank(IterateSolver):
     ``alpha``: the damping factor, in (0, 1). ``personalization``: the teleport distribution
     (a dict keyed by the graph's ids, missing ids 0, or an array by position; normalised:
     :func:`distribution`); None: uniform. ``max_iter``: BSP iterations (async: ten times as
-    many push sweeps per device) before :meth:`run` raises
+    many push sweeps or rounds per device) before :meth:`run` raises
     :class:`groute.errors.PowerIterationFailedConvergence`. ``tol``: stop when an iteration's
     L1 change is at most ``n * tol`` of the ranks' sum. ``nstart``: the start values (as
     ``personalization``; BSP only). ``weight``: None follows every out-arc alike; anything
@@ -245,7 +246,8 @@ def register(subparsers, common):
     add_graph_options(p)
     add_iteration_options(p, PageRank.rules, what="PageRank",
                           tol_help="stop when an iteration's L1 change is at most n*tol of the "
-                                   "ranks' sum (NetworkX's tol; async: residual bound "
+                                   "ranks' sum (NetworkX's tol; async: the same bound on the "
+                                   "residuals' sum, or host-driven a residual bound "
                                    "tol*(1-alpha) per vertex; default: 1e-6/n, an L1 change of "
                                    "1e-6, where NetworkX's 1e-6 allows n*1e-6)",
                           tol_default=None)

@@ -314,13 +314,15 @@ class PageRankTuning(_Tuning):
     :class:`~groute.engines.LinearIteration` (:class:`groute.engines.IterateSolver` says what
     each option does); named after the first of them.
 
-    Asynchronous push: ``sweeps`` per worklist round (None:
-    ``groute.engines.iterate.solver.default_sweeps``). BSP: ``bsp_kernel`` (``"auto"``:
+    Asynchronous push: ``sweeps`` per worklist round of the host-driven push (None:
+    ``groute.engines.iterate.solver.default_sweeps``); ``check_every`` rounds between the
+    persistent push kernel's stopping decisions (None: 4). BSP: ``bsp_kernel`` (``"auto"``:
     ``groute.engines.iterate.solver.choose_bsp_kernel``); ``check_every``
     iterations between the host's convergence checks (None: 8 with ``device_check``, else 4);
     ``device_check`` (the kernels stop themselves when the rule held); ``peer_writes`` (None:
     where every pair of devices has peer access); ``inplace`` Gauss-Seidel sweeps (one device);
-    ``persistent`` (True, False, ``"auto"``: ``groute.engines.iterate.solver.choose_persistent``).
+    ``persistent`` (True, False, ``"auto"``: ``groute.engines.iterate.solver.choose_persistent``;
+    both modes).
     The csc kernel:
     ``small_degree``, ``vertices_per_lane`` (1, 2, 4); the bins kernel: ``task_arcs``,
     ``hub_degree``, ``lane_arcs`` (powers of two, ``groute.engines.iterate.layout.bins_tasks``); both:

@@ -343,6 +343,16 @@ def test_markdown_names_the_peer_exchange():
     assert "| bsp |" in markdown(plain) and "(peer)" not in markdown(plain)
 
 
+def test_markdown_names_the_persistent_push():
+    """An asynchronous case run by the persistent push kernel says so in the mode column; a
+    persistent BSP case keeps its plain name (persistent is BSP's default)."""
+    from groute.bench.suite import mode_label
+    assert mode_label({"mode": "async", "stats": {"persistent": True}}) == "async (persistent)"
+    assert mode_label({"mode": "async", "stats": {"persistent": False}}) == "async"
+    assert mode_label({"mode": "bsp", "stats": {"persistent": True}}) == "bsp"
+    assert mode_label({"mode": None}, none="its only mode") == "its only mode"
+
+
 def test_markdown_shows_strong_scaling_against_one_device():
     """Each case on several devices gets the one-device time of the same app, graph and mode
     over its own; one-device rows, and cases whose one-device run failed, show none."""

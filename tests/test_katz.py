@@ -244,7 +244,7 @@ def test_shares_and_headers():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 @pytest.mark.parametrize("base_vector, arc_weights", [(0, 0), (1, 1)])
 def test_katz_compiles_into_every_kernel(base_vector, arc_weights, tmp_path):
-    """iterate.cu (pull, push, persistent) compiles with Katz's header, with and without a
+    """iterate.cu (pull, push, persistent BSP and push) compiles with Katz's header, with and without a
     per-vertex base, with and without arcs that carry a weight (ARC_WEIGHTS)."""
     done = subprocess.run(
         ["nvcc", "-std=c++17", "-arch=sm_90", f"-I{ITERATE}", f"-I{KATZ.include_dir}",
@@ -255,7 +255,7 @@ def test_katz_compiles_into_every_kernel(base_vector, arc_weights, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     ptx = (tmp_path / "katz.ptx").read_text()
     for name in ("pr_push", "pr_csc32_k2", "pr_bins64", "pr_csc32_persistent_k2",
-                 "pr_bins32_persistent", "pr_pull", "pr_finalize"):
+                 "pr_bins32_persistent", "pr_pull", "pr_finalize", "pr_async_persistent"):
         assert f".entry {name}(" in ptx, name
 
 

@@ -803,8 +803,9 @@ def test_without_peer_access_the_host_checks(monkeypatch):
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.timeout(60)
 def test_persistent_option_on_cpu_devices():
-    """CPU virtual devices run the NumPy sweeps: persistent=True is a clear error, "auto" runs
-    per iteration and says why, a bad value or the async mode with True are errors."""
+    """CPU virtual devices run the NumPy sweeps and the host-driven push: persistent=True is a
+    clear error in both modes, "auto" runs per iteration (per round) and says why, a bad value
+    is an error."""
     g = load_graph("grid:12", cache=False)
     with Context(2, backend="cpu", timeout=20) as ctx:
         opts = dict(ctx=ctx, mode="bsp", partition="contiguous")
@@ -814,8 +815,11 @@ def test_persistent_option_on_cpu_devices():
             PageRankTuning(persistent="yes")
         with pytest.raises(ValueError, match="persistent must be True, False or 'auto'"):
             PageRankTuning(persistent=1)
-        with pytest.raises(ValueError, match="persistent=True cannot run here: it runs mode='bsp'"):
+        with pytest.raises(ValueError, match="persistent=True cannot run here: it needs CUDA"):
             PageRank(g, ctx=ctx, mode="async", tuning=PageRankTuning(persistent=True))
+        pushed = pagerank(g, ctx=ctx, mode="async", partition="contiguous")
+        assert pushed.stats["persistent"] is False and "CUDA" in pushed.stats["persistent_reason"]
+        check(pushed.values, g)
         auto = pagerank(g, **opts)
         assert auto.stats["persistent"] is False and "CUDA" in auto.stats["persistent_reason"]
         off = pagerank(g, **opts, tuning=PageRankTuning(persistent=False))
@@ -838,7 +842,7 @@ def test_choose_persistent_says_why_not(monkeypatch):
                       (("bsp", "csc", True, True), "inplace=True"),
                       (("bsp", "csc", False, False), "device_check=False"),
                       (("bsp", "bins", False, True, False), "peer_writes=False"),
-                      (("async", "csc", False, True), "it runs mode='bsp'")]:
+                      (("async", "csc", False, True, False), "peer_writes=False")]:
         with pytest.raises(ValueError, match=why):
             pr.choose_persistent(True, ctx, *args)
         on, reason = pr.choose_persistent("auto", ctx, *args)
@@ -851,6 +855,18 @@ def test_choose_persistent_says_why_not(monkeypatch):
     # one device too: the launches and event waits between iterations are what it saves there
     assert pr.choose_persistent("auto", fake_peer_context(1), "bsp", "csc", False, True) == (True, None)
     assert pr.choose_persistent("auto", fake_peer_context(9), "bsp", "csc", False, True)[0] is False
+    # the asynchronous push kernel: wherever the devices meet, whatever the BSP options say
+    for k in (1, 2, 4):
+        assert pr.choose_persistent("auto", fake_peer_context(k), "async", "coo", True, False) \
+            == (True, None)
+    assert pr.choose_persistent("auto", fake_peer_context(1), "async", "csc", False, True,
+                                False) == (True, None)      # one device writes no peer
+    on, reason = pr.choose_persistent("auto", fake_peer_context(2, atomics=False), "async",
+                                      "csc", False, True)
+    assert not on and "no native atomics" in reason
+    with pytest.raises(ValueError, match="CPU virtual devices"):
+        pr.choose_persistent(True, fake_peer_context(2, backend="cpu"), "async", "csc", False,
+                             True)
 
 
 def persistent_graphs(kernel, k):
@@ -974,7 +990,7 @@ def test_auto_mode_is_bsp_and_bad_modes_name_the_choices():
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("k", [2, 4])
 def test_async_on_several_gpus_keeps_the_error_bound(k):
-    """Async push on several GPUs stays within its bound (L1 <= n * tol of the mass, the mass here
+    """The host-driven async push on several GPUs stays within its bound (L1 <= n * tol of the mass, the mass here
     about 0.65): remote contributions are summed over a round's sweeps, and a float32 sum had
     dropped the late small terms to hubs (this graph on two H200s: L1 1.7e-5 for tol 1e-6, with
     eight sweeps a round; kron:19 stayed within the bound)."""
@@ -983,7 +999,7 @@ def test_async_on_several_gpus_keeps_the_error_bound(k):
     ref = reference.pagerank(g, tol=1e-10)
     res = pagerank(g, backend="cuda", devices=k, mode="async", partition="contiguous",
                    tol=1e-6 / g.num_vertices,
-                   tuning=PageRankTuning(sweeps=8))
+                   tuning=PageRankTuning(sweeps=8, persistent=False))
     l1 = reference.pagerank_error(res.values, ref)[0]
     assert l1 <= 2e-6, f"L1 {l1:.2e}"
 

@@ -49,10 +49,15 @@ NOT_RUN = (SKIP, NA)
 
 def mode_label(case: dict, none: str = "-") -> str:
     """A case's mode as tables print it: "(peer)" added where BFS or SSSP ran in one persistent
-    kernel per GPU (:mod:`groute.engines.relax.peer`); ``none`` for an app without modes."""
+    kernel per GPU (:mod:`groute.engines.relax.peer`), "(persistent)" where an asynchronous
+    linear iteration did (iterate.cu ``pr_async_persistent``, not the host-driven push);
+    ``none`` for an app without modes."""
     mode = case.get("mode") or none
-    if (case.get("stats") or {}).get("exchange") == "peer":
+    stats = case.get("stats") or {}
+    if stats.get("exchange") == "peer":
         mode += " (peer)"
+    elif mode == "async" and stats.get("persistent") is True:
+        mode += " (persistent)"
     return mode
 
 

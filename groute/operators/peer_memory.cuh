@@ -26,6 +26,9 @@ __device__ __forceinline__ void red_min_sys(int* p, int v) {
 __device__ __forceinline__ void red_or_sys(unsigned int* p, unsigned int v) {
     asm volatile("red.relaxed.sys.global.or.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void red_add_sys_f32(float* p, float v) {
+    asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" :: "l"(p), "f"(v) : "memory");
+}
 __device__ __forceinline__ void red_add_sys64(unsigned long long* p, unsigned long long v) {
     asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }

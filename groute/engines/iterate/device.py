@@ -1,8 +1,10 @@
 """A linear iteration's per-device state and operations (:mod:`groute.engines.iterate`): one
 :class:`IterationDevice` per device holds its arrays and runs the BSP and asynchronous steps on
 them, as CUDA kernels (``iterate.cu``, with the iteration's generated header) or
-vectorised NumPy on the device's stream; :class:`PushWorker` is what the distributed worklist
-drives in the asynchronous mode. The only backend-specific code of the engines.
+vectorised NumPy on the device's stream, or launches a whole run as one persistent kernel
+(BSP's, and the asynchronous push's ``pr_async_persistent``); :class:`PushWorker` is what the
+distributed worklist drives in the host-driven asynchronous mode. The only backend-specific
+code of the engines.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from .iteration import LinearIteration
 from .layout import Shard, bins_tasks
-from groute.engines.protocol import PROTOCOL_WORDS
+from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph.arcs import row_chunks
 from groute.graph.arrays import arc_dtype
 from groute.tuning import PageRankTuning
@@ -27,6 +29,18 @@ BINS_BLOCK = 1024
 BINS_HOT = 57344
 #: uint64 words of a persistent launch's control block: the protocol's, then iterate.cu's P_STOP
 CTL_WORDS = PROTOCOL_WORDS + 1
+#: iterate.cu AsyncWord: the own words of the persistent push kernel's control block (the last
+#: decision, the threshold, a device's sums at a decision, its counters over the run, the last
+#: decision's sums over every device), and their count with the protocol's
+(A_STOP, A_EPS, A_RESID, A_MASS, A_ACTIVE, A_PUSHED, A_ARCS, A_SENT, A_TOTAL_RESID,
+ A_TOTAL_MASS) = range(PROTOCOL_WORDS, PROTOCOL_WORDS + 10)
+ASYNC_CTL_WORDS = PROTOCOL_WORDS + 10
+#: iterate.cu AsyncStatus: why the persistent push kernel stopped (RESULT's status)
+ASYNC_CONVERGED, ASYNC_STUCK, ASYNC_ROUNDS = 1, 2, 3
+#: iterate.cu ASYNC_MAX_DEVICES and AsyncMeeting: the devices whose sums device 0's meeting
+#: block holds (three words each, after the protocol's)
+ASYNC_MAX_DEVICES = 8
+ASYNC_MEETING_WORDS = MEETING_WORDS + 3 * ASYNC_MAX_DEVICES
 #: iterate.cu TRACE_ITERATIONS: iterations a persistent launch stamps when traced
 #: (PageRankTuning.trace)
 TRACE_ITERATIONS = 256
@@ -93,6 +107,8 @@ class IterationDevice:
         self.trace = None
         self.weighted = shard.weighted
         self.y_start = None
+        # one cooperative launch per run (the solver resolved the option: choose_persistent)
+        self.persistent = bool(persistent) and self.cuda
         if mode == "bsp":
             self.bins = kernel == "bins"
             self.fused = kernel == "csc" or self.bins
@@ -103,8 +119,6 @@ class IterationDevice:
             # same protocol); the COO pair has no skip: the host checks. The solver turns it off
             # where a device cannot read every peer's stats
             self.device_check = bool(device_check) and self.fused
-            # one cooperative launch per run (the solver resolved the option: choose_persistent)
-            self.persistent = bool(persistent) and self.cuda
             self.small_degree = int(tuning.small_degree)
             self.tol = float(tol)
             self.num_in = int(shard.in_cols.shape[0])
@@ -133,7 +147,9 @@ class IterationDevice:
         if self.cuda:
             from groute.kernels import get_kernel, resident_blocks_per_sm
             with device.use():
-                if mode != "bsp":
+                if mode != "bsp" and self.persistent:
+                    names = {}      # _load_async_persistent
+                elif mode != "bsp":
                     names = {n: n for n in ("pr_push", "pr_apply", "pr_pack")}
                 elif self.fused:
                     names = {"csc": csc, "reset": "pr_bsp_reset"}
@@ -162,6 +178,8 @@ class IterationDevice:
                 self.finalize_grid = self._grid(self.n_local)
             if mode == "bsp" and self.persistent:
                 self._load_persistent(csc, tuning.trace)
+            elif self.persistent:
+                self._load_async_persistent(k)
         up = device.asarray
         self.inv_outdeg = up(shard.inv_outdeg.astype(self.fdt))
         self.base = None if base is None else up(np.asarray(base).astype(self.fdt))
@@ -202,6 +220,7 @@ class IterationDevice:
             self.remote_acc = device.zeros(n if k > 1 else 1, np.float64)
             self.counters = device.zeros(2, np.uint64)
             self.out_items = None
+            self.residual_of = self.offsets_of = None   # see set_push_peers
 
     def _load_persistent(self, name, trace):
         """The persistent form of kernel ``name`` (iterate.cu: ``<name>_persistent``; csc: before
@@ -229,6 +248,25 @@ class IterationDevice:
         self._persist_args = self._persist_key = self._persist_done = None
         # PageRankTuning.trace: 4 global-timer stamps per iteration (iterate.cu bsp_persistent)
         self.trace = self.device.zeros(4 * TRACE_ITERATIONS, np.uint64) if trace else None
+
+    def _load_async_persistent(self, k: int):
+        """iterate.cu ``pr_async_persistent``, compiled for cooperative launch, and its grid:
+        every block resident, no more blocks than the larger of its sweep (its vertices) and
+        its flush (the other devices' vertices) has work for; its control block and the host
+        buffer it is read back into."""
+        from groute.kernels import load_module, preload, resident_blocks_per_sm
+        with self.device.use():
+            fn = load_module(KERNEL, options=self.options, cooperative=True,
+                             include=self.include).get_function("pr_async_persistent")
+            preload(fn)     # at set-up, as _load_persistent says why
+            per_sm = resident_blocks_per_sm(fn, BLOCK, self.device.gpu)
+        work = max(self.n_local, self.n - self.n_local if k > 1 else 0, 1)
+        self.kernels["persistent"] = fn
+        self.persistent_name = "pr_async_persistent"
+        self.persistent_blocks = max(1, min(self.sms * per_sm, -(-work // BLOCK)))
+        self.ctl = self.device.zeros(ASYNC_CTL_WORDS, np.uint64)
+        self._persist_host = (self.device.host_buffer(ASYNC_CTL_WORDS, np.uint64), None)
+        self._persist_done = None
 
     def _grid(self, work_items, per_block=BLOCK, waves=8):
         return (max(1, min(-(-work_items // per_block), self.sms * waves)),)
@@ -525,18 +563,19 @@ class IterationDevice:
         self.stream.submit(launch)
 
     def persistent_fetch(self):
-        """Queue the copies of the launch's control words and stats rows into pinned host
+        """Queue the copies of the launch's control words (and BSP's stats rows) into pinned host
         memory (after every device's launch: the next device starts sooner), so that
         :meth:`persistent_result` only waits."""
         ctl_host, stats_host = self._persist_host
-
         self.stream.copy(ctl_host, self.ctl)
-        self.stream.copy(stats_host, self.stats)
+        if stats_host is not None:      # BSP: the stats rows (the push kernel has none)
+            self.stream.copy(stats_host, self.stats)
         self._persist_done = self.stream.record()
 
     def persistent_result(self):
         """This device's control words and stats rows (host arrays, see
-        :meth:`persistent_fetch`) once its launch has finished."""
+        :meth:`persistent_fetch`; None for the push kernel's rows) once its launch has
+        finished."""
         self._persist_done.synchronize(spin=SPIN_S)
         return self._persist_host
 
@@ -683,6 +722,40 @@ class IterationDevice:
 
     def push_values(self):
         return self.device.to_host(self.rank) + self.device.to_host(self.residual).astype(np.float64)
+
+    def set_push_peers(self, devs, offsets):
+        """The persistent push kernel's view of the other devices: every device's residual
+        array (device pointers, in device order), where this device's flushes add, and the
+        vertex ``offsets`` of their ranges (k + 1)."""
+        with self.device.use():
+            self.residual_of = self.device.asarray(
+                np.array([d.residual.data.ptr for d in devs], dtype=np.uint64))
+            self.offsets_of = self.device.asarray(np.asarray(offsets, dtype=np.int32))
+
+    def push_persistent_launch(self, index: int, k: int, base: float, eps0: float,
+                               eps_per_mass: float, bound: float, check_every: int,
+                               max_rounds: int, gbar_ptr: int, gbase: int, timeout_ns: int):
+        """Queue a whole asynchronous solve as one cooperative launch of iterate.cu
+        ``pr_async_persistent`` (device ``index`` of ``k``): it starts from ``base`` (the
+        uniform value, or this device's base vector) itself, pushes above the threshold
+        ``max(eps0, eps_per_mass * mass)`` and decides with the other devices every
+        ``check_every`` rounds whether the stopping rule (its ``bound``) holds, for at most
+        ``max_rounds`` rounds. ``gbar_ptr``: device 0's meeting block, its counter standing at
+        ``gbase``."""
+        from groute.engines.peer_barrier import launch_resident
+        fn = self.kernels["persistent"]
+        args = (np.int32(self.n_local), np.int32(self.lo), np.int32(self.n), self.out_indptr,
+                self.out_indices, self._base_arg(base), np.float32(self.alpha),
+                np.float32(eps0), np.float64(eps_per_mass), np.float64(bound), self.residual,
+                self.rank, self.remote_acc, self.residual_of, self.offsets_of,
+                np.int32(check_every), np.int32(max_rounds), self.ctl, np.uint64(gbar_ptr),
+                np.uint64(gbase), np.int32(k), np.int32(index), np.int64(timeout_ns))
+
+        def launch():
+            self.persistent_blocks = launch_resident(fn, self.persistent_blocks, BLOCK, args,
+                                                     device=self.device,
+                                                     kernel=self.persistent_name)
+        self.stream.submit(launch)
 
 
 class PushWorker:

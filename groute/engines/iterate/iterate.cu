@@ -715,20 +715,24 @@ __device__ __forceinline__ void push_arc(arc_t a, float share, int offset, int n
     else atomicAdd(remote_acc + w, (double)c);
 }
 
-extern "C" __global__ void pr_push(int n_local, int offset, const long long* __restrict__ indptr,
-                                   const arc_t* __restrict__ indices, float damping, float eps,
-                                   float* __restrict__ residual, double* __restrict__ rank,
-                                   double* __restrict__ remote_acc,
-                                   unsigned long long* __restrict__ counters) {
+// One push sweep by every thread of the grid over this device's n_local vertices (pr_push,
+// pr_async_persistent): `pushed` and `arcs` (the thread's own counts) grow by the vertices and
+// arcs it pushed. The residual is tested as read through L2 (__ldcg): in the persistent kernel
+// peers add into it over NVLink while it runs, and an L1 line would hide their additions.
+__device__ __forceinline__ void push_sweep(int n_local, int offset,
+                                           const long long* __restrict__ indptr,
+                                           const arc_t* __restrict__ indices, float damping,
+                                           float eps, float* residual, double* rank,
+                                           double* remote_acc, unsigned long long& pushed,
+                                           unsigned long long& arcs) {
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
-    unsigned long long pushed = 0, arcs = 0;
     for (long long base = warp * 32; base < n_local; base += nwarps * 32) {
         const long long v = base + lane;
         float r = 0.0f;
         long long s = 0, t = 0;
-        if (v < n_local && residual[v] > eps) {
+        if (v < n_local && __ldcg(residual + v) > eps) {
             r = atomicExch(residual + v, 0.0f);
             rank[v] += (double)r;
             s = indptr[v];
@@ -753,15 +757,28 @@ extern "C" __global__ void pr_push(int n_local, int offset, const long long* __r
                 push_arc(indices[e], c, offset, n_local, residual, remote_acc);
         }
     }
-    // one atomic per warp for the counters
-    for (int off = 16; off > 0; off >>= 1) {
-        pushed += __shfl_down_sync(FULL_MASK, pushed, off);
-        arcs += __shfl_down_sync(FULL_MASK, arcs, off);
+}
+
+// counters[j] += x[j] (j < N) for the whole warp: one atomic per counter per warp.
+template <int N>
+__device__ __forceinline__ void warp_add_counters(unsigned long long (&x)[N],
+                                                  unsigned long long* counters) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        for (int off = 16; off > 0; off >>= 1) x[j] += __shfl_down_sync(FULL_MASK, x[j], off);
+        if ((threadIdx.x & 31) == 0 && x[j]) atomicAdd(counters + j, x[j]);
     }
-    if (lane == 0 && pushed) {
-        atomicAdd(counters, pushed);
-        atomicAdd(counters + 1, arcs);
-    }
+}
+
+extern "C" __global__ void pr_push(int n_local, int offset, const long long* __restrict__ indptr,
+                                   const arc_t* __restrict__ indices, float damping, float eps,
+                                   float* __restrict__ residual, double* __restrict__ rank,
+                                   double* __restrict__ remote_acc,
+                                   unsigned long long* __restrict__ counters) {
+    unsigned long long done[2] = {0, 0};    // vertices, arcs
+    push_sweep(n_local, offset, indptr, indices, damping, eps, residual, rank, remote_acc,
+               done[0], done[1]);
+    warp_add_counters(done, counters);
 }
 
 // Apply contributions received from other devices: worklist items (float32 value bits << 32 |
@@ -799,4 +816,175 @@ extern "C" __global__ void pr_pack(double* __restrict__ remote_acc, int lo, int 
             remote_acc[v] = 0.0;
         }
     }
+}
+
+// Asynchronous push, persistent (pr_async_persistent; the solver's mode="async" on CUDA devices
+// that reach each other's memory): one cooperative launch per device runs a whole solve, with
+// no host in the loop. It starts as push_reset does (rank 0, residual = base, the remote
+// accumulator 0) and meets the other devices once, so no peer adds into a residual before its
+// owner has reset it. Then rounds, each:
+//   sweep: push_sweep over the owned vertices whose residual exceeds the threshold eps, local
+//     targets by atomicAdd into the residual, remote ones into the dense double accumulator;
+//     topology-driven (every owned residual is read each round: n_local floats, a few
+//     microseconds on an H200 even for millions of vertices) rather than from a queue, whose
+//     appends and duplicate checks would cost more than the scan they save, and which would
+//     need a second pass for the vertices that peers' flushes raise above eps;
+//   grid barrier (the round's additions into the accumulator are done);
+//   flush: every nonzero accumulator entry is taken (atomicExch: the next round's pushes may
+//     add to it meanwhile) and added, rounded to float once, straight into its owner's residual
+//     through peer memory (red_add_sys_f32, fire-and-forget); a dense scan of the other devices'
+//     ranges, which is no longer than the sweep's own.
+// Every check_every rounds (and at the round cap max_rounds) the devices decide together:
+//   meeting A (protocol_meet): every device's flushes are ordered before it, and nobody pushes
+//     again before meeting B, so the residuals stand still;
+//   each device sums its residuals, its ranks + residuals (the mass) and counts its vertices
+//     above eps (block sums into its control block);
+//   meeting B: before the arrival each device stores its three sums into its own slot of device
+//     0's meeting block; after it every device adds the k slots in device order and takes the
+//     same decision: stop (converged) when STOP_RULE(residuals, mass, tol) holds; stop (stuck:
+//     not converged) when no vertex anywhere is above eps and the rule still fails (only a
+//     residual that is not finite does that, see below); stop (not converged) at max_rounds;
+//     else go on, with eps = max(eps0, eps_per_mass * mass rounded down).
+// One slot per device is enough: a device rewrites its slot only at the next decision's
+// meeting B, after meeting A, which every device reaches only after reading this one's slots.
+// The residual r of the estimate x = rank is exactly base + d A^T (scale x) - x (a push keeps
+// that invariant), so sum r is the L1 change of the Jacobi step from x, the BSP rule's diff,
+// and rank + residual, the answer, is that step's result: the two modes stop on the same
+// measure. The host sets eps so that every residual at or below it satisfies the rule: eps0 and
+// eps_per_mass * mass (the mass at a decision: it only grows) are below tol * mass / n by a
+// margin, so quiescence always means convergence for a finite run.
+// ctl (persistent.cuh's protocol words, then AsyncWord): RESULT holds the rounds run and the
+// AsyncStatus; the host reads the counters and the last decision's sums from the own words.
+#define ASYNC_MAX_DEVICES 8
+enum AsyncWord {
+    A_STOP = PROTOCOL_WORDS,    // the last decision: an AsyncStatus (0: go on)
+    A_EPS,          // the push threshold from the last decision on (float bits)
+    A_RESID,        // double: this device's residual sum at a decision
+    A_MASS,         // double: its rank + residual sum (right after A_RESID: block_add2's pair)
+    A_ACTIVE,       // its vertices above eps at a decision
+    A_PUSHED,       // over the run: vertices pushed,
+    A_ARCS,         // arcs pushed,
+    A_SENT,         // accumulator entries flushed into the peers' residuals
+    A_TOTAL_RESID,  // double: the last decision's residual sum over every device
+    A_TOTAL_MASS,   // double: its mass over every device
+    ASYNC_CTL_WORDS
+};
+enum AsyncStatus { ASYNC_GO_ON = 0, ASYNC_CONVERGED = 1, ASYNC_STUCK = 2, ASYNC_ROUNDS = 3 };
+// device 0's meeting block: the protocol's words, then per device j its three sums of the
+// current decision (residuals, mass: double bits; vertices above eps) at ASYNC_SUMS + 3 j
+enum AsyncMeeting {
+    ASYNC_SUMS = MEETING_WORDS,
+    ASYNC_MEETING_WORDS = MEETING_WORDS + 3 * ASYNC_MAX_DEVICES
+};
+
+// The flush of a round, by every thread of the grid (see above): the nonzero entries of the
+// accumulator over the other devices' ranges [offsets[j], offsets[j + 1]) into their
+// residuals (residual_of[j]); `sent` counts them.
+__device__ __forceinline__ void flush_remote(double* remote_acc,
+                                             const unsigned long long* __restrict__ residual_of,
+                                             const int* __restrict__ offsets, int k, int me,
+                                             unsigned long long& sent) {
+    const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (int j = 0; j < k; ++j) {
+        if (j == me) continue;
+        const int lo = offsets[j], hi = offsets[j + 1];
+        float* const peer = reinterpret_cast<float*>(residual_of[j]);
+        for (long long v = lo + first; v < hi; v += stride) {
+            if (__ldcg(remote_acc + v) == 0.0) continue;
+            const double a = __longlong_as_double((long long)atomicExch(
+                reinterpret_cast<unsigned long long*>(remote_acc + v), 0ull));
+            red_add_sys_f32(peer + (v - lo), (float)a);     // one rounding per entry and round
+            ++sent;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) pr_async_persistent(
+        int n_local, int offset, int n, const long long* __restrict__ indptr,
+        const arc_t* __restrict__ indices, base_t base, float damping, float eps0,
+        double eps_per_mass, double tol, float* residual, double* rank, double* remote_acc,
+        const unsigned long long* __restrict__ residual_of, const int* __restrict__ offsets,
+        int check_every, int max_rounds, unsigned long long* ctl, unsigned long long* gbar,
+        unsigned long long gbase, int k, int me, long long timeout_ns) {
+    unsigned int bar = 0;
+    unsigned long long gtarget = gbase;
+    const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
+    if (leader) {
+        protocol_begin(ctl);
+        for (int w = A_STOP; w < ASYNC_CTL_WORDS; ++w) ctl[w] = 0ull;
+        ctl[A_EPS] = __float_as_uint(eps0);
+    }
+    {
+        const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        const long long stride = (long long)gridDim.x * blockDim.x;
+        for (long long v = first; v < n_local; v += stride) {
+            rank[v] = 0.0;
+            residual[v] = base_of(base, v);
+        }
+        if (k > 1)
+            for (long long v = first; v < n; v += stride) remote_acc[v] = 0.0;
+    }
+    // the peers flush into this device's residuals only after this meeting
+    protocol_meet(leader, ctl, bar, gbar, gtarget, k, timeout_ns, []() {}, [](bool) {});
+    unsigned long long done[3] = {0, 0, 0};     // vertices, arcs pushed; entries sent
+    int round = 0, status = ASYNC_GO_ON;
+    while (!protocol_aborted(ctl)) {
+        const float eps = __uint_as_float((unsigned)__ldcg(&ctl[A_EPS]));
+        push_sweep(n_local, offset, indptr, indices, damping, eps, residual, rank, remote_acc,
+                   done[0], done[1]);
+        protocol_barrier(ctl, bar);
+        if (k > 1) flush_remote(remote_acc, residual_of, offsets, k, me, done[2]);
+        ++round;
+        if (round % check_every != 0 && round < max_rounds) continue;
+        // meeting A: every flush has landed, and the residuals stand still until meeting B
+        protocol_meet(leader, ctl, bar, gbar, gtarget, k, timeout_ns, []() {}, [](bool) {});
+        if (protocol_aborted(ctl)) break;
+        double resid = 0.0, mass = 0.0;
+        unsigned long long above[1] = {0};
+        for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n_local;
+             v += (long long)gridDim.x * blockDim.x) {
+            const float r = __ldcg(residual + v);
+            resid += r;
+            mass += __ldcg(rank + v) + r;
+            above[0] += r > eps;
+        }
+        block_add2(resid, mass, reinterpret_cast<double*>(ctl + A_RESID));
+        warp_add_counters(above, ctl + A_ACTIVE);
+        // meeting B: the sums of every device, added alike everywhere, and the decision
+        protocol_meet(leader, ctl, bar, gbar, gtarget, k, timeout_ns, [=]() {
+            unsigned long long* const mine = gbar + ASYNC_SUMS + 3 * me;
+            for (int f = 0; f < 3; ++f) {
+                st_relaxed_sys64(mine + f, __ldcg(&ctl[A_RESID + f]));
+                ctl[A_RESID + f] = 0ull;     // for the next decision: nobody adds before it
+            }
+        }, [=](bool met) {
+            if (!met) return;
+            double r = 0.0, m = 0.0;
+            unsigned long long a = 0;
+            for (int j = 0; j < k; ++j) {
+                const unsigned long long* const s = gbar + ASYNC_SUMS + 3 * j;
+                r += __longlong_as_double((long long)ld_acquire_sys(s));
+                m += __longlong_as_double((long long)ld_acquire_sys(s + 1));
+                a += ld_acquire_sys(s + 2);
+            }
+            ctl[A_STOP] = STOP_RULE(r, m, tol) ? ASYNC_CONVERGED
+                          : a == 0 ? ASYNC_STUCK
+                          : round >= max_rounds ? ASYNC_ROUNDS : ASYNC_GO_ON;
+            ctl[A_TOTAL_RESID] = (unsigned long long)__double_as_longlong(r);
+            ctl[A_TOTAL_MASS] = (unsigned long long)__double_as_longlong(m);
+            ctl[A_EPS] = __float_as_uint(fmaxf(eps0, __double2float_rd(eps_per_mass * m)));
+        });
+        if (protocol_aborted(ctl)) break;
+        // written by the leader between meeting B's grid barriers; rewritten only at the next
+        // decision, after every block has passed another barrier
+        status = (int)__ldcg(&ctl[A_STOP]);
+        if (status != ASYNC_GO_ON) break;
+    }
+    warp_add_counters(done, ctl + A_PUSHED);
+    if (leader) {
+        protocol_result(ctl, round, status);
+        protocol_crossed(ctl, gtarget, gbase, k);
+    }
+    protocol_exit(ctl);
 }

@@ -23,8 +23,9 @@ FACTS = {
     "small_with_hubs": ("a small graph with hubs", "a large graph or one without hubs",
                         "small: fewer than 2^22 arcs; hubs: some in-degree > 32"),
     "persistent_can_run": ("the persistent kernels can run", "the persistent kernels cannot run",
-                           "the persistent kernels: BSP, csc or bins, on CUDA devices with peer "
-                           "access and native atomics, device_check on, Jacobi sweeps"),
+                           "the persistent kernels: on CUDA devices with peer access and native "
+                           "atomics; BSP: csc or bins, device_check on, Jacobi sweeps; async: "
+                           "the push kernel"),
 }
 
 

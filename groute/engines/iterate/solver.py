@@ -10,11 +10,18 @@ dangling sum during the run).
 * ``mode="async"`` (Whang et al.'s data-driven push, the variant Groute evaluates): every vertex
   holds a value and a residual (``base`` at the start); one whose residual exceeds ``eps`` adds
   it to its value and pushes ``arc_share(alpha r, outdeg)`` to its out-neighbours.
-  Contributions to vertices of other devices are summed into a dense per-device accumulator and
-  sent, one ``(vertex, value)`` item per destination vertex, through the distributed worklist
-  (:mod:`groute.worklist`), which also detects termination. Each vertex ends with residual <=
-  eps: ``n * tol`` times the mean base per vertex (relative stop; PageRank's ``tol (1-d)``, so
-  the L1 error of ``y`` is at most ``n * tol`` times its mass) or ``tol`` (absolute stop).
+  Contributions to vertices of other devices are summed into a dense per-device accumulator.
+  On CUDA devices that reach each other's memory (:func:`choose_persistent`) one persistent
+  kernel per device runs the whole solve (iterate.cu ``pr_async_persistent``): it adds the
+  accumulator into the owners' residuals through peer memory every round, and every
+  ``check_every`` rounds the devices stop together when the residuals' sum meets the stopping
+  rule, BSP's measure (the residual is the L1 change of the Jacobi step from the values), with
+  the threshold of :func:`push_thresholds`. Otherwise the host drives rounds of ``sweeps``
+  sweeps and sends one ``(vertex, value)`` item per destination vertex through the distributed
+  worklist (:mod:`groute.worklist`), which also detects termination; each vertex ends with
+  residual <= eps: ``n * tol`` times the mean base per vertex (relative stop; PageRank's ``tol
+  (1-d)``, so the L1 error of ``y`` is at most ``n * tol`` times its mass) or ``tol`` (absolute
+  stop).
 * ``mode="bsp"``: topology-driven, pull-based Jacobi sweeps over the transposed graph (every
   vertex every iteration, no host sync per iteration: the stopping rule, ``sum |y' - y| <= n *
   tol * sum y'`` (relative) or ``<= n * tol`` (absolute), ``tol`` per vertex as NetworkX's, is
@@ -52,7 +59,9 @@ from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
 
-from .device import MAX_OUTPUTS, IterationDevice, PushWorker
+from .device import (A_ARCS, A_PUSHED, A_SENT, A_TOTAL_MASS, A_TOTAL_RESID,
+                     ASYNC_CONVERGED, ASYNC_MEETING_WORDS, ASYNC_ROUNDS, ASYNC_STUCK,
+                     MAX_OUTPUTS, IterationDevice, PushWorker)
 from .iteration import FixedPoint, LinearIteration
 from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
                      shard_in_arcs)
@@ -76,7 +85,9 @@ SMALL_ARCS = 1 << 22
 #: persistent_reason (why it is off), exchange (peer stores or copies; None on one device),
 #: l1_change (the last iteration's), arcs_per_device, iteration_trace (persistent runs with
 #: ``PageRankTuning.trace``). Async: rounds, sweeps_per_round, vertices_pushed_per_device,
-#: arcs_pushed_per_device, items_sent, eps.
+#: arcs_pushed_per_device, items_sent, eps (the push threshold; the persistent kernel's at the
+#: start), persistent and persistent_reason; the persistent kernel also check_every (rounds
+#: between its decisions) and l1_change (the residuals over the mass at the last one).
 STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "alpha", "tol",
               "bytes_sent", "iterations", "converged_at", "converged", "kernel", "bsp_kernel",
               "inplace", "device_check", "check_every", "persistent", "persistent_reason",
@@ -129,17 +140,21 @@ def default_sweeps(graph, k: int, backend: str) -> int:
 
 def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_check: bool,
                            peer_writes=None, start_vector: bool = False) -> str | None:
-    """Why the persistent BSP kernels cannot run with these options on ``ctx`` (None when they
-    can): they are the fused CUDA kernels ("csc", "bins") in Jacobi form, checking the stopping
-    rule on the device and storing the values the peers read into the peers' vectors, on
-    devices that reach each other's memory with native atomics (the cross-device barrier of
-    :mod:`groute.engines.peer_barrier`)."""
-    if mode != "bsp":
-        return f"it runs mode='bsp' (got mode={mode!r})"
+    """Why the persistent kernels cannot run with these options on ``ctx`` (None when they
+    can). Both run on CUDA devices that reach each other's memory with native atomics (the
+    cross-device meetings of :mod:`groute.engines.peer_barrier`) and write into the peers'
+    memory, which ``peer_writes=False`` forbids on several devices. BSP's are the fused
+    kernels ("csc", "bins") in Jacobi form, checking the stopping rule on the device; the
+    asynchronous push kernel (iterate.cu ``pr_async_persistent``) needs nothing more."""
     from groute.engines.peer_barrier import unavailable
     why = unavailable(ctx)
     if why is not None:
         return why
+    if mode == "async":
+        if peer_writes is False and len(ctx.devices) > 1:
+            return ("peer_writes=False has no persistent form: its kernel adds the remote "
+                    "contributions into the peers' residuals")
+        return None
     if kernel not in ("csc", "bins"):
         return f"bsp_kernel={kernel!r} has no persistent form (use 'csc' or 'bins')"
     if inplace:
@@ -155,12 +170,53 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     return None
 
 
+#: the margin below the stopping rule's bound per vertex that the persistent push kernel's
+#: threshold keeps (:func:`push_thresholds`), so that float rounding never lets a run whose
+#: every residual is at or below the threshold fail the rule
+THRESHOLD_MARGIN = 1e-6
+
+
+def push_thresholds(iteration: LinearIteration, tol: float, n: int,
+                    base_sum: float) -> tuple[float, float]:
+    """The persistent push kernel's threshold (iterate.cu ``pr_async_persistent``): ``(eps0,
+    eps_per_mass)``, the kernel pushing a vertex whose residual exceeds ``max(eps0,
+    eps_per_mass * mass)`` with ``mass`` the sum of rank + residual at the devices' last
+    decision. The stopping rule (``iteration``'s, with ``tol`` per vertex over ``n`` vertices)
+    holds when the residuals sum to at most ``bound * mass`` (relative) or ``bound``
+    (absolute); a threshold at most ``bound / n`` of that keeps every run in which no vertex
+    is above it within the rule, and larger ones push less. Relative: ``eps_per_mass =
+    bound / n`` (less :data:`THRESHOLD_MARGIN`) and ``eps0`` that times the base's sum
+    ``base_sum``, the least mass there is (a push only adds to it); absolute: ``eps0 =
+    bound / n`` (less the margin), ``eps_per_mass = 0``. ``eps0`` is a float32 value rounded
+    down, as the kernel compares in float32.
+
+    Examples
+    --------
+    >>> from groute.engines import LinearIteration
+    >>> pagerank = LinearIteration(name="pagerank", share="x / (float)deg",
+    ...                            share_numpy=lambda x, deg: x / deg)
+    >>> eps0, per_mass = push_thresholds(pagerank, 1e-6, 100, 0.15)
+    >>> bool(eps0 <= 1e-6 * 0.15) and bool(per_mass <= 1e-6)
+    True
+    """
+    per_vertex = iteration.bound(tol, n) / max(int(n), 1) * (1.0 - THRESHOLD_MARGIN)
+    if iteration.stop == "relative":
+        eps0, per_mass = per_vertex * float(base_sum), per_vertex
+    else:
+        eps0, per_mass = per_vertex, 0.0
+    single = np.float32(eps0)
+    if float(single) > eps0:
+        single = np.nextafter(single, np.float32(0.0))
+    return float(single), float(per_mass)
+
+
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
                       device_check: bool, peer_writes=None,
                       start_vector: bool = False) -> tuple[bool, str | None]:
-    """``PageRankTuning.persistent`` resolved (True, False or ``"auto"``): (on, why not).
-    ``True`` where it cannot run is a ValueError naming the reason; ``"auto"`` follows the
-    ``persistent`` rule of :mod:`groute.engines.iterate.rules`."""
+    """``PageRankTuning.persistent`` resolved (True, False or ``"auto"``) for ``mode``
+    (``"bsp"`` or ``"async"``): (on, why not). ``True`` where it cannot run is a ValueError
+    naming the reason; ``"auto"`` follows the ``persistent`` rule of
+    :mod:`groute.engines.iterate.rules`."""
     if requested is False:
         return False, "persistent=False"
     why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes,
@@ -196,7 +252,8 @@ class IterateSolver(Solver):
     (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``. ``tol``: the
     stopping rule's, per vertex as NetworkX's (the iteration's ``stop`` says relative or
     absolute; async: the residual bound per vertex it implies). ``max_iter``: BSP's bound on
-    iterations (async: on each device's push sweeps, ten times it); a run that hits it raises
+    iterations (async: on each device's push sweeps or the persistent kernel's rounds, ten
+    times it); a run that hits it raises
     :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's). ``partition`` and
     ``seed``: how vertices are split over several devices. ``run`` returns the stats keys of
     :func:`stats_keys` in both modes.
@@ -204,11 +261,12 @@ class IterateSolver(Solver):
     ``tuning``: a :class:`~groute.tuning.PageRankTuning` (None:
     ``PageRankTuning.from_environment()``); its fields change how fast the answer comes:
 
-    * ``sweeps``: push sweeps per worklist round (async; default :func:`default_sweeps`);
-      ``check_every``: iterations between convergence checks by the host (BSP; default 8 with
-      ``device_check``, else 4); ``peer_writes``: BSP stores each device's slice straight into
-      the peers' vectors from the kernel (default: when every pair has peer access) instead of
-      copying.
+    * ``sweeps``: push sweeps per worklist round (the host-driven async push; default
+      :func:`default_sweeps`); ``check_every``: iterations between convergence checks by the
+      host (BSP; default 8 with ``device_check``, else 4), rounds between the devices' stopping
+      decisions (the persistent push kernel; default 4); ``peer_writes``: BSP stores each
+      device's slice straight into the peers' vectors from the kernel (default: when every pair
+      has peer access) instead of copying (False: the async push runs host-driven).
     * ``bsp_kernel`` (CUDA): ``"auto"`` (default: :func:`choose_bsp_kernel`), ``"csc"`` (one
       fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a fused pull over
       the vertices relabelled by in-degree, for skewed degrees; the relabelling is internal,
@@ -245,7 +303,9 @@ class IterateSolver(Solver):
       longer than :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` at the barrier makes the run
       raise. "auto" turns it on only where :func:`choose_persistent` allows
       (``stats["persistent"]``, and ``stats["persistent_reason"]`` when it is off); ``trace``
-      times its iterations (``stats["iteration_trace"]``).
+      times its iterations (``stats["iteration_trace"]``). In ``mode="async"`` the same option
+      chooses the persistent push kernel (iterate.cu ``pr_async_persistent``: CUDA devices with
+      peer access and native atomics, one device too), which "auto" runs wherever it can.
     """
 
     #: the iteration this solver runs (an app's subclass sets it)
@@ -409,18 +469,24 @@ class IterateSolver(Solver):
                                           packet_size=max(n, 1), dtype=self.devs[0].fdt,
                                           ctx=self.ctx, name=f"{self.app}-slices")
             if self.persistent:     # device 0's meeting block: the counter, where it stands
+                # (the push kernel's: and every device's sums of a decision)
                 from groute.engines.peer_barrier import CrossDeviceBarrier
                 from groute.engines.protocol import MEETING_WORDS
+                words = MEETING_WORDS if mode == "bsp" else ASYNC_MEETING_WORDS
                 with self.devs[0].device.use():
                     self._barrier = CrossDeviceBarrier(
-                        self.ctx.devices, self.devs[0].device.zeros(MEETING_WORDS, np.uint64))
+                        self.ctx.devices, self.devs[0].device.zeros(words, np.uint64))
             check_every = tuning.check_every
             if check_every is None:     # across processes: the host checks every iteration,
                 # so the run stops where the devices' own check would have
                 check_every = (1 if self.ctx.ranks is not None else
                                8 if getattr(self.devs[0], "device_check", False) else 4)
             self.check_every = int(check_every)
-            if mode == "async":
+            if mode == "async" and self.persistent:     # one sweep per round, no host
+                self.sweeps = 1
+                for dev in self.devs:
+                    dev.set_push_peers(self.devs, offsets)
+            elif mode == "async":
                 self.sweeps = (int(tuning.sweeps) if tuning.sweeps
                                else default_sweeps(graph, k, self.ctx.backend))
                 self.workers = [PushWorker(d, i, offsets, self.sweeps, 10 * self.max_iter)
@@ -584,8 +650,16 @@ class IterateSolver(Solver):
         if stats["converged"] is not False:
             return
         from groute.errors import PowerIterationFailedConvergence
-        done = (f"{stats['iterations']} iterations" if stats["mode"] == "bsp"
-                else f"{10 * self.max_iter} push sweeps per device")
+        rounds = max(stats["rounds"] or [0])
+        if stats["mode"] == "bsp":
+            done = f"{stats['iterations']} iterations"
+        elif stats["persistent"] and rounds < 10 * self.max_iter:
+            done = (f"{rounds} push rounds (no vertex was above the push threshold, yet the "
+                    f"residuals failed the rule: some are not finite)")
+        elif stats["persistent"]:
+            done = f"{rounds} push rounds"
+        else:
+            done = f"{10 * self.max_iter} push sweeps per device"
         raise PowerIterationFailedConvergence(self.max_iter, (
             f"{self.app}: no convergence to tol {self.tol:g} in {done} (mode {stats['mode']})"
             f"{self.divergence_hint()}; raise max_iter (got {self.max_iter}) or tol"))
@@ -774,6 +848,8 @@ class IterateSolver(Solver):
             pending.release(after=done)
 
     def _run_async(self) -> dict:
+        if self.persistent:
+            return self._run_async_persistent()
         if self.iteration.stop == "relative":    # n * tol times the mean base per vertex
             mean = self.base_value if self.base_vector is None else float(self.base_vector.mean())
             eps = self.iteration.bound(self.tol, self.n) * mean
@@ -797,7 +873,55 @@ class IterateSolver(Solver):
                 "vertices_pushed_per_device": [w.pushed for w in self.workers],
                 "arcs_pushed_per_device": [w.arcs for w in self.workers],
                 "items_sent": wl.get("items_sent", {}), "bytes_sent": wl.get("bytes_moved", 0),
-                "eps": eps, "converged": converged}
+                "eps": eps, "converged": converged, "persistent": False,
+                "persistent_reason": self.persistent_reason}
+
+    def _run_async_persistent(self) -> dict:
+        """One launch per device for the whole asynchronous solve (iterate.cu
+        ``pr_async_persistent``): every ``check_every`` rounds the devices decide together
+        whether the stopping rule holds, for at most ten times ``max_iter`` rounds (the host
+        path's budget of sweeps). Raises when a device gave up at a meeting (a peer stopped or
+        never started) or the devices disagree; the meeting counter is then reset, as
+        :meth:`_run_persistent` does."""
+        from groute.engines.peer_barrier import timeout_ns
+        from groute.engines.protocol import LaunchStop
+        base_sum = (self.base_value * self.n if self.base_vector is None
+                    else float(self.base_vector.sum()))
+        eps0, per_mass = push_thresholds(self.iteration, self.tol, self.n, base_sum)
+        bound = self.iteration.bound(self.tol, self.n)
+        max_rounds = 10 * self.max_iter
+        bar = self._barrier
+        launched, failure = bar.launch_each(
+            lambda i, _: self.devs[i].push_persistent_launch(
+                i, self.k, self.base_value, eps0, per_mass, bound, self.check_every, max_rounds,
+                bar.ptr, bar.base, timeout_ns()))
+        for i in launched:
+            self.devs[i].persistent_fetch()
+        blocks = [self.devs[i].persistent_result()[0] for i in launched]
+        stops = [LaunchStop.read(self.devs[i].device.name, c) for i, c in zip(launched, blocks)]
+        ends = {(stop.ran, stop.status) for stop in stops}
+        bar.finish(stops, failure=failure, ok=len(ends) == 1,
+                   what=f"persistent async {self.app}", instead="persistent=False")
+        if len(ends) != 1:
+            raise RuntimeError(f"persistent async {self.app}: the devices stopped at different "
+                               f"rounds or for different reasons "
+                               f"{[(stop.ran, stop.status) for stop in stops]}")
+        rounds, status = ends.pop()
+        if status not in (ASYNC_CONVERGED, ASYNC_STUCK, ASYNC_ROUNDS):
+            raise RuntimeError(f"persistent async {self.app}: the kernels stopped after {rounds} "
+                               f"rounds without a decision (status {status})")
+        words = [c.view(np.float64) for c in blocks]
+        resid, mass = float(words[0][A_TOTAL_RESID]), float(words[0][A_TOTAL_MASS])
+        sent = [int(c[A_SENT]) for c in blocks]
+        return {"rounds": [rounds] * self.k, "sweeps_per_round": 1,
+                "vertices_pushed_per_device": [int(c[A_PUSHED]) for c in blocks],
+                "arcs_pushed_per_device": [int(c[A_ARCS]) for c in blocks],
+                # an entry is one float32 reduction into its owner's residual
+                "items_sent": {f"{i}->peers": n for i, n in enumerate(sent)} if self.k > 1 else {},
+                "bytes_sent": 4 * sum(sent), "eps": eps0, "check_every": self.check_every,
+                "l1_change": resid / mass if mass > 0 else 0.0,
+                "converged": status == ASYNC_CONVERGED, "persistent": True,
+                "persistent_reason": None}
 
     def _release(self):
         if self._slices is not None:
