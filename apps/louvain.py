@@ -66,7 +66,7 @@ POSITIONS = "pos"
 #: operator calls, each of which costs a GPU a launch or a read-back of host time whatever the
 #: level's size, while NumPy's whole work on so few arcs costs less; where the two meet was
 #: measured on an H200 and its host (docs/NETWORKX.md, "Community detection, measured apart")
-HOST_LEVEL_ARCS = 40_000
+HOST_LEVEL_ARCS = 100_000
 
 
 def _mix(salt: int, iteration: int, pos):
