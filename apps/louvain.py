@@ -541,11 +541,10 @@ class Louvain:
         self.timeout, self.partition = timeout, partition
 
     @contextlib.contextmanager
-    def _context(self, level: LevelGraph, backends: list | None = None):
+    def _context(self, level: LevelGraph, backends: list):
         """A context for ``level``: no more devices than it has vertices; on the host when
         :func:`level_backend` says so. Its backend is appended to ``backends`` (a run's list,
         for its results' stats)."""
-        backends = [] if backends is None else backends
         n = max(level.num_vertices, 1)
         if self.ctx is not None:
             backends.append(self.ctx.backend)
@@ -654,7 +653,7 @@ class Louvain:
         position of the graph)."""
         if self.first.total == 0:
             raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
-        with self._context(self.first) as ctx:
+        with self._context(self.first, []) as ctx:
             stage = _Level(self.first, ctx, self.partition)
             try:
                 stage.start(labels)
