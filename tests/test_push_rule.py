@@ -242,3 +242,27 @@ def test_the_command_line_takes_the_rule(command, capsys):
     assert "--push-rule: invalid choice: 'hubs'" in err and "uniform" in err and "degree" in err
     with pytest.raises(ValueError, match="push_rule must be one of uniform, degree; got 'hubs'"):
         PageRankTuning(push_rule="hubs")
+
+
+def test_the_probe_compares_both_rules_with_bsp(tmp_path, capsys):
+    """benchmarks/probes/gpu_push_rule_probe.py on CPU virtual devices (its harness; the lead
+    runs it on GPUs): per graph and device count a BSP case and one per rule, with the
+    counters it prints."""
+    import importlib.util
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "probes" / "gpu_push_rule_probe.py"
+    spec = importlib.util.spec_from_file_location("gpu_push_rule_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    out = tmp_path / "cases.json"
+    assert probe.main(["--backend", "cpu", "--graphs", "kron:8,grid:10", "--devices", "1,2",
+                       "--repeat", "1", "--json", str(out)]) == 0
+    cases = json.loads(out.read_text())
+    assert [(c["graph"], c["devices"], c["mode"], c.get("push_rule")) for c in cases] == [
+        (g, k, mode, rule) for g in ("kron:8", "grid:10") for k in (1, 2)
+        for mode, rule in (("bsp", None), ("async", "uniform"), ("async", "degree"))]
+    for case in cases:
+        assert "error" not in case, case
+        if case["mode"] == "async":
+            assert case["arcs_pushed"] > 0 and case["l1_to_bsp"] < 1e-4, case
