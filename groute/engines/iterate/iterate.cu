@@ -847,7 +847,8 @@ extern "C" __global__ void pr_pack(double* __restrict__ remote_acc, int lo, int 
 // accumulator 0) and meets the other devices once, so no peer adds into a residual before its
 // owner has reset it. Then rounds, each:
 //   sweep: push_sweep over the owned vertices whose residual exceeds their threshold (eps per
-//     unit of weight, `degree` the push rule: above_threshold), local targets by atomicAdd into the residual, remote ones into the dense double accumulator;
+//     unit of weight, `degree` the push rule: above_threshold), local targets by atomicAdd
+//     into the residual, remote ones into the dense double accumulator;
 //     topology-driven (every owned residual is read each round: n_local floats, a few
 //     microseconds on an H200 even for millions of vertices) rather than from a queue, whose
 //     appends and duplicate checks would cost more than the scan they save, and which would
@@ -883,7 +884,7 @@ extern "C" __global__ void pr_pack(double* __restrict__ remote_acc, int lo, int 
 #define ASYNC_MAX_DEVICES 8
 enum AsyncWord {
     A_STOP = PROTOCOL_WORDS,    // the last decision: an AsyncStatus (0: go on)
-    A_EPS,          // the push threshold (per unit of weight) from the last decision on
+    A_EPS,          // the threshold per unit of weight from the last decision on (float bits)
     A_RESID,        // double: this device's residual sum at a decision
     A_MASS,         // double: its rank + residual sum (right after A_RESID: block_add2's pair)
     A_ACTIVE,       // its vertices above their threshold at a decision
