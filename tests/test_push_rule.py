@@ -163,6 +163,21 @@ def test_every_residual_ends_at_or_below_its_own_threshold(backend, k, persisten
         assert above_unit > 0
 
 
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-kernel-x{k}")
+                               for k in (1, 2, 4)])
+def test_a_big_power_law_graph_keeps_the_error_bound_under_the_degree_rule(k):
+    """kron:21 by the persistent kernel under the degree rule: its hubs' thresholds are
+    thousands of times the leaves', and the answer stays within the uniform rule's bound
+    (alpha / (1 - alpha) times 1e-6, twice for the normalisation)."""
+    need_gpus(k)
+    g = load_graph("kron:21")
+    res = pr.pagerank(g, **_options(g, "cuda", k, True))
+    assert res.stats["persistent"] is True and res.stats["converged"] is True
+    assert res.stats["push_rule"] == "degree"
+    l1 = reference.pagerank_error(res.values, reference.pagerank(g, tol=1e-10))[0]
+    assert l1 <= 1.2e-5, f"L1 {l1:.2e}"
+
+
 def test_the_degree_rule_pushes_fewer_arcs_on_a_power_law_graph():
     """kron:12 on one CPU device (deterministic): the hubs wait until they hold mass worth
     their arcs, so fewer arcs are pushed in all than with one threshold for every vertex."""
