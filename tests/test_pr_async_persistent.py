@@ -93,12 +93,53 @@ def test_a_stuck_run_says_why_it_did_not_converge():
     g = load_graph("grid:6", cache=False)
     with pr.PageRank(g, backend="cpu", devices=1, mode="async", max_iter=7) as s:
         stats = s.solve()[2]
-        stats.update(persistent=True, converged=False, rounds=[12])
+        stats.update(persistent=True, converged=False, rounds=[12], stop="stuck")
         with pytest.raises(groute.PowerIterationFailedConvergence, match="not finite"):
             s.check_converged(stats)
-        stats.update(rounds=[70])
-        with pytest.raises(groute.PowerIterationFailedConvergence, match="in 70 push rounds"):
+        stats.update(rounds=[70])           # stuck at the round cap: still why it stopped
+        with pytest.raises(groute.PowerIterationFailedConvergence, match="not finite"):
             s.check_converged(stats)
+        stats.update(stop="rounds")
+        with pytest.raises(groute.PowerIterationFailedConvergence,
+                           match=r"in 70 push rounds \(mode"):
+            s.check_converged(stats)
+
+
+def decision_blocks(sums, status):
+    """Control blocks (uint64 words) of devices whose last decision added up ``sums``
+    (residuals, mass per device) and stopped with ``status``."""
+    from groute.engines.iterate.device import A_STOP, A_TOTAL_MASS, A_TOTAL_RESID
+    blocks = []
+    for resid, mass in sums:
+        block = np.zeros(A_TOTAL_MASS + 1, np.uint64)
+        block[A_STOP] = status
+        block[A_TOTAL_RESID:A_TOTAL_MASS + 1] = np.array([resid, mass]).view(np.uint64)
+        blocks.append(block)
+    return blocks
+
+
+def test_the_host_checks_the_kernels_decision():
+    """The sums every device decided on must agree bit for bit, and the stopping rule on them
+    must say what the kernels did (a flush not yet visible at the decision would not)."""
+    from groute.engines.iterate.device import ASYNC_CONVERGED, ASYNC_ROUNDS, ASYNC_STUCK
+    from groute.engines.iterate.solver import decided_sums
+    bound = PAGERANK.bound(1e-6, 100)               # the rule: residuals <= 1e-4 of the mass
+    same = [(1e-5, 1.0)] * 3
+    assert decided_sums("pagerank", decision_blocks(same, ASYNC_CONVERGED), ASYNC_CONVERGED,
+                        PAGERANK, bound) == (1e-5, 1.0)
+    for status in (ASYNC_ROUNDS, ASYNC_STUCK):
+        with pytest.raises(RuntimeError, match="stopped as .* says it holds"):
+            decided_sums("pagerank", decision_blocks(same, status), status, PAGERANK, bound)
+    far = [(1e-3, 1.0)] * 2
+    with pytest.raises(RuntimeError, match="stopped as 'converged' .* does not hold"):
+        decided_sums("pagerank", decision_blocks(far, ASYNC_CONVERGED), ASYNC_CONVERGED,
+                     PAGERANK, bound)
+    assert decided_sums("pagerank", decision_blocks(far, ASYNC_ROUNDS), ASYNC_ROUNDS,
+                        PAGERANK, bound) == (1e-3, 1.0)
+    split = [(1e-5, 1.0), (1e-5 * (1 + 1e-15), 1.0)]
+    with pytest.raises(RuntimeError, match="decided on different sums"):
+        decided_sums("pagerank", decision_blocks(split, ASYNC_CONVERGED), ASYNC_CONVERGED,
+                     PAGERANK, bound)
 
 
 @pytest.mark.timeout(600)

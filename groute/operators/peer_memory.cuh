@@ -20,6 +20,13 @@ __device__ __forceinline__ void st_release_sys64(unsigned long long* p, unsigned
 
 // Fire-and-forget reductions and stores on a peer's memory (no value comes back over the link);
 // ordered before the owner's reads by a later system-scope release and acquire.
+// Mixed scopes on one word: the owner's own device-scope atomics (atomicAdd, atomicExch) and
+// the peers' system-scope reductions below meet on the same words (the relaxations' best
+// values, the asynchronous push's residuals). CUDA promises atomicity only among atomics whose
+// scope includes both threads; over NVLink a peer's reduction is performed at the owner's L2,
+// where the owner's device-scope atomics are performed too, and that is what these kernels
+// rely on. On a platform that performed them elsewhere the owner's atomics on such words would
+// have to become system-scope (atomicAdd_system).
 __device__ __forceinline__ void red_min_sys(int* p, int v) {
     asm volatile("red.relaxed.sys.global.min.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }

@@ -849,8 +849,8 @@ extern "C" __global__ void pr_pack(double* __restrict__ remote_acc, int lo, int 
 //   sweep: push_sweep over the owned vertices whose residual exceeds their threshold (eps per
 //     unit of weight, `degree` the push rule: above_threshold), local targets by atomicAdd
 //     into the residual, remote ones into the dense double accumulator;
-//     topology-driven (every owned residual is read each round: n_local floats, a few
-//     microseconds on an H200 even for millions of vertices) rather than from a queue, whose
+//     topology-driven (every owned residual is read each round: n_local floats, a short
+//     stream at HBM bandwidth even for millions of vertices) rather than from a queue, whose
 //     appends and duplicate checks would cost more than the scan they save, and which would
 //     need a second pass for the vertices that peers' flushes raise above their threshold;
 //   grid barrier (the round's additions into the accumulator are done);

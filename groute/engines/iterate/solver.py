@@ -627,7 +627,7 @@ class IterateSolver(Solver):
         rounds = max(stats["rounds"] or [0])
         if stats["mode"] == "bsp":
             done = f"{stats['iterations']} iterations"
-        elif stats["persistent"] and rounds < 10 * self.max_iter:
+        elif stats.get("stop") == "stuck":
             done = (f"{rounds} push rounds (no vertex was above the push threshold, yet the "
                     f"residuals failed the rule: some are not finite)")
         elif stats["persistent"]:
@@ -862,7 +862,7 @@ class IterateSolver(Solver):
         eps0, per_mass = push_thresholds(self.iteration, self.tol, self.n, base_sum,
                                          self.push_scale)
         bound = self.iteration.bound(self.tol, self.n)
-        max_rounds = 10 * self.max_iter
+        max_rounds = min(10 * self.max_iter, 2**31 - 1)     # an int32 of the kernel
         bar = self._barrier
         launched, failure = bar.launch_each(
             lambda i, _: self.devs[i].push_persistent_launch(
@@ -883,8 +883,7 @@ class IterateSolver(Solver):
         if status not in (ASYNC_CONVERGED, ASYNC_STUCK, ASYNC_ROUNDS):
             raise RuntimeError(f"persistent async {self.app}: the kernels stopped after {rounds} "
                                f"rounds without a decision (status {status})")
-        words = [c.view(np.float64) for c in blocks]
-        resid, mass = float(words[0][A_TOTAL_RESID]), float(words[0][A_TOTAL_MASS])
+        resid, mass = decided_sums(self.app, blocks, status, self.iteration, bound)
         sent = [int(c[A_SENT]) for c in blocks]
         return {"rounds": [rounds] * self.k, "sweeps_per_round": 1,
                 "vertices_pushed_per_device": [int(c[A_PUSHED]) for c in blocks],
@@ -895,7 +894,7 @@ class IterateSolver(Solver):
                 "check_every": self.check_every,
                 "l1_change": resid / mass if mass > 0 else 0.0,
                 "converged": status == ASYNC_CONVERGED, "persistent": True,
-                "persistent_reason": None}
+                "persistent_reason": None, "stop": ASYNC_STOPS[status]}
 
     def _release(self):
         if self._slices is not None:
@@ -904,6 +903,31 @@ class IterateSolver(Solver):
         if self._worklist is not None:
             self._worklist.close()
             self._worklist = None
+
+
+#: what the persistent push kernel's stop codes mean (``stats["stop"]``)
+ASYNC_STOPS = {ASYNC_CONVERGED: "converged", ASYNC_STUCK: "stuck", ASYNC_ROUNDS: "rounds"}
+
+
+def decided_sums(app: str, blocks, status: int, iteration, bound: float) -> tuple:
+    """The residual and mass sums of the persistent push kernel's last decision (each device's
+    control block, ``blocks``, holds the sums it added up), checked as the host checks the BSP
+    kernels' stops: every device must have added up the same sums, bit for bit, and the
+    stopping rule on them must say what the kernels decided (``status``). A flush not yet
+    visible at the decision's meeting would show here. Raises RuntimeError naming ``app``."""
+    totals = {(int(c[A_TOTAL_RESID]), int(c[A_TOTAL_MASS])) for c in blocks}
+    if len(totals) != 1:
+        raise RuntimeError(f"persistent async {app}: the devices decided on different sums "
+                           f"{sorted(totals)}")
+    words = blocks[0].view(np.float64)
+    resid, mass = float(words[A_TOTAL_RESID]), float(words[A_TOTAL_MASS])
+    held = bool(iteration.stopped(np.array([resid]), np.array([mass]), bound)[0])
+    if held != (status == ASYNC_CONVERGED):
+        raise RuntimeError(f"persistent async {app}: the kernels stopped as "
+                           f"{ASYNC_STOPS.get(status, status)!r} but the stopping rule on their "
+                           f"sums (residuals {resid:.6g}, mass {mass:.6g}) says "
+                           f"{'it holds' if held else 'it does not hold'}")
+    return resid, mass
 
 
 def _unpermute(values, order):
