@@ -9,7 +9,7 @@ import dataclasses
 
 from groute.engines.iterate.solver import MODES, PARTITIONS
 from groute.graph.partition import DEFAULT_PARTITION
-from groute.tuning import BSP_KERNELS, PageRankTuning
+from groute.tuning import BSP_KERNELS, PUSH_RULES, PageRankTuning
 
 from .app_cli import advanced_group, auto_help, gteps, report, write_output
 
@@ -17,8 +17,8 @@ from .app_cli import advanced_group, auto_help, gteps, report, write_output
 def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-6,
                           max_iter_default=1000):
     """The engine's options on parser ``p``: tol and max iterations, then in the "advanced"
-    group mode, partition, push sweeps, BSP kernel, in-place sweeps (``what``: the app's name
-    in the help). ``tol_default`` None: :func:`tol_for` picks one by the graph."""
+    group mode, partition, push sweeps, push rule, BSP kernel, in-place sweeps (``what``: the
+    app's name in the help). ``tol_default`` None: :func:`tol_for` picks one by the graph."""
     p.add_argument("--tol", type=float, default=tol_default, help=tol_help)
     p.add_argument("--max-iter", type=int, default=max_iter_default, metavar="N",
                    help=f"bsp: stop {what} after N iterations if not converged, with an error "
@@ -34,6 +34,11 @@ def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-
     advanced.add_argument("--sweeps", type=int, default=None,
                           help="async, host-driven: push sweeps per worklist round (default: "
                                f"{auto_help(rules['sweeps'])})")
+    advanced.add_argument("--push-rule", choices=PUSH_RULES, default=None,
+                          help="async: which vertices a sweep pushes: uniform, those whose "
+                               "residual exceeds one threshold (default; GROUTE_PR_PUSH_RULE), "
+                               "or degree, those whose residual exceeds the threshold times "
+                               "their out-degree; the thresholds add up to the same bound")
     advanced.add_argument("--bsp-kernel", choices=BSP_KERNELS, default=None,
                           help="bsp on CUDA: csc, the fused CSC pull; bins, the degree-binned "
                                "pull; coo, the COO pull pair; or auto (default): "
@@ -53,6 +58,7 @@ def tol_for(args, graph) -> float:
 def tuning_from(args) -> PageRankTuning:
     """The engine's tuning: the environment's, with the options given on the command line."""
     given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
+             "push_rule": getattr(args, "push_rule", None),
              "inplace": True if getattr(args, "inplace", False) else None}
     return dataclasses.replace(PageRankTuning.from_environment(),
                                **{k: v for k, v in given.items() if v is not None})

@@ -40,6 +40,9 @@ from typing import Any, Callable, Mapping
 BSP_KERNELS = ("auto", "csc", "bins", "coo")
 #: ``PageRankTuning.persistent`` values
 PERSISTENT_CHOICES = (True, False, "auto")
+#: ``PageRankTuning.push_rule`` values: which vertices the asynchronous push takes
+#: (:mod:`groute.engines.iterate.thresholds`)
+PUSH_RULES = ("uniform", "degree")
 #: ``CCTuning.link`` values
 CC_LINKS = ("hook", "light", "mixed")
 
@@ -90,6 +93,13 @@ def _yes_no(text: str) -> bool:
     if value in ("0", "false", "no", "off"):
         return False
     raise ValueError("expected 1 or 0")
+
+
+def _push_rule(text: str) -> str:
+    value = text.strip().lower()
+    if value not in PUSH_RULES:
+        raise ValueError(f"expected {' or '.join(PUSH_RULES)}")
+    return value
 
 
 def _rank_transport(text: str) -> str:
@@ -172,6 +182,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GROUTE_PR_TRACE", _flag, False,
              "1: persistent PageRank times each iteration's phases; stats['iteration_trace']",
              "PageRankTuning.trace"),
+    Variable("GROUTE_PR_PUSH_RULE", _push_rule, "uniform",
+             "which vertices the asynchronous push takes: uniform (residual above one threshold) "
+             "or degree (above the threshold times the out-degree)", "PageRankTuning.push_rule"),
 )
 
 _BY_NAME = {v.name: v for v in VARIABLES}
@@ -316,7 +329,11 @@ class PageRankTuning(_Tuning):
 
     Asynchronous push: ``sweeps`` per worklist round of the host-driven push (None:
     ``groute.engines.iterate.solver.default_sweeps``); ``check_every`` rounds between the
-    persistent push kernel's stopping decisions (None: 4). BSP: ``bsp_kernel`` (``"auto"``:
+    persistent push kernel's stopping decisions (None: 4); ``push_rule`` (:data:`PUSH_RULES`),
+    which vertices a sweep pushes: ``"uniform"`` (default) those whose residual exceeds one
+    threshold, ``"degree"`` those whose residual exceeds the threshold times their out-degree
+    (Andersen, Chung and Lang), both thresholds adding up to the stopping rule's bound
+    (``groute.engines.iterate.thresholds``). BSP: ``bsp_kernel`` (``"auto"``:
     ``groute.engines.iterate.solver.choose_bsp_kernel``); ``check_every``
     iterations between the host's convergence checks (None: 8 with ``device_check``, else 4);
     ``device_check`` (the kernels stop themselves when the rule held); ``peer_writes`` (None:
@@ -343,6 +360,7 @@ class PageRankTuning(_Tuning):
     hub_degree: int = 4096
     lane_arcs: int = 4
     trace: bool = False
+    push_rule: str = "uniform"
 
     def __post_init__(self):
         if self.bsp_kernel not in BSP_KERNELS:
@@ -350,6 +368,9 @@ class PageRankTuning(_Tuning):
                              f"got {self.bsp_kernel!r}")
         if self.persistent not in PERSISTENT_CHOICES or not isinstance(self.persistent, (bool, str)):
             raise ValueError(f"persistent must be True, False or 'auto'; got {self.persistent!r}")
+        if self.push_rule not in PUSH_RULES:
+            raise ValueError(f"push_rule must be one of {', '.join(PUSH_RULES)}; "
+                             f"got {self.push_rule!r}")
         _check_optional_count("sweeps", self.sweeps)
         _check_optional_count("check_every", self.check_every)
         if int(self.vertices_per_lane) not in (1, 2, 4):

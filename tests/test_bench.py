@@ -344,11 +344,17 @@ def test_markdown_names_the_peer_exchange():
 
 
 def test_markdown_names_the_persistent_push():
-    """An asynchronous case run by the persistent push kernel says so in the mode column; a
-    persistent BSP case keeps its plain name (persistent is BSP's default)."""
+    """An asynchronous case run by the persistent push kernel says so in the mode column, and
+    one pushed by the degree rule too; a persistent BSP case keeps its plain name (persistent
+    is BSP's default)."""
     from groute.bench.suite import mode_label
     assert mode_label({"mode": "async", "stats": {"persistent": True}}) == "async (persistent)"
     assert mode_label({"mode": "async", "stats": {"persistent": False}}) == "async"
+    assert mode_label({"mode": "async", "stats": {"persistent": True, "push_rule": "degree"}}) \
+        == "async (persistent, degree push)"
+    assert mode_label({"mode": "async", "stats": {"persistent": False, "push_rule": "degree"}}) \
+        == "async (degree push)"
+    assert mode_label({"mode": "async", "stats": {"push_rule": "uniform"}}) == "async"
     assert mode_label({"mode": "bsp", "stats": {"persistent": True}}) == "bsp"
     assert mode_label({"mode": None}, none="its only mode") == "its only mode"
 

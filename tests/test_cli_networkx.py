@@ -106,7 +106,7 @@ def _subparsers():
 
 #: the options that say how a run is scheduled, not what it computes
 ADVANCED = {"--mode", "--partition", "--no-priority", "--delta", "--routing", "--exchange",
-            "--sweeps", "--bsp-kernel", "--inplace", "--direction", "--segment-edges",
+            "--sweeps", "--push-rule", "--bsp-kernel", "--inplace", "--direction", "--segment-edges",
             "--buffers", "--no-afforest", "--sample-rounds", "--rest", "--link"}
 
 

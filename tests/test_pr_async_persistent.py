@@ -21,7 +21,7 @@ from groute.apps import pr
 from groute.apps.katz import KATZ, Katz
 from groute.apps.pr import PAGERANK
 from groute.engines.iterate import device as iterate_device
-from groute.engines.iterate.solver import THRESHOLD_MARGIN, push_thresholds
+from groute.engines.iterate.thresholds import THRESHOLD_MARGIN, push_thresholds
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning

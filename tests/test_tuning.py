@@ -21,7 +21,8 @@ SAMPLES = {"GROUTE_TIMEOUT": ("7.5", 7.5), "GROUTE_DATA_DIR": ("/tmp/x ", "/tmp/
            "GROUTE_TRAVERSAL_PULL": ("0", False), "GROUTE_TRAVERSAL_BIGCHECK": ("1", True),
            "GROUTE_PEER_BLOCKS": ("264", 264), "GROUTE_LINKED_BLOCKS": ("66", 66),
            "GROUTE_PEER_MAX_ROUNDS": ("9", 9), "GROUTE_PEER_TRACE": ("1", True),
-           "GROUTE_PR_TRACE": ("1", True), "GROUTE_LOGICAL_DEVICES": ("yes", True),
+           "GROUTE_PR_TRACE": ("1", True), "GROUTE_PR_PUSH_RULE": (" Degree", "degree"),
+           "GROUTE_LOGICAL_DEVICES": ("yes", True),
            "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c"), "GROUTE_RANK_TRANSPORT": (" NCCL", "nccl")}
 
 
@@ -61,6 +62,7 @@ def test_unset_and_empty_mean_the_default():
                                         ("GROUTE_PEER_BARRIER_TIMEOUT", "-1"),
                                         ("GROUTE_TIMEOUT", "inf"),
                                         ("GROUTE_PEER_MAX_ROUNDS", "0"),
+                                        ("GROUTE_PR_PUSH_RULE", "hubs"),
                                         ("GROUTE_RANK_TRANSPORT", "ucx")])
 def test_a_bad_value_names_the_variable(name, text):
     with pytest.raises(ValueError, match=f"environment variable {name}={text!r}"):
@@ -73,7 +75,9 @@ def test_tunings_are_frozen_and_checked():
         t.sweeps = 3
     for bad, match in [({"task_arcs": 100}, "task_arcs"), ({"vertices_per_lane": 3}, "1, 2 or 4"),
                        ({"bsp_kernel": "csr"}, "bsp_kernel"), ({"check_every": 0}, "check_every"),
-                       ({"persistent": "yes"}, "persistent")]:
+                       ({"persistent": "yes"}, "persistent"),
+                       ({"push_rule": "hubs"}, "push_rule must be one of uniform, degree; "
+                                               "got 'hubs'")]:
         with pytest.raises(ValueError, match=match):
             PageRankTuning(**bad)
     with pytest.raises(ValueError, match="link must be"):

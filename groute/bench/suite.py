@@ -50,15 +50,20 @@ NOT_RUN = (SKIP, NA)
 def mode_label(case: dict, none: str = "-") -> str:
     """A case's mode as tables print it: "(peer)" added where BFS or SSSP ran in one persistent
     kernel per GPU (:mod:`groute.engines.relax.peer`), "(persistent)" where an asynchronous
-    linear iteration did (iterate.cu ``pr_async_persistent``, not the host-driven push);
-    ``none`` for an app without modes."""
+    linear iteration did (iterate.cu ``pr_async_persistent``, not the host-driven push), and
+    "degree push" where it pushed by the degree rule (``PageRankTuning.push_rule``, set for a
+    whole run by ``GROUTE_PR_PUSH_RULE=degree``), so two runs merged with ``--from-json`` tell
+    the rules apart; ``none`` for an app without modes."""
     mode = case.get("mode") or none
     stats = case.get("stats") or {}
     if stats.get("exchange") == "peer":
-        mode += " (peer)"
-    elif mode == "async" and stats.get("persistent") is True:
-        mode += " (persistent)"
-    return mode
+        return mode + " (peer)"
+    notes = []
+    if mode == "async" and stats.get("persistent") is True:
+        notes.append("persistent")
+    if mode == "async" and stats.get("push_rule") == "degree":
+        notes.append("degree push")
+    return f"{mode} ({', '.join(notes)})" if notes else mode
 
 
 def app_label(app: str) -> str:

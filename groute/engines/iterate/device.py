@@ -14,6 +14,7 @@ import numpy as np
 
 from .iteration import LinearIteration
 from .layout import Shard, bins_tasks
+from .thresholds import push_weights
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph.arcs import row_chunks
 from groute.graph.arrays import arc_dtype
@@ -219,6 +220,14 @@ class IterationDevice:
             # float64 on both backends: a round's sums lost small late terms in float32 (iterate.cu)
             self.remote_acc = device.zeros(n if k > 1 else 1, np.float64)
             self.counters = device.zeros(2, np.uint64)
+            # the push rule (thresholds.py): the kernels take the rule as a flag and read a
+            # vertex's weight from out_indptr; the host-driven steps that test every residual
+            # (NumPy's sweep, active) read the weights; the solver adds up every device's
+            self.degree_rule = tuning.push_rule == "degree"
+            weights = push_weights(tuning.push_rule, np.diff(shard.out_indptr))
+            self.push_weight_total = int(weights.sum())
+            self.push_weight = (up(weights.astype(self.fdt))
+                                if self.degree_rule and not self.persistent else None)
             self.out_items = None
             self.residual_of = self.offsets_of = None   # see set_push_peers
 
@@ -605,10 +614,20 @@ class IterationDevice:
             self.remote_acc.fill(0)
         self.stream.submit(reset)
 
+    def thresholds(self, eps: float):
+        """The owned vertices' push thresholds for ``eps`` per unit of weight
+        (:mod:`.thresholds`): ``eps`` itself (uniform rule), or ``eps`` times each vertex's
+        weight, rounded as the kernels' ``above_threshold`` rounds (one product in
+        :attr:`fdt`)."""
+        eps = self.fdt(eps)
+        return eps if self.push_weight is None else self.push_weight * eps
+
     def active(self, eps: float) -> int:
-        """How many owned vertices have a residual above ``eps`` (synchronises)."""
+        """How many owned vertices have a residual above their threshold for ``eps``
+        (:meth:`thresholds`; synchronises)."""
         xp = self.device.xp
-        count = call_on_stream(self.stream, lambda: xp.count_nonzero(self.residual > self.fdt(eps)))
+        count = call_on_stream(self.stream,
+                               lambda: xp.count_nonzero(self.residual > self.thresholds(eps)))
         return int(_sync_host(self.device, count) if self.cuda else count)
 
     def push_sweeps(self, eps: float, sweeps: int, remote: bool):
@@ -622,7 +641,8 @@ class IterationDevice:
                     k["pr_push"](self._grid(self.n_local), (BLOCK,),
                                  (np.int32(self.n_local), np.int32(self.lo), self.out_indptr,
                                   self.out_indices, np.float32(self.alpha), np.float32(eps),
-                                  self.residual, self.rank, self.remote_acc, self.counters))
+                                  np.int32(self.degree_rule), self.residual, self.rank,
+                                  self.remote_acc, self.counters))
             if self.n_local:
                 self.stream.submit(launch)
                 c = _sync_host(self.device, self.counters)
@@ -633,8 +653,9 @@ class IterationDevice:
     def _push_numpy(self, eps, sweeps, remote):
         ip, ix, d, lo, nl = self.out_indptr, self.out_indices, self.alpha, self.lo, self.n_local
         pushed = arcs = 0
+        above = self.thresholds(eps)
         for _ in range(sweeps):
-            act = np.flatnonzero(self.residual > eps)
+            act = np.flatnonzero(self.residual > above)
             if not act.size:
                 break
             r = self.residual[act]
@@ -737,8 +758,9 @@ class IterationDevice:
                                max_rounds: int, gbar_ptr: int, gbase: int, timeout_ns: int):
         """Queue a whole asynchronous solve as one cooperative launch of iterate.cu
         ``pr_async_persistent`` (device ``index`` of ``k``): it starts from ``base`` (the
-        uniform value, or this device's base vector) itself, pushes above the threshold
-        ``max(eps0, eps_per_mass * mass)`` and decides with the other devices every
+        uniform value, or this device's base vector) itself, pushes a vertex above the
+        threshold ``max(eps0, eps_per_mass * mass)`` per unit of its weight (the push rule,
+        :mod:`.thresholds`) and decides with the other devices every
         ``check_every`` rounds whether the stopping rule (its ``bound``) holds, for at most
         ``max_rounds`` rounds. ``gbar_ptr``: device 0's meeting block, its counter standing at
         ``gbase``."""
@@ -746,7 +768,8 @@ class IterationDevice:
         fn = self.kernels["persistent"]
         args = (np.int32(self.n_local), np.int32(self.lo), np.int32(self.n), self.out_indptr,
                 self.out_indices, self._base_arg(base), np.float32(self.alpha),
-                np.float32(eps0), np.float64(eps_per_mass), np.float64(bound), self.residual,
+                np.float32(eps0), np.float64(eps_per_mass), np.int32(self.degree_rule),
+                np.float64(bound), self.residual,
                 self.rank, self.remote_acc, self.residual_of, self.offsets_of,
                 np.int32(check_every), np.int32(max_rounds), self.ctl, np.uint64(gbar_ptr),
                 np.uint64(gbase), np.int32(k), np.int32(index), np.int64(timeout_ns))
@@ -761,7 +784,8 @@ class IterationDevice:
 class PushWorker:
     """The asynchronous worker the distributed worklist drives (one per device).
 
-    Work = owned vertices whose residual exceeds ``eps``; an ``advance`` runs ``sweeps`` push
+    Work = owned vertices whose residual exceeds their threshold for ``eps`` (the push rule:
+    :meth:`IterationDevice.thresholds`); an ``advance`` runs ``sweeps`` push
     sweeps and returns the combined remote contributions as per-destination item arrays. After
     ``budget`` sweeps the worker gives up (:attr:`exhausted`) and reports no work, so a run
     whose residuals never fall below ``eps`` (an iteration that diverges) ends.

@@ -695,7 +695,8 @@ PR_BINS_PERSISTENT(pr_bins32_persistent, int)
 PR_BINS_PERSISTENT(pr_bins64_persistent, long long)
 
 // Asynchronous push sweep (residual propagation, Whang et al.): every owned vertex whose residual
-// exceeds eps takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes
+// exceeds its threshold (above_threshold: eps, or eps times its out-degree under the degree
+// rule) takes it (atomicExch: concurrent pushes only add), adds it to its rank and pushes
 // arc_share(d * r, outdeg) to each out-neighbour (PageRank: d * r / outdeg): into the local residual when this device owns it, else into
 // the dense remote accumulator (combined per vertex before it is sent). The accumulator is double:
 // it sums a vertex's contributions over all the sweeps of a round, and in float32 a late, small
@@ -715,14 +716,33 @@ __device__ __forceinline__ void push_arc(arc_t a, float share, int offset, int n
     else atomicAdd(remote_acc + w, (double)c);
 }
 
+// The push rule (PageRankTuning.push_rule, groute/engines/iterate/thresholds.py): whether a
+// residual r of a vertex with deg out-arcs is above its threshold, eps being the threshold per
+// unit of weight: eps itself (uniform: every weight 1) or, with `degree` set, eps * w, w =
+// max(deg, 1) (Andersen, Chung and Lang: a hub waits until it holds mass worth its arcs). The
+// host picks eps = eps_v * n / W, eps_v the rule's threshold per vertex and W = sum of w over
+// every vertex of every device, so the thresholds add up to n * eps_v under both rules:
+//   no vertex above its threshold  =>  sum_v r_v <= sum_v eps * w_v = eps_v * n / W * W
+//                                                 = n * eps_v,
+// which is the stopping rule's bound (relative: n tol times the least mass; absolute: n tol),
+// so a finite run with no vertex above its threshold has converged under either rule. The
+// product is rounded once in float32 (and w when above 2^24): at most about 1.2e-7 relative
+// above the exact one, within the host's margin (THRESHOLD_MARGIN). Every weight is >= 1, so
+// eps is the least threshold: callers test r > eps first and read the vertex's indptr (for
+// deg) only then, the common path's loads unchanged.
+__device__ __forceinline__ bool above_threshold(float r, float eps, long long deg, int degree) {
+    return r > (degree ? eps * (float)(deg > 1 ? deg : 1) : eps);
+}
+
 // One push sweep by every thread of the grid over this device's n_local vertices (pr_push,
 // pr_async_persistent): `pushed` and `arcs` (the thread's own counts) grow by the vertices and
-// arcs it pushed. The residual is tested as read through L2 (__ldcg): in the persistent kernel
-// peers add into it over NVLink while it runs, and an L1 line would hide their additions.
+// arcs it pushed; `degree`: the push rule (above_threshold). The residual is tested as read
+// through L2 (__ldcg): in the persistent kernel peers add into it over NVLink while it runs, and
+// an L1 line would hide their additions.
 __device__ __forceinline__ void push_sweep(int n_local, int offset,
                                            const long long* __restrict__ indptr,
                                            const arc_t* __restrict__ indices, float damping,
-                                           float eps, float* residual, double* rank,
+                                           float eps, int degree, float* residual, double* rank,
                                            double* remote_acc, unsigned long long& pushed,
                                            unsigned long long& arcs) {
     const int lane = threadIdx.x & 31;
@@ -732,13 +752,16 @@ __device__ __forceinline__ void push_sweep(int n_local, int offset,
         const long long v = base + lane;
         float r = 0.0f;
         long long s = 0, t = 0;
-        if (v < n_local && __ldcg(residual + v) > eps) {
-            r = atomicExch(residual + v, 0.0f);
-            rank[v] += (double)r;
+        const float seen = v < n_local ? __ldcg(residual + v) : 0.0f;
+        if (seen > eps) {   // above the least threshold: the vertex's arcs decide
             s = indptr[v];
             t = indptr[v + 1];
-            pushed += 1;
-            arcs += (unsigned long long)(t - s);
+            if (above_threshold(seen, eps, t - s, degree)) {
+                r = atomicExch(residual + v, 0.0f);
+                rank[v] += (double)r;
+                pushed += 1;
+                arcs += (unsigned long long)(t - s);
+            }
         }
         const bool small = r > 0.0f && t - s <= SMALL_DEGREE;
         if (small && t > s) {  // t == s: dangling, its mass leaks (normalised away at the end)
@@ -772,12 +795,12 @@ __device__ __forceinline__ void warp_add_counters(unsigned long long (&x)[N],
 
 extern "C" __global__ void pr_push(int n_local, int offset, const long long* __restrict__ indptr,
                                    const arc_t* __restrict__ indices, float damping, float eps,
-                                   float* __restrict__ residual, double* __restrict__ rank,
-                                   double* __restrict__ remote_acc,
+                                   int degree, float* __restrict__ residual,
+                                   double* __restrict__ rank, double* __restrict__ remote_acc,
                                    unsigned long long* __restrict__ counters) {
     unsigned long long done[2] = {0, 0};    // vertices, arcs
-    push_sweep(n_local, offset, indptr, indices, damping, eps, residual, rank, remote_acc,
-               done[0], done[1]);
+    push_sweep(n_local, offset, indptr, indices, damping, eps, degree, residual, rank,
+               remote_acc, done[0], done[1]);
     warp_add_counters(done, counters);
 }
 
@@ -823,12 +846,13 @@ extern "C" __global__ void pr_pack(double* __restrict__ remote_acc, int lo, int 
 // no host in the loop. It starts as push_reset does (rank 0, residual = base, the remote
 // accumulator 0) and meets the other devices once, so no peer adds into a residual before its
 // owner has reset it. Then rounds, each:
-//   sweep: push_sweep over the owned vertices whose residual exceeds the threshold eps, local
-//     targets by atomicAdd into the residual, remote ones into the dense double accumulator;
+//   sweep: push_sweep over the owned vertices whose residual exceeds their threshold (eps per
+//     unit of weight, `degree` the push rule: above_threshold), local targets by atomicAdd
+//     into the residual, remote ones into the dense double accumulator;
 //     topology-driven (every owned residual is read each round: n_local floats, a short
 //     stream at HBM bandwidth even for millions of vertices) rather than from a queue, whose
 //     appends and duplicate checks would cost more than the scan they save, and which would
-//     need a second pass for the vertices that peers' flushes raise above eps;
+//     need a second pass for the vertices that peers' flushes raise above their threshold;
 //   grid barrier (the round's additions into the accumulator are done);
 //   flush: every nonzero accumulator entry is taken (atomicExch: the next round's pushes may
 //     add to it meanwhile) and added, rounded to float once, straight into its owner's residual
@@ -838,30 +862,32 @@ extern "C" __global__ void pr_pack(double* __restrict__ remote_acc, int lo, int 
 //   meeting A (protocol_meet): every device's flushes are ordered before it, and nobody pushes
 //     again before meeting B, so the residuals stand still;
 //   each device sums its residuals, its ranks + residuals (the mass) and counts its vertices
-//     above eps (block sums into its control block);
+//     above their threshold, the sweep's test (block sums into its control block);
 //   meeting B: before the arrival each device stores its three sums into its own slot of device
 //     0's meeting block; after it every device adds the k slots in device order and takes the
 //     same decision: stop (converged) when STOP_RULE(residuals, mass, tol) holds; stop (stuck:
-//     not converged) when no vertex anywhere is above eps and the rule still fails (only a
-//     residual that is not finite does that, see below); stop (not converged) at max_rounds;
+//     not converged) when no vertex anywhere is above its threshold and the rule still fails
+//     (only a residual that is not finite does that, see below); stop (not converged) at
+//     max_rounds;
 //     else go on, with eps = max(eps0, eps_per_mass * mass rounded down).
 // One slot per device is enough: a device rewrites its slot only at the next decision's
 // meeting B, after meeting A, which every device reaches only after reading this one's slots.
 // The residual r of the estimate x = rank is exactly base + d A^T (scale x) - x (a push keeps
 // that invariant), so sum r is the L1 change of the Jacobi step from x, the BSP rule's diff,
 // and rank + residual, the answer, is that step's result: the two modes stop on the same
-// measure. The host sets eps so that every residual at or below it satisfies the rule: eps0 and
-// eps_per_mass * mass (the mass at a decision: it only grows) are below tol * mass / n by a
-// margin, so quiescence always means convergence for a finite run.
+// measure. The host sets eps so that residuals at or below their thresholds satisfy the rule:
+// eps0 and eps_per_mass * mass (the mass at a decision: it only grows) are below tol * mass / n
+// by a margin, times n / W under the degree rule (above_threshold: the thresholds add up to n
+// times that), so quiescence always means convergence for a finite run.
 // ctl (persistent.cuh's protocol words, then AsyncWord): RESULT holds the rounds run and the
 // AsyncStatus; the host reads the counters and the last decision's sums from the own words.
 #define ASYNC_MAX_DEVICES 8
 enum AsyncWord {
     A_STOP = PROTOCOL_WORDS,    // the last decision: an AsyncStatus (0: go on)
-    A_EPS,          // the push threshold from the last decision on (float bits)
+    A_EPS,          // the threshold per unit of weight from the last decision on (float bits)
     A_RESID,        // double: this device's residual sum at a decision
     A_MASS,         // double: its rank + residual sum (right after A_RESID: block_add2's pair)
-    A_ACTIVE,       // its vertices above eps at a decision
+    A_ACTIVE,       // its vertices above their threshold at a decision
     A_PUSHED,       // over the run: vertices pushed,
     A_ARCS,         // arcs pushed,
     A_SENT,         // accumulator entries flushed into the peers' residuals
@@ -903,7 +929,8 @@ __device__ __forceinline__ void flush_remote(double* remote_acc,
 extern "C" __global__ void __launch_bounds__(256, 4) pr_async_persistent(
         int n_local, int offset, int n, const long long* __restrict__ indptr,
         const arc_t* __restrict__ indices, base_t base, float damping, float eps0,
-        double eps_per_mass, double tol, float* residual, double* rank, double* remote_acc,
+        double eps_per_mass, int degree, double tol, float* residual, double* rank,
+        double* remote_acc,
         const unsigned long long* __restrict__ residual_of, const int* __restrict__ offsets,
         int check_every, int max_rounds, unsigned long long* ctl, unsigned long long* gbar,
         unsigned long long gbase, int k, int me, long long timeout_ns) {
@@ -931,8 +958,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) pr_async_persistent(
     int round = 0, status = ASYNC_GO_ON;
     while (!protocol_aborted(ctl)) {
         const float eps = __uint_as_float((unsigned)__ldcg(&ctl[A_EPS]));
-        push_sweep(n_local, offset, indptr, indices, damping, eps, residual, rank, remote_acc,
-                   done[0], done[1]);
+        push_sweep(n_local, offset, indptr, indices, damping, eps, degree, residual, rank,
+                   remote_acc, done[0], done[1]);
         protocol_barrier(ctl, bar);
         if (k > 1) flush_remote(remote_acc, residual_of, offsets, k, me, done[2]);
         ++round;
@@ -947,7 +974,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) pr_async_persistent(
             const float r = __ldcg(residual + v);
             resid += r;
             mass += __ldcg(rank + v) + r;
-            above[0] += r > eps;
+            if (r > eps)    // the sweep's test, the same per-vertex threshold
+                above[0] += above_threshold(r, eps, degree ? indptr[v + 1] - indptr[v] : 1,
+                                            degree);
         }
         block_add2(resid, mass, reinterpret_cast<double*>(ctl + A_RESID));
         warp_add_counters(above, ctl + A_ACTIVE);

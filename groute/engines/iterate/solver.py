@@ -16,12 +16,15 @@ dangling sum during the run).
   accumulator into the owners' residuals through peer memory every round, and every
   ``check_every`` rounds the devices stop together when the residuals' sum meets the stopping
   rule, BSP's measure (the residual is the L1 change of the Jacobi step from the values), with
-  the threshold of :func:`push_thresholds`. Otherwise the host drives rounds of ``sweeps``
-  sweeps and sends one ``(vertex, value)`` item per destination vertex through the distributed
-  worklist (:mod:`groute.worklist`), which also detects termination; each vertex ends with
-  residual <= eps: ``n * tol`` times the mean base per vertex (relative stop; PageRank's ``tol
-  (1-d)``, so the L1 error of ``y`` is at most ``n * tol`` times its mass) or ``tol`` (absolute
-  stop).
+  the threshold of :func:`~.thresholds.push_thresholds`. Otherwise the host drives rounds of
+  ``sweeps`` sweeps and sends one ``(vertex, value)`` item per destination vertex through the
+  distributed worklist (:mod:`groute.worklist`), which also detects termination; each vertex
+  ends with its residual at most its threshold (:func:`~.thresholds.host_threshold`), the
+  thresholds adding up to ``n * tol`` times the base's sum (relative stop; PageRank's ``n tol
+  (1-d)``, so the L1 error of ``y`` is at most ``n * tol`` times its mass) or to ``n * tol``
+  (absolute stop). Under ``PageRankTuning.push_rule="degree"`` a vertex's threshold is
+  proportional to its out-degree rather than the same for all (:mod:`.thresholds`), with the
+  same sum, so both paths keep their guarantee.
 * ``mode="bsp"``: topology-driven, pull-based Jacobi sweeps over the transposed graph (every
   vertex every iteration, no host sync per iteration: the stopping rule, ``sum |y' - y| <= n *
   tol * sum y'`` (relative) or ``<= n * tol`` (absolute), ``tol`` per vertex as NetworkX's, is
@@ -67,6 +70,7 @@ from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_sh
                      shard_in_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
+from .thresholds import host_threshold, push_thresholds, unit_scale
 
 MODES = ("async", "bsp")
 #: what the answer is scaled to: ``"sum"`` (sum 1; all zero: uniform), ``"l2"`` (unit
@@ -85,15 +89,17 @@ SMALL_ARCS = 1 << 22
 #: persistent_reason (why it is off), exchange (peer stores or copies; None on one device),
 #: l1_change (the last iteration's), arcs_per_device, iteration_trace (persistent runs with
 #: ``PageRankTuning.trace``). Async: rounds, sweeps_per_round, vertices_pushed_per_device,
-#: arcs_pushed_per_device, items_sent, eps (the push threshold; the persistent kernel's at the
-#: start), persistent and persistent_reason; the persistent kernel also check_every (rounds
-#: between its decisions) and l1_change (the residuals over the mass at the last one).
+#: arcs_pushed_per_device, items_sent, push_rule (PageRankTuning's), eps (the push threshold
+#: per unit of weight, a vertex's being eps times its weight, see :mod:`.thresholds`; per
+#: vertex under the uniform rule; the persistent kernel's at the start), persistent and
+#: persistent_reason; the persistent kernel also check_every (rounds between its decisions)
+#: and l1_change (the residuals over the mass at the last one).
 STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "alpha", "tol",
               "bytes_sent", "iterations", "converged_at", "converged", "kernel", "bsp_kernel",
               "inplace", "device_check", "check_every", "persistent", "persistent_reason",
               "exchange", "l1_change", "arcs_per_device", "iteration_trace", "rounds",
               "sweeps_per_round", "vertices_pushed_per_device", "arcs_pushed_per_device",
-              "items_sent", "eps")
+              "items_sent", "push_rule", "eps")
 
 
 def stats_keys(iteration: LinearIteration) -> tuple:
@@ -170,46 +176,6 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     return None
 
 
-#: the margin below the stopping rule's bound per vertex that the persistent push kernel's
-#: threshold keeps (:func:`push_thresholds`), so that float rounding never lets a run whose
-#: every residual is at or below the threshold fail the rule
-THRESHOLD_MARGIN = 1e-6
-
-
-def push_thresholds(iteration: LinearIteration, tol: float, n: int,
-                    base_sum: float) -> tuple[float, float]:
-    """The persistent push kernel's threshold (iterate.cu ``pr_async_persistent``): ``(eps0,
-    eps_per_mass)``, the kernel pushing a vertex whose residual exceeds ``max(eps0,
-    eps_per_mass * mass)`` with ``mass`` the sum of rank + residual at the devices' last
-    decision. The stopping rule (``iteration``'s, with ``tol`` per vertex over ``n`` vertices)
-    holds when the residuals sum to at most ``bound * mass`` (relative) or ``bound``
-    (absolute); a threshold at most ``bound / n`` of that keeps every run in which no vertex
-    is above it within the rule, and larger ones push less. Relative: ``eps_per_mass =
-    bound / n`` (less :data:`THRESHOLD_MARGIN`) and ``eps0`` that times the base's sum
-    ``base_sum``, the least mass there is (a push only adds to it); absolute: ``eps0 =
-    bound / n`` (less the margin), ``eps_per_mass = 0``. ``eps0`` is a float32 value rounded
-    down, as the kernel compares in float32.
-
-    Examples
-    --------
-    >>> from groute.engines import LinearIteration
-    >>> pagerank = LinearIteration(name="pagerank", share="x / (float)deg",
-    ...                            share_numpy=lambda x, deg: x / deg)
-    >>> eps0, per_mass = push_thresholds(pagerank, 1e-6, 100, 0.15)
-    >>> bool(eps0 <= 1e-6 * 0.15) and bool(per_mass <= 1e-6)
-    True
-    """
-    per_vertex = iteration.bound(tol, n) / max(int(n), 1) * (1.0 - THRESHOLD_MARGIN)
-    if iteration.stop == "relative":
-        eps0, per_mass = per_vertex * float(base_sum), per_vertex
-    else:
-        eps0, per_mass = per_vertex, 0.0
-    single = np.float32(eps0)
-    if float(single) > eps0:
-        single = np.nextafter(single, np.float32(0.0))
-    return float(single), float(per_mass)
-
-
 def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
                       device_check: bool, peer_writes=None,
                       start_vector: bool = False) -> tuple[bool, str | None]:
@@ -267,6 +233,11 @@ class IterateSolver(Solver):
       decisions (the persistent push kernel; default 4); ``peer_writes``: BSP stores each
       device's slice straight into the peers' vectors from the kernel (default: when every pair
       has peer access) instead of copying (False: the async push runs host-driven).
+    * ``push_rule`` (async): ``"uniform"`` (default), one threshold for every vertex, or
+      ``"degree"``, a threshold proportional to the vertex's out-degree, so that a hub is
+      pushed only once it holds mass worth its arcs (Andersen, Chung and Lang); the
+      thresholds add up to the same bound either way (:mod:`.thresholds`), so the answer's
+      guarantee is the same; ``stats["push_rule"]``.
     * ``bsp_kernel`` (CUDA): ``"auto"`` (default: :func:`choose_bsp_kernel`), ``"csc"`` (one
       fused pull kernel per iteration over the in-arcs as CSC), ``"bins"`` (a fused pull over
       the vertices relabelled by in-degree, for skewed degrees; the relabelling is internal,
@@ -482,6 +453,9 @@ class IterateSolver(Solver):
                 check_every = (1 if self.ctx.ranks is not None else
                                8 if getattr(self.devs[0], "device_check", False) else 4)
             self.check_every = int(check_every)
+            if mode == "async":     # the thresholds per unit of weight: W over every device
+                self.push_rule = tuning.push_rule
+                self.push_scale = unit_scale(n, sum(d.push_weight_total for d in self.devs))
             if mode == "async" and self.persistent:     # one sweep per round, no host
                 self.sweeps = 1
                 for dev in self.devs:
@@ -850,11 +824,8 @@ class IterateSolver(Solver):
     def _run_async(self) -> dict:
         if self.persistent:
             return self._run_async_persistent()
-        if self.iteration.stop == "relative":    # n * tol times the mean base per vertex
-            mean = self.base_value if self.base_vector is None else float(self.base_vector.mean())
-            eps = self.iteration.bound(self.tol, self.n) * mean
-        else:
-            eps = self.tol
+        mean = self.base_value if self.base_vector is None else float(self.base_vector.mean())
+        eps = host_threshold(self.iteration, self.tol, self.n, mean, self.push_scale)
         for w in self.workers:
             w.configure(eps, self.base_value)
         if self._worklist is None:
@@ -873,7 +844,8 @@ class IterateSolver(Solver):
                 "vertices_pushed_per_device": [w.pushed for w in self.workers],
                 "arcs_pushed_per_device": [w.arcs for w in self.workers],
                 "items_sent": wl.get("items_sent", {}), "bytes_sent": wl.get("bytes_moved", 0),
-                "eps": eps, "converged": converged, "persistent": False,
+                "push_rule": self.push_rule, "eps": eps, "converged": converged,
+                "persistent": False,
                 "persistent_reason": self.persistent_reason}
 
     def _run_async_persistent(self) -> dict:
@@ -887,7 +859,8 @@ class IterateSolver(Solver):
         from groute.engines.protocol import LaunchStop
         base_sum = (self.base_value * self.n if self.base_vector is None
                     else float(self.base_vector.sum()))
-        eps0, per_mass = push_thresholds(self.iteration, self.tol, self.n, base_sum)
+        eps0, per_mass = push_thresholds(self.iteration, self.tol, self.n, base_sum,
+                                         self.push_scale)
         bound = self.iteration.bound(self.tol, self.n)
         max_rounds = min(10 * self.max_iter, 2**31 - 1)     # an int32 of the kernel
         bar = self._barrier
@@ -917,7 +890,8 @@ class IterateSolver(Solver):
                 "arcs_pushed_per_device": [int(c[A_ARCS]) for c in blocks],
                 # an entry is one float32 reduction into its owner's residual
                 "items_sent": {f"{i}->peers": n for i, n in enumerate(sent)} if self.k > 1 else {},
-                "bytes_sent": 4 * sum(sent), "eps": eps0, "check_every": self.check_every,
+                "bytes_sent": 4 * sum(sent), "push_rule": self.push_rule, "eps": eps0,
+                "check_every": self.check_every,
                 "l1_change": resid / mass if mass > 0 else 0.0,
                 "converged": status == ASYNC_CONVERGED, "persistent": True,
                 "persistent_reason": None, "stop": ASYNC_STOPS[status]}
