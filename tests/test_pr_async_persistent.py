@@ -142,6 +142,30 @@ def test_the_host_checks_the_kernels_decision():
                      PAGERANK, bound)
 
 
+def test_the_persistent_push_s_stats_are_in_the_documented_set():
+    """Every key the persistent push reports is one PageRank's results document (a key outside
+    the set fails every run), and ``stop`` names why the kernels stopped."""
+    from groute.engines.iterate.device import (A_ARCS, A_PUSHED, A_SENT, ASYNC_CONVERGED,
+                                               ASYNC_ROUNDS, ASYNC_STUCK)
+    from groute.engines.iterate.solver import persistent_async_stats, stats_keys
+    from groute.results import complete_stats
+    for status, stop in ((ASYNC_CONVERGED, "converged"), (ASYNC_STUCK, "stuck"),
+                         (ASYNC_ROUNDS, "rounds")):
+        for k in (1, 3):
+            blocks = decision_blocks([(1e-5, 1.0)] * k, status)
+            for i, block in enumerate(blocks):
+                block[[A_PUSHED, A_ARCS, A_SENT]] = (10 + i, 100 + i, 7 * i)
+            stats = persistent_async_stats(blocks, 12, status, 1e-5, 2.0, push_rule="degree",
+                                           eps=1e-9, check_every=4)
+            full = complete_stats(stats_keys(PAGERANK), stats)
+            assert full["stop"] == stop and full["converged"] == (stop == "converged")
+            assert full["rounds"] == [12] * k and full["l1_change"] == 5e-6
+            assert full["arcs_pushed_per_device"] == [100 + i for i in range(k)]
+            assert full["bytes_sent"] == 4 * sum(7 * i for i in range(k))
+            assert full["items_sent"] == ({f"{i}->peers": 7 * i for i in range(k)} if k > 1
+                                          else {})
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
 @pytest.mark.parametrize("arc_weights, base_vector", [(0, 0), (1, 1)])

@@ -93,13 +93,14 @@ SMALL_ARCS = 1 << 22
 #: per unit of weight, a vertex's being eps times its weight, see :mod:`.thresholds`; per
 #: vertex under the uniform rule; the persistent kernel's at the start), persistent and
 #: persistent_reason; the persistent kernel also check_every (rounds between its decisions)
-#: and l1_change (the residuals over the mass at the last one).
+#: l1_change (the residuals over the mass at the last one) and stop (why it stopped:
+#: converged, stuck with no vertex above its threshold, or at the round cap).
 STATS_KEYS = ("mode", "devices", "partition", "layout", "vertices_per_device", "alpha", "tol",
               "bytes_sent", "iterations", "converged_at", "converged", "kernel", "bsp_kernel",
               "inplace", "device_check", "check_every", "persistent", "persistent_reason",
               "exchange", "l1_change", "arcs_per_device", "iteration_trace", "rounds",
               "sweeps_per_round", "vertices_pushed_per_device", "arcs_pushed_per_device",
-              "items_sent", "push_rule", "eps")
+              "items_sent", "push_rule", "eps", "stop")
 
 
 def stats_keys(iteration: LinearIteration) -> tuple:
@@ -884,17 +885,8 @@ class IterateSolver(Solver):
             raise RuntimeError(f"persistent async {self.app}: the kernels stopped after {rounds} "
                                f"rounds without a decision (status {status})")
         resid, mass = decided_sums(self.app, blocks, status, self.iteration, bound)
-        sent = [int(c[A_SENT]) for c in blocks]
-        return {"rounds": [rounds] * self.k, "sweeps_per_round": 1,
-                "vertices_pushed_per_device": [int(c[A_PUSHED]) for c in blocks],
-                "arcs_pushed_per_device": [int(c[A_ARCS]) for c in blocks],
-                # an entry is one float32 reduction into its owner's residual
-                "items_sent": {f"{i}->peers": n for i, n in enumerate(sent)} if self.k > 1 else {},
-                "bytes_sent": 4 * sum(sent), "push_rule": self.push_rule, "eps": eps0,
-                "check_every": self.check_every,
-                "l1_change": resid / mass if mass > 0 else 0.0,
-                "converged": status == ASYNC_CONVERGED, "persistent": True,
-                "persistent_reason": None, "stop": ASYNC_STOPS[status]}
+        return persistent_async_stats(blocks, rounds, status, resid, mass, push_rule=self.push_rule,
+                                      eps=eps0, check_every=self.check_every)
 
     def _release(self):
         if self._slices is not None:
@@ -907,6 +899,24 @@ class IterateSolver(Solver):
 
 #: what the persistent push kernel's stop codes mean (``stats["stop"]``)
 ASYNC_STOPS = {ASYNC_CONVERGED: "converged", ASYNC_STUCK: "stuck", ASYNC_ROUNDS: "rounds"}
+
+
+def persistent_async_stats(blocks, rounds: int, status: int, resid: float, mass: float, *,
+                           push_rule: str, eps: float, check_every: int) -> dict:
+    """The stats of a persistent push solve (a subset of :data:`STATS_KEYS`) from the devices'
+    control blocks ``blocks`` after the kernels stopped at ``rounds`` with ``status``, and the
+    residual and mass sums of their last decision (:func:`decided_sums`)."""
+    k = len(blocks)
+    sent = [int(c[A_SENT]) for c in blocks]
+    return {"rounds": [rounds] * k, "sweeps_per_round": 1,
+            "vertices_pushed_per_device": [int(c[A_PUSHED]) for c in blocks],
+            "arcs_pushed_per_device": [int(c[A_ARCS]) for c in blocks],
+            # an entry is one float32 reduction into its owner's residual
+            "items_sent": {f"{i}->peers": n for i, n in enumerate(sent)} if k > 1 else {},
+            "bytes_sent": 4 * sum(sent), "push_rule": push_rule, "eps": eps,
+            "check_every": check_every, "l1_change": resid / mass if mass > 0 else 0.0,
+            "converged": status == ASYNC_CONVERGED, "persistent": True,
+            "persistent_reason": None, "stop": ASYNC_STOPS[status]}
 
 
 def decided_sums(app: str, blocks, status: int, iteration, bound: float) -> tuple:
