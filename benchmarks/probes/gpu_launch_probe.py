@@ -6,11 +6,12 @@ the second of two H200s starting 0.27-0.34 ms after the first, in BFS and PageRa
 fixed cost per extra device that four GPUs would pay three times. This times, on the host:
 
 - a trivial kernel launched plainly and cooperatively (``RawModule(enable_cooperative_groups=
-  True)``), one device and alternating devices, with few and many arguments;
+  True)``), one device and alternating devices, with few and many arguments, and with the
+  arguments packed once and only the driver's launch call left per launch;
 - the launches of the persistent PageRank on a grid graph and of peer BFS on a Kronecker graph
   (every call of ``launch_resident`` timed, by device), with the kernels' own start stamps.
 
-    python benchmarks/probes/gpu_launch_probe.py [--repeat 20] [--pr-graph grid:2450] [--bfs-graph kron:21]
+    python benchmarks/probes/gpu_launch_probe.py [--repeat 20] [--pr-graph grid:2450] [--bfs-graph kron:21] [--trivial-only]
 """
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def trivial(repeat, ngpu):
                         samples.append((t1 - t0) / len(devs))
                 print(f"trivial kernel, {'cooperative' if coop else 'plain      '}, {name:7s}, "
                       f"devices {devs}: per launch {us(samples)}", flush=True)
+    prepacked(mods, repeat)
     # behind a kernel still running on the same stream (a busy wait of 200 us)
     for coop in (False, True):
         f, f1, out = mods[0, coop]
@@ -95,6 +97,42 @@ def trivial(repeat, ngpu):
                     samples.append(t1 - t0)
         print(f"trivial kernel, {'cooperative' if coop else 'plain      '}, behind a running "
               f"kernel: launch {us(samples)}", flush=True)
+
+
+def prepacked(mods, repeat):
+    """The same 12-argument cooperative launch, with CuPy's argument marshalling skipped: the
+    argument array packed once (ctypes), then ``cupy.cuda.driver.launchCooperativeKernel`` (and
+    the plain ``launchKernel``) per launch: what a launch costs the host when only the driver
+    call is left."""
+    import ctypes
+    import cupy
+    from cupy.cuda import driver
+    for coop in (False, True):
+        f, _, out = mods[0, coop]
+        f = getattr(f, "kernel", f)     # the cupy.cuda.Function under a RawKernel
+        values = ([ctypes.c_void_p(out.data.ptr)] + [ctypes.c_int32(x) for x in range(7)]
+                  + [ctypes.c_int64(x) for x in range(4)])
+        argv = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+        params = ctypes.addressof(argv)
+        samples = []
+        with cupy.cuda.Device(0):
+            stream = cupy.cuda.get_current_stream().ptr
+            for r in range(repeat + 2):
+                cupy.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                if coop:
+                    driver.launchCooperativeKernel(f.ptr, 132, 1, 1, 256, 1, 1, 0, stream, params)
+                else:
+                    driver.launchKernel(f.ptr, 132, 1, 1, 256, 1, 1, 0, stream, params, 0)
+                t1 = time.perf_counter()
+                values[1].value = r     # a scalar changed in place, as a run's would be
+                if r >= 2:
+                    samples.append(t1 - t0)
+            cupy.cuda.Device().synchronize()
+            ok = int(out.get()[0]) == repeat + sum(range(1, 7)) + sum(range(4))
+        print(f"trivial kernel, {'cooperative' if coop else 'plain      '}, 12 args, pre-packed "
+              f"driver call: per launch {us(samples)} (answer {'right' if ok else 'WRONG'})",
+              flush=True)
 
 
 def timed_steps(cls_dev):
@@ -176,6 +214,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--pr-graph", default="grid:2450")
     ap.add_argument("--bfs-graph", default="kron:21")
+    ap.add_argument("--devices", default=None,
+                    help="device counts of the apps' runs (default: 1 and every GPU; more than "
+                         "the GPUs with GROUTE_LOGICAL_DEVICES=1)")
+    ap.add_argument("--trivial-only", action="store_true",
+                    help="only the trivial kernels' launches, no app")
     args = ap.parse_args()
     import os
     os.environ["GROUTE_PR_TRACE"] = "1"
@@ -184,6 +227,8 @@ def main():
     import numpy as np
     ngpu = cupy.cuda.runtime.getDeviceCount()
     trivial(args.repeat, ngpu)
+    if args.trivial_only:
+        return
     calls = timed_launches()
     from groute.engines.iterate.device import IterationDevice
     steps = timed_steps(IterationDevice)
@@ -193,7 +238,9 @@ def main():
     from groute import Context
     from groute.graph import load_graph
     pr_graph, bfs_graph = load_graph(args.pr_graph), load_graph(args.bfs_graph)
-    for k in sorted({1, ngpu}):
+    counts = ([int(x) for x in args.devices.split(",")] if args.devices
+              else sorted({1, ngpu}))
+    for k in counts:
         g = pr_graph
         with Context(k, backend="cuda") as ctx, PageRank(
                 g, ctx=ctx, mode="bsp", partition="contiguous", weight=None,

@@ -183,12 +183,13 @@ def right(app, got, want) -> bool:
     return np.array_equal(np.asarray(got), np.asarray(want))
 
 
-def kinds(backends, devices, gpus):
-    """Every (backend, device count) the soak may pick."""
+def kinds(backends, devices, gpus, logical=False):
+    """Every (backend, device count) the soak may pick: CUDA counts up to the GPUs there are,
+    or any count where ``logical`` devices share them (``GROUTE_LOGICAL_DEVICES=1``)."""
     out = []
     for backend in backends:
         for k in devices:
-            if backend == "cuda" and k > gpus:
+            if backend == "cuda" and k > gpus and not logical:
                 continue
             out.append((backend, k))
     return out
@@ -221,7 +222,8 @@ def main(argv=None) -> int:
     if bad:
         p.error(f"unknown apps {bad}: choose from {', '.join(APPS)}")
     graphs = args.graphs.split(",")
-    pairs = kinds(backends, devices, gpus)
+    from groute.config import logical_devices_requested
+    pairs = kinds(backends, devices, gpus, logical_devices_requested())
     rng = np.random.default_rng(args.seed)
     answers = Answers()
     kept: dict = {}

@@ -18,6 +18,7 @@ from .thresholds import push_weights
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph.arcs import row_chunks
 from groute.graph.arrays import arc_dtype
+from groute.kernel_launch import KernelArgs
 from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
 
@@ -254,7 +255,7 @@ class IterationDevice:
         self.persistent_name = pname
         self.persistent_blocks = max(1, blocks)
         self.ctl = self.device.zeros(CTL_WORDS, np.uint64)
-        self._persist_args = self._persist_key = self._persist_done = None
+        self._persist_args = self._persist_key = self._persist_done = self._persist_gbar = None
         # PageRankTuning.trace: 4 global-timer stamps per iteration (iterate.cu bsp_persistent)
         self.trace = self.device.zeros(4 * TRACE_ITERATIONS, np.uint64) if trace else None
 
@@ -551,21 +552,23 @@ class IterationDevice:
         from groute.engines.peer_barrier import launch_resident
         fn = self.kernels["persistent"]
         key = (t_end, base, y0, k, timeout_ns)
-        if self._persist_key != key:    # built once: the same for every run of the solver
+        if self._persist_key != key:    # packed once: the same for every run of the solver
             self._persist_key = key
-            self._persist_args = (
-                (*self._fused_args(self.contribs, base, self.outs_both,
-                                   self.task_next if self.bins else None, self.stats),
-                 np.int32(0), np.int32(t_end), self.ctl),   # t_begin 0: iterate.cu PERSIST_PARAMS
-                (np.int32(k), np.int64(timeout_ns),
-                 np.uint64(0) if self.trace is None else self.trace, np.float32(y0),
-                 self.contrib0, np.int32(self.n), np.int32(self.n_local),
-                 np.int32(self.hub_count.size if self.bins else 0)))
-        head, tail = self._persist_args
-        args = (*head, np.uint64(gbar_ptr), np.uint64(gbase), *tail)
+            head = (*self._fused_args(self.contribs, base, self.outs_both,
+                                      self.task_next if self.bins else None, self.stats),
+                    np.int32(0), np.int32(t_end), self.ctl)  # t_begin 0: iterate.cu PERSIST_PARAMS
+            self._persist_args = KernelArgs((
+                *head, np.uint64(gbar_ptr), np.uint64(gbase), np.int32(k), np.int64(timeout_ns),
+                np.uint64(0) if self.trace is None else self.trace, np.float32(y0),
+                self.contrib0, np.int32(self.n), np.int32(self.n_local),
+                np.int32(self.hub_count.size if self.bins else 0)))
+            self._persist_gbar = len(head)      # where the meeting's pointer and base go
+        args, at = self._persist_args, self._persist_gbar
         block, shared = (BINS_BLOCK, self.nhot * 4) if self.bins else (BLOCK, 0)
 
         def launch():
+            args.set(at, np.uint64(gbar_ptr))
+            args.set(at + 1, np.uint64(gbase))
             self.persistent_blocks = launch_resident(fn, self.persistent_blocks, block, args,
                                                      shared_mem=shared, device=self.device,
                                                      kernel=self.persistent_name)

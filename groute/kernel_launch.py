@@ -1,0 +1,128 @@
+"""Launching a CUDA kernel with its arguments packed once, as the driver reads them.
+
+A CuPy ``RawKernel`` call converts every argument on every launch (a small object per argument,
+its type looked up each time): about a microsecond per argument on the host, so a persistent
+kernel of thirty arguments costs tens of microseconds to launch. On several devices those
+launches come one after the other from one thread and every device waits at its first meeting
+for the last one to start, so that cost is paid once per device per run. :class:`KernelArgs`
+holds the argument block the driver reads (``cuLaunchKernel``'s ``kernelParams``: one pointer
+per argument, each to its value) in one buffer, written once; a caller that launches the same
+kernel every run keeps it and rewrites only the values that change (:meth:`KernelArgs.set`).
+:func:`launch_kernel` hands it to the driver, cooperatively where the kernel's module was built
+for grid-wide synchronisation, on CuPy's current stream, as the ``RawKernel`` call would.
+
+An argument is converted as CuPy converts it: a CuPy array or memory pointer is its device
+address, ``None`` a null pointer, a NumPy scalar (or one-element NumPy array) its value at its
+width, a Python ``int``/``float``/``bool`` an int64/float64/bool. A slot keeps the width it was
+given first: a later value of another width is a TypeError (the kernel would read the wrong
+bytes), a value that does not fit it an OverflowError.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import numpy as np
+
+#: NumPy type character -> struct format of that width
+_FORMATS = {"?": "?", "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "l": "q",
+            "L": "Q", "q": "q", "Q": "Q", "e": "e", "f": "f", "d": "d"}
+#: NumPy scalar type -> struct format (one lookup for the common case)
+_SCALARS = {np.dtype(char).type: fmt for char, fmt in _FORMATS.items()}
+#: bytes per argument slot: the widest scalar a kernel argument here may have
+SLOT = 8
+
+
+def _format_and_value(value):
+    """(struct format, value to pack, the object to keep alive) of one kernel argument."""
+    fmt = _SCALARS.get(type(value))
+    if fmt is not None:
+        return fmt, value, None
+    if value is None:
+        return "Q", 0, None
+    elif isinstance(value, bool):
+        return "?", value, None
+    elif isinstance(value, int):
+        return "q", value, None
+    elif isinstance(value, float):
+        return "d", value, None
+    else:
+        ptr = getattr(getattr(value, "data", None), "ptr", None)    # a CuPy array
+        if ptr is not None:
+            return "Q", ptr, value
+        ptr = getattr(value, "ptr", None)                           # a CuPy MemoryPointer
+        if isinstance(ptr, int):
+            return "Q", ptr, value
+        if isinstance(value, np.ndarray) and value.size == 1:
+            fmt = _FORMATS.get(value.dtype.char)
+            if fmt is not None:
+                return fmt, value.reshape(()).item(), None
+    raise TypeError(f"a kernel argument of type {type(value).__name__} ({value!r:.60}) is not "
+                    f"one a kernel takes: a CuPy array or pointer, None, a NumPy scalar of at "
+                    f"most {SLOT} bytes, or a Python int, float or bool")
+
+
+class KernelArgs:
+    """A kernel's arguments in the layout ``cuLaunchKernel`` reads: ``params`` is the address
+    of an array of one pointer per argument, each pointing at that argument's value (a slot
+    of :data:`SLOT` bytes) in the same buffer. Built from a sequence of arguments (converted
+    as CuPy's kernel call converts them); :meth:`set` rewrites one in place. The CuPy arrays
+    given are kept referenced, so their memory outlives the launches that read it."""
+
+    __slots__ = ("_buffer", "_formats", "_keep", "_values", "params")
+
+    def __init__(self, args):
+        n = len(args)
+        self._buffer = ctypes.create_string_buffer(2 * SLOT * max(n, 1))
+        base = ctypes.addressof(self._buffer)
+        values = base + SLOT * n
+        struct.pack_into(f"{n}Q", self._buffer, 0, *range(values, values + SLOT * n, SLOT))
+        self.params = base
+        self._values = SLOT * n         # where the values start in the buffer
+        self._formats = [None] * n
+        self._keep = [None] * n
+        for i, value in enumerate(args):
+            self.set(i, value)
+
+    def __len__(self) -> int:
+        return len(self._formats)
+
+    def set(self, index: int, value) -> None:
+        """Write argument ``index`` (its slot keeps the width it was first given)."""
+        fmt, packed, keep = _format_and_value(value)
+        had = self._formats[index]
+        if had is None:
+            self._formats[index] = fmt
+        elif had != fmt:
+            raise TypeError(f"kernel argument {index} was a {struct.calcsize(had)}-byte "
+                            f"'{had}' and is now given as '{fmt}' ({type(value).__name__}): "
+                            f"the kernel would read the wrong bytes")
+        try:
+            struct.pack_into(fmt, self._buffer, self._values + SLOT * index, packed)
+        except struct.error as exc:
+            raise OverflowError(f"kernel argument {index}: {value!r} does not fit its "
+                                f"{struct.calcsize(fmt)} bytes ('{fmt}': {exc})") from None
+        self._keep[index] = keep
+
+    def values(self) -> list:
+        """The arguments as the kernel will read them (pointers as ints): for checks and
+        errors."""
+        return [struct.unpack_from(fmt, self._buffer, self._values + SLOT * i)[0]
+                for i, fmt in enumerate(self._formats)]
+
+
+def launch_kernel(fn, grid: int, block: int, args, *, shared_mem: int = 0) -> None:
+    """Launch the CuPy ``RawKernel`` ``fn`` on a 1-D grid of ``grid`` blocks of ``block``
+    threads with ``args`` (a :class:`KernelArgs`, or a sequence packed here) and ``shared_mem``
+    bytes of dynamic shared memory, on CuPy's current device and stream; cooperatively
+    (``cuLaunchCooperativeKernel``) where ``fn`` was built with cooperative groups. Errors
+    are the driver's (CuPy's ``CUDADriverError``)."""
+    from cupy.cuda import driver, get_current_stream
+    packed = args if isinstance(args, KernelArgs) else KernelArgs(args)
+    ptr = fn.kernel.ptr
+    stream = get_current_stream().ptr
+    if fn.enable_cooperative_groups:
+        driver.launchCooperativeKernel(ptr, grid, 1, 1, block, 1, 1, shared_mem, stream,
+                                       packed.params)
+    else:
+        driver.launchKernel(ptr, grid, 1, 1, block, 1, 1, shared_mem, stream, packed.params, 0)
