@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -111,18 +112,41 @@ class KernelArgs:
                 for i, fmt in enumerate(self._formats)]
 
 
+#: (id of a RawKernel, CUDA device) -> (the kernel, its driver function, cooperative?): looked
+#: up once, not on every launch; the kernel is kept so that its id is not reused by another
+_functions: dict = {}
+#: CuPy's driver, runtime and current-stream lookup, bound on the first launch (no import or
+#: attribute walk on the launch path)
+_cuda = None
+
+
+def _bind_cuda():
+    global _cuda
+    from cupy.cuda import driver, runtime, stream
+    current = getattr(stream, "get_current_stream_ptr", None)
+    if current is None:         # a CuPy without the pointer shortcut
+        current = lambda: stream.get_current_stream().ptr  # noqa: E731
+    _cuda = SimpleNamespace(launch=driver.launchKernel,
+                            launch_cooperative=driver.launchCooperativeKernel,
+                            device=runtime.getDevice, stream=current)
+    return _cuda
+
+
 def launch_kernel(fn, grid: int, block: int, args, *, shared_mem: int = 0) -> None:
     """Launch the CuPy ``RawKernel`` ``fn`` on a 1-D grid of ``grid`` blocks of ``block``
     threads with ``args`` (a :class:`KernelArgs`, or a sequence packed here) and ``shared_mem``
     bytes of dynamic shared memory, on CuPy's current device and stream; cooperatively
     (``cuLaunchCooperativeKernel``) where ``fn`` was built with cooperative groups. Errors
     are the driver's (CuPy's ``CUDADriverError``)."""
-    from cupy.cuda import driver, get_current_stream
+    cuda = _cuda or _bind_cuda()
     packed = args if isinstance(args, KernelArgs) else KernelArgs(args)
-    ptr = fn.kernel.ptr
-    stream = get_current_stream().ptr
-    if fn.enable_cooperative_groups:
-        driver.launchCooperativeKernel(ptr, grid, 1, 1, block, 1, 1, shared_mem, stream,
-                                       packed.params)
+    key = (id(fn), cuda.device())
+    known = _functions.get(key)
+    if known is None or known[0] is not fn:
+        known = _functions[key] = (fn, fn.kernel.ptr, bool(fn.enable_cooperative_groups))
+    _, ptr, cooperative = known
+    if cooperative:
+        cuda.launch_cooperative(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(),
+                                packed.params)
     else:
-        driver.launchKernel(ptr, grid, 1, 1, block, 1, 1, shared_mem, stream, packed.params, 0)
+        cuda.launch(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(), packed.params, 0)
