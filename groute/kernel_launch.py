@@ -9,7 +9,9 @@ holds the argument block the driver reads (``cuLaunchKernel``'s ``kernelParams``
 per argument, each to its value) in one buffer, written once; a caller that launches the same
 kernel every run keeps it and rewrites only the values that change (:meth:`KernelArgs.set`).
 :func:`launch_kernel` hands it to the driver, cooperatively where the kernel's module was built
-for grid-wide synchronisation, on CuPy's current stream, as the ``RawKernel`` call would.
+for grid-wide synchronisation, on CuPy's current stream, as the ``RawKernel`` call would (and
+leaves arguments given as a plain sequence to that call: converting them once, CuPy's compiled
+code is faster than packing them here).
 
 An argument is converted as CuPy converts it: a CuPy array or memory pointer is its device
 address, ``None`` a null pointer, a NumPy scalar (or one-element NumPy array) its value at its
@@ -123,23 +125,25 @@ _cuda = None
 def _bind_cuda():
     global _cuda
     from cupy.cuda import driver, runtime, stream
-    current = getattr(stream, "get_current_stream_ptr", None)
-    if current is None:         # a CuPy without the pointer shortcut
-        current = lambda: stream.get_current_stream().ptr  # noqa: E731
     _cuda = SimpleNamespace(launch=driver.launchKernel,
                             launch_cooperative=driver.launchCooperativeKernel,
-                            device=runtime.getDevice, stream=current)
+                            device=runtime.getDevice,
+                            stream=lambda: stream.get_current_stream().ptr)
     return _cuda
 
 
 def launch_kernel(fn, grid: int, block: int, args, *, shared_mem: int = 0) -> None:
     """Launch the CuPy ``RawKernel`` ``fn`` on a 1-D grid of ``grid`` blocks of ``block``
-    threads with ``args`` (a :class:`KernelArgs`, or a sequence packed here) and ``shared_mem``
-    bytes of dynamic shared memory, on CuPy's current device and stream; cooperatively
-    (``cuLaunchCooperativeKernel``) where ``fn`` was built with cooperative groups. Errors
-    are the driver's (CuPy's ``CUDADriverError``)."""
+    threads with ``args`` and ``shared_mem`` bytes of dynamic shared memory, on CuPy's current
+    device and stream. A :class:`KernelArgs` goes straight to the driver (cooperatively,
+    ``cuLaunchCooperativeKernel``, where ``fn`` was built with cooperative groups); a sequence
+    goes through ``fn``'s own call, whose conversion of arguments made once is faster than
+    packing them here (the packing pays off when the same block serves launch after launch).
+    Errors are the driver's (CuPy's ``CUDADriverError``)."""
+    if not isinstance(args, KernelArgs):
+        fn((grid,), (block,), args, shared_mem=shared_mem)
+        return
     cuda = _cuda or _bind_cuda()
-    packed = args if isinstance(args, KernelArgs) else KernelArgs(args)
     key = (id(fn), cuda.device())
     known = _functions.get(key)
     if known is None or known[0] is not fn:
@@ -147,6 +151,6 @@ def launch_kernel(fn, grid: int, block: int, args, *, shared_mem: int = 0) -> No
     _, ptr, cooperative = known
     if cooperative:
         cuda.launch_cooperative(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(),
-                                packed.params)
+                                args.params)
     else:
-        cuda.launch(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(), packed.params, 0)
+        cuda.launch(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(), args.params, 0)

@@ -44,7 +44,7 @@ import logging
 import math
 import time
 
-from groute.kernel_launch import KernelArgs, launch_kernel
+from groute.kernel_launch import launch_kernel
 from groute.tuning import setting
 
 log = logging.getLogger(__name__)
@@ -240,8 +240,8 @@ def launch_resident(fn, blocks: int, block: int, args, *, device, kernel: str,
                     shared_mem: int = 0, min_blocks: int = 1) -> int:
     """Launch ``fn`` (named ``kernel`` in errors) on ``device`` as a grid of ``blocks``, every
     block resident (as a grid-wide or cross-device barrier needs), with ``args`` (a
-    :class:`~groute.kernel_launch.KernelArgs` a caller keeps from run to run, or a sequence
-    packed here: :func:`~groute.kernel_launch.launch_kernel`). A grid larger than the
+    :class:`~groute.kernel_launch.KernelArgs` a caller keeps from run to run, or a sequence:
+    :func:`~groute.kernel_launch.launch_kernel`). A grid larger than the
     device's :func:`resident_capacity` is cut to it; where the driver still says a cooperative
     grid is too large (the occupancy answer was optimistic) it is halved until it fits. Never
     below ``min_blocks``: raises a RuntimeError naming the device, the kernel, the blocks
@@ -255,10 +255,9 @@ def launch_resident(fn, blocks: int, block: int, args, *, device, kernel: str,
         log.info("%s: %s grid of %d blocks cut to the %d that can be resident", device.name,
                  kernel, blocks, capacity)
         blocks = capacity
-    packed = args if isinstance(args, KernelArgs) else KernelArgs(args)
     while True:
         try:
-            launch_kernel(fn, blocks, block, packed, shared_mem=shared_mem)
+            launch_kernel(fn, blocks, block, args, shared_mem=shared_mem)
             return blocks
         except Exception as exc:
             # CuPy's CUDADriverError, told by name: the check above needs no CuPy
