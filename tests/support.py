@@ -200,6 +200,25 @@ def star(n=50_001):
                                name="star").symmetrize()
 
 
+def weighted_pagerank_case(seed: int):
+    """A directed NetworkX graph of 402 vertices with arc weights ``w`` (uniform in 0.1-5),
+    dangling vertices (by arcs and two isolated ones), a personalisation and a dangling
+    distribution over some of its vertices: the weighted and personalised PageRank forms
+    checked against NetworkX. Returns ``(G, personalization, dangling)``."""
+    import random
+
+    import networkx as nx
+    G = nx.gnp_random_graph(400, 0.015, seed=seed, directed=True)
+    rng = random.Random(seed)
+    for u, v in G.edges:
+        G[u][v]["w"] = rng.uniform(0.1, 5.0)
+    G.add_nodes_from([400, 401])
+    nodes = list(G)
+    person = {v: 1.0 + (v % 5) for v in nodes[::3]}
+    dangling = {v: 1.0 + (v % 2) for v in nodes[::7]}
+    return G, person, dangling
+
+
 def check_peer_exchange(solver_cls, k, graphs, expected, compare, *, mode="bsp", **options):
     """The peer-exchange case BFS and SSSP share: ``mode`` (BSP: the persistent level-synchronous
     kernels; async, two or more GPUs: the fused workers with device-initiated links) with

@@ -25,7 +25,7 @@ from groute.engines.iterate.thresholds import THRESHOLD_MARGIN, push_thresholds
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning
-from support import gpu_marks, graph_from, need_gpus
+from support import gpu_marks, graph_from, need_gpus, weighted_pagerank_case
 
 ROOT = Path(__file__).resolve().parents[1]
 ITERATE = ROOT / "groute" / "engines" / "iterate"
@@ -289,15 +289,7 @@ def test_weighted_and_personalised_pagerank_match_networkx(k):
     distribution (two solves on one set-up, the second with another base vector), against
     NetworkX."""
     need_gpus(k)
-    import random
-    G = nx.gnp_random_graph(400, 0.015, seed=k, directed=True)
-    rng = random.Random(k)
-    for u, v in G.edges:
-        G[u][v]["w"] = rng.uniform(0.1, 5.0)
-    G.add_nodes_from([400, 401])
-    nodes = list(G)
-    person = {v: 1.0 + (v % 5) for v in nodes[::3]}
-    dangling = {v: 1.0 + (v % 2) for v in nodes[::7]}
+    G, person, dangling = weighted_pagerank_case(k)
     g = load_graph(G, weight="w")
     opts = dict(backend="cuda", devices=k, tol=1e-10, max_iter=1000, partition="contiguous",
                 mode="async")

@@ -18,7 +18,7 @@ from groute.engines.iterate.thresholds import (host_threshold, push_thresholds, 
                                                unit_scale)
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning
-from support import gpu_marks, graph_from, need_gpus
+from support import gpu_marks, graph_from, need_gpus, weighted_pagerank_case
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -193,15 +193,7 @@ def test_weighted_and_personalised_pagerank_match_networkx(backend, k, persisten
     is its arc count): weighted PageRank on a directed graph with dangling vertices, a
     personalisation, and a dangling distribution, against NetworkX."""
     _prepare(backend, k)
-    import random
-    G = nx.gnp_random_graph(400, 0.015, seed=k, directed=True)
-    rng = random.Random(k)
-    for u, v in G.edges:
-        G[u][v]["w"] = rng.uniform(0.1, 5.0)
-    G.add_nodes_from([400, 401])
-    nodes = list(G)
-    person = {v: 1.0 + (v % 5) for v in nodes[::3]}
-    dangling = {v: 1.0 + (v % 2) for v in nodes[::7]}
+    G, person, dangling = weighted_pagerank_case(k)
     g = load_graph(G, weight="w")
     opts = dict(backend=backend, devices=k, tol=1e-10, max_iter=1000, partition="contiguous",
                 mode="async", tuning=_tuning(backend, persistent))
