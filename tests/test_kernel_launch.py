@@ -107,6 +107,7 @@ def test_a_packed_launch_runs_the_kernel_with_its_arguments(cooperative):
     """Plain and cooperative launches on CuPy's current stream read every argument at its
     width, before and after one is rewritten; a sequence goes through the kernel's own call."""
     import cupy
+
     from groute.kernel_launch import launch_kernel
     module = cupy.RawModule(code=KERNELS, enable_cooperative_groups=cooperative)
     add, count = module.get_function("add"), module.get_function("count_blocks")
