@@ -1,28 +1,29 @@
 """Launching a CUDA kernel with its arguments packed once, as the driver reads them.
 
 A CuPy ``RawKernel`` call converts every argument on every launch (a small object per argument,
-its type looked up each time): about a microsecond per argument on the host, so a persistent
-kernel of thirty arguments costs tens of microseconds to launch. On several devices those
-launches come one after the other from one thread and every device waits at its first meeting
-for the last one to start, so that cost is paid once per device per run. :class:`KernelArgs`
-holds the argument block the driver reads (``cuLaunchKernel``'s ``kernelParams``: one pointer
-per argument, each to its value) in one buffer, written once; a caller that launches the same
-kernel every run keeps it and rewrites only the values that change (:meth:`KernelArgs.set`).
-:func:`launch_kernel` hands it to the driver, cooperatively where the kernel's module was built
-for grid-wide synchronisation, on CuPy's current stream, as the ``RawKernel`` call would (and
-leaves arguments given as a plain sequence to that call: converting them once, CuPy's compiled
-code is faster than packing them here).
+its type looked up each time), so the host's cost of a launch grows with the arguments, and a
+persistent kernel has dozens. On several devices those launches come one after the other from
+one thread and every device waits at its first meeting for the last one to start, so that cost
+is paid once per device per run. :class:`KernelArgs` holds the argument block the driver reads
+(``cuLaunchKernel``'s ``kernelParams``: one pointer per argument, each to its value) in one
+buffer, written once; a caller that launches the same kernel every run keeps it and rewrites
+only the values that change (:meth:`KernelArgs.set`). :func:`launch_kernel` hands it to the
+driver, cooperatively where the kernel's module was built for grid-wide synchronisation, on
+CuPy's current stream, as the ``RawKernel`` call would (and leaves arguments given as a plain
+sequence to that call: converting them once, CuPy's compiled code is faster than packing them
+here). The persistent PageRank kernel (``bsp_persistent``) is launched this way.
 
-An argument is converted as CuPy converts it: a CuPy array or memory pointer is its device
-address, ``None`` a null pointer, a NumPy scalar (or one-element NumPy array) its value at its
-width, a Python ``int``/``float``/``bool`` an int64/float64/bool. A slot keeps the width it was
-given first: a later value of another width is a TypeError (the kernel would read the wrong
-bytes), a value that does not fit it an OverflowError.
+An argument is converted as CuPy converts it: a CuPy array is its device address, ``None`` a
+null pointer, a NumPy scalar (or one-element NumPy array) its value at its width, a Python
+``int``/``float``/``bool`` an int64/float64/bool. A slot keeps the format it was given first:
+a later value of another format (another width, or signed for unsigned) is a TypeError (the
+kernel would read the wrong bytes), a value that does not fit it an OverflowError.
 """
 from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -43,26 +44,23 @@ def _format_and_value(value):
         return fmt, value, None
     if value is None:
         return "Q", 0, None
-    elif isinstance(value, bool):
+    if isinstance(value, bool):
         return "?", value, None
-    elif isinstance(value, int):
+    if isinstance(value, int):
         return "q", value, None
-    elif isinstance(value, float):
+    if isinstance(value, float):
         return "d", value, None
+    if isinstance(value, np.ndarray):
+        fmt = _FORMATS.get(value.dtype.char)
+        if value.size == 1 and fmt is not None:
+            return fmt, value.reshape(()).item(), None
     else:
         ptr = getattr(getattr(value, "data", None), "ptr", None)    # a CuPy array
-        if ptr is not None:
-            return "Q", ptr, value
-        ptr = getattr(value, "ptr", None)                           # a CuPy MemoryPointer
         if isinstance(ptr, int):
             return "Q", ptr, value
-        if isinstance(value, np.ndarray) and value.size == 1:
-            fmt = _FORMATS.get(value.dtype.char)
-            if fmt is not None:
-                return fmt, value.reshape(()).item(), None
     raise TypeError(f"a kernel argument of type {type(value).__name__} ({value!r:.60}) is not "
-                    f"one a kernel takes: a CuPy array or pointer, None, a NumPy scalar of at "
-                    f"most {SLOT} bytes, or a Python int, float or bool")
+                    f"one a kernel takes: a CuPy array, None, a NumPy scalar of at most {SLOT} "
+                    f"bytes (or a one-element array of one), or a Python int, float or bool")
 
 
 class KernelArgs:
@@ -72,7 +70,7 @@ class KernelArgs:
     as CuPy's kernel call converts them); :meth:`set` rewrites one in place. The CuPy arrays
     given are kept referenced, so their memory outlives the launches that read it."""
 
-    __slots__ = ("_buffer", "_formats", "_keep", "_values", "params")
+    __slots__ = ("_buffer", "_formats", "_keep", "_values", "params", "function")
 
     def __init__(self, args):
         n = len(args)
@@ -84,6 +82,9 @@ class KernelArgs:
         self._values = SLOT * n         # where the values start in the buffer
         self._formats = [None] * n
         self._keep = [None] * n
+        #: what :func:`launch_kernel` last launched with these arguments: (the kernel, the
+        #: CUDA device, its driver function, cooperative?), so that it looks them up once
+        self.function = None
         for i, value in enumerate(args):
             self.set(i, value)
 
@@ -91,7 +92,9 @@ class KernelArgs:
         return len(self._formats)
 
     def set(self, index: int, value) -> None:
-        """Write argument ``index`` (its slot keeps the width it was first given)."""
+        """Write argument ``index`` (its slot keeps the format it was first given)."""
+        if not 0 <= index < len(self._formats):
+            raise IndexError(f"kernel argument {index} of {len(self._formats)}")
         fmt, packed, keep = _format_and_value(value)
         had = self._formats[index]
         if had is None:
@@ -114,12 +117,12 @@ class KernelArgs:
                 for i, fmt in enumerate(self._formats)]
 
 
-#: (id of a RawKernel, CUDA device) -> (the kernel, its driver function, cooperative?): looked
-#: up once, not on every launch; the kernel is kept so that its id is not reused by another
-_functions: dict = {}
 #: CuPy's driver, runtime and current-stream lookup, bound on the first launch (no import or
 #: attribute walk on the launch path)
 _cuda = None
+#: per host thread, the CUDA devices whose context it has made current (the driver's launch
+#: needs one; CuPy's own calls make it on first use)
+_bound = threading.local()
 
 
 def _bind_cuda():
@@ -127,7 +130,7 @@ def _bind_cuda():
     from cupy.cuda import driver, runtime, stream
     _cuda = SimpleNamespace(launch=driver.launchKernel,
                             launch_cooperative=driver.launchCooperativeKernel,
-                            device=runtime.getDevice,
+                            device=runtime.getDevice, set_device=runtime.setDevice,
                             stream=lambda: stream.get_current_stream().ptr)
     return _cuda
 
@@ -144,11 +147,17 @@ def launch_kernel(fn, grid: int, block: int, args, *, shared_mem: int = 0) -> No
         fn((grid,), (block,), args, shared_mem=shared_mem)
         return
     cuda = _cuda or _bind_cuda()
-    key = (id(fn), cuda.device())
-    known = _functions.get(key)
-    if known is None or known[0] is not fn:
-        known = _functions[key] = (fn, fn.kernel.ptr, bool(fn.enable_cooperative_groups))
-    _, ptr, cooperative = known
+    device = cuda.device()
+    bound = getattr(_bound, "devices", None)
+    if bound is None:
+        bound = _bound.devices = set()
+    if device not in bound:         # a thread's first launch on it: make its context current
+        cuda.set_device(device)
+        bound.add(device)
+    known = args.function
+    if known is None or known[0] is not fn or known[1] != device:
+        known = args.function = (fn, device, fn.kernel.ptr, bool(fn.enable_cooperative_groups))
+    _, _, ptr, cooperative = known
     if cooperative:
         cuda.launch_cooperative(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(),
                                 args.params)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import struct
+import threading
 import weakref
 from types import SimpleNamespace
 
@@ -21,34 +22,39 @@ class FakeCupyArray:
         self.data = SimpleNamespace(ptr=ptr)
 
 
-def as_driver_reads(args: KernelArgs, sizes):
-    """The bytes the driver would copy for each argument: ``params`` is an array of pointers,
-    argument i's ``sizes[i]`` bytes are at the i-th."""
+def as_driver_reads(args: KernelArgs):
+    """Each argument's whole slot as the driver would find it: ``params`` is an array of
+    pointers, argument i's slot at the i-th."""
     pointers = (ctypes.c_uint64 * len(args)).from_address(args.params)
-    return [ctypes.string_at(pointers[i], size) for i, size in enumerate(sizes)]
+    return [ctypes.string_at(pointers[i], SLOT) for i in range(len(args))]
+
+
+def slot(fmt, value) -> bytes:
+    """A value packed at its width, the rest of its slot zero."""
+    return struct.pack(fmt, value).ljust(SLOT, b"\0")
 
 
 def test_each_argument_is_packed_at_its_width_as_cupy_would_pass_it():
     array = FakeCupyArray(0x7F00_0000_1000)
-    memory = SimpleNamespace(ptr=0x7F00_0000_2000)      # a CuPy MemoryPointer
-    args = (array, memory, None, np.int32(-5), np.uint32(7), np.int64(-2**40), np.uint64(2**63),
+    args = (array, None, np.int32(-5), np.uint32(7), np.int64(-2**40), np.uint64(2**63),
             np.float32(1.5), np.float64(-2.25), np.int8(-3), np.uint16(65535), np.bool_(True),
             11, 0.5, False, np.array([np.int32(9)]))
     packed = KernelArgs(args)
     assert len(packed) == len(args)
-    want = [struct.pack("Q", array.data.ptr), struct.pack("Q", memory.ptr), struct.pack("Q", 0),
-            struct.pack("i", -5), struct.pack("I", 7), struct.pack("q", -2**40),
-            struct.pack("Q", 2**63), struct.pack("f", 1.5), struct.pack("d", -2.25),
-            struct.pack("b", -3), struct.pack("H", 65535), struct.pack("?", True),
-            struct.pack("q", 11), struct.pack("d", 0.5), struct.pack("?", False),
-            struct.pack("i", 9)]
-    assert as_driver_reads(packed, [len(w) for w in want]) == want
-    assert packed.values()[:4] == [array.data.ptr, memory.ptr, 0, -5]
+    want = [slot("Q", array.data.ptr), slot("Q", 0), slot("i", -5), slot("I", 7),
+            slot("q", -2**40), slot("Q", 2**63), slot("f", 1.5), slot("d", -2.25), slot("b", -3),
+            slot("H", 65535), slot("?", True), slot("q", 11), slot("d", 0.5), slot("?", False),
+            slot("i", 9)]
+    assert as_driver_reads(packed) == want
+    assert packed.values()[:3] == [array.data.ptr, 0, -5]
     # every slot is SLOT bytes apart, after the pointer array, in one buffer
     pointers = (ctypes.c_uint64 * len(args)).from_address(packed.params)
     assert [pointers[i] - pointers[0] for i in range(len(args))] == \
         [SLOT * i for i in range(len(args))]
     assert pointers[0] == packed.params + SLOT * len(args)
+    # a negative int32 rewritten by a positive one leaves no bytes of the old one behind
+    packed.set(2, np.int32(3))
+    assert as_driver_reads(packed)[2] == slot("i", 3)
 
 
 def test_set_rewrites_one_argument_in_place_at_the_width_it_had():
@@ -65,6 +71,10 @@ def test_set_rewrites_one_argument_in_place_at_the_width_it_had():
     with pytest.raises(TypeError, match="kernel argument 3 was a 4-byte 'f'"):
         packed.set(3, np.float64(1.0))
     assert packed.values() == [32, 2**64 - 1, -7, 0.0]     # a refused value changes nothing
+    for index in (-1, 4):
+        with pytest.raises(IndexError, match=f"kernel argument {index} of 4"):
+            packed.set(index, np.uint64(0))
+    assert packed.values() == [32, 2**64 - 1, -7, 0.0]
     wide = KernelArgs((7,))
     with pytest.raises(OverflowError, match=r"^kernel argument 0: 1180591620717411303424 does "
                                             r"not fit its 8 bytes \('q'"):
@@ -72,7 +82,9 @@ def test_set_rewrites_one_argument_in_place_at_the_width_it_had():
 
 
 def test_what_a_kernel_cannot_take_is_refused_naming_it():
-    for bad in ("text", np.zeros(2, np.int32), np.complex128(1j), [1, 2], np.array([1.0j])):
+    stream = SimpleNamespace(ptr=7)            # a CuPy Stream, Event or Function: not an argument
+    for bad in ("text", np.zeros(2, np.int32), np.complex128(1j), [1, 2], np.array([1.0j]),
+                stream):
         with pytest.raises(TypeError, match=f"a kernel argument of type {type(bad).__name__}"):
             KernelArgs((np.int32(1), bad))
     assert len(KernelArgs(())) == 0
@@ -88,6 +100,103 @@ def test_the_arrays_passed_stay_alive_while_the_arguments_do():
     packed.set(0, FakeCupyArray(128))           # replaced: the old one may go
     gc.collect()
     assert alive() is None
+
+
+class FakeDriver:
+    """CuPy's driver, runtime and stream as :func:`launch_kernel` uses them, recording each
+    call; a cooperative launch of more than ``most`` blocks fails as the driver's does."""
+
+    def __init__(self, most=1 << 30):
+        self.most, self.device, self.calls = most, 0, []
+
+    def launch(self, *a):
+        self.calls.append(("plain", a))
+
+    def launch_cooperative(self, *a):
+        self.calls.append(("cooperative", a))
+        if a[1] > self.most:
+            raise CUDADriverError("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: too many blocks")
+
+    def set_device(self, device):
+        self.calls.append(("set_device", device))
+
+    def stream(self):
+        return 0x5000 + self.device
+
+
+class CUDADriverError(RuntimeError):
+    """Named as CuPy's, which launch_resident tells by name."""
+
+
+class FakeRawKernel:
+    """A RawKernel as launch_kernel reads it: its Function's pointer per device (counted)."""
+
+    def __init__(self, cooperative, driver):
+        self.enable_cooperative_groups, self.driver, self.lookups = cooperative, driver, 0
+
+    @property
+    def kernel(self):
+        self.lookups += 1
+        return SimpleNamespace(ptr=0x900 + self.driver.device)
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    import groute.kernel_launch as kl
+    fake = FakeDriver()
+    monkeypatch.setattr(kl, "_cuda", SimpleNamespace(
+        launch=fake.launch, launch_cooperative=fake.launch_cooperative,
+        device=lambda: fake.device, set_device=fake.set_device, stream=fake.stream))
+    monkeypatch.setattr(kl, "_bound", threading.local())
+    return fake
+
+
+def test_packed_arguments_go_to_the_driver_call_the_kernel_was_built_for(driver):
+    """Plain or cooperative as the kernel's module says; CuPy's current stream; the packed
+    block's address; the kernel's function looked up once per device; each thread's first
+    launch on a device makes its context current."""
+    from groute.kernel_launch import launch_kernel
+    for cooperative in (False, True):
+        driver.calls.clear()
+        fn = FakeRawKernel(cooperative, driver)
+        packed = KernelArgs((FakeCupyArray(64), np.int32(3)))
+        launch_kernel(fn, 132, 256, packed, shared_mem=48)
+        launch_kernel(fn, 66, 512, packed)
+        driver.device = 1
+        launch_kernel(fn, 10, 128, packed)
+        driver.device = 0
+        call = "cooperative" if cooperative else "plain"
+        tail = () if cooperative else (0,)
+        assert driver.calls == ([("set_device", 0)] if not cooperative else []) + [
+            (call, (0x900, 132, 1, 1, 256, 1, 1, 48, 0x5000, packed.params, *tail)),
+            (call, (0x900, 66, 1, 1, 512, 1, 1, 0, 0x5000, packed.params, *tail)),
+        ] + ([("set_device", 1)] if not cooperative else []) + [
+            (call, (0x901, 10, 1, 1, 128, 1, 1, 0, 0x5001, packed.params, *tail))]
+        assert fn.lookups == 2                   # once per device, not per launch
+    calls = []
+    thread = threading.Thread(target=lambda: (launch_kernel(fn, 1, 32, packed),
+                                              calls.extend(driver.calls[-2:])))
+    thread.start()
+    thread.join()
+    assert calls[0] == ("set_device", 0)        # a new thread binds its context first
+
+
+def test_a_packed_grid_the_driver_finds_too_large_is_halved(driver, monkeypatch):
+    """launch_resident's halving works through the packed launch (the driver's error, by
+    name), the same block of arguments each time."""
+    from groute.engines import peer_barrier
+    from groute.engines.peer_barrier import launch_resident
+    monkeypatch.setattr(peer_barrier, "resident_capacity", lambda *a, **kw: 1 << 20)
+    driver.most = 40
+    fn = FakeRawKernel(True, driver)
+    packed = KernelArgs((np.int32(1),))
+    dev = SimpleNamespace(name="cuda:0")
+    assert launch_resident(fn, 132, 256, packed, device=dev, kernel="k") == 33
+    grids = [a[1] for call, a in driver.calls if call == "cooperative"]
+    params = {a[9] for call, a in driver.calls if call == "cooperative"}
+    assert grids == [132, 66, 33] and params == {packed.params}
+    with pytest.raises(CUDADriverError, match="TOO_LARGE"):
+        launch_resident(fn, 132, 256, packed, device=dev, kernel="k", min_blocks=66)
 
 
 KERNELS = r"""

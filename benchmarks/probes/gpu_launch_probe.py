@@ -100,22 +100,27 @@ def trivial(repeat, ngpu):
 
 
 def prepacked(mods, repeat):
-    """The same 12-argument cooperative launch, with CuPy's argument marshalling skipped: the
-    argument array packed once (ctypes), then ``cupy.cuda.driver.launchCooperativeKernel`` (and
-    the plain ``launchKernel``) per launch: what a launch costs the host when only the driver
-    call is left."""
+    """The same 12-argument launch, with CuPy's argument marshalling skipped: the argument
+    array packed once (ctypes), then ``cupy.cuda.driver.launchCooperativeKernel`` (and the
+    plain ``launchKernel``) per launch: what a launch costs the host when only the driver call
+    is left; and the same through :func:`groute.kernel_launch.launch_kernel` with a
+    ``KernelArgs`` (its per-launch lookups included)."""
     import ctypes
     import cupy
+    import numpy as np
     from cupy.cuda import driver
+    from groute.kernel_launch import KernelArgs, launch_kernel
     for coop in (False, True):
-        f, _, out = mods[0, coop]
-        f = getattr(f, "kernel", f)     # the cupy.cuda.Function under a RawKernel
+        raw, _, out = mods[0, coop]
         values = ([ctypes.c_void_p(out.data.ptr)] + [ctypes.c_int32(x) for x in range(7)]
                   + [ctypes.c_int64(x) for x in range(4)])
         argv = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         params = ctypes.addressof(argv)
-        samples = []
+        packed = KernelArgs((out, *(np.int32(x) for x in range(7)),
+                             *(np.int64(x) for x in range(4))))
+        samples, ours = [], []
         with cupy.cuda.Device(0):
+            f = raw.kernel              # the cupy.cuda.Function on device 0
             stream = cupy.cuda.get_current_stream().ptr
             for r in range(repeat + 2):
                 cupy.cuda.Device().synchronize()
@@ -130,8 +135,19 @@ def prepacked(mods, repeat):
                     samples.append(t1 - t0)
             cupy.cuda.Device().synchronize()
             ok = int(out.get()[0]) == repeat + sum(range(1, 7)) + sum(range(4))
-        print(f"trivial kernel, {'cooperative' if coop else 'plain      '}, 12 args, pre-packed "
-              f"driver call: per launch {us(samples)} (answer {'right' if ok else 'WRONG'})",
+            for r in range(repeat + 2):
+                cupy.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                launch_kernel(raw, 132, 256, packed)
+                t1 = time.perf_counter()
+                packed.set(1, np.int32(r))
+                if r >= 2:
+                    ours.append(t1 - t0)
+            cupy.cuda.Device().synchronize()
+            ok = ok and int(out.get()[0]) == repeat + sum(range(1, 7)) + sum(range(4))
+        kind = "cooperative" if coop else "plain      "
+        print(f"trivial kernel, {kind}, 12 args, pre-packed driver call: per launch {us(samples)}; "
+              f"launch_kernel(KernelArgs): {us(ours)} (answers {'right' if ok else 'WRONG'})",
               flush=True)
 
 

@@ -553,7 +553,6 @@ class IterationDevice:
         fn = self.kernels["persistent"]
         key = (t_end, base, y0, k, timeout_ns)
         if self._persist_key != key:    # packed once: the same for every run of the solver
-            self._persist_key = key
             head = (*self._fused_args(self.contribs, base, self.outs_both,
                                       self.task_next if self.bins else None, self.stats),
                     np.int32(0), np.int32(t_end), self.ctl)  # t_begin 0: iterate.cu PERSIST_PARAMS
@@ -563,6 +562,7 @@ class IterationDevice:
                 self.contrib0, np.int32(self.n), np.int32(self.n_local),
                 np.int32(self.hub_count.size if self.bins else 0)))
             self._persist_gbar = len(head)      # where the meeting's pointer and base go
+            self._persist_key = key
         args, at = self._persist_args, self._persist_gbar
         block, shared = (BINS_BLOCK, self.nhot * 4) if self.bins else (BLOCK, 0)
 
