@@ -20,7 +20,6 @@ import numpy as np
 
 from groute.engines import Relaxation, RelaxSolver, value_add
 from groute.engines.relax.memory import traversal_bytes
-from groute.engines.relax.values import check_overflow
 from groute.registry import algorithm, command, public
 from groute.solver import input_graph, source_position
 
@@ -45,11 +44,6 @@ class SSSP(RelaxSolver):
         mean_deg = graph.num_edges / max(graph.num_vertices, 1)
         delta = max(mean_w, mean_w * 64 / max(mean_deg, 1.0))
         return max(1, int(round(delta))) if self.kind == "int" else delta
-
-    def _finish(self, values):
-        if self.overflow_possible:
-            check_overflow(self.graph, values, self.kind, self.app)
-        return self._answer(values)
 
     def run(self, source=None, *, sources=None, cutoff=None, predecessors=False):
         """As :meth:`RelaxSolver.run <groute.engines.RelaxSolver.run>`, with NetworkX's

@@ -191,6 +191,14 @@ def check_host_exchange_on_gpus(check, load, k, mode, routing):
             assert res.stats["exchange"] == "host", (spec, partition, res.stats["exchange"])
 
 
+def same_sweeps(a, b) -> bool:
+    """Whether two normalised PageRank answers come from the same float32 sweeps: equal up to
+    the normalisation, whose sum adds each device's partial sum, so it differs in float64's
+    last bits between device counts. A sweep that adds in another order differs by a float32
+    ulp at least (6e-8 relative), far above the bound here."""
+    return np.allclose(a, b, rtol=1e-12, atol=0)
+
+
 def star(n=50_001):
     """The symmetric star of ``n`` vertices, vertex 0 linked to every other: with the default
     50k leaves a hub whose arcs the CUDA kernels share out in chunks (on several devices most

@@ -240,6 +240,14 @@ class Device(abc.ABC):
         import numpy as np
         return np.empty(shape, dtype)
 
+    def landing_memory(self, nbytes: int):
+        """``nbytes`` of host memory, kept to receive answers again and again
+        (:class:`~groute.runtime.answer_landing.AnswerLanding`): a buffer object, not an
+        ndarray (CPU: anonymous memory; CUDA: pinned, portable to every GPU, outside CuPy's
+        pool so that letting it go frees it)."""
+        import mmap
+        return mmap.mmap(-1, int(nbytes))
+
     def mapped_host_buffer(self, shape, dtype):
         """Zeroed host memory this device's kernels read and write in place, at
         :meth:`address` (CUDA: pinned, portable and mapped, so every GPU reaches it; CPU: a

@@ -439,6 +439,12 @@ class CUDADevice(Device):
         import cupyx
         return cupyx.empty_pinned(shape, dtype)
 
+    def landing_memory(self, nbytes: int):
+        cupy = _cupy()
+        portable = getattr(cupy.cuda.runtime, "hostAllocPortable", 1)
+        with _failures_on(self), self.use():
+            return cupy.cuda.PinnedMemoryPointer(cupy.cuda.PinnedMemory(int(nbytes), portable), 0)
+
     def mapped_host_buffer(self, shape, dtype):
         return mapped_host_array(shape, dtype)
 

@@ -43,6 +43,7 @@ from ..device import cuda as cuda_backend
 from ..device.logical import place
 from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout
 from ..waiting import POLL_INTERVAL, StopSignal
+from .answer_landing import AnswerLanding
 from .link import _Pump
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,8 @@ class Context:
         self._holder: threading.Thread | None = None   # the thread whose computation runs
         self._depth = 0                     # its exclusive blocks, nested
         self._waiting = 0                   # threads waiting for their turn
+        #: where answers land on the host (:mod:`groute.runtime.answer_landing`)
+        self.answer_landing = AnswerLanding()
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
         if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
@@ -573,6 +576,7 @@ class Context:
             return
         self._closed = True
         self.stop_event.set()
+        self.answer_landing.release()
         for w in self._workers:
             w.stop()
         deadline = time.monotonic() + self.timeout

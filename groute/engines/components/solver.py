@@ -65,6 +65,7 @@ import numpy as np
 from groute.runtime.link import Link
 from groute.runtime.policies import first_available
 from groute.results import AppResult, complete_stats
+from groute.runtime.answer_landing import download
 from groute.runtime.context import taking_turns
 from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver
@@ -395,9 +396,8 @@ class ComponentsSolver(Solver):
             first.sample_mode(self.samples, self.giant)
             first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
             first.compress()
-        labels = first.device.to_host(first.parent).astype(np.int64)
-        rows, arcs, remote_rows, remote_arcs = (int(x) for x in first.device.to_host(self.counters))
-        giant = int(first.device.to_host(self.giant)[0])
+        labels, facts = self._answer(self.counters)
+        rows, arcs, remote_rows, remote_arcs, giant, giant_size = facts
         stats = {"devices": [d.device.name for d in devs], "edges": None,
                  "graph_edges": self.m, "segments": 0, "segment_edges": None,
                  "edges_per_device": [None] * k, "segments_per_device": [0] * k,
@@ -406,11 +406,32 @@ class ComponentsSolver(Solver):
                  # parent arrays read by the merges; indptr pairs and arcs of the rest read remotely
                  "bytes_moved": int(4 * self.n * (k - 1) + 16 * remote_rows + 4 * remote_arcs),
                  "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
-                 "giant_size": int(np.count_nonzero(labels == labels[giant])),
+                 "giant_size": giant_size,
                  "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
                  "rest_remote_arcs": remote_arcs}
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
                             values_are_vertices=True)
+
+    def _answer(self, counters=None, *, giant=True):
+        """The labels (int64 by position: the first device's parent array, converted there and
+        downloaded once, :func:`~groute.runtime.answer_landing.download`) and the run's facts,
+        read back together in one copy: the rest kernel's ``counters`` where given, then, with
+        ``giant`` (Afforest), the giant's root and its size counted on the device."""
+        first = self.devs[0]
+        dev = first.device
+        with dev.on_compute():
+            xp = dev.xp
+            labels = first.parent.astype(np.int64)
+            facts = [xp.zeros(0, np.int64)]
+            if counters is not None:
+                facts.append(counters[:4].astype(np.int64))
+            if giant:
+                root = self.giant[:1].astype(np.int64)
+                facts += [root, xp.asarray(xp.count_nonzero(labels == labels[root]),
+                                           dtype=np.int64).reshape(1)]
+            facts = dev.to_host(xp.concatenate(facts))
+        parts = [labels if d is dev else None for d in self.ctx.devices]
+        return download(self.ctx, parts, "the labels"), [int(x) for x in facts]
 
     def _run_across_ranks(self) -> AppResult:
         """The in-place path across processes: every rank samples its rows into its parent
@@ -495,7 +516,7 @@ class ComponentsSolver(Solver):
                 router.close()
             for link in merge_links.values():
                 link.close()
-        labels = self.devs[0].device.to_host(self.devs[0].parent).astype(np.int64)
+        labels, facts = self._answer(giant=self.afforest)
         seg_bytes = 8 * sum(edges_per[1:]) if k > 1 else 0
         stats = {"devices": [d.device.name for d in self.devs], "edges": hooked,
                  "graph_edges": self.m, "segments": sum(segs_per),
@@ -507,10 +528,9 @@ class ComponentsSolver(Solver):
                  # is synchronised there; per device: segments hooked, merges done)
                  "phase_seconds": phases}
         if self.afforest:
-            giant = int(self.devs[0].device.to_host(self.giant)[0])
+            giant, giant_size = facts
             stats.update(mode="afforest", sample_rounds=self.rounds, giant_root=giant,
-                         giant_size=int(np.count_nonzero(labels == labels[giant])),
-                         rest="segments")
+                         giant_size=giant_size, rest="segments")
         else:
             stats["mode"] = "edge-list"
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),

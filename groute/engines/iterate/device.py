@@ -602,8 +602,10 @@ class IterationDevice:
     def bsp_stats(self, t0: int, t1: int):
         return _sync_host(self.device, self.stats[t0:t1], spin=True)
 
-    def bsp_values(self):
-        return self.device.to_host(self.y).astype(np.float64)
+    def bsp_answer(self):
+        """This device's values after a BSP run, as float64, on the device."""
+        with self.device.on_compute():
+            return self.y.astype(np.float64)
 
     # asynchronous push --------------------------------------------------------------------------
     def push_reset(self, r0: float):
@@ -744,8 +746,11 @@ class IterationDevice:
                 np.add.at(self.residual, v.astype(np.int64) - self.lo, vals.astype(np.float64))
         self.stream.submit(apply_numpy)
 
-    def push_values(self):
-        return self.device.to_host(self.rank) + self.device.to_host(self.residual).astype(np.float64)
+    def push_answer(self):
+        """This device's values after a push run (ranks plus what is left of the residuals),
+        as float64, on the device."""
+        with self.device.on_compute():
+            return self.rank + self.residual.astype(np.float64)
 
     def set_push_peers(self, devs, offsets):
         """The persistent push kernel's view of the other devices: every device's residual

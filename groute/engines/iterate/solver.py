@@ -51,6 +51,7 @@ vectorised NumPy on the devices' streams).
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -58,6 +59,7 @@ import numpy as np
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
+from groute.runtime.answer_landing import download
 from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
@@ -615,9 +617,9 @@ class IterateSolver(Solver):
         the stats of :func:`stats_keys`. Raises
         :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's) when the stopping
         rule was not met within ``max_iter``."""
-        values, seconds, stats = self.solve()
+        values, seconds, stats = self.solve(self.normalize)
         self.check_converged(stats)
-        return self._result(normalized(values, self.normalize), seconds, stats)
+        return self._result(values, seconds, stats)
 
     def check_converged(self, stats) -> None:
         """Raise :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's, with
@@ -643,9 +645,13 @@ class IterateSolver(Solver):
         """What the app adds to a failed convergence's message (Katz: when alpha is too big)."""
         return ""
 
-    def solve(self) -> tuple[np.ndarray, float, dict]:
-        """One solve from the start values, not normalised and not checked: ``(values by
-        position, seconds, stats)``."""
+    def solve(self, normalize=None) -> tuple[np.ndarray, float, dict]:
+        """One solve from the start values, scaled as ``normalize`` says
+        (:data:`NORMALIZATIONS`: by the sum, the Euclidean norm, or None: as the kernels left
+        them) and not checked: ``(values by position, seconds,
+        stats)``. Each device finishes its part (float64, scaled by the sum or norm over every
+        device's) and the parts land on the host in one copy each
+        (:func:`~groute.runtime.answer_landing.download`)."""
         keys = stats_keys(self.iteration)
         if self.n == 0:
             return np.zeros(0), 0.0, complete_stats(keys, {
@@ -656,11 +662,12 @@ class IterateSolver(Solver):
             stats = self._run_bsp() if self.mode == "bsp" else self._run_async()
         if self.mode == "bsp" and self.persistent:
             stats["iteration_trace"] = self._trace_summary(stats["iterations"])
-        if self.mode == "bsp":
-            values = np.concatenate(self._everyone([d.bsp_values() for d in self.devs],
-                                                   "the values"))
-        else:
-            values = np.concatenate([d.push_values() for d in self.devs])
+        parts = [d.bsp_answer() if self.mode == "bsp" else d.push_answer() for d in self.devs]
+        parts = self._normalized_parts(parts, normalize)
+        entries = [None] * self.k
+        for i, part in zip(self._here, parts):
+            entries[i] = part
+        values = download(self.ctx, entries, "the values")
         if self._order is not None:
             values = _unpermute(values, self._order)
         if self.partition is not None:
@@ -671,6 +678,35 @@ class IterateSolver(Solver):
                      vertices_per_device=np.diff(self.offsets).tolist(), tol=self.tol)
         stats[self.iteration.alpha_name] = self.alpha
         return values, timer.seconds, complete_stats(keys, stats)
+
+    def _normalized_parts(self, parts, how):
+        """This process's devices' ``parts`` (float64, on each device) scaled as ``how`` says
+        (:data:`NORMALIZATIONS`) by the sum (or the norm) over every device's part, one
+        read-back per device and the totals shared across processes: "sum" divides by the sum
+        (uniform ``1/n`` when it is not positive), "l2" by the norm (unchanged when it is zero
+        or not finite: a run that diverged)."""
+        if how not in ("sum", "l2") or self.n == 0:
+            return parts
+        mine = []
+        for dev, part in zip(self.devs, parts):
+            with dev.device.on_compute(), np.errstate(over="ignore", invalid="ignore"):
+                mine.append(float(part.sum() if how == "sum" else part @ part))
+        total = math.fsum(self._everyone(mine, "the values' sums"))
+        if how == "sum" and not total > 0:
+            out = []
+            for dev, part in zip(self.devs, parts):
+                with dev.device.on_compute():
+                    out.append(dev.device.xp.full(part.shape[0], 1.0 / self.n))
+            return out
+        if how == "l2":
+            total = math.sqrt(total)
+            if not total > 0 or not math.isfinite(total):   # all zero, or a run that diverged
+                return parts
+        out = []
+        for dev, part in zip(self.devs, parts):
+            with dev.device.on_compute():
+                out.append(part / total)
+        return out
 
     def _run_bsp(self) -> dict:
         k = self.k
@@ -944,19 +980,3 @@ def _unpermute(values, order):
     out = np.empty_like(values)
     out[order] = values
     return out
-
-
-def normalized(values, how):
-    """``values`` scaled as ``how`` says (:data:`NORMALIZATIONS`)."""
-    if how == "sum":
-        total = values.sum()
-        if total > 0 or values.shape[0] == 0:
-            return values / total if total > 0 else values
-        return np.full(values.shape[0], 1.0 / values.shape[0])
-    if how == "l2":
-        with np.errstate(over="ignore", invalid="ignore"):
-            norm = float(np.linalg.norm(values))
-        if not norm > 0 or not np.isfinite(norm):     # all zero, or a run that diverged
-            return values
-        return values / norm
-    return values

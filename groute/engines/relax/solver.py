@@ -18,14 +18,17 @@ The relaxation says what an arc offers (its ``cuda`` expression becomes the kern
 ``arc_value``, its ``numpy`` the CPU worker's), whether it reads weights and whether every arc
 adds one (``unit``: pull levels, the unique queue and the level-synchronous peer kernel; the
 ``auto`` rules of :mod:`~groute.engines.relax.rules`, unit-step or weighted). What the app adds
-is a subclass: the relaxation, its ``default_delta``, its answer's dtype and checks
-(``_finish``), and its own options mapped onto the engine's (BFS's ``depth_limit`` is a
+is a subclass: the relaxation, its ``default_delta``, its answer's dtype and "unreached"
+value, and its own options mapped onto the engine's (BFS's ``depth_limit`` is a
 ``ceiling``).
 
 Values are int32 for int weights or none (exact), float32 for float weights; results come back
 as :attr:`RelaxSolver.answer_dtype` with :attr:`RelaxSolver.unreached` where the run did not
-reach, indexed by position, with the graph's ids alongside (:class:`~groute.results.AppResult`);
-on one CUDA device the answer is also kept there (``AppResult.to_cupy``).
+reach, indexed by position, with the graph's ids alongside (:class:`~groute.results.AppResult`):
+each device finishes its part (dtype, "unreached") and the parts land on the host in one copy
+each (:func:`~groute.runtime.answer_landing.download`); on one CUDA device the answer is also
+kept there (``AppResult.to_cupy``). A weighted run whose distances could pass their type is
+checked first (:func:`~groute.engines.relax.values.check_overflow`, on the kernels' values).
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from groute.results import AppResult, complete_stats
+from groute.runtime.answer_landing import download
 from groute.runtime.context import taking_turns
 from groute.solver import DeviceTimer, Solver, source_position
 
@@ -50,7 +54,7 @@ from .memory import RECEIVE_BUFFERS, packet_items, traversal_bytes
 from .pull import pull_levels
 from .relaxation import Relaxation
 from .rules import UNIT_STEP_RULES, WEIGHTED_RULES
-from .values import overflow_possible
+from .values import check_overflow, overflow_possible
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +123,7 @@ class RelaxSolver(Solver):
     """The solver of a :class:`~.relaxation.Relaxation` (BFS: :class:`groute.apps.bfs.BFS`,
     SSSP: :class:`groute.apps.sssp.SSSP`); see the module docstring. A subclass sets
     :attr:`relaxation` (and may set :attr:`app`, :attr:`answer_dtype`, :attr:`unreached`,
-    :meth:`default_delta`, ``_finish``).
+    :meth:`default_delta`).
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
     round, global barrier, all-to-all exchange; a unit relaxation on a symmetric graph also
@@ -469,17 +473,30 @@ class RelaxSolver(Solver):
             counters = self.ctx.share([None if w is None else w.collect_counters() for w in self.workers],
                                       "the workers' counters")
         raw = [None if w is None else w.values() for w in self.workers]
+        if self.overflow_possible:      # its check first: no answer or parents of a failed run
+            check_overflow(self.graph, self._raw_on_host(raw), self.kind, self.app)
+        parts = []
+        for dev, r in zip(self.ctx.devices, raw):
+            if r is None:
+                parts.append(None)
+                continue
+            with dev.on_compute():
+                parts.append(self._answer(r))
+        answer = np.asarray(self.part.to_original(download(self.ctx, parts, "the values")))
+        parents = self._parents(raw, seeds) if predecessors else None
+        return self._result(answer, timer.seconds, self._stats(wl, counters),
+                            unreached=self.unreached, device_values=self._kept_answer(parts),
+                            predecessors=parents)
+
+    def _raw_on_host(self, raw):
+        """The run's values as the kernels left them (``raw``: each device's), on the host
+        and by position: what the overflow check and the parents on the host read."""
         values = np.concatenate(self.ctx.share(
             [r if r is None else dev.to_host(r) for dev, r in zip(self.ctx.devices, raw)],
             "the values"))
-        values = np.asarray(self.part.to_original(values))
-        answer = self._finish(values)       # its checks first: no parents of a failed run
-        parents = self._parents(raw, values, seeds) if predecessors else None
-        return self._result(answer, timer.seconds, self._stats(wl, counters),
-                            unreached=self.unreached, device_values=self._kept_answer(raw),
-                            predecessors=parents)
+        return np.asarray(self.part.to_original(values))
 
-    def _parents(self, raw, values, seeds):
+    def _parents(self, raw, seeds):
         """The parents of :func:`~groute.engines.relax.parents.parents` from the run's values
         (as the kernels computed them) and the relaxation's ``numpy``: on one CUDA device over
         its arrays there, else on the host over the graph; across processes over this rank's
@@ -506,32 +523,25 @@ class RelaxSolver(Solver):
         weights = None
         if self.weighted_values:
             weights = np.asarray(g.weights).astype(np.int64 if self.kind == "int" else np.float32)
+        values = self._raw_on_host(raw)
         return parents(np.asarray(g.indptr), np.asarray(g.indices), weights, values, seeds,
                        unreached, offered=offered, xp=np, first=first, combine=combine)
 
-    def _finish(self, values):
-        """The answer from the workers' values, in position order (apps add their checks:
-        SSSP's overflow check)."""
-        return self._answer(values)
-
     def _answer(self, values):
         """``values`` as :attr:`answer_dtype`, :attr:`unreached` where the run did not reach
-        (NumPy or CuPy, as ``values``)."""
+        (NumPy or CuPy, as ``values``: a device's part is finished on the device)."""
         out = values.astype(self.answer_dtype, copy=True)
         # copyto, not a masked assignment: on CuPy that counts the mask (a scan and a read-back)
         array_module(values).copyto(out, self.unreached, where=unreached_mask(values, self.kind))
         return out
 
-    def _kept_answer(self, raw):
-        """On one CUDA device, the answer left there for ``AppResult.to_cupy`` (no host copy),
-        else None. Synchronised: the next run overwrites the workers' values."""
+    def _kept_answer(self, parts):
+        """On one CUDA device, the answer left there for ``AppResult.to_cupy`` (no host copy:
+        the part :func:`download` copied, a new array the next run does not touch, finished
+        since that copy was waited for), else None."""
         if self.ctx.backend != "cuda" or self.ctx.num_devices != 1:
             return None
-        dev = self.ctx.devices[0]
-        with dev.on_compute():
-            out = self._answer(raw[0])
-        dev.compute_stream.synchronize()    # the caller's CuPy work may follow on any stream
-        return out
+        return parts[0]
 
     def _stats(self, wl, counters):
         total = lambda key: int(sum(c.get(key, 0) for c in counters))  # noqa: E731

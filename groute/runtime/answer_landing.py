@@ -1,0 +1,153 @@
+"""Answers brought to the host: every device's part copied once, at its final position, into
+one host array, in host memory kept for the next answer of its size.
+
+Why: after a run, what a caller waits for is mostly host passes over the answer, not the run.
+Each pass over fresh host memory pays its page faults, a few GB/s, and a pageable download
+is no faster; converting, renumbering and normalising on the host made a second's worth of
+those passes on a large graph (``docs/notes/multi_gpu_costs.md``, S5). So the solvers finish
+their answers on the devices (dtype, "unreached", normalisation) and :func:`download` does
+the one copy left: each device's part queued on its compute stream into its slice of one
+host array, every copy queued before the host waits for them together.
+
+Where that array lives decides what the copy costs (:class:`AnswerLanding`): memory kept
+from an earlier answer of the same size, once the caller no longer holds that answer, is
+reached at the link's speed (on CUDA it is pinned: no staging, no page faults). A size asked
+for the first time lands in fresh pageable memory instead, as before: pinning costs more than
+one pageable download, so it is paid only by sizes asked for again. A kept buffer is handed
+out again only when no array made from it is alive, so an answer a caller keeps is never
+overwritten; while it is kept, the next answer of that size lands in fresh memory.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import weakref
+
+import numpy as np
+
+#: the most bytes of answer buffers one context keeps between runs
+KEEP_BYTES = 2 << 30
+#: seconds a wait for the downloads polls without sleeping first (a run's answer is due now)
+DOWNLOAD_SPIN_S = 0.05
+
+
+class _Kept:
+    """One kept buffer: its memory (a buffer object, not an ndarray: every view of an array
+    made from it then keeps that array alive, which is what :meth:`free` watches) and a
+    weak reference to the last array handed out over it."""
+
+    __slots__ = ("memory", "handed")
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.handed = None
+
+    def free(self) -> bool:
+        return self.handed is None or self.handed() is None
+
+
+class AnswerLanding:
+    """The host arrays a context's answers land in (module docstring): per answer size in
+    bytes, one buffer kept and reused while no answer made from it is alive, at most
+    ``keep_bytes`` in all (the least recently used free ones go first). Thread-safe: two runs
+    finishing at once never get the same memory."""
+
+    def __init__(self, keep_bytes: int = KEEP_BYTES):
+        self.keep_bytes = int(keep_bytes)
+        self._lock = threading.Lock()
+        self._kept: collections.OrderedDict[int, _Kept] = collections.OrderedDict()
+        self._asked: set[int] = set()
+
+    def take(self, n: int, dtype, device) -> np.ndarray:
+        """A host array of ``n`` items of ``dtype`` for an answer that ``device`` (one of the
+        context's) copies into: a kept buffer when one of this size is free, new memory kept
+        for a size asked for before (``device.landing_memory``), else fresh pageable memory."""
+        dtype = np.dtype(dtype)
+        nbytes = int(n) * dtype.itemsize
+        if nbytes == 0:
+            return np.empty(n, dtype)
+        with self._lock:
+            kept = self._kept.get(nbytes)
+            if kept is None and nbytes in self._asked and self._room_for(nbytes):
+                kept = self._kept[nbytes] = _Kept(device.landing_memory(nbytes))
+            self._asked.add(nbytes)
+            if kept is None or not kept.free():
+                return np.empty(n, dtype)
+            self._kept.move_to_end(nbytes)
+            out = np.frombuffer(kept.memory, dtype=dtype, count=n)
+            kept.handed = weakref.ref(out)
+            return out
+
+    def _room_for(self, nbytes: int) -> bool:
+        """Whether a new buffer of ``nbytes`` fits under :attr:`keep_bytes`, once free buffers
+        of other sizes are let go, oldest first (the lock is held)."""
+        if nbytes > self.keep_bytes:
+            return False
+        held = sum(self._kept)
+        for size in list(self._kept):
+            if held + nbytes <= self.keep_bytes:
+                break
+            if self._kept[size].free():
+                del self._kept[size]
+                held -= size
+        return held + nbytes <= self.keep_bytes
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of buffers kept now."""
+        with self._lock:
+            return sum(self._kept)
+
+    def release(self) -> None:
+        """Let every kept buffer go (the context is shutting down); arrays still held keep
+        their own memory alive."""
+        with self._lock:
+            self._kept.clear()
+            self._asked.clear()
+
+
+def download(ctx, parts, what: str = "the answer") -> np.ndarray:
+    """The host array of every device's part of an answer, in device order.
+
+    Parameters
+    ----------
+    ctx : Context
+        The run's context; its ``answer_landing`` (an :class:`AnswerLanding`) provides the
+        array.
+    parts : list
+        Per device of ``ctx.devices``: its part (an array of that device, finished: the
+        answer's dtype and values, contiguous), or None for a device holding none (across
+        processes: every device of another rank).
+    what : str
+        What the parts are, for an error while sharing them across processes.
+
+    Returns
+    -------
+    numpy.ndarray
+        The parts one after another. In one process each part is copied once into its slice,
+        on its device's compute stream after the work queued there, and the host waits for
+        every copy together (a failed device raises as any wait on it does). Across processes
+        (a :class:`~groute.runtime.rank_context.RankContext`) each rank's parts are read back
+        and shared through ``ctx.share``.
+    """
+    if getattr(ctx, "ranks", None) is not None:
+        hosts = ctx.share([None if p is None else dev.to_host(p)
+                           for dev, p in zip(ctx.devices, parts)], what)
+        return np.concatenate([h for h in hosts if h is not None])
+    held = [(dev, p) for dev, p in zip(ctx.devices, parts) if p is not None]
+    if not held:
+        raise ValueError(f"{what}: no device holds a part")
+    dtype = held[0][1].dtype
+    if any(p.dtype != dtype for _, p in held):
+        raise TypeError(f"{what}: the devices' parts differ in dtype "
+                        f"({sorted({str(p.dtype) for _, p in held})})")
+    sizes = [int(p.shape[0]) for _, p in held]
+    out = ctx.answer_landing.take(sum(sizes), dtype, held[0][0])
+    copied, lo = [], 0
+    for (dev, part), size in zip(held, sizes):
+        stream = dev.compute_stream
+        stream.copy(out[lo:lo + size], part)
+        copied.append(stream.record())
+        lo += size
+    type(copied[0]).wait_all(copied, ctx.timeout, spin=DOWNLOAD_SPIN_S)
+    return out

@@ -1,0 +1,124 @@
+"""Answers land on the host in one copy per device, in memory kept for the next answer of
+their size, never over an answer the caller still holds (groute.runtime.answer_landing)."""
+import gc
+
+import numpy as np
+import pytest
+
+import groute
+from groute import Context
+from groute.apps.bfs import BFS
+from groute.apps.pr import PageRank
+from groute.graph import load_graph
+from groute.runtime.answer_landing import AnswerLanding, download
+
+from support import need_gpus
+
+
+class _HostDevice:
+    def landing_memory(self, nbytes):
+        import mmap
+        return mmap.mmap(-1, nbytes)
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def test_a_size_asked_again_lands_in_kept_memory_once_the_last_answer_is_gone():
+    landing, dev = AnswerLanding(), _HostDevice()
+    first = landing.take(1000, np.int32, dev)           # asked for the first time: fresh memory
+    assert landing.kept_bytes == 0 and first.shape == (1000,) and first.dtype == np.int32
+    second = landing.take(1000, np.int32, dev)          # asked again: kept from now on
+    assert landing.kept_bytes == 4000
+    kept_at = _address(second)
+    third = landing.take(500, np.int64, dev)            # same bytes, the buffer is busy
+    assert _address(third) != kept_at
+    del second
+    gc.collect()
+    fourth = landing.take(500, np.float64, dev)         # free again: reused, any dtype
+    assert _address(fourth) == kept_at and fourth.dtype == np.float64 and fourth.flags.writeable
+    del first, third
+
+
+def test_a_view_of_an_answer_keeps_its_memory_from_being_reused():
+    landing, dev = AnswerLanding(), _HostDevice()
+    landing.take(64, np.float64, dev)
+    answer = landing.take(64, np.float64, dev)
+    answer[:] = np.arange(64)
+    kept_at = _address(answer)
+    tail = answer[32:][::2]             # a view of a view: both lead back to the answer
+    del answer
+    gc.collect()
+    other = landing.take(64, np.float64, dev)
+    other[:] = -1
+    assert _address(other) != kept_at
+    assert np.array_equal(tail, np.arange(32, 64, 2))
+    del tail
+    gc.collect()
+    assert _address(landing.take(64, np.float64, dev)) == kept_at
+
+
+def test_kept_memory_stays_under_its_limit_letting_free_buffers_go_oldest_first():
+    landing, dev = AnswerLanding(keep_bytes=1000), _HostDevice()
+    for size in (400, 400, 500, 500):                   # 400 and 500 bytes kept
+        landing.take(size, np.uint8, dev)
+    assert landing.kept_bytes == 900
+    landing.take(600, np.uint8, dev)
+    held = landing.take(600, np.uint8, dev)             # 400 goes (oldest free), then 500
+    assert landing.kept_bytes == 600
+    landing.take(700, np.uint8, dev)
+    landing.take(700, np.uint8, dev)                    # no room: 600 is held
+    assert landing.kept_bytes == 600
+    assert landing.take(2000, np.uint8, dev).shape == (2000,)   # larger than the limit: fresh
+    del held
+    landing.release()
+    assert landing.kept_bytes == 0
+    assert landing.take(0, np.int32, dev).shape == (0,)
+
+
+def test_download_puts_every_devices_part_at_its_offset():
+    with Context(3, backend="cpu", timeout=10) as ctx:
+        parts = [np.arange(5, dtype=np.int64), None, np.arange(100, 103, dtype=np.int64)]
+        for _ in range(3):
+            out = download(ctx, parts)
+            assert np.array_equal(out, [0, 1, 2, 3, 4, 100, 101, 102])
+        with pytest.raises(TypeError, match="differ in dtype"):
+            download(ctx, [np.zeros(2, np.int32), np.zeros(2, np.int64), None], "the labels")
+        with pytest.raises(ValueError, match="the labels: no device holds a part"):
+            download(ctx, [None, None, None], "the labels")
+    assert ctx.answer_landing.kept_bytes == 0           # let go at shutdown
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", [1, 3])
+def test_answers_a_caller_keeps_are_not_overwritten_by_the_next_runs(k):
+    g = load_graph("grid:30", cache=False)
+    with Context(k, backend="cpu", timeout=20) as ctx, BFS(g, ctx=ctx) as bfs:
+        kept = [bfs.run(s) for s in (0, 450, 899, 0, 450)]
+        for result, source in zip(kept, (0, 450, 899, 0, 450)):
+            want = groute.bfs(g, source, backend="cpu", devices=1).values
+            assert np.array_equal(result.values, want), source
+        assert ctx.answer_landing.kept_bytes == g.num_vertices * 4
+    with Context(k, backend="cpu", timeout=20) as ctx, PageRank(g, ctx=ctx) as pr:
+        first = pr.run()
+        again = [pr.run().values.copy() for _ in range(3)]      # each dropped: memory reused
+        assert all(np.array_equal(first.values, a) for a in again)
+        assert abs(first.values.sum() - 1) < 1e-12
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_on_a_gpu_answers_land_in_pinned_memory_and_stay_right():
+    need_gpus(1)
+    import cupy
+    g = load_graph("kron:12", cache=False)
+    with Context(1, backend="cuda", timeout=30) as ctx, BFS(g, ctx=ctx) as bfs:
+        held = [bfs.run(s).values for s in (0, 1, 0)]
+        assert np.array_equal(held[0], held[2])
+        assert ctx.answer_landing.kept_bytes == g.num_vertices * 4
+        memory = cupy.cuda.runtime.pointerGetAttributes(_address(held[1]))
+        assert memory.type == cupy.cuda.runtime.memoryTypeHost      # pinned
+        for s in (0, 1):
+            want = groute.bfs(g, s, backend="cpu", devices=1).values
+            assert np.array_equal(bfs.run(s).values, want)
