@@ -32,13 +32,15 @@ def test_a_size_asked_again_lands_in_kept_memory_once_the_last_answer_is_gone():
     second = landing.take(1000, np.int32, dev)          # asked again: kept from now on
     assert landing.kept_bytes == 4000
     kept_at = _address(second)
-    third = landing.take(500, np.int64, dev)            # same bytes, the buffer is busy
-    assert _address(third) != kept_at
+    third = landing.take(500, np.int64, dev)            # same bytes, the first is busy: a second
+    assert landing.kept_bytes == 8000 and _address(third) != kept_at
+    fourth = landing.take(1000, np.int32, dev)          # both busy: fresh memory, not kept
+    assert landing.kept_bytes == 8000 and _address(fourth) not in (kept_at, _address(third))
     del second
     gc.collect()
-    fourth = landing.take(500, np.float64, dev)         # free again: reused, any dtype
-    assert _address(fourth) == kept_at and fourth.dtype == np.float64 and fourth.flags.writeable
-    del first, third
+    fifth = landing.take(500, np.float64, dev)          # free again: reused, any dtype
+    assert _address(fifth) == kept_at and fifth.dtype == np.float64 and fifth.flags.writeable
+    del first, third, fourth
 
 
 def test_a_view_of_an_answer_keeps_its_memory_from_being_reused():
@@ -50,7 +52,7 @@ def test_a_view_of_an_answer_keeps_its_memory_from_being_reused():
     tail = answer[32:][::2]             # a view of a view: both lead back to the answer
     del answer
     gc.collect()
-    other = landing.take(64, np.float64, dev)
+    other = landing.take(64, np.float64, dev)           # the second buffer of this size
     other[:] = -1
     assert _address(other) != kept_at
     assert np.array_equal(tail, np.arange(32, 64, 2))
@@ -94,12 +96,13 @@ def test_download_puts_every_devices_part_at_its_offset():
 @pytest.mark.parametrize("k", [1, 3])
 def test_answers_a_caller_keeps_are_not_overwritten_by_the_next_runs(k):
     g = load_graph("grid:30", cache=False)
-    with Context(k, backend="cpu", timeout=20) as ctx, BFS(g, ctx=ctx) as bfs:
+    with Context(k, backend="cpu", timeout=20) as ctx, \
+            BFS(g, ctx=ctx, partition="contiguous") as bfs:     # answers are the landed arrays
         kept = [bfs.run(s) for s in (0, 450, 899, 0, 450)]
         for result, source in zip(kept, (0, 450, 899, 0, 450)):
             want = groute.bfs(g, source, backend="cpu", devices=1).values
             assert np.array_equal(result.values, want), source
-        assert ctx.answer_landing.kept_bytes == g.num_vertices * 4
+        assert ctx.answer_landing.kept_bytes == 2 * g.num_vertices * 4     # two per size
     with Context(k, backend="cpu", timeout=20) as ctx, PageRank(g, ctx=ctx) as pr:
         first = pr.run()
         again = [pr.run().values.copy() for _ in range(3)]      # each dropped: memory reused
@@ -116,7 +119,7 @@ def test_on_a_gpu_answers_land_in_pinned_memory_and_stay_right():
     with Context(1, backend="cuda", timeout=30) as ctx, BFS(g, ctx=ctx) as bfs:
         held = [bfs.run(s).values for s in (0, 1, 0)]
         assert np.array_equal(held[0], held[2])
-        assert ctx.answer_landing.kept_bytes == g.num_vertices * 4
+        assert ctx.answer_landing.kept_bytes == 2 * g.num_vertices * 4
         memory = cupy.cuda.runtime.pointerGetAttributes(_address(held[1]))
         assert memory.type == cupy.cuda.runtime.memoryTypeHost      # pinned
         for s in (0, 1):

@@ -15,7 +15,8 @@ reached at the link's speed (on CUDA it is pinned: no staging, no page faults). 
 for the first time lands in fresh pageable memory instead, as before: pinning costs more than
 one pageable download, so it is paid only by sizes asked for again. A kept buffer is handed
 out again only when no array made from it is alive, so an answer a caller keeps is never
-overwritten; while it is kept, the next answer of that size lands in fresh memory.
+overwritten; two are kept per size, so a caller holding the previous answer while the next
+one lands still reuses memory, and past them an answer lands in fresh memory.
 """
 from __future__ import annotations
 
@@ -27,18 +28,22 @@ import numpy as np
 
 #: the most bytes of answer buffers one context keeps between runs
 KEEP_BYTES = 2 << 30
+#: buffers kept per answer size: a caller that holds the last answer while the next one lands
+#: (``r = solver.run(s)`` in a loop) alternates between two
+PER_SIZE = 2
 #: seconds a wait for the downloads polls without sleeping first (a run's answer is due now)
 DOWNLOAD_SPIN_S = 0.05
 
 
 class _Kept:
-    """One kept buffer: its memory (a buffer object, not an ndarray: every view of an array
-    made from it then keeps that array alive, which is what :meth:`free` watches) and a
-    weak reference to the last array handed out over it."""
+    """One kept buffer: its size, its memory (a buffer object, not an ndarray: every view of
+    an array made from it then keeps that array alive, which is what :meth:`free` watches)
+    and a weak reference to the last array handed out over it."""
 
-    __slots__ = ("memory", "handed")
+    __slots__ = ("nbytes", "memory", "handed")
 
-    def __init__(self, memory):
+    def __init__(self, nbytes, memory):
+        self.nbytes = nbytes
         self.memory = memory
         self.handed = None
 
@@ -48,55 +53,59 @@ class _Kept:
 
 class AnswerLanding:
     """The host arrays a context's answers land in (module docstring): per answer size in
-    bytes, one buffer kept and reused while no answer made from it is alive, at most
-    ``keep_bytes`` in all (the least recently used free ones go first). Thread-safe: two runs
-    finishing at once never get the same memory."""
+    bytes, up to :data:`PER_SIZE` buffers kept and reused while no answer made from them is
+    alive, at most ``keep_bytes`` in all (the least recently used free ones go first).
+    Thread-safe: two runs finishing at once never get the same memory."""
 
     def __init__(self, keep_bytes: int = KEEP_BYTES):
         self.keep_bytes = int(keep_bytes)
         self._lock = threading.Lock()
-        self._kept: collections.OrderedDict[int, _Kept] = collections.OrderedDict()
+        self._kept: list[_Kept] = []        # least recently handed out first
         self._asked: set[int] = set()
 
     def take(self, n: int, dtype, device) -> np.ndarray:
         """A host array of ``n`` items of ``dtype`` for an answer that ``device`` (one of the
-        context's) copies into: a kept buffer when one of this size is free, new memory kept
+        context's) copies into: a kept buffer of this size that is free, else new memory kept
         for a size asked for before (``device.landing_memory``), else fresh pageable memory."""
         dtype = np.dtype(dtype)
         nbytes = int(n) * dtype.itemsize
         if nbytes == 0:
             return np.empty(n, dtype)
         with self._lock:
-            kept = self._kept.get(nbytes)
-            if kept is None and nbytes in self._asked and self._room_for(nbytes):
-                kept = self._kept[nbytes] = _Kept(device.landing_memory(nbytes))
+            same = [k for k in self._kept if k.nbytes == nbytes]
+            kept = next((k for k in same if k.free()), None)
+            if kept is None and nbytes in self._asked and len(same) < PER_SIZE \
+                    and self._room_for(nbytes):
+                kept = _Kept(nbytes, device.landing_memory(nbytes))
+                self._kept.append(kept)
             self._asked.add(nbytes)
-            if kept is None or not kept.free():
+            if kept is None:
                 return np.empty(n, dtype)
-            self._kept.move_to_end(nbytes)
+            self._kept.remove(kept)
+            self._kept.append(kept)
             out = np.frombuffer(kept.memory, dtype=dtype, count=n)
             kept.handed = weakref.ref(out)
             return out
 
     def _room_for(self, nbytes: int) -> bool:
         """Whether a new buffer of ``nbytes`` fits under :attr:`keep_bytes`, once free buffers
-        of other sizes are let go, oldest first (the lock is held)."""
+        are let go, least recently used first (the lock is held)."""
         if nbytes > self.keep_bytes:
             return False
-        held = sum(self._kept)
-        for size in list(self._kept):
+        held = sum(k.nbytes for k in self._kept)
+        for kept in list(self._kept):
             if held + nbytes <= self.keep_bytes:
                 break
-            if self._kept[size].free():
-                del self._kept[size]
-                held -= size
+            if kept.free():
+                self._kept.remove(kept)
+                held -= kept.nbytes
         return held + nbytes <= self.keep_bytes
 
     @property
     def kept_bytes(self) -> int:
         """Bytes of buffers kept now."""
         with self._lock:
-            return sum(self._kept)
+            return sum(k.nbytes for k in self._kept)
 
     def release(self) -> None:
         """Let every kept buffer go (the context is shutting down); arrays still held keep

@@ -56,6 +56,7 @@ import time
 
 import numpy as np
 
+from groute.graph.arrays import array_module
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
@@ -363,6 +364,7 @@ class IterateSolver(Solver):
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
                 None if peer_writes is None else bool(peer_writes), self.start_vector is not None)
             self._order = None      # "bins": new vertex id -> the graph's id
+            self._device_order = None   # the same on the one device, once an answer needs it
             self.partition = None
             if mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
@@ -664,12 +666,16 @@ class IterateSolver(Solver):
             stats["iteration_trace"] = self._trace_summary(stats["iterations"])
         parts = [d.bsp_answer() if self.mode == "bsp" else d.push_answer() for d in self.devs]
         parts = self._normalized_parts(parts, normalize)
+        order = self._order
+        if order is not None and self.k == 1:    # one device holds every value: undone there
+            parts = [_unpermute(parts[0], self._order_on(self.devs[0].device))]
+            order = None
         entries = [None] * self.k
         for i, part in zip(self._here, parts):
             entries[i] = part
         values = download(self.ctx, entries, "the values")
-        if self._order is not None:
-            values = _unpermute(values, self._order)
+        if order is not None:
+            values = _unpermute(values, order)
         if self.partition is not None:
             values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.name for d in self.ctx.devices], mode=self.mode,
@@ -678,6 +684,14 @@ class IterateSolver(Solver):
                      vertices_per_device=np.diff(self.offsets).tolist(), tol=self.tol)
         stats[self.iteration.alpha_name] = self.alpha
         return values, timer.seconds, complete_stats(keys, stats)
+
+    def _order_on(self, device):
+        """The "bins" order (new id -> the graph's id) on ``device``, uploaded at the first
+        answer and kept for the next ones."""
+        if self._device_order is None:
+            self._device_order = device.asarray(
+                self._order.astype(np.int32 if self.n < 2**31 else np.int64))
+        return self._device_order
 
     def _normalized_parts(self, parts, how):
         """This process's devices' ``parts`` (float64, on each device) scaled as ``how`` says
@@ -977,6 +991,8 @@ def decided_sums(app: str, blocks, status: int, iteration, bound: float) -> tupl
 
 
 def _unpermute(values, order):
-    out = np.empty_like(values)
+    """``values`` by new id (the "bins" degree order) as values by the graph's id: ``order``
+    maps one to the other (NumPy or CuPy, as ``values``)."""
+    out = array_module(values).empty_like(values)
     out[order] = values
     return out
