@@ -69,7 +69,7 @@ def spin(device, stream: str = "compute", seconds: float = 0.2):
         cycles = int(seconds * (props.get("clockRate") or 2_000_000) * 1e3)     # kHz
         kernel = cupy.RawKernel(SPIN_KERNEL, "groute_test_spin")
         target = (device.compute_stream.raw if stream == "compute"
-                  else cupy.cuda.get_current_stream())      # none entered: CuPy's default
+                  else cupy.cuda.Stream.null)               # CuPy's default stream
         kernel((1,), (1,), (np.int64(cycles),), stream=target)
 
 

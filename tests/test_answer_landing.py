@@ -12,7 +12,7 @@ from groute.apps.pr import PageRank
 from groute.graph import load_graph
 from groute.runtime.answer_landing import AnswerLanding, download
 
-from support import need_gpus
+from support import need_gpus, spin
 
 
 class _HostDevice:
@@ -125,3 +125,56 @@ def test_on_a_gpu_answers_land_in_pinned_memory_and_stay_right():
         for s in (0, 1):
             want = groute.bfs(g, s, backend="cpu", devices=1).values
             assert np.array_equal(bfs.run(s).values, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_on_a_gpu_answers_are_finished_behind_a_busy_compute_stream(monkeypatch):
+    """Every app's answer is finished on the device and downloaded while its GPU is busy (a
+    kernel spinning on the compute stream and one on CuPy's default stream just before): work
+    left on the default stream would read a part before it is written, or a copy take one
+    before it is finished (the race a shared GPU shows: PageRank's degree order undone on the
+    default stream came back as uninitialised memory)."""
+    need_gpus(1)
+    from groute.engines.components.solver import ComponentsSolver
+    from groute.engines.iterate.device import IterationDevice
+    from groute.engines.relax.solver import RelaxSolver
+    from groute.graph import reference
+    from groute.tuning import PageRankTuning
+
+    def busy_first(cls, name, device_of):
+        original = getattr(cls, name)
+
+        def wrapped(self, *args, **kwargs):
+            device = device_of(self)
+            if device.backend == "cuda":        # the CPU references pass here too
+                spin(device, "compute", 0.1)
+                spin(device, "default", 0.1)
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(cls, name, wrapped)
+
+    busy_first(RelaxSolver, "_answer", lambda s: s.ctx.devices[0])
+    busy_first(IterationDevice, "bsp_answer", lambda d: d.device)
+    busy_first(IterationDevice, "push_answer", lambda d: d.device)
+    busy_first(ComponentsSolver, "_answer", lambda s: s.devs[0].device)
+    g = load_graph("kron:10", cache=False)
+    cpu = dict(backend="cpu", devices=1)
+    with Context(1, backend="cuda", timeout=30) as ctx:
+        for app in (groute.bfs, groute.sssp):
+            assert np.array_equal(app(g, 0, ctx=ctx).values, app(g, 0, **cpu).values), app
+        ref = reference.pagerank(g, tol=1e-13)
+        for options in (dict(mode="bsp", tuning=PageRankTuning(bsp_kernel="bins")),
+                        dict(mode="bsp", tuning=PageRankTuning(bsp_kernel="csc")),
+                        dict(mode="async")):
+            values = groute.pagerank(g, ctx=ctx, **options).values
+            assert np.all(values >= 0) and abs(values.sum() - 1) < 1e-9, options
+            assert np.abs(values - ref).sum() < 1e-2, options     # float32, tol 1e-6: ~1e-3
+        labels = [groute.connected_components(g, **where).values for where in (dict(ctx=ctx), cpu)]
+        assert np.array_equal(*[_least_member(x) for x in labels])
+
+
+def _least_member(labels):
+    """Each vertex's component named by its least vertex (labels name components any way)."""
+    least = np.full(labels.shape[0], labels.shape[0])
+    np.minimum.at(least, labels, np.arange(labels.shape[0]))
+    return least[labels]

@@ -668,7 +668,10 @@ class IterateSolver(Solver):
         parts = self._normalized_parts(parts, normalize)
         order = self._order
         if order is not None and self.k == 1:    # one device holds every value: undone there
-            parts = [_unpermute(parts[0], self._order_on(self.devs[0].device))]
+            device = self.devs[0].device
+            order_there = self._order_on(device)
+            with device.on_compute():
+                parts = [_unpermute(parts[0], order_there)]
             order = None
         entries = [None] * self.k
         for i, part in zip(self._here, parts):
