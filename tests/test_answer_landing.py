@@ -131,10 +131,11 @@ def test_on_a_gpu_answers_land_in_pinned_memory_and_stay_right():
 @pytest.mark.timeout(120)
 def test_on_a_gpu_answers_are_finished_behind_a_busy_compute_stream(monkeypatch):
     """Every app's answer is finished on the device and downloaded while its GPU is busy (a
-    kernel spinning on the compute stream and one on CuPy's default stream just before): work
-    left on the default stream would read a part before it is written, or a copy take one
-    before it is finished (the race a shared GPU shows: PageRank's degree order undone on the
-    default stream came back as uninitialised memory)."""
+    kernel spinning on the compute stream and one on CuPy's default stream just before the
+    parts are made): a part made, or a copy issued, on a stream other than the compute stream
+    would run before the work it depends on. The contended GPU stage is the wider net: it
+    found PageRank's degree order undone on the default stream (uninitialised memory in the
+    answer), which this test did not reproduce on an idle GPU."""
     need_gpus(1)
     from groute.engines.components.solver import ComponentsSolver
     from groute.engines.iterate.device import IterationDevice
