@@ -34,6 +34,7 @@ class SSSP(RelaxSolver):
     app = "sssp"
     answer_dtype = np.float64
     unreached = np.inf
+    checks_overflow = True
 
     def default_delta(self, graph):
         """Near-far's rule of thumb, ``mean weight * C / mean degree`` (at least one mean

@@ -140,6 +140,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GROUTE_COMMIT", _text, None,
              "the commit benchmark results name, where the tree has no usable .git "
              "(groute.machine)"),
+    Variable("GROUTE_ANSWER_KEEP_BYTES", _count, 2 << 30,
+             "bytes of host memory (pinned on CUDA) a context keeps to land its answers in "
+             "run after run; 0: none, every answer in fresh memory "
+             "(groute.runtime.answer_landing)"),
     Variable("GROUTE_PEER_BARRIER_TIMEOUT", _seconds, 10.0,
              "seconds a device waits at a cross-device barrier of a persistent kernel before "
              "the run raises (groute.engines.peer_barrier)"),

@@ -99,6 +99,20 @@ def test_divergence_raises_like_networkx(mode, k):
     assert exc.value.num_iterations == 30
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_values_whose_norm_passes_float64_fail_to_converge_on_any_device_count(k):
+    """Long enough past 1 / lambda_max that the devices' squared sums add up beyond float64:
+    the norm is inf and the values stay as they are (NumPy's norm), so the run fails to
+    converge as on one device, whatever the count."""
+    from groute.apps.katz import Katz
+    from groute.runtime import Context
+    with Context(k, backend="cpu", timeout=20) as ctx, \
+            Katz(load_graph("grid:10", cache=False), ctx=ctx, alpha=0.9025, max_iter=302,
+                 mode="bsp") as solver:
+        with pytest.raises(groute.PowerIterationFailedConvergence, match="lower alpha"):
+            solver.run()
+
+
 @pytest.mark.parametrize("tuning", [dict(bsp_kernel="bins"), dict(bsp_kernel="csc"),
                                     dict(bsp_kernel="coo"), dict(inplace=True),
                                     dict(device_check=False)])

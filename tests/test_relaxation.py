@@ -75,6 +75,20 @@ def test_light_hops_matches_networkx_on_the_filtered_graph(example, k, mode):
 
 
 @pytest.mark.timeout(60)
+def test_a_relaxation_that_offers_nothing_on_purpose_is_not_taken_for_an_overflow(example):
+    """Weights huge enough that SSSP would have to check its distances: a heavy arc's
+    "unreached" offer is this relaxation's answer, not a float32 sum that overflowed (only an
+    app that sets ``checks_overflow``, SSSP, is checked)."""
+    G = nx.DiGraph()
+    G.add_nodes_from(range(10))
+    G.add_weighted_edges_from([(0, 1, 1.0), (1, 2, 1.0), (0, 3, 1e38)])
+    g = load_graph(G, weight="weight")
+    with example["LightHops"](g, backend="cpu", devices=1, timeout=20) as solver:
+        assert solver.overflow_possible and not solver.checks_overflow
+        assert solver.run(0).to_dict() == {0: 0, 1: 1, 2: 2}
+
+
+@pytest.mark.timeout(60)
 def test_light_hops_on_a_graph_without_weights_is_bfs(example):
     """Every w is 1 there: the relaxation adds one per arc (adds_one), as BFS does."""
     G = weighted_graph(seed=5)

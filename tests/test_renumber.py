@@ -13,7 +13,7 @@ from groute import Context
 from groute.apps.bfs import BFS
 from groute.apps.pr import PageRank
 from groute.graph import load_graph
-from groute.runtime.answer_landing import download
+from groute.runtime.answer_landing import land_answer
 from groute.runtime.renumber import KERNEL, MAX_PARTS, DeviceRenumbering, gather_on_devices
 from groute.tuning import PageRankTuning
 
@@ -48,7 +48,7 @@ def test_each_device_makes_its_slice_in_the_graph_s_order(backend, k):
             renumbering = DeviceRenumbering(ctx, index, offsets)
             slices = renumbering.gather(on_devices)
             assert [int(s.shape[0]) for s in slices] == np.diff(renumbering.bounds).tolist()
-            assert np.array_equal(download(ctx, slices), values), dtype
+            assert np.array_equal(land_answer(ctx, slices), values), dtype
 
 
 def test_parts_that_do_not_match_the_new_ids_are_refused():
@@ -135,4 +135,4 @@ def test_on_gpus_the_slices_are_read_through_peer_memory_behind_busy_streams(k):
                     spin(dev, "compute", 0.05)
                     on_devices.append(staged * 1)        # written behind the spin
             slices = DeviceRenumbering(ctx, index, offsets).gather(on_devices)
-            assert np.array_equal(download(ctx, slices), values), dtype
+            assert np.array_equal(land_answer(ctx, slices), values), dtype

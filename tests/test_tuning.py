@@ -23,7 +23,8 @@ SAMPLES = {"GROUTE_TIMEOUT": ("7.5", 7.5), "GROUTE_DATA_DIR": ("/tmp/x ", "/tmp/
            "GROUTE_PEER_MAX_ROUNDS": ("9", 9), "GROUTE_PEER_TRACE": ("1", True),
            "GROUTE_PR_TRACE": ("1", True), "GROUTE_PR_PUSH_RULE": (" Degree", "degree"),
            "GROUTE_LOGICAL_DEVICES": ("yes", True),
-           "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c"), "GROUTE_RANK_TRANSPORT": (" NCCL", "nccl")}
+           "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c"), "GROUTE_RANK_TRANSPORT": (" NCCL", "nccl"),
+           "GROUTE_ANSWER_KEEP_BYTES": ("0", 0)}
 
 
 def test_every_variable_is_read_and_sets_its_field():

@@ -67,7 +67,8 @@ def main(argv=None):
                             dt = time.perf_counter() - t1
                             vals = np.asarray(res.values, np.float64)
                             err = np.abs(vals - ref)
-                            mass = sum(float(np.sum(d.push_answer())) for d in s.devs)
+                            mass = sum(float(d.device.to_host(d.push_answer()).sum())
+                                       for d in s.devs)
                             rmax = max(float(d.device.to_host(d.residual).max()) if d.n_local else 0.0
                                        for d in s.devs)
                             eps = res.stats.get("eps")

@@ -246,7 +246,8 @@ class Device(abc.ABC):
         ndarray (CPU: anonymous memory; CUDA: pinned, portable to every GPU, outside CuPy's
         pool so that letting it go frees it)."""
         import mmap
-        return mmap.mmap(-1, int(nbytes))
+        # private: a forked process writing its copy of an answer must not change this one's
+        return mmap.mmap(-1, int(nbytes), flags=mmap.MAP_PRIVATE)
 
     def mapped_host_buffer(self, shape, dtype):
         """Zeroed host memory this device's kernels read and write in place, at

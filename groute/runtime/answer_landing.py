@@ -2,12 +2,12 @@
 one host array, in host memory kept for the next answer of its size.
 
 Why: after a run, what a caller waits for is mostly host passes over the answer, not the run.
-Each pass over fresh host memory pays its page faults, a few GB/s, and a pageable download
-is no faster; converting, renumbering and normalising on the host made a second's worth of
-those passes on a large graph (``docs/notes/multi_gpu_costs.md``, S5). So the solvers finish
-their answers on the devices (dtype, "unreached", normalisation) and :func:`download` does
-the one copy left: each device's part queued on its compute stream into its slice of one
-host array, every copy queued before the host waits for them together.
+Each pass over fresh host memory pays its page faults, and a pageable download is no faster;
+converting, renumbering and normalising on the host made several such passes over a large
+graph's answer (``docs/notes/multi_gpu_costs.md``, S5). So the solvers finish their answers on
+the devices (dtype, "unreached", normalisation) and :func:`land_answer` does the one copy
+left: each device's part queued on its compute stream into its slice of one host array, every
+copy queued before the host waits for them together.
 
 Where that array lives decides what the copy costs (:class:`AnswerLanding`): memory kept
 from an earlier answer of the same size, once the caller no longer holds that answer, is
@@ -16,18 +16,18 @@ for the first time lands in fresh pageable memory instead, as before: pinning co
 one pageable download, so it is paid only by sizes asked for again. A kept buffer is handed
 out again only when no array made from it is alive, so an answer a caller keeps is never
 overwritten; two are kept per size, so a caller holding the previous answer while the next
-one lands still reuses memory, and past them an answer lands in fresh memory.
+one lands still reuses memory, and past them an answer lands in fresh memory. How much a
+context keeps is ``GROUTE_ANSWER_KEEP_BYTES`` (0: nothing, every answer in fresh memory).
 """
 from __future__ import annotations
 
-import collections
 import threading
 import weakref
 
 import numpy as np
 
-#: the most bytes of answer buffers one context keeps between runs
-KEEP_BYTES = 2 << 30
+from groute.tuning import setting
+
 #: buffers kept per answer size: a caller that holds the last answer while the next one lands
 #: (``r = solver.run(s)`` in a loop) alternates between two
 PER_SIZE = 2
@@ -48,25 +48,45 @@ class _Kept:
         self.handed = None
 
     def free(self) -> bool:
+        """Whether no array made from this memory is alive (so it may be written again)."""
         return self.handed is None or self.handed() is None
 
 
 class AnswerLanding:
     """The host arrays a context's answers land in (module docstring): per answer size in
     bytes, up to :data:`PER_SIZE` buffers kept and reused while no answer made from them is
-    alive, at most ``keep_bytes`` in all (the least recently used free ones go first).
-    Thread-safe: two runs finishing at once never get the same memory."""
+    alive, at most ``keep_bytes`` in all (default ``GROUTE_ANSWER_KEEP_BYTES``; the least
+    recently used free ones go first). Thread-safe: two runs finishing at once never get the
+    same memory."""
 
-    def __init__(self, keep_bytes: int = KEEP_BYTES):
-        self.keep_bytes = int(keep_bytes)
+    def __init__(self, keep_bytes: int | None = None):
+        self.keep_bytes = int(setting("GROUTE_ANSWER_KEEP_BYTES") if keep_bytes is None
+                              else keep_bytes)
         self._lock = threading.Lock()
         self._kept: list[_Kept] = []        # least recently handed out first
         self._asked: set[int] = set()
+        self._spoiled: list = []            # memory a copy may still write into: never reused
 
     def take(self, n: int, dtype, device) -> np.ndarray:
-        """A host array of ``n`` items of ``dtype`` for an answer that ``device`` (one of the
-        context's) copies into: a kept buffer of this size that is free, else new memory kept
-        for a size asked for before (``device.landing_memory``), else fresh pageable memory."""
+        """A host array for an answer that ``device`` copies into.
+
+        Parameters
+        ----------
+        n : int
+            Its length.
+        dtype : numpy dtype
+            Its dtype.
+        device : Device
+            One of the context's devices: it allocates new kept memory
+            (:meth:`~groute.device.base.Device.landing_memory`).
+
+        Returns
+        -------
+        numpy.ndarray
+            A kept buffer of this size that is free; else new memory, kept, for a size asked
+            for before while there is room; else fresh pageable memory (also where the new
+            memory cannot be had: the answer does not fail for it).
+        """
         dtype = np.dtype(dtype)
         nbytes = int(n) * dtype.itemsize
         if nbytes == 0:
@@ -76,8 +96,12 @@ class AnswerLanding:
             kept = next((k for k in same if k.free()), None)
             if kept is None and nbytes in self._asked and len(same) < PER_SIZE \
                     and self._room_for(nbytes):
-                kept = _Kept(nbytes, device.landing_memory(nbytes))
-                self._kept.append(kept)
+                try:
+                    kept = _Kept(nbytes, device.landing_memory(nbytes))
+                except Exception:       # noqa: BLE001 - no pinned memory: land as before
+                    self.keep_bytes = min(self.keep_bytes, sum(k.nbytes for k in self._kept))
+                else:
+                    self._kept.append(kept)
             self._asked.add(nbytes)
             if kept is None:
                 return np.empty(n, dtype)
@@ -88,18 +112,29 @@ class AnswerLanding:
             return out
 
     def _room_for(self, nbytes: int) -> bool:
-        """Whether a new buffer of ``nbytes`` fits under :attr:`keep_bytes`, once free buffers
-        are let go, least recently used first (the lock is held)."""
-        if nbytes > self.keep_bytes:
-            return False
+        """Whether a new buffer of ``nbytes`` fits under :attr:`keep_bytes` once free buffers
+        are let go, least recently used first; they are let go only when it then fits (the
+        lock is held)."""
         held = sum(k.nbytes for k in self._kept)
+        freeable = sum(k.nbytes for k in self._kept if k.free())
+        if held - freeable + nbytes > self.keep_bytes:
+            return False
         for kept in list(self._kept):
             if held + nbytes <= self.keep_bytes:
                 break
             if kept.free():
                 self._kept.remove(kept)
                 held -= kept.nbytes
-        return held + nbytes <= self.keep_bytes
+        return True
+
+    def spoil(self, array) -> None:
+        """Never hand out again the kept memory under ``array`` (a copy into it may still be
+        in flight after a failed wait); it is held until :meth:`release`."""
+        with self._lock:
+            for kept in list(self._kept):
+                if kept.handed is not None and kept.handed() is array:
+                    self._kept.remove(kept)
+                    self._spoiled.append(kept.memory)
 
     @property
     def kept_bytes(self) -> int:
@@ -113,9 +148,10 @@ class AnswerLanding:
         with self._lock:
             self._kept.clear()
             self._asked.clear()
+            self._spoiled.clear()
 
 
-def download(ctx, parts, what: str = "the answer") -> np.ndarray:
+def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
     """The host array of every device's part of an answer, in device order.
 
     Parameters
@@ -152,11 +188,15 @@ def download(ctx, parts, what: str = "the answer") -> np.ndarray:
                         f"({sorted({str(p.dtype) for _, p in held})})")
     sizes = [int(p.shape[0]) for _, p in held]
     out = ctx.answer_landing.take(sum(sizes), dtype, held[0][0])
-    copied, lo = [], 0
-    for (dev, part), size in zip(held, sizes):
-        stream = dev.compute_stream
-        stream.copy(out[lo:lo + size], part)
-        copied.append(stream.record())
-        lo += size
-    type(copied[0]).wait_all(copied, ctx.timeout, spin=DOWNLOAD_SPIN_S)
+    try:
+        copied, lo = [], 0
+        for (dev, part), size in zip(held, sizes):
+            stream = dev.compute_stream
+            stream.copy(out[lo:lo + size], part)
+            copied.append(stream.record())
+            lo += size
+        type(copied[0]).wait_all(copied, ctx.timeout, spin=DOWNLOAD_SPIN_S)
+    except BaseException:
+        ctx.answer_landing.spoil(out)
+        raise
     return out

@@ -6,7 +6,7 @@ range of *new* ids, which are scattered over the graph's ids. Undone on the host
 gather over every vertex into fresh memory after the download: tens of milliseconds on a graph
 of tens of millions of vertices, more than the run on several GPUs. Undone on the devices, it
 is a gather through peer memory, and each device makes a contiguous slice of the answer in the
-graph's order, which :func:`~groute.runtime.answer_landing.download` lands at its offset with
+graph's order, which :func:`~groute.runtime.answer_landing.land_answer` lands at its offset with
 no host pass at all.
 
 Device ``j`` makes the graph's ids ``[bounds[j], bounds[j + 1])`` (an even split): for each, its

@@ -65,7 +65,7 @@ import numpy as np
 from groute.runtime.link import Link
 from groute.runtime.policies import first_available
 from groute.results import AppResult, complete_stats
-from groute.runtime.answer_landing import download
+from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
 from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver
@@ -414,7 +414,7 @@ class ComponentsSolver(Solver):
 
     def _answer(self, counters=None, *, giant=True):
         """The labels (int64 by position: the first device's parent array, converted there and
-        downloaded once, :func:`~groute.runtime.answer_landing.download`) and the run's facts,
+        downloaded once, :func:`~groute.runtime.answer_landing.land_answer`) and the run's facts,
         read back together in one copy: the rest kernel's ``counters`` where given, then, with
         ``giant`` (Afforest), the giant's root and its size counted on the device."""
         first = self.devs[0]
@@ -431,7 +431,7 @@ class ComponentsSolver(Solver):
                                            dtype=np.int64).reshape(1)]
             facts = dev.to_host(xp.concatenate(facts))
         parts = [labels if d is dev else None for d in self.ctx.devices]
-        return download(self.ctx, parts, "the labels"), [int(x) for x in facts]
+        return land_answer(self.ctx, parts, "the labels"), [int(x) for x in facts]
 
     def _run_across_ranks(self) -> AppResult:
         """The in-place path across processes: every rank samples its rows into its parent

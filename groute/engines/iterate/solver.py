@@ -59,7 +59,7 @@ import numpy as np
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
-from groute.runtime.answer_landing import download
+from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
 from groute.runtime.renumber import DeviceRenumbering, gather_on_devices
 from groute.solver import DeviceTimer, Solver
@@ -653,7 +653,7 @@ class IterateSolver(Solver):
         them) and not checked: ``(values by position, seconds,
         stats)``. Each device finishes its part (float64, scaled by the sum or norm over every
         device's) and the parts land on the host in one copy each
-        (:func:`~groute.runtime.answer_landing.download`)."""
+        (:func:`~groute.runtime.answer_landing.land_answer`)."""
         keys = stats_keys(self.iteration)
         if self.n == 0:
             return np.zeros(0), 0.0, complete_stats(keys, {
@@ -671,9 +671,9 @@ class IterateSolver(Solver):
             entries[i] = part
         renumbering = self._renumbering()
         if renumbering is not None:     # each device makes its slice in the graph's order
-            values = download(self.ctx, renumbering.gather(entries), "the values")
+            values = land_answer(self.ctx, renumbering.gather(entries), "the values")
         else:
-            values = download(self.ctx, entries, "the values")
+            values = land_answer(self.ctx, entries, "the values")
             if self._order is not None:
                 values = _unpermute(values, self._order)
             if self.partition is not None:
@@ -713,7 +713,12 @@ class IterateSolver(Solver):
         for dev, part in zip(self.devs, parts):
             with dev.device.on_compute(), np.errstate(over="ignore", invalid="ignore"):
                 mine.append(float(part.sum() if how == "sum" else part @ part))
-        total = math.fsum(self._everyone(mine, "the values' sums"))
+        sums = self._everyone(mine, "the values' sums")
+        try:
+            total = math.fsum(sums)
+        except (OverflowError, ValueError):     # past float64's range, or inf - inf: as NumPy
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = float(np.sum(sums))
         if how == "sum" and not total > 0:
             out = []
             for dev, part in zip(self.devs, parts):

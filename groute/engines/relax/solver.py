@@ -26,9 +26,10 @@ Values are int32 for int weights or none (exact), float32 for float weights; res
 as :attr:`RelaxSolver.answer_dtype` with :attr:`RelaxSolver.unreached` where the run did not
 reach, indexed by position, with the graph's ids alongside (:class:`~groute.results.AppResult`):
 each device finishes its part (dtype, "unreached") and the parts land on the host in one copy
-each (:func:`~groute.runtime.answer_landing.download`); on one CUDA device the answer is also
-kept there (``AppResult.to_cupy``). A weighted run whose distances could pass their type is
-checked first (:func:`~groute.engines.relax.values.check_overflow`, on the kernels' values).
+each (:func:`~groute.runtime.answer_landing.land_answer`); on one CUDA device the answer is also
+kept there (``AppResult.to_cupy``). An app whose distances add the weights and could pass
+their type (SSSP: ``checks_overflow``) is checked first
+(:func:`~groute.engines.relax.values.check_overflow`, on the kernels' values).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
 from groute.results import AppResult, complete_stats
-from groute.runtime.answer_landing import download
+from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
 from groute.runtime.renumber import DeviceRenumbering, gather_on_devices
 from groute.solver import DeviceTimer, Solver, source_position
@@ -132,7 +133,7 @@ class RelaxSolver(Solver):
     """The solver of a :class:`~.relaxation.Relaxation` (BFS: :class:`groute.apps.bfs.BFS`,
     SSSP: :class:`groute.apps.sssp.SSSP`); see the module docstring. A subclass sets
     :attr:`relaxation` (and may set :attr:`app`, :attr:`answer_dtype`, :attr:`unreached`,
-    :meth:`default_delta`).
+    :attr:`checks_overflow`, :meth:`default_delta`).
 
     ``mode``: ``"async"`` (fused workers, asynchronous exchange), ``"bsp"`` (one level per
     round, global barrier, all-to-all exchange; a unit relaxation on a symmetric graph also
@@ -166,6 +167,10 @@ class RelaxSolver(Solver):
     #: the answer's dtype, and its value at vertices the run did not reach
     answer_dtype = np.int32
     unreached = -1
+    #: whether a run checks that no shortest distance passed the value type
+    #: (:func:`~groute.engines.relax.values.check_overflow`: distances that add the arcs'
+    #: weights, SSSP's; a relaxation of its own may offer "unreached" on purpose)
+    checks_overflow = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -483,8 +488,10 @@ class RelaxSolver(Solver):
             counters = self.ctx.share([None if w is None else w.collect_counters() for w in self.workers],
                                       "the workers' counters")
         raw = [None if w is None else w.values() for w in self.workers]
-        if self.overflow_possible:      # its check first: no answer or parents of a failed run
-            check_overflow(self.graph, self._raw_on_host(raw), self.kind, self.app)
+        raw_host = None                 # the kernels' values on the host, where needed
+        if self.checks_overflow and self.overflow_possible:     # no answer of a failed run
+            raw_host = self._raw_on_host(raw)
+            check_overflow(self.graph, raw_host, self.kind, self.app)
         parts = []
         for dev, r in zip(self.ctx.devices, raw):
             if r is None:
@@ -494,10 +501,10 @@ class RelaxSolver(Solver):
                 parts.append(self._answer(r))
         renumbering = self._renumbering()
         if renumbering is not None:     # each device makes its slice in the graph's order
-            answer = download(self.ctx, renumbering.gather(parts), "the values")
+            answer = land_answer(self.ctx, renumbering.gather(parts), "the values")
         else:
-            answer = np.asarray(self.part.to_original(download(self.ctx, parts, "the values")))
-        parents = self._parents(raw, seeds) if predecessors else None
+            answer = np.asarray(self.part.to_original(land_answer(self.ctx, parts, "the values")))
+        parents = self._parents(raw, seeds, raw_host) if predecessors else None
         return self._result(answer, timer.seconds, self._stats(wl, counters),
                             unreached=self.unreached, device_values=self._kept_answer(parts),
                             predecessors=parents)
@@ -520,12 +527,13 @@ class RelaxSolver(Solver):
             "the values"))
         return np.asarray(self.part.to_original(values))
 
-    def _parents(self, raw, seeds):
+    def _parents(self, raw, seeds, raw_host=None):
         """The parents of :func:`~groute.engines.relax.parents.parents` from the run's values
         (as the kernels computed them) and the relaxation's ``numpy``: on one CUDA device over
         its arrays there, else on the host over the graph; across processes over this rank's
         rows, the ranks' proposals met by an elementwise minimum (every rank gets the whole
-        graph's parents, the ones one process finds)."""
+        graph's parents, the ones one process finds). ``raw_host``: the values on the host
+        where the run already brought them there (:meth:`_raw_on_host`)."""
         from .parents import parents
         unreached = infinity(self.kind)
         relax = self.relaxation
@@ -547,21 +555,22 @@ class RelaxSolver(Solver):
         weights = None
         if self.weighted_values:
             weights = np.asarray(g.weights).astype(np.int64 if self.kind == "int" else np.float32)
-        values = self._raw_on_host(raw)
+        values = self._raw_on_host(raw) if raw_host is None else raw_host
         return parents(np.asarray(g.indptr), np.asarray(g.indices), weights, values, seeds,
                        unreached, offered=offered, xp=np, first=first, combine=combine)
 
     def _answer(self, values):
         """``values`` as :attr:`answer_dtype`, :attr:`unreached` where the run did not reach
         (NumPy or CuPy, as ``values``: a device's part is finished on the device)."""
-        out = values.astype(self.answer_dtype, copy=True)
+        with np.errstate(invalid="ignore"):     # an unreached inf cast to ints: replaced below
+            out = values.astype(self.answer_dtype, copy=True)
         # copyto, not a masked assignment: on CuPy that counts the mask (a scan and a read-back)
         array_module(values).copyto(out, self.unreached, where=unreached_mask(values, self.kind))
         return out
 
     def _kept_answer(self, parts):
         """On one CUDA device, the answer left there for ``AppResult.to_cupy`` (no host copy:
-        the part :func:`download` copied, a new array the next run does not touch, finished
+        the part :func:`~groute.runtime.answer_landing.land_answer` copied, a new array the next run does not touch, finished
         since that copy was waited for), else None."""
         if self.ctx.backend != "cuda" or self.ctx.num_devices != 1:
             return None
