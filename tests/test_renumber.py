@@ -3,6 +3,7 @@ its slice through peer memory (groute.runtime.renumber), so a renumbering partit
 caller no host pass."""
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from groute.runtime.answer_landing import land_answer
 from groute.runtime.renumber import KERNEL, MAX_PARTS, DeviceRenumbering, gather_on_devices
 from groute.tuning import PageRankTuning
 
-from support import device_cases, fake_peer_context, gpu_marks, need_gpus
+from support import device_cases, fake_peer_context
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,17 +63,36 @@ def test_parts_that_do_not_match_the_new_ids_are_refused():
             renumbering.gather([np.zeros(4, np.int32), np.zeros(6, np.float64)])
         with pytest.raises(ValueError, match="no device holds a part"):
             renumbering.gather([None, None])
+        with pytest.raises(ValueError, match="1 parts for 2 devices"):
+            renumbering.gather([np.zeros(4, np.int32)])
+        with pytest.raises(TypeError, match="values of 2 bytes"):
+            renumbering.gather([np.zeros(4, np.int16), np.zeros(6, np.int16)])
 
 
 def test_where_the_devices_can_gather():
     with Context(2, backend="cpu", timeout=10) as ctx:
-        assert gather_on_devices(ctx)
-    assert gather_on_devices(fake_peer_context(4, atomics=False))   # a read needs no atomics
-    assert not gather_on_devices(fake_peer_context(2, peers=False))
-    assert not gather_on_devices(fake_peer_context(MAX_PARTS + 1))
-    across = fake_peer_context(2)
+        assert gather_on_devices(ctx, np.int32) and gather_on_devices(ctx, np.float64)
+        assert not gather_on_devices(ctx, np.int16)     # the kernel copies 4 or 8 bytes
+    fake = fake_peer_context
+    assert gather_on_devices(fake(4, atomics=False), np.int32)  # a read needs no atomics
+    assert not gather_on_devices(fake(2, peers=False), np.int32)
+    assert not gather_on_devices(fake(MAX_PARTS + 1), np.int32)
+    across = fake(2)
     across.ranks = object()                     # another process's memory is out of reach
-    assert not gather_on_devices(across)
+    assert not gather_on_devices(across, np.int32)
+
+
+def test_a_16_bit_answer_is_put_in_order_on_the_host(monkeypatch):
+    """A solver whose answer's values are not 4 or 8 bytes keeps the host's renumbering."""
+    from groute.apps.bfs import BFS as Base
+
+    class Short(Base):
+        answer_dtype = np.int16
+    g = load_graph("kron:9", cache=False)
+    with Context(2, backend="cpu", timeout=20) as ctx, Short(g, ctx=ctx, partition="random") as s:
+        got = s.run(0)
+        assert got.values.dtype == np.int16 and s._device_renumbering is None
+    assert np.array_equal(got.values, groute.bfs(g, 0, backend="cpu", devices=1).values)
 
 
 @pytest.mark.timeout(120)
@@ -112,27 +132,55 @@ def test_the_kernels_compile(tmp_path):
     assert KERNEL.parent == ROOT / "groute" / "runtime"
 
 
+def _busy(dev, seconds):
+    """Keep ``dev``'s compute stream busy for about ``seconds`` from now."""
+    if dev.backend == "cuda":
+        from support import spin
+        spin(dev, "compute", seconds)
+    else:
+        dev.compute_stream.submit(time.sleep, seconds)
+
+
+def _made_late(dev, values, seconds):
+    """``values`` as an array of ``dev`` that its compute stream writes only after being busy
+    for ``seconds``."""
+    if dev.backend == "cuda":
+        with dev.on_compute():
+            staged = dev.asarray(values)
+            _busy(dev, seconds)
+            return staged * 1
+    out = np.zeros_like(values)
+    _busy(dev, seconds)
+    dev.compute_stream.submit(np.copyto, out, values)
+    return out
+
+
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
-                               for k in (2, 4)])
-def test_on_gpus_the_slices_are_read_through_peer_memory_behind_busy_streams(k):
-    """On k GPUs (or logical devices) each part is finished behind a kernel spinning on its
-    device's compute stream: a gather that did not wait for the other devices' streams would
-    read their parts before they are written."""
-    need_gpus(k)
-    from support import spin
-    n = 200_003
+@pytest.mark.parametrize("backend, k", device_cases([3]))
+def test_a_gather_waits_for_the_other_devices_parts_and_they_for_it(backend, k):
+    """Parts written late on their devices' streams are read only once written; and a part
+    overwritten on its own stream right after the gather returns (its memory reused) is
+    overwritten only after every device that reads it has gathered, itself held up."""
+    n = 30_011
     offsets = np.linspace(0, n, k + 1).astype(np.int64)
-    offsets[1] -= 17                                  # uneven ranges
-    with Context(k, backend="cuda", timeout=30) as ctx:
-        assert gather_on_devices(ctx)
-        for dtype, seed in ((np.int32, 5), (np.float64, 6)):
-            index, values, parts = _case(n, offsets, dtype, seed)
-            on_devices = []
-            for dev, part in zip(ctx.devices, parts):
+    index, values, parts = _case(n, offsets, np.float64, 7)
+    with Context(k, backend=backend, timeout=30) as ctx:
+        devs = ctx.devices
+        renumbering = DeviceRenumbering(ctx, index, offsets)
+        warm = [dev.asarray(p) for dev, p in zip(devs, parts)]
+        land_answer(ctx, renumbering.gather(warm))          # compiled, memory pooled
+        # device 0 idle; the others write their parts late
+        late = [devs[0].asarray(parts[0])] + [_made_late(dev, p, 0.3)
+                                              for dev, p in zip(devs[1:], parts[1:])]
+        assert np.array_equal(land_answer(ctx, renumbering.gather(late)), values)
+        # device 0 held up; the others overwrite their parts right after the gather returns
+        parts_now = [dev.asarray(p) for dev, p in zip(devs, parts)]
+        _busy(devs[0], 0.3)
+        slices = renumbering.gather(parts_now)
+        for dev, part in zip(devs[1:], parts_now[1:]):
+            if dev.backend == "cuda":
                 with dev.on_compute():
-                    staged = dev.asarray(part)
-                    spin(dev, "compute", 0.05)
-                    on_devices.append(staged * 1)        # written behind the spin
-            slices = DeviceRenumbering(ctx, index, offsets).gather(on_devices)
-            assert np.array_equal(land_answer(ctx, slices), values), dtype
+                    part.fill(-1.0)
+            else:
+                dev.compute_stream.submit(part.fill, -1.0)
+        assert np.array_equal(land_answer(ctx, slices), values)

@@ -32,16 +32,21 @@ MAX_PARTS = 8
 BLOCK = 256
 
 
-def gather_on_devices(ctx) -> bool:
-    """Whether :class:`DeviceRenumbering` can run on ``ctx``: CPU virtual devices, or at most
+#: the value sizes the kernel copies (bytes)
+ITEM_SIZES = (4, 8)
+
+
+def gather_on_devices(ctx, dtype) -> bool:
+    """Whether :class:`DeviceRenumbering` can put an answer of ``dtype`` back in order on
+    ``ctx``: values of 4 or 8 bytes (:data:`ITEM_SIZES`), on CPU virtual devices or on at most
     :data:`MAX_PARTS` CUDA devices of this process that each reach every other's memory."""
-    if getattr(ctx, "ranks", None) is not None:
+    if getattr(ctx, "ranks", None) is not None or np.dtype(dtype).itemsize not in ITEM_SIZES:
         return False
-    if ctx.backend != "cuda":
-        return True
     devs = ctx.devices
-    return len(devs) <= MAX_PARTS and all(a.can_access_peer(b)
-                                          for a in devs for b in devs if a is not b)
+    if len(devs) > MAX_PARTS:
+        return False
+    return ctx.backend != "cuda" or all(a.can_access_peer(b)
+                                        for a in devs for b in devs if a is not b)
 
 
 class DeviceRenumbering:
@@ -52,7 +57,7 @@ class DeviceRenumbering:
     Parameters
     ----------
     ctx : Context
-        The devices, where :func:`gather_on_devices` holds.
+        The devices, at most :data:`MAX_PARTS` (where :func:`gather_on_devices` holds).
     index : array of int
         For each of the graph's ids, its new id (a permutation of ``range(n)``).
     offsets : array of int
@@ -65,6 +70,8 @@ class DeviceRenumbering:
         self.n = int(index.shape[0])
         self.offsets = np.asarray(offsets, dtype=np.int64)
         k = len(ctx.devices)
+        if k > MAX_PARTS:
+            raise ValueError(f"renumbering: {k} devices; the gather reads at most {MAX_PARTS}")
         if self.offsets.shape != (k + 1,) or self.offsets[0] != 0 or self.offsets[-1] != self.n:
             raise ValueError(f"renumbering: offsets {self.offsets.tolist()} do not split "
                              f"{self.n} new ids over {k} devices")
@@ -77,72 +84,84 @@ class DeviceRenumbering:
             self._offsets.append(dev.asarray(self.offsets))
 
     def gather(self, parts) -> list:
-        """Each device's slice of the answer in the graph's order (arrays of its device, made
-        on its compute stream), from ``parts`` (each device's values by new id, one dtype of
-        4 or 8 bytes; None for a device holding no new ids)."""
+        """Each device's slice of the answer in the graph's order.
+
+        Parameters
+        ----------
+        parts : list
+            Per device, its values by new id: an array of that device, contiguous, made on
+            its compute stream, one dtype of :data:`ITEM_SIZES` bytes for all; None for a
+            device holding no new ids.
+
+        Returns
+        -------
+        list
+            Per device, an array of it holding the graph's ids ``[bounds[j], bounds[j + 1])``,
+            made on its compute stream after every other device's stream reached the point
+            where its part was finished; and every source device's stream waits for every
+            gather that reads its part, so memory it frees afterwards is not written while
+            another device still reads it. The same ordering on both backends.
+        """
+        devs = self.ctx.devices
+        if len(parts) != len(devs):
+            raise ValueError(f"renumbering: {len(parts)} parts for {len(devs)} devices")
         held = [p for p in parts if p is not None]
         if not held:
             raise ValueError("renumbering: no device holds a part")
         dtype = held[0].dtype
+        if dtype.itemsize not in ITEM_SIZES:
+            raise TypeError(f"renumbering: values of {dtype.itemsize} bytes "
+                            f"({' or '.join(map(str, ITEM_SIZES))} only)")
         for i, (part, lo, hi) in enumerate(zip(parts, self.offsets[:-1], self.offsets[1:])):
             size = 0 if part is None else int(part.shape[0])
             if size != hi - lo or (part is not None and part.dtype != dtype):
                 raise ValueError(f"renumbering: device {i}'s part is {size} x "
                                  f"{None if part is None else part.dtype}, its new ids "
                                  f"{hi - lo} x {dtype}")
-        if self.ctx.backend == "cuda":
-            return self._gather_cuda(parts, dtype)
-        return self._gather_numpy(parts, dtype)
-
-    def _gather_cuda(self, parts, dtype):
-        from groute.kernels import get_kernel
-        if dtype.itemsize not in (4, 8):
-            raise TypeError(f"renumbering: values of {dtype.itemsize} bytes (4 or 8 only)")
-        name = (f"groute_gather_parts_i{8 * np.dtype(self.index_dtype).itemsize}"
-                f"_w{dtype.itemsize}")
-        devs = self.ctx.devices
         finished = [dev.compute_stream.record() for dev in devs]
+        out, launched = [], []
+        try:
+            for j, dev in enumerate(devs):
+                stream = dev.compute_stream
+                for i, event in enumerate(finished):
+                    if i != j:
+                        stream.wait_event(event)
+                slice_j = dev.empty(int(self.bounds[j + 1] - self.bounds[j]), dtype)
+                gather = self._gather_cuda if dev.backend == "cuda" else self._gather_numpy
+                stream.submit(gather, j, parts, slice_j)
+                launched.append(j)
+                out.append(slice_j)
+        finally:
+            read = [devs[j].compute_stream.record() for j in launched]
+            for i, dev in enumerate(devs):
+                if parts[i] is not None:
+                    for j, event in zip(launched, read):
+                        if j != i:
+                            dev.compute_stream.wait_event(event)
+        return out
+
+    def _gather_cuda(self, j, parts, out) -> None:
+        """Device ``j``'s gather: one kernel on its compute stream (current here)."""
+        from groute.kernels import get_kernel
+        count = int(out.shape[0])
+        if not count:
+            return
+        dev = self.ctx.devices[j]
+        name = (f"groute_gather_parts_i{8 * np.dtype(self.index_dtype).itemsize}"
+                f"_w{out.dtype.itemsize}")
         addresses = [0 if p is None else int(p.data.ptr) for p in parts]
         addresses += [0] * (MAX_PARTS - len(addresses))
-        out = []
-        for j, dev in enumerate(devs):
-            count = int(self.bounds[j + 1] - self.bounds[j])
-            for i, event in enumerate(finished):
-                if i != j:
-                    dev.compute_stream.wait_event(event)
-            with dev.on_compute():
-                slice_j = dev.xp.empty(count, dtype)
-                if count:
-                    kernel = get_kernel(KERNEL, name)
-                    blocks = min(-(-count // BLOCK), 32 * dev.multiprocessors)
-                    kernel((blocks,), (BLOCK,),
-                           (self._index[j], np.int64(count), self._offsets[j],
-                            np.int32(len(devs)), *(np.uint64(a) for a in addresses), slice_j))
-            out.append(slice_j)
-        # the parts' memory goes back to their own streams' pools when the caller drops them:
-        # those streams wait for every gather that reads them first
-        read = [dev.compute_stream.record() for dev in devs]
-        for i, dev in enumerate(devs):
-            if parts[i] is not None:
-                for j, event in enumerate(read):
-                    if j != i:
-                        dev.compute_stream.wait_event(event)
-        return out
+        blocks = min(-(-count // BLOCK), 32 * dev.multiprocessors)
+        get_kernel(KERNEL, name)((blocks,), (BLOCK,),
+                                 (self._index[j], np.int64(count), self._offsets[j],
+                                  np.int32(len(parts)), *(np.uint64(a) for a in addresses), out))
 
-    def _gather_numpy(self, parts, dtype):
-        out = []
-        for j, dev in enumerate(self.ctx.devices):
-            slice_j = np.empty(int(self.bounds[j + 1] - self.bounds[j]), dtype)
-            dev.compute_stream.submit(_gather_numpy, self._index[j], self.offsets, parts,
-                                      slice_j)
-            out.append(slice_j)
-        return out
-
-
-def _gather_numpy(index, offsets, parts, out) -> None:
-    """The kernel's gather in NumPy: ``out[x]`` is the value of new id ``index[x]``."""
-    owner = np.searchsorted(offsets, index, side="right") - 1
-    for i, part in enumerate(parts):
-        mine = np.flatnonzero(owner == i)
-        if mine.size:
-            out[mine] = part[index[mine] - offsets[i]]
+    def _gather_numpy(self, j, parts, out) -> None:
+        """Device ``j``'s gather in NumPy, on its thread: ``out[x]`` is the value of new id
+        ``index[x]``."""
+        index, offsets = self._index[j], self.offsets
+        owner = np.searchsorted(offsets, index, side="right") - 1
+        for i, part in enumerate(parts):
+            mine = np.flatnonzero(owner == i)
+            if mine.size:
+                out[mine] = part[index[mine] - offsets[i]]

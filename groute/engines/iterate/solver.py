@@ -370,6 +370,7 @@ class IterateSolver(Solver):
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
                 self._order = layout.order
+                self._rank = layout.rank    # the inverse: graph id -> new id
                 offsets = degree_split(layout.in_indptr, k)
                 self.layout = "degree order" if k == 1 else "degree-split"
                 factors = (None if weights is None
@@ -690,13 +691,12 @@ class IterateSolver(Solver):
         (:class:`~groute.runtime.renumber.DeviceRenumbering`, made at the first answer) where
         the devices hold it by new ids (a renumbering partition, or "bins"' degree order), or
         None: nothing renumbered, or devices that cannot gather (the host does)."""
-        if self._device_renumbering is None and gather_on_devices(self.ctx):
+        if self._device_renumbering is None and gather_on_devices(self.ctx, np.float64):
             index = None
             if self.partition is not None and self.partition.renumbers:
                 index = self.partition.perm
             elif self._order is not None:
-                index = np.empty(self.n, dtype=np.int64)
-                index[self._order] = np.arange(self.n, dtype=np.int64)
+                index = self._rank
             if index is not None:
                 self._device_renumbering = DeviceRenumbering(self.ctx, index, self.offsets)
         return self._device_renumbering
@@ -952,6 +952,7 @@ class IterateSolver(Solver):
                                       eps=eps0, check_every=self.check_every)
 
     def _release(self):
+        self._device_renumbering = None     # its index slices on the devices
         if self._slices is not None:
             self._slices.close()
             self._slices = None

@@ -513,8 +513,8 @@ class RelaxSolver(Solver):
         """The gather that puts a renumbering partition's answer back into the graph's order on
         the devices (:class:`~groute.runtime.renumber.DeviceRenumbering`, made at the first
         answer), or None: nothing renumbered, or devices that cannot gather (the host does)."""
-        if self._device_renumbering is None and gather_on_devices(self.ctx) \
-                and self.part.renumbers:
+        if self._device_renumbering is None and self.part.renumbers \
+                and gather_on_devices(self.ctx, self.answer_dtype):
             self._device_renumbering = DeviceRenumbering(self.ctx, self.part.p.perm,
                                                          self.part.offsets)
         return self._device_renumbering
@@ -601,6 +601,7 @@ class RelaxSolver(Solver):
 
     # ------------------------------------------------------------------ shutdown
     def _release(self):
+        self._device_renumbering = None     # its index slices on the devices
         if self.worklist is not None:      # None on the peer path, or if setup failed before it
             self.worklist.close()
             self.worklist = None
