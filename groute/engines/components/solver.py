@@ -422,14 +422,14 @@ class ComponentsSolver(Solver):
         with dev.on_compute():
             xp = dev.xp
             labels = first.parent.astype(np.int64)
-            facts = [xp.zeros(0, np.int64)]
+            facts = []
             if counters is not None:
                 facts.append(counters[:4].astype(np.int64))
             if giant:
                 root = self.giant[:1].astype(np.int64)
                 facts += [root, xp.asarray(xp.count_nonzero(labels == labels[root]),
                                            dtype=np.int64).reshape(1)]
-            facts = dev.to_host(xp.concatenate(facts))
+            facts = dev.to_host(xp.concatenate(facts)) if facts else []
         parts = [labels if d is dev else None for d in self.ctx.devices]
         return land_answer(self.ctx, parts, "the labels"), [int(x) for x in facts]
 

@@ -720,19 +720,17 @@ class IterateSolver(Solver):
             with np.errstate(over="ignore", invalid="ignore"):
                 total = float(np.sum(sums))
         if how == "sum" and not total > 0:
-            out = []
-            for dev, part in zip(self.devs, parts):
-                with dev.device.on_compute():
-                    out.append(dev.device.xp.full(part.shape[0], 1.0 / self.n))
-            return out
-        if how == "l2":
-            total = math.sqrt(total)
-            if not total > 0 or not math.isfinite(total):   # all zero, or a run that diverged
-                return parts
+            scaled = lambda xp, part: xp.full(part.shape[0], 1.0 / self.n)   # noqa: E731
+        else:
+            if how == "l2":
+                total = math.sqrt(total)
+                if not total > 0 or not math.isfinite(total):   # all zero, or it diverged
+                    return parts
+            scaled = lambda xp, part: part / total     # noqa: E731
         out = []
         for dev, part in zip(self.devs, parts):
             with dev.device.on_compute():
-                out.append(part / total)
+                out.append(scaled(dev.device.xp, part))
         return out
 
     def _run_bsp(self) -> dict:

@@ -570,8 +570,8 @@ class RelaxSolver(Solver):
 
     def _kept_answer(self, parts):
         """On one CUDA device, the answer left there for ``AppResult.to_cupy`` (no host copy:
-        the part :func:`~groute.runtime.answer_landing.land_answer` copied, a new array the next run does not touch, finished
-        since that copy was waited for), else None."""
+        the part :func:`~groute.runtime.answer_landing.land_answer` copied, a new array the
+        next run does not touch, finished since that copy was waited for), else None."""
         if self.ctx.backend != "cuda" or self.ctx.num_devices != 1:
             return None
         return parts[0]
