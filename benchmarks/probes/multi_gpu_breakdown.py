@@ -117,6 +117,7 @@ HOST_SPANS = (
     ("groute.engines.relax.solver", "RelaxSolver.check_sources", None),
     ("groute.engines.relax.solver", "RelaxSolver._answer", None),
     ("groute.engines.relax.solver", "land_answer", None),
+    ("groute.runtime.renumber", "DeviceRenumbering.gather", None),
     ("groute.engines.relax.solver", "RelaxSolver._raw_on_host", None),
     ("groute.engines.relax.solver", "RelaxSolver._kept_answer", None),
     ("groute.engines.relax.solver", "RelaxSolver._stats", None),

@@ -141,12 +141,17 @@ class Partition:
         offs = self.offsets if xp is np else xp.asarray(self.offsets)
         return (xp.searchsorted(offs, xp.asarray(new_ids), side="right") - 1).astype(xp.int32)
 
+    @property
+    def renumbers(self) -> bool:
+        """Whether the vertices have new ids (False: one part, or parts already contiguous)."""
+        return not self.stats["identity"]
+
     def to_original(self, values_new):
         """Values indexed by new id -> the same values indexed by original id: the array
         itself, not a copy, when the partition renumbered nothing (one part, or parts already
         contiguous), since every caller passes an array of its own (an answer just gathered
         from the devices) and a gather over every vertex costs the caller a pass over memory."""
-        if self.stats["identity"]:
+        if not self.renumbers:
             return values_new
         xp = array_module(values_new)
         perm = self.perm if xp is np else xp.asarray(self.perm)

@@ -130,6 +130,7 @@ class RangeSplit:
     method = "contiguous"
     #: old id -> new id and back: the same (a RangeSplit renumbers nothing)
     perm = iperm = None
+    renumbers = False
 
     def __init__(self, graph: RankGraph):
         self.graph = graph

@@ -56,12 +56,12 @@ import time
 
 import numpy as np
 
-from groute.graph.arrays import array_module
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
+from groute.runtime.renumber import DeviceRenumbering, gather_on_devices
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import PageRankTuning
 
@@ -364,12 +364,13 @@ class IterateSolver(Solver):
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
                 None if peer_writes is None else bool(peer_writes), self.start_vector is not None)
             self._order = None      # "bins": new vertex id -> the graph's id
-            self._device_order = None   # the same on the one device, once an answer needs it
+            self._device_renumbering = None     # made at the first answer that needs it
             self.partition = None
             if mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
                 self._order = layout.order
+                self._rank = layout.rank    # the inverse: graph id -> new id
                 offsets = degree_split(layout.in_indptr, k)
                 self.layout = "degree order" if k == 1 else "degree-split"
                 factors = (None if weights is None
@@ -666,21 +667,18 @@ class IterateSolver(Solver):
             stats["iteration_trace"] = self._trace_summary(stats["iterations"])
         parts = [d.bsp_answer() if self.mode == "bsp" else d.push_answer() for d in self.devs]
         parts = self._normalized_parts(parts, normalize)
-        order = self._order
-        if order is not None and self.k == 1:    # one device holds every value: undone there
-            device = self.devs[0].device
-            order_there = self._order_on(device)
-            with device.on_compute():
-                parts = [_unpermute(parts[0], order_there)]
-            order = None
         entries = [None] * self.k
         for i, part in zip(self._here, parts):
             entries[i] = part
-        values = land_answer(self.ctx, entries, "the values")
-        if order is not None:
-            values = _unpermute(values, order)
-        if self.partition is not None:
-            values = np.asarray(self.partition.to_original(values), dtype=np.float64)
+        renumbering = self._renumbering()
+        if renumbering is not None:     # each device makes its slice in the graph's order
+            values = land_answer(self.ctx, renumbering.gather(entries), "the values")
+        else:
+            values = land_answer(self.ctx, entries, "the values")
+            if self._order is not None:
+                values = _unpermute(values, self._order)
+            if self.partition is not None:
+                values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.name for d in self.ctx.devices], mode=self.mode,
                      partition=self.partition_method if self.partition is not None else None,
                      layout=self.layout,
@@ -688,13 +686,20 @@ class IterateSolver(Solver):
         stats[self.iteration.alpha_name] = self.alpha
         return values, timer.seconds, complete_stats(keys, stats)
 
-    def _order_on(self, device):
-        """The "bins" order (new id -> the graph's id) on ``device``, uploaded at the first
-        answer and kept for the next ones."""
-        if self._device_order is None:
-            self._device_order = device.asarray(
-                self._order.astype(np.int32 if self.n < 2**31 else np.int64))
-        return self._device_order
+    def _renumbering(self):
+        """The gather that puts the answer back into the graph's order on the devices
+        (:class:`~groute.runtime.renumber.DeviceRenumbering`, made at the first answer) where
+        the devices hold it by new ids (a renumbering partition, or "bins"' degree order), or
+        None: nothing renumbered, or devices that cannot gather (the host does)."""
+        if self._device_renumbering is None and gather_on_devices(self.ctx, np.float64):
+            index = None
+            if self.partition is not None and self.partition.renumbers:
+                index = self.partition.perm
+            elif self._order is not None:
+                index = self._rank
+            if index is not None:
+                self._device_renumbering = DeviceRenumbering(self.ctx, index, self.offsets)
+        return self._device_renumbering
 
     def _normalized_parts(self, parts, how):
         """This process's devices' ``parts`` (float64, on each device) scaled as ``how`` says
@@ -945,6 +950,7 @@ class IterateSolver(Solver):
                                       eps=eps0, check_every=self.check_every)
 
     def _release(self):
+        self._device_renumbering = None     # its index slices on the devices
         if self._slices is not None:
             self._slices.close()
             self._slices = None
@@ -997,8 +1003,9 @@ def decided_sums(app: str, blocks, status: int, iteration, bound: float) -> tupl
 
 
 def _unpermute(values, order):
-    """``values`` by new id (the "bins" degree order) as values by the graph's id: ``order``
-    maps one to the other (NumPy or CuPy, as ``values``)."""
-    out = array_module(values).empty_like(values)
+    """``values`` by new id (the "bins" degree order) as values by the graph's id, on the host
+    (where the devices cannot gather them: :mod:`groute.runtime.renumber`): ``order`` maps one
+    to the other."""
+    out = np.empty_like(values)
     out[order] = values
     return out

@@ -49,6 +49,7 @@ from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
+from groute.runtime.renumber import DeviceRenumbering, gather_on_devices
 from groute.solver import DeviceTimer, Solver, source_position
 
 from .memory import RECEIVE_BUFFERS, packet_items, traversal_bytes
@@ -84,6 +85,9 @@ class _Identity:
     def local(self, i):
         return self.graph
 
+    #: nothing is renumbered
+    renumbers = False
+
     def to_original(self, values):
         return values
 
@@ -103,6 +107,11 @@ class _Partitioned:
 
     def local(self, i):
         return self.p.local(i)
+
+    @property
+    def renumbers(self) -> bool:
+        """Whether the partition gave the vertices new ids (METIS, random)."""
+        return self.p.renumbers
 
     def to_original(self, values):
         return self.p.to_original(values)
@@ -243,6 +252,7 @@ class RelaxSolver(Solver):
         k = self.ctx.num_devices
         n = graph.num_vertices
         self._check_device_count(self.app, n)
+        self._device_renumbering = None     # made at the first answer that needs it
         if k == 1:
             self.part = _Identity(graph)
         else:
@@ -489,11 +499,25 @@ class RelaxSolver(Solver):
                 continue
             with dev.on_compute():
                 parts.append(self._answer(r))
-        answer = np.asarray(self.part.to_original(land_answer(self.ctx, parts, "the values")))
+        renumbering = self._renumbering()
+        if renumbering is not None:     # each device makes its slice in the graph's order
+            answer = land_answer(self.ctx, renumbering.gather(parts), "the values")
+        else:
+            answer = np.asarray(self.part.to_original(land_answer(self.ctx, parts, "the values")))
         parents = self._parents(raw, seeds, raw_host) if predecessors else None
         return self._result(answer, timer.seconds, self._stats(wl, counters),
                             unreached=self.unreached, device_values=self._kept_answer(parts),
                             predecessors=parents)
+
+    def _renumbering(self):
+        """The gather that puts a renumbering partition's answer back into the graph's order on
+        the devices (:class:`~groute.runtime.renumber.DeviceRenumbering`, made at the first
+        answer), or None: nothing renumbered, or devices that cannot gather (the host does)."""
+        if self._device_renumbering is None and self.part.renumbers \
+                and gather_on_devices(self.ctx, self.answer_dtype):
+            self._device_renumbering = DeviceRenumbering(self.ctx, self.part.p.perm,
+                                                         self.part.offsets)
+        return self._device_renumbering
 
     def _raw_on_host(self, raw):
         """The run's values as the kernels left them (``raw``: each device's), on the host
@@ -577,6 +601,7 @@ class RelaxSolver(Solver):
 
     # ------------------------------------------------------------------ shutdown
     def _release(self):
+        self._device_renumbering = None     # its index slices on the devices
         if self.worklist is not None:      # None on the peer path, or if setup failed before it
             self.worklist.close()
             self.worklist = None
