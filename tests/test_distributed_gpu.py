@@ -118,3 +118,65 @@ def test_a_failing_rank_over_nccl_stops_the_job_naming_it(how):
     and abort their communicators."""
     need_gpus(2, physical=True)
     check_failure(2, how, NCCL)
+
+
+#: the peer kernel across processes: rank 1's launch fails, rank 0's kernel gives up waiting
+PEER_FAIL = {"GROUTE_PEER_BARRIER_TIMEOUT": "2"}
+
+
+def check_peer(n, env):
+    """BFS and SSSP with exchange='peer' on ``n`` ranks (each kernel writing into the others'
+    memory through CUDA IPC) equal one process's, two runs of one solver each."""
+    done = run_ranks(n, [program("peer_checks.py"), "same", "kron:8", "grid:9"], timeout=300,
+                     env=env)
+    assert done.returncode == 0, done.stderr
+    for spec in ("kron:8", "grid:9"):
+        for app in ("bfs", "sssp"):
+            seen = re.findall(rf"rank \d {app} {re.escape(spec)}: same exchange peer", done.stdout)
+            assert len(seen) == n, (app, spec, done.stdout, done.stderr)
+
+
+def check_peer_failure(n, env):
+    """Rank 1's launch raises: it raises that error, and every other rank raises within the
+    meeting timeout and a poll, naming cuda:1, rank 1 and the original error; none hangs."""
+    done = run_ranks(n, [program("peer_checks.py"), "fail", 1, "kron:8"], timeout=120,
+                     env={**env, **PEER_FAIL})
+    assert "did not raise" not in done.stdout, done.stdout
+    assert re.search(r"rank 1 raised after [\d.]+ s: DeviceError: cuda:1: ZeroDivisionError: "
+                     r"injected failure in the launch", done.stdout), done.stdout + done.stderr
+    for r in [r for r in range(n) if r != 1]:
+        found = re.search(rf"rank {r} raised after ([\d.]+) s: RuntimeError: peer bfs: cuda:1 "
+                          rf"\(rank 1\) could not launch its kernel: DeviceError: cuda:1: "
+                          rf"ZeroDivisionError: injected failure in the launch", done.stdout)
+        assert found and float(found[1]) < 10, done.stdout + done.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(330)
+def test_two_ranks_sharing_a_gpu_run_the_peer_kernel_over_cuda_ipc():
+    """The kernels of two processes on one GPU take turns (time-sliced contexts): slow
+    meetings, the same answers."""
+    need_gpus(1, physical=True)
+    check_peer(2, SHARED)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(150)
+def test_a_failed_launch_on_one_rank_of_the_peer_kernel_stops_every_rank():
+    need_gpus(1, physical=True)
+    check_peer_failure(2, SHARED)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(330)
+@pytest.mark.parametrize("n", [2, 4])
+def test_one_rank_per_gpu_runs_the_peer_kernel_over_cuda_ipc(n):
+    need_gpus(n, physical=True)
+    check_peer(n, NCCL)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(150)
+def test_a_failed_launch_on_one_rank_per_gpu_stops_every_rank():
+    need_gpus(2, physical=True)
+    check_peer_failure(2, NCCL)

@@ -41,6 +41,9 @@ class FakePeer:
     def prepare(self, source_new, max_level=None):
         self.staged = (source_new, max_level)
 
+    def close(self):                    # the solver's close lets the traversal go
+        self.closed = True
+
     def run(self, source_new=None, max_level=None):
         if source_new is None:
             source_new, max_level = self.staged
@@ -117,6 +120,7 @@ def test_peer_path_builds_only_the_kernels_arrays(peer_path, app, k):
     finally:
         solver.close()
         solver.close()                  # no worklist to close, twice
+    assert FakePeer.last.closed         # its mappings of other ranks' memory let go
 
 
 @pytest.mark.timeout(30)
@@ -162,6 +166,9 @@ class _Event:
     @classmethod
     def wait_all(cls, events, timeout=None, *, spin=0.0):
         assert all(isinstance(e, cls) for e in events)
+
+    def synchronize(self, timeout=None, *, spin=0.0):
+        pass
 
 
 class _Stream:
@@ -286,6 +293,7 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     t.app, t.kernel, t.k, t.unit, t.max_rounds, t._staged = "bfs", "peer_bfs", 2, True, 10, None
     t.offsets = np.array([0, 4, 8])
     t.devices = [_Device("cuda:0"), _Device("cuda:1")]
+    t.local = [0, 1]
     t.barrier = _Barrier(t.devices)
     t.state = [_Readback(lambda out: out.fill(0)) for _ in range(2)]
     t.state_host = [np.zeros(COUNTERS + CTL_WORDS, np.uint64) for _ in range(2)]
@@ -324,3 +332,99 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
         t.run()
     assert len(launches) == 4
+
+
+class _Ranks:
+    """Two ranks' meetings as this rank sees them: each ``barrier`` recorded."""
+
+    def __init__(self):
+        self.size, self.rank, self.met = 2, 0, []
+
+    def barrier(self, what):
+        self.met.append(what)
+
+
+class _RemoteStandIn:
+    """Device 1 of a two-rank context, as rank 0 holds it: driven by rank 1."""
+    name, local = "cuda:1", False
+
+
+class _RankZero:
+    """What PeerTraversal asks of rank 0's RankContext: ``share`` fills in rank 1's entry with
+    ``theirs`` (its counters' row and its launch failure, if any)."""
+
+    def __init__(self, theirs):
+        self.theirs, self.shared = theirs, []
+
+    def share(self, values, what):
+        self.shared.append(what)
+        return [values[0], self.theirs]
+
+
+def _rank_zero_traversal(theirs):
+    """PeerTraversal as rank 0 of two holds it (device 1 is rank 1's), over the real
+    CrossDeviceBarrier, whose ranks record their meetings; rank 0's kernel leaves 5 received
+    offers and 2 levels, and its own launch is recorded."""
+    from groute.engines.peer_barrier import CrossDeviceBarrier
+    from groute.engines.protocol import PROTO_CROSSED, PROTO_RESULT
+    from groute.engines.relax.peer import COUNTERS, CTL_WORDS, RECEIVED, PeerTraversal
+
+    def finished(out, received=5):
+        out.fill(0)
+        out[RECEIVED] = received
+        out[COUNTERS + PROTO_CROSSED] = 4
+        out[COUNTERS + PROTO_RESULT:COUNTERS + PROTO_RESULT + 1].view(np.int32)[0] = 2
+
+    t = PeerTraversal.__new__(PeerTraversal)
+    t.app, t.kernel, t.k, t.unit, t.max_rounds, t._staged = "bfs", "peer_bfs", 2, True, 10, None
+    t.offsets = np.array([0, 4, 8])
+    t.devices = [_Device("cuda:0"), _RemoteStandIn()]
+    t.local = [0]
+    t.ctx = _RankZero(theirs)
+    ranks = _Ranks()
+    t.barrier = CrossDeviceBarrier(t.devices, np.ones(16, np.uint64), ranks=ranks,
+                                   address=0x1000)
+    t.state = [_Readback(finished), None]
+    t.state_host = [np.zeros(COUNTERS + CTL_WORDS, np.uint64), None]
+    t.counters_host = [{}, {}]
+    t.trace = [None, None]
+    launches = []
+    t._stage = lambda staged, i, seeds: staged.__setitem__(i, seeds.tolist())
+    t._launch = lambda i, dev: launches.append(dev.name)
+    row = np.zeros(COUNTERS + CTL_WORDS, np.uint64)
+    finished(row, received=7)
+    return t, ranks, launches, row, finished
+
+
+def test_across_processes_a_rank_launches_its_device_and_hears_the_others_counters():
+    """On a RankContext a rank launches only its own device, after the ranks meet (their
+    launches within the meeting timeout); the other ranks' counters come through
+    ``ctx.share``, so every rank's stats and meeting counter are the whole run's; the
+    meeting block's address is the mapped one."""
+    from groute.engines.relax.peer import COUNTERS, CTL_WORDS
+    row = np.zeros(COUNTERS + CTL_WORDS, np.uint64)
+    t, ranks, launches, row, _ = _rank_zero_traversal(None)
+    t.ctx.theirs = (row, None)
+    t.prepare([6, 1])
+    stats = t.run()
+    assert launches == ["cuda:0"] and len(ranks.met) == 1
+    assert stats["items_received"] == [5, 7] and stats["rounds"] == [2, 2]
+    assert t.barrier.base == 2 * 4 and t.barrier.ptr == 0x1000
+    assert t.counters_host[1]["processed"] == 7
+    assert t.ctx.shared == ["the peer kernels' counters"]
+
+
+def test_across_processes_another_rank_s_failed_launch_raises_naming_it():
+    """A rank whose launch failed tells the others with its counters' share: every rank
+    raises, rank 0 naming cuda:1, its rank and the original error; the meeting counter is
+    zeroed after the ranks meet (no rank launches on a counter left somewhere unknown)."""
+    t, ranks, launches, row, _ = _rank_zero_traversal(None)
+    t.ctx.theirs = (None, "ZeroDivisionError: injected")
+    t.barrier.base = 8
+    t.prepare([6])
+    with pytest.raises(RuntimeError, match=r"peer bfs: cuda:1 \(rank 1\) could not launch its "
+                                           r"kernel: ZeroDivisionError: injected"):
+        t.run()
+    assert launches == ["cuda:0"] and t.barrier.base == 0 and not t.barrier.block.any()
+    assert ranks.met[1:] == ["the ranks' devices stopped before the meeting block is zeroed",
+                             "the meeting block zeroed before the next launch"]

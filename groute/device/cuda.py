@@ -513,16 +513,7 @@ class CUDADevice(Device):
             return True
         if not isinstance(other, CUDADevice) or other.gpu == self.gpu:
             return False
-        import ctypes
-        try:
-            libcuda = ctypes.CDLL("libcuda.so.1")
-        except OSError:
-            return None
-        value = ctypes.c_int(0)
-        # CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3; a CUdevice is its ordinal
-        status = libcuda.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(self.gpu),
-                                                  ctypes.c_int(other.gpu))
-        return bool(value.value) if status == 0 else None
+        return native_atomics_between(self.gpu, other.gpu)
 
     def peer_enabled(self, src: int, dst: int) -> bool:
         """True when a copy between GPUs ``src`` and ``dst`` (CUDA ordinals) can go directly
@@ -583,6 +574,21 @@ def make_current(gpu: int) -> None:
     never chose, and making a device current opens its CUDA context (memory), so a process
     that runs on one GPU other than 0 sets it on each of its threads first."""
     _cupy().cuda.runtime.setDevice(int(gpu))
+
+
+def native_atomics_between(gpu: int, other: int) -> bool | None:
+    """Whether kernels on CUDA ordinal ``gpu`` can run atomics on ``other``'s memory natively
+    (NVLink; over PCIe they are not supported), None when the driver cannot be asked."""
+    import ctypes
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    value = ctypes.c_int(0)
+    # CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3; a CUdevice is its ordinal
+    status = libcuda.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(int(gpu)),
+                                              ctypes.c_int(int(other)))
+    return bool(value.value) if status == 0 else None
 
 
 def pci_bus_id(gpu: int) -> str:

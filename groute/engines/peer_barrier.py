@@ -60,19 +60,24 @@ WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;
 #: below the idleness after which the links were seen to fall asleep)
 WAKE_AFTER_S = 0.01
-def unavailable(ctx) -> str | None:
+def unavailable(ctx, *, across_processes: bool = False) -> str | None:
     """Why kernels that meet at the cross-device barrier cannot run on ``ctx`` (None when they
-    can): they need CUDA devices of this process, at most :data:`MAX_DEVICES`, each reaching
-    every other's memory with native atomics (NVLink). Devices of other processes (a context
-    spanning MPI ranks) are out of reach until their memory is mapped here (CUDA IPC, not
-    built yet: docs/DISTRIBUTED.md)."""
+    can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
+    memory with native atomics (NVLink). Devices of other processes (a context spanning MPI
+    ranks) are reached through CUDA IPC (:mod:`groute.device.ipc`) by the kernels built for it
+    (``across_processes``: the relaxations' peer kernel); for the others they are out of reach.
+    Across processes every rank must ask at once (the ranks agree by an allgather)."""
     if ctx.backend != "cuda":
         return "it needs CUDA devices (this context has CPU virtual devices)"
     ranks = getattr(ctx, "ranks", None)
     if ranks is not None and ranks.size > 1:
-        return (f"the devices are {ranks.size} processes' (a context spanning MPI ranks), "
-                f"and a kernel reaches another process's memory only through CUDA IPC, which "
-                f"groute does not use yet")
+        if not across_processes:
+            return (f"the devices are {ranks.size} processes' (a context spanning MPI ranks), "
+                    f"and of the kernels that meet across devices only the relaxations' peer "
+                    f"kernel (BFS, SSSP with exchange='peer') maps another process's memory "
+                    f"(CUDA IPC)")
+        from groute.device.ipc import ipc_unavailable
+        return ipc_unavailable(ctx, MAX_DEVICES)
     devs = ctx.devices
     if not 1 <= len(devs) <= MAX_DEVICES:
         return f"it runs on 1 to {MAX_DEVICES} devices (got {len(devs)})"
@@ -96,9 +101,14 @@ class CrossDeviceBarrier:
     """``block``: the device-0 array holding the counter (its first word) and anything else the
     kernels expect zeroed after a failure; ``devices``: the run's devices, device 0 first."""
 
-    def __init__(self, devices, block):
+    def __init__(self, devices, block, *, ranks=None, address=None):
         self.devices = list(devices)
         self.block = block
+        #: across processes (a RankContext's ``ranks``): the launches and a reset meet the other
+        #: ranks, and only this process's devices are launched, waited for and zeroed
+        self.ranks = ranks if ranks is not None and ranks.size > 1 else None
+        self.local = [i for i, dev in enumerate(self.devices) if getattr(dev, "local", True)]
+        self._address = address     # the block's address where it is another process's
         self.base = 0       # where the counter stands before the next run
         self._wake = None   # per device, WAKE_BYTES to copy (allocated at the first launch;
                             # () once waking failed: not tried again)
@@ -107,8 +117,9 @@ class CrossDeviceBarrier:
 
     @property
     def ptr(self) -> int:
-        """The counter's device address, for the kernels' arguments."""
-        return self.block.data.ptr
+        """The counter's device address, for the kernels' arguments (across processes: as
+        mapped into this one, :class:`groute.device.ipc.PeerAddresses`)."""
+        return self._address if self._address is not None else self.block.data.ptr
 
     def wake_links(self) -> None:
         """Queue a WAKE_BYTES peer copy from each device to every other on its copy stream,
@@ -119,7 +130,7 @@ class CrossDeviceBarrier:
         bookkeeping), nor within WAKE_AFTER_S of the last run. A speed-up only: if it fails,
         it is logged and not tried again."""
         self._woken = {}
-        if (len(self.devices) < 2 or self._wake == ()
+        if (len(self.devices) < 2 or self._wake == () or self.ranks is not None
                 or time.perf_counter() - self._last_end < WAKE_AFTER_S
                 or any(dev.backend != "cuda" for dev in self.devices)):
             return
@@ -152,7 +163,9 @@ class CrossDeviceBarrier:
         self.wake_links()
         launched, failure = [], None
         try:
-            for i in (range(len(self.devices)) if order is None else order):
+            if self.ranks is not None:      # the launches of all processes within the timeout
+                self.ranks.barrier("the ranks' launches of a kernel that meets across them")
+            for i in (self.local if order is None else [i for i in order if i in self.local]):
                 launch(i, self.devices[i])
                 launched.append(i)
         except BaseException as exc:  # noqa: BLE001 - raised by the caller after read-back
@@ -202,11 +215,23 @@ class CrossDeviceBarrier:
     def reset(self) -> None:
         """Wait for every device, then zero the block on device 0's compute stream (the
         non-blocking stream the kernels run on: a fill on CuPy's default stream would not be
-        ordered before the next launch)."""
-        for dev in self.devices:
-            dev.compute_stream.record().synchronize()
-        self.devices[0].compute_stream.submit(self.block.fill, 0)
-        self.devices[0].compute_stream.record().synchronize()
+        ordered before the next launch). Across processes each rank waits for its own device
+        and the ranks meet before and after device 0's rank zeroes it."""
+        failed = None
+        for i in self.local:        # a failed device still lets the others' ranks meet
+            try:
+                self.devices[i].compute_stream.record().synchronize()
+            except BaseException as exc:  # noqa: BLE001 - raised below
+                failed = failed or exc
+        if self.ranks is not None:
+            self.ranks.barrier("the ranks' devices stopped before the meeting block is zeroed")
+        if 0 in self.local and failed is None:
+            self.devices[0].compute_stream.submit(self.block.fill, 0)
+            self.devices[0].compute_stream.record().synchronize()
+        if self.ranks is not None:
+            self.ranks.barrier("the meeting block zeroed before the next launch")
+        if failed is not None:
+            raise failed
         self.base = 0
 
 

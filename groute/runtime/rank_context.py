@@ -282,6 +282,12 @@ class RankContext(Context):
         return len(set(gpus)) < len(gpus)
 
     @property
+    def places(self) -> list:
+        """Where every rank runs, in rank order (:class:`~groute.runtime.rank_transport.
+        RankPlace`: backend, host, GPU bus id), as the ranks told each other at start-up."""
+        return list(self._places or ())
+
+    @property
     def gpu_count(self) -> int:
         """How many GPUs the job's devices run on, over every host (0 on the CPU backend)."""
         return len({(p.host, p.gpu) for p in self._places or () if p.gpu is not None})

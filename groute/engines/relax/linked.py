@@ -237,3 +237,6 @@ class LinkedTraversal:
                 "publishing_rounds": [int(x[L_PUBLISHED]) for x in lu],
                 "bytes_moved": 8 * sum(sent), "threshold_advances": 0, "pull_levels": 0,
                 "bsp_levels": 0, "exchange": "peer", "ring_capacity": self.cap}
+
+    def close(self) -> None:
+        """Nothing to let go beyond the arrays (one process: the peers' own memory)."""

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from groute.device.ipc import PeerAddresses
 from groute.engines import peer_barrier
 from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
 from groute.engines.protocol import ABORT_OWN, PROTOCOL_WORDS, LaunchStop, own_words
@@ -120,49 +121,65 @@ class PeerTraversal:
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
         trace = tuning.trace
-        self.state, self.ctl, self.counters, self.fns, self.blocks = [], [], [], [], []
-        self.rep, self.sent, self.inbox, self.active, self.trace = [], [], [], [], []
+        #: the devices this process drives: all of them, or across processes its rank's
+        self.local = [i for i in range(self.k) if ctx.is_local(i)]
+        none = lambda: [None] * self.k  # noqa: E731
+        self.state, self.ctl, self.counters, self.fns, self.blocks = (none() for _ in range(5))
+        self.rep, self.sent, self.inbox, self.active, self.trace = (none() for _ in range(5))
         sssp = not self.unit
-        for i, dev in enumerate(self.devices):
+        for i in self.local:
+            dev = self.devices[i]
             with dev.on_compute():
                 module = load_module(KERNEL, options=self.options, cooperative=True,
                                      include=self.include)
-                fn = module.get_function(self.kernel)
-                self.fns.append(fn)
+                fn = self.fns[i] = module.get_function(self.kernel)
                 # counters and control block in one buffer: one read-back per run
-                state = cupy.zeros(COUNTERS + CTL_WORDS, np.uint64)
-                self.state.append(state)
-                self.counters.append(state[:COUNTERS])
-                self.ctl.append(state[COUNTERS:])
-                self.rep.append(cupy.zeros(max(int(words.sum()), 1) if not sssp else 1, np.uint32))
-                self.sent.append(cupy.zeros(max((self.n + 31) // 32, 1) if not sssp else 1, np.uint32))
+                state = self.state[i] = cupy.zeros(COUNTERS + CTL_WORDS, np.uint64)
+                self.counters[i], self.ctl[i] = state[:COUNTERS], state[COUNTERS:]
+                self.rep[i] = cupy.zeros(max(int(words.sum()), 1) if not sssp else 1, np.uint32)
+                self.sent[i] = cupy.zeros(max((self.n + 31) // 32, 1) if not sssp else 1, np.uint32)
                 # SSSP: two halves, offers of even and odd rounds
-                self.inbox.append(cupy.zeros(max((1 + sssp) * int(words[i]), 1), np.uint32))
-                self.active.append(cupy.zeros(max(int(words[i]), 1) if sssp else 1, np.uint32))
-                self.trace.append(cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None)
+                self.inbox[i] = cupy.zeros(max((1 + sssp) * int(words[i]), 1), np.uint32)
+                self.active[i] = cupy.zeros(max(int(words[i]), 1) if sssp else 1, np.uint32)
+                self.trace[i] = cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None
                 sms = int(dev.properties()["multiprocessors"])
                 blocks = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 cap = tuning.peer_blocks
-                self.blocks.append(min(blocks, cap) if cap else blocks)
-        with self.devices[0].on_compute():  # the meeting block: counter, global sums
-            self.barrier = CrossDeviceBarrier(self.devices, cupy.zeros(GLOBAL_SIZE, np.uint64))
-        for dev in self.devices:            # the zeroed buffers are in place before any launch
-            with dev.use():
+                self.blocks[i] = min(blocks, cap) if cap else blocks
+        block = None
+        if 0 in self.local:
+            with self.devices[0].on_compute():  # the meeting block: counter, global sums
+                block = cupy.zeros(GLOBAL_SIZE, np.uint64)
+        for i in self.local:                # the zeroed buffers are in place before any launch
+            with self.devices[i].use():
                 cupy.cuda.runtime.deviceSynchronize()
-        self.state_host = []
-        for _ in self.devices:
-            mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_WORDS) * 8)
-            self.state_host.append(np.frombuffer(mem, np.uint64, COUNTERS + CTL_WORDS))
-        self.args = []
-        for i, dev in enumerate(self.devices):
-            rec = self._pack(i, offsets, rep_base, num_arcs, symmetric)
-            with dev.on_compute():      # the upload ordered before the launches that read it
-                if i == 0:      # one compiler, one layout: checked once (the module is cached)
-                    layout = load_module(KERNEL, options=self.options, cooperative=True,
-                                         include=self.include)
-                    check_struct_layout(layout.get_function("peer_args_layout"), rec,
-                                        ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
-                self.args.append(cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8)))
+        #: what the peers write, at addresses this process's kernels can use (across
+        #: processes: mapped through CUDA IPC)
+        self.addresses = PeerAddresses(ctx)
+        try:
+            peers = {name: self.addresses.table(arrays, name) for name, arrays in (
+                ("the control blocks", self.ctl), ("the frontier copies", self.rep),
+                ("the inboxes", self.inbox), ("the values", [None if x is None else x.dist for x in self.arrays]),
+                ("the meeting block", [block] + [None] * (self.k - 1)))}
+            meeting = peers.pop("the meeting block")[0]
+            self.barrier = CrossDeviceBarrier(self.devices, block, ranks=getattr(ctx, "ranks", None),
+                                              address=meeting)
+            self.state_host = [None] * self.k
+            self.args = [None] * self.k
+            for i in self.local:
+                mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_WORDS) * 8)
+                self.state_host[i] = np.frombuffer(mem, np.uint64, COUNTERS + CTL_WORDS)
+                rec = self._pack(i, offsets, rep_base, num_arcs, symmetric, list(peers.values()))
+                with self.devices[i].on_compute():  # the upload ordered before the launches
+                    if i == self.local[0]:  # one compiler, one layout: checked once (cached)
+                        layout = load_module(KERNEL, options=self.options, cooperative=True,
+                                             include=self.include)
+                        check_struct_layout(layout.get_function("peer_args_layout"), rec,
+                                            ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
+                    self.args[i] = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
+        except BaseException:
+            self.addresses.close()
+            raise
         self.counters_host = [{} for _ in self.devices]
         self.seed_buffers = [SeedBuffer() for _ in range(self.k)]
         self._staged = None         # per device, the seeds' pointer and count (prepare)
@@ -170,15 +187,18 @@ class PeerTraversal:
                  self.blocks, BLOCK)
 
     # ------------------------------------------------------------------ setup
-    def _pack(self, i, offsets, rep_base, num_arcs, symmetric):
-        """``PeerArgs`` of device ``i`` as a NumPy record (C layout: align=True)."""
+    def _pack(self, i, offsets, rep_base, num_arcs, symmetric, peers):
+        """``PeerArgs`` of device ``i`` as a NumPy record (C layout: align=True); ``peers``:
+        every device's control block, frontier copy, inbox and values, as addresses device
+        ``i`` can use (:class:`~groute.device.ipc.PeerAddresses`)."""
         w = self.arrays[i]
         # null for what arrays_needed left out (BFS: sent_best; SSSP: the second queue), which
         # that kernel never reads, and for the trace when off
         ptr = lambda x: x.data.ptr if x is not None else 0  # noqa: E731
         queue1 = w.near[1] if len(w.near) > 1 else None
-        ptrs = lambda arrays: np.array([ptr(a) for a in arrays] + [0] * (MAX_DEVICES - self.k),  # noqa: E731
-                                       dtype=np.uint64)
+        ptrs = lambda table: np.array(list(table) + [0] * (MAX_DEVICES - self.k),  # noqa: E731
+                                      dtype=np.uint64)
+        peer_ctl, peer_rep, peer_inbox, peer_dist = peers
         off = np.full(MAX_DEVICES + 1, offsets[-1], np.int32)
         off[:self.k + 1] = offsets
         fields = [
@@ -196,10 +216,10 @@ class PeerTraversal:
             ("n_total", np.int32, self.n), ("me", np.int32, i), ("k", np.int32, self.k),
             ("pull_ok", np.int32, int(symmetric)), ("has_big", np.int32, int(w.has_big)),
             ("off", (np.int32, MAX_DEVICES + 1), off), ("rep_base", (np.int32, MAX_DEVICES), rep_base),
-            ("peer_ctl", (np.uint64, MAX_DEVICES), ptrs(self.ctl)),
-            ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(self.rep)),
-            ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(self.inbox)),
-            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs([x.dist for x in self.arrays])),
+            ("peer_ctl", (np.uint64, MAX_DEVICES), ptrs(peer_ctl)),
+            ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(peer_rep)),
+            ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(peer_inbox)),
+            ("peer_dist", (np.uint64, MAX_DEVICES), ptrs(peer_dist)),
         ]
         return pack_struct(fields)
 
@@ -220,8 +240,8 @@ class PeerTraversal:
         self._level = np.int32(np.iinfo(np.int32).max if max_level is None else int(max_level))
         self._timeout_ns = np.int64(peer_barrier.timeout_ns())     # read per run, as PageRank does
         staged = [None] * self.k
-        for i, dev in enumerate(self.devices):
-            dev.compute_stream.submit(self._stage, staged, i, seeds[i])
+        for i in self.local:
+            self.devices[i].compute_stream.submit(self._stage, staged, i, seeds[i])
         self._staged = staged       # only once every device has its seeds
 
     def run(self, sources_new=None, max_level: int | None = None) -> dict:
@@ -243,15 +263,21 @@ class PeerTraversal:
             stream = self.devices[i].compute_stream
             stream.submit(lambda i=i: self.state[i].get(out=self.state_host[i], blocking=False))
             copied.append(stream.record())
-        if copied:
-            type(copied[0]).wait_all(copied, spin=READBACK_SPIN_S)
-        stops = [LaunchStop.read(self.devices[i].name, self.state_host[i][COUNTERS:])
-                 for i in launched]
+        try:
+            if copied:
+                type(copied[0]).wait_all(copied, spin=READBACK_SPIN_S)
+        except BaseException as exc:
+            if len(self.local) == self.k:
+                raise
+            failure, launched = failure or exc, []  # the other ranks hear it, then all raise
+        rows, failure = self._shared_rows(launched, failure)
+        stops = [LaunchStop.read(self.devices[i].name, rows[i][COUNTERS:])
+                 for i in range(self.k) if rows[i] is not None]
         capped = any(stop.abort == ABORT_ROUNDS for stop in stops)
         self.barrier.finish(stops, failure=failure, ok=not capped, what=f"peer {self.app}",
                             instead="exchange='host'")
         if capped:
-            t = [int(x) for x in self.state_host[0][TOTALS:TOTALS + 4]]
+            t = [int(x) for x in rows[0][TOTALS:TOTALS + 4]]
             raise RuntimeError(
                 f"peer {self.app}: no result after {self.max_rounds} rounds "
                 f"(TraversalTuning.max_rounds); "
@@ -259,7 +285,7 @@ class PeerTraversal:
                 f"bits {t[3]:#x}")
         levels = [stop.ran for stop in stops]
         offers, words, received = [], [], []
-        for i, c in enumerate(self.state_host):
+        for i, c in enumerate(rows):
             offers.append(int(c[REMOTE_OFFERS]))
             words.append(int(c[BITMAP_WORDS]))
             received.append(int(c[RECEIVED]))
@@ -275,12 +301,40 @@ class PeerTraversal:
                # 4-byte reductions (min on the distance, or of the inbox bit)
                "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words),
                "threshold_advances": 0 if self.unit else int(
-                   own_words(self.state_host[0][COUNTERS:]).view(np.int32)[PADVANCES]),
+                   own_words(rows[0][COUNTERS:]).view(np.int32)[PADVANCES]),
                "pull_levels": int(self.counters_host[0]["pull_rounds"]),
                "bsp_levels": max(levels), "exchange": "peer", "items_received": received}
-        if self.trace[0] is not None:
-            out["level_trace_us"] = [self._trace_of(i, levels[i]) for i in range(self.k)]
+        if self.trace[self.local[0]] is not None:
+            out["level_trace_us"] = self.ctx.share(
+                [self._trace_of(i, levels[i]) if i in self.local else None
+                 for i in range(self.k)], "the peer kernels' level traces")
         return out
+
+    def _shared_rows(self, launched, failure):
+        """Every device's counters and control block as read back after the run (this
+        process's from its pinned rows; across processes the others' through ``ctx.share``),
+        and the run's failure: this process's launch failure, else another rank's, told as a
+        RuntimeError naming its device. A device that was not launched has no row (None)."""
+        mine = [self.state_host[i] if i in launched else None for i in range(self.k)]
+        told = [None if failure is None else f"{type(failure).__name__}: {failure}"
+                if i in self.local else None for i in range(self.k)]
+        if len(self.local) == self.k:
+            return mine, failure
+        shared = self.ctx.share([(mine[i], told[i]) if i in self.local else None
+                                 for i in range(self.k)], "the peer kernels' counters")
+        rows = [row for row, _ in shared]
+        if failure is None:
+            failed = [(i, why) for i, (_, why) in enumerate(shared) if why]
+            if failed:
+                i, why = failed[0]
+                failure = RuntimeError(f"peer {self.app}: {self.devices[i].name} (rank {i}) could "
+                                       f"not launch its kernel: {why}")
+        return rows, failure
+
+    def close(self) -> None:
+        """Let the other ranks' memory go (across processes, every rank at once:
+        :meth:`groute.device.ipc.PeerAddresses.close`); nothing to do in one process."""
+        self.addresses.close()
 
     def _trace_of(self, i, levels):
         """Per level of device ``i``: microseconds in A (BFS: sums and decision; SSSP: the

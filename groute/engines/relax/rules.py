@@ -15,6 +15,9 @@ from groute.engines.rules import Case, Rule
 EXCHANGE = Rule("exchange", (
     Case(("one_device", "async"), "host",
          "one device's fused worker runs alone: there is nothing to exchange"),
+    Case(("processes",), "host",
+         "across processes the worklist; exchange='peer' runs the peer kernel over CUDA IPC "
+         "(ranks of one host), not yet measured against it on several GPUs"),
     Case(("not peer",), "host", "the distributed worklist: the host moves the items"),
     Case((), "peer", "one launch per device for the whole run, exchanging through peer memory: "
                      "BSP the level-synchronous peer kernel, async the linked workers"),
@@ -57,6 +60,9 @@ WEIGHTED_RULES = {
     "priority": Rule("priority", (
         Case(("not windowed",), False, "no window to keep"),
         Case(("delta_given",), True, "a window of delta"),
+        Case(("processes",), False, "each process holds only its part of the graph, so no "
+                                    "diameter test: Bellman-Ford rounds (a delta asks for a "
+                                    "window)"),
         Case(("low_diameter",), False, "Bellman-Ford rounds converge in a few levels; near-far "
                                        "rounds cost more than the re-expansions they save"),
         Case((), True, "near-far keeps the work near Dijkstra's on road-like graphs (delta: "

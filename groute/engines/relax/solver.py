@@ -349,7 +349,7 @@ class RelaxSolver(Solver):
                     f"use the default WorklistTuning or exchange='host'")
         if not hasattr(self, "_peer_why"):
             from groute.engines.peer_barrier import unavailable
-            self._peer_why = unavailable(self.ctx)
+            self._peer_why = unavailable(self.ctx, across_processes=True)
         return self._peer_why
 
     def _use_peer(self, exchange):
@@ -375,6 +375,7 @@ class RelaxSolver(Solver):
         and windows: as far as :meth:`_setup` has decided them)."""
         return {
             "one_device": lambda: self.ctx.num_devices == 1,
+            "processes": lambda: self.ctx.ranks is not None,
             "peer": lambda: self.peer_unavailable() is None,
             "symmetric": lambda: not getattr(graph, "directed", True),
             "low_diameter": lambda: graph_is_low_diameter(graph),
@@ -602,6 +603,8 @@ class RelaxSolver(Solver):
     # ------------------------------------------------------------------ shutdown
     def _release(self):
         self._device_renumbering = None     # its index slices on the devices
+        if self.peer is not None:
+            self.peer.close()               # across processes: the other ranks' memory
         if self.worklist is not None:      # None on the peer path, or if setup failed before it
             self.worklist.close()
             self.worklist = None

@@ -1,0 +1,60 @@
+"""Run as several MPI processes on CUDA by tests/test_distributed_gpu.py: BFS and SSSP on the
+persistent peer kernel across processes (``exchange="peer"``, each rank's kernel writing into
+the others' memory through CUDA IPC) against one process on one GPU, twice each on one solver
+(the meeting counter carried from run to run); ``fail R``: rank R's launch raises, and every
+rank must raise, the others naming R's device and the original error.
+
+``peer_checks.py same SPEC...`` / ``peer_checks.py fail R SPEC``."""
+import sys
+import time
+
+import numpy as np
+
+import groute
+from groute import distributed
+from groute.apps.bfs import BFS
+from groute.apps.sssp import SSSP
+from groute.engines.relax.peer import PeerTraversal
+from groute.graph import load_graph
+
+SOLVERS = {"bfs": BFS, "sssp": SSSP}
+
+
+def same(ctx, specs):
+    for spec in specs:
+        part = distributed.load_graph(spec, ctx)
+        whole = load_graph(spec)
+        for app, solver in SOLVERS.items():
+            one = getattr(groute, app)(whole, 3, backend="cuda", devices=1)
+            with solver(part, ctx=ctx, exchange="peer") as s:
+                runs = [s.run(3), s.run(5)]
+            want = getattr(groute, app)(whole, 5, backend="cuda", devices=1)
+            ok = (np.array_equal(runs[0].values, one.values)
+                  and np.array_equal(runs[1].values, want.values))
+            print(f"rank {ctx.rank} {app} {spec}: {'same' if ok else 'DIFFERENT'} "
+                  f"exchange {runs[0].stats['exchange']}", flush=True)
+
+
+def fail(ctx, bad, spec):
+    part = distributed.load_graph(spec, ctx)
+    with BFS(part, ctx=ctx, exchange="peer") as solver:
+        if ctx.rank == bad:
+            def launch(self, i, dev):
+                raise ZeroDivisionError("injected failure in the launch")
+            PeerTraversal._launch = launch
+        start = time.perf_counter()
+        try:
+            solver.run(3)
+            print(f"rank {ctx.rank} did not raise", flush=True)
+        except Exception as exc:  # noqa: BLE001 - what the test reads
+            print(f"rank {ctx.rank} raised after {time.perf_counter() - start:.1f} s: "
+                  f"{type(exc).__name__}: {exc}", flush=True)
+
+
+with distributed.Context(backend="cuda", timeout=60) as ctx:
+    if sys.argv[1] == "same":
+        same(ctx, sys.argv[2:])
+    elif sys.argv[1] == "fail":
+        fail(ctx, int(sys.argv[2]), sys.argv[3])
+    else:
+        sys.exit("usage: peer_checks.py same SPEC... | fail R SPEC")
