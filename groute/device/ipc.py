@@ -104,6 +104,19 @@ def _unreachable_here(ctx) -> str | None:
     return None
 
 
+def open_handle(handle: bytes) -> int:
+    """The address in this process of the allocation another process exported as ``handle``
+    (on the current device, peer access enabled on use)."""
+    import cupy
+    return int(cupy.cuda.runtime.ipcOpenMemHandle(handle, LAZY_PEER_ACCESS))
+
+
+def close_handle(base: int) -> None:
+    """Close one opening of a mapping :func:`open_handle` made."""
+    import cupy
+    cupy.cuda.runtime.ipcCloseMemHandle(int(base))
+
+
 class PeerAddresses:
     """Device addresses of arrays every device of ``ctx`` holds, each usable by this process's
     kernels: the devices' own on a Context of one process, mapped through CUDA IPC on a
@@ -157,8 +170,7 @@ class PeerAddresses:
         return addresses
 
     def _open(self, handle: bytes, offset: int) -> int:
-        import cupy
-        base = int(cupy.cuda.runtime.ipcOpenMemHandle(handle, LAZY_PEER_ACCESS))
+        base = open_handle(handle)
         self._opened.append(base)
         return base + int(offset)
 
@@ -168,12 +180,11 @@ class PeerAddresses:
         failed or died) is logged: its mappings are closed here either way."""
         if not self._opened and not self._exported:
             return
-        import cupy
         opened, self._opened = self._opened, []
         with self.ctx.local_device.use():
             for base in opened:
                 try:
-                    cupy.cuda.runtime.ipcCloseMemHandle(base)
+                    close_handle(base)
                 except Exception as exc:  # noqa: BLE001 - a failed GPU: nothing more to close
                     log.warning("closing a CUDA IPC mapping failed: %s", exc)
         try:
