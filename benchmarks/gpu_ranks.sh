@@ -7,9 +7,10 @@
 #             MPI transport (nvidia-h200)
 #     multi   its `multigpu` tests: 2 and 4 ranks, one per GPU, over NCCL (nvidia-h200-x4)
 #     time    for each of APPS on each of GRAPHS: `groute launch -n $RANKS -- APP --graph G
-#             --backend cuda --repeat 5 --json` over NCCL and over MPI, and `groute APP --graph G
+#             --backend cuda --repeat 5 --json` over NCCL and over MPI (BFS, SSSP: also with
+#             `--exchange peer`, the peer kernel across the ranks through CUDA IPC: -ipc.json), and `groute APP --graph G
 #             --backend cuda --devices $RANKS --repeat 5 --json` (threads), one JSON line each in
-#             $OUT/time/APP-G-{nccl,mpi,threads}.json (nvidia-h200-x4)
+#             $OUT/time/APP-G-{nccl,mpi,ipc,threads}.json (nvidia-h200-x4)
 # Defaults: APPS="bfs sssp pr cc", GRAPHS="kron:21", RANKS=4, RUN_LIMIT=240 (seconds per run).
 # Where the machine lacks mpi4py and an MPI, stage the mpi4py and mpich wheels for its Python
 # into .whl/ beside the others (benchmarks/README.md): they are installed under a prefix of
@@ -46,6 +47,12 @@ timings() {
           > "$base-$transport.json" 2> "$base-$transport.err"
         rc=$?; echo "$app $graph ranks/$transport rc=$rc"
       done
+      if [ "$app" = bfs ] || [ "$app" = sssp ]; then   # the peer kernel across the ranks (CUDA IPC)
+        timeout "${RUN_LIMIT:-240}" python3 -m groute launch -n "${RANKS:-4}" -- "$app" \
+          --graph "$graph" --backend cuda --exchange peer --repeat 5 --json \
+          > "$base-ipc.json" 2> "$base-ipc.err"
+        rc=$?; echo "$app $graph ranks/ipc rc=$rc"
+      fi
       timeout "${RUN_LIMIT:-240}" python3 -m groute "$app" --graph "$graph" --backend cuda \
         --devices "${RANKS:-4}" --repeat 5 --json > "$base-threads.json" 2> "$base-threads.err"
       rc=$?; echo "$app $graph threads rc=$rc"

@@ -84,11 +84,11 @@ def test_nccl_is_refused_for_ranks_sharing_a_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("app", ["bfs", "pr"])
+@pytest.mark.parametrize("app", ["bfs", "pr", "sssp --exchange peer"])
 def test_the_commands_run_on_gpu_ranks(app):
     need_gpus(1, physical=True)
-    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1",
-                         "--backend", "cuda"], timeout=240, env=SHARED)
+    done = run_ranks(2, ["-m", "groute", *app.split(), "--graph", "grid:8", "--verify",
+                         "--repeat", "1", "--backend", "cuda"], timeout=240, env=SHARED)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("verify:") == 1 and "FAILED" not in done.stdout, done.stdout
     assert "2 cuda devices (logical, sharing 1 GPU" in done.stdout, done.stdout
