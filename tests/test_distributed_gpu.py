@@ -5,6 +5,7 @@ it. ``gpu``: two ranks sharing GPU 0 (``CUDA_VISIBLE_DEVICES=0``), so the MPI tr
 (staged through the host) whatever the machine; ``multigpu``: one rank per GPU on 2 and 4
 GPUs, over NCCL (``GROUTE_RANK_TRANSPORT=nccl``, which refuses to run otherwise)."""
 import re
+import time
 
 import pytest
 
@@ -131,7 +132,7 @@ def check_peer(n, env):
                      env=env)
     assert done.returncode == 0, done.stderr
     for spec in ("kron:8", "grid:9"):
-        for app in ("bfs", "sssp"):
+        for app in ("bfs", "sssp", "sssp-window-4", "sssp-window-None"):
             seen = re.findall(rf"rank \d {app} {re.escape(spec)}: same exchange peer", done.stdout)
             assert len(seen) == n, (app, spec, done.stdout, done.stderr)
 
@@ -139,9 +140,12 @@ def check_peer(n, env):
 def check_peer_failure(n, env):
     """Rank 1's launch raises: it raises that error, and every other rank raises within the
     meeting timeout and a poll, naming cuda:1, rank 1 and the original error; none hangs."""
+    start = time.perf_counter()
     done = run_ranks(n, [program("peer_checks.py"), "fail", 1, "kron:8"], timeout=120,
                      env={**env, **PEER_FAIL})
     assert "did not raise" not in done.stdout, done.stdout
+    # the job ends soon after: no rank waits for another at the solver's close
+    assert done.returncode == 0 and time.perf_counter() - start < 60, done.stdout + done.stderr
     assert re.search(r"rank 1 raised after [\d.]+ s: DeviceError: cuda:1: ZeroDivisionError: "
                      r"injected failure in the launch", done.stdout), done.stdout + done.stderr
     for r in [r for r in range(n) if r != 1]:

@@ -56,6 +56,7 @@ def driver(monkeypatch):
     monkeypatch.setattr(ipc, "export", export)
     monkeypatch.setattr(ipc, "open_handle", open_handle)
     monkeypatch.setattr(ipc, "close_handle", lambda base: seen["closed"].append(base))
+    monkeypatch.setattr(ipc, "finish_device_work", lambda: seen["closed"].append("waited"))
     return seen
 
 
@@ -68,10 +69,39 @@ def test_across_ranks_another_rank_s_array_is_its_allocation_opened_here_at_its_
     assert addresses.table([array_at(0x600), None], "the inboxes") == [0x600, 0x9000 + 32]
     assert driver["opened"] == [b"h1", b"h1"] and ctx.ranks.met == []
     addresses.close()
-    assert driver["closed"] == [0x9000, 0x9000]
+    assert driver["closed"] == ["waited", 0x9000, 0x9000]   # no kernel of ours still writes
     assert ctx.ranks.met == ["the ranks closing their CUDA IPC mappings"]
     addresses.close()                   # idempotent: nothing more closed, no second meeting
-    assert len(ctx.ranks.met) == 1 and len(driver["closed"]) == 2
+    assert len(ctx.ranks.met) == 1 and len(driver["closed"]) == 3
+    assert addresses._exported == []
+
+
+def test_every_rank_that_made_a_table_meets_at_close_even_if_it_opened_nothing(driver,
+                                                                              monkeypatch):
+    """A rank whose export failed opened nothing, but the ranks that opened its peers' memory
+    meet at close: so does it, or they would wait for it until the timeout."""
+    def export(array):
+        raise RuntimeError("not in a device allocation")
+    monkeypatch.setattr(ipc, "export", export)
+    ctx = rank_zero(lambda what, mine: ((b"h1", 0), None) if "handles" in what else None)
+    addresses = ipc.PeerAddresses(ctx)
+    with pytest.raises(RuntimeError):
+        addresses.table([array_at(0x500), None], "the values")
+    addresses.close()
+    assert ctx.ranks.met == ["the ranks closing their CUDA IPC mappings"]
+
+
+def test_memory_another_rank_may_still_map_is_kept_when_the_ranks_cannot_meet(driver):
+    ctx = rank_zero(lambda what, mine: ((b"h1", 0), None) if "handles" in what else None)
+    addresses = ipc.PeerAddresses(ctx)
+    mine = array_at(0x500)
+    addresses.table([mine, None], "the values")
+
+    def stopped(what):
+        raise RuntimeError("the context stopped: rank 1 failed")
+    ctx.ranks.barrier = stopped
+    addresses.close()
+    assert driver["closed"] == ["waited", 0x9000] and addresses._exported == [mine]
 
 
 def test_a_rank_that_cannot_map_makes_every_rank_raise_naming_it(driver):

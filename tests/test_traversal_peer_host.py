@@ -335,13 +335,18 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
 
 
 class _Ranks:
-    """Two ranks' meetings as this rank sees them: each ``barrier`` recorded."""
+    """Two ranks' meetings as rank 0 sees them: each ``barrier`` recorded, each allgather's
+    entry of rank 1 ``theirs`` (what it says of its device's end: None, it stopped cleanly)."""
 
     def __init__(self):
-        self.size, self.rank, self.met = 2, 0, []
+        self.size, self.rank, self.met, self.heard, self.theirs = 2, 0, [], [], None
 
     def barrier(self, what):
         self.met.append(what)
+
+    def allgather(self, obj, what):
+        self.heard.append(what)
+        return [obj, self.theirs]
 
 
 class _RemoteStandIn:
@@ -401,8 +406,6 @@ def test_across_processes_a_rank_launches_its_device_and_hears_the_others_counte
     launches within the meeting timeout); the other ranks' counters come through
     ``ctx.share``, so every rank's stats and meeting counter are the whole run's; the
     meeting block's address is the mapped one."""
-    from groute.engines.relax.peer import COUNTERS, CTL_WORDS
-    row = np.zeros(COUNTERS + CTL_WORDS, np.uint64)
     t, ranks, launches, row, _ = _rank_zero_traversal(None)
     t.ctx.theirs = (row, None)
     t.prepare([6, 1])
@@ -419,12 +422,31 @@ def test_across_processes_another_rank_s_failed_launch_raises_naming_it():
     raises, rank 0 naming cuda:1, its rank and the original error; the meeting counter is
     zeroed after the ranks meet (no rank launches on a counter left somewhere unknown)."""
     t, ranks, launches, row, _ = _rank_zero_traversal(None)
-    t.ctx.theirs = (None, "ZeroDivisionError: injected")
+    t.ctx.theirs = (None, "could not launch its kernel: ZeroDivisionError: injected")
     t.barrier.base = 8
     t.prepare([6])
     with pytest.raises(RuntimeError, match=r"peer bfs: cuda:1 \(rank 1\) could not launch its "
                                            r"kernel: ZeroDivisionError: injected"):
         t.run()
     assert launches == ["cuda:0"] and t.barrier.base == 0 and not t.barrier.block.any()
-    assert ranks.met[1:] == ["the ranks' devices stopped before the meeting block is zeroed",
-                             "the meeting block zeroed before the next launch"]
+    assert ranks.heard == ["the ranks' devices stopped before the meeting block is zeroed"]
+    assert ranks.met[1:] == ["the meeting block zeroed before the next launch"]
+
+
+def test_across_processes_a_device_that_failed_after_the_run_stops_every_rank_s_reset():
+    """A run the devices disagree on is reset; where another rank's device failed by then,
+    every rank raises naming it and none zeroes the meeting block or launches again (the
+    counter stands somewhere unknown), instead of that rank raising alone."""
+    from groute.engines.protocol import PROTO_CROSSED
+    from groute.engines.relax.peer import COUNTERS
+    t, ranks, launches, row, _ = _rank_zero_traversal(None)
+    row[COUNTERS + PROTO_CROSSED] = 3   # rank 1 passed fewer meetings: not a good run
+    t.ctx.theirs = (row, None)
+    ranks.theirs = "DeviceError: cuda:1: an illegal memory access"
+    t.barrier.base = 8
+    t.prepare([6])
+    with pytest.raises(RuntimeError, match=r"cuda:1 \(rank 1\) failed after a run of the kernels "
+                                           r"that meet across the ranks: DeviceError: cuda:1: an "
+                                           r"illegal memory access"):
+        t.run()
+    assert t.barrier.block.all() and t.barrier.base == 8 and len(ranks.met) == 1

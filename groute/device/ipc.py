@@ -111,6 +111,12 @@ def open_handle(handle: bytes) -> int:
     return int(cupy.cuda.runtime.ipcOpenMemHandle(handle, LAZY_PEER_ACCESS))
 
 
+def finish_device_work() -> None:
+    """Wait for everything queued on the current device (its kernels among it)."""
+    import cupy
+    cupy.cuda.runtime.deviceSynchronize()
+
+
 def close_handle(base: int) -> None:
     """Close one opening of a mapping :func:`open_handle` made."""
     import cupy
@@ -128,6 +134,7 @@ class PeerAddresses:
         self.ranks = getattr(ctx, "ranks", None)
         self._opened = []       # bases this process opened, one entry per opening
         self._exported = []     # this rank's arrays the others map: kept until they close
+        self._joined = False    # whether this rank took part in an exchange (close meets)
 
     def table(self, arrays, what: str) -> list[int]:
         """Per device, the address of its entry of ``arrays`` (a list over the devices: this
@@ -142,10 +149,13 @@ class PeerAddresses:
     def _mapped(self, arrays, what: str) -> list[int]:
         rank = self.ranks.rank
         mine = arrays[rank]
+        self._joined = True         # every rank meets at close, whatever happens below
         try:
             sent, error = export(mine), None
         except Exception as exc:  # noqa: BLE001 - every rank hears it, then all raise
             sent, error = None, f"rank {rank} could not export {what}: {type(exc).__name__}: {exc}"
+        if sent is not None:        # from now on another rank may map it
+            self._exported.append(mine)
         shared = self.ranks.allgather((sent, error), what=f"the CUDA IPC handles of {what}")
         addresses, opened = [], []
         for r, (handle, failed) in enumerate(shared):
@@ -165,8 +175,6 @@ class PeerAddresses:
         errors = [e for e in self.ranks.allgather(error, what=f"mapping {what}") if e]
         if errors:
             raise RuntimeError(f"CUDA IPC between the ranks failed: {errors[0]}")
-        if mine is not None:
-            self._exported.append(mine)
         return addresses
 
     def _open(self, handle: bytes, offset: int) -> int:
@@ -175,22 +183,31 @@ class PeerAddresses:
         return base + int(offset)
 
     def close(self) -> None:
-        """Close this process's mappings, then (across ranks) meet the others, so that no
-        rank frees memory another still maps. Idempotent. A meeting that fails (a rank that
-        failed or died) is logged: its mappings are closed here either way."""
-        if not self._opened and not self._exported:
+        """Wait for this process's kernels (they may still write through the mappings: a run
+        that failed elsewhere gives up at its meetings only after their timeout), close its
+        mappings, then meet the other ranks, so that no rank frees memory another still maps.
+        Every rank that made a table meets, whatever it opened. Idempotent. Where the ranks
+        cannot meet (a rank failed or died), this rank keeps the memory it exported rather
+        than let another rank's kernel write into reused memory."""
+        if not self._joined:
             return
+        self._joined = False
         opened, self._opened = self._opened, []
         with self.ctx.local_device.use():
+            try:
+                finish_device_work()
+            except Exception as exc:  # noqa: BLE001 - a failed GPU runs nothing more
+                log.warning("waiting for this rank's kernels before closing its CUDA IPC "
+                            "mappings failed: %s", exc)
             for base in opened:
                 try:
                     close_handle(base)
                 except Exception as exc:  # noqa: BLE001 - a failed GPU: nothing more to close
                     log.warning("closing a CUDA IPC mapping failed: %s", exc)
         try:
-            if self.ranks is not None and self.ranks.size > 1:
-                self.ranks.barrier("the ranks closing their CUDA IPC mappings")
-        except Exception as exc:  # noqa: BLE001 - the job is failing; its memory goes with it
-            log.warning("the ranks did not meet after closing their CUDA IPC mappings: %s", exc)
-        finally:
-            self._exported = []
+            self.ranks.barrier("the ranks closing their CUDA IPC mappings")
+        except Exception as exc:  # noqa: BLE001 - the job is failing
+            log.warning("the ranks did not meet after closing their CUDA IPC mappings (%s); "
+                        "rank %d keeps the memory it exported", exc, self.ranks.rank)
+            return
+        self._exported = []

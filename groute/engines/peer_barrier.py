@@ -223,15 +223,23 @@ class CrossDeviceBarrier:
                 self.devices[i].compute_stream.record().synchronize()
             except BaseException as exc:  # noqa: BLE001 - raised below
                 failed = failed or exc
-        if self.ranks is not None:
-            self.ranks.barrier("the ranks' devices stopped before the meeting block is zeroed")
-        if 0 in self.local and failed is None:
+        if self.ranks is not None:      # whether every rank's device stopped cleanly
+            told = self.ranks.allgather(None if failed is None else
+                                        f"{type(failed).__name__}: {failed}",
+                                        what="the ranks' devices stopped before the meeting "
+                                             "block is zeroed")
+            bad = [(r, why) for r, why in enumerate(told) if why]
+            if bad and failed is None:
+                r, why = bad[0]
+                failed = RuntimeError(f"{self.devices[r].name} (rank {r}) failed after a run of "
+                                      f"the kernels that meet across the ranks: {why}")
+        if failed is not None:          # the counter stays unknown: no rank launches again
+            raise failed
+        if 0 in self.local:
             self.devices[0].compute_stream.submit(self.block.fill, 0)
             self.devices[0].compute_stream.record().synchronize()
         if self.ranks is not None:
             self.ranks.barrier("the meeting block zeroed before the next launch")
-        if failed is not None:
-            raise failed
         self.base = 0
 
 

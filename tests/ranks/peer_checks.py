@@ -32,7 +32,20 @@ def same(ctx, specs):
             ok = (np.array_equal(runs[0].values, one.values)
                   and np.array_equal(runs[1].values, want.values))
             print(f"rank {ctx.rank} {app} {spec}: {'same' if ok else 'DIFFERENT'} "
-                  f"exchange {runs[0].stats['exchange']}", flush=True)
+                  f"exchange {runs[0].stats['exchange']} pull levels "
+                  f"{runs[0].stats.get('pull_levels')}", flush=True)
+        # weighted, with a window: one given, and the default (each rank estimates its own,
+        # all take the smallest)
+        part = distributed.load_graph(spec, ctx, weighted=True)
+        whole = load_graph(spec, weighted=True)
+        want = groute.sssp(whole, 3, backend="cuda", devices=1)
+        for delta in (4, None):
+            with SSSP(part, ctx=ctx, exchange="peer", priority=True, delta=delta) as s:
+                got = s.run(3)
+            deltas = ctx.ranks.allgather(got.stats["delta"])
+            ok = np.array_equal(got.values, want.values) and len(set(deltas)) == 1
+            print(f"rank {ctx.rank} sssp-window-{delta} {spec}: {'same' if ok else 'DIFFERENT'} "
+                  f"exchange {got.stats['exchange']} deltas {deltas}", flush=True)
 
 
 def fail(ctx, bad, spec):

@@ -100,7 +100,6 @@ class PeerTraversal:
             raise ValueError(f"peer {app}: a unit relaxation counts hops: no weights, int values")
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta!r}")
-        import cupy
         from .cuda_worker import _bits, traversal_options
         self.app, self.kind = app, kind
         self.kernel = "peer_bfs" if self.unit else "peer_sssp"
@@ -120,12 +119,52 @@ class PeerTraversal:
         words = (sizes + 31) // 32
         rep_base = np.zeros(MAX_DEVICES, np.int32)
         rep_base[:self.k] = np.concatenate([[0], np.cumsum(words)[:-1]])
-        trace = tuning.trace
         #: the devices this process drives: all of them, or across processes its rank's
         self.local = [i for i in range(self.k) if ctx.is_local(i)]
         none = lambda: [None] * self.k  # noqa: E731
         self.state, self.ctl, self.counters, self.fns, self.blocks = (none() for _ in range(5))
         self.rep, self.sent, self.inbox, self.active, self.trace = (none() for _ in range(5))
+        self.state_host, self.args = none(), none()
+        failure = None
+        try:
+            block = self._allocate(words, tuning)
+        except BaseException as exc:  # noqa: BLE001 - every rank hears it, then all raise
+            failure = exc
+        self._agree(failure, "set up its peer kernel")
+        #: what the peers write, at addresses this process's kernels can use (across
+        #: processes: mapped through CUDA IPC)
+        self.addresses = PeerAddresses(ctx)
+        try:
+            peers = {name: self.addresses.table(arrays, name) for name, arrays in (
+                ("the control blocks", self.ctl), ("the frontier copies", self.rep),
+                ("the inboxes", self.inbox),
+                ("the values", [None if x is None else x.dist for x in self.arrays]),
+                ("the meeting block", [block] + [None] * (self.k - 1)))}
+            meeting = peers.pop("the meeting block")[0]
+            self.barrier = CrossDeviceBarrier(self.devices, block, address=meeting,
+                                              ranks=getattr(ctx, "ranks", None))
+            try:
+                for i in self.local:
+                    self.args[i] = self._upload_args(i, offsets, rep_base, num_arcs, symmetric,
+                                                     list(peers.values()))
+            except BaseException as exc:  # noqa: BLE001 - as above
+                failure = exc
+            self._agree(failure, "uploaded its peer kernel's arguments")
+        except BaseException:
+            self.addresses.close()
+            raise
+        self.counters_host = [{} for _ in self.devices]
+        self.seed_buffers = [SeedBuffer() for _ in range(self.k)]
+        self._staged = None         # per device, the seeds' pointer and count (prepare)
+        log.info("peer %s (%s) on %d devices, grids %s x %d", app, self.kernel, self.k,
+                 self.blocks, BLOCK)
+
+    # ------------------------------------------------------------------ setup
+    def _allocate(self, words, tuning):
+        """This process's devices' kernels, control blocks, bitmaps and read-back rows, and
+        device 0's meeting block where this process drives device 0 (returned; else None),
+        zeroed and in place before anything reads them."""
+        import cupy
         sssp = not self.unit
         for i in self.local:
             dev = self.devices[i]
@@ -141,11 +180,13 @@ class PeerTraversal:
                 # SSSP: two halves, offers of even and odd rounds
                 self.inbox[i] = cupy.zeros(max((1 + sssp) * int(words[i]), 1), np.uint32)
                 self.active[i] = cupy.zeros(max(int(words[i]), 1) if sssp else 1, np.uint32)
-                self.trace[i] = cupy.zeros(4 * TRACE_LEVELS, np.uint64) if trace else None
+                self.trace[i] = cupy.zeros(4 * TRACE_LEVELS, np.uint64) if tuning.trace else None
                 sms = int(dev.properties()["multiprocessors"])
                 blocks = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 cap = tuning.peer_blocks
                 self.blocks[i] = min(blocks, cap) if cap else blocks
+            mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_WORDS) * 8)
+            self.state_host[i] = np.frombuffer(mem, np.uint64, COUNTERS + CTL_WORDS)
         block = None
         if 0 in self.local:
             with self.devices[0].on_compute():  # the meeting block: counter, global sums
@@ -153,40 +194,40 @@ class PeerTraversal:
         for i in self.local:                # the zeroed buffers are in place before any launch
             with self.devices[i].use():
                 cupy.cuda.runtime.deviceSynchronize()
-        #: what the peers write, at addresses this process's kernels can use (across
-        #: processes: mapped through CUDA IPC)
-        self.addresses = PeerAddresses(ctx)
-        try:
-            peers = {name: self.addresses.table(arrays, name) for name, arrays in (
-                ("the control blocks", self.ctl), ("the frontier copies", self.rep),
-                ("the inboxes", self.inbox), ("the values", [None if x is None else x.dist for x in self.arrays]),
-                ("the meeting block", [block] + [None] * (self.k - 1)))}
-            meeting = peers.pop("the meeting block")[0]
-            self.barrier = CrossDeviceBarrier(self.devices, block, ranks=getattr(ctx, "ranks", None),
-                                              address=meeting)
-            self.state_host = [None] * self.k
-            self.args = [None] * self.k
-            for i in self.local:
-                mem = cupy.cuda.alloc_pinned_memory((COUNTERS + CTL_WORDS) * 8)
-                self.state_host[i] = np.frombuffer(mem, np.uint64, COUNTERS + CTL_WORDS)
-                rec = self._pack(i, offsets, rep_base, num_arcs, symmetric, list(peers.values()))
-                with self.devices[i].on_compute():  # the upload ordered before the launches
-                    if i == self.local[0]:  # one compiler, one layout: checked once (cached)
-                        layout = load_module(KERNEL, options=self.options, cooperative=True,
-                                             include=self.include)
-                        check_struct_layout(layout.get_function("peer_args_layout"), rec,
-                                            ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
-                    self.args[i] = cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
-        except BaseException:
-            self.addresses.close()
-            raise
-        self.counters_host = [{} for _ in self.devices]
-        self.seed_buffers = [SeedBuffer() for _ in range(self.k)]
-        self._staged = None         # per device, the seeds' pointer and count (prepare)
-        log.info("peer %s (%s) on %d devices, grids %s x %d", app, self.kernel, self.k,
-                 self.blocks, BLOCK)
+        return block
 
-    # ------------------------------------------------------------------ setup
+    def _upload_args(self, i, offsets, rep_base, num_arcs, symmetric, peers):
+        """Device ``i``'s ``PeerArgs`` (:meth:`_pack`) in its memory, the upload ordered
+        before the launches that read it; the struct's layout checked against the compiler's
+        once per process (the module is cached)."""
+        import cupy
+        rec = self._pack(i, offsets, rep_base, num_arcs, symmetric, peers)
+        with self.devices[i].on_compute():
+            if i == self.local[0]:
+                layout = load_module(KERNEL, options=self.options, cooperative=True,
+                                     include=self.include)
+                check_struct_layout(layout.get_function("peer_args_layout"), rec,
+                                    ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
+            return cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
+
+    def _agree(self, failure, did: str) -> None:
+        """Raise ``failure`` (this process's, or None); across processes first tell every
+        rank whether it ``did`` what it had to, so that all raise together (the others a
+        RuntimeError naming the first rank that failed and its error) instead of waiting for
+        it at their next meeting."""
+        if len(self.local) < self.k:
+            told = self.ctx.share([None if i not in self.local or failure is None
+                                   else f"{type(failure).__name__}: {failure}"
+                                   for i in range(self.k)], f"whether every rank {did}")
+            if failure is None:
+                failed = [(i, why) for i, why in enumerate(told) if why]
+                if failed:
+                    i, why = failed[0]
+                    failure = RuntimeError(f"peer {self.app}: {self.devices[i].name} (rank {i}) "
+                                           f"has not {did}: {why}")
+        if failure is not None:
+            raise failure
+
     def _pack(self, i, offsets, rep_base, num_arcs, symmetric, peers):
         """``PeerArgs`` of device ``i`` as a NumPy record (C layout: align=True); ``peers``:
         every device's control block, frontier copy, inbox and values, as addresses device
@@ -257,6 +298,7 @@ class PeerTraversal:
             raise RuntimeError(f"peer {self.app}: run() without prepare(): no seeds staged")
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, dev))
+        phase = "could not launch its kernel"
         self._staged = None
         copied = []
         for i in launched:
@@ -269,8 +311,10 @@ class PeerTraversal:
         except BaseException as exc:
             if len(self.local) == self.k:
                 raise
-            failure, launched = failure or exc, []  # the other ranks hear it, then all raise
-        rows, failure = self._shared_rows(launched, failure)
+            if failure is None:
+                failure, phase = exc, "failed while its kernel ran"
+            launched = []       # the other ranks hear it, then all raise
+        rows, failure = self._shared_rows(launched, failure, phase)
         stops = [LaunchStop.read(self.devices[i].name, rows[i][COUNTERS:])
                  for i in range(self.k) if rows[i] is not None]
         capped = any(stop.abort == ABORT_ROUNDS for stop in stops)
@@ -310,13 +354,14 @@ class PeerTraversal:
                  for i in range(self.k)], "the peer kernels' level traces")
         return out
 
-    def _shared_rows(self, launched, failure):
+    def _shared_rows(self, launched, failure, phase):
         """Every device's counters and control block as read back after the run (this
         process's from its pinned rows; across processes the others' through ``ctx.share``),
-        and the run's failure: this process's launch failure, else another rank's, told as a
-        RuntimeError naming its device. A device that was not launched has no row (None)."""
+        and the run's failure: this process's, else another rank's, told as a RuntimeError
+        naming its device and what it failed at (``phase``: its launch, or the run). A device
+        that was not launched or read back has no row (None)."""
         mine = [self.state_host[i] if i in launched else None for i in range(self.k)]
-        told = [None if failure is None else f"{type(failure).__name__}: {failure}"
+        told = [None if failure is None else f"{phase}: {type(failure).__name__}: {failure}"
                 if i in self.local else None for i in range(self.k)]
         if len(self.local) == self.k:
             return mine, failure
@@ -327,8 +372,8 @@ class PeerTraversal:
             failed = [(i, why) for i, (_, why) in enumerate(shared) if why]
             if failed:
                 i, why = failed[0]
-                failure = RuntimeError(f"peer {self.app}: {self.devices[i].name} (rank {i}) could "
-                                       f"not launch its kernel: {why}")
+                failure = RuntimeError(f"peer {self.app}: {self.devices[i].name} (rank {i}) "
+                                       f"{why}")
         return rows, failure
 
     def close(self) -> None:

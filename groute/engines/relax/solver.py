@@ -375,7 +375,7 @@ class RelaxSolver(Solver):
         and windows: as far as :meth:`_setup` has decided them)."""
         return {
             "one_device": lambda: self.ctx.num_devices == 1,
-            "processes": lambda: self.ctx.ranks is not None,
+            "processes": lambda: self.ctx.ranks is not None and self.ctx.ranks.size > 1,
             "peer": lambda: self.peer_unavailable() is None,
             "symmetric": lambda: not getattr(graph, "directed", True),
             "low_diameter": lambda: graph_is_low_diameter(graph),
@@ -410,7 +410,12 @@ class RelaxSolver(Solver):
             if not delta > 0:
                 raise ValueError(f"delta must be > 0, got {delta!r}")
             return int(delta) if self.kind == "int" else float(delta)
-        return self.default_delta(graph)
+        delta = self.default_delta(graph)
+        if self.ctx.ranks is not None and not math.isinf(delta):
+            # each rank's estimate reads its own part's weights: all take the smallest
+            delta = self.ctx.ranks.allreduce(delta, "min")
+            delta = int(delta) if self.kind == "int" else float(delta)
+        return delta
 
     def default_delta(self, graph):
         """The window ``priority=True`` keeps without a ``delta`` (value units); the apps say
