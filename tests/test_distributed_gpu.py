@@ -135,6 +135,9 @@ def check_peer(n, env):
         for app in ("bfs", "sssp", "sssp-window-4", "sssp-window-None"):
             seen = re.findall(rf"rank \d {app} {re.escape(spec)}: same exchange peer", done.stdout)
             assert len(seen) == n, (app, spec, done.stdout, done.stderr)
+    # BFS pulled over in-arcs on kron:8, reading the frontier copies the ranks store into
+    # each other's memory
+    assert len(re.findall(r"bfs kron:8: same exchange peer pull levels [1-9]", done.stdout)) == n
 
 
 def check_peer_failure(n, env):
