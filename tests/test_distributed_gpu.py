@@ -126,13 +126,14 @@ PEER_FAIL = {"GROUTE_PEER_BARRIER_TIMEOUT": "2"}
 
 
 def check_peer(n, env):
-    """BFS and SSSP with exchange='peer' on ``n`` ranks (each kernel writing into the others'
-    memory through CUDA IPC) equal one process's, two runs of one solver each."""
+    """BFS and SSSP with exchange='peer', and PageRank with persistent=True, on ``n`` ranks
+    (each kernel writing into the others' memory through CUDA IPC) equal one process's, two
+    runs of one solver each."""
     done = run_ranks(n, [program("peer_checks.py"), "same", "kron:8", "grid:9"], timeout=300,
                      env=env)
     assert done.returncode == 0, done.stderr
     for spec in ("kron:8", "grid:9"):
-        for app in ("bfs", "sssp", "sssp-window-4", "sssp-window-None"):
+        for app in ("bfs", "sssp", "sssp-window-4", "sssp-window-None", "pagerank"):
             seen = re.findall(rf"rank \d {app} {re.escape(spec)}: same exchange peer", done.stdout)
             assert len(seen) == n, (app, spec, done.stdout, done.stderr)
     # BFS pulled over in-arcs on kron:8, reading the frontier copies the ranks store into

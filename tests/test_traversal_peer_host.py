@@ -199,6 +199,9 @@ class _Barrier:
             launch(i, dev)
         return list(range(len(self.devices))), None
 
+    def share_ends(self, ends, failure, phase, what):   # one process: its own
+        return [ends.get(i) for i in range(len(self.devices))], failure
+
     def finish(self, stops, *, ok, **_):
         self.finished.append(ok)
 
@@ -335,18 +338,20 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
 
 
 class _Ranks:
-    """Two ranks' meetings as rank 0 sees them: each ``barrier`` recorded, each allgather's
-    entry of rank 1 ``theirs`` (what it says of its device's end: None, it stopped cleanly)."""
+    """Two ranks' meetings as rank 0 sees them: each ``barrier`` recorded; rank 1's entry of
+    an allgather is ``ends`` for the run's ends (its counters' row and what it failed at, if
+    anything) and ``stopped`` for a reset's (what its device's failure was: None, none)."""
 
     def __init__(self):
-        self.size, self.rank, self.met, self.heard, self.theirs = 2, 0, [], [], None
+        self.size, self.rank, self.met, self.heard = 2, 0, [], []
+        self.ends, self.stopped = None, None
 
     def barrier(self, what):
         self.met.append(what)
 
     def allgather(self, obj, what):
         self.heard.append(what)
-        return [obj, self.theirs]
+        return [obj, self.ends if what.startswith("the ends") else self.stopped]
 
 
 class _RemoteStandIn:
@@ -354,19 +359,7 @@ class _RemoteStandIn:
     name, local = "cuda:1", False
 
 
-class _RankZero:
-    """What PeerTraversal asks of rank 0's RankContext: ``share`` fills in rank 1's entry with
-    ``theirs`` (its counters' row and its launch failure, if any)."""
-
-    def __init__(self, theirs):
-        self.theirs, self.shared = theirs, []
-
-    def share(self, values, what):
-        self.shared.append(what)
-        return [values[0], self.theirs]
-
-
-def _rank_zero_traversal(theirs):
+def _rank_zero_traversal():
     """PeerTraversal as rank 0 of two holds it (device 1 is rank 1's), over the real
     CrossDeviceBarrier, whose ranks record their meetings; rank 0's kernel leaves 5 received
     offers and 2 levels, and its own launch is recorded."""
@@ -385,7 +378,6 @@ def _rank_zero_traversal(theirs):
     t.offsets = np.array([0, 4, 8])
     t.devices = [_Device("cuda:0"), _RemoteStandIn()]
     t.local = [0]
-    t.ctx = _RankZero(theirs)
     ranks = _Ranks()
     t.barrier = CrossDeviceBarrier(t.devices, np.ones(16, np.uint64), ranks=ranks,
                                    address=0x1000)
@@ -406,30 +398,30 @@ def test_across_processes_a_rank_launches_its_device_and_hears_the_others_counte
     launches within the meeting timeout); the other ranks' counters come through
     ``ctx.share``, so every rank's stats and meeting counter are the whole run's; the
     meeting block's address is the mapped one."""
-    t, ranks, launches, row, _ = _rank_zero_traversal(None)
-    t.ctx.theirs = (row, None)
+    t, ranks, launches, row, _ = _rank_zero_traversal()
+    ranks.ends = (row, None)
     t.prepare([6, 1])
     stats = t.run()
     assert launches == ["cuda:0"] and len(ranks.met) == 1
     assert stats["items_received"] == [5, 7] and stats["rounds"] == [2, 2]
     assert t.barrier.base == 2 * 4 and t.barrier.ptr == 0x1000
     assert t.counters_host[1]["processed"] == 7
-    assert t.ctx.shared == ["the peer kernels' counters"]
+    assert ranks.heard == ["the ends of a run of peer bfs"]
 
 
 def test_across_processes_another_rank_s_failed_launch_raises_naming_it():
     """A rank whose launch failed tells the others with its counters' share: every rank
     raises, rank 0 naming cuda:1, its rank and the original error; the meeting counter is
     zeroed after the ranks meet (no rank launches on a counter left somewhere unknown)."""
-    t, ranks, launches, row, _ = _rank_zero_traversal(None)
-    t.ctx.theirs = (None, "could not launch its kernel: ZeroDivisionError: injected")
+    t, ranks, launches, row, _ = _rank_zero_traversal()
+    ranks.ends = (None, "could not launch its kernel: ZeroDivisionError: injected")
     t.barrier.base = 8
     t.prepare([6])
     with pytest.raises(RuntimeError, match=r"peer bfs: cuda:1 \(rank 1\) could not launch its "
                                            r"kernel: ZeroDivisionError: injected"):
         t.run()
     assert launches == ["cuda:0"] and t.barrier.base == 0 and not t.barrier.block.any()
-    assert ranks.heard == ["the ranks' devices stopped before the meeting block is zeroed"]
+    assert ranks.heard[1:] == ["the ranks' devices stopped before the meeting block is zeroed"]
     assert ranks.met[1:] == ["the meeting block zeroed before the next launch"]
 
 
@@ -439,10 +431,10 @@ def test_across_processes_a_device_that_failed_after_the_run_stops_every_rank_s_
     counter stands somewhere unknown), instead of that rank raising alone."""
     from groute.engines.protocol import PROTO_CROSSED
     from groute.engines.relax.peer import COUNTERS
-    t, ranks, launches, row, _ = _rank_zero_traversal(None)
+    t, ranks, launches, row, _ = _rank_zero_traversal()
     row[COUNTERS + PROTO_CROSSED] = 3   # rank 1 passed fewer meetings: not a good run
-    t.ctx.theirs = (row, None)
-    ranks.theirs = "DeviceError: cuda:1: an illegal memory access"
+    ranks.ends = (row, None)
+    ranks.stopped = "DeviceError: cuda:1: an illegal memory access"
     t.barrier.base = 8
     t.prepare([6])
     with pytest.raises(RuntimeError, match=r"cuda:1 \(rank 1\) failed after a run of the kernels "

@@ -123,6 +123,18 @@ def close_handle(base: int) -> None:
     cupy.cuda.runtime.ipcCloseMemHandle(int(base))
 
 
+class MappedArray:
+    """Another process's array as this process addresses it: its address only, as
+    ``.data.ptr`` (where a CuPy array keeps its own), for the kernels' pointer tables."""
+
+    class _Data:
+        def __init__(self, ptr: int):
+            self.ptr = int(ptr)
+
+    def __init__(self, address: int):
+        self.data = MappedArray._Data(address)
+
+
 class PeerAddresses:
     """Device addresses of arrays every device of ``ctx`` holds, each usable by this process's
     kernels: the devices' own on a Context of one process, mapped through CUDA IPC on a

@@ -175,6 +175,27 @@ class CrossDeviceBarrier:
         self._woken = {}
         return sorted(launched), failure
 
+    def share_ends(self, ends: dict, failure, phase: str, what: str):
+        """Every device's end of a run, and the run's failure, the same on every rank.
+        ``ends``: what this process read back after the run, by device index (its launched
+        devices'); ``failure``: this process's (None: none), which ``phase`` says it failed
+        at ("could not launch its kernel", "failed while its kernel ran"). In one process
+        that is ``ends`` as a list over the devices (None where nothing was read back) and
+        ``failure``; across processes one allgather gives every rank's, and a rank without a
+        failure of its own gets another rank's as a RuntimeError naming its device, its rank,
+        what it failed at and its error (``what``: the run's subject)."""
+        if self.ranks is None:
+            return [ends.get(i) for i in range(len(self.devices))], failure
+        told = None if failure is None else f"{phase}: {type(failure).__name__}: {failure}"
+        shared = self.ranks.allgather((ends.get(self.local[0]), told),
+                                      what=f"the ends of a run of {what}")
+        if failure is None:
+            failed = [(r, why) for r, (_, why) in enumerate(shared) if why]
+            if failed:
+                r, why = failed[0]
+                failure = RuntimeError(f"{what}: {self.devices[r].name} (rank {r}) {why}")
+        return [end for end, _ in shared], failure
+
     def after_launch(self, i: int) -> None:
         """For a caller that launches each device on that device's own host thread (after
         :meth:`wake_links`, instead of :meth:`launch_each`): device ``i``'s compute stream

@@ -1,7 +1,8 @@
 """Run as several MPI processes on CUDA by tests/test_distributed_gpu.py: BFS and SSSP on the
 persistent peer kernel across processes (``exchange="peer"``, each rank's kernel writing into
-the others' memory through CUDA IPC) against one process on one GPU, twice each on one solver
-(the meeting counter carried from run to run); ``fail R``: rank R's launch raises, and every
+the others' memory through CUDA IPC), and PageRank on its persistent BSP kernel
+(``persistent=True``), against one process on one GPU, twice each on one solver (the meeting
+counter carried from run to run); ``fail R``: rank R's launch raises, and every
 rank must raise, the others naming R's device and the original error.
 
 ``peer_checks.py same SPEC...`` / ``peer_checks.py fail R SPEC``."""
@@ -13,9 +14,11 @@ import numpy as np
 import groute
 from groute import distributed
 from groute.apps.bfs import BFS
+from groute.apps.pr import PageRank
 from groute.apps.sssp import SSSP
 from groute.engines.relax.peer import PeerTraversal
 from groute.graph import load_graph
+from groute.tuning import PageRankTuning
 
 SOLVERS = {"bfs": BFS, "sssp": SSSP}
 
@@ -34,6 +37,16 @@ def same(ctx, specs):
             print(f"rank {ctx.rank} {app} {spec}: {'same' if ok else 'DIFFERENT'} "
                   f"exchange {runs[0].stats['exchange']} pull levels "
                   f"{runs[0].stats.get('pull_levels')}", flush=True)
+        # PageRank's persistent BSP kernel: each rank's stores into the others' vectors and
+        # the stopping check over every rank's stats rows on the devices; twice on one solver
+        want = groute.pagerank(whole, backend="cuda", devices=1)
+        with PageRank(part, ctx=ctx, tuning=PageRankTuning(persistent=True)) as s:
+            runs = [s.run(), s.run()]
+        ok = all(float(np.abs(r.values - want.values).sum()) < 1e-4 for r in runs) \
+            and runs[0].stats["persistent"] and runs[0].stats["exchange"] == "peer stores"
+        print(f"rank {ctx.rank} pagerank {spec}: {'same' if ok else 'DIFFERENT'} exchange "
+              f"{runs[0].stats['exchange']} iterations {[r.stats['iterations'] for r in runs]} "
+              f"one process {want.stats['iterations']}", flush=True)
         # weighted, with a window: one given, and the default (each rank estimates its own,
         # all take the smallest)
         part = distributed.load_graph(spec, ctx, weighted=True)

@@ -15,6 +15,7 @@ import numpy as np
 from .iteration import LinearIteration
 from .layout import Shard, bins_tasks
 from .thresholds import push_weights
+from groute.device.ipc import MappedArray
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph.arcs import row_chunks
 from groute.graph.arrays import arc_dtype
@@ -78,6 +79,26 @@ def _sync_host(device, array, spin=False):
     it, the async mode keeps the general wait)."""
     device.compute_stream.record().synchronize(spin=SPIN_S if spin else 0.0)
     return device.to_host(array)
+
+
+class RankPeer:
+    """Another rank's device as a persistent kernel of this process sees it (across
+    processes, :meth:`IterateSolver._rank_peers`): the vertices its in-arcs read (``reads``:
+    host bool per global id), its contribution vectors (``contrib``, one address per parity)
+    and, once :meth:`map_stats` gave it, its stats rows, at addresses mapped into this
+    process (:class:`groute.device.ipc.PeerAddresses`). What :meth:`IterationDevice.
+    set_outputs`, ``set_copies`` and ``set_check_group`` ask of a device."""
+
+    def __init__(self, reads, contrib_addresses):
+        self._reads = reads
+        self.contrib = [MappedArray(a) for a in contrib_addresses]
+        self.stats = None
+
+    def reads(self):
+        return self._reads
+
+    def map_stats(self, address: int) -> None:
+        self.stats = MappedArray(address)
 
 
 class IterationDevice:

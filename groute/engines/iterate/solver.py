@@ -157,7 +157,7 @@ def persistent_unavailable(ctx, mode: str, kernel: str, inplace: bool, device_ch
     kernels ("csc", "bins") in Jacobi form, checking the stopping rule on the device; the
     asynchronous push kernel (iterate.cu ``pr_async_persistent``) needs nothing more."""
     from groute.engines.peer_barrier import unavailable
-    why = unavailable(ctx)
+    why = unavailable(ctx, across_processes=mode == "bsp")
     if why is not None:
         return why
     if mode == "async":
@@ -195,8 +195,10 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
         if why is not None:
             raise ValueError(f"persistent=True cannot run here: {why}")
         return True, None
-    case = ITERATE_RULES["persistent"].decide({"persistent_can_run": lambda: why is None,
-                                               "one_device": lambda: len(ctx.devices) == 1})
+    ranks = getattr(ctx, "ranks", None)
+    case = ITERATE_RULES["persistent"].decide({
+        "persistent_can_run": lambda: why is None, "one_device": lambda: len(ctx.devices) == 1,
+        "processes": lambda: ranks is not None and ranks.size > 1})
     if case.choice:
         return True, None
     if why is not None:
@@ -345,6 +347,7 @@ class IterateSolver(Solver):
                            estimate=iteration_bytes, weighted=self.weighted)
         self._worklist = None
         self._slices = None     # across processes: the Router the slices go through
+        self._addresses = None  # across processes: the other ranks' memory mapped here
         try:
             k = self.k = len(self.ctx.devices)
             #: the indices of the devices this process drives (all, but on a RankContext)
@@ -411,8 +414,11 @@ class IterateSolver(Solver):
             self.offsets = offsets
             # every device reaches every other's memory and has a bit in the need masks: the
             # peer stores, and the device-side check (it reads every peer's stats), can run
+            # (across processes: the persistent kernel's, through CUDA IPC)
+            ranked = self.ctx.ranks is not None and self.ctx.ranks.size > 1
             can = (mode == "bsp" and k <= MAX_OUTPUTS
-                   and bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool))))
+                   and (self.persistent if ranked else
+                        bool(np.all(self.ctx.peer_matrix() | np.eye(k, dtype=bool)))))
             bases = self._mine(self._base_shares(offsets))
             bound = self.iteration.bound(self.tol, n)
             self.devs = [IterationDevice(d, s, n, mode, self.alpha, k, tuning, self.iteration,
@@ -431,15 +437,20 @@ class IterateSolver(Solver):
                     if own is not None:
                         d.y_start = d.device.asarray(own.astype(d.fdt))
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
-                for i, dev in enumerate(self.devs):
-                    others = [p for j, p in enumerate(self.devs) if j != i]
+                # every device in device order: this process's, and across processes the
+                # others' as mapped here (their vectors and stats rows: CUDA IPC)
+                peers = self._rank_peers() if ranked and self.peer_writes else self.devs
+                for dev in self.devs:
+                    others = [p for p in peers if p is not dev]
                     dev.set_outputs([dev] + (others if self.peer_writes else []))
                 for dev in self.devs:
-                    dev.set_copies(self.devs)
+                    dev.set_copies(peers)
                     dev.alloc_stats(self.max_iter)
+                if peers is not self.devs:
+                    self._map_stats(peers)
                 for dev in self.devs:
-                    dev.set_check_group(self.devs)
-                if self.ctx.ranks is not None:
+                    dev.set_check_group(peers)
+                if self.ctx.ranks is not None and not self.peer_writes:
                     from groute.runtime.policies import to_the_others
                     from groute.runtime.router import Router
                     self._slices = Router(self.ctx.devices, self.ctx.devices, to_the_others,
@@ -450,9 +461,15 @@ class IterateSolver(Solver):
                 from groute.engines.peer_barrier import CrossDeviceBarrier
                 from groute.engines.protocol import MEETING_WORDS
                 words = MEETING_WORDS if mode == "bsp" else ASYNC_MEETING_WORDS
-                with self.devs[0].device.use():
-                    self._barrier = CrossDeviceBarrier(
-                        self.ctx.devices, self.devs[0].device.zeros(words, np.uint64))
+                block = address = None
+                if 0 in self._here:
+                    with self.devs[0].device.use():
+                        block = self.devs[0].device.zeros(words, np.uint64)
+                if ranked:
+                    address = self._addresses.table([block] + [None] * (k - 1),
+                                                    "the meeting block")[0]
+                self._barrier = CrossDeviceBarrier(self.ctx.devices, block, address=address,
+                                                   ranks=self.ctx.ranks if ranked else None)
             check_every = tuning.check_every
             if check_every is None:     # across processes: the host checks every iteration,
                 # so the run stops where the devices' own check would have
@@ -537,15 +554,50 @@ class IterateSolver(Solver):
         in the order of :attr:`devs`."""
         return [per_device[i] for i in self._here]
 
+    def _rank_peers(self) -> list:
+        """Every device in device order for the persistent kernel across processes: this
+        process's :class:`~.device.IterationDevice`, and for each other rank a
+        :class:`~.device.RankPeer` holding what this device's kernel needs of it: the
+        vertices its in-arcs read (shared, packed to bits) and its two contribution vectors
+        as mapped here (:class:`groute.device.ipc.PeerAddresses`)."""
+        from groute.device.ipc import PeerAddresses
+        from .device import RankPeer
+        self._addresses = PeerAddresses(self.ctx)
+        reads = self._everyone([np.packbits(d.reads()) for d in self.devs],
+                               "the vertices each device's in-arcs read")
+        vectors = [self._addresses.table(self._everyone_local([d.contrib[par] for d in self.devs]),
+                                         f"the contribution vectors ({par})")
+                   for par in range(2)]
+        mine = dict(zip(self._here, self.devs))
+        return [mine[i] if i in mine else
+                RankPeer(np.unpackbits(reads[i], count=self.n).astype(bool),
+                         [vectors[0][i], vectors[1][i]])
+                for i in range(self.k)]
+
+    def _map_stats(self, peers) -> None:
+        """The other ranks' stats rows, as mapped here, into their :class:`~.device.RankPeer`
+        (after :meth:`~.device.IterationDevice.alloc_stats`): the device-side stopping check
+        reads every device's."""
+        table = self._addresses.table(self._everyone_local([d.stats for d in self.devs]),
+                                      "the stats rows")
+        for i, peer in enumerate(peers):
+            if i not in self._here:
+                peer.map_stats(table[i])
+
+    def _everyone_local(self, mine: list) -> list:
+        """A list over every device holding ``mine`` (one per device of :attr:`devs`) at this
+        process's devices and None at the others'."""
+        entries = [None] * self.k
+        for i, value in zip(self._here, mine):
+            entries[i] = value
+        return entries
+
     def _everyone(self, mine: list, what: str) -> list:
         """Every device's value, from ``mine`` (one per device of :attr:`devs`): the other
         processes' too on a RankContext (:meth:`~groute.runtime.context.Context.share`)."""
         if self.ctx.ranks is None:
             return list(mine)
-        entries = [None] * self.k
-        for i, value in zip(self._here, mine):
-            entries[i] = value
-        return self.ctx.share(entries, what)
+        return self.ctx.share(self._everyone_local(mine), what)
 
     def _number(self, name: str, value) -> float:
         """``value`` as a float; a TypeError naming the argument where it is no number."""
@@ -667,9 +719,7 @@ class IterateSolver(Solver):
             stats["iteration_trace"] = self._trace_summary(stats["iterations"])
         parts = [d.bsp_answer() if self.mode == "bsp" else d.push_answer() for d in self.devs]
         parts = self._normalized_parts(parts, normalize)
-        entries = [None] * self.k
-        for i, part in zip(self._here, parts):
-            entries[i] = part
+        entries = self._everyone_local(parts)
         renumbering = self._renumbering()
         if renumbering is not None:     # each device makes its slice in the graph's order
             values = land_answer(self.ctx, renumbering.gather(entries), "the values")
@@ -760,7 +810,8 @@ class IterateSolver(Solver):
             t = converged_at
             history = history[:t]
         if self.peer_writes:
-            per_iteration = sum(dev.peer_stores * np.dtype(dev.fdt).itemsize for dev in self.devs)
+            per_iteration = sum(self._everyone([dev.peer_stores * np.dtype(dev.fdt).itemsize
+                                                for dev in self.devs], "the peer stores"))
         else:
             per_iteration = self.n * np.dtype(self.devs[0].fdt).itemsize * (k - 1)
         dev0 = self.devs[0]
@@ -808,13 +859,25 @@ class IterateSolver(Solver):
         from groute.engines.peer_barrier import timeout_ns
         from groute.engines.protocol import LaunchStop
         bar = self._barrier
+        mine = dict(zip(self._here, self.devs))
         launched, failure = bar.launch_each(
-            lambda i, _: self.devs[i].persistent_launch(self.max_iter, base, y0, bar.ptr,
-                                                        bar.base, self.k, timeout_ns()))
-        for i in launched:
-            self.devs[i].persistent_fetch()
-        results = [self.devs[i].persistent_result() for i in launched]
-        stops = [LaunchStop.read(self.devs[i].device.name, c)
+            lambda i, _: mine[i].persistent_launch(self.max_iter, base, y0, bar.ptr, bar.base,
+                                                   self.k, timeout_ns()))
+        phase = "could not launch its kernel"
+        try:
+            for i in launched:
+                mine[i].persistent_fetch()
+            results = {i: mine[i].persistent_result() for i in launched}
+        except BaseException as exc:
+            if bar.ranks is None:
+                raise
+            if failure is None:     # the other ranks hear it, then all raise
+                failure, phase = exc, "failed while its kernel ran"
+            results = {}
+        ends, failure = bar.share_ends(results, failure, phase, f"persistent {self.app}")
+        launched = [i for i, end in enumerate(ends) if end is not None]
+        results = [ends[i] for i in launched]
+        stops = [LaunchStop.read(self.ctx.devices[i].name, c)
                  for i, (c, _) in zip(launched, results)]
         iterations = {stop.ran for stop in stops}
         bar.finish(stops, failure=failure, ok=len(iterations) == 1,
@@ -830,7 +893,8 @@ class IterateSolver(Solver):
         over the traced iterations per device (sweep and grid barrier, cross-device wait, the
         rule and second grid barrier, the whole iteration), and each device's start after the
         first device's (the launch skew) and its end before the last device's."""
-        rows = [d.persistent_trace(iterations) for d in self.devs]
+        rows = self._everyone([d.persistent_trace(iterations) for d in self.devs],
+                              "the persistent kernels' traces")
         if rows[0] is None or not len(rows[0]):
             return None
         t0 = min(int(r[0, 0]) for r in rows)
@@ -951,6 +1015,9 @@ class IterateSolver(Solver):
 
     def _release(self):
         self._device_renumbering = None     # its index slices on the devices
+        if self._addresses is not None:     # every rank at once (PeerAddresses.close)
+            self._addresses.close()
+            self._addresses = None
         if self._slices is not None:
             self._slices.close()
             self._slices = None

@@ -314,7 +314,8 @@ class PeerTraversal:
             if failure is None:
                 failure, phase = exc, "failed while its kernel ran"
             launched = []       # the other ranks hear it, then all raise
-        rows, failure = self._shared_rows(launched, failure, phase)
+        rows, failure = self.barrier.share_ends({i: self.state_host[i] for i in launched},
+                                                failure, phase, f"peer {self.app}")
         stops = [LaunchStop.read(self.devices[i].name, rows[i][COUNTERS:])
                  for i in range(self.k) if rows[i] is not None]
         capped = any(stop.abort == ABORT_ROUNDS for stop in stops)
@@ -353,28 +354,6 @@ class PeerTraversal:
                 [self._trace_of(i, levels[i]) if i in self.local else None
                  for i in range(self.k)], "the peer kernels' level traces")
         return out
-
-    def _shared_rows(self, launched, failure, phase):
-        """Every device's counters and control block as read back after the run (this
-        process's from its pinned rows; across processes the others' through ``ctx.share``),
-        and the run's failure: this process's, else another rank's, told as a RuntimeError
-        naming its device and what it failed at (``phase``: its launch, or the run). A device
-        that was not launched or read back has no row (None)."""
-        mine = [self.state_host[i] if i in launched else None for i in range(self.k)]
-        told = [None if failure is None else f"{phase}: {type(failure).__name__}: {failure}"
-                if i in self.local else None for i in range(self.k)]
-        if len(self.local) == self.k:
-            return mine, failure
-        shared = self.ctx.share([(mine[i], told[i]) if i in self.local else None
-                                 for i in range(self.k)], "the peer kernels' counters")
-        rows = [row for row, _ in shared]
-        if failure is None:
-            failed = [(i, why) for i, (_, why) in enumerate(shared) if why]
-            if failed:
-                i, why = failed[0]
-                failure = RuntimeError(f"peer {self.app}: {self.devices[i].name} (rank {i}) "
-                                       f"{why}")
-        return rows, failure
 
     def close(self) -> None:
         """Let the other ranks' memory go (across processes, every rank at once:
