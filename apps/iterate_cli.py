@@ -46,6 +46,11 @@ def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-
     advanced.add_argument("--inplace", action="store_true",
                           help="bsp on one device: Gauss-Seidel sweeps in place (fewer "
                                "iterations)")
+    advanced.add_argument("--persistent", choices=("auto", "on", "off"), default=None,
+                          help="one launch per device for the whole run (CUDA devices that "
+                               "reach each other's memory, or ranks of one host through CUDA "
+                               "IPC): on, off, or auto (default): "
+                               f"{auto_help(rules['persistent'])}")
 
 
 def tol_for(args, graph) -> float:
@@ -59,7 +64,9 @@ def tuning_from(args) -> PageRankTuning:
     """The engine's tuning: the environment's, with the options given on the command line."""
     given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
              "push_rule": getattr(args, "push_rule", None),
-             "inplace": True if getattr(args, "inplace", False) else None}
+             "inplace": True if getattr(args, "inplace", False) else None,
+             "persistent": {"on": True, "off": False, "auto": "auto"}.get(
+                 getattr(args, "persistent", None))}
     return dataclasses.replace(PageRankTuning.from_environment(),
                                **{k: v for k, v in given.items() if v is not None})
 

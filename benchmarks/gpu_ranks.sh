@@ -47,9 +47,11 @@ timings() {
           > "$base-$transport.json" 2> "$base-$transport.err"
         rc=$?; echo "$app $graph ranks/$transport rc=$rc"
       done
-      if [ "$app" = bfs ] || [ "$app" = sssp ]; then   # the peer kernel across the ranks (CUDA IPC)
+      # the persistent kernels across the ranks (CUDA IPC)
+      ipc=""; case $app in bfs|sssp) ipc="--exchange peer";; pr) ipc="--persistent on";; esac
+      if [ -n "$ipc" ]; then
         timeout "${RUN_LIMIT:-240}" python3 -m groute launch -n "${RANKS:-4}" -- "$app" \
-          --graph "$graph" --backend cuda --exchange peer --repeat 5 --json \
+          --graph "$graph" --backend cuda $ipc --repeat 5 --json \
           > "$base-ipc.json" 2> "$base-ipc.err"
         rc=$?; echo "$app $graph ranks/ipc rc=$rc"
       fi

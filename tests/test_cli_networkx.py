@@ -107,7 +107,7 @@ def _subparsers():
 #: the options that say how a run is scheduled, not what it computes
 ADVANCED = {"--mode", "--partition", "--no-priority", "--delta", "--routing", "--exchange",
             "--sweeps", "--push-rule", "--bsp-kernel", "--inplace", "--direction", "--segment-edges",
-            "--buffers", "--no-afforest", "--sample-rounds", "--rest", "--link"}
+            "--buffers", "--no-afforest", "--sample-rounds", "--rest", "--link", "--persistent"}
 
 
 @pytest.mark.parametrize("command", ["bfs", "sssp", "pr", "katz", "cc", "kcore", "scc",
@@ -139,3 +139,20 @@ def test_info_says_what_cpu_virtual_devices_are(capsys):
     assert main(["info", "--backend", "cpu", "--devices", "2", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["cpu_cores"] == os.cpu_count() and "virtual devices" in info["note"]
+
+
+@pytest.mark.parametrize("given, want", [("on", True), ("off", False), ("auto", "auto"),
+                                         (None, "auto")])
+def test_persistent_on_the_command_line_is_the_tuning_s(given, want, monkeypatch):
+    """``--persistent on|off|auto`` becomes PageRankTuning.persistent (True, False, "auto");
+    not given, the environment's tuning stands."""
+    import argparse
+    from apps.iterate_cli import tuning_from
+    monkeypatch.delenv("GROUTE_PR_SWEEPS", raising=False)
+    args = argparse.Namespace(sweeps=None, persistent=given)
+    assert tuning_from(args).persistent == want
+
+
+def test_persistent_on_where_it_cannot_run_is_an_error_naming_why(capsys):
+    assert main(["pr", "--graph", "grid:6", "--backend", "cpu", "--persistent", "on"]) != 0
+    assert "persistent=True cannot run here: it needs CUDA devices" in capsys.readouterr().err

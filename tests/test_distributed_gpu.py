@@ -85,7 +85,7 @@ def test_nccl_is_refused_for_ranks_sharing_a_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("app", ["bfs", "pr", "sssp --exchange peer"])
+@pytest.mark.parametrize("app", ["bfs", "pr", "sssp --exchange peer", "pr --persistent on"])
 def test_the_commands_run_on_gpu_ranks(app):
     need_gpus(1, physical=True)
     done = run_ranks(2, ["-m", "groute", *app.split(), "--graph", "grid:8", "--verify",

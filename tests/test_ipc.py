@@ -151,9 +151,10 @@ def test_what_one_rank_cannot_reach_is_every_rank_s_answer(monkeypatch):
     assert why == "rank 0 could not ask its GPU: ImportError: no CuPy"
 
 
-def test_the_relaxation_rules_across_processes():
-    """exchange 'auto' across processes is the worklist (the peer kernel there is asked for);
-    SSSP's priority 'auto' there is off without a delta (no diameter test on a part)."""
+def test_the_rules_across_processes():
+    """exchange 'auto' across processes is the worklist (the peer kernel there is asked for),
+    PageRank's persistent 'auto' the host-driven iterations (persistent=True asks for the
+    kernel); SSSP's priority 'auto' there is off without a delta (no diameter test on a part)."""
     from groute.engines.relax.rules import EXCHANGE, WEIGHTED_RULES
 
     def facts(**given):
@@ -164,6 +165,11 @@ def test_the_relaxation_rules_across_processes():
     case = EXCHANGE.decide(facts(one_device=False, processes=True, peer=True))
     assert case.choice == "host" and "CUDA IPC" in case.why
     assert EXCHANGE.decide(facts(one_device=False, processes=False, peer=True)).choice == "peer"
+    from groute.engines.iterate.rules import ITERATE_RULES
+    persistent = ITERATE_RULES["persistent"]
+    case = persistent.decide(facts(persistent_can_run=True, processes=True))
+    assert case.choice is False and "persistent=True" in case.why
+    assert persistent.decide(facts(persistent_can_run=True, processes=False)).choice is True
     priority = WEIGHTED_RULES["priority"]
     assert priority.decide(facts(windowed=True, delta_given=False, processes=True)).choice is False
     assert priority.decide(facts(windowed=True, delta_given=True, processes=True)).choice is True
