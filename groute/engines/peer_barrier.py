@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from contextlib import contextmanager
 
 from groute.kernel_launch import launch_kernel
 from groute.tuning import setting
@@ -65,7 +66,8 @@ def unavailable(ctx, *, across_processes: bool = False) -> str | None:
     can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
     memory with native atomics (NVLink). Devices of other processes (a context spanning MPI
     ranks) are reached through CUDA IPC (:mod:`groute.device.ipc`) by the kernels built for it
-    (``across_processes``: the relaxations' peer kernel); for the others they are out of reach.
+    (``across_processes``: BFS's and SSSP's peer kernel, PageRank's persistent BSP kernel); for
+    the others they are out of reach.
     Across processes every rank must ask at once (the ranks agree by an allgather)."""
     if ctx.backend != "cuda":
         return "it needs CUDA devices (this context has CPU virtual devices)"
@@ -73,9 +75,9 @@ def unavailable(ctx, *, across_processes: bool = False) -> str | None:
     if ranks is not None and ranks.size > 1:
         if not across_processes:
             return (f"the devices are {ranks.size} processes' (a context spanning MPI ranks), "
-                    f"and of the kernels that meet across devices only the relaxations' peer "
-                    f"kernel (BFS, SSSP with exchange='peer') maps another process's memory "
-                    f"(CUDA IPC)")
+                    f"and of the kernels that meet across devices only BFS's and SSSP's peer "
+                    f"kernel (exchange='peer') and PageRank's persistent BSP kernel map "
+                    f"another process's memory (CUDA IPC)")
         from groute.device.ipc import ipc_unavailable
         return ipc_unavailable(ctx, MAX_DEVICES)
     devs = ctx.devices
@@ -90,6 +92,34 @@ def unavailable(ctx, *, across_processes: bool = False) -> str | None:
             if a.native_peer_atomics(b) is False:
                 return f"{a.name} has no native atomics on {b.name}'s memory (no NVLink)"
     return None
+
+
+@contextmanager
+def together(ctx, did: str, what: str, across: bool = True):
+    """Run the block; across processes (``across``, and ``ctx`` a RankContext of several
+    ranks) every rank then hears whether each of the others ``did`` it, so that all raise
+    together (this rank its own error; the others a RuntimeError naming the first rank that
+    failed, its device and error, ``what`` being the subject) instead of one rank leaving the
+    others waiting at their next meeting, or worse, letting go of memory their kernels write
+    into. In one process (or ``across`` False) an error is raised as it comes. Every rank must
+    enter it at the same point, with the same ``across``."""
+    ranks = getattr(ctx, "ranks", None)
+    if not across or ranks is None or ranks.size < 2:
+        yield
+        return
+    failure = None
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - every rank hears it, then all raise
+        failure = exc
+    told = ranks.allgather(None if failure is None else f"{type(failure).__name__}: {failure}",
+                           what=f"whether every rank {did}")
+    if failure is not None:
+        raise failure
+    failed = [(r, why) for r, why in enumerate(told) if why]
+    if failed:
+        r, why = failed[0]
+        raise RuntimeError(f"{what}: {ctx.devices[r].name} (rank {r}) has not {did}: {why}")
 
 
 def timeout_ns() -> int:

@@ -85,20 +85,17 @@ class RankPeer:
     """Another rank's device as a persistent kernel of this process sees it (across
     processes, :meth:`IterateSolver._rank_peers`): the vertices its in-arcs read (``reads``:
     host bool per global id), its contribution vectors (``contrib``, one address per parity)
-    and, once :meth:`map_stats` gave it, its stats rows, at addresses mapped into this
-    process (:class:`groute.device.ipc.PeerAddresses`). What :meth:`IterationDevice.
-    set_outputs`, ``set_copies`` and ``set_check_group`` ask of a device."""
+    and its stats rows (``stats``), at addresses mapped into this process
+    (:class:`groute.device.ipc.PeerAddresses`). What :meth:`IterationDevice.set_outputs`,
+    ``set_copies`` and ``set_check_group`` ask of a device."""
 
-    def __init__(self, reads, contrib_addresses):
+    def __init__(self, reads, contrib_addresses, stats_address):
         self._reads = reads
         self.contrib = [MappedArray(a) for a in contrib_addresses]
-        self.stats = None
+        self.stats = MappedArray(stats_address)
 
     def reads(self):
         return self._reads
-
-    def map_stats(self, address: int) -> None:
-        self.stats = MappedArray(address)
 
 
 class IterationDevice:

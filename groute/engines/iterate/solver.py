@@ -437,39 +437,40 @@ class IterateSolver(Solver):
                     if own is not None:
                         d.y_start = d.device.asarray(own.astype(d.fdt))
                 self.peer_writes = can if peer_writes is None else bool(peer_writes) and can
+                # across processes the persistent kernel writes into the other ranks' memory:
+                # what they map is allocated first, then mapped (every rank at once), then
+                # each rank sets up against the mapped addresses; every rank hears whether the
+                # others' set-up went through before it goes on
+                from groute.engines.peer_barrier import together
+                ipc = ranked and self.peer_writes
+                with together(self.ctx, "allocated its persistent kernel's memory", self.app,
+                              ipc):
+                    for dev in self.devs:
+                        dev.alloc_stats(self.max_iter)
+                    block = self._meeting_block(mode) if self.persistent else None
                 # every device in device order: this process's, and across processes the
                 # others' as mapped here (their vectors and stats rows: CUDA IPC)
-                peers = self._rank_peers() if ranked and self.peer_writes else self.devs
-                for dev in self.devs:
-                    others = [p for p in peers if p is not dev]
-                    dev.set_outputs([dev] + (others if self.peer_writes else []))
-                for dev in self.devs:
-                    dev.set_copies(peers)
-                    dev.alloc_stats(self.max_iter)
-                if peers is not self.devs:
-                    self._map_stats(peers)
-                for dev in self.devs:
-                    dev.set_check_group(peers)
+                peers, address = self._rank_peers(block) if ipc else (self.devs, None)
+                with together(self.ctx, "set up its persistent kernel", self.app, ipc):
+                    for dev in self.devs:
+                        others = [p for p in peers if p is not dev]
+                        dev.set_outputs([dev] + (others if self.peer_writes else []))
+                    for dev in self.devs:
+                        dev.set_copies(peers)
+                    for dev in self.devs:
+                        dev.set_check_group(peers)
+                    if self.persistent:
+                        self._barrier = self._cross_device_barrier(block, address, ipc)
+                    if ipc:         # a failed upload is heard by every rank here
+                        self._settle_uploads()
                 if self.ctx.ranks is not None and not self.peer_writes:
                     from groute.runtime.policies import to_the_others
                     from groute.runtime.router import Router
                     self._slices = Router(self.ctx.devices, self.ctx.devices, to_the_others,
                                           packet_size=max(n, 1), dtype=self.devs[0].fdt,
                                           ctx=self.ctx, name=f"{self.app}-slices")
-            if self.persistent:     # device 0's meeting block: the counter, where it stands
-                # (the push kernel's: and every device's sums of a decision)
-                from groute.engines.peer_barrier import CrossDeviceBarrier
-                from groute.engines.protocol import MEETING_WORDS
-                words = MEETING_WORDS if mode == "bsp" else ASYNC_MEETING_WORDS
-                block = address = None
-                if 0 in self._here:
-                    with self.devs[0].device.use():
-                        block = self.devs[0].device.zeros(words, np.uint64)
-                if ranked:
-                    address = self._addresses.table([block] + [None] * (k - 1),
-                                                    "the meeting block")[0]
-                self._barrier = CrossDeviceBarrier(self.ctx.devices, block, address=address,
-                                                   ranks=self.ctx.ranks if ranked else None)
+            if self.persistent and mode == "async":     # the push kernel's meeting block
+                self._barrier = self._cross_device_barrier(self._meeting_block(mode))
             check_every = tuning.check_every
             if check_every is None:     # across processes: the host checks every iteration,
                 # so the run stops where the devices' own check would have
@@ -492,12 +493,7 @@ class IterateSolver(Solver):
                     from groute.worklist import DistributedWorklist
                     self._worklist = DistributedWorklist(
                         self.ctx, packet_size=max(1024, min(1 << 20, n)))
-            if self.ctx.backend == "cuda":
-                # what set-up queued on each device's compute stream lands before any device's
-                # first launch: another device's kernels read some of it (the meeting block)
-                for dev in self._mine(self.ctx.devices):
-                    with dev.use():
-                        dev.xp.cuda.runtime.deviceSynchronize()
+            self._settle_uploads()
             self.setup_s = time.perf_counter() - t0
         except BaseException:
             self.close()
@@ -554,35 +550,57 @@ class IterateSolver(Solver):
         in the order of :attr:`devs`."""
         return [per_device[i] for i in self._here]
 
-    def _rank_peers(self) -> list:
-        """Every device in device order for the persistent kernel across processes: this
+    def _rank_peers(self, block) -> tuple[list, int]:
+        """Every device in device order for the persistent kernel across processes, and the
+        meeting block's address (``block``: rank 0's, None elsewhere) as mapped here: this
         process's :class:`~.device.IterationDevice`, and for each other rank a
         :class:`~.device.RankPeer` holding what this device's kernel needs of it: the
-        vertices its in-arcs read (shared, packed to bits) and its two contribution vectors
-        as mapped here (:class:`groute.device.ipc.PeerAddresses`)."""
+        vertices its in-arcs read (shared, packed to bits), its two contribution vectors and
+        its stats rows (the device-side stopping check reads every device's) as mapped here
+        (:class:`groute.device.ipc.PeerAddresses`). Every rank at once, after
+        :meth:`~.device.IterationDevice.alloc_stats`."""
         from groute.device.ipc import PeerAddresses
         from .device import RankPeer
         self._addresses = PeerAddresses(self.ctx)
         reads = self._everyone([np.packbits(d.reads()) for d in self.devs],
                                "the vertices each device's in-arcs read")
-        vectors = [self._addresses.table(self._everyone_local([d.contrib[par] for d in self.devs]),
-                                         f"the contribution vectors ({par})")
+        table = lambda arrays, what: self._addresses.table(  # noqa: E731
+            self._everyone_local(arrays), what)
+        vectors = [table([d.contrib[par] for d in self.devs], f"the contribution vectors ({par})")
                    for par in range(2)]
+        stats = table([d.stats for d in self.devs], "the stats rows")
+        address = self._addresses.table([block] + [None] * (self.k - 1), "the meeting block")[0]
         mine = dict(zip(self._here, self.devs))
         return [mine[i] if i in mine else
                 RankPeer(np.unpackbits(reads[i], count=self.n).astype(bool),
-                         [vectors[0][i], vectors[1][i]])
-                for i in range(self.k)]
+                         [vectors[0][i], vectors[1][i]], stats[i])
+                for i in range(self.k)], address
 
-    def _map_stats(self, peers) -> None:
-        """The other ranks' stats rows, as mapped here, into their :class:`~.device.RankPeer`
-        (after :meth:`~.device.IterationDevice.alloc_stats`): the device-side stopping check
-        reads every device's."""
-        table = self._addresses.table(self._everyone_local([d.stats for d in self.devs]),
-                                      "the stats rows")
-        for i, peer in enumerate(peers):
-            if i not in self._here:
-                peer.map_stats(table[i])
+    def _meeting_block(self, mode: str):
+        """Device 0's meeting block of the persistent kernels (the counter, where it stands;
+        the push kernel's: and every device's sums of a decision), zeroed; None on a rank
+        that does not drive device 0."""
+        from groute.engines.protocol import MEETING_WORDS
+        if 0 not in self._here:
+            return None
+        words = MEETING_WORDS if mode == "bsp" else ASYNC_MEETING_WORDS
+        with self.devs[0].device.use():
+            return self.devs[0].device.zeros(words, np.uint64)
+
+    def _cross_device_barrier(self, block, address=None, across: bool = False):
+        """The persistent kernels' :class:`~groute.engines.peer_barrier.CrossDeviceBarrier`
+        over ``block`` (``address``: where this process reaches it, across processes)."""
+        from groute.engines.peer_barrier import CrossDeviceBarrier
+        return CrossDeviceBarrier(self.ctx.devices, block, address=address,
+                                  ranks=self.ctx.ranks if across else None)
+
+    def _settle_uploads(self) -> None:
+        """What set-up queued on each CUDA device's compute stream lands before any device's
+        first launch: another device's kernels read some of it (the meeting block)."""
+        if self.ctx.backend == "cuda":
+            for dev in self._mine(self.ctx.devices):
+                with dev.use():
+                    dev.xp.cuda.runtime.deviceSynchronize()
 
     def _everyone_local(self, mine: list) -> list:
         """A list over every device holding ``mine`` (one per device of :attr:`devs`) at this

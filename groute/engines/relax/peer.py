@@ -36,7 +36,8 @@ import numpy as np
 
 from groute.device.ipc import PeerAddresses
 from groute.engines import peer_barrier
-from groute.engines.peer_barrier import MAX_DEVICES, CrossDeviceBarrier, launch_resident
+from groute.engines.peer_barrier import (MAX_DEVICES, CrossDeviceBarrier, launch_resident,
+                                         together)
 from groute.engines.protocol import ABORT_OWN, PROTOCOL_WORDS, LaunchStop, own_words
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.tuning import TraversalTuning
@@ -125,12 +126,8 @@ class PeerTraversal:
         self.state, self.ctl, self.counters, self.fns, self.blocks = (none() for _ in range(5))
         self.rep, self.sent, self.inbox, self.active, self.trace = (none() for _ in range(5))
         self.state_host, self.args = none(), none()
-        failure = None
-        try:
+        with together(ctx, "set up its peer kernel", f"peer {app}"):
             block = self._allocate(words, tuning)
-        except BaseException as exc:  # noqa: BLE001 - every rank hears it, then all raise
-            failure = exc
-        self._agree(failure, "set up its peer kernel")
         #: what the peers write, at addresses this process's kernels can use (across
         #: processes: mapped through CUDA IPC)
         self.addresses = PeerAddresses(ctx)
@@ -143,13 +140,10 @@ class PeerTraversal:
             meeting = peers.pop("the meeting block")[0]
             self.barrier = CrossDeviceBarrier(self.devices, block, address=meeting,
                                               ranks=getattr(ctx, "ranks", None))
-            try:
+            with together(ctx, "uploaded its peer kernel's arguments", f"peer {app}"):
                 for i in self.local:
                     self.args[i] = self._upload_args(i, offsets, rep_base, num_arcs, symmetric,
                                                      list(peers.values()))
-            except BaseException as exc:  # noqa: BLE001 - as above
-                failure = exc
-            self._agree(failure, "uploaded its peer kernel's arguments")
         except BaseException:
             self.addresses.close()
             raise
@@ -209,24 +203,6 @@ class PeerTraversal:
                 check_struct_layout(layout.get_function("peer_args_layout"), rec,
                                     ("off", "peer_ctl", "peer_dist"), "peer.cu PeerArgs")
             return cupy.asarray(np.frombuffer(rec.tobytes(), dtype=np.uint8))
-
-    def _agree(self, failure, did: str) -> None:
-        """Raise ``failure`` (this process's, or None); across processes first tell every
-        rank whether it ``did`` what it had to, so that all raise together (the others a
-        RuntimeError naming the first rank that failed and its error) instead of waiting for
-        it at their next meeting."""
-        if len(self.local) < self.k:
-            told = self.ctx.share([None if i not in self.local or failure is None
-                                   else f"{type(failure).__name__}: {failure}"
-                                   for i in range(self.k)], f"whether every rank {did}")
-            if failure is None:
-                failed = [(i, why) for i, why in enumerate(told) if why]
-                if failed:
-                    i, why = failed[0]
-                    failure = RuntimeError(f"peer {self.app}: {self.devices[i].name} (rank {i}) "
-                                           f"has not {did}: {why}")
-        if failure is not None:
-            raise failure
 
     def _pack(self, i, offsets, rep_base, num_arcs, symmetric, peers):
         """``PeerArgs`` of device ``i`` as a NumPy record (C layout: align=True); ``peers``:
