@@ -141,21 +141,25 @@ def check_peer(n, env):
     assert len(re.findall(r"bfs kron:8: same exchange peer pull levels [1-9]", done.stdout)) == n
 
 
-def check_peer_failure(n, env):
-    """Rank 1's launch raises: it raises that error, and every other rank raises within the
-    meeting timeout and a poll, naming cuda:1, rank 1 and the original error; none hangs."""
+def check_peer_failure(n, env, app):
+    """Rank 1's launch of ``app``'s kernel (BFS's peer kernel, PageRank's persistent one)
+    raises: it raises that error, and every other rank raises within the meeting timeout and
+    a poll, naming cuda:1, rank 1 and the original error; none hangs, at the run or at the
+    solver's close."""
     start = time.perf_counter()
-    done = run_ranks(n, [program("peer_checks.py"), "fail", 1, "kron:8"], timeout=120,
+    done = run_ranks(n, [program("peer_checks.py"), "fail", 1, "kron:8", app], timeout=120,
                      env={**env, **PEER_FAIL})
     assert "did not raise" not in done.stdout, done.stdout
-    # the job ends soon after: no rank waits for another at the solver's close
     assert done.returncode == 0 and time.perf_counter() - start < 60, done.stdout + done.stderr
-    assert re.search(r"rank 1 raised after [\d.]+ s: DeviceError: cuda:1: ZeroDivisionError: "
-                     r"injected failure in the launch", done.stdout), done.stdout + done.stderr
+    # BFS's launch is submitted to the device's stream, which names the device
+    error = (r"DeviceError: cuda:1: " if app == "bfs" else "") + \
+        r"ZeroDivisionError: injected failure in the launch"
+    subject = "peer bfs" if app == "bfs" else r"persistent \w+"
+    assert re.search(rf"rank 1 raised after [\d.]+ s: {error}", done.stdout), \
+        done.stdout + done.stderr
     for r in [r for r in range(n) if r != 1]:
-        found = re.search(rf"rank {r} raised after ([\d.]+) s: RuntimeError: peer bfs: cuda:1 "
-                          rf"\(rank 1\) could not launch its kernel: DeviceError: cuda:1: "
-                          rf"ZeroDivisionError: injected failure in the launch", done.stdout)
+        found = re.search(rf"rank {r} raised after ([\d.]+) s: RuntimeError: {subject}: cuda:1 "
+                          rf"\(rank 1\) could not launch its kernel: {error}", done.stdout)
         assert found and float(found[1]) < 10, done.stdout + done.stderr
 
 
@@ -170,9 +174,10 @@ def test_two_ranks_sharing_a_gpu_run_the_peer_kernel_over_cuda_ipc():
 
 @pytest.mark.gpu
 @pytest.mark.timeout(150)
-def test_a_failed_launch_on_one_rank_of_the_peer_kernel_stops_every_rank():
+@pytest.mark.parametrize("app", ["bfs", "pagerank"])
+def test_a_failed_launch_on_one_rank_of_the_kernels_across_them_stops_every_rank(app):
     need_gpus(1, physical=True)
-    check_peer_failure(2, SHARED)
+    check_peer_failure(2, SHARED, app)
 
 
 @pytest.mark.multigpu
@@ -185,6 +190,7 @@ def test_one_rank_per_gpu_runs_the_peer_kernel_over_cuda_ipc(n):
 
 @pytest.mark.multigpu
 @pytest.mark.timeout(150)
-def test_a_failed_launch_on_one_rank_per_gpu_stops_every_rank():
+@pytest.mark.parametrize("app", ["bfs", "pagerank"])
+def test_a_failed_launch_on_one_rank_per_gpu_stops_every_rank(app):
     need_gpus(2, physical=True)
-    check_peer_failure(2, NCCL)
+    check_peer_failure(2, NCCL, app)

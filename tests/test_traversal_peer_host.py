@@ -442,3 +442,31 @@ def test_across_processes_a_device_that_failed_after_the_run_stops_every_rank_s_
                                            r"illegal memory access"):
         t.run()
     assert t.barrier.block.all() and t.barrier.base == 8 and len(ranks.met) == 1
+
+
+def test_together_tells_every_rank_whether_the_others_did_their_part():
+    """peer_barrier.together: in one process an error is raised as it comes; across
+    processes every rank hears the others (one allgather) and all raise, a rank without an
+    error of its own naming the first rank that failed, its device and error, so no rank
+    goes on to a meeting the failed one never reaches."""
+    from types import SimpleNamespace
+    from groute.engines.peer_barrier import together
+    with pytest.raises(ZeroDivisionError):
+        with together(SimpleNamespace(ranks=None), "set up", "peer bfs"):
+            raise ZeroDivisionError("here")
+    ranks = _Ranks()
+    ctx = SimpleNamespace(ranks=ranks, devices=[_Device("cuda:0"), _RemoteStandIn()])
+    with together(ctx, "set up its kernel", "peer bfs"):
+        pass                                # nobody failed: on it goes
+    ranks.stopped = "MemoryError: out of memory"
+    with pytest.raises(RuntimeError, match=r"peer bfs: cuda:1 \(rank 1\) has not set up its "
+                                           r"kernel: MemoryError: out of memory"):
+        with together(ctx, "set up its kernel", "peer bfs"):
+            pass
+    with pytest.raises(ZeroDivisionError):  # its own error, once the others heard it
+        with together(ctx, "set up its kernel", "peer bfs"):
+            raise ZeroDivisionError("here")
+    assert ranks.heard == ["whether every rank set up its kernel"] * 3
+    with together(ctx, "set up its kernel", "peer bfs", across=False):
+        pass                                # not across: no allgather
+    assert len(ranks.heard) == 3

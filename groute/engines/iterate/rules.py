@@ -56,11 +56,11 @@ ITERATE_RULES = {
         Case((), 8, "few host round trips"),
     ), FACTS),
     "persistent": Rule("persistent", (
-        Case(("not persistent_can_run",), False, "see stats['persistent_reason']"),
         Case(("processes",), False, "across processes the host-driven iterations; "
                                     "persistent=True runs the persistent kernel over CUDA IPC "
                                     "(ranks of one host), not yet measured against them on "
                                     "several GPUs"),
+        Case(("not persistent_can_run",), False, "see stats['persistent_reason']"),
         Case((), True, "one launch per run saves the launches, event waits and (on several "
                        "devices) cross-device waits between iterations: most of a small graph's "
                        "time"),

@@ -189,20 +189,25 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
     :mod:`groute.engines.iterate.rules`."""
     if requested is False:
         return False, "persistent=False"
-    why = persistent_unavailable(ctx, mode, kernel, inplace, device_check, peer_writes,
-                                 start_vector)
+    asked = {}      # asked only where needed: across processes the question is collective
+
+    def why():
+        if "why" not in asked:
+            asked["why"] = persistent_unavailable(ctx, mode, kernel, inplace, device_check,
+                                                  peer_writes, start_vector)
+        return asked["why"]
     if requested is True:
-        if why is not None:
-            raise ValueError(f"persistent=True cannot run here: {why}")
+        if why() is not None:
+            raise ValueError(f"persistent=True cannot run here: {why()}")
         return True, None
     ranks = getattr(ctx, "ranks", None)
     case = ITERATE_RULES["persistent"].decide({
-        "persistent_can_run": lambda: why is None, "one_device": lambda: len(ctx.devices) == 1,
+        "persistent_can_run": lambda: why() is None, "one_device": lambda: len(ctx.devices) == 1,
         "processes": lambda: ranks is not None and ranks.size > 1})
     if case.choice:
         return True, None
-    if why is not None:
-        return False, why
+    if asked.get("why") is not None:
+        return False, asked["why"]
     return False, f"auto: off on {said(case.when)} ({case.why}); opt in with persistent=True"
 
 
@@ -892,6 +897,9 @@ class IterateSolver(Solver):
             if failure is None:     # the other ranks hear it, then all raise
                 failure, phase = exc, "failed while its kernel ran"
             results = {}
+        # each device's stats rows as far as it ran (the rest of the buffer is stale)
+        results = {i: (c, rows[:LaunchStop.read(self.ctx.devices[i].name, c).ran])
+                   for i, (c, rows) in results.items()}
         ends, failure = bar.share_ends(results, failure, phase, f"persistent {self.app}")
         launched = [i for i, end in enumerate(ends) if end is not None]
         results = [ends[i] for i in launched]
