@@ -897,9 +897,9 @@ class IterateSolver(Solver):
             if failure is None:     # the other ranks hear it, then all raise
                 failure, phase = exc, "failed while its kernel ran"
             results = {}
-        # each device's stats rows as far as it ran (the rest of the buffer is stale)
-        results = {i: (c, rows[:LaunchStop.read(self.ctx.devices[i].name, c).ran])
-                   for i, (c, rows) in results.items()}
+        if bar.ranks is not None:   # sent to every rank: the stats rows as far as it ran
+            results = {i: (c, rows[:LaunchStop.read(self.ctx.devices[i].name, c).ran])
+                       for i, (c, rows) in results.items()}
         ends, failure = bar.share_ends(results, failure, phase, f"persistent {self.app}")
         launched = [i for i, end in enumerate(ends) if end is not None]
         results = [ends[i] for i in launched]
