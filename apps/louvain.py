@@ -567,6 +567,24 @@ class Louvain:
         finally:
             release()
 
+    @contextlib.contextmanager
+    def _stage(self, level: LevelGraph, backends: list):
+        """A :class:`_Level` of ``level`` on a context of :meth:`_context`: what every level of
+        :meth:`partitions`, :meth:`leiden_partitions` and :meth:`modularity` runs on, its engine
+        closed and then its context released however the block ends."""
+        with self._context(level, backends) as ctx:
+            stage = _Level(level, ctx, self.partition)
+            try:
+                yield stage
+            finally:
+                stage.close()
+
+    def _check_total(self) -> None:
+        """Raise NetworkX's ZeroDivisionError where the edges weigh 0 in all: modularity, what
+        every level's moves and the answer of :meth:`modularity` are made of, divides by it."""
+        if self.first.total == 0:
+            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+
     def partitions(self, resolution=1, threshold=1e-7, seed=None):
         """NetworkX's ``louvain_partitions``: a generator of every level's communities, as
         :class:`~groute.results.AppResult` s (``components()``: the communities as sets of the
@@ -579,21 +597,16 @@ class Louvain:
         if self.first.csr.num_edges == 0:
             yield self._result(members, started, 0, backends)
             return
-        if self.first.total == 0:
-            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+        self._check_total()
         salt = salt_of(seed)
         level, mod = self.first, None
         for depth in range(1, n + 1):
-            with self._context(level, backends) as ctx:
-                stage = _Level(level, ctx, self.partition)
-                try:
-                    stage.start()
-                    before, after, moved = stage.move(resolution, salt + depth)
-                    comm = stage.communities()
-                    if moved or mod is None:
-                        level, new = stage.aggregate(comm)
-                finally:
-                    stage.close()
+            with self._stage(level, backends) as stage:
+                stage.start()
+                before, after, moved = stage.move(resolution, salt + depth)
+                comm = stage.communities()
+                if moved or mod is None:
+                    level, new = stage.aggregate(comm)
             if mod is None:
                 mod = before
             elif not moved:
@@ -617,22 +630,17 @@ class Louvain:
         if self.first.csr.num_edges == 0:
             yield self._result(members, started, 0, backends)
             return
-        if self.first.total == 0:
-            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+        self._check_total()
         salt = salt_of(seed)
         level, start = self.first, None
         for depth in range(1, n + 1):
-            with self._context(level, backends) as ctx:
-                stage = _Level(level, ctx, self.partition)
-                try:
-                    stage.start(start)
-                    _, _, moved = stage.move(resolution, salt + 2 * depth)
-                    comm = stage.communities()
-                    if moved:
-                        refined = stage.refine(resolution, salt + 2 * depth + 1)
-                        level, new = stage.aggregate(refined, "ref", "ref_of")
-                finally:
-                    stage.close()
+            with self._stage(level, backends) as stage:
+                stage.start(start)
+                _, _, moved = stage.move(resolution, salt + 2 * depth)
+                comm = stage.communities()
+                if moved:
+                    refined = stage.refine(resolution, salt + 2 * depth + 1)
+                    level, new = stage.aggregate(refined, "ref", "ref_of")
             if depth > 1 and not moved:
                 return
             yield self._result(comm[members], started, depth, backends)
@@ -651,16 +659,11 @@ class Louvain:
     def modularity(self, labels, resolution=1) -> float:
         """NetworkX's modularity of the communities ``labels`` (a key per position, each a
         position of the graph)."""
-        if self.first.total == 0:
-            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
-        with self._context(self.first, []) as ctx:
-            stage = _Level(self.first, ctx, self.partition)
-            try:
-                stage.start(labels)
-                stage.tables()
-                return stage.modularity(resolution)
-            finally:
-                stage.close()
+        self._check_total()
+        with self._stage(self.first, []) as stage:
+            stage.start(labels)
+            stage.tables()
+            return stage.modularity(resolution)
 
     def _result(self, members, started, levels, backends) -> AppResult:
         """The communities ``members`` (a group per position) as an AppResult; ``backends``:
