@@ -684,6 +684,21 @@ def first_members(groups) -> np.ndarray:
     return first[groups]
 
 
+def _last_level(max_level, levels):
+    """The last of the levels that ``levels()`` yields, after at most ``max_level`` of them
+    (None: every level): what ``louvain_communities`` and ``leiden_communities`` return, as
+    NetworkX's. ``max_level`` is checked before ``levels()`` reads the graph, as NetworkX
+    checks it."""
+    if max_level is not None and max_level <= 0:
+        raise ValueError("max_level argument must be a positive integer or None")
+    last = None
+    for level, found in enumerate(levels(), 1):
+        last = found
+        if level == max_level:
+            break
+    return last
+
+
 def _graph(G, weight, options):
     """The input graph and the solver of a one-shot function."""
     g = input_graph(G, weight=weight, multigraph=MULTIGRAPH)
@@ -783,15 +798,8 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=1e-7, max_le
     >>> groute.louvain_communities(G, seed=7, backend="cpu", devices=1).components()
     [{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}]
     """
-    if max_level is not None and max_level <= 0:
-        raise ValueError("max_level argument must be a positive integer or None")
-    last = None
-    for level, found in enumerate(louvain_partitions(G, weight, resolution, threshold, seed,
-                                                     **options), 1):
-        last = found
-        if level == max_level:
-            break
-    return last
+    return _last_level(max_level, lambda: louvain_partitions(G, weight, resolution, threshold,
+                                                             seed, **options))
 
 
 @public(solver=Louvain)
@@ -950,11 +958,5 @@ def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=No
     >>> groute.leiden_communities(G, seed=7, backend="cpu", devices=1).components()
     [{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}]
     """
-    if max_level is not None and max_level <= 0:
-        raise ValueError("max_level argument must be a positive integer or None")
-    last = None
-    for level, found in enumerate(leiden_partitions(G, weight, resolution, seed, **options), 1):
-        last = found
-        if level == max_level:
-            break
-    return last
+    return _last_level(max_level,
+                       lambda: leiden_partitions(G, weight, resolution, seed, **options))
