@@ -15,6 +15,15 @@ from groute.tuning import WorklistTuning
 SHARED_GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "graphs"
 
 
+def shared_graph_path(name: str) -> Path:
+    """The shared graph ``name`` (``SHARED_GRAPHS / "<name>.mtx.gz"``), or skip the test where
+    this machine does not have it: one check for every test that reads a real graph."""
+    path = SHARED_GRAPHS / f"{name}.mtx.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return path
+
+
 def gpu_marks(k: int):
     """The marks of a case on ``k`` CUDA GPUs: ``gpu``, and ``multigpu`` for k >= 2, so that
     ``-m gpu``/``-m multigpu`` select it and a machine with fewer GPUs skips it."""
