@@ -408,10 +408,7 @@ class _Level:
                     break
                 weighed, whole = everyone, True
                 continue
-            compute(everyone, RESET)
-            compute(gaining, PRIORITY, salt=salt, iteration=iteration)
-            advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
-            movers = filter(gaining, MOVES)
+            movers = self.movers(gaining, salt, iteration)
             compute(movers, KEEP)
             compute(movers, TAKE)
             self.tables(movers)
@@ -430,6 +427,15 @@ class _Level:
             weighed, whole = filter(everyone, MARKED), False
             compute(weighed, UNMARK)
         return before, self.modularity(resolution), moved
+
+    def movers(self, gaining, salt: int, iteration: int):
+        """The vertices of ``gaining`` that move at once: those whose random priority (drawn
+        from ``salt`` and ``iteration``) tops every gaining neighbour's, an independent set, so
+        that no two neighbours move on what the other had; the moves' and the refinement's."""
+        compute(self.engine.all_vertices(), RESET)
+        compute(gaining, PRIORITY, salt=salt, iteration=iteration)
+        advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
+        return filter(gaining, MOVES)
 
     def communities(self) -> np.ndarray:
         """Every vertex's community, by position (host)."""
@@ -473,10 +479,7 @@ class _Level:
                                      size=m, resolution=resolution)
             if not gaining:
                 break
-            compute(everyone, RESET)
-            compute(gaining, PRIORITY, salt=salt, iteration=iteration)
-            advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
-            movers = filter(gaining, MOVES)
+            movers = self.movers(gaining, salt, iteration)
             compute(movers, JOIN)
             keyed.share(movers, "ref", into="ref_of")
         return eng.gather("ref").astype(np.int64)
