@@ -408,10 +408,7 @@ class _Level:
                     break
                 weighed, whole = everyone, True
                 continue
-            compute(everyone, RESET)
-            compute(gaining, PRIORITY, salt=salt, iteration=iteration)
-            advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
-            movers = filter(gaining, MOVES)
+            movers = self.movers(gaining, salt, iteration)
             compute(movers, KEEP)
             compute(movers, TAKE)
             self.tables(movers)
@@ -430,6 +427,15 @@ class _Level:
             weighed, whole = filter(everyone, MARKED), False
             compute(weighed, UNMARK)
         return before, self.modularity(resolution), moved
+
+    def movers(self, gaining, salt: int, iteration: int):
+        """The vertices of ``gaining`` that move at once: those whose random priority (drawn
+        from ``salt`` and ``iteration``) tops every gaining neighbour's, an independent set, so
+        that no two neighbours move on what the other had; the moves' and the refinement's."""
+        compute(self.engine.all_vertices(), RESET)
+        compute(gaining, PRIORITY, salt=salt, iteration=iteration)
+        advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
+        return filter(gaining, MOVES)
 
     def communities(self) -> np.ndarray:
         """Every vertex's community, by position (host)."""
@@ -473,10 +479,7 @@ class _Level:
                                      size=m, resolution=resolution)
             if not gaining:
                 break
-            compute(everyone, RESET)
-            compute(gaining, PRIORITY, salt=salt, iteration=iteration)
-            advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
-            movers = filter(gaining, MOVES)
+            movers = self.movers(gaining, salt, iteration)
             compute(movers, JOIN)
             keyed.share(movers, "ref", into="ref_of")
         return eng.gather("ref").astype(np.int64)
@@ -567,6 +570,24 @@ class Louvain:
         finally:
             release()
 
+    @contextlib.contextmanager
+    def _stage(self, level: LevelGraph, backends: list):
+        """A :class:`_Level` of ``level`` on a context of :meth:`_context`: what every level of
+        :meth:`partitions`, :meth:`leiden_partitions` and :meth:`modularity` runs on, its engine
+        closed and then its context released however the block ends."""
+        with self._context(level, backends) as ctx:
+            stage = _Level(level, ctx, self.partition)
+            try:
+                yield stage
+            finally:
+                stage.close()
+
+    def _check_total(self) -> None:
+        """Raise NetworkX's ZeroDivisionError where the edges weigh 0 in all: modularity, what
+        every level's moves and the answer of :meth:`modularity` are made of, divides by it."""
+        if self.first.total == 0:
+            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+
     def partitions(self, resolution=1, threshold=1e-7, seed=None):
         """NetworkX's ``louvain_partitions``: a generator of every level's communities, as
         :class:`~groute.results.AppResult` s (``components()``: the communities as sets of the
@@ -579,21 +600,16 @@ class Louvain:
         if self.first.csr.num_edges == 0:
             yield self._result(members, started, 0, backends)
             return
-        if self.first.total == 0:
-            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+        self._check_total()
         salt = salt_of(seed)
         level, mod = self.first, None
         for depth in range(1, n + 1):
-            with self._context(level, backends) as ctx:
-                stage = _Level(level, ctx, self.partition)
-                try:
-                    stage.start()
-                    before, after, moved = stage.move(resolution, salt + depth)
-                    comm = stage.communities()
-                    if moved or mod is None:
-                        level, new = stage.aggregate(comm)
-                finally:
-                    stage.close()
+            with self._stage(level, backends) as stage:
+                stage.start()
+                before, after, moved = stage.move(resolution, salt + depth)
+                comm = stage.communities()
+                if moved or mod is None:
+                    level, new = stage.aggregate(comm)
             if mod is None:
                 mod = before
             elif not moved:
@@ -617,22 +633,17 @@ class Louvain:
         if self.first.csr.num_edges == 0:
             yield self._result(members, started, 0, backends)
             return
-        if self.first.total == 0:
-            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
+        self._check_total()
         salt = salt_of(seed)
         level, start = self.first, None
         for depth in range(1, n + 1):
-            with self._context(level, backends) as ctx:
-                stage = _Level(level, ctx, self.partition)
-                try:
-                    stage.start(start)
-                    _, _, moved = stage.move(resolution, salt + 2 * depth)
-                    comm = stage.communities()
-                    if moved:
-                        refined = stage.refine(resolution, salt + 2 * depth + 1)
-                        level, new = stage.aggregate(refined, "ref", "ref_of")
-                finally:
-                    stage.close()
+            with self._stage(level, backends) as stage:
+                stage.start(start)
+                _, _, moved = stage.move(resolution, salt + 2 * depth)
+                comm = stage.communities()
+                if moved:
+                    refined = stage.refine(resolution, salt + 2 * depth + 1)
+                    level, new = stage.aggregate(refined, "ref", "ref_of")
             if depth > 1 and not moved:
                 return
             yield self._result(comm[members], started, depth, backends)
@@ -651,16 +662,11 @@ class Louvain:
     def modularity(self, labels, resolution=1) -> float:
         """NetworkX's modularity of the communities ``labels`` (a key per position, each a
         position of the graph)."""
-        if self.first.total == 0:
-            raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
-        with self._context(self.first, []) as ctx:
-            stage = _Level(self.first, ctx, self.partition)
-            try:
-                stage.start(labels)
-                stage.tables()
-                return stage.modularity(resolution)
-            finally:
-                stage.close()
+        self._check_total()
+        with self._stage(self.first, []) as stage:
+            stage.start(labels)
+            stage.tables()
+            return stage.modularity(resolution)
 
     def _result(self, members, started, levels, backends) -> AppResult:
         """The communities ``members`` (a group per position) as an AppResult; ``backends``:
@@ -679,6 +685,21 @@ def first_members(groups) -> np.ndarray:
     first = np.full(int(groups.max(initial=-1)) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, groups, np.arange(groups.shape[0], dtype=np.int64))
     return first[groups]
+
+
+def _last_level(max_level, levels):
+    """The last of the levels that ``levels()`` yields, after at most ``max_level`` of them
+    (None: every level): what ``louvain_communities`` and ``leiden_communities`` return, as
+    NetworkX's. ``max_level`` is checked before ``levels()`` reads the graph, as NetworkX
+    checks it."""
+    if max_level is not None and max_level <= 0:
+        raise ValueError("max_level argument must be a positive integer or None")
+    last = None
+    for level, found in enumerate(levels(), 1):
+        last = found
+        if level == max_level:
+            break
+    return last
 
 
 def _graph(G, weight, options):
@@ -780,15 +801,8 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=1e-7, max_le
     >>> groute.louvain_communities(G, seed=7, backend="cpu", devices=1).components()
     [{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}]
     """
-    if max_level is not None and max_level <= 0:
-        raise ValueError("max_level argument must be a positive integer or None")
-    last = None
-    for level, found in enumerate(louvain_partitions(G, weight, resolution, threshold, seed,
-                                                     **options), 1):
-        last = found
-        if level == max_level:
-            break
-    return last
+    return _last_level(max_level, lambda: louvain_partitions(G, weight, resolution, threshold,
+                                                             seed, **options))
 
 
 @public(solver=Louvain)
@@ -947,11 +961,5 @@ def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=No
     >>> groute.leiden_communities(G, seed=7, backend="cpu", devices=1).components()
     [{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}]
     """
-    if max_level is not None and max_level <= 0:
-        raise ValueError("max_level argument must be a positive integer or None")
-    last = None
-    for level, found in enumerate(leiden_partitions(G, weight, resolution, seed, **options), 1):
-        last = found
-        if level == max_level:
-            break
-    return last
+    return _last_level(max_level,
+                       lambda: leiden_partitions(G, weight, resolution, seed, **options))

@@ -160,6 +160,15 @@ def _add(table: _Table, key: str, entry, what: str) -> None:
     table._entries[key] = entry
 
 
+def _named(table: _Table, key: str, what: str):
+    """``table[key]``, or a KeyError naming ``what`` was asked for and listing the keys there
+    are: one message for every lookup by name."""
+    try:
+        return table[key]
+    except KeyError:
+        raise KeyError(f"no {what} {key!r} is registered; known: {', '.join(table)}") from None
+
+
 def _origin(entry) -> str:
     target = entry.function if isinstance(entry, Algorithm) else entry
     return f"{target.__module__}.{target.__qualname__}"
@@ -241,17 +250,9 @@ def labels() -> str:
 
 def algorithm_named(name: str) -> Algorithm:
     """The registered algorithm ``name``; a KeyError listing the known ones."""
-    try:
-        return ALGORITHMS[name]
-    except KeyError:
-        raise KeyError(f"no algorithm {name!r} is registered; known: "
-                       f"{', '.join(ALGORITHMS)}") from None
+    return _named(ALGORITHMS, name, "algorithm")
 
 
 def function(name: str) -> Callable:
     """The public function registered as ``name``; a KeyError listing the known ones."""
-    try:
-        return FUNCTIONS[name]
-    except KeyError:
-        raise KeyError(f"no function {name!r} is registered; "
-                       f"known: {', '.join(FUNCTIONS)}") from None
+    return _named(FUNCTIONS, name, "function")

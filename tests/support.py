@@ -9,10 +9,32 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from groute.operators import Functor
 from groute.tuning import WorklistTuning
 
 #: the repository's sibling ``shared/graphs`` (absent on machines without it: tests skip)
 SHARED_GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "graphs"
+
+
+def _claim_once(s, v):
+    v = np.unique(v[s["reached"][v] == 0])
+    s["reached"][v] = 1
+    return v
+
+
+#: a BFS-style claim without a level (state ``reached``, int32): the first visit of a vertex
+#: accepts it, once; the order-free loop of the async engine's tests and of the turns' tests
+CLAIM_ONCE = Functor(name="claim", params="int* reached",
+                     cuda="return atomicCAS(&reached[v], 0, 1) == 0;", numpy=_claim_once)
+
+
+def shared_graph_path(name: str) -> Path:
+    """The shared graph ``name`` (``SHARED_GRAPHS / "<name>.mtx.gz"``), or skip the test where
+    this machine does not have it: one check for every test that reads a real graph."""
+    path = SHARED_GRAPHS / f"{name}.mtx.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return path
 
 
 def gpu_marks(k: int):

@@ -20,7 +20,7 @@ from groute.graph import CSRGraph, load_graph
 from groute.operators import (AdvanceStep, ComputeStep, FilterStep, Functor, Gather, Message,
                               run_loop)
 from groute.tuning import AsyncTuning, BSPTuning
-from support import device_cases, operator_doc_blocks
+from support import CLAIM_ONCE, device_cases, operator_doc_blocks
 
 
 def _take_min(s, v, m):
@@ -34,17 +34,6 @@ def _take_min(s, v, m):
 LOWER = Functor(name="lower_label", params="int* label",
                 message=Message("int", cuda="label[u]", numpy=lambda s, u: s["label"][u]),
                 cuda="return atomicMin(&label[v], m) > m;", numpy=_take_min)
-
-
-def _claim(s, v):
-    v = np.unique(v[s["reached"][v] == 0])
-    s["reached"][v] = 1
-    return v
-
-
-#: a BFS-style claim without a level: the first visit of a vertex accepts it, once
-CLAIM = Functor(name="claim", params="int* reached",
-                cuda="return atomicCAS(&reached[v], 0, 1) == 0;", numpy=_claim)
 
 
 def _count(s, v):
@@ -129,7 +118,7 @@ def test_steps_after_an_advance_run_where_the_target_lives(backend, k, over):
     their owner; the claim accepts each vertex once, so the compute runs once on each."""
     g, G = random_graph(300, 700, 9, True)
     blocked = (np.arange(300) % 7 == 3).astype(np.int32)
-    steps = [AdvanceStep(CLAIM, over=over), FilterStep(OPEN), ComputeStep(COUNT)]
+    steps = [AdvanceStep(CLAIM_ONCE, over=over), FilterStep(OPEN), ComputeStep(COUNT)]
     answers = []
     for make in ("bsp", "async"):
         with make_engine(g, make, backend=backend, devices=k, timeout=30,
@@ -205,7 +194,7 @@ def test_a_loop_forced_async_that_needs_levels_is_an_error(case, loop, why):
         eng.state("label", np.int32, values=np.arange(60))
         eng.state("reached", np.int32, 0)
         eng.state("d", np.int32, 0)
-        step = {"pull": AdvanceStep(CLAIM, "pull"), "gather": AdvanceStep(GATHERING, "push"),
+        step = {"pull": AdvanceStep(CLAIM_ONCE, "pull"), "gather": AdvanceStep(GATHERING, "push"),
                 "level scalar": AdvanceStep(Functor(
                     name="at_level", params="int* reached, int d",
                     cuda="return atomicCAS(&reached[v], 0, d + 1) == 0;",
@@ -378,7 +367,7 @@ def test_a_functor_slower_than_the_timeout_is_named_as_the_cause():
     def slow_on_cpu1(s, v):
         if threading.current_thread().name == "groute-cpu:1-host":
             ctx.stop_event.wait(30)        # stuck until the failure stops the context
-        return _claim(s, v)
+        return CLAIM_ONCE.numpy(s, v)
     slow = Functor(name="slow_claim", params="int* reached", cuda="return false;",
                    numpy=slow_on_cpu1)
     eng.state("reached", np.int32, 0)

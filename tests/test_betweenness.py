@@ -20,8 +20,8 @@ from groute.operators import AdvanceStep
 from groute.apps.betweenness_cli import GivenSources
 from groute.cli import main
 from groute.graph import load_graph
-from support import (SHARED_GRAPHS, check_imports_only_public_names, compile_generated,
-                     device_cases, gpu_marks, need_gpus, operator_doc_blocks)
+from support import (check_imports_only_public_names, compile_generated, device_cases, gpu_marks,
+                     need_gpus, operator_doc_blocks, shared_graph_path)
 
 BETWEENNESS = Path(__file__).resolve().parents[1] / "apps" / "betweenness.py"
 OPTIONS = [{}, {"endpoints": True}, {"normalized": False},
@@ -65,9 +65,7 @@ def test_karate_options_on_one_solver():
 
 @pytest.mark.parametrize("backend, k", device_cases([1, 3]))
 def test_shared_graph_sampled_matches_networkx(backend, k):
-    path = SHARED_GRAPHS / "netscience.mtx.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = shared_graph_path("netscience")
     g = load_graph(path)
     res = groute.betweenness_centrality(g, k=40, seed=11, backend=backend, devices=k)
     assert res.stats["sources"] == 40 and res.stats["max_depth"] > 5
@@ -150,9 +148,7 @@ def test_errors_name_the_argument():
 
 
 def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
-    path = SHARED_GRAPHS / "karate.mtx.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = shared_graph_path("karate")
     out = tmp_path / "bc.csv"
     assert main(["betweenness", "--graph", str(path), "--backend", "cpu", "--devices", "2",
                  "--verify", "--output", str(out)]) == 0

@@ -15,9 +15,9 @@ from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
 from groute.tuning import WorklistTuning
 
-from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
+from support import (busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
-                     check_peer_exchange_errors, graph_from, need_gpus, star)
+                     check_peer_exchange_errors, graph_from, need_gpus, shared_graph_path, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -83,9 +83,7 @@ def test_modes_priority_routing(mode, priority, routing):
 
 @pytest.mark.timeout(60)
 def test_real_graph_from_shared_folder_directed():
-    path = SHARED_GRAPHS / "polblogs.mtx.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is not on this machine")
+    path = shared_graph_path("polblogs")
     g = load_graph(str(path))
     check(g, busiest(g), backend="cpu", devices=2, partition="random", timeout=20)
 

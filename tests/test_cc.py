@@ -18,7 +18,7 @@ from groute.engines.components.solver import peer_path_unavailable
 from groute import Context
 from groute.graph import load_graph, reference
 from groute.tuning import CCTuning
-from support import SHARED_GRAPHS, device_cases, gpu_marks, skip_if_missing
+from support import SHARED_GRAPHS, device_cases, gpu_marks, shared_graph_path, skip_if_missing
 from support import graph_from as _graph_from
 
 #: CC's hand-made graphs are undirected unless a test says otherwise
@@ -258,9 +258,7 @@ def test_empty_graph_and_bad_arguments():
 @pytest.mark.timeout(60)
 def test_cli_verifies_and_writes_file_ids(tmp_path, capsys):
     from groute.cli import main
-    path = SHARED_GRAPHS / "karate.mtx.gz"
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+    path = shared_graph_path("karate")
     out = tmp_path / "labels.txt"
     assert main(["cc", "--graph", str(path), "--backend", "cpu", "--devices", "2", "--verify",
                  "--repeat", "1", "--segment-edges", "10", "--output", str(out)]) == 0

@@ -15,7 +15,8 @@ import pytest
 from groute import Context
 from groute.engines import make_engine
 from groute.graph import CSRGraph
-from groute.operators import AdvanceStep, Functor, run_loop
+from groute.operators import AdvanceStep, run_loop
+from support import CLAIM_ONCE
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -104,16 +105,6 @@ def test_two_runs_whose_functions_meet_take_turns_in_any_submit_order():
         ctx.shutdown()
 
 
-def _claim(s, v):
-    v = np.unique(v[s["reached"][v] == 0])
-    s["reached"][v] = 1
-    return v
-
-
-CLAIM = Functor(name="claim", params="int* reached",
-                cuda="return atomicCAS(&reached[v], 0, 1) == 0;", numpy=_claim)
-
-
 def test_two_async_loops_on_one_context_take_turns():
     """The issue's deadlock: two engines' order-free loops on one context from two threads,
     each device's loop waiting for counted termination, their loops reaching the devices in
@@ -127,7 +118,7 @@ def test_two_async_loops_on_one_context_take_turns():
     def reach(who):
         eng = engines[who]
         eng.state("reached", np.int32, 0, values=(np.arange(n) == 0).astype(np.int32))
-        result = run_loop(eng.frontier([0]), [AdvanceStep(CLAIM)], order="any")
+        result = run_loop(eng.frontier([0]), [AdvanceStep(CLAIM_ONCE)], order="any")
         return result.implementation, int(eng.gather("reached").sum())
 
     # A's loop reaches device 0 once B's seeds are placed (B is at its loops); then as above

@@ -14,8 +14,8 @@ import pytest
 import groute
 from groute.cli import build_parser, main
 from groute.graph import CSRGraph, load_graph
-from support import (SHARED_GRAPHS, check_imports_only_public_names, device_cases,
-                     operator_doc_blocks)
+from support import (check_imports_only_public_names, device_cases, operator_doc_blocks,
+                     shared_graph_path)
 
 KCORE = Path(__file__).resolve().parents[1] / "apps" / "kcore.py"
 
@@ -29,9 +29,7 @@ def expect(g):
 @pytest.mark.parametrize("name", ["karate", "netscience", "power", "hep-th"])
 @pytest.mark.parametrize("backend, k", device_cases([1, 3]))
 def test_shared_graphs_match_networkx(name, backend, k):
-    path = SHARED_GRAPHS / f"{name}.mtx.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = shared_graph_path(name)
     g = load_graph(path)
     res = groute.core_number(g, backend=backend, devices=k)
     assert np.array_equal(res.values, expect(g))
@@ -92,9 +90,7 @@ def test_self_loops_are_refused_as_networkx_refuses_them():
 
 
 def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
-    path = SHARED_GRAPHS / "karate.mtx.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = shared_graph_path("karate")
     out = tmp_path / "core.csv"
     assert main(["kcore", "--graph", str(path), "--backend", "cpu", "--devices", "2",
                  "--repeat", "1", "--verify", "--output", str(out)]) == 0

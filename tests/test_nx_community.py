@@ -16,7 +16,7 @@ import scipy.io
 
 import groute
 from nx_support import on_cpu_devices, on_devices, registered  # noqa: F401 (fixtures)
-from support import SHARED_GRAPHS, compile_generated, device_cases
+from support import compile_generated, device_cases, shared_graph_path
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -27,9 +27,7 @@ def lfr():
 
 
 def shared(name):
-    path = SHARED_GRAPHS / f"{name}.mtx.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = shared_graph_path(name)
     with gzip.open(path) as f:
         symmetry = scipy.io.mminfo(f)[5]
     with gzip.open(path) as f:

@@ -13,7 +13,7 @@ from groute import Context
 from groute.graph import load_graph, reference
 from groute.tuning import PageRankTuning
 from support import (SHARED_GRAPHS, backends, device_cases, fake_peer_context, gpu_marks,
-                     graph_from, need_gpus, same_sweeps, skip_if_missing)
+                     graph_from, need_gpus, same_sweeps, shared_graph_path, skip_if_missing)
 
 MODES = ["async", "bsp"]
 
@@ -127,9 +127,7 @@ def test_bsp_peer_stores_send_only_the_boundary():
 @pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
 @pytest.mark.parametrize("mode", MODES)
 def test_real_directed_graph_every_partitioner(partition, mode):
-    path = SHARED_GRAPHS / "polblogs.mtx.gz"
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+    path = shared_graph_path("polblogs")
     if partition == "metis":
         pytest.importorskip("pymetis")
     g = load_graph(path, cache=False)

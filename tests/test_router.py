@@ -34,6 +34,23 @@ def _run_router(ctx, policy, segments, metadata=None, delays=None, num_buffers=2
     return router, got
 
 
+def _each_device_sends_its_index(router, ctx):
+    """Input ``i`` of ``router`` (one per device of ``ctx``) sends four copies of ``i``, then the
+    router closes: the sorted ``(output, index that arrived there)`` pairs that its outputs'
+    collectors saw (each waited for up to 20 s)."""
+    got = []
+    threads = [threading.Thread(target=_collect, args=(router, j, got))
+               for j in range(len(router.outputs))]
+    for t in threads:
+        t.start()
+    for i, dev in enumerate(ctx.devices):
+        router.inputs[i].send(dev.asarray(np.full(4, i, np.int32)))
+    router.close()
+    for t in threads:
+        t.join(20)
+    return sorted((j, int(d[0])) for j, d, _ in got)
+
+
 @pytest.fixture(params=backends(min_gpus=3))
 def ctx(request):
     c = context_or_skip(request.param, 3, timeout=10)
@@ -64,16 +81,7 @@ def test_by_owner_follows_metadata(ctx):
 @pytest.mark.timeout(60)
 def test_ring_sends_to_next(ctx):
     router = Router(ctx.devices, ctx.devices, ring, packet_size=8, ctx=ctx)
-    got = []
-    threads = [threading.Thread(target=_collect, args=(router, j, got)) for j in range(3)]
-    for t in threads:
-        t.start()
-    for i, dev in enumerate(ctx.devices):
-        router.inputs[i].send(dev.asarray(np.full(4, i, np.int32)))
-    router.close()
-    for t in threads:
-        t.join(20)
-    assert sorted((j, int(d[0])) for j, d, _ in got) == [(0, 2), (1, 0), (2, 1)]
+    assert _each_device_sends_its_index(router, ctx) == [(0, 2), (1, 0), (2, 1)]
 
 
 @pytest.mark.timeout(60)
@@ -139,16 +147,8 @@ def test_host_threads_grow_linearly_with_the_devices(no_thread_leak):
         after = sum(t.name.startswith("groute") for t in threading.enumerate())
         assert sum(len(row) for row in router.links) == k * k
         assert after - before <= 2 * k, (before, after)
-        got = []
-        threads = [threading.Thread(target=_collect, args=(router, j, got)) for j in range(k)]
-        for t in threads:
-            t.start()
-        for i, dev in enumerate(ctx.devices):
-            router.inputs[i].send(dev.asarray(np.full(4, i, np.int32)))
-        router.close()
-        for t in threads:
-            t.join(20)
-        assert sorted((j, int(d[0])) for j, d, _ in got) == sorted(((i + 1) % k, i) for i in range(k))
+        want = sorted(((i + 1) % k, i) for i in range(k))
+        assert _each_device_sends_its_index(router, ctx) == want
 
 
 @pytest.mark.timeout(60)

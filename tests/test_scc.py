@@ -17,8 +17,8 @@ import pytest
 import groute
 from groute.cli import main
 from groute.graph import load_graph
-from support import (SHARED_GRAPHS, check_imports_only_public_names, compile_generated,
-                     device_cases, operator_doc_blocks)
+from support import (check_imports_only_public_names, compile_generated, device_cases,
+                     operator_doc_blocks, shared_graph_path)
 
 SCC_PY = Path(__file__).resolve().parents[1] / "apps" / "scc.py"
 
@@ -49,9 +49,7 @@ def check(G, **options):
 
 @pytest.mark.parametrize("backend, k", device_cases([1, 3]))
 def test_polblogs_matches_networkx(backend, k):
-    path = SHARED_GRAPHS / "polblogs.mtx.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = shared_graph_path("polblogs")
     g = load_graph(path)
     src, dst = g.edges()
     G = digraph(0, g.ids[src], g.ids[dst])

@@ -20,7 +20,7 @@ from groute.tuning import WorklistTuning
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
-                     check_peer_exchange_errors, device_cases, need_gpus, star)
+                     check_peer_exchange_errors, device_cases, need_gpus, shared_graph_path, star)
 
 POWER = shipped_graph_path()     # ships with groute: present wherever the tests run
 
@@ -103,9 +103,7 @@ def test_modes_priority_routing(mode, priority, delta, routing):
 
 @pytest.mark.timeout(120)
 def test_real_graph_from_shared_folder():
-    path = SHARED_GRAPHS / "as-22july06.mtx.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is not on this machine")
+    path = shared_graph_path("as-22july06")
     g = load_graph(str(path)).with_weights(seed=5)
     for k, partition in ((1, "contiguous"), (3, "random")):
         check(g, busiest(g), backend="cpu", devices=k, partition=partition, timeout=30)

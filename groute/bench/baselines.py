@@ -10,8 +10,9 @@ the reference (``--reference gpu``): they share nothing with groute's kernels.
   distance changed, with ``cupyx.scatter_min`` into a copy of the distances; the next frontier is
   where the distance dropped.
 * :func:`cupy_pagerank`: power iteration with one cuSPARSE SpMV (``csr_matrix @ x``) per
-  iteration on the transposed adjacency, float64, the same definition and stopping rule as
-  ``groute.graph.reference.pagerank`` (L1 change < tol, dangling mass spread uniformly).
+  iteration on the transposed adjacency, float64: the loop of ``groute.graph.reference.pagerank``
+  (:func:`~groute.graph.reference.pagerank_iterations`: L1 change < tol, dangling mass spread
+  uniformly) on CuPy arrays.
 * :func:`cupy_cc`: min-label propagation over both directions of every arc with
   ``cupyx.scatter_min``, plus pointer jumping (``labels = labels[labels]``) each round.
 
@@ -24,6 +25,8 @@ public builders (``<function>_setup(graph)``) that ``groute bench`` calls before
 cold ``a.T.tocsr()`` can take longer than the timed runs themselves.
 """
 from __future__ import annotations
+
+from groute.graph.reference import pagerank_iterations
 
 
 def _arrays(graph, weights=False):
@@ -126,15 +129,9 @@ def cupy_pagerank(graph, *, damping=0.85, tol=1e-6, max_iter=1000):
     if n == 0:
         return cupy.zeros(0), 0
     at, inv, dangling = cupy_pagerank_setup(graph)
-    x = cupy.full(n, 1.0 / n)
-    for it in range(1, max_iter + 1):
-        y = at @ (x * inv)
-        y *= damping
-        y += (1.0 - damping) / n + damping * x[dangling].sum() / n
-        change = float(cupy.abs(y - x).sum())
-        x = y
-        if change < tol:
-            return x / x.sum(), it
+    ranks, it, change = pagerank_iterations(at, inv, dangling, damping, tol, max_iter, xp=cupy)
+    if change < tol:
+        return ranks, it
     raise RuntimeError(f"cupy_pagerank: no convergence to L1 change {tol:g} in {max_iter} iterations")
 
 

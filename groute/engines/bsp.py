@@ -424,11 +424,8 @@ class BSPEngine(Engine):
         self._routers_after_a_failure()
         if functor.message is None:
             return self._router
-        words = functor.message.words
-        if self._router is not None and words not in self._message_routers:
-            self._message_routers[words] = self._make_router(
-                by_owner, f"bsp-exchange-m{words}", (1 + words,))
-        return self._message_routers.get(words)
+        return self._router_of_rows(self._router, self._message_routers, by_owner,
+                                    "bsp-exchange", functor.message.words)
 
     def _broadcast_router(self, functor):
         """The Router a pull's frontier travels through to every other device: ids alone, or
@@ -436,11 +433,16 @@ class BSPEngine(Engine):
         self._routers_after_a_failure()
         if functor.gather is None:
             return self._broadcast
-        words = functor.message.words
-        if self._broadcast is not None and words not in self._broadcast_rows:
-            self._broadcast_rows[words] = self._make_router(
-                to_the_others, f"bsp-frontier-m{words}", (1 + words,))
-        return self._broadcast_rows.get(words)
+        return self._router_of_rows(self._broadcast, self._broadcast_rows, to_the_others,
+                                    "bsp-frontier", functor.message.words)
+
+    def _router_of_rows(self, of_ids, rows: dict, policy, name: str, words: int):
+        """The Router of rows of an id and ``words`` message words that goes beside the Router
+        of ids ``of_ids`` (named ``name``, routing by ``policy``): kept in ``rows`` by width,
+        made on first use; None where there is no Router of ids (one device)."""
+        if of_ids is not None and words not in rows:
+            rows[words] = self._make_router(policy, f"{name}-m{words}", (1 + words,))
+        return rows.get(words)
 
     def _choose(self, frontier, candidates) -> str:
         """Beamer's rule (groute.operators.direction) for ``direction="auto"``."""

@@ -18,7 +18,7 @@ from .budget import check_vertices
 from .textio import (Lines, Table, Text, blank_ranges, head_bytes, line_heads, line_head,
                      parse_int, reader, split_header, body_line_or_last)
 from ._writeutil import open_text_out, write_rows
-from .weights import check_weights, graph_name
+from .weights import check_weights, graph_name, one_based_ends
 
 
 @reader
@@ -76,14 +76,8 @@ def read_dimacs(path, *, allow_negative: bool = False, text: Text) -> CSRGraph:
     del out
     values = table.ints()
     ids = values[:, 1:3]
-    bad = (ids < 1) | (ids > n)
-    if bad.any():
-        r = int(np.argmax(bad.any(axis=1)))
-        raise GraphFormatError(path, f"vertex id out of range 1..{n}: "
-                                     f"{table.field(r, 1)} {table.field(r, 2)}",
-                               line=table.line_of_row(r))
+    src, dst = one_based_ends(ids, n, table=table, col=1)
     w = check_weights(values[:, 3], np.int32, table=table, col=3, allow_negative=allow_negative)
-    src, dst = ids[:, 0] - 1, ids[:, 1] - 1
     del values, ids, table
     g = CSRGraph.from_edges(src, dst, n, w, directed=True,
                             name=graph_name(path), source=os.fspath(path), id_base=1)

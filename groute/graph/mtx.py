@@ -20,7 +20,7 @@ from .errors import GraphFormatError
 from .budget import check_vertices
 from .textio import Table, Text, line_head, parse_int, reader, split_header
 from ._writeutil import open_text_out, write_rows
-from .weights import check_weights, graph_name
+from .weights import check_weights, graph_name, one_based_ends
 
 
 @reader
@@ -77,14 +77,7 @@ def read_mtx(path, *, allow_negative: bool = False, text: Text) -> CSRGraph:
     else:
         values = table.ints()
         ids = values[:, :2]
-    bad = (ids < 1) | (ids > n)
-    if bad.any():
-        r = int(np.argmax(bad.any(axis=1)))
-        raise GraphFormatError(path, f"vertex id out of range 1..{n}: "
-                                     f"{table.field(r, 0)} {table.field(r, 1)}",
-                               line=table.line_of_row(r))
-    src = ids[:, 0] - 1
-    dst = ids[:, 1] - 1
+    src, dst = one_based_ends(ids, n, table=table, col=0)
     weights = None
     if ncols == 3:
         weights = check_weights(values[:, -1], np.int32 if field == "integer" else np.float32,

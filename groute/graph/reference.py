@@ -104,19 +104,59 @@ def pagerank(g: CSRGraph, damping: float = 0.85, tol: float = 1e-6, max_iter: in
     inv = np.zeros(n)
     np.divide(1.0, outdeg, out=inv, where=~dangling)
     at = a.T.tocsr()                         # in-arcs: row v lists the u with u -> v
-    r = np.full(n, 1.0 / n)
+    r, it, delta = pagerank_iterations(at, inv, dangling, damping, tol, max_iter)
+    if delta < tol:
+        log.debug("pagerank converged after %d iterations (L1 change %.3g)", it, delta)
+    else:
+        log.warning("pagerank did not reach tol=%g in %d iterations", tol, max_iter)
+    return r
+
+
+def pagerank_iterations(at, inv, dangling, damping: float, tol: float, max_iter: int, xp=np):
+    """The power iteration of the module docstring's PageRank on its prepared arrays: the
+    reference's (:func:`pagerank`) and the plain-CuPy baseline's
+    (:func:`groute.bench.baselines.cupy_pagerank`) one loop, so that the two cannot drift apart.
+
+    Parameters
+    ----------
+    at : sparse matrix
+        The transposed adjacency as CSR (row ``v`` lists the ``u`` with ``u -> v``): SciPy's,
+        or CuPy's with ``xp`` CuPy.
+    inv : array of float64
+        Each vertex's 1 / out-degree (out-weight), 0 where it dangles.
+    dangling : array of bool
+        The vertices without out-arcs.
+    damping, tol, max_iter
+        As :func:`pagerank`'s.
+    xp : module, optional
+        The array module of ``inv`` (NumPy or CuPy).
+
+    Returns
+    -------
+    tuple
+        ``(ranks, iterations, change)``: the ranks renormalised to sum 1, the steps taken and
+        the last step's L1 change (below ``tol`` where it converged; inf where no step ran).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> at = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))   # 0 <-> 1
+    >>> r, steps, change = pagerank_iterations(at, np.ones(2), np.zeros(2, bool), 0.85, 1e-6, 100)
+    >>> r.tolist(), steps
+    ([0.5, 0.5], 1)
+    """
+    n = inv.shape[0]
+    r = xp.full(n, 1.0 / n)
+    it, change = 0, float("inf")
     for it in range(1, max_iter + 1):
         new = at @ (r * inv)
         new *= damping
         new += (1.0 - damping) / n + damping * r[dangling].sum() / n
-        delta = float(np.abs(new - r).sum())
+        change = float(xp.abs(new - r).sum())
         r = new
-        if delta < tol:
-            log.debug("pagerank converged after %d iterations (L1 change %.3g)", it, delta)
+        if change < tol:
             break
-    else:
-        log.warning("pagerank did not reach tol=%g in %d iterations", tol, max_iter)
-    return r / r.sum()
+    return r / r.sum(), it, change
 
 
 def katz(g: CSRGraph, alpha: float = 0.1, beta: float = 1.0, tol: float = 1e-6,

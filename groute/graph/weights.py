@@ -1,4 +1,4 @@
-"""Checks shared by the readers: weight columns and graph names."""
+"""Checks shared by the readers: weight columns, 1-based vertex ids and graph names."""
 from __future__ import annotations
 
 import os
@@ -57,3 +57,17 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
         r = int(np.argmax(big))
         fail(r, f"weight {table.field(r, col)} does not fit in {dt.name}")
     return v.astype(dtype)
+
+
+def one_based_ends(ids, n: int, *, table, col: int):
+    """The arcs' ends ``(src, dst)``, 0-based, from ``ids``: the columns ``col`` and ``col + 1``
+    of ``table`` (a :class:`~.textio.Table`) parsed, each a vertex id in ``1..n`` (DIMACS and
+    Matrix Market number the vertices from 1). An id outside is an error naming its line and
+    quoting both ids as the file has them."""
+    bad = (ids < 1) | (ids > n)
+    if bad.any():
+        r = int(np.argmax(bad.any(axis=1)))
+        raise GraphFormatError(table.path, f"vertex id out of range 1..{n}: "
+                                           f"{table.field(r, col)} {table.field(r, col + 1)}",
+                               line=table.line_of_row(r))
+    return ids[:, 0] - 1, ids[:, 1] - 1

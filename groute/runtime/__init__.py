@@ -9,7 +9,7 @@ Every wait is bounded and stop-aware (:mod:`groute.waiting`, beneath the devices
 failure on one device stops the whole computation.
 
 Modules, one idea each: :mod:`.context`, :mod:`.endpoint`, :mod:`.segment`, :mod:`.link`,
-:mod:`.router_output` (a router's output port),
+:mod:`.router_output` (a router's output port), :mod:`.router_ports` (what a router joins),
 :mod:`.device_link`, :mod:`.pump`, :mod:`.router`, :mod:`.policies`. The names below are also importable from ``groute``.
 """
 from .context import Context

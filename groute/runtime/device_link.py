@@ -375,13 +375,7 @@ class LinkSender:
 
     def claim(self, limit) -> int | None:
         """The next packet number below ``limit`` (None: no limit), or None once reached."""
-        head = self.link._head
-        with self._lock:
-            n = int(head[0])
-            if limit is not None and n >= limit:
-                return None
-            head[0] = n + 1
-        return n
+        return _claim(self._lock, self.link._head, limit)
 
     def acquire(self, n: int) -> np.ndarray:
         """Wait until packet ``n``'s slot is free; the slot (``packet_size`` items)."""
@@ -454,14 +448,8 @@ class LinkReceiver:
         return self.claim(None)
 
     def claim(self, limit) -> int | None:
-        """The next packet number below ``limit``, or None once reached."""
-        tail = self.link._tail
-        with self._lock:
-            n = int(tail[0])
-            if limit is not None and n >= limit:
-                return None
-            tail[0] = n + 1
-        return n
+        """The next packet number below ``limit`` (None: no limit), or None once reached."""
+        return _claim(self._lock, self.link._tail, limit)
 
     def receive(self, n: int):
         """Wait for packet ``n``: ``(items, tag)``, or None when the link ended before it."""
@@ -503,6 +491,18 @@ class LinkReceiver:
                     dst[i * per + lo:i * per + hi] = items[lo:hi]
                 self.release_part(first + i, parts)
         return True
+
+
+def _claim(lock, counter, limit) -> int | None:
+    """The next number of ``counter[0]`` below ``limit`` (None: no limit), taken, or None once
+    reached (``groute_link_claim``): the sender's packet numbers (``head``) and the receiver's
+    (``tail``) alike."""
+    with lock:
+        n = int(counter[0])
+        if limit is not None and n >= limit:
+            return None
+        counter[0] = n + 1
+    return n
 
 
 def _share(count: int, part: int, parts: int) -> tuple[int, int]:

@@ -31,9 +31,9 @@ import numpy as np
 from ..config import resolve_timeout
 from ..errors import LinkClosed, WaitTimeout
 from ..waiting import wait_for
-from .endpoint import Endpoint
 from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
+from .router_ports import router_ports
 from .segment import PendingSegment, Segment
 
 
@@ -108,15 +108,9 @@ class RankRouter:
     def __init__(self, inputs, outputs, policy, *, packet_size: int = 0, num_buffers: int = 2,
                  dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None,
                  batching: bool = False):
-        if not callable(policy):
-            raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
-                            f"got {policy!r}")
+        self.input_endpoints, self.output_endpoints = router_ports(inputs, outputs, policy)
         self.ctx = ctx
         self.ranks = ctx.ranks
-        self.input_endpoints = [Endpoint.of(x) for x in inputs]
-        self.output_endpoints = [Endpoint.of(x) for x in outputs]
-        if not self.input_endpoints or not self.output_endpoints:
-            raise ValueError("a Router needs at least one input and one output")
         self.policy = policy
         self.name = name
         self.dtype = np.dtype(dtype)

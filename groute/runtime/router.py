@@ -22,10 +22,10 @@ import numpy as np
 from ..config import resolve_timeout
 from ..errors import WaitTimeout
 from ..waiting import wait_for
-from .endpoint import Endpoint
 from .link import Link, SendHandle, send_all
 from .policies import AVAILABILITY, BROADCAST, as_route, broadcasts
 from .router_output import RouterOutput
+from .router_ports import router_ports
 from .segment import Segment
 
 
@@ -75,13 +75,7 @@ class Router:
     def __init__(self, inputs, outputs, policy, *, packet_size: int, num_buffers: int = 2,
                  dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None,
                  batching: bool = False):
-        if not callable(policy):
-            raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
-                            f"got {policy!r}")
-        self.input_endpoints = [Endpoint.of(x) for x in inputs]
-        self.output_endpoints = [Endpoint.of(x) for x in outputs]
-        if not self.input_endpoints or not self.output_endpoints:
-            raise ValueError("a Router needs at least one input and one output")
+        self.input_endpoints, self.output_endpoints = router_ports(inputs, outputs, policy)
         self.policy = policy
         self.name = name
         self.ctx = ctx
