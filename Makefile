@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make test   create .venv if needed, install groute with its test extras, run the tests
-#   make demo   run BFS/SSSP/PR/CC/PBF on the shipped graph on whatever devices are there
+#   make demo   run PBF and every registered algorithm on the shipped graph on whatever devices
+#               are there
 # The venv sees system site-packages so a machine's own CuPy (GPU images) is used as is; its
 # setuptools is the one pyproject.toml builds with, so the tests can build a wheel offline.
 PYTHON ?= python3

@@ -99,6 +99,20 @@ def test_divergence_raises_like_networkx(mode, k):
     assert exc.value.num_iterations == 30
 
 
+@pytest.mark.parametrize("mode", ["bsp", "async"])
+def test_divergence_past_overflow_warns_nothing(mode):
+    """A diverging iteration run until its values overflow ends in the convergence error
+    alone: no NumPy overflow or invalid-value warnings from the sweeps or the stopping check
+    before it (a user sees one message, the one with the cure)."""
+    import warnings
+    G = nx.gnp_random_graph(40, 0.3, seed=2, directed=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(groute.PowerIterationFailedConvergence, match="lower alpha"):
+            katz_centrality(G, alpha=0.5, max_iter=1000, backend="cpu", devices=2, mode=mode)
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
 @pytest.mark.parametrize("k", [1, 2])
 def test_values_whose_norm_passes_float64_fail_to_converge_on_any_device_count(k):
     """Long enough past 1 / lambda_max that the devices' squared sums add up beyond float64:

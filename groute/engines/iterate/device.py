@@ -533,9 +533,12 @@ class IterationDevice:
             def launch():
                 if self.converged_before(t):
                     return
-                ynew = self._base_value(base) + self.alpha * self._sums(src, 0, self.n_local)
-                stats[0] = np.abs(ynew - self.y).sum()
-                stats[1] = ynew.sum()
+                # a diverging iteration (Katz's alpha past 1 / lambda_max) overflows: the
+                # solver's convergence error says so, not NumPy warnings per sweep
+                with np.errstate(over="ignore", invalid="ignore"):
+                    ynew = self._base_value(base) + self.alpha * self._sums(src, 0, self.n_local)
+                    stats[0] = np.abs(ynew - self.y).sum()
+                    stats[1] = ynew.sum()
                 self.y[:] = ynew
                 c = ynew * self.inv_outdeg
                 outs[0][self.lo:self.hi] = c

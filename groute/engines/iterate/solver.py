@@ -866,7 +866,8 @@ class IterateSolver(Solver):
         for r in rows[1:]:      # device order, as the kernels add them
             parts += r
         diff, mass = parts[:, 0], parts[:, 1]
-        history.extend(np.where(mass > 0, diff / np.where(mass > 0, mass, 1.0), 0.0).tolist())
+        with np.errstate(invalid="ignore", over="ignore"):     # sums of a diverging run
+            history.extend(np.where(mass > 0, diff / np.where(mass > 0, mass, 1.0), 0.0).tolist())
         met = np.flatnonzero(self.iteration.stopped(diff, mass,
                                                     self.iteration.bound(self.tol, self.n)))
         if converged_at is None and met.size:

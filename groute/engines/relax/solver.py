@@ -19,7 +19,7 @@ The relaxation says what an arc offers (its ``cuda`` expression becomes the kern
 adds one (``unit``: pull levels, the unique queue and the level-synchronous peer kernel; the
 ``auto`` rules of :mod:`~groute.engines.relax.rules`, unit-step or weighted). What the app adds
 is a subclass: the relaxation, its ``default_delta``, its answer's dtype and "unreached"
-value, and its own options mapped onto the engine's (BFS's ``depth_limit`` is a
+value, and its own options mapped onto the engine's (BFS's ``cutoff`` is a
 ``ceiling``).
 
 Values are int32 for int weights or none (exact), float32 for float weights; results come back
@@ -469,7 +469,7 @@ class RelaxSolver(Solver):
         source). See :class:`AppResult`.
 
         ``ceiling``: a vertex whose value reaches it keeps the value but is not expanded, so
-        the run does only the work below it (BFS's ``depth_limit``). ``predecessors``: also
+        the run does only the work below it (BFS's ``cutoff``). ``predecessors``: also
         compute a parent per reached vertex (``result.predecessors``, positions, -1 for the
         sources and unreached vertices; :func:`groute.engines.relax.parents.parents` says
         which parent)."""
