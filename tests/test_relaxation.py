@@ -216,6 +216,28 @@ def test_the_one_device_fused_kernel_does_not_spill(app, kind, weighted, unit):
         assert found.group(2) == found.group(3) == "0", (build, found.group(0))
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile without a GPU")
+@pytest.mark.parametrize("app,kind,weighted,unit", ONE_DEVICE_BUILDS)
+def test_the_linked_kernel_compiles_for_every_app_without_spilling(app, kind, weighted, unit):
+    """The linked workers' kernel (``traverse_linked``, linked.cu) for BFS and SSSP with int
+    and float values, built as LinkedTraversal loads it (its options, cooperative: relocatable
+    device code): it compiles, and its start (the reset of its own state, the seeds) and its
+    rounds keep to registers beyond the bookkeeper's per-peer arrays (no spill stores)."""
+    from groute.engines.relax.linked import linked_options
+    relaxation, _ = _one_device_build(app, kind, weighted, unit)
+    done = subprocess.run(
+        ["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", "-rdc=true", "-Xptxas", "-v",
+         f"-I{RELAX}", f"-I{relaxation.include_dir}", f"-I{kernels.HEADER_DIRS[0]}",
+         *linked_options(kind, weighted, unit), str(RELAX / "linked.cu"), "-o", "/dev/null"],
+        capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.search(r"Function properties for traverse_linked\n\s*(\d+) bytes stack frame, "
+                      r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
+    assert found, done.stderr[-3000:]
+    assert found.group(2) == found.group(3) == "0", found.group(0)
+
+
 @pytest.mark.gpu
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("app,kind,weighted,unit", ONE_DEVICE_BUILDS)

@@ -9,9 +9,9 @@ from groute.apps.bfs import BFS, bfs
 from groute.apps.sssp import SSSP, shortest_path, sssp
 from groute.engines.relax.parents import parents
 from groute.cli import main
-from groute.graph import load_graph
+from groute.graph import CSRGraph, load_graph
 
-from support import need_gpus
+from support import busiest, need_gpus
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -230,3 +230,48 @@ def test_cuda_engines_sources_cutoff_predecessors(engine):
             res = solver.run(sources=sources, predecessors=True)
             assert res.to_dict() == nx.multi_source_dijkstra_path_length(G, set(sources))
             check_parents(G, res, sources, "weight")
+
+
+def linked_cases():
+    """(solver, graph, options) for the linked workers' runs again: BFS without a window and
+    with one (far queue, threshold), SSSP with int and float weights, on a grid and Kronecker
+    graph."""
+    grid, kron = load_graph("grid:60"), load_graph("kron:12")
+    floats = np.random.default_rng(3).uniform(0.5, 3.0, grid.num_edges).astype(np.float32)
+    return [(BFS, grid, {}), (BFS, kron, {}), (BFS, grid, dict(priority=True, delta=4)),
+            (SSSP, grid.with_weights(seed=1), {}), (SSSP, kron.with_weights(seed=1), {}),
+            (SSSP, CSRGraph(grid.indptr, grid.indices, floats, name="float-grid"), {})]
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [2, 4])
+def test_cuda_linked_runs_again_from_other_seeds_under_a_cutoff(k):
+    """The linked workers (async on several GPUs, exchange "peer") run again and again on one
+    solver, from other seeds (spread over the devices by the random partition), with a cutoff
+    and without, and every answer is one GPU's fused worker's: each kernel resets its own
+    device's state at its start (values, queues, counters, link state, control words), so a
+    cut run after a full one leaves the vertices past the cutoff unreached."""
+    need_gpus(k)
+    for cls, g, opts in linked_cases():
+        n = g.num_vertices
+        ids = lambda vs: [g.file_id_of(v) for v in vs]  # noqa: E731
+        with cls(g, backend="cuda", devices=k, mode="async", exchange="peer", partition="random",
+                 timeout=30, **opts) as linked, \
+                cls(g, backend="cuda", devices=1, mode="async", timeout=30, **opts) as one:
+            full = linked.run(g.file_id_of(busiest(g)))
+            reached = full.values[(full.values >= 0) & np.isfinite(full.values)]
+            near = np.sort(reached)[reached.size // 4].item()   # one seed: 3/4 of it past it
+            for sources, cutoff in ((None, None), ([0, n // 2, n - 1], near), ([n // 3], 0),
+                                    ([n // 4, 3 * n // 4], None), ([n - 1], near)):
+                args = (dict(source=g.file_id_of(busiest(g))) if sources is None
+                        else dict(sources=ids(sources)))
+                res = linked.run(**args, cutoff=cutoff)
+                msg = f"{cls.app} {g.name} {opts} sources {sources} cutoff {cutoff}"
+                np.testing.assert_array_equal(res.values, one.run(**args, cutoff=cutoff).values,
+                                              err_msg=msg)
+                assert (res.stats["exchange"], res.stats["launches"]) == ("peer", k), msg
+                if cutoff is not None:      # the full run reached what this one must not
+                    cut = (res.values < 0) | ~np.isfinite(res.values)
+                    assert np.count_nonzero(cut) > np.count_nonzero(
+                        (full.values < 0) | ~np.isfinite(full.values)), msg

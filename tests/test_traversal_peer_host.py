@@ -5,6 +5,7 @@ and shutdown without a worklist. The kernels themselves need GPUs (tests/test_bf
 tests/test_sssp.py, marked ``gpu``); here a stand-in computes the same result on the host from
 the arrays the solver built, so wrong rows, weights or value assembly fail the comparison."""
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -216,64 +217,99 @@ class _Readback:
         self.fill(out)
 
 
-class _LinkedWorker:
-    """What LinkedTraversal asks of a CUDATraversalWorker outside the launch: ``set_source``
-    (recorded; ``fails`` makes it raise) and the counters' read-back."""
+class _SeedsOnDevice:
+    """A worker's staged seeds as the linked traversal reads them: an address and a size."""
 
-    def __init__(self):
+    def __init__(self, ptr, size):
+        self.data, self.size = SimpleNamespace(ptr=ptr), size
+
+
+class _LinkedWorker:
+    """What LinkedTraversal asks of a CUDATraversalWorker outside the kernel: ``set_source``
+    (recorded; it stages the seeds of ``[lo, hi)`` at a made-up address and the ceiling's
+    bits, as the worker does; ``fails`` makes it raise), the launch's arguments and the
+    counters' read-back."""
+
+    def __init__(self, lo, hi, read):
+        self.lo, self.hi = lo, hi
         self.sources, self.fails = [], False
-        self.counters_dev = _Readback(lambda out: out.fill(0))
+        self.staged_seeds, self.ceiling_bits = None, None
+        self.args, self.narrow_blocks, self.has_big = f"args[{lo}]", 4, 0
+        self.counters_dev = _Readback(read)
 
     def set_source(self, seeds, ceiling=None):
         if self.fails:
             raise ValueError("no such seed")
         self.sources.append((np.asarray(seeds).tolist(), ceiling))
+        mine = [s for s in np.asarray(seeds).tolist() if self.lo <= s < self.hi]
+        self.staged_seeds = _SeedsOnDevice(1000 + self.lo, len(mine)) if mine else None
+        self.ceiling_bits = INT_INF if ceiling is None else ceiling
 
 
-def test_the_linked_traversal_runs_once_from_what_prepare_staged():
+def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     """LinkedTraversal on stand-ins for its workers, barrier and launch: run() before prepare()
     raises naming it; prepare() gives every worker the seeds and launches nothing; run()
-    launches every device from them and consumes them (a second run() raises again);
-    run(seeds) stages them itself; a prepare that fails leaves nothing staged; every device
-    is reset before the first launch."""
+    launches every device from them (its staged seeds' address and count, the ceiling's bits:
+    the kernel resets the device's state itself) and consumes them (a second run() raises
+    again); run(seeds) stages them itself; a prepare that fails leaves nothing staged. A run
+    queues nothing on a device but its launch and, after every launch, its read-back."""
     from groute.engines import peer_barrier
     from groute.engines.protocol import PROTO_RESULT, PROTOCOL_WORDS
+    import groute.engines.relax.linked as linked
     from groute.engines.relax.linked import L_INT, L_U64, STOP_DONE, LinkedTraversal
 
-    def finished(out):          # a device's control block: it stopped because the work ran out
-        out[PROTO_RESULT:PROTO_RESULT + 1].view(np.int32)[1] = STOP_DONE
+    events = []
 
+    def finished(i):            # a device's control block: it stopped because the work ran out
+        def fill(out):
+            events.append(("read", i))
+            out[PROTO_RESULT:PROTO_RESULT + 1].view(np.int32)[1] = STOP_DONE
+        return fill
+
+    def launch(fn, blocks, block, args, *, device, kernel):
+        assert (fn, kernel) == ("traverse_linked", "traverse_linked")
+        events.append(("launch", device.name))
+        w_args, links, seeds, count, delta, ceiling, *_, timeout = args
+        launches.append((device.name, w_args, links, int(seeds), int(count), int(delta),
+                         int(ceiling), int(timeout)))
+        return blocks
+
+    monkeypatch.setattr(linked, "launch_resident", launch)
     t = LinkedTraversal.__new__(LinkedTraversal)
-    t.app, t.k, t.cap, t.max_rounds, t._staged = "bfs", 2, 1 << 16, 10, False
+    t.app, t.k, t.cap, t.max_rounds, t._staged = "bfs", 2, 1 << 16, 10, None
+    t.delta_bits = 7
     t.devices = [_Device("cuda:0"), _Device("cuda:1")]
-    t.workers = [_LinkedWorker(), _LinkedWorker()]
+    t.workers = [_LinkedWorker(0, 4, lambda out: out.fill(0)),
+                 _LinkedWorker(4, 8, lambda out: out.fill(0))]
+    t.fns, t.blocks, t.links = ["traverse_linked"] * 2, [4, 4], ["links[0]", "links[1]"]
     t.barrier = _Barrier(t.devices)
-    t.state = [_Readback(finished) for _ in range(2)]
+    t.barrier.base = 0
+    t.state = [_Readback(finished(i)) for i in range(2)]
     t.state_host = [np.zeros(PROTOCOL_WORDS + L_U64 + L_INT // 2, np.uint64) for _ in range(2)]
     t.counters_pinned = [np.zeros(16, np.int64) for _ in range(2)]
     t.counters_host = [{}, {}]
-    launches, order = [], []
-    t._launch = lambda i, timeout_ns: (order.append(("launch", i)),
-                                       launches.append((i, timeout_ns, t.workers[i].sources[-1])))
-    t._reset = lambda i: order.append(("reset", i))
+    launches = []
 
     with pytest.raises(RuntimeError, match=r"linked bfs: run\(\) without prepare\(\)"):
         t.run()
     assert launches == [] and all(w.sources == [] for w in t.workers)
-    t.prepare([3, 1], ceiling=5)
-    assert all(w.sources == [([3, 1], 5)] for w in t.workers) and launches == []
+    t.prepare([6, 1, 7], ceiling=5)
+    assert all(w.sources == [([6, 1, 7], 5)] for w in t.workers) and launches == []
     stats = t.run()
     timeout = peer_barrier.timeout_ns()
-    assert launches == [(0, timeout, ([3, 1], 5)), (1, timeout, ([3, 1], 5))]
-    # every device reset before the first launch (a reset may load a kernel, which may wait
-    # for the kernels already running on that GPU: a launched peer waiting for this device)
-    assert order == [("reset", 0), ("reset", 1), ("launch", 0), ("launch", 1)]
+    # device 0 owns seed 1, device 1 seeds 6 and 7: each kernel gets its own, and the ceiling
+    assert launches == [("cuda:0", "args[0]", "links[0]", 1000, 1, 7, 5, timeout),
+                        ("cuda:1", "args[4]", "links[1]", 1004, 2, 7, 5, timeout)]
+    # the launches, then the read-backs: no reset queued on the host
+    assert events == [("launch", "cuda:0"), ("launch", "cuda:1"), ("read", 0), ("read", 1)]
     assert stats["exchange"] == "peer" and t.barrier.finished == [True]
     with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
         t.run()
     assert len(launches) == 2
-    t.run([4])
-    assert launches[2:] == [(0, timeout, ([4], None)), (1, timeout, ([4], None))]
+    t.run([5])
+    # a device that owns no seed launches with a null pointer and none; no ceiling: inf bits
+    assert launches[2:] == [("cuda:0", "args[0]", "links[0]", 0, 0, 7, INT_INF, timeout),
+                            ("cuda:1", "args[4]", "links[1]", 1004, 1, 7, INT_INF, timeout)]
     t.prepare([2])
     t.workers[1].fails = True
     with pytest.raises(ValueError, match="no such seed"):

@@ -270,8 +270,8 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
     def reset_state(self, threshold):
         """A run's starting state from the staged seeds with threshold ``threshold``, queued on
         the current stream (no wait): values unreached, nothing queued or sent, counters zero,
-        the seeds (on their owners) at value 0 and, below the ceiling, queued for round 0. The
-        linked workers (:mod:`groute.engines.relax.linked`) reset through it too."""
+        the seeds (on their owners) at value 0 and, below the ceiling, queued for round 0. (The
+        linked workers' kernel resets the same state itself: ``reset_run`` in ``linked.cu``.)"""
         self.dist.fill(self.inf_bits)
         self.in_near.fill(-1)          # the round each vertex was last queued for: none
         self.sent_best.fill(self.inf_bits)

@@ -32,12 +32,17 @@
 //   never subtract an item that was not added: the publication is a release after the add, and
 //   the receiver's later add is ordered after the sender's on W) and whenever its GPU is idle.
 //   W then counts each GPU as it stood at its last add, which never hides work: what a GPU
-//   received since then is still counted by its senders. The source's owner adds its first
-//   item before the GPUs meet once at the start (the only meeting: persistent.cuh, whose
+//   received since then is still counted by its senders. Each seed's owner adds its queued
+//   seeds before the GPUs meet once at the start (the only meeting: persistent.cuh, whose
 //   control block each GPU reports in). A GPU with no queued work, no far items and an empty
 //   inbox range reads W; at 0 nothing is queued or in flight anywhere, and it stops after the
 //   round. An idle GPU that sees W > 0 for longer than the meeting timeout (a peer stopped)
 //   gives up and tells the others (persistent.cuh's GAVE_UP flag): the host raises.
+// - Start: each GPU resets its own state first (reset_run: values, queues, counters, link
+//   state, control words; then its seeds), so the host only launches. Peers write into a
+//   GPU's memory (rings, COMMIT_IN) and read it (CONSUMED) only from round 0 on, after the
+//   start meeting, which the GPU reaches after its reset; before it they touch only device
+//   0's meeting block and W, which no kernel resets (the host settles them between runs).
 // The grid barrier between rounds is the fused worker's (fused.cu's grid_sync on its own
 // control words, which it shares with one GPU), so the protocol's GRID and EXIT words stay 0.
 #include "fused.cuh"
@@ -204,17 +209,61 @@ __device__ __forceinline__ void warp_add(unsigned long long* p, long long v, int
     if (lane == 0 && v) atomicAdd(p, (unsigned long long)v);
 }
 
-// One launch per GPU for the whole run. The host has reset this GPU's state (dist, in_near,
-// sent_best, the worker's control words and counters, its control block (persistent.cuh),
-// lu with every limit at cap, li) and queued the source on its owner.
+// This GPU's state at the start of a run, by every thread of the grid: values unreached,
+// nothing queued, sent or counted (sent_best of the peers' vertices: its own are never read),
+// the link state zero with every limit at cap (nothing applied yet: a ring of room), the
+// worker's control words (fused.cuh's Ctl: `queued` seeds in round 0's queue, no deferred
+// value, threshold `delta`, `ceiling`; the grid barrier's words are in use, and every launch
+// leaves them 0) and the protocol's ABORT. A grid barrier later the seeds can be placed
+// (place_seeds).
+__device__ __forceinline__ void reset_run(const Args& a, const Links& lk, long long tid,
+                                          long long nthreads, int queued, int delta,
+                                          int ceiling) {
+    const long long n_local = a.hi - a.lo, n_peers = a.offsets[a.k] - n_local;
+    for (long long v = tid; v < n_local; v += nthreads) {
+        a.dist[v] = VALUE_INF;
+        a.in_near[v] = -1;                   // the round it was last queued for: none
+    }
+    for (long long i = tid; i < n_peers; i += nthreads)
+        a.sent_best[i < a.lo ? i : i + n_local] = VALUE_INF;
+    for (long long w = tid; w < COUNTERS; w += nthreads) a.counters[w] = 0ull;
+    for (long long w = tid; w < L_U64; w += nthreads)
+        lk.lu[w] = w >= L_LIM && w < L_LIM + 3 * LINK_MAX ? (unsigned long long)lk.cap : 0ull;
+    for (long long w = tid; w < L_INT; w += nthreads) lk.li[w] = 0;
+    for (long long w = tid; w < CTL_SIZE; w += nthreads) {
+        if (w == BARRIER_COUNT || w == EXIT_COUNT) continue;
+        a.ctl[w] = w == NEAR_COUNT ? queued : w == FAR_MIN ? VALUE_INF
+                 : w == THRESHOLD ? delta : w == CEILING ? ceiling : 0;
+    }
+    if (tid == 0) protocol_begin(lk.ctl);
+}
+
+// The seeds this GPU owns (num_seeds local ids, distinct) at value 0 and, if `queued`, in round
+// 0's queue, after reset_run and a grid barrier.
+__device__ __forceinline__ void place_seeds(const Args& a, const int* seeds, int num_seeds,
+                                            bool queued, long long tid, long long nthreads) {
+    for (long long i = tid; i < num_seeds; i += nthreads) {
+        const int s = seeds[i];
+        a.dist[s] = 0;
+        if (!queued) continue;
+        a.in_near[s] = 0;
+        a.near0[i] = s;
+    }
+}
+
+// One launch per GPU for the whole run, from the seeds the host staged: seeds, num_seeds (this
+// GPU's, local ids; null and 0 where it owns none), ceiling (values from which an improved
+// vertex is not queued: BFS's depth limit; VALUE_INF: none). It resets this GPU's state itself
+// (reset_run) before the start meeting.
 // delta: soft-priority step and first threshold (VALUE_INF: none); filter: read before the
 // atomicMin (wide grids).
 extern "C" __global__ void RESIDENT_BOUNDS
-traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int delta,
+traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl,
+                const int* __restrict__ seeds, int num_seeds, int delta, int ceiling,
                 int max_rounds, int filter, int has_big, unsigned long long gbase,
                 long long timeout_ns) {
     const Args a = *pa;
-    int thr = delta;                    // this GPU's threshold (the source has value 0)
+    int thr = delta;                    // this GPU's threshold (the seeds have value 0)
     const Links& lk = *pl;
     const long long tid = global_rank(), nthreads = global_size();
     const int lane = threadIdx.x & 31;
@@ -226,6 +275,13 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int d
     unsigned long long processed = 0, edges = 0, deferrals = 0;
     unsigned int bar = 0;
     int r = 0, fc = 0;
+    // a seed has value 0: queued below the ceiling (improve_local's rule)
+    const bool queued = 0 < ceiling;
+    reset_run(a, lk, tid, nthreads, queued ? num_seeds : 0, delta, ceiling);
+    // the reset is done everywhere before the keeper's arrival, whose system-scope release
+    // carries it to the peers
+    grid_sync(a, bar);
+    place_seeds(a, seeds, num_seeds, queued, tid, nthreads);
     Keeper kp;
     if (keeper) {
         for (int j = 0; j < LINK_MAX; ++j) {
@@ -236,9 +292,8 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int d
         kp.idle_since = 0;
         kp.unsent = 0;
         kp.cur_prev = 0;
-        // the source's item counts before anyone can look at W
-        const int first = a.ctl[NEAR_COUNT];
-        if (first) atomicAdd_system(lk.work, (unsigned long long)first);
+        // the queued seeds count before anyone can look at W
+        if (queued && num_seeds) atomicAdd_system(lk.work, (unsigned long long)num_seeds);
         unsigned long long gtarget = gbase;
         if (!protocol_arrive(lk.ctl, lk.meeting, gtarget, lk.k, timeout_ns)) {
             lk.li[L_STOP] = STOP_GAVE_UP;
@@ -246,6 +301,7 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl, int d
         }
         protocol_crossed(lk.ctl, gtarget, gbase, lk.k);
     }
+    // the seeds are placed and the meeting passed (or given up) before round 0
     grid_sync(a, bar);
     while (true) {
         if (__ldcg(&lk.li[L_STOP + r % 3])) break;

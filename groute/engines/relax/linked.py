@@ -21,7 +21,9 @@ full ring only slows its sender), its control block (:mod:`groute.engines.protoc
 small link-state arrays, and on device 0 the meeting block (the meeting counter and the "a
 device gave up" flag of every persistent kernel, then the work counter). A
 full ring is back-pressure, not loss: the sender keeps the vertex queued and offers it again
-next round.
+next round. Each kernel resets its own device's state before the devices meet at its start
+(values, queues, counters, link state, control words, then the seeds :meth:`~LinkedTraversal.prepare`
+staged), as the peer kernels do, so a run is the launches and the read-backs.
 
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (rounds per device before the
 run raises) and ``linked_blocks`` (blocks per device; default the fused worker's narrow grid);
@@ -48,7 +50,7 @@ log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("linked.cu")
 #: linked.cu: LINK_MAX, LinkU64, LinkInt, LinkStop (the status in the control block's RESULT)
 LINK_MAX = 8
-L_SENT, L_FULL, L_RECEIVED, L_IDLE, L_PUBLISHED, L_LIM, L_U64 = 99, 100, 101, 102, 103, 104, 128
+L_SENT, L_FULL, L_RECEIVED, L_IDLE, L_PUBLISHED, L_U64 = 99, 100, 101, 102, 103, 128
 L_INT = 28
 STOP_DONE, STOP_ROUNDS = 1, 3
 #: device 0's meeting block: the protocol's words (the meeting counter, the gave-up flag), then
@@ -57,6 +59,13 @@ WORK = MEETING_WORDS
 GLOBAL_SIZE = MEETING_WORDS + 1
 #: ring capacity per (sender, owner) pair, in items, unless given
 MIN_CAPACITY, MAX_CAPACITY = 1 << 16, 1 << 22
+
+
+def linked_options(kind: str, weighted: bool, unit: bool) -> tuple[str, ...]:
+    """The compile options of ``traverse_linked`` (``linked.cu``): the relaxation kernels'
+    (:func:`~groute.engines.relax.cuda_worker.traversal_options`), the linked workers' block and
+    warps that batch small vertices' arcs (``BATCH``)."""
+    return (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, unit), "-DBATCH=1")
 
 
 class LinkedTraversal:
@@ -77,7 +86,7 @@ class LinkedTraversal:
         self.app, self.kind = app, kind
         self.devices = list(ctx.devices)
         self.workers = list(workers)
-        self._staged = False        # prepare() gave the workers their seeds
+        self._staged = None         # per device, the kernel's seed arguments (prepare)
         tuning = self.workers[0].tuning
         self.k = len(self.devices)
         if not 2 <= self.k <= LINK_MAX:
@@ -87,11 +96,9 @@ class LinkedTraversal:
         sizes = np.diff(np.asarray(offsets, dtype=np.int64))
         want = min(max(int(sizes.max()), MIN_CAPACITY), MAX_CAPACITY)
         self.cap = 1 << (want - 1).bit_length()    # a power of two: ring slot = p & (cap - 1)
-        self.delta = delta                          # also the first threshold: the source has 0
-        self.delta_bits = _bits(delta, kind)
+        self.delta_bits = _bits(delta, kind)       # also the first threshold: the seeds have 0
         self.max_rounds = int(tuning.max_rounds)
-        self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, unit),
-                        "-DBATCH=1")
+        self.options = linked_options(kind, weighted, unit)
         self.include = (relaxation.include_dir,)
         self.fns, self.blocks, self.rings, self.lu, self.li, self.ctl = [], [], [], [], [], []
         # per device: its control block (persistent.cuh) and link words (lu, li) as views of
@@ -155,21 +162,15 @@ class LinkedTraversal:
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
-    def _reset(self, i):
-        """Device ``i``'s state for the staged run, on its compute stream (so before its
-        launch; peers touch it only after the start meeting): the worker's
-        (:meth:`~groute.engines.relax.cuda_worker.CUDATraversalWorker.reset_state`, from the
-        seeds :meth:`prepare` gave it), then the links'."""
-        self.workers[i].reset_state(self.delta)
-        self.state[i].fill(0)
-        self.lu[i][L_LIM:L_LIM + 3 * LINK_MAX] = self.cap     # nothing applied yet: cap of room
-
     def _launch(self, i, timeout_ns):
+        """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds
+        :meth:`prepare` staged; the kernel resets the device's state itself."""
         w = self.workers[i]
+        seeds, count, ceiling = self._staged[i]
         # read before the atomicMin on wide grids only, as the fused worker does
         wide = self.blocks[i] > w.narrow_blocks
-        args = (w.args, self.links[i], np.int32(self.delta_bits), np.int32(self.max_rounds),
-                np.int32(wide), np.int32(w.has_big),
+        args = (w.args, self.links[i], seeds, count, np.int32(self.delta_bits), ceiling,
+                np.int32(self.max_rounds), np.int32(wide), np.int32(w.has_big),
                 np.uint64(self.barrier.base), np.int64(timeout_ns))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args,
                                          device=self.devices[i], kernel="traverse_linked")
@@ -178,31 +179,29 @@ class LinkedTraversal:
         """Stage the next :meth:`run` from ``sources_new`` (renumbered ids: one, or several
         distinct ones) under ``ceiling`` (values from which a vertex is not expanded: BFS's
         depth limit; None: none): each worker's seeds are copied to its device now, as
-        :meth:`PeerTraversal.prepare <groute.engines.relax.peer.PeerTraversal.prepare>` does, so
-        a timed run begins at its launches."""
-        self._staged = False        # a prepare that fails leaves nothing staged
+        :meth:`PeerTraversal.prepare <groute.engines.relax.peer.PeerTraversal.prepare>` does,
+        and the kernels' seed arguments kept, so a timed run begins at its launches."""
+        self._staged = None         # a prepare that fails leaves nothing staged
         sources_new = np.atleast_1d(np.asarray(sources_new, dtype=np.int64))
         for w in self.workers:
             w.set_source(sources_new, ceiling)
         self._timeout_ns = peer_barrier.timeout_ns()
-        self._staged = True
+        self._staged = [_seed_arguments(w) for w in self.workers]
 
     def run(self, sources_new=None, ceiling=None) -> dict:
         """Traverse from what :meth:`prepare` staged, or from ``sources_new`` (staged here
-        first, with ``ceiling``); values land in the workers' ``dist``."""
+        first, with ``ceiling``); values land in the workers' ``dist``.
+
+        One launch per device (each kernel resets its own state first), then each device's
+        control block and counters read back; nothing else is queued on the devices."""
         if sources_new is not None:
             self.prepare(sources_new, ceiling)
-        if not self._staged:
+        if self._staged is None:
             raise RuntimeError(f"linked {self.app}: run() without prepare(): no seeds staged")
         timeout_ns = self._timeout_ns
-        # every device reset before the first launch: a reset may load a kernel (the seeds'
-        # placement), and loading waits for the kernels running on that GPU, which on a GPU
-        # shared by several devices would be a launched peer waiting for this device
-        for i, dev in enumerate(self.devices):
-            dev.compute_stream.submit(self._reset, i)
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, timeout_ns))
-        self._staged = False
+        self._staged = None
         for i in launched:
             def read(i=i):      # one stream synchronisation (the second copy's), as peer.py
                 self.state[i].get(out=self.state_host[i], blocking=False)
@@ -240,3 +239,12 @@ class LinkedTraversal:
 
     def close(self) -> None:
         """Nothing to let go beyond the arrays (one process: the peers' own memory)."""
+
+
+def _seed_arguments(worker):
+    """``traverse_linked``'s seed arguments from what ``worker``'s ``set_source`` staged: its
+    seeds on its device (local ids; a null pointer where it owns none), their count and the
+    ceiling's bits."""
+    seeds = worker.staged_seeds
+    return (np.uint64(0 if seeds is None else seeds.data.ptr),
+            np.int32(0 if seeds is None else seeds.size), np.int32(worker.ceiling_bits))
