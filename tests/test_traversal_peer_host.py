@@ -249,10 +249,11 @@ class _LinkedWorker:
 def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     """LinkedTraversal on stand-ins for its workers, barrier and launch: run() before prepare()
     raises naming it; prepare() gives every worker the seeds and launches nothing; run()
-    launches every device from them (its staged seeds' address and count, the ceiling's bits:
-    the kernel resets the device's state itself) and consumes them (a second run() raises
-    again); run(seeds) stages them itself; a prepare that fails leaves nothing staged. A run
-    queues nothing on a device but its launch and, after every launch, its read-back."""
+    launches every device from them (its staged seeds' address and count, the ceiling's bits)
+    and consumes them (a second run() raises again); run(seeds) stages them itself; a prepare
+    that fails leaves nothing staged. A run queues on a device its reset (one launch: the seeds
+    it queues, delta, the ceiling), every reset before any persistent launch, then its launch
+    and, after every launch, its read-back: no other host work."""
     from groute.engines import peer_barrier
     from groute.engines.protocol import PROTO_RESULT, PROTOCOL_WORDS
     import groute.engines.relax.linked as linked
@@ -274,6 +275,14 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
                          int(ceiling), int(timeout)))
         return blocks
 
+    def reset(i):
+        def kernel(grid, block, args):
+            w_args, links, queued, delta, ceiling = args
+            events.append(("reset", f"cuda:{i}"))
+            resets.append((f"cuda:{i}", grid, w_args, links, int(queued), int(delta),
+                           int(ceiling)))
+        return kernel
+
     monkeypatch.setattr(linked, "launch_resident", launch)
     t = LinkedTraversal.__new__(LinkedTraversal)
     t.app, t.k, t.cap, t.max_rounds, t._staged = "bfs", 2, 1 << 16, 10, None
@@ -282,13 +291,14 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     t.workers = [_LinkedWorker(0, 4, lambda out: out.fill(0)),
                  _LinkedWorker(4, 8, lambda out: out.fill(0))]
     t.fns, t.blocks, t.links = ["traverse_linked"] * 2, [4, 4], ["links[0]", "links[1]"]
+    t.resets, t.reset_blocks = [reset(0), reset(1)], [3, 5]
     t.barrier = _Barrier(t.devices)
     t.barrier.base = 0
     t.state = [_Readback(finished(i)) for i in range(2)]
     t.state_host = [np.zeros(PROTOCOL_WORDS + L_U64 + L_INT // 2, np.uint64) for _ in range(2)]
     t.counters_pinned = [np.zeros(16, np.int64) for _ in range(2)]
     t.counters_host = [{}, {}]
-    launches = []
+    launches, resets = [], []
 
     with pytest.raises(RuntimeError, match=r"linked bfs: run\(\) without prepare\(\)"):
         t.run()
@@ -300,8 +310,12 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     # device 0 owns seed 1, device 1 seeds 6 and 7: each kernel gets its own, and the ceiling
     assert launches == [("cuda:0", "args[0]", "links[0]", 1000, 1, 7, 5, timeout),
                         ("cuda:1", "args[4]", "links[1]", 1004, 2, 7, 5, timeout)]
-    # the launches, then the read-backs: no reset queued on the host
-    assert events == [("launch", "cuda:0"), ("launch", "cuda:1"), ("read", 0), ("read", 1)]
+    # each device's reset: its grid, the seeds it queues, delta, the ceiling
+    assert resets == [("cuda:0", (3,), "args[0]", "links[0]", 1, 7, 5),
+                      ("cuda:1", (5,), "args[4]", "links[1]", 2, 7, 5)]
+    # the resets, then the launches, then the read-backs
+    assert events == [("reset", "cuda:0"), ("reset", "cuda:1"), ("launch", "cuda:0"),
+                      ("launch", "cuda:1"), ("read", 0), ("read", 1)]
     assert stats["exchange"] == "peer" and t.barrier.finished == [True]
     with pytest.raises(RuntimeError, match=r"run\(\) without prepare\(\)"):
         t.run()
@@ -421,7 +435,7 @@ def _rank_zero_traversal():
     t.state_host = [np.zeros(COUNTERS + CTL_WORDS, np.uint64), None]
     t.counters_host = [{}, {}]
     t.trace = [None, None]
-    launches = []
+    launches, resets = [], []
     t._stage = lambda staged, i, seeds: staged.__setitem__(i, seeds.tolist())
     t._launch = lambda i, dev: launches.append(dev.name)
     row = np.zeros(COUNTERS + CTL_WORDS, np.uint64)

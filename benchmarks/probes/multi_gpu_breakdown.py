@@ -129,6 +129,7 @@ HOST_SPANS = (
     ("groute.engines.relax.peer", "PeerTraversal._launch", 0),
     ("groute.engines.relax.linked", "LinkedTraversal.prepare", None),
     ("groute.engines.relax.linked", "LinkedTraversal.run", None),
+    ("groute.engines.relax.linked", "LinkedTraversal._reset", 0),
     ("groute.engines.relax.linked", "LinkedTraversal._launch", 0),
     ("groute.engines.relax.cuda_worker", "CUDATraversalWorker.set_source", "self.device"),
     ("groute.engines.relax.cuda_worker", "CUDATraversalWorker.reset_state", "self.device"),

@@ -38,8 +38,9 @@
 //   inbox range reads W; at 0 nothing is queued or in flight anywhere, and it stops after the
 //   round. An idle GPU that sees W > 0 for longer than the meeting timeout (a peer stopped)
 //   gives up and tells the others (persistent.cuh's GAVE_UP flag): the host raises.
-// - Start: each GPU resets its own state first (reset_run: values, queues, counters, link
-//   state, control words; then its seeds), so the host only launches. Peers write into a
+// - Start: each GPU's state is reset by one wide launch of reset_linked (values, queues,
+//   counters, link state, control words) queued on every GPU before any traverse_linked
+//   starts; traverse_linked places its seeds, then meets the others. Peers write into a
 //   GPU's memory (rings, COMMIT_IN) and read it (CONSUMED) only from round 0 on, after the
 //   start meeting, which the GPU reaches after its reset; before it they touch only device
 //   0's meeting block and W, which no kernel resets (the host settles them between runs).
@@ -214,8 +215,7 @@ __device__ __forceinline__ void warp_add(unsigned long long* p, long long v, int
 // the link state zero with every limit at cap (nothing applied yet: a ring of room), the
 // worker's control words (fused.cuh's Ctl: `queued` seeds in round 0's queue, no deferred
 // value, threshold `delta`, `ceiling`; the grid barrier's words are in use, and every launch
-// leaves them 0) and the protocol's ABORT. A grid barrier later the seeds can be placed
-// (place_seeds).
+// leaves them 0) and the protocol's ABORT. Then the seeds can be placed (place_seeds).
 __device__ __forceinline__ void reset_run(const Args& a, const Links& lk, long long tid,
                                           long long nthreads, int queued, int delta,
                                           int ceiling) {
@@ -239,7 +239,7 @@ __device__ __forceinline__ void reset_run(const Args& a, const Links& lk, long l
 }
 
 // The seeds this GPU owns (num_seeds local ids, distinct) at value 0 and, if `queued`, in round
-// 0's queue, after reset_run and a grid barrier.
+// 0's queue, after reset_run (reset_linked's launch before this kernel's).
 __device__ __forceinline__ void place_seeds(const Args& a, const int* seeds, int num_seeds,
                                             bool queued, long long tid, long long nthreads) {
     for (long long i = tid; i < num_seeds; i += nthreads) {
@@ -251,10 +251,18 @@ __device__ __forceinline__ void place_seeds(const Args& a, const int* seeds, int
     }
 }
 
+// A run's reset of this GPU's state (reset_run), on a wide grid of its own: the fills of the
+// values and sent_best stream at the GPU's bandwidth instead of on traverse_linked's narrow
+// grid. queued: the seeds round 0's queue holds (0 where the ceiling is 0 or it owns none).
+extern "C" __global__ void reset_linked(const Args* __restrict__ pa, const Links* __restrict__ pl,
+                                        int queued, int delta, int ceiling) {
+    reset_run(*pa, *pl, (long long)blockIdx.x * blockDim.x + threadIdx.x,
+              (long long)gridDim.x * blockDim.x, queued, delta, ceiling);
+}
+
 // One launch per GPU for the whole run, from the seeds the host staged: seeds, num_seeds (this
 // GPU's, local ids; null and 0 where it owns none), ceiling (values from which an improved
-// vertex is not queued: BFS's depth limit; VALUE_INF: none). It resets this GPU's state itself
-// (reset_run) before the start meeting.
+// vertex is not queued: BFS's depth limit; VALUE_INF: none), after reset_linked's launch.
 // delta: soft-priority step and first threshold (VALUE_INF: none); filter: read before the
 // atomicMin (wide grids).
 extern "C" __global__ void RESIDENT_BOUNDS
@@ -277,10 +285,6 @@ traverse_linked(const Args* __restrict__ pa, const Links* __restrict__ pl,
     int r = 0, fc = 0;
     // a seed has value 0: queued below the ceiling (improve_local's rule)
     const bool queued = 0 < ceiling;
-    reset_run(a, lk, tid, nthreads, queued ? num_seeds : 0, delta, ceiling);
-    // the reset is done everywhere before the keeper's arrival, whose system-scope release
-    // carries it to the peers
-    grid_sync(a, bar);
     place_seeds(a, seeds, num_seeds, queued, tid, nthreads);
     Keeper kp;
     if (keeper) {

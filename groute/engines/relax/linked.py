@@ -21,9 +21,11 @@ full ring only slows its sender), its control block (:mod:`groute.engines.protoc
 small link-state arrays, and on device 0 the meeting block (the meeting counter and the "a
 device gave up" flag of every persistent kernel, then the work counter). A
 full ring is back-pressure, not loss: the sender keeps the vertex queued and offers it again
-next round. Each kernel resets its own device's state before the devices meet at its start
-(values, queues, counters, link state, control words, then the seeds :meth:`~LinkedTraversal.prepare`
-staged), as the peer kernels do, so a run is the launches and the read-backs.
+next round. A run resets every device's state by one launch of ``reset_linked`` each (values,
+queues, counters, link state, control words: a wide grid, so the fills stream at the GPU's
+bandwidth, where the persistent kernel's narrow grid would not), all queued before the first
+persistent launch; each kernel then places the seeds :meth:`~LinkedTraversal.prepare` staged and
+meets the others. A run is these launches and the read-backs: nothing else on the host.
 
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (rounds per device before the
 run raises) and ``linked_blocks`` (blocks per device; default the fused worker's narrow grid);
@@ -101,15 +103,20 @@ class LinkedTraversal:
         self.options = linked_options(kind, weighted, unit)
         self.include = (relaxation.include_dir,)
         self.fns, self.blocks, self.rings, self.lu, self.li, self.ctl = [], [], [], [], [], []
+        self.resets, self.reset_blocks = [], []
         # per device: its control block (persistent.cuh) and link words (lu, li) as views of
         # one buffer, read back with the worker's counters into pinned memory once per run
         self.state, self.state_host, self.counters_pinned = [], [], []
         cap_blocks = tuning.linked_blocks
         for w, dev in zip(self.workers, self.devices):
             with dev.use():
-                fn = load_module(KERNEL, options=self.options, cooperative=True,
-                                 include=self.include).get_function("traverse_linked")
+                module = load_module(KERNEL, options=self.options, cooperative=True,
+                                     include=self.include)
+                fn = module.get_function("traverse_linked")
                 self.fns.append(fn)
+                # loaded now, with the module: a reset never loads a kernel during a run
+                self.resets.append(module.get_function("reset_linked"))
+                self.reset_blocks.append(_reset_blocks(w.n_local, int(offsets[-1]), w.blocks))
                 sms = int(dev.properties()["multiprocessors"])
                 resident = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 want = cap_blocks or w.narrow_blocks
@@ -162,9 +169,18 @@ class LinkedTraversal:
         return pack_struct(fields)
 
     # ------------------------------------------------------------------ running
+    def _reset(self, i):
+        """Queue device ``i``'s reset for the staged run (``reset_linked``, one launch) on its
+        compute stream, before its persistent launch."""
+        w = self.workers[i]
+        seeds, count, ceiling = self._staged[i]
+        queued = count if int(ceiling) > 0 else np.int32(0)     # a seed has value 0
+        self.resets[i]((self.reset_blocks[i],), (BLOCK,),
+                       (w.args, self.links[i], queued, np.int32(self.delta_bits), ceiling))
+
     def _launch(self, i, timeout_ns):
         """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds
-        :meth:`prepare` staged; the kernel resets the device's state itself."""
+        :meth:`prepare` staged, after its reset."""
         w = self.workers[i]
         seeds, count, ceiling = self._staged[i]
         # read before the atomicMin on wide grids only, as the fused worker does
@@ -192,13 +208,18 @@ class LinkedTraversal:
         """Traverse from what :meth:`prepare` staged, or from ``sources_new`` (staged here
         first, with ``ceiling``); values land in the workers' ``dist``.
 
-        One launch per device (each kernel resets its own state first), then each device's
+        Per device a reset launch, then (every reset queued) its persistent launch, then its
         control block and counters read back; nothing else is queued on the devices."""
         if sources_new is not None:
             self.prepare(sources_new, ceiling)
         if self._staged is None:
             raise RuntimeError(f"linked {self.app}: run() without prepare(): no seeds staged")
         timeout_ns = self._timeout_ns
+        # every device's reset queued before any persistent launch: on a GPU that several
+        # devices share, a reset queued behind a launched kernel waiting for this device at
+        # the start meeting would find no room to run
+        for i, dev in enumerate(self.devices):
+            dev.compute_stream.submit(self._reset, i)
         launched, failure = self.barrier.launch_each(
             lambda i, dev: dev.compute_stream.submit(self._launch, i, timeout_ns))
         self._staged = None
@@ -239,6 +260,13 @@ class LinkedTraversal:
 
     def close(self) -> None:
         """Nothing to let go beyond the arrays (one process: the peers' own memory)."""
+
+
+def _reset_blocks(n_local: int, n: int, resident: int) -> int:
+    """``reset_linked``'s grid: a block per BLOCK of the longest fill (the part's values, or
+    sent_best over the peers' vertices), at most the device's resident blocks, at least one."""
+    longest = max(n_local, n - n_local, 1)
+    return max(1, min(resident, -(-longest // BLOCK)))
 
 
 def _seed_arguments(worker):
