@@ -1,7 +1,7 @@
 """Same programs, same answers across processes: BFS, SSSP, PageRank, CC and k-core (the
 operator API's BSP engine) on a distributed context of 2 and 3 ranks equal the one-process
 answers; the commands under mpiexec and groute launch verify on rank 0 and write per rank; a
-rank whose part cannot be read stops the job naming it."""
+rank whose part cannot be read stops the job, rank 0 naming it."""
 import json
 import re
 import subprocess
@@ -93,6 +93,9 @@ def test_a_rank_that_cannot_read_its_part_stops_the_job(tmp_path):
     assert done.returncode != 0
     assert re.search(r"\[rank 1\] groute bfs: error: .*part-1-of-3\.npz", done.stderr), \
         done.stderr
+    # rank 0, which read its part and went on to wait for rank 1, reports rank 1's error
+    assert re.search(r"\[rank 0\] groute bfs: error: cpu:1 \(rank 1\): .*ValueError: "
+                     r".*part-1-of-3\.npz", done.stderr), done.stderr
 
 
 def test_options_that_need_the_whole_file_are_refused():

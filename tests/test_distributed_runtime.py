@@ -42,3 +42,19 @@ def test_a_rank_failing_in_a_flush_stops_the_ranks_waiting_for_its_rows(n):
         done.stdout + done.stderr
     took = float(re.search(r"rank 0 raised after ([\d.]+) s", done.stdout)[1])
     assert took < 5 and "did not raise" not in done.stdout
+
+
+def test_a_rank_failing_outside_a_device_function_stops_every_rank_naming_it():
+    """Rank 1's own host code raises and leaves the context's with block: the others, waiting
+    for it in a collective, stop within a poll interval naming it and the error, not at their
+    timeout."""
+    done = run_ranks(3, [program("runtime_checks.py"), "cpu", "fail-on-host", 1, 20],
+                     timeout=60)
+    assert done.returncode != 0
+    # (a wait on the caller's thread: the stop it saw, carrying the failure)
+    assert re.search(r"rank 0 raised after [\d.]+ s: StoppedByFailure: cpu:1 \(rank 1\): "
+                     r"RankFailed: cpu:1 \(rank 1\): KeyError: 'injected failure in the host "
+                     r"code'", done.stdout), \
+        done.stdout + done.stderr
+    took = float(re.search(r"rank 0 raised after ([\d.]+) s", done.stdout)[1])
+    assert took < 5 and "did not raise" not in done.stdout
