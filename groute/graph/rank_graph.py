@@ -76,6 +76,14 @@ class RankGraph:
         out.ranks, out.load_memory = self.ranks, self.load_memory
         return out
 
+    def describe_across_ranks(self) -> str:
+        """The whole graph's facts, the same on every rank (each holds another part): how a
+        call's check that every rank passed the same arguments sees it
+        (:meth:`groute.runtime.ranks.Ranks.check_same_call`)."""
+        return (f"the graph {self.name!r} ({self.num_vertices:,} vertices, {self.num_edges:,} "
+                f"arcs, {'directed' if self.directed else 'undirected'}, "
+                f"{'weighted' if self.weights is not None else 'unweighted'})")
+
     def edges(self):
         """This rank's arcs as COO ``(src, dst)`` (src int64: global ids)."""
         p = self.part

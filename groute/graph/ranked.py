@@ -72,9 +72,12 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
     ------
     ValueError
         For a file that is not a part set (saying how to write one), ``symmetric`` on a graph
-        loaded by ranks, a part set of another number of parts than there are ranks, or more
-        ranks than vertices.
+        loaded by ranks, a part set of another number of parts than there are ranks, more
+        ranks than vertices, or ranks that called it with different arguments (on every rank).
     """
+    ranks.check_same_call("load_graph()", {
+        "source": os.fspath(source) if isinstance(source, (str, os.PathLike)) else source,
+        "seed": seed, "weighted": weighted, "symmetric": symmetric, "measure": measure})
     if not measure:
         return _load(source, ranks, seed, weighted, symmetric)
     with host_peak.TracedPeak() as peak:

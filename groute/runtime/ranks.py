@@ -19,8 +19,10 @@ default), so groute's messages never match the program's own.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +76,43 @@ class Notice:
 
 
 _OPS = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+
+def _by_rank(values) -> str:
+    """``'a' on ranks 0, 2; 'b' on rank 1``: each rank's value, the ranks of a value together."""
+    groups = {}
+    for r, value in enumerate(values):
+        groups.setdefault(value, []).append(r)
+    return "; ".join(f"{value} on rank{'s' if len(ranks) > 1 else ''} "
+                     f"{', '.join(map(str, ranks))}" for value, ranks in groups.items())
+
+
+#: characters of an argument's description kept (:func:`describe_argument`)
+DESCRIPTION_CHARS = 120
+
+
+def describe_argument(value) -> str:
+    """A short text that is equal on two ranks where ``value`` is the same call's argument:
+    an array by its shape, dtype and a hash of its bytes, an object with a
+    ``describe_across_ranks()`` by what that says (a graph loaded by ranks, of which each rank
+    holds another part: the whole graph's facts), a collection by its items, other values by
+    their ``repr`` without object addresses, cut to :data:`DESCRIPTION_CHARS` characters."""
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        digest = hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()[:12]
+        return f"an array of shape {value.shape} and dtype {value.dtype} (hash {digest})"
+    across = getattr(value, "describe_across_ranks", None)
+    if callable(across):            # e.g. a graph loaded by ranks: each holds another part
+        return across()
+    if isinstance(value, (list, tuple)):
+        text = ", ".join(describe_argument(v) for v in value)
+        text = f"[{text}]" if isinstance(value, list) else f"({text})"
+    elif isinstance(value, (set, frozenset)):   # in an order the process's hash seed sets
+        text = "{" + ", ".join(sorted(describe_argument(v) for v in value)) + "}"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k!r}: {describe_argument(v)}" for k, v in value.items()) + "}"
+    else:               # without the addresses of objects, which differ between processes
+        text = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+    return text if len(text) <= DESCRIPTION_CHARS else \
+        f"{text[:DESCRIPTION_CHARS]}... (hash {hashlib.sha1(text.encode()).hexdigest()[:12]})"
 
 
 class Ranks:
@@ -209,6 +248,30 @@ class Ranks:
             else np.empty(int(size[0]), np.uint8)
         self._wait(self.comm.Ibcast(buf, root=root), what)
         return pickle.loads(buf.tobytes())
+
+    def check_same_call(self, name: str, arguments: dict) -> None:
+        """Raise a ValueError on every rank unless every rank called ``name`` with the same
+        ``arguments`` (parameter name -> value; one allgather of their descriptions,
+        :func:`describe_argument`). Every rank must make the same calls with the same
+        arguments (SPMD); ranks that do not would go on into different collectives, or the
+        same ones with different sizes, and fail there with errors that say nothing of the
+        cause, or give an answer mixed from the calls."""
+        mine = {key: describe_argument(value) for key, value in arguments.items()}
+        every = self.allgather((name, mine), what=f"the arguments of {name}")
+        if all(seen == every[0] for seen in every):
+            return
+        if len({called for called, _ in every}) > 1:
+            raise ValueError(f"the ranks of one job made different calls at once "
+                             f"({_by_rank([called for called, _ in every])}); every rank must "
+                             f"make the same calls with the same arguments")
+        differ = []
+        for key in sorted({key for _, seen in every for key in seen}):
+            values = [seen.get(key, "(not given)") for _, seen in every]
+            if len(set(values)) > 1:
+                differ.append(f"{key}: {_by_rank(values)}")
+        raise ValueError(f"{name} was called with different arguments on the ranks of one job "
+                         f"({'; '.join(differ)}); every rank must make the same calls with the "
+                         f"same arguments")
 
     # failures -------------------------------------------------------------------------------------
     def announce(self, device: str, exc: BaseException) -> None:
