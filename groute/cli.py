@@ -107,7 +107,10 @@ def _end_job(exc: BaseException, message: str, traceback: bool = False):
     if traceback:
         import traceback as tb
         tb.print_exc()
-    print(f"[rank {rank}] {message}", file=sys.stderr, flush=True)
+    # one write: the ranks' lines merge into one stream, and print writes the line's end
+    # apart, which another rank's line could join
+    sys.stderr.write(f"[rank {rank}] {message}\n")
+    sys.stderr.flush()
     dist.end_job(1, exc)
 
 

@@ -205,7 +205,12 @@ def test_an_error_in_a_job_is_told_to_the_other_ranks(monkeypatch, capsys, error
     monkeypatch.setattr(distributed, "end_job", lambda code, exc=None: ended.append((code, exc)))
     monkeypatch.setattr(traversal_cli, "load", lambda args: (_ for _ in ()).throw(error))
     if isinstance(error, ValueError):
+        writes = []
+        monkeypatch.setattr(sys, "stderr", type("Err", (), {"write": writes.append,
+                                                           "flush": lambda self: None})())
         assert main(["bfs", "--graph", "grid:3", "--backend", "cpu"]) == 1
+        # in one write: another rank's line cannot come between the text and its end
+        assert writes == ["[rank 1] groute bfs: error: a user's error\n"]
     else:
         with pytest.raises(TypeError):
             main(["bfs", "--graph", "grid:3", "--backend", "cpu"])

@@ -6,14 +6,7 @@ import sys
 
 import groute
 from groute import distributed
-
-
-def say(text):
-    """One line in one write: the ranks' outputs merge into one stream line by line (print
-    writes a line's end apart, and another rank's line may come between)."""
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-
+from lines import say
 
 with distributed.Context(backend="cpu", timeout=float(sys.argv[1])) as ctx:
     odd = ctx.rank == 1

@@ -13,6 +13,7 @@ import numpy as np
 from groute.distributed import Context
 from groute.runtime.policies import by_owner
 from groute.runtime.router import Router
+from lines import say
 
 
 def collectives(ctx):
@@ -34,7 +35,7 @@ def collectives(ctx):
     assert [int(g[0, 0]) for g in got] == list(range(k))      # in the order of the ranks
     assert all((g[:, 1] == r).all() for g in got)
     router.close()
-    print(f"rank {r}: collectives ok over {ctx.transport}", flush=True)
+    say(f"rank {r}: collectives ok over {ctx.transport}")
 
 
 def fail(ctx, bad):
@@ -72,12 +73,12 @@ def fail_on_host(ctx, bad):
             raise KeyError("injected failure in the host code")
         ctx.ranks.barrier("a meeting the failed rank never reaches")
     except Exception as exc:  # noqa: BLE001 - what the other ranks raise is the test's subject
-        print(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
-              f"{type(exc).__name__}: {exc}", flush=True)
+        say(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
+            f"{type(exc).__name__}: {exc}")
         if ctx.rank == bad:
             raise               # out of the context's with block, as a program's error goes
         ctx.end_job(3)
-    print(f"rank {ctx.rank} did not raise", flush=True)
+    say(f"rank {ctx.rank} did not raise")
 
 
 def stops_every_rank(ctx, step):
@@ -85,10 +86,10 @@ def stops_every_rank(ctx, step):
     try:
         ctx.run(step)
     except Exception as exc:  # noqa: BLE001 - what every rank raises is the test's subject
-        print(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
-              f"{type(exc).__name__}: {exc}", flush=True)
+        say(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
+            f"{type(exc).__name__}: {exc}")
         ctx.end_job(3)
-    print(f"rank {ctx.rank} did not raise", flush=True)
+    say(f"rank {ctx.rank} did not raise")
 
 
 if __name__ == "__main__":
