@@ -98,6 +98,9 @@ def _load(source, ranks, seed, weighted, symmetric) -> RankGraph:
     path = Path(text).expanduser()
     if path.is_dir():
         g = part_set.read_part(path, ranks.rank, ranks.size)
+        part_set.check_arc_count(text, part_set.read_manifest(path),
+                                 ranks.allreduce(int(g.part.num_edges),
+                                                 what=f"the arc count of {text}"))
     elif path.exists():
         raise ValueError(f"{text}: a file is read by ranks from a part set, one file per rank; "
                          f"write it once in {ranks.size} parts (groute.graph.part_set."
