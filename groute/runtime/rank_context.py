@@ -181,6 +181,7 @@ class RankContext(Context):
             make_current(ranks.local_rank % cuda_device_count())
         super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event
+        ranks.user_code = self._user_code_here
         self.rank = ranks.rank
         local = self.devices[0]
         self.devices = [local if i == ranks.rank else
@@ -352,9 +353,17 @@ class RankContext(Context):
             self.tell_failure(exc)
         return super().__exit__(exc_type, exc, tb)
 
+    def _user_code_here(self):
+        """This rank's device's name and the user's code it runs, with how many seconds so
+        far (None when it runs none): what this rank answers another whose wait timed out."""
+        device = self.local_device
+        code = device.user_code
+        return (device.name, None if code is None else (code[0], time.monotonic() - code[1]))
+
     def _watch_notices(self):
         while self._watching:
             try:
+                self.ranks.answer()
                 notice = self.ranks.notice()
             except Exception as exc:  # noqa: BLE001 - MPI finalised under us: stop watching
                 log.debug("rank %d stops watching for failure notices: %s", self.rank, exc)
