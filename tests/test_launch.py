@@ -1,7 +1,11 @@
 """``groute launch``: mpiexec for people who have never used MPI; a missing MPI is one clear
 line."""
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +75,46 @@ def test_it_runs_a_program_as_ranks():
                           env=rank_environment())
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("collectives ok") == 2
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@needs_mpi
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_a_launch_ended_by_a_signal_ends_mpiexec_and_every_rank():
+    """SIGTERM to groute launch alone (a scheduler's, a supervisor's, kill PID) ends mpiexec
+    and the ranks too: none is left running without it."""
+    proc = subprocess.Popen([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
+                             str(program("idle_checks.py")), "60"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=rank_environment(),
+                            start_new_session=True)
+    try:
+        pids = [int(proc.stdout.readline().split()[-1]) for _ in range(2)]
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while not all(_gone(p) for p in pids + [int(c) for c in children]) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in pids + [int(c) for c in children] if not _gone(p)]
+        assert not left, f"still running after groute launch ended: {left}"
+    finally:                    # whatever is left of the job (nothing, once it passes)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()

@@ -5,13 +5,15 @@ It finds ``mpiexec`` (the one the ``mpich`` wheel put beside this Python, else t
 ``PATH``: a site's own MPI), checks that this Python can import ``mpi4py``, and runs
 ``mpiexec -n K [-hosts H1,H2] PYTHON -m groute COMMAND ...`` (Open MPI's ``--host`` where the
 ``mpiexec`` is Open MPI's; ``PYTHON PROGRAM.py ...`` when the command is a ``.py`` file) with this environment, returning its exit code. A missing MPI
-is one line saying what to install.
+is one line saying what to install. A signal that ends this process (SIGTERM, SIGHUP) is passed
+on to ``mpiexec``, which ends the ranks (:func:`run_mpiexec`).
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -98,10 +100,42 @@ def register(subparsers, common):
     p.set_defaults(func=run, verbose=False, timeout=None)
 
 
+#: the signals that end ``groute launch`` which it passes on to ``mpiexec``
+FORWARDED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                  if hasattr(signal, name))
+#: seconds ``mpiexec`` gets to end its ranks after this process was interrupted
+END_WAIT_S = 10
+
+
+def run_mpiexec(line) -> int:
+    """Run ``line`` (an ``mpiexec`` command line) and return its exit code, passing on the
+    signals that end this process (:data:`FORWARDED`): ``mpiexec`` then ends its ranks, where
+    otherwise a launch ended by a scheduler, a supervisor or ``kill`` would leave ``mpiexec``
+    and every rank running. Interrupted (Ctrl-C, which a terminal sends ``mpiexec`` too, or a
+    SIGINT to this process alone), ``mpiexec`` is asked to end and given :data:`END_WAIT_S`
+    seconds before it is killed."""
+    proc = subprocess.Popen(line)
+    before = {sig: signal.signal(sig, lambda sig, frame: proc.send_signal(sig))
+              for sig in FORWARDED}
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(END_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return 130
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def run(args) -> int:
     hosts = [h for h in args.hosts.split(",") if h] if args.hosts else None
     line = launch_command(args.ranks, args.program, hosts=hosts)
     if args.print_only:
         print(" ".join(line))
         return 0
-    return subprocess.call(line)
+    return run_mpiexec(line)
