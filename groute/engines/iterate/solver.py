@@ -534,8 +534,8 @@ class IterateSolver(Solver):
     def _rank_shards(self, graph, mode: str, weights):
         """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
         BSP its vertices' in-arcs, from every rank's out-arcs where the graph is directed or
-        the arcs carry factors (:func:`groute.graph.ranked.ranked_in_arcs`)."""
-        from groute.graph.ranked import ranked_in_arcs
+        the arcs carry factors (:func:`groute.graph.rank_graph.ranked_in_arcs`)."""
+        from groute.graph.rank_graph import ranked_in_arcs
         from .layout import Shard, inverse_degrees
         p = graph.part
         indptr = np.asarray(p.indptr, np.int64)
