@@ -58,6 +58,16 @@ def test_stats_print_every_ranks_memory_while_loading():
     assert all(r["traced_bytes"] > 0 and r["max_rss_bytes"] > 0 for r in memory["ranks"])
 
 
+def test_pageranks_stats_name_the_split_the_ranks_ran():
+    """The ranks split a graph by their ranges whatever --partition asks (its default: metis),
+    and the stats say the split that ran."""
+    done = run_ranks(2, ["-m", "groute", "pr", "--graph", "grid:6", "--json", "--repeat", "1",
+                         "--backend", "cpu"], timeout=60)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert (stats["partition"], stats["layout"]) == ("contiguous", "ranges"), stats
+
+
 def test_every_rank_writes_its_own_vertices(tmp_path):
     out = tmp_path / "depth.npz"
     done = run_ranks(3, ["-m", "groute", "bfs", "--graph", "kron:8", "--source", "5",
