@@ -380,13 +380,18 @@ def _outputs(args) -> dict:
 def check_outputs(args) -> None:
     """Refuse, before anything runs, an output the command could not write: a suffix not in
     :data:`OUTPUT_FORMATS` (the error lists them), a folder, a missing or read-only directory,
-    a read-only file, or standard output asked for twice."""
+    a read-only file, standard output asked for twice, or standard output at all when the
+    command runs as several processes (each writes its own vertices to a file of its own)."""
+    from groute import distributed
     outputs = _outputs(args)
     if list(outputs.values()).count(STDOUT) > 1:
         raise ValueError(f"{' and '.join(outputs)} both ask for standard output ({STDOUT}); "
                          f"send one of them to a file")
     for option, text in outputs.items():
         if text == STDOUT:
+            if distributed.launched():
+                raise ValueError(f"{option} {STDOUT}: across processes every rank writes its "
+                                 f"own vertices' answers to a file of its own; give a file name")
             continue
         path = Path(text)
         if path.suffix.lower() not in OUTPUT_FORMATS:
@@ -411,11 +416,9 @@ def write_output(result, path, value_name: str = "value") -> None:
     values = np.asarray(result.values)
     if result.values_are_vertices:
         values = ids[values]
-    if _part is not None:           # several processes: each writes its own vertices
+    if _part is not None:           # several processes: each writes its own vertices (to a
+        # file: check_outputs refused standard output)
         ids, values = ids[_part.first:_part.end], values[_part.first:_part.end]
-        if path == STDOUT:
-            raise ValueError(f"{path}: across processes every rank writes its own vertices' "
-                             f"answers to a file of its own; give a file name")
         path = rank_path(path, _part.rank, _part.num_parts)
     if path == STDOUT:
         try:

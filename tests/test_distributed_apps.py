@@ -127,3 +127,12 @@ def test_kcore_refuses_a_self_loop_that_one_rank_holds_on_every_rank(tmp_path):
     assert done.returncode != 0       # rank 0 reports (and ends the job) on its own count
     assert re.search(r"\[rank 0\] groute kcore: error: graph looped has 1 self-loop\(s\) "
                      r"\(the first at vertex 7\)", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("option", ["--output", "--predecessors"])
+def test_standard_output_across_processes_is_refused_before_the_run(option):
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "grid:5", option, "-", "--repeat",
+                         "1", "--backend", "cpu"], timeout=60)
+    assert done.returncode != 0
+    assert f"groute bfs: error: {option} -: across processes every rank writes" in done.stderr
+    assert "bfs grid:5 from" not in done.stdout + done.stderr      # nothing ran
