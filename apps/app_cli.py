@@ -130,11 +130,18 @@ def job(args):
     ...``, or ``groute launch``), made on first use; None when it runs as one process. Then
     every process loads only its part of the graph (:func:`load`), the solver runs on this
     context, rank 0 prints and checks (:func:`checked`), and ``--output`` is written by every
-    rank for its own vertices (:func:`write_output`)."""
+    rank for its own vertices (:func:`write_output`). A ``--devices`` count other than the
+    processes' is an error (each process has one device)."""
     from groute import distributed
     if not distributed.launched():
         return None
-    return distributed.job_context(args.timeout, args.backend)
+    ctx = distributed.job_context(args.timeout, args.backend)
+    if args.devices != "auto" and args.devices != ctx.num_devices:
+        raise ValueError(f"--devices {args.devices}: run as {ctx.num_devices} processes, the "
+                         f"command has one device per process, {ctx.num_devices} in all; leave "
+                         f"--devices out, or start {args.devices} processes (groute launch -n "
+                         f"{args.devices})")
+    return ctx
 
 
 def _load_part(args, ctx):

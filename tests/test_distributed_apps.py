@@ -136,3 +136,11 @@ def test_standard_output_across_processes_is_refused_before_the_run(option):
     assert done.returncode != 0
     assert f"groute bfs: error: {option} -: across processes every rank writes" in done.stderr
     assert "bfs grid:5 from" not in done.stdout + done.stderr      # nothing ran
+
+
+def test_a_device_count_other_than_the_processes_is_refused():
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "grid:5", "--devices", "3",
+                         "--repeat", "1", "--backend", "cpu"], timeout=60)
+    assert done.returncode != 0
+    assert "error: --devices 3: run as 2 processes, the command has one device per process" \
+        in done.stderr, done.stderr
