@@ -67,6 +67,37 @@ def test_a_command_is_needed(capsys):
     assert "needs a command after --" in capsys.readouterr().err
 
 
+def test_the_command_may_follow_without_dashes(capsys, monkeypatch):
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
+    assert main(["launch", "-n", "2", "--print", "bfs", "--graph", "kron:10", "--timeout",
+                 "5"]) == 0
+    assert capsys.readouterr().out.split()[-6:] == ["groute", "bfs", "--graph", "kron:10",
+                                                    "--timeout", "5"]
+
+
+@pytest.mark.parametrize("command, code, error", [
+    (["frobnicate"], 1, "groute launch: error: 'frobnicate' is not a command groute launch "
+                        "runs: give one of bench, betweenness"),
+    (["launch", "-n", "2", "--", "bfs"], 1, "'launch' is not a command groute launch runs"),
+    (["no_such_program.py"], 1, "groute launch: error: there is no program no_such_program.py"),
+    (["bfs"], 2, "groute bfs: error: the following arguments are required: --graph"),
+    (["pr", "--graph", "kron:8", "--mode", "sideways"], 2,
+     "groute pr: error: argument --mode: invalid choice: 'sideways'"),
+])
+def test_a_command_every_process_would_refuse_is_refused_once_before_any_starts(
+        capsys, monkeypatch, command, code, error):
+    """What each of K processes would print K times, the launch says once, starting none."""
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda *a, **k: pytest.fail("started"))
+    if code == 2:
+        with pytest.raises(SystemExit) as ended:
+            main(["launch", "-n", "2", "--", *command])
+        assert ended.value.code == 2
+    else:
+        assert main(["launch", "-n", "2", "--", *command]) == 1
+    err = capsys.readouterr().err
+    assert error in err and err.count("error:") == 1, err
+
+
 @needs_mpi
 def test_it_runs_a_program_as_ranks():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
