@@ -130,11 +130,18 @@ def job(args):
     ...``, or ``groute launch``), made on first use; None when it runs as one process. Then
     every process loads only its part of the graph (:func:`load`), the solver runs on this
     context, rank 0 prints and checks (:func:`checked`), and ``--output`` is written by every
-    rank for its own vertices (:func:`write_output`)."""
+    rank for its own vertices (:func:`write_output`). A ``--devices`` count other than the
+    processes' is an error (each process has one device)."""
     from groute import distributed
     if not distributed.launched():
         return None
-    return distributed.job_context(args.timeout, args.backend)
+    ctx = distributed.job_context(args.timeout, args.backend)
+    if args.devices != "auto" and args.devices != ctx.num_devices:
+        raise ValueError(f"--devices {args.devices}: run as {ctx.num_devices} processes, the "
+                         f"command has one device per process, {ctx.num_devices} in all; leave "
+                         f"--devices out, or start {args.devices} processes (groute launch -n "
+                         f"{args.devices})")
+    return ctx
 
 
 def _load_part(args, ctx):
@@ -380,13 +387,18 @@ def _outputs(args) -> dict:
 def check_outputs(args) -> None:
     """Refuse, before anything runs, an output the command could not write: a suffix not in
     :data:`OUTPUT_FORMATS` (the error lists them), a folder, a missing or read-only directory,
-    a read-only file, or standard output asked for twice."""
+    a read-only file, standard output asked for twice, or standard output at all when the
+    command runs as several processes (each writes its own vertices to a file of its own)."""
+    from groute import distributed
     outputs = _outputs(args)
     if list(outputs.values()).count(STDOUT) > 1:
         raise ValueError(f"{' and '.join(outputs)} both ask for standard output ({STDOUT}); "
                          f"send one of them to a file")
     for option, text in outputs.items():
         if text == STDOUT:
+            if distributed.launched():
+                raise ValueError(f"{option} {STDOUT}: across processes every rank writes its "
+                                 f"own vertices' answers to a file of its own; give a file name")
             continue
         path = Path(text)
         if path.suffix.lower() not in OUTPUT_FORMATS:
@@ -411,11 +423,9 @@ def write_output(result, path, value_name: str = "value") -> None:
     values = np.asarray(result.values)
     if result.values_are_vertices:
         values = ids[values]
-    if _part is not None:           # several processes: each writes its own vertices
+    if _part is not None:           # several processes: each writes its own vertices (to a
+        # file: check_outputs refused standard output)
         ids, values = ids[_part.first:_part.end], values[_part.first:_part.end]
-        if path == STDOUT:
-            raise ValueError(f"{path}: across processes every rank writes its own vertices' "
-                             f"answers to a file of its own; give a file name")
         path = rank_path(path, _part.rank, _part.num_parts)
     if path == STDOUT:
         try:

@@ -132,17 +132,26 @@ class KCore(EngineSolver):
 
 def _undirected(graph):
     """``graph`` with every arc counted at both ends (NetworkX's degree of a DiGraph); a
-    GraphNotSupported error naming it if it has self-loops."""
+    GraphNotSupported error naming it if it has self-loops. A graph loaded by ranks is read
+    so by every rank together (its loops counted over every rank's arcs, the arcs both ways
+    from every rank's: :meth:`groute.graph.rank_graph.RankGraph.both_ways`)."""
     src, dst = graph.edges()
     loops = np.flatnonzero(np.asarray(src) == np.asarray(dst))
-    if loops.size:
-        v = int(np.asarray(src)[loops[0]])
+    count = int(loops.size)
+    first = int(np.asarray(src)[loops[0]]) if count else int(graph.num_vertices)
+    ranks = getattr(graph, "ranks", None)
+    if ranks is not None:           # every rank raises, or none
+        count = ranks.allreduce(count, what="the self-loops of every rank's arcs")
+        first = ranks.allreduce(first, "min", what="the first self-loop")
+    if count:
         raise groute.GraphNotSupported(
-            f"graph {graph.name or '(unnamed)'} has {loops.size} self-loop(s) (the first at "
-            f"vertex {graph.file_id_of(v)!r}), which core_number does not permit, as NetworkX: "
-            f"remove them first (NetworkX: G.remove_edges_from(nx.selfloop_edges(G)))")
+            f"graph {graph.name or '(unnamed)'} has {count} self-loop(s) (the first at "
+            f"vertex {graph.file_id_of(first)!r}), which core_number does not permit, as "
+            f"NetworkX: remove them first (NetworkX: G.remove_edges_from(nx.selfloop_edges(G)))")
     if not graph.directed:
         return graph
+    if ranks is not None:
+        return graph.both_ways()
     return CSRGraph.from_edges(np.concatenate([src, dst]), np.concatenate([dst, src]),
                                graph.num_vertices, directed=False, dedupe=False,
                                name=graph.name)

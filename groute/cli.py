@@ -75,10 +75,14 @@ def main(argv=None) -> int:
         return 0
     except (GrouteError, ValueError, OSError, RuntimeError) as exc:
         if args.verbose:
-            _end_job(f"groute {args.command}: error: {exc}", traceback=True)
+            _end_job(exc, f"groute {args.command}: error: {exc}", traceback=True)
             raise
-        _end_job(f"groute {args.command}: error: {exc}")
+        _end_job(exc, f"groute {args.command}: error: {exc}")
         return 1
+    except Exception as exc:    # a bug: its traceback, and in a job every rank stops too
+        _end_job(exc, f"groute {args.command}: error: {type(exc).__name__}: {exc}",
+                 traceback=True)
+        raise
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -90,9 +94,10 @@ def _close_job():
         sys.modules["groute.distributed"].close_job()
 
 
-def _end_job(message: str, traceback: bool = False):
-    """Print a command's error (each process of a job, naming its rank) and, in a job, end
-    every process: ranks cannot meet again after one left a step (groute.distributed)."""
+def _end_job(exc: BaseException, message: str, traceback: bool = False):
+    """Print a command's error ``exc`` (each process of a job, naming its rank) and, in a job,
+    tell the other ranks of it and end every process: ranks cannot meet again after one left a
+    step (groute.distributed)."""
     dist = sys.modules.get("groute.distributed")
     rank = dist.job_rank() if dist is not None else None
     if rank is None:
@@ -102,8 +107,11 @@ def _end_job(message: str, traceback: bool = False):
     if traceback:
         import traceback as tb
         tb.print_exc()
-    print(f"[rank {rank}] {message}", file=sys.stderr, flush=True)
-    dist.end_job(1)
+    # one write: the ranks' lines merge into one stream, and print writes the line's end
+    # apart, which another rank's line could join
+    sys.stderr.write(f"[rank {rank}] {message}\n")
+    sys.stderr.flush()
+    dist.end_job(1, exc)
 
 
 if __name__ == "__main__":

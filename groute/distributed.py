@@ -101,11 +101,16 @@ def job_rank() -> int | None:
     return None if _job is None else _job.rank
 
 
-def end_job(code: int = 1) -> None:
-    """After an error: end every process of the command line's job (rank 0 first, so that
-    its report is printed; :meth:`RankContext.end_job <groute.runtime.rank_context.RankContext.end_job>`).
+def end_job(code: int = 1, error: BaseException | None = None) -> None:
+    """After an error: tell the other ranks of this rank's ``error`` (:meth:`RankContext.
+    tell_failure <groute.runtime.rank_context.RankContext.tell_failure>`: those waiting for
+    this rank stop at once and raise it, naming this rank), then end every process of the
+    command line's job (rank 0 first, so that its report is printed;
+    :meth:`RankContext.end_job <groute.runtime.rank_context.RankContext.end_job>`).
     Nothing when there is no job."""
     if _job is not None:
+        if error is not None:
+            _job.tell_failure(error)
         _job.end_job(code)
 
 

@@ -32,6 +32,17 @@ class WaitTimeout(GrouteError, TimeoutError):
     """A wait exceeded its timeout. The message says what was being waited on."""
 
 
+def stalled_by_user_code(what: str, where: str, seconds: float, waiter: str,
+                         timeout: float) -> WaitTimeout:
+    """The error for a wait of ``waiter`` that timed out while the user's code ``what`` had
+    been running on ``where`` (a device, or another rank's) for ``seconds``: that code is why,
+    and what to do about it."""
+    return WaitTimeout(f"{what} has been running on {where} for {seconds:.1f} s, and {waiter} "
+                       f"timed out waiting for it: a functor slower than the timeout "
+                       f"({timeout:g} s) stalls the devices that wait for its device; make it "
+                       f"faster, or give the context a longer timeout")
+
+
 class ContextStopped(GrouteError):
     """The context was stopped (by an error elsewhere or by shutdown) while this operation waited."""
 

@@ -25,7 +25,9 @@ A registered function checks its keyword arguments before it runs: one it does n
 TypeError naming the function the caller called and the closest name it does take
 (:func:`groute.keywords.check_keywords`), never a class or function inside it that the keywords
 reach. What it takes is its own parameters and, for its ``**options``, the keyword parameters
-of the solver class it builds (:func:`groute.keywords.solver_options`).
+of the solver class it builds (:func:`groute.keywords.solver_options`). Called on a context
+spanning processes, it also checks that every rank made the same call, and raises on every
+rank where they did not (:meth:`groute.runtime.ranks.Ranks.check_same_call`).
 """
 from __future__ import annotations
 
@@ -177,10 +179,14 @@ def _origin(entry) -> str:
 def _checked(function: Callable, solver: type | None) -> Callable:
     """``function`` with its keyword arguments checked (:func:`~groute.keywords.check_keywords`)
     against its own parameters and, behind its ``**options``, ``solver``'s
-    (:func:`~groute.keywords.solver_options`)."""
-    params = inspect.signature(function).parameters.values()
+    (:func:`~groute.keywords.solver_options`); on a context spanning processes (a ``ctx``
+    with ranks), that every rank made the same call
+    (:meth:`~groute.runtime.ranks.Ranks.check_same_call`)."""
+    signature = inspect.signature(function)
+    params = signature.parameters.values()
     own = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-    passes_on = any(p.kind is p.VAR_KEYWORD for p in params)
+    var_keyword = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+    passes_on = var_keyword is not None
     accepted = None
 
     @functools.wraps(function)
@@ -189,6 +195,12 @@ def _checked(function: Callable, solver: type | None) -> Callable:
         if accepted is None:
             accepted = own | (solver_options(solver) if passes_on and solver else set())
         check_keywords(function, kwargs, accepted)
+        ranks = getattr(kwargs.get("ctx"), "ranks", None)
+        if ranks is not None:       # a context spanning processes: every rank the same call
+            given = signature.bind_partial(*args, **kwargs).arguments
+            given.update(given.pop(var_keyword, {}))
+            given.pop("ctx", None)
+            ranks.check_same_call(f"{function.__name__}()", given)
         return function(*args, **kwargs)
     return checked
 

@@ -190,3 +190,29 @@ def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+# ------------------------------------------------------------------ several processes
+@pytest.mark.parametrize("error", [ValueError("a user's error"), TypeError("a bug")])
+def test_an_error_in_a_job_is_told_to_the_other_ranks(monkeypatch, capsys, error):
+    """A command run as one of several processes that fails, by the user's error or a bug,
+    tells the other ranks (which may be waiting for it) before ending the job; a bug keeps its
+    traceback."""
+    from groute import distributed
+    from groute.apps import traversal_cli
+    ended = []
+    monkeypatch.setattr(distributed, "job_rank", lambda: 1)
+    monkeypatch.setattr(distributed, "end_job", lambda code, exc=None: ended.append((code, exc)))
+    monkeypatch.setattr(traversal_cli, "load", lambda args: (_ for _ in ()).throw(error))
+    if isinstance(error, ValueError):
+        writes = []
+        monkeypatch.setattr(sys, "stderr", type("Err", (), {"write": writes.append,
+                                                           "flush": lambda self: None})())
+        assert main(["bfs", "--graph", "grid:3", "--backend", "cpu"]) == 1
+        # in one write: another rank's line cannot come between the text and its end
+        assert writes == ["[rank 1] groute bfs: error: a user's error\n"]
+    else:
+        with pytest.raises(TypeError):
+            main(["bfs", "--graph", "grid:3", "--backend", "cpu"])
+        assert "Traceback" in capsys.readouterr().err
+    assert ended == [(1, error)]

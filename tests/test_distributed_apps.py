@@ -1,7 +1,7 @@
 """Same programs, same answers across processes: BFS, SSSP, PageRank, CC and k-core (the
-operator API's BSP engine) on a distributed context of 2 and 3 ranks equal the one-process
-answers; the commands under mpiexec and groute launch verify on rank 0 and write per rank; a
-rank whose part cannot be read stops the job naming it."""
+operator API's BSP engine; of a directed graph too) on a distributed context of 2 and 3 ranks
+equal the one-process answers; the commands under mpiexec and groute launch verify on rank 0 and write per rank; a
+rank whose part cannot be read stops the job, rank 0 naming it."""
 import json
 import re
 import subprocess
@@ -24,8 +24,7 @@ def test_every_app_answers_as_one_process(n, graphs):
     for spec in graphs:
         for app in APPS:
             seen = len(re.findall(rf"rank \d {app} {re.escape(spec)}: same", done.stdout))
-            assert seen == (0 if app == "kcore" and spec.startswith("rmat") else n), \
-                (app, spec, done.stdout)
+            assert seen == n, (app, spec, done.stdout)      # rmat: k-core of a directed graph
 
 
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])
@@ -57,6 +56,16 @@ def test_stats_print_every_ranks_memory_while_loading():
     assert len(memory["ranks"]) == 2 and memory["csr_bytes"] > 0
     assert sum(r["arcs"] for r in memory["ranks"]) == json.loads(done.stdout)["arcs"]
     assert all(r["traced_bytes"] > 0 and r["max_rss_bytes"] > 0 for r in memory["ranks"])
+
+
+def test_pageranks_stats_name_the_split_the_ranks_ran():
+    """The ranks split a graph by their ranges whatever --partition asks (its default: metis),
+    and the stats say the split that ran."""
+    done = run_ranks(2, ["-m", "groute", "pr", "--graph", "grid:6", "--json", "--repeat", "1",
+                         "--backend", "cpu"], timeout=60)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert (stats["partition"], stats["layout"]) == ("contiguous", "ranges"), stats
 
 
 def test_every_rank_writes_its_own_vertices(tmp_path):
@@ -93,6 +102,9 @@ def test_a_rank_that_cannot_read_its_part_stops_the_job(tmp_path):
     assert done.returncode != 0
     assert re.search(r"\[rank 1\] groute bfs: error: .*part-1-of-3\.npz", done.stderr), \
         done.stderr
+    # rank 0, which read its part and went on to wait for rank 1, reports rank 1's error
+    assert re.search(r"\[rank 0\] groute bfs: error: cpu:1 \(rank 1\): .*ValueError: "
+                     r".*part-1-of-3\.npz", done.stderr), done.stderr
 
 
 def test_options_that_need_the_whole_file_are_refused():
@@ -100,3 +112,35 @@ def test_options_that_need_the_whole_file_are_refused():
                          "--backend", "cpu"], timeout=60)
     assert done.returncode != 0
     assert "write a part set from it once" in done.stderr
+
+
+def test_kcore_refuses_a_self_loop_that_one_rank_holds_on_every_rank(tmp_path):
+    """The loop is in rank 1's part: every rank counts the loops of every rank's arcs and
+    refuses the graph alike, naming the loop's vertex (not rank 1 alone, the others going on)."""
+    from groute.graph import CSRGraph
+    from groute.graph.part_set import write_part_set
+    src, dst = np.array([0, 1, 2, 3, 5, 6, 7]), np.array([1, 2, 3, 4, 6, 7, 7])
+    write_part_set(CSRGraph.from_edges(src, dst, 8, directed=True, name="looped"), 2,
+                   tmp_path / "looped")
+    done = run_ranks(2, ["-m", "groute", "kcore", "--graph", tmp_path / "looped", "--repeat",
+                         "1", "--backend", "cpu", "--timeout", "20"], timeout=60)
+    assert done.returncode != 0       # rank 0 reports (and ends the job) on its own count
+    assert re.search(r"\[rank 0\] groute kcore: error: graph looped has 1 self-loop\(s\) "
+                     r"\(the first at vertex 7\)", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("option", ["--output", "--predecessors"])
+def test_standard_output_across_processes_is_refused_before_the_run(option):
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "grid:5", option, "-", "--repeat",
+                         "1", "--backend", "cpu"], timeout=60)
+    assert done.returncode != 0
+    assert f"groute bfs: error: {option} -: across processes every rank writes" in done.stderr
+    assert "bfs grid:5 from" not in done.stdout + done.stderr      # nothing ran
+
+
+def test_a_device_count_other_than_the_processes_is_refused():
+    done = run_ranks(2, ["-m", "groute", "bfs", "--graph", "grid:5", "--devices", "3",
+                         "--repeat", "1", "--backend", "cpu"], timeout=60)
+    assert done.returncode != 0
+    assert "error: --devices 3: run as 2 processes, the command has one device per process" \
+        in done.stderr, done.stderr

@@ -1,13 +1,15 @@
 """Each rank loads only its part (groute.graph.ranked, groute partition's part sets): the
 ranks' parts put together equal the whole graph, and each holds its share."""
+import json
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from groute.graph import load_graph
-from groute.graph.part_set import read_manifest, write_part_set
+from groute.graph.part_set import read_manifest, read_part, read_whole, write_part_set
 
 from mpi_support import ROOT, needs_mpi, program, run_ranks
 
@@ -70,3 +72,58 @@ def test_a_part_set_refuses_another_folders_files_and_bad_counts(tmp_path):
         write_part_set(g, 26, tmp_path / "new")
     with pytest.raises(ValueError, match="no manifest.json"):
         read_manifest(tmp_path)
+
+
+def _edit_manifest(folder, **fields):
+    path = folder / "manifest.json"
+    manifest = {**json.loads(path.read_text()), **fields}
+    path.write_text(json.dumps({k: v for k, v in manifest.items() if v is not None}))
+
+
+def _falling(indptr):
+    indptr = indptr.copy()
+    indptr[1] = indptr[-1]
+    return indptr
+
+
+def _edit_part(folder, **arrays):
+    path = folder / "part-1-of-2.npz"
+    kept = {**dict(np.load(path)), **arrays}
+    np.savez(path, **{k: v for k, v in kept.items() if v is not None})
+
+
+@pytest.mark.parametrize("edit, error", [
+    (lambda f: (f / "manifest.json").write_text("[1, 2]"), "not a groute-part-set version 1"),
+    (lambda f: _edit_manifest(f, offsets=None), "'offsets' must be 3 ascending whole numbers"),
+    (lambda f: _edit_manifest(f, offsets=[0, 10]), r"'offsets' must be .*, got \[0, 10\]"),
+    (lambda f: _edit_manifest(f, vertices=30), "from 0 to the 30 vertices"),
+    (lambda f: _edit_manifest(f, parts="2"), "'parts' must be a whole number >= 1, got '2'"),
+    (lambda f: _edit_manifest(f, directed=None), "no 'directed'"),
+    (lambda f: _edit_part(f, indices=np.full(3, 25)), "indptr must rise from 0 to its 3 arcs"),
+    (lambda f: _edit_part(f, indptr=_falling(np.load(f / "part-1-of-2.npz")["indptr"])),
+     "runs from 0 to [0-9]+ and falls"),
+    (lambda f: _edit_part(f, indices=np.load(f / "part-1-of-2.npz")["indices"] + 20),
+     "arc target 4[0-9] is not one of the 25 vertices"),
+    (lambda f: _edit_part(f, indices=np.load(f / "part-1-of-2.npz")["indices"] * 1.0),
+     "must be whole numbers in one dimension"),
+    (lambda f: _edit_part(f, weights=None), "no weights, but the manifest says"),
+    (lambda f: _edit_part(f, weights=np.ones(2)), "weights must be"),
+])
+def test_a_part_set_edited_or_cut_short_is_refused_naming_the_file(tmp_path, edit, error):
+    """A manifest or part that is not what groute partition writes is a ValueError naming
+    the file and what is wrong, before any rank runs on rows that would give wrong answers or
+    fail deep inside a run."""
+    folder = tmp_path / "grid"
+    write_part_set(load_graph("grid:5"), 2, folder)
+    edit(folder)
+    with pytest.raises(ValueError, match=error) as raised:
+        read_part(folder, 1, 2)
+    assert str(folder) in str(raised.value)
+
+
+def test_parts_holding_another_arc_count_than_the_manifest_are_refused(tmp_path):
+    folder = tmp_path / "grid"
+    write_part_set(load_graph("grid:5"), 2, folder)
+    _edit_manifest(folder, arcs=7)
+    with pytest.raises(ValueError, match="the parts hold .* arcs, but its manifest.json says 7"):
+        read_whole(folder)

@@ -42,3 +42,57 @@ def test_a_rank_failing_in_a_flush_stops_the_ranks_waiting_for_its_rows(n):
         done.stdout + done.stderr
     took = float(re.search(r"rank 0 raised after ([\d.]+) s", done.stdout)[1])
     assert took < 5 and "did not raise" not in done.stdout
+
+
+def test_a_rank_failing_outside_a_device_function_stops_every_rank_naming_it():
+    """Rank 1's own host code raises and leaves the context's with block: the others, waiting
+    for it in a collective, stop within a poll interval naming it and the error, not at their
+    timeout."""
+    done = run_ranks(3, [program("runtime_checks.py"), "cpu", "fail-on-host", 1, 20],
+                     timeout=60)
+    assert done.returncode != 0
+    # (a wait on the caller's thread: the stop it saw, carrying the failure)
+    assert re.search(r"rank 0 raised after [\d.]+ s: StoppedByFailure: cpu:1 \(rank 1\): "
+                     r"RankFailed: cpu:1 \(rank 1\): KeyError: 'injected failure in the host "
+                     r"code'", done.stdout), \
+        done.stdout + done.stderr
+    took = float(re.search(r"rank 0 raised after ([\d.]+) s", done.stdout)[1])
+    assert took < 5 and "did not raise" not in done.stdout
+
+
+def functor_run(case):
+    """functor_checks.py CASE on 3 ranks, rank 1 misbehaving, a 3 s timeout: the output and
+    how long rank 0 took to raise."""
+    done = run_ranks(3, [program("functor_checks.py"), case, 1, 3], timeout=60)
+    assert done.returncode != 0
+    found = re.search(r"rank 0 raised after ([\d.]+) s: (.*)", done.stdout)
+    assert found, done.stdout + done.stderr
+    return float(found[1]), found[2]
+
+
+def test_a_user_functor_failing_on_one_rank_stops_every_rank_naming_it():
+    took, error = functor_run("raise")
+    assert re.match(r"StoppedByFailure: cpu:1 \(rank 1\): RankFailed: cpu:1 \(rank 1\): "
+                    r"KeyError: 'injected failure in the functor'", error), error
+    assert took < 2
+
+
+def test_a_functor_stalled_past_the_timeout_on_one_rank_is_named_by_the_others():
+    """Rank 1's functor sleeps past the timeout: the others time out waiting for it, ask every
+    rank what it is doing and name the functor, its device and rank (as one process names a
+    functor that stalls its devices), and what the others wait for."""
+    took, error = functor_run("stall")
+    assert re.match(r"WaitTimeout: reach's numpy callable in advance\(reach\) has been running "
+                    r"on cpu:1 \(rank 1\) for [\d.]+ s, and rank 0 timed out waiting for it: a "
+                    r"functor slower than the timeout \(3 s\)", error), error
+    assert "rank 2 waits for bsp-exchange's exchange" in error, error
+    assert took < 3 + 2         # the timeout, and the others' answers
+
+
+def test_a_rank_that_left_the_job_is_named_by_those_waiting_for_it():
+    took, error = functor_run("leave")
+    assert re.match(r"WaitTimeout: timed out after 3 s waiting for .* on rank 0 of 3", error), \
+        error
+    assert "rank 1 did not answer (it left the job's context, died, or is stuck outside " \
+           "Python)" in error, error
+    assert took < 3 + 2

@@ -1,7 +1,11 @@
 """``groute launch``: mpiexec for people who have never used MPI; a missing MPI is one clear
 line."""
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -63,6 +67,37 @@ def test_a_command_is_needed(capsys):
     assert "needs a command after --" in capsys.readouterr().err
 
 
+def test_the_command_may_follow_without_dashes(capsys, monkeypatch):
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
+    assert main(["launch", "-n", "2", "--print", "bfs", "--graph", "kron:10", "--timeout",
+                 "5"]) == 0
+    assert capsys.readouterr().out.split()[-6:] == ["groute", "bfs", "--graph", "kron:10",
+                                                    "--timeout", "5"]
+
+
+@pytest.mark.parametrize("command, code, error", [
+    (["frobnicate"], 1, "groute launch: error: 'frobnicate' is not a command groute launch "
+                        "runs: give one of bench, betweenness"),
+    (["launch", "-n", "2", "--", "bfs"], 1, "'launch' is not a command groute launch runs"),
+    (["no_such_program.py"], 1, "groute launch: error: there is no program no_such_program.py"),
+    (["bfs"], 2, "groute bfs: error: the following arguments are required: --graph"),
+    (["pr", "--graph", "kron:8", "--mode", "sideways"], 2,
+     "groute pr: error: argument --mode: invalid choice: 'sideways'"),
+])
+def test_a_command_every_process_would_refuse_is_refused_once_before_any_starts(
+        capsys, monkeypatch, command, code, error):
+    """What each of K processes would print K times, the launch says once, starting none."""
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda *a, **k: pytest.fail("started"))
+    if code == 2:
+        with pytest.raises(SystemExit) as ended:
+            main(["launch", "-n", "2", "--", *command])
+        assert ended.value.code == 2
+    else:
+        assert main(["launch", "-n", "2", "--", *command]) == 1
+    err = capsys.readouterr().err
+    assert error in err and err.count("error:") == 1, err
+
+
 @needs_mpi
 def test_it_runs_a_program_as_ranks():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
@@ -71,3 +106,46 @@ def test_it_runs_a_program_as_ranks():
                           env=rank_environment())
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("collectives ok") == 2
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@needs_mpi
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_a_launch_ended_by_a_signal_ends_mpiexec_and_every_rank():
+    """SIGTERM to groute launch alone (a scheduler's, a supervisor's, kill PID) ends mpiexec
+    and the ranks too: none is left running without it."""
+    proc = subprocess.Popen([sys.executable, "-m", "groute", "launch", "-n", "2", "--",
+                             str(program("idle_checks.py")), "60"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=rank_environment(),
+                            start_new_session=True)
+    try:
+        pids = [int(proc.stdout.readline().split()[-1]) for _ in range(2)]
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while not all(_gone(p) for p in pids + [int(c) for c in children]) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in pids + [int(c) for c in children] if not _gone(p)]
+        assert not left, f"still running after groute launch ended: {left}"
+    finally:                    # whatever is left of the job (nothing, once it passes)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()

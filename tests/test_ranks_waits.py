@@ -1,6 +1,7 @@
 """A collective's wait polls MPI in bursts (groute.runtime.ranks): MPI moves a large message a
-piece per ``Test`` call, so one call per step of the back-off would crawl. Checked with a
-request that stands in for MPI's, without starting MPI."""
+piece per ``Test`` call, so one call per step of the back-off would crawl; one that times out
+says what the other ranks are doing. Checked with a request that stands in for MPI's and
+answers that stand in for the other ranks', without starting MPI."""
 import pytest
 
 import groute.waiting
@@ -21,9 +22,12 @@ class Request:
         return self.tested >= self.calls
 
 
-def waiter(timeout=5.0):
+def waiter(timeout=5.0, answers=None):
+    """A stand-in for rank 0 of a job whose other ranks answer ``answers`` when asked what
+    they are doing (default: rank 1 does not answer)."""
     r = object.__new__(ranks_module.Ranks)
-    r.timeout, r.stop, r.rank, r.size = timeout, None, 0, 2
+    r.timeout, r.stop, r.rank, r.size, r._waits = timeout, None, 0, 2, {}
+    r.ask_the_others = lambda: answers if answers is not None else {1: None}
     return r
 
 
@@ -40,3 +44,29 @@ def test_a_wait_makes_progress_between_sleeps(monkeypatch):
 def test_a_wait_still_times_out_naming_what_it_waited_for():
     with pytest.raises(WaitTimeout, match="a barrier on rank 0 of 2"):
         waiter(timeout=0.05)._wait(Request(10**12), "a barrier")
+
+
+def test_a_timed_out_wait_names_the_user_code_another_rank_runs():
+    """The others answered: rank 1 runs a functor, longer than half the timeout, rank 2
+    waits in the same collective: the error names the functor, its device and rank, as one
+    process names a functor that stalls its devices; the answers ride along."""
+    answers = {1: ("cpu:1", ("reach's numpy callable", 0.2), None),
+               2: ("cpu:2", None, ("an allreduce", 0.1))}
+    with pytest.raises(WaitTimeout) as raised:
+        waiter(0.1, answers)._wait(Request(10**12), "an allreduce")
+    assert str(raised.value).startswith(
+        "reach's numpy callable has been running on cpu:1 (rank 1) for 0.2 s, and rank 0 timed "
+        "out waiting for it: a functor slower than the timeout (0.1 s)")
+    assert str(raised.value).endswith(
+        "(the other ranks: rank 1 runs reach's numpy callable (for 0.2 s), rank 2 waits for an "
+        "allreduce (for 0.1 s))")
+    assert raised.value.user_code_elsewhere == [(0.2, "cpu:1 (rank 1)", "reach's numpy callable")]
+
+
+def test_a_timed_out_wait_says_which_ranks_did_not_answer_or_run_groute():
+    answers = {1: None, 2: ("cpu:2", None, None)}
+    with pytest.raises(WaitTimeout, match=r"waiting for a barrier on rank 0 of 2 .*; the other "
+                                          r"ranks: rank 1 did not answer \(it left the job's "
+                                          r"context, died, or is stuck outside Python\), rank 2 "
+                                          r"runs groute's own code, waiting for no rank"):
+        waiter(0.05, answers)._wait(Request(10**12), "a barrier")

@@ -4,14 +4,19 @@ processes, one device each, for people who have never used MPI.
 It finds ``mpiexec`` (the one the ``mpich`` wheel put beside this Python, else the first on
 ``PATH``: a site's own MPI), checks that this Python can import ``mpi4py``, and runs
 ``mpiexec -n K [-hosts H1,H2] PYTHON -m groute COMMAND ...`` (Open MPI's ``--host`` where the
-``mpiexec`` is Open MPI's; ``PYTHON PROGRAM.py ...`` when the command is a ``.py`` file) with this environment, returning its exit code. A missing MPI
-is one line saying what to install.
+``mpiexec`` is Open MPI's; ``PYTHON PROGRAM.py ...`` when the command is a ``.py`` file) with
+this environment, returning its exit code. A missing MPI is one line saying what to install; a
+command that every process would refuse (an unknown one, its arguments, a missing program) is
+refused once, before any starts (:func:`check_command`). A signal that ends this process
+(SIGTERM, SIGHUP) is passed on to ``mpiexec``, which ends the ranks (:func:`run_mpiexec`).
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -93,15 +98,77 @@ def register(subparsers, common):
                         "MPI's --host with the slots per host)")
     p.add_argument("--print", action="store_true", dest="print_only",
                    help="print the mpiexec command line instead of running it")
-    p.add_argument("program", nargs="*", metavar="-- COMMAND",
-                   help="a groute command and its options, or a .py program and its arguments")
-    p.set_defaults(func=run, verbose=False, timeout=None)
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="[--] COMMAND",
+                   help="a groute command and its options, or a .py program and its arguments "
+                        "(everything after the options above; -- before it is optional)")
+    # every command's parser (complete once the command line is parsed): check_command
+    p.set_defaults(func=run, verbose=False, timeout=None, commands=subparsers.choices)
+
+
+def check_command(command, commands) -> None:
+    """Refuse, before any process starts, a command that every process would refuse alike,
+    so that it is said once: a ``.py`` program that is not a file, a groute command that is
+    not one of ``commands`` (name -> parser), or arguments the command's own parser refuses
+    (it prints its usage and error and exits, as the command would in every process).
+
+    Raises
+    ------
+    ValueError
+        For a missing program or an unknown command, naming it.
+    SystemExit
+        From the command's parser, for its arguments (``--help`` too: printed once).
+    """
+    first = command[0]
+    if first.endswith(".py"):
+        if not Path(first).is_file():
+            raise ValueError(f"there is no program {first}")
+        return
+    if first == "launch" or first not in commands:
+        runs = ", ".join(sorted(name for name in commands if name != "launch"))
+        raise ValueError(f"{first!r} is not a command groute launch runs: give one of {runs}, "
+                         f"or a .py program")
+    commands[first].parse_args(command[1:])
+
+
+#: the signals that end ``groute launch`` which it passes on to ``mpiexec``
+FORWARDED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                  if hasattr(signal, name))
+#: seconds ``mpiexec`` gets to end its ranks after this process was interrupted
+END_WAIT_S = 10
+
+
+def run_mpiexec(line) -> int:
+    """Run ``line`` (an ``mpiexec`` command line) and return its exit code, passing on the
+    signals that end this process (:data:`FORWARDED`): ``mpiexec`` then ends its ranks, where
+    otherwise a launch ended by a scheduler, a supervisor or ``kill`` would leave ``mpiexec``
+    and every rank running. Interrupted (Ctrl-C, which a terminal sends ``mpiexec`` too, or a
+    SIGINT to this process alone), ``mpiexec`` is asked to end and given :data:`END_WAIT_S`
+    seconds before it is killed."""
+    proc = subprocess.Popen(line)
+    before = {sig: signal.signal(sig, lambda sig, frame: proc.send_signal(sig))
+              for sig in FORWARDED}
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(END_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return 130
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def run(args) -> int:
     hosts = [h for h in args.hosts.split(",") if h] if args.hosts else None
-    line = launch_command(args.ranks, args.program, hosts=hosts)
+    command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if command:
+        check_command(command, args.commands)
+    line = launch_command(args.ranks, command, hosts=hosts)
     if args.print_only:
         print(" ".join(line))
         return 0
-    return subprocess.call(line)
+    return run_mpiexec(line)

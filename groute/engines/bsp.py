@@ -374,7 +374,7 @@ class BSPEngine(Engine):
             if not self.directed:
                 self._in_parts = self.parts
             elif self.ctx.ranks is not None:     # from every rank's out-arcs
-                from groute.graph.ranked import ranked_in_arcs
+                from groute.graph.rank_graph import ranked_in_arcs
                 rows, sources, _ = ranked_in_arcs(self.partition.graph, self.ctx.ranks)
 
                 def upload(device, part):

@@ -92,14 +92,84 @@ def read_manifest(folder) -> dict:
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not a part set's manifest ({exc})") from None
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT \
+            or manifest.get("version") != VERSION:
         raise ValueError(f"{path}: not a {FORMAT} version {VERSION} manifest")
+    _check_manifest(path, manifest)
     return manifest
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: the manifest's fields other than the format's and the ranges: name -> (what it is, check)
+FIELDS = {"name": ("a text", lambda v: isinstance(v, str)),
+          "parts": ("a whole number >= 1", lambda v: _whole(v) and v >= 1),
+          "vertices": ("a whole number >= 0", lambda v: _whole(v) and v >= 0),
+          "arcs": ("a whole number >= 0", lambda v: _whole(v) and v >= 0),
+          "id_base": ("a whole number", _whole),
+          "directed": ("true or false", lambda v: isinstance(v, bool)),
+          "weighted": ("true or false", lambda v: isinstance(v, bool)),
+          "labels": ("true or false", lambda v: isinstance(v, bool))}
+
+
+def _check_manifest(path: Path, manifest: dict) -> None:
+    """ValueError naming ``path`` and the field, for a manifest whose fields are missing or
+    not what :func:`write_part_set` writes (a file edited or cut short)."""
+    for key, (what, ok) in FIELDS.items():
+        if key not in manifest:
+            raise ValueError(f"{path}: no {key!r}; write the part set again (groute partition)")
+        if not ok(manifest[key]):
+            raise ValueError(f"{path}: {key!r} must be {what}, got {manifest[key]!r}; write the "
+                             f"part set again (groute partition)")
+    offsets, parts, n = manifest.get("offsets"), manifest["parts"], manifest["vertices"]
+    if not (isinstance(offsets, list) and len(offsets) == parts + 1
+            and all(_whole(o) for o in offsets) and offsets[0] == 0 and offsets[-1] == n
+            and all(a <= b for a, b in zip(offsets, offsets[1:]))):
+        raise ValueError(f"{path}: 'offsets' must be {parts + 1} ascending whole numbers from 0 "
+                         f"to the {n} vertices, got {offsets!r}; write the part set again "
+                         f"(groute partition)")
+
+
+def _check_part(path: Path, manifest: dict, rank: int, indptr, indices, weights) -> None:
+    """ValueError naming the part file ``path`` and what is wrong, for arrays that are not
+    part ``rank``'s rows as :func:`write_part_set` writes them: row pointers from 0, not
+    decreasing, to the arc count; targets that are vertices; a weight per arc where the set
+    has weights, none where it has not."""
+    lo, hi = manifest["offsets"][rank], manifest["offsets"][rank + 1]
+    n = manifest["vertices"]
+
+    def bad(what):
+        return ValueError(f"{path}: {what}; write the part set again (groute partition)")
+    if indptr.ndim != 1 or indptr.dtype.kind not in "iu" or indices.ndim != 1 \
+            or indices.dtype.kind not in "iu":
+        raise bad(f"indptr and indices must be whole numbers in one dimension, got "
+                  f"{indptr.dtype} {indptr.shape} and {indices.dtype} {indices.shape}")
+    if indptr.shape != (hi - lo + 1,):
+        raise bad(f"{indptr.shape[0] - 1} rows, but the manifest gives part {rank} the "
+                  f"vertices [{lo}, {hi})")
+    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or (np.diff(indptr) < 0).any():
+        raise bad(f"indptr must rise from 0 to its {indices.shape[0]:,} arcs without falling, "
+                  f"but runs from {indptr[0]} to {indptr[-1]}"
+                  + (" and falls" if (np.diff(indptr) < 0).any() else ""))
+    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
+        v = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
+        raise bad(f"arc target {v} is not one of the {n} vertices")
+    if manifest["weighted"] != (weights is not None):
+        raise bad("no weights, but the manifest says the graph has them" if weights is None
+                  else "weights, but the manifest says the graph has none")
+    if weights is not None and (weights.shape != indices.shape or weights.dtype.kind not in "iuf"):
+        raise bad(f"weights must be {indices.shape[0]:,} numbers, one per arc, got "
+                  f"{weights.dtype} {weights.shape}")
 
 
 def read_part(folder, rank: int, size: int):
     """Rank ``rank``'s :class:`~groute.graph.ranked.RankGraph` from the part set in ``folder``,
-    for a job of ``size`` ranks (which must be the set's part count)."""
+    for a job of ``size`` ranks (which must be the set's part count); a ValueError naming the
+    file and what is wrong for a manifest or part that is not what :func:`write_part_set`
+    writes (the part's arrays are checked: a wrong row or target would give wrong answers or
+    fail deep inside a run)."""
     manifest = read_manifest(folder)
     if manifest["parts"] != size:
         raise ValueError(f"{folder} holds {manifest['parts']} parts for a job of {size} ranks; "
@@ -114,17 +184,36 @@ def read_part(folder, rank: int, size: int):
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"{path}: not a part file as groute partition writes them ({exc}); "
                          f"write the part set again") from None
-    lo, hi = int(offsets[rank]), int(offsets[rank + 1])
-    if indptr.shape != (hi - lo + 1,):
-        raise ValueError(f"{path}: {indptr.shape[0] - 1} rows, but the manifest gives part "
-                         f"{rank} the vertices [{lo}, {hi})")
-    labels = np.load(Path(folder) / "ids.npy", allow_pickle=False) if manifest["labels"] else None
-    if labels is not None and labels.dtype.kind == "U":
-        labels = labels.astype(object)
+    _check_part(path, manifest, rank, indptr, indices, weights)
+    lo = int(offsets[rank])
+    labels = _read_labels(folder, manifest) if manifest["labels"] else None
     part = LocalGraph(rank, lo, indptr, indices, weights, num_global_vertices=manifest["vertices"],
                       directed=manifest["directed"], name=f"{manifest['name']}[{rank}]")
     return RankGraph(part, offsets, num_edges=manifest["arcs"], name=manifest["name"],
                      id_base=manifest["id_base"], labels=labels)
+
+
+def _read_labels(folder, manifest: dict) -> np.ndarray:
+    """The set's vertex labels (``ids.npy``: text labels as objects), one per vertex; a
+    ValueError naming the file where it cannot be read or holds another count."""
+    path = Path(folder) / "ids.npy"
+    try:
+        labels = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: the part set's vertex labels cannot be read ({exc}); write "
+                         f"the part set again (groute partition)") from None
+    if labels.shape != (manifest["vertices"],):
+        raise ValueError(f"{path}: {labels.shape} labels for {manifest['vertices']} vertices; "
+                         f"write the part set again (groute partition)")
+    return labels.astype(object) if labels.dtype.kind == "U" else labels
+
+
+def check_arc_count(folder, manifest: dict, arcs: int) -> None:
+    """ValueError naming ``folder`` when its parts hold ``arcs`` arcs in all, not the
+    manifest's count (a part replaced by another set's)."""
+    if arcs != manifest["arcs"]:
+        raise ValueError(f"{folder}: the parts hold {arcs:,} arcs, but its {MANIFEST} says "
+                         f"{manifest['arcs']:,}; write the part set again (groute partition)")
 
 
 def read_whole(folder):
@@ -135,12 +224,11 @@ def read_whole(folder):
     manifest = read_manifest(folder)
     k = manifest["parts"]
     parts = [read_part(folder, r, k).part for r in range(k)]
+    check_arc_count(folder, manifest, sum(int(p.num_edges) for p in parts))
     indptr = np.zeros(manifest["vertices"] + 1, dtype=np.int64)
     np.cumsum(np.concatenate([np.diff(p.indptr) for p in parts]), out=indptr[1:])
     weights = (np.concatenate([p.weights for p in parts]) if manifest["weighted"] else None)
-    labels = np.load(Path(folder) / "ids.npy", allow_pickle=False) if manifest["labels"] else None
+    labels = _read_labels(folder, manifest) if manifest["labels"] else None
     return CSRGraph(indptr, np.concatenate([p.indices for p in parts]), weights,
                     directed=manifest["directed"], name=manifest["name"],
-                    id_base=manifest["id_base"],
-                    file_ids=None if labels is None else
-                    (labels.astype(object) if labels.dtype.kind == "U" else labels))
+                    id_base=manifest["id_base"], file_ids=labels)

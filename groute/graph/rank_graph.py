@@ -1,5 +1,7 @@
 """RankGraph: one rank's range of rows of a graph split by contiguous ranges (how it is
-loaded: :mod:`groute.graph.ranked`)."""
+loaded: :mod:`groute.graph.ranked`), and what the ranks build from every rank's rows together:
+a range's in-arcs (:func:`ranked_in_arcs`), a directed graph's arcs both ways
+(:meth:`RankGraph.both_ways`)."""
 from __future__ import annotations
 
 import logging
@@ -76,11 +78,44 @@ class RankGraph:
         out.ranks, out.load_memory = self.ranks, self.load_memory
         return out
 
+    def describe_across_ranks(self) -> str:
+        """The whole graph's facts, the same on every rank (each holds another part): how a
+        call's check that every rank passed the same arguments sees it
+        (:meth:`groute.runtime.ranks.Ranks.check_same_call`)."""
+        return (f"the graph {self.name!r} ({self.num_vertices:,} vertices, {self.num_edges:,} "
+                f"arcs, {'directed' if self.directed else 'undirected'}, "
+                f"{'weighted' if self.weights is not None else 'unweighted'})")
+
     def edges(self):
         """This rank's arcs as COO ``(src, dst)`` (src int64: global ids)."""
         p = self.part
         return (np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(np.asarray(p.indptr))),
                 p.indices)
+
+    def both_ways(self) -> "RankGraph":
+        """The undirected graph in which every arc of this directed graph counts at both its
+        ends, as this rank's part: each vertex's row holds its out-arcs' targets and its
+        in-arcs' sources (those from every rank's out-arcs, one alltoallv:
+        :func:`ranked_in_arcs`), repeats kept, so a pair of opposite arcs is two arcs each way
+        (``CSRGraph.from_edges`` of both directions with ``dedupe=False``: the whole graph's
+        reading in one process); no weights. A collective over the ranks that loaded it (every
+        rank calls it)."""
+        p = self.part
+        indptr = np.asarray(p.indptr, dtype=np.int64)
+        in_indptr, sources, _ = ranked_in_arcs(self, self.ranks)
+        mine = np.arange(p.first, p.end, dtype=np.int64)
+        src = np.concatenate([np.repeat(mine, np.diff(indptr)),
+                              np.repeat(mine, np.diff(in_indptr))])
+        dst = np.concatenate([np.asarray(p.indices, dtype=np.int64), sources.astype(np.int64)])
+        order = np.lexsort((dst, src))
+        both = np.zeros(p.num_vertices + 1, dtype=np.int64)
+        np.cumsum(np.diff(indptr) + np.diff(in_indptr), out=both[1:])
+        part = LocalGraph(p.part, p.first, both, dst[order].astype(np.int32), None,
+                          num_global_vertices=p.num_global_vertices, directed=False, name=p.name)
+        out = RankGraph(part, self.offsets, num_edges=2 * self.num_edges, name=self.name,
+                        id_base=self.id_base, labels=self.file_ids)
+        out.ranks = self.ranks
+        return out
 
     def split_by_ranges(self, k: int, method: str = "contiguous") -> "RangeSplit":
         """The split of this graph over ``k`` devices: its ranges (``method`` cannot change
@@ -112,6 +147,33 @@ class RankGraph:
         return (f"RankGraph({self.name!r}: rank {self.rank} of {self.num_parts} holds vertices "
                 f"[{self.first}, {self.end}) of {self.num_vertices:,}, {self.part.num_edges:,} of "
                 f"{self.num_edges:,} arcs)")
+
+
+def ranked_in_arcs(graph: RankGraph, ranks, values=None):
+    """The in-arcs of this rank's vertices: ``(in_indptr int64 from 0, sources int32, in_values)``,
+    each row's sources ascending as :func:`groute.graph.arcs.in_arcs` orders them, from every
+    rank's out-arcs (one alltoallv of the arcs to their targets' ranks). ``values``: one per
+    out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none)."""
+    p = graph.part
+    indptr = np.asarray(p.indptr, dtype=np.int64)
+    src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(indptr))
+    dst = np.asarray(p.indices, dtype=np.int64)
+    owner = np.searchsorted(graph.offsets, dst, side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    cuts = np.searchsorted(owner[order], np.arange(ranks.size + 1))
+    pairs = np.stack([dst[order], src[order]], axis=1)
+    what = f"the in-arcs of {graph.name}"
+    got = np.concatenate(ranks.alltoallv([pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:])],
+                                         np.int64, (2,), what=what))
+    arcs = np.lexsort((got[:, 1], got[:, 0]))
+    in_indptr = np.zeros(p.num_vertices + 1, dtype=np.int64)
+    np.cumsum(np.bincount(got[:, 0] - p.first, minlength=p.num_vertices), out=in_indptr[1:])
+    in_values = None
+    if values is not None:
+        moved = np.asarray(values, dtype=np.float64)[order]
+        in_values = np.concatenate(ranks.alltoallv(
+            [moved[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))[arcs]
+    return in_indptr, got[arcs, 1].astype(np.int32), in_values
 
 
 class _Same:

@@ -72,9 +72,12 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
     ------
     ValueError
         For a file that is not a part set (saying how to write one), ``symmetric`` on a graph
-        loaded by ranks, a part set of another number of parts than there are ranks, or more
-        ranks than vertices.
+        loaded by ranks, a part set of another number of parts than there are ranks, more
+        ranks than vertices, or ranks that called it with different arguments (on every rank).
     """
+    ranks.check_same_call("load_graph()", {
+        "source": os.fspath(source) if isinstance(source, (str, os.PathLike)) else source,
+        "seed": seed, "weighted": weighted, "symmetric": symmetric, "measure": measure})
     if not measure:
         return _load(source, ranks, seed, weighted, symmetric)
     with host_peak.TracedPeak() as peak:
@@ -95,6 +98,9 @@ def _load(source, ranks, seed, weighted, symmetric) -> RankGraph:
     path = Path(text).expanduser()
     if path.is_dir():
         g = part_set.read_part(path, ranks.rank, ranks.size)
+        part_set.check_arc_count(text, part_set.read_manifest(path),
+                                 ranks.allreduce(int(g.part.num_edges),
+                                                 what=f"the arc count of {text}"))
     elif path.exists():
         raise ValueError(f"{text}: a file is read by ranks from a part set, one file per rank; "
                          f"write it once in {ranks.size} parts (groute.graph.part_set."
@@ -233,30 +239,3 @@ class LoadMemory:
 
 def _size(nbytes: int) -> str:
     return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
-
-
-def ranked_in_arcs(graph: RankGraph, ranks, values=None):
-    """The in-arcs of this rank's vertices: ``(in_indptr int64 from 0, sources int32, in_values)``,
-    each row's sources ascending as :func:`groute.graph.arcs.in_arcs` orders them, from every
-    rank's out-arcs (one alltoallv of the arcs to their targets' ranks). ``values``: one per
-    out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none)."""
-    p = graph.part
-    indptr = np.asarray(p.indptr, dtype=np.int64)
-    src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(indptr))
-    dst = np.asarray(p.indices, dtype=np.int64)
-    owner = np.searchsorted(graph.offsets, dst, side="right") - 1
-    order = np.argsort(owner, kind="stable")
-    cuts = np.searchsorted(owner[order], np.arange(ranks.size + 1))
-    pairs = np.stack([dst[order], src[order]], axis=1)
-    what = f"the in-arcs of {graph.name}"
-    got = np.concatenate(ranks.alltoallv([pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:])],
-                                         np.int64, (2,), what=what))
-    arcs = np.lexsort((got[:, 1], got[:, 0]))
-    in_indptr = np.zeros(p.num_vertices + 1, dtype=np.int64)
-    np.cumsum(np.bincount(got[:, 0] - p.first, minlength=p.num_vertices), out=in_indptr[1:])
-    in_values = None
-    if values is not None:
-        moved = np.asarray(values, dtype=np.float64)[order]
-        in_values = np.concatenate(ranks.alltoallv(
-            [moved[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))[arcs]
-    return in_indptr, got[arcs, 1].astype(np.int32), in_values

@@ -41,7 +41,7 @@ from ..config import logical_devices_requested, resolve_timeout
 from ..device import CPUDevice, CUDADevice, cuda_device_count
 from ..device import cuda as cuda_backend
 from ..device.logical import place
-from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout
+from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout, stalled_by_user_code
 from ..waiting import POLL_INTERVAL, StopSignal
 from .answer_landing import AnswerLanding
 from .link import _Pump
@@ -323,19 +323,19 @@ class Context:
         """``(device name, failure)`` for a wait on ``device_name`` that timed out (``exc``):
         where a device has been running the user's code for half the timeout or longer (the
         longest of them), that device and a WaitTimeout naming the code (``__cause__``: the
-        wait's own), else the wait's."""
+        wait's own), else the wait's. The devices are this process's and, for a wait across
+        processes, those the other ranks said run the user's code (the wait's
+        ``user_code_elsewhere``: :meth:`groute.runtime.ranks.Ranks.ask_the_others`)."""
         now = time.monotonic()
         busy = [(now - since, dev.name, what) for dev in self.devices
                 for what, since in [dev.user_code or (None, now)]
                 if what is not None and now - since >= self.timeout / 2]
+        busy += [(took, name, what) for took, name, what
+                 in getattr(exc, "user_code_elsewhere", ()) if took >= self.timeout / 2]
         if not busy:
             return device_name, exc
         took, name, what = max(busy)
-        stalled = WaitTimeout(
-            f"{what} has been running on {name} for {took:.1f} s, and {device_name} timed out "
-            f"waiting for it: a functor slower than the timeout ({self.timeout:g} s) stalls "
-            f"the devices that wait for its device; make it faster, or give the context a "
-            f"longer timeout")
+        stalled = stalled_by_user_code(what, name, took, device_name, self.timeout)
         stalled.__cause__ = exc
         return name, stalled
 

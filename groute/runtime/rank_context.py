@@ -16,7 +16,9 @@ over a RankContext is), through the context's transport
 (:mod:`groute.runtime.rank_transport`).
 
 Failure: a device function that raises on rank ``r`` stops rank ``r``'s context as always,
-and a notice goes to every other rank; each rank watches for notices (a thread polling every
+and a notice goes to every other rank (so does an exception of rank ``r``'s own host code that
+leaves the context's ``with`` block, or that the command line catches:
+:meth:`RankContext.tell_failure`); each rank watches for notices (a thread polling every
 :data:`~groute.waiting.POLL_INTERVAL`) and stops its context with a
 :class:`~groute.errors.RankFailed` naming the rank, its device and the original error. So every
 rank's waits give up within a poll interval, and every rank raises the same failure. A rank
@@ -179,6 +181,7 @@ class RankContext(Context):
             make_current(ranks.local_rank % cuda_device_count())
         super().__init__(devices=[ranks.rank], backend=backend, timeout=timeout)
         ranks.stop = self.stop_event
+        ranks.user_code = self._user_code_here
         self.rank = ranks.rank
         local = self.devices[0]
         self.devices = [local if i == ranks.rank else
@@ -334,9 +337,33 @@ class RankContext(Context):
                 log.error("rank %d could not tell the other ranks of its failure: %s",
                           self.rank, sending)
 
+    def tell_failure(self, exc: BaseException) -> None:
+        """This rank's program failed outside any device function (its own host code, an
+        input only it read): record ``exc`` as this rank's device's failure and tell every
+        other rank, whose waits then stop within a poll interval naming this rank and ``exc``
+        instead of running to their timeout. Nothing more where the context failed already
+        (that first failure was told)."""
+        self.fail(self.local_device.name, exc)
+
+    def __exit__(self, exc_type, exc, tb):
+        """As :meth:`Context.__exit__ <groute.runtime.context.Context.__exit__>`; an
+        exception leaving the ``with`` block on this rank is told to the others first
+        (:meth:`tell_failure`): they may be waiting for this rank in a collective."""
+        if exc is not None:
+            self.tell_failure(exc)
+        return super().__exit__(exc_type, exc, tb)
+
+    def _user_code_here(self):
+        """This rank's device's name and the user's code it runs, with how many seconds so
+        far (None when it runs none): what this rank answers another whose wait timed out."""
+        device = self.local_device
+        code = device.user_code
+        return (device.name, None if code is None else (code[0], time.monotonic() - code[1]))
+
     def _watch_notices(self):
         while self._watching:
             try:
+                self.ranks.answer()
                 notice = self.ranks.notice()
             except Exception as exc:  # noqa: BLE001 - MPI finalised under us: stop watching
                 log.debug("rank %d stops watching for failure notices: %s", self.rank, exc)

@@ -11,7 +11,11 @@ groute runs one process per device across processes and hosts (docs/DISTRIBUTED.
   naming what it waited for and which rank waited;
 - failure notices: a rank whose device failed tells every other rank (rank, device, the
   original error) on a communicator of its own, and :meth:`Ranks.notice` reads the notices
-  that arrived, without waiting.
+  that arrived, without waiting;
+- where a wait times out, what the other ranks are doing (the user's code they run, the
+  collective they wait in, or nothing heard), asked on that communicator and answered by
+  their failure watch (:meth:`Ranks.ask_the_others`, :meth:`Ranks.answer`), so that the
+  error names the rank the others waited for.
 
 Python objects travel pickled (small control data: counts, stats, decisions); arrays travel as
 typed buffers. The communicators are duplicates of the one given (``MPI.COMM_WORLD`` by
@@ -19,17 +23,28 @@ default), so groute's messages never match the program's own.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
+import re
+import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..config import resolve_timeout
+from ..errors import WaitTimeout, stalled_by_user_code
 from ..waiting import wait_for
 
 #: the message tag of a failure notice
 NOTICE_TAG = 77
+#: the message tags of a rank asking the others what they are doing, after a wait of its timed
+#: out, and of their answers (:meth:`Ranks.ask_the_others`)
+ASK_TAG, ANSWER_TAG = 78, 79
+#: seconds a rank whose wait timed out waits for the others' answers: each answers within
+#: its failure watch's poll interval, unless it is gone or stuck
+ASK_S = 1.0
 #: ``Test`` calls per poll of a collective: MPI moves a large message a piece per call (MPICH's
 #: shared-memory pipeline), so a single ``Test`` per step of the waits' back-off would crawl
 #: through it; a burst of calls costs little when there is nothing to do
@@ -75,6 +90,43 @@ class Notice:
 
 _OPS = {"sum": "SUM", "min": "MIN", "max": "MAX"}
 
+def _by_rank(values) -> str:
+    """``'a' on ranks 0, 2; 'b' on rank 1``: each rank's value, the ranks of a value together."""
+    groups = {}
+    for r, value in enumerate(values):
+        groups.setdefault(value, []).append(r)
+    return "; ".join(f"{value} on rank{'s' if len(ranks) > 1 else ''} "
+                     f"{', '.join(map(str, ranks))}" for value, ranks in groups.items())
+
+
+#: characters of an argument's description kept (:func:`describe_argument`)
+DESCRIPTION_CHARS = 120
+
+
+def describe_argument(value) -> str:
+    """A short text that is equal on two ranks where ``value`` is the same call's argument:
+    an array by its shape, dtype and a hash of its bytes, an object with a
+    ``describe_across_ranks()`` by what that says (a graph loaded by ranks, of which each rank
+    holds another part: the whole graph's facts), a collection by its items, other values by
+    their ``repr`` without object addresses, cut to :data:`DESCRIPTION_CHARS` characters."""
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        digest = hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()[:12]
+        return f"an array of shape {value.shape} and dtype {value.dtype} (hash {digest})"
+    across = getattr(value, "describe_across_ranks", None)
+    if callable(across):            # e.g. a graph loaded by ranks: each holds another part
+        return across()
+    if isinstance(value, (list, tuple)):
+        text = ", ".join(describe_argument(v) for v in value)
+        text = f"[{text}]" if isinstance(value, list) else f"({text})"
+    elif isinstance(value, (set, frozenset)):   # in an order the process's hash seed sets
+        text = "{" + ", ".join(sorted(describe_argument(v) for v in value)) + "}"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k!r}: {describe_argument(v)}" for k, v in value.items()) + "}"
+    else:               # without the addresses of objects, which differ between processes
+        text = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+    return text if len(text) <= DESCRIPTION_CHARS else \
+        f"{text[:DESCRIPTION_CHARS]}... (hash {hashlib.sha1(text.encode()).hexdigest()[:12]})"
+
 
 class Ranks:
     """The ranks of ``comm`` (default ``MPI.COMM_WORLD``); see the module docstring.
@@ -106,7 +158,12 @@ class Ranks:
         self.host = MPI.Get_processor_name()
         self.timeout = resolve_timeout(timeout)
         self.stop = stop
-        self._sent = []              # failure notices still in flight
+        self._sent = []              # failure notices and answers still in flight
+        self._waits = {}             # thread id -> (what it waits for, since)
+        #: ``() -> (device name, (what, seconds) or None)``: this rank's device and the user's
+        #: code it runs now, for the answers to the other ranks (:meth:`answer`); set by the
+        #: context
+        self.user_code = lambda: (None, None)
 
     def __repr__(self):
         return f"<Ranks {self.rank} of {self.size}>"
@@ -115,9 +172,89 @@ class Ranks:
     def _wait(self, request, what: str):
         def done() -> bool:
             return any(request.Test() for _ in range(TESTS_PER_POLL))
-        wait_for(done, timeout=self.timeout, stop=self.stop,
-                 what=f"{what} on rank {self.rank} of {self.size} (a rank that failed, died or "
-                      f"runs another step)")
+        me = threading.get_ident()
+        self._waits[me] = (what, time.monotonic())
+        try:
+            wait_for(done, timeout=self.timeout, stop=self.stop,
+                     what=f"{what} on rank {self.rank} of {self.size} (a rank that failed, died "
+                          f"or runs another step)")
+        except WaitTimeout as exc:
+            raise self._timed_out(exc) from None
+        finally:
+            self._waits.pop(me, None)
+
+    def _timed_out(self, exc: WaitTimeout) -> WaitTimeout:
+        """``exc`` (a collective's wait that timed out) saying what the other ranks are doing
+        (:meth:`ask_the_others`); its ``user_code_elsewhere`` lists ``(seconds, device, what)``
+        of the user's code they run, which a context names as the failure
+        (:meth:`groute.runtime.context.Context.fail`)."""
+        said, running = [], []
+        for r, answer in self.ask_the_others().items():
+            if answer is None:
+                said.append(f"rank {r} did not answer (it left the job's context, died, or is "
+                            f"stuck outside Python)")
+                continue
+            device, code, waiting = answer
+            if code is not None:
+                running.append((code[1], f"{device} (rank {r})", code[0]))
+                said.append(f"rank {r} runs {code[0]} (for {code[1]:.1f} s)")
+            elif waiting is not None:
+                said.append(f"rank {r} waits for {waiting[0]} (for {waiting[1]:.1f} s)")
+            else:
+                said.append(f"rank {r} runs groute's own code, waiting for no rank")
+        slow = [r for r in running if r[0] >= self.timeout / 2]
+        if slow:            # the user's code the others wait for: why, and what to do
+            took, device, code = max(slow)
+            why = stalled_by_user_code(code, device, took, f"rank {self.rank}", self.timeout)
+            timed = WaitTimeout(f"{why} (the other ranks: {', '.join(said)})")
+        else:
+            timed = WaitTimeout(f"{exc}; the other ranks: {', '.join(said)}")
+        timed.user_code_elsewhere = running
+        return timed
+
+    def ask_the_others(self, within: float = ASK_S) -> dict:
+        """What every other rank is doing now, as its failure watch answers (:meth:`answer`):
+        rank -> ``(its device, (the user's code it runs, for how many seconds) or None, (the
+        collective it waits in, for how many seconds) or None)``, or None where no answer came
+        within ``within`` seconds."""
+        for r in range(self.size):
+            if r != self.rank:
+                self._sent.append(self.notices.Isend(np.zeros(1, np.uint8), dest=r, tag=ASK_TAG))
+        answers = {}
+        deadline = time.monotonic() + within
+        while len(answers) < self.size - 1 and time.monotonic() < deadline:
+            status = self.MPI.Status()
+            message = self.notices.improbe(source=self.MPI.ANY_SOURCE, tag=ANSWER_TAG,
+                                           status=status)
+            if message is None:
+                time.sleep(0.005)
+                continue
+            buf = np.empty(status.Get_count(self.MPI.BYTE), np.uint8)
+            message.Recv(buf)
+            answers[status.Get_source()] = pickle.loads(buf.tobytes())
+        return {r: answers.get(r) for r in range(self.size) if r != self.rank}
+
+    def answer(self) -> None:
+        """Answer the other ranks that asked what this one is doing (:meth:`ask_the_others`;
+        never waits): this rank's device, the user's code it runs (:attr:`user_code`) and the
+        collective it waits in, each with how long so far."""
+        while True:
+            status = self.MPI.Status()
+            message = self.notices.improbe(source=self.MPI.ANY_SOURCE, tag=ASK_TAG,
+                                           status=status)
+            if message is None:
+                return
+            message.Recv(np.empty(1, np.uint8))
+            now = time.monotonic()
+            device, code = self.user_code()
+            waits = list(self._waits.values())
+            waiting = min(waits, key=lambda w: w[1], default=None)
+            data = pickle.dumps((device, code,
+                                 None if waiting is None else (waiting[0], now - waiting[1])),
+                                protocol=5)
+            self._sent.append(self.notices.Isend(np.frombuffer(data, np.uint8),
+                                                 dest=status.Get_source(), tag=ANSWER_TAG))
+            self._sent = [req for req in self._sent if not req.Test()]
 
     # collectives --------------------------------------------------------------------------------
     def barrier(self, what: str = "a barrier") -> None:
@@ -209,6 +346,30 @@ class Ranks:
             else np.empty(int(size[0]), np.uint8)
         self._wait(self.comm.Ibcast(buf, root=root), what)
         return pickle.loads(buf.tobytes())
+
+    def check_same_call(self, name: str, arguments: dict) -> None:
+        """Raise a ValueError on every rank unless every rank called ``name`` with the same
+        ``arguments`` (parameter name -> value; one allgather of their descriptions,
+        :func:`describe_argument`). Every rank must make the same calls with the same
+        arguments (SPMD); ranks that do not would go on into different collectives, or the
+        same ones with different sizes, and fail there with errors that say nothing of the
+        cause, or give an answer mixed from the calls."""
+        mine = {key: describe_argument(value) for key, value in arguments.items()}
+        every = self.allgather((name, mine), what=f"the arguments of {name}")
+        if all(seen == every[0] for seen in every):
+            return
+        if len({called for called, _ in every}) > 1:
+            raise ValueError(f"the ranks of one job made different calls at once "
+                             f"({_by_rank([called for called, _ in every])}); every rank must "
+                             f"make the same calls with the same arguments")
+        differ = []
+        for key in sorted({key for _, seen in every for key in seen}):
+            values = [seen.get(key, "(not given)") for _, seen in every]
+            if len(set(values)) > 1:
+                differ.append(f"{key}: {_by_rank(values)}")
+        raise ValueError(f"{name} was called with different arguments on the ranks of one job "
+                         f"({'; '.join(differ)}); every rank must make the same calls with the "
+                         f"same arguments")
 
     # failures -------------------------------------------------------------------------------------
     def announce(self, device: str, exc: BaseException) -> None:

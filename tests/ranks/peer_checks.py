@@ -21,6 +21,7 @@ from groute.engines.iterate.device import IterationDevice
 from groute.engines.relax.peer import PeerTraversal
 from groute.graph import load_graph
 from groute.tuning import PageRankTuning
+from lines import say
 
 SOLVERS = {"bfs": BFS, "sssp": SSSP}
 
@@ -36,9 +37,9 @@ def same(ctx, specs):
             want = getattr(groute, app)(whole, 5, backend="cuda", devices=1)
             ok = (np.array_equal(runs[0].values, one.values)
                   and np.array_equal(runs[1].values, want.values))
-            print(f"rank {ctx.rank} {app} {spec}: {'same' if ok else 'DIFFERENT'} "
-                  f"exchange {runs[0].stats['exchange']} pull levels "
-                  f"{runs[0].stats.get('pull_levels')}", flush=True)
+            say(f"rank {ctx.rank} {app} {spec}: {'same' if ok else 'DIFFERENT'} "
+                f"exchange {runs[0].stats['exchange']} pull levels "
+                f"{runs[0].stats.get('pull_levels')}")
         # PageRank's persistent BSP kernel: each rank's stores into the others' vectors and
         # the stopping check over every rank's stats rows on the devices; twice on one solver
         want = groute.pagerank(whole, backend="cuda", devices=1)
@@ -49,9 +50,9 @@ def same(ctx, specs):
         ok = all(float(np.abs(r.values - want.values).sum()) < 1e-4
                  and abs(r.stats["iterations"] - want.stats["iterations"]) <= 1 for r in runs) \
             and runs[0].stats["persistent"] and runs[0].stats["exchange"] == "peer stores"
-        print(f"rank {ctx.rank} pagerank {spec}: {'same' if ok else 'DIFFERENT'} exchange "
-              f"{runs[0].stats['exchange']} iterations {[r.stats['iterations'] for r in runs]} "
-              f"one process {want.stats['iterations']}", flush=True)
+        say(f"rank {ctx.rank} pagerank {spec}: {'same' if ok else 'DIFFERENT'} exchange "
+            f"{runs[0].stats['exchange']} iterations {[r.stats['iterations'] for r in runs]} "
+            f"one process {want.stats['iterations']}")
         # weighted, with a window: one given, and the default (each rank estimates its own,
         # all take the smallest)
         part = distributed.load_graph(spec, ctx, weighted=True)
@@ -62,8 +63,8 @@ def same(ctx, specs):
                 got = s.run(3)
             deltas = ctx.ranks.allgather(got.stats["delta"])
             ok = np.array_equal(got.values, want.values) and len(set(deltas)) == 1
-            print(f"rank {ctx.rank} sssp-window-{delta} {spec}: {'same' if ok else 'DIFFERENT'} "
-                  f"exchange {got.stats['exchange']} deltas {deltas}", flush=True)
+            say(f"rank {ctx.rank} sssp-window-{delta} {spec}: {'same' if ok else 'DIFFERENT'} "
+                f"exchange {got.stats['exchange']} deltas {deltas}")
 
 
 def fail(ctx, bad, spec, app):
@@ -83,10 +84,10 @@ def fail(ctx, bad, spec, app):
         start = time.perf_counter()
         try:
             solver.run() if app == "pagerank" else solver.run(3)
-            print(f"rank {ctx.rank} did not raise", flush=True)
+            say(f"rank {ctx.rank} did not raise")
         except Exception as exc:  # noqa: BLE001 - what the test reads
-            print(f"rank {ctx.rank} raised after {time.perf_counter() - start:.1f} s: "
-                  f"{type(exc).__name__}: {exc}", flush=True)
+            say(f"rank {ctx.rank} raised after {time.perf_counter() - start:.1f} s: "
+                f"{type(exc).__name__}: {exc}")
 
 
 with distributed.Context(backend="cuda", timeout=60) as ctx:

@@ -1,8 +1,10 @@
 """Run as several MPI processes by tests/test_distributed_runtime.py (the CPU backend) and
 tests/test_distributed_gpu.py (CUDA): a RankContext's collectives and RankRouter
 (``BACKEND collectives TIMEOUT``), a failure on one rank in a step (``BACKEND fail R
-TIMEOUT``), and one in the middle of a flush, after the headers went and before its rows do,
-while the others wait for them in the transport (``BACKEND fail-in-flush R TIMEOUT``)."""
+TIMEOUT``), one in the middle of a flush, after the headers went and before its rows do,
+while the others wait for them in the transport (``BACKEND fail-in-flush R TIMEOUT``), and one
+in rank R's own host code, outside any device function, that leaves the context's ``with``
+block while the others wait for it (``BACKEND fail-on-host R TIMEOUT``)."""
 import sys
 import time
 
@@ -11,6 +13,7 @@ import numpy as np
 from groute.distributed import Context
 from groute.runtime.policies import by_owner
 from groute.runtime.router import Router
+from lines import say
 
 
 def collectives(ctx):
@@ -32,7 +35,7 @@ def collectives(ctx):
     assert [int(g[0, 0]) for g in got] == list(range(k))      # in the order of the ranks
     assert all((g[:, 1] == r).all() for g in got)
     router.close()
-    print(f"rank {r}: collectives ok over {ctx.transport}", flush=True)
+    say(f"rank {r}: collectives ok over {ctx.transport}")
 
 
 def fail(ctx, bad):
@@ -62,15 +65,31 @@ def fail_in_flush(ctx, bad):
     stops_every_rank(ctx, step)
 
 
+def fail_on_host(ctx, bad):
+    t0 = time.monotonic()
+    try:
+        if ctx.rank == bad:
+            time.sleep(0.2)
+            raise KeyError("injected failure in the host code")
+        ctx.ranks.barrier("a meeting the failed rank never reaches")
+    except Exception as exc:  # noqa: BLE001 - what the other ranks raise is the test's subject
+        say(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
+            f"{type(exc).__name__}: {exc}")
+        if ctx.rank == bad:
+            raise               # out of the context's with block, as a program's error goes
+        ctx.end_job(3)
+    say(f"rank {ctx.rank} did not raise")
+
+
 def stops_every_rank(ctx, step):
     t0 = time.monotonic()
     try:
         ctx.run(step)
     except Exception as exc:  # noqa: BLE001 - what every rank raises is the test's subject
-        print(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
-              f"{type(exc).__name__}: {exc}", flush=True)
+        say(f"rank {ctx.rank} raised after {time.monotonic() - t0:.2f} s: "
+            f"{type(exc).__name__}: {exc}")
         ctx.end_job(3)
-    print(f"rank {ctx.rank} did not raise", flush=True)
+    say(f"rank {ctx.rank} did not raise")
 
 
 if __name__ == "__main__":
@@ -79,5 +98,7 @@ if __name__ == "__main__":
             collectives(ctx)
         elif sys.argv[2] == "fail":
             fail(ctx, int(sys.argv[3]))
+        elif sys.argv[2] == "fail-on-host":
+            fail_on_host(ctx, int(sys.argv[3]))
         else:
             fail_in_flush(ctx, int(sys.argv[3]))

@@ -247,7 +247,7 @@ class ComponentsSolver(Solver):
         the undirected graph (a directed graph's in-arcs come from every rank's out-arcs), the
         late arcs its rest links, the voters (the same on every rank), and the Routers the
         parent arrays go through: to their merge-tree receiver, and rank 0's to every rank."""
-        from groute.graph.ranked import ranked_in_arcs
+        from groute.graph.rank_graph import ranked_in_arcs
         from groute.runtime.policies import by_owner, to_the_others
         p = graph.part
         indptr = np.asarray(p.indptr, np.int64)

@@ -337,7 +337,6 @@ class IterateSolver(Solver):
         self.mode, self.alpha, self.tol = mode, float(alpha), float(tol)
         self.normalize = normalize
         self.max_iter = int(max_iter)
-        self.partition_method = partition
         n = self.n = int(graph.num_vertices)
         #: the base term: one value (``base_vector`` None) or one per vertex by position
         self.base_value, self.base_vector = self._check_base(base, n, mode)
@@ -534,8 +533,8 @@ class IterateSolver(Solver):
     def _rank_shards(self, graph, mode: str, weights):
         """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
         BSP its vertices' in-arcs, from every rank's out-arcs where the graph is directed or
-        the arcs carry factors (:func:`groute.graph.ranked.ranked_in_arcs`)."""
-        from groute.graph.ranked import ranked_in_arcs
+        the arcs carry factors (:func:`groute.graph.rank_graph.ranked_in_arcs`)."""
+        from groute.graph.rank_graph import ranked_in_arcs
         from .layout import Shard, inverse_degrees
         p = graph.part
         indptr = np.asarray(p.indptr, np.int64)
@@ -753,7 +752,7 @@ class IterateSolver(Solver):
             if self.partition is not None:
                 values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.name for d in self.ctx.devices], mode=self.mode,
-                     partition=self.partition_method if self.partition is not None else None,
+                     partition=self.partition.method if self.partition is not None else None,
                      layout=self.layout,
                      vertices_per_device=np.diff(self.offsets).tolist(), tol=self.tol)
         stats[self.iteration.alpha_name] = self.alpha

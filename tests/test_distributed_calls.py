@@ -1,0 +1,62 @@
+"""Every rank of a job must make the same calls with the same arguments: a public function on
+a context spanning processes, and loading a graph by ranks, check it (one allgather of the
+arguments' descriptions) and raise on every rank where the ranks differ, naming what differs,
+instead of going on into collectives that do not match. The descriptions and the message are
+checked on a stand-in for the ranks; the calls, as real processes under a timeout."""
+import re
+
+import numpy as np
+import pytest
+
+from groute.runtime import ranks as ranks_module
+from groute.runtime.ranks import describe_argument
+
+from mpi_support import needs_mpi, program, run_ranks
+
+
+def ranks_seeing(*others):
+    """A stand-in for rank 0 of a job whose other ranks passed ``others`` (their call's name
+    and argument descriptions, as the allgather brings them)."""
+    r = object.__new__(ranks_module.Ranks)
+    r.allgather = lambda mine, what: [mine, *others]
+    return r
+
+
+def test_same_arguments_pass_and_different_ones_are_named():
+    args = {"source": 0, "mode": "bsp"}
+    described = {k: describe_argument(v) for k, v in args.items()}
+    ranks_seeing(("bfs()", described), ("bfs()", described)).check_same_call("bfs()", args)
+    other = dict(described, source=describe_argument(5))
+    with pytest.raises(ValueError, match=r"bfs\(\) was called with different arguments on the "
+                                         r"ranks of one job \(source: 0 on ranks 0, 2; 5 on "
+                                         r"rank 1\)"):
+        ranks_seeing(("bfs()", other), ("bfs()", described)).check_same_call("bfs()", args)
+    with pytest.raises(ValueError, match=r"different calls at once \(bfs\(\) on rank 0; "
+                                         r"sssp\(\) on rank 1\)"):
+        ranks_seeing(("sssp()", described)).check_same_call("bfs()", args)
+    with pytest.raises(ValueError, match=r"cutoff: \(not given\) on rank 0; 3 on rank 1"):
+        ranks_seeing(("bfs()", dict(described, cutoff="3"))).check_same_call("bfs()", args)
+
+
+def test_descriptions_are_equal_across_processes_where_the_values_are():
+    a = np.arange(10)
+    assert describe_argument(a) == describe_argument(a.copy()) != describe_argument(a + 1)
+    # an object's address and a set's order (by the process's hash seed) differ between
+    # processes: neither is in the description
+    assert describe_argument(object()) == describe_argument(object())
+    assert describe_argument(frozenset(["b", "a"])) == "{'a', 'b'}"
+    assert len(describe_argument("x" * 1000)) < 200
+
+
+@needs_mpi
+def test_calls_that_differ_between_ranks_are_refused_on_every_rank():
+    done = run_ranks(3, [program("call_checks.py"), 20], timeout=90)
+    assert done.returncode == 0, done.stderr
+    for r in range(3):
+        out = dict(re.findall(rf"rank {r} (\w+): (.*)", done.stdout))
+        assert out["load"] == ("load_graph() was called with different arguments on the ranks "
+                               "of one job (source: 'grid:6' on ranks 0, 2; 'grid:7' on rank 1); "
+                               "every rank must make the same calls with the same arguments"), out
+        assert "(source: 0 on ranks 0, 2; 5 on rank 1)" in out["source"], out
+        assert "(bfs() on ranks 0, 2; sssp() on rank 1)" in out["app"], out
+        assert out["then"] == "the same calls answer, 10 levels", out
