@@ -26,6 +26,7 @@ class DeviceError(GrouteError):
     def __init__(self, device, message):
         super().__init__(f"{device}: {message}")
         self.device = device
+        self.detail = message       # the message without the device
 
 
 class WaitTimeout(GrouteError, TimeoutError):

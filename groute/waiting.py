@@ -13,7 +13,7 @@ import threading
 import time
 
 from .config import resolve_timeout
-from .errors import ContextStopped, StoppedByFailure, WaitTimeout
+from .errors import ContextStopped, DeviceError, StoppedByFailure, WaitTimeout
 
 #: Longest a waiter sleeps before re-checking the stop flag.
 POLL_INTERVAL = 0.05
@@ -35,7 +35,10 @@ def stopped(stop, message: str) -> ContextStopped:
     if failure is None:
         return ContextStopped(message)
     device, exc = failure
-    err = StoppedByFailure(device, f"{type(exc).__name__}: {exc} ({message})")
+    # a DeviceError of that device names it already: its detail, not the device twice
+    told = exc.detail if isinstance(exc, DeviceError) and exc.device == device \
+        else f"{type(exc).__name__}: {exc}"
+    err = StoppedByFailure(device, f"{told} ({message})")
     err.__cause__ = exc
     return err
 

@@ -509,3 +509,18 @@ def test_reset_waits_for_work_still_queued_behind_a_peers_event():
         ctx.reset()
         ctx.synchronize()           # the late failure was the stopped run's, drained by reset
         assert ctx.run(lambda device: device.index) == [0, 1]
+
+
+def test_a_stop_by_a_device_error_names_its_device_once():
+    """A wait stopped by a failure that is already a DeviceError of the same device (another
+    rank's RankFailed, a device's own) says the device once, then the original error; a
+    failure of another kind keeps its type's name."""
+    from groute.errors import DeviceError, StoppedByFailure
+    from groute.waiting import StopSignal, stopped
+    stop = StopSignal()
+    stop.failure = ("cpu:1 (rank 1)", DeviceError("cpu:1 (rank 1)", "KeyError: 'x'"))
+    err = stopped(stop, "waiting for the exchange")
+    assert isinstance(err, StoppedByFailure)
+    assert str(err) == "cpu:1 (rank 1): KeyError: 'x' (waiting for the exchange)"
+    stop.failure = ("cpu:0", ValueError("bad"))
+    assert str(stopped(stop, "waiting")) == "cpu:0: ValueError: bad (waiting)"

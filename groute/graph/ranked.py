@@ -140,7 +140,8 @@ def _generate(text: str, ranks, seed) -> RankGraph:
         stream, n, symmetric, edges = edge_stream(s.kind, p)
         source = StreamRows(stream, n, symmetric=symmetric, edges=edges, parts=k)
     if k > max(n, 1):
-        raise ValueError(f"{text}: {k} ranks for a graph of {n} vertices; every rank owns at "
+        raise ValueError(f"{text}: {k} ranks for a graph of {n} "
+                         f"{'vertex' if n == 1 else 'vertices'}; every rank owns at "
                          f"least one vertex")
     share = (n * r // k, n * (r + 1) // k)
     table = source.counts(*share)
