@@ -410,6 +410,20 @@ def test_asynchronous_propagation_settles_as_networkx_s(on_devices, name, G):
         assert (is_partition(G, fast) and stable(G, fast, weight, both_ways=True)) or not len(G)
 
 
+@pytest.mark.timeout(60)
+def test_asynchronous_propagation_settles_on_directed_cycles(on_devices):
+    """A directed cycle's updates can rotate its labels forever when every vertex that would
+    change moves at once (4-cycle, labels 0 0 2 2); NetworkX's random order settles it, and
+    so must groute's, for any seed."""
+    cycles = [nx.cycle_graph(4, create_using=nx.DiGraph),
+              nx.DiGraph([(0, "a"), ("a", (1, 2)), ((1, 2), 2.5), (2.5, 0), (0, "0")]),
+              nx.gnp_random_graph(30, 0.1, seed=4, directed=True)]
+    for G in cycles:
+        for seed in range(4):
+            found = list(nx.community.asyn_lpa_communities(G, seed=seed, backend="groute"))
+            assert is_partition(G, found) and stable(G, found)
+
+
 def test_propagation_finds_networkx_s_communities_where_they_are_certain():
     """The ground truths of NetworkX's tests of both."""
     cliques = nx.Graph(["ab", "AB", "AC", "BC", "12", "13", "14", "23", "24", "34"])
