@@ -14,12 +14,15 @@ user shut down, is shut down and replaced.
 from __future__ import annotations
 
 import atexit
+import logging
 import numbers
 import threading
 from typing import Callable
 
 from ..config import logical_devices_requested, resolve_timeout
 from .context import Context, default_device_count, resolve_backend
+
+log = logging.getLogger(__name__)
 
 _kept: dict[tuple, tuple[Context, threading.Lock]] = {}
 _guard = threading.Lock()
@@ -97,12 +100,37 @@ def _retire(entry) -> None:
             lock.release()
 
 
-@atexit.register
 def shutdown_all() -> None:
     """Shut every kept context down (at exit; also for tests that count threads or change the
-    device setup)."""
+    device setup), each of them even when an earlier one fails to.
+
+    Raises
+    ------
+    WaitTimeout
+        The first context whose shutdown gave up (a device function that does not notice the
+        stop: :meth:`Context.shutdown`), once every context has been shut down; the others'
+        are logged.
+    """
     with _guard:
         entries = list(_kept.values())
         _kept.clear()
+    failures = []
     for ctx, _ in entries:      # a lease still held ends with the interpreter anyway
-        ctx.shutdown()
+        try:
+            ctx.shutdown()
+        except Exception as exc:  # noqa: BLE001 - the next contexts are shut down all the same
+            failures.append(exc)
+    for exc in failures[1:]:
+        log.warning("a kept context's shutdown: %s", exc)
+    if failures:
+        raise failures[0]
+
+
+@atexit.register
+def _shutdown_at_exit() -> None:
+    """:func:`shutdown_all` as the interpreter exits: a device that did not stop is logged (its
+    thread, a daemon, ends with the interpreter), not raised into a traceback nobody can catch."""
+    try:
+        shutdown_all()
+    except Exception as exc:  # noqa: BLE001
+        log.warning("at exit, a kept context's shutdown: %s", exc)
