@@ -2,6 +2,7 @@
 import threading
 import time
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -96,6 +97,11 @@ def test_run_returns_results_in_device_order():
     ({"devices": 0}, ValueError, ">= 1"),
     ({"devices": [0, 0]}, ValueError, "repeats"),
     ({"devices": []}, ValueError, "empty"),
+    ({"devices": 1.5}, TypeError, r"devices must be 'auto', a count or a list .*got 1.5"),
+    ({"devices": True}, TypeError, r"devices must be .*got True \(bool\)"),
+    ({"devices": "x"}, ValueError, r"devices must be .*got 'x'"),
+    ({"devices": [0, "a"]}, TypeError, r"devices: a device index is an int, got 'a'"),
+    ({"devices": 2 ** 40}, ValueError, "at most 64 virtual devices"),   # not a list of 2**40
     ({"backend": "tpu"}, ValueError, "backend"),
     ({"devices": 2, "timeout": -1}, ValueError, "timeout"),
     ({"devices": 2, "timeout": float("inf")}, ValueError, "finite"),   # nothing waits forever
@@ -106,6 +112,12 @@ def test_bad_arguments(kwargs, exc, msg):
     kwargs.setdefault("backend", "cpu")
     with pytest.raises(exc, match=msg):
         Context(**kwargs)
+
+
+def test_an_algorithm_given_devices_of_another_type_says_so():
+    import groute
+    with pytest.raises(TypeError, match=r"devices must be 'auto', a count .*got 1.5 \(float\)"):
+        groute.bfs(nx.path_graph(3), 0, devices=1.5, backend="cpu")
 
 
 def test_the_longest_timeout_runs_and_shuts_down():

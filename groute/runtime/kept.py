@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import atexit
 import logging
-import numbers
 import threading
 from typing import Callable
 
 from ..config import logical_devices_requested, resolve_timeout
-from .context import Context, default_device_count, resolve_backend
+from .context import Context, default_device_count, requested_devices, resolve_backend
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +36,10 @@ def lease(ctx=None, *, devices=None, backend="auto", timeout=None
     if ctx is not None:
         return ctx, _nothing
     backend = resolve_backend(backend)
-    if devices is None or devices == "auto":
+    devices = requested_devices(devices)
+    if devices is None:
         devices = default_device_count(backend)
-    which = (int(devices) if isinstance(devices, numbers.Integral)
-             else tuple(int(d) for d in devices))
+    which = devices if isinstance(devices, int) else tuple(devices)
     key = (backend, which, resolve_timeout(timeout), logical_devices_requested(None))
     while True:
         with _guard:
