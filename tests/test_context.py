@@ -107,11 +107,24 @@ def test_run_returns_results_in_device_order():
     ({"devices": 2, "timeout": float("inf")}, ValueError, "finite"),   # nothing waits forever
     ({"devices": 2, "timeout": 1e10}, ValueError, "at most 604800 s"),  # nor past the clocks
     ({"devices": 2, "timeout": 1e300}, ValueError, "at most 604800 s"),
+    ({"devices": 2, "timeout": "5"}, TypeError, r"timeout must be a number of seconds or None, got '5'"),
+    ({"devices": 2, "timeout": True}, TypeError, r"timeout must be .*got True \(bool\)"),
 ])
 def test_bad_arguments(kwargs, exc, msg):
     kwargs.setdefault("backend", "cpu")
     with pytest.raises(exc, match=msg):
         Context(**kwargs)
+
+
+def test_a_run_bounded_by_a_timeout_that_is_not_one_says_so():
+    with Context(2, backend="cpu") as ctx:
+        ran = []
+        with pytest.raises(ValueError, match="timeout must be finite positive seconds or None, got -1"):
+            ctx.run(ran.append, timeout=-1)          # ran unbounded
+        with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got 'x'"):
+            ctx.run(ran.append, timeout="x")
+        assert not ran                               # refused before any device started
+        assert ctx.run(lambda d: d.index, timeout=5) == [0, 1]
 
 
 def test_an_algorithm_given_devices_of_another_type_says_so():

@@ -542,6 +542,8 @@ class Context:
         naming the devices still running. A run started from another thread meanwhile waits
         for its turn (:meth:`exclusive`).
         """
+        if timeout is not None:
+            timeout = resolve_timeout(timeout)      # checked before any device starts
         with self.exclusive():
             futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
             return self.gather(futures, timeout=timeout)
@@ -551,7 +553,7 @@ class Context:
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
         wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
         running, and the call returns within a few poll intervals."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + resolve_timeout(timeout)
         pending = set(futures)
         while pending:
             done, pending = cf.wait(pending, timeout=POLL_INTERVAL, return_when=cf.FIRST_EXCEPTION)
