@@ -127,6 +127,16 @@ def test_a_run_bounded_by_a_timeout_that_is_not_one_says_so():
         assert ctx.run(lambda d: d.index, timeout=5) == [0, 1]
 
 
+def test_submit_takes_a_position_in_the_context_and_gather_its_futures():
+    with Context(2, backend="cpu") as ctx:
+        for bad, exc in ((-1, IndexError), (2, IndexError), ("a", TypeError), (1.0, TypeError)):
+            with pytest.raises(exc, match=r"submit: device_index"):
+                ctx.submit(bad, lambda d: d.name)           # -1 ran on cpu:1
+        with pytest.raises(TypeError, match="gather takes the futures submit returned, got int"):
+            ctx.gather([5])
+        assert ctx.gather(ctx.submit(i, lambda d: d.name) for i in (1, 0)) == ["cpu:1", "cpu:0"]
+
+
 def test_an_algorithm_given_devices_of_another_type_says_so():
     import groute
     with pytest.raises(TypeError, match=r"devices must be 'auto', a count .*got 1.5 \(float\)"):

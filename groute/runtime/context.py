@@ -513,8 +513,16 @@ class Context:
     def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
         """Run ``fn(device, *args, **kwargs)`` on that device's host worker thread.
 
+        ``device_index`` is the device's position in the context (``ctx.devices.index(d)``),
+        0 to ``len(ctx) - 1``: a negative one is an IndexError, not the position from the end.
         Called from outside a device function after a failure was raised, it resets the context
         first (:meth:`ensure_running`)."""
+        if not _is_int(device_index):
+            raise TypeError(f"submit: device_index is a device's position in the context (an "
+                            f"int), got {device_index!r} ({type(device_index).__name__})")
+        if not 0 <= device_index < len(self.devices):
+            raise IndexError(f"submit: device_index {device_index} is not a position in this "
+                             f"context of {len(self.devices)} devices (0..{len(self.devices) - 1})")
         if threading.current_thread() not in self._worker_threads():
             self.ensure_running()
         else:
@@ -553,6 +561,11 @@ class Context:
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
         wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
         running, and the call returns within a few poll intervals."""
+        futures = list(futures)
+        for future in futures:
+            if not isinstance(future, cf.Future):
+                raise TypeError(f"gather takes the futures submit returned, got "
+                                f"{type(future).__name__}")
         deadline = None if timeout is None else time.monotonic() + resolve_timeout(timeout)
         pending = set(futures)
         while pending:
