@@ -137,6 +137,21 @@ def test_receiver_never_releasing_times_out_with_a_clear_message():
 
 
 @pytest.mark.timeout(60)
+def test_a_receive_that_times_out_first_also_says_the_receiver_holds_every_buffer():
+    """A receive whose own timeout ends before the link's watch (here 0.3 s against 10 s)
+    says the same: the careless receiver that iterates a link without releasing learns why."""
+    with cpu_link(packet_size=1, num_buffers=2) as (ctx, link):
+        link.send(np.arange(5, dtype=np.int32))
+        held = [link.receive(timeout=5) for _ in range(2)]
+        with pytest.raises(WaitTimeout, match=r"waiting for a segment on .*the receiver holds all 2 "
+                                              r"receive buffers of .*release\(\) each PendingSegment"):
+            link.receive(timeout=0.3)
+        for pending in held:
+            pending.release()
+        assert link.receive(timeout=5).wait().data.tolist() == [2]
+
+
+@pytest.mark.timeout(60)
 def test_concurrent_senders(ctx):
     a, b = ctx.devices
     link = Link(a, b, packet_size=16, num_buffers=4, ctx=ctx)

@@ -266,6 +266,15 @@ class Link(SegmentReceiver):
         with self._lock:
             return self.num_buffers - len(self._free)
 
+    def held_by_receiver(self) -> str:
+        """Why a receiver waits in vain when it holds every receive buffer while sends wait
+        for one (a receive that timed out says so): that, or "" (lock held or not: a
+        snapshot)."""
+        if not (self._sends and not self._free):
+            return ""
+        return (f" (the receiver holds all {self.num_buffers} receive buffers of {self.name}, "
+                f"which sends wait for: release() each PendingSegment after use)")
+
     def add_room_listener(self, cond: threading.Condition) -> None:
         self._room_listeners.append(cond)
 
@@ -597,10 +606,13 @@ class Link(SegmentReceiver):
             pass
         with self._lock:
             if not self._received and not self._done and self._error is None:
-                wait_for(lambda: self._received or self._done or self._error is not None,
-                         cond=self._arrival,
-                         timeout=timeout if timeout is not None else self.timeout, stop=self.stop,
-                         what=f"a segment on {self.name}")
+                try:
+                    wait_for(lambda: self._received or self._done or self._error is not None,
+                             cond=self._arrival,
+                             timeout=timeout if timeout is not None else self.timeout,
+                             stop=self.stop, what=f"a segment on {self.name}")
+                except WaitTimeout as exc:
+                    raise WaitTimeout(f"{exc}{self.held_by_receiver()}") from None
             if self._received:
                 return self._received.popleft()
             if self._error is not None:

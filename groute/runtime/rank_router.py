@@ -78,6 +78,9 @@ class _Output(RouterOutput):
     def _waiting_for(self) -> str:
         return f"{super()._waiting_for()} (delivered at its flush)"
 
+    def _held_by_receiver(self) -> str:
+        return ""       # no receive buffers here: every rank's segments arrive at a flush
+
     def _end(self):
         return None
 
