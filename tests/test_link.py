@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from groute import HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, WaitTimeout
+from groute import (HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, Router,
+                    WaitTimeout, first_available)
 from support import backends, context_or_skip
 
 
@@ -424,6 +425,26 @@ def test_wrong_dtype_is_rejected(cpu_ctx):
     with pytest.raises(ValueError, match="int32"):
         link.send(np.zeros(3, np.float64))
     link.close()
+
+
+def test_a_send_of_a_scalar_or_a_bad_event_or_metadata_names_the_link(cpu_ctx):
+    a, b = cpu_ctx.devices[:2]
+    link = Link(a, b, 4, ctx=cpu_ctx, name="typed")
+    items = np.arange(3, dtype=np.int32)
+    with pytest.raises(ValueError, match="typed: send takes an array of items, got a 0-d array"):
+        link.send(np.int32(5))                          # was IndexError: tuple index out of range
+    with pytest.raises(TypeError, match="typed: event must be an event a stream recorded"):
+        link.send(items, event="x")                     # was an AttributeError in the copy
+    with pytest.raises(TypeError, match="typed: metadata must be a dict, got int"):
+        link.send(items, metadata=5)
+    assert link.stats["segments"] == 0                  # nothing was queued
+    link.close()
+    router = Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx)
+    with pytest.raises(TypeError, match=r"router\[0->0\]: metadata must be a dict"):
+        router.inputs[0].send(items, metadata=5)        # was dict()'s TypeError
+    with pytest.raises(ValueError, match=r"router\[0->0\]: send takes an array of items"):
+        router.inputs[0].send(np.int32(5))
+    router.close()
 
 
 def test_host_to_host_is_rejected():

@@ -45,6 +45,7 @@ over K devices has K*(K-1) links). Each link keeps its own copy stream where str
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
 import itertools
 import logging
@@ -220,7 +221,7 @@ class Link(SegmentReceiver):
         must not overwrite ``data`` until the returned handle is done. Packets that find a free
         buffer are issued (asynchronously) before this returns.
         """
-        data = self._check_data(data)
+        data = self._check_send(data, event, metadata)
         n = int(data.shape[0])
         packets = -(-n // self.packet_size)
         handle = SendHandle(n)
@@ -243,11 +244,23 @@ class Link(SegmentReceiver):
         self._issue_and_yield(self.num_buffers, raise_errors=True, work=work)
         return handle
 
-    def _check_data(self, data):
+    def _check_send(self, data, event=None, metadata=None):
+        """``data`` if a send of it (with ``event`` and ``metadata``) is one this link carries;
+        else a TypeError or ValueError naming the link (a router checks its sends so too,
+        before its policy sees them)."""
+        if event is not None and not (callable(getattr(event, "query", None))
+                                      and callable(getattr(event, "synchronize", None))):
+            raise TypeError(f"{self.name}: event must be an event a stream recorded "
+                            f"(stream.record()), got {type(event).__name__}")
+        if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
+            raise TypeError(f"{self.name}: metadata must be a dict, got {type(metadata).__name__}")
         if not hasattr(data, "shape") or not hasattr(data, "dtype"):
             raise TypeError(f"{self.name}: send takes an array, got {type(data).__name__}")
         if data.dtype != self.dtype:
             raise ValueError(f"{self.name}: carries {self.dtype}, got {data.dtype}")
+        if data.ndim == 0:
+            raise ValueError(f"{self.name}: send takes an array of items, got a 0-d array (one "
+                             f"item is an array of one: x.reshape(1))")
         if tuple(data.shape[1:]) != self.item_shape:
             raise ValueError(f"{self.name}: items have shape {self.item_shape}, got {tuple(data.shape[1:])}")
         return data
@@ -692,7 +705,7 @@ def send_all(links, data, *, event=None, metadata=None) -> list:
     if not links:
         return []
     lead = links[0]
-    data = lead._check_data(data)
+    data = lead._check_send(data, event, metadata)
     size = int(data.shape[0])
     packets = -(-size // lead.packet_size)
     meta = dict(metadata) if metadata else {}
