@@ -510,6 +510,15 @@ def level_backend(backend: str, devices, num_arcs: int) -> str:
     return backend
 
 
+def _number(value, name: str) -> float:
+    """``value`` (``resolution``, ``threshold``) as a float; a TypeError naming ``name`` for
+    what is not a number (a string: float() would say only "could not convert"); a bool is
+    0 or 1, as in NetworkX's arithmetic."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
 def salt_of(seed) -> int:
     """A 62-bit salt drawn from ``seed`` as NetworkX gives it (``py_random_state``: a
     ``random.Random`` or its wrapper of a NumPy generator), an int, or None (the global
@@ -572,6 +581,7 @@ class Louvain:
         :class:`~groute.results.AppResult` s (``components()``: the communities as sets of the
         graph's ids). A level is yielded when its moves changed the communities (the first
         always); the levels stop when one gains ``threshold`` or less."""
+        resolution, threshold = _number(resolution, "resolution"), _number(threshold, "threshold")
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)      # each vertex's vertex at this level
@@ -610,6 +620,7 @@ class Louvain:
         become the next level's vertices (starting in their communities); a generator of every
         level's communities as :meth:`partitions`, until a level moves nothing (the first is
         always yielded)."""
+        resolution = _number(resolution, "resolution")
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)
@@ -651,6 +662,7 @@ class Louvain:
     def modularity(self, labels, resolution=1) -> float:
         """NetworkX's modularity of the communities ``labels`` (a key per position, each a
         position of the graph)."""
+        resolution = _number(resolution, "resolution")
         if self.first.total == 0:
             raise ZeroDivisionError("the edges weigh 0 in all: modularity divides by it")
         with self._context(self.first, []) as ctx:

@@ -99,6 +99,18 @@ def test_modularity_errors_are_networkx_s():
         pytest.approx(nx.community.modularity(G, [{0, 1}, {2, 3}]))
 
 
+def test_a_resolution_or_threshold_that_is_no_number_is_named():
+    G = nx.path_graph(4)
+    cpu = dict(backend="cpu", devices=1)
+    for call in (lambda: groute.modularity(G, [{0, 1}, {2, 3}], resolution="x", **cpu),
+                 lambda: groute.louvain_communities(G, resolution="x", **cpu),
+                 lambda: groute.leiden_communities(G, resolution="x", **cpu)):
+        with pytest.raises(TypeError, match="resolution must be a number, got 'x'"):
+            call()
+    with pytest.raises(TypeError, match="threshold must be a number, got 'x'"):
+        groute.louvain_communities(G, threshold="x", **cpu)
+
+
 # ------------------------------------------------------------------------------------------------
 # Louvain
 # ------------------------------------------------------------------------------------------------
