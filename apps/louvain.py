@@ -863,7 +863,7 @@ def partition_labels(graph, communities) -> np.ndarray:
             raise ValueError("communities is not a partition: a vertex is in two of them")
         labels[where] = where[0]
     if bool(np.any(labels < 0)):
-        missing = graph.ids[int(np.flatnonzero(labels < 0)[0])]
+        missing = graph.file_id_of(int(np.flatnonzero(labels < 0)[0]))
         raise ValueError(f"communities is not a partition: vertex {missing!r} is in none")
     return labels
 

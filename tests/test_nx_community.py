@@ -91,6 +91,16 @@ def test_modularity_errors_are_networkx_s():
     for bad in ([{0, 1}, {1, 2, 3}], [{0, 1}], [{0, 1}, {2, 3, 9}]):
         with pytest.raises(NotAPartition):
             nx.community.modularity(G, bad, backend="groute")
+    # the message names the graph as NetworkX's does (it named the conversion's repr,
+    # "GrouteGraph(4 nodes, 6 arcs, undirected)")
+    for H in (G, nx.Graph([(0, 1), (1, 1)], name="loop"), nx.DiGraph([(0, 1), (1, 0), (1, 1)])):
+        with pytest.raises(NotAPartition) as ours:
+            nx.community.modularity(H, [{0}], backend="groute")
+        with pytest.raises(NotAPartition) as theirs:
+            nx.community.modularity(H, [{0}], backend="networkx")
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="vertex 0 is in none"):    # not np.int64(0)
+        groute.modularity(G, [], backend="cpu", devices=1)
     with pytest.raises(ZeroDivisionError):
         nx.community.modularity(nx.empty_graph(3), [{0, 1, 2}], backend="groute")
     with pytest.raises(ValueError, match="not a partition"):
