@@ -44,7 +44,7 @@ from ..errors import WaitTimeout
 from ..waiting import stopped, wait_for
 from .endpoint import Endpoint
 from .pump import _Pump
-from .segment import PendingSegment, SegmentReceiver, positive_int
+from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
 
 #: the host's own kernels on the link (close; the layout check)
 KERNELS = Path(__file__).with_name("link_kernels.cu")
@@ -96,7 +96,7 @@ class DeviceLink(SegmentReceiver):
                              f"(peer access); use a host-initiated Link between them")
         self.receiver = receiver
         self.dtype = np.dtype(dtype)
-        self.item_shape = tuple(item_shape)
+        self.item_shape = item_shape_of(item_shape)
         #: a slot's bytes (a packet's items times an item's bytes)
         self.packet_bytes = self.packet_size * self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"

@@ -60,7 +60,7 @@ from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
 from .pump import _Pump
 from .device_link import DeviceLink
-from .segment import PendingSegment, SegmentReceiver, positive_int
+from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -168,7 +168,7 @@ class Link(SegmentReceiver):
         if copy_on not in ("src", "dst"):
             raise ValueError(f"copy_on must be 'src' or 'dst', got {copy_on!r}")
         self.dtype = np.dtype(dtype)
-        self.item_shape = tuple(item_shape)
+        self.item_shape = item_shape_of(item_shape)
         self.batching = bool(batching)
         self.name = name or f"link{next(_LINK_IDS)}[{self.src}->{self.dst}]"
         self.ctx = ctx

@@ -34,7 +34,7 @@ from ..waiting import wait_for
 from .endpoint import Endpoint
 from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
-from .segment import PendingSegment, Segment
+from .segment import PendingSegment, Segment, item_shape_of
 
 
 class _Sent:
@@ -123,7 +123,7 @@ class RankRouter:
         self.policy = policy
         self.name = name
         self.dtype = np.dtype(dtype)
-        self.item_shape = tuple(item_shape)
+        self.item_shape = item_shape_of(item_shape)
         self.timeout = resolve_timeout(ctx.timeout)
         self.stop = ctx.stop_event
         self.closed = False
