@@ -153,6 +153,22 @@ def test_shutting_the_kept_contexts_down_passes_one_that_is_stuck(fresh_kept):
     assert "at exit, a kept context's shutdown: shutdown gave up" in done.stderr
 
 
+def test_a_closed_solver_does_not_run(fresh_kept):
+    """Its lease of the kept context is given back at close (another solver may hold it now):
+    PageRank, CC and Katz ran there all the same, BFS and SSSP failed with an AttributeError."""
+    from groute.apps.bfs import BFS
+    from groute.apps.cc import CC
+    from groute.apps.katz import Katz
+    from groute.apps.pr import PageRank
+    from groute.apps.sssp import SSSP
+    g = load_graph(nx.karate_club_graph())
+    for solver, args in ((BFS, (0,)), (SSSP, (0,)), (PageRank, ()), (CC, ()), (Katz, ())):
+        with solver(g, **CPU) as s:
+            s.run(*args)
+        with pytest.raises(RuntimeError, match=f"{solver.__name__} is closed"):
+            s.run(*args)
+
+
 def _starts(monkeypatch):
     """A list that grows by one name per thread started from now on."""
     started = []
