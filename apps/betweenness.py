@@ -251,6 +251,9 @@ def _rescale(bc, n, *, normalized, directed, endpoints, sampled):
     if N < 2:
         return bc
     K = N if k is None else k
+    if K == 0:
+        raise ZeroDivisionError("betweenness from no sources (sources=[], or NetworkX's k=0): "
+                                "the rescaling divides by the number of sources, as NetworkX's")
     correction = 1 if directed else 2
     if k is None or endpoints:
         scale = 1 / (K * (N - 1)) if normalized else N / (K * correction)
@@ -559,7 +562,11 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     Raises
     ------
     ValueError
-        ``k`` out of range, or both ``k`` and ``sources``; a length that is not > 0.
+        ``k`` out of range, or both ``k`` and ``sources``; ``sources`` repeating a vertex; a
+        length that is not > 0.
+    ZeroDivisionError
+        ``sources`` empty on a graph of three vertices or more (NetworkX's ``k=0``: the
+        rescaling divides by the number of sources).
     NodeNotFound
         NetworkX's: a source that is not a vertex.
 
@@ -633,7 +640,10 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     Raises
     ------
     ValueError
-        A length that is not > 0; ``k`` out of range, or both ``k`` and ``sources``.
+        A length that is not > 0; ``k`` out of range, or both ``k`` and ``sources``;
+        ``sources`` repeating a vertex.
+    ZeroDivisionError
+        ``sources`` empty on a graph of three vertices or more, as NetworkX's ``k=0``.
     NodeNotFound
         NetworkX's: a source that is not a vertex.
 

@@ -118,8 +118,15 @@ UNMARK = Functor(name="lpa_unmark", params="int* mark", cuda="mark[v] = 0;", num
 MARKED = Functor(name="lpa_marked", params="const int* mark", cuda="return mark[v] != 0;",
                  numpy=lambda s, v: s["mark"][v] != 0)
 
-#: the most rounds of asynchronous updates: each update raises the weight of the arcs whose
-#: ends agree, so they end far sooner (a guard against a bug, not a limit reached)
+#: a directed graph's mover that moves this round: one random bit of its priority (the lowest
+#: of the 31 drawn), so that any one of the movers may move alone
+COIN = Functor(name="lpa_coin", params="const long long* prio",
+               cuda="return ((prio[v] >> 32) & 1) != 0;",
+               numpy=lambda s, v: ((s["prio"][v] >> 32) & 1) != 0)
+
+#: the most rounds of asynchronous updates: on an undirected graph each update raises the
+#: weight of the arcs whose ends agree, so they end far sooner (a guard against a bug, not a
+#: limit reached); a directed graph's updates end with probability 1 (``asynchronous``)
 MAX_ROUNDS = 1_000_000
 
 
@@ -204,7 +211,14 @@ def asynchronous(engine, graph, *, weighted: bool, salt: int, queue: bool,
     independent sets, by random priorities drawn from ``salt`` (each update sees its
     neighbours' latest labels, as updates one at a time in the priorities' order would).
     ``queue``: an update weighs again only the neighbours whose label differs from the new one
-    (fast label propagation's queue), else every vertex is weighed every round."""
+    (fast label propagation's queue), else every vertex is weighed every round.
+
+    On a directed graph an update weighs a vertex's out-neighbours only, so it may lower the
+    agreement along its in-arcs, and the independent set of a round can repeat itself forever
+    (a directed 4-cycle labelled 0 0 2 2: both boundary vertices move, the labels rotate). Each
+    of its movers therefore moves at random (:data:`COIN`), as NetworkX's random order lets
+    one of them move first: every single update then has a chance each round, so the rounds
+    end where NetworkX's do."""
     started = time.perf_counter()
     n = graph.num_vertices
     everyone = engine.all_vertices()
@@ -227,6 +241,8 @@ def asynchronous(engine, graph, *, weighted: bool, salt: int, queue: bool,
         if graph.directed:                  # a vertex's neighbours along its in-arcs too
             advance(gaining, NEIGHBOUR_TOP, over="in", candidates=gaining)
         movers = filter(gaining, MOVES)
+        if graph.directed:
+            movers = filter(movers, COIN)
         compute(movers, RELABEL)
         keyed.share(movers, "label", into="label_of")
         if queue:

@@ -513,6 +513,15 @@ def level_backend(backend: str, devices, num_arcs: int) -> str:
     return backend
 
 
+def _number(value, name: str) -> float:
+    """``value`` (``resolution``, ``threshold``) as a float; a TypeError naming ``name`` for
+    what is not a number (a string: float() would say only "could not convert"); a bool is
+    0 or 1, as in NetworkX's arithmetic."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
 def salt_of(seed) -> int:
     """A 62-bit salt drawn from ``seed`` as NetworkX gives it (``py_random_state``: a
     ``random.Random`` or its wrapper of a NumPy generator), an int, or None (the global
@@ -593,6 +602,7 @@ class Louvain:
         :class:`~groute.results.AppResult` s (``components()``: the communities as sets of the
         graph's ids). A level is yielded when its moves changed the communities (the first
         always); the levels stop when one gains ``threshold`` or less."""
+        resolution, threshold = _number(resolution, "resolution"), _number(threshold, "threshold")
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)      # each vertex's vertex at this level
@@ -626,6 +636,7 @@ class Louvain:
         become the next level's vertices (starting in their communities); a generator of every
         level's communities as :meth:`partitions`, until a level moves nothing (the first is
         always yielded)."""
+        resolution = _number(resolution, "resolution")
         n = self.graph.num_vertices
         started = time.perf_counter()
         members = np.arange(n, dtype=np.int64)
@@ -662,6 +673,7 @@ class Louvain:
     def modularity(self, labels, resolution=1) -> float:
         """NetworkX's modularity of the communities ``labels`` (a key per position, each a
         position of the graph)."""
+        resolution = _number(resolution, "resolution")
         self._check_total()
         with self._stage(self.first, []) as stage:
             stage.start(labels)
@@ -865,7 +877,7 @@ def partition_labels(graph, communities) -> np.ndarray:
             raise ValueError("communities is not a partition: a vertex is in two of them")
         labels[where] = where[0]
     if bool(np.any(labels < 0)):
-        missing = graph.ids[int(np.flatnonzero(labels < 0)[0])]
+        missing = graph.file_id_of(int(np.flatnonzero(labels < 0)[0]))
         raise ValueError(f"communities is not a partition: vertex {missing!r} is in none")
     return labels
 

@@ -20,6 +20,8 @@ with the graph's ids alongside. Also the ``groute pr`` subcommand (``groute page
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from groute.engines import FixedPoint, IterateSolver, LinearIteration
@@ -127,6 +129,15 @@ def _dangling_vertices(graph, weighted: bool) -> np.ndarray:
                        minlength=deg.shape[0]) == 0
 
 
+def _weight(value, name: str) -> float:
+    """One value of a ``distribution`` dict, a number (a TypeError naming ``name`` if not;
+    a bool is 0 or 1, as NetworkX's float array makes it)."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: the values must be numbers, got {value!r} "
+                        f"({type(value).__name__})")
+    return float(value)
+
+
 def distribution(graph, values, name: str) -> np.ndarray:
     """``values`` (a dict keyed by the graph's ids, missing ids 0; or an array by position) as
     a float64 distribution by position, as NetworkX reads ``personalization``, ``nstart`` and
@@ -141,9 +152,13 @@ def distribution(graph, values, name: str) -> np.ndarray:
                 positions = [graph.vertex_of(i, f"{name} key") for i in ids]
             except KeyError as exc:
                 raise ValueError(exc.args[0]) from None
-            p[np.asarray(positions, dtype=np.int64)] = [float(values[i]) for i in ids]
+            p[np.asarray(positions, dtype=np.int64)] = [_weight(values[i], name) for i in ids]
     else:
-        p = np.asarray(values, dtype=np.float64)
+        try:
+            p = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a dict of numbers by id or an array of them by "
+                            f"position, got {type(values).__name__}") from None
         if p.shape != (n,):
             raise ValueError(f"{name}: an array needs one weight per vertex ({n}), got "
                              f"shape {p.shape}")

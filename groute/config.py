@@ -13,6 +13,7 @@ that stands for one: its deadline is beyond what the platform's waits take
 (``threading.TIMEOUT_MAX``, a ``time_t``), so it would fail in a wait or at shutdown.
 """
 import math
+import numbers
 
 from .tuning import setting
 
@@ -45,7 +46,11 @@ def resolve_timeout(timeout):
 
 def _checked(seconds, name: str, alternatives: str) -> float:
     """``seconds`` as a float: positive, finite and at most :data:`MAX_TIMEOUT` (module
-    docstring); a ValueError naming ``name`` otherwise."""
+    docstring); a TypeError naming ``name`` for what is not a number of seconds (a string, a
+    bool), a ValueError for a number out of range."""
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds{alternatives}, got {seconds!r} "
+                        f"({type(seconds).__name__})")
     if not (seconds > 0 and math.isfinite(seconds)):
         raise ValueError(f"{name} must be finite positive seconds{alternatives}, got "
                          f"{seconds!r}")

@@ -96,9 +96,13 @@ class Solver:
 
     ctx = None
     _release_ctx = None
+    _closed = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        run = cls.__dict__.get("run")
+        if run is not None:
+            cls.run = _open_only(run)
         init = cls.__dict__.get("__init__")
         if init is None or not any(p.kind is p.VAR_KEYWORD
                                    for p in inspect.signature(init).parameters.values()):
@@ -159,7 +163,8 @@ class Solver:
 
     def close(self) -> None:
         """Release the solver and its lease of a kept context (the caller's context stays the
-        caller's). Idempotent."""
+        caller's). Idempotent; a later :meth:`run` raises."""
+        self._closed = True
         try:
             self._release()
         finally:            # a failed clean-up must not keep a kept context leased forever
@@ -172,6 +177,18 @@ class Solver:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _open_only(run):
+    """A solver's ``run`` that refuses to run once the solver is closed: its arrays are freed
+    and its lease of a kept context given back (another solver may hold that context now)."""
+    @functools.wraps(run)
+    def open_only(self, *args, **kwargs):
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__} is closed (close(), or the end of its "
+                               f"with block): make a new one to run again")
+        return run(self, *args, **kwargs)
+    return open_only
 
 
 def input_graph(graph, *, weight=None, num_vertices=None, symmetric=False, multigraph=None):

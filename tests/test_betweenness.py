@@ -145,6 +145,9 @@ def test_errors_name_the_argument():
         groute.betweenness_centrality(G, sources=[1, 1], backend="cpu")
     with pytest.raises(groute.NodeNotFound, match="sources: source 9 is not a vertex"):
         groute.betweenness_centrality(G, sources=[9], backend="cpu")
+    for scores in (groute.betweenness_centrality, groute.edge_betweenness_centrality):
+        with pytest.raises(ZeroDivisionError, match="no sources"):  # was 'division by zero'
+            scores(G, sources=[], backend="cpu")
 
 
 def test_the_command_prints_writes_and_verifies(tmp_path, capsys):

@@ -2,6 +2,7 @@
 import threading
 import time
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -96,16 +97,50 @@ def test_run_returns_results_in_device_order():
     ({"devices": 0}, ValueError, ">= 1"),
     ({"devices": [0, 0]}, ValueError, "repeats"),
     ({"devices": []}, ValueError, "empty"),
+    ({"devices": 1.5}, TypeError, r"devices must be 'auto', a count or a list .*got 1.5"),
+    ({"devices": True}, TypeError, r"devices must be .*got True \(bool\)"),
+    ({"devices": "x"}, ValueError, r"devices must be .*got 'x'"),
+    ({"devices": [0, "a"]}, TypeError, r"devices: a device index is an int, got 'a'"),
+    ({"devices": 2 ** 40}, ValueError, "at most 64 virtual devices"),   # not a list of 2**40
     ({"backend": "tpu"}, ValueError, "backend"),
     ({"devices": 2, "timeout": -1}, ValueError, "timeout"),
     ({"devices": 2, "timeout": float("inf")}, ValueError, "finite"),   # nothing waits forever
     ({"devices": 2, "timeout": 1e10}, ValueError, "at most 604800 s"),  # nor past the clocks
     ({"devices": 2, "timeout": 1e300}, ValueError, "at most 604800 s"),
+    ({"devices": 2, "timeout": "5"}, TypeError, r"timeout must be a number of seconds or None, got '5'"),
+    ({"devices": 2, "timeout": True}, TypeError, r"timeout must be .*got True \(bool\)"),
 ])
 def test_bad_arguments(kwargs, exc, msg):
     kwargs.setdefault("backend", "cpu")
     with pytest.raises(exc, match=msg):
         Context(**kwargs)
+
+
+def test_a_run_bounded_by_a_timeout_that_is_not_one_says_so():
+    with Context(2, backend="cpu") as ctx:
+        ran = []
+        with pytest.raises(ValueError, match="timeout must be finite positive seconds or None, got -1"):
+            ctx.run(ran.append, timeout=-1)          # ran unbounded
+        with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got 'x'"):
+            ctx.run(ran.append, timeout="x")
+        assert not ran                               # refused before any device started
+        assert ctx.run(lambda d: d.index, timeout=5) == [0, 1]
+
+
+def test_submit_takes_a_position_in_the_context_and_gather_its_futures():
+    with Context(2, backend="cpu") as ctx:
+        for bad, exc in ((-1, IndexError), (2, IndexError), ("a", TypeError), (1.0, TypeError)):
+            with pytest.raises(exc, match=r"submit: device_index"):
+                ctx.submit(bad, lambda d: d.name)           # -1 ran on cpu:1
+        with pytest.raises(TypeError, match="gather takes the futures submit returned, got int"):
+            ctx.gather([5])
+        assert ctx.gather(ctx.submit(i, lambda d: d.name) for i in (1, 0)) == ["cpu:1", "cpu:0"]
+
+
+def test_an_algorithm_given_devices_of_another_type_says_so():
+    import groute
+    with pytest.raises(TypeError, match=r"devices must be 'auto', a count .*got 1.5 \(float\)"):
+        groute.bfs(nx.path_graph(3), 0, devices=1.5, backend="cpu")
 
 
 def test_the_longest_timeout_runs_and_shuts_down():

@@ -290,6 +290,25 @@ def test_bad_device_links_are_clear_errors(cpu_ctx):
     link.close()
 
 
+@pytest.mark.timeout(60)
+def test_a_packet_of_another_dtype_or_too_many_items_is_refused_naming_the_link(cpu_ctx):
+    """As a host-initiated Link's send: the CPU functions would cast float64 items into the
+    int32 slots (silently truncated) where a CUDA kernel copies their bytes."""
+    a, b = cpu_ctx.devices[:2]
+    link = Link(a, b, 4, ctx=cpu_ctx, initiated="device", name="typed")
+    for bad in (np.arange(4.0) + 0.5, np.arange(4, dtype=np.int8), np.zeros((4, 2), np.int32)):
+        with pytest.raises(ValueError, match="typed: carries int32 items of shape"):
+            link.tx.send(bad)
+        with pytest.raises(ValueError, match="typed: carries int32"):
+            link.tx.send_part(0, bad, 0, 0, 1)
+    with pytest.raises(ValueError, match=r"typed: a packet holds 0..4 items, got 8"):
+        link.tx.send(np.arange(8, dtype=np.int32))
+    with pytest.raises(ValueError, match=r"typed: a packet holds 0..4 items, got a 0-d array"):
+        link.tx.send(np.int32(3))
+    assert int(link._head[0]) == 0          # nothing reserved: the packets a receiver waits for
+    link.close()
+
+
 def test_the_header_and_the_link_kernels_compile(tmp_path):
     """link.cuh, the runtime's kernels, the benchmark's and the GPU tests' compile with nvcc (no
     GPU needed), the struct's field offsets as device_link.py packs them."""

@@ -127,6 +127,48 @@ def test_a_stopped_or_shut_kept_context_is_replaced(fresh_kept):
     release()
 
 
+def test_shutting_the_kept_contexts_down_passes_one_that_is_stuck(fresh_kept):
+    """A kept context whose device function ignores the stop fails its shutdown (WaitTimeout,
+    naming the device); the kept contexts after it are shut down all the same, and at exit the
+    failure is logged, not raised into a traceback."""
+    import time
+    stuck, release = kept.lease(backend="cpu", devices=1, timeout=0.2)
+    started = threading.Event()
+    stuck.submit(0, lambda device: (started.set(), time.sleep(1.5)))
+    assert started.wait(10)
+    release()
+    other, release = kept.lease(backend="cpu", devices=2, timeout=17)
+    release()
+    with pytest.raises(groute.WaitTimeout, match="cpu:0"):
+        kept.shutdown_all()
+    assert stuck._closed and other._closed and not kept._kept
+    code = ("import threading, time\nfrom groute.runtime import kept\n"
+            "ctx, release = kept.lease(backend='cpu', devices=1, timeout=0.2)\n"
+            "started = threading.Event()\n"
+            "ctx.submit(0, lambda device: (started.set(), time.sleep(1)))\n"
+            "started.wait(10)\nrelease()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "at exit, a kept context's shutdown: shutdown gave up" in done.stderr
+
+
+def test_a_closed_solver_does_not_run(fresh_kept):
+    """Its lease of the kept context is given back at close (another solver may hold it now):
+    PageRank, CC and Katz ran there all the same, BFS and SSSP failed with an AttributeError."""
+    from groute.apps.bfs import BFS
+    from groute.apps.cc import CC
+    from groute.apps.katz import Katz
+    from groute.apps.pr import PageRank
+    from groute.apps.sssp import SSSP
+    g = load_graph(nx.karate_club_graph())
+    for solver, args in ((BFS, (0,)), (SSSP, (0,)), (PageRank, ()), (CC, ()), (Katz, ())):
+        with solver(g, **CPU) as s:
+            s.run(*args)
+        with pytest.raises(RuntimeError, match=f"{solver.__name__} is closed"):
+            s.run(*args)
+
+
 def _starts(monkeypatch):
     """A list that grows by one name per thread started from now on."""
     started = []

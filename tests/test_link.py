@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from groute import HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, WaitTimeout
+from groute import (HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, Router,
+                    WaitTimeout, first_available)
 from support import backends, context_or_skip
 
 
@@ -134,6 +135,21 @@ def test_receiver_never_releasing_times_out_with_a_clear_message():
         with pytest.raises(DeviceError, match=link.name.replace("[", r"\[")):
             ctx.check()                  # the link's failure stopped its context
         first.release()
+
+
+@pytest.mark.timeout(60)
+def test_a_receive_that_times_out_first_also_says_the_receiver_holds_every_buffer():
+    """A receive whose own timeout ends before the link's watch (here 0.3 s against 10 s)
+    says the same: the careless receiver that iterates a link without releasing learns why."""
+    with cpu_link(packet_size=1, num_buffers=2) as (ctx, link):
+        link.send(np.arange(5, dtype=np.int32))
+        held = [link.receive(timeout=5) for _ in range(2)]
+        with pytest.raises(WaitTimeout, match=r"waiting for a segment on .*the receiver holds all 2 "
+                                              r"receive buffers of .*release\(\) each PendingSegment"):
+            link.receive(timeout=0.3)
+        for pending in held:
+            pending.release()
+        assert link.receive(timeout=5).wait().data.tolist() == [2]
 
 
 @pytest.mark.timeout(60)
@@ -403,12 +419,41 @@ def test_bad_arguments(cpu_ctx, kwargs, msg):
         Link(a, b, **kwargs)
 
 
+@pytest.mark.parametrize("initiated", ["host", "device"])
+def test_an_item_shape_that_is_not_one_is_named(cpu_ctx, initiated):
+    a, b = cpu_ctx.devices[:2]
+    with pytest.raises(TypeError, match="item_shape must be a tuple of sizes"):
+        Link(a, b, 4, item_shape=3, ctx=cpu_ctx, initiated=initiated)     # "'int' object is not iterable"
+    with pytest.raises(ValueError, match="item_shape's sizes must be a whole number >= 1, got -1"):
+        Link(a, b, 4, item_shape=(-1,), ctx=cpu_ctx, initiated=initiated)  # NumPy's "negative dimensions"
+
+
 def test_wrong_dtype_is_rejected(cpu_ctx):
     a, b = cpu_ctx.devices[:2]
     link = Link(a, b, 4, ctx=cpu_ctx)
     with pytest.raises(ValueError, match="int32"):
         link.send(np.zeros(3, np.float64))
     link.close()
+
+
+def test_a_send_of_a_scalar_or_a_bad_event_or_metadata_names_the_link(cpu_ctx):
+    a, b = cpu_ctx.devices[:2]
+    link = Link(a, b, 4, ctx=cpu_ctx, name="typed")
+    items = np.arange(3, dtype=np.int32)
+    with pytest.raises(ValueError, match="typed: send takes an array of items, got a 0-d array"):
+        link.send(np.int32(5))                          # was IndexError: tuple index out of range
+    with pytest.raises(TypeError, match="typed: event must be an event a stream recorded"):
+        link.send(items, event="x")                     # was an AttributeError in the copy
+    with pytest.raises(TypeError, match="typed: metadata must be a dict, got int"):
+        link.send(items, metadata=5)
+    assert link.stats["segments"] == 0                  # nothing was queued
+    link.close()
+    router = Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx)
+    with pytest.raises(TypeError, match=r"router\[0->0\]: metadata must be a dict"):
+        router.inputs[0].send(items, metadata=5)        # was dict()'s TypeError
+    with pytest.raises(ValueError, match=r"router\[0->0\]: send takes an array of items"):
+        router.inputs[0].send(np.int32(5))
+    router.close()
 
 
 def test_host_to_host_is_rejected():

@@ -335,6 +335,9 @@ def test_betweenness_k_as_networkx(on_devices):
         nx.betweenness_centrality(G, k=-1, backend="groute")
     with pytest.raises(ZeroDivisionError):
         nx.betweenness_centrality(G, k=0, backend="groute")
+    for tiny in (nx.empty_graph(1), nx.path_graph(2)):      # no rescaling: NetworkX's zeros
+        assert nx.betweenness_centrality(tiny, k=0, backend="groute") == \
+            nx.betweenness_centrality(tiny, k=0, backend="networkx")
     rng = random.Random(5)
     assert nx.betweenness_centrality(G, k=4, seed=rng, backend="groute") == \
         nx.betweenness_centrality(G, backend="groute")

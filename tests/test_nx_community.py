@@ -89,12 +89,34 @@ def test_modularity_errors_are_networkx_s():
     for bad in ([{0, 1}, {1, 2, 3}], [{0, 1}], [{0, 1}, {2, 3, 9}]):
         with pytest.raises(NotAPartition):
             nx.community.modularity(G, bad, backend="groute")
+    # the message names the graph as NetworkX's does (it named the conversion's repr,
+    # "GrouteGraph(4 nodes, 6 arcs, undirected)")
+    for H in (G, nx.Graph([(0, 1), (1, 1)], name="loop"), nx.DiGraph([(0, 1), (1, 0), (1, 1)])):
+        with pytest.raises(NotAPartition) as ours:
+            nx.community.modularity(H, [{0}], backend="groute")
+        with pytest.raises(NotAPartition) as theirs:
+            nx.community.modularity(H, [{0}], backend="networkx")
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="vertex 0 is in none"):    # not np.int64(0)
+        groute.modularity(G, [], backend="cpu", devices=1)
     with pytest.raises(ZeroDivisionError):
         nx.community.modularity(nx.empty_graph(3), [{0, 1, 2}], backend="groute")
     with pytest.raises(ValueError, match="not a partition"):
         groute.modularity(G, [{0, 1}, {1, 2, 3}], backend="cpu", devices=1)
     assert groute.modularity(G, iter([(0, 1), [2, 3]]), backend="cpu", devices=1) == \
         pytest.approx(nx.community.modularity(G, [{0, 1}, {2, 3}]))
+
+
+def test_a_resolution_or_threshold_that_is_no_number_is_named():
+    G = nx.path_graph(4)
+    cpu = dict(backend="cpu", devices=1)
+    for call in (lambda: groute.modularity(G, [{0, 1}, {2, 3}], resolution="x", **cpu),
+                 lambda: groute.louvain_communities(G, resolution="x", **cpu),
+                 lambda: groute.leiden_communities(G, resolution="x", **cpu)):
+        with pytest.raises(TypeError, match="resolution must be a number, got 'x'"):
+            call()
+    with pytest.raises(TypeError, match="threshold must be a number, got 'x'"):
+        groute.louvain_communities(G, threshold="x", **cpu)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -406,6 +428,20 @@ def test_asynchronous_propagation_settles_as_networkx_s(on_devices, name, G):
         fast = list(nx.community.fast_label_propagation_communities(G, weight=weight, seed=3,
                                                                     backend="groute"))
         assert (is_partition(G, fast) and stable(G, fast, weight, both_ways=True)) or not len(G)
+
+
+@pytest.mark.timeout(60)
+def test_asynchronous_propagation_settles_on_directed_cycles(on_devices):
+    """A directed cycle's updates can rotate its labels forever when every vertex that would
+    change moves at once (4-cycle, labels 0 0 2 2); NetworkX's random order settles it, and
+    so must groute's, for any seed."""
+    cycles = [nx.cycle_graph(4, create_using=nx.DiGraph),
+              nx.DiGraph([(0, "a"), ("a", (1, 2)), ((1, 2), 2.5), (2.5, 0), (0, "0")]),
+              nx.gnp_random_graph(30, 0.1, seed=4, directed=True)]
+    for G in cycles:
+        for seed in range(4):
+            found = list(nx.community.asyn_lpa_communities(G, seed=seed, backend="groute"))
+            assert is_partition(G, found) and stable(G, found)
 
 
 def test_propagation_finds_networkx_s_communities_where_they_are_certain():

@@ -217,6 +217,24 @@ def test_bellman_ford_lengths(on_devices, name, G):
         outcome(nx.single_source_bellman_ford_path_length, G, "nope")
 
 
+def test_an_unhashable_source_raises_what_networkx_raises(on_devices):
+    """NetworkX's TypeError where its code hashes the source first, its NodeNotFound where it
+    asks ``in G`` first: the backend answered NodeNotFound for the first three and TypeError
+    for closeness without distance."""
+    G = nx.path_graph(4)
+    nx.set_edge_attributes(G, 1, "weight")
+    calls = [(nx.single_source_dijkstra_path_length, (G, [1])),
+             (nx.single_source_bellman_ford_path_length, (G, [1])),
+             (nx.bellman_ford_path_length, (G, [1], 2)),
+             (nx.bellman_ford_path_length, (G, [1], [1])),
+             (nx.dijkstra_path_length, (G, [1], 2))]
+    for fn, args in calls:
+        assert outcome(fn, *args, backend="groute") == outcome(fn, *args, backend="networkx")
+    for distance in (None, "weight"):
+        assert outcome(nx.closeness_centrality, G, u=[1], distance=distance, backend="groute") \
+            == outcome(nx.closeness_centrality, G, u=[1], distance=distance, backend="networkx")
+
+
 def test_bellman_ford_negative_weights_run_on_networkx():
     G = nx.DiGraph([(0, 1, {"weight": 4}), (0, 2, {"weight": 1}), (2, 1, {"weight": -2})])
     with pytest.raises(NotImplementedError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -191,6 +192,20 @@ def test_operator_errors_name_the_functor_and_what_is_missing():
     with make_engine(g, backend="cpu", devices=1) as other:
         with pytest.raises(ValueError, match="another engine"):
             eng.filter(other.all_vertices(), ABOVE, {"t": 1})
+
+
+def test_a_frontier_of_one_string_a_missing_state_or_a_scalar_of_another_type_is_named():
+    G = nx.path_graph(["ab", "a", "b"])
+    with make_engine(G, backend="cpu", devices=2) as eng:
+        with pytest.raises(TypeError, match="frontier takes a list of the graph's ids"):
+            eng.frontier("ab")              # was the frontier of "a" and "b", its letters
+        assert eng.frontier(["ab"]).vertices().tolist() == [0]
+        with pytest.raises(ValueError, match=r"gather: no state named 'nothing' \(the engine "
+                                             r"holds \['value'\]\)"):
+            eng.state("value", np.int32, 0)
+            eng.gather("nothing")           # was a DeviceError holding KeyError('nothing')
+        with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got 'x'"):
+            filter(eng.all_vertices(), ABOVE, t="x")    # was int()'s 'invalid literal'
 
 
 def test_exchange_in_many_small_packets_through_few_buffers():

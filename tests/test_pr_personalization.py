@@ -73,6 +73,12 @@ def test_errors_name_the_argument():
         pagerank(G, personalization=np.ones(3), backend="cpu")
     with pytest.raises(ValueError, match="finite and >= 0"):
         pagerank(G, personalization={0: -1.0}, backend="cpu")
+    # float()'s "could not convert string to float: 'x'" named neither the argument nor a type
+    with pytest.raises(TypeError, match="personalization must be a dict of numbers by id or an "
+                                        "array of them by position, got str"):
+        pagerank(G, personalization="x", backend="cpu")
+    with pytest.raises(TypeError, match="nstart: the values must be numbers, got 'x'"):
+        pagerank(G, nstart={0: "x"}, backend="cpu")
 
 
 def test_cli_max_iter_without_convergence_is_an_error(capsys):

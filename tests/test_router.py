@@ -204,6 +204,20 @@ def test_a_router_wait_while_receivers_hold_every_buffer_says_release():
 
 
 @pytest.mark.timeout(60)
+def test_an_output_receive_that_times_out_says_its_receiver_holds_every_buffer():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router = Router([HOST], ctx.devices[:1], first_available, packet_size=4, num_buffers=1,
+                        ctx=ctx)
+        router.inputs[0].send(np.zeros(8, np.int32))     # two packets, one buffer
+        held = router.outputs[0].receive(timeout=5)
+        with pytest.raises(WaitTimeout, match=r"at router output 0 .*the receiver holds all 1 "
+                                              r"receive buffers of router\[0->0\]"):
+            router.outputs[0].receive(timeout=0.3)
+        held.release()
+        router.close()
+
+
+@pytest.mark.timeout(60)
 def test_a_batching_router_hands_its_outputs_runs_of_packets():
     with Context(2, backend="cpu", timeout=10) as ctx:
         router = Router([HOST], ctx.devices, broadcast, packet_size=4, num_buffers=3, ctx=ctx,

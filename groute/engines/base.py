@@ -61,6 +61,9 @@ class Engine(abc.ABC):
         """A :class:`~groute.operators.Frontier` of the vertices whose ids (the graph's own,
         as every algorithm takes them) are ``ids``; :class:`~groute.errors.NodeNotFound`
         naming the first that is not a vertex."""
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+            raise TypeError(f"frontier takes a list of the graph's ids (one id: [id]), got "
+                            f"{type(ids).__name__} {ids!r}")
         if self.vertex_ids is None:
             return self.frontier_at(ids)
         ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)

@@ -271,6 +271,7 @@ class BSPEngine(Engine):
         self._each(make, self.parts)
 
     def gather(self, name):
+        self._holds(name, "gather")
         pieces = self._shared(self._each(lambda device, part: device.to_host(part.state[name]),
                                          self.parts), f"the state {name!r}")
         new = np.concatenate(pieces) if pieces else np.zeros(0)
@@ -325,12 +326,16 @@ class BSPEngine(Engine):
         self.stats["filters"] += 1
         return self._frontier(self._each(run, self.parts, frontier.parts), frontier.direction)
 
-    def reduce(self, frontier, state, op):
-        self._check(frontier, "reduce")
+    def _holds(self, state, what):
+        """A ValueError naming ``what`` unless every device of this process holds ``state``."""
         held = [part for part in self.parts if part is not None]     # this process's
         if any(state not in part.state for part in held):
-            raise ValueError(f"reduce: no state named {state!r} (the engine holds "
+            raise ValueError(f"{what}: no state named {state!r} (the engine holds "
                              f"{sorted(held[0].state) or 'none'})")
+
+    def reduce(self, frontier, state, op):
+        self._check(frontier, "reduce")
+        self._holds(state, "reduce")
 
         def run(device, part, fr):
             if not len(fr):

@@ -38,9 +38,6 @@ FAMILY_ESTIMATES = {
 FAMILY_NAMES = {"relax": "BFS and SSSP", "iterate": "PageRank and Katz",
                 "components": "connected components", "operators": "the operator-API algorithms"}
 
-#: the values ``devices`` takes besides a count or a list of device indices
-AUTO = "auto"
-
 
 def summary() -> str:
     """Every family's rule in one sentence (what ``--devices`` prints)."""
@@ -98,7 +95,8 @@ def choose_devices(devices, *, ctx=None, backend: str = "auto", engine: str, num
     Parameters
     ----------
     devices : "auto", None, int or list of int
-        As the user gave it: ``"auto"`` or None asks the rule; anything else is honoured.
+        As the user gave it: ``"auto"`` or None asks the rule; anything else is checked
+        (:func:`groute.runtime.context.requested_devices`) and honoured.
     ctx : Context, optional
         A context the user gave: its devices are used and ``devices`` is ignored.
     backend : str
@@ -122,12 +120,10 @@ def choose_devices(devices, *, ctx=None, backend: str = "auto", engine: str, num
     """
     if ctx is not None:
         return DeviceChoice(None, f"the given context's {ctx.num_devices}")
-    if devices is not None and devices != AUTO:
-        if isinstance(devices, str):
-            raise ValueError(f"devices must be 'auto', a count or a list of device indices; "
-                             f"got {devices!r}")
+    from groute.runtime.context import requested_devices, resolve_backend
+    devices = requested_devices(devices)
+    if devices is not None:
         return DeviceChoice(devices, "as asked")
-    from groute.runtime.context import resolve_backend
     from groute.device import cuda_device_count
 
     if estimate is None and FAMILY_ESTIMATES[engine] is not None:

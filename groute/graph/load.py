@@ -25,6 +25,7 @@ from . import cache as _cache
 from .convert import as_graph
 from .csr import CSRGraph
 from .formats import detect_format, read_graph
+from .rng import checked_seed
 from .spec import is_spec, parse_spec
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
     read nor write). ``backend``: where generators run ("auto" uses a GPU
     through CuPy when there is one; the graph is the same either way).
     """
+    if seed is not None:
+        seed = checked_seed(seed)
     if not isinstance(source, (str, os.PathLike)):
         g = as_graph(source, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     else:

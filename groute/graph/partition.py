@@ -174,6 +174,10 @@ class Partition:
 _MEMO: "weakref.WeakKeyDictionary[CSRGraph, dict]" = weakref.WeakKeyDictionary()
 
 
+#: the partition seeds: METIS takes a C int (the random split takes the same, one rule for both)
+METIS_SEEDS = 2 ** 31
+
+
 def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, seed: int = 0,
                     cache: bool = True, progress: bool = True) -> Partition:
     """Split ``g`` (host arrays) over ``k`` devices; see the module docstring.
@@ -181,13 +185,15 @@ def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, see
     A graph loaded by ranks (:class:`~groute.graph.rank_graph.RankGraph`) is split by its
     ranges whatever the method (:class:`~groute.graph.rank_graph.RangeSplit`).
 
-    Raises ValueError for k < 1, k > |V| or an unknown method, and ImportError with the pip
+    Raises ValueError for k < 1, k > |V|, an unknown method or a seed outside
+    ``[0, METIS_SEEDS)`` (TypeError for one that is not an int), and ImportError with the pip
     command when METIS is asked for but pymetis is not installed. The same graph object asked
     for the same split again gets the same :class:`Partition` back (treat it as read-only).
     """
     if hasattr(g, "split_by_ranges"):           # a RankGraph: split by its ranges
         return g.split_by_ranges(k, method)
-    key = (int(k), method, int(seed))
+    seed = rng.checked_seed(seed, "seed (the partition's)", below=METIS_SEEDS)
+    key = (int(k), method, seed)
     try:
         memo = _MEMO.setdefault(g, {})
     except TypeError:  # not weak-referenceable: no memo

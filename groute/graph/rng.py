@@ -29,6 +29,26 @@ def _mix_int(z: int) -> int:
     return z ^ (z >> 31)
 
 
+def checked_seed(seed, what: str = "seed", below: int | None = None) -> int:
+    """``seed`` as an int, when it is one (NumPy's too, not a bool) >= 0 and, with ``below``,
+    less than it (METIS takes a C int); else a TypeError or ValueError naming ``what``.
+
+    Examples
+    --------
+    >>> checked_seed(3), checked_seed(np.int64(4))
+    (3, 4)
+    >>> checked_seed("x")
+    Traceback (most recent call last):
+    TypeError: seed must be an int >= 0, got 'x' (str)
+    """
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{what} must be an int >= 0, got {seed!r} ({type(seed).__name__})")
+    if seed < 0 or (below is not None and seed >= below):
+        bound = f" and below {below:,}" if below is not None else ""
+        raise ValueError(f"{what} must be an int >= 0{bound}, got {seed}")
+    return int(seed)
+
+
 def stream_key(seed: int, stream: int) -> int:
     """The 64-bit key of one independent stream of a seed (seed and stream any ints >= 0)."""
     if seed < 0 or stream < 0:

@@ -29,7 +29,7 @@ class GrouteGraph:
     values in adjacency order with their own type (int64 or float64; None when no edge has
     the attribute); ``graph``: ``G.graph``, the graph attributes.
 
-    ``nx_graph``: the caller's NetworkX graph itself, kept (a reference, no copy) by a
+    ``name``: ``G.name``. ``nx_graph``: the caller's NetworkX graph itself, kept (a reference, no copy) by a
     conversion asked to preserve every edge or node attribute (NetworkX asks it of the
     functions that return a subgraph or a graph with the edges' data: ``k_core``, a spanning
     tree) and for every multigraph (whose edges a function may name by key), else None; from it
@@ -42,7 +42,7 @@ class GrouteGraph:
     __networkx_backend__ = "groute"
 
     def __init__(self, adjacency, csr, *, directed: bool, multigraph: bool, weight, graph=None,
-                 nx_graph=None):
+                 nx_graph=None, name=""):
         self.csr = csr
         self.nodes = adjacency.nodes
         self.adjacency_indices = adjacency.indices
@@ -53,6 +53,7 @@ class GrouteGraph:
         self.multigraph = bool(multigraph)
         self.graph = dict(graph or {})
         self.nx_graph = nx_graph
+        self.name = name
         self.networkx_class = type(nx_graph) if nx_graph is not None else {
             (False, False): nx.Graph, (True, False): nx.DiGraph,
             (False, True): nx.MultiGraph, (True, True): nx.MultiDiGraph}[(directed, multigraph)]
@@ -136,6 +137,18 @@ class GrouteGraph:
         labels = self.csr.file_ids      # None when the labels are the positions
         return np.asarray(positions).tolist() if labels is None else labels[positions].tolist()
 
+    def __str__(self) -> str:
+        """NetworkX's ``str(G)`` of the graph converted, so that an error NetworkX raises with
+        ``G`` in its message (``NotAPartition``) reads as NetworkX's does."""
+        if self.nx_graph is not None:
+            return str(self.nx_graph)
+        edges = int(self.adjacency_indices.shape[0])
+        if not self.directed:       # an edge is two arcs, a self-loop one
+            edges = (edges + int(np.count_nonzero(self.arc_rows == self.adjacency_indices))) // 2
+        named = f" named {self.name!r}" if self.name else ""
+        return (f"{self.networkx_class.__name__}{named} with {len(self.nodes)} nodes and "
+                f"{edges} edges")
+
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
         w = f", weight={self.weight!r}" if self.weights is not None else ""
@@ -181,7 +194,7 @@ def from_networkx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fa
     keep = preserve_edge_attrs or preserve_node_attrs or G.is_multigraph()
     return GrouteGraph(adjacency, csr, directed=G.is_directed(), multigraph=G.is_multigraph(),
                        weight=weight, graph=G.graph if preserve_graph_attrs else None,
-                       nx_graph=G if keep else None)
+                       nx_graph=G if keep else None, name=G.name)
 
 
 def _arcs(G, weight):

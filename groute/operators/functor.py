@@ -235,7 +235,11 @@ class Functor:
                 if p.name not in scalars:
                     raise TypeError(f"{where}: {self.name} needs the scalar {p.name!r} "
                                     f"(pass {p.name}=... to the operator)")
-                values[p.name] = p.dtype.type(scalars[p.name])
+                try:
+                    values[p.name] = p.dtype.type(scalars[p.name])
+                except (TypeError, ValueError, OverflowError):
+                    raise TypeError(f"{where}: {self.name}'s scalar {p.name!r} is declared "
+                                    f"{p.declaration()!r}, got {scalars[p.name]!r}") from None
         extra = set(scalars) - {p.name for p in self.parsed}
         if extra:
             raise TypeError(f"{where}: {self.name} declares no parameter {sorted(extra)}")

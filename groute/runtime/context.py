@@ -142,6 +142,57 @@ def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
+def requested_devices(devices):
+    """``devices`` as a :class:`Context` (and every ``devices=`` option) takes it, checked:
+    None or ``"auto"`` (returned as None), a count (an int >= 1, returned as an int) or device
+    indices (a non-empty sequence of distinct ints >= 0, returned as a list of ints).
+
+    Raises
+    ------
+    TypeError
+        Neither a count nor a sequence of ints (a float, a bool, a list holding a string).
+    ValueError
+        Another string, a count below 1, an empty list, repeats or a negative index.
+
+    Examples
+    --------
+    >>> requested_devices(2), requested_devices((0, 2)), requested_devices("auto")
+    (2, [0, 2], None)
+    >>> requested_devices(1.5)
+    Traceback (most recent call last):
+    TypeError: devices must be 'auto', a count or a list of device indices; got 1.5 (float)
+    """
+    if devices is None or (isinstance(devices, str) and devices == "auto"):
+        return None
+    what = "devices must be 'auto', a count or a list of device indices"
+    if isinstance(devices, str):
+        raise ValueError(f"{what}; got {devices!r}")
+    if _is_int(devices):
+        if devices < 1:
+            raise ValueError(f"devices must be >= 1, got {devices}")
+        return int(devices)
+    try:
+        indices = list(devices)
+    except TypeError:
+        raise TypeError(f"{what}; got {devices!r} ({type(devices).__name__})") from None
+    if not indices:
+        raise ValueError("devices list is empty")
+    for i in indices:
+        if not _is_int(i):
+            raise TypeError(f"devices: a device index is an int, got {i!r} ({type(i).__name__})")
+    indices = [int(i) for i in indices]
+    if len(set(indices)) != len(indices):
+        raise ValueError(f"devices list has repeats: {indices}")
+    if min(indices) < 0:
+        raise ValueError(f"device index {min(indices)} does not exist (indices are >= 0)")
+    return indices
+
+
+def _is_int(x) -> bool:
+    """An int (NumPy's too), not a bool: ``devices=True`` is a slip, not one device."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def default_device_count(backend: str) -> int:
     """How many devices a :class:`Context`'s ``devices=None`` means on ``backend``: every GPU,
     or :data:`DEFAULT_CPU_DEVICES` CPU virtual devices (the algorithms choose their own count:
@@ -182,9 +233,6 @@ class Context:
         self.answer_landing = AnswerLanding()
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
-        if self.backend == "cpu" and len(indices) > MAX_CPU_DEVICES:
-            raise ValueError(f"backend='cpu' runs at most {MAX_CPU_DEVICES} virtual devices "
-                             f"(all-to-all exchange makes K*(K-1) links); got {len(indices)}")
         placements = self._placements(indices, logical) if self.backend == "cuda" else None
         try:
             for n, i in enumerate(indices):
@@ -214,26 +262,20 @@ class Context:
     # construction -------------------------------------------------------------------------------
     def _device_indices(self, devices, logical: bool):
         """The device indices asked for (on CUDA, past the last GPU only when ``logical``)."""
-        available = cuda_device_count() if self.backend == "cuda" else None
-        if devices is None or (isinstance(devices, str) and devices == "auto"):
-            indices = list(range(default_device_count(self.backend)))
-        elif isinstance(devices, (int, np.integer)):
-            if devices < 1:
-                raise ValueError(f"devices must be >= 1, got {devices}")
+        devices = requested_devices(devices)
+        if devices is None:
+            devices = default_device_count(self.backend)
+        if isinstance(devices, int):
+            available = cuda_device_count() if self.backend == "cuda" else None
             if available is not None and devices > available and not logical:
                 raise ValueError(f"asked for {devices} CUDA devices but this machine has {available}; "
                                  f"ask for {available} or fewer, the CPU backend, or logical devices "
                                  f"for testing (logical=True or GROUTE_LOGICAL_DEVICES=1)")
-            indices = list(range(int(devices)))
-        else:
-            indices = [int(i) for i in devices]
-            if not indices:
-                raise ValueError("devices list is empty")
-            if len(set(indices)) != len(indices):
-                raise ValueError(f"devices list has repeats: {indices}")
-            if any(i < 0 for i in indices):
-                raise ValueError(f"device index {min(indices)} does not exist (indices are >= 0)")
-        return indices
+        count = devices if isinstance(devices, int) else len(devices)
+        if self.backend == "cpu" and count > MAX_CPU_DEVICES:     # before a list of them
+            raise ValueError(f"backend='cpu' runs at most {MAX_CPU_DEVICES} virtual devices "
+                             f"(all-to-all exchange makes K*(K-1) links); got {count}")
+        return list(range(devices)) if isinstance(devices, int) else devices
 
     def _placements(self, indices, logical: bool) -> list:
         """Where each CUDA device of ``indices`` runs (:func:`~groute.device.logical.place`);
@@ -471,8 +513,16 @@ class Context:
     def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
         """Run ``fn(device, *args, **kwargs)`` on that device's host worker thread.
 
+        ``device_index`` is the device's position in the context (``ctx.devices.index(d)``),
+        0 to ``len(ctx) - 1``: a negative one is an IndexError, not the position from the end.
         Called from outside a device function after a failure was raised, it resets the context
         first (:meth:`ensure_running`)."""
+        if not _is_int(device_index):
+            raise TypeError(f"submit: device_index is a device's position in the context (an "
+                            f"int), got {device_index!r} ({type(device_index).__name__})")
+        if not 0 <= device_index < len(self.devices):
+            raise IndexError(f"submit: device_index {device_index} is not a position in this "
+                             f"context of {len(self.devices)} devices (0..{len(self.devices) - 1})")
         if threading.current_thread() not in self._worker_threads():
             self.ensure_running()
         else:
@@ -500,6 +550,8 @@ class Context:
         naming the devices still running. A run started from another thread meanwhile waits
         for its turn (:meth:`exclusive`).
         """
+        if timeout is not None:
+            timeout = resolve_timeout(timeout)      # checked before any device starts
         with self.exclusive():
             futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
             return self.gather(futures, timeout=timeout)
@@ -509,7 +561,12 @@ class Context:
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
         wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
         running, and the call returns within a few poll intervals."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        futures = list(futures)
+        for future in futures:
+            if not isinstance(future, cf.Future):
+                raise TypeError(f"gather takes the futures submit returned, got "
+                                f"{type(future).__name__}")
+        deadline = None if timeout is None else time.monotonic() + resolve_timeout(timeout)
         pending = set(futures)
         while pending:
             done, pending = cf.wait(pending, timeout=POLL_INTERVAL, return_when=cf.FIRST_EXCEPTION)

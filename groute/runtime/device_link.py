@@ -44,7 +44,7 @@ from ..errors import WaitTimeout
 from ..waiting import stopped, wait_for
 from .endpoint import Endpoint
 from .pump import _Pump
-from .segment import PendingSegment, SegmentReceiver, positive_int
+from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
 
 #: the host's own kernels on the link (close; the layout check)
 KERNELS = Path(__file__).with_name("link_kernels.cu")
@@ -96,7 +96,7 @@ class DeviceLink(SegmentReceiver):
                              f"(peer access); use a host-initiated Link between them")
         self.receiver = receiver
         self.dtype = np.dtype(dtype)
-        self.item_shape = tuple(item_shape)
+        self.item_shape = item_shape_of(item_shape)
         #: a slot's bytes (a packet's items times an item's bytes)
         self.packet_bytes = self.packet_size * self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"
@@ -398,8 +398,8 @@ class LinkSender:
 
     def send(self, data, tag: int = 0) -> int:
         """Reserve, fill with ``data`` (at most a packet) and publish; the packet's number."""
+        count = _packet_items(self.link, data)
         n = self.reserve()
-        count = int(data.shape[0])
         self.acquire(n)[:count] = data
         self.publish(n, count, tag)
         return n
@@ -409,9 +409,7 @@ class LinkSender:
         together (``groute_link_send_part``): write this part's share of the items into the
         slot, and the last part to finish publishes."""
         link = self.link
-        count = int(data.shape[0])
-        if not 0 <= count <= link.packet_size:
-            raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got {count}")
+        count = _packet_items(link, data)
         lo, hi = _share(count, part, parts)
         self.acquire(n)[lo:hi] = data[lo:hi]
         if _arrive(self._lock, link._written, n % link.num_buffers, parts):
@@ -503,6 +501,24 @@ def _claim(lock, counter, limit) -> int | None:
             return None
         counter[0] = n + 1
     return n
+
+
+def _packet_items(link, data) -> int:
+    """How many items ``data`` sends as one packet of ``link``: a ValueError naming the link for
+    another dtype or item shape (a CUDA kernel would copy its bytes as the link's items; NumPy
+    would cast them) or more items than a packet holds, as a host-initiated Link refuses them."""
+    shape = getattr(data, "shape", None)
+    if shape is None:
+        raise TypeError(f"{link.name}: a packet is an array, got {type(data).__name__}")
+    dtype = getattr(data, "dtype", link.dtype)      # an array-like without one: NumPy's to judge
+    if dtype != link.dtype or tuple(shape[1:]) != link.item_shape:
+        raise ValueError(f"{link.name}: carries {link.dtype} items of shape {link.item_shape}, got "
+                         f"{dtype} items of shape {tuple(shape[1:])}")
+    count = int(shape[0]) if len(shape) else -1
+    if not 0 <= count <= link.packet_size:
+        raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got "
+                         f"{count if len(shape) else 'a 0-d array'}")
+    return count
 
 
 def _share(count: int, part: int, parts: int) -> tuple[int, int]:

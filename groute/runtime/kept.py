@@ -14,12 +14,14 @@ user shut down, is shut down and replaced.
 from __future__ import annotations
 
 import atexit
-import numbers
+import logging
 import threading
 from typing import Callable
 
 from ..config import logical_devices_requested, resolve_timeout
-from .context import Context, default_device_count, resolve_backend
+from .context import Context, default_device_count, requested_devices, resolve_backend
+
+log = logging.getLogger(__name__)
 
 _kept: dict[tuple, tuple[Context, threading.Lock]] = {}
 _guard = threading.Lock()
@@ -34,10 +36,10 @@ def lease(ctx=None, *, devices=None, backend="auto", timeout=None
     if ctx is not None:
         return ctx, _nothing
     backend = resolve_backend(backend)
-    if devices is None or devices == "auto":
+    devices = requested_devices(devices)
+    if devices is None:
         devices = default_device_count(backend)
-    which = (int(devices) if isinstance(devices, numbers.Integral)
-             else tuple(int(d) for d in devices))
+    which = devices if isinstance(devices, int) else tuple(devices)
     key = (backend, which, resolve_timeout(timeout), logical_devices_requested(None))
     while True:
         with _guard:
@@ -97,12 +99,37 @@ def _retire(entry) -> None:
             lock.release()
 
 
-@atexit.register
 def shutdown_all() -> None:
     """Shut every kept context down (at exit; also for tests that count threads or change the
-    device setup)."""
+    device setup), each of them even when an earlier one fails to.
+
+    Raises
+    ------
+    WaitTimeout
+        The first context whose shutdown gave up (a device function that does not notice the
+        stop: :meth:`Context.shutdown`), once every context has been shut down; the others'
+        are logged.
+    """
     with _guard:
         entries = list(_kept.values())
         _kept.clear()
+    failures = []
     for ctx, _ in entries:      # a lease still held ends with the interpreter anyway
-        ctx.shutdown()
+        try:
+            ctx.shutdown()
+        except Exception as exc:  # noqa: BLE001 - the next contexts are shut down all the same
+            failures.append(exc)
+    for exc in failures[1:]:
+        log.warning("a kept context's shutdown: %s", exc)
+    if failures:
+        raise failures[0]
+
+
+@atexit.register
+def _shutdown_at_exit() -> None:
+    """:func:`shutdown_all` as the interpreter exits: a device that did not stop is logged (its
+    thread, a daemon, ends with the interpreter), not raised into a traceback nobody can catch."""
+    try:
+        shutdown_all()
+    except Exception as exc:  # noqa: BLE001
+        log.warning("at exit, a kept context's shutdown: %s", exc)

@@ -45,6 +45,7 @@ over K devices has K*(K-1) links). Each link keeps its own copy stream where str
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
 import itertools
 import logging
@@ -59,7 +60,7 @@ from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
 from .pump import _Pump
 from .device_link import DeviceLink
-from .segment import PendingSegment, SegmentReceiver, positive_int
+from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -167,7 +168,7 @@ class Link(SegmentReceiver):
         if copy_on not in ("src", "dst"):
             raise ValueError(f"copy_on must be 'src' or 'dst', got {copy_on!r}")
         self.dtype = np.dtype(dtype)
-        self.item_shape = tuple(item_shape)
+        self.item_shape = item_shape_of(item_shape)
         self.batching = bool(batching)
         self.name = name or f"link{next(_LINK_IDS)}[{self.src}->{self.dst}]"
         self.ctx = ctx
@@ -220,7 +221,7 @@ class Link(SegmentReceiver):
         must not overwrite ``data`` until the returned handle is done. Packets that find a free
         buffer are issued (asynchronously) before this returns.
         """
-        data = self._check_data(data)
+        data = self._check_send(data, event, metadata)
         n = int(data.shape[0])
         packets = -(-n // self.packet_size)
         handle = SendHandle(n)
@@ -243,11 +244,23 @@ class Link(SegmentReceiver):
         self._issue_and_yield(self.num_buffers, raise_errors=True, work=work)
         return handle
 
-    def _check_data(self, data):
+    def _check_send(self, data, event=None, metadata=None):
+        """``data`` if a send of it (with ``event`` and ``metadata``) is one this link carries;
+        else a TypeError or ValueError naming the link (a router checks its sends so too,
+        before its policy sees them)."""
+        if event is not None and not (callable(getattr(event, "query", None))
+                                      and callable(getattr(event, "synchronize", None))):
+            raise TypeError(f"{self.name}: event must be an event a stream recorded "
+                            f"(stream.record()), got {type(event).__name__}")
+        if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
+            raise TypeError(f"{self.name}: metadata must be a dict, got {type(metadata).__name__}")
         if not hasattr(data, "shape") or not hasattr(data, "dtype"):
             raise TypeError(f"{self.name}: send takes an array, got {type(data).__name__}")
         if data.dtype != self.dtype:
             raise ValueError(f"{self.name}: carries {self.dtype}, got {data.dtype}")
+        if data.ndim == 0:
+            raise ValueError(f"{self.name}: send takes an array of items, got a 0-d array (one "
+                             f"item is an array of one: x.reshape(1))")
         if tuple(data.shape[1:]) != self.item_shape:
             raise ValueError(f"{self.name}: items have shape {self.item_shape}, got {tuple(data.shape[1:])}")
         return data
@@ -265,6 +278,15 @@ class Link(SegmentReceiver):
         """Receive buffers holding a packet the receiver has not released."""
         with self._lock:
             return self.num_buffers - len(self._free)
+
+    def held_by_receiver(self) -> str:
+        """Why a receiver waits in vain when it holds every receive buffer while sends wait
+        for one (a receive that timed out says so): that, or "" (lock held or not: a
+        snapshot)."""
+        if not (self._sends and not self._free):
+            return ""
+        return (f" (the receiver holds all {self.num_buffers} receive buffers of {self.name}, "
+                f"which sends wait for: release() each PendingSegment after use)")
 
     def add_room_listener(self, cond: threading.Condition) -> None:
         self._room_listeners.append(cond)
@@ -597,10 +619,13 @@ class Link(SegmentReceiver):
             pass
         with self._lock:
             if not self._received and not self._done and self._error is None:
-                wait_for(lambda: self._received or self._done or self._error is not None,
-                         cond=self._arrival,
-                         timeout=timeout if timeout is not None else self.timeout, stop=self.stop,
-                         what=f"a segment on {self.name}")
+                try:
+                    wait_for(lambda: self._received or self._done or self._error is not None,
+                             cond=self._arrival,
+                             timeout=timeout if timeout is not None else self.timeout,
+                             stop=self.stop, what=f"a segment on {self.name}")
+                except WaitTimeout as exc:
+                    raise WaitTimeout(f"{exc}{self.held_by_receiver()}") from None
             if self._received:
                 return self._received.popleft()
             if self._error is not None:
@@ -680,7 +705,7 @@ def send_all(links, data, *, event=None, metadata=None) -> list:
     if not links:
         return []
     lead = links[0]
-    data = lead._check_data(data)
+    data = lead._check_send(data, event, metadata)
     size = int(data.shape[0])
     packets = -(-size // lead.packet_size)
     meta = dict(metadata) if metadata else {}

@@ -34,7 +34,7 @@ from ..waiting import wait_for
 from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
 from .router_ports import router_ports
-from .segment import PendingSegment, Segment
+from .segment import PendingSegment, Segment, item_shape_of
 
 
 class _Sent:
@@ -78,6 +78,9 @@ class _Output(RouterOutput):
     def _waiting_for(self) -> str:
         return f"{super()._waiting_for()} (delivered at its flush)"
 
+    def _held_by_receiver(self) -> str:
+        return ""       # no receive buffers here: every rank's segments arrive at a flush
+
     def _end(self):
         return None
 
@@ -114,7 +117,7 @@ class RankRouter:
         self.policy = policy
         self.name = name
         self.dtype = np.dtype(dtype)
-        self.item_shape = tuple(item_shape)
+        self.item_shape = item_shape_of(item_shape)
         self.timeout = resolve_timeout(ctx.timeout)
         self.stop = ctx.stop_event
         self.closed = False

@@ -115,6 +115,9 @@ class Router:
         return [row[j] for row in self.links if row[j] is not None]
 
     def _route(self, i, data, event, metadata):
+        first = next((link for link in self.links[i] if link is not None), None)
+        if first is not None:       # what any of its links would refuse, before the policy
+            data = first._check_send(data, event, metadata)
         segment = Segment(data, dict(metadata or {}))
         who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
         route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)

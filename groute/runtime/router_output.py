@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import threading
 
-from ..errors import ContextStopped
+from ..errors import ContextStopped, WaitTimeout
 from ..waiting import wait_for
 from .segment import SegmentReceiver
 
@@ -52,12 +52,21 @@ class RouterOutput(SegmentReceiver):
     def _waiting_for(self) -> str:
         return f"a segment at {self.router.name} output {self.index}"
 
+    def _held_by_receiver(self) -> str:
+        """Why a receive here waits in vain: the receiver holds every buffer of a link whose
+        sends wait for one (:meth:`Link.held_by_receiver`), or ""."""
+        held = (link.held_by_receiver() for link in self.router.links_to(self.index))
+        return next((why for why in held if why), "")
+
     def receive(self, timeout=None):
         """Next PendingSegment routed here, or ``None`` when every input is closed and drained."""
         with self._cond:
-            wait_for(lambda: self._queue or self._finished(), cond=self._cond,
-                     timeout=timeout if timeout is not None else self.router.timeout,
-                     stop=self.router.stop, what=self._waiting_for())
+            try:
+                wait_for(lambda: self._queue or self._finished(), cond=self._cond,
+                         timeout=timeout if timeout is not None else self.router.timeout,
+                         stop=self.router.stop, what=self._waiting_for())
+            except WaitTimeout as exc:
+                raise WaitTimeout(f"{exc}{self._held_by_receiver()}") from None
             if self._queue:
                 return self._queue.popleft()
         return self._end()

@@ -19,6 +19,17 @@ def positive_int(name, value) -> int:
     return int(value)
 
 
+def item_shape_of(item_shape) -> tuple:
+    """``item_shape`` (a link's or a router's: ``()`` for scalar items, ``(2,)`` for pairs) as
+    a tuple of ints >= 1, or a TypeError / ValueError naming it."""
+    try:
+        shape = tuple(item_shape)
+    except TypeError:
+        raise TypeError(f"item_shape must be a tuple of sizes (() for scalar items, (2,) for "
+                        f"pairs), got {item_shape!r}") from None
+    return tuple(positive_int("item_shape's sizes", n) for n in shape)
+
+
 @dataclass
 class Segment:
     """``data`` holds exactly ``size`` elements along axis 0; ``metadata`` is free-form."""

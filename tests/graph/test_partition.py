@@ -149,6 +149,19 @@ def test_errors():
         partition_graph(g, 2, method="contiguous").local(2)
 
 
+@pytest.mark.parametrize("method", ["random", "metis", "contiguous"])
+def test_a_seed_that_is_not_one_is_named(method):
+    """Every method says so at once, not int()'s 'invalid literal', '&' on a float, the
+    generator's 'seed and stream' or pymetis's 'incompatible function arguments'."""
+    g = edges_graph(3, [(0, 1), (1, 2)])
+    for seed, exc in (("x", TypeError), (1.7, TypeError), (None, TypeError), (True, TypeError),
+                      (-1, ValueError), (2 ** 70, ValueError)):
+        with pytest.raises(exc, match=r"seed \(the partition's\) must be an int >= 0"):
+            partition_graph(g, 2, method=method, seed=seed, cache=False)
+    with pytest.raises(TypeError, match="seed must be an int >= 0, got 'x'"):
+        load_graph("kron:4", seed="x", cache=False)
+
+
 def test_missing_pymetis_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pymetis", None)
     with pytest.raises(ImportError, match="pip install pymetis"):

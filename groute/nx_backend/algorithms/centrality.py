@@ -122,7 +122,8 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True):
     float64) Bellman-Ford rounds on the subdivided graph; with ``u``, one search over the
     in-arcs."""
     if u is not None and u not in G:
-        hash(u)
+        if distance is not None:
+            hash(u)         # NetworkX's TypeError for an unhashable u, where it reads lengths
         raise (nx.NodeNotFound(f"Source {u} is not in G") if distance is None else
                nx.NodeNotFound(f"Node {u} not found in graph"))
     if not len(G):

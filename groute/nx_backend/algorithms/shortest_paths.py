@@ -55,6 +55,7 @@ def _dijkstra_levels(cutoff) -> int:
 
 @rule(weight_is_attribute)
 def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
+    hash(source)            # NetworkX's TypeError for an unhashable source
     if source not in G:
         raise nx.NodeNotFound(f"Node {source} not found in graph")
     return _dijkstra_lengths(G, source, cutoff, weight)
@@ -245,6 +246,7 @@ def single_source_bellman_ford_path_length(G, source, weight="weight"):
     :func:`single_source_dijkstra_path_length` (negative weights, where Bellman-Ford differs,
     and NetworkX runs the call). Unweighted, nodes in NetworkX's order (its queue then visits
     breadth-first); weighted, by distance."""
+    hash(source)            # NetworkX's TypeError for an unhashable source
     if source not in G:
         raise nx.NodeNotFound(f"Source {source} not in G")
     return _dijkstra_lengths(G, source, None, weight)
@@ -298,6 +300,7 @@ def bellman_ford_path_length(G, source, target, weight="weight"):
         if source not in G:
             raise nx.NodeNotFound(f"Node {source} not found in graph")
         return 0
+    hash(source)            # NetworkX's TypeError for an unhashable source
     if source not in G:
         raise nx.NodeNotFound(f"Source {source} not in G")
     length = _length_to(G, source, target, weight)
