@@ -146,7 +146,7 @@ def test_errors_name_the_argument():
     with pytest.raises(groute.NodeNotFound, match="sources: source 9 is not a vertex"):
         groute.betweenness_centrality(G, sources=[9], backend="cpu")
     for scores in (groute.betweenness_centrality, groute.edge_betweenness_centrality):
-        with pytest.raises(ZeroDivisionError, match="no sources"):  # was 'division by zero'
+        with pytest.raises(ZeroDivisionError, match="no sources"):  # says why it divides by 0
             scores(G, sources=[], backend="cpu")
 
 

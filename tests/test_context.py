@@ -120,7 +120,7 @@ def test_a_run_bounded_by_a_timeout_that_is_not_one_says_so():
     with Context(2, backend="cpu") as ctx:
         ran = []
         with pytest.raises(ValueError, match="timeout must be finite positive seconds or None, got -1"):
-            ctx.run(ran.append, timeout=-1)          # ran unbounded
+            ctx.run(ran.append, timeout=-1)          # refused, not run unbounded
         with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got 'x'"):
             ctx.run(ran.append, timeout="x")
         assert not ran                               # refused before any device started
@@ -131,7 +131,7 @@ def test_submit_takes_a_position_in_the_context_and_gather_its_futures():
     with Context(2, backend="cpu") as ctx:
         for bad, exc in ((-1, IndexError), (2, IndexError), ("a", TypeError), (1.0, TypeError)):
             with pytest.raises(exc, match=r"submit: device_index"):
-                ctx.submit(bad, lambda d: d.name)           # -1 ran on cpu:1
+                ctx.submit(bad, lambda d: d.name)           # -1 is no position from the end
         with pytest.raises(TypeError, match="gather takes the futures submit returned, got int"):
             ctx.gather([5])
         assert ctx.gather(ctx.submit(i, lambda d: d.name) for i in (1, 0)) == ["cpu:1", "cpu:0"]

@@ -301,6 +301,10 @@ def test_a_packet_of_another_dtype_or_too_many_items_is_refused_naming_the_link(
             link.tx.send(bad)
         with pytest.raises(ValueError, match="typed: carries int32"):
             link.tx.send_part(0, bad, 0, 0, 1)
+        with pytest.raises(ValueError, match="typed: carries int32"):
+            link.tx.send_grid(0, np.concatenate([bad, bad]), 2)
+    with pytest.raises(ValueError, match="typed: send_grid sends a 1-d or wider array"):
+        link.tx.send_grid(0, np.int32(3), 1)
     with pytest.raises(ValueError, match=r"typed: a packet holds 0..4 items, got 8"):
         link.tx.send(np.arange(8, dtype=np.int32))
     with pytest.raises(ValueError, match=r"typed: a packet holds 0..4 items, got a 0-d array"):

@@ -60,3 +60,25 @@ def test_calls_that_differ_between_ranks_are_refused_on_every_rank():
         assert "(source: 0 on ranks 0, 2; 5 on rank 1)" in out["source"], out
         assert "(bfs() on ranks 0, 2; sssp() on rank 1)" in out["app"], out
         assert out["then"] == "the same calls answer, 10 levels", out
+
+
+def test_a_dict_made_in_another_order_or_a_numpy_scalar_is_the_same_argument():
+    """A dict's insertion order follows the process's hash seed where it was made from a set of
+    strings (it differs between ranks), and ``np.float64(0.1)`` is the number ``0.1``: neither
+    makes two ranks' same call differ; a different value does, small or large."""
+    keys = [f"v{i}" for i in range(10)]
+    ahead = {k: 1.0 for k in keys}
+    behind = {k: 1.0 for k in reversed(keys)}
+    assert describe_argument(ahead) == describe_argument(behind)
+    assert describe_argument(dict(ahead, v3=2.0)) != describe_argument(ahead)
+    assert describe_argument(np.float64(0.1)) == describe_argument(0.1)
+    assert describe_argument([np.int64(3)]) == describe_argument([3])
+    many = [f"v{i}" for i in range(10_000)]
+    big_ahead = {k: i for i, k in enumerate(many)}
+    big_behind = {k: big_ahead[k] for k in reversed(many)}
+    assert describe_argument(big_ahead) == describe_argument(big_behind)
+    assert "10000 items" in describe_argument(big_ahead)
+    assert describe_argument(dict(big_ahead, v7=-1)) != describe_argument(big_ahead)
+    assert describe_argument(set(many)) == describe_argument(set(reversed(many)))
+    t = np.arange(12.0).reshape(3, 4)
+    assert describe_argument(t.T) == describe_argument(np.ascontiguousarray(t.T))

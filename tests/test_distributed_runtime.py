@@ -97,3 +97,20 @@ def test_a_rank_that_left_the_job_is_named_by_those_waiting_for_it():
     assert "rank 1 did not answer (it left the job's context, died, or is stuck outside " \
            "Python)" in error, error
     assert took < 3 + 2
+
+
+@pytest.mark.parametrize("exc, told", [(SystemExit(0), False), (SystemExit(None), False),
+                                       (GeneratorExit(), False), (SystemExit(2), True),
+                                       (KeyError("x"), True), (KeyboardInterrupt(), True)])
+def test_only_a_failure_leaving_a_rank_s_context_is_told_to_the_others(monkeypatch, exc, told):
+    """A rank's ``with`` block left by ``sys.exit()``/``sys.exit(0)`` or a closed generator
+    ends its program cleanly: the other ranks are not told of a failure (they would raise
+    RankFailed); any other exception, a non-zero exit included, is told."""
+    from groute.runtime.context import Context
+    from groute.runtime.rank_context import RankContext
+    said = []
+    ctx = RankContext.__new__(RankContext)
+    monkeypatch.setattr(RankContext, "tell_failure", lambda self, e: said.append(e))
+    monkeypatch.setattr(Context, "__exit__", lambda self, *a: None)
+    ctx.__exit__(type(exc), exc, None)
+    assert said == ([exc] if told else [])

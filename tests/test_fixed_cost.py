@@ -155,7 +155,7 @@ def test_shutting_the_kept_contexts_down_passes_one_that_is_stuck(fresh_kept):
 
 def test_a_closed_solver_does_not_run(fresh_kept):
     """Its lease of the kept context is given back at close (another solver may hold it now):
-    PageRank, CC and Katz ran there all the same, BFS and SSSP failed with an AttributeError."""
+    every solver refuses to run after its close, naming why."""
     from groute.apps.bfs import BFS
     from groute.apps.cc import CC
     from groute.apps.katz import Katz

@@ -98,6 +98,15 @@ def test_a_command_every_process_would_refuse_is_refused_once_before_any_starts(
     assert error in err and err.count("error:") == 1, err
 
 
+def test_a_program_on_other_hosts_is_not_looked_for_here(capsys, monkeypatch):
+    """With --hosts the program may exist only on those hosts: the launch leaves it to them
+    (a groute command's arguments are still checked once here)."""
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
+    assert main(["launch", "-n", "2", "--hosts", "a,b", "--print", "--",
+                 "only_there.py", "x"]) == 0
+    assert capsys.readouterr().out.split()[-2:] == ["only_there.py", "x"]
+
+
 @needs_mpi
 def test_it_runs_a_program_as_ranks():
     done = subprocess.run([sys.executable, "-m", "groute", "launch", "-n", "2", "--",

@@ -441,16 +441,16 @@ def test_a_send_of_a_scalar_or_a_bad_event_or_metadata_names_the_link(cpu_ctx):
     link = Link(a, b, 4, ctx=cpu_ctx, name="typed")
     items = np.arange(3, dtype=np.int32)
     with pytest.raises(ValueError, match="typed: send takes an array of items, got a 0-d array"):
-        link.send(np.int32(5))                          # was IndexError: tuple index out of range
+        link.send(np.int32(5))                          # a 0-d array: not a packet of items
     with pytest.raises(TypeError, match="typed: event must be an event a stream recorded"):
-        link.send(items, event="x")                     # was an AttributeError in the copy
+        link.send(items, event="x")                     # not a recorded event
     with pytest.raises(TypeError, match="typed: metadata must be a dict, got int"):
         link.send(items, metadata=5)
     assert link.stats["segments"] == 0                  # nothing was queued
     link.close()
     router = Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx)
     with pytest.raises(TypeError, match=r"router\[0->0\]: metadata must be a dict"):
-        router.inputs[0].send(items, metadata=5)        # was dict()'s TypeError
+        router.inputs[0].send(items, metadata=5)        # the router's own check, named
     with pytest.raises(ValueError, match=r"router\[0->0\]: send takes an array of items"):
         router.inputs[0].send(np.int32(5))
     router.close()

@@ -89,8 +89,7 @@ def test_modularity_errors_are_networkx_s():
     for bad in ([{0, 1}, {1, 2, 3}], [{0, 1}], [{0, 1}, {2, 3, 9}]):
         with pytest.raises(NotAPartition):
             nx.community.modularity(G, bad, backend="groute")
-    # the message names the graph as NetworkX's does (it named the conversion's repr,
-    # "GrouteGraph(4 nodes, 6 arcs, undirected)")
+    # the message names the graph as NetworkX's does (str(G)), not by groute's conversion
     for H in (G, nx.Graph([(0, 1), (1, 1)], name="loop"), nx.DiGraph([(0, 1), (1, 0), (1, 1)])):
         with pytest.raises(NotAPartition) as ours:
             nx.community.modularity(H, [{0}], backend="groute")

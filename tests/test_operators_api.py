@@ -198,14 +198,14 @@ def test_a_frontier_of_one_string_a_missing_state_or_a_scalar_of_another_type_is
     G = nx.path_graph(["ab", "a", "b"])
     with make_engine(G, backend="cpu", devices=2) as eng:
         with pytest.raises(TypeError, match="frontier takes a list of the graph's ids"):
-            eng.frontier("ab")              # was the frontier of "a" and "b", its letters
+            eng.frontier("ab")              # a string is not a list of ids (nor its letters)
         assert eng.frontier(["ab"]).vertices().tolist() == [0]
         with pytest.raises(ValueError, match=r"gather: no state named 'nothing' \(the engine "
                                              r"holds \['value'\]\)"):
             eng.state("value", np.int32, 0)
-            eng.gather("nothing")           # was a DeviceError holding KeyError('nothing')
+            eng.gather("nothing")           # said as reduce says it
         with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got 'x'"):
-            filter(eng.all_vertices(), ABOVE, t="x")    # was int()'s 'invalid literal'
+            filter(eng.all_vertices(), ABOVE, t="x")    # named: the functor and its scalar
 
 
 def test_exchange_in_many_small_packets_through_few_buffers():

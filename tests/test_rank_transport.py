@@ -487,3 +487,17 @@ def test_a_communicator_gets_the_id_as_cupy_made_it_and_raises_what_making_it_ra
     with pytest.raises(RuntimeError, match="NCCL_ERROR_SYSTEM_ERROR"):
         nccl.Communicator(2, b"\x01id", 1, _GPU(), timeout=5)
     assert seen == [(2, b"\x01id", 0), (2, b"\x01id", 1)]     # bytes, as CuPy 14 makes it
+
+
+def test_a_send_with_metadata_or_an_event_that_is_not_one_is_refused_naming_the_router(devices):
+    """As a Link's and a one-process Router's sends: a TypeError naming the router before
+    anything is queued (metadata=5 failed in dict())."""
+    world = World(1)
+    ctx = FakeContext(FakeRanks(world, 0), devices[0], mpi(False))
+    router = RankRouter(ctx.devices, ctx.devices, by_owner, ctx=ctx, name="checked")
+    rows = np.zeros(4, np.int32)
+    with pytest.raises(TypeError, match="checked: metadata must be a dict, got int"):
+        router.inputs[0].send(rows, metadata=5)
+    with pytest.raises(TypeError, match="checked: event must be an event a stream recorded"):
+        router.inputs[0].send(rows, event="now", metadata={"owner": 0})
+    assert router.routed.sum() == 0

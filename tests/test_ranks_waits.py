@@ -57,9 +57,11 @@ def test_a_timed_out_wait_names_the_user_code_another_rank_runs():
     assert str(raised.value).startswith(
         "reach's numpy callable has been running on cpu:1 (rank 1) for 0.2 s, and rank 0 timed "
         "out waiting for it: a functor slower than the timeout (0.1 s)")
-    assert str(raised.value).endswith(
-        "(the other ranks: rank 1 runs reach's numpy callable (for 0.2 s), rank 2 waits for an "
-        "allreduce (for 0.1 s))")
+    assert "(the other ranks: rank 1 runs reach's numpy callable (for 0.2 s), rank 2 waits for " \
+        "an allreduce (for 0.1 s); the wait: " in str(raised.value)
+    # the collective that timed out is still said, and chained
+    assert "waiting for an allreduce on rank 0 of" in str(raised.value)
+    assert isinstance(raised.value.__cause__, WaitTimeout)
     assert raised.value.user_code_elsewhere == [(0.2, "cpu:1 (rank 1)", "reach's numpy callable")]
 
 

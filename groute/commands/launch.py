@@ -105,9 +105,10 @@ def register(subparsers, common):
     p.set_defaults(func=run, verbose=False, timeout=None, commands=subparsers.choices)
 
 
-def check_command(command, commands) -> None:
+def check_command(command, commands, *, local: bool = True) -> None:
     """Refuse, before any process starts, a command that every process would refuse alike,
-    so that it is said once: a ``.py`` program that is not a file, a groute command that is
+    so that it is said once: a ``.py`` program that is not a file (where every process runs
+    on this host, ``local``: on other hosts it may be there only), a groute command that is
     not one of ``commands`` (name -> parser), or arguments the command's own parser refuses
     (it prints its usage and error and exits, as the command would in every process).
 
@@ -120,7 +121,7 @@ def check_command(command, commands) -> None:
     """
     first = command[0]
     if first.endswith(".py"):
-        if not Path(first).is_file():
+        if local and not Path(first).is_file():
             raise ValueError(f"there is no program {first}")
         return
     if first == "launch" or first not in commands:
@@ -166,7 +167,7 @@ def run(args) -> int:
     hosts = [h for h in args.hosts.split(",") if h] if args.hosts else None
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if command:
-        check_command(command, args.commands)
+        check_command(command, args.commands, local=hosts is None)
     line = launch_command(args.ranks, command, hosts=hosts)
     if args.print_only:
         print(" ".join(line))

@@ -420,8 +420,12 @@ class LinkSender:
         i), each written by ``parts`` blocks (``groute_link_send_grid``; here the blocks run
         one after another, packet by packet)."""
         link = self.link
+        shape = _check_items(link, data)       # before any packet number is taken
+        if not shape:
+            raise ValueError(f"{link.name}: send_grid sends a 1-d or wider array of items, got "
+                             f"a 0-d array")
         per = link.packet_size
-        packets = -(-int(data.shape[0]) // per)
+        packets = -(-int(shape[0]) // per)
         with self._lock:
             link._head[0] = max(int(link._head[0]), first + packets)
         for i in range(packets):
@@ -503,10 +507,10 @@ def _claim(lock, counter, limit) -> int | None:
     return n
 
 
-def _packet_items(link, data) -> int:
-    """How many items ``data`` sends as one packet of ``link``: a ValueError naming the link for
+def _check_items(link, data) -> tuple:
+    """``data``'s shape, where its items are ``link``'s: a ValueError naming the link for
     another dtype or item shape (a CUDA kernel would copy its bytes as the link's items; NumPy
-    would cast them) or more items than a packet holds, as a host-initiated Link refuses them."""
+    would cast them), a TypeError for what is not an array."""
     shape = getattr(data, "shape", None)
     if shape is None:
         raise TypeError(f"{link.name}: a packet is an array, got {type(data).__name__}")
@@ -514,6 +518,14 @@ def _packet_items(link, data) -> int:
     if dtype != link.dtype or tuple(shape[1:]) != link.item_shape:
         raise ValueError(f"{link.name}: carries {link.dtype} items of shape {link.item_shape}, got "
                          f"{dtype} items of shape {tuple(shape[1:])}")
+    return tuple(shape)
+
+
+def _packet_items(link, data) -> int:
+    """How many items ``data`` sends as one packet of ``link``: its items checked
+    (:func:`_check_items`), and a ValueError naming the link for more items than a packet
+    holds, as a host-initiated Link refuses them."""
+    shape = _check_items(link, data)
     count = int(shape[0]) if len(shape) else -1
     if not 0 <= count <= link.packet_size:
         raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got "

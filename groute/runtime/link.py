@@ -45,7 +45,6 @@ over K devices has K*(K-1) links). Each link keeps its own copy stream where str
 from __future__ import annotations
 
 import collections
-import collections.abc
 import functools
 import itertools
 import logging
@@ -60,7 +59,8 @@ from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
 from .pump import _Pump
 from .device_link import DeviceLink
-from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
+from .segment import (PendingSegment, SegmentReceiver, check_send_extras, item_shape_of,
+                      positive_int)
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -248,12 +248,7 @@ class Link(SegmentReceiver):
         """``data`` if a send of it (with ``event`` and ``metadata``) is one this link carries;
         else a TypeError or ValueError naming the link (a router checks its sends so too,
         before its policy sees them)."""
-        if event is not None and not (callable(getattr(event, "query", None))
-                                      and callable(getattr(event, "synchronize", None))):
-            raise TypeError(f"{self.name}: event must be an event a stream recorded "
-                            f"(stream.record()), got {type(event).__name__}")
-        if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
-            raise TypeError(f"{self.name}: metadata must be a dict, got {type(metadata).__name__}")
+        check_send_extras(self.name, event, metadata)
         if not hasattr(data, "shape") or not hasattr(data, "dtype"):
             raise TypeError(f"{self.name}: send takes an array, got {type(data).__name__}")
         if data.dtype != self.dtype:

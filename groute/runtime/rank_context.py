@@ -349,7 +349,7 @@ class RankContext(Context):
         """As :meth:`Context.__exit__ <groute.runtime.context.Context.__exit__>`; an
         exception leaving the ``with`` block on this rank is told to the others first
         (:meth:`tell_failure`): they may be waiting for this rank in a collective."""
-        if exc is not None:
+        if exc is not None and not _clean_exit(exc):
             self.tell_failure(exc)
         return super().__exit__(exc_type, exc, tb)
 
@@ -364,6 +364,12 @@ class RankContext(Context):
         while self._watching:
             try:
                 self.ranks.answer()
+            except Exception as exc:  # noqa: BLE001 - one answer lost: keep watching
+                if self.ranks.MPI.Is_finalized():
+                    return
+                log.warning("rank %d could not answer another rank's question: %s",
+                            self.rank, exc)
+            try:
                 notice = self.ranks.notice()
             except Exception as exc:  # noqa: BLE001 - MPI finalised under us: stop watching
                 log.debug("rank %d stops watching for failure notices: %s", self.rank, exc)
@@ -432,3 +438,10 @@ class RankContext(Context):
 
 
 __all__ = ["RankContext", "RemoteDevice"]
+
+
+def _clean_exit(exc: BaseException) -> bool:
+    """An exception that ends a rank's program without a failure (``sys.exit()`` or
+    ``sys.exit(0)``, a generator closed): not told to the other ranks as one."""
+    return isinstance(exc, GeneratorExit) or \
+        (isinstance(exc, SystemExit) and exc.code in (None, 0))

@@ -34,7 +34,7 @@ from ..waiting import wait_for
 from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
 from .router_ports import router_ports
-from .segment import PendingSegment, Segment, item_shape_of
+from .segment import PendingSegment, Segment, check_send_extras, item_shape_of
 
 
 class _Sent:
@@ -174,6 +174,7 @@ class RankRouter:
                              f"{self.ranks.rank} sends from its own input")
         if self.closed:
             raise LinkClosed(f"{self.name} is closed; no more sends")
+        check_send_extras(self.name, event, metadata)
         data = self._rows(data)
         if data.dtype != self.dtype or tuple(data.shape[1:]) != self.item_shape:
             raise ValueError(f"{self.name}: carries {self.dtype} rows of shape {self.item_shape}, "

@@ -23,12 +23,12 @@ default), so groute's messages never match the program's own.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import re
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,31 +101,60 @@ def _by_rank(values) -> str:
 
 #: characters of an argument's description kept (:func:`describe_argument`)
 DESCRIPTION_CHARS = 120
+#: items from which a collection is described by its length and a checksum of its contents
+#: instead of item by item (:func:`describe_argument`): a text per item would cost seconds
+LARGE_COLLECTION = 4096
+
+
+def _checksum(data: bytes | memoryview) -> str:
+    return f"{zlib.crc32(data):08x}"
+
+
+def _in_one_order(items: list) -> list:
+    """``items`` (of a set or a dict) sorted: their order in the process depends on its hash
+    seed, which differs between ranks. Items that do not compare are sorted by their repr."""
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=repr)
 
 
 def describe_argument(value) -> str:
     """A short text that is equal on two ranks where ``value`` is the same call's argument:
-    an array by its shape, dtype and a hash of its bytes, an object with a
+    an array by its shape, dtype and a checksum of its bytes, an object with a
     ``describe_across_ranks()`` by what that says (a graph loaded by ranks, of which each rank
-    holds another part: the whole graph's facts), a collection by its items, other values by
-    their ``repr`` without object addresses, cut to :data:`DESCRIPTION_CHARS` characters."""
+    holds another part: the whole graph's facts), a collection by its items (a set's and a
+    dict's in one order, whatever the order they were made in; one of
+    :data:`LARGE_COLLECTION` items or more by its length and a checksum of its contents), a
+    NumPy scalar as the Python number it holds, other values by their ``repr`` without object
+    addresses, cut to :data:`DESCRIPTION_CHARS` characters."""
+    if isinstance(value, np.generic):       # np.float64(0.1) and 0.1 are the same argument
+        value = value.item()
     if isinstance(value, np.ndarray) and value.dtype != object:
-        digest = hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()[:12]
-        return f"an array of shape {value.shape} and dtype {value.dtype} (hash {digest})"
+        data = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        return (f"an array of shape {value.shape} and dtype {value.dtype} "
+                f"(checksum {_checksum(data)})")
     across = getattr(value, "describe_across_ranks", None)
     if callable(across):            # e.g. a graph loaded by ranks: each holds another part
         return across()
+    if isinstance(value, (list, tuple, set, frozenset, dict)) and len(value) >= LARGE_COLLECTION:
+        items = list(value.items()) if isinstance(value, dict) else list(value)
+        if isinstance(value, (set, frozenset, dict)):
+            items = _in_one_order(items)
+        return (f"a {type(value).__name__} of {len(value)} items (checksum "
+                f"{_checksum(pickle.dumps(items, protocol=4))})")
     if isinstance(value, (list, tuple)):
         text = ", ".join(describe_argument(v) for v in value)
         text = f"[{text}]" if isinstance(value, list) else f"({text})"
     elif isinstance(value, (set, frozenset)):   # in an order the process's hash seed sets
         text = "{" + ", ".join(sorted(describe_argument(v) for v in value)) + "}"
-    elif isinstance(value, dict):
-        text = "{" + ", ".join(f"{k!r}: {describe_argument(v)}" for k, v in value.items()) + "}"
+    elif isinstance(value, dict):               # insertion order: the same hash seed's
+        text = "{" + ", ".join(sorted(f"{describe_argument(k)}: {describe_argument(v)}"
+                                      for k, v in value.items())) + "}"
     else:               # without the addresses of objects, which differ between processes
         text = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
     return text if len(text) <= DESCRIPTION_CHARS else \
-        f"{text[:DESCRIPTION_CHARS]}... (hash {hashlib.sha1(text.encode()).hexdigest()[:12]})"
+        f"{text[:DESCRIPTION_CHARS]}... (checksum {_checksum(text.encode())})"
 
 
 class Ranks:
@@ -179,7 +208,7 @@ class Ranks:
                      what=f"{what} on rank {self.rank} of {self.size} (a rank that failed, died "
                           f"or runs another step)")
         except WaitTimeout as exc:
-            raise self._timed_out(exc) from None
+            raise self._timed_out(exc) from exc
         finally:
             self._waits.pop(me, None)
 
@@ -206,7 +235,7 @@ class Ranks:
         if slow:            # the user's code the others wait for: why, and what to do
             took, device, code = max(slow)
             why = stalled_by_user_code(code, device, took, f"rank {self.rank}", self.timeout)
-            timed = WaitTimeout(f"{why} (the other ranks: {', '.join(said)})")
+            timed = WaitTimeout(f"{why} (the other ranks: {', '.join(said)}; the wait: {exc})")
         else:
             timed = WaitTimeout(f"{exc}; the other ranks: {', '.join(said)}")
         timed.user_code_elsewhere = running

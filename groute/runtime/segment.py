@@ -7,6 +7,7 @@ back-pressure works: an unreleased segment holds one of the link's ``num_buffers
 """
 from __future__ import annotations
 
+import collections.abc
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,18 @@ def item_shape_of(item_shape) -> tuple:
         raise TypeError(f"item_shape must be a tuple of sizes (() for scalar items, (2,) for "
                         f"pairs), got {item_shape!r}") from None
     return tuple(positive_int("item_shape's sizes", n) for n in shape)
+
+
+def check_send_extras(name: str, event=None, metadata=None) -> None:
+    """What a send carries beside its items, checked: ``event`` a recorded event (or None) and
+    ``metadata`` a dict (or None); else a TypeError naming ``name`` (the link or router), before
+    anything is queued. Links and both kinds of Router check their sends through it."""
+    if event is not None and not (callable(getattr(event, "query", None))
+                                  and callable(getattr(event, "synchronize", None))):
+        raise TypeError(f"{name}: event must be an event a stream recorded "
+                        f"(stream.record()), got {type(event).__name__}")
+    if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
+        raise TypeError(f"{name}: metadata must be a dict, got {type(metadata).__name__}")
 
 
 @dataclass
