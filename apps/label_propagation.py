@@ -29,8 +29,7 @@ from groute import AppResult
 from groute.engines import make_engine
 from groute.graph import DEFAULT_PARTITION
 from groute.operators import Functor, Message, advance, arc_values, compute, filter, keyed
-from groute.apps.louvain import (MOVES, NEIGHBOUR_TOP, PRIORITY, RESET, first_members,
-                                 level_graph, salt_of)
+from groute.apps.louvain import first_members, independent_movers, level_graph, salt_of
 from groute.registry import public
 from groute.solver import input_graph
 
@@ -235,12 +234,8 @@ def asynchronous(engine, graph, *, weighted: bool, salt: int, queue: bool,
                                  weight="w" if weighted else None)
         if not gaining:
             break
-        compute(everyone, RESET)
-        compute(gaining, PRIORITY, salt=salt, iteration=rounds)
-        advance(gaining, NEIGHBOUR_TOP, candidates=gaining)
-        if graph.directed:                  # a vertex's neighbours along its in-arcs too
-            advance(gaining, NEIGHBOUR_TOP, over="in", candidates=gaining)
-        movers = filter(gaining, MOVES)
+        # a directed graph's vertex: its neighbours along its in-arcs too
+        movers = independent_movers(engine, gaining, salt, rounds, in_arcs=graph.directed)
         if graph.directed:
             movers = filter(movers, COIN)
         compute(movers, RELABEL)

@@ -329,6 +329,28 @@ def level_graph(graph: CSRGraph, weights=None) -> LevelGraph:
     return _from_arcs(n, src, dst, half, half)
 
 
+def independent_movers(engine, gaining, salt: int, iteration: int, *, direction: str = "push",
+                       in_arcs: bool = False):
+    """The vertices of ``gaining`` (a frontier of ``engine``, whose states ``prio`` and ``top``
+    it overwrites) that move at once: those whose random priority (drawn from ``salt`` and
+    ``iteration``) tops every gaining neighbour's, an independent set, so that no two
+    neighbours move on what the other had. ``in_arcs``: neighbours along the in-arcs count too
+    (a directed graph's); ``direction``: the advance's. Louvain's and Leiden's moves and
+    refinement, and asynchronous label propagation, choose their movers so.
+
+    Returns
+    -------
+    Frontier
+        The movers.
+    """
+    compute(engine.all_vertices(), RESET)
+    compute(gaining, PRIORITY, salt=salt, iteration=iteration)
+    advance(gaining, NEIGHBOUR_TOP, direction, candidates=gaining)
+    if in_arcs:
+        advance(gaining, NEIGHBOUR_TOP, direction, over="in", candidates=gaining)
+    return filter(gaining, MOVES)
+
+
 class _Level:
     """One level's engine, weights and state (``comm``: each vertex's community, a position)."""
 
@@ -429,13 +451,9 @@ class _Level:
         return before, self.modularity(resolution), moved
 
     def movers(self, gaining, salt: int, iteration: int):
-        """The vertices of ``gaining`` that move at once: those whose random priority (drawn
-        from ``salt`` and ``iteration``) tops every gaining neighbour's, an independent set, so
-        that no two neighbours move on what the other had; the moves' and the refinement's."""
-        compute(self.engine.all_vertices(), RESET)
-        compute(gaining, PRIORITY, salt=salt, iteration=iteration)
-        advance(gaining, NEIGHBOUR_TOP, "auto", candidates=gaining)
-        return filter(gaining, MOVES)
+        """The vertices of ``gaining`` that move at once (:func:`independent_movers`): the
+        moves' and the refinement's."""
+        return independent_movers(self.engine, gaining, salt, iteration, direction="auto")
 
     def communities(self) -> np.ndarray:
         """Every vertex's community, by position (host)."""
