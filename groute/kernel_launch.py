@@ -163,3 +163,22 @@ def launch_kernel(fn, grid: int, block: int, args, *, shared_mem: int = 0) -> No
                                 args.params)
     else:
         cuda.launch(ptr, grid, 1, 1, block, 1, 1, shared_mem, cuda.stream(), args.params, 0)
+
+
+def launch_plain(fn, grid: int, block: int, args) -> None:
+    """Launch the CuPy ``RawKernel`` ``fn`` with ``cuLaunchKernel`` (never cooperatively) on a
+    1-D grid of ``grid`` blocks of ``block`` threads with ``args`` (a sequence, converted as
+    CuPy converts it), on CuPy's current device and stream.
+
+    ``fn``'s own call launches every kernel of a module built with cooperative groups
+    cooperatively (CuPy's ``Function`` is called with the module's
+    ``enable_cooperative_groups``): the driver must hold the whole grid resident at once, and
+    CuPy cuts a grid larger than that, with a warning. A kernel with no grid-wide barrier (a
+    reset, a fill) needs no such launch; its ``Function`` launches plainly when called
+    without that flag.
+
+    Examples
+    --------
+    >>> launch_plain(module.get_function("reset_fused"), 64, 256, (args, n, t, c))  # doctest: +SKIP
+    """
+    fn.kernel((grid,), (block,), args)

@@ -236,3 +236,49 @@ def test_a_packed_launch_runs_the_kernel_with_its_arguments(cooperative):
         launch_kernel(count, 7, 64, (out, np.int32(3)))
         stream.synchronize()
     assert int(out.get()[0]) == 21
+
+
+class FakeFunction:
+    """CuPy's ``Function`` as launch_plain calls it: each call recorded, with its keywords."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, grid, block, args, **kwargs):
+        self.calls.append((grid, block, args, kwargs))
+
+
+def test_a_plain_launch_never_asks_for_a_cooperative_one():
+    """launch_plain calls the kernel's Function without enable_cooperative_groups (CuPy's
+    default there: cuLaunchKernel), whatever the module was built for; the RawKernel's own call,
+    which would pass the module's flag, is not used."""
+    from groute.kernel_launch import launch_plain
+    for cooperative in (False, True):
+        function = FakeFunction()
+        fn = SimpleNamespace(enable_cooperative_groups=cooperative, kernel=function)
+        launch_plain(fn, 132, 256, ("args", np.int32(3)))
+        assert function.calls == [((132,), (256,), ("args", np.int32(3)), {})]
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+def test_a_plain_launch_of_a_cooperative_module_s_kernel_runs_a_grid_past_one_wave():
+    """A kernel of a module built with cooperative groups, launched plainly, runs every block of
+    a grid four times what the GPU holds at once, without a warning: its own call (cooperative)
+    would have cut the grid to one wave."""
+    import warnings
+
+    import cupy
+
+    from groute.kernel_launch import launch_plain
+    module = cupy.RawModule(code=KERNELS, enable_cooperative_groups=True)
+    count = module.get_function("count_blocks")
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    wave = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(count.kernel.ptr, 1024, 0)
+    grid = 4 * wave * sms
+    out = cupy.zeros(1, np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        launch_plain(count, grid, 1024, (out, np.int32(1)))
+    cupy.cuda.get_current_stream().synchronize()
+    assert int(out.get()[0]) == grid

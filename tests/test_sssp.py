@@ -389,6 +389,62 @@ def test_cuda_multi_device_kernel_paths_on_one_gpu(app):
             np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.gpu
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ceiling", [None, 0])
+def test_a_cuda_worker_starts_from_the_whole_starting_state_whatever_was_there(ceiling):
+    """CUDATraversalWorker.start (reset_fused, then place_seeds_fused: plain launches) on three
+    parts of a graph on one GPU whose every array holds garbage, seeds on two of them: values
+    unreached but the owned seeds' (0); in_near -1 but the queued seeds' (0, and in round 0's
+    queue; none under a ceiling of 0); sent_best of the other parts' vertices unreached;
+    counters 0; control words 0 but the seeds queued, FAR_MIN (unreached), the threshold and
+    the ceiling, the grid barrier's words included."""
+    need_gpus(1)
+    from groute import Context
+    from groute.apps.sssp import DISTANCE
+    from groute.engines.relax.cuda_worker import (CTL_SIZE, FAR_MIN, NEAR_COUNT, THRESHOLD,
+                                                  CUDATraversalWorker)
+    from groute.graph import partition_graph
+    g = graph("grid:50")
+    k, n = 3, g.num_vertices
+    p = partition_graph(g, k, method="random", seed=1)
+    offsets = np.asarray(p.offsets)
+    seeds = [int(offsets[0]), int(offsets[0]) + 5, int(offsets[2]) + 1]   # parts 0 and 2
+    inf = np.iinfo(np.int32).max
+    with Context(1, backend="cuda", timeout=30) as ctx:
+        dev = ctx.devices[0]
+        workers = [CUDATraversalWorker(dev, p.local(i), lo=offsets[i], hi=offsets[i + 1],
+                                       offsets=offsets, num_vertices=n, kind="int",
+                                       weighted=True, unit=False, relaxation=DISTANCE)
+                   for i in range(k)]
+        for w in workers:
+            junk = ((w.dist, 5), (w.in_near, 7), (w.sent_best, 3), (w.ctl, 9), (w.near[0], -2),
+                    (w.counters_dev, 11))
+            dev.compute_stream.submit(lambda: [a.fill(v) for a, v in junk])   # the start's order
+            w.set_source(seeds, ceiling)
+            work = w.start(40)
+            mine = np.array([s - w.lo for s in seeds if w.lo <= s < w.hi], np.int64)
+            queued = ceiling is None and mine.size > 0
+            assert work.near == (mine.size if queued else 0) and work.far == 0
+            dist, in_near = w.dist.get()[:w.n_local], w.in_near.get()[:w.n_local]
+            want = np.full(w.n_local, inf, np.int32)
+            want[mine] = 0
+            np.testing.assert_array_equal(dist, want)
+            want = np.full(w.n_local, -1, np.int32)
+            if queued:
+                want[mine] = 0
+                assert sorted(w.near[0].get()[:mine.size]) == sorted(mine)
+            np.testing.assert_array_equal(in_near, want)
+            peers = np.r_[0:w.lo, w.hi:n]
+            assert (w.sent_best.get()[peers] == inf).all()
+            assert not w.counters_dev.get().any()
+            ctl = np.zeros(CTL_SIZE, np.int32)
+            ctl[NEAR_COUNT] = mine.size if queued else 0
+            ctl[FAR_MIN], ctl[THRESHOLD] = inf, 40
+            ctl[22] = inf if ceiling is None else ceiling           # fused.cuh's CEILING
+            np.testing.assert_array_equal(w.ctl.get(), ctl)
+
+
 # ------------------------------------------------------------------------- through peer memory
 def zero_weight_grid():
     """A grid where a third of the arcs weigh 0 (ties everywhere, plateaus of equal distance)."""

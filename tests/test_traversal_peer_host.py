@@ -144,6 +144,40 @@ def test_traversal_arrays_on_a_device():
         arrays_needed("pr")
 
 
+def test_a_cuda_worker_s_reset_is_two_plain_launches_of_its_module(monkeypatch):
+    """CUDATraversalWorker.reset_state on a stand-in (no GPU): reset_fused on a grid of a
+    block per ``block`` items of the longest fill (its values, or sent_best over the other
+    devices' vertices), at most its resident blocks, at least one, with the seeds round 0
+    queues (none under a ceiling of 0), the threshold's and the ceiling's bits; then, where it
+    owns seeds, place_seeds_fused with them. Both launched plainly; nothing else on the host."""
+    from groute.engines.relax.cuda_worker import CUDATraversalWorker, _bits
+    launches = []
+    monkeypatch.setattr(traversal_cuda, "launch_plain",
+                        lambda fn, grid, block, args: launches.append((fn, grid, block, args)))
+    w = CUDATraversalWorker.__new__(CUDATraversalWorker)
+    w.kind, w.block, w.blocks, w.args = "float", 128, 264, "args"
+    w.reset_kernel, w.seeds_kernel = "reset_fused", "place_seeds_fused"
+    seeds = SimpleNamespace(size=3)
+    for items, staged, ceiling, threshold, grid, queued in (
+            (1000, seeds, math.inf, 2.5, 8, 3),        # ceil(1000 / 128) blocks
+            (10**7, seeds, 0.0, math.inf, 264, 0),     # at most the resident grid; not queued
+            (0, None, 4.0, 1.0, 1, 0)):                # at least one block; no seed here
+        launches.clear()
+        w.reset_items, w.staged_seeds, w.ceiling_bits = items, staged, _bits(ceiling, "float")
+        w.reset_state(threshold)
+        reset = ("reset_fused", grid, 128, ("args", queued, _bits(threshold, "float"),
+                                            _bits(ceiling, "float")))
+        assert [(fn, g, b, tuple(int(x) if x != "args" else x for x in a))
+                for fn, g, b, a in launches[:1]] == [reset]
+        if staged is None:
+            assert len(launches) == 1
+            continue
+        assert len(launches) == 2
+        fn, g, b, (args, placed, n, queue) = launches[1]
+        assert (fn, g, b, args, placed, int(n), int(queue)) == (
+            "place_seeds_fused", 1, 128, "args", seeds, 3, int(queued > 0))
+
+
 def test_the_persistent_engines_stage_their_seeds_before_the_timed_run():
     """RelaxSolver.run calls ``prepare(seeds, limit)`` outside its timer and then ``run()``:
     every persistent engine it may hold (the peer kernels, the linked workers) takes both, and
@@ -251,8 +285,8 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     raises naming it; prepare() gives every worker the seeds and launches nothing; run()
     launches every device from them (its staged seeds' address and count, the ceiling's bits)
     and consumes them (a second run() raises again); run(seeds) stages them itself; a prepare
-    that fails leaves nothing staged. A run queues on a device its reset (one launch: the seeds
-    it queues, delta, the ceiling), every reset before any persistent launch, then its launch
+    that fails leaves nothing staged. A run queues on a device its reset (one plain launch: the
+    seeds it queues, delta, the ceiling), every reset before any persistent launch, then its launch
     and, after every launch, its read-back: no other host work."""
     from groute.engines import peer_barrier
     from groute.engines.protocol import PROTO_RESULT, PROTOCOL_WORDS
@@ -275,15 +309,15 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
                          int(ceiling), int(timeout)))
         return blocks
 
-    def reset(i):
-        def kernel(grid, block, args):
-            w_args, links, queued, delta, ceiling = args
-            events.append(("reset", f"cuda:{i}"))
-            resets.append((f"cuda:{i}", grid, w_args, links, int(queued), int(delta),
-                           int(ceiling)))
-        return kernel
+    def plain(fn, grid, block, args):       # the resets' launch: plain (no barrier in them)
+        i = int(fn[-2])
+        assert fn == f"reset_linked[{i}]" and block == linked.BLOCK
+        w_args, links, queued, delta, ceiling = args
+        events.append(("reset", f"cuda:{i}"))
+        resets.append((f"cuda:{i}", grid, w_args, links, int(queued), int(delta), int(ceiling)))
 
     monkeypatch.setattr(linked, "launch_resident", launch)
+    monkeypatch.setattr(linked, "launch_plain", plain)
     t = LinkedTraversal.__new__(LinkedTraversal)
     t.app, t.k, t.cap, t.max_rounds, t._staged = "bfs", 2, 1 << 16, 10, None
     t.delta_bits = 7
@@ -291,7 +325,7 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     t.workers = [_LinkedWorker(0, 4, lambda out: out.fill(0)),
                  _LinkedWorker(4, 8, lambda out: out.fill(0))]
     t.fns, t.blocks, t.links = ["traverse_linked"] * 2, [4, 4], ["links[0]", "links[1]"]
-    t.resets, t.reset_blocks = [reset(0), reset(1)], [3, 5]
+    t.resets, t.reset_blocks = ["reset_linked[0]", "reset_linked[1]"], [3, 5]
     t.barrier = _Barrier(t.devices)
     t.barrier.base = 0
     t.state = [_Readback(finished(i)) for i in range(2)]
@@ -311,8 +345,8 @@ def test_the_linked_traversal_runs_once_from_what_prepare_staged(monkeypatch):
     assert launches == [("cuda:0", "args[0]", "links[0]", 1000, 1, 7, 5, timeout),
                         ("cuda:1", "args[4]", "links[1]", 1004, 2, 7, 5, timeout)]
     # each device's reset: its grid, the seeds it queues, delta, the ceiling
-    assert resets == [("cuda:0", (3,), "args[0]", "links[0]", 1, 7, 5),
-                      ("cuda:1", (5,), "args[4]", "links[1]", 2, 7, 5)]
+    assert resets == [("cuda:0", 3, "args[0]", "links[0]", 1, 7, 5),
+                      ("cuda:1", 5, "args[4]", "links[1]", 2, 7, 5)]
     # the resets, then the launches, then the read-backs
     assert events == [("reset", "cuda:0"), ("reset", "cuda:1"), ("launch", "cuda:0"),
                       ("launch", "cuda:1"), ("read", 0), ("read", 1)]

@@ -23,13 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from groute.engines.peer_barrier import launch_resident
+from groute.kernel_launch import launch_plain
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.operators import direction
 from groute.tuning import TraversalTuning
 from groute.worklist import LocalWork, StreamWorker
 
 from .pull import PullSteps
-from .seeds import SeedBuffer, owned_seeds, place_seeds
+from .seeds import SeedBuffer, owned_seeds
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,6 @@ BLOCK = 256
 # control block slots, as fused.cuh
 NEAR_COUNT, ROUND, FAR_COUNT, FAR_INDEX, FAR_MIN, FAR_OVERFLOW, THRESHOLD, ROUNDS, EXIT_REASON = \
     0, 3, 4, 6, 7, 8, 10, 11, 12
-CEILING = 22
 OUT_COUNT, CTL_SIZE = 24, 64
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS, COUNTERS = 0, 1, 2, 3, 11, 12
 #: frontier sizes (vertices) at which the kernel returns to be relaunched with the other grid
@@ -73,6 +73,12 @@ GROW, SHRINK = 1 << 14, 1 << 12
 NARROW_PER_SM = 0.5
 WARP_EDGES = 1024
 MAX_DEVICES = CTL_SIZE - OUT_COUNT
+
+
+def fill_blocks(items: int, block: int, most: int) -> int:
+    """The grid of a grid-stride loop over ``items``: a block of ``block`` threads per
+    ``block`` items, at most ``most`` (the worker's resident grid), at least one."""
+    return max(1, min(most, -(-int(items) // block)))
 
 
 def _bits(value, kind) -> int:
@@ -150,7 +156,6 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
                  relaxation, unit, symmetric=False, flush_items=1 << 16, out_capacity=None,
                  far_capacity=None, tuning=None):
         import cupy
-        self.cp = cupy
         super().__init__(device, local, lo=lo, hi=hi, offsets=offsets, num_vertices=num_vertices,
                          kind=kind, weighted=weighted, tuning=tuning)
         tuning = self.tuning
@@ -173,6 +178,10 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
             module = self._load(options)
             self.traverse = module.get_function("traverse")
             self.absorb_kernel = module.get_function("absorb")
+            # loaded now, with the module: a run never loads a kernel (a load waits for the
+            # kernels running on the GPU, which other devices may share)
+            self.reset_kernel = module.get_function("reset_fused")
+            self.seeds_kernel = module.get_function("place_seeds_fused")
             n = max(self.n_local, 1)
             xp = cupy
             self.in_near = xp.zeros(n, dtype=np.int32)
@@ -184,6 +193,8 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
             self.outbox = xp.empty(max(self.k, 1) * self.out_cap if self.k > 1 else 1, dtype=np.int64)
             self.offsets = xp.asarray(np.asarray(offsets, dtype=np.int64))
             self.ctl = xp.zeros(CTL_SIZE, dtype=np.int32)
+            # the longest fill of a reset: the values, or sent_best over the peers' vertices
+            self.reset_items = max(self.n_local, int(num_vertices) - self.n_local)
             self.frontier = xp.zeros(num_vertices if self.can_pull else 1, dtype=np.uint8)
             self.counters_dev = xp.zeros(COUNTERS, dtype=np.uint64)
             self.ctl_host = cupy.cuda.alloc_pinned_memory(CTL_SIZE * 4)
@@ -269,26 +280,22 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
     # ------------------------------------------------------------------ launches
     def reset_state(self, threshold):
         """A run's starting state from the staged seeds with threshold ``threshold``, queued on
-        the current stream (no wait): values unreached, nothing queued or sent, counters zero,
-        the seeds (on their owners) at value 0 and, below the ceiling, queued for round 0. (The
-        linked workers' kernel resets the same state itself: ``reset_run`` in ``linked.cu``.)"""
-        self.dist.fill(self.inf_bits)
-        self.in_near.fill(-1)          # the round each vertex was last queued for: none
-        self.sent_best.fill(self.inf_bits)
-        ctl = np.zeros(CTL_SIZE, dtype=np.int32)
-        ctl[FAR_MIN] = self.inf_bits
-        ctl[THRESHOLD] = _bits(threshold, self.kind)
-        ctl[CEILING] = self.ceiling_bits
-        self.counters_dev.fill(0)
+        the current stream (no wait) as two plain launches of ``fused.cu`` (neither has a grid
+        barrier, so neither needs a cooperative launch): ``reset_fused`` (values unreached,
+        nothing queued or sent, counters and control words zero but the threshold, the ceiling
+        and the seeds round 0 queues; its ``reset_worker`` is also the linked workers' reset),
+        then, where this device owns seeds, ``place_seeds_fused`` (the seeds at value 0 and,
+        below the ceiling, queued for round 0)."""
         seeds = self.staged_seeds          # set_source's copy
-        if seeds is not None:
-            queue = self.ceiling_bits > 0      # a ceiling of 0 expands nothing
-            place_seeds(seeds, self.dist, self.in_near, self.near[0], queue)
-            if queue:
-                ctl[NEAR_COUNT] = seeds.size
-        # through the pinned read-back buffer: an asynchronous copy, the host does not wait
-        self.ctl_view[:] = ctl
-        self.ctl.set(self.ctl_view, stream=self.cp.cuda.get_current_stream())
+        n = 0 if seeds is None else int(seeds.size)
+        queue = self.ceiling_bits > 0      # a seed has value 0: queued below the ceiling
+        launch_plain(self.reset_kernel, fill_blocks(self.reset_items, self.block, self.blocks),
+                     self.block, (self.args, np.int32(n if queue else 0),
+                                  np.int32(_bits(threshold, self.kind)),
+                                  np.int32(self.ceiling_bits)))
+        if n:
+            launch_plain(self.seeds_kernel, fill_blocks(n, self.block, self.blocks), self.block,
+                         (self.args, seeds, np.int32(n), np.int32(queue)))
 
     def _start(self, threshold):
         self.reset_state(threshold)
@@ -359,7 +366,7 @@ class CUDATraversalWorker(CUDATraversalArrays, PullSteps, StreamWorker):
         for items in arrays:
             n = int(items.shape[0])
             if n:
-                blocks = min(-(-n // self.block), self.blocks)   # module launches are cooperative
+                blocks = fill_blocks(n, self.block, self.blocks)   # module launches are cooperative
                 self.absorb_kernel((blocks,), (self.block,), (self.args, items, np.int32(n), thr))
         self.absorbed += sum(int(a.shape[0]) for a in arrays)
         return self._read_back()

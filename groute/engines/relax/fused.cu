@@ -483,6 +483,56 @@ absorb(const Args* __restrict__ pa, const long long* items, int n, int thr) {
     if (deferrals) atomicAdd(&a.counters[DEFERRALS], deferrals);
 }
 
+// A worker's state at the start of a run, by every thread of a grid (thread tid of nthreads):
+// values unreached, nothing queued (in_near) or sent (sent_best of the other devices' vertices:
+// a device never reads its own), the counters zero and every control word (Ctl) zero but
+// `queued` seeds in round 0's queue, no deferred value (FAR_MIN), `threshold` and `ceiling`.
+// The grid barrier's words are zeroed too: this runs in a launch of its own, which no barrier
+// spans. A later launch places the seeds (place_seeds). The fused worker's run starts with
+// reset_fused, the linked workers' with reset_linked (linked.cu: this, then their link state).
+__device__ __forceinline__ void reset_worker(const Args& a, long long tid, long long nthreads,
+                                             int queued, int threshold, int ceiling) {
+    const long long n_local = a.hi - a.lo, n_peers = a.offsets[a.k] - n_local;
+    for (long long v = tid; v < n_local; v += nthreads) {
+        a.dist[v] = VALUE_INF;
+        a.in_near[v] = -1;                   // the round it was last queued for: none
+    }
+    for (long long i = tid; i < n_peers; i += nthreads)
+        a.sent_best[i < a.lo ? i : i + n_local] = VALUE_INF;
+    for (long long w = tid; w < COUNTERS; w += nthreads) a.counters[w] = 0ull;
+    for (long long w = tid; w < CTL_SIZE; w += nthreads)
+        a.ctl[w] = w == NEAR_COUNT ? queued : w == FAR_MIN ? VALUE_INF
+                 : w == THRESHOLD ? threshold : w == CEILING ? ceiling : 0;
+}
+
+// The seeds this device owns (num_seeds local ids, distinct) at value 0 and, if `queued`, in
+// round 0's queue, by every thread of a grid, in a launch after the reset's (reset_worker).
+__device__ __forceinline__ void place_seeds(const Args& a, const int* seeds, int num_seeds,
+                                            bool queued, long long tid, long long nthreads) {
+    for (long long i = tid; i < num_seeds; i += nthreads) {
+        const int s = seeds[i];
+        a.dist[s] = 0;
+        if (!queued) continue;
+        a.in_near[s] = 0;
+        a.near0[i] = s;
+    }
+}
+
+// The fused worker's reset for a run (reset_worker), launched plainly (no barrier in it) on a
+// grid of its own, so the fills stream at the GPU's bandwidth.
+extern "C" __global__ void reset_fused(const Args* __restrict__ pa, int queued, int threshold,
+                                       int ceiling) {
+    reset_worker(*pa, global_rank(), global_size(), queued, threshold, ceiling);
+}
+
+// The fused worker's seeds (place_seeds), after reset_fused: num_seeds local ids, queued for
+// round 0 if `queued`.
+extern "C" __global__ void place_seeds_fused(const Args* __restrict__ pa,
+                                             const int* __restrict__ seeds, int num_seeds,
+                                             int queued) {
+    place_seeds(*pa, seeds, num_seeds, queued, global_rank(), global_size());
+}
+
 // The host builds Args as a NumPy record; this lets it check the layout matches.
 extern "C" __global__ void args_layout(long long* out) {
     out[0] = sizeof(Args);

@@ -210,54 +210,28 @@ __device__ __forceinline__ void warp_add(unsigned long long* p, long long v, int
     if (lane == 0 && v) atomicAdd(p, (unsigned long long)v);
 }
 
-// This GPU's state at the start of a run, by every thread of the grid: values unreached,
-// nothing queued, sent or counted (sent_best of the peers' vertices: its own are never read),
-// the link state zero with every limit at cap (nothing applied yet: a ring of room), the
-// worker's control words (fused.cuh's Ctl: `queued` seeds in round 0's queue, no deferred
-// value, threshold `delta`, `ceiling`; the grid barrier's words are in use, and every launch
-// leaves them 0) and the protocol's ABORT. Then the seeds can be placed (place_seeds).
+// This GPU's state at the start of a run, by every thread of the grid: the worker's
+// (reset_worker, fused.cu: values, in_near, sent_best, counters, control words: `queued` seeds
+// in round 0's queue, threshold `delta`, `ceiling`), the link state zero with every limit at
+// cap (nothing applied yet: a ring of room) and the protocol's ABORT. Then the seeds can be
+// placed (place_seeds).
 __device__ __forceinline__ void reset_run(const Args& a, const Links& lk, long long tid,
                                           long long nthreads, int queued, int delta,
                                           int ceiling) {
-    const long long n_local = a.hi - a.lo, n_peers = a.offsets[a.k] - n_local;
-    for (long long v = tid; v < n_local; v += nthreads) {
-        a.dist[v] = VALUE_INF;
-        a.in_near[v] = -1;                   // the round it was last queued for: none
-    }
-    for (long long i = tid; i < n_peers; i += nthreads)
-        a.sent_best[i < a.lo ? i : i + n_local] = VALUE_INF;
-    for (long long w = tid; w < COUNTERS; w += nthreads) a.counters[w] = 0ull;
+    reset_worker(a, tid, nthreads, queued, delta, ceiling);
     for (long long w = tid; w < L_U64; w += nthreads)
         lk.lu[w] = w >= L_LIM && w < L_LIM + 3 * LINK_MAX ? (unsigned long long)lk.cap : 0ull;
     for (long long w = tid; w < L_INT; w += nthreads) lk.li[w] = 0;
-    for (long long w = tid; w < CTL_SIZE; w += nthreads) {
-        if (w == BARRIER_COUNT || w == EXIT_COUNT) continue;
-        a.ctl[w] = w == NEAR_COUNT ? queued : w == FAR_MIN ? VALUE_INF
-                 : w == THRESHOLD ? delta : w == CEILING ? ceiling : 0;
-    }
     if (tid == 0) protocol_begin(lk.ctl);
 }
 
-// The seeds this GPU owns (num_seeds local ids, distinct) at value 0 and, if `queued`, in round
-// 0's queue, after reset_run (reset_linked's launch before this kernel's).
-__device__ __forceinline__ void place_seeds(const Args& a, const int* seeds, int num_seeds,
-                                            bool queued, long long tid, long long nthreads) {
-    for (long long i = tid; i < num_seeds; i += nthreads) {
-        const int s = seeds[i];
-        a.dist[s] = 0;
-        if (!queued) continue;
-        a.in_near[s] = 0;
-        a.near0[i] = s;
-    }
-}
-
-// A run's reset of this GPU's state (reset_run), on a wide grid of its own: the fills of the
-// values and sent_best stream at the GPU's bandwidth instead of on traverse_linked's narrow
-// grid. queued: the seeds round 0's queue holds (0 where the ceiling is 0 or it owns none).
+// A run's reset of this GPU's state (reset_run), launched plainly (no barrier in it) on a wide
+// grid of its own: the fills of the values and sent_best stream at the GPU's bandwidth instead
+// of on traverse_linked's narrow grid. queued: the seeds round 0's queue holds (0 where the
+// ceiling is 0 or it owns none).
 extern "C" __global__ void reset_linked(const Args* __restrict__ pa, const Links* __restrict__ pl,
                                         int queued, int delta, int ceiling) {
-    reset_run(*pa, *pl, (long long)blockIdx.x * blockDim.x + threadIdx.x,
-              (long long)gridDim.x * blockDim.x, queued, delta, ceiling);
+    reset_run(*pa, *pl, global_rank(), global_size(), queued, delta, ceiling);
 }
 
 // One launch per GPU for the whole run, from the seeds the host staged: seeds, num_seeds (this

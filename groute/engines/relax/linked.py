@@ -43,9 +43,10 @@ import numpy as np
 from groute.engines import peer_barrier
 from groute.engines.peer_barrier import CrossDeviceBarrier, launch_resident
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS, LaunchStop
+from groute.kernel_launch import launch_plain
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 
-from .cuda_worker import BLOCK, DEFERRALS, EDGES, PROCESSED, _bits, traversal_options
+from .cuda_worker import BLOCK, DEFERRALS, EDGES, PROCESSED, _bits, fill_blocks, traversal_options
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class LinkedTraversal:
                 self.fns.append(fn)
                 # loaded now, with the module: a reset never loads a kernel during a run
                 self.resets.append(module.get_function("reset_linked"))
-                self.reset_blocks.append(_reset_blocks(w.n_local, int(offsets[-1]), w.blocks))
+                self.reset_blocks.append(fill_blocks(w.reset_items, BLOCK, w.blocks))
                 sms = int(dev.properties()["multiprocessors"])
                 resident = resident_blocks_per_sm(fn, BLOCK, dev.gpu) * sms
                 want = cap_blocks or w.narrow_blocks
@@ -170,13 +171,13 @@ class LinkedTraversal:
 
     # ------------------------------------------------------------------ running
     def _reset(self, i):
-        """Queue device ``i``'s reset for the staged run (``reset_linked``, one launch) on its
-        compute stream, before its persistent launch."""
+        """Queue device ``i``'s reset for the staged run (``reset_linked``, one plain launch: no
+        barrier in it) on its compute stream, before its persistent launch."""
         w = self.workers[i]
         seeds, count, ceiling = self._staged[i]
         queued = count if int(ceiling) > 0 else np.int32(0)     # a seed has value 0
-        self.resets[i]((self.reset_blocks[i],), (BLOCK,),
-                       (w.args, self.links[i], queued, np.int32(self.delta_bits), ceiling))
+        launch_plain(self.resets[i], self.reset_blocks[i], BLOCK,
+                     (w.args, self.links[i], queued, np.int32(self.delta_bits), ceiling))
 
     def _launch(self, i, timeout_ns):
         """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds
@@ -260,13 +261,6 @@ class LinkedTraversal:
 
     def close(self) -> None:
         """Nothing to let go beyond the arrays (one process: the peers' own memory)."""
-
-
-def _reset_blocks(n_local: int, n: int, resident: int) -> int:
-    """``reset_linked``'s grid: a block per BLOCK of the longest fill (the part's values, or
-    sent_best over the peers' vertices), at most the device's resident blocks, at least one."""
-    longest = max(n_local, n - n_local, 1)
-    return max(1, min(resident, -(-longest // BLOCK)))
 
 
 def _seed_arguments(worker):

@@ -4,11 +4,10 @@ Every relaxation run starts from its seeds (one source, or several), and on a sm
 whole run is short, so what the host does between the start of the timed region and the
 kernel's launch would be a visible part of the run's time. Uploading a fresh NumPy array
 (``cupy.asarray``) allocates from the pool and copies from pageable memory, which makes the host
-wait for the stream and then for the staging copy; scattering the seeds with CuPy's fancy
-indexing costs a host round of argument checks per array. :class:`SeedBuffer` keeps a pinned
-host buffer and a device buffer per device, grown when a run has more seeds, and queues the
-copy on the current stream (pinned memory: a real asynchronous copy); :func:`place_seeds` puts
-the seeds at value 0, and on the queue of round 0, in one launch.
+wait for the stream and then for the staging copy. :class:`SeedBuffer` keeps a pinned host
+buffer and a device buffer per device, grown when a run has more seeds, and queues the copy on
+the current stream (pinned memory: a real asynchronous copy); the kernels put the seeds at
+value 0, and on the queue of round 0, themselves (``place_seeds`` in ``fused.cu``).
 
 Reusing the pinned buffer is safe because every run reads its counters back before it returns,
 so the copy of one run has finished before the next writes the buffer.
@@ -19,8 +18,6 @@ import numpy as np
 
 #: the least seeds a buffer holds (room for a source and a few more without regrowing)
 MIN_CAPACITY = 64
-
-_PLACE = None
 
 
 def owned_seeds(seeds, lo: int, hi: int) -> np.ndarray:
@@ -59,14 +56,3 @@ class SeedBuffer:
         out.set(self.host[:n], stream=cupy.cuda.get_current_stream())
         return out
 
-
-def place_seeds(seeds, dist, in_near, near, queue: bool) -> None:
-    """On the current stream: each seed's value 0 in ``dist`` and, when ``queue``, the seed
-    marked queued for round 0 in ``in_near`` and listed in ``near`` (one launch)."""
-    global _PLACE
-    if _PLACE is None:
-        import cupy
-        _PLACE = cupy.ElementwiseKernel(
-            "int32 s, bool queue", "raw int32 dist, raw int32 in_near, raw int32 near",
-            "dist[s] = 0; if (queue) { in_near[s] = 0; near[i] = s; }", "groute_place_seeds")
-    _PLACE(seeds, bool(queue), dist, in_near, near)
