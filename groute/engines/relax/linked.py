@@ -25,7 +25,9 @@ next round. A run resets every device's state by one launch of ``reset_linked`` 
 queues, counters, link state, control words: a wide grid, so the fills stream at the GPU's
 bandwidth, where the persistent kernel's narrow grid would not), all queued before the first
 persistent launch; each kernel then places the seeds :meth:`~LinkedTraversal.prepare` staged and
-meets the others. A run is these launches and the read-backs: nothing else on the host.
+meets the others. A run is these launches (with the NVLink wake copies that
+:meth:`~groute.engines.peer_barrier.CrossDeviceBarrier.launch_each` issues where none was staged)
+and the read-backs: no host fills or copies of the state.
 
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (rounds per device before the
 run raises) and ``linked_blocks`` (blocks per device; default the fused worker's narrow grid);
@@ -210,7 +212,9 @@ class LinkedTraversal:
         first, with ``ceiling``); values land in the workers' ``dist``.
 
         Per device a reset launch, then (every reset queued) its persistent launch, then its
-        control block and counters read back; nothing else is queued on the devices."""
+        control block and counters read back; besides the launches' wake copies
+        (:meth:`~groute.engines.peer_barrier.CrossDeviceBarrier.launch_each`) nothing else is
+        queued on the devices."""
         if sources_new is not None:
             self.prepare(sources_new, ceiling)
         if self._staged is None:
