@@ -559,3 +559,16 @@ def test_a_stop_by_a_device_error_names_its_device_once():
     assert str(err) == "cpu:1 (rank 1): KeyError: 'x' (waiting for the exchange)"
     stop.failure = ("cpu:0", ValueError("bad"))
     assert str(stopped(stop, "waiting")) == "cpu:0: ValueError: bad (waiting)"
+
+
+@pytest.mark.parametrize("bad", ["x", [0, 1], 2])
+def test_an_algorithm_given_something_else_than_a_context_says_so(bad):
+    """``ctx=`` takes a Context (or None): anything else is a TypeError naming ctx, not an
+    AttributeError from deep inside the device rule."""
+    import groute
+    from groute.graph import load_graph
+    g = load_graph("kron:6", cache=False)
+    for run in (lambda: groute.bfs(g, 0, ctx=bad), lambda: groute.pagerank(g, ctx=bad),
+                lambda: groute.connected_components(g, ctx=bad)):
+        with pytest.raises(TypeError, match=r"ctx must be a groute Context .* got "):
+            run()

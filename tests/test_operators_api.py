@@ -206,6 +206,12 @@ def test_a_frontier_of_one_string_a_missing_state_or_a_scalar_of_another_type_is
             eng.gather("nothing")           # said as reduce says it
         with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got 'x'"):
             filter(eng.all_vertices(), ABOVE, t="x")    # named: the functor and its scalar
+        # an int parameter takes a whole number: 1.7 is refused (C would truncate it to 1),
+        # 2.0 is 2
+        with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got 1.7"):
+            filter(eng.all_vertices(), ABOVE, t=1.7)
+        assert filter(eng.all_vertices(), ABOVE, t=2.0).vertices().tolist() == \
+            filter(eng.all_vertices(), ABOVE, t=2).vertices().tolist()
 
 
 def test_exchange_in_many_small_packets_through_few_buffers():

@@ -235,11 +235,16 @@ class Functor:
                 if p.name not in scalars:
                     raise TypeError(f"{where}: {self.name} needs the scalar {p.name!r} "
                                     f"(pass {p.name}=... to the operator)")
+                given = scalars[p.name]
                 try:
-                    values[p.name] = p.dtype.type(scalars[p.name])
+                    values[p.name] = p.dtype.type(given)
                 except (TypeError, ValueError, OverflowError):
+                    values[p.name] = None
+                # an integer parameter takes whole numbers only: C would truncate 1.7 to 1
+                if values[p.name] is None or (p.dtype.kind in "iu" and isinstance(
+                        given, (float, np.floating)) and values[p.name] != given):
                     raise TypeError(f"{where}: {self.name}'s scalar {p.name!r} is declared "
-                                    f"{p.declaration()!r}, got {scalars[p.name]!r}") from None
+                                    f"{p.declaration()!r}, got {given!r}") from None
         extra = set(scalars) - {p.name for p in self.parsed}
         if extra:
             raise TypeError(f"{where}: {self.name} declares no parameter {sorted(extra)}")
