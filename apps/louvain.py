@@ -334,9 +334,21 @@ def independent_movers(engine, gaining, salt: int, iteration: int, *, direction:
     """The vertices of ``gaining`` (a frontier of ``engine``, whose states ``prio`` and ``top``
     it overwrites) that move at once: those whose random priority (drawn from ``salt`` and
     ``iteration``) tops every gaining neighbour's, an independent set, so that no two
-    neighbours move on what the other had. ``in_arcs``: neighbours along the in-arcs count too
-    (a directed graph's); ``direction``: the advance's. Louvain's and Leiden's moves and
-    refinement, and asynchronous label propagation, choose their movers so.
+    neighbours move on what the other had. Louvain's and Leiden's moves and refinement, and
+    asynchronous label propagation, choose their movers so.
+
+    Parameters
+    ----------
+    engine : engine
+        The operator engine holding ``prio`` and ``top`` (int64 states).
+    gaining : Frontier
+        The vertices that would gain by moving.
+    salt, iteration : int
+        Seed the priorities: the same pair draws the same priorities.
+    direction : str, optional
+        The advance's direction (:func:`groute.operators.advance`).
+    in_arcs : bool, optional
+        Neighbours along the in-arcs count too (a directed graph's).
 
     Returns
     -------

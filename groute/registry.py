@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .keywords import check_keywords, solver_options
+from .runtime.context import checked_context
 
 #: what an algorithm's module uses: the decorators that register it
 __all__ = ["algorithm", "public", "command", "Algorithm", "ALGORITHMS", "FUNCTIONS", "COMMANDS",
@@ -195,7 +196,7 @@ def _checked(function: Callable, solver: type | None) -> Callable:
         if accepted is None:
             accepted = own | (solver_options(solver) if passes_on and solver else set())
         check_keywords(function, kwargs, accepted)
-        ranks = getattr(kwargs.get("ctx"), "ranks", None)
+        ranks = getattr(checked_context(kwargs.get("ctx")), "ranks", None)
         if ranks is not None:       # a context spanning processes: every rank the same call
             given = signature.bind_partial(*args, **kwargs).arguments
             given.update(given.pop(var_keyword, {}))

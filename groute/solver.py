@@ -127,10 +127,6 @@ class Solver:
         :func:`groute.engines.device_rule.choose_devices` decides for :attr:`engine_family`
         from ``graph`` and the memory ``estimate``)."""
         from groute.engines.device_rule import choose_devices
-        from groute.runtime.context import Context
-        if ctx is not None and not isinstance(ctx, Context):
-            raise TypeError(f"ctx must be a groute Context (groute.Context(...), or None for the "
-                            f"kept one), got {type(ctx).__name__}")
         self.device_choice = choose_devices(
             devices, ctx=ctx, backend=backend, engine=self.engine_family,
             num_vertices=graph.num_vertices, num_arcs=graph.num_edges,

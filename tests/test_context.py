@@ -568,7 +568,13 @@ def test_an_algorithm_given_something_else_than_a_context_says_so(bad):
     import groute
     from groute.graph import load_graph
     g = load_graph("kron:6", cache=False)
+    import networkx as nx
+    G = nx.karate_club_graph()
     for run in (lambda: groute.bfs(g, 0, ctx=bad), lambda: groute.pagerank(g, ctx=bad),
-                lambda: groute.connected_components(g, ctx=bad)):
+                lambda: groute.connected_components(g, ctx=bad),
+                lambda: groute.core_number(G, ctx=bad),
+                lambda: groute.betweenness_centrality(G, ctx=bad),
+                lambda: groute.louvain_communities(G, ctx=bad),
+                lambda: groute.asyn_lpa_communities(G, ctx=bad)):
         with pytest.raises(TypeError, match=r"ctx must be a groute Context .* got "):
             run()

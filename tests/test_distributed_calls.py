@@ -82,3 +82,29 @@ def test_a_dict_made_in_another_order_or_a_numpy_scalar_is_the_same_argument():
     assert describe_argument(set(many)) == describe_argument(set(reversed(many)))
     t = np.arange(12.0).reshape(3, 4)
     assert describe_argument(t.T) == describe_argument(np.ascontiguousarray(t.T))
+
+
+def test_a_large_collection_is_the_same_argument_whatever_the_hash_seed_or_its_order():
+    """Nested sets, a set of frozensets made in another order, shared items and NumPy scalars
+    in a collection of 4096+ items describe alike in processes of other hash seeds, as small
+    ones do; a different item still differs."""
+    import subprocess
+    import sys
+    code = ("from groute.runtime.ranks import describe_argument as d; import numpy as np\n"
+            "n = 5000\n"
+            "print(d([{f'a{i}', f'b{i}'} for i in range(n)]))\n"
+            "print(d({frozenset({i, i + 1}) for i in range(n)}))\n"
+            "print(d({f'v{i}': float(i) for i in range(n)}))\n")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60, env={**__import__("os").environ,
+                                            "PYTHONHASHSEED": seed}).stdout
+            for seed in ("1", "2")}
+    assert len(seen) == 1 and "5000 items" in next(iter(seen)), seen
+    n = 5000
+    forward = {frozenset({i, i + 1}) for i in range(n)}
+    backward = {frozenset({i, i + 1}) for i in reversed(range(n))}
+    assert describe_argument(forward) == describe_argument(backward)
+    assert describe_argument([np.float64(0.5)] * n) == describe_argument([0.5] * n)
+    shared = "s" * 10
+    assert describe_argument([shared] * n) == describe_argument(["s" * 10 for _ in range(n)])
+    assert describe_argument(list(range(n))) != describe_argument([*range(n - 1), -1])

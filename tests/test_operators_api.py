@@ -208,8 +208,9 @@ def test_a_frontier_of_one_string_a_missing_state_or_a_scalar_of_another_type_is
             filter(eng.all_vertices(), ABOVE, t="x")    # named: the functor and its scalar
         # an int parameter takes a whole number: 1.7 is refused (C would truncate it to 1),
         # 2.0 is 2
-        with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got 1.7"):
-            filter(eng.all_vertices(), ABOVE, t=1.7)
+        for bad in (1.7, np.int64(2**40), "3"):
+            with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got "):
+                filter(eng.all_vertices(), ABOVE, t=bad)
         assert filter(eng.all_vertices(), ABOVE, t=2.0).vertices().tolist() == \
             filter(eng.all_vertices(), ABOVE, t=2).vertices().tolist()
 

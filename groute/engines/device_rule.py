@@ -118,9 +118,9 @@ def choose_devices(devices, *, ctx=None, backend: str = "auto", engine: str, num
     DeviceChoice
         The ``devices`` to open the context with, and why.
     """
-    if ctx is not None:
+    from groute.runtime.context import checked_context, requested_devices, resolve_backend
+    if checked_context(ctx) is not None:
         return DeviceChoice(None, f"the given context's {ctx.num_devices}")
-    from groute.runtime.context import requested_devices, resolve_backend
     devices = requested_devices(devices)
     if devices is not None:
         return DeviceChoice(devices, "as asked")

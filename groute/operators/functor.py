@@ -240,11 +240,13 @@ class Functor:
                     values[p.name] = p.dtype.type(given)
                 except (TypeError, ValueError, OverflowError):
                     values[p.name] = None
-                # an integer parameter takes whole numbers only: C would truncate 1.7 to 1
-                if values[p.name] is None or (p.dtype.kind in "iu" and isinstance(
-                        given, (float, np.floating)) and values[p.name] != given):
+                # an integer parameter takes a whole number in its range, as the number it
+                # is: C would truncate 1.7 to 1, a cast would wrap np.int64(2**40) to 0
+                if values[p.name] is None or (p.dtype.kind in "iu" and not isinstance(
+                        given, int) and values[p.name] != given):
                     raise TypeError(f"{where}: {self.name}'s scalar {p.name!r} is declared "
-                                    f"{p.declaration()!r}, got {given!r}") from None
+                                    f"{p.declaration()!r}, got {given!r} (not a number it "
+                                    f"holds as it is)")
         extra = set(scalars) - {p.name for p in self.parsed}
         if extra:
             raise TypeError(f"{where}: {self.name} declares no parameter {sorted(extra)}")

@@ -142,6 +142,27 @@ def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
+def checked_context(ctx):
+    """``ctx`` where it is a :class:`Context` (a RankContext or any other subclass) or None
+    (the kept one); else a TypeError naming ``ctx``, before anything reaches into it. Every
+    registered algorithm and :func:`~groute.engines.device_rule.choose_devices` check theirs
+    through it.
+
+    Examples
+    --------
+    >>> checked_context(None) is None
+    True
+    >>> checked_context("x")
+    Traceback (most recent call last):
+    ...
+    TypeError: ctx must be a groute Context (groute.Context(...), or None for the kept one), got str
+    """
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"ctx must be a groute Context (groute.Context(...), or None for the "
+                        f"kept one), got {type(ctx).__name__}")
+    return ctx
+
+
 def requested_devices(devices):
     """``devices`` as a :class:`Context` (and every ``devices=`` option) takes it, checked:
     None or ``"auto"`` (returned as None), a count (an int >= 1, returned as an int) or device

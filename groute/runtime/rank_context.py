@@ -164,6 +164,7 @@ class RankContext(Context):
 
     def __init__(self, comm=None, *, backend: str = "auto", timeout=None, transport=None):
         self._announced = False
+        self._answer_failed = False     # an answer to another rank failed (said once)
         self._watching = False
         self._places = None
         self._nccl = None
@@ -367,8 +368,9 @@ class RankContext(Context):
             except Exception as exc:  # noqa: BLE001 - one answer lost: keep watching
                 if self.ranks.MPI.Is_finalized():
                     return
-                log.warning("rank %d could not answer another rank's question: %s",
-                            self.rank, exc)
+                (log.debug if self._answer_failed else log.warning)(
+                    "rank %d could not answer another rank's question: %s", self.rank, exc)
+                self._answer_failed = True      # said once, at warning level
             try:
                 notice = self.ranks.notice()
             except Exception as exc:  # noqa: BLE001 - MPI finalised under us: stop watching

@@ -110,13 +110,44 @@ def _checksum(data: bytes | memoryview) -> str:
     return f"{zlib.crc32(data):08x}"
 
 
-def _in_one_order(items: list) -> list:
-    """``items`` (of a set or a dict) sorted: their order in the process depends on its hash
-    seed, which differs between ranks. Items that do not compare are sorted by their repr."""
-    try:
-        return sorted(items)
-    except TypeError:
-        return sorted(items, key=repr)
+#: the item types a large collection may hold to be described by one checksum of its repr:
+#: their repr is the same in every process (no addresses, no hash-seed order inside)
+_PLAIN = (int, float, str, bytes, bool, type(None))
+
+
+_NOT_PLAIN = object()
+
+
+def _plain(value):
+    """``value`` as a plain Python value where it is one or a NumPy scalar (its ``.item()``),
+    else ``_NOT_PLAIN``: what a large collection's checksum may cover by repr."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return value if type(value) in _PLAIN else _NOT_PLAIN
+
+
+def _large(value) -> str:
+    """A collection of :data:`LARGE_COLLECTION` items or more, by its length and a checksum
+    equal on every rank where its items are: of the repr of its plain items (sets' and
+    dicts' sorted), else of every item's :func:`describe_argument` text (sorted for sets and
+    dicts), which costs more."""
+    pairs = list(value.items()) if isinstance(value, dict) else None
+    items = [x for pair in pairs for x in pair] if pairs is not None else list(value)
+    plain = [_plain(x) for x in items]
+    unordered = isinstance(value, (set, frozenset, dict))
+    if not any(x is _NOT_PLAIN for x in plain):
+        if pairs is not None:
+            texts = [repr(pair) for pair in zip(plain[0::2], plain[1::2])]
+        else:
+            texts = [repr(x) for x in plain]
+    elif pairs is not None:
+        texts = [f"{describe_argument(k)}: {describe_argument(v)}" for k, v in pairs]
+    else:
+        texts = [describe_argument(x) for x in items]
+    if unordered:
+        texts.sort()
+    return (f"a {type(value).__name__} of {len(value)} items (checksum "
+            f"{_checksum(chr(31).join(texts).encode())})")
 
 
 def describe_argument(value) -> str:
@@ -130,7 +161,7 @@ def describe_argument(value) -> str:
     addresses, cut to :data:`DESCRIPTION_CHARS` characters."""
     if isinstance(value, np.generic):       # np.float64(0.1) and 0.1 are the same argument
         value = value.item()
-    if isinstance(value, np.ndarray) and value.dtype != object:
+    if isinstance(value, np.ndarray) and not value.dtype.hasobject:
         data = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
         return (f"an array of shape {value.shape} and dtype {value.dtype} "
                 f"(checksum {_checksum(data)})")
@@ -138,11 +169,7 @@ def describe_argument(value) -> str:
     if callable(across):            # e.g. a graph loaded by ranks: each holds another part
         return across()
     if isinstance(value, (list, tuple, set, frozenset, dict)) and len(value) >= LARGE_COLLECTION:
-        items = list(value.items()) if isinstance(value, dict) else list(value)
-        if isinstance(value, (set, frozenset, dict)):
-            items = _in_one_order(items)
-        return (f"a {type(value).__name__} of {len(value)} items (checksum "
-                f"{_checksum(pickle.dumps(items, protocol=4))})")
+        return _large(value)
     if isinstance(value, (list, tuple)):
         text = ", ".join(describe_argument(v) for v in value)
         text = f"[{text}]" if isinstance(value, list) else f"({text})"
