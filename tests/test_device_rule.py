@@ -67,10 +67,15 @@ def test_an_explicit_choice_is_honoured(four_gpus):
     assert choose_devices(None, engine="relax", num_vertices=10,
                           num_arcs=10**10).devices == 4          # None is auto
 
-    class Given:
+    from groute import Context
+
+    class Given(Context):           # a context of 3 devices, never started
         num_devices = 3
-    assert choose_devices(2, ctx=Given(), engine="relax", num_vertices=10,
-                          num_arcs=10).devices is None
+
+        def __init__(self):
+            pass
+    choice = choose_devices(2, ctx=Given(), engine="relax", num_vertices=10, num_arcs=10)
+    assert choice.devices is None and "the given context's 3" in choice.why
     with pytest.raises(ValueError, match="devices must be 'auto', a count or a list"):
         choose_devices("all", engine="relax", num_vertices=10, num_arcs=10)
 
