@@ -94,15 +94,21 @@ def test_directed_graph_gives_weak_components():
 
 def check_path_stats(stats, rest, k, n):
     """The counters say which path ran and add up."""
-    assert stats["rest"] == rest and stats["merge_rounds"] == (int(np.ceil(np.log2(k))) if k > 1 else 0)
+    assert stats["rest"] == rest
     if rest == "kernel":
+        # one merge level: every other device's changes into the first, each at least a bit
+        # per vertex (a 32-bit word per 32), or its whole array where its list overflowed
+        assert stats["merge_rounds"] == (1 if k > 1 else 0)
         assert stats["routed"] is False and stats["edges"] is None and stats["segments"] == 0
         assert len(stats["rows_per_device"]) == k and sum(stats["rows_per_device"]) == n
         assert 0 <= stats["rest_remote_arcs"] <= stats["rest_arcs"]
-        assert stats["bytes_moved"] >= 4 * n * (k - 1)
+        whole = stats["merges_read_whole"]
+        assert 0 <= whole <= k - 1
+        assert stats["bytes_moved"] >= 4 * -(-n // 32) * (k - 1 - whole) + 4 * n * whole
         if k == 1:
-            assert stats["rest_remote_arcs"] == 0
+            assert stats["rest_remote_arcs"] == 0 and whole == 0
     else:
+        assert stats["merge_rounds"] == (int(np.ceil(np.log2(k))) if k > 1 else 0)
         assert stats["routed"] is True
         assert sum(stats["edges_per_device"]) == stats["edges"]
         assert sum(stats["segments_per_device"]) == stats["segments"]
@@ -142,6 +148,33 @@ def test_random_and_real_graphs(backend, k, rest):
                 auto = "segments" if peer_path_unavailable(ctx.devices) else "kernel"
                 check_path_stats(first.stats, auto if rest == "auto" else rest, k, g.num_vertices)
                 np.testing.assert_array_equal(solver.run().values, first.values)  # reusable
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("share", [1, "tiny"])
+@pytest.mark.parametrize("backend, k", device_cases([2, 3, 4]))
+def test_merge_by_changes_reads_a_sender_whole_only_past_its_list(backend, k, share,
+                                                                 monkeypatch):
+    """The in-place merge takes each other device's changes (its giant's tree as bits, the
+    other vertices it moved as pairs) and reads a sender's whole array only when its pairs do
+    not fit: a list of n pairs always fits, a list of one pair does not hold the 200 pairs of
+    many_pairs' components (each sender's rows moved some): exact labels either way."""
+    from groute.engines.components import device as cc_device
+    skip_if_missing(backend, k)
+    graphs = hand_graphs()
+    graphs = [graphs["many_pairs"], graphs["one_path"], load_graph("er:3000:1", cache=False),
+              load_graph("kron:10", cache=False)]
+    monkeypatch.setattr(cc_device, "CHANGES_LIST_SHARE", 1 if share == 1 else 10**9)
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for i, g in enumerate(graphs):
+            res = connected_components(g, ctx=ctx, rest="kernel")
+            np.testing.assert_array_equal(res.values, union_find_labels(g))
+            check_path_stats(res.stats, "kernel", k, g.num_vertices)
+            whole = res.stats["merges_read_whole"]
+            if share == 1:
+                assert whole == 0
+            elif i == 0:
+                assert whole == k - 1, res.stats
 
 
 @pytest.mark.timeout(60)

@@ -16,6 +16,14 @@ from .layout import late_arcs, remaining_edges
 
 KERNEL = Path(__file__).with_name("union_find.cu")
 BLOCK = 256
+#: a merge sender's list holds up to n // CHANGES_LIST_SHARE pairs (8 bytes each: n bytes at 8,
+#: against the 4n of its whole array); past it the first device reads the array whole
+CHANGES_LIST_SHARE = 8
+
+
+def changes_capacity(n: int) -> int:
+    """The pairs a merge sender's list holds (:data:`CHANGES_LIST_SHARE`)."""
+    return max(int(n) // CHANGES_LIST_SHARE, 1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -62,7 +70,8 @@ class DeviceCC:
             with device.use():
                 self.kernels = {name: get_kernel(KERNEL, name)
                                 for name in ("cc_init", "cc_hook", "cc_merge", "cc_compress",
-                                             "cc_link_round", "cc_sample_mode", "cc_link_rest")}
+                                             "cc_link_round", "cc_sample_mode", "cc_link_rest",
+                                             "cc_changes", "cc_merge_changes")}
             self.sms = int(device.properties()["multiprocessors"])
 
     def set_rows(self, lo, indptr, indices):
@@ -103,15 +112,64 @@ class DeviceCC:
                 hook_numpy(self.parent, v, other[v])
             self.stream.submit(merge_numpy)
 
-    def merge_peer(self, peer: "DeviceCC"):
-        """Merge ``peer``'s parent array, read where it lies (CUDA: over NVLink). The caller
-        orders this after the peer's last write (an event) and before its next reset."""
+    # ------------------------------------------------------------ the merge by changes
+    def make_changes(self, samples, cap: int):
+        """Make this device a merge sender (:meth:`describe_changes`): ``samples`` (on this
+        device) vote for its giant; a list holds up to ``cap`` (vertex, root) pairs."""
+        dev = self.device
+        self.cap = int(cap)
+        self.own_samples = samples
+        self.own_giant = dev.asarray(np.zeros(1, np.int32))
+        self.bits = dev.empty(max(-(-self.n // 32), 1), np.uint32)
+        self.list = dev.empty((max(self.cap, 1), 2), np.int32)
+        self.info = dev.asarray(np.zeros(1, np.uint64))
+
+    def describe_changes(self):
+        """Compress this (sender's) array and describe it against the identity for the first
+        device's :meth:`merge_changes`: its giant's tree as one bit per vertex, the other moved
+        vertices as (vertex, root) pairs (their count in ``info[0]``, also past ``cap``:
+        then the receiver reads the array whole). ``union_find.cu``'s ``cc_changes`` says why.
+        The array is compressed first: its last sampling round can leave long chains of roots
+        (a grid's rows, linked lightly), which the vote's walks and the description's would
+        each follow from every vertex."""
+        self.compress()
+        self.sample_mode(self.own_samples, self.own_giant)
         if self.cuda:
-            ptr = np.uint64(peer.parent.data.ptr)   # a peer's pointer: no same-device check
-            self.stream.submit(lambda: self.kernels["cc_merge"](
-                self._grid(self.n), (BLOCK,), (ptr, np.int32(self.n), self.parent)))
+            def run():
+                self.info.fill(0)
+                if self.n:
+                    self.kernels["cc_changes"](self._grid(self.n), (BLOCK,), (
+                        np.int32(self.n), self.parent, self.own_giant, self.bits,
+                        self.list, np.int64(self.cap), self.info))
+            self.stream.submit(run)
         else:
-            self.merge(peer.parent)
+            self.stream.submit(changes_numpy, self.parent, self.own_giant, self.bits, self.list,
+                               self.info)
+
+    def merge_changes(self, senders, table, moved):
+        """Merge every sender's changes (:meth:`describe_changes`, read where they lie: CUDA,
+        over NVLink through ``table``, the senders' addresses, :meth:`changes_table`) into this
+        device's array. The caller orders this after every sender's description (events).
+        ``moved`` (zeroed here) receives the bytes read from the senders and how many were read
+        whole."""
+        if self.cuda:
+            def run():
+                moved.fill(0)
+                if self.n:
+                    self.kernels["cc_merge_changes"](self._grid(self.n), (BLOCK,), (
+                        table, np.int32(len(senders)), np.int32(self.n), np.int64(senders[0].cap),
+                        self.parent, moved))
+            self.stream.submit(run)
+        else:
+            self.stream.submit(merge_changes_numpy, self.parent, senders, moved)
+
+    def changes_table(self, senders):
+        """The senders' addresses (``cc_merge_changes``'s ``Changes``, five per sender) as this
+        device's kernel reaches them."""
+        dev = self.device
+        words = [dev.address(a) for s in senders
+                 for a in (s.bits, s.list, s.info, s.own_giant, s.parent)]
+        return dev.asarray(np.array(words, np.uint64))
 
     def link_round(self, r, light):
         """Afforest sampling round ``r`` over this device's rows: link every vertex to its
@@ -172,6 +230,44 @@ class DeviceCC:
                 self.stream.submit(lambda: self.kernels["cc_compress"](
                     self._grid(hi - lo), (BLOCK,), (np.int32(lo), np.int32(hi), self.parent)))
         # the NumPy hook leaves the array compressed already
+
+
+def changes_numpy(parent, giant, bits, pairs, info):
+    """CPU :meth:`DeviceCC.describe_changes` (``parent`` is compressed already): ``bits`` one
+    bit per vertex of the giant's tree (little-endian in each 32-bit word, as the kernel),
+    the other moved vertices in ``pairs`` while they fit."""
+    n = parent.shape[0]
+    ids = np.arange(n, dtype=np.int32)
+    in_giant = parent == giant[0]
+    packed = np.packbits(in_giant, bitorder="little")
+    view = bits.view(np.uint8)
+    view[:] = 0
+    view[:packed.shape[0]] = packed
+    moved = np.flatnonzero(~in_giant & (parent != ids))
+    info[0] = moved.shape[0]
+    if moved.shape[0] <= pairs.shape[0]:
+        pairs[:moved.shape[0], 0] = moved
+        pairs[:moved.shape[0], 1] = parent[moved]
+
+
+def merge_changes_numpy(parent, senders, moved):
+    """CPU :meth:`DeviceCC.merge_changes`: the same hooks as ``cc_merge_changes``."""
+    n = parent.shape[0]
+    moved[:] = 0
+    for s in senders:
+        listed = int(s.info[0])
+        if listed > s.cap:
+            other = s.parent
+            v = np.flatnonzero(other != np.arange(n, dtype=np.int32)).astype(np.int32)
+            hook_numpy(parent, v, other[v])
+            moved[0] += 4 * n
+            moved[1] += 1
+            continue
+        v = np.flatnonzero(np.unpackbits(s.bits.view(np.uint8), count=n,
+                                         bitorder="little")).astype(np.int32)
+        hook_numpy(parent, v, np.full(v.shape[0], s.own_giant[0], np.int32))
+        hook_numpy(parent, s.list[:listed, 0], s.list[:listed, 1])
+        moved[0] += 4 * s.bits.shape[0] + 8 * listed
 
 
 #: arcs of the rows one step of :func:`rest_numpy` reads

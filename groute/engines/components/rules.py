@@ -14,7 +14,7 @@ COMPONENTS_RULES = {
     "rest": Rule("rest", (
         Case(("not peer_access",), "segments", "the edges left after sampling compacted and "
                                                "routed to the devices, Groute's path"),
-        Case((), "kernel", "sampling split by rows, parent arrays merged by peer reads, the "
-                           "rest linked in place"),
+        Case((), "kernel", "sampling split by rows, each device's changes merged by peer "
+                           "reads, the rest linked in place"),
     ), FACTS),
 }

@@ -11,9 +11,14 @@ at set-up, which gives the *weak* components), spread over the devices:
 1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
    each, its own rows compressed after each: O(n / K), not O(n)) in its own parent array: no
    communication.
-2. The parent arrays are merged in a tree (device 1 into 0, 3 into 2, then 2 into 0, ...): the
-   receiver's kernel reads the sender's array directly over NVLink (peer access; ordered by an
-   event, no host round trip) and hooks every ``(v, other[v])``, then compresses.
+2. Every other device describes what its sampling changed: it compresses its array, votes for
+   its own giant (its samples are its own rows) and writes one bit per vertex of that giant's
+   tree plus a list of ``(vertex, root)`` pairs for the other vertices it moved
+   (:meth:`DeviceCC.describe_changes`). The first device waits for all of them (events, no host
+   round trip) and merges them in one kernel that reads them directly over NVLink: a hook per
+   bit under the sender's giant, one per pair. That reads about n/8 bytes per sender (plus the
+   pairs) where the whole array is 4n; a sender whose pairs do not fit their buffer
+   (:data:`~groute.engines.components.device.CHANGES_LIST_SHARE`) is read whole instead. One level, not a tree of log2 K.
 3. On the first device ``num_samples`` random vertices vote for the most frequent root, the
    *giant*, and one kernel links the arcs from slot ``sample_rounds`` on of every vertex *not* in
    the giant's tree (an arc both of whose ends are in the giant's tree joins nothing; any other
@@ -71,7 +76,7 @@ from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver
 from groute.tuning import CCTuning
 
-from .device import DeviceCC
+from .device import DeviceCC, changes_capacity
 from .layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges, split_rows,
                      symmetric_csr)
 from .memory import components_bytes
@@ -81,14 +86,16 @@ from .rules import COMPONENTS_RULES
 #: to the path that ran): devices, mode ("afforest" or "edge-list"), rest ("kernel", "segments";
 #: None for the edge list), routed (whether edges went through the router), edges hooked from the
 #: edge list or the compacted rest (None in place), graph_edges, segments and segment_edges,
-#: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds, bytes_moved
+#: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds,
+#: merges_read_whole (in place on several devices: senders whose changes did not fit their
+#: list, so the first device read their arrays whole), bytes_moved
 #: between devices, sample_rounds, giant_root and giant_size (Afforest), rest_rows, rest_arcs
 #: and rest_remote_arcs (in place: what the rest kernel linked), phase_seconds (segments: host
 #: clock at the end of each phase)
 STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segments",
               "segment_edges", "edges_per_device", "segments_per_device", "rows_per_device",
-              "merge_rounds", "bytes_moved", "sample_rounds", "giant_root", "giant_size",
-              "rest_rows", "rest_arcs", "rest_remote_arcs", "phase_seconds")
+              "merge_rounds", "merges_read_whole", "bytes_moved", "sample_rounds", "giant_root",
+              "giant_size", "rest_rows", "rest_arcs", "rest_remote_arcs", "phase_seconds")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -107,12 +114,10 @@ def merge_tree(k):
 
 def peer_path_unavailable(devices) -> str | None:
     """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
-    device to read every other's rows and each merge receiver its sender's parent array."""
-    k = len(devices)
-    pairs = {(0, d) for d in range(1, k)} | {(r, s) for _, r, s in merge_tree(k)}
-    for a, b in sorted(pairs):
-        if not devices[a].can_access_peer(devices[b]):
-            return f"{devices[a].name} cannot access {devices[b].name}'s memory (no peer access)"
+    device to read every other's rows and what each other device's sampling changed."""
+    for d in devices[1:]:
+        if not devices[0].can_access_peer(d):
+            return f"{devices[0].name} cannot access {d.name}'s memory (no peer access)"
     return None
 
 
@@ -223,6 +228,19 @@ class ComponentsSolver(Solver):
             lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
         self._set_rest(self.devs, lambda: late_bitmap(indptr, self.rounds))
+        if self.k > 1:
+            # the senders' voters are their own rows (their giant is what they sampled), the
+            # same number as the first device's
+            count = int(self.samples.shape[0])
+            for d, dev in enumerate(self.devs[1:], start=1):
+                lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
+                rng = np.random.default_rng((0x5EED, d))
+                voters = rng.integers(lo, hi, count) if hi > lo else np.zeros(count, np.int64)
+                dev.make_changes(dev.device.asarray(voters.astype(np.int32)),
+                                 changes_capacity(self.n))
+            first = self.devs[0]
+            self.changes = first.changes_table(self.devs[1:]) if cuda else None
+            self.moved = first.device.asarray(np.zeros(2, np.uint64 if cuda else np.int64))
 
     def _set_rest(self, held, late):
         """What the first device's rest (:meth:`DeviceCC.link_rest`) reads, and its counters:
@@ -360,17 +378,7 @@ class ComponentsSolver(Solver):
         if self.ctx.ranks is not None:
             return self._run_across_ranks()
         k, devs = self.k, self.devs
-        tree = list(merge_tree(k))
-        receivers = {(step, j) for step, j, _ in tree}
-
-        def receives(j, step):
-            # Only a device that receives at `step` compresses before it: a merge hooks
-            # (v, other[v]) with any ancestor as other[v], so a sender need not compress its
-            # array first (its last compression would sit on the critical path); a receiver
-            # compresses its own rows (one-hop root walks from them; from other vertices the
-            # walks are longer), and the last receiver, device 0, everything.
-            return (step, j) in receivers
-
+        first = devs[0]
         with DeviceTimer(self.ctx) as timer:
             for dev in devs:
                 dev.reset()
@@ -379,32 +387,32 @@ class ComponentsSolver(Solver):
                     dev.link_round(r, self._light(r))
                     if k == 1:
                         dev.compress()
-                    elif r + 1 < self.rounds or receives(j, 1):
-                        # only the rows: the next round starts from them, and a merge's
-                        # hooks walk to the roots from any vertex
+                    elif r + 1 < self.rounds or j == 0:
+                        # only the rows: the next round starts from them, and the merge's
+                        # hooks walk to the roots from any vertex (a sender's description
+                        # compresses its whole array)
                         dev.compress(rows_only=True)
             if k > 1:
-                events = [dev.stream.record() for dev in devs]
-                for step, j, sender in tree:
-                    recv = devs[j]
-                    recv.stream.wait_event(events[sender])
-                    recv.merge_peer(devs[sender])
-                    if 2 * step >= k or receives(j, 2 * step):
-                        recv.compress()           # the last merge: the vote needs roots
-                    events[j] = recv.stream.record()
-            first = devs[0]
+                for dev in devs[1:]:
+                    dev.describe_changes()
+                for dev in devs[1:]:
+                    first.stream.wait_event(dev.stream.record())
+                first.merge_changes(devs[1:], self.changes, self.moved)
+                first.compress()                  # the vote needs roots
             first.sample_mode(self.samples, self.giant)
             first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
             first.compress()
-        labels, facts = self._answer(self.counters)
-        rows, arcs, remote_rows, remote_arcs, giant, giant_size = facts
+        labels, facts = self._answer(self.counters, moved=self.moved if k > 1 else None)
+        rows, arcs, remote_rows, remote_arcs, giant, giant_size = facts[:6]
+        merged_bytes, read_whole = facts[6:] if k > 1 else (0, 0)
         stats = {"devices": [d.device.name for d in devs], "edges": None,
                  "graph_edges": self.m, "segments": 0, "segment_edges": None,
                  "edges_per_device": [None] * k, "segments_per_device": [0] * k,
                  "rows_per_device": np.diff(self.offsets).tolist(),
-                 "merge_rounds": int(np.ceil(np.log2(k))) if k > 1 else 0,
-                 # parent arrays read by the merges; indptr pairs and arcs of the rest read remotely
-                 "bytes_moved": int(4 * self.n * (k - 1) + 16 * remote_rows + 4 * remote_arcs),
+                 "merge_rounds": 1 if k > 1 else 0, "merges_read_whole": read_whole,
+                 # what the merge read of the senders; indptr pairs and arcs of the rest read
+                 # remotely
+                 "bytes_moved": int(merged_bytes + 16 * remote_rows + 4 * remote_arcs),
                  "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
                  "giant_size": giant_size,
                  "rest": "kernel", "routed": False, "rest_rows": rows, "rest_arcs": arcs,
@@ -412,11 +420,12 @@ class ComponentsSolver(Solver):
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
                             values_are_vertices=True)
 
-    def _answer(self, counters=None, *, giant=True):
+    def _answer(self, counters=None, *, giant=True, moved=None):
         """The labels (int64 by position: the first device's parent array, converted there and
         downloaded once, :func:`~groute.runtime.answer_landing.land_answer`) and the run's facts,
         read back together in one copy: the rest kernel's ``counters`` where given, then, with
-        ``giant`` (Afforest), the giant's root and its size counted on the device."""
+        ``giant`` (Afforest), the giant's root and its size counted on the device, then the
+        merge's ``moved`` (bytes read from the senders, senders read whole) where given."""
         first = self.devs[0]
         dev = first.device
         with dev.on_compute():
@@ -429,6 +438,8 @@ class ComponentsSolver(Solver):
                 root = self.giant[:1].astype(np.int64)
                 facts += [root, xp.asarray(xp.count_nonzero(labels == labels[root]),
                                            dtype=np.int64).reshape(1)]
+            if moved is not None:
+                facts.append(moved.astype(np.int64))
             facts = dev.to_host(xp.concatenate(facts)) if facts else []
         parts = [labels if d is dev else None for d in self.ctx.devices]
         return land_answer(self.ctx, parts, "the labels"), [int(x) for x in facts]

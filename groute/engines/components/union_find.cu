@@ -117,15 +117,23 @@ extern "C" __global__ void cc_link_round(const long long* __restrict__ indptr,
     }
 }
 
-// The most frequent value of parent[samples[i]] (i < s <= blockDim.x = 1024): the root of the
-// (probably) giant component. One block; O(s^2) comparisons in shared memory.
+// The root of v's tree without writing (a read-only walk).
+__device__ __forceinline__ int walk_root(int v, const int* parent) {
+    int p = load(parent + v), pp;
+    while (p != (pp = load(parent + p))) p = pp;
+    return p;
+}
+
+// The most frequent root of samples[i] (i < s <= blockDim.x = 1024): the root of the (probably)
+// giant component. One block; O(s^2) comparisons in shared memory. The walk to the roots makes it
+// right on an array not compressed (a merge sender's); on a compressed one it is one load more.
 extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
                                           const int* __restrict__ samples, int s, int* out) {
     __shared__ int vals[1024];
     __shared__ unsigned long long best;
     const int t = threadIdx.x;
     if (t == 0) best = 0ull;
-    vals[t] = t < s ? load(parent + samples[t]) : -1;
+    vals[t] = t < s ? walk_root(samples[t], parent) : -1;
     __syncthreads();
     if (t < s) {
         const int x = vals[t];
@@ -203,6 +211,96 @@ extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ r
                 atomicAdd(count + 2, (unsigned long long)__popc(remote_rows));
                 atomicAdd(count + 3, (unsigned long long)remote);
             }
+        }
+    }
+}
+
+// ---- The merge of several devices' parent arrays into the first, by what changed ----
+//
+// After sampling, a sender's array says which vertices it joined, and most of them (on graphs
+// with a giant component) joined one tree. So a sender does not hand over its whole array (4
+// bytes per vertex, read over NVLink) but what differs from the identity: one bit per vertex in
+// its giant's tree (its own vote, cc_sample_mode) and a list of (vertex, root) pairs for the
+// other vertices it moved. If the list would not fit its buffer, the receiver reads the
+// sender's array whole instead (compressed by then), so nothing is lost.
+
+// A sender's whole array, by every thread of the grid: compress it (each vertex points at its
+// root) and describe it against its giant's root giant[0]: bit v of `bits` (one word per 32
+// vertices, written whole by the warp of those vertices) set when v is in the giant's tree, and
+// (v, root) appended to `list` for every other vertex whose root is not itself. info[0] counts
+// the pairs, also those past `cap` (then the list is not used).
+extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict__ giant,
+                                      unsigned int* __restrict__ bits, int2* __restrict__ list,
+                                      long long cap, unsigned long long* info) {
+    const int g = giant[0];
+    const int lane = threadIdx.x & 31;
+    const long long stride = (long long)gridDim.x * blockDim.x;   // a multiple of 32
+    for (long long base = (blockIdx.x * (long long)blockDim.x + threadIdx.x) & ~31ll; base < n;
+         base += stride) {
+        const long long vv = base + lane;
+        int root = -1;
+        if (vv < n) {
+            const int v = (int)vv;
+            root = walk_root(v, parent);
+            if (load(parent + v) != root) store(parent + v, root);
+        }
+        const bool in_giant = vv < n && root == g;
+        const unsigned int word = __ballot_sync(0xffffffffu, in_giant);
+        if (lane == 0) bits[base >> 5] = word;
+        const bool moved = vv < n && !in_giant && root != (int)vv;
+        const unsigned int movers = __ballot_sync(0xffffffffu, moved);
+        if (!movers) continue;
+        unsigned long long first = 0;
+        if (lane == 0) first = atomicAdd(info, (unsigned long long)__popc(movers));
+        first = __shfl_sync(0xffffffffu, first, 0);
+        if (moved) {
+            const unsigned long long at = first + __popc(movers & ((1u << lane) - 1u));
+            if (at < (unsigned long long)cap) list[at] = make_int2((int)vv, root);
+        }
+    }
+}
+
+// One sender as the receiver reads it: the addresses (in the receiver's view: a peer's memory
+// over NVLink) of what cc_changes wrote and of the sender's array.
+struct Changes {
+    const unsigned int* bits;
+    const int2* list;
+    const unsigned long long* info;
+    const int* giant;
+    const int* parent;
+};
+
+// The receiver, by every thread of the grid: merge every sender's changes (`senders` of them,
+// `table`) into `parent`. A sender whose list fits (info[0] <= cap) gives a hook of every vertex
+// of its giant's tree under its giant's root, then one per pair; the others give (v,
+// sender's parent[v]) for every v, as a whole-array merge. moved[0] += bytes read from the
+// senders, moved[1] += senders read whole (thread 0 counts them).
+extern "C" __global__ void cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
+                                            long long cap, int* parent,
+                                            unsigned long long* moved) {
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (int s = 0; s < senders; ++s) {
+        const Changes c = table[s];
+        const unsigned long long listed = *c.info;
+        if (listed > (unsigned long long)cap) {
+            if (tid == 0) {
+                atomicAdd(moved + 0, 4ull * (unsigned long long)n);
+                atomicAdd(moved + 1, 1ull);
+            }
+            for (long long v = tid; v < n; v += stride) {
+                const int p = c.parent[v];
+                if (p != (int)v) hook((int)v, p, parent);
+            }
+            continue;
+        }
+        if (tid == 0) atomicAdd(moved + 0, 4ull * (unsigned long long)((n + 31) / 32) + 8ull * listed);
+        const int g = *c.giant;
+        for (long long v = tid; v < n; v += stride)
+            if ((c.bits[v >> 5] >> (v & 31)) & 1u) hook((int)v, g, parent);
+        for (long long i = tid; i < (long long)listed; i += stride) {
+            const int2 uv = c.list[i];
+            hook(uv.x, uv.y, parent);
         }
     }
 }
