@@ -27,6 +27,25 @@ def test_every_app_answers_as_one_process(n, graphs):
             assert seen == n, (app, spec, done.stdout)      # rmat: k-core of a directed graph
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_cc_across_ranks_merges_changes_or_whole_arrays_alike(n):
+    """CC's messages between ranks are each rank's changes, read whole only where its pairs
+    overflow: with a list of n pairs nothing is read whole, with a list of one pair every
+    message of er:400:1's many small components is (n - 1 gathered twice, rank 0's to the
+    n - 1 others twice: the snapshot and the answer), and the answers are one process's
+    either way."""
+    graphs = ["er:400:1", "kron:8", "grid:9"]
+    for share, whole in ((1, 0), (10**9, 4 * (n - 1))):
+        done = run_ranks(n, [program("cc_checks.py"), str(share), *graphs], timeout=120)
+        assert done.returncode == 0, done.stderr
+        rows = re.findall(r"rank (\d) (\S+): (\w+) whole (\d+) bytes (\d+) rounds (\d+)",
+                          done.stdout)
+        assert len(rows) == n * len(graphs), done.stdout
+        assert all(same == "same" and rounds == "2" and int(b) > 0
+                   for _, _, same, _, b, rounds in rows), done.stdout
+        assert [int(w) for _, spec, _, w, _, _ in rows if spec == "er:400:1"] == [whole] * n
+
+
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])
 def test_the_commands_verify_on_rank_zero(app):
     done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1",

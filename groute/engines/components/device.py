@@ -6,6 +6,7 @@ CUDA kernels (``union_find.cu``) or vectorised NumPy on the device's stream (:fu
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -115,61 +116,102 @@ class DeviceCC:
     # ------------------------------------------------------------ the merge by changes
     def make_changes(self, samples, cap: int):
         """Make this device a merge sender (:meth:`describe_changes`): ``samples`` (on this
-        device) vote for its giant; a list holds up to ``cap`` (vertex, root) pairs."""
+        device) vote for its giant; its list holds up to ``cap`` (vertex, root) pairs."""
         dev = self.device
-        self.cap = int(cap)
         self.own_samples = samples
-        self.own_giant = dev.asarray(np.zeros(1, np.int32))
-        self.bits = dev.empty(max(-(-self.n // 32), 1), np.uint32)
-        self.list = dev.empty((max(self.cap, 1), 2), np.int32)
-        self.info = dev.asarray(np.zeros(1, np.uint64))
+        self.changes = Changes(bits=dev.empty(max(-(-self.n // 32), 1), np.uint32),
+                               list=dev.empty((max(int(cap), 1), 2), np.int32),
+                               info=dev.asarray(np.zeros(1, np.uint64)),
+                               giant=dev.asarray(np.zeros(1, np.int32)), parent=self.parent,
+                               cap=int(cap))
 
     def describe_changes(self):
-        """Compress this (sender's) array and describe it against the identity for the first
-        device's :meth:`merge_changes`: its giant's tree as one bit per vertex, the other moved
-        vertices as (vertex, root) pairs (their count in ``info[0]``, also past ``cap``:
-        then the receiver reads the array whole). ``union_find.cu``'s ``cc_changes`` says why.
-        The array is compressed first: its last sampling round can leave long chains of roots
-        (a grid's rows, linked lightly), which the vote's walks and the description's would
-        each follow from every vertex."""
+        """Compress this (sender's) array and describe it against the identity in
+        :attr:`changes` for a receiver's :meth:`merge_changes`: its giant's tree as one bit
+        per vertex, the other moved vertices as (vertex, root) pairs (their count in
+        ``info[0]``, also past ``cap``: then the receiver reads the array whole).
+        ``union_find.cu``'s ``cc_changes`` says why. The array is compressed first: its last
+        sampling round can leave long chains of roots (a grid's rows, linked lightly), which
+        the vote's walks and the description's would each follow from every vertex."""
+        c = self.changes
         self.compress()
-        self.sample_mode(self.own_samples, self.own_giant)
+        self.sample_mode(self.own_samples, c.giant)
         if self.cuda:
             def run():
-                self.info.fill(0)
+                c.info.fill(0)
                 if self.n:
                     self.kernels["cc_changes"](self._grid(self.n), (BLOCK,), (
-                        np.int32(self.n), self.parent, self.own_giant, self.bits,
-                        self.list, np.int64(self.cap), self.info))
+                        np.int32(self.n), self.parent, c.giant, c.bits, c.list,
+                        np.int64(c.cap), c.info))
             self.stream.submit(run)
         else:
-            self.stream.submit(changes_numpy, self.parent, self.own_giant, self.bits, self.list,
-                               self.info)
+            self.stream.submit(changes_numpy, self.parent, c)
 
     def merge_changes(self, senders, table, moved):
-        """Merge every sender's changes (:meth:`describe_changes`, read where they lie: CUDA,
-        over NVLink through ``table``, the senders' addresses, :meth:`changes_table`) into this
-        device's array. The caller orders this after every sender's description (events).
-        ``moved`` (zeroed here) receives the bytes read from the senders and how many were read
-        whole."""
+        """Merge every sender's :class:`Changes` (read where they lie: CUDA, over NVLink
+        through ``table``, their addresses, :meth:`changes_table`) into this device's array.
+        The caller orders this after every sender's description (events). ``moved`` (zeroed
+        here) receives the bytes read from the senders and how many were read whole."""
         if self.cuda:
             def run():
                 moved.fill(0)
                 if self.n:
                     self.kernels["cc_merge_changes"](self._grid(self.n), (BLOCK,), (
-                        table, np.int32(len(senders)), np.int32(self.n), np.int64(senders[0].cap),
-                        self.parent, moved))
+                        table, np.int32(len(senders)), np.int32(self.n),
+                        np.int64(senders[0].cap), self.parent, moved))
             self.stream.submit(run)
         else:
             self.stream.submit(merge_changes_numpy, self.parent, senders, moved)
 
     def changes_table(self, senders):
-        """The senders' addresses (``cc_merge_changes``'s ``Changes``, five per sender) as this
-        device's kernel reaches them."""
+        """The senders' :class:`Changes` as this device's kernel reaches them
+        (``cc_merge_changes``'s ``Changes``: five addresses per sender)."""
         dev = self.device
-        words = [dev.address(a) for s in senders
-                 for a in (s.bits, s.list, s.info, s.own_giant, s.parent)]
+        words = [dev.address(a) for c in senders
+                 for a in (c.bits, c.list, c.info, c.giant, c.parent)]
         return dev.asarray(np.array(words, np.uint64))
+
+    # -------------------------------------- the changes as a message to another process
+    def changes_message(self, timeout):
+        """This device's :attr:`changes` (after :meth:`describe_changes`) as one int32 array
+        for a process that cannot read them in place: the giant's root, then the bits and the
+        pairs, or the whole array where the pairs overflowed; and the pairs' count (-1: the
+        array whole), which the receiver needs to read it (:meth:`changes_from_message`).
+        Waits for this device (the count decides the message's length)."""
+        c, dev = self.changes, self.device
+        self.stream.record().synchronize(timeout)
+        listed = int(dev.to_host(c.info)[0])
+        with dev.on_compute():
+            xp = dev.xp
+            if listed > c.cap:
+                return xp.concatenate([c.giant, self.parent]), -1
+            return xp.concatenate([c.giant, c.bits.view(np.int32),
+                                   c.list[:listed].reshape(-1)]), listed
+
+    def labels_from_changes(self, c: "Changes"):
+        """The labels (int64, on this device) that a compressed array described by ``c``
+        holds: the giant's root for every marked vertex, the root of every pair, each other
+        vertex its own (or the array itself where it came whole)."""
+        with self.device.on_compute():
+            xp = self.device.xp
+            if int(self.device.to_host(c.info)[0]) > c.cap:
+                return c.parent.astype(np.int64)
+            ids = xp.arange(self.n, dtype=np.int64)
+            marked = (c.bits[ids >> 5] >> (ids & 31).astype(np.uint32)) & np.uint32(1)
+            labels = xp.where(marked.astype(bool), c.giant[0].astype(np.int64), ids)
+            labels[c.list[:, 0]] = c.list[:, 1]
+            return labels
+
+    def changes_from_message(self, message, listed, cap):
+        """:class:`Changes` viewing a message of :meth:`changes_message` received on this
+        device, ``listed`` its pairs' count (-1: a whole array), ``cap`` the sender's."""
+        words = max(-(-self.n // 32), 1)
+        count = cap + 1 if listed < 0 else listed
+        rest = message[1:]
+        return Changes(bits=rest[:words].view(np.uint32),
+                       list=rest[words:words + 2 * max(listed, 0)].reshape(-1, 2),
+                       info=self.device.asarray(np.array([count], np.uint64)),
+                       giant=message[:1], parent=rest[:self.n], cap=int(cap))
 
     def link_round(self, r, light):
         """Afforest sampling round ``r`` over this device's rows: link every vertex to its
@@ -232,42 +274,56 @@ class DeviceCC:
         # the NumPy hook leaves the array compressed already
 
 
-def changes_numpy(parent, giant, bits, pairs, info):
-    """CPU :meth:`DeviceCC.describe_changes` (``parent`` is compressed already): ``bits`` one
+@dataclass
+class Changes:
+    """What a merge sender's sampling changed (:meth:`DeviceCC.describe_changes`), where a
+    receiver reads it: ``bits`` (uint32 words) one bit per vertex of the sender's giant's tree,
+    ``giant`` (1 int32) that giant's root, ``list`` up to ``cap`` (vertex, root) pairs of the
+    other vertices it moved, ``info`` (1 uint64) their count (past ``cap``: the list is not
+    used and ``parent``, the sender's compressed array, is read whole)."""
+    bits: object
+    list: object
+    info: object
+    giant: object
+    parent: object
+    cap: int
+
+
+def changes_numpy(parent, c: Changes):
+    """CPU :meth:`DeviceCC.describe_changes` (``parent`` is compressed already): ``c.bits`` one
     bit per vertex of the giant's tree (little-endian in each 32-bit word, as the kernel),
-    the other moved vertices in ``pairs`` while they fit."""
+    the other moved vertices in ``c.list`` while they fit."""
     n = parent.shape[0]
-    ids = np.arange(n, dtype=np.int32)
-    in_giant = parent == giant[0]
+    in_giant = parent == c.giant[0]
     packed = np.packbits(in_giant, bitorder="little")
-    view = bits.view(np.uint8)
+    view = c.bits.view(np.uint8)
     view[:] = 0
     view[:packed.shape[0]] = packed
-    moved = np.flatnonzero(~in_giant & (parent != ids))
-    info[0] = moved.shape[0]
-    if moved.shape[0] <= pairs.shape[0]:
-        pairs[:moved.shape[0], 0] = moved
-        pairs[:moved.shape[0], 1] = parent[moved]
+    moved = np.flatnonzero(~in_giant & (parent != np.arange(n, dtype=np.int32)))
+    c.info[0] = moved.shape[0]
+    if moved.shape[0] <= c.cap:
+        c.list[:moved.shape[0], 0] = moved
+        c.list[:moved.shape[0], 1] = parent[moved]
 
 
 def merge_changes_numpy(parent, senders, moved):
     """CPU :meth:`DeviceCC.merge_changes`: the same hooks as ``cc_merge_changes``."""
     n = parent.shape[0]
     moved[:] = 0
-    for s in senders:
-        listed = int(s.info[0])
-        if listed > s.cap:
-            other = s.parent
+    for c in senders:
+        listed = int(c.info[0])
+        if listed > c.cap:
+            other = c.parent
             v = np.flatnonzero(other != np.arange(n, dtype=np.int32)).astype(np.int32)
             hook_numpy(parent, v, other[v])
             moved[0] += 4 * n
             moved[1] += 1
             continue
-        v = np.flatnonzero(np.unpackbits(s.bits.view(np.uint8), count=n,
+        v = np.flatnonzero(np.unpackbits(c.bits.view(np.uint8), count=n,
                                          bitorder="little")).astype(np.int32)
-        hook_numpy(parent, v, np.full(v.shape[0], s.own_giant[0], np.int32))
-        hook_numpy(parent, s.list[:listed, 0], s.list[:listed, 1])
-        moved[0] += 4 * s.bits.shape[0] + 8 * listed
+        hook_numpy(parent, v, np.full(v.shape[0], c.giant[0], np.int32))
+        hook_numpy(parent, c.list[:listed, 0], c.list[:listed, 1])
+        moved[0] += 4 * c.bits.shape[0] + 8 * listed
 
 
 #: arcs of the rows one step of :func:`rest_numpy` reads

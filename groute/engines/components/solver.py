@@ -239,7 +239,7 @@ class ComponentsSolver(Solver):
                 dev.make_changes(dev.device.asarray(voters.astype(np.int32)),
                                  changes_capacity(self.n))
             first = self.devs[0]
-            self.changes = first.changes_table(self.devs[1:]) if cuda else None
+            self.changes = first.changes_table([d.changes for d in self.devs[1:]]) if cuda else None
             self.moved = first.device.asarray(np.zeros(2, np.uint64 if cuda else np.int64))
 
     def _set_rest(self, held, late):
@@ -295,45 +295,81 @@ class ComponentsSolver(Solver):
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
                                                        dtype=np.int64).astype(np.int32))
         self.giant = dev.device.asarray(np.zeros(1, np.int32))
+        lo, hi = int(self.offsets[self._here[0]]), int(self.offsets[self._here[0] + 1])
+        voters = (rng.integers(lo, hi, int(num_samples)) if hi > lo
+                  else np.zeros(int(num_samples), np.int64))
+        dev.make_changes(dev.device.asarray(voters.astype(np.int32)), changes_capacity(self.n))
+        self.moved = dev.device.asarray(np.zeros(2, np.uint64 if dev.cuda else np.int64))
         devices = self.ctx.devices
         self._merges = Router(devices, devices, by_owner, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-merge")
         self._spread = Router(devices, devices, to_the_others, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-spread")
 
-    def _merge_across_ranks(self):
-        """The merge tree of :func:`merge_tree` across processes: at each step the senders'
-        parent arrays go to their receivers through the Router (one flush per step, every
-        rank), and each receiver merges what came."""
+    def _gather_changes(self) -> int:
+        """Every other rank's changes (:meth:`DeviceCC.describe_changes`, one message each:
+        :meth:`DeviceCC.changes_message`) into rank 0's array, through the Router (one flush,
+        every rank); rank 0 merges them all in one kernel and compresses. The bytes this rank
+        sent."""
         me, dev, router = self._here[0], self.devs[0], self._merges
-        steps = {}
-        for step, receiver, sender in merge_tree(self.k):
-            steps.setdefault(step, []).append((receiver, sender))
-        for step in sorted(steps):
-            for receiver, sender in steps[step]:
-                if sender == me:
-                    dev.stream.record().synchronize(self.ctx.timeout)
-                    router.inputs[me].send(dev.parent, metadata={"owner": receiver})
-            router.flush()
-            while (pending := router.outputs[me].poll()) is not None:
-                dev.merge(pending.wait_on(dev.stream).data)
-                dev.compress()
-                pending.release(after=dev.stream.record())
+        sent = 0
+        if me != 0:
+            dev.describe_changes()
+            message, listed = dev.changes_message(self.ctx.timeout)
+            router.inputs[me].send(message, metadata={"owner": 0, "listed": listed})
+            sent = 4 * int(message.shape[0])
+            self._whole += int(listed < 0)
+        router.flush()
+        received = []
+        while (pending := router.outputs[me].poll()) is not None:
+            received.append(pending)
+        self._merge_messages(received)
+        return sent
 
-    def _from_first_rank(self):
-        """Every rank's parent array made rank 0's (after a merge tree: the whole graph's so
-        far): rank 0 sends it to every other rank, which merges it into a fresh array."""
+    def _changes_from_first_rank(self, *, labels=False):
+        """Rank 0's changes (after a gather: the whole graph's so far) sent to every other
+        rank, which merges them into a fresh array, or with ``labels`` makes the labels they
+        describe (rank 0: its own array's). The bytes this rank sent, and with ``labels`` the
+        labels (int64, on this rank's device)."""
         me, dev, router = self._here[0], self.devs[0], self._spread
+        sent, out = 0, None
         if me == 0:
-            dev.stream.record().synchronize(self.ctx.timeout)
-            router.inputs[0].send(dev.parent)
+            dev.describe_changes()
+            message, listed = dev.changes_message(self.ctx.timeout)
+            router.inputs[0].send(message, metadata={"listed": listed})
+            sent = 4 * int(message.shape[0]) * (self.k - 1)
+            self._whole += (self.k - 1) * int(listed < 0)
+            if labels:
+                with dev.device.on_compute():
+                    out = dev.parent.astype(np.int64)
         router.flush()
         pending = router.outputs[me].poll()
         if pending is not None:
-            dev.reset()
-            dev.merge(pending.wait_on(dev.stream).data)
-            dev.compress()
-            pending.release(after=dev.stream.record())
+            if labels:
+                view = dev.changes_from_message(pending.wait_on(dev.stream).data,
+                                                pending.metadata["listed"],
+                                                changes_capacity(self.n))
+                out = dev.labels_from_changes(view)
+                pending.release(after=dev.stream.record())
+            else:
+                dev.reset()
+                self._merge_messages([pending])
+        return (sent, out) if labels else sent
+
+    def _merge_messages(self, received):
+        """Merge the changes that came as messages (:meth:`_gather_changes`) into this rank's
+        array, compress it and release the messages after."""
+        if not received:
+            return
+        dev = self.devs[0]
+        cap = changes_capacity(self.n)
+        views = [dev.changes_from_message(p.wait_on(dev.stream).data, p.metadata["listed"], cap)
+                 for p in received]
+        dev.merge_changes(views, dev.changes_table(views) if dev.cuda else None, self.moved)
+        dev.compress()
+        after = dev.stream.record()
+        for p in received:
+            p.release(after=after)
 
     def _release(self):
         for router in (self._merges, self._spread):
@@ -397,7 +433,7 @@ class ComponentsSolver(Solver):
                     dev.describe_changes()
                 for dev in devs[1:]:
                     first.stream.wait_event(dev.stream.record())
-                first.merge_changes(devs[1:], self.changes, self.moved)
+                first.merge_changes([d.changes for d in devs[1:]], self.changes, self.moved)
                 first.compress()                  # the vote needs roots
             first.sample_mode(self.samples, self.giant)
             first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
@@ -446,26 +482,30 @@ class ComponentsSolver(Solver):
 
     def _run_across_ranks(self) -> AppResult:
         """The in-place path across processes: every rank samples its rows into its parent
-        array, the arrays are merged in the tree into rank 0's, which goes to every rank; each
-        votes for the same giant and links the rest of its own rows against that one snapshot
-        (the same arcs a process of every row would keep), and a second merge tree collects
-        those links into rank 0's array, the answer every rank gets."""
+        array, every other rank's changes are merged into rank 0's, whose changes then go to
+        every rank (each a message: a bit per vertex of a giant's tree and pairs for the rest,
+        or the array whole); each votes for the same giant and links the rest of its own rows
+        against that one snapshot (the same arcs a process of every row would keep), and a
+        second gather collects those links into rank 0's array, the answer, whose changes
+        every rank gets and makes its labels from."""
         dev, ranks = self.devs[0], self.ctx.ranks
         with DeviceTimer(self.ctx) as timer:
             dev.reset()
             for r in range(self.rounds):
                 dev.link_round(r, self._light(r))
                 dev.compress()
-            self._merge_across_ranks()
-            self._from_first_rank()
+            self._whole = 0
+            sent = self._gather_changes()
+            sent += self._changes_from_first_rank()
             dev.sample_mode(self.samples, self.giant)
             dev.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
                           self.counters)
             dev.compress()
-            self._merge_across_ranks()
+            sent += self._gather_changes()
+            spread, labels = self._changes_from_first_rank(labels=True)
+            sent += spread
             dev.stream.record().synchronize(self.ctx.timeout)
-        labels = ranks.bcast(dev.device.to_host(dev.parent).astype(np.int64) if ranks.rank == 0
-                             else None, what="the components")
+        labels = dev.device.to_host(labels)
         rows, arcs = (int(x) for x in ranks.allreduce(
             dev.device.to_host(self.counters)[:2].astype(np.int64)))
         giant = int(dev.device.to_host(self.giant)[0])
@@ -474,9 +514,11 @@ class ComponentsSolver(Solver):
                  "graph_edges": self.m, "segments": 0, "segment_edges": None,
                  "edges_per_device": [None] * k, "segments_per_device": [0] * k,
                  "rows_per_device": np.diff(self.offsets).tolist(),
-                 "merge_rounds": 2 * int(np.ceil(np.log2(k))) if k > 1 else 0,
-                 # the parent arrays of two merge trees and of rank 0's to every rank
-                 "bytes_moved": int(4 * self.n * 3 * (k - 1)),
+                 "merge_rounds": 2 if k > 1 else 0,
+                 # the changes of two gathers into rank 0 and of rank 0's to every rank,
+                 # twice (the snapshot, the answer)
+                 "bytes_moved": int(ranks.allreduce(sent)),
+                 "merges_read_whole": int(ranks.allreduce(self._whole)),
                  "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
                  "giant_size": int(np.count_nonzero(labels == labels[giant])),
                  "rest": "kernel", "routed": True, "rest_rows": rows, "rest_arcs": arcs,

@@ -1,0 +1,25 @@
+"""Run as several MPI processes by tests/test_distributed_apps.py: CC across ranks merges each
+rank's changes (a bit per vertex of a giant's tree and pairs for the rest, or the array whole
+where its pairs overflow) and answers as one process, whichever form the messages take.
+``cc_checks.py SHARE SPEC...``: SHARE pairs per vertex (CHANGES_LIST_SHARE); each rank prints
+per graph whether its answer is the one process's, and the stats of the messages."""
+import sys
+
+import numpy as np
+
+import groute
+from groute import distributed
+from groute.engines.components import device as cc_device
+from groute.graph import load_graph
+
+cc_device.CHANGES_LIST_SHARE = int(sys.argv[1])
+with distributed.Context(backend="cpu", timeout=60) as ctx:
+    for spec in sys.argv[2:]:
+        part = distributed.load_graph(spec, ctx)
+        got = groute.connected_components(part, ctx=ctx)
+        want = groute.connected_components(load_graph(spec), backend="cpu", devices=1)
+        same = np.array_equal(got.values, want.values)
+        st = got.stats
+        print(f"rank {ctx.rank} {spec}: {'same' if same else 'DIFFERENT'} "
+              f"whole {st['merges_read_whole']} bytes {st['bytes_moved']} "
+              f"rounds {st['merge_rounds']}", flush=True)
