@@ -18,7 +18,8 @@ from groute.engines.components.solver import peer_path_unavailable
 from groute import Context
 from groute.graph import load_graph, reference
 from groute.tuning import CCTuning
-from support import SHARED_GRAPHS, device_cases, gpu_marks, shared_graph_path, skip_if_missing
+from support import (SHARED_GRAPHS, backends, device_cases, gpu_marks, shared_graph_path,
+                     skip_if_missing)
 from support import graph_from as _graph_from
 
 #: CC's hand-made graphs are undirected unless a test says otherwise
@@ -175,6 +176,49 @@ def test_merge_by_changes_reads_a_sender_whole_only_past_its_list(backend, k, sh
                 assert whole == 0
             elif i == 0:
                 assert whole == k - 1, res.stats
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("listed", ["pairs", "whole"])
+@pytest.mark.parametrize("backend", backends())
+def test_changes_as_a_message_merge_at_any_offset(backend, listed):
+    """A device's changes packed as a message for another process (giant, bits, pairs, or the
+    array whole) read back at any 4-byte offset of a receive buffer (the pairs need not be
+    8-byte aligned): merged into a fresh array it gives the sender's partition, and the
+    labels made from it are the sender's compressed array."""
+    from groute.engines.components.device import DeviceCC
+    skip_if_missing(backend, 1)
+    g = load_graph("er:3000:1", cache=False)
+    indptr, indices = symmetric_csr(g)
+    n = g.num_vertices
+    cap = n if listed == "pairs" else 1
+    with Context(1, backend=backend, timeout=20) as ctx:
+        dev = ctx.devices[0]
+        sender = DeviceCC(dev, n)
+        sender.set_rows(0, indptr, indices)
+        sender.reset()
+        for r in range(2):
+            sender.link_round(r, False)
+            sender.compress(rows_only=True)
+        sender.make_changes(dev.asarray(np.arange(0, n, 7, dtype=np.int32)[:1024]), cap)
+        sender.describe_changes()
+        message, count = sender.changes_message(20)
+        assert (count < 0) == (listed == "whole")
+        want = dev.to_host(sender.parent)
+        for offset in range(4):
+            buf = dev.xp.zeros(offset + message.shape[0], dtype=np.int32)
+            buf[offset:] = message
+            recv = DeviceCC(dev, n)
+            recv.reset()
+            view = recv.changes_from_message(buf[offset:], count, cap)
+            moved = dev.asarray(np.zeros(2, np.uint64 if backend == "cuda" else np.int64))
+            recv.merge_changes([view], recv.changes_table([view]) if recv.cuda else None, moved)
+            recv.compress()
+            labels = recv.labels_from_changes(view)
+            recv.stream.record().synchronize(20)
+            np.testing.assert_array_equal(dev.to_host(recv.parent), want)
+            np.testing.assert_array_equal(dev.to_host(labels), want)
+            assert int(dev.to_host(moved)[1]) == (listed == "whole")
 
 
 @pytest.mark.timeout(60)

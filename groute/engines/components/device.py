@@ -151,7 +151,10 @@ class DeviceCC:
         """Merge every sender's :class:`Changes` (read where they lie: CUDA, over NVLink
         through ``table``, their addresses, :meth:`changes_table`) into this device's array.
         The caller orders this after every sender's description (events). ``moved`` (zeroed
-        here) receives the bytes read from the senders and how many were read whole."""
+        here) receives the bytes read from the senders and how many were read whole. Every
+        sender's list holds the same number of pairs (the kernel takes one ``cap``)."""
+        if len({c.cap for c in senders}) > 1:
+            raise ValueError(f"the senders' lists differ in size: {[c.cap for c in senders]}")
         if self.cuda:
             def run():
                 moved.fill(0)
@@ -191,15 +194,18 @@ class DeviceCC:
     def labels_from_changes(self, c: "Changes"):
         """The labels (int64, on this device) that a compressed array described by ``c``
         holds: the giant's root for every marked vertex, the root of every pair, each other
-        vertex its own (or the array itself where it came whole)."""
+        vertex its own (or the array itself where it came whole). Array work on the caller's
+        thread (CUDA: queued on the compute stream): on the CPU backend the caller waits for
+        what ``c`` is made of first."""
+        listed = int(self.device.to_host(c.info)[0])
         with self.device.on_compute():
             xp = self.device.xp
-            if int(self.device.to_host(c.info)[0]) > c.cap:
+            if listed > c.cap:
                 return c.parent.astype(np.int64)
-            ids = xp.arange(self.n, dtype=np.int64)
-            marked = (c.bits[ids >> 5] >> (ids & 31).astype(np.uint32)) & np.uint32(1)
-            labels = xp.where(marked.astype(bool), c.giant[0].astype(np.int64), ids)
-            labels[c.list[:, 0]] = c.list[:, 1]
+            labels = xp.arange(self.n, dtype=np.int64)
+            marked = xp.unpackbits(c.bits.view(np.uint8), bitorder="little")[:self.n]
+            labels[marked.view(bool)] = c.giant[0].astype(np.int64)
+            labels[c.list[:listed, 0]] = c.list[:listed, 1]
             return labels
 
     def changes_from_message(self, message, listed, cap):

@@ -1,7 +1,7 @@
 """The connected components engine: weak components by union-find across devices, Afforest
 sampling, then in place or through segments.
 
-**Default (``rest="auto"``): sampling split by rows, tree merge by peer reads, rest in place.**
+**Default (``rest="auto"``): sampling split by rows, changes merged by peer reads, rest in place.**
 Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are symmetrised once,
 at set-up, which gives the *weak* components), spread over the devices:
 
@@ -18,7 +18,8 @@ at set-up, which gives the *weak* components), spread over the devices:
    round trip) and merges them in one kernel that reads them directly over NVLink: a hook per
    bit under the sender's giant, one per pair. That reads about n/8 bytes per sender (plus the
    pairs) where the whole array is 4n; a sender whose pairs do not fit their buffer
-   (:data:`~groute.engines.components.device.CHANGES_LIST_SHARE`) is read whole instead. One level, not a tree of log2 K.
+   (:data:`~groute.engines.components.device.CHANGES_LIST_SHARE`) is read whole instead. One
+   level, not a tree of log2 K.
 3. On the first device ``num_samples`` random vertices vote for the most frequent root, the
    *giant*, and one kernel links the arcs from slot ``sample_rounds`` on of every vertex *not* in
    the giant's tree (an arc both of whose ends are in the giant's tree joins nothing; any other
@@ -34,8 +35,8 @@ one device this is the single-GPU Afforest in place. Why this is the default: th
 below spends most of its time on the first device compacting every arc left after sampling, down
 to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
 faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
-splits across devices, while a merge is one coalesced pass over a peer's array plus hooks that
-mostly find one root. It needs peer access between the devices that read each other (every
+splits across devices, while the merge reads a bit per vertex from each peer (plus the pairs)
+and hooks vertices that mostly join one root. It needs peer access between the devices that read each other (every
 CUDA pair on an NVLink machine; the CPU backend's virtual devices read each other's arrays
 after the same events); ``"auto"`` falls back to segments without it.
 
@@ -53,7 +54,7 @@ as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
 
 With one device the segments are processed in place (no copy).
 
-This module holds which path can run (the merge tree and its peer reads) and the solver; which
+This module holds which path can run (the peer reads) and the solver; which
 path ``auto`` picks is :data:`~groute.engines.components.rules.COMPONENTS_RULES`. The host-side
 layout (edge list, symmetric CSR, late arcs, the cut of the rows, the edges left after sampling)
 is :mod:`groute.engines.components.layout`; each device's parent array and operations, the only
@@ -87,8 +88,9 @@ from .rules import COMPONENTS_RULES
 #: None for the edge list), routed (whether edges went through the router), edges hooked from the
 #: edge list or the compacted rest (None in place), graph_edges, segments and segment_edges,
 #: edges_per_device, segments_per_device, rows_per_device (in place), merge_rounds,
-#: merges_read_whole (in place on several devices: senders whose changes did not fit their
-#: list, so the first device read their arrays whole), bytes_moved
+#: merges_read_whole (in place on several devices or across processes: merged changes whose
+#: pairs did not fit their list, so the receiver read the array whole; across processes rank
+#: 0's changes count once per rank they went to), bytes_moved
 #: between devices, sample_rounds, giant_root and giant_size (Afforest), rest_rows, rest_arcs
 #: and rest_remote_arcs (in place: what the rest kernel linked), phase_seconds (segments: host
 #: clock at the end of each phase)
@@ -130,7 +132,7 @@ class ComponentsSolver(Solver):
 
     ``rest``: ``"auto"`` (default: ``"kernel"`` where the devices can read each other's memory,
     every pair of an NVLink machine and the CPU backend, else ``"segments"``); ``"kernel"``:
-    sampling split by rows, tree merge by peer reads, the rest linked in place on the first
+    sampling split by rows, changes merged by peer reads, the rest linked in place on the first
     device (module docstring; the fastest on one and two GPUs); ``"segments"``: Groute's path,
     the first device samples, compacts what is left and routes it as segments.
     ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
@@ -164,7 +166,7 @@ class ComponentsSolver(Solver):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
         if rest == "kernel" and not afforest:
             raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
-        self._merges = self._spread = None   # across processes: the parent arrays' Routers
+        self._merges = self._spread = None   # across processes: the changes' Routers
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
                            estimate=components_bytes)
         try:
@@ -264,7 +266,7 @@ class ComponentsSolver(Solver):
         """Across processes (a RankContext and a graph loaded by ranks): this rank's rows of
         the undirected graph (a directed graph's in-arcs come from every rank's out-arcs), the
         late arcs its rest links, the voters (the same on every rank), and the Routers the
-        parent arrays go through: to their merge-tree receiver, and rank 0's to every rank."""
+        changes go through: to rank 0, and rank 0's to every rank."""
         from groute.graph.rank_graph import ranked_in_arcs
         from groute.runtime.policies import by_owner, to_the_others
         p = graph.part
@@ -346,8 +348,10 @@ class ComponentsSolver(Solver):
         pending = router.outputs[me].poll()
         if pending is not None:
             if labels:
-                view = dev.changes_from_message(pending.wait_on(dev.stream).data,
-                                                pending.metadata["listed"],
+                data = pending.wait_on(dev.stream).data
+                # the labels are array work of the host's on the CPU backend: after the message
+                dev.stream.record().synchronize(self.ctx.timeout)
+                view = dev.changes_from_message(data, pending.metadata["listed"],
                                                 changes_capacity(self.n))
                 out = dev.labels_from_changes(view)
                 pending.release(after=dev.stream.record())

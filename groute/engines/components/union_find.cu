@@ -59,8 +59,8 @@ extern "C" __global__ void cc_hook(const int* __restrict__ edges, long long m, i
     }
 }
 
-// Merge another device's parent array into this one: each (v, other[v]) is an edge. other may be
-// a peer's array, read over NVLink (coalesced); it does not change while this kernel runs.
+// Merge another parent array into this one: each (v, other[v]) is an edge (the segments path's
+// tree of merges, the ranks' arrays); it does not change while this kernel runs.
 extern "C" __global__ void cc_merge(const int* __restrict__ other, int n, int* parent) {
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
         const int p = other[v];
@@ -261,10 +261,11 @@ extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict_
 }
 
 // One sender as the receiver reads it: the addresses (in the receiver's view: a peer's memory
-// over NVLink) of what cc_changes wrote and of the sender's array.
+// over NVLink, or a message another process sent) of what cc_changes wrote and of the sender's
+// array. The pairs are read as ints: in a message they may start at any 4-byte boundary.
 struct Changes {
     const unsigned int* bits;
-    const int2* list;
+    const int* list;
     const unsigned long long* info;
     const int* giant;
     const int* parent;
@@ -298,9 +299,7 @@ extern "C" __global__ void cc_merge_changes(const Changes* __restrict__ table, i
         const int g = *c.giant;
         for (long long v = tid; v < n; v += stride)
             if ((c.bits[v >> 5] >> (v & 31)) & 1u) hook((int)v, g, parent);
-        for (long long i = tid; i < (long long)listed; i += stride) {
-            const int2 uv = c.list[i];
-            hook(uv.x, uv.y, parent);
-        }
+        for (long long i = tid; i < (long long)listed; i += stride)
+            hook(c.list[2 * i], c.list[2 * i + 1], parent);
     }
 }
