@@ -16,8 +16,10 @@ pytestmark = needs_mpi
 APPS = ("bfs", "sssp", "pagerank", "cc", "kcore", "bfs-parents", "sssp-parents")
 
 
-@pytest.mark.parametrize("n, graphs", [(2, ["kron:8", "grid:9"]), (3, ["rmat:7", "er:200:4"])])
+@pytest.mark.parametrize("n, graphs", [(1, ["kron:8", "rmat:7"]), (2, ["kron:8", "grid:9"]),
+                                      (3, ["rmat:7", "er:200:4"])])
 def test_every_app_answers_as_one_process(n, graphs):
+    """Also a job of one rank (``mpiexec -n 1``): its graph is one part holding every row."""
     done = run_ranks(n, [program("app_checks.py"), "--backend", "cpu", *graphs], timeout=240)
     assert done.returncode == 0, done.stderr
     assert "DIFFERENT" not in done.stdout, done.stdout
@@ -33,7 +35,7 @@ def test_cc_across_ranks_merges_changes_or_whole_arrays_alike(n):
     overflow: with a list of n pairs nothing is read whole, with a list of one pair every
     message of er:400:1's many small components is (n - 1 gathered twice, rank 0's to the
     n - 1 others twice: the snapshot and the answer), and the answers are one process's
-    either way."""
+    either way, also from a solver made under another share."""
     graphs = ["er:400:1", "kron:8", "grid:9"]
     for share, whole in ((1, 0), (10**9, 4 * (n - 1))):
         done = run_ranks(n, [program("cc_checks.py"), str(share), *graphs], timeout=120)
@@ -44,6 +46,7 @@ def test_cc_across_ranks_merges_changes_or_whole_arrays_alike(n):
         assert all(same == "same" and rounds == "2" and int(b) > 0
                    for _, _, same, _, b, rounds in rows), done.stdout
         assert [int(w) for _, spec, _, w, _, _ in rows if spec == "er:400:1"] == [whole] * n
+        assert done.stdout.count("made before: same") == n * len(graphs), done.stdout
 
 
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])

@@ -59,6 +59,14 @@ def test_two_ranks_sharing_a_gpu_answer_as_one_process():
 
 
 @pytest.mark.gpu
+@pytest.mark.timeout(450)
+def test_a_job_of_one_rank_answers_as_one_process():
+    """``mpiexec -n 1``: the rank's graph is one part holding every row."""
+    need_gpus(1, physical=True)
+    assert check_apps(1, SHARED) == {"mpi"}
+
+
+@pytest.mark.gpu
 @pytest.mark.timeout(200)
 def test_two_ranks_sharing_a_gpu_route_rows_in_order():
     need_gpus(1, physical=True)

@@ -352,7 +352,7 @@ class ComponentsSolver(Solver):
                 # the labels are array work of the host's on the CPU backend: after the message
                 dev.stream.record().synchronize(self.ctx.timeout)
                 view = dev.changes_from_message(data, pending.metadata["listed"],
-                                                changes_capacity(self.n))
+                                                dev.changes.cap)
                 out = dev.labels_from_changes(view)
                 pending.release(after=dev.stream.record())
             else:
@@ -366,7 +366,7 @@ class ComponentsSolver(Solver):
         if not received:
             return
         dev = self.devs[0]
-        cap = changes_capacity(self.n)
+        cap = dev.changes.cap           # every rank's: made with the solver
         views = [dev.changes_from_message(p.wait_on(dev.stream).data, p.metadata["listed"], cap)
                  for p in received]
         dev.merge_changes(views, dev.changes_table(views) if dev.cuda else None, self.moved)
@@ -498,18 +498,22 @@ class ComponentsSolver(Solver):
             for r in range(self.rounds):
                 dev.link_round(r, self._light(r))
                 dev.compress()
-            self._whole = 0
-            sent = self._gather_changes()
-            sent += self._changes_from_first_rank()
+            self._whole = sent = 0
+            if self.k > 1:              # a job of one rank holds every row already
+                sent = self._gather_changes()
+                sent += self._changes_from_first_rank()
             dev.sample_mode(self.samples, self.giant)
             dev.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
                           self.counters)
             dev.compress()
-            sent += self._gather_changes()
-            spread, labels = self._changes_from_first_rank(labels=True)
-            sent += spread
+            if self.k > 1:
+                sent += self._gather_changes()
+                spread, labels = self._changes_from_first_rank(labels=True)
+                sent += spread
+            else:
+                labels = dev.parent
             dev.stream.record().synchronize(self.ctx.timeout)
-        labels = dev.device.to_host(labels)
+        labels = dev.device.to_host(labels).astype(np.int64, copy=False)
         rows, arcs = (int(x) for x in ranks.allreduce(
             dev.device.to_host(self.counters)[:2].astype(np.int64)))
         giant = int(dev.device.to_host(self.giant)[0])

@@ -253,7 +253,7 @@ class RelaxSolver(Solver):
         n = graph.num_vertices
         self._check_device_count(self.app, n)
         self._device_renumbering = None     # made at the first answer that needs it
-        if k == 1:
+        if k == 1 and not hasattr(graph, "split_by_ranges"):   # a RankGraph: its own split
             self.part = _Identity(graph)
         else:
             from groute.graph import partition_graph
