@@ -14,6 +14,16 @@ from .partition import LocalGraph
 
 log = logging.getLogger(__name__)
 
+def whole_rows(graph):
+    """``graph``'s rows where one object holds them all: a graph loaded by a job of one rank
+    (a :class:`RankGraph` of one part) gives its part (every row, ids unchanged), any other
+    graph itself. What the ``auto`` rules' facts of a graph's shape read (its diameter test,
+    its in-degrees), which a job of one rank asks as one process does."""
+    if isinstance(graph, RankGraph) and graph.num_parts == 1:
+        return graph.part
+    return graph
+
+
 class RankGraph:
     """Rank ``rank``'s rows of a graph split by ranges (module docstring). Global facts
     (``num_vertices``, ``num_edges``, ``directed``, ``name``, ids) are the whole graph's;

@@ -152,3 +152,23 @@ def test_a_parts_weights_are_the_whole_graphs_hashed_in_chunks():
         weights = big.with_weights(seed=1).weights
     assert weights.shape == (arcs,) and weights.dtype == np.int32
     assert peak.bytes < 4 * arcs + (96 << 20)        # the weights and one chunk's arrays
+
+
+@pytest.mark.parametrize("spec", ["kron:12", "grid:60", "rmat:10"])
+def test_a_graph_of_one_rank_answers_the_rules_facts_as_the_whole(spec):
+    """A job of one rank asks the ``auto`` rules' graph facts (the diameter test, the
+    in-degrees of PageRank's kernel rules) of its one part, which holds every row: the answers
+    are the whole graph's."""
+    from groute.engines.iterate.solver import heavy_in_arcs, small_with_hubs
+    from groute.engines.relax.solver import graph_is_low_diameter, low_diameter
+    from groute.graph.partition import LocalGraph
+    from groute.graph.rank_graph import RankGraph, whole_rows
+    g = load_graph(spec, cache=False)
+    n = g.num_vertices
+    part = LocalGraph(0, 0, g.indptr, g.indices, g.weights, num_global_vertices=n,
+                      directed=g.directed, name=spec)
+    one = RankGraph(part, [0, n], num_edges=g.num_edges, name=spec)
+    assert whole_rows(one) is part and whole_rows(g) is g
+    assert graph_is_low_diameter(one) == low_diameter(g)
+    assert heavy_in_arcs(one) == heavy_in_arcs(g)
+    assert small_with_hubs(one) == small_with_hubs(g)

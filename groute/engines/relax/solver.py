@@ -43,6 +43,7 @@ from groute.graph.arrays import array_module
 from groute.graph.csr import kept_on
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
+from groute.graph.rank_graph import whole_rows
 from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
@@ -631,7 +632,7 @@ def arc_named(graph, arc: int) -> str:
 def graph_is_low_diameter(graph) -> bool:
     """:func:`low_diameter` with its defaults, kept on the graph object: the ``auto`` rules
     ask it for every solver of a graph (the weighted rules twice: mode and priority)."""
-    return kept_on(graph, "_low_diameter", lambda: low_diameter(graph))
+    return kept_on(graph, "_low_diameter", lambda: low_diameter(whole_rows(graph)))
 
 
 def low_diameter(graph, *, budget=GROWTH_BUDGET, levels=GROWTH_LEVELS, samples=GROWTH_SAMPLES,
