@@ -83,6 +83,22 @@ def check_device_count(what: str, devices: int, num_vertices: int) -> None:
                          f"device{'s' if fit > 1 else ''} or fewer")
 
 
+def check_graph_for_ranks(ctx, graph, what: str) -> None:
+    """Refuse a whole graph on a context spanning processes, where ``what`` (an engine or a
+    solver, for the message) runs each process's rows of a graph loaded by ranks
+    (:func:`groute.distributed.load_graph`).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the graph's type, and how to load one by ranks.
+    """
+    if getattr(ctx, "ranks", None) is not None and not hasattr(graph, "split_by_ranges"):
+        raise ValueError(f"{what} on a context spanning processes runs a graph loaded by ranks "
+                         f"(groute.distributed.load_graph), each process holding its range; "
+                         f"got {type(graph).__name__}")
+
+
 class Solver:
     """Base of the app solvers: the context (the caller's, or one leased from the kept contexts,
     :mod:`groute.runtime.kept`, until :meth:`close`), and shutdown.

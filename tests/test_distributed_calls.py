@@ -108,3 +108,18 @@ def test_a_large_collection_is_the_same_argument_whatever_the_hash_seed_or_its_o
     shared = "s" * 10
     assert describe_argument([shared] * n) == describe_argument(["s" * 10 for _ in range(n)])
     assert describe_argument(list(range(n))) != describe_argument([*range(n - 1), -1])
+
+
+def test_a_whole_graph_on_ranks_is_refused_alike_by_every_app_that_needs_its_ranges():
+    """CC, PageRank and k-core run each rank's rows of a graph loaded by ranks: a whole graph
+    is a ValueError on every rank naming the solver and distributed.load_graph (CC and
+    PageRank failed with AttributeErrors deep inside), and the context goes on."""
+    done = run_ranks(2, [program("whole_graph_checks.py")], timeout=90)
+    assert done.returncode == 0, done.stderr
+    for rank in range(2):
+        for name, what in (("cc", "CC"), ("pagerank", "PageRank"), ("kcore", "the bsp engine")):
+            assert re.search(rf"rank {rank} {name}: refused: {what} on a context spanning "
+                             rf"processes runs a graph loaded by ranks "
+                             rf"\(groute\.distributed\.load_graph\).*got CSRGraph",
+                             done.stdout), done.stdout
+        assert f"rank {rank} then: same" in done.stdout, done.stdout

@@ -56,7 +56,7 @@ import numpy as np
 from groute.graph.partition import DEFAULT_PARTITION, partition_graph
 from groute.runtime.context import taking_turns
 from groute.runtime.kept import lease
-from groute.solver import check_device_count
+from groute.solver import check_device_count, check_graph_for_ranks
 from groute.operators import cpu_ops, cuda_ops, direction as rule
 from groute.operators.frontier import DeviceFrontier, Frontier
 from groute.operators.loop import AdvanceStep, python_loop, python_sweep
@@ -152,10 +152,7 @@ class BSPEngine(Engine):
         try:
             k = self.ctx.num_devices
             check_device_count(f"the {self.name} engine", k, graph.num_vertices)
-            if self.ctx.ranks is not None and not hasattr(graph, "split_by_ranges"):
-                raise ValueError(f"the {self.name} engine on a context spanning processes runs "
-                                 f"a graph loaded by ranks (groute.distributed.load_graph), "
-                                 f"each process holding its range; got {type(graph).__name__}")
+            check_graph_for_ranks(self.ctx, graph, f"the {self.name} engine")
             self.partition = partition_graph(graph, k, partition, seed=seed)
             self.parts = self._each(self._upload, range(k))
             if k > 1:

@@ -74,7 +74,7 @@ from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
 from groute.runtime.router import Router
-from groute.solver import DeviceTimer, Solver
+from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
 from .device import DeviceCC, changes_capacity
@@ -178,6 +178,7 @@ class ComponentsSolver(Solver):
             self.rounds = int(sample_rounds)
             self.link = link
             ranked = self.ctx.ranks is not None
+            check_graph_for_ranks(self.ctx, graph, type(self).__name__)
             #: the indices of the devices this process drives (all, but on a RankContext)
             self._here = [i for i in range(self.k) if self.ctx.is_local(i)]
             if ranked and (rest == "segments" or not afforest):

@@ -63,7 +63,7 @@ from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
 from groute.runtime.renumber import DeviceRenumbering, gather_on_devices
-from groute.solver import DeviceTimer, Solver
+from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import PageRankTuning
 
 from .device import (A_ARCS, A_PUSHED, A_SENT, A_TOTAL_MASS, A_TOTAL_RESID,
@@ -358,6 +358,7 @@ class IterateSolver(Solver):
             #: the indices of the devices this process drives (all, but on a RankContext)
             self._here = [i for i in range(k) if self.ctx.is_local(i)]
             if self.ctx.ranks is not None:
+                check_graph_for_ranks(self.ctx, graph, type(self).__name__)
                 bsp_kernel = self._across_ranks(mode, bsp_kernel, bool(inplace))
             self._check_device_count(self.app, n)
             self._check_memory(iteration_bytes, graph, weighted=self.weighted)
