@@ -27,6 +27,7 @@ import numpy as np
 from groute.engines import FixedPoint, IterateSolver, LinearIteration
 from groute.engines.iterate.memory import iteration_bytes
 from groute.engines.iterate.solver import stats_keys
+from groute.graph.rank_graph import whole_rows
 from groute.registry import algorithm, command
 from groute.results import AppResult
 from groute.solver import input_graph
@@ -70,7 +71,7 @@ class PageRank(IterateSolver):
                          else distribution(graph, personalization, "personalization"))
         start = (1.0 / max(n, 1) if nstart is None
                  else distribution(graph, nstart, "nstart"))
-        weighted = weight is not None and _differ(graph.weights)
+        weighted = weight is not None and _differ(graph.weights, _ranks_of(graph))
         #: where a dangling vertex's rank goes, when not as the teleport (by position)
         self.dangling = None
         self._dangling_mask = None
@@ -109,24 +110,43 @@ class PageRank(IterateSolver):
         return self._result(x / x.sum(), seconds + more, stats)
 
 
-def _differ(weights) -> bool:
+def _ranks_of(graph):
+    """The ranks that loaded ``graph`` by parts, each holding its rows (None: one holds all)."""
+    if getattr(graph, "num_parts", 1) > 1:
+        return getattr(graph, "ranks", None)
+    return None
+
+
+def _differ(weights, ranks=None) -> bool:
     """Whether ``weights`` (a graph's, or None) are not all the same: only then do they change
-    PageRank (equal weights split a rank as arc counts do)."""
-    if weights is None or len(weights) == 0:
+    PageRank (equal weights split a rank as arc counts do). With ``ranks``, ``weights`` are
+    this rank's arcs' and the answer is the whole graph's, the same on every rank (each decides
+    its kernels by it)."""
+    w = np.asarray(weights) if weights is not None else np.zeros(0)
+    if ranks is not None:
+        lo = ranks.allreduce(float(w.min()) if w.size else np.inf, "min", what="the weights")
+        hi = ranks.allreduce(float(w.max()) if w.size else -np.inf, "max", what="the weights")
+        return bool(lo <= hi) and not (lo == hi and lo > 0)
+    if w.size == 0:
         return False
-    w = np.asarray(weights)
     return not (bool(np.all(w == w[0])) and w[0] > 0)
 
 
 def _dangling_vertices(graph, weighted: bool) -> np.ndarray:
-    """By position: the vertices without out-arcs (weighted: without out-weight)."""
-    indptr = np.asarray(graph.indptr, dtype=np.int64)
-    deg = np.diff(indptr)
-    if not weighted:
-        return deg == 0
-    rows = np.repeat(np.arange(deg.shape[0]), deg)
-    return np.bincount(rows, weights=np.asarray(graph.weights, np.float64),
-                       minlength=deg.shape[0]) == 0
+    """By position: the vertices without out-arcs (weighted: without out-weight); of a graph
+    loaded by ranks, every rank's rows gathered (a rank holding them all: its own)."""
+    ranks = _ranks_of(graph)
+    rows = whole_rows(graph) if ranks is None else graph.part
+    deg = np.diff(np.asarray(rows.indptr, dtype=np.int64))
+    if weighted:
+        at = np.repeat(np.arange(deg.shape[0]), deg)
+        mask = np.bincount(at, weights=np.asarray(rows.weights, np.float64),
+                           minlength=deg.shape[0]) == 0
+    else:
+        mask = deg == 0
+    if ranks is None:
+        return mask
+    return np.concatenate(ranks.allgatherv(mask, what="the dangling vertices"))
 
 
 def _weight(value, name: str) -> float:

@@ -113,7 +113,8 @@ def test_a_large_collection_is_the_same_argument_whatever_the_hash_seed_or_its_o
 def test_a_whole_graph_on_ranks_is_refused_alike_by_every_app_that_needs_its_ranges():
     """CC, PageRank and k-core run each rank's rows of a graph loaded by ranks: a whole graph
     is a ValueError on every rank naming the solver and distributed.load_graph (CC and
-    PageRank failed with AttributeErrors deep inside), and the context goes on."""
+    PageRank failed with AttributeErrors deep inside), and the context goes on; BFS runs a
+    whole graph there, its parents too (they failed after the traversal)."""
     done = run_ranks(2, [program("whole_graph_checks.py")], timeout=90)
     assert done.returncode == 0, done.stderr
     for rank in range(2):
@@ -123,3 +124,4 @@ def test_a_whole_graph_on_ranks_is_refused_alike_by_every_app_that_needs_its_ran
                              rf"\(groute\.distributed\.load_graph\).*got CSRGraph",
                              done.stdout), done.stdout
         assert f"rank {rank} then: same" in done.stdout, done.stdout
+        assert f"rank {rank} bfs parents: same" in done.stdout, done.stdout

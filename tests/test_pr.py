@@ -1021,3 +1021,26 @@ def test_alpha_that_is_no_number_names_the_argument():
         PageRank(g, backend="cpu", devices=1, alpha="x")
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
         PageRank(g, backend="cpu", devices=1, alpha=1.5)
+
+
+def test_whether_weights_differ_is_the_whole_graphs_on_every_rank():
+    """Of a graph loaded by ranks each rank holds its arcs' weights, and each decides its
+    kernels by whether the weights differ: the answer is the whole graph's on every rank (one
+    rank's all equal, another's not: differ), combined by the ranks' minimum and maximum."""
+    _differ = pr._differ
+
+    class TwoRanks:
+        """This rank's side of two ranks' allreduce, the other rank holding ``other``."""
+        def __init__(self, other):
+            self.other = np.asarray(other, np.float64)
+
+        def allreduce(self, value, op, what=""):
+            theirs = (float(self.other.min()) if op == "min" else float(self.other.max())) \
+                if self.other.size else (np.inf if op == "min" else -np.inf)
+            return min(value, theirs) if op == "min" else max(value, theirs)
+
+    same = np.full(4, 2.0)
+    assert not _differ(same) and _differ(same, TwoRanks([2.0, 3.0]))
+    assert _differ(np.array([2.0, 3.0]), TwoRanks(same))
+    assert not _differ(same, TwoRanks(same)) and not _differ(same, TwoRanks([]))
+    assert not _differ(None, TwoRanks([])) and _differ(np.zeros(3), TwoRanks([0.0]))

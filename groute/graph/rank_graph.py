@@ -17,8 +17,8 @@ log = logging.getLogger(__name__)
 def whole_rows(graph):
     """``graph``'s rows where one object holds them all: a graph loaded by a job of one rank
     (a :class:`RankGraph` of one part) gives its part (every row, ids unchanged), any other
-    graph itself. What the ``auto`` rules' facts of a graph's shape read (its diameter test,
-    its in-degrees), which a job of one rank asks as one process does."""
+    graph itself. What reads a graph's rows where a job of one rank asks as one process does
+    (the diameter test of the ``auto`` rules, PageRank's dangling vertices)."""
     if isinstance(graph, RankGraph) and graph.num_parts == 1:
         return graph.part
     return graph

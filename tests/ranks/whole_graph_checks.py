@@ -16,6 +16,10 @@ with distributed.Context(backend="cpu", timeout=20) as ctx:
             say(f"rank {ctx.rank} {name}: no error")
         except ValueError as exc:
             say(f"rank {ctx.rank} {name}: refused: {exc}")
+    # BFS takes a whole graph on ranks (each rank its devices' rows of it), its parents too
+    parents = groute.bfs(whole, 3, predecessors=True, ctx=ctx).predecessors
+    want = groute.bfs(whole, 3, predecessors=True, backend="cpu", devices=1).predecessors
+    say(f"rank {ctx.rank} bfs parents: {'same' if (parents == want).all() else 'DIFFERENT'}")
     part = distributed.load_graph("kron:6", ctx)
     same = (groute.connected_components(part, ctx=ctx).values
             == groute.connected_components(whole, backend="cpu", devices=1).values).all()

@@ -171,6 +171,7 @@ class ComponentsSolver(Solver):
                            estimate=components_bytes)
         try:
             self.k = len(self.ctx.devices)
+            check_graph_for_ranks(self.ctx, graph, type(self).__name__)
             self._check_memory(components_bytes, graph)
             t0 = time.perf_counter()
             cuda = self.ctx.backend == "cuda"
@@ -178,7 +179,6 @@ class ComponentsSolver(Solver):
             self.rounds = int(sample_rounds)
             self.link = link
             ranked = self.ctx.ranks is not None
-            check_graph_for_ranks(self.ctx, graph, type(self).__name__)
             #: the indices of the devices this process drives (all, but on a RankContext)
             self._here = [i for i in range(self.k) if self.ctx.is_local(i)]
             if ranked and (rest == "segments" or not afforest):

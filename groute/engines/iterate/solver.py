@@ -58,7 +58,6 @@ import numpy as np
 
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
-from groute.graph.rank_graph import whole_rows
 from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
@@ -129,7 +128,7 @@ def small_with_hubs(graph) -> bool:
     m = int(graph.num_edges)
     if m == 0 or m >= SMALL_ARCS:
         return False
-    return int(in_degrees(whole_rows(graph)).max()) > HEAVY_DEGREE
+    return int(in_degrees(graph).max()) > HEAVY_DEGREE
 
 
 def heavy_in_arcs(graph) -> bool:
@@ -137,7 +136,7 @@ def heavy_in_arcs(graph) -> bool:
     m = int(graph.num_edges)
     if m == 0:
         return False
-    indeg = in_degrees(whole_rows(graph))
+    indeg = in_degrees(graph)
     return int(indeg[indeg > HEAVY_DEGREE].sum()) * 2 > m
 
 

@@ -554,7 +554,7 @@ class RelaxSolver(Solver):
                               offered=offered, xp=dev.xp)
                 return dev.xp.asnumpy(out)
         g, first, combine = self.graph, 0, None
-        if self.ctx.ranks is not None:      # a RankGraph: this rank's rows, global targets
+        if hasattr(g, "split_by_ranges"):   # a RankGraph: this rank's rows, global targets
             ranks = self.ctx.ranks
             g, first = g.part, g.first
             combine = lambda proposed: ranks.allreduce(proposed, "min",  # noqa: E731
