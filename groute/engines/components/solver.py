@@ -36,9 +36,9 @@ below spends most of its time on the first device compacting every arc left afte
 to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
 faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
 splits across devices, while the merge reads a bit per vertex from each peer (plus the pairs)
-and hooks vertices that mostly join one root. It needs peer access between the devices that read each other (every
-CUDA pair on an NVLink machine; the CPU backend's virtual devices read each other's arrays
-after the same events); ``"auto"`` falls back to segments without it.
+and hooks vertices that mostly join one root. It needs peer access between the devices that
+read each other (every CUDA pair on an NVLink machine; the CPU backend's virtual devices read
+each other's arrays after the same events); ``"auto"`` falls back to segments without it.
 
 **Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
 as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**
@@ -242,7 +242,9 @@ class ComponentsSolver(Solver):
                 dev.make_changes(dev.device.asarray(voters.astype(np.int32)),
                                  changes_capacity(self.n))
             first = self.devs[0]
-            self.changes = first.changes_table([d.changes for d in self.devs[1:]]) if cuda else None
+            #: the senders' changes as the first device's merge kernel reaches them (CUDA)
+            self._senders = (first.changes_table([d.changes for d in self.devs[1:]]) if cuda
+                             else None)
             self.moved = first.device.asarray(np.zeros(2, np.uint64 if cuda else np.int64))
 
     def _set_rest(self, held, late):
@@ -438,7 +440,7 @@ class ComponentsSolver(Solver):
                     dev.describe_changes()
                 for dev in devs[1:]:
                     first.stream.wait_event(dev.stream.record())
-                first.merge_changes([d.changes for d in devs[1:]], self.changes, self.moved)
+                first.merge_changes([d.changes for d in devs[1:]], self._senders, self.moved)
                 first.compress()                  # the vote needs roots
             first.sample_mode(self.samples, self.giant)
             first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
