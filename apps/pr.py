@@ -27,7 +27,7 @@ import numpy as np
 from groute.engines import FixedPoint, IterateSolver, LinearIteration
 from groute.engines.iterate.memory import iteration_bytes
 from groute.engines.iterate.solver import stats_keys
-from groute.graph.rank_graph import whole_rows
+from groute.graph.rank_graph import loading_ranks, whole_rows
 from groute.registry import algorithm, command
 from groute.results import AppResult
 from groute.solver import input_graph
@@ -71,7 +71,7 @@ class PageRank(IterateSolver):
                          else distribution(graph, personalization, "personalization"))
         start = (1.0 / max(n, 1) if nstart is None
                  else distribution(graph, nstart, "nstart"))
-        weighted = weight is not None and _differ(graph.weights, _ranks_of(graph))
+        weighted = weight is not None and _differ(graph.weights, loading_ranks(graph))
         #: where a dangling vertex's rank goes, when not as the teleport (by position)
         self.dangling = None
         self._dangling_mask = None
@@ -110,13 +110,6 @@ class PageRank(IterateSolver):
         return self._result(x / x.sum(), seconds + more, stats)
 
 
-def _ranks_of(graph):
-    """The ranks that loaded ``graph`` by parts, each holding its rows (None: one holds all)."""
-    if getattr(graph, "num_parts", 1) > 1:
-        return getattr(graph, "ranks", None)
-    return None
-
-
 def _differ(weights, ranks=None) -> bool:
     """Whether ``weights`` (a graph's, or None) are not all the same: only then do they change
     PageRank (equal weights split a rank as arc counts do). With ``ranks``, ``weights`` are
@@ -135,7 +128,7 @@ def _differ(weights, ranks=None) -> bool:
 def _dangling_vertices(graph, weighted: bool) -> np.ndarray:
     """By position: the vertices without out-arcs (weighted: without out-weight); of a graph
     loaded by ranks, every rank's rows gathered (a rank holding them all: its own)."""
-    ranks = _ranks_of(graph)
+    ranks = loading_ranks(graph)
     rows = whole_rows(graph) if ranks is None else graph.part
     deg = np.diff(np.asarray(rows.indptr, dtype=np.int64))
     if weighted:

@@ -59,6 +59,9 @@ def test_calls_that_differ_between_ranks_are_refused_on_every_rank():
                                "every rank must make the same calls with the same arguments"), out
         assert "(source: 0 on ranks 0, 2; 5 on rank 1)" in out["source"], out
         assert "(bfs() on ranks 0, 2; sssp() on rank 1)" in out["app"], out
+        # rank 1's arc, named alike on every rank (the others waited for the timeout)
+        assert re.fullmatch(r"sssp: the weight of arc \d+ -> \d+ is negative \(-5\); sssp "
+                            r"needs weights >= 0", out["weight"]), out
         assert out["then"] == "the same calls answer, 10 levels", out
 
 

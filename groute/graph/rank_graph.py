@@ -24,6 +24,15 @@ def whole_rows(graph):
     return graph
 
 
+def loading_ranks(graph):
+    """The ranks that loaded ``graph`` by parts, each holding its rows (a :class:`RankGraph` of
+    several parts): what a check of the rows must agree over before every rank acts alike.
+    None where one object holds every row."""
+    if getattr(graph, "num_parts", 1) > 1:
+        return getattr(graph, "ranks", None)
+    return None
+
+
 class RankGraph:
     """Rank ``rank``'s rows of a graph split by ranges (module docstring). Global facts
     (``num_vertices``, ``num_edges``, ``directed``, ``name``, ids) are the whole graph's;

@@ -43,7 +43,7 @@ from groute.graph.arrays import array_module
 from groute.graph.csr import kept_on
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
-from groute.graph.rank_graph import whole_rows
+from groute.graph.rank_graph import loading_ranks, whole_rows
 from groute.tuning import TraversalTuning, WorklistTuning
 from groute.worklist import MODES, ROUTINGS, DistributedWorklist, infinity
 
@@ -236,15 +236,22 @@ class RelaxSolver(Solver):
             log.info("%s: graph %s has no weights; using weight 1 on every arc", self.app, graph.name)
             return "int", False
         w = np.asarray(w)
+        problem = None
         if w.size and not np.isfinite(w).all():
             bad = int(np.flatnonzero(~np.isfinite(w))[0])
             what = "NaN" if np.isnan(w[bad]) else "infinite"
-            raise ValueError(f"{self.app}: the weight of arc {arc_named(graph, bad)} is {what}; "
-                             f"{self.app} needs finite weights >= 0")
-        if w.size and (w.min() < 0):
+            problem = (f"{self.app}: the weight of arc {arc_named(graph, bad)} is {what}; "
+                       f"{self.app} needs finite weights >= 0")
+        elif w.size and (w.min() < 0):
             bad = int(np.argmin(w))
-            raise ValueError(f"{self.app}: the weight of arc {arc_named(graph, bad)} is negative "
-                             f"({w[bad]}); {self.app} needs weights >= 0")
+            problem = (f"{self.app}: the weight of arc {arc_named(graph, bad)} is negative "
+                       f"({w[bad]}); {self.app} needs weights >= 0")
+        ranks = loading_ranks(graph)
+        if ranks is not None:               # this rank's arcs: every rank raises the first's
+            problem = next((p for p in ranks.allgather(problem, what="the weights' check")
+                            if p is not None), None)
+        if problem is not None:
+            raise ValueError(problem)
         kind = "int" if w.dtype.kind in "iu" else "float"
         self.overflow_possible = bool(w.size) and overflow_possible(graph.num_vertices, w.max(), kind)
         return kind, True
@@ -621,11 +628,13 @@ GROWTH_BUDGET, GROWTH_LEVELS, GROWTH_SAMPLES = 1 << 16, 16, 5
 
 
 def arc_named(graph, arc: int) -> str:
-    """Arc ``arc`` (its position in the CSR arrays) as ``u -> v`` in the graph's own ids, for an
-    error the caller can trace back to their edge list or NetworkX graph."""
-    host = graph.to_host()
-    u = int(np.searchsorted(host.indptr, arc, side="right")) - 1
-    ends = host.file_id_of(np.array([u, int(host.indices[arc])])).tolist()
+    """Arc ``arc`` (its position in the CSR arrays; of a graph loaded by ranks, in this rank's
+    rows) as ``u -> v`` in the graph's own ids, for an error the caller can trace back to their
+    edge list or NetworkX graph."""
+    rows, first = (graph.part, graph.first) if hasattr(graph, "split_by_ranges") else (graph, 0)
+    rows = rows.to_host()
+    u = first + int(np.searchsorted(rows.indptr, arc, side="right")) - 1
+    ends = graph.vertex_ids.id_of(np.array([u, int(rows.indices[arc])])).tolist()
     return " -> ".join(repr(e) for e in ends)
 
 
