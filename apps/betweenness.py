@@ -79,7 +79,7 @@ from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, load_graph
 from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute, ComputeStep,
                               FilterStep, Functor, Gather, Loop, Message, Sweep, arc_values,
-                              run_rounds, subdivided)
+                              run_rounds, subdivided_graph)
 from groute.registry import algorithm, public
 
 #: depth of a vertex the current source has not reached
@@ -451,7 +451,7 @@ class ArcBetweenness(EngineSolver):
         if m and not (bool(np.all(np.isfinite(lengths))) and lengths.min() > 0):
             raise ValueError("betweenness: the lengths must be finite and > 0 (a zero length "
                              "makes infinitely many shortest paths)")
-        run_on = subdivided(graph.indptr, graph.indices, name=graph.name)
+        run_on = subdivided_graph(graph, "weighted betweenness")
         self.engine = eng = make_engine(run_on, mode, ctx=ctx, devices=devices, backend=backend,
                                         timeout=timeout, partition=partition, seed=seed,
                                         loop=loop)

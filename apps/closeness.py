@@ -41,7 +41,7 @@ from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, load_graph
 from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute, ComputeStep,
                               Functor, Loop, Message, Sweep, arc_values, compute, reduce,
-                              run_loop, run_rounds, subdivided)
+                              run_loop, run_rounds, subdivided_graph)
 from groute.registry import public
 
 #: sources per breadth-first pass: one bit each in an ``unsigned long long``
@@ -184,7 +184,7 @@ class Closeness(EngineSolver):
                                  f"({graph.num_edges}), got shape {lengths.shape}")
             if lengths.size and not (np.all(np.isfinite(lengths)) and lengths.min() >= 0):
                 raise ValueError("closeness: the lengths must be finite and >= 0")
-            run_on = subdivided(graph.indptr, graph.indices, name=graph.name)
+            run_on = subdivided_graph(graph, "weighted closeness")
         self.engine = make_engine(run_on, mode, ctx=ctx, devices=devices, backend=backend,
                                   timeout=timeout, partition=partition, seed=seed, loop=loop)
         eng = self.engine

@@ -48,6 +48,7 @@ from groute import AppResult
 from groute.engines import make_engine
 from groute.engines.device_rule import choose_devices
 from groute.graph import DEFAULT_PARTITION, CSRGraph
+from groute.graph.rank_graph import refuse_rank_graph
 from groute.operators import Functor, Gather, Message, advance, compute, filter, keyed, reduce
 from groute.operators import keyed_ops
 from groute.registry import public
@@ -312,6 +313,7 @@ def level_graph(graph: CSRGraph, weights=None) -> LevelGraph:
     """The first level of ``graph``: every arc both ways, an undirected edge's weight split
     between its two arcs, a directed arc's counted out of its tail and into its head.
     ``weights``: float64 per arc of ``graph`` (its CSR order), else its own (or 1)."""
+    refuse_rank_graph(graph, "community detection (Louvain, Leiden, modularity)")
     n = graph.num_vertices
     indptr = np.asarray(graph.indptr)
     src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))

@@ -45,7 +45,7 @@ from groute import AppResult
 from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, load_graph
 from groute.operators import (Functor, Gather, Message, advance, arc_values, compute, filter,
-                              reduce, subdivided)
+                              reduce, subdivided_graph)
 from groute.registry import public
 
 
@@ -134,7 +134,7 @@ class AdjacencyProducts(EngineSolver):
             if w.shape != (graph.num_edges,) or not bool(np.all(np.isfinite(w))):
                 raise ValueError(f"weights must be one finite number per arc "
                                  f"({graph.num_edges}); got shape {w.shape}")
-            run_on = subdivided(graph.indptr, graph.indices, name=graph.name)
+            run_on = subdivided_graph(graph, "a weighted power iteration")
         self.engine = eng = make_engine(run_on, mode, ctx=ctx, devices=devices,
                                         backend=backend, timeout=timeout, partition=partition,
                                         seed=seed)

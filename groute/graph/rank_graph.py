@@ -24,6 +24,21 @@ def whole_rows(graph):
     return graph
 
 
+def refuse_rank_graph(graph, what: str) -> None:
+    """Raise where ``what`` runs on a whole graph in one process and ``graph`` holds only a
+    rank's rows (a :class:`RankGraph`).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, the graph and how to load it whole.
+    """
+    if isinstance(graph, RankGraph):
+        raise ValueError(f"{what} runs on a whole graph in one process, but {graph.name} was "
+                         f"loaded by ranks (groute.distributed.load_graph) and holds only rank "
+                         f"{graph.rank}'s rows; load it whole with groute.graph.load_graph")
+
+
 def loading_ranks(graph):
     """The ranks that loaded ``graph`` by parts, each holding its rows (a :class:`RankGraph` of
     several parts): what a check of the rows must agree over before every rank acts alike.

@@ -47,11 +47,11 @@ from .functor import Functor, Gather, Message
 from .intersect import Intersection
 from .loop import AdvanceStep, ComputeStep, FilterStep, Levels, LoopResult, run_loop, sweep
 from .rounds import Compute, Loop, RoundsResult, Sweep, run_rounds
-from .arc_vertices import DISTANCE, DISTANCE_UNREACHED, arc_values, subdivided
+from .arc_vertices import DISTANCE, DISTANCE_UNREACHED, arc_values, subdivided, subdivided_graph
 
 __all__ = ["Functor", "Message", "Gather", "Frontier", "DeviceFrontier", "advance", "filter", "compute",
            "reduce", "REDUCTIONS",
            "DIRECTIONS", "ARCS", "run_loop", "sweep", "ComputeStep", "FilterStep",
            "AdvanceStep", "LoopResult", "Levels", "run_rounds", "Loop", "Sweep", "Compute",
-           "RoundsResult", "Intersection", "subdivided", "arc_values", "DISTANCE",
+           "RoundsResult", "Intersection", "subdivided", "subdivided_graph", "arc_values", "DISTANCE",
            "DISTANCE_UNREACHED", "keyed"]

@@ -75,6 +75,15 @@ def subdivided(indptr, heads, *, name: str = "") -> CSRGraph:
     return CSRGraph(out_indptr, out_indices, directed=True, name=f"{name} subdivided".strip())
 
 
+def subdivided_graph(graph, what: str) -> CSRGraph:
+    """:func:`subdivided` of ``graph``'s own rows, for ``what`` (an algorithm that puts its
+    arcs' values on vertices; a ValueError naming it for a graph that holds only a rank's rows,
+    :func:`~groute.graph.rank_graph.refuse_rank_graph`)."""
+    from groute.graph.rank_graph import refuse_rank_graph
+    refuse_rank_graph(graph, what)
+    return subdivided(graph.indptr, graph.indices, name=graph.name)
+
+
 def arc_values(graph, given=None) -> np.ndarray | None:
     """One float64 per arc of ``graph`` (its CSR order): ``given`` when given (checked: one per
     arc), else the graph's weights; None when neither is there or every value is 1 (an

@@ -168,3 +168,32 @@ def test_a_graph_of_one_rank_answers_the_rules_facts_as_the_whole(spec):
     one = RankGraph(part, [0, n], num_edges=g.num_edges, name=spec)
     assert whole_rows(one) is part and whole_rows(g) is g
     assert graph_is_low_diameter(one) == low_diameter(g)
+
+
+def test_algorithms_of_a_whole_graph_refuse_a_graph_of_a_ranks_rows():
+    """Louvain and the weighted power iteration, closeness and betweenness run on a whole graph
+    in one process: given a graph loaded by ranks (here one rank's, holding every row) they
+    refuse it naming themselves and how to load it whole (they failed with AttributeErrors);
+    unweighted closeness runs on it."""
+    import groute
+    from groute.graph.partition import LocalGraph
+    from groute.graph.rank_graph import RankGraph
+    g = load_graph("kron:8", weighted=True, cache=False)
+    n = g.num_vertices
+    part = LocalGraph(0, 0, g.indptr, g.indices, g.weights, num_global_vertices=n,
+                      directed=g.directed, name="kron:8")
+    one = RankGraph(part, [0, n], num_edges=g.num_edges, name="kron:8")
+    cpu = {"backend": "cpu", "devices": 1}
+    for what, call in (
+            ("community detection", lambda: groute.louvain_communities(one, **cpu)),
+            ("weighted closeness", lambda: groute.closeness_centrality(one, distance="weight",
+                                                                       **cpu)),
+            ("weighted betweenness", lambda: groute.betweenness_centrality(one, weight="weight",
+                                                                           **cpu)),
+            ("a weighted power iteration",
+             lambda: groute.eigenvector_centrality(one, weight="weight", **cpu))):
+        with pytest.raises(ValueError, match=rf"^{what}.* runs on a whole graph in one "
+                                             rf"process, but kron:8 was loaded by ranks "
+                                             rf".*groute.graph.load_graph"):
+            call()
+    assert groute.closeness_centrality(one, **cpu).values.shape == (n,)
