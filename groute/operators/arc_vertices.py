@@ -76,9 +76,36 @@ def subdivided(indptr, heads, *, name: str = "") -> CSRGraph:
 
 
 def subdivided_graph(graph, what: str) -> CSRGraph:
-    """:func:`subdivided` of ``graph``'s own rows, for ``what`` (an algorithm that puts its
-    arcs' values on vertices; a ValueError naming it for a graph that holds only a rank's rows,
-    :func:`~groute.graph.rank_graph.refuse_rank_graph`)."""
+    """:func:`subdivided` of ``graph``'s own rows, for ``what``: an algorithm that puts its
+    arcs' values on vertices, which needs the whole graph in one process.
+
+    Parameters
+    ----------
+    graph : CSRGraph
+        The input graph.
+    what : str
+        The algorithm, for the error.
+
+    Returns
+    -------
+    CSRGraph
+        Its subdivided graph: ``n + m`` vertices, ``2 m`` arcs.
+
+    Raises
+    ------
+    ValueError
+        For a graph that holds only a rank's rows
+        (:func:`~groute.graph.rank_graph.refuse_rank_graph`), naming ``what``.
+
+    Examples
+    --------
+    >>> from groute.graph import load_graph
+    >>> from groute.operators import subdivided_graph
+    >>> g = load_graph("grid:3", cache=False)
+    >>> s = subdivided_graph(g, "an example")
+    >>> (s.num_vertices, s.num_edges) == (g.num_vertices + g.num_edges, 2 * g.num_edges)
+    True
+    """
     from groute.graph.rank_graph import refuse_rank_graph
     refuse_rank_graph(graph, what)
     return subdivided(graph.indptr, graph.indices, name=graph.name)
