@@ -39,6 +39,13 @@ def compress_numpy(parent: np.ndarray) -> None:
         parent[:] = grand
 
 
+def merge_numpy(parent: np.ndarray, other: np.ndarray) -> None:
+    """Merge another parent array into ``parent`` (compressed; in place): each ``(v,
+    other[v])`` with ``other[v] != v`` is an edge."""
+    v = np.flatnonzero(other != np.arange(parent.shape[0], dtype=np.int32)).astype(np.int32)
+    hook_numpy(parent, v, other[v])
+
+
 def hook_numpy(parent: np.ndarray, u: np.ndarray, v: np.ndarray) -> None:
     """Join the trees of every ``(u[i], v[i])`` in a fully compressed ``parent`` (in place; it is
     fully compressed again on return). Each round hooks every larger root under the smallest
@@ -108,10 +115,7 @@ class DeviceCC:
             self.stream.submit(lambda: self.kernels["cc_merge"](
                 self._grid(self.n), (BLOCK,), (other, np.int32(self.n), self.parent)))
         else:
-            def merge_numpy():
-                v = np.flatnonzero(other != np.arange(self.n, dtype=np.int32)).astype(np.int32)
-                hook_numpy(self.parent, v, other[v])
-            self.stream.submit(merge_numpy)
+            self.stream.submit(merge_numpy, self.parent, other)
 
     # ------------------------------------------------------------ the merge by changes
     def make_changes(self, samples, cap: int):
@@ -319,9 +323,7 @@ def merge_changes_numpy(parent, senders, moved):
     for c in senders:
         listed = int(c.info[0])
         if listed > c.cap:
-            other = c.parent
-            v = np.flatnonzero(other != np.arange(n, dtype=np.int32)).astype(np.int32)
-            hook_numpy(parent, v, other[v])
+            merge_numpy(parent, c.parent)
             moved[0] += 4 * n
             moved[1] += 1
             continue

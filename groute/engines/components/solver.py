@@ -232,23 +232,25 @@ class ComponentsSolver(Solver):
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
         self._set_rest(self.devs, lambda: late_bitmap(indptr, self.rounds))
         if self.k > 1:
-            # the senders' voters are their own rows (their giant is what they sampled), the
-            # same number as the first device's
-            count = int(self.samples.shape[0])
             for d, dev in enumerate(self.devs[1:], start=1):
-                lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
-                rng = np.random.default_rng((0x5EED, d))
-                voters = rng.integers(lo, hi, count) if hi > lo else np.zeros(count, np.int64)
-                dev.make_changes(dev.device.asarray(voters.astype(np.int32)),
-                                 changes_capacity(self.n))
+                self._make_changes(dev, d)
             first = self.devs[0]
             #: the senders' changes as the first device's merge kernel reaches them (CUDA)
             self._senders = (first.changes_table([d.changes for d in self.devs[1:]]) if cuda
                              else None)
-            self.moved = first.device.asarray(np.zeros(2, np.uint64 if cuda else np.int64))
+
+    def _make_changes(self, dev, d):
+        """Make device ``d`` (its :class:`DeviceCC` ``dev``) able to describe its changes: its
+        voters are its own rows (its giant is what it sampled), as many as the first device's."""
+        count = int(self.samples.shape[0])
+        lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
+        rng = np.random.default_rng((0x5EED, d))
+        voters = rng.integers(lo, hi, count) if hi > lo else np.zeros(count, np.int64)
+        dev.make_changes(dev.device.asarray(voters.astype(np.int32)), changes_capacity(self.n))
 
     def _set_rest(self, held, late):
-        """What the first device's rest (:meth:`DeviceCC.link_rest`) reads, and its counters:
+        """What the first device's rest (:meth:`DeviceCC.link_rest`) reads, and its counters
+        (and the merge's, :attr:`moved`):
         the rows of ``held`` (one :class:`DeviceCC` per device, None for a device another
         process drives, whose rows it does not link). CUDA: a table of the rows' addresses (0
         for the others'), the offsets and ``late()``, the bitmap of the vertices with arcs
@@ -261,9 +263,11 @@ class ComponentsSolver(Solver):
             self.rest = (first.asarray(table), first.asarray(self.offsets.astype(np.int32)),
                          len(held), first.asarray(late()))
             self.counters = first.asarray(np.zeros(4, np.uint64))
+            self.moved = first.asarray(np.zeros(2, np.uint64))  # what a merge read (its kernel)
         else:
             self.rest = [(d.lo, d.indptr, d.indices) for d in held if d is not None]
             self.counters = first.asarray(np.zeros(4, np.int64))
+            self.moved = first.asarray(np.zeros(2, np.int64))
 
     def _setup_ranks(self, graph, num_samples):
         """Across processes (a RankContext and a graph loaded by ranks): this rank's rows of
@@ -300,11 +304,7 @@ class ComponentsSolver(Solver):
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
                                                        dtype=np.int64).astype(np.int32))
         self.giant = dev.device.asarray(np.zeros(1, np.int32))
-        lo, hi = int(self.offsets[self._here[0]]), int(self.offsets[self._here[0] + 1])
-        voters = (rng.integers(lo, hi, int(num_samples)) if hi > lo
-                  else np.zeros(int(num_samples), np.int64))
-        dev.make_changes(dev.device.asarray(voters.astype(np.int32)), changes_capacity(self.n))
-        self.moved = dev.device.asarray(np.zeros(2, np.uint64 if dev.cuda else np.int64))
+        self._make_changes(dev, self._here[0])
         devices = self.ctx.devices
         self._merges = Router(devices, devices, by_owner, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-merge")
