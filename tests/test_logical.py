@@ -97,6 +97,8 @@ def test_cuda_logical_devices_are_devices_of_their_own(k, capsys, monkeypatch):
         src = a.asarray(np.arange(1000, dtype=np.int32))
         dst = b.zeros(1000, np.int32)
         assert src.data.ptr != dst.data.ptr
+        # zeros is queued on b's compute stream: the copy stream waits for it, as a Link does
+        b.copy_stream.wait_event(b.compute_stream.record())
         b.copy_stream.copy(dst, src)
         b.copy_stream.synchronize()
         np.testing.assert_array_equal(b.to_host(dst), np.arange(1000))
