@@ -337,3 +337,22 @@ def test_solvers_refuse_a_graph_that_will_not_fit_before_uploading(monkeypatch, 
     monkeypatch.setattr(library_memory, "free_device_bytes", lambda device: None)
     with cls(g, backend="cpu", devices=1) as s:        # fits: runs as before
         assert s.run(*args).values is not None
+
+
+@pytest.mark.gpu
+def test_a_cc_run_on_one_gpu_stays_within_the_estimate_it_checks():
+    """The pool's peak over CC's set-up and two runs on one GPU is within the estimate checked
+    before uploading: the answer's int64 labels (8 bytes a vertex, made on the device at the
+    end of a run) are counted, and the giant's size is counted without a flag per vertex."""
+    import cupy
+    import groute.apps.cc
+    g = load_graph("grid:1000")             # 1M vertices of degree 4: per-vertex arrays show
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    base = pool.total_bytes()
+    with groute.apps.cc.CC(g, backend="cuda", devices=1) as s:
+        for _ in range(2):
+            s.run()
+        peak = pool.total_bytes() - base
+    estimate = components_bytes(g.num_vertices, g.num_edges, directed=g.directed).total
+    assert peak <= estimate + (1 << 20), (peak, estimate)

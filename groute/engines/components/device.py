@@ -79,7 +79,8 @@ class DeviceCC:
                 self.kernels = {name: get_kernel(KERNEL, name)
                                 for name in ("cc_init", "cc_hook", "cc_merge", "cc_compress",
                                              "cc_link_round", "cc_sample_mode", "cc_link_rest",
-                                             "cc_changes", "cc_merge_changes")}
+                                             "cc_changes", "cc_merge_changes",
+                                             "cc_count_root")}
             self.sms = int(device.properties()["multiprocessors"])
 
     def set_rows(self, lo, indptr, indices):
@@ -252,6 +253,20 @@ class DeviceCC:
                 vals, counts = np.unique(self.parent[samples], return_counts=True)
                 giant[0] = vals[np.argmax(counts)] if s else 0
             self.stream.submit(mode_numpy)
+
+    def giant_size(self, giant):
+        """How many vertices share the root of ``giant[0]`` (the parent array compressed), as a
+        1-element int64 array of this device, counted after the work queued on its stream
+        without an array of n flags: the answer's facts read it back with the rest."""
+        if not self.cuda:       # NumPy: counted on this thread once the stream's work is done
+            self.stream.synchronize()
+            return np.array([np.count_nonzero(self.parent == self.parent[giant[0]])
+                             if self.n else 0], np.int64)
+        out = self.device.zeros(1, np.uint64)
+        self.stream.submit(lambda: self.n and self.kernels["cc_count_root"](
+            self._grid(self.n), (BLOCK,), (np.int32(self.n), self.parent, giant, out)))
+        with self.device.on_compute():
+            return out.astype(np.int64)
 
     def link_rest(self, rest, r, giant, light, count):
         """The arcs from slot ``r`` on of every vertex outside the giant's tree, every device's

@@ -11,13 +11,16 @@ def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool =
                      devices: int = 1) -> DeviceBytes:
     """Afforest in place (:mod:`groute.engines.components.device`): each device's rows of the
     symmetric CSR (a directed graph's arcs both ways: up to ``2 m``) and a parent per vertex of
-    the whole graph; the first device also the late-arc bitmap; on several devices the others
-    also what they hand the merge (a bit per vertex, a list of up to n / 8 pairs)."""
+    the whole graph; the first device also the late-arc bitmap and, at the end of a run, the
+    answer (the labels as int64, converted there before they land on the host); on several
+    devices the others also what they hand the merge (a bit per vertex, a list of up to n / 8
+    pairs)."""
     k = max(int(devices), 1)
     arcs = 2 * int(m) if directed else int(m)
     nl, ml = share(n, k), share(arcs, k)
     parts = rows_bytes(nl, ml)
-    parts.update({"parents": 4 * int(n), "late-arc bitmap": 4 * share(n, 32)})
+    parts.update({"parents": 4 * int(n), "late-arc bitmap": 4 * share(n, 32),
+                  "answer (int64 labels)": 8 * int(n)})
     if k > 1:
         parts.update({"merge bitmap": 4 * share(n, 32), "merge list": 8 * changes_capacity(n)})
     return DeviceBytes(parts)

@@ -478,9 +478,7 @@ class ComponentsSolver(Solver):
             if counters is not None:
                 facts.append(counters[:4].astype(np.int64))
             if giant:
-                root = self.giant[:1].astype(np.int64)
-                facts += [root, xp.asarray(xp.count_nonzero(labels == labels[root]),
-                                           dtype=np.int64).reshape(1)]
+                facts += [self.giant[:1].astype(np.int64), first.giant_size(self.giant)]
             if moved is not None:
                 facts.append(moved.astype(np.int64))
             facts = dev.to_host(xp.concatenate(facts)) if facts else []

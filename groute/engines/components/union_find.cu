@@ -303,3 +303,18 @@ extern "C" __global__ void cc_merge_changes(const Changes* __restrict__ table, i
             hook(c.list[2 * i], c.list[2 * i + 1], parent);
     }
 }
+
+// The giant's size for the answer's facts: count += the vertices whose parent is the root of
+// giant[0] (parent compressed: every vertex points at its root), without an n-sized temporary.
+// Warp sums, one atomic per warp that counted any.
+extern "C" __global__ void cc_count_root(int n, const int* __restrict__ parent,
+                                         const int* __restrict__ giant,
+                                         unsigned long long* count) {
+    const int root = parent[giant[0]];
+    unsigned long long c = 0;
+    for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
+         v += (long long)gridDim.x * blockDim.x)
+        c += parent[v] == root;
+    for (int o = 16; o; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
+    if ((threadIdx.x & 31) == 0 && c) atomicAdd(count, c);
+}

@@ -17,6 +17,8 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     contribution vectors and the start's); on several devices a byte per owned vertex saying
     which peers read it and the lists of those it stores into them (at most every owned vertex
     for every peer). ``weighted``: every in-arc carries its factor beside its source (8 bytes).
+    At the end of a run the answer of the owned vertices (float64, and its normalised copy)
+    is made on the device before it lands on the host.
 
     The set-up's peak is the in-arcs' build in the device's memory
     (:func:`groute.engines.iterate.layout.shard_in_arcs`): the in-arcs, each owned row's next
@@ -29,7 +31,7 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
         ("in-arc sources (int32)", 4)
     parts = {"in-arc offsets": offset * (nl + 1), arcs[0]: arcs[1] * ml,
              "shares (1/outdeg)": 4 * nl, "values": 4 * nl, "contributions (2)": 8 * int(n),
-             "start contributions": 4 * int(n)}
+             "start contributions": 4 * int(n), "answer (float64, normalised)": 16 * nl}
     if k > 1:
         parts["peer masks"] = nl
         parts["export lists (int32)"] = 4 * nl * (k - 1)
