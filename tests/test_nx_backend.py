@@ -54,7 +54,7 @@ def test_entry_points_name_the_interface_and_info():
     got = info.get_info()
     assert got["backend_name"] == "groute"
     assert set(got["functions"]) == set(info.FUNCTIONS)
-    assert got["default_config"] == {"backend": "auto", "devices": None, "partition": "metis",
+    assert got["default_config"] == {"backend": "auto", "devices": None, "partition": "auto",
                                      "fallback_to_nx": True}
 
 

@@ -10,6 +10,8 @@ import shlex
 
 from ..cli_support import common_parser, positive_number
 from ..graph.cli import add_cache_option
+from ..graph.partition import METIS_AUTO_MAX_ARCS
+
 from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_ARCS, REFERENCES,
                     make_config)
 
@@ -54,8 +56,9 @@ def register(subparsers, common):
     p.add_argument("--repeat", type=int, metavar="N", help="timed runs per case (default 5)")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs before timing (default 1)")
     p.add_argument("--partition", choices=PARTITIONS,
-                   help="partitioner for several devices; auto = metis if pymetis is installed, "
-                        "else contiguous (default auto)")
+                   help=f"partitioner for several devices; auto = the library's default, per "
+                        f"graph: metis up to {METIS_AUTO_MAX_ARCS:,} arcs where pymetis is "
+                        f"installed, else contiguous (default auto)")
     p.add_argument("--peers", type=_list, metavar="P,P",
                    help=f"peers to time, from {','.join(PEERS)}, or none (default all; absent "
                         "ones are skipped with a note)")

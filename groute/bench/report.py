@@ -288,7 +288,7 @@ def _run_lines(results: dict) -> list[str]:
              f"- Commit: `{commit}`, groute {project.get('version', '?')}",
              f"- Machine: {summary_line(machine)}",
              f"- Backend: {results.get('backend')}; partitioner for several devices: "
-             f"{results.get('partition')}",
+             f"{_partition_words(results.get('partition'))}",
              (f"- Run: {results.get('started')} to {results.get('finished')} "
               f"({(results.get('elapsed_s') or 0):.0f} s)" if results.get("finished") else
               f"- Run: started {results.get('started')}, **not finished** (partial results"
@@ -380,3 +380,12 @@ def _peer_order(name):
 
 def write_markdown(results: dict, path) -> None:
     _write_atomic(Path(path), markdown(results) + "\n")
+
+
+def _partition_words(method) -> str:
+    """The run's ``--partition`` as the report says it (``auto`` is decided per graph)."""
+    if method != "auto":
+        return str(method)
+    from groute.graph.partition import METIS_AUTO_MAX_ARCS
+    return (f"auto (per graph: metis up to {METIS_AUTO_MAX_ARCS:,} arcs where pymetis is "
+            f"installed, else contiguous; each case's in the JSON)")

@@ -32,7 +32,7 @@ from .report import jsonable
 from .specs import spec_for
 from .suite import (APPS, ERROR, FAIL, NA, OK, SKIP, WEIGHT_SEED,
                     SOURCES_RULE, BenchConfig, case_modes, check_reference, choose_source,
-                    choose_sources, reference_where, resolve_partition)
+                    choose_sources, reference_where)
 from .references import cached_reference, reference_label
 from .verify import verify
 
@@ -62,7 +62,7 @@ class SuiteRun:
         self.config = config
         self.command = command
         self.backend = resolve_backend(config.backend)
-        self.partition = resolve_partition(config.partition)
+        self.partition = config.partition      # auto: decided per graph (split_method)
         check_reference(config.reference, self.backend)
         self.classes: dict[str, object] = {}
         #: app -> why its cases cannot run (no reference to check them against)
@@ -221,6 +221,15 @@ class SuiteRun:
         gc.collect()
         free_gpu_memory()
 
+    def split_method(self, graph) -> str:
+        """The partition method the cases on ``graph`` split it by: ``--partition``, where
+        ``auto`` is the library's rule for this graph
+        (:func:`groute.graph.partition.auto_method`)."""
+        if self.partition != "auto":
+            return self.partition
+        from groute.graph.partition import auto_method
+        return auto_method(graph)
+
     def _prefetch_partitions(self, spec, graph, apps) -> PartitionPrefetch:
         """Start the METIS splits of a big graph into each device count of the run above one
         (that this machine has), one worker process each, before anything is timed: METIS
@@ -248,7 +257,7 @@ class SuiteRun:
         METIS, on graphs of PARTITION_PREFETCH_MIN_ARCS+ arcs, for apps that take a partition,
         on GPUs (CPU virtual devices' cases would share their cores), with a core for each
         worker beside the suite and the reference workers (up to four; scipy peers use one)."""
-        return (self.partition == "metis" and bool(ks) and self.backend == "cuda"
+        return (self.split_method(graph) == "metis" and bool(ks) and self.backend == "cuda"
                 and graph.num_edges >= PARTITION_PREFETCH_MIN_ARCS
                 and any(APPS[app].takes_partition for app in apps)
                 and (os.cpu_count() or 1) >= len(ks) + 5)
@@ -420,7 +429,8 @@ class SuiteRun:
 
     def _run_case(self, app, spec, graph, source, ref, k, mode) -> dict:
         case = dict(app=app, graph=spec, devices=k, mode=mode,
-                    partition=self.partition if APPS[app].takes_partition and k > 1 else None,
+                    partition=self.split_method(graph) if APPS[app].takes_partition and k > 1
+                    else None,
                     status=ERROR, note="")
         self._begin(f"{app} {spec} {k} dev" + (f" {mode}" if mode else ""))
         try:
@@ -447,7 +457,7 @@ class SuiteRun:
         algorithm, spec = APPS[app], spec_for(app)
         kwargs = {"ctx": ctx, **spec.options_for(graph)}
         if algorithm.takes_partition:
-            kwargs["partition"] = self.partition
+            kwargs["partition"] = self.split_method(graph)
         if case["mode"] is not None:
             kwargs["mode"] = case["mode"]
         if spec.sources:                        # run() takes the file's ids

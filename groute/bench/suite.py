@@ -186,13 +186,6 @@ def _check_choices(option, items, known, allow_empty=False) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def resolve_partition(method: str) -> str:
-    """'auto' is METIS when pymetis is installed, else contiguous ranges (recorded in results)."""
-    if method != "auto":
-        return method
-    return "metis" if importlib.util.find_spec("pymetis") is not None else "contiguous"
-
-
 def check_reference(reference: str, backend: str):
     """ValueError for ``--reference gpu`` on a run without GPUs: ``backend`` ``cpu``, as given
     (:func:`make_config`) or as ``auto`` resolved on this machine (the runner, before any work).

@@ -48,8 +48,6 @@ def run(args) -> int:
                              f"{res.stats['elements_per_device']}"))
 
         print(f"graph {graph.name}: {graph.num_vertices:,} vertices, {graph.num_edges:,} arcs")
-        k = len(ctx.devices)
-        partition = "metis" if k > 1 and _have_pymetis() else "contiguous"
         source = int(np.argmax(graph.degrees()))
         weighted = graph if graph.weights is not None else graph.with_weights(seed=WEIGHT_SEED)
         for name, app in registry.ALGORITHMS.items():
@@ -62,13 +60,12 @@ def run(args) -> int:
                 g = g.remove_self_loops()
             if app.directed:
                 g = g.as_directed()
-            options = {"partition": partition} if app.takes_partition else {}
             at = source if app.needs_source else None
             run_args = (graph.file_id_of(source),) if app.needs_source else ()
             if checks.sources:
                 at = choose_sources(g, checks.sources)
                 run_args = ([graph.file_id_of(int(v)) for v in at],)
-            with app.solver(g, ctx=ctx, **options, **checks.options_for(g)) as solver:
+            with app.solver(g, ctx=ctx, **checks.options_for(g)) as solver:
                 solver.run(*run_args, **checks.run_options)  # warm-up: compiles kernels
                 r = solver.run(*run_args, **checks.run_options)
             verdict = verify(name, r.values, reference_result(name, g, at), g)
@@ -76,11 +73,3 @@ def run(args) -> int:
                                  f"{verdict.detail} ({reference_label(name, 'cpu')})"))
     print("all results verified" if all(results) else "SOME RESULTS ARE WRONG")
     return 0 if all(results) else 1
-
-
-def _have_pymetis():
-    try:
-        import pymetis  # noqa: F401
-        return True
-    except ImportError:
-        return False

@@ -118,7 +118,8 @@ class BSPEngine(Engine):
     """See the module docstring. ``graph``: a :class:`~groute.graph.CSRGraph`; ``ctx`` a
     Context (else a kept one of ``devices``, ``"auto"`` by :mod:`groute.engines.device_rule`,
     ``backend`` and ``timeout`` is leased until :meth:`close`: :mod:`groute.runtime.kept`);
-    ``partition``: ``"metis"`` (the default), ``"contiguous"`` or ``"random"`` (``seed``);
+    ``partition``: ``"auto"`` (the default: :func:`groute.graph.partition.auto_method`),
+    ``"metis"``, ``"contiguous"`` or ``"random"`` (``seed``);
     ``loop``: how :func:`groute.operators.run_loop` runs (module docstring)."""
 
     name = "bsp"

@@ -195,7 +195,7 @@ FUNCTIONS = {
 
 #: ``nx.config.backends.groute`` as NetworkX creates it; :func:`.devices.settings` checks the
 #: values where a call reads them
-DEFAULT_CONFIG = {"backend": "auto", "devices": None, "partition": "metis",
+DEFAULT_CONFIG = {"backend": "auto", "devices": None, "partition": "auto",
                   "fallback_to_nx": True}
 
 

@@ -330,3 +330,28 @@ def test_to_original_skips_the_gather_when_nothing_was_renumbered():
     assert not moved.stats["identity"]
     out = moved.to_original(values)
     assert out is not values and np.array_equal(out, values[moved.perm])
+
+
+def test_auto_splits_small_graphs_by_metis_and_big_ones_contiguously(monkeypatch):
+    """The solvers' default: METIS where it is quick (and pymetis installed), contiguous
+    ranges past METIS_AUTO_MAX_ARCS (a first call would otherwise wait minutes for METIS)."""
+    import groute.graph.partition as partition
+    g = load_graph("grid:30", cache=False)
+    assert partition.DEFAULT_PARTITION == "auto"
+    p = partition_graph(g, 2, method="auto", cache=False, progress=False)
+    assert p.method == partition.auto_method(g) == "metis"
+    monkeypatch.setattr(partition, "METIS_AUTO_MAX_ARCS", g.num_edges - 1)
+    assert partition.auto_method(g) == "contiguous"
+    p = partition_graph(load_graph("grid:30", cache=False), 2, cache=False, progress=False)
+    assert p.method == "contiguous"
+    monkeypatch.setattr(partition, "METIS_AUTO_MAX_ARCS", g.num_edges)
+    assert partition.auto_method(g) == "metis"
+
+
+def test_auto_without_pymetis_splits_contiguously(monkeypatch):
+    import importlib.util
+    import groute.graph.partition as partition
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pymetis" else real(name, *a))
+    assert partition.auto_method(load_graph("grid:30", cache=False)) == "contiguous"
