@@ -73,6 +73,7 @@ def _cuda_copy_bandwidth(device, nbytes, repeat) -> dict:
         src = cupy.ones(nbytes // 8, dtype=cupy.float64)
         dst = cupy.empty_like(src)
         stream = cupy.cuda.Stream(non_blocking=True)
+        stream.wait_event(cupy.cuda.get_current_stream().record())  # the fill above first
         with stream:
             dst[...] = src
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()

@@ -45,6 +45,8 @@ import math
 import time
 from contextlib import contextmanager
 
+import numpy as np
+
 from groute.kernel_launch import launch_kernel
 from groute.tuning import setting
 
@@ -142,6 +144,7 @@ class CrossDeviceBarrier:
         self.base = 0       # where the counter stands before the next run
         self._wake = None   # per device, WAKE_BYTES to copy (allocated at the first launch;
                             # () once waking failed: not tried again)
+        self._spent_wake = None     # the buffers of a wake that failed, kept while copies run
         self._woken = {}    # device index -> event after its wake copy, for launch_each
         self._last_end = -math.inf  # perf_counter when the last run was settled
 
@@ -166,12 +169,9 @@ class CrossDeviceBarrier:
             return
         try:
             if self._wake is None:
-                import cupy
-                wake = []
-                for dev in self.devices:
-                    with dev.use():
-                        wake.append(cupy.zeros(WAKE_BYTES // 4, dtype=cupy.uint32))
-                self._wake = wake
+                # never read, so never filled: a fill would be one more stream the copies
+                # below do not wait for
+                self._wake = [dev.empty(WAKE_BYTES // 4, np.uint32) for dev in self.devices]
             k = len(self.devices)
             for i, dev in enumerate(self.devices):
                 for step in range(1, k):    # the next device first, as with two
@@ -179,7 +179,8 @@ class CrossDeviceBarrier:
                 self._woken[i] = dev.copy_stream.record()
         except Exception as exc:  # noqa: BLE001 - the launches go on without it
             log.warning("waking the links before the launches failed (%s); not tried again", exc)
-            self._wake, self._woken = (), {}
+            # the copies queued before the failure may still write into the buffers: kept
+            self._spent_wake, self._wake, self._woken = self._wake, (), {}
 
     def launch_each(self, launch, order=None):
         """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
