@@ -613,9 +613,44 @@ def test_cuda_link_records_each_slot_event_again():
         link.close()
         plan_dst = b.zeros((6, 2), np.int32)
         src = a.asarray(np.arange(12, dtype=np.int32).reshape(6, 2))
+        a.copy_stream.wait_event(b.compute_stream.record())     # the zeros first
         a.copy_stream.copy_plan(plan_dst, src)(1, 3, 2)
         a.copy_stream.synchronize()
         np.testing.assert_array_equal(b.to_host(plan_dst)[1:3], [[6, 7], [8, 9]])
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.timeout(60)
+def test_a_cuda_links_first_copy_waits_for_the_kernels_queued_on_the_receiver():
+    """A Link's ring comes from the receiving device's compute-stream pool, which hands out a
+    block freed there while a kernel queued there may still write it: the first copy into the
+    ring waits for that kernel, so what arrives is the packet, not the kernel's writes."""
+    import cupy
+    spin_then_write = cupy.RawKernel(r"""
+    extern "C" __global__ void spin_then_write(int* out, int n, long long cycles) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < cycles) {}
+        for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = -1;
+    }""", "spin_then_write")
+    n = 1 << 16
+    with Context(2, backend="cuda", timeout=10) as ctx:
+        a, b = ctx.devices
+        host = np.arange(n, dtype=np.int32)
+        sent = a.asarray(host)
+        with b.on_compute():
+            cupy.get_default_memory_pool().free_all_blocks()    # no other free block to pick
+            scratch = cupy.empty(n, np.int32)
+            where = scratch.data.ptr
+            spin_then_write((1,), (256,), (scratch, np.int32(n), np.int64(200_000_000)))
+            del scratch             # back to the pool of b's compute stream, still being written
+        link = Link(a, b, packet_size=n, num_buffers=1, ctx=ctx)
+        assert link._ring.data.ptr == where, "the pool gave the ring another block"
+        link.send(sent)
+        pending = link.receive(timeout=5)
+        np.testing.assert_array_equal(b.to_host(pending.wait(timeout=5).data), host)  # kernel done
+        pending.release()
+        link.close()
 
 
 @pytest.mark.timeout(60)
