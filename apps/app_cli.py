@@ -56,7 +56,7 @@ def add_engine_options(p):
     help this prints) and how the vertices are split over the devices
     (``groute.graph.partition_graph``)."""
     from groute.engines import ENGINE_CHOICES, ENGINE_RULE
-    from groute.graph.partition import DEFAULT_PARTITION, METHODS
+    from groute.graph.partition import AUTO_RULE, DEFAULT_PARTITION, METHODS
     advanced = advanced_group(p)
     advanced.add_argument("--mode", choices=ENGINE_CHOICES, default="auto",
                           help="bsp: every loop level by level; async: order-free loops "
@@ -64,7 +64,7 @@ def add_engine_options(p):
                                f"(default): {auto_help(ENGINE_RULE)}")
     advanced.add_argument("--partition", choices=METHODS, default=DEFAULT_PARTITION,
                           help=f"how vertices are split over devices (default "
-                               f"{DEFAULT_PARTITION})")
+                               f"{DEFAULT_PARTITION}: {AUTO_RULE})")
 
 
 def add_graph_options(p, *, repeat_default=5,

@@ -167,7 +167,7 @@ ACCUMULATE = Functor(
 
 class Betweenness(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` scores from a list of sources.
-    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous,
+    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (auto, metis, contiguous,
     random; ``seed``), ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``),
     ``loop``: how the forward and backward passes run (auto, fused, python:
     ``groute.engines.LOOP_RULE``). ``forward_pass`` and ``backward_pass``: the steps
@@ -435,7 +435,7 @@ class ArcBetweenness(EngineSolver):
     once (partition, upload); :meth:`sums` runs the rounds, :meth:`run` scores the vertices,
     :meth:`edge_scores` the edges. ``weights``:
     None (hops) or one length > 0 per arc of ``graph`` in its order (float64). Options:
-    ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous, random;
+    ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (auto, metis, contiguous, random;
     ``seed``), ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``),
     ``loop``: how the rounds run (auto, fused, python: ``groute.engines.LOOP_RULE``)."""
 

@@ -167,7 +167,7 @@ class Closeness(EngineSolver):
     """Builds the engine once (partition, upload; with ``weights``, over the subdivided graph);
     :meth:`sums` runs the searches and :meth:`run` answers. ``weights``: None (hops) or one
     length >= 0 per arc of ``graph`` in its order (float64). Options: ``ctx`` or
-    ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous, random; ``seed``),
+    ``devices``/``backend``/``timeout``, ``partition`` (auto, metis, contiguous, random; ``seed``),
     ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``), ``loop``: how the
     searches' loops run (auto, fused, python: ``groute.engines.LOOP_RULE``)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from groute.engines.iterate.solver import MODES, PARTITIONS
-from groute.graph.partition import DEFAULT_PARTITION
+from groute.graph.partition import AUTO_RULE, DEFAULT_PARTITION
 from groute.tuning import BSP_KERNELS, PUSH_RULES, PageRankTuning
 
 from .app_cli import advanced_group, auto_help, gteps, report, write_output
@@ -29,8 +29,8 @@ def add_iteration_options(p, rules, *, what: str, tol_help: str, tol_default=1e-
                           help="bsp Jacobi sweeps, async residual push (the Groute paper's "
                                f"variant), or auto (default): {auto_help(rules['mode'])}")
     advanced.add_argument("--partition", choices=PARTITIONS, default=DEFAULT_PARTITION,
-                          help=f"vertex partitioner (default {DEFAULT_PARTITION}; bsp with the "
-                               "bins kernel cuts its degree order by arcs instead)")
+                          help=f"vertex partitioner (default {DEFAULT_PARTITION}: {AUTO_RULE}; "
+                               "bsp with the bins kernel cuts its degree order by arcs instead)")
     advanced.add_argument("--sweeps", type=int, default=None,
                           help="async, host-driven: push sweeps per worklist round (default: "
                                f"{auto_help(rules['sweeps'])})")

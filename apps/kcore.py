@@ -83,7 +83,7 @@ LOSE_NEIGHBOUR = Functor(
 
 class KCore(EngineSolver):
     """Builds the engine once (partition, upload); :meth:`run` peels. Options: ``ctx`` or
-    ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous, random; ``seed``),
+    ``devices``/``backend``/``timeout``, ``partition`` (auto, metis, contiguous, random; ``seed``),
     ``direction`` of the advances (push, pull, auto; push by default: a peel's visit accepts a
     vertex only on the decrement that takes it down to k, so a pulling candidate reads nearly
     all its arcs, where Beamer's rule counts on a pull stopping at the first frontier arc; the

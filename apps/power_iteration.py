@@ -120,7 +120,7 @@ class AdjacencyProducts(EngineSolver):
     its order, over its subdivided graph). ``inputs``: the frontier of the input's vertices,
     what the iterations compute, reduce and normalise over; ``arcs``: the arc vertices (the
     input's vertices without weights). Options: ``ctx`` or ``devices``/``backend``/
-    ``timeout``, ``partition`` (metis, contiguous, random; ``seed``), ``mode``: the engine
+    ``timeout``, ``partition`` (auto, metis, contiguous, random; ``seed``), ``mode``: the engine
     (auto, bsp, async)."""
 
     def __init__(self, graph, *, weights=None, ctx=None, devices="auto", backend="auto",

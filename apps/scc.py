@@ -205,7 +205,7 @@ CLAIM_SCC = [AdvanceStep(CLAIM, over="in")]
 
 class SCC(EngineSolver):
     """Builds the engine once (partition, upload, the keys); :meth:`run` finds the components.
-    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (metis, contiguous,
+    Options: ``ctx`` or ``devices``/``backend``/``timeout``, ``partition`` (auto, metis, contiguous,
     random; ``seed``), ``mode``: the engine (auto, bsp, async: ``groute.engines.ENGINE_RULE``),
     ``loop``: how the peels, the colouring and the claim run (auto, fused, python:
     ``groute.engines.LOOP_RULE``). ``graph``: a directed CSRGraph."""

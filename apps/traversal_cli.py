@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from groute.engines.relax.solver import EXCHANGES, PARTITIONS
-from groute.graph.partition import DEFAULT_PARTITION
+from groute.graph.partition import AUTO_RULE, DEFAULT_PARTITION
 from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
@@ -66,7 +66,7 @@ def register_app(subparsers, common, name, solver_cls):
                                f"{auto_help(rules['mode'])}")
     advanced.add_argument("--partition", choices=PARTITIONS, default=DEFAULT_PARTITION,
                           help=f"how vertices are split over devices (default "
-                               f"{DEFAULT_PARTITION}; none for 1 device)")
+                               f"{DEFAULT_PARTITION}: {AUTO_RULE}; none for 1 device)")
     advanced.add_argument("--no-priority", action="store_true",
                           help="switch soft priority off (default: "
                                f"{auto_help(rules['priority'])})")

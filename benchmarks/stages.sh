@@ -12,7 +12,8 @@ stage() {
   case ",$stages," in *",$name,"*) ;; *) return;; esac
   local t0=$SECONDS
   if declare -F "$1" > /dev/null; then     # a shell function: timeout runs programs only
-    timeout "$limit" bash -c "$(declare -f "$1"); \"\$@\"" _ "$@" > "$OUT/$name.log" 2>&1
+    OUT="$OUT" timeout "$limit" bash -c "$(declare -f "$1"); \"\$@\"" _ "$@" \
+      > "$OUT/$name.log" 2>&1
   else
     timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
   fi

@@ -103,6 +103,24 @@ def test_a_failing_case_is_recorded_and_the_suite_goes_on():
     assert cases[("bfs", "grid:6", 2, "async")]["status"] == "ok"
 
 
+def test_partition_auto_records_what_it_chose_for_each_graph(monkeypatch):
+    """The run says auto; each case on several devices names the method its graph was split
+    by (the library's rule, per graph), and the report says what auto means."""
+    from groute.graph import partition
+    monkeypatch.setattr(partition, "auto_method",
+                        lambda g: "random" if g.num_vertices > 30 else "contiguous")
+    results = run_suite(small_config(graphs=["grid:5", "grid:6"], devices=[1, 2], peers=[]),
+                        progress=False)
+    assert results["partition"] == "auto"
+    cases = by_key(results)
+    assert cases[("bfs", "grid:5", 2, "async")]["partition"] == "contiguous"
+    assert cases[("bfs", "grid:6", 2, "async")]["partition"] == "random"
+    assert cases[("bfs", "grid:6", 1, "async")]["partition"] is None
+    assert all(c["status"] == "ok" for c in results["cases"])
+    assert f"partitioner for several devices: auto (per graph: {partition.AUTO_RULE}" \
+        in markdown(results)
+
+
 def test_a_graph_that_does_not_load_is_recorded(tmp_path):
     missing = str(tmp_path / "missing.mtx")
     results = run_suite(small_config(graphs=[missing, "grid:5"]), solvers={"bfs": double("bfs")},
@@ -497,6 +515,13 @@ def test_metis_splits_ahead_only_where_they_pay(monkeypatch):
     run.partition = "contiguous"
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     assert not run._prefetch_pays([2], big, ["bfs"])
+    # auto: METIS, so split ahead, only where the library's rule would split by METIS
+    run.partition = "auto"
+    monkeypatch.setattr("groute.graph.partition.auto_method",
+                        lambda g: "metis" if g.num_edges <= 2_000_000 else "contiguous")
+    assert run.split_method(big) == "metis" and run._prefetch_pays([2], big, ["bfs"])
+    huge = SimpleNamespace(num_edges=9_000_000)
+    assert run.split_method(huge) == "contiguous" and not run._prefetch_pays([2], huge, ["bfs"])
 
 
 @pytest.mark.timeout(120)

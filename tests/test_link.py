@@ -622,10 +622,12 @@ def test_cuda_link_records_each_slot_event_again():
 @pytest.mark.gpu
 @pytest.mark.multigpu
 @pytest.mark.timeout(60)
-def test_a_cuda_links_first_copy_waits_for_the_kernels_queued_on_the_receiver():
-    """A Link's ring comes from the receiving device's compute-stream pool, which hands out a
-    block freed there while a kernel queued there may still write it: the first copy into the
-    ring waits for that kernel, so what arrives is the packet, not the kernel's writes."""
+@pytest.mark.parametrize("initiated", ["host", "device"])
+def test_a_cuda_links_ring_is_not_memory_a_queued_kernel_still_writes(initiated):
+    """CuPy's pool hands a block freed on the receiver's compute stream straight to that
+    stream's next allocation while a kernel queued there may still write it; a Link's ring,
+    written by other streams and devices, comes from elsewhere (``Device.receive_buffer``), so
+    what arrives is the packet, not the kernel's writes."""
     import cupy
     spin_then_write = cupy.RawKernel(r"""
     extern "C" __global__ void spin_then_write(int* out, int n, long long cycles) {
@@ -644,8 +646,11 @@ def test_a_cuda_links_first_copy_waits_for_the_kernels_queued_on_the_receiver():
             where = scratch.data.ptr
             spin_then_write((1,), (256,), (scratch, np.int32(n), np.int64(200_000_000)))
             del scratch             # back to the pool of b's compute stream, still being written
-        link = Link(a, b, packet_size=n, num_buffers=1, ctx=ctx)
-        assert link._ring.data.ptr == where, "the pool gave the ring another block"
+        link = Link(a, b, packet_size=n, num_buffers=1, ctx=ctx, initiated=initiated)
+        assert link._ring.data.ptr != where
+        if initiated == "device":       # its kernels write the ring: not that block is enough
+            link.close()
+            return
         link.send(sent)
         pending = link.receive(timeout=5)
         np.testing.assert_array_equal(b.to_host(pending.wait(timeout=5).data), host)  # kernel done

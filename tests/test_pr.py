@@ -124,18 +124,21 @@ def test_bsp_peer_stores_send_only_the_boundary():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("partition", ["metis", "contiguous", "random"])
+@pytest.mark.parametrize("partition", ["auto", "metis", "contiguous", "random"])
 @pytest.mark.parametrize("mode", MODES)
 def test_real_directed_graph_every_partitioner(partition, mode):
     path = shared_graph_path("polblogs")
-    if partition == "metis":
+    if partition in ("metis", "auto"):
         pytest.importorskip("pymetis")
     g = load_graph(path, cache=False)
     with Context(3, backend="cpu", timeout=20) as ctx:     # "auto" would pick bins: no partition
         res = pagerank(g, ctx=ctx, mode=mode, partition=partition,
                        tuning=PageRankTuning(bsp_kernel="coo"))
     check(res.values, g)
-    assert res.stats["partition"] == partition
+    ran = "metis" if partition == "auto" else partition      # polblogs: 19K arcs
+    assert res.stats["partition"] == ran
+    if mode == "bsp":
+        assert res.stats["layout"] == f"{ran} partition"
 
 
 def test_matches_networkx_on_a_tiny_graph():

@@ -10,7 +10,7 @@ import shlex
 
 from ..cli_support import common_parser, positive_number
 from ..graph.cli import add_cache_option
-from ..graph.partition import METIS_AUTO_MAX_ARCS
+from ..graph.partition import AUTO_RULE
 
 from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_ARCS, REFERENCES,
                     make_config)
@@ -57,8 +57,7 @@ def register(subparsers, common):
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs before timing (default 1)")
     p.add_argument("--partition", choices=PARTITIONS,
                    help=f"partitioner for several devices; auto = the library's default, per "
-                        f"graph: metis up to {METIS_AUTO_MAX_ARCS:,} arcs where pymetis is "
-                        f"installed, else contiguous (default auto)")
+                        f"graph: {AUTO_RULE} (default auto)")
     p.add_argument("--peers", type=_list, metavar="P,P",
                    help=f"peers to time, from {','.join(PEERS)}, or none (default all; absent "
                         "ones are skipped with a note)")

@@ -386,6 +386,5 @@ def _partition_words(method) -> str:
     """The run's ``--partition`` as the report says it (``auto`` is decided per graph)."""
     if method != "auto":
         return str(method)
-    from groute.graph.partition import METIS_AUTO_MAX_ARCS
-    return (f"auto (per graph: metis up to {METIS_AUTO_MAX_ARCS:,} arcs where pymetis is "
-            f"installed, else contiguous; each case's in the JSON)")
+    from groute.graph.partition import AUTO_RULE
+    return f"auto (per graph: {AUTO_RULE}; each case's in the JSON)"

@@ -222,13 +222,21 @@ class SuiteRun:
         free_gpu_memory()
 
     def split_method(self, graph) -> str:
-        """The partition method the cases on ``graph`` split it by: ``--partition``, where
-        ``auto`` is the library's rule for this graph
-        (:func:`groute.graph.partition.auto_method`)."""
-        if self.partition != "auto":
-            return self.partition
-        from groute.graph.partition import auto_method
-        return auto_method(graph)
+        """The partition method the cases on ``graph`` split it by.
+
+        Parameters
+        ----------
+        graph : CSRGraph
+            The graph the cases run on.
+
+        Returns
+        -------
+        str
+            ``--partition``, where ``auto`` is the library's choice for this graph
+            (:func:`groute.graph.partition.resolve_method`).
+        """
+        from groute.graph.partition import resolve_method
+        return resolve_method(self.partition, graph)
 
     def _prefetch_partitions(self, spec, graph, apps) -> PartitionPrefetch:
         """Start the METIS splits of a big graph into each device count of the run above one

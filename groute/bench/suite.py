@@ -8,15 +8,15 @@ harness imports no algorithm by name.
 """
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .. import registry
+from ..graph.partition import METHODS
 
 MODES = ("async", "bsp")
-PARTITIONS = ("auto", "metis", "contiguous", "random")
+PARTITIONS = METHODS       # auto: the solvers' default, decided per graph
 #: Who computes the answer every case is checked against: the graph layer's CPU reference
 #: (scipy, one core), the plain-CuPy baselines on GPU 0, or ``auto`` (see :func:`reference_where`).
 REFERENCES = ("auto", "cpu", "gpu")

@@ -219,6 +219,15 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def empty(self, shape, dtype): ...
 
+    def receive_buffer(self, shape, dtype):
+        """An uninitialised array of this device that other streams or devices write into (a
+        Link's receive slots). Unlike :meth:`empty`, never memory that work still queued on
+        this device's streams uses: CUDA's pool hands a block freed on a stream straight to that
+        stream's next allocation, which is ordered after the stream's queued work but another
+        stream's writes are not, so there it comes from the pool of a stream that runs nothing.
+        Elsewhere it is :meth:`empty`."""
+        return self.empty(shape, dtype)
+
     def zeros(self, shape, dtype):
         with self.on_compute():
             return self.xp.zeros(shape, dtype)

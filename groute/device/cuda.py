@@ -380,6 +380,8 @@ class CUDADevice(Device):
         try:
             self.compute_stream = CUDAStream(self, "compute")
             self.copy_stream = CUDAStream(self, "copy")
+            with self.use():    # allocates receive buffers, runs nothing (receive_buffer)
+                self._quiet_stream = cupy.cuda.Stream(non_blocking=True)
         except Exception as exc:
             why = sticky_error(exc)
             if why is None:
@@ -408,6 +410,10 @@ class CUDADevice(Device):
 
     def empty(self, shape, dtype):
         with self.on_compute():
+            return self.xp.empty(shape, dtype)
+
+    def receive_buffer(self, shape, dtype):
+        with _cupy().cuda.Device(self.gpu), self._quiet_stream:
             return self.xp.empty(shape, dtype)
 
     def asarray(self, host_array):

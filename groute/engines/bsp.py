@@ -1,7 +1,7 @@
 """The host-driven BSP engine: each operator is one bulk-synchronous step on every device.
 
-The graph is partitioned (:func:`groute.graph.partition_graph`; METIS by default, as every
-solver, contiguous or random on request) and each device keeps its vertices' out-arcs and state
+The graph is partitioned (:func:`groute.graph.partition_graph`; ``"auto"`` by default, as every
+solver: METIS on graphs small enough for it to be quick, else contiguous ranges) and each device keeps its vertices' out-arcs and state
 (:class:`~groute.operators.part.DevicePart`). An operator runs on every device's host thread at
 once (:meth:`groute.Context.submit`); the host waits for all of them, which is the step's
 barrier, and reads the frontier's counts: an algorithm's loop ends when no device has work.

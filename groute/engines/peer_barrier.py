@@ -169,9 +169,10 @@ class CrossDeviceBarrier:
             return
         try:
             if self._wake is None:
-                # never read, so never filled: a fill would be one more stream the copies
-                # below do not wait for
-                self._wake = [dev.empty(WAKE_BYTES // 4, np.uint32) for dev in self.devices]
+                # written by other devices' copy streams (a receive buffer: not memory a
+                # queued kernel still uses) and never read, so never filled
+                self._wake = [dev.receive_buffer(WAKE_BYTES // 4, np.uint32)
+                              for dev in self.devices]
             k = len(self.devices)
             for i, dev in enumerate(self.devices):
                 for step in range(1, k):    # the next device first, as with two

@@ -2,7 +2,7 @@
 
     groute data list                         registered datasets and whether they are downloaded
     groute data get NAME [--dir D] [--url URL] [--sha256 HEX] [--force]
-    groute data info PATH|SPEC|NAME [--parts K] [--method metis|contiguous|random] [--json]
+    groute data info PATH|SPEC|NAME [--parts K] [--method auto|metis|contiguous|random] [--json]
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+from .partition import AUTO_RULE, DEFAULT_PARTITION, METHODS
 
 
 def add_cache_option(parser) -> None:
@@ -57,7 +59,8 @@ def register(subparsers, common) -> None:
     q.add_argument("--symmetric", action="store_true", help="store edge lists in both directions")
     add_cache_option(q)
     q.add_argument("--parts", type=int, default=None, metavar="K", help="also partition into K parts")
-    q.add_argument("--method", default="metis", choices=["metis", "contiguous", "random"])
+    q.add_argument("--method", default=DEFAULT_PARTITION, choices=METHODS,
+                   help=f"with --parts (default {DEFAULT_PARTITION}: {AUTO_RULE})")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=cmd_info)
 

@@ -43,6 +43,9 @@ DEFAULT_PARTITION = "auto"
 #: 63.5M arcs, takes 45 s into two parts), so past this a first call would wait minutes for a
 #: split whose run takes milliseconds; a contiguous split costs nothing
 METIS_AUTO_MAX_ARCS = 8_000_000
+#: what ``"auto"`` means, as help texts and reports say it
+AUTO_RULE = (f"metis up to {METIS_AUTO_MAX_ARCS:,} arcs where pymetis is installed, else "
+             f"contiguous")
 
 
 def auto_method(g) -> str:
@@ -72,6 +75,30 @@ def auto_method(g) -> str:
         return "contiguous"
     import importlib.util
     return "metis" if importlib.util.find_spec("pymetis") is not None else "contiguous"
+
+
+def resolve_method(method: str, g) -> str:
+    """``method`` as it splits ``g``.
+
+    Parameters
+    ----------
+    method : str
+        A partition method's name (one of :data:`METHODS`, or any string: the caller checks).
+    g : CSRGraph
+        The graph to split (``"auto"`` reads its arc count).
+
+    Returns
+    -------
+    str
+        :func:`auto_method`'s choice for ``"auto"``, else ``method`` as given.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> resolve_method("auto", SimpleNamespace(num_edges=10**9)), resolve_method("random", None)
+    ('contiguous', 'random')
+    """
+    return auto_method(g) if method == "auto" else method
 
 
 class LocalGraph(CSRArrays):
@@ -227,6 +254,7 @@ def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, see
     if hasattr(g, "split_by_ranges"):           # a RankGraph: split by its ranges
         return g.split_by_ranges(k, method)
     seed = rng.checked_seed(seed, "seed (the partition's)", below=METIS_SEEDS)
+    method = resolve_method(method, g)     # "auto" and what it chose share one split
     key = (int(k), method, seed)
     try:
         memo = _MEMO.setdefault(g, {})
@@ -264,8 +292,7 @@ def _partition(g, k, method, *, seed, cache, progress) -> Partition:
         raise ValueError(f"cannot split {n} vertices into {k} parts: k must be <= |V|")
     if method not in METHODS:
         raise ValueError(f"unknown partition method {method!r}: use one of {', '.join(METHODS)}")
-    if method == "auto":
-        method = auto_method(g)
+    method = resolve_method(method, g)
     t0 = time.perf_counter()
     if k == 1:
         owner = np.zeros(n, dtype=np.int32)

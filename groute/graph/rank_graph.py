@@ -159,7 +159,7 @@ class RankGraph:
             raise ValueError(f"{self.name} was loaded by {self.num_parts} ranks, split into {k} "
                              f"parts; a graph loaded by ranks runs on a context of as many "
                              f"devices")
-        if method != RangeSplit.method:
+        if method not in (RangeSplit.method, "auto"):
             log.info("%s was loaded by ranks: split by its ranges, not %s", self.name, method)
         return RangeSplit(self)
 

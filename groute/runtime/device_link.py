@@ -105,7 +105,7 @@ class DeviceLink(SegmentReceiver):
         self.stop = a.stop_event
         self._copier = a
         p, k = self.packet_size, self.num_buffers
-        self._ring = b.empty((p * k, *self.item_shape), self.dtype)
+        self._ring = b.receive_buffer((p * k, *self.item_shape), self.dtype)
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(k)]
         # ready, count, tag per slot and the end word: where the receiver polls
         self._flags = b.mapped_host_buffer(3 * k + 1, np.uint64) if receiver == "host" \

@@ -181,16 +181,11 @@ class Link(SegmentReceiver):
         shape = (p * b, *self.item_shape)
         # the receive slots: one allocation, slot i its rows [i * P, (i + 1) * P)
         self._ring = self.src.device.host_buffer(shape, self.dtype) if self.dst.is_host \
-            else self.dst.device.empty(shape, self.dtype)
+            else self.dst.device.receive_buffer(shape, self.dtype)
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(b)]
         self._events = [None] * b        # each slot's event, recorded again at each packet
         self._copy_events = [None] * b   # the event of the copy that filled each slot
-        # what the next copy into each slot must wait for; first, on a GPU, the work queued on
-        # the receiver's compute stream: the ring came from that stream's memory pool, which
-        # may hand out a block its queued kernels still use (freed there, reusable there)
-        ready = self.dst.device.compute_stream.record() \
-            if not self.dst.is_host and self.dst.device.backend == "cuda" else None
-        self._after = [ready] * b
+        self._after = [None] * b         # what the next copy into each slot must wait for
         self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
         self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         self._plan = None                # (the last array sent, its copy plan into the slots)

@@ -1,7 +1,7 @@
 """An answer split across devices by new ids, put back into the graph's order on the devices.
 
-Why: a partition that renumbers the vertices (METIS, the default on several devices; the
-random split; PageRank's degree order cut by cost) leaves each device with the values of a
+Why: a partition that renumbers the vertices (METIS, the default's choice on several devices for
+graphs of up to 8M arcs; the random split; PageRank's degree order cut by cost) leaves each device with the values of a
 range of *new* ids, which are scattered over the graph's ids. Undone on the host, that is a
 gather over every vertex into fresh memory after the download: tens of milliseconds on a graph
 of tens of millions of vertices, more than the run on several GPUs. Undone on the devices, it

@@ -336,6 +336,7 @@ def test_auto_splits_small_graphs_by_metis_and_big_ones_contiguously(monkeypatch
     """The solvers' default: METIS where it is quick (and pymetis installed), contiguous
     ranges past METIS_AUTO_MAX_ARCS (a first call would otherwise wait minutes for METIS)."""
     import groute.graph.partition as partition
+    needs_pymetis()
     g = load_graph("grid:30", cache=False)
     assert partition.DEFAULT_PARTITION == "auto"
     p = partition_graph(g, 2, method="auto", cache=False, progress=False)
@@ -346,6 +347,8 @@ def test_auto_splits_small_graphs_by_metis_and_big_ones_contiguously(monkeypatch
     assert p.method == "contiguous"
     monkeypatch.setattr(partition, "METIS_AUTO_MAX_ARCS", g.num_edges)
     assert partition.auto_method(g) == "metis"
+    # "auto" and the method it chose are one split of the graph, built once
+    assert partition_graph(g, 2, method="auto") is partition_graph(g, 2, method="metis")
 
 
 def test_auto_without_pymetis_splits_contiguously(monkeypatch):

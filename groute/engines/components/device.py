@@ -255,9 +255,21 @@ class DeviceCC:
             self.stream.submit(mode_numpy)
 
     def giant_size(self, giant):
-        """How many vertices share the root of ``giant[0]`` (the parent array compressed), as a
-        1-element int64 array of this device, counted after the work queued on its stream
-        without an array of n flags: the answer's facts read it back with the rest."""
+        """How many vertices share the root of ``giant[0]``, counted after the work queued on
+        this device's stream without an array of n flags.
+
+        Parameters
+        ----------
+        giant : array
+            One int32 on this device: a vertex of the giant (the vote's, ``sample_mode``).
+            The parent array must be compressed.
+
+        Returns
+        -------
+        array
+            A 1-element int64 array of this device (the answer's facts read it back with the
+            rest in one copy).
+        """
         if not self.cuda:       # NumPy: counted on this thread once the stream's work is done
             self.stream.synchronize()
             return np.array([np.count_nonzero(self.parent == self.parent[giant[0]])

@@ -404,7 +404,7 @@ class IterateSolver(Solver):
                     own = self.partition.graph
                     if weights is not None:
                         weights = own.weights
-                    self.layout = f"{partition} partition"
+                    self.layout = f"{self.partition.method} partition"
                 factors = (None if weights is None
                            else self.iteration.arc_factors(own.indptr, weights))
                 built = None
