@@ -356,3 +356,27 @@ def test_a_cc_run_on_one_gpu_stays_within_the_estimate_it_checks():
         peak = pool.total_bytes() - base
     estimate = components_bytes(g.num_vertices, g.num_edges, directed=g.directed).total
     assert peak <= estimate + (1 << 20), (peak, estimate)
+
+
+def test_cc_estimate_across_processes_counts_the_changes_a_rank_receives(monkeypatch):
+    """Rank 0 holds every other rank's changes at once (at most a whole array each), the
+    others rank 0's; in one process the first device reads the others' memory instead."""
+    from types import SimpleNamespace
+    import groute.apps.cc
+    from groute import Context
+    from groute.engines.components import solver as cc_solver
+    one = components_bytes(1000, 8000, directed=False, devices=4)
+    assert not any(k.startswith("changes received") for k in one.parts)
+    first = components_bytes(1000, 8000, directed=False, devices=4, received=3)
+    assert first.total - one.total == 3 * 4 * 1000
+    ranked = lambda here: SimpleNamespace(ranks=object(), devices=[None] * 4,   # noqa: E731
+                                          is_local=lambda i: i == here)
+    assert cc_solver.changes_held(ranked(0)) == 3 and cc_solver.changes_held(ranked(2)) == 1
+    alone = SimpleNamespace(ranks=object(), devices=[None], is_local=lambda i: True)
+    assert cc_solver.changes_held(alone) == 0
+    seen = []
+    monkeypatch.setattr(cc_solver.ComponentsSolver, "_check_memory",
+                        lambda self, estimate, graph: seen.append(estimate(100, 400, devices=2)))
+    with Context(2, backend="cpu", timeout=20) as ctx:
+        groute.apps.cc.CC(load_graph("grid:10"), ctx=ctx).close()
+    assert seen and not any(k.startswith("changes received") for k in seen[-1].parts)

@@ -8,13 +8,15 @@ from .device import changes_capacity
 
 
 def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-                     devices: int = 1) -> DeviceBytes:
+                     devices: int = 1, received: int = 0) -> DeviceBytes:
     """Afforest in place (:mod:`groute.engines.components.device`): each device's rows of the
     symmetric CSR (a directed graph's arcs both ways: up to ``2 m``) and a parent per vertex of
     the whole graph; the first device also the late-arc bitmap and, at the end of a run, the
     answer (the labels as int64, converted there before they land on the host); on several
     devices the others also what they hand the merge (a bit per vertex, a list of up to n / 8
-    pairs)."""
+    pairs). Across processes (``received``: the messages a rank holds at once, rank 0 one from
+    each other rank, the others rank 0's) also those messages, each at most a sender's whole array (4 bytes a vertex: what
+    a sender sends when its pairs do not fit its list)."""
     k = max(int(devices), 1)
     arcs = 2 * int(m) if directed else int(m)
     nl, ml = share(n, k), share(arcs, k)
@@ -23,4 +25,6 @@ def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool =
                   "answer (int64 labels)": 8 * int(n)})
     if k > 1:
         parts.update({"merge bitmap": 4 * share(n, 32), "merge list": 8 * changes_capacity(n)})
+    if received:
+        parts["changes received (whole arrays at most)"] = 4 * int(n) * int(received)
     return DeviceBytes(parts)

@@ -64,6 +64,7 @@ pointer jumping).
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -103,6 +104,16 @@ STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segm
 # ------------------------------------------------------------------------------------------------
 # which path can run
 # ------------------------------------------------------------------------------------------------
+def changes_held(ctx) -> int:
+    """How many change messages this process holds at once (its memory estimate counts them):
+    across processes rank 0 one from every other rank, the others rank 0's; none in one
+    process (the first device reads the others' memory) or a job of one rank."""
+    k = len(ctx.devices)
+    if ctx.ranks is None or k == 1:
+        return 0
+    return k - 1 if ctx.is_local(0) else 1
+
+
 def merge_tree(k):
     """The merge tree of ``k`` devices' parent arrays, in order: ``(step, receiver, sender)``
     for step 1, 2, 4, ... (pairs of devices, then pairs of pairs), each receiver ``j`` (a
@@ -172,7 +183,8 @@ class ComponentsSolver(Solver):
         try:
             self.k = len(self.ctx.devices)
             check_graph_for_ranks(self.ctx, graph, type(self).__name__)
-            self._check_memory(components_bytes, graph)
+            self._check_memory(functools.partial(components_bytes,
+                                                 received=changes_held(self.ctx)), graph)
             t0 = time.perf_counter()
             cuda = self.ctx.backend == "cuda"
             self.afforest = bool(afforest)
