@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 METHODS = ("auto", "metis", "contiguous", "random")
 #: the method every solver and engine splits a graph by unless told (``partition=``)
 DEFAULT_PARTITION = "auto"
-#: the most arcs ``"auto"`` splits by METIS: METIS runs on one core, about 0.7 us per arc (kron:21,
-#: 63.5M arcs, takes 45 s into two parts), so past this a first call would wait minutes for a
-#: split whose run takes milliseconds; a contiguous split costs nothing
+#: the most arcs ``"auto"`` splits by METIS: METIS runs on one core in time that grows with the
+#: arcs, so past this a first call would wait minutes (docs/GRAPHS.md) for a split whose run
+#: takes milliseconds; a contiguous split costs nothing
 METIS_AUTO_MAX_ARCS = 8_000_000
 #: what ``"auto"`` means, as help texts and reports say it
 AUTO_RULE = (f"metis up to {METIS_AUTO_MAX_ARCS:,} arcs where pymetis is installed, else "
