@@ -292,7 +292,6 @@ def _partition(g, k, method, *, seed, cache, progress) -> Partition:
         raise ValueError(f"cannot split {n} vertices into {k} parts: k must be <= |V|")
     if method not in METHODS:
         raise ValueError(f"unknown partition method {method!r}: use one of {', '.join(METHODS)}")
-    method = resolve_method(method, g)
     t0 = time.perf_counter()
     if k == 1:
         owner = np.zeros(n, dtype=np.int32)
