@@ -226,12 +226,16 @@ def test_pagerank_estimate_counts_the_set_up_peak_and_the_vectors_over_all_verti
     vertex's new id, one step of temporaries) is the set-up's peak where it passes the arrays
     kept; those include the start's contribution vector, and on several devices the peer
     masks and export lists. The error before uploading names the arrays of the peak."""
-    from groute.graph.arcs import IN_ARC_STEP_ARCS, IN_ARC_STEP_BYTES
+    from groute.graph.arcs import IN_ARC_STEP_BYTES, in_arc_step
     n, m = 2**20, 2**24
     one = iteration_bytes(n, m)
     assert one.parts["start contributions"] == 4 * n
     assert one.setup["new ids (int32)"] == 4 * n
-    assert one.setup["build step"] == IN_ARC_STEP_BYTES * IN_ARC_STEP_ARCS["cupy"]
+    assert one.setup["build step"] == IN_ARC_STEP_BYTES * in_arc_step(m)
+    # a step's temporaries are at most a quarter of the share's 4 bytes per arc above the least
+    assert one.setup["build step"] <= m
+    big = iteration_bytes(2**25, 2**34, devices=4)
+    assert big.setup["build step"] == IN_ARC_STEP_BYTES * 2**22       # the most
     assert one.total == max(sum(one.parts.values()), sum(one.setup.values()))
     four = iteration_bytes(n, m, devices=4)
     assert four.setup["in-arc sources (int32)"] == m            # a quarter of 4 bytes per arc

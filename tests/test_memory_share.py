@@ -44,7 +44,7 @@ def small_steps(monkeypatch):
     from groute.engines.components import device as cc_device
     from groute.engines.iterate import device as iterate_device
     from groute.graph import arcs
-    monkeypatch.setitem(arcs.IN_ARC_STEP_ARCS, "numpy", 1 << 12)
+    monkeypatch.setitem(arcs.IN_ARC_STEP_ARCS, "numpy", (1 << 12, 1 << 12))
     monkeypatch.setattr(iterate_device, "SWEEP_STEP_ARCS", 1 << 12)
     monkeypatch.setattr(cc_device, "REST_STEP_ARCS", 1 << 12)
 

@@ -271,6 +271,13 @@ class Device(abc.ABC):
         import numpy as np
         return int(array.ctypes.data) if isinstance(array, np.ndarray) else int(array.data.ptr)
 
+    def release_cached(self, above: int = 0) -> None:
+        """Give the memory this device's array library keeps for reuse back to the system once
+        it passes ``above`` bytes (CUDA: the free blocks of CuPy's pool for this GPU; nothing
+        on the CPU backend), where a set-up's temporaries of changing sizes would otherwise
+        leave the pool holding blocks it cannot reuse. Memory in use is untouched; giving
+        blocks back waits for the GPU, hence the threshold for a caller in a loop."""
+
     @abc.abstractmethod
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes."""

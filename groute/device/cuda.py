@@ -457,6 +457,12 @@ class CUDADevice(Device):
     def address(self, array) -> int:
         return device_address(array)
 
+    def release_cached(self, above: int = 0) -> None:
+        with self.use():
+            pool = _cupy().get_default_memory_pool()
+            if pool.total_bytes() - pool.used_bytes() > above:
+                pool.free_all_blocks()
+
     def memory_info(self):
         with self.use():
             free, total = _cupy().cuda.runtime.memGetInfo()

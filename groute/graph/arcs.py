@@ -62,17 +62,37 @@ def _rows_by_scan(indptr, m: int, dtype, xp):
 KEY_CHUNK_ARCS = 1 << 18
 
 
-#: arcs one step of :func:`in_arcs` reads, per array module: a few cache-sized steps on the
-#: host, and on a GPU steps large enough that their launches cost little beside their work.
-#: A step's temporaries are at most :data:`IN_ARC_STEP_BYTES` bytes per arc it reads.
-IN_ARC_STEP_ARCS = {"numpy": 1 << 16, "cupy": 1 << 22}
+#: arcs one step of :func:`in_arcs` reads, per array module, the least and the most: cache-sized
+#: steps on the host; on a GPU steps large enough that their launches and waits cost little beside
+#: their work, and no larger than :func:`in_arc_step` allows for the result.
+IN_ARC_STEP_ARCS = {"numpy": (1 << 16, 1 << 16), "cupy": (1 << 18, 1 << 22)}
 #: the most bytes per arc one step of :func:`in_arcs` holds beside its result (the step's
 #: targets, rows and mask, its packed keys and their sort, the rows and positions they give)
 IN_ARC_STEP_BYTES = 64
+#: a step reads at most one arc for every this many arcs of the result (above the least step), so
+#: its temporaries are at most a quarter of the result's own bytes (4 per arc): a device whose
+#: share is a few hundred MB does not hold a fixed few hundred MB of temporaries beside it
+ARCS_PER_STEP_ARC = IN_ARC_STEP_BYTES
+
+
+def in_arc_step(result_arcs: int, module: str = "cupy") -> int:
+    """How many arcs one step of :func:`in_arcs` reads when its result holds ``result_arcs``
+    arcs, on the array module named ``module`` ("numpy" or "cupy"): one arc for every
+    :data:`ARCS_PER_STEP_ARC` of the result, within that module's :data:`IN_ARC_STEP_ARCS`.
+
+    Examples
+    --------
+    >>> in_arc_step(10**9), in_arc_step(63_540_918), in_arc_step(1000)
+    (4194304, 992826, 262144)
+    >>> in_arc_step(10**9, "numpy")
+    65536
+    """
+    least, most = IN_ARC_STEP_ARCS.get(module, IN_ARC_STEP_ARCS["cupy"])
+    return int(min(most, max(least, int(result_arcs) // ARCS_PER_STEP_ARC)))
 
 
 def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=None,
-            out=None, xp=None, step_arcs=None):
+            out=None, xp=None, step_arcs=None, after_step=None):
     """The in-arcs of the vertices ``rows = (lo, hi)`` (default: all) of a graph, optionally
     relabelled, built in the memory of their result: ``(in_indptr, sources[, carried])``.
 
@@ -89,13 +109,17 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
     fill instead of new ones.
 
     A stable counting sort: the graph's arcs are read in steps of about ``step_arcs`` arcs
-    (:data:`IN_ARC_STEP_ARCS`), those entering ``rows`` sorted by (row, source) within the step
-    and placed at their rows' next free slots; with ``rank``, each row is then sorted by source
-    in steps of rows (a row comes from several steps, which relabelling leaves out of order).
-    Beside the result the memory is the rows' next slots (8 bytes per row), ``rank`` on
-    ``xp`` (4 bytes per vertex) and one step's temporaries (:data:`IN_ARC_STEP_BYTES` per arc
-    of a step, or of the longest row): no array of the whole graph's arcs, so that each
-    device builds its own share. Raises ValueError past 2**31 vertices (int32 sources).
+    (default :func:`in_arc_step` of the result's size), those entering ``rows`` sorted by
+    (row, source) within the step and placed at their rows' next free slots; with ``rank``, each
+    row is then sorted by source in steps of rows (a row comes from several steps, which
+    relabelling leaves out of order). Beside the result the memory is the rows' next slots (8
+    bytes per row), ``rank`` on ``xp`` (4 bytes per vertex) and one step's temporaries
+    (:data:`IN_ARC_STEP_BYTES` per arc of a step, or of the longest row): no array of the whole
+    graph's arcs, so that each device builds its own share. ``after_step`` (no arguments) is
+    called after each step once its temporaries are let go: a CUDA device gives its memory
+    pool's cached blocks back there, since steps keep different numbers of arcs and a pool
+    that keeps the blocks of one step's sizes grows for the next's. Raises ValueError past
+    2**31 vertices (int32 sources).
     """
     xp = xp or np
     indptr = np.asarray(indptr, dtype=np.int64)
@@ -116,7 +140,8 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
         carried = None if payload is None else xp.empty(total, np.asarray(payload).dtype)
     else:
         sources, carried = out
-    step = int(step_arcs or IN_ARC_STEP_ARCS.get(xp.__name__, IN_ARC_STEP_ARCS["cupy"]))
+    step = int(step_arcs or in_arc_step(total, xp.__name__))
+    after_step = after_step or _nothing
     ranks = None if rank is None else xp.asarray(rank)
     slot = xp.array(in_indptr[:-1])            # each row's next free slot (a copy)
     for a, b, first, local in _arc_steps(indptr, step):
@@ -126,6 +151,8 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
         keep = (targets >= lo) & (targets < hi)
         row = (targets[keep] - lo).astype(xp.uint64)
         if not row.shape[0]:
+            del targets, keep, row
+            after_step()
             continue
         del targets
         src = (arc_rows(xp.asarray(local), b - a, xp=xp, dtype=np.int32) + np.int32(first))[keep]
@@ -152,10 +179,15 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
         last = xp.flatnonzero(xp.concatenate((row[1:] != row[:-1], xp.ones(1, dtype=bool))))
         slot[row[last]] = pos[last] + 1
         del keys, row, pos, pay, last
+        after_step()
     del slot, ranks
     if rank is not None:
-        _sort_rows(in_indptr, sources, carried, step, xp)
+        _sort_rows(in_indptr, sources, carried, step, xp, after_step)
     return (in_indptr, sources) if payload is None else (in_indptr, sources, carried)
+
+
+def _nothing() -> None:
+    """The default ``after_step`` of :func:`in_arcs`."""
 
 
 def _in_degrees(indices, n: int, rank):
@@ -189,32 +221,39 @@ def _low_halves(keys, xp):
     return (keys & xp.uint64(0xFFFFFFFF)).astype(xp.int32)
 
 
-def _sort_rows(in_indptr, sources, carried, step: int, xp) -> None:
+def _sort_rows(in_indptr, sources, carried, step: int, xp, after_step) -> None:
     """Sort each row of ``sources`` (offsets ``in_indptr``, host) ascending, in place, in
     steps of rows of about ``step`` arcs (a longer row alone), carrying ``carried`` along
-    (stable: equal sources keep their order)."""
+    (stable: equal sources keep their order); ``after_step()`` after each step."""
     n = int(in_indptr.shape[0]) - 1
     for r, e in row_chunks(in_indptr, 0, n, step):
         a, b = int(in_indptr[r]), int(in_indptr[e])
-        if b - a < 2:
-            continue
-        if e - r == 1:                      # one row: its sources are the keys
-            if carried is None:
-                sources[a:b] = xp.sort(sources[a:b])
-                continue
-            order = xp.argsort(sources[a:b], kind="stable")
-        else:
-            row = arc_rows(xp.asarray(in_indptr[r:e + 1] - a), b - a, xp=xp, dtype=np.int32)
-            keys = (row.astype(xp.uint64) << xp.uint64(32)) | sources[a:b].astype(xp.uint64)
-            del row
-            if carried is None:
-                keys.sort()
-                sources[a:b] = _low_halves(keys, xp)
-                continue
-            order = xp.argsort(keys, kind="stable")
-            del keys
-        sources[a:b] = sources[a:b][order]
-        carried[a:b] = carried[a:b][order]
+        if b - a >= 2:
+            _sort_row_step(in_indptr[r:e + 1] - a, sources[a:b],
+                           None if carried is None else carried[a:b], xp)
+        after_step()
+
+
+def _sort_row_step(offsets, sources, carried, xp) -> None:
+    """Sort the rows of one step of :func:`_sort_rows` in place: ``sources`` (a view) with
+    row offsets ``offsets`` (host, from 0), ``carried`` (a view, or None) moved alike."""
+    if offsets.shape[0] == 2:               # one row: its sources are the keys
+        if carried is None:
+            sources[...] = xp.sort(sources)
+            return
+        order = xp.argsort(sources, kind="stable")
+    else:
+        row = arc_rows(xp.asarray(offsets), sources.shape[0], xp=xp, dtype=np.int32)
+        keys = (row.astype(xp.uint64) << xp.uint64(32)) | sources.astype(xp.uint64)
+        del row
+        if carried is None:
+            keys.sort()
+            sources[...] = _low_halves(keys, xp)
+            return
+        order = xp.argsort(keys, kind="stable")
+        del keys
+    sources[...] = sources[order]
+    carried[...] = carried[order]
 
 
 def relabelled_arcs(indptr, indices, rank, weights=None, *, xp=None):

@@ -4,6 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from groute.graph import CSRGraph, load_graph
+from groute.graph import arcs
 from groute.graph.arcs import arc_rows, in_arcs, self_loop_count
 
 
@@ -165,6 +166,81 @@ def test_rows_out_of_range():
     g = graphs()["kron:9"]
     with pytest.raises(ValueError, match=r"rows \[3, 1\)"):
         in_arcs(g.indptr, g.indices, rows=(3, 1))
+
+
+def test_after_step_runs_after_every_step_and_the_steps_do_not_change_the_arcs():
+    """``after_step`` (where a CUDA device gives its pool's cached blocks back) is called once
+    per step of arcs and once per step of rows sorted, also for a step that keeps no arc of
+    the rows; the result is the same for any step size."""
+    g = graphs()["kron:9"]
+    n, m = g.num_vertices, g.num_edges
+    rank = np.random.default_rng(2).permutation(n).astype(np.int32)
+    want = in_arcs(g.indptr, g.indices, rank, rows=(0, n // 3))
+    for step in (5, 64, 1000, m):
+        calls = []
+        got = in_arcs(g.indptr, g.indices, rank, rows=(0, n // 3), step_arcs=step,
+                      after_step=lambda: calls.append(1))
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        arc_steps = -(-m // step)
+        row_steps = len(list(arcs.row_chunks(want[0], 0, want[0].shape[0] - 1, step)))
+        assert len(calls) == arc_steps + row_steps, (step, len(calls))
+    calls = []
+    in_arcs(g.indptr, g.indices, None, rows=(0, 1), step_arcs=5, after_step=lambda: calls.append(1))
+    assert len(calls) == -(-m // 5)         # no relabelling: no rows to sort
+
+
+def test_a_step_reads_one_arc_per_64_of_the_result_within_the_module_bounds():
+    least, most = arcs.IN_ARC_STEP_ARCS["cupy"]
+    assert arcs.in_arc_step(0) == least and arcs.in_arc_step(10**12) == most
+    assert arcs.in_arc_step(64 * (least + 5)) == least + 5
+    assert arcs.IN_ARC_STEP_BYTES * arcs.in_arc_step(10**8) <= 10**8      # a quarter of 4 B/arc
+    assert arcs.in_arc_step(10**8, "numpy") == arcs.IN_ARC_STEP_ARCS["numpy"][1]
+
+
+@pytest.mark.gpu
+def test_cupy_in_arcs_hold_their_live_arrays_and_no_pool_left_over():
+    """On a GPU, the pool CuPy keeps holds at most one step's temporaries more than the arrays
+    alive at the build's peak: cached blocks past that go back to the driver after a step
+    (steps keep different numbers of arcs of a share, and a pool keeping one step's blocks
+    grew for the next's: several times the live arrays on a share of a power-law graph), and
+    all of them after the build."""
+    from tests.graph.conftest import cupy_or_skip
+    from groute.engines.iterate.layout import bins_layout, degree_split, shard_in_arcs
+    from groute import Context
+    cp = cupy_or_skip()
+    g = load_graph("kron:18", cache=False)
+    layout = bins_layout(g)
+    pool = cp.get_default_memory_pool()
+    with Context(1, backend="cuda") as ctx:
+        device = ctx.devices[0]
+        for k in (1, 2, 4):
+            offsets = degree_split(layout.in_indptr, k)
+            peaks = {"held": 0, "live": 0}
+
+            def hook(size):
+                mem = pool.malloc(size)
+                peaks["held"] = max(peaks["held"], pool.total_bytes())
+                peaks["live"] = max(peaks["live"], pool.used_bytes())
+                return mem
+            device.synchronize()
+            pool.free_all_blocks()
+            held0, live0 = pool.total_bytes(), pool.used_bytes()
+            cp.cuda.set_allocator(hook)
+            try:
+                _, cols, _ = shard_in_arcs(device, g.indptr, g.indices,
+                                           (int(offsets[0]), int(offsets[1])),
+                                           rank=layout.rank, in_degrees=layout.in_degrees)
+            finally:
+                cp.cuda.set_allocator(pool.malloc)
+            held, live = peaks["held"] - held0, peaks["live"] - live0
+            step_bytes = arcs.IN_ARC_STEP_BYTES * arcs.in_arc_step(cols.shape[0])
+            assert held <= live + step_bytes + (2 << 20), (k, held, live, cols.nbytes)
+            assert live <= cols.nbytes + 12 * (g.num_vertices + 1) + step_bytes, \
+                (k, live, cols.nbytes)
+            device.synchronize()
+            assert pool.total_bytes() - held0 <= cols.nbytes + (1 << 20)   # nothing cached
+            del cols
 
 
 @pytest.mark.gpu

@@ -6,11 +6,12 @@ own.
 """
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
 
-from groute.graph.arcs import arc_rows, in_arcs
+from groute.graph.arcs import IN_ARC_STEP_BYTES, arc_rows, in_arc_step, in_arcs
 from groute.graph.csr import kept_on
 
 log = logging.getLogger(__name__)
@@ -197,8 +198,10 @@ def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, 
     """``device``'s in-arcs of the new ids ``rows = (lo, hi)`` of a graph (host CSR ``indptr``,
     ``indices``; ``rank``: old id -> new id, None when the ids are already new), built in the
     device's memory as its kernels read them (:func:`groute.graph.arcs.in_arcs`, on the
-    device's array module: no whole-graph array on any device; afterwards the step's
-    temporaries go back to the driver): ``(in_indptr, cols, in_factors)``.
+    device's array module: no whole-graph array on any device; after a step, the pool's
+    cached memory past one step's temporaries goes back to the driver, and all of it after
+    the build, :meth:`~groute.device.base.Device.release_cached`): ``(in_indptr, cols,
+    in_factors)``.
 
     ``in_indptr`` (int64, host): the rows' arc offsets from 0. Unweighted, ``cols`` are the
     int32 sources; with ``factors`` (one per out-arc; float32 for a CUDA device, float64 for
@@ -216,23 +219,27 @@ def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, 
             cols = device.asarray(np.asarray(indices[a:b]).astype(np.int32, copy=False))
             return indptr[lo:hi + 1] - a, cols, None
         xp = device.xp
+        # one step's temporaries are reused from the pool step after step; blocks past that
+        # are sizes the next step cannot use and go back
+        step = in_arc_step(int(np.sum(in_degrees[lo:hi])), xp.__name__)
+        release = functools.partial(device.release_cached, above=IN_ARC_STEP_BYTES * step)
         if factors is None:
-            in_indptr, cols = in_arcs(indptr, indices, rank, rows=(lo, hi),
-                                      in_degrees=in_degrees, xp=xp)
+            in_indptr, cols = in_arcs(indptr, indices, rank, rows=(lo, hi), in_degrees=in_degrees,
+                                      xp=xp, step_arcs=step, after_step=release)
             in_factors = None
         elif cuda:          # the pairs filled in place: no second copy of the arcs
             cols = xp.empty((int(np.sum(in_degrees[lo:hi])), 2), np.int32)
             bits = np.asarray(factors, np.float32).view(np.int32)
             in_indptr, _, _ = in_arcs(indptr, indices, rank, rows=(lo, hi),
                                       in_degrees=in_degrees, payload=bits,
-                                      out=(cols[:, 0], cols[:, 1]), xp=xp)
+                                      out=(cols[:, 0], cols[:, 1]), xp=xp, step_arcs=step,
+                                      after_step=release)
             in_factors = None
         else:
             in_indptr, cols, in_factors = in_arcs(indptr, indices, rank, rows=(lo, hi),
                                                   in_degrees=in_degrees, payload=factors,
-                                                  xp=xp)
-        if cuda:
-            xp.get_default_memory_pool().free_all_blocks()
+                                                  xp=xp, step_arcs=step, after_step=release)
+        device.release_cached()         # the last step's temporaries too
     return in_indptr, cols, in_factors
 
 
