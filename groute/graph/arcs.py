@@ -67,28 +67,30 @@ KEY_CHUNK_ARCS = 1 << 18
 #: their work, and no larger than :func:`in_arc_step` allows for the result.
 IN_ARC_STEP_ARCS = {"numpy": (1 << 16, 1 << 16), "cupy": (1 << 18, 1 << 22)}
 #: the most bytes per arc one step of :func:`in_arcs` holds beside its result (the step's
-#: targets, rows and mask, its packed keys and their sort, the rows and positions they give)
-IN_ARC_STEP_BYTES = 64
-#: a step reads at most one arc for every this many arcs of the result (above the least step), so
-#: its temporaries are at most a quarter of the result's own bytes (4 per arc): a device whose
-#: share is a few hundred MB does not hold a fixed few hundred MB of temporaries beside it
+#: targets and the positions kept, its packed keys and their sort, the rows and slots they give)
+IN_ARC_STEP_BYTES = 48
+#: a step reads at most one arc for every this many arcs of the graph (above the least step), so
+#: its temporaries are at most a quarter of the graph's arcs' own bytes (4 per arc): a graph of a
+#: few hundred MB is not built beside a fixed few hundred MB of temporaries
 ARCS_PER_STEP_ARC = IN_ARC_STEP_BYTES
 
 
-def in_arc_step(result_arcs: int, module: str = "cupy") -> int:
-    """How many arcs one step of :func:`in_arcs` reads when its result holds ``result_arcs``
-    arcs, on the array module named ``module`` ("numpy" or "cupy"): one arc for every
-    :data:`ARCS_PER_STEP_ARC` of the result, within that module's :data:`IN_ARC_STEP_ARCS`.
+def in_arc_step(graph_arcs: int, module: str = "cupy") -> int:
+    """How many arcs one step of :func:`in_arcs` reads from a graph of ``graph_arcs`` arcs, on
+    the array module named ``module`` ("numpy" or "cupy"): one arc for every
+    :data:`ARCS_PER_STEP_ARC` of the graph, within that module's :data:`IN_ARC_STEP_ARCS`.
+    Every device reads all the arcs to keep its share, so the step follows the graph, not the
+    share: a share's build then costs as many steps as the whole graph's.
 
     Examples
     --------
     >>> in_arc_step(10**9), in_arc_step(63_540_918), in_arc_step(1000)
-    (4194304, 992826, 262144)
+    (4194304, 1323769, 262144)
     >>> in_arc_step(10**9, "numpy")
     65536
     """
     least, most = IN_ARC_STEP_ARCS.get(module, IN_ARC_STEP_ARCS["cupy"])
-    return int(min(most, max(least, int(result_arcs) // ARCS_PER_STEP_ARC)))
+    return int(min(most, max(least, int(graph_arcs) // ARCS_PER_STEP_ARC)))
 
 
 def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=None,
@@ -109,7 +111,7 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
     fill instead of new ones.
 
     A stable counting sort: the graph's arcs are read in steps of about ``step_arcs`` arcs
-    (default :func:`in_arc_step` of the result's size), those entering ``rows`` sorted by
+    (default :func:`in_arc_step` of the graph's), those entering ``rows`` sorted by
     (row, source) within the step and placed at their rows' next free slots; with ``rank``, each
     row is then sorted by source in steps of rows (a row comes from several steps, which
     relabelling leaves out of order). Beside the result the memory is the rows' next slots (8
@@ -140,7 +142,7 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
         carried = None if payload is None else xp.empty(total, np.asarray(payload).dtype)
     else:
         sources, carried = out
-    step = int(step_arcs or in_arc_step(total, xp.__name__))
+    step = int(step_arcs or in_arc_step(indices.shape[0], xp.__name__))
     after_step = after_step or _nothing
     ranks = None if rank is None else xp.asarray(rank)
     slot = xp.array(in_indptr[:-1])            # each row's next free slot (a copy)
@@ -148,37 +150,42 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
         targets = xp.asarray(indices[a:b])
         if ranks is not None:
             targets = ranks[targets]
-        keep = (targets >= lo) & (targets < hi)
-        row = (targets[keep] - lo).astype(xp.uint64)
-        if not row.shape[0]:
-            del targets, keep, row
+        kept = xp.flatnonzero((targets >= lo) & (targets < hi))     # the step's one wait
+        if not kept.shape[0]:
+            del targets, kept
             after_step()
             continue
+        # keys (row << 32) | source, built in place: no temporary of the step's 8-byte keys
+        keys = targets[kept].astype(xp.uint64)
         del targets
-        src = (arc_rows(xp.asarray(local), b - a, xp=xp, dtype=np.int32) + np.int32(first))[keep]
+        keys -= xp.uint64(lo)
+        keys <<= xp.uint64(32)
+        src = arc_rows(xp.asarray(local), b - a, xp=xp, dtype=np.int32)[kept]
+        src += np.int32(first)
         if ranks is not None:
             src = ranks[src]
-        keys = (row << xp.uint64(32)) | src.astype(xp.uint64)
-        del row, src
-        pay = None
-        if payload is not None:
+        keys |= src.astype(xp.uint64)
+        del src
+        pay = None if payload is None else xp.asarray(payload[a:b])[kept]
+        del kept
+        if pay is not None:
             order = xp.argsort(keys, kind="stable")
-            keys = keys[order]
-            pay = xp.asarray(payload[a:b])[keep][order]
+            keys, pay = keys[order], pay[order]
             del order
         else:
             keys.sort()
-        del keep
-        row = (keys >> xp.uint64(32)).astype(xp.int64)
+        row = (keys >> xp.uint64(32)).view(xp.int64)
         # the k-th arc of a row in this step goes k slots after the row's next free slot
-        pos = slot[row] + (xp.arange(row.shape[0], dtype=xp.int64)
-                           - xp.searchsorted(row, row, side="left"))
+        pos = xp.arange(row.shape[0], dtype=xp.int64)
+        pos -= xp.searchsorted(row, row, side="left")
+        pos += slot[row]
         sources[pos] = _low_halves(keys, xp)
+        del keys
         if pay is not None:
             carried[pos] = pay
         last = xp.flatnonzero(xp.concatenate((row[1:] != row[:-1], xp.ones(1, dtype=bool))))
         slot[row[last]] = pos[last] + 1
-        del keys, row, pos, pay, last
+        del row, pos, pay, last
         after_step()
     del slot, ranks
     if rank is not None:
@@ -243,9 +250,10 @@ def _sort_row_step(offsets, sources, carried, xp) -> None:
             return
         order = xp.argsort(sources, kind="stable")
     else:
-        row = arc_rows(xp.asarray(offsets), sources.shape[0], xp=xp, dtype=np.int32)
-        keys = (row.astype(xp.uint64) << xp.uint64(32)) | sources.astype(xp.uint64)
-        del row
+        keys = arc_rows(xp.asarray(offsets), sources.shape[0], xp=xp,
+                        dtype=np.int32).astype(xp.uint64)
+        keys <<= xp.uint64(32)
+        keys |= sources.astype(xp.uint64)
         if carried is None:
             keys.sort()
             sources[...] = _low_halves(keys, xp)

@@ -199,7 +199,7 @@ def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, 
     ``indices``; ``rank``: old id -> new id, None when the ids are already new), built in the
     device's memory as its kernels read them (:func:`groute.graph.arcs.in_arcs`, on the
     device's array module: no whole-graph array on any device; after a step, the pool's
-    cached memory past one step's temporaries goes back to the driver, and all of it after
+    cached memory past two steps' temporaries goes back to the driver, and all of it after
     the build, :meth:`~groute.device.base.Device.release_cached`): ``(in_indptr, cols,
     in_factors)``.
 
@@ -219,10 +219,10 @@ def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, 
             cols = device.asarray(np.asarray(indices[a:b]).astype(np.int32, copy=False))
             return indptr[lo:hi + 1] - a, cols, None
         xp = device.xp
-        # one step's temporaries are reused from the pool step after step; blocks past that
-        # are sizes the next step cannot use and go back
-        step = in_arc_step(int(np.sum(in_degrees[lo:hi])), xp.__name__)
-        release = functools.partial(device.release_cached, above=IN_ARC_STEP_BYTES * step)
+        # one step's temporaries are reused from the pool step after step; blocks past two
+        # steps' worth are sizes the next steps did not use, and go back
+        step = in_arc_step(int(np.asarray(indices).shape[0]), xp.__name__)
+        release = functools.partial(device.release_cached, above=2 * IN_ARC_STEP_BYTES * step)
         if factors is None:
             in_indptr, cols = in_arcs(indptr, indices, rank, rows=(lo, hi), in_degrees=in_degrees,
                                       xp=xp, step_arcs=step, after_step=release)

@@ -24,7 +24,7 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     (:func:`groute.engines.iterate.layout.shard_in_arcs`): the in-arcs, each owned row's next
     slot (int64), every vertex's new id (the degree order's relabelling, int32) and one step's
     temporaries (:data:`groute.graph.arcs.IN_ARC_STEP_BYTES` per arc of a step of
-    :func:`groute.graph.arcs.in_arc_step` arcs for the device's share)."""
+    :func:`groute.graph.arcs.in_arc_step` arcs of the graph)."""
     k = max(int(devices), 1)
     nl, ml = share(n, k), share(m, k)
     offset = np.dtype(arc_dtype(ml)).itemsize
@@ -36,7 +36,7 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     if k > 1:
         parts["peer masks"] = nl
         parts["export lists (int32)"] = 4 * nl * (k - 1)
-    step = min(in_arc_step(ml), int(m))
+    step = min(in_arc_step(m), int(m))
     setup = {arcs[0]: arcs[1] * ml, "next slot per row (int64)": 8 * nl,
              "new ids (int32)": 4 * int(n), "build step": IN_ARC_STEP_BYTES * step}
     return DeviceBytes(parts, setup)
