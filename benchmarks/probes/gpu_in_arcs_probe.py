@@ -40,6 +40,7 @@ def build_once(device, graph, layout, lo: int, hi: int, pool, cupy) -> dict:
     device.synchronize()
     pool.free_all_blocks()
     held0, live0 = pool.total_bytes(), pool.used_bytes()
+    outer = cupy.cuda.get_allocator()
     cupy.cuda.set_allocator(counting)
     try:
         t = time.perf_counter()
@@ -48,7 +49,7 @@ def build_once(device, graph, layout, lo: int, hi: int, pool, cupy) -> dict:
         device.synchronize()
         seconds = time.perf_counter() - t
     finally:
-        cupy.cuda.set_allocator(pool.malloc)
+        cupy.cuda.set_allocator(outer)
     return {"result_bytes": int(cols.nbytes), "held_bytes": peaks["held"] - held0,
             "live_bytes": peaks["live"] - live0, "seconds": seconds}
 

@@ -76,16 +76,28 @@ ARCS_PER_STEP_ARC = IN_ARC_STEP_BYTES
 
 
 def in_arc_step(graph_arcs: int, module: str = "cupy") -> int:
-    """How many arcs one step of :func:`in_arcs` reads from a graph of ``graph_arcs`` arcs, on
-    the array module named ``module`` ("numpy" or "cupy"): one arc for every
-    :data:`ARCS_PER_STEP_ARC` of the graph, within that module's :data:`IN_ARC_STEP_ARCS`.
-    Every device reads all the arcs to keep its share, so the step follows the graph, not the
-    share: a share's build then costs as many steps as the whole graph's.
+    """How many arcs one step of :func:`in_arcs` reads from a graph of ``graph_arcs`` arcs.
+
+    One arc for every :data:`ARCS_PER_STEP_ARC` of the graph, within the module's
+    :data:`IN_ARC_STEP_ARCS`. Every device reads all the arcs to keep its share, so the step
+    follows the graph, not the share: a share's build costs as many steps as the whole graph's.
+
+    Parameters
+    ----------
+    graph_arcs : int
+        The arcs of the graph the in-arcs are built from.
+    module : str
+        The array module that builds them: ``"numpy"`` or ``"cupy"``.
+
+    Returns
+    -------
+    int
+        Arcs per step.
 
     Examples
     --------
-    >>> in_arc_step(10**9), in_arc_step(63_540_918), in_arc_step(1000)
-    (4194304, 1323769, 262144)
+    >>> in_arc_step(10**9), in_arc_step(48_000_000), in_arc_step(1000)
+    (4194304, 1000000, 262144)
     >>> in_arc_step(10**9, "numpy")
     65536
     """
@@ -150,7 +162,7 @@ def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=N
         targets = xp.asarray(indices[a:b])
         if ranks is not None:
             targets = ranks[targets]
-        kept = xp.flatnonzero((targets >= lo) & (targets < hi))     # the step's one wait
+        kept = xp.flatnonzero((targets >= lo) & (targets < hi))     # waits for the count
         if not kept.shape[0]:
             del targets, kept
             after_step()

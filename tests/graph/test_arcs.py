@@ -1,4 +1,6 @@
 """The set-up arc transforms (groute.graph.arcs) against their plain definitions."""
+import doctest
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -196,15 +198,16 @@ def test_a_step_reads_one_arc_per_step_bytes_of_the_graph_within_the_module_boun
     assert arcs.in_arc_step(arcs.IN_ARC_STEP_BYTES * (least + 5)) == least + 5
     assert arcs.IN_ARC_STEP_BYTES * arcs.in_arc_step(10**8) <= 10**8      # a quarter of 4 B/arc
     assert arcs.in_arc_step(10**8, "numpy") == arcs.IN_ARC_STEP_ARCS["numpy"][1]
+    examples = doctest.testmod(arcs)                # the module's examples run as written
+    assert examples.failed == 0 and examples.attempted >= 2
 
 
 @pytest.mark.gpu
 def test_cupy_in_arcs_hold_their_live_arrays_and_no_pool_left_over():
     """On a GPU, the pool CuPy keeps holds at most two steps' temporaries more than the arrays
-    alive at the build's peak: cached blocks past that go back to the driver after a step
-    (steps keep different numbers of arcs of a share, and a pool keeping one step's blocks
-    grew for the next's: several times the live arrays on a share of a power-law graph), and
-    all of them after the build."""
+    alive at the build's peak (steps keep different numbers of a share's arcs, so the blocks
+    of one step's sizes may not serve the next: cached blocks past two steps go back to the
+    driver after a step), and none of them after the build."""
     from tests.graph.conftest import cupy_or_skip
     from groute.engines.iterate.layout import bins_layout, degree_split, shard_in_arcs
     from groute import Context
@@ -226,13 +229,14 @@ def test_cupy_in_arcs_hold_their_live_arrays_and_no_pool_left_over():
             device.synchronize()
             pool.free_all_blocks()
             held0, live0 = pool.total_bytes(), pool.used_bytes()
+            outer = cp.cuda.get_allocator()
             cp.cuda.set_allocator(hook)
             try:
                 _, cols, _ = shard_in_arcs(device, g.indptr, g.indices,
                                            (int(offsets[0]), int(offsets[1])),
                                            rank=layout.rank, in_degrees=layout.in_degrees)
             finally:
-                cp.cuda.set_allocator(pool.malloc)
+                cp.cuda.set_allocator(outer)
             held, live = peaks["held"] - held0, peaks["live"] - live0
             step_bytes = arcs.IN_ARC_STEP_BYTES * arcs.in_arc_step(g.num_edges)
             assert held <= live + 2 * step_bytes + (2 << 20), (k, held, live, cols.nbytes)

@@ -220,9 +220,12 @@ def shard_in_arcs(device, indptr, indices, rows, *, rank=None, in_degrees=None, 
             return indptr[lo:hi + 1] - a, cols, None
         xp = device.xp
         # one step's temporaries are reused from the pool step after step; blocks past two
-        # steps' worth are sizes the next steps did not use, and go back
+        # steps' worth (for each device building on this GPU at once: the pool is the GPU's)
+        # are sizes the next steps did not use, and go back
         step = in_arc_step(int(np.asarray(indices).shape[0]), xp.__name__)
-        release = functools.partial(device.release_cached, above=2 * IN_ARC_STEP_BYTES * step)
+        builders = int(getattr(device, "sharing", 1))
+        release = functools.partial(device.release_cached,
+                                    above=2 * IN_ARC_STEP_BYTES * step * builders)
         if factors is None:
             in_indptr, cols = in_arcs(indptr, indices, rank, rows=(lo, hi), in_degrees=in_degrees,
                                       xp=xp, step_arcs=step, after_step=release)

@@ -24,7 +24,8 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     (:func:`groute.engines.iterate.layout.shard_in_arcs`): the in-arcs, each owned row's next
     slot (int64), every vertex's new id (the degree order's relabelling, int32) and one step's
     temporaries (:data:`groute.graph.arcs.IN_ARC_STEP_BYTES` per arc of a step of
-    :func:`groute.graph.arcs.in_arc_step` arcs of the graph)."""
+    :func:`groute.graph.arcs.in_arc_step` arcs of the graph; a row longer than a step is sorted
+    alone and its temporaries are not counted, nor the pool's cache of at most two steps)."""
     k = max(int(devices), 1)
     nl, ml = share(n, k), share(m, k)
     offset = np.dtype(arc_dtype(ml)).itemsize
