@@ -26,32 +26,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
-def build_once(device, graph, layout, lo: int, hi: int, pool, cupy) -> dict:
+def build_once(device, graph, layout, lo: int, hi: int) -> dict:
     """One build of rows ``[lo, hi)`` on ``device``: peaks over the pool's state before."""
+    from groute.bench.memory import ExactPoolPeaks
     from groute.engines.iterate.layout import shard_in_arcs
-    peaks = {"held": 0, "live": 0}
-
-    def counting(size):
-        mem = pool.malloc(size)
-        peaks["held"] = max(peaks["held"], pool.total_bytes())
-        peaks["live"] = max(peaks["live"], pool.used_bytes())
-        return mem
-
     device.synchronize()
-    pool.free_all_blocks()
-    held0, live0 = pool.total_bytes(), pool.used_bytes()
-    outer = cupy.cuda.get_allocator()
-    cupy.cuda.set_allocator(counting)
-    try:
+    with ExactPoolPeaks() as peaks:
         t = time.perf_counter()
         _, cols, _ = shard_in_arcs(device, graph.indptr, graph.indices, (lo, hi),
                                    rank=layout.rank, in_degrees=layout.in_degrees)
         device.synchronize()
         seconds = time.perf_counter() - t
-    finally:
-        cupy.cuda.set_allocator(outer)
-    return {"result_bytes": int(cols.nbytes), "held_bytes": peaks["held"] - held0,
-            "live_bytes": peaks["live"] - live0, "seconds": seconds}
+    return {"result_bytes": int(cols.nbytes), "held_bytes": peaks.held,
+            "live_bytes": peaks.live, "seconds": seconds}
 
 
 def main(argv=None) -> int:
@@ -61,11 +48,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", help="write every record here too")
     args = ap.parse_args(argv)
-    import cupy
     from groute import Context
     from groute.engines.iterate.layout import bins_layout, degree_split
     from groute.graph import load_graph
-    pool = cupy.get_default_memory_pool()
     records = []
     with Context(1, backend="cuda") as ctx:
         device = ctx.devices[0]
@@ -76,8 +61,7 @@ def main(argv=None) -> int:
             for k in (int(x) for x in args.shares.split(",")):
                 offsets = degree_split(layout.in_indptr, k)
                 for rep in range(args.repeat):
-                    r = build_once(device, graph, layout, int(offsets[0]), int(offsets[1]),
-                                   pool, cupy)
+                    r = build_once(device, graph, layout, int(offsets[0]), int(offsets[1]))
                     r.update(graph=spec, shares=k, repeat=rep, csr_bytes=csr,
                              held_over_share=round(r["held_bytes"] * k / csr, 3),
                              live_over_share=round(r["live_bytes"] * k / csr, 3))

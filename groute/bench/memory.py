@@ -100,6 +100,39 @@ class PoolPeak:
                 "total_bytes": sum(per), "per_device_bytes": per}
 
 
+class ExactPoolPeaks:
+    """The exact peaks, over a ``with`` block on the current GPU, of the bytes CuPy's default
+    pool holds (``held``) and of those its live arrays use (``live``), above their values at
+    the block's start, after the pool's cached blocks were given back: every allocation passes
+    through a counting allocator, and the held bytes only grow at an allocation. For a probe or
+    a test of one step of a set-up (held past live is cached blocks the pool could not reuse);
+    ``groute bench`` samples (:class:`PoolPeak`), which adds no work to an allocation."""
+
+    def __enter__(self):
+        import cupy
+        self._cupy = cupy
+        self.pool = cupy.get_default_memory_pool()
+        self.pool.free_all_blocks()
+        self._held0, self._live0 = self.pool.total_bytes(), self.pool.used_bytes()
+        self.held = self.live = 0
+        self._outer = cupy.cuda.get_allocator()
+        cupy.cuda.set_allocator(self._malloc)
+        return self
+
+    def _malloc(self, size):
+        mem = self.pool.malloc(size)
+        self.held = max(self.held, self.pool.total_bytes() - self._held0)
+        self.live = max(self.live, self.pool.used_bytes() - self._live0)
+        return mem
+
+    def __exit__(self, *exc):
+        self._cupy.cuda.set_allocator(self._outer)
+
+    def held_now(self) -> int:
+        """What the pool holds now above the block's start."""
+        return int(self.pool.total_bytes()) - self._held0
+
+
 class TracedPeak(host_peak.TracedPeak):
     """Peak bytes of host allocations traced by :mod:`tracemalloc` (NumPy's arrays included)
     over set-up and the first run: the CPU backend's counterpart of :class:`PoolPeak`."""

@@ -209,41 +209,28 @@ def test_cupy_in_arcs_hold_their_live_arrays_and_no_pool_left_over():
     of one step's sizes may not serve the next: cached blocks past two steps go back to the
     driver after a step), and none of them after the build."""
     from tests.graph.conftest import cupy_or_skip
+    from groute.bench.memory import ExactPoolPeaks
     from groute.engines.iterate.layout import bins_layout, degree_split, shard_in_arcs
     from groute import Context
-    cp = cupy_or_skip()
+    cupy_or_skip()
     g = load_graph("kron:18", cache=False)
     layout = bins_layout(g)
-    pool = cp.get_default_memory_pool()
+    step_bytes = arcs.IN_ARC_STEP_BYTES * arcs.in_arc_step(g.num_edges)
     with Context(1, backend="cuda") as ctx:
         device = ctx.devices[0]
         for k in (1, 2, 4):
             offsets = degree_split(layout.in_indptr, k)
-            peaks = {"held": 0, "live": 0}
-
-            def hook(size):
-                mem = pool.malloc(size)
-                peaks["held"] = max(peaks["held"], pool.total_bytes())
-                peaks["live"] = max(peaks["live"], pool.used_bytes())
-                return mem
             device.synchronize()
-            pool.free_all_blocks()
-            held0, live0 = pool.total_bytes(), pool.used_bytes()
-            outer = cp.cuda.get_allocator()
-            cp.cuda.set_allocator(hook)
-            try:
+            with ExactPoolPeaks() as peaks:
                 _, cols, _ = shard_in_arcs(device, g.indptr, g.indices,
                                            (int(offsets[0]), int(offsets[1])),
                                            rank=layout.rank, in_degrees=layout.in_degrees)
-            finally:
-                cp.cuda.set_allocator(outer)
-            held, live = peaks["held"] - held0, peaks["live"] - live0
-            step_bytes = arcs.IN_ARC_STEP_BYTES * arcs.in_arc_step(g.num_edges)
-            assert held <= live + 2 * step_bytes + (2 << 20), (k, held, live, cols.nbytes)
-            assert live <= cols.nbytes + 12 * (g.num_vertices + 1) + step_bytes, \
-                (k, live, cols.nbytes)
+            assert peaks.held <= peaks.live + 2 * step_bytes + (2 << 20), \
+                (k, peaks.held, peaks.live, cols.nbytes)
+            assert peaks.live <= cols.nbytes + 12 * (g.num_vertices + 1) + step_bytes, \
+                (k, peaks.live, cols.nbytes)
             device.synchronize()
-            assert pool.total_bytes() - held0 <= cols.nbytes + (1 << 20)   # nothing cached
+            assert peaks.held_now() <= cols.nbytes + (1 << 20)         # nothing cached
             del cols
 
 
