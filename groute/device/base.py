@@ -274,9 +274,10 @@ class Device(abc.ABC):
     def release_cached(self, above: int = 0) -> None:
         """Give the memory this device's array library keeps for reuse back to the system once
         it passes ``above`` bytes (CUDA: the free blocks of CuPy's pool for this device's GPU,
-        which the logical devices sharing it share; nothing on the CPU backend), where a set-up's temporaries of changing sizes would otherwise
-        leave the pool holding blocks it cannot reuse. Memory in use is untouched; giving
-        blocks back waits for the GPU, hence the threshold for a caller in a loop."""
+        which the logical devices sharing it share; nothing on the CPU backend), where a
+        set-up's temporaries of changing sizes would otherwise leave the pool holding blocks it
+        cannot reuse. Memory in use is untouched; giving blocks back waits for the GPU, hence
+        the threshold for a caller in a loop."""
 
     @abc.abstractmethod
     def memory_info(self) -> tuple[int, int]:

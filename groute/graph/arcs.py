@@ -64,23 +64,21 @@ KEY_CHUNK_ARCS = 1 << 18
 
 #: arcs one step of :func:`in_arcs` reads, per array module, the least and the most: cache-sized
 #: steps on the host; on a GPU steps large enough that their launches and waits cost little beside
-#: their work, and no larger than :func:`in_arc_step` allows for the result.
+#: their work, and no larger than :func:`in_arc_step` allows for the graph.
 IN_ARC_STEP_ARCS = {"numpy": (1 << 16, 1 << 16), "cupy": (1 << 18, 1 << 22)}
 #: the most bytes per arc one step of :func:`in_arcs` holds beside its result (the step's
 #: targets and the positions kept, its packed keys and their sort, the rows and slots they give)
 IN_ARC_STEP_BYTES = 48
-#: a step reads at most one arc for every this many arcs of the graph (above the least step), so
-#: its temporaries are at most a quarter of the graph's arcs' own bytes (4 per arc): a graph of a
-#: few hundred MB is not built beside a fixed few hundred MB of temporaries
-ARCS_PER_STEP_ARC = IN_ARC_STEP_BYTES
 
 
 def in_arc_step(graph_arcs: int, module: str = "cupy") -> int:
     """How many arcs one step of :func:`in_arcs` reads from a graph of ``graph_arcs`` arcs.
 
-    One arc for every :data:`ARCS_PER_STEP_ARC` of the graph, within the module's
-    :data:`IN_ARC_STEP_ARCS`. Every device reads all the arcs to keep its share, so the step
-    follows the graph, not the share: a share's build costs as many steps as the whole graph's.
+    One arc for every :data:`IN_ARC_STEP_BYTES` of the graph, within the module's
+    :data:`IN_ARC_STEP_ARCS`, so that a step's temporaries are at most a byte per arc of the
+    graph, a quarter of its arcs' own (above the least step): a graph of a few hundred MB is
+    not built beside a fixed few hundred MB of temporaries. Every device reads all the arcs to
+    keep its share, so the step follows the graph, not the share.
 
     Parameters
     ----------
@@ -102,7 +100,7 @@ def in_arc_step(graph_arcs: int, module: str = "cupy") -> int:
     65536
     """
     least, most = IN_ARC_STEP_ARCS.get(module, IN_ARC_STEP_ARCS["cupy"])
-    return int(min(most, max(least, int(graph_arcs) // ARCS_PER_STEP_ARC)))
+    return int(min(most, max(least, int(graph_arcs) // IN_ARC_STEP_BYTES)))
 
 
 def in_arcs(indptr, indices, rank=None, *, rows=None, in_degrees=None, payload=None,
