@@ -8,6 +8,7 @@ import pytest
 
 from groute import (HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, Router,
                     WaitTimeout, first_available)
+from groute.runtime import link as link_module
 from support import backends, context_or_skip
 
 
@@ -292,16 +293,16 @@ def test_a_failing_copy_breaks_the_link_and_stops_the_context():
 
         def copy(dst, src):
             calls.append(1)
-            if len(calls) == 3:
+            if len(calls) == 2:
                 raise RuntimeError("copy engine on fire")
             real_copy(dst, src)
         link.stream.copy = copy
-        handle = link.send(np.arange(10, dtype=np.int32))   # 5 packets: 2 issued here
+        handle = link.send(np.arange(10, dtype=np.int32))   # 5 packets: 2 issued here, one copy
         first = link.receive(timeout=5)
-        first.release()                                     # issues the 3rd: fails
-        assert ctx.stop_event.wait(5)
         second = link.receive(timeout=5)                    # issued before the failure
         np.testing.assert_array_equal(second.wait(timeout=5).data, [2, 3])
+        first.release()                                     # issues the 3rd: fails
+        assert ctx.stop_event.wait(5)
         with pytest.raises(RuntimeError, match="on fire"):
             link.receive(timeout=5)
         with pytest.raises(RuntimeError, match="on fire"):
@@ -538,6 +539,85 @@ def test_batching_sends_queued_packets_in_consecutive_slots_as_one_copy(ctx):
     handle.wait(timeout=5)
     link.close()
     assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+def test_small_packets_wait_for_the_receivers_last_release_and_go_as_one_copy():
+    """Packets of one send in consecutive free slots go as one copy, each still its own
+    segment; a release while the receiver has segments to take leaves the queued packets, and
+    its last release issues them into every freed slot at once (one copy again)."""
+    with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
+        host = np.arange(16, dtype=np.int32) * 7               # 8 packets, 4 buffers
+        handle = link.send(host)
+        assert link.stats["copies"] == 1 and link.stats["packets"] == 4
+        got, events = [], set()
+        for k in range(8):
+            p = link.receive(timeout=5)
+            assert p.size == 2 and p.metadata["packet"] == k and p.metadata["offset"] == 2 * k
+            assert "packets" not in p.metadata
+            got.append(p.wait(timeout=5).data.copy())
+            events.add(id(p.event))
+            p.release()
+            issued = 2 if k >= 3 else 1                         # the 4th release issues
+            assert link.stats["copies"] == issued, f"after packet {k}"
+        np.testing.assert_array_equal(np.concatenate(got), host)
+        assert len(events) == 2 and link.stats["packets"] == 8
+        handle.wait(timeout=5)
+        link.close()
+        assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("take", ["receive", "poll"])
+def test_a_receiver_that_finds_no_segment_issues_what_its_releases_left(take):
+    """A receiver that released a segment while holding others, then took the rest, gets the
+    next packet from its next receive or poll (which issue it), not from a timeout."""
+    with cpu_link(packet_size=2, num_buffers=3) as (ctx, link):
+        link.send(np.arange(8, dtype=np.int32))               # 4 packets, 3 issued
+        first = link.receive(timeout=5)
+        first.release()                                       # two still to take: waits
+        assert link.stats["packets"] == 3
+        rest = [link.receive(timeout=5) for _ in range(2)]
+        if take == "poll":
+            nxt = link.poll()
+            assert nxt is not None, "poll did not issue the packet the release left"
+        else:
+            nxt = link.receive(timeout=5)
+        np.testing.assert_array_equal(nxt.wait(timeout=5).data, [6, 7])
+        assert nxt.metadata["packet"] == 3 and link.stats["packets"] == 4
+        for p in [*rest, nxt]:
+            p.release()
+        link.close()
+        assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+def test_a_receiver_that_stops_taking_leaves_the_pump_to_issue():
+    """A receiver that released some segments and takes no more does not keep a send from
+    being issued into the freed buffers: the pump's visit issues it."""
+    with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
+        handle = link.send(np.arange(12, dtype=np.int32))      # 6 packets, 4 issued
+        for p in [link.receive(timeout=5) for _ in range(2)]:
+            p.release()                                        # two left to take: wait
+        handle.wait(timeout=5)
+        assert link.stats["packets"] == 6
+
+
+@pytest.mark.timeout(60)
+def test_large_packets_go_into_each_freed_buffer_at_once(monkeypatch):
+    """Past COALESCE_PACKET_BYTES a release issues the next packet at once, whatever the
+    receiver still holds: the copy is long enough to overlap the receiver's work."""
+    monkeypatch.setattr(link_module, "COALESCE_PACKET_BYTES", 4)
+    with cpu_link(packet_size=2, num_buffers=3) as (ctx, link):     # 8-byte packets
+        link.send(np.arange(8, dtype=np.int32))
+        first = link.receive(timeout=5)
+        first.release()                                    # two still to take: issues anyway
+        assert link.stats["packets"] == 4
+        got = [link.receive(timeout=5) for _ in range(3)]
+        assert [p.metadata["packet"] for p in got] == [1, 2, 3]
+        for p in got:
+            p.release()
+        link.close()
 
 
 @pytest.mark.timeout(60)

@@ -12,17 +12,25 @@ The host's cost per packet is what bounds a link at small packets, so the path a
 kept to what CUDA itself needs: the receive buffers are the slots of one allocation, and a copy
 is one runtime call at addresses computed from the slot and the offset
 (:meth:`groute.device.base.Stream.copy_plan`), recorded into the slot's own event, which is
-recorded again at the slot's next packet rather than made anew. A receiver that takes
-segments longer than one packet says so (``batching=True``): then the queued packets of one
-send that find consecutive free slots go as one copy and arrive as one
-:class:`~groute.runtime.segment.PendingSegment` (``metadata["packets"]`` of them), released at
-once. ``receive`` and ``poll`` take a segment that is there without a lock.
+recorded again at the slot's next packet rather than made anew. Queued packets of one send
+that find consecutive free slots go as one copy (the ring's slots are consecutive rows): each
+still arrives as a :class:`~groute.runtime.segment.PendingSegment` of its own, and the
+packets of one copy share its event. A receiver that takes segments longer than one packet
+says so (``batching=True``): then such a run of packets arrives as one PendingSegment
+(``metadata["packets"]`` of them), released at once. ``receive`` and ``poll`` take a segment
+that is there without a lock.
 
 Who issues the copies: whichever thread makes progress possible, without waiting and without
 waking another thread. ``send`` issues, on the caller's thread, as many queued packets as there
 are free buffers; a receiver's ``release`` issues the next queued packet into the buffer it
 frees. The copies stay asynchronous, so neither call blocks: ``send`` still returns at once and
-never waits for back-pressure, and each call issues at most ``num_buffers`` packets. One thread
+never waits for back-pressure, and each call issues at most ``num_buffers`` packets. Small
+packets (at most :data:`COALESCE_PACKET_BYTES`) are the exception to "at once": while the
+receiver still has segments to take, a release leaves the queued packets for its last release
+or its next ``receive``/``poll``, which issue them into every buffer freed meanwhile, as few
+copies. A small packet's copy costs the GPU less than its runtime call costs the host, so one
+copy per packet would make the host the bound; the receiver has work in hand while they wait.
+One thread
 at a time issues (the ``_issuing`` token), which keeps packets in send order on the stream. The
 pump only picks up what those calls leave (free buffers and queued packets after a caller used
 up its share), ends the stream once the link is closed and drained, ends the link when its
@@ -64,6 +72,12 @@ from .segment import (PendingSegment, SegmentReceiver, check_send_extras, item_s
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
+
+#: Packets of at most this many bytes wait, after a release, until the receiver has taken every
+#: segment handed to it, so that the buffers freed meanwhile fill with one copy per run of
+#: consecutive slots (module docstring). Past it a packet's copy takes longer than its runtime
+#: call, and each goes into the buffer freed for it at once, to overlap the receiver's work.
+COALESCE_PACKET_BYTES = 4 << 20
 
 
 class SendHandle:
@@ -188,6 +202,8 @@ class Link(SegmentReceiver):
         self._after = [None] * b         # what the next copy into each slot must wait for
         self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
         self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        # a receiver of its own (not a router output's queue), small packets: releases defer
+        self._coalesce = deliver is None and p * self._row_bytes <= COALESCE_PACKET_BYTES
         self._plan = None                # (the last array sent, its copy plan into the slots)
 
         # receivers wait on _arrival; the pump is woken through its own condition (_wake_pump)
@@ -357,19 +373,21 @@ class Link(SegmentReceiver):
             self._pump.wake(self)
 
     def _take(self, k):
-        """``k`` free slots as runs ``(first, count)`` (lock held): one slot per run, or with
-        batching each run as long as the slots after its first are free too (one copy)."""
+        """``k`` free slots as runs ``(first, count)`` (lock held), each run as long as the
+        slots after its first are free too: one copy fills it."""
         free, is_free, runs = self._free, self._is_free, []
         while k > 0:
             first = free.popleft()
             is_free[first] = 0
             n = 1
-            if self.batching:
-                end = min(first + k, self.num_buffers)
-                while first + n < end and is_free[first + n]:
+            end = min(first + k, self.num_buffers)
+            while first + n < end and is_free[first + n]:
+                if free[0] == first + n:     # slots usually come back in order
+                    free.popleft()
+                else:
                     free.remove(first + n)
-                    is_free[first + n] = 0
-                    n += 1
+                is_free[first + n] = 0
+                n += 1
             runs.append((first, n))
             k -= n
         return runs
@@ -409,7 +427,7 @@ class Link(SegmentReceiver):
             m = min(n * p, entry.size - off)
             self._copy_run(entry.plan, first, n, off, m)
             event = entry.last = events[first] = stream.record(events[first])
-            batch.append(self._arrived(first, n, off, m, entry.packet, entry.size, entry.metadata, event))
+            batch.extend(self._arrived(first, n, off, m, entry.packet, entry.size, entry.metadata, event))
             entry.offset = off + m
             entry.packet += n
 
@@ -438,24 +456,32 @@ class Link(SegmentReceiver):
         plan(first * self.packet_size, off, m)
 
     def _arrived(self, first, n, off, m, packet, size, metadata, event):
-        """The PendingSegment of the rows ``off``.. ``off + m`` of a send of ``size`` (from its
-        packet number ``packet``) that ``event`` completes in the slots ``first``.."""
+        """The PendingSegments of the rows ``off``.. ``off + m`` of a send of ``size`` (from its
+        packet number ``packet``) that one copy, completed by ``event``, put in the slots
+        ``first``..: one for the run where the receiver batches, else one per packet."""
         p = self.packet_size
+        copy_events = self._copy_events
         for i in range(first, first + n):
-            self._copy_events[i] = event
-        if n == 1:
-            data = self._slots[first] if m == p else self._slots[first][:m]
-            release = self._releases[first]
-        else:
-            data = self._ring[first * p:first * p + m]
-            release = functools.partial(self._release, first, n)
+            copy_events[i] = event
         stats = self.stats
         stats["copies"] += 1
         stats["packets"] += n
         stats["elements"] += m
         stats["bytes"] += m * self._row_bytes
-        return PendingSegment(data, event, metadata, release=release, source=self.src,
-                              packet=(off, packet, n if self.batching else 0, off + m >= size, size))
+        end, src = off + m, self.src
+        if self.batching and n > 1:
+            return [PendingSegment(self._ring[first * p:first * p + m], event, metadata,
+                                   release=functools.partial(self._release, first, n), source=src,
+                                   packet=(off, packet, n, end >= size, size))]
+        packets, slots, releases, out = int(self.batching), self._slots, self._releases, []
+        for i in range(first, first + n):
+            rows = min(p, end - off)
+            out.append(PendingSegment(slots[i] if rows == p else slots[i][:rows], event, metadata,
+                                      release=releases[i], source=src,
+                                      packet=(off, packet, packets, off + rows >= size, size)))
+            off += rows
+            packet += 1
+        return out
 
     def _hold_source(self, event, data):
         """Keep a send's source array alive until ``event`` (its last copy) is done (token
@@ -507,7 +533,9 @@ class Link(SegmentReceiver):
             self._free.extend(range(index, index + count))
             self._released += 1
             work = None
-            if self._can_issue():   # the next queued packet goes into this buffer, from here
+            # the next queued packet goes into this buffer, from here; small ones wait while
+            # the receiver has segments to take (its last release or next receive issues them)
+            if self._can_issue() and not (self._coalesce and self._received):
                 self._issuing = True
                 work = self._take_next(None, None, self.num_buffers)
         if work is not None:
@@ -612,6 +640,11 @@ class Link(SegmentReceiver):
             return self._received.popleft()    # one there: no lock (deque ends are atomic)
         except IndexError:
             pass
+        if self._coalesce and self._issue_deferred():
+            try:
+                return self._received.popleft()
+            except IndexError:
+                pass
         with self._lock:
             if not self._received and not self._done and self._error is None:
                 try:
@@ -634,7 +667,24 @@ class Link(SegmentReceiver):
         try:
             return self._received.popleft()
         except IndexError:
-            return None
+            pass
+        if self._coalesce and self._issue_deferred():
+            try:
+                return self._received.popleft()
+            except IndexError:
+                pass
+        return None
+
+    def _issue_deferred(self) -> bool:
+        """A receiver has taken every segment: issue the small packets its releases left
+        queued (see :meth:`_release`) before it waits; True if there were any."""
+        with self._lock:
+            if not self._can_issue():
+                return False
+            self._issuing = True
+            work = self._take_next(None, None, self.num_buffers)
+        self._issue_and_yield(self.num_buffers, raise_errors=False, work=work)
+        return True
 
     def join(self, timeout=None):
         """Wait (at most ``timeout``) until the link has ended (after :meth:`close`: queued
@@ -746,7 +796,7 @@ def _send_together(together, data, size, event, metadata) -> SendHandle:
         batch, off, packet = [], 0, 0
         for first, n in runs:
             m = min(n * p, size - off)
-            batch.append(link._arrived(first, n, off, m, packet, size, metadata, done))
+            batch.extend(link._arrived(first, n, off, m, packet, size, metadata, done))
             off += m
             packet += n
         link.stats["segments"] += 1
