@@ -636,15 +636,9 @@ class Link(SegmentReceiver):
         """The next :class:`PendingSegment`, or ``None`` once the link is closed and drained."""
         if self._deliver is not None:
             raise RuntimeError(f"{self.name} delivers to a router output; receive from that instead")
-        try:
-            return self._received.popleft()    # one there: no lock (deque ends are atomic)
-        except IndexError:
-            pass
-        if self._coalesce and self._issue_deferred():
-            try:
-                return self._received.popleft()
-            except IndexError:
-                pass
+        pending = self.poll()
+        if pending is not None:
+            return pending
         with self._lock:
             if not self._received and not self._done and self._error is None:
                 try:
@@ -663,16 +657,15 @@ class Link(SegmentReceiver):
             return None
 
     def poll(self):
-        """The next PendingSegment if one has been handed over, else None (never blocks)."""
-        try:
-            return self._received.popleft()
-        except IndexError:
-            pass
-        if self._coalesce and self._issue_deferred():
+        """The next PendingSegment if one has been handed over, else None (never blocks). A
+        receiver that has taken every segment first issues the small packets its releases left
+        queued (:meth:`_release`)."""
+        for _ in range(2):
             try:
-                return self._received.popleft()
+                return self._received.popleft()    # one there: no lock (deque ends are atomic)
             except IndexError:
-                pass
+                if not (self._coalesce and self._issue_deferred()):
+                    return None
         return None
 
     def _issue_deferred(self) -> bool:
