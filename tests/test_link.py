@@ -9,6 +9,7 @@ import pytest
 from groute import (HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, Router,
                     WaitTimeout, first_available)
 from groute.runtime import link as link_module
+from groute.waiting import wait_for
 from support import backends, context_or_skip
 
 
@@ -596,11 +597,25 @@ def test_a_receiver_that_stops_taking_leaves_the_pump_to_issue():
     """A receiver that released some segments and takes no more does not keep a send from
     being issued into the freed buffers: the pump's visit issues it."""
     with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
+        link.send(np.arange(12, dtype=np.int32))               # 6 packets, 4 issued
+        for p in [link.receive(timeout=5) for _ in range(2)]:
+            p.release()                                        # two left to take: wait
+        wait_for(lambda: link.stats["packets"] == 6, what="the pump's issue", timeout=5)
+
+
+@pytest.mark.timeout(60)
+def test_a_sender_asking_for_its_handle_issues_what_the_releases_left():
+    """A sender that asks whether its send is done (or waits for it) while the receiver holds
+    segments after releasing others gets the queued packets issued then, not at the pump's
+    next visit."""
+    with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
         handle = link.send(np.arange(12, dtype=np.int32))      # 6 packets, 4 issued
         for p in [link.receive(timeout=5) for _ in range(2)]:
             p.release()                                        # two left to take: wait
-        handle.wait(timeout=5)
+        assert link.stats["packets"] == 4
+        handle.done()
         assert link.stats["packets"] == 6
+        handle.wait(timeout=5)
 
 
 @pytest.mark.timeout(60)

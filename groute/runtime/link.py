@@ -27,8 +27,8 @@ frees. The copies stay asynchronous, so neither call blocks: ``send`` still retu
 never waits for back-pressure, and each call issues at most ``num_buffers`` packets. Small
 packets (at most :data:`COALESCE_PACKET_BYTES`) are the exception to "at once": while the
 receiver still has segments to take, a release leaves the queued packets for its last release
-or its next ``receive``/``poll``, which issue them into every buffer freed meanwhile, as few
-copies. A small packet's copy costs the GPU less than its runtime call costs the host, so one
+or its next ``receive``/``poll`` (or the sender asking its :class:`SendHandle`), which issue
+them into every buffer freed meanwhile, as few copies. A small packet's copy costs the GPU less than its runtime call costs the host, so one
 copy per packet would make the host the bound; the receiver has work in hand while they wait.
 One thread
 at a time issues (the ``_issuing`` token), which keeps packets in send order on the stream. The
@@ -84,16 +84,20 @@ class SendHandle:
     """Completes when every packet of one send has been copied into a receive buffer.
 
     Its event is the receive slot's, which the slot's next packet records again: a handle
-    first asked after that waits for the later copy too (never less than its own)."""
+    first asked after that waits for the later copy too (never less than its own). ``nudge``:
+    called while the send is not yet issued, before asking again (the link issues the small
+    packets its receiver's releases left queued, so a sender waiting for its handle does not
+    wait for the pump)."""
 
-    __slots__ = ("size", "_issued", "_event", "_error", "_done")
+    __slots__ = ("size", "_issued", "_event", "_error", "_done", "_nudge")
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, nudge=None):
         self.size = size
         self._issued = False   # every packet's copy is on the stream, or the send failed
         self._event = None
         self._error: BaseException | None = None
         self._done = False     # seen done once: stays done
+        self._nudge = nudge
 
     def _finish(self, event):
         self._event = event
@@ -103,10 +107,15 @@ class SendHandle:
         self._error = exc
         self._issued = True
 
+    def _is_issued(self) -> bool:
+        if not self._issued and self._nudge is not None:
+            self._nudge()
+        return self._issued
+
     def done(self) -> bool:
         if self._done:
             return True
-        if not self._issued:
+        if not self._is_issued():
             return False
         if self._error is not None:
             raise self._error
@@ -115,7 +124,7 @@ class SendHandle:
 
     def wait(self, timeout=None, stop=None) -> None:
         """Block until the source data may be reused."""
-        wait_for(lambda: self._issued, what=f"a send of {self.size} elements to be issued",
+        wait_for(self._is_issued, what=f"a send of {self.size} elements to be issued",
                  timeout=timeout, stop=stop)
         if self._error is not None:
             raise self._error
@@ -240,7 +249,7 @@ class Link(SegmentReceiver):
         data = self._check_send(data, event, metadata)
         n = int(data.shape[0])
         packets = -(-n // self.packet_size)
-        handle = SendHandle(n)
+        handle = SendHandle(n, self._issue_deferred if self._coalesce else None)
         entry = _Send(data, event, dict(metadata) if metadata else {}, handle)
         with self._lock:
             if self._closed:
