@@ -33,6 +33,18 @@ def cpu_link(packet_size, num_buffers, timeout=10):
         yield ctx, Link(a, b, packet_size=packet_size, num_buffers=num_buffers, ctx=ctx)
 
 
+@contextlib.contextmanager
+def pump_off(link):
+    """The pump leaves ``link`` alone inside the block (its visits would issue what the tests
+    check the link's callers issue); on leaving, it serves it again."""
+    link._pump_turn = lambda: False
+    try:
+        yield
+    finally:
+        del link._pump_turn
+        link._pump.wake(link)
+
+
 def _host_copy(data):
     """A NumPy copy of a received packet's data (CuPy or NumPy), kept after its buffer is released."""
     return np.asarray(data.get() if hasattr(data, "get") else data).copy()
@@ -286,24 +298,26 @@ def test_releases_from_other_threads_keep_order_and_accounting():
 
 
 @pytest.mark.timeout(60)
-def test_a_failing_copy_breaks_the_link_and_stops_the_context():
+def test_a_failing_copy_breaks_the_link_and_stops_the_context(monkeypatch):
     """A copy that fails while a release issues it: the releaser is not hit, the link reports
-    the error to its receivers, senders and the context."""
+    the error to its receivers, senders and the context; a packet copied before still arrives.
+    (Packets past COALESCE_PACKET_BYTES: one copy each, issued by the release at once.)"""
+    monkeypatch.setattr(link_module, "COALESCE_PACKET_BYTES", 0)
     with cpu_link(packet_size=2, num_buffers=2) as (ctx, link):
         real_copy, calls = link.stream.copy, []
 
         def copy(dst, src):
             calls.append(1)
-            if len(calls) == 2:
+            if len(calls) == 3:
                 raise RuntimeError("copy engine on fire")
             real_copy(dst, src)
         link.stream.copy = copy
-        handle = link.send(np.arange(10, dtype=np.int32))   # 5 packets: 2 issued here, one copy
+        handle = link.send(np.arange(10, dtype=np.int32))   # 5 packets: 2 issued here
         first = link.receive(timeout=5)
-        second = link.receive(timeout=5)                    # issued before the failure
-        np.testing.assert_array_equal(second.wait(timeout=5).data, [2, 3])
         first.release()                                     # issues the 3rd: fails
         assert ctx.stop_event.wait(5)
+        second = link.receive(timeout=5)                    # issued before the failure
+        np.testing.assert_array_equal(second.wait(timeout=5).data, [2, 3])
         with pytest.raises(RuntimeError, match="on fire"):
             link.receive(timeout=5)
         with pytest.raises(RuntimeError, match="on fire"):
@@ -548,21 +562,22 @@ def test_small_packets_wait_for_the_receivers_last_release_and_go_as_one_copy():
     segment; a release while the receiver has segments to take leaves the queued packets, and
     its last release issues them into every freed slot at once (one copy again)."""
     with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
-        host = np.arange(16, dtype=np.int32) * 7               # 8 packets, 4 buffers
-        handle = link.send(host)
-        assert link.stats["copies"] == 1 and link.stats["packets"] == 4
-        got, events = [], set()
-        for k in range(8):
-            p = link.receive(timeout=5)
-            assert p.size == 2 and p.metadata["packet"] == k and p.metadata["offset"] == 2 * k
-            assert "packets" not in p.metadata
-            got.append(p.wait(timeout=5).data.copy())
-            events.add(id(p.event))
-            p.release()
-            issued = 2 if k >= 3 else 1                         # the 4th release issues
-            assert link.stats["copies"] == issued, f"after packet {k}"
-        np.testing.assert_array_equal(np.concatenate(got), host)
-        assert len(events) == 2 and link.stats["packets"] == 8
+        with pump_off(link):
+            host = np.arange(16, dtype=np.int32) * 7               # 8 packets, 4 buffers
+            handle = link.send(host)
+            assert link.stats["copies"] == 1 and link.stats["packets"] == 4
+            got, events = [], set()
+            for k in range(8):
+                p = link.receive(timeout=5)
+                assert p.size == 2 and p.metadata["packet"] == k and p.metadata["offset"] == 2 * k
+                assert "packets" not in p.metadata
+                got.append(p.wait(timeout=5).data.copy())
+                events.add(id(p.event))
+                p.release()
+                issued = 2 if k >= 3 else 1                         # the 4th release issues
+                assert link.stats["copies"] == issued, f"after packet {k}"
+            np.testing.assert_array_equal(np.concatenate(got), host)
+            assert len(events) == 2 and link.stats["packets"] == 8
         handle.wait(timeout=5)
         link.close()
         assert link.receive(timeout=5) is None
@@ -575,15 +590,16 @@ def test_a_receiver_that_finds_no_segment_issues_what_its_releases_left(take):
     next packet from its next receive or poll (which issue it), not from a timeout."""
     with cpu_link(packet_size=2, num_buffers=3) as (ctx, link):
         link.send(np.arange(8, dtype=np.int32))               # 4 packets, 3 issued
-        first = link.receive(timeout=5)
-        first.release()                                       # two still to take: waits
-        assert link.stats["packets"] == 3
-        rest = [link.receive(timeout=5) for _ in range(2)]
-        if take == "poll":
-            nxt = link.poll()
-            assert nxt is not None, "poll did not issue the packet the release left"
-        else:
-            nxt = link.receive(timeout=5)
+        with pump_off(link):
+            first = link.receive(timeout=5)
+            first.release()                                   # two still to take: waits
+            assert link.stats["packets"] == 3
+            rest = [link.receive(timeout=5) for _ in range(2)]
+            if take == "poll":
+                nxt = link.poll()
+                assert nxt is not None, "poll did not issue the packet the release left"
+            else:
+                nxt = link.receive(timeout=1)
         np.testing.assert_array_equal(nxt.wait(timeout=5).data, [6, 7])
         assert nxt.metadata["packet"] == 3 and link.stats["packets"] == 4
         for p in [*rest, nxt]:
@@ -598,8 +614,10 @@ def test_a_receiver_that_stops_taking_leaves_the_pump_to_issue():
     being issued into the freed buffers: the pump's visit issues it."""
     with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
         link.send(np.arange(12, dtype=np.int32))               # 6 packets, 4 issued
-        for p in [link.receive(timeout=5) for _ in range(2)]:
-            p.release()                                        # two left to take: wait
+        with pump_off(link):
+            for p in [link.receive(timeout=5) for _ in range(2)]:
+                p.release()                                    # two left to take: wait
+            assert link.stats["packets"] == 4
         wait_for(lambda: link.stats["packets"] == 6, what="the pump's issue", timeout=5)
 
 
@@ -608,7 +626,7 @@ def test_a_sender_asking_for_its_handle_issues_what_the_releases_left():
     """A sender that asks whether its send is done (or waits for it) while the receiver holds
     segments after releasing others gets the queued packets issued then, not at the pump's
     next visit."""
-    with cpu_link(packet_size=2, num_buffers=4) as (ctx, link):
+    with cpu_link(packet_size=2, num_buffers=4) as (ctx, link), pump_off(link):
         handle = link.send(np.arange(12, dtype=np.int32))      # 6 packets, 4 issued
         for p in [link.receive(timeout=5) for _ in range(2)]:
             p.release()                                        # two left to take: wait
@@ -625,6 +643,7 @@ def test_large_packets_go_into_each_freed_buffer_at_once(monkeypatch):
     monkeypatch.setattr(link_module, "COALESCE_PACKET_BYTES", 4)
     with cpu_link(packet_size=2, num_buffers=3) as (ctx, link):     # 8-byte packets
         link.send(np.arange(8, dtype=np.int32))
+        assert link.stats["copies"] == 3                   # a copy each, each ready on its own
         first = link.receive(timeout=5)
         first.release()                                    # two still to take: issues anyway
         assert link.stats["packets"] == 4
@@ -633,6 +652,34 @@ def test_large_packets_go_into_each_freed_buffer_at_once(monkeypatch):
         for p in got:
             p.release()
         link.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_copys_event_is_recorded_again_only_once_every_segment_it_completed_is_released():
+    """The packets of one copy share its event. A slot of it refilled while other segments of
+    that copy are held gets another event (recording theirs again would make them wait for
+    the later copy); once all are released the event is kept and recorded again."""
+    with cpu_link(packet_size=2, num_buffers=4) as (ctx, link), pump_off(link):
+        real, asked = link.stream.record, []
+
+        def record(event=None):          # a CUDA stream records the event it is given again
+            asked.append(event)
+            return event if event is not None else real()
+        link.stream.record = record
+        link.send(np.arange(8, dtype=np.int32))                # 4 packets, one copy
+        held = [link.receive(timeout=5) for _ in range(4)]
+        shared = held[0].event
+        assert all(p.event is shared for p in held) and asked == [None]
+        held[0].release()
+        link.send(np.arange(2, dtype=np.int32))                # into slot 0, the others held
+        again = link.receive(timeout=5)
+        assert again.event is not shared and asked[-1] is None
+        for p in held[1:]:
+            p.release()
+        again.release()
+        link.send(np.arange(2, dtype=np.int32))
+        assert asked[-1] in (shared, again.event)              # a kept event, recorded again
+        link.receive(timeout=5).release()
 
 
 @pytest.mark.timeout(60)

@@ -11,26 +11,30 @@ receiver's stream (``receive`` returns ``None``).
 The host's cost per packet is what bounds a link at small packets, so the path a packet takes is
 kept to what CUDA itself needs: the receive buffers are the slots of one allocation, and a copy
 is one runtime call at addresses computed from the slot and the offset
-(:meth:`groute.device.base.Stream.copy_plan`), recorded into the slot's own event, which is
-recorded again at the slot's next packet rather than made anew. Queued packets of one send
-that find consecutive free slots go as one copy (the ring's slots are consecutive rows): each
-still arrives as a :class:`~groute.runtime.segment.PendingSegment` of its own, and the
-packets of one copy share its event. A receiver that takes segments longer than one packet
-says so (``batching=True``): then such a run of packets arrives as one PendingSegment
-(``metadata["packets"]`` of them), released at once. ``receive`` and ``poll`` take a segment
-that is there without a lock.
+(:meth:`groute.device.base.Stream.copy_plan`), recorded into an event the link keeps and
+records again once every segment it completed has been released, rather than made anew. For
+small packets (at most :data:`COALESCE_PACKET_BYTES`) the queued packets of one send that find
+consecutive free slots go as one copy of at most :data:`COALESCE_RUN_BYTES` (the ring's slots
+are consecutive rows): each still arrives as a
+:class:`~groute.runtime.segment.PendingSegment` of its own, and the packets of one copy share
+its event, so each is ready when the whole copy is. A receiver that takes segments longer
+than one packet says so (``batching=True``): then the queued packets that find consecutive
+free slots go as one copy, whatever their size, and arrive as one PendingSegment
+(``metadata["packets"]`` of them), released at once. ``receive`` takes a segment that is there
+without a lock, as ``poll`` does.
 
 Who issues the copies: whichever thread makes progress possible, without waiting and without
 waking another thread. ``send`` issues, on the caller's thread, as many queued packets as there
 are free buffers; a receiver's ``release`` issues the next queued packet into the buffer it
 frees. The copies stay asynchronous, so neither call blocks: ``send`` still returns at once and
 never waits for back-pressure, and each call issues at most ``num_buffers`` packets. Small
-packets (at most :data:`COALESCE_PACKET_BYTES`) are the exception to "at once": while the
-receiver still has segments to take, a release leaves the queued packets for its last release
-or its next ``receive``/``poll`` (or the sender asking its :class:`SendHandle`), which issue
-them into every buffer freed meanwhile, as few copies. A small packet's copy costs the GPU less than its runtime call costs the host, so one
-copy per packet would make the host the bound; the receiver has work in hand while they wait.
-One thread
+packets are the exception to "at once" where the link's receiver is its own (not a router
+output's queue): while the receiver still has segments to take, a release leaves the queued
+packets for its last release or its next ``receive``/``poll`` (both may then issue copies), or
+the sender asking its :class:`SendHandle`, or at the latest the pump's next visit; they go into
+every buffer freed meanwhile, as few copies. Over NVLink a small packet's copy takes the GPU
+less time than its runtime call takes the host, so one copy per packet would make the host the
+bound, and the receiver has work in hand while they wait. One thread
 at a time issues (the ``_issuing`` token), which keeps packets in send order on the stream. The
 pump only picks up what those calls leave (free buffers and queued packets after a caller used
 up its share), ends the stream once the link is closed and drained, ends the link when its
@@ -73,11 +77,17 @@ from .segment import (PendingSegment, SegmentReceiver, check_send_extras, item_s
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
 
-#: Packets of at most this many bytes wait, after a release, until the receiver has taken every
-#: segment handed to it, so that the buffers freed meanwhile fill with one copy per run of
-#: consecutive slots (module docstring). Past it a packet's copy takes longer than its runtime
-#: call, and each goes into the buffer freed for it at once, to overlap the receiver's work.
-COALESCE_PACKET_BYTES = 4 << 20
+#: Packets of at most this many bytes, on a link whose receiver is its own, are coalesced: the
+#: queued ones in consecutive free slots go as one copy, and after a release they wait until the
+#: receiver has taken every segment handed to it (or the sender asks its handle, or the pump
+#: visits), so that the buffers freed meanwhile fill with few copies (module docstring). Over
+#: NVLink (~390 GB/s) such a copy takes under 3 µs, less than the host's time for its runtime
+#: call; larger packets each go into the buffer freed for it at once, to overlap the receiver's
+#: work, and have a copy of their own, ready on its own.
+COALESCE_PACKET_BYTES = 1 << 20
+#: The most bytes one coalesced copy moves (a run of slots): its packets are ready only when all
+#: of it is, so a long run would delay the first of them.
+COALESCE_RUN_BYTES = 4 << 20
 
 
 class SendHandle:
@@ -206,13 +216,18 @@ class Link(SegmentReceiver):
         self._ring = self.src.device.host_buffer(shape, self.dtype) if self.dst.is_host \
             else self.dst.device.receive_buffer(shape, self.dtype)
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(b)]
-        self._events = [None] * b        # each slot's event, recorded again at each packet
         self._copy_events = [None] * b   # the event of the copy that filled each slot
+        self._event_pool = []            # recorded events no unreleased segment holds
+        self._event_slots = {}           # a kept event -> unreleased slots it completes
         self._after = [None] * b         # what the next copy into each slot must wait for
         self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
         self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
-        # a receiver of its own (not a router output's queue), small packets: releases defer
-        self._coalesce = deliver is None and p * self._row_bytes <= COALESCE_PACKET_BYTES
+        # a receiver of its own (not a router output's queue), small packets: coalesced
+        packet_bytes = p * self._row_bytes
+        self._coalesce = deliver is None and packet_bytes <= COALESCE_PACKET_BYTES
+        # the most slots one copy fills
+        self._run_slots = b if self.batching else \
+            max(1, COALESCE_RUN_BYTES // max(packet_bytes, 1)) if self._coalesce else 1
         self._plan = None                # (the last array sent, its copy plan into the slots)
 
         # receivers wait on _arrival; the pump is woken through its own condition (_wake_pump)
@@ -383,13 +398,13 @@ class Link(SegmentReceiver):
 
     def _take(self, k):
         """``k`` free slots as runs ``(first, count)`` (lock held), each run as long as the
-        slots after its first are free too: one copy fills it."""
+        slots after its first are free too, up to the link's run length: one copy fills it."""
         free, is_free, runs = self._free, self._is_free, []
         while k > 0:
             first = free.popleft()
             is_free[first] = 0
             n = 1
-            end = min(first + k, self.num_buffers)
+            end = min(first + min(k, self._run_slots), self.num_buffers)
             while first + n < end and is_free[first + n]:
                 if free[0] == first + n:     # slots usually come back in order
                     free.popleft()
@@ -426,7 +441,7 @@ class Link(SegmentReceiver):
     def _copy_runs(self, entry, runs, batch):
         """The copies of :meth:`_issue`, an event each (the slot's, recorded again); each
         run's PendingSegment goes into ``batch`` as soon as its copy is on the stream."""
-        stream, p, events = self.stream, self.packet_size, self._events
+        stream, p, pool = self.stream, self.packet_size, self._event_pool
         if entry.packet == 0 and entry.event is not None:
             stream.wait_event(entry.event)
         if entry.plan is None:
@@ -435,7 +450,8 @@ class Link(SegmentReceiver):
             off = entry.offset
             m = min(n * p, entry.size - off)
             self._copy_run(entry.plan, first, n, off, m)
-            event = entry.last = events[first] = stream.record(events[first])
+            event = entry.last = stream.record(pool.pop() if pool else None)
+            self._event_slots[event] = n     # kept until its n slots are released
             batch.extend(self._arrived(first, n, off, m, entry.packet, entry.size, entry.metadata, event))
             entry.offset = off + m
             entry.packet += n
@@ -536,14 +552,24 @@ class Link(SegmentReceiver):
         if after is not None and after is self._copy_events[index]:
             after = None
         with self._lock:
+            slots = self._event_slots
             for i in range(index, index + count):
                 self._after[i] = after
                 self._is_free[i] = 1
+                event = self._copy_events[i]
+                left = slots.get(event)
+                if left is not None:     # the link's own event: recorded again once free
+                    if left > 1:
+                        slots[event] = left - 1
+                    else:
+                        del slots[event]
+                        self._event_pool.append(event)
             self._free.extend(range(index, index + count))
             self._released += 1
             work = None
             # the next queued packet goes into this buffer, from here; small ones wait while
-            # the receiver has segments to take (its last release or next receive issues them)
+            # the receiver has segments to take (its last release or next receive or poll, the
+            # sender asking its handle, or the pump's visit issues them)
             if self._can_issue() and not (self._coalesce and self._received):
                 self._issuing = True
                 work = self._take_next(None, None, self.num_buffers)
@@ -679,9 +705,10 @@ class Link(SegmentReceiver):
 
     def _issue_deferred(self) -> bool:
         """A receiver has taken every segment: issue the small packets its releases left
-        queued (see :meth:`_release`) before it waits; True if there were any."""
+        queued (see :meth:`_release`) before it waits; True if there were any (never once
+        the link is stopping: the pump ends it)."""
         with self._lock:
-            if not self._can_issue():
+            if not self._can_issue() or self.stop.is_set():
                 return False
             self._issuing = True
             work = self._take_next(None, None, self.num_buffers)
@@ -774,7 +801,7 @@ def _send_together(together, data, size, event, metadata) -> SendHandle:
     """The copies of :func:`send_all` for ``together``, ``(link, runs)`` pairs whose tokens and
     buffers are taken: one wait, the copies, one event; then each link hands its packets over
     and gives its token back."""
-    first_link, first_runs = together[0]
+    first_link = together[0][0]
     stream, p = first_link.stream, first_link.packet_size
     try:
         if event is not None:
@@ -785,8 +812,7 @@ def _send_together(together, data, size, event, metadata) -> SendHandle:
                 m = min(n * p, size - off)
                 link._copy_run(plan, first, n, off, m)
                 off += m
-        slot, events = first_runs[0][0], first_link._events
-        done = events[slot] = stream.record(events[slot])
+        done = stream.record()    # a new event: several links' segments hold it
     except BaseException as exc:  # noqa: BLE001 - the links are broken; tell everyone
         for link, _ in together:
             link._fail(exc)
