@@ -62,6 +62,7 @@ import itertools
 import logging
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -88,6 +89,53 @@ COALESCE_PACKET_BYTES = 1 << 20
 #: The most bytes one coalesced copy moves (a run of slots): its packets are ready only when all
 #: of it is, so a long run would delay the first of them.
 COALESCE_RUN_BYTES = 4 << 20
+
+
+class _CopyEvents:
+    """The events the links issuing on one copy stream record their copies into: an event is
+    kept, and recorded again for a later copy, only once every slot whose segment it completes
+    has been released (recording it again while a segment still holds it would make that
+    segment wait for the later copy). Links that share a stream (a router input's, whose
+    broadcast completes every link's packets with one event) share its events."""
+
+    __slots__ = ("stream", "_free", "_slots", "_lock", "__weakref__")
+    _of_stream = weakref.WeakKeyDictionary()
+    _made = threading.Lock()
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._free = []        # recorded events no unreleased slot holds
+        self._slots = {}       # a held event -> the unreleased slots it completes
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, stream) -> "_CopyEvents":
+        with cls._made:
+            events = cls._of_stream.get(stream)
+            if events is None:
+                events = cls._of_stream[stream] = cls(stream)
+            return events
+
+    def record(self, slots: int):
+        """An event recorded on the stream now, completing ``slots`` receive slots."""
+        with self._lock:
+            event = self._free.pop() if self._free else None
+        event = self.stream.record(event)
+        with self._lock:
+            self._slots[event] = slots
+        return event
+
+    def released(self, event) -> None:
+        """One slot that ``event`` completes was released."""
+        with self._lock:
+            left = self._slots.get(event)
+            if left is None:
+                return
+            if left > 1:
+                self._slots[event] = left - 1
+            else:
+                del self._slots[event]
+                self._free.append(event)
 
 
 class SendHandle:
@@ -209,6 +257,7 @@ class Link(SegmentReceiver):
         self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
             else self.dst.device
         self.stream = copier.link_stream(f"{self.name}", share=share_stream)
+        self._events = _CopyEvents.of(self.stream)
         self.stop = copier.stop_event
         p, b = self.packet_size, self.num_buffers
         shape = (p * b, *self.item_shape)
@@ -217,8 +266,6 @@ class Link(SegmentReceiver):
             else self.dst.device.receive_buffer(shape, self.dtype)
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(b)]
         self._copy_events = [None] * b   # the event of the copy that filled each slot
-        self._event_pool = []            # recorded events no unreleased segment holds
-        self._event_slots = {}           # a kept event -> unreleased slots it completes
         self._after = [None] * b         # what the next copy into each slot must wait for
         self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
         self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
@@ -441,7 +488,7 @@ class Link(SegmentReceiver):
     def _copy_runs(self, entry, runs, batch):
         """The copies of :meth:`_issue`, an event each (the slot's, recorded again); each
         run's PendingSegment goes into ``batch`` as soon as its copy is on the stream."""
-        stream, p, pool = self.stream, self.packet_size, self._event_pool
+        stream, p, events = self.stream, self.packet_size, self._events
         if entry.packet == 0 and entry.event is not None:
             stream.wait_event(entry.event)
         if entry.plan is None:
@@ -450,8 +497,7 @@ class Link(SegmentReceiver):
             off = entry.offset
             m = min(n * p, entry.size - off)
             self._copy_run(entry.plan, first, n, off, m)
-            event = entry.last = stream.record(pool.pop() if pool else None)
-            self._event_slots[event] = n     # kept until its n slots are released
+            event = entry.last = events.record(n)
             batch.extend(self._arrived(first, n, off, m, entry.packet, entry.size, entry.metadata, event))
             entry.offset = off + m
             entry.packet += n
@@ -552,18 +598,10 @@ class Link(SegmentReceiver):
         if after is not None and after is self._copy_events[index]:
             after = None
         with self._lock:
-            slots = self._event_slots
             for i in range(index, index + count):
                 self._after[i] = after
                 self._is_free[i] = 1
-                event = self._copy_events[i]
-                left = slots.get(event)
-                if left is not None:     # the link's own event: recorded again once free
-                    if left > 1:
-                        slots[event] = left - 1
-                    else:
-                        del slots[event]
-                        self._event_pool.append(event)
+                self._events.released(self._copy_events[i])
             self._free.extend(range(index, index + count))
             self._released += 1
             work = None
@@ -812,7 +850,7 @@ def _send_together(together, data, size, event, metadata) -> SendHandle:
                 m = min(n * p, size - off)
                 link._copy_run(plan, first, n, off, m)
                 off += m
-        done = stream.record()    # a new event: several links' segments hold it
+        done = first_link._events.record(sum(n for _, runs in together for _, n in runs))
     except BaseException as exc:  # noqa: BLE001 - the links are broken; tell everyone
         for link, _ in together:
             link._fail(exc)
