@@ -125,14 +125,14 @@ class _CopyEvents:
             self._slots[event] = slots
         return event
 
-    def released(self, event) -> None:
-        """One slot that ``event`` completes was released."""
+    def released(self, event, slots: int = 1) -> None:
+        """``slots`` slots that ``event`` completes were released."""
         with self._lock:
             left = self._slots.get(event)
             if left is None:
                 return
-            if left > 1:
-                self._slots[event] = left - 1
+            if left > slots:
+                self._slots[event] = left - slots
             else:
                 del self._slots[event]
                 self._free.append(event)
@@ -601,7 +601,14 @@ class Link(SegmentReceiver):
             for i in range(index, index + count):
                 self._after[i] = after
                 self._is_free[i] = 1
-                self._events.released(self._copy_events[i])
+            # the slots' events: a batch's share one (one count for all of them)
+            copy_events, event, n = self._copy_events, self._copy_events[index], 0
+            for i in range(index, index + count):
+                if copy_events[i] is not event:
+                    self._events.released(event, n)
+                    event, n = copy_events[i], 0
+                n += 1
+            self._events.released(event, n)
             self._free.extend(range(index, index + count))
             self._released += 1
             work = None
