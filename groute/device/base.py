@@ -54,7 +54,7 @@ class Stream(abc.ABC):
         """An event that completes when the work submitted so far has completed.
 
         ``event``: an event of this device recorded before, to record again instead of making a
-        new one (a Link records one per packet, and making a CUDA event costs more than
+        new one (a Link records one per copy, and making a CUDA event costs more than
         recording one). A backend whose events fire once (CPU) makes a new one anyway; either
         way use the returned event. Recording again moves the event: a waiter that queries it
         afterwards waits for the later work (never for less)."""

@@ -42,6 +42,7 @@ import numpy as np
 from ..config import resolve_timeout
 from ..errors import WaitTimeout
 from ..waiting import stopped, wait_for
+from .copy_events import finished
 from .endpoint import Endpoint
 from .pump import _Pump
 from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
@@ -284,7 +285,7 @@ class DeviceLink(SegmentReceiver):
         elif self.stop.is_set():
             self._status[0] = STOPPED
             error = stopped(self.stop, f"{self.name} stopped")
-        elif self._close_event is None or not _finished(self._close_event):
+        elif self._close_event is None or not finished(self._close_event):
             return False
         if error is not None:
             self._error = error
@@ -349,13 +350,6 @@ class DeviceLink(SegmentReceiver):
         self._release_words[slot] = n + 1
         with self.src.device.use():
             self._release_copy(slot, slot, 1)
-
-
-def _finished(event) -> bool:
-    try:
-        return event.query()
-    except Exception:  # noqa: BLE001 - a failed stream runs nothing more: the pump ends the link
-        return True
 
 
 class LinkSender:

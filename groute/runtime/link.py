@@ -11,8 +11,9 @@ receiver's stream (``receive`` returns ``None``).
 The host's cost per packet is what bounds a link at small packets, so the path a packet takes is
 kept to what CUDA itself needs: the receive buffers are the slots of one allocation, and a copy
 is one runtime call at addresses computed from the slot and the offset
-(:meth:`groute.device.base.Stream.copy_plan`), recorded into an event the link keeps and
-records again once every segment it completed has been released, rather than made anew. For
+(:meth:`groute.device.base.Stream.copy_plan`), recorded into an event kept for the copy stream
+(:class:`~groute.runtime.copy_events.CopyEvents`), recorded again once every segment it
+completed has been released and its copy is done, rather than made anew. For
 small packets (at most :data:`COALESCE_PACKET_BYTES`) the queued packets of one send that find
 consecutive free slots go as one copy of at most :data:`COALESCE_RUN_BYTES` (the ring's slots
 are consecutive rows): each still arrives as a
@@ -30,11 +31,12 @@ frees. The copies stay asynchronous, so neither call blocks: ``send`` still retu
 never waits for back-pressure, and each call issues at most ``num_buffers`` packets. Small
 packets are the exception to "at once" where the link's receiver is its own (not a router
 output's queue): while the receiver still has segments to take, a release leaves the queued
-packets for its last release or its next ``receive``/``poll`` (both may then issue copies), or
-the sender asking its :class:`SendHandle`, or at the latest the pump's next visit; they go into
-every buffer freed meanwhile, as few copies. Over NVLink a small packet's copy takes the GPU
-less time than its runtime call takes the host, so one copy per packet would make the host the
-bound, and the receiver has work in hand while they wait. One thread
+packets; the receiver taking the last segment handed to it (``receive`` and ``poll`` may then
+issue copies, which overlap its work on that segment), or finding none, or the sender asking
+its :class:`SendHandle`, or at the latest the pump's next visit, issues them into every buffer
+freed meanwhile, as few copies. Over NVLink a small packet's copy takes the GPU less time than
+its runtime call takes the host, so one copy per packet would make the host the bound, and the
+receiver has work in hand while they wait. One thread
 at a time issues (the ``_issuing`` token), which keeps packets in send order on the stream. The
 pump only picks up what those calls leave (free buffers and queued packets after a caller used
 up its share), ends the stream once the link is closed and drained, ends the link when its
@@ -70,6 +72,7 @@ from ..config import resolve_timeout
 from ..errors import LinkClosed, WaitTimeout
 from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .endpoint import Endpoint
+from .copy_events import CopyEvents, finished
 from .pump import _Pump
 from .device_link import DeviceLink
 from .segment import (PendingSegment, SegmentReceiver, check_send_extras, item_shape_of,
@@ -80,72 +83,25 @@ _LINK_IDS = itertools.count()
 
 #: Packets of at most this many bytes, on a link whose receiver is its own, are coalesced: the
 #: queued ones in consecutive free slots go as one copy, and after a release they wait until the
-#: receiver has taken every segment handed to it (or the sender asks its handle, or the pump
-#: visits), so that the buffers freed meanwhile fill with few copies (module docstring). Over
-#: NVLink (~390 GB/s) such a copy takes under 3 µs, less than the host's time for its runtime
-#: call; larger packets each go into the buffer freed for it at once, to overlap the receiver's
-#: work, and have a copy of their own, ready on its own.
+#: receiver takes the last segment handed to it (or finds none, or the sender asks its handle,
+#: or the pump visits), so that the buffers freed meanwhile fill with few copies (module
+#: docstring). Over NVLink (~390 GB/s) such a copy takes under 3 µs, less than the host's time
+#: for its runtime call; larger packets each go into the buffer freed for it at once, to overlap
+#: the receiver's work, and have a copy of their own, ready on its own.
 COALESCE_PACKET_BYTES = 1 << 20
 #: The most bytes one coalesced copy moves (a run of slots): its packets are ready only when all
 #: of it is, so a long run would delay the first of them.
 COALESCE_RUN_BYTES = 4 << 20
 
 
-class _CopyEvents:
-    """The events the links issuing on one copy stream record their copies into: an event is
-    kept, and recorded again for a later copy, only once every slot whose segment it completes
-    has been released (recording it again while a segment still holds it would make that
-    segment wait for the later copy). Links that share a stream (a router input's, whose
-    broadcast completes every link's packets with one event) share its events."""
-
-    __slots__ = ("stream", "_free", "_slots", "_lock", "__weakref__")
-    _of_stream = weakref.WeakKeyDictionary()
-    _made = threading.Lock()
-
-    def __init__(self, stream):
-        self.stream = stream
-        self._free = []        # recorded events no unreleased slot holds
-        self._slots = {}       # a held event -> the unreleased slots it completes
-        self._lock = threading.Lock()
-
-    @classmethod
-    def of(cls, stream) -> "_CopyEvents":
-        with cls._made:
-            events = cls._of_stream.get(stream)
-            if events is None:
-                events = cls._of_stream[stream] = cls(stream)
-            return events
-
-    def record(self, slots: int):
-        """An event recorded on the stream now, completing ``slots`` receive slots."""
-        with self._lock:
-            event = self._free.pop() if self._free else None
-        event = self.stream.record(event)
-        with self._lock:
-            self._slots[event] = slots
-        return event
-
-    def released(self, event, slots: int = 1) -> None:
-        """``slots`` slots that ``event`` completes were released."""
-        with self._lock:
-            left = self._slots.get(event)
-            if left is None:
-                return
-            if left > slots:
-                self._slots[event] = left - slots
-            else:
-                del self._slots[event]
-                self._free.append(event)
-
-
 class SendHandle:
     """Completes when every packet of one send has been copied into a receive buffer.
 
-    Its event is the receive slot's, which the slot's next packet records again: a handle
-    first asked after that waits for the later copy too (never less than its own). ``nudge``:
-    called while the send is not yet issued, before asking again (the link issues the small
-    packets its receiver's releases left queued, so a sender waiting for its handle does not
-    wait for the pump)."""
+    Its event is the last copy's, which the stream records again for a later copy once that
+    copy's segments are released and it is done: a handle first asked after that waits for the
+    later copy too (never less than its own). ``nudge``: called while the send is not yet
+    issued, before asking again (the link issues the small packets its receiver's releases
+    left queued, so a sender waiting for its handle does not wait for the pump)."""
 
     __slots__ = ("size", "_issued", "_event", "_error", "_done", "_nudge")
 
@@ -213,13 +169,6 @@ class _Send:
         self.plan = None          # the copy plan from ``data`` into the receive slots
 
 
-def _finished(event) -> bool:
-    try:
-        return event.query()
-    except Exception:  # noqa: BLE001 - a failed stream runs nothing more
-        return True
-
-
 class Link(SegmentReceiver):
     """A point-to-point transfer channel; see the module docstring.
 
@@ -257,7 +206,7 @@ class Link(SegmentReceiver):
         self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
             else self.dst.device
         self.stream = copier.link_stream(f"{self.name}", share=share_stream)
-        self._events = _CopyEvents.of(self.stream)
+        self._events = CopyEvents.of(self.stream)
         self.stop = copier.stop_event
         p, b = self.packet_size, self.num_buffers
         shape = (p * b, *self.item_shape)
@@ -282,6 +231,9 @@ class Link(SegmentReceiver):
         self._arrival = threading.Condition(self._lock)
         self._free = collections.deque(range(b))   # free slots, in the order they came back
         self._is_free = bytearray(b"\x01") * b
+        # segments never released (a receiver that stopped, a failed link) hold their copies'
+        # events until the link is gone
+        weakref.finalize(self, self._events.forget, self._copy_events, self._is_free)
         self._reserved = 0          # packets sent but not yet given a buffer
         self._sends = collections.deque()  # sends not fully issued, in send order; head first
         self._issuing = False       # the token: held by the one thread issuing copies
@@ -290,7 +242,6 @@ class Link(SegmentReceiver):
         self._done = False          # no more packets: closed and drained, stopped, or failed
         self._error: BaseException | None = None
         self._received = collections.deque()
-        self._in_flight = collections.deque()  # (last copy event, source) of issued sends
         self._deliver = deliver
         self._room_listeners: list = []
         self._watch = None   # (releases seen, since when) while every buffer is held and sends wait
@@ -479,15 +430,17 @@ class Link(SegmentReceiver):
         if entry.offset >= entry.size:
             self.stats["segments"] += 1
             entry.handle._finish(entry.last)
-            self._hold_source(entry.last, entry.data)
+            if entry.last is not None:     # an empty send copies nothing
+                self._events.hold(entry.last, entry.data)
         if self._deliver is not None:
             self._deliver(batch)
             return None
         return batch
 
     def _copy_runs(self, entry, runs, batch):
-        """The copies of :meth:`_issue`, an event each (the slot's, recorded again); each
-        run's PendingSegment goes into ``batch`` as soon as its copy is on the stream."""
+        """The copies of :meth:`_issue`, one per run, an event each (a kept one recorded
+        again, :class:`~groute.runtime.copy_events.CopyEvents`); a run's PendingSegments go
+        into ``batch`` as soon as its copy is on the stream."""
         stream, p, events = self.stream, self.packet_size, self._events
         if entry.packet == 0 and entry.event is not None:
             stream.wait_event(entry.event)
@@ -554,19 +507,6 @@ class Link(SegmentReceiver):
             packet += 1
         return out
 
-    def _hold_source(self, event, data):
-        """Keep a send's source array alive until ``event`` (its last copy) is done (token
-        holder only).
-
-        A caller may drop its last reference as soon as ``send`` returns; a pooling allocator
-        (CuPy's) would then hand the memory out again, on another stream, while the copy still
-        reads it."""
-        flight = self._in_flight
-        while flight and _finished(flight[0][0]):
-            flight.popleft()
-        if event is not None:
-            flight.append((event, data))
-
     # sending with other links (send_all) ------------------------------------------------------
     def _take_all(self, packets):
         """For a send served together with other links' (:func:`send_all`): when this link is
@@ -607,13 +547,14 @@ class Link(SegmentReceiver):
                 if copy_events[i] is not event:
                     self._events.released(event, n)
                     event, n = copy_events[i], 0
+                copy_events[i] = None
                 n += 1
             self._events.released(event, n)
             self._free.extend(range(index, index + count))
             self._released += 1
             work = None
             # the next queued packet goes into this buffer, from here; small ones wait while
-            # the receiver has segments to take (its last release or next receive or poll, the
+            # the receiver has segments to take (its taking the last, or finding none, the
             # sender asking its handle, or the pump's visit issues them)
             if self._can_issue() and not (self._coalesce and self._received):
                 self._issuing = True
@@ -738,14 +679,18 @@ class Link(SegmentReceiver):
 
     def poll(self):
         """The next PendingSegment if one has been handed over, else None (never blocks). A
-        receiver that has taken every segment first issues the small packets its releases left
-        queued (:meth:`_release`)."""
+        receiver that takes the last segment handed over, or finds none, issues the small
+        packets its releases left queued (:meth:`_release`)."""
         for _ in range(2):
             try:
-                return self._received.popleft()    # one there: no lock (deque ends are atomic)
+                pending = self._received.popleft()    # no lock (deque ends are atomic)
             except IndexError:
                 if not (self._coalesce and self._issue_deferred()):
                     return None
+                continue
+            if self._coalesce and not self._received:
+                self._issue_deferred()    # the last one taken: refill while it is worked on
+            return pending
         return None
 
     def _issue_deferred(self) -> bool:
@@ -864,7 +809,7 @@ def _send_together(together, data, size, event, metadata) -> SendHandle:
         raise
     handle = SendHandle(size)
     handle._finish(done)
-    first_link._hold_source(done, data)
+    first_link._events.hold(done, data)
     for link, runs in together:
         batch, off, packet = [], 0, 0
         for first, n in runs:

@@ -1,0 +1,98 @@
+"""The events a copy stream's host Links record their copies into, and the sources those copies
+still read.
+
+A host :class:`~groute.runtime.link.Link` records an event after each copy it issues; every
+packet the copy fills arrives as a PendingSegment holding that event. Making a CUDA event costs
+the host more than recording one, so events are kept and recorded again; but recording an event
+again moves it to the later work, so it must not happen while anything still asks the event
+about its own copy. A segment does, until it is released: a segment whose event moved would
+wait for a copy that is not its own, a copy that may itself wait for that segment's release.
+The stream's held sources do too: a send's source array must outlive the copies that read it
+(a pooling allocator would hand its memory out again, on another stream, while a copy still
+reads it), and only its copy's event says when that is. So an event is recorded again only
+once every receive slot whose packet it completes has been released and its copy has been seen
+done. Links that issue on one stream (a router input's broadcasting links, whose broadcast
+completes every link's packets with one event) share that stream's :class:`CopyEvents`.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+_MADE = threading.Lock()
+
+
+def finished(event) -> bool:
+    """Whether ``event``'s work is done; an event whose stream failed counts as done (the
+    stream runs nothing more, and the link's failure is reported elsewhere)."""
+    try:
+        return event.query()
+    except Exception:  # noqa: BLE001 - a failed stream runs nothing more
+        return True
+
+
+class CopyEvents:
+    """The copy events and held sources of one stream (see the module docstring); take it with
+    :meth:`of`, which keeps it on the stream."""
+
+    __slots__ = ("stream", "_free", "_slots", "_sources", "_lock")
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._free = []                        # events nothing asks about: to record again
+        self._slots = {}                       # a kept event -> its unreleased slots
+        self._sources = collections.deque()    # (event, source) of copies not seen done
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, stream) -> "CopyEvents":
+        """The stream's CopyEvents, made on first use and kept on the stream (so it lives and
+        goes with it)."""
+        with _MADE:
+            events = getattr(stream, "_copy_events", None)
+            if events is None:
+                events = stream._copy_events = cls(stream)
+            return events
+
+    def record(self, slots: int):
+        """An event recorded on the stream now, after the copy that fills ``slots`` receive
+        slots; kept until :meth:`released` has counted them all and its copy is done."""
+        with self._lock:
+            event = self._free.pop() if self._free else None
+        event = self.stream.record(event)
+        with self._lock:
+            self._slots[event] = slots
+        return event
+
+    def released(self, event, slots: int = 1) -> None:
+        """``slots`` of the slots ``event`` completes were released (an event not recorded
+        here, or None, is ignored)."""
+        with self._lock:
+            left = self._slots.get(event)
+            if left is None:
+                return
+            if left > slots:
+                self._slots[event] = left - slots
+                return
+            del self._slots[event]
+            if not any(held is event for held, _ in self._sources):
+                self._free.append(event)
+
+    def forget(self, events, free) -> None:
+        """A link is gone: the slots it held (``events[i]`` where ``free[i]`` is 0), whose
+        segments nobody will release, no longer hold their events."""
+        for event, is_free in zip(events, free):
+            if event is not None and not is_free:
+                self.released(event)
+
+    def hold(self, event, source) -> None:
+        """Keep ``source`` alive until the copy ``event`` (just recorded by :meth:`record`)
+        is done, and let go of those whose copies are now done (from the oldest, up to the
+        first still running)."""
+        with self._lock:
+            held = self._sources
+            while held and finished(held[0][0]):
+                done, _ = held.popleft()
+                if done not in self._slots and not any(e is done for e, _ in held):
+                    self._free.append(done)
+            held.append((event, source))

@@ -1,0 +1,114 @@
+"""CopyEvents: a copy stream's kept events and the sources its copies hold (groute/runtime/copy_events.py)."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from groute import Context, Link
+from groute.runtime.copy_events import CopyEvents
+
+
+class _Event:
+    """An event as CUDA's: recording it again moves it to the later work."""
+
+    def __init__(self):
+        self.number = 0
+
+    def query(self):
+        return self.number <= _Stream.finished_through
+
+
+class _Stream:
+    """A stream whose copies finish when the test says (``finished_through``: the records done)."""
+
+    finished_through = 0
+
+    def __init__(self):
+        self.records = 0
+
+    def record(self, event=None):
+        self.records += 1
+        event = event or _Event()
+        event.number = self.records
+        return event
+
+
+@pytest.fixture(autouse=True)
+def _nothing_finished():
+    _Stream.finished_through = 0
+    yield
+
+
+def test_an_event_is_recorded_again_only_once_every_slot_it_completes_is_released():
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    first = events.record(3)                       # one copy into three slots
+    events.released(first, 2)
+    second = events.record(1)
+    assert second is not first                     # a slot of the first copy is still held
+    events.released(first)
+    events.released(second)
+    assert events.record(1) in (first, second)     # kept, recorded again
+    assert CopyEvents.of(stream) is events
+
+
+def test_the_sources_of_copies_done_are_let_go_and_their_events_recorded_again():
+    """Under steady traffic (every slot released at once) each copy's source is held until its
+    copy is seen done, and only then is its event recorded again: an event never moves while
+    a held source still needs it to say when its own copy ended."""
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    held, made = [], set()
+    for k in range(100):
+        event = events.record(1)
+        made.add(id(event))
+        source = np.zeros(4)
+        held.append(weakref.ref(source))
+        events.hold(event, source)
+        events.released(event)                     # its slot is free again at once
+        _Stream.finished_through = stream.records - 1   # every copy but the newest is done
+        del source
+    assert len(events._sources) <= 2
+    assert sum(ref() is not None for ref in held) <= 2
+    assert len(made) <= 3                          # a few events, recorded again
+
+
+def test_a_source_is_kept_while_its_copy_runs():
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    source = np.zeros(4)
+    ref = weakref.ref(source)
+    events.hold(events.record(1), source)
+    del source
+    events.hold(events.record(1), np.zeros(1))     # nothing finished: both held
+    assert ref() is not None
+    _Stream.finished_through = stream.records
+    events.hold(events.record(1), np.zeros(1))
+    assert ref() is None
+
+
+def test_a_streams_copy_events_go_with_the_stream():
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    events.hold(events.record(2), np.zeros(3))
+    gone = weakref.ref(stream)
+    del stream, events
+    gc.collect()
+    assert gone() is None
+
+
+@pytest.mark.timeout(60)
+def test_segments_never_released_give_their_events_back_when_their_link_is_gone():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=2, num_buffers=4, ctx=ctx)
+        events = link._events
+        link.send(np.arange(8, dtype=np.int32))
+        held = [link.receive(timeout=5) for _ in range(2)]     # taken, never released
+        link.close()
+        assert link.join(5)
+        assert events._slots
+        del link, held
+        gc.collect()
+        assert not events._slots
