@@ -31,12 +31,12 @@ frees. The copies stay asynchronous, so neither call blocks: ``send`` still retu
 never waits for back-pressure, and each call issues at most ``num_buffers`` packets. Small
 packets are the exception to "at once" where the link's receiver is its own (not a router
 output's queue): while the receiver still has segments to take, a release leaves the queued
-packets; the receiver taking the last segment handed to it (``receive`` and ``poll`` may then
-issue copies, which overlap its work on that segment), or finding none, or the sender asking
-its :class:`SendHandle`, or at the latest the pump's next visit, issues them into every buffer
-freed meanwhile, as few copies. Over NVLink a small packet's copy takes the GPU less time than
-its runtime call takes the host, so one copy per packet would make the host the bound, and the
-receiver has work in hand while they wait. One thread
+packets; its release of the last segment handed to it, or its ``receive``/``poll`` finding
+none (both may then issue copies), or the sender asking its :class:`SendHandle`, or at the
+latest the pump's next visit, issues them into every buffer freed meanwhile, as few copies
+(whole runs of the ring's slots). Over NVLink a small packet's copy takes the GPU less time
+than its runtime call takes the host, so one copy per packet would make the host the bound,
+and the receiver has work in hand while they wait. One thread
 at a time issues (the ``_issuing`` token), which keeps packets in send order on the stream. The
 pump only picks up what those calls leave (free buffers and queued packets after a caller used
 up its share), ends the stream once the link is closed and drained, ends the link when its
@@ -83,8 +83,8 @@ _LINK_IDS = itertools.count()
 
 #: Packets of at most this many bytes, on a link whose receiver is its own, are coalesced: the
 #: queued ones in consecutive free slots go as one copy, and after a release they wait until the
-#: receiver takes the last segment handed to it (or finds none, or the sender asks its handle,
-#: or the pump visits), so that the buffers freed meanwhile fill with few copies (module
+#: receiver releases the last segment handed to it (or finds none, or the sender asks its
+#: handle, or the pump visits), so that the buffers freed meanwhile fill with few copies (module
 #: docstring). Over NVLink (~390 GB/s) such a copy takes under 3 µs, less than the host's time
 #: for its runtime call; larger packets each go into the buffer freed for it at once, to overlap
 #: the receiver's work, and have a copy of their own, ready on its own.
@@ -554,8 +554,8 @@ class Link(SegmentReceiver):
             self._released += 1
             work = None
             # the next queued packet goes into this buffer, from here; small ones wait while
-            # the receiver has segments to take (its taking the last, or finding none, the
-            # sender asking its handle, or the pump's visit issues them)
+            # the receiver has segments to take (its release of the last, its finding none,
+            # the sender asking its handle, or the pump's visit issues them)
             if self._can_issue() and not (self._coalesce and self._received):
                 self._issuing = True
                 work = self._take_next(None, None, self.num_buffers)
@@ -679,18 +679,14 @@ class Link(SegmentReceiver):
 
     def poll(self):
         """The next PendingSegment if one has been handed over, else None (never blocks). A
-        receiver that takes the last segment handed over, or finds none, issues the small
-        packets its releases left queued (:meth:`_release`)."""
+        receiver that finds none first issues the small packets its releases left queued
+        (:meth:`_release`)."""
         for _ in range(2):
             try:
-                pending = self._received.popleft()    # no lock (deque ends are atomic)
+                return self._received.popleft()    # one there: no lock (deque ends are atomic)
             except IndexError:
                 if not (self._coalesce and self._issue_deferred()):
                     return None
-                continue
-            if self._coalesce and not self._received:
-                self._issue_deferred()    # the last one taken: refill while it is worked on
-            return pending
         return None
 
     def _issue_deferred(self) -> bool:
