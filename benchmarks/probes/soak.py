@@ -9,13 +9,17 @@ Each run picks, seeded, an app (BFS, SSSP, PageRank, CC, k-core, an operator loo
 operator calls or fused, an order-free loop on the async engine), a backend, a device count and
 a graph, runs it on a context kept for that backend and count (or, ``--fresh`` of the time, on a
 new one closed after the run) and checks the answer against ``groute.graph.reference`` (NetworkX
-for k-core). Before the runs (after one warm-up run of every kind, which loads the kernels and
-fills CuPy's pools) and after them, with every kept context closed, CuPy's pools freed and the
-garbage collected, it measures what a leak would grow: each GPU's used memory (the driver's
+for k-core). Before the runs (after one warm-up run of every kind on every graph, and one on a
+new context, which load the kernels and fill CuPy's pools: a kernel first launched later, by a
+graph that takes another path, would load its module and grow the GPU's local-memory
+reservation then, a step the GPU memory verdict would take for a leak) and after them, with every kept context closed, CuPy's
+pools freed and the garbage collected, it measures what a leak would grow: each GPU's used memory (the driver's
 count), the host's resident memory, the process's threads (and groute's by name), CuPy streams
 alive and open file descriptors; and every ``--every`` runs the same, to show a trend. It prints
-one line per checkpoint and a verdict per resource; exit status 1 on a wrong answer, a failed run
-or a resource grown past its allowance (``ALLOWANCE``). ``--out`` (default ``$OUT/soak.json``
+one line per checkpoint and a verdict per resource, from the first checkpoint after ``--every``
+runs (where there are three or more: one-time steps of the first runs behind it) to the last;
+exit status 1 on a wrong answer, a failed run or a resource grown past its allowance
+(``ALLOWANCE``). ``--out`` (default ``$OUT/soak.json``
 when ``$OUT`` is set) gets the whole record.
 """
 from __future__ import annotations
@@ -228,7 +232,7 @@ def main(argv=None) -> int:
     answers = Answers()
     kept: dict = {}
     record = {"args": vars(args), "gpus": gpus, "kinds": pairs, "checkpoints": [],
-              "failures": [], "runs": 0, "seconds": {}}
+              "failures": [], "runs": 0, "seconds": {}, "made": []}   # made: each run, in order
     out_path = args.out or (str(Path(os.environ["OUT"]) / "soak.json") if "OUT" in os.environ
                             else None)
 
@@ -272,28 +276,38 @@ def main(argv=None) -> int:
             Path(out_path).write_text(json.dumps(record, indent=1))
 
     t_start = time.perf_counter()
-    for app in apps:                      # warm-up: every kind once
-        for backend, k in pairs:
-            one(app, backend, k, graphs[0], fresh=False)
+    for app in apps:                      # warm-up: every kind on every graph once, and on
+        for backend, k in pairs:          # a new context once
+            for spec in graphs:
+                one(app, backend, k, spec, fresh=False)
+            one(app, backend, k, graphs[0], fresh=True)
     warm_failures = len(record["failures"])
     checkpoint("before")
     for i in range(args.runs):
         app = apps[int(rng.integers(len(apps)))]
         backend, k = pairs[int(rng.integers(len(pairs)))]
         spec = graphs[int(rng.integers(len(graphs)))]
-        one(app, backend, k, spec, fresh=bool(rng.random() < args.fresh))
+        fresh = bool(rng.random() < args.fresh)
+        one(app, backend, k, spec, fresh=fresh)
+        record["made"].append(f"{app} {backend} x{k} {spec}{' new context' if fresh else ''}")
         record["runs"] += 1
         if (i + 1) % args.every == 0 and i + 1 < args.runs:
             checkpoint(f"run {i + 1}")
     checkpoint("after")
-    before, after = record["checkpoints"][0], record["checkpoints"][-1]
+    # from the first checkpoint after the warm-up's (when there are three or more): the first
+    # runs' one-time steps (a kernel first launched by a combination the warm-up did not make, a
+    # new context's first allocations) are behind it, and a leak grows with every run after it
+    checkpoints = record["checkpoints"]
+    before = checkpoints[1] if len(checkpoints) > 2 else checkpoints[0]
+    after = checkpoints[-1]
     verdicts = {}
     for name, allowed in ALLOWANCE.items():
         if name not in before:
             continue
         grown = after[name] - before[name]
-        verdicts[name] = {"before": before[name], "after": after[name], "grown": grown,
-                          "allowed": allowed, "leak": grown > allowed}
+        verdicts[name] = {"from": before["label"], "before": before[name], "after": after[name],
+                          "grown": grown, "allowed": allowed, "leak": grown > allowed,
+                          "since_warm_up": after[name] - checkpoints[0][name]}
     record["verdicts"] = verdicts
     record["total_s"] = time.perf_counter() - t_start
     record["median_s"] = {key: float(np.median(v)) for key, v in record["seconds"].items()}
@@ -301,8 +315,9 @@ def main(argv=None) -> int:
     if out_path:
         Path(out_path).write_text(json.dumps(record, indent=1))
     for name, v in verdicts.items():
-        print(f"{'LEAK' if v['leak'] else 'ok  '} {name}: {v['before']} -> {v['after']} "
-              f"(grown {v['grown']}, allowed {v['allowed']})")
+        print(f"{'LEAK' if v['leak'] else 'ok  '} {name}: {v['before']} at {v['from']} -> "
+              f"{v['after']} (grown {v['grown']}, allowed {v['allowed']}; since the warm-up "
+              f"{v['since_warm_up']})")
     print(f"{record['runs']} runs in {record['total_s']:.0f} s on {pairs}; "
           f"{len(record['failures'])} failures ({warm_failures} in the warm-up)")
     for f in record["failures"][:20]:
