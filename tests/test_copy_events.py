@@ -111,4 +111,54 @@ def test_segments_never_released_give_their_events_back_when_their_link_is_gone(
         assert events._slots
         del link, held
         gc.collect()
-        assert not events._slots
+        fresh = events.record(1)                   # counts what the gone link held
+        assert list(events._slots) == [fresh]
+
+
+def test_forgetting_takes_no_lock():
+    """A link's finalizer may run on a thread that holds the lock (the garbage collector runs
+    where an allocation happens to trigger it): forgetting must not wait for it."""
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    event = events.record(1)
+    with events._lock:
+        events.forget([event], bytearray(b"\x00"))
+    assert events.record(1) is event               # counted by the next record: free again
+
+
+def test_a_copy_seen_done_keeps_its_event_while_a_slot_holds_it():
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    event = events.record(2)
+    events.hold(event, np.zeros(1))
+    events.released(event)                         # one of its two slots
+    _Stream.finished_through = stream.records
+    events.hold(events.record(1), np.zeros(1))     # sees its copy done
+    assert event not in events._free
+    events.released(event)
+    assert event in events._free
+
+
+@pytest.mark.timeout(60)
+def test_a_links_send_keeps_its_source_while_its_copy_waits():
+    """The source of a send whose copy has not run yet stays alive after the caller drops it
+    (a pooling allocator would otherwise hand its memory out while the copy reads it)."""
+    import threading
+    import time
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, num_buffers=4, ctx=ctx)
+        gate = threading.Event()
+        link.stream.submit(gate.wait, 5)           # the copies queue behind this
+        source = np.arange(4, dtype=np.int32)
+        kept = weakref.ref(source)
+        link.send(source)
+        link.send(np.arange(4, dtype=np.int32))    # another array: the copy plan's cache
+        del source
+        gc.collect()
+        assert kept() is not None
+        gate.set()
+        for _ in range(2):
+            link.receive(timeout=5).release()
+        time.sleep(0)
+        link.close()

@@ -35,13 +35,14 @@ class CopyEvents:
     """The copy events and held sources of one stream (see the module docstring); take it with
     :meth:`of`, which keeps it on the stream."""
 
-    __slots__ = ("stream", "_free", "_slots", "_sources", "_lock")
+    __slots__ = ("stream", "_free", "_slots", "_sources", "_forgotten", "_lock")
 
     def __init__(self, stream):
         self.stream = stream
         self._free = []                        # events nothing asks about: to record again
         self._slots = {}                       # a kept event -> its unreleased slots
         self._sources = collections.deque()    # (event, source) of copies not seen done
+        self._forgotten = collections.deque()  # events of gone links' slots, to count (forget)
         self._lock = threading.Lock()
 
     @classmethod
@@ -58,6 +59,7 @@ class CopyEvents:
         """An event recorded on the stream now, after the copy that fills ``slots`` receive
         slots; kept until :meth:`released` has counted them all and its copy is done."""
         with self._lock:
+            self._count_forgotten()
             event = self._free.pop() if self._free else None
         event = self.stream.record(event)
         with self._lock:
@@ -68,31 +70,45 @@ class CopyEvents:
         """``slots`` of the slots ``event`` completes were released (an event not recorded
         here, or None, is ignored)."""
         with self._lock:
-            left = self._slots.get(event)
-            if left is None:
-                return
-            if left > slots:
-                self._slots[event] = left - slots
-                return
-            del self._slots[event]
-            if not any(held is event for held, _ in self._sources):
-                self._free.append(event)
+            self._count_released(event, slots)
+
+    def _count_released(self, event, slots) -> None:
+        """:meth:`released`'s count, lock held."""
+        left = self._slots.get(event)
+        if left is None:
+            return
+        if left > slots:
+            self._slots[event] = left - slots
+            return
+        del self._slots[event]
+        if not any(held is event for held, _ in self._sources):
+            self._free.append(event)
 
     def forget(self, events, free) -> None:
         """A link is gone: the slots it held (``events[i]`` where ``free[i]`` is 0), whose
-        segments nobody will release, no longer hold their events."""
-        for event, is_free in zip(events, free):
-            if event is not None and not is_free:
-                self.released(event)
+        segments nobody will release, no longer hold their events. Takes no lock: it runs as
+        the link's finalizer, which the garbage collector may call on a thread that holds this
+        object's lock; the next :meth:`record` or :meth:`hold` counts them."""
+        self._forgotten.extend(event for event, is_free in zip(events, free)
+                               if event is not None and not is_free)
+
+    def _count_forgotten(self) -> None:
+        """The slots of gone links (:meth:`forget`) counted as released, lock held."""
+        forgotten = self._forgotten
+        while forgotten:
+            self._count_released(forgotten.popleft(), 1)
 
     def hold(self, event, source) -> None:
-        """Keep ``source`` alive until the copy ``event`` (just recorded by :meth:`record`)
-        is done, and let go of those whose copies are now done (from the oldest, up to the
-        first still running)."""
+        """Keep ``source`` alive until the copy ``event`` (recorded by :meth:`record`) is done,
+        and let go of those whose copies are now done (from the oldest, up to the first still
+        running)."""
         with self._lock:
+            self._count_forgotten()
             held = self._sources
             while held and finished(held[0][0]):
                 done, _ = held.popleft()
                 if done not in self._slots and not any(e is done for e, _ in held):
                     self._free.append(done)
+            if event in self._free:     # an earlier copy's event (a send failing part-way)
+                self._free.remove(event)
             held.append((event, source))

@@ -233,7 +233,7 @@ class Link(SegmentReceiver):
         self._is_free = bytearray(b"\x01") * b
         # segments never released (a receiver that stopped, a failed link) hold their copies'
         # events until the link is gone
-        weakref.finalize(self, self._events.forget, self._copy_events, self._is_free)
+        weakref.finalize(self, self._events.forget, self._copy_events, self._is_free).atexit = False
         self._reserved = 0          # packets sent but not yet given a buffer
         self._sends = collections.deque()  # sends not fully issued, in send order; head first
         self._issuing = False       # the token: held by the one thread issuing copies
@@ -424,6 +424,8 @@ class Link(SegmentReceiver):
             if runs:
                 self._copy_runs(entry, runs, batch)
         except BaseException:
+            if entry.last is not None:   # copies already on the stream still read the source
+                self._events.hold(entry.last, entry.data)
             if batch:  # a failure part-way: what is already on the stream still arrives
                 self._hand_over(batch)
             raise
