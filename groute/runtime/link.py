@@ -13,12 +13,11 @@ kept to what CUDA itself needs: the receive buffers are the slots of one allocat
 is one runtime call at addresses computed from the slot and the offset
 (:meth:`groute.device.base.Stream.copy_plan`), recorded into an event kept for the copy stream
 (:class:`~groute.runtime.copy_events.CopyEvents`), recorded again once every segment it
-completed has been released and its copy is done, rather than made anew. For
-small packets (at most :data:`COALESCE_PACKET_BYTES`) the queued packets of one send that find
-consecutive free slots go as one copy of at most :data:`COALESCE_RUN_BYTES` (the ring's slots
-are consecutive rows): each still arrives as a
-:class:`~groute.runtime.segment.PendingSegment` of its own, and the packets of one copy share
-its event, so each is ready when the whole copy is. A receiver that takes segments longer
+completed has been released and its copy is done, rather than made anew. For small packets (at
+most :data:`COALESCE_PACKET_BYTES`) the queued packets of one send that find consecutive free
+slots go as one copy of at most :data:`COALESCE_RUN_BYTES` (the ring's slots are consecutive
+rows): each still arrives as a :class:`~groute.runtime.segment.PendingSegment` of its own, and
+the packets of one copy share its event, so each is ready when the whole copy is. A receiver that takes segments longer
 than one packet says so (``batching=True``): then the queued packets that find consecutive
 free slots go as one copy, whatever their size, and arrive as one PendingSegment
 (``metadata["packets"]`` of them), released at once. ``receive`` takes a segment that is there
@@ -71,8 +70,8 @@ import numpy as np
 from ..config import resolve_timeout
 from ..errors import LinkClosed, WaitTimeout
 from ..waiting import POLL_INTERVAL, stopped, wait_for
+from .copy_events import CopyEvents
 from .endpoint import Endpoint
-from .copy_events import CopyEvents, finished
 from .pump import _Pump
 from .device_link import DeviceLink
 from .segment import (PendingSegment, SegmentReceiver, check_send_extras, item_shape_of,
@@ -233,7 +232,8 @@ class Link(SegmentReceiver):
         self._is_free = bytearray(b"\x01") * b
         # segments never released (a receiver that stopped, a failed link) hold their copies'
         # events until the link is gone
-        weakref.finalize(self, self._events.forget, self._copy_events, self._is_free).atexit = False
+        finalizer = weakref.finalize(self, self._events.forget, self._copy_events, self._is_free)
+        finalizer.atexit = False
         self._reserved = 0          # packets sent but not yet given a buffer
         self._sends = collections.deque()  # sends not fully issued, in send order; head first
         self._issuing = False       # the token: held by the one thread issuing copies
