@@ -162,3 +162,53 @@ def test_a_links_send_keeps_its_source_while_its_copy_waits():
             link.receive(timeout=5).release()
         time.sleep(0)
         link.close()
+
+
+def test_an_event_no_slot_holds_goes_back_once_its_copy_is_done():
+    stream = _Stream()
+    events = CopyEvents.of(stream)
+    event = events.record(0)
+    events.hold(event, np.zeros(1))
+    assert not events._slots
+    _Stream.finished_through = stream.records
+    events.let_go()
+    assert event in events._free and not events._sources
+
+
+@pytest.mark.timeout(60)
+def test_a_link_that_ends_lets_go_of_the_sources_of_its_done_copies():
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, num_buffers=4, ctx=ctx)
+        source = np.arange(4, dtype=np.int32)
+        kept = weakref.ref(source)
+        link.send(source)
+        link.receive(timeout=5).wait(timeout=5)     # its copy is done; no send after it
+        del source
+        link.close()
+        assert link.join(5)
+        gc.collect()
+        assert kept() is None
+
+
+@pytest.mark.timeout(60)
+def test_a_broadcast_whose_copy_fails_holds_its_source_for_the_copies_before():
+    """send_all's copies for the links before a failing one are on the stream: the stream's
+    CopyEvents holds the source until they are done."""
+    import threading
+    from groute.runtime.link import send_all
+    with Context(3, backend="cpu", timeout=10) as ctx:
+        a, b, c = ctx.devices
+        links = [Link(a, d, packet_size=4, num_buffers=2, share_stream="s") for d in (b, c)]
+
+        def broken(*args):
+            raise RuntimeError("copy engine on fire")
+        links[1]._copy_run = broken
+        gate = threading.Event()
+        links[0].stream.submit(gate.wait, 5)        # the first link's copy waits behind this
+        source = np.arange(4, dtype=np.int32)
+        with pytest.raises(RuntimeError, match="on fire"):
+            send_all(links, source)
+        held = any(kept is source for _, kept in links[0]._events._sources)
+        gate.set()
+        assert held

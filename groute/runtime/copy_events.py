@@ -57,13 +57,15 @@ class CopyEvents:
 
     def record(self, slots: int):
         """An event recorded on the stream now, after the copy that fills ``slots`` receive
-        slots; kept until :meth:`released` has counted them all and its copy is done."""
+        slots (0: one no segment holds); kept until :meth:`released` has counted them all and
+        its copy is done."""
         with self._lock:
             self._count_forgotten()
             event = self._free.pop() if self._free else None
         event = self.stream.record(event)
-        with self._lock:
-            self._slots[event] = slots
+        if slots:
+            with self._lock:
+                self._slots[event] = slots
         return event
 
     def released(self, event, slots: int = 1) -> None:
@@ -103,12 +105,23 @@ class CopyEvents:
         and let go of those whose copies are now done (from the oldest, up to the first still
         running)."""
         with self._lock:
-            self._count_forgotten()
-            held = self._sources
-            while held and finished(held[0][0]):
-                done, _ = held.popleft()
-                if done not in self._slots and not any(e is done for e, _ in held):
-                    self._free.append(done)
+            self._let_go()
             if event in self._free:     # an earlier copy's event (a send failing part-way)
                 self._free.remove(event)
-            held.append((event, source))
+            self._sources.append((event, source))
+
+    def let_go(self) -> None:
+        """Let go of the sources whose copies are now done (a link that ends calls it: its
+        stream's last sources would otherwise wait for the stream's next send)."""
+        with self._lock:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """:meth:`let_go`'s work, lock held: the slots of gone links counted, then the held
+        sources let go from the oldest, up to the first whose copy still runs."""
+        self._count_forgotten()
+        held = self._sources
+        while held and finished(held[0][0]):
+            done, _ = held.popleft()
+            if done not in self._slots and not any(e is done for e, _ in held):
+                self._free.append(done)

@@ -628,6 +628,7 @@ class Link(SegmentReceiver):
     def _end(self, drained):
         """No more packets: give the stream back (drained), fail what is still queued and tell
         the receivers."""
+        self._events.let_go()
         if drained:
             try:
                 self._copier.release_link_stream(self.stream)
@@ -802,6 +803,10 @@ def _send_together(together, data, size, event, metadata) -> SendHandle:
                 off += m
         done = first_link._events.record(sum(n for _, runs in together for _, n in runs))
     except BaseException as exc:  # noqa: BLE001 - the links are broken; tell everyone
+        try:    # the copies already issued still read the source
+            first_link._events.hold(first_link._events.record(0), data)
+        except Exception:  # noqa: BLE001 - a stream that cannot record runs nothing more
+            pass
         for link, _ in together:
             link._fail(exc)
         raise
