@@ -84,9 +84,9 @@ _LINK_IDS = itertools.count()
 #: queued ones in consecutive free slots go as one copy, and after a release they wait until the
 #: receiver releases the last segment handed to it (or finds none, or the sender asks its
 #: handle, or the pump visits), so that the buffers freed meanwhile fill with few copies (module
-#: docstring). Over NVLink (~390 GB/s) such a copy takes under 3 µs, less than the host's time
-#: for its runtime call; larger packets each go into the buffer freed for it at once, to overlap
-#: the receiver's work, and have a copy of their own, ready on its own.
+#: docstring). Over NVLink such a copy takes the GPU less time than its runtime call takes the
+#: host (docs/TOPOLOGY.md has both); larger packets each go into the buffer freed for it at once,
+#: to overlap the receiver's work, and have a copy of their own, ready on its own.
 COALESCE_PACKET_BYTES = 1 << 20
 #: The most bytes one coalesced copy moves (a run of slots): its packets are ready only when all
 #: of it is, so a long run would delay the first of them.
