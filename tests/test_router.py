@@ -265,3 +265,41 @@ def test_a_broadcast_from_a_device_goes_as_one_sequence_with_one_event(ctx):
     assert router.routed.tolist() == [[2, 2, 2]] and router.routed_elements.tolist() == [[20, 20, 20]]
     first.wait(5)
     second.wait(5)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("by_source", [True, False])
+def test_a_policy_that_answers_by_the_source_alone_is_asked_once_per_input(by_source):
+    """A policy marked ``by_source`` (as broadcast, to_the_others, ring and first_available
+    are) is asked on an input's first send and its checked route kept for the next; any other
+    policy is asked on every send, since it may read the segment."""
+    asked = []
+
+    def to_both(segment, source, destinations):
+        asked.append(source)
+        return Route(tuple(destinations), "broadcast")
+    if by_source:
+        to_both.by_source = True
+    segs = [np.full(4, i, dtype=np.int32) for i in range(5)]
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router, got = _run_router(ctx, to_both, segs)
+    assert asked == ([0] if by_source else [0] * 5)
+    for j in range(2):
+        assert sorted(int(d[0]) for jj, d, _ in got if jj == j) == [0, 1, 2, 3, 4]
+    assert router.routed.tolist() == [[5, 5]]
+
+
+@pytest.mark.timeout(60)
+def test_a_kept_route_was_checked_when_first_asked():
+    """A ``by_source`` policy's bad answer fails on the first send, not once kept."""
+    def nowhere(segment, source, destinations):
+        return Route((), "broadcast")
+    nowhere.by_source = True
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router = Router([HOST], ctx.devices, nowhere, packet_size=8, ctx=ctx, name="r")
+        try:
+            for _ in range(2):
+                with pytest.raises(ValueError, match="allowed no destination"):
+                    router.inputs[0].send(np.arange(4, dtype=np.int32))
+        finally:
+            router.close()

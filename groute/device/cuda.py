@@ -185,6 +185,7 @@ class CUDAStream(Stream):
             self.raw = _cupy().cuda.Stream(non_blocking=True)
         self._ptr = int(self.raw.ptr)
         self._event_record = _cupy().cuda.runtime.eventRecord   # a Link records per packet
+        self._stream_wait = _cupy().cuda.runtime.streamWaitEvent  # and waits per send
         self._staging = None  # pinned buffer for host-staged copies without peer access
         self._staging_bytes = 0
 
@@ -227,8 +228,14 @@ class CUDAStream(Stream):
 
     def wait_event(self, event: Event) -> None:
         if isinstance(event, CUDAEvent):
-            with _failures_on(self.device), self.device.use():
-                self.raw.wait_event(event.raw)
+            # like recording, waiting needs no current device: the stream and the event name
+            # theirs (a Link waits per send, so no context manager on this path either)
+            if self.device.broken is not None:
+                raise _refusal(self.device)
+            try:
+                self._stream_wait(self._ptr, event.raw.ptr, 0)
+            except Exception as exc:
+                raise _failure(self.device, exc) from exc
         else:  # an event of another backend: wait on the host (rare; mixed setups only)
             event.synchronize()
 
@@ -320,16 +327,26 @@ def _failures_on(device):
     a sticky CUDA error marks the device broken (:meth:`CUDADevice.note_failure`), and a broken
     device refuses the block at once."""
     if device.broken is not None:
-        raise DeviceError(device.name, f"refused:{device.broken_note()}")
+        raise _refusal(device)
     try:
         yield
     except GrouteError:
         raise
     except Exception as exc:
-        device.note_failure(exc)
-        text = str(exc).removeprefix(f"{device.name}: ")      # named once
-        raise DeviceError(device.name, f"{type(exc).__name__}: {text}{device.broken_note()}") \
-            from exc
+        raise _failure(device, exc) from exc
+
+
+def _refusal(device) -> DeviceError:
+    """What a broken ``device`` raises for any work (:func:`_failures_on`)."""
+    return DeviceError(device.name, f"refused:{device.broken_note()}")
+
+
+def _failure(device, exc) -> DeviceError:
+    """``exc``, raised by work on ``device``, as the DeviceError naming the device
+    (:func:`_failures_on`; per-packet paths call it from a plain ``except``)."""
+    device.note_failure(exc)
+    text = str(exc).removeprefix(f"{device.name}: ")      # named once
+    return DeviceError(device.name, f"{type(exc).__name__}: {text}{device.broken_note()}")
 
 
 def _device_of(array):

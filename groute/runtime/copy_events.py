@@ -59,12 +59,11 @@ class CopyEvents:
         """An event recorded on the stream now, after the copy that fills ``slots`` receive
         slots (0: one no segment holds); kept until :meth:`released` has counted them all and
         its copy is done."""
-        with self._lock:
-            self._count_forgotten()
-            event = self._free.pop() if self._free else None
-        event = self.stream.record(event)
-        if slots:
-            with self._lock:
+        with self._lock:     # recording is one runtime call: done under the lock, taken once
+            if self._forgotten:
+                self._count_forgotten()
+            event = self.stream.record(self._free.pop() if self._free else None)
+            if slots:
                 self._slots[event] = slots
         return event
 
@@ -119,7 +118,8 @@ class CopyEvents:
     def _let_go(self) -> None:
         """:meth:`let_go`'s work, lock held: the slots of gone links counted, then the held
         sources let go from the oldest, up to the first whose copy still runs."""
-        self._count_forgotten()
+        if self._forgotten:
+            self._count_forgotten()
         held = self._sources
         while held and finished(held[0][0]):
             done, _ = held.popleft()

@@ -767,8 +767,13 @@ def send_all(links, data, *, event=None, metadata=None) -> list:
     links = list(links)
     if not links:
         return []
+    return send_checked(links, links[0]._check_send(data, event, metadata), event, metadata)
+
+
+def send_checked(links, data, event, metadata) -> list:
+    """:func:`send_all` of ``data`` that the first of ``links`` (a list) has checked
+    (:meth:`Link._check_send`): a router checks a send before its policy sees it."""
     lead = links[0]
-    data = lead._check_send(data, event, metadata)
     size = int(data.shape[0])
     packets = -(-size // lead.packet_size)
     meta = dict(metadata) if metadata else {}

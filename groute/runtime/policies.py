@@ -61,6 +61,8 @@ def to_the_others(segment, source, destinations):
 
 broadcast.broadcasts = True
 to_the_others.broadcasts = True
+broadcast.by_source = True
+to_the_others.by_source = True
 
 
 def broadcasts(policy) -> bool:
@@ -72,9 +74,20 @@ def broadcasts(policy) -> bool:
     return bool(getattr(policy, "broadcasts", False))
 
 
+def by_source(policy) -> bool:
+    """True for a policy whose answer depends on the source alone, never on the segment, as
+    it says in a ``by_source`` attribute (:func:`broadcast`, :func:`to_the_others`,
+    :func:`ring`): a router asks it once per input and keeps the route, which takes the policy
+    call and the route's checks off every later send."""
+    return bool(getattr(policy, "by_source", False))
+
+
 def first_available(segment, source, destinations):
     """Whichever destination frees a buffer first (load balancing by availability)."""
     return list(destinations)
+
+
+first_available.by_source = True
 
 
 def by_key(key: str = "owner"):
@@ -101,6 +114,7 @@ def ring(segment, source, destinations):
 
 
 ring.reach = lambda source, destinations: (destinations[(source + 1) % len(destinations)],)
+ring.by_source = True
 
 
 def reach(policy, source, destinations) -> tuple:

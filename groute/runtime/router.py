@@ -22,11 +22,19 @@ import numpy as np
 from ..config import resolve_timeout
 from ..errors import WaitTimeout
 from ..waiting import wait_for
-from .link import Link, SendHandle, send_all
-from .policies import AVAILABILITY, BROADCAST, as_route, broadcasts
+from .link import Link, SendHandle, send_checked
+from .policies import AVAILABILITY, BROADCAST, Route, as_route, broadcasts, by_source
 from .router_output import RouterOutput
 from .router_ports import router_ports
 from .segment import Segment
+
+
+class _Broadcast(Route):
+    """A broadcast route with its links (the router's, input to each destination)."""
+
+    def __init__(self, destinations, links):
+        super().__init__(tuple(destinations), BROADCAST)
+        object.__setattr__(self, "links", links)
 
 
 class _MultiHandle:
@@ -103,6 +111,9 @@ class Router:
                       for i, src in enumerate(self.input_endpoints)]
         for _, _, link in self.each_link():
             link.add_room_listener(self._room)
+        self._first = [next((link for link in row if link is not None), None) for row in self.links]
+        #: each input's route, where the policy answers by the source alone (``by_source``)
+        self._routes = [None] * len(self.inputs)
         self.routed = np.zeros(shape, dtype=np.int64)            # segments per (input, output)
         self.routed_elements = np.zeros(shape, dtype=np.int64)   # their elements (rows)
 
@@ -115,28 +126,17 @@ class Router:
         return [row[j] for row in self.links if row[j] is not None]
 
     def _route(self, i, data, event, metadata):
-        first = next((link for link in self.links[i] if link is not None), None)
+        first = self._first[i]
         if first is not None:       # what any of its links would refuse, before the policy
             data = first._check_send(data, event, metadata)
-        segment = Segment(data, dict(metadata or {}))
-        who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
-        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)
+        route = self._routes[i] or self._ask_policy(i, data, metadata)
         dests = route.destinations
-        if not dests:
-            raise ValueError(f"{who} allowed no destination for a segment from input {i}")
-        for j in dests:
-            if not 0 <= j < len(self.outputs):
-                raise ValueError(f"{self.name}: policy chose output {j}, but there are {len(self.outputs)}")
-            if self.links[i][j] is None:
-                raise ValueError(f"{self.name}: policy chose output {j} for input {i}, which has "
-                                 f"no link there (the router's pairs)")
         if route.strategy == BROADCAST:
             size = int(data.shape[0])
             for j in dests:
                 self.routed[i, j] += 1
                 self.routed_elements[i, j] += size
-            return _MultiHandle(send_all([self.links[i][j] for j in dests], data, event=event,
-                                         metadata=metadata))
+            return _MultiHandle(send_checked(route.links, data, event, metadata))
         if route.strategy == AVAILABILITY and len(dests) > 1:
             chosen = []
 
@@ -157,6 +157,28 @@ class Router:
                     raise
             return self._send(i, chosen[0], data, event, metadata)
         return self._send(i, dests[0], data, event, metadata)
+
+    def _ask_policy(self, i, data, metadata) -> Route:
+        """The policy's route for ``data`` from input ``i``, checked (outputs that exist and
+        that input has links to), with the links of a broadcast; kept for the input's next
+        sends where the policy's answer depends on the source alone (``by_source``)."""
+        who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
+        segment = Segment(data, dict(metadata or {}))
+        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)
+        dests = route.destinations
+        if not dests:
+            raise ValueError(f"{who} allowed no destination for a segment from input {i}")
+        for j in dests:
+            if not 0 <= j < len(self.outputs):
+                raise ValueError(f"{self.name}: policy chose output {j}, but there are {len(self.outputs)}")
+            if self.links[i][j] is None:
+                raise ValueError(f"{self.name}: policy chose output {j} for input {i}, which has "
+                                 f"no link there (the router's pairs)")
+        if route.strategy == BROADCAST:
+            route = _Broadcast(dests, [self.links[i][j] for j in dests])
+        if by_source(self.policy):
+            self._routes[i] = route
+        return route
 
     def _send(self, i, j, data, event, metadata) -> SendHandle:
         self.routed[i, j] += 1
