@@ -252,24 +252,27 @@ def test_grid_messages_follow_one_another_through_the_link(parts):
 
 
 def test_grid_shape_splits_large_packets_over_blocks(cpu_ctx):
-    """One block per packet and a packet per slot for small packets; shares of PART_BYTES for
-    large ones, half the slots in flight; never more blocks than allowed."""
+    """One block per packet and a packet per slot for packets up to PART_BYTES; shares of
+    PART_BYTES for larger ones, half the slots in flight; never more blocks than allowed."""
     from groute.runtime.device_link import PART_BYTES
     a, b = cpu_ctx.devices[:2]
     small = Link(a, b, 1024, 64, ctx=cpu_ctx, initiated="device")         # 4 KiB
     mid = Link(a, b, 16 * 1024, 64, ctx=cpu_ctx, initiated="device")      # 64 KiB
+    big = Link(a, b, 1 << 18, 16, ctx=cpu_ctx, initiated="device")        # 1 MiB
     large = Link(a, b, 4 << 20, 4, ctx=cpu_ctx, initiated="device")       # 16 MiB
     assert small.grid_shape(1024, 528) == (64, 1)
     assert small.grid_shape(3, 528) == (3, 1)
-    assert mid.grid_shape(1024, 528) == (32 * 16, 16)
-    assert large.grid_shape(16, 528) == (528, 528)
+    assert mid.grid_shape(1024, 528) == (64, 1)
+    assert mid.grid_shape(1024, 528, part_bytes=4096) == (32 * 16, 16)
+    assert big.grid_shape(256, 528) == (8 * 16, 16)
+    assert large.grid_shape(16, 528) == (2 * 256, 256)
     assert large.grid_shape(16, 528, part_bytes=large.packet_bytes) == (4, 1)
-    assert mid.grid_shape(1024, 8) == (8, 8)            # one group of every block allowed
-    assert mid.packet_bytes // 16 == PART_BYTES
+    assert big.grid_shape(64, 8) == (8, 8)              # one group of every block allowed
+    assert mid.packet_bytes == PART_BYTES
     for bad in ({"packets": 0, "blocks": 4}, {"packets": 1, "blocks": 0}):
         with pytest.raises(ValueError, match=next(iter(k for k, v in bad.items() if v == 0))):
             mid.grid_shape(**bad)
-    for link in (small, mid, large):
+    for link in (small, mid, big, large):
         link.close()
 
 

@@ -52,9 +52,11 @@ KERNELS = Path(__file__).with_name("link_kernels.cu")
 #: the fields of ``struct groute_link`` (link.cuh), in order, each 8 bytes
 FIELDS = ("slots", "ready", "count", "tag", "freed", "head", "tail", "end", "status", "written",
           "taken", "packet_bytes", "item_bytes", "num_buffers", "timeout_ns")
-#: the least of a packet's bytes that one block of a group writes or reads (a 16-byte vector for
-#: each thread of a 256-thread block): smaller packets go one block each
-PART_BYTES = 4096
+#: the least of a packet's bytes that one block of a group writes or reads (sixteen 16-byte
+#: vectors for each thread of a 256-thread block): packets up to it go one block each, with a
+#: packet per slot in flight; over NVLink, blocks given less wait on the group's meeting and on
+#: fewer packets in flight more than they gain by writing together (docs/TOPOLOGY.md)
+PART_BYTES = 64 << 10
 RECEIVERS = ("device", "host")
 OPEN, STOPPED, TIMED_OUT = 0, 1, 2        # the status word
 _IDS = itertools.count()
@@ -176,7 +178,7 @@ class DeviceLink(SegmentReceiver):
         ...     shapes = link.grid_shape(64, 512), link.grid_shape(64, 512, part_bytes=1 << 20)
         ...     link.close()
         >>> shapes
-        ((512, 256), (4, 1))
+        ((32, 16), (4, 1))
         """
         packets, blocks, part_bytes = (positive_int(n, v) for n, v in
                                        (("packets", packets), ("blocks", blocks), ("part_bytes", part_bytes)))
