@@ -253,7 +253,8 @@ def test_grid_messages_follow_one_another_through_the_link(parts):
 
 def test_grid_shape_splits_large_packets_over_blocks(cpu_ctx):
     """One block per packet and a packet per slot for packets up to PART_BYTES; shares of
-    PART_BYTES for larger ones, half the slots in flight; never more blocks than allowed."""
+    PART_BYTES for larger ones, half the slots in flight; the whole grid for a packet of more
+    than GROUP_PARTS shares; never more blocks than allowed."""
     from groute.runtime.device_link import PART_BYTES
     a, b = cpu_ctx.devices[:2]
     small = Link(a, b, 1024, 64, ctx=cpu_ctx, initiated="device")         # 4 KiB
@@ -265,7 +266,7 @@ def test_grid_shape_splits_large_packets_over_blocks(cpu_ctx):
     assert mid.grid_shape(1024, 528) == (64, 1)
     assert mid.grid_shape(1024, 528, part_bytes=4096) == (32 * 16, 16)
     assert big.grid_shape(256, 528) == (8 * 16, 16)
-    assert large.grid_shape(16, 528) == (2 * 256, 256)
+    assert large.grid_shape(16, 528) == (528, 528)      # past GROUP_PARTS shares: every block
     assert large.grid_shape(16, 528, part_bytes=large.packet_bytes) == (4, 1)
     assert big.grid_shape(64, 8) == (8, 8)              # one group of every block allowed
     assert mid.packet_bytes == PART_BYTES

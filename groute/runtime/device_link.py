@@ -57,6 +57,11 @@ FIELDS = ("slots", "ready", "count", "tag", "freed", "head", "tail", "end", "sta
 #: packet per slot in flight; over NVLink, blocks given less wait on the group's meeting and on
 #: fewer packets in flight more than they gain by writing together (docs/TOPOLOGY.md)
 PART_BYTES = 64 << 10
+#: the most blocks in a group that writes (reads) its packet while other groups write theirs: a
+#: packet of more shares gets the whole grid, one packet at a time, since several large groups
+#: at once slow one another down over NVLink more than one packet at a time costs in latency
+#: (docs/TOPOLOGY.md)
+GROUP_PARTS = 16
 RECEIVERS = ("device", "host")
 OPEN, STOPPED, TIMED_OUT = 0, 1, 2        # the status word
 _IDS = itertools.count()
@@ -149,7 +154,8 @@ class DeviceLink(SegmentReceiver):
         packet.
 
         A packet is split into shares of at least ``part_bytes`` (one share per block, at most
-        ``blocks``): one block alone reaches a fraction of NVLink, a grid the whole of it. With
+        ``blocks``): one block alone reaches a fraction of NVLink, a grid the whole of it. A
+        packet of more than ``GROUP_PARTS`` shares gets every block, one packet at a time. With
         one block per packet, one packet per slot is in flight (more blocks would wait for
         slots); with several, half the slots, so that a group's next slot is released while it
         writes the packet before. A receiver that only hands the slots back passes
@@ -183,6 +189,8 @@ class DeviceLink(SegmentReceiver):
         packets, blocks, part_bytes = (positive_int(n, v) for n, v in
                                        (("packets", packets), ("blocks", blocks), ("part_bytes", part_bytes)))
         parts = max(1, min(blocks, self.packet_bytes // part_bytes))
+        if parts > GROUP_PARTS:
+            parts = blocks
         in_flight = self.num_buffers if parts == 1 else max(1, self.num_buffers // 2)
         groups = max(1, min(packets, in_flight, blocks // parts))
         return groups * parts, parts
