@@ -254,8 +254,8 @@ def test_grid_messages_follow_one_another_through_the_link(parts):
 def test_grid_shape_splits_large_packets_over_blocks(cpu_ctx):
     """One block per packet and a packet per slot for packets up to PART_BYTES; shares of
     PART_BYTES for larger ones, half the slots in flight; the whole grid for a packet of more
-    than GROUP_PARTS shares; never more blocks than allowed."""
-    from groute.runtime.device_link import PART_BYTES
+    than GROUP_PARTS shares; at most MAX_GROUPS groups; never more blocks than allowed."""
+    from groute.runtime.device_link import MAX_GROUPS, PART_BYTES
     a, b = cpu_ctx.devices[:2]
     small = Link(a, b, 1024, 64, ctx=cpu_ctx, initiated="device")         # 4 KiB
     mid = Link(a, b, 16 * 1024, 64, ctx=cpu_ctx, initiated="device")      # 64 KiB
@@ -263,6 +263,9 @@ def test_grid_shape_splits_large_packets_over_blocks(cpu_ctx):
     large = Link(a, b, 4 << 20, 4, ctx=cpu_ctx, initiated="device")       # 16 MiB
     assert small.grid_shape(1024, 528) == (64, 1)
     assert small.grid_shape(3, 528) == (3, 1)
+    many = Link(a, b, 16 * 1024, 256, ctx=cpu_ctx, initiated="device")   # 64 KiB, 256 slots
+    assert many.grid_shape(1024, 528) == (MAX_GROUPS, 1)
+    many.close()
     assert mid.grid_shape(1024, 528) == (64, 1)
     assert mid.grid_shape(1024, 528, part_bytes=4096) == (32 * 16, 16)
     assert big.grid_shape(256, 528) == (8 * 16, 16)

@@ -62,6 +62,10 @@ PART_BYTES = 64 << 10
 #: at once slow one another down over NVLink more than one packet at a time costs in latency
 #: (docs/TOPOLOGY.md)
 GROUP_PARTS = 16
+#: the most groups of a grid, each its own packet at once: past it, sender and receiver blocks
+#: each waiting on one slot of their own pass the slots back and forth in lock step, and the
+#: link slows down many times over (docs/TOPOLOGY.md)
+MAX_GROUPS = 64
 RECEIVERS = ("device", "host")
 OPEN, STOPPED, TIMED_OUT = 0, 1, 2        # the status word
 _IDS = itertools.count()
@@ -155,7 +159,8 @@ class DeviceLink(SegmentReceiver):
 
         A packet is split into shares of at least ``part_bytes`` (one share per block, at most
         ``blocks``): one block alone reaches a fraction of NVLink, a grid the whole of it. A
-        packet of more than ``GROUP_PARTS`` shares gets every block, one packet at a time. With
+        packet of more than ``GROUP_PARTS`` shares gets every block, one packet at a time; at
+        most ``MAX_GROUPS`` groups write (read) packets at once. With
         one block per packet, one packet per slot is in flight (more blocks would wait for
         slots); with several, half the slots, so that a group's next slot is released while it
         writes the packet before. A receiver that only hands the slots back passes
@@ -192,7 +197,7 @@ class DeviceLink(SegmentReceiver):
         if parts > GROUP_PARTS:
             parts = blocks
         in_flight = self.num_buffers if parts == 1 else max(1, self.num_buffers // 2)
-        groups = max(1, min(packets, in_flight, blocks // parts))
+        groups = max(1, min(packets, in_flight, blocks // parts, MAX_GROUPS))
         return groups * parts, parts
 
     def _describe(self):
