@@ -400,16 +400,18 @@ class Link(SegmentReceiver):
         free, is_free, runs = self._free, self._is_free, []
         while k > 0:
             first = free.popleft()
-            is_free[first] = 0
-            n = 1
             end = min(first + min(k, self._run_slots), self.num_buffers)
-            while first + n < end and is_free[first + n]:
-                if free[0] == first + n:     # slots usually come back in order
-                    free.popleft()
+            stop = is_free.find(0, first + 1, end)      # the run ends at the first taken slot
+            n = (end if stop < 0 else stop) - first
+            is_free[first:first + n] = bytes(n)
+            if n > 1:
+                rest = range(first + 1, first + n)
+                if list(itertools.islice(free, n - 1)) == list(rest):   # back in order: usual
+                    for _ in rest:
+                        free.popleft()
                 else:
-                    free.remove(first + n)
-                is_free[first + n] = 0
-                n += 1
+                    for i in rest:
+                        free.remove(i)
             runs.append((first, n))
             k -= n
         return runs
@@ -471,14 +473,14 @@ class Link(SegmentReceiver):
     def _copy_run(self, plan, first, n, off, m):
         """Copy ``m`` rows of a send from row ``off`` into the slots ``first``.. ``first + n - 1``,
         once what their releases wait for is done. Token holder only."""
-        stream, after = self.stream, self._after
-        waited = None
-        for i in range(first, first + n):
-            if after[i] is not None:
-                if after[i] is not waited:   # a batch's slots share their release's event
-                    waited = after[i]
-                    stream.wait_event(waited)
-                after[i] = None
+        after = self._after
+        if after[first:first + n].count(None) != n:
+            waited = None
+            for i in range(first, first + n):
+                if after[i] is not None and after[i] is not waited:
+                    waited = after[i]        # a batch's slots share their release's event
+                    self.stream.wait_event(waited)
+            after[first:first + n] = [None] * n
         plan(first * self.packet_size, off, m)
 
     def _arrived(self, first, n, off, m, packet, size, metadata, event):
@@ -486,9 +488,7 @@ class Link(SegmentReceiver):
         packet number ``packet``) that one copy, completed by ``event``, put in the slots
         ``first``..: one for the run where the receiver batches, else one per packet."""
         p = self.packet_size
-        copy_events = self._copy_events
-        for i in range(first, first + n):
-            copy_events[i] = event
+        self._copy_events[first:first + n] = [event] * n
         stats = self.stats
         stats["copies"] += 1
         stats["packets"] += n
@@ -539,20 +539,26 @@ class Link(SegmentReceiver):
         # so waiting for that copy's own event (the usual ``release(after=pending.event)``) is free.
         if after is not None and after is self._copy_events[index]:
             after = None
+        end = index + count
         with self._lock:
-            for i in range(index, index + count):
-                self._after[i] = after
-                self._is_free[i] = 1
+            self._after[index:end] = [after] * count
+            self._is_free[index:end] = b"\x01" * count
             # the slots' events: a batch's share one (one count for all of them)
-            copy_events, event, n = self._copy_events, self._copy_events[index], 0
-            for i in range(index, index + count):
-                if copy_events[i] is not event:
-                    self._events.released(event, n)
-                    event, n = copy_events[i], 0
-                copy_events[i] = None
-                n += 1
-            self._events.released(event, n)
-            self._free.extend(range(index, index + count))
+            copy_events = self._copy_events
+            held = copy_events[index:end]
+            event = held[0]
+            if held.count(event) == count:
+                self._events.released(event, count)
+            else:
+                n = 0
+                for each in held:
+                    if each is not event:
+                        self._events.released(event, n)
+                        event, n = each, 0
+                    n += 1
+                self._events.released(event, n)
+            copy_events[index:end] = [None] * count
+            self._free.extend(range(index, end))
             self._released += 1
             work = None
             # the next queued packet goes into this buffer, from here; small ones wait while
