@@ -204,7 +204,12 @@ class CUDAStream(Stream):
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it
-            self._event_record(event.raw.ptr, self._ptr)
+            if self.device.broken is not None:
+                raise _refusal(self.device)
+            try:
+                self._event_record(event.raw.ptr, self._ptr)
+            except Exception as exc:
+                raise _failure(self.device, exc) from exc
             return event
         cupy = _cupy()
         with _failures_on(self.device), self.device.use():

@@ -52,10 +52,11 @@ KERNELS = Path(__file__).with_name("link_kernels.cu")
 #: the fields of ``struct groute_link`` (link.cuh), in order, each 8 bytes
 FIELDS = ("slots", "ready", "count", "tag", "freed", "head", "tail", "end", "status", "written",
           "taken", "packet_bytes", "item_bytes", "num_buffers", "timeout_ns")
-#: the least of a packet's bytes that one block of a group writes or reads (sixteen 16-byte
-#: vectors for each thread of a 256-thread block): packets up to it go one block each, with a
-#: packet per slot in flight; over NVLink, blocks given less wait on the group's meeting and on
-#: fewer packets in flight more than they gain by writing together (docs/TOPOLOGY.md)
+#: the least of a packet's bytes that one block of a group writes or reads, where packets go
+#: in groups (sixteen 16-byte vectors for each thread of a 256-thread block; a packet of more
+#: than GROUP_PARTS shares is split over the whole grid): packets up to it go one block each,
+#: with a packet per slot in flight; over NVLink, blocks given less wait on the group's meeting
+#: and on fewer packets in flight more than they gain by writing together (docs/TOPOLOGY.md)
 PART_BYTES = 64 << 10
 #: the most blocks in a group that writes (reads) its packet while other groups write theirs: a
 #: packet of more shares gets the whole grid, one packet at a time, since several large groups
@@ -159,8 +160,9 @@ class DeviceLink(SegmentReceiver):
 
         A packet is split into shares of at least ``part_bytes`` (one share per block, at most
         ``blocks``): one block alone reaches a fraction of NVLink, a grid the whole of it. A
-        packet of more than ``GROUP_PARTS`` shares gets every block, one packet at a time; at
-        most ``MAX_GROUPS`` groups write (read) packets at once. With
+        packet of more than ``GROUP_PARTS`` such shares is split over every block instead (in
+        shares smaller than ``part_bytes``), one packet at a time; at most ``MAX_GROUPS`` groups
+        write (read) packets at once. With
         one block per packet, one packet per slot is in flight (more blocks would wait for
         slots); with several, half the slots, so that a group's next slot is released while it
         writes the packet before. A receiver that only hands the slots back passes

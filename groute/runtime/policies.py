@@ -77,8 +77,11 @@ def broadcasts(policy) -> bool:
 def by_source(policy) -> bool:
     """True for a policy whose answer depends on the source alone, never on the segment, as
     it says in a ``by_source`` attribute (:func:`broadcast`, :func:`to_the_others`,
-    :func:`ring`): a router asks it once per input and keeps the route, which takes the policy
-    call and the route's checks off every later send."""
+    :func:`ring`, :func:`first_available`): a router asks it once per input and keeps the
+    route, which takes the policy call and the route's checks off every later send. The flag is
+    trusted: a policy that reads the segment must not carry it, and ``functools.wraps`` copies
+    it (with ``broadcasts``) from a wrapped built-in, so a wrapper that decides per segment
+    sets ``policy.by_source = False``."""
     return bool(getattr(policy, "by_source", False))
 
 
