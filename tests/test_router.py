@@ -303,3 +303,23 @@ def test_a_kept_route_was_checked_when_first_asked():
                     router.inputs[0].send(np.arange(4, dtype=np.int32))
         finally:
             router.close()
+
+
+@pytest.mark.timeout(180)
+def test_the_router_host_probe_times_a_broadcasts_calls():
+    """benchmarks/probes/gpu_router_host.py on CPU devices: both cases run, and the timed calls
+    include the router's send, the broadcast's copies and each destination's hand-over."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    probe = Path(__file__).resolve().parents[1] / "benchmarks/probes/gpu_router_host.py"
+    out = subprocess.run([sys.executable, str(probe), "--backend", "cpu", "--devices", "3",
+                          "--sends", "20", "--warmup", "5", "--packet", "4K"],
+                         capture_output=True, text=True, timeout=150)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "Router to 2 device(s): median" in text and "Link to 1 device(s): median" in text
+    router_part = text.split("Router to 2 device(s)")[1].split("Link to 1 device(s)")[0]
+    assert "Router._route (the whole send)" in router_part
+    assert "RouterOutput._deliver                   2.00 calls/send" in router_part
+    assert "stream.wait_event                       1.00 calls/send" in router_part
