@@ -63,12 +63,15 @@ class CallTimers:
                 entry = totals[label]
                 entry[0] += time.perf_counter_ns() - t0
                 entry[1] += 1
-        self._undo.append((owner, name, owner.__dict__.get(name, fn)))
+        self._undo.append((owner, name, owner.__dict__.get(name)))   # None: inherited
         setattr(owner, name, timed)
 
     def restore(self) -> None:
-        for owner, name, fn in reversed(self._undo):
-            setattr(owner, name, fn)
+        for owner, name, own in reversed(self._undo):
+            if own is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)
         self._undo.clear()
 
     def rows(self, sends: int) -> list:
