@@ -204,18 +204,25 @@ class CUDAStream(Stream):
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it
-            if self.device.broken is not None:
-                raise _refusal(self.device)
-            try:
-                self._event_record(event.raw.ptr, self._ptr)
-            except Exception as exc:
-                raise _failure(self.device, exc) from exc
+            self._runtime_call(self._event_record, event.raw.ptr, self._ptr)
             return event
         cupy = _cupy()
         with _failures_on(self.device), self.device.use():
             raw = cupy.cuda.Event(disable_timing=True)
             raw.record(self.raw)
         return CUDAEvent(self.device, raw)
+
+    def _runtime_call(self, call, *args) -> None:
+        """``call(*args)``, one CUDA runtime call that names its stream and event itself, as
+        :func:`_failures_on` would run it (a broken device refused, a failure naming the
+        device) but without a context manager or a device switch: a Link records and waits
+        per packet."""
+        if self.device.broken is not None:
+            raise _refusal(self.device)
+        try:
+            call(*args)
+        except Exception as exc:
+            raise _failure(self.device, exc) from exc
 
     def copy_plan(self, dst, src) -> CopyPlan:
         """Copies by address (:class:`_AddressCopyPlan`, :class:`_PeerCopyPlan`) where the
@@ -234,13 +241,8 @@ class CUDAStream(Stream):
     def wait_event(self, event: Event) -> None:
         if isinstance(event, CUDAEvent):
             # like recording, waiting needs no current device: the stream and the event name
-            # theirs (a Link waits per send, so no context manager on this path either)
-            if self.device.broken is not None:
-                raise _refusal(self.device)
-            try:
-                self._stream_wait(self._ptr, event.raw.ptr, 0)
-            except Exception as exc:
-                raise _failure(self.device, exc) from exc
+            # theirs
+            self._runtime_call(self._stream_wait, self._ptr, event.raw.ptr, 0)
         else:  # an event of another backend: wait on the host (rare; mixed setups only)
             event.synchronize()
 
