@@ -154,7 +154,8 @@ def _load_part(args, ctx):
         raise ValueError("--symmetric and --columns read a file whole: across processes, write "
                          "a part set from it once (groute partition --graph FILE --symmetric "
                          "...) and give its folder as --graph")
-    graph = load_ranked(args.graph, ctx.ranks, seed=args.seed, measure=args.stats)
+    graph = load_ranked(args.graph, ctx.ranks, seed=args.seed, measure=args.stats,
+                        backend=ctx.backend)
     _part = graph
     return graph
 

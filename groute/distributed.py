@@ -78,7 +78,8 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
             graph = distributed.load_graph("grid:1000", ctx)
             print(ctx.rank, graph.first, graph.end)     # this rank's vertex range
     """
-    return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted, measure=measure)
+    return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted, measure=measure,
+                       backend=ctx.backend)
 
 
 #: the command line's context when it runs as several processes (:func:`job_context`)

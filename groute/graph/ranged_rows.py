@@ -26,6 +26,11 @@ block's working arrays; docs/DISTRIBUTED.md ("Loading") states the bound.
 :class:`GridRows`: every choice is a function of a vertex's id, so the rows are computed in
 slices of :data:`GRID_SLICE` vertices, written into arrays of the range's size.
 
+A stream may be replayed on a GPU (``xp`` CuPy, on the current device): the hashing that
+generates the edges is most of a replay, a GPU does it many times faster than one host core,
+and each chunk is cut on the GPU to the arcs that touch the range asked for (about ``2/K`` of
+it) before it is copied to the host, where the rows are built as above.
+
 The rows are exactly the whole graph's (:func:`groute.graph.bucketed.csr_by_buckets` and
 :func:`groute.graph.generators.grid_rows` build the same): each row sorted, repeats dropped.
 """
@@ -52,23 +57,24 @@ _SHIFT32 = np.uint64(32)
 class StreamRows:
     """The rows of a graph built from a replayable edge stream (module docstring).
 
-    ``stream``: a callable yielding ``(src, dst)`` uint64 chunks (self loops dropped), both
-    directions stored when ``symmetric``; ``n`` vertices; ``edges``: how many edges the stream
-    generates at most; ``parts``: how many ranges the graph is loaded in (the ranks).
+    ``stream``: a callable yielding ``(src, dst)`` uint64 chunks (self loops dropped) of
+    ``xp`` (NumPy, or CuPy on the current GPU), both directions stored when ``symmetric``;
+    ``n`` vertices; ``edges``: how many edges the stream generates at most; ``parts``: how
+    many ranges the graph is loaded in (the ranks).
     """
 
-    def __init__(self, stream, n: int, *, symmetric: bool, edges: int, parts: int):
+    def __init__(self, stream, n: int, *, symmetric: bool, edges: int, parts: int, xp=np):
         if n > 2**31:
             raise ValueError(f"a graph loaded by ranges has at most 2^31 vertices (int32 "
                              f"targets), got {n:,}")
-        self.stream, self.n, self.symmetric = stream, int(n), bool(symmetric)
+        self.stream, self.n, self.symmetric, self.xp = stream, int(n), bool(symmetric), xp
         candidates = int(edges) * (2 if symmetric else 1)
         #: candidate arcs one bucket holds at most (unless one vertex alone has more)
         self.budget = max(int(np.ceil(candidates * (1 + BUCKET_SLACK) / max(parts, 1))), 1)
 
     def counts(self, lo: int, hi: int) -> np.ndarray:
         """``(hi - lo, 2)`` int64: each vertex's out-degree and its candidate arcs."""
-        counted = candidate_counts(self.stream, self.n, self.symmetric, np, lo, hi)
+        counted = candidate_counts(self._replay(lo, hi), self.n, self.symmetric, np, lo, hi)
         table = np.empty((hi - lo, 2), dtype=np.int64)
         table[:, 1] = counted
         del counted
@@ -79,7 +85,7 @@ class StreamRows:
         for a, b, size in zip(bounds[:-1], bounds[1:], sizes):
             slots[a:b] = candidates[a:b]
             _starts(slots[a:b], 0)
-            fill_rows(self.stream, lo + a, lo + b, slots[a:b], scratch, size,
+            fill_rows(self._replay(lo + a, lo + b), lo + a, lo + b, slots[a:b], scratch, size,
                       symmetric=self.symmetric)          # slots now hold the degrees
         return table
 
@@ -97,7 +103,7 @@ class StreamRows:
         indices = np.empty(max([arcs, *stops]), dtype=np.int32)
         for a, b, stop in zip(bounds[:-1], bounds[1:], stops):
             _starts(slots[a:b], int(indptr[a]))
-            fill_rows(self.stream, lo + a, lo + b, slots[a:b], indices, stop,
+            fill_rows(self._replay(lo + a, lo + b), lo + a, lo + b, slots[a:b], indices, stop,
                       symmetric=self.symmetric)
             if not np.array_equal(slots[a:b], degrees[a:b]):
                 raise RuntimeError(f"rows [{lo + a}, {lo + b}) came out with other degrees than "
@@ -105,6 +111,24 @@ class StreamRows:
         if indices.shape[0] != arcs:
             indices.resize(arcs, refcheck=False)       # in place: the tail goes back
         return indptr, indices, None
+
+    def _replay(self, lo: int, hi: int):
+        """The stream as a callable yielding host ``(src, dst)`` chunks that hold at least
+        every arc with an end in ``[lo, hi)`` (a source there; a target too when both
+        directions are stored), cut where the stream runs, before any copy to the host."""
+        xp, symmetric = self.xp, self.symmetric
+        ulo, uhi = xp.uint64(lo), xp.uint64(hi)
+
+        def replay():
+            for src, dst in self.stream():
+                keep = (src >= ulo) & (src < uhi)
+                if symmetric:
+                    keep |= (dst >= ulo) & (dst < uhi)
+                src, dst = src[keep], dst[keep]
+                if xp is not np:
+                    src, dst = src.get(), dst.get()
+                yield src, dst
+        return replay
 
 
 def _starts(counts, base: int) -> None:

@@ -7,8 +7,9 @@ the ranges ``partition_graph(g, K, "contiguous")`` gives the whole graph) and ho
 out-arcs, nothing else of the graph (:class:`RankGraph`). How a rank gets its rows without
 the whole graph (:func:`load_ranked`):
 
-- a generated spec (``kron``, ``rmat``, ``er``: a replayable edge stream; ``grid``: rows
-  computed from vertex ids), by :mod:`.ranged_rows`: each rank counts the degrees of an equal
+- a generated spec (``kron``, ``rmat``, ``er``: a replayable edge stream, replayed on the
+  rank's GPU where it runs on one; ``grid``: rows computed from vertex ids), by
+  :mod:`.ranged_rows`: each rank counts the degrees of an equal
   share of the vertices (``[r n / K, (r + 1) n / K)``); the ranks cut the arc-balanced ranges
   from their shares (:func:`groute.graph.partition.contiguous_cuts`: no rank holds the whole
   graph's degrees); each share's counts go to the ranks that own its vertices (one
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import host_peak
-from . import part_set
+from . import part_set, rng
 from .budget import csr_bytes
 from .generators import edge_stream, spec_params
 from .partition import LocalGraph, contiguous_cuts, offsets_from_cuts
@@ -41,7 +42,8 @@ from .spec import is_spec, parse_spec
 
 
 def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None = None,
-                symmetric: bool = False, measure: bool = False) -> RankGraph:
+                symmetric: bool = False, measure: bool = False,
+                backend: str = "cpu") -> RankGraph:
     """This rank's :class:`RankGraph` of ``source``: a random spec, a grid spec, or a part set
     written by ``groute partition`` (module docstring). A collective: every rank calls it with
     the same arguments.
@@ -62,6 +64,11 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
     measure : bool
         Trace every rank's host memory while it loads (:class:`LoadMemory`, as the graph's
         ``load_memory``; one allgather more).
+    backend : {"cpu", "cuda"}
+        Where a generated graph's edge stream is replayed: ``"cuda"`` on this process's current
+        GPU, each chunk cut there to the arcs the rank needs before it is copied to the host
+        (:class:`~groute.graph.ranged_rows.StreamRows`); ``"cpu"`` with NumPy. The rows are
+        the same either way, built in host memory. A rank's context passes its own backend.
 
     Returns
     -------
@@ -79,14 +86,14 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
         "source": os.fspath(source) if isinstance(source, (str, os.PathLike)) else source,
         "seed": seed, "weighted": weighted, "symmetric": symmetric, "measure": measure})
     if not measure:
-        return _load(source, ranks, seed, weighted, symmetric)
+        return _load(source, ranks, seed, weighted, symmetric, backend)
     with host_peak.TracedPeak() as peak:
-        g = _load(source, ranks, seed, weighted, symmetric)
+        g = _load(source, ranks, seed, weighted, symmetric, backend)
     g.load_memory = LoadMemory.gather(g, peak.bytes, ranks)
     return g
 
 
-def _load(source, ranks, seed, weighted, symmetric) -> RankGraph:
+def _load(source, ranks, seed, weighted, symmetric, backend) -> RankGraph:
     text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     if text is None:
         raise TypeError(f"a graph loaded by ranks comes from a spec or a part set, got "
@@ -107,7 +114,7 @@ def _load(source, ranks, seed, weighted, symmetric) -> RankGraph:
                          f"write_part_set, or the command groute partition) and give its "
                          f"folder as the graph")
     elif is_spec(text):
-        g = _generate(text, ranks, seed)
+        g = _generate(text, ranks, seed, backend)
     else:
         raise FileNotFoundError(f"{text!r} is neither a part set (a folder written by groute "
                                 f"partition) nor a graph spec (kron:21, rmat:20, grid:4900, "
@@ -127,8 +134,9 @@ def _local(like: LocalGraph, indptr, indices, weights) -> LocalGraph:
                       name=like.name)
 
 
-def _generate(text: str, ranks, seed) -> RankGraph:
-    """The rows of this rank's range of a generated graph (module docstring)."""
+def _generate(text: str, ranks, seed, backend: str) -> RankGraph:
+    """The rows of this rank's range of a generated graph (module docstring), its edge stream
+    replayed on ``backend`` (:func:`load_ranked`)."""
     s = parse_spec(text)
     p = spec_params(s, seed)
     k, r = ranks.size, ranks.rank
@@ -137,8 +145,9 @@ def _generate(text: str, ranks, seed) -> RankGraph:
         source = GridRows({key: p[key] for key in ("rows", "cols", "drop", "seed", "low",
                                                     "high")})
     else:
-        stream, n, symmetric, edges = edge_stream(s.kind, p)
-        source = StreamRows(stream, n, symmetric=symmetric, edges=edges, parts=k)
+        xp = rng.get_xp(backend)
+        stream, n, symmetric, edges = edge_stream(s.kind, p, xp=xp)
+        source = StreamRows(stream, n, symmetric=symmetric, edges=edges, parts=k, xp=xp)
     if k > max(n, 1):
         raise ValueError(f"{text}: {k} ranks for a graph of {n} "
                          f"{'vertex' if n == 1 else 'vertices'}; every rank owns at "

@@ -15,13 +15,14 @@ from groute.host_peak import TracedPeak
 pytestmark = pytest.mark.timeout(120)
 
 
-def row_source(spec, parts):
+def row_source(spec, parts, xp=np):
     s = parse_spec(spec)
     p = spec_params(s)
     if s.kind == "grid":
         return ranged.GridRows(p), p["rows"] * p["cols"]
-    stream, n, symmetric, edges = edge_stream(s.kind, p)
-    return ranged.StreamRows(stream, n, symmetric=symmetric, edges=edges, parts=parts), n
+    stream, n, symmetric, edges = edge_stream(s.kind, p, xp=xp)
+    return ranged.StreamRows(stream, n, symmetric=symmetric, edges=edges, parts=parts,
+                             xp=xp), n
 
 
 def cut(tables, shares, n, k):
@@ -36,9 +37,9 @@ def cut(tables, shares, n, k):
     return offsets_from_cuts(found, n, m, k)
 
 
-def ranked_rows(spec, k, budget=None):
+def ranked_rows(spec, k, budget=None, xp=np):
     """Every rank's ``(lo, hi, indptr, indices, weights)`` as the ranks would build them."""
-    source, n = row_source(spec, k)
+    source, n = row_source(spec, k, xp)
     if budget is not None:
         source.budget = budget
     shares = [(n * r // k, n * (r + 1) // k) for r in range(k)]
@@ -114,6 +115,40 @@ def test_a_stream_that_is_not_replayable_is_an_error(sizes, what):
     rows = ranged.StreamRows(_stream_of(sizes), 4, symmetric=False, edges=8, parts=1)
     with pytest.raises(RuntimeError, match=f"{what} candidate arcs.*not replayable"):
         rows.counts(0, 4)
+
+
+@pytest.mark.parametrize("spec", ["kron:12", "rmat:11"])
+def test_a_replay_holds_the_arcs_that_touch_its_range_and_no_others(spec):
+    """A range's replay is cut where the stream runs (on a GPU, before the copy to the host):
+    every arc with an end in the range (a source; a target too when both directions are
+    stored), nothing else."""
+    source, n = row_source(spec, 4)
+    lo, hi = n // 4, n // 2
+    whole = [np.concatenate(parts) for parts in zip(*source.stream())]
+    kept = [np.concatenate(parts) for parts in zip(*source._replay(lo, hi)())]
+    touch = (whole[0] >= lo) & (whole[0] < hi)
+    if source.symmetric:
+        touch |= (whole[1] >= lo) & (whole[1] < hi)
+    assert 0 < kept[0].shape[0] < 0.75 * whole[0].shape[0]
+    for got, want in zip(kept, whole):
+        np.testing.assert_array_equal(got, want[touch])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec", ["kron:12", "rmat:10", "er:700:6"])
+def test_rows_replayed_on_a_gpu_are_the_hosts(spec):
+    """The ranks of a CUDA job replay the stream on their GPU: the same rows as NumPy's."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no GPU")
+    offsets, parts = ranked_rows(spec, 3)
+    offsets_gpu, parts_gpu = ranked_rows(spec, 3, xp=cupy)
+    np.testing.assert_array_equal(offsets_gpu, offsets)
+    for got, want in zip(parts_gpu, parts):
+        assert got[:2] == want[:2]
+        for a, b in zip(got[2:4], want[2:4]):
+            assert isinstance(a, np.ndarray)
+            np.testing.assert_array_equal(a, b)
 
 
 def test_a_range_peaks_at_its_candidates_not_their_keys():
