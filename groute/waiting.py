@@ -44,14 +44,19 @@ def stopped(stop, message: str) -> ContextStopped:
 
 
 def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None = None,
-             cond: threading.Condition | None = None):
+             cond: threading.Condition | None = None, spin: float = 0.0):
     """Block until ``predicate()`` is true.
 
     With ``cond`` (held by the caller), waits on the condition between checks; without it, polls
     with a short exponential back-off (starting at 20 µs, so GPU event polling stays cheap).
+    ``spin``: seconds to poll without sleeping first (yielding the GIL between polls), for
+    waits that are usually short and on a latency path: a sleep of 20 µs lasts several times
+    that, and the back-off's later ones up to 2 ms, so a wait would otherwise end late by up to
+    its own length.
     """
     limit = resolve_timeout(timeout)
     deadline = time.monotonic() + limit
+    spin_end = time.perf_counter() + spin if spin > 0 else 0.0
     delay = 20e-6
     while True:
         if predicate():
@@ -63,6 +68,8 @@ def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None
             raise WaitTimeout(f"timed out after {limit:g} s waiting for {what}")
         if cond is not None:
             cond.wait(min(remaining, POLL_INTERVAL))
+        elif spin_end and time.perf_counter() < spin_end:
+            time.sleep(0)
         else:
             time.sleep(min(delay, remaining, POLL_INTERVAL))
             delay = min(delay * 2, 2e-3)

@@ -27,6 +27,7 @@ def waiter(timeout=5.0, answers=None):
     they are doing (default: rank 1 does not answer)."""
     r = object.__new__(ranks_module.Ranks)
     r.timeout, r.stop, r.rank, r.size, r._waits = timeout, None, 0, 2, {}
+    r.spin = 0.0
     r.ask_the_others = lambda: answers if answers is not None else {1: None}
     return r
 
@@ -72,3 +73,38 @@ def test_a_timed_out_wait_says_which_ranks_did_not_answer_or_run_groute():
                                           r"context, died, or is stuck outside Python\), rank 2 "
                                           r"runs groute's own code, waiting for no rank"):
         waiter(0.05, answers)._wait(Request(10**12), "a barrier")
+
+
+def test_a_collective_polls_without_sleeping_while_it_spins(monkeypatch):
+    """Ranks meet a few tens of microseconds apart around every run: within its spin a wait
+    yields the GIL (sleep(0)) and never sleeps the back-off's 20 us or more, which would end
+    the meeting late by up to its own length."""
+    sleeps = []
+    monkeypatch.setattr(groute.waiting.time, "sleep", sleeps.append)
+    r = waiter()
+    r.spin = 10.0
+    request = Request(5 * ranks_module.TESTS_PER_POLL)
+    r._wait(request, "a barrier")
+    assert sleeps == [0, 0, 0, 0]
+    r.spin = 0.0
+    sleeps.clear()
+    r._wait(Request(5 * ranks_module.TESTS_PER_POLL), "a barrier")
+    assert len(sleeps) == 4 and min(sleeps) >= 20e-6
+
+
+def test_a_wait_spins_only_where_the_hosts_ranks_have_two_cores_each():
+    spin = ranks_module.SPIN_S
+    assert spin > 0
+    assert ranks_module.collective_spin(4, 16) == ranks_module.collective_spin(2, 4) == spin
+    assert ranks_module.collective_spin(2, 2) == ranks_module.collective_spin(3, 2) == 0.0
+
+
+def test_a_spinning_wait_still_stops_and_times_out(monkeypatch):
+    """The spin is inside the bounded wait: the stop flag and the timeout still end it."""
+    import threading
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(groute.waiting.ContextStopped, match="stopped while waiting for x"):
+        groute.waiting.wait_for(lambda: False, what="x", timeout=5, stop=stop, spin=10.0)
+    with pytest.raises(WaitTimeout, match="waiting for y"):
+        groute.waiting.wait_for(lambda: False, what="y", timeout=0.05, spin=10.0)

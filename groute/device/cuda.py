@@ -92,16 +92,10 @@ class CUDAEvent(Event):
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         try:
-            if spin > 0:  # poll without back-off, yielding the GIL between queries
-                end = time.perf_counter() + spin
-                while time.perf_counter() < end:
-                    if self.query():
-                        return
-                    time.sleep(0)
             watch = _SiblingWatch(self.device)
             wait_for(lambda: self.query() or watch(), what=f"a CUDA event on {self.device.name}",
                      timeout=timeout if timeout is not None else self.device.timeout,
-                     stop=self.device.stop_event)
+                     stop=self.device.stop_event, spin=spin)
         except _cupy().cuda.runtime.CUDARuntimeError as exc:
             raise self._failure(exc) from exc
 
@@ -123,16 +117,12 @@ class CUDAEvent(Event):
             pending[:] = [event for event in pending if not event.query()]
             return not pending
 
-        end = time.perf_counter() + spin
-        while time.perf_counter() < end:
-            if all_done():
-                return
-            time.sleep(0)
         first = pending[0].device
         names = ", ".join(sorted({event.device.name for event in pending}))
         watch = _SiblingWatch(first, itself=True)
         wait_for(lambda: all_done() or watch(), what=f"CUDA events on {names}",
-                 timeout=timeout if timeout is not None else first.timeout, stop=first.stop_event)
+                 timeout=timeout if timeout is not None else first.timeout, stop=first.stop_event,
+                 spin=spin)
 
 
 class _SiblingWatch:

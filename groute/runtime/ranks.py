@@ -49,10 +49,23 @@ ASK_S = 1.0
 #: shared-memory pipeline), so a single ``Test`` per step of the waits' back-off would crawl
 #: through it; a burst of calls costs little when there is nothing to do
 TESTS_PER_POLL = 128
+#: seconds a collective's wait polls without sleeping before the back-off (``spin`` of
+#: :func:`~groute.waiting.wait_for`), on a host with two cores per rank (one for the waiting
+#: thread, one for the rank's others): the ranks meet around every run (its launches, its
+#: ends, the timer's synchronisation), a few tens of microseconds apart, and a back-off sleep
+#: would end each meeting late by up to its own length
+SPIN_S = 0.002
 #: environment variables a process manager sets in the processes it starts: MPICH's hydra
 #: (PMI), Open MPI, PMIx, Slurm
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
 INSTALL_HINT = "pip install 'groute[mpi]' (mpi4py and the mpich wheel), or mpi4py built for your site's MPI"
+
+
+def collective_spin(local_ranks: int, cores: int) -> float:
+    """Seconds a collective's wait polls before it sleeps on a host of ``cores`` running
+    ``local_ranks`` of the job: :data:`SPIN_S` with two cores per rank, else 0 (a spinning
+    rank would take the core another rank needs to arrive)."""
+    return SPIN_S if cores >= 2 * local_ranks else 0.0
 
 
 def mpi():
@@ -210,6 +223,9 @@ class Ranks:
         host = base.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_rank, self.local_size = host.Get_rank(), host.Get_size()
         host.Free()
+        #: seconds each collective's wait polls before it sleeps (:data:`SPIN_S`, or 0 where
+        #: this host's ranks have fewer than two cores each)
+        self.spin = collective_spin(self.local_size, os.cpu_count() or 1)
         #: the name of this process's host (MPI's processor name)
         self.host = MPI.Get_processor_name()
         self.timeout = resolve_timeout(timeout)
@@ -231,7 +247,7 @@ class Ranks:
         me = threading.get_ident()
         self._waits[me] = (what, time.monotonic())
         try:
-            wait_for(done, timeout=self.timeout, stop=self.stop,
+            wait_for(done, timeout=self.timeout, stop=self.stop, spin=self.spin,
                      what=f"{what} on rank {self.rank} of {self.size} (a rank that failed, died "
                           f"or runs another step)")
         except WaitTimeout as exc:
