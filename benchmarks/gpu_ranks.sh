@@ -7,8 +7,10 @@
 #             MPI transport (nvidia-h200)
 #     multi   its `multigpu` tests: 2 and 4 ranks, one per GPU, over NCCL (nvidia-h200-x4)
 #     time    for each of APPS on each of GRAPHS: `groute launch -n $RANKS -- APP --graph G
-#             --backend cuda --repeat 5 --json` over NCCL and over MPI (BFS, SSSP: also with
-#             `--exchange peer`, the peer kernel across the ranks through CUDA IPC: -ipc.json), and `groute APP --graph G
+#             --backend cuda --repeat 5 --json` as `auto` runs it (BFS, SSSP: the peer kernel
+#             across the ranks through CUDA IPC, PageRank its persistent kernel: -ipc.json), then
+#             on the host exchange (`--exchange host`, `--persistent off`) over NCCL and over
+#             MPI, and `groute APP --graph G
 #             --backend cuda --devices $RANKS --repeat 5 --json` (threads), one JSON line each in
 #             $OUT/time/APP-G-{nccl,mpi,ipc,threads}.json (nvidia-h200-x4)
 # Defaults: APPS="bfs sssp pr cc", GRAPHS="kron:21", RANKS=4, RUN_LIMIT=240 (seconds per run).
@@ -41,20 +43,20 @@ timings() {
   for graph in ${GRAPHS:-kron:21}; do
     for app in ${APPS:-bfs sssp pr cc}; do
       local base="$OUT/time/$app-${graph//:/_}"
-      for transport in nccl mpi; do
-        GROUTE_RANK_TRANSPORT=$transport timeout "${RUN_LIMIT:-240}" python3 -m groute launch \
-          -n "${RANKS:-4}" -- "$app" --graph "$graph" --backend cuda --repeat 5 --json \
-          > "$base-$transport.json" 2> "$base-$transport.err"
-        rc=$?; echo "$app $graph ranks/$transport rc=$rc"
-      done
-      # the persistent kernels across the ranks (CUDA IPC)
-      ipc=""; case $app in bfs|sssp) ipc="--exchange peer";; pr) ipc="--persistent on";; esac
-      if [ -n "$ipc" ]; then
+      # auto: the persistent kernels across the ranks (CUDA IPC) where the app has them
+      host=""; case $app in bfs|sssp) host="--exchange host";; pr) host="--persistent off";; esac
+      if [ -n "$host" ]; then
         timeout "${RUN_LIMIT:-240}" python3 -m groute launch -n "${RANKS:-4}" -- "$app" \
-          --graph "$graph" --backend cuda $ipc --repeat 5 --json \
+          --graph "$graph" --backend cuda --repeat 5 --json \
           > "$base-ipc.json" 2> "$base-ipc.err"
         rc=$?; echo "$app $graph ranks/ipc rc=$rc"
       fi
+      for transport in nccl mpi; do
+        GROUTE_RANK_TRANSPORT=$transport timeout "${RUN_LIMIT:-240}" python3 -m groute launch \
+          -n "${RANKS:-4}" -- "$app" --graph "$graph" --backend cuda $host --repeat 5 --json \
+          > "$base-$transport.json" 2> "$base-$transport.err"
+        rc=$?; echo "$app $graph ranks/$transport rc=$rc"
+      done
       timeout "${RUN_LIMIT:-240}" python3 -m groute "$app" --graph "$graph" --backend cuda \
         --devices "${RANKS:-4}" --repeat 5 --json > "$base-threads.json" 2> "$base-threads.err"
       rc=$?; echo "$app $graph threads rc=$rc"

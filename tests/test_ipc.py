@@ -152,9 +152,11 @@ def test_what_one_rank_cannot_reach_is_every_rank_s_answer(monkeypatch):
 
 
 def test_the_rules_across_processes():
-    """exchange 'auto' across processes is the worklist (the peer kernel there is asked for),
-    PageRank's persistent 'auto' the host-driven iterations (persistent=True asks for the
-    kernel); SSSP's priority 'auto' there is off without a delta (no diameter test on a part)."""
+    """exchange 'auto' across the ranks of one host, each on a GPU of its own, is the peer
+    kernel over CUDA IPC, and PageRank's persistent 'auto' its persistent kernel; ranks
+    sharing a GPU (whose persistent kernels would take turns on it) or where the kernels
+    cannot run get the worklist and the host-driven iterations. SSSP's priority 'auto' there
+    is off without a delta (no diameter test on a part)."""
     from groute.engines.relax.rules import EXCHANGE, WEIGHTED_RULES
 
     def facts(**given):
@@ -162,13 +164,21 @@ def test_the_rules_across_processes():
             return lambda: given[name]
         return {name: ask(name) for name in given}
 
-    case = EXCHANGE.decide(facts(one_device=False, processes=True, peer=True))
-    assert case.choice == "host" and "CUDA IPC" in case.why
+    case = EXCHANGE.decide(facts(one_device=False, processes=True, shared_gpus=False, peer=True))
+    assert case.choice == "peer" and "CUDA IPC" in case.why
+    for shared, peer in ((True, True), (False, False)):
+        case = EXCHANGE.decide(facts(one_device=False, processes=True, shared_gpus=shared,
+                                     peer=peer))
+        assert case.choice == "host" and "exchange='peer'" in case.why
     assert EXCHANGE.decide(facts(one_device=False, processes=False, peer=True)).choice == "peer"
     from groute.engines.iterate.rules import ITERATE_RULES
     persistent = ITERATE_RULES["persistent"]
-    case = persistent.decide(facts(persistent_can_run=True, processes=True))
+    case = persistent.decide(facts(persistent_can_run=True, processes=True, shared_gpus=True))
     assert case.choice is False and "persistent=True" in case.why
+    case = persistent.decide(facts(persistent_can_run=True, processes=True, shared_gpus=False))
+    assert case.choice is True and "CUDA IPC" in case.why
+    assert persistent.decide(facts(persistent_can_run=False, processes=True,
+                                   shared_gpus=False)).choice is False
     assert persistent.decide(facts(persistent_can_run=True, processes=False)).choice is True
     priority = WEIGHTED_RULES["priority"]
     assert priority.decide(facts(windowed=True, delta_given=False, processes=True)).choice is False

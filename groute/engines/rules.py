@@ -30,6 +30,9 @@ FACTS: dict[str, tuple[str, str, str | None]] = {
     "peer": ("the peer kernels can run", "the peer kernels cannot run",
              "the peer kernels run on CUDA GPUs with NVLink between all of them, unless the host "
              "worklist is asked for (exchange host, or a worklist option given)"),
+    "shared_gpus": ("devices sharing a GPU", "a GPU per device",
+                    "logical devices of one process, or ranks of a job, on one GPU: kernels of "
+                    "several processes take turns on it"),
     "symmetric": ("a symmetric graph", "a directed graph", None),
     "low_diameter": ("a low-diameter graph", "a road-like graph",
                      "low-diameter: a BFS from sampled vertices reaches 2^16 vertices within 16 "

@@ -56,13 +56,13 @@ ITERATE_RULES = {
         Case((), 8, "few host round trips"),
     ), FACTS),
     "persistent": Rule("persistent", (
-        Case(("processes",), False, "across processes the host-driven iterations; "
-                                    "persistent=True runs the persistent kernel over CUDA IPC "
-                                    "(ranks of one host), not yet measured against them on "
-                                    "several GPUs"),
+        Case(("processes", "shared_gpus"), False,
+             "ranks sharing a GPU: their persistent kernels would take turns on it; "
+             "persistent=True asks for it"),
         Case(("not persistent_can_run",), False, "see stats['persistent_reason']"),
         Case((), True, "one launch per run saves the launches, event waits and (on several "
-                       "devices) cross-device waits between iterations: most of a small graph's "
-                       "time"),
+                       "devices) cross-device waits between iterations, and across processes "
+                       "the ranks' exchange of slices (the kernel stores into the other ranks' "
+                       "vectors over CUDA IPC): most of a small graph's time"),
     ), FACTS),
 }

@@ -203,7 +203,8 @@ def choose_persistent(requested, ctx, mode: str, kernel: str, inplace: bool,
     ranks = getattr(ctx, "ranks", None)
     case = ITERATE_RULES["persistent"].decide({
         "persistent_can_run": lambda: why() is None, "one_device": lambda: len(ctx.devices) == 1,
-        "processes": lambda: ranks is not None and ranks.size > 1})
+        "processes": lambda: ranks is not None and ranks.size > 1,
+        "shared_gpus": lambda: ctx.logical})
     if case.choice:
         return True, None
     if asked.get("why") is not None:

@@ -15,9 +15,12 @@ from groute.engines.rules import Case, Rule
 EXCHANGE = Rule("exchange", (
     Case(("one_device", "async"), "host",
          "one device's fused worker runs alone: there is nothing to exchange"),
+    Case(("processes", "not shared_gpus", "peer"), "peer",
+         "the peer kernel across the ranks of one host over CUDA IPC: one launch per rank for "
+         "the whole run, where the worklist's every level meets over MPI or NCCL"),
     Case(("processes",), "host",
-         "across processes the worklist; exchange='peer' runs the peer kernel over CUDA IPC "
-         "(ranks of one host), not yet measured against it on several GPUs"),
+         "across processes the worklist: the ranks share a GPU, whose persistent kernels "
+         "would take turns, or the peer kernel cannot run; exchange='peer' asks for it"),
     Case(("not peer",), "host", "the distributed worklist: the host moves the items"),
     Case((), "peer", "one launch per device for the whole run, exchanging through peer memory: "
                      "BSP the level-synchronous peer kernel, async the linked workers"),

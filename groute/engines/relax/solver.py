@@ -384,6 +384,7 @@ class RelaxSolver(Solver):
         return {
             "one_device": lambda: self.ctx.num_devices == 1,
             "processes": lambda: self.ctx.ranks is not None and self.ctx.ranks.size > 1,
+            "shared_gpus": lambda: self.ctx.logical,
             "peer": lambda: self.peer_unavailable() is None,
             "symmetric": lambda: not getattr(graph, "directed", True),
             "low_diameter": lambda: graph_is_low_diameter(graph),
