@@ -155,7 +155,7 @@ def _load_part(args, ctx):
                          "a part set from it once (groute partition --graph FILE --symmetric "
                          "...) and give its folder as --graph")
     graph = load_ranked(args.graph, ctx.ranks, seed=args.seed, measure=args.stats,
-                        backend=ctx.backend)
+                        device=ctx.local_device)
     _part = graph
     return graph
 

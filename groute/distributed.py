@@ -79,7 +79,7 @@ def load_graph(source, ctx, *, seed: int | None = None, weighted: bool | None = 
             print(ctx.rank, graph.first, graph.end)     # this rank's vertex range
     """
     return load_ranked(source, ctx.ranks, seed=seed, weighted=weighted, measure=measure,
-                       backend=ctx.backend)
+                       device=ctx.local_device)
 
 
 #: the command line's context when it runs as several processes (:func:`job_context`)

@@ -52,7 +52,7 @@ def wait_for(predicate, *, what: str, timeout=None, stop: threading.Event | None
     ``spin``: seconds to poll without sleeping first (yielding the GIL between polls), for
     waits that are usually short and on a latency path: a sleep of 20 µs lasts several times
     that, and the back-off's later ones up to 2 ms, so a wait would otherwise end late by up to
-    its own length.
+    its own length. A wait on ``cond`` does not spin (the condition wakes it).
     """
     limit = resolve_timeout(timeout)
     deadline = time.monotonic() + limit

@@ -92,11 +92,15 @@ def test_a_collective_polls_without_sleeping_while_it_spins(monkeypatch):
     assert len(sleeps) == 4 and min(sleeps) >= 20e-6
 
 
-def test_a_wait_spins_only_where_the_hosts_ranks_have_two_cores_each():
-    spin = ranks_module.SPIN_S
+def test_a_wait_spins_only_where_the_rank_has_two_cores_of_its_own():
+    spin, rule = ranks_module.SPIN_S, ranks_module.collective_spin
     assert spin > 0
-    assert ranks_module.collective_spin(4, 16) == ranks_module.collective_spin(2, 4) == spin
-    assert ranks_module.collective_spin(2, 2) == ranks_module.collective_spin(3, 2) == 0.0
+    # unbound: the host's cores shared by its ranks
+    assert rule(4, 16, 16) == rule(2, 4, 4) == spin
+    assert rule(2, 2, 2) == rule(3, 2, 2) == 0.0
+    # bound by the launcher (Open MPI, Slurm) or a container: the rank's own cores
+    assert rule(4, 64, 1) == 0.0
+    assert rule(4, 64, 2) == rule(1, 64, 16) == spin
 
 
 def test_a_spinning_wait_still_stops_and_times_out(monkeypatch):

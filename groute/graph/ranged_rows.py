@@ -28,8 +28,9 @@ slices of :data:`GRID_SLICE` vertices, written into arrays of the range's size.
 
 A stream may be replayed on a GPU (``xp`` CuPy, on the current device): the hashing that
 generates the edges is most of a replay, a GPU does it many times faster than one host core,
-and each chunk is cut on the GPU to the arcs that touch the range asked for (about ``2/K`` of
-it) before it is copied to the host, where the rows are built as above.
+and each chunk is cut on the GPU to the arcs that touch the range asked for (about ``1/K`` of
+it, ``2/K`` where both directions are stored) before it is copied to the host in slices of
+:data:`HOST_SLICE` edges, the CPU stream's own chunk, so the host's bound is the same.
 
 The rows are exactly the whole graph's (:func:`groute.graph.bucketed.csr_by_buckets` and
 :func:`groute.graph.generators.grid_rows` build the same): each row sorted, repeats dropped.
@@ -50,6 +51,8 @@ SORT_BLOCK = 1 << 16
 BUCKET_SLACK = 1 / 8
 #: vertices of a grid computed at a time
 GRID_SLICE = 1 << 15
+#: edges of a GPU replay's chunk copied to the host at a time (the NumPy stream's chunk)
+HOST_SLICE = 1 << 16
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
 
@@ -115,7 +118,8 @@ class StreamRows:
     def _replay(self, lo: int, hi: int):
         """The stream as a callable yielding host ``(src, dst)`` chunks that hold at least
         every arc with an end in ``[lo, hi)`` (a source there; a target too when both
-        directions are stored), cut where the stream runs, before any copy to the host."""
+        directions are stored), cut where the stream runs, before any copy to the host (a
+        GPU's chunk in slices of :data:`HOST_SLICE` edges)."""
         xp, symmetric = self.xp, self.symmetric
         ulo, uhi = xp.uint64(lo), xp.uint64(hi)
 
@@ -125,9 +129,11 @@ class StreamRows:
                 if symmetric:
                     keep |= (dst >= ulo) & (dst < uhi)
                 src, dst = src[keep], dst[keep]
-                if xp is not np:
-                    src, dst = src.get(), dst.get()
-                yield src, dst
+                if xp is np:
+                    yield src, dst
+                    continue
+                for at in range(0, src.shape[0], HOST_SLICE):
+                    yield src[at:at + HOST_SLICE].get(), dst[at:at + HOST_SLICE].get()
         return replay
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import host_peak
-from . import part_set, rng
+from . import part_set
 from .budget import csr_bytes
 from .generators import edge_stream, spec_params
 from .partition import LocalGraph, contiguous_cuts, offsets_from_cuts
@@ -42,8 +42,7 @@ from .spec import is_spec, parse_spec
 
 
 def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None = None,
-                symmetric: bool = False, measure: bool = False,
-                backend: str = "cpu") -> RankGraph:
+                symmetric: bool = False, measure: bool = False, device=None) -> RankGraph:
     """This rank's :class:`RankGraph` of ``source``: a random spec, a grid spec, or a part set
     written by ``groute partition`` (module docstring). A collective: every rank calls it with
     the same arguments.
@@ -64,11 +63,12 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
     measure : bool
         Trace every rank's host memory while it loads (:class:`LoadMemory`, as the graph's
         ``load_memory``; one allgather more).
-    backend : {"cpu", "cuda"}
-        Where a generated graph's edge stream is replayed: ``"cuda"`` on this process's current
-        GPU, each chunk cut there to the arcs the rank needs before it is copied to the host
-        (:class:`~groute.graph.ranged_rows.StreamRows`); ``"cpu"`` with NumPy. The rows are
-        the same either way, built in host memory. A rank's context passes its own backend.
+    device : Device, optional
+        This rank's device (a rank context's ``local_device``): on a CUDA device a generated
+        graph's edge stream is replayed on its GPU, each chunk cut there to the arcs the rank
+        needs before it is copied to the host (:class:`~groute.graph.ranged_rows.StreamRows`),
+        and the memory pool's cached blocks are let go after; None or a CPU device: NumPy.
+        The rows are the same either way, built in host memory.
 
     Returns
     -------
@@ -86,14 +86,14 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
         "source": os.fspath(source) if isinstance(source, (str, os.PathLike)) else source,
         "seed": seed, "weighted": weighted, "symmetric": symmetric, "measure": measure})
     if not measure:
-        return _load(source, ranks, seed, weighted, symmetric, backend)
+        return _load(source, ranks, seed, weighted, symmetric, device)
     with host_peak.TracedPeak() as peak:
-        g = _load(source, ranks, seed, weighted, symmetric, backend)
+        g = _load(source, ranks, seed, weighted, symmetric, device)
     g.load_memory = LoadMemory.gather(g, peak.bytes, ranks)
     return g
 
 
-def _load(source, ranks, seed, weighted, symmetric, backend) -> RankGraph:
+def _load(source, ranks, seed, weighted, symmetric, device) -> RankGraph:
     text = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     if text is None:
         raise TypeError(f"a graph loaded by ranks comes from a spec or a part set, got "
@@ -114,7 +114,7 @@ def _load(source, ranks, seed, weighted, symmetric, backend) -> RankGraph:
                          f"write_part_set, or the command groute partition) and give its "
                          f"folder as the graph")
     elif is_spec(text):
-        g = _generate(text, ranks, seed, backend)
+        g = _generate(text, ranks, seed, device)
     else:
         raise FileNotFoundError(f"{text!r} is neither a part set (a folder written by groute "
                                 f"partition) nor a graph spec (kron:21, rmat:20, grid:4900, "
@@ -134,9 +134,21 @@ def _local(like: LocalGraph, indptr, indices, weights) -> LocalGraph:
                       name=like.name)
 
 
-def _generate(text: str, ranks, seed, backend: str) -> RankGraph:
+def _generate(text: str, ranks, seed, device) -> RankGraph:
     """The rows of this rank's range of a generated graph (module docstring), its edge stream
-    replayed on ``backend`` (:func:`load_ranked`)."""
+    replayed on ``device``'s array module (:func:`load_ranked`)."""
+    xp = np if device is None else device.xp
+    if xp is np:
+        return _generate_on(text, ranks, seed, np)
+    with device.use():
+        try:
+            return _generate_on(text, ranks, seed, xp)
+        finally:    # else the replays' chunks stay cached in CuPy's pool, where the other
+            xp.get_default_memory_pool().free_all_blocks()  # ranks on this GPU cannot use them
+
+
+def _generate_on(text: str, ranks, seed, xp) -> RankGraph:
+    """:func:`_generate` with the stream on ``xp`` (NumPy, or CuPy on the current GPU)."""
     s = parse_spec(text)
     p = spec_params(s, seed)
     k, r = ranks.size, ranks.rank
@@ -145,7 +157,6 @@ def _generate(text: str, ranks, seed, backend: str) -> RankGraph:
         source = GridRows({key: p[key] for key in ("rows", "cols", "drop", "seed", "low",
                                                     "high")})
     else:
-        xp = rng.get_xp(backend)
         stream, n, symmetric, edges = edge_stream(s.kind, p, xp=xp)
         source = StreamRows(stream, n, symmetric=symmetric, edges=edges, parts=k, xp=xp)
     if k > max(n, 1):

@@ -61,11 +61,23 @@ LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLU
 INSTALL_HINT = "pip install 'groute[mpi]' (mpi4py and the mpich wheel), or mpi4py built for your site's MPI"
 
 
-def collective_spin(local_ranks: int, cores: int) -> float:
-    """Seconds a collective's wait polls before it sleeps on a host of ``cores`` running
-    ``local_ranks`` of the job: :data:`SPIN_S` with two cores per rank, else 0 (a spinning
-    rank would take the core another rank needs to arrive)."""
+def collective_spin(local_ranks: int, cores: int, usable: int) -> float:
+    """Seconds a collective's wait polls before it sleeps, for a rank that may run on
+    ``usable`` of its host's ``cores`` (its CPU affinity), the host running ``local_ranks`` of
+    the job: :data:`SPIN_S` where the rank has two cores of its own (bound to at least two,
+    or unbound on a host with two per rank), else 0 (a spinning rank would take the core
+    another rank, or its own device thread, needs to arrive)."""
+    if usable < cores:                  # bound by the launcher or the container: its own cores
+        return SPIN_S if usable >= 2 else 0.0
     return SPIN_S if cores >= 2 * local_ranks else 0.0
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:              # no affinity on this platform (macOS)
+        return os.cpu_count() or 1
 
 
 def mpi():
@@ -225,7 +237,7 @@ class Ranks:
         host.Free()
         #: seconds each collective's wait polls before it sleeps (:data:`SPIN_S`, or 0 where
         #: this host's ranks have fewer than two cores each)
-        self.spin = collective_spin(self.local_size, os.cpu_count() or 1)
+        self.spin = collective_spin(self.local_size, os.cpu_count() or 1, _usable_cores())
         #: the name of this process's host (MPI's processor name)
         self.host = MPI.Get_processor_name()
         self.timeout = resolve_timeout(timeout)

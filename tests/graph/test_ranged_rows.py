@@ -134,6 +134,61 @@ def test_a_replay_holds_the_arcs_that_touch_its_range_and_no_others(spec):
         np.testing.assert_array_equal(got, want[touch])
 
 
+class OnDevice(np.ndarray):
+    """A stand-in for a CuPy array: the host sees it only through ``get()``."""
+
+    def get(self):
+        return np.array(self).view(np.ndarray)
+
+
+def test_a_gpu_replay_reaches_the_host_in_slices_and_builds_the_same_rows(monkeypatch):
+    """The GPU path of a replay (an array module other than NumPy, here NumPy arrays that
+    stand for device ones): each cut chunk is copied in slices of HOST_SLICE edges, and the
+    rows are the NumPy stream's."""
+    import types
+    monkeypatch.setattr(ranged, "HOST_SLICE", 1000)
+    source, n = row_source("kron:12", 3)
+    device = types.SimpleNamespace(uint64=np.uint64)
+
+    def on_device():
+        for src, dst in source.stream():
+            yield src.view(OnDevice), dst.view(OnDevice)
+    gpu = ranged.StreamRows(on_device, n, symmetric=source.symmetric, edges=1, parts=3,
+                            xp=device)
+    gpu.budget = source.budget
+    lo, hi = n // 3, 2 * n // 3
+    pieces = list(gpu._replay(lo, hi)())
+    assert len(pieces) > 1 and all(type(a) is np.ndarray and a.shape[0] <= 1000
+                                   for piece in pieces for a in piece)
+    want = [np.concatenate(parts) for parts in zip(*source._replay(lo, hi)())]
+    for got, expected in zip(zip(*pieces), want):
+        np.testing.assert_array_equal(np.concatenate(got), expected)
+    table = source.counts(lo, hi)
+    np.testing.assert_array_equal(gpu.counts(lo, hi), table)
+    for got, expected in zip(gpu.rows(lo, hi, table.copy())[:2], source.rows(lo, hi, table)[:2]):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_a_ranks_loader_is_given_its_device(monkeypatch):
+    """distributed.load_graph and the command line's loader hand load_ranked the rank's own
+    device, on whose GPU the stream is replayed."""
+    import types
+    import groute.distributed
+    import groute.graph.ranked
+    seen = []
+    monkeypatch.setattr(groute.distributed, "load_ranked",
+                        lambda *a, **k: seen.append(k["device"]))
+    monkeypatch.setattr(groute.graph.ranked, "load_ranked",
+                        lambda *a, **k: seen.append(k["device"]))
+    ctx = types.SimpleNamespace(ranks=None, local_device="this rank's device")
+    groute.distributed.load_graph("kron:8", ctx)
+    from apps import app_cli
+    args = types.SimpleNamespace(symmetric=False, columns=None, graph="kron:8", seed=None,
+                                 stats=False)
+    app_cli._load_part(args, ctx)
+    assert seen == ["this rank's device"] * 2
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("spec", ["kron:12", "rmat:10", "er:700:6"])
 def test_rows_replayed_on_a_gpu_are_the_hosts(spec):
