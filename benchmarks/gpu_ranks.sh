@@ -10,9 +10,10 @@
 #             --backend cuda --repeat 5 --json` as `auto` runs it (BFS, SSSP: the peer kernel
 #             across the ranks through CUDA IPC, PageRank its persistent kernel: -ipc.json), then
 #             on the host exchange (`--exchange host`, `--persistent off`) over NCCL and over
-#             MPI, and `groute APP --graph G
-#             --backend cuda --devices $RANKS --repeat 5 --json` (threads), one JSON line each in
-#             $OUT/time/APP-G-{nccl,mpi,ipc,threads}.json (nvidia-h200-x4)
+#             MPI, and `groute APP --graph G --backend cuda --devices $RANKS --repeat 5 --json`
+#             (threads; PageRank also with the ranks' sweep, `--partition contiguous
+#             --bsp-kernel csc`: -threads-csc.json), one JSON line each in
+#             $OUT/time/APP-G-{nccl,mpi,ipc,threads,threads-csc}.json (nvidia-h200-x4)
 # Defaults: APPS="bfs sssp pr cc", GRAPHS="kron:21", RANKS=4, RUN_LIMIT=240 (seconds per run).
 # Where the machine lacks mpi4py and an MPI, stage the mpi4py and mpich wheels for its Python
 # into .whl/ beside the others (benchmarks/README.md): they are installed under a prefix of
@@ -60,6 +61,12 @@ timings() {
       timeout "${RUN_LIMIT:-240}" python3 -m groute "$app" --graph "$graph" --backend cuda \
         --devices "${RANKS:-4}" --repeat 5 --json > "$base-threads.json" 2> "$base-threads.err"
       rc=$?; echo "$app $graph threads rc=$rc"
+      if [ "$app" = pr ]; then      # the ranks' sweep (csc over contiguous ranges) on threads
+        timeout "${RUN_LIMIT:-240}" python3 -m groute pr --graph "$graph" --backend cuda \
+          --devices "${RANKS:-4}" --partition contiguous --bsp-kernel csc --repeat 5 --json \
+          > "$base-threads-csc.json" 2> "$base-threads-csc.err"
+        rc=$?; echo "$app $graph threads csc rc=$rc"
+      fi
     done
   done
   python3 - "$OUT/time" <<'EOF'
