@@ -1,6 +1,8 @@
 """Run as several MPI processes by tests/test_distributed_apps.py (``--backend cpu``) and
 tests/test_distributed_gpu.py (``--backend cuda``): every app on a distributed context (each
-rank loading its part) against the same app in one process on one device of that backend.
+rank loading its part) against the same app in one process on one device of that backend; on
+CUDA also BFS, SSSP and PageRank on the host exchange (``-host``), which ``auto`` leaves for
+the kernels over CUDA IPC where each rank has a GPU of its own.
 ``app_checks.py --backend B SPEC...``; each rank prints its transport first."""
 import sys
 
@@ -9,6 +11,7 @@ import numpy as np
 import groute
 from groute import distributed
 from groute.graph import load_graph
+from groute.tuning import PageRankTuning
 
 APPS = {
     "bfs": lambda g, **o: groute.bfs(g, 3, **o),
@@ -22,6 +25,14 @@ APPS = {
     # the shortest-path trees: every rank's proposals met by a minimum, the one-process parents
     "bfs-parents": lambda g, **o: groute.bfs(g, 3, predecessors=True, **o),
     "sssp-parents": lambda g, **o: groute.sssp(g, 3, predecessors=True, **o),
+}
+#: on CUDA ranks with a GPU each, auto takes the kernels over CUDA IPC for BFS, SSSP and
+#: PageRank: the host exchange is asked for too (on the CPU backend it is what auto runs)
+HOST_EXCHANGE = {
+    "bfs-host": lambda g, **o: groute.bfs(g, 3, exchange="host", **o),
+    "sssp-host": lambda g, **o: groute.sssp(g, 3, exchange="host", **o),
+    "pagerank-host": lambda g, **o: groute.pagerank(
+        g, tuning=PageRankTuning(persistent=False), **o),
 }
 
 
@@ -40,6 +51,8 @@ def close(app, a, b, backend) -> bool:
 if sys.argv[1] != "--backend":
     sys.exit("usage: app_checks.py --backend cpu|cuda SPEC...")
 backend, specs = sys.argv[2], sys.argv[3:]
+if backend == "cuda":
+    APPS.update(HOST_EXCHANGE)
 with distributed.Context(backend=backend, timeout=60) as ctx:
     print(f"rank {ctx.rank} transport {ctx.transport}", flush=True)
     for spec in specs:
