@@ -92,6 +92,8 @@ class CUDAEvent(Event):
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         try:
+            if self.query():    # the usual read-back: done at once, no wait to set up
+                return
             watch = _SiblingWatch(self.device)
             wait_for(lambda: self.query() or watch(), what=f"a CUDA event on {self.device.name}",
                      timeout=timeout if timeout is not None else self.device.timeout,
@@ -117,6 +119,8 @@ class CUDAEvent(Event):
             pending[:] = [event for event in pending if not event.query()]
             return not pending
 
+        if all_done():          # no wait to set up
+            return
         first = pending[0].device
         names = ", ".join(sorted({event.device.name for event in pending}))
         watch = _SiblingWatch(first, itself=True)
