@@ -508,3 +508,31 @@ def test_a_device_link_is_made_while_a_kernel_runs_on_the_compute_stream():
         assert time.perf_counter() - t0 < 1.0
         link.close()
         dev.compute_stream.synchronize()
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("receiver", ["device", "host"])
+def test_a_device_link_dropped_while_a_kernel_runs_does_not_wait_for_it(receiver):
+    """A link's mapped host memory (its status, a host receiver's flags) goes back to a pool
+    when the link is gone, not to CUDA: freeing pinned memory waits for every running kernel,
+    so dropping a finished link while a kernel ran stalled the dropping thread (the link
+    pump's, or the next link's maker) until the kernel ended."""
+    import gc
+    import time
+    from support import spin
+    with context_or_skip("cuda", 1, timeout=5) as ctx:
+        dev = ctx.devices[0]
+        link = Link(dev, dev, packet_size=4, num_buffers=2, ctx=ctx, initiated="device",
+                    receiver=receiver)
+        link.close()
+        assert link.join(5)
+        spin(dev, "compute", 2.0)
+        t0 = time.perf_counter()
+        del link
+        gc.collect()
+        again = Link(dev, dev, packet_size=4, num_buffers=2, ctx=ctx, initiated="device",
+                     receiver=receiver)
+        assert time.perf_counter() - t0 < 1.0
+        again.close()
+        dev.compute_stream.synchronize()

@@ -260,8 +260,9 @@ class Device(abc.ABC):
 
     def mapped_host_buffer(self, shape, dtype):
         """Zeroed host memory this device's kernels read and write in place, at
-        :meth:`address` (CUDA: pinned, portable and mapped, so every GPU reaches it; CPU: a
-        NumPy array)."""
+        :meth:`address` (CUDA: pinned, portable and mapped, so every GPU reaches it, from a pool
+        that is never given back while kernels may run, :mod:`groute.device.mapped_memory`;
+        CPU: a NumPy array)."""
         import numpy as np
         return np.zeros(shape, dtype)
 

@@ -16,6 +16,7 @@ from ..errors import DeviceError, GrouteError
 from ..waiting import wait_for
 from .base import CopyPlan, Device, Event, Stream
 from .logical import Placement, sm_share
+from .mapped_memory import mapped_host_array
 
 # cudaMemcpyKind
 _H2D, _D2H, _D2D, _DEFAULT = 1, 2, 3, 4
@@ -586,18 +587,6 @@ class CUDADevice(Device):
         pass
 
 
-def mapped_host_array(shape, dtype) -> np.ndarray:
-    """Zeroed pinned host memory, portable and mapped (``cudaHostAllocPortable |
-    cudaHostAllocMapped``): every GPU's kernels reach it, at :func:`device_address`."""
-    cupy = _cupy()
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    mem = cupy.cuda.PinnedMemory(max(count * dtype.itemsize, 1), 3)
-    array = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), dtype, count).reshape(shape)
-    array[...] = 0
-    return array
-
-
 def make_current(gpu: int) -> None:
     """Make CUDA ordinal ``gpu`` the calling thread's current device for good (not a scope):
     CuPy's device scope restores the thread's previous device on exit, GPU 0 for a thread that
@@ -630,7 +619,7 @@ def pci_bus_id(gpu: int) -> str:
 
 def device_address(array) -> int:
     """The address a kernel uses for ``array``: a CuPy array's, or the device address of
-    mapped host memory (:func:`mapped_host_array`)."""
+    mapped host memory (:func:`groute.device.mapped_memory.mapped_host_array`)."""
     if isinstance(array, np.ndarray):
         ptr = int(array.ctypes.data)
         try:
