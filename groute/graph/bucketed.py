@@ -45,15 +45,16 @@ def device_free_bytes(xp) -> int | None:
     return int(free) + int(xp.get_default_memory_pool().free_bytes())
 
 
-def bucket_budget(xp, reserve: int, cap_bytes: int | None = None) -> int:
-    """Candidate arcs one bucket may hold: a share of what the generating backend has free
+def bucket_budget(xp, reserve: int, cap_bytes: int | None = None, *,
+                  share: float = BUCKET_MEMORY_SHARE) -> int:
+    """Candidate arcs one bucket may hold: ``share`` of what the generating backend has free
     (the GPU's memory for CuPy, the host's for NumPy) less ``reserve`` bytes (the CSR about
     to be allocated there), and at most ``cap_bytes`` of keys (on the host: the CSR's size, so
     that building a graph peaks at about twice its CSR)."""
     free = device_free_bytes(xp)
     if free is None:
         free = available_bytes()
-    budget = 1 << 62 if free is None else int(max(free - int(reserve), 0) * BUCKET_MEMORY_SHARE)
+    budget = 1 << 62 if free is None else int(max(free - int(reserve), 0) * share)
     if cap_bytes is not None:
         budget = min(budget, int(cap_bytes))
     return max(budget // BYTES_PER_CANDIDATE, MIN_BUCKET_CANDIDATES)
@@ -107,10 +108,11 @@ def candidate_counts(stream, n, symmetric, xp, lo: int = 0, hi: int | None = Non
     return counts if xp is np else counts.get()
 
 
-def _bucket_keys(stream, lo, hi, n, capacity, symmetric, xp, whole):
+def bucket_keys(stream, lo, hi, n, capacity, symmetric, xp, whole, exact=False):
     """Sorted distinct keys ``(src - lo) * n + dst`` of the arcs whose source is in
     ``[lo, hi)`` (``whole``: every arc, no filtering), collected into one buffer of
-    ``capacity`` keys (at least the candidates there are) and sorted in place."""
+    ``capacity`` keys (at least the candidates there are; ``exact``: as many as a counting
+    replay found, so fewer is an error too) and sorted in place."""
     nn, ulo, uhi = xp.uint64(n), xp.uint64(lo), xp.uint64(hi)
     keys = xp.empty(capacity, dtype=xp.uint64)
     filled = 0
@@ -129,6 +131,9 @@ def _bucket_keys(stream, lo, hi, n, capacity, symmetric, xp, whole):
             xp.multiply(s - ulo, nn, out=out)
             out += d
             filled += k
+    if exact and filled != capacity:
+        raise RuntimeError(f"bucket [{lo}, {hi}) has fewer than the {capacity} candidate arcs "
+                           f"its stream was counted to have; the stream is not replayable")
     return sorted_unique(keys[:filled], xp, overwrite=True)
 
 
@@ -167,18 +172,11 @@ def csr_by_buckets(stream, n: int, max_candidates: int, *, symmetric: bool, xp,
     del counts
     indices = out_xp.empty(sum(sizes), dtype=out_xp.int32)
     t0, filled = time.perf_counter(), 0
-    nn = xp.uint64(n)
     for lo, hi, size in zip(bounds[:-1], bounds[1:], sizes):
-        keys = _bucket_keys(stream, lo, hi, n, size, symmetric, xp, whole=len(sizes) == 1)
-        row_counts = xp.zeros(hi - lo, dtype=xp.int64)
-        for s in range(0, int(keys.shape[0]), WRITE_STEP):
-            part = keys[s:s + WRITE_STEP]
-            rows = part // nn
-            row_counts += xp.bincount(rows.view(xp.int64), minlength=hi - lo)
-            part -= rows * nn                               # the targets, in place
-            del rows
-            _write(indices, filled + s, filled + s + int(part.shape[0]),
-                   part.astype(xp.int32), out_xp)
+        keys = bucket_keys(stream, lo, hi, n, size, symmetric, xp, whole=len(sizes) == 1,
+                           exact=len(sizes) > 1)
+        row_counts = bucket_rows(keys, lo, hi, n, xp, indices=indices, at=filled,
+                                 out_xp=out_xp)
         ends = xp.cumsum(row_counts, dtype=xp.int64)
         ends += filled
         _write(indptr, lo + 1, hi + 1, ends, out_xp)
@@ -188,6 +186,25 @@ def csr_by_buckets(stream, n: int, max_candidates: int, *, symmetric: bool, xp,
         log.info("built %d vertices, %d arcs in %d buckets in %.2f s", n, filled,
                  len(sizes), time.perf_counter() - t0)
     return indptr, _shrink(indices, filled, out_xp)
+
+
+def bucket_rows(keys, lo: int, hi: int, n: int, xp, *, indices=None, at: int = 0,
+                out_xp=np):
+    """The arcs of each row of ``[lo, hi)`` (an ``xp`` int64 array) given the bucket's sorted
+    distinct keys from :func:`bucket_keys`; where ``indices`` (on ``out_xp``) is given, the
+    arcs' targets are written into ``indices[at:at + len(keys)]``, in steps of
+    :data:`WRITE_STEP` keys. The keys are used up (turned into targets in place)."""
+    nn = xp.uint64(n)
+    row_counts = xp.zeros(hi - lo, dtype=xp.int64)
+    for s in range(0, int(keys.shape[0]), WRITE_STEP):
+        part = keys[s:s + WRITE_STEP]
+        rows = part // nn
+        row_counts += xp.bincount(rows.view(xp.int64), minlength=hi - lo)
+        if indices is not None:
+            part -= rows * nn                               # the targets, in place
+            del rows
+            _write(indices, at + s, at + s + int(part.shape[0]), part.astype(xp.int32), out_xp)
+    return row_counts
 
 
 def _write(out, start, stop, values, out_xp):

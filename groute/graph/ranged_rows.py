@@ -27,10 +27,15 @@ block's working arrays; docs/DISTRIBUTED.md ("Loading") states the bound.
 slices of :data:`GRID_SLICE` vertices, written into arrays of the range's size.
 
 A stream may be replayed on a GPU (``xp`` CuPy, on the current device): the hashing that
-generates the edges is most of a replay, a GPU does it many times faster than one host core,
-and each chunk is cut on the GPU to the arcs that touch the range asked for (about ``1/K`` of
-it, ``2/K`` where both directions are stored) before it is copied to the host in slices of
-:data:`HOST_SLICE` edges, the CPU stream's own chunk, so the host's bound is the same.
+generates the edges is most of a replay, and a GPU does it many times faster than one host
+core. There the rows are built as a whole graph generated on a GPU is
+(:func:`groute.graph.bucketed.csr_by_buckets`), where the GPU's memory takes 8-byte keys and
+their sort: each bucket of the range (as many candidates as :data:`KEYS_MEMORY_SHARE` of the
+GPU's free memory holds; one bucket for a rank's share on an H200) keeps the keys ``(row, target)`` of its arcs,
+sorts and deduplicates them on the GPU, and only the degrees (:meth:`counts
+<StreamRows.counts>`) or the targets, written straight into the range's ``indices``
+(:meth:`rows <StreamRows.rows>`), reach the host. The host holds the range's rows and its
+table, nothing per candidate. ``by_keys`` picks this way on the host too.
 
 The rows are exactly the whole graph's (:func:`groute.graph.bucketed.csr_by_buckets` and
 :func:`groute.graph.generators.grid_rows` build the same): each row sorted, repeats dropped.
@@ -39,7 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bucketed import bucket_bounds, candidate_counts, prefix_bounds
+from .bucketed import (bucket_bounds, bucket_budget, bucket_keys, bucket_rows, candidate_counts,
+                       prefix_bounds)
 from .csr import sorted_unique
 from .generators import grid_rows
 
@@ -49,10 +55,11 @@ SORT_BLOCK = 1 << 16
 #: a bucket may hold a rank's share of the stream's candidate arcs and this fraction more, so
 #: that a balanced graph's share is one bucket (one replay)
 BUCKET_SLACK = 1 / 8
+#: the share of the free memory where the stream runs that one bucket of keys may take: ranks
+#: that share a GPU load at the same time
+KEYS_MEMORY_SHARE = 0.25
 #: vertices of a grid computed at a time
 GRID_SLICE = 1 << 15
-#: edges of a GPU replay's chunk copied to the host at a time (the NumPy stream's chunk)
-HOST_SLICE = 1 << 16
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
 
@@ -63,20 +70,28 @@ class StreamRows:
     ``stream``: a callable yielding ``(src, dst)`` uint64 chunks (self loops dropped) of
     ``xp`` (NumPy, or CuPy on the current GPU), both directions stored when ``symmetric``;
     ``n`` vertices; ``edges``: how many edges the stream generates at most; ``parts``: how
-    many ranges the graph is loaded in (the ranks).
+    many ranges the graph is loaded in (the ranks). ``by_keys``: build the rows from sorted
+    keys where the stream runs (default: on a GPU), not in the host's row slots.
     """
 
-    def __init__(self, stream, n: int, *, symmetric: bool, edges: int, parts: int, xp=np):
+    def __init__(self, stream, n: int, *, symmetric: bool, edges: int, parts: int, xp=np,
+                 by_keys: bool | None = None):
         if n > 2**31:
             raise ValueError(f"a graph loaded by ranges has at most 2^31 vertices (int32 "
                              f"targets), got {n:,}")
         self.stream, self.n, self.symmetric, self.xp = stream, int(n), bool(symmetric), xp
+        self.by_keys = xp is not np if by_keys is None else bool(by_keys)
+        if xp is not np and not self.by_keys:
+            raise ValueError("the row slots are host memory: a stream replayed on a GPU builds "
+                             "its rows by keys (by_keys=True)")
         candidates = int(edges) * (2 if symmetric else 1)
         #: candidate arcs one bucket holds at most (unless one vertex alone has more)
         self.budget = max(int(np.ceil(candidates * (1 + BUCKET_SLACK) / max(parts, 1))), 1)
 
     def counts(self, lo: int, hi: int) -> np.ndarray:
         """``(hi - lo, 2)`` int64: each vertex's out-degree and its candidate arcs."""
+        if self.by_keys:
+            return self._counts_by_keys(lo, hi)
         counted = candidate_counts(self._replay(lo, hi), self.n, self.symmetric, np, lo, hi)
         table = np.empty((hi - lo, 2), dtype=np.int64)
         table[:, 1] = counted
@@ -95,6 +110,8 @@ class StreamRows:
     def rows(self, lo: int, hi: int, table: np.ndarray):
         """``(indptr, indices, None)`` of ``[lo, hi)`` from its :meth:`counts` table (whose
         candidate column is used up as the rows' slots)."""
+        if self.by_keys:
+            return self._rows_by_keys(lo, hi, table)
         degrees, slots = table[:, 0], table[:, 1]
         indptr = np.zeros(hi - lo + 1, dtype=np.int64)
         np.cumsum(degrees, out=indptr[1:])
@@ -116,25 +133,65 @@ class StreamRows:
         return indptr, indices, None
 
     def _replay(self, lo: int, hi: int):
-        """The stream as a callable yielding host ``(src, dst)`` chunks that hold at least
-        every arc with an end in ``[lo, hi)`` (a source there; a target too when both
-        directions are stored), cut where the stream runs, before any copy to the host (a
-        GPU's chunk in slices of :data:`HOST_SLICE` edges)."""
-        xp, symmetric = self.xp, self.symmetric
-        ulo, uhi = xp.uint64(lo), xp.uint64(hi)
+        """The NumPy stream as a callable yielding ``(src, dst)`` chunks cut to the arcs with
+        an end in ``[lo, hi)`` (a source there; a target too when both directions are
+        stored)."""
+        symmetric = self.symmetric
+        ulo, uhi = np.uint64(lo), np.uint64(hi)
 
         def replay():
             for src, dst in self.stream():
                 keep = (src >= ulo) & (src < uhi)
                 if symmetric:
                     keep |= (dst >= ulo) & (dst < uhi)
-                src, dst = src[keep], dst[keep]
-                if xp is np:
-                    yield src, dst
-                    continue
-                for at in range(0, src.shape[0], HOST_SLICE):
-                    yield src[at:at + HOST_SLICE].get(), dst[at:at + HOST_SLICE].get()
+                yield src[keep], dst[keep]
         return replay
+
+    # by keys, where the stream runs ---------------------------------------------------------
+    def _key_buckets(self, lo: int, hi: int, candidates):
+        """``(a, b, keys)`` for each bucket ``[lo + a, lo + b)`` of the range: its arcs' sorted
+        distinct keys on ``xp`` (:func:`~groute.graph.bucketed.bucket_keys`). A bucket holds
+        as many candidates as :data:`KEYS_MEMORY_SHARE` of ``xp``'s free memory allows; one
+        bucket's keys are alive at a time (the caller drops each before the next)."""
+        bounds = bucket_bounds(candidates, bucket_budget(self.xp, 0, share=KEYS_MEMORY_SHARE))
+        ends = np.concatenate([[0], np.cumsum(candidates, dtype=np.int64)])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            keys = bucket_keys(self.stream, lo + a, lo + b, self.n, int(ends[b] - ends[a]),
+                               self.symmetric, self.xp, whole=False, exact=True)
+            yield a, b, keys
+            del keys
+
+    def _counts_by_keys(self, lo: int, hi: int) -> np.ndarray:
+        table = np.empty((hi - lo, 2), dtype=np.int64)
+        table[:, 1] = candidate_counts(self.stream, self.n, self.symmetric, self.xp, lo, hi)
+        for a, b, keys in self._key_buckets(lo, hi, table[:, 1]):
+            table[a:b, 0] = _host(bucket_rows(keys, lo + a, lo + b, self.n, self.xp))
+            del keys
+        return table
+
+    def _rows_by_keys(self, lo: int, hi: int, table: np.ndarray):
+        degrees = table[:, 0]
+        indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(degrees, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        for a, b, keys in self._key_buckets(lo, hi, table[:, 1]):
+            start, stop = int(indptr[a]), int(indptr[b])
+            if int(keys.shape[0]) != stop - start:
+                raise RuntimeError(f"rows [{lo + a}, {lo + b}) came out with {keys.shape[0]} "
+                                   f"arcs, counted {stop - start}; the stream is not "
+                                   f"replayable")
+            got = _host(bucket_rows(keys, lo + a, lo + b, self.n, self.xp, indices=indices,
+                                    at=start))
+            del keys
+            if not np.array_equal(got, degrees[a:b]):
+                raise RuntimeError(f"rows [{lo + a}, {lo + b}) came out with other degrees "
+                                   f"than counted; the stream is not replayable")
+        return indptr, indices, None
+
+
+def _host(array) -> np.ndarray:
+    """``array`` in host memory (a CuPy array copied)."""
+    return array if isinstance(array, np.ndarray) else array.get()
 
 
 def _starts(counts, base: int) -> None:

@@ -65,10 +65,10 @@ def load_ranked(source, ranks, *, seed: int | None = None, weighted: bool | None
         ``load_memory``; one allgather more).
     device : Device, optional
         This rank's device (a rank context's ``local_device``): on a CUDA device a generated
-        graph's edge stream is replayed on its GPU, each chunk cut there to the arcs the rank
-        needs before it is copied to the host (:class:`~groute.graph.ranged_rows.StreamRows`),
-        and the memory pool's cached blocks are let go after; None or a CPU device: NumPy.
-        The rows are the same either way, built in host memory.
+        graph's edge stream is replayed on its GPU and the rank's rows are sorted there; only
+        degrees and targets are copied to the host
+        (:class:`~groute.graph.ranged_rows.StreamRows`), and the memory pool's cached blocks
+        are let go after; None or a CPU device: NumPy. The rows are the same either way.
 
     Returns
     -------

@@ -51,12 +51,12 @@ def test_rmat_and_er_same_graph_for_every_bucket_count():
 def test_bucket_count_follows_the_memory_budget(monkeypatch):
     want = kronecker(12, buckets=1)
     seen = []
-    real = bucketed._bucket_keys
+    real = bucketed.bucket_keys
 
     def spy(stream, lo, hi, *args, **kwargs):
         seen.append((lo, hi))
         return real(stream, lo, hi, *args, **kwargs)
-    monkeypatch.setattr(bucketed, "_bucket_keys", spy)
+    monkeypatch.setattr(bucketed, "bucket_keys", spy)
     monkeypatch.setattr(bucketed, "MIN_BUCKET_CANDIDATES", 1)
     monkeypatch.setattr(bucketed, "bucket_budget", lambda *a, **k: 30_000)
     g = kronecker(12)

@@ -100,20 +100,23 @@ def test_the_cut_from_shares_is_the_whole_graphs_split():
 
 
 def _stream_of(sizes):
-    """A stream whose replays yield ``sizes[i]`` arcs 0 -> 1 on the ``i``-th replay."""
+    """A stream whose replays yield ``sizes[i]`` arcs 0 -> 1, 0 -> 2, ... on the ``i``-th
+    replay."""
     calls = []
 
     def stream():
         k = sizes[min(len(calls), len(sizes) - 1)]
         calls.append(1)
-        yield np.zeros(k, dtype=np.uint64), np.ones(k, dtype=np.uint64)
+        yield np.zeros(k, dtype=np.uint64), np.arange(1, k + 1, dtype=np.uint64)
     return stream
 
 
+@pytest.mark.parametrize("by_keys", [False, True])
 @pytest.mark.parametrize("sizes, what", [((2, 3), "more"), ((3, 2), "fewer")])
-def test_a_stream_that_is_not_replayable_is_an_error(sizes, what):
-    rows = ranged.StreamRows(_stream_of(sizes), 4, symmetric=False, edges=8, parts=1)
-    with pytest.raises(RuntimeError, match=f"{what} candidate arcs.*not replayable"):
+def test_a_stream_that_is_not_replayable_is_an_error(sizes, what, by_keys):
+    rows = ranged.StreamRows(_stream_of(sizes), 4, symmetric=False, edges=8, parts=1,
+                             by_keys=by_keys)
+    with pytest.raises(RuntimeError, match=f"{what} (than the [0-9]+ )?candidate arcs.*not replayable"):
         rows.counts(0, 4)
 
 
@@ -134,39 +137,49 @@ def test_a_replay_holds_the_arcs_that_touch_its_range_and_no_others(spec):
         np.testing.assert_array_equal(got, want[touch])
 
 
-class OnDevice(np.ndarray):
-    """A stand-in for a CuPy array: the host sees it only through ``get()``."""
+def by_keys_source(spec, k, budget=None):
+    """The rows of ``spec`` built by keys on the host (the GPU's way, NumPy for CuPy)."""
+    source, n = row_source(spec, k)
+    keyed = ranged.StreamRows(source.stream, n, symmetric=source.symmetric, edges=1, parts=k,
+                              by_keys=True)
+    keyed.budget = source.budget
+    return source, keyed, n
 
-    def get(self):
-        return np.array(self).view(np.ndarray)
+
+@pytest.mark.parametrize("spec", ["kron:11", "rmat:10", "rmat:9:sym=1", "er:700:6"])
+@pytest.mark.parametrize("budget", [None, 500])
+def test_rows_built_by_keys_are_the_slots_rows(monkeypatch, spec, budget):
+    """By keys (how a GPU replay builds a range: sorted keys where the stream runs, the
+    degrees or targets copied to the host), in one bucket or several, the counts and rows
+    are those of the host's row slots."""
+    buckets = []
+    if budget is not None:
+        monkeypatch.setattr(ranged, "bucket_budget", lambda *a, **k: budget)
+        real = ranged.bucket_keys
+
+        def spy(stream, lo, hi, *args, **kwargs):
+            buckets.append((lo, hi))
+            return real(stream, lo, hi, *args, **kwargs)
+        monkeypatch.setattr(ranged, "bucket_keys", spy)
+    source, keyed, n = by_keys_source(spec, 3)
+    for lo, hi in ((0, n // 3), (n // 3, n), (5, 5)):
+        table = source.counts(lo, hi)
+        got_table = keyed.counts(lo, hi)
+        np.testing.assert_array_equal(got_table, table)
+        got = keyed.rows(lo, hi, got_table)
+        want = source.rows(lo, hi, table)
+        for a, b in zip(got[:2], want[:2]):
+            assert isinstance(a, np.ndarray) and a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    if budget is not None:
+        assert len({b for b in buckets if b[0] >= n // 3}) > 2      # several buckets
 
 
-def test_a_gpu_replay_reaches_the_host_in_slices_and_builds_the_same_rows(monkeypatch):
-    """The GPU path of a replay (an array module other than NumPy, here NumPy arrays that
-    stand for device ones): each cut chunk is copied in slices of HOST_SLICE edges, and the
-    rows are the NumPy stream's."""
+def test_a_gpu_stream_is_not_built_in_host_slots():
     import types
-    monkeypatch.setattr(ranged, "HOST_SLICE", 1000)
-    source, n = row_source("kron:12", 3)
-    device = types.SimpleNamespace(uint64=np.uint64)
-
-    def on_device():
-        for src, dst in source.stream():
-            yield src.view(OnDevice), dst.view(OnDevice)
-    gpu = ranged.StreamRows(on_device, n, symmetric=source.symmetric, edges=1, parts=3,
-                            xp=device)
-    gpu.budget = source.budget
-    lo, hi = n // 3, 2 * n // 3
-    pieces = list(gpu._replay(lo, hi)())
-    assert len(pieces) > 1 and all(type(a) is np.ndarray and a.shape[0] <= 1000
-                                   for piece in pieces for a in piece)
-    want = [np.concatenate(parts) for parts in zip(*source._replay(lo, hi)())]
-    for got, expected in zip(zip(*pieces), want):
-        np.testing.assert_array_equal(np.concatenate(got), expected)
-    table = source.counts(lo, hi)
-    np.testing.assert_array_equal(gpu.counts(lo, hi), table)
-    for got, expected in zip(gpu.rows(lo, hi, table.copy())[:2], source.rows(lo, hi, table)[:2]):
-        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="by keys"):
+        ranged.StreamRows(lambda: iter(()), 4, symmetric=False, edges=1, parts=1,
+                          xp=types.SimpleNamespace(), by_keys=False)
 
 
 def test_a_ranks_loader_is_given_its_device(monkeypatch):
