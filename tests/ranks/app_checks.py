@@ -10,6 +10,7 @@ import numpy as np
 
 import groute
 from groute import distributed
+from groute.engines.iterate.solver import choose_bsp_kernel
 from groute.graph import load_graph
 from groute.tuning import PageRankTuning
 
@@ -19,6 +20,11 @@ APPS = {
     "pagerank": lambda g, **o: groute.pagerank(g, **o),
     # the dangling vertices found on every rank's rows
     "pagerank-dangling": lambda g, **o: groute.pagerank(g, dangling={1: 1.0}, **o),
+    # both BSP kernels whatever auto picks (bins: each rank's range in its own degree order)
+    "pagerank-bins": lambda g, **o: groute.pagerank(
+        g, tuning=PageRankTuning(bsp_kernel="bins"), **o),
+    "pagerank-csc": lambda g, **o: groute.pagerank(
+        g, tuning=PageRankTuning(bsp_kernel="csc"), **o),
     "cc": lambda g, **o: (groute.weakly_connected_components if g.directed
                           else groute.connected_components)(g, **o),
     "kcore": lambda g, **o: groute.core_number(g, **o),
@@ -65,3 +71,7 @@ with distributed.Context(backend=backend, timeout=60) as ctx:
                     else np.array_equal(got.predecessors, want.predecessors))
             print(f"rank {ctx.rank} {app} {spec}: {'same' if same else 'DIFFERENT'}",
                   flush=True)
+            if app == "pagerank":       # auto's kernel from the ranks' in-degrees: the whole's
+                same = got.stats["bsp_kernel"] == choose_bsp_kernel(whole, len(ctx.devices))
+                print(f"rank {ctx.rank} pagerank-kernel {spec}: "
+                      f"{'same' if same else 'DIFFERENT'}", flush=True)

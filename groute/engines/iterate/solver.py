@@ -69,8 +69,8 @@ from .device import (A_ARCS, A_PUSHED, A_SENT, A_TOTAL_MASS, A_TOTAL_RESID,
                      ASYNC_CONVERGED, ASYNC_MEETING_WORDS, ASYNC_ROUNDS, ASYNC_STUCK,
                      MAX_OUTPUTS, IterationDevice, PushWorker)
 from .iteration import FixedPoint, LinearIteration
-from .layout import (bins_layout, bins_shards, degree_split, in_degrees, make_shards,
-                     shard_in_arcs)
+from .layout import (Shard, bins_layout, bins_shards, degree_order, degree_split, in_degrees,
+                     make_shards, rows_in_order, shard_in_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
 from .thresholds import host_threshold, push_thresholds, unit_scale
@@ -111,33 +111,47 @@ def stats_keys(iteration: LinearIteration) -> tuple:
     return tuple(iteration.alpha_name if key == "alpha" else key for key in STATS_KEYS)
 
 
-def choose_bsp_kernel(graph, k: int, inplace: bool = False) -> str:
+def choose_bsp_kernel(graph, k: int, inplace: bool = False, facts=None) -> str:
     """The BSP kernel ``bsp_kernel="auto"`` picks: the ``bsp_kernel`` rule of
     :mod:`groute.engines.iterate.rules` (the CPU backend runs NumPy whatever the kernel, but follows
-    the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only)."""
+    the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only).
+    ``facts``: the graph's :func:`in_degree_facts` where the graph cannot count them itself
+    (a graph held by ranks: every rank's, summed)."""
     return ITERATE_RULES["bsp_kernel"].decide({
         "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
-        "heavy_in_arcs": lambda: heavy_in_arcs(graph),
-        "small_with_hubs": lambda: small_with_hubs(graph)}).choice
+        "heavy_in_arcs": lambda: heavy_in_arcs(graph, facts),
+        "small_with_hubs": lambda: small_with_hubs(graph, facts)}).choice
 
 
-def small_with_hubs(graph) -> bool:
+def in_degree_facts(indeg) -> tuple[int, int]:
+    """What the rules ask of a graph's in-degrees ``indeg`` (or of a part of them): the arcs
+    that enter vertices of in-degree > :data:`HEAVY_DEGREE`, and the largest in-degree. Parts
+    add up: the sums add, the maxima take the largest."""
+    indeg = np.asarray(indeg)
+    return int(indeg[indeg > HEAVY_DEGREE].sum()), int(indeg.max(initial=0))
+
+
+def small_with_hubs(graph, facts=None) -> bool:
     """Whether ``graph`` has fewer than :data:`SMALL_ARCS` arcs and some vertex of in-degree >
     :data:`HEAVY_DEGREE`: a sweep short enough that its longest in-row, not the bandwidth,
-    sets its time."""
+    sets its time. ``facts``: as :func:`choose_bsp_kernel`'s."""
     m = int(graph.num_edges)
     if m == 0 or m >= SMALL_ARCS:
         return False
-    return int(in_degrees(graph).max()) > HEAVY_DEGREE
+    return _facts_of(graph, facts)[1] > HEAVY_DEGREE
 
 
-def heavy_in_arcs(graph) -> bool:
-    """Whether most arcs enter vertices of in-degree > HEAVY_DEGREE (power-law graphs)."""
+def heavy_in_arcs(graph, facts=None) -> bool:
+    """Whether most arcs enter vertices of in-degree > HEAVY_DEGREE (power-law graphs).
+    ``facts``: as :func:`choose_bsp_kernel`'s."""
     m = int(graph.num_edges)
     if m == 0:
         return False
-    indeg = in_degrees(graph)
-    return int(indeg[indeg > HEAVY_DEGREE].sum()) * 2 > m
+    return _facts_of(graph, facts)[0] * 2 > m
+
+
+def _facts_of(graph, facts) -> tuple[int, int]:
+    return facts if facts is not None else in_degree_facts(in_degrees(graph))
 
 
 def default_sweeps(graph, k: int, backend: str) -> int:
@@ -366,8 +380,13 @@ class IterateSolver(Solver):
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
                                  "with inplace=True")
+            # across processes each rank's in-arcs are gathered first: "auto" asks their
+            # in-degrees, summed over the ranks
+            rank_shards = (self._rank_shards(graph, mode, weights)
+                           if self.ctx.ranks is not None else None)
             if mode == "bsp" and bsp_kernel == "auto":
-                bsp_kernel = choose_bsp_kernel(graph, k, inplace)
+                bsp_kernel = choose_bsp_kernel(graph, k, inplace, None if rank_shards is None
+                                               else self._ranks_in_degree_facts(rank_shards))
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
@@ -375,7 +394,16 @@ class IterateSolver(Solver):
             self._order = None      # "bins": new vertex id -> the graph's id
             self._device_renumbering = None     # made at the first answer that needs it
             self.partition = None
-            if mode == "bsp" and bsp_kernel == "bins":
+            if self.ctx.ranks is not None:       # this process's range of a graph
+                self.partition = graph.split_by_ranges(k, partition)
+                offsets = np.asarray(graph.offsets, np.int64)
+                self.layout = "ranges"
+                shards = rank_shards
+                if mode == "bsp" and bsp_kernel == "bins":
+                    shards, self._order, self._rank = self._ranges_in_degree_order(shards,
+                                                                                   offsets)
+                    self.layout = "ranges, each in degree order"
+            elif mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
                 self._order = layout.order
@@ -388,11 +416,6 @@ class IterateSolver(Solver):
                                                  in_degrees=layout.in_degrees, factors=factors)
                 shards = bins_shards(layout, offsets, self.ctx.devices, built,
                                      scale=self.iteration.scale, weighted=factors is not None)
-            elif self.ctx.ranks is not None:       # this process's range of a graph
-                self.partition = graph.split_by_ranges(k, partition)
-                offsets = np.asarray(graph.offsets, np.int64)
-                self.layout = "ranges"
-                shards = self._rank_shards(graph, mode, weights)
             else:
                 own = graph
                 self.layout = None
@@ -520,17 +543,47 @@ class IterateSolver(Solver):
                 for i in range(self.k)])
 
     def _across_ranks(self, mode: str, bsp_kernel: str, inplace: bool) -> str:
-        """On a RankContext (one process per device): the kernel that runs (the NumPy sweeps
-        over each range's in-arcs: "csc"); ValueError for what does not run across processes
-        (the asynchronous push, the "bins" layout cut from the whole graph's degree order,
-        Gauss-Seidel sweeps)."""
+        """On a RankContext (one process per device): the kernel asked for ("auto", "bins";
+        "csc" for "csc" and the COO pull, which does not run there); ValueError for what does
+        not run across processes (the asynchronous push, Gauss-Seidel sweeps)."""
         if mode != "bsp":
             raise ValueError(f"{self.app}: mode={mode!r} does not run across processes yet; "
                              f"use mode='bsp' or 'auto'")
-        if bsp_kernel == "bins" or inplace:
-            raise ValueError(f"{self.app}: {'inplace=True' if inplace else 'bsp_kernel=bins'} "
-                             f"does not run across processes (each holds only its range)")
-        return "csc"
+        if inplace:
+            raise ValueError(f"{self.app}: inplace=True does not run across processes (each "
+                             f"holds only its range)")
+        return bsp_kernel if bsp_kernel in ("auto", "bins") else "csc"
+
+    def _ranks_in_degree_facts(self, shards) -> tuple[int, int]:
+        """:func:`in_degree_facts` of the whole graph held by ranks: every rank's of its own
+        vertices' in-arcs, added up."""
+        every = self._everyone([in_degree_facts(np.diff(s.in_indptr)) for s in shards],
+                               "the in-degree facts")
+        return sum(f[0] for f in every), max((f[1] for f in every), default=0)
+
+    def _ranges_in_degree_order(self, shards, offsets):
+        """The ``"bins"`` layout of a graph held by ranks: every range keeps its vertices and
+        puts them in :func:`~.layout.degree_order` of their in-degrees (a range cannot take
+        another's hubs: it holds only its own arcs). ``(shards, order, rank)``: this process's
+        shards renumbered so, their sources renamed, and the whole order both ways (new id ->
+        the graph's id, and back), from every rank's order of its range (one share)."""
+        local = [degree_order(np.diff(s.in_indptr)).astype(np.int32) for s in shards]
+        every = self._everyone(local, "the ranges' degree orders")
+        n = int(offsets[-1])
+        index = np.int32 if n < 2**31 else np.int64
+        order = np.empty(n, index)
+        for lo, hi, own in zip(offsets[:-1], offsets[1:], every):
+            np.add(own, index(lo), out=order[lo:hi], casting="unsafe")
+        del every
+        rank = np.empty(n, index)
+        rank[order] = np.arange(n, dtype=index)
+        out = []
+        for s, mine in zip(shards, local):
+            in_indptr, cols, factors = rows_in_order(s.in_indptr, s.in_cols, mine, rename=rank,
+                                                     factors=s.in_factors)
+            out.append(Shard(s.lo, s.hi, None, None, s.inv_outdeg[mine], cols, in_indptr,
+                             in_factors=factors, weighted=s.weighted))
+        return out, order, rank
 
     def _rank_shards(self, graph, mode: str, weights):
         """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
