@@ -551,29 +551,6 @@ def test_degree_split_balances_arcs(spec, k):
         degree_split(ip, n + 1)
 
 
-@pytest.mark.parametrize("step", [1, 5, 1 << 22])
-def test_rows_in_order_moves_each_row_whole_and_renames_its_entries(monkeypatch, step):
-    """rows_in_order (the "bins" layout of a rank's range): new row j is old row order[j],
-    entries renamed and factors moved with them, whatever the step (a row longer than the
-    step moves alone)."""
-    import groute.engines.iterate.layout as layout
-    monkeypatch.setattr(layout, "REORDER_STEP", step)
-    rng = np.random.default_rng(3)
-    degrees = rng.integers(0, 9, 40)
-    degrees[7] = 30                                         # longer than a step of 5
-    indptr = np.concatenate([[0], np.cumsum(degrees)])
-    cols = rng.integers(0, 100, int(indptr[-1])).astype(np.int32)
-    factors = rng.random(cols.shape[0])
-    order = rng.permutation(40)
-    rename = rng.permutation(100).astype(np.int32)
-    ip, got, moved = layout.rows_in_order(indptr, cols, order, rename=rename, factors=factors)
-    assert got.dtype == np.int32 and ip[-1] == cols.shape[0]
-    for new, old in enumerate(order):
-        a, b = indptr[old], indptr[old + 1]
-        assert np.array_equal(got[ip[new]:ip[new + 1]], rename[cols[a:b]])
-        assert np.array_equal(moved[ip[new]:ip[new + 1]], factors[a:b])
-
-
 def test_the_in_degree_facts_of_parts_add_up_to_the_wholes():
     """What "auto" asks of a graph held by ranks: every range's in-degree facts, the sums
     added and the maxima's largest, are the whole graph's, and pick its kernel."""

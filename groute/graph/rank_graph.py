@@ -191,23 +191,33 @@ def ranked_in_arcs(graph: RankGraph, ranks, values=None):
     p = graph.part
     indptr = np.asarray(p.indptr, dtype=np.int64)
     src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(indptr))
-    dst = np.asarray(p.indices, dtype=np.int64)
-    owner = np.searchsorted(graph.offsets, dst, side="right") - 1
+    return arcs_to_owners(np.asarray(p.indices, dtype=np.int64), src, graph.offsets, ranks,
+                          values=values, what=f"the in-arcs of {graph.name}")
+
+
+def arcs_to_owners(rows, cols, offsets, ranks, *, values=None, what: str = "arcs"):
+    """Every rank's arcs ``(rows[i], cols[i])`` (int64 ids), each sent to the rank that owns
+    its row under ``offsets`` (rank ``r``: rows ``[offsets[r], offsets[r+1])``), one alltoallv:
+    this rank's rows as ``(indptr int64 from 0, cols int32, values)``, each row's columns
+    ascending. ``values``: one per arc (float64), carried with it (None: none)."""
+    owner = np.searchsorted(offsets, rows, side="right") - 1
     order = np.argsort(owner, kind="stable")
     cuts = np.searchsorted(owner[order], np.arange(ranks.size + 1))
-    pairs = np.stack([dst[order], src[order]], axis=1)
-    what = f"the in-arcs of {graph.name}"
+    del owner
+    pairs = np.stack([rows[order], cols[order]], axis=1)
     got = np.concatenate(ranks.alltoallv([pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:])],
                                          np.int64, (2,), what=what))
+    del pairs
     arcs = np.lexsort((got[:, 1], got[:, 0]))
-    in_indptr = np.zeros(p.num_vertices + 1, dtype=np.int64)
-    np.cumsum(np.bincount(got[:, 0] - p.first, minlength=p.num_vertices), out=in_indptr[1:])
-    in_values = None
+    first, end = int(offsets[ranks.rank]), int(offsets[ranks.rank + 1])
+    indptr = np.zeros(end - first + 1, dtype=np.int64)
+    np.cumsum(np.bincount(got[:, 0] - first, minlength=end - first), out=indptr[1:])
+    moved = None
     if values is not None:
-        moved = np.asarray(values, dtype=np.float64)[order]
-        in_values = np.concatenate(ranks.alltoallv(
-            [moved[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))[arcs]
-    return in_indptr, got[arcs, 1].astype(np.int32), in_values
+        sent = np.asarray(values, dtype=np.float64)[order]
+        moved = np.concatenate(ranks.alltoallv(
+            [sent[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))[arcs]
+    return indptr, got[arcs, 1].astype(np.int32), moved
 
 
 class _Same:

@@ -144,48 +144,6 @@ class BinsLayout:
         self.out_degrees = np.diff(np.asarray(graph.indptr, dtype=np.int64))[self.order]
 
 
-#: arcs moved at a time by :func:`rows_in_order` (its temporaries: 8 bytes an arc)
-REORDER_STEP = 1 << 22
-
-
-def rows_in_order(indptr, cols, order, *, rename=None, factors=None):
-    """The rows of a CSR (host ``indptr`` int64 and ``cols``, with ``factors`` aligned to
-    ``cols`` or None) taken in ``order`` (new row -> old row), their entries renamed through
-    ``rename`` (an array: old id -> new id; None keeps them): ``(indptr, cols, factors)`` of
-    the new rows. Moved :data:`REORDER_STEP` arcs at a time (a longer row alone), so the
-    temporaries stay small beside the arrays.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> ip, cols, _ = rows_in_order(np.array([0, 1, 3]), np.array([5, 6, 7]), np.array([1, 0]),
-    ...                             rename=np.arange(10)[::-1])
-    >>> ip.tolist(), cols.tolist()
-    ([0, 2, 3], [3, 2, 4])
-    """
-    indptr = np.asarray(indptr, np.int64)
-    order = np.asarray(order)
-    degrees = np.diff(indptr)[order]
-    new = np.zeros(order.shape[0] + 1, np.int64)
-    np.cumsum(degrees, out=new[1:])
-    m = int(new[-1])
-    out_cols = np.empty(m, np.asarray(cols).dtype if rename is None else np.asarray(rename).dtype)
-    out_factors = None if factors is None else np.empty(m, np.asarray(factors).dtype)
-    cuts = np.searchsorted(new, np.arange(REORDER_STEP, m, REORDER_STEP), side="right") - 1
-    bounds = np.unique(np.concatenate([[0], cuts, [order.shape[0]]]))
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        at, to = int(new[a]), int(new[b])
-        if at == to:
-            continue
-        taken = (np.repeat(indptr[order[a:b]] - new[a:b], degrees[a:b])
-                 + np.arange(at, to, dtype=np.int64))
-        got = cols[taken]
-        out_cols[at:to] = got if rename is None else rename[got]
-        if factors is not None:
-            out_factors[at:to] = factors[taken]
-    return new, out_cols, out_factors
-
-
 def bins_layout(graph) -> BinsLayout:
     """The ``"bins"`` kernel's renumbering of ``graph`` by :func:`degree_order` of the
     in-degrees, computed once and kept on the graph object (``graph._pr_bins``; solvers for 1 or

@@ -70,7 +70,7 @@ from .device import (A_ARCS, A_PUSHED, A_SENT, A_TOTAL_MASS, A_TOTAL_RESID,
                      MAX_OUTPUTS, IterationDevice, PushWorker)
 from .iteration import FixedPoint, LinearIteration
 from .layout import (Shard, bins_layout, bins_shards, degree_order, degree_split, in_degrees,
-                     make_shards, rows_in_order, shard_in_arcs)
+                     make_shards, shard_in_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
 from .thresholds import host_threshold, push_thresholds, unit_scale
@@ -400,9 +400,8 @@ class IterateSolver(Solver):
                 self.layout = "ranges"
                 shards = rank_shards
                 if mode == "bsp" and bsp_kernel == "bins":
-                    shards, self._order, self._rank = self._ranges_in_degree_order(shards,
-                                                                                   offsets)
-                    self.layout = "ranges, each in degree order"
+                    shards, offsets, self._order, self._rank = self._ranks_degree_split(shards)
+                    self.layout = "degree-split"
             elif mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
@@ -561,29 +560,39 @@ class IterateSolver(Solver):
                                "the in-degree facts")
         return sum(f[0] for f in every), max((f[1] for f in every), default=0)
 
-    def _ranges_in_degree_order(self, shards, offsets):
-        """The ``"bins"`` layout of a graph held by ranks: every range keeps its vertices and
-        puts them in :func:`~.layout.degree_order` of their in-degrees (a range cannot take
-        another's hubs: it holds only its own arcs). ``(shards, order, rank)``: this process's
-        shards renumbered so, their sources renamed, and the whole order both ways (new id ->
-        the graph's id, and back), from every rank's order of its range (one share)."""
-        local = [degree_order(np.diff(s.in_indptr)).astype(np.int32) for s in shards]
-        every = self._everyone(local, "the ranges' degree orders")
-        n = int(offsets[-1])
-        index = np.int32 if n < 2**31 else np.int64
-        order = np.empty(n, index)
-        for lo, hi, own in zip(offsets[:-1], offsets[1:], every):
-            np.add(own, index(lo), out=order[lo:hi], casting="unsafe")
-        del every
-        rank = np.empty(n, index)
-        rank[order] = np.arange(n, dtype=index)
-        out = []
-        for s, mine in zip(shards, local):
-            in_indptr, cols, factors = rows_in_order(s.in_indptr, s.in_cols, mine, rename=rank,
-                                                     factors=s.in_factors)
-            out.append(Shard(s.lo, s.hi, None, None, s.inv_outdeg[mine], cols, in_indptr,
-                             in_factors=factors, weighted=s.weighted))
-        return out, order, rank
+    def _ranks_degree_split(self, shards):
+        """The ``"bins"`` layout of a graph held by ranks, as one process lays it out over its
+        devices: the whole graph's :func:`~.layout.degree_order` of the in-degrees (every
+        rank's of its vertices, shared: so the hubs come first, and each kernel keeps their
+        values in shared memory), cut by cost (:func:`~.layout.degree_split`); each rank's
+        in-arcs go to the rank that owns their target's new id, sources renamed (one
+        alltoallv, :func:`groute.graph.rank_graph.arcs_to_owners`). ``(shards, offsets,
+        order, rank)``: this rank's new shard, the new ranges, and the order both ways (new id
+        -> the graph's id, and back)."""
+        from groute.graph.rank_graph import arcs_to_owners
+        (s,) = shards                       # one device a rank
+        indeg = np.concatenate(self._everyone([np.diff(s.in_indptr)], "the in-degrees"))
+        n = indeg.shape[0]
+        order = degree_order(indeg)         # stable: the same order on every rank
+        rank = np.empty(n, np.int32 if n < 2**31 else np.int64)
+        rank[order] = np.arange(n, dtype=rank.dtype)
+        in_indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(indeg[order], out=in_indptr[1:])
+        del indeg
+        offsets = degree_split(in_indptr, self.k)
+        del in_indptr
+        inv = np.concatenate(self._everyone([s.inv_outdeg], "the vertices' shares"))[order]
+        targets = np.repeat(rank[s.lo:s.hi].astype(np.int64), np.diff(s.in_indptr))
+        sources = rank[np.asarray(s.in_cols)].astype(np.int64)
+        in_indptr, cols, factors = arcs_to_owners(
+            targets, sources, offsets, self.ctx.ranks, values=s.in_factors,
+            what=f"{self.app}'s in-arcs in degree order")
+        del targets, sources
+        me = self.ctx.ranks.rank
+        lo, hi = int(offsets[me]), int(offsets[me + 1])
+        shard = Shard(lo, hi, None, None, inv[lo:hi].copy(), cols, in_indptr,
+                      in_factors=factors, weighted=s.weighted)
+        return [shard], offsets, order, rank
 
     def _rank_shards(self, graph, mode: str, weights):
         """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
