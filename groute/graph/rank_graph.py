@@ -196,28 +196,39 @@ def ranked_in_arcs(graph: RankGraph, ranks, values=None):
 
 
 def arcs_to_owners(rows, cols, offsets, ranks, *, values=None, what: str = "arcs"):
-    """Every rank's arcs ``(rows[i], cols[i])`` (int64 ids), each sent to the rank that owns
-    its row under ``offsets`` (rank ``r``: rows ``[offsets[r], offsets[r+1])``), one alltoallv:
-    this rank's rows as ``(indptr int64 from 0, cols int32, values)``, each row's columns
-    ascending. ``values``: one per arc (float64), carried with it (None: none)."""
-    owner = np.searchsorted(offsets, rows, side="right") - 1
-    order = np.argsort(owner, kind="stable")
-    cuts = np.searchsorted(owner[order], np.arange(ranks.size + 1))
-    del owner
-    pairs = np.stack([rows[order], cols[order]], axis=1)
-    got = np.concatenate(ranks.alltoallv([pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:])],
-                                         np.int64, (2,), what=what))
-    del pairs
-    arcs = np.lexsort((got[:, 1], got[:, 0]))
-    first, end = int(offsets[ranks.rank]), int(offsets[ranks.rank + 1])
-    indptr = np.zeros(end - first + 1, dtype=np.int64)
-    np.cumsum(np.bincount(got[:, 0] - first, minlength=end - first), out=indptr[1:])
+    """Every rank's arcs ``(rows[i], cols[i])`` (ids below 2^31), each sent to the rank that
+    owns its row under ``offsets`` (rank ``r``: rows ``[offsets[r], offsets[r+1])``), one
+    alltoallv: this rank's rows as ``(indptr int64 from 0, cols int32, values)``, each row's
+    columns ascending. ``values``: one per arc (float64), carried with it (None: none).
+
+    An arc travels as one int64 key ``row << 32 | col``: each rank sorts its own keys (the
+    rows' owners are then runs of them, cut by a search), so what arrives is one sorted run
+    per rank, which a stable sort merges in about a pass (NumPy's timsort finds the runs)."""
+    keys = np.asarray(rows, dtype=np.int64) << 32
+    keys |= np.asarray(cols, dtype=np.int64)
+    order = None
+    if values is None:
+        keys.sort()
+    else:
+        order = np.argsort(keys)
+        keys = keys[order]
+    cuts = np.searchsorted(keys, np.asarray(offsets, dtype=np.int64) << 32)
+    parts = [keys[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    got = np.concatenate(ranks.alltoallv(parts, np.int64, what=what))
+    del parts, keys
     moved = None
-    if values is not None:
+    if values is None:
+        got.sort(kind="stable")
+    else:
         sent = np.asarray(values, dtype=np.float64)[order]
         moved = np.concatenate(ranks.alltoallv(
-            [sent[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))[arcs]
-    return indptr, got[arcs, 1].astype(np.int32), moved
+            [sent[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))
+        del sent
+        merged = np.argsort(got, kind="stable")
+        got, moved = got[merged], moved[merged]
+    first, end = int(offsets[ranks.rank]), int(offsets[ranks.rank + 1])
+    indptr = np.searchsorted(got, np.arange(first, end + 1, dtype=np.int64) << 32)
+    return indptr.astype(np.int64), (got & 0xFFFFFFFF).astype(np.int32), moved
 
 
 class _Same:
