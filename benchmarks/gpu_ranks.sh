@@ -8,12 +8,15 @@
 #     multi   its `multigpu` tests: 2 and 4 ranks, one per GPU, over NCCL (nvidia-h200-x4)
 #     time    for each of APPS on each of GRAPHS: `groute launch -n $RANKS -- APP --graph G
 #             --backend cuda --repeat 5 --json` as `auto` runs it (BFS, SSSP: the peer kernel
-#             across the ranks through CUDA IPC, PageRank its persistent kernel: -ipc.json), then
-#             on the host exchange (`--exchange host`, `--persistent off`) over NCCL and over
-#             MPI, and `groute APP --graph G --backend cuda --devices $RANKS --repeat 5 --json`
+#             across the ranks through CUDA IPC, PageRank its persistent kernel: -ipc.json;
+#             PageRank again with the threads' kernel, `--bsp-kernel bins`: -ipc-bins.json),
+#             then on the host exchange (`--exchange host`, `--persistent off`) over NCCL and
+#             over MPI, and
+#             `groute APP --graph G --backend cuda --devices $RANKS --repeat 5 --json`
 #             (threads; PageRank also with the ranks' sweep, `--partition contiguous
 #             --bsp-kernel csc`: -threads-csc.json), one JSON line each in
-#             $OUT/time/APP-G-{nccl,mpi,ipc,threads,threads-csc}.json (nvidia-h200-x4)
+#             $OUT/time/APP-G-{nccl,mpi,ipc,ipc-bins,threads,threads-csc}.json
+#             (nvidia-h200-x4)
 # Defaults: APPS="bfs sssp pr cc", GRAPHS="kron:21", RANKS=4, RUN_LIMIT=240 (seconds per run).
 # Where the machine lacks mpi4py and an MPI, stage the mpi4py and mpich wheels for its Python
 # into .whl/ beside the others (benchmarks/README.md): they are installed under a prefix of
@@ -51,6 +54,12 @@ timings() {
           --graph "$graph" --backend cuda --repeat 5 --json \
           > "$base-ipc.json" 2> "$base-ipc.err"
         rc=$?; echo "$app $graph ranks/ipc rc=$rc"
+      fi
+      if [ "$app" = pr ]; then      # the threads' kernel across the ranks (auto keeps csc there)
+        timeout "${RUN_LIMIT:-240}" python3 -m groute launch -n "${RANKS:-4}" -- pr \
+          --graph "$graph" --backend cuda --bsp-kernel bins --repeat 5 --json \
+          > "$base-ipc-bins.json" 2> "$base-ipc-bins.err"
+        rc=$?; echo "$app $graph ranks/ipc bins rc=$rc"
       fi
       for transport in nccl mpi; do
         GROUTE_RANK_TRANSPORT=$transport timeout "${RUN_LIMIT:-240}" python3 -m groute launch \

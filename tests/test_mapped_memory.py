@@ -80,3 +80,17 @@ def test_arrays_taken_and_dropped_from_threads_share_the_blocks():
         thread.join()
     assert not errors
     assert pool.allocated <= 4 and pool.free_blocks() == pool.allocated
+
+
+@pytest.mark.timeout(20)
+def test_an_array_dropped_while_the_pool_counts_goes_back_without_a_deadlock():
+    """A block goes back wherever its last view dies: a garbage collection may run inside any
+    allocation, one made while the pool holds its own lock among them. Giving back takes no
+    lock, so dropping an array then does not wait for itself."""
+    pool = MappedPool(_Blocks())
+    a = pool.array(8, np.int64)
+    address = a.ctypes.data
+    with pool._lock:                # as a collection inside the pool's counted allocation
+        del a
+    assert pool.free_blocks() == 1
+    assert pool.array(8, np.int64).ctypes.data == address

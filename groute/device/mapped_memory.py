@@ -49,7 +49,7 @@ class MappedPool:
     def __init__(self, allocate: Callable[[int], object]):
         self._allocate = allocate
         self._free: dict[int, list] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()       # the count below; never taken by a finalizer
         #: blocks allocated (not reused): what the pool holds in all
         self.allocated = 0
 
@@ -84,12 +84,15 @@ class MappedPool:
         dtype = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
         size = block_size(count * dtype.itemsize)
-        with self._lock:
-            free = self._free.setdefault(size, [])
-            block = free.pop() if free else None
+        free = self._free.setdefault(size, [])
+        try:
+            block = free.pop()
+        except IndexError:
+            block = None
         if block is None:
             block = self._allocate(size)
-            self.allocated += 1
+            with self._lock:
+                self.allocated += 1
         view = (ctypes.c_char * size).from_address(int(block.ptr))
         # the finalizer holds the block: it lives until it is back in the free list
         weakref.finalize(view, self._give_back, size, block).atexit = False
@@ -98,13 +101,14 @@ class MappedPool:
         return array
 
     def _give_back(self, size: int, block) -> None:
-        with self._lock:
-            self._free[size].append(block)
+        # no lock: a finalizer runs wherever the last view dies, a garbage collection inside
+        # any allocation among them (one under a lock of this pool too); the free lists'
+        # append and pop are atomic
+        self._free[size].append(block)
 
     def free_blocks(self) -> int:
         """Blocks in the free lists (none in use)."""
-        with self._lock:
-            return sum(len(blocks) for blocks in self._free.values())
+        return sum(len(blocks) for blocks in list(self._free.values()))
 
 
 def _pinned_mapped(nbytes: int):

@@ -190,10 +190,32 @@ def csr_by_buckets(stream, n: int, max_candidates: int, *, symmetric: bool, xp,
 
 def bucket_rows(keys, lo: int, hi: int, n: int, xp, *, indices=None, at: int = 0,
                 out_xp=np):
-    """The arcs of each row of ``[lo, hi)`` (an ``xp`` int64 array) given the bucket's sorted
-    distinct keys from :func:`bucket_keys`; where ``indices`` (on ``out_xp``) is given, the
-    arcs' targets are written into ``indices[at:at + len(keys)]``, in steps of
-    :data:`WRITE_STEP` keys. The keys are used up (turned into targets in place)."""
+    """The arcs of each row of a bucket, from its sorted distinct keys.
+
+    Parameters
+    ----------
+    keys : array of uint64
+        The bucket's keys from :func:`bucket_keys`; with ``indices``, used up (turned into
+        targets in place).
+    lo, hi : int
+        The bucket's rows.
+    n : int
+        The graph's vertices (the keys are ``(row - lo) * n + target``).
+    xp : module
+        The keys' array module (NumPy or CuPy).
+    indices : array of int32, optional
+        Where the arcs' targets go, ``indices[at:at + len(keys)]`` (on ``out_xp``), written
+        in steps of :data:`WRITE_STEP` keys; None: the counts only.
+    at : int
+        The bucket's first arc in ``indices``.
+    out_xp : module
+        ``indices``' array module.
+
+    Returns
+    -------
+    array of int64
+        The arcs of each row of ``[lo, hi)``, on ``xp``.
+    """
     nn = xp.uint64(n)
     row_counts = xp.zeros(hi - lo, dtype=xp.int64)
     for s in range(0, int(keys.shape[0]), WRITE_STEP):

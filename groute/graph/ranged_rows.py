@@ -31,7 +31,7 @@ generates the edges is most of a replay, and a GPU does it many times faster tha
 core. There the rows are built as a whole graph generated on a GPU is
 (:func:`groute.graph.bucketed.csr_by_buckets`), where the GPU's memory takes 8-byte keys and
 their sort: each bucket of the range (as many candidates as :data:`KEYS_MEMORY_SHARE` of the
-GPU's free memory holds; one bucket for a rank's share on an H200) keeps the keys ``(row, target)`` of its arcs,
+GPU's free memory holds, at 24 bytes a candidate) keeps the keys ``(row, target)`` of its arcs,
 sorts and deduplicates them on the GPU, and only the degrees (:meth:`counts
 <StreamRows.counts>`) or the targets, written straight into the range's ``indices``
 (:meth:`rows <StreamRows.rows>`), reach the host. The host holds the range's rows and its
@@ -151,8 +151,9 @@ class StreamRows:
     def _key_buckets(self, lo: int, hi: int, candidates):
         """``(a, b, keys)`` for each bucket ``[lo + a, lo + b)`` of the range: its arcs' sorted
         distinct keys on ``xp`` (:func:`~groute.graph.bucketed.bucket_keys`). A bucket holds
-        as many candidates as :data:`KEYS_MEMORY_SHARE` of ``xp``'s free memory allows; one
-        bucket's keys are alive at a time (the caller drops each before the next)."""
+        as many candidates as :data:`KEYS_MEMORY_SHARE` of ``xp``'s free memory allows (the
+        host's, by keys on NumPy); one bucket's keys are alive at a time (the caller drops each
+        before the next)."""
         bounds = bucket_bounds(candidates, bucket_budget(self.xp, 0, share=KEYS_MEMORY_SHARE))
         ends = np.concatenate([[0], np.cumsum(candidates, dtype=np.int64)])
         for a, b in zip(bounds[:-1], bounds[1:]):

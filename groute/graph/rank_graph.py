@@ -190,45 +190,88 @@ def ranked_in_arcs(graph: RankGraph, ranks, values=None):
     out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none)."""
     p = graph.part
     indptr = np.asarray(p.indptr, dtype=np.int64)
-    src = np.repeat(np.arange(p.first, p.end, dtype=np.int64), np.diff(indptr))
-    return arcs_to_owners(np.asarray(p.indices, dtype=np.int64), src, graph.offsets, ranks,
-                          values=values, what=f"the in-arcs of {graph.name}")
+    keys = np.asarray(p.indices).astype(np.uint64) << KEY_SHIFT
+    keys |= np.repeat(np.arange(p.first, p.end, dtype=np.uint64), np.diff(indptr))
+    return arcs_to_owners(keys, graph.offsets, ranks, values=values,
+                          what=f"the in-arcs of {graph.name}")
 
 
-def arcs_to_owners(rows, cols, offsets, ranks, *, values=None, what: str = "arcs"):
-    """Every rank's arcs ``(rows[i], cols[i])`` (ids below 2^31), each sent to the rank that
-    owns its row under ``offsets`` (rank ``r``: rows ``[offsets[r], offsets[r+1])``), one
-    alltoallv: this rank's rows as ``(indptr int64 from 0, cols int32, values)``, each row's
-    columns ascending. ``values``: one per arc (float64), carried with it (None: none).
+#: an arc's key is ``row << KEY_SHIFT | col`` (uint64; ids below 2^31)
+KEY_SHIFT = np.uint64(32)
+_COL_MASK = np.uint64(0xFFFFFFFF)
 
-    An arc travels as one int64 key ``row << 32 | col``: each rank sorts its own keys (the
-    rows' owners are then runs of them, cut by a search), so what arrives is one sorted run
-    per rank, which a stable sort merges in about a pass (NumPy's timsort finds the runs)."""
-    keys = np.asarray(rows, dtype=np.int64) << 32
-    keys |= np.asarray(cols, dtype=np.int64)
+
+def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
+    """Every rank's arcs, each sent to the rank that owns its row under ``offsets`` (rank
+    ``r``: rows ``[offsets[r], offsets[r+1])``, ids below 2^31), in one alltoallv: this
+    rank's rows.
+
+    Parameters
+    ----------
+    keys : numpy.ndarray of uint64
+        One key per arc, ``row << KEY_SHIFT | col``; used up (sorted in place).
+    offsets : array of int
+        The rows' owners' ranges, one more than the ranks.
+    ranks : Ranks
+        The job's ranks (:class:`groute.runtime.ranks.Ranks`).
+    values : array of float, optional
+        One per arc (an arc's weight or factor), carried with it.
+    what : str
+        What the arcs are, for an error in the exchange.
+
+    Returns
+    -------
+    tuple
+        ``(indptr int64 from 0, cols int32, values float64 or None)`` of this rank's rows,
+        each row's columns ascending, repeated arcs in their senders' order (rank by rank).
+
+    Notes
+    -----
+    Each rank sorts its own keys, so the rows' owners are runs of them, cut by a search, and
+    what arrives is one sorted run per rank, which a stable sort merges in about a pass
+    (NumPy's timsort finds the runs). The keys are sent as they lie, with no copy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from groute.runtime.ranks import Ranks       # doctest: +SKIP
+    >>> keys = np.array([1 << 32 | 5, 0 << 32 | 7], np.uint64)
+    >>> arcs_to_owners(keys, [0, 2], Ranks())       # doctest: +SKIP
+    (array([0, 1, 2]), array([7, 5], dtype=int32), None)
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if int(offsets[-1]) > 2**31:
+        raise ValueError(f"{what}: rows are ids below 2^31 (int32 columns), got "
+                         f"{int(offsets[-1]):,} rows")
     order = None
     if values is None:
         keys.sort()
     else:
-        order = np.argsort(keys)
+        order = np.argsort(keys, kind="stable")
         keys = keys[order]
-    cuts = np.searchsorted(keys, np.asarray(offsets, dtype=np.int64) << 32)
-    parts = [keys[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
-    got = np.concatenate(ranks.alltoallv(parts, np.int64, what=what))
-    del parts, keys
+    cuts = np.searchsorted(keys, offsets.astype(np.uint64) << KEY_SHIFT)
+    send_counts = np.diff(cuts) * keys.itemsize
+    recv_counts = ranks.alltoall_counts(send_counts, what)
+    got = np.empty(int(recv_counts.sum()) // keys.itemsize, np.uint64)
+    ranks.alltoallv_bytes(keys.view(np.uint8), send_counts, got.view(np.uint8), recv_counts,
+                          what)
+    del keys
     moved = None
     if values is None:
         got.sort(kind="stable")
     else:
         sent = np.asarray(values, dtype=np.float64)[order]
-        moved = np.concatenate(ranks.alltoallv(
-            [sent[a:b] for a, b in zip(cuts[:-1], cuts[1:])], np.float64, what=what))
+        del order
+        moved = np.empty(got.shape[0], np.float64)
+        ranks.alltoallv_bytes(sent.view(np.uint8), send_counts, moved.view(np.uint8),
+                              recv_counts, what)
         del sent
         merged = np.argsort(got, kind="stable")
         got, moved = got[merged], moved[merged]
     first, end = int(offsets[ranks.rank]), int(offsets[ranks.rank + 1])
-    indptr = np.searchsorted(got, np.arange(first, end + 1, dtype=np.int64) << 32)
-    return indptr.astype(np.int64), (got & 0xFFFFFFFF).astype(np.int32), moved
+    indptr = np.searchsorted(got, np.arange(first, end + 1, dtype=np.uint64) << KEY_SHIFT)
+    got &= _COL_MASK
+    return indptr.astype(np.int64), got.astype(np.int32), moved
 
 
 class _Same:

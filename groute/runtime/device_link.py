@@ -73,6 +73,10 @@ _IDS = itertools.count()
 _layout_checked: set = set()
 
 
+#: mapped host words of links that ended by a stop or a timeout (DeviceLink._keep_mapped)
+_KEPT_MAPPED: list = []
+
+
 def _link_words(device, *, zeros: int | None = None, values=None):
     """A link's uint64 words on ``device``: ``zeros`` of them, or a copy of ``values``. On CUDA
     made on the device's copy stream and waited for there (bounded): the link's kernels and
@@ -306,6 +310,7 @@ class DeviceLink(SegmentReceiver):
             return False
         if error is not None:
             self._error = error
+            self._keep_mapped()
             if self.ctx is not None and not self.stop.is_set():
                 self.ctx.fail(self.name, error)
         self._done = True
@@ -313,6 +318,15 @@ class DeviceLink(SegmentReceiver):
             self.src.device.release_link_stream(self._release_stream)
             self._release_stream = None
         return True
+
+    def _keep_mapped(self) -> None:
+        """A link that ended by a stop or a timeout may still have kernels running that write
+        its mapped host words (its status; a host receiver's flags): those words are kept
+        for the process's life, never handed to another link (their pool reuses a block
+        once its arrays are gone: :mod:`groute.device.mapped_memory`). A link whose close ran
+        has no sender left to write them."""
+        if self.src.device.backend == "cuda":
+            _KEPT_MAPPED.append((self._status, self._flags if self.receiver == "host" else None))
 
     # receiving on the host ------------------------------------------------------------------------
     def receive(self, timeout=None):

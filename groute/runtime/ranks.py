@@ -383,14 +383,24 @@ class Ranks:
         row = int(np.prod(item_shape, dtype=np.int64)) * dtype.itemsize
         flat = [np.ascontiguousarray(a, dtype=dtype).reshape(-1).view(np.uint8) for a in arrays]
         counts = np.array([f.size for f in flat], np.int64)
-        got = np.empty(self.size, np.int64)
-        self._wait(self.comm.Ialltoall(counts, got), what)
+        got = self.alltoall_counts(counts, what)
         send = np.concatenate(flat) if flat else np.zeros(0, np.uint8)
         recv = np.empty(int(got.sum()), np.uint8)
         self.alltoallv_bytes(send, counts, recv, got, what)
         rdispl = np.concatenate([[0], np.cumsum(got)[:-1]])
         return [recv[a:a + n].view(dtype).reshape((n // max(row, 1), *item_shape))
                 for a, n in zip(rdispl, got)]
+
+    def alltoall_counts(self, counts, what: str = "an alltoall of counts") -> np.ndarray:
+        """``counts[j]`` (int64) to rank ``j``: the count every rank sent here, in rank order
+        (what the receiving side of :meth:`alltoallv_bytes` needs)."""
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        if counts.shape != (self.size,):
+            raise ValueError(f"alltoall_counts takes one count per rank ({self.size}), got "
+                             f"{counts.shape}")
+        got = np.empty(self.size, np.int64)
+        self._wait(self.comm.Ialltoall(counts, got), what)
+        return got
 
     def alltoallv_bytes(self, send, send_counts, recv, recv_counts,
                         what: str = "an alltoallv") -> None:

@@ -137,12 +137,11 @@ def test_a_replay_holds_the_arcs_that_touch_its_range_and_no_others(spec):
         np.testing.assert_array_equal(got, want[touch])
 
 
-def by_keys_source(spec, k, budget=None):
+def by_keys_source(spec, k):
     """The rows of ``spec`` built by keys on the host (the GPU's way, NumPy for CuPy)."""
     source, n = row_source(spec, k)
     keyed = ranged.StreamRows(source.stream, n, symmetric=source.symmetric, edges=1, parts=k,
                               by_keys=True)
-    keyed.budget = source.budget
     return source, keyed, n
 
 

@@ -126,29 +126,37 @@ def degree_split(in_indptr, k: int, row_cost: float = BINS_ROW_COST):
 
 
 class BinsLayout:
-    """The ``"bins"`` kernel's renumbering of a graph (see :func:`bins_layout`): ``order`` (new
-    id -> the graph's id), ``rank`` (the inverse; int32 below 2**31 vertices), ``in_degrees``
-    and ``in_indptr`` (in-degrees and in-arc offsets in the new order) and ``out_degrees``
-    (out-degree of each new id): vertex-sized host arrays. The in-arcs themselves are built
-    by each device for its own range (:func:`shard_in_arcs`)."""
+    """The ``"bins"`` kernel's renumbering of a graph by :func:`degree_order` of its
+    in-degrees ``in_degrees`` (one per vertex, the graph's order): ``order`` (new id -> the
+    graph's id), ``rank`` (the inverse; int32 below 2**31 vertices), ``in_degrees`` and
+    ``in_indptr`` (in-degrees and in-arc offsets in the new order) and, given
+    ``out_degrees``, ``out_degrees`` (out-degree of each new id; else None): vertex-sized host
+    arrays. The in-arcs themselves are built by each device for its own range
+    (:func:`shard_in_arcs`), or across processes moved to their new owners. :meth:`of` lays out
+    a whole graph (:func:`bins_layout` keeps it on the graph)."""
 
-    def __init__(self, graph):
-        n = int(graph.num_vertices)
-        indeg = in_degrees(graph)
+    def __init__(self, in_degrees, out_degrees=None):
+        indeg = np.asarray(in_degrees)
+        n = indeg.shape[0]
         self.order = degree_order(indeg)
         self.rank = np.empty(n, np.int32 if n < 2**31 else np.int64)
         self.rank[self.order] = np.arange(n, dtype=self.rank.dtype)
         self.in_degrees = indeg[self.order]
         self.in_indptr = np.zeros(n + 1, np.int64)
         np.cumsum(self.in_degrees, out=self.in_indptr[1:])
-        self.out_degrees = np.diff(np.asarray(graph.indptr, dtype=np.int64))[self.order]
+        self.out_degrees = None if out_degrees is None else np.asarray(out_degrees)[self.order]
+
+    @classmethod
+    def of(cls, graph) -> "BinsLayout":
+        """The layout of a whole graph (its in-degrees, :func:`in_degrees`, and out-degrees)."""
+        return cls(in_degrees(graph), np.diff(np.asarray(graph.indptr, dtype=np.int64)))
 
 
 def bins_layout(graph) -> BinsLayout:
     """The ``"bins"`` kernel's renumbering of ``graph`` by :func:`degree_order` of the
     in-degrees, computed once and kept on the graph object (``graph._pr_bins``; solvers for 1 or
     several devices share it)."""
-    return kept_on(graph, "_pr_bins", lambda: BinsLayout(graph))
+    return kept_on(graph, "_pr_bins", lambda: BinsLayout.of(graph))
 
 
 def bins_tasks(in_indptr, *, task_arcs=1024, hub_degree=4096, lane_arcs=4):

@@ -69,7 +69,7 @@ from .device import (A_ARCS, A_PUSHED, A_SENT, A_TOTAL_MASS, A_TOTAL_RESID,
                      ASYNC_CONVERGED, ASYNC_MEETING_WORDS, ASYNC_ROUNDS, ASYNC_STUCK,
                      MAX_OUTPUTS, IterationDevice, PushWorker)
 from .iteration import FixedPoint, LinearIteration
-from .layout import (Shard, bins_layout, bins_shards, degree_order, degree_split, in_degrees,
+from .layout import (BinsLayout, Shard, bins_layout, bins_shards, degree_split, in_degrees,
                      make_shards, shard_in_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
@@ -111,22 +111,40 @@ def stats_keys(iteration: LinearIteration) -> tuple:
     return tuple(iteration.alpha_name if key == "alpha" else key for key in STATS_KEYS)
 
 
-def choose_bsp_kernel(graph, k: int, inplace: bool = False, facts=None) -> str:
+def choose_bsp_kernel(graph, k: int, inplace: bool = False, *, facts=None,
+                      processes: bool = False) -> str:
     """The BSP kernel ``bsp_kernel="auto"`` picks: the ``bsp_kernel`` rule of
     :mod:`groute.engines.iterate.rules` (the CPU backend runs NumPy whatever the kernel, but follows
     the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only).
-    ``facts``: the graph's :func:`in_degree_facts` where the graph cannot count them itself
-    (a graph held by ranks: every rank's, summed)."""
+    ``facts``: where the graph cannot count its :func:`in_degree_facts` itself (a graph held
+    by ranks), a callable that returns them (every rank's, summed), called only if the rule
+    asks; ``processes``: the devices are in several processes."""
     return ITERATE_RULES["bsp_kernel"].decide({
         "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
+        "processes": lambda: bool(processes),
         "heavy_in_arcs": lambda: heavy_in_arcs(graph, facts),
         "small_with_hubs": lambda: small_with_hubs(graph, facts)}).choice
 
 
 def in_degree_facts(indeg) -> tuple[int, int]:
-    """What the rules ask of a graph's in-degrees ``indeg`` (or of a part of them): the arcs
-    that enter vertices of in-degree > :data:`HEAVY_DEGREE`, and the largest in-degree. Parts
-    add up: the sums add, the maxima take the largest."""
+    """What the rules ask of a graph's in-degrees (or of a part of them).
+
+    Parameters
+    ----------
+    indeg : array of int
+        In-degrees, one per vertex.
+
+    Returns
+    -------
+    tuple of int
+        The arcs that enter vertices of in-degree > :data:`HEAVY_DEGREE`, and the largest
+        in-degree. Parts add up: the sums add, the maxima take the largest.
+
+    Examples
+    --------
+    >>> in_degree_facts([40, 3, 0, 33])
+    (73, 40)
+    """
     indeg = np.asarray(indeg)
     return int(indeg[indeg > HEAVY_DEGREE].sum()), int(indeg.max(initial=0))
 
@@ -151,7 +169,7 @@ def heavy_in_arcs(graph, facts=None) -> bool:
 
 
 def _facts_of(graph, facts) -> tuple[int, int]:
-    return facts if facts is not None else in_degree_facts(in_degrees(graph))
+    return facts() if facts is not None else in_degree_facts(in_degrees(graph))
 
 
 def default_sweeps(graph, k: int, backend: str) -> int:
@@ -385,8 +403,11 @@ class IterateSolver(Solver):
             rank_shards = (self._rank_shards(graph, mode, weights)
                            if self.ctx.ranks is not None else None)
             if mode == "bsp" and bsp_kernel == "auto":
-                bsp_kernel = choose_bsp_kernel(graph, k, inplace, None if rank_shards is None
-                                               else self._ranks_in_degree_facts(rank_shards))
+                ranks = self.ctx.ranks
+                bsp_kernel = choose_bsp_kernel(
+                    graph, k, inplace, processes=ranks is not None and ranks.size > 1,
+                    facts=None if rank_shards is None
+                    else lambda: self._ranks_in_degree_facts(rank_shards))
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
@@ -400,8 +421,11 @@ class IterateSolver(Solver):
                 self.layout = "ranges"
                 shards = rank_shards
                 if mode == "bsp" and bsp_kernel == "bins":
-                    shards, offsets, self._order, self._rank = self._ranks_degree_split(shards)
-                    self.layout = "degree-split"
+                    shards, offsets, layout = self._ranks_degree_split(shards)
+                    self._order, self._rank = layout.order, layout.rank
+                    self.partition = None       # the new ranges are not the loaded ones
+                    self.layout = "degree order" if k == 1 else "degree-split"
+                rank_shards = None                  # the loaded layout's arcs, if moved
             elif mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
@@ -562,37 +586,31 @@ class IterateSolver(Solver):
 
     def _ranks_degree_split(self, shards):
         """The ``"bins"`` layout of a graph held by ranks, as one process lays it out over its
-        devices: the whole graph's :func:`~.layout.degree_order` of the in-degrees (every
-        rank's of its vertices, shared: so the hubs come first, and each kernel keeps their
-        values in shared memory), cut by cost (:func:`~.layout.degree_split`); each rank's
-        in-arcs go to the rank that owns their target's new id, sources renamed (one
-        alltoallv, :func:`groute.graph.rank_graph.arcs_to_owners`). ``(shards, offsets,
-        order, rank)``: this rank's new shard, the new ranges, and the order both ways (new id
-        -> the graph's id, and back)."""
-        from groute.graph.rank_graph import arcs_to_owners
+        devices: the whole graph's :class:`~.layout.BinsLayout` from every rank's in-degrees
+        (shared: so the hubs come first, and each kernel keeps their values in shared memory),
+        cut by cost (:func:`~.layout.degree_split`); each rank's in-arcs go to the rank that
+        owns their target's new id, sources renamed (one alltoallv,
+        :func:`groute.graph.rank_graph.arcs_to_owners`). ``(shards, offsets, layout)``: this
+        rank's new shard, the new ranges, and the layout (its ``order`` and ``rank``)."""
+        from groute.graph.rank_graph import KEY_SHIFT, arcs_to_owners
         (s,) = shards                       # one device a rank
-        indeg = np.concatenate(self._everyone([np.diff(s.in_indptr)], "the in-degrees"))
-        n = indeg.shape[0]
-        order = degree_order(indeg)         # stable: the same order on every rank
-        rank = np.empty(n, np.int32 if n < 2**31 else np.int64)
-        rank[order] = np.arange(n, dtype=rank.dtype)
-        in_indptr = np.zeros(n + 1, np.int64)
-        np.cumsum(indeg[order], out=in_indptr[1:])
-        del indeg
-        offsets = degree_split(in_indptr, self.k)
-        del in_indptr
-        inv = np.concatenate(self._everyone([s.inv_outdeg], "the vertices' shares"))[order]
-        targets = np.repeat(rank[s.lo:s.hi].astype(np.int64), np.diff(s.in_indptr))
-        sources = rank[np.asarray(s.in_cols)].astype(np.int64)
+        degrees = np.diff(s.in_indptr)
+        layout = BinsLayout(np.concatenate(self._everyone([degrees], "the in-degrees")))
+        offsets = degree_split(layout.in_indptr, self.k)
+        layout.in_indptr = layout.in_degrees = None         # vertex-sized, not needed after
+        # every vertex's share, in the new order (the solver's start vector is made of them)
+        inv = np.concatenate(self._everyone([s.inv_outdeg], "the vertices' shares"))
+        keys = np.repeat(layout.rank[s.lo:s.hi].astype(np.uint64) << KEY_SHIFT, degrees)
+        keys |= layout.rank[np.asarray(s.in_cols)].astype(np.uint64)
         in_indptr, cols, factors = arcs_to_owners(
-            targets, sources, offsets, self.ctx.ranks, values=s.in_factors,
+            keys, offsets, self.ctx.ranks, values=s.in_factors,
             what=f"{self.app}'s in-arcs in degree order")
-        del targets, sources
+        del keys
         me = self.ctx.ranks.rank
         lo, hi = int(offsets[me]), int(offsets[me + 1])
-        shard = Shard(lo, hi, None, None, inv[lo:hi].copy(), cols, in_indptr,
+        shard = Shard(lo, hi, None, None, inv[layout.order[lo:hi]], cols, in_indptr,
                       in_factors=factors, weighted=s.weighted)
-        return [shard], offsets, order, rank
+        return [shard], offsets, layout
 
     def _rank_shards(self, graph, mode: str, weights):
         """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
