@@ -14,7 +14,8 @@ from mpi_support import ROOT, needs_mpi, program, rank_environment, run_ranks
 
 pytestmark = needs_mpi
 APPS = ("bfs", "sssp", "pagerank", "pagerank-kernel", "pagerank-dangling", "pagerank-bins",
-        "pagerank-csc", "cc", "kcore", "bfs-parents", "sssp-parents")
+        "pagerank-csc", "pagerank-nstart", "pagerank-nstart-bins", "cc", "kcore", "bfs-parents",
+        "sssp-parents")
 
 
 @pytest.mark.parametrize("n, graphs", [(1, ["kron:8", "rmat:7"]), (2, ["kron:8", "grid:9"]),

@@ -186,7 +186,7 @@ class RankGraph:
 def ranked_in_arcs(graph: RankGraph, ranks, values=None):
     """The in-arcs of this rank's vertices: ``(in_indptr int64 from 0, sources int32, in_values)``,
     each row's sources ascending as :func:`groute.graph.arcs.in_arcs` orders them, from every
-    rank's out-arcs (one alltoallv of the arcs to their targets' ranks). ``values``: one per
+    rank's out-arcs (sent to their targets' ranks: :func:`arcs_to_owners`). ``values``: one per
     out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none)."""
     p = graph.part
     indptr = np.asarray(p.indptr, dtype=np.int64)
@@ -203,8 +203,8 @@ _COL_MASK = np.uint64(0xFFFFFFFF)
 
 def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     """Every rank's arcs, each sent to the rank that owns its row under ``offsets`` (rank
-    ``r``: rows ``[offsets[r], offsets[r+1])``, ids below 2^31), in one alltoallv: this
-    rank's rows.
+    ``r``: rows ``[offsets[r], offsets[r+1])``, ids below 2^31): this rank's rows. One
+    alltoall of counts and one alltoallv of the keys (a second of the values, if any).
 
     Parameters
     ----------
@@ -239,6 +239,10 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     >>> arcs_to_owners(keys, [0, 2], Ranks())       # doctest: +SKIP
     (array([0, 1, 2]), array([7, 5], dtype=int32), None)
     """
+    if not isinstance(keys, np.ndarray) or keys.dtype != np.uint64:
+        raise TypeError(f"{what}: arcs_to_owners takes uint64 keys (row << KEY_SHIFT | col), "
+                        f"got {getattr(keys, 'dtype', type(keys).__name__)}")
+    keys = np.ascontiguousarray(keys)
     offsets = np.asarray(offsets, dtype=np.int64)
     if int(offsets[-1]) > 2**31:
         raise ValueError(f"{what}: rows are ids below 2^31 (int32 columns), got "

@@ -324,7 +324,8 @@ class DeviceLink(SegmentReceiver):
         its mapped host words (its status; a host receiver's flags): those words are kept
         for the process's life, never handed to another link (their pool reuses a block
         once its arrays are gone: :mod:`groute.device.mapped_memory`). A link whose close ran
-        has no sender left to write them."""
+        has no sender left to write them. A few hundred bytes per such link; its device
+        words go back to CuPy's pool as before (no kernel may use a link once it is gone)."""
         if self.src.device.backend == "cuda":
             _KEPT_MAPPED.append((self._status, self._flags if self.receiver == "host" else None))
 

@@ -25,6 +25,12 @@ APPS = {
         g, tuning=PageRankTuning(bsp_kernel="bins"), **o),
     "pagerank-csc": lambda g, **o: groute.pagerank(
         g, tuning=PageRankTuning(bsp_kernel="csc"), **o),
+    # start values per vertex: every rank's device starts from the whole vector's products
+    "pagerank-nstart": lambda g, **o: groute.pagerank(
+        g, nstart={v: 1.0 + v % 3 for v in range(g.num_vertices)}, **o),
+    "pagerank-nstart-bins": lambda g, **o: groute.pagerank(
+        g, nstart={v: 1.0 + v % 3 for v in range(g.num_vertices)},
+        tuning=PageRankTuning(bsp_kernel="bins"), **o),
     "cc": lambda g, **o: (groute.weakly_connected_components if g.directed
                           else groute.connected_components)(g, **o),
     "kcore": lambda g, **o: groute.core_number(g, **o),

@@ -172,6 +172,18 @@ def _facts_of(graph, facts) -> tuple[int, int]:
     return facts() if facts is not None else in_degree_facts(in_degrees(graph))
 
 
+def _once(function):
+    """``function`` called at most once (a collective across ranks: every rank asks it the
+    same number of times), its answer kept."""
+    kept = []
+
+    def once():
+        if not kept:
+            kept.append(function())
+        return kept[0]
+    return once
+
+
 def default_sweeps(graph, k: int, backend: str) -> int:
     """Async push sweeps per worklist round when ``sweeps`` is not given: the ``sweeps`` rule
     of :mod:`groute.engines.iterate.rules`."""
@@ -407,7 +419,7 @@ class IterateSolver(Solver):
                 bsp_kernel = choose_bsp_kernel(
                     graph, k, inplace, processes=ranks is not None and ranks.size > 1,
                     facts=None if rank_shards is None
-                    else lambda: self._ranks_in_degree_facts(rank_shards))
+                    else _once(lambda: self._ranks_in_degree_facts(rank_shards)))
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
@@ -481,8 +493,9 @@ class IterateSolver(Solver):
                 inv = (np.concatenate(self._everyone([s.inv_outdeg for s in shards],
                                                      "the vertices' shares")) if n
                        else np.zeros(0))
-                starts = self._mine(self._in_order(self.start_vector, offsets))
-                whole = self.start if self.start_vector is None else np.concatenate(starts)
+                every = self._in_order(self.start_vector, offsets)     # every device's
+                starts = self._mine(every)
+                whole = self.start if self.start_vector is None else np.concatenate(every)
                 for d, own in zip(self.devs, starts):   # every run starts from these
                     d.y0 = self.start                   # (IterationDevice.bsp_reset)
                     d.contrib0 = d.device.asarray((inv * whole).astype(d.fdt))
