@@ -120,27 +120,7 @@ def _pinned_mapped(nbytes: int):
 POOL = MappedPool(_pinned_mapped)
 
 
-def mapped_host_array(shape, dtype) -> np.ndarray:
-    """Zeroed pinned host memory, portable and mapped (``cudaHostAllocPortable |
-    cudaHostAllocMapped``): every GPU's kernels reach it, at
-    :func:`groute.device.cuda.device_address`. From :data:`POOL`: see the module docstring.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-        The array's shape.
-    dtype : data-type
-        Its items' type.
-
-    Returns
-    -------
-    numpy.ndarray
-        The array; its block goes back to the pool once it and its views are gone.
-
-    Examples
-    --------
-    >>> flags = mapped_host_array(8, "uint64")     # doctest: +SKIP
-    >>> int(flags.sum())                           # doctest: +SKIP
-    0
-    """
-    return POOL.array(shape, dtype)
+#: ``mapped_host_array(shape, dtype)``: a zeroed array in mapped pinned host memory, portable
+#: and mapped (``cudaHostAllocPortable | cudaHostAllocMapped``), so every GPU's kernels reach
+#: it at :func:`groute.device.cuda.device_address`; :meth:`MappedPool.array` of :data:`POOL`
+mapped_host_array = POOL.array

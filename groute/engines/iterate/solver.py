@@ -51,6 +51,7 @@ vectorised NumPy on the devices' streams).
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -117,8 +118,8 @@ def choose_bsp_kernel(graph, k: int, inplace: bool = False, *, facts=None,
     :mod:`groute.engines.iterate.rules` (the CPU backend runs NumPy whatever the kernel, but follows
     the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only).
     ``facts``: where the graph cannot count its :func:`in_degree_facts` itself (a graph held
-    by ranks), a callable that returns them (every rank's, summed), called only if the rule
-    asks; ``processes``: the devices are in several processes."""
+    by ranks), a callable that returns them (every rank's, summed: a collective, so the caller
+    keeps its answer, ``functools.cache``), called only if the rule asks; ``processes``: the devices are in several processes."""
     return ITERATE_RULES["bsp_kernel"].decide({
         "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
         "processes": lambda: bool(processes),
@@ -170,18 +171,6 @@ def heavy_in_arcs(graph, facts=None) -> bool:
 
 def _facts_of(graph, facts) -> tuple[int, int]:
     return facts() if facts is not None else in_degree_facts(in_degrees(graph))
-
-
-def _once(function):
-    """``function`` called at most once (a collective across ranks: every rank asks it the
-    same number of times), its answer kept."""
-    kept = []
-
-    def once():
-        if not kept:
-            kept.append(function())
-        return kept[0]
-    return once
 
 
 def default_sweeps(graph, k: int, backend: str) -> int:
@@ -419,7 +408,7 @@ class IterateSolver(Solver):
                 bsp_kernel = choose_bsp_kernel(
                     graph, k, inplace, processes=ranks is not None and ranks.size > 1,
                     facts=None if rank_shards is None
-                    else _once(lambda: self._ranks_in_degree_facts(rank_shards)))
+                    else functools.cache(lambda: self._ranks_in_degree_facts(rank_shards)))
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
