@@ -15,7 +15,7 @@ from mpi_support import ROOT, needs_mpi, program, rank_environment, run_ranks
 pytestmark = needs_mpi
 APPS = ("bfs", "sssp", "pagerank", "pagerank-kernel", "pagerank-dangling", "pagerank-bins",
         "pagerank-csc", "pagerank-nstart", "pagerank-nstart-bins", "cc", "kcore", "bfs-parents",
-        "sssp-parents")
+        "sssp-parents", "pagerank-weighted-csc", "pagerank-weighted-bins")
 
 
 @pytest.mark.parametrize("n, graphs", [(1, ["kron:8", "rmat:7"]), (2, ["kron:8", "grid:9"]),

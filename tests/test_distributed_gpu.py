@@ -15,7 +15,8 @@ from support import need_gpus
 pytestmark = needs_mpi
 APPS = ("bfs", "sssp", "pagerank", "pagerank-kernel", "pagerank-dangling", "pagerank-bins",
         "pagerank-csc", "pagerank-nstart", "pagerank-nstart-bins", "cc", "kcore", "bfs-parents",
-        "sssp-parents", "bfs-host", "sssp-host", "pagerank-host")
+        "sssp-parents", "pagerank-weighted-csc", "pagerank-weighted-bins", "bfs-host",
+        "sssp-host", "pagerank-host")
 GRAPHS = ["kron:8", "grid:9"]
 #: two ranks on GPU 0, whatever else the machine has: the MPI transport
 SHARED = {"CUDA_VISIBLE_DEVICES": "0", "GROUTE_RANK_TRANSPORT": "auto"}

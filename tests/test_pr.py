@@ -551,21 +551,21 @@ def test_degree_split_balances_arcs(spec, k):
         degree_split(ip, n + 1)
 
 
-def test_the_in_degree_facts_of_parts_add_up_to_the_wholes():
-    """What "auto" asks of a graph held by ranks: every range's in-degree facts, the sums
-    added and the maxima's largest, are the whole graph's, and pick its kernel; across
-    processes "auto" keeps csc (bins' set-up moves every in-arc on the host)."""
+def test_the_in_degree_facts_given_pick_what_the_graph_picks():
+    """What "auto" asks of a graph held by ranks: the facts of the whole graph's in-degrees
+    (gathered by the ranks) pick the kernel one process picks for as many devices, across
+    processes too; facts the rule does not need are never asked (they are a collective)."""
     from groute.engines.iterate.layout import in_degrees
     from groute.engines.iterate.solver import choose_bsp_kernel, in_degree_facts
     for spec in ("kron:10", "grid:12", "rmat:9"):
         g = load_graph(spec, cache=False)
-        indeg = in_degrees(g)
-        parts = [in_degree_facts(indeg[a:b]) for a, b in ((0, 100), (100, 101), (101, None))]
-        facts = (sum(p[0] for p in parts), max(p[1] for p in parts))
-        assert facts == in_degree_facts(indeg)
+        facts = in_degree_facts(in_degrees(g))
         for k in (1, 3):
             assert choose_bsp_kernel(g, k, facts=lambda: facts) == choose_bsp_kernel(g, k)
-            assert choose_bsp_kernel(g, k, facts=lambda: facts, processes=True) == "csc"
+
+    def never():
+        raise AssertionError("the in-degree facts were asked")
+    assert choose_bsp_kernel(load_graph("kron:10"), 1, inplace=True, facts=never) == "csc"
 
 
 def emulate_bins_kernel(in_indptr, sources, contrib, task_row, task_info, hub):

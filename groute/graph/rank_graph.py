@@ -4,10 +4,13 @@ a range's in-arcs (:func:`ranked_in_arcs`), a directed graph's arcs both ways
 (:meth:`RankGraph.both_ways`)."""
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
 
+from .arcs import arc_rows
+from .arrays import array_module
 from .csr import CSRGraph, rows_pair_weights
 from .ids import VertexIds
 from .partition import LocalGraph
@@ -183,17 +186,33 @@ class RankGraph:
                 f"{self.num_edges:,} arcs)")
 
 
-def ranked_in_arcs(graph: RankGraph, ranks, values=None):
+def ranked_in_arcs(graph: RankGraph, ranks, values=None, *, device=None):
     """The in-arcs of this rank's vertices: ``(in_indptr int64 from 0, sources int32, in_values)``,
     each row's sources ascending as :func:`groute.graph.arcs.in_arcs` orders them, from every
     rank's out-arcs (sent to their targets' ranks: :func:`arcs_to_owners`). ``values``: one per
-    out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none)."""
+    out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none).
+    ``device``: the rank's device, which packs and sorts the arcs in its memory and keeps
+    ``sources`` and ``in_values`` there (None: the host, NumPy)."""
     p = graph.part
-    indptr = np.asarray(p.indptr, dtype=np.int64)
-    keys = np.asarray(p.indices).astype(np.uint64) << KEY_SHIFT
-    keys |= np.repeat(np.arange(p.first, p.end, dtype=np.uint64), np.diff(indptr))
-    return arcs_to_owners(keys, graph.offsets, ranks, values=values,
-                          what=f"the in-arcs of {graph.name}")
+    with _on(device) as xp:
+        indptr = xp.asarray(np.asarray(p.indptr, dtype=np.int64))
+        keys = xp.asarray(np.asarray(p.indices)).astype(xp.uint64) << KEY_SHIFT
+        keys |= arc_rows(indptr, int(keys.shape[0]), xp=xp, dtype=np.uint64) + np.uint64(p.first)
+        del indptr
+        moved = None if values is None else xp.asarray(np.asarray(values, dtype=np.float64))
+        return arcs_to_owners(keys, graph.offsets, ranks, values=moved,
+                              what=f"the in-arcs of {graph.name}")
+
+
+@contextlib.contextmanager
+def _on(device):
+    """The array module of ``device`` (NumPy for None), with its compute stream current: the
+    arrays made in the block are that device's, ordered with its kernels."""
+    if device is None:
+        yield np
+        return
+    with device.on_compute():
+        yield device.xp
 
 
 #: an arc's key is ``row << KEY_SHIFT | col`` (uint64; ids below 2^31)
@@ -208,14 +227,16 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
 
     Parameters
     ----------
-    keys : numpy.ndarray of uint64
-        One key per arc, ``row << KEY_SHIFT | col``; used up (sorted in place).
+    keys : numpy.ndarray or cupy.ndarray of uint64
+        One key per arc, ``row << KEY_SHIFT | col``; used up (sorted in place). On a GPU
+        (CuPy, with the device's stream current) they are sorted there and only the exchange
+        passes through host memory.
     offsets : array of int
         The rows' owners' ranges, one more than the ranks.
     ranks : Ranks
         The job's ranks (:class:`groute.runtime.ranks.Ranks`).
     values : array of float, optional
-        One per arc (an arc's weight or factor), carried with it.
+        One per arc (an arc's weight or factor), carried with it; in the keys' memory.
     what : str
         What the arcs are, for an error in the exchange.
 
@@ -223,13 +244,15 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     -------
     tuple
         ``(indptr int64 from 0, cols int32, values float64 or None)`` of this rank's rows,
-        each row's columns ascending, repeated arcs in their senders' order (rank by rank).
+        each row's columns ascending, repeated arcs in their senders' order (rank by rank);
+        ``indptr`` on the host, ``cols`` and ``values`` in the keys' memory.
 
     Notes
     -----
     Each rank sorts its own keys, so the rows' owners are runs of them, cut by a search, and
-    what arrives is one sorted run per rank, which a stable sort merges in about a pass
-    (NumPy's timsort finds the runs). The keys are sent as they lie, with no copy.
+    what arrives is one sorted run per rank, which a stable sort merges (NumPy's timsort
+    finds the runs in about a pass; a GPU's radix sort does not need them). The keys are
+    sent as they lie, with no copy on the host.
 
     Examples
     --------
@@ -239,10 +262,11 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     >>> arcs_to_owners(keys, [0, 2], Ranks())       # doctest: +SKIP
     (array([0, 1, 2]), array([7, 5], dtype=int32), None)
     """
-    if not isinstance(keys, np.ndarray) or keys.dtype != np.uint64:
-        raise TypeError(f"{what}: arcs_to_owners takes uint64 keys (row << KEY_SHIFT | col), "
-                        f"got {getattr(keys, 'dtype', type(keys).__name__)}")
-    keys = np.ascontiguousarray(keys)
+    xp = array_module(keys)
+    if getattr(keys, "dtype", None) != np.uint64 or getattr(keys, "ndim", 0) != 1:
+        raise TypeError(f"{what}: arcs_to_owners takes one-dimensional uint64 keys (row << "
+                        f"KEY_SHIFT | col), got {getattr(keys, 'dtype', type(keys).__name__)}")
+    keys = xp.ascontiguousarray(keys)
     offsets = np.asarray(offsets, dtype=np.int64)
     if int(offsets[-1]) > 2**31:
         raise ValueError(f"{what}: rows are ids below 2^31 (int32 columns), got "
@@ -251,31 +275,55 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     if values is None:
         keys.sort()
     else:
-        order = np.argsort(keys, kind="stable")
+        order = xp.argsort(keys, kind="stable")
         keys = keys[order]
-    cuts = np.searchsorted(keys, offsets.astype(np.uint64) << KEY_SHIFT)
+    bounds = offsets.astype(np.uint64) << KEY_SHIFT
+    cuts = _host(xp.searchsorted(keys, xp.asarray(bounds))).astype(np.int64)
     send_counts = np.diff(cuts) * keys.itemsize
     recv_counts = ranks.alltoall_counts(send_counts, what)
-    got = np.empty(int(recv_counts.sum()) // keys.itemsize, np.uint64)
-    ranks.alltoallv_bytes(keys.view(np.uint8), send_counts, got.view(np.uint8), recv_counts,
-                          what)
+    got = _exchanged(keys, send_counts, recv_counts, ranks, what)
     del keys
     moved = None
     if values is None:
+        got = xp.asarray(got)
         got.sort(kind="stable")
     else:
-        sent = np.asarray(values, dtype=np.float64)[order]
+        sent = xp.asarray(values, dtype=np.float64)[order]
         del order
-        moved = np.empty(got.shape[0], np.float64)
-        ranks.alltoallv_bytes(sent.view(np.uint8), send_counts, moved.view(np.uint8),
-                              recv_counts, what)
+        moved = xp.asarray(_exchanged(sent, send_counts, recv_counts, ranks, what))
         del sent
-        merged = np.argsort(got, kind="stable")
+        got = xp.asarray(got)
+        merged = xp.argsort(got, kind="stable")
         got, moved = got[merged], moved[merged]
+        del merged
     first, end = int(offsets[ranks.rank]), int(offsets[ranks.rank + 1])
-    indptr = np.searchsorted(got, np.arange(first, end + 1, dtype=np.uint64) << KEY_SHIFT)
-    got &= _COL_MASK
-    return indptr.astype(np.int64), got.astype(np.int32), moved
+    rows = np.arange(first, end + 1, dtype=np.uint64) << KEY_SHIFT
+    indptr = _host(xp.searchsorted(got, xp.asarray(rows))).astype(np.int64)
+    return indptr, _low_halves(got, xp), moved
+
+
+def _host(array) -> np.ndarray:
+    """A host copy of a small device array (NumPy's as it is)."""
+    return array if isinstance(array, np.ndarray) else array.get()
+
+
+def _exchanged(sent, send_counts, recv_counts, ranks, what: str) -> np.ndarray:
+    """``sent`` (runs for each rank, ``send_counts`` bytes each) after the alltoallv: what
+    every rank sent here, in rank order, in host memory. Host arrays are sent as they lie; a
+    device's come to the host first (the ranks' exchange is host memory)."""
+    host = _host(sent)
+    got = np.empty(int(recv_counts.sum()) // host.itemsize, host.dtype)
+    ranks.alltoallv_bytes(host.view(np.uint8), send_counts, got.view(np.uint8), recv_counts,
+                          what)
+    return got
+
+
+def _low_halves(keys, xp):
+    """The columns of sorted keys as int32 (their low 32 bits; used up on the host)."""
+    if xp is np:
+        keys &= _COL_MASK
+        return keys.astype(np.int32)
+    return (keys & _COL_MASK).astype(np.int32)
 
 
 class _Same:

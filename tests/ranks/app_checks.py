@@ -38,6 +38,14 @@ APPS = {
     "bfs-parents": lambda g, **o: groute.bfs(g, 3, predecessors=True, **o),
     "sssp-parents": lambda g, **o: groute.sssp(g, 3, predecessors=True, **o),
 }
+#: on the graph with random weights (loaded as ``weighted=True`` by ranks and whole): each
+#: in-arc carries its factor through the ranks' exchange, with either kernel
+WEIGHTED = {
+    "pagerank-weighted-csc": lambda g, **o: groute.pagerank(
+        g, tuning=PageRankTuning(bsp_kernel="csc"), **o),
+    "pagerank-weighted-bins": lambda g, **o: groute.pagerank(
+        g, tuning=PageRankTuning(bsp_kernel="bins"), **o),
+}
 #: on CUDA ranks with a GPU each, auto takes the kernels over CUDA IPC for BFS, SSSP and
 #: PageRank: the host exchange is asked for too (on the CPU backend it is what auto runs)
 HOST_EXCHANGE = {
@@ -77,9 +85,15 @@ with distributed.Context(backend=backend, timeout=60) as ctx:
                     else np.array_equal(got.predecessors, want.predecessors))
             print(f"rank {ctx.rank} {app} {spec}: {'same' if same else 'DIFFERENT'}",
                   flush=True)
-            if app == "pagerank":       # auto's kernel: one rank asks its in-degrees, which are
-                # the whole's; several keep csc
-                same = got.stats["bsp_kernel"] == choose_bsp_kernel(
-                    whole, len(ctx.devices), processes=ctx.ranks.size > 1)
+            if app == "pagerank":       # auto's kernel: the ranks ask the whole graph's
+                # in-degrees, and pick what one process picks for as many devices
+                same = got.stats["bsp_kernel"] == choose_bsp_kernel(whole, len(ctx.devices))
                 print(f"rank {ctx.rank} pagerank-kernel {spec}: "
                       f"{'same' if same else 'DIFFERENT'}", flush=True)
+        part = distributed.load_graph(spec, ctx, weighted=True)
+        whole = load_graph(spec, weighted=True)
+        for app, run in WEIGHTED.items():
+            same = close(app, run(part, ctx=ctx).values,
+                         run(whole, backend=backend, devices=1).values, backend)
+            print(f"rank {ctx.rank} {app} {spec}: {'same' if same else 'DIFFERENT'}",
+                  flush=True)

@@ -18,7 +18,7 @@ from .thresholds import push_weights
 from groute.device.ipc import MappedArray
 from groute.engines.protocol import MEETING_WORDS, PROTOCOL_WORDS
 from groute.graph.arcs import row_chunks
-from groute.graph.arrays import arc_dtype
+from groute.graph.arrays import arc_dtype, array_module
 from groute.kernel_launch import KernelArgs
 from groute.tuning import PageRankTuning
 from groute.worklist import call_on_stream
@@ -64,13 +64,24 @@ SPIN_S = 0.25
 def packed_arcs(ends, factors):
     """Arcs as the CUDA kernels read them (iterate.cu ``arc_t``): the ends (int32) as they are,
     or with a weighted graph's ``factors`` an ``(m, 2)`` int32 array of each arc's end and its
-    factor's float32 bits (iterate.cu ``ARC_WEIGHTS``: one 8-byte load per arc)."""
+    factor's float32 bits (iterate.cu ``ARC_WEIGHTS``: one 8-byte load per arc); in the ends'
+    memory (host or device)."""
     if factors is None:
         return ends
-    out = np.empty((len(ends), 2), np.int32)
+    xp = array_module(ends)
+    out = xp.empty((int(ends.shape[0]), 2), np.int32)
     out[:, 0] = ends
-    out[:, 1] = np.asarray(factors, dtype=np.float32).view(np.int32)
+    out[:, 1] = xp.asarray(factors, dtype=np.float32).view(np.int32)
     return out
+
+
+def kernel_arcs(device, ends, factors):
+    """``(in_cols, in_factors)``: in-arcs' ``ends`` and ``factors`` (None unweighted) as
+    ``device``'s kernels read them, in the memory they are in: a CUDA device's
+    :func:`packed_arcs` and no factors apart, a NumPy device's ends and factors as they are."""
+    if device.backend == "cuda":
+        return packed_arcs(ends, factors), None
+    return ends, factors
 
 
 def _sync_host(device, array, spin=False):
@@ -208,9 +219,8 @@ class IterationDevice:
             if shard.device is device:      # built in this device's memory in that form
                 self.in_cols, self.in_factors = shard.in_cols, shard.in_factors
             else:
-                self.in_cols = up(packed_arcs(shard.in_cols, shard.in_factors) if self.cuda
-                                  else shard.in_cols)
-                self.in_factors = None if self.cuda else shard.in_factors
+                cols, self.in_factors = kernel_arcs(device, shard.in_cols, shard.in_factors)
+                self.in_cols = up(cols)
             if self.cuda and self.fused:
                 self.in_indptr = up(shard.in_indptr.astype(np.int64 if wide else np.int32))
                 if self.bins:

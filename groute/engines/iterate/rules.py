@@ -41,10 +41,6 @@ ITERATE_RULES = {
     ), FACTS),
     "bsp_kernel": Rule("bsp_kernel", (
         Case(("one_device", "inplace"), "csc", "the only in-place kernel"),
-        Case(("processes",), "csc",
-             "bins across processes moves every in-arc to the owner of its new id on the "
-             "host first, a set-up of seconds on a graph of 10^8 arcs, many solves' worth; "
-             "bsp_kernel='bins' asks for it"),
         Case(("heavy_in_arcs",), "bins", "the fused pull over vertices relabelled by in-degree "
                                          "with a static task list"),
         Case(("one_device", "small_with_hubs"), "bins",

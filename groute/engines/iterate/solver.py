@@ -68,10 +68,10 @@ from groute.tuning import PageRankTuning
 
 from .device import (A_ARCS, A_PUSHED, A_SENT, A_TOTAL_MASS, A_TOTAL_RESID,
                      ASYNC_CONVERGED, ASYNC_MEETING_WORDS, ASYNC_ROUNDS, ASYNC_STUCK,
-                     MAX_OUTPUTS, IterationDevice, PushWorker)
+                     MAX_OUTPUTS, IterationDevice, PushWorker, kernel_arcs)
 from .iteration import FixedPoint, LinearIteration
 from .layout import (BinsLayout, Shard, bins_layout, bins_shards, degree_split, in_degrees,
-                     make_shards, shard_in_arcs)
+                     inverse_degrees, make_shards, shard_in_arcs)
 from .memory import iteration_bytes
 from .rules import ITERATE_RULES, said
 from .thresholds import host_threshold, push_thresholds, unit_scale
@@ -112,17 +112,15 @@ def stats_keys(iteration: LinearIteration) -> tuple:
     return tuple(iteration.alpha_name if key == "alpha" else key for key in STATS_KEYS)
 
 
-def choose_bsp_kernel(graph, k: int, inplace: bool = False, *, facts=None,
-                      processes: bool = False) -> str:
+def choose_bsp_kernel(graph, k: int, inplace: bool = False, *, facts=None) -> str:
     """The BSP kernel ``bsp_kernel="auto"`` picks: the ``bsp_kernel`` rule of
     :mod:`groute.engines.iterate.rules` (the CPU backend runs NumPy whatever the kernel, but follows
     the ``"bins"`` layout when it is picked; ``inplace`` counts on one device only).
     ``facts``: where the graph cannot count its :func:`in_degree_facts` itself (a graph held
-    by ranks), a callable that returns them (every rank's, summed: a collective, so the caller
-    keeps its answer, ``functools.cache``), called only if the rule asks; ``processes``: the devices are in several processes."""
+    by ranks), a callable that returns them (the whole graph's: a collective, so the caller
+    keeps its answer, ``functools.cache``), called only if the rule asks."""
     return ITERATE_RULES["bsp_kernel"].decide({
         "one_device": lambda: k == 1, "inplace": lambda: bool(inplace),
-        "processes": lambda: bool(processes),
         "heavy_in_arcs": lambda: heavy_in_arcs(graph, facts),
         "small_with_hubs": lambda: small_with_hubs(graph, facts)}).choice
 
@@ -399,16 +397,14 @@ class IterateSolver(Solver):
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
                                  "with inplace=True")
-            # across processes each rank's in-arcs are gathered first: "auto" asks their
-            # in-degrees, summed over the ranks
-            rank_shards = (self._rank_shards(graph, mode, weights)
-                           if self.ctx.ranks is not None else None)
+            # across processes "auto" asks the whole graph's in-degrees (a collective: asked
+            # at most once, and only if the rule needs them)
+            ranked_in_degrees = (functools.cache(lambda: self._ranks_in_degrees(graph))
+                                 if self.ctx.ranks is not None else None)
             if mode == "bsp" and bsp_kernel == "auto":
-                ranks = self.ctx.ranks
                 bsp_kernel = choose_bsp_kernel(
-                    graph, k, inplace, processes=ranks is not None and ranks.size > 1,
-                    facts=None if rank_shards is None
-                    else functools.cache(lambda: self._ranks_in_degree_facts(rank_shards)))
+                    graph, k, inplace, facts=None if ranked_in_degrees is None
+                    else lambda: in_degree_facts(ranked_in_degrees()))
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
@@ -420,13 +416,14 @@ class IterateSolver(Solver):
                 self.partition = graph.split_by_ranges(k, partition)
                 offsets = np.asarray(graph.offsets, np.int64)
                 self.layout = "ranges"
-                shards = rank_shards
                 if mode == "bsp" and bsp_kernel == "bins":
-                    shards, offsets, layout = self._ranks_degree_split(shards)
+                    shards, offsets, layout = self._ranks_degree_split(graph, weights,
+                                                                       ranked_in_degrees())
                     self._order, self._rank = layout.order, layout.rank
                     self.partition = None       # the new ranges are not the loaded ones
                     self.layout = "degree order" if k == 1 else "degree-split"
-                rank_shards = None                  # the loaded layout's arcs, if moved
+                else:
+                    shards = self._rank_shards(graph, mode, weights)
             elif mode == "bsp" and bsp_kernel == "bins":
                 # renumbered by in-degree (cached on the graph), cut by cost: no partitioner
                 layout = bins_layout(graph)
@@ -579,59 +576,86 @@ class IterateSolver(Solver):
                              f"holds only its range)")
         return bsp_kernel if bsp_kernel in ("auto", "bins") else "csc"
 
-    def _ranks_in_degree_facts(self, shards) -> tuple[int, int]:
-        """:func:`in_degree_facts` of the whole graph held by ranks: every rank's of its own
-        vertices' in-arcs, added up."""
-        every = self._everyone([in_degree_facts(np.diff(s.in_indptr)) for s in shards],
-                               "the in-degree facts")
-        return sum(f[0] for f in every), max((f[1] for f in every), default=0)
+    def _ranks_in_degrees(self, graph):
+        """Every vertex's in-degree of a graph held by ranks (int64, host; a collective):
+        undirected, its out-degree, every rank's gathered; directed, every rank's counts of
+        its arcs' targets, summed."""
+        p = graph.part
+        if not graph.directed:          # symmetric: a vertex's in-arcs are its out-arcs
+            mine = np.diff(np.asarray(p.indptr, dtype=np.int64))
+            return np.concatenate(self._everyone([mine], "the out-degrees"))
+        counts = np.bincount(np.asarray(p.indices), minlength=graph.num_vertices)
+        return self.ctx.ranks.allreduce(counts.astype(np.int64), "sum", "the in-degrees")
 
-    def _ranks_degree_split(self, shards):
+    def _ranks_degree_split(self, graph, weights, in_degrees):
         """The ``"bins"`` layout of a graph held by ranks, as one process lays it out over its
-        devices: the whole graph's :class:`~.layout.BinsLayout` from every rank's in-degrees
-        (shared: so the hubs come first, and each kernel keeps their values in shared memory),
-        cut by cost (:func:`~.layout.degree_split`); each rank's in-arcs go to the rank that
-        owns their target's new id, sources renamed (one alltoallv,
-        :func:`groute.graph.rank_graph.arcs_to_owners`). ``(shards, offsets, layout)``: this
-        rank's new shard, the new ranges, and the layout (its ``order`` and ``rank``)."""
+        devices: the whole graph's :class:`~.layout.BinsLayout` from its ``in_degrees`` (so
+        the hubs come first, and each kernel keeps their values in shared memory), cut by cost
+        (:func:`~.layout.degree_split`). Each of this rank's out-arcs ``u -> v`` becomes the
+        in-arc key ``new(v) << KEY_SHIFT | new(u)``, made and sorted on the rank's device, and
+        goes to the rank that owns ``new(v)`` (one alltoallv,
+        :func:`groute.graph.rank_graph.arcs_to_owners`); the arcs stay in the device's memory.
+        ``(shards, offsets, layout)``: this rank's new shard, the new ranges, and the layout
+        (its ``order`` and ``rank``)."""
+        from groute.graph.arcs import arc_rows
         from groute.graph.rank_graph import KEY_SHIFT, arcs_to_owners
-        (s,) = shards                       # one device a rank
-        degrees = np.diff(s.in_indptr)
-        layout = BinsLayout(np.concatenate(self._everyone([degrees], "the in-degrees")))
+        p = graph.part
+        indptr = np.asarray(p.indptr, np.int64)
+        layout = BinsLayout(in_degrees)
         offsets = degree_split(layout.in_indptr, self.k)
         layout.in_indptr = layout.in_degrees = None         # vertex-sized, not needed after
+        factors = None if weights is None else self.iteration.arc_factors(indptr, weights)
         # every vertex's share, in the new order (the solver's start vector is made of them)
-        inv = np.concatenate(self._everyone([s.inv_outdeg], "the vertices' shares"))
-        keys = np.repeat(layout.rank[s.lo:s.hi].astype(np.uint64) << KEY_SHIFT, degrees)
-        keys |= layout.rank[np.asarray(s.in_cols)].astype(np.uint64)
-        in_indptr, cols, factors = arcs_to_owners(
-            keys, offsets, self.ctx.ranks, values=s.in_factors,
-            what=f"{self.app}'s in-arcs in degree order")
-        del keys
+        share = (self.iteration.scale or inverse_degrees)(np.diff(indptr))
+        inv = np.concatenate(self._everyone([share], "the vertices' shares"))
+        (device,) = self._mine(self.ctx.devices)    # one device a rank
+        with device.on_compute():
+            xp = device.xp
+            rank = xp.asarray(layout.rank)
+            keys = rank[xp.asarray(np.asarray(p.indices))].astype(xp.uint64) << KEY_SHIFT
+            sources = arc_rows(xp.asarray(indptr), int(keys.shape[0]), xp=xp)
+            sources += p.first
+            keys |= rank[sources].astype(xp.uint64)
+            del sources, rank
+            in_indptr, cols, in_factors = arcs_to_owners(
+                keys, offsets, self.ctx.ranks,
+                values=None if factors is None else xp.asarray(factors),
+                what=f"{self.app}'s in-arcs in degree order")
+            del keys
+            cols, in_factors = kernel_arcs(device, cols, in_factors)
+        device.release_cached()         # the sort's and the exchange's temporaries
         me = self.ctx.ranks.rank
         lo, hi = int(offsets[me]), int(offsets[me + 1])
         shard = Shard(lo, hi, None, None, inv[layout.order[lo:hi]], cols, in_indptr,
-                      in_factors=factors, weighted=s.weighted)
+                      in_factors=in_factors, device=device, weighted=factors is not None)
         return [shard], offsets, layout
 
     def _rank_shards(self, graph, mode: str, weights):
         """This process's :class:`~.layout.Shard` of a graph loaded by ranks: its rows, and for
         BSP its vertices' in-arcs, from every rank's out-arcs where the graph is directed or
-        the arcs carry factors (:func:`groute.graph.rank_graph.ranked_in_arcs`)."""
+        the arcs carry factors (:func:`groute.graph.rank_graph.ranked_in_arcs`, sorted on the
+        rank's device and kept there)."""
         from groute.graph.rank_graph import ranked_in_arcs
-        from .layout import Shard, inverse_degrees
         p = graph.part
         indptr = np.asarray(p.indptr, np.int64)
         indices = np.ascontiguousarray(p.indices, dtype=np.int32)
         factors = None if weights is None else self.iteration.arc_factors(indptr, weights)
         inv = (self.iteration.scale or inverse_degrees)(np.diff(indptr))
-        cols = in_indptr = in_factors = None
         if mode == "bsp" and (graph.directed or factors is not None):
-            in_indptr, cols, in_factors = ranked_in_arcs(graph, self.ctx.ranks, factors)
-        elif mode == "bsp":                     # symmetric: its in-arcs are its out-arcs
+            (device,) = self._mine(self.ctx.devices)    # one device a rank
+            in_indptr, cols, in_factors = ranked_in_arcs(graph, self.ctx.ranks, factors,
+                                                         device=device)
+            with device.on_compute():
+                cols, in_factors = kernel_arcs(device, cols, in_factors)
+            device.release_cached()
+            return [Shard(p.first, p.end, indptr, indices, inv, cols, in_indptr,
+                          out_factors=factors, in_factors=in_factors, device=device,
+                          weighted=factors is not None)]
+        cols = in_indptr = None
+        if mode == "bsp":                       # symmetric: its in-arcs are its out-arcs
             in_indptr, cols = indptr, indices
         return [Shard(p.first, p.end, indptr, indices, inv, cols, in_indptr,
-                      out_factors=factors, in_factors=in_factors)]
+                      out_factors=factors)]
 
     def _mine(self, per_device: list) -> list:
         """The entries of ``per_device`` (one per device) of the devices this process drives,
