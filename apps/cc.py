@@ -36,7 +36,8 @@ class CC(ComponentsSolver):
 
     ``afforest``: sample first (``False``: hook the whole edge list, Groute's design); ``rest``:
     how what sampling left is linked, ``"auto"`` (in place where the devices read each other's
-    memory), ``"kernel"`` or ``"segments"``; ``tuning``: a :class:`~groute.tuning.CCTuning`
+    memory), ``"kernel"`` or ``"segments"``; ``exchange``: across processes, how the ranks'
+    changes reach rank 0 (``"auto"``, ``"peer"``, ``"host"``); ``tuning``: a :class:`~groute.tuning.CCTuning`
     (sampling rounds, voters, the linking step, segments). Each as
     :class:`~groute.engines.components.ComponentsSolver` says; ``run`` returns the stats keys of
     :data:`STATS_KEYS`."""
@@ -59,7 +60,8 @@ def connected_components(G, *, num_vertices=None, symmetric=False, **options) ->
         Read every arc of the input both ways (edge arrays are directed otherwise).
     **options
         How it runs: ``backend``, ``devices``, ``ctx``, ``timeout``, and the engine's own
-        (``afforest``, ``rest``, ``tuning``: :class:`~groute.engines.ComponentsSolver`).
+        (``afforest``, ``rest``, ``exchange``, ``tuning``:
+        :class:`~groute.engines.ComponentsSolver`).
 
     Returns
     -------
@@ -169,6 +171,10 @@ def register(subparsers, common):
                                "arrays by peer reads and links the rest in place; 'segments' "
                                "compacts and routes it (Groute's path); auto (default): "
                                f"{auto_help(CC.rules['rest'])}")
+    advanced.add_argument("--exchange", choices=("auto", "peer", "host"), default="auto",
+                          help="across processes: 'peer' has rank 0 read every rank's changes "
+                               "and rows in place over CUDA IPC, 'host' sends them as messages; "
+                               f"auto (default): {auto_help(CC.rules['exchange'])}")
     advanced.add_argument("--link", choices=CC_LINKS, default=None,
                           help="CUDA linking step (default mixed: hook in the first round, then "
                                "GAPBS's one-level CAS)")
@@ -191,7 +197,8 @@ def _cli(args) -> int:
     tuning = dataclasses.replace(CCTuning.from_environment(),
                                  **{k: v for k, v in given.items() if v is not None})
     runs = run_solver(args, g, lambda where: CC(g, **where, afforest=not args.no_afforest,
-                                              rest=args.rest, tuning=tuning))
+                                              rest=args.rest, exchange=args.exchange,
+                                              tuning=tuning))
     res = runs.result
     labels = res.values
     roots = np.flatnonzero(labels == np.arange(labels.size))

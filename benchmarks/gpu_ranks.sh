@@ -8,7 +8,8 @@
 #     multi   its `multigpu` tests: 2 and 4 ranks, one per GPU, over NCCL (nvidia-h200-x4)
 #     time    for each of APPS on each of GRAPHS: `groute launch -n $RANKS -- APP --graph G
 #             --backend cuda --repeat 5 --json` as `auto` runs it (BFS, SSSP: the peer kernel
-#             across the ranks through CUDA IPC, PageRank its persistent kernel: -ipc.json;
+#             across the ranks through CUDA IPC, PageRank its persistent kernel, CC rank 0's
+#             reads of every rank's changes and rows in place: -ipc.json;
 #             PageRank again with the threads' kernel, `--bsp-kernel bins`: -ipc-bins.json),
 #             then on the host exchange (`--exchange host`, `--persistent off`) over NCCL and
 #             over MPI, and
@@ -48,7 +49,7 @@ timings() {
     for app in ${APPS:-bfs sssp pr cc}; do
       local base="$OUT/time/$app-${graph//:/_}"
       # auto: the persistent kernels across the ranks (CUDA IPC) where the app has them
-      host=""; case $app in bfs|sssp) host="--exchange host";; pr) host="--persistent off";; esac
+      host=""; case $app in bfs|sssp|cc) host="--exchange host";; pr) host="--persistent off";; esac
       if [ -n "$host" ]; then
         timeout "${RUN_LIMIT:-240}" python3 -m groute launch -n "${RANKS:-4}" -- "$app" \
           --graph "$graph" --backend cuda --repeat 5 --json \

@@ -40,15 +40,17 @@ def test_cc_across_ranks_merges_changes_or_whole_arrays_alike(n):
     either way, also from a solver made under another share."""
     graphs = ["er:400:1", "kron:8", "grid:9"]
     for share, whole in ((1, 0), (10**9, 4 * (n - 1))):
-        done = run_ranks(n, [program("cc_checks.py"), str(share), *graphs], timeout=120)
+        done = run_ranks(n, [program("cc_checks.py"), "cpu", str(share), *graphs], timeout=120)
         assert done.returncode == 0, done.stderr
-        rows = re.findall(r"rank (\d) (\S+): (\w+) whole (\d+) bytes (\d+) rounds (\d+)",
-                          done.stdout)
+        rows = re.findall(r"rank (\d) (\S+): (\w+) whole (\d+) bytes (\d+) rounds (\d+) "
+                          r"routed True", done.stdout)
         assert len(rows) == n * len(graphs), done.stdout
         assert all(same == "same" and rounds == "2" and int(b) > 0
                    for _, _, same, _, b, rounds in rows), done.stdout
         assert [int(w) for _, spec, _, w, _, _ in rows if spec == "er:400:1"] == [whole] * n
         assert done.stdout.count("made before: same") == n * len(graphs), done.stdout
+        assert done.stdout.count("peer refused: exchange='peer' reads the other ranks' memory, "
+                                 "but it needs CUDA devices") == n, done.stdout
 
 
 @pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])

@@ -16,7 +16,7 @@ pytestmark = needs_mpi
 APPS = ("bfs", "sssp", "pagerank", "pagerank-kernel", "pagerank-dangling", "pagerank-bins",
         "pagerank-csc", "pagerank-nstart", "pagerank-nstart-bins", "cc", "kcore", "bfs-parents",
         "sssp-parents", "pagerank-weighted-csc", "pagerank-weighted-bins", "bfs-host",
-        "sssp-host", "pagerank-host")
+        "sssp-host", "pagerank-host", "cc-host")
 GRAPHS = ["kron:8", "grid:9"]
 #: two ranks on GPU 0, whatever else the machine has: the MPI transport
 SHARED = {"CUDA_VISIBLE_DEVICES": "0", "GROUTE_RANK_TRANSPORT": "auto"}
@@ -181,6 +181,40 @@ def test_two_ranks_sharing_a_gpu_run_the_peer_kernel_over_cuda_ipc():
     meetings, the same answers."""
     need_gpus(1, physical=True)
     check_peer(2, SHARED)
+
+
+def check_cc_in_place(n, env):
+    """CC on ``n`` CUDA ranks reads every rank's changes and rows in place over CUDA IPC
+    (``auto``; one merge, nothing routed) and answers as one process, with the changes' pairs
+    listed (a list of n pairs) or overflowing (a list of one pair: er:400:1's many small
+    components make every sender read whole), twice on one solver."""
+    graphs = ["er:400:1", "kron:8", "grid:9"]
+    for share, whole in ((1, 0), (10**9, n - 1)):
+        done = run_ranks(n, [program("cc_checks.py"), "cuda", str(share), *graphs],
+                         timeout=240, env=env)
+        assert done.returncode == 0, done.stderr
+        rows = re.findall(r"rank (\d) (\S+): (\w+) whole (\d+) bytes (\d+) rounds (\d+) "
+                          r"routed False", done.stdout)
+        assert len(rows) == n * len(graphs), done.stdout + done.stderr
+        assert all(same == "same" and rounds == "1" and int(b) > 0
+                   for _, _, same, _, b, rounds in rows), done.stdout
+        assert [int(w) for _, spec, _, w, _, _ in rows if spec == "er:400:1"] == [whole] * n
+        assert done.stdout.count("made before: same") == n * len(graphs), done.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(300)
+def test_two_ranks_sharing_a_gpu_merge_cc_changes_in_place():
+    need_gpus(1, physical=True)
+    check_cc_in_place(2, SHARED)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("n", [2, 4])
+def test_one_rank_per_gpu_merges_cc_changes_in_place(n):
+    need_gpus(n, physical=True)
+    check_cc_in_place(n, NCCL)
 
 
 @pytest.mark.gpu

@@ -47,12 +47,15 @@ WEIGHTED = {
         g, tuning=PageRankTuning(bsp_kernel="bins"), **o),
 }
 #: on CUDA ranks with a GPU each, auto takes the kernels over CUDA IPC for BFS, SSSP and
-#: PageRank: the host exchange is asked for too (on the CPU backend it is what auto runs)
+#: PageRank, and CC's reads in place on any CUDA ranks of one host: the host exchange is
+#: asked for too (on the CPU backend it is what auto runs)
 HOST_EXCHANGE = {
     "bfs-host": lambda g, **o: groute.bfs(g, 3, exchange="host", **o),
     "sssp-host": lambda g, **o: groute.sssp(g, 3, exchange="host", **o),
     "pagerank-host": lambda g, **o: groute.pagerank(
         g, tuning=PageRankTuning(persistent=False), **o),
+    "cc-host": lambda g, **o: (groute.weakly_connected_components if g.directed
+                               else groute.connected_components)(g, exchange="host", **o),
 }
 
 

@@ -3,7 +3,7 @@ sampling left, as a :class:`~groute.engines.rules.Rule` table the solver decides
 command line prints (``groute cc --help``).
 
 It asks only the library's facts (:data:`groute.engines.rules.FACTS`): whether the devices
-reach each other's memory. Each choice was the fastest measured on its kind of graph and
+reach each other's memory, and whether they are several processes'. Each choice was the fastest measured on its kind of graph and
 device count (docs/PR_CC.md).
 """
 from __future__ import annotations
@@ -16,5 +16,13 @@ COMPONENTS_RULES = {
                                                "routed to the devices, Groute's path"),
         Case((), "kernel", "sampling split by rows, each device's changes merged by peer "
                            "reads, the rest linked in place"),
+    ), FACTS),
+    "exchange": Rule("exchange", (
+        Case(("not processes",), "peer", "one process: its devices' memory is its own (the rest "
+                                         "rule picks how it is read)"),
+        Case(("not peer",), "host", "each rank's changes go to rank 0 as a message and rank "
+                                    "0's come back, twice a run (MPI or NCCL Routers)"),
+        Case((), "peer", "rank 0 reads every rank's changes and rows in place over CUDA IPC, as "
+                         "the first device reads its peers' in one process: one meeting a run"),
     ), FACTS),
 }

@@ -78,7 +78,7 @@ from groute.runtime.router import Router
 from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
-from .device import DeviceCC, changes_capacity
+from .device import Changes, DeviceCC, changes_capacity
 from .layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges, split_rows,
                      symmetric_csr)
 from .memory import components_bytes
@@ -125,6 +125,14 @@ def merge_tree(k):
         step *= 2
 
 
+class _Rows:
+    """Another rank's rows as rank 0's rest kernel reaches them: the addresses of its
+    ``indptr`` and ``indices`` mapped here (:class:`groute.device.ipc.MappedArray`)."""
+
+    def __init__(self, indptr, indices):
+        self.indptr, self.indices = indptr, indices
+
+
 def peer_path_unavailable(devices) -> str | None:
     """Why the in-place path (module docstring) cannot run on ``devices``: it needs the first
     device to read every other's rows and what each other device's sampling changed."""
@@ -146,7 +154,11 @@ class ComponentsSolver(Solver):
     sampling split by rows, changes merged by peer reads, the rest linked in place on the first
     device (module docstring; the fastest on one and two GPUs); ``"segments"``: Groute's path,
     the first device samples, compacts what is left and routes it as segments.
-    ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
+    ``exchange`` (across processes, the in-place path): ``"auto"`` (default: the
+    ``exchange`` rule), ``"peer"``, rank 0 reads every rank's changes and rows in place over
+    CUDA IPC as the first device of one process does (CUDA ranks of one host), ``"host"``,
+    the changes go to rank 0 and back as messages through Routers, twice a run; no effect in
+    one process. ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
     design). ``run`` returns the stats keys of :data:`STATS_KEYS` whatever path ran.
 
     ``tuning``: a :class:`~groute.tuning.CCTuning` (None: ``CCTuning.from_environment()``):
@@ -165,7 +177,7 @@ class ComponentsSolver(Solver):
     engine_family = "components"
 
     def __init__(self, graph, *, ctx=None, backend="auto", devices="auto", timeout=None,
-                 afforest=True, rest="auto", tuning=None):
+                 afforest=True, rest="auto", exchange="auto", tuning=None):
         self.graph = graph
         self.n = int(graph.num_vertices)
         if self.n >= 2**31:
@@ -177,7 +189,10 @@ class ComponentsSolver(Solver):
             raise ValueError(f"rest must be 'auto', 'kernel' or 'segments', got {rest!r}")
         if rest == "kernel" and not afforest:
             raise ValueError("rest='kernel' hooks what Afforest sampling left: it needs afforest=True")
+        if exchange not in ("auto", "peer", "host"):
+            raise ValueError(f"exchange must be 'auto', 'peer' or 'host', got {exchange!r}")
         self._merges = self._spread = None   # across processes: the changes' Routers
+        self._addresses = None      # across processes over CUDA IPC: the other ranks' memory
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
                            estimate=components_bytes)
         try:
@@ -207,7 +222,9 @@ class ComponentsSolver(Solver):
             self.devs = [DeviceCC(self.ctx.devices[i], self.n) for i in self._here]
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
+            self.exchange = "peer"
             if ranked:
+                self.exchange = self._ranks_exchange(exchange)
                 self._setup_ranks(graph, num_samples)
             elif self.afforest:
                 indptr, indices = symmetric_csr(graph)
@@ -247,9 +264,9 @@ class ComponentsSolver(Solver):
             for d, dev in enumerate(self.devs[1:], start=1):
                 self._make_changes(dev, d)
             first = self.devs[0]
+            self._sender_changes = [d.changes for d in self.devs[1:]]
             #: the senders' changes as the first device's merge kernel reaches them (CUDA)
-            self._senders = (first.changes_table([d.changes for d in self.devs[1:]]) if cuda
-                             else None)
+            self._senders = first.changes_table(self._sender_changes) if cuda else None
 
     def _make_changes(self, dev, d):
         """Make device ``d`` (its :class:`DeviceCC` ``dev``) able to describe its changes: its
@@ -310,18 +327,72 @@ class ComponentsSolver(Solver):
         self.offsets = np.asarray(graph.offsets, np.int64)
         dev = self.devs[0]
         dev.set_rows(p.first, indptr, indices)
-        self._set_rest([dev if i == self._here[0] else None for i in range(self.k)],
-                       lambda: late_bitmap(indptr, self.rounds, first=p.first, n=self.n))
+        late = functools.partial(late_bitmap, indptr, self.rounds, first=p.first, n=self.n)
         rng = np.random.default_rng(0x5EED)
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
                                                        dtype=np.int64).astype(np.int32))
         self.giant = dev.device.asarray(np.zeros(1, np.int32))
         self._make_changes(dev, self._here[0])
+        if self.exchange == "peer":
+            self._setup_peer_reads(dev, late)
+            return
+        self._set_rest([dev if i == self._here[0] else None for i in range(self.k)], late)
         devices = self.ctx.devices
         self._merges = Router(devices, devices, by_owner, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-merge")
         self._spread = Router(devices, devices, to_the_others, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-spread")
+
+    def _ranks_exchange(self, exchange: str) -> str:
+        """How the ranks' changes reach rank 0 (the ``exchange`` rule of :attr:`rules`):
+        ``"peer"``, rank 0 reads them, and every rank's rows, in place over CUDA IPC;
+        ``"host"``, as messages through Routers. A job of one rank exchanges nothing. Every
+        rank asks at once (whether CUDA IPC can run is agreed by an allgather)."""
+        if self.k == 1:
+            return "peer"
+        why = None
+        if exchange != "host":
+            from groute.engines.peer_barrier import unavailable
+            why = unavailable(self.ctx, across_processes=True)
+        if exchange == "peer" and why:
+            raise ValueError(f"exchange='peer' reads the other ranks' memory, but {why}; use "
+                             f"exchange='host'")
+        if exchange == "auto":
+            return self.rules["exchange"].decide(
+                {"processes": lambda: True, "peer": lambda: why is None}).choice
+        return exchange
+
+    def _setup_peer_reads(self, dev, late):
+        """Across processes over CUDA IPC: rank 0's tables of every rank's rows (its rest
+        links them all, as the first device of one process does) and of every other rank's
+        :class:`~.device.Changes` (its merge reads them where they lie), from the arrays each
+        rank maps for the others (:class:`groute.device.ipc.PeerAddresses`); the late bitmap
+        of every row (each rank's bits, which lie in its range only, summed). Every rank at
+        once."""
+        from groute.device.ipc import MappedArray, PeerAddresses
+        if self.k == 1:                     # a job of one rank holds every row
+            self._set_rest([dev], late)
+            return
+        self._addresses = PeerAddresses(self.ctx)
+        me = self._here[0]
+
+        def mapped(array, what):
+            arrays = [None] * self.k
+            arrays[me] = array
+            return [MappedArray(a) for a in self._addresses.table(arrays, what)]
+
+        indptrs = mapped(dev.indptr, "the CC rows' offsets")
+        indices = mapped(dev.indices, "the CC rows' neighbours")
+        c = dev.changes
+        parts = {name: mapped(getattr(c, name), f"the CC changes' {name}")
+                 for name in ("bits", "list", "info", "giant", "parent")}
+        bitmap = self.ctx.ranks.allreduce(late(), "sum", "the late bitmap")
+        rows = [dev if i == me else _Rows(indptrs[i], indices[i]) for i in range(self.k)]
+        self._set_rest(rows, lambda: bitmap)
+        if me == 0:
+            self._sender_changes = [Changes(**{name: parts[name][i] for name in parts},
+                                            cap=c.cap) for i in range(1, self.k)]
+            self._senders = dev.changes_table(self._sender_changes)
 
     def _gather_changes(self) -> int:
         """Every other rank's changes (:meth:`DeviceCC.describe_changes`, one message each:
@@ -395,6 +466,9 @@ class ComponentsSolver(Solver):
             if router is not None:
                 router.close()
         self._merges = self._spread = None
+        if self._addresses is not None:     # every rank at once (PeerAddresses.close)
+            self._addresses.close()
+            self._addresses = None
 
     def _sample(self):
         """Afforest's sampling phase on the first device: link rounds, compress, vote."""
@@ -430,37 +504,30 @@ class ComponentsSolver(Solver):
 
     # ---------------------------------------------------------------- default: in place
     def _run_in_place(self) -> AppResult:
-        if self.ctx.ranks is not None:
+        """The in-place path (module docstring), in one process or across the ranks of one
+        host over CUDA IPC: then each rank samples its own rows, and rank 0 is the first
+        device, reading the other ranks' changes and rows where they lie."""
+        if self.ctx.ranks is not None and self.exchange == "host":
             return self._run_across_ranks()
-        k, devs = self.k, self.devs
-        first = devs[0]
+        k, first = self.k, self.devs[0]
+        merger = self._here[0] == 0         # this process drives the first device
         with DeviceTimer(self.ctx) as timer:
-            for dev in devs:
-                dev.reset()
-            for r in range(self.rounds):          # interleaved so every device starts at once
-                for j, dev in enumerate(devs):
-                    dev.link_round(r, self._light(r))
-                    if k == 1:
-                        dev.compress()
-                    elif r + 1 < self.rounds or j == 0:
-                        # only the rows: the next round starts from them, and the merge's
-                        # hooks walk to the roots from any vertex (a sender's description
-                        # compresses its whole array)
-                        dev.compress(rows_only=True)
+            self._sample_rows()
             if k > 1:
-                for dev in devs[1:]:
-                    dev.describe_changes()
-                for dev in devs[1:]:
-                    first.stream.wait_event(dev.stream.record())
-                first.merge_changes([d.changes for d in devs[1:]], self._senders, self.moved)
-                first.compress()                  # the vote needs roots
-            first.sample_mode(self.samples, self.giant)
-            first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds), self.counters)
-            first.compress()
-        labels, facts = self._answer(self.counters, moved=self.moved if k > 1 else None)
+                self._describe_changes()
+            if merger:
+                if k > 1:
+                    first.merge_changes(self._sender_changes, self._senders, self.moved)
+                    first.compress()              # the vote needs roots
+                first.sample_mode(self.samples, self.giant)
+                first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
+                                self.counters)
+                first.compress()
+        labels, facts = self._answer(self.counters, moved=self.moved if k > 1 else None,
+                                     holds=merger)
         rows, arcs, remote_rows, remote_arcs, giant, giant_size = facts[:6]
         merged_bytes, read_whole = facts[6:] if k > 1 else (0, 0)
-        stats = {"devices": [d.device.name for d in devs], "edges": None,
+        stats = {"devices": [d.name for d in self.ctx.devices], "edges": None,
                  "graph_edges": self.m, "segments": 0, "segment_edges": None,
                  "edges_per_device": [None] * k, "segments_per_device": [0] * k,
                  "rows_per_device": np.diff(self.offsets).tolist(),
@@ -475,27 +542,64 @@ class ComponentsSolver(Solver):
         return self._result(labels, timer.seconds, complete_stats(STATS_KEYS, stats),
                             values_are_vertices=True)
 
-    def _answer(self, counters=None, *, giant=True, moved=None):
+    def _sample_rows(self) -> None:
+        """Afforest's sampling rounds, each device over its own rows, interleaved so that every
+        device starts at once."""
+        for dev in self.devs:
+            dev.reset()
+        for r in range(self.rounds):
+            for j, dev in zip(self._here, self.devs):
+                dev.link_round(r, self._light(r))
+                if self.k == 1:
+                    dev.compress()
+                elif r + 1 < self.rounds or j == 0:
+                    # only the rows: the next round starts from them, and the merge's hooks
+                    # walk to the roots from any vertex (a sender's description compresses
+                    # its whole array)
+                    dev.compress(rows_only=True)
+
+    def _describe_changes(self) -> None:
+        """Every device but the first describes what its sampling changed, and the first
+        device's merge is ordered after them: by events in one process; across processes each
+        rank waits for its GPU and the ranks meet (rank 0's merge then reads them)."""
+        senders = [d for j, d in zip(self._here, self.devs) if j != 0]
+        for dev in senders:
+            dev.describe_changes()
+        if self.ctx.ranks is None:
+            for dev in senders:
+                self.devs[0].stream.wait_event(dev.stream.record())
+            return
+        for dev in senders:
+            dev.stream.record().synchronize(self.ctx.timeout)
+        self.ctx.ranks.barrier("the ranks' CC changes described")
+
+    def _answer(self, counters=None, *, giant=True, moved=None, holds=True):
         """The labels (int64 by position: the first device's parent array, converted there and
         downloaded once, :func:`~groute.runtime.answer_landing.land_answer`) and the run's facts,
         read back together in one copy: the rest kernel's ``counters`` where given, then, with
         ``giant`` (Afforest), the giant's root and its size counted on the device, then the
-        merge's ``moved`` (bytes read from the senders, senders read whole) where given."""
+        merge's ``moved`` (bytes read from the senders, senders read whole) where given.
+        ``holds``: whether this process drives the first device; across processes rank 0's
+        labels and facts go to every rank."""
         first = self.devs[0]
         dev = first.device
-        with dev.on_compute():
-            xp = dev.xp
-            labels = first.parent.astype(np.int64)
-            facts = []
-            if counters is not None:
-                facts.append(counters[:4].astype(np.int64))
-            if giant:
-                facts += [self.giant[:1].astype(np.int64), first.giant_size(self.giant)]
-            if moved is not None:
-                facts.append(moved.astype(np.int64))
-            facts = dev.to_host(xp.concatenate(facts)) if facts else []
+        labels, facts = None, []
+        if holds:
+            with dev.on_compute():
+                xp = dev.xp
+                labels = first.parent.astype(np.int64)
+                if counters is not None:
+                    facts.append(counters[:4].astype(np.int64))
+                if giant:
+                    facts += [self.giant[:1].astype(np.int64), first.giant_size(self.giant)]
+                if moved is not None:
+                    facts.append(moved.astype(np.int64))
+                facts = [int(x) for x in dev.to_host(xp.concatenate(facts))] if facts else []
         parts = [labels if d is dev else None for d in self.ctx.devices]
-        return land_answer(self.ctx, parts, "the labels"), [int(x) for x in facts]
+        landed = land_answer(self.ctx, parts, "the labels")
+        if self.ctx.ranks is not None and self.k > 1:
+            facts = self.ctx.ranks.bcast(facts, 0, "the CC run's facts")
+        return landed, facts
 
     def _run_across_ranks(self) -> AppResult:
         """The in-place path across processes: every rank samples its rows into its parent
