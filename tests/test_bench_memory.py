@@ -243,6 +243,12 @@ def test_pagerank_estimate_counts_the_set_up_peak_and_the_vectors_over_all_verti
     few_vertices = iteration_bytes(1000, m)                     # the build outweighs the kept
     assert few_vertices.peak_parts is few_vertices.setup
     assert few_vertices.total == sum(few_vertices.setup.values())
+    # across processes a rank sorts its share of the in-arcs at once, as 64-bit keys
+    ranks = iteration_bytes(n, m, devices=4, processes=True)
+    keys = "the ranks' in-arc keys, their sort and the keys received (uint64)"
+    assert ranks.setup[keys] == 24 * m // 4 and ranks.total > four.total
+    weighted = iteration_bytes(n, m, devices=4, processes=True, weighted=True)
+    assert weighted.setup["their order and factors, sent, received and merged"] == 32 * m // 4
 
 
 def test_traversal_estimate_counts_the_worklists_receive_buffers():

@@ -562,6 +562,10 @@ def test_the_in_degree_facts_given_pick_what_the_graph_picks():
         facts = in_degree_facts(in_degrees(g))
         for k in (1, 3):
             assert choose_bsp_kernel(g, k, facts=lambda: facts) == choose_bsp_kernel(g, k)
+            # the facts given, not the graph's own, decide: all arcs heavy, or none
+            heavy = (int(g.num_edges), 10**6)
+            assert choose_bsp_kernel(g, k, facts=lambda: heavy) == "bins"
+            assert choose_bsp_kernel(g, k, facts=lambda: (0, 1)) == "csc"
 
     def never():
         raise AssertionError("the in-degree facts were asked")

@@ -68,8 +68,9 @@ def unavailable(ctx, *, across_processes: bool = False) -> str | None:
     can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
     memory with native atomics (NVLink). Devices of other processes (a context spanning MPI
     ranks) are reached through CUDA IPC (:mod:`groute.device.ipc`) by the kernels built for it
-    (``across_processes``: BFS's and SSSP's peer kernel, PageRank's persistent BSP kernel); for
-    the others they are out of reach.
+    (``across_processes``: BFS's and SSSP's peer kernel, PageRank's persistent BSP kernel, and
+    CC's reads in place, which ask the same of the ranks); for the others they are out of
+    reach.
     Across processes every rank must ask at once (the ranks agree by an allgather)."""
     if ctx.backend != "cuda":
         return "it needs CUDA devices (this context has CPU virtual devices)"

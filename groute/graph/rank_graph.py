@@ -197,8 +197,10 @@ def ranked_in_arcs(graph: RankGraph, ranks, values=None, *, device=None):
     with _on(device) as xp:
         indptr = xp.asarray(np.asarray(p.indptr, dtype=np.int64))
         keys = xp.asarray(np.asarray(p.indices)).astype(xp.uint64) << KEY_SHIFT
-        keys |= arc_rows(indptr, int(keys.shape[0]), xp=xp, dtype=np.uint64) + np.uint64(p.first)
-        del indptr
+        rows = arc_rows(indptr, int(keys.shape[0]), xp=xp, dtype=np.uint64)
+        rows += np.uint64(p.first)
+        keys |= rows
+        del indptr, rows
         moved = None if values is None else xp.asarray(np.asarray(values, dtype=np.float64))
         return arcs_to_owners(keys, graph.offsets, ranks, values=moved,
                               what=f"the in-arcs of {graph.name}")
@@ -228,7 +230,7 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     Parameters
     ----------
     keys : numpy.ndarray or cupy.ndarray of uint64
-        One key per arc, ``row << KEY_SHIFT | col``; used up (sorted in place). On a GPU
+        One key per arc, ``row << KEY_SHIFT | col``; sorted in place without ``values``. On a GPU
         (CuPy, with the device's stream current) they are sorted there and only the exchange
         passes through host memory.
     offsets : array of int
@@ -265,7 +267,8 @@ def arcs_to_owners(keys, offsets, ranks, *, values=None, what: str = "arcs"):
     xp = array_module(keys)
     if getattr(keys, "dtype", None) != np.uint64 or getattr(keys, "ndim", 0) != 1:
         raise TypeError(f"{what}: arcs_to_owners takes one-dimensional uint64 keys (row << "
-                        f"KEY_SHIFT | col), got {getattr(keys, 'dtype', type(keys).__name__)}")
+                        f"KEY_SHIFT | col), got {getattr(keys, 'dtype', type(keys).__name__)} "
+                        f"of shape {getattr(keys, 'shape', None)}")
     keys = xp.ascontiguousarray(keys)
     offsets = np.asarray(offsets, dtype=np.int64)
     if int(offsets[-1]) > 2**31:

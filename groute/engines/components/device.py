@@ -155,7 +155,8 @@ class DeviceCC:
     def merge_changes(self, senders, table, moved):
         """Merge every sender's :class:`Changes` (read where they lie: CUDA, over NVLink
         through ``table``, their addresses, :meth:`changes_table`) into this device's array.
-        The caller orders this after every sender's description (events). ``moved`` (zeroed
+        The caller orders this after every sender's description (events; across processes
+        each rank waits for its GPU and the ranks meet). ``moved`` (zeroed
         here) receives the bytes read from the senders and how many were read whole. Every
         sender's list holds the same number of pairs (the kernel takes one ``cap``)."""
         if len({c.cap for c in senders}) > 1:

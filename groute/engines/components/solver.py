@@ -105,9 +105,10 @@ STATS_KEYS = ("devices", "mode", "rest", "routed", "edges", "graph_edges", "segm
 # which path can run
 # ------------------------------------------------------------------------------------------------
 def changes_held(ctx) -> int:
-    """How many change messages this process holds at once (its memory estimate counts them):
-    across processes rank 0 one from every other rank, the others rank 0's; none in one
-    process (the first device reads the others' memory) or a job of one rank."""
+    """How many change messages this process holds at once (its memory estimate counts them)
+    where the ranks exchange messages (``exchange="host"``): rank 0 one from every other
+    rank, the others rank 0's; none in one process (the first device reads the others'
+    memory) or a job of one rank."""
     k = len(ctx.devices)
     if ctx.ranks is None or k == 1:
         return 0
@@ -198,8 +199,12 @@ class ComponentsSolver(Solver):
         try:
             self.k = len(self.ctx.devices)
             check_graph_for_ranks(self.ctx, graph, type(self).__name__)
-            self._check_memory(functools.partial(components_bytes,
-                                                 received=changes_held(self.ctx)), graph)
+            self.exchange = "peer"
+            if self.ctx.ranks is not None:
+                self.exchange = self._ranks_exchange(exchange)
+            self._check_memory(functools.partial(
+                components_bytes,
+                received=changes_held(self.ctx) if self.exchange == "host" else 0), graph)
             t0 = time.perf_counter()
             cuda = self.ctx.backend == "cuda"
             self.afforest = bool(afforest)
@@ -222,9 +227,7 @@ class ComponentsSolver(Solver):
             self.devs = [DeviceCC(self.ctx.devices[i], self.n) for i in self._here]
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
-            self.exchange = "peer"
             if ranked:
-                self.exchange = self._ranks_exchange(exchange)
                 self._setup_ranks(graph, num_samples)
             elif self.afforest:
                 indptr, indices = symmetric_csr(graph)
@@ -280,10 +283,11 @@ class ComponentsSolver(Solver):
     def _set_rest(self, held, late):
         """What the first device's rest (:meth:`DeviceCC.link_rest`) reads, and its counters
         (and the merge's, :attr:`moved`):
-        the rows of ``held`` (one :class:`DeviceCC` per device, None for a device another
-        process drives, whose rows it does not link). CUDA: a table of the rows' addresses (0
-        for the others'), the offsets and ``late()``, the bitmap of the vertices with arcs
-        past the sampling rounds (only held rows have any); CPU: the held rows."""
+        the rows of ``held`` (per device: its :class:`DeviceCC`, or across processes another
+        rank's rows mapped here, a :class:`_Rows`, or None for rows it does not link). CUDA: a
+        table of the rows' addresses (0 for None), the offsets and ``late()``, the bitmap of
+        the vertices with arcs past the sampling rounds (only linked rows have any); CPU: the
+        held rows."""
         first = self.devs[0].device
         if first.backend == "cuda":
             table = np.array([0 if d is None else first.address(d.indptr) for d in held] +
@@ -301,8 +305,10 @@ class ComponentsSolver(Solver):
     def _setup_ranks(self, graph, num_samples):
         """Across processes (a RankContext and a graph loaded by ranks): this rank's rows of
         the undirected graph (a directed graph's in-arcs come from every rank's out-arcs), the
-        late arcs its rest links, the voters (the same on every rank), and the Routers the
-        changes go through: to rank 0, and rank 0's to every rank."""
+        voters (the same on every rank), its changes, and by :attr:`exchange` either rank 0's
+        tables of every rank's rows and changes (:meth:`_setup_peer_reads`) or the late arcs
+        its own rest links and the Routers the changes go through as messages: to rank 0, and
+        rank 0's to every rank."""
         from groute.graph.rank_graph import ranked_in_arcs
         from groute.runtime.policies import by_owner, to_the_others
         p = graph.part
@@ -387,6 +393,10 @@ class ComponentsSolver(Solver):
         parts = {name: mapped(getattr(c, name), f"the CC changes' {name}")
                  for name in ("bits", "list", "info", "giant", "parent")}
         bitmap = self.ctx.ranks.allreduce(late(), "sum", "the late bitmap")
+        caps = self.ctx.ranks.allgather(c.cap, "the CC changes' list sizes")
+        if len(set(caps)) > 1:      # rank 0's merge reads every list by its own size
+            raise ValueError(f"the ranks' CC change lists differ in size ({caps}): every rank "
+                             f"must make its solver with the same CHANGES_LIST_SHARE")
         rows = [dev if i == me else _Rows(indptrs[i], indices[i]) for i in range(self.k)]
         self._set_rest(rows, lambda: bitmap)
         if me == 0:
@@ -523,6 +533,8 @@ class ComponentsSolver(Solver):
                 first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
                                 self.counters)
                 first.compress()
+        # across processes no rank starts its next run (its reset rewrites what rank 0's
+        # merge reads) before the timer's closing meeting, after rank 0's work
         labels, facts = self._answer(self.counters, moved=self.moved if k > 1 else None,
                                      holds=merger)
         rows, arcs, remote_rows, remote_arcs, giant, giant_size = facts[:6]
@@ -602,8 +614,9 @@ class ComponentsSolver(Solver):
         return landed, facts
 
     def _run_across_ranks(self) -> AppResult:
-        """The in-place path across processes: every rank samples its rows into its parent
-        array, every other rank's changes are merged into rank 0's, whose changes then go to
+        """The in-place path across processes with the changes as messages
+        (``exchange="host"``): every rank samples its rows into its parent array, every other
+        rank's changes are merged into rank 0's, whose changes then go to
         every rank (each a message: a bit per vertex of a giant's tree and pairs for the rest,
         or the array whole); each votes for the same giant and links the rest of its own rows
         against that one snapshot (the same arcs a process of every row would keep), and a

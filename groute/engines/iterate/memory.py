@@ -10,7 +10,7 @@ from groute.memory import DeviceBytes, share
 
 
 def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
-                    devices: int = 1) -> DeviceBytes:
+                    devices: int = 1, processes: bool = False) -> DeviceBytes:
     """The BSP pull (:mod:`groute.engines.iterate.device`): the in-arc rows (offsets int64 once
     a device's in-arcs pass 2**31, else int32), the per-source share (PageRank's 1/outdeg) and
     the values of the owned vertices, and three vectors over all vertices (float32: the two
@@ -25,7 +25,10 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     slot (int64), every vertex's new id (the degree order's relabelling, int32) and one step's
     temporaries (:data:`groute.graph.arcs.IN_ARC_STEP_BYTES` per arc of a step of
     :func:`groute.graph.arcs.in_arc_step` arcs of the graph; a row longer than a step is sorted
-    alone and its temporaries are not counted, nor the pool's cache of at most two steps)."""
+    alone and its temporaries are not counted, nor the pool's cache of at most two steps).
+    Across ``processes`` each rank sorts every one of its in-arcs at once as a 64-bit key
+    (:func:`groute.graph.rank_graph.arcs_to_owners`): the keys, the sort's buffer and the keys
+    received, and with factors the order, the factors sent and received and their merge."""
     k = max(int(devices), 1)
     nl, ml = share(n, k), share(m, k)
     offset = np.dtype(arc_dtype(ml)).itemsize
@@ -40,4 +43,9 @@ def iteration_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = 
     step = min(in_arc_step(m), int(m))
     setup = {arcs[0]: arcs[1] * ml, "next slot per row (int64)": 8 * nl,
              "new ids (int32)": 4 * int(n), "build step": IN_ARC_STEP_BYTES * step}
+    if processes:
+        setup = {arcs[0]: arcs[1] * ml, "new ids (int32)": 4 * int(n),
+                 "the ranks' in-arc keys, their sort and the keys received (uint64)": 24 * ml}
+        if weighted:
+            setup["their order and factors, sent, received and merged"] = 32 * ml
     return DeviceBytes(parts, setup)

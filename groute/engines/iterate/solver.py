@@ -392,7 +392,10 @@ class IterateSolver(Solver):
                 check_graph_for_ranks(self.ctx, graph, type(self).__name__)
                 bsp_kernel = self._across_ranks(mode, bsp_kernel, bool(inplace))
             self._check_device_count(self.app, n)
-            self._check_memory(iteration_bytes, graph, weighted=self.weighted)
+            ranks = self.ctx.ranks
+            self._check_memory(functools.partial(
+                iteration_bytes, processes=ranks is not None and ranks.size > 1), graph,
+                weighted=self.weighted)
             t0 = time.perf_counter()
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
