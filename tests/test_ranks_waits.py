@@ -1,6 +1,7 @@
 """A collective's wait polls MPI in bursts (groute.runtime.ranks): MPI moves a large message a
-piece per ``Test`` call, so one call per step of the back-off would crawl; one that times out
-says what the other ranks are doing. Checked with a request that stands in for MPI's and
+piece per ``Test`` call, so one call per step of the back-off would crawl; from BULK_BYTES it
+blocks in MPI's ``Wait`` on a thread of its own; one that times out says what the other ranks
+are doing. Checked with a request that stands in for MPI's and
 answers that stand in for the other ranks', without starting MPI."""
 import pytest
 
@@ -112,3 +113,47 @@ def test_a_spinning_wait_still_stops_and_times_out(monkeypatch):
         groute.waiting.wait_for(lambda: False, what="x", timeout=5, stop=stop, spin=10.0)
     with pytest.raises(WaitTimeout, match="waiting for y"):
         groute.waiting.wait_for(lambda: False, what="y", timeout=0.05, spin=10.0)
+
+
+class BlockingRequest:
+    """Done once ``release`` is set, as MPI's ``Wait`` returns when the message has moved;
+    records the thread that waited in it."""
+
+    def __init__(self, error=None):
+        import threading
+        self.release, self.error, self.threads = threading.Event(), error, []
+
+    def Test(self):
+        raise AssertionError("a bulk wait blocks in Wait; it does not poll")
+
+    def Wait(self):
+        import threading
+        self.threads.append(threading.current_thread().name)
+        self.release.wait(10)
+        if self.error is not None:
+            raise self.error
+
+
+def test_a_bulk_wait_blocks_in_mpi_on_a_thread_of_its_own():
+    """From BULK_BYTES a collective's wait is MPI's blocking Wait (which moves the pieces of
+    a large message without the back-off's sleeps between them), on another thread: this one
+    still wakes at its end, and for the timeout."""
+    import threading
+    request = BlockingRequest()
+    threading.Timer(0.05, request.release.set).start()
+    waiter()._wait(request, "a big allgather", ranks_module.BULK_BYTES)
+    assert request.threads == ["groute-mpi-wait"]
+    small = Request(1)                      # below BULK_BYTES: polled
+    waiter()._wait(small, "a small allgather", ranks_module.BULK_BYTES - 1)
+    assert small.tested == 1
+
+
+def test_a_bulk_wait_times_out_and_raises_what_the_wait_raised():
+    stuck = BlockingRequest()
+    with pytest.raises(WaitTimeout, match="a big alltoallv on rank 0 of 2"):
+        waiter(timeout=0.05)._wait(stuck, "a big alltoallv", ranks_module.BULK_BYTES)
+    stuck.release.set()
+    failed = BlockingRequest(error=RuntimeError("MPI_ERR_TRUNCATE"))
+    failed.release.set()
+    with pytest.raises(RuntimeError, match="MPI_ERR_TRUNCATE"):
+        waiter()._wait(failed, "a big bcast", ranks_module.BULK_BYTES)

@@ -55,6 +55,12 @@ TESTS_PER_POLL = 128
 #: ends, the timer's synchronisation), a few tens of microseconds apart, and a back-off sleep
 #: would end each meeting late by up to its own length
 SPIN_S = 0.002
+#: bytes a collective moves (on this rank, in or out) from which its wait blocks in MPI on a
+#: thread of its own instead of polling: MPI moves a large message in pieces, each needing a
+#: call into MPI on both sides, so polling with the back-off's sleeps between bursts of
+#: ``Test`` crawls through it (an allgather of 8 MB from one rank took half a second polled,
+#: 3 ms blocked). The waiting thread still wakes for the timeout and a stop.
+BULK_BYTES = 1 << 20
 #: environment variables a process manager sets in the processes it starts: MPICH's hydra
 #: (PMI), Open MPI, PMIx, Slurm
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
@@ -253,7 +259,13 @@ class Ranks:
         return f"<Ranks {self.rank} of {self.size}>"
 
     # waiting --------------------------------------------------------------------------------
-    def _wait(self, request, what: str):
+    def _wait(self, request, what: str, nbytes: int = 0):
+        """Wait for ``request`` (a collective moving ``nbytes`` here), bounded by the timeout
+        and the stop event: polled, or from :data:`BULK_BYTES` blocked in MPI on a thread of
+        its own (:meth:`_wait_bulk`)."""
+        if nbytes >= BULK_BYTES:
+            return self._wait_bulk(request, what)
+
         def done() -> bool:
             return any(request.Test() for _ in range(TESTS_PER_POLL))
         me = threading.get_ident()
@@ -266,6 +278,37 @@ class Ranks:
             raise self._timed_out(exc) from exc
         finally:
             self._waits.pop(me, None)
+
+    def _wait_bulk(self, request, what: str):
+        """``request.Wait()`` on a daemon thread (mpi4py lets go of the GIL inside it), this
+        thread waking at its end, at the timeout or at a stop. Past those the blocked thread
+        stays; the job is failing then, and ends by ``MPI_Abort``
+        (:meth:`~groute.runtime.rank_context.RankContext.end_job`)."""
+        ended = threading.Condition()
+        out = {}
+
+        def run():
+            try:
+                request.Wait()
+            except BaseException as exc:  # noqa: BLE001 - raised on the waiting thread
+                out["error"] = exc
+            with ended:
+                out["done"] = True
+                ended.notify_all()
+        me = threading.get_ident()
+        self._waits[me] = (what, time.monotonic())
+        try:
+            threading.Thread(target=run, daemon=True, name="groute-mpi-wait").start()
+            with ended:
+                wait_for(lambda: "done" in out, timeout=self.timeout, stop=self.stop,
+                         cond=ended, what=f"{what} on rank {self.rank} of {self.size} (a rank "
+                                          f"that failed, died or runs another step)")
+        except WaitTimeout as exc:
+            raise self._timed_out(exc) from exc
+        finally:
+            self._waits.pop(me, None)
+        if "error" in out:
+            raise out["error"]
 
     def _timed_out(self, exc: WaitTimeout) -> WaitTimeout:
         """``exc`` (a collective's wait that timed out) saying what the other ranks are doing
@@ -351,7 +394,8 @@ class Ranks:
         scalar = np.ndim(values) == 0
         send = np.ascontiguousarray(np.atleast_1d(np.asarray(values)))
         recv = np.empty_like(send)
-        self._wait(self.comm.Iallreduce(send, recv, op=getattr(self.MPI, _OPS[op])), what)
+        self._wait(self.comm.Iallreduce(send, recv, op=getattr(self.MPI, _OPS[op])), what,
+                   send.nbytes)
         return recv[0].item() if scalar else recv
 
     def allgather(self, obj, what: str = "an allgather") -> list:
@@ -364,7 +408,8 @@ class Ranks:
         recv = np.empty(int(sizes.sum()), np.uint8)
         displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         self._wait(self.comm.Iallgatherv(np.frombuffer(data, np.uint8),
-                                         [recv, sizes, displs, self.MPI.BYTE]), what)
+                                         [recv, sizes, displs, self.MPI.BYTE]), what,
+                   recv.nbytes)
         return [recv[a:a + n].tobytes() for a, n in zip(displs, sizes)]
 
     def alltoall(self, objs, what: str = "an alltoall") -> list:
@@ -415,7 +460,8 @@ class Ranks:
         rdispl = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
         byte = self.MPI.BYTE
         self._wait(self.comm.Ialltoallv([send, send_counts, sdispl, byte],
-                                        [recv, recv_counts, rdispl, byte]), what)
+                                        [recv, recv_counts, rdispl, byte]), what,
+                   max(int(send_counts.sum()), int(recv_counts.sum())))
 
     def allgatherv(self, array, what: str = "an allgatherv") -> list:
         """Every rank's ``array`` (of one dtype and row shape on every rank), in rank order."""
@@ -425,7 +471,8 @@ class Ranks:
         recv = np.empty(int(sizes.sum()), np.uint8)
         displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         self._wait(self.comm.Iallgatherv(array.reshape(-1).view(np.uint8),
-                                         [recv, sizes, displs, self.MPI.BYTE]), what)
+                                         [recv, sizes, displs, self.MPI.BYTE]), what,
+                   recv.nbytes)
         shape = array.shape[1:]
         row = int(np.prod(shape, dtype=np.int64)) * array.dtype.itemsize
         return [recv[a:a + n].view(array.dtype).reshape((n // max(row, 1), *shape))
@@ -438,7 +485,7 @@ class Ranks:
         self._wait(self.comm.Ibcast(size, root=root), what)
         buf = np.frombuffer(data, np.uint8).copy() if self.rank == root \
             else np.empty(int(size[0]), np.uint8)
-        self._wait(self.comm.Ibcast(buf, root=root), what)
+        self._wait(self.comm.Ibcast(buf, root=root), what, buf.nbytes)
         return pickle.loads(buf.tobytes())
 
     def check_same_call(self, name: str, arguments: dict) -> None:
