@@ -151,6 +151,26 @@ class AnswerLanding:
             self._spoiled.clear()
 
 
+def _shared_parts(ranks, mine: list, what: str) -> np.ndarray:
+    """Every rank's parts of an answer (``mine``: this rank's host arrays, maybe none), one
+    after another in rank order, on every rank: their dtype agreed, then their bytes in one
+    allgatherv, unpickled (the answer is most of what the ranks move after a run, and each
+    copy of it costs as much as the move)."""
+    local = np.concatenate(mine) if mine else None
+    kinds = ranks.allgather(None if local is None else (local.dtype.str, local.shape[1:]),
+                            what=f"the dtype of {what}")
+    held = {k for k in kinds if k is not None}
+    if not held:
+        raise ValueError(f"{what}: no device holds a part")
+    if len(held) > 1:
+        raise TypeError(f"{what}: the ranks' parts differ in dtype or row shape "
+                        f"({sorted(held)})")
+    dtype, rows = held.pop()
+    if local is None:
+        local = np.zeros((0, *rows), np.dtype(dtype))
+    return np.concatenate(ranks.allgatherv(local, what=f"sharing {what}"))
+
+
 def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
     """The host array of every device's part of an answer, in device order.
 
@@ -173,12 +193,11 @@ def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
         on its device's compute stream after the work queued there, and the host waits for
         every copy together (a failed device raises as any wait on it does). Across processes
         (a :class:`~groute.runtime.rank_context.RankContext`) each rank's parts are read back
-        and shared through ``ctx.share``.
+        and every rank gets them all (:func:`_shared_parts`).
     """
     if getattr(ctx, "ranks", None) is not None:
-        hosts = ctx.share([None if p is None else dev.to_host(p)
-                           for dev, p in zip(ctx.devices, parts)], what)
-        return np.concatenate([h for h in hosts if h is not None])
+        return _shared_parts(ctx.ranks, [dev.to_host(p) for dev, p in zip(ctx.devices, parts)
+                                         if p is not None], what)
     held = [(dev, p) for dev, p in zip(ctx.devices, parts) if p is not None]
     if not held:
         raise ValueError(f"{what}: no device holds a part")
