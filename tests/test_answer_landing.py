@@ -241,3 +241,34 @@ def _least_member(labels):
     least = np.full(labels.shape[0], labels.shape[0])
     np.minimum.at(least, labels, np.arange(labels.shape[0]))
     return least[labels]
+
+
+class TwoRanks:
+    """Rank 0 of two, the other rank holding ``other`` (an array or None): what its
+    collectives would give."""
+
+    def __init__(self, other):
+        self.other = other
+
+    def allgather(self, obj, what=""):
+        theirs = None if self.other is None else (self.other.dtype.str, self.other.shape[1:])
+        return [obj, theirs]
+
+    def allgatherv(self, array, what=""):
+        return [array, self.other if self.other is not None else array[:0]]
+
+
+def test_ranks_share_an_answer_as_raw_bytes_in_rank_order():
+    """Across processes each rank's parts go to every rank in rank order, a rank holding none
+    (its part is another rank's) taking the dtype the others agree on; parts of different
+    dtypes, or none anywhere, are errors naming the answer."""
+    from groute.runtime.answer_landing import _shared_parts
+    got = _shared_parts(TwoRanks(np.array([7, 8], np.int64)), [np.array([1, 2, 3], np.int64)],
+                        "the labels")
+    np.testing.assert_array_equal(got, [1, 2, 3, 7, 8])
+    got = _shared_parts(TwoRanks(np.array([0.5, 1.5])), [], "the values")
+    assert got.dtype == np.float64 and got.tolist() == [0.5, 1.5]
+    with pytest.raises(TypeError, match="the labels: the ranks' parts differ in dtype"):
+        _shared_parts(TwoRanks(np.array([1], np.int32)), [np.array([1], np.int64)], "the labels")
+    with pytest.raises(ValueError, match="the labels: no device holds a part"):
+        _shared_parts(TwoRanks(None), [], "the labels")
