@@ -58,8 +58,8 @@ SPIN_S = 0.002
 #: bytes a collective moves (on this rank, in or out) from which its wait blocks in MPI on a
 #: thread of its own instead of polling: MPI moves a large message in pieces, each needing a
 #: call into MPI on both sides, so polling with the back-off's sleeps between bursts of
-#: ``Test`` crawls through it (an allgather of 8 MB from one rank took half a second polled,
-#: 3 ms blocked). The waiting thread still wakes for the timeout and a stop.
+#: ``Test`` crawls through it, orders of magnitude slower than a blocked wait (docs/
+#: DISTRIBUTED.md). The waiting thread still wakes for the timeout and a stop.
 BULK_BYTES = 1 << 20
 #: environment variables a process manager sets in the processes it starts: MPICH's hydra
 #: (PMI), Open MPI, PMIx, Slurm
