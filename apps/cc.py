@@ -37,8 +37,8 @@ class CC(ComponentsSolver):
     ``afforest``: sample first (``False``: hook the whole edge list, Groute's design); ``rest``:
     how what sampling left is linked, ``"auto"`` (in place where the devices read each other's
     memory), ``"kernel"`` or ``"segments"``; ``exchange``: across processes, how the ranks'
-    changes reach rank 0 (``"auto"``, ``"peer"``, ``"host"``); ``tuning``: a :class:`~groute.tuning.CCTuning`
-    (sampling rounds, voters, the linking step, segments). Each as
+    changes reach rank 0 (``"auto"``, ``"peer"``, ``"host"``); ``tuning``: a
+    :class:`~groute.tuning.CCTuning` (sampling rounds, voters, the linking step, segments). Each as
     :class:`~groute.engines.components.ComponentsSolver` says; ``run`` returns the stats keys of
     :data:`STATS_KEYS`."""
 

@@ -1,10 +1,11 @@
 """What ``auto`` means on the connected components engine: which path hooks what Afforest's
-sampling left, as a :class:`~groute.engines.rules.Rule` table the solver decides by and the
-command line prints (``groute cc --help``).
+sampling left, and across processes how the ranks' changes reach rank 0, as
+:class:`~groute.engines.rules.Rule` tables the solver decides by and the command line prints
+(``groute cc --help``).
 
 It asks only the library's facts (:data:`groute.engines.rules.FACTS`): whether the devices
-reach each other's memory, and whether they are several processes'. Each choice was the fastest measured on its kind of graph and
-device count (docs/PR_CC.md).
+reach each other's memory, and whether they are several processes'. Each choice was the
+fastest measured on its kind of graph and device count (docs/PR_CC.md, docs/DISTRIBUTED.md).
 """
 from __future__ import annotations
 

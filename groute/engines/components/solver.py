@@ -159,8 +159,9 @@ class ComponentsSolver(Solver):
     ``exchange`` rule), ``"peer"``, rank 0 reads every rank's changes and rows in place over
     CUDA IPC as the first device of one process does (CUDA ranks of one host), ``"host"``,
     the changes go to rank 0 and back as messages through Routers, twice a run; no effect in
-    one process. ``afforest``: sample first (``False``: hook the whole edge list through segments, Groute's
-    design). ``run`` returns the stats keys of :data:`STATS_KEYS` whatever path ran.
+    one process. ``afforest``: sample first (``False``: hook the whole edge list through
+    segments, Groute's design). ``run`` returns the stats keys of :data:`STATS_KEYS` whatever
+    path ran.
 
     ``tuning``: a :class:`~groute.tuning.CCTuning` (None: ``CCTuning.from_environment()``):
     ``sample_rounds``: neighbours each vertex links to before the vote; ``num_samples``:
