@@ -398,6 +398,21 @@ class Ranks:
                    send.nbytes)
         return recv[0].item() if scalar else recv
 
+    def reduce_scatter(self, values, counts, op: str = "sum",
+                       what: str = "a reduce-scatter") -> np.ndarray:
+        """``values`` (an array over a whole, the same shape on every rank) combined over the
+        ranks by ``op``, each rank getting its piece: rank ``r`` the ``counts[r]`` elements
+        after the pieces of the ranks before it."""
+        send = np.ascontiguousarray(values)
+        counts = [int(c) for c in counts]
+        if len(counts) != self.size or sum(counts) != send.shape[0]:
+            raise ValueError(f"reduce_scatter takes one count per rank ({self.size}) adding up "
+                             f"to the values' {send.shape[0]}, got {counts}")
+        recv = np.empty(counts[self.rank], send.dtype)
+        self._wait(self.comm.Ireduce_scatter(send, recv, counts,
+                                             op=getattr(self.MPI, _OPS[op])), what, send.nbytes)
+        return recv
+
     def allgather(self, obj, what: str = "an allgather") -> list:
         """Every rank's ``obj`` (pickled), in rank order."""
         return [pickle.loads(b) for b in self._allgather_bytes(pickle.dumps(obj, protocol=5), what)]

@@ -400,14 +400,14 @@ class IterateSolver(Solver):
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
                                  "with inplace=True")
-            # across processes "auto" asks the whole graph's in-degrees (a collective: asked
-            # at most once, and only if the rule needs them)
-            ranked_in_degrees = (functools.cache(lambda: self._ranks_in_degrees(graph))
-                                 if self.ctx.ranks is not None else None)
+            # across processes "auto" asks the in-degree facts, "bins" every in-degree (each
+            # a collective: asked at most once, and only where needed)
+            own_in_degrees = (functools.cache(lambda: self._ranks_own_in_degrees(graph))
+                              if self.ctx.ranks is not None else None)
             if mode == "bsp" and bsp_kernel == "auto":
                 bsp_kernel = choose_bsp_kernel(
-                    graph, k, inplace, facts=None if ranked_in_degrees is None
-                    else lambda: in_degree_facts(ranked_in_degrees()))
+                    graph, k, inplace, facts=None if own_in_degrees is None
+                    else functools.cache(lambda: self._ranks_in_degree_facts(own_in_degrees())))
             self.bsp_kernel = bsp_kernel
             self.persistent, self.persistent_reason = choose_persistent(
                 tuning.persistent, self.ctx, mode, bsp_kernel, bool(inplace) and k == 1, bool(device_check),
@@ -420,8 +420,10 @@ class IterateSolver(Solver):
                 offsets = np.asarray(graph.offsets, np.int64)
                 self.layout = "ranges"
                 if mode == "bsp" and bsp_kernel == "bins":
+                    in_degrees_all = np.concatenate(self.ctx.ranks.allgatherv(
+                        own_in_degrees(), "the in-degrees"))
                     shards, offsets, layout = self._ranks_degree_split(graph, weights,
-                                                                       ranked_in_degrees())
+                                                                       in_degrees_all)
                     self._order, self._rank = layout.order, layout.rank
                     self.partition = None       # the new ranges are not the loaded ones
                     self.layout = "degree order" if k == 1 else "degree-split"
@@ -579,16 +581,22 @@ class IterateSolver(Solver):
                              f"holds only its range)")
         return bsp_kernel if bsp_kernel in ("auto", "bins") else "csc"
 
-    def _ranks_in_degrees(self, graph):
-        """Every vertex's in-degree of a graph held by ranks (int64, host; a collective):
-        undirected, its out-degree, every rank's gathered; directed, every rank's counts of
-        its arcs' targets, summed."""
+    def _ranks_own_in_degrees(self, graph) -> np.ndarray:
+        """The in-degrees (int64) of this rank's vertices of a graph held by ranks (a
+        collective): undirected, their out-degrees; directed, every rank's counts of its arcs'
+        targets, summed into each rank's range (one reduce-scatter)."""
         p = graph.part
         if not graph.directed:          # symmetric: a vertex's in-arcs are its out-arcs
-            mine = np.diff(np.asarray(p.indptr, dtype=np.int64))
-            return np.concatenate(self._everyone([mine], "the out-degrees"))
+            return np.diff(np.asarray(p.indptr, dtype=np.int64))
         counts = np.bincount(np.asarray(p.indices), minlength=graph.num_vertices)
-        return self.ctx.ranks.allreduce(counts.astype(np.int64), "sum", "the in-degrees")
+        return self.ctx.ranks.reduce_scatter(counts.astype(np.int64), np.diff(graph.offsets),
+                                             "sum", "the in-degrees")
+
+    def _ranks_in_degree_facts(self, own) -> tuple[int, int]:
+        """:func:`in_degree_facts` of the whole graph held by ranks, from every rank's of its
+        own vertices' in-degrees ``own``: the sums added, the maxima's largest."""
+        every = self._everyone([in_degree_facts(own)], "the in-degree facts")
+        return sum(f[0] for f in every), max((f[1] for f in every), default=0)
 
     def _ranks_degree_split(self, graph, weights, in_degrees):
         """The ``"bins"`` layout of a graph held by ranks, as one process lays it out over its
