@@ -193,17 +193,29 @@ def ranked_in_arcs(graph: RankGraph, ranks, values=None, *, device=None):
     out-arc of this rank (an arc's weight or factor), carried to the in-arc (None: none).
     ``device``: the rank's device, which packs and sorts the arcs in its memory and keeps
     ``sources`` and ``in_values`` there (None: the host, NumPy)."""
-    p = graph.part
     with _on(device) as xp:
-        indptr = xp.asarray(np.asarray(p.indptr, dtype=np.int64))
-        keys = xp.asarray(np.asarray(p.indices)).astype(xp.uint64) << KEY_SHIFT
-        rows = arc_rows(indptr, int(keys.shape[0]), xp=xp, dtype=np.uint64)
-        rows += np.uint64(p.first)
-        keys |= rows
-        del indptr, rows
+        keys = in_arc_keys(graph.part, xp)
         moved = None if values is None else xp.asarray(np.asarray(values, dtype=np.float64))
         return arcs_to_owners(keys, graph.offsets, ranks, values=moved,
                               what=f"the in-arcs of {graph.name}")
+
+
+def in_arc_keys(part, xp, rank=None):
+    """Each out-arc ``u -> v`` of a rank's rows ``part`` (a
+    :class:`~groute.graph.partition.LocalGraph`) as the key of the in-arc it is,
+    ``v << KEY_SHIFT | u``, in ``xp``'s memory (uint64, the out-arcs' order); with ``rank``
+    (an array of ``xp``: each vertex's new id) ``rank[v] << KEY_SHIFT | rank[u]``."""
+    indptr = xp.asarray(np.asarray(part.indptr, dtype=np.int64))
+    targets = xp.asarray(np.asarray(part.indices))
+    sources = arc_rows(indptr, int(targets.shape[0]), xp=xp, dtype=np.int64)
+    del indptr
+    sources += part.first
+    if rank is not None:
+        targets, sources = rank[targets], rank[sources]
+    keys = targets.astype(xp.uint64) << KEY_SHIFT
+    del targets
+    keys |= sources.astype(xp.uint64)
+    return keys
 
 
 @contextlib.contextmanager

@@ -625,10 +625,7 @@ class ComponentsSolver(Solver):
         every rank gets and makes its labels from."""
         dev, ranks = self.devs[0], self.ctx.ranks
         with DeviceTimer(self.ctx) as timer:
-            dev.reset()
-            for r in range(self.rounds):
-                dev.link_round(r, self._light(r))
-                dev.compress()
+            self._sample_rows()
             self._whole = sent = 0
             if self.k > 1:              # a job of one rank holds every row already
                 sent = self._gather_changes()

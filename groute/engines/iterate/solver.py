@@ -608,8 +608,7 @@ class IterateSolver(Solver):
         :func:`groute.graph.rank_graph.arcs_to_owners`); the arcs stay in the device's memory.
         ``(shards, offsets, layout)``: this rank's new shard, the new ranges, and the layout
         (its ``order`` and ``rank``)."""
-        from groute.graph.arcs import arc_rows
-        from groute.graph.rank_graph import KEY_SHIFT, arcs_to_owners
+        from groute.graph.rank_graph import arcs_to_owners, in_arc_keys
         p = graph.part
         indptr = np.asarray(p.indptr, np.int64)
         layout = BinsLayout(in_degrees)
@@ -622,12 +621,7 @@ class IterateSolver(Solver):
         (device,) = self._mine(self.ctx.devices)    # one device a rank
         with device.on_compute():
             xp = device.xp
-            rank = xp.asarray(layout.rank)
-            keys = rank[xp.asarray(np.asarray(p.indices))].astype(xp.uint64) << KEY_SHIFT
-            sources = arc_rows(xp.asarray(indptr), int(keys.shape[0]), xp=xp)
-            sources += p.first
-            keys |= rank[sources].astype(xp.uint64)
-            del sources, rank
+            keys = in_arc_keys(p, xp, rank=xp.asarray(layout.rank))
             in_indptr, cols, in_factors = arcs_to_owners(
                 keys, offsets, self.ctx.ranks,
                 values=None if factors is None else xp.asarray(factors),
