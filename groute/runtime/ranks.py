@@ -61,6 +61,11 @@ SPIN_S = 0.002
 #: ``Test`` crawls through it, orders of magnitude slower than a blocked wait (docs/
 #: DISTRIBUTED.md). The waiting thread still wakes for the timeout and a stop.
 BULK_BYTES = 1 << 20
+#: bytes of the fixed slot each rank fills in a pickled allgather or broadcast: the object's
+#: length, then its first bytes. Small control data (a run's ends, a decision, a failure)
+#: fits, and the collective is one meeting; a longer object's rest follows in a second one,
+#: which every rank knows it needs from the lengths the first brought
+SLOT_BYTES = 2048
 #: environment variables a process manager sets in the processes it starts: MPICH's hydra
 #: (PMI), Open MPI, PMIx, Slurm
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
@@ -213,6 +218,28 @@ def describe_argument(value) -> str:
         text = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
     return text if len(text) <= DESCRIPTION_CHARS else \
         f"{text[:DESCRIPTION_CHARS]}... (checksum {_checksum(text.encode())})"
+
+
+#: bytes of a slot's length header (:data:`SLOT_BYTES`)
+_LENGTH_BYTES = 8
+
+
+def _slot(data: bytes) -> np.ndarray:
+    """A :data:`SLOT_BYTES` slot holding ``data``'s length and as many of its first bytes as
+    fit."""
+    slot = np.zeros(SLOT_BYTES, np.uint8)
+    slot[:_LENGTH_BYTES] = np.array([len(data)], "<i8").view(np.uint8)
+    head = data[:SLOT_BYTES - _LENGTH_BYTES]
+    slot[_LENGTH_BYTES:_LENGTH_BYTES + len(head)] = np.frombuffer(head, np.uint8)
+    return slot
+
+
+def _unslot(slots: np.ndarray):
+    """The lengths (int64) and the head bytes held by rows of slots (:func:`_slot`)."""
+    sizes = slots[:, :_LENGTH_BYTES].copy().view("<i8").reshape(-1).astype(np.int64)
+    fit = np.minimum(sizes, SLOT_BYTES - _LENGTH_BYTES)
+    return sizes, [row[_LENGTH_BYTES:_LENGTH_BYTES + n].tobytes()
+                   for row, n in zip(slots, fit)]
 
 
 class Ranks:
@@ -418,14 +445,21 @@ class Ranks:
         return [pickle.loads(b) for b in self._allgather_bytes(pickle.dumps(obj, protocol=5), what)]
 
     def _allgather_bytes(self, data: bytes, what):
-        sizes = np.empty(self.size, np.int64)
-        self._wait(self.comm.Iallgather(np.array([len(data)], np.int64), sizes), what)
-        recv = np.empty(int(sizes.sum()), np.uint8)
-        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self._wait(self.comm.Iallgatherv(np.frombuffer(data, np.uint8),
-                                         [recv, sizes, displs, self.MPI.BYTE]), what,
+        """Every rank's ``data``, in rank order: one allgather of :data:`SLOT_BYTES` slots,
+        then one of the rests where any rank's ``data`` did not fit its slot."""
+        slots = np.zeros((self.size, SLOT_BYTES), np.uint8)
+        mine = _slot(data)
+        self._wait(self.comm.Iallgather(mine, slots), what, slots.nbytes)
+        sizes, heads = _unslot(slots)
+        rests = np.maximum(sizes - (SLOT_BYTES - _LENGTH_BYTES), 0)
+        if not rests.any():
+            return heads
+        recv = np.empty(int(rests.sum()), np.uint8)
+        displs = np.concatenate([[0], np.cumsum(rests)[:-1]])
+        self._wait(self.comm.Iallgatherv(np.frombuffer(data, np.uint8)[len(heads[self.rank]):],
+                                         [recv, rests, displs, self.MPI.BYTE]), what,
                    recv.nbytes)
-        return [recv[a:a + n].tobytes() for a, n in zip(displs, sizes)]
+        return [head + recv[a:a + n].tobytes() for head, a, n in zip(heads, displs, rests)]
 
     def alltoall(self, objs, what: str = "an alltoall") -> list:
         """``objs[j]`` (pickled) to rank ``j``; what every rank sent here, in rank order."""
@@ -493,15 +527,34 @@ class Ranks:
         return [recv[a:a + n].view(array.dtype).reshape((n // max(row, 1), *shape))
                 for a, n in zip(displs, sizes)]
 
+    def allgatherv_in_place(self, buffer: np.ndarray, counts, what: str = "an allgatherv"):
+        """Fill ``buffer`` (bytes: a contiguous uint8 array, the same length on every rank)
+        with every rank's piece, in rank order: rank ``r``'s is the ``counts[r]`` bytes after
+        the pieces of the ranks before it, which rank ``r`` wrote there itself (MPI's
+        ``MPI_IN_PLACE``). The caller's own buffer holds the result: no receive buffer, no
+        copy out of it."""
+        counts = np.asarray(counts, np.int64)
+        if counts.shape != (self.size,) or int(counts.sum()) != buffer.nbytes:
+            raise ValueError(f"allgatherv_in_place takes one count per rank ({self.size}) "
+                             f"adding up to the buffer's {buffer.nbytes} bytes, got "
+                             f"{counts.tolist()}")
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self._wait(self.comm.Iallgatherv(self.MPI.IN_PLACE,
+                                         [buffer, counts, displs, self.MPI.BYTE]), what,
+                   buffer.nbytes)
+
     def bcast(self, obj, root: int = 0, what: str = "a broadcast"):
-        """``root``'s ``obj`` on every rank."""
+        """``root``'s ``obj`` on every rank: one broadcast of a :data:`SLOT_BYTES` slot, and
+        one of the rest where the pickled object does not fit it."""
         data = pickle.dumps(obj, protocol=5) if self.rank == root else b""
-        size = np.array([len(data)], np.int64)
-        self._wait(self.comm.Ibcast(size, root=root), what)
-        buf = np.frombuffer(data, np.uint8).copy() if self.rank == root \
-            else np.empty(int(size[0]), np.uint8)
-        self._wait(self.comm.Ibcast(buf, root=root), what, buf.nbytes)
-        return pickle.loads(buf.tobytes())
+        slot = _slot(data) if self.rank == root else np.empty(SLOT_BYTES, np.uint8)
+        self._wait(self.comm.Ibcast(slot, root=root), what)
+        (size,), (head,) = _unslot(slot[None])
+        rest = np.frombuffer(data, np.uint8)[len(head):].copy() if self.rank == root \
+            else np.empty(int(size) - len(head), np.uint8)
+        if rest.size:
+            self._wait(self.comm.Ibcast(rest, root=root), what, rest.nbytes)
+        return pickle.loads(head + rest.tobytes())
 
     def check_same_call(self, name: str, arguments: dict) -> None:
         """Raise a ValueError on every rank unless every rank called ``name`` with the same

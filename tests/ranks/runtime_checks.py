@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+import groute.runtime.ranks as ranks_module
 from groute.distributed import Context
 from groute.runtime.policies import by_owner
 from groute.runtime.router import Router
@@ -22,6 +23,16 @@ def collectives(ctx):
     assert names == [f"{ctx.backend}:{i}" for i in range(k)], names
     assert ctx.ranks.allreduce(r + 1) == k * (k + 1) // 2
     assert ctx.ranks.allreduce(np.array([r, -r]), "max").tolist() == [k - 1, 0]
+    # objects that fit the collectives' fixed slot, and ones that do not (on some ranks only)
+    slot = ranks_module.SLOT_BYTES
+    for sizes in ([3] * k, [slot + 1000 * i for i in range(k)], [5 * slot if i == 1 else 0
+                                                                  for i in range(k)]):
+        assert ctx.ranks.allgather(bytes([r]) * sizes[r]) == \
+            [bytes([i]) * sizes[i] for i in range(k)]
+        for root in (0, k - 1):
+            got = ctx.ranks.bcast(("root", bytes([root]) * sizes[root]) if r == root else None,
+                                  root)
+            assert got == ("root", bytes([root]) * sizes[root]), (root, len(got[1]))
     router = Router(ctx.devices, ctx.devices, by_owner, packet_size=4, ctx=ctx, name="check",
                     item_shape=(2,))
     for j in range(k):     # rank r sends j + 1 rows of (r, j) to rank j, and two to itself
