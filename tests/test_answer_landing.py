@@ -244,31 +244,55 @@ def _least_member(labels):
 
 
 class TwoRanks:
-    """Rank 0 of two, the other rank holding ``other`` (an array or None): what its
+    """Rank ``rank`` of two, the other rank holding ``other`` (an array or None): what its
     collectives would give."""
 
-    def __init__(self, other):
-        self.other = other
+    size = 2
+
+    def __init__(self, other, rank=0):
+        self.other, self.rank = other, rank
 
     def allgather(self, obj, what=""):
-        theirs = None if self.other is None else (self.other.dtype.str, self.other.shape[1:])
-        return [obj, theirs]
+        theirs = None if self.other is None else (self.other.dtype.str, self.other.shape[1:],
+                                                  self.other.shape[0])
+        return [obj, theirs][::1 - 2 * self.rank]
 
-    def allgatherv(self, array, what=""):
-        return [array, self.other if self.other is not None else array[:0]]
+    def allgatherv_in_place(self, buffer, counts, what=""):
+        assert buffer.nbytes == sum(counts)
+        if self.other is not None:      # the other rank's bytes at its place
+            at = 0 if self.rank == 1 else counts[0]
+            buffer[at:at + counts[1 - self.rank]] = self.other.reshape(-1).view(np.uint8)
 
 
-def test_ranks_share_an_answer_as_raw_bytes_in_rank_order():
-    """Across processes each rank's parts go to every rank in rank order, a rank holding none
-    (its part is another rank's) taking the dtype the others agree on; parts of different
-    dtypes, or none anywhere, are errors naming the answer."""
-    from groute.runtime.answer_landing import _shared_parts
-    got = _shared_parts(TwoRanks(np.array([7, 8], np.int64)), [np.array([1, 2, 3], np.int64)],
-                        "the labels")
-    np.testing.assert_array_equal(got, [1, 2, 3, 7, 8])
-    got = _shared_parts(TwoRanks(np.array([0.5, 1.5])), [], "the values")
-    assert got.dtype == np.float64 and got.tolist() == [0.5, 1.5]
-    with pytest.raises(TypeError, match="the labels: the ranks' parts differ in dtype"):
-        _shared_parts(TwoRanks(np.array([1], np.int32)), [np.array([1], np.int64)], "the labels")
-    with pytest.raises(ValueError, match="the labels: no device holds a part"):
-        _shared_parts(TwoRanks(None), [], "the labels")
+class OneRankOfTwo:
+    """The context of one rank of two (:class:`TwoRanks`), its device a CPU virtual one."""
+
+    def __init__(self, ctx, ranks):
+        self.ranks, self.answer_landing, self.timeout = ranks, ctx.answer_landing, ctx.timeout
+        self.devices = ctx.devices
+        self.local_device = ctx.devices[0]
+
+
+def test_ranks_land_an_answer_in_place_in_rank_order():
+    """Across processes each rank copies its parts into its slice of the answer and the others'
+    land around them, in rank order; a rank holding none (its part is another rank's) takes
+    the dtype the others agree on; rows keep their shape; the array is kept memory once the
+    size was asked for before; parts of different dtypes, or none anywhere, are errors naming
+    the answer."""
+    with Context(1, backend="cpu", timeout=10) as ctx:
+        def land(other, mine, rank=0, what="the labels"):
+            return land_answer(OneRankOfTwo(ctx, TwoRanks(other, rank)), [mine], what)
+        for _ in range(2):
+            got = land(np.array([7, 8], np.int64), np.array([1, 2, 3], np.int64))
+            np.testing.assert_array_equal(got, [1, 2, 3, 7, 8])
+        assert ctx.answer_landing.kept_bytes == 40          # the second landed in kept memory
+        got = land(np.array([7, 8], np.int64), np.array([1, 2, 3], np.int64), rank=1)
+        np.testing.assert_array_equal(got, [7, 8, 1, 2, 3])
+        got = land(np.array([0.5, 1.5]), None, what="the values")
+        assert got.dtype == np.float64 and got.tolist() == [0.5, 1.5]
+        got = land(np.array([[5, 6]], np.int32), np.array([[1, 2], [3, 4]], np.int32), rank=1)
+        assert got.tolist() == [[5, 6], [1, 2], [3, 4]]
+        with pytest.raises(TypeError, match="the labels: the ranks' parts differ in dtype"):
+            land(np.array([1], np.int32), np.array([1], np.int64))
+        with pytest.raises(ValueError, match="the labels: no device holds a part"):
+            land(None, None)

@@ -151,24 +151,61 @@ class AnswerLanding:
             self._spoiled.clear()
 
 
-def _shared_parts(ranks, mine: list, what: str) -> np.ndarray:
-    """Every rank's parts of an answer (``mine``: this rank's host arrays, maybe none), one
-    after another in rank order, on every rank: their dtype agreed, then their bytes in one
-    allgatherv, unpickled (the answer is most of what the ranks move after a run, and each
-    copy of it costs as much as the move)."""
-    local = np.concatenate(mine) if mine else None
-    kinds = ranks.allgather(None if local is None else (local.dtype.str, local.shape[1:]),
-                            what=f"the dtype of {what}")
-    held = {k for k in kinds if k is not None}
-    if not held:
+def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
+    """Every rank's parts of an answer (``held``: this rank's ``(device, part)`` pairs, maybe
+    none), one after another in rank order, on every rank. The ranks agree on the dtype, row
+    shape and rows of each rank's parts (one small allgather); each rank then takes the whole
+    answer's host array (:class:`AnswerLanding`, kept memory where the size was asked for
+    before), copies its own parts straight into their slice, and one allgatherv in place
+    fills the others' slices. The answer is most of what the ranks move after a run, and each
+    extra host copy of it (a staging download, a receive buffer, a concatenation) costs as
+    much as the move."""
+    ranks = ctx.ranks
+    local = None
+    if held:
+        dtypes = {str(p.dtype) for _, p in held}
+        shapes = {p.shape[1:] for _, p in held}
+        if len(dtypes) > 1 or len(shapes) > 1:
+            raise TypeError(f"{what}: the devices' parts differ in dtype or row shape "
+                            f"({sorted(dtypes)}, {sorted(shapes)})")
+        local = (held[0][1].dtype.str, held[0][1].shape[1:],
+                 sum(int(p.shape[0]) for _, p in held))
+    kinds = ranks.allgather(local, what=f"the dtype of {what}")
+    agreed = {k[:2] for k in kinds if k is not None}
+    if not agreed:
         raise ValueError(f"{what}: no device holds a part")
-    if len(held) > 1:
+    if len(agreed) > 1:
         raise TypeError(f"{what}: the ranks' parts differ in dtype or row shape "
-                        f"({sorted(held)})")
-    dtype, rows = held.pop()
-    if local is None:
-        local = np.zeros((0, *rows), np.dtype(dtype))
-    return np.concatenate(ranks.allgatherv(local, what=f"sharing {what}"))
+                        f"({sorted(agreed)})")
+    dtype, row_shape = agreed.pop()
+    dtype = np.dtype(dtype)
+    per_row = int(np.prod(row_shape, dtype=np.int64))
+    rows = [0 if k is None else k[2] for k in kinds]
+    flat = ctx.answer_landing.take(sum(rows) * per_row, dtype, ctx.local_device)
+    out = flat.reshape((sum(rows), *row_shape))
+    try:
+        _copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
+    except BaseException:
+        ctx.answer_landing.spoil(flat)
+        raise
+    ranks.allgatherv_in_place(flat.view(np.uint8),
+                              [n * per_row * dtype.itemsize for n in rows], what=f"sharing {what}")
+    return out
+
+
+def _copy_parts(out: np.ndarray, held: list, timeout) -> None:
+    """Copy each ``(device, part)`` of ``held`` into ``out``, one after another from its
+    start: each on its device's compute stream after the work queued there, every copy queued
+    before the host waits for them together."""
+    copied, lo = [], 0
+    for dev, part in held:
+        size = int(part.shape[0])
+        stream = dev.compute_stream
+        stream.copy(out[lo:lo + size], part)
+        copied.append(stream.record())
+        lo += size
+    if copied:
+        type(copied[0]).wait_all(copied, timeout, spin=DOWNLOAD_SPIN_S)
 
 
 def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
@@ -192,29 +229,22 @@ def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
         The parts one after another. In one process each part is copied once into its slice,
         on its device's compute stream after the work queued there, and the host waits for
         every copy together (a failed device raises as any wait on it does). Across processes
-        (a :class:`~groute.runtime.rank_context.RankContext`) each rank's parts are read back
-        and every rank gets them all (:func:`_shared_parts`).
+        (a :class:`~groute.runtime.rank_context.RankContext`) each rank copies its parts into
+        their slice of the same array and every rank gets all of them
+        (:func:`_land_across_ranks`).
     """
-    if getattr(ctx, "ranks", None) is not None:
-        return _shared_parts(ctx.ranks, [dev.to_host(p) for dev, p in zip(ctx.devices, parts)
-                                         if p is not None], what)
     held = [(dev, p) for dev, p in zip(ctx.devices, parts) if p is not None]
+    if getattr(ctx, "ranks", None) is not None:
+        return _land_across_ranks(ctx, held, what)
     if not held:
         raise ValueError(f"{what}: no device holds a part")
     dtype = held[0][1].dtype
     if any(p.dtype != dtype for _, p in held):
         raise TypeError(f"{what}: the devices' parts differ in dtype "
                         f"({sorted({str(p.dtype) for _, p in held})})")
-    sizes = [int(p.shape[0]) for _, p in held]
-    out = ctx.answer_landing.take(sum(sizes), dtype, held[0][0])
+    out = ctx.answer_landing.take(sum(int(p.shape[0]) for _, p in held), dtype, held[0][0])
     try:
-        copied, lo = [], 0
-        for (dev, part), size in zip(held, sizes):
-            stream = dev.compute_stream
-            stream.copy(out[lo:lo + size], part)
-            copied.append(stream.record())
-            lo += size
-        type(copied[0]).wait_all(copied, ctx.timeout, spin=DOWNLOAD_SPIN_S)
+        _copy_parts(out, held, ctx.timeout)
     except BaseException:
         ctx.answer_landing.spoil(out)
         raise
