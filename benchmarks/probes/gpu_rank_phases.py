@@ -11,6 +11,11 @@ Each process prints one JSON line: its rank (None with ``--threads``), the media
 ``time_s`` and of the wall time of ``run()``, and per phase its calls and its seconds per run
 (a phase inside another counts in both: a barrier inside a synchronisation). A collective that
 takes long on one rank is waiting for a later one.
+
+``--trace N`` also prints, for each of the last ``N`` runs, every timed call's start and end
+(milliseconds from a meeting of the ranks after the runs, so the ranks' lines share one
+clock to within a barrier's spread), with each collective's wait named by what it waits for:
+where a rank waits, and for whom.
 """
 from __future__ import annotations
 
@@ -27,10 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 SECONDS = collections.defaultdict(float)
 CALLS = collections.Counter()
+#: (label, start, end) of every timed call while tracing (``--trace``), else None
+TRACE = None
 
 
-def timed(owner, name: str, label: str) -> None:
-    """Wrap ``owner.name`` so that each call adds its wall time to ``label``."""
+def timed(owner, name: str, label) -> None:
+    """Wrap ``owner.name`` so that each call adds its wall time to ``label`` (a text, or a
+    function of the call's arguments giving one), and to the trace while one is kept."""
     original = getattr(owner, name)
 
     @functools.wraps(original)
@@ -39,8 +47,12 @@ def timed(owner, name: str, label: str) -> None:
         try:
             return original(*args, **kwargs)
         finally:
-            SECONDS[label] += time.perf_counter() - start
-            CALLS[label] += 1
+            end = time.perf_counter()
+            text = label if isinstance(label, str) else label(*args, **kwargs)
+            SECONDS[text] += end - start
+            CALLS[text] += 1
+            if TRACE is not None:
+                TRACE.append((text, start, end))
     setattr(owner, name, wrapper)
 
 
@@ -56,6 +68,7 @@ def instrument() -> None:
     timed(Context, "synchronize", "context.synchronize (one process)")
     timed(CrossDeviceBarrier, "launch_each", "barrier.launch_each")
     timed(CrossDeviceBarrier, "share_ends", "barrier.share_ends")
+    timed(Ranks, "_wait", lambda self, request, what, nbytes=0: f"wait: {what}")
 
 
 def solver_of(app: str, graph, **where):
@@ -81,6 +94,8 @@ def main() -> int:
     ap.add_argument("--threads", action="store_true",
                     help="one process driving --devices devices, no ranks")
     ap.add_argument("--devices", type=int, default=2)
+    ap.add_argument("--trace", type=int, default=0, metavar="N",
+                    help="print every timed call of the last N runs (module docstring)")
     args = ap.parse_args()
     instrument()
     from groute import distributed
@@ -97,12 +112,20 @@ def main() -> int:
             solver.run(*run_args)                       # compiles, warms the links
             SECONDS.clear()
             CALLS.clear()
-            times, walls = [], []
-            for _ in range(args.runs):
+            times, walls, runs = [], [], []
+            for n in range(args.runs):
+                global TRACE
+                if n == args.runs - args.trace:
+                    TRACE = []
                 start = time.perf_counter()
                 result = solver.run(*run_args)
                 walls.append(time.perf_counter() - start)
+                runs.append((start, walls[-1]))
                 times.append(result.time_s)
+            trace, TRACE = TRACE, None
+            if ctx is not None:
+                ctx.ranks.barrier("the trace's clock")
+            clock = time.perf_counter()
         phases = {label: {"calls_per_run": CALLS[label] / args.runs,
                           "ms_per_run": round(1e3 * SECONDS[label] / args.runs, 4)}
                   for label in sorted(SECONDS)}
@@ -111,6 +134,14 @@ def main() -> int:
                           "time_ms": round(1e3 * statistics.median(times), 4),
                           "wall_ms": round(1e3 * statistics.median(walls), 4),
                           "phases": phases}), flush=True)
+        if trace:
+            def ms(t):
+                return round(1e3 * (t - clock), 3)
+            lines = [(start, f"run {ms(start)} .. {ms(start + wall)}")
+                     for start, wall in runs[-args.trace:]]
+            lines += [(start, f"  {label}: {ms(start)} .. {ms(end)} ({1e3 * (end - start):.3f})")
+                      for label, start, end in trace]
+            print("\n".join(f"[rank {rank}] {text}" for _, text in sorted(lines)), flush=True)
     finally:
         if ctx is not None:
             ctx.close()
