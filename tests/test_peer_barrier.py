@@ -74,6 +74,68 @@ def test_launch_each_stops_at_the_first_failure_and_returns_it(ctx):
     assert bar.launch_each(lambda i, dev: None) == ([0, 1, 2], None)
 
 
+class _OtherRank:
+    """Rank 0 of two for a CrossDeviceBarrier: the other rank's end of a run is ``theirs``
+    (and its failure ``told``); collectives pickle what they carry, as MPI's do, and the
+    barriers are counted. ``met`` is :meth:`since_met`'s answer."""
+
+    size, rank = 2, 0
+
+    def __init__(self, theirs=None, told=None, met=10.0):
+        self.theirs, self.told, self.met, self.barriers = theirs, told, met, 0
+
+    def allgather(self, obj, what=""):
+        import pickle
+        return [pickle.loads(pickle.dumps(x, protocol=5))
+                for x in (obj, (peer_barrier._as_bytes(self.theirs), self.told))]
+
+    def barrier(self, what=""):
+        self.barriers += 1
+
+    def since_met(self):
+        return self.met
+
+
+def _rank_devices(ctx):
+    """The first two of ``ctx``'s devices as a context spanning two ranks sees them: the
+    second another process's."""
+    return [ctx.devices[0], SimpleNamespace(name="cuda:1", local=False)]
+
+
+def test_ranks_share_their_ends_as_arrays_and_hear_a_failure(ctx):
+    """Across processes every rank gets every rank's end of a run, arrays whole (dtype, shape,
+    writable) inside tuples, and a rank that failed is named with what it failed at."""
+    counters = np.arange(6, dtype=np.uint64)
+    theirs = (np.array([7, 8], np.uint64), np.arange(6, dtype=np.float64).reshape(2, 3))
+    bar = CrossDeviceBarrier(_rank_devices(ctx), np.zeros(1, np.uint64),
+                             ranks=_OtherRank(theirs))
+    ends, failure = bar.share_ends({0: (counters, None)}, None, "could not launch", "peer bfs")
+    assert failure is None
+    assert ends[0][1] is None and ends[0][0].dtype == np.uint64
+    np.testing.assert_array_equal(ends[0][0], counters)
+    assert ends[1][1].shape == (2, 3) and ends[1][1].dtype == np.float64
+    np.testing.assert_array_equal(ends[1][1], theirs[1])
+    ends[1][0][0] = 1                       # the rows are the caller's to change
+    bar = CrossDeviceBarrier(_rank_devices(ctx), np.zeros(1, np.uint64),
+                             ranks=_OtherRank(None, "failed while its kernel ran: OSError: ECC"))
+    ends, failure = bar.share_ends({0: counters}, None, "could not launch", "peer bfs")
+    assert ends[1] is None
+    assert isinstance(failure, RuntimeError)
+    assert str(failure) == ("peer bfs: cuda:1 (rank 1) failed while its kernel ran: "
+                            "OSError: ECC")
+
+
+@pytest.mark.parametrize("met, meets", [(10.0, 1), (peer_barrier.MET_WITHIN_S / 2, 0)])
+def test_ranks_meet_before_launching_unless_they_just_met(ctx, met, meets):
+    """The launches of all ranks fall within the kernels' timeout: the ranks meet first,
+    unless they met just before (a timed run's start), and only this rank's device is
+    launched."""
+    ranks = _OtherRank(met=met)
+    bar = CrossDeviceBarrier(_rank_devices(ctx), np.zeros(1, np.uint64), ranks=ranks)
+    launched, failure = bar.launch_each(lambda i, dev: None)
+    assert (launched, failure, ranks.barriers) == ([0], None, meets)
+
+
 def _stops(crossed, abort=None):
     """A LaunchStop per device: ``crossed`` meetings each, ``abort[i]`` its abort reason."""
     abort = abort or [0] * len(crossed)

@@ -63,6 +63,11 @@ WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;
 #: below the idleness after which the links were seen to fall asleep)
 WAKE_AFTER_S = 0.01
+#: across processes, the ranks meet before a launch unless they met within this many seconds
+#: (a run timed by the ranks' clock has just met at its start): each then launches within
+#: about this of the others, far inside the kernels' timeout (:meth:`CrossDeviceBarrier.
+#: launch_each`)
+MET_WITHIN_S = 0.001
 def unavailable(ctx, *, across_processes: bool = False) -> str | None:
     """Why kernels that meet at the cross-device barrier cannot run on ``ctx`` (None when they
     can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
@@ -130,6 +135,31 @@ def timeout_ns() -> int:
     return int(BARRIER_TIMEOUT_S * 1e9)
 
 
+#: the tag of an array sent as its bytes by :func:`_as_bytes`
+_ARRAY = "array as bytes"
+
+
+def _as_bytes(value):
+    """``value`` (an end of a run: an array, None, or a tuple or list of such) with each array
+    as ``(_ARRAY, dtype, shape, its bytes)``: pickling those is a few times cheaper than
+    pickling arrays, and the ends cross the ranks at the end of every run."""
+    if isinstance(value, np.ndarray):
+        return (_ARRAY, value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (tuple, list)):
+        return type(value)(_as_bytes(v) for v in value)
+    return value
+
+
+def _from_bytes(value):
+    """What :func:`_as_bytes` made ``value`` from (its arrays writable, as they were)."""
+    if isinstance(value, tuple) and len(value) == 4 and value[0] == _ARRAY:
+        _, dtype, shape, data = value
+        return np.frombuffer(bytearray(data), dtype).reshape(shape)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_from_bytes(v) for v in value)
+    return value
+
+
 class CrossDeviceBarrier:
     """``block``: the device-0 array holding the counter (its first word) and anything else the
     kernels expect zeroed after a failure; ``devices``: the run's devices, device 0 first."""
@@ -185,8 +215,9 @@ class CrossDeviceBarrier:
             self._spent_wake, self._wake, self._woken = self._wake, (), {}
 
     def launch_each(self, launch, order=None):
-        """Wake the links (:meth:`wake_links`), then call ``launch(i, device)`` for every
-        device in ``order`` (indices; default 0 to k - 1: benchmarks/probes/gpu_launch_probe.py
+        """Wake the links (:meth:`wake_links`), across processes let the ranks meet (unless
+        they met within :data:`MET_WITHIN_S`: a timed run's start), then call
+        ``launch(i, device)`` for every device in ``order`` (indices; default 0 to k - 1: benchmarks/probes/gpu_launch_probe.py
         times the reverse), stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
         the barrier after their timeout) before it raises, so nothing is left running. After
@@ -196,7 +227,9 @@ class CrossDeviceBarrier:
         self.wake_links()
         launched, failure = [], None
         try:
-            if self.ranks is not None:      # the launches of all processes within the timeout
+            # the launches of all processes within the kernels' timeout: the ranks meet, unless
+            # they just did (then every rank is about as far from that meeting as this one)
+            if self.ranks is not None and self.ranks.since_met() > MET_WITHIN_S:
                 self.ranks.barrier("the ranks' launches of a kernel that meets across them")
             for i in (self.local if order is None else [i for i in order if i in self.local]):
                 launch(i, self.devices[i])
@@ -220,8 +253,9 @@ class CrossDeviceBarrier:
         if self.ranks is None:
             return [ends.get(i) for i in range(len(self.devices))], failure
         told = None if failure is None else f"{phase}: {type(failure).__name__}: {failure}"
-        shared = self.ranks.allgather((ends.get(self.local[0]), told),
+        shared = self.ranks.allgather((_as_bytes(ends.get(self.local[0])), told),
                                       what=f"the ends of a run of {what}")
+        shared = [(_from_bytes(end), why) for end, why in shared]
         if failure is None:
             failed = [(r, why) for r, (_, why) in enumerate(shared) if why]
             if failed:

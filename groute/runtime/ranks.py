@@ -224,22 +224,28 @@ def describe_argument(value) -> str:
 _LENGTH_BYTES = 8
 
 
-def _slot(data: bytes) -> np.ndarray:
+def _slot(data: bytes) -> bytearray:
     """A :data:`SLOT_BYTES` slot holding ``data``'s length and as many of its first bytes as
-    fit."""
-    slot = np.zeros(SLOT_BYTES, np.uint8)
-    slot[:_LENGTH_BYTES] = np.array([len(data)], "<i8").view(np.uint8)
+    fit (plain bytes, no NumPy: these collectives sit on every run's path, where each array
+    operation's few microseconds add up)."""
+    slot = bytearray(SLOT_BYTES)
+    slot[:_LENGTH_BYTES] = len(data).to_bytes(_LENGTH_BYTES, "little")
     head = data[:SLOT_BYTES - _LENGTH_BYTES]
-    slot[_LENGTH_BYTES:_LENGTH_BYTES + len(head)] = np.frombuffer(head, np.uint8)
+    slot[_LENGTH_BYTES:_LENGTH_BYTES + len(head)] = head
     return slot
 
 
-def _unslot(slots: np.ndarray):
-    """The lengths (int64) and the head bytes held by rows of slots (:func:`_slot`)."""
-    sizes = slots[:, :_LENGTH_BYTES].copy().view("<i8").reshape(-1).astype(np.int64)
-    fit = np.minimum(sizes, SLOT_BYTES - _LENGTH_BYTES)
-    return sizes, [row[_LENGTH_BYTES:_LENGTH_BYTES + n].tobytes()
-                   for row, n in zip(slots, fit)]
+def _unslot(slots: bytearray, count: int):
+    """The lengths and the head bytes held by ``count`` slots one after another
+    (:func:`_slot`)."""
+    sizes, heads = [], []
+    for r in range(count):
+        at = r * SLOT_BYTES
+        n = int.from_bytes(slots[at:at + _LENGTH_BYTES], "little")
+        sizes.append(n)
+        heads.append(bytes(slots[at + _LENGTH_BYTES:
+                                 at + _LENGTH_BYTES + min(n, SLOT_BYTES - _LENGTH_BYTES)]))
+    return sizes, heads
 
 
 class Ranks:
@@ -277,6 +283,9 @@ class Ranks:
         self.stop = stop
         self._sent = []              # failure notices and answers still in flight
         self._waits = {}             # thread id -> (what it waits for, since)
+        #: ``time.perf_counter()`` when this rank's last collective ended (every rank had
+        #: entered it then): :meth:`since_met`
+        self.met_at = -float("inf")
         #: ``() -> (device name, (what, seconds) or None)``: this rank's device and the user's
         #: code it runs now, for the answers to the other ranks (:meth:`answer`); set by the
         #: context
@@ -291,7 +300,9 @@ class Ranks:
         and the stop event: polled, or from :data:`BULK_BYTES` blocked in MPI on a thread of
         its own (:meth:`_wait_bulk`)."""
         if nbytes >= BULK_BYTES:
-            return self._wait_bulk(request, what)
+            self._wait_bulk(request, what)
+            self.met_at = time.perf_counter()
+            return
 
         def done() -> bool:
             return any(request.Test() for _ in range(TESTS_PER_POLL))
@@ -305,6 +316,14 @@ class Ranks:
             raise self._timed_out(exc) from exc
         finally:
             self._waits.pop(me, None)
+        self.met_at = time.perf_counter()
+
+    def since_met(self) -> float:
+        """Seconds since this rank's last collective ended. Every rank had entered it by
+        then, and each left it at about that moment, so where this rank has done little since,
+        the others, running the same calls, are about as far along: a caller may go on as if
+        they just met (:meth:`~groute.engines.peer_barrier.CrossDeviceBarrier.launch_each`)."""
+        return time.perf_counter() - self.met_at
 
     def _wait_bulk(self, request, what: str):
         """``request.Wait()`` on a daemon thread (mpi4py lets go of the GIL inside it), this
@@ -447,14 +466,13 @@ class Ranks:
     def _allgather_bytes(self, data: bytes, what):
         """Every rank's ``data``, in rank order: one allgather of :data:`SLOT_BYTES` slots,
         then one of the rests where any rank's ``data`` did not fit its slot."""
-        slots = np.zeros((self.size, SLOT_BYTES), np.uint8)
-        mine = _slot(data)
-        self._wait(self.comm.Iallgather(mine, slots), what, slots.nbytes)
-        sizes, heads = _unslot(slots)
-        rests = np.maximum(sizes - (SLOT_BYTES - _LENGTH_BYTES), 0)
-        if not rests.any():
+        slots = bytearray(self.size * SLOT_BYTES)
+        self._wait(self.comm.Iallgather(_slot(data), slots), what, len(slots))
+        sizes, heads = _unslot(slots, self.size)
+        rests = [n - len(head) for n, head in zip(sizes, heads)]
+        if not any(rests):
             return heads
-        recv = np.empty(int(rests.sum()), np.uint8)
+        recv = np.empty(sum(rests), np.uint8)
         displs = np.concatenate([[0], np.cumsum(rests)[:-1]])
         self._wait(self.comm.Iallgatherv(np.frombuffer(data, np.uint8)[len(heads[self.rank]):],
                                          [recv, rests, displs, self.MPI.BYTE]), what,
@@ -547,11 +565,11 @@ class Ranks:
         """``root``'s ``obj`` on every rank: one broadcast of a :data:`SLOT_BYTES` slot, and
         one of the rest where the pickled object does not fit it."""
         data = pickle.dumps(obj, protocol=5) if self.rank == root else b""
-        slot = _slot(data) if self.rank == root else np.empty(SLOT_BYTES, np.uint8)
+        slot = _slot(data) if self.rank == root else bytearray(SLOT_BYTES)
         self._wait(self.comm.Ibcast(slot, root=root), what)
-        (size,), (head,) = _unslot(slot[None])
+        (size,), (head,) = _unslot(slot, 1)
         rest = np.frombuffer(data, np.uint8)[len(head):].copy() if self.rank == root \
-            else np.empty(int(size) - len(head), np.uint8)
+            else np.empty(size - len(head), np.uint8)
         if rest.size:
             self._wait(self.comm.Ibcast(rest, root=root), what, rest.nbytes)
         return pickle.loads(head + rest.tobytes())

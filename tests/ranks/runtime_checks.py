@@ -22,6 +22,7 @@ def collectives(ctx):
     names = ctx.share(ctx.run(lambda device: device.name))
     assert names == [f"{ctx.backend}:{i}" for i in range(k)], names
     assert ctx.ranks.allreduce(r + 1) == k * (k + 1) // 2
+    assert 0 <= ctx.ranks.since_met() < 1, ctx.ranks.since_met()      # that collective ended
     assert ctx.ranks.allreduce(np.array([r, -r]), "max").tolist() == [k - 1, 0]
     # objects that fit the collectives' fixed slot, and ones that do not (on some ranks only)
     slot = ranks_module.SLOT_BYTES
