@@ -52,6 +52,26 @@ def test_each_device_makes_its_slice_in_the_graph_s_order(backend, k):
             assert np.array_equal(land_answer(ctx, slices), values), dtype
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend, k", device_cases([1]))
+def test_an_answer_landed_by_new_ids_is_put_in_order_through_one_device(backend, k):
+    """Where the devices cannot gather (several processes' devices), the answer landed whole
+    by new ids goes through one device of this process and lands again in the graph's order,
+    in kept memory from the second answer of its size on; a wrong length is refused."""
+    from groute.runtime.renumber import LandedRenumbering
+    n = 1000
+    with Context(k, backend=backend, timeout=20) as ctx:
+        for dtype, seed in ((np.float64, 1), (np.int32, 2), (np.uint8, 3)):
+            index, values, parts = _case(n, [0, n], dtype, seed)
+            renumbering = LandedRenumbering(ctx, ctx.devices[0], index)
+            for _ in range(2):
+                got = renumbering.apply(np.concatenate(parts))
+                assert got.dtype == values.dtype and np.array_equal(got, values), dtype
+        assert ctx.answer_landing.kept_bytes >= n * 8
+        with pytest.raises(ValueError, match="renumbering: 999 values for 1000 vertices"):
+            renumbering.apply(np.zeros(n - 1, np.uint8))
+
+
 def test_parts_that_do_not_match_the_new_ids_are_refused():
     with Context(2, backend="cpu", timeout=10) as ctx:
         with pytest.raises(ValueError, match="do not split 10 new ids over 2 devices"):
@@ -100,8 +120,8 @@ def test_a_16_bit_answer_is_put_in_order_on_the_host(monkeypatch):
 def test_renumbered_answers_equal_one_device_s_without_a_host_pass(backend, k, monkeypatch):
     """BFS over METIS and random splits and PageRank's degree order cut over k devices: the
     answer of one device, and the partition's host renumbering is never called."""
-    from groute.engines.iterate import solver as iterate_solver
     from groute.graph.partition import Partition
+    from groute.runtime.renumber import LandedRenumbering
 
     def refused(*args, **kwargs):
         raise AssertionError("renumbered on the host")
@@ -109,7 +129,7 @@ def test_renumbered_answers_equal_one_device_s_without_a_host_pass(backend, k, m
     one = {s: groute.bfs(g, s, backend="cpu", devices=1).values for s in (0, 7)}
     ranks = groute.pagerank(g, backend="cpu", devices=1, mode="bsp").values
     monkeypatch.setattr(Partition, "to_original", refused)
-    monkeypatch.setattr(iterate_solver, "_unpermute", refused)
+    monkeypatch.setattr(LandedRenumbering, "apply", refused)
     with Context(k, backend=backend, timeout=30) as ctx:
         for partition in ("metis", "random"):
             with BFS(g, ctx=ctx, partition=partition) as bfs:

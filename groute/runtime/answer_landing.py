@@ -193,6 +193,37 @@ def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
     return out
 
 
+def land_local(ctx, device, array) -> np.ndarray:
+    """``array`` (of ``device``, one of this process's) in a host array of ``ctx``'s landing
+    (:class:`AnswerLanding`): copied once on its compute stream after the work queued there,
+    into kept memory where the size came before. No meeting of ranks: this process's copy
+    only.
+
+    Parameters
+    ----------
+    ctx : Context
+        Its ``answer_landing`` provides the array.
+    device : Device
+        The device holding ``array``.
+    array : array
+        A contiguous array of ``device`` (rows of any shape).
+
+    Returns
+    -------
+    numpy.ndarray
+        A host array equal to ``array``.
+    """
+    flat = ctx.answer_landing.take(int(np.prod(array.shape, dtype=np.int64)), array.dtype,
+                                   device)
+    out = flat.reshape(array.shape)
+    try:
+        _copy_parts(out, [(device, array)], ctx.timeout)
+    except BaseException:
+        ctx.answer_landing.spoil(flat)
+        raise
+    return out
+
+
 def _copy_parts(out: np.ndarray, held: list, timeout) -> None:
     """Copy each ``(device, part)`` of ``held`` into ``out``, one after another from its
     start: each on its device's compute stream after the work queued there, every copy queued
