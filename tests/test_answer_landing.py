@@ -1,6 +1,7 @@
 """Answers land on the host in one copy per device, in memory kept for the next answer of
 their size, never over an answer the caller still holds (groute.runtime.answer_landing)."""
 import gc
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -255,7 +256,7 @@ class TwoRanks:
     def allgather(self, obj, what=""):
         theirs = None if self.other is None else (self.other.dtype.str, self.other.shape[1:],
                                                   self.other.shape[0])
-        return [obj, theirs][::1 - 2 * self.rank]
+        return [obj, (theirs, False)][::1 - 2 * self.rank]     # MPI: the CPU backend
 
     def allgatherv_in_place(self, buffer, counts, what=""):
         assert buffer.nbytes == sum(counts)
@@ -269,7 +270,7 @@ class OneRankOfTwo:
 
     def __init__(self, ctx, ranks):
         self.ranks, self.answer_landing, self.timeout = ranks, ctx.answer_landing, ctx.timeout
-        self.devices = ctx.devices
+        self.devices, self.backend = ctx.devices, ctx.backend
         self.local_device = ctx.devices[0]
 
 
@@ -296,3 +297,60 @@ def test_ranks_land_an_answer_in_place_in_rank_order():
             land(np.array([1], np.int32), np.array([1], np.int64))
         with pytest.raises(ValueError, match="the labels: no device holds a part"):
             land(None, None)
+
+
+class _SlotDevice:
+    """This rank's GPU as the answer exchange sees it: ``free`` bytes free, host arrays for
+    slots, every query counted."""
+
+    def __init__(self, free):
+        self.free, self.queries = free, 0
+
+    def memory_info(self):
+        self.queries += 1
+        return self.free, 4 * self.free
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def use(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def test_answer_slots_grow_together_and_only_where_memory_allows(monkeypatch):
+    """The ranks' answer slots (groute.runtime.answer_exchange): a slot grows, in whole
+    granules, only when a part outgrows it, every rank's growth remapping every slot (the old
+    mappings let go first); a rank holds a part in its slot where the slot fits it already, or
+    may grow within its share of the GPU's free memory."""
+    import groute.device.ipc as ipc
+    from groute.runtime.answer_exchange import FREE_SHARE, GRANULE, DeviceAnswerExchange
+    made, closed = [], []
+
+    class Addresses:
+        def __init__(self, ctx):
+            made.append(self)
+
+        def table(self, arrays, what):
+            assert arrays[0] is not None and arrays[1] is None    # this rank's slot only
+            self.slot = arrays[0]
+            return [0, 0xbeef]
+
+        def close(self):
+            closed.append(self)
+    monkeypatch.setattr(ipc, "PeerAddresses", Addresses)
+    device = _SlotDevice(free=FREE_SHARE * 4 * GRANULE)
+    ctx = SimpleNamespace(ranks=SimpleNamespace(size=2, rank=0), local_device=device)
+    exchange = DeviceAnswerExchange(ctx)
+    exchange._fit([5, 3 * GRANULE + 1])
+    assert exchange.sizes == [GRANULE, 4 * GRANULE] and len(made) == 1 and not closed
+    assert made[0].slot.nbytes == GRANULE and exchange._peers == [0, 0xbeef]
+    exchange._fit([GRANULE, 2])                     # every part fits: nothing remapped
+    assert len(made) == 1 and not closed
+    exchange._fit([GRANULE + 1, 0])                 # this rank's grows: both slots remapped
+    assert exchange.sizes == [2 * GRANULE, 4 * GRANULE] and closed == [made[0]]
+    assert len(made) == 2 and made[1].slot.nbytes == 2 * GRANULE
+    assert exchange.holds(2 * GRANULE) and device.queries == 0      # fits: no query
+    assert exchange.holds(4 * GRANULE) and not exchange.holds(4 * GRANULE + 1)
+    exchange.close()
+    assert closed == made and exchange.sizes == [0, 0] and exchange._peers is None

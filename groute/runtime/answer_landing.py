@@ -156,11 +156,14 @@ def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
     none), one after another in rank order, on every rank. The ranks agree on the dtype, row
     shape and rows of each rank's parts (one small allgather); each rank then takes the whole
     answer's host array (:class:`AnswerLanding`, kept memory where the size was asked for
-    before), copies its own parts straight into their slice, and one allgatherv in place
-    fills the others' slices. The answer is most of what the ranks move after a run, and each
-    extra host copy of it (a staging download, a receive buffer, a concatenation) costs as
-    much as the move."""
+    before) and copies its own parts straight into their slice. The others' come from their
+    GPUs where the ranks map each other's memory
+    (:class:`~groute.runtime.answer_exchange.DeviceAnswerExchange`), else by one allgatherv in
+    place. The answer is most of what the ranks move after a run, and each extra host copy
+    of it (a staging download, a receive buffer, a concatenation) costs as much as the move."""
+    from groute.runtime.answer_exchange import DeviceAnswerExchange
     ranks = ctx.ranks
+    exchange = DeviceAnswerExchange.for_context(ctx)
     local = None
     if held:
         dtypes = {str(p.dtype) for _, p in held}
@@ -170,7 +173,9 @@ def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
                             f"({sorted(dtypes)}, {sorted(shapes)})")
         local = (held[0][1].dtype.str, held[0][1].shape[1:],
                  sum(int(p.shape[0]) for _, p in held))
-    kinds = ranks.allgather(local, what=f"the dtype of {what}")
+    slotted = exchange is not None and exchange.holds(sum(int(p.nbytes) for _, p in held))
+    told = ranks.allgather((local, slotted), what=f"the dtype of {what}")
+    kinds = [kind for kind, _ in told]
     agreed = {k[:2] for k in kinds if k is not None}
     if not agreed:
         raise ValueError(f"{what}: no device holds a part")
@@ -181,15 +186,21 @@ def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
     dtype = np.dtype(dtype)
     per_row = int(np.prod(row_shape, dtype=np.int64))
     rows = [0 if k is None else k[2] for k in kinds]
+    nbytes = [n * per_row * dtype.itemsize for n in rows]
     flat = ctx.answer_landing.take(sum(rows) * per_row, dtype, ctx.local_device)
     out = flat.reshape((sum(rows), *row_shape))
-    try:
+
+    def copy_own():
         _copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
+    try:
+        if all(ready for _, ready in told):
+            exchange.share(flat.view(np.uint8), nbytes, held, copy_own)
+            return out
+        copy_own()
     except BaseException:
         ctx.answer_landing.spoil(flat)
         raise
-    ranks.allgatherv_in_place(flat.view(np.uint8),
-                              [n * per_row * dtype.itemsize for n in rows], what=f"sharing {what}")
+    ranks.allgatherv_in_place(flat.view(np.uint8), nbytes, what=f"sharing {what}")
     return out
 
 

@@ -168,6 +168,9 @@ class RankContext(Context):
         self._watching = False
         self._places = None
         self._nccl = None
+        #: the ranks' answers through device memory (groute.runtime.answer_exchange), decided
+        #: at the first answer: False until then, None where they go through MPI
+        self._answer_exchange = False
         ranks = Ranks(comm, timeout=timeout)
         self.ranks = ranks          # before the devices: this rank's is placed by it
         # every rank says which GPU it would run on (one allgather on every rank, whatever its
@@ -418,6 +421,9 @@ class RankContext(Context):
             # first: a worker held in an NCCL group by a failed peer returns, not at the
             # end of the workers' timeout
             self._nccl.abort()
+        exchange = self._answer_exchange
+        if exchange and self._error is None:    # every rank at once; after a failure the
+            exchange.close()                    # slots are kept (another may still map them)
         broke = False
         try:
             super().shutdown()
