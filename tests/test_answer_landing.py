@@ -256,7 +256,7 @@ class TwoRanks:
     def allgather(self, obj, what=""):
         theirs = None if self.other is None else (self.other.dtype.str, self.other.shape[1:],
                                                   self.other.shape[0])
-        return [obj, (theirs, False)][::1 - 2 * self.rank]     # MPI: the CPU backend
+        return [obj, (theirs, None)][::1 - 2 * self.rank]  # no free GPU memory told: CPU
 
     def allgatherv_in_place(self, buffer, counts, what=""):
         assert buffer.nbytes == sum(counts)
@@ -293,6 +293,12 @@ def test_ranks_land_an_answer_in_place_in_rank_order():
         assert got.dtype == np.float64 and got.tolist() == [0.5, 1.5]
         got = land(np.array([[5, 6]], np.int32), np.array([[1, 2], [3, 4]], np.int32), rank=1)
         assert got.tolist() == [[5, 6], [1, 2], [3, 4]]
+        # by new ids: put in the graph's order (graph id x holds new id index[x]) once whole
+        from groute.runtime.renumber import WholeAnswerRenumbering
+        renumbering = WholeAnswerRenumbering(ctx, ctx.devices[0], np.array([4, 0, 3, 1, 2]))
+        got = land_answer(OneRankOfTwo(ctx, TwoRanks(np.array([7, 8], np.int64))),
+                          [np.array([1, 2, 3], np.int64)], "the labels", renumbering)
+        np.testing.assert_array_equal(got, [8, 1, 7, 2, 3])
         with pytest.raises(TypeError, match="the labels: the ranks' parts differ in dtype"):
             land(np.array([1], np.int32), np.array([1], np.int64))
         with pytest.raises(ValueError, match="the labels: no device holds a part"):
@@ -321,8 +327,8 @@ class _SlotDevice:
 def test_answer_slots_grow_together_and_only_where_memory_allows(monkeypatch):
     """The ranks' answer slots (groute.runtime.answer_exchange): a slot grows, in whole
     granules, only when a part outgrows it, every rank's growth remapping every slot (the old
-    mappings let go first); a rank holds a part in its slot where the slot fits it already, or
-    may grow within its share of the GPU's free memory."""
+    mappings let go first); the slots are used where every rank's growth and its copy of the
+    whole answer fit its share of the free memory it told."""
     import groute.device.ipc as ipc
     from groute.runtime.answer_exchange import FREE_SHARE, GRANULE, DeviceAnswerExchange
     made, closed = [], []
@@ -350,7 +356,12 @@ def test_answer_slots_grow_together_and_only_where_memory_allows(monkeypatch):
     exchange._fit([GRANULE + 1, 0])                 # this rank's grows: both slots remapped
     assert exchange.sizes == [2 * GRANULE, 4 * GRANULE] and closed == [made[0]]
     assert len(made) == 2 and made[1].slot.nbytes == 2 * GRANULE
-    assert exchange.holds(2 * GRANULE) and device.queries == 0      # fits: no query
-    assert exchange.holds(4 * GRANULE) and not exchange.holds(4 * GRANULE + 1)
+    # each rank: its slot's growth and the whole answer within its share of what it told free
+    free = FREE_SHARE * 4 * GRANULE
+    assert exchange.fits([GRANULE, GRANULE], [free, free])
+    assert exchange.fits([2 * GRANULE, 2 * GRANULE], [free, free])      # 4 granules, no growth
+    assert not exchange.fits([2 * GRANULE + 1, 0], [free, free])        # and a granule more
+    assert not exchange.fits([GRANULE, GRANULE], [free, FREE_SHARE * GRANULE])
+    assert exchange.free() == free and device.queries == 1
     exchange.close()
     assert closed == made and exchange.sizes == [0, 0] and exchange._peers is None

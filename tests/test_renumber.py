@@ -53,19 +53,22 @@ def test_each_device_makes_its_slice_in_the_graph_s_order(backend, k):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("backend, k", device_cases([1]))
-def test_an_answer_landed_by_new_ids_is_put_in_order_through_one_device(backend, k):
-    """Where the devices cannot gather (several processes' devices), the answer landed whole
-    by new ids goes through one device of this process and lands again in the graph's order,
-    in kept memory from the second answer of its size on; a wrong length is refused."""
-    from groute.runtime.renumber import LandedRenumbering
+@pytest.mark.parametrize("backend, k", device_cases([1, 3]))
+def test_a_whole_answer_by_new_ids_is_put_in_order_on_one_device(backend, k):
+    """Where the devices cannot gather part by part (several processes' devices, or no peer
+    access), the whole answer by new ids is put in the graph's order on one device of this
+    process: landed with its renumbering, in kept memory from the second answer of its size
+    on; a wrong length is refused."""
+    from groute.runtime.renumber import WholeAnswerRenumbering
     n = 1000
+    offsets = np.linspace(0, n, k + 1).astype(np.int64)
     with Context(k, backend=backend, timeout=20) as ctx:
         for dtype, seed in ((np.float64, 1), (np.int32, 2), (np.uint8, 3)):
-            index, values, parts = _case(n, [0, n], dtype, seed)
-            renumbering = LandedRenumbering(ctx, ctx.devices[0], index)
+            index, values, parts = _case(n, offsets, dtype, seed)
+            on_devices = [dev.asarray(p) for dev, p in zip(ctx.devices, parts)]
+            renumbering = WholeAnswerRenumbering(ctx, ctx.devices[-1], index)
             for _ in range(2):
-                got = renumbering.apply(np.concatenate(parts))
+                got = land_answer(ctx, on_devices, renumbering=renumbering)
                 assert got.dtype == values.dtype and np.array_equal(got, values), dtype
         assert ctx.answer_landing.kept_bytes >= n * 8
         with pytest.raises(ValueError, match="renumbering: 999 values for 1000 vertices"):
@@ -121,7 +124,7 @@ def test_renumbered_answers_equal_one_device_s_without_a_host_pass(backend, k, m
     """BFS over METIS and random splits and PageRank's degree order cut over k devices: the
     answer of one device, and the partition's host renumbering is never called."""
     from groute.graph.partition import Partition
-    from groute.runtime.renumber import LandedRenumbering
+    from groute.runtime.renumber import WholeAnswerRenumbering
 
     def refused(*args, **kwargs):
         raise AssertionError("renumbered on the host")
@@ -129,7 +132,7 @@ def test_renumbered_answers_equal_one_device_s_without_a_host_pass(backend, k, m
     one = {s: groute.bfs(g, s, backend="cpu", devices=1).values for s in (0, 7)}
     ranks = groute.pagerank(g, backend="cpu", devices=1, mode="bsp").values
     monkeypatch.setattr(Partition, "to_original", refused)
-    monkeypatch.setattr(LandedRenumbering, "apply", refused)
+    monkeypatch.setattr(WholeAnswerRenumbering, "apply", refused)
     with Context(k, backend=backend, timeout=30) as ctx:
         for partition in ("metis", "random"):
             with BFS(g, ctx=ctx, partition=partition) as bfs:

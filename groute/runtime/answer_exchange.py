@@ -1,33 +1,37 @@
-"""Answers across the ranks of one host through device memory: every rank reads the others'
-parts of an answer where they lie, on their GPUs, instead of MPI moving them through host
+"""Answers across the ranks of one host through device memory: every rank copies the others'
+parts of an answer from their GPUs into its own, instead of MPI moving them through host
 memory (docs/DISTRIBUTED.md, "Answers across ranks").
 
 Why: after a run every rank gets the whole answer
 (:func:`~groute.runtime.answer_landing.land_answer`). MPI moves it between the processes of
 one host through shared host memory, a copy in and a copy out per byte at the host's memory
 speed, and for an answer of tens of megabytes that takes several times the run. The ranks'
-GPUs already reach each other's memory (CUDA IPC, :mod:`groute.device.ipc`), and a GPU copies
-another's memory to the host at its link's speed.
+GPUs already reach each other's memory (CUDA IPC, :mod:`groute.device.ipc`) over NVLink, many
+times faster; and with the whole answer on its GPU a rank can also put it in the graph's order
+there (:class:`~groute.runtime.renumber.WholeAnswerRenumbering`) before its one download.
 
 How: each rank keeps one device buffer, its *slot*, which every other rank maps once
 (:class:`~groute.device.ipc.PeerAddresses`). For an answer, a rank copies its parts into its
-slot and into its own slice of the host array; the ranks meet; then each rank copies every
-other rank's slot, read through its mapping, into that rank's slice. Rank ``r`` writes its
-slot again only at the next answer, after that answer's first meeting (the agreement on the
-parts' sizes, :func:`~groute.runtime.answer_landing.land_answer`), which no rank enters before
-it finished reading: so no reader ever sees a slot half rewritten.
+slot; the ranks meet; then each rank copies every rank's slot into one array on its GPU, the
+whole answer, which the caller downloads. Rank ``r`` writes its slot again only at the next
+answer, after that answer's first meeting (the agreement on the parts' sizes, in
+:func:`~groute.runtime.answer_landing.land_answer`), which no rank enters before its copies of
+this answer finished (its download waits for them): so no reader ever sees a slot half
+rewritten.
 
-A slot grows when a rank's part outgrows it; the ranks know every rank's part size from that
-first meeting, so all of them see the same growth and map the new slots together. Where a rank
-cannot afford a slot (its GPU's free memory), or the ranks cannot map each other's memory
-(other hosts, no peer access; the CPU backend), the answer goes through MPI as before.
+A slot grows when a rank's part outgrows it; the ranks know every rank's part size and free
+memory from that first meeting, so all of them see the same growth, and the same choice of
+path, and map the new slots together. Where some rank cannot afford its slot and the whole
+answer (:data:`FREE_SHARE` of its GPU's free memory), or the ranks cannot map each other's
+memory (other hosts, no peer access; the CPU backend), the answer goes through MPI.
 """
 from __future__ import annotations
 
 import numpy as np
 
-#: a slot is at most this share of its GPU's free memory when it grows
-FREE_SHARE = 8
+#: a rank's slot growth and its copy of the whole answer take at most 1 / FREE_SHARE of its
+#: GPU's free memory
+FREE_SHARE = 4
 #: slots grow to a multiple of this many bytes, so that answers of nearby sizes share one
 GRANULE = 1 << 20
 
@@ -65,37 +69,43 @@ class DeviceAnswerExchange:
         ctx._answer_exchange = exchange
         return exchange
 
-    def holds(self, nbytes: int) -> bool:
-        """Whether this rank can hold a part of ``nbytes`` in its slot: it does already, or
-        the slot may grow to it (:data:`FREE_SHARE`). Every rank tells the others this at the
-        answer's first meeting, and the slots are used only where every rank can."""
-        if nbytes <= self.sizes[self.ctx.ranks.rank]:
-            return True
-        free, _ = self.device.memory_info()
-        return _rounded(nbytes) <= free // FREE_SHARE
+    def free(self) -> int:
+        """Bytes free on this rank's GPU, which every rank tells the others at an answer's
+        first meeting (:meth:`fits`)."""
+        return self.device.memory_info()[0]
 
-    def share(self, out: np.ndarray, nbytes: list, held: list, copy_own) -> None:
-        """Fill ``out`` (the answer's host array as bytes: every rank's parts one after
-        another in rank order, ``nbytes[r]`` of rank ``r``'s) with every rank's parts: this
-        rank's ``held`` (its ``(device, part)`` pairs) copied into its slot, and into its own
-        slice by ``copy_own()``, the others' read from their slots after the ranks meet.
-        Every rank calls it at once, with the same ``nbytes``."""
+    def fits(self, nbytes: list, free: list) -> bool:
+        """Whether every rank can hold its part of an answer in its slot (grown where it
+        must be) and the whole answer beside it, within :data:`FREE_SHARE` of the free memory
+        it told (``free[r]``; ``nbytes[r]``: its part). The same answer on every rank."""
+        whole = sum(nbytes)
+        return all(whole + (_rounded(need) if need > have else 0) <= room // FREE_SHARE
+                   for need, have, room in zip(nbytes, self.sizes, free))
+
+    def gather(self, nbytes: list, held: list):
+        """The whole answer on this rank's GPU: a uint8 array of ``sum(nbytes)`` bytes, every
+        rank's parts one after another in rank order (``nbytes[r]`` of rank ``r``'s), made on
+        its compute stream (a download queued there after it reads it whole). This rank's
+        ``held`` (its ``(device, part)`` pairs) go through its slot like every other rank's.
+        Every rank calls it at once, with the same ``nbytes``; the caller waits for what it
+        queues after it before the next answer."""
+        import cupy
         ranks = self.ctx.ranks
         self._fit(nbytes)
-        offsets = np.concatenate([[0], np.cumsum(nbytes)]).astype(np.int64)
         if held:
-            copy_own()
             self._to_slot(held)
         ranks.barrier("every rank's part of an answer in its slot")
-        stream = self.device.compute_stream
-        import cupy
-        with self.device.use():
+        dev = self.device
+        whole = dev.empty(sum(nbytes), np.uint8)
+        at = 0
+        with dev.use():
             for r, address in enumerate(self._peers):
-                if r != ranks.rank and nbytes[r]:
+                if nbytes[r]:
                     cupy.cuda.runtime.memcpyAsync(
-                        out.ctypes.data + int(offsets[r]), address, int(nbytes[r]),
-                        cupy.cuda.runtime.memcpyDefault, stream.raw.ptr)
-        stream.record().synchronize(self.ctx.timeout)
+                        int(whole.data.ptr) + at, address, int(nbytes[r]),
+                        cupy.cuda.runtime.memcpyDefault, dev.compute_stream.raw.ptr)
+                at += int(nbytes[r])
+        return whole
 
     def _to_slot(self, held) -> None:
         """This rank's parts one after another into its slot, on their compute streams,

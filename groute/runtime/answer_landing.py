@@ -151,16 +151,19 @@ class AnswerLanding:
             self._spoiled.clear()
 
 
-def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
+def _land_across_ranks(ctx, held: list, what: str, renumbering=None) -> np.ndarray:
     """Every rank's parts of an answer (``held``: this rank's ``(device, part)`` pairs, maybe
-    none), one after another in rank order, on every rank. The ranks agree on the dtype, row
-    shape and rows of each rank's parts (one small allgather); each rank then takes the whole
-    answer's host array (:class:`AnswerLanding`, kept memory where the size was asked for
-    before) and copies its own parts straight into their slice. The others' come from their
-    GPUs where the ranks map each other's memory
-    (:class:`~groute.runtime.answer_exchange.DeviceAnswerExchange`), else by one allgatherv in
-    place. The answer is most of what the ranks move after a run, and each extra host copy
-    of it (a staging download, a receive buffer, a concatenation) costs as much as the move."""
+    none), one after another in rank order, on every rank, put in the graph's order by
+    ``renumbering`` where one is given. The ranks agree on the dtype, row shape and rows of
+    each rank's parts, and say how much memory their GPUs have free (one small allgather).
+    Where the ranks map each other's memory and can afford it, each rank copies every rank's
+    parts into one array on its GPU
+    (:class:`~groute.runtime.answer_exchange.DeviceAnswerExchange`), renumbers it there and
+    downloads it once (:func:`land_local`). Else each takes the whole answer's host array
+    (:class:`AnswerLanding`), copies its own parts straight into their slice, and one
+    allgatherv in place fills the others'. The answer is most of what the ranks move after a
+    run, and each extra host copy of it (a staging download, a receive buffer, a
+    concatenation) costs as much as the move."""
     from groute.runtime.answer_exchange import DeviceAnswerExchange
     ranks = ctx.ranks
     exchange = DeviceAnswerExchange.for_context(ctx)
@@ -173,8 +176,8 @@ def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
                             f"({sorted(dtypes)}, {sorted(shapes)})")
         local = (held[0][1].dtype.str, held[0][1].shape[1:],
                  sum(int(p.shape[0]) for _, p in held))
-    slotted = exchange is not None and exchange.holds(sum(int(p.nbytes) for _, p in held))
-    told = ranks.allgather((local, slotted), what=f"the dtype of {what}")
+    told = ranks.allgather((local, None if exchange is None else exchange.free()),
+                           what=f"the dtype of {what}")
     kinds = [kind for kind, _ in told]
     agreed = {k[:2] for k in kinds if k is not None}
     if not agreed:
@@ -187,21 +190,20 @@ def _land_across_ranks(ctx, held: list, what: str) -> np.ndarray:
     per_row = int(np.prod(row_shape, dtype=np.int64))
     rows = [0 if k is None else k[2] for k in kinds]
     nbytes = [n * per_row * dtype.itemsize for n in rows]
+    if exchange is not None and exchange.fits(nbytes, [free for _, free in told]):
+        whole = exchange.gather(nbytes, held).view(dtype).reshape((sum(rows), *row_shape))
+        if renumbering is not None:
+            whole = renumbering.on_device(whole)
+        return land_local(ctx, ctx.local_device, whole)
     flat = ctx.answer_landing.take(sum(rows) * per_row, dtype, ctx.local_device)
     out = flat.reshape((sum(rows), *row_shape))
-
-    def copy_own():
-        _copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
     try:
-        if all(ready for _, ready in told):
-            exchange.share(flat.view(np.uint8), nbytes, held, copy_own)
-            return out
-        copy_own()
+        _copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
     except BaseException:
         ctx.answer_landing.spoil(flat)
         raise
     ranks.allgatherv_in_place(flat.view(np.uint8), nbytes, what=f"sharing {what}")
-    return out
+    return out if renumbering is None else renumbering.apply(out)
 
 
 def land_local(ctx, device, array) -> np.ndarray:
@@ -250,7 +252,7 @@ def _copy_parts(out: np.ndarray, held: list, timeout) -> None:
         type(copied[0]).wait_all(copied, timeout, spin=DOWNLOAD_SPIN_S)
 
 
-def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
+def land_answer(ctx, parts, what: str = "the answer", renumbering=None) -> np.ndarray:
     """The host array of every device's part of an answer, in device order.
 
     Parameters
@@ -264,20 +266,24 @@ def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
         processes: every device of another rank).
     what : str
         What the parts are, for an error while sharing them across processes.
+    renumbering : WholeAnswerRenumbering, optional
+        Where the parts hold new ids in device order: puts the whole answer in the graph's
+        order (:class:`~groute.runtime.renumber.WholeAnswerRenumbering`, on one device of
+        this process) before it is returned.
 
     Returns
     -------
     numpy.ndarray
-        The parts one after another. In one process each part is copied once into its slice,
-        on its device's compute stream after the work queued there, and the host waits for
-        every copy together (a failed device raises as any wait on it does). Across processes
-        (a :class:`~groute.runtime.rank_context.RankContext`) each rank copies its parts into
-        their slice of the same array and every rank gets all of them
+        The parts one after another (put in the graph's order by ``renumbering``). In one
+        process each part is copied once into its slice, on its device's compute stream after
+        the work queued there, and the host waits for every copy together (a failed device
+        raises as any wait on it does). Across processes (a
+        :class:`~groute.runtime.rank_context.RankContext`) every rank gets all of them
         (:func:`_land_across_ranks`).
     """
     held = [(dev, p) for dev, p in zip(ctx.devices, parts) if p is not None]
     if getattr(ctx, "ranks", None) is not None:
-        return _land_across_ranks(ctx, held, what)
+        return _land_across_ranks(ctx, held, what, renumbering)
     if not held:
         raise ValueError(f"{what}: no device holds a part")
     dtype = held[0][1].dtype
@@ -290,4 +296,4 @@ def land_answer(ctx, parts, what: str = "the answer") -> np.ndarray:
     except BaseException:
         ctx.answer_landing.spoil(out)
         raise
-    return out
+    return out if renumbering is None else renumbering.apply(out)

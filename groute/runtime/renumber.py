@@ -15,8 +15,8 @@ kernel per device (``renumber.cu``) reads the other devices' parts through peer 
 their compute streams have finished them (an event of each, waited for on the gathering
 device's compute stream); on CPU virtual devices the same gather runs in NumPy on each device's
 thread (their parts are host arrays). Where a device cannot reach every other's memory, or the
-devices are several processes', the caller lands the answer by new ids first and
-:class:`LandedRenumbering` puts it in order on one device of this process instead
+devices are several processes', the answer is brought whole by new ids first and
+:class:`WholeAnswerRenumbering` puts it in order on one device of this process instead
 (:func:`gather_on_devices` says which).
 """
 from __future__ import annotations
@@ -168,21 +168,22 @@ class DeviceRenumbering:
                 out[mine] = part[index[mine] - offsets[i]]
 
 
-class LandedRenumbering:
-    """An answer landed whole on the host by new ids, put into the graph's order through one
-    device of this process: uploaded, gathered there by an index kept on it, and landed again
-    (:func:`~groute.runtime.answer_landing.land_local`). For the answers
-    :class:`DeviceRenumbering` cannot gather (:func:`gather_on_devices`): the devices are
-    several processes', or cannot reach each other's memory.
+class WholeAnswerRenumbering:
+    """An answer held whole by new ids, put into the graph's order on one device of this
+    process: gathered there by an index kept on it. For the answers :class:`DeviceRenumbering`
+    cannot gather part by part (:func:`gather_on_devices`): the devices are several
+    processes' (each rank gathers the whole answer it got from the others,
+    :func:`~groute.runtime.answer_landing.land_answer`), or cannot reach each other's memory
+    (the answer landed on the host goes up to the device and back: :meth:`apply`).
 
     Why not on the host: a gather over every vertex by a scattered index runs at the host's
-    random-access speed, several times slower than two copies over the device's link and a
-    gather in its memory, and on every rank at once.
+    random-access speed, several times slower than a gather in the device's memory and two
+    copies over its link, and every rank would pay it.
 
     Parameters
     ----------
     ctx : Context
-        The answer's context (its ``answer_landing`` provides the array landed again).
+        The answer's context (its ``answer_landing`` provides the host array of :meth:`apply`).
     device : Device
         One of this process's devices: it holds the index and gathers.
     index : array of int
@@ -196,14 +197,19 @@ class LandedRenumbering:
         wide = self.n > np.iinfo(np.int32).max
         self._index = device.asarray(index.astype(np.int64 if wide else np.int32))
 
+    def on_device(self, values):
+        """``values`` (an array of :attr:`device` by new id, one row per vertex) by the
+        graph's id: a new array of the device, made on its compute stream."""
+        if values.shape[0] != self.n:
+            raise ValueError(f"renumbering: {values.shape[0]} values for {self.n} vertices")
+        with self.device.on_compute():
+            return values[self._index]
+
     def apply(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (a host array by new id, one per vertex) by the graph's id, a host array
-        of the same dtype."""
+        """``values`` (a host array by new id) by the graph's id, a host array of the same
+        dtype: uploaded, gathered (:meth:`on_device`) and landed again
+        (:func:`~groute.runtime.answer_landing.land_local`)."""
         from groute.runtime.answer_landing import land_local
         if values.shape[0] != self.n:
             raise ValueError(f"renumbering: {values.shape[0]} values for {self.n} vertices")
-        dev = self.device
-        by_new = dev.asarray(values)
-        with dev.on_compute():
-            by_id = by_new[self._index]
-        return land_local(self.ctx, dev, by_id)
+        return land_local(self.ctx, self.device, self.on_device(self.device.asarray(values)))

@@ -62,7 +62,7 @@ from groute.graph.partition import METHODS as PARTITIONS
 from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
-from groute.runtime.renumber import DeviceRenumbering, LandedRenumbering, gather_on_devices
+from groute.runtime.renumber import DeviceRenumbering, WholeAnswerRenumbering, gather_on_devices
 from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import PageRankTuning
 
@@ -414,7 +414,7 @@ class IterateSolver(Solver):
                 None if peer_writes is None else bool(peer_writes), self.start_vector is not None)
             self._order = None      # "bins": new vertex id -> the graph's id
             self._device_renumbering = None     # made at the first answer that needs it
-            self._landed_renumbering = None     # where the devices cannot gather: likewise
+            self._whole_renumbering = None      # where the devices cannot gather: likewise
             self.partition = None
             if self.ctx.ranks is not None:       # this process's range of a graph
                 self.partition = graph.split_by_ranges(k, partition)
@@ -860,12 +860,11 @@ class IterateSolver(Solver):
         if renumbering is not None:     # each device makes its slice in the graph's order
             values = land_answer(self.ctx, renumbering.gather(entries), "the values")
         else:
-            values = land_answer(self.ctx, entries, "the values")
-            if self._order is not None:     # landed by new id: put in order here
-                if self._landed_renumbering is None:
-                    self._landed_renumbering = LandedRenumbering(
-                        self.ctx, self.devs[0].device, self._rank)
-                values = self._landed_renumbering.apply(values)
+            if self._order is not None and self._whole_renumbering is None:
+                self._whole_renumbering = WholeAnswerRenumbering(self.ctx, self.devs[0].device,
+                                                                 self._rank)
+            values = land_answer(self.ctx, entries, "the values",
+                                 self._whole_renumbering if self._order is not None else None)
             if self.partition is not None:
                 values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.name for d in self.ctx.devices], mode=self.mode,
@@ -1158,7 +1157,7 @@ class IterateSolver(Solver):
 
     def _release(self):
         self._device_renumbering = None     # its index slices on the devices
-        self._landed_renumbering = None     # its index on this process's first device
+        self._whole_renumbering = None      # its index on this process's first device
         if self._addresses is not None:     # every rank at once (PeerAddresses.close)
             self._addresses.close()
             self._addresses = None
