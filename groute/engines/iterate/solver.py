@@ -414,6 +414,7 @@ class IterateSolver(Solver):
                 None if peer_writes is None else bool(peer_writes), self.start_vector is not None)
             self._order = None      # "bins": new vertex id -> the graph's id
             self._device_renumbering = None     # made at the first answer that needs it
+            self._fixed_shared = {}             # what -> every device's value (_everyone_once)
             self._whole_renumbering = None      # where the devices cannot gather: likewise
             self.partition = None
             if self.ctx.ranks is not None:       # this process's range of a graph
@@ -735,6 +736,15 @@ class IterateSolver(Solver):
             return list(mine)
         return self.ctx.share(self._everyone_local(mine), what)
 
+    def _everyone_once(self, mine: list, what: str) -> list:
+        """:meth:`_everyone` for values fixed at set-up (``what`` names them): shared across
+        processes at the first run only, then kept, so that later runs meet the other ranks
+        no more than the run itself needs."""
+        known = self._fixed_shared.get(what)
+        if known is None:
+            known = self._fixed_shared[what] = self._everyone(mine, what)
+        return list(known)
+
     def _number(self, name: str, value) -> float:
         """``value`` as a float; a TypeError naming the argument where it is no number."""
         if isinstance(value, (bool, str, bytes)) or np.ndim(value) != 0:
@@ -948,8 +958,9 @@ class IterateSolver(Solver):
             t = converged_at
             history = history[:t]
         if self.peer_writes:
-            per_iteration = sum(self._everyone([dev.peer_stores * np.dtype(dev.fdt).itemsize
-                                                for dev in self.devs], "the peer stores"))
+            per_iteration = sum(self._everyone_once(
+                [dev.peer_stores * np.dtype(dev.fdt).itemsize for dev in self.devs],
+                "the peer stores"))
         else:
             per_iteration = self.n * np.dtype(self.devs[0].fdt).itemsize * (k - 1)
         dev0 = self.devs[0]
@@ -961,8 +972,8 @@ class IterateSolver(Solver):
                 "persistent": self.persistent, "persistent_reason": self.persistent_reason,
                 "exchange": None if k == 1 else ("peer stores" if self.peer_writes else "peer copies"),
                 "l1_change": history[-1] if history else None,
-                "arcs_per_device": self._everyone([dev.num_in for dev in self.devs],
-                                                  "the arcs per device"),
+                "arcs_per_device": self._everyone_once([dev.num_in for dev in self.devs],
+                                                       "the arcs per device"),
                 "bytes_sent": int(t * per_iteration) if k > 1 else 0}
 
     def _check_stats(self, t0, t1, history, converged_at, rows=None):
