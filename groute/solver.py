@@ -33,7 +33,9 @@ class DeviceTimer:
 
     On one CUDA device uses CUDA events on its compute stream (no host sync inside the timed
     region); otherwise a host clock between full synchronisations, the last of them polling
-    without sleeping (:data:`END_SPIN_S`).
+    without sleeping (:data:`END_SPIN_S`). Across processes the first is a meeting of the
+    ranks, marked (:meth:`~groute.runtime.ranks.Ranks.mark_meeting`) so that the run's
+    launches need not meet again.
     """
 
     def __init__(self, ctx):
@@ -51,6 +53,9 @@ class DeviceTimer:
             self._events = (start, stop)
         else:
             self.ctx.synchronize()
+            ranks = getattr(self.ctx, "ranks", None)
+            if ranks is not None:   # the run's launches may go on from this meeting
+                ranks.mark_meeting()
             self._t0 = time.perf_counter()
         return self
 

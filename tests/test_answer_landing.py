@@ -250,13 +250,14 @@ class TwoRanks:
 
     size = 2
 
-    def __init__(self, other, rank=0):
-        self.other, self.rank = other, rank
+    def __init__(self, other, rank=0, failure=None):
+        self.other, self.rank, self.failure = other, rank, failure
 
     def allgather(self, obj, what=""):
         theirs = None if self.other is None else (self.other.dtype.str, self.other.shape[1:],
                                                   self.other.shape[0])
-        return [obj, (theirs, None)][::1 - 2 * self.rank]  # no free GPU memory told: CPU
+        # no free GPU memory told (CPU), no failure
+        return [obj, (theirs, None, self.failure)][::1 - 2 * self.rank]
 
     def allgatherv_in_place(self, buffer, counts, what=""):
         assert buffer.nbytes == sum(counts)
@@ -270,8 +271,13 @@ class OneRankOfTwo:
 
     def __init__(self, ctx, ranks):
         self.ranks, self.answer_landing, self.timeout = ranks, ctx.answer_landing, ctx.timeout
-        self.devices, self.backend = ctx.devices, ctx.backend
-        self.local_device = ctx.devices[0]
+        self.backend, self.local_device = ctx.backend, ctx.devices[0]
+        other = SimpleNamespace(name=f"cpu:{1 - ranks.rank}", local=False)
+        self.devices = [self.local_device, other][::1 - 2 * ranks.rank]
+
+    def parts(self, mine):
+        """A part per device: ``mine`` at this rank's, None at the other's."""
+        return [mine, None][::1 - 2 * self.ranks.rank]
 
 
 def test_ranks_land_an_answer_in_place_in_rank_order():
@@ -281,8 +287,9 @@ def test_ranks_land_an_answer_in_place_in_rank_order():
     size was asked for before; parts of different dtypes, or none anywhere, are errors naming
     the answer."""
     with Context(1, backend="cpu", timeout=10) as ctx:
-        def land(other, mine, rank=0, what="the labels"):
-            return land_answer(OneRankOfTwo(ctx, TwoRanks(other, rank)), [mine], what)
+        def land(other, mine, rank=0, what="the labels", failure=None):
+            here = OneRankOfTwo(ctx, TwoRanks(other, rank, failure))
+            return land_answer(here, here.parts(mine), what)
         for _ in range(2):
             got = land(np.array([7, 8], np.int64), np.array([1, 2, 3], np.int64))
             np.testing.assert_array_equal(got, [1, 2, 3, 7, 8])
@@ -296,13 +303,18 @@ def test_ranks_land_an_answer_in_place_in_rank_order():
         # by new ids: put in the graph's order (graph id x holds new id index[x]) once whole
         from groute.runtime.renumber import WholeAnswerRenumbering
         renumbering = WholeAnswerRenumbering(ctx, ctx.devices[0], np.array([4, 0, 3, 1, 2]))
-        got = land_answer(OneRankOfTwo(ctx, TwoRanks(np.array([7, 8], np.int64))),
-                          [np.array([1, 2, 3], np.int64)], "the labels", renumbering)
+        here = OneRankOfTwo(ctx, TwoRanks(np.array([7, 8], np.int64)))
+        got = land_answer(here, here.parts(np.array([1, 2, 3], np.int64)), "the labels",
+                          renumbering)
         np.testing.assert_array_equal(got, [8, 1, 7, 2, 3])
         with pytest.raises(TypeError, match="the labels: the ranks' parts differ in dtype"):
             land(np.array([1], np.int32), np.array([1], np.int64))
         with pytest.raises(ValueError, match="the labels: no device holds a part"):
             land(None, None)
+        # a rank whose parts cannot be described raises on every rank, after the meeting
+        with pytest.raises(RuntimeError, match=r"the labels: cpu:1 \(rank 1\) could not "
+                                               r"describe its part: TypeError: mixed"):
+            land(None, np.array([1], np.int64), failure="TypeError: mixed")
 
 
 class _SlotDevice:
@@ -346,7 +358,8 @@ def test_answer_slots_grow_together_and_only_where_memory_allows(monkeypatch):
             closed.append(self)
     monkeypatch.setattr(ipc, "PeerAddresses", Addresses)
     device = _SlotDevice(free=FREE_SHARE * 4 * GRANULE)
-    ctx = SimpleNamespace(ranks=SimpleNamespace(size=2, rank=0), local_device=device)
+    ranks = SimpleNamespace(size=2, rank=0, allgather=lambda told, what: [told, None])
+    ctx = SimpleNamespace(ranks=ranks, local_device=device, devices=["cuda:0", "cuda:1"])
     exchange = DeviceAnswerExchange(ctx)
     exchange._fit([5, 3 * GRANULE + 1])
     assert exchange.sizes == [GRANULE, 4 * GRANULE] and len(made) == 1 and not closed
@@ -362,6 +375,12 @@ def test_answer_slots_grow_together_and_only_where_memory_allows(monkeypatch):
     assert exchange.fits([2 * GRANULE, 2 * GRANULE], [free, free])      # 4 granules, no growth
     assert not exchange.fits([2 * GRANULE + 1, 0], [free, free])        # and a granule more
     assert not exchange.fits([GRANULE, GRANULE], [free, FREE_SHARE * GRANULE])
+    assert not exchange.fits([GRANULE, GRANULE], [free, free], copies=3)    # renumbered too
+    # two ranks on one GPU count together against it
+    ctx.places = [SimpleNamespace(gpu="0000:1b:00.0")] * 2
+    assert not exchange.fits([2 * GRANULE, 2 * GRANULE], [free, free])
+    assert exchange.fits([2 * GRANULE, 2 * GRANULE], [2 * free, 2 * free])
+    del ctx.places
     assert exchange.free() == free and device.queries == 1
     exchange.close()
     assert closed == made and exchange.sizes == [0, 0] and exchange._peers is None

@@ -77,11 +77,12 @@ def test_launch_each_stops_at_the_first_failure_and_returns_it(ctx):
 class _OtherRank:
     """Rank 0 of two for a CrossDeviceBarrier: the other rank's end of a run is ``theirs``
     (and its failure ``told``); collectives pickle what they carry, as MPI's do, and the
-    barriers are counted. ``met`` is :meth:`since_met`'s answer."""
+    barriers are counted. ``met``: whether the last collective is a marked meeting (a timed
+    run's start)."""
 
     size, rank = 2, 0
 
-    def __init__(self, theirs=None, told=None, met=10.0):
+    def __init__(self, theirs=None, told=None, met=False):
         self.theirs, self.told, self.met, self.barriers = theirs, told, met, 0
 
     def allgather(self, obj, what=""):
@@ -92,7 +93,7 @@ class _OtherRank:
     def barrier(self, what=""):
         self.barriers += 1
 
-    def since_met(self):
+    def at_marked_meeting(self):
         return self.met
 
 
@@ -125,11 +126,11 @@ def test_ranks_share_their_ends_as_arrays_and_hear_a_failure(ctx):
                             "OSError: ECC")
 
 
-@pytest.mark.parametrize("met, meets", [(10.0, 1), (peer_barrier.MET_WITHIN_S / 2, 0)])
+@pytest.mark.parametrize("met, meets", [(False, 1), (True, 0)])
 def test_ranks_meet_before_launching_unless_they_just_met(ctx, met, meets):
     """The launches of all ranks fall within the kernels' timeout: the ranks meet first,
-    unless they met just before (a timed run's start), and only this rank's device is
-    launched."""
+    unless their last collective was the timed run's start (program order, the same on every
+    rank), and only this rank's device is launched."""
     ranks = _OtherRank(met=met)
     bar = CrossDeviceBarrier(_rank_devices(ctx), np.zeros(1, np.uint64), ranks=ranks)
     launched, failure = bar.launch_each(lambda i, dev: None)

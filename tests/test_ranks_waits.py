@@ -28,7 +28,7 @@ def waiter(timeout=5.0, answers=None):
     they are doing (default: rank 1 does not answer)."""
     r = object.__new__(ranks_module.Ranks)
     r.timeout, r.stop, r.rank, r.size, r._waits = timeout, None, 0, 2, {}
-    r.spin = 0.0
+    r.spin, r.collectives = 0.0, 0
     r.ask_the_others = lambda: answers if answers is not None else {1: None}
     return r
 

@@ -156,7 +156,7 @@ HOST_SPANS = (
     ("groute.engines.iterate.solver", "IterateSolver._trace_summary", None),
     ("groute.engines.iterate.solver", "IterateSolver._normalized_parts", None),
     ("groute.engines.iterate.solver", "land_answer", None),
-    ("groute.engines.iterate.solver", "_unpermute", None),
+    ("groute.runtime.renumber", "WholeAnswerRenumbering.apply", None),
     ("groute.engines.iterate.device", "IterationDevice.bsp_reset", "self.device"),
     ("groute.engines.iterate.device", "IterationDevice.bsp_step", "self.device"),
     ("groute.engines.iterate.device", "IterationDevice.bsp_stats", "self.device"),

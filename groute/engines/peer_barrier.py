@@ -63,11 +63,6 @@ WAKE_BYTES = 2 << 20
 #: the links are woken only when the barrier's last run ended longer ago than this (seconds;
 #: below the idleness after which the links were seen to fall asleep)
 WAKE_AFTER_S = 0.01
-#: across processes, the ranks meet before a launch unless they met within this many seconds
-#: (a run timed by the ranks' clock has just met at its start): each then launches within
-#: about this of the others, far inside the kernels' timeout (:meth:`CrossDeviceBarrier.
-#: launch_each`)
-MET_WITHIN_S = 0.001
 def unavailable(ctx, *, across_processes: bool = False) -> str | None:
     """Why kernels that meet at the cross-device barrier cannot run on ``ctx`` (None when they
     can): they need CUDA devices, at most :data:`MAX_DEVICES`, each reaching every other's
@@ -216,9 +211,10 @@ class CrossDeviceBarrier:
 
     def launch_each(self, launch, order=None):
         """Wake the links (:meth:`wake_links`), across processes let the ranks meet (unless
-        they met within :data:`MET_WITHIN_S`: a timed run's start), then call
-        ``launch(i, device)`` for every device in ``order`` (indices; default 0 to k - 1: benchmarks/probes/gpu_launch_probe.py
-        times the reverse), stopping at the first that raises. Returns ``(launched indices, that
+        the timed run's start just met them: :meth:`~groute.runtime.ranks.Ranks.
+        at_marked_meeting`), then call ``launch(i, device)`` for every device in ``order``
+        (indices; default 0 to k - 1: benchmarks/probes/gpu_launch_probe.py times the
+        reverse), stopping at the first that raises. Returns ``(launched indices, that
         exception or None)``: the caller still reads the launched ones back (they give up at
         the barrier after their timeout) before it raises, so nothing is left running. After
         each launch the device's compute stream waits for its wake copy: whatever it runs
@@ -228,8 +224,8 @@ class CrossDeviceBarrier:
         launched, failure = [], None
         try:
             # the launches of all processes within the kernels' timeout: the ranks meet, unless
-            # they just did (then every rank is about as far from that meeting as this one)
-            if self.ranks is not None and self.ranks.since_met() > MET_WITHIN_S:
+            # the timer's meeting was their last (only the run's own host code came since)
+            if self.ranks is not None and not self.ranks.at_marked_meeting():
                 self.ranks.barrier("the ranks' launches of a kernel that meets across them")
             for i in (self.local if order is None else [i for i in order if i in self.local]):
                 launch(i, self.devices[i])

@@ -21,9 +21,11 @@ rewritten.
 
 A slot grows when a rank's part outgrows it; the ranks know every rank's part size and free
 memory from that first meeting, so all of them see the same growth, and the same choice of
-path, and map the new slots together. Where some rank cannot afford its slot and the whole
-answer (:data:`FREE_SHARE` of its GPU's free memory), or the ranks cannot map each other's
-memory (other hosts, no peer access; the CPU backend), the answer goes through MPI.
+path, and map the new slots together. Where some GPU cannot afford its ranks' slots and their
+copies of the whole answer (:data:`FREE_SHARE` of its free memory), or the ranks cannot map
+each other's memory as the kernels that meet across them need (one host, NVLink between every
+pair, at most eight ranks: :func:`~groute.device.ipc.ipc_unavailable`; not the CPU backend),
+the answer goes through MPI.
 """
 from __future__ import annotations
 
@@ -54,9 +56,22 @@ class DeviceAnswerExchange:
 
     @classmethod
     def for_context(cls, ctx):
-        """The exchange of ``ctx``, made at its first answer (every rank at once: whether the
-        ranks map each other's memory is one allgather), or None where the answers go through
-        MPI: not CUDA, one rank, or the ranks cannot map each other's memory."""
+        """The exchange of ``ctx``, made at its first answer.
+
+        Parameters
+        ----------
+        ctx : Context
+            The answer's context; every rank asks at once (whether the ranks map each
+            other's memory is one allgather, asked once per context).
+
+        Returns
+        -------
+        DeviceAnswerExchange or None
+            None where the answers go through MPI: not CUDA, one rank, or ranks that cannot
+            map each other's memory as the kernels that meet across them need
+            (:func:`~groute.device.ipc.ipc_unavailable`: one host, NVLink between every pair,
+            at most :data:`~groute.engines.peer_barrier.MAX_DEVICES` ranks).
+        """
         known = getattr(ctx, "_answer_exchange", False)
         if known is not False:
             return known
@@ -74,21 +89,54 @@ class DeviceAnswerExchange:
         first meeting (:meth:`fits`)."""
         return self.device.memory_info()[0]
 
-    def fits(self, nbytes: list, free: list) -> bool:
-        """Whether every rank can hold its part of an answer in its slot (grown where it
-        must be) and the whole answer beside it, within :data:`FREE_SHARE` of the free memory
-        it told (``free[r]``; ``nbytes[r]``: its part). The same answer on every rank."""
+    def fits(self, nbytes: list, free: list, copies: int = 1) -> bool:
+        """Whether every GPU can hold its ranks' slots (grown where a part outgrew one) and
+        ``copies`` of the whole answer per rank within :data:`FREE_SHARE` of its free memory.
+
+        Parameters
+        ----------
+        nbytes : list of int
+            Every rank's part, in bytes.
+        free : list of int
+            The free memory every rank told of its GPU.
+        copies : int
+            Whole answers a rank holds at once on its GPU (2 where it renumbers it there).
+
+        Returns
+        -------
+        bool
+            The same on every rank (from what every rank told, and the slots' sizes, which
+            every rank tracks alike). Ranks sharing one GPU count together against it.
+        """
         whole = sum(nbytes)
-        return all(whole + (_rounded(need) if need > have else 0) <= room // FREE_SHARE
-                   for need, have, room in zip(nbytes, self.sizes, free))
+        places = getattr(self.ctx, "places", None)
+        gpus = [p.gpu for p in places] if places else list(range(len(nbytes)))
+        need = {}
+        for gpu, part, have in zip(gpus, nbytes, self.sizes):
+            need[gpu] = need.get(gpu, 0) + copies * whole + \
+                (_rounded(part) if part > have else 0)
+        return all(need[gpu] <= room // FREE_SHARE for gpu, room in zip(gpus, free))
 
     def gather(self, nbytes: list, held: list):
-        """The whole answer on this rank's GPU: a uint8 array of ``sum(nbytes)`` bytes, every
-        rank's parts one after another in rank order (``nbytes[r]`` of rank ``r``'s), made on
-        its compute stream (a download queued there after it reads it whole). This rank's
-        ``held`` (its ``(device, part)`` pairs) go through its slot like every other rank's.
-        Every rank calls it at once, with the same ``nbytes``; the caller waits for what it
-        queues after it before the next answer."""
+        """The whole answer on this rank's GPU.
+
+        Parameters
+        ----------
+        nbytes : list of int
+            Every rank's part, in bytes (the same list on every rank: every rank calls this
+            at once).
+        held : list
+            This rank's ``(device, part)`` pairs: contiguous arrays of its GPU, copied into
+            its slot like every other rank's parts into theirs.
+
+        Returns
+        -------
+        cupy.ndarray
+            A uint8 array of ``sum(nbytes)`` bytes, every rank's parts one after another in
+            rank order, made on the compute stream: a download queued there after it reads
+            it whole, and the caller waits for that before the next answer (which rewrites
+            the slots).
+        """
         import cupy
         ranks = self.ctx.ranks
         self._fit(nbytes)
@@ -113,6 +161,9 @@ class DeviceAnswerExchange:
         import cupy
         at, copied = 0, []
         for dev, part in held:
+            if not part.flags.c_contiguous:
+                raise ValueError(f"{dev.name}: an answer's part must be contiguous to cross "
+                                 f"the ranks' slots")
             size = int(part.nbytes)
             with dev.use():
                 cupy.cuda.runtime.memcpyAsync(int(self._slot.data.ptr) + at, int(part.data.ptr),
@@ -130,9 +181,10 @@ class DeviceAnswerExchange:
         if grown == self.sizes and self._peers is not None:
             return
         from groute.device.ipc import PeerAddresses
+        from groute.engines.peer_barrier import together
         self.close()
         me = self.ctx.ranks.rank
-        with self.device.use():
+        with together(self.ctx, "allocated its answer slot", "the ranks' answer slots"):
             self._slot = self.device.empty(max(grown[me], 1), np.uint8)
         self._addresses = PeerAddresses(self.ctx)
         arrays = [self._slot if r == me else None for r in range(len(grown))]
@@ -142,7 +194,8 @@ class DeviceAnswerExchange:
     def close(self) -> None:
         """Let the slots go, every rank at once (:meth:`PeerAddresses.close
         <groute.device.ipc.PeerAddresses.close>`: the mappings closed before any rank frees
-        its slot)."""
+        its slot). At a context's shutdown after a failure it is not called: another rank
+        may still read this one's slot, which is kept."""
         if self._addresses is not None:
             addresses, self._addresses, self._peers = self._addresses, None, None
             addresses.close()

@@ -128,11 +128,13 @@ class AnswerLanding:
         return True
 
     def spoil(self, array) -> None:
-        """Never hand out again the kept memory under ``array`` (a copy into it may still be
-        in flight after a failed wait); it is held until :meth:`release`."""
+        """Never hand out again the kept memory under ``array`` (an array :meth:`take`
+        handed out, or a view of one: a copy into it may still be in flight after a failed
+        wait); it is held until :meth:`release`."""
+        under = {id(array), id(getattr(array, "base", None))}
         with self._lock:
             for kept in list(self._kept):
-                if kept.handed is not None and kept.handed() is array:
+                if kept.handed is not None and id(kept.handed()) in under:
                     self._kept.remove(kept)
                     self._spoiled.append(kept.memory)
 
@@ -167,18 +169,30 @@ def _land_across_ranks(ctx, held: list, what: str, renumbering=None) -> np.ndarr
     from groute.runtime.answer_exchange import DeviceAnswerExchange
     ranks = ctx.ranks
     exchange = DeviceAnswerExchange.for_context(ctx)
-    local = None
-    if held:
-        dtypes = {str(p.dtype) for _, p in held}
-        shapes = {p.shape[1:] for _, p in held}
-        if len(dtypes) > 1 or len(shapes) > 1:
-            raise TypeError(f"{what}: the devices' parts differ in dtype or row shape "
-                            f"({sorted(dtypes)}, {sorted(shapes)})")
-        local = (held[0][1].dtype.str, held[0][1].shape[1:],
-                 sum(int(p.shape[0]) for _, p in held))
-    told = ranks.allgather((local, None if exchange is None else exchange.free()),
+    local, free, failure = None, None, None
+    try:        # what fails here fails on every rank, after the meeting below
+        if held:
+            dtypes = {str(p.dtype) for _, p in held}
+            shapes = {p.shape[1:] for _, p in held}
+            if len(dtypes) > 1 or len(shapes) > 1:
+                raise TypeError(f"{what}: the devices' parts differ in dtype or row shape "
+                                f"({sorted(dtypes)}, {sorted(shapes)})")
+            local = (held[0][1].dtype.str, held[0][1].shape[1:],
+                     sum(int(p.shape[0]) for _, p in held))
+        free = None if exchange is None else exchange.free()
+    except Exception as exc:  # noqa: BLE001 - raised after every rank heard it
+        failure = exc
+    told = ranks.allgather((local, free, None if failure is None
+                            else f"{type(failure).__name__}: {failure}"),
                            what=f"the dtype of {what}")
-    kinds = [kind for kind, _ in told]
+    if failure is not None:
+        raise failure
+    failed = [(r, why) for r, (_, _, why) in enumerate(told) if why]
+    if failed:
+        r, why = failed[0]
+        raise RuntimeError(f"{what}: {ctx.devices[r].name} (rank {r}) could not describe its "
+                           f"part: {why}")
+    kinds = [kind for kind, _, _ in told]
     agreed = {k[:2] for k in kinds if k is not None}
     if not agreed:
         raise ValueError(f"{what}: no device holds a part")
@@ -190,7 +204,8 @@ def _land_across_ranks(ctx, held: list, what: str, renumbering=None) -> np.ndarr
     per_row = int(np.prod(row_shape, dtype=np.int64))
     rows = [0 if k is None else k[2] for k in kinds]
     nbytes = [n * per_row * dtype.itemsize for n in rows]
-    if exchange is not None and exchange.fits(nbytes, [free for _, free in told]):
+    if exchange is not None and exchange.fits(nbytes, [free for _, free, _ in told],
+                                              copies=1 if renumbering is None else 2):
         whole = exchange.gather(nbytes, held).view(dtype).reshape((sum(rows), *row_shape))
         if renumbering is not None:
             whole = renumbering.on_device(whole)

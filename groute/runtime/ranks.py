@@ -283,9 +283,11 @@ class Ranks:
         self.stop = stop
         self._sent = []              # failure notices and answers still in flight
         self._waits = {}             # thread id -> (what it waits for, since)
-        #: ``time.perf_counter()`` when this rank's last collective ended (every rank had
-        #: entered it then): :meth:`since_met`
-        self.met_at = -float("inf")
+        #: collectives this rank has waited for, in program order (the same count on every
+        #: rank at the same point of an SPMD program), and that count where a caller marked a
+        #: meeting (:meth:`mark_meeting`)
+        self.collectives = 0
+        self._marked = -1
         #: ``() -> (device name, (what, seconds) or None)``: this rank's device and the user's
         #: code it runs now, for the answers to the other ranks (:meth:`answer`); set by the
         #: context
@@ -299,10 +301,9 @@ class Ranks:
         """Wait for ``request`` (a collective moving ``nbytes`` here), bounded by the timeout
         and the stop event: polled, or from :data:`BULK_BYTES` blocked in MPI on a thread of
         its own (:meth:`_wait_bulk`)."""
+        self.collectives += 1
         if nbytes >= BULK_BYTES:
-            self._wait_bulk(request, what)
-            self.met_at = time.perf_counter()
-            return
+            return self._wait_bulk(request, what)
 
         def done() -> bool:
             return any(request.Test() for _ in range(TESTS_PER_POLL))
@@ -316,14 +317,25 @@ class Ranks:
             raise self._timed_out(exc) from exc
         finally:
             self._waits.pop(me, None)
-        self.met_at = time.perf_counter()
 
-    def since_met(self) -> float:
-        """Seconds since this rank's last collective ended. Every rank had entered it by
-        then, and each left it at about that moment, so where this rank has done little since,
-        the others, running the same calls, are about as far along: a caller may go on as if
-        they just met (:meth:`~groute.engines.peer_barrier.CrossDeviceBarrier.launch_each`)."""
-        return time.perf_counter() - self.met_at
+    def mark_meeting(self) -> None:
+        """Mark the collective this rank just made as a meeting its caller goes on from at
+        once (the synchronisation at the start of a timed run, before its launches):
+        :meth:`at_marked_meeting` then says whether no collective came since. Every rank
+        marks the same point (SPMD), so every rank gets the same answer there."""
+        self._marked = self.collectives
+
+    def at_marked_meeting(self) -> bool:
+        """Whether the ranks' last meeting is the one :meth:`mark_meeting` marked.
+
+        Returns
+        -------
+        bool
+            True where this rank's last collective is the marked one: the ranks met there,
+            and none has met the others since. Program order, not time: the same on every
+            rank at the same point of the program.
+        """
+        return self.collectives == self._marked
 
     def _wait_bulk(self, request, what: str):
         """``request.Wait()`` on a daemon thread (mpi4py lets go of the GIL inside it), this
@@ -546,11 +558,25 @@ class Ranks:
                 for a, n in zip(displs, sizes)]
 
     def allgatherv_in_place(self, buffer: np.ndarray, counts, what: str = "an allgatherv"):
-        """Fill ``buffer`` (bytes: a contiguous uint8 array, the same length on every rank)
-        with every rank's piece, in rank order: rank ``r``'s is the ``counts[r]`` bytes after
-        the pieces of the ranks before it, which rank ``r`` wrote there itself (MPI's
-        ``MPI_IN_PLACE``). The caller's own buffer holds the result: no receive buffer, no
-        copy out of it."""
+        """Every rank's piece, gathered into the caller's own buffer (MPI's ``MPI_IN_PLACE``):
+        no receive buffer, no copy out of it.
+
+        Parameters
+        ----------
+        buffer : numpy.ndarray
+            Bytes (a contiguous uint8 array), the same length on every rank; rank ``r`` has
+            written its piece at its place before the call.
+        counts : sequence of int
+            Every rank's piece in bytes: rank ``r``'s is the ``counts[r]`` bytes after the
+            pieces of the ranks before it.
+        what : str
+            What is gathered, for a wait that times out.
+
+        Raises
+        ------
+        ValueError
+            Where ``counts`` is not one count per rank adding up to the buffer's length.
+        """
         counts = np.asarray(counts, np.int64)
         if counts.shape != (self.size,) or int(counts.sum()) != buffer.nbytes:
             raise ValueError(f"allgatherv_in_place takes one count per rank ({self.size}) "

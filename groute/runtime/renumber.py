@@ -194,22 +194,54 @@ class WholeAnswerRenumbering:
         index = np.asarray(index)
         self.ctx, self.device = ctx, device
         self.n = int(index.shape[0])
+        self._host_index = index        # for an answer the device cannot hold twice
         wide = self.n > np.iinfo(np.int32).max
         self._index = device.asarray(index.astype(np.int64 if wide else np.int32))
 
     def on_device(self, values):
-        """``values`` (an array of :attr:`device` by new id, one row per vertex) by the
-        graph's id: a new array of the device, made on its compute stream."""
+        """The whole answer in the graph's order, on :attr:`device`.
+
+        Parameters
+        ----------
+        values : array of the device
+            By new id, one row per vertex.
+
+        Returns
+        -------
+        array of the device
+            By the graph's id: a new array, made on the device's compute stream.
+        """
         if values.shape[0] != self.n:
             raise ValueError(f"renumbering: {values.shape[0]} values for {self.n} vertices")
         with self.device.on_compute():
             return values[self._index]
 
     def apply(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (a host array by new id) by the graph's id, a host array of the same
-        dtype: uploaded, gathered (:meth:`on_device`) and landed again
-        (:func:`~groute.runtime.answer_landing.land_local`)."""
-        from groute.runtime.answer_landing import land_local
+        """The whole answer, landed on the host, in the graph's order.
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            By new id, one row per vertex (an answer just landed: it is overwritten).
+
+        Returns
+        -------
+        numpy.ndarray
+            By the graph's id: ``values`` itself, uploaded, gathered on the device
+            (:meth:`on_device`) and copied back into it (the upload is waited for first, and
+            no second host array is taken from the context's landing). Where the device cannot
+            hold the answer twice within a quarter of its free memory, a new array gathered
+            on the host.
+        """
+        from groute.runtime.answer_landing import _copy_parts
         if values.shape[0] != self.n:
             raise ValueError(f"renumbering: {values.shape[0]} values for {self.n} vertices")
-        return land_local(self.ctx, self.device, self.on_device(self.device.asarray(values)))
+        if 2 * values.nbytes > self.device.memory_info()[0] // 4:
+            return values[self._host_index]
+        by_id = self.on_device(self.device.asarray(values))
+        try:
+            _copy_parts(values, [(self.device, by_id)], self.ctx.timeout)
+        except BaseException:       # a copy may still be writing: never handed out again
+            self.ctx.answer_landing.spoil(values)
+            raise
+        return values

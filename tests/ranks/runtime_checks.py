@@ -14,6 +14,7 @@ import groute.runtime.ranks as ranks_module
 from groute.distributed import Context
 from groute.runtime.policies import by_owner
 from groute.runtime.router import Router
+from groute.solver import DeviceTimer
 from lines import say
 
 
@@ -22,7 +23,11 @@ def collectives(ctx):
     names = ctx.share(ctx.run(lambda device: device.name))
     assert names == [f"{ctx.backend}:{i}" for i in range(k)], names
     assert ctx.ranks.allreduce(r + 1) == k * (k + 1) // 2
-    assert 0 <= ctx.ranks.since_met() < 1, ctx.ranks.since_met()      # that collective ended
+    # a timed run's start is a meeting the launches go on from, until the next collective
+    with DeviceTimer(ctx):
+        assert ctx.ranks.at_marked_meeting()
+        ctx.ranks.barrier()
+        assert not ctx.ranks.at_marked_meeting()
     assert ctx.ranks.allreduce(np.array([r, -r]), "max").tolist() == [k - 1, 0]
     # objects that fit the collectives' fixed slot, and ones that do not (on some ranks only)
     slot = ranks_module.SLOT_BYTES

@@ -888,7 +888,9 @@ class IterateSolver(Solver):
         """The gather that puts the answer back into the graph's order on the devices
         (:class:`~groute.runtime.renumber.DeviceRenumbering`, made at the first answer) where
         the devices hold it by new ids (a renumbering partition, or "bins"' degree order), or
-        None: nothing renumbered, or devices that cannot gather (the host does)."""
+        None: nothing renumbered, or devices that cannot gather part by part (several
+        processes', or no peer access: "bins"' whole answer is then put in order on one
+        device, :class:`~groute.runtime.renumber.WholeAnswerRenumbering`)."""
         if self._device_renumbering is None and gather_on_devices(self.ctx, np.float64):
             index = None
             if self.partition is not None and self.partition.renumbers:
