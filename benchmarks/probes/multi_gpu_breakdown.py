@@ -22,7 +22,7 @@ Per case (graph, app, mode, device count), on one reused Context per device coun
   (``TraversalTuning.trace`` -> ``stats["level_trace_us"]``), PageRank's persistent iterations
   (``PageRankTuning.trace`` -> ``stats["iteration_trace"]``);
 * the engine's own counters (bytes moved, levels, rounds, iterations, items);
-* BFS only: the *fixed cost* of a run, BFS from the same source with ``depth_limit=0`` (it
+* BFS only: the *fixed cost* of a run, BFS from the same source with ``cutoff=0`` (it
   expands nothing: launches, resets, one level's meetings, read-backs, the timer);
 * agreement of the answer with the first device count's (a broken run must not be timed).
 
@@ -178,7 +178,8 @@ HOST_SPANS = (
     ("groute.engines.components.device", "DeviceCC.reset", "self.device"),
     ("groute.engines.components.device", "DeviceCC.link_round", "self.device"),
     ("groute.engines.components.device", "DeviceCC.compress", "self.device"),
-    ("groute.engines.components.device", "DeviceCC.merge_peer", "self.device"),
+    ("groute.engines.components.device", "DeviceCC.describe_changes", "self.device"),
+    ("groute.engines.components.device", "DeviceCC.merge_changes", "self.device"),
     ("groute.engines.components.device", "DeviceCC.merge", "self.device"),
     ("groute.engines.components.device", "DeviceCC.hook", "self.device"),
     ("groute.engines.components.device", "DeviceCC.sample_mode", "self.device"),
@@ -929,10 +930,10 @@ def pick_median(runs):
 
 
 def fixed_cost(solver, args, options, a):
-    """BFS from the same source with ``depth_limit=0``: the run expands nothing, so its time is
+    """BFS from the same source with ``cutoff=0``: the run expands nothing, so its time is
     what a run costs whatever the graph (launches, resets, meetings of one level, read-backs,
     the timer's synchronisations), median of ``--repeat`` after a warm-up."""
-    opts = dict(options, depth_limit=0)
+    opts = dict(options, cutoff=0)
     solver.run(*args, **opts)
     times, walls = [], []
     for _ in range(a.repeat):
