@@ -656,9 +656,9 @@ def stage_cc_variants(specs, repeat, budget, variants):
     from groute.graph import reference
 
     def cc_options(name):
-        """The solver options of a CC variant: the path (afforest) and the tuning."""
+        """The solver options of a CC variant: the path (afforest, rest) and the tuning."""
         o = dict(CC_VARIANTS[name])
-        path = {"afforest": o.pop("afforest")} if "afforest" in o else {}
+        path = {key: o.pop(key) for key in ("afforest", "rest") if key in o}
         return {**path, "tuning": CCTuning(**o)}
     names = [v for v in variants.split(",") if v] if variants else list(CC_VARIANTS)
     with Context(1, backend=BACKEND, timeout=60) as ctx:

@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     rows = _targets({r.name: r for r in results}, pbf)
     print(f"Issue 38 targets on {machine.get('label')}: {args.devices} x "
           f"{', '.join(machine.get('device_models', []))}, commit {machine.get('project_commit')}")
-    width = max(len(r[0]) for r in rows)
+    width = max((len(r[0]) for r in rows), default=0)
     for what, value, peer, ratio, goal, met in rows:
         print(f"  {what:<{width}}  {value:>14}  vs {peer:<34} {ratio:>7}  goal {goal:<8} "
               f"{'MET' if met else 'MISSED'}")

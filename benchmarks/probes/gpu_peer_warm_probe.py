@@ -41,7 +41,7 @@ def run_probe(args, g, source, ctx):
     from groute.apps.bfs import BFS
     from groute.solver import DeviceTimer
     print(f"{args.graph}: {g.num_vertices:,} vertices, source {source}, {args.devices} GPUs", flush=True)
-    from groute.apps import peer_barrier
+    from groute.engines import peer_barrier
     wake = peer_barrier.CrossDeviceBarrier.wake_links
     settings = [True, False] if args.no_wake else [True]
     with BFS(g, ctx=ctx, mode="bsp", exchange="peer", partition="contiguous") as solver:
