@@ -390,11 +390,14 @@ class CCTuning(_Tuning):
     """How connected components run (:class:`groute.engines.components.ComponentsSolver` says
     what each option does): ``sample_rounds`` neighbours each vertex links to before the vote,
     ``num_samples`` voters (at most 1024), ``link`` (``"hook"``, ``"light"``, ``"mixed"``;
-    CUDA) the linking step; the segment path's ``segment_edges`` (None: about 4 segments per
-    device) and ``num_buffers`` receive buffers per device link."""
+    CUDA) the linking step; ``hubs``, on several devices in place, the rows of highest degree
+    whose sampled arcs every device links first (0: none); the segment path's
+    ``segment_edges`` (None: about 4 segments per device) and ``num_buffers`` receive buffers
+    per device link."""
     sample_rounds: int = 2
     num_samples: int = 1024
     link: str = "mixed"
+    hubs: int = 1024
     segment_edges: int | None = None
     num_buffers: int = 2
 
@@ -403,6 +406,8 @@ class CCTuning(_Tuning):
         if not 1 <= int(self.num_samples) <= 1024 or int(self.sample_rounds) < 0:
             raise ValueError(f"need 1 <= num_samples <= 1024 and sample_rounds >= 0, got "
                              f"{self.num_samples!r}, {self.sample_rounds!r}")
+        if isinstance(self.hubs, bool) or int(self.hubs) < 0:
+            raise ValueError(f"hubs must be >= 0; got {self.hubs!r}")
         if self.link not in CC_LINKS:
             raise ValueError(f"link must be 'hook', 'light' or 'mixed', got {self.link!r}")
         if int(self.num_buffers) < 1:

@@ -12,8 +12,8 @@ import networkx as nx
 from groute.apps.cc import CC, connected_components as _connected_components
 from groute.apps.cc import weakly_connected_components
 from groute.engines.components.device import compress_numpy, hook_numpy, rest_numpy
-from groute.engines.components.layout import (edge_list, late_arcs, late_bitmap, split_rows,
-                                              symmetric_csr, undirected_edge_count)
+from groute.engines.components.layout import (edge_list, hub_arcs, late_arcs, late_bitmap,
+                                              split_rows, symmetric_csr, undirected_edge_count)
 from groute.engines.components.solver import peer_path_unavailable
 from groute import Context
 from groute.graph import load_graph, reference
@@ -330,6 +330,72 @@ def test_empty_graph_and_bad_arguments():
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="peer")
     with pytest.raises(ValueError, match="link must be"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, tuning=CCTuning(link="fast"))
+    with pytest.raises(ValueError, match="hubs must be >= 0"):
+        CCTuning(hubs=-1)
+
+
+def test_hub_arcs_are_the_sampled_arcs_of_the_highest_degrees():
+    # degrees 2 0 3 3 1 3: the three hubs are 2, 3, 5 (ties by id), highest first
+    indptr = np.r_[0, np.cumsum([2, 0, 3, 3, 1, 3])].astype(np.int64)
+    indices = np.array([1, 2, 0, 3, 4, 0, 2, 5, 3, 1, 4, 0], np.int32)
+    degrees, arcs = hub_arcs(indptr, indices, 3, 2)
+    assert degrees.tolist() == [3, 3, 3]
+    assert arcs.tolist() == [[[2, 0], [2, 3]], [[3, 0], [3, 2]], [[5, 1], [5, 4]]]
+    # rows of a part: ids from `first`; a row with fewer arcs than rounds pads with loops
+    degrees, arcs = hub_arcs(indptr[4:] - indptr[4], indices[indptr[4]:], 2, 2, first=4)
+    assert degrees.tolist() == [3, 1] and arcs.tolist() == [[[5, 1], [5, 4]], [[4, 3], [4, 4]]]
+    assert hub_arcs(indptr, indices, 99, 1)[1].shape == (6, 1, 2)
+    assert hub_arcs(indptr, indices, 3, 0)[1].shape == (0, 0, 2)
+    assert hub_arcs(np.zeros(4, np.int64), np.zeros(0, np.int32), 2, 2)[1].tolist() == [
+        [[0, 0], [0, 0]], [[1, 1], [1, 1]]]
+
+
+def test_ranks_choose_the_hubs_one_process_chooses():
+    """Across processes each rank offers its own rows' hubs and every rank keeps the same
+    highest degrees (ties: the lower id): the whole graph's :func:`hub_arcs`."""
+    from types import SimpleNamespace
+    from groute.engines.components.solver import ComponentsSolver
+    g = load_graph("kron:9", cache=False)
+    indptr, indices = symmetric_csr(g)
+    want = hub_arcs(indptr, indices, 40, 2)[1]
+    cuts = [0, 100, 101, 300, g.num_vertices]
+    parts = [(indptr[a:b + 1] - indptr[a], indices[indptr[a]:indptr[b]], a)
+             for a, b in zip(cuts[:-1], cuts[1:])]
+    offered = [hub_arcs(ip, ix, 40, 2, first=a) for ip, ix, a in parts]
+    ranks = SimpleNamespace(allgather=lambda obj, what: offered)
+    fake = SimpleNamespace(tuning=CCTuning(hubs=40), rounds=2, k=len(parts),
+                           ctx=SimpleNamespace(ranks=ranks))
+    for ip, ix, a in parts:
+        got = ComponentsSolver._ranks_hub_arcs(fake, ip, ix, a)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_every_device_links_the_hubs_before_sampling(monkeypatch):
+    """In place on several devices every device hooks the same hub arcs right after its
+    reset, before its first sampling round; on one device, and with hubs=0, none does."""
+    from groute.engines.components import device as cc_device
+    calls = []
+    for name in ("reset", "hook", "link_round"):
+        orig = getattr(cc_device.DeviceCC, name)
+
+        def wrapped(self, *a, _orig=orig, _name=name, **kw):
+            calls.append((self.device.name, _name, a[0].tolist() if _name == "hook" else None))
+            return _orig(self, *a, **kw)
+        monkeypatch.setattr(cc_device.DeviceCC, name, wrapped)
+    g = load_graph("kron:10", cache=False)
+    indptr, indices = symmetric_csr(g)
+    edges = hub_arcs(indptr, indices, 8, 2)[1].reshape(-1, 2).tolist()
+    res = connected_components(g, backend="cpu", devices=3, rest="kernel",
+                               tuning=CCTuning(hubs=8))
+    check(res.values, g)
+    for dev in ("cpu:0", "cpu:1", "cpu:2"):
+        mine = [(name, arg) for d, name, arg in calls if d == dev]
+        assert mine[:3] == [("reset", None), ("hook", edges), ("link_round", None)], mine[:3]
+    for devices, hubs in ((1, 8), (2, 0)):
+        calls.clear()
+        check(connected_components(g, backend="cpu", devices=devices, rest="kernel",
+                                   tuning=CCTuning(hubs=hubs)).values, g)
+        assert not [c for c in calls if c[1] == "hook"]
 
 
 @pytest.mark.timeout(60)

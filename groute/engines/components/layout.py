@@ -87,6 +87,32 @@ def late_bitmap(indptr, rounds, *, first: int = 0, n: int | None = None) -> np.n
     return words.view("<u4").astype(np.uint32)
 
 
+def hub_arcs(indptr, indices, hubs: int, rounds: int, *, first: int = 0):
+    """The sampled arcs of the ``hubs`` rows of highest degree (ties: the lower id) among the
+    rows of vertices ``first, first + 1, ...``: the first ``rounds`` arcs of each, which
+    sampling links on the hubs' own device only. Returns ``(degrees, arcs)``: the chosen rows'
+    degrees (int64, highest first) and their arcs, an ``(h, rounds, 2)`` int32 array of
+    ``(hub, neighbour)`` pairs, a row of fewer arcs padded with ``(hub, hub)`` (a loop links
+    nothing). Every device links them before sampling (the solver's ``_link_hubs``)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    degrees = np.diff(indptr)
+    h = min(int(hubs), degrees.shape[0]) if rounds > 0 else 0
+    if h == 0:
+        return np.zeros(0, np.int64), np.zeros((0, max(int(rounds), 0), 2), np.int32)
+    least = np.partition(degrees, degrees.shape[0] - h)[degrees.shape[0] - h]   # h-th highest
+    above = np.flatnonzero(degrees > least)
+    top = np.concatenate([above, np.flatnonzero(degrees == least)[:h - above.shape[0]]])
+    top = top[np.lexsort((top, -degrees[top]))]
+    slot = np.arange(int(rounds))
+    has = slot[None, :] < degrees[top, None]
+    rows = (top + first).astype(np.int32)
+    arcs = np.empty((h, int(rounds), 2), np.int32)
+    arcs[:, :, 0] = rows[:, None]
+    arcs[:, :, 1] = rows[:, None]
+    arcs[:, :, 1][has] = np.asarray(indices)[(indptr[top, None] + slot[None, :])[has]]
+    return degrees[top], arcs
+
+
 def undirected_edge_count(indptr, indices, chunk=LOOP_CHUNK_ARCS) -> int:
     """Non-loop edges of a symmetric CSR (each stored as two arcs); the loops are counted in
     cache-sized row chunks (:func:`groute.graph.arcs.self_loop_count`)."""

@@ -10,7 +10,9 @@ at set-up, which gives the *weak* components), spread over the devices:
    array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
 1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
    each, its own rows compressed after each: O(n / K), not O(n)) in its own parent array: no
-   communication.
+   communication. Before that, every device links the same few arcs: those of the
+   ``CCTuning.hubs`` rows of highest degree, so that the hubs are one tree everywhere (why:
+   :meth:`ComponentsSolver._keep_hubs`).
 2. Every other device describes what its sampling changed: it compresses its array, votes for
    its own giant (its samples are its own rows) and writes one bit per vertex of that giant's
    tree plus a list of ``(vertex, root)`` pairs for the other vertices it moved
@@ -79,7 +81,8 @@ from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
 from .device import Changes, DeviceCC, changes_capacity
-from .layout import (edge_count, edge_list, late_arcs, late_bitmap, remaining_edges, split_rows,
+from .layout import (edge_count, edge_list, hub_arcs, late_arcs, late_bitmap, remaining_edges,
+                     split_rows,
                      symmetric_csr)
 from .memory import components_bytes
 from .rules import COMPONENTS_RULES
@@ -194,6 +197,7 @@ class ComponentsSolver(Solver):
         if exchange not in ("auto", "peer", "host"):
             raise ValueError(f"exchange must be 'auto', 'peer' or 'host', got {exchange!r}")
         self._merges = self._spread = None   # across processes: the changes' Routers
+        self._hub_edges = None      # on several devices in place: the hubs' arcs (_keep_hubs)
         self._addresses = None      # across processes over CUDA IPC: the other ranks' memory
         self._open_context(ctx, devices=devices, backend=backend, timeout=timeout, graph=graph,
                            estimate=components_bytes)
@@ -265,12 +269,29 @@ class ComponentsSolver(Solver):
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
         self._set_rest(self.devs, lambda: late_bitmap(indptr, self.rounds))
         if self.k > 1:
+            self._keep_hubs(hub_arcs(indptr, indices, self.tuning.hubs, self.rounds)[1])
+        if self.k > 1:
             for d, dev in enumerate(self.devs[1:], start=1):
                 self._make_changes(dev, d)
             first = self.devs[0]
             self._sender_changes = [d.changes for d in self.devs[1:]]
             #: the senders' changes as the first device's merge kernel reaches them (CUDA)
             self._senders = first.changes_table(self._sender_changes) if cuda else None
+
+    def _keep_hubs(self, arcs) -> None:
+        """On several devices, each device's copy of ``arcs`` (:func:`~.layout.hub_arcs`: the
+        hubs' sampled arcs, the same on every device), which :meth:`_sample_rows` links first.
+
+        Why: sampling links a vertex's arcs on the device holding its row only, so on every
+        other device the hubs' trees stay apart until the merge. There a vertex of low degree,
+        whose first neighbours are hubs, links two different hubs' roots in each round, and
+        millions of them try at once to CAS the same few words; on kron:25 a second GPU's
+        second round took as long as one GPU's over the whole graph. Linked first, the hubs
+        (on power-law graphs the giant's core) are one tree on every device."""
+        self._hub_edges = None
+        if self.k > 1 and arcs.size:
+            edges = np.ascontiguousarray(arcs.reshape(-1, 2))
+            self._hub_edges = [dev.device.asarray(edges) for dev in self.devs]
 
     def _make_changes(self, dev, d):
         """Make device ``d`` (its :class:`DeviceCC` ``dev``) able to describe its changes: its
@@ -334,6 +355,7 @@ class ComponentsSolver(Solver):
         self.offsets = np.asarray(graph.offsets, np.int64)
         dev = self.devs[0]
         dev.set_rows(p.first, indptr, indices)
+        self._keep_hubs(self._ranks_hub_arcs(indptr, indices, p.first))
         late = functools.partial(late_bitmap, indptr, self.rounds, first=p.first, n=self.n)
         rng = np.random.default_rng(0x5EED)
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
@@ -349,6 +371,22 @@ class ComponentsSolver(Solver):
                               dtype=np.int32, ctx=self.ctx, name="cc-merge")
         self._spread = Router(devices, devices, to_the_others, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-spread")
+
+    def _ranks_hub_arcs(self, indptr, indices, first):
+        """Across processes, :func:`~.layout.hub_arcs` of the whole graph, the same on every
+        rank: each rank's own candidates (its rows' hubs) gathered, the highest degrees kept
+        (ties: the lower id), as one process chooses them."""
+        hubs = self.tuning.hubs
+        if self.k == 1:
+            return np.zeros((0, self.rounds, 2), np.int32)
+        mine = hub_arcs(indptr, indices, hubs, self.rounds, first=first)
+        shared = self.ctx.ranks.allgather(mine, "the CC hubs' arcs")
+        degrees = np.concatenate([d for d, _ in shared])
+        arcs = np.concatenate([a for _, a in shared])
+        if not degrees.size:
+            return arcs
+        order = np.lexsort((arcs[:, 0, 0], -degrees))[:hubs]
+        return arcs[order]
 
     def _ranks_exchange(self, exchange: str) -> str:
         """How the ranks' changes reach rank 0 (the ``exchange`` rule of :attr:`rules`):
@@ -560,6 +598,9 @@ class ComponentsSolver(Solver):
         device starts at once."""
         for dev in self.devs:
             dev.reset()
+        if self._hub_edges is not None:
+            for dev, edges in zip(self.devs, self._hub_edges):
+                dev.hook(edges)
         for r in range(self.rounds):
             for j, dev in zip(self._here, self.devs):
                 dev.link_round(r, self._light(r))
