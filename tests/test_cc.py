@@ -348,6 +348,9 @@ def test_hub_arcs_are_the_sampled_arcs_of_the_highest_degrees():
     assert hub_arcs(indptr, indices, 3, 0)[1].shape == (0, 0, 2)
     assert hub_arcs(np.zeros(4, np.int64), np.zeros(0, np.int32), 2, 2)[1].tolist() == [
         [[0, 0], [0, 0]], [[1, 1], [1, 1]]]
+    # only rows of least_degree or more: here the three of degree 3
+    assert hub_arcs(indptr, indices, 5, 2, least_degree=3)[1][:, 0, 0].tolist() == [2, 3, 5]
+    assert hub_arcs(indptr, indices, 5, 2, least_degree=4)[1].shape == (0, 2, 2)
 
 
 def test_ranks_choose_the_hubs_one_process_chooses():
@@ -355,15 +358,20 @@ def test_ranks_choose_the_hubs_one_process_chooses():
     highest degrees (ties: the lower id): the whole graph's :func:`hub_arcs`."""
     from types import SimpleNamespace
     from groute.engines.components.solver import ComponentsSolver
+    from groute.engines.components.layout import HUB_DEGREE_FACTOR
     g = load_graph("kron:9", cache=False)
     indptr, indices = symmetric_csr(g)
-    want = hub_arcs(indptr, indices, 40, 2)[1]
-    cuts = [0, 100, 101, 300, g.num_vertices]
+    n = g.num_vertices
+    least = HUB_DEGREE_FACTOR * indptr[-1] / n
+    want = hub_arcs(indptr, indices, 40, 2, least_degree=least)[1]
+    assert 0 < want.shape[0] < 40          # the degree bound, not the count, decides here
+    cuts = [0, 100, 101, 300, n]
     parts = [(indptr[a:b + 1] - indptr[a], indices[indptr[a]:indptr[b]], a)
              for a, b in zip(cuts[:-1], cuts[1:])]
-    offered = [hub_arcs(ip, ix, 40, 2, first=a) for ip, ix, a in parts]
-    ranks = SimpleNamespace(allgather=lambda obj, what: offered)
-    fake = SimpleNamespace(tuning=CCTuning(hubs=40), rounds=2, k=len(parts),
+    offered = [hub_arcs(ip, ix, 40, 2, first=a, least_degree=least) for ip, ix, a in parts]
+    ranks = SimpleNamespace(allgather=lambda obj, what: offered,
+                            allreduce=lambda value, what: int(indptr[-1]))
+    fake = SimpleNamespace(tuning=CCTuning(hubs=40), rounds=2, k=len(parts), n=n,
                            ctx=SimpleNamespace(ranks=ranks))
     for ip, ix, a in parts:
         got = ComponentsSolver._ranks_hub_arcs(fake, ip, ix, a)
@@ -382,19 +390,23 @@ def test_every_device_links_the_hubs_before_sampling(monkeypatch):
             calls.append((self.device.name, _name, a[0].tolist() if _name == "hook" else None))
             return _orig(self, *a, **kw)
         monkeypatch.setattr(cc_device.DeviceCC, name, wrapped)
+    from groute.engines.components.layout import HUB_DEGREE_FACTOR
     g = load_graph("kron:10", cache=False)
     indptr, indices = symmetric_csr(g)
-    edges = hub_arcs(indptr, indices, 8, 2)[1].reshape(-1, 2).tolist()
+    least = HUB_DEGREE_FACTOR * indptr[-1] / g.num_vertices
+    edges = hub_arcs(indptr, indices, 8, 2, least_degree=least)[1].reshape(-1, 2).tolist()
+    assert len(edges) == 16
     res = connected_components(g, backend="cpu", devices=3, rest="kernel",
                                tuning=CCTuning(hubs=8))
     check(res.values, g)
     for dev in ("cpu:0", "cpu:1", "cpu:2"):
         mine = [(name, arg) for d, name, arg in calls if d == dev]
         assert mine[:3] == [("reset", None), ("hook", edges), ("link_round", None)], mine[:3]
-    for devices, hubs in ((1, 8), (2, 0)):
+    # one device, no hubs asked for, and a mesh (no vertex of 8x the mean degree): no hook
+    for devices, hubs, graph in ((1, 8, g), (2, 0, g), (2, 8, load_graph("grid:40", cache=False))):
         calls.clear()
-        check(connected_components(g, backend="cpu", devices=devices, rest="kernel",
-                                   tuning=CCTuning(hubs=hubs)).values, g)
+        check(connected_components(graph, backend="cpu", devices=devices, rest="kernel",
+                                   tuning=CCTuning(hubs=hubs)).values, graph)
         assert not [c for c in calls if c[1] == "hook"]
 
 

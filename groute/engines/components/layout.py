@@ -87,16 +87,25 @@ def late_bitmap(indptr, rounds, *, first: int = 0, n: int | None = None) -> np.n
     return words.view("<u4").astype(np.uint32)
 
 
-def hub_arcs(indptr, indices, hubs: int, rounds: int, *, first: int = 0):
-    """The sampled arcs of the ``hubs`` rows of highest degree (ties: the lower id) among the
-    rows of vertices ``first, first + 1, ...``: the first ``rounds`` arcs of each, which
-    sampling links on the hubs' own device only. Returns ``(degrees, arcs)``: the chosen rows'
-    degrees (int64, highest first) and their arcs, an ``(h, rounds, 2)`` int32 array of
-    ``(hub, neighbour)`` pairs, a row of fewer arcs padded with ``(hub, hub)`` (a loop links
-    nothing). Every device links them before sampling (the solver's ``_link_hubs``)."""
+#: a hub's degree is at least this many times the graph's mean (meshes and road graphs have
+#: none: no vertex there is the first neighbour of many)
+HUB_DEGREE_FACTOR = 8
+
+
+def hub_arcs(indptr, indices, hubs: int, rounds: int, *, first: int = 0,
+             least_degree: float = 0):
+    """The sampled arcs of the ``hubs`` rows of highest degree (ties: the lower id), of
+    degree ``least_degree`` or more, among the rows of vertices ``first, first + 1, ...``: the
+    first ``rounds`` arcs of each, which sampling links on the hubs' own device only. Returns
+    ``(degrees, arcs)``: the chosen rows' degrees (int64, highest first) and their arcs, an
+    ``(h, rounds, 2)`` int32 array of ``(hub, neighbour)`` pairs, a row of fewer arcs padded
+    with ``(hub, hub)`` (a loop links nothing). On several devices every device links them
+    before sampling (``ComponentsSolver._keep_hubs``)."""
     indptr = np.asarray(indptr, dtype=np.int64)
     degrees = np.diff(indptr)
-    h = min(int(hubs), degrees.shape[0]) if rounds > 0 else 0
+    eligible = int(np.count_nonzero(degrees >= least_degree)) if least_degree > 0 \
+        else degrees.shape[0]
+    h = min(int(hubs), eligible) if rounds > 0 else 0
     if h == 0:
         return np.zeros(0, np.int64), np.zeros((0, max(int(rounds), 0), 2), np.int32)
     least = np.partition(degrees, degrees.shape[0] - h)[degrees.shape[0] - h]   # h-th highest

@@ -81,9 +81,8 @@ from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
 from .device import Changes, DeviceCC, changes_capacity
-from .layout import (edge_count, edge_list, hub_arcs, late_arcs, late_bitmap, remaining_edges,
-                     split_rows,
-                     symmetric_csr)
+from .layout import (HUB_DEGREE_FACTOR, edge_count, edge_list, hub_arcs, late_arcs, late_bitmap,
+                     remaining_edges, split_rows, symmetric_csr)
 from .memory import components_bytes
 from .rules import COMPONENTS_RULES
 
@@ -269,7 +268,9 @@ class ComponentsSolver(Solver):
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
         self._set_rest(self.devs, lambda: late_bitmap(indptr, self.rounds))
         if self.k > 1:
-            self._keep_hubs(hub_arcs(indptr, indices, self.tuning.hubs, self.rounds)[1])
+            least = HUB_DEGREE_FACTOR * indptr[-1] / max(self.n, 1)
+            self._keep_hubs(hub_arcs(indptr, indices, self.tuning.hubs, self.rounds,
+                                     least_degree=least)[1])
         if self.k > 1:
             for d, dev in enumerate(self.devs[1:], start=1):
                 self._make_changes(dev, d)
@@ -374,12 +375,15 @@ class ComponentsSolver(Solver):
 
     def _ranks_hub_arcs(self, indptr, indices, first):
         """Across processes, :func:`~.layout.hub_arcs` of the whole graph, the same on every
-        rank: each rank's own candidates (its rows' hubs) gathered, the highest degrees kept
-        (ties: the lower id), as one process chooses them."""
+        rank: the graph's mean degree summed over the ranks, each rank's own candidates (its
+        rows' hubs) gathered, the highest degrees kept (ties: the lower id), as one process
+        chooses them."""
         hubs = self.tuning.hubs
         if self.k == 1:
             return np.zeros((0, self.rounds, 2), np.int32)
-        mine = hub_arcs(indptr, indices, hubs, self.rounds, first=first)
+        arcs = self.ctx.ranks.allreduce(int(indptr[-1]), what="the CC rows' arcs")
+        mine = hub_arcs(indptr, indices, hubs, self.rounds, first=first,
+                        least_degree=HUB_DEGREE_FACTOR * arcs / max(self.n, 1))
         shared = self.ctx.ranks.allgather(mine, "the CC hubs' arcs")
         degrees = np.concatenate([d for d, _ in shared])
         arcs = np.concatenate([a for _, a in shared])
