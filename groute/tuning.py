@@ -30,6 +30,7 @@ docs/ARCHITECTURE.md lists the variables (a test keeps that table equal to :data
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -406,8 +407,9 @@ class CCTuning(_Tuning):
         if not 1 <= int(self.num_samples) <= 1024 or int(self.sample_rounds) < 0:
             raise ValueError(f"need 1 <= num_samples <= 1024 and sample_rounds >= 0, got "
                              f"{self.num_samples!r}, {self.sample_rounds!r}")
-        if isinstance(self.hubs, bool) or int(self.hubs) < 0:
-            raise ValueError(f"hubs must be >= 0; got {self.hubs!r}")
+        if isinstance(self.hubs, bool) or not isinstance(self.hubs, numbers.Integral) \
+                or self.hubs < 0:
+            raise ValueError(f"hubs must be an int >= 0; got {self.hubs!r}")
         if self.link not in CC_LINKS:
             raise ValueError(f"link must be 'hook', 'light' or 'mixed', got {self.link!r}")
         if int(self.num_buffers) < 1:

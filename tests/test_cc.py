@@ -12,7 +12,8 @@ import networkx as nx
 from groute.apps.cc import CC, connected_components as _connected_components
 from groute.apps.cc import weakly_connected_components
 from groute.engines.components.device import compress_numpy, hook_numpy, rest_numpy
-from groute.engines.components.layout import (edge_list, hub_arcs, late_arcs, late_bitmap,
+from groute.engines.components.layout import (HUB_DEGREE_FACTOR, edge_list, hub_arcs,
+                                              hub_degree_bound, late_arcs, late_bitmap,
                                               split_rows, symmetric_csr, undirected_edge_count)
 from groute.engines.components.solver import peer_path_unavailable
 from groute import Context
@@ -330,8 +331,9 @@ def test_empty_graph_and_bad_arguments():
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, rest="peer")
     with pytest.raises(ValueError, match="link must be"):
         CC(hand_graphs()["isolated"], backend="cpu", devices=1, tuning=CCTuning(link="fast"))
-    with pytest.raises(ValueError, match="hubs must be >= 0"):
-        CCTuning(hubs=-1)
+    for hubs in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="hubs must be an int >= 0"):
+            CCTuning(hubs=hubs)
 
 
 def test_hub_arcs_are_the_sampled_arcs_of_the_highest_degrees():
@@ -341,41 +343,70 @@ def test_hub_arcs_are_the_sampled_arcs_of_the_highest_degrees():
     degrees, arcs = hub_arcs(indptr, indices, 3, 2)
     assert degrees.tolist() == [3, 3, 3]
     assert arcs.tolist() == [[[2, 0], [2, 3]], [[3, 0], [3, 2]], [[5, 1], [5, 4]]]
+    # a tie at the cut goes to the lower ids
+    assert hub_arcs(indptr, indices, 2, 2)[1][:, 0, 0].tolist() == [2, 3]
     # rows of a part: ids from `first`; a row with fewer arcs than rounds pads with loops
     degrees, arcs = hub_arcs(indptr[4:] - indptr[4], indices[indptr[4]:], 2, 2, first=4)
     assert degrees.tolist() == [3, 1] and arcs.tolist() == [[[5, 1], [5, 4]], [[4, 3], [4, 4]]]
-    assert hub_arcs(indptr, indices, 99, 1)[1].shape == (6, 1, 2)
+    # a row without arcs is never a hub
+    assert hub_arcs(indptr, indices, 99, 1)[1][:, 0, 0].tolist() == [2, 3, 5, 0, 4]
     assert hub_arcs(indptr, indices, 3, 0)[1].shape == (0, 0, 2)
-    assert hub_arcs(np.zeros(4, np.int64), np.zeros(0, np.int32), 2, 2)[1].tolist() == [
-        [[0, 0], [0, 0]], [[1, 1], [1, 1]]]
+    assert hub_arcs(np.zeros(4, np.int64), np.zeros(0, np.int32), 2, 2)[1].shape == (0, 2, 2)
     # only rows of least_degree or more: here the three of degree 3
     assert hub_arcs(indptr, indices, 5, 2, least_degree=3)[1][:, 0, 0].tolist() == [2, 3, 5]
     assert hub_arcs(indptr, indices, 5, 2, least_degree=4)[1].shape == (0, 2, 2)
+    assert hub_degree_bound(60, 10) == HUB_DEGREE_FACTOR * 6 and hub_degree_bound(0, 10) == 1
 
 
-def test_ranks_choose_the_hubs_one_process_chooses():
+@pytest.mark.parametrize("hubs", [40, 8])
+def test_ranks_choose_the_hubs_one_process_chooses(hubs):
     """Across processes each rank offers its own rows' hubs and every rank keeps the same
-    highest degrees (ties: the lower id): the whole graph's :func:`hub_arcs`."""
+    highest degrees (ties: the lower id): the whole graph's :func:`hub_arcs`. Each rank's own
+    call makes its offer (its rows, its ``first``, the bound from the summed arcs); every rank
+    then gathers all offers. On kron:9 nine rows pass the bound: with 40 hubs the bound
+    decides, with 8 the count cuts between rows 42 and 176 (both of degree 153), which lie in
+    different ranks' rows."""
     from types import SimpleNamespace
     from groute.engines.components.solver import ComponentsSolver
-    from groute.engines.components.layout import HUB_DEGREE_FACTOR
     g = load_graph("kron:9", cache=False)
     indptr, indices = symmetric_csr(g)
     n = g.num_vertices
-    least = HUB_DEGREE_FACTOR * indptr[-1] / n
-    want = hub_arcs(indptr, indices, 40, 2, least_degree=least)[1]
-    assert 0 < want.shape[0] < 40          # the degree bound, not the count, decides here
+    want = hub_arcs(indptr, indices, hubs, 2, least_degree=hub_degree_bound(indptr[-1], n))[1]
+    assert want.shape[0] == min(hubs, 9) and (hubs == 40 or 42 in want[:, 0, 0])
     cuts = [0, 100, 101, 300, n]
     parts = [(indptr[a:b + 1] - indptr[a], indices[indptr[a]:indptr[b]], a)
              for a, b in zip(cuts[:-1], cuts[1:])]
-    offered = [hub_arcs(ip, ix, 40, 2, first=a, least_degree=least) for ip, ix, a in parts]
-    ranks = SimpleNamespace(allgather=lambda obj, what: offered,
-                            allreduce=lambda value, what: int(indptr[-1]))
-    fake = SimpleNamespace(tuning=CCTuning(hubs=40), rounds=2, k=len(parts), n=n,
-                           ctx=SimpleNamespace(ranks=ranks))
-    for ip, ix, a in parts:
-        got = ComponentsSolver._ranks_hub_arcs(fake, ip, ix, a)
+
+    def rank(gathered, summed):
+        ranks = SimpleNamespace(allgather=gathered,
+                                allreduce=lambda value, what: summed.append(value) or
+                                int(indptr[-1]))
+        return SimpleNamespace(tuning=CCTuning(hubs=hubs), rounds=2, k=len(parts), n=n,
+                               ctx=SimpleNamespace(ranks=ranks))
+    offers, summed = [], []
+    for ip, ix, a in parts:             # what each rank offers
+        ComponentsSolver._ranks_hub_arcs(rank(lambda obj, what: offers.append(obj) or [obj],
+                                              summed), ip, ix, a)
+    assert summed == [int(ip[-1]) for ip, _, _ in parts]
+    for ip, ix, a in parts:             # what each rank keeps of every rank's offer
+        got = ComponentsSolver._ranks_hub_arcs(rank(lambda obj, what: offers, []), ip, ix, a)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.timeout(120)
+def test_hubs_leave_the_rest_as_one_device_leaves_it():
+    """On a graph with hubs (kron:11) the hubs linked first change no answer and no count of
+    the rest: every device count links the same rows and arcs after sampling."""
+    g = load_graph("kron:11", cache=False)
+    indptr, _ = symmetric_csr(g)
+    assert hub_arcs(indptr, symmetric_csr(g)[1], 1024, 2,
+                    least_degree=hub_degree_bound(indptr[-1], g.num_vertices))[1].shape[0] > 10
+    counts = set()
+    for k in (1, 2, 3):
+        res = connected_components(g, backend="cpu", devices=k, rest="kernel")
+        check(res.values, g)
+        counts.add((res.stats["rest_rows"], res.stats["rest_arcs"], res.stats["giant_root"]))
+    assert len(counts) == 1
 
 
 def test_every_device_links_the_hubs_before_sampling(monkeypatch):
@@ -390,10 +421,9 @@ def test_every_device_links_the_hubs_before_sampling(monkeypatch):
             calls.append((self.device.name, _name, a[0].tolist() if _name == "hook" else None))
             return _orig(self, *a, **kw)
         monkeypatch.setattr(cc_device.DeviceCC, name, wrapped)
-    from groute.engines.components.layout import HUB_DEGREE_FACTOR
     g = load_graph("kron:10", cache=False)
     indptr, indices = symmetric_csr(g)
-    least = HUB_DEGREE_FACTOR * indptr[-1] / g.num_vertices
+    least = hub_degree_bound(indptr[-1], g.num_vertices)
     edges = hub_arcs(indptr, indices, 8, 2, least_degree=least)[1].reshape(-1, 2).tolist()
     assert len(edges) == 16
     res = connected_components(g, backend="cpu", devices=3, rest="kernel",

@@ -92,34 +92,62 @@ def late_bitmap(indptr, rounds, *, first: int = 0, n: int | None = None) -> np.n
 HUB_DEGREE_FACTOR = 8
 
 
+def hub_degree_bound(arcs: int, n: int) -> float:
+    """The least degree of a hub in a graph of ``n`` vertices and ``arcs`` arcs (rows of the
+    symmetric CSR): :data:`HUB_DEGREE_FACTOR` times the mean, and at least 1."""
+    return max(HUB_DEGREE_FACTOR * int(arcs) / max(int(n), 1), 1.0)
+
+
+def highest_degree_first(rows, degrees) -> np.ndarray:
+    """Positions that put ``rows`` (ids) with their ``degrees`` highest degree first, ties by
+    the lower id: the one order of the hubs, in one process or across ranks."""
+    return np.lexsort((np.asarray(rows), -np.asarray(degrees)))
+
+
 def hub_arcs(indptr, indices, hubs: int, rounds: int, *, first: int = 0,
-             least_degree: float = 0):
-    """The sampled arcs of the ``hubs`` rows of highest degree (ties: the lower id), of
-    degree ``least_degree`` or more, among the rows of vertices ``first, first + 1, ...``: the
-    first ``rounds`` arcs of each, which sampling links on the hubs' own device only. Returns
-    ``(degrees, arcs)``: the chosen rows' degrees (int64, highest first) and their arcs, an
-    ``(h, rounds, 2)`` int32 array of ``(hub, neighbour)`` pairs, a row of fewer arcs padded
-    with ``(hub, hub)`` (a loop links nothing). On several devices every device links them
-    before sampling (``ComponentsSolver._keep_hubs``)."""
+             least_degree: float = 1.0):
+    """The sampled arcs of the (at most) ``hubs`` rows of highest degree (ties: the lower id)
+    of degree ``least_degree`` or more (never below 1) among the rows of vertices ``first,
+    first + 1, ...``: the first ``rounds`` arcs of each, which sampling links on the hubs' own
+    device only. Returns ``(degrees, arcs)``: the chosen rows' degrees (int64, highest first)
+    and their arcs, an ``(h, rounds, 2)`` int32 array of ``(hub, neighbour)`` pairs, a row of
+    fewer arcs padded with ``(hub, hub)`` (a loop links nothing). On several devices every
+    device links them before sampling (``ComponentsSolver._keep_hubs``).
+
+    The rows past the bound are few (with :func:`hub_degree_bound`, well under 1% on power-law
+    graphs), so they are picked first and only they are ordered."""
     indptr = np.asarray(indptr, dtype=np.int64)
-    degrees = np.diff(indptr)
-    eligible = int(np.count_nonzero(degrees >= least_degree)) if least_degree > 0 \
-        else degrees.shape[0]
-    h = min(int(hubs), eligible) if rounds > 0 else 0
-    if h == 0:
-        return np.zeros(0, np.int64), np.zeros((0, max(int(rounds), 0), 2), np.int32)
-    least = np.partition(degrees, degrees.shape[0] - h)[degrees.shape[0] - h]   # h-th highest
-    above = np.flatnonzero(degrees > least)
-    top = np.concatenate([above, np.flatnonzero(degrees == least)[:h - above.shape[0]]])
-    top = top[np.lexsort((top, -degrees[top]))]
-    slot = np.arange(int(rounds))
-    has = slot[None, :] < degrees[top, None]
-    rows = (top + first).astype(np.int32)
-    arcs = np.empty((h, int(rounds), 2), np.int32)
-    arcs[:, :, 0] = rows[:, None]
-    arcs[:, :, 1] = rows[:, None]
+    h, rounds = max(int(hubs), 0), max(int(rounds), 0)
+    top = _rows_of_degree(indptr, max(least_degree, 1)) if h and rounds else \
+        np.zeros(0, np.int64)
+    degrees = indptr[top + 1] - indptr[top]
+    if top.shape[0] > h:            # the h highest, ties at the cut by the lower id
+        cut = np.partition(degrees, top.shape[0] - h)[top.shape[0] - h]
+        above = np.flatnonzero(degrees > cut)
+        keep = np.concatenate([above, np.flatnonzero(degrees == cut)[:h - above.shape[0]]])
+        top, degrees = top[keep], degrees[keep]
+    order = highest_degree_first(top, degrees)
+    top, degrees = top[order], degrees[order]
+    slot = np.arange(rounds)
+    has = slot[None, :] < degrees[:, None]
+    ids = (top + first).astype(np.int32)
+    arcs = np.empty((top.shape[0], rounds, 2), np.int32)
+    arcs[:, :, 0] = ids[:, None]
+    arcs[:, :, 1] = ids[:, None]
     arcs[:, :, 1][has] = np.asarray(indices)[(indptr[top, None] + slot[None, :])[has]]
-    return degrees[top], arcs
+    return degrees, arcs
+
+
+def _rows_of_degree(indptr, least, chunk: int = 1 << 20) -> np.ndarray:
+    """The rows (int64, ascending) of degree ``least`` or more, read a cache-sized chunk of
+    ``indptr`` at a time: the whole degree array would be 8 bytes a vertex to allocate and fill
+    for a few hundred rows."""
+    n = indptr.shape[0] - 1
+    found = []
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        found.append(lo + np.flatnonzero(indptr[lo + 1:hi + 1] - indptr[lo:hi] >= least))
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
 
 
 def undirected_edge_count(indptr, indices, chunk=LOOP_CHUNK_ARCS) -> int:

@@ -10,9 +10,9 @@ at set-up, which gives the *weak* components), spread over the devices:
    array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
 1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
    each, its own rows compressed after each: O(n / K), not O(n)) in its own parent array: no
-   communication. Before that, every device links the same few arcs: those of the
-   ``CCTuning.hubs`` rows of highest degree, so that the hubs are one tree everywhere (why:
-   :meth:`ComponentsSolver._keep_hubs`).
+   communication. Before that, every device links the same few arcs: the first
+   ``sample_rounds`` arcs of up to ``CCTuning.hubs`` rows of highest degree, of
+   ``HUB_DEGREE_FACTOR`` times the mean or more (why: :meth:`ComponentsSolver._keep_hubs`).
 2. Every other device describes what its sampling changed: it compresses its array, votes for
    its own giant (its samples are its own rows) and writes one bit per vertex of that giant's
    tree plus a list of ``(vertex, root)`` pairs for the other vertices it moved
@@ -81,8 +81,8 @@ from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
 from .device import Changes, DeviceCC, changes_capacity
-from .layout import (HUB_DEGREE_FACTOR, edge_count, edge_list, hub_arcs, late_arcs, late_bitmap,
-                     remaining_edges, split_rows, symmetric_csr)
+from .layout import (edge_count, edge_list, highest_degree_first, hub_arcs, hub_degree_bound,
+                     late_arcs, late_bitmap, remaining_edges, split_rows, symmetric_csr)
 from .memory import components_bytes
 from .rules import COMPONENTS_RULES
 
@@ -170,7 +170,9 @@ class ComponentsSolver(Solver):
     voters (at most 1024); ``link`` (CUDA): ``"hook"`` walks both ends to their roots (path
     splitting) and CASes one under the other, ``"light"`` is GAPBS's step (CAS the larger
     parent's slot, else retry one level up), ``"mixed"`` hooks in the first round and links
-    lightly after. Segments only: ``segment_edges``, edges per segment the router hands out
+    lightly after; ``hubs`` (several devices in place): the most rows of highest degree whose
+    sampled arcs every device links before its rounds (:meth:`_keep_hubs`; 0: none). Segments
+    only: ``segment_edges``, edges per segment the router hands out
     (default: the edge list in about 4 segments per device); ``num_buffers``, receive buffers per
     device link.
     """
@@ -268,10 +270,8 @@ class ComponentsSolver(Solver):
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])
         self._set_rest(self.devs, lambda: late_bitmap(indptr, self.rounds))
         if self.k > 1:
-            least = HUB_DEGREE_FACTOR * indptr[-1] / max(self.n, 1)
             self._keep_hubs(hub_arcs(indptr, indices, self.tuning.hubs, self.rounds,
-                                     least_degree=least)[1])
-        if self.k > 1:
+                                     least_degree=hub_degree_bound(indptr[-1], self.n))[1])
             for d, dev in enumerate(self.devs[1:], start=1):
                 self._make_changes(dev, d)
             first = self.devs[0]
@@ -286,11 +286,11 @@ class ComponentsSolver(Solver):
         Why: sampling links a vertex's arcs on the device holding its row only, so on every
         other device the hubs' trees stay apart until the merge. There a vertex of low degree,
         whose first neighbours are hubs, links two different hubs' roots in each round, and
-        millions of them try at once to CAS the same few words; on kron:25 a second GPU's
-        second round took as long as one GPU's over the whole graph. Linked first, the hubs
-        (on power-law graphs the giant's core) are one tree on every device."""
+        millions of them try at once to CAS the same few words (docs/PR_CC.md, "Connected
+        components", measures it). Linked first, each hub is joined with its first neighbours
+        on every device, as on its own: on power-law graphs most of the giant's core."""
         self._hub_edges = None
-        if self.k > 1 and arcs.size:
+        if arcs.size:
             edges = np.ascontiguousarray(arcs.reshape(-1, 2))
             self._hub_edges = [dev.device.asarray(edges) for dev in self.devs]
 
@@ -378,19 +378,18 @@ class ComponentsSolver(Solver):
         rank: the graph's mean degree summed over the ranks, each rank's own candidates (its
         rows' hubs) gathered, the highest degrees kept (ties: the lower id), as one process
         chooses them."""
-        hubs = self.tuning.hubs
+        hubs = int(self.tuning.hubs)
         if self.k == 1:
             return np.zeros((0, self.rounds, 2), np.int32)
-        arcs = self.ctx.ranks.allreduce(int(indptr[-1]), what="the CC rows' arcs")
+        arc_count = self.ctx.ranks.allreduce(int(indptr[-1]), what="the CC rows' arcs")
         mine = hub_arcs(indptr, indices, hubs, self.rounds, first=first,
-                        least_degree=HUB_DEGREE_FACTOR * arcs / max(self.n, 1))
+                        least_degree=hub_degree_bound(arc_count, self.n))
         shared = self.ctx.ranks.allgather(mine, "the CC hubs' arcs")
         degrees = np.concatenate([d for d, _ in shared])
         arcs = np.concatenate([a for _, a in shared])
         if not degrees.size:
             return arcs
-        order = np.lexsort((arcs[:, 0, 0], -degrees))[:hubs]
-        return arcs[order]
+        return arcs[highest_degree_first(arcs[:, 0, 0], degrees)[:hubs]]
 
     def _ranks_exchange(self, exchange: str) -> str:
         """How the ranks' changes reach rank 0 (the ``exchange`` rule of :attr:`rules`):
