@@ -213,7 +213,7 @@ def _land_across_ranks(ctx, held: list, what: str, renumbering=None) -> np.ndarr
     flat = ctx.answer_landing.take(sum(rows) * per_row, dtype, ctx.local_device)
     out = flat.reshape((sum(rows), *row_shape))
     try:
-        _copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
+        copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
     except BaseException:
         ctx.answer_landing.spoil(flat)
         raise
@@ -245,17 +245,27 @@ def land_local(ctx, device, array) -> np.ndarray:
                                    device)
     out = flat.reshape(array.shape)
     try:
-        _copy_parts(out, [(device, array)], ctx.timeout)
+        copy_parts(out, [(device, array)], ctx.timeout)
     except BaseException:
         ctx.answer_landing.spoil(flat)
         raise
     return out
 
 
-def _copy_parts(out: np.ndarray, held: list, timeout) -> None:
+def copy_parts(out: np.ndarray, held: list, timeout) -> None:
     """Copy each ``(device, part)`` of ``held`` into ``out``, one after another from its
     start: each on its device's compute stream after the work queued there, every copy queued
-    before the host waits for them together."""
+    before the host waits for them together (every download of an answer goes this way).
+
+    Parameters
+    ----------
+    out : numpy.ndarray
+        Host memory at least as long as the parts together (rows along the first axis).
+    held : list of (Device, array)
+        The parts, in the order they land, each with the device whose stream copies it.
+    timeout : float or None
+        How long the host waits for the copies (the context's timeout).
+    """
     copied, lo = [], 0
     for dev, part in held:
         size = int(part.shape[0])
@@ -307,7 +317,7 @@ def land_answer(ctx, parts, what: str = "the answer", renumbering=None) -> np.nd
                         f"({sorted({str(p.dtype) for _, p in held})})")
     out = ctx.answer_landing.take(sum(int(p.shape[0]) for _, p in held), dtype, held[0][0])
     try:
-        _copy_parts(out, held, ctx.timeout)
+        copy_parts(out, held, ctx.timeout)
     except BaseException:
         ctx.answer_landing.spoil(out)
         raise

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from groute.runtime.answer_landing import copy_parts
+
 #: the kernels, one per index width and value size
 KERNEL = Path(__file__).with_name("renumber.cu")
 #: the most devices the kernel takes parts from (its pointer arguments)
@@ -233,14 +235,13 @@ class WholeAnswerRenumbering:
             hold the answer twice within a quarter of its free memory, a new array gathered
             on the host.
         """
-        from groute.runtime.answer_landing import _copy_parts
         if values.shape[0] != self.n:
             raise ValueError(f"renumbering: {values.shape[0]} values for {self.n} vertices")
         if 2 * values.nbytes > self.device.memory_info()[0] // 4:
             return values[self._host_index]
         by_id = self.on_device(self.device.asarray(values))
         try:
-            _copy_parts(values, [(self.device, by_id)], self.ctx.timeout)
+            copy_parts(values, [(self.device, by_id)], self.ctx.timeout)
         except BaseException:       # a copy may still be writing: never handed out again
             self.ctx.answer_landing.spoil(values)
             raise
