@@ -277,6 +277,40 @@ def test_afforest_variants(backend, k, opts):
                     check_path_stats(res.stats, opts.get("rest", "kernel"), k, g.num_vertices)
 
 
+def racing_graphs():
+    """Graphs big enough for every SM of a GPU to race on the same parent words, each shape a
+    read of the union-find kernels' stakes (``union_find.cu``'s plain and fresh reads): a
+    power-law graph (millions of reads of its hubs' roots), a mesh (long chains after a light
+    round), a path in scrambled order (one chain through every vertex), and many small
+    components (work left after the vote)."""
+    rng = np.random.default_rng(11)
+    n = 1 << 19
+    perm = rng.permutation(n)
+    return [load_graph("kron:16", cache=False), load_graph("grid:700", cache=False),
+            graph_from(n, np.column_stack([perm[:-1], perm[1:]]), name="scrambled-path"),
+            load_graph("er:300000:1", cache=False)]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
+                               for k in (1, 2, 4)])
+def test_union_find_kernels_race_on_large_graphs(k):
+    """The CUDA kernels' exact labels where thousands of threads race: every linking step, the
+    in-place path and Groute's segments, several runs of one solver (the races differ)."""
+    skip_if_missing("cuda", k)
+    with Context(k, backend="cuda", timeout=60) as ctx:
+        for g in racing_graphs():
+            ref = reference.connected_components(g)
+            for link in ("hook", "light", "mixed"):
+                for rest in ("kernel", "segments"):
+                    with CC(g, ctx=ctx, rest=rest, tuning=CCTuning(link=link)) as solver:
+                        for _ in range(3):
+                            labels = solver.run().values
+                            np.testing.assert_array_equal(
+                                labels, ref, err_msg=f"{g.name} link={link} rest={rest}: "
+                                f"{reference.mismatch_report(labels, ref)}")
+
+
 def test_symmetric_csr_and_late_arcs():
     d = graph_from(4, [(1, 0), (2, 3), (3, 3), (0, 2)], directed=True)
     indptr, indices = symmetric_csr(d)

@@ -20,7 +20,7 @@ from .rules import FACTS, Case, Rule, said
 BREAK_EVEN_ARCS = {
     "relax": 1_000_000_000,          # BFS, SSSP (the relaxation engines)
     "iterate": 16_000_000,           # PageRank, Katz (the linear iteration engines)
-    "components": 60_000_000,        # connected components
+    "components": 1_000_000_000,     # connected components
     "operators": None,               # k-core, SCC, betweenness ... (the operator API's engines)
 }
 

@@ -4,21 +4,51 @@
 // larger root under a smaller one and every other write replaces a parent by one of its
 // ancestors. So after full compression parent[v] is the smallest vertex id of v's component.
 //
-// Parent reads are volatile: other threads change the array concurrently and L1 is not coherent,
-// so a cached value could make a loop spin on stale data.
+// Two kinds of parent reads. Plain reads may be served by the SM's L1, which other SMs' writes
+// do not update, so they can be stale; "fresh" reads (volatile, load()) go to L2 and see every
+// write that landed. Most reads are plain, because on graphs with a giant component millions of
+// threads read the same few words (the giant's root, a hub's): fresh, every one of those reads
+// queues at the one L2 slice that holds the word, and a whole-array pass takes several times
+// as long as its bytes need.
+//
+// A stale read is safe here: every value ever stored in parent[v] is an ancestor of v (or v
+// while v is a root), so a stale parent is a valid, older ancestor, and a walk that stops at a
+// stale "root" stopped at an ancestor. The loops never wait for a read to change: hook() and
+// link_light() continue from what their CAS returns (the word's value in L2), and every step
+// moves to a smaller vertex id, so they end. A kernel starts with no stale line (what earlier
+// kernels wrote is visible to it), and one that only compresses creates no root and removes
+// none, so its walks end at the true roots even on stale reads.
 
 __device__ __forceinline__ int load(const int* p) { return *(const volatile int*)p; }
 __device__ __forceinline__ void store(int* p, int x) { *(volatile int*)p = x; }
 
-// The root of v's tree, splitting the path on the way (each visited vertex is pointed at its
-// grandparent), so trees stay shallow even when one kernel hooks millions of edges of a long
-// path or grid row. The stores are safe without atomics: a non-root never becomes a root again,
-// and any ancestor is a valid parent.
+// how many steps of a walk root_of() reads plainly before it reads fresh
+#define CACHED_HOPS 8
+
+// The root of v's tree, read only (no hook may run on the array meanwhile: the answer is the
+// true root). The first CACHED_HOPS steps read plainly (the hot words); past them the path is
+// a long chain (a mesh's rows, linked lightly on another device), and fresh reads see the
+// shortcuts other threads' compression writes into it, where stale ones would walk the whole
+// chain from every vertex of it.
+__device__ __forceinline__ int root_of(int v, const int* parent) {
+    int p = parent[v], pp = parent[p], hops = 0;
+    while (p != pp) {
+        p = pp;
+        pp = ++hops < CACHED_HOPS ? parent[p] : load(parent + p);
+    }
+    return p;
+}
+
+// The root of v's tree (or, on stale reads, an ancestor of it: hook() then CASes from there),
+// splitting the path on the way (each visited vertex is pointed at its grandparent), so trees
+// stay shallow even when one kernel hooks millions of edges of a long path or grid row. The
+// stores are safe without atomics: a non-root never becomes a root again, and any ancestor is a
+// valid parent.
 __device__ __forceinline__ int find_root(int v, int* parent) {
-    int curr = load(parent + v);
+    int curr = parent[v];
     if (curr != v) {
         int prev = v, next;
-        while (curr > (next = load(parent + curr))) {
+        while (curr > (next = parent[curr])) {
             store(parent + prev, next);
             prev = curr;
             curr = next;
@@ -28,7 +58,8 @@ __device__ __forceinline__ int find_root(int v, int* parent) {
 }
 
 // Make u's and v's trees one tree: CAS the larger root under the smaller; when the CAS loses a
-// race, continue from the value that won (an ancestor of the old root) until the roots agree.
+// race (or the "root" was a stale read), continue from the value the CAS found (an ancestor of
+// the old root, a smaller id) until the roots agree.
 __device__ void hook(int u, int v, int* parent) {
     int ru = find_root(u, parent);
     int rv = find_root(v, parent);
@@ -71,33 +102,35 @@ extern "C" __global__ void cc_merge(const int* __restrict__ other, int n, int* p
 // Path compression of the vertices lo .. hi - 1 (pointer jumping until each points at its root):
 // all of them (0, n), or a device's own rows, the only ones its next sampling round starts from.
 // Any ancestor is a valid parent, so the vertices left out stay correct, only less shallow.
+// Written only where it changes: after a round most entries already hold their root.
 extern "C" __global__ void cc_compress(int lo, int hi, int* parent) {
     for (int v = lo + blockIdx.x * blockDim.x + threadIdx.x; v < hi; v += gridDim.x * blockDim.x) {
-        int p = load(parent + v);
-        int pp = load(parent + p);
-        while (p != pp) {
-            p = pp;
-            pp = load(parent + p);
-        }
-        parent[v] = p;
+        const int root = root_of(v, parent);
+        if (parent[v] != root) parent[v] = root;
     }
 }
 
 // ---- Afforest (Sutton et al., IPDPS 2018): link a few neighbours, find the giant, skip it ----
 
 // GAPBS's Afforest link: no walk to the roots, only a CAS of the larger of two parents'
-// parent under the smaller, retried one level up. Keeps parent[v] <= v like hook().
+// parent under the smaller, retried one level up. Keeps parent[v] <= v like hook(). A lost CAS
+// continues from the value it found (a stale read of high as a root would otherwise repeat):
+// each retry's high is below the last one's, so the loop ends.
 __device__ void link_light(int u, int v, int* parent) {
-    int p1 = load(parent + u);
-    int p2 = load(parent + v);
+    int p1 = parent[u];
+    int p2 = parent[v];
     while (p1 != p2) {
         const int high = p1 > p2 ? p1 : p2;
         const int low = p1 + p2 - high;
-        const int ph = load(parent + high);
+        int ph = parent[high];
         if (ph == low) break;
-        if (ph == high && atomicCAS(parent + high, high, low) == high) break;
-        p1 = load(parent + load(parent + high));
-        p2 = load(parent + low);
+        if (ph == high) {
+            const int found = atomicCAS(parent + high, high, low);
+            if (found == high) break;
+            ph = found;
+        }
+        p1 = parent[ph];
+        p2 = parent[low];
     }
 }
 
@@ -117,13 +150,6 @@ extern "C" __global__ void cc_link_round(const long long* __restrict__ indptr,
     }
 }
 
-// The root of v's tree without writing (a read-only walk).
-__device__ __forceinline__ int walk_root(int v, const int* parent) {
-    int p = load(parent + v), pp;
-    while (p != (pp = load(parent + p))) p = pp;
-    return p;
-}
-
 // The most frequent root of samples[i] (i < s <= blockDim.x = 1024): the root of the (probably)
 // giant component. One block; O(s^2) comparisons in shared memory. The walk to the roots makes it
 // right on an array not compressed (a merge sender's); on a compressed one it is one load more.
@@ -133,7 +159,7 @@ extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
     __shared__ unsigned long long best;
     const int t = threadIdx.x;
     if (t == 0) best = 0ull;
-    vals[t] = t < s ? walk_root(samples[t], parent) : -1;
+    vals[t] = t < s ? root_of(samples[t], parent) : -1;
     __syncthreads();
     if (t < s) {
         const int x = vals[t];
@@ -241,8 +267,8 @@ extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict_
         int root = -1;
         if (vv < n) {
             const int v = (int)vv;
-            root = walk_root(v, parent);
-            if (load(parent + v) != root) store(parent + v, root);
+            root = root_of(v, parent);
+            if (parent[v] != root) parent[v] = root;
         }
         const bool in_giant = vv < n && root == g;
         const unsigned int word = __ballot_sync(0xffffffffu, in_giant);
