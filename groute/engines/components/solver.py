@@ -36,11 +36,12 @@ The host only queues kernels and events on every device's stream and waits once 
 one device this is the single-GPU Afforest in place. Why this is the default: the segment path
 below spends most of its time on the first device compacting every arc left after sampling, down
 to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
-faster on two than on one (docs/PR_CC.md). Sampling is random access into the parent array and
-splits across devices, while the merge reads a bit per vertex from each peer (plus the pairs)
-and hooks vertices that mostly join one root. It needs peer access between the devices that
-read each other (every CUDA pair on an NVLink machine; the CPU backend's virtual devices read
-each other's arrays after the same events); ``"auto"`` falls back to segments without it.
+faster on two than on one where the graph is big enough (docs/PR_CC.md). Sampling is random
+access into the parent array and splits across devices, while the merge reads a bit per vertex
+from each peer (plus the pairs) and hooks vertices that mostly join one root. It needs peer
+access between the devices that read each other (every CUDA pair on an NVLink machine; the CPU
+backend's virtual devices read each other's arrays after the same events); ``"auto"`` falls back
+to segments without it.
 
 **Groute's design (``rest="segments"``; ``afforest=False`` hooks the whole edge list this way),
 as in Groute's CC (seed 004, 5.1.4), topology-driven and edge-list based:**

@@ -11,11 +11,11 @@
 // queues at the one L2 slice that holds the word, and a whole-array pass takes several times
 // as long as its bytes need.
 //
-// A stale read is safe here: every value ever stored in parent[v] is an ancestor of v (or v
-// while v is a root), so a stale parent is a valid, older ancestor, and a walk that stops at a
-// stale "root" stopped at an ancestor. The loops never wait for a read to change: hook() and
-// link_light() continue from what their CAS returns (the word's value in L2), and every step
-// moves to a smaller vertex id, so they end. A kernel starts with no stale line (what earlier
+// A stale read is safe here: every value ever stored in parent[v] is v (while v is a root) or
+// a smaller vertex of v's tree, so a stale parent is a valid parent, and a walk that stops at a
+// stale "root" stopped at a vertex of v's tree. The loops never wait for a read to change:
+// hook() and link_light() continue from what their CAS returns (the word's value in L2), and
+// every step moves to a smaller vertex id, so they end. A kernel starts with no stale line (what earlier
 // kernels wrote is visible to it), and one that only compresses creates no root and removes
 // none, so its walks end at the true roots even on stale reads.
 
@@ -26,10 +26,10 @@ __device__ __forceinline__ void store(int* p, int x) { *(volatile int*)p = x; }
 #define CACHED_HOPS 8
 
 // The root of v's tree, read only (no hook may run on the array meanwhile: the answer is the
-// true root). The first CACHED_HOPS steps read plainly (the hot words); past them the path is
-// a long chain (a mesh's rows, linked lightly on another device), and fresh reads see the
-// shortcuts other threads' compression writes into it, where stale ones would walk the whole
-// chain from every vertex of it.
+// true root). v's entry and the next CACHED_HOPS steps read plainly (the hot words); past them
+// the path is a long chain (a mesh's rows, linked lightly on another device), and fresh reads
+// see the shortcuts other threads' compression writes into it, where stale ones would walk the
+// whole chain from every vertex of it.
 __device__ __forceinline__ int root_of(int v, const int* parent) {
     int p = parent[v], pp = parent[p], hops = 0;
     while (p != pp) {
