@@ -278,8 +278,8 @@ def test_afforest_variants(backend, k, opts):
 
 
 def racing_graphs():
-    """Graphs big enough for every SM of a GPU to race on the same parent words, each shape a
-    read of the union-find kernels' stakes (``union_find.cu``'s plain and fresh reads): a
+    """Graphs big enough for every SM of a GPU to race on the same parent words, each a shape
+    that ``union_find.cu``'s plain (possibly stale) and fresh reads must get right: a
     power-law graph (millions of reads of its hubs' roots), a mesh (long chains after a light
     round), a path in scrambled order (one chain through every vertex), and many small
     components (work left after the vote)."""

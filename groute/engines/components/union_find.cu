@@ -15,9 +15,9 @@
 // a smaller vertex of v's tree, so a stale parent is a valid parent, and a walk that stops at a
 // stale "root" stopped at a vertex of v's tree. The loops never wait for a read to change:
 // hook() and link_light() continue from what their CAS returns (the word's value in L2), and
-// every step moves to a smaller vertex id, so they end. A kernel starts with no stale line (what earlier
-// kernels wrote is visible to it), and one that only compresses creates no root and removes
-// none, so its walks end at the true roots even on stale reads.
+// every step moves to a smaller vertex id, so they end. A kernel starts with no stale line
+// (what earlier kernels wrote is visible to it), and one that only compresses creates no root
+// and removes none, so its walks end at the true roots even on stale reads.
 
 __device__ __forceinline__ int load(const int* p) { return *(const volatile int*)p; }
 __device__ __forceinline__ void store(int* p, int x) { *(volatile int*)p = x; }
@@ -39,11 +39,11 @@ __device__ __forceinline__ int root_of(int v, const int* parent) {
     return p;
 }
 
-// The root of v's tree (or, on stale reads, an ancestor of it: hook() then CASes from there),
-// splitting the path on the way (each visited vertex is pointed at its grandparent), so trees
-// stay shallow even when one kernel hooks millions of edges of a long path or grid row. The
-// stores are safe without atomics: a non-root never becomes a root again, and any ancestor is a
-// valid parent.
+// The root of v's tree (or, on stale reads, a smaller vertex of it: hook() then CASes from
+// there), splitting the path on the way (each visited vertex is pointed at its grandparent), so
+// trees stay shallow even when one kernel hooks millions of edges of a long path or grid row.
+// The stores are safe without atomics: a non-root never becomes a root again, and any smaller
+// vertex of the tree is a valid parent.
 __device__ __forceinline__ int find_root(int v, int* parent) {
     int curr = parent[v];
     if (curr != v) {
