@@ -126,6 +126,20 @@ def test_memory_a_failed_copy_may_still_write_is_never_handed_out_again(dev):
     assert _address(landing.take(64, np.int64, dev)) != at
 
 
+def test_spoiling_fresh_memory_leaves_free_kept_buffers_alone(dev):
+    """An array in fresh memory (no base) spoils nothing: a free kept buffer (its array let
+    go) is handed out again."""
+    landing = AnswerLanding()
+    landing.take(64, np.int64, dev)         # the size asked for once: kept from the next
+    kept = landing.take(64, np.int64, dev)
+    at = _address(kept)
+    del kept
+    gc.collect()
+    landing.spoil(np.empty(64, np.int64))
+    assert landing.kept_bytes == 64 * 8
+    assert _address(landing.take(64, np.int64, dev)) == at
+
+
 def test_a_forked_process_writing_an_answer_leaves_this_one_s_alone(dev):
     import os
     landing = AnswerLanding()

@@ -131,10 +131,11 @@ class AnswerLanding:
         """Never hand out again the kept memory under ``array`` (an array :meth:`take`
         handed out, or a view of one: a copy into it may still be in flight after a failed
         wait); it is held until :meth:`release`."""
-        under = {id(array), id(getattr(array, "base", None))}
+        under = [array, getattr(array, "base", None)]
         with self._lock:
             for kept in list(self._kept):
-                if kept.handed is not None and id(kept.handed()) in under:
+                handed = kept.handed() if kept.handed is not None else None
+                if handed is not None and any(handed is a for a in under):
                     self._kept.remove(kept)
                     self._spoiled.append(kept.memory)
 
