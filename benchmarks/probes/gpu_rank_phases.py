@@ -97,6 +97,9 @@ def main() -> int:
     ap.add_argument("--trace", type=int, default=0, metavar="N",
                     help="print every timed call of the last N runs (module docstring)")
     args = ap.parse_args()
+    if not 0 <= args.trace <= args.runs:
+        ap.error(f"--trace {args.trace}: traces some of the --runs {args.runs} runs (0 to "
+                 f"{args.runs})")
     instrument()
     from groute import distributed
     from groute.graph import load_graph

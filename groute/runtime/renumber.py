@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from groute.runtime.answer_exchange import FREE_SHARE
 from groute.runtime.answer_landing import copy_parts
 
 #: the kernels, one per index width and value size
@@ -237,7 +238,7 @@ class WholeAnswerRenumbering:
         """
         if values.shape[0] != self.n:
             raise ValueError(f"renumbering: {values.shape[0]} values for {self.n} vertices")
-        if 2 * values.nbytes > self.device.memory_info()[0] // 4:
+        if 2 * values.nbytes > self.device.memory_info()[0] // FREE_SHARE:
             return values[self._host_index]
         by_id = self.on_device(self.device.asarray(values))
         try:

@@ -93,29 +93,72 @@ HUB_DEGREE_FACTOR = 8
 
 
 def hub_degree_bound(arcs: int, n: int) -> float:
-    """The least degree of a hub in a graph of ``n`` vertices and ``arcs`` arcs (rows of the
-    symmetric CSR): :data:`HUB_DEGREE_FACTOR` times the mean, and at least 1."""
+    """The least degree of a hub: :data:`HUB_DEGREE_FACTOR` times the mean, and at least 1.
+
+    Parameters
+    ----------
+    arcs : int
+        The arcs of the symmetric CSR (all ranks' together, across processes).
+    n : int
+        The vertex count.
+
+    Returns
+    -------
+    float
+        The bound :func:`hub_arcs` takes as ``least_degree``.
+    """
     return max(HUB_DEGREE_FACTOR * int(arcs) / max(int(n), 1), 1.0)
 
 
 def highest_degree_first(rows, degrees) -> np.ndarray:
-    """Positions that put ``rows`` (ids) with their ``degrees`` highest degree first, ties by
-    the lower id: the one order of the hubs, in one process or across ranks."""
+    """The one order of the hubs, in one process or across ranks: highest degree first, ties
+    by the lower id.
+
+    Parameters
+    ----------
+    rows : array of int
+        Vertex ids.
+    degrees : array of int
+        Their degrees, position by position.
+
+    Returns
+    -------
+    numpy.ndarray
+        The positions of ``rows`` in that order.
+    """
     return np.lexsort((np.asarray(rows), -np.asarray(degrees)))
 
 
 def hub_arcs(indptr, indices, hubs: int, rounds: int, *, first: int = 0,
              least_degree: float = 1.0):
-    """The sampled arcs of the (at most) ``hubs`` rows of highest degree (ties: the lower id)
-    of degree ``least_degree`` or more (never below 1) among the rows of vertices ``first,
-    first + 1, ...``: the first ``rounds`` arcs of each, which sampling links on the hubs' own
-    device only. Returns ``(degrees, arcs)``: the chosen rows' degrees (int64, highest first)
-    and their arcs, an ``(h, rounds, 2)`` int32 array of ``(hub, neighbour)`` pairs, a row of
-    fewer arcs padded with ``(hub, hub)`` (a loop links nothing). On several devices every
-    device links them before sampling (``ComponentsSolver._keep_hubs``).
+    """The sampled arcs of the hubs: the first ``rounds`` arcs of each of the (at most)
+    ``hubs`` rows of highest degree, which sampling links on the hubs' own device only. On
+    several devices every device links them before sampling (``ComponentsSolver._keep_hubs``).
 
-    The rows past the bound are few (with :func:`hub_degree_bound`, well under 1% on power-law
-    graphs), so they are picked first and only they are ordered."""
+    The rows past the bound are a small share of a power-law graph's (with
+    :func:`hub_degree_bound`), so they are picked first and only they are ordered.
+
+    Parameters
+    ----------
+    indptr, indices : arrays
+        Rows of the symmetric CSR (``indptr`` rebased to 0).
+    hubs : int
+        The most rows to choose (0: none).
+    rounds : int
+        Sampled arcs per row (``CCTuning.sample_rounds``).
+    first : int
+        The vertex id of the first row (a rank's rows start there).
+    least_degree : float
+        The least degree of a hub (:func:`hub_degree_bound`; never below 1).
+
+    Returns
+    -------
+    degrees : numpy.ndarray
+        The chosen rows' degrees, int64, in :func:`highest_degree_first` order.
+    arcs : numpy.ndarray
+        Their arcs, an ``(h, rounds, 2)`` int32 array of ``(hub, neighbour)`` pairs; a row of
+        fewer arcs is padded with ``(hub, hub)`` (a loop links nothing).
+    """
     indptr = np.asarray(indptr, dtype=np.int64)
     h, rounds = max(int(hubs), 0), max(int(rounds), 0)
     top = _rows_of_degree(indptr, max(least_degree, 1)) if h and rounds else \

@@ -873,8 +873,7 @@ class IterateSolver(Solver):
             if self._order is not None and self._whole_renumbering is None:
                 self._whole_renumbering = WholeAnswerRenumbering(self.ctx, self.devs[0].device,
                                                                  self._rank)
-            values = land_answer(self.ctx, entries, "the values",
-                                 self._whole_renumbering if self._order is not None else None)
+            values = land_answer(self.ctx, entries, "the values", self._whole_renumbering)
             if self.partition is not None:
                 values = np.asarray(self.partition.to_original(values), dtype=np.float64)
         stats.update(devices=[d.name for d in self.ctx.devices], mode=self.mode,
