@@ -126,6 +126,25 @@ def test_memory_a_failed_copy_may_still_write_is_never_handed_out_again(dev):
     assert _address(landing.take(64, np.int64, dev)) != at
 
 
+def test_a_failed_fill_spoils_the_whole_array_it_was_landing_in(dev):
+    """fill copies from its start row; where a copy fails it spoils the array (also given as
+    a reshaped view of what take handed out) and raises the failure."""
+    landing = AnswerLanding()
+    landing.take(8, np.int64, dev)
+    flat = landing.take(8, np.int64, dev)
+    out = flat.reshape(4, 2)
+    landing.fill(out, [(dev, dev.asarray(np.arange(4, dtype=np.int64).reshape(2, 2)))], 10,
+                 start=2)
+    assert out[2:].ravel().tolist() == [0, 1, 2, 3]
+    assert landing.kept_bytes == 64
+    too_long = dev.asarray(np.zeros((3, 2), np.int64))
+    with pytest.raises(Exception):
+        landing.fill(out, [(dev, too_long)], 10, start=2)
+    del flat, out
+    gc.collect()
+    assert landing.kept_bytes == 0
+
+
 def test_spoiling_fresh_memory_leaves_free_kept_buffers_alone(dev):
     """An array in fresh memory (no base) spoils nothing: a free kept buffer (its array let
     go) is handed out again."""

@@ -139,6 +139,27 @@ class AnswerLanding:
                     self._kept.remove(kept)
                     self._spoiled.append(kept.memory)
 
+    def fill(self, out, held: list, timeout, start: int = 0) -> None:
+        """Copy the parts of ``held`` into ``out`` from row ``start`` on (:func:`copy_parts`);
+        where that fails, :meth:`spoil` ``out`` (a copy may still write into it) and raise.
+
+        Parameters
+        ----------
+        out : numpy.ndarray
+            An array this landing handed out (:meth:`take`), or a reshaped view of one.
+        held : list of (Device, array)
+            The parts, in the order they land.
+        timeout : float or None
+            How long the host waits for the copies.
+        start : int
+            The row of ``out`` the first part lands at.
+        """
+        try:
+            copy_parts(out[start:], held, timeout)
+        except BaseException:
+            self.spoil(out)
+            raise
+
     @property
     def kept_bytes(self) -> int:
         """Bytes of buffers kept now."""
@@ -213,11 +234,7 @@ def _land_across_ranks(ctx, held: list, what: str, renumbering=None) -> np.ndarr
         return land_local(ctx, ctx.local_device, whole)
     flat = ctx.answer_landing.take(sum(rows) * per_row, dtype, ctx.local_device)
     out = flat.reshape((sum(rows), *row_shape))
-    try:
-        copy_parts(out[sum(rows[:ranks.rank]):], held, ctx.timeout)
-    except BaseException:
-        ctx.answer_landing.spoil(flat)
-        raise
+    ctx.answer_landing.fill(out, held, ctx.timeout, start=sum(rows[:ranks.rank]))
     ranks.allgatherv_in_place(flat.view(np.uint8), nbytes, what=f"sharing {what}")
     return out if renumbering is None else renumbering.apply(out)
 
@@ -245,11 +262,7 @@ def land_local(ctx, device, array) -> np.ndarray:
     flat = ctx.answer_landing.take(int(np.prod(array.shape, dtype=np.int64)), array.dtype,
                                    device)
     out = flat.reshape(array.shape)
-    try:
-        copy_parts(out, [(device, array)], ctx.timeout)
-    except BaseException:
-        ctx.answer_landing.spoil(flat)
-        raise
+    ctx.answer_landing.fill(out, [(device, array)], ctx.timeout)
     return out
 
 
@@ -317,9 +330,5 @@ def land_answer(ctx, parts, what: str = "the answer", renumbering=None) -> np.nd
         raise TypeError(f"{what}: the devices' parts differ in dtype "
                         f"({sorted({str(p.dtype) for _, p in held})})")
     out = ctx.answer_landing.take(sum(int(p.shape[0]) for _, p in held), dtype, held[0][0])
-    try:
-        copy_parts(out, held, ctx.timeout)
-    except BaseException:
-        ctx.answer_landing.spoil(out)
-        raise
+    ctx.answer_landing.fill(out, held, ctx.timeout)
     return out if renumbering is None else renumbering.apply(out)

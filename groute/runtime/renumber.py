@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from groute.runtime.answer_exchange import FREE_SHARE
-from groute.runtime.answer_landing import copy_parts
 
 #: the kernels, one per index width and value size
 KERNEL = Path(__file__).with_name("renumber.cu")
@@ -241,9 +240,5 @@ class WholeAnswerRenumbering:
         if 2 * values.nbytes > self.device.memory_info()[0] // FREE_SHARE:
             return values[self._host_index]
         by_id = self.on_device(self.device.asarray(values))
-        try:
-            copy_parts(values, [(self.device, by_id)], self.ctx.timeout)
-        except BaseException:       # a copy may still be writing: never handed out again
-            self.ctx.answer_landing.spoil(values)
-            raise
+        self.ctx.answer_landing.fill(values, [(self.device, by_id)], self.ctx.timeout)
         return values
