@@ -225,6 +225,33 @@ def test_on_a_gpu_answers_land_in_pinned_memory_and_stay_right():
 
 
 @pytest.mark.gpu
+@pytest.mark.timeout(60)
+def test_a_copy_by_address_lands_its_bytes_and_a_broken_device_refuses_it_by_name():
+    """CUDAStream.copy_bytes is how the ranks' answer slots cross their CUDA IPC mappings,
+    which no array describes: the bytes land in stream order, a zero-byte copy does nothing,
+    and a broken device refuses the copy with a DeviceError naming it."""
+    need_gpus(1)
+    from groute import DeviceError
+    with Context(1, backend="cuda", timeout=30) as ctx:
+        dev = ctx.devices[0]
+        stream = dev.compute_stream
+        src = dev.asarray(np.arange(1000, dtype=np.int32))
+        dst = dev.zeros(1000, np.int32)
+        stream.copy_bytes(dev.address(dst) + 400, dev.address(src), 2400)
+        stream.copy_bytes(dev.address(dst), dev.address(src), 0)
+        stream.synchronize(30)
+        want = np.zeros(1000, np.int32)
+        want[100:700] = np.arange(600)
+        assert np.array_equal(dev.to_host(dst), want)
+        dev.broken = "hit a sticky CUDA error, a test's"
+        try:
+            with pytest.raises(DeviceError, match=f"^{dev.name}: refused"):
+                stream.copy_bytes(dev.address(dst), dev.address(src), 4)
+        finally:
+            dev.broken = None
+
+
+@pytest.mark.gpu
 @pytest.mark.timeout(120)
 def test_on_a_gpu_answers_are_finished_behind_a_busy_compute_stream(monkeypatch):
     """Every app's answer is finished on the device and downloaded while its GPU is busy (a

@@ -219,6 +219,28 @@ class CUDAStream(Stream):
         except Exception as exc:
             raise _failure(self.device, exc) from exc
 
+    def copy_bytes(self, dst_ptr: int, src_ptr: int, nbytes: int) -> None:
+        """Copy ``nbytes`` from device address ``src_ptr`` to ``dst_ptr`` in stream order.
+
+        For memory that no array of this process describes (another rank's buffer mapped
+        through CUDA IPC, :mod:`groute.device.ipc`); an array is copied with :meth:`copy`.
+
+        Parameters
+        ----------
+        dst_ptr, src_ptr : int
+            Device addresses this GPU can reach (its own memory or a peer mapping).
+        nbytes : int
+            Bytes to copy; zero copies nothing.
+
+        Raises
+        ------
+        DeviceError
+            Naming this stream's device, where it is broken or the runtime refuses the copy.
+        """
+        if nbytes:
+            self._runtime_call(_cupy().cuda.runtime.memcpyAsync, int(dst_ptr), int(src_ptr),
+                               int(nbytes), _cupy().cuda.runtime.memcpyDefault, self._ptr)
+
     def copy_plan(self, dst, src) -> CopyPlan:
         """Copies by address (:class:`_AddressCopyPlan`, :class:`_PeerCopyPlan`) where the
         copy is one runtime call;

@@ -137,7 +137,6 @@ class DeviceAnswerExchange:
             it whole, and the caller waits for that before the next answer (which rewrites
             the slots).
         """
-        import cupy
         ranks = self.ctx.ranks
         self._fit(nbytes)
         if held:
@@ -147,28 +146,21 @@ class DeviceAnswerExchange:
         whole = dev.empty(sum(nbytes), np.uint8)
         at = 0
         with dev.use():
-            for r, address in enumerate(self._peers):
-                if nbytes[r]:
-                    cupy.cuda.runtime.memcpyAsync(
-                        int(whole.data.ptr) + at, address, int(nbytes[r]),
-                        cupy.cuda.runtime.memcpyDefault, dev.compute_stream.raw.ptr)
-                at += int(nbytes[r])
+            for address, size in zip(self._peers, nbytes):
+                dev.compute_stream.copy_bytes(int(whole.data.ptr) + at, address, size)
+                at += int(size)
         return whole
 
     def _to_slot(self, held) -> None:
         """This rank's parts one after another into its slot, on their compute streams,
         waited for."""
-        import cupy
         at, copied = 0, []
         for dev, part in held:
             if not part.flags.c_contiguous:
                 raise ValueError(f"{dev.name}: an answer's part must be contiguous to cross "
                                  f"the ranks' slots")
             size = int(part.nbytes)
-            with dev.use():
-                cupy.cuda.runtime.memcpyAsync(int(self._slot.data.ptr) + at, int(part.data.ptr),
-                                              size, cupy.cuda.runtime.memcpyDefault,
-                                              dev.compute_stream.raw.ptr)
+            dev.compute_stream.copy(self._slot[at:at + size], part.reshape(-1).view(np.uint8))
             copied.append(dev.compute_stream.record())
             at += size
         type(copied[0]).wait_all(copied, self.ctx.timeout)

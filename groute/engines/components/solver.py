@@ -350,14 +350,17 @@ class ComponentsSolver(Solver):
             indptr = np.zeros(p.num_vertices + 1, np.int64)
             np.cumsum(np.bincount(s2 - p.first, minlength=p.num_vertices), out=indptr[1:])
             indices = d2[order].astype(np.int32)
-            self.m = graph.num_edges
+            mine = 0
         else:                   # each edge stored twice, a loop once
             mine = int(np.count_nonzero(src < indices) + np.count_nonzero(src == indices))
-            self.m = int(self.ctx.ranks.allreduce(mine))
+        # one meeting for both sums: the undirected graph's edges, the arcs the hub rule reads
+        edges, arc_count = (int(x) for x in self.ctx.ranks.allreduce(
+            np.array([mine, indptr[-1]], np.int64), what="the CC rows' edges and arcs"))
+        self.m = graph.num_edges if graph.directed else edges
         self.offsets = np.asarray(graph.offsets, np.int64)
         dev = self.devs[0]
         dev.set_rows(p.first, indptr, indices)
-        self._keep_hubs(self._ranks_hub_arcs(indptr, indices, p.first))
+        self._keep_hubs(self._ranks_hub_arcs(indptr, indices, p.first, arc_count))
         late = functools.partial(late_bitmap, indptr, self.rounds, first=p.first, n=self.n)
         rng = np.random.default_rng(0x5EED)
         self.samples = dev.device.asarray(rng.integers(0, max(self.n, 1), int(num_samples),
@@ -374,15 +377,14 @@ class ComponentsSolver(Solver):
         self._spread = Router(devices, devices, to_the_others, packet_size=max(self.n, 1),
                               dtype=np.int32, ctx=self.ctx, name="cc-spread")
 
-    def _ranks_hub_arcs(self, indptr, indices, first):
+    def _ranks_hub_arcs(self, indptr, indices, first, arc_count):
         """Across processes, :func:`~.layout.hub_arcs` of the whole graph, the same on every
-        rank: the graph's mean degree summed over the ranks, each rank's own candidates (its
-        rows' hubs) gathered, the highest degrees kept (ties: the lower id), as one process
-        chooses them."""
+        rank: the graph's mean degree from ``arc_count`` (every rank's rows' arcs, summed),
+        each rank's own candidates (its rows' hubs) gathered, the highest degrees kept (ties:
+        the lower id), as one process chooses them."""
         hubs = int(self.tuning.hubs)
         if self.k == 1:
             return np.zeros((0, self.rounds, 2), np.int32)
-        arc_count = self.ctx.ranks.allreduce(int(indptr[-1]), what="the CC rows' arcs")
         mine = hub_arcs(indptr, indices, hubs, self.rounds, first=first,
                         least_degree=hub_degree_bound(arc_count, self.n))
         shared = self.ctx.ranks.allgather(mine, "the CC hubs' arcs")
@@ -687,8 +689,10 @@ class ComponentsSolver(Solver):
                 labels = dev.parent
             dev.stream.record().synchronize(self.ctx.timeout)
         labels = dev.device.to_host(labels).astype(np.int64, copy=False)
-        rows, arcs = (int(x) for x in ranks.allreduce(
-            dev.device.to_host(self.counters)[:2].astype(np.int64)))
+        # one meeting for the stats' sums: the rest's rows and arcs, bytes sent, whole reads
+        rows, arcs, sent, whole = (int(x) for x in ranks.allreduce(np.concatenate(
+            [dev.device.to_host(self.counters)[:2].astype(np.int64),
+             np.array([sent, self._whole], np.int64)]), what="the CC stats' sums"))
         giant = int(dev.device.to_host(self.giant)[0])
         k = self.k
         stats = {"devices": [d.name for d in self.ctx.devices], "edges": None,
@@ -698,8 +702,8 @@ class ComponentsSolver(Solver):
                  "merge_rounds": 2 if k > 1 else 0,
                  # the changes of two gathers into rank 0 and of rank 0's to every rank,
                  # twice (the snapshot, the answer)
-                 "bytes_moved": int(ranks.allreduce(sent)),
-                 "merges_read_whole": int(ranks.allreduce(self._whole)),
+                 "bytes_moved": sent,
+                 "merges_read_whole": whole,
                  "mode": "afforest", "sample_rounds": self.rounds, "giant_root": giant,
                  "giant_size": int(np.count_nonzero(labels == labels[giant])),
                  "rest": "kernel", "routed": True, "rest_rows": rows, "rest_arcs": arcs,
