@@ -396,8 +396,8 @@ def test_hub_arcs_are_the_sampled_arcs_of_the_highest_degrees():
 def test_ranks_choose_the_hubs_one_process_chooses(hubs):
     """Across processes each rank offers its own rows' hubs and every rank keeps the same
     highest degrees (ties: the lower id): the whole graph's :func:`hub_arcs`. Each rank's own
-    call makes its offer (its rows, its ``first``, the bound from the summed arcs); every rank
-    then gathers all offers. On kron:9 nine rows pass the bound: with 40 hubs the bound
+    call makes its offer (its rows, its ``first``, the bound from the arcs the set-up summed);
+    every rank then gathers all offers. On kron:9 nine rows pass the bound: with 40 hubs the bound
     decides, with 8 the count cuts between rows 42 and 176 (both of degree 153), which lie in
     different ranks' rows."""
     from types import SimpleNamespace
@@ -411,19 +411,17 @@ def test_ranks_choose_the_hubs_one_process_chooses(hubs):
     parts = [(indptr[a:b + 1] - indptr[a], indices[indptr[a]:indptr[b]], a)
              for a, b in zip(cuts[:-1], cuts[1:])]
 
-    def rank(gathered, summed):
-        ranks = SimpleNamespace(allgather=gathered,
-                                allreduce=lambda value, what: summed.append(value) or
-                                int(indptr[-1]))
+    def rank(gathered):
+        ranks = SimpleNamespace(allgather=gathered)
         return SimpleNamespace(tuning=CCTuning(hubs=hubs), rounds=2, k=len(parts), n=n,
                                ctx=SimpleNamespace(ranks=ranks))
-    offers, summed = [], []
+    arcs = int(indptr[-1])              # every rank's rows' arcs, as the set-up sums them
+    offers = []
     for ip, ix, a in parts:             # what each rank offers
-        ComponentsSolver._ranks_hub_arcs(rank(lambda obj, what: offers.append(obj) or [obj],
-                                              summed), ip, ix, a)
-    assert summed == [int(ip[-1]) for ip, _, _ in parts]
+        ComponentsSolver._ranks_hub_arcs(rank(lambda obj, what: offers.append(obj) or [obj]),
+                                         ip, ix, a, arcs)
     for ip, ix, a in parts:             # what each rank keeps of every rank's offer
-        got = ComponentsSolver._ranks_hub_arcs(rank(lambda obj, what: offers, []), ip, ix, a)
+        got = ComponentsSolver._ranks_hub_arcs(rank(lambda obj, what: offers), ip, ix, a, arcs)
         np.testing.assert_array_equal(got, want)
 
 
@@ -496,6 +494,18 @@ def test_split_rows_balances_links_and_covers_every_vertex():
     # whose running total stays within half (8 of 10.5)
     assert split_rows(indptr, 2, 2).tolist() == [0, 5, 10]
     assert split_rows(np.zeros(1, np.int64), 3, 2).tolist() == [0, 0, 0, 0]
+
+
+def test_split_rows_gives_the_first_device_its_extra_share():
+    """With ``first_extra`` the first device takes that share of the work more than each other
+    device (which describe their arrays after sampling while it waits); the others split the
+    rest equally. 1,000 rows of equal work: on 2 devices 55% and 45%, on 4 32.5% and 22.5%
+    each."""
+    indptr = np.arange(0, 2001, 2, dtype=np.int64)          # every row weighs 1 + 2
+    assert split_rows(indptr, 2, 2, 0.1).tolist() == [0, 550, 1000]
+    assert split_rows(indptr, 4, 2, 0.1).tolist() == [0, 325, 550, 775, 1000]
+    assert split_rows(indptr, 1, 2, 0.1).tolist() == [0, 1000]
+    assert split_rows(indptr, 3, 2, 0.0).tolist() == split_rows(indptr, 3, 2).tolist()
 
 
 def test_late_bitmap_and_edge_count():

@@ -60,14 +60,42 @@ def late_arcs(indptr, indices, rounds):
     return src, np.ascontiguousarray(indices[keep])
 
 
-def split_rows(indptr, k, rounds) -> np.ndarray:
-    """``k + 1`` vertex offsets cutting the rows into contiguous ranges of about equal work: a
-    visit per vertex plus one link per sampling round it has a neighbour for."""
+#: a merge sender's description (a compression and a pass over all n of its array) takes about
+#: this share of the time one device takes to sample the whole graph: the first device, which
+#: merges the descriptions once they are made, samples that much more of the rows meanwhile
+DESCRIPTION_SHARE = 0.1
+
+
+def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
+    """``k + 1`` vertex offsets cutting the rows into contiguous ranges of work (a visit per
+    vertex plus one link per sampling round it has a neighbour for).
+
+    Parameters
+    ----------
+    indptr : array of int
+        The symmetric CSR's row offsets.
+    k : int
+        Devices.
+    rounds : int
+        Afforest's sampling rounds.
+    first_extra : float
+        How much more of the work the first device takes than each other device, as a share
+        of the whole graph's: the others' work after their sampling (their descriptions,
+        :data:`DESCRIPTION_SHARE`), which the first device waits for. The others share the
+        rest equally. 0: equal ranges.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 offsets, ``0`` first and ``n`` last, non-decreasing.
+    """
     indptr = np.asarray(indptr, dtype=np.int64)
     n = indptr.shape[0] - 1
     cum = np.cumsum(1 + np.minimum(np.diff(indptr), int(rounds)))
     total = int(cum[-1]) if n else 0
-    cuts = np.searchsorted(cum, total * np.arange(1, k, dtype=np.float64) / k, side="right")
+    first = (1 + first_extra * (k - 1)) / k if k > 1 else 1.0
+    ends = first + (1 - first) * np.arange(0, k - 1, dtype=np.float64) / max(k - 1, 1)
+    cuts = np.searchsorted(cum, total * ends, side="right")
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)
 
 

@@ -82,8 +82,9 @@ from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
 from .device import Changes, DeviceCC, changes_capacity
-from .layout import (edge_count, edge_list, highest_degree_first, hub_arcs, hub_degree_bound,
-                     late_arcs, late_bitmap, remaining_edges, split_rows, symmetric_csr)
+from .layout import (DESCRIPTION_SHARE, edge_count, edge_list, highest_degree_first, hub_arcs,
+                     hub_degree_bound, late_arcs, late_bitmap, remaining_edges, split_rows,
+                     symmetric_csr)
 from .memory import components_bytes
 from .rules import COMPONENTS_RULES
 
@@ -265,7 +266,7 @@ class ComponentsSolver(Solver):
     def _setup_rows(self, indptr, indices, cuda):
         """The in-place path: each device's rows, and on the first device what its rest kernel
         needs to reach every device's rows."""
-        self.offsets = split_rows(indptr, self.k, self.rounds)
+        self.offsets = split_rows(indptr, self.k, self.rounds, DESCRIPTION_SHARE)
         for d, dev in enumerate(self.devs):
             lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])

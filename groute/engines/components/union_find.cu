@@ -254,15 +254,19 @@ extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ r
 // root) and describe it against its giant's root giant[0]: bit v of `bits` (one word per 32
 // vertices, written whole by the warp of those vertices) set when v is in the giant's tree, and
 // (v, root) appended to `list` for every other vertex whose root is not itself. info[0] counts
-// the pairs, also those past `cap` (then the list is not used).
+// the pairs, also those past `cap` (then the list is not used). A block reserves its pairs'
+// places with one atomic per step of the grid-stride loop (the loop runs block by block so that
+// its warps meet there): info[0] is one word, which a warp each would queue at.
 extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict__ giant,
                                       unsigned int* __restrict__ bits, int2* __restrict__ list,
                                       long long cap, unsigned long long* info) {
+    __shared__ unsigned int warp_first[32];
+    __shared__ unsigned long long block_first;
     const int g = giant[0];
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const long long stride = (long long)gridDim.x * blockDim.x;   // a multiple of 32
-    for (long long base = (blockIdx.x * (long long)blockDim.x + threadIdx.x) & ~31ll; base < n;
-         base += stride) {
+    for (long long bb = blockIdx.x * (long long)blockDim.x; bb < n; bb += stride) {
+        const long long base = bb + (threadIdx.x & ~31);
         const long long vv = base + lane;
         int root = -1;
         if (vv < n) {
@@ -272,17 +276,27 @@ extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict_
         }
         const bool in_giant = vv < n && root == g;
         const unsigned int word = __ballot_sync(0xffffffffu, in_giant);
-        if (lane == 0) bits[base >> 5] = word;
+        if (lane == 0 && base < n) bits[base >> 5] = word;
         const bool moved = vv < n && !in_giant && root != (int)vv;
         const unsigned int movers = __ballot_sync(0xffffffffu, moved);
-        if (!movers) continue;
-        unsigned long long first = 0;
-        if (lane == 0) first = atomicAdd(info, (unsigned long long)__popc(movers));
-        first = __shfl_sync(0xffffffffu, first, 0);
+        if (lane == 0) warp_first[warp] = __popc(movers);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned int total = 0;
+            for (int w = 0; w < warps; ++w) {
+                const unsigned int c = warp_first[w];
+                warp_first[w] = total;
+                total += c;
+            }
+            block_first = total ? atomicAdd(info, (unsigned long long)total) : 0ull;
+        }
+        __syncthreads();
         if (moved) {
-            const unsigned long long at = first + __popc(movers & ((1u << lane) - 1u));
+            const unsigned long long at = block_first + warp_first[warp] +
+                                          __popc(movers & ((1u << lane) - 1u));
             if (at < (unsigned long long)cap) list[at] = make_int2((int)vv, root);
         }
+        __syncthreads();
     }
 }
 
