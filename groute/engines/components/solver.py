@@ -5,9 +5,11 @@ sampling, then in place or through segments.
 Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are symmetrised once,
 at set-up, which gives the *weak* components), spread over the devices:
 
-0. The vertices are cut into one contiguous range per device (balanced by a visit plus one link
-   per sampling round), and each device holds its rows' slice of the CSR and a full-size parent
-   array (``parent[v] <= v``; a CAS links the larger root under the smaller one).
+0. The vertices are cut into one contiguous range per device (weighed by a visit plus one link
+   per sampling round; the first device takes more, as it would otherwise wait while the others
+   describe their arrays: :data:`~.layout.DESCRIPTION_SHARE`), and each device holds its rows'
+   slice of the CSR and a full-size parent array (``parent[v] <= v``; a CAS links the larger
+   root under the smaller one).
 1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round
    each, its own rows compressed after each: O(n / K), not O(n)) in its own parent array: no
    communication. Before that, every device links the same few arcs: the first
