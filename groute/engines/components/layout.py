@@ -66,6 +66,12 @@ def late_arcs(indptr, indices, rounds):
 DESCRIPTION_SHARE = 0.1
 
 
+def first_share(k: int, first_extra: float) -> float:
+    """The first of ``k`` devices' share of the work when it takes ``first_extra`` of the whole
+    more than each other device (:func:`split_rows`): ``(1 + first_extra (k - 1)) / k``."""
+    return (1 + first_extra * (k - 1)) / k if k > 1 else 1.0
+
+
 def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
     """``k + 1`` vertex offsets cutting the rows into contiguous ranges of work (a visit per
     vertex plus one link per sampling round it has a neighbour for).
@@ -93,7 +99,7 @@ def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
     n = indptr.shape[0] - 1
     cum = np.cumsum(1 + np.minimum(np.diff(indptr), int(rounds)))
     total = int(cum[-1]) if n else 0
-    first = (1 + first_extra * (k - 1)) / k if k > 1 else 1.0
+    first = first_share(k, first_extra)
     ends = first + (1 - first) * np.arange(0, k - 1, dtype=np.float64) / max(k - 1, 1)
     cuts = np.searchsorted(cum, total * ends, side="right")
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)

@@ -6,8 +6,9 @@ Afforest (Sutton et al., IPDPS 2018) over the symmetric CSR (directed graphs are
 at set-up, which gives the *weak* components), spread over the devices:
 
 0. The vertices are cut into one contiguous range per device (weighed by a visit plus one link
-   per sampling round; the first device takes more, as it would otherwise wait while the others
-   describe their arrays: :data:`~.layout.DESCRIPTION_SHARE`), and each device holds its rows'
+   per sampling round; in one process the first device takes more, as it would otherwise wait
+   while the others describe their arrays: :data:`~.layout.DESCRIPTION_SHARE`; across processes
+   each rank's rows are the ones it loaded), and each device holds its rows'
    slice of the CSR and a full-size parent array (``parent[v] <= v``; a CAS links the larger
    root under the smaller one).
 1. Every device links each of its vertices to its first ``sample_rounds`` neighbours (a round

@@ -256,7 +256,7 @@ extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ r
 // (v, root) appended to `list` for every other vertex whose root is not itself. info[0] counts
 // the pairs, also those past `cap` (then the list is not used). A block reserves its pairs'
 // places with one atomic per step of the grid-stride loop (the loop runs block by block so that
-// its warps meet there): info[0] is one word, which a warp each would queue at.
+// its warps meet there): with an atomic per warp, every warp would queue at the one word.
 extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict__ giant,
                                       unsigned int* __restrict__ bits, int2* __restrict__ list,
                                       long long cap, unsigned long long* info) {
