@@ -12,9 +12,11 @@ import networkx as nx
 from groute.apps.cc import CC, connected_components as _connected_components
 from groute.apps.cc import weakly_connected_components
 from groute.engines.components.device import compress_numpy, hook_numpy, rest_numpy
-from groute.engines.components.layout import (HUB_DEGREE_FACTOR, edge_list, hub_arcs,
-                                              hub_degree_bound, late_arcs, late_bitmap,
-                                              split_rows, symmetric_csr, undirected_edge_count)
+from groute.engines.components.layout import (DESCRIPTION_SHARE, FIRST_SHARE_BOUND,
+                                              HUB_DEGREE_FACTOR, edge_list, first_extra,
+                                              first_share, hub_arcs, hub_degree_bound,
+                                              late_arcs, late_bitmap, split_rows,
+                                              symmetric_csr, undirected_edge_count)
 from groute.engines.components.solver import peer_path_unavailable
 from groute import Context
 from groute.graph import load_graph, reference
@@ -506,6 +508,16 @@ def test_split_rows_gives_the_first_device_its_extra_share():
     assert split_rows(indptr, 4, 2, 0.1).tolist() == [0, 325, 550, 775, 1000]
     assert split_rows(indptr, 1, 2, 0.1).tolist() == [0, 1000]
     assert split_rows(indptr, 3, 2, 0.0).tolist() == split_rows(indptr, 3, 2).tolist()
+
+
+def test_first_extra_keeps_the_first_device_near_an_even_share():
+    """The first device's extra work is DESCRIPTION_SHARE where that keeps its share within
+    FIRST_SHARE_BOUND times an even one, else the bound's (it holds the fullest rows)."""
+    assert first_extra(1) == 0.0
+    assert first_extra(2) == DESCRIPTION_SHARE
+    for k in range(2, 9):
+        assert first_share(k, first_extra(k)) <= FIRST_SHARE_BOUND / k + 1e-12
+    assert first_share(4, first_extra(4)) == pytest.approx(FIRST_SHARE_BOUND / 4)
 
 
 def test_late_bitmap_and_edge_count():

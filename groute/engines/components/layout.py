@@ -60,10 +60,27 @@ def late_arcs(indptr, indices, rounds):
     return src, np.ascontiguousarray(indices[keep])
 
 
-#: a merge sender's description (a compression and a pass over all n of its array) takes about
-#: this share of the time one device takes to sample the whole graph: the first device, which
-#: merges the descriptions once they are made, samples that much more of the rows meanwhile
-DESCRIPTION_SHARE = 0.1
+#: how much more of the sampling work (a share of the whole graph's) the first device takes than
+#: each other: the others then describe their arrays (a compression and a pass over all n), and
+#: the first device, which merges the descriptions once they are made, samples meanwhile. A
+#: description costs about a tenth of one device's sampling of the whole graph; the first
+#: device's rows also sample at another rate than the others' (a graph's ids are not shuffled),
+#: and this value is the one measured best over both (docs/PR_CC.md, step 0)
+DESCRIPTION_SHARE = 0.2
+
+
+#: the most work the first device takes, as a multiple of an even share: its rows are the
+#: fullest device's, which issue 37 bounds near an even share of the CSR
+FIRST_SHARE_BOUND = 1.25
+
+
+def first_extra(k: int) -> float:
+    """How much more of the work the first of ``k`` devices takes than each other in one process
+    (:func:`split_rows`' ``first_extra``): :data:`DESCRIPTION_SHARE`, at most what keeps its
+    share within :data:`FIRST_SHARE_BOUND` times an even one (on four devices and more the
+    bound decides; the senders' descriptions there also weigh less against the sampling,
+    which a device's share of shrinks with ``k`` while a description covers all n)."""
+    return min(DESCRIPTION_SHARE, (FIRST_SHARE_BOUND - 1) / (k - 1)) if k > 1 else 0.0
 
 
 def first_share(k: int, first_extra: float) -> float:
@@ -87,7 +104,7 @@ def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
     first_extra : float
         How much more of the work the first device takes than each other device, as a share
         of the whole graph's: the others' work after their sampling (their descriptions,
-        :data:`DESCRIPTION_SHARE`), which the first device waits for. The others share the
+        :func:`first_extra`), which the first device waits for. The others share the
         rest equally. 0: equal ranges.
 
     Returns

@@ -7,7 +7,7 @@ import math
 from groute.memory import DeviceBytes, rows_bytes, share
 
 from .device import changes_capacity
-from .layout import DESCRIPTION_SHARE, first_share
+from .layout import first_extra, first_share
 
 
 def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool = True,
@@ -23,7 +23,7 @@ def components_bytes(n: int, m: int, *, weighted: bool = False, directed: bool =
     array (4 bytes a vertex: what a sender sends when its pairs do not fit its list)."""
     k = max(int(devices), 1)
     arcs = 2 * int(m) if directed else int(m)
-    first = first_share(k, DESCRIPTION_SHARE)
+    first = first_share(k, first_extra(k))
     nl, ml = (max(share(x, k), math.ceil(x * first)) for x in (int(n), arcs))
     parts = rows_bytes(nl, ml)
     parts.update({"parents": 4 * int(n), "late-arc bitmap": 4 * share(n, 32),

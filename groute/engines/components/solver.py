@@ -7,7 +7,7 @@ at set-up, which gives the *weak* components), spread over the devices:
 
 0. The vertices are cut into one contiguous range per device (weighed by a visit plus one link
    per sampling round; in one process the first device takes more, as it would otherwise wait
-   while the others describe their arrays: :data:`~.layout.DESCRIPTION_SHARE`; across processes
+   while the others describe their arrays: :func:`~.layout.first_extra`; across processes
    each rank's rows are the ones it loaded), and each device holds its rows'
    slice of the CSR and a full-size parent array (``parent[v] <= v``; a CAS links the larger
    root under the smaller one).
@@ -85,7 +85,7 @@ from groute.solver import DeviceTimer, Solver, check_graph_for_ranks
 from groute.tuning import CCTuning
 
 from .device import Changes, DeviceCC, changes_capacity
-from .layout import (DESCRIPTION_SHARE, edge_count, edge_list, highest_degree_first, hub_arcs,
+from .layout import (edge_count, edge_list, first_extra, highest_degree_first, hub_arcs,
                      hub_degree_bound, late_arcs, late_bitmap, remaining_edges, split_rows,
                      symmetric_csr)
 from .memory import components_bytes
@@ -269,7 +269,7 @@ class ComponentsSolver(Solver):
     def _setup_rows(self, indptr, indices, cuda):
         """The in-place path: each device's rows, and on the first device what its rest kernel
         needs to reach every device's rows."""
-        self.offsets = split_rows(indptr, self.k, self.rounds, DESCRIPTION_SHARE)
+        self.offsets = split_rows(indptr, self.k, self.rounds, first_extra(self.k))
         for d, dev in enumerate(self.devs):
             lo, hi = int(self.offsets[d]), int(self.offsets[d + 1])
             dev.set_rows(lo, indptr[lo:hi + 1] - indptr[lo], indices[indptr[lo]:indptr[hi]])

@@ -30,14 +30,29 @@ __device__ __forceinline__ void store(int* p, int x) { *(volatile int*)p = x; }
 // the path is a long chain (a mesh's rows, linked lightly on another device), and fresh reads
 // see the shortcuts other threads' compression writes into it, where stale ones would walk the
 // whole chain from every vertex of it.
-__device__ __forceinline__ int root_of(int v, const int* parent) {
-    int p = parent[v], pp = parent[p], hops = 0;
+__device__ __forceinline__ int root_from(int p, int pp, const int* parent) {
+    int hops = 0;
     while (p != pp) {
         p = pp;
         pp = ++hops < CACHED_HOPS ? parent[p] : load(parent + p);
     }
     return p;
 }
+
+__device__ __forceinline__ int root_of(int v, const int* parent) {
+    const int p = parent[v];
+    return root_from(p, parent[p], parent);
+}
+
+// Passes over every vertex take PASS_UNROLL vertices per thread per step, their first loads
+// issued together: with one vertex, each step waits for its loads in turn, and even a full grid
+// keeps too few loads in flight to stream the array at memory speed.
+#define PASS_UNROLL 4
+
+// The passes' blocks (device.py's BLOCK threads) and the grid's 8 blocks per multiprocessor
+// (device.py's _grid) all resident at once: more registers per thread than that allows would
+// leave the last blocks of the grid-stride loops to a second wave.
+#define PASS_BOUNDS __launch_bounds__(256, 8)
 
 // The root of v's tree (or, on stale reads, a smaller vertex of it: hook() then CASes from
 // there), splitting the path on the way (each visited vertex is pointed at its grandparent), so
@@ -76,13 +91,15 @@ __device__ void hook(int u, int v, int* parent) {
     }
 }
 
-extern "C" __global__ void cc_init(int n, int* __restrict__ parent) {
+extern "C" __global__ void PASS_BOUNDS
+cc_init(int n, int* __restrict__ parent) {
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x)
         parent[v] = v;
 }
 
 // One segment of the edge list: interleaved (u, v) pairs.
-extern "C" __global__ void cc_hook(const int* __restrict__ edges, long long m, int* parent) {
+extern "C" __global__ void PASS_BOUNDS
+cc_hook(const int* __restrict__ edges, long long m, int* parent) {
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < m;
          e += (long long)gridDim.x * blockDim.x) {
         const int2 uv = reinterpret_cast<const int2*>(edges)[e];
@@ -92,7 +109,8 @@ extern "C" __global__ void cc_hook(const int* __restrict__ edges, long long m, i
 
 // Merge another parent array into this one: each (v, other[v]) is an edge (the segments path's
 // tree of merges, the ranks' arrays); it does not change while this kernel runs.
-extern "C" __global__ void cc_merge(const int* __restrict__ other, int n, int* parent) {
+extern "C" __global__ void PASS_BOUNDS
+cc_merge(const int* __restrict__ other, int n, int* parent) {
     for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
         const int p = other[v];
         if (p != v) hook(v, p, parent);
@@ -103,22 +121,35 @@ extern "C" __global__ void cc_merge(const int* __restrict__ other, int n, int* p
 // all of them (0, n), or a device's own rows, the only ones its next sampling round starts from.
 // Any ancestor is a valid parent, so the vertices left out stay correct, only less shallow.
 // Written only where it changes: after a round most entries already hold their root.
-extern "C" __global__ void cc_compress(int lo, int hi, int* parent) {
-    for (int v = lo + blockIdx.x * blockDim.x + threadIdx.x; v < hi; v += gridDim.x * blockDim.x) {
-        const int root = root_of(v, parent);
-        if (parent[v] != root) parent[v] = root;
+extern "C" __global__ void PASS_BOUNDS
+cc_compress(int lo, int hi, int* parent) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long v0 = lo + blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < hi;
+         v0 += stride * PASS_UNROLL) {
+        int p[PASS_UNROLL], pp[PASS_UNROLL];
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j)
+            p[j] = v0 + j * stride < hi ? parent[v0 + j * stride] : 0;
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) pp[j] = parent[p[j]];
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            const long long v = v0 + j * stride;
+            if (v >= hi) break;
+            const int root = root_from(p[j], pp[j], parent);
+            if (p[j] != root) parent[v] = root;
+        }
     }
 }
 
 // ---- Afforest (Sutton et al., IPDPS 2018): link a few neighbours, find the giant, skip it ----
 
-// GAPBS's Afforest link: no walk to the roots, only a CAS of the larger of two parents'
+// GAPBS's Afforest link of two vertices, given their parents p1 and p2 (read at any time before:
+// a stale parent is a valid parent): no walk to the roots, only a CAS of the larger parent's
 // parent under the smaller, retried one level up. Keeps parent[v] <= v like hook(). A lost CAS
 // continues from the value it found (a stale read of high as a root would otherwise repeat):
 // each retry's high is below the last one's, so the loop ends.
-__device__ void link_light(int u, int v, int* parent) {
-    int p1 = parent[u];
-    int p2 = parent[v];
+__device__ void link_light(int p1, int p2, int* parent) {
     while (p1 != p2) {
         const int high = p1 > p2 ? p1 : p2;
         const int low = p1 + p2 - high;
@@ -135,18 +166,49 @@ __device__ void link_light(int u, int v, int* parent) {
 }
 
 __device__ __forceinline__ void link(int u, int v, int* parent, int light) {
-    if (light) link_light(u, v, parent); else hook(u, v, parent);
+    if (light) link_light(parent[u], parent[v], parent); else hook(u, v, parent);
 }
 
 // Sampling round r over one device's rows: vertex lo + u (u < rows) with more than r neighbours
 // links to its r-th one. indptr / indices are the rows' own slice of the CSR (indptr[0] = 0);
 // parent is this device's full-size array.
-extern "C" __global__ void cc_link_round(const long long* __restrict__ indptr,
-                                         const int* __restrict__ indices, int lo, int rows, int r,
-                                         int light, int* parent) {
-    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < rows; u += gridDim.x * blockDim.x) {
-        const long long b = indptr[u];
-        if (indptr[u + 1] - b > r) link(lo + u, indices[b + r], parent, light);
+extern "C" __global__ void PASS_BOUNDS
+cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indices, int lo,
+              int rows, int r, int light, int* parent) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long u0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; u0 < rows;
+         u0 += stride * PASS_UNROLL) {
+        // each load of the PASS_UNROLL vertices (their row, neighbour and, linking lightly,
+        // both parents) issued for all of them before any is used. A hook reads its parents
+        // when it starts: a "root" read before the other vertices' hooks ran is more often
+        // stale, and a hook from a stale root hangs its tree deeper.
+        long long at[PASS_UNROLL];
+        int v[PASS_UNROLL], pu[PASS_UNROLL], pv[PASS_UNROLL];
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            const long long u = u0 + j * stride;
+            at[j] = -1;
+            if (u < rows) {
+                const long long b = indptr[u];
+                if (indptr[u + 1] - b > r) at[j] = b + r;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) v[j] = at[j] >= 0 ? indices[at[j]] : 0;
+        if (light) {
+#pragma unroll
+            for (int j = 0; j < PASS_UNROLL; ++j) {
+                pu[j] = at[j] >= 0 ? parent[lo + u0 + j * stride] : 0;
+                pv[j] = at[j] >= 0 ? parent[v[j]] : 0;
+            }
+#pragma unroll
+            for (int j = 0; j < PASS_UNROLL; ++j)
+                if (at[j] >= 0) link_light(pu[j], pv[j], parent);
+        } else {
+#pragma unroll
+            for (int j = 0; j < PASS_UNROLL; ++j)
+                if (at[j] >= 0) hook(lo + (int)(u0 + j * stride), v[j], parent);
+        }
     }
 }
 
@@ -185,57 +247,71 @@ extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
 // count += {rows linked, arcs linked, rows of other devices, their arcs}: warp sums, one atomic
 // per warp that linked anything. It runs on device 0 (solver.py), so "other devices" are
 // d > 0.
-extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ rows,
-                                        const int* __restrict__ off, int k, int n, int r,
-                                        const unsigned int* __restrict__ late,
-                                        const int* __restrict__ giant, int light, int* parent,
-                                        unsigned long long* count) {
+extern "C" __global__ void PASS_BOUNDS
+cc_link_rest(const unsigned long long* __restrict__ rows,
+             const int* __restrict__ off, int k, int n, int r,
+             const unsigned int* __restrict__ late,
+             const int* __restrict__ giant, int light, int* parent,
+             unsigned long long* count) {
     const int g = giant[0];
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long base = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * 32;
-         base < n; base += warps * 32) {
-        const long long uu = base + lane;
-        const int u = (int)uu;
-        long long b = 0, e = 0;
-        const int* idx = nullptr;
-        int d = 0;
-        if (uu < n && ((late[u >> 5] >> (u & 31)) & 1u) && load(parent + u) != g) {
-            while (d + 1 < k && u >= off[d + 1]) ++d;
-            const long long* ip = reinterpret_cast<const long long*>(rows[d]);
-            idx = reinterpret_cast<const int*>(rows[k + d]);
-            b = ip[u - off[d]] + r;
-            e = ip[u - off[d] + 1];
+    const long long step = (((long long)gridDim.x * blockDim.x) >> 5) * 32;
+    for (long long first = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * 32;
+         first < n; first += step * PASS_UNROLL) {
+        // the warp's PASS_UNROLL groups of 32 vertices: their late bits, then their parents,
+        // each loaded for every group before any is used
+        bool late_u[PASS_UNROLL];
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            const long long uu = first + j * step + lane;
+            late_u[j] = uu < n && ((late[uu >> 5] >> (uu & 31)) & 1u);
         }
-        const unsigned int active = __ballot_sync(0xffffffffu, e > b);
-        if (!active) continue;
-        const bool big = e - b > 32;
-        if (!big)
-            for (long long i = b; i < e; ++i) link(u, idx[i], parent, light);
-        unsigned int todo = __ballot_sync(0xffffffffu, big);
-        while (todo) {
-            const int src = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const int v = __shfl_sync(0xffffffffu, u, src);
-            const long long vb = __shfl_sync(0xffffffffu, b, src);
-            const long long ve = __shfl_sync(0xffffffffu, e, src);
-            const int* vidx = reinterpret_cast<const int*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<long long>(idx), src));
-            for (long long i = vb + lane; i < ve; i += 32) link(v, vidx[i], parent, light);
-        }
-        long long arcs = e > b ? e - b : 0;
-        long long remote = d > 0 ? arcs : 0;
-        for (int o = 16; o > 0; o >>= 1) {
-            arcs += __shfl_down_sync(0xffffffffu, arcs, o);
-            remote += __shfl_down_sync(0xffffffffu, remote, o);
-        }
-        const unsigned int remote_rows = __ballot_sync(0xffffffffu, e > b && d > 0);
-        if (lane == 0) {
-            atomicAdd(count + 0, (unsigned long long)__popc(active));
-            atomicAdd(count + 1, (unsigned long long)arcs);
-            if (remote_rows) {
-                atomicAdd(count + 2, (unsigned long long)__popc(remote_rows));
-                atomicAdd(count + 3, (unsigned long long)remote);
+        unsigned int outside = 0;   // bit j: group j's vertex is late and outside the giant
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j)
+            if (late_u[j] && load(parent + first + j * step + lane) != g) outside |= 1u << j;
+        for (int j = 0; j < PASS_UNROLL && first + j * step < n; ++j) {
+            const int u = (int)(first + j * step + lane);
+            long long b = 0, e = 0;
+            const int* idx = nullptr;
+            int d = 0;
+            if ((outside >> j) & 1u) {
+                while (d + 1 < k && u >= off[d + 1]) ++d;
+                const long long* ip = reinterpret_cast<const long long*>(rows[d]);
+                idx = reinterpret_cast<const int*>(rows[k + d]);
+                b = ip[u - off[d]] + r;
+                e = ip[u - off[d] + 1];
+            }
+            const unsigned int active = __ballot_sync(0xffffffffu, e > b);
+            if (!active) continue;
+            const bool big = e - b > 32;
+            if (!big)
+                for (long long i = b; i < e; ++i) link(u, idx[i], parent, light);
+            unsigned int todo = __ballot_sync(0xffffffffu, big);
+            while (todo) {
+                const int src = __ffs(todo) - 1;
+                todo &= todo - 1;
+                const int v = __shfl_sync(0xffffffffu, u, src);
+                const long long vb = __shfl_sync(0xffffffffu, b, src);
+                const long long ve = __shfl_sync(0xffffffffu, e, src);
+                const int* vidx = reinterpret_cast<const int*>(
+                    __shfl_sync(0xffffffffu, reinterpret_cast<long long>(idx), src));
+                for (long long i = vb + lane; i < ve; i += 32) link(v, vidx[i], parent, light);
+            }
+            long long arcs = e > b ? e - b : 0;
+            long long remote = d > 0 ? arcs : 0;
+            for (int o = 16; o > 0; o >>= 1) {
+                arcs += __shfl_down_sync(0xffffffffu, arcs, o);
+                remote += __shfl_down_sync(0xffffffffu, remote, o);
+            }
+            const unsigned int remote_rows = __ballot_sync(0xffffffffu, e > b && d > 0);
+            if (lane == 0) {
+                atomicAdd(count + 0, (unsigned long long)__popc(active));
+                atomicAdd(count + 1, (unsigned long long)arcs);
+                if (remote_rows) {
+                    atomicAdd(count + 2, (unsigned long long)__popc(remote_rows));
+                    atomicAdd(count + 3, (unsigned long long)remote);
+                }
             }
         }
     }
@@ -257,29 +333,45 @@ extern "C" __global__ void cc_link_rest(const unsigned long long* __restrict__ r
 // the pairs, also those past `cap` (then the list is not used). A block reserves its pairs'
 // places with one atomic per step of the grid-stride loop (the loop runs block by block so that
 // its warps meet there): with an atomic per warp, every warp would queue at the one word.
-extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict__ giant,
-                                      unsigned int* __restrict__ bits, int2* __restrict__ list,
-                                      long long cap, unsigned long long* info) {
+extern "C" __global__ void PASS_BOUNDS
+cc_changes(int n, int* parent, const int* __restrict__ giant,
+           unsigned int* __restrict__ bits, int2* __restrict__ list,
+           long long cap, unsigned long long* info) {
     __shared__ unsigned int warp_first[32];
     __shared__ unsigned long long block_first;
     const int g = giant[0];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const long long stride = (long long)gridDim.x * blockDim.x;   // a multiple of 32
-    for (long long bb = blockIdx.x * (long long)blockDim.x; bb < n; bb += stride) {
-        const long long base = bb + (threadIdx.x & ~31);
-        const long long vv = base + lane;
-        int root = -1;
-        if (vv < n) {
-            const int v = (int)vv;
-            root = root_of(v, parent);
-            if (parent[v] != root) parent[v] = root;
+    // a step of a block: PASS_UNROLL groups of blockDim.x vertices, group j at bb + j * stride
+    for (long long bb = blockIdx.x * (long long)blockDim.x; bb < n; bb += stride * PASS_UNROLL) {
+        int p[PASS_UNROLL], pp[PASS_UNROLL];
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            const long long vv = bb + j * stride + threadIdx.x;
+            p[j] = vv < n ? parent[vv] : 0;
         }
-        const bool in_giant = vv < n && root == g;
-        const unsigned int word = __ballot_sync(0xffffffffu, in_giant);
-        if (lane == 0 && base < n) bits[base >> 5] = word;
-        const bool moved = vv < n && !in_giant && root != (int)vv;
-        const unsigned int movers = __ballot_sync(0xffffffffu, moved);
-        if (lane == 0) warp_first[warp] = __popc(movers);
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) pp[j] = parent[p[j]];
+        unsigned int movers[PASS_UNROLL];
+        int roots[PASS_UNROLL];
+        unsigned int listed = 0;
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            const long long base = bb + j * stride + (threadIdx.x & ~31);
+            const long long vv = base + lane;
+            int root = -1;
+            if (vv < n) {
+                root = root_from(p[j], pp[j], parent);
+                if (p[j] != root) parent[vv] = root;
+            }
+            roots[j] = root;
+            const bool in_giant = vv < n && root == g;
+            const unsigned int word = __ballot_sync(0xffffffffu, in_giant);
+            if (lane == 0 && base < n) bits[base >> 5] = word;
+            movers[j] = __ballot_sync(0xffffffffu, vv < n && !in_giant && root != (int)vv);
+            listed += __popc(movers[j]);
+        }
+        if (lane == 0) warp_first[warp] = listed;
         __syncthreads();
         if (threadIdx.x == 0) {
             unsigned int total = 0;
@@ -291,10 +383,15 @@ extern "C" __global__ void cc_changes(int n, int* parent, const int* __restrict_
             block_first = total ? atomicAdd(info, (unsigned long long)total) : 0ull;
         }
         __syncthreads();
-        if (moved) {
-            const unsigned long long at = block_first + warp_first[warp] +
-                                          __popc(movers & ((1u << lane) - 1u));
-            if (at < (unsigned long long)cap) list[at] = make_int2((int)vv, root);
+        unsigned long long at = block_first + warp_first[warp];
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            if ((movers[j] >> lane) & 1u) {
+                const unsigned long long mine = at + __popc(movers[j] & ((1u << lane) - 1u));
+                if (mine < (unsigned long long)cap)
+                    list[mine] = make_int2((int)(bb + j * stride + threadIdx.x), roots[j]);
+            }
+            at += __popc(movers[j]);
         }
         __syncthreads();
     }
@@ -316,11 +413,13 @@ struct Changes {
 // of its giant's tree under its giant's root, then one per pair; the others give (v,
 // sender's parent[v]) for every v, as a whole-array merge. moved[0] += bytes read from the
 // senders, moved[1] += senders read whole (thread 0 counts them).
-extern "C" __global__ void cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
-                                            long long cap, int* parent,
-                                            unsigned long long* moved) {
+extern "C" __global__ void PASS_BOUNDS
+cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
+                 long long cap, int* parent,
+                 unsigned long long* moved) {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;   // a multiple of 32
+    const int lane = threadIdx.x & 31;
     for (int s = 0; s < senders; ++s) {
         const Changes c = table[s];
         const unsigned long long listed = *c.info;
@@ -335,10 +434,23 @@ extern "C" __global__ void cc_merge_changes(const Changes* __restrict__ table, i
             }
             continue;
         }
-        if (tid == 0) atomicAdd(moved + 0, 4ull * (unsigned long long)((n + 31) / 32) + 8ull * listed);
+        const long long words = (n + 31) >> 5;
+        if (tid == 0) atomicAdd(moved + 0, 4ull * (unsigned long long)words + 8ull * listed);
         const int g = *c.giant;
-        for (long long v = tid; v < n; v += stride)
-            if ((c.bits[v >> 5] >> (v & 31)) & 1u) hook((int)v, g, parent);
+        // A warp reads 32 of the sender's words at once (lane l word base + l, one coalesced
+        // remote load for 1024 vertices), then hooks their vertices word by word, lane b
+        // taking bit b (its parent reads coalesced): a remote load per vertex's word would
+        // make the loop wait on NVLink latency at every step.
+        for (long long base = (tid >> 5) * 32; base < words; base += (stride >> 5) * 32) {
+            const unsigned int mine = base + lane < words ? c.bits[base + lane] : 0u;
+            unsigned int set = __ballot_sync(0xffffffffu, mine != 0u);
+            while (set) {
+                const int j = __ffs(set) - 1;
+                set &= set - 1;
+                const unsigned int word = __shfl_sync(0xffffffffu, mine, j);
+                if ((word >> lane) & 1u) hook((int)((base + j) * 32 + lane), g, parent);
+            }
+        }
         for (long long i = tid; i < (long long)listed; i += stride)
             hook(c.list[2 * i], c.list[2 * i + 1], parent);
     }
@@ -347,9 +459,10 @@ extern "C" __global__ void cc_merge_changes(const Changes* __restrict__ table, i
 // The giant's size for the answer's facts: count += the vertices whose parent is the root of
 // giant[0] (parent compressed: every vertex points at its root), without an n-sized temporary.
 // Warp sums, one atomic per warp that counted any.
-extern "C" __global__ void cc_count_root(int n, const int* __restrict__ parent,
-                                         const int* __restrict__ giant,
-                                         unsigned long long* count) {
+extern "C" __global__ void PASS_BOUNDS
+cc_count_root(int n, const int* __restrict__ parent,
+              const int* __restrict__ giant,
+              unsigned long long* count) {
     const int root = parent[giant[0]];
     unsigned long long c = 0;
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
