@@ -176,12 +176,22 @@ extern "C" __global__ void PASS_BOUNDS
 cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indices, int lo,
               int rows, int r, int light, int* parent) {
     const long long stride = (long long)gridDim.x * blockDim.x;
+    if (!light) {
+        // a hook walks to both roots and CASes, a long dependent chain of its own; run with
+        // other vertices' loads issued ahead of it, it was slower, not faster. And it reads
+        // its parents when it starts: a "root" read before the other hooks ran is more often
+        // stale, and a hook from a stale root hangs its tree deeper.
+        for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < rows;
+             u += stride) {
+            const long long b = indptr[u];
+            if (indptr[u + 1] - b > r) hook(lo + (int)u, indices[b + r], parent);
+        }
+        return;
+    }
     for (long long u0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; u0 < rows;
          u0 += stride * PASS_UNROLL) {
-        // each load of the PASS_UNROLL vertices (their row, neighbour and, linking lightly,
-        // both parents) issued for all of them before any is used. A hook reads its parents
-        // when it starts: a "root" read before the other vertices' hooks ran is more often
-        // stale, and a hook from a stale root hangs its tree deeper.
+        // linking lightly, each load of the PASS_UNROLL vertices (their row, neighbour and
+        // both parents) is issued for all of them before any is used
         long long at[PASS_UNROLL];
         int v[PASS_UNROLL], pu[PASS_UNROLL], pv[PASS_UNROLL];
 #pragma unroll
@@ -194,21 +204,17 @@ cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indi
             }
         }
 #pragma unroll
-        for (int j = 0; j < PASS_UNROLL; ++j) v[j] = at[j] >= 0 ? indices[at[j]] : 0;
-        if (light) {
-#pragma unroll
-            for (int j = 0; j < PASS_UNROLL; ++j) {
-                pu[j] = at[j] >= 0 ? parent[lo + u0 + j * stride] : 0;
-                pv[j] = at[j] >= 0 ? parent[v[j]] : 0;
-            }
-#pragma unroll
-            for (int j = 0; j < PASS_UNROLL; ++j)
-                if (at[j] >= 0) link_light(pu[j], pv[j], parent);
-        } else {
-#pragma unroll
-            for (int j = 0; j < PASS_UNROLL; ++j)
-                if (at[j] >= 0) hook(lo + (int)(u0 + j * stride), v[j], parent);
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            v[j] = at[j] >= 0 ? indices[at[j]] : 0;
         }
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j) {
+            pu[j] = at[j] >= 0 ? parent[lo + u0 + j * stride] : 0;
+            pv[j] = at[j] >= 0 ? parent[v[j]] : 0;
+        }
+#pragma unroll
+        for (int j = 0; j < PASS_UNROLL; ++j)
+            if (at[j] >= 0) link_light(pu[j], pv[j], parent);
     }
 }
 
