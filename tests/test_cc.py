@@ -313,6 +313,26 @@ def test_union_find_kernels_race_on_large_graphs(k):
                                 f"{reference.mismatch_report(labels, ref)}")
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
+                               for k in (1, 2)])
+def test_union_find_kernels_on_graphs_past_one_grid_step(k):
+    """Graphs of more vertices than one step of the kernels' grid-stride loops covers at a
+    full grid (8 blocks of 256 threads per SM, ``PASS_UNROLL`` vertices per thread, and a
+    merge warp's 1,024 vertices per step): every pass and the merge take several steps, over
+    a mesh and a graph of many small components (pairs in the merge's list)."""
+    skip_if_missing("cuda", k)
+    with Context(k, backend="cuda", timeout=60) as ctx:
+        for spec in ("grid:3000", "er:1e7:2"):
+            g = load_graph(spec, cache=False)
+            ref = reference.connected_components(g)
+            with CC(g, ctx=ctx) as solver:
+                for _ in range(2):
+                    labels = solver.run().values
+                    np.testing.assert_array_equal(
+                        labels, ref, err_msg=f"{spec}: {reference.mismatch_report(labels, ref)}")
+
+
 def test_symmetric_csr_and_late_arcs():
     d = graph_from(4, [(1, 0), (2, 3), (3, 3), (0, 2)], directed=True)
     indptr, indices = symmetric_csr(d)

@@ -61,31 +61,52 @@ def late_arcs(indptr, indices, rounds):
 
 
 #: how much more of the sampling work (a share of the whole graph's) the first device takes than
-#: each other: the others then describe their arrays (a compression and a pass over all n), and
-#: the first device, which merges the descriptions once they are made, samples meanwhile. A
-#: description costs about a tenth of one device's sampling of the whole graph; the first
-#: device's rows also sample at another rate than the others' (a graph's ids are not shuffled),
-#: and this value is the one measured best over both (docs/PR_CC.md, step 0)
+#: each other, in one process. The others describe their arrays after sampling (a compression
+#: and a pass over all n) while the first device, which merges the descriptions, samples on;
+#: and the first device's rows, the lowest ids, do not sample at the others' rate (a graph's ids
+#: are not shuffled). The value is the best measured over both (docs/PR_CC.md, step 0)
 DESCRIPTION_SHARE = 0.2
 
-
-#: the most work the first device takes, as a multiple of an even share: its rows are the
-#: fullest device's, which issue 37 bounds near an even share of the CSR
+#: the most work the first device takes, as a multiple of an even share: it holds the fullest
+#: device's rows, whose bytes the memory bound keeps near an even share of the CSR
+#: (docs/notes/memory_share.md)
 FIRST_SHARE_BOUND = 1.25
 
 
 def first_extra(k: int) -> float:
-    """How much more of the work the first of ``k`` devices takes than each other in one process
-    (:func:`split_rows`' ``first_extra``): :data:`DESCRIPTION_SHARE`, at most what keeps its
-    share within :data:`FIRST_SHARE_BOUND` times an even one (on four devices and more the
-    bound decides; the senders' descriptions there also weigh less against the sampling,
-    which a device's share of shrinks with ``k`` while a description covers all n)."""
+    """How much more of the work the first of ``k`` devices takes than each other in one
+    process, for :func:`split_rows`.
+
+    Parameters
+    ----------
+    k : int
+        Devices.
+
+    Returns
+    -------
+    float
+        :data:`DESCRIPTION_SHARE`, or less where that would take the first device's share past
+        :data:`FIRST_SHARE_BOUND` times an even one (from four devices on); 0 on one device.
+    """
     return min(DESCRIPTION_SHARE, (FIRST_SHARE_BOUND - 1) / (k - 1)) if k > 1 else 0.0
 
 
 def first_share(k: int, first_extra: float) -> float:
     """The first of ``k`` devices' share of the work when it takes ``first_extra`` of the whole
-    more than each other device (:func:`split_rows`): ``(1 + first_extra (k - 1)) / k``."""
+    more than each other device (:func:`split_rows`).
+
+    Parameters
+    ----------
+    k : int
+        Devices.
+    first_extra : float
+        The first device's extra work, a share of the whole graph's.
+
+    Returns
+    -------
+    float
+        ``(1 + first_extra (k - 1)) / k``; 1 on one device.
+    """
     return (1 + first_extra * (k - 1)) / k if k > 1 else 1.0
 
 

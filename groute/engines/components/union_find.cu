@@ -49,9 +49,10 @@ __device__ __forceinline__ int root_of(int v, const int* parent) {
 // keeps too few loads in flight to stream the array at memory speed.
 #define PASS_UNROLL 4
 
-// The passes' blocks (device.py's BLOCK threads) and the grid's 8 blocks per multiprocessor
-// (device.py's _grid) all resident at once: more registers per thread than that allows would
-// leave the last blocks of the grid-stride loops to a second wave.
+// The passes over the vertices: their blocks (device.py's BLOCK threads), 8 per multiprocessor
+// (device.py's _grid), all resident at once. More registers per thread than that allows would
+// leave the last blocks of the grid-stride loops to a second wave; cc_link_rest spills a few
+// words to local memory under the bound instead.
 #define PASS_BOUNDS __launch_bounds__(256, 8)
 
 // The root of v's tree (or, on stale reads, a smaller vertex of it: hook() then CASes from
@@ -177,10 +178,10 @@ cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indi
               int rows, int r, int light, int* parent) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     if (!light) {
-        // a hook walks to both roots and CASes, a long dependent chain of its own; run with
-        // other vertices' loads issued ahead of it, it was slower, not faster. And it reads
-        // its parents when it starts: a "root" read before the other hooks ran is more often
-        // stale, and a hook from a stale root hangs its tree deeper.
+        // one vertex per step: a hook's walks to both roots and its CAS are a long dependent
+        // chain of their own, which other vertices' loads issued ahead of it do not shorten.
+        // And it reads its parents when it starts: a "root" read before the other hooks ran
+        // is more often stale, and a hook from a stale root hangs its tree deeper.
         for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < rows;
              u += stride) {
             const long long b = indptr[u];
@@ -440,7 +441,7 @@ cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
             }
             continue;
         }
-        const long long words = (n + 31) >> 5;
+        const long long words = ((long long)n + 31) >> 5;
         if (tid == 0) atomicAdd(moved + 0, 4ull * (unsigned long long)words + 8ull * listed);
         const int g = *c.giant;
         // A warp reads 32 of the sender's words at once (lane l word base + l, one coalesced
@@ -454,7 +455,8 @@ cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
                 const int j = __ffs(set) - 1;
                 set &= set - 1;
                 const unsigned int word = __shfl_sync(0xffffffffu, mine, j);
-                if ((word >> lane) & 1u) hook((int)((base + j) * 32 + lane), g, parent);
+                const long long v = (base + j) * 32 + lane;
+                if (((word >> lane) & 1u) && v < n) hook((int)v, g, parent);
             }
         }
         for (long long i = tid; i < (long long)listed; i += stride)
