@@ -519,7 +519,7 @@ def test_split_rows_balances_links_and_covers_every_vertex():
 
 
 def test_split_rows_gives_the_first_device_its_extra_share():
-    """With ``first_extra`` the first device takes that share of the work more than each other
+    """With ``extra`` the first device takes that share of the work more than each other
     device (which describe their arrays after sampling while it waits); the others split the
     rest equally. 1,000 rows of equal work: on 2 devices 55% and 45%, on 4 32.5% and 22.5%
     each."""

@@ -91,26 +91,26 @@ def first_extra(k: int) -> float:
     return min(DESCRIPTION_SHARE, (FIRST_SHARE_BOUND - 1) / (k - 1)) if k > 1 else 0.0
 
 
-def first_share(k: int, first_extra: float) -> float:
-    """The first of ``k`` devices' share of the work when it takes ``first_extra`` of the whole
-    more than each other device (:func:`split_rows`).
+def first_share(k: int, extra: float) -> float:
+    """The first of ``k`` devices' share of the work when it takes ``extra`` of the whole more
+    than each other device (:func:`split_rows`).
 
     Parameters
     ----------
     k : int
         Devices.
-    first_extra : float
-        The first device's extra work, a share of the whole graph's.
+    extra : float
+        The first device's extra work, a share of the whole graph's (:func:`first_extra`).
 
     Returns
     -------
     float
-        ``(1 + first_extra (k - 1)) / k``; 1 on one device.
+        ``(1 + extra (k - 1)) / k``; 1 on one device.
     """
-    return (1 + first_extra * (k - 1)) / k if k > 1 else 1.0
+    return (1 + extra * (k - 1)) / k if k > 1 else 1.0
 
 
-def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
+def split_rows(indptr, k, rounds, extra: float = 0.0) -> np.ndarray:
     """``k + 1`` vertex offsets cutting the rows into contiguous ranges of work (a visit per
     vertex plus one link per sampling round it has a neighbour for).
 
@@ -122,7 +122,7 @@ def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
         Devices.
     rounds : int
         Afforest's sampling rounds.
-    first_extra : float
+    extra : float
         How much more of the work the first device takes than each other device, as a share
         of the whole graph's: the others' work after their sampling (their descriptions,
         :func:`first_extra`), which the first device waits for. The others share the
@@ -137,7 +137,7 @@ def split_rows(indptr, k, rounds, first_extra: float = 0.0) -> np.ndarray:
     n = indptr.shape[0] - 1
     cum = np.cumsum(1 + np.minimum(np.diff(indptr), int(rounds)))
     total = int(cum[-1]) if n else 0
-    first = first_share(k, first_extra)
+    first = first_share(k, extra)
     ends = first + (1 - first) * np.arange(0, k - 1, dtype=np.float64) / max(k - 1, 1)
     cuts = np.searchsorted(cum, total * ends, side="right")
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)
