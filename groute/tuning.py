@@ -96,6 +96,16 @@ def _yes_no(text: str) -> bool:
     raise ValueError("expected 1 or 0")
 
 
+def _share_or_never(text: str) -> float | None:
+    """A share in [0, 1], or "never" (None)."""
+    if text.strip().lower() == "never":
+        return None
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise ValueError("expected a share in [0, 1] or never")
+    return value
+
+
 def _push_rule(text: str) -> str:
     value = text.strip().lower()
     if value not in PUSH_RULES:
@@ -181,6 +191,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GROUTE_PEER_MAX_ROUNDS", _positive_int, 2**31 - 1,
              "rounds per device after which a peer or linked traversal raises",
              "TraversalTuning.max_rounds"),
+    Variable("GROUTE_PEER_REFRESH", _share_or_never, 1 / 256,
+             "SSSP's peer kernel: after a round that improved at least this share of the "
+             "vertices, each device reads its peers' distances into what it offered (never: "
+             "not at all)", "TraversalTuning.peer_refresh"),
     Variable("GROUTE_PEER_TRACE", _flag, False,
              "1: the peer kernels time each level; stats['level_trace_us']",
              "TraversalTuning.trace"),
@@ -278,7 +292,12 @@ class TraversalTuning(_Tuning):
     The persistent kernels: ``peer_blocks``, the most blocks per device of the peer kernels
     (None: every resident block); ``linked_blocks``, the linked workers' blocks per device
     (None: the narrow grid); ``max_rounds`` after which either raises; ``trace`` times each
-    level (``stats["level_trace_us"]``).
+    level (``stats["level_trace_us"]``); ``peer_refresh``: SSSP's peer kernel, after a round
+    whose improvements reached this share of the vertices, lowers each device's record of what
+    it offered (``sent_best``) to what the owners hold, so offers the owners cannot use are not
+    sent (None: never; 0: after every round). The default refreshes after the few heavy rounds
+    of a low-diameter graph and never on a road-like one, whose rounds improve few vertices
+    each.
     """
     block: int = 256
     blocks_per_sm: int | None = None
@@ -293,6 +312,7 @@ class TraversalTuning(_Tuning):
     linked_blocks: int | None = None
     max_rounds: int = 2**31 - 1
     trace: bool = False
+    peer_refresh: float | None = 1 / 256
 
     def __post_init__(self):
         if isinstance(self.block, bool) or int(self.block) < 32 or int(self.block) % 32:
@@ -303,6 +323,9 @@ class TraversalTuning(_Tuning):
             raise ValueError(f"spin_ns must be >= 0; got {self.spin_ns!r}")
         if int(self.max_rounds) < 1:
             raise ValueError(f"max_rounds must be >= 1; got {self.max_rounds!r}")
+        if self.peer_refresh is not None and not 0 <= float(self.peer_refresh) <= 1:
+            raise ValueError(f"peer_refresh must be None or a share in [0, 1]; "
+                             f"got {self.peer_refresh!r}")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from groute.apps.sssp import SSSP, sssp
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph, reference
 from groute.graph import shipped_graph_path
-from groute.tuning import WorklistTuning
+from groute.tuning import TraversalTuning, WorklistTuning
 
 from support import (SHARED_GRAPHS, busiest, check_auto_mode_on_gpu, check_baseline_on_gpu,
                      check_every_partitioner, check_host_exchange_on_gpus, check_peer_exchange,
@@ -515,6 +515,27 @@ def test_cuda_peer_exchange(k, priority):
             assert res.stats["threshold_advances"] > 0
 
     check_peer_exchange(SSSP, k, peer_graphs, reference.sssp, compare, priority=priority)
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [2, 4])
+def test_cuda_peer_refresh_keeps_the_answer_and_reads_the_peers(k):
+    """``TraversalTuning.peer_refresh``: never, after every round and the default all give
+    scipy's distances. After every round but the last, each device reads the distances of
+    every vertex it does not own (``refresh_sent`` in peer.cu): ``bytes_moved`` counts them."""
+    need_gpus(k)
+    g = graph("kron:12")
+    src = busiest(g)
+    for share in (None, 0.0, TraversalTuning().peer_refresh):
+        res = check(g, src, backend="cuda", devices=k, mode="bsp", exchange="peer",
+                    partition="contiguous", priority=False,
+                    tuning=TraversalTuning(peer_refresh=share))
+        rounds = res.stats["rounds_per_device"][0]
+        assert rounds > 2, res.stats
+        if share == 0.0:
+            refreshed = 4 * (k - 1) * g.num_vertices * (rounds - 1)
+            assert res.stats["bytes_moved"] >= refreshed, res.stats
 
 
 @pytest.mark.multigpu

@@ -21,6 +21,7 @@ SAMPLES = {"GROUTE_TIMEOUT": ("7.5", 7.5), "GROUTE_DATA_DIR": ("/tmp/x ", "/tmp/
            "GROUTE_TRAVERSAL_PULL": ("0", False), "GROUTE_TRAVERSAL_BIGCHECK": ("1", True),
            "GROUTE_PEER_BLOCKS": ("264", 264), "GROUTE_LINKED_BLOCKS": ("66", 66),
            "GROUTE_PEER_MAX_ROUNDS": ("9", 9), "GROUTE_PEER_TRACE": ("1", True),
+           "GROUTE_PEER_REFRESH": (" 0.25", 0.25),
            "GROUTE_PR_TRACE": ("1", True), "GROUTE_PR_PUSH_RULE": (" Degree", "degree"),
            "GROUTE_LOGICAL_DEVICES": ("yes", True),
            "GROUTE_CACHE_DIR": ("/tmp/c", "/tmp/c"), "GROUTE_RANK_TRANSPORT": (" NCCL", "nccl"),
@@ -64,7 +65,9 @@ def test_unset_and_empty_mean_the_default():
                                         ("GROUTE_TIMEOUT", "inf"),
                                         ("GROUTE_PEER_MAX_ROUNDS", "0"),
                                         ("GROUTE_PR_PUSH_RULE", "hubs"),
-                                        ("GROUTE_RANK_TRANSPORT", "ucx")])
+                                        ("GROUTE_RANK_TRANSPORT", "ucx"),
+                                        ("GROUTE_PEER_REFRESH", "2"),
+                                        ("GROUTE_PEER_REFRESH", "always")])
 def test_a_bad_value_names_the_variable(name, text):
     with pytest.raises(ValueError, match=f"environment variable {name}={text!r}"):
         read_environment({name: text})
@@ -87,6 +90,8 @@ def test_tunings_are_frozen_and_checked():
         TraversalTuning(block=100)
     with pytest.raises(ValueError, match="flush_items"):
         WorklistTuning(flush_items=0)
+    with pytest.raises(ValueError, match="peer_refresh must be None or a share"):
+        TraversalTuning(peer_refresh=-0.5)
 
 
 def test_worklist_knobs_are_tuning_not_algorithm_options():

@@ -88,7 +88,9 @@ enum Sum { SVERTS = 0, SARCS = 1, SIMPROVED = 1, SFAR = 2, SMIN = 3, NSUM = 4 };
 enum PeerCounter { BIGRES = 12,   // 3 slots (level % 3): (big vertices << 40) | chunks
                    LSUM = 15,     // 3 x NSUM (level % 3): this device's share of the sums
                    TOTALS = 27,   // NSUM: the last level's global sums, copied from device 0
-                   REMOTE_OFFERS = 31, BITMAP_WORDS = 32, RECEIVED = 33, PEER_COUNTERS = 34 };
+                   REMOTE_OFFERS = 31, BITMAP_WORDS = 32, RECEIVED = 33,
+                   REFRESHES = 34,    // SSSP: refresh_sent passes
+                   PEER_COUNTERS = 35 };
 // device 0's meeting block (64-bit words): the protocol's, then per level % 3 the NSUM sums
 enum Global { GSUM = MEETING_WORDS, GLOBAL_SIZE = 16 };
 static_assert(GSUM + 3 * NSUM <= GLOBAL_SIZE, "peer.cu: the sums outgrow device 0's block");
@@ -465,11 +467,43 @@ __device__ __forceinline__ void relax(const PeerArgs& a, const Shared& s, long l
     least = c < least ? c : least;
 }
 
+// Lower this device's sent_best of every peer's vertex to the value its owner holds now (coalesced
+// reads of each peer's whole distance array, four per thread in flight). sent_best only filters
+// offers: one that is not below the owner's value cannot improve it, and an owner's value only
+// falls, so any value read is safe to filter with, however stale. Without it a device offers
+// every remote target it has not offered a better value before, though its owner may have
+// reached it long ago: on one device those offers lose at the distance's own check, across
+// devices each costs a random atomic on sent_best and two reductions over NVLink.
+__device__ __forceinline__ void refresh_sent(const PeerArgs& a, const Shared& s,
+                                             const PeerThread& t) {
+    for (int j = 0; j < a.k; ++j) {
+        if (j == t.me) continue;
+        const int* __restrict__ far = s.peer_dist[j];
+        int* best = a.sent_best + s.off[j];
+        const long long n = s.off[j + 1] - s.off[j];
+        for (long long base = t.tid; base < n; base += 4 * t.nthreads) {
+            int d[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const long long v = base + u * t.nthreads;
+                d[u] = v < n ? __ldcg(&far[v]) : VALUE_INF;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const long long v = base + u * t.nthreads;
+                if (v < n && d[u] < *(volatile int*)&best[v]) atomicMin(&best[v], d[u]);
+            }
+        }
+    }
+}
+
 // delta: the soft-priority step (value bits; VALUE_INF: priority off), also the first threshold;
-// max_rounds: give up (ABORT 2) after that many rounds, all devices alike.
+// max_rounds: give up (ABORT 2) after that many rounds, all devices alike; refresh_at: after a
+// round that improved at least this many values anywhere, refresh_sent (negative: never).
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num_seeds,
-          unsigned long long gbase, long long timeout_ns, int delta, int max_rounds) {
+          unsigned long long gbase, long long timeout_ns, int delta, int max_rounds,
+          long long refresh_at) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
     PeerThread t = start_thread(a, s, gbase, timeout_ns);
@@ -577,6 +611,13 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
             int next = next_threshold(thr, m, delta);
             thr = next > m ? next : m + 1;       // a float step too small to move past m
             ++advances;
+        }
+        // every device reads the same totals: all refresh or none. No barrier after it: an
+        // expansion that reads sent_best before its refresh only offers more
+        if (refresh_at >= 0 && a.k > 1 &&
+            __ldcg(&a.counters[TOTALS + SIMPROVED]) >= (unsigned long long)refresh_at) {
+            refresh_sent(a, s, t);
+            if (t.tid == 0) a.counters[REFRESHES] += 1;
         }
     }
     if (t.tid == 0) own(a.ctl)[PADVANCES] = advances;

@@ -22,8 +22,9 @@ bitmaps (BFS: replicated frontier, ``sent``; both: inbox; SSSP: ``active``), a s
 block per device and the global block on device 0.
 
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (the bound on rounds),
-``trace`` (per-level timestamps in ``stats["level_trace_us"]``) and ``peer_blocks`` (the most
-blocks per device; default every resident block); a device waits at a cross-device barrier for
+``trace`` (per-level timestamps in ``stats["level_trace_us"]``), ``peer_blocks`` (the most
+blocks per device; default every resident block) and ``peer_refresh`` (SSSP: after which rounds
+each device reads its peers' distances into its ``sent_best``, ``refresh_sent`` in peer.cu); a device waits at a cross-device barrier for
 :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` before the run raises.
 """
 from __future__ import annotations
@@ -54,7 +55,7 @@ PADVANCES, PEER_WORDS = 4, 8
 CTL_WORDS = PROTOCOL_WORDS + PEER_WORDS // 2
 ABORT_ROUNDS = ABORT_OWN
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
-TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, COUNTERS = 27, 31, 32, 33, 34
+TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, REFRESHES, COUNTERS = 27, 31, 32, 33, 34, 35
 GLOBAL_SIZE = 16
 TRACE_LEVELS = 64
 
@@ -109,6 +110,9 @@ class PeerTraversal:
         self.delta_bits = _bits(delta, kind)
         tuning = tuning if tuning is not None else TraversalTuning.from_environment()
         self.max_rounds = int(tuning.max_rounds)
+        # SSSP: refresh_sent after a round that improved this many values (-1: never)
+        self.refresh_at = (-1 if tuning.peer_refresh is None
+                           else math.ceil(tuning.peer_refresh * max(int(num_vertices), 1)))
         self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, self.unit))
         self.ctx = ctx
         self.devices = list(ctx.devices)
@@ -305,11 +309,12 @@ class PeerTraversal:
                 f"last round: frontier {t[0]}, improvements {t[1]}, deferred {t[2]}, least value "
                 f"bits {t[3]:#x}")
         levels = [stop.ran for stop in stops]
-        offers, words, received = [], [], []
+        offers, words, received, refreshes = [], [], [], []
         for i, c in enumerate(rows):
             offers.append(int(c[REMOTE_OFFERS]))
             words.append(int(c[BITMAP_WORDS]))
             received.append(int(c[RECEIVED]))
+            refreshes.append(int(c[REFRESHES]))
             self.counters_host[i] = {"processed": int(c[PROCESSED]) + received[i],
                                      "edges": int(c[EDGES]), "rounds": int(c[TOTAL_ROUNDS]),
                                      "pull_rounds": int(c[PULL_ROUNDS]),
@@ -320,7 +325,10 @@ class PeerTraversal:
                # BFS: an offer is one bit set by a 4-byte reduction in the owner's inbox, a
                # bitmap word is 4 bytes stored into each peer's copy; SSSP: an offer is two
                # 4-byte reductions (min on the distance, or of the inbox bit)
-               "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words),
+               # a refresh reads every peer's distances: 4 bytes per vertex it does not own
+               "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words)
+               + sum(4 * (self.n - int(self.offsets[i + 1] - self.offsets[i])) * r
+                     for i, r in enumerate(refreshes)),
                "threshold_advances": 0 if self.unit else int(
                    own_words(rows[0][COUNTERS:]).view(np.int32)[PADVANCES]),
                "pull_levels": int(self.counters_host[0]["pull_rounds"]),
@@ -369,6 +377,7 @@ class PeerTraversal:
         if self.unit:
             args += (self._level,)
         else:
-            args += (np.int32(self.delta_bits), np.int32(self.max_rounds))
+            args += (np.int32(self.delta_bits), np.int32(self.max_rounds),
+                     np.int64(self.refresh_at))
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, device=dev,
                                          kernel=self.kernel)
