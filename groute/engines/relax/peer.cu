@@ -39,7 +39,9 @@
 //   meet: add (frontier, improvements, deferred, least value of both) to the global sums.
 //      No improvement and nothing deferred anywhere: done. Otherwise, if the least active value
 //      M is not below T, T becomes M + delta (near-far, but jumping to the next occupied bucket
-//      instead of creeping by delta); priority off: T is infinite (Bellman-Ford rounds).
+//      instead of creeping by delta); priority off: T is infinite (Bellman-Ford rounds);
+//   refresh: after a round that improved at least refresh_at values anywhere, every device
+//      lowers its sent_best to what the owners hold (refresh_sent).
 //   Offers of round R go to inbox[R & 1] while the owner may still be scanning inbox[(R-1) & 1]
 //   (peers start round R as soon as they pass barrier R - 1), so a scan never races with an
 //   incoming bit: a bit it clears was set before the barrier, together with its red.min. A
