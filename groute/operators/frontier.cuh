@@ -2,7 +2,8 @@
 //   sparse: a queue of vertex ids (int array) with its count in device memory, appended to with
 //           warp-aggregated reservations (appends.cuh);
 //   dense:  a bitmap, one bit per vertex (unsigned int words).
-// queue_to_bitmap converts a queue into a bitmap; the scans that turn bits back into a queue
+// queue_to_bitmap converts a queue into a bitmap (values_to_bitmap: the vertices of one value);
+// the scans that turn bits back into a queue
 // decide per bit what to keep, so they belong to the kernels that own the bitmap.
 #pragma once
 #include "appends.cuh"
@@ -43,6 +44,27 @@ __device__ __forceinline__ bool bitmap_claim(unsigned int* words, int i) {
 }
 
 // Set the bit of every vertex of the queue (threads tid, tid + nthreads, ...).
+// The bitmap of the first n vertices whose value is `value`, every word written (no clearing
+// first, no atomics): a warp reads 32 x 32 values coalesced, one ballot per word, lane j keeping
+// word j, then stores its 32 words at once. Where a queue holds a sizeable share of the vertices
+// whose values tell them apart (a BFS frontier: depth L), this reads n values in order instead
+// of an atomic per queued vertex at a random word.
+__device__ __forceinline__ void values_to_bitmap(const int* values, int value, long long n,
+                                                 unsigned int* words, long long warp,
+                                                 long long nwarps, int lane) {
+    const long long nwords = (n + 31) >> 5;
+    for (long long base = warp * 32; base < nwords; base += nwarps * 32) {
+        unsigned int mine = 0;
+#pragma unroll 8
+        for (int j = 0; j < 32; ++j) {
+            const long long v = ((base + j) << 5) + lane;
+            const unsigned int bits = __ballot_sync(0xffffffffu, v < n && __ldcg(&values[v]) == value);
+            if (lane == j) mine = bits;
+        }
+        if (base + lane < nwords) words[base + lane] = mine;
+    }
+}
+
 __device__ __forceinline__ void queue_to_bitmap(const int* queue, long long n, unsigned int* words,
                                                 long long tid, long long nthreads) {
     for (long long i = tid; i < n; i += nthreads) {

@@ -66,6 +66,12 @@
 #define TRACE_LEVELS 64
 // four resident blocks per SM (at most 64 registers): the occupancy the BFS kernel is tuned for
 #define MIN_BLOCKS 4
+// BFS pull levels: a frontier of at least 1/FRONTIER_SCAN_SHARE of this device's vertices
+// becomes the shared bitmap by a scan of the depths (values_to_bitmap), a smaller one by an
+// atomic per queued vertex (queue_to_bitmap); 0: always the latter
+#ifndef FRONTIER_SCAN_SHARE
+#define FRONTIER_SCAN_SHARE 16
+#endif
 
 // The control block (persistent.cuh): the protocol's words (RAN: the levels or rounds run), then
 // these int32 words of the kernel's own (own(ctl)).
@@ -383,10 +389,16 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
         const int c = L + 1;
         if (pulling) {
             // B. this device's frontier as bits, into its region of every device's bitmap
+            // a large frontier's bits from the depths (frontier L: depth L), read in order; a
+            // small one's by an atomic per queued vertex
             unsigned int* mine = a.rep + s.rep_base[t.me];
-            for (long long w = t.tid; w < t.words_me; w += t.nthreads) mine[w] = 0u;
-            protocol_barrier(a.ctl, t.bar);
-            queue_to_bitmap(cur, nf, mine, t.tid, t.nthreads);
+            if (FRONTIER_SCAN_SHARE > 0 && FRONTIER_SCAN_SHARE * (long long)nf >= t.n_local) {
+                values_to_bitmap(a.dist, L, t.n_local, mine, t.warp, t.nwarps, t.lane);
+            } else {
+                for (long long w = t.tid; w < t.words_me; w += t.nthreads) mine[w] = 0u;
+                protocol_barrier(a.ctl, t.bar);
+                queue_to_bitmap(cur, nf, mine, t.tid, t.nthreads);
+            }
             protocol_barrier(a.ctl, t.bar);
             for (long long w = t.tid; w < t.words_me; w += t.nthreads) {
                 const unsigned int bits = __ldcg(&mine[w]);
