@@ -192,8 +192,8 @@ VARIABLES: tuple[Variable, ...] = (
              "rounds per device after which a peer or linked traversal raises",
              "TraversalTuning.max_rounds"),
     Variable("GROUTE_PEER_REFRESH", _share_or_never, 1 / 256,
-             "SSSP's peer kernel: after a round that improved at least this share of the "
-             "vertices, each device reads its peers' distances into what it offered (never: "
+             "SSSP's peer kernel: after a round whose improvements reached this share of the "
+             "vertex count, each device reads its peers' distances into what it offered (never: "
              "not at all)", "TraversalTuning.peer_refresh"),
     Variable("GROUTE_PEER_TRACE", _flag, False,
              "1: the peer kernels time each level; stats['level_trace_us']",
@@ -293,11 +293,11 @@ class TraversalTuning(_Tuning):
     (None: every resident block); ``linked_blocks``, the linked workers' blocks per device
     (None: the narrow grid); ``max_rounds`` after which either raises; ``trace`` times each
     level (``stats["level_trace_us"]``); ``peer_refresh``: SSSP's peer kernel, after a round
-    whose improvements reached this share of the vertices, lowers each device's record of what
-    it offered (``sent_best``) to what the owners hold, so offers the owners cannot use are not
-    sent (None: never; 0: after every round). The default refreshes after the few heavy rounds
-    of a low-diameter graph and never on a road-like one, whose rounds improve few vertices
-    each.
+    whose improvements (over all devices) reached this share of the vertex count, lowers each
+    device's record of what it offered (``sent_best``) to what the owners hold, so offers the
+    owners cannot use are not sent (None: never; 0: after every round). The default refreshes
+    after the few heavy rounds of a low-diameter graph and never on a road-like one, whose
+    rounds improve few vertices each.
     """
     block: int = 256
     blocks_per_sm: int | None = None

@@ -522,8 +522,10 @@ def test_cuda_peer_exchange(k, priority):
 @pytest.mark.parametrize("k", [2, 4])
 def test_cuda_peer_refresh_keeps_the_answer_and_reads_the_peers(k):
     """``TraversalTuning.peer_refresh``: never, after every round and the default all give
-    scipy's distances. After every round but the last, each device reads the distances of
-    every vertex it does not own (``refresh_sent`` in peer.cu): ``bytes_moved`` counts them."""
+    scipy's distances. ``bytes_moved`` is 8 bytes per offer plus, after every round but the
+    last when refreshing each round, the distances of every vertex a device does not own
+    (``refresh_sent`` in peer.cu): exactly that many, so a refresh that did not run, or read
+    too little, fails."""
     need_gpus(k)
     g = graph("kron:12")
     src = busiest(g)
@@ -531,11 +533,14 @@ def test_cuda_peer_refresh_keeps_the_answer_and_reads_the_peers(k):
         res = check(g, src, backend="cuda", devices=k, mode="bsp", exchange="peer",
                     partition="contiguous", priority=False,
                     tuning=TraversalTuning(peer_refresh=share))
-        rounds = res.stats["rounds_per_device"][0]
-        assert rounds > 2, res.stats
-        if share == 0.0:
-            refreshed = 4 * (k - 1) * g.num_vertices * (rounds - 1)
-            assert res.stats["bytes_moved"] >= refreshed, res.stats
+        rounds = res.stats["rounds_per_device"]
+        assert len(set(rounds)) == 1 and rounds[0] > 2, res.stats
+        offers = 8 * sum(res.stats["items_sent"].values())
+        if share is None:
+            assert res.stats["bytes_moved"] == offers, res.stats
+        elif share == 0.0:
+            refreshed = 4 * (k - 1) * g.num_vertices * (rounds[0] - 1)
+            assert res.stats["bytes_moved"] == offers + refreshed, res.stats
 
 
 @pytest.mark.multigpu

@@ -3,8 +3,8 @@
 //           warp-aggregated reservations (appends.cuh);
 //   dense:  a bitmap, one bit per vertex (unsigned int words).
 // queue_to_bitmap converts a queue into a bitmap (values_to_bitmap: the vertices of one value);
-// the scans that turn bits back into a queue
-// decide per bit what to keep, so they belong to the kernels that own the bitmap.
+// the scans that turn bits back into a queue decide per bit what to keep, so they belong to the
+// kernels that own the bitmap.
 #pragma once
 #include "appends.cuh"
 
@@ -43,7 +43,6 @@ __device__ __forceinline__ bool bitmap_claim(unsigned int* words, int i) {
     return !(atomicOr(w, bit) & bit);
 }
 
-// Set the bit of every vertex of the queue (threads tid, tid + nthreads, ...).
 // The bitmap of the first n vertices whose value is `value`, every word written (no clearing
 // first, no atomics): a warp reads 32 x 32 values coalesced, one ballot per word, lane j keeping
 // word j, then stores its 32 words at once. Where a queue holds a sizeable share of the vertices
@@ -58,13 +57,15 @@ __device__ __forceinline__ void values_to_bitmap(const int* values, int value, l
 #pragma unroll 8
         for (int j = 0; j < 32; ++j) {
             const long long v = ((base + j) << 5) + lane;
-            const unsigned int bits = __ballot_sync(0xffffffffu, v < n && __ldcg(&values[v]) == value);
+            const bool hit = v < n && __ldcg(&values[v]) == value;
+            const unsigned int bits = __ballot_sync(0xffffffffu, hit);
             if (lane == j) mine = bits;
         }
         if (base + lane < nwords) words[base + lane] = mine;
     }
 }
 
+// Set the bit of every vertex of the queue (threads tid, tid + nthreads, ...).
 __device__ __forceinline__ void queue_to_bitmap(const int* queue, long long n, unsigned int* words,
                                                 long long tid, long long nthreads) {
     for (long long i = tid; i < n; i += nthreads) {

@@ -23,8 +23,9 @@ block per device and the global block on device 0.
 
 Tuning (:class:`groute.tuning.TraversalTuning`): ``max_rounds`` (the bound on rounds),
 ``trace`` (per-level timestamps in ``stats["level_trace_us"]``), ``peer_blocks`` (the most
-blocks per device; default every resident block) and ``peer_refresh`` (SSSP: after which rounds
-each device reads its peers' distances into its ``sent_best``, ``refresh_sent`` in peer.cu); a device waits at a cross-device barrier for
+blocks per device; default every resident block) and ``peer_refresh`` (SSSP: after which
+rounds each device reads its peers' distances into its ``sent_best``: ``refresh_sent``); a
+device waits at a cross-device barrier for
 :data:`groute.engines.peer_barrier.BARRIER_TIMEOUT_S` before the run raises.
 """
 from __future__ import annotations
@@ -91,7 +92,8 @@ class PeerTraversal:
     priority off, Bellman-Ford rounds); ``tuning``: a :class:`~groute.tuning.TraversalTuning`
     (None: from the environment), whose ``trace`` times each level's phases on the GPU
     (``level_trace_us``), ``max_rounds`` bounds SSSP's rounds (the host then raises with the
-    last round's sums) and ``peer_blocks`` caps the grid.
+    last round's sums), ``peer_blocks`` caps the grid and ``peer_refresh`` sets after which
+    SSSP rounds each device refreshes its ``sent_best`` from the owners' distances.
     """
 
     def __init__(self, ctx, arrays, offsets, *, num_vertices: int, num_arcs: int, symmetric: bool,
@@ -112,7 +114,7 @@ class PeerTraversal:
         self.max_rounds = int(tuning.max_rounds)
         # SSSP: refresh_sent after a round that improved this many values (-1: never)
         self.refresh_at = (-1 if tuning.peer_refresh is None
-                           else math.ceil(tuning.peer_refresh * max(int(num_vertices), 1)))
+                           else math.ceil(float(tuning.peer_refresh) * max(int(num_vertices), 1)))
         self.options = (f"-DBLOCK={BLOCK}", *traversal_options(kind, weighted, self.unit))
         self.ctx = ctx
         self.devices = list(ctx.devices)
@@ -327,7 +329,7 @@ class PeerTraversal:
                # 4-byte reductions (min on the distance, or of the inbox bit)
                # a refresh reads every peer's distances: 4 bytes per vertex it does not own
                "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words)
-               + sum(4 * (self.n - int(self.offsets[i + 1] - self.offsets[i])) * r
+               + sum(4 * int(self.offsets[-1] - self.offsets[i + 1] + self.offsets[i]) * r
                      for i, r in enumerate(refreshes)),
                "threshold_advances": 0 if self.unit else int(
                    own_words(rows[0][COUNTERS:]).view(np.int32)[PADVANCES]),
@@ -347,7 +349,8 @@ class PeerTraversal:
     def _trace_of(self, i, levels):
         """Per level of device ``i``: microseconds in A (BFS: sums and decision; SSSP: the
         scan of the active bits), B (BFS: bitmap exchange; 0 on push levels and in SSSP), the
-        expansion, and C (waiting for the others; SSSP: with the sums and decision)."""
+        expansion, and C (waiting for the others; SSSP: with the sums and decision, and the
+        refresh of ``sent_best`` after the rounds that have one)."""
         t = self.devices[i].to_host(self.trace[i]).astype(np.int64).reshape(TRACE_LEVELS, 4)
         rows = []
         for L in range(min(levels, TRACE_LEVELS)):
