@@ -8,6 +8,7 @@ import groute
 from groute.apps.bfs import BFS, bfs
 from groute.apps.sssp import SSSP, shortest_path, sssp
 from groute.engines.relax.parents import parents
+from groute.engines.relax.peer import SHARED_SEEDS
 from groute.cli import main
 from groute.graph import CSRGraph, load_graph
 
@@ -214,10 +215,12 @@ def test_cuda_engines_sources_cutoff_predecessors(engine):
              "grid": (nx.grid_2d_graph(30, 30), None)}
     for name, (G, _) in cases.items():
         srcs = list(G)[:1] + list(G)[len(G) // 2:len(G) // 2 + 2]
+        # the peer kernel shares level 0 among up to SHARED_SEEDS seeds, not among more
+        many = list(G)[::5][:SHARED_SEEDS + 1]
         with BFS(groute_graph(G), backend="cuda", partition="contiguous", timeout=30,
                  **engine) as solver:
             for sources, limit in ((srcs[:1], None), (srcs, None), (srcs[:1], 0), (srcs, 3),
-                                   (srcs[:1], 7)):
+                                   (srcs[:1], 7), (many, None), (many[:-1], 2)):
                 res = solver.run(sources=sources, cutoff=limit, predecessors=True)
                 ref = nx.multi_source_dijkstra_path_length(G, set(sources), cutoff=limit,
                                                            weight=hop_weight)

@@ -386,11 +386,12 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     t.state_host = [np.zeros(COUNTERS + CTL_WORDS, np.uint64) for _ in range(2)]
     t.counters_host = [{}, {}]
     t.trace = [None, None]
-    staged_seeds, launches = [], []
+    staged_seeds, launches, shared_seeds = [], [], []
 
-    def stage(staged, i, seeds):            # the upload, kept on the host
+    def stage(staged, i, seeds, shared):    # the upload, kept on the host
         staged_seeds.append((i, seeds.tolist()))
         staged[i] = seeds.tolist()
+        shared_seeds.append((i, shared.tolist()))
 
     t._stage = stage
     t._launch = lambda i, dev: launches.append((i, dev.name, t._staged[i], int(t._level),
@@ -401,6 +402,8 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     assert launches == [] and staged_seeds == []
     t.prepare([6, 1], max_level=3)
     assert staged_seeds == [(0, [1]), (1, [2])] and launches == []
+    # a BFS from a few seeds shares level 0: every device gets every seed (global ids)
+    assert shared_seeds == [(0, [1, 6]), (1, [1, 6])]
     stats = t.run()
     timeout = peer_barrier.timeout_ns()
     assert launches == [(0, "cuda:0", [1], 3, timeout), (1, "cuda:1", [2], 3, timeout)]
@@ -412,6 +415,13 @@ def test_the_peer_traversal_runs_once_from_what_prepare_staged():
     unlimited = int(np.iinfo(np.int32).max)
     assert launches[2:] == [(0, "cuda:0", [], unlimited, timeout),
                             (1, "cuda:1", [1], unlimited, timeout)]
+    t.prepare([2])
+    # no first level to share under a ceiling of 0, nor among more seeds than SHARED_SEEDS
+    from groute.engines.relax.peer import SHARED_SEEDS
+    shared_seeds.clear()
+    t.prepare([3, 5], max_level=0)
+    t.prepare(list(range(SHARED_SEEDS + 1)))
+    assert [x for _, x in shared_seeds] == [[]] * 4
     t.prepare([2])
     t.unit = False
     with pytest.raises(ValueError, match="a ceiling needs a unit relaxation"):
@@ -473,7 +483,7 @@ def _rank_zero_traversal():
     t.counters_host = [{}, {}]
     t.trace = [None, None]
     launches, resets = [], []
-    t._stage = lambda staged, i, seeds: staged.__setitem__(i, seeds.tolist())
+    t._stage = lambda staged, i, seeds, shared: staged.__setitem__(i, seeds.tolist())
     t._launch = lambda i, dev: launches.append(dev.name)
     row = np.zeros(COUNTERS + CTL_WORDS, np.uint64)
     finished(row, received=7)

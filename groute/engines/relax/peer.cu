@@ -127,6 +127,8 @@ struct PeerArgs {
     unsigned long long* peer_ctl[MAX_DEVICES]; unsigned int* peer_rep[MAX_DEVICES];
     unsigned int* peer_inbox[MAX_DEVICES];
     int* peer_dist[MAX_DEVICES];
+    const long long* peer_indptr[MAX_DEVICES];   // BFS: every device's rows and arcs, for the
+    const int* peer_indices[MAX_DEVICES];        // shared first level (SSSP: null)
 };
 
 // Offers to a peer are fire-and-forget reductions on its memory (red_min_sys, red_or_sys:
@@ -308,6 +310,40 @@ __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c
     ++offers;
 }
 
+// The first level shared (BFS from a few seeds): every device reads every seed's row, from
+// the owner's memory where another device owns the seed, and claims the targets it owns at
+// depth 1 into its next queue. No device offers anything and none waits for another: the
+// devices meet first at level 1, so a device launched late delays nobody's first level, and a
+// hub seed's arcs are claimed by all devices at once instead of by its owner, which would
+// offer the others' part one reduction at a time. The owner counts the seeds' arcs in its
+// stats, as its own expansion would. Returns the seeds' arcs (the same on every device).
+__device__ long long expand_shared_seeds(const PeerArgs& a, const Shared& s, PeerThread& t,
+                                         const int* __restrict__ seeds, int num_seeds,
+                                         int* next, int nslot) {
+    long long arcs = 0;
+    for (int i = 0; i < num_seeds; ++i) {
+        const int u = seeds[i];
+        const int o = owner_of(s.off, a.k, u);
+        const long long* rows = o == t.me ? a.indptr : a.peer_indptr[o];
+        const int* targets = o == t.me ? a.indices : a.peer_indices[o];
+        const long long beg = rows[u - s.off[o]], end = rows[u - s.off[o] + 1];
+        arcs += end - beg;
+        if (o == t.me && t.tid == 0) {
+            ++t.processed;
+            t.edges += (unsigned long long)(end - beg);
+        }
+        for (long long e = beg + t.tid; e < end; e += t.nthreads) {
+            const int v = __ldcg(&targets[e]);
+            if (v < t.lo || v >= t.lo + t.n_local) continue;
+            const int lv = v - t.lo;
+            if (*(volatile int*)&a.dist[lv] != INT_INF) continue;
+            if (atomicCAS(&a.dist[lv], INT_INF, 1) != INT_INF) continue;
+            queue_push(next, &own(a.ctl)[CNT + nslot], lv);
+        }
+    }
+    return arcs;
+}
+
 // The pull side of a BFS level (advance_pull): an unreached own vertex is claimed, at depth c, by
 // the first neighbour set in the replicated frontier bitmap (region j: device j's vertices).
 struct PullBitmap {
@@ -331,10 +367,13 @@ struct PullBitmap {
 };
 
 // seeds: the num_seeds sources this device owns (local ids, distinct); max_level: the frontier
-// of that level is not expanded (the depth limit; INT_MAX: none).
+// of that level is not expanded (the depth limit; INT_MAX: none); shared: num_shared > 0 (the
+// same on every device, and max_level > 0): every source (global ids, distinct), and level 0
+// is expand_shared_seeds on every device, with no meeting.
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num_seeds,
-         unsigned long long gbase, long long timeout_ns, int max_level) {
+         unsigned long long gbase, long long timeout_ns, int max_level,
+         const int* __restrict__ shared, int num_shared) {
     const PeerArgs& a = *pa;
     __shared__ Shared s;
     PeerThread t = start_thread(a, s, gbase, timeout_ns);
@@ -368,6 +407,15 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
             a.counters[BIGRES + (L + 2) % 3] = 0;
             reset_sums(a, (L + 2) % 3, true);
             a.counters[LSUM + NSUM * slot + SVERTS] = (unsigned long long)nf;
+        }
+        if (L == 0 && num_shared > 0) {
+            // level 0 shared: a push (the direction rule's level-0 sums are the seeds' arcs,
+            // which every device knows), its appends complete at the grid barrier
+            if (stamp) a.trace[1] = a.trace[2] = global_timer();
+            explored = expand_shared_seeds(a, s, t, shared, num_shared, next, nslot);
+            protocol_barrier(a.ctl, t.bar);
+            if (stamp) a.trace[3] = global_timer();
+            continue;
         }
         // A. the frontier's arcs, for the push -> pull rule (pull -> push needs only its size;
         // without pull levels, nothing)

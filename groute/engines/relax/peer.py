@@ -59,6 +59,10 @@ PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
 TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, REFRESHES, COUNTERS = 27, 31, 32, 33, 34, 35
 GLOBAL_SIZE = 16
 TRACE_LEVELS = 64
+#: BFS from at most this many seeds shares its first level: every device reads every seed's
+#: row and claims its own targets (``expand_shared_seeds`` in peer.cu), so level 0 needs no
+#: meeting and no offers; more seeds would make every device read every seed's arcs
+SHARED_SEEDS = 64
 
 #: seconds the host polls the launches' read-backs without sleeping: the run ends when they
 #: land, and the back-off of a sleeping wait (groute.waiting.wait_for, whose sleeps grow to
@@ -142,6 +146,11 @@ class PeerTraversal:
                 ("the control blocks", self.ctl), ("the frontier copies", self.rep),
                 ("the inboxes", self.inbox),
                 ("the values", [None if x is None else x.dist for x in self.arrays]),
+                # BFS's shared first level reads the seeds' rows where they lie
+                ("the rows", [None if x is None or not self.unit else x.indptr
+                              for x in self.arrays]),
+                ("the arcs", [None if x is None or not self.unit else x.indices
+                              for x in self.arrays]),
                 ("the meeting block", [block] + [None] * (self.k - 1)))}
             meeting = peers.pop("the meeting block")[0]
             self.barrier = CrossDeviceBarrier(self.devices, block, address=meeting,
@@ -155,6 +164,7 @@ class PeerTraversal:
             raise
         self.counters_host = [{} for _ in self.devices]
         self.seed_buffers = [SeedBuffer() for _ in range(self.k)]
+        self.shared_buffers = [SeedBuffer() for _ in range(self.k)]   # BFS: every seed
         self._staged = None         # per device, the seeds' pointer and count (prepare)
         log.info("peer %s (%s) on %d devices, grids %s x %d", app, self.kernel, self.k,
                  self.blocks, BLOCK)
@@ -221,7 +231,7 @@ class PeerTraversal:
         queue1 = w.near[1] if len(w.near) > 1 else None
         ptrs = lambda table: np.array(list(table) + [0] * (MAX_DEVICES - self.k),  # noqa: E731
                                       dtype=np.uint64)
-        peer_ctl, peer_rep, peer_inbox, peer_dist = peers
+        peer_ctl, peer_rep, peer_inbox, peer_dist, peer_indptr, peer_indices = peers
         off = np.full(MAX_DEVICES + 1, offsets[-1], np.int32)
         off[:self.k + 1] = offsets
         fields = [
@@ -243,6 +253,8 @@ class PeerTraversal:
             ("peer_rep", (np.uint64, MAX_DEVICES), ptrs(peer_rep)),
             ("peer_inbox", (np.uint64, MAX_DEVICES), ptrs(peer_inbox)),
             ("peer_dist", (np.uint64, MAX_DEVICES), ptrs(peer_dist)),
+            ("peer_indptr", (np.uint64, MAX_DEVICES), ptrs(peer_indptr)),
+            ("peer_indices", (np.uint64, MAX_DEVICES), ptrs(peer_indices)),
         ]
         return pack_struct(fields)
 
@@ -262,9 +274,13 @@ class PeerTraversal:
         seeds = self._seeds(sources_new)
         self._level = np.int32(np.iinfo(np.int32).max if max_level is None else int(max_level))
         self._timeout_ns = np.int64(peer_barrier.timeout_ns())     # read per run, as PageRank does
+        everyone = np.unique(np.atleast_1d(np.asarray(sources_new, dtype=np.int64)))
+        # BFS from a few seeds: every device expands all of them at level 0 (expand_shared_seeds)
+        shared = (everyone.astype(np.int32) if self.unit and 0 < everyone.size <= SHARED_SEEDS
+                  and self._level > 0 else np.zeros(0, np.int32))
         staged = [None] * self.k
         for i in self.local:
-            self.devices[i].compute_stream.submit(self._stage, staged, i, seeds[i])
+            self.devices[i].compute_stream.submit(self._stage, staged, i, seeds[i], shared)
         self._staged = staged       # only once every device has its seeds
 
     def run(self, sources_new=None, max_level: int | None = None) -> dict:
@@ -365,20 +381,24 @@ class PeerTraversal:
         return [owned_seeds(sources_new, lo, hi)
                 for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def _stage(self, staged, i, seeds):
+    def _stage(self, staged, i, seeds, shared):
         """On device ``i``'s compute stream: queue the copy of its ``seeds`` (local ids on the
-        host) and keep the kernel's arguments for them in ``staged[i]``."""
+        host) and of the ``shared`` seeds (global ids; none: level 0 is not shared) and keep
+        the kernel's arguments for them in ``staged[i]``."""
         on_device = self.seed_buffers[i].upload(seeds)
+        everyone = self.shared_buffers[i].upload(shared)
         staged[i] = (np.uint64(on_device.data.ptr if on_device is not None else 0),
-                     np.int32(seeds.size))
+                     np.int32(seeds.size),
+                     np.uint64(everyone.data.ptr if everyone is not None else 0),
+                     np.int32(shared.size))
 
     def _launch(self, i, dev):
         """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds
         :meth:`_stage` put there."""
-        ptr, count = self._staged[i]
+        ptr, count, shared_ptr, shared_count = self._staged[i]
         args = (self.args[i], ptr, count, np.uint64(self.barrier.base), self._timeout_ns)
         if self.unit:
-            args += (self._level,)
+            args += (self._level, shared_ptr, shared_count)
         else:
             args += (np.int32(self.delta_bits), np.int32(self.max_rounds),
                      np.int64(self.refresh_at))
