@@ -326,7 +326,14 @@ __device__ long long expand_shared_seeds(const PeerArgs& a, const Shared& s, Pee
         const int o = owner_of(s.off, a.k, u);
         const long long* rows = o == t.me ? a.indptr : a.peer_indptr[o];
         const int* targets = o == t.me ? a.indices : a.peer_indices[o];
-        const long long beg = rows[u - s.off[o]], end = rows[u - s.off[o] + 1];
+        // one lane reads the row's bounds (a peer's words: over NVLink), the warp shares them
+        long long beg = 0, end = 0;
+        if (t.lane == 0) {
+            beg = __ldcg(&rows[u - s.off[o]]);
+            end = __ldcg(&rows[u - s.off[o] + 1]);
+        }
+        beg = __shfl_sync(0xffffffffu, beg, 0);
+        end = __shfl_sync(0xffffffffu, end, 0);
         arcs += end - beg;
         if (o == t.me && t.tid == 0) {
             ++t.processed;
