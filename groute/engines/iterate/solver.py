@@ -1046,11 +1046,20 @@ class IterateSolver(Solver):
         """PageRankTuning.trace: where a persistent iteration's time goes, in microseconds, median
         over the traced iterations per device (sweep and grid barrier, cross-device wait, the
         rule and second grid barrier, the whole iteration), and each device's start after the
-        first device's (the launch skew) and its end before the last device's."""
+        first device's (the launch skew) and its end before the last device's.
+
+        Each GPU stamps its own global timer, and those of two GPUs are not set to the same
+        time (they differ by up to milliseconds and drift apart by microseconds a second), so
+        the devices' stamps are put on device 0's clock first: every device passes the first
+        meeting within the meeting's release time of the others (a poll of one word, a few
+        microseconds), so each device's stamps are shifted by the difference between its
+        passing of meeting 0 and device 0's."""
         rows = self._everyone([d.persistent_trace(iterations) for d in self.devs],
                               "the persistent kernels' traces")
         if rows[0] is None or not len(rows[0]):
             return None
+        met = int(rows[0][0, 2])
+        rows = [r - (int(r[0, 2]) - met) for r in rows]
         t0 = min(int(r[0, 0]) for r in rows)
         t1 = max(int(r[-1, 3]) for r in rows)
         per = []
