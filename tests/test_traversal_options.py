@@ -278,3 +278,27 @@ def test_cuda_linked_runs_again_from_other_seeds_under_a_cutoff(k):
                     cut = (res.values < 0) | ~np.isfinite(res.values)
                     assert np.count_nonzero(cut) > np.count_nonzero(
                         (full.values < 0) | ~np.isfinite(full.values)), msg
+
+
+@pytest.mark.multigpu
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", [2, 4])
+def test_cuda_peer_bfs_shares_level_0_without_offers(k):
+    """From at most SHARED_SEEDS seeds every GPU expands every seed's row at level 0 and claims
+    the targets it owns: a directed star's hub reaches every GPU's leaves, and a run cut after
+    level 1's frontier is found offers nothing. From more seeds the hub's owner expands it
+    alone and offers the other GPUs' leaves to them (a directed graph never pulls)."""
+    need_gpus(k)
+    n = 50 * k
+    star = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n, directed=True,
+                               name="star")
+    leaves = {v: 1 for v in range(1, n)}
+    with BFS(star, backend="cuda", devices=k, mode="bsp", exchange="peer",
+             partition="contiguous", timeout=30) as solver:
+        shared = solver.run(0, cutoff=1)
+        assert shared.to_dict() == {0: 0, **leaves}
+        assert sum(shared.stats["items_sent"].values()) == 0, shared.stats["items_sent"]
+        seeds = list(range(SHARED_SEEDS + 1))
+        alone = solver.run(sources=seeds, cutoff=1)
+        assert alone.to_dict() == {**leaves, **{v: 0 for v in seeds}}
+        assert sum(alone.stats["items_sent"].values()) > 0, alone.stats["items_sent"]

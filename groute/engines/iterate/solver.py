@@ -1049,10 +1049,9 @@ class IterateSolver(Solver):
         first device's (the launch skew) and its end before the last device's.
 
         Each GPU stamps its own global timer, and those of two GPUs are not set to the same
-        time (they differ by up to milliseconds and drift apart by microseconds a second), so
-        the devices' stamps are put on device 0's clock first: every device passes the first
-        meeting within the meeting's release time of the others (a poll of one word, a few
-        microseconds), so each device's stamps are shifted by the difference between its
+        time and drift apart, so the devices' stamps are put on device 0's clock first: every
+        device passes the first meeting within the meeting's release time of the others (one
+        poll of one word), so each device's stamps are shifted by the difference between its
         passing of meeting 0 and device 0's."""
         rows = self._everyone([d.persistent_trace(iterations) for d in self.devs],
                               "the persistent kernels' traces")

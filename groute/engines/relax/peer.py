@@ -149,8 +149,9 @@ class PeerTraversal:
                 # BFS's shared first level reads the seeds' rows where they lie
                 ("the rows", [None if x is None or not self.unit else x.indptr
                               for x in self.arrays]),
-                ("the arcs", [None if x is None or not self.unit else x.indices
-                              for x in self.arrays]),
+                # (none for a device without arcs: an empty array has no allocation to map)
+                ("the arcs", [None if x is None or not self.unit or not x.indices.size
+                              else x.indices for x in self.arrays]),
                 ("the meeting block", [block] + [None] * (self.k - 1)))}
             meeting = peers.pop("the meeting block")[0]
             self.barrier = CrossDeviceBarrier(self.devices, block, address=meeting,
