@@ -286,8 +286,9 @@ def test_cuda_linked_runs_again_from_other_seeds_under_a_cutoff(k):
 def test_cuda_peer_bfs_shares_level_0_without_offers(k):
     """From at most SHARED_SEEDS seeds every GPU expands every seed's row at level 0 and claims
     the targets it owns: a directed star's hub reaches every GPU's leaves, and a run cut after
-    level 1's frontier is found offers nothing. From more seeds the hub's owner expands it
-    alone and offers the other GPUs' leaves to them (a directed graph never pulls)."""
+    level 1's frontier is found offers nothing (``bytes_moved`` counts the hub's row read by
+    the other GPUs). From more seeds the hub's owner expands it alone and offers the other
+    GPUs' leaves to them (a directed graph never pulls)."""
     need_gpus(k)
     n = 50 * k
     star = CSRGraph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), n, directed=True,
@@ -298,6 +299,8 @@ def test_cuda_peer_bfs_shares_level_0_without_offers(k):
         shared = solver.run(0, cutoff=1)
         assert shared.to_dict() == {0: 0, **leaves}
         assert sum(shared.stats["items_sent"].values()) == 0, shared.stats["items_sent"]
+        # what moved: the hub's row (two 8-byte bounds, 4 bytes an arc) read by every other GPU
+        assert shared.stats["bytes_moved"] == (k - 1) * (16 + 4 * (n - 1)), shared.stats
         seeds = list(range(SHARED_SEEDS + 1))
         alone = solver.run(sources=seeds, cutoff=1)
         assert alone.to_dict() == {**leaves, **{v: 0 for v in seeds}}

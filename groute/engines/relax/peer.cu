@@ -7,8 +7,10 @@
 //
 // Device `me` owns the vertices [off[me], off[me+1]) (renumbered ids) and their rows.
 //
-// peer_bfs: the frontier of level L is queue[L & 1] with count own(ctl)[CNT + L % 3]. Per level,
-// every device:
+// peer_bfs: the frontier of level L is queue[L & 1] with count own(ctl)[CNT + L % 3]. From at
+// most the host's SHARED_SEEDS seeds level 0 is shared (expand_shared_seeds): every device reads
+// every seed's row and claims its own targets, with no meeting and no offers. Per level (every
+// level of a run from more seeds or with a cutoff of 0), every device:
 //   A. adds its frontier size and out-arcs to the global sums (on device 0) and meets the others;
 //      all then read the same sums and take the same decision: done, push or pull (Beamer's
 //      rule: groute/operators/direction.cuh, as the one-device kernel);
@@ -98,7 +100,8 @@ enum PeerCounter { BIGRES = 12,   // 3 slots (level % 3): (big vertices << 40) |
                    TOTALS = 27,   // NSUM: the last level's global sums, copied from device 0
                    REMOTE_OFFERS = 31, BITMAP_WORDS = 32, RECEIVED = 33,
                    REFRESHES = 34,    // SSSP: refresh_sent passes
-                   PEER_COUNTERS = 35 };
+                   SEED_ARCS = 35,    // BFS: arcs of other devices' seeds read at level 0
+                   PEER_COUNTERS = 36 };
 // device 0's meeting block (64-bit words): the protocol's, then per level % 3 the NSUM sums
 enum Global { GSUM = MEETING_WORDS, GLOBAL_SIZE = 16 };
 static_assert(GSUM + 3 * NSUM <= GLOBAL_SIZE, "peer.cu: the sums outgrow device 0's block");
@@ -335,9 +338,13 @@ __device__ long long expand_shared_seeds(const PeerArgs& a, const Shared& s, Pee
         beg = __shfl_sync(0xffffffffu, beg, 0);
         end = __shfl_sync(0xffffffffu, end, 0);
         arcs += end - beg;
-        if (o == t.me && t.tid == 0) {
-            ++t.processed;
-            t.edges += (unsigned long long)(end - beg);
+        if (t.tid == 0) {
+            if (o == t.me) {
+                ++t.processed;
+                t.edges += (unsigned long long)(end - beg);
+            } else {
+                a.counters[SEED_ARCS] += (unsigned long long)(end - beg);   // read from o
+            }
         }
         for (long long e = beg + t.tid; e < end; e += t.nthreads) {
             const int v = __ldcg(&targets[e]);
@@ -409,7 +416,8 @@ peer_bfs(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int num
         int* next = (L & 1) ? a.queue0 : a.queue1;
         if (t.tid == 0) {
             // slots of level L + 2, last read during level L - 1 (device 0 is past C of
-            // level L - 1, so every device has read the sums of A of level L - 1)
+            // level L - 1, so every device has read the sums of A of level L - 1; after a
+            // shared level 0 no level has used slot 0 yet when level 1 clears it)
             own(a.ctl)[CNT + (L + 2) % 3] = 0;
             a.counters[BIGRES + (L + 2) % 3] = 0;
             reset_sums(a, (L + 2) % 3, true);

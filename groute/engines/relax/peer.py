@@ -56,7 +56,8 @@ PADVANCES, PEER_WORDS = 4, 8
 CTL_WORDS = PROTOCOL_WORDS + PEER_WORDS // 2
 ABORT_ROUNDS = ABORT_OWN
 PROCESSED, EDGES, DEFERRALS, TOTAL_ROUNDS, PULL_ROUNDS = 0, 1, 2, 3, 11
-TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, REFRESHES, COUNTERS = 27, 31, 32, 33, 34, 35
+TOTALS, REMOTE_OFFERS, BITMAP_WORDS, RECEIVED, REFRESHES, SEED_ARCS = 27, 31, 32, 33, 34, 35
+COUNTERS = 36
 GLOBAL_SIZE = 16
 TRACE_LEVELS = 64
 #: BFS from at most this many seeds shares its first level: every device reads every seed's
@@ -167,6 +168,7 @@ class PeerTraversal:
         self.seed_buffers = [SeedBuffer() for _ in range(self.k)]
         self.shared_buffers = [SeedBuffer() for _ in range(self.k)]   # BFS: every seed
         self._staged = None         # per device, the seeds' pointer and count (prepare)
+        self._shared_rows = 0       # remote seed rows a shared level 0 reads (prepare)
         log.info("peer %s (%s) on %d devices, grids %s x %d", app, self.kernel, self.k,
                  self.blocks, BLOCK)
 
@@ -279,6 +281,8 @@ class PeerTraversal:
         # BFS from a few seeds: every device expands all of them at level 0 (expand_shared_seeds)
         shared = (everyone.astype(np.int32) if self.unit and 0 < everyone.size <= SHARED_SEEDS
                   and self._level > 0 else np.zeros(0, np.int32))
+        # the row bounds every device reads of each seed another device owns (bytes_moved)
+        self._shared_rows = (self.k - 1) * int(shared.size)
         staged = [None] * self.k
         for i in self.local:
             self.devices[i].compute_stream.submit(self._stage, staged, i, seeds[i], shared)
@@ -328,8 +332,9 @@ class PeerTraversal:
                 f"last round: frontier {t[0]}, improvements {t[1]}, deferred {t[2]}, least value "
                 f"bits {t[3]:#x}")
         levels = [stop.ran for stop in stops]
-        offers, words, received, refreshes = [], [], [], []
+        offers, words, received, refreshes, seed_arcs = [], [], [], [], []
         for i, c in enumerate(rows):
+            seed_arcs.append(int(c[SEED_ARCS]))
             offers.append(int(c[REMOTE_OFFERS]))
             words.append(int(c[BITMAP_WORDS]))
             received.append(int(c[RECEIVED]))
@@ -344,10 +349,13 @@ class PeerTraversal:
                # BFS: an offer is one bit set by a 4-byte reduction in the owner's inbox, a
                # bitmap word is 4 bytes stored into each peer's copy; SSSP: an offer is two
                # 4-byte reductions (min on the distance, or of the inbox bit)
-               # a refresh reads every peer's distances: 4 bytes per vertex it does not own
+               # a refresh reads every peer's distances: 4 bytes per vertex it does not own;
+               # a shared level 0 reads each other device's seed's row: its two 8-byte bounds
+               # and 4 bytes per arc
                "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words)
                + sum(4 * int(self.offsets[-1] - self.offsets[i + 1] + self.offsets[i]) * r
-                     for i, r in enumerate(refreshes)),
+                     for i, r in enumerate(refreshes))
+               + 16 * self._shared_rows + 4 * sum(seed_arcs),
                "threshold_advances": 0 if self.unit else int(
                    own_words(rows[0][COUNTERS:]).view(np.int32)[PADVANCES]),
                "pull_levels": int(self.counters_host[0]["pull_rounds"]),
