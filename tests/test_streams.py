@@ -143,3 +143,22 @@ def test_solvers_answers(stream):
             spin(device, stream)
             labels = solver.run()
         assert reference.compare_labels(labels.values, reference.connected_components(g))
+
+
+def test_synchronize_waits_for_a_busy_stream_and_asks_an_idle_one():
+    """``Context.synchronize`` returns at once when every stream says it is idle, and waits
+    for a kernel still running on one: the answer written after the slow kernel is there."""
+    import cupy
+    with Context(1, backend="cuda", timeout=60) as ctx:
+        device = ctx.devices[0]
+        ctx.synchronize()
+        assert device.compute_stream.idle() and device.copy_stream.idle()
+        with device.use():
+            out = cupy.zeros(1, np.int32)
+        spin(device, "compute", seconds=0.3)
+        with device.on_compute():
+            out += 7
+        assert not device.compute_stream.idle()
+        ctx.synchronize()
+        assert device.compute_stream.idle()
+        assert int(out.get()[0]) == 7

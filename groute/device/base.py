@@ -80,6 +80,12 @@ class Stream(abc.ABC):
         """Wait for the work submitted so far (``spin``: as :meth:`Event.synchronize`)."""
         self.record().synchronize(timeout, spin=spin)
 
+    def idle(self) -> bool:
+        """Whether the stream is known to have finished all its work, asked without waiting
+        or recording anything; a failure of the device raises as a wait would. A backend
+        that cannot tell cheaply answers False, and the caller waits on events as usual."""
+        return False
+
 
 class CopyPlan:
     """``plan(dst_row, src_row, rows)`` copies ``src[src_row:src_row + rows]`` into
