@@ -147,18 +147,22 @@ def test_solvers_answers(stream):
 
 def test_synchronize_waits_for_a_busy_stream_and_asks_an_idle_one():
     """``Context.synchronize`` returns at once when every stream says it is idle, and waits
-    for a kernel still running on one: the answer written after the slow kernel is there."""
+    for a kernel still running on one: the answer written after the slow kernel is there.
+    The stream's answer agrees with an event recorded on it at the same time."""
     import cupy
     with Context(1, backend="cuda", timeout=60) as ctx:
         device = ctx.devices[0]
-        ctx.synchronize()
-        assert device.compute_stream.idle() and device.copy_stream.idle()
         with device.use():
             out = cupy.zeros(1, np.int32)
-        spin(device, "compute", seconds=0.3)
+        with device.on_compute():
+            out += 7                # compiled and loaded here, not behind the slow kernel
+        ctx.synchronize()
+        assert device.compute_stream.idle() and device.copy_stream.idle()
+        spin(device, "compute", seconds=1.0)
         with device.on_compute():
             out += 7
-        assert not device.compute_stream.idle()
+        behind = device.compute_stream.record()
+        assert not device.compute_stream.idle() and not behind.query()
         ctx.synchronize()
-        assert device.compute_stream.idle()
-        assert int(out.get()[0]) == 7
+        assert device.compute_stream.idle() and behind.query()
+        assert int(out.get()[0]) == 14
