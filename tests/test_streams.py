@@ -152,9 +152,8 @@ def test_synchronize_waits_for_a_busy_stream_and_asks_an_idle_one():
     import cupy
     with Context(1, backend="cuda", timeout=60) as ctx:
         device = ctx.devices[0]
-        with device.use():
+        with device.on_compute():   # on the compute stream: the default one would race it
             out = cupy.zeros(1, np.int32)
-        with device.on_compute():
             out += 7                # compiled and loaded here, not behind the slow kernel
         ctx.synchronize()
         assert device.compute_stream.idle() and device.copy_stream.idle()

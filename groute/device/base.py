@@ -302,6 +302,11 @@ class Device(abc.ABC):
         devices at once (:meth:`Event.wait_all`)."""
         return [self.compute_stream.record(), self.copy_stream.record()]
 
+    def idle(self) -> bool:
+        """Whether both streams are known to have finished their work (:meth:`Stream.idle`),
+        asked without waiting: a caller that would wait for the device can skip the wait."""
+        return self.compute_stream.idle() and self.copy_stream.idle()
+
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         """Wait for both streams (``spin``: as :meth:`Event.synchronize`)."""
         self.compute_stream.synchronize(timeout, spin=spin)

@@ -643,8 +643,7 @@ class Context:
         # already, which asking them says in a few microseconds per stream (recording an
         # event on each to wait on costs several times that, inside the timed region of a
         # run on several devices: groute.solver.DeviceTimer)
-        if all(stream.idle() for dev in self.devices
-               for stream in (dev.compute_stream, dev.copy_stream)):
+        if all(dev.idle() for dev in self.devices):
             return
         events = [event for dev in self.devices for event in dev.record_all()]
         if events:
