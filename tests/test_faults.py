@@ -261,3 +261,26 @@ def test_waiting_for_every_gpu_raises_the_failed_ones_error_at_once(monkeypatch)
     with pytest.raises(DeviceError, match=r"^cuda:1: ") as info:
         cuda.CUDAEvent.wait_all(events, timeout=5.0)
     assert time.perf_counter() - t0 < 1.0 and info.value.__cause__.status == 719
+
+
+@pytest.mark.timeout(30)
+def test_asking_an_idle_stream_tells_a_trap_as_the_devices_error(monkeypatch):
+    """``CUDAStream.idle`` (Context.synchronize's first step) asks CUDA without waiting: done
+    is True, running False, and a trap raises a DeviceError naming the GPU, which is marked
+    broken, as a wait on one of its events would."""
+    from groute import DeviceError
+    from groute.device import cuda
+    events, trap = _fake_gpus(monkeypatch, trapped=1)
+    status = {0: 0, 1: 719, 2: 600}
+    monkeypatch.setattr(cuda._cupy().cuda.runtime, "streamQuery", status.get)
+
+    def stream_of(event):
+        stream = object.__new__(cuda.CUDAStream)
+        stream.device, stream._ptr = event.device, event.raw.ptr
+        return stream
+    done, trapped, running = (stream_of(event) for event in events)
+    assert done.idle() is True and running.idle() is False
+    with pytest.raises(DeviceError, match=r"^cuda:1: .*cudaErrorLaunchFailure") as info:
+        trapped.idle()
+    assert info.value.__cause__.status == trap.status
+    assert events[1].device.broken is not None and events[0].device.broken is None

@@ -143,3 +143,25 @@ def test_solvers_answers(stream):
             spin(device, stream)
             labels = solver.run()
         assert reference.compare_labels(labels.values, reference.connected_components(g))
+
+
+def test_synchronize_waits_for_a_busy_stream_and_asks_an_idle_one():
+    """``Context.synchronize`` returns at once when every stream says it is idle, and waits
+    for a kernel still running on one: the answer written after the slow kernel is there.
+    The stream's answer agrees with an event recorded on it at the same time."""
+    import cupy
+    with Context(1, backend="cuda", timeout=60) as ctx:
+        device = ctx.devices[0]
+        with device.on_compute():   # on the compute stream: the default one would race it
+            out = cupy.zeros(1, np.int32)
+            out += 7                # compiled and loaded here, not behind the slow kernel
+        ctx.synchronize()
+        assert device.compute_stream.idle() and device.copy_stream.idle()
+        spin(device, "compute", seconds=1.0)
+        with device.on_compute():
+            out += 7
+        behind = device.compute_stream.record()
+        assert not device.compute_stream.idle() and not behind.query()
+        ctx.synchronize()
+        assert device.compute_stream.idle() and behind.query()
+        assert int(out.get()[0]) == 14

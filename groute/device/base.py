@@ -80,6 +80,12 @@ class Stream(abc.ABC):
         """Wait for the work submitted so far (``spin``: as :meth:`Event.synchronize`)."""
         self.record().synchronize(timeout, spin=spin)
 
+    def idle(self) -> bool:
+        """Whether the stream is known to have finished all its work, asked without waiting
+        or recording anything; a failure of the device raises as a wait would. A backend
+        that cannot tell cheaply answers False, and the caller waits on events as usual."""
+        return False
+
 
 class CopyPlan:
     """``plan(dst_row, src_row, rows)`` copies ``src[src_row:src_row + rows]`` into
@@ -295,6 +301,11 @@ class Device(abc.ABC):
         """An event on each of the device's streams, for a caller that waits for several
         devices at once (:meth:`Event.wait_all`)."""
         return [self.compute_stream.record(), self.copy_stream.record()]
+
+    def idle(self) -> bool:
+        """Whether both streams are known to have finished their work (:meth:`Stream.idle`),
+        asked without waiting: a caller that would wait for the device can skip the wait."""
+        return self.compute_stream.idle() and self.copy_stream.idle()
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         """Wait for both streams (``spin``: as :meth:`Event.synchronize`)."""

@@ -101,6 +101,9 @@ class RemoteDevice:
     def record_all(self) -> list:
         return []
 
+    def idle(self) -> bool:
+        return True
+
     def close(self) -> None:
         pass
 
