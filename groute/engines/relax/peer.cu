@@ -295,15 +295,22 @@ __device__ void finish(const PeerArgs& a, const PeerThread& t, int levels, unsig
 }
 
 // ------------------------------------------------------------------------------------ BFS
+// Claim own vertex lv (a local id) at depth c if it is unreached, appending it to the next
+// queue (slot nslot's count); the plain read filters most losers before the atomic.
+__device__ __forceinline__ void claim_own(const PeerArgs& a, int lv, int c, int nslot,
+                                          int* next) {
+    if (*(volatile int*)&a.dist[lv] != INT_INF) return;
+    if (atomicCAS(&a.dist[lv], INT_INF, c) != INT_INF) return;
+    queue_push(next, &own(a.ctl)[CNT + nslot], lv);
+}
+
 // Offer depth c to vertex v (a global id) found from this device's frontier.
 __device__ __forceinline__ void offer(const PeerArgs& a, Shared& s, int v, int c, int nslot,
                                       int* next, unsigned long long& offers) {
     const int j = owner_of(s.off, a.k, v);
     const int lv = v - s.off[j];
     if (j == a.me) {
-        if (*(volatile int*)&a.dist[lv] != INT_INF) return;
-        if (atomicCAS(&a.dist[lv], INT_INF, c) != INT_INF) return;
-        queue_push(next, &own(a.ctl)[CNT + nslot], lv);
+        claim_own(a, lv, c, nslot, next);
         return;
     }
     if (!bitmap_claim(a.sent, v)) return;
@@ -348,11 +355,7 @@ __device__ long long expand_shared_seeds(const PeerArgs& a, const Shared& s, Pee
         }
         for (long long e = beg + t.tid; e < end; e += t.nthreads) {
             const int v = __ldcg(&targets[e]);
-            if (v < t.lo || v >= t.lo + t.n_local) continue;
-            const int lv = v - t.lo;
-            if (*(volatile int*)&a.dist[lv] != INT_INF) continue;
-            if (atomicCAS(&a.dist[lv], INT_INF, 1) != INT_INF) continue;
-            queue_push(next, &own(a.ctl)[CNT + nslot], lv);
+            if (v >= t.lo && v < t.lo + t.n_local) claim_own(a, v - t.lo, 1, nslot, next);
         }
     }
     return arcs;
