@@ -11,7 +11,8 @@ only the values that change (:meth:`KernelArgs.set`). :func:`launch_kernel` hand
 driver, cooperatively where the kernel's module was built for grid-wide synchronisation, on
 CuPy's current stream, as the ``RawKernel`` call would (and leaves arguments given as a plain
 sequence to that call: converting them once, CuPy's compiled code is faster than packing them
-here). The persistent PageRank kernel (``bsp_persistent``) is launched this way.
+here). The persistent kernels that meet across devices are launched this way: PageRank's
+``bsp_persistent`` and the peer BFS and SSSP kernels.
 
 An argument is converted as CuPy converts it: a CuPy array is its device address, ``None`` a
 null pointer, a NumPy scalar (or one-element NumPy array) its value at its width, a Python

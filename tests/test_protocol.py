@@ -60,6 +60,11 @@ def test_a_control_block_read_back_says_where_the_launch_stopped():
     assert own_words(block).tolist() == [10, 11, 12]
     block[protocol.PROTO_ABORT] = protocol.ABORT_OWN
     assert not LaunchStop.read("cuda:1", block).timed_out
+    # the two int32 of the result word keep their signs (a kernel's codes may be negative)
+    block[protocol.PROTO_RESULT:protocol.PROTO_RESULT + 1].view(np.int32)[:] = -3, -2147483648
+    assert LaunchStop.read("cuda:1", block)[3:] == (-3, -2147483648)
+    block[protocol.PROTO_RESULT:protocol.PROTO_RESULT + 1].view(np.int32)[:] = 2147483647, -1
+    assert LaunchStop.read("cuda:1", block)[3:] == (2147483647, -1)
 
 
 def _claim():

@@ -46,14 +46,21 @@ class LaunchStop(NamedTuple):
     def read(cls, device: str, block) -> "LaunchStop":
         """The protocol's words of a control block read back to the host (``block``: its
         uint64 words, or any view of the same bytes), for the device named ``device``."""
-        words = np.asarray(block).view(np.uint64)[:PROTOCOL_WORDS]
-        ran, status = (int(x) for x in words[PROTO_RESULT:PROTO_RESULT + 1].view(np.int32))
-        return cls(device, int(words[PROTO_ABORT]), int(words[PROTO_CROSSED]), ran, status)
+        words = np.asarray(block).view(np.uint64)[:PROTOCOL_WORDS].tolist()   # Python ints
+        result = words[PROTO_RESULT]    # two int32, the first in the low half (little-endian)
+        return cls(device, words[PROTO_ABORT], words[PROTO_CROSSED], _int32(result),
+                   _int32(result >> 32))
 
     @property
     def timed_out(self) -> bool:
         """Whether it gave up waiting at a meeting."""
         return self.abort == ABORT_TIMEOUT
+
+
+def _int32(word: int) -> int:
+    """The low 32 bits of ``word`` as a signed int32."""
+    word &= 0xFFFFFFFF
+    return word - (1 << 32) if word & 0x80000000 else word
 
 
 def own_words(block):

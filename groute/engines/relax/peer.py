@@ -30,6 +30,7 @@ device waits at a cross-device barrier for
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from pathlib import Path
@@ -41,6 +42,7 @@ from groute.engines import peer_barrier
 from groute.engines.peer_barrier import (MAX_DEVICES, CrossDeviceBarrier, launch_resident,
                                          together)
 from groute.engines.protocol import ABORT_OWN, PROTOCOL_WORDS, LaunchStop, own_words
+from groute.kernel_launch import KernelArgs
 from groute.kernels import check_struct_layout, load_module, pack_struct, resident_blocks_per_sm
 from groute.tuning import TraversalTuning
 
@@ -137,6 +139,8 @@ class PeerTraversal:
         self.state, self.ctl, self.counters, self.fns, self.blocks = (none() for _ in range(5))
         self.rep, self.sent, self.inbox, self.active, self.trace = (none() for _ in range(5))
         self.state_host, self.args = none(), none()
+        #: per device, the kernel's launch arguments, packed at its first launch (_launch)
+        self.launch_args = none()
         with together(ctx, "set up its peer kernel", f"peer {app}"):
             block = self._allocate(words, tuning)
         #: what the peers write, at addresses this process's kernels can use (across
@@ -261,6 +265,13 @@ class PeerTraversal:
         ]
         return pack_struct(fields)
 
+    @functools.cached_property
+    def remote_vertices(self) -> list:
+        """Per device, the vertices it does not own (what a refresh of ``sent_best`` reads),
+        as Python ints: counted into every run's ``bytes_moved``."""
+        total = int(self.offsets[-1])
+        return [total - int(hi - lo) for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
+
     # ------------------------------------------------------------------ running
     def prepare(self, sources_new, max_level: int | None = None) -> None:
         """Stage the next :meth:`run` from ``sources_new`` (renumbered ids: one, or several
@@ -333,16 +344,17 @@ class PeerTraversal:
                 f"bits {t[3]:#x}")
         levels = [stop.ran for stop in stops]
         offers, words, received, refreshes, seed_arcs = [], [], [], [], []
-        for i, c in enumerate(rows):
-            seed_arcs.append(int(c[SEED_ARCS]))
-            offers.append(int(c[REMOTE_OFFERS]))
-            words.append(int(c[BITMAP_WORDS]))
-            received.append(int(c[RECEIVED]))
-            refreshes.append(int(c[REFRESHES]))
-            self.counters_host[i] = {"processed": int(c[PROCESSED]) + received[i],
-                                     "edges": int(c[EDGES]), "rounds": int(c[TOTAL_ROUNDS]),
-                                     "pull_rounds": int(c[PULL_ROUNDS]),
-                                     "launches": 1, "reshapes": 0, "deferrals": int(c[DEFERRALS]),
+        for i, row in enumerate(rows):
+            c = row[:COUNTERS].tolist()     # Python ints, converted once per device
+            seed_arcs.append(c[SEED_ARCS])
+            offers.append(c[REMOTE_OFFERS])
+            words.append(c[BITMAP_WORDS])
+            received.append(c[RECEIVED])
+            refreshes.append(c[REFRESHES])
+            self.counters_host[i] = {"processed": c[PROCESSED] + received[i],
+                                     "edges": c[EDGES], "rounds": c[TOTAL_ROUNDS],
+                                     "pull_rounds": c[PULL_ROUNDS],
+                                     "launches": 1, "reshapes": 0, "deferrals": c[DEFERRALS],
                                      "absorbed": 0}
         out = {"rounds": levels, "items_sent": {f"{i}->peers": n for i, n in enumerate(offers)},
                "items_forwarded": [0] * self.k,
@@ -353,12 +365,11 @@ class PeerTraversal:
                # a shared level 0 reads each other device's seed's row: its two 8-byte bounds
                # and 4 bytes per arc
                "bytes_moved": (4 if self.unit else 8) * sum(offers) + 4 * sum(words)
-               + sum(4 * int(self.offsets[-1] - self.offsets[i + 1] + self.offsets[i]) * r
-                     for i, r in enumerate(refreshes))
+               + sum(4 * remote * r for remote, r in zip(self.remote_vertices, refreshes))
                + 16 * self._shared_rows + 4 * sum(seed_arcs),
                "threshold_advances": 0 if self.unit else int(
                    own_words(rows[0][COUNTERS:]).view(np.int32)[PADVANCES]),
-               "pull_levels": int(self.counters_host[0]["pull_rounds"]),
+               "pull_levels": self.counters_host[0]["pull_rounds"],
                "bsp_levels": max(levels), "exchange": "peer", "items_received": received}
         if self.trace[self.local[0]] is not None:
             out["level_trace_us"] = self.ctx.share(
@@ -403,13 +414,22 @@ class PeerTraversal:
 
     def _launch(self, i, dev):
         """Launch device ``i``'s kernel (cooperative: every block resident) from the seeds
-        :meth:`_stage` put there."""
+        :meth:`_stage` put there. The arguments are packed once per device
+        (:class:`~groute.kernel_launch.KernelArgs`) and their values rewritten in place each
+        run: the devices start one after another, each waiting at its first meeting for the
+        last, so a launch's host cost is paid once per device per run."""
         ptr, count, shared_ptr, shared_count = self._staged[i]
-        args = (self.args[i], ptr, count, np.uint64(self.barrier.base), self._timeout_ns)
+        values = (ptr, count, np.uint64(self.barrier.base), self._timeout_ns)
         if self.unit:
-            args += (self._level, shared_ptr, shared_count)
+            values += (self._level, shared_ptr, shared_count)
         else:
-            args += (np.int32(self.delta_bits), np.int32(self.max_rounds),
-                     np.int64(self.refresh_at))
+            values += (np.int32(self.delta_bits), np.int32(self.max_rounds),
+                       np.int64(self.refresh_at))
+        args = self.launch_args[i]
+        if args is None:
+            args = self.launch_args[i] = KernelArgs((self.args[i], *values))
+        else:
+            for slot, value in enumerate(values, 1):
+                args.set(slot, value)
         self.blocks[i] = launch_resident(self.fns[i], self.blocks[i], BLOCK, args, device=dev,
                                          kernel=self.kernel)
