@@ -1,7 +1,8 @@
 """Where a run's time goes across ranks (issue 42: ranks against threads on kron:21): each
-rank times its collectives (barriers, allgathers, broadcasts), its context's synchronisations
-and the cross-device barrier's launch and ends around every run of one solver, beside the
-run's own ``time_s`` and its wall time; ``--threads`` runs the same solver on the devices of
+rank times its collectives (barriers, allgathers, broadcasts), its context's synchronisations,
+the cross-device barrier's launch and ends, the timer's start and end, each kernel launch, the
+wait for the read-back and the reading of each device's stop around every run of one solver,
+beside the run's own ``time_s`` and its wall time; ``--threads`` runs the same solver on the devices of
 one process, for the same table without the ranks.
 
     mpiexec -n 2 python benchmarks/probes/gpu_rank_phases.py --app bfs --graph kron:21
@@ -69,6 +70,20 @@ def instrument() -> None:
     timed(CrossDeviceBarrier, "launch_each", "barrier.launch_each")
     timed(CrossDeviceBarrier, "share_ends", "barrier.share_ends")
     timed(Ranks, "_wait", lambda self, request, what, nbytes=0: f"wait: {what}")
+    # a run's own host path on each device: the timer, the launches, the read-back's wait and
+    # the reading of where each device stopped
+    from groute.device.cuda import CUDAEvent
+    from groute.engines import peer_barrier
+    from groute.engines.protocol import LaunchStop
+    from groute.engines.relax import peer
+    from groute.solver import DeviceTimer
+    timed(DeviceTimer, "__enter__", "timer: start")
+    timed(DeviceTimer, "__exit__", "timer: end")
+    timed(peer, "launch_resident", "peer: launch_resident")
+    timed(peer_barrier, "launch_kernel", "launch_kernel")
+    timed(CUDAEvent, "wait_all", "events: wait_all")
+    timed(LaunchStop, "read", "LaunchStop.read")
+    timed(CrossDeviceBarrier, "finish", "barrier.finish")
 
 
 def solver_of(app: str, graph, **where):
