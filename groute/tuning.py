@@ -417,13 +417,17 @@ class CCTuning(_Tuning):
     CUDA) the linking step; ``hubs``, on several devices in place, the rows of highest degree
     whose sampled arcs every device links first (0: none); the segment path's
     ``segment_edges`` (None: about 4 segments per device) and ``num_buffers`` receive buffers
-    per device link."""
+    per device link; ``replay``, in place, queues each device's phases of a run (sampling,
+    description, merge and rest) the way its stream replays a fixed sequence fastest (CUDA:
+    a graph captured at the first run, one launch per phase; ``False``: every kernel
+    launched from the host each run, as a probe timing them one by one needs)."""
     sample_rounds: int = 2
     num_samples: int = 1024
     link: str = "mixed"
     hubs: int = 1024
     segment_edges: int | None = None
     num_buffers: int = 2
+    replay: bool = True
 
     def __post_init__(self):
         _check_optional_count("segment_edges", self.segment_edges)

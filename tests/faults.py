@@ -192,14 +192,15 @@ class _Runner:
             return Patch(IterationDevice, "bsp_step", lambda this, *a: this.device, step,
                          at=3).undo
         if self.app == "cc":
+            # a phase of the faulty device's run (replayed after the first run: on CUDA one
+            # graph launch, no host call per kernel left to fail)
             from groute.engines.components.device import DeviceCC
-            real = DeviceCC.link_round
+            real = DeviceCC.replay
 
-            def link(this, r, light):
+            def phase(this, name, work):
                 this.stream.submit(_fault, kind, this.device)
-                real(this, r, light)
-            return Patch(DeviceCC, "link_round", lambda this, *a: this.device, link,
-                         at=2).undo
+                real(this, name, work)
+            return Patch(DeviceCC, "replay", lambda this, *a: this.device, phase).undo
         if self.app == "loop":              # CUDA, raise: the host's step on the device
             from groute.operators import cuda_ops
             real = cuda_ops.push

@@ -628,3 +628,30 @@ def test_edge_count_is_kept_on_the_graph(monkeypatch):
                         lambda *args, **kw: pytest.fail("counted again"))
     with CC(g, backend="cpu", devices=2) as b:
         assert b.m == first == 3
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend, k", device_cases((1, 2, 3)))
+def test_replayed_phases_give_what_the_host_s_calls_give(backend, k):
+    """In place, each device's phases of a run are recorded at the first run and replayed
+    after it (CUDA: graphs; ``CCTuning.replay``): over several runs of one solver, on graphs
+    whose runs differ in what is left after the vote, the labels are exact and equal to those
+    of a solver that launches every kernel from the host; the phases recorded are the
+    sampling on every device, the description on the senders, the merge and rest on the
+    first."""
+    skip_if_missing(backend, k)
+    with Context(k, backend=backend, timeout=30) as ctx:
+        for g in (load_graph("kron:12", cache=False), load_graph("er:3000:1", cache=False),
+                  load_graph("grid:40", cache=False)):
+            ref = reference.connected_components(g)
+            with CC(g, ctx=ctx, rest="kernel") as replayed, \
+                    CC(g, ctx=ctx, rest="kernel", tuning=CCTuning(replay=False)) as called:
+                for _ in range(3):
+                    a, b = replayed.run(), called.run()
+                    np.testing.assert_array_equal(a.values, ref)
+                    np.testing.assert_array_equal(b.values, ref)
+                    assert a.stats["giant_size"] == b.stats["giant_size"]
+                want = [{"sampling"} | ({"merge and rest"} if i == 0 else {"description"})
+                        for i in range(k)]
+                assert [set(d._phases) for d in replayed.devs] == want
+                assert all(not d._phases for d in called.devs)

@@ -129,10 +129,12 @@ def cc(g, repeat, rate, floor_ms):
 
 def cc_phases(g, repeat):
     """CUDA events after each of CC's phases on one device (the host's time between phases
-    shows in the phase after it)."""
+    shows in the phase after it), every kernel launched from the host (``replay=False``: a
+    replayed phase calls none of the methods timed here)."""
     import cupy
     from groute.apps.cc import CC
-    with CC(g, backend="cuda", devices=1) as s:
+    from groute.tuning import CCTuning
+    with CC(g, backend="cuda", devices=1, tuning=CCTuning(replay=False)) as s:
         s.run()
         dev = s.devs[0]
         marks = []

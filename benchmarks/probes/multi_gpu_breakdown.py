@@ -175,6 +175,9 @@ HOST_SPANS = (
     ("groute.engines.components.solver", "ComponentsSolver._answer", None),
     ("groute.engines.components.solver", "land_answer", None),
     ("groute.engines.components.solver", "ComponentsSolver._remaining", None),
+    # a phase of a run (sampling, description, merge and rest), replayed after the first run:
+    # the methods below are called only while it is recorded (CCTuning.replay)
+    ("groute.engines.components.device", "DeviceCC.replay", "self.device"),
     ("groute.engines.components.device", "DeviceCC.reset", "self.device"),
     ("groute.engines.components.device", "DeviceCC.link_round", "self.device"),
     ("groute.engines.components.device", "DeviceCC.compress", "self.device"),

@@ -86,6 +86,30 @@ class Stream(abc.ABC):
         that cannot tell cheaply answers False, and the caller waits on events as usual."""
         return False
 
+    def recorded(self, work):
+        """Submit the work that ``work()`` submits to this stream, and return a callable
+        that submits the same work again.
+
+        ``work`` must submit a fixed sequence to this stream alone: the same kernels on the
+        same arrays with the same arguments every time, nothing read back and no decision
+        taken on the host in between (what it computes on the host when called is fixed
+        then). Its caller keeps the arrays it reads as long as the returned callable. A
+        backend that can replay such a sequence in one step does so (CUDA: a graph captured
+        from it, one launch instead of one per kernel); this one calls ``work`` again.
+
+        Parameters
+        ----------
+        work : callable
+            Called with no arguments; submits its work to this stream.
+
+        Returns
+        -------
+        callable
+            Called with no arguments, submits the same work again, in stream order.
+        """
+        work()
+        return work
+
 
 class CopyPlan:
     """``plan(dst_row, src_row, rows)`` copies ``src[src_row:src_row + rows]`` into

@@ -6,6 +6,8 @@ host thread blocks forever on a GPU that will never answer.
 """
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 import time
 from contextlib import contextmanager
@@ -43,6 +45,9 @@ def sticky_error(exc) -> str | None:
             return f"{STICKY_ERRORS[status]}: {exc}"
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+log = logging.getLogger(__name__)
 
 
 def _cupy():
@@ -206,6 +211,33 @@ class CUDAStream(Stream):
             raise
         except Exception as exc:
             raise _failure(device, exc) from exc
+
+    def recorded(self, work):
+        """Submit ``work()``'s work as it is (its first time: its kernels compile and load),
+        then capture the same calls into a CUDA graph, not run; the returned callable
+        launches that graph: one host call for the whole sequence (see
+        :meth:`Stream.recorded` for what ``work`` may do). Where the capture fails (``work``
+        did something a capture cannot hold), the callable is ``work`` itself, and a warning
+        says why."""
+        work()
+        raw = self.raw
+        try:
+            with self.device.use(), raw:
+                raw.begin_capture()
+                try:
+                    work()
+                except BaseException:
+                    try:
+                        raw.end_capture()       # the capture is dropped; work()'s error told
+                    except Exception:  # noqa: BLE001 - an invalidated capture ends with one
+                        pass
+                    raise
+                graph = raw.end_capture()
+        except Exception as exc:  # noqa: BLE001 - the work runs call by call instead
+            log.warning("%s: its work could not be captured into a CUDA graph (%s: %s); it is "
+                        "queued call by call", self, type(exc).__name__, exc)
+            return work
+        return functools.partial(self.submit, graph.launch, raw)
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it

@@ -73,6 +73,8 @@ class DeviceCC:
         self.cuda = device.backend == "cuda"
         self.parent = device.empty(max(n, 1), np.int32)[:n]
         self.lo, self.rows, self.indptr, self.indices = 0, 0, None, None
+        #: whether :meth:`replay` records its phases (``CCTuning.replay``), and those recorded
+        self.replaying, self._phases = True, {}
         if self.cuda:
             from groute.kernels import get_kernel
             with device.use():
@@ -83,8 +85,25 @@ class DeviceCC:
                                              "cc_count_root")}
             self.sms = int(device.properties()["multiprocessors"])
 
+    def replay(self, phase: str, work) -> None:
+        """Submit ``work()``, the fixed sequence of this device's operations that makes
+        ``phase`` of a run (the same every run: see :meth:`~groute.device.base.Stream.
+        recorded`), the way its stream replays it fastest: recorded on its first call, then
+        replayed (on CUDA one graph launch instead of a host call per kernel). With
+        :attr:`replaying` off, ``work()`` every time."""
+        if not self.replaying:
+            work()
+            return
+        again = self._phases.get(phase)
+        if again is None:
+            self._phases[phase] = self.stream.recorded(work)
+        else:
+            again()
+
     def set_rows(self, lo, indptr, indices):
-        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0)."""
+        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0);
+        the phases recorded on the old rows are dropped."""
+        self._phases = {}
         self.lo, self.rows = int(lo), int(indptr.shape[0]) - 1
         self.indptr = self.device.asarray(np.ascontiguousarray(indptr, dtype=np.int64))
         self.indices = self.device.asarray(np.ascontiguousarray(indices, dtype=np.int32))
@@ -123,6 +142,7 @@ class DeviceCC:
         """Make this device a merge sender (:meth:`describe_changes`): ``samples`` (on this
         device) vote for its giant; its list holds up to ``cap`` (vertex, root) pairs."""
         dev = self.device
+        self._phases = {}           # recorded on the old list
         self.own_samples = samples
         self.changes = Changes(bits=dev.empty(max(-(-self.n // 32), 1), np.uint32),
                                list=dev.empty((max(int(cap), 1), 2), np.int32),

@@ -35,8 +35,11 @@ at set-up, which gives the *weak* components), spread over the devices:
 4. After the last compression ``parent[v]`` is the smallest vertex id of v's component: the
    canonical label, equal to ``groute.graph.reference.connected_components``.
 
-The host only queues kernels and events on every device's stream and waits once at the end. With
-one device this is the single-GPU Afforest in place. Why this is the default: the segment path
+The host only queues kernels and events on every device's stream and waits once at the end; each
+device's part of a run is a few fixed phases (sampling; description; merge and rest), recorded at
+the first run and replayed after it (:meth:`DeviceCC.replay`: on CUDA one graph launch per phase
+instead of a host call per kernel, which on small graphs set the pace). With one device this is
+the single-GPU Afforest in place. Why this is the default: the segment path
 below spends most of its time on the first device compacting every arc left after sampling, down
 to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
 faster on two than on one where the graph is big enough (docs/PR_CC.md). Sampling is random
@@ -236,6 +239,8 @@ class ComponentsSolver(Solver):
                 rest = self.rules["rest"].decide({"peer_access": lambda: why is None}).choice
             self.path = rest if self.afforest else "edge-list"
             self.devs = [DeviceCC(self.ctx.devices[i], self.n) for i in self._here]
+            for dev in self.devs:
+                dev.replaying = bool(tuning.replay)
             source = self.devs[0].device
             self.offsets = np.array([0, self.n], np.int64)
             if ranked:
@@ -575,13 +580,7 @@ class ComponentsSolver(Solver):
             if k > 1:
                 self._describe_changes()
             if merger:
-                if k > 1:
-                    first.merge_changes(self._sender_changes, self._senders, self.moved)
-                    first.compress()              # the vote needs roots
-                first.sample_mode(self.samples, self.giant)
-                first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
-                                self.counters)
-                first.compress()
+                first.replay("merge and rest", self._merge_and_rest)
         # across processes no rank starts its next run (its reset rewrites what rank 0's
         # merge reads) before the timer's closing meeting, after rank 0's work
         labels, facts = self._answer(self.counters, moved=self.moved if k > 1 else None,
@@ -604,23 +603,40 @@ class ComponentsSolver(Solver):
                             values_are_vertices=True)
 
     def _sample_rows(self) -> None:
-        """Afforest's sampling rounds, each device over its own rows, interleaved so that every
-        device starts at once."""
-        for dev in self.devs:
-            dev.reset()
-        if self._hub_edges is not None:
-            for dev, edges in zip(self.devs, self._hub_edges):
-                dev.hook(edges)
+        """Afforest's sampling rounds, each device over its own rows (one phase of each
+        device's run, :meth:`DeviceCC.replay`: the devices start within a launch of each
+        other)."""
+        hubs = self._hub_edges or [None] * len(self.devs)
+        for j, dev, edges in zip(self._here, self.devs, hubs):
+            dev.replay("sampling", functools.partial(self._sample_on, j, dev, edges))
+
+    def _sample_on(self, j: int, dev: DeviceCC, hub_edges) -> None:
+        """Device ``j``'s sampling: reset, the hubs' arcs (``hub_edges``, on this device;
+        None: none), then each round over its rows."""
+        dev.reset()
+        if hub_edges is not None:
+            dev.hook(hub_edges)
         for r in range(self.rounds):
-            for j, dev in zip(self._here, self.devs):
-                dev.link_round(r, self._light(r))
-                if self.k == 1:
-                    dev.compress()
-                elif r + 1 < self.rounds or j == 0:
-                    # only the rows: the next round starts from them, and the merge's hooks
-                    # walk to the roots from any vertex (a sender's description compresses
-                    # its whole array)
-                    dev.compress(rows_only=True)
+            dev.link_round(r, self._light(r))
+            if self.k == 1:
+                dev.compress()
+            elif r + 1 < self.rounds or j == 0:
+                # only the rows: the next round starts from them, and the merge's hooks walk
+                # to the roots from any vertex (a sender's description compresses its whole
+                # array)
+                dev.compress(rows_only=True)
+
+    def _merge_and_rest(self) -> None:
+        """The first device's end of a run in place: the senders' changes merged (several
+        devices), the vote for the giant, the rest linked, the last compression."""
+        first = self.devs[0]
+        if self.k > 1:
+            first.merge_changes(self._sender_changes, self._senders, self.moved)
+            first.compress()              # the vote needs roots
+        first.sample_mode(self.samples, self.giant)
+        first.link_rest(self.rest, self.rounds, self.giant, self._light(self.rounds),
+                        self.counters)
+        first.compress()
 
     def _describe_changes(self) -> None:
         """Every device but the first describes what its sampling changed, and the first
@@ -628,7 +644,7 @@ class ComponentsSolver(Solver):
         rank waits for its GPU and the ranks meet (rank 0's merge then reads them)."""
         senders = [d for j, d in zip(self._here, self.devs) if j != 0]
         for dev in senders:
-            dev.describe_changes()
+            dev.replay("description", dev.describe_changes)
         if self.ctx.ranks is None:
             for dev in senders:
                 self.devs[0].stream.wait_event(dev.stream.record())
