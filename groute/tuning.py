@@ -419,7 +419,7 @@ class CCTuning(_Tuning):
     ``segment_edges`` (None: about 4 segments per device) and ``num_buffers`` receive buffers
     per device link; ``replay``, in place, queues each device's phases of a run (sampling,
     description, merge and rest) the way its stream replays a fixed sequence fastest (CUDA:
-    a graph captured at the first run, one launch per phase; ``False``: every kernel
+    a graph captured at the second run, one launch per phase; ``False``: every kernel
     launched from the host each run, as a probe timing them one by one needs)."""
     sample_rounds: int = 2
     num_samples: int = 1024

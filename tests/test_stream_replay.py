@@ -68,24 +68,25 @@ def _stream(raw):
 
 @pytest.mark.timeout(30)
 def test_a_cuda_stream_runs_the_work_then_captures_it_and_replays_the_graph():
-    """The first call submits the work as it is, then captures the same calls (while the
-    stream captures, nothing runs); each later call is one launch of the graph on the
-    stream."""
+    """The work is submitted as it is (a one-shot call captures nothing); replayed the first
+    time, its calls are captured (while the stream captures, nothing runs) and the graph
+    launched on the stream, and each later replay is one launch."""
     raw = _RawStream()
     stream = _stream(raw)
     seen = []
     again = stream.recorded(lambda: seen.append(raw.capturing))
-    assert seen == [False, True] and raw.calls == ["begin", "end"]
+    assert seen == [False] and raw.calls == []
     again()
+    assert seen == [False, True] and raw.calls == ["begin", "end", ("launch", raw)]
     again()
-    assert seen == [False, True] and raw.calls[2:] == [("launch", raw), ("launch", raw)]
+    assert seen == [False, True] and raw.calls[3:] == [("launch", raw)]
 
 
 @pytest.mark.timeout(30)
 def test_work_that_cannot_be_captured_is_submitted_call_by_call_with_a_warning(caplog):
     """A capture that fails (CUDA refused something the work did, told at the work's call or
-    at the capture's end) is dropped: the work already ran once, later calls submit it again
-    call by call, and a warning names the stream and the error."""
+    at the capture's end) is dropped: that replay and every later one submit the work call by
+    call, and a warning names the stream and the error."""
     for fail_in_work, fail_end in ((True, None), (False, RuntimeError("invalidated"))):
         raw = _RawStream(fail_end=fail_end)
         stream = _stream(raw)
@@ -95,12 +96,14 @@ def test_work_that_cannot_be_captured_is_submitted_call_by_call_with_a_warning(c
             calls.append(raw.capturing)
             if raw.capturing and fail_in_work:
                 raise RuntimeError("operation not permitted when stream is capturing")
+        again = stream.recorded(work)
         with caplog.at_level(logging.WARNING, logger="groute.device.cuda"):
-            again = stream.recorded(work)
+            again()
         assert raw.calls == ["begin", "end"] and not raw.capturing
         assert "could not be captured" in caplog.text and "CUDAStream cuda:0/compute" in caplog.text
-        again()
         assert calls == [False, True, False]
+        again()
+        assert calls == [False, True, False, False] and raw.calls == ["begin", "end"]
         caplog.clear()
 
 

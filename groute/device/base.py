@@ -95,7 +95,8 @@ class Stream(abc.ABC):
         taken on the host in between (what it computes on the host when called is fixed
         then). Its caller keeps the arrays it reads as long as the returned callable. A
         backend that can replay such a sequence in one step does so (CUDA: a graph captured
-        from it, one launch instead of one per kernel); this one calls ``work`` again.
+        from it at its first replay, one launch instead of one per kernel; a work never
+        replayed is never captured); this one calls ``work`` again.
 
         Parameters
         ----------

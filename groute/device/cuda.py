@@ -177,6 +177,24 @@ TO_HOST_SPIN_S = 0.05
 SIBLING_CHECK_S = 0.05
 
 
+class _Replay:
+    """What :meth:`CUDAStream.recorded` returns: called, it submits the work again, from its
+    first call on as a launch of the CUDA graph captured then (or call by call where the
+    capture failed)."""
+
+    __slots__ = ("stream", "work", "launch")
+
+    def __init__(self, stream: "CUDAStream", work):
+        self.stream, self.work, self.launch = stream, work, None
+
+    def __call__(self) -> None:
+        if self.launch is None:
+            graph = self.stream._capture(self.work)
+            self.launch = (self.work if graph is None else
+                           functools.partial(self.stream.submit, graph.launch, self.stream.raw))
+        self.launch()
+
+
 class CUDAStream(Stream):
     def __init__(self, device: "CUDADevice", name: str):
         self.device = device
@@ -213,13 +231,18 @@ class CUDAStream(Stream):
             raise _failure(device, exc) from exc
 
     def recorded(self, work):
-        """Submit ``work()``'s work as it is (its first time: its kernels compile and load),
-        then capture the same calls into a CUDA graph, not run; the returned callable
-        launches that graph: one host call for the whole sequence (see
-        :meth:`Stream.recorded` for what ``work`` may do). Where the capture fails (``work``
-        did something a capture cannot hold), the callable is ``work`` itself, and a warning
-        says why."""
+        """Submit ``work()``'s work as it is; the returned callable captures the same calls
+        into a CUDA graph the first time it is called and launches the graph, each time: one
+        host call for the whole sequence (see :meth:`Stream.recorded` for what ``work`` may
+        do). A work submitted once, as by a one-shot call, is never captured. Where the
+        capture fails (``work`` did something a capture cannot hold), ``work`` is submitted
+        call by call from then on, and a warning says why."""
         work()
+        return _Replay(self, work)
+
+    def _capture(self, work):
+        """The CUDA graph of the calls ``work()`` makes on this stream, captured (not run);
+        None, with a warning, where the capture fails."""
         raw = self.raw
         try:
             with self.device.use(), raw:
@@ -232,12 +255,11 @@ class CUDAStream(Stream):
                     except Exception:  # noqa: BLE001 - an invalidated capture ends with one
                         pass
                     raise
-                graph = raw.end_capture()
+                return raw.end_capture()
         except Exception as exc:  # noqa: BLE001 - the work runs call by call instead
             log.warning("%s: its work could not be captured into a CUDA graph (%s: %s); it is "
                         "queued call by call", self, type(exc).__name__, exc)
-            return work
-        return functools.partial(self.submit, graph.launch, raw)
+            return None
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it

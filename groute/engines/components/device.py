@@ -88,8 +88,9 @@ class DeviceCC:
     def replay(self, phase: str, work) -> None:
         """Submit ``work()``, the fixed sequence of this device's operations that makes
         ``phase`` of a run (the same every run: see :meth:`~groute.device.base.Stream.
-        recorded`), the way its stream replays it fastest: recorded on its first call, then
-        replayed (on CUDA one graph launch instead of a host call per kernel). With
+        recorded`), the way its stream replays it fastest: submitted as it is on its first call,
+        replayed after (on CUDA one graph launch instead of a host call per kernel, the
+        graph captured at the first replay). With
         :attr:`replaying` off, ``work()`` every time."""
         if not self.replaying:
             work()

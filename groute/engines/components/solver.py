@@ -36,8 +36,8 @@ at set-up, which gives the *weak* components), spread over the devices:
    canonical label, equal to ``groute.graph.reference.connected_components``.
 
 The host only queues kernels and events on every device's stream and waits once at the end; each
-device's part of a run is a few fixed phases (sampling; description; merge and rest), recorded at
-the first run and replayed after it (:meth:`DeviceCC.replay`: on CUDA one graph launch per phase
+device's part of a run is a few fixed phases (sampling; description; merge and rest), submitted as
+they are at the first run and replayed after it (:meth:`DeviceCC.replay`: on CUDA one graph launch per phase
 instead of a host call per kernel, which on small graphs set the pace). With one device this is
 the single-GPU Afforest in place. Why this is the default: the segment path
 below spends most of its time on the first device compacting every arc left after sampling, down
