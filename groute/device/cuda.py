@@ -216,19 +216,9 @@ class CUDAStream(Stream):
 
     def submit(self, fn, *args, **kwargs) -> None:
         """Run ``fn`` now, on the calling thread, with this stream current. What it raises is
-        a failure on this device (:func:`_failures_on`, written out: a launch of every run
-        comes this way, and a generator's context costs more than the try), as on the CPU
-        backend."""
-        device = self.device
-        if device.broken is not None:
-            raise _refusal(device)
-        try:
-            with device.use(), self.raw:
-                fn(*args, **kwargs)
-        except GrouteError:
-            raise
-        except Exception as exc:
-            raise _failure(device, exc) from exc
+        a failure on this device (:class:`_failures_on`), as on the CPU backend."""
+        with _failures_on(self.device), self.device.use(), self.raw:
+            fn(*args, **kwargs)
 
     def recorded(self, work):
         """Submit ``work()``'s work as it is; the returned callable captures the same calls
@@ -283,7 +273,7 @@ class CUDAStream(Stream):
 
     def _runtime_call(self, call, *args) -> None:
         """``call(*args)``, one CUDA runtime call that names its stream and event itself, as
-        :func:`_failures_on` would run it (a broken device refused, a failure naming the
+        :class:`_failures_on` would run it (a broken device refused, a failure naming the
         device) but without a context manager or a device switch: a Link records and waits
         per packet."""
         if self.device.broken is not None:
@@ -418,30 +408,36 @@ def _check_rows(dst, src) -> None:
             raise ValueError(f"a copy plan needs contiguous arrays; {name} is not")
 
 
-@contextmanager
-def _failures_on(device):
+class _failures_on:
     """What the block raises is a failure on ``device``: a DeviceError naming it, the original
     its ``__cause__`` (groute's own errors, which say where they come from, stay as they are);
     a sticky CUDA error marks the device broken (:meth:`CUDADevice.note_failure`), and a broken
-    device refuses the block at once."""
-    if device.broken is not None:
-        raise _refusal(device)
-    try:
-        yield
-    except GrouteError:
-        raise
-    except Exception as exc:
-        raise _failure(device, exc) from exc
+    device refuses the block at once. A class, not a generator's context: every launch of a
+    run enters one (:meth:`CUDAStream.submit`), and this costs the host a fraction of it."""
+
+    __slots__ = ("device",)
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self) -> None:
+        if self.device.broken is not None:
+            raise _refusal(self.device)
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or isinstance(exc, GrouteError) or not isinstance(exc, Exception):
+            return False
+        raise _failure(self.device, exc) from exc
 
 
 def _refusal(device) -> DeviceError:
-    """What a broken ``device`` raises for any work (:func:`_failures_on`)."""
+    """What a broken ``device`` raises for any work (:class:`_failures_on`)."""
     return DeviceError(device.name, f"refused:{device.broken_note()}")
 
 
 def _failure(device, exc) -> DeviceError:
     """``exc``, raised by work on ``device``, as the DeviceError naming the device
-    (:func:`_failures_on`; per-packet paths call it from a plain ``except``)."""
+    (:class:`_failures_on`; per-packet paths call it from a plain ``except``)."""
     device.note_failure(exc)
     text = str(exc).removeprefix(f"{device.name}: ")      # named once
     return DeviceError(device.name, f"{type(exc).__name__}: {text}{device.broken_note()}")
