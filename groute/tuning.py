@@ -441,6 +441,8 @@ class CCTuning(_Tuning):
             raise ValueError(f"link must be 'hook', 'light' or 'mixed', got {self.link!r}")
         if int(self.num_buffers) < 1:
             raise ValueError(f"num_buffers must be >= 1; got {self.num_buffers!r}")
+        if not isinstance(self.replay, bool):
+            raise ValueError(f"replay must be True or False; got {self.replay!r}")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ process, so those run in a process of their own: :func:`run_in_subprocess`).
 
 A scenario (:func:`scenario`) builds one app's solver (BFS, PageRank, CC) or an engine running
 an operator loop (the operator calls, the fused launches, the async engine) on a context of
-``k`` devices, runs it twice (the answer, and a normal run's time), makes one device
+``k`` devices, runs it three times (the answer; a second run, CC's phases captured then; a
+normal run's time), makes one device
 (:data:`FAULTY`) fail at a point in the middle of the next run, and records what the run
 raised and how long that took; then what the context does next: a ``"raise"`` fault (a device
 function raises) leaves it usable, so the next run's answer and time are recorded; a
@@ -264,6 +265,7 @@ def _scenario(app, backend, k, kind, timeout) -> dict:
     runner = _Runner(app, ctx, graph)
     try:
         want, _ = runner.run()
+        runner.run()                # a replayed phase is captured here (CC: DeviceCC.replay)
         _, out["normal_s"] = runner.run()
         undo = runner.fault(kind)
         t0 = time.perf_counter()

@@ -58,11 +58,28 @@ class _RawStream:
         return SimpleNamespace(launch=lambda stream: self.calls.append(("launch", stream)))
 
 
+class CUDARuntimeError(Exception):
+    """What CuPy raises for a failed CUDA call, told by name and ``status`` (no GPU here)."""
+
+    def __init__(self, status, text):
+        super().__init__(text)
+        self.status = status
+
+
+#: CUDA's refusal of an operation while its stream captures, and a sticky fault
+REFUSED = CUDARuntimeError(900, "cudaErrorStreamCaptureUnsupported: operation not permitted "
+                                "when stream is capturing")
+TRAP = CUDARuntimeError(719, "cudaErrorLaunchFailure: unspecified launch failure")
+
+
 def _stream(raw):
     from groute.device import cuda
     stream = object.__new__(cuda.CUDAStream)
     stream.raw, stream.name = raw, "compute"
-    stream.device = SimpleNamespace(name="cuda:0", broken=None, use=contextlib.nullcontext)
+    device = SimpleNamespace(name="cuda:0", broken=None, use=contextlib.nullcontext)
+    for method in ("note_failure", "broken_note"):
+        setattr(device, method, getattr(cuda.CUDADevice, method).__get__(device))
+    stream.device = device
     return stream
 
 
@@ -84,10 +101,10 @@ def test_a_cuda_stream_runs_the_work_then_captures_it_and_replays_the_graph():
 
 @pytest.mark.timeout(30)
 def test_work_that_cannot_be_captured_is_submitted_call_by_call_with_a_warning(caplog):
-    """A capture that fails (CUDA refused something the work did, told at the work's call or
-    at the capture's end) is dropped: that replay and every later one submit the work call by
-    call, and a warning names the stream and the error."""
-    for fail_in_work, fail_end in ((True, None), (False, RuntimeError("invalidated"))):
+    """A capture CUDA refuses (the work did something a capture cannot hold, told at the
+    work's call or at the capture's end) is dropped: that replay and every later one submit
+    the work call by call, and a warning names the stream and CUDA's error."""
+    for fail_in_work, fail_end in ((True, None), (False, REFUSED)):
         raw = _RawStream(fail_end=fail_end)
         stream = _stream(raw)
         calls = []
@@ -95,16 +112,41 @@ def test_work_that_cannot_be_captured_is_submitted_call_by_call_with_a_warning(c
         def work():
             calls.append(raw.capturing)
             if raw.capturing and fail_in_work:
-                raise RuntimeError("operation not permitted when stream is capturing")
+                raise REFUSED
         again = stream.recorded(work)
         with caplog.at_level(logging.WARNING, logger="groute.device.cuda"):
             again()
         assert raw.calls == ["begin", "end"] and not raw.capturing
         assert "could not be captured" in caplog.text and "CUDAStream cuda:0/compute" in caplog.text
+        assert "CUDARuntimeError 900" in caplog.text
         assert calls == [False, True, False]
         again()
         assert calls == [False, True, False, False] and raw.calls == ["begin", "end"]
+        assert stream.device.broken is None
         caplog.clear()
+
+
+@pytest.mark.timeout(30)
+def test_a_device_failure_during_the_capture_is_the_device_s_error():
+    """Anything else that fails while the work is captured is a failure of the device, raised
+    as a submit raises it (a sticky fault marks the device broken), the capture ended; a
+    broken device is refused before any capture."""
+    from groute import DeviceError
+    for fail_in_work, fail_end in ((True, None), (False, TRAP)):
+        raw = _RawStream(fail_end=fail_end)
+        stream = _stream(raw)
+
+        def work():
+            if raw.capturing and fail_in_work:
+                raise TRAP
+        again = stream.recorded(work)
+        with pytest.raises(DeviceError, match=r"^cuda:0: CUDARuntimeError: cudaErrorLaunch"):
+            again()
+        assert raw.calls == ["begin", "end"] and not raw.capturing
+        assert stream.device.broken is not None
+        with pytest.raises(DeviceError, match="refused"):
+            again()
+        assert raw.calls == ["begin", "end"]
 
 
 @pytest.mark.gpu
@@ -132,5 +174,6 @@ def test_a_captured_graph_replays_the_kernels_on_the_arrays_as_they_are_then():
             again()
             stream.submit(lambda: x.__iadd__(10))
         stream.synchronize()
+        assert again.launch is not again.work       # a graph, not the calls again
         assert int(dev.to_host(x)[7]) == 6 + 5 * 10
         assert int(dev.to_host(y)[7]) == 3 * (6 + 4 * 10)

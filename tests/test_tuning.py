@@ -86,6 +86,8 @@ def test_tunings_are_frozen_and_checked():
             PageRankTuning(**bad)
     with pytest.raises(ValueError, match="link must be"):
         CCTuning(link="fast")
+    with pytest.raises(ValueError, match="replay must be True or False; got 'no'"):
+        CCTuning(replay="no")
     with pytest.raises(ValueError, match="multiple of 32"):
         TraversalTuning(block=100)
     with pytest.raises(ValueError, match="flush_items"):

@@ -176,7 +176,8 @@ HOST_SPANS = (
     ("groute.engines.components.solver", "land_answer", None),
     ("groute.engines.components.solver", "ComponentsSolver._remaining", None),
     # a phase of a run (sampling, description, merge and rest), replayed after the first run:
-    # the methods below are called only while it is recorded (CCTuning.replay)
+    # the methods below are called at the first run, and again at every run only where the
+    # phase is not replayed (CCTuning.replay=False, or CUDA refused its capture)
     ("groute.engines.components.device", "DeviceCC.replay", "self.device"),
     ("groute.engines.components.device", "DeviceCC.reset", "self.device"),
     ("groute.engines.components.device", "DeviceCC.link_round", "self.device"),

@@ -33,21 +33,39 @@ STICKY_ERRORS = {
 }
 
 
-def sticky_error(exc) -> str | None:
-    """What the sticky CUDA error (:data:`STICKY_ERRORS`) among ``exc`` and its causes says,
-    or None when there is none. CuPy's errors, told by name and status: no CuPy needed."""
+def _cuda_error(exc, statuses):
+    """The CUDA error among ``exc`` and its causes whose status is in ``statuses``, or None.
+    CuPy's errors, told by name and status: no CuPy needed."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        status = getattr(exc, "status", None)
         if type(exc).__name__ in ("CUDARuntimeError", "CUDADriverError") \
-                and status in STICKY_ERRORS:
-            return f"{STICKY_ERRORS[status]}: {exc}"
+                and getattr(exc, "status", None) in statuses:
+            return exc
         exc = exc.__cause__ or exc.__context__
     return None
 
 
+def sticky_error(exc) -> str | None:
+    """What the sticky CUDA error (:data:`STICKY_ERRORS`) among ``exc`` and its causes says,
+    or None when there is none."""
+    found = _cuda_error(exc, STICKY_ERRORS)
+    return None if found is None else f"{STICKY_ERRORS[found.status]}: {found}"
+
+
 log = logging.getLogger(__name__)
+
+
+#: CUDA's errors of a stream capture (cudaErrorStreamCaptureUnsupported .. WrongThread): the
+#: captured work did something a capture cannot hold; the work itself can still run
+CAPTURE_ERRORS = range(900, 909)
+
+
+def capture_error(exc) -> str | None:
+    """The CUDA capture error (:data:`CAPTURE_ERRORS`) among ``exc`` and its causes, as text,
+    or None when there is none."""
+    found = _cuda_error(exc, CAPTURE_ERRORS)
+    return None if found is None else f"{type(found).__name__} {found.status}: {found}"
 
 
 def _cupy():
@@ -232,24 +250,32 @@ class CUDAStream(Stream):
 
     def _capture(self, work):
         """The CUDA graph of the calls ``work()`` makes on this stream, captured (not run);
-        None, with a warning, where the capture fails."""
-        raw = self.raw
-        try:
-            with self.device.use(), raw:
-                raw.begin_capture()
+        None, with a warning, where CUDA refused the capture (:func:`capture_error`: the work
+        did something a capture cannot hold). Any other failure is the device's, raised as
+        :meth:`submit` raises it."""
+        device, raw = self.device, self.raw
+        with _failures_on(device), device.use(), raw:
+            raw.begin_capture()
+            try:
+                work()
+            except BaseException as exc:
                 try:
-                    work()
-                except BaseException:
-                    try:
-                        raw.end_capture()       # the capture is dropped; work()'s error told
-                    except Exception:  # noqa: BLE001 - an invalidated capture ends with one
-                        pass
+                    raw.end_capture()       # the capture is dropped; work()'s error told
+                except Exception:  # noqa: BLE001 - an invalidated capture ends with one
+                    pass
+                if capture_error(exc) is None:
                     raise
-                return raw.end_capture()
-        except Exception as exc:  # noqa: BLE001 - the work runs call by call instead
-            log.warning("%s: its work could not be captured into a CUDA graph (%s: %s); it is "
-                        "queued call by call", self, type(exc).__name__, exc)
-            return None
+                refused = exc
+            else:
+                try:
+                    return raw.end_capture()
+                except Exception as exc:  # noqa: BLE001 - told below, or raised
+                    if capture_error(exc) is None:
+                        raise
+                    refused = exc
+        log.warning("%s: its work could not be captured into a CUDA graph (%s); it is queued "
+                    "call by call", self, capture_error(refused))
+        return None
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it

@@ -90,8 +90,10 @@ class DeviceCC:
         ``phase`` of a run (the same every run: see :meth:`~groute.device.base.Stream.
         recorded`), the way its stream replays it fastest: submitted as it is on its first call,
         replayed after (on CUDA one graph launch instead of a host call per kernel, the
-        graph captured at the first replay). With
-        :attr:`replaying` off, ``work()`` every time."""
+        graph captured at the first replay). A phase reads the arrays set up before the first
+        run (:meth:`set_rows`, :meth:`make_changes` and the solver's are set-up steps, never
+        called again), also other devices' through their addresses. With :attr:`replaying`
+        off, ``work()`` every time."""
         if not self.replaying:
             work()
             return
@@ -101,10 +103,12 @@ class DeviceCC:
         else:
             again()
 
-    def set_rows(self, lo, indptr, indices):
-        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0);
-        the phases recorded on the old rows are dropped."""
+    def forget_phases(self) -> None:
+        """Drop the recorded phases (and their CUDA graphs): the solver's close."""
         self._phases = {}
+
+    def set_rows(self, lo, indptr, indices):
+        """Upload this device's rows ``lo .. lo + len(indptr) - 2`` (indptr rebased to 0)."""
         self.lo, self.rows = int(lo), int(indptr.shape[0]) - 1
         self.indptr = self.device.asarray(np.ascontiguousarray(indptr, dtype=np.int64))
         self.indices = self.device.asarray(np.ascontiguousarray(indices, dtype=np.int32))
@@ -143,7 +147,6 @@ class DeviceCC:
         """Make this device a merge sender (:meth:`describe_changes`): ``samples`` (on this
         device) vote for its giant; its list holds up to ``cap`` (vertex, root) pairs."""
         dev = self.device
-        self._phases = {}           # recorded on the old list
         self.own_samples = samples
         self.changes = Changes(bits=dev.empty(max(-(-self.n // 32), 1), np.uint32),
                                list=dev.empty((max(int(cap), 1), 2), np.int32),

@@ -36,10 +36,11 @@ at set-up, which gives the *weak* components), spread over the devices:
    canonical label, equal to ``groute.graph.reference.connected_components``.
 
 The host only queues kernels and events on every device's stream and waits once at the end; each
-device's part of a run is a few fixed phases (sampling; description; merge and rest), submitted as
-they are at the first run and replayed after it (:meth:`DeviceCC.replay`: on CUDA one graph launch per phase
-instead of a host call per kernel, which on small graphs set the pace). With one device this is
-the single-GPU Afforest in place. Why this is the default: the segment path
+device's part of a run is a few fixed phases (sampling; description; merge and rest), submitted
+as they are at the first run and replayed after it (:meth:`DeviceCC.replay`: on CUDA one graph
+launch per phase instead of a host call per kernel, which on small graphs set the pace; across
+processes with ``exchange="host"`` only the sampling, the rest is steered by the messages).
+With one device this is the single-GPU Afforest in place. Why this is the default: the segment path
 below spends most of its time on the first device compacting every arc left after sampling, down
 to the few edges then routed, so on two GPUs it is slower than one GPU in place; this path is
 faster on two than on one where the graph is big enough (docs/PR_CC.md). Sampling is random
@@ -179,10 +180,11 @@ class ComponentsSolver(Solver):
     splitting) and CASes one under the other, ``"light"`` is GAPBS's step (CAS the larger
     parent's slot, else retry one level up), ``"mixed"`` hooks in the first round and links
     lightly after; ``hubs`` (several devices in place): the most rows of highest degree whose
-    sampled arcs every device links before its rounds (:meth:`_keep_hubs`; 0: none). Segments
-    only: ``segment_edges``, edges per segment the router hands out
-    (default: the edge list in about 4 segments per device); ``num_buffers``, receive buffers per
-    device link.
+    sampled arcs every device links before its rounds (:meth:`_keep_hubs`; 0: none); ``replay``
+    (in place): each device's phases of a run replayed after the first (:meth:`DeviceCC.replay`;
+    ``False``: every kernel launched from the host). Segments only: ``segment_edges``, edges
+    per segment the router hands out (default: the edge list in about 4 segments per device);
+    ``num_buffers``, receive buffers per device link.
     """
 
     #: the ``auto`` rules this solver decides by and the command line prints
@@ -526,6 +528,8 @@ class ComponentsSolver(Solver):
             p.release(after=after)
 
     def _release(self):
+        for dev in getattr(self, "devs", ()):
+            dev.forget_phases()     # they hold this solver's methods: no cycle left to collect
         for router in (self._merges, self._spread):
             if router is not None:
                 router.close()
