@@ -1,7 +1,8 @@
 """Where a run's time goes across ranks (issue 42: ranks against threads on kron:21): each
 rank times its collectives (barriers, allgathers, broadcasts), its context's synchronisations,
-the cross-device barrier's launch and ends, the timer's start and end, each kernel launch, the
-wait for the read-back and the reading of each device's stop around every run of one solver,
+the cross-device barrier's launch and ends, the timer's start and end, each kernel launch and
+each call submitted to a CUDA stream, the wait for the read-back and the reading of each
+device's stop around every run of one solver,
 beside the run's own ``time_s`` and its wall time; ``--threads`` runs the same solver on the devices of
 one process, for the same table without the ranks.
 
@@ -72,7 +73,7 @@ def instrument() -> None:
     timed(Ranks, "_wait", lambda self, request, what, nbytes=0: f"wait: {what}")
     # a run's own host path on each device: the timer, the launches, the read-back's wait and
     # the reading of where each device stopped
-    from groute.device.cuda import CUDAEvent
+    from groute.device.cuda import CUDAEvent, CUDAStream
     from groute.engines import peer_barrier
     from groute.engines.protocol import LaunchStop
     from groute.engines.relax import peer
@@ -82,6 +83,7 @@ def instrument() -> None:
     timed(peer, "launch_resident", "peer: launch_resident")
     timed(peer_barrier, "launch_kernel", "launch_kernel")
     timed(CUDAEvent, "wait_all", "events: wait_all")
+    timed(CUDAStream, "submit", "stream.submit")       # a kernel launch, fill or copy each
     timed(LaunchStop, "read", "LaunchStop.read")
     timed(CrossDeviceBarrier, "finish", "barrier.finish")
 
