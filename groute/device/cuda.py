@@ -193,19 +193,9 @@ class CUDAStream(Stream):
 
     def submit(self, fn, *args, **kwargs) -> None:
         """Run ``fn`` now, on the calling thread, with this stream current. What it raises is
-        a failure on this device (:func:`_failures_on`, written out: a launch of every run
-        comes this way, and a generator's context costs more than the try), as on the CPU
-        backend."""
-        device = self.device
-        if device.broken is not None:
-            raise _refusal(device)
-        try:
-            with device.use(), self.raw:
-                fn(*args, **kwargs)
-        except GrouteError:
-            raise
-        except Exception as exc:
-            raise _failure(device, exc) from exc
+        a failure on this device (:func:`_failures_on`), as on the CPU backend."""
+        with _failures_on(self.device), self.device.use(), self.raw:
+            fn(*args, **kwargs)
 
     def record(self, event: CUDAEvent | None = None) -> CUDAEvent:
         if event is not None:   # recording needs no current device: the stream names it
