@@ -444,12 +444,17 @@ cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
         const long long words = ((long long)n + 31) >> 5;
         if (tid == 0) atomicAdd(moved + 0, 4ull * (unsigned long long)words + 8ull * listed);
         const int g = *c.giant;
-        // A warp reads 32 of the sender's words at once (lane l word base + l, one coalesced
-        // remote load for 1024 vertices), then hooks their vertices word by word, lane b
-        // taking bit b (its parent reads coalesced): a remote load per vertex's word would
-        // make the loop wait on NVLink latency at every step.
-        for (long long base = (tid >> 5) * 32; base < words; base += (stride >> 5) * 32) {
-            const unsigned int mine = base + lane < words ? c.bits[base + lane] : 0u;
+        // A warp reads `per` of the sender's words at once (lane l word base + l, one
+        // coalesced remote load), then hooks their vertices word by word, lane b taking bit b
+        // (its parent reads coalesced): a remote load per vertex's word would make the loop
+        // wait on NVLink latency at every step. `per` is 32 (1024 vertices a load) where the
+        // words outnumber the grid's warps 32 to 1, fewer on a smaller array, so that every
+        // warp takes some: the hooks of a warp's words run one word after another, and 32
+        // of them on a quarter of the warps would leave the rest idle.
+        const long long warps = stride >> 5;
+        const int per = (int)min(32LL, max(1LL, (words + warps - 1) / warps));
+        for (long long base = (tid >> 5) * per; base < words; base += warps * per) {
+            const unsigned int mine = lane < per && base + lane < words ? c.bits[base + lane] : 0u;
             unsigned int set = __ballot_sync(0xffffffffu, mine != 0u);
             while (set) {
                 const int j = __ffs(set) - 1;
