@@ -219,25 +219,48 @@ cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indi
     }
 }
 
-// The most frequent root of samples[i] (i < s <= blockDim.x = 1024): the root of the (probably)
-// giant component. One block; O(s^2) comparisons in shared memory. The walk to the roots makes it
-// right on an array not compressed (a merge sender's); on a compressed one it is one load more.
-extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
-                                          const int* __restrict__ samples, int s, int* out) {
+// The most frequent root of samples[i] (i < s <= 1024): the root of the (probably) giant
+// component; among roots drawn equally often the smallest, as the CPU path's (np.unique's first
+// maximum). One block of exactly 1024 threads: the roots are sorted in shared memory (a bitonic
+// sort, 55 steps of one compare-exchange per thread), then the first thread of each run of equal
+// roots finds the run's end by a binary search and votes (count, root) with one atomic. Counting
+// by comparing every pair instead costs each thread s loads, a single SM's longest step of a
+// small graph's run. The walk to the roots makes it right on an array not compressed (a merge
+// sender's); on a compressed one it is one load more.
+extern "C" __global__ void __launch_bounds__(1024)
+cc_sample_mode(const int* __restrict__ parent, const int* __restrict__ samples, int s, int* out) {
+    const int NONE = 0x7fffffff;           // above every vertex id: sorts after the samples
     __shared__ int vals[1024];
     __shared__ unsigned long long best;
     const int t = threadIdx.x;
     if (t == 0) best = 0ull;
-    vals[t] = t < s ? root_of(samples[t], parent) : -1;
+    vals[t] = t < s ? root_of(samples[t], parent) : NONE;
     __syncthreads();
-    if (t < s) {
+    for (int k = 2; k <= 1024; k <<= 1) {
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const int p = t ^ j;
+            if (p > t) {
+                const int x = vals[t], y = vals[p];
+                if ((x > y) == ((t & k) == 0)) {
+                    vals[t] = y;
+                    vals[p] = x;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    if (t < s && (t == 0 || vals[t - 1] != vals[t])) {
         const int x = vals[t];
-        unsigned int c = 0;
-        for (int j = 0; j < s; ++j) c += vals[j] == x;
-        atomicMax(&best, ((unsigned long long)c << 32) | (unsigned int)x);
+        int lo = t + 1, hi = s;            // the first index past the run: vals[lo] > x
+        while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (vals[mid] > x) hi = mid; else lo = mid + 1;
+        }
+        // more samples win; at equal counts the smaller root (its complement is larger)
+        atomicMax(&best, ((unsigned long long)(lo - t) << 32) | (unsigned int)(NONE - x));
     }
     __syncthreads();
-    if (t == 0) out[0] = (int)(best & 0xffffffffull);
+    if (t == 0) out[0] = best ? NONE - (int)(best & 0xffffffffull) : 0;
 }
 
 // The rest of the arcs (from slot r on) of every vertex not (yet) in the giant's tree. A vertex
