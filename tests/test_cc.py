@@ -181,6 +181,21 @@ def test_merge_by_changes_reads_a_sender_whole_only_past_its_list(backend, k, sh
                 assert whole == k - 1, res.stats
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
+                               for k in (2, 3)])
+def test_merge_by_changes_of_millions_of_vertices(k):
+    """The merge on GPUs where a warp reads fewer than 32 of a sender's bitmap words: about two
+    million vertices give each warp of the grid a few (the small graphs above give one, the
+    big ones 32), and the labels stay exact; the bits, not the whole array, were read."""
+    skip_if_missing("cuda", k)
+    g = load_graph("er:2000000:4", cache=False)
+    with Context(k, backend="cuda", timeout=60) as ctx:
+        res = connected_components(g, ctx=ctx, rest="kernel")
+    check(res.values, g)
+    assert res.stats["merges_read_whole"] == 0, res.stats
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("listed", ["pairs", "whole"])
 @pytest.mark.parametrize("backend", backends())
@@ -239,10 +254,12 @@ def test_the_vote_takes_the_most_frequent_root_and_the_smallest_of_a_tie(backend
     for s in (1, 2, 3, 31, 32, 33, 500, 1023, 1024):
         roots = rng.choice(n, size=min(s, 40), replace=False)
         roots[0] = n - 1
-        cases.append(rng.choice(roots, size=s))                # random counts, often tied
+        cases.append(rng.choice(roots, size=s))                # random counts, sometimes tied
         cases.append(np.resize(roots, s))                        # as even as can be: tied
     cases.append(rng.permutation(np.arange(n))[:1024])           # every root distinct
     cases.append(np.r_[np.full(600, 17), rng.integers(0, n, 424)])
+    cases.append(np.r_[np.full(5, n - 1), np.full(4, 3)])    # the winner's run ends the sort
+    cases.append(np.full(1024, n - 1))
     with Context(1, backend=backend, timeout=20) as ctx:
         dev = ctx.devices[0]
         cc = DeviceCC(dev, n)

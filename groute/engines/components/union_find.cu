@@ -222,11 +222,11 @@ cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indi
 // The most frequent root of samples[i] (i < s <= 1024): the root of the (probably) giant
 // component; among roots drawn equally often the smallest, as the CPU path's (np.unique's first
 // maximum). One block of exactly 1024 threads: the roots are sorted in shared memory (a bitonic
-// sort, 55 steps of one compare-exchange per thread), then the first thread of each run of equal
-// roots finds the run's end by a binary search and votes (count, root) with one atomic. Counting
-// by comparing every pair instead costs each thread s loads, a single SM's longest step of a
-// small graph's run. The walk to the roots makes it right on an array not compressed (a merge
-// sender's); on a compressed one it is one load more.
+// sort, 55 steps of one compare-exchange per pair), then the first thread of each run of equal
+// roots finds the run's end by a binary search and votes (count, root) with one atomic:
+// O(log^2 s) shared-memory steps a thread, where comparing every pair takes s. The walk to the
+// roots makes it right on an array not compressed (a merge sender's); on a compressed one it is
+// one load more.
 extern "C" __global__ void __launch_bounds__(1024)
 cc_sample_mode(const int* __restrict__ parent, const int* __restrict__ samples, int s, int* out) {
     const int NONE = 0x7fffffff;           // above every vertex id: sorts after the samples
@@ -471,9 +471,10 @@ cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
         // coalesced remote load), then hooks their vertices word by word, lane b taking bit b
         // (its parent reads coalesced): a remote load per vertex's word would make the loop
         // wait on NVLink latency at every step. `per` is 32 (1024 vertices a load) where the
-        // words outnumber the grid's warps 32 to 1, fewer on a smaller array, so that every
-        // warp takes some: the hooks of a warp's words run one word after another, and 32
-        // of them on a quarter of the warps would leave the rest idle.
+        // words fill the grid's warps 32 deep, fewer on a smaller array, so that the words are
+        // spread over most of the warps (ceil(words / per) of them, at least about half the
+        // grid when there are as many words as warps): a warp hooks its words one after
+        // another, and 32 of them on a quarter of the warps would leave the rest idle.
         const long long warps = stride >> 5;
         const int per = (int)min(32LL, max(1LL, (words + warps - 1) / warps));
         for (long long base = (tid >> 5) * per; base < words; base += warps * per) {
