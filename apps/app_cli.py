@@ -389,12 +389,24 @@ def check_outputs(args) -> None:
     """Refuse, before anything runs, an output the command could not write: a suffix not in
     :data:`OUTPUT_FORMATS` (the error lists them), a folder, a missing or read-only directory,
     a read-only file, standard output asked for twice, or standard output at all when the
-    command runs as several processes (each writes its own vertices to a file of its own)."""
+    command runs as several processes (each writes its own vertices to a file of its own); a
+    file named twice, or the input graph's file: writing would lose it."""
     from groute import distributed
     outputs = _outputs(args)
     if list(outputs.values()).count(STDOUT) > 1:
         raise ValueError(f"{' and '.join(outputs)} both ask for standard output ({STDOUT}); "
                          f"send one of them to a file")
+    named = {}
+    graph = getattr(args, "graph", None)
+    if isinstance(graph, str) and graph and Path(graph).is_file():
+        named[Path(graph).resolve()] = "--graph"
+    for option, text in outputs.items():
+        if text == STDOUT:
+            continue
+        other = named.setdefault(Path(text).resolve(), option)
+        if other != option:
+            raise ValueError(f"{option} {text}: the same file as {other}, which writing it "
+                             f"would overwrite; give {option} a file of its own")
     for option, text in outputs.items():
         if text == STDOUT:
             if distributed.launched():
