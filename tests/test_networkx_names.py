@@ -250,6 +250,17 @@ def test_a_missing_source_is_networkx_s_node_not_found_naming_the_graph():
         groute.bfs((np.array([0]), np.array([1])), 7, **CPU)
 
 
+def test_a_tuple_source_of_a_graph_of_numbered_vertices_is_not_a_vertex():
+    """A tuple of ids is no vertex where the ids are numbers (it used to run from the number
+    inside it); where the vertices are tuples it is one."""
+    G = nx.path_graph(5)
+    for call in (lambda: groute.bfs(G, (3,), **CPU), lambda: groute.sssp(G, (3, 4), **CPU),
+                 lambda: groute.shortest_path(G, (0,), 4, **CPU)):
+        with pytest.raises(nx.NodeNotFound, match=r"\(3,\)|\(3, 4\)|\(0,\)"):
+            call()
+    assert groute.bfs(nx.grid_2d_graph(3, 3), (0, 0), **CPU).to_dict()[(2, 2)] == 4
+
+
 def test_graph_not_supported_is_networkx_not_implemented():
     with pytest.raises(nx.NetworkXNotImplemented):
         groute.strongly_connected_components(nx.path_graph(3), **CPU)
