@@ -259,14 +259,41 @@ def _counts(text):
     return counts
 
 
+def _whole(flag: str, value: float, least: int) -> int:
+    """A count option's value: a whole number >= ``least``, or a ValueError naming ``flag``."""
+    if not (np.isfinite(value) and value == int(value) and value >= least):
+        raise ValueError(f"{flag} must be a whole number >= {least}, got {value:g}")
+    return int(value)
+
+
+def _delays(flag: str, text):
+    """``--cpu-delays S,S,...`` (``flag``): seconds per task of each device, finite and >= 0."""
+    if not text:
+        return None
+    try:
+        delays = [float(x) for x in text.split(",")]
+    except ValueError:
+        delays = []
+    if not delays or not all(np.isfinite(d) and d >= 0 for d in delays):
+        raise ValueError(f"{flag} {text!r}: give each device's delay, seconds >= 0, "
+                         f"separated by commas")
+    return delays
+
+
 def _cli(args) -> int:
     from groute import Context
-    size, segment = int(args.size), int(args.segment)
-    if size < 0 or segment < 1:
-        raise ValueError("--size must be >= 0 and --segment >= 1")
+    from groute.graph.budget import available_bytes
+    size, segment = _whole("--size", args.size, 0), _whole("--segment", args.segment, 1)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    free = available_bytes()
+    if free is not None and 3 * 4 * size > free:     # the data, its filtered copy, the answer
+        raise ValueError(f"--size {size:,}: about {3 * 4 * size / 2**30:.1f} GiB of int32 "
+                         f"arrays, more than the {free / 2**30:.1f} GiB this process can still "
+                         f"allocate")
     pred = parse_predicate(args.predicate)
+    delays = _delays("--cpu-delays", args.cpu_delays)
     data = np.random.default_rng(args.seed).integers(-2**31, 2**31 - 1, size, dtype=np.int32)
-    delays = [float(x) for x in args.cpu_delays.split(",")] if args.cpu_delays else None
     expected = np.sort(data[pred.numpy(data)])
     print(f"pbf: {size:,} int32, predicate {pred.text}, segments of {segment:,}")
     if args.scale:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import logging
+import math
 import queue
 import threading
 import time
@@ -222,6 +223,19 @@ def default_device_count(backend: str) -> int:
     return max(1, cuda_device_count() if backend == "cuda" else DEFAULT_CPU_DEVICES)
 
 
+def _check_delays(delays, count: int) -> None:
+    """``cpu_delays``: one finite delay >= 0 (seconds per task) for each of ``count`` devices."""
+    try:
+        values = [float(d) for d in delays]
+    except (TypeError, ValueError):
+        raise ValueError(f"cpu_delays must be numbers of seconds, got {delays!r}") from None
+    if len(values) != count:
+        raise ValueError(f"cpu_delays: {len(values)} delay(s) for {count} device(s); give one "
+                         f"per device")
+    if not all(math.isfinite(d) and d >= 0 for d in values):
+        raise ValueError(f"cpu_delays must be finite numbers of seconds >= 0, got {delays!r}")
+
+
 class Context:
     """Devices plus their host threads.
 
@@ -254,6 +268,8 @@ class Context:
         self.answer_landing = AnswerLanding()
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
+        if cpu_delays is not None:
+            _check_delays(cpu_delays, len(indices))
         placements = self._placements(indices, logical) if self.backend == "cuda" else None
         try:
             for n, i in enumerate(indices):
