@@ -130,7 +130,7 @@ class AsyncEngine(BSPEngine):
             raise ValueError("the async engine does not run across processes yet (its loops need "
                              "items in flight between devices); use mode='bsp' or 'auto'")
         super().__init__(graph, loop="auto" if loop == "async" else loop,
-                         tuning=tuning if tuning is not None else AsyncTuning.from_environment(),
+                         tuning=AsyncTuning.given(tuning),
                          **options)
 
     def reset_counters(self):

@@ -135,7 +135,7 @@ class BSPEngine(Engine):
         self.loop = loop
         graph = graph.to_host()
         self.vertex_ids = None if graph.vertex_ids.is_positions else graph.vertex_ids
-        self.tuning = tuning if tuning is not None else BSPTuning.from_environment()
+        self.tuning = BSPTuning.given(tuning)
         self.num_vertices = graph.num_vertices
         self.num_arcs = graph.num_edges
         self.directed = graph.directed

@@ -362,7 +362,7 @@ class IterateSolver(Solver):
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"{self.app}: normalize must be one of {NORMALIZATIONS}; got "
                              f"{normalize!r}")
-        tuning = self.tuning = tuning if tuning is not None else PageRankTuning.from_environment()
+        tuning = self.tuning = PageRankTuning.given(tuning)
         bsp_kernel, inplace = tuning.bsp_kernel, tuning.inplace
         peer_writes, device_check = tuning.peer_writes, tuning.device_check
         self.graph = graph
