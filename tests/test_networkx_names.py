@@ -121,6 +121,12 @@ def test_pagerank_default_weight_is_networkx_s():
         groute.pagerank(nx.MultiDiGraph([(0, 1), (0, 1)]), **CPU)
     with pytest.raises(ValueError, match="weights must be finite and >= 0"):
         groute.pagerank(nx.DiGraph([(0, 1, {"weight": -1.0}), (1, 2, {"weight": 2.0})]), **CPU)
+    H = nx.Graph([("a", "b"), ("b", "c")])
+    with pytest.raises(ValueError, match=r"personalization: weights must be finite and >= 0 "
+                                         r"\(vertex 'c' has -1.0\)"):
+        groute.pagerank(H, personalization={"c": -1, "a": 1}, **CPU)
+    with pytest.raises(ValueError, match=r"dangling: .* \(position 1 has inf\)"):
+        groute.pagerank(H, dangling=np.array([1, np.inf, 0]), **CPU)
 
 
 def test_pagerank_tol_is_per_vertex_as_networkx_s():
