@@ -327,6 +327,8 @@ def _report(res, expected, extra="") -> bool:
 def _scaling(args, data, pred, segment, expected, delays) -> int:
     """``--scale``: first-available on each device count, each verified, against the first."""
     from groute import Context
+    with Context(devices=max(args.scale), backend=args.backend, timeout=args.timeout):
+        pass                        # every count can run: refused before the first is timed
     first = None
     for k in args.scale:
         with Context(devices=k, backend=args.backend, timeout=args.timeout,

@@ -269,3 +269,30 @@ def test_a_context_takes_one_cpu_delay_per_device():
             Context(2, backend="cpu", cpu_delays=delays)
     with Context(2, backend="cpu", cpu_delays=[0.0, 0.001]) as ctx:
         assert len(ctx.devices) == 2
+
+
+@pytest.mark.timeout(60)
+def test_more_options_that_cannot_run_are_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    for argv, said in ((["data", "info", "grid:4", "--parts", "0"],
+                        "--parts: expected a number >= 1"),
+                       (["demo", "--graph", str(empty), "--backend", "cpu"],
+                        f"--graph {empty}: the graph has no vertices"),
+                       (["pr", "--graph", "grid:3", "--tol", "inf", *RUN],
+                        "tol must be finite and > 0, got inf"),
+                       (["bfs", "--graph", "grid:3", "--columns", "0,1", *RUN],
+                        "a graph spec has no columns")):
+        try:
+            code = main(argv)
+        except SystemExit as exc:               # argparse's own refusal
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code in (1, 2) and said in err and "Traceback" not in err, (argv, err)
+
+
+@pytest.mark.timeout(60)
+def test_a_pbf_scaling_run_refuses_a_count_it_cannot_run_before_timing_any(capsys):
+    assert main(["pbf", "--backend", "cpu", "--size", "1000", "--scale", "2,100"]) == 1
+    out, err = capsys.readouterr()
+    assert "at most 64 virtual devices" in err and "elements in" not in out

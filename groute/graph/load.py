@@ -75,6 +75,10 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
         g = as_graph(source, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     else:
         text = os.fspath(source)
+        if not text.strip():
+            raise ValueError("the graph is an empty name: give a file, a part set's folder, a "
+                             "graph spec (kron:21, rmat:20, grid:4900, er:1e6:8) or a "
+                             "downloaded dataset")
         path = Path(text).expanduser()
         if path.is_dir():
             from .part_set import read_whole
@@ -83,6 +87,9 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
             g = _load_file(path, cache=cache, symmetric=symmetric, format=format,
                            allow_negative=allow_negative, columns=columns, header=header)
         elif is_spec(text):
+            if columns is not None:
+                raise ValueError(f"{text}: a graph spec has no columns to choose (columns "
+                                 f"apply to delimited files)")
             g = _load_spec(text, seed=seed, cache=cache, backend=backend)
             if symmetric and g.directed:
                 g = g.symmetrize()

@@ -141,11 +141,14 @@ def _check(kind, p, text):
              "edge factor times 2^scale (the edges drawn) must be at most 2^40")
         need(min(p["a"], p["b"], p["c"]) >= 0 and p["a"] + p["b"] + p["c"] <= 1,
              "a, b, c must be >= 0 with a + b + c <= 1 (d = 1 - a - b - c)")
+    if kind == "rmat":
+        need(p["sym"] in (0, 1) and p["perm"] in (0, 1), "sym and perm are 0 (no) or 1 (yes)")
     if kind == "grid":
         need(p["rows"] >= 1 and p["cols"] >= 1, "grid sides must be >= 1")
         need(p["rows"] * p["cols"] < 2**31, "grid too large (vertices must fit in int32)")
         need(0 <= p["drop"] < 1, "drop must be in [0, 1)")
-        need(1 <= p["low"] <= p["high"], "need 1 <= low <= high")
+        need(1 <= p["low"] <= p["high"] < p["low"] + 2**32,
+             "need 1 <= low <= high < low + 2^32 (weights are drawn from a 32-bit range)")
     if kind == "er":
         need(p["n"] >= 1, "n must be >= 1")
         need(0 <= p["avg_degree"] <= max(p["n"] - 1, 0),

@@ -67,11 +67,19 @@ def test_spec_numbers_past_any_graph_are_refused_at_once():
                      ("grid:3:seed=inf", "option seed: not a finite"),
                      ("er:10:inf", "avg_degree: not a finite"), ("er:10:nan", "finite"),
                      ("er:10:1e12", "between 0 and n - 1"),
-                     ("kron:3:ef=1e20", "the edges drawn")]:
+                     ("kron:3:ef=1e20", "the edges drawn"),
+                     ("rmat:3:sym=2", "sym and perm are 0"), ("rmat:3:perm=-1", "sym and perm"),
+                     ("grid:3:high=1e12", "high < low \\+ 2\\^32")]:
         with pytest.raises(ValueError, match=msg):
             parse_spec(bad)
     assert parse_spec("er:10:9").params["avg_degree"] == 9.0
     assert parse_spec("kron:30:1024").params["ef"] == 1024
+    assert parse_spec("grid:3:low=5:high=4294967300").params["high"] == 2**32 + 4
+    with pytest.raises(ValueError, match="a graph spec has no columns"):
+        load_graph("grid:3", columns=(0, 1))
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match="the graph is an empty name"):
+            load_graph(empty)
 
 
 def test_a_spec_whose_graph_cannot_fit_host_memory_is_refused_before_generating(monkeypatch):

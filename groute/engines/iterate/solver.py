@@ -350,8 +350,8 @@ class IterateSolver(Solver):
             mode = ITERATE_RULES["mode"].decide({}).choice
         if partition not in PARTITIONS:
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
-        if not self._number("tol", tol) > 0.0:
-            raise ValueError(f"tol must be > 0, got {tol!r}")
+        if not (np.isfinite(self._number("tol", tol)) and tol > 0.0):
+            raise ValueError(f"tol must be finite and > 0, got {tol!r}")
         if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
             raise TypeError(f"{self.app}: max_iter must be an int, got {max_iter!r}")
         if max_iter < 1:
