@@ -97,9 +97,12 @@ def by_key(key: str = "owner"):
     """Route to the destination named by ``segment.metadata[key]``."""
     def policy(segment, source, destinations):
         try:
-            dest = int(segment.metadata[key])
+            value = segment.metadata[key]
         except KeyError:
             raise ValueError(f"by_key policy: segment metadata has no {key!r}") from None
+        # an output index as it is: 1.7 or True as output 1 would send the segment where
+        # nobody asked (as_route refuses them from any policy)
+        dest = _destination(value, f"by_key policy, metadata {key!r}")
         if dest not in destinations:
             raise ValueError(f"by_key policy: destination {dest} is not one of {list(destinations)}")
         return Route((dest,), FIXED)
