@@ -462,11 +462,16 @@ def test_a_send_of_a_scalar_or_a_bad_event_or_metadata_names_the_link(cpu_ctx):
         link.send(items, event="x")                     # not a recorded event
     with pytest.raises(TypeError, match="typed: metadata must be a dict, got int"):
         link.send(items, metadata=5)
+    with pytest.raises(ValueError, match=r"typed: metadata keys \['last', 'offset'\] are the "
+                                         r"link's own"):
+        link.send(items, metadata={"offset": 99, "last": "mine", "k": 1})   # were overwritten
     assert link.stats["segments"] == 0                  # nothing was queued
     link.close()
     router = Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx)
     with pytest.raises(TypeError, match=r"router\[0->0\]: metadata must be a dict"):
         router.inputs[0].send(items, metadata=5)        # the router's own check, named
+    with pytest.raises(ValueError, match=r"router\[0->0\]: metadata keys \['total'\]"):
+        router.inputs[0].send(items, metadata={"total": 3})
     with pytest.raises(ValueError, match=r"router\[0->0\]: send takes an array of items"):
         router.inputs[0].send(np.int32(5))
     router.close()

@@ -31,16 +31,26 @@ def item_shape_of(item_shape) -> tuple:
     return tuple(positive_int("item_shape's sizes", n) for n in shape)
 
 
+#: the metadata keys a link sets on every packet it delivers (PendingSegment.metadata)
+PACKET_KEYS = ("offset", "packet", "packets", "last", "total")
+
+
 def check_send_extras(name: str, event=None, metadata=None) -> None:
     """What a send carries beside its items, checked: ``event`` a recorded event (or None) and
-    ``metadata`` a dict (or None); else a TypeError naming ``name`` (the link or router), before
-    anything is queued. Links and both kinds of Router check their sends through it."""
+    ``metadata`` a dict (or None) without the link's own keys (:data:`PACKET_KEYS`); else a
+    TypeError or ValueError naming ``name`` (the link or router), before anything is queued.
+    Links and both kinds of Router check their sends through it."""
     if event is not None and not (callable(getattr(event, "query", None))
                                   and callable(getattr(event, "synchronize", None))):
         raise TypeError(f"{name}: event must be an event a stream recorded "
                         f"(stream.record()), got {type(event).__name__}")
     if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
         raise TypeError(f"{name}: metadata must be a dict, got {type(metadata).__name__}")
+    taken = sorted(k for k in (metadata or ()) if k in PACKET_KEYS)
+    if taken:
+        raise ValueError(f"{name}: metadata keys {taken} are the link's own (each packet's "
+                         f"place in its send: {', '.join(PACKET_KEYS)}); the receiver would "
+                         f"see the link's values, not these: name them otherwise")
 
 
 @dataclass
