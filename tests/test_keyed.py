@@ -311,6 +311,18 @@ def test_errors_name_the_problem():
             keyed.share(eng.all_vertices(), "nothing", into="x")
         with pytest.raises(TypeError, match="takes a Frontier"):
             keyed.arc_sums(eng, into="best")
+        for bad in (-1, 2.5, True):
+            with pytest.raises(ValueError, match=f"num_keys must be a whole number >= 0, got "
+                                                 f"{bad!r}"):
+                keyed.key_totals(eng.all_vertices(), "own", "own", into="t", num_keys=bad)
+        # one weight's name is one arc state, not its letters ('nosuch' was 'n', 'o', ...)
+        with pytest.raises(Exception, match="no arc state named 'nosuch'"):
+            keyed.key_pair_sums(eng.all_vertices(), "own", "own_of", "nosuch")
+        keyed.arc_state(eng, "w", w)
+        one = keyed.key_pair_sums(eng.all_vertices(), "own", "own_of", "w")
+        listed = keyed.key_pair_sums(eng.all_vertices(), "own", "own_of", ["w"])
+        assert all(np.array_equal(x, y) for x, y in zip(one[:2], listed[:2]))
+        assert np.array_equal(one[2][0], listed[2][0])
 
 
 def test_the_examples_run():

@@ -215,7 +215,11 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     [3.0, 3.0, 0.0, 0.0]
     """
     engine = _engine(frontier, "key_totals")
-    num_keys = engine.num_vertices if num_keys is None else int(num_keys)
+    if num_keys is None:
+        num_keys = engine.num_vertices
+    elif isinstance(num_keys, (bool, np.bool_)) or not isinstance(num_keys, (int, np.integer)) \
+            or num_keys < 0:
+        raise ValueError(f"key_totals: num_keys must be a whole number >= 0, got {num_keys!r}")
     partials = _each(engine, lambda part, fr: keyed_ops.partial_totals(part, fr, value, key,
                                                                        num_keys), frontier.parts)
     # each partial's last entry counts the keys outside the range: read with the partials
@@ -424,7 +428,8 @@ def key_pair_sums(frontier, key: str, other: str, weights) -> tuple:
     ([0, 0, 1, 1], [0, 1, 0, 1], [2.0, 1.0, 1.0, 2.0])
     """
     engine = _engine(frontier, "key_pair_sums")
-    weights = list(weights)
+    # one arc state's name is one name, not its letters
+    weights = [weights] if isinstance(weights, str) else list(weights)
     pieces = _each(engine, lambda part, fr: keyed_ops.key_pair_sums(part, fr, key, other,
                                                                     weights, {}), frontier.parts)
     if len(pieces) == 1:
