@@ -417,6 +417,7 @@ class LinkSender:
         link = self.link
         if not 0 <= count <= link.packet_size:
             raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got {count}")
+        _check_tag(link, tag)
         slot = n % link.num_buffers
         link._count[slot] = count
         link._tag[slot] = tag
@@ -424,6 +425,7 @@ class LinkSender:
 
     def send(self, data, tag: int = 0) -> int:
         """Reserve, fill with ``data`` (at most a packet) and publish; the packet's number."""
+        _check_tag(self.link, tag)              # before a packet number is taken
         count = _packet_items(self.link, data)
         n = self.reserve()
         self.acquire(n)[:count] = data
@@ -435,6 +437,7 @@ class LinkSender:
         together (``groute_link_send_part``): write this part's share of the items into the
         slot, and the last part to finish publishes."""
         link = self.link
+        _check_parts(link, parts, "send_part")
         count = _packet_items(link, data)
         lo, hi = _share(count, part, parts)
         self.acquire(n)[lo:hi] = data[lo:hi]
@@ -446,6 +449,7 @@ class LinkSender:
         i), each written by ``parts`` blocks (``groute_link_send_grid``; here the blocks run
         one after another, packet by packet)."""
         link = self.link
+        _check_parts(link, parts, "send_grid")
         shape = _check_items(link, data)       # before any packet number is taken
         if not shape:
             raise ValueError(f"{link.name}: send_grid sends a 1-d or wider array of items, got "
@@ -495,6 +499,7 @@ class LinkReceiver:
     def release_part(self, n: int, parts: int) -> None:
         """One of the ``parts`` blocks that read packet ``n`` is done
         (``groute_link_release_part``): the last of them releases the slot."""
+        _check_parts(self.link, parts, "release_part")
         if _arrive(self._lock, self.link._taken, n % self.link.num_buffers, parts):
             self.release(n)
 
@@ -504,6 +509,11 @@ class LinkReceiver:
         ``dst`` (None: only release); False when the link ended before the message did
         (``groute_link_receive_grid``)."""
         link = self.link
+        _check_parts(link, parts, "receive_grid")
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) \
+                or count < 0:
+            raise ValueError(f"{link.name}: receive_grid takes a count of items >= 0, got "
+                             f"{count!r}")
         per = link.packet_size
         packets = -(-count // per)
         with self._lock:
@@ -531,6 +541,23 @@ def _claim(lock, counter, limit) -> int | None:
             return None
         counter[0] = n + 1
     return n
+
+
+def _check_parts(link, parts, what: str) -> None:
+    """``parts``: how many blocks share each packet, a whole number >= 1 (with none, a
+    packet would be neither written nor read, and the other end would wait for it)."""
+    if isinstance(parts, (bool, np.bool_)) or not isinstance(parts, (int, np.integer)) \
+            or parts < 1:
+        raise ValueError(f"{link.name}: {what} takes parts >= 1 (the blocks that share each "
+                         f"packet), got {parts!r}")
+
+
+def _check_tag(link, tag) -> None:
+    """A packet's tag: a whole number the tag word (uint64) holds, as it is."""
+    if isinstance(tag, (bool, np.bool_)) or not isinstance(tag, (int, np.integer)) \
+            or not 0 <= int(tag) < 2**64:
+        raise ValueError(f"{link.name}: a packet's tag is a whole number in [0, 2^64), got "
+                         f"{tag!r}")
 
 
 def _check_items(link, data) -> tuple:
