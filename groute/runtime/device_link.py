@@ -45,7 +45,8 @@ from ..waiting import stopped, wait_for
 from .copy_events import finished
 from .endpoint import Endpoint
 from .pump import _Pump
-from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
+from .segment import (PendingSegment, SegmentReceiver, buffer_count, check_buffers_fit,
+                      item_dtype, item_shape_of, positive_int)
 
 #: the host's own kernels on the link (close; the layout check)
 KERNELS = Path(__file__).with_name("link_kernels.cu")
@@ -100,7 +101,7 @@ class DeviceLink(SegmentReceiver):
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, receiver: str = "device"):
         self.packet_size = positive_int("packet_size", packet_size)
-        self.num_buffers = positive_int("num_buffers", num_buffers)
+        self.num_buffers = buffer_count(num_buffers)
         self.src, self.dst = Endpoint.of(src), Endpoint.of(dst)
         if self.src.is_host or self.dst.is_host:
             raise ValueError("a device-initiated Link runs between two devices (kernels send and "
@@ -112,11 +113,12 @@ class DeviceLink(SegmentReceiver):
             raise ValueError(f"a device-initiated Link needs {a.name} to reach {b.name}'s memory "
                              f"(peer access); use a host-initiated Link between them")
         self.receiver = receiver
-        self.dtype = np.dtype(dtype)
+        self.dtype = item_dtype(dtype)
         self.item_shape = item_shape_of(item_shape)
         #: a slot's bytes (a packet's items times an item's bytes)
         self.packet_bytes = self.packet_size * self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"
+        check_buffers_fit(self.name, b, self.packet_bytes * self.num_buffers)
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
         self.stop = a.stop_event

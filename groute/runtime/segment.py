@@ -20,6 +20,47 @@ def positive_int(name, value) -> int:
     return int(value)
 
 
+#: the most receive buffers a link keeps: each is a slot it tracks on the host, and more than
+#: this many buys no overlap that fewer, larger packets would not
+MAX_BUFFERS = 1 << 16
+
+
+def buffer_count(num_buffers) -> int:
+    """A link's ``num_buffers``: a whole number in ``[1, MAX_BUFFERS]``, or a ValueError."""
+    count = positive_int("num_buffers", num_buffers)
+    if count > MAX_BUFFERS:
+        raise ValueError(f"num_buffers must be at most {MAX_BUFFERS:,} (each is a slot the link "
+                         f"tracks; send larger packets instead), got {count:,}")
+    return count
+
+
+def item_dtype(dtype) -> np.dtype:
+    """A link's item ``dtype``: numbers or bools (the bytes a copy moves), or a TypeError."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"dtype: {exc}") from None
+    if dtype.kind not in "biufc":
+        raise TypeError(f"a link carries numbers or bools, not {dtype} (a copy moves the items' "
+                        f"bytes)")
+    return dtype
+
+
+def check_buffers_fit(name: str, device, nbytes: int) -> None:
+    """Raise MemoryError naming link ``name`` when its receive buffers (``nbytes``) are more
+    than ``device`` can still give (None: the host's memory), before they are allocated."""
+    from groute.graph.budget import available_bytes
+    from groute.memory import free_device_bytes
+    free = free_device_bytes(device) if device is not None else available_bytes()
+    if free is None and device is not None:
+        free = device.memory_info()[0] or None
+    if free is not None and nbytes > free:
+        where = device.name if device is not None else "the host"
+        raise MemoryError(f"{name}: its receive buffers take {nbytes / 2**30:.2f} GiB, more than "
+                          f"the {free / 2**30:.2f} GiB {where} has free; use fewer or smaller "
+                          f"packets")
+
+
 def item_shape_of(item_shape) -> tuple:
     """``item_shape`` (a link's or a router's: ``()`` for scalar items, ``(2,)`` for pairs) as
     a tuple of ints >= 1, or a TypeError / ValueError naming it."""
