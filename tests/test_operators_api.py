@@ -165,6 +165,10 @@ def test_functor_parameters_are_checked():
         Functor(params="int* indices")
     with pytest.raises(ValueError, match="twice"):
         Functor(params="int a, int a")
+    with pytest.raises(TypeError, match="functor f: numpy must be a function"):
+        Functor(numpy=5, name="f")                  # was taken, and failed when first called
+    with pytest.raises(TypeError, match="functor f: cuda must be the CUDA source text"):
+        Functor(cuda=lambda: 0, name="f")
     from groute.operators.generated import source_path
     one, other = Functor(cuda="return true;"), Functor(cuda="return false;")
     assert source_path(one, "t") != source_path(other, "t")
