@@ -267,17 +267,15 @@ def _whole(flag: str, value: float, least: int) -> int:
 
 
 def _delays(flag: str, text):
-    """``--cpu-delays S,S,...`` (``flag``): seconds per task of each device, finite and >= 0."""
+    """``--cpu-delays S,S,...`` (``flag``): seconds per task of each device, as numbers (the
+    Context checks their values and count)."""
     if not text:
         return None
     try:
-        delays = [float(x) for x in text.split(",")]
+        return [float(x) for x in text.split(",")]
     except ValueError:
-        delays = []
-    if not delays or not all(np.isfinite(d) and d >= 0 for d in delays):
-        raise ValueError(f"{flag} {text!r}: give each device's delay, seconds >= 0, "
-                         f"separated by commas")
-    return delays
+        raise ValueError(f"{flag} {text!r}: give each device's delay in seconds, separated by "
+                         f"commas") from None
 
 
 def _cli(args) -> int:
@@ -298,8 +296,10 @@ def _cli(args) -> int:
     print(f"pbf: {size:,} int32, predicate {pred.text}, segments of {segment:,}")
     if args.scale:
         return _scaling(args, data, pred, segment, expected, delays)
-    with Context(devices=args.devices if not delays else (args.devices or len(delays)),
-                 backend=args.backend, timeout=args.timeout, cpu_delays=delays) as ctx:
+    # one device per delay unless --devices says how many
+    devices = len(delays) if delays and args.devices in (None, "auto") else args.devices
+    with Context(devices=devices, backend=args.backend, timeout=args.timeout,
+                 cpu_delays=delays) as ctx:
         print(f"  {len(ctx.devices)} x {ctx.backend}")
         for static in ([False, True] if args.compare else [args.static]):
             res = _timed(ctx, data, pred, segment, args.buffers, static)
@@ -327,8 +327,10 @@ def _report(res, expected, extra="") -> bool:
 def _scaling(args, data, pred, segment, expected, delays) -> int:
     """``--scale``: first-available on each device count, each verified, against the first."""
     from groute import Context
-    with Context(devices=max(args.scale), backend=args.backend, timeout=args.timeout):
-        pass                        # every count can run: refused before the first is timed
+    top = max(args.scale)           # every count can run: refused before the first is timed
+    with Context(devices=top, backend=args.backend, timeout=args.timeout,
+                 cpu_delays=delays[:top] if delays else None):
+        pass
     first = None
     for k in args.scale:
         with Context(devices=k, backend=args.backend, timeout=args.timeout,

@@ -496,6 +496,10 @@ def test_a_link_s_buffers_dtype_and_a_router_s_pairs_are_checked_when_made(cpu_c
         with pytest.raises(TypeError, match=r"router: pairs are \(input index, output index\)"):
             Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx, pairs=pairs)
     Link(a, b, 4, 1 << 16, ctx=cpu_ctx, dtype=np.complex64).close()
+    pairs = np.argwhere(~np.eye(2, dtype=bool))         # rows of an int array are pairs too
+    router = Router([a, b], [a, b], first_available, packet_size=4, ctx=cpu_ctx, pairs=pairs)
+    assert router.links[0][0] is None and router.links[0][1] is not None
+    router.close()
 
 
 def test_host_to_host_is_rejected():

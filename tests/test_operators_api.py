@@ -230,6 +230,7 @@ def test_a_frontier_of_positions_takes_integers_only():
         assert eng.frontier([5, np.int64(7)]).vertices().tolist() == [5, 7]
         assert eng.frontier(np.array([3, 4])).vertices().tolist() == [3, 4]
         assert eng.frontier([]).vertices().tolist() == []
+        assert eng.frontier([np.int32(1), np.uint64(2)]).vertices().tolist() == [1, 2]
 
 
 def test_a_state_holds_exactly_what_it_is_given_or_says_why_not():
@@ -253,6 +254,9 @@ def test_a_state_holds_exactly_what_it_is_given_or_says_why_not():
         eng.state("d", np.int32, 3.0)                   # a whole float is that number
         eng.state("f", np.float32, np.nan)
         eng.state("v", np.int64, values=np.array([0, -5, 2**40, 7]))
+        eng.state("big", np.float64, 2**70)             # a Python int past int64: a float
+        with pytest.raises(ValueError, match=f"fill {2**70} is outside the range of int64"):
+            eng.state("big", np.int64, 2**70)
         assert eng.gather("d").tolist() == [3] * 4 and np.isnan(eng.gather("f")).all()
         assert eng.gather("v").tolist() == [0, -5, 2**40, 7]
 

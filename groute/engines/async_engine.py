@@ -121,9 +121,6 @@ class AsyncEngine(BSPEngine):
         if loop not in ASYNC_LOOP_CHOICES:
             raise ValueError(f"loop must be one of {', '.join(ASYNC_LOOP_CHOICES)}; got "
                              f"{loop!r}")
-        if tuning is not None and not isinstance(tuning, AsyncTuning):
-            raise TypeError(f"tuning must be a groute.tuning.AsyncTuning (the async engine's); "
-                            f"got {type(tuning).__name__}")
         self.async_mode = loop
         self._active = None          # the AsyncLoop running now (arrivals wake its devices)
         if getattr(options.get("ctx"), "ranks", None) is not None:

@@ -68,10 +68,11 @@ class Engine(abc.ABC):
             raise TypeError(f"frontier takes a list of the graph's ids (one id: [id]), got "
                             f"{type(ids).__name__} {ids!r}")
         known = self.vertex_ids if self.vertex_ids is not None else VertexIds(self.num_vertices)
-        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        if not (isinstance(ids, np.ndarray) and ids.dtype.kind in "iu"):     # arrays as they are
+            ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
         try:
             return self.frontier_at(known.position_of(ids, "frontier id")
-                                    if ids else np.zeros(0, np.int64))
+                                    if len(ids) else np.zeros(0, np.int64))
         except KeyError as exc:
             from groute.errors import NodeNotFound
             raise NodeNotFound(exc.args[0]) from None
@@ -194,6 +195,10 @@ def checked_state(name, dtype, fill, values):
 
 def _held_exactly(name, what, x, dtype):
     """``x`` (a scalar or an array) as ``dtype`` holds it, or the error saying why not."""
+    if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64:
+        if dtype.kind in "iub":             # NumPy would make an object of it
+            raise ValueError(f"state {name!r}: {what} {x} is outside the range of {dtype}")
+        return x                            # a float state takes it, rounded as any float
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"state {name!r}: {what} must be numbers, got {a.dtype} ({x!r:.60})")

@@ -86,14 +86,25 @@ class VertexIds:
         """
         if self.labels is not None and self.labels.dtype == object:
             return self._position_of_label(ident, what)
-        fid = np.asarray(ident)
-        if fid.dtype.kind not in "iu":
-            items = fid.ravel().tolist()
+        if isinstance(ident, (list, tuple)):
+            # each id as given: NumPy would make a float of int64 mixed with uint64
+            items = list(ident)
+            fid = None
+        else:
+            fid = np.asarray(ident)
+            items = fid.ravel().tolist() if fid.dtype.kind not in "iu" else None
+        if items is not None:
             bad = [x for x in items if not _is_int(x)]
             if bad:
                 raise KeyError(f"{what} {bad[0]!r} is not a vertex of {self.name}: its ids are "
-                               f"integers{self._range_text()}")
-            fid = np.array(items, dtype=np.int64).reshape(fid.shape)
+                               f"integers")
+            try:
+                fid = np.array([int(x) for x in items], dtype=np.int64).reshape(
+                    (len(items),) if fid is None else fid.shape)
+            except OverflowError:
+                first = next(x for x in items if not -2**63 <= int(x) < 2**63)
+                raise KeyError(f"{what} {first} is not a vertex of {self.name}"
+                               f"{self._range_text()}") from None
         fid = fid.astype(np.int64)
         n = self.n
         if self.labels is None:

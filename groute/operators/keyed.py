@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.graph.ids import _is_int
+
 from . import keyed_ops
 from .frontier import DeviceFrontier, Frontier
 
@@ -200,7 +202,9 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     Raises
     ------
     ValueError
-        A key outside ``[0, num_keys)``.
+        A key outside ``[0, num_keys)``, or ``num_keys`` below 0.
+    TypeError
+        A ``num_keys`` that is not an int.
 
     Examples
     --------
@@ -217,9 +221,11 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     engine = _engine(frontier, "key_totals")
     if num_keys is None:
         num_keys = engine.num_vertices
-    elif isinstance(num_keys, (bool, np.bool_)) or not isinstance(num_keys, (int, np.integer)) \
-            or num_keys < 0:
-        raise ValueError(f"key_totals: num_keys must be a whole number >= 0, got {num_keys!r}")
+    elif not _is_int(num_keys):
+        raise TypeError(f"key_totals: num_keys must be an int, got {type(num_keys).__name__} "
+                        f"{num_keys!r}")
+    elif num_keys < 0:
+        raise ValueError(f"key_totals: num_keys must be >= 0, got {num_keys}")
     partials = _each(engine, lambda part, fr: keyed_ops.partial_totals(part, fr, value, key,
                                                                        num_keys), frontier.parts)
     # each partial's last entry counts the keys outside the range: read with the partials
@@ -403,8 +409,8 @@ def key_pair_sums(frontier, key: str, other: str, weights) -> tuple:
         Per-vertex state: each row's key.
     other : str
         The table of every vertex's key, by global id.
-    weights : sequence of str
-        Arc states to sum (:func:`arc_state`).
+    weights : str or sequence of str
+        Arc states to sum (:func:`arc_state`): one name, or several.
 
     Returns
     -------

@@ -268,7 +268,7 @@ class Context:
         self.answer_landing = AnswerLanding()
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
-        if cpu_delays is not None:
+        if cpu_delays is not None and self.backend == "cpu":    # CUDA devices take none
             _check_delays(cpu_delays, len(indices))
         placements = self._placements(indices, logical) if self.backend == "cuda" else None
         try:

@@ -45,6 +45,7 @@ from ..waiting import stopped, wait_for
 from .copy_events import finished
 from .endpoint import Endpoint
 from .pump import _Pump
+from ..graph.ids import _is_int
 from .segment import (PendingSegment, SegmentReceiver, buffer_count, check_buffers_fit,
                       item_dtype, item_shape_of, positive_int)
 
@@ -512,9 +513,8 @@ class LinkReceiver:
         (``groute_link_receive_grid``)."""
         link = self.link
         _check_parts(link, parts, "receive_grid")
-        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) \
-                or count < 0:
-            raise ValueError(f"{link.name}: receive_grid takes a count of items >= 0, got "
+        if not _is_int(count) or count < 0:
+            raise ValueError(f"{link.name}: receive_grid takes an int count of items >= 0, got "
                              f"{count!r}")
         per = link.packet_size
         packets = -(-count // per)
@@ -548,18 +548,16 @@ def _claim(lock, counter, limit) -> int | None:
 def _check_parts(link, parts, what: str) -> None:
     """``parts``: how many blocks share each packet, a whole number >= 1 (with none, a
     packet would be neither written nor read, and the other end would wait for it)."""
-    if isinstance(parts, (bool, np.bool_)) or not isinstance(parts, (int, np.integer)) \
-            or parts < 1:
-        raise ValueError(f"{link.name}: {what} takes parts >= 1 (the blocks that share each "
-                         f"packet), got {parts!r}")
+    positive_int(f"{link.name}: {what}'s parts (the blocks that share each packet)", parts)
 
 
 def _check_tag(link, tag) -> None:
     """A packet's tag: a whole number the tag word (uint64) holds, as it is."""
-    if isinstance(tag, (bool, np.bool_)) or not isinstance(tag, (int, np.integer)) \
-            or not 0 <= int(tag) < 2**64:
-        raise ValueError(f"{link.name}: a packet's tag is a whole number in [0, 2^64), got "
-                         f"{tag!r}")
+    if not _is_int(tag):
+        raise TypeError(f"{link.name}: a packet's tag is an int, got {type(tag).__name__} "
+                        f"{tag!r}")
+    if not 0 <= int(tag) < 2**64:
+        raise ValueError(f"{link.name}: a packet's tag is in [0, 2^64), got {tag}")
 
 
 def _check_items(link, data) -> tuple:

@@ -26,7 +26,7 @@ from .link import Link, SendHandle, send_checked
 from .policies import AVAILABILITY, BROADCAST, Route, as_route, broadcasts, by_source
 from .router_output import RouterOutput
 from .router_ports import router_ports
-from .segment import Segment
+from .segment import Segment, route_pair
 
 
 class _Broadcast(Route):
@@ -49,16 +49,6 @@ class _MultiHandle:
     def wait(self, timeout=None, stop=None):
         for h in self.handles:
             h.wait(timeout, stop)
-
-
-def _pair(name: str, pair) -> tuple:
-    """One of a router's ``pairs``: (input index, output index), each an int as it is."""
-    ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
-        isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in pair)
-    if not ok:
-        raise TypeError(f"{name}: pairs are (input index, output index) pairs of ints, got "
-                        f"{pair!r}")
-    return int(pair[0]), int(pair[1])
 
 
 class RouterInput:
@@ -105,7 +95,7 @@ class Router:
         self.inputs = [RouterInput(self, i) for i in range(len(self.input_endpoints))]
         shape = (len(self.inputs), len(self.outputs))
         wanted = {(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None \
-            else {_pair(name, pair) for pair in pairs}
+            else {route_pair(name, pair) for pair in pairs}
         for i, j in sorted(wanted):
             if not (0 <= i < shape[0] and 0 <= j < shape[1]):
                 raise ValueError(f"{name}: pair ({i}, {j}) names no input and output "

@@ -25,6 +25,18 @@ def positive_int(name, value) -> int:
 MAX_BUFFERS = 1 << 16
 
 
+def route_pair(name: str, pair) -> tuple:
+    """One of a router's ``pairs``: (input index, output index), two ints (a row of an
+    integer array too), or a TypeError naming the router ``name``."""
+    from groute.graph.ids import _is_int
+    items = list(pair) if isinstance(pair, (tuple, list, np.ndarray)) and np.ndim(pair) == 1 \
+        else None
+    if items is None or len(items) != 2 or not all(_is_int(x) for x in items):
+        raise TypeError(f"{name}: pairs are (input index, output index) pairs of ints, got "
+                        f"{pair!r}")
+    return int(items[0]), int(items[1])
+
+
 def buffer_count(num_buffers) -> int:
     """A link's ``num_buffers``: a whole number in ``[1, MAX_BUFFERS]``, or a ValueError."""
     count = positive_int("num_buffers", num_buffers)
@@ -51,9 +63,9 @@ def check_buffers_fit(name: str, device, nbytes: int) -> None:
     than ``device`` can still give (None: the host's memory), before they are allocated."""
     from groute.graph.budget import available_bytes
     from groute.memory import free_device_bytes
-    free = free_device_bytes(device) if device is not None else available_bytes()
-    if free is None and device is not None:
-        free = device.memory_info()[0] or None
+    free = free_device_bytes(device) if device is not None else None
+    if free is None:                # the host's memory: a CPU device's, or pinned buffers
+        free = available_bytes()
     if free is not None and nbytes > free:
         where = device.name if device is not None else "the host"
         raise MemoryError(f"{name}: its receive buffers take {nbytes / 2**30:.2f} GiB, more than "
@@ -74,6 +86,7 @@ def item_shape_of(item_shape) -> tuple:
 
 #: the metadata keys a link sets on every packet it delivers (PendingSegment.metadata)
 PACKET_KEYS = ("offset", "packet", "packets", "last", "total")
+_PACKET_KEY_SET = frozenset(PACKET_KEYS)
 
 
 def check_send_extras(name: str, event=None, metadata=None) -> None:
@@ -87,8 +100,8 @@ def check_send_extras(name: str, event=None, metadata=None) -> None:
                         f"(stream.record()), got {type(event).__name__}")
     if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
         raise TypeError(f"{name}: metadata must be a dict, got {type(metadata).__name__}")
-    taken = sorted(k for k in (metadata or ()) if k in PACKET_KEYS)
-    if taken:
+    if metadata and not _PACKET_KEY_SET.isdisjoint(metadata):
+        taken = sorted(k for k in metadata if k in _PACKET_KEY_SET)
         raise ValueError(f"{name}: metadata keys {taken} are the link's own (each packet's "
                          f"place in its send: {', '.join(PACKET_KEYS)}); the receiver would "
                          f"see the link's values, not these: name them otherwise")
