@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+from groute.ints import is_int
 
 
 def label_array(labels) -> np.ndarray:
@@ -29,7 +27,7 @@ def label_array(labels) -> np.ndarray:
         if labels.dtype == object:
             return labels
     items = list(labels)
-    if all(_is_int(x) for x in items):
+    if all(is_int(x) for x in items):
         try:
             return np.array(items, dtype=np.int64)
         except OverflowError:                   # integers past int64: keep them as objects
@@ -94,7 +92,7 @@ class VertexIds:
             fid = np.asarray(ident)
             items = fid.ravel().tolist() if fid.dtype.kind not in "iu" else None
         if items is not None:
-            bad = [x for x in items if not _is_int(x)]
+            bad = [x for x in items if not is_int(x)]
             if bad:
                 raise KeyError(f"{what} {bad[0]!r} is not a vertex of {self.name}: its ids are "
                                f"integers")
@@ -146,6 +144,6 @@ class VertexIds:
                 out.append(index[key])
             except (KeyError, TypeError):       # TypeError: unhashable, so not a label either
                 hint = (f" (its ids are text: {str(key)!r} is one)"
-                        if _is_int(key) and str(key) in index else "")
+                        if is_int(key) and str(key) in index else "")
                 raise KeyError(f"{what} {key!r} is not a vertex of {self.name}{hint}") from None
         return np.asarray(out, dtype=np.int64) if many else out[0]

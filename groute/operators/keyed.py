@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from groute.graph.ids import _is_int
+from groute.ints import is_int
 
 from . import keyed_ops
 from .frontier import DeviceFrontier, Frontier
@@ -221,7 +221,7 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     engine = _engine(frontier, "key_totals")
     if num_keys is None:
         num_keys = engine.num_vertices
-    elif not _is_int(num_keys):
+    elif not is_int(num_keys):
         raise TypeError(f"key_totals: num_keys must be an int, got {type(num_keys).__name__} "
                         f"{num_keys!r}")
     elif num_keys < 0:

@@ -43,6 +43,7 @@ from ..device import CPUDevice, CUDADevice, cuda_device_count
 from ..device import cuda as cuda_backend
 from ..device.logical import place
 from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout, stalled_by_user_code
+from ..ints import is_int
 from ..waiting import POLL_INTERVAL, StopSignal
 from .answer_landing import AnswerLanding
 from .link import _Pump
@@ -189,7 +190,7 @@ def requested_devices(devices):
     what = "devices must be 'auto', a count or a list of device indices"
     if isinstance(devices, str):
         raise ValueError(f"{what}; got {devices!r}")
-    if _is_int(devices):
+    if is_int(devices):
         if devices < 1:
             raise ValueError(f"devices must be >= 1, got {devices}")
         return int(devices)
@@ -200,7 +201,7 @@ def requested_devices(devices):
     if not indices:
         raise ValueError("devices list is empty")
     for i in indices:
-        if not _is_int(i):
+        if not is_int(i):
             raise TypeError(f"devices: a device index is an int, got {i!r} ({type(i).__name__})")
     indices = [int(i) for i in indices]
     if len(set(indices)) != len(indices):
@@ -208,11 +209,6 @@ def requested_devices(devices):
     if min(indices) < 0:
         raise ValueError(f"device index {min(indices)} does not exist (indices are >= 0)")
     return indices
-
-
-def _is_int(x) -> bool:
-    """An int (NumPy's too), not a bool: ``devices=True`` is a slip, not one device."""
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 def default_device_count(backend: str) -> int:
@@ -554,7 +550,7 @@ class Context:
         0 to ``len(ctx) - 1``: a negative one is an IndexError, not the position from the end.
         Called from outside a device function after a failure was raised, it resets the context
         first (:meth:`ensure_running`)."""
-        if not _is_int(device_index):
+        if not is_int(device_index):
             raise TypeError(f"submit: device_index is a device's position in the context (an "
                             f"int), got {device_index!r} ({type(device_index).__name__})")
         if not 0 <= device_index < len(self.devices):

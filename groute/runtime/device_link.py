@@ -45,7 +45,7 @@ from ..waiting import stopped, wait_for
 from .copy_events import finished
 from .endpoint import Endpoint
 from .pump import _Pump
-from ..graph.ids import _is_int
+from ..ints import is_int
 from .segment import (PendingSegment, SegmentReceiver, buffer_count, check_buffers_fit,
                       item_dtype, item_shape_of, positive_int)
 
@@ -513,7 +513,7 @@ class LinkReceiver:
         (``groute_link_receive_grid``)."""
         link = self.link
         _check_parts(link, parts, "receive_grid")
-        if not _is_int(count) or count < 0:
+        if not is_int(count) or count < 0:
             raise ValueError(f"{link.name}: receive_grid takes an int count of items >= 0, got "
                              f"{count!r}")
         per = link.packet_size
@@ -553,7 +553,7 @@ def _check_parts(link, parts, what: str) -> None:
 
 def _check_tag(link, tag) -> None:
     """A packet's tag: a whole number the tag word (uint64) holds, as it is."""
-    if not _is_int(tag):
+    if not is_int(tag):
         raise TypeError(f"{link.name}: a packet's tag is an int, got {type(tag).__name__} "
                         f"{tag!r}")
     if not 0 <= int(tag) < 2**64:

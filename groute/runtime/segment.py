@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ints import is_int
+
 
 def positive_int(name, value) -> int:
     """``value`` as an int, or a ValueError naming ``name`` (packet sizes, buffer counts)."""
@@ -28,10 +30,9 @@ MAX_BUFFERS = 1 << 16
 def route_pair(name: str, pair) -> tuple:
     """One of a router's ``pairs``: (input index, output index), two ints (a row of an
     integer array too), or a TypeError naming the router ``name``."""
-    from groute.graph.ids import _is_int
     items = list(pair) if isinstance(pair, (tuple, list, np.ndarray)) and np.ndim(pair) == 1 \
         else None
-    if items is None or len(items) != 2 or not all(_is_int(x) for x in items):
+    if items is None or len(items) != 2 or not all(is_int(x) for x in items):
         raise TypeError(f"{name}: pairs are (input index, output index) pairs of ints, got "
                         f"{pair!r}")
     return int(items[0]), int(items[1])
