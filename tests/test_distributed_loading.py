@@ -72,6 +72,23 @@ def test_a_part_set_refuses_another_folders_files_and_bad_counts(tmp_path):
         write_part_set(g, 26, tmp_path / "new")
     with pytest.raises(ValueError, match="no manifest.json"):
         read_manifest(tmp_path)
+    # a manifest.json or ids.npy that no part set's writer made is the user's: kept
+    for name, write in (("manifest.json", lambda p: p.write_text('{"name": "webapp"}')),
+                        ("ids.npy", lambda p: np.save(p, np.arange(5)))):
+        folder = tmp_path / name.replace(".", "_")
+        folder.mkdir()
+        write(folder / name)
+        before = (folder / name).read_bytes()
+        with pytest.raises(ValueError, match=f"holds other files \\({name}\\)"):
+            write_part_set(g, 2, folder)
+        assert (folder / name).read_bytes() == before
+    write_part_set(g, 2, tmp_path / "set")
+    write_part_set(g, 3, tmp_path / "set")          # over a part set: its files replaced
+    assert read_manifest(tmp_path / "set")["parts"] == 3
+    # in one process as across ranks, a part set is read as written (the options were ignored)
+    for option in ({"symmetric": True}, {"columns": (1, 0)}):
+        with pytest.raises(ValueError, match="a part set is read as groute partition wrote it"):
+            load_graph(tmp_path / "set", **option)
 
 
 def _edit_manifest(folder, **fields):
@@ -84,6 +101,16 @@ def _falling(indptr):
     indptr = indptr.copy()
     indptr[1] = indptr[-1]
     return indptr
+
+
+def _cut(path, size):
+    path.write_bytes(path.read_bytes()[:size])
+
+
+def _flip(path, at):
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
 
 
 def _edit_part(folder, **arrays):
@@ -108,6 +135,9 @@ def _edit_part(folder, **arrays):
      "must be whole numbers in one dimension"),
     (lambda f: _edit_part(f, weights=None), "no weights, but the manifest says"),
     (lambda f: _edit_part(f, weights=np.ones(2)), "weights must be"),
+    # a part cut short or with a byte flipped: zipfile's errors were tracebacks
+    (lambda f: _cut(f / "part-1-of-2.npz", 300), "not a part file as groute partition writes"),
+    (lambda f: _flip(f / "part-1-of-2.npz", -200), "not a part file as groute partition writes"),
 ])
 def test_a_part_set_edited_or_cut_short_is_refused_naming_the_file(tmp_path, edit, error):
     """A manifest or part that is not what groute partition writes is a ValueError naming

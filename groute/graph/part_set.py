@@ -16,6 +16,8 @@ A rank reads the manifest and its own part (:func:`read_part`): host memory abou
 from __future__ import annotations
 
 import json
+import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -52,11 +54,15 @@ def write_part_set(graph, parts: int, folder) -> dict:
         raise ValueError(f"{folder}: not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     old = folder / MANIFEST
-    stray = [p.name for p in folder.iterdir() if p.name != MANIFEST
-             and not (p.name.startswith("part-") or p.name == "ids.npy")]
+    # a part set's own files are written over only where the folder holds a part set: a
+    # manifest.json or ids.npy of anything else is the user's
+    ours = _holds_a_part_set(folder)
+    stray = [p.name for p in folder.iterdir()
+             if not (ours and (p.name in (MANIFEST, "ids.npy")
+                               or re.fullmatch(r"part-\d+-of-\d+\.npz", p.name)))]
     if stray:
         raise ValueError(f"{folder} holds other files ({', '.join(sorted(stray)[:3])}); write a "
-                         f"part set into an empty folder")
+                         f"part set into an empty folder or over a part set")
     for p in folder.glob("part-*-of-*.npz"):
         p.unlink()
     indptr = np.asarray(graph.indptr, dtype=np.int64)
@@ -80,6 +86,15 @@ def write_part_set(graph, parts: int, folder) -> dict:
                 "id_base": int(graph.id_base), "labels": labels is not None}
     old.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _holds_a_part_set(folder) -> bool:
+    """Whether ``folder``'s manifest is one a part set's writer made."""
+    try:
+        read_manifest(folder)
+    except ValueError:
+        return False
+    return True
 
 
 def read_manifest(folder) -> dict:
@@ -181,7 +196,7 @@ def read_part(folder, rank: int, size: int):
         with np.load(path, allow_pickle=False) as z:
             indptr, indices = z["indptr"], z["indices"]
             weights = z["weights"] if "weights" in z.files else None
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:   # truncated, bit-flipped
         raise ValueError(f"{path}: not a part file as groute partition writes them ({exc}); "
                          f"write the part set again") from None
     _check_part(path, manifest, rank, indptr, indices, weights)
