@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import zipfile
 from pathlib import Path
 
@@ -67,10 +68,15 @@ def write_part_set(graph, parts: int, folder) -> dict:
         p.unlink()
     indptr = np.asarray(graph.indptr, dtype=np.int64)
     offsets = contiguous_offsets(indptr, parts)
+    # one id for this writing of the set, in the manifest and every part: a part of another
+    # set (or of an older writing) put beside them is told apart (read_part, and across ranks
+    # groute.graph.ranked compares the manifests' ids)
+    set_id = secrets.token_hex(8)
     for r in range(parts):
         lo, hi = int(offsets[r]), int(offsets[r + 1])
         a, b = int(indptr[lo]), int(indptr[hi])
-        arrays = {"indptr": indptr[lo:hi + 1] - a, "indices": np.asarray(graph.indices[a:b])}
+        arrays = {"indptr": indptr[lo:hi + 1] - a, "indices": np.asarray(graph.indices[a:b]),
+                  "set": np.array(set_id)}
         if graph.weights is not None:
             arrays["weights"] = np.asarray(graph.weights[a:b])
         np.savez(part_file(folder, r, parts), **arrays)
@@ -83,7 +89,7 @@ def write_part_set(graph, parts: int, folder) -> dict:
     manifest = {"format": FORMAT, "version": VERSION, "name": graph.name, "vertices": n,
                 "arcs": int(graph.num_edges), "directed": bool(graph.directed), "parts": parts,
                 "offsets": offsets.tolist(), "weighted": graph.weights is not None,
-                "id_base": int(graph.id_base), "labels": labels is not None}
+                "id_base": int(graph.id_base), "labels": labels is not None, "set": set_id}
     old.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -196,9 +202,14 @@ def read_part(folder, rank: int, size: int):
         with np.load(path, allow_pickle=False) as z:
             indptr, indices = z["indptr"], z["indices"]
             weights = z["weights"] if "weights" in z.files else None
+            got = str(z["set"]) if "set" in z.files else None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:   # truncated, bit-flipped
         raise ValueError(f"{path}: not a part file as groute partition writes them ({exc}); "
                          f"write the part set again") from None
+    if manifest.get("set") is not None and got != manifest["set"]:
+        raise ValueError(f"{path}: a part of another writing of a part set (its set {got}, the "
+                         f"manifest's {manifest['set']}); write the part set again (groute "
+                         f"partition)")
     _check_part(path, manifest, rank, indptr, indices, weights)
     lo = int(offsets[rank])
     labels = _read_labels(folder, manifest) if manifest["labels"] else None
