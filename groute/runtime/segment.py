@@ -17,7 +17,7 @@ from ..ints import is_int
 
 def positive_int(name, value) -> int:
     """``value`` as an int, or a ValueError naming ``name`` (packet sizes, buffer counts)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     return int(value)
 

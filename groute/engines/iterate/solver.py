@@ -59,6 +59,7 @@ import numpy as np
 
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
+from groute.ints import is_int
 from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
@@ -352,7 +353,7 @@ class IterateSolver(Solver):
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
         if not (np.isfinite(self._number("tol", tol)) and tol > 0.0):
             raise ValueError(f"tol must be finite and > 0, got {tol!r}")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
+        if not is_int(max_iter):
             raise TypeError(f"{self.app}: max_iter must be an int, got {max_iter!r}")
         if max_iter < 1:
             raise ValueError(f"{self.app}: max_iter must be >= 1, got {max_iter!r}")
