@@ -361,11 +361,25 @@ def parse_vertex(graph, text: str, option: str):
     return source_position(graph, ident, option)
 
 
-def busiest_vertex(graph) -> int:
+def parse_vertices(graph, text: str, option: str) -> list:
+    """The positions of the vertices a comma-separated list of ids names (``option`` for
+    errors, :func:`parse_vertex` for each): at least one, and no empty field (``0,,1`` is a
+    typo, not two ids)."""
+    fields = [field.strip() for field in text.split(",")]
+    if not any(fields):
+        raise ValueError(f"{option} {text!r}: no vertex ids given")
+    if not all(fields):
+        raise ValueError(f"{option} {text!r}: an empty field between commas")
+    return [parse_vertex(graph, field, option) for field in fields]
+
+
+def busiest_vertex(graph, where: str = "") -> int:
     """The position of the vertex with the most out-arcs: a default source that reaches much of
-    the graph (the first vertex of a generated graph is often isolated)."""
+    the graph (the first vertex of a generated graph is often isolated). A graph of no
+    vertices has none: a ValueError naming it (``where``: how the command was given it)."""
     if graph.num_vertices == 0:
-        return 0
+        raise ValueError(f"{where or graph.name}: the graph has no vertices, so there is no "
+                         f"source to start from")
     return int(np.argmax(out_degrees(graph)))
 
 
@@ -389,12 +403,24 @@ def check_outputs(args) -> None:
     """Refuse, before anything runs, an output the command could not write: a suffix not in
     :data:`OUTPUT_FORMATS` (the error lists them), a folder, a missing or read-only directory,
     a read-only file, standard output asked for twice, or standard output at all when the
-    command runs as several processes (each writes its own vertices to a file of its own)."""
+    command runs as several processes (each writes its own vertices to a file of its own); a
+    file named twice, or the input graph's file: writing would lose it."""
     from groute import distributed
     outputs = _outputs(args)
     if list(outputs.values()).count(STDOUT) > 1:
         raise ValueError(f"{' and '.join(outputs)} both ask for standard output ({STDOUT}); "
                          f"send one of them to a file")
+    named = {}
+    graph = getattr(args, "graph", None)
+    if isinstance(graph, str) and graph and Path(graph).is_file():
+        named[Path(graph).resolve()] = "--graph"
+    for option, text in outputs.items():
+        if text == STDOUT:
+            continue
+        other = named.setdefault(Path(text).resolve(), option)
+        if other != option:
+            raise ValueError(f"{option} {text}: the same file as {other}, which writing it "
+                             f"would overwrite; give {option} a file of its own")
     for option, text in outputs.items():
         if text == STDOUT:
             if distributed.launched():

@@ -16,8 +16,8 @@ import numpy as np
 
 from groute.registry import command
 
-from .app_cli import (add_engine_options, add_graph_options, load, parse_vertex, report, run_solver,
-                      write_output)
+from .app_cli import (add_engine_options, add_graph_options, load, parse_vertices, report,
+                      run_solver, write_output)
 from .betweenness import Betweenness, sample_sources
 
 
@@ -47,8 +47,7 @@ def _sources(args, g):
     if args.k is not None and args.sources is not None:
         raise ValueError("--k and --sources both choose the sources; give one")
     if args.sources is not None:
-        positions = [parse_vertex(g, text.strip(), "--sources")
-                     for text in args.sources.split(",") if text.strip()]
+        positions = parse_vertices(g, args.sources, "--sources")
     elif args.k is not None:
         positions = sample_sources(g.num_vertices, args.k, args.seed)
     else:

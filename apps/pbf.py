@@ -259,20 +259,47 @@ def _counts(text):
     return counts
 
 
+def _whole(flag: str, value: float, least: int) -> int:
+    """A count option's value: a whole number >= ``least``, or a ValueError naming ``flag``."""
+    if not (np.isfinite(value) and value == int(value) and value >= least):
+        raise ValueError(f"{flag} must be a whole number >= {least}, got {value:g}")
+    return int(value)
+
+
+def _delays(flag: str, text):
+    """``--cpu-delays S,S,...`` (``flag``): seconds per task of each device, as numbers (the
+    Context checks their values and count)."""
+    if not text:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: give each device's delay in seconds, separated by "
+                         f"commas") from None
+
+
 def _cli(args) -> int:
     from groute import Context
-    size, segment = int(args.size), int(args.segment)
-    if size < 0 or segment < 1:
-        raise ValueError("--size must be >= 0 and --segment >= 1")
+    from groute.graph.budget import available_bytes
+    size, segment = _whole("--size", args.size, 0), _whole("--segment", args.segment, 1)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    free = available_bytes()
+    if free is not None and 3 * 4 * size > free:     # the data, its filtered copy, the answer
+        raise ValueError(f"--size {size:,}: about {3 * 4 * size / 2**30:.1f} GiB of int32 "
+                         f"arrays, more than the {free / 2**30:.1f} GiB this process can still "
+                         f"allocate")
     pred = parse_predicate(args.predicate)
+    delays = _delays("--cpu-delays", args.cpu_delays)
     data = np.random.default_rng(args.seed).integers(-2**31, 2**31 - 1, size, dtype=np.int32)
-    delays = [float(x) for x in args.cpu_delays.split(",")] if args.cpu_delays else None
     expected = np.sort(data[pred.numpy(data)])
     print(f"pbf: {size:,} int32, predicate {pred.text}, segments of {segment:,}")
     if args.scale:
         return _scaling(args, data, pred, segment, expected, delays)
-    with Context(devices=args.devices if not delays else (args.devices or len(delays)),
-                 backend=args.backend, timeout=args.timeout, cpu_delays=delays) as ctx:
+    # one device per delay unless --devices says how many
+    devices = len(delays) if delays and args.devices in (None, "auto") else args.devices
+    with Context(devices=devices, backend=args.backend, timeout=args.timeout,
+                 cpu_delays=delays) as ctx:
         print(f"  {len(ctx.devices)} x {ctx.backend}")
         for static in ([False, True] if args.compare else [args.static]):
             res = _timed(ctx, data, pred, segment, args.buffers, static)
@@ -300,6 +327,10 @@ def _report(res, expected, extra="") -> bool:
 def _scaling(args, data, pred, segment, expected, delays) -> int:
     """``--scale``: first-available on each device count, each verified, against the first."""
     from groute import Context
+    top = max(args.scale)           # every count can run: refused before the first is timed
+    with Context(devices=top, backend=args.backend, timeout=args.timeout,
+                 cpu_delays=delays[:top] if delays else None):
+        pass
     first = None
     for k in args.scale:
         with Context(devices=k, backend=args.backend, timeout=args.timeout,

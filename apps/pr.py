@@ -180,8 +180,9 @@ def distribution(graph, values, name: str) -> np.ndarray:
         return p
     if not np.isfinite(p).all() or (p < 0).any():
         bad = int(np.flatnonzero(~np.isfinite(p) | (p < 0))[0])
-        raise ValueError(f"{name}: weights must be finite and >= 0 (vertex at "
-                         f"position {bad} has {p[bad]})")
+        where = (f"vertex {graph.file_id_of(bad)!r}" if isinstance(values, dict)
+                 else f"position {bad}")
+        raise ValueError(f"{name}: weights must be finite and >= 0 ({where} has {p[bad]})")
     total = p.sum()
     if total == 0 and n:
         raise ZeroDivisionError(f"{name}: the weights sum to zero; give at least one "

@@ -23,7 +23,8 @@ from groute.tuning import WorklistTuning
 from groute.worklist import MODES, ROUTINGS
 
 from .app_cli import (add_graph_options, advanced_group, auto_help, busiest_vertex, checked,
-                      gteps, load, out_degrees, parse_vertex, report, run_solver, write_output)
+                      gteps, load, out_degrees, parse_vertex, parse_vertices, report, run_solver,
+                      write_output)
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -95,12 +96,9 @@ def run_cli(args, name, solver_cls):
         graph = graph.with_weights(seed=args.seed)
         weights = f"random integers 1..64 (seed {args.seed})"
     if args.sources is not None:
-        seeds = [parse_vertex(graph, text.strip(), "--sources")
-                 for text in args.sources.split(",") if text.strip()]
-        if not seeds:
-            raise ValueError(f"--sources {args.sources!r}: no vertex ids given")
+        seeds = parse_vertices(graph, args.sources, "--sources")
     else:
-        seeds = [busiest_vertex(graph) if args.source is None
+        seeds = [busiest_vertex(graph, f"--graph {args.graph}") if args.source is None
                  else parse_vertex(graph, args.source, "--source")]
     seed_ids = [graph.file_id_of(s) for s in seeds]
     cutoff = args.cutoff

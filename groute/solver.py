@@ -232,7 +232,12 @@ def source_position(graph, source, what: str = "source") -> int:
     ``what``) and the graph when it is not a vertex."""
     if isinstance(source, (list, np.ndarray)):
         raise TypeError(f"{what} must be one vertex id, got {type(source).__name__}")
-    return vertex_position(graph, source, what)
+    position = vertex_position(graph, source, what)
+    if np.ndim(position) != 0:      # a tuple of ids where the ids are numbers, not tuples
+        from groute.errors import NodeNotFound
+        raise NodeNotFound(f"{what} {source!r} is not a vertex of {graph.name}: its ids are "
+                           f"single numbers")
+    return position
 
 
 def vertex_position(graph, ident, what: str):

@@ -262,6 +262,19 @@ class _Tuning:
         return cls(**{v.tuning[len(prefix):]: values[v.name] for v in VARIABLES
                       if v.tuning and v.tuning.startswith(prefix) and v.name in values})
 
+    @classmethod
+    def given(cls, value, keyword: str = "tuning"):
+        """What a solver's ``keyword`` argument asks for: ``value`` itself when it is one of
+        this class, the environment's (:meth:`from_environment`) when it is None; anything
+        else a TypeError naming the keyword and the class it takes (a wrong object would
+        otherwise fail deep inside the solver, or be ignored)."""
+        if value is None:
+            return cls.from_environment()
+        if not isinstance(value, cls):
+            raise TypeError(f"{keyword} must be a groute.tuning.{cls.__name__}, got "
+                            f"{type(value).__name__}")
+        return value
+
 
 def _check_power_of_two(name, value, limit=1 << 20):
     v = int(value)

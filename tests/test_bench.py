@@ -257,6 +257,10 @@ def test_cli_reports_bad_values_as_one_line(capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert "groute bench: error: --apps: unknown 'bfz'" in err and "Traceback" not in err
+    for option in ("--apps", "--graphs", "--modes", "--peers"):
+        with pytest.raises(SystemExit):         # argparse's refusal ('' ran every app)
+            main(["bench", option, "", "--devices", "1"])
+        assert f"argument {option}: no items in ''" in capsys.readouterr().err
 
 
 def test_other_subcommands_keep_their_single_device_count():

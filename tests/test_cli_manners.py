@@ -216,3 +216,88 @@ def test_an_error_in_a_job_is_told_to_the_other_ranks(monkeypatch, capsys, error
             main(["bfs", "--graph", "grid:3", "--backend", "cpu"])
         assert "Traceback" in capsys.readouterr().err
     assert ended == [(1, error)]
+
+
+# ------------------------------------------------------------------ bad input, one line each
+RUN = ["--backend", "cpu", "--devices", "1", "--repeat", "1"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["bfs", "sssp"])
+@pytest.mark.parametrize("text", ["", "# only a comment\n"])
+def test_a_graph_of_no_vertices_and_no_source_is_one_line_naming_the_file(command, text,
+                                                                          tmp_path, capsys):
+    path = tmp_path / "empty.txt"
+    path.write_text(text)
+    assert main([command, "--graph", str(path), *RUN]) == 1
+    err = capsys.readouterr().err
+    assert f"--graph {path}: the graph has no vertices" in err and "Traceback" not in err
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["bfs", "sssp", "betweenness"])
+def test_a_sources_list_with_no_id_or_an_empty_field_is_refused(command, capsys):
+    for text, said in ((",", "no vertex ids given"), ("0,,1", "an empty field"),
+                       ("0,1,", "an empty field")):
+        assert main([command, "--graph", "grid:5", "--sources", text, *RUN]) == 1
+        assert f"--sources {text!r}: {said}" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("options, said", [
+    (["--size", "nan"], "--size must be a whole number >= 0, got nan"),
+    (["--size", "1.5"], "--size must be a whole number"),
+    (["--segment", "0"], "--segment must be a whole number >= 1"),
+    (["--size", "1e30"], "--size 1,000,000,000,000,000,019,884,624,838,656: about"),
+    (["--seed", "-1"], "--seed must be >= 0"),
+    (["--size", "100", "--cpu-delays", "-1", "--devices", "1"],
+     "cpu_delays must be finite numbers of seconds >= 0"),
+    (["--size", "100", "--scale", "1,2", "--cpu-delays", "0"], "1 delay(s) for 2 device(s)"),
+    (["--size", "100", "--cpu-delays", "x,0", "--devices", "2"], "--cpu-delays 'x,0'"),
+    (["--size", "100", "--cpu-delays", "0.1,0.1", "--devices", "4"],
+     "cpu_delays: 2 delay(s) for 4 device(s)"),
+])
+def test_pbf_options_that_cannot_run_are_one_line_naming_them(options, said, capsys):
+    assert main(["pbf", "--backend", "cpu", *options]) == 1
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+
+
+def test_a_context_takes_one_cpu_delay_per_device(capsys):
+    from groute import Context
+    # one device per delay unless --devices says how many
+    assert main(["pbf", "--backend", "cpu", "--size", "1000", "--cpu-delays", "0,0.001"]) == 0
+    assert "2 x cpu" in capsys.readouterr().out
+    for delays, said in (([0.1], "1 delay"), ([0.0, -1.0], ">= 0"), ([0.0, float("nan")], ">= 0"),
+                         (["x", 0], "numbers of seconds")):
+        with pytest.raises(ValueError, match=said):
+            Context(2, backend="cpu", cpu_delays=delays)
+    with Context(2, backend="cpu", cpu_delays=[0.0, 0.001]) as ctx:
+        assert len(ctx.devices) == 2
+
+
+@pytest.mark.timeout(60)
+def test_more_options_that_cannot_run_are_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    for argv, said in ((["data", "info", "grid:4", "--parts", "0"],
+                        "--parts: expected a number >= 1"),
+                       (["demo", "--graph", str(empty), "--backend", "cpu"],
+                        f"--graph {empty}: the graph has no vertices"),
+                       (["pr", "--graph", "grid:3", "--tol", "inf", *RUN],
+                        "tol must be finite and > 0, got inf"),
+                       (["bfs", "--graph", "grid:3", "--columns", "0,1", *RUN],
+                        "a graph spec has no columns")):
+        try:
+            code = main(argv)
+        except SystemExit as exc:               # argparse's own refusal
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code in (1, 2) and said in err and "Traceback" not in err, (argv, err)
+
+
+@pytest.mark.timeout(60)
+def test_a_pbf_scaling_run_refuses_a_count_it_cannot_run_before_timing_any(capsys):
+    assert main(["pbf", "--backend", "cpu", "--size", "1000", "--scale", "2,100"]) == 1
+    out, err = capsys.readouterr()
+    assert "at most 64 virtual devices" in err and "elements in" not in out

@@ -56,6 +56,22 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(command, tmp
     assert f"--output {folder}: a directory, not a file" in capsys.readouterr().err
 
 
+def test_an_output_that_would_overwrite_the_graph_or_the_other_output_is_refused(tmp_path,
+                                                                                capsys):
+    graph = tmp_path / "g.txt"
+    graph.write_text("0 1\n1 2\n2 3\n")
+    assert main(["bfs", "--graph", str(graph), "--output", str(graph), *RUN]) == 1
+    assert f"--output {graph}: the same file as --graph" in capsys.readouterr().err
+    assert graph.read_text() == "0 1\n1 2\n2 3\n"
+    out = tmp_path / "o.csv"
+    assert main(["bfs", "--graph", str(graph), "--output", str(out),
+                 "--predecessors", f"{tmp_path}/./o.csv", *RUN]) == 1
+    assert "--predecessors" in capsys.readouterr().err and not out.exists()
+    assert main(["bfs", "--graph", str(graph), "--output", str(out),
+                 "--predecessors", str(tmp_path / "p.csv"), *RUN]) == 0
+    assert out.exists() and (tmp_path / "p.csv").exists()
+
+
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
                     reason="root writes into a read-only directory")
 def test_a_read_only_directory_is_refused_before_the_run(tmp_path, no_run, capsys):

@@ -316,6 +316,20 @@ def test_a_packet_of_another_dtype_or_too_many_items_is_refused_naming_the_link(
         link.tx.send(np.arange(8, dtype=np.int32))
     with pytest.raises(ValueError, match=r"typed: a packet holds 0..4 items, got a 0-d array"):
         link.tx.send(np.int32(3))
+    for tag in (-1, 2**64):                 # failed inside NumPy
+        with pytest.raises(ValueError, match=r"typed: a packet's tag is in \[0, 2\^64\)"):
+            link.tx.send(np.arange(2, dtype=np.int32), tag=tag)
+    for tag in (1.7, "x", True):            # 1.7 was taken as 1
+        with pytest.raises(TypeError, match=r"typed: a packet's tag is an int"):
+            link.tx.send(np.arange(2, dtype=np.int32), tag=tag)
+    items = np.arange(8, dtype=np.int32)
+    for parts in (0, -1, 1.5):              # 0: nothing sent, and the receiver waited it out
+        with pytest.raises(ValueError, match=r"typed: send_grid's parts .* must be a whole"):
+            link.tx.send_grid(0, items, parts)
+        with pytest.raises(ValueError, match=r"typed: receive_grid's parts .* must be a whole"):
+            link.rx.receive_grid(0, np.zeros(8, np.int32), 8, parts)   # said True, read nothing
+    with pytest.raises(ValueError, match=r"typed: receive_grid takes an int count of items"):
+        link.rx.receive_grid(0, None, -4, 1)
     assert int(link._head[0]) == 0          # nothing reserved: the packets a receiver waits for
     link.close()
 

@@ -11,7 +11,7 @@ import pytest
 from groute.graph import load_graph
 from groute.graph.part_set import read_manifest, read_part, read_whole, write_part_set
 
-from mpi_support import ROOT, needs_mpi, program, run_ranks
+from mpi_support import MPIEXEC, ROOT, needs_mpi, program, rank_environment, run_ranks
 
 GRAPHS = ["kron:8", "rmat:7", "er:400:5", "grid:11", "grid:4x9"]
 
@@ -72,6 +72,23 @@ def test_a_part_set_refuses_another_folders_files_and_bad_counts(tmp_path):
         write_part_set(g, 26, tmp_path / "new")
     with pytest.raises(ValueError, match="no manifest.json"):
         read_manifest(tmp_path)
+    # a manifest.json or ids.npy that no part set's writer made is the user's: kept
+    for name, write in (("manifest.json", lambda p: p.write_text('{"name": "webapp"}')),
+                        ("ids.npy", lambda p: np.save(p, np.arange(5)))):
+        folder = tmp_path / name.replace(".", "_")
+        folder.mkdir()
+        write(folder / name)
+        before = (folder / name).read_bytes()
+        with pytest.raises(ValueError, match=f"holds other files \\({name}\\)"):
+            write_part_set(g, 2, folder)
+        assert (folder / name).read_bytes() == before
+    write_part_set(g, 2, tmp_path / "set")
+    write_part_set(g, 3, tmp_path / "set")          # over a part set: its files replaced
+    assert read_manifest(tmp_path / "set")["parts"] == 3
+    # in one process as across ranks, a part set is read as written (the options were ignored)
+    for option in ({"symmetric": True}, {"columns": (1, 0)}):
+        with pytest.raises(ValueError, match="a part set is read as groute partition wrote it"):
+            load_graph(tmp_path / "set", **option)
 
 
 def _edit_manifest(folder, **fields):
@@ -84,6 +101,16 @@ def _falling(indptr):
     indptr = indptr.copy()
     indptr[1] = indptr[-1]
     return indptr
+
+
+def _cut(path, size):
+    path.write_bytes(path.read_bytes()[:size])
+
+
+def _flip(path, at):
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
 
 
 def _edit_part(folder, **arrays):
@@ -108,6 +135,9 @@ def _edit_part(folder, **arrays):
      "must be whole numbers in one dimension"),
     (lambda f: _edit_part(f, weights=None), "no weights, but the manifest says"),
     (lambda f: _edit_part(f, weights=np.ones(2)), "weights must be"),
+    # a part cut short or with a byte flipped: zipfile's errors were tracebacks
+    (lambda f: _cut(f / "part-1-of-2.npz", 300), "not a part file as groute partition writes"),
+    (lambda f: _flip(f / "part-1-of-2.npz", -200), "not a part file as groute partition writes"),
 ])
 def test_a_part_set_edited_or_cut_short_is_refused_naming_the_file(tmp_path, edit, error):
     """A manifest or part that is not what groute partition writes is a ValueError naming
@@ -119,6 +149,37 @@ def test_a_part_set_edited_or_cut_short_is_refused_naming_the_file(tmp_path, edi
     with pytest.raises(ValueError, match=error) as raised:
         read_part(folder, 1, 2)
     assert str(folder) in str(raised.value)
+
+
+def test_a_part_of_another_writing_of_the_set_is_refused(tmp_path):
+    """Parts carry their writing's id: a part swapped in from another set of the same arc
+    count (or an older writing) gave wrong answers without a word."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_part_set(load_graph("grid:6"), 2, a)
+    write_part_set(load_graph("grid:6:high=2"), 2, b)      # same rows, other weights
+    (a / "part-1-of-2.npz").write_bytes((b / "part-1-of-2.npz").read_bytes())
+    read_part(a, 0, 2)
+    with pytest.raises(ValueError, match="part-1-of-2.npz: a part of another writing"):
+        read_part(a, 1, 2)
+    with pytest.raises(ValueError, match="a part of another writing"):
+        read_whole(a)
+
+
+@needs_mpi
+@pytest.mark.timeout(120)
+def test_ranks_reading_different_writings_of_a_part_set_stop(tmp_path):
+    """A stale copy of the set on one host (the same path, another writing, as each host's
+    folder ``ps`` here): every rank stops, naming the set ids."""
+    write_part_set(load_graph("grid:6"), 2, tmp_path / "host_a" / "ps")
+    write_part_set(load_graph("grid:6:high=2"), 2, tmp_path / "host_b" / "ps")
+    run = [sys.executable, "-m", "groute", "sssp", "--backend", "cpu", "--source", "0",
+           "--graph", "ps"]
+    line = [MPIEXEC, "-n", "1", "-wdir", str(tmp_path / "host_a"), *run, ":",
+            "-n", "1", "-wdir", str(tmp_path / "host_b"), *run]
+    proc = subprocess.run(line, cwd=ROOT, env=rank_environment(None), capture_output=True,
+                          text=True, timeout=100)
+    assert proc.returncode != 0, proc.stdout
+    assert "the ranks read different writings of the part set" in proc.stderr, proc.stderr
 
 
 def test_parts_holding_another_arc_count_than_the_manifest_are_refused(tmp_path):

@@ -311,6 +311,19 @@ def test_errors_name_the_problem():
             keyed.share(eng.all_vertices(), "nothing", into="x")
         with pytest.raises(TypeError, match="takes a Frontier"):
             keyed.arc_sums(eng, into="best")
+        with pytest.raises(ValueError, match="num_keys must be >= 0, got -1"):
+            keyed.key_totals(eng.all_vertices(), "own", "own", into="t", num_keys=-1)
+        for bad in (2.5, True, "4"):
+            with pytest.raises(TypeError, match="num_keys must be an int, got"):
+                keyed.key_totals(eng.all_vertices(), "own", "own", into="t", num_keys=bad)
+        # one weight's name is one arc state, not its letters ('nosuch' was 'n', 'o', ...)
+        with pytest.raises(Exception, match="no arc state named 'nosuch'"):
+            keyed.key_pair_sums(eng.all_vertices(), "own", "own_of", "nosuch")
+        keyed.arc_state(eng, "w", w)
+        one = keyed.key_pair_sums(eng.all_vertices(), "own", "own_of", "w")
+        listed = keyed.key_pair_sums(eng.all_vertices(), "own", "own_of", ["w"])
+        assert all(np.array_equal(x, y) for x, y in zip(one[:2], listed[:2]))
+        assert np.array_equal(one[2][0], listed[2][0])
 
 
 def test_the_examples_run():

@@ -27,6 +27,20 @@ def test_the_command_line_it_runs(capsys, monkeypatch):
         ["mpx", "-n", "2", sys.executable, "prog.py", "x"]
 
 
+def test_hosts_are_host_names_and_the_printed_line_runs_as_it_reads(capsys, monkeypatch):
+    """A host list with an empty or a shell-active name is refused (``''`` ran everything
+    here, ``a;rm -rf x`` was printed for pasting as it is); the printed line is quoted."""
+    monkeypatch.setattr(launch, "is_open_mpi", lambda exe: False)
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
+    for hosts in ("", ",,", "a,,b", "a;rm -rf x", "a b"):
+        assert main(["launch", "-n", "2", "--hosts", hosts, "--print", "--", "bfs"]) == 1
+        assert "is not a host name" in capsys.readouterr().err
+    assert main(["launch", "-n", "2", "--hosts", "n1, n2.local,[fe80::1]", "--print", "--",
+                 "bfs", "--graph", "my graph.txt"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "-hosts 'n1,n2.local,[fe80::1]'" in line and line.endswith("--graph 'my graph.txt'")
+
+
 @pytest.mark.parametrize("says,open_mpi", [("mpiexec (OpenRTE) 4.1.6\nReport bugs to "
                                             "http://www.open-mpi.org/community/help/", True),
                                             ("mpiexec (Open MPI) 5.0.3", True),

@@ -462,13 +462,43 @@ def test_a_send_of_a_scalar_or_a_bad_event_or_metadata_names_the_link(cpu_ctx):
         link.send(items, event="x")                     # not a recorded event
     with pytest.raises(TypeError, match="typed: metadata must be a dict, got int"):
         link.send(items, metadata=5)
+    with pytest.raises(ValueError, match=r"typed: metadata keys \['last', 'offset'\] are the "
+                                         r"link's own"):
+        link.send(items, metadata={"offset": 99, "last": "mine", "k": 1})   # were overwritten
     assert link.stats["segments"] == 0                  # nothing was queued
     link.close()
     router = Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx)
     with pytest.raises(TypeError, match=r"router\[0->0\]: metadata must be a dict"):
         router.inputs[0].send(items, metadata=5)        # the router's own check, named
+    with pytest.raises(ValueError, match=r"router\[0->0\]: metadata keys \['total'\]"):
+        router.inputs[0].send(items, metadata={"total": 3})
     with pytest.raises(ValueError, match=r"router\[0->0\]: send takes an array of items"):
         router.inputs[0].send(np.int32(5))
+    router.close()
+
+
+def test_a_link_s_buffers_dtype_and_a_router_s_pairs_are_checked_when_made(cpu_ctx):
+    """Ten million buffers took half a minute and gigabytes of slots to build (a billion never
+    returned); buffers past the memory failed inside NumPy; a dtype that is no number, and
+    pairs that are not pairs of ints, were taken or failed naming nothing."""
+    a, b = cpu_ctx.devices[:2]
+    with pytest.raises(ValueError, match="num_buffers must be at most 65,536"):
+        Link(a, b, 1, 10**7, ctx=cpu_ctx)
+    for initiated in ("host", "device"):
+        with pytest.raises(MemoryError, match=r"named: its receive buffers take .* GiB, more "
+                                              r"than the .* GiB cpu:1 has free"):
+            Link(a, b, 10**12, 2, ctx=cpu_ctx, name="named", initiated=initiated)
+        with pytest.raises(TypeError, match="dtype: data type 'nosuch' not understood"):
+            Link(a, b, 4, ctx=cpu_ctx, dtype="nosuch", initiated=initiated)
+        with pytest.raises(TypeError, match="a link carries numbers or bools, not object"):
+            Link(a, b, 4, ctx=cpu_ctx, dtype=object, initiated=initiated)
+    for pairs in ([(0, "a")], [(0, 1.0)], [(0,)], [3], [(True, 0)]):
+        with pytest.raises(TypeError, match=r"router: pairs are \(input index, output index\)"):
+            Router([HOST], [a, b], first_available, packet_size=4, ctx=cpu_ctx, pairs=pairs)
+    Link(a, b, 4, 1 << 16, ctx=cpu_ctx, dtype=np.complex64).close()
+    pairs = np.argwhere(~np.eye(2, dtype=bool))         # rows of an int array are pairs too
+    router = Router([a, b], [a, b], first_available, packet_size=4, ctx=cpu_ctx, pairs=pairs)
+    assert router.links[0][0] is None and router.links[0][1] is not None
     router.close()
 
 

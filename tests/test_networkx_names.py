@@ -121,6 +121,12 @@ def test_pagerank_default_weight_is_networkx_s():
         groute.pagerank(nx.MultiDiGraph([(0, 1), (0, 1)]), **CPU)
     with pytest.raises(ValueError, match="weights must be finite and >= 0"):
         groute.pagerank(nx.DiGraph([(0, 1, {"weight": -1.0}), (1, 2, {"weight": 2.0})]), **CPU)
+    H = nx.Graph([("a", "b"), ("b", "c")])
+    with pytest.raises(ValueError, match=r"personalization: weights must be finite and >= 0 "
+                                         r"\(vertex 'c' has -1.0\)"):
+        groute.pagerank(H, personalization={"c": -1, "a": 1}, **CPU)
+    with pytest.raises(ValueError, match=r"dangling: .* \(position 1 has inf\)"):
+        groute.pagerank(H, dangling=np.array([1, np.inf, 0]), **CPU)
 
 
 def test_pagerank_tol_is_per_vertex_as_networkx_s():
@@ -248,6 +254,17 @@ def test_a_missing_source_is_networkx_s_node_not_found_naming_the_graph():
         groute.bfs(nx.DiGraph([(0, 1)], name="roads"), "x", **CPU)
     with pytest.raises(nx.NodeNotFound, match="7 is not a vertex of the edge arrays"):
         groute.bfs((np.array([0]), np.array([1])), 7, **CPU)
+
+
+def test_a_tuple_source_of_a_graph_of_numbered_vertices_is_not_a_vertex():
+    """A tuple of ids is no vertex where the ids are numbers (it used to run from the number
+    inside it); where the vertices are tuples it is one."""
+    G = nx.path_graph(5)
+    for call in (lambda: groute.bfs(G, (3,), **CPU), lambda: groute.sssp(G, (3, 4), **CPU),
+                 lambda: groute.shortest_path(G, (0,), 4, **CPU)):
+        with pytest.raises(nx.NodeNotFound, match=r"\(3,\)|\(3, 4\)|\(0,\)"):
+            call()
+    assert groute.bfs(nx.grid_2d_graph(3, 3), (0, 0), **CPU).to_dict()[(2, 2)] == 4
 
 
 def test_graph_not_supported_is_networkx_not_implemented():

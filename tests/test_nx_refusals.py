@@ -109,3 +109,22 @@ def test_not_run_on_groute_survives_pickling():
     import pickle
     err = pickle.loads(pickle.dumps(NotRunOnGroute("pagerank", "nstart")))
     assert (err.function, err.reason) == ("pagerank", "nstart")
+
+
+@pytest.mark.parametrize("name, value", [("personalization", -1), ("dangling", float("inf")),
+                                         ("personalization", "x")])
+def test_pagerank_weights_groute_cannot_take_are_left_to_networkx(name, value):
+    """NetworkX takes a personalization or dangling weight as it is, where groute's PageRank
+    takes finite weights >= 0: the backend declines the call (it raised instead)."""
+    G = nx.path_graph(5)
+    kwargs = {name: {0: value, 1: 2, "not a node": -5}}
+    with nx.config.backend_priority(algos=["groute"]):
+        assert outcome(nx.pagerank, G=G, **kwargs) == outcome(nx.pagerank, G=G,
+                                                              backend="networkx", **kwargs)
+        with nx.config.backends.groute(fallback_to_nx=False):
+            with pytest.raises(NotRunOnGroute, match=f"{name} with weights that are negative"):
+                nx.pagerank(G, **kwargs)
+    kept = {name: {0: 1, 1: 2, "not a node": -5}}      # keys that are not nodes are not read
+    with nx.config.backends.groute(fallback_to_nx=False, backend="cpu", devices=1):
+        assert nx.pagerank(G, backend="groute", **kept) == pytest.approx(
+            nx.pagerank(G, backend="networkx", **kept), rel=1e-4)

@@ -165,6 +165,10 @@ def test_functor_parameters_are_checked():
         Functor(params="int* indices")
     with pytest.raises(ValueError, match="twice"):
         Functor(params="int a, int a")
+    with pytest.raises(TypeError, match="functor f: numpy must be a function"):
+        Functor(numpy=5, name="f")                  # was taken, and failed when first called
+    with pytest.raises(TypeError, match="functor f: cuda must be the CUDA source text"):
+        Functor(cuda=lambda: 0, name="f")
     from groute.operators.generated import source_path
     one, other = Functor(cuda="return true;"), Functor(cuda="return false;")
     assert source_path(one, "t") != source_path(other, "t")
@@ -213,6 +217,48 @@ def test_a_frontier_of_one_string_a_missing_state_or_a_scalar_of_another_type_is
                 filter(eng.all_vertices(), ABOVE, t=bad)
         assert filter(eng.all_vertices(), ABOVE, t=2.0).vertices().tolist() == \
             filter(eng.all_vertices(), ABOVE, t=2).vertices().tolist()
+
+
+def test_a_frontier_of_positions_takes_integers_only():
+    """Where the ids are the positions (0..n-1), 5.7, True, NaN and "1" are no vertex (they
+    were truncated or converted to 5, 1, an error from deep inside and 1)."""
+    from groute.errors import NodeNotFound
+    with make_engine(nx.path_graph(10), backend="cpu", devices=2) as eng:
+        for bad in (5.7, True, float("nan"), "1", 10, -1):
+            with pytest.raises(NodeNotFound, match=f"frontier id {bad!r} is not a vertex"):
+                eng.frontier([bad])
+        assert eng.frontier([5, np.int64(7)]).vertices().tolist() == [5, 7]
+        assert eng.frontier(np.array([3, 4])).vertices().tolist() == [3, 4]
+        assert eng.frontier([]).vertices().tolist() == []
+        assert eng.frontier([np.int32(1), np.uint64(2)]).vertices().tolist() == [1, 2]
+
+
+def test_a_state_holds_exactly_what_it_is_given_or_says_why_not():
+    """Values an integer state cannot hold exactly (1.7, NaN, past its range, -1 as uint32)
+    were cast with a warning at most; a bad name or dtype is named with the state."""
+    with make_engine(nx.path_graph(4), backend="cpu", devices=2) as eng:
+        for args, kwargs, error, said in [
+                (("d", np.int32), {"values": [1.7, 0, 0, 0]}, ValueError, "whole numbers"),
+                (("d", np.int32), {"values": [np.nan, 0, 0, 0]}, ValueError, "whole numbers"),
+                (("d", np.int32), {"values": [3e9, 0, 0, 0]}, ValueError, "outside the range"),
+                (("d", np.int32), {"fill": 2.9}, ValueError, "fill must be whole numbers"),
+                (("d", np.uint32), {"fill": -1}, ValueError, "fill -1 is outside the range"),
+                (("d", np.int32), {"fill": 2**40}, ValueError, "outside the range of int32"),
+                (("d", np.int32), {"fill": "x"}, TypeError, "fill must be numbers"),
+                (("d", "nosuch"), {}, TypeError, "state 'd': data type 'nosuch'"),
+                (("d", object), {}, TypeError, "holds numbers or bools"),
+                (("", np.int32), {}, TypeError, "non-empty string"),
+                ((5, np.int32), {}, TypeError, "non-empty string")]:
+            with pytest.raises(error, match=said):
+                eng.state(*args, **kwargs)
+        eng.state("d", np.int32, 3.0)                   # a whole float is that number
+        eng.state("f", np.float32, np.nan)
+        eng.state("v", np.int64, values=np.array([0, -5, 2**40, 7]))
+        eng.state("big", np.float64, 2**70)             # a Python int past int64: a float
+        with pytest.raises(ValueError, match=f"fill {2**70} is outside the range of int64"):
+            eng.state("big", np.int64, 2**70)
+        assert eng.gather("d").tolist() == [3] * 4 and np.isnan(eng.gather("f")).all()
+        assert eng.gather("v").tolist() == [0, -5, 2**40, 7]
 
 
 def test_exchange_in_many_small_packets_through_few_buffers():

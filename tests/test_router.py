@@ -79,6 +79,19 @@ def test_by_owner_follows_metadata(ctx):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("owner", [1.7, True, "abc", None, np.array([1])])
+def test_by_owner_refuses_an_owner_that_is_not_an_output_index(ctx, owner):
+    """An owner of 1.7 or True went to output 1; a string failed in int() naming nothing."""
+    router = Router([HOST], ctx.devices, by_owner, packet_size=4, ctx=ctx)
+    try:
+        with pytest.raises(TypeError, match=r"by_key policy, metadata 'owner' chose .* as a "
+                                            r"destination; destinations are output indices"):
+            router.inputs[0].send(np.arange(3, dtype=np.int32), metadata={"owner": owner})
+    finally:
+        router.close()
+
+
+@pytest.mark.timeout(60)
 def test_ring_sends_to_next(ctx):
     router = Router(ctx.devices, ctx.devices, ring, packet_size=8, ctx=ctx)
     assert _each_device_sends_its_index(router, ctx) == [(0, 2), (1, 0), (2, 1)]

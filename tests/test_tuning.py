@@ -133,6 +133,30 @@ def test_solvers_read_the_environment_when_built_and_take_a_tuning_as_given(monk
         assert pr.run().stats["sweeps_per_round"] == 3
 
 
+def test_a_tuning_of_the_wrong_class_is_a_type_error_naming_the_keyword():
+    """A string, a number, a dict or another engine's tuning object is refused when the
+    solver is built (it failed deep inside, or a traversal ignored it)."""
+    import networkx as nx
+    import groute
+    from groute.engines import make_engine
+    G = nx.path_graph(5)
+    calls = [(lambda t: groute.bfs(G, 0, backend="cpu", tuning=t), "tuning", "TraversalTuning"),
+             (lambda t: groute.sssp(G, 0, backend="cpu", worklist_tuning=t), "worklist_tuning",
+              "WorklistTuning"),
+             (lambda t: groute.pagerank(G, backend="cpu", tuning=t), "tuning", "PageRankTuning"),
+             (lambda t: groute.connected_components(G, backend="cpu", tuning=t), "tuning",
+              "CCTuning"),
+             (lambda t: make_engine(G, "bsp", backend="cpu", devices=1, tuning=t), "tuning",
+              "BSPTuning")]
+    for call, keyword, cls in calls:
+        for wrong in ("x", 3, {"max_rounds": 2}, WorklistTuning() if cls != "WorklistTuning"
+                      else TraversalTuning()):
+            with pytest.raises(TypeError, match=f"^{keyword} must be a groute.tuning.{cls}, got "
+                                                f"{type(wrong).__name__}$"):
+                call(wrong)
+    assert groute.bfs(G, 0, backend="cpu", tuning=TraversalTuning()).to_dict()[4] == 4
+
+
 def test_the_docs_table_lists_every_variable():
     """docs/ARCHITECTURE.md's table of variables is VARIABLES: names, fields, in order."""
     text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()

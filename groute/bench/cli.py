@@ -17,7 +17,13 @@ from .suite import (APPS, MODES, PARTITIONS, PEERS, PRESETS, REFERENCE_GPU_MIN_A
 
 
 def _list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+    """A comma-separated option's items; none at all is an error (``--apps ''`` ran every
+    app, where leaving the option out is how to ask for that)."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"no items in {text!r}: give one or more, separated "
+                                         f"by commas (leave the option out for its default)")
+    return items
 
 
 def _device_list(text: str) -> list:

@@ -36,6 +36,9 @@ def run(args) -> int:
 
     spec = args.graph or str(shipped_graph_path())
     graph = load_graph(spec)
+    if graph.num_vertices == 0:
+        raise ValueError(f"--graph {spec}: the graph has no vertices, so there is nothing to "
+                         f"demonstrate on it")
     results = []
     with context_from_args(args) as ctx:
         print(f"groute demo on {len(ctx.devices)} x {ctx.backend} "

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -163,13 +165,26 @@ def run_mpiexec(line) -> int:
             signal.signal(sig, handler)
 
 
+def _hosts(text):
+    """``--hosts H1,H2``: the host names, each one word that a shell and mpiexec read as it
+    is (no empty name: ``a,,b`` is a typo, and ``''`` would run everything here)."""
+    if text is None:
+        return None
+    hosts = [h.strip() for h in text.split(",")]
+    bad = [h for h in hosts if not re.fullmatch(r"[A-Za-z0-9_.:\[\]-]+", h)]
+    if bad:
+        raise ValueError(f"--hosts {text!r}: {bad[0]!r} is not a host name (letters, digits, "
+                         f"'.', '-', '_', ':' and [] for IPv6, separated by commas)")
+    return hosts
+
+
 def run(args) -> int:
-    hosts = [h for h in args.hosts.split(",") if h] if args.hosts else None
+    hosts = _hosts(args.hosts)
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if command:
         check_command(command, args.commands, local=hosts is None)
     line = launch_command(args.ranks, command, hosts=hosts)
     if args.print_only:
-        print(" ".join(line))
+        print(shlex.join(line))     # pasted into a shell, it runs what launch would
         return 0
     return run_mpiexec(line)

@@ -121,16 +121,13 @@ class AsyncEngine(BSPEngine):
         if loop not in ASYNC_LOOP_CHOICES:
             raise ValueError(f"loop must be one of {', '.join(ASYNC_LOOP_CHOICES)}; got "
                              f"{loop!r}")
-        if tuning is not None and not isinstance(tuning, AsyncTuning):
-            raise TypeError(f"tuning must be a groute.tuning.AsyncTuning (the async engine's); "
-                            f"got {type(tuning).__name__}")
         self.async_mode = loop
         self._active = None          # the AsyncLoop running now (arrivals wake its devices)
         if getattr(options.get("ctx"), "ranks", None) is not None:
             raise ValueError("the async engine does not run across processes yet (its loops need "
                              "items in flight between devices); use mode='bsp' or 'auto'")
         super().__init__(graph, loop="auto" if loop == "async" else loop,
-                         tuning=tuning if tuning is not None else AsyncTuning.from_environment(),
+                         tuning=AsyncTuning.given(tuning),
                          **options)
 
     def reset_counters(self):

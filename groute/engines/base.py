@@ -22,6 +22,7 @@ import abc
 
 import numpy as np
 
+from groute.graph.ids import VertexIds
 from groute.operators.loop import python_loop, python_sweep
 from groute.operators.rounds import python_rounds
 
@@ -42,7 +43,8 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def state(self, name: str, dtype, fill=0, *, values=None) -> None:
         """Hold per-vertex state ``name`` on every device (replacing one of that name):
-        ``fill`` everywhere, or ``values`` (an array by position)."""
+        ``fill`` everywhere, or ``values`` (an array by position); checked first
+        (:func:`checked_state`)."""
 
     @abc.abstractmethod
     def out_degree_state(self, name: str, dtype=np.int32) -> None:
@@ -60,16 +62,17 @@ class Engine(abc.ABC):
     def frontier(self, ids):
         """A :class:`~groute.operators.Frontier` of the vertices whose ids (the graph's own,
         as every algorithm takes them) are ``ids``; :class:`~groute.errors.NodeNotFound`
-        naming the first that is not a vertex."""
+        naming the first that is not a vertex (ids that are positions are integers: 5.7, True
+        or "1" are none)."""
         if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"frontier takes a list of the graph's ids (one id: [id]), got "
                             f"{type(ids).__name__} {ids!r}")
-        if self.vertex_ids is None:
-            return self.frontier_at(ids)
-        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        known = self.vertex_ids if self.vertex_ids is not None else VertexIds(self.num_vertices)
+        if not (isinstance(ids, np.ndarray) and ids.dtype.kind in "iu"):     # arrays as they are
+            ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
         try:
-            return self.frontier_at(self.vertex_ids.position_of(ids, "frontier id")
-                                    if ids else np.zeros(0, np.int64))
+            return self.frontier_at(known.position_of(ids, "frontier id")
+                                    if len(ids) else np.zeros(0, np.int64))
         except KeyError as exc:
             from groute.errors import NodeNotFound
             raise NodeNotFound(exc.args[0]) from None
@@ -168,3 +171,46 @@ class EngineSolver:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def checked_state(name, dtype, fill, values):
+    """``(dtype, fill, values)`` of a state as :meth:`Engine.state` is asked for it, each
+    checked: a non-empty string name, a numeric or bool dtype, and a fill and values the dtype
+    holds exactly (an integer state takes whole numbers within its range: 1.7, NaN or 3e9
+    into int32 would be stored as something else). ValueError or TypeError naming the
+    state."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a state's name is a non-empty string, got {name!r}")
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"state {name!r}: {exc}") from None
+    if dtype.kind not in "biuf":
+        raise TypeError(f"state {name!r}: a state holds numbers or bools, not {dtype}")
+    fill = _held_exactly(name, "fill", fill, dtype)
+    if values is not None:
+        values = _held_exactly(name, "values", values, dtype)
+    return dtype, fill, values
+
+
+def _held_exactly(name, what, x, dtype):
+    """``x`` (a scalar or an array) as ``dtype`` holds it, or the error saying why not."""
+    if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64:
+        if dtype.kind in "iub":             # NumPy would make an object of it
+            raise ValueError(f"state {name!r}: {what} {x} is outside the range of {dtype}")
+        return x                            # a float state takes it, rounded as any float
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"state {name!r}: {what} must be numbers, got {a.dtype} ({x!r:.60})")
+    if dtype.kind in "iub" and a.dtype.kind == "f" and a.size and not bool(
+            np.all(np.isfinite(a) & (a == np.floor(a)))):
+        raise ValueError(f"state {name!r}: {what} must be whole numbers for a state of {dtype}")
+    if dtype.kind in "iu" and a.size:
+        info = np.iinfo(dtype)
+        low, high = a.min(), a.max()
+        if low < info.min or high > info.max:
+            raise ValueError(f"state {name!r}: {what} {low if low < info.min else high} is "
+                             f"outside the range of {dtype}, [{info.min}, {info.max}]")
+    if dtype.kind == "b" and a.size and not bool(np.all((a == 0) | (a == 1))):
+        raise ValueError(f"state {name!r}: {what} of a bool state must be 0, 1 or bools")
+    return x

@@ -67,7 +67,7 @@ from groute.runtime.policies import by_owner, to_the_others
 from groute.runtime.router import Router
 from groute.tuning import BSPTuning
 
-from .base import Engine
+from .base import Engine, checked_state
 from .device_rule import choose_devices
 from .fused import LOOP_CHOICES, FusedLoops, decide_loop, not_fused_because
 from .fused_multi import MultiFusedLoops
@@ -135,7 +135,7 @@ class BSPEngine(Engine):
         self.loop = loop
         graph = graph.to_host()
         self.vertex_ids = None if graph.vertex_ids.is_positions else graph.vertex_ids
-        self.tuning = tuning if tuning is not None else BSPTuning.from_environment()
+        self.tuning = BSPTuning.given(tuning)
         self.num_vertices = graph.num_vertices
         self.num_arcs = graph.num_edges
         self.directed = graph.directed
@@ -247,7 +247,7 @@ class BSPEngine(Engine):
 
     # state -----------------------------------------------------------------------------------------
     def state(self, name, dtype, fill=0, *, values=None):
-        dtype = np.dtype(dtype)
+        dtype, fill, values = checked_state(name, dtype, fill, values)
         if values is not None:
             values = np.asarray(values)
             if values.shape != (self.num_vertices,):

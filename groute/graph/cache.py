@@ -180,23 +180,26 @@ def load_graph_npz(path: Path, key: dict | None = None) -> CSRGraph | None:
     return g
 
 
-def load_cached(source, options: dict) -> CSRGraph | None:
-    """A valid cache of ``source`` read with ``options``, if there is one."""
+def load_cached(source, options: dict, key: dict | None = None) -> CSRGraph | None:
+    """A valid cache of ``source`` read with ``options``, if there is one (``key``: its
+    :func:`source_key`, when the caller has it)."""
     p = cache_path(source)
     if not p.is_file():
         return None
-    g = load_graph_npz(p, source_key(source, options))
+    g = load_graph_npz(p, key or source_key(source, options))
     if g is not None:
         log.info("loaded %s from cache %s", source, p)
         g.source = os.fspath(source)
     return g
 
 
-def store_cached(source, options: dict, g: CSRGraph) -> Path | None:
-    """Cache ``g`` for ``source`` in the cache directory; ``None`` (logged) when it cannot."""
+def store_cached(source, options: dict, g: CSRGraph, key: dict | None = None) -> Path | None:
+    """Cache ``g`` for ``source`` in the cache directory under ``key`` (its
+    :func:`source_key`: taken before ``g`` was parsed, so that a file replaced meanwhile
+    never files the old graph under the new bytes); ``None`` (logged) when it cannot."""
     p = cache_path(source)
     try:
-        save_graph_npz(g, p, source_key(source, options))
+        save_graph_npz(g, p, key or source_key(source, options))
     except ValueError as exc:
         log.info("not caching %s: %s", source, exc)
         return None

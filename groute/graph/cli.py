@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from groute.cli_support import positive_int
+
 from .partition import AUTO_RULE, DEFAULT_PARTITION, METHODS
 
 
@@ -58,7 +60,8 @@ def register(subparsers, common) -> None:
     q.add_argument("graph", help="file path, spec (kron:21, grid:4900, rmat:20, er:1e6:8) or dataset")
     q.add_argument("--symmetric", action="store_true", help="store edge lists in both directions")
     add_cache_option(q)
-    q.add_argument("--parts", type=int, default=None, metavar="K", help="also partition into K parts")
+    q.add_argument("--parts", type=positive_int, default=None, metavar="K",
+                   help="also partition into K parts")
     q.add_argument("--method", default=DEFAULT_PARTITION, choices=METHODS,
                    help=f"with --parts (default {DEFAULT_PARTITION}: {AUTO_RULE})")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -273,14 +273,45 @@ def spec_params(s: GraphSpec, seed: int | None = None) -> dict:
     return p
 
 
+def spec_size_bound(s: GraphSpec) -> tuple[int, int]:
+    """``(vertices, arcs)`` of spec ``s``'s graph, the arcs an upper bound (every edge its
+    generator draws, both directions where it is symmetric; a grid's four neighbours a
+    vertex): what its CSR is sized by, known before anything is generated."""
+    p = s.params
+    if s.kind in ("kron", "rmat"):
+        symmetric = s.kind == "kron" or bool(p["sym"])
+        return 1 << p["scale"], (2 if symmetric else 1) * p["ef"] << p["scale"]
+    if s.kind == "er":
+        return int(p["n"]), 2 * int(round(p["n"] * p["avg_degree"] / 2))
+    return p["rows"] * p["cols"], 4 * p["rows"] * p["cols"]
+
+
+def check_fits_host(s: GraphSpec) -> None:
+    """Raise :class:`~groute.memory.GraphTooLarge` naming spec ``s`` when its graph's CSR alone
+    (:func:`spec_size_bound`) would not fit the memory this process can still allocate: a
+    spec of any size is a few characters, and generating it would otherwise run until the
+    machine runs out of memory."""
+    from groute.memory import GraphTooLarge
+    from .budget import available_bytes, csr_bytes
+    n, arcs = spec_size_bound(s)
+    need, free = csr_bytes(n, arcs, weighted=s.kind == "grid"), available_bytes()
+    if free is not None and need > free:
+        raise GraphTooLarge(f"{s.text or s.canonical}: up to {arcs:,} arcs on {n:,} vertices, "
+                            f"a CSR of about {need / 2**30:.1f} GiB, more than the "
+                            f"{free / 2**30:.1f} GiB this process can still allocate")
+
+
 def generate(spec, *, xp=None, backend: str | None = "auto", seed: int | None = None,
              name: str | None = None, on_host: bool = False) -> CSRGraph:
     """Generate the graph a spec names (string or :class:`GraphSpec`); ``seed`` is used when the
     spec has none of its own. The result is on ``xp`` (NumPy unless a GPU backend is chosen),
-    or in host memory with ``on_host`` (the random graphs are then built there directly)."""
+    or in host memory with ``on_host`` (the random graphs are then built there directly);
+    a graph that cannot fit there is refused first (:func:`check_fits_host`)."""
     s = spec if isinstance(spec, GraphSpec) else parse_spec(spec)
     p = spec_params(s, seed)
     xp = rng.get_xp(backend, xp)
+    if on_host or xp is np:
+        check_fits_host(s)
     label = name or s.text or s.canonical
     if s.kind == "kron":
         return kronecker(p["scale"], p["ef"], p["a"], p["b"], p["c"], seed=p["seed"], xp=xp,

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+from groute.ints import is_int
 
 
 def label_array(labels) -> np.ndarray:
@@ -29,7 +27,7 @@ def label_array(labels) -> np.ndarray:
         if labels.dtype == object:
             return labels
     items = list(labels)
-    if all(_is_int(x) for x in items):
+    if all(is_int(x) for x in items):
         try:
             return np.array(items, dtype=np.int64)
         except OverflowError:                   # integers past int64: keep them as objects
@@ -86,14 +84,25 @@ class VertexIds:
         """
         if self.labels is not None and self.labels.dtype == object:
             return self._position_of_label(ident, what)
-        fid = np.asarray(ident)
-        if fid.dtype.kind not in "iu":
-            items = fid.ravel().tolist()
-            bad = [x for x in items if not _is_int(x)]
+        if isinstance(ident, (list, tuple)):
+            # each id as given: NumPy would make a float of int64 mixed with uint64
+            items = list(ident)
+            fid = None
+        else:
+            fid = np.asarray(ident)
+            items = fid.ravel().tolist() if fid.dtype.kind not in "iu" else None
+        if items is not None:
+            bad = [x for x in items if not is_int(x)]
             if bad:
                 raise KeyError(f"{what} {bad[0]!r} is not a vertex of {self.name}: its ids are "
-                               f"integers{self._range_text()}")
-            fid = np.array(items, dtype=np.int64).reshape(fid.shape)
+                               f"integers")
+            try:
+                fid = np.array([int(x) for x in items], dtype=np.int64).reshape(
+                    (len(items),) if fid is None else fid.shape)
+            except OverflowError:
+                first = next(x for x in items if not -2**63 <= int(x) < 2**63)
+                raise KeyError(f"{what} {first} is not a vertex of {self.name}"
+                               f"{self._range_text()}") from None
         fid = fid.astype(np.int64)
         n = self.n
         if self.labels is None:
@@ -135,6 +144,6 @@ class VertexIds:
                 out.append(index[key])
             except (KeyError, TypeError):       # TypeError: unhashable, so not a label either
                 hint = (f" (its ids are text: {str(key)!r} is one)"
-                        if _is_int(key) and str(key) in index else "")
+                        if is_int(key) and str(key) in index else "")
                 raise KeyError(f"{what} {key!r} is not a vertex of {self.name}{hint}") from None
         return np.asarray(out, dtype=np.int64) if many else out[0]

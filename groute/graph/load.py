@@ -75,14 +75,25 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
         g = as_graph(source, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     else:
         text = os.fspath(source)
+        if not text.strip():
+            raise ValueError("the graph is an empty name: give a file, a part set's folder, a "
+                             "graph spec (kron:21, rmat:20, grid:4900, er:1e6:8) or a "
+                             "downloaded dataset")
         path = Path(text).expanduser()
         if path.is_dir():
             from .part_set import read_whole
+            if symmetric or columns is not None:     # a part set is read as it was written
+                raise ValueError(f"{text}: a part set is read as groute partition wrote it; "
+                                 f"{'symmetric' if symmetric else 'columns'} applies to the "
+                                 f"file it was written from (partition that with the option)")
             g = read_whole(path)
         elif path.exists():
             g = _load_file(path, cache=cache, symmetric=symmetric, format=format,
                            allow_negative=allow_negative, columns=columns, header=header)
         elif is_spec(text):
+            if columns is not None:
+                raise ValueError(f"{text}: a graph spec has no columns to choose (columns "
+                                 f"apply to delimited files)")
             g = _load_spec(text, seed=seed, cache=cache, backend=backend)
             if symmetric and g.directed:
                 g = g.symmetrize()
@@ -143,7 +154,11 @@ def _read_file(path: Path, options: dict, *, cache: bool) -> CSRGraph:
     symmetric, allow_negative = options["symmetric"], options["allow_negative"]
     columns, header = options.get("columns"), options.get("header")
     if cache:
-        g = _cache.load_cached(path, options)
+        # the file as it is before anything reads it: its key (hashed once, for the lookup
+        # and the store), and what tells whether it was replaced while it was parsed
+        before = _file_state(path)
+        key = _cache.source_key(path, options)
+        g = _cache.load_cached(path, options, key)
         if g is not None:
             return g
     t0 = time.perf_counter()
@@ -151,8 +166,18 @@ def _read_file(path: Path, options: dict, *, cache: bool) -> CSRGraph:
                    allow_negative=allow_negative, columns=columns, header=header)
     log.info("parsed %s in %.2f s: %s", path, time.perf_counter() - t0, g)
     if cache:
-        _cache.store_cached(path, options, g)
+        if _file_state(path) == before:
+            _cache.store_cached(path, options, g, key)
+        else:
+            log.warning("%s changed while it was read: not cached (the next load reads it "
+                        "again)", path)
     return g
+
+
+def _file_state(path: Path) -> tuple:
+    """What changes when a file is written or replaced: its inode, size and modification."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _generated_cache_path(canonical: str) -> Path:

@@ -16,6 +16,9 @@ A rank reads the manifest and its own part (:func:`read_part`): host memory abou
 from __future__ import annotations
 
 import json
+import re
+import secrets
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -52,19 +55,28 @@ def write_part_set(graph, parts: int, folder) -> dict:
         raise ValueError(f"{folder}: not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     old = folder / MANIFEST
-    stray = [p.name for p in folder.iterdir() if p.name != MANIFEST
-             and not (p.name.startswith("part-") or p.name == "ids.npy")]
+    # a part set's own files are written over only where the folder holds a part set: a
+    # manifest.json or ids.npy of anything else is the user's
+    ours = _holds_a_part_set(folder)
+    stray = [p.name for p in folder.iterdir()
+             if not (ours and (p.name in (MANIFEST, "ids.npy")
+                               or re.fullmatch(r"part-\d+-of-\d+\.npz", p.name)))]
     if stray:
         raise ValueError(f"{folder} holds other files ({', '.join(sorted(stray)[:3])}); write a "
-                         f"part set into an empty folder")
+                         f"part set into an empty folder or over a part set")
     for p in folder.glob("part-*-of-*.npz"):
         p.unlink()
     indptr = np.asarray(graph.indptr, dtype=np.int64)
     offsets = contiguous_offsets(indptr, parts)
+    # one id for this writing of the set, in the manifest and every part: a part of another
+    # set (or of an older writing) put beside them is told apart (read_part, and across ranks
+    # groute.graph.ranked compares the manifests' ids)
+    set_id = secrets.token_hex(8)
     for r in range(parts):
         lo, hi = int(offsets[r]), int(offsets[r + 1])
         a, b = int(indptr[lo]), int(indptr[hi])
-        arrays = {"indptr": indptr[lo:hi + 1] - a, "indices": np.asarray(graph.indices[a:b])}
+        arrays = {"indptr": indptr[lo:hi + 1] - a, "indices": np.asarray(graph.indices[a:b]),
+                  "set": np.array(set_id)}
         if graph.weights is not None:
             arrays["weights"] = np.asarray(graph.weights[a:b])
         np.savez(part_file(folder, r, parts), **arrays)
@@ -77,9 +89,18 @@ def write_part_set(graph, parts: int, folder) -> dict:
     manifest = {"format": FORMAT, "version": VERSION, "name": graph.name, "vertices": n,
                 "arcs": int(graph.num_edges), "directed": bool(graph.directed), "parts": parts,
                 "offsets": offsets.tolist(), "weighted": graph.weights is not None,
-                "id_base": int(graph.id_base), "labels": labels is not None}
+                "id_base": int(graph.id_base), "labels": labels is not None, "set": set_id}
     old.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _holds_a_part_set(folder) -> bool:
+    """Whether ``folder``'s manifest is one a part set's writer made."""
+    try:
+        read_manifest(folder)
+    except ValueError:
+        return False
+    return True
 
 
 def read_manifest(folder) -> dict:
@@ -181,9 +202,14 @@ def read_part(folder, rank: int, size: int):
         with np.load(path, allow_pickle=False) as z:
             indptr, indices = z["indptr"], z["indices"]
             weights = z["weights"] if "weights" in z.files else None
-    except (OSError, ValueError, KeyError) as exc:
+            got = str(z["set"]) if "set" in z.files else None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:   # truncated, bit-flipped
         raise ValueError(f"{path}: not a part file as groute partition writes them ({exc}); "
                          f"write the part set again") from None
+    if manifest.get("set") is not None and got != manifest["set"]:
+        raise ValueError(f"{path}: a part of another writing of a part set (its set {got}, the "
+                         f"manifest's {manifest['set']}); write the part set again (groute "
+                         f"partition)")
     _check_part(path, manifest, rank, indptr, indices, weights)
     lo = int(offsets[rank])
     labels = _read_labels(folder, manifest) if manifest["labels"] else None

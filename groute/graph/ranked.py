@@ -105,7 +105,12 @@ def _load(source, ranks, seed, weighted, symmetric, device) -> RankGraph:
     path = Path(text).expanduser()
     if path.is_dir():
         g = part_set.read_part(path, ranks.rank, ranks.size)
-        part_set.check_arc_count(text, part_set.read_manifest(path),
+        manifest = part_set.read_manifest(path)
+        sets = ranks.allgather(manifest.get("set"), what=f"the part set ids of {text}")
+        if len(set(sets)) > 1:          # a stale or another set's copy on some host
+            raise ValueError(f"{text}: the ranks read different writings of the part set (set "
+                             f"ids by rank: {sets}); copy the same part set to every host")
+        part_set.check_arc_count(text, manifest,
                                  ranks.allreduce(int(g.part.num_edges),
                                                  what=f"the arc count of {text}"))
     elif path.exists():

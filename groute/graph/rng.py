@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.ints import is_int
+
 _GOLDEN = 0x9E3779B97F4A7C15
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
@@ -41,7 +43,7 @@ def checked_seed(seed, what: str = "seed", below: int | None = None) -> int:
     Traceback (most recent call last):
     TypeError: seed must be an int >= 0, got 'x' (str)
     """
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+    if not is_int(seed):
         raise TypeError(f"{what} must be an int >= 0, got {seed!r} ({type(seed).__name__})")
     if seed < 0 or (below is not None and seed >= below):
         bound = f" and below {below:,}" if below is not None else ""

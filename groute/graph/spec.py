@@ -14,6 +14,7 @@ every parameter, defaults included (the key for caches).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -62,16 +63,18 @@ def parse_number(text: str, typ):
     """``"1e6"``, ``"2^20"``, ``"1_000"``, ``"0.57"`` -> int or float; ints must be whole."""
     t = text.strip().replace("_", "")
     try:
-        if "^" in t:
-            base, exp = t.split("^", 1)
-            value = float(int(base) ** int(exp))
-        elif "**" in t:
-            base, exp = t.split("**", 1)
-            value = float(int(base) ** int(exp))
+        power = "^" if "^" in t else "**" if "**" in t else None
+        if power:
+            base, exp = t.split(power, 1)
+            value = float(int(base)) ** int(exp)    # as a float: a huge power overflows at once
         else:
             value = float(t)
     except ValueError:
         raise ValueError(f"not a number: {text!r}") from None
+    except OverflowError:
+        raise ValueError(f"{text!r} is too large") from None
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
     if typ is int:
         if value != int(value):
             raise ValueError(f"expected a whole number, got {text!r}")
@@ -134,15 +137,21 @@ def _check(kind, p, text):
     if kind in ("kron", "rmat"):
         need(1 <= p["scale"] <= 31, "scale must be between 1 and 31")
         need(p["ef"] >= 1, "edge factor must be >= 1")
+        need(p["ef"] << p["scale"] <= 2**40,
+             "edge factor times 2^scale (the edges drawn) must be at most 2^40")
         need(min(p["a"], p["b"], p["c"]) >= 0 and p["a"] + p["b"] + p["c"] <= 1,
              "a, b, c must be >= 0 with a + b + c <= 1 (d = 1 - a - b - c)")
+    if kind == "rmat":
+        need(p["sym"] in (0, 1) and p["perm"] in (0, 1), "sym and perm are 0 (no) or 1 (yes)")
     if kind == "grid":
         need(p["rows"] >= 1 and p["cols"] >= 1, "grid sides must be >= 1")
         need(p["rows"] * p["cols"] < 2**31, "grid too large (vertices must fit in int32)")
         need(0 <= p["drop"] < 1, "drop must be in [0, 1)")
-        need(1 <= p["low"] <= p["high"], "need 1 <= low <= high")
+        need(1 <= p["low"] <= p["high"] < p["low"] + 2**32,
+             "need 1 <= low <= high < low + 2^32 (weights are drawn from a 32-bit range)")
     if kind == "er":
         need(p["n"] >= 1, "n must be >= 1")
-        need(p["avg_degree"] >= 0, "average degree must be >= 0")
+        need(0 <= p["avg_degree"] <= max(p["n"] - 1, 0),
+             "the average degree must be between 0 and n - 1 (no vertex has more neighbours)")
         need(p["n"] < 2**31, "n must fit in int32")
     need(p["seed"] >= 0, "seed must be >= 0")

@@ -205,6 +205,12 @@ class Functor:
 
     def __post_init__(self):
         object.__setattr__(self, "parsed", parse_params(self.params))
+        if self.numpy is not None and not callable(self.numpy):
+            raise TypeError(f"functor {self.name}: numpy must be a function (the CPU devices' "
+                            f"form of the functor), got {type(self.numpy).__name__}")
+        if not isinstance(self.cuda, str):
+            raise TypeError(f"functor {self.name}: cuda must be the CUDA source text of its "
+                            f"body, got {type(self.cuda).__name__}")
         if self.message is not None and not isinstance(self.message, Message):
             raise TypeError(f"functor {self.name}: message must be a groute.operators.Message, "
                             f"got {type(self.message).__name__}")

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from groute.ints import is_int
+
 from . import keyed_ops
 from .frontier import DeviceFrontier, Frontier
 
@@ -200,7 +202,9 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     Raises
     ------
     ValueError
-        A key outside ``[0, num_keys)``.
+        A key outside ``[0, num_keys)``, or ``num_keys`` below 0.
+    TypeError
+        A ``num_keys`` that is not an int.
 
     Examples
     --------
@@ -215,7 +219,13 @@ def key_totals(frontier, value: str, key: str, *, into: str, num_keys: int | Non
     [3.0, 3.0, 0.0, 0.0]
     """
     engine = _engine(frontier, "key_totals")
-    num_keys = engine.num_vertices if num_keys is None else int(num_keys)
+    if num_keys is None:
+        num_keys = engine.num_vertices
+    elif not is_int(num_keys):
+        raise TypeError(f"key_totals: num_keys must be an int, got {type(num_keys).__name__} "
+                        f"{num_keys!r}")
+    elif num_keys < 0:
+        raise ValueError(f"key_totals: num_keys must be >= 0, got {num_keys}")
     partials = _each(engine, lambda part, fr: keyed_ops.partial_totals(part, fr, value, key,
                                                                        num_keys), frontier.parts)
     # each partial's last entry counts the keys outside the range: read with the partials
@@ -399,8 +409,8 @@ def key_pair_sums(frontier, key: str, other: str, weights) -> tuple:
         Per-vertex state: each row's key.
     other : str
         The table of every vertex's key, by global id.
-    weights : sequence of str
-        Arc states to sum (:func:`arc_state`).
+    weights : str or sequence of str
+        Arc states to sum (:func:`arc_state`): one name, or several.
 
     Returns
     -------
@@ -424,7 +434,8 @@ def key_pair_sums(frontier, key: str, other: str, weights) -> tuple:
     ([0, 0, 1, 1], [0, 1, 0, 1], [2.0, 1.0, 1.0, 2.0])
     """
     engine = _engine(frontier, "key_pair_sums")
-    weights = list(weights)
+    # one arc state's name is one name, not its letters
+    weights = [weights] if isinstance(weights, str) else list(weights)
     pieces = _each(engine, lambda part, fr: keyed_ops.key_pair_sums(part, fr, key, other,
                                                                     weights, {}), frontier.parts)
     if len(pieces) == 1:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from groute.ints import is_int
+
 from .api import compute
 from .functor import Functor
 from .loop import (ComputeStep, Levels, _check_count, as_tuple, check_level, check_steps,
@@ -42,7 +44,7 @@ COMPUTE_OVER = ("all", "seed")
 
 
 def _check_int(value, name, what):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{what}: {name} must be an int; got {value!r}")
     return int(value)
 

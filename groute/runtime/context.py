@@ -30,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import logging
+import math
 import queue
 import threading
 import time
@@ -42,6 +43,7 @@ from ..device import CPUDevice, CUDADevice, cuda_device_count
 from ..device import cuda as cuda_backend
 from ..device.logical import place
 from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout, stalled_by_user_code
+from ..ints import is_int
 from ..waiting import POLL_INTERVAL, StopSignal
 from .answer_landing import AnswerLanding
 from .link import _Pump
@@ -188,7 +190,7 @@ def requested_devices(devices):
     what = "devices must be 'auto', a count or a list of device indices"
     if isinstance(devices, str):
         raise ValueError(f"{what}; got {devices!r}")
-    if _is_int(devices):
+    if is_int(devices):
         if devices < 1:
             raise ValueError(f"devices must be >= 1, got {devices}")
         return int(devices)
@@ -199,7 +201,7 @@ def requested_devices(devices):
     if not indices:
         raise ValueError("devices list is empty")
     for i in indices:
-        if not _is_int(i):
+        if not is_int(i):
             raise TypeError(f"devices: a device index is an int, got {i!r} ({type(i).__name__})")
     indices = [int(i) for i in indices]
     if len(set(indices)) != len(indices):
@@ -209,17 +211,25 @@ def requested_devices(devices):
     return indices
 
 
-def _is_int(x) -> bool:
-    """An int (NumPy's too), not a bool: ``devices=True`` is a slip, not one device."""
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
 def default_device_count(backend: str) -> int:
     """How many devices a :class:`Context`'s ``devices=None`` means on ``backend``: every GPU,
     or :data:`DEFAULT_CPU_DEVICES` CPU virtual devices (the algorithms choose their own count:
     :mod:`groute.engines.device_rule`)."""
     backend = resolve_backend(backend)
     return max(1, cuda_device_count() if backend == "cuda" else DEFAULT_CPU_DEVICES)
+
+
+def _check_delays(delays, count: int) -> None:
+    """``cpu_delays``: one finite delay >= 0 (seconds per task) for each of ``count`` devices."""
+    try:
+        values = [float(d) for d in delays]
+    except (TypeError, ValueError):
+        raise ValueError(f"cpu_delays must be numbers of seconds, got {delays!r}") from None
+    if len(values) != count:
+        raise ValueError(f"cpu_delays: {len(values)} delay(s) for {count} device(s); give one "
+                         f"per device")
+    if not all(math.isfinite(d) and d >= 0 for d in values):
+        raise ValueError(f"cpu_delays must be finite numbers of seconds >= 0, got {delays!r}")
 
 
 class Context:
@@ -254,6 +264,8 @@ class Context:
         self.answer_landing = AnswerLanding()
         logical = logical_devices_requested(logical)
         indices = self._device_indices(devices, logical)
+        if cpu_delays is not None and self.backend == "cpu":    # CUDA devices take none
+            _check_delays(cpu_delays, len(indices))
         placements = self._placements(indices, logical) if self.backend == "cuda" else None
         try:
             for n, i in enumerate(indices):
@@ -538,7 +550,7 @@ class Context:
         0 to ``len(ctx) - 1``: a negative one is an IndexError, not the position from the end.
         Called from outside a device function after a failure was raised, it resets the context
         first (:meth:`ensure_running`)."""
-        if not _is_int(device_index):
+        if not is_int(device_index):
             raise TypeError(f"submit: device_index is a device's position in the context (an "
                             f"int), got {device_index!r} ({type(device_index).__name__})")
         if not 0 <= device_index < len(self.devices):

@@ -45,7 +45,9 @@ from ..waiting import stopped, wait_for
 from .copy_events import finished
 from .endpoint import Endpoint
 from .pump import _Pump
-from .segment import PendingSegment, SegmentReceiver, item_shape_of, positive_int
+from ..ints import is_int
+from .segment import (PendingSegment, SegmentReceiver, buffer_count, check_buffers_fit,
+                      item_dtype, item_shape_of, positive_int)
 
 #: the host's own kernels on the link (close; the layout check)
 KERNELS = Path(__file__).with_name("link_kernels.cu")
@@ -100,7 +102,7 @@ class DeviceLink(SegmentReceiver):
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, receiver: str = "device"):
         self.packet_size = positive_int("packet_size", packet_size)
-        self.num_buffers = positive_int("num_buffers", num_buffers)
+        self.num_buffers = buffer_count(num_buffers)
         self.src, self.dst = Endpoint.of(src), Endpoint.of(dst)
         if self.src.is_host or self.dst.is_host:
             raise ValueError("a device-initiated Link runs between two devices (kernels send and "
@@ -112,11 +114,12 @@ class DeviceLink(SegmentReceiver):
             raise ValueError(f"a device-initiated Link needs {a.name} to reach {b.name}'s memory "
                              f"(peer access); use a host-initiated Link between them")
         self.receiver = receiver
-        self.dtype = np.dtype(dtype)
+        self.dtype = item_dtype(dtype)
         self.item_shape = item_shape_of(item_shape)
         #: a slot's bytes (a packet's items times an item's bytes)
         self.packet_bytes = self.packet_size * self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"
+        check_buffers_fit(self.name, b, self.packet_bytes * self.num_buffers)
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
         self.stop = a.stop_event
@@ -417,6 +420,7 @@ class LinkSender:
         link = self.link
         if not 0 <= count <= link.packet_size:
             raise ValueError(f"{link.name}: a packet holds 0..{link.packet_size} items, got {count}")
+        _check_tag(link, tag)
         slot = n % link.num_buffers
         link._count[slot] = count
         link._tag[slot] = tag
@@ -424,6 +428,7 @@ class LinkSender:
 
     def send(self, data, tag: int = 0) -> int:
         """Reserve, fill with ``data`` (at most a packet) and publish; the packet's number."""
+        _check_tag(self.link, tag)              # before a packet number is taken
         count = _packet_items(self.link, data)
         n = self.reserve()
         self.acquire(n)[:count] = data
@@ -435,6 +440,7 @@ class LinkSender:
         together (``groute_link_send_part``): write this part's share of the items into the
         slot, and the last part to finish publishes."""
         link = self.link
+        _check_parts(link, parts, "send_part")
         count = _packet_items(link, data)
         lo, hi = _share(count, part, parts)
         self.acquire(n)[lo:hi] = data[lo:hi]
@@ -446,6 +452,7 @@ class LinkSender:
         i), each written by ``parts`` blocks (``groute_link_send_grid``; here the blocks run
         one after another, packet by packet)."""
         link = self.link
+        _check_parts(link, parts, "send_grid")
         shape = _check_items(link, data)       # before any packet number is taken
         if not shape:
             raise ValueError(f"{link.name}: send_grid sends a 1-d or wider array of items, got "
@@ -495,6 +502,7 @@ class LinkReceiver:
     def release_part(self, n: int, parts: int) -> None:
         """One of the ``parts`` blocks that read packet ``n`` is done
         (``groute_link_release_part``): the last of them releases the slot."""
+        _check_parts(self.link, parts, "release_part")
         if _arrive(self._lock, self.link._taken, n % self.link.num_buffers, parts):
             self.release(n)
 
@@ -504,6 +512,10 @@ class LinkReceiver:
         ``dst`` (None: only release); False when the link ended before the message did
         (``groute_link_receive_grid``)."""
         link = self.link
+        _check_parts(link, parts, "receive_grid")
+        if not is_int(count) or count < 0:
+            raise ValueError(f"{link.name}: receive_grid takes an int count of items >= 0, got "
+                             f"{count!r}")
         per = link.packet_size
         packets = -(-count // per)
         with self._lock:
@@ -531,6 +543,21 @@ def _claim(lock, counter, limit) -> int | None:
             return None
         counter[0] = n + 1
     return n
+
+
+def _check_parts(link, parts, what: str) -> None:
+    """``parts``: how many blocks share each packet, a whole number >= 1 (with none, a
+    packet would be neither written nor read, and the other end would wait for it)."""
+    positive_int(f"{link.name}: {what}'s parts (the blocks that share each packet)", parts)
+
+
+def _check_tag(link, tag) -> None:
+    """A packet's tag: a whole number the tag word (uint64) holds, as it is."""
+    if not is_int(tag):
+        raise TypeError(f"{link.name}: a packet's tag is an int, got {type(tag).__name__} "
+                        f"{tag!r}")
+    if not 0 <= int(tag) < 2**64:
+        raise ValueError(f"{link.name}: a packet's tag is in [0, 2^64), got {tag}")
 
 
 def _check_items(link, data) -> tuple:

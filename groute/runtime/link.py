@@ -74,8 +74,8 @@ from .copy_events import CopyEvents
 from .endpoint import Endpoint
 from .pump import _Pump
 from .device_link import DeviceLink
-from .segment import (PendingSegment, SegmentReceiver, check_send_extras, item_shape_of,
-                      positive_int)
+from .segment import (PendingSegment, SegmentReceiver, buffer_count, check_buffers_fit,
+                      check_send_extras, item_dtype, item_shape_of, positive_int)
 
 log = logging.getLogger(__name__)
 _LINK_IDS = itertools.count()
@@ -189,17 +189,20 @@ class Link(SegmentReceiver):
                  item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src",
                  batching: bool = False, share_stream=None, initiated: str = "host"):
         self.packet_size = positive_int("packet_size", packet_size)
-        self.num_buffers = positive_int("num_buffers", num_buffers)
+        self.num_buffers = buffer_count(num_buffers)
         self.src = Endpoint.of(src)
         self.dst = Endpoint.of(dst)
         if self.src.is_host and self.dst.is_host:
             raise ValueError("a Link needs a device at one end at least (both ends are the host)")
         if copy_on not in ("src", "dst"):
             raise ValueError(f"copy_on must be 'src' or 'dst', got {copy_on!r}")
-        self.dtype = np.dtype(dtype)
+        self.dtype = item_dtype(dtype)
         self.item_shape = item_shape_of(item_shape)
         self.batching = bool(batching)
         self.name = name or f"link{next(_LINK_IDS)}[{self.src}->{self.dst}]"
+        check_buffers_fit(self.name, None if self.dst.is_host else self.dst.device,
+                          self.packet_size * self.num_buffers * self.dtype.itemsize
+                          * int(np.prod(self.item_shape, dtype=np.int64)))
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
         self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ints import is_int
+
 AVAILABILITY = "availability"   # first allowed destination with a free receive buffer
 FIXED = "fixed"                 # exactly the first allowed destination (queue if it is busy)
 BROADCAST = "broadcast"         # every allowed destination
@@ -28,7 +30,7 @@ class Route:
 
 def _destination(d, policy: str) -> int:
     # bool is an int to Python, but True as "output 1" is a bug, not a choice
-    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+    if not is_int(d):
         raise TypeError(f"{policy} chose {d!r} ({type(d).__name__}) as a destination; "
                         f"destinations are output indices (int)")
     return int(d)
@@ -41,7 +43,7 @@ def as_route(result, policy: str = "a routing policy") -> Route:
     policy function), since guessing would send segments where nobody asked."""
     if isinstance(result, Route):
         return Route(tuple(_destination(d, policy) for d in result.destinations), result.strategy)
-    if isinstance(result, (int, np.integer)) and not isinstance(result, (bool, np.bool_)):
+    if is_int(result):
         return Route((int(result),), FIXED)
     if isinstance(result, (list, tuple, range, np.ndarray)):
         return Route(tuple(_destination(d, policy) for d in result), AVAILABILITY)
@@ -97,9 +99,12 @@ def by_key(key: str = "owner"):
     """Route to the destination named by ``segment.metadata[key]``."""
     def policy(segment, source, destinations):
         try:
-            dest = int(segment.metadata[key])
+            value = segment.metadata[key]
         except KeyError:
             raise ValueError(f"by_key policy: segment metadata has no {key!r}") from None
+        # an output index as it is: 1.7 or True as output 1 would send the segment where
+        # nobody asked (as_route refuses them from any policy)
+        dest = _destination(value, f"by_key policy, metadata {key!r}")
         if dest not in destinations:
             raise ValueError(f"by_key policy: destination {dest} is not one of {list(destinations)}")
         return Route((dest,), FIXED)

@@ -34,7 +34,8 @@ from ..waiting import wait_for
 from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
 from .router_ports import router_ports
-from .segment import PendingSegment, Segment, check_send_extras, item_shape_of
+from .segment import (PendingSegment, Segment, check_send_extras, item_shape_of,
+                      route_pair)
 
 
 class _Sent:
@@ -123,7 +124,7 @@ class RankRouter:
         self.closed = False
         shape = (len(self.input_endpoints), len(self.output_endpoints))
         self.pairs = ({(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None
-                      else {(int(i), int(j)) for i, j in pairs})
+                      else {route_pair(self.name, pair) for pair in pairs})
         self.inputs = [_Input(self, i) for i in range(shape[0])]
         self.outputs = [_Output(self, j) for j in range(shape[1])]
         self._rank_of_output = [self._rank(e) for e in self.output_endpoints]

@@ -26,7 +26,7 @@ from .link import Link, SendHandle, send_checked
 from .policies import AVAILABILITY, BROADCAST, Route, as_route, broadcasts, by_source
 from .router_output import RouterOutput
 from .router_ports import router_ports
-from .segment import Segment
+from .segment import Segment, route_pair
 
 
 class _Broadcast(Route):
@@ -95,7 +95,7 @@ class Router:
         self.inputs = [RouterInput(self, i) for i in range(len(self.input_endpoints))]
         shape = (len(self.inputs), len(self.outputs))
         wanted = {(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None \
-            else {(int(i), int(j)) for i, j in pairs}
+            else {route_pair(name, pair) for pair in pairs}
         for i, j in sorted(wanted):
             if not (0 <= i < shape[0] and 0 <= j < shape[1]):
                 raise ValueError(f"{name}: pair ({i}, {j}) names no input and output "

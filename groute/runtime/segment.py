@@ -12,12 +12,66 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ints import is_int
+
 
 def positive_int(name, value) -> int:
     """``value`` as an int, or a ValueError naming ``name`` (packet sizes, buffer counts)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     return int(value)
+
+
+#: the most receive buffers a link keeps: each is a slot it tracks on the host, and more than
+#: this many buys no overlap that fewer, larger packets would not
+MAX_BUFFERS = 1 << 16
+
+
+def route_pair(name: str, pair) -> tuple:
+    """One of a router's ``pairs``: (input index, output index), two ints (a row of an
+    integer array too), or a TypeError naming the router ``name``."""
+    items = list(pair) if isinstance(pair, (tuple, list, np.ndarray)) and np.ndim(pair) == 1 \
+        else None
+    if items is None or len(items) != 2 or not all(is_int(x) for x in items):
+        raise TypeError(f"{name}: pairs are (input index, output index) pairs of ints, got "
+                        f"{pair!r}")
+    return int(items[0]), int(items[1])
+
+
+def buffer_count(num_buffers) -> int:
+    """A link's ``num_buffers``: a whole number in ``[1, MAX_BUFFERS]``, or a ValueError."""
+    count = positive_int("num_buffers", num_buffers)
+    if count > MAX_BUFFERS:
+        raise ValueError(f"num_buffers must be at most {MAX_BUFFERS:,} (each is a slot the link "
+                         f"tracks; send larger packets instead), got {count:,}")
+    return count
+
+
+def item_dtype(dtype) -> np.dtype:
+    """A link's item ``dtype``: numbers or bools (the bytes a copy moves), or a TypeError."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"dtype: {exc}") from None
+    if dtype.kind not in "biufc":
+        raise TypeError(f"a link carries numbers or bools, not {dtype} (a copy moves the items' "
+                        f"bytes)")
+    return dtype
+
+
+def check_buffers_fit(name: str, device, nbytes: int) -> None:
+    """Raise MemoryError naming link ``name`` when its receive buffers (``nbytes``) are more
+    than ``device`` can still give (None: the host's memory), before they are allocated."""
+    from groute.graph.budget import available_bytes
+    from groute.memory import free_device_bytes
+    free = free_device_bytes(device) if device is not None else None
+    if free is None:                # the host's memory: a CPU device's, or pinned buffers
+        free = available_bytes()
+    if free is not None and nbytes > free:
+        where = device.name if device is not None else "the host"
+        raise MemoryError(f"{name}: its receive buffers take {nbytes / 2**30:.2f} GiB, more than "
+                          f"the {free / 2**30:.2f} GiB {where} has free; use fewer or smaller "
+                          f"packets")
 
 
 def item_shape_of(item_shape) -> tuple:
@@ -31,16 +85,27 @@ def item_shape_of(item_shape) -> tuple:
     return tuple(positive_int("item_shape's sizes", n) for n in shape)
 
 
+#: the metadata keys a link sets on every packet it delivers (PendingSegment.metadata)
+PACKET_KEYS = ("offset", "packet", "packets", "last", "total")
+_PACKET_KEY_SET = frozenset(PACKET_KEYS)
+
+
 def check_send_extras(name: str, event=None, metadata=None) -> None:
     """What a send carries beside its items, checked: ``event`` a recorded event (or None) and
-    ``metadata`` a dict (or None); else a TypeError naming ``name`` (the link or router), before
-    anything is queued. Links and both kinds of Router check their sends through it."""
+    ``metadata`` a dict (or None) without the link's own keys (:data:`PACKET_KEYS`); else a
+    TypeError or ValueError naming ``name`` (the link or router), before anything is queued.
+    Links and both kinds of Router check their sends through it."""
     if event is not None and not (callable(getattr(event, "query", None))
                                   and callable(getattr(event, "synchronize", None))):
         raise TypeError(f"{name}: event must be an event a stream recorded "
                         f"(stream.record()), got {type(event).__name__}")
     if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
         raise TypeError(f"{name}: metadata must be a dict, got {type(metadata).__name__}")
+    if metadata and not _PACKET_KEY_SET.isdisjoint(metadata):
+        taken = sorted(k for k in metadata if k in _PACKET_KEY_SET)
+        raise ValueError(f"{name}: metadata keys {taken} are the link's own (each packet's "
+                         f"place in its send: {', '.join(PACKET_KEYS)}); the receiver would "
+                         f"see the link's values, not these: name them otherwise")
 
 
 @dataclass

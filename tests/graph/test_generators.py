@@ -57,6 +57,42 @@ def test_spec_grammar():
             parse_spec(bad)
 
 
+@pytest.mark.timeout(10)
+def test_spec_numbers_past_any_graph_are_refused_at_once():
+    """Infinite, huge and impossible numbers name the field, at once (a power was computed as
+    an exact integer first, and an edge count past n^2 or memory generated until killed)."""
+    for bad, msg in [("grid:9^99999999", "rows: '9\\^99999999' is too large"),
+                     ("kron:2**2000", "scale: '2\\*\\*2000' is too large"),
+                     ("grid:1e400", "rows: not a finite number"), ("grid:inf", "finite"),
+                     ("grid:3:seed=inf", "option seed: not a finite"),
+                     ("er:10:inf", "avg_degree: not a finite"), ("er:10:nan", "finite"),
+                     ("er:10:1e12", "between 0 and n - 1"),
+                     ("kron:3:ef=1e20", "the edges drawn"),
+                     ("rmat:3:sym=2", "sym and perm are 0"), ("rmat:3:perm=-1", "sym and perm"),
+                     ("grid:3:high=1e12", "high < low \\+ 2\\^32")]:
+        with pytest.raises(ValueError, match=msg):
+            parse_spec(bad)
+    assert parse_spec("er:10:9").params["avg_degree"] == 9.0
+    assert parse_spec("kron:30:1024").params["ef"] == 1024
+    assert parse_spec("grid:3:low=5:high=4294967300").params["high"] == 2**32 + 4
+    with pytest.raises(ValueError, match="a graph spec has no columns"):
+        load_graph("grid:3", columns=(0, 1))
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match="the graph is an empty name"):
+            load_graph(empty)
+
+
+def test_a_spec_whose_graph_cannot_fit_host_memory_is_refused_before_generating(monkeypatch):
+    from groute.graph import budget
+    from groute.memory import GraphTooLarge
+    monkeypatch.setattr(budget, "available_bytes", lambda: 10 * 2**20)
+    with pytest.raises(GraphTooLarge, match=r"kron:20: up to 33,554,432 arcs on 1,048,576 "
+                                            r"vertices, a CSR of about 0.1 GiB, more than the "
+                                            r"0.0 GiB"):
+        load_graph("kron:20", cache=False)
+    assert generate("kron:10", backend="cpu").num_vertices == 1024
+
+
 def test_kronecker_counts_skew_and_determinism():
     g = kronecker(12)
     assert g.num_vertices == 4096 and not g.directed

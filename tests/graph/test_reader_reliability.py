@@ -447,3 +447,28 @@ def test_a_matrix_market_file_that_ends_in_comments_says_it_has_no_size_line(tmp
     """It said "bad size line ... got ''", naming the line after the last."""
     err = error_of(tmp_path, "c.mtx", MTX.format(field="pattern") + "% one\n% two\n")
     assert err.line == 3 and "no size line" in str(err) and "got ''" not in str(err)
+
+
+def test_a_file_replaced_while_it_is_parsed_is_not_cached_as_its_new_bytes(tmp_path,
+                                                                          isolated_cache,
+                                                                          monkeypatch):
+    """The key was hashed after the parse: a file replaced meanwhile had the old graph cached
+    under the new file's bytes, for good. Now the key is taken first and nothing is cached
+    when the file changed under the parse."""
+    import groute.graph.load as gload
+    from groute.graph import load_graph
+    path = tmp_path / "race.txt"
+    path.write_text("0 1\n1 2\n2 3\n3 4\n")
+    parse = gload.read_graph
+
+    def parse_then_replace(*args, **kwargs):
+        g = parse(*args, **kwargs)
+        fresh = tmp_path / "fresh.txt"
+        fresh.write_text("0 1\n")
+        fresh.replace(path)                         # as `mv` would, while the first load runs
+        return g
+    monkeypatch.setattr(gload, "read_graph", parse_then_replace)
+    assert load_graph(path).num_vertices == 5       # what was there when it was read
+    monkeypatch.setattr(gload, "read_graph", parse)
+    monkeypatch.setattr(gload, "_recent", {})
+    assert load_graph(path).num_vertices == 2       # the new file, not the old graph cached

@@ -198,7 +198,7 @@ class ComponentsSolver(Solver):
         self.n = int(graph.num_vertices)
         if self.n >= 2**31:
             raise ValueError(f"CC supports graphs of fewer than 2**31 vertices, got {self.n}")
-        tuning = self.tuning = tuning if tuning is not None else CCTuning.from_environment()
+        tuning = self.tuning = CCTuning.given(tuning)
         segment_edges, num_buffers = tuning.segment_edges, tuning.num_buffers
         sample_rounds, num_samples, link = tuning.sample_rounds, tuning.num_samples, tuning.link
         if rest not in ("auto", "kernel", "segments"):

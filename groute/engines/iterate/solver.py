@@ -59,6 +59,7 @@ import numpy as np
 
 from groute.graph.partition import DEFAULT_PARTITION
 from groute.graph.partition import METHODS as PARTITIONS
+from groute.ints import is_int
 from groute.results import AppResult, complete_stats
 from groute.runtime.answer_landing import land_answer
 from groute.runtime.context import taking_turns
@@ -350,9 +351,9 @@ class IterateSolver(Solver):
             mode = ITERATE_RULES["mode"].decide({}).choice
         if partition not in PARTITIONS:
             raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
-        if not self._number("tol", tol) > 0.0:
-            raise ValueError(f"tol must be > 0, got {tol!r}")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
+        if not (np.isfinite(self._number("tol", tol)) and tol > 0.0):
+            raise ValueError(f"tol must be finite and > 0, got {tol!r}")
+        if not is_int(max_iter):
             raise TypeError(f"{self.app}: max_iter must be an int, got {max_iter!r}")
         if max_iter < 1:
             raise ValueError(f"{self.app}: max_iter must be >= 1, got {max_iter!r}")
@@ -362,7 +363,7 @@ class IterateSolver(Solver):
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"{self.app}: normalize must be one of {NORMALIZATIONS}; got "
                              f"{normalize!r}")
-        tuning = self.tuning = tuning if tuning is not None else PageRankTuning.from_environment()
+        tuning = self.tuning = PageRankTuning.given(tuning)
         bsp_kernel, inplace = tuning.bsp_kernel, tuning.inplace
         peer_writes, device_check = tuning.peer_writes, tuning.device_check
         self.graph = graph

@@ -113,7 +113,7 @@ class CUDATraversalArrays:
                  queues=2, sent_best=True, tuning=None):
         self.device = device
         self.kind = kind
-        self.tuning = tuning if tuning is not None else TraversalTuning.from_environment()
+        self.tuning = TraversalTuning.given(tuning)
         self.lo, self.hi = int(lo), int(hi)
         self.n_local = self.hi - self.lo
         self.k = len(offsets) - 1

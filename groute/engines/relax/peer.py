@@ -117,7 +117,7 @@ class PeerTraversal:
         self.include = (relaxation.include_dir,)
         # SSSP's first threshold is delta (the source has value 0); inf bits: no priority
         self.delta_bits = _bits(delta, kind)
-        tuning = tuning if tuning is not None else TraversalTuning.from_environment()
+        tuning = TraversalTuning.given(tuning)
         self.max_rounds = int(tuning.max_rounds)
         # SSSP: refresh_sent after a round that improved this many values (-1: never)
         self.refresh_at = (-1 if tuning.peer_refresh is None

@@ -193,8 +193,7 @@ class RelaxSolver(Solver):
             raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}; got {exchange!r}")
         if mode not in MODES and mode != "auto":
             raise ValueError(f"mode must be auto or one of {', '.join(MODES)}; got {mode!r}")
-        wl = self.worklist_tuning = (worklist_tuning if worklist_tuning is not None
-                                     else WorklistTuning.from_environment())
+        wl = self.worklist_tuning = WorklistTuning.given(worklist_tuning, "worklist_tuning")
         if wl.routing not in ROUTINGS:
             raise ValueError(f"WorklistTuning.routing must be one of {', '.join(ROUTINGS)}; "
                              f"got {wl.routing!r}")
@@ -204,7 +203,7 @@ class RelaxSolver(Solver):
         self.graph = graph
         self.peer = self.worklist = None
         self.exchange = exchange
-        self.tuning = tuning if tuning is not None else TraversalTuning.from_environment()
+        self.tuning = TraversalTuning.given(tuning)
         #: the worklist's knobs set to other than their defaults, as "name=value": they
         #: select the worklist (see :meth:`peer_unavailable`)
         self.worklist_options = [f"{f.name}={getattr(wl, f.name)!r}" for f in fields(wl)

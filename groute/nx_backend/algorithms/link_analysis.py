@@ -32,13 +32,26 @@ def _plain_pagerank(args):
     if args["nstart"] is not None:
         return ("nstart changes no answer, only the iterations, and groute's iteration (the "
                 "leaky PageRank, NETWORKX.md) does not take NetworkX's from a start vector")
+    G = args["G"]
     for name in ("personalization", "dangling"):
         if args[name] is not None and not isinstance(args[name], dict):
             return f"{name} that is not a dict"
-    G = args["G"]
+        if args[name] is not None and not all(
+                _nonnegative(v) for u, v in args[name].items() if u in G):
+            return (f"{name} with weights that are negative or not finite numbers (NetworkX "
+                    f"takes them as they are)")
     if G.is_multigraph():
         return "parallel edges add up in NetworkX's PageRank; groute's counts one"
     return True
+
+
+def _nonnegative(value) -> bool:
+    """Whether a ``personalization`` or ``dangling`` weight is a finite number >= 0, what
+    groute's PageRank takes."""
+    try:
+        return bool(np.isfinite(value) and value >= 0)
+    except TypeError:
+        return False
 
 
 def _by_node(G, values):
