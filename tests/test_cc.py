@@ -184,11 +184,14 @@ def test_merge_by_changes_reads_a_sender_whole_only_past_its_list(backend, k, sh
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
                                for k in (2, 3)])
-def test_merge_by_changes_of_millions_of_vertices(k):
+def test_merge_by_changes_of_millions_of_vertices(k, monkeypatch):
     """The merge on GPUs where a warp reads fewer than 32 of a sender's bitmap words: about two
     million vertices give each warp of the grid a few (the small graphs above give one, the
-    big ones 32), and the labels stay exact; the bits, not the whole array, were read."""
+    big ones 32), and the labels stay exact; the bits, not the whole array, were read (a list
+    of n pairs, so that every sender's pairs fit)."""
+    from groute.engines.components import device as cc_device
     skip_if_missing("cuda", k)
+    monkeypatch.setattr(cc_device, "CHANGES_LIST_SHARE", 1)
     g = load_graph("er:2000000:4", cache=False)
     with Context(k, backend="cuda", timeout=60) as ctx:
         res = connected_components(g, ctx=ctx, rest="kernel")
