@@ -181,6 +181,24 @@ def test_merge_by_changes_reads_a_sender_whole_only_past_its_list(backend, k, sh
                 assert whole == k - 1, res.stats
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k), id=f"cuda-x{k}")
+                               for k in (2, 3)])
+def test_merge_by_changes_of_millions_of_vertices(k, monkeypatch):
+    """The merge on GPUs where a warp reads fewer than 32 of a sender's bitmap words: about two
+    million vertices give each warp of the grid a few (the small graphs above give one, the
+    big ones 32), and the labels stay exact; the bits, not the whole array, were read (a list
+    of n pairs, so that every sender's pairs fit)."""
+    from groute.engines.components import device as cc_device
+    skip_if_missing("cuda", k)
+    monkeypatch.setattr(cc_device, "CHANGES_LIST_SHARE", 1)
+    g = load_graph("er:2000000:4", cache=False)
+    with Context(k, backend="cuda", timeout=60) as ctx:
+        res = connected_components(g, ctx=ctx, rest="kernel")
+    check(res.values, g)
+    assert res.stats["merges_read_whole"] == 0, res.stats
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("listed", ["pairs", "whole"])
 @pytest.mark.parametrize("backend", backends())
@@ -222,6 +240,47 @@ def test_changes_as_a_message_merge_at_any_offset(backend, listed):
             np.testing.assert_array_equal(dev.to_host(recv.parent), want)
             np.testing.assert_array_equal(dev.to_host(labels), want)
             assert int(dev.to_host(moved)[1]) == (listed == "whole")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", backends())
+def test_the_vote_takes_the_most_frequent_root_and_the_smallest_of_a_tie(backend):
+    """The giant's vote (``DeviceCC.sample_mode``) on both backends: the root most samples
+    reach, the smallest among equally frequent ones, for 1 to 1024 samples (a lone sample,
+    every root distinct, ties of several sizes, one root with most votes) over compressed
+    parent arrays whose roots lie anywhere in the ids, the largest id among them."""
+    from groute.engines.components.device import DeviceCC
+    skip_if_missing(backend, 1)
+    n = 5000
+    rng = np.random.default_rng(7)
+    cases = []
+    for s in (1, 2, 3, 31, 32, 33, 500, 1023, 1024):
+        roots = rng.choice(n, size=min(s, 40), replace=False)
+        roots[0] = n - 1
+        cases.append(rng.choice(roots, size=s))                # random counts, sometimes tied
+        cases.append(np.resize(roots, s))                        # as even as can be: tied
+    cases.append(rng.permutation(np.arange(n))[:1024])           # every root distinct
+    cases.append(np.r_[np.full(600, 17), rng.integers(0, n, 424)])
+    cases.append(np.r_[np.full(5, n - 1), np.full(4, 3)])    # the winner's run ends the sort
+    cases.append(np.full(1024, n - 1))
+    with Context(1, backend=backend, timeout=20) as ctx:
+        dev = ctx.devices[0]
+        cc = DeviceCC(dev, n)
+        giant = dev.asarray(np.zeros(1, np.int32))
+        for roots in cases:
+            roots = roots.astype(np.int32)
+            parent = np.arange(n, dtype=np.int32)
+            members = rng.permutation(n).astype(np.int32)[:roots.size]
+            members = np.setdiff1d(members, roots)[:roots.size]
+            samples = np.r_[roots[:roots.size - members.size], members].astype(np.int32)
+            parent[members] = roots[roots.size - members.size:]  # a sample may be a child
+            parent[roots] = roots
+            cc.parent = dev.asarray(parent)
+            cc.sample_mode(dev.asarray(samples), giant)
+            cc.stream.record().synchronize(20)
+            values, counts = np.unique(parent[samples], return_counts=True)
+            want = values[counts == counts.max()].min()
+            assert int(dev.to_host(giant)[0]) == want, (roots.size, want)
 
 
 @pytest.mark.timeout(60)

@@ -268,8 +268,11 @@ class DeviceCC:
             self.stream.submit(round_numpy)
 
     def sample_mode(self, samples, giant):
-        """``giant[0]`` = the most frequent root among ``parent[samples]`` (compressed parent)."""
+        """``giant[0]`` = the most frequent root among ``parent[samples]`` (compressed parent),
+        the smallest of equally frequent ones; at most 1024 samples (one block's vote)."""
         s = int(samples.shape[0])
+        if s > 1024:
+            raise ValueError(f"the giant's vote takes at most 1024 samples, got {s}")
         if self.cuda:
             self.stream.submit(lambda: self.kernels["cc_sample_mode"](
                 (1,), (1024,), (self.parent, samples, np.int32(s), giant)))

@@ -219,25 +219,48 @@ cc_link_round(const long long* __restrict__ indptr, const int* __restrict__ indi
     }
 }
 
-// The most frequent root of samples[i] (i < s <= blockDim.x = 1024): the root of the (probably)
-// giant component. One block; O(s^2) comparisons in shared memory. The walk to the roots makes it
-// right on an array not compressed (a merge sender's); on a compressed one it is one load more.
-extern "C" __global__ void cc_sample_mode(const int* __restrict__ parent,
-                                          const int* __restrict__ samples, int s, int* out) {
+// The most frequent root of samples[i] (i < s <= 1024): the root of the (probably) giant
+// component; among roots drawn equally often the smallest, as the CPU path's (np.unique's first
+// maximum). One block of exactly 1024 threads: the roots are sorted in shared memory (a bitonic
+// sort, 55 steps of one compare-exchange per pair), then the first thread of each run of equal
+// roots finds the run's end by a binary search and votes (count, root) with one atomic:
+// O(log^2 s) shared-memory steps a thread, where comparing every pair takes s. The walk to the
+// roots makes it right on an array not compressed (a merge sender's); on a compressed one it is
+// one load more.
+extern "C" __global__ void __launch_bounds__(1024)
+cc_sample_mode(const int* __restrict__ parent, const int* __restrict__ samples, int s, int* out) {
+    const int NONE = 0x7fffffff;           // above every vertex id: sorts after the samples
     __shared__ int vals[1024];
     __shared__ unsigned long long best;
     const int t = threadIdx.x;
     if (t == 0) best = 0ull;
-    vals[t] = t < s ? root_of(samples[t], parent) : -1;
+    vals[t] = t < s ? root_of(samples[t], parent) : NONE;
     __syncthreads();
-    if (t < s) {
+    for (int k = 2; k <= 1024; k <<= 1) {
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const int p = t ^ j;
+            if (p > t) {
+                const int x = vals[t], y = vals[p];
+                if ((x > y) == ((t & k) == 0)) {
+                    vals[t] = y;
+                    vals[p] = x;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    if (t < s && (t == 0 || vals[t - 1] != vals[t])) {
         const int x = vals[t];
-        unsigned int c = 0;
-        for (int j = 0; j < s; ++j) c += vals[j] == x;
-        atomicMax(&best, ((unsigned long long)c << 32) | (unsigned int)x);
+        int lo = t + 1, hi = s;            // the first index past the run: vals[lo] > x
+        while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (vals[mid] > x) hi = mid; else lo = mid + 1;
+        }
+        // more samples win; at equal counts the smaller root (its complement is larger)
+        atomicMax(&best, ((unsigned long long)(lo - t) << 32) | (unsigned int)(NONE - x));
     }
     __syncthreads();
-    if (t == 0) out[0] = (int)(best & 0xffffffffull);
+    if (t == 0) out[0] = best ? NONE - (int)(best & 0xffffffffull) : 0;
 }
 
 // The rest of the arcs (from slot r on) of every vertex not (yet) in the giant's tree. A vertex
@@ -444,12 +467,18 @@ cc_merge_changes(const Changes* __restrict__ table, int senders, int n,
         const long long words = ((long long)n + 31) >> 5;
         if (tid == 0) atomicAdd(moved + 0, 4ull * (unsigned long long)words + 8ull * listed);
         const int g = *c.giant;
-        // A warp reads 32 of the sender's words at once (lane l word base + l, one coalesced
-        // remote load for 1024 vertices), then hooks their vertices word by word, lane b
-        // taking bit b (its parent reads coalesced): a remote load per vertex's word would
-        // make the loop wait on NVLink latency at every step.
-        for (long long base = (tid >> 5) * 32; base < words; base += (stride >> 5) * 32) {
-            const unsigned int mine = base + lane < words ? c.bits[base + lane] : 0u;
+        // A warp reads `per` of the sender's words at once (lane l word base + l, one
+        // coalesced remote load), then hooks their vertices word by word, lane b taking bit b
+        // (its parent reads coalesced): a remote load per vertex's word would make the loop
+        // wait on NVLink latency at every step. `per` is 32 (1024 vertices a load) where the
+        // words fill the grid's warps 32 deep, fewer on a smaller array, so that the words are
+        // spread over most of the warps (ceil(words / per) of them, at least about half the
+        // grid when there are as many words as warps): a warp hooks its words one after
+        // another, and 32 of them on a quarter of the warps would leave the rest idle.
+        const long long warps = stride >> 5;
+        const int per = (int)min(32LL, max(1LL, (words + warps - 1) / warps));
+        for (long long base = (tid >> 5) * per; base < words; base += warps * per) {
+            const unsigned int mine = lane < per && base + lane < words ? c.bits[base + lane] : 0u;
             unsigned int set = __ballot_sync(0xffffffffu, mine != 0u);
             while (set) {
                 const int j = __ffs(set) - 1;
