@@ -193,6 +193,7 @@ def load(args):
     check_outputs(args)
     ctx = job(args)
     if ctx is not None:
+        check_rank_outputs(args, ctx.rank, ctx.num_devices)
         t0 = time.perf_counter()
         graph = _load_part(args, ctx)
         return graph, time.perf_counter() - t0
@@ -433,14 +434,30 @@ def check_outputs(args) -> None:
             raise ValueError(f"{option} {text}: groute writes {formats}, or text lines to "
                              f"standard output with {option} {STDOUT}; got "
                              f"{path.suffix or 'a name without a suffix'}")
-        if path.is_dir():
-            raise ValueError(f"{option} {text}: a directory, not a file")
-        folder = path.parent
-        if not folder.is_dir():
-            raise ValueError(f"{option} {text}: there is no directory {folder}")
-        if not os.access(path if path.exists() else folder, os.W_OK):
-            raise ValueError(f"{option} {text}: cannot write "
-                             f"{'the file' if path.exists() else f'into {folder}'}")
+        _check_writable(option, path)
+
+
+def check_rank_outputs(args, rank: int, ranks: int) -> None:
+    """Across processes, where each rank writes its own file (:func:`rank_path`): refuse, on
+    the rank whose file it is and before anything runs, a file of this rank that could not be
+    written (a folder there, a read-only file; its host's directory missing). The job then
+    stops with that rank named."""
+    for option, text in _outputs(args).items():
+        if text != STDOUT:
+            _check_writable(option, rank_path(text, rank, ranks))
+
+
+def _check_writable(option: str, path: Path) -> None:
+    """Refuse ``path`` (what ``option`` names) where a file could not be written: a folder, a
+    missing directory, a read-only file or directory."""
+    if path.is_dir():
+        raise ValueError(f"{option} {path}: a directory, not a file")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: there is no directory {folder}")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise ValueError(f"{option} {path}: cannot write "
+                         f"{'the file' if path.exists() else f'into {folder}'}")
 
 
 def write_output(result, path, value_name: str = "value") -> None:

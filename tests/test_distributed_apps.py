@@ -170,3 +170,17 @@ def test_a_device_count_other_than_the_processes_is_refused():
     assert done.returncode != 0
     assert "error: --devices 3: run as 2 processes, the command has one device per process" \
         in done.stderr, done.stderr
+
+
+def test_a_rank_whose_output_file_cannot_be_written_stops_the_job_before_it_runs(tmp_path):
+    """Each rank checks its own ``--output`` file (``depth.part-1-of-3.npz``), not only the
+    name given: a folder where rank 1 would write stops the job with rank 1 named, and no rank
+    wrote a part."""
+    (tmp_path / "depth.part-1-of-3.npz").mkdir()
+    done = run_ranks(3, ["-m", "groute", "bfs", "--graph", "kron:8", "--repeat", "1",
+                         "--output", tmp_path / "depth.npz", "--timeout", "20",
+                         "--backend", "cpu"], timeout=120)
+    assert done.returncode != 0
+    assert re.search(r"\[rank 1\] groute bfs: error: --output \S*depth\.part-1-of-3\.npz: a "
+                     r"directory, not a file", done.stderr), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["depth.part-1-of-3.npz"]
