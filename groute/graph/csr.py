@@ -22,7 +22,7 @@ import numpy as np
 from . import rng as _rng
 from .arcs import arc_rows, relabelled_arcs, row_chunks
 from .arrays import array_module, index_dtype, weight_codes
-from .ids import VertexIds, label_array
+from .ids import VertexIds, label_array, repeated_label
 
 log = logging.getLogger(__name__)
 
@@ -265,8 +265,13 @@ class CSRGraph(CSRArrays):
         if self.weights is not None:
             if self.weights.shape != ix.shape:
                 raise ValueError(f"weights has shape {self.weights.shape}, indices {ix.shape}")
-        if self.file_ids is not None and self.file_ids.shape[0] != n:
-            raise ValueError(f"file_ids has {self.file_ids.shape[0]} entries for {n} vertices")
+        if self.file_ids is not None:
+            if self.file_ids.shape[0] != n:
+                raise ValueError(f"file_ids has {self.file_ids.shape[0]} entries for {n} "
+                                 f"vertices")
+            twice = repeated_label(self.file_ids)
+            if twice is not None:
+                raise ValueError(f"file_ids repeat: {twice!r} names two vertices")
         return self
 
     def _like(self, indptr, indices, weights, *, directed=None, name=None, validate=False,

@@ -38,6 +38,24 @@ def label_array(labels) -> np.ndarray:
     return out
 
 
+def repeated_label(labels: np.ndarray):
+    """A label that names two positions of ``labels`` (:func:`label_array`'s), or None when
+    each is unique: integers sorted already take one vectorised pass (the readers' ids), others
+    a sort; other labels a set."""
+    if labels.dtype.kind in "iu":
+        if labels.shape[0] < 2 or bool(np.all(labels[1:] > labels[:-1])):
+            return None
+        ordered = np.sort(labels)
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        return int(ordered[same[0]]) if same.size else None
+    seen = set()
+    for label in labels.tolist():
+        if label in seen:
+            return label
+        seen.add(label)
+    return None
+
+
 class VertexIds:
     """The ids of the ``n`` vertices of a graph: ``base + position``, or ``labels[position]``.
 

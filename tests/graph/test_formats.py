@@ -8,6 +8,7 @@ import pytest
 from groute.graph import (CSRGraph, GraphFormatError, load_graph, read_graph, write_dimacs,
                           write_mtx, write_snap)
 from groute.graph import cache as gcache
+from groute.graph import load as gload
 from groute.errors import GrouteError
 
 
@@ -292,12 +293,16 @@ def test_cache_sees_a_rewrite_with_the_same_size_and_restored_mtime(tmp_path):
     assert g.num_vertices == 2 and g.num_edges == 2
 
 
-def test_corrupt_cache_is_ignored(tmp_path):
+def test_corrupt_cache_is_ignored(tmp_path, caplog, monkeypatch):
+    """(The graph the first load kept in memory is dropped, so that the cache is read.)"""
     p = tmp_path / "c.txt"
     p.write_text("1 2\n2 3\n")
     load_graph(p)
     gcache.cache_path(p).write_bytes(b"not a zip")
-    assert load_graph(p).num_edges == 2
+    monkeypatch.setattr(gload, "_recent", {})
+    with caplog.at_level("WARNING", logger="groute.graph.cache"):
+        assert load_graph(p).num_edges == 2
+    assert "ignoring unreadable graph cache" in caplog.text, caplog.text
 
 
 def test_read_only_source_dir_and_partitions_stay_untouched(tmp_path, isolated_cache):
@@ -354,11 +359,13 @@ def test_to_networkx_keeps_positions_direction_and_isolated_vertices():
 
 @pytest.mark.parametrize("craft", ["index out of range", "negative index", "offsets decrease",
                                    "offsets short", "weights short", "int64 indices",
-                                   "file ids short"])
-def test_a_crafted_cache_with_the_right_key_is_not_trusted(tmp_path, craft):
+                                   "file ids short", "file ids repeat"])
+def test_a_crafted_cache_with_the_right_key_is_not_trusted(tmp_path, craft, caplog,
+                                                           monkeypatch):
     """A cache whose key matches its source but whose arrays a device would index out of
-    bounds with is ignored (logged) and the source read again: the key is not a guarantee,
-    anyone who can write the cache directory can write it."""
+    bounds with (or whose file ids name one vertex twice) is ignored (logged) and the source
+    read again: the key is not a guarantee, anyone who can write the cache directory can write
+    it. (The graph the first load kept in memory is dropped, so that the cache is read.)"""
     p = tmp_path / "c.txt"
     p.write_text("1 2 5\n2 3 6\n3 1 7\n")
     good = load_graph(p)
@@ -377,10 +384,40 @@ def test_a_crafted_cache_with_the_right_key_is_not_trusted(tmp_path, craft):
         weights = weights[:-1]
     elif craft == "int64 indices":
         indices = indices.astype(np.int64)
-    else:
+    elif craft == "file ids short":
         file_ids = file_ids[:-1]
+    else:
+        file_ids[2] = file_ids[0]
     bad = CSRGraph(indptr, indices, weights, file_ids=file_ids, name="c", validate=False)
     gcache.save_graph_npz(bad, gcache.cache_path(p), gcache.source_key(p, options))
-    g = load_graph(p)
+    monkeypatch.setattr(gload, "_recent", {})
+    with caplog.at_level("WARNING", logger="groute.graph.cache"):
+        g = load_graph(p)
     same_graph(good, g)
     assert g.file_ids.tolist() == good.file_ids.tolist()
+    assert "ignoring invalid graph cache" in caplog.text, caplog.text
+
+
+def test_a_cache_with_the_right_key_is_what_a_load_reads(tmp_path, monkeypatch):
+    """The control of the test above: a crafted cache that is a valid graph is read as it is
+    (here weights the file does not hold), so a refused one was refused, not missed."""
+    p = tmp_path / "c.txt"
+    p.write_text("1 2 5\n2 3 6\n3 1 7\n")
+    good = load_graph(p)
+    options = {"format": "snap", "symmetric": False, "allow_negative": False}
+    weights = good.weights.copy()
+    weights[0] = 99
+    other = CSRGraph(good.indptr, good.indices, weights, file_ids=good.file_ids, name="c")
+    gcache.save_graph_npz(other, gcache.cache_path(p), gcache.source_key(p, options))
+    monkeypatch.setattr(gload, "_recent", {})
+    assert load_graph(p).weights.tolist() == [99, 6, 7]
+
+
+@pytest.mark.parametrize("labels", [[7, 3, 7], ["a", "b", "a"], [10, 20, 20]])
+def test_a_graph_whose_file_ids_repeat_is_refused(labels):
+    """Two vertices of one id would make a lookup by that id answer for one of them only: the
+    graph is refused, naming the id (sorted integer ids, unsorted ones, text labels)."""
+    ip, ix = np.array([0, 1, 2, 2]), np.array([1, 2], dtype=np.int32)
+    with pytest.raises(ValueError, match=f"file_ids repeat: {labels[2]!r} names two vertices"):
+        CSRGraph(ip, ix, file_ids=labels, name="r")
+    assert CSRGraph(ip, ix, file_ids=[7, 3, 9], name="r").vertex_of(9) == 2
