@@ -260,7 +260,9 @@ class Link(SegmentReceiver):
 
         ``event``: the copy waits for it (e.g. the kernel that produced ``data``). The caller
         must not overwrite ``data`` until the returned handle is done. Packets that find a free
-        buffer are issued (asynchronously) before this returns.
+        buffer are issued (asynchronously) before this returns. An empty ``data`` is no packet:
+        its handle is done once the sends before it are, and nothing reaches the receiver,
+        ``metadata`` included (a signal with nothing to carry is an array of one item).
         """
         data = self._check_send(data, event, metadata)
         n = int(data.shape[0])
