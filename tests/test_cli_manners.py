@@ -301,3 +301,13 @@ def test_a_pbf_scaling_run_refuses_a_count_it_cannot_run_before_timing_any(capsy
     assert main(["pbf", "--backend", "cpu", "--size", "1000", "--scale", "2,100"]) == 1
     out, err = capsys.readouterr()
     assert "at most 64 virtual devices" in err and "elements in" not in out
+
+
+def test_a_graph_too_large_for_host_memory_is_a_one_line_error(monkeypatch, capsys):
+    """Out of memory (GraphTooLarge, a MemoryError) is the user's problem, not a bug: one
+    line naming the graph, no traceback."""
+    from groute.graph import budget
+    monkeypatch.setattr(budget, "available_bytes", lambda: 10 * 2**20)
+    assert main(["bfs", "--graph", "kron:20", "--no-cache", *RUN]) == 1
+    err = capsys.readouterr().err
+    assert "groute bfs: error: kron:20: up to" in err and "Traceback" not in err, err

@@ -57,16 +57,23 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(command, tmp
 
 
 def test_an_output_that_would_overwrite_the_graph_or_the_other_output_is_refused(tmp_path,
-                                                                                capsys):
+                                                                                capsys,
+                                                                                monkeypatch):
+    """Paths are compared as files, not as spellings: ``sub/../o.csv`` is ``o.csv``, and a
+    relative ``g.txt`` is the graph given by its absolute path."""
     graph = tmp_path / "g.txt"
     graph.write_text("0 1\n1 2\n2 3\n")
     assert main(["bfs", "--graph", str(graph), "--output", str(graph), *RUN]) == 1
     assert f"--output {graph}: the same file as --graph" in capsys.readouterr().err
     assert graph.read_text() == "0 1\n1 2\n2 3\n"
     out = tmp_path / "o.csv"
+    (tmp_path / "sub").mkdir()
     assert main(["bfs", "--graph", str(graph), "--output", str(out),
-                 "--predecessors", f"{tmp_path}/./o.csv", *RUN]) == 1
+                 "--predecessors", f"{tmp_path}/sub/../o.csv", *RUN]) == 1
     assert "--predecessors" in capsys.readouterr().err and not out.exists()
+    monkeypatch.chdir(tmp_path)
+    assert main(["bfs", "--graph", str(graph), "--output", "g.txt", *RUN]) == 1
+    assert "--output g.txt: the same file as --graph" in capsys.readouterr().err
     assert main(["bfs", "--graph", str(graph), "--output", str(out),
                  "--predecessors", str(tmp_path / "p.csv"), *RUN]) == 0
     assert out.exists() and (tmp_path / "p.csv").exists()

@@ -123,8 +123,12 @@ def test_a_run_bounded_by_a_timeout_that_is_not_one_says_so():
             ctx.run(ran.append, timeout=-1)          # refused, not run unbounded
         with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got 'x'"):
             ctx.run(ran.append, timeout="x")
-        assert not ran                               # refused before any device started
+        # each device runs its calls in order: had a refused run queued any, they have run by
+        # the end of the next one
         assert ctx.run(lambda d: d.index, timeout=5) == [0, 1]
+        assert not ran                               # refused before any device started
+        with pytest.raises(ValueError, match="got -1"):
+            ctx.gather([ctx.submit(0, lambda d: None)], timeout=-1)
 
 
 def test_submit_takes_a_position_in_the_context_and_gather_its_futures():

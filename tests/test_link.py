@@ -388,7 +388,7 @@ def test_stop_with_sends_queued_is_not_mistaken_for_the_end():
         ctx.stop_event.set()
         with pytest.raises(ContextStopped):
             link.receive(timeout=5)
-        with pytest.raises(Exception):
+        with pytest.raises(ContextStopped, match="sends still queued"):
             handle.wait(timeout=5)
         held.release()
 

@@ -245,6 +245,7 @@ def test_a_state_holds_exactly_what_it_is_given_or_says_why_not():
                 (("d", np.uint32), {"fill": -1}, ValueError, "fill -1 is outside the range"),
                 (("d", np.int32), {"fill": 2**40}, ValueError, "outside the range of int32"),
                 (("d", np.int32), {"fill": "x"}, TypeError, "fill must be numbers"),
+                (("b", np.bool_), {"fill": 2}, ValueError, "of a bool state must be 0, 1"),
                 (("d", "nosuch"), {}, TypeError, "state 'd': data type 'nosuch'"),
                 (("d", object), {}, TypeError, "holds numbers or bools"),
                 (("", np.int32), {}, TypeError, "non-empty string"),

@@ -248,9 +248,10 @@ def test_cache_in_cache_dir_never_beside_the_source(tmp_path, isolated_cache, mo
     a = load_graph(p)
     assert list(src.iterdir()) == [p]                       # nothing written beside the file
     assert gcache.cache_path(p).is_file() and gcache.cache_path(p).parent == isolated_cache / "graphs"
-    import groute.graph.load as gload
     monkeypatch.setattr(gload, "read_graph", lambda *a, **k: pytest.fail("parsed again"))
+    monkeypatch.setattr(gload, "_recent", {})       # the graph kept in memory aside: the cache
     b = load_graph(p)
+    assert b is not a
     same_graph(a, b)
     assert b.directed == a.directed and b.id_base == 1 and b.source == str(p)
 
