@@ -104,10 +104,7 @@ def run_cli(args, name, solver_cls):
     cutoff = args.cutoff
     if cutoff is not None and not cutoff >= 0:
         raise ValueError(f"--cutoff must be >= 0, got {cutoff}")
-    delta = args.delta
-    if delta is not None and solver_cls.relaxation.weighted and graph.weights is not None \
-            and np.asarray(graph.weights).dtype.kind in "iu":
-        delta = int(delta)
+    delta = args.delta          # integer distances: the solver rounds a window up to whole units
     given = {"routing": args.routing}
     worklist = dataclasses.replace(WorklistTuning.from_environment(),
                                    **{k: v for k, v in given.items() if v is not None})

@@ -171,6 +171,28 @@ def test_errors_name_the_argument():
             solver.run(0, cutoff=-1)
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["bsp", "async"])
+def test_a_window_narrower_than_one_on_integer_distances_is_one(mode):
+    """``delta`` 0.5 on BFS or integer SSSP was a window of int(0.5) = 0 that never advanced
+    (the run spun past its timeout): it is a window of 1; inf is no window; a non-number is
+    named."""
+    G = random_graph(3)
+    want_bfs = nx.single_source_shortest_path_length(G, 0)
+    want_sssp = nx.single_source_dijkstra_path_length(G, 0)
+    for delta in (0.5, np.float64(0.3), float("inf"), 2):
+        for fn, want in ((bfs, want_bfs), (sssp, want_sssp)):
+            got = fn(G, 0, priority=True, delta=delta, mode=mode, backend="cpu", devices=2,
+                     timeout=20)
+            assert got.to_dict() == want, (fn.__name__, delta)
+    for bad, error in (("1", TypeError), (True, TypeError), (0, ValueError),
+                       (float("nan"), ValueError)):
+        with pytest.raises(error, match="delta must be"):
+            sssp(G, 0, priority=True, delta=bad, backend="cpu", devices=1)
+    assert main(["bfs", "--graph", "grid:6", "--backend", "cpu", "--devices", "2", "--delta",
+                 "0.5", "--repeat", "1", "--timeout", "20"]) == 0
+
+
 def test_cli_sources_cutoff_predecessors(tmp_path, capsys):
     out = tmp_path / "parents.csv"
     assert main(["bfs", "--graph", "grid:144", "--backend", "cpu", "--devices", "2",

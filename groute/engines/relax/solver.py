@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from dataclasses import fields
 
 import numpy as np
@@ -415,9 +416,15 @@ class RelaxSolver(Solver):
         if not self.priority:
             return math.inf
         if delta is not None:
+            if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+                raise TypeError(f"delta must be a number > 0, got {delta!r}")
             if not delta > 0:
                 raise ValueError(f"delta must be > 0, got {delta!r}")
-            return int(delta) if self.kind == "int" else float(delta)
+            if math.isinf(delta):
+                return math.inf
+            # integer distances: a window narrower than 1 holds what a window of 1 does (and
+            # int() of it would be an empty window that never advances)
+            return math.ceil(delta) if self.kind == "int" else float(delta)
         delta = self.default_delta(graph)
         if self.ctx.ranks is not None and not math.isinf(delta):
             # each rank's estimate reads its own part's weights: all take the smallest
