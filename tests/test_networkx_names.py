@@ -335,3 +335,28 @@ def test_weighted_pagerank_cuda(k, setup):
                   **setup) as solver:
         for _ in range(2):
             close(solver.run().to_dict(), want, 1e-4)
+
+
+@pytest.mark.parametrize("weight", [lambda u, v, d: d["weight"] * 10, 5, True, "", ["weight"]])
+def test_a_weight_that_is_no_attribute_name_is_refused(weight):
+    """A weight function (NetworkX takes one), a number or a list read as an attribute no edge
+    has, and every edge weighed 1: a wrong answer without a word."""
+    G = nx.Graph([(0, 1, {"weight": 5}), (1, 2, {"weight": 5}), (0, 2, {"weight": 1})])
+    for call in (lambda: groute.sssp(G, 0, weight=weight, backend="cpu"),
+                 lambda: groute.pagerank(G, weight=weight, backend="cpu")):
+        with pytest.raises(TypeError, match="weight must be the name of an edge attribute"):
+            call()
+
+
+def test_an_edge_whose_weight_is_none_is_named_not_weighed_one():
+    """Missing, an edge weighs 1 (NetworkX's rule); an explicit None is no weight: NetworkX's
+    Dijkstra hides the edge, other functions fail, so groute names it (a multigraph's too)."""
+    for G in (nx.DiGraph([(0, 1, {"weight": None}), (1, 2, {"weight": 1}), (0, 2)]),
+              nx.MultiDiGraph([(0, 1, {"weight": 2}), (0, 1, {"weight": None}), (1, 2)])):
+        with pytest.raises(ValueError, match=r"edge \(0, 1\) has weight=None"):
+            groute.sssp(G, 0, backend="cpu")
+    G = nx.DiGraph([(0, 1), (1, 2, {"weight": 4})])
+    assert groute.sssp(G, 0, backend="cpu").to_dict() == {0: 0, 1: 1, 2: 5}
+    M = nx.MultiDiGraph([(0, 1, {"weight": 3}), (0, 1), (0, 1, {"weight": "x"})])
+    with pytest.raises(ValueError, match=r"edge \(0, 1\) has weight='x'"):
+        groute.sssp(M, 0, backend="cpu")

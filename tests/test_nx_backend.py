@@ -473,8 +473,10 @@ def test_multigraph_pagerank_and_iterator_sources_decline():
 
 @pytest.mark.parametrize("weights,why", [
     ({"w": 0.5}, "real weights"), ({"w": -1}, "negative weights"),
-    ({"w": 2**31}, "int32"), ({"w": "heavy"}, "cannot convert")])
+    ({"w": 2**31}, "int32"), ({"w": "heavy"}, "cannot convert"),
+    ({"w": None}, "w=None")])
 def test_weights_groute_cannot_sum_exactly_fall_back(weights, why):
+    """(An edge whose weight is None: NetworkX's Dijkstra hides it; groute gave it 1.)"""
     G = nx.path_graph(5)
     nx.set_edge_attributes(G, 1, "w")
     G[1][2]["w"] = weights["w"]

@@ -69,6 +69,7 @@ def cached_from_networkx(G, *, weight: str | None = "weight") -> CSRGraph:
     ``G.__networkx_cache__.clear()``). A second call on the same graph skips the conversion, and
     what solvers keep on the graph (in-arcs, partitions)."""
     import networkx as nx
+    check_weight_name(weight)
     cache = getattr(G, "__networkx_cache__", None)
     if cache is None or not nx.config.cache_converted_graphs:
         return from_networkx(G, weight=weight)
@@ -115,6 +116,7 @@ def networkx_adjacency(G, *, weight: str | None = "weight") -> Adjacency:
     edge lacks it); the weights keep their type: int64 when every one is an integer, float64
     when any is real. A weight that is not a number is a ValueError naming the edge.
     """
+    check_weight_name(weight)
     adj = G._adj
     nodes = list(adj)
     n = len(nodes)
@@ -135,6 +137,22 @@ def networkx_adjacency(G, *, weight: str | None = "weight") -> Adjacency:
     return Adjacency(nodes, indptr, indices, weights, positions)
 
 
+#: an edge without the weight attribute (None is a value an edge can hold)
+_MISSING = object()
+#: what a weight attribute may hold
+_NUMBERS = (int, float, np.integer, np.floating)
+
+
+def check_weight_name(weight) -> None:
+    """Refuse a ``weight`` that is not an edge attribute's name (a non-empty str) or None: a
+    weight function, a number or a list would otherwise read as an attribute no edge has,
+    and every edge would weigh 1."""
+    if weight is not None and (not isinstance(weight, str) or not weight):
+        raise TypeError(f"weight must be the name of an edge attribute (a non-empty str) or "
+                        f"None; got {weight!r} (groute reads weights from an attribute, not "
+                        f"through a function)")
+
+
 def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
     """The ``weight`` of every arc in adjacency order (None when no edge has it)."""
     plain = all(type(r) is dict for r in rows)
@@ -150,21 +168,25 @@ def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
         def least(keydict):
             found = [d[weight] for d in keydict.values() if weight in d]
             if not found:
-                return None
-            return min(found) if len(found) == len(keydict) else min(found + [1])
+                return _MISSING
+            try:
+                return min(found) if len(found) == len(keydict) else min(found + [1])
+            except TypeError:           # a value that is not a number: the error below names it
+                return next(x for x in found if not isinstance(x, _NUMBERS))
         values = list(map(least, datas))
     else:
-        values = [d.get(weight) for d in datas]
-    if all(v is None for v in values):
+        values = [d.get(weight, _MISSING) for d in datas]
+    if all(v is _MISSING for v in values):
         return None
-    values = [1 if v is None else v for v in values]
+    # an edge without the attribute weighs 1; one whose value is None is refused below (NetworkX
+    # hides such an edge from Dijkstra and fails elsewhere: no one weight stands for it)
+    values = [1 if v is _MISSING else v for v in values]
     try:
         w = np.asarray(values)
     except (ValueError, TypeError):     # e.g. a list among the numbers
         w = None
     if w is None or w.ndim != 1 or w.dtype.kind not in "iufb":
-        bad = next(i for i, v in enumerate(values)
-                   if not isinstance(v, (int, float, np.integer, np.floating)))
+        bad = next(i for i, v in enumerate(values) if not isinstance(v, _NUMBERS))
         u = nodes[int(np.searchsorted(indptr, bad, side="right")) - 1]
         raise ValueError(f"edge ({u!r}, {nodes[int(indices[bad])]!r}) has {weight}="
                          f"{values[bad]!r}: the {weight!r} attribute must be a number "
