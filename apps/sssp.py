@@ -51,11 +51,14 @@ class SSSP(RelaxSolver):
         ``cutoff``: only distances at most ``cutoff`` are kept (the rest unreached, inf), and
         a vertex past it is not expanded (the engine's ``ceiling``: the first value above
         ``cutoff``)."""
+        ceiling = self._ceiling_above(cutoff)
         result = super().run(source, sources=sources, predecessors=predecessors,
-                             ceiling=self._ceiling_above(cutoff))
-        if cutoff is None:
+                             ceiling=ceiling)
+        if ceiling is None:
             return result
-        beyond = np.asarray(result.values) > cutoff
+        # the ceiling, not the cutoff: float32 sums compare with the float32 cutoff, as in the
+        # run (0.1 + 0.1 in float32 is above the float64 0.2, and is the float32 0.2)
+        beyond = np.asarray(result.values) >= ceiling
         if not beyond.any():
             return result
         values = np.where(beyond, self.unreached, result.values)

@@ -327,3 +327,18 @@ def test_cuda_peer_bfs_shares_level_0_without_offers(k):
         alone = solver.run(sources=seeds, cutoff=1)
         assert alone.to_dict() == {**leaves, **{v: 0 for v in seeds}}
         assert sum(alone.stats["items_sent"].values()) > 0, alone.stats["items_sent"]
+
+
+def test_a_float_distance_equal_to_the_cutoff_is_kept():
+    """0.1 + 0.1 in float32 is 0.2 as float32, above the float64 0.2: the run kept vertex 2
+    (its ceiling is float32) and the filter after it dropped it. Distances are float32 sums,
+    kept where they are at most the float32 cutoff (NetworkX's float64 sums differ where the
+    two roundings do: 0.1 + 0.1 + 0.1 is above 0.3 in float64, not in float32)."""
+    G = nx.path_graph(8)
+    nx.set_edge_attributes(G, 0.1, "weight")
+    whole = sssp(G, 0, backend="cpu", devices=2).to_dict()
+    for cutoff in (0.2, 0.3, 0.5, 0.7):
+        got = sssp(G, 0, cutoff=cutoff, backend="cpu", devices=2).to_dict()
+        assert got == {v: d for v, d in whole.items() if np.float32(d) <= np.float32(cutoff)}
+    assert sorted(sssp(G, 0, cutoff=0.2, backend="cpu").to_dict()) == \
+        sorted(nx.single_source_dijkstra_path_length(G, 0, cutoff=0.2)) == [0, 1, 2]
