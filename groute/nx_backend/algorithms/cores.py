@@ -98,7 +98,8 @@ def _neighbours_in_core(G, core, k: int) -> np.ndarray:
 
 
 def k_corona(G, k, core_number=None):
-    """The nodes of core number ``k`` with exactly ``k`` neighbours (``G[v]``) in the k-core.
+    """The nodes of core number ``k`` (None: the largest) with exactly ``k`` neighbours
+    (``G[v]``) in the k-core.
     A ``core_number`` dict given is read by position when it holds an integer for every node,
     and nothing else (otherwise NetworkX runs the call, reading it as it does)."""
     if core_number is None:
@@ -110,6 +111,8 @@ def k_corona(G, k, core_number=None):
     else:
         raise NotImplementedError("a core_number dict that is not an integer per node of G: "
                                   "NetworkX runs the call")
+    if k is None:
+        k = max(core.tolist())                  # NetworkX's: the largest core number
     shell = core == k
     if bool(shell.any()):
         k = int(core[np.argmax(shell)])      # an integer, whatever k's type
