@@ -426,7 +426,8 @@ class _Level:
         moved); when none of them gains, every vertex is weighed once more, and the level ends
         when none gains. What an iteration's moves gained is summed over the movers' arcs
         alone (no two movers are neighbours, so only their own arcs change sides) and the
-        communities' totals."""
+        communities' totals; moves that lose together (two joining one community) are undone
+        and the first half of them tried, down to one, which gains alone."""
         eng = self.engine
         everyone = eng.all_vertices()
         m, resolution = self.m, float(resolution)
@@ -445,17 +446,18 @@ class _Level:
                 weighed, whole = everyone, True
                 continue
             movers = self.movers(gaining, salt, iteration)
-            compute(movers, KEEP)
-            compute(movers, TAKE)
-            self.tables(movers)
-            keyed.arc_sums(movers, weight="w", into="inside", where=same_community, loops=False)
-            keyed.arc_sums(movers, weight="w", into="left", where=left_community, loops=False)
-            after = self.products()
-            gained = (reduce(movers, "inside") - reduce(movers, "left")) / m \
-                - resolution * (after - products) / (m * m)
-            if not gained > 0:          # the moves gained nothing together: undo them, stop
+            gained, after = self.take(movers, products, resolution)
+            while not gained > 0:
+                # the moves lost together (each gains alone, but two may join one community
+                # and outweigh it): undo them and try the first half of them, down to one
                 compute(movers, UNDO)
                 self.tables(movers)
+                positions = eng.positions_of(movers)
+                if positions.shape[0] <= 1:
+                    break
+                movers = eng.frontier_at(positions[:positions.shape[0] // 2])
+                gained, after = self.take(movers, products, resolution)
+            if not gained > 0:          # not even one mover gains (rounding): a local optimum
                 break
             products, moved = after, True
             compute(gaining, MARK)
@@ -463,6 +465,21 @@ class _Level:
             weighed, whole = filter(everyone, MARKED), False
             compute(weighed, UNMARK)
         return before, self.modularity(resolution), moved
+
+    def take(self, movers, products: float, resolution: float) -> tuple[float, float]:
+        """Move ``movers`` to their choices (their communities kept for an undo) and say what
+        that gained together (summed over the movers' arcs and the communities' totals) and
+        the totals' products after it."""
+        m = self.m
+        compute(movers, KEEP)
+        compute(movers, TAKE)
+        self.tables(movers)
+        keyed.arc_sums(movers, weight="w", into="inside", where=same_community, loops=False)
+        keyed.arc_sums(movers, weight="w", into="left", where=left_community, loops=False)
+        after = self.products()
+        gained = (reduce(movers, "inside") - reduce(movers, "left")) / m \
+            - resolution * (after - products) / (m * m)
+        return gained, after
 
     def movers(self, gaining, salt: int, iteration: int):
         """The vertices of ``gaining`` that move at once (:func:`independent_movers`): the
