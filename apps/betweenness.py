@@ -81,6 +81,7 @@ from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute
                               FilterStep, Functor, Gather, Loop, Message, Sweep, arc_values,
                               run_rounds, subdivided_graph)
 from groute.registry import algorithm, public
+from groute.graph import input_graph
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1
@@ -657,7 +658,9 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     if k is not None and sources is not None:
         raise ValueError("give k (a sample of sources) or sources (the sources themselves), "
                          "not both")
-    g = load_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
+    g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric,
+                    multigraph="NetworkX gives each parallel edge its own value, keyed "
+                               "(u, v, k), and groute's graphs keep one arc per pair")
     if sources is None and k is not None:
         sample = sample_sources(g.num_vertices, k, seed)
         sources = None if sample is None else [g.file_id_of(p) for p in sample]

@@ -18,7 +18,7 @@ import math
 from groute.engines import Relaxation, RelaxSolver, value_add
 from groute.engines.relax.memory import traversal_bytes
 from groute.registry import algorithm, command
-from groute.solver import input_graph
+from groute.graph import input_graph
 
 #: hops: every arc adds one
 HOPS = Relaxation(name="hops", cuda="value_add(d, 1)", numpy=lambda d, w: value_add(d, 1),

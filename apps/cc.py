@@ -25,7 +25,7 @@ from groute.engines.components import STATS_KEYS, ComponentsSolver
 from groute.engines.components.memory import components_bytes
 from groute.registry import algorithm, command, public
 from groute.results import AppResult
-from groute.solver import input_graph
+from groute.graph import input_graph
 from groute.tuning import CC_LINKS, CCTuning
 
 __all__ = ["CC", "STATS_KEYS", "connected_components", "weakly_connected_components"]

@@ -23,8 +23,8 @@ import numpy as np
 
 from groute import AppResult
 from groute.engines import FixedPoint, IterateSolver, LinearIteration
-from groute.graph import load_graph
 from groute.registry import public
+from groute.graph import input_graph
 
 #: Katz: a vertex sends its whole value along every out-arc; NetworkX's absolute L1 rule
 KATZ = LinearIteration(name="katz", share="x", share_numpy=lambda x, deg: x, stop="absolute")
@@ -145,7 +145,8 @@ def katz_centrality(G, alpha=0.1, beta=1.0, max_iter=1000, tol=1.0e-6, nstart=No
     >>> all(abs(x[v] - ref[v]) < 1e-6 for v in G)
     True
     """
-    g = load_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
+    g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric,
+                    multigraph="NetworkX's katz_centrality takes no multigraph")
     with Katz(g, alpha=alpha, beta=beta, max_iter=max_iter, tol=tol, nstart=nstart,
               normalized=normalized, weight=weight, **options) as solver:
         return solver.run()

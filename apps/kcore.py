@@ -32,9 +32,10 @@ import numpy as np
 import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import DEFAULT_PARTITION, CSRGraph, load_graph
+from groute.graph import DEFAULT_PARTITION, CSRGraph
 from groute.operators import AdvanceStep, ComputeStep, Functor, filter, reduce, run_loop
 from groute.registry import algorithm
+from groute.graph import input_graph
 
 #: the core number of a vertex still in the graph
 IN_GRAPH = -1
@@ -193,7 +194,8 @@ def core_number(G, *, num_vertices=None, symmetric=False, **options) -> AppResul
     >>> groute.core_number(G, backend="cpu", devices=1).to_dict()
     {0: 2, 1: 2, 2: 2, 3: 1}
     """
-    g = load_graph(G, weight=None, num_vertices=num_vertices, symmetric=symmetric)
+    g = input_graph(G, num_vertices=num_vertices, symmetric=symmetric,
+                    multigraph="NetworkX's core_number takes no multigraph")
     if g.num_vertices == 0:
         return AppResult(np.zeros(0, np.int32), 0.0, {}, vertex_ids=g.vertex_ids)
     with KCore(g, **options) as solver:

@@ -31,7 +31,7 @@ from groute.graph import DEFAULT_PARTITION
 from groute.operators import Functor, Message, advance, arc_values, compute, filter, keyed
 from groute.apps.louvain import first_members, independent_movers, level_graph, salt_of
 from groute.registry import public
-from groute.solver import input_graph
+from groute.graph import input_graph
 
 #: NetworkX's degree counts a self-loop twice: the rows list it once
 LOOP = "loop"

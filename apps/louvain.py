@@ -53,7 +53,7 @@ from groute.operators import Functor, Gather, Message, advance, compute, filter,
 from groute.operators import keyed_ops
 from groute.registry import public
 from groute.runtime.kept import lease
-from groute.solver import input_graph
+from groute.graph import input_graph
 
 #: the most iterations of local moves in one level (each moves an independent set of the
 #: vertices that gain; a level ends well before this on every graph measured)

@@ -43,10 +43,11 @@ import numpy as np
 import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import DEFAULT_PARTITION, load_graph
+from groute.graph import DEFAULT_PARTITION
 from groute.operators import (Functor, Gather, Message, advance, arc_values, compute, filter,
                               reduce, subdivided_graph)
 from groute.registry import public
+from groute.graph import input_graph
 
 
 def _add_message(dst):
@@ -309,7 +310,8 @@ def eigenvector_centrality(G, max_iter=100, tol=1.0e-6, nstart=None, weight=None
     >>> [round(x[v], 4) for v in range(3)]
     [0.5, 0.7071, 0.5]
     """
-    g = load_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
+    g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric,
+                    multigraph="NetworkX's eigenvector_centrality takes no multigraph")
     if g.num_vertices == 0:
         raise ValueError("eigenvector_centrality: the null graph has no centrality")
     weights = None if weight is None else arc_values(g, arc_weights)
@@ -429,7 +431,10 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True, *, arc_weigh
     if nstart is not None:
         raise ValueError("hits: nstart changes only the iterations, and groute starts from "
                          "every vertex alike; pass nstart=None")
-    g = load_graph(G, weight="weight", num_vertices=num_vertices, symmetric=symmetric)
+    g = input_graph(G, weight="weight", num_vertices=num_vertices, symmetric=symmetric,
+                    multigraph="NetworkX's hits adds up parallel edges, and groute's graphs "
+                               "keep one arc of their least weight; pass nx.Graph(G) with the "
+                               "weights summed")
     if g.num_vertices == 0:
         empty = AppResult(np.zeros(0), 0.0, {}, vertex_ids=g.vertex_ids)
         return empty, empty

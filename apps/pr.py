@@ -30,7 +30,7 @@ from groute.engines.iterate.solver import stats_keys
 from groute.graph.rank_graph import loading_ranks, whole_rows
 from groute.registry import algorithm, command
 from groute.results import AppResult
-from groute.solver import input_graph
+from groute.graph import input_graph
 
 #: PageRank: a vertex's rank split evenly over its out-arcs
 PAGERANK = LinearIteration(name="pagerank", share="x / (float)deg",

@@ -21,7 +21,8 @@ import numpy as np
 from groute.engines import Relaxation, RelaxSolver, value_add
 from groute.engines.relax.memory import traversal_bytes
 from groute.registry import algorithm, command, public
-from groute.solver import input_graph, source_position
+from groute.graph import input_graph
+from groute.solver import source_position
 
 #: distance: every arc adds its weight
 DISTANCE = Relaxation(name="distance", cuda="value_add(d, w)", numpy=value_add, weighted=True)

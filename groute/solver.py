@@ -5,7 +5,8 @@ then ``run`` many times (so benchmarks time the algorithm, not the setup), plus 
 function (``bfs(graph, source, ...)``) that builds a solver, runs it once and shuts down; its
 answer is an :class:`~groute.results.AppResult`.
 
-Vertex ids: the one-shot functions take any graph input :func:`input_graph` takes, and their
+Vertex ids: the one-shot functions take any graph input
+:func:`groute.graph.input_graph` takes, and their
 ``source`` is one of the graph's own ids (a file's ids, NetworkX labels; :mod:`groute.graph.ids`).
 """
 from __future__ import annotations
@@ -210,20 +211,6 @@ def _open_only(run):
                                f"with block): make a new one to run again")
         return run(self, *args, **kwargs)
     return open_only
-
-
-def input_graph(graph, *, weight=None, num_vertices=None, symmetric=False, multigraph=None):
-    """The graph a one-shot app function runs on, from anything
-    :func:`~groute.graph.load_graph` takes: a path or spec, a CSRGraph, a NetworkX graph (its
-    ``weight`` edge attribute as weights), a scipy sparse matrix, or ``(src, dst[, weights])``
-    arrays with an optional ``num_vertices``; ``symmetric``: every arc both ways.
-    ``multigraph``: why the algorithm refuses a NetworkX multigraph (a
-    :class:`~groute.errors.GraphNotSupported` saying it), or None when it takes one."""
-    from groute.graph import load_graph
-    if multigraph is not None and getattr(graph, "is_multigraph", lambda: False)():
-        from groute.errors import GraphNotSupported
-        raise GraphNotSupported(f"a NetworkX {type(graph).__name__}: {multigraph}")
-    return load_graph(graph, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
 
 
 def source_position(graph, source, what: str = "source") -> int:

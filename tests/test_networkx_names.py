@@ -360,3 +360,15 @@ def test_an_edge_whose_weight_is_none_is_named_not_weighed_one():
     M = nx.MultiDiGraph([(0, 1, {"weight": 3}), (0, 1), (0, 1, {"weight": "x"})])
     with pytest.raises(ValueError, match=r"edge \(0, 1\) has weight='x'"):
         groute.sssp(M, 0, backend="cpu")
+
+
+@pytest.mark.parametrize("fn", ["core_number", "katz_centrality", "eigenvector_centrality",
+                                "hits", "edge_betweenness_centrality"])
+def test_a_multigraph_is_refused_where_networkx_refuses_it_or_counts_parallel_edges(fn):
+    """core_number, Katz and eigenvector centrality are not implemented for multigraphs in
+    NetworkX; its HITS adds parallel edges up and its edge betweenness keys each one: groute,
+    which keeps one arc per pair, answered all five as if the graph were simple."""
+    G = nx.MultiGraph([(0, 1), (0, 1), (1, 2), (2, 3), (3, 0)])
+    with pytest.raises(nx.NetworkXNotImplemented, match="MultiGraph"):
+        getattr(groute, fn)(G, backend="cpu")
+    getattr(groute, fn)(nx.Graph(G), backend="cpu")         # the simple graph answers

@@ -113,5 +113,5 @@ def test_matches_networkx_cuda(k, setup):
 
 
 def _graph(G):
-    from groute.solver import input_graph
+    from groute.graph import input_graph
     return input_graph(G, weight=None)

@@ -208,7 +208,7 @@ def test_cli_sources_cutoff_predecessors(tmp_path, capsys):
 
 
 def groute_graph(G, weight=None):
-    from groute.solver import input_graph
+    from groute.graph import input_graph
     return input_graph(G, weight=weight)
 
 

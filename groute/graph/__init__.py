@@ -15,7 +15,7 @@ from .formats import detect_format, read_graph, write_graph
 from .dimacs import read_dimacs, write_dimacs
 from .mtx import read_mtx, write_mtx
 from .snap import read_snap, write_snap
-from .load import load_graph
+from .load import input_graph, load_graph
 from .convert import as_graph
 from .spec import GraphSpec, is_spec, parse_spec
 from .generators import erdos_renyi, generate, grid, kronecker, rmat
@@ -24,7 +24,7 @@ from .cache import cache_root
 from . import reference
 
 __all__ = [
-    "CSRGraph", "GraphFormatError", "load_graph", "as_graph", "read_graph", "write_graph", "detect_format",
+    "CSRGraph", "GraphFormatError", "load_graph", "input_graph", "as_graph", "read_graph", "write_graph", "detect_format",
     "read_mtx", "write_mtx", "read_dimacs", "write_dimacs", "read_snap", "write_snap",
     "GraphSpec", "parse_spec", "is_spec", "generate", "kronecker", "rmat", "grid", "erdos_renyi",
     "partition_graph", "Partition", "LocalGraph", "DEFAULT_PARTITION", "cache_root", "reference",

@@ -211,3 +211,46 @@ def _load_spec(text: str, *, seed, cache, backend) -> CSRGraph:
         except OSError as exc:
             log.info("could not cache %s (%s)", text, exc)
     return g
+
+
+def input_graph(graph, *, weight=None, num_vertices=None, symmetric=False, multigraph=None):
+    """The graph a one-shot algorithm function (``groute.bfs(G, ...)``, or one of your own on
+    the operator API) runs on, from anything :func:`load_graph` takes; a NetworkX multigraph
+    refused where the algorithm cannot answer for it as NetworkX does.
+
+    Parameters
+    ----------
+    graph : path, spec, CSRGraph, NetworkX graph, scipy sparse matrix or tuple
+        A file or spec, a graph, or ``(src, dst[, weights])`` edge arrays.
+    weight : str, optional
+        The NetworkX edge attribute read as the weights (None: unweighted).
+    num_vertices : int, optional
+        For edge arrays: the vertex count (default: the largest id plus one).
+    symmetric : bool
+        Store every arc both ways.
+    multigraph : str, optional
+        Why the algorithm refuses a NetworkX multigraph (parallel edges that NetworkX counts
+        and groute's graphs merge, or a function NetworkX does not implement for them); None
+        when it takes one.
+
+    Returns
+    -------
+    CSRGraph
+
+    Raises
+    ------
+    GraphNotSupported
+        A NetworkX multigraph where ``multigraph`` is given (NetworkX's
+        ``NetworkXNotImplemented``), saying why.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from groute.graph import input_graph
+    >>> input_graph(nx.path_graph(3)).num_edges
+    4
+    """
+    if multigraph is not None and getattr(graph, "is_multigraph", lambda: False)():
+        from groute.errors import GraphNotSupported
+        raise GraphNotSupported(f"a NetworkX {type(graph).__name__}: {multigraph}")
+    return load_graph(graph, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
