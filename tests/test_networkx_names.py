@@ -372,3 +372,21 @@ def test_a_multigraph_is_refused_where_networkx_refuses_it_or_counts_parallel_ed
     with pytest.raises(nx.NetworkXNotImplemented, match="MultiGraph"):
         getattr(groute, fn)(G, backend="cpu")
     getattr(groute, fn)(nx.Graph(G), backend="cpu")         # the simple graph answers
+
+
+def test_weights_past_what_groute_stores_name_the_weight():
+    """1e300 became an infinite float32 weight (after an overflow warning) and the error said
+    the arc's weight was infinite; 2**40 said only "integer weights must fit in int32". An
+    infinite weight stays what it is."""
+    import warnings
+    G = nx.Graph([(0, 1, {"weight": 1.0}), (1, 2, {"weight": 1e300})])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"the weight 1e\+300 of arc \d+ is past float32"):
+            groute.sssp(G, 0, backend="cpu")
+    with pytest.raises(ValueError, match=r"the weight 1099511627776 of arc \d+ does not"):
+        groute.sssp(nx.Graph([(0, 1, {"weight": 2**40})]), 0, backend="cpu")
+    G = nx.Graph([(0, 1, {"weight": float("inf")}), (1, 2, {"weight": 1e300})])
+    with pytest.raises(ValueError, match="past float32"):
+        groute.pagerank(G, backend="cpu")
+    assert groute.pagerank(nx.Graph([(0, 1, {"weight": 1e30})]), backend="cpu").values.size == 2

@@ -97,10 +97,19 @@ def weight_array(w):
     w = _as_array(w)
     kind = w.dtype.kind
     if kind == "f" and w.dtype != np.float32:
+        big = float(np.finfo(np.float32).max)
+        size = abs(w)
+        past = (size > big) & (size != np.inf)      # finite, but infinite as float32
+        if w.size and bool(past.any()):
+            at = int(past.argmax())
+            raise ValueError(f"the weight {float(w[at])!r} of arc {at} is past float32's range "
+                             f"(about 3.4e38), which groute's weights are stored in")
         return w.astype(np.float32)
     if kind in "iub" and w.dtype != np.int32:
         if w.size and (int(w.min()) < -2**31 or int(w.max()) > 2**31 - 1):
-            raise ValueError("integer weights must fit in int32")
+            at = int(((w < -2**31) | (w > 2**31 - 1)).argmax())
+            raise ValueError(f"integer weights must fit in int32: the weight {int(w[at])} of "
+                             f"arc {at} does not (give float weights, or scale them)")
         return w.astype(np.int32)
     return w
 
