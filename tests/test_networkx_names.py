@@ -337,15 +337,19 @@ def test_weighted_pagerank_cuda(k, setup):
             close(solver.run().to_dict(), want, 1e-4)
 
 
-@pytest.mark.parametrize("weight", [lambda u, v, d: d["weight"] * 10, 5, True, "", ["weight"]])
+@pytest.mark.parametrize("weight", [lambda u, v, d: d["weight"] * 10, ["weight"]])
 def test_a_weight_that_is_no_attribute_name_is_refused(weight):
-    """A weight function (NetworkX takes one), a number or a list read as an attribute no edge
-    has, and every edge weighed 1: a wrong answer without a word."""
+    """A weight function (NetworkX calls one) or a list read as an attribute no edge has, and
+    every edge weighed 1: a wrong answer without a word. Any other key names an attribute, as
+    in NetworkX (0 here)."""
     G = nx.Graph([(0, 1, {"weight": 5}), (1, 2, {"weight": 5}), (0, 2, {"weight": 1})])
     for call in (lambda: groute.sssp(G, 0, weight=weight, backend="cpu"),
                  lambda: groute.pagerank(G, weight=weight, backend="cpu")):
-        with pytest.raises(TypeError, match="weight must be the name of an edge attribute"):
+        with pytest.raises(TypeError, match="weight must name an edge attribute"):
             call()
+    K = nx.Graph([(0, 1, {0: 5}), (1, 2, {0: 5}), (0, 2, {0: 1})])
+    assert groute.sssp(K, 0, weight=0, backend="cpu").to_dict() == \
+        nx.single_source_dijkstra_path_length(K, 0, weight=0)
 
 
 def test_an_edge_whose_weight_is_none_is_named_not_weighed_one():

@@ -8,6 +8,7 @@ for arrays and matrices. NetworkX is imported only when a NetworkX graph is pass
 from __future__ import annotations
 
 import itertools
+from collections.abc import Hashable
 import sys
 
 import numpy as np
@@ -144,12 +145,12 @@ _NUMBERS = (int, float, np.integer, np.floating)
 
 
 def check_weight_name(weight) -> None:
-    """Refuse a ``weight`` that is not an edge attribute's name (a non-empty str) or None: a
-    weight function, a number or a list would otherwise read as an attribute no edge has,
-    and every edge would weigh 1."""
-    if weight is not None and (not isinstance(weight, str) or not weight):
-        raise TypeError(f"weight must be the name of an edge attribute (a non-empty str) or "
-                        f"None; got {weight!r} (groute reads weights from an attribute, not "
+    """Refuse a ``weight`` that cannot name an edge attribute: a function (NetworkX calls one;
+    read as a key no edge has, every edge would weigh 1) or what is not hashable (a list).
+    Any other key is a name, as in NetworkX (``0``, ``""``: an attribute of that key)."""
+    if callable(weight) or not isinstance(weight, Hashable):
+        raise TypeError(f"weight must name an edge attribute (its key, such as 'weight') or "
+                        f"be None; got {weight!r} (groute reads weights from an attribute, not "
                         f"through a function)")
 
 
