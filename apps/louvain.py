@@ -15,8 +15,8 @@ vertices that gain, those whose random priority (from ``seed``) beats every gain
 neighbour's move at once (Luby's independent set: a gathering advance of the neighbours'
 largest priority). No two neighbours move together, so each move gains what it computed but
 for the community totals two moves into one community share, and a level runs until no vertex
-gains or an iteration's moves gain nothing (then they are undone): a local optimum as the
-sequential algorithm's, reached in a different order. The communities' totals and every
+gains (moves that lose together are undone and the first half of them tried, down to one, which
+gains alone): a local optimum as the sequential algorithm's, reached in a different order. The communities' totals and every
 vertex's community live in tables on every device (:func:`~groute.operators.keyed.key_totals`,
 :func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
 join (:func:`~groute.operators.keyed.key_pair_sums`, summed on the devices, the pairs' CSR

@@ -172,11 +172,12 @@ def test_errors_name_the_argument():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("mode", ["bsp", "async"])
-def test_a_window_narrower_than_one_on_integer_distances_is_one(mode):
+def test_a_window_narrower_than_one_on_integer_distances_is_one():
     """``delta`` 0.5 on BFS or integer SSSP was a window of int(0.5) = 0 that never advanced
     (the run spun past its timeout): it is a window of 1; inf is no window; a non-number is
-    named."""
+    named, also where no window is kept (bsp on CPU devices); all-zero weights, whose default
+    window was 0, keep none. (async: the CPU devices' mode that keeps a window.)"""
+    mode = "async"
     G = random_graph(3)
     want_bfs = nx.single_source_shortest_path_length(G, 0)
     want_sssp = nx.single_source_dijkstra_path_length(G, 0)
@@ -189,8 +190,14 @@ def test_a_window_narrower_than_one_on_integer_distances_is_one(mode):
                        (float("nan"), ValueError)):
         with pytest.raises(error, match="delta must be"):
             sssp(G, 0, priority=True, delta=bad, backend="cpu", devices=1)
-    assert main(["bfs", "--graph", "grid:6", "--backend", "cpu", "--devices", "2", "--delta",
-                 "0.5", "--repeat", "1", "--timeout", "20"]) == 0
+        with pytest.raises(error, match="delta must be"):
+            sssp(G, 0, priority=True, delta=bad, mode="bsp", backend="cpu", devices=2)
+    Z = nx.grid_2d_graph(30, 4)
+    nx.set_edge_attributes(Z, 0.0, "weight")
+    got = sssp(Z, (0, 0), priority=True, mode=mode, backend="cpu", devices=2, timeout=20)
+    assert set(got.to_dict().values()) == {0.0}
+    assert main(["sssp", "--graph", "grid:6", "--backend", "cpu", "--devices", "2", "--mode",
+                 mode, "--delta", "0.5", "--repeat", "1", "--timeout", "20", "--verify"]) == 0
 
 
 def test_cli_sources_cutoff_predecessors(tmp_path, capsys):

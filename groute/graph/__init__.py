@@ -24,7 +24,8 @@ from .cache import cache_root
 from . import reference
 
 __all__ = [
-    "CSRGraph", "GraphFormatError", "load_graph", "input_graph", "as_graph", "read_graph", "write_graph", "detect_format",
+    "CSRGraph", "GraphFormatError", "load_graph", "input_graph", "as_graph", "read_graph",
+    "write_graph", "detect_format",
     "read_mtx", "write_mtx", "read_dimacs", "write_dimacs", "read_snap", "write_snap",
     "GraphSpec", "parse_spec", "is_spec", "generate", "kronecker", "rmat", "grid", "erdos_renyi",
     "partition_graph", "Partition", "LocalGraph", "DEFAULT_PARTITION", "cache_root", "reference",

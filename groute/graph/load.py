@@ -222,8 +222,8 @@ def input_graph(graph, *, weight=None, num_vertices=None, symmetric=False, multi
     ----------
     graph : path, spec, CSRGraph, NetworkX graph, scipy sparse matrix or tuple
         A file or spec, a graph, or ``(src, dst[, weights])`` edge arrays.
-    weight : str, optional
-        The NetworkX edge attribute read as the weights (None: unweighted).
+    weight : hashable, optional
+        The NetworkX edge attribute read as the weights (its key; None: unweighted).
     num_vertices : int, optional
         For edge arrays: the vertex count (default: the largest id plus one).
     symmetric : bool

@@ -413,24 +413,29 @@ class RelaxSolver(Solver):
                              weighted=self.weighted_values, delta=delta, tuning=self.tuning)
 
     def _pick_delta(self, graph, delta):
-        if not self.priority:
-            return math.inf
-        if delta is not None:
+        if delta is not None:           # checked whether or not a window is kept
             if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
                 raise TypeError(f"delta must be a number > 0, got {delta!r}")
             if not delta > 0:
                 raise ValueError(f"delta must be > 0, got {delta!r}")
-            if math.isinf(delta):
+        if not self.priority:
+            return math.inf
+        if delta is None:
+            delta = self.default_delta(graph)
+            if self.ctx.ranks is not None and not math.isinf(delta):
+                # each rank's estimate reads its own part's weights: all take the smallest
+                delta = self.ctx.ranks.allreduce(delta, "min")
+            if not delta > 0:           # no estimate (all weights 0): no window
                 return math.inf
-            # integer distances: a window narrower than 1 holds what a window of 1 does (and
-            # int() of it would be an empty window that never advances)
-            return math.ceil(delta) if self.kind == "int" else float(delta)
-        delta = self.default_delta(graph)
-        if self.ctx.ranks is not None and not math.isinf(delta):
-            # each rank's estimate reads its own part's weights: all take the smallest
-            delta = self.ctx.ranks.allreduce(delta, "min")
-            delta = int(delta) if self.kind == "int" else float(delta)
-        return delta
+        return self._window(delta)
+
+    def _window(self, delta) -> float:
+        """A window ``delta`` > 0 as the run keeps it: inf as it is; on integer distances
+        rounded up, since a window narrower than 1 holds what a window of 1 does (and int() of
+        it would be an empty window that never advances)."""
+        if math.isinf(delta):
+            return math.inf
+        return math.ceil(delta) if self.kind == "int" else float(delta)
 
     def default_delta(self, graph):
         """The window ``priority=True`` keeps without a ``delta`` (value units); the apps say
