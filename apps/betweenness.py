@@ -76,12 +76,11 @@ import numpy as np
 import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import DEFAULT_PARTITION, load_graph
+from groute.graph import DEFAULT_PARTITION, input_graph, load_graph
 from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute, ComputeStep,
                               FilterStep, Functor, Gather, Loop, Message, Sweep, arc_values,
                               run_rounds, subdivided_graph)
 from groute.registry import algorithm, public
-from groute.graph import input_graph
 
 #: depth of a vertex the current source has not reached
 UNREACHED = -1

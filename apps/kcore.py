@@ -32,10 +32,9 @@ import numpy as np
 import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import DEFAULT_PARTITION, CSRGraph
+from groute.graph import DEFAULT_PARTITION, CSRGraph, input_graph
 from groute.operators import AdvanceStep, ComputeStep, Functor, filter, reduce, run_loop
 from groute.registry import algorithm
-from groute.graph import input_graph
 
 #: the core number of a vertex still in the graph
 IN_GRAPH = -1

@@ -47,13 +47,12 @@ import numpy as np
 from groute import AppResult
 from groute.engines import make_engine
 from groute.engines.device_rule import choose_devices
-from groute.graph import DEFAULT_PARTITION, CSRGraph
+from groute.graph import DEFAULT_PARTITION, CSRGraph, input_graph
 from groute.graph.rank_graph import refuse_rank_graph
 from groute.operators import Functor, Gather, Message, advance, compute, filter, keyed, reduce
 from groute.operators import keyed_ops
 from groute.registry import public
 from groute.runtime.kept import lease
-from groute.graph import input_graph
 
 #: the most iterations of local moves in one level (each moves an independent set of the
 #: vertices that gain; a level ends well before this on every graph measured)

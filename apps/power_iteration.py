@@ -43,11 +43,10 @@ import numpy as np
 import groute
 from groute import AppResult
 from groute.engines import EngineSolver, make_engine
-from groute.graph import DEFAULT_PARTITION
+from groute.graph import DEFAULT_PARTITION, input_graph
 from groute.operators import (Functor, Gather, Message, advance, arc_values, compute, filter,
                               reduce, subdivided_graph)
 from groute.registry import public
-from groute.graph import input_graph
 
 
 def _add_message(dst):

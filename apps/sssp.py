@@ -78,7 +78,7 @@ class SSSP(RelaxSolver):
                 or not cutoff >= 0:
             raise ValueError(f"{self.app}: cutoff must be a number >= 0 (a distance), got "
                              f"{cutoff!r}")
-        if np.isinf(cutoff):
+        if float(cutoff) > float(np.finfo(np.float32).max):     # inf, or past every distance
             return None
         if self.kind == "int":
             return int(np.floor(cutoff)) + 1

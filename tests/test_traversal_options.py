@@ -349,3 +349,14 @@ def test_a_float_distance_equal_to_the_cutoff_is_kept():
         assert got == {v: d for v, d in whole.items() if np.float32(d) <= np.float32(cutoff)}
     assert sorted(sssp(G, 0, cutoff=0.2, backend="cpu").to_dict()) == \
         sorted(nx.single_source_dijkstra_path_length(G, 0, cutoff=0.2)) == [0, 1, 2]
+
+
+def test_a_cutoff_past_every_float32_distance_is_none():
+    """1e300 warned "overflow encountered in cast" (made a float32 ceiling): it cuts nothing."""
+    import warnings
+    G = nx.path_graph(4)
+    nx.set_edge_attributes(G, 0.5, "weight")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for cutoff in (1e300, 2**200):
+            assert sorted(sssp(G, 0, cutoff=cutoff, backend="cpu").to_dict()) == [0, 1, 2, 3]

@@ -8,8 +8,8 @@ for arrays and matrices. NetworkX is imported only when a NetworkX graph is pass
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable
 import sys
+from collections.abc import Hashable
 
 import numpy as np
 
