@@ -232,6 +232,25 @@ def test_float_weights_near_float32s_limit_raise_no_numpy_warning(backend, k, pr
     np.testing.assert_allclose(res.values, [0, 1e38, 2e38, 3e38, 3e38], rtol=1e-6)
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
+@pytest.mark.parametrize("mode", ["async", "bsp"])
+def test_a_float_window_narrower_than_the_distances_precision_still_advances(backend, k, mode):
+    """A delta float32 cannot add to the distances (1e-30 on distances of about 1; 1.0 on
+    distances of about 1e8, whose spacing is 8) steps the threshold to the next float32: the
+    run ends with the right distances, where the window once stayed put and it waited out its
+    timeout (one device: inside the fused kernel, for good)."""
+    gf = float_grid()
+    res = sssp(gf, 5, backend=backend, devices=k, mode=mode, priority=True, delta=1e-30,
+               partition="contiguous", timeout=20)
+    assert_sssp(res.values, gf, 5)
+    big = CSRGraph(gf.indptr, gf.indices, (gf.weights * np.float32(1e8)).astype(np.float32),
+                   name="float-weights-1e8")
+    res = sssp(big, 5, backend=backend, devices=k, mode=mode, priority=True, delta=1.0,
+               partition="contiguous", timeout=20)
+    assert_sssp(res.values, big, 5)
+
+
 def test_threshold_bits_past_float32_are_infinity_without_a_warning():
     """The CUDA worker's host side turns thresholds and deltas into the kernels' int32 bits
     (groute/engines/relax/cuda_worker.py): one past float32's range is infinity's bits, with no

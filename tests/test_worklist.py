@@ -61,6 +61,20 @@ def test_next_threshold_jumps_to_the_deferred_work():
     assert next_threshold(1.5, 2.25, 0.5) == 2.75
 
 
+def test_next_threshold_steps_past_a_float32_base_that_delta_cannot_move():
+    """Float distances are float32: a delta lost in the base's precision (in float64, or in
+    float32 where the kernels add) still takes the threshold to the least float32 above the
+    base, or the window never admits the deferred value and the run waits forever."""
+    up = float(np.nextafter(np.float32(1.0), np.float32(2.0)))
+    assert next_threshold(0.5, 1.0, 1e-30) == up
+    big = float(np.float32(1e8))
+    nxt = next_threshold(big, big, 1.0)          # float64 moves, float32 (spacing 8) cannot
+    assert nxt > big and np.float32(nxt) > np.float32(big)
+    assert next_threshold(0.5, 1.0, 0.25) == 1.25     # a step float32 holds is kept as is
+    assert next_threshold(3, math.inf, 2) == 5        # integer distances are exact
+    assert next_threshold(1e39, 1e39, 1.0) == 1e39 + 1.0   # past float32: every value is below
+
+
 def test_counter_advances_threshold_only_when_no_near_work_and_all_split():
     c = WorkCounter(2, threshold=10, delta=5, stop=threading.Event(), timeout=5)
     c.report(0, LocalWork(near=1, far=1, far_min=30))

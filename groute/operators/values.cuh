@@ -37,11 +37,16 @@ __device__ __forceinline__ int value_add(int d, weight_t w) {
 }
 
 // The soft-priority threshold after the near work ran out: delta beyond the larger of the
-// old threshold and the least deferred value (saturating at "unreached" for ints).
+// old threshold and the least deferred value (saturating at "unreached" for ints). A float
+// delta too small to move past the base takes the next float up: the step always admits a
+// deferred value the last window did not (groute/worklist/priority.py, on the host).
 __device__ __forceinline__ int next_threshold(int thr, int far_min, int delta) {
     int base = thr > far_min ? thr : far_min;
 #if VALUE_FLOAT
-    return __float_as_int(__int_as_float(base) + __int_as_float(delta));
+    if (base >= VALUE_INF) return VALUE_INF;
+    const float b = __int_as_float(base);
+    const float s = b + __int_as_float(delta);
+    return s > b ? __float_as_int(s) : base + 1;    // non-negative floats order as their bits
 #else
     long long s = (long long)base + delta;
     return s >= (long long)INT_INF ? INT_INF : (int)s;

@@ -688,8 +688,7 @@ peer_sssp(const PeerArgs* __restrict__ pa, const int* __restrict__ seeds, int nu
         const unsigned long long m64 = __ldcg(&a.counters[TOTALS + SMIN]);
         const int m = (int)m64;
         if (m64 != NO_MIN && m >= thr) {
-            int next = next_threshold(thr, m, delta);
-            thr = next > m ? next : m + 1;       // a float step too small to move past m
+            thr = next_threshold(thr, m, delta);
             ++advances;
         }
         // every device reads the same totals: all refresh or none. No barrier after it: an
