@@ -58,6 +58,13 @@ from groute.runtime.kept import lease
 #: vertices that gain; a level ends well before this on every graph measured)
 MAX_ITERATIONS = 10_000
 
+#: once an iteration's moves lost together (a conflict, resolved by halving them), the level
+#: ends at the first iteration that gains less than this share of what the level gained: the
+#: iterations after a conflict move a few vertices each and can outnumber the level's earlier
+#: ones many times over, where the next level, on the communities, does the same in a few;
+#: held on every iteration instead, it would cost the larger real graphs modularity
+TAIL_SHARE = 1e-3
+
 #: the position that becomes each vertex's first community, and its random priority's tail
 POSITIONS = "pos"
 
@@ -426,7 +433,9 @@ class _Level:
         when none gains. What an iteration's moves gained is summed over the movers' arcs
         alone (no two movers are neighbours, so only their own arcs change sides) and the
         communities' totals; moves that lose together (two joining one community) are undone
-        and the first half of them tried, down to one, which gains alone."""
+        and the first half of them tried, down to one, which gains alone. After such a
+        conflict the level ends at an iteration that gains less than :data:`TAIL_SHARE` of the
+        level's gain."""
         eng = self.engine
         everyone = eng.all_vertices()
         m, resolution = self.m, float(resolution)
@@ -434,6 +443,7 @@ class _Level:
         before = self.modularity(resolution)
         products = self.products()
         moved = False
+        level_gain, conflicted = 0.0, False
         weighed, whole = everyone, True
         for iteration in range(MAX_ITERATIONS):
             gaining = keyed.best_key(weighed, "comm_of", own="comm", into="choice",
@@ -446,6 +456,7 @@ class _Level:
                 continue
             movers = self.movers(gaining, salt, iteration)
             gained, after = self.take(movers, products, resolution)
+            lost = not gained > 0
             while not gained > 0:
                 # the moves lost together (each gains alone, but two may join one community
                 # and outweigh it): undo them and try the first half of them, down to one
@@ -459,6 +470,12 @@ class _Level:
             if not gained > 0:          # not even one mover gains (rounding): a local optimum
                 break
             products, moved = after, True
+            level_gain += gained
+            conflicted = conflicted or lost
+            if conflicted and gained < TAIL_SHARE * level_gain:
+                # past its first conflict a level moves few vertices an iteration and gains
+                # little: the next level, on the communities, settles the rest far sooner
+                break
             compute(gaining, MARK)
             advance(movers, MARK_NEIGHBOURS)
             weighed, whole = filter(everyone, MARKED), False
