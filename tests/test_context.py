@@ -10,6 +10,11 @@ from groute import HOST, Context, DeviceError, Link, Router, first_available
 from groute.errors import ContextStopped, StoppedByFailure, WaitTimeout
 from support import spin
 
+#: the most a run given ``timeout=1`` may take here: far below the 20 s its stuck device would
+#: wait and the context's own 30 s, so a timeout not honoured still fails, while a loaded CI
+#: machine's scheduling (seconds at worst) does not
+SOON = 10
+
 
 @pytest.mark.timeout(30)
 def test_exception_in_one_device_thread_surfaces_in_caller(no_thread_leak):
@@ -287,7 +292,7 @@ def test_run_timeout_ends_near_it_and_names_the_slow_device():
         started = time.monotonic()
         with pytest.raises(DeviceError, match=r"cpu:2: WaitTimeout: .*within 1 s: cpu:2 still"):
             ctx.run(work, timeout=1)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < SOON
         release.set()
         assert ctx.run(lambda d: d.index) == [0, 1, 2]
 
@@ -307,7 +312,7 @@ def test_run_timeout_also_bounds_a_failed_run_and_names_a_device_in_a_wait():
         started = time.monotonic()
         with pytest.raises(DeviceError, match=r"cpu:1: WaitTimeout: .*within 1 s: cpu:1 still"):
             ctx.run(wait_for_data, timeout=1)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < SOON
 
         def work(device):
             if device.index == 0:
@@ -317,7 +322,7 @@ def test_run_timeout_also_bounds_a_failed_run_and_names_a_device_in_a_wait():
         started = time.monotonic()
         with pytest.raises(DeviceError, match="cpu:0: KeyError") as info:
             ctx.run(work, timeout=1)
-        assert time.monotonic() - started < 2 and isinstance(info.value.__cause__, KeyError)
+        assert time.monotonic() - started < SOON and isinstance(info.value.__cause__, KeyError)
         release.set()
         assert ctx.run(lambda d: d.index) == [0, 1]
 
@@ -332,7 +337,7 @@ def test_shutdown_is_bounded_by_the_timeout_and_names_the_stuck_device():
         started = time.monotonic()
         with pytest.raises(WaitTimeout, match=r"cpu:1 \(running .*lambda.*\) still running"):
             ctx.shutdown()
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < SOON
         # leaving a with block on an error: that error comes out, the stuck device is logged
         with pytest.raises(KeyError):
             with Context(1, backend="cpu", timeout=1) as ctx:
