@@ -72,7 +72,7 @@ def test_pagerank_verification_uses_l1():
 
 
 def test_components_pass_when_labels_group_alike():
-    g = CSRGraph.from_edges(np.array([0, 2]), np.array([1, 3]), 5, directed=False)
+    g = CSRGraph.from_edges(np.array([0, 2]), np.array([1, 3]), 5).symmetrize()
     ref = reference.connected_components(g)
     assert verify("cc", ref.copy(), ref, g).ok
     renamed = np.array([7, 7, 9, 9, 4])

@@ -23,6 +23,7 @@ from . import rng as _rng
 from .arcs import arc_rows, relabelled_arcs, row_chunks
 from .arrays import array_module, index_dtype, weight_codes
 from .ids import VertexIds, label_array, repeated_label
+from .symmetry import unmatched_arc
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +282,15 @@ class CSRGraph(CSRArrays):
             twice = repeated_label(self.file_ids)
             if twice is not None:
                 raise ValueError(f"file_ids repeat: {twice!r} names two vertices")
+        if not self.directed:
+            arc = unmatched_arc(ip, ix, self.weights, n)
+            if arc is not None:
+                u, v = (self.file_id_of(x) for x in arc)
+                same = " of the same weight" if self.weights is not None else ""
+                raise ValueError(
+                    f"directed=False but the arc {u!r} -> {v!r} has no arc {v!r} -> {u!r}"
+                    f"{same}: an undirected graph stores every edge in both directions "
+                    f"(build it directed and call .symmetrize())")
         return self
 
     def _like(self, indptr, indices, weights, *, directed=None, name=None, validate=False,

@@ -22,6 +22,48 @@ def test_validation_rejects_broken_csr():
         CSRGraph(np.array([0, 1, 2], dtype=np.int32), np.array([1, 0], dtype=np.int32))
 
 
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
+def test_an_undirected_graph_missing_a_reverse_arc_is_refused_by_name(backend):
+    """directed=False promises both directions of every edge; an edge list with each edge
+    once (the natural way to write one) would give the undirected algorithms wrong answers
+    without an error, so it is refused, naming the arc; a reverse of another weight too."""
+    if backend == "cupy":
+        from support import need_gpus
+        need_gpus(1)
+        import cupy as xp
+    else:
+        xp = np
+    src, dst = xp.array([0, 1, 1, 2]), xp.array([1, 0, 2, 3])
+    with pytest.raises(ValueError, match="directed=False but the arc 1 -> 2 has no arc 2 -> 1"):
+        CSRGraph.from_edges(src, dst, 4, directed=False)
+    with pytest.raises(ValueError, match="arc 12 -> 13 has no arc 13 -> 12.*symmetrize"):
+        CSRGraph(xp.array([0, 1, 2, 3, 3], dtype=np.int64), xp.array([1, 0, 3], dtype=np.int32),
+                 directed=False, id_base=10)
+    w = xp.array([1.0, 1.0, 2.0, 5.0], dtype=xp.float32)
+    with pytest.raises(ValueError, match="arc 0 -> 1 has no arc 1 -> 0 of the same weight"):
+        CSRGraph.from_edges(xp.array([0, 1, 0, 3]), xp.array([1, 0, 3, 0]), 4,
+                            xp.array([1.0, 2.0, 5.0, 5.0], dtype=xp.float32), directed=False)
+    g = CSRGraph.from_edges(xp.concatenate([src, dst]), xp.concatenate([dst, src]), 4,
+                            xp.concatenate([w, w]), directed=False)      # both ways: accepted
+    assert not g.directed and g.is_symmetric()
+    g = CSRGraph.from_edges(src, dst, 4, w, directed=True).symmetrize()
+    assert g.num_edges == 6 and g.is_symmetric()
+    # 0.0 and -0.0 are one weight: bits that differ are not a missing reverse
+    z = CSRGraph.from_edges(xp.array([0, 1]), xp.array([1, 0]), 2,
+                            xp.array([0.0, -0.0], dtype=xp.float32), directed=False)
+    assert z.num_edges == 2
+
+
+def test_symmetry_check_counts_repeated_arcs():
+    """The check compares the arc multiset with its reverse: a repeated arc needs its reverse
+    repeated as often (dedupe=False keeps repeats)."""
+    from groute.graph.symmetry import unmatched_arc
+    ip = np.array([0, 2, 3], dtype=np.int64)
+    assert unmatched_arc(ip, np.array([1, 1, 0], dtype=np.int32)) is not None
+    ip = np.array([0, 2, 4], dtype=np.int64)
+    assert unmatched_arc(ip, np.array([1, 1, 0, 0], dtype=np.int32)) is None
+
+
 def test_from_edges_sorts_dedupes_keeps_min_weight():
     g = edges_graph(4, [(2, 1), (0, 3), (0, 1), (2, 1), (0, 1)], weights=[5, 1, 7, 2, 3])
     assert g.indptr.tolist() == [0, 2, 2, 3, 3]
