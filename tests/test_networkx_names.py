@@ -394,3 +394,17 @@ def test_weights_past_what_groute_stores_name_the_weight():
     with pytest.raises(ValueError, match="past float32"):
         groute.pagerank(G, backend="cpu")
     assert groute.pagerank(nx.Graph([(0, 1, {"weight": 1e30})]), backend="cpu").values.size == 2
+
+
+def test_a_weight_that_float32_holds_as_zero_is_named():
+    """A positive weight below float32's smallest became 0: betweenness said every length
+    must be > 0 (the user gave none that is not), SSSP summed zeros. It is refused by name;
+    the smallest float32 (a subnormal) is kept."""
+    G = nx.Graph([(0, 1, {"weight": 1e-50}), (1, 2, {"weight": 1.0})])
+    for call in (lambda: groute.betweenness_centrality(G, weight="weight", backend="cpu"),
+                 lambda: groute.sssp(G, 0, backend="cpu")):
+        with pytest.raises(ValueError, match=r"the weight 1e-50 of arc \d+ is below float32"):
+            call()
+    tiny = float(np.nextafter(np.float32(0), np.float32(1)))
+    res = groute.sssp(nx.Graph([(0, 1, {"weight": tiny})]), 0, backend="cpu")
+    assert res.values.tolist() == [0.0, tiny]

@@ -92,7 +92,9 @@ def _as_array(a):
 
 
 def weight_array(w):
-    """Weights as the kernels expect them: float32 for real values, int32 for integers."""
+    """Weights as the kernels expect them: float32 for real values, int32 for integers; a
+    value that float32 or int32 cannot hold (past its range, or a nonzero float that would
+    become 0) is refused, naming it and its arc."""
     if w is None:
         return None
     w = _as_array(w)
@@ -105,7 +107,14 @@ def weight_array(w):
             at = int(past.argmax())
             raise ValueError(f"the weight {float(w[at])!r} of arc {at} is past float32's range "
                              f"(about 3.4e38), which groute's weights are stored in")
-        return w.astype(np.float32)
+        w32 = w.astype(np.float32)
+        lost = (w32 == 0) & (w != 0)                # nonzero, but zero as float32
+        if w.size and bool(lost.any()):
+            at = int(lost.argmax())
+            raise ValueError(f"the weight {float(w[at])!r} of arc {at} is below float32's "
+                             f"smallest (about 1.4e-45) and would be stored as 0, which "
+                             f"groute's weights are stored in (scale the weights)")
+        return w32
     if kind in "iub" and w.dtype != np.int32:
         if w.size and (int(w.min()) < -2**31 or int(w.max()) > 2**31 - 1):
             at = int(((w < -2**31) | (w > 2**31 - 1)).argmax())
