@@ -23,8 +23,8 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
     and convert it to ``dtype`` (int32 or float32).
 
     NaN, infinity, negative values (unless allowed) and values that ``dtype`` cannot hold (an
-    integer beyond int32, a real beyond float32's range, which would become infinity) are errors
-    naming the line and quoting the file's text.
+    integer beyond int32, a real beyond float32's range, which would become infinity, a nonzero
+    real that would become 0) are errors naming the line and quoting the file's text.
     """
     v = np.asarray(values)
     path = table.path
@@ -56,7 +56,14 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
     if big.any():
         r = int(np.argmax(big))
         fail(r, f"weight {table.field(r, col)} does not fit in {dt.name}")
-    return v.astype(dtype)
+    out = v.astype(dtype)
+    if dt.kind == "f":
+        lost = (out == 0) & (v != 0)
+        if lost.any():
+            r = int(np.argmax(lost))
+            fail(r, f"weight {table.field(r, col)} is below {dt.name}'s smallest and would "
+                    f"be stored as 0")
+    return out
 
 
 def one_based_ends(ids, n: int, *, table, col: int):

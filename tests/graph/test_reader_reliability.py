@@ -53,6 +53,16 @@ def test_weights_beyond_float32_are_errors(tmp_path, name, content, line):
     assert err.line == line and "does not fit in float32" in str(err)
 
 
+@pytest.mark.parametrize("name,content,line", [
+    ("u.txt", "1 2 1\n2 3 1e-50\n", 2),
+    ("u.mtx", MTX.format(field="real") + "3 3 2\n1 2 1e-46\n2 3 1\n", 3),
+])
+def test_weights_that_float32_holds_as_zero_are_errors(tmp_path, name, content, line):
+    """A positive weight below float32's smallest was stored as 0 without a word."""
+    err = error_of(tmp_path, name, content)
+    assert err.line == line and "below float32's smallest" in str(err)
+
+
 def test_dimacs_line_without_its_tag_is_an_error(tmp_path):
     err = error_of(tmp_path, "t.gr", "p sp 9 2\na 1 2 3\n  9 1 2 3\n")
     assert err.line == 3 and "'9 1 2 3'" in str(err)
