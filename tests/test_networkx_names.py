@@ -380,20 +380,26 @@ def test_a_multigraph_is_refused_where_networkx_refuses_it_or_counts_parallel_ed
 
 def test_weights_past_what_groute_stores_name_the_weight():
     """1e300 became an infinite float32 weight (after an overflow warning) and the error said
-    the arc's weight was infinite; 2**40 said only "integer weights must fit in int32". An
-    infinite weight stays what it is."""
+    the arc's weight was infinite; 2**40 said only "integer weights must fit in int32"; then
+    both named an arc by its position, which a NetworkX user cannot map to an edge. The edge
+    is named now. An infinite weight stays what it is; arrays name the arc."""
     import warnings
     G = nx.Graph([(0, 1, {"weight": 1.0}), (1, 2, {"weight": 1e300})])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ValueError, match=r"the weight 1e\+300 of arc \d+ is past float32"):
+        with pytest.raises(ValueError, match=r"edge \(1, 2\) has weight=1e\+300, which is past "
+                                             r"float32"):
             groute.sssp(G, 0, backend="cpu")
-    with pytest.raises(ValueError, match=r"the weight 1099511627776 of arc \d+ does not"):
+    with pytest.raises(ValueError, match=r"edge \(0, 1\) has weight=1099511627776, which does "
+                                         r"not fit in int32"):
         groute.sssp(nx.Graph([(0, 1, {"weight": 2**40})]), 0, backend="cpu")
     G = nx.Graph([(0, 1, {"weight": float("inf")}), (1, 2, {"weight": 1e300})])
     with pytest.raises(ValueError, match="past float32"):
         groute.pagerank(G, backend="cpu")
     assert groute.pagerank(nx.Graph([(0, 1, {"weight": 1e30})]), backend="cpu").values.size == 2
+    arrays = (np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1e300]))
+    with pytest.raises(ValueError, match=r"the weight 1e\+300 of arc 1 is past float32"):
+        groute.sssp(arrays, 0, backend="cpu")
 
 
 def test_a_weight_that_float32_holds_as_zero_is_named():
@@ -403,7 +409,7 @@ def test_a_weight_that_float32_holds_as_zero_is_named():
     G = nx.Graph([(0, 1, {"weight": 1e-50}), (1, 2, {"weight": 1.0})])
     for call in (lambda: groute.betweenness_centrality(G, weight="weight", backend="cpu"),
                  lambda: groute.sssp(G, 0, backend="cpu")):
-        with pytest.raises(ValueError, match=r"the weight 1e-50 of arc \d+ is below float32"):
+        with pytest.raises(ValueError, match=r"edge \(0, 1\) has weight=1e-50, which is below"):
             call()
     tiny = float(np.nextafter(np.float32(0), np.float32(1)))
     res = groute.sssp(nx.Graph([(0, 1, {"weight": tiny})]), 0, backend="cpu")

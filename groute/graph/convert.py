@@ -14,7 +14,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from .rank_graph import RankGraph
-from .csr import CSRGraph, array_module
+from .csr import CSRGraph, array_module, unstorable_weight
 
 #: what :func:`as_graph` takes, for its TypeError
 ACCEPTED = ("a CSRGraph, a NetworkX Graph/DiGraph, a scipy sparse matrix or array, or a tuple "
@@ -192,6 +192,12 @@ def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
         raise ValueError(f"edge ({u!r}, {nodes[int(indices[bad])]!r}) has {weight}="
                          f"{values[bad]!r}: the {weight!r} attribute must be a number "
                          "(or pass weight=None)")
+    unstorable = unstorable_weight(w)
+    if unstorable is not None:
+        bad, why = unstorable
+        u = nodes[int(np.searchsorted(indptr, bad, side="right")) - 1]
+        raise ValueError(f"edge ({u!r}, {nodes[int(indices[bad])]!r}) has {weight}="
+                         f"{values[bad]!r}, which {why}")
     return w
 
 

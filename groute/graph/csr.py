@@ -91,35 +91,52 @@ def _as_array(a):
     return np.asarray(a)
 
 
+#: why a finite float past float32's range is refused (it would become infinite)
+PAST_FLOAT32 = "is past float32's range (about 3.4e38), which groute's weights are stored in"
+
+
+def unstorable_weight(w):
+    """The first weight of ``w`` (a NumPy or CuPy array) that groute's weight arrays cannot
+    hold, as ``(position, why)``, or None: a float past float32's range (it would become
+    infinite), a nonzero float that float32 holds as 0, an integer past int32. One rule for
+    :func:`weight_array` (which names the arc) and the NetworkX conversion (which names the
+    edge)."""
+    if not w.size:
+        return None
+    kind = w.dtype.kind
+    if kind == "f" and w.dtype != np.float32:
+        size = abs(w)
+        past = (size > float(np.finfo(np.float32).max)) & (size != np.inf)
+        if bool(past.any()):
+            return int(past.argmax()), PAST_FLOAT32
+        lost = (w.astype(np.float32) == 0) & (w != 0)
+        if bool(lost.any()):
+            return int(lost.argmax()), ("is below float32's smallest (about 1.4e-45), which "
+                                        "groute's weights are stored in, and would be 0 "
+                                        "(scale the weights)")
+    if kind in "iub" and w.dtype != np.int32:
+        out = (w < -2**31) | (w > 2**31 - 1)
+        if bool(out.any()):
+            return int(out.argmax()), ("does not fit in int32, which groute's integer weights "
+                                       "are stored in (give float weights, or scale them)")
+    return None
+
+
 def weight_array(w):
     """Weights as the kernels expect them: float32 for real values, int32 for integers; a
-    value that float32 or int32 cannot hold (past its range, or a nonzero float that would
-    become 0) is refused, naming it and its arc."""
+    value that float32 or int32 cannot hold (:func:`unstorable_weight`) is refused, naming it
+    and its arc."""
     if w is None:
         return None
     w = _as_array(w)
-    kind = w.dtype.kind
-    if kind == "f" and w.dtype != np.float32:
-        big = float(np.finfo(np.float32).max)
-        size = abs(w)
-        past = (size > big) & (size != np.inf)      # finite, but infinite as float32
-        if w.size and bool(past.any()):
-            at = int(past.argmax())
-            raise ValueError(f"the weight {float(w[at])!r} of arc {at} is past float32's range "
-                             f"(about 3.4e38), which groute's weights are stored in")
-        w32 = w.astype(np.float32)
-        lost = (w32 == 0) & (w != 0)                # nonzero, but zero as float32
-        if w.size and bool(lost.any()):
-            at = int(lost.argmax())
-            raise ValueError(f"the weight {float(w[at])!r} of arc {at} is below float32's "
-                             f"smallest (about 1.4e-45) and would be stored as 0, which "
-                             f"groute's weights are stored in (scale the weights)")
-        return w32
-    if kind in "iub" and w.dtype != np.int32:
-        if w.size and (int(w.min()) < -2**31 or int(w.max()) > 2**31 - 1):
-            at = int(((w < -2**31) | (w > 2**31 - 1)).argmax())
-            raise ValueError(f"integer weights must fit in int32: the weight {int(w[at])} of "
-                             f"arc {at} does not (give float weights, or scale them)")
+    bad = unstorable_weight(w)
+    if bad is not None:
+        at, why = bad
+        value = w[at].item()
+        raise ValueError(f"the weight {value!r} of arc {at} {why}")
+    if w.dtype.kind == "f" and w.dtype != np.float32:
+        return w.astype(np.float32)
+    if w.dtype.kind in "iub" and w.dtype != np.int32:
         return w.astype(np.int32)
     return w
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .csr import PAST_FLOAT32, unstorable_weight
 from .errors import GraphFormatError
 
 
@@ -22,9 +23,10 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
     """Validate column ``col`` of ``table`` (a :class:`~.textio.Table`), parsed as ``values``,
     and convert it to ``dtype`` (int32 or float32).
 
-    NaN, infinity, negative values (unless allowed) and values that ``dtype`` cannot hold (an
-    integer beyond int32, a real beyond float32's range, which would become infinity, a nonzero
-    real that would become 0) are errors naming the line and quoting the file's text.
+    NaN, infinity, negative values (unless allowed) and values that ``dtype`` cannot hold
+    (:func:`~groute.graph.csr.unstorable_weight`: an integer beyond int32, a real beyond
+    float32's range, which would become infinity, a nonzero real that would become 0) are
+    errors naming the line and quoting the file's text.
     """
     v = np.asarray(values)
     path = table.path
@@ -43,27 +45,20 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
             text = table.field(r, col)
             if text.lstrip("+-")[:1].lower() == "i":
                 fail(r, f"weight is infinite: {text!r}")
-            fail(r, f"weight {text} does not fit in {np.dtype(dtype).name}")
+            fail(r, f"weight {text} {PAST_FLOAT32}")      # parsed as inf: 1e400
     if not allow_negative:
         neg = v < 0
         if neg.any():
             r = int(np.argmax(neg))
             fail(r, f"negative weight {table.field(r, col)}: weights must be >= 0 "
                     "(pass allow_negative=True to keep them)")
-    dt = np.dtype(dtype)
-    info = np.iinfo(dt) if dt.kind == "i" else np.finfo(dt)
-    big = (v < info.min) | (v > info.max)
-    if big.any():
-        r = int(np.argmax(big))
-        fail(r, f"weight {table.field(r, col)} does not fit in {dt.name}")
-    out = v.astype(dtype)
-    if dt.kind == "f":
-        lost = (out == 0) & (v != 0)
-        if lost.any():
-            r = int(np.argmax(lost))
-            fail(r, f"weight {table.field(r, col)} is below {dt.name}'s smallest and would "
-                    f"be stored as 0")
-    return out
+    if (v.dtype.kind == "f") != (np.dtype(dtype).kind == "f"):
+        raise TypeError(f"check_weights: {v.dtype} values for {np.dtype(dtype).name} weights")
+    bad = unstorable_weight(v)
+    if bad is not None:
+        r, why = bad
+        fail(r, f"weight {table.field(r, col)} {why}")
+    return v.astype(dtype)
 
 
 def one_based_ends(ids, n: int, *, table, col: int):
