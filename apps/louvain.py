@@ -16,7 +16,9 @@ neighbour's move at once (Luby's independent set: a gathering advance of the nei
 largest priority). No two neighbours move together, so each move gains what it computed but
 for the community totals two moves into one community share, and a level runs until no vertex
 gains (moves that lose together are undone and the first half of them tried, down to one, which
-gains alone): a local optimum as the sequential algorithm's, reached in a different order. The communities' totals and every
+gains alone): a local optimum as the sequential algorithm's, reached in a different order. Once
+moves have lost together, the level ends sooner, at an iteration that gains less than
+:data:`TAIL_SHARE` of the level's gain. The communities' totals and every
 vertex's community live in tables on every device (:func:`~groute.operators.keyed.key_totals`,
 :func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
 join (:func:`~groute.operators.keyed.key_pair_sums`, summed on the devices, the pairs' CSR
@@ -61,8 +63,8 @@ MAX_ITERATIONS = 10_000
 #: once an iteration's moves lost together (a conflict, resolved by halving them), the level
 #: ends at the first iteration that gains less than this share of what the level gained: the
 #: iterations after a conflict move a few vertices each and can outnumber the level's earlier
-#: ones many times over, where the next level, on the communities, does the same in a few;
-#: held on every iteration instead, it would cost the larger real graphs modularity
+#: ones many times over, where the next level, on the communities, does the same in a few.
+#: Levels without a conflict run to their local optimum (docs/NETWORKX.md)
 TAIL_SHARE = 1e-3
 
 #: the position that becomes each vertex's first community, and its random priority's tail

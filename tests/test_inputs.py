@@ -181,6 +181,12 @@ def test_scipy_matrices_and_arrays():
     assert bfs(zero, 3, backend="cpu", devices=1).values.tolist() == [-1, -1, -1, 0]
     with pytest.raises(ValueError, match="square"):
         as_graph(sp.csr_matrix(np.ones((2, 3))))
+    # a CSR matrix holding an entry twice: summed, as scipy does, before the symmetry is read
+    twice = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([1, 1, 0]),
+                           np.array([0, 2, 3])), shape=(2, 2))
+    assert not twice.has_canonical_format
+    g = as_graph(twice)
+    assert not g.directed and g.num_edges == 2 and g.weights.tolist() == [3.0, 3.0]
 
 
 def test_edge_arrays():

@@ -379,10 +379,9 @@ def test_a_multigraph_is_refused_where_networkx_refuses_it_or_counts_parallel_ed
 
 
 def test_weights_past_what_groute_stores_name_the_weight():
-    """1e300 became an infinite float32 weight (after an overflow warning) and the error said
-    the arc's weight was infinite; 2**40 said only "integer weights must fit in int32"; then
-    both named an arc by its position, which a NetworkX user cannot map to an edge. The edge
-    is named now. An infinite weight stays what it is; arrays name the arc."""
+    """A weight float32 or int32 cannot hold (1e300, 2**40) is refused naming the edge (a
+    NetworkX user cannot map an arc's position to one), with no overflow warning on the way;
+    an infinite weight stays what it is; edge arrays name the arc."""
     import warnings
     G = nx.Graph([(0, 1, {"weight": 1.0}), (1, 2, {"weight": 1e300})])
     with warnings.catch_warnings():
@@ -403,9 +402,9 @@ def test_weights_past_what_groute_stores_name_the_weight():
 
 
 def test_a_weight_that_float32_holds_as_zero_is_named():
-    """A positive weight below float32's smallest became 0: betweenness said every length
-    must be > 0 (the user gave none that is not), SSSP summed zeros. It is refused by name;
-    the smallest float32 (a subnormal) is kept."""
+    """A positive weight below float32's smallest would be stored as 0 (betweenness would
+    say every length must be > 0, SSSP would sum zeros): it is refused by name; the smallest
+    float32 (a subnormal) is kept."""
     G = nx.Graph([(0, 1, {"weight": 1e-50}), (1, 2, {"weight": 1.0})])
     for call in (lambda: groute.betweenness_centrality(G, weight="weight", backend="cpu"),
                  lambda: groute.sssp(G, 0, backend="cpu")):

@@ -533,3 +533,38 @@ def test_a_level_ends_at_a_local_optimum(fn):
         R = nx.gnp_random_graph(16, 0.2, seed=seed)
         parts = groute.louvain_communities(R, seed=seed, max_level=1, backend="cpu").components()
         assert _single_move_gain(R, parts) < 1e-9, seed
+
+
+def test_a_level_past_its_first_conflict_ends_at_a_small_gain(monkeypatch):
+    """After moves that lost together, a level ends at the first iteration gaining less than
+    TAIL_SHARE of the level's gain (apps/louvain.py): without the rule, the levels of
+    BA(3000, 2) ran on through dozens of such iterations, a few vertices each."""
+    import groute.apps.louvain as lv
+    levels = []
+    take, move = lv._Level.take, lv._Level.move
+
+    def counted_take(self, movers, products, resolution):
+        gained, after = take(self, movers, products, resolution)
+        levels[-1].append(gained)
+        return gained, after
+
+    def counted_move(self, *args):
+        levels.append([])
+        return move(self, *args)
+    monkeypatch.setattr(lv._Level, "take", counted_take)
+    monkeypatch.setattr(lv._Level, "move", counted_move)
+    G = nx.barabasi_albert_graph(3000, 2, seed=1)
+    groute.louvain_communities(G, seed=1, backend="cpu", devices=1)
+    conflicts = 0
+    for gains in levels:
+        total, conflicted, i, last = 0.0, False, -1, sum(g > 0 for g in gains) - 1
+        for g in gains:
+            if not g > 0:
+                conflicted = True
+                continue
+            i += 1
+            total += g
+            if conflicted and g < lv.TAIL_SHARE * total:
+                assert i == last, (gains, i)      # only the level's last iteration
+        conflicts += conflicted
+    assert conflicts >= 2, levels       # the graph has conflicts for the rule to act on

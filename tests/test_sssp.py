@@ -237,9 +237,9 @@ def test_float_weights_near_float32s_limit_raise_no_numpy_warning(backend, k, pr
 @pytest.mark.parametrize("mode", ["async", "bsp"])
 def test_a_float_window_narrower_than_the_distances_precision_still_advances(backend, k, mode):
     """A delta float32 cannot add to the distances (1e-30 on distances of about 1; 1.0 on
-    distances of about 1e8, whose spacing is 8) steps the threshold to the next float32: the
-    run ends with the right distances, where the window once stayed put and it waited out its
-    timeout (one device: inside the fused kernel, for good)."""
+    distances of about 1e8, whose spacing is 8) steps the threshold to the next float32, so
+    the run ends with the right distances; a window that stayed put would wait out the
+    timeout (one device: spin inside the fused kernel, for good)."""
     gf = float_grid()
     res = sssp(gf, 5, backend=backend, devices=k, mode=mode, priority=True, delta=1e-30,
                partition="contiguous", timeout=20)

@@ -73,6 +73,9 @@ def test_next_threshold_steps_past_a_float32_base_that_delta_cannot_move():
     assert next_threshold(0.5, 1.0, 0.25) == 1.25     # a step float32 holds is kept as is
     assert next_threshold(3, math.inf, 2) == 5        # integer distances are exact
     assert next_threshold(1e39, 1e39, 1.0) == 1e39 + 1.0   # past float32: every value is below
+    assert next_threshold(big, big, np.float32(1.0)) > big    # a NumPy delta, as a float one
+    top = float(np.finfo(np.float32).max)
+    assert next_threshold(top, top, 1.0) == math.inf       # as the kernels' next float up
 
 
 def test_counter_advances_threshold_only_when_no_near_work_and_all_split():

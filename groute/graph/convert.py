@@ -186,18 +186,17 @@ def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
         w = np.asarray(values)
     except (ValueError, TypeError):     # e.g. a list among the numbers
         w = None
+    def edge(arc):
+        u = nodes[int(np.searchsorted(indptr, arc, side="right")) - 1]
+        return f"edge ({u!r}, {nodes[int(indices[arc])]!r}) has {weight}={values[arc]!r}"
     if w is None or w.ndim != 1 or w.dtype.kind not in "iufb":
         bad = next(i for i, v in enumerate(values) if not isinstance(v, _NUMBERS))
-        u = nodes[int(np.searchsorted(indptr, bad, side="right")) - 1]
-        raise ValueError(f"edge ({u!r}, {nodes[int(indices[bad])]!r}) has {weight}="
-                         f"{values[bad]!r}: the {weight!r} attribute must be a number "
+        raise ValueError(f"{edge(bad)}: the {weight!r} attribute must be a number "
                          "(or pass weight=None)")
     unstorable = unstorable_weight(w)
     if unstorable is not None:
         bad, why = unstorable
-        u = nodes[int(np.searchsorted(indptr, bad, side="right")) - 1]
-        raise ValueError(f"edge ({u!r}, {nodes[int(indices[bad])]!r}) has {weight}="
-                         f"{values[bad]!r}, which {why}")
+        raise ValueError(f"{edge(bad)}, which {why}")
     return w
 
 
@@ -225,23 +224,19 @@ def _is_scipy_sparse(obj) -> bool:
 
 def from_scipy(matrix) -> CSRGraph:
     """A square scipy sparse matrix or array: entry (i, j) is the arc i -> j, its value the
-    weight (explicit zeros are arcs of weight 0; duplicates of a COO matrix are summed, as
-    scipy does). Vertices are 0..n-1. Undirected when the matrix equals its transpose."""
+    weight (explicit zeros are arcs of weight 0; repeated entries are summed, as scipy does).
+    Vertices are 0..n-1. Undirected when the matrix equals its transpose, explicit zeros
+    included (they are arcs here; ``m != m.T`` compares values only)."""
     m = matrix.tocsr()
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"an adjacency matrix must be square, got shape {m.shape}")
-    return CSRGraph.from_scipy(m, directed=not _symmetric(m), name="the scipy matrix")
-
-
-def _symmetric(m) -> bool:
-    """Whether the CSR matrix ``m`` equals its transpose, explicit zeros included (they are
-    arcs here, so ``m != m.T``, which compares values only, would miss them)."""
-    a = m.copy()
-    a.sum_duplicates()                   # also sorts the indices
-    t = a.T.tocsr()
-    t.sort_indices()
-    return (np.array_equal(a.indptr, t.indptr) and np.array_equal(a.indices, t.indices)
-            and np.array_equal(a.data, t.data))
+    if not m.has_canonical_format:
+        m = m.copy()
+        m.sum_duplicates()               # also sorts the indices
+    g = CSRGraph.from_scipy(m, directed=True, name="the scipy matrix")
+    if g.is_symmetric():
+        g.directed = False
+    return g
 
 
 # ------------------------------------------------------------------ edge arrays

@@ -96,11 +96,23 @@ PAST_FLOAT32 = "is past float32's range (about 3.4e38), which groute's weights a
 
 
 def unstorable_weight(w):
-    """The first weight of ``w`` (a NumPy or CuPy array) that groute's weight arrays cannot
-    hold, as ``(position, why)``, or None: a float past float32's range (it would become
-    infinite), a nonzero float that float32 holds as 0, an integer past int32. One rule for
-    :func:`weight_array` (which names the arc) and the NetworkX conversion (which names the
-    edge)."""
+    """The first weight that groute's weight arrays cannot hold, and why.
+
+    One rule for :func:`weight_array` (which names the arc), the readers (the line) and the
+    NetworkX conversion (the edge): a float past float32's range (it would become infinite),
+    a nonzero float that float32 holds as 0, an integer past int32.
+
+    Parameters
+    ----------
+    w : array
+        Weights, NumPy or CuPy, of any numeric dtype.
+
+    Returns
+    -------
+    tuple or None
+        ``(position, why)``, ``why`` a phrase that follows "the weight ... "; None when every
+        weight can be stored.
+    """
     if not w.size:
         return None
     kind = w.dtype.kind
@@ -114,18 +126,37 @@ def unstorable_weight(w):
             return int(lost.argmax()), ("is below float32's smallest (about 1.4e-45), which "
                                         "groute's weights are stored in, and would be 0 "
                                         "(scale the weights)")
-    if kind in "iub" and w.dtype != np.int32:
-        out = (w < -2**31) | (w > 2**31 - 1)
-        if bool(out.any()):
-            return int(out.argmax()), ("does not fit in int32, which groute's integer weights "
-                                       "are stored in (give float weights, or scale them)")
+    if kind in "iub" and not np.can_cast(w.dtype, np.int32):
+        # the bounds as Python ints only once the values are known to pass one: CuPy's
+        # comparison of an unsigned or narrow array with an out-of-range int is not NumPy's
+        low, high = int(w.min()), int(w.max())
+        if low < -2**31 or high > 2**31 - 1:
+            out = w == (low if low < -2**31 else high)
+            return int(out.argmax()), ("does not fit in int32, which groute's integer "
+                                       "weights are stored in (give float weights, or scale "
+                                       "them)")
     return None
 
 
 def weight_array(w):
-    """Weights as the kernels expect them: float32 for real values, int32 for integers; a
-    value that float32 or int32 cannot hold (:func:`unstorable_weight`) is refused, naming it
-    and its arc."""
+    """Weights as the kernels expect them: float32 for real values, int32 for integers.
+
+    Parameters
+    ----------
+    w : array-like or None
+        Weights aligned with the arcs (NumPy or CuPy); None for an unweighted graph.
+
+    Returns
+    -------
+    array or None
+        ``w`` as float32 or int32 (``w`` itself where it is one already).
+
+    Raises
+    ------
+    ValueError
+        A value that float32 or int32 cannot hold (:func:`unstorable_weight`), named with its
+        arc's position.
+    """
     if w is None:
         return None
     w = _as_array(w)
@@ -274,8 +305,20 @@ class CSRGraph(CSRArrays):
         return (f"CSRGraph({self.name!r}, {self.num_vertices:,} vertices, {self.num_edges:,} arcs, "
                 f"{kind}{w}{where})")
 
-    def validate(self) -> "CSRGraph":
-        """Check the CSR invariants; raise ValueError saying which one is broken."""
+    def validate(self, *, symmetry: bool = True) -> "CSRGraph":
+        """Check the CSR invariants; raise ValueError saying which one is broken.
+
+        Parameters
+        ----------
+        symmetry : bool, optional
+            Also check that an undirected graph holds every arc's reverse (a linear pass over
+            the arcs); off for a graph checked so before (a cache of one).
+
+        Returns
+        -------
+        CSRGraph
+            The graph itself.
+        """
         xp = self.xp
         ip, ix = self.indptr, self.indices
         if ip.ndim != 1 or ip.shape[0] < 1:
@@ -308,7 +351,7 @@ class CSRGraph(CSRArrays):
             twice = repeated_label(self.file_ids)
             if twice is not None:
                 raise ValueError(f"file_ids repeat: {twice!r} names two vertices")
-        if not self.directed:
+        if symmetry and not self.directed:
             arc = unmatched_arc(ip, ix, self.weights, n)
             if arc is not None:
                 u, v = (self.file_id_of(x) for x in arc)
@@ -571,15 +614,9 @@ class CSRGraph(CSRArrays):
         return self._like(g.indptr, g.indices, g.weights)
 
     def is_symmetric(self) -> bool:
-        """Whether every arc u->v has v->u with the same weight (compares with the transpose)."""
-        xp = self.xp
-        src, dst = self.edges()
-        t = CSRGraph.from_edges(dst.astype(xp.int64), src, self.num_vertices, self.weights,
-                                dedupe=False, validate=False, xp=xp)
-        same = bool(xp.array_equal(t.indptr, self.indptr)) and bool(xp.array_equal(t.indices, self.indices))
-        if same and self.weights is not None:
-            same = bool(xp.array_equal(t.weights, self.weights))
-        return same
+        """Whether every arc u->v has v->u with the same weight, as often
+        (:func:`~groute.graph.symmetry.unmatched_arc`: one linear pass)."""
+        return unmatched_arc(self.indptr, self.indices, self.weights, self.num_vertices) is None
 
     def with_weights(self, seed: int = 0, low: int = 1, high: int = 64, *,
                      xp=None) -> "CSRGraph":

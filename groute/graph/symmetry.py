@@ -6,9 +6,10 @@ direction for the other. An edge list with each undirected edge once breaks that
 gives wrong answers without an error, so :meth:`CSRGraph.validate` checks it.
 
 The check is one linear pass with no sort: the arc set equals its reverse exactly when the
-multisets {(u, v, w)} and {(v, u, w)} are equal, and it compares a 64-bit sum of a bijective
-hash of each (the SplitMix64 finaliser of the packed pair, the weight's bits mixed in). Equal
-sets always give equal sums; unequal ones give equal sums with a chance of about 2**-64. Only
+multisets {(u, v, w)} and {(v, u, w)} are equal, and it compares a 64-bit sum of a hash of
+each (the SplitMix64 finaliser of the packed pair, the weight's bits mixed into that and
+finalised again). Equal sets always give equal sums; unequal ones give equal sums only by a
+collision of the hashes, a chance of about 2**-64. Only
 when the sums differ does a second pass (a sort of the arcs and of their reverses) find an arc
 to name in the error.
 """
@@ -51,24 +52,30 @@ def _pair_sums(indptr, indices, weights, n: int, xp):
         salt = xp.uint64(0) if weights is None else \
             _bits(weights[a:b], xp) * xp.uint64(_WEIGHT_MIX)
         with np.errstate(over="ignore"):
-            forward += int(mix64((src * nn + dst) ^ salt, xp).sum(dtype=xp.uint64))
-            reverse += int(mix64((dst * nn + src) ^ salt, xp).sum(dtype=xp.uint64))
+            forward += int(mix64(mix64(src * nn + dst, xp) ^ salt, xp).sum(dtype=xp.uint64))
+            reverse += int(mix64(mix64(dst * nn + src, xp) ^ salt, xp).sum(dtype=xp.uint64))
     return forward % 2**64, reverse % 2**64
 
 
 def _first_unmatched(indptr, indices, weights, n: int, xp):
     """An arc ``(u, v)`` with fewer arcs ``v -> u`` of its weight than arcs ``u -> v``, found by
-    sorting the arcs and their reverses by (key, weight) and comparing; None where the two
-    agree."""
+    ordering the arcs and their reverses by (key, weight) and comparing; None where the two
+    agree. The arcs' keys ``u * n + v`` are in order already (rows are sorted): only their
+    repeats need the weights ordered, and only the reverses need a sort."""
     nn = np.uint64(max(n, 1))
     ip = np.asarray(indptr if xp is np else indptr.get())
     ix = np.asarray(indices if xp is np else indices.get()).astype(np.uint64)
     src = arc_rows(ip, int(ip[-1]), xp=np, dtype=np.int64).astype(np.uint64)
-    bits = np.zeros(ix.shape[0], dtype=np.uint64) if weights is None else \
-        _bits(np.asarray(weights if xp is np else weights.get()), np)
     forward, reverse = src * nn + ix, ix * nn + src
-    f = np.lexsort((bits, forward))
-    r = np.lexsort((bits, reverse))
+    del src
+    if weights is None:
+        bits = np.zeros(ix.shape[0], dtype=np.uint64)
+        f, r = np.arange(ix.shape[0]), np.argsort(reverse)
+    else:
+        bits = _bits(np.asarray(weights if xp is np else weights.get()), np)
+        repeats = bool((forward[1:] == forward[:-1]).any())
+        f = np.lexsort((bits, forward)) if repeats else np.arange(ix.shape[0])
+        r = np.lexsort((bits, reverse))
     differ = np.flatnonzero((forward[f] != reverse[r]) | (bits[f] != bits[r]))
     if differ.shape[0] == 0:
         return None

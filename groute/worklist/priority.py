@@ -15,6 +15,7 @@ base, as in the kernels.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -42,8 +43,10 @@ def next_threshold(threshold, far_min, delta):
     """
     base = threshold if far_min == math.inf else max(threshold, far_min)
     step = base + delta
-    if isinstance(step, float) and base < _FLOAT32_MAX:
+    if not isinstance(step, numbers.Integral) and base <= _FLOAT32_MAX:
         b32 = np.float32(base)
-        least = float(b32) if float(b32) > base else float(np.nextafter(b32, np.float32(np.inf)))
-        step = max(step, least)
+        with np.errstate(over="ignore"):        # float32's largest steps to infinity
+            up = np.nextafter(b32, np.float32(np.inf))
+        least = float(b32) if float(b32) > base else float(up)
+        step = max(float(step), least)
     return step

@@ -58,7 +58,8 @@ def test_weights_beyond_float32_are_errors(tmp_path, name, content, line):
     ("u.mtx", MTX.format(field="real") + "3 3 2\n1 2 1e-46\n2 3 1\n", 3),
 ])
 def test_weights_that_float32_holds_as_zero_are_errors(tmp_path, name, content, line):
-    """A positive weight below float32's smallest was stored as 0 without a word."""
+    """A positive weight below float32's smallest would be stored as 0: an error naming the
+    line."""
     err = error_of(tmp_path, name, content)
     assert err.line == line and "below float32's smallest" in str(err) and "be 0" in str(err)
 
