@@ -22,7 +22,7 @@ import numpy as np
 from . import rng as _rng
 from .arcs import arc_rows, relabelled_arcs, row_chunks
 from .arrays import array_module, index_dtype, weight_codes
-from .ids import VertexIds, label_array, repeated_label
+from .ids import VertexIds, label_array
 from .symmetry import unmatched_arc
 
 log = logging.getLogger(__name__)
@@ -348,7 +348,7 @@ class CSRGraph(CSRArrays):
             if self.file_ids.shape[0] != n:
                 raise ValueError(f"file_ids has {self.file_ids.shape[0]} entries for {n} "
                                  f"vertices")
-            twice = repeated_label(self.file_ids)
+            twice = self.vertex_ids.repeated_label()
             if twice is not None:
                 raise ValueError(f"file_ids repeat: {twice!r} names two vertices")
         if symmetry and not self.directed:

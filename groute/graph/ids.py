@@ -38,24 +38,6 @@ def label_array(labels) -> np.ndarray:
     return out
 
 
-def repeated_label(labels: np.ndarray):
-    """A label that names two positions of ``labels`` (:func:`label_array`'s), or None when
-    each is unique: integers sorted already take one vectorised pass (the readers' ids), others
-    a sort; other labels a set."""
-    if labels.dtype.kind in "iu":
-        if labels.shape[0] < 2 or bool(np.all(labels[1:] > labels[:-1])):
-            return None
-        ordered = np.sort(labels)
-        same = np.flatnonzero(ordered[1:] == ordered[:-1])
-        return int(ordered[same[0]]) if same.size else None
-    seen = set()
-    for label in labels.tolist():
-        if label in seen:
-            return label
-        seen.add(label)
-    return None
-
-
 class VertexIds:
     """The ids of the ``n`` vertices of a graph: ``base + position``, or ``labels[position]``.
 
@@ -69,8 +51,40 @@ class VertexIds:
         self.name = name or "the graph"
         if self.labels is not None and self.labels.shape[0] != self.n:
             raise ValueError(f"{self.labels.shape[0]} vertex labels for {self.n} vertices")
-        self._order = None          # int labels: argsort, or None when already sorted
+        self._order = None          # int labels: argsort, False when already increasing
+        self._sorted_labels = None  # int labels in that order
         self._index = None          # other labels: {label: position}
+
+    def repeated_label(self):
+        """A label that names two vertices, or None when each is unique (or there are no
+        labels). Integer labels take the order :meth:`position_of` looks them up in (one pass
+        when they increase already, the readers' ids; else its argsort, kept); other labels a
+        set."""
+        labels = self.labels
+        if labels is None:
+            return None
+        if labels.dtype == object:
+            seen = set()
+            for label in labels.tolist():
+                if label in seen:
+                    return label
+                seen.add(label)
+            return None
+        if self._int_order() is None:
+            return None
+        ordered = self._sorted_labels
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        return int(ordered[same[0]]) if same.size else None
+
+    def _int_order(self):
+        """The argsort of integer labels, None when they increase already; found once, with
+        the labels in that order (``_sorted_labels``)."""
+        if self._order is None:
+            labels = self.labels
+            increasing = labels.shape[0] < 2 or bool(np.all(labels[1:] > labels[:-1]))
+            self._order = False if increasing else np.argsort(labels, kind="stable")
+            self._sorted_labels = labels if increasing else labels[self._order]
+        return None if self._order is False else self._order
 
     @property
     def is_positions(self) -> bool:
@@ -127,10 +141,8 @@ class VertexIds:
             pos = fid - self.base
             bad = (pos < 0) | (pos >= n)
         else:
-            if self._order is None and n > 1 and not bool(np.all(self.labels[1:] > self.labels[:-1])):
-                self._order = np.argsort(self.labels, kind="stable")
-            order = self._order
-            keys = self.labels if order is None else self.labels[order]
+            order = self._int_order()
+            keys = self._sorted_labels
             at = np.searchsorted(keys, fid)
             at_c = np.minimum(at, max(n - 1, 0))
             bad = (at >= n) | (keys[at_c] != fid) if n else np.ones(fid.shape, bool)
