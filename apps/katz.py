@@ -23,8 +23,8 @@ import numpy as np
 
 from groute import AppResult
 from groute.engines import FixedPoint, IterateSolver, LinearIteration
-from groute.registry import public
 from groute.graph import input_graph
+from groute.registry import public
 
 #: Katz: a vertex sends its whole value along every out-arc; NetworkX's absolute L1 rule
 KATZ = LinearIteration(name="katz", share="x", share_numpy=lambda x, deg: x, stop="absolute")

@@ -95,7 +95,7 @@ def _as_array(a):
 PAST_FLOAT32 = "is past float32's range (about 3.4e38), which groute's weights are stored in"
 
 
-def unstorable_weight(w):
+def unstorable_weight(w, stored=None):
     """The first weight that groute's weight arrays cannot hold, and why.
 
     One rule for :func:`weight_array` (which names the arc), the readers (the line) and the
@@ -106,6 +106,8 @@ def unstorable_weight(w):
     ----------
     w : array
         Weights, NumPy or CuPy, of any numeric dtype.
+    stored : array, optional
+        ``w`` cast to float32 already, where the caller keeps that cast (not made twice).
 
     Returns
     -------
@@ -121,7 +123,8 @@ def unstorable_weight(w):
         past = (size > float(np.finfo(np.float32).max)) & (size != np.inf)
         if bool(past.any()):
             return int(past.argmax()), PAST_FLOAT32
-        lost = (w.astype(np.float32) == 0) & (w != 0)
+        stored = w.astype(np.float32) if stored is None else stored
+        lost = (stored == 0) & (w != 0)
         if bool(lost.any()):
             return int(lost.argmax()), ("is below float32's smallest (about 1.4e-45), which "
                                         "groute's weights are stored in, and would be 0 "
@@ -160,16 +163,15 @@ def weight_array(w):
     if w is None:
         return None
     w = _as_array(w)
-    bad = unstorable_weight(w)
+    kind = w.dtype.kind
+    cast = w.dtype not in (np.float32, np.int32) and kind in "fiub"
+    with np.errstate(over="ignore"):           # what overflows is refused just below
+        out = w.astype(np.float32 if kind == "f" else np.int32) if cast else w
+    bad = unstorable_weight(w, stored=out if kind == "f" else None)
     if bad is not None:
         at, why = bad
-        value = w[at].item()
-        raise ValueError(f"the weight {value!r} of arc {at} {why}")
-    if w.dtype.kind == "f" and w.dtype != np.float32:
-        return w.astype(np.float32)
-    if w.dtype.kind in "iub" and w.dtype != np.int32:
-        return w.astype(np.int32)
-    return w
+        raise ValueError(f"the weight {w[at].item()!r} of arc {at} {why}")
+    return out
 
 
 def kept_on(graph, name: str, compute):

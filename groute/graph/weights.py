@@ -54,11 +54,13 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
                     "(pass allow_negative=True to keep them)")
     if (v.dtype.kind == "f") != (np.dtype(dtype).kind == "f"):
         raise TypeError(f"check_weights: {v.dtype} values for {np.dtype(dtype).name} weights")
-    bad = unstorable_weight(v)
+    with np.errstate(over="ignore"):           # what overflows is refused just below
+        out = v.astype(dtype)
+    bad = unstorable_weight(v, stored=out if out.dtype.kind == "f" else None)
     if bad is not None:
         r, why = bad
         fail(r, f"weight {table.field(r, col)} {why}")
-    return v.astype(dtype)
+    return out
 
 
 def one_based_ends(ids, n: int, *, table, col: int):
