@@ -16,8 +16,11 @@ neighbour's move at once (Luby's independent set: a gathering advance of the nei
 largest priority). No two neighbours move together, so each move gains what it computed but
 for the community totals two moves into one community share, and a level runs until no vertex
 gains (moves that lose together are undone and the first half of them tried, down to one, which
-gains alone): a local optimum as the sequential algorithm's, reached in a different order. Once
-moves have lost together, the level ends sooner, at an iteration that gains less than
+gains alone): a local optimum as the sequential algorithm's, reached in a different order.
+A Louvain level starts with moves of every gaining vertex at once, neighbours too, each
+iteration one way (to communities of smaller keys, then of larger ones: :data:`ONE_WAY`, the
+rule of cuGraph's Louvain), for as long as they gain together: where most vertices gain, an
+independent set holds a few percent of them. Once moves have lost together, the level ends sooner, at an iteration that gains less than
 :data:`TAIL_SHARE` of the level's gain. The communities' totals and every
 vertex's community live in tables on every device (:func:`~groute.operators.keyed.key_totals`,
 :func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
@@ -66,6 +69,10 @@ MAX_ITERATIONS = 10_000
 #: ones many times over, where the next level, on the communities, does the same in a few.
 #: Levels without a conflict run to their local optimum (docs/NETWORKX.md)
 TAIL_SHARE = 1e-3
+
+#: the least modularity moves of neighbours together must gain to be kept: their gain is the
+#: difference of two modularities summed over every arc, whose rounding lies far below it
+TOGETHER_MIN_GAIN = 1e-10
 
 #: the position that becomes each vertex's first community, and its random priority's tail
 POSITIONS = "pos"
@@ -153,6 +160,18 @@ def _keep(s, v):
 def _undo(s, v):
     s["comm"][v] = s["kept"][v]
 
+
+def _one_way(s, v):
+    comm, choice = s["comm"][v], s["choice"][v]
+    return choice > comm if s["up"] else choice < comm
+
+
+#: a gaining vertex whose choice lies the iteration's way: a community of a smaller key on even
+#: iterations, of a larger on odd ones, so that of two neighbours that would take each other's
+#: community one waits (the moves of :meth:`_Level.move` while they gain together)
+ONE_WAY = Functor(name="louvain_one_way", params="const int* comm, const int* choice, int up",
+                  cuda="return up ? choice[v] > comm[v] : choice[v] < comm[v];",
+                  numpy=_one_way)
 
 #: the communities before an iteration's moves, and back to them
 KEEP = Functor(name="louvain_keep", params="int* kept, const int* comm",
@@ -425,15 +444,23 @@ class _Level:
         m = self.m
         return reduce(everyone, "inside") / (2 * m) - resolution * self.products() / (m * m)
 
-    def move(self, resolution: float, salt: int):
+    def move(self, resolution: float, salt: int, *, together: bool = True):
         """Local moves to a local optimum (module docstring). Returns the modularity before
         and after, and whether any vertex moved for good.
+
+        With ``together`` (Louvain's; Leiden's moves go without), a level's first iterations
+        move every gaining vertex whose choice lies the iteration's way (:data:`ONE_WAY`),
+        neighbours too, and weigh the modularity anew over every arc
+        (:meth:`take_together`), until such an iteration gains :data:`TOGETHER_MIN_GAIN` or
+        less: it is undone, and independent sets move from there on. The first iterations,
+        where most vertices gain, so move most of them at once, where an independent set holds
+        a few percent of them.
 
         An iteration weighs the vertices that gained last time and the neighbours of those
         that moved (the others' neighbourhoods are as they were, only the communities' totals
         moved); when none of them gains, every vertex is weighed once more, and the level ends
-        when none gains. What an iteration's moves gained is summed over the movers' arcs
-        alone (no two movers are neighbours, so only their own arcs change sides) and the
+        when none gains. What an independent set's moves gained is summed over the movers'
+        arcs alone (no two movers are neighbours, so only their own arcs change sides) and the
         communities' totals; moves that lose together (two joining one community) are undone
         and the first half of them tried, down to one, which gains alone. After such a
         conflict the level ends at an iteration that gains less than :data:`TAIL_SHARE` of the
@@ -444,7 +471,7 @@ class _Level:
         self.tables()
         before = self.modularity(resolution)
         products = self.products()
-        moved = False
+        moved, quality = False, before
         level_gain, conflicted = 0.0, False
         weighed, whole = everyone, True
         for iteration in range(MAX_ITERATIONS):
@@ -456,24 +483,35 @@ class _Level:
                     break
                 weighed, whole = everyone, True
                 continue
-            movers = self.movers(gaining, salt, iteration)
-            gained, after = self.take(movers, products, resolution)
-            lost = not gained > 0
-            while not gained > 0:
-                # the moves lost together (each gains alone, but two may join one community
-                # and outweigh it): undo them and try the first half of them, down to one
-                compute(movers, UNDO)
-                self.tables(movers)
-                positions = eng.positions_of(movers)
-                if positions.shape[0] <= 1:
-                    break
-                movers = eng.frontier_at(positions[:positions.shape[0] // 2])
+            movers = filter(gaining, ONE_WAY, up=iteration % 2) if together else None
+            if movers:
+                gained, after, now = self.take_together(movers, quality, resolution)
+                if not gained > TOGETHER_MIN_GAIN:
+                    # neighbours' moves outweighed each other: independent sets from here on
+                    compute(movers, UNDO)
+                    self.tables(movers)
+                    movers, together = None, False
+            if not movers:
+                movers = self.movers(gaining, salt, iteration)
                 gained, after = self.take(movers, products, resolution)
-            if not gained > 0:          # not even one mover gains (rounding): a local optimum
-                break
-            products, moved = after, True
+                lost = not gained > 0
+                while not gained > 0:
+                    # the moves lost together (each gains alone, but two may join one
+                    # community and outweigh it): undo them and try the first half of them,
+                    # down to one
+                    compute(movers, UNDO)
+                    self.tables(movers)
+                    positions = eng.positions_of(movers)
+                    if positions.shape[0] <= 1:
+                        break
+                    movers = eng.frontier_at(positions[:positions.shape[0] // 2])
+                    gained, after = self.take(movers, products, resolution)
+                if not gained > 0:      # not even one mover gains (rounding): a local optimum
+                    break
+                conflicted = conflicted or lost
+                now = quality + gained
+            products, quality, moved = after, now, True
             level_gain += gained
-            conflicted = conflicted or lost
             if conflicted and gained < TAIL_SHARE * level_gain:
                 # past its first conflict a level moves few vertices an iteration and gains
                 # little: the next level, on the communities, settles the rest far sooner
@@ -498,6 +536,20 @@ class _Level:
         gained = (reduce(movers, "inside") - reduce(movers, "left")) / m \
             - resolution * (after - products) / (m * m)
         return gained, after
+
+    def take_together(self, movers, quality: float, resolution: float):
+        """Move ``movers`` (neighbours among them: :meth:`take`'s sum over their arcs would
+        count an arc between two of them twice) and weigh the communities' modularity anew
+        over every arc. Returns what that gained over ``quality`` (the modularity before), the
+        totals' products and the modularity after."""
+        compute(movers, KEEP)
+        compute(movers, TAKE)
+        self.tables(movers)
+        everyone, m = self.engine.all_vertices(), self.m
+        keyed.arc_sums(everyone, weight="w", into="inside", where=same_community)
+        after = self.products()
+        now = reduce(everyone, "inside") / (2 * m) - resolution * after / (m * m)
+        return now - quality, after, now
 
     def movers(self, gaining, salt: int, iteration: int):
         """The vertices of ``gaining`` that move at once (:func:`independent_movers`): the
@@ -717,7 +769,7 @@ class Louvain:
         for depth in range(1, n + 1):
             with self._stage(level, backends) as stage:
                 stage.start(start)
-                _, _, moved = stage.move(resolution, salt + 2 * depth)
+                _, _, moved = stage.move(resolution, salt + 2 * depth, together=False)
                 comm = stage.communities()
                 if moved:
                     refined = stage.refine(resolution, salt + 2 * depth + 1)

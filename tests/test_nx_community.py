@@ -541,17 +541,24 @@ def test_a_level_past_its_first_conflict_ends_at_a_small_gain(monkeypatch):
     BA(3000, 2) ran on through dozens of such iterations, a few vertices each."""
     import groute.apps.louvain as lv
     levels = []
-    take, move = lv._Level.take, lv._Level.move
+    take, together, move = lv._Level.take, lv._Level.take_together, lv._Level.move
 
     def counted_take(self, movers, products, resolution):
         gained, after = take(self, movers, products, resolution)
         levels[-1].append(gained)
         return gained, after
 
-    def counted_move(self, *args):
+    def counted_together(self, movers, quality, resolution):
+        gained, after, now = together(self, movers, quality, resolution)
+        if gained > lv.TOGETHER_MIN_GAIN:           # kept (else undone: no conflict)
+            levels[-1].append(gained)
+        return gained, after, now
+
+    def counted_move(self, *args, **kwargs):
         levels.append([])
-        return move(self, *args)
+        return move(self, *args, **kwargs)
     monkeypatch.setattr(lv._Level, "take", counted_take)
+    monkeypatch.setattr(lv._Level, "take_together", counted_together)
     monkeypatch.setattr(lv._Level, "move", counted_move)
     G = nx.barabasi_albert_graph(3000, 2, seed=1)
     groute.louvain_communities(G, seed=1, backend="cpu", devices=1)
@@ -568,3 +575,32 @@ def test_a_level_past_its_first_conflict_ends_at_a_small_gain(monkeypatch):
                 assert i == last, (gains, i)      # only the level's last iteration
         conflicts += conflicted
     assert conflicts >= 2, levels       # the graph has conflicts for the rule to act on
+
+
+def test_moves_of_neighbours_together_gain_what_networkx_measures(monkeypatch):
+    """A level's first iterations move every gaining vertex whose choice lies the iteration's
+    way, neighbours together (apps/louvain.py, ONE_WAY): what they gain is weighed anew over
+    every arc, NetworkX's difference of modularities, kept where it gains and undone where it
+    loses (the LFR graph's first level has both), and the level still ends at a local
+    optimum."""
+    import groute.apps.louvain as lv
+    G = lfr()
+    together, seen = lv._Level.take_together, []
+
+    def groups(comm):
+        return [set(np.flatnonzero(comm == c).tolist()) for c in np.unique(comm)]
+
+    def checked(self, movers, quality, resolution):
+        moving = set(self.engine.positions_of(movers).tolist())   # positions: G's nodes
+        before = q(G, groups(self.communities()))
+        gained, after, now = together(self, movers, quality, resolution)
+        want = q(G, groups(self.communities()))
+        assert now == pytest.approx(want, abs=1e-12)
+        assert gained == pytest.approx(want - before, abs=1e-12)
+        seen.append((gained, any(set(G[u]) - {u} & moving for u in moving)))
+        return gained, after, now
+    monkeypatch.setattr(lv._Level, "take_together", checked)
+    found = groute.louvain_communities(G, seed=1, max_level=1, backend="cpu", devices=1)
+    assert any(g > lv.TOGETHER_MIN_GAIN and neighbours for g, neighbours in seen), seen
+    assert any(not g > lv.TOGETHER_MIN_GAIN for g, _ in seen), seen
+    assert _single_move_gain(G, found.components()) < 1e-9
