@@ -327,8 +327,19 @@ def test_vertex_ids_map_both_ways_and_name_bad_ids():
     assert named.position_of(("t", 1)) == 1 and named.position_of(["x", 5]).tolist() == [0, 2]
     with pytest.raises(KeyError, match="not a vertex"):
         named.position_of([["unhashable"]])
-    with pytest.raises(ValueError, match="repeat"):
+    with pytest.raises(ValueError, match="repeat: 'a' names two vertices"):
         VertexIds(2, labels=["a", "a"]).position_of("a")
+
+
+def test_text_labels_are_checked_unique_by_the_dict_their_lookups_use():
+    """One pass over text labels: the uniqueness check builds the label -> position dict that
+    every lookup then reads (validate's check and the first lookup each made their own)."""
+    ids = VertexIds(4, labels=["d", ("t", 1), "b", 7])
+    assert ids.repeated_label() is None
+    index = ids._index
+    assert index == {"d": 0, ("t", 1): 1, "b": 2, 7: 3}
+    assert ids.position_of(["b", "d"]).tolist() == [2, 0] and ids._index is index
+    assert VertexIds(3, labels=["x", "y", "x"]).repeated_label() == "x"
 
 
 @pytest.mark.parametrize("n", [0, 1])

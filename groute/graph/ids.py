@@ -58,17 +58,19 @@ class VertexIds:
     def repeated_label(self):
         """A label that names two vertices, or None when each is unique (or there are no
         labels). Integer labels take the order :meth:`position_of` looks them up in (one pass
-        when they increase already, the readers' ids; else its argsort, kept); other labels a
-        set."""
+        when they increase already, the readers' ids; else its argsort, kept); other labels
+        the dict it looks them up in (label to position, kept when they are unique)."""
         labels = self.labels
         if labels is None:
             return None
         if labels.dtype == object:
-            seen = set()
-            for label in labels.tolist():
-                if label in seen:
+            if self._index is not None:
+                return None
+            index = {}
+            for position, label in enumerate(labels.tolist()):
+                if index.setdefault(label, position) != position:
                     return label
-                seen.add(label)
+            self._index = index
             return None
         if self._int_order() is None:
             return None
@@ -161,10 +163,10 @@ class VertexIds:
         return f" (out of range: its ids are {self.base}..{self.base + self.n - 1})"
 
     def _position_of_label(self, ident, what):
-        if self._index is None:
-            self._index = {x: i for i, x in enumerate(self.labels.tolist())}
-            if len(self._index) != self.n:
-                raise ValueError(f"the vertex labels of {self.name} repeat")
+        twice = self.repeated_label()
+        if twice is not None:
+            raise ValueError(f"the vertex labels of {self.name} repeat: {twice!r} names two "
+                             f"vertices")
         index = self._index
         many = isinstance(ident, (list, np.ndarray))
         keys = ident.tolist() if isinstance(ident, np.ndarray) else (ident if many else [ident])
