@@ -20,10 +20,10 @@ gains alone): a local optimum as the sequential algorithm's, reached in a differ
 A Louvain level starts with moves of every gaining vertex at once, neighbours too, each
 iteration one way (to communities of smaller keys, then of larger ones: :data:`ONE_WAY`, the
 rule of cuGraph's Louvain), for as long as they gain together: where most vertices gain, an
-independent set holds a few percent of them. Once moves have lost together, the level ends sooner, at an iteration that gains less than
-:data:`TAIL_SHARE` of the level's gain. The communities' totals and every
-vertex's community live in tables on every device (:func:`~groute.operators.keyed.key_totals`,
-:func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
+independent set holds a few percent of them. Once an independent set's moves have lost
+together, the level ends sooner, at an iteration that gains less than :data:`TAIL_SHARE` of
+the level's gain. The communities' totals and every vertex's community live in tables on
+every device (:func:`~groute.operators.keyed.key_totals`, :func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
 join (:func:`~groute.operators.keyed.key_pair_sums`, summed on the devices, the pairs' CSR
 assembled on the host): the next level's graph, a vertex per community, which runs on as many
 of the devices as it has vertices.
@@ -449,10 +449,11 @@ class _Level:
         and after, and whether any vertex moved for good.
 
         With ``together`` (Louvain's; Leiden's moves go without), a level's first iterations
-        move every gaining vertex whose choice lies the iteration's way (:data:`ONE_WAY`),
-        neighbours too, and weigh the modularity anew over every arc
-        (:meth:`take_together`), until such an iteration gains :data:`TOGETHER_MIN_GAIN` or
-        less: it is undone, and independent sets move from there on. The first iterations,
+        move every gaining vertex whose choice lies the iteration's way (:data:`ONE_WAY`; the
+        other way where none goes this one), neighbours too, and weigh the modularity anew
+        over every arc (:meth:`take_together`), until such an iteration gains
+        :data:`TOGETHER_MIN_GAIN` or less: it is undone, and independent sets move from there
+        on. The first iterations,
         where most vertices gain, so move most of them at once, where an independent set holds
         a few percent of them.
 
@@ -483,7 +484,11 @@ class _Level:
                     break
                 weighed, whole = everyone, True
                 continue
-            movers = filter(gaining, ONE_WAY, up=iteration % 2) if together else None
+            movers = None
+            if together:
+                # this iteration's way, or the other where no gaining vertex goes this way
+                movers = filter(gaining, ONE_WAY, up=iteration % 2) or \
+                    filter(gaining, ONE_WAY, up=1 - iteration % 2)
             if movers:
                 gained, after, now = self.take_together(movers, quality, resolution)
                 if not gained > TOGETHER_MIN_GAIN:

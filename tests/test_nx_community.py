@@ -592,15 +592,31 @@ def test_moves_of_neighbours_together_gain_what_networkx_measures(monkeypatch):
 
     def checked(self, movers, quality, resolution):
         moving = set(self.engine.positions_of(movers).tolist())   # positions: G's nodes
-        before = q(G, groups(self.communities()))
+        if undone:                      # the last call's moves lost: undone before this one
+            assert self.communities().tolist() == undone.pop()
+        kept = self.communities()
+        before = q(G, groups(kept))
         gained, after, now = together(self, movers, quality, resolution)
         want = q(G, groups(self.communities()))
         assert now == pytest.approx(want, abs=1e-12)
         assert gained == pytest.approx(want - before, abs=1e-12)
         seen.append((gained, any(set(G[u]) - {u} & moving for u in moving)))
+        if not gained > lv.TOGETHER_MIN_GAIN:
+            undone.append(kept.tolist())
         return gained, after, now
+
+    def checked_take(self, movers, products, resolution):
+        if undone:                      # independent sets follow moves together that lost
+            assert self.communities().tolist() == undone.pop()
+            # and the tables (each vertex's community, the totals) are the communities'
+            assert self.modularity(resolution) == pytest.approx(
+                q(G, groups(self.communities())), abs=1e-12)
+        return take(self, movers, products, resolution)
+    undone, take = [], lv._Level.take
     monkeypatch.setattr(lv._Level, "take_together", checked)
+    monkeypatch.setattr(lv._Level, "take", checked_take)
     found = groute.louvain_communities(G, seed=1, max_level=1, backend="cpu", devices=1)
     assert any(g > lv.TOGETHER_MIN_GAIN and neighbours for g, neighbours in seen), seen
     assert any(not g > lv.TOGETHER_MIN_GAIN for g, _ in seen), seen
+    assert not undone                   # each undo was checked by the call after it
     assert _single_move_gain(G, found.components()) < 1e-9
