@@ -23,10 +23,11 @@ rule of cuGraph's Louvain), for as long as they gain together: where most vertic
 independent set holds a few percent of them. Once an independent set's moves have lost
 together, the level ends sooner, at an iteration that gains less than :data:`TAIL_SHARE` of
 the level's gain. The communities' totals and every vertex's community live in tables on
-every device (:func:`~groute.operators.keyed.key_totals`, :func:`~groute.operators.keyed.share`). Then the arcs are summed by the pair of communities they
-join (:func:`~groute.operators.keyed.key_pair_sums`, summed on the devices, the pairs' CSR
-assembled on the host): the next level's graph, a vertex per community, which runs on as many
-of the devices as it has vertices.
+every device (:func:`~groute.operators.keyed.key_totals`, :func:`~groute.operators.keyed.share`).
+Then the arcs are summed by the pair of communities they join
+(:func:`~groute.operators.keyed.key_pair_sums`, summed on the devices, the pairs' CSR assembled
+on the host): the next level's graph, a vertex per community, which runs on as many of the
+devices as it has vertices.
 
 The same seed gives the same communities on any number of devices of either backend (up to
 ties that the order of floating-point sums decides). NetworkX moves the vertices one at a time
@@ -453,9 +454,8 @@ class _Level:
         other way where none goes this one), neighbours too, and weigh the modularity anew
         over every arc (:meth:`take_together`), until such an iteration gains
         :data:`TOGETHER_MIN_GAIN` or less: it is undone, and independent sets move from there
-        on. The first iterations,
-        where most vertices gain, so move most of them at once, where an independent set holds
-        a few percent of them.
+        on. The first iterations, where most vertices gain, so move most of them at once, where
+        an independent set holds a few percent of them.
 
         An iteration weighs the vertices that gained last time and the neighbours of those
         that moved (the others' neighbourhoods are as they were, only the communities' totals

@@ -158,10 +158,10 @@ def group(hi, lo, values, xp):
     None counts one each), the sum over each group (float64)."""
     # int64 holds the pair (hi < 2**31): no casts to and from an unsigned type
     packed = hi.astype(xp.int64, copy=False) * (1 << 32) + lo.astype(xp.int64, copy=False)
-    # equal keys are one group whatever their order; a stable sort, because a frontier's arcs
-    # come row by row (``hi`` in order already, only each row's keys out of it): NumPy's stable
-    # sort merges sorted runs and takes such keys several times faster than its default
-    # quicksort (CuPy's sort is stable whatever the kind)
+    # equal keys are one group whatever their order; a stable sort, because the pairs of a
+    # frontier's arcs come row by row (``hi`` in order already, only each row's keys out of
+    # it): NumPy's stable sort merges sorted runs and takes such pairs several times faster
+    # than its default quicksort (CuPy's sort is stable whatever the kind)
     order = xp.argsort(packed, kind="stable")
     packed = packed[order]
     n = int(packed.shape[0])
