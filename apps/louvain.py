@@ -440,10 +440,21 @@ class _Level:
 
     def modularity(self, resolution: float) -> float:
         """Of the communities the tables hold (NetworkX's, directed or not)."""
+        return self.weigh(resolution)[0]
+
+    def weigh(self, resolution: float) -> tuple[float, float]:
+        """The modularity of the communities the tables hold and their totals' products
+        (:meth:`products`, which the modularity is made of)."""
         everyone = self.engine.all_vertices()
         keyed.arc_sums(everyone, weight="w", into="inside", where=same_community)
-        m = self.m
-        return reduce(everyone, "inside") / (2 * m) - resolution * self.products() / (m * m)
+        m, products = self.m, self.products()
+        return reduce(everyone, "inside") / (2 * m) - resolution * products / (m * m), products
+
+    def undo(self, movers) -> None:
+        """Back to the communities before ``movers`` moved (kept by :data:`KEEP`), tables
+        too."""
+        compute(movers, UNDO)
+        self.tables(movers)
 
     def move(self, resolution: float, salt: int, *, together: bool = True):
         """Local moves to a local optimum (module docstring). Returns the modularity before
@@ -470,8 +481,7 @@ class _Level:
         everyone = eng.all_vertices()
         m, resolution = self.m, float(resolution)
         self.tables()
-        before = self.modularity(resolution)
-        products = self.products()
+        before, products = self.weigh(resolution)
         moved, quality = False, before
         level_gain, conflicted = 0.0, False
         weighed, whole = everyone, True
@@ -493,8 +503,7 @@ class _Level:
                 gained, after, now = self.take_together(movers, quality, resolution)
                 if not gained > TOGETHER_MIN_GAIN:
                     # neighbours' moves outweighed each other: independent sets from here on
-                    compute(movers, UNDO)
-                    self.tables(movers)
+                    self.undo(movers)
                     movers, together = None, False
             if not movers:
                 movers = self.movers(gaining, salt, iteration)
@@ -504,8 +513,7 @@ class _Level:
                     # the moves lost together (each gains alone, but two may join one
                     # community and outweigh it): undo them and try the first half of them,
                     # down to one
-                    compute(movers, UNDO)
-                    self.tables(movers)
+                    self.undo(movers)
                     positions = eng.positions_of(movers)
                     if positions.shape[0] <= 1:
                         break
@@ -550,10 +558,7 @@ class _Level:
         compute(movers, KEEP)
         compute(movers, TAKE)
         self.tables(movers)
-        everyone, m = self.engine.all_vertices(), self.m
-        keyed.arc_sums(everyone, weight="w", into="inside", where=same_community)
-        after = self.products()
-        now = reduce(everyone, "inside") / (2 * m) - resolution * after / (m * m)
+        now, after = self.weigh(resolution)
         return now - quality, after, now
 
     def movers(self, gaining, salt: int, iteration: int):
