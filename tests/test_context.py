@@ -587,3 +587,82 @@ def test_an_algorithm_given_something_else_than_a_context_says_so(bad):
                 lambda: groute.asyn_lpa_communities(G, ctx=bad)):
         with pytest.raises(TypeError, match=r"ctx must be a groute Context .* got "):
             run()
+
+
+@pytest.mark.timeout(30)
+def test_links_made_after_a_failed_run_carry_the_next_runs_packets(no_thread_leak):
+    """A Link or Router made between a failed run and the next (as the guide says: make new
+    ones) belongs to the next run: the context is reset when it is made, not after, so it is
+    not ended by the stop of the run before."""
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        a, b = ctx.devices
+        for make in (lambda: Link(a, b, 4, 2, ctx=ctx),
+                     lambda: Router([a], [b], first_available, packet_size=4, ctx=ctx)):
+            with pytest.raises(DeviceError, match="ZeroDivisionError"):
+                ctx.run(lambda d: 1 / d.index)
+            channel = make()
+            receiving = channel.outputs[0] if isinstance(channel, Router) else channel
+            sending = channel.inputs[0] if isinstance(channel, Router) else channel
+
+            def work(device):
+                if device.index == 0:
+                    sending.send(device.asarray(np.arange(10, dtype=np.int32))).wait()
+                    channel.close()
+                    return None
+                got = []
+                for pending in receiving:
+                    got += pending.wait().data.tolist()
+                    pending.release()
+                return got
+            assert ctx.run(work)[1] == list(range(10))
+
+
+@pytest.mark.timeout(30)
+def test_a_shut_down_context_makes_no_links(no_thread_leak):
+    ctx = Context(2, backend="cpu", timeout=5)
+    a, b = ctx.devices
+    ctx.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        Link(a, b, 4, ctx=ctx)
+    with pytest.raises(RuntimeError, match="shut down"):
+        Router([a], [b], first_available, packet_size=4, ctx=ctx)
+    with pytest.raises(RuntimeError, match="cpu:0 is closed"):      # without the context
+        Link(a, b, 4)
+
+
+@pytest.mark.timeout(30)
+def test_a_device_function_that_waits_for_its_own_thread_is_told_so_at_once():
+    """run, shutdown, or a gather of work queued on the calling device's own host thread would
+    wait for the function that calls them: each raises at once, naming the device."""
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        with pytest.raises(DeviceError, match="Context.run called from a device function"):
+            ctx.run(lambda d: ctx.run(lambda e: 1))
+        with pytest.raises(DeviceError, match="Context.shutdown called from a device function"):
+            ctx.run(lambda d: ctx.shutdown())
+
+        def gather_own(device):
+            return ctx.gather([ctx.submit(device.index, lambda e: 1)])
+        with pytest.raises(DeviceError, match="gather called from a device function on cpu:"):
+            ctx.run(gather_own)
+
+        def gather_other(device):       # another device's thread, free by then: fine
+            if device.index == 0:
+                return ctx.gather([ctx.submit(1, lambda e: e.index)])[0]
+        assert ctx.run(gather_other) == [1, None]
+        with pytest.raises(TypeError, match="run: fn is called as fn"):
+            ctx.run(5)
+        assert ctx.run(lambda d: d.index) == [0, 1]
+
+
+@pytest.mark.timeout(30)
+def test_device_functions_waiting_for_each_others_threads_time_out_naming_them():
+    """Each device's function gathers work queued on the other's thread, which is busy with the
+    other function: the gathers in device functions are bounded by the context's timeout."""
+    with Context(2, backend="cpu", timeout=1) as ctx:
+        def gather_other(device):
+            return ctx.gather([ctx.submit(1 - device.index, lambda e: e.index)])[0]
+        started = time.monotonic()
+        with pytest.raises(DeviceError, match="did not finish within 1 s"):
+            ctx.run(gather_other)
+        assert time.monotonic() - started < SOON
+        assert ctx.run(lambda d: d.index) == [0, 1]

@@ -330,8 +330,35 @@ def test_a_packet_of_another_dtype_or_too_many_items_is_refused_naming_the_link(
             link.rx.receive_grid(0, np.zeros(8, np.int32), 8, parts)   # said True, read nothing
     with pytest.raises(ValueError, match=r"typed: receive_grid takes an int count of items"):
         link.rx.receive_grid(0, None, -4, 1)
+    for call in (lambda: link.tx.send_grid(-1, items, 1),       # waited out the timeout
+                 lambda: link.rx.receive_grid(-1, None, 8, 1)):
+        with pytest.raises(ValueError, match=r"typed: \w+_grid's first packet number is an int "
+                                             r">= 0, got -1"):
+            call()
+    with pytest.raises(ValueError, match=r"typed: receive_grid places 8 items, into a dst of "
+                                         r"shape \(6,\)"):        # NumPy's broadcast error
+        link.rx.receive_grid(0, np.zeros(6, np.int32), 8, 1)
     assert int(link._head[0]) == 0          # nothing reserved: the packets a receiver waits for
     link.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_grid_receiver_places_no_more_than_its_count_and_a_send_after_close_is_refused():
+    """A message longer than the receiver's count: only ``count`` items land in ``dst`` (the
+    rest of the last packet was written past them). After the close, a send is refused (the
+    receivers were told how many packets there were)."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, num_buffers=2, ctx=ctx, initiated="device")
+        out = np.full(9, -1, np.int32)
+        b.compute_stream.submit(link.rx.receive_grid, 0, out[:6], 6, 1)
+        a.compute_stream.submit(link.tx.send_grid, 0, np.arange(8, dtype=np.int32), 1)
+        b.compute_stream.synchronize(10)
+        assert out.tolist() == [0, 1, 2, 3, 4, 5, -1, -1, -1]
+        link.close()
+        a.compute_stream.synchronize(10)
+        with pytest.raises(RuntimeError, match="a send after the link was closed"):
+            link.tx.send(np.arange(2, dtype=np.int32))
 
 
 def test_the_header_and_the_link_kernels_compile(tmp_path):

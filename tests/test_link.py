@@ -932,3 +932,31 @@ def test_link_streams_of_one_share_key_are_one_given_back_with_the_last(monkeypa
         for stream in (two, other, alone):
             Device.release_link_stream(dev, stream)
         assert given_back == [one, other, alone] and not dev._shared_link_streams
+
+
+def test_a_release_after_something_not_an_event_is_refused_at_the_release():
+    with cpu_link(4, 2) as (ctx, link):
+        link.send(np.arange(4, dtype=np.int32))
+        got = link.receive(timeout=5)
+        got.wait()
+        with pytest.raises(TypeError, match="release: after must be an event"):
+            got.release(after="junk")
+        got.release()               # the refused release did not take the buffer back
+        link.send(np.arange(4, dtype=np.int32))
+        assert link.receive(timeout=5).wait().data.tolist() == [0, 1, 2, 3]
+
+
+def test_a_strided_send_is_refused_on_every_backend_before_it_is_queued():
+    """A copy moves a packet's rows as one block: CUDA's copy plan refuses a strided view when
+    it issues (which would fail the link), so every backend refuses it at the send."""
+    with cpu_link(4, 2) as (ctx, link):
+        with pytest.raises(ValueError, match="C-contiguous"):
+            link.send(np.arange(8, dtype=np.int32)[::2])
+        link.send(np.arange(8, dtype=np.int32)[::2].copy())
+        assert link.receive(timeout=5).wait().data.tolist() == [0, 2, 4, 6]
+
+
+def test_a_router_of_host_ends_only_says_so():
+    with Context(1, backend="cpu") as ctx:
+        with pytest.raises(ValueError, match="needs a device among its inputs or outputs"):
+            Router([HOST], [HOST], first_available, packet_size=4, ctx=ctx)

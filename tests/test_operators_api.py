@@ -12,7 +12,8 @@ import pytest
 from groute import Context, DeviceError
 from groute.engines import BSPEngine, make_engine
 from groute.graph import CSRGraph
-from groute.operators import DeviceFrontier, Functor, Message, advance, compute, filter
+from groute.operators import (AdvanceStep, DeviceFrontier, Functor, Message, advance, compute,
+                              filter, run_loop)
 from groute.operators.functor import parse_params
 from groute.operators.generated import source as source_
 from support import compile_generated, device_cases
@@ -212,7 +213,7 @@ def test_a_frontier_of_one_string_a_missing_state_or_a_scalar_of_another_type_is
             filter(eng.all_vertices(), ABOVE, t="x")    # named: the functor and its scalar
         # an int parameter takes a whole number: 1.7 is refused (C would truncate it to 1),
         # 2.0 is 2
-        for bad in (1.7, np.int64(2**40), "3"):
+        for bad in (1.7, np.int64(2**40), "3", [2], np.array([2, 3]), np.array([2])):
             with pytest.raises(DeviceError, match=r"above's scalar 't' is declared 'int t', got "):
                 filter(eng.all_vertices(), ABOVE, t=bad)
         assert filter(eng.all_vertices(), ABOVE, t=2.0).vertices().tolist() == \
@@ -437,3 +438,28 @@ def test_received_messages_are_aligned_for_their_type(rows):
     assert got.ctypes.data % 8 == 0
     np.testing.assert_array_equal(got, msgs)
     np.testing.assert_array_equal(ids, np.arange(rows))
+
+
+def test_a_closed_engine_refuses_its_state_and_frontiers_naming_the_call():
+    """A closed engine's context went back (a kept one may serve another engine by now):
+    nothing of it is to be used, so every call says so by its own name."""
+    eng = make_engine(nx.path_graph(6), backend="cpu", devices=2)
+    eng.state("value", np.int32, 1)
+    eng.close()
+    calls = {"state": lambda: eng.state("other", np.int32, 0),
+             "gather": lambda: eng.gather("value"),
+             "all_vertices": eng.all_vertices,
+             "frontier": lambda: eng.frontier([1]),
+             "out_degree_state": lambda: eng.out_degree_state("deg")}
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match=f"^{name}: the engine is closed"):
+            call()
+
+
+def test_run_loop_takes_numpy_ints_as_its_counts():
+    """max_levels and start take NumPy's ints as every count of the API does."""
+    with make_engine(nx.path_graph(6), backend="cpu", devices=2) as eng:
+        eng.state("d", np.int32, -1)
+        out = run_loop(eng.frontier([0]), [AdvanceStep(ACCEPT)], max_levels=np.int64(2),
+                       start=np.int32(0))
+        assert out.levels == 2

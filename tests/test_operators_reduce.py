@@ -86,3 +86,19 @@ def test_kcore_runs_one_level_per_distinct_core_number(backend, k):
     assert res.to_dict() == ref
     assert res.stats["levels"] == len(set(ref.values()))
     assert len(set(ref.values())) < max(ref.values()) + 1      # some levels were skipped
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_nan_in_float_state_is_the_min_and_max_wherever_it_falls(op, k):
+    """NumPy's min and max of a float array with a NaN are NaN; over several devices the
+    shares combine so too, whichever device holds the NaN (Python's min and max keep or drop
+    it by its place among the shares)."""
+    g = CSRGraph.from_edges(np.array([0, 1, 1, 2, 2, 3]), np.array([1, 0, 2, 1, 3, 2]), 4,
+                            directed=False)
+    for at in range(4):
+        x = np.arange(4, dtype=np.float64)
+        x[at] = np.nan
+        with make_engine(g, "bsp", backend="cpu", devices=k, timeout=60) as eng:
+            eng.state("x", np.float64, values=x)
+            assert np.isnan(reduce(eng.all_vertices(), "x", op)), (at, k)

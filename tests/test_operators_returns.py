@@ -47,6 +47,7 @@ BAD_POSITIONS = [
     ("grid", lambda s, v: v.reshape(-1, 1), "shape"),
     ("nothing", lambda s, v: None, "returned None"),
     ("mask", lambda s, v: v > 3, "bool mask"),
+    ("objects", lambda s, v: [int(v[0]), None], "object positions (the first is "),
 ]
 
 

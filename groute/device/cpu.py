@@ -174,6 +174,7 @@ class CPUDevice(Device):
         self.on_error = on_error
         self._streams: list[CPUStream] = []
         self._lock = threading.Lock()
+        self._closed = False
         self.compute_stream = self.new_stream("compute")
         self.copy_stream = self.new_stream("copy")
         self._links_stream: CPUStream | None = None
@@ -184,6 +185,7 @@ class CPUDevice(Device):
 
     def new_stream(self, name: str = "") -> CPUStream:
         with self._lock:
+            self._check_open()
             stream = CPUStream(self, name or f"s{len(self._streams)}")
             self._streams.append(stream)
         return stream
@@ -200,6 +202,7 @@ class CPUDevice(Device):
         grow with the square of the number of devices. Its thread plays the device's copy
         engine; packets of one link stay in order, and links only share its time."""
         with self._lock:
+            self._check_open()
             if self._links_stream is None:
                 self._links_stream = CPUStream(self, "links")
                 self._streams.append(self._links_stream)
@@ -255,5 +258,14 @@ class CPUDevice(Device):
         return isinstance(other, CPUDevice)
 
     def close(self):
-        for stream in self._streams:
+        with self._lock:
+            self._closed = True
+            streams = list(self._streams)
+        for stream in streams:
             stream.close()
+
+    def _check_open(self) -> None:
+        """Under the lock: a closed device makes no stream (its thread would never end)."""
+        if self._closed:
+            raise RuntimeError(f"{self.name} is closed (its context was shut down): it makes no "
+                               f"new streams or links; create a new Context")

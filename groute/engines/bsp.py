@@ -242,11 +242,17 @@ class BSPEngine(Engine):
         if not isinstance(frontier, Frontier) or frontier.engine is not self:
             raise ValueError(f"{what}: the frontier belongs to another engine (or is not a "
                              f"Frontier); make it with this engine's frontier()/all_vertices()")
+        self._open(what)
+
+    def _open(self, what):
+        """A RuntimeError naming ``what`` once the engine is closed: its context went back
+        (a kept one may serve another engine by now), so nothing of it is to be used."""
         if self._closed:
             raise RuntimeError(f"{what}: the engine is closed")
 
     # state -----------------------------------------------------------------------------------------
     def state(self, name, dtype, fill=0, *, values=None):
+        self._open("state")
         dtype, fill, values = checked_state(name, dtype, fill, values)
         if values is not None:
             values = np.asarray(values)
@@ -263,12 +269,15 @@ class BSPEngine(Engine):
         self._each(make, self.parts)
 
     def out_degree_state(self, name, dtype=np.int32):
+        self._open("out_degree_state")
+
         def make(device, part):
             with device.on_compute():
                 part.state[name] = (part.indptr[1:] - part.indptr[:-1]).astype(dtype)
         self._each(make, self.parts)
 
     def gather(self, name):
+        self._open("gather")
         self._holds(name, "gather")
         pieces = self._shared(self._each(lambda device, part: device.to_host(part.state[name]),
                                          self.parts), f"the state {name!r}")
@@ -277,12 +286,14 @@ class BSPEngine(Engine):
 
     # frontiers ---------------------------------------------------------------------------------
     def all_vertices(self):
+        self._open("all_vertices")
         return Frontier(self, [RemotePart(hi - lo) if p is None else
                                DeviceFrontier(p.device, p.size, everything=True)
                                for p, lo, hi in zip(self.parts, self.partition.offsets[:-1],
                                                     self.partition.offsets[1:])])
 
     def frontier_at(self, positions):
+        self._open("frontier")
         positions = np.asarray(positions, dtype=np.int64).reshape(-1)
         if positions.size and (positions.min() < 0 or positions.max() >= self.num_vertices):
             raise ValueError(f"frontier: positions must be in [0, {self.num_vertices}); got "
@@ -347,7 +358,11 @@ class BSPEngine(Engine):
                                           f"the devices' {op}s") if x is not None]
         if not shares:
             return 0 if op == "sum" else None
-        return {"sum": sum, "min": min, "max": max}[op](shares)
+        if op == "sum":
+            return sum(shares)
+        # NumPy's min and max over the shares, as over one device's values: a NaN share wins
+        # (Python's min and max would keep or drop it by where it falls)
+        return getattr(np, op)(np.asarray(shares)).item()
 
     @taking_turns       # its steps (a push, the owners' visits) are one computation
     def advance(self, frontier, functor, direction, candidates, scalars, *, over="out"):

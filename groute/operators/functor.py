@@ -243,7 +243,8 @@ class Functor:
                                     f"(pass {p.name}=... to the operator)")
                 given = scalars[p.name]
                 try:
-                    values[p.name] = p.dtype.type(given)
+                    # one number: NumPy's type of a list or an array would be an array
+                    values[p.name] = p.dtype.type(given) if np.ndim(given) == 0 else None
                 except (TypeError, ValueError, OverflowError):
                     values[p.name] = None
                 # an integer parameter takes a whole number in its range, as the number it

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from .api import ARCS, advance, compute, filter
 from .frontier import Frontier
 from .functor import Functor
+from ..ints import is_int
 
 #: what ``run_loop(order=)`` takes: ``"levels"`` (level after level, the default) or ``"any"``
 #: (the answer does not depend on the order of visits: module docstring)
@@ -257,9 +258,9 @@ def scalars_of(step, scalars: dict) -> dict:
 def _check_count(value, name, what, least):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if not is_int(value) or value < least:
         raise ValueError(f"{what}: {name} must be an int >= {least} or None; got {value!r}")
-    return value
+    return int(value)
 
 
 def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
@@ -327,8 +328,9 @@ def run_loop(frontier, steps, *, level: str | None = None, start: int = 0,
     if not any(s.produces for s in steps):
         raise ValueError("run_loop: no step makes a new frontier (a FilterStep or an "
                          "AdvanceStep), so the loop would never end")
-    if isinstance(start, bool) or not isinstance(start, int):
+    if not is_int(start):
         raise TypeError(f"run_loop: start must be an int; got {start!r}")
+    start = int(start)
     max_levels = _check_count(max_levels, "max_levels", "run_loop", 0)
     if order not in ORDERS:
         raise ValueError(f"run_loop: order must be one of {', '.join(ORDERS)}; got {order!r}")
@@ -393,8 +395,9 @@ def sweep(levels, steps, *, level: str | None = None, start: int = 0, reverse: b
         raise TypeError(f"sweep: levels must be the Levels of run_loop(..., keep=True); got "
                         f"{type(levels).__name__}")
     steps = check_loop(steps, scalars, level, "sweep")
-    if isinstance(start, bool) or not isinstance(start, int):
+    if not is_int(start):
         raise TypeError(f"sweep: start must be an int; got {start!r}")
+    start = int(start)
     if len(levels):
         levels.engine.sweep(levels, steps, level=level, start=start, reverse=bool(reverse),
                             scalars=scalars)

@@ -44,7 +44,7 @@ def positions(part, functor, where: str, out) -> np.ndarray:
         return np.zeros(0, np.int64)
     if out.dtype.kind not in "iu":
         raise _refuse(part, where, f"{name}'s numpy callable returned {out.dtype} positions "
-                                   f"(the first is {out[0].item()!r}); positions are integers, the "
+                                   f"(the first is {out[:1].tolist()[0]!r}); positions are integers, the "
                                    f"v it was given or a selection of them")
     lo, hi = out.min(), out.max()
     if lo < 0 or hi >= part.size:

@@ -505,6 +505,33 @@ class Context:
                 self.check()
             self.reset()
 
+    def admit(self) -> None:
+        """Before new work is queued or made on the context (a submit, a synchronize, a Link or
+        Router given this context): from the caller, :meth:`ensure_running`, so work made
+        after a failed run runs instead of ending with that run; from a device function (whose
+        run is under way, and must not reset it), only that the context is usable."""
+        if threading.current_thread() in self._worker_threads():
+            self._usable()
+        else:
+            self.ensure_running()
+
+    def _host_thread_of(self) -> str | None:
+        """The name of the device whose host thread is calling, None for any other thread."""
+        me = threading.current_thread()
+        return next((dev.name for dev, worker in zip(self.devices, self._workers)
+                     if getattr(worker, "_thread", None) is me), None)
+
+    def _in_device_function(self, what: str) -> None:
+        """Raise if the calling thread is one of this context's device threads: ``what`` (a
+        run, a shutdown) waits for those threads, so from one of them it would wait for
+        itself."""
+        device = self._host_thread_of()
+        if device is not None:
+            raise RuntimeError(
+                f"{what} called from a device function of this context (on {device}'s host "
+                f"thread), which would wait for that function to end: call it from the "
+                f"caller's thread, or do the device's work in the function itself")
+
     # running work -----------------------------------------------------------------------------
     @contextmanager
     def exclusive(self):
@@ -556,10 +583,7 @@ class Context:
         if not 0 <= device_index < len(self.devices):
             raise IndexError(f"submit: device_index {device_index} is not a position in this "
                              f"context of {len(self.devices)} devices (0..{len(self.devices) - 1})")
-        if threading.current_thread() not in self._worker_threads():
-            self.ensure_running()
-        else:
-            self._usable()
+        self.admit()
         device = self.devices[device_index]
 
         def call():
@@ -583,8 +607,12 @@ class Context:
         naming the devices still running. A run started from another thread meanwhile waits
         for its turn (:meth:`exclusive`).
         """
+        if not callable(fn):
+            raise TypeError(f"run: fn is called as fn(device, ...) on every device, got "
+                            f"{type(fn).__name__} {fn!r}")
         if timeout is not None:
             timeout = resolve_timeout(timeout)      # checked before any device starts
+        self._in_device_function("Context.run")
         with self.exclusive():
             futures = [self.submit(i, fn, *args, **kwargs) for i in range(len(self.devices))]
             return self.gather(futures, timeout=timeout)
@@ -593,12 +621,23 @@ class Context:
         """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
         wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
-        running, and the call returns within a few poll intervals."""
+        running, and the call returns within a few poll intervals. In a device function
+        (whose device's own thread cannot run its futures meanwhile: refused) the wait is
+        bounded by the context's timeout when ``timeout`` is None, as every wait there is."""
         futures = list(futures)
         for future in futures:
             if not isinstance(future, cf.Future):
                 raise TypeError(f"gather takes the futures submit returned, got "
                                 f"{type(future).__name__}")
+        device = self._host_thread_of()
+        if device is not None:
+            if any(getattr(f, "device", None) == device and not f.done() for f in futures):
+                raise RuntimeError(
+                    f"gather called from a device function on {device}'s host thread for work "
+                    f"submitted to {device}, which that thread runs only after this function "
+                    f"returns: wait for it from the caller's thread")
+            if timeout is None:     # a wait inside a device function: bounded, as all are
+                timeout = self.timeout
         deadline = None if timeout is None else time.monotonic() + resolve_timeout(timeout)
         pending = set(futures)
         while pending:
@@ -649,8 +688,7 @@ class Context:
         was raised: reset first, as :meth:`submit`). ``spin``: seconds each wait polls without
         sleeping first (:meth:`groute.device.base.Event.synchronize`), for a caller that times
         the work."""
-        if threading.current_thread() not in self._worker_threads():
-            self.ensure_running()
+        self.admit()
         # the usual case after a run that waited for its own read-backs: every stream is idle
         # already, which asking them says in a few microseconds per stream (recording an
         # event on each to wait on costs several times that, inside the timed region of a
@@ -670,6 +708,7 @@ class Context:
         daemons, left to finish on their own)."""
         if self._closed:
             return
+        self._in_device_function("Context.shutdown")
         self._closed = True
         self.stop_event.set()
         self.answer_landing.release()

@@ -101,6 +101,8 @@ class DeviceLink(SegmentReceiver):
 
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, receiver: str = "device"):
+        if ctx is not None:
+            ctx.admit()     # a link made after a failed run carries this run's packets
         self.packet_size = positive_int("packet_size", packet_size)
         self.num_buffers = buffer_count(num_buffers)
         self.src, self.dst = Endpoint.of(src), Endpoint.of(dst)
@@ -403,7 +405,11 @@ class LinkSender:
         return self.claim(None)
 
     def claim(self, limit) -> int | None:
-        """The next packet number below ``limit`` (None: no limit), or None once reached."""
+        """The next packet number below ``limit`` (None: no limit), or None once reached. A
+        send after the link's close is refused here; a CUDA kernel cannot raise, so there it is
+        the program's to avoid (:meth:`DeviceLink.close` after the sending kernels)."""
+        if int(self.link._end[0]):
+            raise RuntimeError(f"{self.link.name}: a send after the link was closed")
         return _claim(self._lock, self.link._head, limit)
 
     def acquire(self, n: int) -> np.ndarray:
@@ -453,6 +459,7 @@ class LinkSender:
         one after another, packet by packet)."""
         link = self.link
         _check_parts(link, parts, "send_grid")
+        _check_first(link, first, "send_grid")
         shape = _check_items(link, data)       # before any packet number is taken
         if not shape:
             raise ValueError(f"{link.name}: send_grid sends a 1-d or wider array of items, got "
@@ -513,9 +520,15 @@ class LinkReceiver:
         (``groute_link_receive_grid``)."""
         link = self.link
         _check_parts(link, parts, "receive_grid")
+        _check_first(link, first, "receive_grid")
         if not is_int(count) or count < 0:
             raise ValueError(f"{link.name}: receive_grid takes an int count of items >= 0, got "
                              f"{count!r}")
+        if dst is not None:
+            shape = _check_items(link, dst)
+            if not shape or shape[0] < count:
+                raise ValueError(f"{link.name}: receive_grid places {count} items, into a dst "
+                                 f"of shape {shape}")
         per = link.packet_size
         packets = -(-count // per)
         with self._lock:
@@ -524,7 +537,7 @@ class LinkReceiver:
             got = self.receive(first + i)
             if got is None:
                 return False
-            items = got[0]
+            items = got[0][:count - i * per]    # a longer message's rest is not placed
             for part in range(parts):
                 if dst is not None:
                     lo, hi = _share(int(items.shape[0]), part, parts)
@@ -549,6 +562,14 @@ def _check_parts(link, parts, what: str) -> None:
     """``parts``: how many blocks share each packet, a whole number >= 1 (with none, a
     packet would be neither written nor read, and the other end would wait for it)."""
     positive_int(f"{link.name}: {what}'s parts (the blocks that share each packet)", parts)
+
+
+def _check_first(link, first, what: str) -> None:
+    """``first``: a message's first packet number, a whole number >= 0 (a packet numbered
+    below 0 is never sent, and its receiver would wait out the timeout)."""
+    if not is_int(first) or first < 0:
+        raise ValueError(f"{link.name}: {what}'s first packet number is an int >= 0, got "
+                         f"{first!r}")
 
 
 def _check_tag(link, tag) -> None:

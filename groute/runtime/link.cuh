@@ -347,6 +347,7 @@ __device__ __forceinline__ bool groute_link_receive_grid(const groute_link& l, u
         if (slot == nullptr) return false;
         if (dst != nullptr) {
             unsigned long long lo, hi;
+            items = min(items, count - i * per);    // a longer message's rest is not placed
             groute_link_share(items * l.item_bytes, part, parts, &lo, &hi);
             groute_link_copy_block(static_cast<char*>(dst) + i * l.packet_bytes + lo, slot + lo, hi - lo);
         }

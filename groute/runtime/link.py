@@ -188,6 +188,8 @@ class Link(SegmentReceiver):
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src",
                  batching: bool = False, share_stream=None, initiated: str = "host"):
+        if ctx is not None:
+            ctx.admit()     # a link made after a failed run carries this run's packets
         self.packet_size = positive_int("packet_size", packet_size)
         self.num_buffers = buffer_count(num_buffers)
         self.src = Endpoint.of(src)
@@ -301,6 +303,11 @@ class Link(SegmentReceiver):
                              f"item is an array of one: x.reshape(1))")
         if tuple(data.shape[1:]) != self.item_shape:
             raise ValueError(f"{self.name}: items have shape {self.item_shape}, got {tuple(data.shape[1:])}")
+        flags = getattr(data, "flags", None)
+        if flags is not None and not flags.c_contiguous:
+            raise ValueError(f"{self.name}: send takes a C-contiguous array (a packet's copy "
+                             f"moves its rows as one block of memory); got a strided view: "
+                             f"send a contiguous copy of it")
         return data
 
     def has_room(self) -> bool:

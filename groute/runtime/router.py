@@ -84,6 +84,11 @@ class Router:
                  dtype=np.int32, item_shape=(), ctx=None, name: str = "router", pairs=None,
                  batching: bool = False):
         self.input_endpoints, self.output_endpoints = router_ports(inputs, outputs, policy)
+        if all(e.is_host for e in self.input_endpoints + self.output_endpoints):
+            raise ValueError(f"{name}: a Router needs a device among its inputs or outputs "
+                             f"(all of them are the host)")
+        if ctx is not None:
+            ctx.admit()     # a router made after a failed run carries this run's packets
         self.policy = policy
         self.name = name
         self.ctx = ctx

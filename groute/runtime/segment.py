@@ -90,15 +90,22 @@ PACKET_KEYS = ("offset", "packet", "packets", "last", "total")
 _PACKET_KEY_SET = frozenset(PACKET_KEYS)
 
 
+def check_event(what: str, event) -> None:
+    """``event``: None or an event a stream recorded (it has ``query`` and ``synchronize``),
+    else a TypeError naming ``what``, before anything waits on it: a send's event, a release's
+    ``after``."""
+    if event is not None and not (callable(getattr(event, "query", None))
+                                  and callable(getattr(event, "synchronize", None))):
+        raise TypeError(f"{what} must be an event a stream recorded (stream.record()), got "
+                        f"{type(event).__name__}")
+
+
 def check_send_extras(name: str, event=None, metadata=None) -> None:
     """What a send carries beside its items, checked: ``event`` a recorded event (or None) and
     ``metadata`` a dict (or None) without the link's own keys (:data:`PACKET_KEYS`); else a
     TypeError or ValueError naming ``name`` (the link or router), before anything is queued.
     Links and both kinds of Router check their sends through it."""
-    if event is not None and not (callable(getattr(event, "query", None))
-                                  and callable(getattr(event, "synchronize", None))):
-        raise TypeError(f"{name}: event must be an event a stream recorded "
-                        f"(stream.record()), got {type(event).__name__}")
+    check_event(f"{name}: event", event)
     if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
         raise TypeError(f"{name}: metadata must be a dict, got {type(metadata).__name__}")
     if metadata and not _PACKET_KEY_SET.isdisjoint(metadata):
@@ -185,6 +192,7 @@ class PendingSegment:
         """Give the buffer back to the link; ``after``: an event that must complete first
         (e.g. the kernel that consumed it). Idempotent, from any thread. The segment's data
         and event belong to the link again once released."""
+        check_event("release: after", after)
         try:
             release = self._release.pop()     # atomic: a second release finds nothing
         except IndexError:
