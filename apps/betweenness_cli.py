@@ -16,8 +16,8 @@ import numpy as np
 
 from groute.registry import command
 
-from .app_cli import (add_engine_options, add_graph_options, load, parse_vertices, report,
-                      run_solver, write_output)
+from .app_cli import (add_engine_options, add_graph_options, checked, load, parse_vertices,
+                      report, run_solver, write_output)
 from .betweenness import Betweenness, sample_sources
 
 
@@ -70,7 +70,7 @@ def _cli(args) -> int:
             f"{top_id}, max depth {res.stats['max_depth']:,}")
     verified = None
     if args.verify:
-        verified = _verify(g, res, sources, args)
+        verified = checked(args, g, lambda whole: _verify(whole, res, sources, args))
     report(args, "betweenness", g, load_s, runs, line,
            {"sources": res.stats["sources"], "max": float(bc[top]) if bc.size else 0.0,
             "max_vertex": top_id}, verified)

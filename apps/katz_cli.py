@@ -11,7 +11,7 @@ import numpy as np
 
 from groute.registry import command
 
-from .app_cli import add_graph_options, load, run_solver
+from .app_cli import add_graph_options, checked, load, run_solver
 from .iterate_cli import add_iteration_options, report_iteration, tuning_from
 from .katz import Katz
 
@@ -41,12 +41,16 @@ def _cli(args) -> int:
         tuning=tuning))
     verified = None
     if args.verify:
-        from groute.graph import reference
-        ref = reference.katz(g, alpha=args.alpha, beta=args.beta, tol=min(args.tol, 1e-6) * 1e-3,
-                             max_iter=100 * args.max_iter, normalized=not args.raw)
-        values = np.asarray(runs.result.values, dtype=np.float64)
-        err = float(np.abs(values - ref).max() / max(float(np.abs(ref).max()), 1e-300))
-        ok = err <= 1e-4
-        verified = (ok, f"max relative error {err:.3e} vs reference power iteration -> "
-                        f"{'OK (<= 1e-4)' if ok else 'FAILED (> 1e-4)'}")
+        verified = checked(args, g, lambda whole: _verify(whole, runs.result, args))
     return report_iteration(args, "katz", g, load_s, runs, verified, "centrality")
+
+
+def _verify(g, res, args):
+    from groute.graph import reference
+    ref = reference.katz(g, alpha=args.alpha, beta=args.beta, tol=min(args.tol, 1e-6) * 1e-3,
+                         max_iter=100 * args.max_iter, normalized=not args.raw)
+    values = np.asarray(res.values, dtype=np.float64)
+    err = float(np.abs(values - ref).max() / max(float(np.abs(ref).max()), 1e-300))
+    ok = err <= 1e-4
+    return ok, (f"max relative error {err:.3e} vs reference power iteration -> "
+                f"{'OK (<= 1e-4)' if ok else 'FAILED (> 1e-4)'}")

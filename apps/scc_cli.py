@@ -12,7 +12,8 @@ import numpy as np
 
 from groute.registry import command
 
-from .app_cli import add_engine_options, add_graph_options, load, report, run_solver, write_output
+from .app_cli import (add_engine_options, add_graph_options, checked, load, report, run_solver,
+                      write_output)
 from .scc import SCC
 
 
@@ -33,7 +34,7 @@ def _cli(args) -> int:
     count, largest = res.stats["components"], res.stats["largest"]
     line = (f"scc {g.name}: {runs.median * 1e3:.3f} ms ({runs.where()}), {count:,} components, "
             f"largest {largest:,} vertices, {res.stats['iterations']:,} iterations")
-    verified = _verify(g, res) if args.verify else None
+    verified = checked(args, g, lambda whole: _verify(whole, res)) if args.verify else None
     report(args, "scc", g, load_s, runs, line, {"components": count, "largest": largest},
            verified)
     if args.output:

@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:                     # the reader went away (| head): not an error
         drop_stdout()
         return 0
-    except (GrouteError, ValueError, OSError, RuntimeError, MemoryError) as exc:
+    except (GrouteError, ValueError, OSError, RuntimeError, MemoryError, OverflowError) as exc:
         if args.verbose:
             _end_job(exc, f"groute {args.command}: error: {exc}", traceback=True)
             raise

@@ -235,6 +235,19 @@ def test_a_graph_of_no_vertices_and_no_source_is_one_line_naming_the_file(comman
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("weights", ["2147483647", "3.0e38"])
+def test_distances_past_their_type_are_one_line(weights, tmp_path, capsys):
+    """The solver's OverflowError names the vertex and the bound; the command says it in one
+    line (it took the path of a bug, with a traceback)."""
+    path = tmp_path / "far.txt"
+    path.write_text(f"0 1 {weights}\n1 2 {weights}\n")
+    assert main(["sssp", "--graph", str(path), "--source", "0", *RUN]) == 1
+    err = capsys.readouterr().err
+    assert "groute sssp: error: sssp: the shortest distance to vertex" in err, err
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("command", ["bfs", "sssp", "betweenness"])
 def test_a_sources_list_with_no_id_or_an_empty_field_is_refused(command, capsys):
     for text, said in ((",", "no vertex ids given"), ("0,,1", "an empty field"),

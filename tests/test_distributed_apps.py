@@ -53,9 +53,11 @@ def test_cc_across_ranks_merges_changes_or_whole_arrays_alike(n):
                                  "but it needs CUDA devices") == n, done.stdout
 
 
-@pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore"])
+@pytest.mark.parametrize("app", ["bfs", "sssp", "pr", "cc", "kcore", "katz", "scc",
+                                 "betweenness"])
 def test_the_commands_verify_on_rank_zero(app):
-    done = run_ranks(2, ["-m", "groute", app, "--graph", "grid:8", "--verify", "--repeat", "1",
+    graph = "rmat:7" if app == "scc" else "grid:8"      # SCC takes a directed graph
+    done = run_ranks(2, ["-m", "groute", app, "--graph", graph, "--verify", "--repeat", "1",
                          "--backend", "cpu"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("verify:") == 1, done.stdout           # rank 0 prints
@@ -153,6 +155,21 @@ def test_kcore_refuses_a_self_loop_that_one_rank_holds_on_every_rank(tmp_path):
     assert done.returncode != 0       # rank 0 reports (and ends the job) on its own count
     assert re.search(r"\[rank 0\] groute kcore: error: graph looped has 1 self-loop\(s\) "
                      r"\(the first at vertex 7\)", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("weights", ["5", "5.5"])
+def test_sssp_across_ranks_where_one_rank_holds_no_arcs(tmp_path, weights):
+    """Rank 1's part has no arcs: its largest weight, for the overflow check, goes to the
+    allreduce as the same type as the others' (mismatched, MPICH aborted the job)."""
+    from groute.graph import CSRGraph
+    from groute.graph.part_set import write_part_set
+    w = np.array([float(weights)], np.float32 if "." in weights else np.int32)
+    write_part_set(CSRGraph.from_edges(np.array([0]), np.array([1]), 4, w, directed=True,
+                                       name="one_arc"), 2, tmp_path / "one_arc")
+    done = run_ranks(2, ["-m", "groute", "sssp", "--graph", tmp_path / "one_arc", "--verify",
+                         "--repeat", "1", "--backend", "cpu", "--timeout", "20"], timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "verify: ok" in done.stdout.lower(), done.stdout
 
 
 @pytest.mark.parametrize("option", ["--output", "--predecessors"])

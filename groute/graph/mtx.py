@@ -12,6 +12,7 @@ is checked against the memory available before anything is allocated.
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from .budget import check_vertices
 from .textio import Table, Text, line_head, parse_int, reader, split_header
 from ._writeutil import open_text_out, write_rows
 from .weights import check_weights, graph_name, one_based_ends
+
+#: a line whose first non-blank byte is '%': in the entries, a comment out of place
+_COMMENT_LINE = re.compile(rb"^[ \t\r]*%", re.MULTILINE)
 
 
 @reader
@@ -69,6 +73,11 @@ def read_mtx(path, *, allow_negative: bool = False, text: Text) -> CSRGraph:
     check_vertices(path, n, line=body_line)
     nl = body.find(b"\n")
     entries = b"" if nl < 0 else body[nl + 1:]
+    comment = _COMMENT_LINE.search(entries) if b"%" in entries else None
+    if comment is not None:         # counted as an entry, it would blame the entry after it
+        line = body_line + 1 + entries.count(b"\n", 0, comment.start())
+        raise GraphFormatError(path, "a comment line among the entries: Matrix Market has "
+                                     "comments only before the size line", line=line)
     ncols = 2 if field == "pattern" else 3
     table = Table(entries, ncols, path=path, first_line=body_line + 1, expect_rows=nnz,
                   what="entry", names=("row index", "column index", "weight"))

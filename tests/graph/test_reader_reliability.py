@@ -69,6 +69,17 @@ def test_dimacs_line_without_its_tag_is_an_error(tmp_path):
     assert err.line == 3 and "'9 1 2 3'" in str(err)
 
 
+@pytest.mark.parametrize("field, entries", [("pattern", "2 1\n% mid\n3 1\n"),
+                                            ("real", "2 1 1.5\n  % a b\n3 1 2\n")])
+def test_a_comment_among_matrix_market_entries_is_blamed_on_its_own_line(tmp_path, field,
+                                                                         entries):
+    """Of as many fields as an entry, it was counted as one: the error blamed the entry after
+    it as the first past the header's count."""
+    err = error_of(tmp_path, "m.mtx", f"%%MatrixMarket matrix coordinate {field} general\n"
+                                      f"% before the size line: fine\n3 3 2\n{entries}")
+    assert err.line == 5 and "a comment line among the entries" in str(err), str(err)
+
+
 def test_snap_float_weights_keep_ids_above_2_53_apart(tmp_path):
     p = tmp_path / "f.txt"
     p.write_text("9007199254740993 1 1.5\n9007199254740992 1 2.5\n")

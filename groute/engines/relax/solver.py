@@ -302,7 +302,8 @@ class RelaxSolver(Solver):
                              f"mode='bsp' or 'auto'")
         if self.weighted_values:
             w = np.asarray(graph.weights)
-            top = self.ctx.ranks.allreduce(w.max() if w.size else 0, "max")
+            # a rank without arcs sends a 0 of its weights' kind, as the others send theirs
+            top = self.ctx.ranks.allreduce(w.max() if w.size else w.dtype.type(0), "max")
             self.overflow_possible = overflow_possible(graph.num_vertices, top, self.kind)
         return "bsp"
 
