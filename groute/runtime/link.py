@@ -258,7 +258,8 @@ class Link(SegmentReceiver):
 
     # sending ----------------------------------------------------------------------------------
     def send(self, data, *, event=None, metadata=None) -> SendHandle:
-        """Queue ``data`` (an array on the source endpoint) for transfer; returns at once.
+        """Queue ``data`` (a C-contiguous array on the source endpoint) for transfer; returns
+        at once.
 
         ``event``: the copy waits for it (e.g. the kernel that produced ``data``). The caller
         must not overwrite ``data`` until the returned handle is done. Packets that find a free
