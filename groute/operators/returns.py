@@ -43,9 +43,10 @@ def positions(part, functor, where: str, out) -> np.ndarray:
     if not out.shape[0]:
         return np.zeros(0, np.int64)
     if out.dtype.kind not in "iu":
+        first = out[:1].tolist()[0]         # a Python value, of an object array too
         raise _refuse(part, where, f"{name}'s numpy callable returned {out.dtype} positions "
-                                   f"(the first is {out[:1].tolist()[0]!r}); positions are integers, the "
-                                   f"v it was given or a selection of them")
+                                   f"(the first is {first!r}); positions are integers, the v "
+                                   f"it was given or a selection of them")
     lo, hi = out.min(), out.max()
     if lo < 0 or hi >= part.size:
         bad = lo if lo < 0 else hi
