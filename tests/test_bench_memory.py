@@ -3,6 +3,7 @@ the error before a graph that will not fit (:mod:`groute.memory`), the CSR's own
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import tracemalloc
 from pathlib import Path
@@ -66,6 +67,36 @@ def test_pool_peak_keeps_the_high_water_a_mid_setup_free_gives_back():
     assert out["per_device_bytes"] == [7000, 4500]
     assert out["peak_bytes"] == 7000 and out["total_bytes"] == 11500
     assert out["where"] == "gpu"
+
+
+def test_pool_peak_counts_from_after_the_case_befores_garbage():
+    """The case before left its solver in a reference cycle, which only the garbage collector
+    frees: collected during this case's set-up, its blocks went back to the pool and held this
+    case's arrays, so the pool never grew and the case measured 0 bytes. The baseline is taken
+    after a collection."""
+    pools = {0: FakePool(used=0, held=0)}
+
+    class Solver:
+        def __init__(self):
+            self.me = self                      # a cycle: refcounts never free it
+            pools[0].used += 600
+            pools[0].held += 600
+
+        def __del__(self):
+            pools[0].used -= 600                # its blocks stay in the pool, cached
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        Solver()
+        probe = memory.PoolPeak([0], pool_of=fake_pools(pools)).start()
+        gc.collect()                            # mid-set-up, had the probe not collected
+        pools[0].used += 400                    # this case's arrays
+        pools[0].held = max(pools[0].held, pools[0].used)
+        assert probe.finish()["peak_bytes"] == 400
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def test_pool_peak_samples_on_its_own_during_setup():

@@ -62,6 +62,9 @@ class PoolPeak:
         self._thread = None
 
     def start(self):
+        # the case before may have left its solver in reference cycles: collected during this
+        # case's set-up, its blocks would hold this case's arrays without the pool growing
+        gc.collect()
         for g in self.gpus:
             with self.pool_of(g) as pool:
                 pool.free_all_blocks()
