@@ -513,6 +513,18 @@ def test_weighted_and_personalized_pagerank_run_on_groute(on_cpu_devices, option
     assert max(abs(got[k] - want[k]) for k in want) < 1e-9
 
 
+@pytest.mark.parametrize("dangling", [{2: 0}, {"not a node": 1.0}], ids=str)
+def test_pagerank_with_dangling_weights_of_sum_zero_fails_to_converge_as_networkx(
+        on_cpu_devices, dangling):
+    """NetworkX divides the dangling weights by their sum: all of them zero (or none a node),
+    every rank is NaN and its iteration fails to converge; groute's PageRank would refuse the
+    zeros with a ZeroDivisionError, which is not NetworkX's error."""
+    D = nx.DiGraph([(0, 1), (1, 2)])
+    assert outcome(nx.pagerank, D, dangling=dangling) is nx.PowerIterationFailedConvergence
+    with pytest.raises(nx.PowerIterationFailedConvergence):
+        nx.pagerank(D, dangling=dangling, backend="groute")
+
+
 def test_pagerank_with_negative_weights_falls_back():
     G = nx.DiGraph([(0, 1, {"weight": 1}), (1, 2, {"weight": -2}), (2, 0, {"weight": 1})])
     with pytest.raises(NotImplementedError):
@@ -641,3 +653,23 @@ def test_pagerank_on_a_gpu_in_float32():
         with nx.config.backends.groute(fallback_to_nx=False):
             with pytest.raises(NotRunOnGroute, match="float32"):
                 nx.pagerank(G, tol=1e-12, backend="groute")
+
+
+def test_answers_are_keyed_by_the_nodes_themselves(on_cpu_devices):
+    """Integer nodes of another type than int (an IntEnum, NumPy's ints) come back as the
+    objects the graph holds, as NetworkX gives them (the CSR's int64 ids gave plain ints)."""
+    import enum
+
+    class Colour(enum.IntEnum):
+        RED = 1
+        BLUE = 2
+        GREEN = 3
+
+    for nodes in ([Colour.RED, Colour.BLUE, Colour.GREEN],
+                  [np.int64(5), np.int64(3), np.int64(9)]):
+        G = nx.path_graph(nodes)
+        for call in (lambda **kw: nx.single_source_shortest_path_length(G, nodes[0], **kw),
+                     lambda **kw: list(nx.connected_components(G, **kw))[0]):
+            want, got = call(), call(backend="groute")
+            assert [type(u) for u in got] == [type(u) for u in want], (got, want)
+            assert list(got) == list(want)

@@ -29,11 +29,11 @@ class GrouteGraph:
     values in adjacency order with their own type (int64 or float64; None when no edge has
     the attribute); ``graph``: ``G.graph``, the graph attributes.
 
-    ``name``: ``G.name``. ``nx_graph``: the caller's NetworkX graph itself, kept (a reference, no copy) by a
-    conversion asked to preserve every edge or node attribute (NetworkX asks it of the
-    functions that return a subgraph or a graph with the edges' data: ``k_core``, a spanning
-    tree) and for every multigraph (whose edges a function may name by key), else None; from it
-    ``edge_data`` is each arc's data as NetworkX stores it, aligned with
+    ``name``: ``G.name``. ``nx_graph``: the caller's NetworkX graph itself, kept (a reference,
+    no copy) by a conversion asked to preserve every edge or node attribute (NetworkX asks it
+    of the functions that return a subgraph or a graph with the edges' data: ``k_core``, a
+    spanning tree) and for every multigraph (whose edges a function may name by key), else
+    None; from it ``edge_data`` is each arc's data as NetworkX stores it, aligned with
     :attr:`adjacency_indices` (a dict; a multigraph's ``{key: dict}``), and ``node_data`` each
     node's dict (both None without it). ``networkx_class`` is the class of ``G``, for a
     function that returns a graph of it.
@@ -133,9 +133,25 @@ class GrouteGraph:
         return bool(np.any(self.arc_rows == self.adjacency_indices))
 
     def labels_of(self, positions) -> list:
-        """The labels at ``positions`` (an integer array), as a list."""
+        """The labels at ``positions`` (an integer array), as a list of the nodes themselves."""
+        if self._node_objects is not None:
+            return self._node_objects[positions].tolist()
         labels = self.csr.file_ids      # None when the labels are the positions
         return np.asarray(positions).tolist() if labels is None else labels[positions].tolist()
+
+    @cached_property
+    def _node_objects(self):
+        """The nodes as an object array where the CSR's integer ids would give back other
+        objects than the nodes (NumPy's ints, an ``IntEnum``: equal, but of another type),
+        else None (the ids' ``tolist`` gives the nodes: plain ints, or labels kept whole)."""
+        labels = self.csr.file_ids
+        if labels is not None and labels.dtype == object:
+            return None
+        if all(type(u) is int for u in self.nodes):
+            return None
+        out = np.empty(len(self.nodes), dtype=object)
+        out[:] = self.nodes                 # integers all: no tuple to unpack
+        return out
 
     def __str__(self) -> str:
         """NetworkX's ``str(G)`` of the graph converted, so that an error NetworkX raises with

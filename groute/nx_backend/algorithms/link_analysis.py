@@ -82,6 +82,11 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         raise NotImplementedError(
             f"tol={tol:g} asks for an L1 change of {N * float(tol):.3g}, below what PageRank in "
             f"float32 on a GPU reaches ({FLOAT32_L1:g}): NetworkX runs the call")
+    dangling = _by_node(G, dangling)
+    if dangling is not None and not sum(dangling.values()) > 0:
+        # NetworkX divides the dangling weights by their sum: 0 / 0 makes every rank NaN,
+        # and its iteration never converges (groute's PageRank refuses the zeros outright)
+        raise nx.PowerIterationFailedConvergence(max_iter)
     with devices_for(G.csr, "iterate") as (ctx, partition):
         # NetworkX's power iteration is BSP; groute raises NetworkX's
         # PowerIterationFailedConvergence after max_iter iterations
@@ -89,7 +94,7 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
                       personalization=_by_node(G, personalization), max_iter=int(max_iter),
                       tol=float(tol),
                       weight=None if w is None else weight,
-                      dangling=_by_node(G, dangling)) as solver:
+                      dangling=dangling) as solver:
             result = solver.run()
     return dict(zip(G.nodes, np.asarray(result.values, dtype=np.float64).tolist()))
 
