@@ -330,7 +330,9 @@ class IterationDevice:
         peers' :meth:`reads`), so a well-partitioned graph sends just its boundary."""
         if len(targets) > MAX_OUTPUTS:
             raise ValueError(f"{len(targets)} output vectors: need holds {MAX_OUTPUTS} bits")
-        self.out_targets = targets
+        # how many, not the devices: a device holding its peers (and itself) would keep their
+        # arrays from being freed until the garbage collector runs
+        self.num_outputs = len(targets)
         # per peer output j >= 1, the local vertices it reads: what the NumPy sweeps and the
         # persistent csc kernels store into it (exports, below); the other CUDA kernels test
         # need[v] and go without
@@ -371,13 +373,14 @@ class IterationDevice:
             self.outs = [[t.contrib[par % len(t.contrib)] for t in targets] for par in range(2)]
             self.need_idx = [None] + lists
 
-    def set_copies(self, devs):
+    def set_copies(self, devs, outputs):
         """The copies that follow each iteration's kernel, per parity of the vector written:
-        ``(peer's slice, own slice)`` for every peer this device does not store into (all of
-        them without peer stores), made once so an iteration only issues them."""
+        ``(peer's slice, own slice)`` for every peer of ``devs`` this device does not store
+        into (not in ``outputs``, what :meth:`set_outputs` was given; all of them without
+        peer stores), made once so an iteration only issues them."""
         mine = [c[self.lo:self.hi] for c in self.contrib]
         self.copies = [[(p.contrib[par % len(p.contrib)][self.lo:self.hi], mine[par % len(mine)])
-                        for p in devs if self.n_local and not any(p is x for x in self.out_targets)]
+                        for p in devs if self.n_local and not any(p is x for x in outputs)]
                        for par in range(2)]
 
     def alloc_stats(self, max_iterations: int):
@@ -410,7 +413,7 @@ class IterationDevice:
         """The arguments of the fused kernels (iterate.cu ``pr_csc*``, ``pr_bins*`` and their
         persistent forms, which share the order) that stay the same for the solver's life,
         in the pieces between the items :meth:`_fused_args` adds per launch."""
-        targets = (np.int32(len(self.out_targets)), self.need)
+        targets = (np.int32(self.num_outputs), self.need)
         if self.bins:
             head = (np.int32(self.num_tasks), self.task_row, self.task_info, self.in_indptr,
                     self.in_cols)
@@ -538,7 +541,7 @@ class IterationDevice:
                                      (np.int32(self.n_local), np.int32(self.lo),
                                       self._base_arg(base),
                                       np.float32(self.alpha), self.acc, self.y, self.inv_outdeg,
-                                      outs, np.int32(len(self.out_targets)), self.need, stats))
+                                      outs, np.int32(self.num_outputs), self.need, stats))
         else:
             def launch():
                 if self.converged_before(t):

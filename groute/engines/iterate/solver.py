@@ -511,11 +511,12 @@ class IterateSolver(Solver):
                 # others' as mapped here (their vectors and stats rows: CUDA IPC)
                 peers, address = self._rank_peers(block) if ipc else (self.devs, None)
                 with together(self.ctx, "set up its persistent kernel", self.app, ipc):
-                    for dev in self.devs:
-                        others = [p for p in peers if p is not dev]
-                        dev.set_outputs([dev] + (others if self.peer_writes else []))
-                    for dev in self.devs:
-                        dev.set_copies(peers)
+                    outputs = [[dev] + ([p for p in peers if p is not dev]
+                                        if self.peer_writes else []) for dev in self.devs]
+                    for dev, written in zip(self.devs, outputs):
+                        dev.set_outputs(written)
+                    for dev, written in zip(self.devs, outputs):
+                        dev.set_copies(peers, written)
                     for dev in self.devs:
                         dev.set_check_group(peers)
                     if self.persistent:
