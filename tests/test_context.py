@@ -657,12 +657,40 @@ def test_a_device_function_that_waits_for_its_own_thread_is_told_so_at_once():
 @pytest.mark.timeout(30)
 def test_device_functions_waiting_for_each_others_threads_time_out_naming_them():
     """Each device's function gathers work queued on the other's thread, which is busy with the
-    other function: the gathers in device functions are bounded by the context's timeout."""
+    other function: work a gather in a device function waits for must start within the
+    context's timeout. Work that has started is waited for as long as it runs."""
     with Context(2, backend="cpu", timeout=1) as ctx:
         def gather_other(device):
             return ctx.gather([ctx.submit(1 - device.index, lambda e: e.index)])[0]
         started = time.monotonic()
-        with pytest.raises(DeviceError, match="did not finish within 1 s"):
+        with pytest.raises(DeviceError, match=r"cpu:\d: WaitTimeout: a gather in a device "
+                                              r"function on cpu:\d waited 1 s for work "
+                                              r"submitted to cpu:\d to start"):
             ctx.run(gather_other)
         assert time.monotonic() - started < SOON
         assert ctx.run(lambda d: d.index) == [0, 1]
+
+        def gather_long(device):        # longer than the timeout, on a free thread: fine
+            if device.index == 0:
+                return ctx.gather([ctx.submit(1, lambda e: time.sleep(1.6) or "slow")])[0]
+        assert ctx.run(gather_long) == ["slow", None]
+
+
+@pytest.mark.timeout(30)
+def test_a_link_made_by_another_thread_waits_for_the_running_computation_to_reset():
+    """A thread that makes a Link on a context stopped by another thread's computation, still
+    under way, waits for that computation to end before resetting the context (a reset under
+    it cleared its stop and its failures)."""
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        a, b = ctx.devices
+        made = []
+        with ctx.exclusive():
+            with pytest.raises(DeviceError, match="ZeroDivisionError"):
+                ctx.run(lambda d: 1 / d.index)
+            maker = threading.Thread(target=lambda: made.append(Link(a, b, 4, 2, ctx=ctx)))
+            maker.start()
+            time.sleep(0.3)
+            assert ctx.stopped and not made     # the computation still has its turn
+        maker.join(5)
+        assert made and not ctx.stopped
+        made[0].close()

@@ -357,8 +357,10 @@ def test_a_grid_receiver_places_no_more_than_its_count_and_a_send_after_close_is
         assert out.tolist() == [0, 1, 2, 3, 4, 5, -1, -1, -1]
         link.close()
         a.compute_stream.synchronize(10)
-        with pytest.raises(RuntimeError, match="a send after the link was closed"):
-            link.tx.send(np.arange(2, dtype=np.int32))
+        for send in (lambda: link.tx.send(np.arange(2, dtype=np.int32)),
+                     lambda: link.tx.send_grid(2, np.arange(8, dtype=np.int32), 1)):
+            with pytest.raises(RuntimeError, match="a send after the link was closed"):
+                send()
 
 
 def test_the_header_and_the_link_kernels_compile(tmp_path):

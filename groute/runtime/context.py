@@ -439,11 +439,8 @@ class Context:
                 from self._error
 
     def _mark_reported(self):
-        if threading.current_thread() not in self._worker_threads():
+        if self._own_worker() is None:
             self._reported = True     # it reaches the caller, not a worker unwinding
-
-    def _worker_threads(self):
-        return [w._thread for w in self._workers]
 
     def reset(self, timeout=None) -> None:
         """Make a stopped context run again; a no-op unless it is stopped.
@@ -506,30 +503,46 @@ class Context:
             self.reset()
 
     def admit(self) -> None:
-        """Before new work is queued or made on the context (a submit, a synchronize, a Link or
-        Router given this context): from the caller, :meth:`ensure_running`, so work made
-        after a failed run runs instead of ending with that run; from a device function (whose
-        run is under way, and must not reset it), only that the context is usable."""
-        if threading.current_thread() in self._worker_threads():
-            self._usable()
-        else:
-            self.ensure_running()
+        """Make the context ready for new work queued or made on it.
 
-    def _host_thread_of(self) -> str | None:
-        """The name of the device whose host thread is calling, None for any other thread."""
+        Called before a submit, a synchronize, and by a Link or Router given this context.
+        From a device function (whose run is under way and must not be reset), only checks
+        that the context is usable. From any other thread, a stopped context is reset
+        (:meth:`ensure_running`) once it is this thread's turn (:meth:`exclusive`): work made
+        after a failed run then belongs to the next run instead of ending with the failed
+        one, and a computation another thread is running is not reset under it.
+
+        Raises
+        ------
+        DeviceError
+            A failure that has not reached a caller yet (it is raised once).
+        RuntimeError
+            The context is shut down or cannot run anything more.
+        """
+        if self._own_worker() is not None:
+            self._usable()
+        elif self.stopped:
+            with self.exclusive():
+                self.ensure_running()
+        else:
+            self._usable()
+
+    def _own_worker(self):
+        """The host thread slot (:class:`_HostThread`) whose thread is calling, with its
+        device, as ``(worker, device)``; None for any other thread."""
         me = threading.current_thread()
-        return next((dev.name for dev, worker in zip(self.devices, self._workers)
+        return next(((worker, dev) for dev, worker in zip(self.devices, self._workers)
                      if getattr(worker, "_thread", None) is me), None)
 
     def _in_device_function(self, what: str) -> None:
         """Raise if the calling thread is one of this context's device threads: ``what`` (a
         run, a shutdown) waits for those threads, so from one of them it would wait for
         itself."""
-        device = self._host_thread_of()
-        if device is not None:
+        own = self._own_worker()
+        if own is not None:
             raise RuntimeError(
-                f"{what} called from a device function of this context (on {device}'s host "
-                f"thread), which would wait for that function to end: call it from the "
+                f"{what} called from a device function of this context (on {own[1].name}'s "
+                f"host thread), which would wait for that function to end: call it from the "
                 f"caller's thread, or do the device's work in the function itself")
 
     # running work -----------------------------------------------------------------------------
@@ -543,7 +556,7 @@ class Context:
         leaves the block (a :class:`DeviceError`, or a wait the failure stopped) has reached
         the caller: the next computation resets the context instead of raising it again."""
         me = threading.current_thread()
-        if me in self._worker_threads():
+        if self._own_worker() is not None:
             yield
             return
         with self._turn:
@@ -596,6 +609,7 @@ class Context:
         call.__qualname__ = _describe(fn)
         future = self._workers[device_index].submit(call)
         future.device = device.name
+        future.worker = self._workers[device_index]
         return future
 
     def run(self, fn, *args, timeout=None, **kwargs) -> list:
@@ -621,23 +635,25 @@ class Context:
         """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
         wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
-        running, and the call returns within a few poll intervals. In a device function
-        (whose device's own thread cannot run its futures meanwhile: refused) the wait is
-        bounded by the context's timeout when ``timeout`` is None, as every wait there is."""
+        running, and the call returns within a few poll intervals. In a device function,
+        work submitted to the calling device's own thread is refused (the thread runs it only
+        after the function returns), and work on other devices must start within the
+        context's timeout: their threads may be busy with functions that wait for this one."""
         futures = list(futures)
         for future in futures:
             if not isinstance(future, cf.Future):
                 raise TypeError(f"gather takes the futures submit returned, got "
                                 f"{type(future).__name__}")
-        device = self._host_thread_of()
-        if device is not None:
-            if any(getattr(f, "device", None) == device and not f.done() for f in futures):
+        own = self._own_worker()
+        unstarted_by = None     # in a device function: when work not yet started gives up
+        if own is not None:
+            worker, device = own
+            if any(getattr(f, "worker", None) is worker and not f.done() for f in futures):
                 raise RuntimeError(
-                    f"gather called from a device function on {device}'s host thread for work "
-                    f"submitted to {device}, which that thread runs only after this function "
-                    f"returns: wait for it from the caller's thread")
-            if timeout is None:     # a wait inside a device function: bounded, as all are
-                timeout = self.timeout
+                    f"gather called from a device function on {device.name}'s host thread for "
+                    f"work submitted to {device.name}, which that thread runs only after this "
+                    f"function returns: wait for it from the caller's thread")
+            unstarted_by = time.monotonic() + self.timeout
         deadline = None if timeout is None else time.monotonic() + resolve_timeout(timeout)
         pending = set(futures)
         while pending:
@@ -653,6 +669,16 @@ class Context:
                 cf.wait(pending, timeout=grace)
                 self._drain(end)
                 self._raise_stop(failed)
+            if unstarted_by is not None and time.monotonic() > unstarted_by:
+                waiting = sorted({getattr(f, "device", "?") for f in pending
+                                  if not f.running() and not f.done()})
+                if waiting:     # their threads are busy: with a function waiting for this one?
+                    self.fail(own[1].name, WaitTimeout(
+                        f"a gather in a device function on {own[1].name} waited {self.timeout:g} "
+                        f"s for work submitted to {', '.join(waiting)} to start: their host "
+                        f"threads are busy (a device function there waiting for {own[1].name}'s?)"))
+                    self._raise_stop([])
+                unstarted_by = None     # all started: what runs is waited for as long as it runs
             if pending and deadline is not None and time.monotonic() > deadline:
                 running = sorted({getattr(f, "device", "?") for f in pending})
                 self.stop_event.set()

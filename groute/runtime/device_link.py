@@ -102,7 +102,7 @@ class DeviceLink(SegmentReceiver):
     def __init__(self, src, dst, packet_size: int, num_buffers: int = 2, *, dtype=np.int32,
                  item_shape=(), ctx=None, name: str | None = None, receiver: str = "device"):
         if ctx is not None:
-            ctx.admit()     # a link made after a failed run carries this run's packets
+            ctx.admit()     # a link made after a failed run carries the next run's
         self.packet_size = positive_int("packet_size", packet_size)
         self.num_buffers = buffer_count(num_buffers)
         self.src, self.dst = Endpoint.of(src), Endpoint.of(dst)
@@ -408,8 +408,7 @@ class LinkSender:
         """The next packet number below ``limit`` (None: no limit), or None once reached. A
         send after the link's close is refused here; a CUDA kernel cannot raise, so there it is
         the program's to avoid (:meth:`DeviceLink.close` after the sending kernels)."""
-        if int(self.link._end[0]):
-            raise RuntimeError(f"{self.link.name}: a send after the link was closed")
+        _check_open(self.link)
         return _claim(self._lock, self.link._head, limit)
 
     def acquire(self, n: int) -> np.ndarray:
@@ -460,6 +459,7 @@ class LinkSender:
         link = self.link
         _check_parts(link, parts, "send_grid")
         _check_first(link, first, "send_grid")
+        _check_open(link)
         shape = _check_items(link, data)       # before any packet number is taken
         if not shape:
             raise ValueError(f"{link.name}: send_grid sends a 1-d or wider array of items, got "
@@ -562,6 +562,13 @@ def _check_parts(link, parts, what: str) -> None:
     """``parts``: how many blocks share each packet, a whole number >= 1 (with none, a
     packet would be neither written nor read, and the other end would wait for it)."""
     positive_int(f"{link.name}: {what}'s parts (the blocks that share each packet)", parts)
+
+
+def _check_open(link) -> None:
+    """A send on the CPU backend after the link's close (which told the receivers how many
+    packets there were): refused."""
+    if int(link._end[0]):
+        raise RuntimeError(f"{link.name}: a send after the link was closed")
 
 
 def _check_first(link, first, what: str) -> None:

@@ -189,7 +189,7 @@ class Link(SegmentReceiver):
                  item_shape=(), ctx=None, name: str | None = None, deliver=None, copy_on="src",
                  batching: bool = False, share_stream=None, initiated: str = "host"):
         if ctx is not None:
-            ctx.admit()     # a link made after a failed run carries this run's packets
+            ctx.admit()     # a link made after a failed run carries the next run's
         self.packet_size = positive_int("packet_size", packet_size)
         self.num_buffers = buffer_count(num_buffers)
         self.src = Endpoint.of(src)

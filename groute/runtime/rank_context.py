@@ -311,9 +311,6 @@ class RankContext(Context):
         return self.ranks.allgather(values[self.rank], what=f"sharing {what}")
 
     # running ----------------------------------------------------------------------------------
-    def _worker_threads(self):
-        return [w._thread for w in self._workers if w._thread is not None]
-
     def submit(self, device_index: int, fn, *args, **kwargs) -> cf.Future:
         """Run ``fn(device, ...)`` on this rank's device; a remote device's entry is a done
         future of ``None`` (its own rank runs it)."""

@@ -449,11 +449,11 @@ class Ranks:
     def allreduce(self, values, op: str = "sum", what: str = "an allreduce"):
         """``values`` (a number or an array) combined over the ranks by ``op`` (``"sum"``,
         ``"min"``, ``"max"``); the same shape and type back. Every rank must send the same
-        type: a number goes as int64 or float64 by its kind (a rank's int32 weight and
-        another's Python int agree so), an array as it is."""
+        type: a signed integer goes as int64 and a float as float64 (a rank's int32 weight
+        and another's Python int agree so), anything else as it is."""
         scalar = np.ndim(values) == 0
         send = np.asarray(values)
-        if scalar and send.dtype.kind in "iuf":
+        if scalar and send.dtype.kind in "if":
             send = send.astype(np.float64 if send.dtype.kind == "f" else np.int64)
         send = np.ascontiguousarray(np.atleast_1d(send))
         recv = np.empty_like(send)

@@ -88,7 +88,7 @@ class Router:
             raise ValueError(f"{name}: a Router needs a device among its inputs or outputs "
                              f"(all of them are the host)")
         if ctx is not None:
-            ctx.admit()     # a router made after a failed run carries this run's packets
+            ctx.admit()     # a router made after a failed run carries the next run's
         self.policy = policy
         self.name = name
         self.ctx = ctx
