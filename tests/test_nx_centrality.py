@@ -207,6 +207,12 @@ def test_edge_betweenness_small_graphs_and_declines(on_devices):
             nx.edge_betweenness_centrality(G)
     with pytest.raises(ValueError):
         nx.edge_betweenness_centrality(nx.path_graph(3), k=5, backend="groute")
+    # no source drawn: NetworkX's rescaling divides by zero, with edges or without
+    for G in (nx.empty_graph(3), nx.path_graph(3)):
+        for backend in (None, "groute"):
+            with pytest.raises(ZeroDivisionError):
+                nx.edge_betweenness_centrality(G, k=0, seed=1, backend=backend)
+    assert nx.edge_betweenness_centrality(nx.empty_graph(1), k=0, seed=1, backend="groute") == {}
     M = nx.MultiGraph([(0, 1), (0, 1), (1, 2)])
     with pytest.raises(NotImplementedError, match="for the given arguments"):
         nx.edge_betweenness_centrality(M, backend="groute")

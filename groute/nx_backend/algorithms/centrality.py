@@ -177,6 +177,8 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     once = slice(None) if G.is_directed() else tails <= heads
     edges = list(zip(G.labels_of(tails[once]), G.labels_of(heads[once])))
     if not edges:
+        if k == 0 and len(G) >= 2:      # NetworkX's rescaling divides by the k sources
+            raise ZeroDivisionError("division by zero")
         return {}
     w = _exact_weights(G, weight, positive=True)
     run = registry.function("edge_betweenness_centrality")
