@@ -192,7 +192,8 @@ class PendingSegment:
         """Give the buffer back to the link; ``after``: an event that must complete first
         (e.g. the kernel that consumed it). Idempotent, from any thread. The segment's data
         and event belong to the link again once released."""
-        check_event("release: after", after)
+        if after is not None:           # a packet's path: no call for the usual release
+            check_event("release: after", after)
         try:
             release = self._release.pop()     # atomic: a second release finds nothing
         except IndexError:
