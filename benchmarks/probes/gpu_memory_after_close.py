@@ -37,9 +37,9 @@ def used_bytes() -> int:
     return total
 
 
-def one_run(cls, graph, args, kwargs) -> tuple[int, int, int]:
-    """Bytes above the start after the solver's drop, after a collection, and the objects the
-    collection found."""
+def one_run(cls, graph, args, kwargs) -> tuple[int, int, int, list]:
+    """Bytes above the start after the solver's drop, after a collection, the objects the
+    collection found and the groute classes among them (the cycles to break)."""
     gc.collect()
     base = used_bytes()
     gc.disable()
@@ -51,11 +51,16 @@ def one_run(cls, graph, args, kwargs) -> tuple[int, int, int]:
             close()
         del solver, result
         dropped = used_bytes() - base
+        gc.set_debug(gc.DEBUG_SAVEALL)
         found = gc.collect()
+        cycles = sorted({type(o).__qualname__ for o in gc.garbage
+                         if type(o).__module__.startswith("groute")})
+        gc.set_debug(0)
+        gc.garbage.clear()
         collected = used_bytes() - base
     finally:
         gc.enable()
-    return dropped, collected, found
+    return dropped, collected, found, cycles
 
 
 def main():
@@ -74,8 +79,9 @@ def main():
             args = (0,) if app in ("bfs", "sssp") else ()
             kwargs = {"ctx": ctx} | ({"mode": mode} if mode else {})
             seen = [one_run(cls, graph, args, kwargs) for _ in range(opts.runs)]
-            runs = ", ".join(f"{d / 1e6:.2f} / {c / 1e6:.2f} MB ({n} objects)"
-                             for d, c, n in seen)
+            runs = ", ".join(f"{d / 1e6:.2f} / {c / 1e6:.2f} MB ({n} objects"
+                             + (f": {' '.join(names)})" if names else ")")
+                             for d, c, n, names in seen)
             print(f"{k} GPU(s) {app:5} {mode or '-':5} after the drop / after a collection: "
                   f"{runs}", flush=True)
         ctx.close()

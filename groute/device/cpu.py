@@ -103,6 +103,9 @@ class CPUStream(Stream):
             except BaseException as exc:  # noqa: BLE001 - reported to the context, re-raised there
                 self._error = exc
                 self.device.report_error(exc, where=f"stream {self.name}")
+            # an operation's arguments (arrays, the objects its function closes over) must
+            # not live on here until the stream's next operation
+            item = fn = args = kwargs = None
 
     def _put(self, item):
         if self._closed:

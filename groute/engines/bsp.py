@@ -719,10 +719,13 @@ class BSPEngine(Engine):
             return
         self._closed = True
         try:
-            for router in (self._router, self._broadcast, *self._message_routers.values(),
-                           *self._broadcast_rows.values()):
-                if router is not None:
-                    router.close()
+            routers = [r for r in (self._router, self._broadcast,
+                                   *self._message_routers.values(),
+                                   *self._broadcast_rows.values()) if r is not None]
+            for router in routers:
+                router.close()
+            for router in routers:      # ended: their receive buffers go with the engine
+                router.join(timeout=self.ctx.timeout)
         finally:            # a failed clean-up must not keep a kept context leased forever
             if self._release_ctx is not None:
                 self._release_ctx()

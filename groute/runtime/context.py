@@ -105,6 +105,9 @@ class _HostThread:
                     else:
                         future.set_result(result)
             finally:
+                # what the function held (its arguments, its result) must not wait here for
+                # the next function: that can be long, and a result may be a device's arrays
+                item = future = fn = result = None
                 self.running = None
                 with self._idle:
                     self._unfinished -= 1

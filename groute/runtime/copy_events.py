@@ -19,6 +19,9 @@ from __future__ import annotations
 import collections
 import threading
 
+from ..errors import WaitTimeout
+from ..waiting import wait_for
+
 _MADE = threading.Lock()
 
 
@@ -114,6 +117,20 @@ class CopyEvents:
         stream's last sources would otherwise wait for the stream's next send)."""
         with self._lock:
             self._let_go()
+
+    def let_go_when_done(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, for the copies of every source held now to be
+        done, then let go of them; True if they were (a link's ``join``: without it, a link's
+        last sources would live until its stream's next send, which may never come)."""
+        with self._lock:
+            last = self._sources[-1][0] if self._sources else None
+        if last is not None:
+            try:
+                wait_for(lambda: finished(last), what="a link's last copies", timeout=timeout)
+            except WaitTimeout:
+                return False
+        self.let_go()
+        return True
 
     def _let_go(self) -> None:
         """:meth:`let_go`'s work, lock held: the slots of gone links counted, then the held

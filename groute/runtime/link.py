@@ -93,6 +93,11 @@ COALESCE_PACKET_BYTES = 1 << 20
 COALESCE_RUN_BYTES = 4 << 20
 
 
+def _ended_output(batch) -> None:
+    """Where a router's link delivers once its stream has ended: nowhere (a stopped link's
+    late copies belong to the computation that failed)."""
+
+
 class SendHandle:
     """Completes when every packet of one send has been copied into a receive buffer.
 
@@ -220,7 +225,6 @@ class Link(SegmentReceiver):
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(b)]
         self._copy_events = [None] * b   # the event of the copy that filled each slot
         self._after = [None] * b         # what the next copy into each slot must wait for
-        self._releases = [functools.partial(self._release, i, 1) for i in range(b)]
         self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         # a receiver of its own (not a router output's queue), small packets: coalesced
         packet_bytes = p * self._row_bytes
@@ -512,11 +516,13 @@ class Link(SegmentReceiver):
             return [PendingSegment(self._ring[first * p:first * p + m], event, metadata,
                                    release=functools.partial(self._release, first, n), source=src,
                                    packet=(off, packet, n, end >= size, size))]
-        packets, slots, releases, out = int(self.batching), self._slots, self._releases, []
+        # each segment's release made here, not kept by the link: a link holding bound
+        # methods of its own would be a cycle, kept until Python's garbage collector runs
+        packets, slots, release, out = int(self.batching), self._slots, self._release, []
         for i in range(first, first + n):
             rows = min(p, end - off)
             out.append(PendingSegment(slots[i] if rows == p else slots[i][:rows], event, metadata,
-                                      release=releases[i], source=src,
+                                      release=functools.partial(release, i, 1), source=src,
                                       packet=(off, packet, packets, off + rows >= size, size)))
             off += rows
             packet += 1
@@ -674,6 +680,9 @@ class Link(SegmentReceiver):
     def _notify_receivers(self):
         if self._deliver is not None:
             self._deliver(None)
+            # the output holds its links: let go of it, so that neither keeps the other (and
+            # these receive buffers) for Python's garbage collector once the stream is over
+            self._deliver = _ended_output
 
     def receive(self, timeout=None):
         """The next :class:`PendingSegment`, or ``None`` once the link is closed and drained."""
@@ -725,7 +734,7 @@ class Link(SegmentReceiver):
 
     def join(self, timeout=None):
         """Wait (at most ``timeout``) until the link has ended (after :meth:`close`: queued
-        sends delivered); True if it has."""
+        sends delivered, their copies done and their sources let go); True if it has."""
         deadline = time.monotonic() + resolve_timeout(timeout)
         with self._lock:
             while not self._done:
@@ -733,6 +742,7 @@ class Link(SegmentReceiver):
                 if remaining <= 0:
                     return False
                 self._arrival.wait(min(remaining, POLL_INTERVAL))
+        self._events.let_go_when_done(max(deadline - time.monotonic(), 0.0))
         return True
 
 

@@ -87,6 +87,7 @@ class _Pump:
                 if ended:
                     with self._cond:
                         self._links.discard(link)
+            turn = link = None        # an ended link must not live on here until the next turn
             with self._pumps_lock, self._cond:
                 if not self._links and not self._woken:
                     del self._pumps[self.device]

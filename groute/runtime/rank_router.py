@@ -33,7 +33,7 @@ from ..errors import LinkClosed, WaitTimeout
 from ..waiting import wait_for
 from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
-from .router_ports import router_ports
+from .router_ports import InputPorts, router_ports
 from .segment import (PendingSegment, Segment, check_send_extras, item_shape_of,
                       route_pair)
 
@@ -71,10 +71,15 @@ class _Input:
 
 class _Output(RouterOutput):
     """Output port ``index``: the segments routed to this rank's device, delivered at each
-    flush; the stream ends when the router closes."""
+    flush; the stream ends when the router closes (``closed``, the router's flag: the port
+    holds no reference to the router, see :class:`RouterOutput`)."""
+
+    def __init__(self, name, index, endpoint, *, timeout, stop, closed):
+        super().__init__(name, index, endpoint, timeout=timeout, stop=stop)
+        self._closed = closed
 
     def _finished(self):
-        return self.router.closed
+        return self._closed.is_set()
 
     def _waiting_for(self) -> str:
         return f"{super()._waiting_for()} (delivered at its flush)"
@@ -87,18 +92,19 @@ class _Output(RouterOutput):
 
 
 class _LinkState:
-    """What a Router's callers ask of each link (ended, closed): one rank pair's state."""
+    """What a Router's callers ask of each link (ended, closed): one rank pair's state, which
+    is the router's ``closed`` flag."""
 
-    def __init__(self, router):
-        self._router = router
+    def __init__(self, closed: threading.Event):
+        self._closed = closed
 
     @property
     def finished(self) -> bool:
-        return self._router.closed
+        return self._closed.is_set()
 
     @property
     def closed(self) -> bool:
-        return self._router.closed
+        return self._closed.is_set()
 
     def join(self, timeout=None) -> bool:
         return True
@@ -121,12 +127,13 @@ class RankRouter:
         self.item_shape = item_shape_of(item_shape)
         self.timeout = resolve_timeout(ctx.timeout)
         self.stop = ctx.stop_event
-        self.closed = False
+        self._closed = threading.Event()
         shape = (len(self.input_endpoints), len(self.output_endpoints))
         self.pairs = ({(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None
                       else {route_pair(self.name, pair) for pair in pairs})
-        self.inputs = [_Input(self, i) for i in range(shape[0])]
-        self.outputs = [_Output(self, j) for j in range(shape[1])]
+        self.outputs = [_Output(name, j, e, timeout=self.timeout, stop=self.stop,
+                                closed=self._closed)
+                        for j, e in enumerate(self.output_endpoints)]
         self._rank_of_output = [self._rank(e) for e in self.output_endpoints]
         self._rank_of_input = [self._rank(e) for e in self.input_endpoints]
         self._outbox = [[] for _ in range(self.ranks.size)]   # (output, rows, meta, handle, event)
@@ -134,7 +141,7 @@ class RankRouter:
         #: moves the rows at a flush (its receive buffers are this router's)
         self.transport = ctx.open_transport()
         self._lock = threading.Lock()
-        self._state = _LinkState(self)
+        self._state = _LinkState(self._closed)
         self.routed = np.zeros(shape, dtype=np.int64)
         self.routed_elements = np.zeros(shape, dtype=np.int64)
 
@@ -143,6 +150,17 @@ class RankRouter:
             raise ValueError(f"{self.name}: a RankRouter joins devices (ranks); the host of each "
                              f"rank is that rank's own")
         return int(endpoint.device.index)
+
+    @property
+    def inputs(self) -> InputPorts:
+        """The input ports (this rank sends from its own): made when asked for, as a
+        :class:`~groute.runtime.router.Router`'s are."""
+        return InputPorts(self, _Input)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: no more sends."""
+        return self._closed.is_set()
 
     def each_link(self):
         """``(i, j, state)`` for every pair with this rank at one end (the others' pairs are
@@ -249,7 +267,7 @@ class RankRouter:
     # life ------------------------------------------------------------------------------------------
     def close(self):
         """No more sends; receivers see the end once they took what arrived."""
-        self.closed = True
+        self._closed.set()
         for out in self.outputs:
             with out._cond:
                 out._cond.notify_all()

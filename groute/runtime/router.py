@@ -25,7 +25,7 @@ from ..waiting import wait_for
 from .link import Link, SendHandle, send_checked
 from .policies import AVAILABILITY, BROADCAST, Route, as_route, broadcasts, by_source
 from .router_output import RouterOutput
-from .router_ports import router_ports
+from .router_ports import InputPorts, router_ports
 from .segment import Segment, route_pair
 
 
@@ -52,7 +52,8 @@ class _MultiHandle:
 
 
 class RouterInput:
-    """Input port ``index`` of a router: ``send`` routes a segment from this endpoint."""
+    """Input port ``index`` of a router: ``send`` routes a segment from this endpoint. It
+    keeps its router alive; the router does not hold its inputs (:class:`InputPorts`)."""
 
     def __init__(self, router: "Router", index: int):
         self.router = router
@@ -96,9 +97,9 @@ class Router:
         any_device = next(e.device for e in self.input_endpoints + self.output_endpoints if not e.is_host)
         self.stop = ctx.stop_event if ctx is not None else any_device.stop_event
         self._room = threading.Condition()
-        self.outputs = [RouterOutput(self, j) for j in range(len(self.output_endpoints))]
-        self.inputs = [RouterInput(self, i) for i in range(len(self.input_endpoints))]
-        shape = (len(self.inputs), len(self.outputs))
+        self.outputs = [RouterOutput(name, j, e, timeout=self.timeout, stop=self.stop)
+                        for j, e in enumerate(self.output_endpoints)]
+        shape = (len(self.input_endpoints), len(self.outputs))
         wanted = {(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None \
             else {route_pair(name, pair) for pair in pairs}
         for i, j in sorted(wanted):
@@ -116,11 +117,18 @@ class Router:
                       for i, src in enumerate(self.input_endpoints)]
         for _, _, link in self.each_link():
             link.add_room_listener(self._room)
+        for j, output in enumerate(self.outputs):
+            output.links = self.links_to(j)
         self._first = [next((link for link in row if link is not None), None) for row in self.links]
         #: each input's route, where the policy answers by the source alone (``by_source``)
-        self._routes = [None] * len(self.inputs)
+        self._routes = [None] * shape[0]
         self.routed = np.zeros(shape, dtype=np.int64)            # segments per (input, output)
         self.routed_elements = np.zeros(shape, dtype=np.int64)   # their elements (rows)
+
+    @property
+    def inputs(self) -> InputPorts:
+        """The input ports: ``inputs[i].send(data)`` routes a segment from input ``i``."""
+        return InputPorts(self, RouterInput)
 
     def each_link(self):
         """``(i, j, link)`` for every link, input by input."""
@@ -202,7 +210,7 @@ class Router:
 
     def close(self):
         """Close every input: queued segments still arrive, then outputs end."""
-        for i in range(len(self.inputs)):
+        for i in range(len(self.input_endpoints)):
             self._close_input(i)
 
     def join(self, timeout=None) -> bool:

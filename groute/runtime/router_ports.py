@@ -1,4 +1,5 @@
-"""What a Router joins: its input and output endpoints and its policy, checked.
+"""What a Router joins: its input and output endpoints and its policy, checked; and its input
+ports as ``router.inputs`` hands them out (:class:`InputPorts`).
 
 A :class:`~groute.runtime.router.Router` in one process (links between the devices) and a
 :class:`~groute.runtime.rank_router.RankRouter` across processes (MPI) take the same arguments
@@ -6,6 +7,8 @@ and check them the same way; this module is where both do, since the Router make
 RankRouter and so the RankRouter cannot import the Router's module.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from .endpoint import Endpoint
 
@@ -48,3 +51,24 @@ def router_ports(inputs, outputs, policy) -> tuple[list[Endpoint], list[Endpoint
     if not input_endpoints or not output_endpoints:
         raise ValueError("a Router needs at least one input and one output")
     return input_endpoints, output_endpoints
+
+
+class InputPorts(Sequence):
+    """``router.inputs``: a router's input ports, each made when asked for. A router that
+    held its ports, each holding it, would be a cycle that keeps the links' receive buffers
+    until Python's garbage collector runs; so ``router.inputs[i]`` is a new port each time."""
+
+    def __init__(self, router, port):
+        self._router = router
+        self._port = port
+
+    def __len__(self):
+        return len(self._router.input_endpoints)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"{self._router.name} has {n} inputs; no input {i}")
+        return self._port(self._router, i % n)

@@ -1,0 +1,152 @@
+"""What a closed solver, Link or Router leaves behind: nothing, and without the garbage collector.
+
+Python frees an object as soon as nothing refers to it, except where objects refer to each
+other in a cycle: those wait for the garbage collector, which runs by counting Python
+objects, not the bytes their arrays hold. A Router whose ports point back at it, a link that
+keeps bound methods of its own, a listener that holds the engine that holds the router: each
+would keep every receive buffer (device memory on GPUs) after ``close()`` until some later
+collection. And a thread that keeps the last function it ran (a device's worker, a CPU
+stream) keeps that function's arrays until its next one. Here, with the collector off, each
+of these must give its memory back by itself, and leave no cycle for the collector to find.
+"""
+import gc
+import time
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+
+from groute import Context, Link, Router, registry
+from groute.graph import load_graph
+from groute.runtime.policies import by_owner
+
+#: every app and mode whose several-device path makes Routers, Links or worklists on CPUs
+CASES = [("bfs", "bsp"), ("bfs", "async"), ("sssp", "bsp"), ("sssp", "async"), ("pr", "bsp"),
+         ("pr", "async"), ("cc", None), ("kcore", None)]
+
+
+@pytest.fixture
+def collector_off():
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+
+
+def held_above(base, limit, seconds=5.0):
+    """Traced bytes above ``base``, waited for (a link ends on its pump's thread just after
+    it is closed) until at most ``limit`` or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = tracemalloc.get_traced_memory()[0] - base
+        if held <= limit or time.monotonic() > deadline:
+            return held
+        time.sleep(0.01)
+
+
+def groute_cycles() -> list[str]:
+    """The groute objects a collection finds in cycles (the collector is off until then)."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        return sorted({type(o).__qualname__ for o in gc.garbage
+                       if type(o).__module__.startswith("groute")})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("app,mode", CASES)
+def test_a_closed_solver_gives_its_memory_back_without_the_collector(app, mode, k,
+                                                                      collector_off):
+    graph = load_graph("kron:10", cache=False)
+    cls = registry.algorithm_named(app).solver
+    args = (0,) if app in ("bfs", "sssp") else ()
+    with Context(k, backend="cpu", timeout=30) as ctx:
+        options = {"ctx": ctx} | ({"mode": mode} if mode else {})
+        with cls(graph, **options) as first:    # what is made once (kernels, caches)
+            first.run(*args)
+        del first
+        gc.collect()        # what the context and the first solver left: not this test's
+        base = tracemalloc.get_traced_memory()[0]
+        solver = cls(graph, **options)
+        result = solver.run(*args)
+        made = tracemalloc.get_traced_memory()[0] - base
+        solver.close()
+        del solver, result
+        held = held_above(base, 64 << 10)
+        assert held <= 64 << 10, (f"{app} {mode} on {k} devices holds {held:,} of the "
+                                  f"{made:,} bytes it made after close() and del")
+        assert groute_cycles() == []
+
+
+@pytest.mark.timeout(60)
+def test_a_dropped_router_frees_its_receive_buffers_without_the_collector(collector_off):
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        gc.collect()
+        base = tracemalloc.get_traced_memory()[0]
+        router = Router([a, b], [a, b], by_owner, packet_size=1 << 16, num_buffers=4, ctx=ctx)
+        for i in range(2):
+            router.inputs[i].send(ctx.devices[i].asarray(np.arange(1 << 17, dtype=np.int32)),
+                                  metadata={"owner": 1 - i})
+        router.close()
+        got = 0
+        for output in router.outputs:
+            while (pending := output.receive()) is not None:
+                got += int(pending.wait().data.shape[0])
+                pending.release()
+        assert got == 2 << 17
+        assert router.join(timeout=5)
+        del router, output, pending
+        held = held_above(base, 64 << 10)
+        assert held <= 64 << 10, f"{held:,} bytes held after the router's drop"
+        assert groute_cycles() == []
+
+
+@pytest.mark.timeout(60)
+def test_a_dropped_link_and_its_segments_free_their_buffers_without_the_collector(
+        collector_off):
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        gc.collect()
+        base = tracemalloc.get_traced_memory()[0]
+        link = Link(a, b, packet_size=1 << 16, num_buffers=4, ctx=ctx)
+        link.send(a.asarray(np.arange(1 << 17, dtype=np.int32)))
+        link.close()
+        kept = list(link)                               # the receiver keeps its segments
+        for pending in kept:
+            pending.wait()
+        assert len(kept) == 2 and link.join(timeout=5)
+        del link
+        assert tracemalloc.get_traced_memory()[0] - base >= 1 << 20   # the views hold them
+        for pending in kept:
+            pending.release()                           # a release after the link's drop
+        del kept, pending
+        held = held_above(base, 64 << 10)
+        assert held <= 64 << 10, f"{held:,} bytes held after the link's drop"
+        assert groute_cycles() == []
+
+
+@pytest.mark.timeout(30)
+def test_the_device_threads_and_streams_let_go_of_what_they_ran(collector_off):
+    with Context(1, backend="cpu", timeout=10) as ctx:
+        device = ctx.devices[0]
+        result = ctx.submit(0, lambda device: np.ones(1 << 16)).result()
+        gone = weakref.ref(result)
+        del result
+        assert gone() is None, "the device's worker thread still holds its last result"
+        data = np.ones(1 << 16)
+        gone = weakref.ref(data)
+        stream = device.compute_stream
+        stream.submit(np.sum, data)
+        stream.synchronize()
+        del data
+        assert gone() is None, "the stream's thread still holds its last operation's array"
