@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,7 @@ def one_run(cls, graph, args, kwargs) -> tuple[int, int, int, list]:
         if close is not None:
             close()
         del solver, result
+        time.sleep(0.05)    # a device's thread lets go of its last task just after handing it
         dropped = used_bytes() - base
         gc.set_debug(gc.DEBUG_SAVEALL)
         found = gc.collect()

@@ -95,19 +95,24 @@ class _HostThread:
             if item is None:
                 return
             future, fn = item
+            item = None
             try:
                 if future.set_running_or_notify_cancel():
                     self.running = fn
                     try:
-                        result = fn()
+                        outcome = [fn(), None]
                     except BaseException as exc:  # noqa: BLE001 - the caller gets it
-                        future.set_exception(exc)
+                        outcome = [None, exc]
+                    # what the function held (its arguments, its result) must not stay here
+                    # until the next function: that can be long, and a result may be a
+                    # device's arrays; so the caller gets the only reference this thread has
+                    fn = self.running = None
+                    if outcome[1] is None:
+                        future.set_result(outcome.pop(0))
                     else:
-                        future.set_result(result)
+                        future.set_exception(outcome.pop())
             finally:
-                # what the function held (its arguments, its result) must not wait here for
-                # the next function: that can be long, and a result may be a device's arrays
-                item = future = fn = result = None
+                future = fn = outcome = None
                 self.running = None
                 with self._idle:
                     self._unfinished -= 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import weakref
 
 from ..errors import WaitTimeout
 from ..waiting import wait_for
@@ -38,10 +39,12 @@ class CopyEvents:
     """The copy events and held sources of one stream (see the module docstring); take it with
     :meth:`of`, which keeps it on the stream."""
 
-    __slots__ = ("stream", "_free", "_slots", "_sources", "_forgotten", "_lock")
+    __slots__ = ("_stream", "_free", "_slots", "_sources", "_forgotten", "_lock")
 
     def __init__(self, stream):
-        self.stream = stream
+        # weakly: the stream keeps this object, which must not keep the stream (a cycle
+        # that would hold a link's stream, and its events, for the garbage collector)
+        self._stream = weakref.ref(stream)
         self._free = []                        # events nothing asks about: to record again
         self._slots = {}                       # a kept event -> its unreleased slots
         self._sources = collections.deque()    # (event, source) of copies not seen done
@@ -65,7 +68,7 @@ class CopyEvents:
         with self._lock:     # recording is one runtime call: done under the lock, taken once
             if self._forgotten:
                 self._count_forgotten()
-            event = self.stream.record(self._free.pop() if self._free else None)
+            event = self._stream().record(self._free.pop() if self._free else None)
             if slots:
                 self._slots[event] = slots
         return event
