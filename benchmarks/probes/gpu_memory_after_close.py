@@ -47,9 +47,8 @@ def one_run(cls, graph, args, kwargs) -> tuple[int, int, int, list]:
     try:
         solver = cls(graph, **kwargs)
         result = solver.run(*args)
-        close = getattr(solver, "close", None)
-        if close is not None:
-            close()
+        if hasattr(solver, "close"):
+            solver.close()
         del solver, result
         time.sleep(0.05)    # a device's thread lets go of its last task just after handing it
         dropped = used_bytes() - base
