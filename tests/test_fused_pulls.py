@@ -227,7 +227,7 @@ def test_candidates_reach_the_kernels_in_the_order_of_their_arguments():
                  AdvanceStep(SIGMA, "push", candidates=eng.frontier(some)),
                  AdvanceStep(CLAIM, "pull", candidates=eng.all_vertices()),
                  AdvanceStep(CLAIM, "auto")]
-        got = FusedLoops(eng, eng.parts[0], None)._candidates(steps)
+        got = FusedLoops(eng, 0)._candidates(steps)
         assert len(got) == 2 and got[1] == 0 and got[1].dtype == np.uint64
         bits = np.unpackbits(np.asarray(got[0]).view(np.uint8), bitorder="little")
         assert np.flatnonzero(bits).tolist() == some.tolist()   # one device: positions

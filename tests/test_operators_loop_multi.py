@@ -1033,11 +1033,17 @@ class _StubGPU:
             return _StubGPU.xp._Pool()
 
 
+def weakly(engine):
+    """What the loops keep of their engine (a weak reference, called for the engine), for a
+    stub: the stub itself."""
+    return lambda: engine
+
+
 def _multi_stub(devices, n=1000):
     """Enough of a MultiFusedLoops for its memory check: 1,000 arcs from device 0's rows to
     device 1's vertices and 3,000 back, on a graph of ``n`` vertices."""
     multi = MultiFusedLoops.__new__(MultiFusedLoops)
-    multi.engine = SimpleNamespace(num_vertices=n)
+    multi._engine = weakly(SimpleNamespace(num_vertices=n))
     multi._inboxes = multi._published = None
     multi._matrix = np.array([[0, 1000], [3000, 0]], np.int64)   # arcs from rows i to j's ids
     multi.devices = devices
@@ -1138,7 +1144,7 @@ def _host_loops(size, stats=None):
                          asarray=made(lambda a: np.array(a)))
     device = SimpleNamespace(xp=xp, use=contextlib.nullcontext, on_compute=contextlib.nullcontext)
     loops = FusedLoops.__new__(FusedLoops)
-    loops.engine = SimpleNamespace(stats=stats if stats is not None else {})
+    loops._engine = weakly(SimpleNamespace(stats=stats if stats is not None else {}))
     loops.part = SimpleNamespace(size=size, device=device)
     return loops
 
@@ -1232,8 +1238,8 @@ def test_a_relaunch_of_a_kept_loop_on_several_devices_goes_on_from_the_level_tha
     from that level, each device with that level's count of its own (not the first
     frontier's) and their sum as the level's size over the devices."""
     multi = MultiFusedLoops.__new__(MultiFusedLoops)
-    multi.engine = SimpleNamespace(
-        _each=lambda fn, *lists: [fn(None, *args) for args in zip(*lists)])
+    multi._engine = weakly(SimpleNamespace(
+        _each=lambda fn, *lists: [fn(None, *args) for args in zip(*lists)]))
     multi.loops = [_host_loops(100), _host_loops(100)]
     multi._module = lambda steps, level, scalars, where: ("text", [(), ()])
     multi._room = lambda steps: None

@@ -164,7 +164,7 @@ class BSPEngine(Engine):
             self._no_peer_writes = unavailable(self.ctx)
             self._fused = self._multi = None
             if self.ctx.backend == "cuda" and k == 1:
-                self._fused = FusedLoops(self, self.parts[0], lambda: self._in_arc_parts()[0])
+                self._fused = FusedLoops(self, 0)
             elif self.ctx.backend == "cuda" and self._no_peer_writes is None:
                 self._multi = MultiFusedLoops(self)
             elif loop == "fused":

@@ -22,6 +22,8 @@ making its arguments and stores).
 """
 from __future__ import annotations
 
+import weakref
+
 from typing import NamedTuple
 
 import numpy as np
@@ -188,12 +190,24 @@ class DeviceLevels:
 
 
 class FusedLoops:
-    """The fused loops of one engine on its one CUDA device (``part``: its share, all of the
-    graph; ``in_part``: a callable giving the part over in-arcs, built on first use)."""
+    """The fused loops of one engine on its device ``index`` (its part of the graph, all of it
+    on one device; the part over in-arcs is the engine's, built on first use). The engine
+    holds these loops, so they refer to it weakly: a reference back would be a cycle that
+    keeps the engine's device arrays until Python's garbage collector runs."""
 
-    def __init__(self, engine, part, in_part):
-        self.engine, self.part, self._in_part = engine, part, in_part
+    def __init__(self, engine, index: int = 0):
+        self._engine = weakref.ref(engine)
+        self._index = index
+        self.part = engine.parts[index]
         self._compiled = {}      # module text -> (kernels, blocks)
+
+    @property
+    def engine(self):
+        """The engine these loops belong to (alive while they run: it runs them)."""
+        return self._engine()
+
+    def _in_part(self):
+        return self.engine._in_arc_parts()[self._index]
 
     # compiling ------------------------------------------------------------------------------
     def _kernels(self, text, names):

@@ -78,6 +78,8 @@ counted against the devices' free memory before the loop is chosen
 """
 from __future__ import annotations
 
+import weakref
+
 import logging
 from itertools import zip_longest
 
@@ -294,16 +296,21 @@ class MultiFusedLoops:
     cross-device barrier are made on the first loop that needs them."""
 
     def __init__(self, engine):
-        self.engine = engine
+        self._engine = weakref.ref(engine)     # the engine holds these loops (FusedLoops)
         self.devices = [part.device for part in engine.parts]
-        self.loops = [FusedLoops(engine, part, lambda i=i: engine._in_arc_parts()[i])
-                      for i, part in enumerate(engine.parts)]
+        self.loops = [FusedLoops(engine, i) for i in range(len(engine.parts))]
         self._matrix = None
         self._inboxes = None
         self._published = None
         self._barrier = None
 
+    @property
+    def engine(self):
+        """The engine these loops belong to (alive while they run: it runs them)."""
+        return self._engine()
+
     # what the launches share -----------------------------------------------------------------
+
     def capacities(self, steps) -> np.ndarray:
         """Per device, the room its inboxes need for ``steps``: the most over the arcs their
         advances push along (:func:`inbox_capacity`)."""
