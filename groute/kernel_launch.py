@@ -22,7 +22,6 @@ kernel would read the wrong bytes), a value that does not fit it an OverflowErro
 """
 from __future__ import annotations
 
-import ctypes
 import struct
 import threading
 from types import SimpleNamespace
@@ -75,8 +74,10 @@ class KernelArgs:
 
     def __init__(self, args):
         n = len(args)
-        self._buffer = ctypes.create_string_buffer(2 * SLOT * max(n, 1))
-        base = ctypes.addressof(self._buffer)
+        # a NumPy buffer, not ctypes': a ctypes buffer of a new size is a new array type,
+        # left to the garbage collector when these arguments go
+        self._buffer = np.zeros(2 * SLOT * max(n, 1), np.uint8)
+        base = self._buffer.ctypes.data
         values = base + SLOT * n
         struct.pack_into(f"{n}Q", self._buffer, 0, *range(values, values + SLOT * n, SLOT))
         self.params = base
