@@ -713,18 +713,29 @@ def make_current(gpu: int) -> None:
     _cupy().cuda.runtime.setDevice(int(gpu))
 
 
+@functools.cache
+def libcuda():
+    """The CUDA driver library (``libcuda.so.1``) through ctypes, opened once: each
+    ``ctypes.CDLL`` is a new handle with a class of its own, garbage for the collector when
+    it goes. OSError where there is no driver."""
+    import ctypes
+    return ctypes.CDLL("libcuda.so.1")
+
+
+@functools.cache
 def native_atomics_between(gpu: int, other: int) -> bool | None:
     """Whether kernels on CUDA ordinal ``gpu`` can run atomics on ``other``'s memory natively
-    (NVLink; over PCIe they are not supported), None when the driver cannot be asked."""
+    (NVLink; over PCIe they are not supported), None when the driver cannot be asked. Asked
+    once per pair: the links of a host do not change while it runs."""
     import ctypes
     try:
-        libcuda = ctypes.CDLL("libcuda.so.1")
+        driver = libcuda()
     except OSError:
         return None
     value = ctypes.c_int(0)
     # CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3; a CUdevice is its ordinal
-    status = libcuda.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(int(gpu)),
-                                              ctypes.c_int(int(other)))
+    status = driver.cuDeviceGetP2PAttribute(ctypes.byref(value), 3, ctypes.c_int(int(gpu)),
+                                             ctypes.c_int(int(other)))
     return bool(value.value) if status == 0 else None
 
 

@@ -30,8 +30,9 @@ LAZY_PEER_ACCESS = 1
 
 
 def _libcuda():
+    from .cuda import libcuda
     try:
-        return ctypes.CDLL("libcuda.so.1")
+        return libcuda()
     except OSError as exc:
         raise RuntimeError(f"CUDA IPC needs the CUDA driver library (libcuda.so.1): {exc}") from exc
 
