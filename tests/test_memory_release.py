@@ -20,6 +20,7 @@ import pytest
 from groute import Context, Link, Router, registry
 from groute.graph import load_graph
 from groute.runtime.policies import by_owner
+from support import gpu_marks, need_gpus
 
 #: every app and mode whose several-device path makes Routers, Links or worklists on CPUs
 CASES = [("bfs", "bsp"), ("bfs", "async"), ("sssp", "bsp"), ("sssp", "async"), ("pr", "bsp"),
@@ -85,6 +86,51 @@ def test_a_closed_solver_gives_its_memory_back_without_the_collector(app, mode, 
         assert held <= 64 << 10, (f"{app} {mode} on {k} devices holds {held:,} of the "
                                   f"{made:,} bytes it made after close() and del")
         assert groute_cycles() == []
+
+
+def pool_bytes() -> int:
+    """CuPy's default pool's bytes in live arrays, over every GPU."""
+    import cupy
+    pool, total = cupy.get_default_memory_pool(), 0
+    for i in range(cupy.cuda.runtime.getDeviceCount()):
+        with cupy.cuda.Device(i):
+            total += pool.used_bytes()
+    return total
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=gpu_marks(k)) for k in (1, 2)])
+@pytest.mark.parametrize("app,mode", CASES)
+def test_on_gpus_a_closed_solver_leaves_nothing_in_the_pool(app, mode, k):
+    """The same on CUDA devices, read from CuPy's pool: the graph's and the runs' device
+    arrays, the persistent kernels' control blocks, the fused loops' inboxes."""
+    need_gpus(k)
+    graph = load_graph("kron:12", cache=False)
+    cls = registry.algorithm_named(app).solver
+    args = (0,) if app in ("bfs", "sssp") else ()
+    with Context(k, backend="cuda", timeout=60) as ctx:
+        options = {"ctx": ctx} | ({"mode": mode} if mode else {})
+        with cls(graph, **options) as first:
+            first.run(*args)
+        del first
+        gc.collect()
+        gc.disable()
+        try:
+            base = pool_bytes()
+            solver = cls(graph, **options)
+            result = solver.run(*args)
+            made = pool_bytes() - base
+            solver.close()
+            del solver, result
+            deadline = time.monotonic() + 5
+            while pool_bytes() > base and time.monotonic() < deadline:
+                time.sleep(0.01)
+            held = pool_bytes() - base
+            assert held <= 0, (f"{app} {mode} on {k} GPUs holds {held:,} of the {made:,} "
+                               f"bytes it made after close() and del")
+            assert groute_cycles() == []
+        finally:
+            gc.enable()
 
 
 @pytest.mark.timeout(60)
