@@ -28,6 +28,7 @@ import numpy as np
 from groute import HOST, Router, by_key, first_available
 from groute.registry import command, public
 from groute.runtime.kept import lease
+from groute.runtime.router import CLOSE_JOIN_SECONDS
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pbf.cu")
@@ -221,6 +222,7 @@ def _run(ctx, data, pred, seg, num_buffers, static):
     ctx.gather(workers)
     ctx.check()
     elapsed = time.perf_counter() - t0
+    to_devices.join(timeout=CLOSE_JOIN_SECONDS)     # the last copies let go of host_src
     stats = {"devices": [d.name for d in ctx.devices], "elements_per_device": processed.tolist(),
              "segments_per_device": segments.tolist(), "busy_s_per_device": busy.round(6).tolist(),
              "segments": nseg, "segment_size": seg, "kept": filled[0],

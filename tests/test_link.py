@@ -960,3 +960,20 @@ def test_a_router_of_host_ends_only_says_so():
     with Context(1, backend="cpu") as ctx:
         with pytest.raises(ValueError, match="needs a device among its inputs or outputs"):
             Router([HOST], [HOST], first_available, packet_size=4, ctx=ctx)
+
+
+@pytest.mark.timeout(30)
+def test_a_join_whose_time_is_up_while_copies_run_still_answers():
+    """join() spends what is left of its time on the copies still reading the sends' sources;
+    with none left it lets go of those that are done and answers (it raised ValueError)."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=1024, num_buffers=2, ctx=ctx)
+        a.delay = b.delay = 0.2
+        link.send(a.asarray(np.arange(1024, dtype=np.int32)))
+        link.close()
+        pending = link.receive()
+        pending.release()
+        assert link.receive() is None and link.finished
+        assert link.join(1e-6)
+        assert link.join(5)

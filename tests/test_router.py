@@ -336,3 +336,44 @@ def test_the_router_host_probe_times_a_broadcasts_calls():
     assert "Router._route (the whole send)" in router_part
     assert "RouterOutput._deliver                   2.00 calls/send" in router_part
     assert "stream.wait_event                       1.00 calls/send" in router_part
+
+
+def test_an_arrival_listener_may_be_any_callable_and_a_bound_method_does_not_keep_its_object():
+    """A bound method of an object that can be weakly referenced is held weakly (the object
+    that listens keeps the router, see RouterOutput); one of an object that cannot (a class
+    with __slots__) is held, and called, as any other callable."""
+    import gc
+    import weakref
+
+    class Slotted:
+        __slots__ = ("hits",)
+
+        def __init__(self):
+            self.hits = 0
+
+        def hit(self):
+            self.hits += 1
+
+    class Plain:
+        def __init__(self):
+            self.hits = 0
+
+        def hit(self):
+            self.hits += 1
+
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        router = Router(ctx.devices, ctx.devices, by_owner, packet_size=8, ctx=ctx)
+        slotted, plain, calls = Slotted(), Plain(), []
+        gone = Plain()
+        output = router.outputs[1]
+        for fn in (slotted.hit, plain.hit, lambda: calls.append(1), gone.hit):
+            output.add_arrival_listener(fn)
+        dropped = weakref.ref(gone)
+        del gone, fn
+        gc.collect()
+        assert dropped() is None
+        router.inputs[0].send(np.arange(3, dtype=np.int32), metadata={"owner": 1})
+        router.close()
+        while (pending := output.receive()) is not None:
+            pending.release()
+        assert slotted.hits == plain.hits == len(calls) == 1

@@ -91,21 +91,20 @@ class CPUStream(Stream):
             if item is None:
                 return
             fn, args, kwargs, marker = item
-            if marker is not None:
-                marker._fire(self._error)
-                continue
-            if self._error is not None:
-                continue  # a failed stream skips later work; its events report the failure
-            try:
-                if self.device.delay:
-                    time.sleep(self.device.delay)
-                fn(*args, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - reported to the context, re-raised there
-                self._error = exc
-                self.device.report_error(exc, where=f"stream {self.name}")
             # an operation's arguments (arrays, the objects its function closes over) must
             # not live on here until the stream's next operation
-            item = fn = args = kwargs = None
+            item = None
+            if marker is not None:
+                marker._fire(self._error)
+            elif self._error is None:   # a failed stream skips later work; its events report it
+                try:
+                    if self.device.delay:
+                        time.sleep(self.device.delay)
+                    fn(*args, **kwargs)
+                except BaseException as exc:  # noqa: BLE001 - reported to the context, raised there
+                    self._error = exc
+                    self.device.report_error(exc, where=f"stream {self.name}")
+            fn = args = kwargs = marker = None
 
     def _put(self, item):
         if self._closed:

@@ -64,7 +64,7 @@ from groute.operators.loop_source import needs_in_arcs
 from groute.operators.rounds import Compute, body_steps, python_rounds
 from groute.operators.part import DevicePart
 from groute.runtime.policies import by_owner, to_the_others
-from groute.runtime.router import Router
+from groute.runtime.router import CLOSE_JOIN_SECONDS, Router
 from groute.tuning import BSPTuning
 
 from .base import Engine, checked_state
@@ -725,7 +725,7 @@ class BSPEngine(Engine):
             for router in routers:
                 router.close()
             for router in routers:      # ended: their receive buffers go with the engine
-                router.join(timeout=self.ctx.timeout)
+                router.join(timeout=CLOSE_JOIN_SECONDS)
         finally:            # a failed clean-up must not keep a kept context leased forever
             if self._release_ctx is not None:
                 self._release_ctx()

@@ -122,18 +122,21 @@ class CopyEvents:
             self._let_go()
 
     def let_go_when_done(self, timeout: float) -> bool:
-        """Wait, at most ``timeout`` seconds, for the copies of every source held now to be
-        done, then let go of them; True if they were (a link's ``join``: without it, a link's
-        last sources would live until its stream's next send, which may never come)."""
+        """Wait, at most ``timeout`` seconds (none at all for 0), for the copies of every
+        source held now to be done, then let go of those that are; True if all were (a link's
+        ``join``: without it, a link's last sources would live until its stream's next send,
+        which may never come)."""
         with self._lock:
             last = self._sources[-1][0] if self._sources else None
-        if last is not None:
+        done = last is None or finished(last)
+        if not done and timeout > 0:
             try:
                 wait_for(lambda: finished(last), what="a link's last copies", timeout=timeout)
+                done = True
             except WaitTimeout:
-                return False
+                pass
         self.let_go()
-        return True
+        return done
 
     def _let_go(self) -> None:
         """:meth:`let_go`'s work, lock held: the slots of gone links counted, then the held

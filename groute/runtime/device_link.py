@@ -140,7 +140,10 @@ class DeviceLink(SegmentReceiver):
         self._freed, self._written = self._sender_words[:k], self._sender_words[k:2 * k]
         self._head = self._sender_words[2 * k:]
         self._taken, self._tail = self._receiver_words[:k], self._receiver_words[k:]
-        self.tx, self.rx = self._describe()
+        # the CPU ends' counters' locks: the ends are made when asked for (tx, rx), and
+        # share these
+        self._claim_locks = (threading.Lock(), threading.Lock())
+        self._tx, self._rx = self._describe()
         # loaded now, not at close(): loading a kernel may wait for the GPU's running kernels,
         # among them, by then, a receiver that waits for this close
         self._close_kernel = self._load_close_kernel(a)
@@ -211,12 +214,25 @@ class DeviceLink(SegmentReceiver):
         groups = max(1, min(packets, in_flight, blocks // parts, MAX_GROUPS))
         return groups * parts, parts
 
+    @property
+    def tx(self):
+        """The sending end: CUDA, the ``groute_link`` struct in the sender's memory (a kernel's
+        argument); CPU, a :class:`LinkSender`, made when asked for (it keeps the link alive;
+        a link that kept its ends, each keeping it, would wait for the garbage collector)."""
+        return self._tx if self._tx is not None else LinkSender(self)
+
+    @property
+    def rx(self):
+        """The receiving end: the struct in the receiver's memory, or a :class:`LinkReceiver`
+        (as :attr:`tx`)."""
+        return self._rx if self._rx is not None else LinkReceiver(self)
+
     def _describe(self):
-        """``(tx, rx)``: CUDA, the ``groute_link`` struct in the sender's and the receiver's
-        memory; CPU, the protocol's two ends as objects."""
+        """``(tx, rx)`` on CUDA: the ``groute_link`` struct in the sender's and the receiver's
+        memory; ``(None, None)`` on CPU, whose ends are made when asked for."""
         a, b = self.src.device, self.dst.device
         if a.backend != "cuda":
-            return LinkSender(self), LinkReceiver(self)
+            return None, None
         from ..kernels import pack_struct
         item_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
         values = {"slots": b.address(self._ring), "ready": b.address(self._ready),
@@ -398,7 +414,7 @@ class LinkSender:
 
     def __init__(self, link: DeviceLink):
         self.link = link
-        self._lock = threading.Lock()        # the atomics of the counters
+        self._lock = link._claim_locks[0]    # the atomics of the counters
 
     def reserve(self) -> int:
         """The next packet number."""
@@ -483,7 +499,7 @@ class LinkReceiver:
 
     def __init__(self, link: DeviceLink):
         self.link = link
-        self._lock = threading.Lock()
+        self._lock = link._claim_locks[1]
 
     def next(self) -> int:
         """The next packet number to receive (for receivers that run until the link ends)."""

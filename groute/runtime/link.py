@@ -734,7 +734,8 @@ class Link(SegmentReceiver):
 
     def join(self, timeout=None):
         """Wait (at most ``timeout``) until the link has ended (after :meth:`close`: queued
-        sends delivered, their copies done and their sources let go); True if it has."""
+        sends delivered); True if it has. Within the same time it waits for the copies still
+        reading its sends' sources and lets go of the sources they are done with."""
         deadline = time.monotonic() + resolve_timeout(timeout)
         with self._lock:
             while not self._done:

@@ -29,6 +29,12 @@ from .router_ports import InputPorts, router_ports
 from .segment import Segment, route_pair
 
 
+#: how long an owner's ``close`` waits, per link, for its routers' links to end and for their
+#: last copies (:meth:`Router.join`): they end at once once drained, so a longer wait means a
+#: receiver still holds buffers, and a close must not hang on that
+CLOSE_JOIN_SECONDS = 5.0
+
+
 class _Broadcast(Route):
     """A broadcast route with its links (the router's, input to each destination)."""
 

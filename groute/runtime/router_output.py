@@ -39,8 +39,13 @@ class RouterOutput(SegmentReceiver):
     def add_arrival_listener(self, fn) -> None:
         """Call ``fn()`` after each segment arrives here, outside this output's lock (for a
         receiver that sleeps on a condition of its own and polls). A bound method is held
-        weakly: once its object is gone, it is not called."""
-        self._listeners.append(weakref.WeakMethod(fn) if inspect.ismethod(fn) else lambda: fn)
+        weakly where its object can be (the object that listens keeps the router): once that
+        object is gone, it is not called."""
+        try:
+            ref = weakref.WeakMethod(fn) if inspect.ismethod(fn) else None
+        except TypeError:       # an object without weak references (__slots__): held
+            ref = None
+        self._listeners.append(ref if ref is not None else lambda: fn)
 
     def _deliver(self, batch):
         """A link hands over ``batch`` (a list of PendingSegments), or ends (None)."""

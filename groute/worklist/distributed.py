@@ -31,7 +31,7 @@ import time
 
 from ..errors import WaitTimeout
 from ..runtime.policies import by_owner, reach, ring
-from ..runtime.router import Router
+from ..runtime.router import CLOSE_JOIN_SECONDS, Router
 from .counter import WorkCounter
 from .rank_counter import RankWorkCounter
 from .items import ITEM_DTYPE
@@ -96,7 +96,7 @@ class DistributedWorklist:
     def close(self):
         if self.router is not None:
             self.router.close()
-            self.router.join(timeout=5)
+            self.router.join(timeout=CLOSE_JOIN_SECONDS)
 
     # --------------------------------------------------------------------------------------------
     def run(self, workers, *, mode: str = "async", threshold=math.inf, delta=math.inf,
