@@ -248,3 +248,16 @@ def gone_soon(ref, seconds=2.0) -> bool:
     while ref() is not None and time.monotonic() < deadline:
         time.sleep(0.001)
     return ref() is None
+
+
+def test_a_split_graph_goes_with_its_last_user():
+    """The splits made of a graph are kept for its next solver, and go with it: a table
+    keyed by the graph whose entries (each split refers to its graph) kept it for good."""
+    from groute.graph.partition import partition_graph
+    graph = load_graph("kron:8", cache=False)
+    first = partition_graph(graph, 2, "contiguous")
+    assert partition_graph(graph, 2, "contiguous") is first      # kept for the next solver
+    gone = weakref.ref(graph)
+    del graph, first
+    gc.collect()
+    assert gone() is None

@@ -23,7 +23,6 @@ import sys
 import tempfile
 import threading
 import time
-import weakref
 from pathlib import Path
 
 import numpy as np
@@ -230,9 +229,12 @@ class Partition:
                 f"edge cut {s['edge_cut']:,} arcs)")
 
 
-#: Partitions already built for a live graph object, so that several solvers on one graph (a
-#: benchmark's BFS, SSSP, PR, ...) renumber it once. Entries vanish with the graph.
-_MEMO: "weakref.WeakKeyDictionary[CSRGraph, dict]" = weakref.WeakKeyDictionary()
+#: the graph attribute that holds the Partitions already built for that graph object, so that
+#: several solvers on one graph (a benchmark's BFS, SSSP, PR, ...) renumber it once. On the
+#: graph, not in a module-level table keyed by it: a Partition refers to its graph
+#: (``original``), so a table's entry would keep its own key, and every graph split, alive
+#: for good.
+_MEMO_ATTRIBUTE = "_partitions"
 
 
 #: the partition seeds: METIS takes a C int (the random split takes the same, one rule for both)
@@ -257,8 +259,8 @@ def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, see
     method = resolve_method(method, g)     # "auto" and what it chose share one split
     key = (int(k), method, seed)
     try:
-        memo = _MEMO.setdefault(g, {})
-    except TypeError:  # not weak-referenceable: no memo
+        memo = vars(g).setdefault(_MEMO_ATTRIBUTE, {})
+    except TypeError:  # no attributes of its own: no memo
         memo = {}
     if cache and key in memo:
         return memo[key]
