@@ -70,6 +70,14 @@ def settle(base, seconds=5.0) -> tuple[int, list[str]]:
         time.sleep(0.01)
 
 
+def assert_given_back(base, what: str) -> None:
+    """Nothing above ``base`` but :data:`LIMIT` once settled (:func:`settle`), and no groute
+    object in a cycle; ``what`` names the drop for the message."""
+    held, cycles = settle(base)
+    assert held <= LIMIT, f"{held:,} bytes held after {what}"
+    assert cycles == []
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("k", [2, 3])
 @pytest.mark.parametrize("app,mode", CASES)
@@ -160,9 +168,7 @@ def test_a_dropped_router_frees_its_receive_buffers_without_the_collector(collec
         assert got == 2 << 17
         assert router.join(timeout=5)
         del router, output, pending
-        held, cycles = settle(base)
-        assert held <= LIMIT, f"{held:,} bytes held after the router's drop"
-        assert cycles == []
+        assert_given_back(base, "the router's drop")
 
 
 @pytest.mark.timeout(60)
@@ -184,9 +190,7 @@ def test_a_dropped_link_and_its_segments_free_their_buffers_without_the_collecto
         for pending in kept:
             pending.release()                           # a release after the link's drop
         del kept, pending
-        held, cycles = settle(base)
-        assert held <= LIMIT, f"{held:,} bytes held after the link's drop"
-        assert cycles == []
+        assert_given_back(base, "the link's drop")
 
 
 @pytest.mark.timeout(60)
@@ -203,9 +207,7 @@ def test_pbf_lets_go_of_its_input_once_it_returns(collector_off):
             device.delay = 0.02
         result = pbf(data, ctx=ctx)
         del data, result
-        held, cycles = settle(base)
-        assert held <= LIMIT, f"{held:,} bytes held after pbf returned"
-        assert cycles == []
+        assert_given_back(base, "pbf returned")
 
 
 @pytest.mark.timeout(60)
