@@ -217,10 +217,13 @@ def _fake_gpus(monkeypatch, trapped: int, count: int = 3):
                               eventQuery=query)
     monkeypatch.setattr(cuda, "_cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(
         runtime=runtime)))
+    class FakeGPU(SimpleNamespace):
+        """Referable weakly, as a real device is (by its streams)."""
+
     stop = threading.Event()
     gpus = []
     for i in range(count):
-        gpu = SimpleNamespace(name=f"cuda:{i}", broken=None, timeout=5.0, stop_event=stop,
+        gpu = FakeGPU(name=f"cuda:{i}", broken=None, timeout=5.0, stop_event=stop,
                               use=contextlib.nullcontext)
         for method in ("note_failure", "broken_note"):
             setattr(gpu, method, getattr(cuda.CUDADevice, method).__get__(gpu))
@@ -228,7 +231,10 @@ def _fake_gpus(monkeypatch, trapped: int, count: int = 3):
         gpus.append(gpu)
     for gpu in gpus:
         gpu.siblings = tuple(gpus)
-    return [cuda.CUDAEvent(gpu, Raw(i)) for i, gpu in enumerate(gpus)], trap
+    events = [cuda.CUDAEvent(gpu, Raw(i)) for i, gpu in enumerate(gpus)]
+    for event, gpu in zip(events, gpus):
+        event.fake_gpu = gpu        # an event refers to its device weakly: kept here
+    return events, trap
 
 
 @pytest.mark.timeout(30)
@@ -276,7 +282,8 @@ def test_asking_an_idle_stream_tells_a_trap_as_the_devices_error(monkeypatch):
 
     def stream_of(event):
         stream = object.__new__(cuda.CUDAStream)
-        stream.device, stream._ptr = event.device, event.raw.ptr
+        stream._ptr = event.raw.ptr
+        stream._belong_to(event.device)
         return stream
     done, trapped, running = (stream_of(event) for event in events)
     assert done.idle() is True and running.idle() is False

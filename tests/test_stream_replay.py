@@ -72,14 +72,19 @@ REFUSED = CUDARuntimeError(900, "cudaErrorStreamCaptureUnsupported: operation no
 TRAP = CUDARuntimeError(719, "cudaErrorLaunchFailure: unspecified launch failure")
 
 
+class _FakeGPU(SimpleNamespace):
+    """Referable weakly, as a real device is (by its streams)."""
+
+
 def _stream(raw):
     from groute.device import cuda
     stream = object.__new__(cuda.CUDAStream)
     stream.raw, stream.name = raw, "compute"
-    device = SimpleNamespace(name="cuda:0", broken=None, use=contextlib.nullcontext)
+    device = _FakeGPU(name="cuda:0", broken=None, use=contextlib.nullcontext)
     for method in ("note_failure", "broken_note"):
         setattr(device, method, getattr(cuda.CUDADevice, method).__get__(device))
-    stream.device = device
+    stream._belong_to(device)
+    stream.fake_device = device     # the stream refers to its device weakly: kept here
     return stream
 
 

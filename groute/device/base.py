@@ -12,6 +12,15 @@ import abc
 import contextlib
 import threading
 import time
+import weakref
+
+
+def gone(what: str) -> RuntimeError:
+    """The error for a stream's or event's device (or stream) that is gone. Streams and events
+    refer to them weakly: a device keeps its streams, and they keep their links' events for
+    reuse, so strong references back would make cycles that keep a dropped context's devices
+    until a garbage collection."""
+    return RuntimeError(f"{what} is gone (its Context was dropped)")
 
 
 class Event(abc.ABC):
@@ -41,9 +50,25 @@ class Event(abc.ABC):
 
 
 class Stream(abc.ABC):
-    """An ordered queue of work on one device."""
+    """An ordered queue of work on one device.
 
-    device: "Device"
+    A stream refers to its device weakly (:attr:`device`): the device holds its streams, and
+    the two referring to each other would keep both (a CUDA stream, a CPU stream's queue)
+    after their context is gone, until some garbage collection. A CPU stream's thread holds
+    its device while it runs."""
+
+    _device_ref = None
+
+    def _belong_to(self, device: "Device") -> None:
+        self._device_ref = weakref.ref(device)
+
+    @property
+    def device(self) -> "Device":
+        """The device whose work this stream queues."""
+        device = self._device_ref()
+        if device is None:
+            raise gone(f"stream {self.name!r}'s device")
+        return device
 
     @abc.abstractmethod
     def submit(self, fn, *args, **kwargs) -> None:
@@ -199,9 +224,18 @@ class Device(abc.ABC):
         it once the queued work has drained; on CUDA a failed call raised in its caller and
         there is nothing to clear."""
 
-    #: the devices of this device's context, itself included (set by the context): a wait on
-    #: this device that another one's failure can block forever watches them (CUDA)
-    siblings: tuple = ()
+    _siblings: tuple = ()
+
+    @property
+    def siblings(self) -> tuple:
+        """The devices of this device's context, itself included (set by the context): a wait
+        on this device that another one's failure can block forever watches them (CUDA).
+        Held weakly: each device is the others' sibling, and a cycle would keep them all."""
+        return tuple(d for ref in self._siblings if (d := ref()) is not None)
+
+    @siblings.setter
+    def siblings(self, devices) -> None:
+        self._siblings = tuple(weakref.ref(d) for d in devices)
 
     #: why this device can run nothing more in this process (a CUDA context hit by a sticky
     #: error: a kernel trapped or faulted), or None while it can

@@ -13,13 +13,14 @@ import os
 import queue
 import threading
 import time
+import weakref
 
 import numpy as np
 
 from ..config import resolve_timeout
 from ..errors import DeviceError, WaitTimeout
 from ..waiting import POLL_INTERVAL, stopped
-from .base import Device, Event, Stream
+from .base import Device, Event, Stream, gone
 
 _EVENT_IDS = itertools.count()
 
@@ -30,12 +31,20 @@ class CPUEvent(Event):
     to create and to signal than a ``threading.Event``, and a Link records one per packet.)"""
 
     def __init__(self, stream: "CPUStream"):
-        self.stream = stream
+        self._stream = weakref.ref(stream)
         self._fired = False
         self._error: BaseException | None = None
         self._gate = threading.Lock()
         self._gate.acquire()
         self.id = next(_EVENT_IDS)
+
+    @property
+    def stream(self) -> "CPUStream":
+        """The stream this event was recorded on (referred to weakly: :func:`~.base.gone`)."""
+        stream = self._stream()
+        if stream is None:
+            raise gone(f"event {self.id}'s stream")
+        return stream
 
     def _fire(self, error=None):
         self._error = error
@@ -56,14 +65,16 @@ class CPUEvent(Event):
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         if not self._fired:
-            limit = resolve_timeout(timeout if timeout is not None else self.stream.device.timeout)
+            stream = self.stream
+            device = stream.device
+            limit = resolve_timeout(timeout if timeout is not None else device.timeout)
             deadline = time.monotonic() + limit
-            stop = self.stream.device.stop_event
+            stop = device.stop_event
             while not self._gate.acquire(timeout=min(POLL_INTERVAL, max(deadline - time.monotonic(), 0))):
                 if stop.is_set():
-                    raise stopped(stop, f"stopped while waiting for event {self.id} on {self.stream}")
+                    raise stopped(stop, f"stopped while waiting for event {self.id} on {stream}")
                 if time.monotonic() >= deadline:
-                    raise WaitTimeout(f"timed out after {limit:g} s waiting for event {self.id} on {self.stream}")
+                    raise WaitTimeout(f"timed out after {limit:g} s waiting for event {self.id} on {stream}")
             self._gate.release()  # the next waiter passes too
         if self._error is not None:
             self._raise()
@@ -73,19 +84,21 @@ class CPUStream(Stream):
     """An ordered work queue with its own thread."""
 
     def __init__(self, device: "CPUDevice", name: str):
-        self.device = device
+        self._belong_to(device)
         self.name = name
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._closed = False
-        self._thread = threading.Thread(target=self._serve, name=f"groute-{device.name}-{name}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._serve, args=(device,),
+                                        name=f"groute-{device.name}-{name}", daemon=True)
         self._thread.start()
 
     def __repr__(self):
         return f"<CPUStream {self.device.name}/{self.name}>"
 
-    def _serve(self):
+    def _serve(self, device):
+        """The thread's loop; it holds ``device`` (the stream refers to it weakly) until the
+        stream closes."""
         while True:
             item = self._queue.get()
             if item is None:
@@ -98,12 +111,12 @@ class CPUStream(Stream):
                 marker._fire(self._error)
             elif self._error is None:   # a failed stream skips later work; its events report it
                 try:
-                    if self.device.delay:
-                        time.sleep(self.device.delay)
+                    if device.delay:
+                        time.sleep(device.delay)
                     fn(*args, **kwargs)
                 except BaseException as exc:  # noqa: BLE001 - reported to the context, raised there
                     self._error = exc
-                    self.device.report_error(exc, where=f"stream {self.name}")
+                    device.report_error(exc, where=f"stream {self.name}")
             fn = args = kwargs = marker = None
 
     def _put(self, item):

@@ -10,13 +10,14 @@ import functools
 import logging
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import DeviceError, GrouteError
 from ..waiting import wait_for
-from .base import CopyPlan, Device, Event, Stream
+from .base import CopyPlan, Device, Event, Stream, gone
 from .logical import Placement, sm_share
 from .mapped_memory import mapped_host_array
 
@@ -102,8 +103,16 @@ def cuda_device_count() -> int:
 
 class CUDAEvent(Event):
     def __init__(self, device: "CUDADevice", raw):
-        self.device = device
+        self._device = weakref.ref(device)
         self.raw = raw
+
+    @property
+    def device(self) -> "CUDADevice":
+        """The GPU this event was recorded on (referred to weakly: :func:`~.base.gone`)."""
+        device = self._device()
+        if device is None:
+            raise gone("a CUDA event's device")
+        return device
 
     def query(self) -> bool:
         """Whether the event's work has finished; a fault on its GPU (:func:`finished`) raises
@@ -118,16 +127,18 @@ class CUDAEvent(Event):
         try:
             if self.query():    # the usual read-back: done at once, no wait to set up
                 return
-            watch = _SiblingWatch(self.device)
-            wait_for(lambda: self.query() or watch(), what=f"a CUDA event on {self.device.name}",
-                     timeout=timeout if timeout is not None else self.device.timeout,
-                     stop=self.device.stop_event, spin=spin)
+            device = self.device
+            watch = _SiblingWatch(device)
+            wait_for(lambda: self.query() or watch(), what=f"a CUDA event on {device.name}",
+                     timeout=timeout if timeout is not None else device.timeout,
+                     stop=device.stop_event, spin=spin)
         except _cupy().cuda.runtime.CUDARuntimeError as exc:
             raise self._failure(exc) from exc
 
     def _failure(self, exc) -> DeviceError:
-        self.device.note_failure(exc)
-        return DeviceError(self.device.name, f"{exc}{self.device.broken_note()}")
+        device = self.device
+        device.note_failure(exc)
+        return DeviceError(device.name, f"{exc}{device.broken_note()}")
 
     @classmethod
     def wait_all(cls, events, timeout=None, *, spin: float = 0.0) -> None:
@@ -215,7 +226,7 @@ class _Replay:
 
 class CUDAStream(Stream):
     def __init__(self, device: "CUDADevice", name: str):
-        self.device = device
+        self._belong_to(device)
         self.name = name
         with device.use():
             self.raw = _cupy().cuda.Stream(non_blocking=True)
@@ -235,7 +246,8 @@ class CUDAStream(Stream):
     def submit(self, fn, *args, **kwargs) -> None:
         """Run ``fn`` now, on the calling thread, with this stream current. What it raises is
         a failure on this device (:class:`_failures_on`), as on the CPU backend."""
-        with _failures_on(self.device), self.device.use(), self.raw:
+        device = self.device
+        with _failures_on(device), device.use(), self.raw:
             fn(*args, **kwargs)
 
     def recorded(self, work):
@@ -281,11 +293,11 @@ class CUDAStream(Stream):
         if event is not None:   # recording needs no current device: the stream names it
             self._runtime_call(self._event_record, event.raw.ptr, self._ptr)
             return event
-        cupy = _cupy()
-        with _failures_on(self.device), self.device.use():
+        cupy, device = _cupy(), self.device
+        with _failures_on(device), device.use():
             raw = cupy.cuda.Event(disable_timing=True)
             raw.record(self.raw)
-        return CUDAEvent(self.device, raw)
+        return CUDAEvent(device, raw)
 
     def idle(self) -> bool:
         """CUDA's query of the stream (:func:`finished`): a few microseconds, where recording
@@ -302,12 +314,13 @@ class CUDAStream(Stream):
         :class:`_failures_on` would run it (a broken device refused, a failure naming the
         device) but without a context manager or a device switch: a Link records and waits
         per packet."""
-        if self.device.broken is not None:
-            raise _refusal(self.device)
+        device = self.device
+        if device.broken is not None:
+            raise _refusal(device)
         try:
             call(*args)
         except Exception as exc:
-            raise _failure(self.device, exc) from exc
+            raise _failure(device, exc) from exc
 
     def copy_bytes(self, dst_ptr: int, src_ptr: int, nbytes: int) -> None:
         """Copy ``nbytes`` from device address ``src_ptr`` to ``dst_ptr`` in stream order.

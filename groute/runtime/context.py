@@ -34,6 +34,7 @@ import math
 import queue
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -146,6 +147,19 @@ class _HostThread:
     def join(self, timeout) -> bool:
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+
+def _failure_reporter(ctx):
+    """What a device of ``ctx`` calls when its stream fails (``on_error``): the context records
+    the failure and stops. It refers to the context weakly, since the context holds its
+    devices: a closed context must go when its last user lets go, not at a collection."""
+    ref = weakref.ref(ctx)
+
+    def stream_failed(device, exc, where=""):
+        ctx = ref()
+        if ctx is not None:
+            ctx.fail(device.name, exc)
+    return stream_failed
 
 
 def _describe(fn) -> str:
@@ -279,11 +293,11 @@ class Context:
             for n, i in enumerate(indices):
                 if self.backend == "cuda":
                     dev = CUDADevice(i, placement=placements[n], stop_event=self.stop_event,
-                                     on_error=self._stream_failed)
+                                     on_error=_failure_reporter(self))
                 else:
                     delay = cpu_delays[n] if cpu_delays else 0.0
                     dev = CPUDevice(i, delay=delay, stop_event=self.stop_event,
-                                    on_error=self._stream_failed)
+                                    on_error=_failure_reporter(self))
                 dev.timeout = self.timeout
                 self.devices.append(dev)
             for dev in self.devices:
@@ -381,9 +395,6 @@ class Context:
         return m
 
     # failure handling -----------------------------------------------------------------------
-    def _stream_failed(self, device, exc, where=""):
-        self.fail(device.name, exc)
-
     def fail(self, device_name: str, exc: BaseException) -> None:
         """Record the first failure and stop everything. A wait that timed out while a device
         was running the user's code (:meth:`Device.running <groute.device.base.Device.running>`)

@@ -98,6 +98,15 @@ def _ended_output(batch) -> None:
     late copies belong to the computation that failed)."""
 
 
+def _release_into(link_ref, index, count, after=None) -> None:
+    """A segment's release (``functools.partial`` of it, per segment): its slots go back to
+    the link it refers to weakly (``link_ref``); once the link is gone nothing waits for
+    them, and its buffers go with the last view of them."""
+    link = link_ref()
+    if link is not None:
+        link._release(index, count, after)
+
+
 class SendHandle:
     """Completes when every packet of one send has been copied into a receive buffer.
 
@@ -243,6 +252,7 @@ class Link(SegmentReceiver):
         # events until the link is gone
         finalizer = weakref.finalize(self, self._events.forget, self._copy_events, self._is_free)
         finalizer.atexit = False
+        self._weakly = weakref.ref(self)    # what its segments' releases hold
         self._reserved = 0          # packets sent but not yet given a buffer
         self._sends = collections.deque()  # sends not fully issued, in send order; head first
         self._issuing = False       # the token: held by the one thread issuing copies
@@ -514,15 +524,18 @@ class Link(SegmentReceiver):
         end, src = off + m, self.src
         if self.batching and n > 1:
             return [PendingSegment(self._ring[first * p:first * p + m], event, metadata,
-                                   release=functools.partial(self._release, first, n), source=src,
-                                   packet=(off, packet, n, end >= size, size))]
-        # each segment's release made here, not kept by the link: a link holding bound
-        # methods of its own would be a cycle, kept until Python's garbage collector runs
-        packets, slots, release, out = int(self.batching), self._slots, self._release, []
+                                   release=functools.partial(_release_into, self._weakly, first,
+                                                             n),
+                                   source=src, packet=(off, packet, n, end >= size, size))]
+        # each segment's release made here, not kept by the link, and holding the link weakly:
+        # the link's bound methods, kept by itself or by the segments it queues for a receiver,
+        # would be a cycle, kept (receive buffers and all) until Python's garbage collector runs
+        packets, slots, link, out = int(self.batching), self._slots, self._weakly, []
         for i in range(first, first + n):
             rows = min(p, end - off)
             out.append(PendingSegment(slots[i] if rows == p else slots[i][:rows], event, metadata,
-                                      release=functools.partial(release, i, 1), source=src,
+                                      release=functools.partial(_release_into, link, i, 1),
+                                      source=src,
                                       packet=(off, packet, packets, off + rows >= size, size)))
             off += rows
             packet += 1
@@ -554,6 +567,8 @@ class Link(SegmentReceiver):
             self._pump.wake(self)
 
     def _release(self, index, count, after=None):
+        """Slots ``index``.. (``count`` of them) free again for the next copy (a segment's
+        release, through :func:`_release_into`), once ``after`` (an event) has fired."""
         # The next copy into these slots goes on the same stream as the copy that filled them,
         # so waiting for that copy's own event (the usual ``release(after=pending.event)``) is free.
         if after is not None and after is self._copy_events[index]:
@@ -631,7 +646,9 @@ class Link(SegmentReceiver):
                 self._issue_and_yield(float("inf"), raise_errors=False)
                 return False
         except BaseException as exc:  # noqa: BLE001 - the pump's own (stop, timeout): to all,
-            self._fail(exc)           # as a failed issue is
+            # as a failed issue is; without this frame, whose ``self`` would make the kept
+            # error and the link a cycle (the message says what happened, not the frame)
+            self._fail(exc.with_traceback(None))
         self._end(drained)
         return True
 

@@ -32,6 +32,7 @@ class _Pump:
         self._cond = threading.Condition()
         self._links: set = set()
         self._woken: list = []
+        self._ended = False           # the thread has returned: nothing will take a wake
         self.thread = threading.Thread(target=self._run, name=f"groute-pump-{device.name}",
                                        daemon=True)
 
@@ -63,7 +64,12 @@ class _Pump:
             time.sleep(POLL_INTERVAL / 5)
 
     def wake(self, link) -> None:
+        """Have the pump visit ``link`` now. A pump that has ended served its last link to
+        the end, this one included (a link's own late wake, from a close or a release racing
+        the pump's last turn): keeping it here would only keep it alive."""
         with self._cond:
+            if self._ended:
+                return
             self._woken.append(link)
             self._cond.notify()
 
@@ -91,4 +97,5 @@ class _Pump:
             with self._pumps_lock, self._cond:
                 if not self._links and not self._woken:
                     del self._pumps[self.device]
+                    self._ended = True
                     return
