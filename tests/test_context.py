@@ -93,6 +93,15 @@ def test_shutdown_twice_is_harmless_and_threads_end(no_thread_leak):
         ctx.submit(0, lambda d: None)
 
 
+def test_a_context_dropped_without_shutdown_ends_its_threads(no_thread_leak):
+    """Each device's host thread and stream threads wait for work: a context that nobody
+    refers to any more, never closed, ends them (a program that forgot ``with`` would
+    otherwise keep a few threads per context for good)."""
+    ctx = Context(2, backend="cpu")
+    assert ctx.run(lambda d: int(d.asarray(np.arange(4)).sum())) == [6, 6]
+    del ctx
+
+
 def test_run_returns_results_in_device_order():
     with Context(3, backend="cpu") as ctx:
         assert ctx.run(lambda d, k: d.index * k, 10) == [0, 10, 20]

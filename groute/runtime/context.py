@@ -162,6 +162,17 @@ def _failure_reporter(ctx):
     return stream_failed
 
 
+def _let_go(workers, devices, stop_event) -> None:
+    """What a context that nobody refers to and that was never closed leaves: its device
+    threads and stream threads end once they have run what was queued (nothing is waited
+    for: the context's computations ended with their callers)."""
+    stop_event.set()
+    for worker in workers:
+        worker.stop()
+    for device in devices:
+        device.close()
+
+
 def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
@@ -309,6 +320,10 @@ class Context:
                 dev.close()
             raise
         self._workers = [_HostThread(f"groute-{d.name}-host") for d in self.devices]
+        # a context dropped without close() ends its threads (each would wait for work forever)
+        self._dropped = weakref.finalize(self, _let_go, self._workers, list(self.devices),
+                                         self.stop_event)
+        self._dropped.atexit = False
         log.info("context: %s", ", ".join(d.name for d in self.devices))
         if self.logical:
             log.warning("logical devices (for testing, not timing): %s", ", ".join(
@@ -755,6 +770,7 @@ class Context:
             return
         self._in_device_function("Context.shutdown")
         self._closed = True
+        self._dropped.detach()
         self.stop_event.set()
         self.answer_landing.release()
         for w in self._workers:
