@@ -102,6 +102,26 @@ def test_a_context_dropped_without_shutdown_ends_its_threads(no_thread_leak):
     del ctx
 
 
+def test_a_link_on_a_dropped_contexts_devices_works_and_their_threads_end_with_it(
+        no_thread_leak):
+    """The devices of a context dropped without shutdown stay usable by what holds them (a
+    Link made on them); their stream threads end when the last holder lets go."""
+    def made_link():
+        ctx = Context(2, backend="cpu", timeout=10)
+        a, b = ctx.devices
+        return Link(a, b, packet_size=1 << 8, num_buffers=2), a
+
+    link, a = made_link()
+    link.send(a.asarray(np.arange(1 << 10, dtype=np.int32)))
+    link.close()
+    got = []
+    for pending in link:
+        got.append(pending.wait().data.copy())
+        pending.release()
+    assert np.array_equal(np.concatenate(got), np.arange(1 << 10))
+    del link, a, pending
+
+
 def test_run_returns_results_in_device_order():
     with Context(3, backend="cpu") as ctx:
         assert ctx.run(lambda d, k: d.index * k, 10) == [0, 10, 20]

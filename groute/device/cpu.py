@@ -89,16 +89,16 @@ class CPUStream(Stream):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._closed = False
-        self._thread = threading.Thread(target=self._serve, args=(device,),
-                                        name=f"groute-{device.name}-{name}", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=f"groute-{device.name}-{name}",
+                                        daemon=True)
         self._thread.start()
 
     def __repr__(self):
         return f"<CPUStream {self.device.name}/{self.name}>"
 
-    def _serve(self, device):
-        """The thread's loop; it holds ``device`` (the stream refers to it weakly) until the
-        stream closes."""
+    def _serve(self):
+        """The thread's loop. It holds the device only while it runs an operation: the
+        device's streams end when the device goes (:class:`CPUDevice`)."""
         while True:
             item = self._queue.get()
             if item is None:
@@ -110,13 +110,16 @@ class CPUStream(Stream):
             if marker is not None:
                 marker._fire(self._error)
             elif self._error is None:   # a failed stream skips later work; its events report it
+                device = self._device_ref()     # None: gone, with nobody left to tell
                 try:
-                    if device.delay:
+                    if device is not None and device.delay:
                         time.sleep(device.delay)
                     fn(*args, **kwargs)
                 except BaseException as exc:  # noqa: BLE001 - reported to the context, raised there
                     self._error = exc
-                    device.report_error(exc, where=f"stream {self.name}")
+                    if device is not None:
+                        device.report_error(exc, where=f"stream {self.name}")
+                device = None
             fn = args = kwargs = marker = None
 
     def _put(self, item):
@@ -175,6 +178,12 @@ def _copy(dst, src):
     np.copyto(dst, src.reshape(dst.shape))
 
 
+def _close_streams(streams) -> None:
+    """Close every stream of a CPU device that is gone (their threads end)."""
+    for stream in list(streams):
+        stream.close()
+
+
 class CPUDevice(Device):
     """A NumPy virtual device with a compute stream and a copy stream."""
 
@@ -190,6 +199,10 @@ class CPUDevice(Device):
         self._streams: list[CPUStream] = []
         self._lock = threading.Lock()
         self._closed = False
+        # the streams' threads wait for work: they end when the device is closed, or gone
+        # (its context dropped without close(), and nothing else using it)
+        gone = weakref.finalize(self, _close_streams, self._streams)
+        gone.atexit = False
         self.compute_stream = self.new_stream("compute")
         self.copy_stream = self.new_stream("copy")
         self._links_stream: CPUStream | None = None

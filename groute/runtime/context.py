@@ -162,15 +162,13 @@ def _failure_reporter(ctx):
     return stream_failed
 
 
-def _let_go(workers, devices, stop_event) -> None:
-    """What a context that nobody refers to and that was never closed leaves: its device
-    threads and stream threads end once they have run what was queued (nothing is waited
-    for: the context's computations ended with their callers)."""
-    stop_event.set()
+def _let_go(workers) -> None:
+    """A context that nobody refers to and that was never closed: its devices' host threads
+    end once they have run what was queued (nothing is waited for: the context's
+    computations ended with their callers). Its devices stay usable by whoever still holds
+    them (a Link made on them); a CPU device's stream threads end when the device goes."""
     for worker in workers:
         worker.stop()
-    for device in devices:
-        device.close()
 
 
 def _describe(fn) -> str:
@@ -320,9 +318,9 @@ class Context:
                 dev.close()
             raise
         self._workers = [_HostThread(f"groute-{d.name}-host") for d in self.devices]
-        # a context dropped without close() ends its threads (each would wait for work forever)
-        self._dropped = weakref.finalize(self, _let_go, self._workers, list(self.devices),
-                                         self.stop_event)
+        # a context dropped without close() ends its devices' host threads (each would wait
+        # for work forever); a CPU device's stream threads end when the device goes
+        self._dropped = weakref.finalize(self, _let_go, self._workers)
         self._dropped.atexit = False
         log.info("context: %s", ", ".join(d.name for d in self.devices))
         if self.logical:
