@@ -44,6 +44,27 @@ def stalled_by_user_code(what: str, where: str, seconds: float, waiter: str,
                        f"faster, or give the context a longer timeout")
 
 
+def again(kept: BaseException) -> BaseException:
+    """A fresh copy of ``kept``, an error an object keeps to raise to every later caller (a
+    link's failure, a context's first one), for one more raise.
+
+    Raising the kept object itself would give it that raise's traceback, whose frames hold
+    whatever raised it (the link, the router, the context): keeper and error would keep each
+    other, with the buffers behind them, until a garbage collection. The copy has the same
+    type, message, attributes and ``__cause__``; an error that cannot be made again from its
+    arguments is raised as it is."""
+    cls = type(kept)
+    try:
+        fresh = cls.__new__(cls, *kept.args)
+    except Exception:  # noqa: BLE001 - a class whose arguments are not its args
+        return kept
+    fresh.args = kept.args
+    fresh.__dict__.update(getattr(kept, "__dict__", {}))
+    fresh.__cause__ = kept.__cause__
+    fresh.__suppress_context__ = kept.__suppress_context__
+    return fresh
+
+
 class ContextStopped(GrouteError):
     """The context was stopped (by an error elsewhere or by shutdown) while this operation waited."""
 

@@ -10,6 +10,7 @@ stream) keeps that function's arrays until its next one. Here, with the collecto
 of these must give its memory back by itself, and leave no cycle for the collector to find.
 """
 import gc
+import threading
 import time
 import tracemalloc
 import weakref
@@ -17,7 +18,8 @@ import weakref
 import numpy as np
 import pytest
 
-from groute import Context, Link, Router, registry
+from groute import Context, DeviceError, Link, Router, registry
+from groute.errors import ContextStopped
 from groute.graph import load_graph
 from groute.runtime.policies import by_owner
 from support import gpu_marks, need_gpus
@@ -312,4 +314,70 @@ def test_a_closed_context_goes_with_its_last_user(backend, collector_off):
     gone = [weakref.ref(ctx)] + [weakref.ref(d) for d in ctx.devices]
     del ctx, a, b
     assert all(gone_soon(ref) for ref in gone), "a closed context is kept after its drop"
+    assert groute_cycles() == []
+
+
+def a_device_function_raises(ctx):
+    def boom(device):
+        if device.index == 0:
+            raise ValueError("boom")
+        device.compute_stream.synchronize()
+    with pytest.raises(DeviceError, match="boom"):
+        ctx.run(boom)
+
+
+def a_stream_operation_raises(ctx):
+    def boom():
+        raise ValueError("boom")
+
+    def run(device):
+        device.compute_stream.submit(boom)
+        device.compute_stream.synchronize()
+    with pytest.raises(DeviceError, match="boom"):
+        ctx.run(run)
+
+
+def a_link_stops_with_packets_not_taken(ctx):
+    a, b = ctx.devices
+    link = Link(a, b, packet_size=16, num_buffers=4, ctx=ctx)
+    link.send(a.asarray(np.arange(64, dtype=np.int32)))    # 4 packets arrive, none is taken
+    deadline = time.monotonic() + 5
+    while link.stats["packets"] < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ctx.fail("cpu:0", ValueError("stop"))
+    assert link.join(timeout=5)
+
+
+def a_stopped_link_is_asked_again(ctx):
+    a, b = ctx.devices
+    link = Link(a, b, packet_size=16, num_buffers=4, ctx=ctx)
+    link.send(a.asarray(np.arange(128, dtype=np.int32)))   # 8 packets, 4 buffers: sends wait
+    ctx.fail("cpu:0", ValueError("stop"))
+    assert link.join(timeout=5)
+    for _ in range(2):                                      # its kept error, raised each time
+        with pytest.raises(ContextStopped):
+            link.send(a.asarray(np.arange(4, dtype=np.int32)))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("failure", [a_device_function_raises, a_stream_operation_raises,
+                                     a_link_stops_with_packets_not_taken,
+                                     a_stopped_link_is_asked_again])
+def test_after_a_failure_the_closed_context_goes_with_its_last_user(failure, collector_off):
+    """A failure's traceback holds the frames it passed through, and they hold the device
+    function's device, the link, the context: whatever keeps the error (the context, the stop
+    flag, a failed stream, a stopped link) must not be reachable from those frames, or the
+    two keep each other, buffers and devices with them, until a collection. A link's kept
+    error is raised as a fresh copy each time (each raise would add its frames)."""
+    before = set(threading.enumerate())
+    ctx = Context(2, backend="cpu", timeout=10)
+    try:
+        failure(ctx)
+    finally:
+        ctx.shutdown()
+    gone = [weakref.ref(ctx)] + [weakref.ref(d) for d in ctx.devices]
+    del ctx
+    assert all(gone_soon(ref) for ref in gone), "a context that failed is kept after its drop"
+    for thread in set(threading.enumerate()) - before:    # their frames are garbage after
+        thread.join(5)
     assert groute_cycles() == []

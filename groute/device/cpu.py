@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import DeviceError, WaitTimeout
+from ..errors import DeviceError, WaitTimeout, again
 from ..waiting import POLL_INTERVAL, stopped
 from .base import Device, Event, Stream, gone
 
@@ -60,8 +60,10 @@ class CPUEvent(Event):
         """The stream's failure, naming the device it happened on: a DeviceError that reached
         this stream from another device's (a wait for its event) is that device's, as it is."""
         if isinstance(self._error, DeviceError):
-            raise self._error
-        raise DeviceError(self.stream.device.name, f"stream failed: {self._error!r}") from self._error
+            raise again(self._error)
+        stream = self._stream()
+        where = stream.device_name if stream is not None else "a CPU device (gone)"
+        raise DeviceError(where, f"stream failed: {self._error!r}") from self._error
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         if not self._fired:
@@ -86,6 +88,7 @@ class CPUStream(Stream):
     def __init__(self, device: "CPUDevice", name: str):
         self._belong_to(device)
         self.name = name
+        self.device_name = device.name    # for messages, also once the device is gone
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._closed = False
@@ -94,7 +97,7 @@ class CPUStream(Stream):
         self._thread.start()
 
     def __repr__(self):
-        return f"<CPUStream {self.device.name}/{self.name}>"
+        return f"<CPUStream {self.device_name}/{self.name}>"
 
     def _serve(self):
         """The thread's loop. It holds the device only while it runs an operation: the
@@ -116,7 +119,9 @@ class CPUStream(Stream):
                         time.sleep(device.delay)
                     fn(*args, **kwargs)
                 except BaseException as exc:  # noqa: BLE001 - reported to the context, raised there
-                    self._error = exc
+                    # the stream keeps a copy without the traceback, whose frames hold this one
+                    # and so the stream (the context keeps the error itself)
+                    self._error = again(exc).with_traceback(None)
                     if device is not None:
                         device.report_error(exc, where=f"stream {self.name}")
                 device = None

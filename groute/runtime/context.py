@@ -43,7 +43,8 @@ from ..config import logical_devices_requested, resolve_timeout
 from ..device import CPUDevice, CUDADevice, cuda_device_count
 from ..device import cuda as cuda_backend
 from ..device.logical import place
-from ..errors import ContextStopped, DeviceError, GrouteError, WaitTimeout, stalled_by_user_code
+from ..errors import (ContextStopped, DeviceError, GrouteError, WaitTimeout, again,
+                      stalled_by_user_code)
 from ..ints import is_int
 from ..waiting import POLL_INTERVAL, StopSignal
 from .answer_landing import AnswerLanding
@@ -422,7 +423,9 @@ class Context:
                     device_name, exc = self._stalled_by(device_name, exc)
                 self._error, self._error_device = exc, device_name
                 self._reported = False
-                self.stop_event.failure = (device_name, exc)
+                # a copy without the traceback: the stop flag is every device's, and the
+                # traceback's frames hold devices (fn's argument)
+                self.stop_event.failure = (device_name, again(exc).with_traceback(None))
                 log.info("%s failed: %r; stopping the context", device_name, exc)
         self.stop_event.set()
 
@@ -463,7 +466,7 @@ class Context:
         if self._error is not None:
             self._mark_reported()
             if isinstance(self._error, DeviceError):
-                raise self._error
+                raise again(self._error)
             note = "".join(dev.broken_note() for dev in self.devices
                            if dev.name == self._error_device and dev.broken)
             raise DeviceError(self._error_device,
@@ -631,12 +634,16 @@ class Context:
         self.admit()
         device = self.devices[device_index]
 
+        # weakly: the error's traceback holds this frame (fn's frames refer to their caller),
+        # and the context keeps the error
+        report = _failure_reporter(self)
+
         def call():
             try:
                 with device.use():
                     return fn(device, *args, **kwargs)
             except BaseException as exc:
-                self.fail(device.name, exc)
+                report(device, exc)
                 raise
         call.__qualname__ = _describe(fn)
         future = self._workers[device_index].submit(call)
@@ -738,7 +745,7 @@ class Context:
         self.raise_failure()
         self._mark_reported()
         for f in failed:
-            raise f.exception()
+            raise again(f.exception())
         raise ContextStopped("the context was stopped")
 
     def synchronize(self, timeout=None, *, spin: float = 0.0):

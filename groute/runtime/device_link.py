@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import WaitTimeout
+from ..errors import WaitTimeout, again
 from ..waiting import stopped, wait_for
 from .copy_events import finished
 from .endpoint import Endpoint
@@ -296,7 +296,7 @@ class DeviceLink(SegmentReceiver):
     def check(self) -> None:
         """Raise what ended the link: a stop, or a kernel whose wait timed out."""
         if self._error is not None:
-            raise self._error
+            raise again(self._error)
         status = int(self._status[0])
         if status == TIMED_OUT:
             raise self._timed_out()

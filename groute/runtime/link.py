@@ -68,7 +68,7 @@ import weakref
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import LinkClosed, WaitTimeout
+from ..errors import LinkClosed, WaitTimeout, again
 from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .copy_events import CopyEvents
 from .endpoint import Endpoint
@@ -145,7 +145,7 @@ class SendHandle:
         if not self._is_issued():
             return False
         if self._error is not None:
-            raise self._error
+            raise again(self._error)
         self._done = self._event is None or self._event.query()
         return self._done
 
@@ -154,7 +154,7 @@ class SendHandle:
         wait_for(self._is_issued, what=f"a send of {self.size} elements to be issued",
                  timeout=timeout, stop=stop)
         if self._error is not None:
-            raise self._error
+            raise again(self._error)
         if self._event is not None and not self._done:
             self._event.synchronize(timeout)
         self._done = True
@@ -290,7 +290,7 @@ class Link(SegmentReceiver):
             if self._closed:
                 raise LinkClosed(f"{self.name} is closed; no more sends")
             if self._error is not None:
-                raise self._error
+                raise again(self._error)
             if self._done:
                 raise stopped(self.stop, f"{self.name} stopped; no more sends")
             self._reserved += packets
@@ -720,7 +720,7 @@ class Link(SegmentReceiver):
             if self._received:
                 return self._received.popleft()
             if self._error is not None:
-                raise self._error
+                raise again(self._error)
             if not self._closed:
                 raise stopped(self.stop, f"{self.name} stopped before it was closed")
             return None

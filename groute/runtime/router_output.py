@@ -8,7 +8,7 @@ import inspect
 import threading
 import weakref
 
-from ..errors import ContextStopped, WaitTimeout
+from ..errors import ContextStopped, WaitTimeout, again
 from ..waiting import wait_for
 from .segment import SegmentReceiver
 
@@ -95,7 +95,7 @@ class RouterOutput(SegmentReceiver):
         """``receive``'s answer once the stream is over: None, or what ended a link."""
         errors = [l._error for l in self.links if l._error is not None]
         if errors:
-            raise errors[0]
+            raise again(errors[0])
         if not all(l.closed for l in self.links):
             raise ContextStopped(f"{self.name} output {self.index} stopped before its inputs closed")
         return None
