@@ -62,7 +62,7 @@ def again(kept: BaseException) -> BaseException:
     fresh.__dict__.update(getattr(kept, "__dict__", {}))
     fresh.__cause__ = kept.__cause__
     fresh.__suppress_context__ = kept.__suppress_context__
-    return fresh
+    return fresh if str(fresh) == str(kept) else kept
 
 
 class ContextStopped(GrouteError):

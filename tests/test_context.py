@@ -723,3 +723,34 @@ def test_a_link_made_by_another_thread_waits_for_the_running_computation_to_rese
         maker.join(5)
         assert made and not ctx.stopped
         made[0].close()
+
+
+class _NeedsTwo(Exception):
+    """An error whose constructor takes other arguments than the args it keeps."""
+
+    def __init__(self, code, text):
+        super().__init__(f"{code}: {text}")
+        self.code = code
+
+
+@pytest.mark.parametrize("kept", [
+    ValueError("bad value"),
+    DeviceError("cpu:1", "ValueError: boom"),
+    WaitTimeout("timed out after 1 s waiting for x"),
+    StoppedByFailure("cpu:0", "ValueError: boom (link0 stopped)"),
+    _NeedsTwo(7, "seven"),
+], ids=lambda e: type(e).__name__)
+def test_a_kept_error_is_raised_again_as_a_copy_that_says_the_same(kept):
+    """What a link or a context keeps to raise to every later caller goes out as a fresh copy
+    (each raise would add its frames to the kept one): same type, message, attributes and
+    cause, and the kept error's traceback untouched."""
+    from groute.errors import again
+    cause = OSError("the original")
+    kept.__cause__ = cause
+    fresh = again(kept)
+    assert fresh is not kept and type(fresh) is type(kept)
+    assert str(fresh) == str(kept) and fresh.args == kept.args
+    assert vars(fresh) == vars(kept) and fresh.__cause__ is cause
+    with pytest.raises(type(kept)):
+        raise again(kept)
+    assert kept.__traceback__ is None
