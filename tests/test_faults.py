@@ -283,7 +283,7 @@ def test_asking_an_idle_stream_tells_a_trap_as_the_devices_error(monkeypatch):
     def stream_of(event):
         stream = object.__new__(cuda.CUDAStream)
         stream._ptr = event.raw.ptr
-        stream._belong_to(event.device)
+        stream.device = event.device
         return stream
     done, trapped, running = (stream_of(event) for event in events)
     assert done.idle() is True and running.idle() is False

@@ -267,26 +267,33 @@ def test_a_split_graph_goes_with_its_last_user():
     assert gone() is None
 
 
+def carried_to_the_end(ctx, n: int) -> Link:
+    """A Link from the context's first device to its second that carried ``n`` int32s in
+    packets of 1 KiB, closed, drained and ended."""
+    a, b = ctx.devices[:2]
+    link = Link(a, b, packet_size=1 << 8, num_buffers=2, ctx=ctx)
+    link.send(a.asarray(np.arange(n, dtype=np.int32)))
+    link.close()
+    for pending in link:
+        pending.wait()
+        pending.release()
+    assert link.join(timeout=10)
+    return link
+
+
 @pytest.mark.timeout(60)
 def test_a_link_that_wakes_its_ended_pump_is_not_kept_by_it(collector_off):
     """A close or a release can race the pump's last turn: the pump ends the drained link
     and returns, then the link's own wake arrives. The ended pump must not keep the link
     (the two would refer to each other, buffers and all, until a collection)."""
     with Context(2, backend="cpu", timeout=10) as ctx:
-        a, b = ctx.devices
-        link = Link(a, b, packet_size=1 << 10, num_buffers=2, ctx=ctx)
-        link.send(a.asarray(np.arange(1 << 10, dtype=np.int32)))
-        link.close()
-        for pending in link:
-            pending.wait()
-            pending.release()
-        assert link.join(timeout=5)
+        link = carried_to_the_end(ctx, 1 << 10)
         pump = link._pump
         pump.thread.join(5)
         assert not pump.thread.is_alive()
         link.close()            # the late wake, made certain
         gone = weakref.ref(link)
-        del link, pump, pending
+        del link, pump
         assert gone() is None, "the ended pump keeps the link that woke it"
 
 
@@ -301,18 +308,10 @@ def test_a_closed_context_goes_with_its_last_user(backend, collector_off):
     if backend == "cuda":
         need_gpus(2)
     with Context(2, backend=backend, timeout=30) as ctx:
-        a, b = ctx.devices
         ctx.run(lambda device: device.asarray(np.ones(4)))
-        link = Link(a, b, packet_size=1 << 10, num_buffers=2, ctx=ctx)
-        link.send(a.asarray(np.arange(1 << 12, dtype=np.int32)))
-        link.close()
-        for pending in link:
-            pending.wait()
-            pending.release()
-        assert link.join(timeout=10)
-        del link, pending
+        carried_to_the_end(ctx, 1 << 12)
     gone = [weakref.ref(ctx)] + [weakref.ref(d) for d in ctx.devices]
-    del ctx, a, b
+    del ctx
     assert all(gone_soon(ref) for ref in gone), "a closed context is kept after its drop"
     assert groute_cycles() == []
 

@@ -83,7 +83,7 @@ def _stream(raw):
     device = _FakeGPU(name="cuda:0", broken=None, use=contextlib.nullcontext)
     for method in ("note_failure", "broken_note"):
         setattr(device, method, getattr(cuda.CUDADevice, method).__get__(device))
-    stream._belong_to(device)
+    stream.device = device
     stream.fake_device = device     # the stream refers to its device weakly: kept here
     return stream
 

@@ -23,6 +23,29 @@ def gone(what: str) -> RuntimeError:
     return RuntimeError(f"{what} is gone (its Context was dropped)")
 
 
+class Weakly:
+    """An attribute that refers to its value weakly, read and set as the value itself; reading
+    it once the value has gone raises :func:`gone`'s error, ``what`` (formatted with the
+    holder) naming it. Streams and events hold their devices (and streams) this way."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __set_name__(self, owner, name):
+        self.slot = f"_{name}_ref"
+
+    def __get__(self, holder, owner=None):
+        if holder is None:
+            return self
+        value = getattr(holder, self.slot)()
+        if value is None:
+            raise gone(self.what.format(holder))
+        return value
+
+    def __set__(self, holder, value) -> None:
+        setattr(holder, self.slot, weakref.ref(value))
+
+
 class Event(abc.ABC):
     """Completion marker recorded on a stream."""
 
@@ -55,20 +78,10 @@ class Stream(abc.ABC):
     A stream refers to its device weakly (:attr:`device`): the device holds its streams, and
     the two referring to each other would keep both (a CUDA stream, a CPU stream's queue)
     after their context is gone, until some garbage collection. A CPU stream's thread holds
-    its device while it runs."""
+    its device while it runs an operation."""
 
-    _device_ref = None
-
-    def _belong_to(self, device: "Device") -> None:
-        self._device_ref = weakref.ref(device)
-
-    @property
-    def device(self) -> "Device":
-        """The device whose work this stream queues."""
-        device = self._device_ref()
-        if device is None:
-            raise gone(f"stream {self.name!r}'s device")
-        return device
+    #: the device whose work this stream queues
+    device = Weakly("stream {0.name!r}'s device")
 
     @abc.abstractmethod
     def submit(self, fn, *args, **kwargs) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from ..config import resolve_timeout
 from ..errors import DeviceError, WaitTimeout, again
 from ..waiting import POLL_INTERVAL, stopped
-from .base import Device, Event, Stream, gone
+from .base import Device, Event, Stream, Weakly
 
 _EVENT_IDS = itertools.count()
 
@@ -30,21 +30,15 @@ class CPUEvent(Event):
     the event fires: waiters block on it and pass it on. (A lock is an order of magnitude cheaper
     to create and to signal than a ``threading.Event``, and a Link records one per packet.)"""
 
+    stream = Weakly("event {0.id}'s stream")
+
     def __init__(self, stream: "CPUStream"):
-        self._stream = weakref.ref(stream)
+        self.stream = stream
         self._fired = False
         self._error: BaseException | None = None
         self._gate = threading.Lock()
         self._gate.acquire()
         self.id = next(_EVENT_IDS)
-
-    @property
-    def stream(self) -> "CPUStream":
-        """The stream this event was recorded on (referred to weakly: :func:`~.base.gone`)."""
-        stream = self._stream()
-        if stream is None:
-            raise gone(f"event {self.id}'s stream")
-        return stream
 
     def _fire(self, error=None):
         self._error = error
@@ -61,7 +55,7 @@ class CPUEvent(Event):
         this stream from another device's (a wait for its event) is that device's, as it is."""
         if isinstance(self._error, DeviceError):
             raise again(self._error)
-        stream = self._stream()
+        stream = self._stream_ref()
         where = stream.device_name if stream is not None else "a CPU device (gone)"
         raise DeviceError(where, f"stream failed: {self._error!r}") from self._error
 
@@ -86,7 +80,7 @@ class CPUStream(Stream):
     """An ordered work queue with its own thread."""
 
     def __init__(self, device: "CPUDevice", name: str):
-        self._belong_to(device)
+        self.device = device
         self.name = name
         self.device_name = device.name    # for messages, also once the device is gone
         self._queue: queue.SimpleQueue = queue.SimpleQueue()

@@ -10,14 +10,13 @@ import functools
 import logging
 import threading
 import time
-import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import DeviceError, GrouteError
 from ..waiting import wait_for
-from .base import CopyPlan, Device, Event, Stream, gone
+from .base import CopyPlan, Device, Event, Stream, Weakly
 from .logical import Placement, sm_share
 from .mapped_memory import mapped_host_array
 
@@ -102,17 +101,11 @@ def cuda_device_count() -> int:
 
 
 class CUDAEvent(Event):
-    def __init__(self, device: "CUDADevice", raw):
-        self._device = weakref.ref(device)
-        self.raw = raw
+    device = Weakly("a CUDA event's device")
 
-    @property
-    def device(self) -> "CUDADevice":
-        """The GPU this event was recorded on (referred to weakly: :func:`~.base.gone`)."""
-        device = self._device()
-        if device is None:
-            raise gone("a CUDA event's device")
-        return device
+    def __init__(self, device: "CUDADevice", raw):
+        self.device = device
+        self.raw = raw
 
     def query(self) -> bool:
         """Whether the event's work has finished; a fault on its GPU (:func:`finished`) raises
@@ -226,7 +219,7 @@ class _Replay:
 
 class CUDAStream(Stream):
     def __init__(self, device: "CUDADevice", name: str):
-        self._belong_to(device)
+        self.device = device
         self.name = name
         with device.use():
             self.raw = _cupy().cuda.Stream(non_blocking=True)
