@@ -239,7 +239,7 @@ class CUDAStream(Stream):
     def submit(self, fn, *args, **kwargs) -> None:
         """Run ``fn`` now, on the calling thread, with this stream current. What it raises is
         a failure on this device (:class:`_failures_on`), as on the CPU backend."""
-        device = self.device
+        device = self._device_ref() or self.device     # the attribute raises when it is gone
         with _failures_on(device), device.use(), self.raw:
             fn(*args, **kwargs)
 
@@ -286,7 +286,7 @@ class CUDAStream(Stream):
         if event is not None:   # recording needs no current device: the stream names it
             self._runtime_call(self._event_record, event.raw.ptr, self._ptr)
             return event
-        cupy, device = _cupy(), self.device
+        cupy, device = _cupy(), self._device_ref() or self.device
         with _failures_on(device), device.use():
             raw = cupy.cuda.Event(disable_timing=True)
             raw.record(self.raw)
@@ -307,7 +307,7 @@ class CUDAStream(Stream):
         :class:`_failures_on` would run it (a broken device refused, a failure naming the
         device) but without a context manager or a device switch: a Link records and waits
         per packet."""
-        device = self.device
+        device = self._device_ref() or self.device     # per packet: the weak reference itself
         if device.broken is not None:
             raise _refusal(device)
         try:
@@ -362,14 +362,15 @@ class CUDAStream(Stream):
     def copy(self, dst, src) -> None:
         nbytes = _check_copy(dst, src)       # the caller's mistake, not the device's failure
         if nbytes:
-            with _failures_on(self.device):
-                self._copy(dst, src, nbytes)
+            device = self._device_ref() or self.device
+            with _failures_on(device):
+                self._copy(device, dst, src, nbytes)
 
-    def _copy(self, dst, src, nbytes) -> None:
+    def _copy(self, device, dst, src, nbytes) -> None:
         cupy = _cupy()
         runtime = cupy.cuda.runtime
         dst_dev, src_dev = _device_of(dst), _device_of(src)
-        with self.device.use():
+        with device.use():
             if dst_dev is None and src_dev is None:     # host to host: on this thread, so
                 self.synchronize()                      # after the stream's earlier work
                 np.copyto(dst, src.reshape(dst.shape))
@@ -379,7 +380,7 @@ class CUDAStream(Stream):
                 runtime.memcpyAsync(dst.data.ptr, src.ctypes.data, nbytes, _H2D, self.ptr)
             elif dst_dev == src_dev:
                 runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, _D2D, self.ptr)
-            elif self.device.peer_enabled(src_dev, dst_dev):
+            elif device.peer_enabled(src_dev, dst_dev):
                 runtime.memcpyPeerAsync(dst.data.ptr, dst_dev, src.data.ptr, src_dev, nbytes, self.ptr)
             else:
                 self._staged_copy(dst, src, nbytes)
