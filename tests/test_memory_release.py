@@ -9,6 +9,7 @@ collection. And a thread that keeps the last function it ran (a device's worker,
 stream) keeps that function's arrays until its next one. Here, with the collector off, each
 of these must give its memory back by itself, and leave no cycle for the collector to find.
 """
+import contextlib
 import gc
 import threading
 import time
@@ -39,6 +40,15 @@ def collector_off():
     finally:
         tracemalloc.stop()
         gc.enable()
+
+
+@contextlib.contextmanager
+def traced_from_here(k: int):
+    """A context of ``k`` CPU devices and the traced bytes once it is made and the garbage
+    before is collected: ``(ctx, base)``."""
+    with Context(k, backend="cpu", timeout=10) as ctx:
+        gc.collect()
+        yield ctx, tracemalloc.get_traced_memory()[0]
 
 
 #: what may stay traced after a run: the interpreter's and NumPy's small caches
@@ -153,10 +163,8 @@ def test_on_gpus_a_closed_solver_leaves_nothing_in_the_pool(app, mode, k):
 
 @pytest.mark.timeout(60)
 def test_a_dropped_router_frees_its_receive_buffers_without_the_collector(collector_off):
-    with Context(2, backend="cpu", timeout=10) as ctx:
+    with traced_from_here(2) as (ctx, base):
         a, b = ctx.devices
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
         router = Router([a, b], [a, b], by_owner, packet_size=1 << 16, num_buffers=4, ctx=ctx)
         for i in range(2):
             router.inputs[i].send(ctx.devices[i].asarray(np.arange(1 << 17, dtype=np.int32)),
@@ -176,10 +184,8 @@ def test_a_dropped_router_frees_its_receive_buffers_without_the_collector(collec
 @pytest.mark.timeout(60)
 def test_a_dropped_link_and_its_segments_free_their_buffers_without_the_collector(
         collector_off):
-    with Context(2, backend="cpu", timeout=10) as ctx:
+    with traced_from_here(2) as (ctx, base):
         a, b = ctx.devices
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
         link = Link(a, b, packet_size=1 << 16, num_buffers=4, ctx=ctx)
         link.send(a.asarray(np.arange(1 << 17, dtype=np.int32)))
         link.close()
@@ -214,10 +220,8 @@ def test_pbf_lets_go_of_its_input_once_it_returns(collector_off):
 
 @pytest.mark.timeout(60)
 def test_a_dropped_device_link_frees_its_ring_without_the_collector(collector_off):
-    with Context(2, backend="cpu", timeout=10) as ctx:
+    with traced_from_here(2) as (ctx, base):
         a, b = ctx.devices
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
         link = Link(a, b, packet_size=1 << 14, num_buffers=8, ctx=ctx, initiated="device")
         made = tracemalloc.get_traced_memory()[0] - base
         assert made >= 8 << 14
