@@ -151,9 +151,11 @@ class _HostThread:
 
 
 def _failure_reporter(ctx):
-    """What a device of ``ctx`` calls when its stream fails (``on_error``): the context records
-    the failure and stops. It refers to the context weakly, since the context holds its
-    devices: a closed context must go when its last user lets go, not at a collection."""
+    """What reports a failure of a device of ``ctx`` (a stream's operation: the device's
+    ``on_error``; a device function: :meth:`Context.submit`): the context records it and
+    stops. It refers to the context weakly, since the context holds its devices and the
+    failure's frames: a closed context must go when its last user lets go, not at a
+    collection."""
     ref = weakref.ref(ctx)
 
     def stream_failed(device, exc, where=""):
