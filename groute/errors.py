@@ -56,13 +56,22 @@ def again(kept: BaseException) -> BaseException:
     cls = type(kept)
     try:
         fresh = cls.__new__(cls, *kept.args)
-    except Exception:  # noqa: BLE001 - a class whose arguments are not its args
-        return kept
-    fresh.args = kept.args
-    fresh.__dict__.update(getattr(kept, "__dict__", {}))
-    fresh.__cause__ = kept.__cause__
-    fresh.__suppress_context__ = kept.__suppress_context__
-    return fresh if str(fresh) == str(kept) else kept
+        fresh.args = kept.args
+        fresh.__dict__.update(getattr(kept, "__dict__", {}))
+        fresh.__cause__ = kept.__cause__
+        fresh.__suppress_context__ = kept.__suppress_context__
+        return fresh if str(fresh) == str(kept) else kept
+    except Exception:  # noqa: BLE001 - a user's class that a copy does not fit (its own
+        return kept    # arguments, slots that its message reads): the error itself
+
+
+def to_keep(exc: BaseException) -> BaseException:
+    """What an object keeps of ``exc`` to tell later waiters (the context's stop flag, a
+    failed CPU stream): a copy without the traceback (:func:`again`), whose frames would hold
+    the keeper; ``exc`` itself, traceback and all, where no faithful copy can be made (the
+    caller sees that one, and must see its frames)."""
+    fresh = again(exc)
+    return fresh.with_traceback(None) if fresh is not exc else exc
 
 
 class ContextStopped(GrouteError):

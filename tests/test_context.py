@@ -122,6 +122,63 @@ def test_a_link_on_a_dropped_contexts_devices_works_and_their_threads_end_with_i
     del link, a, pending
 
 
+def test_work_submitted_to_a_context_then_dropped_still_runs(no_thread_leak):
+    """A context dropped without shutdown ends its threads after what was queued: futures
+    still held get their results (nothing is cancelled)."""
+    def started():
+        ctx = Context(2, backend="cpu")
+        slow = ctx.submit(0, lambda d: time.sleep(0.1))
+        return [slow] + [ctx.submit(i % 2, lambda d, x=i: 2 * x) for i in range(1, 4)]
+
+    assert [f.result(timeout=10) for f in started()] == [None, 2, 4, 6]
+
+
+class _Coded(Exception):
+    """A user's error whose message reads a slot (a copy made from its args lacks it)."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+    def __str__(self):
+        return f"code {self.code}"
+
+
+def test_a_users_error_that_cannot_be_copied_still_stops_the_run_and_reaches_the_caller():
+    """The context keeps a copy of a failure without its frames where it can; where a copy
+    does not fit the user's class, it keeps the error itself: the run still stops at once
+    and the caller gets that error, frames included."""
+    def boom():
+        raise _Coded(3)
+
+    def on_stream(device):
+        device.compute_stream.submit(boom)
+        device.compute_stream.record().synchronize()
+
+    def in_function(device):
+        if device.index == 0:
+            boom()
+        while not device.stop_event.is_set():       # stopped by device 0's failure
+            time.sleep(0.001)
+
+    with Context(2, backend="cpu", timeout=20) as ctx:
+        for fn in (on_stream, in_function):
+            t0 = time.monotonic()
+            with pytest.raises(DeviceError, match="_Coded: code 3") as info:
+                ctx.run(fn)
+            assert time.monotonic() - t0 < 5
+            assert isinstance(info.value.__cause__, _Coded)
+            frames = []
+            tb = info.value.__cause__.__traceback__
+            while tb is not None:
+                frames.append(tb.tb_frame.f_code.co_name)
+                tb = tb.tb_next
+            assert frames[-1] == "boom"
+            ctx.reset()
+
+
 def test_run_returns_results_in_device_order():
     with Context(3, backend="cpu") as ctx:
         assert ctx.run(lambda d, k: d.index * k, 10) == [0, 10, 20]

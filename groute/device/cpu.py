@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import DeviceError, WaitTimeout, again
+from ..errors import DeviceError, WaitTimeout, again, to_keep
 from ..waiting import POLL_INTERVAL, stopped
 from .base import Device, Event, Stream, Weakly
 
@@ -115,7 +115,7 @@ class CPUStream(Stream):
                 except BaseException as exc:  # noqa: BLE001 - reported to the context, raised there
                     # the stream keeps a copy without the traceback, whose frames hold this one
                     # and so the stream (the context keeps the error itself)
-                    self._error = again(exc).with_traceback(None)
+                    self._error = to_keep(exc)
                     if device is not None:
                         device.report_error(exc, where=f"stream {self.name}")
                 device = None

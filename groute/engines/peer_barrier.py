@@ -118,7 +118,10 @@ def together(ctx, did: str, what: str, across: bool = True):
     told = ranks.allgather(None if failure is None else f"{type(failure).__name__}: {failure}",
                            what=f"whether every rank {did}")
     if failure is not None:
-        raise failure
+        try:
+            raise failure
+        finally:
+            failure = None    # this frame must not keep it: its traceback holds the frame
     failed = [(r, why) for r, why in enumerate(told) if why]
     if failed:
         r, why = failed[0]
@@ -318,7 +321,10 @@ class CrossDeviceBarrier:
                 failed = RuntimeError(f"{self.devices[r].name} (rank {r}) failed after a run of "
                                       f"the kernels that meet across the ranks: {why}")
         if failed is not None:          # the counter stays unknown: no rank launches again
-            raise failed
+            try:
+                raise failed
+            finally:
+                failed = None    # this frame must not keep it: its traceback holds the frame
         if 0 in self.local:
             self.devices[0].compute_stream.submit(self.block.fill, 0)
             self.devices[0].compute_stream.record().synchronize()

@@ -208,7 +208,10 @@ def _land_across_ranks(ctx, held: list, what: str, renumbering=None) -> np.ndarr
                             else f"{type(failure).__name__}: {failure}"),
                            what=f"the dtype of {what}")
     if failure is not None:
-        raise failure
+        try:
+            raise failure
+        finally:
+            failure = None    # this frame must not keep it: its traceback holds the frame
     failed = [(r, why) for r, (_, _, why) in enumerate(told) if why]
     if failed:
         r, why = failed[0]

@@ -44,7 +44,7 @@ from ..device import CPUDevice, CUDADevice, cuda_device_count
 from ..device import cuda as cuda_backend
 from ..device.logical import place
 from ..errors import (ContextStopped, DeviceError, GrouteError, WaitTimeout, again,
-                      stalled_by_user_code)
+                      stalled_by_user_code, to_keep)
 from ..ints import is_int
 from ..waiting import POLL_INTERVAL, StopSignal
 from .answer_landing import AnswerLanding
@@ -131,6 +131,10 @@ class _HostThread:
                 self._idle.wait(remaining)
         return True
 
+    def finish(self) -> None:
+        """The thread ends once it has run what was submitted so far."""
+        self._queue.put(None)
+
     def stop(self) -> None:
         """Cancel what has not started; the thread ends after the function it runs."""
         while True:
@@ -143,7 +147,7 @@ class _HostThread:
                 with self._idle:
                     self._unfinished -= 1
                     self._idle.notify_all()
-        self._queue.put(None)
+        self.finish()
 
     def join(self, timeout) -> bool:
         self._thread.join(timeout)
@@ -167,11 +171,11 @@ def _failure_reporter(ctx):
 
 def _let_go(workers) -> None:
     """A context that nobody refers to and that was never closed: its devices' host threads
-    end once they have run what was queued (nothing is waited for: the context's
-    computations ended with their callers). Its devices stay usable by whoever still holds
-    them (a Link made on them); a CPU device's stream threads end when the device goes."""
+    end once they have run what was queued (nothing is waited for; a future still held gets
+    its result). Its devices stay usable by whoever still holds them (a Link made on them);
+    a CPU device's stream threads end when the device goes."""
     for worker in workers:
-        worker.stop()
+        worker.finish()
 
 
 def _describe(fn) -> str:
@@ -427,7 +431,7 @@ class Context:
                 self._reported = False
                 # a copy without the traceback: the stop flag is every device's, and the
                 # traceback's frames hold devices (fn's argument)
-                self.stop_event.failure = (device_name, again(exc).with_traceback(None))
+                self.stop_event.failure = (device_name, to_keep(exc))
                 log.info("%s failed: %r; stopping the context", device_name, exc)
         self.stop_event.set()
 
