@@ -70,7 +70,8 @@ class CPUEvent(Event):
                 if stop.is_set():
                     raise stopped(stop, f"stopped while waiting for event {self.id} on {stream}")
                 if time.monotonic() >= deadline:
-                    raise WaitTimeout(f"timed out after {limit:g} s waiting for event {self.id} on {stream}")
+                    raise WaitTimeout(f"timed out after {limit:g} s waiting for event "
+                                      f"{self.id} on {stream}")
             self._gate.release()  # the next waiter passes too
         if self._error is not None:
             self._raise()
