@@ -15,18 +15,12 @@ import time
 import weakref
 
 
-def gone(what: str) -> RuntimeError:
-    """The error for a stream's or event's device (or stream) that is gone. Streams and events
-    refer to them weakly: a device keeps its streams, and they keep their links' events for
-    reuse, so strong references back would make cycles that keep a dropped context's devices
-    until a garbage collection."""
-    return RuntimeError(f"{what} is gone (its Context was dropped)")
-
-
 class Weakly:
     """An attribute that refers to its value weakly, read and set as the value itself; reading
-    it once the value has gone raises :func:`gone`'s error, ``what`` (formatted with the
-    holder) naming it. Streams and events hold their devices (and streams) this way."""
+    it once the value has gone raises a RuntimeError, ``what`` (formatted with the holder)
+    naming it. Streams and events hold their devices (and streams) this way: a device keeps
+    its streams, and they keep their links' events for reuse, so strong references back would
+    make cycles that keep a dropped context's devices until a garbage collection."""
 
     def __init__(self, what: str):
         self.what = what
@@ -39,7 +33,8 @@ class Weakly:
             return self
         value = getattr(holder, self.slot)()
         if value is None:
-            raise gone(self.what.format(holder))
+            raise RuntimeError(f"{self.what.format(holder)} is gone (its Context was "
+                               f"dropped)")
         return value
 
     def __set__(self, holder, value) -> None:

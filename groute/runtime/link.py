@@ -68,7 +68,7 @@ import weakref
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import LinkClosed, WaitTimeout, again
+from ..errors import LinkClosed, WaitTimeout, again, to_keep
 from ..waiting import POLL_INTERVAL, stopped, wait_for
 from .copy_events import CopyEvents
 from .endpoint import Endpoint
@@ -610,8 +610,8 @@ class Link(SegmentReceiver):
     def _fail(self, exc):
         """Issuing failed: the link is broken. Fail every queued send; the pump ends the stream."""
         with self._lock:
-            if self._error is None:
-                self._error = exc
+            if self._error is None:     # without the frames, which hold this link
+                self._error = to_keep(exc)
             self._issuing = False
             for entry in self._sends:
                 entry.handle._fail(self._error)
@@ -619,8 +619,8 @@ class Link(SegmentReceiver):
             self._arrival.notify_all()
         self._pump.wake(self)
         log.debug("%s failed: %r", self.name, exc)
-        if self.ctx is not None:
-            self.ctx.fail(self.name, exc)
+        if self.ctx is not None:        # the kept copy: the context refers to this link
+            self.ctx.fail(self.name, self._error)
 
     # the pump's turn ------------------------------------------------------------------------------
     def _pump_turn(self) -> bool:
@@ -646,9 +646,7 @@ class Link(SegmentReceiver):
                 self._issue_and_yield(float("inf"), raise_errors=False)
                 return False
         except BaseException as exc:  # noqa: BLE001 - the pump's own (stop, timeout): to all,
-            # as a failed issue is; without this frame, whose ``self`` would make the kept
-            # error and the link a cycle (the message says what happened, not the frame)
-            self._fail(exc.with_traceback(None))
+            self._fail(exc)           # as a failed issue is
         self._end(drained)
         return True
 
