@@ -56,7 +56,10 @@ Dijkstra sums them) and their counts are the input's. Per source ``s``, one roun
    own ``delta`` is the number of targets it reached) and clears the state for the next source.
 
 The lengths must be > 0 (NetworkX's note: zero-length edges make infinitely many shortest paths,
-its answer then depending on its search order). An undirected edge's score is its two arcs'
+its answer then depending on its search order). Lengths so small beside a distance that adding
+them changes nothing in float64 (``1 + 1e-17 == 1``) act as zero: a cycle of them ties, Kahn's
+order never reaches its vertices (their pending counts stay above 0), and :meth:`ArcBetweenness.
+sums` raises a ValueError naming them rather than return the wrong scores. An undirected edge's score is its two arcs'
 sum. ``betweenness_centrality`` with a ``weight`` whose values are not all 1 runs here, as does
 every ``edge_betweenness_centrality``.
 
@@ -79,7 +82,7 @@ from groute.engines import EngineSolver, make_engine
 from groute.graph import DEFAULT_PARTITION, input_graph, load_graph
 from groute.operators import (DISTANCE, DISTANCE_UNREACHED, AdvanceStep, Compute, ComputeStep,
                               FilterStep, Functor, Gather, Loop, Message, Sweep, arc_values,
-                              run_rounds, subdivided_graph)
+                              reduce, run_rounds, subdivided_graph)
 from groute.registry import algorithm, public
 
 #: depth of a vertex the current source has not reached
@@ -472,7 +475,27 @@ class ArcBetweenness(EngineSolver):
         for name in ("tight", "counted", "pending"):
             eng.state(name, np.int32, 0)
         done = run_rounds(eng, order, ARC_ROUND, endpoints=int(bool(endpoints)))
+        if reduce(eng.all_vertices(), "pending", "max"):
+            raise self._unordered(eng.gather("pending"))
         return eng.gather("score"), dict(eng.stats, sources=done.rounds, levels=done.levels)
+
+    def _unordered(self, pending) -> ValueError:
+        """The error for reached vertices Kahn's order never took (``pending`` above 0: a
+        cycle of tight arcs, whose lengths vanish in the float64 sums), naming the input
+        vertices among them or the ends of their arcs."""
+        left = np.flatnonzero(pending)
+        ids = np.asarray(self.graph.ids)
+        tails = np.repeat(np.arange(self.n), np.diff(np.asarray(self.graph.indptr, np.int64)))
+        arcs = left[left >= self.n] - self.n
+        named = sorted(set(left[left < self.n].tolist())
+                       | set(tails[arcs].tolist())
+                       | set(np.asarray(self.graph.indices)[arcs].tolist()))
+        shown = ", ".join(repr(v) for v in ids[named[:8]].tolist())
+        return ValueError(
+            f"betweenness: shortest paths tie around a cycle through vertices {shown}"
+            f"{', ...' if len(named) > 8 else ''}: its lengths are too small to change the "
+            f"float64 distances they are added to (as 1 + 1e-17 == 1), so they act as "
+            f"zero-length edges")
 
     def run(self, sources=None, *, normalized=True, endpoints=False) -> AppResult:
         """The vertices' betweenness over the shortest paths from ``sources`` (distinct vertex
@@ -563,7 +586,8 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     ------
     ValueError
         ``k`` out of range, or both ``k`` and ``sources``; ``sources`` repeating a vertex; a
-        length that is not > 0.
+        length that is not > 0, or lengths too small to change a float64 distance around a
+        cycle (module docstring).
     ZeroDivisionError
         ``sources`` empty on a graph of three vertices or more (NetworkX's ``k=0``: the
         rescaling divides by the number of sources).
@@ -640,7 +664,8 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     Raises
     ------
     ValueError
-        A length that is not > 0; ``k`` out of range, or both ``k`` and ``sources``;
+        A length that is not > 0, or lengths too small to change a float64 distance around a
+        cycle (module docstring); ``k`` out of range, or both ``k`` and ``sources``;
         ``sources`` repeating a vertex.
     ZeroDivisionError
         ``sources`` empty on a graph of three vertices or more, as NetworkX's ``k=0``.

@@ -150,6 +150,24 @@ def test_errors_name_the_argument():
             scores(G, sources=[], backend="cpu")
 
 
+@pytest.mark.parametrize("backend, k", device_cases([1, 2]))
+def test_lengths_that_vanish_in_float64_sums_are_an_error_not_wrong_scores(backend, k):
+    """1 + 1e-17 == 1: the cycle b -> c -> b ties, Kahn's order never reaches it, and the
+    scores would be wrong (b's 0.0 where NetworkX gives 2/3); the error names the vertices."""
+    G = nx.DiGraph()
+    G.add_weighted_edges_from([("a", "b", 1.0), ("b", "c", 1e-17), ("c", "b", 1e-17),
+                               ("c", "d", 1.0)])
+    for scores in (groute.betweenness_centrality, groute.edge_betweenness_centrality):
+        with pytest.raises(ValueError, match="tie around a cycle through vertices 'b', 'c': "
+                                             ".*1 \\+ 1e-17 == 1"):
+            scores(G, weight="weight", backend=backend, devices=k)
+    # tiny lengths without a tied cycle are no error, and score as NetworkX's
+    H = nx.DiGraph()
+    H.add_weighted_edges_from([(0, 1, 1.0), (1, 2, 1e-17), (2, 3, 1.0), (0, 3, 5.0)])
+    assert_matches(groute.betweenness_centrality(H, weight="weight", backend=backend,
+                                                 devices=k), H, weight="weight")
+
+
 def test_the_command_prints_writes_and_verifies(tmp_path, capsys):
     path = shared_graph_path("karate")
     out = tmp_path / "bc.csv"

@@ -190,6 +190,25 @@ def test_betweenness_zero_lengths_fall_back():
             nx.betweenness_centrality(G, weight="w", backend="networkx")
 
 
+def test_betweenness_lengths_that_may_vanish_in_sums_fall_back():
+    """A length that adding to a distance may not change (1 + 1e-17 == 1) acts as 0: groute's
+    own call refuses the tie it makes (test_betweenness.py); the backend lets NetworkX answer,
+    as for lengths of 0."""
+    G = nx.DiGraph()
+    G.add_weighted_edges_from([(0, 1, 1.0), (1, 2, 1e-17), (2, 1, 1e-17), (2, 3, 1.0)],
+                              weight="w")
+    for scores in (nx.betweenness_centrality, nx.edge_betweenness_centrality):
+        with pytest.raises(NotImplementedError) as declined:
+            scores(G, weight="w", backend="groute")
+        assert "1e-17 may vanish" in str(declined.value.__cause__)
+        with nx.config.backend_priority(algos=["groute"]):
+            assert scores(G, weight="w") == scores(G, weight="w", backend="networkx")
+    H = weighted(nx.path_graph(5), "float")     # lengths far apart, but adding them counts
+    H[1][2]["w"] = 1e-12
+    close(nx.betweenness_centrality(H, weight="w", backend="groute"),
+          nx.betweenness_centrality(H, weight="w"), 1e-12)
+
+
 @pytest.mark.parametrize("name,G,kind", [(*SMALL[0], None), (*SMALL[1], "float"),
                                           ("path", nx.path_graph(5), "int")],
                          ids=[*SMALL_IDS, "path"])

@@ -36,10 +36,18 @@ def _simple(args):
     return True
 
 
+#: below this share of the lengths' sum a length may vanish when added to a distance (float64's
+#: half ulp is 2**-53 of a number; the margin covers the rounding of the sums themselves)
+VANISHING_SHARE = 2.0 ** -50
+
+
 def _exact_weights(G, weight, *, positive: bool):
     """The weights NetworkX reads (``weight``) in ``G.csr``'s arc order, float64 (None: hops);
     NotImplementedError (NetworkX runs the call) for weights that are not finite or, as
-    ``positive`` asks, > 0 (else >= 0)."""
+    ``positive`` asks, > 0 (else >= 0). Lengths > 0 are also declined where the least of them
+    could vanish when added to a distance (no more than their sum): such lengths act as 0, and
+    groute's betweenness refuses the ties they make, where NetworkX answers by its search
+    order, as for lengths of 0."""
     w = weights_of(G, weight)
     if w is None:
         return None
@@ -49,6 +57,10 @@ def _exact_weights(G, weight, *, positive: bool):
         kind = "> 0" if positive else ">= 0"
         raise NotImplementedError(f"weights that are not finite and {kind} (e.g. {w[bad][0]!r}): "
                                   f"NetworkX runs the call")
+    if positive and w.size and w.min() <= w.sum() * VANISHING_SHARE:
+        raise NotImplementedError(f"a length of {float(w.min())!r} may vanish when added to a "
+                                  f"distance of up to {float(w.sum())!r} in float64: NetworkX "
+                                  f"runs the call")
     return w
 
 
