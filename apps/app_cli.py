@@ -386,8 +386,10 @@ def busiest_vertex(graph, where: str = "") -> int:
 
 # ------------------------------------------------------------------ output files
 #: what ``--output`` writes, by the file's suffix
-OUTPUT_FORMATS = {".npy": "a NumPy structured array (id, value)",
-                  ".npz": "NumPy arrays ids and values", ".csv": "a header and id,value rows",
+OUTPUT_FORMATS = {".npy": "a NumPy structured array with fields id and the answer's name "
+                          "(depth, distance, ...)",
+                  ".npz": "NumPy arrays ids and values",
+                  ".csv": "a header (id, the answer's name) and one row per vertex",
                   ".json": "an object with ids and values", ".txt": "text lines 'id value'"}
 #: ``--output -``: the text lines on standard output
 STDOUT = "-"

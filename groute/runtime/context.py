@@ -662,8 +662,9 @@ class Context:
 
         Raises :class:`DeviceError` naming the first device that failed. ``timeout`` (default: no
         bound beyond the per-wait timeouts inside ``fn``) bounds the whole call, a failed run's
-        wait for the other devices included: past it the run fails with a :class:`WaitTimeout`
-        naming the devices still running. A run started from another thread meanwhile waits
+        wait for the other devices included: past it the run fails with a :class:`DeviceError`
+        naming a device still running, whose ``__cause__`` is a :class:`WaitTimeout` naming
+        them all. A run started from another thread meanwhile waits
         for its turn (:meth:`exclusive`).
         """
         if not callable(fn):
@@ -679,8 +680,8 @@ class Context:
     def gather(self, futures, timeout=None) -> list:
         """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
-        wait: past it the run fails with a :class:`WaitTimeout` naming the devices still
-        running, and the call returns within a few poll intervals. In a device function,
+        wait: past it the run fails with a :class:`DeviceError` naming a device still running
+        (``__cause__``: a :class:`WaitTimeout` naming them all), and the call returns within a few poll intervals. In a device function,
         work submitted to the calling device's own thread is refused (the thread runs it only
         after the function returns), and work on other devices must start within the
         context's timeout: their threads may be busy with functions that wait for this one."""
