@@ -252,12 +252,21 @@ def asynchronous(engine, graph, *, weighted: bool, salt: int, queue: bool,
                      {"rounds": rounds}, vertex_ids=vertex_ids, values_are_vertices=True)
 
 
-def _weights(graph, weight, arc_weights):
+def _weights(graph, weight, arc_weights, what: str):
     """The weights a function reads, float64 per arc of ``graph`` (None: counts):
-    ``arc_weights`` when given, else the graph's own where ``weight`` names them."""
+    ``arc_weights`` when given, else the graph's own where ``weight`` names them. A NaN
+    weight is a ValueError naming ``what`` (the function): no label would be the most
+    frequent where it counts, and the updates would never settle."""
     if arc_weights is None and weight is None:
         return None
-    return arc_values(graph, arc_weights)
+    w = arc_values(graph, arc_weights)
+    bad = np.flatnonzero(np.isnan(w))
+    if bad.size:
+        tail = np.searchsorted(np.asarray(graph.indptr, np.int64), bad[0], side="right") - 1
+        u, v = graph.ids[[tail, int(graph.indices[bad[0]])]].tolist()
+        raise ValueError(f"{what}: weight NaN on the arc {u!r} -> {v!r} ({bad.size} arc(s) "
+                         f"in all); a label's frequency needs a number")
+    return w
 
 
 @public(solver=LabelPropagation)
@@ -345,6 +354,8 @@ def asyn_lpa_communities(G, weight=None, seed=None, *, arc_weights=None, num_ver
     ------
     GraphNotSupported
         A NetworkX multigraph with ``weight`` (its parallel edges add up in NetworkX).
+    ValueError
+        A NaN weight (named by its arc).
 
     Examples
     --------
@@ -356,7 +367,7 @@ def asyn_lpa_communities(G, weight=None, seed=None, *, arc_weights=None, num_ver
     """
     g = input_graph(G, weight=weight, num_vertices=num_vertices,
                     multigraph=None if weight is None else MULTIGRAPH)
-    w = _weights(g, weight, arc_weights)
+    w = _weights(g, weight, arc_weights, "asyn_lpa_communities")
     with LabelPropagation(g, **options) as solver:
         if w is not None:
             keyed.arc_state(solver.engine, "w", w)
@@ -400,6 +411,8 @@ def fast_label_propagation_communities(G, *, weight=None, seed=None, arc_weights
     ------
     GraphNotSupported
         A NetworkX multigraph (NetworkX counts its parallel edges).
+    ValueError
+        A NaN weight (named by its arc).
 
     Examples
     --------
@@ -410,7 +423,7 @@ def fast_label_propagation_communities(G, *, weight=None, seed=None, arc_weights
     [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12, 13, 14], [15, 16, 17, 18, 19]]
     """
     g = input_graph(G, weight=weight, num_vertices=num_vertices, multigraph=MULTIGRAPH)
-    w = _weights(g, weight, arc_weights)
+    w = _weights(g, weight, arc_weights, "fast_label_propagation_communities")
     both = g
     if g.directed:      # every neighbour both ways: the arcs' graph, a reciprocal pair twice
         arcs = level_graph(g, np.ones(g.num_edges) if w is None else w)

@@ -6,6 +6,7 @@ kernels' CUDA compiled with nvcc. NetworkX's own tests of these functions run th
 backend in tests/test_nx_suite.py."""
 from __future__ import annotations
 
+import copy
 import math
 import random
 import shutil
@@ -188,6 +189,12 @@ def test_betweenness_zero_lengths_fall_back():
     with nx.config.backend_priority(algos=["groute"]):
         assert nx.betweenness_centrality(G, weight="w") == \
             nx.betweenness_centrality(G, weight="w", backend="networkx")
+    # declined before the sample is drawn: NetworkX draws from the seed as it came
+    for scores in (nx.betweenness_centrality, nx.edge_betweenness_centrality):
+        for seed in (1, random.Random(7)):
+            want = scores(G, k=2, weight="w", seed=copy.deepcopy(seed), backend="networkx")
+            with nx.config.backend_priority(algos=["groute"]):
+                assert scores(G, k=2, weight="w", seed=copy.deepcopy(seed)) == want
 
 
 def test_betweenness_lengths_that_may_vanish_in_sums_fall_back():

@@ -467,6 +467,27 @@ def test_propagation_declines_multigraphs_networkx_counts():
     assert is_partition(M, list(nx.community.asyn_lpa_communities(M, backend="groute")))
 
 
+@pytest.mark.timeout(60)
+def test_propagation_refuses_nan_weights_and_the_backend_lets_networkx_raise():
+    """A NaN weight makes no label the most frequent: the updates would never settle (the
+    asynchronous one ran to its round limit), where NetworkX raises its IndexError at once."""
+    nan = float("nan")
+    G = nx.DiGraph()
+    G.add_weighted_edges_from([(0, 1, 2), (0, 5, 1), (1, 2, nan), (1, 3, 1), (1, 4, 2),
+                               (1, 5, 2), (2, 0, 1), (2, 3, 2), (2, 4, nan), (4, 0, nan),
+                               (4, 2, 2), (5, 2, 2), (5, 3, nan)])
+    for name in ("asyn_lpa_communities", "fast_label_propagation_communities"):
+        with pytest.raises(ValueError, match=f"^{name}: weight NaN on the arc 1 -> 2 "
+                                             f"\\(4 arc\\(s\\) in all\\)"):
+            getattr(groute, name)(G, weight="weight", seed=1, backend="cpu", devices=1)
+        with pytest.raises(NotImplementedError) as declined:
+            list(getattr(nx.community, name)(G, weight="weight", seed=1, backend="groute"))
+        assert "NaN weights" in str(declined.value.__cause__)
+        with nx.config.backend_priority(algos=["groute"]):
+            with pytest.raises(IndexError):     # NetworkX's own
+                list(getattr(nx.community, name)(G, weight="weight", seed=1))
+
+
 # ------------------------------------------------------------------------------------------------
 # the functors' CUDA
 # ------------------------------------------------------------------------------------------------

@@ -161,10 +161,10 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     errors of a bad ``k`` (ValueError) are NetworkX's. A sample is rescaled by NetworkX's rule
     (``k = 0``: its ZeroDivisionError). A multigraph's parallel edges are one edge here, as in
     NetworkX's searches (by lengths, the least)."""
+    w = _exact_weights(G, weight, positive=True)    # declined before NetworkX's seed is drawn
     sources = _sources(G, k, seed)
     if not len(G):
         return {}
-    w = _exact_weights(G, weight, positive=True)
     run = registry.function("betweenness_centrality")
     with devices_for(G.csr, "operators") as (ctx, partition):
         result = run(G.csr, None, normalized, None if w is None else weight, endpoints,
@@ -183,6 +183,7 @@ def _edge_rule(args):
 def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None):
     """groute's edge betweenness (Brandes on the subdivided graph), NetworkX's sources as
     :func:`betweenness_centrality` draws them, keyed and ordered as ``G.edges()``."""
+    w = _exact_weights(G, weight, positive=True)    # declined before NetworkX's seed is drawn
     sources = _sources(G, k, seed, draws_every_node=True)
     tails = G.arc_rows
     heads = G.adjacency_indices
@@ -192,7 +193,6 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
         if k == 0 and len(G) >= 2:      # NetworkX's rescaling divides by the k sources
             raise ZeroDivisionError("division by zero")
         return {}
-    w = _exact_weights(G, weight, positive=True)
     run = registry.function("edge_betweenness_centrality")
     with devices_for(G.csr, "operators") as (ctx, partition):
         scores = run(G.csr, None, normalized, None if w is None else weight, sources=sources,
