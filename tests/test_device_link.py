@@ -4,6 +4,7 @@ header compiles (nvcc) and, on GPUs, kernels of a user's own send and receive th
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -295,6 +296,46 @@ def test_bad_device_links_are_clear_errors(cpu_ctx):
     with pytest.raises(ValueError, match=r"holds 0..4 items, got 5"):
         link.tx.publish(link.tx.reserve(), 5)
     link.close()
+
+
+@pytest.mark.timeout(60)
+def test_poll_never_blocks_while_another_thread_receives():
+    """A poll that finds packet 0 arrived while another thread is inside receive (holding
+    the receiver's turn) returned that thread's wait: up to the timeout."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, packet_size=4, num_buffers=2, ctx=ctx, initiated="device",
+                    receiver="host")
+        a.compute_stream.submit(_sender(link, np.arange(4, dtype=np.int32), 4))
+        a.compute_stream.synchronize(5)
+        polled = []
+        with link._receive_lock:                # another receiver's turn
+            t = threading.Thread(target=lambda: polled.append(link.poll()), daemon=True)
+            t.start()
+            t.join(2)
+            assert polled == [None], "poll waited for the other receiver"
+        first = link.poll()
+        assert first is not None and first.metadata == {"packet": 0, "tag": 0}
+        first.release()
+        assert link.poll() is None
+        link.close()
+        assert link.receive(timeout=5) is None
+
+
+@pytest.mark.timeout(60)
+def test_join_waits_the_links_timeout_and_host_only_options_are_refused():
+    with Context(2, backend="cpu", timeout=0.3) as ctx:
+        a, b = ctx.devices
+        link = Link(a, b, 4, ctx=ctx, initiated="device")
+        t0 = time.monotonic()
+        assert link.join() is False             # never closed: the context's 0.3 s, not 60
+        assert time.monotonic() - t0 < 5
+        link.close()
+        assert link.join()
+        for option in ({"batching": True}, {"copy_on": "dst"}):
+            with pytest.raises(TypeError, match=f"{next(iter(option))}: for host-initiated "
+                                                f"Links only"):
+                Link(a, b, 4, ctx=ctx, initiated="device", **option)
 
 
 @pytest.mark.timeout(60)

@@ -5,7 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from groute import HOST, Context, Route, Router, WaitTimeout, broadcast, by_owner, first_available, ring
+from groute import (HOST, Context, Link, Route, Router, WaitTimeout, broadcast, by_owner,
+                    first_available, ring)
 from support import backends, context_or_skip
 
 
@@ -122,6 +123,44 @@ def test_policy_choosing_nonexistent_output(cpu_ctx):
     with pytest.raises(ValueError, match="output 5"):
         router.inputs[0].send(np.zeros(3, np.int32))
     router.close()
+
+
+def test_policy_errors_and_host_pairs_name_the_router(cpu_ctx):
+    """A segment without the owner by_owner reads, a broadcast naming an output twice (it
+    delivered the segment twice) and a pair of host ends (the Link's own error named neither
+    the router nor pairs=) each say which router."""
+    router = Router([HOST], cpu_ctx.devices[:2], by_owner, packet_size=4, ctx=cpu_ctx,
+                    name="owned")
+    with pytest.raises(ValueError, match=r"^owned: policy by_key\('owner'\), a segment from "
+                                         r"input 0: by_key policy: segment metadata has no"):
+        router.inputs[0].send(np.zeros(3, np.int32))
+    router.close()
+    twice = Router([HOST], cpu_ctx.devices[:2], lambda s, src, d: Route((1, 1), "broadcast"),
+                   packet_size=4, ctx=cpu_ctx, name="twice")
+    with pytest.raises(ValueError, match=r"twice: .*broadcast to output 1 more than once"):
+        twice.inputs[0].send(np.zeros(3, np.int32))
+    twice.close()
+    with pytest.raises(ValueError, match=r"^hosts: input 0 and output 0 are both the host.*"
+                                         r"pairs="):
+        Router([HOST], [HOST, cpu_ctx.devices[0]], broadcast, packet_size=4, ctx=cpu_ctx,
+               name="hosts")
+    fine = Router([HOST], [HOST, cpu_ctx.devices[0]], broadcast, packet_size=4, ctx=cpu_ctx,
+                  pairs=[(0, 1)])
+    fine.close()
+
+
+@pytest.mark.timeout(60)
+def test_join_waits_the_context_s_timeout_once_for_all_links():
+    """An unclosed router's join waited 60 s per link, whatever the context's timeout."""
+    with Context(3, backend="cpu", timeout=0.3) as ctx:
+        router = Router(ctx.devices, ctx.devices, broadcast, packet_size=4, ctx=ctx)
+        link = Link(ctx.devices[0], ctx.devices[1], 4, ctx=ctx)
+        t0 = time.monotonic()
+        assert router.join() is False and link.join() is False
+        assert time.monotonic() - t0 < 5        # 0.3 s each, not 60 s per link
+        router.close()
+        link.close()
+        assert router.join() and link.join()
 
 
 def test_policy_must_be_callable(cpu_ctx):

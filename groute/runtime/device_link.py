@@ -309,9 +309,11 @@ class DeviceLink(SegmentReceiver):
                            f"sends none and the link is not closed)")
 
     def join(self, timeout=None) -> bool:
-        """Wait (at most ``timeout``) until the link has ended; True if it has."""
+        """Wait (at most ``timeout``; default the link's, its context's) until the link has
+        ended; True if it has."""
         try:
-            wait_for(lambda: self._done, what=f"{self.name} to end", timeout=timeout)
+            wait_for(lambda: self._done, what=f"{self.name} to end",
+                     timeout=self.timeout if timeout is None else timeout)
         except WaitTimeout:
             return False
         return True
@@ -358,10 +360,7 @@ class DeviceLink(SegmentReceiver):
         sender shares the receiver's GPU, copy out what you need with work this process has
         run before (a copy), release, then run new CuPy work on the copy: loading a kernel not
         yet loaded may wait for the sender, which waits for the release."""
-        if self.receiver != "host":
-            raise RuntimeError(f"{self.name}: kernels receive on this link (receiver='device', "
-                               f"through link.rx); make it with receiver='host' to receive on "
-                               f"the host")
+        self._host_receiver()
         with self._receive_lock:
             n = self._next
             slot = n % self.num_buffers
@@ -372,20 +371,36 @@ class DeviceLink(SegmentReceiver):
                 if self._status[0] != OPEN:
                     self.check()
                 return None
-            count, tag = int(self._count[slot]), int(self._tag[slot])
-            self._next = n + 1
+            return self._take(n, slot)
+
+    def poll(self):
+        """The next packet if it has arrived, else None (never blocks: while another thread
+        receives, None)."""
+        self._host_receiver()
+        if not self._receive_lock.acquire(blocking=False):
+            return None
+        try:
+            n = self._next
+            slot = n % self.num_buffers
+            return self._take(n, slot) if self._ready[slot] == n + 1 else None
+        finally:
+            self._receive_lock.release()
+
+    def _host_receiver(self) -> None:
+        if self.receiver != "host":
+            raise RuntimeError(f"{self.name}: kernels receive on this link (receiver='device', "
+                               f"through link.rx); make it with receiver='host' to receive on "
+                               f"the host")
+
+    def _take(self, n: int, slot: int) -> PendingSegment:
+        """Packet ``n``, arrived in ``slot``, as the next segment (receive lock held)."""
+        count, tag = int(self._count[slot]), int(self._tag[slot])
+        self._next = n + 1
         self.stats["packets"] += 1
         self.stats["elements"] += count
         data = self._slots[slot] if count == self.packet_size else self._slots[slot][:count]
         return PendingSegment(data, None, {"packet": n, "tag": tag},
                               release=functools.partial(self._host_release, n), source=self.src)
-
-    def poll(self):
-        """The next packet if it has arrived, else None (never blocks)."""
-        n = self._next
-        if self._ready[n % self.num_buffers] != n + 1:
-            return None
-        return self.receive()
 
     def _ended_before(self, n) -> bool:
         end = int(self._end[0])

@@ -182,6 +182,10 @@ class _Send:
         self.plan = None          # the copy plan from ``data`` into the receive slots
 
 
+#: the options of a host-initiated Link that a device-initiated one refuses
+HOST_INITIATED_ONLY = ("batching", "copy_on", "deliver", "share_stream")
+
+
 class Link(SegmentReceiver):
     """A point-to-point transfer channel; see the module docstring.
 
@@ -189,11 +193,16 @@ class Link(SegmentReceiver):
     receive slots; ``metadata["packets"]`` says how many), so that queued packets go as one
     copy. ``initiated="device"``: kernels send, not the host: the link is a
     :class:`~groute.runtime.device_link.DeviceLink` (see there; ``batching`` and ``copy_on``
-    do not apply).
+    do not apply, and are refused).
     """
 
     def __new__(cls, *args, initiated: str = "host", **kwargs):
         if initiated == "device":
+            host_only = [key for key in HOST_INITIATED_ONLY if key in kwargs]
+            if host_only:
+                raise TypeError(f"{', '.join(host_only)}: for host-initiated Links only (with "
+                                f"initiated='device' kernels send, packet by packet, from the "
+                                f"source device)")
             return DeviceLink(*args, **kwargs)
         if initiated != "host":
             raise ValueError(f"initiated must be 'host' or 'device', got {initiated!r}")
@@ -748,10 +757,11 @@ class Link(SegmentReceiver):
         return True
 
     def join(self, timeout=None):
-        """Wait (at most ``timeout``) until the link has ended (after :meth:`close`: queued
-        sends delivered); True if it has. Within the same time it waits for the copies still
-        reading its sends' sources and lets go of the sources they are done with."""
-        deadline = time.monotonic() + resolve_timeout(timeout)
+        """Wait (at most ``timeout``; default the link's, its context's) until the link has
+        ended (after :meth:`close`: queued sends delivered); True if it has. Within the same
+        time it waits for the copies still reading its sends' sources and lets go of the
+        sources they are done with."""
+        deadline = time.monotonic() + resolve_timeout(self.timeout if timeout is None else timeout)
         with self._lock:
             while not self._done:
                 remaining = deadline - time.monotonic()

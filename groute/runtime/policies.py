@@ -40,9 +40,15 @@ def as_route(result, policy: str = "a routing policy") -> Route:
     """The :class:`Route` a policy's answer means: one output index (NumPy integers too) is
     FIXED, a list, tuple, range or array of them is AVAILABILITY, a Route stays. Anything else
     (None, a float, a bool, a string) is a TypeError naming ``policy`` (the router and its
-    policy function), since guessing would send segments where nobody asked."""
+    policy function), since guessing would send segments where nobody asked; a broadcast
+    that names an output twice is a ValueError (it would deliver the segment twice)."""
     if isinstance(result, Route):
-        return Route(tuple(_destination(d, policy) for d in result.destinations), result.strategy)
+        destinations = tuple(_destination(d, policy) for d in result.destinations)
+        if result.strategy == BROADCAST and len(set(destinations)) < len(destinations):
+            twice = sorted({d for d in destinations if destinations.count(d) > 1})
+            raise ValueError(f"{policy} broadcast to output {twice[0]} more than once "
+                             f"({list(destinations)}); a broadcast names each output once")
+        return Route(destinations, result.strategy)
     if is_int(result):
         return Route((int(result),), FIXED)
     if isinstance(result, (list, tuple, range, np.ndarray)):

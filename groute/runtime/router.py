@@ -16,6 +16,7 @@ and a broadcast issues its copies there one after another with one event for all
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -112,6 +113,9 @@ class Router:
             if not (0 <= i < shape[0] and 0 <= j < shape[1]):
                 raise ValueError(f"{name}: pair ({i}, {j}) names no input and output "
                                  f"({shape[0]} inputs, {shape[1]} outputs)")
+            if self.input_endpoints[i].is_host and self.output_endpoints[j].is_host:
+                raise ValueError(f"{name}: input {i} and output {j} are both the host, which no "
+                                 f"Link joins; leave the pair out (pairs=[...])")
         # a broadcasting policy's links from one input share a copy stream (see send_all)
         shares = [object() if broadcasts(policy) else None for _ in self.input_endpoints]
         #: ``links[i][j]``: the link from input i to output j (None where ``pairs`` has none)
@@ -183,7 +187,13 @@ class Router:
         sends where the policy's answer depends on the source alone (``by_source``)."""
         who = f"{self.name}: policy {getattr(self.policy, '__name__', self.policy)}"
         segment = Segment(data, dict(metadata or {}))
-        route = as_route(self.policy(segment, i, list(range(len(self.outputs)))), who)
+        try:
+            answer = self.policy(segment, i, list(range(len(self.outputs))))
+        except ValueError as exc:       # what the segment lacks (by_key's key): name the router
+            if type(exc) is not ValueError:
+                raise
+            raise ValueError(f"{who}, a segment from input {i}: {exc}") from exc
+        route = as_route(answer, who)
         dests = route.destinations
         if not dests:
             raise ValueError(f"{who} allowed no destination for a segment from input {i}")
@@ -220,5 +230,9 @@ class Router:
             self._close_input(i)
 
     def join(self, timeout=None) -> bool:
-        """Wait (at most ``timeout`` per link) until every link has ended; True if all have."""
-        return all([link.join(timeout) for _, _, link in self.each_link()])
+        """Wait (at most ``timeout`` in all; default the router's, its context's) until every
+        link has ended; True if all have."""
+        deadline = time.monotonic() + resolve_timeout(self.timeout if timeout is None else timeout)
+        # a link past the deadline is still asked (a timeout is > 0): one that ended says so
+        return all([link.join(max(deadline - time.monotonic(), 1e-6))
+                    for _, _, link in self.each_link()])
