@@ -118,7 +118,7 @@ def run_cli(args, name, solver_cls):
     reached = int(np.count_nonzero(reached_mask))
     arcs = traversed_arcs(graph, reached_mask)
     source_id = seed_ids[0] if len(seed_ids) == 1 else seed_ids
-    origin = seed_ids[0] if len(seed_ids) == 1 else f"{len(seed_ids)} sources"
+    origin = f"{seed_ids[0]}" if len(seed_ids) == 1 else f"{len(seed_ids)} sources"
     if cutoff is not None:
         origin += f" (cutoff {cutoff:g})"
     line = (f"{name} {graph.name} from {origin}: {median * 1e3:.3f} ms "

@@ -212,6 +212,16 @@ def test_cli_sources_cutoff_predecessors(tmp_path, capsys):
     assert main(["sssp", "--graph", "grid:144", "--backend", "cpu", "--devices", "3",
                  "--random-weights", "--sources", "5,77", "--verify", "--repeat", "1"]) == 0
     assert "verify: ok" in capsys.readouterr().out
+    # one source with an integer id (the default, or --source): the line failed to print
+    depths = tmp_path / "depths.csv"
+    for app, source, cutoff in (("bfs", [], "2"), ("bfs", ["--source", "7"], "2"),
+                                ("sssp", ["--source", "7"], "2.5")):
+        assert main([app, "--graph", "grid:144", "--backend", "cpu", "--devices", "2",
+                     *source, "--cutoff", cutoff, "--verify", "--repeat", "1",
+                     "--output", str(depths)]) == 0
+        text = capsys.readouterr().out
+        assert f" (cutoff {cutoff}):" in text and "verify: ok" in text and depths.exists()
+        depths.unlink()
 
 
 def groute_graph(G, weight=None):
