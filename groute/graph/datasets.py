@@ -226,6 +226,10 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     target_dir = data_dir(dir)
     target_dir.mkdir(parents=True, exist_ok=True)
     dest = target_dir / d.filename
+    owner = _held_for(d, [dest, target_dir / d.graph_filename], reg)
+    if owner is not None:
+        raise DatasetError(f"{dest} already holds {owner}; download {d.name!r} into another "
+                           f"directory (dir=)")
     notes = []
     if dest.is_file() and not force:
         digest = file_sha256(dest).hexdigest()
@@ -253,6 +257,24 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         result.path = _extract_mtx(dest, target_dir / d.graph_filename, force=force)
     _record(d, result.path)
     return result
+
+
+def _held_for(d: Dataset, paths, reg) -> str | None:
+    """Who else ``paths`` (where ``d`` would be written) already belong to: another name
+    given to a download from another URL, or another dataset of the registry whose file has
+    the same name; None when nobody. A second URL ending in the same file name would otherwise
+    load the first one's graph under the new name, or overwrite it (names for one URL share
+    its file; ``d``'s own name from a mirror is ``d``, checked by its sha256)."""
+    resolved = {str(Path(p).resolve()) for p in paths}
+    for name, rec in _records().items():
+        if name != d.name and rec.get("path") in resolved and rec.get("url") != d.url:
+            return f"{name!r} downloaded from {rec.get('url')}"
+    names = {Path(p).name for p in paths}
+    for other in reg.values():
+        if other.name != d.name and other.url != d.url and \
+                (other.filename in names or other.graph_filename in names):
+            return f"the file of the registry's dataset {other.name!r}"
+    return None
 
 
 def _format_from_url(url: str) -> str:

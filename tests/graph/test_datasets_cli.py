@@ -82,6 +82,29 @@ def test_download_without_checksum_says_unverified(tmp_path):
     assert (out / "tiny.txt.gz").is_file() and r.sha256 == digest
 
 
+def test_a_file_name_another_download_holds_is_refused(tmp_path, isolated_cache):
+    """Two URLs ending in the same file name: the second was "already downloaded" (its name
+    then loaded the first one's graph), and with force it overwrote the first one's file."""
+    p, g, digest = make_snap(tmp_path)
+    other = tmp_path / "alt" / p.name
+    other.parent.mkdir()
+    write_snap(load_graph("er:50:2:seed=2", cache=False), other)
+    first = ds.download("a", url=p.as_uri())
+    for force in (False, True):
+        with pytest.raises(DatasetError, match=r"already holds 'a' downloaded from file:.*; "
+                                               r"download 'b' into another directory \(dir=\)$"):
+            ds.download("b", url=other.as_uri(), force=force)
+    assert first.path.read_bytes() == p.read_bytes()          # a's file untouched
+    assert ds.download("b", url=other.as_uri(), dir=tmp_path / "b").downloaded
+    assert not ds.download("c", url=p.as_uri()).downloaded     # a's URL: a's file, named c
+    taken = next(d for d in ds.REGISTRY.values() if d.format != "mtx-tar")
+    mimic = tmp_path / "mimic" / taken.filename
+    mimic.parent.mkdir()
+    mimic.write_bytes(p.read_bytes())
+    with pytest.raises(DatasetError, match=f"the registry's dataset '{taken.name}'"):
+        ds.download("mimic", url=mimic.as_uri())
+
+
 def test_download_missing_source_is_oserror(tmp_path, isolated_cache):
     with pytest.raises(OSError):
         ds.download("nope", url=(tmp_path / "absent.txt").as_uri())
