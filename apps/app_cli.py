@@ -23,7 +23,6 @@ import csv
 import json
 import logging
 import math
-import os
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.cli_support import drop_stdout
+from groute.cli_support import check_writable_file, drop_stdout
 from groute.graph.cli import add_cache_option
 from groute.solver import source_position
 
@@ -436,7 +435,7 @@ def check_outputs(args) -> None:
             raise ValueError(f"{option} {text}: groute writes {formats}, or text lines to "
                              f"standard output with {option} {STDOUT}; got "
                              f"{path.suffix or 'a name without a suffix'}")
-        _check_writable(option, path)
+        check_writable_file(option, path)
 
 
 def check_rank_outputs(args, rank: int, ranks: int) -> None:
@@ -446,25 +445,21 @@ def check_rank_outputs(args, rank: int, ranks: int) -> None:
     stops with that rank named."""
     for option, text in _outputs(args).items():
         if text != STDOUT:
-            _check_writable(option, rank_path(text, rank, ranks))
+            check_writable_file(option, rank_path(text, rank, ranks))
 
 
-def _check_writable(option: str, path: Path) -> None:
-    """Refuse ``path`` (what ``option`` names) where a file could not be written: a folder, a
-    missing directory, a read-only file or directory."""
-    if path.is_dir():
-        raise ValueError(f"{option} {path}: a directory, not a file")
-    folder = path.parent
-    if not folder.is_dir():
-        raise ValueError(f"{option} {path}: there is no directory {folder}")
-    if not os.access(path if path.exists() else folder, os.W_OK):
-        raise ValueError(f"{option} {path}: cannot write "
-                         f"{'the file' if path.exists() else f'into {folder}'}")
-
-
-def write_output(result, path, value_name: str = "value") -> None:
+def write_output(result, path, value_name: str = "value", option: str = "--output") -> None:
     """Write ``result``'s answer by vertex id to ``path`` (formats: the module docstring;
-    ``-``: text lines on standard output)."""
+    ``-``: text lines on standard output). A file that cannot be written after all (checked
+    before the run by :func:`check_outputs`; a place such as ``/proc`` passes those checks) is
+    a ValueError naming ``option`` and the path."""
+    try:
+        _write_output(result, path, value_name)
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from exc
+
+
+def _write_output(result, path, value_name: str) -> None:
     ids = np.asarray(result.ids)
     values = np.asarray(result.values)
     if result.values_are_vertices:

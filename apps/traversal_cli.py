@@ -140,7 +140,7 @@ def run_cli(args, name, solver_cls):
     if args.output:
         write_output(res, args.output, VALUE_NAMES[name])
     if args.predecessors:
-        write_output(parent_table(res), args.predecessors, "parent")
+        write_output(parent_table(res), args.predecessors, "parent", option="--predecessors")
     return 0 if verified is None or verified[0] else 1
 
 

@@ -1,5 +1,6 @@
 """What every ``groute`` subcommand's parser shares: the device options, positive-number
-option types, and the :class:`~groute.Context` those options ask for.
+option types, the :class:`~groute.Context` those options ask for, and the checks of output
+paths made before a command's work.
 
 The subcommands (in :mod:`groute.commands`, the algorithms, the graph and bench tools) import
 these from here, below all of them; only the entry point imports :mod:`groute.cli`.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 
 def common_parser() -> argparse.ArgumentParser:
@@ -69,3 +71,38 @@ def drop_stdout() -> None:
         sys.stdout = open(os.devnull, "w")
     finally:
         os.close(devnull)
+
+
+def check_writable_file(option: str, path, *, make_folders: bool = False) -> None:
+    """Refuse, before the command's work, a file ``option`` names that could not be written:
+    a folder, a read-only file, a missing directory (unless ``make_folders``: the command
+    creates it, so the nearest existing one must be a writable folder) or one that cannot be
+    written into. Commands check every output this way so that no result is lost at the end."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path}: a directory, not a file")
+    folder = path.parent
+    if make_folders:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: there is no directory {folder}" if not folder.exists()
+                         else f"{option} {path}: {folder} is a file, not a directory")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise ValueError(f"{option} {path}: cannot write "
+                         f"{'the file' if path.exists() else f'into {folder}'}")
+
+
+def check_writable_folder(option: str, path) -> None:
+    """Refuse, before the command's work, a folder ``option`` names (made if missing) that
+    could not take files: a file of that name, or no writable folder to make it in."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {path}: a file, not a folder")
+    nearest = path
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise ValueError(f"{option} {path}: {nearest} is a file, not a folder")
+    if not os.access(nearest, os.W_OK):
+        raise ValueError(f"{option} {path}: cannot write into {nearest}")

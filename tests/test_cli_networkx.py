@@ -179,3 +179,47 @@ def test_persistent_on_the_command_line_is_the_tuning_s(given, want, monkeypatch
 def test_persistent_on_where_it_cannot_run_is_an_error_naming_why(capsys):
     assert main(["pr", "--graph", "grid:6", "--backend", "cpu", "--persistent", "on"]) != 0
     assert "persistent=True cannot run here: it needs CUDA devices" in capsys.readouterr().err
+
+
+def test_bench_and_topo_refuse_outputs_before_measuring(tmp_path, monkeypatch, capsys):
+    """A --json or --markdown that is a folder, a --plot that is a file: the run measured for
+    minutes, then failed to write (and --from-json of a folder or a binary file said neither
+    the option nor what is wrong)."""
+    import groute.bench.runner
+    import groute.topology.runner
+
+    def measured(*args, **kwargs):
+        raise AssertionError("measured before the outputs were checked")
+    monkeypatch.setattr(groute.bench.runner, "run_suite", measured)
+    monkeypatch.setattr(groute.topology.runner, "run_benchmarks", measured)
+    folder, a_file = tmp_path / "adir", tmp_path / "junk.mtx"
+    folder.mkdir()
+    a_file.write_bytes(b"\xae\x00binary")
+    bench = ["bench", "--preset", "cpu"]
+    topo = ["topo", "map", "--quick", "--backend", "cpu"]
+    for command in (bench, topo):
+        for option in ("--json", "--markdown"):
+            assert main([*command, option, str(folder)]) == 1
+            assert f"{option} {folder}: a directory, not a file" in capsys.readouterr().err
+        assert main([*command, "--plot", str(a_file)]) == 1
+        assert f"--plot {a_file}: a file, not a folder" in capsys.readouterr().err
+    for command in (["bench"], ["topo", "map"]):
+        assert main([*command, "--from-json", str(folder)]) == 1
+        assert f"{folder}: a directory, not a" in capsys.readouterr().err
+        assert main([*command, "--from-json", str(a_file)]) == 1
+        err = capsys.readouterr().err
+        assert f"{a_file}: not JSON" in err or f"{a_file}: not a JSON file" in err
+
+
+def test_an_output_the_system_refuses_at_the_end_names_the_option(tmp_path, monkeypatch,
+                                                                   capsys):
+    """A place that passes the checks made before the run (``/proc``) but refuses the write:
+    the error named neither the option nor the path's role."""
+    import groute.apps.app_cli as app_cli
+
+    def refused(*args):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(app_cli, "_write_output", refused)
+    out = tmp_path / "d.csv"
+    assert main(["bfs", "--graph", "grid:5", "--output", str(out), *RUN]) == 1
+    assert f"--output {out}: cannot write it (Permission denied)" in capsys.readouterr().err

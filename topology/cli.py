@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from groute.cli_support import context_from_args, positive_int
 
@@ -66,6 +67,8 @@ def _progress(line: str) -> None:
 def run(args) -> int:
     from . import report
     names = resolve_names(args.benchmarks)
+    from groute.bench.cli import check_outputs     # before anything is measured
+    check_outputs(args)
     if args.plot:
         from .plots import require_matplotlib
         require_matplotlib()
@@ -95,6 +98,7 @@ def run(args) -> int:
         report.write_json(args.json, document)
         print(f"wrote {args.json}")
     if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         with open(args.markdown, "w") as f:
             f.write(report.markdown(document, results))
         print(f"wrote {args.markdown}")
@@ -117,8 +121,10 @@ def _load(path, names):
     try:
         with open(path) as f:
             document = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not a JSON file ({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--from-json {path}: not a JSON file ({exc})") from None
+    except IsADirectoryError:
+        raise ValueError(f"--from-json {path}: a directory, not a file") from None
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         raise ValueError(f"{path}: not a groute topo report (expected schema {SCHEMA!r})")
     try:

@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import math
 import statistics
+from pathlib import Path
 
 from .settings import format_bytes
 
@@ -31,6 +32,8 @@ def to_document(description, settings, results, *, options=None) -> dict:
 
 
 def write_json(path, document) -> None:
+    """Write the report ``document`` to ``path`` (its folders made, as ``groute bench``'s)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         json.dump(document, f, indent=1, default=_plain)
         f.write("\n")

@@ -135,6 +135,17 @@ def command_line(config) -> str:
     return shlex.join(parts)
 
 
+def check_outputs(args) -> None:
+    """Refuse, before anything is measured, outputs that could not be written: ``--json``
+    and ``--markdown`` files (their folders are made), the ``--plot`` folder."""
+    from ..cli_support import check_writable_file, check_writable_folder
+    for option, path in (("--json", args.json), ("--markdown", args.markdown)):
+        if path:
+            check_writable_file(option, path, make_folders=True)
+    if args.plot:
+        check_writable_folder("--plot", args.plot)
+
+
 def run(args) -> int:
     from .report import merge_results, read_results, write_json, write_markdown
     from .runner import run_suite
@@ -149,7 +160,9 @@ def run(args) -> int:
     else:
         config = config_from_args(args)
         check_preset_fits(config, graphs_given=bool(args.graphs))
-    if args.plot:  # fail before minutes of benchmarking, not after
+    # fail before minutes of benchmarking, not after
+    check_outputs(args)
+    if args.plot:
         from .plots import _pyplot
         _pyplot()
 

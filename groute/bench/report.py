@@ -318,9 +318,11 @@ RUN_KEYS = ("command", "config", "backend", "partition", "started", "finished", 
 def read_results(path) -> dict:
     """A results file written by ``--json``; ValueError naming the file if it is not one."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: a directory, not a results file")
     try:
         data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != "groute-bench/1":
         raise ValueError(f"{path}: not a groute bench results file (no schema groute-bench/1)")
