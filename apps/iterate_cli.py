@@ -60,8 +60,31 @@ def tol_for(args, graph) -> float:
     return args.tol if args.tol is not None else 1e-6 / max(int(graph.num_vertices), 1)
 
 
+#: the engine options that only one mode reads, by that mode
+MODE_ONLY = {"bsp": ("--inplace", "--bsp-kernel"), "async": ("--sweeps", "--push-rule")}
+
+
+def check_mode_options(args) -> None:
+    """Refuse, before the graph loads, an option the run would leave unused: one of the
+    other mode's (:data:`MODE_ONLY`) beside an explicit ``--mode``, or ``--inplace`` (in-place
+    sweeps on one device) beside ``--devices`` of several."""
+    given_mode = getattr(args, "mode", "auto")
+    for mode, options in MODE_ONLY.items():
+        if given_mode not in ("auto", mode):
+            for option in options:
+                if getattr(args, option[2:].replace("-", "_"), None) not in (None, False, "auto"):
+                    raise ValueError(f"{option} applies to --mode {mode}; --mode {given_mode} "
+                                     f"leaves it unused")
+    devices = getattr(args, "devices", None)
+    if getattr(args, "inplace", False) and isinstance(devices, int) and devices > 1:
+        raise ValueError(f"--inplace sweeps in place on one device; --devices {devices} leaves "
+                         f"it unused")
+
+
 def tuning_from(args) -> PageRankTuning:
-    """The engine's tuning: the environment's, with the options given on the command line."""
+    """The engine's tuning: the environment's, with the options given on the command line
+    (checked first: :func:`check_mode_options`)."""
+    check_mode_options(args)
     given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
              "push_rule": getattr(args, "push_rule", None),
              "inplace": True if getattr(args, "inplace", False) else None,

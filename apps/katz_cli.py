@@ -33,8 +33,8 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
+    tuning = tuning_from(args)      # its options checked before the graph loads
     g, load_s = load(args)
-    tuning = tuning_from(args)
     runs = run_solver(args, g, lambda where: Katz(
         g, **where, partition=args.partition, mode=args.mode, alpha=args.alpha, beta=args.beta,
         normalized=not args.raw, tol=args.tol, seed=args.seed, max_iter=args.max_iter,

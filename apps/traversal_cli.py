@@ -90,6 +90,8 @@ VALUE_NAMES = {"bfs": "depth", "sssp": "distance"}
 
 
 def run_cli(args, name, solver_cls):
+    if args.delta is not None and args.no_priority:
+        raise ValueError("--delta is the soft priority's step; --no-priority leaves it unused")
     graph, load_s = load(args)
     weights = "the graph's" if graph.weights is not None else "1 on every arc"
     if name == "sssp" and args.random_weights:

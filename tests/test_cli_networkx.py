@@ -223,3 +223,18 @@ def test_an_output_the_system_refuses_at_the_end_names_the_option(tmp_path, monk
     out = tmp_path / "d.csv"
     assert main(["bfs", "--graph", "grid:5", "--output", str(out), *RUN]) == 1
     assert f"--output {out}: cannot write it (Permission denied)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["pr", "--inplace", "--devices", "2"], "--inplace sweeps in place on one device; --devices 2"),
+    (["pr", "--inplace", "--mode", "async"], "--inplace applies to --mode bsp; --mode async"),
+    (["pr", "--bsp-kernel", "coo", "--mode", "async"], "--bsp-kernel applies to --mode bsp"),
+    (["katz", "--sweeps", "3", "--mode", "bsp"], "--sweeps applies to --mode async; --mode bsp"),
+    (["pr", "--push-rule", "degree", "--mode", "bsp"], "--push-rule applies to --mode async"),
+    (["bfs", "--delta", "3", "--no-priority"], "--delta is the soft priority's step; "
+                                               "--no-priority leaves it unused")])
+def test_an_option_the_run_would_leave_unused_is_refused_before_it(argv, message, no_run,
+                                                                  capsys):
+    """Each ran to the end with the option silently ignored."""
+    assert main([*argv, "--graph", "grid:5", "--backend", "cpu"]) == 1
+    assert f"groute {argv[0]}: error: {message}" in capsys.readouterr().err
