@@ -23,6 +23,7 @@ import csv
 import json
 import logging
 import math
+import re
 import statistics
 import sys
 import time
@@ -352,10 +353,10 @@ def parse_vertex(graph, text: str, option: str):
     for graphs whose ids are integers, else the label as written."""
     labels = graph.file_ids
     if labels is None or labels.dtype.kind in "iu":
-        try:
-            ident = int(text)
-        except ValueError:
-            raise ValueError(f"{option} {text!r}: the vertex ids of {graph.name} are integers") from None
+        # digits, as a file writes an id: Python's int() would also take "1_0" (as 10)
+        if not re.fullmatch(r"[+-]?[0-9]+", text.strip()):
+            raise ValueError(f"{option} {text!r}: the vertex ids of {graph.name} are integers")
+        ident = int(text)
     else:
         ident = text
     return source_position(graph, ident, option)

@@ -238,3 +238,12 @@ def test_an_option_the_run_would_leave_unused_is_refused_before_it(argv, message
     """Each ran to the end with the option silently ignored."""
     assert main([*argv, "--graph", "grid:5", "--backend", "cpu"]) == 1
     assert f"groute {argv[0]}: error: {message}" in capsys.readouterr().err
+
+
+def test_an_integer_source_is_written_in_digits(capsys):
+    """Python's int() read "1_0" as vertex 10: a typo ran from another vertex."""
+    for text in ("1_0", "x", "1.0"):
+        assert main(["bfs", "--graph", "grid:5", "--source", text, *RUN]) == 1
+        assert f"--source {text!r}: the vertex ids of grid:5 are integers" in \
+            capsys.readouterr().err
+    assert main(["bfs", "--graph", "grid:5", "--sources", " 3, +4", *RUN]) == 0
