@@ -122,7 +122,9 @@ def test_partition_auto_records_what_it_chose_for_each_graph(monkeypatch):
 
 
 def test_a_graph_that_does_not_load_is_recorded(tmp_path):
-    missing = str(tmp_path / "missing.mtx")
+    """A file that is there but is no graph (a missing one is refused up front)."""
+    missing = str(tmp_path / "broken.mtx")
+    (tmp_path / "broken.mtx").write_text("not a matrix market file\n")
     results = run_suite(small_config(graphs=[missing, "grid:5"]), solvers={"bfs": double("bfs")},
                         progress=False)
     cases = by_key(results)
@@ -221,6 +223,9 @@ def test_saved_runs_merge_into_one_report(tmp_path, capsys):
     (dict(modes=["sync"]), "--modes: unknown 'sync'"),
     (dict(peers=["matlab"]), "--peers: unknown 'matlab'"),
     (dict(graphs=[]), "no graphs"),
+    # every case of these failed, said only in the table after the whole run
+    (dict(graphs=["grid:4", "kron:"]), "--graphs kron:: 'kron:': empty field"),
+    (dict(graphs=["no/such.mtx"]), "--graphs no/such.mtx: neither a file, a graph spec"),
     (dict(devices=[0]), "device counts must be >= 1"),
     (dict(repeat=0), "--repeat must be >= 1"),
     (dict(warmup=-1), "--warmup must be >= 0"),

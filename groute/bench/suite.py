@@ -9,6 +9,7 @@ harness imports no algorithm by name.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -121,6 +122,24 @@ _DEFAULTS = dict(apps=None, graphs=None, devices=None,
                  reference="auto")
 
 
+def _check_graph(graph: str) -> None:
+    """Refuse, before anything runs, a ``--graphs`` entry no case could load: a spec that does
+    not parse, or a name that is neither a file nor a downloaded dataset (each case of it would
+    fail, reported only in the table at the end)."""
+    from ..graph.datasets import find_downloaded
+    from ..graph.spec import is_spec, parse_spec
+    if Path(graph).expanduser().exists():       # a file or a part set (load_graph's order)
+        return
+    if is_spec(graph):
+        try:
+            parse_spec(graph)
+        except ValueError as exc:
+            raise ValueError(f"--graphs {graph}: {exc}") from None
+    elif find_downloaded(graph) is None:
+        raise ValueError(f"--graphs {graph}: neither a file, a graph spec (kron:, rmat:, grid:, "
+                         f"er:) nor a downloaded dataset (groute data get)")
+
+
 def make_config(preset: str | None = None, **options) -> BenchConfig:
     """A validated :class:`BenchConfig`: explicit ``options`` (None = not given) over the preset.
 
@@ -140,6 +159,8 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
     if not graphs:
         raise ValueError("no graphs: give --graphs SPEC[,SPEC...] (e.g. kron:21,grid:4900 or a "
                          "file path) or a --preset")
+    for graph in graphs:
+        _check_graph(graph)
     devices = values["devices"]
     if not devices:
         raise ValueError("no device counts: give --devices K[,K...] (e.g. 1,2,4) or a --preset")
