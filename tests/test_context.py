@@ -811,3 +811,20 @@ def test_a_kept_error_is_raised_again_as_a_copy_that_says_the_same(kept):
     with pytest.raises(type(kept)):
         raise again(kept)
     assert kept.__traceback__ is None
+
+
+@pytest.mark.timeout(30)
+def test_a_slowed_cpu_device_stops_waiting_at_a_stop():
+    """A device slowed to many seconds per task (``cpu_delays``) slept them out after its run
+    had failed: the reset before the next run waited for the queued task's delay, gave up and
+    left the context unusable."""
+    t0 = time.monotonic()
+    with Context(1, backend="cpu", timeout=0.5, cpu_delays=[60]) as ctx:
+        def slow(device):
+            device.compute_stream.submit(lambda: None)
+            device.compute_stream.synchronize()
+        with pytest.raises(DeviceError, match="WaitTimeout"):
+            ctx.run(slow)
+        ctx.devices[0].delay = 0.0
+        assert ctx.run(lambda device: device.name) == ["cpu:0"]
+    assert time.monotonic() - t0 < 10

@@ -110,8 +110,8 @@ class CPUStream(Stream):
             elif self._error is None:   # a failed stream skips later work; its events report it
                 device = self._device_ref()     # None: gone, with nobody left to tell
                 try:
-                    if device is not None and device.delay:
-                        time.sleep(device.delay)
+                    if device is not None and device.delay:     # cut short by a stop: the
+                        device.stop_event.wait(device.delay)    # rest drains as at full speed
                     fn(*args, **kwargs)
                 except BaseException as exc:  # noqa: BLE001 - reported to the context, raised there
                     # the stream keeps a copy without the traceback, whose frames hold this one
