@@ -153,17 +153,18 @@ def _check_direction(graph, *, directed: bool) -> None:
 @command
 def register(subparsers, common):
     from groute.apps.app_cli import add_graph_options, advanced_group, auto_help
+    from groute.cli_support import count_int, positive_float_count, positive_int
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
     add_graph_options(p)
     advanced = advanced_group(p)
-    advanced.add_argument("--segment-edges", type=float, default=None, metavar="E",
+    advanced.add_argument("--segment-edges", type=positive_float_count, default=None, metavar="E",
                           help="edges per segment handed to devices (default: about 4 per device)")
-    advanced.add_argument("--buffers", type=int, default=None,
+    advanced.add_argument("--buffers", type=positive_int, default=None,
                           help="receive buffers per device link (default 2)")
     advanced.add_argument("--no-afforest", action="store_true",
                           help="hook the whole edge list (no sampling phase, Groute's design)")
-    advanced.add_argument("--sample-rounds", type=int, default=None, metavar="R",
+    advanced.add_argument("--sample-rounds", type=count_int, default=None, metavar="R",
                           help="Afforest: neighbours each vertex links to before the vote "
                                "(default 2)")
     advanced.add_argument("--rest", choices=("auto", "kernel", "segments"), default="auto",
@@ -192,7 +193,7 @@ def _verify(g, labels):
 def _cli(args) -> int:
     from groute.apps.app_cli import checked, load, report, run_solver, write_output
     g, load_s = load(args)
-    given = {"segment_edges": int(args.segment_edges) if args.segment_edges else None,
+    given = {"segment_edges": args.segment_edges,
              "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}
     tuning = dataclasses.replace(CCTuning.from_environment(),
                                  **{k: v for k, v in given.items() if v is not None})

@@ -52,6 +52,28 @@ def positive_int(text: str) -> int:
                            "expected a number >= 1, got {value}")
 
 
+def count_int(text: str) -> int:
+    """A whole number >= 0 (a count that may be none)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def positive_float_count(text: str) -> int:
+    """A count >= 1 written as a number (``1e6``; a whole one)."""
+    def whole(t):
+        value = float(t)
+        if value != int(value):
+            raise ValueError(t)
+        return int(value)
+    return positive_number(text, whole, "expected a whole number (1e6 is one), got {text!r}",
+                           "expected a number >= 1, got {value}")
+
+
 def context_from_args(args, **kwargs):
     """Build the :class:`~groute.Context` that ``--backend/--devices/--timeout`` ask for;
     ``kwargs`` override them (e.g. ``devices`` capped at a graph's size) or add options."""
