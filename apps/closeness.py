@@ -231,6 +231,8 @@ class Closeness(EngineSolver):
         t0 = time.perf_counter()
         self.engine.reset_counters()
         if u is not None:
+            if isinstance(u, (list, np.ndarray)):   # the lookup takes several: one float of them
+                raise TypeError(f"u must be one vertex id, got {type(u).__name__}")
             try:
                 source = self.graph.vertex_of(u, "u")
             except KeyError as exc:

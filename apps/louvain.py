@@ -653,13 +653,18 @@ def _number(value, name: str) -> float:
 
 def salt_of(seed) -> int:
     """A 62-bit salt drawn from ``seed`` as NetworkX gives it (``py_random_state``: a
-    ``random.Random`` or its wrapper of a NumPy generator), an int, or None (the global
-    ``random``)."""
+    ``random.Random`` or its wrapper of a NumPy generator), an int, a NumPy generator or
+    ``RandomState`` (as NetworkX takes them), or None (the global ``random``); a TypeError
+    naming what else it got."""
     if seed is None:
         return random.randrange(1 << 62)
-    if isinstance(seed, numbers.Integral):
-        seed = random.Random(int(seed))
-    return int(seed.randrange(1 << 62))
+    from networkx.utils import create_py_random_state
+    try:
+        rng = create_py_random_state(seed)
+    except ValueError:
+        raise TypeError(f"seed must be an int, None, a random.Random or a NumPy random "
+                        f"generator; got {type(seed).__name__}") from None
+    return int(rng.randrange(1 << 62))
 
 
 class Louvain:

@@ -146,6 +146,8 @@ def sssp(G, source=None, cutoff=None, weight="weight", *, sources=None, predeces
     {0: 0.0, 2: 2.0}
     """
     g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
+    if weight is None and g.weights is not None:    # a matrix's, arrays' or file's own: 1 per
+        g = g.without_weights()                     # arc, as the argument says
     with SSSP(g, **options) as solver:
         return solver.run(source, sources=sources, cutoff=cutoff, predecessors=predecessors)
 

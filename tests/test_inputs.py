@@ -208,8 +208,18 @@ def test_edge_arrays():
         as_graph((np.array([0.5]), np.array([1.0])))
     with pytest.raises(ValueError, match="differ in length"):
         as_graph((np.array([0, 1]), np.array([1])))
-    with pytest.raises(ValueError, match="weights has"):
+    with pytest.raises(ValueError, match=r"weights must be a 1-D array of one weight per arc "
+                                         r"\(\d+\), got shape \(2,\)"):
         as_graph((src, dst, np.ones(2)))
+    with pytest.raises(ValueError, match=r"one weight per arc .*got shape \(1, "):
+        as_graph((src, dst, np.ones((1, src.shape[0]))))    # said "1 entries"
+    # NumPy's errors from deep inside (a ufunc without a loop, a KeyError of a bit width)
+    with pytest.raises(TypeError, match="weights must be real numbers, got dtype <U1"):
+        as_graph((src, dst, np.array(["1"] * src.shape[0])))
+    import scipy.sparse as sp
+    with pytest.raises(TypeError, match="the matrix's values must be real numbers, got dtype "
+                                        "complex128"):
+        as_graph(sp.csr_matrix(np.array([[0, 1j], [1, 0]])))
     with pytest.raises(ValueError, match="tuple of 4"):
         as_graph((src, dst, None, 4))
     with pytest.raises(ValueError, match="edge arrays only"):

@@ -137,6 +137,17 @@ def test_closeness_errors_and_small_graphs(on_devices):
           nx.closeness_centrality(M, distance="w"), 1e-12)
 
 
+def test_closeness_of_u_takes_one_vertex():
+    """A list was looked up as several vertices and gave one float no vertex has."""
+    import groute
+    G = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 3)])
+    for u in ([0, 3], np.array([3])):
+        with pytest.raises(TypeError, match="u must be one vertex id"):
+            groute.closeness_centrality(G, u=u, backend="cpu", devices=1)
+    assert groute.closeness_centrality(G, u=3, backend="cpu", devices=1) == \
+        pytest.approx(nx.closeness_centrality(G, u=3))
+
+
 def test_closeness_negative_lengths_fall_back():
     G = weighted(nx.path_graph(5), "int")
     G[1][2]["w"] = -1

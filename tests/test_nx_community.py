@@ -145,6 +145,19 @@ def test_louvain_answers_as_networkx_does(on_devices, name, G):
         nx.community.louvain_communities(G, max_level=0, backend="groute")
 
 
+def test_a_seed_is_taken_as_networkx_takes_it():
+    """A NumPy generator failed with an AttributeError (no randrange); an int draws as the
+    random.Random of that int."""
+    import random
+    G = nx.karate_club_graph()
+    run = [groute.louvain_communities(G, seed=s, backend="cpu", devices=1).components()
+           for s in (7, random.Random(7), np.random.default_rng(1), np.random.RandomState(1))]
+    assert run[0] == run[1] and all(is_partition(G, c) for c in run)
+    with pytest.raises(TypeError, match="seed must be an int, None, a random.Random or a NumPy "
+                                        "random generator; got str"):
+        groute.louvain_communities(G, seed="x", backend="cpu", devices=1)
+
+
 def test_the_same_seed_gives_the_same_communities_on_any_device_count():
     G = lfr()
     found = []

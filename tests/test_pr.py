@@ -1089,3 +1089,17 @@ def test_a_closed_pagerank_frees_its_arrays_without_the_garbage_collector(k):
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_bsp_max_iter_past_its_bound_is_refused_not_allocated():
+    """max_iter=10**12 tried to allocate a 14.6 TiB stats array (a MemoryError from deep
+    inside); async has no such array."""
+    import networkx as nx
+    import groute
+    from groute.engines.iterate.solver import BSP_MAX_ITER
+    G = nx.path_graph(5)
+    with pytest.raises(ValueError, match=f"max_iter must be at most {BSP_MAX_ITER:,} in mode "
+                                         f"'bsp'"):
+        groute.pagerank(G, max_iter=10**12, mode="bsp", backend="cpu", devices=1)
+    got = groute.pagerank(G, max_iter=10**12, mode="async", backend="cpu", devices=1)
+    assert sum(got.to_dict().values()) == pytest.approx(1.0)

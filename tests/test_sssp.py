@@ -653,3 +653,14 @@ def test_an_overflow_names_the_vertex_by_the_graphs_own_id():
     H.add_edge("b", "c", weight=3e38)
     with pytest.raises(OverflowError, match="vertex 'c' "):
         sssp(H, "a", backend="cpu", devices=1, timeout=10)
+
+
+def test_weight_none_counts_hops_whatever_the_input_holds():
+    """A matrix's or edge arrays' own values were the weights with weight=None."""
+    import scipy.sparse as sp
+    arrays = ([0, 1, 0], [1, 2, 2], [1.0, 1.0, 5.0])
+    matrix = sp.csr_matrix([[0, 1, 5], [0, 0, 1], [0, 0, 0]])
+    for G in (arrays, matrix):
+        assert sssp(G, 0, weight=None, backend="cpu", devices=1).to_dict() == \
+            {0: 0.0, 1: 1.0, 2: 1.0}
+        assert sssp(G, 0, backend="cpu", devices=1).to_dict() == {0: 0.0, 1: 1.0, 2: 2.0}

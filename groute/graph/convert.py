@@ -230,6 +230,7 @@ def from_scipy(matrix) -> CSRGraph:
     m = matrix.tocsr()
     if m.shape[0] != m.shape[1]:
         raise ValueError(f"an adjacency matrix must be square, got shape {m.shape}")
+    _real("the matrix's values", m.dtype)
     if not m.has_canonical_format:
         m = m.copy()
         m.sum_duplicates()               # also sorts the indices
@@ -237,6 +238,13 @@ def from_scipy(matrix) -> CSRGraph:
     if g.is_symmetric():
         g.directed = False
     return g
+
+
+def _real(what: str, dtype) -> None:
+    """A TypeError naming ``what`` unless ``dtype`` holds real numbers (bools, integers,
+    floats): complex values, strings or objects have no weight order."""
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got dtype {dtype}")
 
 
 # ------------------------------------------------------------------ edge arrays
@@ -271,8 +279,9 @@ def from_arrays(src, dst, weights=None, *, num_vertices: int | None = None,
     if weights is not None:
         weights = xp.asarray(weights)
         if weights.shape != src.shape:
-            raise ValueError(f"weights has {weights.shape[0] if weights.ndim else 0} entries "
-                             f"for {src.shape[0]} arcs")
+            raise ValueError(f"weights must be a 1-D array of one weight per arc ({src.shape[0]}), "
+                             f"got shape {weights.shape}")
+        _real("weights", weights.dtype)
     lo = min(int(src.min()), int(dst.min())) if src.size else 0
     hi = max(int(src.max()), int(dst.max())) if src.size else -1
     if lo < 0:

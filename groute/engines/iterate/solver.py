@@ -78,6 +78,9 @@ from .rules import ITERATE_RULES, said
 from .thresholds import host_threshold, push_thresholds, unit_scale
 
 MODES = ("async", "bsp")
+#: the most BSP iterations a run may be given: each device keeps a row of [change, mass] per
+#: iteration (256 MiB at this bound), which the device-side check reads
+BSP_MAX_ITER = 1 << 24
 #: what the answer is scaled to: ``"sum"`` (sum 1; all zero: uniform), ``"l2"`` (unit
 #: Euclidean norm; all zero: as it is), None (as computed)
 NORMALIZATIONS = ("sum", "l2", None)
@@ -262,8 +265,8 @@ class IterateSolver(Solver):
     (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``. ``tol``: the
     stopping rule's, per vertex as NetworkX's (the iteration's ``stop`` says relative or
     absolute; async: the residual bound per vertex it implies). ``max_iter``: BSP's bound on
-    iterations (async: on each device's push sweeps or the persistent kernel's rounds, ten
-    times it); a run that hits it raises
+    iterations, at most :data:`BSP_MAX_ITER` (async: on each device's push sweeps or the
+    persistent kernel's rounds, ten times it); a run that hits it raises
     :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's). ``partition`` and
     ``seed``: how vertices are split over several devices. ``run`` returns the stats keys of
     :func:`stats_keys` in both modes.
@@ -398,6 +401,10 @@ class IterateSolver(Solver):
                 iteration_bytes, processes=ranks is not None and ranks.size > 1), graph,
                 weighted=self.weighted)
             t0 = time.perf_counter()
+            if mode == "bsp" and self.max_iter > BSP_MAX_ITER:
+                raise ValueError(f"{self.app}: max_iter must be at most {BSP_MAX_ITER:,} in "
+                                 f"mode 'bsp' (each device keeps a 16-byte row per iteration), "
+                                 f"got {self.max_iter:,}")
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
                                  "with inplace=True")
