@@ -57,17 +57,18 @@ Dijkstra sums them) and their counts are the input's. Per source ``s``, one roun
 
 The lengths must be > 0 (NetworkX's note: zero-length edges make infinitely many shortest paths,
 its answer then depending on its search order). Lengths so small beside a distance that adding
-them changes nothing in float64 (``1 + 1e-17 == 1``) act as zero: a cycle of them ties, Kahn's
-order never reaches its vertices (their pending counts stay above 0), and :meth:`ArcBetweenness.
-sums` raises a ValueError naming them rather than return the wrong scores. An undirected edge's score is its two arcs'
-sum. ``betweenness_centrality`` with a ``weight`` whose values are not all 1 runs here, as does
+them changes nothing in float64 (``1 + 1e-17 == 1``) act as zero: a cycle of them ties (a
+self-loop of such a length too), Kahn's order never reaches its vertices (their pending counts
+stay above 0), and :meth:`ArcBetweenness.sums` raises a ValueError naming them rather than
+return the wrong scores. An undirected edge's score is its two arcs' sum.
+``betweenness_centrality`` with a ``weight`` whose values are not all 1 runs here, as does
 every ``edge_betweenness_centrality``.
 
 Rescaling is NetworkX's ``_rescale`` (3.6), including its rules for sampled sources: ``k``
 sources drawn as NetworkX draws them (``seed.sample(list(G), k)``: with an integer ``seed`` a
 NetworkX graph gets the same sources), or ``sources`` given by id, rescaled as a sample of that
 many (edges: with endpoints, as NetworkX rescales them). A directed graph counts ordered pairs;
-self-loops and isolated vertices change nothing.
+self-loops and isolated vertices change nothing (but a self-loop whose length vanishes, above).
 """
 from __future__ import annotations
 

@@ -307,6 +307,8 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True, *, arc_weig
     ------
     NodeNotFound
         NetworkX's: ``u`` is not a vertex.
+    TypeError
+        ``u`` a list or an array (one vertex id is asked for).
     ValueError
         A length that is negative or not finite.
 

@@ -72,7 +72,8 @@ def check_mode_options(args) -> None:
     for mode, options in MODE_ONLY.items():
         if given_mode not in ("auto", mode):
             for option in options:
-                if getattr(args, option[2:].replace("-", "_"), None) not in (None, False, "auto"):
+                value = getattr(args, option[2:].replace("-", "_"), None)
+                if not (value is None or value is False or value == "auto"):
                     raise ValueError(f"{option} applies to --mode {mode}; --mode {given_mode} "
                                      f"leaves it unused")
     devices = getattr(args, "devices", None)

@@ -658,6 +658,8 @@ def salt_of(seed) -> int:
     naming what else it got."""
     if seed is None:
         return random.randrange(1 << 62)
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        seed = int(seed)        # NumPy's integers too
     from networkx.utils import create_py_random_state
     try:
         rng = create_py_random_state(seed)
@@ -893,6 +895,8 @@ def louvain_partitions(G, weight="weight", resolution=1, threshold=1e-7, seed=No
         A NetworkX multigraph (NetworkX's ``NetworkXNotImplemented``).
     ZeroDivisionError
         Edges whose weights add up to 0, as NetworkX.
+    TypeError
+        A ``seed`` that is no int, None, ``random.Random`` or NumPy random generator.
 
     Examples
     --------
@@ -939,6 +943,8 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=1e-7, max_le
         ``max_level`` not positive (NetworkX's message).
     GraphNotSupported
         A NetworkX multigraph.
+    TypeError
+        A ``seed`` that is no int, None, ``random.Random`` or NumPy random generator.
 
     Examples
     --------
@@ -1055,6 +1061,8 @@ def leiden_partitions(G, weight="weight", resolution=1, seed=None, **options):
         A directed graph or a NetworkX multigraph (NetworkX's ``NetworkXNotImplemented``).
     ZeroDivisionError
         Edges whose weights add up to 0.
+    TypeError
+        A ``seed`` that is no int, None, ``random.Random`` or NumPy random generator.
 
     Examples
     --------
@@ -1099,6 +1107,8 @@ def leiden_communities(G, weight="weight", resolution=1, max_level=None, seed=No
         ``max_level`` not positive (NetworkX's message).
     GraphNotSupported
         A directed graph or a NetworkX multigraph.
+    TypeError
+        A ``seed`` that is no int, None, ``random.Random`` or NumPy random generator.
 
     Examples
     --------

@@ -8,6 +8,7 @@ these from here, below all of them; only the entry point imports :mod:`groute.cl
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -67,7 +68,7 @@ def positive_float_count(text: str) -> int:
     """A count >= 1 written as a number (``1e6``; a whole one)."""
     def whole(t):
         value = float(t)
-        if value != int(value):
+        if not math.isfinite(value) or value != int(value):
             raise ValueError(t)
         return int(value)
     return positive_number(text, whole, "expected a whole number (1e6 is one), got {text!r}",
@@ -99,7 +100,9 @@ def check_writable_file(option: str, path, *, make_folders: bool = False) -> Non
     """Refuse, before the command's work, a file ``option`` names that could not be written:
     a folder, a read-only file, a missing directory (unless ``make_folders``: the command
     creates it, so the nearest existing one must be a writable folder) or one that cannot be
-    written into. Commands check every output this way so that no result is lost at the end."""
+    written into (with ``make_folders`` also for an existing file: those commands write a
+    temporary file beside it, then rename it). Commands check every output this way so that
+    no result is lost at the end."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{option} {path}: a directory, not a file")
@@ -110,9 +113,10 @@ def check_writable_file(option: str, path, *, make_folders: bool = False) -> Non
     if not folder.is_dir():
         raise ValueError(f"{option} {path}: there is no directory {folder}" if not folder.exists()
                          else f"{option} {path}: {folder} is a file, not a directory")
-    if not os.access(path if path.exists() else folder, os.W_OK):
-        raise ValueError(f"{option} {path}: cannot write "
-                         f"{'the file' if path.exists() else f'into {folder}'}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{option} {path}: cannot write the file")
+    if (make_folders or not path.exists()) and not os.access(folder, os.W_OK):
+        raise ValueError(f"{option} {path}: cannot write into {folder}")
 
 
 def check_writable_folder(option: str, path) -> None:

@@ -250,12 +250,14 @@ def test_an_integer_source_is_written_in_digits(capsys):
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("--sample-rounds", "-1", "expected a number >= 0, got -1"),      # named the tuning's fields
-    ("--segment-edges", "0", "expected a number >= 1, got 0"),        # silently the default
-    ("--segment-edges", "-5", "expected a number >= 1, got -5"),      # "must be None or ..."
+    ("--sample-rounds", "-1", "expected a number >= 0, got -1"),
+    ("--segment-edges", "0", "expected a number >= 1, got 0"),
+    ("--segment-edges", "-5", "expected a number >= 1, got -5"),
+    ("--segment-edges", "inf", "expected a whole number (1e6 is one)"),
     ("--segment-edges", "1.5", "expected a whole number (1e6 is one)"),
     ("--buffers", "0", "expected a number >= 1, got 0")])
 def test_cc_counts_are_checked_as_the_command_s_options(option, value, message, capsys):
+    """Each a one-line error naming the option, not the tuning's fields or a traceback."""
     with pytest.raises(SystemExit):
         main(["cc", "--graph", "grid:5", option, value, *RUN])
     assert f"argument {option}: {message}" in capsys.readouterr().err

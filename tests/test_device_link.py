@@ -328,7 +328,7 @@ def test_join_waits_the_links_timeout_and_host_only_options_are_refused():
         a, b = ctx.devices
         link = Link(a, b, 4, ctx=ctx, initiated="device")
         t0 = time.monotonic()
-        assert link.join() is False             # never closed: the context's 0.3 s, not 60
+        assert link.join() is False             # never closed: the context's 0.3 s
         assert time.monotonic() - t0 < 5
         link.close()
         assert link.join()

@@ -212,8 +212,8 @@ def test_edge_arrays():
                                          r"\(\d+\), got shape \(2,\)"):
         as_graph((src, dst, np.ones(2)))
     with pytest.raises(ValueError, match=r"one weight per arc .*got shape \(1, "):
-        as_graph((src, dst, np.ones((1, src.shape[0]))))    # said "1 entries"
-    # NumPy's errors from deep inside (a ufunc without a loop, a KeyError of a bit width)
+        as_graph((src, dst, np.ones((1, src.shape[0]))))    # 2-D, the message says so
+    # values that are no real numbers: a TypeError naming them
     with pytest.raises(TypeError, match="weights must be real numbers, got dtype <U1"):
         as_graph((src, dst, np.array(["1"] * src.shape[0])))
     import scipy.sparse as sp

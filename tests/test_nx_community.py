@@ -151,8 +151,9 @@ def test_a_seed_is_taken_as_networkx_takes_it():
     import random
     G = nx.karate_club_graph()
     run = [groute.louvain_communities(G, seed=s, backend="cpu", devices=1).components()
-           for s in (7, random.Random(7), np.random.default_rng(1), np.random.RandomState(1))]
-    assert run[0] == run[1] and all(is_partition(G, c) for c in run)
+           for s in (7, random.Random(7), np.int64(7), np.random.default_rng(1),
+                     np.random.RandomState(1))]
+    assert run[0] == run[1] == run[2] and all(is_partition(G, c) for c in run)
     with pytest.raises(TypeError, match="seed must be an int, None, a random.Random or a NumPy "
                                         "random generator; got str"):
         groute.louvain_communities(G, seed="x", backend="cpu", devices=1)

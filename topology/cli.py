@@ -126,11 +126,12 @@ def _load(path, names):
     except IsADirectoryError:
         raise ValueError(f"--from-json {path}: a directory, not a file") from None
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: not a groute topo report (expected schema {SCHEMA!r})")
+        raise ValueError(f"--from-json {path}: not a groute topo report (expected schema "
+                         f"{SCHEMA!r})")
     try:
         results = [BenchResult.from_dict(b) for b in document["benchmarks"]]
     except (KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: malformed benchmark entry ({exc!r})") from None
+        raise ValueError(f"--from-json {path}: malformed benchmark entry ({exc!r})") from None
     if names is not None:
         results = [r for r in results if r.name in names]
     return document, results

@@ -226,10 +226,10 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     target_dir = data_dir(dir)
     target_dir.mkdir(parents=True, exist_ok=True)
     dest = target_dir / d.filename
-    owner = _held_for(d, [dest, target_dir / d.graph_filename], reg)
+    owner = _held_for(d, [dest, target_dir / d.graph_filename], reg,
+                      default_dir=target_dir.resolve() == data_dir().resolve())
     if owner is not None:
-        raise DatasetError(f"{dest} already holds {owner}; download {d.name!r} into another "
-                           f"directory (dir=)")
+        raise DatasetError(f"{dest}: {owner}; download {d.name!r} into another directory")
     notes = []
     if dest.is_file() and not force:
         digest = file_sha256(dest).hexdigest()
@@ -259,21 +259,24 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     return result
 
 
-def _held_for(d: Dataset, paths, reg) -> str | None:
-    """Who else ``paths`` (where ``d`` would be written) already belong to: another name
-    given to a download from another URL, or another dataset of the registry whose file has
-    the same name; None when nobody. A second URL ending in the same file name would otherwise
-    load the first one's graph under the new name, or overwrite it (names for one URL share
-    its file; ``d``'s own name from a mirror is ``d``, checked by its sha256)."""
+def _held_for(d: Dataset, paths, reg, *, default_dir: bool) -> str | None:
+    """Who else ``paths`` (where ``d`` would be written) belong to, as words: another name
+    given to a download from another URL (its file there), or, in the default data directory
+    (``default_dir``), where a registry dataset's name finds its file, another dataset of the
+    registry whose file has that name; None when nobody. A second URL ending in the same file
+    name would otherwise load the first one's graph under the new name, or overwrite it
+    (names for one URL share its file; ``d``'s own name from a mirror is ``d``)."""
     resolved = {str(Path(p).resolve()) for p in paths}
     for name, rec in _records().items():
         if name != d.name and rec.get("path") in resolved and rec.get("url") != d.url:
-            return f"{name!r} downloaded from {rec.get('url')}"
+            return f"already holds {name!r}, downloaded from {rec.get('url')}"
+    if not default_dir:
+        return None
     names = {Path(p).name for p in paths}
     for other in reg.values():
-        if other.name != d.name and other.url != d.url and \
+        if other.name.lower() != d.name.lower() and other.url != d.url and \
                 (other.filename in names or other.graph_filename in names):
-            return f"the file of the registry's dataset {other.name!r}"
+            return f"the file name of the registry's dataset {other.name!r}"
     return None
 
 

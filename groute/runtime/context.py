@@ -681,8 +681,8 @@ class Context:
         """Wait for futures from :meth:`submit`; on any failure stop the rest and raise it (the
         first failure, as a :class:`DeviceError` naming the device). ``timeout`` bounds the
         wait: past it the run fails with a :class:`DeviceError` naming a device still running
-        (``__cause__``: a :class:`WaitTimeout` naming them all), and the call returns within a few poll intervals. In a device function,
-        work submitted to the calling device's own thread is refused (the thread runs it only
+        (``__cause__``: a :class:`WaitTimeout` naming them all), and the call returns within a
+        few poll intervals. In a device function, work submitted to the calling device's own thread is refused (the thread runs it only
         after the function returns), and work on other devices must start within the
         context's timeout: their threads may be busy with functions that wait for this one."""
         futures = list(futures)

@@ -375,7 +375,8 @@ class DeviceLink(SegmentReceiver):
 
     def poll(self):
         """The next packet if it has arrived, else None (never blocks: while another thread
-        receives, None)."""
+        receives, None). For ``receiver="host"`` links, as :meth:`receive` (a RuntimeError
+        otherwise)."""
         self._host_receiver()
         if not self._receive_lock.acquire(blocking=False):
             return None

@@ -91,8 +91,8 @@ def test_a_file_name_another_download_holds_is_refused(tmp_path, isolated_cache)
     write_snap(load_graph("er:50:2:seed=2", cache=False), other)
     first = ds.download("a", url=p.as_uri())
     for force in (False, True):
-        with pytest.raises(DatasetError, match=r"already holds 'a' downloaded from file:.*; "
-                                               r"download 'b' into another directory \(dir=\)$"):
+        with pytest.raises(DatasetError, match=r"already holds 'a', downloaded from file:.*; "
+                                               r"download 'b' into another directory$"):
             ds.download("b", url=other.as_uri(), force=force)
     assert first.path.read_bytes() == p.read_bytes()          # a's file untouched
     assert ds.download("b", url=other.as_uri(), dir=tmp_path / "b").downloaded
@@ -101,8 +101,11 @@ def test_a_file_name_another_download_holds_is_refused(tmp_path, isolated_cache)
     mimic = tmp_path / "mimic" / taken.filename
     mimic.parent.mkdir()
     mimic.write_bytes(p.read_bytes())
-    with pytest.raises(DatasetError, match=f"the registry's dataset '{taken.name}'"):
+    with pytest.raises(DatasetError, match=f"the file name of the registry's dataset "
+                                           f"'{taken.name}'"):
         ds.download("mimic", url=mimic.as_uri())
+    assert ds.download("mimic", url=mimic.as_uri(), dir=tmp_path / "elsewhere").downloaded
+    assert ds.download(taken.name.lower(), url=mimic.as_uri()).downloaded   # its own name
 
 
 def test_download_missing_source_is_oserror(tmp_path, isolated_cache):

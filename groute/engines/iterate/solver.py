@@ -78,8 +78,8 @@ from .rules import ITERATE_RULES, said
 from .thresholds import host_threshold, push_thresholds, unit_scale
 
 MODES = ("async", "bsp")
-#: the most BSP iterations a run may be given: each device keeps a row of [change, mass] per
-#: iteration (256 MiB at this bound), which the device-side check reads
+#: the most iterations a BSP run takes, whatever its ``max_iter``: each device keeps a row of
+#: [change, mass] per iteration (256 MiB at this bound), which the device-side check reads
 BSP_MAX_ITER = 1 << 24
 #: what the answer is scaled to: ``"sum"`` (sum 1; all zero: uniform), ``"l2"`` (unit
 #: Euclidean norm; all zero: as it is), None (as computed)
@@ -265,8 +265,8 @@ class IterateSolver(Solver):
     (default: ``"bsp"``, see the module docstring), ``"bsp"`` or ``"async"``. ``tol``: the
     stopping rule's, per vertex as NetworkX's (the iteration's ``stop`` says relative or
     absolute; async: the residual bound per vertex it implies). ``max_iter``: BSP's bound on
-    iterations, at most :data:`BSP_MAX_ITER` (async: on each device's push sweeps or the
-    persistent kernel's rounds, ten times it); a run that hits it raises
+    iterations, of which at most :data:`BSP_MAX_ITER` run (async: on each device's push sweeps
+    or the persistent kernel's rounds, ten times it); a run that hits it raises
     :class:`groute.errors.PowerIterationFailedConvergence` (NetworkX's). ``partition`` and
     ``seed``: how vertices are split over several devices. ``run`` returns the stats keys of
     :func:`stats_keys` in both modes.
@@ -373,6 +373,8 @@ class IterateSolver(Solver):
         self.mode, self.alpha, self.tol = mode, float(alpha), float(tol)
         self.normalize = normalize
         self.max_iter = int(max_iter)
+        #: the most iterations a BSP run takes: ``max_iter``, up to :data:`BSP_MAX_ITER`
+        self.bsp_iterations = min(self.max_iter, BSP_MAX_ITER)
         n = self.n = int(graph.num_vertices)
         #: the base term: one value (``base_vector`` None) or one per vertex by position
         self.base_value, self.base_vector = self._check_base(base, n, mode)
@@ -401,10 +403,6 @@ class IterateSolver(Solver):
                 iteration_bytes, processes=ranks is not None and ranks.size > 1), graph,
                 weighted=self.weighted)
             t0 = time.perf_counter()
-            if mode == "bsp" and self.max_iter > BSP_MAX_ITER:
-                raise ValueError(f"{self.app}: max_iter must be at most {BSP_MAX_ITER:,} in "
-                                 f"mode 'bsp' (each device keeps a 16-byte row per iteration), "
-                                 f"got {self.max_iter:,}")
             if mode == "bsp" and bsp_kernel == "bins" and inplace:
                 raise ValueError("bsp_kernel='bins' runs Jacobi sweeps: use 'auto' or 'csc' "
                                  "with inplace=True")
@@ -512,7 +510,7 @@ class IterateSolver(Solver):
                 with together(self.ctx, "allocated its persistent kernel's memory", self.app,
                               ipc):
                     for dev in self.devs:
-                        dev.alloc_stats(self.max_iter)
+                        dev.alloc_stats(self.bsp_iterations)
                     block = self._meeting_block(mode) if self.persistent else None
                 # every device in device order: this process's, and across processes the
                 # others' as mapped here (their vectors and stats rows: CUDA IPC)
@@ -839,7 +837,8 @@ class IterateSolver(Solver):
         from groute.errors import PowerIterationFailedConvergence
         rounds = max(stats["rounds"] or [0])
         if stats["mode"] == "bsp":
-            done = f"{stats['iterations']} iterations"
+            done = f"{stats['iterations']} iterations" + (
+                " (the most a BSP run takes)" if self.bsp_iterations < self.max_iter else "")
         elif stats.get("stop") == "stuck":
             done = (f"{rounds} push rounds (no vertex was above the push threshold, yet the "
                     f"residuals failed the rule: some are not finite)")
@@ -951,15 +950,16 @@ class IterateSolver(Solver):
         if self.persistent:     # the kernels start with bsp_reset's work themselves
             t, rows = self._run_persistent(base, self.start)
             converged_at = self._check_stats(0, t, history, converged_at, rows)
-            if converged_at not in (t, None) or (converged_at is None and t < self.max_iter):
+            if converged_at not in (t, None) or (converged_at is None
+                                                 and t < self.bsp_iterations):
                 raise RuntimeError(f"persistent {self.app}: the kernels stopped after {t} iterations "
                                    f"but the host finds the stopping rule first met at "
                                    f"{converged_at} (stats of every device, device order)")
         else:
             for dev in self.devs:
                 dev.bsp_reset()
-        while t < self.max_iter and converged_at is None:
-            batch_end = min(t + self.check_every, self.max_iter)
+        while t < self.bsp_iterations and converged_at is None:
+            batch_end = min(t + self.check_every, self.bsp_iterations)
             for it in range(t, batch_end):
                 self._bsp_iteration(it, base, done_events)
             converged_at = self._check_stats(t, batch_end, history, converged_at)
@@ -1021,7 +1021,7 @@ class IterateSolver(Solver):
         bar = self._barrier
         mine = dict(zip(self._here, self.devs))
         launched, failure = bar.launch_each(
-            lambda i, _: mine[i].persistent_launch(self.max_iter, base, y0, bar.ptr, bar.base,
+            lambda i, _: mine[i].persistent_launch(self.bsp_iterations, base, y0, bar.ptr, bar.base,
                                                    self.k, timeout_ns()))
         phase = "could not launch its kernel"
         try:
