@@ -54,9 +54,22 @@ def _cache_scope(args):
     return private_cache_root()
 
 
+def _chosen_parser(parser, args) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` names (``groute data list``: the ``list``
+    one), whose usage an error about its own options shows."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[name]
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:     # said by the subcommand, with its usage (argparse says it at the top)
+        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

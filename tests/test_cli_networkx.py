@@ -263,3 +263,17 @@ def test_cc_counts_are_checked_as_the_command_s_options(option, value, message, 
     assert f"argument {option}: {message}" in capsys.readouterr().err
     assert main(["cc", "--graph", "grid:5", "--segment-edges", "1e3", "--sample-rounds", "0",
                  *RUN]) == 0
+
+
+@pytest.mark.parametrize("argv, prefix", [
+    (["katz", "--graph", "grid:5", "--unweighted"], "groute katz: error: "),
+    (["data", "list", "--json"], "groute data list: error: "),
+    (["--bogus"], "groute: error: ")])
+def test_an_unknown_option_is_reported_by_its_subcommand(argv, prefix, capsys):
+    """argparse reported a subcommand's unknown options under the top-level usage."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{prefix}unrecognized arguments: {argv[-1]}" in err
+    assert err.startswith(f"usage: {prefix.split(':')[0]} ")
