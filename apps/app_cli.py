@@ -68,7 +68,10 @@ def add_engine_options(p):
 
 
 def add_graph_options(p, *, repeat_default=5,
-                      verify_help="compare with groute.graph.reference"):
+                      verify_help="compare with groute.graph.reference", reads_weights=True):
+    """The options of a command that runs on a graph. ``reads_weights`` False: the command
+    never reads the weights, so a file's negative ones are no error (:func:`load`)."""
+    p.set_defaults(reads_weights=reads_weights)
     p.add_argument("--graph", required=True, metavar="PATH|SPEC",
                    help="a graph file (.mtx[.gz], .gr, SNAP edge list, CSV) or a spec (kron:21, grid:4900, ...)")
     p.add_argument("--symmetric", action="store_true",
@@ -197,7 +200,9 @@ def load(args):
         t0 = time.perf_counter()
         graph = _load_part(args, ctx)
         return graph, time.perf_counter() - t0
-    options = {"seed": args.seed, "symmetric": args.symmetric, "cache": not args.no_cache}
+    options = {"seed": args.seed, "symmetric": args.symmetric, "cache": not args.no_cache,
+               "allow_negative": not getattr(args, "reads_weights", True)
+               or getattr(args, "unweighted", False)}
     if args.columns is not None:
         options["columns"] = parse_columns(args.columns)
     t0 = time.perf_counter()

@@ -25,7 +25,7 @@ from .betweenness import Betweenness, sample_sources
 def register(subparsers, common):
     p = subparsers.add_parser("betweenness", aliases=["betweenness_centrality"], parents=[common],
                               help="betweenness centrality (Brandes; all or sampled sources)")
-    add_graph_options(p, repeat_default=1,
+    add_graph_options(p, repeat_default=1, reads_weights=False,
                       verify_help="compare with networkx.betweenness_centrality on the same "
                                   "sources (slow: the same Brandes in Python)")
     p.add_argument("--k", type=int, default=None, metavar="N",

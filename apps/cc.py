@@ -156,7 +156,7 @@ def register(subparsers, common):
     from groute.cli_support import count_int, positive_float_count, positive_int
     p = subparsers.add_parser("cc", parents=[common],
                               help="connected (weak) components across devices")
-    add_graph_options(p)
+    add_graph_options(p, reads_weights=False)
     advanced = advanced_group(p)
     advanced.add_argument("--segment-edges", type=positive_float_count, default=None, metavar="E",
                           help="edges per segment handed to devices (default: about 4 per device)")

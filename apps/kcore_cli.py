@@ -19,7 +19,7 @@ from .kcore import DEFAULT_DIRECTION, KCore
 def register(subparsers, common):
     p = subparsers.add_parser("kcore", aliases=["core_number"], parents=[common],
                               help="k-core decomposition (core number of every vertex)")
-    add_graph_options(p, verify_help="compare with networkx.core_number (slow on millions of "
+    add_graph_options(p, reads_weights=False, verify_help="compare with networkx.core_number (slow on millions of "
                                      "arcs)")
     add_engine_options(p)
     advanced_group(p).add_argument(

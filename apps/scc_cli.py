@@ -21,7 +21,7 @@ from .scc import SCC
 def register(subparsers, common):
     p = subparsers.add_parser("scc", parents=[common],
                               help="strongly connected components of a directed graph")
-    add_graph_options(p, verify_help="compare with networkx.strongly_connected_components")
+    add_graph_options(p, reads_weights=False, verify_help="compare with networkx.strongly_connected_components")
     add_engine_options(p)
     p.set_defaults(func=_cli)
 

@@ -277,3 +277,15 @@ def test_an_unknown_option_is_reported_by_its_subcommand(argv, prefix, capsys):
     err = capsys.readouterr().err
     assert f"{prefix}unrecognized arguments: {argv[-1]}" in err
     assert err.startswith(f"usage: {prefix.split(':')[0]} ")
+
+
+def test_a_command_that_reads_no_weights_takes_a_file_with_negative_ones(tmp_path, capsys):
+    """BFS, CC, k-core, SCC, betweenness by hops and unweighted PageRank never read the
+    weights: a file's negative ones refused the whole graph, naming a Python argument."""
+    graph = tmp_path / "neg.mtx"
+    graph.write_text("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 -1\n2 3 2\n")
+    for argv in (["bfs"], ["cc"], ["kcore"], ["scc"], ["betweenness"], ["pr", "--unweighted"]):
+        assert main([*argv, "--graph", str(graph), *RUN]) == 0, argv
+    capsys.readouterr()
+    assert main(["sssp", "--graph", str(graph), *RUN]) == 1
+    assert "neg.mtx, line 3: negative weight -1" in capsys.readouterr().err

@@ -51,7 +51,7 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
         if neg.any():
             r = int(np.argmax(neg))
             fail(r, f"negative weight {table.field(r, col)}: weights must be >= 0 "
-                    "(pass allow_negative=True to keep them)")
+                    "(load_graph's allow_negative=True keeps them)")
     if (v.dtype.kind == "f") != (np.dtype(dtype).kind == "f"):
         raise TypeError(f"check_weights: {v.dtype} values for {np.dtype(dtype).name} weights")
     with np.errstate(over="ignore"):           # what overflows is refused just below
