@@ -463,3 +463,27 @@ def test_run_loop_takes_numpy_ints_as_its_counts():
         out = run_loop(eng.frontier([0]), [AdvanceStep(ACCEPT)], max_levels=np.int64(2),
                        start=np.int32(0))
         assert out.levels == 2
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_states_and_keywords_are_checked_as_the_docs_say(devices):
+    """An out-degree state too narrow for the largest degree wrapped it; an array given as ``fill`` failed inside a device on several; a keyword that
+    names an array parameter was ignored by a single operator call."""
+    import networkx as nx
+    from groute.engines import make_engine
+    from groute.operators import Functor, advance, reduce
+    with make_engine(nx.star_graph(200), "bsp", backend="cpu", devices=devices) as eng:
+        for dtype in (np.int8, bool):
+            with pytest.raises(ValueError, match="cannot hold the largest out-degree, 200"):
+                eng.out_degree_state("deg", dtype)
+        with pytest.raises(TypeError, match="a state holds numbers or bools"):
+            eng.out_degree_state("deg", object)
+        eng.out_degree_state("deg", np.int16)
+        assert reduce(eng.all_vertices(), "deg", "max") == 200
+        with pytest.raises(TypeError, match="fill is one number for every vertex; values="):
+            eng.state("x", np.int32, np.zeros(201))
+        eng.state("depth", np.int32, 0)
+        probe = Functor(name="keyword_probe", params="int* depth, int d", cuda="return false;",
+                        numpy=lambda s, v: v[:0])
+        with pytest.raises(DeviceError, match=r"reads \['depth'\] from the engine's state"):
+            advance(eng.frontier([0]), probe, d=0, depth=np.zeros(201, np.int32))

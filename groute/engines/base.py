@@ -48,7 +48,9 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def out_degree_state(self, name: str, dtype=np.int32) -> None:
-        """Hold state ``name``: each vertex's out-degree (its degree in an undirected graph)."""
+        """Hold state ``name``: each vertex's out-degree (its degree in an undirected graph);
+        checked as :meth:`state` is, and ``dtype`` must hold the largest degree (a ValueError
+        otherwise: a narrower integer would wrap it, a bool lose it)."""
 
     @abc.abstractmethod
     def gather(self, name: str) -> np.ndarray:
@@ -187,6 +189,9 @@ def checked_state(name, dtype, fill, values):
         raise TypeError(f"state {name!r}: {exc}") from None
     if dtype.kind not in "biuf":
         raise TypeError(f"state {name!r}: a state holds numbers or bools, not {dtype}")
+    if np.ndim(fill) != 0:     # each device fills its share with it: one number
+        raise TypeError(f"state {name!r}: fill is one number for every vertex; values= takes "
+                        f"an array by position")
     fill = _held_exactly(name, "fill", fill, dtype)
     if values is not None:
         values = _held_exactly(name, "values", values, dtype)

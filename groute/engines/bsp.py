@@ -270,6 +270,17 @@ class BSPEngine(Engine):
 
     def out_degree_state(self, name, dtype=np.int32):
         self._open("out_degree_state")
+        dtype, _, _ = checked_state(name, dtype, 0, None)
+        if dtype.kind in "biu":     # the largest degree, one read-back per device
+
+            def largest(device, part):
+                with device.on_compute():
+                    return int((part.indptr[1:] - part.indptr[:-1]).max()) if part.size else 0
+            most = max(self._shared(self._each(largest, self.parts), "the largest out-degrees"),
+                       default=0)
+            if dtype.kind == "b" or most > np.iinfo(dtype).max:
+                raise ValueError(f"state {name!r}: {dtype} cannot hold the largest out-degree, "
+                                 f"{most}")
 
         def make(device, part):
             with device.on_compute():

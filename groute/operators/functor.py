@@ -254,8 +254,13 @@ class Functor:
                     raise TypeError(f"{where}: {self.name}'s scalar {p.name!r} is declared "
                                     f"{p.declaration()!r}, got {given!r} (not a number it "
                                     f"holds as it is)")
-        extra = set(scalars) - {p.name for p in self.parsed}
+        extra = set(scalars) - {p.name for p in self.parsed if not p.array}
         if extra:
+            states = sorted(extra & {p.name for p in self.parsed})
+            if states:      # read from the engine's state of that name, never from a keyword
+                raise TypeError(f"{where}: {self.name} reads {states} from the engine's state "
+                                f"(engine.state(name, ..., values=...) sets it), not from a "
+                                f"keyword")
             raise TypeError(f"{where}: {self.name} declares no parameter {sorted(extra)}")
         return values
 
