@@ -486,11 +486,11 @@ class ArcBetweenness(EngineSolver):
         vertices among them or the ends of their arcs."""
         left = np.flatnonzero(pending)
         ids = np.asarray(self.graph.ids)
-        tails = np.repeat(np.arange(self.n), np.diff(np.asarray(self.graph.indptr, np.int64)))
+        tails, heads = self.graph.edges()
         arcs = left[left >= self.n] - self.n
         named = sorted(set(left[left < self.n].tolist())
-                       | set(tails[arcs].tolist())
-                       | set(np.asarray(self.graph.indices)[arcs].tolist()))
+                       | set(np.asarray(tails)[arcs].tolist())
+                       | set(np.asarray(heads)[arcs].tolist()))
         shown = ", ".join(repr(v) for v in ids[named[:8]].tolist())
         return ValueError(
             f"betweenness: shortest paths tie around a cycle through vertices {shown}"

@@ -32,6 +32,7 @@ from groute.operators import Functor, Message, advance, arc_values, compute, fil
 from groute.apps.louvain import first_members, independent_movers, level_graph, salt_of
 from groute.registry import public
 from groute.graph import input_graph
+from groute.graph.arcs import arc_named
 
 #: NetworkX's degree counts a self-loop twice: the rows list it once
 LOOP = "loop"
@@ -262,10 +263,8 @@ def _weights(graph, weight, arc_weights, what: str):
     w = arc_values(graph, arc_weights)
     bad = np.flatnonzero(np.isnan(w))
     if bad.size:
-        tail = np.searchsorted(np.asarray(graph.indptr, np.int64), bad[0], side="right") - 1
-        u, v = graph.ids[[tail, int(graph.indices[bad[0]])]].tolist()
-        raise ValueError(f"{what}: weight NaN on the arc {u!r} -> {v!r} ({bad.size} arc(s) "
-                         f"in all); a label's frequency needs a number")
+        raise ValueError(f"{what}: weight NaN on the arc {arc_named(graph, int(bad[0]))} "
+                         f"({bad.size} arc(s) in all); a label's frequency needs a number")
     return w
 
 

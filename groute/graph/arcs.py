@@ -6,6 +6,7 @@ can do without (docs/GRAPHS.md, "Set-up passes"). The same code runs on the host
 CPU backend and CI) and on a CUDA device (CuPy, where a sort of a billion keys takes a fraction
 of a second); both give identical arrays. The transpose (:func:`in_arcs`) builds one range of
 rows at a time from steps of the arcs, so a device holds its own share and no more.
+:func:`arc_named` says one arc in the graph's own ids, for errors.
 """
 from __future__ import annotations
 
@@ -363,3 +364,14 @@ def self_loop_count(indptr, indices, chunk_arcs: int = LOOP_CHUNK_ARCS) -> int:
         src = np.repeat(np.arange(u, v, dtype=dtype), np.diff(indptr[u:v + 1]))
         loops += int(np.count_nonzero(src == indices[indptr[u]:indptr[v]]))
     return loops
+
+
+def arc_named(graph, arc: int) -> str:
+    """Arc ``arc`` (its position in the CSR arrays; of a graph loaded by ranks, in this rank's
+    rows) as ``u -> v`` in the graph's own ids, for an error the caller can trace back to their
+    edge list or NetworkX graph."""
+    rows, first = (graph.part, graph.first) if hasattr(graph, "split_by_ranges") else (graph, 0)
+    rows = rows.to_host()
+    u = first + int(np.searchsorted(rows.indptr, arc, side="right")) - 1
+    ends = graph.vertex_ids.id_of(np.array([u, int(rows.indices[arc])])).tolist()
+    return " -> ".join(repr(e) for e in ends)

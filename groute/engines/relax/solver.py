@@ -40,6 +40,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from groute.graph.arcs import arc_named
 from groute.graph.arrays import array_module
 from groute.graph.csr import kept_on
 from groute.graph.partition import DEFAULT_PARTITION
@@ -638,17 +639,6 @@ class RelaxSolver(Solver):
 
 #: the sampled BFS of :func:`low_diameter`: vertices to reach, levels allowed, sources
 GROWTH_BUDGET, GROWTH_LEVELS, GROWTH_SAMPLES = 1 << 16, 16, 5
-
-
-def arc_named(graph, arc: int) -> str:
-    """Arc ``arc`` (its position in the CSR arrays; of a graph loaded by ranks, in this rank's
-    rows) as ``u -> v`` in the graph's own ids, for an error the caller can trace back to their
-    edge list or NetworkX graph."""
-    rows, first = (graph.part, graph.first) if hasattr(graph, "split_by_ranges") else (graph, 0)
-    rows = rows.to_host()
-    u = first + int(np.searchsorted(rows.indptr, arc, side="right")) - 1
-    ends = graph.vertex_ids.id_of(np.array([u, int(rows.indices[arc])])).tolist()
-    return " -> ".join(repr(e) for e in ends)
 
 
 def graph_is_low_diameter(graph) -> bool:
