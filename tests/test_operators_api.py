@@ -234,6 +234,47 @@ def test_a_frontier_of_positions_takes_integers_only():
         assert eng.frontier([np.int32(1), np.uint64(2)]).vertices().tolist() == [1, 2]
 
 
+def test_frontier_at_checks_its_positions_as_frontier_checks_ids():
+    """1.7, True and "3" were read as 1, 1 and 3, and one position as a list of it."""
+    with make_engine(nx.path_graph(10), backend="cpu", devices=2) as eng:
+        for bad in ([1.7, 2], [True], ["3"], [None]):
+            with pytest.raises(TypeError, match="frontier_at: vertex positions are integers"):
+                eng.frontier_at(bad)
+        with pytest.raises(TypeError, match="frontier_at takes a list of vertex positions"):
+            eng.frontier_at(3)
+        for bad, shown in (([10], "10"), ([-1], "-1"), ([2**70], str(2**70)),
+                           (np.array([2**63 + 1], np.uint64), str(2**63 + 1))):
+            with pytest.raises(ValueError, match=rf"positions must be in \[0, 10\); got {shown}"):
+                eng.frontier_at(bad)
+        assert eng.positions_of(eng.frontier_at(np.array([4, 3], np.int32))).tolist() == [3, 4]
+        assert eng.positions_of(eng.frontier_at(iter([np.int64(9), 0]))).tolist() == [0, 9]
+        assert eng.positions_of(eng.frontier_at([])).tolist() == []
+
+
+SET_TO = Functor(name="set_to", params="float* x, float c", cuda="x[v] = c;",
+                 numpy=lambda s, v: s["x"].__setitem__(v, s["c"]))
+SET_CONST = Functor(name="set_const", params="const float* x, float c", cuda="x[v] = c;",
+                    numpy=lambda s, v: s["x"].__setitem__(v, s["c"]))
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_a_float_scalar_that_overflows_or_a_write_to_const_state_is_refused(devices):
+    """A float parameter given 1e300 held inf; a NumPy callable wrote to state its functor
+    declares const (CUDA's compiler refuses that write), so the backends differed."""
+    with make_engine(nx.path_graph(6), backend="cpu", devices=devices) as eng:
+        eng.state("x", np.float32, 0)
+        with pytest.raises(DeviceError, match=r"set_to's scalar 'c' is declared 'float c', got "
+                                              r"1e\+300"):
+            compute(eng.all_vertices(), SET_TO, c=1e300)
+        compute(eng.all_vertices(), SET_TO, c=float("inf"))     # inf as given is a float
+        assert np.isinf(eng.gather("x")).all()
+        compute(eng.all_vertices(), SET_TO, c=2.5)
+        with pytest.raises(DeviceError, match=r"set_const's numpy callable wrote to state it "
+                                              r"declares const \(const float\* x\)"):
+            compute(eng.all_vertices(), SET_CONST, c=1.0)
+        assert eng.gather("x").tolist() == [2.5] * 6
+
+
 def test_a_state_holds_exactly_what_it_is_given_or_says_why_not():
     """Values an integer state cannot hold exactly (1.7, NaN, past its range, -1 as uint32)
     were cast with a warning at most; a bad name or dtype is named with the state."""

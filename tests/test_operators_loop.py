@@ -410,6 +410,23 @@ def test_parameters_shared_by_name_must_agree():
         loop_source([AdvanceStep(CLAIM), ComputeStep(clash)], None, "test")
 
 
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_parameters_shared_by_name_must_agree_on_every_engine(k):
+    """Only the fused kernel checked; the operator calls on CPU devices ran each functor with
+    its own declaration."""
+    clash = Functor(name="clash", params="double* depth", cuda="", numpy=lambda s, v: None)
+    scalar = Functor(name="scalar", params="float d", cuda="", numpy=lambda s, v: None)
+    with make_engine(random_graph(), backend="cpu", devices=k) as eng:
+        eng.state("depth", np.int32, -1)
+        for other in (clash, scalar):
+            with pytest.raises(ValueError, match=r"run_loop: \w+ declares .* but claim declares"
+                                                 r" .*share their parameters by name"):
+                run_loop(eng.frontier([0]), [AdvanceStep(CLAIM), ComputeStep(other)], level="d")
+            with pytest.raises(ValueError, match="run_rounds: .*share their parameters by name"):
+                run_rounds(eng, [0], [Loop([AdvanceStep(CLAIM)], level="d"), Compute(other)])
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("k", [1, 2])
 def test_the_apps_take_the_loop_option_and_report_it(k):

@@ -23,8 +23,34 @@ import abc
 import numpy as np
 
 from groute.graph.ids import VertexIds
+from groute.ints import is_int
 from groute.operators.loop import python_loop, python_sweep
 from groute.operators.rounds import python_rounds
+
+
+def checked_positions(positions, num_vertices: int) -> np.ndarray:
+    """``positions`` (vertex positions, 0..n-1) as a flat int64 array, checked as
+    :meth:`Engine.frontier` checks ids: a TypeError for a scalar or for a position that is not
+    an integer (1.7 would be truncated, ``True`` read as 1, ``"3"`` as 3), a ValueError for one
+    out of range."""
+    if isinstance(positions, (str, bytes)) or not hasattr(positions, "__iter__"):
+        raise TypeError(f"frontier_at takes a list of vertex positions (one: [position]), got "
+                        f"{type(positions).__name__} {positions!r}")
+    if isinstance(positions, np.ndarray) and positions.dtype.kind in "iu":
+        array = positions.reshape(-1)
+        if array.dtype.kind == "u" and array.size and array.max() > np.iinfo(np.int64).max:
+            array = array.astype(object)        # past int64: reported below as it is
+    else:
+        given = positions if isinstance(positions, np.ndarray) else list(positions)
+        array = np.array(given, dtype=object).reshape(-1)
+        bad = [x for x in array.tolist() if not is_int(x)]
+        if bad:
+            raise TypeError(f"frontier_at: vertex positions are integers, got {bad[0]!r}")
+    outside = (array < 0) | (array >= num_vertices)
+    if outside.any():
+        raise ValueError(f"frontier_at: positions must be in [0, {num_vertices}); got "
+                         f"{array[outside][0]}")
+    return array.astype(np.int64, copy=False)
 
 
 class Engine(abc.ABC):
@@ -81,7 +107,8 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def frontier_at(self, positions):
-        """A :class:`~groute.operators.Frontier` of the vertices at ``positions``."""
+        """A :class:`~groute.operators.Frontier` of the vertices at ``positions`` (checked
+        first: :func:`checked_positions`)."""
 
     @abc.abstractmethod
     def positions_of(self, frontier) -> np.ndarray:

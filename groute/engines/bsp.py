@@ -67,7 +67,7 @@ from groute.runtime.policies import by_owner, to_the_others
 from groute.runtime.router import CLOSE_JOIN_SECONDS, Router
 from groute.tuning import BSPTuning
 
-from .base import Engine, checked_state
+from .base import Engine, checked_positions, checked_state
 from .device_rule import choose_devices
 from .fused import LOOP_CHOICES, FusedLoops, decide_loop, not_fused_because
 from .fused_multi import MultiFusedLoops
@@ -305,10 +305,7 @@ class BSPEngine(Engine):
 
     def frontier_at(self, positions):
         self._open("frontier")
-        positions = np.asarray(positions, dtype=np.int64).reshape(-1)
-        if positions.size and (positions.min() < 0 or positions.max() >= self.num_vertices):
-            raise ValueError(f"frontier: positions must be in [0, {self.num_vertices}); got "
-                             f"{positions.min()}..{positions.max()}")
+        positions = checked_positions(positions, self.num_vertices)
         new = np.unique(self.partition.perm[positions])
 
         def make(device, part):

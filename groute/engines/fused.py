@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from groute.operators.frontier import DeviceFrontier, Frontier, words_for
-from groute.operators.loop import Levels, LoopResult
+from groute.operators.loop import Levels, LoopResult, loop_params
 from groute.operators.rounds import Loop, RoundsResult, body_steps
 from groute.operators import loop_source
 from groute.operators.direction import compile_options
@@ -273,10 +273,10 @@ class FusedLoops:
         return self._params(steps, on_device, scalars, where) + self._candidates(steps)
 
     def _params(self, steps, on_device, scalars, where):
-        """The values of every parameter of the steps (loop_source.loop_params' order), each
+        """The values of every parameter of the steps (:func:`~groute.operators.loop.loop_params`' order), each
         bound and checked as the operators bind them (``on_device``: the names of the scalars
         the kernel sets, such as a level's)."""
-        params = loop_source.loop_params(steps, where)
+        params = loop_params(steps, where)
         given = dict(scalars)
         for name in on_device:
             if name is not None:

@@ -236,6 +236,9 @@ class Functor:
                 if a.dtype != p.dtype:
                     raise TypeError(f"{where}: {self.name} declares {p.declaration()!r} but state "
                                     f"{p.name!r} is {a.dtype}")
+                if p.const and isinstance(a, np.ndarray):   # C refuses a write to it
+                    a = a.view()
+                    a.flags.writeable = False
                 values[p.name] = a
             else:
                 if p.name not in scalars:
@@ -244,13 +247,17 @@ class Functor:
                 given = scalars[p.name]
                 try:
                     # one number: NumPy's type of a list or an array would be an array
-                    values[p.name] = p.dtype.type(given) if np.ndim(given) == 0 else None
+                    with np.errstate(over="ignore"):    # an overflow is refused below
+                        values[p.name] = p.dtype.type(given) if np.ndim(given) == 0 else None
                 except (TypeError, ValueError, OverflowError):
                     values[p.name] = None
                 # an integer parameter takes a whole number in its range, as the number it
-                # is: C would truncate 1.7 to 1, a cast would wrap np.int64(2**40) to 0
-                if values[p.name] is None or (p.dtype.kind in "iu" and not isinstance(
-                        given, int) and values[p.name] != given):
+                # is: C would truncate 1.7 to 1, a cast would wrap np.int64(2**40) to 0; a
+                # float one takes a finite number that stays finite (1e300 is no float)
+                value = values[p.name]
+                if value is None or (p.dtype.kind in "iu" and not isinstance(
+                        given, int) and value != given) or (
+                        p.dtype.kind == "f" and np.isinf(value) and np.isfinite(given)):
                     raise TypeError(f"{where}: {self.name}'s scalar {p.name!r} is declared "
                                     f"{p.declaration()!r}, got {given!r} (not a number it "
                                     f"holds as it is)")
@@ -265,10 +272,25 @@ class Functor:
         return values
 
     def numpy_body(self, where: str) -> Callable:
+        """The NumPy callable; where the functor declares ``const`` arrays (:meth:`bind` gives
+        them read-only), a write to one is a TypeError naming them, as CUDA's compiler refuses
+        it."""
         if self.numpy is None:
             raise TypeError(f"{where}: {self.name} has no numpy callable, so it cannot run on "
                             f"CPU devices")
-        return self.numpy
+        const = [p.declaration() for p in self.parsed if p.array and p.const]
+        if not const:
+            return self.numpy
+
+        def body(*args):
+            try:
+                return self.numpy(*args)
+            except ValueError as exc:
+                if "read-only" not in str(exc):
+                    raise
+                raise TypeError(f"{where}: {self.name}'s numpy callable wrote to state it "
+                                f"declares const ({', '.join(const)}): {exc}") from exc
+        return body
 
     def cuda_body(self, where: str) -> str:
         if not self.cuda.strip():

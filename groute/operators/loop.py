@@ -207,6 +207,24 @@ def check_steps(steps, what: str) -> tuple:
     return steps
 
 
+def loop_params(steps, where: str) -> list:
+    """Every parameter of the steps' functors once, in order of appearance; ValueError naming
+    both functors when two declare one name differently (the steps of a loop, or of a body of
+    rounds, share their parameters by name: a fused kernel holds one of each)."""
+    seen, out = {}, []
+    for step in steps:
+        for p in step.functor.parsed:
+            other = seen.get(p.name)
+            if other is None:
+                seen[p.name] = (p, step.functor.name)
+                out.append(p)
+            elif (other[0].ctype, other[0].array) != (p.ctype, p.array):
+                raise ValueError(f"{where}: {step.functor.name} declares {p.declaration()!r} "
+                                 f"but {other[1]} declares {other[0].declaration()!r}; the "
+                                 f"steps of one loop share their parameters by name")
+    return out
+
+
 def declared_scalars(steps) -> dict:
     """The scalar parameters the steps' functors declare, by name (the first declaration)."""
     declared = {}
@@ -234,6 +252,7 @@ def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
     functor and every one declared given (or ``level``), ``level`` an integer scalar of one.
     ValueError/TypeError naming the argument."""
     steps = check_steps(steps, what)
+    loop_params(steps, what)
     declared = declared_scalars(steps)
     extra = sorted(set(scalars) - set(declared))
     if extra:

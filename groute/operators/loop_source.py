@@ -102,7 +102,7 @@ read, which the host reads once.
 from __future__ import annotations
 
 from .generated import candidate_test, functor_functions, pull_functor
-from .loop import AdvanceStep, ComputeStep, FilterStep
+from .loop import AdvanceStep, ComputeStep, FilterStep, loop_params
 from .rounds import Compute, Loop, body_steps
 
 #: threads per block of the fused kernels
@@ -965,23 +965,6 @@ _SWEEP_MULTI = r"""    int groute_status = {EMPTIED};
         groute_crossed(groute_r, groute_gbase);
     }}
 """
-
-
-def loop_params(steps, where: str) -> list:
-    """Every parameter of the steps' functors once, in order of appearance; ValueError naming
-    both functors when two declare one name differently (the kernel holds one of each)."""
-    seen, out = {}, []
-    for step in steps:
-        for p in step.functor.parsed:
-            other = seen.get(p.name)
-            if other is None:
-                seen[p.name] = (p, step.functor.name)
-                out.append(p)
-            elif (other[0].ctype, other[0].array) != (p.ctype, p.array):
-                raise ValueError(f"{where}: {step.functor.name} declares {p.declaration()!r} "
-                                 f"but {other[1]} declares {other[0].declaration()!r}; the "
-                                 f"steps of one loop share their parameters by name")
-    return out
 
 
 def _kernel_decl(p) -> str:

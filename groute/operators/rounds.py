@@ -37,7 +37,7 @@ from groute.ints import is_int
 from .api import compute
 from .functor import Functor
 from .loop import (ComputeStep, Levels, _check_count, as_tuple, check_level, check_steps,
-                   declared_scalars, run_loop, sweep)
+                   declared_scalars, loop_params, run_loop, sweep)
 
 #: where a round's :class:`Compute` runs
 COMPUTE_OVER = ("all", "seed")
@@ -140,6 +140,7 @@ def check_rounds(body, scalars: dict, index: str | None, total: str | None) -> t
     what = "run_rounds"
     body = as_tuple(body, ITEMS, what, "body", "a list of Loop, Sweep and Compute items",
                     "a Loop, Sweep or Compute")
+    loop_params(body_steps(body), what)
     declared = declared_scalars(body_steps(body))
     extra = sorted(set(scalars) - set(declared))
     if extra:
