@@ -166,6 +166,12 @@ def test_functor_parameters_are_checked():
         Functor(params="int* indices")
     with pytest.raises(ValueError, match="twice"):
         Functor(params="int a, int a")
+    for name in ("over", "direction", "candidates", "frontier", "functor"):
+        # a scalar of an operator keyword's name could never be passed to the operator
+        with pytest.raises(ValueError, match=f"functor parameter '{name}': a scalar is passed "
+                                             f"as a keyword of the operator call"):
+            Functor(params=f"int {name}")
+        assert Functor(params=f"int* {name}").parsed[0].array     # state is found by name
     with pytest.raises(TypeError, match="functor f: numpy must be a function"):
         Functor(numpy=5, name="f")                  # was taken, and failed when first called
     with pytest.raises(TypeError, match="functor f: cuda must be the CUDA source text"):

@@ -411,6 +411,18 @@ def test_parameters_shared_by_name_must_agree():
 
 
 
+def test_a_scalar_named_like_run_loops_own_argument_is_explained():
+    """``start=3`` is run_loop's first level number, so the scalar could not be given."""
+    starts = Functor(name="starts", params="int* depth, int d, int start", cuda="",
+                     numpy=lambda s, v: v[:0])
+    with make_engine(random_graph(), backend="cpu", devices=1) as eng:
+        eng.state("depth", np.int32, -1)
+        with pytest.raises(TypeError, match=r"starts needs the scalar 'start' \(start= is "
+                                            r"run_loop's own argument: rename the scalar"):
+            run_loop(eng.frontier([0]), [AdvanceStep(starts)], level="d", start=3)
+        assert run_loop(eng.frontier([0]), [AdvanceStep(starts)], level="start", d=1).levels == 1
+
+
 @pytest.mark.parametrize("k", [1, 2])
 def test_parameters_shared_by_name_must_agree_on_every_engine(k):
     """Only the fused kernel checked; the operator calls on CPU devices ran each functor with

@@ -52,6 +52,10 @@ RESERVED = frozenset({"v", "u", "m", "msgs", "remote_msg", "i", "n", "first", "e
                       "out", "out_count", "out_bits", "remote", "remote_count", "front_bits",
                       "cand_bits", "counters", "big_items", "big_first_chunk"})
 
+#: the arguments of ``advance``, ``filter`` and ``compute``: a scalar is given as a keyword of
+#: the operator call, so it may not take one of these names
+OPERATOR_KEYWORDS = frozenset({"frontier", "functor", "direction", "over", "candidates"})
+
 
 @dataclass(frozen=True)
 class Param:
@@ -80,6 +84,10 @@ def parse_params(text: str) -> tuple[Param, ...]:
         if name in RESERVED or name.startswith("groute_"):
             raise ValueError(f"functor parameter {name!r}: the name is the operators' own "
                              f"(reserved: {', '.join(sorted(RESERVED))})")
+        if not m.group(3) and name in OPERATOR_KEYWORDS:
+            raise ValueError(f"functor parameter {name!r}: a scalar is passed as a keyword of "
+                             f"the operator call, and {name!r} is one of the operators' own "
+                             f"({', '.join(sorted(OPERATOR_KEYWORDS))}); rename it")
         if any(p.name == name for p in out):
             raise ValueError(f"functor parameter {name!r} appears twice")
         out.append(Param(name, np.dtype(C_TYPES[ctype]), bool(m.group(3)), bool(m.group(1)),

@@ -207,6 +207,11 @@ def check_steps(steps, what: str) -> tuple:
     return steps
 
 
+#: the arguments of ``run_loop`` and ``sweep``: a scalar of that name cannot be passed to them
+LOOP_KEYWORDS = frozenset({"frontier", "levels", "steps", "level", "start", "max_levels", "keep",
+                           "order", "reverse"})
+
+
 def loop_params(steps, where: str) -> list:
     """Every parameter of the steps' functors once, in order of appearance; ValueError naming
     both functors when two declare one name differently (the steps of a loop, or of a body of
@@ -263,8 +268,11 @@ def check_loop(steps, scalars: dict, level: str | None, what: str) -> tuple:
     for s in steps:
         for p in s.functor.parsed:
             if not p.array and p.name not in scalars and p.name != level:
-                raise TypeError(f"{what}: {s.functor.name} needs the scalar {p.name!r} (pass "
-                                f"{p.name}=... or level={p.name!r})")
+                own = p.name in LOOP_KEYWORDS      # taken by the loop call, never a scalar
+                raise TypeError(f"{what}: {s.functor.name} needs the scalar {p.name!r} ("
+                                + (f"{p.name}= is {what}'s own argument: rename the scalar, "
+                                   f"or name it as the level" if own else
+                                   f"pass {p.name}=... or level={p.name!r}") + ")")
     return steps
 
 
