@@ -257,6 +257,31 @@ def test_frontier_at_checks_its_positions_as_frontier_checks_ids():
         assert eng.positions_of(eng.frontier_at([])).tolist() == []
 
 
+@pytest.mark.parametrize("devices", [1, 2])
+def test_an_engine_call_from_inside_a_functor_is_refused_alike_on_any_device_count(devices):
+    """On one device the call ran (the device's work runs on the caller's thread, so the
+    functor re-entered the engine midway); on two it failed on the device thread's wait."""
+    held = {}
+
+    def reenter(s, v):
+        held["call"](held["engine"])
+    reentering = Functor(name="reenter", params="int* x", cuda="", numpy=reenter)
+    calls = {"gather": lambda e: e.gather("x"), "state": lambda e: e.state("y", np.int32, 0),
+             "frontier": lambda e: e.frontier([0]),
+             "all_vertices": lambda e: compute(e.all_vertices(), SQUARE)}
+    with make_engine(nx.path_graph(6), backend="cpu", devices=devices) as eng:
+        eng.state("x", np.int32, 0)
+        eng.state("value", np.int32, 2)
+        held["engine"] = eng
+        for name, call in calls.items():
+            held["call"] = call
+            with pytest.raises(DeviceError, match=rf"{name} called from reenter's numpy callable "
+                                                  rf"in compute\(reenter\) on cpu:\d"):
+                compute(eng.all_vertices(), reentering)
+        compute(eng.all_vertices(), SQUARE)         # the engine goes on
+        assert eng.gather("value").tolist() == [4] * 6
+
+
 SET_TO = Functor(name="set_to", params="float* x, float c", cuda="x[v] = c;",
                  numpy=lambda s, v: s["x"].__setitem__(v, s["c"]))
 SET_CONST = Functor(name="set_const", params="const float* x, float c", cuda="x[v] = c;",

@@ -275,18 +275,31 @@ class Device(abc.ABC):
     #: ``(what, since)``: the user's code the device's host thread runs now (``what`` names
     #: it), since ``time.monotonic()`` ``since``; None while it runs groute's own
     user_code = None
+    #: the thread that runs :attr:`user_code` (None while there is none)
+    user_thread = None
 
     @contextlib.contextmanager
     def running(self, what: str):
         """Mark the ``with`` block as the device's host thread running the user's code
         (``what``, e.g. a functor's NumPy callable), whose time groute does not bound: a wait
         elsewhere that times out while it runs names it as the cause
-        (:meth:`groute.Context.fail`)."""
-        outer, self.user_code = self.user_code, (what, time.monotonic())
+        (:meth:`groute.Context.fail`), and an engine refuses calls from it
+        (:meth:`in_user_code`)."""
+        outer = self.user_code, self.user_thread
+        self.user_code, self.user_thread = (what, time.monotonic()), threading.get_ident()
         try:
             yield
         finally:
-            self.user_code = outer
+            self.user_code, self.user_thread = outer
+
+    def in_user_code(self) -> str | None:
+        """What user code of this device the calling thread is running (``what`` of
+        :meth:`running`), or None: an engine call from inside a functor would run the device's
+        work from the middle of it (one device runs it on the caller's thread) or wait for the
+        thread that runs it (several)."""
+        code = self.user_code
+        return code[0] if code is not None and self.user_thread == threading.get_ident() \
+            else None
 
     # memory --------------------------------------------------------------------------------
     @abc.abstractmethod

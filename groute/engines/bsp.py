@@ -249,6 +249,12 @@ class BSPEngine(Engine):
         (a kept one may serve another engine by now), so nothing of it is to be used."""
         if self._closed:
             raise RuntimeError(f"{what}: the engine is closed")
+        for device in self.ctx.devices:
+            running = device.in_user_code()
+            if running is not None:
+                raise RuntimeError(f"{what} called from {running} on {device.name}: a functor "
+                                   f"works on the state it is given; call the engine between "
+                                   f"operator calls")
 
     # state -----------------------------------------------------------------------------------------
     def state(self, name, dtype, fill=0, *, values=None):
