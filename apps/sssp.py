@@ -153,17 +153,20 @@ def sssp(G, source=None, cutoff=None, weight="weight", *, sources=None, predeces
 
 
 @public(solver=SSSP)
-def shortest_path(G, source, target, weight=None, method="dijkstra", *, num_vertices=None,
-                  symmetric=False, **options):
+def shortest_path(G, source, target=None, weight=None, method="dijkstra", *,
+                  num_vertices=None, symmetric=False, **options):
     """The ids on a shortest path from ``source`` to ``target``, source first, as NetworkX's
-    ``shortest_path(G, source, target, weight, method)``.
+    ``shortest_path(G, source, target, weight, method)``; without ``target``, such a path to
+    every vertex ``source`` reaches.
 
     Parameters
     ----------
     G : graph input
         As :func:`sssp`.
-    source, target : vertex ids
-        The graph's own ids.
+    source : vertex id
+        The graph's own id.
+    target : vertex id, optional
+        The graph's own id; None: every vertex reached.
     weight : str or None, optional
         None: hops (BFS); else the edge attribute whose sum is minimised (SSSP).
     method : {"dijkstra", "bellman-ford"}, optional
@@ -177,8 +180,9 @@ def shortest_path(G, source, target, weight=None, method="dijkstra", *, num_vert
 
     Returns
     -------
-    list
-        The ids on one shortest path (which of several equal ones is groute's choice).
+    list or dict
+        The ids on one shortest path (which of several equal ones is groute's choice); without
+        ``target``, ``{id: path}`` over the vertices reached (:meth:`~groute.results.AppResult.paths`).
 
     Raises
     ------
@@ -194,16 +198,19 @@ def shortest_path(G, source, target, weight=None, method="dijkstra", *, num_vert
     >>> import networkx as nx, groute
     >>> groute.shortest_path(nx.path_graph(4), 0, 3, backend="cpu", devices=1)
     [0, 1, 2, 3]
+    >>> groute.shortest_path(nx.path_graph(3), 0, backend="cpu", devices=1)
+    {0: [0], 1: [0, 1], 2: [0, 1, 2]}
     """
     from .bfs import BFS
     if method not in ("dijkstra", "bellman-ford"):
         raise ValueError(f"method not supported: {method}")
     g = input_graph(G, weight=weight, num_vertices=num_vertices, symmetric=symmetric)
     solver_class = BFS if weight is None else SSSP
-    source_position(g, target, "target")        # a bad target fails before the run
+    if target is not None:
+        source_position(g, target, "target")        # a bad target fails before the run
     with solver_class(g, **options) as solver:
         result = solver.run(source, predecessors=True)
-    return result.path_to(target)
+    return result.paths() if target is None else result.path_to(target)
 
 
 @command

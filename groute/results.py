@@ -75,6 +75,31 @@ class AppResult:
         ids = self.ids
         return dict(zip(ids[has].tolist(), ids[parent[has]].tolist()))
 
+    def paths(self) -> dict:
+        """``{id: [ids on a shortest path from a source to it, source first]}`` over every
+        vertex the run reached, as NetworkX's ``single_source_shortest_path`` answers; each
+        path is its parent's and the vertex (the tree of :meth:`to_predecessors`)."""
+        parent = self._parents()
+        values = np.asarray(self.values)
+        reached = np.flatnonzero(values != self.unreached) if self.unreached is not None \
+            else np.arange(values.shape[0])
+        ids = self.ids.tolist()
+        up = parent.tolist()
+        out = {}
+        for v in reached.tolist():
+            chain = []          # v and its ancestors without a path yet, nearest first
+            while v not in out and v >= 0:
+                chain.append(v)
+                v = up[v]
+                if len(chain) > len(up):
+                    raise RuntimeError("the parents form a cycle; they are not from a "
+                                       "finished run")
+            above = out[v] if v >= 0 else []
+            for w in reversed(chain):
+                above = above + [ids[w]]
+                out[w] = above
+        return {ids[v]: out[v] for v in reached.tolist()}
+
     def path_to(self, target) -> list:
         """The ids on a shortest path from a source to ``target`` (one of the graph's ids),
         source first. ``networkx.NetworkXNoPath`` (a ValueError without NetworkX) when the run

@@ -135,6 +135,18 @@ def test_single_source_paths_are_networkx_s(on_devices, name, G, cutoff):
 
 
 @pytest.mark.parametrize("name,G", GRAPHS, ids=IDS)
+def test_shortest_path_from_a_source_alone_is_networkx_s(on_devices, name, G):
+    """Unweighted, NetworkX answers with single_source_shortest_path, which the backend
+    replays (it declined every call without a target)."""
+    for source in list(G)[:3]:
+        for method in ("dijkstra", "bellman-ford"):
+            got = nx.shortest_path(G, source, method=method, backend="groute")
+            assert list(got.items()) == list(nx.shortest_path(G, source, method=method).items())
+    assert outcome(nx.shortest_path, G, "nope", backend="groute") == \
+        outcome(nx.shortest_path, G, "nope")
+
+
+@pytest.mark.parametrize("name,G", GRAPHS, ids=IDS)
 @pytest.mark.parametrize("kind", [None, "int", "float"])
 def test_path_lengths_between_two_nodes(on_devices, name, G, kind):
     H = G if kind is None else weighted(G, kind)

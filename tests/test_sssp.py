@@ -194,6 +194,32 @@ def test_a_sum_past_int32_off_every_shortest_path_is_no_error(backend, k):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend, k", device_cases([1, 2]))
+@pytest.mark.parametrize("weight", [None, "weight"])
+def test_shortest_path_without_a_target_gives_a_path_to_every_vertex_reached(backend, k,
+                                                                          weight):
+    """As NetworkX's shortest_path(G, source): a dict of paths (it was 'target None is not a
+    vertex'); a vertex not reached has none."""
+    import networkx as nx
+    import groute
+    G = nx.gnp_random_graph(80, 0.05, seed=4, directed=True)
+    for u, v in G.edges:
+        G[u][v]["weight"] = (3 * u + v) % 7 + 1
+    G.add_node("far")
+    want = (nx.single_source_shortest_path_length(G, 0) if weight is None
+            else nx.single_source_dijkstra_path_length(G, 0, weight=weight))
+    got = groute.shortest_path(G, 0, weight=weight, backend=backend, devices=k, timeout=20)
+    assert set(got) == set(want) and "far" not in got
+    for t, p in got.items():
+        assert p[0] == 0 and p[-1] == t and all(G.has_edge(a, b) for a, b in zip(p, p[1:]))
+        length = len(p) - 1 if weight is None else sum(G[a][b]["weight"]
+                                                       for a, b in zip(p, p[1:]))
+        assert length == want[t]
+        if len(p) > 1:
+            assert got[p[-2]] == p[:-1]         # the tree: a vertex's parent's path and itself
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("backend, k", device_cases([1, 2, 3]))
 def test_a_shortest_distance_past_int32_raises(backend, k):
     for g, far in [(arcs(3, [(0, 1, INT_MAX - 1), (1, 2, 1)], np.int32), 2),

@@ -249,7 +249,7 @@ class BSPEngine(Engine):
         (a kept one may serve another engine by now), so nothing of it is to be used."""
         if self._closed:
             raise RuntimeError(f"{what}: the engine is closed")
-        for device in self.ctx.devices:
+        for device in (part.device for part in getattr(self, "parts", ()) if part is not None):
             running = device.in_user_code()
             if running is not None:
                 raise RuntimeError(f"{what} called from {running} on {device.name}: a functor "

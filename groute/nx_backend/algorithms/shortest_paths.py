@@ -88,8 +88,11 @@ def shortest_path_length(G, source=None, target=None, weight=None, method="dijks
 
 
 def _between(args):
-    if args["source"] is None or args["target"] is None:
-        return "groute computes the path between a source and a target given both"
+    if args["source"] is None:
+        return "groute computes paths from a source"
+    if args["target"] is None and args["weight"] is not None:
+        return ("groute's paths to every node are NetworkX's unweighted ones (NetworkX's "
+                "Dijkstra chooses among equal paths by its heap order)")
     return _dijkstra_method(args)
 
 
@@ -103,6 +106,8 @@ def shortest_path(G, source=None, target=None, weight=None, method="dijkstra"):
     else NotImplementedError and NetworkX runs the call."""
     if method not in ("dijkstra", "bellman-ford"):
         raise ValueError(f"method not supported: {method}")
+    if target is None:          # NetworkX's own choice for weight=None, whatever the method
+        return single_source_shortest_path(G, source)
     if source not in G:
         raise nx.NodeNotFound(f"Source {source} is not in G")
     if target not in G:
