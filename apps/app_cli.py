@@ -68,10 +68,12 @@ def add_engine_options(p):
 
 
 def add_graph_options(p, *, repeat_default=5,
-                      verify_help="compare with groute.graph.reference", reads_weights=True):
+                      verify_help="compare with groute.graph.reference", reads_weights=True,
+                      negative_hint=None):
     """The options of a command that runs on a graph. ``reads_weights`` False: the command
-    never reads the weights, so a file's negative ones are no error (:func:`load`)."""
-    p.set_defaults(reads_weights=reads_weights)
+    never reads the weights, so a file's negative ones are no error (:func:`load`); else
+    ``negative_hint`` says how the command does without them, in its error for one."""
+    p.set_defaults(reads_weights=reads_weights, negative_hint=negative_hint)
     p.add_argument("--graph", required=True, metavar="PATH|SPEC",
                    help="a graph file (.mtx[.gz], .gr, SNAP edge list, CSV) or a spec (kron:21, grid:4900, ...)")
     p.add_argument("--symmetric", action="store_true",
@@ -191,6 +193,7 @@ def load(args):
     first the outputs are checked (:func:`check_outputs`), so a run is never wasted on them.
     Run as several processes, this rank's part of it (:func:`job`)."""
     from groute.graph import load_graph
+    from groute.graph.errors import NegativeWeightError
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
     check_outputs(args)
@@ -206,7 +209,11 @@ def load(args):
     if args.columns is not None:
         options["columns"] = parse_columns(args.columns)
     t0 = time.perf_counter()
-    g = load_graph(args.graph, **options)
+    try:
+        g = load_graph(args.graph, **options)
+    except NegativeWeightError as exc:       # load_graph's own hint is no option of ours
+        raise NegativeWeightError(exc.path, exc.weight, exc.line,
+                                  hint=getattr(args, "negative_hint", None)) from None
     return g, time.perf_counter() - t0
 
 

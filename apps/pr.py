@@ -272,7 +272,7 @@ def register(subparsers, common):
     from .iterate_cli import add_iteration_options
     p = subparsers.add_parser("pr", aliases=["pagerank"], parents=[common],
                               help="PageRank across devices (async push or BSP)")
-    add_graph_options(p)
+    add_graph_options(p, negative_hint="--unweighted reads none")
     add_iteration_options(p, PageRank.rules, what="PageRank",
                           tol_help="stop when an iteration's L1 change is at most n*tol of the "
                                    "ranks' sum (NetworkX's tol; async: the same bound on the "

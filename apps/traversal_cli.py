@@ -35,7 +35,7 @@ def register_app(subparsers, common, name, solver_cls):
                                           "(fused per-device workers, asynchronous or "
                                           "level-synchronous), or in one launch per GPU "
                                           "exchanging through peer memory.")
-    add_graph_options(p, reads_weights=name == "sssp")
+    add_graph_options(p, reads_weights=name == "sssp", negative_hint="groute bfs reads none")
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--source", default=None, metavar="ID",
                        help="source vertex, by the graph's own id (as written in the file); "

@@ -287,5 +287,9 @@ def test_a_command_that_reads_no_weights_takes_a_file_with_negative_ones(tmp_pat
     for argv in (["bfs"], ["cc"], ["kcore"], ["scc"], ["betweenness"], ["pr", "--unweighted"]):
         assert main([*argv, "--graph", str(graph), *RUN]) == 0, argv
     capsys.readouterr()
-    assert main(["sssp", "--graph", str(graph), *RUN]) == 1
-    assert "neg.mtx, line 3: negative weight -1" in capsys.readouterr().err
+    # a command that reads them says how to do without, not load_graph's argument
+    for argv, hint in ((["sssp"], " (groute bfs reads none)\n"),
+                       (["pr"], " (--unweighted reads none)\n"), (["katz"], "\n")):
+        assert main([*argv, "--graph", str(graph), *RUN]) == 1
+        err = capsys.readouterr().err
+        assert f"neg.mtx, line 3: negative weight -1: weights must be >= 0{hint}" in err, err

@@ -21,3 +21,16 @@ class GraphFormatError(GrouteError, ValueError):
         if self.line is not None:
             where = f"{where}, line {self.line}"
         super().__init__(f"{where}: {message}")
+
+
+class NegativeWeightError(GraphFormatError):
+    """A negative weight where weights must be >= 0. ``weight``: its text as the file has it;
+    ``hint``: what keeps or avoids it, for the caller to say (load_graph's argument by default,
+    a command its own options)."""
+
+    def __init__(self, path, weight: str, line: int | None = None,
+                 hint: str | None = "load_graph's allow_negative=True keeps them"):
+        self.weight = weight
+        super().__init__(path, f"negative weight {weight}: weights must be >= 0"
+                         + (f" ({hint})" if hint else ""), line=line)
+

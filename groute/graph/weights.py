@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from .csr import PAST_FLOAT32, unstorable_weight
-from .errors import GraphFormatError
+from .errors import GraphFormatError, NegativeWeightError
 
 
 def graph_name(path) -> str:
@@ -50,8 +50,7 @@ def check_weights(values, dtype, *, table, col: int, allow_negative: bool = Fals
         neg = v < 0
         if neg.any():
             r = int(np.argmax(neg))
-            fail(r, f"negative weight {table.field(r, col)}: weights must be >= 0 "
-                    "(load_graph's allow_negative=True keeps them)")
+            raise NegativeWeightError(path, table.field(r, col), line=table.line_of_row(r))
     if (v.dtype.kind == "f") != (np.dtype(dtype).kind == "f"):
         raise TypeError(f"check_weights: {v.dtype} values for {np.dtype(dtype).name} weights")
     with np.errstate(over="ignore"):           # what overflows is refused just below
