@@ -261,6 +261,8 @@ def _weights(graph, weight, arc_weights, what: str):
     if arc_weights is None and weight is None:
         return None
     w = arc_values(graph, arc_weights)
+    if w is None:       # no weights, or all 1 (bools too): counts are the sums
+        return None
     bad = np.flatnonzero(np.isnan(w))
     if bad.size:
         raise ValueError(f"{what}: weight NaN on the arc {arc_named(graph, int(bad[0]))} "

@@ -150,6 +150,20 @@ def test_networkx_weights_must_be_numbers():
     assert as_graph(G, weight=None).weights is None
 
 
+@pytest.mark.parametrize("value", [2**63, 2**64, -2**70, np.uint64(2**63)])
+def test_an_integer_weight_past_64_bits_is_refused_as_one_past_int32(value):
+    """2**64 raised a bare StopIteration (a map() or a generator then swallowed it and lost the
+    answer); 2**63 became a float weight without a word."""
+    G = nx.Graph()
+    G.add_edge(0, 1, weight=value)
+    G.add_edge(1, 2, weight=1)
+    with pytest.raises(ValueError, match=r"edge \(0, 1\) has weight=.*, which does not fit in "
+                                         r"int32"):
+        as_graph(G)
+    G[0][1]["weight"] = 2.5         # a float among them: float weights, as before
+    assert as_graph(G).weights.dtype == np.float32
+
+
 @pytest.mark.parametrize("value, what", [(float("nan"), "is NaN"), (float("inf"), "is infinite"),
                                          (-2.5, r"is negative \(-2.5\)")])
 def test_sssp_names_a_bad_weight_and_its_edge_in_the_callers_ids(value, what):
@@ -194,6 +208,11 @@ def test_edge_arrays():
     g = as_graph((src, dst))
     assert g.num_vertices == 4 and g.directed and g.weights is None
     assert as_graph((src, dst), num_vertices=6).num_vertices == 6
+    assert as_graph((src, dst), num_vertices=np.int64(6)).num_vertices == 6
+    for bad in (4.9, 6.0, True):        # 4.9 was read as 4 (no error), True as 1
+        with pytest.raises(TypeError, match=f"num_vertices must be an int, got "
+                                            f"{type(bad).__name__} {bad!r}"):
+            as_graph((src, dst), num_vertices=bad)
     w = as_graph((src, dst, np.array([1.5, 2.0, 0.5])))
     assert w.weights.dtype == np.float32
     assert not load_graph((src, dst), symmetric=True).directed

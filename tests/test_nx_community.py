@@ -482,6 +482,23 @@ def test_propagation_declines_multigraphs_networkx_counts():
 
 
 @pytest.mark.timeout(60)
+def _bool_weighted_path():
+    G = nx.path_graph(4)
+    nx.set_edge_attributes(G, True, "weight")
+    return G
+
+
+@pytest.mark.parametrize("G", [nx.path_graph(4), nx.empty_graph(3), _bool_weighted_path()],
+                         ids=["no-weights", "no-edges", "bools"])
+def test_propagation_by_a_weight_no_edge_has_or_that_is_bool_counts_labels(G):
+    """An edge without the attribute weighs 1 (NetworkX's rule): unit weights, bools and a
+    graph without edges failed inside NumPy's isnan."""
+    for name in ("asyn_lpa_communities", "fast_label_propagation_communities"):
+        unweighted = getattr(groute, name)(G, seed=1, backend="cpu", devices=1).components()
+        assert getattr(groute, name)(G, weight="weight", seed=1, backend="cpu",
+                                     devices=1).components() == unweighted
+
+
 def test_propagation_refuses_nan_weights_and_the_backend_lets_networkx_raise():
     """A NaN weight makes no label the most frequent: the updates would never settle (the
     asynchronous one ran to its round limit), where NetworkX raises its IndexError at once."""

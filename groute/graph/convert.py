@@ -13,8 +13,10 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from groute.ints import is_int
+
 from .rank_graph import RankGraph
-from .csr import CSRGraph, array_module, unstorable_weight
+from .csr import PAST_INT32, CSRGraph, array_module, unstorable_weight
 
 #: what :func:`as_graph` takes, for its TypeError
 ACCEPTED = ("a CSRGraph, a NetworkX Graph/DiGraph, a scipy sparse matrix or array, or a tuple "
@@ -189,6 +191,13 @@ def _adjacency_weights(rows, weight, multigraph, nodes, indptr, indices):
     def edge(arc):
         u = nodes[int(np.searchsorted(indptr, arc, side="right")) - 1]
         return f"edge ({u!r}, {nodes[int(indices[arc])]!r}) has {weight}={values[arc]!r}"
+    if w is not None and w.dtype.kind in "fO" and w.ndim == 1 and not any(
+            isinstance(v, (float, np.floating)) for v in values):
+        # integers all, which NumPy made floats or objects: one is past 64 bits
+        bad = next((i for i, v in enumerate(values) if isinstance(v, (int, np.integer))
+                    and not -2**63 <= v < 2**63), None)
+        if bad is not None:
+            raise ValueError(f"{edge(bad)}, which {PAST_INT32}")
     if w is None or w.ndim != 1 or w.dtype.kind not in "iufb":
         bad = next(i for i, v in enumerate(values) if not isinstance(v, _NUMBERS))
         raise ValueError(f"{edge(bad)}: the {weight!r} attribute must be a number "
@@ -289,6 +298,9 @@ def from_arrays(src, dst, weights=None, *, num_vertices: int | None = None,
     if num_vertices is None:
         n = hi + 1
     else:
+        if not is_int(num_vertices):        # 3.9 would be 3, True 1
+            raise TypeError(f"num_vertices must be an int, got {type(num_vertices).__name__} "
+                            f"{num_vertices!r}")
         n = int(num_vertices)
         if n < 0:
             raise ValueError(f"num_vertices must be >= 0, got {num_vertices}")

@@ -95,6 +95,11 @@ def _as_array(a):
 PAST_FLOAT32 = "is past float32's range (about 3.4e38), which groute's weights are stored in"
 
 
+#: why an integer weight cannot be stored (it follows "the weight ... ")
+PAST_INT32 = ("does not fit in int32, which groute's integer weights are stored in (give float "
+              "weights, or scale them)")
+
+
 def unstorable_weight(w, stored=None):
     """The first weight that groute's weight arrays cannot hold, and why.
 
@@ -135,9 +140,7 @@ def unstorable_weight(w, stored=None):
         low, high = int(w.min()), int(w.max())
         if low < -2**31 or high > 2**31 - 1:
             out = w == (low if low < -2**31 else high)
-            return int(out.argmax()), ("does not fit in int32, which groute's integer "
-                                       "weights are stored in (give float weights, or scale "
-                                       "them)")
+            return int(out.argmax()), PAST_INT32
     return None
 
 
