@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from groute.cli_support import check_writable_file, drop_stdout
-from groute.graph.cli import add_cache_option
+from groute.graph.cli import add_cache_option, add_columns_option, parse_columns
 from groute.solver import source_position
 
 log = logging.getLogger(__name__)
@@ -78,9 +78,7 @@ def add_graph_options(p, *, repeat_default=5,
                    help="a graph file (.mtx[.gz], .gr, SNAP edge list, CSV) or a spec (kron:21, grid:4900, ...)")
     p.add_argument("--symmetric", action="store_true",
                    help="store every arc in both directions (an undirected reading of the input)")
-    p.add_argument("--columns", default=None, metavar="COLS",
-                   help="edge-list input: the source, target and optional weight columns, "
-                        "comma-separated header names or 0-based positions (e.g. from,to,cost)")
+    add_columns_option(p)
     add_cache_option(p)
     p.add_argument("--seed", type=int, default=0, help="generator / partition seed (default 0)")
     p.add_argument("--repeat", type=int, default=repeat_default, metavar="R",
@@ -89,7 +87,8 @@ def add_graph_options(p, *, repeat_default=5,
     p.add_argument("--output", default=None, metavar="FILE",
                    help="write the answer by the graph's vertex ids: .npy, .npz, .csv, .json, "
                         ".txt (lines 'id value'), or - for those lines on standard output "
-                        "(the summary then goes to standard error)")
+                        "(the summary then goes to standard error); across processes, each "
+                        "writes its vertices to FILE's name with .part-R-of-K before the suffix")
     p.add_argument("--stats", action="store_true",
                    help="also print the graph, the timing details and the work counters "
                         "(across processes, also every rank's host memory while loading, "
@@ -114,15 +113,6 @@ def say(text: str = "", file=None) -> None:
         print(text, flush=True, file=file)
     except BrokenPipeError:
         drop_stdout()
-
-
-def parse_columns(text: str) -> list:
-    """``--columns``: comma-separated header names or 0-based positions, 2 or 3 of them."""
-    cols = [c.strip() for c in text.split(",")]
-    if len(cols) not in (2, 3) or not all(cols):
-        raise ValueError(f"--columns takes 2 or 3 comma-separated names or positions "
-                         f"(source, target[, weight]), got {text!r}")
-    return [int(c) if c.isdigit() else c for c in cols]
 
 
 # ------------------------------------------------------------------ several processes
@@ -157,8 +147,9 @@ def _load_part(args, ctx):
     from groute.graph.ranked import load_ranked
     if args.symmetric or args.columns is not None:
         raise ValueError("--symmetric and --columns read a file whole: across processes, write "
-                         "a part set from it once (groute partition --graph FILE --symmetric "
-                         "...) and give its folder as --graph")
+                         "a part set from it once (groute partition --graph FILE --parts K "
+                         "--out DIR with the same --symmetric or --columns) and give DIR as "
+                         "--graph")
     graph = load_ranked(args.graph, ctx.ranks, seed=args.seed, measure=args.stats,
                         device=ctx.local_device)
     _part = graph
@@ -466,10 +457,14 @@ def write_output(result, path, value_name: str = "value", option: str = "--outpu
     ``-``: text lines on standard output). A file that cannot be written after all (checked
     before the run by :func:`check_outputs`; a place such as ``/proc`` passes those checks) is
     a ValueError naming ``option`` and the path."""
+    # several processes: each writes its own vertices to a file of its own (check_outputs
+    # refused standard output)
+    written = path if _part is None else rank_path(path, _part.rank, _part.num_parts)
     try:
-        _write_output(result, path, value_name)
+        _write_output(result, written, value_name)
     except OSError as exc:
-        raise ValueError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from exc
+        shown = path if written == path else f"{path} (this rank's part: {written})"
+        raise ValueError(f"{option} {shown}: cannot write it ({exc.strerror or exc})") from exc
 
 
 def _write_output(result, path, value_name: str) -> None:
@@ -477,10 +472,8 @@ def _write_output(result, path, value_name: str) -> None:
     values = np.asarray(result.values)
     if result.values_are_vertices:
         values = ids[values]
-    if _part is not None:           # several processes: each writes its own vertices (to a
-        # file: check_outputs refused standard output)
+    if _part is not None:
         ids, values = ids[_part.first:_part.end], values[_part.first:_part.end]
-        path = rank_path(path, _part.rank, _part.num_parts)
     if path == STDOUT:
         try:
             _write_lines(sys.stdout, ids, values)

@@ -91,6 +91,59 @@ def test_a_part_set_refuses_another_folders_files_and_bad_counts(tmp_path):
             load_graph(tmp_path / "set", **option)
 
 
+def test_a_part_set_that_cannot_be_written_leaves_the_old_one_whole(tmp_path, monkeypatch):
+    """A full disk mid-writing deleted the old set, left a part cut short and an error naming
+    no file; a fresh folder kept half a set that the next writing then refused."""
+    import groute.graph.part_set as part_set
+    old, new = load_graph("grid:5"), load_graph("grid:6")
+    write_part_set(old, 2, tmp_path / "set")
+    real, calls = np.savez, []
+
+    def full_disk(path, **arrays):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real(path, **arrays)
+    monkeypatch.setattr(part_set.np, "savez", full_disk)
+    for folder in (tmp_path / "set", tmp_path / "fresh"):
+        calls.clear()
+        with pytest.raises(OSError, match=rf"{re.escape(str(folder))}/part-1-of-3\.npz: cannot "
+                                          rf"write it \(No space left on device\)"):
+            write_part_set(new, 3, folder)
+    assert read_whole(tmp_path / "set").num_vertices == 25     # the old set, whole
+    assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == []
+    monkeypatch.setattr(part_set.np, "savez", real)
+    for folder in (tmp_path / "set", tmp_path / "fresh"):
+        write_part_set(new, 3, folder)
+        assert read_whole(folder).num_vertices == 36
+
+
+def test_labels_of_another_part_set_are_refused(tmp_path):
+    """An ids.npy copied from another set was read: answers under that set's labels."""
+    import networkx as nx
+    for name in ("a", "b"):
+        G = nx.relabel_nodes(nx.path_graph(5), {i: f"{name}{i}" for i in range(5)})
+        write_part_set(load_graph(G), 2, tmp_path / name)
+    (tmp_path / "a" / "ids.npy").write_bytes((tmp_path / "b" / "ids.npy").read_bytes())
+    with pytest.raises(ValueError, match=r"ids.npy: the labels of another writing of a part "
+                                         r"set"):
+        read_part(tmp_path / "a", 0, 2)
+
+
+def test_partition_reads_an_edge_lists_columns_as_the_commands_do(tmp_path, capsys):
+    """Across processes --columns is refused on a file, pointing at a part set, but groute
+    partition had no --columns: such a file could not run on several processes at all."""
+    from groute.cli import main
+    edges = tmp_path / "e.csv"
+    edges.write_text("cost,to,from\n1,b,a\n2,c,b\n3,a,c\n4,e,d\n")
+    assert main(["partition", "--graph", str(edges), "--parts", "2", "--out",
+                 str(tmp_path / "set"), "--columns", "from,to,cost"]) == 0
+    whole, direct = read_whole(tmp_path / "set"), load_graph(edges, columns=["from", "to", "cost"])
+    assert whole.ids.tolist() == direct.ids.tolist()
+    assert [a.tolist() for a in whole.edges()] == [a.tolist() for a in direct.edges()]
+    assert whole.weights.tolist() == direct.weights.tolist()
+
+
 def _edit_manifest(folder, **fields):
     path = folder / "manifest.json"
     manifest = {**json.loads(path.read_text()), **fields}

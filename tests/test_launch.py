@@ -81,6 +81,24 @@ def test_a_command_is_needed(capsys):
     assert "needs a command after --" in capsys.readouterr().err
 
 
+def test_a_commands_option_before_the_command_is_named_not_a_missing_n(capsys, monkeypatch):
+    """``launch --backend cpu -n 2 -- bfs`` said -n/--ranks was required: the option began the
+    command, which took -n with it."""
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda *a, **k: pytest.fail("started"))
+    for argv in (["--backend", "cpu", "-n", "2", "--", "bfs", "--graph", "kron:6"],
+                 ["-n", "2", "--timeout", "5", "--", "bfs", "--graph", "kron:6"]):
+        with pytest.raises(SystemExit) as ended:
+            main(["launch", *argv])
+        assert ended.value.code == 2
+        assert f"unrecognized arguments: {argv[0] if argv[0] != '-n' else argv[2]}" in \
+            capsys.readouterr().err
+    assert main(["launch", "-n", "2", "--", "--backend", "cpu", "bfs"]) == 1
+    assert "--backend is not an option of groute launch (-n, --hosts, --print): a command's " \
+        "options go after the command" in capsys.readouterr().err
+    assert main(["launch", "--", "bfs", "--graph", "kron:6"]) == 1
+    assert "-n/--ranks is required" in capsys.readouterr().err
+
+
 def test_the_command_may_follow_without_dashes(capsys, monkeypatch):
     monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: object())
     assert main(["launch", "-n", "2", "--print", "bfs", "--graph", "kron:10", "--timeout",

@@ -93,8 +93,10 @@ def register(subparsers, common):
                     "as K processes over MPI, each driving one device and loading only its part "
                     "of the graph: groute launch -n 4 -- bfs --graph kron:20 --verify. Needs "
                     f"an MPI: {INSTALL_HINT}.")
-    p.add_argument("-n", "--ranks", type=positive_int, required=True, metavar="K",
-                   help="processes to start (one device each)")
+    # required, checked by run: an option of the command given before it starts the command
+    # (argparse.REMAINDER), which then holds -n too
+    p.add_argument("-n", "--ranks", type=positive_int, default=None, metavar="K",
+                   help="processes to start (one device each; required)")
     p.add_argument("--hosts", default=None, metavar="H1,H2",
                    help="comma-separated hosts to spread the processes over (mpiexec -hosts, or Open "
                         "MPI's --host with the slots per host)")
@@ -122,6 +124,10 @@ def check_command(command, commands, *, local: bool = True) -> None:
         From the command's parser, for its arguments (``--help`` too: printed once).
     """
     first = command[0]
+    if first.startswith("-"):
+        raise ValueError(f"{first} is not an option of groute launch (-n, --hosts, --print): "
+                         f"a command's options go after the command, as in groute launch -n K "
+                         f"-- bfs --graph G {first} ...")
     if first.endswith(".py"):
         if local and not Path(first).is_file():
             raise ValueError(f"there is no program {first}")
@@ -181,6 +187,10 @@ def _hosts(text):
 def run(args) -> int:
     hosts = _hosts(args.hosts)
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if args.ranks is None:
+        if command and command[0].startswith("-"):
+            check_command(command, args.commands)           # says where the option goes
+        raise ValueError("-n/--ranks is required: the processes to start")
     if command:
         check_command(command, args.commands, local=hosts is None)
     line = launch_command(args.ranks, command, hosts=hosts)

@@ -3,7 +3,7 @@ rank, so that a job of K processes reads only its part of it (:mod:`groute.graph
 from __future__ import annotations
 
 from ..cli_support import positive_int
-from ..graph.cli import add_cache_option
+from ..graph.cli import add_cache_option, add_columns_option, parse_columns
 
 
 def register(subparsers, common):
@@ -20,6 +20,7 @@ def register(subparsers, common):
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write (made if missing)")
     p.add_argument("--symmetric", action="store_true",
                    help="store every arc in both directions (an undirected reading of the input)")
+    add_columns_option(p)
     p.add_argument("--seed", type=int, default=0, help="generator seed for a spec (default 0)")
     add_cache_option(p)
     p.set_defaults(func=run)
@@ -28,8 +29,9 @@ def register(subparsers, common):
 def run(args) -> int:
     from ..graph import load_graph
     from ..graph.part_set import write_part_set
+    options = {} if args.columns is None else {"columns": parse_columns(args.columns)}
     graph = load_graph(args.graph, seed=args.seed, symmetric=args.symmetric,
-                       cache=not args.no_cache)
+                       cache=not args.no_cache, **options)
     manifest = write_part_set(graph, args.parts, args.out)
     sizes = [b - a for a, b in zip(manifest["offsets"][:-1], manifest["offsets"][1:])]
     print(f"wrote {graph.name} ({graph.num_vertices:,} vertices, {graph.num_edges:,} arcs) as "

@@ -26,6 +26,23 @@ def add_cache_option(parser) -> None:
                              "user cache directory")
 
 
+def add_columns_option(parser) -> None:
+    """``--columns``, for commands that read an edge list's columns (:func:`parse_columns`)."""
+    parser.add_argument("--columns", default=None, metavar="COLS",
+                        help="edge-list input: the source, target and optional weight columns, "
+                             "comma-separated header names or 0-based positions (e.g. "
+                             "from,to,cost)")
+
+
+def parse_columns(text: str) -> list:
+    """``--columns``: comma-separated header names or 0-based positions, 2 or 3 of them."""
+    cols = [c.strip() for c in text.split(",")]
+    if len(cols) not in (2, 3) or not all(cols):
+        raise ValueError(f"--columns takes 2 or 3 comma-separated names or positions "
+                         f"(source, target[, weight]), got {text!r}")
+    return [int(c) if c.isdigit() else c for c in cols]
+
+
 def register(subparsers, common) -> None:
     p = subparsers.add_parser("data", parents=[common], help="list, download and inspect graphs",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -12,12 +12,18 @@ once, cuts it into the ``K`` contiguous ranges a job of ``K`` ranks owns
   text ids).
 
 A rank reads the manifest and its own part (:func:`read_part`): host memory about its share.
+Every file carries (or the manifest holds the hash of) an id of the writing, so that a file of
+another set put beside them is refused rather than read.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import os
 import re
 import secrets
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -27,6 +33,10 @@ from .partition import LocalGraph, contiguous_offsets
 from .rank_graph import RankGraph
 
 MANIFEST = "manifest.json"
+IDS = "ids.npy"
+_PART = re.compile(r"part-\d+-of-\d+\.npz")
+#: where a writing puts its files before they replace the folder's
+_STAGING = re.compile(r"\.writing-[0-9a-f]+")
 FORMAT = "groute-part-set"
 VERSION = 1
 
@@ -44,6 +54,9 @@ def write_part_set(graph, parts: int, folder) -> dict:
     ValueError
         When ``parts`` is below 1 or above the vertex count, or ``folder`` holds another part
         set's files (a part set is written into a fresh or its own folder).
+    OSError
+        Naming the file that could not be written (a full disk): the folder's old set, if any,
+        is left as it was, for the files are written beside it first and then put in place.
     """
     graph = graph.to_host()
     n = graph.num_vertices
@@ -54,24 +67,38 @@ def write_part_set(graph, parts: int, folder) -> dict:
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder}: not a folder")
     folder.mkdir(parents=True, exist_ok=True)
-    old = folder / MANIFEST
     # a part set's own files are written over only where the folder holds a part set: a
-    # manifest.json or ids.npy of anything else is the user's
+    # manifest.json or ids.npy of anything else is the user's; a staging folder is ours
     ours = _holds_a_part_set(folder)
     stray = [p.name for p in folder.iterdir()
-             if not (ours and (p.name in (MANIFEST, "ids.npy")
-                               or re.fullmatch(r"part-\d+-of-\d+\.npz", p.name)))]
+             if not (_STAGING.fullmatch(p.name) and p.is_dir())
+             and not (ours and (p.name in (MANIFEST, IDS) or _PART.fullmatch(p.name)))]
     if stray:
         raise ValueError(f"{folder} holds other files ({', '.join(sorted(stray)[:3])}); write a "
                          f"part set into an empty folder or over a part set")
-    for p in folder.glob("part-*-of-*.npz"):
-        p.unlink()
+    # one id for this writing of the set, in the manifest, every part and the labels' hash: a
+    # part or labels of another set (or of an older writing) put beside them are told apart
+    # (read_part, and across ranks groute.graph.ranked compares the manifests' ids)
+    set_id = secrets.token_hex(8)
+    staging = folder / f".writing-{set_id}"
+    try:
+        manifest = _write_files(graph, parts, staging, set_id)
+        _replace_set(folder, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for leftover in folder.iterdir():       # an earlier writing that was cut short
+        if _STAGING.fullmatch(leftover.name):
+            shutil.rmtree(leftover, ignore_errors=True)
+    return manifest
+
+
+def _write_files(graph, parts: int, staging: Path, set_id: str) -> dict:
+    """The set's files, written into ``staging`` (a new folder beside where they go, so that a
+    failed writing leaves the folder's old set whole); the manifest."""
+    staging.mkdir()
+    n = graph.num_vertices
     indptr = np.asarray(graph.indptr, dtype=np.int64)
     offsets = contiguous_offsets(indptr, parts)
-    # one id for this writing of the set, in the manifest and every part: a part of another
-    # set (or of an older writing) put beside them is told apart (read_part, and across ranks
-    # groute.graph.ranked compares the manifests' ids)
-    set_id = secrets.token_hex(8)
     for r in range(parts):
         lo, hi = int(offsets[r]), int(offsets[r + 1])
         a, b = int(indptr[lo]), int(indptr[hi])
@@ -79,19 +106,45 @@ def write_part_set(graph, parts: int, folder) -> dict:
                   "set": np.array(set_id)}
         if graph.weights is not None:
             arrays["weights"] = np.asarray(graph.weights[a:b])
-        np.savez(part_file(folder, r, parts), **arrays)
+        _written(part_file(staging, r, parts), lambda path: np.savez(path, **arrays))
     labels = graph.file_ids
+    ids_hash = None
     if labels is not None:
-        np.save(folder / "ids.npy", labels.astype(str) if labels.dtype == object else labels,
+        buffer = io.BytesIO()
+        np.save(buffer, labels.astype(str) if labels.dtype == object else labels,
                 allow_pickle=False)
-    elif (folder / "ids.npy").exists():
-        (folder / "ids.npy").unlink()
+        ids_hash = hashlib.sha256(buffer.getvalue()).hexdigest()
+        _written(staging / IDS, lambda path: path.write_bytes(buffer.getvalue()))
     manifest = {"format": FORMAT, "version": VERSION, "name": graph.name, "vertices": n,
                 "arcs": int(graph.num_edges), "directed": bool(graph.directed), "parts": parts,
                 "offsets": offsets.tolist(), "weighted": graph.weights is not None,
                 "id_base": int(graph.id_base), "labels": labels is not None, "set": set_id}
-    old.write_text(json.dumps(manifest, indent=1) + "\n")
+    if ids_hash is not None:
+        manifest["ids_sha256"] = ids_hash
+    _written(staging / MANIFEST,
+             lambda path: path.write_text(json.dumps(manifest, indent=1) + "\n"))
     return manifest
+
+
+def _written(path: Path, write) -> None:
+    """``write(path)``; an OSError naming the file (a full disk said only "No space left")."""
+    try:
+        write(path)
+    except OSError as exc:
+        raise OSError(exc.errno, f"{path.parent.parent / path.name}: cannot write it "
+                                 f"({exc.strerror or exc})") from None
+
+
+def _replace_set(folder: Path, staging: Path) -> None:
+    """The set written in ``staging`` in place of ``folder``'s: the old manifest goes first
+    (a set without one is no set), the new one comes last (a set is whole once it is there);
+    renames within one file system, so no file is written twice."""
+    (folder / MANIFEST).unlink(missing_ok=True)
+    for old in folder.iterdir():
+        if old.name == IDS or _PART.fullmatch(old.name):
+            old.unlink()
+    for new in sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST):
+        os.replace(new, folder / new.name)
 
 
 def _holds_a_part_set(folder) -> bool:
@@ -222,12 +275,17 @@ def read_part(folder, rank: int, size: int):
 def _read_labels(folder, manifest: dict) -> np.ndarray:
     """The set's vertex labels (``ids.npy``: text labels as objects), one per vertex; a
     ValueError naming the file where it cannot be read or holds another count."""
-    path = Path(folder) / "ids.npy"
+    path = Path(folder) / IDS
     try:
-        labels = np.load(path, allow_pickle=False)
+        data = path.read_bytes()
+        labels = np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: the part set's vertex labels cannot be read ({exc}); write "
                          f"the part set again (groute partition)") from None
+    if "ids_sha256" in manifest and hashlib.sha256(data).hexdigest() != manifest["ids_sha256"]:
+        raise ValueError(f"{path}: the labels of another writing of a part set (they differ "
+                         f"from those the manifest was written with); write the part set again "
+                         f"(groute partition)")
     if labels.shape != (manifest["vertices"],):
         raise ValueError(f"{path}: {labels.shape} labels for {manifest['vertices']} vertices; "
                          f"write the part set again (groute partition)")
