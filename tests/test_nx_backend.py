@@ -437,7 +437,7 @@ DECLINED = {
     "target": (nx.shortest_path_length, (), {"target": 3}),
     "two-sources": (nx.bfs_layers, ([0, 3],), {}),
     "sort_neighbors": (nx.bfs_predecessors, (0,), {"sort_neighbors": sorted}),
-    "path-no-target": (nx.shortest_path, (0,), {}),
+    "path-no-target-weighted": (nx.shortest_path, (0,), {"weight": "weight"}),
     "path-no-source": (nx.shortest_path, (), {"target": 3}),
     "path-bellman-ford": (nx.shortest_path, (0, 3), {"weight": "weight",
                                                    "method": "bellman-ford"}),
