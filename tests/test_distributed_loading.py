@@ -118,6 +118,32 @@ def test_a_part_set_that_cannot_be_written_leaves_the_old_one_whole(tmp_path, mo
         assert read_whole(folder).num_vertices == 36
 
 
+def test_a_writing_cut_short_while_its_files_are_put_in_place_is_written_over(tmp_path,
+                                                                              monkeypatch):
+    """Cut short between its renames, a writing leaves the old manifest beside a mix of parts:
+    readers refuse it, and the next writing replaces it."""
+    import os
+    import groute.graph.part_set as part_set
+    write_part_set(load_graph("grid:5"), 2, tmp_path)
+    real, calls = os.replace, []
+
+    def cut(a, b):
+        calls.append(a)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(a, b)
+    monkeypatch.setattr(part_set.os, "replace", cut)
+    with pytest.raises(KeyboardInterrupt):
+        write_part_set(load_graph("grid:6"), 2, tmp_path)
+    monkeypatch.setattr(part_set.os, "replace", real)
+    with pytest.raises(ValueError, match="a part of another writing of a part set"):
+        read_whole(tmp_path)
+    write_part_set(load_graph("grid:6"), 3, tmp_path)
+    assert read_whole(tmp_path).num_vertices == 36
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "manifest.json", "part-0-of-3.npz", "part-1-of-3.npz", "part-2-of-3.npz"]
+
+
 def test_labels_of_another_part_set_are_refused(tmp_path):
     """An ids.npy copied from another set was read: answers under that set's labels."""
     import networkx as nx

@@ -245,8 +245,10 @@ class BSPEngine(Engine):
         self._open(what)
 
     def _open(self, what):
-        """A RuntimeError naming ``what`` once the engine is closed: its context went back
-        (a kept one may serve another engine by now), so nothing of it is to be used."""
+        """A RuntimeError naming ``what`` once the engine is closed (its context went back: a
+        kept one may serve another engine by now, so nothing of it is to be used), or when
+        called from inside a functor's NumPy callable
+        (:meth:`~groute.device.base.Device.in_user_code`)."""
         if self._closed:
             raise RuntimeError(f"{what}: the engine is closed")
         for device in (part.device for part in getattr(self, "parts", ()) if part is not None):

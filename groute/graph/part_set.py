@@ -36,7 +36,7 @@ MANIFEST = "manifest.json"
 IDS = "ids.npy"
 _PART = re.compile(r"part-\d+-of-\d+\.npz")
 #: where a writing puts its files before they replace the folder's
-_STAGING = re.compile(r"\.writing-[0-9a-f]+")
+_STAGING = re.compile(r"\.writing-[0-9a-f]{16}")
 FORMAT = "groute-part-set"
 VERSION = 1
 
@@ -56,7 +56,9 @@ def write_part_set(graph, parts: int, folder) -> dict:
         set's files (a part set is written into a fresh or its own folder).
     OSError
         Naming the file that could not be written (a full disk): the folder's old set, if any,
-        is left as it was, for the files are written beside it first and then put in place.
+        is left as it was, for the files are written beside it first and then put in place
+        (:func:`_replace_set`; a writing cut short while they are put in place leaves a set
+        that readers refuse and the next writing replaces).
     """
     graph = graph.to_host()
     n = graph.num_vertices
@@ -136,15 +138,18 @@ def _written(path: Path, write) -> None:
 
 
 def _replace_set(folder: Path, staging: Path) -> None:
-    """The set written in ``staging`` in place of ``folder``'s: the old manifest goes first
-    (a set without one is no set), the new one comes last (a set is whole once it is there);
-    renames within one file system, so no file is written twice."""
-    (folder / MANIFEST).unlink(missing_ok=True)
+    """The set written in ``staging`` in place of ``folder``'s: its parts and labels over the
+    old ones while the old manifest stays (a reader meanwhile refuses the mix by the set id and
+    the labels' hash, and a writing cut short here finds a set to write over), then its
+    manifest (from there the set is whole), then the old files it does not have (parts of
+    another count, labels). Renames within one file system: no file is written twice."""
+    names = {p.name for p in staging.iterdir()}
+    for name in sorted(names - {MANIFEST}):
+        os.replace(staging / name, folder / name)
+    os.replace(staging / MANIFEST, folder / MANIFEST)
     for old in folder.iterdir():
-        if old.name == IDS or _PART.fullmatch(old.name):
+        if (old.name == IDS or _PART.fullmatch(old.name)) and old.name not in names:
             old.unlink()
-    for new in sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST):
-        os.replace(new, folder / new.name)
 
 
 def _holds_a_part_set(folder) -> bool:
@@ -277,12 +282,13 @@ def _read_labels(folder, manifest: dict) -> np.ndarray:
     ValueError naming the file where it cannot be read or holds another count."""
     path = Path(folder) / IDS
     try:
-        data = path.read_bytes()
-        labels = np.load(io.BytesIO(data), allow_pickle=False)
+        with open(path, "rb") as fh:        # hashed as read, never held twice
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        labels = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: the part set's vertex labels cannot be read ({exc}); write "
                          f"the part set again (groute partition)") from None
-    if "ids_sha256" in manifest and hashlib.sha256(data).hexdigest() != manifest["ids_sha256"]:
+    if "ids_sha256" in manifest and digest != manifest["ids_sha256"]:
         raise ValueError(f"{path}: the labels of another writing of a part set (they differ "
                          f"from those the manifest was written with); write the part set again "
                          f"(groute partition)")

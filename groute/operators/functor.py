@@ -34,6 +34,7 @@ every device (``engine.state(name, ...)``), passed by name; scalars are given pe
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -210,9 +211,13 @@ class Functor:
     message: Message | None = None
     gather: Gather | None = None
     parsed: tuple = field(init=False, repr=False, compare=False)
+    #: the declarations of the arrays it declares ``const`` (read-only in NumPy too)
+    const_arrays: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "parsed", parse_params(self.params))
+        object.__setattr__(self, "const_arrays",
+                           tuple(p.declaration() for p in self.parsed if p.array and p.const))
         if self.numpy is not None and not callable(self.numpy):
             raise TypeError(f"functor {self.name}: numpy must be a function (the CPU devices' "
                             f"form of the functor), got {type(self.numpy).__name__}")
@@ -255,17 +260,22 @@ class Functor:
                 given = scalars[p.name]
                 try:
                     # one number: NumPy's type of a list or an array would be an array
-                    with np.errstate(over="ignore"):    # an overflow is refused below
-                        values[p.name] = p.dtype.type(given) if np.ndim(given) == 0 else None
+                    if isinstance(given, int) and p.dtype.kind in "iu":    # the common case
+                        value = p.dtype.type(given)     # OverflowError past the type's range
+                    else:
+                        with np.errstate(over="ignore", invalid="ignore"):    # refused below
+                            value = p.dtype.type(given) if np.ndim(given) == 0 else None
+                    # a float takes a number that stays finite (1e300 is no float)
+                    if p.dtype.kind == "f" and value is not None and math.isinf(value) \
+                            and not math.isinf(float(given)):
+                        value = None
                 except (TypeError, ValueError, OverflowError):
-                    values[p.name] = None
+                    value = None
+                values[p.name] = value
                 # an integer parameter takes a whole number in its range, as the number it
-                # is: C would truncate 1.7 to 1, a cast would wrap np.int64(2**40) to 0; a
-                # float one takes a finite number that stays finite (1e300 is no float)
-                value = values[p.name]
+                # is: C would truncate 1.7 to 1, a cast would wrap np.int64(2**40) to 0
                 if value is None or (p.dtype.kind in "iu" and not isinstance(
-                        given, int) and value != given) or (
-                        p.dtype.kind == "f" and np.isinf(value) and np.isfinite(given)):
+                        given, int) and value != given):
                     raise TypeError(f"{where}: {self.name}'s scalar {p.name!r} is declared "
                                     f"{p.declaration()!r}, got {given!r} (not a number it "
                                     f"holds as it is)")
@@ -286,7 +296,7 @@ class Functor:
         if self.numpy is None:
             raise TypeError(f"{where}: {self.name} has no numpy callable, so it cannot run on "
                             f"CPU devices")
-        const = [p.declaration() for p in self.parsed if p.array and p.const]
+        const = self.const_arrays
         if not const:
             return self.numpy
 
