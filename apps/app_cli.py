@@ -203,8 +203,7 @@ def load(args):
     try:
         g = load_graph(args.graph, **options)
     except NegativeWeightError as exc:       # load_graph's own hint is no option of ours
-        raise NegativeWeightError(exc.path, exc.weight, exc.line,
-                                  hint=getattr(args, "negative_hint", None)) from None
+        raise exc.with_hint(getattr(args, "negative_hint", None)) from None
     return g, time.perf_counter() - t0
 
 

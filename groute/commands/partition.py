@@ -35,7 +35,7 @@ def run(args) -> int:
         graph = load_graph(args.graph, seed=args.seed, symmetric=args.symmetric,
                            cache=not args.no_cache, **options)
     except NegativeWeightError as exc:      # load_graph's own hint is no option of this command
-        raise NegativeWeightError(exc.path, exc.weight, exc.line, hint=None) from None
+        raise exc.with_hint(None) from None
     manifest = write_part_set(graph, args.parts, args.out)
     sizes = [b - a for a, b in zip(manifest["offsets"][:-1], manifest["offsets"][1:])]
     print(f"wrote {graph.name} ({graph.num_vertices:,} vertices, {graph.num_edges:,} arcs) as "

@@ -34,3 +34,7 @@ class NegativeWeightError(GraphFormatError):
         super().__init__(path, f"negative weight {weight}: weights must be >= 0"
                          + (f" ({hint})" if hint else ""), line=line)
 
+    def with_hint(self, hint: str | None) -> "NegativeWeightError":
+        """The same error with another ``hint`` (a command says its own way around it)."""
+        return NegativeWeightError(self.path, self.weight, self.line, hint=hint)
+
