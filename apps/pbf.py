@@ -29,6 +29,7 @@ from groute import HOST, Router, by_key, first_available
 from groute.registry import command, public
 from groute.runtime.kept import lease
 from groute.runtime.router import CLOSE_JOIN_SECONDS
+from groute.runtime.segment import positive_int
 
 log = logging.getLogger(__name__)
 KERNEL = Path(__file__).with_name("pbf.cu")
@@ -153,7 +154,10 @@ def pbf(data, predicate="even", *, ctx=None, segment_size: int = 1 << 20, num_bu
     Raises
     ------
     ValueError
-        ``data`` not a 1-D int32 array, a bad ``segment_size`` or predicate.
+        ``data`` not a 1-D int32 array, a ``segment_size`` that is not a whole number >= 1, an
+        unknown predicate.
+    TypeError
+        A ``predicate`` that is neither a str nor a Predicate.
 
     Examples
     --------
@@ -162,15 +166,17 @@ def pbf(data, predicate="even", *, ctx=None, segment_size: int = 1 << 20, num_bu
     >>> sorted(kept.values.tolist())
     [1, 4, 7]
     """
+    if not isinstance(predicate, (str, Predicate)):
+        raise TypeError(f"predicate is a str (even, odd, positive, gt:T, lt:T, mod:M:R) or a "
+                        f"Predicate, got {type(predicate).__name__}")
     pred = predicate if isinstance(predicate, Predicate) else parse_predicate(predicate)
     data = np.ascontiguousarray(data)
     if data.dtype != np.int32 or data.ndim != 1:
         raise ValueError(f"pbf filters a 1-D int32 array, got {data.ndim}-D {data.dtype}")
-    if isinstance(segment_size, bool) or int(segment_size) < 1:
-        raise ValueError(f"segment_size must be >= 1, got {segment_size}")
+    segment_size = positive_int("segment_size", segment_size)
     ctx, release = lease(ctx, devices=devices, backend=backend)
     try:
-        return _run(ctx, data, pred, int(segment_size), num_buffers, static)
+        return _run(ctx, data, pred, segment_size, num_buffers, static)
     finally:
         release()
 

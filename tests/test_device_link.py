@@ -295,7 +295,13 @@ def test_bad_device_links_are_clear_errors(cpu_ctx):
         link.receive()
     with pytest.raises(ValueError, match=r"holds 0..4 items, got 5"):
         link.tx.publish(link.tx.reserve(), 5)
-    link.close()
+    # a close on something that is no stream of the sender failed inside it, link left open
+    for stream in ("compute", b.compute_stream):
+        with pytest.raises(TypeError, match=r"close takes a stream of the sender cpu:0"):
+            link.close(stream=stream)
+        assert not link.closed
+    link.close(stream=a.compute_stream)
+    assert link.closed
 
 
 @pytest.mark.timeout(60)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from groute import (HOST, Context, ContextStopped, DeviceError, Link, LinkClosed, Router,
-                    WaitTimeout, first_available)
+                    WaitTimeout, broadcast, first_available)
 from groute.runtime import link as link_module
 from groute.waiting import wait_for
 from support import backends, context_or_skip
@@ -427,6 +427,31 @@ def test_empty_sends_keep_their_place_in_the_queue():
         assert link.stats["segments"] == 3 and link.stats["packets"] == 2
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("through", ["link", "broadcast router"])
+def test_an_empty_send_is_a_fence_for_the_copies_before_it(through):
+    """An empty send's handle is done once the sends before it are: with the copy stream
+    slowed, it is not done while the earlier copy still reads its source, and a source
+    overwritten after it is done arrives as sent."""
+    with Context(2, backend="cpu", timeout=10, cpu_delays=[0.3, 0]) as ctx:
+        a, b = ctx.devices
+        if through == "link":
+            link = Link(a, b, packet_size=4, num_buffers=2, ctx=ctx)
+            send, outputs = link.send, [link]
+        else:
+            router = Router([a], [b, a], broadcast, packet_size=4, ctx=ctx)
+            link, send, outputs = router, router.inputs[0].send, router.outputs
+        src = a.asarray(np.arange(3, dtype=np.int32))
+        send(src)
+        fence = send(a.asarray(np.zeros(0, np.int32)))
+        assert not fence.done(), "an empty send was done before the copy queued ahead of it"
+        fence.wait(timeout=10)
+        src[:] = -1
+        link.close()
+        got = [[p.wait().data.tolist() for p in out] for out in outputs]
+    assert got == [[[0, 1, 2]]] * len(outputs)
+
+
 @pytest.mark.parametrize("kwargs,msg", [({"packet_size": 0}, "packet_size"), ({"packet_size": 4, "num_buffers": 0}, "num_buffers"),
                                         ({"packet_size": 2.5}, "packet_size")])
 def test_bad_arguments(cpu_ctx, kwargs, msg):
@@ -480,7 +505,8 @@ def test_a_send_of_a_scalar_or_a_bad_event_or_metadata_names_the_link(cpu_ctx):
 def test_a_link_s_buffers_dtype_and_a_router_s_pairs_are_checked_when_made(cpu_ctx):
     """Ten million buffers took half a minute and gigabytes of slots to build (a billion never
     returned); buffers past the memory failed inside NumPy; a dtype that is no number, and
-    pairs that are not pairs of ints, were taken or failed naming nothing."""
+    pairs that are not pairs of ints, were taken or failed naming nothing; an item shape whose
+    size passed int64 wrapped past the memory check."""
     a, b = cpu_ctx.devices[:2]
     with pytest.raises(ValueError, match="num_buffers must be at most 65,536"):
         Link(a, b, 1, 10**7, ctx=cpu_ctx)
@@ -488,6 +514,10 @@ def test_a_link_s_buffers_dtype_and_a_router_s_pairs_are_checked_when_made(cpu_c
         with pytest.raises(MemoryError, match=r"named: its receive buffers take .* GiB, more "
                                               r"than the .* GiB cpu:1 has free"):
             Link(a, b, 10**12, 2, ctx=cpu_ctx, name="named", initiated=initiated)
+        # an item of 2**64 bytes wrapped to 0 in int64 and passed the check
+        with pytest.raises(MemoryError, match=r"wide: its receive buffers take .* GiB"):
+            Link(a, b, 4, 2, ctx=cpu_ctx, name="wide", item_shape=(2**62, 4),
+                 initiated=initiated)
         with pytest.raises(TypeError, match="dtype: data type 'nosuch' not understood"):
             Link(a, b, 4, ctx=cpu_ctx, dtype="nosuch", initiated=initiated)
         with pytest.raises(TypeError, match="a link carries numbers or bools, not object"):

@@ -55,6 +55,22 @@ def test_bad_input_array():
         pbf(np.zeros(4, np.float32), "even", backend="cpu", devices=1)
 
 
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"segment_size": 2.5}, ValueError, "segment_size must be a whole number"),
+    ({"segment_size": "3"}, ValueError, "segment_size must be a whole number"),
+    ({"segment_size": None}, ValueError, "segment_size must be a whole number"),
+    ({"segment_size": 0}, ValueError, "segment_size must be a whole number"),
+    ({"predicate": None}, TypeError, "predicate is a str"),
+    ({"predicate": 3}, TypeError, "predicate is a str")])
+def test_bad_arguments_are_named(kwargs, error, match):
+    """A segment size that is not a whole number is refused, not truncated (2.5 ran with 2),
+    and a predicate that is no text is named (it failed inside str.strip)."""
+    args = {"predicate": "even", **kwargs}
+    with pytest.raises(error, match=match):
+        pbf(np.arange(10, dtype=np.int32), args.pop("predicate"), backend="cpu", devices=2,
+            **args)
+
+
 def test_cli_pbf_verifies(capsys):
     assert main(["pbf", "--backend", "cpu", "--devices", "2", "--size", "20000", "--segment", "3000", "--compare"]) == 0
     out = capsys.readouterr().out

@@ -168,7 +168,27 @@ def test_policy_must_be_callable(cpu_ctx):
         Router([HOST], cpu_ctx.devices, "first", packet_size=4)
 
 
-@pytest.mark.parametrize("answer", [None, 1.5, True, np.True_, "1", [1, "2"], [1.0], {1}])
+def test_a_router_s_endpoints_pairs_and_input_index_are_checked(cpu_ctx):
+    """One endpoint not in a list was read letter by letter ("not an endpoint: 'h'"), pairs
+    that are no list and an input index that is no int failed inside Python."""
+    a, b = cpu_ctx.devices[:2]
+    with pytest.raises(TypeError, match=r"inputs is a list of .*got 'host'; one alone goes in"):
+        Router("host", [b], first_available, packet_size=4, ctx=cpu_ctx)
+    with pytest.raises(TypeError, match=r"outputs is a list of .*got .*cpu:1"):
+        Router([a], b, first_available, packet_size=4, ctx=cpu_ctx)
+    with pytest.raises(TypeError, match=r"named: pairs is a list of \(input index, output index\) "
+                                        r"pairs, got 5"):
+        Router([a], [b], first_available, packet_size=4, ctx=cpu_ctx, name="named", pairs=5)
+    router = Router([a], [b], first_available, packet_size=4, ctx=cpu_ctx, name="named")
+    with pytest.raises(TypeError, match=r"named's inputs are indexed by an int or a slice, got '0'"):
+        router.inputs["0"]
+    assert router.inputs[-1].index == 0
+    router.close()
+
+
+@pytest.mark.parametrize("answer", [None, 1.5, True, np.True_, "1", [1, "2"], [1.0], {1},
+                                    np.array([[0, 1]]), Route(1, "fixed"),
+                                    Route(np.array(1), "fixed"), np.array(1.5)])
 def test_a_policy_answer_that_is_no_destination_is_a_clear_error(cpu_ctx, answer):
     def odd(segment, source, destinations):
         return answer
@@ -180,7 +200,8 @@ def test_a_policy_answer_that_is_no_destination_is_a_clear_error(cpu_ctx, answer
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("answer", [np.int64(1), np.int32(1), [np.int64(1)], np.array([1]),
-                                    Route((np.int64(1),), "fixed"), 1, (1,), range(1, 2)])
+                                    Route((np.int64(1),), "fixed"), 1, (1,), range(1, 2),
+                                    np.array(1)])
 def test_numpy_integers_and_sequences_are_destinations(answer):
     with Context(2, backend="cpu", timeout=10) as ctx:
         router, got = _run_router(ctx, lambda s, src, d: answer, [np.arange(3, dtype=np.int32)])

@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from ..config import resolve_timeout
+from ..device.base import Stream
 from ..errors import WaitTimeout, again
 from ..waiting import stopped, wait_for
 from .copy_events import finished
@@ -119,7 +121,7 @@ class DeviceLink(SegmentReceiver):
         self.dtype = item_dtype(dtype)
         self.item_shape = item_shape_of(item_shape)
         #: a slot's bytes (a packet's items times an item's bytes)
-        self.packet_bytes = self.packet_size * self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        self.packet_bytes = self.packet_size * self.dtype.itemsize * math.prod(self.item_shape)
         self.name = name or f"devlink{next(_IDS)}[{self.src}->{self.dst}]"
         check_buffers_fit(self.name, b, self.packet_bytes * self.num_buffers)
         self.ctx = ctx
@@ -234,7 +236,7 @@ class DeviceLink(SegmentReceiver):
         if a.backend != "cuda":
             return None, None
         from ..kernels import pack_struct
-        item_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        item_bytes = self.dtype.itemsize * math.prod(self.item_shape)
         values = {"slots": b.address(self._ring), "ready": b.address(self._ready),
                   "count": b.address(self._count), "tag": b.address(self._tag),
                   "freed": a.address(self._freed), "head": a.address(self._head),
@@ -275,6 +277,9 @@ class DeviceLink(SegmentReceiver):
         stream, where its kernels ran) is done, tell the receivers how many packets there were."""
         a = self.src.device
         stream = stream if stream is not None else a.compute_stream
+        if not isinstance(stream, Stream) or stream.device is not a:
+            raise TypeError(f"{self.name}: close takes a stream of the sender {a.name} (the "
+                            f"one its kernels sent on), got {stream!r}")
         with a.use():
             if a.backend == "cuda":
                 stream.submit(self._close_kernel, (1,), (1,), (self.tx,))

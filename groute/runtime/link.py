@@ -61,6 +61,7 @@ import collections
 import functools
 import itertools
 import logging
+import math
 import threading
 import time
 import weakref
@@ -161,7 +162,8 @@ class SendHandle:
 
     @property
     def event(self):
-        """The copy event of the last packet (None for an empty send), once issued."""
+        """The copy event of the last packet, once issued; for an empty send, an event after the
+        link's copies issued before it (None when it had issued none)."""
         return self._event
 
 
@@ -227,7 +229,7 @@ class Link(SegmentReceiver):
         self.name = name or f"link{next(_LINK_IDS)}[{self.src}->{self.dst}]"
         check_buffers_fit(self.name, None if self.dst.is_host else self.dst.device,
                           self.packet_size * self.num_buffers * self.dtype.itemsize
-                          * int(np.prod(self.item_shape, dtype=np.int64)))
+                          * math.prod(self.item_shape))
         self.ctx = ctx
         self.timeout = resolve_timeout(ctx.timeout if ctx is not None else None)
         self._copier = copier = self.src.device if (copy_on == "src" and not self.src.is_host) or self.dst.is_host \
@@ -243,7 +245,7 @@ class Link(SegmentReceiver):
         self._slots = [self._ring[i * p:(i + 1) * p] for i in range(b)]
         self._copy_events = [None] * b   # the event of the copy that filled each slot
         self._after = [None] * b         # what the next copy into each slot must wait for
-        self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        self._row_bytes = self.dtype.itemsize * math.prod(self.item_shape)
         # a receiver of its own (not a router output's queue), small packets: coalesced
         packet_bytes = p * self._row_bytes
         self._coalesce = deliver is None and packet_bytes <= COALESCE_PACKET_BYTES
@@ -469,9 +471,13 @@ class Link(SegmentReceiver):
             raise
         if entry.offset >= entry.size:
             self.stats["segments"] += 1
-            entry.handle._finish(entry.last)
-            if entry.last is not None:     # an empty send copies nothing
+            if entry.last is not None:
                 self._events.hold(entry.last, entry.data)
+            elif self.stats["packets"]:
+                # an empty send copies nothing, but its handle is a fence: done once the copies
+                # issued before it (on this stream, in order) are
+                entry.last = self._events.record(0)
+            entry.handle._finish(entry.last)
         if self._deliver is not None:
             self._deliver(batch)
             return None

@@ -36,14 +36,29 @@ def _destination(d, policy: str) -> int:
     return int(d)
 
 
+def _indices(destinations, policy: str, result):
+    """``destinations`` (a list, tuple, range or 1-D array) as a sequence, or a TypeError
+    naming ``policy`` and what it returned (``result``)."""
+    if isinstance(destinations, (list, tuple, range)) or (
+            isinstance(destinations, np.ndarray) and destinations.ndim == 1):
+        return destinations
+    raise TypeError(f"{policy} returned {result!r}; a policy's destinations are output indices "
+                    f"in a list, tuple, range or 1-D array, got {type(destinations).__name__}"
+                    + (f" of {destinations.ndim} dimensions" if isinstance(destinations,
+                                                                        np.ndarray) else ""))
+
+
 def as_route(result, policy: str = "a routing policy") -> Route:
     """The :class:`Route` a policy's answer means: one output index (NumPy integers too) is
     FIXED, a list, tuple, range or array of them is AVAILABILITY, a Route stays. Anything else
     (None, a float, a bool, a string) is a TypeError naming ``policy`` (the router and its
     policy function), since guessing would send segments where nobody asked; a broadcast
     that names an output twice is a ValueError (it would deliver the segment twice)."""
+    if isinstance(result, np.ndarray) and result.ndim == 0:
+        result = result[()]     # a NumPy scalar as an array: one output index, or refused below
     if isinstance(result, Route):
-        destinations = tuple(_destination(d, policy) for d in result.destinations)
+        destinations = tuple(_destination(d, policy) for d in _indices(result.destinations,
+                                                                       policy, result))
         if result.strategy == BROADCAST and len(set(destinations)) < len(destinations):
             twice = sorted({d for d in destinations if destinations.count(d) > 1})
             raise ValueError(f"{policy} broadcast to output {twice[0]} more than once "
@@ -52,7 +67,8 @@ def as_route(result, policy: str = "a routing policy") -> Route:
     if is_int(result):
         return Route((int(result),), FIXED)
     if isinstance(result, (list, tuple, range, np.ndarray)):
-        return Route(tuple(_destination(d, policy) for d in result), AVAILABILITY)
+        return Route(tuple(_destination(d, policy) for d in _indices(result, policy, result)),
+                     AVAILABILITY)
     raise TypeError(f"{policy} returned {result!r} ({type(result).__name__}); a policy returns "
                     f"an output index, a list of them, or a Route")
 

@@ -24,6 +24,7 @@ where the rows are MPI's own buffer).
 from __future__ import annotations
 
 import collections
+import math
 import threading
 
 import numpy as np
@@ -35,7 +36,7 @@ from .policies import BROADCAST, as_route
 from .router_output import RouterOutput
 from .router_ports import InputPorts, router_ports
 from .segment import (PendingSegment, Segment, check_send_extras, item_shape_of,
-                      route_pair)
+                      route_pairs)
 
 
 class _Sent:
@@ -129,15 +130,14 @@ class RankRouter:
         self.stop = ctx.stop_event
         self._closed = threading.Event()
         shape = (len(self.input_endpoints), len(self.output_endpoints))
-        self.pairs = ({(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None
-                      else {route_pair(self.name, pair) for pair in pairs})
+        self.pairs = route_pairs(self.name, pairs, shape)
         self.outputs = [_Output(name, j, e, timeout=self.timeout, stop=self.stop,
                                 closed=self._closed)
                         for j, e in enumerate(self.output_endpoints)]
         self._rank_of_output = [self._rank(e) for e in self.output_endpoints]
         self._rank_of_input = [self._rank(e) for e in self.input_endpoints]
         self._outbox = [[] for _ in range(self.ranks.size)]   # (output, rows, meta, handle, event)
-        self._row_bytes = self.dtype.itemsize * int(np.prod(self.item_shape, dtype=np.int64))
+        self._row_bytes = self.dtype.itemsize * math.prod(self.item_shape)
         #: moves the rows at a flush (its receive buffers are this router's)
         self.transport = ctx.open_transport()
         self._lock = threading.Lock()

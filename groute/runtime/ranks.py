@@ -23,6 +23,7 @@ default), so groute's messages never match the program's own.
 """
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import re
@@ -509,7 +510,7 @@ class Ranks:
         if len(arrays) != self.size:
             raise ValueError(f"alltoallv takes one array per rank ({self.size}), got {len(arrays)}")
         dtype = np.dtype(dtype)
-        row = int(np.prod(item_shape, dtype=np.int64)) * dtype.itemsize
+        row = math.prod(item_shape) * dtype.itemsize
         flat = [np.ascontiguousarray(a, dtype=dtype).reshape(-1).view(np.uint8) for a in arrays]
         counts = np.array([f.size for f in flat], np.int64)
         got = self.alltoall_counts(counts, what)

@@ -27,7 +27,7 @@ from .link import Link, SendHandle, send_checked
 from .policies import AVAILABILITY, BROADCAST, Route, as_route, broadcasts, by_source
 from .router_output import RouterOutput
 from .router_ports import InputPorts, router_ports
-from .segment import Segment, route_pair
+from .segment import Segment, route_pairs
 
 
 #: how long an owner's ``close`` waits, per link, for its routers' links to end and for their
@@ -107,8 +107,7 @@ class Router:
         self.outputs = [RouterOutput(name, j, e, timeout=self.timeout, stop=self.stop)
                         for j, e in enumerate(self.output_endpoints)]
         shape = (len(self.input_endpoints), len(self.outputs))
-        wanted = {(i, j) for i in range(shape[0]) for j in range(shape[1])} if pairs is None \
-            else {route_pair(name, pair) for pair in pairs}
+        wanted = route_pairs(name, pairs, shape)
         for i, j in sorted(wanted):
             if not (0 <= i < shape[0] and 0 <= j < shape[1]):
                 raise ValueError(f"{name}: pair ({i}, {j}) names no input and output "

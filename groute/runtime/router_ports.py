@@ -8,8 +8,9 @@ RankRouter and so the RankRouter cannot import the Router's module.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+from ..ints import is_int
 from .endpoint import Endpoint
 
 
@@ -46,11 +47,20 @@ def router_ports(inputs, outputs, policy) -> tuple[list[Endpoint], list[Endpoint
     if not callable(policy):
         raise TypeError(f"policy must be a function (segment, source, destinations) -> list, "
                         f"got {policy!r}")
-    input_endpoints = [Endpoint.of(x) for x in inputs]
-    output_endpoints = [Endpoint.of(x) for x in outputs]
+    input_endpoints = [Endpoint.of(x) for x in _listed("inputs", inputs)]
+    output_endpoints = [Endpoint.of(x) for x in _listed("outputs", outputs)]
     if not input_endpoints or not output_endpoints:
         raise ValueError("a Router needs at least one input and one output")
     return input_endpoints, output_endpoints
+
+
+def _listed(what: str, given) -> list:
+    """A router's ``inputs`` or ``outputs`` as a list, or a TypeError naming ``what``: one
+    endpoint given alone (``"host"``, a device) is a slip that iterating would misread."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise TypeError(f"{what} is a list of devices, endpoints or 'host', got {given!r}; "
+                        f"one alone goes in a list: [{given!r}]")
+    return list(given)
 
 
 class InputPorts(Sequence):
@@ -69,6 +79,9 @@ class InputPorts(Sequence):
         if isinstance(i, slice):
             return [self[k] for k in range(len(self))[i]]
         n = len(self)
+        if not is_int(i):
+            raise TypeError(f"{self._router.name}'s inputs are indexed by an int or a slice, "
+                            f"got {i!r}")
         if not -n <= i < n:
             raise IndexError(f"{self._router.name} has {n} inputs; no input {i}")
         return self._port(self._router, i % n)

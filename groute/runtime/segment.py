@@ -27,6 +27,18 @@ def positive_int(name, value) -> int:
 MAX_BUFFERS = 1 << 16
 
 
+def route_pairs(name: str, pairs, shape: tuple) -> set:
+    """A router's ``pairs`` as a set of (input index, output index): every pair of a router
+    of ``shape`` (inputs, outputs) for None, else each checked by :func:`route_pair`; a
+    TypeError naming the router ``name`` for ``pairs`` that is no collection of pairs."""
+    if pairs is None:
+        return {(i, j) for i in range(shape[0]) for j in range(shape[1])}
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, collections.abc.Iterable):
+        raise TypeError(f"{name}: pairs is a list of (input index, output index) pairs, got "
+                        f"{pairs!r}")
+    return {route_pair(name, pair) for pair in pairs}
+
+
 def route_pair(name: str, pair) -> tuple:
     """One of a router's ``pairs``: (input index, output index), two ints (a row of an
     integer array too), or a TypeError naming the router ``name``."""
