@@ -51,7 +51,8 @@ def _checked(seconds, name: str, alternatives: str) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise TypeError(f"{name} must be a number of seconds{alternatives}, got {seconds!r} "
                         f"({type(seconds).__name__})")
-    if not (seconds > 0 and math.isfinite(seconds)):
+    # an int is finite however large (math.isfinite would overflow on 10**400)
+    if not (seconds > 0 and (isinstance(seconds, numbers.Integral) or math.isfinite(seconds))):
         raise ValueError(f"{name} must be finite positive seconds{alternatives}, got "
                          f"{seconds!r}")
     if seconds > MAX_TIMEOUT:

@@ -44,6 +44,15 @@ def stalled_by_user_code(what: str, where: str, seconds: float, waiter: str,
                        f"faster, or give the context a longer timeout")
 
 
+def error_text(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in saying it could not be made: a user's exception whose
+    ``__str__`` raises must not replace the failure being reported (and lose its device)."""
+    try:
+        return str(exc)
+    except Exception as failed:  # noqa: BLE001 - whatever the user's __str__ raised
+        return f"<its message could not be made: {type(failed).__name__} in __str__>"
+
+
 def again(kept: BaseException) -> BaseException:
     """A fresh copy of ``kept``, an error an object keeps to raise to every later caller (a
     link's failure, a context's first one), for one more raise.

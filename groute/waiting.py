@@ -13,7 +13,7 @@ import threading
 import time
 
 from .config import resolve_timeout
-from .errors import ContextStopped, DeviceError, StoppedByFailure, WaitTimeout
+from .errors import ContextStopped, DeviceError, StoppedByFailure, WaitTimeout, error_text
 
 #: Longest a waiter sleeps before re-checking the stop flag.
 POLL_INTERVAL = 0.05
@@ -37,7 +37,7 @@ def stopped(stop, message: str) -> ContextStopped:
     device, exc = failure
     # a DeviceError of that device names it already: its detail, not the device twice
     told = exc.detail if isinstance(exc, DeviceError) and exc.device == device \
-        else f"{type(exc).__name__}: {exc}"
+        else f"{type(exc).__name__}: {error_text(exc)}"
     err = StoppedByFailure(device, f"{told} ({message})")
     err.__cause__ = exc
     return err

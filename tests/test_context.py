@@ -8,6 +8,7 @@ import pytest
 
 from groute import HOST, Context, DeviceError, Link, Router, first_available
 from groute.errors import ContextStopped, StoppedByFailure, WaitTimeout
+from groute.waiting import wait_for
 from support import spin
 
 #: the most a run given ``timeout=1`` may take here: far below the 20 s its stuck device would
@@ -828,3 +829,147 @@ def test_a_slowed_cpu_device_stops_waiting_at_a_stop():
         ctx.devices[0].delay = 0.0
         assert ctx.run(lambda device: device.name) == ["cpu:0"]
     assert time.monotonic() - t0 < 10
+
+
+#: run in a process of its own: a SIGINT from a timer thread, as Ctrl-C, while a context runs
+_INTERRUPTED = r"""
+import os, signal, threading, time
+import groute
+from groute import Context
+from groute.graph import load_graph
+from groute.waiting import wait_for
+
+
+def interrupt_after(seconds):
+    threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+
+ctx = Context(4, backend="cpu", timeout=8)
+never = threading.Event()
+interrupt_after(0.3)
+try:
+    ctx.run(lambda d: wait_for(never.is_set, what="a peer", stop=d.stop_event, timeout=8))
+except KeyboardInterrupt:
+    print("run interrupted, stopped:", ctx.stopped)
+t = time.monotonic()
+print("next run:", ctx.run(lambda d: d.index), "in", round(time.monotonic() - t) < 2)
+
+g = load_graph("grid:300")
+first = groute.bfs(g, 0, backend="cpu", devices=4, ctx=ctx, mode="async").values
+interrupt_after(0.2)
+try:
+    for _ in range(100):
+        groute.bfs(g, 0, backend="cpu", devices=4, ctx=ctx, mode="async")
+except KeyboardInterrupt:
+    print("bfs interrupted")
+print("next bfs equal:",
+      (groute.bfs(g, 0, backend="cpu", devices=4, ctx=ctx, mode="async").values == first).all())
+
+ctx.submit(0, lambda d: time.sleep(1.5))
+interrupt_after(0.3)
+try:
+    ctx.shutdown()
+except KeyboardInterrupt:
+    print("shutdown interrupted")
+ctx.shutdown()
+time.sleep(0.5)
+print("threads left:", threading.active_count())
+"""
+
+
+@pytest.mark.timeout(120)
+def test_an_interrupt_stops_the_run_and_the_next_one_starts_clean():
+    """Ctrl-C during a run left the devices running: the next run queued behind them and
+    failed with the interrupted one's timeout, a solver's next run with a LinkClosed from the
+    interrupted one's clean-up; a shutdown cut short left every stream thread behind, and a
+    second shutdown did not finish it."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _INTERRUPTED], capture_output=True, text=True,
+                         timeout=100)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == [
+        "run interrupted, stopped: True", "next run: [0, 1, 2, 3] in True", "bfs interrupted",
+        "next bfs equal: True", "shutdown interrupted", "threads left: 1"], out.stderr[-3000:]
+
+
+@pytest.mark.timeout(60)
+def test_host_code_failing_between_device_calls_stops_their_work(no_thread_leak):
+    """A computation whose own thread raised while its device functions waited left them
+    waiting: the next run queued behind them until the timeout."""
+    never = threading.Event()
+    with Context(3, backend="cpu", timeout=20) as ctx:
+        with pytest.raises(ValueError, match="host side"):
+            with ctx.exclusive():
+                for i in range(3):
+                    ctx.submit(i, lambda d: wait_for(never.is_set, what="a peer",
+                                                     stop=d.stop_event))
+                raise ValueError("host side")
+        t0 = time.monotonic()
+        assert ctx.run(lambda d: d.index) == [0, 1, 2]
+        assert time.monotonic() - t0 < SOON
+
+
+@pytest.mark.timeout(60)
+def test_work_a_shutdown_cancelled_is_not_waited_for():
+    """gather waited its whole timeout for functions shutdown had cancelled (a future
+    cancelled without notice is never done to concurrent.futures.wait); work submitted
+    after a thread was told to end was queued behind its end, never run."""
+    ctx = Context(2, backend="cpu", timeout=30)
+    futures = [ctx.submit(0, lambda d: time.sleep(0.3)) for _ in range(3)]
+    threading.Timer(0.1, ctx.shutdown).start()
+    t0 = time.monotonic()
+    with pytest.raises(ContextStopped, match="the context was shut down"):
+        ctx.gather(futures)
+    assert time.monotonic() - t0 < SOON
+    late = ctx._workers[1].submit(lambda: None)
+    assert late.cancelled()
+
+
+@pytest.mark.timeout(30)
+def test_a_failure_whose_message_cannot_be_made_still_names_its_device():
+    class BadStr(Exception):
+        def __str__(self):
+            raise RuntimeError("no message")
+
+    def fn(device):
+        if device.index == 3:
+            raise BadStr()
+
+    with Context(4, backend="cpu", timeout=5) as ctx:
+        with pytest.raises(DeviceError, match=r"cpu:3: BadStr: <its message could not be made"
+                                              r": RuntimeError in __str__>") as info:
+            ctx.run(fn)
+        assert isinstance(info.value.__cause__, BadStr)
+
+
+def test_every_timeout_is_checked_alike():
+    """10**400 overflowed inside math.isfinite; synchronize read 0 and False as the default;
+    reset took any timeout while the context ran."""
+    with pytest.raises(ValueError, match="at most 604800 s"):
+        Context(1, backend="cpu", timeout=10**400)
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        for bad, error in [(0, ValueError), (0.0, ValueError), (np.int64(0), ValueError),
+                           (False, TypeError)]:
+            with pytest.raises(error, match="timeout must be"):
+                ctx.synchronize(timeout=bad)
+        for bad, error in [(-1, ValueError), (float("nan"), ValueError), ("x", TypeError),
+                           (True, TypeError)]:
+            with pytest.raises(error, match="timeout must be"):
+                ctx.reset(timeout=bad)
+        ctx.synchronize(timeout=1)
+
+
+@pytest.mark.timeout(30)
+def test_shutdown_names_only_the_devices_whose_work_runs_on(caplog):
+    """A shutdown without a failure spoke of "the failed run's work", and named an idle
+    device that the first had left no time; a tiny timeout made an idle context's shutdown
+    raise that its devices were stuck."""
+    ctx = Context(2, backend="cpu", timeout=0.3)
+    ctx.devices[0].compute_stream.submit(time.sleep, 1.5)
+    with caplog.at_level("WARNING", logger="groute.runtime.context"):
+        ctx.shutdown()
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == ["cpu:0: the work queued on its streams had not ended in time"]
+    for _ in range(5):
+        Context(4, backend="cpu", timeout=1e-6).shutdown()

@@ -44,7 +44,7 @@ from ..device import CPUDevice, CUDADevice, cuda_device_count
 from ..device import cuda as cuda_backend
 from ..device.logical import place
 from ..errors import (ContextStopped, DeviceError, GrouteError, WaitTimeout, again,
-                      stalled_by_user_code, to_keep)
+                      error_text, stalled_by_user_code, to_keep)
 from ..ints import is_int
 from ..waiting import POLL_INTERVAL, StopSignal
 from .answer_landing import AnswerLanding
@@ -80,18 +80,39 @@ class _HostThread:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._idle = threading.Condition()
         self._unfinished = 0
+        self._ending = False          # told to end (stop, finish): later work is cancelled
+        # set as the thread ends: Thread.join cut short by a KeyboardInterrupt leaves the
+        # thread looking ended to every later join, on the Pythons this runs on
+        self._ended = threading.Event()
         self.running = None           # the function running now, for error messages
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, fn) -> cf.Future:
+        """A future of ``fn()`` run on this thread after what was submitted before; cancelled
+        at once when the thread was told to end (work queued behind its end would never run,
+        and a wait for it would last its whole timeout)."""
         future = cf.Future()
         with self._idle:
+            if self._ending:
+                _cancelled(future)
+                return future
             self._unfinished += 1
-        self._queue.put((future, fn))
+            self._queue.put((future, fn))
         return future
 
+    @property
+    def busy(self) -> bool:
+        """Whether a submitted function has not finished."""
+        return self._unfinished > 0
+
     def _serve(self):
+        try:
+            self._serve_until_told()
+        finally:
+            self._ended.set()
+
+    def _serve_until_told(self):
         while True:
             item = self._queue.get()
             if item is None:
@@ -133,25 +154,36 @@ class _HostThread:
 
     def finish(self) -> None:
         """The thread ends once it has run what was submitted so far."""
-        self._queue.put(None)
+        with self._idle:
+            self._ending = True
+            self._queue.put(None)
 
     def stop(self) -> None:
         """Cancel what has not started; the thread ends after the function it runs."""
+        with self._idle:
+            self._ending = True
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
             if item is not None:
-                item[0].cancel()
+                _cancelled(item[0])
                 with self._idle:
                     self._unfinished -= 1
                     self._idle.notify_all()
         self.finish()
 
     def join(self, timeout) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        """Wait, at most ``timeout``, for the thread to end; True if it has."""
+        return self._ended.wait(timeout)
+
+
+def _cancelled(future: cf.Future) -> None:
+    """Cancel ``future`` and wake whoever waits for it (``concurrent.futures.wait`` counts a
+    cancelled future done only once told so)."""
+    future.cancel()
+    future.set_running_or_notify_cancel()
 
 
 def _failure_reporter(ctx):
@@ -292,7 +324,8 @@ class Context:
         self._error_device: str | None = None
         self._reported = False      # the failure reached a caller (gather, run, check)
         self._lock = threading.Lock()
-        self._closed = False
+        self._closed = False        # shutdown has begun: no new work
+        self._shut_down = False     # shutdown has ended (one interrupted is run again)
         self._unusable: str | None = None   # why reset could not bring the context back
         self._turn = threading.Condition()  # one computation at a time (exclusive)
         self._holder: threading.Thread | None = None   # the thread whose computation runs
@@ -476,7 +509,7 @@ class Context:
             note = "".join(dev.broken_note() for dev in self.devices
                            if dev.name == self._error_device and dev.broken)
             raise DeviceError(self._error_device,
-                              f"{type(self._error).__name__}: {self._error}{note}") \
+                              f"{type(self._error).__name__}: {error_text(self._error)}{note}") \
                 from self._error
 
     def _mark_reported(self):
@@ -493,10 +526,10 @@ class Context:
         naming the devices still busy if that does not happen in time; the context is then
         unusable (every later call says so) and should be closed.
         """
+        limit = resolve_timeout(timeout if timeout is not None else self.timeout)
         self._usable()
         if not self.stopped:
             return
-        limit = resolve_timeout(timeout if timeout is not None else self.timeout)
         deadline = time.monotonic() + limit
         busy = [f"{d.name} (running {_describe(w.running)})" if w.running else d.name
                 for d, w in zip(self.devices, self._workers)
@@ -617,6 +650,10 @@ class Context:
             if self._error is not None:
                 self._mark_reported()
             raise
+        except BaseException:
+            if self._depth == 1:
+                self._end_left_work()
+            raise
         finally:
             with self._turn:
                 self._depth -= 1
@@ -701,6 +738,17 @@ class Context:
                     f"function returns: wait for it from the caller's thread")
             unstarted_by = time.monotonic() + self.timeout
         deadline = None if timeout is None else time.monotonic() + resolve_timeout(timeout)
+        try:
+            return self._gather(futures, own, unstarted_by, deadline, timeout)
+        except (DeviceError, ContextStopped):
+            raise
+        except BaseException:
+            if own is None:
+                self._end_left_work()
+            raise
+
+    def _gather(self, futures, own, unstarted_by, deadline, timeout) -> list:
+        """:meth:`gather`'s wait, its arguments checked."""
         pending = set(futures)
         while pending:
             done, pending = cf.wait(pending, timeout=POLL_INTERVAL, return_when=cf.FIRST_EXCEPTION)
@@ -713,7 +761,7 @@ class Context:
                     min(self.timeout, max(deadline - time.monotonic(), 4 * POLL_INTERVAL))
                 end = time.monotonic() + grace
                 cf.wait(pending, timeout=grace)
-                self._drain(end)
+                self._drain(end, "the failed run's work")
                 self._raise_stop(failed)
             if unstarted_by is not None and time.monotonic() > unstarted_by:
                 waiting = sorted({getattr(f, "device", "?") for f in pending
@@ -739,27 +787,45 @@ class Context:
                 self._raise_stop([])
         return [f.result() for f in futures]
 
-    def _drain(self, deadline: float) -> None:
-        """After a failed run, until ``deadline`` at most: wait for the work the run left on
-        every device's streams (module docstring); a device that does not drain is logged, the
-        failure is what is raised."""
+    def _drain(self, deadline: float, what: str) -> None:
+        """After a failed run or at shutdown, until ``deadline`` at most (each device a few
+        poll intervals at least, to say whether it is idle): wait for the work left on every
+        device's streams (module docstring); a device that does not drain is logged with
+        ``what`` (the work), the failure is what is raised."""
         for dev in self.devices:
-            if not dev.drain(max(deadline - time.monotonic(), 0.0)):
-                log.warning("%s: the failed run's work on its streams had not ended when the "
-                            "failure was raised", dev.name)
+            if not dev.drain(max(deadline - time.monotonic(), 4 * POLL_INTERVAL)):
+                log.warning("%s: %s on its streams had not ended in time", dev.name, what)
+
+    def _end_left_work(self) -> None:
+        """A computation left by an exception of the caller's own thread (a KeyboardInterrupt,
+        an error of host code between device calls) while its device functions or streams
+        still run: stop them as a failure would, and wait (within the timeout) for them to end,
+        so that what the caller's clean-up closes is no longer in use and the next computation
+        starts clean (it resets the context) instead of queueing behind them and inheriting
+        their errors. A second interrupt during the wait leaves the reset to the next call."""
+        if not any(w.busy for w in self._workers) and all(d.idle() for d in self.devices):
+            return
+        self.stop_event.set()
+        self._mark_reported()
+        deadline = time.monotonic() + self.timeout
+        for w in self._workers:
+            w.wait_idle(max(deadline - time.monotonic(), 0.0))
+        self._drain(deadline, "the interrupted run's work")
 
     def _raise_stop(self, failed):
         self.raise_failure()
         self._mark_reported()
         for f in failed:
             raise again(f.exception())
-        raise ContextStopped("the context was stopped")
+        raise ContextStopped("the context was shut down" if self._closed
+                             else "the context was stopped")
 
     def synchronize(self, timeout=None, *, spin: float = 0.0):
         """Wait for every device's streams (from outside a device function, after a failure
         was raised: reset first, as :meth:`submit`). ``spin``: seconds each wait polls without
         sleeping first (:meth:`groute.device.base.Event.synchronize`), for a caller that times
         the work."""
+        limit = self.timeout if timeout is None else resolve_timeout(timeout)
         self.admit()
         # the usual case after a run that waited for its own read-backs: every stream is idle
         # already, which asking them says in a few microseconds per stream (recording an
@@ -769,7 +835,7 @@ class Context:
             return
         events = [event for dev in self.devices for event in dev.record_all()]
         if events:
-            type(events[0]).wait_all(events, timeout or self.timeout, spin=spin)
+            type(events[0]).wait_all(events, limit, spin=spin)
 
     # shutdown -----------------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -778,7 +844,7 @@ class Context:
         Functions still running get the context's timeout to notice the stop; past it shutdown
         raises :class:`WaitTimeout` naming the devices that are stuck (their threads are
         daemons, left to finish on their own)."""
-        if self._closed:
+        if self._shut_down:
             return
         self._in_device_function("Context.shutdown")
         self._closed = True
@@ -791,11 +857,12 @@ class Context:
         stuck = []
         for dev, w in zip(self.devices, self._workers):
             running = w.running
-            if not w.join(max(deadline - time.monotonic(), 0.0)):
+            if not w.join(max(deadline - time.monotonic(), 4 * POLL_INTERVAL)):
                 stuck.append(f"{dev.name} (running {_describe(running)})" if running else dev.name)
-        self._drain(deadline)
+        self._drain(deadline, "the work queued")
         for dev in self.devices:
             dev.close()
+        self._shut_down = True
         if stuck:
             raise WaitTimeout(f"shutdown gave up after {self.timeout:g} s: {', '.join(stuck)} still "
                               f"running a device function that does not notice the stop")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import resolve_timeout
-from ..errors import WaitTimeout, stalled_by_user_code
+from ..errors import WaitTimeout, error_text, stalled_by_user_code
 from ..waiting import wait_for
 
 #: the message tag of a failure notice
@@ -634,7 +634,7 @@ class Ranks:
     def announce(self, device: str, exc: BaseException) -> None:
         """Tell every other rank that ``device`` (this rank's) failed with ``exc``. Returns at
         once: the notices go out while this rank unwinds."""
-        notice = Notice(self.rank, device, type(exc).__name__, str(exc))
+        notice = Notice(self.rank, device, type(exc).__name__, error_text(exc))
         data = pickle.dumps(notice, protocol=5)
         for r in range(self.size):
             if r != self.rank:
