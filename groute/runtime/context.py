@@ -803,8 +803,11 @@ class Context:
         so that what the caller's clean-up closes is no longer in use and the next computation
         starts clean (it resets the context) instead of queueing behind them and inheriting
         their errors. A second interrupt during the wait leaves the reset to the next call."""
-        if not any(w.busy for w in self._workers) and all(d.idle() for d in self.devices):
-            return
+        try:
+            if not any(w.busy for w in self._workers) and all(d.idle() for d in self.devices):
+                return
+        except Exception:  # noqa: BLE001 - a failed stream: the error leaving says why
+            pass
         self.stop_event.set()
         self._mark_reported()
         deadline = time.monotonic() + self.timeout
