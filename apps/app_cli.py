@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groute.cli_support import check_writable_file, drop_stdout
+from groute.cli_support import check_distinct_files, check_writable_file, drop_stdout
 from groute.graph.cli import add_cache_option, add_columns_option, parse_columns
 from groute.solver import source_position
 
@@ -415,17 +415,9 @@ def check_outputs(args) -> None:
     if list(outputs.values()).count(STDOUT) > 1:
         raise ValueError(f"{' and '.join(outputs)} both ask for standard output ({STDOUT}); "
                          f"send one of them to a file")
-    named = {}
     graph = getattr(args, "graph", None)
-    if isinstance(graph, str) and graph and Path(graph).is_file():
-        named[Path(graph).resolve()] = "--graph"
-    for option, text in outputs.items():
-        if text == STDOUT:
-            continue
-        other = named.setdefault(Path(text).resolve(), option)
-        if other != option:
-            raise ValueError(f"{option} {text}: the same file as {other}, which writing it "
-                             f"would overwrite; give {option} a file of its own")
+    check_distinct_files([(option, text) for option, text in outputs.items() if text != STDOUT],
+                         [("--graph", graph if isinstance(graph, str) else None)])
     for option, text in outputs.items():
         if text == STDOUT:
             if distributed.launched():
@@ -482,10 +474,14 @@ def _write_output(result, path, value_name: str) -> None:
         return
     path = Path(path)
     suffix = path.suffix.lower()
+    # NumPy's writers given a name add their suffix to one they do not see as theirs (a.NPY
+    # became a.NPY.npy): they write to the file opened here, under the name given
     if suffix == ".npy":
-        np.save(path, _records(ids, values, value_name))
+        with open(path, "wb") as fh:
+            np.save(fh, _records(ids, values, value_name))
     elif suffix == ".npz":
-        np.savez(path, ids=_plain(ids), values=_plain(values))
+        with open(path, "wb") as fh:
+            np.savez(fh, ids=_plain(ids), values=_plain(values))
     elif suffix == ".csv":
         with open(path, "w", newline="") as fh:
             out = csv.writer(fh)

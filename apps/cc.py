@@ -192,6 +192,9 @@ def _verify(g, labels):
 
 def _cli(args) -> int:
     from groute.apps.app_cli import checked, load, report, run_solver, write_output
+    if args.no_afforest and args.sample_rounds is not None:
+        raise ValueError("--sample-rounds counts Afforest's sampling; --no-afforest leaves it "
+                         "unused")
     g, load_s = load(args)
     given = {"segment_edges": args.segment_edges,
              "num_buffers": args.buffers, "sample_rounds": args.sample_rounds, "link": args.link}

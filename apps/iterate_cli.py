@@ -64,28 +64,35 @@ def tol_for(args, graph) -> float:
 MODE_ONLY = {"bsp": ("--inplace", "--bsp-kernel"), "async": ("--sweeps", "--push-rule")}
 
 
-def check_mode_options(args) -> None:
+def check_mode_options(args, mode_rule=None) -> None:
     """Refuse, before the graph loads, an option the run would leave unused: one of the
-    other mode's (:data:`MODE_ONLY`) beside an explicit ``--mode``, or ``--inplace`` (in-place
-    sweeps on one device) beside ``--devices`` of several."""
+    other mode's (:data:`MODE_ONLY`) beside an explicit ``--mode``, or beside ``--mode auto``
+    where the solver's ``mode_rule`` (a :class:`~groute.engines.rules.Rule`) always makes the
+    other mode; or ``--inplace`` (in-place sweeps on one device) beside ``--devices`` of
+    several."""
     given_mode = getattr(args, "mode", "auto")
-    for mode, options in MODE_ONLY.items():
-        if given_mode not in ("auto", mode):
+    mode = given_mode
+    if mode == "auto" and mode_rule is not None and len(mode_rule.cases) == 1:
+        mode = mode_rule.cases[0].choice
+    for other, options in MODE_ONLY.items():
+        if mode not in ("auto", other):
             for option in options:
                 value = getattr(args, option[2:].replace("-", "_"), None)
                 if not (value is None or value is False or value == "auto"):
-                    raise ValueError(f"{option} applies to --mode {mode}; --mode {given_mode} "
-                                     f"leaves it unused")
+                    runs = (f"--mode {mode}" if given_mode == mode else
+                            f"--mode auto, which runs {mode} ({mode_rule.cases[0].why}),")
+                    raise ValueError(f"{option} applies to --mode {other}; {runs} leaves it "
+                                     f"unused")
     devices = getattr(args, "devices", None)
     if getattr(args, "inplace", False) and isinstance(devices, int) and devices > 1:
         raise ValueError(f"--inplace sweeps in place on one device; --devices {devices} leaves "
                          f"it unused")
 
 
-def tuning_from(args) -> PageRankTuning:
+def tuning_from(args, mode_rule=None) -> PageRankTuning:
     """The engine's tuning: the environment's, with the options given on the command line
-    (checked first: :func:`check_mode_options`)."""
-    check_mode_options(args)
+    (checked first: :func:`check_mode_options`, with the solver's ``mode_rule``)."""
+    check_mode_options(args, mode_rule)
     given = {"sweeps": args.sweeps, "bsp_kernel": getattr(args, "bsp_kernel", None),
              "push_rule": getattr(args, "push_rule", None),
              "inplace": True if getattr(args, "inplace", False) else None,

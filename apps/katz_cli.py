@@ -33,7 +33,7 @@ def register(subparsers, common):
 
 
 def _cli(args) -> int:
-    tuning = tuning_from(args)      # its options checked before the graph loads
+    tuning = tuning_from(args, Katz.rules["mode"])   # checked before the graph loads
     g, load_s = load(args)
     runs = run_solver(args, g, lambda where: Katz(
         g, **where, partition=args.partition, mode=args.mode, alpha=args.alpha, beta=args.beta,

@@ -333,19 +333,21 @@ def _report(res, expected, extra="") -> bool:
 
 
 def _scaling(args, data, pred, segment, expected, delays) -> int:
-    """``--scale``: first-available on each device count, each verified, against the first."""
+    """``--scale``: each device count, with first-available routing (``--static``: static
+    shares; ``--compare``: both), each run verified and timed against the first count's."""
     from groute import Context
     top = max(args.scale)           # every count can run: refused before the first is timed
     with Context(devices=top, backend=args.backend, timeout=args.timeout,
                  cpu_delays=delays[:top] if delays else None):
         pass
-    first = None
+    first = {}
     for k in args.scale:
         with Context(devices=k, backend=args.backend, timeout=args.timeout,
                      cpu_delays=delays[:k] if delays else None) as ctx:
-            res = _timed(ctx, data, pred, segment, args.buffers, False)
-            first = first or res.time_s
-            if not _report(res, expected, f"; {k} x {ctx.backend}: {first / res.time_s:.2f}x "
-                                          f"the speed of {args.scale[0]}"):
-                return 1
+            for static in ([False, True] if args.compare else [args.static]):
+                res = _timed(ctx, data, pred, segment, args.buffers, static)
+                base = first.setdefault(static, res.time_s)
+                if not _report(res, expected, f"; {k} x {ctx.backend}: {base / res.time_s:.2f}x "
+                                              f"the speed of {args.scale[0]}"):
+                    return 1
     return 0

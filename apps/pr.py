@@ -300,7 +300,7 @@ def _verify(g, values, alpha, weighted, tol):
 def _cli(args) -> int:
     from .app_cli import checked, load, run_solver
     from .iterate_cli import report_iteration, tol_for, tuning_from
-    tuning = tuning_from(args)      # its options checked before the graph loads
+    tuning = tuning_from(args, PageRank.rules["mode"])   # checked before the graph loads
     g, load_s = load(args)
     tol = tol_for(args, g)
     weight = None if args.unweighted else "weight"

@@ -13,6 +13,7 @@ are -1 (BFS depth) or inf (SSSP distance).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,6 +26,8 @@ from groute.worklist import MODES, ROUTINGS
 from .app_cli import (add_graph_options, advanced_group, auto_help, busiest_vertex, checked,
                       gteps, load, out_degrees, parse_vertex, parse_vertices, report, run_solver,
                       write_output)
+
+log = logging.getLogger(__name__)
 
 
 def register_app(subparsers, common, name, solver_cls):
@@ -116,6 +119,11 @@ def run_cli(args, name, solver_cls):
         exchange=args.exchange, worklist_tuning=worklist),
         sources=seed_ids, predecessors=args.predecessors is not None, cutoff=cutoff)
     res, median = runs.result, runs.median
+    if args.delta is not None and not res.stats["priority"]:
+        # the priority rule turned it off (no window this exchange keeps): said, not refused,
+        # since which mode and exchange run is known only now
+        log.warning("--delta %g left unused: soft priority was off in this run (%s)",
+                    args.delta, runs.where(res.stats["mode"]).split("; ", 1)[-1])
     reached_mask = np.asarray(res.values) != res.unreached
     reached = int(np.count_nonzero(reached_mask))
     arcs = traversed_arcs(graph, reached_mask)

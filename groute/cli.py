@@ -43,6 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _timeout_scope(args):
+    """``--timeout``: the default timeout while the command runs (0, negative, NaN: a
+    ValueError, said in one line)."""
+    if args.timeout is None:
+        return nullcontext()
+    from .config import default_timeout_of
+    return default_timeout_of(args.timeout)
+
+
 def _cache_scope(args):
     """``--no-cache`` (commands that load graphs): the command's caches (parsed graphs, METIS
     splits, references) go to a temporary directory removed when it ends, so nothing is read
@@ -76,10 +85,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        if args.timeout is not None:            # 0, negative, NaN: a one-line error below
-            from .config import set_default_timeout
-            set_default_timeout(args.timeout)
-        with _cache_scope(args):
+        with _timeout_scope(args), _cache_scope(args):
             code = int(args.func(args) or 0)
         _close_job()
         return code

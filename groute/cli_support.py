@@ -119,6 +119,37 @@ def check_writable_file(option: str, path, *, make_folders: bool = False) -> Non
         raise ValueError(f"{option} {path}: cannot write into {folder}")
 
 
+def check_distinct_files(outputs, inputs=()) -> None:
+    """Refuse, before the command's work, an output file named twice or naming one of its
+    input files: writing it would lose the other output, or the input (a graph, a saved
+    report being re-rendered).
+
+    Parameters
+    ----------
+    outputs : iterable of (str, str or None)
+        ``(option, path)`` of each output file (None: not asked for).
+    inputs : iterable of (str, str)
+        ``(option, path)`` of each input; those that are not files are passed over (a graph
+        spec such as ``kron:21``).
+
+    Raises
+    ------
+    ValueError
+        Naming both options and the file.
+    """
+    named = {}
+    for option, text in inputs:
+        if text and Path(text).is_file():
+            named.setdefault(Path(text).resolve(), option)
+    for option, text in outputs:
+        if not text:
+            continue
+        other = named.setdefault(Path(text).resolve(), option)
+        if other != option:
+            raise ValueError(f"{option} {text}: the same file as {other}, which writing it "
+                             f"would overwrite; give {option} a file of its own")
+
+
 def check_writable_folder(option: str, path) -> None:
     """Refuse, before the command's work, a folder ``option`` names (made if missing) that
     could not take files: a file of that name, or no writable folder to make it in."""

@@ -14,6 +14,7 @@ that stands for one: its deadline is beyond what the platform's waits take
 """
 import math
 import numbers
+from contextlib import contextmanager
 
 from .tuning import setting
 
@@ -34,6 +35,20 @@ def default_timeout() -> float:
 def set_default_timeout(seconds: float) -> None:
     global _default_timeout
     _default_timeout = _checked(seconds, "timeout", "")
+
+
+@contextmanager
+def default_timeout_of(seconds: float):
+    """:func:`set_default_timeout` for the ``with`` block only (the command line's
+    ``--timeout``: a program that runs a command through ``groute.cli.main`` keeps its own
+    default afterwards)."""
+    global _default_timeout
+    before = _default_timeout
+    set_default_timeout(seconds)
+    try:
+        yield
+    finally:
+        _default_timeout = before
 
 
 def resolve_timeout(timeout):

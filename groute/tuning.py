@@ -209,29 +209,36 @@ VARIABLES: tuple[Variable, ...] = (
 _BY_NAME = {v.name: v for v in VARIABLES}
 
 
-def read_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The parsed values of the :data:`VARIABLES` set (non-empty) in ``environ`` (default
-    ``os.environ``, read now): the one place groute reads its environment. A value that does
-    not parse is a ValueError naming the variable."""
+def read_environment(environ: Mapping[str, str] | None = None,
+                     variables=None) -> dict[str, Any]:
+    """The parsed values of the :data:`VARIABLES` (or of ``variables``, some of them) set
+    (non-empty) in ``environ`` (default ``os.environ``, read now): the one place groute reads
+    its environment. A value that does not parse is a ValueError naming the variable."""
     environ = os.environ if environ is None else environ
     values = {}
-    for var in VARIABLES:
+    for var in VARIABLES if variables is None else variables:
         text = environ.get(var.name, "")
-        if text == "":
-            continue
-        try:
-            values[var.name] = var.parse(text)
-        except ValueError as exc:
-            raise ValueError(f"environment variable {var.name}={text!r}: {exc} "
-                             f"({var.meaning})") from None
+        if text != "":
+            values[var.name] = _parsed(var, text)
     return values
 
 
+def _parsed(var, text: str):
+    """``text``, the value of variable ``var``, parsed; a ValueError naming the variable."""
+    try:
+        return var.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {var.name}={text!r}: {exc} "
+                         f"({var.meaning})") from None
+
+
 def setting(name: str, environ: Mapping[str, str] | None = None) -> Any:
-    """The value of variable ``name`` (one of :data:`VARIABLES`) in ``environ``, or its
-    default when unset."""
+    """The value of variable ``name`` (one of :data:`VARIABLES`) in ``environ`` (default
+    ``os.environ``, read now), or its default when unset. Only this variable is parsed: a bad
+    value of another one is reported where that one is read, not by every command."""
     var = _BY_NAME[name]
-    return read_environment(environ).get(name, var.default)
+    text = (os.environ if environ is None else environ).get(name, "")
+    return var.default if text == "" else _parsed(var, text)
 
 
 @contextmanager
@@ -257,10 +264,10 @@ class _Tuning:
     def from_environment(cls, environ: Mapping[str, str] | None = None):
         """The defaults, overridden by the variables of :data:`VARIABLES` that set this
         class's fields and are set in ``environ`` (default ``os.environ``, read now)."""
-        values = read_environment(environ)
         prefix = cls.__name__ + "."
-        return cls(**{v.tuning[len(prefix):]: values[v.name] for v in VARIABLES
-                      if v.tuning and v.tuning.startswith(prefix) and v.name in values})
+        mine = [v for v in VARIABLES if v.tuning and v.tuning.startswith(prefix)]
+        values = read_environment(environ, mine)
+        return cls(**{v.tuning[len(prefix):]: values[v.name] for v in mine if v.name in values})
 
     @classmethod
     def given(cls, value, keyword: str = "tuning"):

@@ -211,6 +211,63 @@ def test_bench_and_topo_refuse_outputs_before_measuring(tmp_path, monkeypatch, c
         assert f"{a_file}: not JSON" in err or f"{a_file}: not a JSON file" in err
 
 
+def test_bench_and_topo_refuse_an_output_over_an_input_or_over_each_other(tmp_path,
+                                                                           monkeypatch, capsys):
+    """bench's --markdown over its --graphs file destroyed the graph, --markdown over
+    --from-json's report replaced it (rc 0), --json and --markdown on one file kept only one;
+    a saved report named twice listed its cases twice, a missing one said only [Errno 2];
+    topo --from-json took --json and measuring options and did nothing with them, and a
+    benchmark the report lacks printed nothing."""
+    import groute.bench.runner
+    import groute.topology.runner
+
+    def measured(*args, **kwargs):
+        raise AssertionError("measured before the outputs were checked")
+    monkeypatch.setattr(groute.bench.runner, "run_suite", measured)
+    monkeypatch.setattr(groute.topology.runner, "run_benchmarks", measured)
+    graph = tmp_path / "g.txt"
+    graph.write_text("0 1\n1 2\n")
+    assert main(["bench", "--backend", "cpu", "--apps", "bfs", "--graphs", f"grid:4,{graph}",
+                 "--devices", "1", "--markdown", str(graph)]) == 1
+    assert f"--markdown {graph}: the same file as --graphs" in capsys.readouterr().err
+    assert graph.read_text() == "0 1\n1 2\n"
+    same = tmp_path / "same"
+    for command in (["bench", "--preset", "cpu"], ["topo", "map", "--quick", "--backend", "cpu"]):
+        assert main([*command, "--json", str(same), "--markdown", str(same)]) == 1
+        assert f"--markdown {same}: the same file as --json" in capsys.readouterr().err
+    bench_report, topo_report = tmp_path / "b.json", tmp_path / "t.json"
+    bench_report.write_text(json.dumps({"schema": "groute-bench/1", "cases": []}))
+    from groute.topology.report import SCHEMA
+    topo_report.write_text(json.dumps({"schema": SCHEMA, "benchmarks": []}))
+    for command, report in ((["bench"], bench_report), (["topo", "map"], topo_report)):
+        assert main([*command, "--from-json", str(report), "--markdown", str(report)]) == 1
+        assert f"--markdown {report}: the same file as --from-json" in capsys.readouterr().err
+        assert main([*command, "--from-json", str(tmp_path / "none.json")]) == 1
+        assert (f"--from-json {tmp_path / 'none.json'}: cannot read it (No such file"
+                in capsys.readouterr().err)
+    assert json.loads(bench_report.read_text())["schema"] == "groute-bench/1"
+    assert main(["bench", "--from-json", f"{bench_report},{bench_report}"]) == 1
+    assert f"--from-json names {bench_report} twice" in capsys.readouterr().err
+    assert main(["topo", "--from-json", str(topo_report), "--quick", "--json",
+                 str(tmp_path / "t3.json")]) == 1
+    assert "measures nothing; drop --quick, --json" in capsys.readouterr().err
+    assert main(["topo", "map", "--from-json", str(topo_report)]) == 1
+    assert "the report holds no map (it has none)" in capsys.readouterr().err
+
+
+def test_an_upper_case_numpy_suffix_writes_the_file_named(tmp_path):
+    """np.save and np.savez add their suffix to a name they do not see as theirs: a.NPY was
+    written as a.NPY.npy."""
+    for name in ("a.NPY", "b.NPZ"):
+        path = tmp_path / name
+        assert main(["bfs", "--graph", "grid:4", "--source", "0", "--output", str(path),
+                     *RUN]) == 0
+        assert path.exists() and not list(tmp_path.glob(f"{name}.*"))
+        loaded = np.load(path)
+        depths = loaded["depth"] if name == "a.NPY" else loaded["values"]
+        assert depths.tolist()[:2] == [0, 1]
+
+
 def test_an_output_the_system_refuses_at_the_end_names_the_option(tmp_path, monkeypatch,
                                                                    capsys):
     """A place that passes the checks made before the run (``/proc``) but refuses the write:
@@ -231,13 +288,28 @@ def test_an_output_the_system_refuses_at_the_end_names_the_option(tmp_path, monk
     (["pr", "--bsp-kernel", "coo", "--mode", "async"], "--bsp-kernel applies to --mode bsp"),
     (["katz", "--sweeps", "3", "--mode", "bsp"], "--sweeps applies to --mode async; --mode bsp"),
     (["pr", "--push-rule", "degree", "--mode", "bsp"], "--push-rule applies to --mode async"),
+    (["pr", "--sweeps", "3"], "--sweeps applies to --mode async; --mode auto, which runs bsp"),
+    (["katz", "--push-rule", "degree"], "--push-rule applies to --mode async; --mode auto, "
+                                        "which runs bsp"),
+    (["cc", "--no-afforest", "--sample-rounds", "3"], "--sample-rounds counts Afforest's "
+                                                      "sampling; --no-afforest leaves it unused"),
     (["bfs", "--delta", "3", "--no-priority"], "--delta is the soft priority's step; "
                                                "--no-priority leaves it unused")])
 def test_an_option_the_run_would_leave_unused_is_refused_before_it(argv, message, no_run,
                                                                   capsys):
-    """Each ran to the end with the option silently ignored."""
+    """Each ran to the end with the option silently ignored (--mode auto's too, where the
+    mode rule always runs the other mode)."""
     assert main([*argv, "--graph", "grid:5", "--backend", "cpu"]) == 1
     assert f"groute {argv[0]}: error: {message}" in capsys.readouterr().err
+
+
+def test_a_delta_the_run_leaves_unused_is_said(caplog):
+    """--delta beside a run whose priority rule turned soft priority off (bsp on CPU devices)
+    was dropped without a word."""
+    with caplog.at_level("WARNING"):
+        assert main(["sssp", "--graph", "grid:5", "--mode", "bsp", "--delta", "5", *RUN]) == 0
+    assert any("--delta 5 left unused: soft priority was off in this run" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_an_integer_source_is_written_in_digits(capsys):

@@ -100,6 +100,18 @@ def test_cli_pbf_scaling_run_verifies_every_count(capsys):
     assert "1 x cpu: 1.00x the speed of 1" in out and "3 x cpu:" in out and "cpu:2" in out
 
 
+def test_cli_pbf_scaling_runs_the_policies_asked_for(capsys):
+    """--scale ran first-available whatever --static or --compare said."""
+    argv = ["pbf", "--backend", "cpu", "--size", "6000", "--segment", "1000", "--scale", "1,2"]
+    assert main([*argv, "--static"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("static:") == 2 and "first_available" not in out
+    assert main([*argv, "--compare"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("static:") == 2 and out.count("first_available:") == 2
+    assert out.count("verified against NumPy") == 4
+
+
 @pytest.mark.timeout(60)
 def test_devices_write_their_kept_elements_straight_into_the_output():
     """Each device reserves its range of the output and copies into it: the ranges tile the

@@ -73,6 +73,22 @@ def test_a_bad_value_names_the_variable(name, text):
         read_environment({name: text})
 
 
+def test_a_bad_variable_stops_only_what_reads_it(capsys):
+    """Every reader parsed every variable: a bad GROUTE_TIMEOUT failed `groute data list`
+    (which waits on nothing) and a command given --timeout, which the variable only defaults."""
+    from groute.cli import main
+    env = {"GROUTE_TIMEOUT": "abc", "GROUTE_TRAVERSAL_BLOCK": "128"}
+    assert setting("GROUTE_TRAVERSAL_BLOCK", env) == 128
+    assert TraversalTuning.from_environment(env).block == 128
+    with pytest.raises(ValueError, match="environment variable GROUTE_TIMEOUT='abc'"):
+        setting("GROUTE_TIMEOUT", env)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GROUTE_TIMEOUT", "abc")
+        assert main(["bfs", "--graph", "grid:5", "--backend", "cpu", "--devices", "1",
+                     "--timeout", "5", "--repeat", "1"]) == 0
+        assert main(["data", "list"]) == 0
+
+
 def test_tunings_are_frozen_and_checked():
     t = PageRankTuning()
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -68,11 +68,19 @@ def run(args) -> int:
     from . import report
     names = resolve_names(args.benchmarks)
     from groute.bench.cli import check_outputs     # before anything is measured
-    check_outputs(args)
+    check_outputs(args, [("--from-json", args.from_json)])
     if args.plot:
         from .plots import require_matplotlib
         require_matplotlib()
     if args.from_json:
+        given = [option for option, value in (
+            ("--quick", args.quick), ("--sizes", args.sizes), ("--packet-sizes", args.packet_sizes),
+            ("--repeat", args.repeat), ("--link-window", args.link_window),
+            ("--chunks", args.chunks != 16), ("--devices", args.devices != "auto"),
+            ("--json", args.json)) if value]
+        if given:
+            raise ValueError(f"--from-json re-renders a saved report and measures nothing; "
+                             f"drop {', '.join(given)}")
         document, results = _load(args.from_json, names if args.benchmarks != ["all"] else None)
         description = document.get("machine", {})
     else:
@@ -125,6 +133,8 @@ def _load(path, names):
         raise ValueError(f"--from-json {path}: not a JSON file ({exc})") from None
     except IsADirectoryError:
         raise ValueError(f"--from-json {path}: a directory, not a file") from None
+    except OSError as exc:
+        raise ValueError(f"--from-json {path}: cannot read it ({exc.strerror or exc})") from None
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         raise ValueError(f"--from-json {path}: not a groute topo report (expected schema "
                          f"{SCHEMA!r})")
@@ -133,6 +143,10 @@ def _load(path, names):
     except (KeyError, TypeError) as exc:
         raise ValueError(f"--from-json {path}: malformed benchmark entry ({exc!r})") from None
     if names is not None:
+        missing = [name for name in names if name not in {r.name for r in results}]
+        if missing:
+            raise ValueError(f"--from-json {path}: the report holds no {', '.join(missing)} "
+                             f"(it has {', '.join(r.name for r in results) or 'none'})")
         results = [r for r in results if r.name in names]
     return document, results
 

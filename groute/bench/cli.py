@@ -135,10 +135,12 @@ def command_line(config) -> str:
     return shlex.join(parts)
 
 
-def check_outputs(args) -> None:
+def check_outputs(args, inputs=()) -> None:
     """Refuse, before anything is measured, outputs that could not be written: ``--json``
-    and ``--markdown`` files (their folders are made), the ``--plot`` folder."""
-    from ..cli_support import check_writable_file, check_writable_folder
+    and ``--markdown`` files (their folders are made), the ``--plot`` folder; the two files
+    alike, or one of the ``inputs`` (``(option, path)``: a graph file, a saved report)."""
+    from ..cli_support import check_distinct_files, check_writable_file, check_writable_folder
+    check_distinct_files((("--json", args.json), ("--markdown", args.markdown)), inputs)
     for option, path in (("--json", args.json), ("--markdown", args.markdown)):
         if path:
             check_writable_file(option, path, make_folders=True)
@@ -146,8 +148,17 @@ def check_outputs(args) -> None:
         check_writable_folder("--plot", args.plot)
 
 
+def _read_saved(path) -> dict:
+    """A ``--from-json`` file's results; its errors name the option."""
+    from .report import read_results
+    try:
+        return read_results(path)
+    except ValueError as exc:
+        raise ValueError(f"--from-json {exc}") from None
+
+
 def run(args) -> int:
-    from .report import merge_results, read_results, write_json, write_markdown
+    from .report import merge_results, write_json, write_markdown
     from .runner import run_suite
     if args.from_json:
         given = [opt for opt, value in (("--preset", args.preset), ("--apps", args.apps),
@@ -156,12 +167,17 @@ def run(args) -> int:
         if given:
             raise ValueError(f"--from-json re-renders saved results and runs nothing; "
                              f"drop {', '.join(given)}")
+        twice = sorted({path for path in args.from_json if args.from_json.count(path) > 1})
+        if twice:
+            raise ValueError(f"--from-json names {twice[0]} twice: its cases would be listed "
+                             f"twice")
         config = None
     else:
         config = config_from_args(args)
         check_preset_fits(config, graphs_given=bool(args.graphs))
     # fail before minutes of benchmarking, not after
-    check_outputs(args)
+    check_outputs(args, [("--from-json", path) for path in args.from_json or ()]
+                  + [("--graphs", spec) for spec in args.graphs or ()])
     if args.plot:
         from .plots import _pyplot
         _pyplot()
@@ -173,7 +189,7 @@ def run(args) -> int:
             write_markdown(results, args.markdown)
 
     if config is None:
-        results = merge_results([read_results(path) for path in args.from_json])
+        results = merge_results([_read_saved(path) for path in args.from_json])
     else:
         results = run_suite(config, command=command_line(config), progress=not args.quiet,
                             on_update=save if (args.json or args.markdown) else None)

@@ -324,6 +324,8 @@ def read_results(path) -> dict:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not JSON ({exc})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if not isinstance(data, dict) or data.get("schema") != "groute-bench/1":
         raise ValueError(f"{path}: not a groute bench results file (no schema groute-bench/1)")
     return data

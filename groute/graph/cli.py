@@ -14,6 +14,7 @@ from pathlib import Path
 
 from groute.cli_support import positive_int
 
+from .datasets import DATASET_FORMATS
 from .partition import AUTO_RULE, DEFAULT_PARTITION, METHODS
 
 
@@ -68,7 +69,7 @@ def register(subparsers, common) -> None:
     q.add_argument("--dir", default=None, help="where to put it (default: the groute cache dir)")
     q.add_argument("--url", default=None, help="download from this URL (http(s):// or file://)")
     q.add_argument("--sha256", default=None, help="expected SHA-256 of the download")
-    q.add_argument("--format", default=None, choices=["snap", "dimacs", "mtx", "mtx-tar"],
+    q.add_argument("--format", default=None, choices=DATASET_FORMATS,
                    help="file format when --url is given (default: from the URL)")
     q.add_argument("--force", action="store_true", help="download again even if present")
     q.set_defaults(func=cmd_get)

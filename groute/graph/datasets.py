@@ -19,12 +19,14 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tarfile
 import urllib.parse
 import urllib.request
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import GrouteError
 from ..tuning import setting
@@ -118,12 +120,42 @@ def registry(extra: dict | None = None) -> dict[str, Dataset]:
             entries = json.loads(Path(env).read_text())
         except (OSError, ValueError) as exc:
             raise DatasetError(f"cannot read GROUTE_DATASETS={env}: {exc}") from exc
-        for e in entries:
-            d = Dataset(**e)
+        for d in _entries(entries, f"GROUTE_DATASETS={env}"):
             reg[d.name] = d
     if extra:
         reg.update({k: v if isinstance(v, Dataset) else Dataset(**v) for k, v in extra.items()})
     return reg
+
+
+#: the formats a dataset's file may be in (:class:`Dataset`)
+DATASET_FORMATS = ("snap", "dimacs", "mtx", "mtx-tar")
+
+
+def _entries(entries, where: str) -> list[Dataset]:
+    """A registry file's entries (a JSON list of objects with at least ``name``, ``url`` and
+    ``format``) as Datasets, or a DatasetError naming ``where`` and the entry at fault."""
+    if not isinstance(entries, list):
+        raise DatasetError(f"{where}: a list of datasets, got a JSON {type(entries).__name__}")
+    known = {f.name for f in fields(Dataset)}
+    out = []
+    for i, e in enumerate(entries):
+        what = f"{where}: entry {i}"
+        if not isinstance(e, dict):
+            raise DatasetError(f"{what}: an object with name, url and format, got {e!r}")
+        missing = [k for k in ("name", "url", "format") if k not in e]
+        unknown = sorted(set(e) - known)
+        if missing or unknown:
+            raise DatasetError(f"{what}: " + "; ".join(
+                ([f"lacks {', '.join(missing)}"] if missing else [])
+                + ([f"has unknown {', '.join(unknown)} (known: {', '.join(sorted(known))})"]
+                   if unknown else [])))
+        if not all(isinstance(e[k], str) and e[k] for k in ("name", "url")):
+            raise DatasetError(f"{what}: name and url are non-empty strings")
+        if e["format"] not in DATASET_FORMATS:
+            raise DatasetError(f"{what}: format {e['format']!r}; one of "
+                               f"{', '.join(DATASET_FORMATS)}")
+        out.append(Dataset(**e))
+    return out
 
 
 def data_dir(dir=None) -> Path:
@@ -141,9 +173,17 @@ def lookup(name: str, reg: dict | None = None) -> Dataset:
                        f"give a URL to fetch any file")
 
 
-def find_downloaded(name: str, dir=None) -> tuple[Path, bool] | None:
-    """``(graph file, symmetric)`` of a dataset that has been downloaded, or None: a registered
-    name in the data directory, else a name recorded by :func:`download` (any ``url``)."""
+class Downloaded(NamedTuple):
+    """A downloaded dataset's graph file, as :func:`load_graph` reads it."""
+    path: Path
+    symmetric: bool
+    format: str       # the reader's: a SuiteSparse archive's extracted file is Matrix Market
+
+
+def find_downloaded(name: str, dir=None) -> Downloaded | None:
+    """The graph file of a dataset that has been downloaded, how to read it, or None: a
+    registered name in the data directory, else a name recorded by :func:`download` (any
+    ``url``, read in the format it was given or found to have)."""
     try:
         d = lookup(name)
     except DatasetError:
@@ -151,11 +191,19 @@ def find_downloaded(name: str, dir=None) -> tuple[Path, bool] | None:
     if d is not None:
         p = data_dir(dir) / d.graph_filename
         if p.is_file():
-            return p, d.symmetric
+            return Downloaded(p, d.symmetric, _reader_format(d.format))
     rec = _records().get(name)
     if rec is not None and Path(rec["path"]).is_file():
-        return Path(rec["path"]), bool(rec.get("symmetric", False))
+        return Downloaded(Path(rec["path"]), bool(rec.get("symmetric", False)),
+                          _reader_format(rec.get("format")))
     return None
+
+
+def _reader_format(fmt):
+    """The reader of a dataset's graph file in format ``fmt`` (None: found by its name)."""
+    if fmt == "mtx-tar":
+        return "mtx"
+    return fmt if fmt in DATASET_FORMATS else None
 
 
 def _records_path() -> Path:
@@ -215,11 +263,23 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     called as data arrives. Raises DatasetError when verification fails (the partial file is
     removed) and OSError for network/file problems.
     """
+    if not isinstance(name, str) or not name.strip() or "/" in name:
+        raise DatasetError(f"a dataset's name is a non-empty word without '/', got {name!r}")
+    if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", str(sha256)):
+        raise DatasetError(f"sha256 is 64 hexadecimal digits, got {sha256!r}")
+    if format is not None and format not in DATASET_FORMATS:
+        raise DatasetError(f"format {format!r}: one of {', '.join(DATASET_FORMATS)}")
     reg = registry(registry_extra)
     if url is not None:
         base = reg.get(name)
         fmt = format or (base.format if base else _format_from_url(url))
         d = Dataset(name, url, fmt, base.description if base else "", symmetric=base.symmetric if base else False)
+        if base is not None and d.filename != base.filename:
+            # a registered name from another URL is a mirror of its file: another file under
+            # it would be loaded as that dataset, while the registry still describes its own
+            raise DatasetError(f"{name!r} is the registry's dataset from {base.url}; a URL for "
+                               f"it is a mirror of {base.filename}, got {d.filename}: give "
+                               f"this download a name of its own")
     else:
         d = lookup(name, reg)
     expected = (sha256 or d.sha256 or "").lower() or None

@@ -104,8 +104,8 @@ def load_graph(source, *, weighted: bool | None = None, seed: int | None = None,
                 raise FileNotFoundError(
                     f"{text!r} is neither a file, nor a graph spec (kron:21, rmat:20, grid:4900, "
                     f"er:1e6:8), nor a downloaded dataset (see `groute data list` / `groute data get`)")
-            path, sym = found
-            g = _load_file(path, cache=cache, symmetric=symmetric or sym, format=None,
+            g = _load_file(found.path, cache=cache, symmetric=symmetric or found.symmetric,
+                           format=format or found.format,
                            allow_negative=allow_negative, columns=columns, header=header)
     if weighted is True and g.weights is None:
         g = g.with_weights(seed=0 if seed is None else seed)

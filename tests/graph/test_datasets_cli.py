@@ -225,3 +225,51 @@ def test_cli_get_offline_names_the_url(tmp_path, capsys):
     url = f"http://127.0.0.1:{port}/x.txt.gz"
     rc, out = run_cli(["data", "get", "x", "--url", url, "--dir", str(tmp_path)], capsys)
     assert rc == 1 and url in out and out.count("\n") == 1
+
+
+def test_a_registry_file_s_bad_entries_are_named(monkeypatch, tmp_path):
+    """An entry without url or format, or a JSON object for the list, failed inside the
+    Dataset constructor (a TypeError naming its arguments)."""
+    reg = tmp_path / "r.json"
+    monkeypatch.setenv("GROUTE_DATASETS", str(reg))
+    for entries, message in [
+            ({"a": 1}, "a list of datasets, got a JSON dict"),
+            ([{"name": "x"}], "entry 0: lacks url, format"),
+            ([{"name": "x", "url": "file:///g", "format": "snap", "sz": 1}],
+             "entry 0: has unknown sz"),
+            (["x"], "entry 0: an object with name, url and format"),
+            ([{"name": "", "url": "file:///g", "format": "snap"}],
+             "entry 0: name and url are non-empty strings"),
+            ([{"name": "x", "url": "file:///g", "format": "txt"}],
+             "entry 0: format 'txt'; one of snap")]:
+        reg.write_text(json.dumps(entries))
+        with pytest.raises(DatasetError, match=f"GROUTE_DATASETS={re.escape(str(reg))}: "
+                                               f"{re.escape(message)}"):
+            ds.registry()
+
+
+def test_a_download_s_format_is_how_its_name_loads(tmp_path, isolated_cache):
+    """`data get NAME --url U --format F` recorded F, and the name then loaded by the file's
+    own suffix: a DIMACS file named .txt was read as an edge list."""
+    path = tmp_path / "roads.txt"
+    path.write_text("c a road map\np sp 3 2\na 1 2 7\na 2 3 5\n")
+    ds.download("roads", url=path.as_uri(), format="dimacs")
+    g = load_graph("roads", cache=False)
+    assert g.num_vertices == 3 and g.weights.tolist() == [7, 5]
+
+
+def test_download_arguments_are_checked_before_fetching(tmp_path, isolated_cache):
+    """An empty name was registered; a sha256 that is no hash was found out only after the
+    whole download; a registered name given another file's URL loaded that file as the
+    dataset while the registry still described its own."""
+    p, g, digest = make_snap(tmp_path)
+    for name in ("", "  ", "a/b"):
+        with pytest.raises(DatasetError, match="a dataset's name is a non-empty word"):
+            ds.download(name, url=p.as_uri())
+    with pytest.raises(DatasetError, match="sha256 is 64 hexadecimal digits, got 'zz'"):
+        ds.download("tiny", url=p.as_uri(), sha256="zz")
+    registered = next(d for d in ds.REGISTRY.values() if d.format == "snap")
+    with pytest.raises(DatasetError, match=f"{registered.name!r} is the registry's dataset "
+                                           f"from .*give this download a name of its own"):
+        ds.download(registered.name, url=p.as_uri())
+    assert not list(isolated_cache.glob("*")) or not (isolated_cache / p.name).exists()
