@@ -170,6 +170,23 @@ def test_partition_reads_an_edge_lists_columns_as_the_commands_do(tmp_path, caps
     assert whole.weights.tolist() == direct.weights.tolist()
 
 
+def test_partition_checks_its_out_folder_before_loading(tmp_path, capsys, monkeypatch):
+    """--out naming a file said only "X: not a folder" after the graph had loaded; --out ''
+    wrote the part set into the working directory."""
+    from groute.cli import main
+    import groute.graph
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the graph loaded before --out was checked")
+    monkeypatch.setattr(groute.graph, "load_graph", loaded)
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    for out, message in [(str(a_file), f"--out {a_file}: a file, not a folder"),
+                         ("", "--out '': give the folder to write the part set in")]:
+        assert main(["partition", "--graph", "grid:4", "--parts", "2", "--out", out]) == 1
+        assert message in capsys.readouterr().err
+
+
 def _edit_manifest(folder, **fields):
     path = folder / "manifest.json"
     manifest = {**json.loads(path.read_text()), **fields}

@@ -30,6 +30,10 @@ def run(args) -> int:
     from ..graph import load_graph
     from ..graph.part_set import write_part_set
     from ..graph.errors import NegativeWeightError
+    from ..cli_support import check_writable_folder
+    if not args.out.strip():
+        raise ValueError("--out '': give the folder to write the part set in")
+    check_writable_folder("--out", args.out)        # before a graph of minutes loads
     options = {} if args.columns is None else {"columns": parse_columns(args.columns)}
     try:
         graph = load_graph(args.graph, seed=args.seed, symmetric=args.symmetric,

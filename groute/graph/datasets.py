@@ -127,6 +127,8 @@ def registry(extra: dict | None = None) -> dict[str, Dataset]:
     return reg
 
 
+#: the URLs :func:`download` fetches
+URL_SCHEMES = ("http", "https", "file")
 #: the formats a dataset's file may be in (:class:`Dataset`)
 DATASET_FORMATS = ("snap", "dimacs", "mtx", "mtx-tar")
 
@@ -269,6 +271,12 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         raise DatasetError(f"sha256 is 64 hexadecimal digits, got {sha256!r}")
     if format is not None and format not in DATASET_FORMATS:
         raise DatasetError(f"format {format!r}: one of {', '.join(DATASET_FORMATS)}")
+    if url is not None and urllib.parse.urlparse(url).scheme not in URL_SCHEMES:
+        raise DatasetError(f"url {url!r}: groute downloads {', '.join(URL_SCHEMES)} URLs "
+                           f"(a local file: file:///path/to/it)")
+    if dir is not None and Path(dir).expanduser().exists() and \
+            not Path(dir).expanduser().is_dir():
+        raise DatasetError(f"dir {dir}: a file, not a folder to download into")
     reg = registry(registry_extra)
     if url is not None:
         base = reg.get(name)

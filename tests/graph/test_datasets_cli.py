@@ -273,3 +273,14 @@ def test_download_arguments_are_checked_before_fetching(tmp_path, isolated_cache
                                            f"from .*give this download a name of its own"):
         ds.download(registered.name, url=p.as_uri())
     assert not list(isolated_cache.glob("*")) or not (isolated_cache / p.name).exists()
+
+
+def test_a_url_that_is_no_url_and_a_dir_that_is_a_file_are_named(tmp_path, isolated_cache):
+    """They failed as "unknown url type" and "[Errno 17] File exists"."""
+    p, g, digest = make_snap(tmp_path)
+    with pytest.raises(DatasetError, match="url 'notaurl': groute downloads http, https, file"):
+        ds.download("x", url="notaurl")
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    with pytest.raises(DatasetError, match=f"dir {a_file}: a file, not a folder"):
+        ds.download("x", url=p.as_uri(), dir=a_file)
