@@ -101,7 +101,8 @@ def run_cli(args, name, solver_cls):
         graph = graph.with_weights(seed=args.seed)
         weights = f"random integers 1..64 (seed {args.seed})"
     if args.sources is not None:
-        seeds = parse_vertices(graph, args.sources, "--sources")
+        # one source named twice is one source (the summary counts distinct ones)
+        seeds = list(dict.fromkeys(parse_vertices(graph, args.sources, "--sources")))
     else:
         seeds = [busiest_vertex(graph, f"--graph {args.graph}") if args.source is None
                  else parse_vertex(graph, args.source, "--source")]

@@ -208,7 +208,9 @@ def test_igraph_peer_is_skipped_when_its_build_would_pass_the_budget(monkeypatch
     monkeypatch.setattr(peers, "igraph_build_seconds_per_edge", lambda: 1e-3)
     g = _random_graph(np.random.default_rng(1), 40, 200, directed=False)
     edges = g.num_edges // 2           # k-core's igraph graph: each edge once
-    with pytest.raises(peers.PeerSkipped, match=rf"{edges:,} edges .* over the 0.1 s case budget"):
+    with pytest.raises(peers.PeerSkipped, match=rf"about {edges * 1e-3 * 1e3:.2f} ms "
+                                                rf"\({edges:,} edges .* over the 100.00 ms case "
+                                                rf"budget"):
         peers.prepare_peer("igraph", "kcore", g, None, networkx_max_arcs=10**6,
                            build_budget_s=0.1)
     # SCC's directed graph has every arc: a budget between the two counts runs k-core only

@@ -321,6 +321,11 @@ def test_an_integer_source_is_written_in_digits(capsys):
     assert main(["bfs", "--graph", "grid:5", "--sources", " 3, +4", *RUN]) == 0
 
 
+def test_a_source_named_twice_counts_once(capsys):
+    assert main(["bfs", "--graph", "grid:5", "--sources", "1,2,1", *RUN]) == 0
+    assert "from 2 sources" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("option, value, message", [
     ("--sample-rounds", "-1", "expected a number >= 0, got -1"),
     ("--segment-edges", "0", "expected a number >= 1, got 0"),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .fmt import fmt_seconds
 from .specs import PR_DAMPING, PR_TOL, hook_name, load, spec_for
 from .suite import APPS
 from .verify import Verdict, verify
@@ -344,9 +345,10 @@ def check_igraph_build(num_edges: int, budget_s: float) -> None:
     per_edge = igraph_build_seconds_per_edge()
     estimate = num_edges * per_edge
     if estimate > budget_s:
-        raise PeerSkipped(f"building its igraph graph would take about {estimate:.0f} s "
-                          f"({num_edges:,} edges at {per_edge * 1e9:.0f} ns each, timed on this "
-                          f"machine), over the {budget_s:g} s case budget")
+        raise PeerSkipped(f"building its igraph graph would take about "
+                          f"{fmt_seconds(estimate)} ({num_edges:,} edges at "
+                          f"{per_edge * 1e9:.0f} ns each, timed on this machine), over the "
+                          f"{fmt_seconds(budget_s)} case budget")
 
 
 def as_array(mapping, n, fill, dtype):
