@@ -49,7 +49,7 @@ def _timeout_scope(args):
     if args.timeout is None:
         return nullcontext()
     from .config import default_timeout_of
-    return default_timeout_of(args.timeout)
+    return default_timeout_of(args.timeout, "--timeout")
 
 
 def _cache_scope(args):

@@ -38,13 +38,13 @@ def set_default_timeout(seconds: float) -> None:
 
 
 @contextmanager
-def default_timeout_of(seconds: float):
+def default_timeout_of(seconds: float, name: str = "timeout"):
     """:func:`set_default_timeout` for the ``with`` block only (the command line's
     ``--timeout``: a program that runs a command through ``groute.cli.main`` keeps its own
-    default afterwards)."""
+    default afterwards); a bad ``seconds`` is an error naming ``name``."""
     global _default_timeout
     before = _default_timeout
-    set_default_timeout(seconds)
+    _default_timeout = _checked(seconds, name, "")
     try:
         yield
     finally:

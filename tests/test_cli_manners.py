@@ -20,13 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e300", "1e10"])
 def test_bad_timeout_is_a_one_line_error(value):
-    """No traceback: one line on stderr naming the timeout, exit status 1."""
+    """No traceback: one line on stderr naming the option (it named the Python keyword),
+    exit status 1."""
     proc = subprocess.run([sys.executable, "-m", "groute", "bfs", "--graph", "grid:3",
                            "--backend", "cpu", "--timeout", value],
                           cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "timeout" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and "--timeout must be" in lines[0] and "Traceback" not in proc.stderr, \
+        proc.stderr
 
 
 @pytest.mark.timeout(60)
