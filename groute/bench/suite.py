@@ -155,7 +155,7 @@ def make_config(preset: str | None = None, **options) -> BenchConfig:
     apps = _check_choices("--apps", values["apps"] or list(APPS), APPS)   # default: all
     modes = _check_choices("--modes", values["modes"], MODES)
     peers = _check_choices("--peers", values["peers"], PEERS, allow_empty=True)
-    graphs = list(dict.fromkeys(g.strip() for g in (values["graphs"] or []) if g.strip()))
+    graphs = [g.strip() for g in (values["graphs"] or []) if g.strip()]
     if not graphs:
         raise ValueError("no graphs: give --graphs SPEC[,SPEC...] (e.g. kron:21,grid:4900 or a "
                          "file path) or a --preset")
