@@ -582,11 +582,18 @@ def test_a_host_clocked_run_ends_by_polling_without_sleeping(monkeypatch):
         spins.append(spin)
         return real(self, timeout, spin=spin)
 
+    def keep_streams_busy(ctx):        # idle streams are not waited for at all
+        for device in ctx.devices:
+            for stream in (device.compute_stream, device.copy_stream):
+                stream.submit(time.sleep, 0.05)
+
     with Context(devices=2, backend="cpu") as ctx:
         monkeypatch.setattr(CPUEvent, "synchronize", synchronize)
+        keep_streams_busy(ctx)
         with DeviceTimer(ctx) as timer:
             started = len(spins)
             ctx.submit(1, lambda device: None).result()
+            keep_streams_busy(ctx)
         assert END_SPIN_S > 0 and started == 4 and spins[:started] == [0.0] * 4
         assert spins[started:] == [END_SPIN_S] * 4      # two devices, two streams each
         assert timer.seconds >= 0
@@ -973,3 +980,65 @@ def test_shutdown_names_only_the_devices_whose_work_runs_on(caplog):
     assert warned == ["cpu:0: the work queued on its streams had not ended in time"]
     for _ in range(5):
         Context(4, backend="cpu", timeout=1e-6).shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_a_device_failure_before_the_callers_own_error_is_raised_by_the_next_run():
+    """A device function failed, then the caller's code raised an error of its own: the
+    context counted the device's failure as reported, and the next run returned normally."""
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        with pytest.raises(KeyError):
+            with ctx.exclusive():
+                ctx.submit(1, lambda d: 1 / 0)
+                wait_for(lambda: ctx._error is not None, what="the failure", timeout=5)
+                raise KeyError("the caller's")
+        with pytest.raises(DeviceError, match="cpu:1: ZeroDivisionError"):
+            ctx.run(lambda d: d.index)
+        assert ctx.run(lambda d: d.index) == [0, 1]
+
+
+@pytest.mark.timeout(60)
+def test_an_error_of_the_callers_own_with_nothing_running_leaves_the_context_as_it_was():
+    """On the CPU backend a stream never said it was idle, so every error leaving a
+    computation stopped the context: a link the caller had made was stopped with it."""
+    with Context(2, backend="cpu", timeout=5) as ctx:
+        link = Link(*ctx.devices, packet_size=4, ctx=ctx)
+        with pytest.raises(KeyError):
+            with ctx.exclusive():
+                ctx.run(lambda d: d.compute_stream.submit(time.sleep, 0.01))
+                ctx.synchronize()
+                raise KeyError("the caller's")
+        assert not ctx.stopped
+        link.send(np.arange(3, dtype=np.int32))
+        got = link.receive(timeout=5)
+        assert got.wait().data.tolist() == [0, 1, 2]
+        got.release()
+        link.close()
+
+
+@pytest.mark.timeout(60)
+def test_an_interrupted_run_waits_for_its_work_once():
+    """Ctrl-C during run waited the timeout for the work it left twice: once in gather, once
+    as the run's turn ended."""
+    ctx = Context(1, backend="cpu", timeout=1)
+    ended = threading.Event()
+
+    def deaf(device):          # does not notice the stop: the wait for it lasts the timeout
+        time.sleep(2.5)
+        ended.set()
+
+    try:
+        threading.Timer(0.3, _interrupt_main).start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            ctx.run(deaf)
+        took = time.monotonic() - t0
+        assert took < 2.0, took
+    finally:
+        ended.wait(10)
+        ctx.shutdown()
+
+
+def _interrupt_main():
+    import _thread
+    _thread.interrupt_main()

@@ -465,7 +465,7 @@ def test_an_item_shape_that_is_not_one_is_named(cpu_ctx, initiated):
     a, b = cpu_ctx.devices[:2]
     with pytest.raises(TypeError, match="item_shape must be a tuple of sizes"):
         Link(a, b, 4, item_shape=3, ctx=cpu_ctx, initiated=initiated)     # "'int' object is not iterable"
-    with pytest.raises(ValueError, match="item_shape's sizes must be a whole number >= 1, got -1"):
+    with pytest.raises(ValueError, match="item_shape's sizes must be an int >= 1, got -1"):
         Link(a, b, 4, item_shape=(-1,), ctx=cpu_ctx, initiated=initiated)  # NumPy's "negative dimensions"
 
 

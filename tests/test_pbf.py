@@ -56,10 +56,11 @@ def test_bad_input_array():
 
 
 @pytest.mark.parametrize("kwargs,error,match", [
-    ({"segment_size": 2.5}, ValueError, "segment_size must be a whole number"),
-    ({"segment_size": "3"}, ValueError, "segment_size must be a whole number"),
-    ({"segment_size": None}, ValueError, "segment_size must be a whole number"),
-    ({"segment_size": 0}, ValueError, "segment_size must be a whole number"),
+    ({"segment_size": 2.5}, ValueError, r"segment_size must be an int >= 1, got 2.5 \(float\)"),
+    ({"segment_size": 2.0}, ValueError, r"segment_size must be an int >= 1, got 2.0 \(float\)"),
+    ({"segment_size": "3"}, ValueError, r"segment_size must be an int >= 1, got '3' \(str\)"),
+    ({"segment_size": None}, ValueError, "segment_size must be an int >= 1"),
+    ({"segment_size": 0}, ValueError, "segment_size must be an int >= 1, got 0$"),
     ({"predicate": None}, TypeError, "predicate is a str"),
     ({"predicate": 3}, TypeError, "predicate is a str")])
 def test_bad_arguments_are_named(kwargs, error, match):

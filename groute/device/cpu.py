@@ -25,6 +25,16 @@ from .base import Device, Event, Stream, Weakly
 _EVENT_IDS = itertools.count()
 
 
+def _raise_stream_failure(stream, error):
+    """A stream's failure ``error``, naming the device it happened on (``stream``: None once
+    gone): a DeviceError that reached the stream from another device's (a wait for its event)
+    is that device's, as it is."""
+    if isinstance(error, DeviceError):
+        raise again(error)
+    where = stream.device_name if stream is not None else "a CPU device (gone)"
+    raise DeviceError(where, f"stream failed: {error!r}") from error
+
+
 class CPUEvent(Event):
     """Fires when its stream's thread reaches it. ``_gate`` is a lock held from creation until
     the event fires: waiters block on it and pass it on. (A lock is an order of magnitude cheaper
@@ -51,13 +61,7 @@ class CPUEvent(Event):
         return self._fired
 
     def _raise(self):
-        """The stream's failure, naming the device it happened on: a DeviceError that reached
-        this stream from another device's (a wait for its event) is that device's, as it is."""
-        if isinstance(self._error, DeviceError):
-            raise again(self._error)
-        stream = self._stream_ref()
-        where = stream.device_name if stream is not None else "a CPU device (gone)"
-        raise DeviceError(where, f"stream failed: {self._error!r}") from self._error
+        _raise_stream_failure(self._stream_ref(), self._error)
 
     def synchronize(self, timeout=None, *, spin: float = 0.0) -> None:
         if not self._fired:
@@ -87,6 +91,9 @@ class CPUStream(Stream):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._closed = False
+        # operations put and not yet run: the stream is idle at 0 (:meth:`idle`)
+        self._pending = 0
+        self._count_lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=f"groute-{device.name}-{name}",
                                         daemon=True)
         self._thread.start()
@@ -121,11 +128,22 @@ class CPUStream(Stream):
                         device.report_error(exc, where=f"stream {self.name}")
                 device = None
             fn = args = kwargs = marker = None
+            with self._count_lock:
+                self._pending -= 1
 
     def _put(self, item):
         if self._closed:
             raise RuntimeError(f"{self!r} is closed (its device was shut down)")
+        with self._count_lock:
+            self._pending += 1
         self._queue.put(item)
+
+    def idle(self) -> bool:
+        """Whether every operation put on the stream has run (see :meth:`Stream.idle`); a
+        failed stream raises as a wait for its events would."""
+        if self._error is not None:
+            _raise_stream_failure(self, self._error)
+        return self._pending == 0
 
     def submit(self, fn, *args, **kwargs) -> None:
         self._put((fn, args, kwargs, None))

@@ -31,6 +31,7 @@ from typing import NamedTuple
 from ..errors import GrouteError
 from ..tuning import setting
 from .cache import cache_root, file_sha256
+from .formats import FORMATS
 
 log = logging.getLogger(__name__)
 
@@ -226,10 +227,11 @@ def named_downloads() -> dict:
     return _records()
 
 
-def _record(d: Dataset, path: Path) -> None:
-    """Remember ``d.name`` -> ``path`` (atomically: a temporary file, then rename)."""
+def _record(d: Dataset, path: Path, fmt: str | None) -> None:
+    """Remember ``d.name`` -> ``path``, read in format ``fmt`` (None: found from the file, as
+    any graph file's), atomically: a temporary file, then rename."""
     recs = _records()
-    recs[d.name] = {"path": str(Path(path).resolve()), "url": d.url, "format": d.format,
+    recs[d.name] = {"path": str(Path(path).resolve()), "url": d.url, "format": fmt,
                     "symmetric": d.symmetric}
     target = _records_path()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -280,8 +282,9 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
     reg = registry(registry_extra)
     if url is not None:
         base = reg.get(name)
+        # a URL whose name does not say its format is read as any file is: by its content
         fmt = format or (base.format if base else _format_from_url(url))
-        d = Dataset(name, url, fmt, base.description if base else "", symmetric=base.symmetric if base else False)
+        d = Dataset(name, url, fmt or "snap", base.description if base else "", symmetric=base.symmetric if base else False)
         if base is not None and d.filename != base.filename:
             # a registered name from another URL is a mirror of its file: another file under
             # it would be loaded as that dataset, while the registry still describes its own
@@ -290,6 +293,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
                                f"this download a name of its own")
     else:
         d = lookup(name, reg)
+        fmt = d.format
     expected = (sha256 or d.sha256 or "").lower() or None
     target_dir = data_dir(dir)
     target_dir.mkdir(parents=True, exist_ok=True)
@@ -323,7 +327,7 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         result = DownloadResult(dest, digest, bool(expected), notes=notes)
     if d.format == "mtx-tar":
         result.path = _extract_mtx(dest, target_dir / d.graph_filename, force=force)
-    _record(d, result.path)
+    _record(d, result.path, fmt)
     return result
 
 
@@ -348,15 +352,15 @@ def _held_for(d: Dataset, paths, reg, *, default_dir: bool) -> str | None:
     return None
 
 
-def _format_from_url(url: str) -> str:
+def _format_from_url(url: str) -> str | None:
+    """The dataset format a URL's file name says (:data:`groute.graph.formats.FORMATS`, an
+    archive: ``mtx-tar``); None where it says none a dataset has."""
     path = urllib.parse.urlparse(url).path.lower()
     if path.endswith((".tar.gz", ".tgz")):
         return "mtx-tar"
-    if path.endswith((".mtx", ".mtx.gz")):
-        return "mtx"
-    if path.endswith((".gr", ".gr.gz")):
-        return "dimacs"
-    return "snap"
+    path = path.removesuffix(".gz")
+    return next((fmt for fmt, endings in FORMATS.items()
+                 if fmt in DATASET_FORMATS and path.endswith(endings)), None)
 
 
 def _fetch(url: str, dest: Path, progress) -> tuple[str, int]:

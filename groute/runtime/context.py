@@ -743,7 +743,9 @@ class Context:
         except (DeviceError, ContextStopped):
             raise
         except BaseException:
-            if own is None:
+            # the caller's own exception (an interrupt): end the work it leaves, here unless
+            # the calling thread holds the turn, whose block ends it as it leaves (once)
+            if own is None and self._holder is not threading.current_thread():
                 self._end_left_work()
             raise
 
@@ -809,7 +811,10 @@ class Context:
         except Exception:  # noqa: BLE001 - a failed stream: the error leaving says why
             pass
         self.stop_event.set()
-        self._mark_reported()
+        if self._error is None:
+            # the stop is the caller's: the next computation resets; a device's failure
+            # recorded before it has not reached the caller, so the next one raises it
+            self._mark_reported()
         deadline = time.monotonic() + self.timeout
         for w in self._workers:
             w.wait_idle(max(deadline - time.monotonic(), 0.0))

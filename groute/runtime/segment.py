@@ -17,8 +17,10 @@ from ..ints import is_int
 
 def positive_int(name, value) -> int:
     """``value`` as an int, or a ValueError naming ``name`` (packet sizes, buffer counts)."""
-    if not is_int(value) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    if not is_int(value):       # 2.0 too: a count given as a float is a slip, not a count
+        raise ValueError(f"{name} must be an int >= 1, got {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     return int(value)
 
 

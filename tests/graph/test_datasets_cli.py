@@ -284,3 +284,21 @@ def test_a_url_that_is_no_url_and_a_dir_that_is_a_file_are_named(tmp_path, isola
     a_file.write_text("x")
     with pytest.raises(DatasetError, match=f"dir {a_file}: a file, not a folder"):
         ds.download("x", url=p.as_uri(), dir=a_file)
+
+
+def test_a_download_whose_name_says_no_format_is_read_by_its_content(tmp_path, isolated_cache):
+    """A URL ending in .csv was recorded as SNAP, and its name then failed to load (a SNAP
+    line holds no comma); a name that says its format is read in it."""
+    g = load_graph("er:60:3:seed=4", cache=False)
+    src = tmp_path / "edges.csv"
+    rows = [f"{u},{v}" for u, v in zip(*g.edges())]
+    src.write_text("\n".join(rows) + "\n")
+    ds.download("commas", url=src.as_uri())
+    got = load_graph("commas", cache=False)
+    src_ids, dst_ids = g.edges()
+    assert got.num_edges == g.num_edges
+    assert got.num_vertices == len(np.union1d(src_ids, dst_ids))    # the ids the file names
+    assert ds.named_downloads()["commas"]["format"] is None
+    p, _, _ = make_snap(tmp_path)
+    ds.download("tiny", url=p.as_uri())
+    assert ds.named_downloads()["tiny"]["format"] == "snap"
