@@ -156,6 +156,23 @@ def test_labels_of_another_part_set_are_refused(tmp_path):
         read_part(tmp_path / "a", 0, 2)
 
 
+@pytest.mark.parametrize("labels, named", [
+    ([0, 1, 2.5, 3, 4], "2.5 \\(float\\)"), (["0", 1, "2", "3", "4"], "1 \\(int\\)"),
+    ([(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)], "\\(0, 0\\) \\(tuple\\)"),
+    ([2**70, 1, 2, 3, 4], f"{2**70} \\(int\\)")])
+def test_labels_a_part_set_would_read_back_as_other_ids_are_refused(tmp_path, labels, named):
+    """Labels were written as text: a float or a big int came back as a string, "1" beside 1
+    as two equal labels the reader refused, a tuple not at all."""
+    import networkx as nx
+    G = nx.relabel_nodes(nx.path_graph(5), dict(enumerate(labels)))
+    with pytest.raises(ValueError, match=f"vertex label {named} cannot be kept in a part set"):
+        write_part_set(load_graph(G), 2, tmp_path / "set")
+    assert not (tmp_path / "set").exists()
+    texts = nx.relabel_nodes(nx.path_graph(5), {i: f"v{i}" for i in range(5)})
+    write_part_set(load_graph(texts), 2, tmp_path / "texts")
+    assert read_whole(tmp_path / "texts").file_ids.tolist() == [f"v{i}" for i in range(5)]
+
+
 def test_partition_reads_an_edge_lists_columns_as_the_commands_do(tmp_path, capsys):
     """Across processes --columns is refused on a file, pointing at a part set, but groute
     partition had no --columns: such a file could not run on several processes at all."""

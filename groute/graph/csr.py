@@ -19,6 +19,7 @@ import logging
 
 import numpy as np
 
+from ..ints import is_int
 from . import rng as _rng
 from .arcs import arc_rows, relabelled_arcs, row_chunks
 from .arrays import array_module, index_dtype, weight_codes
@@ -81,6 +82,25 @@ def _sort_weighted(keys, weights, n, xp, dedupe):
         first[1:] = keys[1:] != keys[:-1]
         keys, weights = keys[first], weights[first]
     return keys, weights
+
+
+def _arc_ends(name: str, ids, n: int):
+    """``ids`` (a 1-D array of vertex ids, argument ``name``) checked against a graph of ``n``
+    vertices: integers (an empty array of any type stands for none), each in ``0..n-1``. An
+    id past that range would be packed into another arc's key, a float cut to an int."""
+    xp = array_module(ids)
+    if ids.ndim != 1:
+        raise ValueError(f"{name} is a 1-D array of vertex ids, got shape {ids.shape}")
+    if not ids.size:
+        return ids.astype(xp.int64)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{name} holds vertex ids (integers), got an array of {ids.dtype}")
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= n:
+        at = int(xp.argmin(ids) if low < 0 else xp.argmax(ids))
+        raise ValueError(f"{name}[{at}] = {low if low < 0 else high} is not a vertex of a graph "
+                         f"of {n} vertices (0..{n - 1})")
+    return ids
 
 
 def _as_array(a):
@@ -167,7 +187,10 @@ def weight_array(w):
         return None
     w = _as_array(w)
     kind = w.dtype.kind
-    cast = w.dtype not in (np.float32, np.int32) and kind in "fiub"
+    if kind not in "fiub":
+        raise TypeError(f"weights are real numbers (floats or integers), got an array of "
+                        f"{w.dtype}{' (values of mixed or non-numeric types)' if kind == 'O' else ''}")
+    cast = w.dtype not in (np.float32, np.int32)
     with np.errstate(over="ignore"):           # what overflows is refused just below
         out = w.astype(np.float32 if kind == "f" else np.int32) if cast else w
     bad = unstorable_weight(w, stored=out if kind == "f" else None)
@@ -389,15 +412,22 @@ class CSRGraph(CSRArrays):
         ``src * n + dst`` (ties only between equal arcs), so NumPy and CuPy give the same arrays.
         """
         xp = xp or array_module(src)
+        if not is_int(num_vertices) or num_vertices < 0:
+            raise (ValueError if is_int(num_vertices) else TypeError)(
+                f"num_vertices is a count of vertices, an int >= 0, got {num_vertices!r}")
         n = int(num_vertices)
         if n >= 2**32:
             raise ValueError("graphs with 2**32 or more vertices are not supported")
-        src = xp.asarray(src)
-        dst = xp.asarray(dst)
+        src = _arc_ends("src", xp.asarray(src), n)
+        dst = _arc_ends("dst", xp.asarray(dst), n)
         if src.shape != dst.shape:
             raise ValueError(f"src and dst differ in length: {src.shape} vs {dst.shape}")
         if weights is not None:
             weights = xp.asarray(weights)
+            if weights.shape != src.shape:
+                raise ValueError(f"weights has {weights.size} value"
+                                 f"{'' if weights.size == 1 else 's'} for {src.size} arcs: one "
+                                 f"weight per arc")
         if drop_self_loops:
             keep = src != dst
             src, dst = src[keep], dst[keep]
@@ -545,8 +575,16 @@ class CSRGraph(CSRArrays):
         File ids follow the vertices, so ``file_id_of`` still answers with the file's ids.
         """
         xp = self.xp
-        perm = xp.asarray(perm, dtype=xp.int64)
         n = self.num_vertices
+        perm = _arc_ends("perm", xp.asarray(perm), n).astype(xp.int64, copy=False)
+        if perm.shape != (n,):
+            raise ValueError(f"perm gives every vertex its new id: {n} ids, got {perm.size}")
+        named = xp.zeros(n, dtype=bool)
+        named[perm] = True
+        if not bool(named.all()):      # n ids in range, one missing: another is named twice
+            missing = int(xp.argmin(named))
+            raise ValueError(f"perm is not a permutation of 0..{n - 1}: it names no vertex "
+                             f"{missing} (and another twice)")
         iperm = xp.empty_like(perm)
         iperm[perm] = xp.arange(n, dtype=xp.int64)
         # one sort of packed keys (row, target, weight code), no per-arc int64 arrays; None when

@@ -100,14 +100,38 @@ class VertexIds:
         return np.arange(self.base, self.base + self.n, dtype=np.int64)
 
     def id_of(self, position):
-        """The id of a position (int -> one id; array -> array of ids)."""
+        """The id of a position (int -> one id; array -> array of ids).
+
+        Raises IndexError for a position outside ``0..n-1`` (as a negative index would not
+        count from the end), TypeError for one that is not an integer."""
+        position = self._checked_positions(position)
         if self.labels is not None:
-            out = self.labels[np.asarray(position)]
+            out = self.labels[position]
         else:
-            out = np.asarray(position, dtype=np.int64) + self.base
+            out = position.astype(np.int64, copy=False) + self.base
         if np.ndim(out) == 0:
             return int(out) if self.labels is None or self.labels.dtype.kind == "i" else out
         return out
+
+    def _checked_positions(self, position) -> np.ndarray:
+        """``position`` (an int or an array of them) as an array, each in ``0..n-1``."""
+        if is_int(position):
+            at = np.asarray(position)
+        else:
+            at = np.asarray(position)
+            if at.size == 0:
+                return at.astype(np.int64)
+            if at.dtype.kind not in "iu":
+                raise TypeError(f"a vertex position of {self.name} is an int (0..{self.n - 1}), "
+                                f"got {position!r}" if at.ndim == 0 else
+                                f"vertex positions of {self.name} are ints, got an array of "
+                                f"{at.dtype}")
+        if at.size:
+            low, high = int(at.min()), int(at.max())
+            if low < 0 or high >= self.n:
+                raise IndexError(f"{low if low < 0 else high} is not a vertex position of "
+                                 f"{self.name} ({self.n} vertices: 0..{self.n - 1})")
+        return at
 
     # ------------------------------------------------------------------ ids -> positions
     def position_of(self, ident, what: str = "id"):

@@ -52,8 +52,9 @@ def write_part_set(graph, parts: int, folder) -> dict:
     Raises
     ------
     ValueError
-        When ``parts`` is below 1 or above the vertex count, or ``folder`` holds another part
-        set's files (a part set is written into a fresh or its own folder).
+        When ``parts`` is below 1 or above the vertex count, a vertex label is neither an
+        integer of int64 nor text (it would be read back as another id), or ``folder`` holds
+        another part set's files (a part set is written into a fresh or its own folder).
     OSError
         Naming the file that could not be written (a full disk): the folder's old set, if any,
         is left as it was, for the files are written beside it first and then put in place
@@ -65,6 +66,7 @@ def write_part_set(graph, parts: int, folder) -> dict:
     parts = int(parts)
     if not 1 <= parts <= max(n, 1):
         raise ValueError(f"parts must be between 1 and the vertex count ({n}), got {parts}")
+    _check_labels(graph)
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder}: not a folder")
@@ -92,6 +94,25 @@ def write_part_set(graph, parts: int, folder) -> dict:
         if _STAGING.fullmatch(leftover.name):
             shutil.rmtree(leftover, ignore_errors=True)
     return manifest
+
+
+def _check_labels(graph) -> None:
+    """A ValueError for vertex labels a part set cannot keep as they are: it stores integer
+    labels as int64 and other labels as text, so a label of another type (a float, an int
+    past int64, a tuple: NetworkX node labels) would be read back as another id."""
+    labels = graph.file_ids
+    if labels is None or labels.dtype != object:
+        return
+    values = labels.tolist()
+    # what made the labels objects: a label of another type, else ints beside text (or past
+    # int64), which would come back as text
+    other = next((x for x in values if not isinstance(x, (str, int))), None)
+    if other is None:
+        other = next((x for x in values if not isinstance(x, str)), None)
+    if other is not None:
+        raise ValueError(f"{graph.name or 'the graph'}: vertex label {other!r} "
+                         f"({type(other).__name__}) cannot be kept in a part set, whose labels "
+                         f"are all integers of int64 or all text: relabel the vertices first")
 
 
 def _write_files(graph, parts: int, staging: Path, set_id: str) -> dict:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ints import is_int
 from . import rng
 from .arcs import row_chunks, self_loop_count
 from .arrays import array_module
@@ -249,10 +250,12 @@ def partition_graph(g: CSRGraph, k: int, method: str = DEFAULT_PARTITION, *, see
     ranges whatever the method (:class:`~groute.graph.rank_graph.RangeSplit`).
 
     Raises ValueError for k < 1, k > |V|, an unknown method or a seed outside
-    ``[0, METIS_SEEDS)`` (TypeError for one that is not an int), and ImportError with the pip
+    ``[0, METIS_SEEDS)`` (TypeError for a k or seed that is not an int, or a ``g`` that is no
+    groute graph), and ImportError with the pip
     command when METIS is asked for but pymetis is not installed. The same graph object asked
     for the same split again gets the same :class:`Partition` back (treat it as read-only).
     """
+    _check_split(g, k)
     if hasattr(g, "split_by_ranges"):           # a RankGraph: split by its ranges
         return g.split_by_ranges(k, method)
     seed = rng.checked_seed(seed, "seed (the partition's)", below=METIS_SEEDS)
@@ -276,12 +279,24 @@ def warm_metis_cache(g: CSRGraph, k: int, *, seed: int = 0) -> bool:
     caller that has another process partition while it does other work (``groute bench``).
     Returns whether the cache now holds the split (False: no writable cache location, so
     ``partition_graph`` will compute it again)."""
+    _check_split(g, k)
     g = g.to_host()
     k = int(k)
     if not 2 <= k <= max(g.num_vertices, 1):
         raise ValueError(f"cannot warm a METIS split of {g.num_vertices} vertices into {k} parts")
     _metis_owner(g, k, seed=seed, cache=True, progress=False)
     return any(p.is_file() for p in _partition_cache_path(g, k, g.structure_hash(), seed))
+
+
+def _check_split(g, k) -> None:
+    """A TypeError for a ``g`` that is no groute graph or a ``k`` that is no int (``2.7`` and
+    ``"3"`` would be read as 2 and 3 parts, ``True`` as one)."""
+    if not isinstance(g, CSRGraph) and not hasattr(g, "split_by_ranges"):
+        raise TypeError(f"a graph to split is a groute CSRGraph (groute.graph.as_graph converts "
+                        f"NetworkX graphs, SciPy matrices and edge arrays), got "
+                        f"{type(g).__name__}")
+    if not is_int(k):
+        raise TypeError(f"k is the number of parts, an int, got {k!r} ({type(k).__name__})")
 
 
 def _partition(g, k, method, *, seed, cache, progress) -> Partition:

@@ -261,3 +261,60 @@ def test_kept_on_computes_once_per_object_and_copes_with_slotted_objects():
     class Slotted:
         __slots__ = ()
     assert kept_on(Slotted(), "_probe", lambda: 7) == 7   # not kept, but answered
+
+
+@pytest.mark.parametrize("call, error, match", [
+    # an id past the vertex count was packed into another arc's key: (0, 3) became (1, 0)
+    (lambda: CSRGraph.from_edges([0, 2], [3, 1], 3), ValueError,
+     r"dst\[0\] = 3 is not a vertex of a graph of 3 vertices \(0..2\)"),
+    (lambda: CSRGraph.from_edges([0], [-1], 3), ValueError, r"dst\[0\] = -1 is not a vertex"),
+    (lambda: CSRGraph.from_edges([0.0, 1.5], [1, 2], 3), TypeError,
+     "src holds vertex ids \\(integers\\), got an array of float64"),
+    (lambda: CSRGraph.from_edges([0, 1], [1, 0], 2.7), TypeError,
+     "num_vertices is a count of vertices, an int >= 0, got 2.7"),
+    (lambda: CSRGraph.from_edges([0, 1], [1, 0], -2), ValueError, "an int >= 0, got -2"),
+    # one weight for three arcs was given to all three
+    (lambda: CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3, [4.0]), ValueError,
+     "weights has 1 value for 3 arcs: one weight per arc"),
+    (lambda: CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3, [4.0, 1.0], drop_self_loops=True),
+     ValueError, "weights has 2 values for 3 arcs"),
+    (lambda: CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3, [1j, 2, 3]), TypeError,
+     "weights are real numbers \\(floats or integers\\), got an array of complex128"),
+    (lambda: CSRGraph(np.array([0, 1, 2]), np.array([1, 0]), np.array(["a", "b"])), TypeError,
+     "weights are real numbers"),
+    (lambda: CSRGraph(np.array([0, 1, 2]), np.array([1, 0]), np.array([1, "b"], dtype=object)),
+     TypeError, "got an array of object \\(values of mixed or non-numeric types\\)"),
+])
+def test_arcs_that_name_no_vertex_or_weights_that_fit_no_arc_are_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_an_empty_edge_list_of_any_type_is_a_graph_without_arcs():
+    g = CSRGraph.from_edges([], [], 3)
+    assert (g.num_vertices, g.num_edges) == (3, 0)
+
+
+@pytest.mark.parametrize("perm, error, match", [
+    ([0, 0, 1], ValueError, "perm is not a permutation of 0..2: it names no vertex 2"),
+    ([0, 1, -1], ValueError, r"perm\[2\] = -1 is not a vertex"),
+    ([0.0, 1.0, 2.0], TypeError, "perm holds vertex ids \\(integers\\)"),
+    ([1, 0], ValueError, "perm gives every vertex its new id: 3 ids, got 2"),
+])
+def test_relabel_takes_only_a_permutation(perm, error, match):
+    """A perm naming a vertex twice built an invalid graph (relabel skips validation)."""
+    g = CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3)
+    with pytest.raises(error, match=match):
+        g.relabel(perm)
+    assert g.relabel([2, 0, 1]).num_edges == 3
+
+
+@pytest.mark.parametrize("position, error", [(-1, IndexError), (10, IndexError),
+                                             (1.7, TypeError), (True, TypeError),
+                                             ([0.5], TypeError), (np.array([3, 10]), IndexError)])
+def test_file_id_of_takes_positions_of_the_graph(position, error):
+    """-1 answered the last vertex's id, 1.7 the second's, 10 an id past the graph."""
+    g = CSRGraph.from_edges([0, 1], [1, 2], 10)
+    with pytest.raises(error, match="vertex position"):
+        g.file_id_of(position)
+    assert g.file_id_of(9) == 9 and g.file_id_of(np.array([1, 2])).tolist() == [1, 2]

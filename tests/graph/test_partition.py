@@ -358,3 +358,19 @@ def test_auto_without_pymetis_splits_contiguously(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "pymetis" else real(name, *a))
     assert partition.auto_method(load_graph("grid:30", cache=False)) == "contiguous"
+
+
+@pytest.mark.parametrize("k, match", [(2.7, "got 2.7 \\(float\\)"), (True, "got True \\(bool\\)"),
+                                      ("3", "got '3' \\(str\\)")])
+def test_a_part_count_that_is_no_int_is_refused(k, match):
+    """2.7 was split into 2 parts, True into 1, "3" into 3."""
+    g = load_graph("er:40:3:seed=2", cache=False)
+    with pytest.raises(TypeError, match=f"k is the number of parts, an int, {match}"):
+        partition_graph(g, k, "contiguous")
+
+
+def test_a_networkx_graph_to_split_is_named_with_its_converter():
+    """It failed deep inside with AttributeError: 'Graph' object has no attribute 'to_host'."""
+    import networkx as nx
+    with pytest.raises(TypeError, match="a groute CSRGraph \\(groute.graph.as_graph converts"):
+        partition_graph(nx.path_graph(6), 2)
