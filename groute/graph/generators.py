@@ -27,7 +27,7 @@ from . import rng
 from .arrays import index_dtype
 from .bucketed import csr_by_buckets
 from .csr import CSRGraph
-from .spec import GraphSpec, parse_spec
+from .spec import GraphSpec, check_generator_args, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,8 @@ def kronecker(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.1
     ``on_host``: build the CSR in host memory even when generating on a GPU. ``buckets``: the
     number of source-vertex buckets (:mod:`.bucketed`; default: from the memory budget); the
     graph is the same for every count."""
+    check_generator_args("kron", "kronecker", scale=scale, ef=edge_factor, a=a, b=b, c=c,
+                         seed=seed)
     xp = rng.get_xp(backend, xp)
     t0 = time.perf_counter()
     n = 1 << scale
@@ -151,6 +153,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     """R-MAT graph: directed (``symmetric=True`` stores both directions), self loops and
     duplicates dropped; ``permute`` relabels vertices randomly as Kronecker does.
     ``buckets``, ``on_host``: as for :func:`kronecker`."""
+    check_generator_args("rmat", "rmat", scale=scale, ef=edge_factor, a=a, b=b, c=c, seed=seed)
     xp = rng.get_xp(backend, xp)
     n = 1 << scale
     stream = _rmat_stream(scale, edge_factor, a, b, c, seed=seed, xp=xp, chunk=chunk,
@@ -166,6 +169,7 @@ def erdos_renyi(n: int, avg_degree: float, *, seed: int = 0, xp=None, backend: s
     """Uniform random graph: ``round(n * avg_degree / 2)`` edges with independent uniform
     endpoints, symmetrised; self loops and repeats dropped (so the mean degree is a hair lower).
     ``buckets``, ``on_host``: as for :func:`kronecker`."""
+    check_generator_args("er", "erdos_renyi", n=n, avg_degree=avg_degree, seed=seed)
     xp = rng.get_xp(backend, xp)
     n = int(n)
     m = int(round(n * avg_degree / 2))
@@ -187,8 +191,10 @@ def grid(rows: int, cols: int | None = None, *, drop: float = 0.1, seed: int = 0
     lattice edges removed (about ``2 * drop`` of the non-tree edges on a square grid); that is
     what makes the graph road-like (irregular, degree 1-4, average about 3.6).
     """
-    xp = rng.get_xp(backend, xp)
     cols = rows if cols is None else cols
+    check_generator_args("grid", "grid", rows=rows, cols=cols, drop=drop, seed=seed, low=low,
+                         high=high)
+    xp = rng.get_xp(backend, xp)
     indptr, indices, weights = grid_rows(rows, cols, 0, rows * cols, drop=drop, seed=seed,
                                          low=low, high=high, xp=xp)
     return CSRGraph(indptr, indices, weights, directed=False,

@@ -18,6 +18,10 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from ..ints import is_int
+
 _KINDS = {
     "kron": (("scale", int), ("ef", int)),
     "rmat": (("scale", int), ("ef", int)),
@@ -123,17 +127,41 @@ def parse_spec(text: str) -> GraphSpec:
         params.setdefault("cols", params["rows"])
     if kind == "er" and "avg_degree" not in params:
         raise ValueError(f"{text!r}: er needs n and the average degree, e.g. er:1e6:8")
-    _check(kind, params, text)
+    _check(kind, params, repr(text))
     return GraphSpec(kind, params, raw)
 
 
 _EXAMPLES = {"kron": "kron:21", "rmat": "rmat:20", "grid": "grid:4900", "er": "er:1e6:8"}
 
 
-def _check(kind, p, text):
+def check_generator_args(kind: str, where: str, **given) -> None:
+    """The checks of a spec of ``kind``, for a generator called with ``given`` (named as in
+    specs: ``scale``, ``ef``, ``a``, ...; :data:`DEFAULTS` fill the rest): a generator called
+    directly must refuse what its spec refuses. ``where`` (the call) begins the error.
+
+    Raises
+    ------
+    TypeError
+        A whole-number parameter that is no int (a bool neither), a real one that is no number.
+    ValueError
+        A value the spec would refuse, in the spec's words.
+    """
+    types = dict(_KINDS[kind], **_TYPES)
+    for key, value in given.items():
+        if types[key] is int and not is_int(value):
+            raise TypeError(f"{where}: {key} is an int, got {value!r} ({type(value).__name__})")
+        if types[key] is float and (isinstance(value, bool) or
+                                    not isinstance(value, (int, float, np.integer, np.floating))
+                                    or not math.isfinite(value)):
+            raise TypeError(f"{where}: {key} is a finite real number, got {value!r}")
+    _check(kind, dict(DEFAULTS[kind], **given), where)
+
+
+def _check(kind, p, where):
+    """``where``: the spec (as its repr) or the generator call that gave ``p``."""
     def need(cond, msg):
         if not cond:
-            raise ValueError(f"{text!r}: {msg}")
+            raise ValueError(f"{where}: {msg}")
     if kind in ("kron", "rmat"):
         need(1 <= p["scale"] <= 31, "scale must be between 1 and 31")
         need(p["ef"] >= 1, "edge factor must be >= 1")

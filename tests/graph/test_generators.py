@@ -208,3 +208,23 @@ def test_gpu_generation_identical_to_cpu(spec):
     w_cpu = cpu.with_weights(seed=2).weights
     w_gpu = gpu.with_weights(seed=2).weights.get()
     assert np.array_equal(w_cpu, w_gpu)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: kronecker(5, a=0.9), ValueError, "kronecker: a, b, c must be >= 0"),
+    (lambda: kronecker(5.0), TypeError, "kronecker: scale is an int, got 5.0 \\(float\\)"),
+    (lambda: rmat(40), ValueError, "rmat: scale must be between 1 and 31"),
+    (lambda: erdos_renyi(2.7, 1), TypeError, "erdos_renyi: n is an int, got 2.7"),
+    (lambda: erdos_renyi(10, -1), ValueError, "the average degree must be between 0 and n - 1"),
+    (lambda: erdos_renyi(10, True), TypeError, "avg_degree is a finite real number, got True"),
+    (lambda: grid(4, drop=1.5), ValueError, "grid: drop must be in \\[0, 1\\)"),
+    (lambda: grid(4, low=0), ValueError, "grid: need 1 <= low <= high"),
+    (lambda: grid(-3), ValueError, "grid: grid sides must be >= 1"),
+    (lambda: kronecker(4, seed=-1), ValueError, "kronecker: seed must be >= 0"),
+])
+def test_a_generator_called_directly_refuses_what_its_spec_refuses(call, error, match):
+    """Only specs were checked: kronecker(5, a=0.9) drew from probabilities past 1,
+    erdos_renyi(2.7, 1) made 2 vertices, grid(4, drop=1.5) dropped the whole lattice but its
+    tree, and a negative size failed deep in NumPy."""
+    with pytest.raises(error, match=match):
+        call()
