@@ -23,6 +23,9 @@ def label_array(labels) -> np.ndarray:
     else a 1-D object array holding the labels themselves (strings, tuples: kept whole)."""
     if isinstance(labels, np.ndarray) and labels.ndim == 1:
         if labels.dtype.kind in "iu":
+            if labels.dtype == np.uint64 and labels.size and \
+                    labels.max() > np.iinfo(np.int64).max:
+                return _objects(labels.tolist())    # past int64: kept, not wrapped negative
             return labels.astype(np.int64, copy=False)
         if labels.dtype == object:
             return labels
@@ -32,8 +35,13 @@ def label_array(labels) -> np.ndarray:
             return np.array(items, dtype=np.int64)
         except OverflowError:                   # integers past int64: keep them as objects
             pass
+    return _objects(items)
+
+
+def _objects(items) -> np.ndarray:
+    """``items`` as a 1-D object array, elementwise: a tuple label is one element."""
     out = np.empty(len(items), dtype=object)
-    for i, x in enumerate(items):               # elementwise: a tuple label is one element
+    for i, x in enumerate(items):
         out[i] = x
     return out
 

@@ -256,3 +256,14 @@ def test_ids_whose_keys_collide_stay_apart(tmp_path, monkeypatch):
     g = read_graph(p)
     assert g.ids.tolist() == ["aaaaaaaa_x", "bbbbbbbb_x", "cccccccc_x"]
     assert arcs(g) == {("aaaaaaaa_x", "bbbbbbbb_x"): None, ("bbbbbbbb_x", "cccccccc_x"): None}
+
+
+def test_labels_past_int64_are_kept_not_wrapped():
+    """A uint64 label array with ids from 2**63 was cast to int64: 2**63 + 5 became a negative
+    id, and a lookup of the id as given found nothing."""
+    import numpy as np
+    from groute.graph import CSRGraph
+    big = 2**63 + 5
+    g = CSRGraph.from_edges([0], [1], 2, file_ids=np.array([big, 1], dtype=np.uint64))
+    assert g.file_id_of(0) == big
+    assert g.vertex_of(big) == 0
