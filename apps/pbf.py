@@ -52,22 +52,31 @@ def parse_predicate(text: str) -> Predicate:
         return Predicate(t, lambda x: (x & 1) == 1, "(((x) & 1) == 1)")
     if t == "positive":
         return Predicate(t, lambda x: x > 0, "((x) > 0)")
-    m = re.fullmatch(r"(gt|lt):(-?\d+)", t)
+    m = re.fullmatch(r"(gt|lt):(.*)", t)
     if m:
-        v = int(m.group(2))
+        v = _whole_field(m.group(2), "T", text)
         _check_int32(v, text)
         if m.group(1) == "gt":
             return Predicate(t, lambda x: x > v, f"((x) > {v})")
         return Predicate(t, lambda x: x < v, f"((x) < {v})")
-    m = re.fullmatch(r"mod:(\d+):(\d+)", t)
+    m = re.fullmatch(r"mod:([^:]*):([^:]*)", t)
     if m:
-        mod, rem = int(m.group(1)), int(m.group(2))
-        if mod < 1 or rem >= mod:
+        mod, rem = _whole_field(m.group(1), "M", text), _whole_field(m.group(2), "R", text)
+        if mod < 1 or not 0 <= rem < mod:
             raise ValueError(f"predicate {text!r}: need M >= 1 and 0 <= R < M")
         _check_int32(mod, text)
         # floor modulo like NumPy, also for negative x
         return Predicate(t, lambda x: x % mod == rem, f"(((((long long)(x)) % {mod}) + {mod}) % {mod} == {rem})")
     raise ValueError(f"unknown predicate {text!r}; use even, odd, positive, gt:T, lt:T or mod:M:R")
+
+
+def _whole_field(field: str, name: str, text: str) -> int:
+    """Field ``name`` of predicate ``text``, a whole number written in digits (an optional
+    minus sign): ``gt:1e300`` and ``gt:2.5`` are named as such, not as unknown predicates."""
+    if not re.fullmatch(r"-?\d+", field.strip()):
+        raise ValueError(f"predicate {text!r}: {name} is a whole number in digits, got "
+                         f"{field!r}")
+    return int(field)
 
 
 def _check_int32(v, text):

@@ -50,6 +50,17 @@ def test_bad_predicates(bad):
         parse_predicate(bad)
 
 
+@pytest.mark.parametrize("bad, match", [
+    ("gt:1e300", "'gt:1e300': T is a whole number in digits, got '1e300'"),
+    ("lt:2.5", "'lt:2.5': T is a whole number in digits, got '2.5'"),
+    ("mod:x:1", "'mod:x:1': M is a whole number in digits, got 'x'"),
+    ("mod:3:-1", "'mod:3:-1': need M >= 1 and 0 <= R < M")])
+def test_a_predicate_of_a_known_kind_names_its_bad_field(bad, match):
+    """gt:1e300 was called an unknown predicate, as if gt were none."""
+    with pytest.raises(ValueError, match=match):
+        parse_predicate(bad)
+
+
 def test_bad_input_array():
     with pytest.raises(ValueError, match="int32"):
         pbf(np.zeros(4, np.float32), "even", backend="cpu", devices=1)
