@@ -1042,3 +1042,39 @@ def test_an_interrupted_run_waits_for_its_work_once():
 def _interrupt_main():
     import _thread
     _thread.interrupt_main()
+
+
+@pytest.mark.timeout(60)
+def test_an_interrupt_caught_inside_the_callers_block_still_stops_the_work_it_left():
+    """An interrupted gather inside the caller's own exclusive block left its work running
+    when the block caught the interrupt: the next run queued behind it."""
+    with Context(2, backend="cpu", timeout=10) as ctx:
+        def poll(device):
+            wait_for(lambda: False, what="nothing", timeout=5, stop=ctx.stop_event)
+
+        with ctx.exclusive():
+            futures = [ctx.submit(i, poll) for i in range(2)]
+            threading.Timer(0.3, _interrupt_main).start()
+            try:
+                ctx.gather(futures)
+            except KeyboardInterrupt:
+                pass
+            assert ctx.stopped and not any(w.busy for w in ctx._workers)
+        t0 = time.monotonic()
+        assert ctx.run(lambda d: d.index) == [0, 1]
+        assert time.monotonic() - t0 < 2
+
+
+def test_a_cpu_stream_is_idle_once_what_was_put_before_has_run():
+    with Context(1, backend="cpu", timeout=5) as ctx:
+        stream = ctx.devices[0].compute_stream
+        assert stream.idle()
+        gate = threading.Event()
+        stream.submit(gate.wait, 5)
+        assert not stream.idle()
+        gate.set()
+        stream.synchronize()
+        assert stream.idle()
+        stream.submit(lambda: 1 / 0)
+        with pytest.raises(DeviceError, match="ZeroDivisionError"):
+            wait_for(stream.idle, what="the failed stream", timeout=5)

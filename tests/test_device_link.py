@@ -371,9 +371,9 @@ def test_a_packet_of_another_dtype_or_too_many_items_is_refused_naming_the_link(
             link.tx.send(np.arange(2, dtype=np.int32), tag=tag)
     items = np.arange(8, dtype=np.int32)
     for parts in (0, -1, 1.5):              # 0: nothing sent, and the receiver waited it out
-        with pytest.raises(ValueError, match=r"typed: send_grid's parts .* must be a whole"):
+        with pytest.raises(ValueError, match=r"typed: send_grid's parts .* must be an int >= 1"):
             link.tx.send_grid(0, items, parts)
-        with pytest.raises(ValueError, match=r"typed: receive_grid's parts .* must be a whole"):
+        with pytest.raises(ValueError, match=r"typed: receive_grid's parts .* must be an int >= 1"):
             link.rx.receive_grid(0, np.zeros(8, np.int32), 8, parts)   # said True, read nothing
     with pytest.raises(ValueError, match=r"typed: receive_grid takes an int count of items"):
         link.rx.receive_grid(0, None, -4, 1)

@@ -8,6 +8,7 @@ balancing between unequal devices.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import queue
@@ -91,9 +92,9 @@ class CPUStream(Stream):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._closed = False
-        # operations put and not yet run: the stream is idle at 0 (:meth:`idle`)
-        self._pending = 0
-        self._count_lock = threading.Lock()
+        # one token per operation put and not yet run, for :meth:`idle`: put before the
+        # operation, taken after it has run (a deque's ends are thread-safe without a lock)
+        self._unrun = collections.deque()
         self._thread = threading.Thread(target=self._serve, name=f"groute-{device.name}-{name}",
                                         daemon=True)
         self._thread.start()
@@ -128,14 +129,12 @@ class CPUStream(Stream):
                         device.report_error(exc, where=f"stream {self.name}")
                 device = None
             fn = args = kwargs = marker = None
-            with self._count_lock:
-                self._pending -= 1
+            self._unrun.popleft()
 
     def _put(self, item):
         if self._closed:
             raise RuntimeError(f"{self!r} is closed (its device was shut down)")
-        with self._count_lock:
-            self._pending += 1
+        self._unrun.append(None)
         self._queue.put(item)
 
     def idle(self) -> bool:
@@ -143,7 +142,7 @@ class CPUStream(Stream):
         failed stream raises as a wait for its events would."""
         if self._error is not None:
             _raise_stream_failure(self, self._error)
-        return self._pending == 0
+        return not self._unrun
 
     def submit(self, fn, *args, **kwargs) -> None:
         self._put((fn, args, kwargs, None))

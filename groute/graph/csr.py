@@ -99,7 +99,7 @@ def _arc_ends(name: str, ids, n: int):
     if low < 0 or high >= n:
         at = int(xp.argmin(ids) if low < 0 else xp.argmax(ids))
         raise ValueError(f"{name}[{at}] = {low if low < 0 else high} is not a vertex of a graph "
-                         f"of {n} vertices (0..{n - 1})")
+                         f"of {n} vertices ({f'0..{n - 1}' if n else 'it has none'})")
     return ids
 
 
@@ -424,6 +424,9 @@ class CSRGraph(CSRArrays):
             raise ValueError(f"src and dst differ in length: {src.shape} vs {dst.shape}")
         if weights is not None:
             weights = xp.asarray(weights)
+            if weights.ndim != 1:
+                raise ValueError(f"weights is a 1-D array, one weight per arc, got shape "
+                                 f"{weights.shape}")
             if weights.shape != src.shape:
                 raise ValueError(f"weights has {weights.size} value"
                                  f"{'' if weights.size == 1 else 's'} for {src.size} arcs: one "

@@ -28,6 +28,9 @@ def label_array(labels) -> np.ndarray:
                 return _objects(labels.tolist())    # past int64: kept, not wrapped negative
             return labels.astype(np.int64, copy=False)
         if labels.dtype == object:
+            values = labels.tolist()
+            if values and all(is_int(x) for x in values):   # ints as objects: as other ints
+                return label_array(values)
             return labels
     items = list(labels)
     if all(is_int(x) for x in items):
@@ -112,6 +115,11 @@ class VertexIds:
 
         Raises IndexError for a position outside ``0..n-1`` (as a negative index would not
         count from the end), TypeError for one that is not an integer."""
+        if type(position) is int and 0 <= position < self.n:    # the common case, at once
+            if self.labels is None:
+                return position + self.base
+            label = self.labels[position]
+            return int(label) if self.labels.dtype.kind == "i" else label
         position = self._checked_positions(position)
         if self.labels is not None:
             out = self.labels[position]

@@ -24,6 +24,8 @@ import re
 
 import numpy as np
 
+from ..ints import is_int
+
 from .budget import check_vertices
 from .csr import CSRGraph
 from .errors import GraphFormatError
@@ -236,9 +238,11 @@ def write_snap(g: CSRGraph, path, *, file_ids: bool = True, comment: str = "") -
             bad = next((x for x in g.file_ids.tolist()
                         if not isinstance(x, str) or not _TEXT_ID.fullmatch(x)), None)
             if bad is not None:
-                raise ValueError(f"write_snap writes integer or text ids without blanks, and "
-                                 f"{g.name or 'the graph'} has the id {bad!r}: pass "
-                                 "file_ids=False to write positions")
+                what = ("an integer id past int64 or beside text ids" if is_int(bad) else
+                        "the id")
+                raise ValueError(f"write_snap writes integer (int64) or text ids without "
+                                 f"blanks, and {g.name or 'the graph'} has {what} {bad!r}: "
+                                 f"pass file_ids=False to write positions")
         src, dst = g.file_id_of(src), g.file_id_of(dst)
     with open_text_out(path) as f:
         f.write(f"# {'Directed' if g.directed else 'Undirected'} graph: {g.name}\n".encode())

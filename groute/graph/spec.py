@@ -134,6 +134,10 @@ def parse_spec(text: str) -> GraphSpec:
 _EXAMPLES = {"kron": "kron:21", "rmat": "rmat:20", "grid": "grid:4900", "er": "er:1e6:8"}
 
 
+#: a spec's parameter -> the generator argument that takes it, where the names differ
+_ARGUMENTS = {"ef": "edge_factor"}
+
+
 def check_generator_args(kind: str, where: str, **given) -> None:
     """The checks of a spec of ``kind``, for a generator called with ``given`` (named as in
     specs: ``scale``, ``ef``, ``a``, ...; :data:`DEFAULTS` fill the rest): a generator called
@@ -148,12 +152,13 @@ def check_generator_args(kind: str, where: str, **given) -> None:
     """
     types = dict(_KINDS[kind], **_TYPES)
     for key, value in given.items():
+        arg = _ARGUMENTS.get(key, key)      # as the generator's signature names it
         if types[key] is int and not is_int(value):
-            raise TypeError(f"{where}: {key} is an int, got {value!r} ({type(value).__name__})")
+            raise TypeError(f"{where}: {arg} is an int, got {value!r} ({type(value).__name__})")
         if types[key] is float and (isinstance(value, bool) or
                                     not isinstance(value, (int, float, np.integer, np.floating))
                                     or not math.isfinite(value)):
-            raise TypeError(f"{where}: {key} is a finite real number, got {value!r}")
+            raise TypeError(f"{where}: {arg} is a finite real number, got {value!r}")
     _check(kind, dict(DEFAULTS[kind], **given), where)
 
 

@@ -330,6 +330,8 @@ class Context:
         self._turn = threading.Condition()  # one computation at a time (exclusive)
         self._holder: threading.Thread | None = None   # the thread whose computation runs
         self._depth = 0                     # its exclusive blocks, nested
+        self._turns = 0                     # turns taken so far: the current one's number
+        self._ended_in_turn = None          # the turn whose left work was ended (once a turn)
         self._waiting = 0                   # threads waiting for their turn
         #: where answers land on the host (:mod:`groute.runtime.answer_landing`)
         self.answer_landing = AnswerLanding()
@@ -551,6 +553,7 @@ class Context:
         with self._lock:
             self._error = self._error_device = None
             self._reported = False
+            self._ended_in_turn = None      # work of the next run is ended if it is left
             self.stop_event.failure = None
             self.stop_event.clear()
         log.info("context reset")
@@ -643,6 +646,7 @@ class Context:
                 finally:
                     self._waiting -= 1
                 self._holder = me
+                self._turns += 1
             self._depth += 1
         try:
             yield
@@ -743,9 +747,7 @@ class Context:
         except (DeviceError, ContextStopped):
             raise
         except BaseException:
-            # the caller's own exception (an interrupt): end the work it leaves, here unless
-            # the calling thread holds the turn, whose block ends it as it leaves (once)
-            if own is None and self._holder is not threading.current_thread():
+            if own is None:     # the caller's own exception (an interrupt)
                 self._end_left_work()
             raise
 
@@ -804,12 +806,18 @@ class Context:
         still run: stop them as a failure would, and wait (within the timeout) for them to end,
         so that what the caller's clean-up closes is no longer in use and the next computation
         starts clean (it resets the context) instead of queueing behind them and inheriting
-        their errors. A second interrupt during the wait leaves the reset to the next call."""
+        their errors. A second interrupt during the wait leaves the reset to the next call.
+        Once a turn (:meth:`exclusive`): a gather left by the exception, then the block it
+        leaves, would wait a second time for what did not end in the first."""
+        turn = self._turns if self._holder is threading.current_thread() else None
+        if turn is not None and self._ended_in_turn == turn:
+            return
         try:
             if not any(w.busy for w in self._workers) and all(d.idle() for d in self.devices):
                 return
         except Exception:  # noqa: BLE001 - a failed stream: the error leaving says why
             pass
+        self._ended_in_turn = turn
         self.stop_event.set()
         if self._error is None:
             # the stop is the caller's: the next computation resets; a device's failure

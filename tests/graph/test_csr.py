@@ -278,6 +278,10 @@ def test_kept_on_computes_once_per_object_and_copes_with_slotted_objects():
      "weights has 1 value for 3 arcs: one weight per arc"),
     (lambda: CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3, [4.0, 1.0], drop_self_loops=True),
      ValueError, "weights has 2 values for 3 arcs"),
+    (lambda: CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3, [[1], [2], [3]]), ValueError,
+     "weights is a 1-D array, one weight per arc, got shape \\(3, 1\\)"),
+    (lambda: CSRGraph.from_edges([0], [0], 0), ValueError,
+     "is not a vertex of a graph of 0 vertices \\(it has none\\)"),
     (lambda: CSRGraph.from_edges([0, 1, 2], [1, 2, 0], 3, [1j, 2, 3]), TypeError,
      "weights are real numbers \\(floats or integers\\), got an array of complex128"),
     (lambda: CSRGraph(np.array([0, 1, 2]), np.array([1, 0]), np.array(["a", "b"])), TypeError,
@@ -318,3 +322,10 @@ def test_file_id_of_takes_positions_of_the_graph(position, error):
     with pytest.raises(error, match="vertex position"):
         g.file_id_of(position)
     assert g.file_id_of(9) == 9 and g.file_id_of(np.array([1, 2])).tolist() == [1, 2]
+
+
+def test_labels_given_as_objects_that_are_all_ints_are_int_labels():
+    """An object array of ints stayed objects: a part set then refused the labels, and SNAP
+    wrote them as text."""
+    g = CSRGraph.from_edges([0], [1], 3, file_ids=np.array([10, 20, 30], dtype=object))
+    assert g.file_ids.dtype == np.int64 and g.vertex_of(20) == 1 and g.file_id_of(2) == 30

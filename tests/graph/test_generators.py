@@ -213,6 +213,7 @@ def test_gpu_generation_identical_to_cpu(spec):
 @pytest.mark.parametrize("call, error, match", [
     (lambda: kronecker(5, a=0.9), ValueError, "kronecker: a, b, c must be >= 0"),
     (lambda: kronecker(5.0), TypeError, "kronecker: scale is an int, got 5.0 \\(float\\)"),
+    (lambda: kronecker(4, 16.0), TypeError, "kronecker: edge_factor is an int, got 16.0"),
     (lambda: rmat(40), ValueError, "rmat: scale must be between 1 and 31"),
     (lambda: erdos_renyi(2.7, 1), TypeError, "erdos_renyi: n is an int, got 2.7"),
     (lambda: erdos_renyi(10, -1), ValueError, "the average degree must be between 0 and n - 1"),
