@@ -1,6 +1,6 @@
 """Array helpers below the graph types: which array module (NumPy or CuPy) an array lives in,
-the index dtype a vertex count needs, the dtype an arc position or count needs, and
-order-preserving integer codes of weights for packed sort keys. Shared by :mod:`.csr` and
+the index dtype a vertex count needs, the dtype an arc position or count needs, where vertex
+ids leave a graph's range, and order-preserving integer codes of weights for packed sort keys. Shared by :mod:`.csr` and
 :mod:`.arcs`, which build on them.
 """
 from __future__ import annotations
@@ -35,6 +35,23 @@ def array_module(a):
         return np
     import cupy
     return cupy
+
+
+def vertex_outside(ids, n: int, what: str):
+    """Where an array of vertex ids or positions (NumPy or CuPy, any shape) leaves ``0..n-1``:
+    ``(flat position, value)`` of its least value below 0 or its greatest past ``n - 1``, None
+    when every one is in range (or there are none). A TypeError for values that are not
+    integers (a float would be cut, a bool read as 0 or 1), ``what`` naming them."""
+    if not ids.size:
+        return None
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{what} are integers, got an array of {ids.dtype}")
+    low, high = int(ids.min()), int(ids.max())
+    if low >= 0 and high < n:
+        return None
+    xp = array_module(ids)
+    flat = ids.reshape(-1)
+    return int(xp.argmin(flat) if low < 0 else xp.argmax(flat)), (low if low < 0 else high)
 
 
 def weight_codes(w, xp):

@@ -22,7 +22,7 @@ import numpy as np
 from ..ints import is_int
 from . import rng as _rng
 from .arcs import arc_rows, relabelled_arcs, row_chunks
-from .arrays import array_module, index_dtype, weight_codes
+from .arrays import array_module, index_dtype, vertex_outside, weight_codes
 from .ids import VertexIds, label_array
 from .symmetry import unmatched_arc
 
@@ -88,18 +88,15 @@ def _arc_ends(name: str, ids, n: int):
     """``ids`` (a 1-D array of vertex ids, argument ``name``) checked against a graph of ``n``
     vertices: integers (an empty array of any type stands for none), each in ``0..n-1``. An
     id past that range would be packed into another arc's key, a float cut to an int."""
-    xp = array_module(ids)
     if ids.ndim != 1:
         raise ValueError(f"{name} is a 1-D array of vertex ids, got shape {ids.shape}")
     if not ids.size:
-        return ids.astype(xp.int64)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"{name} holds vertex ids (integers), got an array of {ids.dtype}")
-    low, high = int(ids.min()), int(ids.max())
-    if low < 0 or high >= n:
-        at = int(xp.argmin(ids) if low < 0 else xp.argmax(ids))
-        raise ValueError(f"{name}[{at}] = {low if low < 0 else high} is not a vertex of a graph "
-                         f"of {n} vertices ({f'0..{n - 1}' if n else 'it has none'})")
+        return ids.astype(array_module(ids).int64)
+    outside = vertex_outside(ids, n, f"{name}'s vertex ids")
+    if outside is not None:
+        at, value = outside
+        raise ValueError(f"{name}[{at}] = {value} is not a vertex of a graph of {n} vertices "
+                         f"({f'0..{n - 1}' if n else 'it has none'})")
     return ids
 
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from groute.ints import is_int
 
+from .arrays import vertex_outside
+
 
 def label_array(labels) -> np.ndarray:
     """Labels as a graph stores them: int64 when every label is an integer (fast sorted lookup),
@@ -131,23 +133,15 @@ class VertexIds:
 
     def _checked_positions(self, position) -> np.ndarray:
         """``position`` (an int or an array of them) as an array, each in ``0..n-1``."""
-        if is_int(position):
-            at = np.asarray(position)
-        else:
-            at = np.asarray(position)
-            if at.size == 0:
-                return at.astype(np.int64)
-            if at.dtype.kind not in "iu":
-                raise TypeError(f"a vertex position of {self.name} is an int (0..{self.n - 1}), "
-                                f"got {position!r}" if at.ndim == 0 else
-                                f"vertex positions of {self.name} are ints, got an array of "
-                                f"{at.dtype}")
-        if at.size:
-            low, high = int(at.min()), int(at.max())
-            if low < 0 or high >= self.n:
-                raise IndexError(f"{low if low < 0 else high} is not a vertex position of "
-                                 f"{self.name} ({self.n} vertices: 0..{self.n - 1})")
-        return at
+        at = np.asarray(position)
+        if at.ndim == 0 and not is_int(position):
+            raise TypeError(f"a vertex position of {self.name} is an int (0..{self.n - 1}), "
+                            f"got {position!r}")
+        outside = vertex_outside(at, self.n, f"vertex positions of {self.name}")
+        if outside is not None:
+            raise IndexError(f"{outside[1]} is not a vertex position of {self.name} "
+                             f"({self.n} vertices: 0..{self.n - 1})")
+        return at.astype(np.int64) if not at.size else at
 
     # ------------------------------------------------------------------ ids -> positions
     def position_of(self, ident, what: str = "id"):

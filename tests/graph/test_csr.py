@@ -269,7 +269,7 @@ def test_kept_on_computes_once_per_object_and_copes_with_slotted_objects():
      r"dst\[0\] = 3 is not a vertex of a graph of 3 vertices \(0..2\)"),
     (lambda: CSRGraph.from_edges([0], [-1], 3), ValueError, r"dst\[0\] = -1 is not a vertex"),
     (lambda: CSRGraph.from_edges([0.0, 1.5], [1, 2], 3), TypeError,
-     "src holds vertex ids \\(integers\\), got an array of float64"),
+     "src's vertex ids are integers, got an array of float64"),
     (lambda: CSRGraph.from_edges([0, 1], [1, 0], 2.7), TypeError,
      "num_vertices is a count of vertices, an int >= 0, got 2.7"),
     (lambda: CSRGraph.from_edges([0, 1], [1, 0], -2), ValueError, "an int >= 0, got -2"),
@@ -302,7 +302,7 @@ def test_an_empty_edge_list_of_any_type_is_a_graph_without_arcs():
 @pytest.mark.parametrize("perm, error, match", [
     ([0, 0, 1], ValueError, "perm is not a permutation of 0..2: it names no vertex 2"),
     ([0, 1, -1], ValueError, r"perm\[2\] = -1 is not a vertex"),
-    ([0.0, 1.0, 2.0], TypeError, "perm holds vertex ids \\(integers\\)"),
+    ([0.0, 1.0, 2.0], TypeError, "perm's vertex ids are integers"),
     ([1, 0], ValueError, "perm gives every vertex its new id: 3 ids, got 2"),
 ])
 def test_relabel_takes_only_a_permutation(perm, error, match):
