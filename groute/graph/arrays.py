@@ -1,7 +1,7 @@
 """Array helpers below the graph types: which array module (NumPy or CuPy) an array lives in,
 the index dtype a vertex count needs, the dtype an arc position or count needs, where vertex
-ids leave a graph's range, and order-preserving integer codes of weights for packed sort keys. Shared by :mod:`.csr` and
-:mod:`.arcs`, which build on them.
+ids leave a graph's range, and order-preserving integer codes of weights for packed sort keys.
+Shared by :mod:`.csr` and :mod:`.arcs`, which build on them.
 """
 from __future__ import annotations
 

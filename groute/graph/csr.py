@@ -185,8 +185,9 @@ def weight_array(w):
     w = _as_array(w)
     kind = w.dtype.kind
     if kind not in "fiub":
+        mixed = " (values of mixed or non-numeric types)" if kind == "O" else ""
         raise TypeError(f"weights are real numbers (floats or integers), got an array of "
-                        f"{w.dtype}{' (values of mixed or non-numeric types)' if kind == 'O' else ''}")
+                        f"{w.dtype}{mixed}")
     cast = w.dtype not in (np.float32, np.int32)
     with np.errstate(over="ignore"):           # what overflows is refused just below
         out = w.astype(np.float32 if kind == "f" else np.int32) if cast else w

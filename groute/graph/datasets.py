@@ -284,7 +284,8 @@ def download(name: str, *, dir=None, url: str | None = None, sha256: str | None 
         base = reg.get(name)
         # a URL whose name does not say its format is read as any file is: by its content
         fmt = format or (base.format if base else _format_from_url(url))
-        d = Dataset(name, url, fmt or "snap", base.description if base else "", symmetric=base.symmetric if base else False)
+        d = Dataset(name, url, fmt or "snap", base.description if base else "",
+                    symmetric=base.symmetric if base else False)
         if base is not None and d.filename != base.filename:
             # a registered name from another URL is a mirror of its file: another file under
             # it would be loaded as that dataset, while the registry still describes its own
