@@ -51,9 +51,11 @@ def test_a_rank_failing_outside_a_device_function_stops_every_rank_naming_it():
     done = run_ranks(3, [program("runtime_checks.py"), "cpu", "fail-on-host", 1, 20],
                      timeout=60)
     assert done.returncode != 0
-    # (a wait on the caller's thread: the stop it saw, carrying the failure)
-    # (the device named once: not again as the RankFailed's own)
-    assert re.search(r"rank 0 raised after [\d.]+ s: StoppedByFailure: cpu:1 \(rank 1\): "
+    # (a wait on the caller's thread: the stop it saw, carrying the failure; or, where rank 0
+    # learnt of it between waits, the RankFailed itself: a race either way names the device
+    # once, not again as the RankFailed's own)
+    assert re.search(r"rank 0 raised after [\d.]+ s: "
+                     r"(StoppedByFailure|RankFailed): cpu:1 \(rank 1\): "
                      r"KeyError: 'injected failure in the host "
                      r"code'", done.stdout), \
         done.stdout + done.stderr
@@ -73,7 +75,9 @@ def functor_run(case):
 
 def test_a_user_functor_failing_on_one_rank_stops_every_rank_naming_it():
     took, error = functor_run("raise")
-    assert re.match(r"StoppedByFailure: cpu:1 \(rank 1\): "
+    # StoppedByFailure where rank 0 was waiting when it learnt of the failure, the RankFailed
+    # itself where it was between waits (its streams idle, a synchronize does not wait)
+    assert re.match(r"(StoppedByFailure|RankFailed): cpu:1 \(rank 1\): "
                     r"KeyError: 'injected failure in the functor'", error), error
     assert took < 2
 
