@@ -30,9 +30,9 @@ def label_array(labels) -> np.ndarray:
                 return _objects(labels.tolist())    # past int64: kept, not wrapped negative
             return labels.astype(np.int64, copy=False)
         if labels.dtype == object:
-            values = labels.tolist()
-            if values and all(is_int(x) for x in values):   # ints as objects: as other ints
-                return label_array(values)
+            # ints as objects: as other ints (a text label ends the look at the first)
+            if labels.size and all(is_int(x) for x in labels):
+                return label_array(labels.tolist())
             return labels
     items = list(labels)
     if all(is_int(x) for x in items):
@@ -117,16 +117,9 @@ class VertexIds:
 
         Raises IndexError for a position outside ``0..n-1`` (as a negative index would not
         count from the end), TypeError for one that is not an integer."""
-        if type(position) is int and 0 <= position < self.n:    # the common case, at once
-            if self.labels is None:
-                return position + self.base
-            label = self.labels[position]
-            return int(label) if self.labels.dtype.kind == "i" else label
-        position = self._checked_positions(position)
-        if self.labels is not None:
-            out = self.labels[position]
-        else:
-            out = position.astype(np.int64, copy=False) + self.base
+        if type(position) is not int or not 0 <= position < self.n:  # a plain int in range: as is
+            position = self._checked_positions(position)
+        out = self.labels[position] if self.labels is not None else position + self.base
         if np.ndim(out) == 0:
             return int(out) if self.labels is None or self.labels.dtype.kind == "i" else out
         return out
@@ -141,7 +134,7 @@ class VertexIds:
         if outside is not None:
             raise IndexError(f"{outside[1]} is not a vertex position of {self.name} "
                              f"({self.n} vertices: 0..{self.n - 1})")
-        return at.astype(np.int64) if not at.size else at
+        return at.astype(np.int64, copy=False)
 
     # ------------------------------------------------------------------ ids -> positions
     def position_of(self, ident, what: str = "id"):
